@@ -1,0 +1,159 @@
+"""The `edgec` command: a thin shell over edgec.api.
+
+Errors a user can cause print one line ("edgec: error: ...") and exit 2;
+--debug shows the traceback instead.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import __version__
+from .errors import EdgecError
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def cmd_build(args) -> int:
+    from . import api
+
+    report = api.build(args.model, args.calib, args.board, args.output, log=_log)
+    m = report["memory"]
+    print(f"built {report['model']} for {report['board']}: arena {m['arena_bytes']:,} B, "
+          f"weights {m['weights_bytes']:,} B, firmware flash {m['flash_bytes']:,} B, RAM {m['ram_bytes']:,} B")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from . import api
+
+    r = api.bench(args.outdir, args.data, limit=args.limit, port=args.port, log=_log)
+    if args.json:
+        Path(args.json).write_text(json.dumps(r, indent=1))
+    acc, lat = r["accuracy"], r["latency"]
+
+    def pct(v):
+        return "n/a (no labels)" if v is None else f"{100 * v:.2f}%"
+
+    print(f"model {r['model']} on {r['board']}, {r['samples']} samples")
+    print(f"accuracy: float {pct(acc['float'])}, int8 reference {pct(acc['int8_reference'])}, "
+          f"device {pct(acc['device'])}")
+    print(f"agreement: device output identical to the int8 reference on "
+          f"{100 * r['agreement']['device_vs_reference']:.2f}% of samples")
+    per_mac = f", {lat['per_mac']:.2f} per MAC" if lat.get("per_mac") else ""
+    print(f"latency: median {lat['median']:,.0f} {lat['unit']} (min {lat['min']:,.0f}, max {lat['max']:,.0f})"
+          f"{per_mac}")
+    return 0
+
+
+def cmd_flash(args) -> int:
+    from . import api
+
+    hello = api.flash(args.outdir, port=args.port, log=_log)
+    print(f"flashed: the device runs {hello.get('model')} ({hello.get('hash')}) on {hello.get('board')}")
+    return 0
+
+
+def cmd_boards(args) -> int:
+    from .boards import list_boards
+
+    boards = list_boards()
+    if args.json:
+        print(json.dumps([{"name": b.name, "cpu": b.cpu, "ram_bytes": b.ram_bytes, "flash_bytes": b.flash_bytes,
+                           "emulated": b.emulated, "timing_unit": b.timing_unit, "description": b.description}
+                          for b in boards], indent=1))
+        return 0
+    print(f"{'board':18} {'cpu':11} {'RAM':>10} {'flash':>10}  {'timing unit':22} description")
+    for b in boards:
+        print(f"{b.name:18} {b.cpu:11} {_kib(b.ram_bytes):>10} {_kib(b.flash_bytes):>10}  {b.timing_unit:22} "
+              f"{b.description}")
+    return 0
+
+
+def _kib(n: int) -> str:
+    return f"{n // 1024:,} KiB"
+
+
+def cmd_inspect(args) -> int:
+    from . import api
+
+    info = api.inspect_model(args.model)
+    if args.json:
+        print(json.dumps(info, indent=1))
+        return 0 if not info["unsupported"] else 1
+    print(f"{info['model']}: opset {info['opset']}, input {info['input']['name']} {info['input']['shape']}, "
+          f"output {info['output']['name']} {info['output']['shape']}, {info['parameters']:,} parameters")
+    print(f"{'node':40} {'op':20} {'input shape':22} {'output shape':18} {'params':>9}  supported")
+    for n in info["nodes"]:
+        print(f"{n['name'][:40]:40} {n['op']:20} {str(n['inputs'][0] if n['inputs'] else '')[:22]:22} "
+              f"{str(n['outputs'][0] if n['outputs'] else '')[:18]:18} {n['params']:>9,}  "
+              f"{'yes' if n['supported'] else 'NO'}")
+    if info["unsupported"]:
+        print(f"unsupported: {', '.join(info['unsupported'])}")
+        return 1
+    for limit in info.get("limits", []):
+        print(f"limit: {limit}")
+    if "macs" in info:
+        print(f"{info['macs']:,} MACs, {info['canonical_ops']} ops after canonicalization, "
+              f"arena estimate {info['arena_bytes_estimate']:,} bytes")
+    return 0 if not info.get("limits") else 1
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="edgec", description="Float ONNX model + calibration set -> INT8 firmware, "
+                                "built, flashed and benchmarked on a microcontroller board.")
+    p.add_argument("--version", action="version", version=f"edgec {__version__}")
+    p.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    b = sub.add_parser("build", help="quantize a model and build its firmware")
+    b.add_argument("model", help="float ONNX model")
+    b.add_argument("--calib", required=True, help=".npz with x (N, *input shape without batch)")
+    b.add_argument("--board", required=True, help="board name (see `edgec boards`) or a board .toml file")
+    b.add_argument("-o", "--output", help="build folder (default build/<model>-<board>)")
+    b.set_defaults(func=cmd_build)
+
+    r = sub.add_parser("bench", help="run test data on the device and report accuracy and latency")
+    r.add_argument("outdir", help="a build folder made by `edgec build`")
+    r.add_argument("--data", required=True, help=".npz with x and optional integer labels y")
+    r.add_argument("--limit", type=int, help="use only the first N samples")
+    r.add_argument("--port", help="serial port of a real board (emulated boards need none)")
+    r.add_argument("--json", help="also write the report to this JSON file")
+    r.set_defaults(func=cmd_bench)
+
+    f = sub.add_parser("flash", help="flash (start) the board with a build's firmware and check it answers")
+    f.add_argument("outdir")
+    f.add_argument("--port", help="serial port of a real board")
+    f.set_defaults(func=cmd_flash)
+
+    bo = sub.add_parser("boards", help="list board profiles")
+    bo.add_argument("--json", action="store_true")
+    bo.set_defaults(func=cmd_boards)
+
+    i = sub.add_parser("inspect", help="ops, shapes, parameters, MACs and support status of a model")
+    i.add_argument("model")
+    i.add_argument("--json", action="store_true")
+    i.set_defaults(func=cmd_inspect)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except EdgecError as exc:
+        if args.debug:
+            raise
+        print(f"edgec: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("edgec: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""Stage 6: quantized graph + memory plan -> a stand-alone C model library.
+
+The library is `<name>.c`/`<name>.h` (rendered from templates/model.*.j2) plus
+the runtime_c files it calls. Weights, biases, requantization constants and
+tables are `const` arrays (flash); activations live in one static arena at the
+offsets of the plan.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import jinja2
+import numpy as np
+
+from . import __version__
+from .artifact import graph_hash
+from .ir import ALIAS_OPS, Graph
+from .planner import Plan
+from .resources import resource_dir
+
+RUNTIME_FILES = ["edgec_kernels.h", "edgec_kernels.c"]
+_CTYPES = {np.int8: "int8_t", np.int32: "int32_t", np.uint32: "uint32_t"}
+_PARAM_STRUCTS = {"conv2d": "edgec_conv_params", "depthwise_conv2d": "edgec_conv_params",
+                  "fully_connected": "edgec_fc_params", "max_pool": "edgec_pool_params",
+                  "avg_pool": "edgec_pool_params", "add": "edgec_add_params"}
+_KERNELS = {"conv2d": "edgec_conv2d_s8", "depthwise_conv2d": "edgec_depthwise_conv2d_s8",
+            "fully_connected": "edgec_fully_connected_s8", "max_pool": "edgec_max_pool_s8",
+            "avg_pool": "edgec_avg_pool_s8", "add": "edgec_add_s8"}
+
+
+def c_identifier(text: str) -> str:
+    """A lower-case C identifier made from a model name ('MobileNet v1.onnx' -> 'mobilenet_v1')."""
+    name = re.sub(r"[^0-9a-zA-Z_]+", "_", text).strip("_").lower() or "model"
+    return "m_" + name if name[0].isdigit() else name
+
+
+def template_env() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
+                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                              trim_blocks=True, lstrip_blocks=True)
+
+
+def _c_array(values: np.ndarray, per_line: int = 24) -> str:
+    flat = [str(int(v)) + ("u" if values.dtype == np.uint32 else "") for v in values.reshape(-1)]
+    if values.dtype == np.int32:
+        flat = [f"({v})" if v == str(-2**31) else v for v in flat]
+        flat = ["(-2147483647 - 1)" if v == f"({-2**31})" else v for v in flat]
+    return ",\n".join("    " + ", ".join(flat[i:i + per_line]) for i in range(0, len(flat), per_line))
+
+
+def _ops_for_template(graph: Graph, plan: Plan) -> tuple[list[dict], list[dict]]:
+    arrays, ops = [], []
+    for i, op in enumerate(graph.ops):
+        if op.kind in ALIAS_OPS:
+            assert plan.offsets[op.output] == plan.offsets[op.inputs[0]]
+            continue
+        prefix = f"op{i}"
+        names = {}
+        for key, a in op.arrays.items():
+            cname = f"{prefix}_{key}"
+            arrays.append({"cname": cname, "ctype": _CTYPES[a.dtype.type], "size": a.size, "body": _c_array(a)})
+            names[key] = cname
+        params = dict(op.params)
+        if op.kind == "transpose":
+            for key in ("dims", "perm"):
+                cname = f"{prefix}_{key}"
+                arrays.append({"cname": cname, "ctype": "int32_t", "size": 4,
+                               "body": _c_array(np.array(params[key], np.int32))})
+                names[key] = cname
+        ops.append({"index": i, "kind": op.kind, "name": op.name, "prefix": prefix,
+                    "struct": _PARAM_STRUCTS.get(op.kind), "kernel": _KERNELS.get(op.kind),
+                    "params": params, "arrays": names,
+                    "inputs": [plan.offsets[t] for t in op.inputs], "output": plan.offsets[op.output]})
+    return arrays, ops
+
+
+def generate(graph: Graph, plan: Plan, out_dir: Path, name: str) -> list[Path]:
+    """Write the model library into out_dir; returns the files written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    arrays, ops = _ops_for_template(graph, plan)
+    tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
+    ctx = dict(name=name, NAME=name.upper(), version=__version__, graph=graph, arrays=arrays, ops=ops,
+               arena_bytes=plan.arena_bytes, model_hash=graph_hash(graph),
+               input_offset=plan.offsets[graph.input], output_offset=plan.offsets[graph.output],
+               input_bytes=tin.size, output_bytes=tout.size,
+               input_scale=repr(float(tin.scale)), input_zp=tin.zero_point,
+               output_scale=repr(float(tout.scale)), output_zp=tout.zero_point,
+               input_shape=list(graph.input_onnx_shape), output_shape=list(graph.output_onnx_shape),
+               macs=graph.macs())
+    env = template_env()
+    written = []
+    for template, filename in (("model.h.j2", f"{name}.h"), ("model.c.j2", f"{name}.c")):
+        path = out_dir / filename
+        path.write_text(env.get_template(template).render(**ctx))
+        written.append(path)
+    runtime = resource_dir("runtime_c")
+    for f in RUNTIME_FILES:
+        shutil.copyfile(runtime / f, out_dir / f)
+        written.append(out_dir / f)
+    return written

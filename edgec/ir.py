@@ -1,0 +1,86 @@
+"""edgec's intermediate representation: a small, plain graph of canonical ops.
+
+After canonicalization every activation tensor has a *physical* shape (channels
+last for anything a convolution or pooling touches) and the graph holds only
+the op kinds edgec has kernels for. Quantization fills in each tensor's scale
+and zero point and each op's integer parameters; the graph stays the same shape.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# Ops whose output is the same bytes as their input (no code on the device).
+ALIAS_OPS = {"reshape"}
+# Ops whose output must reuse the input's quantization parameters.
+SAME_QPARAMS_OPS = {"reshape", "transpose", "max_pool", "avg_pool"}
+
+
+@dataclass
+class Tensor:
+    """An activation tensor (never a constant: constants live in op attributes)."""
+
+    name: str
+    shape: tuple[int, ...]          # physical shape, batch first (always 1)
+    source: str                     # ONNX value this tensor holds (for calibration ranges)
+    scale: float | None = None      # quantization, filled in by quantize
+    zero_point: int | None = None
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+
+@dataclass
+class Op:
+    """One canonical operation. `attrs` holds float-domain parameters (weights,
+    strides, activation range...); quantize adds `params` (the C struct fields)
+    and integer arrays (`weights_q`, `bias_q`, `mult`, `shift`, `table`)."""
+
+    kind: str
+    name: str                       # ONNX node name, for messages
+    inputs: list[str]
+    output: str
+    attrs: dict = field(default_factory=dict)
+    params: dict = field(default_factory=dict)
+    arrays: dict = field(default_factory=dict)
+
+
+@dataclass
+class Graph:
+    name: str
+    tensors: dict[str, Tensor]
+    ops: list[Op]
+    input: str
+    output: str
+    input_onnx_shape: tuple[int, ...] = ()
+    output_onnx_shape: tuple[int, ...] = ()
+
+    def producer(self, tensor: str) -> Op | None:
+        for op in self.ops:
+            if op.output == tensor:
+                return op
+        return None
+
+    def consumers(self, tensor: str) -> list[Op]:
+        return [op for op in self.ops if tensor in op.inputs]
+
+    def macs(self) -> int:
+        """Multiply-accumulates of one inference."""
+        total = 0
+        for op in self.ops:
+            out = self.tensors[op.output]
+            if op.kind == "conv2d":
+                w = op.attrs["weights"]
+                total += out.size * int(np.prod(w.shape[1:]))
+            elif op.kind == "depthwise_conv2d":
+                w = op.attrs["weights"]
+                total += out.size * w.shape[0] * w.shape[1]
+            elif op.kind == "fully_connected":
+                total += op.attrs["weights"].size
+        return total
+
+    def weights_bytes(self) -> int:
+        """Bytes of constant data the quantized model keeps in flash."""
+        return int(sum(a.nbytes for op in self.ops for a in op.arrays.values()))

@@ -1,0 +1,76 @@
+"""Stage 1: read an ONNX file into a checked, shape-inferred ModelProto."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+from onnx import shape_inference
+
+from .errors import EdgecError
+
+
+def load_model(path: str | Path) -> onnx.ModelProto:
+    """Load `path`, pin a dynamic batch dimension to 1 and infer every shape."""
+    path = Path(path)
+    if not path.exists():
+        raise EdgecError(f"{path}: no such file (give the path of a float .onnx model)")
+    if path.is_dir():
+        raise EdgecError(f"{path}: is a folder, not an .onnx model file")
+    if path.stat().st_size == 0:
+        raise EdgecError(f"{path}: the file is empty (expected an ONNX model)")
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as exc:  # protobuf raises many types for garbage input
+        raise EdgecError(f"{path}: not a readable ONNX model ({_short(exc)}); export it again or check the file") from None
+    if not model.graph.node:
+        raise EdgecError(f"{path}: the ONNX graph has no nodes (is this really a model file?)")
+    for init in model.graph.initializer:
+        if init.data_location == onnx.TensorProto.EXTERNAL:
+            raise EdgecError(f"{path}: initializer '{init.name}' keeps its data in an external file; "
+                             "save the model as one file (onnx.save(..., save_as_external_data=False))")
+    _pin_batch(model, path)
+    try:
+        onnx.checker.check_model(model)
+        model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+    except Exception as exc:
+        raise EdgecError(f"{path}: invalid ONNX model ({_short(exc)})") from None
+    return model
+
+
+def graph_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
+    """The real inputs (ONNX lists initializers as inputs in old IR versions)."""
+    inits = {i.name for i in model.graph.initializer}
+    return [i for i in model.graph.input if i.name not in inits]
+
+
+def static_shape(vi: onnx.ValueInfoProto) -> tuple[int, ...] | None:
+    """The static shape of a value, or None if any dimension is unknown."""
+    t = vi.type.tensor_type
+    if not t.HasField("shape"):
+        return None
+    dims = []
+    for d in t.shape.dim:
+        if not d.HasField("dim_value"):
+            return None
+        dims.append(d.dim_value)
+    return tuple(dims)
+
+
+def _pin_batch(model: onnx.ModelProto, path: Path) -> None:
+    inputs = graph_inputs(model)
+    if len(inputs) != 1 or len(model.graph.output) != 1:
+        raise EdgecError(f"{path}: the model has {len(inputs)} inputs and {len(model.graph.output)} outputs; "
+                         "edgec supports exactly one input and one output for now")
+    for vi in list(inputs) + list(model.graph.output):
+        dims = vi.type.tensor_type.shape.dim
+        if dims and not dims[0].HasField("dim_value"):
+            dims[0].dim_value = 1          # dynamic batch -> 1
+        for i, d in enumerate(dims):
+            if not d.HasField("dim_value") and vi in inputs:
+                raise EdgecError(f"{path}: input '{vi.name}' has a dynamic dimension {i} ('{d.dim_param}'); "
+                                 "export the model with a fixed input shape")
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:200]

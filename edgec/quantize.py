@@ -1,0 +1,141 @@
+"""Stage 4: float canonical graph + value ranges -> INT8 graph (TFLite INT8 scheme).
+
+Activations: asymmetric int8 (scale, zero point) per tensor. Weights: symmetric
+int8 per output channel. Bias: int32 at scale input_scale * weight_scale[c].
+Requantization: Q31 multiplier + power-of-two shift per output channel.
+Pooling, reshape and transpose keep their input's quantization; softmax output
+is fixed at scale 1/256, zero point -128 (as in TFLite).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import kernels_ref as K
+from .errors import EdgecError
+from .ir import SAME_QPARAMS_OPS, Graph, Op, Tensor
+
+
+def qparams_from_range(lo: float, hi: float) -> tuple[float, int]:
+    """Scale and zero point covering [lo, hi] (widened to include 0) with int8."""
+    lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
+    if hi - lo < 1e-12:
+        return 1.0, -128 if lo == 0.0 else 0
+    scale = (hi - lo) / 255.0
+    zp = int(np.clip(round(-128 - lo / scale), -128, 127))
+    return scale, zp
+
+
+def quantize_input(t: Tensor, x: np.ndarray) -> np.ndarray:
+    """Float input data -> int8 with the tensor's quantization (as the host sends it)."""
+    return np.clip(np.round(x / t.scale) + t.zero_point, -128, 127).astype(np.int8)
+
+
+def dequantize(t: Tensor, q: np.ndarray) -> np.ndarray:
+    return (q.astype(np.float32) - t.zero_point) * np.float32(t.scale)
+
+
+def quantize(graph: Graph, ranges: dict[str, tuple[float, float]]) -> Graph:
+    """Fill in every tensor's quantization and every op's integer parameters (in place)."""
+    def from_range(t: Tensor):
+        if t.source not in ranges:
+            raise EdgecError(f"no calibration range for tensor '{t.source}'")
+        t.scale, t.zero_point = qparams_from_range(*ranges[t.source])
+
+    from_range(graph.tensors[graph.input])
+    for op in graph.ops:
+        out = graph.tensors[op.output]
+        src = graph.tensors[op.inputs[0]]
+        if op.kind in SAME_QPARAMS_OPS:
+            out.scale, out.zero_point = src.scale, src.zero_point
+        elif op.kind == "softmax":
+            out.scale, out.zero_point = 1.0 / 256.0, -128
+        else:
+            from_range(out)
+        _QUANTIZERS[op.kind](op, [graph.tensors[i] for i in op.inputs], out)
+    return graph
+
+
+def _act_range(op: Op, out: Tensor) -> dict:
+    lo, hi = op.attrs.get("act", (-math.inf, math.inf))
+    qmin = -128 if lo == -math.inf else max(-128, out.zero_point + int(round(lo / out.scale)))
+    qmax = 127 if hi == math.inf else min(127, out.zero_point + int(round(hi / out.scale)))
+    return {"act_min": qmin, "act_max": max(qmin, qmax)}
+
+
+def _weights(op: Op, inp: Tensor, out: Tensor, channel_axis: int) -> None:
+    w = op.attrs["weights"].astype(np.float64)
+    axes = tuple(a for a in range(w.ndim) if a != channel_axis % w.ndim)
+    wmax = np.max(np.abs(w), axis=axes)
+    if not np.all(np.isfinite(wmax)):
+        raise EdgecError(f"node '{op.name}': weights contain NaN or Inf")
+    w_scale = np.where(wmax > 0, wmax / 127.0, 1.0)
+    shape = [1] * w.ndim
+    shape[channel_axis] = -1
+    wq = np.clip(np.round(w / w_scale.reshape(shape)), -127, 127).astype(np.int8)
+    bias_scale = inp.scale * w_scale
+    bq = np.clip(np.round(op.attrs["bias"].astype(np.float64) / bias_scale), -2**31, 2**31 - 1).astype(np.int32)
+    mult, shift = zip(*(K.quantize_multiplier(s / out.scale) for s in bias_scale))
+    op.arrays.update(weights=wq, bias=bq, mult=np.array(mult, np.int32), shift=np.array(shift, np.int32))
+
+
+def _conv(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    (ih, iw, ic), (oh, ow, oc) = op.attrs["in_hwc"], op.attrs["out_hwc"]
+    _weights(op, ins[0], out, 0 if op.kind == "conv2d" else -1)
+    op.params = dict(in_h=ih, in_w=iw, in_c=ic, out_h=oh, out_w=ow, out_c=oc,
+                     k_h=op.attrs["kernel"][0], k_w=op.attrs["kernel"][1],
+                     stride_h=op.attrs["stride"][0], stride_w=op.attrs["stride"][1],
+                     dil_h=op.attrs["dilation"][0], dil_w=op.attrs["dilation"][1],
+                     pad_top=op.attrs["pad"][0], pad_left=op.attrs["pad"][1],
+                     input_zp=ins[0].zero_point, output_zp=out.zero_point, **_act_range(op, out),
+                     depth_multiplier=op.attrs.get("depth_multiplier", 1))
+
+
+def _fc(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    _weights(op, ins[0], out, 0)
+    n_out, n_in = op.attrs["weights"].shape
+    op.params = dict(in_features=n_in, out_features=n_out, input_zp=ins[0].zero_point,
+                     output_zp=out.zero_point, **_act_range(op, out))
+
+
+def _pool(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    (ih, iw, c), (oh, ow, _) = op.attrs["in_hwc"], op.attrs["out_hwc"]
+    op.params = dict(in_h=ih, in_w=iw, c=c, out_h=oh, out_w=ow, k_h=op.attrs["kernel"][0],
+                     k_w=op.attrs["kernel"][1], stride_h=op.attrs["stride"][0], stride_w=op.attrs["stride"][1],
+                     pad_top=op.attrs["pad"][0], pad_left=op.attrs["pad"][1], **_act_range(op, out))
+
+
+def _add(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    a, b = ins
+    p = K.add_params(a.scale, a.zero_point, b.scale, b.zero_point, out.scale, out.zero_point)
+    op.params = dict(n=out.size, **{**p, **_act_range(op, out)})
+
+
+def _softmax(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    op.params = dict(rows=op.attrs["rows"], cols=op.attrs["cols"])
+    op.arrays["exp_table"] = np.asarray(K.softmax_table(ins[0].scale), np.uint32)
+
+
+def _transpose(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    dims = list(ins[0].shape)
+    perm = list(op.attrs["perm"])
+    if len(dims) > 4:
+        squeezed = [i for i, d in enumerate(dims) if d != 1]
+        if len(squeezed) > 4:
+            raise EdgecError(f"node '{op.name}': a transpose of more than 4 non-unit dimensions is not supported")
+        keep = [p for p in perm if dims[p] != 1]
+        perm = [squeezed.index(p) for p in keep]
+        dims = [dims[i] for i in squeezed]
+    lead = 4 - len(dims)
+    op.params = dict(dims=[1] * lead + dims, perm=list(range(lead)) + [p + lead for p in perm])
+
+
+def _nothing(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    pass
+
+
+_QUANTIZERS = {
+    "conv2d": _conv, "depthwise_conv2d": _conv, "fully_connected": _fc, "max_pool": _pool,
+    "avg_pool": _pool, "add": _add, "softmax": _softmax, "transpose": _transpose, "reshape": _nothing,
+}
