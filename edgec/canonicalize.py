@@ -86,9 +86,11 @@ class _Canonicalizer:
         self.layout_cache: dict[tuple[str, tuple[int, ...]], str] = {}
         self.feature_perm: dict[str, np.ndarray] = {}   # flattened channels-last tensors
         self.uses: dict[str, list[str]] = {}
+        self.readers: dict[str, list[onnx.NodeProto]] = {}
         for node in model.graph.node:
             for i in node.input:
                 self.uses.setdefault(i, []).append(node.op_type)
+                self.readers.setdefault(i, []).append(node)
         for o in model.graph.output:
             self.uses.setdefault(o.name, []).append("<graph output>")
 
@@ -134,6 +136,14 @@ class _Canonicalizer:
             self._emit("transpose", node, [tensor], out, perm=q)
         self.layout_cache[key] = out
         return out
+
+    def _real_uses(self, value: str) -> list[str]:
+        """Op types reading `value`, looking through Identity/Dropout."""
+        uses = [u for u in self.uses.get(value, []) if u not in ("Identity", "Dropout")]
+        for node in self.readers.get(value, []):
+            if node.op_type in ("Identity", "Dropout"):
+                uses += self._real_uses(node.output[0])
+        return uses
 
     def _single_use(self, value: str) -> bool:
         return len(self.uses.get(value, [])) == 1
@@ -496,7 +506,7 @@ class _Canonicalizer:
         xshape, yshape = self._shape(x, node), self._shape(y, node)
         tensor, perm = self._activation(x, node)
         if not _same_order(xshape, perm, _identity(len(xshape))):
-            feeds_dense = all(u in ("Gemm", "MatMul") for u in self.uses.get(y, [])) and \
+            feeds_dense = all(u in ("Gemm", "MatMul") for u in self._real_uses(y)) and \
                 len(yshape) == 2 and yshape[0] == 1
             if feeds_dense:
                 idx = np.arange(int(np.prod(xshape))).reshape(xshape).transpose(perm).reshape(-1)

@@ -28,12 +28,17 @@ def load_model(path: str | Path) -> onnx.ModelProto:
         if init.data_location == onnx.TensorProto.EXTERNAL:
             raise EdgecError(f"{path}: initializer '{init.name}' keeps its data in an external file; "
                              "save the model as one file (onnx.save(..., save_as_external_data=False))")
-    _pin_batch(model, path)
+    return prepare(model, path)
+
+
+def prepare(model: onnx.ModelProto, where: str | Path = "model") -> onnx.ModelProto:
+    """Check a model, pin its batch dimension to 1 and infer every shape."""
+    _pin_batch(model, where)
     try:
         onnx.checker.check_model(model)
         model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
     except Exception as exc:
-        raise EdgecError(f"{path}: invalid ONNX model ({_short(exc)})") from None
+        raise EdgecError(f"{where}: invalid ONNX model ({_short(exc)})") from None
     return model
 
 
@@ -56,7 +61,7 @@ def static_shape(vi: onnx.ValueInfoProto) -> tuple[int, ...] | None:
     return tuple(dims)
 
 
-def _pin_batch(model: onnx.ModelProto, path: Path) -> None:
+def _pin_batch(model: onnx.ModelProto, path) -> None:
     inputs = graph_inputs(model)
     if len(inputs) != 1 or len(model.graph.output) != 1:
         raise EdgecError(f"{path}: the model has {len(inputs)} inputs and {len(model.graph.output)} outputs; "
