@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs everything edgec needs on a fresh Debian/Ubuntu machine: the Arm toolchain, QEMU and host
+# compilers from apt, and a Python virtual environment (.venv) with edgec and its dependencies.
+# PlatformIO is provisioned offline by edgec itself on first use (in ~/.cache/edgec/platformio).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v arm-none-eabi-gcc >/dev/null || need+=(gcc-arm-none-eabi)
+[ -e /usr/lib/arm-none-eabi/newlib ] || [ -d /usr/lib/arm-none-eabi/lib ] || need+=(libnewlib-arm-none-eabi)
+command -v qemu-system-arm >/dev/null || need+=(qemu-system-arm)
+command -v gcc >/dev/null || need+=(gcc)
+command -v clang >/dev/null || need+=(clang)
+python3 -c "import venv, ensurepip" 2>/dev/null || need+=(python3-venv)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup: installing ${need[*]} with apt-get"
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "WARNING: Location" || true
+.venv/bin/python -m pip install -q -e '.[test]' 2>&1 | grep -v "WARNING: Location" || true
+.venv/bin/edgec --version

@@ -1,0 +1,101 @@
+"""The CLI's contract for bad input: exit code 2, one line naming the file/node/board, no traceback,
+nothing half-written left behind."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from conftest import EXAMPLES, make_model, save
+
+DIGITS = EXAMPLES / "digits_cnn"
+
+
+def edgec(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "edgec", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, timeout=300)
+
+
+def assert_clean_error(proc, *needles):
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    err = proc.stderr.strip()
+    assert "Traceback" not in err, err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("edgec: error: ")
+    for n in needles:
+        assert n in err, err
+
+
+def _bad_model_files(tmp_path):
+    garbage = tmp_path / "garbage.onnx"
+    garbage.write_bytes(np.random.default_rng(1).bytes(3000))
+    empty = tmp_path / "empty.onnx"
+    empty.write_bytes(b"")
+    text = tmp_path / "notes.onnx"
+    text.write_text("this is not a model\n" * 20)
+    return {"garbage": garbage, "empty": empty, "text": text, "missing": tmp_path / "missing.onnx"}
+
+
+@pytest.mark.parametrize("kind", ["garbage", "empty", "text", "missing"])
+def test_unreadable_models(kind, tmp_path):
+    path = _bad_model_files(tmp_path)[kind]
+    out = tmp_path / "out"
+    proc = edgec("build", path, "--calib", DIGITS / "calib.npz", "--board", "host", "-o", out)
+    assert_clean_error(proc, str(path))
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []
+
+
+def test_unsupported_ops_listed(tmp_path):
+    nodes = [helper.make_node("Sin", ["x"], ["a"], name="sine"), helper.make_node("Relu", ["a"], ["b"], name="r"),
+             helper.make_node("Erf", ["b"], ["y"], name="erf_node")]
+    path = save(make_model(nodes, ("x", [1, 8]), ("y", [1, 8]), {}), tmp_path)
+    calib = tmp_path / "c.npz"
+    np.savez(calib, x=np.zeros((4, 8), np.float32))
+    proc = edgec("build", path, "--calib", calib, "--board", "host", "-o", tmp_path / "out")
+    assert_clean_error(proc, "Sin (sine)", "Erf (erf_node)")
+    assert not (tmp_path / "out").exists()
+    insp = edgec("inspect", path)
+    assert insp.returncode == 1 and "Sin (sine)" in insp.stdout and "Erf (erf_node)" in insp.stdout
+
+
+@pytest.mark.parametrize("case", ["wrong_shape", "no_x", "not_npz", "missing"])
+def test_bad_calibration_data(case, tmp_path):
+    calib = tmp_path / "calib.npz"
+    if case == "wrong_shape":
+        np.savez(calib, x=np.zeros((5, 8, 8), np.float32))
+    elif case == "no_x":
+        np.savez(calib, data=np.zeros((5, 1, 8, 8), np.float32))
+    elif case == "not_npz":
+        calib.write_text("1,2,3\n")
+    proc = edgec("build", DIGITS / "model.onnx", "--calib", calib, "--board", "host", "-o", tmp_path / "out")
+    assert_clean_error(proc, str(calib))
+    assert not (tmp_path / "out").exists()
+
+
+def test_unknown_board(tmp_path):
+    proc = edgec("build", DIGITS / "model.onnx", "--calib", DIGITS / "calib.npz", "--board", "pdp11",
+                 "-o", tmp_path / "out")
+    assert_clean_error(proc, "pdp11", "qemu-cortex-m4")
+    assert not (tmp_path / "out").exists()
+
+
+def test_bench_on_a_folder_that_is_not_a_build(tmp_path):
+    proc = edgec("bench", tmp_path, "--data", DIGITS / "test.npz")
+    assert_clean_error(proc, str(tmp_path), "edgec build")
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    proc = edgec("--debug", "build", tmp_path / "nope.onnx", "--calib", DIGITS / "calib.npz", "--board", "host")
+    assert proc.returncode != 0 and "Traceback" in proc.stderr
+
+
+def test_inspect_and_boards():
+    proc = edgec("inspect", DIGITS / "model.onnx")
+    assert proc.returncode == 0, proc.stderr
+    assert "BatchNormalization" in proc.stdout and "327,680 MACs" in proc.stdout
+    boards = edgec("boards")
+    assert boards.returncode == 0 and "qemu-cortex-m4" in boards.stdout and "host" in boards.stdout
