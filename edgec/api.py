@@ -29,12 +29,19 @@ def _quiet(_: str) -> None:
     pass
 
 
+def model_name(model_path: Path) -> str:
+    """The C name of a model: its file name, or its folder's when the file is just 'model.onnx'."""
+    stem = model_path.stem
+    if stem.lower() in ("model", "net", "network") and model_path.resolve().parent.name:
+        stem = model_path.resolve().parent.name
+    return codegen.c_identifier(stem)
+
+
 def compile_model(model_path: str | Path, calib_path: str | Path, log: Log = _quiet):
     """Load, canonicalize, calibrate and quantize: returns (onnx model, quantized graph, plan)."""
     model_path = Path(model_path)
     model = loader.load_model(model_path)
-    name = codegen.c_identifier(model_path.stem)
-    graph = canonicalize.canonicalize(model, name)
+    graph = canonicalize.canonicalize(model, model_name(model_path))
     calib = load_dataset(calib_path, graph.input_onnx_shape)
     log(f"calibrating on {len(calib.x)} samples")
     sources = [t.source for t in graph.tensors.values()]
@@ -52,7 +59,7 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
 
     model_path = Path(model_path)
     the_board = load_board(board)
-    outdir = Path(outdir) if outdir else Path("build") / f"{model_path.stem}-{the_board.name}"
+    outdir = Path(outdir) if outdir else Path("build") / f"{model_name(model_path)}-{the_board.name}"
     model, graph, plan = compile_model(model_path, calib_path, log)
     name = graph.name
     log(f"{name}: {len(graph.ops)} ops, {graph.macs():,} MACs, arena {plan.arena_bytes:,} bytes, "
@@ -128,13 +135,13 @@ def flash(outdir: str | Path, port: str | None = None, log: Log = _quiet) -> dic
     with open_device(board, firmware, port) as dev:
         hello = dev.link.hello()
         _check_hello(hello, report, outdir)
-    log(f"{board.name}: firmware answers as model {hello.get('model')} ({hello.get('hash')})")
+    log(f"{board.name}: firmware answers as model {hello.get('model')} ({hello.get('model_hash')})")
     return hello
 
 
 def _check_hello(hello: dict, report: dict, outdir) -> None:
-    if hello.get("hash") != report["model_hash"]:
-        raise EdgecError(f"the device runs model {hello.get('model')} ({hello.get('hash')}) but {outdir} holds "
+    if hello.get("model_hash") != report["model_hash"]:
+        raise EdgecError(f"the device runs model {hello.get('model')} ({hello.get('model_hash')}) but {outdir} holds "
                          f"{report['model']} ({report['model_hash']}); flash this build first")
 
 
@@ -216,7 +223,7 @@ def inspect_model(model_path: str | Path) -> dict:
             "nodes": nodes, "unsupported": canonicalize.unsupported_nodes(model)}
     if not unsupported:
         try:
-            graph = canonicalize.canonicalize(model, codegen.c_identifier(model_path.stem))
+            graph = canonicalize.canonicalize(model, model_name(model_path))
             info["macs"] = graph.macs()
             info["canonical_ops"] = len(graph.ops)
             for t in graph.tensors.values():

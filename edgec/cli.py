@@ -54,7 +54,7 @@ def cmd_flash(args) -> int:
     from . import api
 
     hello = api.flash(args.outdir, port=args.port, log=_log)
-    print(f"flashed: the device runs {hello.get('model')} ({hello.get('hash')}) on {hello.get('board')}")
+    print(f"flashed: the device runs {hello.get('model')} ({hello.get('model_hash')}) on {hello.get('board')}")
     return 0
 
 
