@@ -1,0 +1,18 @@
+/* edgec board support API: what the benchmark firmware and the link protocol need from a board.
+ * Implemented by the edgec-qemu BSP (bare-metal Cortex-M under QEMU) and the edgec-host BSP. */
+#ifndef EDGEC_BOARD_H
+#define EDGEC_BOARD_H
+#include <stddef.h>
+#include <stdint.h>
+
+void     edgec_board_init(void);                 /* UART + tick counter; called before main() */
+void     edgec_uart_putc(uint8_t c);
+int      edgec_uart_getc(void);                   /* blocking, returns 0..255 */
+int      edgec_uart_try_getc(void);               /* -1 if nothing is pending */
+void     edgec_uart_write(const void *buf, size_t n);
+void     edgec_uart_flush(void);                  /* push buffered output out (no-op on UARTs) */
+uint64_t edgec_ticks(void);                       /* 64-bit tick counter */
+uint32_t edgec_tick_hz(void);                     /* ticks per second of edgec_ticks() */
+void     edgec_ticks_align(void);                 /* re-phase the tick grid; call right before t0 */
+void     edgec_exit(int code) __attribute__((noreturn));
+#endif

@@ -1,0 +1,33 @@
+/* edgec serial link, device side: serves the host's benchmark commands over the board's UART.
+ *
+ * Frames are COBS-encoded and end with 0x00; decoded, a frame is
+ *   [type u8][seq u8][payload 0..256][crc16 u16 LE]   (CRC-16/CCITT-FALSE over type, seq, payload)
+ * The host side and the command list are in edgec/link.py. */
+#ifndef EDGEC_LINK_H
+#define EDGEC_LINK_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define EDGEC_LINK_PROTOCOL_VERSION 1
+#define EDGEC_LINK_MAX_PAYLOAD 256
+
+typedef struct {
+    const char *model_name;     /* the model's C name */
+    const char *model_hash;     /* 16 hex digits identifying the quantized model */
+    const char *board_name;     /* edgec board profile name */
+    int8_t *input;              /* where the host's input bytes go */
+    uint32_t input_bytes;
+    const int8_t *output;       /* where the model leaves its output */
+    uint32_t output_bytes;
+    int (*invoke)(void);        /* runs the model once; 0 on success */
+} edgec_link_model;
+
+/* Serve the host's commands forever (never returns). */
+void edgec_link_serve(const edgec_link_model *m);
+
+/* Exposed for tests: CRC-16/CCITT-FALSE and COBS. */
+uint16_t edgec_link_crc16(const uint8_t *data, size_t n);
+size_t edgec_link_cobs_encode(const uint8_t *in, size_t n, uint8_t *out);
+/* returns the decoded length, or (size_t)-1 if the input is malformed */
+size_t edgec_link_cobs_decode(const uint8_t *in, size_t n, uint8_t *out);
+#endif

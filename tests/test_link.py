@@ -1,0 +1,199 @@
+"""The link protocol on the host side: COBS, CRC, framing, and Link against an in-memory device."""
+import os
+import struct
+
+import pytest
+
+from edgec import link as L
+from edgec.errors import EdgecError
+
+
+@pytest.mark.parametrize("data", [b"", b"\x00", b"\x00\x00", b"abc", b"a\x00b\x00", bytes(range(256)) * 3,
+                                  b"\x01" * 254, b"\x01" * 255, b"\x01" * 254 + b"\x00", os.urandom(1000)])
+def test_cobs_round_trip(data):
+    enc = L.cobs_encode(data)
+    assert 0 not in enc
+    assert len(enc) <= len(data) + len(data) // 254 + 1
+    assert L.cobs_decode(enc) == data
+
+
+def test_cobs_rejects_malformed():
+    with pytest.raises(ValueError):
+        L.cobs_decode(b"\x05ab")          # block runs past the end
+    with pytest.raises(ValueError):
+        L.cobs_decode(b"\x02a\x00")       # a zero inside encoded data
+
+
+def test_crc16_ccitt_false_check_value():
+    assert L.crc16(b"123456789") == 0x29B1
+
+
+def test_frame_round_trip_and_corruption():
+    wire = L.encode_frame(L.WRITE_INPUT, 7, b"\x00\x01payload\x00")
+    assert wire.endswith(b"\x00") and wire.count(0) == 1
+    assert L.decode_frame(wire[:-1]) == (L.WRITE_INPUT, 7, b"\x00\x01payload\x00")
+    for i in range(len(wire) - 1):
+        bad = bytearray(wire[:-1])
+        bad[i] ^= 0x10
+        if 0 in bad:
+            continue
+        with pytest.raises(ValueError):
+            L.decode_frame(bytes(bad))
+    with pytest.raises(ValueError):
+        L.encode_frame(L.WRITE_INPUT, 0, bytes(L.MAX_PAYLOAD + 1))
+
+
+class FakeDevice:
+    """A Python model of runtime_c/edgec_link.c behind a pyserial-like interface (y = x ^ 0x55)."""
+
+    def __init__(self, in_bytes=600, out_bytes=600, corrupt_replies=(), corrupt_requests=(), mute=False):
+        self.input = bytearray(in_bytes)
+        self.output = bytearray(out_bytes)
+        self.rx = bytearray()                # host -> device bytes not yet framed
+        self.tx = bytearray()                # device -> host bytes not yet read
+        self.timeout = None
+        self.replies = 0
+        self.requests = 0
+        self.invokes = 0
+        self.corrupt_replies = set(corrupt_replies)    # indices of replies to damage
+        self.corrupt_requests = set(corrupt_requests)  # indices of requests to damage
+        self.mute = mute
+        self.last = None                     # (seq, type, wire) of the last reply
+        self.closed = False
+
+    # pyserial-like surface
+    @property
+    def in_waiting(self):
+        return len(self.tx)
+
+    def read(self, n=1):
+        out = bytes(self.tx[:n])
+        del self.tx[:n]
+        return out
+
+    def write(self, data):
+        for b in data:
+            if b:
+                self.rx.append(b)
+                continue
+            if self.rx:
+                frame = bytes(self.rx)
+                self.rx.clear()
+                if self.requests in self.corrupt_requests:
+                    frame = bytes([frame[0]]) + bytes([frame[1] ^ 0x40 or 1]) + frame[2:]
+                self.requests += 1
+                self._frame(frame)
+        return len(data)
+
+    def close(self):
+        self.closed = True
+
+    def _send(self, ftype, seq, payload):
+        wire = bytearray(L.encode_frame(ftype, seq, payload))
+        if self.replies in self.corrupt_replies:
+            wire[len(wire) // 2] ^= 0x08 if wire[len(wire) // 2] != 0x08 else 0x01
+        self.replies += 1
+        if not self.mute:
+            self.tx += wire
+        return bytes(L.encode_frame(ftype, seq, payload))
+
+    def _frame(self, raw):
+        try:
+            ftype, seq, p = L.decode_frame(raw)
+        except ValueError:
+            self._send(L.NAK, 0, bytes([1, 0]))
+            return
+        if ftype != L.SYNC and self.last and self.last[:2] == (seq, ftype):
+            if not self.mute:
+                self.tx += self.last[2]
+            return
+        if ftype == L.SYNC:
+            self._send(ftype | L.REPLY, seq, p)
+            self.last = None
+            return
+        if ftype == L.HELLO:
+            payload = struct.pack("<BIII", 1, len(self.input), len(self.output), 25_000_000)
+            payload += b"fake-board\x00fake\x000123456789abcdef\x00"
+        elif ftype == L.WRITE_INPUT:
+            off = struct.unpack_from("<I", p)[0]
+            data = p[4:]
+            if off + len(data) > len(self.input):
+                self._send(L.NAK, seq, bytes([3, ftype]))
+                return
+            self.input[off:off + len(data)] = data
+            payload = struct.pack("<IH", off, len(data))
+        elif ftype == L.INVOKE:
+            self.invokes += 1
+            self.output[:] = bytes(b ^ 0x55 for b in self.input[:len(self.output)])
+            payload = struct.pack("<iQ", 0, 1234)
+        elif ftype == L.READ_OUTPUT:
+            off, n = struct.unpack("<IH", p)
+            payload = bytes(self.output[off:off + n])
+        else:
+            self._send(L.NAK, seq, bytes([2, ftype]))
+            return
+        self.last = (seq, ftype, self._send(ftype | L.REPLY, seq, payload))
+
+
+def test_link_run_against_fake_device():
+    dev = FakeDevice()
+    link = L.Link(dev, timeout=0.2)
+    link.sync()
+    info = link.hello()
+    assert info == dict(board="fake-board", model="fake", model_hash="0123456789abcdef",
+                        input_bytes=600, output_bytes=600, tick_hz=25_000_000)
+    x = os.urandom(600)
+    out, ticks = link.run(x)
+    assert out == bytes(b ^ 0x55 for b in x) and ticks == 1234
+    assert link.retransmissions == 0 and dev.invokes == 1
+    link.close()
+    assert dev.closed
+
+
+def test_corrupted_reply_is_retried_without_running_twice():
+    dev = FakeDevice()
+    link = L.Link(dev, timeout=0.2)
+    link.sync()
+    link.hello()
+    dev.corrupt_replies = {dev.replies + 3}    # the INVOKE reply (after 3 WRITE_INPUT acks)
+    x = os.urandom(600)
+    out, _ = link.run(x)
+    assert out == bytes(b ^ 0x55 for b in x)
+    assert link.retransmissions == 1 and dev.invokes == 1   # answered from the device's cached reply
+
+
+def test_corrupted_request_gets_nak_and_retry():
+    dev = FakeDevice()
+    link = L.Link(dev, timeout=0.2)
+    link.sync()
+    dev.corrupt_requests = {dev.requests}
+    assert link.hello()["model"] == "fake"
+    assert link.retransmissions == 1
+
+
+def test_silent_device_raises_after_bounded_retries():
+    dev = FakeDevice(mute=True)
+    link = L.Link(dev, timeout=0.02, retries=2)
+    with pytest.raises(EdgecError, match="did not answer the link sync"):
+        link.sync(attempts=3, interval=0.01)
+    with pytest.raises(EdgecError, match=r"did not answer command 0x02 after 3 tries"):
+        link.hello()
+    assert dev.requests == 3 + 3
+
+
+def test_wrong_input_size_and_bad_offset():
+    dev = FakeDevice()
+    link = L.Link(dev, timeout=0.2)
+    link.sync()
+    with pytest.raises(EdgecError, match="expects 600"):
+        link.run(b"\x00" * 10)
+    with pytest.raises(EdgecError, match="bad arguments"):
+        link.write_input(b"\x00" * 10, offset=595)
+
+
+def test_garbage_before_sync_is_ignored():
+    dev = FakeDevice()
+    dev.tx += b"\xff\x13garbage\x00\x02\x99\x00"      # a half-booted device's noise
+    link = L.Link(dev, timeout=0.2)
+    link.sync()
+    assert link.hello()["board"] == "fake-board"
