@@ -99,3 +99,34 @@ def test_inspect_and_boards():
     assert "BatchNormalization" in proc.stdout and "327,680 MACs" in proc.stdout
     boards = edgec("boards")
     assert boards.returncode == 0 and "qemu-cortex-m4" in boards.stdout and "host" in boards.stdout
+
+
+def test_build_bench_flash_on_host_through_the_cli(tmp_path):
+    import json
+    cancer = EXAMPLES / "cancer_conv1d"
+    out = tmp_path / "b"
+    proc = edgec("build", cancer / "model.onnx", "--calib", cancer / "calib.npz", "--board", "host", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "built cancer_conv1d for host" in proc.stdout
+    report = json.loads((out / "build-report.json").read_text())
+    assert set(report["memory"]) >= {"arena_bytes", "weights_bytes", "flash_bytes", "ram_bytes"}
+    assert report["board"] == "host" and report["model"] == "cancer_conv1d"
+
+    flash = edgec("flash", out)
+    assert flash.returncode == 0 and report["model_hash"] in flash.stdout, flash.stderr
+
+    bench = edgec("bench", out, "--data", cancer / "test.npz", "--limit", "50", "--json", tmp_path / "r.json")
+    assert bench.returncode == 0, bench.stderr
+    assert "accuracy: float" in bench.stdout and "latency: median" in bench.stdout
+    r = json.loads((tmp_path / "r.json").read_text())
+    assert r["samples"] == 50 and r["board"] == "host" and r["model"] == "cancer_conv1d"
+    assert set(r["accuracy"]) >= {"float", "int8_reference", "device"}
+    assert r["agreement"]["device_vs_reference"] == 1.0
+    assert r["latency"]["unit"] == "ns" and r["latency"]["min"] <= r["latency"]["median"] <= r["latency"]["max"]
+
+    unlabeled = tmp_path / "x_only.npz"
+    import numpy as np
+    np.savez(unlabeled, x=np.load(cancer / "test.npz")["x"][:5])
+    bench = edgec("bench", out, "--data", unlabeled, "--json", tmp_path / "r2.json")
+    assert bench.returncode == 0, bench.stderr
+    assert json.loads((tmp_path / "r2.json").read_text())["accuracy"]["device"] is None
