@@ -29,7 +29,7 @@ from .loader import graph_inputs, static_shape
 SUPPORTED_OPS = {
     "Conv", "Gemm", "MatMul", "Relu", "Clip", "MaxPool", "AveragePool", "GlobalAveragePool",
     "ReduceMean", "Add", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Softmax",
-    "BatchNormalization", "Identity", "Dropout", "Constant",
+    "BatchNormalization", "Identity", "Dropout", "Constant", "Shape",
 }
 FUSABLE = {"conv2d", "depthwise_conv2d", "fully_connected", "add", "max_pool", "avg_pool"}
 NO_ACT = (-math.inf, math.inf)
@@ -550,5 +550,3 @@ class _Canonicalizer:
         start, end = self._attr(node, "start", 0), self._attr(node, "end", None)
         self.consts[node.output[0]] = np.array(shape[start:end], np.int64)
 
-
-SUPPORTED_OPS.add("Shape")
