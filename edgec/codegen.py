@@ -72,7 +72,8 @@ def _ops_for_template(graph: Graph, plan: Plan) -> tuple[list[dict], list[dict]]
         ops.append({"index": i, "kind": op.kind, "name": op.name, "prefix": prefix,
                     "struct": _PARAM_STRUCTS.get(op.kind), "kernel": _KERNELS.get(op.kind),
                     "params": params, "arrays": names,
-                    "inputs": [plan.offsets[t] for t in op.inputs], "output": plan.offsets[op.output]})
+                    "inputs": [plan.offsets[t] for t in op.inputs], "output": plan.offsets[op.output],
+                    "output_bytes": graph.tensors[op.output].size})
     return arrays, ops
 
 
