@@ -131,7 +131,7 @@ class _ArrayStream:
 
 
 def collect(model: onnx.ModelProto, stream, values: Iterable[str], histograms: bool = True,
-            holdout: int = 0, rescale: dict[str, tuple[int, np.ndarray]] | None = None, batch: int = 32,
+            holdout: int = 0, rescale: dict[str, tuple[int, np.ndarray]] | None = None, batch: int = 8,
             progress: Progress | None = None) -> Stats:
     """Statistics of the named ONNX values over every sample of `stream`.
 
