@@ -13,7 +13,6 @@ calibrated and measured on those same few samples. Then the calibration speed of
 from __future__ import annotations
 
 import argparse
-import copy
 import os
 import subprocess
 import sys
@@ -27,7 +26,7 @@ import onnx
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from edgec import api, calibrate, canonicalize, loader, ptq, reference  # noqa: E402
+from edgec import api, calibrate, loader, ptq, reference  # noqa: E402
 from edgec.quantize import quantize_input  # noqa: E402
 
 MLPERF = next((p / "shared" / "models" / "mlperf_tiny" for p in REPO.parents

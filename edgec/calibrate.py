@@ -34,8 +34,6 @@ Progress = Callable[[int, int], None]
 
 def float_session(model: onnx.ModelProto, outputs: Iterable[str] | None = None):
     """An onnxruntime session of `model`, optionally returning extra values too."""
-    import onnxruntime as ort
-
     model = onnx.ModelProto.FromString(model.SerializeToString())
     if outputs is not None:
         known = {o.name for o in model.graph.output}

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import copy
-import time
 from dataclasses import dataclass, field
 from typing import Callable
 
