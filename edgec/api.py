@@ -47,6 +47,7 @@ def compile_model(model_path: str | Path, calib_path: str | Path, log: Log = _qu
     sources = [t.source for t in graph.tensors.values()]
     ranges = calibrate.calibrate(model, calib.x, sources, progress=Progress("calibrate", len(calib.x)))
     quantize.quantize(graph, ranges)
+    graph.ops = planner.schedule(graph)   # the execution order with the smallest memory peak
     plan = planner.plan(graph)
     planner.check_plan(graph, plan)
     return model, graph, plan
@@ -228,6 +229,7 @@ def inspect_model(model_path: str | Path) -> dict:
             info["canonical_ops"] = len(graph.ops)
             for t in graph.tensors.values():
                 t.scale, t.zero_point = 1.0, 0
+            graph.ops = planner.schedule(graph)
             info["arena_bytes_estimate"] = planner.plan(graph).arena_bytes
         except EdgecError as exc:
             info["limits"] = [str(exc)]
