@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 
 from .boards import Board
 from .errors import EdgecError
+from .firmware import _run_size as _run   # binutils, with a clear error when missing
 from .ir import ALIAS_OPS, Graph
 from .memory_report import summary
 from .planner import Plan
@@ -119,16 +119,6 @@ def defined_symbols(objects: list[Path], nm: str = "arm-none-eabi-nm") -> set[st
             if len(parts) == 3 and parts[1] not in "Uuw":
                 names.add(parts[2])
     return names
-
-
-def _run(argv: list[str]) -> str:
-    try:
-        return subprocess.run(argv, check=True, capture_output=True, text=True).stdout
-    except FileNotFoundError:
-        raise EdgecError(f"'{argv[0]}' not found: install binutils for this board "
-                         "(apt-get install binutils-arm-none-eabi / binutils)") from None
-    except subprocess.CalledProcessError as e:
-        raise EdgecError(f"'{' '.join(argv)}' failed: {e.stderr.strip()}") from None
 
 
 _SU_RE = re.compile(r"^.*:\d+:\d+:(?P<fn>[^\s]+)\s+(?P<bytes>\d+)\s+(?P<kind>\S+)$")

@@ -26,9 +26,11 @@ ALIGN = 16
 #   softmax: a row is read in full (max, sum) before it is written, and y[i] is written after x[i] is read.
 # The NumPy reference never writes in place (it makes new arrays), so it is safe by construction.
 IN_PLACE_OPS = {"add", "softmax"}
+# Search budgets, in work units rather than seconds so that a plan never depends on the machine's load.
 EXACT_MAX_BUFFERS = 64        # branch and bound only below this many buffers ...
-EXACT_BUDGET_S = 0.25         # ... and for at most this long
-SCHEDULE_MAX_STATES = 20000   # orders searched exactly below this many partial schedules, else a beam
+EXACT_MAX_NODES = 20000       # ... visiting at most this many search nodes (~0.2 s)
+SCHEDULE_MAX_STEPS = 50000    # order search: exact up to this many evaluated steps (~0.2 s), ...
+SCHEDULE_BEAM = 32            # ... then only the best partial schedules of each length
 
 
 def _align(n: int) -> int:
@@ -182,8 +184,9 @@ def live_set_lower_bound(graph: Graph) -> int:
 
 def schedule(graph: Graph) -> list[Op]:
     """The execution order (a permutation of graph.ops respecting data dependencies) with the smallest
-    peak of live bytes; the graph's own order when it is as good. Searches partial schedules (sets of
-    executed ops) exactly while there are few of them, else keeps the best SCHEDULE_MAX_STATES per step."""
+    peak of live bytes; the graph's own order when it is as good. A dynamic program over partial schedules
+    (sets of executed ops), exact while they are few (chains, a few residual branches), a beam search
+    keeping the best SCHEDULE_BEAM of each length once SCHEDULE_MAX_STEPS steps have been evaluated."""
     ops = graph.ops
     n = len(ops)
     if n < 3:
@@ -233,6 +236,7 @@ def schedule(graph: Graph) -> list[Op]:
     start_live = size[in_g]
     # states: done-set -> (peak so far, live now, order)
     layer = {0: (start_live, start_live, ())}
+    work = 0
     for _ in range(n):
         nxt: dict[int, tuple[int, int, tuple]] = {}
         for done, (peak, live, order) in layer.items():
@@ -244,8 +248,9 @@ def schedule(graph: Graph) -> list[Op]:
                 key = done | (1 << i)
                 if key not in nxt or cand[:2] < nxt[key][:2]:
                     nxt[key] = cand
-        if len(nxt) > SCHEDULE_MAX_STATES:
-            nxt = dict(sorted(nxt.items(), key=lambda kv: kv[1][:2])[:SCHEDULE_MAX_STATES])
+                work += 1
+        if work > SCHEDULE_MAX_STEPS and len(nxt) > SCHEDULE_BEAM:
+            nxt = dict(sorted(nxt.items(), key=lambda kv: kv[1][:2])[:SCHEDULE_BEAM])
         layer = nxt
     (best_peak, _, best_order), = layer.values()
     done, live, own_peak = 0, start_live, start_live
@@ -301,7 +306,7 @@ def _heuristic_orders(items: list[tuple[int, int, int]]) -> dict[str, list[int]]
     }
 
 
-def _branch_and_bound(items: list[tuple[int, int, int]], best: int, bound: int, deadline: float):
+def _branch_and_bound(items: list[tuple[int, int, int]], best: int, bound: int, max_nodes: int = EXACT_MAX_NODES):
     """Smallest arena for items (aligned size, first, last), searched below `best`.
 
     Every packing can be pushed down until each item rests on 0 or on the top of an item overlapping it
@@ -326,7 +331,7 @@ def _branch_and_bound(items: list[tuple[int, int, int]], best: int, bound: int, 
         if result["best"] <= bound:
             return
         result["nodes"] += 1
-        if result["nodes"] % 256 == 0 and time.perf_counter() > deadline:
+        if result["nodes"] > max_nodes:
             result["finished"] = False
         if not result["finished"]:
             return
@@ -376,8 +381,7 @@ def place(bufs: list[Buffer], exact: bool = True) -> tuple[int, str, bool]:
     arena, offsets, method = best
     optimal = arena <= bound
     if not optimal and exact and len(items) <= EXACT_MAX_BUFFERS:
-        found, exact_offsets, finished = _branch_and_bound(items, arena, bound,
-                                                           time.perf_counter() + EXACT_BUDGET_S)
+        found, exact_offsets, finished = _branch_and_bound(items, arena, bound)
         if exact_offsets is not None:
             arena, offsets, method = found, exact_offsets, "branch and bound"
         optimal = finished or found <= bound
@@ -394,7 +398,7 @@ def plan(graph: Graph, exact: bool = True) -> Plan:
     best = None
     for in_place in (True, False):
         bufs = buffers(graph, in_place)
-        arena, method, optimal = place(bufs, exact)
+        arena, method, optimal = place(bufs, exact and in_place)   # the exact search once
         if best is None or arena < best[1]:
             best = (bufs, arena, method + ("" if in_place else ", no in-place"), optimal)
         if optimal:

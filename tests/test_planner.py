@@ -87,6 +87,12 @@ def test_greedy_by_size_trap_reaches_lower_bound():
     assert p.arena_bytes == p.lower_bound_bytes == 55296 and p.optimal
 
 
+def _best_greedy(items):
+    """The smallest arena any of the planner's greedy placements reaches."""
+    return min(max(o + it[0] for o, it in zip(planner._place_greedy(items, order, fit), items))
+               for order in planner._heuristic_orders(items).values() for fit in (True, False))
+
+
 def _brute_force(items):
     """Smallest arena over every assignment of aligned offsets (tiny instances only)."""
     sizes = [s for s, _, _ in items]
@@ -103,17 +109,21 @@ def _brute_force(items):
     return best
 
 
+def _random_items(rng, n_max, t_max, units_max):
+    """Random (aligned size, first, last) buffers."""
+    items = []
+    for _ in range(int(rng.integers(2 if n_max < 6 else 4, n_max + 1))):
+        a, b = sorted(int(v) for v in rng.integers(0, t_max, size=2))
+        items.append((16 * int(rng.integers(1, units_max + 1)), a, b))
+    return items
+
+
 def test_branch_and_bound_is_exact_on_small_instances():
     rng = np.random.default_rng(5)
     for _ in range(60):
-        n = int(rng.integers(2, 6))
-        items = []
-        for _ in range(n):
-            a, b = sorted(int(v) for v in rng.integers(0, 5, size=2))
-            items.append((16 * int(rng.integers(1, 4)), a, b))
-        greedy = min(max(o + it[0] for o, it in zip(planner._place_greedy(items, order, fit), items))
-                     for order in planner._heuristic_orders(items).values() for fit in (True, False))
-        arena, offsets, finished = planner._branch_and_bound(items, greedy + 16, 0, time.perf_counter() + 5)
+        items = _random_items(rng, 5, 5, 3)
+        greedy = _best_greedy(items)
+        arena, offsets, finished = planner._branch_and_bound(items, greedy + 16, 0, max_nodes=10**7)
         assert finished and offsets is not None
         assert arena == _brute_force(items)
 
@@ -122,14 +132,9 @@ def test_exact_search_improves_on_the_heuristics():
     # Lifetimes arranged so that greedy placement leaves a hole: found by exhaustive search over tiny cases.
     rng = np.random.default_rng(0)
     for _ in range(3000):
-        n = int(rng.integers(4, 7))
-        items = []
-        for _ in range(n):
-            a, b = sorted(int(v) for v in rng.integers(0, 6, size=2))
-            items.append((16 * int(rng.integers(1, 5)), a, b))
+        items = _random_items(rng, 6, 6, 4)
         bufs = [planner.Buffer([f"t{k}"], s, a, b) for k, (s, a, b) in enumerate(items)]
-        greedy = min(max(o + it[0] for o, it in zip(planner._place_greedy(items, order, fit), items))
-                     for order in planner._heuristic_orders(items).values() for fit in (True, False))
+        greedy = _best_greedy(items)
         arena, method, optimal = planner.place(bufs)
         assert optimal and arena <= greedy
         if arena < greedy:
@@ -299,3 +304,28 @@ def test_mlperf_arena_within_2k_of_the_live_set_bound(model):
     planner.check_plan(g, p)
     simulate(g, p)
     assert p.arena_bytes <= bound + 2048
+
+
+def test_many_branches_use_the_beam_and_stay_valid():
+    # 8 parallel chains of 8 ops summed up: far too many partial schedules for the exact order search
+    sizes, ops, ends = {"x": 64}, [], []
+    for b in range(8):
+        prev = "x"
+        for k in range(8):
+            t = f"b{b}_{k}"
+            sizes[t] = 32 if k == 7 else 64 * (1 + (b * 7 + k * 3) % 5)
+            ops.append(("conv2d", [prev], t))
+            prev = t
+        ends.append(prev)
+    acc = ends[0]
+    for k, e in enumerate(ends[1:]):
+        ops.append(("add", [acc, e], f"s{k}"))
+        sizes[f"s{k}"] = 32
+        acc = f"s{k}"
+    g = make_graph(sizes, ops)
+    own_peak = planner.plan(g).lower_bound_bytes
+    g.ops = planner.schedule(g)
+    p = planner.plan(g)
+    simulate(g, p)
+    assert p.lower_bound_bytes <= own_peak
+    assert [op.output for op in g.ops][-1] == acc
