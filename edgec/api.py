@@ -14,7 +14,8 @@ from typing import Callable
 
 import numpy as np
 
-from . import __version__, artifact, calibrate, canonicalize, codegen, loader, planner, ptq, quantize, reference
+from . import __version__, artifact, calibrate, canonicalize, codegen, fit, loader, memory_report, planner, quantize, reference
+from . import ptq
 from . import sensitivity as sens
 from .boards import Board, load_board
 from .data import load_dataset
@@ -53,9 +54,15 @@ def compile_model(model_path: str | Path, calib_path: str | Path, log: Log = _qu
                   options: ptq.QuantOptions | None = None):
     """Load, canonicalize, calibrate and quantize: returns (onnx model, quantized graph, plan)."""
     model, result = calibrate_model(model_path, calib_path, options, log)
-    plan = planner.plan(result.graph)
-    planner.check_plan(result.graph, plan)
-    return model, result.graph, plan
+    return model, result.graph, schedule_and_plan(result.graph)
+
+
+def schedule_and_plan(graph: Graph):
+    """Put the ops in the execution order with the smallest memory peak and plan the arena."""
+    graph.ops = planner.schedule(graph)
+    plan = planner.plan(graph)
+    planner.check_plan(graph, plan)
+    return plan
 
 
 def write_quant_report(result: ptq.QuantResult, options: ptq.QuantOptions, folder: Path, title: str) -> dict:
@@ -84,14 +91,14 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
     options = options or ptq.QuantOptions()
     model, quant = calibrate_model(model_path, calib_path, options, log)
     graph = quant.graph
-    plan = planner.plan(graph)
-    planner.check_plan(graph, plan)
+    plan = schedule_and_plan(graph)
     if quant.sensitivity:
         log("sensitivity (worst first; SQNR of INT8 vs float, higher is better):\n"
             + sens.table(quant.sensitivity, 10))
     name = graph.name
     log(f"{name}: {len(graph.ops)} ops, {graph.macs():,} MACs, arena {plan.arena_bytes:,} bytes, "
         f"weights {graph.weights_bytes():,} bytes")
+    budget = fit.check(graph, plan, the_board)   # before anything is written: does it fit the board?
     outdir.parent.mkdir(parents=True, exist_ok=True)
     # Build in a scratch folder next to OUTDIR and move it in place only when everything worked:
     # a failed build leaves nothing half-written behind.
@@ -101,7 +108,8 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
         codegen.generate(graph, plan, lib, name)
         artifact.save_graph(graph, work)
         shutil.copyfile(model_path, work / "model.onnx")
-        (work / "plan.json").write_text(json.dumps(plan.to_json(), indent=1))
+        (work / "plan.json").write_text(json.dumps(dict(plan.to_json(), **memory_report.summary(graph, plan)), indent=1))
+        (work / memory_report.SVG).write_text(memory_report.render_svg(graph, plan))
         report = {
             "edgec_version": __version__, "board": the_board.name, "board_file": str(the_board.path),
             "model": name, "model_file": str(model_path.resolve()), "model_hash": artifact.graph_hash(graph),
@@ -109,7 +117,9 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
             "input": _io_info(graph, graph.input, graph.input_onnx_shape),
             "output": _io_info(graph, graph.output, graph.output_onnx_shape),
             "memory": {"arena_bytes": plan.arena_bytes, "weights_bytes": graph.weights_bytes(),
-                       "flash_bytes": None, "ram_bytes": None},
+                       "flash_bytes": None, "ram_bytes": None,
+                       "live_set_lower_bound_bytes": planner.live_set_lower_bound(graph),
+                       "plan": "plan.json", "picture": memory_report.SVG, "fit_estimate": budget},
             "firmware": None,
             "quantization": write_quant_report(quant, options, work, name),
         }
@@ -119,6 +129,7 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
             result = fw.build_firmware(project, the_board, log=log)
             report["memory"]["flash_bytes"] = result.flash_bytes
             report["memory"]["ram_bytes"] = result.ram_bytes
+            report["memory"].update(fit.measure(project, result.elf, name, host=result.elf.suffix != ".elf"))
             report["firmware"] = str(Path(result.elf).resolve().relative_to(work.resolve()))
         (work / REPORT).write_text(json.dumps(report, indent=1))
         if outdir.exists():
@@ -257,6 +268,7 @@ def inspect_model(model_path: str | Path) -> dict:
             info["canonical_ops"] = len(graph.ops)
             for t in graph.tensors.values():
                 t.scale, t.zero_point = 1.0, 0
+            graph.ops = planner.schedule(graph)
             info["arena_bytes_estimate"] = planner.plan(graph).arena_bytes
         except EdgecError as exc:
             info["limits"] = [str(exc)]
