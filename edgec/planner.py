@@ -40,8 +40,14 @@ def _align(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
+def scratch_name(op_index: int) -> str:
+    """The plan's name for the scratch buffer of op number op_index (op.attrs['scratch_bytes'])."""
+    return f"scratch:op{op_index}"
+
+
 def buffers(graph: Graph) -> list[Buffer]:
-    """Group views with their base tensor and compute each group's lifetime."""
+    """Group views with their base tensor and compute each group's lifetime; plus one buffer per op
+    that declares op.attrs['scratch_bytes'], live only while that op runs."""
     root = {name: name for name in graph.tensors}
     for op in graph.ops:
         if op.kind in ALIAS_OPS:
@@ -60,7 +66,9 @@ def buffers(graph: Graph) -> list[Buffer]:
         for name in op.inputs:
             b = groups[root[name]]
             b.first, b.last = min(b.first, i), max(b.last, i)
-    return list(groups.values())
+    scratch = [Buffer(tensors=[scratch_name(i)], size=int(op.attrs["scratch_bytes"]), first=i, last=i)
+               for i, op in enumerate(graph.ops) if op.attrs.get("scratch_bytes")]
+    return list(groups.values()) + scratch
 
 
 def plan(graph: Graph) -> Plan:

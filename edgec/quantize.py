@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from . import fastkernels
 from . import kernels_ref as K
 from .errors import EdgecError
 from .ir import SAME_QPARAMS_OPS, Graph, Op, Tensor
@@ -54,6 +55,7 @@ def quantize(graph: Graph, ranges: dict[str, tuple[float, float]]) -> Graph:
         else:
             from_range(out)
         _QUANTIZERS[op.kind](op, [graph.tensors[i] for i in op.inputs], out)
+    fastkernels.declare_scratch(graph)   # scratch memory of the fast kernels, for the planner
     return graph
 
 
