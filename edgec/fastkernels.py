@@ -26,6 +26,7 @@ from .ir import Graph, Op
 
 RQ_FIELDS = ("bias", "mult", "khi_pos", "khi_neg", "shift")
 ACC_LIMIT = 1 << 30
+MAX_RIGHT_SHIFT = 22     # keeps |hi word + zp * 2^shift| < 2^31 for |acc| < 2^30
 SCRATCH_ALIGN = 16
 
 
@@ -33,15 +34,17 @@ def _k4(n: int) -> int:
     return (n + 3) // 4 * 4
 
 
-def rq_records(bias: np.ndarray, mult: np.ndarray, shift: np.ndarray) -> np.ndarray | None:
-    """[n, 5] int32 edgec_rq records, or None if a multiplier/shift is outside the fast path."""
+def rq_records(bias: np.ndarray, mult: np.ndarray, shift: np.ndarray, zp: int = 0) -> np.ndarray | None:
+    """[n, 5] int32 edgec_rq records, or None if a multiplier/shift is outside the fast path.
+
+    The output zero point is folded in: (v >> e) + zp == (v + zp * 2^e) >> e."""
     bias = np.asarray(bias, np.int64)
     mult = np.asarray(mult, np.int64)
     shift = np.asarray(shift, np.int64)
-    if np.any(shift > 0) or np.any(mult == 1 << 30) or np.any(mult < 0):
+    if np.any(shift > 0) or np.any(shift < -MAX_RIGHT_SHIFT) or np.any(mult == 1 << 30) or np.any(mult < 0):
         return None
     e = -shift
-    khi_pos = np.where(e > 0, np.left_shift(1, np.maximum(e - 1, 0)), 0)
+    khi_pos = np.where(e > 0, np.left_shift(1, np.maximum(e - 1, 0)), 0) + int(zp) * np.left_shift(1, e)
     khi_neg = khi_pos - (e > 0)
     if np.any(np.abs(bias) >= ACC_LIMIT):
         return None
@@ -71,7 +74,7 @@ def _words(a: np.ndarray) -> np.ndarray:
 def _conv_like(op: Op, w2d: np.ndarray) -> tuple[dict, np.ndarray] | None:
     p = op.params
     bias = _folded_bias(op.arrays["bias"], w2d, p["input_zp"], op.arrays["mult"])
-    rq = None if bias is None else rq_records(bias, op.arrays["mult"], op.arrays["shift"])
+    rq = None if bias is None else rq_records(bias, op.arrays["mult"], op.arrays["shift"], p["output_zp"])
     return None if rq is None else ({k: int(p[k]) for k in ("output_zp", "act_min", "act_max")}, rq)
 
 
@@ -127,7 +130,7 @@ def lower(op: Op) -> dict | None:
         lut2 = K.requantize((v - p["input2_zp"]) * ls, p["input2_mult"], p["input2_shift"]).astype(np.int64)
         if np.abs(lut1).max() + np.abs(lut2).max() >= ACC_LIMIT:
             return None
-        rq = rq_records(np.zeros(1), np.array([p["output_mult"]]), np.array([p["output_shift"]]))
+        rq = rq_records(np.zeros(1), np.array([p["output_mult"]]), np.array([p["output_shift"]]), p["output_zp"])
         if rq is None:
             return None
         params = {k: int(p[k]) for k in ("n", "output_zp", "act_min", "act_max")}
@@ -153,7 +156,7 @@ def declare_scratch(graph: Graph) -> None:
 
 
 def run_rq(acc: np.ndarray, rq: np.ndarray) -> np.ndarray:
-    """NumPy model of edgec_out()'s requantization (before zero point/clamp), for tests."""
+    """NumPy model of edgec_out()'s requantization and output zero point (before the clamp), for tests."""
     acc = np.asarray(acc, np.int64)
     mult, kp, kn, sh = (rq[..., i].astype(np.int64) for i in range(1, 5))
     khi = np.where(acc < 0, kn, kp)

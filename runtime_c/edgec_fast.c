@@ -14,12 +14,14 @@
 #endif
 
 typedef uint32_t EDGEC_ALIAS edgec_w32; /* a 4-byte aligned word of int8 or int16 data */
+typedef uint64_t EDGEC_ALIAS edgec_d64; /* two such words (one LDRD) */
 typedef int16_t EDGEC_ALIAS edgec_h16;
 
 /* ---------------------------------------------------------------- the DSP intrinsics we use */
 #if defined(__ARM_FEATURE_DSP) && !defined(EDGEC_NO_DSP) && !defined(EDGEC_EMULATE_DSP)
 #include <arm_acle.h>
 #define EDGEC_DSP 1
+#define EDGEC_DSP_NATIVE 1
 #define E_SXTB16(x) ((uint32_t)__sxtb16((int32_t)(x)))
 #define E_SMLAD(a, b, acc) __smlad((int32_t)(a), (int32_t)(b), (acc))
 #define E_SMLABB(a, b, acc) __smlabb((int32_t)(a), (int32_t)(b), (acc))
@@ -31,6 +33,11 @@ EDGEC_INLINE uint32_t E_SXTB16_ROR8(uint32_t x)
     __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
     return r;
 }
+/* Two words at p + off in one LDRD (gcc 12 splits 64-bit loads into two LDRs in these loops). */
+#define E_LDRD(lo, hi, p, off)                                                                     \
+    __asm__("ldrd %0, %1, [%2, %3]"                                                                \
+            : "=r"(lo), "=r"(hi)                                                                   \
+            : "r"(p), "i"(4 * (off)), "m"(*(const edgec_d64 *)(const void *)((p) + (off))))
 #elif defined(EDGEC_EMULATE_DSP)
 #define EDGEC_DSP 1
 EDGEC_INLINE int32_t e_lo(uint32_t x) { return (int32_t)(int16_t)(uint16_t)(x & 0xffffu); }
@@ -48,14 +55,23 @@ EDGEC_INLINE int32_t E_SMLAD(uint32_t a, uint32_t b, int32_t acc)
 EDGEC_INLINE int32_t E_SMLABB(uint32_t a, uint32_t b, int32_t acc) { return acc + e_lo(a) * e_lo(b); }
 EDGEC_INLINE int32_t E_SMLATT(uint32_t a, uint32_t b, int32_t acc) { return acc + e_hi(a) * e_hi(b); }
 #endif
+#ifndef E_LDRD
+#define E_LDRD(lo, hi, p, off) ((lo) = (p)[(off)], (hi) = (p)[(off) + 1])
+#endif
 
 /* ---------------------------------------------------------------- requantization and copies */
-EDGEC_INLINE int8_t edgec_out(int32_t acc, const edgec_rq *q, int32_t zp, int32_t lo, int32_t hi)
+/* The output zero point is folded into khi_pos/khi_neg (zp << shift); `full` says the activation
+ * range is all of int8 (then one saturation does the clamp). */
+EDGEC_INLINE int8_t edgec_out(int32_t acc, const edgec_rq *q, int full, int32_t lo, int32_t hi)
 {
     const uint32_t khi = (uint32_t)(acc < 0 ? q->khi_neg : q->khi_pos);
     const int64_t k = (int64_t)(((uint64_t)khi << 32) | 0x80000000u);
-    int32_t v = (int32_t)(((int64_t)(acc * 2) * q->mult + k) >> 32);
-    v = (v >> q->shift) + zp;
+    int32_t v = (int32_t)(((int64_t)(acc * 2) * q->mult + k) >> 32) >> q->shift;
+#ifdef EDGEC_DSP_NATIVE
+    if (full) return (int8_t)__ssat(v, 8);
+#else
+    if (full) return (int8_t)(v < -128 ? -128 : (v > 127 ? 127 : v));
+#endif
     return (int8_t)(v < lo ? lo : (v > hi ? hi : v));
 }
 
@@ -136,23 +152,26 @@ static void edgec_conv_cols(const int8_t *taps, int32_t groups, edgec_w32 *cols)
 }
 
 #ifdef EDGEC_DSP
-#define EDGEC_CONV_GROUP(w, x)                                                                    \
+#define EDGEC_CONV_PIX(acc, x, off)                                                                \
+    do {                                                                                           \
+        uint32_t l_, h_;                                                                           \
+        E_LDRD(l_, h_, x, off);                                                                    \
+        (acc) = E_SMLAD(wl_, l_, (acc));                                                           \
+        (acc) = E_SMLAD(wh_, h_, (acc));                                                           \
+    } while (0)
+#define EDGEC_CONV_GROUP(w, x, off)                                                                \
     do {                                                                                           \
         const uint32_t wl_ = E_SXTB16(w), wh_ = E_SXTB16_ROR8(w);                                  \
-        a0 = E_SMLAD(wl_, (x)[0], a0);                                                             \
-        a0 = E_SMLAD(wh_, (x)[1], a0);                                                             \
-        a1 = E_SMLAD(wl_, (x)[2], a1);                                                             \
-        a1 = E_SMLAD(wh_, (x)[3], a1);                                                             \
-        a2 = E_SMLAD(wl_, (x)[4], a2);                                                             \
-        a2 = E_SMLAD(wh_, (x)[5], a2);                                                             \
-        a3 = E_SMLAD(wl_, (x)[6], a3);                                                             \
-        a3 = E_SMLAD(wh_, (x)[7], a3);                                                             \
+        EDGEC_CONV_PIX(a0, x, (off));                                                              \
+        EDGEC_CONV_PIX(a1, x, (off) + 2);                                                          \
+        EDGEC_CONV_PIX(a2, x, (off) + 4);                                                          \
+        EDGEC_CONV_PIX(a3, x, (off) + 6);                                                          \
     } while (0)
 #else
 #define EDGEC_CONV_PIX(acc, xs) (acc) += (xs)[0] * w0 + (xs)[1] * w2 + (xs)[2] * w1 + (xs)[3] * w3
-#define EDGEC_CONV_GROUP(w, x)                                                                    \
+#define EDGEC_CONV_GROUP(w, x, off)                                                                \
     do {                                                                                           \
-        const edgec_h16 *xs_ = (const edgec_h16 *)(const void *)(x);                               \
+        const edgec_h16 *xs_ = (const edgec_h16 *)(const void *)((x) + (off));                     \
         const int32_t w0 = (int8_t)(uint8_t)((w) & 0xffu), w1 = (int8_t)(uint8_t)(((w) >> 8) & 0xffu); \
         const int32_t w2 = (int8_t)(uint8_t)(((w) >> 16) & 0xffu), w3 = (int8_t)(uint8_t)((w) >> 24); \
         EDGEC_CONV_PIX(a0, xs_);                                                                   \
@@ -166,7 +185,7 @@ void edgec_fast_conv_s8(const edgec_fast_conv_params *p, const int8_t *input, co
                         const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
     const int32_t k4 = p->k4, groups = k4 >> 2, out_c = p->out_c, out_w = p->out_w;
-    const int32_t n = p->out_h * out_w, zp = p->output_zp, lo = p->act_min, hi = p->act_max;
+    const int32_t n = p->out_h * out_w, lo = p->act_min, hi = p->act_max, full = lo == -128 && hi == 127;
     edgec_w32 *cols = (edgec_w32 *)(void *)scratch;
     int8_t *row = scratch + 8 * k4;
     int32_t pix, j, oc;
@@ -184,17 +203,17 @@ void edgec_fast_conv_s8(const edgec_fast_conv_params *p, const int8_t *input, co
             int32_t a0 = q->bias, a1 = a0, a2 = a0, a3 = a0, g;
             for (g = groups >> 1; g > 0; --g, w += 2, x += 16) {
                 const uint32_t wa = w[0], wb = w[1];
-                EDGEC_CONV_GROUP(wa, x);
-                EDGEC_CONV_GROUP(wb, x + 8);
+                EDGEC_CONV_GROUP(wa, x, 0);
+                EDGEC_CONV_GROUP(wb, x, 8);
             }
             if (groups & 1) {
                 const uint32_t wa = w[0];
-                EDGEC_CONV_GROUP(wa, x);
+                EDGEC_CONV_GROUP(wa, x, 0);
             }
-            o[0] = edgec_out(a0, q, zp, lo, hi);
-            if (valid > 1) o[out_c] = edgec_out(a1, q, zp, lo, hi);
-            if (valid > 2) o[2 * out_c] = edgec_out(a2, q, zp, lo, hi);
-            if (valid > 3) o[3 * out_c] = edgec_out(a3, q, zp, lo, hi);
+            o[0] = edgec_out(a0, q, full, lo, hi);
+            if (valid > 1) o[out_c] = edgec_out(a1, q, full, lo, hi);
+            if (valid > 2) o[2 * out_c] = edgec_out(a2, q, full, lo, hi);
+            if (valid > 3) o[3 * out_c] = edgec_out(a3, q, full, lo, hi);
         }
     }
 }
@@ -206,7 +225,8 @@ void edgec_fast_conv_s8(const edgec_fast_conv_params *p, const int8_t *input, co
     do {                                                                                           \
         const uint32_t v_ = *(const edgec_w32 *)(const void *)(r + (off));                         \
         const uint32_t vl_ = E_SXTB16(v_), vh_ = E_SXTB16_ROR8(v_);                                \
-        const uint32_t wl_ = w[0], wh_ = w[1];                                                     \
+        uint32_t wl_, wh_;                                                                         \
+        E_LDRD(wl_, wh_, w, 0);                                                                    \
         a0 = E_SMLABB(vl_, wl_, a0);                                                               \
         a2 = E_SMLATT(vl_, wl_, a2);                                                               \
         a1 = E_SMLABB(vh_, wh_, a1);                                                               \
@@ -231,7 +251,7 @@ void edgec_fast_dw3x3_s8(const edgec_fast_conv_params *p, const int8_t *input, c
 {
     const int32_t c = p->in_c, in_w = p->in_w, sw = p->stride_w, out_w = p->out_w;
     const int32_t width = (out_w - 1) * sw + 3, rowb = width * c, pl = p->pad_left;
-    const int32_t zp = p->output_zp, lo = p->act_min, hi = p->act_max;
+    const int32_t lo = p->act_min, hi = p->act_max, full = lo == -128 && hi == 127;
     const int8_t izp = (int8_t)p->input_zp;
     /* strip columns [0, width) are input columns [-pl, width - pl); those in [x0, x1) are inside */
     const int32_t x0 = pl < width ? pl : width;
@@ -265,10 +285,10 @@ void edgec_fast_dw3x3_s8(const edgec_fast_conv_params *p, const int8_t *input, c
                 EDGEC_DW_TAP(2 * rowb);
                 EDGEC_DW_TAP(2 * rowb + c);
                 EDGEC_DW_TAP(2 * rowb + 2 * c);
-                o[cg] = edgec_out(a0, q, zp, lo, hi);
-                o[cg + 1] = edgec_out(a1, q + 1, zp, lo, hi);
-                o[cg + 2] = edgec_out(a2, q + 2, zp, lo, hi);
-                o[cg + 3] = edgec_out(a3, q + 3, zp, lo, hi);
+                o[cg] = edgec_out(a0, q, full, lo, hi);
+                o[cg + 1] = edgec_out(a1, q + 1, full, lo, hi);
+                o[cg + 2] = edgec_out(a2, q + 2, full, lo, hi);
+                o[cg + 3] = edgec_out(a3, q + 3, full, lo, hi);
             }
         }
     }
@@ -294,7 +314,7 @@ void edgec_fast_fc_s8(const edgec_fast_fc_params *p, const int8_t *input, const 
                       const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
     const int32_t n_in = p->in_features, n_out = p->out_features, groups = p->k4 >> 2;
-    const int32_t zp = p->output_zp, lo = p->act_min, hi = p->act_max;
+    const int32_t lo = p->act_min, hi = p->act_max, full = lo == -128 && hi == 127;
     edgec_w32 *xw = (edgec_w32 *)(void *)scratch;
     const edgec_w32 *w = (const edgec_w32 *)weights;
     int32_t g, r;
@@ -315,10 +335,10 @@ void edgec_fast_fc_s8(const edgec_fast_fc_params *p, const int8_t *input, const 
             EDGEC_FC_ROW(a2, w2);
             EDGEC_FC_ROW(a3, w3);
         }
-        output[r] = edgec_out(a0, rq + r, zp, lo, hi);
-        output[r + 1] = edgec_out(a1, rq + r + 1, zp, lo, hi);
-        output[r + 2] = edgec_out(a2, rq + r + 2, zp, lo, hi);
-        output[r + 3] = edgec_out(a3, rq + r + 3, zp, lo, hi);
+        output[r] = edgec_out(a0, rq + r, full, lo, hi);
+        output[r + 1] = edgec_out(a1, rq + r + 1, full, lo, hi);
+        output[r + 2] = edgec_out(a2, rq + r + 2, full, lo, hi);
+        output[r + 3] = edgec_out(a3, rq + r + 3, full, lo, hi);
     }
     for (; r < n_out; ++r) {
         const edgec_w32 *x = xw;
@@ -328,7 +348,7 @@ void edgec_fast_fc_s8(const edgec_fast_fc_params *p, const int8_t *input, const 
             EDGEC_FC_X(x);
             EDGEC_FC_ROW(a0, w0);
         }
-        output[r] = edgec_out(a0, rq + r, zp, lo, hi);
+        output[r] = edgec_out(a0, rq + r, full, lo, hi);
     }
 }
 
@@ -338,10 +358,10 @@ void edgec_fast_add_s8(const edgec_fast_add_params *p, const int32_t *lut1, cons
                        const edgec_rq *rq, const int8_t *input1, const int8_t *input2, int8_t *output)
 {
     const int32_t *l1 = lut1 + 128, *l2 = lut2 + 128;
-    const int32_t zp = p->output_zp, lo = p->act_min, hi = p->act_max;
+    const int32_t lo = p->act_min, hi = p->act_max, full = lo == -128 && hi == 127;
     int32_t i;
     for (i = 0; i < p->n; ++i) {
-        output[i] = edgec_out(l1[input1[i]] + l2[input2[i]], rq, zp, lo, hi);
+        output[i] = edgec_out(l1[input1[i]] + l2[input2[i]], rq, full, lo, hi);
     }
 }
 
