@@ -16,11 +16,11 @@ import numpy as np
 
 from . import __version__
 from .artifact import graph_hash
-from .ir import ALIAS_OPS, Graph
+from .ir import ALIAS_OPS, Graph, Op
 from .planner import Plan
 from .resources import resource_dir
 
-RUNTIME_FILES = ["edgec_kernels.h", "edgec_kernels.c"]
+RUNTIME_FILES = ["edgec_kernels.h", "edgec_kernels.c", "edgec_fast.h", "edgec_fast.c"]
 _CTYPES = {np.int8: "int8_t", np.int32: "int32_t", np.uint32: "uint32_t"}
 _PARAM_STRUCTS = {"conv2d": "edgec_conv_params", "depthwise_conv2d": "edgec_conv_params",
                   "fully_connected": "edgec_fc_params", "max_pool": "edgec_pool_params",
@@ -50,6 +50,35 @@ def _c_array(values: np.ndarray, per_line: int = 24) -> str:
     return ",\n".join("    " + ", ".join(flat[i:i + per_line]) for i in range(0, len(flat), per_line))
 
 
+def _fast_call(i: int, op: Op, plan: Plan, arrays: list[dict]) -> tuple[str, dict] | None:
+    """The C call of op i on its fast kernel (edgec/fastkernels.py), its arrays added to `arrays`."""
+    low = op.lowered
+    scratch = plan.scratch.get(i)
+    if low is None or (low["scratch_bytes"] and scratch is None):
+        return None
+    prefix = f"op{i}"
+    for key, a in low["arrays"].items():
+        if key == "rq":
+            body = ",\n".join("    {" + ", ".join(_c_array(r).strip() for r in row.reshape(-1, 1)) + "}"
+                               for row in a)
+            arrays.append({"cname": f"{prefix}_rq", "ctype": "edgec_rq", "size": len(a), "body": body})
+        else:
+            arrays.append({"cname": f"{prefix}_{key}", "ctype": _CTYPES[a.dtype.type], "size": a.size,
+                           "body": _c_array(a)})
+    ins = [f"arena.bytes + {plan.offsets[t]}" for t in op.inputs]
+    out = f"arena.bytes + {plan.offsets[op.output]}"
+    if op.kind == "add":
+        call = (f"{low['kernel']}(&{prefix}_params, {prefix}_lut1, {prefix}_lut2, {prefix}_rq, {ins[0]}, "
+                f"{ins[1]}, {out});")
+    elif op.kind == "avg_pool":
+        q = low["params"]
+        call = f"{low['kernel']}({q['pixels']}, {q['c']}, {q['act_min']}, {q['act_max']}, {ins[0]}, {out});"
+    else:
+        call = (f"{low['kernel']}(&{prefix}_params, {ins[0]}, {prefix}_fw, {prefix}_rq, "
+                f"arena.bytes + {scratch}, {out});")
+    return call, low
+
+
 def _ops_for_template(graph: Graph, plan: Plan) -> tuple[list[dict], list[dict]]:
     arrays, ops = [], []
     for i, op in enumerate(graph.ops):
@@ -57,6 +86,14 @@ def _ops_for_template(graph: Graph, plan: Plan) -> tuple[list[dict], list[dict]]
             assert plan.offsets[op.output] == plan.offsets[op.inputs[0]]
             continue
         prefix = f"op{i}"
+        fast = _fast_call(i, op, plan, arrays)
+        if fast is not None:
+            call, low = fast
+            ops.append({"index": i, "kind": op.kind, "name": op.name, "prefix": prefix, "struct": low["struct"],
+                        "kernel": low["kernel"], "params": low["params"], "arrays": {}, "call": call,
+                        "inputs": [plan.offsets[t] for t in op.inputs], "output": plan.offsets[op.output],
+                        "output_bytes": graph.tensors[op.output].size})
+            continue
         names = {}
         for key, a in op.arrays.items():
             cname = f"{prefix}_{key}"
@@ -71,7 +108,7 @@ def _ops_for_template(graph: Graph, plan: Plan) -> tuple[list[dict], list[dict]]
                 names[key] = cname
         ops.append({"index": i, "kind": op.kind, "name": op.name, "prefix": prefix,
                     "struct": _PARAM_STRUCTS.get(op.kind), "kernel": _KERNELS.get(op.kind),
-                    "params": params, "arrays": names,
+                    "params": params, "arrays": names, "call": None,
                     "inputs": [plan.offsets[t] for t in op.inputs], "output": plan.offsets[op.output],
                     "output_bytes": graph.tensors[op.output].size,
                     "scratch": plan.scratch.get(i)})   # arena offset of the op's scratch buffer, if it has one

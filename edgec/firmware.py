@@ -57,8 +57,10 @@ def _render(template: str, **values) -> str:
     return env.get_template(template).render(**values)
 
 
-def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: str) -> Path:
-    """Render a PlatformIO project building the model library in model_dir with the benchmark main."""
+def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: str,
+                  main_template: str = "bench_main.c.j2", main_values: dict | None = None) -> Path:
+    """Render a PlatformIO project building the model library in model_dir with the benchmark main
+    (or another firmware main: `main_template` rendered with `main_values` added)."""
     project_dir, model_dir = Path(project_dir), Path(model_dir)
     if not _IDENT_RE.match(model_name):
         raise EdgecError(f"model name '{model_name}' is not a C identifier")
@@ -76,7 +78,7 @@ def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: 
     for name in LINK_FILES:
         shutil.copy2(runtime / name, src / name)
     values = dict(name=model_name, NAME=model_name.upper(), board=board)
-    (src / "main.c").write_text(_render("bench_main.c.j2", **values))
+    (src / "main.c").write_text(_render(main_template, **values, **(main_values or {})))
     ini = _render("platformio.ini.j2", env_name=env_name(board), platform=_platform_spec(board),
                   board_options=_board_options(board), **values)
     (project_dir / "platformio.ini").write_text(ini)

@@ -45,6 +45,7 @@ class Op:
     attrs: dict = field(default_factory=dict)
     params: dict = field(default_factory=dict)
     arrays: dict = field(default_factory=dict)
+    lowered: dict | None = None     # the fast kernel chosen for this op (edgec/fastkernels.py), if any
 
 
 @dataclass
@@ -82,5 +83,7 @@ class Graph:
         return total
 
     def weights_bytes(self) -> int:
-        """Bytes of constant data the quantized model keeps in flash."""
-        return int(sum(a.nbytes for op in self.ops for a in op.arrays.values()))
+        """Bytes of constant data the generated model keeps in flash (the fast kernels' own packing
+        where an op has one)."""
+        return int(sum(a.nbytes for op in self.ops
+                       for a in (op.lowered["arrays"] if op.lowered else op.arrays).values()))

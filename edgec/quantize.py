@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from . import fastkernels
 from . import kernels_ref as K
 from .errors import EdgecError
 from .ir import SAME_QPARAMS_OPS, Graph, Op, Tensor
@@ -57,6 +58,7 @@ def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: 
         else:
             from_range(out)
         _QUANTIZERS[op.kind](op, [graph.tensors[i] for i in op.inputs], out)
+    fastkernels.lower_graph(graph)   # fast kernels: their constants and scratch memory (for the planner)
     return graph
 
 

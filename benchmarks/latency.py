@@ -1,0 +1,153 @@
+"""Latency of the four MLPerf Tiny models on the emulated boards (and the host), per inference and per layer.
+
+    .venv/bin/python benchmarks/latency.py                      # qemu-cortex-m4 + host + qemu-cortex-m3
+    .venv/bin/python benchmarks/latency.py --boards qemu-cortex-m4 --models kws,ic --layers
+
+For every model and board: build (calibrated on the golden inputs' x_fp32, NHWC like the ONNX files),
+bench on the device (bit-exactness against the NumPy reference), and print MACs, emulated instructions
+per inference (QEMU -icount: exact; host: ns), instructions per MAC, the ratio to the TFLM reference
+numbers of issue 6 (qemu-cortex-m4: TFLM + CMSIS-NN; qemu-cortex-m3: TFLM reference kernels) and the code
+bytes of the firmware (all functions, from `nm`, excluding weights and other constants). With --layers,
+the per-layer breakdown on qemu-cortex-m4 from the profiling firmware (edgec/profile.py).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from edgec import api, profile, quantize  # noqa: E402
+from edgec.artifact import load_graph  # noqa: E402
+from edgec.errors import EdgecError  # noqa: E402
+from edgec.ir import ALIAS_OPS  # noqa: E402
+
+MLPERF = REPO.parent.parent / "shared" / "models" / "mlperf_tiny"
+if not MLPERF.is_dir():
+    MLPERF = Path("/work/shared/models/mlperf_tiny")
+MODELS = {"kws": "kws_dscnn_fp32.onnx", "vww": "vww_mobilenetv1_025_fp32.onnx",
+          "ic": "ic_resnet8_fp32.onnx", "ad": "ad_fc_autoencoder_fp32.onnx"}
+# issue 6: QEMU 7.2 mps2-an386 -icount shift=0, emulated instructions per inference
+TFLM_CMSIS = {"kws": 7_699_303, "vww": 24_102_775, "ic": 29_864_026, "ad": 583_260}
+TFLM_REF = {"kws": 43_040_879, "vww": 100_250_960, "ic": 107_400_335, "ad": 1_952_682}
+TARGET = {"qemu-cortex-m4": (TFLM_CMSIS, 0.7, "TFLM+CMSIS-NN"), "qemu-cortex-m3": (TFLM_REF, 0.5, "TFLM ref")}
+
+
+def code_bytes(elf: Path) -> int | None:
+    """Bytes of all functions in a firmware ELF (nm symbol types t/T), i.e. flash for code without data."""
+    nm = "arm-none-eabi-nm" if elf.suffix == ".elf" else "nm"
+    try:
+        out = subprocess.run([nm, "-S", "--size-sort", str(elf)], check=True, capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    # the linker script places constants in .text too: leave out the model's arrays (opN_*) and tables
+    return sum(int(f[1], 16) for f in (line.split() for line in out.splitlines())
+               if len(f) == 4 and f[2] in "tT" and not re.match(r"op\d+_|.*_layer_(names|kinds|output)", f[3]))
+
+
+def layer_macs(graph) -> list[int]:
+    out = []
+    for op in graph.ops:
+        if op.kind in ALIAS_OPS:
+            continue
+        p = op.params
+        if op.kind == "conv2d":
+            out.append(p["out_h"] * p["out_w"] * p["out_c"] * p["k_h"] * p["k_w"] * p["in_c"])
+        elif op.kind == "depthwise_conv2d":
+            out.append(p["out_h"] * p["out_w"] * p["out_c"] * p["k_h"] * p["k_w"])
+        elif op.kind == "fully_connected":
+            out.append(p["in_features"] * p["out_features"])
+        else:
+            out.append(0)
+    return out
+
+
+def run(models, boards, samples, root: Path, layers: bool) -> dict:
+    results = {"rows": [], "layers": {}}
+    for key in models:
+        golden = np.load(MLPERF / "data" / f"golden_{key}.npz")
+        data = root / f"{key}.npz"
+        np.savez(data, x=golden["x_fp32"])           # NHWC, the layout of the (non-_nchw) ONNX files
+        for board in boards:
+            out = root / f"{key}-{board}"
+            row = {"model": key, "board": board}
+            try:
+                rep = api.build(MLPERF / MODELS[key], data, board, out)
+            except EdgecError as e:
+                row["error"] = str(e)
+                results["rows"].append(row)
+                print(f"{key:4s} {board:15s} does not build: {e}", file=sys.stderr)
+                continue
+            r = api.bench(out, data, limit=samples)
+            _, _, elf = api.load_build(out)
+            row.update(macs=rep["macs"], latency=r["latency"]["median"], unit=r["latency"]["unit"],
+                       per_mac=r["latency"]["per_mac"], agreement=r["agreement"]["device_vs_reference"],
+                       code_bytes=code_bytes(elf), arena_bytes=rep["memory"]["arena_bytes"],
+                       weights_bytes=rep["memory"]["weights_bytes"], flash_bytes=rep["memory"]["flash_bytes"])
+            if board in TARGET:
+                ref = TARGET[board][0][key]
+                row.update(reference=ref, ratio=row["latency"] / ref)
+            results["rows"].append(row)
+            if layers and board == "qemu-cortex-m4":
+                graph = load_graph(out)
+                xq = quantize.quantize_input(graph.tensors[graph.input], golden["x_fp32"][:1])[0]
+                prof = profile.profile_layers(out, xq)
+                for layer, macs in zip(prof["layers"], layer_macs(graph)):
+                    layer["macs"] = macs
+                results["layers"][key] = prof
+    return results
+
+
+def print_tables(results: dict) -> None:
+    print(f"\n{'model':5s} {'board':15s} {'MACs':>11s} {'per inference':>14s} {'unit':6s} {'per MAC':>8s} "
+          f"{'reference':>12s} {'ratio':>6s} {'target':>7s} {'exact':>6s} {'code B':>7s} {'arena B':>8s}")
+    for r in results["rows"]:
+        if "error" in r:
+            print(f"{r['model']:5s} {r['board']:15s} does not fit / build: {r['error'][:90]}")
+            continue
+        unit = "insns" if r["unit"] == "emulated instructions" else r["unit"]
+        ref = f"{r['reference']:12,d}" if "reference" in r else f"{'':12s}"
+        ratio = f"{r['ratio']:6.2f}" if "ratio" in r else f"{'':6s}"
+        target = f"<={TARGET[r['board']][1]:.1f}x" if r["board"] in TARGET else ""
+        print(f"{r['model']:5s} {r['board']:15s} {r['macs']:11,d} {r['latency']:14,.0f} {unit:6s} {r['per_mac']:8.2f} "
+              f"{ref} {ratio} {target:>7s} {r['agreement']:6.2f} {r['code_bytes'] or 0:7,d} {r['arena_bytes']:8,d}")
+    print("reference: issue 6 (qemu-cortex-m4: TFLM + CMSIS-NN; qemu-cortex-m3: TFLM reference kernels); "
+          "exact = fraction of samples byte-identical to the NumPy reference; code B = functions in the firmware")
+    for key, prof in results["layers"].items():
+        print(f"\n{key} on {prof['board']}: per layer ({prof['unit']}), whole invoke {prof['total']:,.0f}")
+        print(f"{'#':>3s} {'kind':17s} {'MACs':>10s} {'insns':>11s} {'per MAC':>8s} {'share':>6s}  name")
+        total = sum(layer["units"] for layer in prof["layers"]) or 1
+        for layer in prof["layers"]:
+            per = f"{layer['units'] / layer['macs']:8.2f}" if layer["macs"] else f"{'':8s}"
+            print(f"{layer['index']:3d} {layer['kind']:17s} {layer['macs']:10,d} {layer['units']:11,.0f} {per} "
+                  f"{100 * layer['units'] / total:5.1f}%  {layer['name'][-40:]}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--boards", default="qemu-cortex-m4,host,qemu-cortex-m3")
+    ap.add_argument("--samples", type=int, default=2, help="golden samples benchmarked per model (default 2)")
+    ap.add_argument("--layers", action="store_true", help="per-layer breakdown on qemu-cortex-m4")
+    ap.add_argument("--json", help="write the results as JSON")
+    ap.add_argument("--keep", help="build folder to keep (default: a temporary one)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="edgec-latency-") as tmp:
+        root = Path(args.keep) if args.keep else Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
+        results = run(args.models.split(","), args.boards.split(","), args.samples, root, args.layers)
+    print_tables(results)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,379 @@
+/* edgec fast INT8 kernels (see edgec_fast.h). C99; GCC/Clang attributes where available.
+ * Right shifts of negative values are arithmetic (as on every compiler edgec supports: gcc, clang,
+ * arm-none-eabi-gcc); signed accumulators never overflow (fastkernels.py checks the bound). */
+#include "edgec_fast.h"
+
+#include <stddef.h>
+
+#if defined(__GNUC__)
+#define EDGEC_ALIAS __attribute__((may_alias))
+#define EDGEC_INLINE static inline __attribute__((always_inline))
+#else
+#define EDGEC_ALIAS
+#define EDGEC_INLINE static inline
+#endif
+
+typedef uint32_t EDGEC_ALIAS edgec_w32; /* a 4-byte aligned word of int8 or int16 data */
+typedef uint64_t EDGEC_ALIAS edgec_d64; /* two such words (one LDRD) */
+typedef int16_t EDGEC_ALIAS edgec_h16;
+
+/* ---------------------------------------------------------------- the DSP intrinsics we use */
+#if defined(__ARM_FEATURE_DSP) && !defined(EDGEC_NO_DSP) && !defined(EDGEC_EMULATE_DSP)
+#include <arm_acle.h>
+#define EDGEC_DSP 1
+#define EDGEC_DSP_NATIVE 1
+#define E_SXTB16(x) ((uint32_t)__sxtb16((int32_t)(x)))
+#define E_SMLAD(a, b, acc) __smlad((int32_t)(a), (int32_t)(b), (acc))
+#define E_SMLABB(a, b, acc) __smlabb((int32_t)(a), (int32_t)(b), (acc))
+#define E_SMLATT(a, b, acc) __smlatt((int32_t)(a), (int32_t)(b), (acc))
+/* SXTB16 with its free rotation (gcc 12 does not fuse a rotate into __sxtb16 by itself) */
+EDGEC_INLINE uint32_t E_SXTB16_ROR8(uint32_t x)
+{
+    uint32_t r;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
+    return r;
+}
+/* Two words at p + off in one LDRD (gcc 12 splits 64-bit loads into two LDRs in these loops). */
+#define E_LDRD(lo, hi, p, off)                                                                     \
+    __asm__("ldrd %0, %1, [%2, %3]"                                                                \
+            : "=r"(lo), "=r"(hi)                                                                   \
+            : "r"(p), "i"(4 * (off)), "m"(*(const edgec_d64 *)(const void *)((p) + (off))))
+#elif defined(EDGEC_EMULATE_DSP)
+#define EDGEC_DSP 1
+EDGEC_INLINE int32_t e_lo(uint32_t x) { return (int32_t)(int16_t)(uint16_t)(x & 0xffffu); }
+EDGEC_INLINE int32_t e_hi(uint32_t x) { return (int32_t)(int16_t)(uint16_t)(x >> 16); }
+EDGEC_INLINE uint32_t E_SXTB16(uint32_t x)
+{
+    return ((uint32_t)(uint16_t)(int16_t)(int8_t)(uint8_t)(x & 0xffu)) |
+           ((uint32_t)(uint16_t)(int16_t)(int8_t)(uint8_t)((x >> 16) & 0xffu) << 16);
+}
+EDGEC_INLINE uint32_t E_SXTB16_ROR8(uint32_t x) { return E_SXTB16((x >> 8) | (x << 24)); }
+EDGEC_INLINE int32_t E_SMLAD(uint32_t a, uint32_t b, int32_t acc)
+{
+    return acc + e_lo(a) * e_lo(b) + e_hi(a) * e_hi(b);
+}
+EDGEC_INLINE int32_t E_SMLABB(uint32_t a, uint32_t b, int32_t acc) { return acc + e_lo(a) * e_lo(b); }
+EDGEC_INLINE int32_t E_SMLATT(uint32_t a, uint32_t b, int32_t acc) { return acc + e_hi(a) * e_hi(b); }
+#endif
+#ifndef E_LDRD
+#define E_LDRD(lo, hi, p, off) ((lo) = (p)[(off)], (hi) = (p)[(off) + 1])
+#endif
+
+/* ---------------------------------------------------------------- requantization and copies */
+/* The output zero point is folded into khi_pos/khi_neg (zp << shift); `full` says the activation
+ * range is all of int8 (then one saturation does the clamp). */
+EDGEC_INLINE int8_t edgec_out(int32_t acc, const edgec_rq *q, int full, int32_t lo, int32_t hi)
+{
+    const uint32_t khi = (uint32_t)(acc < 0 ? q->khi_neg : q->khi_pos);
+    const int64_t k = (int64_t)(((uint64_t)khi << 32) | 0x80000000u);
+    int32_t v = (int32_t)(((int64_t)(acc * 2) * q->mult + k) >> 32) >> q->shift;
+#ifdef EDGEC_DSP_NATIVE
+    if (full) return (int8_t)__ssat(v, 8);
+#else
+    if (full) return (int8_t)(v < -128 ? -128 : (v > 127 ? 127 : v));
+#endif
+    return (int8_t)(v < lo ? lo : (v > hi ? hi : v));
+}
+
+static void edgec_fill(int8_t *dst, int8_t value, int32_t n)
+{
+    if ((((uintptr_t)dst | (uint32_t)n) & 3u) == 0) {
+        const uint32_t v = (uint32_t)(uint8_t)value * 0x01010101u;
+        edgec_w32 *d = (edgec_w32 *)(void *)dst;
+        for (n >>= 2; n > 0; --n) *d++ = v;
+    } else {
+        for (; n > 0; --n) *dst++ = value;
+    }
+}
+
+static void edgec_copy(int8_t *dst, const int8_t *src, int32_t n)
+{
+    if ((((uintptr_t)dst | (uintptr_t)src | (uint32_t)n) & 3u) == 0) {
+        edgec_w32 *d = (edgec_w32 *)(void *)dst;
+        const edgec_w32 *s = (const edgec_w32 *)(const void *)src;
+        for (n >>= 2; n > 0; --n) *d++ = *s++;
+    } else {
+        for (; n > 0; --n) *dst++ = *src++;
+    }
+}
+
+/* One 4-byte group of int8 values as the two int16-pair words the dot products read:
+ * (x0, x2) and (x1, x3). The portable path stores the same int16 sequence x0, x2, x1, x3. */
+EDGEC_INLINE void edgec_widen(uint32_t v, edgec_w32 *dst)
+{
+#ifdef EDGEC_DSP
+    dst[0] = E_SXTB16(v);
+    dst[1] = E_SXTB16_ROR8(v);
+#else
+    edgec_h16 *d = (edgec_h16 *)(void *)dst;
+    d[0] = (int16_t)(int8_t)(uint8_t)(v & 0xffu);
+    d[1] = (int16_t)(int8_t)(uint8_t)((v >> 16) & 0xffu);
+    d[2] = (int16_t)(int8_t)(uint8_t)((v >> 8) & 0xffu);
+    d[3] = (int16_t)(int8_t)(uint8_t)(v >> 24);
+#endif
+}
+
+/* ---------------------------------------------------------------- convolution */
+
+/* The k4 int8 taps of output pixel (oy, ox) in weight order [ky][kx][ic]; padded taps hold the input
+ * zero point (whose contribution the folded bias removes), taps past k_h*k_w*in_c hold 0. */
+static const int8_t *edgec_conv_taps(const edgec_fast_conv_params *p, const int8_t *input, int32_t oy,
+                                     int32_t ox, int8_t *row)
+{
+    const int32_t in_c = p->in_c, in_w = p->in_w, k_w = p->k_w, span = k_w * in_c;
+    const int32_t iy0 = oy * p->stride_h - p->pad_top, ix0 = ox * p->stride_w - p->pad_left;
+    const int8_t zp = (int8_t)p->input_zp;
+    int32_t kx0 = ix0 < 0 ? -ix0 : 0, kx1 = in_w - ix0 < k_w ? in_w - ix0 : k_w;
+    int32_t ky, used;
+    int8_t *r = row;
+    if (p->k_h == 1 && k_w == 1 && (in_c & 3) == 0 && iy0 >= 0 && iy0 < p->in_h && ix0 >= 0 && ix0 < in_w) {
+        return input + (iy0 * in_w + ix0) * in_c; /* a 1x1 tap is the input pixel itself */
+    }
+    if (kx1 < kx0) kx1 = kx0;
+    for (ky = 0; ky < p->k_h; ++ky, r += span) {
+        const int32_t iy = iy0 + ky;
+        if (iy < 0 || iy >= p->in_h || kx1 == kx0) {
+            edgec_fill(r, zp, span);
+            continue;
+        }
+        edgec_fill(r, zp, kx0 * in_c);
+        edgec_copy(r + kx0 * in_c, input + (iy * in_w + ix0 + kx0) * in_c, (kx1 - kx0) * in_c);
+        edgec_fill(r + kx1 * in_c, zp, (k_w - kx1) * in_c);
+    }
+    for (used = p->k_h * span; used < p->k4; ++used) row[used] = 0;
+    return row;
+}
+
+/* Widen k4 int8 taps into pixel slot j of the 4-pixel im2col: [group][pixel][2 words]. */
+static void edgec_conv_cols(const int8_t *taps, int32_t groups, edgec_w32 *cols)
+{
+    const edgec_w32 *t = (const edgec_w32 *)(const void *)taps;
+    for (; groups > 0; --groups, cols += 8) edgec_widen(*t++, cols);
+}
+
+#ifdef EDGEC_DSP
+#define EDGEC_CONV_PIX(acc, x, off)                                                                \
+    do {                                                                                           \
+        uint32_t l_, h_;                                                                           \
+        E_LDRD(l_, h_, x, off);                                                                    \
+        (acc) = E_SMLAD(wl_, l_, (acc));                                                           \
+        (acc) = E_SMLAD(wh_, h_, (acc));                                                           \
+    } while (0)
+#define EDGEC_CONV_GROUP(w, x, off)                                                                \
+    do {                                                                                           \
+        const uint32_t wl_ = E_SXTB16(w), wh_ = E_SXTB16_ROR8(w);                                  \
+        EDGEC_CONV_PIX(a0, x, (off));                                                              \
+        EDGEC_CONV_PIX(a1, x, (off) + 2);                                                          \
+        EDGEC_CONV_PIX(a2, x, (off) + 4);                                                          \
+        EDGEC_CONV_PIX(a3, x, (off) + 6);                                                          \
+    } while (0)
+#else
+#define EDGEC_CONV_PIX(acc, xs) (acc) += (xs)[0] * w0 + (xs)[1] * w2 + (xs)[2] * w1 + (xs)[3] * w3
+#define EDGEC_CONV_GROUP(w, x, off)                                                                \
+    do {                                                                                           \
+        const edgec_h16 *xs_ = (const edgec_h16 *)(const void *)((x) + (off));                     \
+        const int32_t w0 = (int8_t)(uint8_t)((w) & 0xffu), w1 = (int8_t)(uint8_t)(((w) >> 8) & 0xffu); \
+        const int32_t w2 = (int8_t)(uint8_t)(((w) >> 16) & 0xffu), w3 = (int8_t)(uint8_t)((w) >> 24); \
+        EDGEC_CONV_PIX(a0, xs_);                                                                   \
+        EDGEC_CONV_PIX(a1, xs_ + 4);                                                               \
+        EDGEC_CONV_PIX(a2, xs_ + 8);                                                               \
+        EDGEC_CONV_PIX(a3, xs_ + 12);                                                              \
+    } while (0)
+#endif
+
+void edgec_fast_conv_s8(const edgec_fast_conv_params *p, const int8_t *input, const uint32_t *weights,
+                        const edgec_rq *rq, int8_t *scratch, int8_t *output)
+{
+    const int32_t k4 = p->k4, groups = k4 >> 2, out_c = p->out_c, out_w = p->out_w;
+    const int32_t n = p->out_h * out_w, lo = p->act_min, hi = p->act_max, full = lo == -128 && hi == 127;
+    edgec_w32 *cols = (edgec_w32 *)(void *)scratch;
+    int8_t *row = scratch + 8 * k4;
+    int32_t pix, j, oc;
+    for (pix = 0; pix < n; pix += 4) {
+        const int32_t valid = n - pix < 4 ? n - pix : 4;
+        int8_t *o = output + pix * out_c;
+        for (j = 0; j < 4; ++j) { /* a short last block repeats its last pixel */
+            const int32_t q = pix + (j < valid ? j : valid - 1);
+            edgec_conv_cols(edgec_conv_taps(p, input, q / out_w, q % out_w, row), groups, cols + 2 * j);
+        }
+        for (oc = 0; oc < out_c; ++oc, ++o) {
+            const edgec_w32 *w = (const edgec_w32 *)weights + oc * groups;
+            const edgec_w32 *x = cols;
+            const edgec_rq *q = rq + oc;
+            int32_t a0 = q->bias, a1 = a0, a2 = a0, a3 = a0, g;
+            for (g = groups >> 1; g > 0; --g, w += 2, x += 16) {
+                const uint32_t wa = w[0], wb = w[1];
+                EDGEC_CONV_GROUP(wa, x, 0);
+                EDGEC_CONV_GROUP(wb, x, 8);
+            }
+            if (groups & 1) {
+                const uint32_t wa = w[0];
+                EDGEC_CONV_GROUP(wa, x, 0);
+            }
+            o[0] = edgec_out(a0, q, full, lo, hi);
+            if (valid > 1) o[out_c] = edgec_out(a1, q, full, lo, hi);
+            if (valid > 2) o[2 * out_c] = edgec_out(a2, q, full, lo, hi);
+            if (valid > 3) o[3 * out_c] = edgec_out(a3, q, full, lo, hi);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- depthwise 3x3 */
+
+#ifdef EDGEC_DSP
+#define EDGEC_DW_TAP(off)                                                                          \
+    do {                                                                                           \
+        const uint32_t v_ = *(const edgec_w32 *)(const void *)(r + (off));                         \
+        const uint32_t vl_ = E_SXTB16(v_), vh_ = E_SXTB16_ROR8(v_);                                \
+        uint32_t wl_, wh_;                                                                         \
+        E_LDRD(wl_, wh_, w, 0);                                                                    \
+        a0 = E_SMLABB(vl_, wl_, a0);                                                               \
+        a2 = E_SMLATT(vl_, wl_, a2);                                                               \
+        a1 = E_SMLABB(vh_, wh_, a1);                                                               \
+        a3 = E_SMLATT(vh_, wh_, a3);                                                               \
+        w += 2;                                                                                    \
+    } while (0)
+#else
+#define EDGEC_DW_TAP(off)                                                                          \
+    do {                                                                                           \
+        const int8_t *v_ = r + (off);                                                              \
+        const edgec_h16 *ws_ = (const edgec_h16 *)(const void *)w;                                 \
+        a0 += v_[0] * ws_[0];                                                                      \
+        a2 += v_[2] * ws_[1];                                                                      \
+        a1 += v_[1] * ws_[2];                                                                      \
+        a3 += v_[3] * ws_[3];                                                                      \
+        w += 2;                                                                                    \
+    } while (0)
+#endif
+
+void edgec_fast_dw3x3_s8(const edgec_fast_conv_params *p, const int8_t *input, const uint32_t *weights,
+                         const edgec_rq *rq, int8_t *scratch, int8_t *output)
+{
+    const int32_t c = p->in_c, in_w = p->in_w, sw = p->stride_w, out_w = p->out_w;
+    const int32_t width = (out_w - 1) * sw + 3, rowb = width * c, pl = p->pad_left;
+    const int32_t lo = p->act_min, hi = p->act_max, full = lo == -128 && hi == 127;
+    const int8_t izp = (int8_t)p->input_zp;
+    /* strip columns [0, width) are input columns [-pl, width - pl); those in [x0, x1) are inside */
+    const int32_t x0 = pl < width ? pl : width;
+    const int32_t x1 = in_w + pl < width ? (in_w + pl < x0 ? x0 : in_w + pl) : width;
+    int32_t oy, ox, ky, cg;
+    for (oy = 0; oy < p->out_h; ++oy) {
+        for (ky = 0; ky < 3; ++ky) {
+            const int32_t iy = oy * p->stride_h - p->pad_top + ky;
+            int8_t *d = scratch + ky * rowb;
+            if (iy < 0 || iy >= p->in_h || x1 == x0) {
+                edgec_fill(d, izp, rowb);
+                continue;
+            }
+            edgec_fill(d, izp, x0 * c);
+            edgec_copy(d + x0 * c, input + (iy * in_w + x0 - pl) * c, (x1 - x0) * c);
+            edgec_fill(d + x1 * c, izp, (width - x1) * c);
+        }
+        for (ox = 0; ox < out_w; ++ox) {
+            const edgec_w32 *w = (const edgec_w32 *)weights;
+            const edgec_rq *q = rq;
+            int8_t *o = output + (oy * out_w + ox) * c;
+            for (cg = 0; cg < c; cg += 4, q += 4) {
+                const int8_t *r = scratch + ox * sw * c + cg;
+                int32_t a0 = q[0].bias, a1 = q[1].bias, a2 = q[2].bias, a3 = q[3].bias;
+                EDGEC_DW_TAP(0);
+                EDGEC_DW_TAP(c);
+                EDGEC_DW_TAP(2 * c);
+                EDGEC_DW_TAP(rowb);
+                EDGEC_DW_TAP(rowb + c);
+                EDGEC_DW_TAP(rowb + 2 * c);
+                EDGEC_DW_TAP(2 * rowb);
+                EDGEC_DW_TAP(2 * rowb + c);
+                EDGEC_DW_TAP(2 * rowb + 2 * c);
+                o[cg] = edgec_out(a0, q, full, lo, hi);
+                o[cg + 1] = edgec_out(a1, q + 1, full, lo, hi);
+                o[cg + 2] = edgec_out(a2, q + 2, full, lo, hi);
+                o[cg + 3] = edgec_out(a3, q + 3, full, lo, hi);
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- fully connected */
+
+#ifdef EDGEC_DSP
+#define EDGEC_FC_ROW(acc, w)                                                                       \
+    do {                                                                                           \
+        (acc) = E_SMLAD(E_SXTB16(w), xl, (acc));                                                   \
+        (acc) = E_SMLAD(E_SXTB16_ROR8(w), xh, (acc));                                              \
+    } while (0)
+#define EDGEC_FC_X(x) const uint32_t xl = (x)[0], xh = (x)[1]
+#else
+#define EDGEC_FC_ROW(acc, w)                                                                       \
+    (acc) += xs[0] * (int8_t)(uint8_t)((w) & 0xffu) + xs[1] * (int8_t)(uint8_t)(((w) >> 16) & 0xffu) + \
+             xs[2] * (int8_t)(uint8_t)(((w) >> 8) & 0xffu) + xs[3] * (int8_t)(uint8_t)((w) >> 24)
+#define EDGEC_FC_X(x) const edgec_h16 *xs = (const edgec_h16 *)(const void *)(x)
+#endif
+
+void edgec_fast_fc_s8(const edgec_fast_fc_params *p, const int8_t *input, const uint32_t *weights,
+                      const edgec_rq *rq, int8_t *scratch, int8_t *output)
+{
+    const int32_t n_in = p->in_features, n_out = p->out_features, groups = p->k4 >> 2;
+    const int32_t lo = p->act_min, hi = p->act_max, full = lo == -128 && hi == 127;
+    edgec_w32 *xw = (edgec_w32 *)(void *)scratch;
+    const edgec_w32 *w = (const edgec_w32 *)weights;
+    int32_t g, r;
+    for (g = 0; g < groups; ++g) {
+        uint32_t v = 0;
+        int32_t b;
+        for (b = 0; b < 4 && 4 * g + b < n_in; ++b) v |= (uint32_t)(uint8_t)input[4 * g + b] << (8 * b);
+        edgec_widen(v, xw + 2 * g);
+    }
+    for (r = 0; r + 4 <= n_out; r += 4) {
+        const edgec_w32 *x = xw;
+        int32_t a0 = rq[r].bias, a1 = rq[r + 1].bias, a2 = rq[r + 2].bias, a3 = rq[r + 3].bias;
+        for (g = groups; g > 0; --g, x += 2, w += 4) {
+            const uint32_t w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+            EDGEC_FC_X(x);
+            EDGEC_FC_ROW(a0, w0);
+            EDGEC_FC_ROW(a1, w1);
+            EDGEC_FC_ROW(a2, w2);
+            EDGEC_FC_ROW(a3, w3);
+        }
+        output[r] = edgec_out(a0, rq + r, full, lo, hi);
+        output[r + 1] = edgec_out(a1, rq + r + 1, full, lo, hi);
+        output[r + 2] = edgec_out(a2, rq + r + 2, full, lo, hi);
+        output[r + 3] = edgec_out(a3, rq + r + 3, full, lo, hi);
+    }
+    for (; r < n_out; ++r) {
+        const edgec_w32 *x = xw;
+        int32_t a0 = rq[r].bias;
+        for (g = groups; g > 0; --g, x += 2, ++w) {
+            const uint32_t w0 = w[0];
+            EDGEC_FC_X(x);
+            EDGEC_FC_ROW(a0, w0);
+        }
+        output[r] = edgec_out(a0, rq + r, full, lo, hi);
+    }
+}
+
+/* ---------------------------------------------------------------- add, pooling */
+
+void edgec_fast_add_s8(const edgec_fast_add_params *p, const int32_t *lut1, const int32_t *lut2,
+                       const edgec_rq *rq, const int8_t *input1, const int8_t *input2, int8_t *output)
+{
+    const int32_t *l1 = lut1 + 128, *l2 = lut2 + 128;
+    const int32_t lo = p->act_min, hi = p->act_max, full = lo == -128 && hi == 127;
+    int32_t i;
+    for (i = 0; i < p->n; ++i) {
+        output[i] = edgec_out(l1[input1[i]] + l2[input2[i]], rq, full, lo, hi);
+    }
+}
+
+void edgec_fast_global_avg_pool_s8(int32_t pixels, int32_t c, int32_t act_min, int32_t act_max,
+                                   const int8_t *input, int8_t *output)
+{
+    int32_t ch, i;
+    for (ch = 0; ch < c; ++ch) {
+        const int8_t *x = input + ch;
+        int32_t sum = 0, avg;
+        for (i = 0; i < pixels; ++i, x += c) sum += *x;
+        avg = sum > 0 ? (sum + pixels / 2) / pixels : (sum - pixels / 2) / pixels;
+        output[ch] = (int8_t)(avg < act_min ? act_min : (avg > act_max ? act_max : avg));
+    }
+}
