@@ -28,6 +28,15 @@ def cmd_build(args) -> int:
     return 0
 
 
+def cmd_export(args) -> int:
+    from . import api
+
+    m = api.export(args.model, args.calib, args.board, args.format, args.output, log=_log)
+    print(f"exported {m['model']} for {m['board']} as a {m['format']} library in {args.output}: "
+          f"arena {m['arena_bytes']:,} B, weights {m['weights_bytes']:,} B, example {m['example']}")
+    return 0
+
+
 def cmd_bench(args) -> int:
     from . import api
 
@@ -134,6 +143,15 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--board", required=True, help="board name (see `edgec boards`) or a board .toml file")
     b.add_argument("-o", "--output", help="build folder (default build/<model>-<board>)")
     b.set_defaults(func=cmd_build)
+
+    e = sub.add_parser("export", help="write a quantized model as a library for your own firmware")
+    e.add_argument("model", help="float ONNX model")
+    e.add_argument("--calib", required=True, help=".npz with x (N, *input shape without batch)")
+    e.add_argument("--board", required=True, help="board name (see `edgec boards`) or a board .toml file")
+    e.add_argument("--format", required=True, choices=["c", "platformio", "arduino", "cmake"],
+                   help="library layout: plain C files, PlatformIO library, Arduino library, CMake/Zephyr module")
+    e.add_argument("-o", "--output", required=True, help="folder to write the library into")
+    e.set_defaults(func=cmd_export)
 
     r = sub.add_parser("bench", help="run test data on the device and report accuracy and latency")
     r.add_argument("outdir", help="a build folder made by `edgec build`")

@@ -40,12 +40,12 @@ def env_name(board: Board) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", board.name)
 
 
-def _platform_spec(board: Board) -> str:
+def platform_spec(board: Board) -> str:
     local = board.local_platform_dir
     return f"symlink://{local.resolve()}" if local else board.pio_platform
 
 
-def _board_options(board: Board) -> list[tuple[str, str]]:
+def board_options(board: Board) -> list[tuple[str, str]]:
     options = []
     if board.local_platform_dir and board.emulated:
         # the profile's memory sizes are enforced by the linker script the platform renders
@@ -94,8 +94,8 @@ def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: 
         for name in HARNESS_FILES:
             shutil.copy2(common / name, src / name)
         (src / "main.cpp").write_text(_render(f"{board.framework}_main.cpp.j2", **values))
-    ini = _render("platformio.ini.j2", env_name=env_name(board), platform=_platform_spec(board),
-                  board_options=_board_options(board), build_flags=harness_build_flags(board), **values)
+    ini = _render("platformio.ini.j2", env_name=env_name(board), platform=platform_spec(board),
+                  board_options=board_options(board), build_flags=harness_build_flags(board), **values)
     (project_dir / "platformio.ini").write_text(ini)
     return project_dir
 

@@ -135,3 +135,15 @@ def run_pio(args: list[str], project_dir: Path, log_file: Path, log=print, timeo
             if line.startswith(("RAM:", "Flash:")):
                 log(line)
     return output
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m edgec.pio ARGS`: PlatformIO with edgec's offline set-up (for exported examples)."""
+    core = core_dir()
+    ensure_scons(core)
+    args = sys.argv[1:] if argv is None else argv
+    return subprocess.call(pio_command() + list(args), env=pio_environ(core))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
