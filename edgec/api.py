@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import __version__, artifact, calibrate, canonicalize, codegen, loader, planner, quantize, reference
+from . import __version__, artifact, calibrate, canonicalize, codegen, fit, loader, memory_report, planner, quantize, reference
 from .boards import Board, load_board
 from .data import load_dataset
 from .errors import EdgecError
@@ -47,6 +47,7 @@ def compile_model(model_path: str | Path, calib_path: str | Path, log: Log = _qu
     sources = [t.source for t in graph.tensors.values()]
     ranges = calibrate.calibrate(model, calib.x, sources, progress=Progress("calibrate", len(calib.x)))
     quantize.quantize(graph, ranges)
+    graph.ops = planner.schedule(graph)   # the execution order with the smallest memory peak
     plan = planner.plan(graph)
     planner.check_plan(graph, plan)
     return model, graph, plan
@@ -64,6 +65,7 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
     name = graph.name
     log(f"{name}: {len(graph.ops)} ops, {graph.macs():,} MACs, arena {plan.arena_bytes:,} bytes, "
         f"weights {graph.weights_bytes():,} bytes")
+    budget = fit.check(graph, plan, the_board)   # before anything is written: does it fit the board?
     outdir.parent.mkdir(parents=True, exist_ok=True)
     # Build in a scratch folder next to OUTDIR and move it in place only when everything worked:
     # a failed build leaves nothing half-written behind.
@@ -73,7 +75,8 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
         codegen.generate(graph, plan, lib, name)
         artifact.save_graph(graph, work)
         shutil.copyfile(model_path, work / "model.onnx")
-        (work / "plan.json").write_text(json.dumps(plan.to_json(), indent=1))
+        (work / "plan.json").write_text(json.dumps(dict(plan.to_json(), **memory_report.summary(graph, plan)), indent=1))
+        (work / memory_report.SVG).write_text(memory_report.render_svg(graph, plan))
         report = {
             "edgec_version": __version__, "board": the_board.name, "board_file": str(the_board.path),
             "model": name, "model_file": str(model_path.resolve()), "model_hash": artifact.graph_hash(graph),
@@ -81,7 +84,9 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
             "input": _io_info(graph, graph.input, graph.input_onnx_shape),
             "output": _io_info(graph, graph.output, graph.output_onnx_shape),
             "memory": {"arena_bytes": plan.arena_bytes, "weights_bytes": graph.weights_bytes(),
-                       "flash_bytes": None, "ram_bytes": None},
+                       "flash_bytes": None, "ram_bytes": None,
+                       "live_set_lower_bound_bytes": planner.live_set_lower_bound(graph),
+                       "plan": "plan.json", "picture": memory_report.SVG, "fit_estimate": budget},
             "firmware": None,
         }
         if firmware:
@@ -90,6 +95,7 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
             result = fw.build_firmware(project, the_board, log=log)
             report["memory"]["flash_bytes"] = result.flash_bytes
             report["memory"]["ram_bytes"] = result.ram_bytes
+            report["memory"].update(fit.measure(project, result.elf, name, host=result.elf.suffix != ".elf"))
             report["firmware"] = str(Path(result.elf).resolve().relative_to(work.resolve()))
         (work / REPORT).write_text(json.dumps(report, indent=1))
         if outdir.exists():
@@ -236,6 +242,7 @@ def inspect_model(model_path: str | Path) -> dict:
             info["canonical_ops"] = len(graph.ops)
             for t in graph.tensors.values():
                 t.scale, t.zero_point = 1.0, 0
+            graph.ops = planner.schedule(graph)
             info["arena_bytes_estimate"] = planner.plan(graph).arena_bytes
         except EdgecError as exc:
             info["limits"] = [str(exc)]

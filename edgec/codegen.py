@@ -73,7 +73,8 @@ def _ops_for_template(graph: Graph, plan: Plan) -> tuple[list[dict], list[dict]]
                     "struct": _PARAM_STRUCTS.get(op.kind), "kernel": _KERNELS.get(op.kind),
                     "params": params, "arrays": names,
                     "inputs": [plan.offsets[t] for t in op.inputs], "output": plan.offsets[op.output],
-                    "output_bytes": graph.tensors[op.output].size})
+                    "output_bytes": graph.tensors[op.output].size,
+                    "scratch": plan.scratch.get(i)})   # arena offset of the op's scratch buffer, if it has one
     return arrays, ops
 
 

@@ -15,7 +15,9 @@ from edgec import loader
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 EXAMPLE_NAMES = ["digits_cnn", "cancer_conv1d"]
-MLPERF = REPO.parent / "shared" / "models" / "mlperf_tiny"
+# next to the repository (a checkout in /work/main) or one level up (a worktree in /work/wt/<name>)
+MLPERF = next((d / "shared" / "models" / "mlperf_tiny" for d in (REPO.parent, REPO.parent.parent)
+               if (d / "shared" / "models" / "mlperf_tiny").is_dir()), REPO.parent / "shared" / "models" / "mlperf_tiny")
 
 
 def make_model(nodes, inp, out, inits, opset=13, value_info=()):

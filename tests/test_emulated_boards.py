@@ -10,9 +10,11 @@ import pytest
 from onnx import helper
 
 from conftest import EXAMPLES, make_model, save
-from edgec import api
+from edgec import api, codegen
+from edgec.api import compile_model
 from edgec.boards import list_boards, load_board
 from edgec.errors import EdgecError
+from edgec.firmware import build_firmware, write_project
 
 CASES = [  # (board, example): cancer_conv1d everywhere (fast), digits_cnn on the smallest RAM
     ("qemu-cortex-m3", "cancer_conv1d"),
@@ -57,13 +59,20 @@ def test_example_on_emulated_board(board, example, tmp_path):
     assert json.loads((out / "build-report.json").read_text())["board"] == board
 
 
-def test_model_too_big_for_the_cortex_m0_is_refused_at_link_time(tmp_path):
-    """A 128x128 image needs a 2 x 16 KB arena: more than the micro:bit's 16 KB of RAM."""
+def test_model_too_big_for_the_cortex_m0_is_refused(tmp_path):
+    """A 128x128 image needs a 2 x 16 KB arena: more than the micro:bit's 16 KB of RAM.  edgec refuses it
+    before building, and the board's linker script would too."""
     model = make_model([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])],
                        ("x", [1, 1, 128, 128]), ("y", [1, 1, 128, 128]), {"w": np.ones((1, 1, 3, 3)) / 9})
     path = save(model, tmp_path)
     calib = tmp_path / "calib.npz"
     np.savez(calib, x=np.random.default_rng(0).random((4, 1, 128, 128), np.float32))
-    with pytest.raises(EdgecError, match=r"region .RAM. overflowed by \d+ bytes"):
+    with pytest.raises(EdgecError, match="does not fit board qemu-cortex-m0"):
         api.build(path, calib, "qemu-cortex-m0", tmp_path / "out")
     assert not (tmp_path / "out").exists()
+    _, graph, plan = compile_model(path, calib)
+    codegen.generate(graph, plan, tmp_path / "lib", graph.name)
+    board = load_board("qemu-cortex-m0")
+    project = write_project(tmp_path / "project", board, tmp_path / "lib", graph.name)
+    with pytest.raises(EdgecError, match=r"region .RAM. overflowed by \d+ bytes"):
+        build_firmware(project, board, log=None)
