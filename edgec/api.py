@@ -15,6 +15,8 @@ from typing import Callable
 import numpy as np
 
 from . import __version__, artifact, calibrate, canonicalize, codegen, fit, loader, memory_report, planner, quantize, reference
+from . import ptq
+from . import sensitivity as sens
 from .boards import Board, load_board
 from .data import load_dataset
 from .errors import EdgecError
@@ -37,31 +39,62 @@ def model_name(model_path: Path) -> str:
     return codegen.c_identifier(stem)
 
 
-def compile_model(model_path: str | Path, calib_path: str | Path, log: Log = _quiet):
-    """Load, canonicalize, calibrate and quantize: returns (onnx model, quantized graph, plan)."""
+def calibrate_model(model_path: str | Path, calib_path: str | Path, options: ptq.QuantOptions | None = None,
+                    log: Log = _quiet) -> tuple:
+    """Load, canonicalize, calibrate and quantize: returns (onnx model, ptq.QuantResult)."""
     model_path = Path(model_path)
     model = loader.load_model(model_path)
     graph = canonicalize.canonicalize(model, model_name(model_path))
-    calib = load_dataset(calib_path, graph.input_onnx_shape)
-    log(f"calibrating on {len(calib.x)} samples")
-    sources = [t.source for t in graph.tensors.values()]
-    ranges = calibrate.calibrate(model, calib.x, sources, progress=Progress("calibrate", len(calib.x)))
-    quantize.quantize(graph, ranges)
-    graph.ops = planner.schedule(graph)   # the execution order with the smallest memory peak
+    result = ptq.quantize_model(model, graph, calib_path, options or ptq.QuantOptions(), log=log,
+                                progress=Progress("calibrate", 1))
+    return model, result
+
+
+def compile_model(model_path: str | Path, calib_path: str | Path, log: Log = _quiet,
+                  options: ptq.QuantOptions | None = None):
+    """Load, canonicalize, calibrate and quantize: returns (onnx model, quantized graph, plan)."""
+    model, result = calibrate_model(model_path, calib_path, options, log)
+    return model, result.graph, schedule_and_plan(result.graph)
+
+
+def schedule_and_plan(graph: Graph):
+    """Put the ops in the execution order with the smallest memory peak and plan the arena."""
+    graph.ops = planner.schedule(graph)
     plan = planner.plan(graph)
     planner.check_plan(graph, plan)
-    return model, graph, plan
+    return plan
+
+
+def write_quant_report(result: ptq.QuantResult, options: ptq.QuantOptions, folder: Path, title: str) -> dict:
+    """quant.json, sensitivity.json and sensitivity.svg in `folder`; returns the build report's entry."""
+    (folder / "quant.json").write_text(json.dumps(result.to_json(options), indent=1))
+    entry = {"method": result.method, "per_channel": options.per_channel, "bias_correction": options.bias_correction,
+             "equalize": options.equalize, "calibration_samples": result.samples,
+             "calibration_seconds": round(result.calib_seconds, 3), "quant_params": "quant.json"}
+    if result.sensitivity:
+        (folder / "sensitivity.json").write_text(json.dumps(result.sensitivity, indent=1))
+        sens.write_svg(result.sensitivity, folder / "sensitivity.svg", f"{title}: where INT8 loses accuracy")
+        worst = result.sensitivity[0]
+        entry.update(sensitivity="sensitivity.json", sensitivity_plot="sensitivity.svg",
+                     worst_layer={k: worst[k] for k in ("layer", "kind", "isolated_output_db", "isolated_db")})
+    return entry
 
 
 def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: str | Path | None = None,
-          log: Log = _quiet, firmware: bool = True) -> dict:
+          log: Log = _quiet, firmware: bool = True, options: ptq.QuantOptions | None = None) -> dict:
     """Model + calibration data -> build folder with model library, project, firmware and report."""
     from . import firmware as fw
 
     model_path = Path(model_path)
     the_board = load_board(board)
     outdir = Path(outdir) if outdir else Path("build") / f"{model_name(model_path)}-{the_board.name}"
-    model, graph, plan = compile_model(model_path, calib_path, log)
+    options = options or ptq.QuantOptions()
+    model, quant = calibrate_model(model_path, calib_path, options, log)
+    graph = quant.graph
+    plan = schedule_and_plan(graph)
+    if quant.sensitivity:
+        log("sensitivity (worst first; SQNR of INT8 vs float, higher is better):\n"
+            + sens.table(quant.sensitivity, 10))
     name = graph.name
     log(f"{name}: {len(graph.ops)} ops, {graph.macs():,} MACs, arena {plan.arena_bytes:,} bytes, "
         f"weights {graph.weights_bytes():,} bytes")
@@ -88,6 +121,7 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
                        "live_set_lower_bound_bytes": planner.live_set_lower_bound(graph),
                        "plan": "plan.json", "picture": memory_report.SVG, "fit_estimate": budget},
             "firmware": None,
+            "quantization": write_quant_report(quant, options, work, name),
         }
         if firmware:
             log(f"building firmware for {the_board.name} with PlatformIO")

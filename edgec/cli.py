@@ -18,10 +18,57 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def _quant_options(args):
+    from .ptq import QuantOptions
+
+    return QuantOptions(method=args.method, percentile=args.percentile, per_channel=not args.per_tensor,
+                        bias_correction=args.bias_correction, equalize=args.equalize, cache=not args.no_cache,
+                        sensitivity_samples=args.sensitivity_samples)
+
+
+def _add_quant_options(p: argparse.ArgumentParser) -> None:
+    from .ptq import ALL_METHODS
+
+    p.add_argument("--method", default="minmax", choices=ALL_METHODS,
+                   help="activation range estimation (default minmax; auto picks the method whose INT8 output "
+                        "is closest to float on held-out calibration samples)")
+    p.add_argument("--percentile", type=float, default=99.99, help="percentile of --method percentile (99.99)")
+    p.add_argument("--per-tensor", action="store_true", help="one weight scale per layer instead of per channel")
+    p.add_argument("--bias-correction", action="store_true",
+                   help="remove the mean output shift that quantized weights cause (measured on the calibration set)")
+    p.add_argument("--equalize", action="store_true",
+                   help="cross-layer equalization of conv pairs (depthwise-separable networks)")
+    p.add_argument("--no-cache", action="store_true", help="recalibrate even if the statistics are cached")
+    p.add_argument("--sensitivity-samples", type=int, default=16,
+                   help="calibration samples the per-layer sensitivity report uses (0: no report)")
+
+
+def cmd_calibrate(args) -> int:
+    from . import api
+    from . import sensitivity as sens
+
+    options = _quant_options(args)
+    _, result = api.calibrate_model(args.model, args.calib, options, log=_log)
+    source = "from the cache" if result.cached else f"in {result.calib_seconds:.1f} s"
+    print(f"calibrated on {result.samples} samples {source}; method {result.method}"
+          + (" (auto: " + ", ".join(f"{m} {s:.1f} dB" for m, s in result.scores.items()) + ")" if result.scores else ""))
+    g = result.graph
+    t_in = g.tensors[g.input]
+    print(f"input scale {t_in.scale:.6g}, zero point {t_in.zero_point}")
+    if result.sensitivity:
+        print("sensitivity, worst first (SQNR of INT8 vs float in dB, higher is better):")
+        print(sens.table(result.sensitivity))
+    if args.output:
+        out = Path(args.output)
+        out.write_text(json.dumps(result.to_json(options), indent=1))
+        print(f"wrote {out}")
+    return 0
+
+
 def cmd_build(args) -> int:
     from . import api
 
-    report = api.build(args.model, args.calib, args.board, args.output, log=_log)
+    report = api.build(args.model, args.calib, args.board, args.output, log=_log, options=_quant_options(args))
     m = report["memory"]
     print(f"built {report['model']} for {report['board']}: arena {m['arena_bytes']:,} B, "
           f"weights {m['weights_bytes']:,} B, firmware flash {m['flash_bytes']:,} B, RAM {m['ram_bytes']:,} B")
@@ -142,6 +189,7 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--calib", required=True, help=".npz with x (N, *input shape without batch)")
     b.add_argument("--board", required=True, help="board name (see `edgec boards`) or a board .toml file")
     b.add_argument("-o", "--output", help="build folder (default build/<model>-<board>)")
+    _add_quant_options(b)
     b.set_defaults(func=cmd_build)
 
     e = sub.add_parser("export", help="write a quantized model as a library for your own firmware")
@@ -152,6 +200,13 @@ def parser() -> argparse.ArgumentParser:
                    help="library layout: plain C files, PlatformIO library, Arduino library, CMake/Zephyr module")
     e.add_argument("-o", "--output", required=True, help="folder to write the library into")
     e.set_defaults(func=cmd_export)
+
+    c = sub.add_parser("calibrate", help="calibrate and quantize a model; print where INT8 loses accuracy")
+    c.add_argument("model", help="float ONNX model")
+    c.add_argument("--calib", required=True, help=".npz with x (N, *input shape without batch)")
+    c.add_argument("-o", "--output", help="write the quantization parameters and sensitivity to this JSON file")
+    _add_quant_options(c)
+    c.set_defaults(func=cmd_calibrate)
 
     r = sub.add_parser("bench", help="run test data on the device and report accuracy and latency")
     r.add_argument("outdir", help="a build folder made by `edgec build`")

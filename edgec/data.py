@@ -50,3 +50,70 @@ def load_dataset(path: str | Path, input_shape: tuple[int, ...], limit: int | No
     if limit is not None:
         x, y = x[:limit], (y[:limit] if y is not None else None)
     return Dataset(x=x, y=y, path=path)
+
+
+class SampleStream:
+    """The `x` of a data file read in batches, never the whole array at once (bounded memory).
+
+    Works on `np.savez` and `np.savez_compressed` files by reading the `x.npy` member of the zip
+    as a stream; `digest` is a content hash of the whole file (for caches keyed by data)."""
+
+    def __init__(self, path: str | Path, input_shape: tuple[int, ...], limit: int | None = None):
+        self.path = Path(path)
+        self.sample_shape = tuple(input_shape[1:])
+        if not self.path.is_file():
+            raise EdgecError(f"{self.path}: no such data file (expected an .npz with an array 'x')")
+        try:
+            with zipfile.ZipFile(self.path) as z, z.open("x.npy") as f:
+                shape, fortran, dtype = _npy_header(f)
+        except KeyError:
+            load_dataset(self.path, input_shape)  # raises the precise error (no 'x', ...)
+            raise EdgecError(f"{self.path}: has no array 'x'") from None
+        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+            raise EdgecError(f"{self.path}: not a readable .npz file ({exc}); "
+                             "save data with numpy.savez(path, x=..., y=...)") from None
+        if tuple(shape[1:]) != self.sample_shape or len(shape) == 0:
+            raise EdgecError(f"{self.path}: x has shape {list(shape)} but the model takes {list(input_shape)}; "
+                             f"x must be (N, {', '.join(map(str, self.sample_shape))})")
+        if not np.issubdtype(dtype, np.number):
+            raise EdgecError(f"{self.path}: x has dtype {dtype}; it must hold numbers (float32)")
+        if shape[0] == 0:
+            raise EdgecError(f"{self.path}: x holds no samples")
+        self.fortran, self.dtype = fortran, dtype
+        self.n = int(shape[0]) if limit is None else min(int(shape[0]), limit)
+
+    def batches(self, size: int):
+        """Yield (start index, float32 array of up to `size` samples), in order."""
+        if self.fortran:  # rare; cannot be streamed row by row
+            x = load_dataset(self.path, (1,) + self.sample_shape).x[:self.n]
+            for i in range(0, self.n, size):
+                yield i, x[i:i + size]
+            return
+        row = int(np.prod(self.sample_shape, dtype=np.int64)) * self.dtype.itemsize
+        with zipfile.ZipFile(self.path) as z, z.open("x.npy") as f:
+            _npy_header(f)
+            for i in range(0, self.n, size):
+                k = min(size, self.n - i)
+                buf = f.read(k * row)
+                if len(buf) != k * row:
+                    raise EdgecError(f"{self.path}: x is truncated (sample {i + len(buf) // row} is incomplete)")
+                x = np.frombuffer(buf, self.dtype).reshape((k,) + self.sample_shape).astype(np.float32)
+                if not np.all(np.isfinite(x)):
+                    raise EdgecError(f"{self.path}: x contains NaN or Inf values (in samples {i}..{i + k - 1})")
+                yield i, x
+
+    def digest(self) -> str:
+        import hashlib
+
+        h = hashlib.sha256()
+        with open(self.path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 22), b""):
+                h.update(block)
+        return f"{h.hexdigest()}:{self.n}"
+
+
+def _npy_header(f):
+    version = np.lib.format.read_magic(f)
+    if version == (1, 0):
+        return np.lib.format.read_array_header_1_0(f)
+    return np.lib.format.read_array_header_2_0(f)

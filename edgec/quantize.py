@@ -36,8 +36,10 @@ def dequantize(t: Tensor, q: np.ndarray) -> np.ndarray:
     return (q.astype(np.float32) - t.zero_point) * np.float32(t.scale)
 
 
-def quantize(graph: Graph, ranges: dict[str, tuple[float, float]]) -> Graph:
-    """Fill in every tensor's quantization and every op's integer parameters (in place)."""
+def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: bool = True) -> Graph:
+    """Fill in every tensor's quantization and every op's integer parameters (in place).
+
+    per_channel=False quantizes each layer's weights with one scale (still stored per channel)."""
     def from_range(t: Tensor):
         if t.source not in ranges:
             raise EdgecError(f"no calibration range for tensor '{t.source}'")
@@ -45,6 +47,7 @@ def quantize(graph: Graph, ranges: dict[str, tuple[float, float]]) -> Graph:
 
     from_range(graph.tensors[graph.input])
     for op in graph.ops:
+        op.attrs["per_channel"] = per_channel
         out = graph.tensors[op.output]
         src = graph.tensors[op.inputs[0]]
         if op.kind in SAME_QPARAMS_OPS:
@@ -64,16 +67,26 @@ def _act_range(op: Op, out: Tensor) -> dict:
     return {"act_min": qmin, "act_max": max(qmin, qmax)}
 
 
-def _weights(op: Op, inp: Tensor, out: Tensor, channel_axis: int) -> None:
-    w = op.attrs["weights"].astype(np.float64)
+WEIGHT_AXIS = {"conv2d": 0, "depthwise_conv2d": -1, "fully_connected": 0}
+
+
+def quantize_weights(w: np.ndarray, channel_axis: int, per_channel: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric int8 weights and their scale for every output channel (one shared scale if not per_channel)."""
+    w = np.asarray(w, np.float64)
     axes = tuple(a for a in range(w.ndim) if a != channel_axis % w.ndim)
     wmax = np.max(np.abs(w), axis=axes)
-    if not np.all(np.isfinite(wmax)):
-        raise EdgecError(f"node '{op.name}': weights contain NaN or Inf")
+    if not per_channel:
+        wmax = np.full_like(wmax, np.max(wmax))
     w_scale = np.where(wmax > 0, wmax / 127.0, 1.0)
     shape = [1] * w.ndim
     shape[channel_axis] = -1
-    wq = np.clip(np.round(w / w_scale.reshape(shape)), -127, 127).astype(np.int8)
+    return np.clip(np.round(w / w_scale.reshape(shape)), -127, 127).astype(np.int8), w_scale
+
+
+def _weights(op: Op, inp: Tensor, out: Tensor, channel_axis: int) -> None:
+    if not np.all(np.isfinite(op.attrs["weights"])):
+        raise EdgecError(f"node '{op.name}': weights contain NaN or Inf")
+    wq, w_scale = quantize_weights(op.attrs["weights"], channel_axis, op.attrs.get("per_channel", True))
     bias_scale = inp.scale * w_scale
     bq = np.clip(np.round(op.attrs["bias"].astype(np.float64) / bias_scale), -2**31, 2**31 - 1).astype(np.int32)
     mult, shift = zip(*(K.quantize_multiplier(s / out.scale) for s in bias_scale))

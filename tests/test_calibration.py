@@ -1,0 +1,213 @@
+"""Calibration: range methods, streamed statistics, the cache, auto, bias correction, cross-layer
+equalization and the sensitivity report (which must single out a deliberately broken layer)."""
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from conftest import EXAMPLES, make_model, save
+from edgec import api, calibrate, canonicalize, equalize, floatref, ptq, ranges, sensitivity
+from edgec.data import SampleStream, load_dataset
+from edgec.quantize import qparams_from_range
+
+rng = np.random.default_rng(7)
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGEC_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def _hist(values):
+    lo, hi = float(values.min()), float(values.max())
+    return lo, hi, ranges.histogram(values, lo, hi)
+
+
+def test_methods_clip_a_rare_outlier_and_minmax_does_not():
+    v = np.concatenate([rng.standard_normal(200_000), [60.0]])
+    lo, hi, h = _hist(v)
+    assert ranges.choose("minmax", lo, hi, h) == (lo, hi)
+    for method in ("percentile", "entropy"):
+        a, b = ranges.choose(method, lo, hi, h, percentile=99.99)
+        assert lo <= a < 0 < b < 10, (method, a, b)      # the outlier at 60 is clipped
+    a, b = ranges.choose("mse", lo, hi, h)               # one value's squared error weighs a lot: a milder clip
+    assert lo <= a < 0 < b < hi
+
+
+def test_mse_is_the_least_squared_error_on_its_data():
+    v = np.abs(rng.standard_cauchy(100_000)).clip(0, 200)
+    lo, hi, h = _hist(v)
+    def err(r):
+        s, z = qparams_from_range(*r)
+        return np.mean(((np.clip(np.round(v / s) + z, -128, 127) - z) * s - v) ** 2)
+    chosen = ranges.choose("mse", lo, hi, h)
+    for method in ("minmax", "percentile", "entropy"):
+        assert err(chosen) <= err(ranges.choose(method, lo, hi, h)) * 1.05, method
+
+
+def test_relu_zero_spike_does_not_collapse_entropy():
+    v = np.maximum(rng.standard_normal(100_000) * 2, 0)   # half exact zeros
+    lo, hi, h = _hist(v)
+    a, b = ranges.choose("entropy", lo, hi, h)
+    assert a == 0 and 0.5 * hi < b <= hi
+
+
+def _convnet(broken: bool = False):
+    """x[1,3,8,8] -> convA+ReLU -> convB+ReLU -> convC(1x1)+ReLU -> GAP -> Flatten -> Gemm[4].
+
+    broken: convA's channel 0 is dead (always 0) and convB has one huge weight reading it: the float
+    function is unchanged, but one per-tensor weight scale for convB rounds its other weights to 0."""
+    r = np.random.default_rng(1)
+    wa, ba = (r.standard_normal((8, 3, 3, 3)) * 0.4).astype(np.float32), np.full(8, 0.1, np.float32)
+    wb = (r.standard_normal((8, 8, 3, 3)) * 0.2).astype(np.float32)
+    if broken:
+        wa[0], ba[0] = 0.0, -1.0
+        wb[0, 0, 1, 1] = 400.0
+    nodes = [helper.make_node("Conv", ["x", "wa", "ba"], ["a"], pads=[1, 1, 1, 1], name="convA"),
+             helper.make_node("Relu", ["a"], ["ra"], name="reluA"),
+             helper.make_node("Conv", ["ra", "wb", "bb"], ["b"], pads=[1, 1, 1, 1], name="convB"),
+             helper.make_node("Relu", ["b"], ["rb"], name="reluB"),
+             helper.make_node("Conv", ["rb", "wc", "bc"], ["c"], name="convC"),
+             helper.make_node("Relu", ["c"], ["rc"], name="reluC"),
+             helper.make_node("GlobalAveragePool", ["rc"], ["g"], name="gap"),
+             helper.make_node("Flatten", ["g"], ["f"], name="flat"),
+             helper.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1, name="fc")]
+    inits = {"wa": wa, "ba": ba, "wb": wb, "bb": np.full(8, 0.05, np.float32),
+             "wc": (r.standard_normal((8, 8, 1, 1)) * 0.3).astype(np.float32), "bc": np.zeros(8, np.float32),
+             "wf": (r.standard_normal((4, 8)) * 0.5).astype(np.float32), "bf": np.zeros(4, np.float32)}
+    return make_model(nodes, ("x", [1, 3, 8, 8]), ("y", [1, 4]), inits)
+
+
+def _files(tmp_path, model, n=64, shape=(3, 8, 8), name="model"):
+    path = save(model, tmp_path, f"{name}.onnx")
+    calib = tmp_path / f"{name}_calib.npz"
+    np.savez(calib, x=np.random.default_rng(2).random((n,) + shape, dtype=np.float32))
+    return path, calib
+
+
+def test_sensitivity_singles_out_the_broken_layer(tmp_path):
+    path, calib = _files(tmp_path, _convnet(broken=True))
+    _, res = api.calibrate_model(path, calib, ptq.QuantOptions(per_channel=False, sensitivity_samples=8))
+    rows = res.sensitivity
+    worst, rest = rows[0], rows[1:]
+    assert worst["layer"] == "convB", sensitivity.table(rows)
+    assert worst["isolated_db"] < 10 and all(r["isolated_db"] > worst["isolated_db"] + 15 for r in rest)
+    assert all(r["isolated_output_db"] > worst["isolated_output_db"] + 10 for r in rest)
+    # per-channel weights repair most of it: the report shows the difference
+    _, fixed = api.calibrate_model(path, calib, ptq.QuantOptions(per_channel=True, sensitivity_samples=8))
+    conv_b = next(r for r in fixed.sensitivity if r["layer"] == "convB")
+    assert conv_b["isolated_db"] > worst["isolated_db"] + 10
+
+
+def test_stream_batches_match_the_file_and_compressed_files_stream_too(tmp_path):
+    x = rng.random((37, 3, 8, 8), dtype=np.float32)
+    for save_fn in (np.savez, np.savez_compressed):
+        path = tmp_path / f"{save_fn.__name__}.npz"
+        save_fn(path, x=x, y=np.zeros(37, np.int64))
+        s = SampleStream(path, (1, 3, 8, 8))
+        got = np.concatenate([b for _, b in s.batches(8)])
+        assert s.n == 37 and np.array_equal(got, load_dataset(path, (1, 3, 8, 8)).x)
+        assert [i for i, _ in s.batches(16)] == [0, 16, 32]
+
+
+def test_batched_and_per_sample_statistics_agree(tmp_path):
+    model = _convnet()
+    path, calib = _files(tmp_path, model, n=20)
+    graph = canonicalize.canonicalize(model, "m")
+    values = [t.source for t in graph.tensors.values()]
+    one = calibrate.collect(model, SampleStream(calib, graph.input_onnx_shape), values, batch=1, holdout=4)
+    many = calibrate.collect(model, SampleStream(calib, graph.input_onnx_shape), values, batch=8, holdout=4)
+    assert one.batch == 1 and many.batch == 8
+    for v in values:
+        assert np.isclose(one.lo[v], many.lo[v], atol=1e-5) and np.isclose(one.hi[v], many.hi[v], atol=1e-5)
+        if v in one.hist_fit:
+            assert np.abs(one.hist_fit[v] - many.hist_fit[v]).sum() <= 4 and one.hist_hold[v].sum() > 0
+    assert len(many.holdout_x) == 4 and many.samples == 20
+
+
+def test_cache_skips_recalibration(tmp_path, monkeypatch):
+    path, calib = _files(tmp_path, _convnet())
+    opts = ptq.QuantOptions(method="percentile", sensitivity_samples=0)
+    _, first = api.calibrate_model(path, calib, opts)
+    assert not first.cached
+
+    def fail(*a, **k):
+        raise AssertionError("recalibrated although the statistics are cached")
+    monkeypatch.setattr(calibrate, "collect", fail)
+    _, again = api.calibrate_model(path, calib, ptq.QuantOptions(method="mse", sensitivity_samples=0))
+    assert again.cached
+    # other data: a new key
+    np.savez(calib, x=np.random.default_rng(3).random((64, 3, 8, 8), dtype=np.float32))
+    with pytest.raises(AssertionError, match="recalibrated"):
+        api.calibrate_model(path, calib, opts)
+
+
+def test_auto_picks_the_best_method_on_held_out_samples(tmp_path):
+    path, calib = _files(tmp_path, _convnet(), n=80)
+    _, res = api.calibrate_model(path, calib, ptq.QuantOptions(method="auto", sensitivity_samples=0))
+    assert set(res.scores) == set(ranges.METHODS)
+    assert res.method in ranges.METHODS and res.scores[res.method] == max(res.scores.values())
+
+
+def _sqnr(model, calib, options):
+    model_path, calib_path = calib
+    _, res = api.calibrate_model(model_path, calib_path, options)
+    x = np.load(calib_path)["x"][:16]
+    return ptq.output_sqnr(res.graph, x, calibrate.run_float(model, x))
+
+
+def test_bias_correction_reduces_output_error_of_coarse_weights(tmp_path):
+    model = _convnet(broken=True)
+    files = _files(tmp_path, model)
+    base = _sqnr(model, files, ptq.QuantOptions(per_channel=False, sensitivity_samples=0))
+    corrected = _sqnr(model, files, ptq.QuantOptions(per_channel=False, bias_correction=True, sensitivity_samples=0))
+    assert corrected > base + 1.0, (base, corrected)
+
+
+def _separable():
+    """Depthwise-separable: conv -> ReLU -> depthwise (badly scaled channels) -> ReLU -> 1x1 conv."""
+    r = np.random.default_rng(4)
+    scales = np.array([0.01, 0.05, 1.0, 8.0, 0.2, 3.0], np.float32)
+    w1 = (r.standard_normal((6, 2, 3, 3)) * scales[:, None, None, None]).astype(np.float32)
+    wd = (r.standard_normal((6, 1, 3, 3)) / scales[:, None, None, None]).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["a"], pads=[1, 1, 1, 1], name="conv"),
+             helper.make_node("Relu", ["a"], ["ra"], name="relu1"),
+             helper.make_node("Conv", ["ra", "wd", "bd"], ["d"], group=6, pads=[1, 1, 1, 1], name="dw"),
+             helper.make_node("Relu", ["d"], ["rd"], name="relu2"),
+             helper.make_node("Conv", ["rd", "wp", "bp"], ["y"], name="pw")]
+    inits = {"w1": w1, "b1": 0.1 * scales, "wd": wd, "bd": np.zeros(6, np.float32),
+             "wp": (r.standard_normal((4, 6, 1, 1)) * 0.5).astype(np.float32), "bp": np.zeros(4, np.float32)}
+    return make_model(nodes, ("x", [1, 2, 6, 6]), ("y", [1, 4, 6, 6]), inits)
+
+
+def test_equalization_keeps_the_float_function_and_helps_per_tensor_weights(tmp_path):
+    model = _separable()
+    graph = canonicalize.canonicalize(model, "m")
+    before = copy.deepcopy(graph)
+    factors = equalize.equalize(graph)
+    assert len(factors) == 2 and len(equalize.pairs(graph)) == 2
+    x = rng.random((3, 2, 6, 6), dtype=np.float32)
+    for xi in x:
+        assert np.allclose(floatref.run(graph, xi)[graph.output], floatref.run(before, xi)[before.output], atol=1e-4)
+    files = _files(tmp_path, model, shape=(2, 6, 6))
+    plain = _sqnr(model, files, ptq.QuantOptions(per_channel=False, sensitivity_samples=0))
+    cle = _sqnr(model, files, ptq.QuantOptions(per_channel=False, equalize=True, sensitivity_samples=0))
+    assert cle > plain + 6.0, (plain, cle)
+
+
+def test_build_writes_quant_params_and_sensitivity_plot(tmp_path):
+    out = tmp_path / "b"
+    report = api.build(EXAMPLES / "cancer_conv1d" / "model.onnx", EXAMPLES / "cancer_conv1d" / "calib.npz", "host",
+                       out, firmware=False, options=ptq.QuantOptions(method="mse", sensitivity_samples=4))
+    q = report["quantization"]
+    assert q["method"] == "mse"
+    svg = (out / q["sensitivity_plot"]).read_text()
+    assert "<svg" in svg and q["worst_layer"]["layer"] in svg
+    rows = json.loads((out / q["sensitivity"]).read_text())
+    assert [r["isolated_output_db"] for r in rows] == sorted(r["isolated_output_db"] for r in rows)
+    params = json.loads((out / "quant.json").read_text())
+    assert params["input"]["scale"] == report["input"]["scale"]
