@@ -141,6 +141,14 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
     return report
 
 
+def export(model_path: str | Path, calib_path: str | Path, board: str, fmt: str, outdir: str | Path,
+           log: Log = _quiet) -> dict:
+    """Model + calibration data -> a self-contained model library for `board` (see edgec/export.py)."""
+    from .export import export as export_library
+
+    return export_library(model_path, calib_path, board, fmt, outdir, log=log)
+
+
 def _io_info(graph: Graph, tensor: str, shape) -> dict:
     t = graph.tensors[tensor]
     return {"shape": list(shape), "scale": t.scale, "zero_point": t.zero_point, "bytes": t.size}

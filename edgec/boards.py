@@ -23,6 +23,44 @@ PORT_PROGRAM = "program"
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
+# cpu -> the FPU variants it can have ("none" = soft float)
+CPUS = {
+    "cortex-m0": ("none",), "cortex-m0plus": ("none",), "cortex-m3": ("none",),
+    "cortex-m4": ("none", "fpv4-sp-d16"), "cortex-m7": ("none", "fpv5-sp-d16", "fpv5-d16"),
+    "cortex-m33": ("none", "fpv5-sp-d16"), "cortex-m55": ("none", "fp+mve"),
+    "riscv32": ("none",), "xtensa-lx7": ("none", "sp"), "host": ("host",),
+}
+# how a board counts time ([timing] method)
+TIMING_METHODS = {
+    "systick-icount": "SysTick under QEMU -icount shift=0: exact emulated instruction counts",
+    "mcycle-icount": "RISC-V mcycle under QEMU -icount shift=0: exact emulated instruction counts",
+    "host-clock": "CLOCK_MONOTONIC of the host",
+    "dwt-cyccnt": "the DWT cycle counter of a real Cortex-M3/M4/M7/M33/M55",
+    "rp2040-timer": "the RP2040's 64-bit 1 MHz timer (its Cortex-M0+ cores have no cycle counter)",
+    "ccount": "the Xtensa CCOUNT cycle register",
+}
+# the counters boards/platforms/common/edgec_ticks_mcu.c reads for a framework harness
+MCU_TIMING_METHODS = ("dwt-cyccnt", "rp2040-timer", "ccount")
+FRAMEWORKS = ("", "arduino")   # "" = edgec's own local platform (no vendor framework)
+_TOP_KEYS = {"name", "description", "cpu", "fpu", "dsp", "clock_hz", "ram_bytes", "flash_bytes", "emulated",
+             "tested_on_hardware", "cpu_flags", "reserved_ram_bytes", "reserved_flash_bytes", "memory",
+             "platformio", "serial", "timing", "emulator"}
+_TABLE_KEYS = {"platformio": {"platform", "board", "framework", "build_flags", "options"},
+               "serial": {"baud", "port"}, "timing": {"method", "unit", "tick_hz", "units_per_tick"},
+               "emulator": {"command"}}
+_REGION_KEYS = {"name", "kind", "origin", "size", "note"}
+
+
+@dataclass(frozen=True)
+class Region:
+    """A memory region of a board; the first of each kind is where the build puts code / data."""
+
+    name: str
+    kind: str          # "flash" or "ram"
+    origin: int
+    size: int
+    note: str = ""
+
 
 @dataclass(frozen=True)
 class Board:
@@ -30,12 +68,12 @@ class Board:
 
     name: str
     description: str
-    cpu: str
-    fpu: str
-    dsp: bool
-    clock_hz: int
-    ram_bytes: int
-    flash_bytes: int
+    cpu: str                        # a key of CPUS
+    fpu: str                        # one of CPUS[cpu]
+    dsp: bool                       # Arm DSP (SIMD) extension / similar
+    clock_hz: int                   # core clock (0 = not meaningful, e.g. the host)
+    ram_bytes: int                  # RAM the build may use for data, arena and stack
+    flash_bytes: int                # flash the build may use for code and constants
     emulated: bool
     pio_platform: str               # folder in boards/platforms/ or a PlatformIO platform spec
     pio_board: str                  # PlatformIO board id
@@ -47,6 +85,13 @@ class Board:
     tick_hz: int                    # rate of the device's tick counter
     units_per_tick: float           # timing units per tick (QEMU: emulated instructions per tick)
     emulator_command: tuple[str, ...] = ()   # argv without -serial/-kernel; empty if not emulated
+    framework: str = ""             # PlatformIO framework of the harness ("" = edgec's local platform)
+    timing_method: str = ""         # a key of TIMING_METHODS
+    tested_on_hardware: bool = False   # has edgec's output run on this real board? (never claimed untested)
+    cpu_flags: tuple[str, ...] = ()    # compiler flags selecting the core (Arm / RISC-V gcc)
+    reserved_ram_bytes: int = 0     # RAM the framework and harness take before the model (estimate)
+    reserved_flash_bytes: int = 0   # flash the framework and harness take before the model (estimate)
+    regions: tuple[Region, ...] = ()
     path: Path = field(default=Path(), compare=False)
 
     @property
@@ -55,9 +100,35 @@ class Board:
         folder = resource_dir("boards") / "platforms" / self.pio_platform
         return folder if (folder / "platform.json").is_file() else None
 
+    @property
+    def arch(self) -> str:
+        """"arm", "riscv", "xtensa" or "host"."""
+        return {"riscv32": "riscv", "xtensa-lx7": "xtensa", "host": "host"}.get(self.cpu, "arm")
+
+    @property
+    def toolchain_prefix(self) -> str | None:
+        """The GNU toolchain prefix for this core that Debian packages, or None (host, Xtensa)."""
+        return {"arm": "arm-none-eabi-", "riscv": "riscv64-unknown-elf-"}.get(self.arch)
+
+    def region(self, kind: str) -> Region | None:
+        """The region the build puts code ("flash") or data ("ram") in, if the profile lists regions."""
+        return next((r for r in self.regions if r.kind == kind), None)
+
     def ticks_to_units(self, ticks: int) -> float:
         """Convert a device tick count into the board's timing unit (see `timing_unit`)."""
         return ticks * self.units_per_tick
+
+
+def default_cpu_flags(cpu: str, fpu: str) -> tuple[str, ...]:
+    """gcc flags for a core: -mcpu/-mthumb/-mfpu/-mfloat-abi on Arm, -march/-mabi on RV32."""
+    if cpu == "riscv32":
+        return ("-march=rv32imac", "-mabi=ilp32", "-misa-spec=2.2")
+    if not cpu.startswith("cortex-"):
+        return ()
+    flags = (f"-mcpu={cpu}", "-mthumb")
+    if fpu == "none":
+        return flags + ("-mfloat-abi=soft",)
+    return flags + (f"-mfpu={'auto' if fpu == 'fp+mve' else fpu}", "-mfloat-abi=hard")
 
 
 def _boards_dir() -> Path:
@@ -82,6 +153,14 @@ def _get(table: dict, key: str, kind: type | tuple, where: str, path: Path, defa
     return value
 
 
+def _choice(table: dict, key: str, choices, where: str, path: Path, default=None) -> str:
+    value = _get(table, key, str, where, path, default)
+    if value not in choices:
+        listed = ", ".join(repr(c) for c in choices)
+        raise EdgecError(f"board profile {path}: field '{where}{key}' is {value!r}; it must be one of {listed}")
+    return value
+
+
 def _str_list(table: dict, key: str, where: str, path: Path) -> tuple[str, ...]:
     value = _get(table, key, list, where, path, default=[])
     if not all(isinstance(v, str) for v in value):
@@ -89,29 +168,61 @@ def _str_list(table: dict, key: str, where: str, path: Path) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _check_keys(table: dict, allowed: set, where: str, path: Path) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise EdgecError(f"board profile {path}: unknown field '{where}{unknown[0]}' (known: "
+                         f"{', '.join(sorted(allowed))})")
+
+
 def _options(pio: dict, path: Path) -> tuple[tuple[str, str], ...]:
     options = _get(pio, "options", dict, "platformio.", path, default={})
     for key, value in options.items():
         if not isinstance(value, (str, int)) or isinstance(value, bool):
             raise EdgecError(f"board profile {path}: field 'platformio.options.{key}' must be a string or integer")
+        if key in ("platform", "board", "framework", "build_flags"):
+            raise EdgecError(f"board profile {path}: 'platformio.options.{key}' duplicates 'platformio.{key}'; "
+                             "set it there")
     return tuple((k, str(v)) for k, v in options.items())
 
 
+def _regions(data: dict, path: Path) -> tuple[Region, ...]:
+    regions = []
+    for i, r in enumerate(_get(data, "memory", list, "", path, default=[])):
+        where = f"memory[{i}]."
+        if not isinstance(r, dict):
+            raise EdgecError(f"board profile {path}: 'memory' must be an array of tables ([[memory]])")
+        _check_keys(r, _REGION_KEYS, where, path)
+        region = Region(name=_get(r, "name", str, where, path), kind=_choice(r, "kind", ("flash", "ram"), where, path),
+                        origin=_get(r, "origin", int, where, path), size=_get(r, "size", int, where, path),
+                        note=_get(r, "note", str, where, path, default=""))
+        if region.size <= 0 or region.origin < 0:
+            raise EdgecError(f"board profile {path}: region '{region.name}' needs a positive size and origin >= 0")
+        regions.append(region)
+    return tuple(regions)
+
+
 def _parse(data: dict, path: Path) -> Board:
+    _check_keys(data, _TOP_KEYS, "", path)
     pio = _get(data, "platformio", dict, "", path)
     serial = _get(data, "serial", dict, "", path)
     timing = _get(data, "timing", dict, "", path)
     emulated = _get(data, "emulated", bool, "", path)
     emulator = _get(data, "emulator", dict, "", path, default={}) if emulated else {}
+    for key, table in (("platformio", pio), ("serial", serial), ("timing", timing), ("emulator", emulator)):
+        _check_keys(table, _TABLE_KEYS[key], key + ".", path)
     name = _get(data, "name", str, "", path)
     if not _NAME_RE.match(name):
         raise EdgecError(f"board profile {path}: field 'name' must be lower-case letters, digits, '.', '_' "
                          f"or '-', got {name!r}")
+    cpu = _choice(data, "cpu", tuple(CPUS), "", path)
+    fpu = _choice(data, "fpu", CPUS[cpu], "", path)
+    cpu_flags = _str_list(data, "cpu_flags", "", path) or default_cpu_flags(cpu, fpu)
     board = Board(
         name=name,
         description=_get(data, "description", str, "", path),
-        cpu=_get(data, "cpu", str, "", path),
-        fpu=_get(data, "fpu", str, "", path),
+        cpu=cpu,
+        fpu=fpu,
         dsp=_get(data, "dsp", bool, "", path),
         clock_hz=_get(data, "clock_hz", int, "", path),
         ram_bytes=_get(data, "ram_bytes", int, "", path),
@@ -127,17 +238,51 @@ def _parse(data: dict, path: Path) -> Board:
         tick_hz=_get(timing, "tick_hz", int, "timing.", path),
         units_per_tick=float(_get(timing, "units_per_tick", (int, float), "timing.", path)),
         emulator_command=_str_list(emulator, "command", "emulator.", path) if emulated else (),
+        framework=_choice(pio, "framework", FRAMEWORKS, "platformio.", path, default=""),
+        timing_method=_choice(timing, "method", tuple(TIMING_METHODS), "timing.", path),
+        tested_on_hardware=_get(data, "tested_on_hardware", bool, "", path, default=False),
+        cpu_flags=cpu_flags,
+        reserved_ram_bytes=_get(data, "reserved_ram_bytes", int, "", path, default=0),
+        reserved_flash_bytes=_get(data, "reserved_flash_bytes", int, "", path, default=0),
+        regions=_regions(data, path),
         path=path,
     )
+    _check(board, path)
+    return board
+
+
+def _check(board: Board, path: Path) -> None:
+    """Consistency rules between fields (each failure names the field to fix)."""
     for attr, key in (("ram_bytes", "ram_bytes"), ("flash_bytes", "flash_bytes"), ("tick_hz", "timing.tick_hz"),
                       ("serial_baud", "serial.baud")):
         if getattr(board, attr) <= 0:
             raise EdgecError(f"board profile {path}: field '{key}' must be positive")
     if board.units_per_tick <= 0:
         raise EdgecError(f"board profile {path}: field 'timing.units_per_tick' must be positive")
-    if emulated and not board.emulator_command:
+    if board.clock_hz < 0 or board.reserved_ram_bytes < 0 or board.reserved_flash_bytes < 0:
+        raise EdgecError(f"board profile {path}: 'clock_hz' and 'reserved_*_bytes' must not be negative")
+    if board.reserved_ram_bytes >= board.ram_bytes or board.reserved_flash_bytes >= board.flash_bytes:
+        raise EdgecError(f"board profile {path}: 'reserved_ram_bytes' / 'reserved_flash_bytes' leave nothing "
+                         "for the model; they must be smaller than 'ram_bytes' / 'flash_bytes'")
+    if board.emulated and not board.emulator_command:
         raise EdgecError(f"board profile {path}: an emulated board needs 'emulator.command' (the emulator's argv)")
-    return board
+    if board.emulated and board.tested_on_hardware:
+        raise EdgecError(f"board profile {path}: 'tested_on_hardware' is for real boards; this one is emulated")
+    if not board.emulated and board.local_platform_dir is None and board.framework == "":
+        raise EdgecError(f"board profile {path}: a real board needs 'platformio.framework' (edgec has a serial "
+                         f"harness for: {', '.join(f for f in FRAMEWORKS if f)})")
+    if board.framework and board.timing_method not in MCU_TIMING_METHODS:
+        raise EdgecError(f"board profile {path}: 'timing.method' {board.timing_method!r} is not available in a "
+                         f"{board.framework} harness; use one of {', '.join(MCU_TIMING_METHODS)}")
+    if board.timing_method == "dwt-cyccnt" and board.cpu in ("cortex-m0", "cortex-m0plus"):
+        raise EdgecError(f"board profile {path}: a {board.cpu} has no DWT cycle counter; set 'timing.method' "
+                         "to a timer the chip has (e.g. rp2040-timer)")
+    for kind, size_field in (("flash", "flash_bytes"), ("ram", "ram_bytes")):
+        region = board.region(kind)
+        if region is not None and region.size != getattr(board, size_field):
+            raise EdgecError(f"board profile {path}: '{size_field}' ({getattr(board, size_field)}) must equal the "
+                             f"size of the first {kind} region '{region.name}' ({region.size}), where the build "
+                             f"puts {'code' if kind == 'flash' else 'data'}")
 
 
 def load_board_file(path: Path) -> Board:

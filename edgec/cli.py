@@ -75,6 +75,15 @@ def cmd_build(args) -> int:
     return 0
 
 
+def cmd_export(args) -> int:
+    from . import api
+
+    m = api.export(args.model, args.calib, args.board, args.format, args.output, log=_log)
+    print(f"exported {m['model']} for {m['board']} as a {m['format']} library in {args.output}: "
+          f"arena {m['arena_bytes']:,} B, weights {m['weights_bytes']:,} B, example {m['example']}")
+    return 0
+
+
 def cmd_bench(args) -> int:
     from . import api
 
@@ -110,19 +119,37 @@ def cmd_boards(args) -> int:
 
     boards = list_boards()
     if args.json:
-        print(json.dumps([{"name": b.name, "cpu": b.cpu, "ram_bytes": b.ram_bytes, "flash_bytes": b.flash_bytes,
-                           "emulated": b.emulated, "timing_unit": b.timing_unit, "description": b.description}
-                          for b in boards], indent=1))
+        print(json.dumps([_board_json(b) for b in boards], indent=1))
         return 0
-    print(f"{'board':18} {'cpu':11} {'RAM':>10} {'flash':>10}  {'timing unit':22} description")
+    print(f"{'board':16} {'kind':16} {'cpu':13} {'fpu':11} {'dsp':3} {'clock':>8} {'RAM':>9} {'flash':>9} "
+          f"{'model RAM':>9} {'model flash':>11}  timing")
     for b in boards:
-        print(f"{b.name:18} {b.cpu:11} {_kib(b.ram_bytes):>10} {_kib(b.flash_bytes):>10}  {b.timing_unit:22} "
-              f"{b.description}")
+        kind = "emulated" if b.emulated else ("host" if b.cpu == "host" else
+                                               "real, tested" if b.tested_on_hardware else "real, untested")
+        clock = f"{b.clock_hz / 1e6:g} MHz" if b.clock_hz else "-"
+        print(f"{b.name:16} {kind:16} {b.cpu:13} {b.fpu:11} {'yes' if b.dsp else 'no':3} {clock:>8} "
+              f"{_size(b.ram_bytes):>9} {_size(b.flash_bytes):>9} {_size(b.ram_bytes - b.reserved_ram_bytes):>9} "
+              f"{_size(b.flash_bytes - b.reserved_flash_bytes):>11}  {b.timing_unit}")
+    print("model RAM / flash: what is left for the model after the framework's estimated share (reserved_*_bytes); "
+          "`edgec boards --json` has every field")
     return 0
 
 
-def _kib(n: int) -> str:
-    return f"{n // 1024:,} KiB"
+def _board_json(b) -> dict:
+    return {"name": b.name, "description": b.description, "cpu": b.cpu, "fpu": b.fpu, "dsp": b.dsp,
+            "clock_hz": b.clock_hz, "ram_bytes": b.ram_bytes, "flash_bytes": b.flash_bytes,
+            "reserved_ram_bytes": b.reserved_ram_bytes, "reserved_flash_bytes": b.reserved_flash_bytes,
+            "memory": [vars(r) for r in b.regions], "emulated": b.emulated,
+            "tested_on_hardware": b.tested_on_hardware, "cpu_flags": list(b.cpu_flags),
+            "platformio": {"platform": b.pio_platform, "board": b.pio_board, "framework": b.framework},
+            "timing_method": b.timing_method, "timing_unit": b.timing_unit, "file": str(b.path)}
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n / 1024:,g} KiB"
 
 
 def cmd_inspect(args) -> int:
@@ -164,6 +191,15 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("-o", "--output", help="build folder (default build/<model>-<board>)")
     _add_quant_options(b)
     b.set_defaults(func=cmd_build)
+
+    e = sub.add_parser("export", help="write a quantized model as a library for your own firmware")
+    e.add_argument("model", help="float ONNX model")
+    e.add_argument("--calib", required=True, help=".npz with x (N, *input shape without batch)")
+    e.add_argument("--board", required=True, help="board name (see `edgec boards`) or a board .toml file")
+    e.add_argument("--format", required=True, choices=["c", "platformio", "arduino", "cmake"],
+                   help="library layout: plain C files, PlatformIO library, Arduino library, CMake/Zephyr module")
+    e.add_argument("-o", "--output", required=True, help="folder to write the library into")
+    e.set_defaults(func=cmd_export)
 
     c = sub.add_parser("calibrate", help="calibrate and quantize a model; print where INT8 loses accuracy")
     c.add_argument("model", help="float ONNX model")

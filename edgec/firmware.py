@@ -19,6 +19,9 @@ from edgec.pio import run_pio
 from edgec.resources import resource_dir
 
 LINK_FILES = ("edgec_link.c", "edgec_link.h")
+# A board with a vendor framework gets edgec's board API from these (boards/platforms/common/) plus a
+# rendered templates/<framework>_main.cpp.j2; edgec's local platforms bring their own BSP.
+HARNESS_FILES = ("edgec_board.h", "edgec_ticks_mcu.c")
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Sizes from `arm-none-eabi-size -A`: flash = code, constants and the .data image;
 # RAM = .data + .bss + the reserved stack (the heap is whatever RAM is left, not counted).
@@ -37,18 +40,27 @@ def env_name(board: Board) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", board.name)
 
 
-def _platform_spec(board: Board) -> str:
+def platform_spec(board: Board) -> str:
     local = board.local_platform_dir
     return f"symlink://{local.resolve()}" if local else board.pio_platform
 
 
-def _board_options(board: Board) -> list[tuple[str, str]]:
+def board_options(board: Board) -> list[tuple[str, str]]:
     options = []
     if board.local_platform_dir and board.emulated:
         # the profile's memory sizes are enforced by the linker script the platform renders
         options += [("board_upload.maximum_ram_size", str(board.ram_bytes)),
                     ("board_upload.maximum_size", str(board.flash_bytes))]
     return options + list(board.pio_options)
+
+
+def harness_build_flags(board: Board) -> list[str]:
+    """The profile's build flags, plus for framework boards the counter edgec_ticks_mcu.c reads."""
+    flags = list(board.build_flags)
+    if board.framework:
+        flags += [f"-DEDGEC_TIMER_{board.timing_method.upper().replace('-', '_')}",
+                  f"-DEDGEC_TICK_HZ={board.tick_hz}u"]
+    return flags
 
 
 def _render(template: str, **values) -> str:
@@ -78,9 +90,15 @@ def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: 
     for name in LINK_FILES:
         shutil.copy2(runtime / name, src / name)
     values = dict(name=model_name, NAME=model_name.upper(), board=board)
-    (src / "main.c").write_text(_render(main_template, **values, **(main_values or {})))
-    ini = _render("platformio.ini.j2", env_name=env_name(board), platform=_platform_spec(board),
-                  board_options=_board_options(board), **values)
+    main_file = "bench_main.c" if board.framework else "main.c"
+    (src / main_file).write_text(_render(main_template, **values, **(main_values or {})))
+    if board.framework:
+        common = resource_dir("boards") / "platforms" / "common"
+        for name in HARNESS_FILES:
+            shutil.copy2(common / name, src / name)
+        (src / "main.cpp").write_text(_render(f"{board.framework}_main.cpp.j2", **values))
+    ini = _render("platformio.ini.j2", env_name=env_name(board), platform=platform_spec(board),
+                  board_options=board_options(board), build_flags=harness_build_flags(board), **values)
     (project_dir / "platformio.ini").write_text(ini)
     return project_dir
 
@@ -96,20 +114,20 @@ def _run_size(argv: list[str]) -> str:
     try:
         return subprocess.run(argv, check=True, capture_output=True, text=True).stdout
     except FileNotFoundError:
-        raise EdgecError(f"'{argv[0]}' not found: install binutils for this board "
-                         "(apt-get install binutils-arm-none-eabi / binutils)") from None
+        raise EdgecError(f"'{argv[0]}' not found: install binutils for this board (apt-get install "
+                         "binutils-arm-none-eabi / binutils-riscv64-unknown-elf / binutils)") from None
     except subprocess.CalledProcessError as e:
         raise EdgecError(f"'{' '.join(argv)}' failed: {e.stderr.strip()}") from None
 
 
-def firmware_sizes(program: Path, host: bool) -> tuple[int, int]:
-    """(flash_bytes, ram_bytes) of a built program (see Firmware)."""
+def firmware_sizes(program: Path, host: bool, prefix: str = "arm-none-eabi-") -> tuple[int, int]:
+    """(flash_bytes, ram_bytes) of a built program (see Firmware); prefix = the board's toolchain."""
     if host:   # Berkeley format: text data bss dec hex filename
         line = _run_size(["size", "-B", "-d", str(program)]).splitlines()[1].split()
         text, data, bss = (int(v) for v in line[:3])
         return text + data, data + bss
     sections = {}
-    for line in _run_size(["arm-none-eabi-size", "-A", "-d", str(program)]).splitlines():
+    for line in _run_size([f"{prefix}size", "-A", "-d", str(program)]).splitlines():
         parts = line.split()
         if len(parts) >= 2 and parts[0].startswith(".") and parts[1].isdigit():
             sections[parts[0]] = int(parts[1])
@@ -128,5 +146,5 @@ def build_firmware(project_dir: Path, board: Board, log=print) -> Firmware:
     host = program.suffix != ".elf"
     dest = project_dir / ("firmware" if host else "firmware.elf")
     shutil.copy2(program, dest)
-    flash, ram = firmware_sizes(dest, host)
+    flash, ram = firmware_sizes(dest, host, board.toolchain_prefix or "")
     return Firmware(elf=dest, flash_bytes=flash, ram_bytes=ram)

@@ -1,11 +1,15 @@
 """PlatformIO, offline: edgec's own core dir, tool-scons from the installed SCons package, `pio` runs.
 
 edgec never touches the user's ~/.platformio: it uses ~/.cache/edgec/platformio (or
-$EDGEC_PLATFORMIO_HOME).  PlatformIO's registry is not needed for edgec's local platforms: the
+$EDGEC_PLATFORMIO_HOME).  PlatformIO registers a local platform under its name (one
+`platforms/edgec-qemu.pio-link` per core dir), so two edgec installations (checkouts, worktrees,
+wheels) sharing that core dir would keep re-registering it under each other's builds; each
+installation therefore gets its own platforms folder, keyed by where its boards/ folder is.  PlatformIO's registry is not needed for edgec's local platforms: the
 one core package a build needs, tool-scons, is made from the `SCons` Python package edgec depends on.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -17,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from edgec.errors import EdgecError
+from edgec.resources import resource_dir
 
 SCONS_PACKAGE_VERSION = "4.41101.0"   # what PlatformIO 6 asks for ("~4.41101.0")
 _ERROR_RE = re.compile(r"error|overflowed|undefined reference|not found|No such file|HTTPClientError|"
@@ -29,11 +34,18 @@ def core_dir() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "edgec" / "platformio"
 
 
+def platforms_dir(core: Path | None = None) -> Path:
+    """This installation's PlatformIO platforms folder (see the module docstring)."""
+    key = hashlib.sha1(str(resource_dir("boards").resolve()).encode()).hexdigest()[:12]
+    return (core or core_dir()) / "platforms-by-install" / key
+
+
 def pio_environ(core: Path | None = None) -> dict[str, str]:
     """Environment for PlatformIO: private core dir, no telemetry, no update or prune checks."""
     env = dict(os.environ)
     env.update({
         "PLATFORMIO_CORE_DIR": str(core or core_dir()),
+        "PLATFORMIO_PLATFORMS_DIR": str(platforms_dir(core)),
         "PLATFORMIO_SETTING_ENABLE_TELEMETRY": "No",
         "PLATFORMIO_SETTING_CHECK_PLATFORMIO_INTERVAL": "3650",   # days between upgrade checks
         "PLATFORMIO_SETTING_CHECK_PRUNE_SYSTEM_THRESHOLD": "0",
@@ -123,3 +135,15 @@ def run_pio(args: list[str], project_dir: Path, log_file: Path, log=print, timeo
             if line.startswith(("RAM:", "Flash:")):
                 log(line)
     return output
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m edgec.pio ARGS`: PlatformIO with edgec's offline set-up (for exported examples)."""
+    core = core_dir()
+    ensure_scons(core)
+    args = sys.argv[1:] if argv is None else argv
+    return subprocess.call(pio_command() + list(args), env=pio_environ(core))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

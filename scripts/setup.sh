@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs everything edgec needs on a fresh Debian/Ubuntu machine: the Arm toolchain, QEMU and host
+# Installs everything edgec needs on a fresh Debian/Ubuntu machine: the Arm and RISC-V toolchains, QEMU, CMake and host
 # compilers from apt, and a Python virtual environment (.venv) with edgec and its dependencies.
 # PlatformIO is provisioned offline by edgec itself on first use (in ~/.cache/edgec/platformio).
 set -euo pipefail
@@ -9,6 +9,11 @@ need=()
 command -v arm-none-eabi-gcc >/dev/null || need+=(gcc-arm-none-eabi)
 [ -e /usr/lib/arm-none-eabi/newlib ] || [ -d /usr/lib/arm-none-eabi/lib ] || need+=(libnewlib-arm-none-eabi)
 command -v qemu-system-arm >/dev/null || need+=(qemu-system-arm)
+# the 32-bit RISC-V board (qemu-riscv32): emulator, toolchain and libc
+command -v qemu-system-riscv32 >/dev/null || need+=(qemu-system-misc)
+command -v riscv64-unknown-elf-gcc >/dev/null || need+=(gcc-riscv64-unknown-elf)
+[ -e /usr/lib/picolibc/riscv64-unknown-elf ] || need+=(picolibc-riscv64-unknown-elf)
+command -v cmake >/dev/null || need+=(cmake)
 command -v gcc >/dev/null || need+=(gcc)
 command -v clang >/dev/null || need+=(clang)
 python3 -c "import venv, ensurepip" 2>/dev/null || need+=(python3-venv)

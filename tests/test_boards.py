@@ -57,7 +57,11 @@ def test_user_profile_variant(tmp_path):
     (GOOD.replace("ram_bytes = 4194304", 'ram_bytes = "lots"'), "ram_bytes"),
     (GOOD.replace("dsp = true\n", ""), "dsp"),
     (GOOD.replace('unit = "emulated instructions"', "unit = 3"), "timing.unit"),
-    (GOOD.replace("[emulator]", "[emulator_typo]"), "emulator.command"),
+    (GOOD.replace("[emulator]", "[emulator_typo]"), "emulator_typo"),
+    (GOOD.replace("command = [", "comand = ["), "emulator.comand"),
+    (GOOD.replace('cpu = "cortex-m4"', 'cpu = "cortex-m5"'), "cpu"),
+    (GOOD.replace('fpu = "fpv4-sp-d16"', 'fpu = "fpv5-d16"'), "fpu"),
+    (GOOD.replace('method = "systick-icount"', 'method = "stopwatch"'), "timing.method"),
     (GOOD.replace("baud = 115200", "baud = 0"), "serial.baud"),
 ])
 def test_broken_user_profile_names_file_and_field(tmp_path, broken, field):

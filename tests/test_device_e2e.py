@@ -171,12 +171,12 @@ emulated = false
 platform = "ststm32@~17.3.0"
 board = "nucleo_l4r5zi"
 build_flags = ["-DEDGEC_REAL_BOARD"]
-[platformio.options]
-framework = "stm32cube"
+framework = "arduino"
 [serial]
 baud = 115200
 port = ""
 [timing]
+method = "dwt-cyccnt"
 unit = "cycles"
 tick_hz = 120000000
 units_per_tick = 1
@@ -188,7 +188,7 @@ def test_real_board_gets_an_ordinary_project(model_dir, tmp_path):
     board = load_board(str(tmp_path / "nucleo.toml"))
     ini = (write_project(tmp_path / "proj", board, model_dir, "fake") / "platformio.ini").read_text()
     assert "platform = ststm32@~17.3.0\n" in ini and "board = nucleo_l4r5zi\n" in ini
-    assert "framework = stm32cube\n" in ini and "symlink://" not in ini
+    assert "framework = arduino\n" in ini and "symlink://" not in ini
     with pytest.raises(EdgecError, match="real board: give the serial port"):
         open_device(board, None)
 

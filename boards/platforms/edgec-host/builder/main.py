@@ -8,13 +8,15 @@ from SCons.Script import AlwaysBuild, Default, DefaultEnvironment
 env = DefaultEnvironment()
 platform = env.PioPlatform()
 BSP_DIR = os.path.join(platform.get_dir(), "bsp")
+# edgec_board.h, the board API every edgec platform implements, is shared by all of them
+COMMON_DIR = os.path.join(os.path.dirname(os.path.realpath(platform.get_dir())), "common")
 
 env.Replace(CC="gcc", CXX="g++", AR="gcc-ar", RANLIB="gcc-ranlib", SIZETOOL="size",
             PROGNAME="program", PROGSUFFIX="")
 env.Append(
     CCFLAGS=["-O2", "-g", "-Wall"],
     CPPDEFINES=[("EDGEC_BOARD_NAME", env.StringifyMacro("host")), "EDGEC_HOST"],
-    CPPPATH=[BSP_DIR],
+    CPPPATH=[COMMON_DIR, BSP_DIR],
     LIBS=["m"],
 )
 env.BuildSources(os.path.join("$BUILD_DIR", "edgec_bsp"), BSP_DIR, src_filter="+<*.c>")

@@ -1,6 +1,7 @@
-# edgec-qemu PlatformIO builder: a bare-metal Cortex-M ELF for a QEMU machine, built with the
-# system toolchain (Debian gcc-arm-none-eabi + newlib); `pio run -t upload` starts QEMU.
-# edgec itself starts QEMU (edgec/device.py); pio is only the build step there.
+# edgec-qemu PlatformIO builder: a bare-metal ELF for a QEMU machine, built with the system
+# toolchain (Debian gcc-arm-none-eabi + newlib for Cortex-M, gcc-riscv64-unknown-elf + picolibc for
+# RV32); `pio run -t upload` starts QEMU.  edgec itself starts QEMU (edgec/device.py); pio is only
+# the build step there.  The board manifest's build.arch ("arm" or "riscv") picks toolchain and BSP.
 import os
 
 from SCons.Script import AlwaysBuild, Default, DefaultEnvironment
@@ -8,19 +9,24 @@ from SCons.Script import AlwaysBuild, Default, DefaultEnvironment
 env = DefaultEnvironment()
 platform = env.PioPlatform()
 board = env.BoardConfig()
-BSP_DIR = os.path.join(platform.get_dir(), "bsp")
+ARCH = board.get("build.arch", "arm")
+BSP_DIR = os.path.join(platform.get_dir(), "bsp", ARCH)
+# edgec_board.h, the board API every edgec platform implements, is shared by all of them
+COMMON_DIR = os.path.join(os.path.dirname(os.path.realpath(platform.get_dir())), "common")
+PREFIX = {"arm": "arm-none-eabi-", "riscv": "riscv64-unknown-elf-"}[ARCH]
+QEMU = {"arm": "qemu-system-arm", "riscv": "qemu-system-riscv32"}[ARCH]
 
 env.Replace(
     PROGNAME="firmware",
     PROGSUFFIX=".elf",
-    AR="arm-none-eabi-gcc-ar",
-    AS="arm-none-eabi-as",
-    CC="arm-none-eabi-gcc",
-    CXX="arm-none-eabi-g++",
-    GDB="arm-none-eabi-gdb",
-    OBJCOPY="arm-none-eabi-objcopy",
-    RANLIB="arm-none-eabi-gcc-ranlib",
-    SIZETOOL="arm-none-eabi-size",
+    AR=PREFIX + "gcc-ar",
+    AS=PREFIX + "as",
+    CC=PREFIX + "gcc",
+    CXX=PREFIX + "g++",
+    GDB=PREFIX + "gdb",
+    OBJCOPY=PREFIX + "objcopy",
+    RANLIB=PREFIX + "gcc-ranlib",
+    SIZETOOL=PREFIX + "size",
     ARFLAGS=["rc"],
     # PlatformIO's "checkprogsize" (RAM/Flash bars): flash = code + constants + .data image,
     # RAM = .data + .bss + the reserved stack (the unused heap region is not counted)
@@ -30,11 +36,19 @@ env.Replace(
     SIZEPRINTCMD="$SIZETOOL -B -d $SOURCES",
 )
 
-machine_flags = ["-mcpu=%s" % board.get("build.cpu"), "-mthumb"]
-if board.get("build.fpu", ""):
-    machine_flags.append("-mfpu=%s" % board.get("build.fpu"))
-machine_flags.append("-mfloat-abi=%s" % board.get("build.float_abi", "soft"))
-specs = ["--specs=nano.specs"]
+if ARCH == "arm":
+    machine_flags = ["-mcpu=%s" % board.get("build.cpu"), "-mthumb"]
+    if board.get("build.fpu", ""):
+        machine_flags.append("-mfpu=%s" % board.get("build.fpu"))
+    machine_flags.append("-mfloat-abi=%s" % board.get("build.float_abi", "soft"))
+    specs = ["--specs=nano.specs"]
+    uart_defines = [("EDGEC_UART_IRQN", board.get("build.uart_irq")),
+                    ("EDGEC_NUM_IRQ", board.get("build.num_irq", 32))]
+else:
+    # gcc 12's rv32 multilibs are rv32imac/ilp32 with the 2.2 ISA spec (csr instructions in base I)
+    machine_flags = ["-march=%s" % board.get("build.cpu"), "-mabi=ilp32", "-misa-spec=2.2", "-mcmodel=medany"]
+    specs = ["--specs=picolibc.specs"]
+    uart_defines = []
 
 env.Append(
     ASFLAGS=machine_flags + ["-x", "assembler-with-cpp"],
@@ -44,11 +58,9 @@ env.Append(
         ("EDGEC_F_CPU", board.get("build.f_cpu").rstrip("L") + "u"),  # SysTick clock in QEMU
         "EDGEC_UART_" + board.get("build.uart").upper(),
         ("EDGEC_UART_BASE", board.get("build.uart_base") + "u"),
-        ("EDGEC_UART_IRQN", board.get("build.uart_irq")),
-        ("EDGEC_NUM_IRQ", board.get("build.num_irq", 32)),
         ("EDGEC_BOARD_NAME", env.StringifyMacro(board.get("build.mcu"))),
-    ],
-    CPPPATH=[BSP_DIR],
+    ] + uart_defines,
+    CPPPATH=[COMMON_DIR, BSP_DIR],
     LINKFLAGS=machine_flags + specs + [
         "-nostartfiles", "-Wl,--gc-sections", "-Wl,-Map,${BUILD_DIR}/${PROGNAME}.map"],
     LIBS=["c", "m", "gcc"],
@@ -81,7 +93,7 @@ def render_ldscript():
 ldscript = env.subst(board.get("build.ldscript", "")) or render_ldscript()
 env.Append(LINKFLAGS=["-T", ldscript])
 
-env.BuildSources(os.path.join("$BUILD_DIR", "edgec_bsp"), BSP_DIR, src_filter="+<*.c>")
+env.BuildSources(os.path.join("$BUILD_DIR", "edgec_bsp"), BSP_DIR, src_filter="+<*.c> +<*.S>")
 target_elf = env.BuildProgram()
 env.Depends(target_elf, ldscript)
 
@@ -89,10 +101,11 @@ env.Depends(target_elf, ldscript)
 port = (env.subst("$UPLOAD_PORT") or "").strip()
 serial = (["-serial", "tcp:%s,server=on,wait=on" % port[len("socket://"):]]
           if port.startswith("socket://") else ["-serial", "mon:stdio"])
-qemu_args = ["qemu-system-arm", "-M", board.get("build.qemu_machine"), "-display", "none",
-             "-monitor", "none", "-nodefaults", "-nic", "none",
-             "-semihosting-config", "enable=on,target=native", "-icount", "shift=0"] + serial
-env.Replace(UPLOADER="qemu-system-arm", UPLOADCMD=" ".join(qemu_args) + " $UPLOAD_FLAGS -kernel $SOURCE")
+qemu_args = [QEMU, "-M", board.get("build.qemu_machine"), "-display", "none",
+             "-monitor", "none", "-nodefaults", "-nic", "none", "-icount", "shift=0"]
+qemu_args += (["-semihosting-config", "enable=on,target=native"] if ARCH == "arm" else ["-bios", "none"])
+qemu_args += serial
+env.Replace(UPLOADER=QEMU, UPLOADCMD=" ".join(qemu_args) + " $UPLOAD_FLAGS -kernel $SOURCE")
 upload = env.Alias("upload", target_elf,
                    env.VerboseAction("$UPLOADCMD", "Starting QEMU %s" % board.get("build.qemu_machine")))
 AlwaysBuild(upload)

@@ -1,4 +1,4 @@
-/* Vector table + reset handler for ARMv7-M/ARMv8-M (C only). */
+/* Vector table + reset handler for ARMv6-M, ARMv7-M and ARMv8-M (C only). */
 #include <stdint.h>
 #include "edgec_board.h"
 

@@ -1,4 +1,4 @@
-/* QEMU Cortex-M board support: UART0 driver (CMSDK or Stellaris PL011), SysTick as a 64-bit
+/* QEMU Cortex-M board support: UART0 driver (CMSDK, Stellaris PL011 or nRF51), SysTick as a 64-bit
  * counter, semihosting exit, newlib syscalls. */
 #include <errno.h>
 #include <stdint.h>
@@ -22,7 +22,8 @@ static void uart_init(void)
     REG(U_CTRL) = 3u | (EDGEC_UART_WFI ? 1u << 3 : 0u);
     (void)REG(U_DATA);   /* QEMU: a DATA read un-throttles the chardev if the host sent early bytes */
 }
-static void uart_irq_ack(void) { REG(U_INTCLR) = 2; }
+static inline void uart_irq_ack(void) { REG(U_INTCLR) = 2; }
+static inline void uart_irq_arm(void) { }
 void edgec_uart_putc(uint8_t c) { while (REG(U_STATE) & 1u) {} REG(U_DATA) = c; }
 int edgec_uart_try_getc(void) { return (REG(U_STATE) & 2u) ? (int)(REG(U_DATA) & 0xffu) : -1; }
 
@@ -45,12 +46,43 @@ static void uart_init(void)
     /* QEMU: enabling the FIFO empties it without un-throttling the chardev; a DR read does. */
     if (REG(U_FR) & (1u << 4)) (void)REG(U_DR);
 }
-static void uart_irq_ack(void) { REG(U_ICR) = (1u << 4) | (1u << 6); }
+static inline void uart_irq_ack(void) { REG(U_ICR) = (1u << 4) | (1u << 6); }
+static inline void uart_irq_arm(void) { }
 void edgec_uart_putc(uint8_t c) { while (REG(U_FR) & (1u << 5)) {} REG(U_DR) = c; }
 int edgec_uart_try_getc(void) { return (REG(U_FR) & (1u << 4)) ? -1 : (int)(REG(U_DR) & 0xffu); }
 
+#elif defined(EDGEC_UART_NRF51)        /* nRF51 UART: BBC micro:bit */
+#define T_STARTRX 0x000
+#define T_STARTTX 0x008
+#define E_RXDRDY 0x108
+#define E_TXDRDY 0x11C
+#define U_INTENSET 0x304
+#define U_INTENCLR 0x308
+#define U_ENABLE 0x500
+#define U_RXD 0x518
+#define U_TXD 0x51C
+#define U_BAUD 0x524
+static void uart_init(void)
+{
+    REG(U_BAUD) = 0x01D7E000u;         /* 115200 */
+    REG(U_ENABLE) = 4;
+    REG(T_STARTTX) = 1;
+    REG(T_STARTRX) = 1;
+}
+/* The nRF51 UART interrupt is a level (EVENTS_RXDRDY && INTEN): the handler masks it, the reader
+ * re-arms it, otherwise the handler would re-enter forever. */
+static inline void uart_irq_ack(void) { REG(U_INTENCLR) = 1u << 2; }
+static inline void uart_irq_arm(void) { REG(U_INTENSET) = 1u << 2; }
+void edgec_uart_putc(uint8_t c) { REG(E_TXDRDY) = 0; REG(U_TXD) = c; while (!REG(E_TXDRDY)) {} }
+int edgec_uart_try_getc(void)
+{
+    if (!REG(E_RXDRDY)) return -1;
+    REG(E_RXDRDY) = 0;                 /* clear first: reading RXD re-raises it if more bytes are queued */
+    return (int)(REG(U_RXD) & 0xffu);
+}
+
 #else
-#error "define EDGEC_UART_CMSDK or EDGEC_UART_STELLARIS"
+#error "define EDGEC_UART_CMSDK, EDGEC_UART_STELLARIS or EDGEC_UART_NRF51"
 #endif
 
 /* RX: sleep in WFI until the RX interrupt; the handler only acknowledges, data is read in thread
@@ -64,6 +96,7 @@ int edgec_uart_getc(void)
 #if EDGEC_UART_WFI
     for (;;) {
         __asm volatile("cpsid i" ::: "memory");
+        uart_irq_arm();
         c = edgec_uart_try_getc();
         if (c < 0) __asm volatile("wfi");
         __asm volatile("cpsie i" ::: "memory");   /* a pending RX interrupt is taken here */

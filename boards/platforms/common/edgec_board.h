@@ -1,9 +1,15 @@
 /* edgec board support API: what the benchmark firmware and the link protocol need from a board.
- * Implemented by the edgec-qemu BSP (bare-metal Cortex-M under QEMU) and the edgec-host BSP. */
+ * One header for every edgec platform (each platform builder adds this folder to the include path);
+ * implemented by the edgec-qemu BSPs (bsp/arm: bare-metal Cortex-M, bsp/riscv: RV32 virt), the edgec-host
+ * BSP, and on real boards by edgec_ticks_mcu.c (time) + the generated templates/arduino_main.cpp.j2 (serial). */
 #ifndef EDGEC_BOARD_H
 #define EDGEC_BOARD_H
 #include <stddef.h>
 #include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 void     edgec_board_init(void);                 /* UART + tick counter; called before main() */
 void     edgec_uart_putc(uint8_t c);
@@ -15,4 +21,8 @@ uint64_t edgec_ticks(void);                       /* 64-bit tick counter */
 uint32_t edgec_tick_hz(void);                     /* ticks per second of edgec_ticks() */
 void     edgec_ticks_align(void);                 /* re-phase the tick grid; call right before t0 */
 void     edgec_exit(int code) __attribute__((noreturn));
+
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -1,0 +1,173 @@
+"""Real boards cannot be built here (their platforms and frameworks come from PlatformIO's registry).
+What can be checked offline, is: each profile yields an ordinary PlatformIO project with edgec's serial
+harness; on Arm cores the model library, the C runtime, the link protocol, the benchmark main and the
+cycle counter compile with the board's CPU flags (-Wall -Wextra -Werror) and link into the board's
+flash/RAM minus the framework's reserved share; the Arduino glue (main.cpp) compiles against a stub of
+the few Arduino calls it makes.  The vendor framework itself is never compiled, and no profile claims
+hardware testing."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from conftest import EXAMPLES, make_model, save
+from edgec import codegen
+from edgec.api import compile_model
+from edgec.boards import list_boards
+from edgec.errors import EdgecError
+from edgec.export import check_fit
+from edgec.firmware import harness_build_flags, write_project
+
+REAL = [b for b in list_boards() if not b.emulated and b.cpu != "host"]
+EXPECTED = {"nucleo-l4r5zi", "nucleo-f446re", "nucleo-h743zi2", "rpi-pico", "nano33ble", "esp32-s3"}
+
+# Stand-in for the framework's serial glue (templates/arduino_main.cpp.j2): the same edgec_board.h
+# functions and a main() that runs the harness, so the link pulls in everything the firmware uses.
+SERIAL_STANDIN = r"""
+#include "edgec_board.h"
+int edgec_bench_main(void);
+static volatile uint8_t rx;
+void edgec_board_init(void) { }
+void edgec_uart_putc(uint8_t c) { rx = c; }
+void edgec_uart_write(const void *buf, size_t n) { const uint8_t *p = buf; while (n--) edgec_uart_putc(*p++); }
+void edgec_uart_flush(void) { }
+int edgec_uart_try_getc(void) { return rx; }
+int edgec_uart_getc(void) { return rx; }
+void edgec_exit(int code) { (void)code; for (;;) { } }
+int main(void) { return edgec_bench_main(); }
+"""
+
+ARDUINO_STUB = """
+#pragma once
+#include <stdint.h>
+#include <stddef.h>
+struct StubSerial {
+    void begin(unsigned long) {}
+    explicit operator bool() const { return true; }
+    size_t write(uint8_t) { return 1; }
+    size_t write(const uint8_t *, size_t n) { return n; }
+    void flush() {}
+    int available() { return 0; }
+    int read() { return -1; }
+};
+extern StubSerial Serial;
+void yield(void);
+"""
+
+LINKER_SCRIPT = """
+MEMORY {{
+  FLASH (rx) : ORIGIN = {flash_origin:#x}, LENGTH = {flash_len}
+  RAM (rwx)  : ORIGIN = {ram_origin:#x}, LENGTH = {ram_len}
+}}
+SECTIONS {{
+  .text : {{ *(.text*) *(.rodata*) . = ALIGN(4); }} > FLASH
+  .ARM.exidx : {{ *(.ARM.exidx*) }} > FLASH
+  .data : {{ *(.data*) . = ALIGN(4); }} > RAM AT > FLASH
+  .bss (NOLOAD) : {{ *(.bss*) *(COMMON) . = ALIGN(4); }} > RAM
+}}
+"""
+
+
+def test_the_six_real_boards_are_profiled_and_none_claims_hardware_testing():
+    assert {b.name for b in REAL} == EXPECTED
+    assert all(b.tested_on_hardware is False and b.framework == "arduino" for b in REAL)
+
+
+@pytest.fixture(scope="module")
+def digits_lib(tmp_path_factory):
+    out = tmp_path_factory.mktemp("digits_lib")
+    _, graph, plan = compile_model(EXAMPLES / "digits_cnn" / "model.onnx", EXAMPLES / "digits_cnn" / "calib.npz")
+    codegen.generate(graph, plan, out, graph.name)
+    return out, graph.name, plan.arena_bytes, graph.weights_bytes()
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} is not installed; scripts/setup.sh installs it")
+    return path
+
+
+def _compile_and_link(board, src, tmp_path):
+    """Link the project's C sources for the board's core into its memory; (flash, ram) in bytes."""
+    (tmp_path / "standin.c").write_text(SERIAL_STANDIN)
+    flash, ram = board.region("flash"), board.region("ram")
+    (tmp_path / "board.ld").write_text(LINKER_SCRIPT.format(
+        flash_origin=flash.origin, flash_len=board.flash_bytes - board.reserved_flash_bytes,
+        ram_origin=ram.origin, ram_len=board.ram_bytes - board.reserved_ram_bytes))
+    sources = sorted(str(p) for p in src.glob("*.c")) + [str(tmp_path / "standin.c")]
+    elf = tmp_path / "harness.elf"
+    cmd = [_tool(f"{board.toolchain_prefix}gcc"), *board.cpu_flags, *harness_build_flags(board), "-std=c99",
+           "-Wall", "-Wextra", "-Werror", "-O2", "-ffunction-sections", "-fdata-sections", "-I", str(src),
+           *sources, "--specs=nano.specs", "-nostartfiles", "-Wl,--gc-sections", "-Wl,--entry=main",
+           "-T", str(tmp_path / "board.ld"), "-o", str(elf)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    sizes = {}
+    for line in subprocess.run([_tool(f"{board.toolchain_prefix}size"), "-A", "-d", str(elf)],
+                               capture_output=True, text=True, check=True).stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0].startswith(".") and parts[1].isdigit():
+            sizes[parts[0]] = int(parts[1])
+    flash_used = sizes.get(".text", 0) + sizes.get(".ARM.exidx", 0) + sizes.get(".data", 0)
+    return flash_used, sizes.get(".data", 0) + sizes.get(".bss", 0)
+
+
+@pytest.mark.parametrize("board", REAL, ids=[b.name for b in REAL])
+def test_real_board_project_compiles_with_its_cpu_flags_and_fits(board, digits_lib, tmp_path):
+    lib, name, arena, weights = digits_lib
+    project = write_project(tmp_path / "project", board, lib, name)
+    ini = (project / "platformio.ini").read_text()
+    assert f"platform = {board.pio_platform}\n" in ini and f"board = {board.pio_board}\n" in ini
+    assert "framework = arduino\n" in ini and "symlink://" not in ini
+    timer = "-DEDGEC_TIMER_" + board.timing_method.upper().replace("-", "_")
+    assert timer in ini and f"-DEDGEC_TICK_HZ={board.tick_hz}u" in ini
+    src = project / "src"
+    assert {"main.cpp", "bench_main.c", "edgec_ticks_mcu.c", "edgec_board.h", "edgec_link.c", f"{name}.c"} <= \
+        {p.name for p in src.iterdir()}
+    assert "int edgec_bench_main(void)" in (src / "bench_main.c").read_text()
+    check_fit(board, arena, weights, name)                 # the model alone fits what the board leaves it
+
+    stub = tmp_path / "stub"
+    stub.mkdir()
+    (stub / "Arduino.h").write_text(ARDUINO_STUB)
+    if board.arch != "arm":           # Xtensa: no toolchain here; the glue is checked with the host g++
+        subprocess.run([_tool("g++"), "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-I", str(stub),
+                        "-I", str(src), str(src / "main.cpp")], check=True, capture_output=True, text=True)
+        print(f"\n[{board.name}] not compiled (no {board.cpu} toolchain here): arena {arena:,} B, weights "
+              f"{weights:,} B vs {board.ram_bytes - board.reserved_ram_bytes:,} B RAM / "
+              f"{board.flash_bytes - board.reserved_flash_bytes:,} B flash left for the model")
+        return
+    subprocess.run([_tool("arm-none-eabi-g++"), *board.cpu_flags, "-fsyntax-only", "-Wall", "-Wextra", "-Werror",
+                    "-I", str(stub), "-I", str(src), str(src / "main.cpp")], check=True, capture_output=True, text=True)
+    flash_used, ram_used = _compile_and_link(board, src, tmp_path)
+    print(f"\n[{board.name}] {' '.join(board.cpu_flags)}: model + harness flash {flash_used:,} B "
+          f"(weights {weights:,}), RAM {ram_used:,} B (arena {arena:,}); left for them: "
+          f"{board.flash_bytes - board.reserved_flash_bytes:,} B flash, {board.ram_bytes - board.reserved_ram_bytes:,} B RAM")
+    assert weights < flash_used <= board.flash_bytes - board.reserved_flash_bytes
+    assert arena < ram_used <= board.ram_bytes - board.reserved_ram_bytes
+
+
+def test_a_model_too_big_for_the_f446re_fails_its_link_but_fits_the_l4r5zi(tmp_path):
+    """256x256 image: 2 x 64 KB arena > the 120 KB the F446RE leaves; the L4R5ZI's 632 KB take it."""
+    model = make_model([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])],
+                       ("x", [1, 1, 256, 256]), ("y", [1, 1, 256, 256]), {"w": np.ones((1, 1, 3, 3)) / 9})
+    path = save(model, tmp_path, "big.onnx")
+    calib = tmp_path / "calib.npz"
+    np.savez(calib, x=np.random.default_rng(0).random((2, 1, 256, 256), np.float32))
+    _, graph, plan = compile_model(path, calib)
+    lib = tmp_path / "lib"
+    codegen.generate(graph, plan, lib, graph.name)
+    boards = {b.name: b for b in REAL}
+    with pytest.raises(EdgecError, match=r"needs a 131,\d\d\d B arena but board 'nucleo-f446re' has 122,880 B"):
+        check_fit(boards["nucleo-f446re"], plan.arena_bytes, graph.weights_bytes(), graph.name)
+    f446 = write_project(tmp_path / "f446", boards["nucleo-f446re"], lib, graph.name) / "src"
+    with pytest.raises(AssertionError, match="region .RAM. overflowed"):
+        _compile_and_link(boards["nucleo-f446re"], f446, tmp_path)
+    l4 = write_project(tmp_path / "l4", boards["nucleo-l4r5zi"], lib, graph.name) / "src"
+    flash_used, ram_used = _compile_and_link(boards["nucleo-l4r5zi"], l4, tmp_path)
+    assert plan.arena_bytes < ram_used <= boards["nucleo-l4r5zi"].ram_bytes
