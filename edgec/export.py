@@ -23,7 +23,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import __version__, codegen, quantize, reference
+from . import __version__, codegen, fit, quantize, reference
 from .boards import Board, load_board
 from .data import load_dataset
 from .errors import EdgecError
@@ -42,18 +42,6 @@ def _env():
     env = codegen.template_env()
     env.filters["c_bytes"] = c_bytes
     return env
-
-
-def check_fit(board: Board, arena_bytes: int, weights_bytes: int, name: str) -> None:
-    """EdgecError if the model alone cannot fit what the board leaves for it (see `edgec boards`)."""
-    ram = board.ram_bytes - board.reserved_ram_bytes
-    flash = board.flash_bytes - board.reserved_flash_bytes
-    if arena_bytes > ram:
-        raise EdgecError(f"model {name} needs a {arena_bytes:,} B arena but board '{board.name}' has {ram:,} B of RAM "
-                         "for the model; choose a board with more RAM or a smaller model")
-    if weights_bytes > flash:
-        raise EdgecError(f"model {name} has {weights_bytes:,} B of weights but board '{board.name}' has {flash:,} B of "
-                         "flash for the model; choose a board with more flash or a smaller model")
 
 
 def _example_sample(graph, calib_path) -> tuple[np.ndarray, np.ndarray]:
@@ -86,7 +74,7 @@ def export(model_path: str | Path, calib_path: str | Path, board_name: str, fmt:
     outdir = Path(outdir)
     _, graph, plan = compile_model(model_path, calib_path, log)
     name = graph.name
-    check_fit(board, plan.arena_bytes, graph.weights_bytes(), name)
+    fit.check(graph, plan, board)
     work = _prepare_outdir(outdir)
     try:
         manifest = _write(work, graph, plan, board, fmt, Path(model_path), Path(calib_path))

@@ -58,14 +58,19 @@ def code_estimate(graph: Graph) -> int:
 
 def estimate(graph: Graph, plan: Plan, board: Board) -> dict:
     """RAM and flash the firmware needs, by part, against the board's."""
-    ram = {"arena": plan.arena_bytes, "runtime": RUNTIME_RAM_BYTES, "stack": board_stack_bytes(board)}
-    flash = {"constants": graph.weights_bytes(), "code": code_estimate(graph)}
+    ram = {"arena": plan.arena_bytes, "runtime": RUNTIME_RAM_BYTES, "stack": board_stack_bytes(board),
+           "framework": board.reserved_ram_bytes}
+    flash = {"constants": graph.weights_bytes(), "code": code_estimate(graph), "framework": board.reserved_flash_bytes}
     return {"ram": dict(ram, total=sum(ram.values()), board=board.ram_bytes),
             "flash": dict(flash, total=sum(flash.values()), board=board.flash_bytes)}
 
 
 def _b(n: int) -> str:
     return f"{n:,} B"
+
+
+def _framework(part: dict) -> str:
+    return f" + framework {_b(part['framework'])}" if part["framework"] else ""
 
 
 def check(graph: Graph, plan: Plan, board: Board) -> dict:
@@ -80,7 +85,8 @@ def check(graph: Graph, plan: Plan, board: Board) -> dict:
                            for x in s["biggest_layers"][:2])
         raise EdgecError(
             f"{where}: it needs {_b(ram['total'])} of RAM (arena {_b(ram['arena'])} + runtime {_b(ram['runtime'])}"
-            f" + stack {_b(ram['stack'])}) but the board has {_b(ram['board'])}, {_b(ram['total'] - ram['board'])} "
+            f" + stack {_b(ram['stack'])}{_framework(ram)}) but the board has {_b(ram['board'])}, "
+            f"{_b(ram['total'] - ram['board'])} "
             f"short; biggest tensors: {tensors}; peak layers: {layers}; try a smaller input resolution or fewer "
             f"channels around those layers, or a board with more RAM")
     if flash["total"] > flash["board"]:
@@ -89,7 +95,7 @@ def check(graph: Graph, plan: Plan, board: Board) -> dict:
         names = ", ".join(f"op {i} {graph.ops[i].kind} '{graph.ops[i].name}' ({_b(n)})" for n, i in layers)
         raise EdgecError(
             f"{where}: it needs about {_b(flash['total'])} of flash (constants {_b(flash['constants'])} + code "
-            f"about {_b(flash['code'])}) but the board has {_b(flash['board'])}; biggest layers by constants: "
+            f"about {_b(flash['code'])}{_framework(flash)}) but the board has {_b(flash['board'])}; biggest layers by constants: "
             f"{names}; try fewer or narrower layers (or pruning them), or a board with more flash")
     return est
 

@@ -259,7 +259,7 @@ def test_export_errors(tmp_path):
     path = save(model, tmp_path)
     calib = tmp_path / "calib.npz"
     np.savez(calib, x=np.random.default_rng(0).random((4, 1, 128, 128), np.float32))
-    with pytest.raises(EdgecError, match="needs a .* arena but board 'qemu-cortex-m0' has 16,384 B"):
+    with pytest.raises(EdgecError, match="does not fit board qemu-cortex-m0: .* but the board has 16,384 B"):
         api.export(path, calib, "qemu-cortex-m0", "c", tmp_path / "big")
     assert not (tmp_path / "big").exists()
     again = export("cancer_conv1d", "c", tmp_path / "ok")        # an earlier export may be replaced

@@ -19,7 +19,7 @@ from edgec import codegen
 from edgec.api import compile_model
 from edgec.boards import list_boards
 from edgec.errors import EdgecError
-from edgec.export import check_fit
+from edgec import fit
 from edgec.firmware import harness_build_flags, write_project
 
 REAL = [b for b in list_boards() if not b.emulated and b.cpu != "host"]
@@ -82,7 +82,7 @@ def digits_lib(tmp_path_factory):
     out = tmp_path_factory.mktemp("digits_lib")
     _, graph, plan = compile_model(EXAMPLES / "digits_cnn" / "model.onnx", EXAMPLES / "digits_cnn" / "calib.npz")
     codegen.generate(graph, plan, out, graph.name)
-    return out, graph.name, plan.arena_bytes, graph.weights_bytes()
+    return out, graph, plan
 
 
 def _tool(name: str) -> str:
@@ -119,7 +119,8 @@ def _compile_and_link(board, src, tmp_path):
 
 @pytest.mark.parametrize("board", REAL, ids=[b.name for b in REAL])
 def test_real_board_project_compiles_with_its_cpu_flags_and_fits(board, digits_lib, tmp_path):
-    lib, name, arena, weights = digits_lib
+    lib, graph, plan = digits_lib
+    name, arena, weights = graph.name, plan.arena_bytes, graph.weights_bytes()
     project = write_project(tmp_path / "project", board, lib, name)
     ini = (project / "platformio.ini").read_text()
     assert f"platform = {board.pio_platform}\n" in ini and f"board = {board.pio_board}\n" in ini
@@ -130,7 +131,7 @@ def test_real_board_project_compiles_with_its_cpu_flags_and_fits(board, digits_l
     assert {"main.cpp", "bench_main.c", "edgec_ticks_mcu.c", "edgec_board.h", "edgec_link.c", f"{name}.c"} <= \
         {p.name for p in src.iterdir()}
     assert "int edgec_bench_main(void)" in (src / "bench_main.c").read_text()
-    check_fit(board, arena, weights, name)                 # the model alone fits what the board leaves it
+    fit.check(graph, plan, board)                 # model, runtime and stack fit what the framework leaves
 
     stub = tmp_path / "stub"
     stub.mkdir()
@@ -163,8 +164,9 @@ def test_a_model_too_big_for_the_f446re_fails_its_link_but_fits_the_l4r5zi(tmp_p
     lib = tmp_path / "lib"
     codegen.generate(graph, plan, lib, graph.name)
     boards = {b.name: b for b in REAL}
-    with pytest.raises(EdgecError, match=r"needs a 131,\d\d\d B arena but board 'nucleo-f446re' has 122,880 B"):
-        check_fit(boards["nucleo-f446re"], plan.arena_bytes, graph.weights_bytes(), graph.name)
+    with pytest.raises(EdgecError, match=r"does not fit board nucleo-f446re: .* of RAM \(arena 131,\d\d\d B .*"
+                                         r"\+ framework [\d,]+ B\) but the board has 131,072 B"):
+        fit.check(graph, plan, boards["nucleo-f446re"])
     f446 = write_project(tmp_path / "f446", boards["nucleo-f446re"], lib, graph.name) / "src"
     with pytest.raises(AssertionError, match="region .RAM. overflowed"):
         _compile_and_link(boards["nucleo-f446re"], f446, tmp_path)
