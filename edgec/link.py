@@ -60,11 +60,10 @@ class Stats:
                "io_seconds": round(self.io_seconds, 4),
                "throughput_bytes_per_s": moved / self.io_seconds if self.io_seconds > 0 else None,
                "retransmissions": self.retransmissions, "sample_retries": self.sample_retries}
-        if baud:
-            line = baud / 10.0              # 8N1: 10 bits per byte
-            out["line_bytes_per_s"] = line
-            out["fraction_of_line_rate"] = (out["throughput_bytes_per_s"] / line
-                                            if out["throughput_bytes_per_s"] else None)
+        line = baud / 10.0 if baud else None          # 8N1: 10 bits per byte
+        out["line_bytes_per_s"] = line                # None: a socket, no baud rate (emulated/host boards)
+        out["fraction_of_line_rate"] = (out["throughput_bytes_per_s"] / line
+                                        if line and out["throughput_bytes_per_s"] else None)
         return out
 
 

@@ -1,0 +1,203 @@
+"""Bench report -> bench-report.json, a self-contained report.html (inline SVG plots, templates/report.html.j2)
+and the short text summary the CLI prints."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from . import svgplot
+from .codegen import template_env
+
+JSON_NAME, HTML_NAME = "bench-report.json", "report.html"
+
+
+def write(result: dict, build_dir: Path, report_dir: Path) -> list[Path]:
+    """Write bench-report.json and report.html into report_dir; returns both paths."""
+    report_dir.mkdir(parents=True, exist_ok=True)
+    json_path, html_path = report_dir / JSON_NAME, report_dir / HTML_NAME
+    _write_atomic(json_path, json.dumps(result, indent=1))
+    _write_atomic(html_path, render_html(result, build_dir))
+    return [json_path, html_path]
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+# ---- plots ----
+
+def plots(result: dict, build_dir: Path) -> list[dict]:
+    """[{id, title, svg or None, note}] in the order the report shows them."""
+    out = []
+    lat = result["latency"]
+    marks = {f"median {lat['median']:,.0f}": lat["median"], f"p90 {lat['p90']:,.0f}": lat["p90"]}
+    out.append({"id": "latency", "title": "Latency per sample",
+                "svg": svgplot.histogram(lat["samples"], f"Latency of {result['samples']} samples", lat["unit"],
+                                         bins=min(30, max(5, result["samples"] // 3)), marks=marks)})
+    prof = result.get("profile")
+    out.append({"id": "layers", "title": "Time per layer",
+                "svg": svgplot.hbars([f"#{r['index']} {r['kind']} {r['name']}" for r in prof["layers"]],
+                                     [r["units"] for r in prof["layers"]],
+                                     f"Time per layer ({prof['samples']} sample(s), median)", prof["unit"],
+                                     annotations=[f"{svgplot.fmt(r['units'])}  {100 * r['share']:.1f}%"
+                                                  for r in prof["layers"]]) if prof else None,
+                "note": None if prof else "run `edgec bench --profile` to time every layer on the device"})
+    out.append(_memory_plot(build_dir))
+    conf = result.get("confusion")
+    out.append({"id": "confusion", "title": "Confusion matrix",
+                "svg": svgplot.heatmap(conf["matrix"], "Confusion matrix (device)", conf["rows"], conf["columns"])
+                if conf else None,
+                "note": None if conf else "the model is not a classifier (see the error table)"})
+    div = result.get("divergence")
+    if div:
+        first = div["first_divergent_layer"]
+        colors = [svgplot.PALETTE[3] if r["differing"] else svgplot.PALETTE[2] for r in div["layers"]]
+        out.append({"id": "divergence", "title": "Device vs reference, layer by layer",
+                    "svg": svgplot.hbars([f"#{r['index']} {r['kind']} {r['name']}" for r in div["layers"]],
+                                         [r["max_abs_diff"] for r in div["layers"]],
+                                         f"Max |device - reference| per layer, sample {div['sample']}",
+                                         "int8 steps", colors=colors,
+                                         annotations=[f"{r['max_abs_diff']} ({r['differing']}/{r['size']} differ)"
+                                                      for r in div["layers"]]),
+                    "note": (f"first differing layer: #{first['index']} {first['kind']} '{first['name']}'" if first
+                             else "every layer matches the reference bit for bit")})
+    out.append(_sensitivity_plot(build_dir))
+    return [{"svg": None, "note": None, **p} for p in out]
+
+
+def _memory_plot(build_dir: Path) -> dict:
+    plot = {"id": "memory", "title": "Memory over time (arena plan)", "svg": None}
+    svg_file = build_dir / "memory.svg"
+    if svg_file.is_file():
+        plot["svg"] = svg_file.read_text(encoding="utf-8")
+        return plot
+    try:
+        plan = json.loads((build_dir / "plan.json").read_text())
+        meta = json.loads((build_dir / "quantized.json").read_text())
+    except (OSError, ValueError):
+        plot["note"] = "no plan.json in the build folder"
+        return plot
+    n_ops = len(meta.get("ops", []))
+    plot["svg"] = svgplot.memory_map(plan["buffers"], n_ops, plan["arena_bytes"],
+                                     f"Arena: {plan['arena_bytes']:,} bytes, {len(plan['buffers'])} buffers")
+    return plot
+
+
+def sensitivity(build_dir: Path) -> list[tuple[str, float]] | None:
+    """(layer, value) pairs from the build folder's sensitivity.json, if a quantization-sensitivity
+    analysis left one: {"layers": [{"name": ..., <metric>: number}]}, a list of such objects, or
+    {layer: number}."""
+    path = build_dir / "sensitivity.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, dict) and isinstance(data.get("layers"), list):
+        data = data["layers"]
+    if isinstance(data, dict):
+        return [(str(k), float(v)) for k, v in data.items() if isinstance(v, (int, float))] or None
+    pairs = []
+    for item in data if isinstance(data, list) else []:
+        if not isinstance(item, dict):
+            continue
+        name = item.get("name", item.get("layer", item.get("op")))
+        value = next((v for k, v in item.items() if k not in ("index",) and isinstance(v, (int, float))
+                      and not isinstance(v, bool)), None)
+        if name is not None and value is not None:
+            pairs.append((str(name), float(value)))
+    return pairs or None
+
+
+def _sensitivity_plot(build_dir: Path) -> dict:
+    pairs = sensitivity(build_dir)
+    plot = {"id": "sensitivity", "title": "Quantization sensitivity", "svg": None}
+    if pairs:
+        plot["svg"] = svgplot.hbars([p[0] for p in pairs], [p[1] for p in pairs],
+                                    "Quantization sensitivity per layer", "sensitivity (from sensitivity.json)")
+    else:
+        plot["note"] = "not available: the build folder has no sensitivity.json"
+    return plot
+
+
+# ---- HTML ----
+
+def render_html(result: dict, build_dir: Path) -> str:
+    env = template_env()
+    env.filters["num"] = lambda v, d=0: "n/a" if v is None else f"{v:,.{d}f}"
+    env.filters["pct"] = lambda v: "n/a" if v is None else f"{100 * v:.2f}%"
+    return env.get_template("report.html.j2").render(r=result, plots=plots(result, build_dir),
+                                                      summary=summary_lines(result))
+
+
+# ---- text ----
+
+def _pct(v) -> str:
+    return "n/a (no labels)" if v is None else f"{100 * v:.2f}%"
+
+
+def summary_lines(r: dict) -> list[str]:
+    """The short summary: what ran, how well, how fast, how big."""
+    lines = [f"model {r['model']} on {r['board']}, {r['samples']} samples ({r['task']})"]
+    if r["task"] == "classification":
+        a = r["accuracy"]
+        lines.append(f"accuracy: float {_pct(a['float'])}, int8 reference {_pct(a['int8_reference'])}, "
+                     f"device {_pct(a['device'])}")
+    else:
+        e = r["error"]
+        parts = [f"{k.replace('_', ' ')} MSE {v['mse']:.4g} (max {v['max_abs']:.4g})" for k, v in e.items()
+                 if isinstance(v, dict)]
+        lines.append(f"error against the {e['against']}: " + ", ".join(parts))
+    if "score" in r:
+        s = r["score"]
+        lines.append(f"score {s['name']}: " + ", ".join(f"{k.replace('_', ' ')} {_score(v)}" for k, v in s.items()
+                                                        if k != "name"))
+    lines.append(f"agreement: device output identical to the int8 reference on "
+                 f"{100 * r['agreement']['device_vs_reference']:.2f}% of samples")
+    lat = r["latency"]
+    ms = lat.get("ms")
+    ms_text = f" = {ms['median']:.3g} ms ({ms['basis']})" if ms else ""
+    per_mac = f", {lat['per_mac']:.2f} per MAC" if lat.get("per_mac") else ""
+    lines.append(f"latency: median {lat['median']:,.0f} {lat['unit']}{ms_text}; p90 {lat['p90']:,.0f}, "
+                 f"min {lat['min']:,.0f}, max {lat['max']:,.0f}{per_mac}")
+    m = r["memory"]
+    stack = (f", stack used {m['stack_used_bytes']:,} of {m['stack_reserved_bytes']:,} B"
+             if m.get("stack_used_bytes") is not None else ", stack not measured on this board")
+    lines.append(f"memory: firmware flash {m['flash_bytes']:,} B, RAM {m['ram_bytes']:,} B "
+                 f"(arena {m['arena_bytes']:,} B, weights {m['weights_bytes']:,} B){stack}")
+    ln = r.get("link")
+    if ln and ln.get("throughput_bytes_per_s"):
+        rate = (f" ({100 * ln['fraction_of_line_rate']:.0f}% of the {ln['line_bytes_per_s'] / 1e3:.1f} kB/s "
+                f"nominal line rate)" if ln.get("fraction_of_line_rate") else " (a socket: no baud-rate limit)")
+        lines.append(f"link: {ln['throughput_bytes_per_s'] / 1e3:.1f} kB/s payload{rate}, "
+                     f"{ln['retransmissions']} retransmissions, {ln['sample_retries']} samples re-run")
+    if "profile" in r:
+        p = r["profile"]
+        lines.append(f"profile: {len(p['layers'])} layers; their times sum to "
+                     f"{100 * (p['sum_over_whole'] or 0):.1f}% of the whole inference")
+    if "divergence" in r:
+        from .bench import describe_divergence
+        lines.append(describe_divergence(r["divergence"]))
+    return lines
+
+
+def _score(v) -> str:
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {x:.4g}" for k, x in v.items()) + "}"
+    return f"{v:.4g}"
+
+
+def profile_table(r: dict, bar_width: int = 30) -> str:
+    """The per-layer profile as a text table with a bar per layer."""
+    p = r["profile"]
+    unit = p["unit"]
+    name_w = min(36, max(len(x["name"]) for x in p["layers"]) if p["layers"] else 4)
+    rows = [f"{'#':>3} {'layer':{name_w}} {'kind':18} {'MACs':>10} {unit:>22} {'share':>6}"]
+    for x in p["layers"]:
+        bar = "#" * round(bar_width * x["share"])
+        rows.append(f"{x['index']:>3} {x['name'][:name_w]:{name_w}} {x['kind'][:18]:18} {x['macs']:>10,} "
+                    f"{x['units']:>22,.0f} {100 * x['share']:>5.1f}% {bar}")
+    rows.append(f"{'':>3} {'sum of layers':{name_w}} {'':18} {'':>10} {p['sum_units']:>22,.0f} "
+                f"(whole inference {p['whole_units']:,.0f})")
+    return "\n".join(rows)
