@@ -53,8 +53,9 @@ def compile_model(model_path: str | Path, calib_path: str | Path, log: Log = _qu
 
 
 def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: str | Path | None = None,
-          log: Log = _quiet, firmware: bool = True) -> dict:
-    """Model + calibration data -> build folder with model library, project, firmware and report."""
+          log: Log = _quiet, firmware: bool = True, protocol: str = "edgec", mlperf_model: str | None = None) -> dict:
+    """Model + calibration data -> build folder with model library, project, firmware and report.
+    protocol "mlperf" builds a firmware for the MLPerf Tiny runner instead of edgec's bench link."""
     from . import firmware as fw
 
     model_path = Path(model_path)
@@ -82,11 +83,11 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
             "output": _io_info(graph, graph.output, graph.output_onnx_shape),
             "memory": {"arena_bytes": plan.arena_bytes, "weights_bytes": graph.weights_bytes(),
                        "flash_bytes": None, "ram_bytes": None},
-            "firmware": None,
+            "firmware": None, "protocol": protocol,
         }
         if firmware:
             log(f"building firmware for {the_board.name} with PlatformIO")
-            project = fw.write_project(work / "project", the_board, lib, name)
+            project = fw.write_project(work / "project", the_board, lib, name, protocol, mlperf_model)
             result = fw.build_firmware(project, the_board, log=log)
             report["memory"]["flash_bytes"] = result.flash_bytes
             report["memory"]["ram_bytes"] = result.ram_bytes

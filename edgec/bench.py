@@ -48,6 +48,10 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
 
     outdir = Path(outdir)
     report, board, firmware = load_build(outdir)
+    if report.get("protocol", "edgec") != "edgec":
+        raise EdgecError(f"{outdir}: this firmware speaks the {report['protocol']} protocol (built with --protocol "
+                         f"{report['protocol']}); drive it with that runner (edgec.mlperf.MlperfClient) or "
+                         "rebuild without --protocol for edgec bench")
     graph = artifact.load_graph(outdir)
     score_fn = load_score(score) if score else None
     data = load_dataset(data_path, graph.input_onnx_shape, limit, float_labels=True)

@@ -21,7 +21,8 @@ def _log(msg: str) -> None:
 def cmd_build(args) -> int:
     from . import api
 
-    report = api.build(args.model, args.calib, args.board, args.output, log=_log)
+    report = api.build(args.model, args.calib, args.board, args.output, log=_log, protocol=args.protocol,
+                       mlperf_model=args.mlperf_model)
     m = report["memory"]
     print(f"built {report['model']} for {report['board']}: arena {m['arena_bytes']:,} B, "
           f"weights {m['weights_bytes']:,} B, firmware flash {m['flash_bytes']:,} B, RAM {m['ram_bytes']:,} B")
@@ -114,6 +115,11 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--calib", required=True, help=".npz with x (N, *input shape without batch)")
     b.add_argument("--board", required=True, help="board name (see `edgec boards`) or a board .toml file")
     b.add_argument("-o", "--output", help="build folder (default build/<model>-<board>)")
+    b.add_argument("--protocol", choices=["edgec", "mlperf"], default="edgec",
+                   help="the firmware's serial protocol: edgec's bench link (default) or the MLPerf Tiny "
+                        "runner's (name%%, profile%%, db load N%%, infer N W%%, results%%)")
+    b.add_argument("--mlperf-model", help="with --protocol mlperf: the m-model-[...] name the runner sees "
+                   "(kws01, vww01, ad01, ic01; default: the model's name)")
     b.set_defaults(func=cmd_build)
 
     r = sub.add_parser("bench", help="run test data on the device and report accuracy and latency")
