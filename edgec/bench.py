@@ -72,7 +72,10 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         check_hello(hello, report, outdir)
         for i in range(n):
             t0 = time.monotonic()
-            r = link.run_checked(xq[i].tobytes())
+            try:
+                r = link.run_checked(xq[i].tobytes())
+            except EdgecError as e:
+                raise EdgecError(f"{e} (at sample {i} of {n}; nothing of this sample was recorded)") from None
             if i == 0:       # a hung device is noticed after 20x the first sample's time, not 10 minutes
                 link.invoke_timeout = max(5.0, 20 * (time.monotonic() - t0))
             dev_out[i] = np.frombuffer(r["output"], np.int8)

@@ -17,6 +17,8 @@ import os
 import struct
 import time
 
+import serial
+
 from edgec.errors import EdgecError
 
 MAX_PAYLOAD = 256
@@ -167,10 +169,24 @@ class Link:
             left = deadline - time.monotonic()
             if left <= 0:
                 return None
-            waiting = getattr(self.ser, "in_waiting", 0) or 0
-            chunk = self.ser.read(max(1, min(waiting, 65536)))
+            try:
+                waiting = getattr(self.ser, "in_waiting", 0) or 0
+                chunk = self.ser.read(max(1, min(waiting, 65536)))
+            except (OSError, serial.SerialException) as e:
+                raise self._lost(e) from None
             if chunk:
                 self._rx += chunk
+
+    def _lost(self, e: Exception) -> EdgecError:
+        return EdgecError(f"the connection to {self.describe} was lost ({e}); the board was reset, unplugged or "
+                          "its emulator/program ended: restart it")
+
+    def _write(self, frame: bytes) -> None:
+        try:
+            self.ser.write(frame)
+        except (OSError, serial.SerialException) as e:
+            raise self._lost(e) from None
+        self.stats.wire_sent += len(frame)
 
     def _request(self, ftype: int, payload: bytes = b"", timeout: float | None = None,
                  reply_len: int | None = None) -> bytes:
@@ -183,8 +199,7 @@ class Link:
         for attempt in range(self.retries + 1):
             if attempt:
                 self.stats.retransmissions += 1
-            self.ser.write(frame)
-            self.stats.wire_sent += len(frame)
+            self._write(frame)
             deadline = time.monotonic() + timeout
             while True:
                 raw = self._read_frame(deadline)
@@ -224,7 +239,7 @@ class Link:
         for _ in range(attempts):
             nonce = os.urandom(4)
             self._seq = (self._seq + 1) & 0xFF
-            self.ser.write(b"\x00" + encode_frame(SYNC, self._seq, nonce))
+            self._write(b"\x00" + encode_frame(SYNC, self._seq, nonce))
             deadline = time.monotonic() + interval
             while (raw := self._read_frame(deadline)) is not None:
                 try:

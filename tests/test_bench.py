@@ -170,3 +170,45 @@ def test_score_spec_errors(tmp_path):
         with pytest.raises(EdgecError, match=needle):
             bench.load_score(spec)
     assert bench.load_score("json:dumps") is json.dumps
+
+
+def test_bench_over_a_noisy_link_records_only_right_samples(builds, monkeypatch):
+    """The real host firmware behind a link that flips, drops, duplicates and inserts bytes: the bench
+    retries, and every recorded output is still bit-identical to the reference."""
+    from test_link import FaultySerial
+    from edgec import device
+
+    real_open = device.open_device
+    wrapped = []
+
+    def noisy_open(*args, **kwargs):
+        dev = real_open(*args, **kwargs)
+        dev.link.ser = FaultySerial(dev.link.ser, rate=0.002, seed=7)
+        dev.link.timeout, dev.link.retries = 0.2, 12
+        wrapped.append(dev.link)
+        return dev
+    monkeypatch.setattr(device, "open_device", noisy_open)
+    r = api.bench(builds("host"), DIGITS / "test.npz", limit=60)
+    assert wrapped[0].ser.faults > 20 and r["link"]["retransmissions"] > 0
+    assert r["agreement"]["device_vs_reference"] == 1.0
+
+
+def test_device_that_dies_or_hangs_mid_bench(builds):
+    import os
+    import signal
+    from edgec.device import open_device
+
+    _, board, firmware = api.load_build(builds("host"))
+    x = bytes(64)
+    with open_device(board, firmware) as dev:          # hangs: stopped, the socket stays open
+        dev.link.run(x)
+        dev.link.timeout, dev.link.retries, dev.link.invoke_timeout = 0.1, 2, 0.1
+        os.killpg(dev._process.proc.pid, signal.SIGSTOP)
+        with pytest.raises(EdgecError, match=r"stopped answering: no valid reply to WRITE_INPUT .* after 3 tries"):
+            dev.link.run(x)
+        os.killpg(dev._process.proc.pid, signal.SIGCONT)
+    with open_device(board, firmware) as dev:          # dies: the connection is lost
+        dev.link.run(x)
+        dev._process.kill()
+        with pytest.raises(EdgecError, match=r"connection to board 'host' was lost"):
+            dev.link.run(x)
