@@ -133,6 +133,12 @@ def flash(outdir: str | Path, port: str | None = None, log: Log = _quiet) -> dic
     from .device import open_device
 
     report, board, firmware = load_build(outdir)
+    if report.get("protocol") == "mlperf":
+        from .mlperf import open_mlperf
+        with open_mlperf(board, firmware, port) as dut:
+            info = {"protocol": "mlperf", "board": board.name, "name": dut.client.name(), **dut.client.profile()}
+        log(f"{board.name}: MLPerf Tiny firmware answers as {info.get('name')}, model {info.get('model')}")
+        return info
     with open_device(board, firmware, port) as dev:
         hello = dev.link.hello()
         check_hello(hello, report, outdir)

@@ -54,6 +54,10 @@ def cmd_flash(args) -> int:
     from . import api
 
     hello = api.flash(args.outdir, port=args.port, log=_log)
+    if hello.get("protocol") == "mlperf":
+        print(f"flashed: the device answers the MLPerf Tiny runner as {hello.get('name')}, model "
+              f"{hello.get('model')} ({hello.get('profile')}) on {hello.get('board')}")
+        return 0
     print(f"flashed: the device runs {hello.get('model')} ({hello.get('model_hash')}) on {hello.get('board')}")
     return 0
 

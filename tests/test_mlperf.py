@@ -45,5 +45,7 @@ def test_mlperf_runner_protocol(board, tmp_path):
             c.command("bogus")
         with pytest.raises(EdgecError, match=r"exceeds maximum of 64"):
             c.command("db load 65")
+    assert api.flash(out) == {"protocol": "mlperf", "board": board, "name": "edgec", "model": "ic01",
+                              "profile": "ULPMark for tinyML Firmware V0.0.1"}
     with pytest.raises(EdgecError, match="speaks the mlperf protocol"):
         api.bench(out, DIGITS / "test.npz", limit=1)
