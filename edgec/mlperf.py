@@ -56,9 +56,18 @@ class MlperfClient:
         raise EdgecError(f"{self.describe} did not answer {what!r} with m-ready within {timeout or self.timeout:.0f} s"
                          f" (got: {lines[-3:] or 'nothing'}); is the --protocol mlperf firmware running?")
 
-    def wait_boot(self, timeout: float = 10.0) -> list[str]:
-        """The firmware's start-up lines (m-init-done ... m-ready)."""
-        return self._until_ready("start-up", timeout)
+    def sync(self, timeout: float = 10.0) -> None:
+        """Skip whatever came before (the start-up lines may or may not have been read: opening a port
+        drops what already arrived) up to the reply of a `name` command."""
+        self.ser.write(b"name%")
+        deadline = time.monotonic() + timeout
+        named = False
+        while (line := self._line(deadline)) is not None:
+            named = named or line.startswith("m-name-")
+            if named and "m-ready" in line:
+                return
+        raise EdgecError(f"{self.describe} did not answer 'name' within {timeout:.0f} s; is the --protocol mlperf "
+                         "firmware running on it?")
 
     def command(self, text: str, timeout: float | None = None) -> list[str]:
         """Send one command; its reply lines up to and including m-ready.  e-[...] lines raise."""
@@ -129,8 +138,7 @@ def open_mlperf(board: Board, firmware: Path | None, port: str | None = None):
     dev = Device(board, client, process)
     dev.client = client
     try:
-        if port is None:
-            client.wait_boot()
+        client.sync()
     except BaseException:
         dev.close()
         raise

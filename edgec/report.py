@@ -140,7 +140,11 @@ def _pct(v) -> str:
 def summary_lines(r: dict) -> list[str]:
     """The short summary: what ran, how well, how fast, how big."""
     lines = [f"model {r['model']} on {r['board']}, {r['samples']} samples ({r['task']})"]
-    if r["task"] == "classification":
+    if r["task"] == "classification" and r["accuracy"]["device"] is None:
+        t = r["agreement_top1"]
+        lines.append(f"no labels: top-1 agrees with the float model on {100 * t['device_vs_float']:.2f}% of "
+                     f"samples (int8 reference {100 * t['int8_vs_float']:.2f}%)")
+    elif r["task"] == "classification":
         a = r["accuracy"]
         lines.append(f"accuracy: float {_pct(a['float'])}, int8 reference {_pct(a['int8_reference'])}, "
                      f"device {_pct(a['device'])}")
@@ -157,7 +161,7 @@ def summary_lines(r: dict) -> list[str]:
                  f"{100 * r['agreement']['device_vs_reference']:.2f}% of samples")
     lat = r["latency"]
     ms = lat.get("ms")
-    ms_text = f" = {ms['median']:.3g} ms ({ms['basis']})" if ms else ""
+    ms_text = f" = {_ms(ms['median'])} ms ({ms['basis']})" if ms else ""
     per_mac = f", {lat['per_mac']:.2f} per MAC" if lat.get("per_mac") else ""
     lines.append(f"latency: median {lat['median']:,.0f} {lat['unit']}{ms_text}; p90 {lat['p90']:,.0f}, "
                  f"min {lat['min']:,.0f}, max {lat['max']:,.0f}{per_mac}")
@@ -182,6 +186,15 @@ def summary_lines(r: dict) -> list[str]:
     return lines
 
 
+def _ms(v: float) -> str:
+    return f"{v:.3g}" if v < 100 else f"{v:,.0f}"
+
+
+def _short(name: str, width: int) -> str:
+    """A long layer name with its middle left out: the start and the (telling) end stay."""
+    return name if len(name) <= width else name[:width // 2 - 1] + "…" + name[-(width - width // 2):]
+
+
 def _score(v) -> str:
     if isinstance(v, dict):
         return "{" + ", ".join(f"{k}: {x:.4g}" for k, x in v.items()) + "}"
@@ -196,7 +209,7 @@ def profile_table(r: dict, bar_width: int = 30) -> str:
     rows = [f"{'#':>3} {'layer':{name_w}} {'kind':18} {'MACs':>10} {unit:>22} {'share':>6}"]
     for x in p["layers"]:
         bar = "#" * round(bar_width * x["share"])
-        rows.append(f"{x['index']:>3} {x['name'][:name_w]:{name_w}} {x['kind'][:18]:18} {x['macs']:>10,} "
+        rows.append(f"{x['index']:>3} {_short(x['name'], name_w):{name_w}} {x['kind'][:18]:18} {x['macs']:>10,} "
                     f"{x['units']:>22,.0f} {100 * x['share']:>5.1f}% {bar}")
     rows.append(f"{'':>3} {'sum of layers':{name_w}} {'':18} {'':>10} {p['sum_units']:>22,.0f} "
                 f"(whole inference {p['whole_units']:,.0f})")

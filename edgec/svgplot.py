@@ -50,7 +50,8 @@ def _svg(width: int, height: int, body: list[str], title: str) -> str:
 def hbars(labels: list[str], values: list[float], title: str, unit: str = "", width: int = 760,
           colors: list[str] | None = None, annotations: list[str] | None = None) -> str:
     """One horizontal bar per label (top to bottom), value printed at the bar's end."""
-    row, left, right, top = 20, 230, 150, 28
+    row, right, top = 20, 150, 28
+    left = min(300, 12 + 7 * max([min(len(x), 34) for x in labels] + [4]))   # ~7 px per character
     height = top + row * len(values) + 36
     vmax = max([v for v in values if v is not None] + [0]) or 1.0    # all zero: an empty axis 0..1
     scale = (width - left - right) / vmax
@@ -79,7 +80,7 @@ def hbars(labels: list[str], values: list[float], title: str, unit: str = "", wi
 def histogram(values: list[float], title: str, unit: str, bins: int = 30, width: int = 760,
               marks: dict[str, float] | None = None) -> str:
     """A histogram of values, with vertical lines at the named marks (median, p90...)."""
-    height, left, right, top, bottom = 260, 60, 20, 28, 42
+    height, left, right, top, bottom = 260, 60, 48, 28, 42
     lo, hi = min(values), max(values)
     if hi == lo:
         lo, hi = lo - 0.5, hi + 0.5
