@@ -71,7 +71,7 @@ def _memory_plot(build_dir: Path) -> dict:
     plot = {"id": "memory", "title": "Memory over time (arena plan)", "svg": None}
     svg_file = build_dir / "memory.svg"
     if svg_file.is_file():
-        plot["svg"] = svg_file.read_text(encoding="utf-8")
+        plot["svg"] = _inline_svg(svg_file)
         return plot
     try:
         plan = json.loads((build_dir / "plan.json").read_text())
@@ -85,40 +85,56 @@ def _memory_plot(build_dir: Path) -> dict:
     return plot
 
 
-def sensitivity(build_dir: Path) -> list[tuple[str, float]] | None:
-    """(layer, value) pairs from the build folder's sensitivity.json, if a quantization-sensitivity
-    analysis left one: {"layers": [{"name": ..., <metric>: number}]}, a list of such objects, or
-    {layer: number}."""
-    path = build_dir / "sensitivity.json"
+SENSITIVITY_KEYS = {"isolated_output_db": "SQNR at the output, dB (lower: more sensitive)",
+                    "sensitivity": "sensitivity"}
+
+
+def sensitivity(build_dir: Path) -> tuple[list[tuple[str, float]], str] | None:
+    """((layer, value) pairs, what the value is) from the build folder's sensitivity.json, if the
+    quantization analysis left one: a list of {"layer" or "name": ..., "isolated_output_db" (edgec's
+    sensitivity report) or another number}, {"layers": [...]}, or {layer: number}."""
     try:
-        data = json.loads(path.read_text())
+        data = json.loads((build_dir / "sensitivity.json").read_text())
     except (OSError, ValueError):
         return None
     if isinstance(data, dict) and isinstance(data.get("layers"), list):
         data = data["layers"]
     if isinstance(data, dict):
-        return [(str(k), float(v)) for k, v in data.items() if isinstance(v, (int, float))] or None
-    pairs = []
+        pairs = [(str(k), float(v)) for k, v in data.items() if isinstance(v, (int, float))]
+        return (pairs, "sensitivity") if pairs else None
+    pairs, label = [], "sensitivity"
     for item in data if isinstance(data, list) else []:
         if not isinstance(item, dict):
             continue
-        name = item.get("name", item.get("layer", item.get("op")))
-        value = next((v for k, v in item.items() if k not in ("index",) and isinstance(v, (int, float))
-                      and not isinstance(v, bool)), None)
-        if name is not None and value is not None:
-            pairs.append((str(name), float(value)))
-    return pairs or None
+        name = item.get("layer", item.get("name", item.get("op")))
+        numeric = {k: v for k, v in item.items() if k != "index" and isinstance(v, (int, float))
+                   and not isinstance(v, bool)}
+        key = next((k for k in SENSITIVITY_KEYS if k in numeric), next(iter(numeric), None))
+        if name is not None and key is not None:
+            pairs.append((str(name), float(numeric[key])))
+            label = SENSITIVITY_KEYS.get(key, key)
+    return (pairs, label) if pairs else None
 
 
 def _sensitivity_plot(build_dir: Path) -> dict:
-    pairs = sensitivity(build_dir)
     plot = {"id": "sensitivity", "title": "Quantization sensitivity", "svg": None}
-    if pairs:
+    svg_file = build_dir / "sensitivity.svg"
+    found = sensitivity(build_dir)
+    if svg_file.is_file():
+        plot["svg"] = _inline_svg(svg_file)
+    elif found:
+        pairs, label = found
         plot["svg"] = svgplot.hbars([p[0] for p in pairs], [p[1] for p in pairs],
-                                    "Quantization sensitivity per layer", "sensitivity (from sensitivity.json)")
+                                    "Quantization sensitivity per layer", label)
     else:
         plot["note"] = "not available: the build folder has no sensitivity.json"
     return plot
+
+
+def _inline_svg(path: Path) -> str:
+    """An SVG file's <svg> element, to put inline in HTML (no XML declaration or doctype)."""
+    text = path.read_text(encoding="utf-8")
+    return text[text.find("<svg"):] if "<svg" in text else ""
 
 
 # ---- HTML ----

@@ -212,3 +212,21 @@ def test_device_that_dies_or_hangs_mid_bench(builds):
         dev._process.kill()
         with pytest.raises(EdgecError, match=r"connection to board 'host' was lost"):
             dev.link.run(x)
+
+
+def test_report_reads_sensitivity_and_memory_pictures(tmp_path):
+    """sensitivity.json as edgec's quantization analysis writes it (worst first, SQNR in dB), and a
+    memory.svg in the build folder, are picked up by the report."""
+    rows = [{"index": 3, "layer": "conv2", "kind": "conv2d", "tensor": "t3", "cumulative_db": 20.5,
+             "isolated_db": 30.1, "isolated_output_db": 25.0},
+            {"index": 0, "layer": "conv1", "kind": "conv2d", "tensor": "t0", "cumulative_db": 40.0,
+             "isolated_db": 41.0, "isolated_output_db": 38.5}]
+    (tmp_path / "sensitivity.json").write_text(json.dumps(rows))
+    pairs, label = report.sensitivity(tmp_path)
+    assert pairs == [("conv2", 25.0), ("conv1", 38.5)] and "SQNR" in label
+    svg = report._sensitivity_plot(tmp_path)["svg"]
+    ET.fromstring(svg)
+    assert "conv2" in svg and "25" in svg
+    (tmp_path / "memory.svg").write_text('<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg"><rect/></svg>')
+    assert report._memory_plot(tmp_path)["svg"].startswith("<svg")
+    assert report.sensitivity(tmp_path / "nowhere") is None
