@@ -8,7 +8,7 @@ bench on the device (bit-exactness against the NumPy reference), and print MACs,
 per inference (QEMU -icount: exact; host: ns), instructions per MAC, the ratio to the TFLM reference
 numbers of issue 6 (qemu-cortex-m4: TFLM + CMSIS-NN; qemu-cortex-m3: TFLM reference kernels) and the code
 bytes of the firmware (all functions, from `nm`, excluding weights and other constants). With --layers,
-the per-layer breakdown on qemu-cortex-m4 from the profiling firmware (edgec/profile.py).
+the per-layer breakdown on qemu-cortex-m4 from `edgec bench --profile` (the bench firmware's PROFILE command).
 """
 from __future__ import annotations
 
@@ -25,10 +25,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from edgec import api, profile, quantize  # noqa: E402
-from edgec.artifact import load_graph  # noqa: E402
+from edgec import api  # noqa: E402
 from edgec.errors import EdgecError  # noqa: E402
-from edgec.ir import ALIAS_OPS  # noqa: E402
 
 MLPERF = REPO.parent.parent / "shared" / "models" / "mlperf_tiny"
 if not MLPERF.is_dir():
@@ -53,23 +51,6 @@ def code_bytes(elf: Path) -> int | None:
                if len(f) == 4 and f[2] in "tT" and not re.match(r"op\d+_|.*_layer_(names|kinds|output)", f[3]))
 
 
-def layer_macs(graph) -> list[int]:
-    out = []
-    for op in graph.ops:
-        if op.kind in ALIAS_OPS:
-            continue
-        p = op.params
-        if op.kind == "conv2d":
-            out.append(p["out_h"] * p["out_w"] * p["out_c"] * p["k_h"] * p["k_w"] * p["in_c"])
-        elif op.kind == "depthwise_conv2d":
-            out.append(p["out_h"] * p["out_w"] * p["out_c"] * p["k_h"] * p["k_w"])
-        elif op.kind == "fully_connected":
-            out.append(p["in_features"] * p["out_features"])
-        else:
-            out.append(0)
-    return out
-
-
 def run(models, boards, samples, root: Path, layers: bool) -> dict:
     results = {"rows": [], "layers": {}}
     for key in models:
@@ -86,7 +67,8 @@ def run(models, boards, samples, root: Path, layers: bool) -> dict:
                 results["rows"].append(row)
                 print(f"{key:4s} {board:15s} does not build: {e}", file=sys.stderr)
                 continue
-            r = api.bench(out, data, limit=samples)
+            profiled = layers and board == "qemu-cortex-m4"
+            r = api.bench(out, data, limit=samples, profile=profiled, report_dir=None)
             _, _, elf = api.load_build(out)
             row.update(macs=rep["macs"], latency=r["latency"]["median"], unit=r["latency"]["unit"],
                        per_mac=r["latency"]["per_mac"], agreement=r["agreement"]["device_vs_reference"],
@@ -96,13 +78,8 @@ def run(models, boards, samples, root: Path, layers: bool) -> dict:
                 ref = TARGET[board][0][key]
                 row.update(reference=ref, ratio=row["latency"] / ref)
             results["rows"].append(row)
-            if layers and board == "qemu-cortex-m4":
-                graph = load_graph(out)
-                xq = quantize.quantize_input(graph.tensors[graph.input], golden["x_fp32"][:1])[0]
-                prof = profile.profile_layers(out, xq)
-                for layer, macs in zip(prof["layers"], layer_macs(graph)):
-                    layer["macs"] = macs
-                results["layers"][key] = prof
+            if profiled:
+                results["layers"][key] = dict(r["profile"], board=board)
     return results
 
 
@@ -122,7 +99,7 @@ def print_tables(results: dict) -> None:
     print("reference: issue 6 (qemu-cortex-m4: TFLM + CMSIS-NN; qemu-cortex-m3: TFLM reference kernels); "
           "exact = fraction of samples byte-identical to the NumPy reference; code B = functions in the firmware")
     for key, prof in results["layers"].items():
-        print(f"\n{key} on {prof['board']}: per layer ({prof['unit']}), whole invoke {prof['total']:,.0f}")
+        print(f"\n{key} on {prof['board']}: per layer ({prof['unit']}), whole invoke {prof['whole_units']:,.0f}")
         print(f"{'#':>3s} {'kind':17s} {'MACs':>10s} {'insns':>11s} {'per MAC':>8s} {'share':>6s}  name")
         total = sum(layer["units"] for layer in prof["layers"]) or 1
         for layer in prof["layers"]:

@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import __version__, artifact, calibrate, canonicalize, codegen, fit, loader, memory_report, planner, quantize, reference
+from . import __version__, artifact, calibrate, canonicalize, codegen, fit, loader, memory_report, planner, quantize
 from . import ptq
 from . import sensitivity as sens
 from .boards import Board, load_board
@@ -81,8 +81,10 @@ def write_quant_report(result: ptq.QuantResult, options: ptq.QuantOptions, folde
 
 
 def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: str | Path | None = None,
-          log: Log = _quiet, firmware: bool = True, options: ptq.QuantOptions | None = None) -> dict:
-    """Model + calibration data -> build folder with model library, project, firmware and report."""
+          log: Log = _quiet, firmware: bool = True, options: ptq.QuantOptions | None = None,
+          protocol: str = "edgec", mlperf_model: str | None = None) -> dict:
+    """Model + calibration data -> build folder with model library, project, firmware and report.
+    protocol "mlperf" builds a firmware for the MLPerf Tiny runner instead of edgec's bench link."""
     from . import firmware as fw
 
     model_path = Path(model_path)
@@ -120,12 +122,12 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
                        "flash_bytes": None, "ram_bytes": None,
                        "live_set_lower_bound_bytes": planner.live_set_lower_bound(graph),
                        "plan": "plan.json", "picture": memory_report.SVG, "fit_estimate": budget},
-            "firmware": None,
+            "firmware": None, "protocol": protocol,
             "quantization": write_quant_report(quant, options, work, name),
         }
         if firmware:
             log(f"building firmware for {the_board.name} with PlatformIO")
-            project = fw.write_project(work / "project", the_board, lib, name)
+            project = fw.write_project(work / "project", the_board, lib, name, protocol, mlperf_model)
             result = fw.build_firmware(project, the_board, log=log)
             report["memory"]["flash_bytes"] = result.flash_bytes
             report["memory"]["ram_bytes"] = result.ram_bytes
@@ -180,70 +182,41 @@ def flash(outdir: str | Path, port: str | None = None, log: Log = _quiet) -> dic
     from .device import open_device
 
     report, board, firmware = load_build(outdir)
+    if report.get("protocol") == "mlperf":
+        from .mlperf import open_mlperf
+        with open_mlperf(board, firmware, port) as dut:
+            info = {"protocol": "mlperf", "board": board.name, "name": dut.client.name(), **dut.client.profile()}
+        log(f"{board.name}: MLPerf Tiny firmware answers as {info.get('name')}, model {info.get('model')}")
+        return info
     with open_device(board, firmware, port) as dev:
         hello = dev.link.hello()
-        _check_hello(hello, report, outdir)
+        check_hello(hello, report, outdir)
     log(f"{board.name}: firmware answers as model {hello.get('model')} ({hello.get('model_hash')})")
     return hello
 
 
-def _check_hello(hello: dict, report: dict, outdir) -> None:
+def check_hello(hello: dict, report: dict, outdir) -> None:
+    """Refuse a device whose firmware was built from another model than the build folder's."""
     if hello.get("model_hash") != report["model_hash"]:
         raise EdgecError(f"the device runs model {hello.get('model')} ({hello.get('model_hash')}) but {outdir} holds "
-                         f"{report['model']} ({report['model_hash']}); flash this build first")
+                         f"{report['model']} ({report['model_hash']}); flash this build first (edgec flash {outdir})")
 
 
 def bench(outdir: str | Path, data_path: str | Path, limit: int | None = None, port: str | None = None,
-          log: Log = _quiet) -> dict:
-    """Run the test data on the device; report accuracy, agreement with the reference and latency."""
-    from .device import open_device
+          log: Log = _quiet, profile: bool = False, compare_layers: bool = False, score: str | None = None,
+          report_dir: str | Path | None = None) -> dict:
+    """Run the test data on the device: accuracy or error, agreement with the INT8 reference, latency,
+    memory and link statistics; with profile, time per layer; with compare_layers (and automatically
+    when a device output differs from the reference) the first layer whose output differs.
+    With report_dir, also write bench-report.json and report.html there (edgec/bench.py, edgec/report.py)."""
+    from . import bench as bench_stage
 
-    outdir = Path(outdir)
-    report, board, firmware = load_build(outdir)
-    graph = artifact.load_graph(outdir)
-    data = load_dataset(data_path, graph.input_onnx_shape, limit)
-    n = len(data.x)
-    tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
-    xq = quantize.quantize_input(tin, data.x)
-    log(f"reference: float (onnxruntime) and int8 (NumPy) on {n} samples")
-    float_out = calibrate.run_float(loader.load_model(outdir / "model.onnx"), data.x).reshape(n, -1)
-    ref_out = np.stack([reference.run(graph, xq[i]).reshape(-1) for i in range(n)])
-    dev_out = np.zeros_like(ref_out)
-    ticks = np.zeros(n, np.int64)
-    progress = Progress(f"bench on {board.name}", n)
-    with open_device(board, firmware, port) as dev:
-        hello = dev.link.hello()
-        _check_hello(hello, report, outdir)
-        for i in range(n):
-            out, t = dev.link.run(xq[i].tobytes())
-            dev_out[i] = np.frombuffer(out, np.int8)
-            ticks[i] = t
-            progress(i + 1)
-    units = np.array([board.ticks_to_units(int(t)) for t in ticks])
-    result = {
-        "board": board.name, "model": report["model"], "model_hash": report["model_hash"], "samples": n,
-        "data": str(Path(data_path)),
-        "accuracy": {"float": _top1(float_out, data.y), "int8_reference": _top1(ref_out, data.y),
-                     "device": _top1(dev_out, data.y)},
-        "agreement": {"device_vs_reference": float(np.mean(np.all(dev_out == ref_out, axis=1))),
-                      "int8_vs_float_top1": float(np.mean(ref_out.argmax(1) == float_out.argmax(1)))},
-        "output_error": {"max_abs_vs_float": float(np.max(np.abs(quantize.dequantize(tout, dev_out) - float_out)))},
-        "latency": {"unit": board.timing_unit, "median": float(np.median(units)), "min": float(units.min()),
-                    "max": float(units.max()), "p90": float(np.percentile(units, 90))},
-        "macs": report.get("macs"),
-        "memory": report["memory"],
-    }
-    macs = report.get("macs") or 0
-    result["latency"]["per_mac"] = result["latency"]["median"] / macs if macs else None
-    if board.clock_hz and board.timing_unit == "cycles":
-        result["latency"]["ms_at_clock"] = result["latency"]["median"] / board.clock_hz * 1e3
+    result = bench_stage.run(outdir, data_path, limit=limit, port=port, profile=profile,
+                             compare_layers=compare_layers, score=score, log=log)
+    if report_dir is not None:
+        from . import report as report_stage
+        result["report_files"] = [str(p) for p in report_stage.write(result, Path(outdir), Path(report_dir))]
     return result
-
-
-def _top1(outputs: np.ndarray, labels: np.ndarray | None) -> float | None:
-    if labels is None:
-        return None
-    return float(np.mean(outputs.argmax(axis=1) == labels))
 
 
 def inspect_model(model_path: str | Path) -> dict:

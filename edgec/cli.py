@@ -68,7 +68,8 @@ def cmd_calibrate(args) -> int:
 def cmd_build(args) -> int:
     from . import api
 
-    report = api.build(args.model, args.calib, args.board, args.output, log=_log, options=_quant_options(args))
+    report = api.build(args.model, args.calib, args.board, args.output, log=_log, options=_quant_options(args),
+                       protocol=args.protocol, mlperf_model=args.mlperf_model)
     m = report["memory"]
     print(f"built {report['model']} for {report['board']}: arena {m['arena_bytes']:,} B, "
           f"weights {m['weights_bytes']:,} B, firmware flash {m['flash_bytes']:,} B, RAM {m['ram_bytes']:,} B")
@@ -85,24 +86,23 @@ def cmd_export(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from . import api
+    from . import api, report
 
-    r = api.bench(args.outdir, args.data, limit=args.limit, port=args.port, log=_log)
-    if args.json:
+    report_dir = None if args.no_report else (args.report or args.outdir)
+    r = api.bench(args.outdir, args.data, limit=args.limit, port=args.port, log=_log, profile=args.profile,
+                  compare_layers=args.compare_layers, score=args.score, report_dir=report_dir)
+    to_stdout = args.json == "-"
+    if args.json and not to_stdout:
         Path(args.json).write_text(json.dumps(r, indent=1))
-    acc, lat = r["accuracy"], r["latency"]
-
-    def pct(v):
-        return "n/a (no labels)" if v is None else f"{100 * v:.2f}%"
-
-    print(f"model {r['model']} on {r['board']}, {r['samples']} samples")
-    print(f"accuracy: float {pct(acc['float'])}, int8 reference {pct(acc['int8_reference'])}, "
-          f"device {pct(acc['device'])}")
-    print(f"agreement: device output identical to the int8 reference on "
-          f"{100 * r['agreement']['device_vs_reference']:.2f}% of samples")
-    per_mac = f", {lat['per_mac']:.2f} per MAC" if lat.get("per_mac") else ""
-    print(f"latency: median {lat['median']:,.0f} {lat['unit']} (min {lat['min']:,.0f}, max {lat['max']:,.0f})"
-          f"{per_mac}")
+    out = sys.stderr if to_stdout else sys.stdout     # with --json -, stdout carries only the JSON
+    if "profile" in r:
+        print(report.profile_table(r), file=out)
+    for line in report.summary_lines(r):
+        print(line, file=out)
+    if r.get("report_files"):
+        print(f"report: {', '.join(r['report_files'])}", file=out)
+    if to_stdout:
+        print(json.dumps(r, indent=1))
     return 0
 
 
@@ -110,6 +110,10 @@ def cmd_flash(args) -> int:
     from . import api
 
     hello = api.flash(args.outdir, port=args.port, log=_log)
+    if hello.get("protocol") == "mlperf":
+        print(f"flashed: the device answers the MLPerf Tiny runner as {hello.get('name')}, model "
+              f"{hello.get('model')} ({hello.get('profile')}) on {hello.get('board')}")
+        return 0
     print(f"flashed: the device runs {hello.get('model')} ({hello.get('model_hash')}) on {hello.get('board')}")
     return 0
 
@@ -190,6 +194,11 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--board", required=True, help="board name (see `edgec boards`) or a board .toml file")
     b.add_argument("-o", "--output", help="build folder (default build/<model>-<board>)")
     _add_quant_options(b)
+    b.add_argument("--protocol", choices=["edgec", "mlperf"], default="edgec",
+                   help="the firmware's serial protocol: edgec's bench link (default) or the MLPerf Tiny "
+                        "runner's (name%%, profile%%, db load N%%, infer N W%%, results%%)")
+    b.add_argument("--mlperf-model", help="with --protocol mlperf: the m-model-[...] name the runner sees "
+                   "(kws01, vww01, ad01, ic01; default: the model's name)")
     b.set_defaults(func=cmd_build)
 
     e = sub.add_parser("export", help="write a quantized model as a library for your own firmware")
@@ -213,7 +222,17 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--data", required=True, help=".npz with x and optional integer labels y")
     r.add_argument("--limit", type=int, help="use only the first N samples")
     r.add_argument("--port", help="serial port of a real board (emulated boards need none)")
-    r.add_argument("--json", help="also write the report to this JSON file")
+    r.add_argument("--json", help="also write the JSON report to this file ('-': to stdout, for CI)")
+    r.add_argument("--profile", action="store_true", help="time every layer on the device (table and chart)")
+    r.add_argument("--compare-layers", action="store_true",
+                   help="read every layer's output back for one sample and name the first that differs from "
+                        "the reference (done automatically when a device output differs)")
+    r.add_argument("--score", metavar="MODULE:FUNCTION",
+                   help="your own metric: a function fn(outputs, labels, inputs) -> number or dict, named as "
+                        "module:function or path/to/file.py:function")
+    r.add_argument("--report", metavar="DIR", help="where to write report.html and bench-report.json "
+                   "(default: the build folder)")
+    r.add_argument("--no-report", action="store_true", help="write neither report.html nor bench-report.json")
     r.set_defaults(func=cmd_bench)
 
     f = sub.add_parser("flash", help="flash (start) the board with a build's firmware and check it answers")

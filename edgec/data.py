@@ -17,8 +17,11 @@ class Dataset:
     path: Path
 
 
-def load_dataset(path: str | Path, input_shape: tuple[int, ...], limit: int | None = None) -> Dataset:
-    """Read and check a data file against the model's input shape (batch dimension included)."""
+def load_dataset(path: str | Path, input_shape: tuple[int, ...], limit: int | None = None,
+                 float_labels: bool = False) -> Dataset:
+    """Read and check a data file against the model's input shape (batch dimension included).
+
+    With float_labels, y may also be float targets shaped (N, ...) (regression, autoencoders)."""
     path = Path(path)
     if not path.is_file():
         raise EdgecError(f"{path}: no such data file (expected an .npz with an array 'x')")
@@ -43,7 +46,11 @@ def load_dataset(path: str | Path, input_shape: tuple[int, ...], limit: int | No
     if not np.all(np.isfinite(x)):
         raise EdgecError(f"{path}: x contains NaN or Inf values")
     y = arrays.get("y")
-    if y is not None:
+    if y is not None and float_labels and np.issubdtype(y.dtype, np.floating):
+        if len(y) != len(x) or not np.all(np.isfinite(y)):
+            raise EdgecError(f"{path}: y must hold {len(x)} finite targets, got {y.dtype} {list(y.shape)}")
+        y = y.astype(np.float32)
+    elif y is not None:
         if y.ndim != 1 or len(y) != len(x) or not np.issubdtype(y.dtype, np.integer):
             raise EdgecError(f"{path}: y must be integer labels shaped ({len(x)},), got {y.dtype} {list(y.shape)}")
         y = y.astype(np.int64)

@@ -117,10 +117,10 @@ def _start_program(board: Board, firmware: Path) -> tuple[_Process, str]:
     return proc, proc.wait_for_match(STARTUP_TIMEOUT).group(1)
 
 
-def open_device(board: Board, firmware: Path | None, port: str | None = None, timeout: float = 2.0) -> Device:
-    """Run `firmware` for `board` (or, with `port`, talk to a board already flashed) and sync the link."""
+def open_serial(board: Board, firmware: Path | None, port: str | None = None):
+    """Run `firmware` for `board` (or, with `port`, use a board already flashed) and open its serial port:
+    (pyserial object, started process or None).  The caller closes both (Device does)."""
     process = None
-    ser = None
     try:
         local = board.serial_port in (PORT_EMULATOR, PORT_PROGRAM)
         url = port or (None if local else board.serial_port) or None
@@ -137,6 +137,17 @@ def open_device(board: Board, firmware: Path | None, port: str | None = None, ti
             ser = serial.serial_for_url(url, baudrate=board.serial_baud, timeout=0.05)
         except (serial.SerialException, OSError, ValueError) as e:
             raise EdgecError(f"cannot open serial port {url} of board '{board.name}': {e}") from None
+        return ser, process
+    except BaseException:
+        if process is not None:
+            process.kill()
+        raise
+
+
+def open_device(board: Board, firmware: Path | None, port: str | None = None, timeout: float = 2.0) -> Device:
+    """Run `firmware` for `board` (or, with `port`, talk to a board already flashed) and sync the link."""
+    ser, process = open_serial(board, firmware, port)
+    try:
         link = Link(ser, timeout=timeout, describe=f"board '{board.name}'")
         try:
             link.sync()
@@ -146,8 +157,7 @@ def open_device(board: Board, firmware: Path | None, port: str | None = None, ti
             raise
         return Device(board, link, process)
     except BaseException:
-        if ser is not None:
-            ser.close()
+        ser.close()
         if process is not None:
             process.kill()
         raise

@@ -22,6 +22,9 @@ LINK_FILES = ("edgec_link.c", "edgec_link.h")
 # A board with a vendor framework gets edgec's board API from these (boards/platforms/common/) plus a
 # rendered templates/<framework>_main.cpp.j2; edgec's local platforms bring their own BSP.
 HARNESS_FILES = ("edgec_board.h", "edgec_ticks_mcu.c")
+# the benchmark firmware's protocol: edgec's framed link, or the MLPerf Tiny runner's text protocol
+PROTOCOLS = {"edgec": ("bench_main.c.j2", LINK_FILES),
+             "mlperf": ("mlperf_main.c.j2", ("edgec_mlperf.c", "edgec_mlperf.h"))}
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Sizes from `arm-none-eabi-size -A`: flash = code, constants and the .data image;
 # RAM = .data + .bss + the reserved stack (the heap is whatever RAM is left, not counted).
@@ -69,10 +72,10 @@ def _render(template: str, **values) -> str:
     return env.get_template(template).render(**values)
 
 
-def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: str,
-                  main_template: str = "bench_main.c.j2", main_values: dict | None = None) -> Path:
+def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: str, protocol: str = "edgec",
+                  mlperf_model: str | None = None) -> Path:
     """Render a PlatformIO project building the model library in model_dir with the benchmark main
-    (or another firmware main: `main_template` rendered with `main_values` added)."""
+    (protocol "edgec": edgec's serial link; "mlperf": the MLPerf Tiny runner's protocol)."""
     project_dir, model_dir = Path(project_dir), Path(model_dir)
     if not _IDENT_RE.match(model_name):
         raise EdgecError(f"model name '{model_name}' is not a C identifier")
@@ -86,12 +89,19 @@ def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: 
     for f in sorted(model_dir.iterdir()):
         if f.is_file() and f.suffix in (".c", ".h"):
             shutil.copy2(f, src / f.name)
+    if protocol not in PROTOCOLS:
+        raise EdgecError(f"unknown benchmark protocol '{protocol}': choose {' or '.join(PROTOCOLS)}")
+    main_template, runtime_files = PROTOCOLS[protocol]
+    mlperf_model = mlperf_model or model_name
+    if not re.match(r"^[A-Za-z0-9_.-]{1,40}$", mlperf_model):
+        raise EdgecError(f"MLPerf model name '{mlperf_model}' must be 1-40 letters, digits, '_', '.' or '-' "
+                         "(e.g. kws01, vww01, ad01, ic01)")
     runtime = resource_dir("runtime_c")
-    for name in LINK_FILES:
+    for name in runtime_files:
         shutil.copy2(runtime / name, src / name)
-    values = dict(name=model_name, NAME=model_name.upper(), board=board)
+    values = dict(name=model_name, NAME=model_name.upper(), board=board, mlperf_model=mlperf_model)
     main_file = "bench_main.c" if board.framework else "main.c"
-    (src / main_file).write_text(_render(main_template, **values, **(main_values or {})))
+    (src / main_file).write_text(_render(main_template, **values))
     if board.framework:
         common = resource_dir("boards") / "platforms" / "common"
         for name in HARNESS_FILES:

@@ -67,20 +67,21 @@ class Graph:
     def consumers(self, tensor: str) -> list[Op]:
         return [op for op in self.ops if tensor in op.inputs]
 
+    def op_macs(self, op: Op) -> int:
+        """Multiply-accumulates of one op in one inference (float or quantized weights, same shape)."""
+        out = self.tensors[op.output]
+        w = op.attrs.get("weights", op.arrays.get("weights"))
+        if op.kind == "conv2d":
+            return out.size * int(np.prod(w.shape[1:]))
+        if op.kind == "depthwise_conv2d":
+            return out.size * w.shape[0] * w.shape[1]
+        if op.kind == "fully_connected":
+            return int(w.size)
+        return 0
+
     def macs(self) -> int:
         """Multiply-accumulates of one inference."""
-        total = 0
-        for op in self.ops:
-            out = self.tensors[op.output]
-            if op.kind == "conv2d":
-                w = op.attrs["weights"]
-                total += out.size * int(np.prod(w.shape[1:]))
-            elif op.kind == "depthwise_conv2d":
-                w = op.attrs["weights"]
-                total += out.size * w.shape[0] * w.shape[1]
-            elif op.kind == "fully_connected":
-                total += op.attrs["weights"].size
-        return total
+        return sum(self.op_macs(op) for op in self.ops)
 
     def weights_bytes(self) -> int:
         """Bytes of constant data the generated model keeps in flash (the fast kernels' own packing

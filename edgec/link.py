@@ -17,22 +17,56 @@ import os
 import struct
 import time
 
+import serial
+
 from edgec.errors import EdgecError
 
 MAX_PAYLOAD = 256
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 SYNC = 0x01          # nonce u32                        -> nonce u32
 HELLO = 0x02         # -                                -> see Link.hello()
 WRITE_INPUT = 0x03   # offset u32, data                 -> offset u32, length u16
-INVOKE = 0x04        # -                                -> status i32, ticks u64
+INVOKE = 0x04        # -                                -> status i32, ticks u64, input crc16, output crc16,
+                     #                                     stack used i32 (-1: not measured)
 READ_OUTPUT = 0x05   # offset u32, length u16           -> data
+PROFILE = 0x06       # -                                -> as INVOKE; per-layer ticks in region LAYER_TICKS
+CAPTURE = 0x07       # layer u32                        -> status i32, input crc16, offset u32, bytes u32,
+                     #                                     crc16 of that layer's output (run stopped after it)
+READ = 0x08          # region u8, offset u32, length u16 -> data
 REPLY = 0x80         # reply type = request type | REPLY
 NAK = 0xEE           # code u8, rejected type u8
 
+REGION_OUTPUT, REGION_ARENA, REGION_LAYER_TICKS = 0, 1, 2
+COMMAND_NAMES = {SYNC: "SYNC", HELLO: "HELLO", WRITE_INPUT: "WRITE_INPUT", INVOKE: "INVOKE",
+                 READ_OUTPUT: "READ_OUTPUT", PROFILE: "PROFILE", CAPTURE: "CAPTURE", READ: "READ"}
 NAK_CODES = {1: "corrupted frame (CRC or framing)", 2: "unknown command", 3: "bad arguments (offset/length)",
              4: "frame too long"}
 WRITE_CHUNK = MAX_PAYLOAD - 4
+RX_LIMIT = 4 * (MAX_PAYLOAD + 16)    # more bytes than this without a delimiter: garbage, dropped
+RUN_COMMANDS = (INVOKE, PROFILE, CAPTURE)
+
+
+class Stats:
+    """What went over the link: payload and wire bytes, the time spent moving data, retransmissions."""
+
+    def __init__(self) -> None:
+        self.payload_sent = self.payload_received = self.wire_sent = self.wire_received = 0
+        self.io_seconds = 0.0           # time in data-moving requests (not INVOKE/PROFILE/CAPTURE)
+        self.retransmissions = 0        # frames sent again (timeout, NAK, corrupted reply)
+        self.sample_retries = 0         # samples run again because an end-to-end CRC disagreed
+
+    def to_json(self, baud: int | None = None) -> dict:
+        moved = self.payload_sent + self.payload_received
+        out = {"payload_bytes": moved, "wire_bytes": self.wire_sent + self.wire_received,
+               "io_seconds": round(self.io_seconds, 4),
+               "throughput_bytes_per_s": moved / self.io_seconds if self.io_seconds > 0 else None,
+               "retransmissions": self.retransmissions, "sample_retries": self.sample_retries}
+        line = baud / 10.0 if baud else None          # 8N1: 10 bits per byte
+        out["line_bytes_per_s"] = line                # None: a socket, no baud rate (emulated/host boards)
+        out["fraction_of_line_rate"] = (out["throughput_bytes_per_s"] / line
+                                        if line and out["throughput_bytes_per_s"] else None)
+        return out
 
 
 def crc16(data: bytes) -> int:
@@ -94,7 +128,11 @@ def decode_frame(encoded: bytes) -> tuple[int, int, bytes]:
 
 
 class Link:
-    """The host end of the link over any pyserial-like object (read, write, timeout, in_waiting)."""
+    """The host end of the link over any pyserial-like object (read, write, timeout, in_waiting).
+
+    Every request is resent (same seq) on timeout, NAK or a corrupted reply, at most `retries` times;
+    then EdgecError says the device stopped answering.  A sample is only accepted when the device's
+    CRC of the input it ran on and of the output it produced match what the host sent and read."""
 
     def __init__(self, ser, timeout: float = 2.0, retries: int = 5, invoke_timeout: float = 600.0,
                  describe: str = "device"):
@@ -102,12 +140,16 @@ class Link:
         self.timeout = timeout
         self.retries = retries
         self.invoke_timeout = invoke_timeout
-        self.describe = describe        # for error messages, e.g. "board qemu-cortex-m4"
+        self.describe = describe        # for error messages, e.g. "board 'qemu-cortex-m4'"
         self.info: dict | None = None
-        self.retransmissions = 0
+        self.stats = Stats()
         self._seq = 0
         self._rx = bytearray()
         self.ser.timeout = 0.05          # short reads; deadlines are kept here
+
+    @property
+    def retransmissions(self) -> int:
+        return self.stats.retransmissions
 
     # ---- framing ----
     def _read_frame(self, deadline: float) -> bytes | None:
@@ -117,31 +159,52 @@ class Link:
             if end >= 0:
                 frame = bytes(self._rx[:end])
                 del self._rx[:end + 1]
+                self.stats.wire_received += end + 1
                 if frame:
                     return frame
                 continue
+            if len(self._rx) > RX_LIMIT:            # a flood of garbage: no frame can be this long
+                self.stats.wire_received += len(self._rx)
+                self._rx.clear()
             left = deadline - time.monotonic()
             if left <= 0:
                 return None
-            waiting = getattr(self.ser, "in_waiting", 0) or 0
-            chunk = self.ser.read(max(1, min(waiting, 65536)))
+            try:
+                waiting = getattr(self.ser, "in_waiting", 0) or 0
+                chunk = self.ser.read(max(1, min(waiting, 65536)))
+            except (OSError, serial.SerialException) as e:
+                raise self._lost(e) from None
             if chunk:
                 self._rx += chunk
 
-    def _request(self, ftype: int, payload: bytes = b"", timeout: float | None = None) -> bytes:
+    def _lost(self, e: Exception) -> EdgecError:
+        return EdgecError(f"the connection to {self.describe} was lost ({e}); the board was reset, unplugged or "
+                          "its emulator/program ended: restart it")
+
+    def _write(self, frame: bytes) -> None:
+        try:
+            self.ser.write(frame)
+        except (OSError, serial.SerialException) as e:
+            raise self._lost(e) from None
+        self.stats.wire_sent += len(frame)
+
+    def _request(self, ftype: int, payload: bytes = b"", timeout: float | None = None,
+                 reply_len: int | None = None) -> bytes:
         """Send a request and return the payload of its reply; resend on timeout, NAK or garbage."""
         self._seq = (self._seq + 1) & 0xFF
         frame = b"\x00" + encode_frame(ftype, self._seq, payload)
         timeout = self.timeout if timeout is None else timeout
         problem = "no answer"
+        t_start = time.monotonic()
         for attempt in range(self.retries + 1):
             if attempt:
-                self.retransmissions += 1
-            self.ser.write(frame)
+                self.stats.retransmissions += 1
+            self._write(frame)
             deadline = time.monotonic() + timeout
             while True:
                 raw = self._read_frame(deadline)
                 if raw is None:
+                    problem = "no answer"
                     break
                 try:
                     rtype, rseq, rpayload = decode_frame(raw)
@@ -150,15 +213,25 @@ class Link:
                     break
                 if rtype == NAK:
                     code = rpayload[0] if rpayload else 0
-                    if code == 3:
-                        raise EdgecError(f"{self.describe} rejected command 0x{ftype:02x}: {NAK_CODES[3]}")
+                    if code == 3 and rseq == self._seq:
+                        raise EdgecError(f"{self.describe} rejected command {_name(ftype)}: {NAK_CODES[3]}; "
+                                         "the firmware does not match this edgec: rebuild it (edgec build)")
                     problem = f"NAK: {NAK_CODES.get(code, f'code {code}')}"
                     break
                 if rseq == self._seq and rtype == ftype | REPLY:
+                    if reply_len is not None and len(rpayload) != reply_len:
+                        raise EdgecError(f"{self.describe} answered {_name(ftype)} with {len(rpayload)} bytes "
+                                         f"instead of {reply_len}; rebuild and reflash the firmware")
+                    if ftype not in RUN_COMMANDS:
+                        self.stats.io_seconds += time.monotonic() - t_start
+                        self.stats.payload_sent += len(payload)
+                        self.stats.payload_received += len(rpayload)
                     return rpayload
                 # a stale reply to an earlier (retried) request: keep reading
-        raise EdgecError(f"{self.describe} did not answer command 0x{ftype:02x} after {self.retries + 1} tries "
-                         f"({problem}); check that the right firmware runs on it and restart it")
+        waited = time.monotonic() - t_start
+        raise EdgecError(f"{self.describe} stopped answering: no valid reply to {_name(ftype)} after "
+                         f"{self.retries + 1} tries in {waited:.1f} s (last: {problem}); the firmware may have "
+                         "crashed or hung, or it is not the edgec benchmark firmware: restart the board")
 
     # ---- commands ----
     def sync(self, attempts: int = 100, interval: float = 0.1) -> None:
@@ -166,7 +239,7 @@ class Link:
         for _ in range(attempts):
             nonce = os.urandom(4)
             self._seq = (self._seq + 1) & 0xFF
-            self.ser.write(b"\x00" + encode_frame(SYNC, self._seq, nonce))
+            self._write(b"\x00" + encode_frame(SYNC, self._seq, nonce))
             deadline = time.monotonic() + interval
             while (raw := self._read_frame(deadline)) is not None:
                 try:
@@ -180,53 +253,121 @@ class Link:
                          "is the edgec benchmark firmware running on it?")
 
     def hello(self) -> dict:
-        """Board and model identity: board, model, model_hash, input_bytes, output_bytes, tick_hz."""
+        """Board and model identity: board, model, model_hash, input_bytes, output_bytes, tick_hz,
+        arena_bytes, layer_count (0: no per-layer commands), stack_bytes (0: unknown)."""
         p = self._request(HELLO)
-        if len(p) < 13:
-            raise EdgecError(f"{self.describe} sent a malformed HELLO reply; rebuild and reflash the firmware")
-        version, in_bytes, out_bytes, tick_hz = struct.unpack_from("<BIII", p)
-        if version != PROTOCOL_VERSION:
+        if len(p) < 1 or p[0] != PROTOCOL_VERSION:
+            version = p[0] if p else "?"
             raise EdgecError(f"{self.describe} speaks link protocol v{version}, this edgec speaks "
                              f"v{PROTOCOL_VERSION}: rebuild and reflash the firmware")
-        strings = p[13:].split(b"\x00")
+        if len(p) < 25:
+            raise EdgecError(f"{self.describe} sent a malformed HELLO reply; rebuild and reflash the firmware")
+        _, in_bytes, out_bytes, tick_hz, arena, layers, stack = struct.unpack_from("<BIIIIII", p)
+        strings = p[25:].split(b"\x00")
         if len(strings) < 3:
             raise EdgecError(f"{self.describe} sent a malformed HELLO reply; rebuild and reflash the firmware")
         board, model, model_hash = (s.decode("utf-8", "replace") for s in strings[:3])
         self.info = dict(board=board, model=model, model_hash=model_hash, input_bytes=in_bytes,
-                         output_bytes=out_bytes, tick_hz=tick_hz)
+                         output_bytes=out_bytes, tick_hz=tick_hz, arena_bytes=arena, layer_count=layers,
+                         stack_bytes=stack)
         return dict(self.info)
 
     def write_input(self, data: bytes, offset: int = 0) -> None:
         for pos in range(0, len(data), WRITE_CHUNK):
             chunk = data[pos:pos + WRITE_CHUNK]
-            self._request(WRITE_INPUT, struct.pack("<I", offset + pos) + chunk)
+            ack = self._request(WRITE_INPUT, struct.pack("<I", offset + pos) + chunk, reply_len=6)
+            if struct.unpack("<IH", ack) != (offset + pos, len(chunk)):
+                raise EdgecError(f"{self.describe} acknowledged the wrong input chunk; restart the board")
+
+    def _run(self, ftype: int) -> tuple[int, int, int, int, int]:
+        """INVOKE or PROFILE: (status, ticks, input crc16, output crc16, stack used or -1)."""
+        return struct.unpack("<iQHHi", self._request(ftype, timeout=self.invoke_timeout, reply_len=20))
 
     def invoke(self) -> tuple[int, int]:
         """Run the model once on the device: (status, ticks)."""
-        status, ticks = struct.unpack("<iQ", self._request(INVOKE, timeout=self.invoke_timeout))
+        status, ticks, _, _, _ = self._run(INVOKE)
         return status, ticks
 
-    def read_output(self, length: int, offset: int = 0) -> bytes:
+    def read(self, region: int, length: int, offset: int = 0) -> bytes:
         out = bytearray()
         while len(out) < length:
             n = min(MAX_PAYLOAD, length - len(out))
-            out += self._request(READ_OUTPUT, struct.pack("<IH", offset + len(out), n))
+            out += self._request(READ, struct.pack("<BIH", region, offset + len(out), n), reply_len=n)
         return bytes(out)
 
-    def run(self, input: bytes) -> tuple[bytes, int]:
-        """Write the quantized input, invoke the model, read the output: (output bytes, ticks)."""
-        info = self.info or self.hello()
+    def read_output(self, length: int, offset: int = 0) -> bytes:
+        return self.read(REGION_OUTPUT, length, offset)
+
+    def _identity(self) -> dict:
+        return self.info or self.hello()
+
+    def _check_input(self, input: bytes) -> dict:
+        info = self._identity()
         if len(input) != info["input_bytes"]:
             raise EdgecError(f"input has {len(input)} bytes but model '{info['model']}' on {self.describe} "
                              f"expects {info['input_bytes']}")
-        self.write_input(bytes(input))
-        status, ticks = self.invoke()
-        if status != 0:
-            raise EdgecError(f"model '{info['model']}' failed on {self.describe} with status {status}")
-        return self.read_output(info["output_bytes"]), ticks
+        return info
+
+    def run_checked(self, input: bytes, profile: bool = False) -> dict:
+        """Write the input, run the model (PROFILE: with per-layer ticks), read the output; accepted only
+        when the device's CRCs of the input it ran on and of its output match.  Returns output, ticks,
+        stack (bytes or None) and, when profiling, layer_ticks."""
+        info = self._check_input(input)
+        input = bytes(input)
+        if profile and not info["layer_count"]:
+            raise EdgecError(f"the firmware on {self.describe} cannot profile layers; rebuild it (edgec build)")
+        problem = ""
+        for _ in range(self.retries + 1):
+            self.write_input(input)
+            status, ticks, in_crc, out_crc, stack = self._run(PROFILE if profile else INVOKE)
+            if status != 0:
+                raise EdgecError(f"model '{info['model']}' failed on {self.describe} with status {status}")
+            if in_crc != crc16(input):
+                problem = "the input the device ran on differs from the one sent"
+            else:
+                out = self.read_output(info["output_bytes"])
+                if crc16(out) == out_crc:
+                    result = {"output": out, "ticks": ticks, "stack": stack if stack >= 0 else None}
+                    if profile:
+                        raw = self.read(REGION_LAYER_TICKS, 4 * info["layer_count"])
+                        result["layer_ticks"] = list(struct.unpack(f"<{info['layer_count']}I", raw))
+                    return result
+                problem = "the output read back differs from the device's"
+            self.stats.sample_retries += 1
+        raise EdgecError(f"{self.describe}: {problem} after {self.retries + 1} tries; the serial link is "
+                         "too unreliable: check the cable and baud rate")
+
+    def run(self, input: bytes) -> tuple[bytes, int]:
+        """Write the quantized input, invoke the model, read the output: (output bytes, ticks)."""
+        r = self.run_checked(input)
+        return r["output"], r["ticks"]
+
+    def capture(self, input: bytes, layer: int) -> bytes:
+        """The output tensor of one layer (execution order) for this input, read from the device's arena."""
+        info = self._check_input(input)
+        input = bytes(input)
+        for _ in range(self.retries + 1):
+            self.write_input(input)
+            status, in_crc, offset, size, crc = struct.unpack(
+                "<iHIIH", self._request(CAPTURE, struct.pack("<I", layer), timeout=self.invoke_timeout,
+                                        reply_len=16))
+            if status != 0:
+                raise EdgecError(f"model '{info['model']}' failed on {self.describe} before layer {layer} "
+                                 f"(status {status})")
+            if in_crc == crc16(input):
+                data = self.read(REGION_ARENA, size, offset)
+                if crc16(data) == crc:
+                    return data
+            self.stats.sample_retries += 1
+        raise EdgecError(f"{self.describe}: layer {layer}'s output could not be read back intact after "
+                         f"{self.retries + 1} tries; check the serial link")
 
     def close(self) -> None:
         try:
             self.ser.close()
         except Exception:
             pass
+
+
+def _name(ftype: int) -> str:
+    return f"{COMMAND_NAMES.get(ftype, 'command')} (0x{ftype:02x})"

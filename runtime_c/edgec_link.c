@@ -1,14 +1,17 @@
 /* edgec serial link, device side (see edgec_link.h and edgec/link.py). */
 #include "edgec_link.h"
 
+#include <setjmp.h>
 #include <string.h>
 
 #include "edgec_board.h"
 
 enum {
     T_SYNC = 0x01, T_HELLO = 0x02, T_WRITE_INPUT = 0x03, T_INVOKE = 0x04, T_READ_OUTPUT = 0x05,
+    T_PROFILE = 0x06, T_CAPTURE = 0x07, T_READ = 0x08,
     T_REPLY = 0x80, T_NAK = 0xEE
 };
+enum { REGION_OUTPUT = 0, REGION_ARENA = 1, REGION_LAYER_TICKS = 2 };
 enum { NAK_CORRUPT = 1, NAK_UNKNOWN = 2, NAK_ARGS = 3, NAK_TOO_LONG = 4 };
 
 #define FRAME_MAX (2 + EDGEC_LINK_MAX_PAYLOAD + 2)
@@ -94,6 +97,91 @@ static void nak(uint8_t seq, uint8_t code, uint8_t type)
     send_frame(frame, wire, T_NAK, seq, 2);
 }
 
+/* Stack high-water mark by painting: boards that can (the QEMU BSP) override these weak defaults. */
+__attribute__((weak)) void edgec_stack_paint(void) { }
+__attribute__((weak)) int32_t edgec_stack_used(void) { return -1; }
+__attribute__((weak)) uint32_t edgec_stack_size(void) { return 0; }
+
+/* ---- model runs: plain, profiled (ticks after every layer), or stopped after one layer ---- */
+typedef struct { uint32_t *ticks; uint64_t prev; } profile_ctx;
+
+static void profile_hook(uint32_t layer, void *ctx)
+{
+    profile_ctx *c = (profile_ctx *)ctx;
+    uint64_t now = edgec_ticks();
+    c->ticks[layer] = (uint32_t)(now - c->prev);
+    c->prev = edgec_ticks();          /* the hook's own time is left out of the next layer's */
+}
+
+static jmp_buf capture_jump;
+static uint32_t capture_layer;
+
+static void capture_hook(uint32_t layer, void *ctx)
+{
+    (void)ctx;
+    if (layer == capture_layer) longjmp(capture_jump, 1);   /* leave the arena as it is now */
+}
+
+/* Runs the model until after `layer` and stops: 0 stopped there, otherwise the invoke status or -1. */
+static int run_until(const edgec_link_model *m, uint32_t layer)
+{
+    capture_layer = layer;
+    if (setjmp(capture_jump) != 0) return 0;
+    int status = m->invoke_with_hook(capture_hook, 0);
+    return status != 0 ? status : -1;
+}
+
+/* INVOKE and PROFILE reply: status i32, ticks u64, input crc16, output crc16, stack used i32 */
+static size_t run_timed(const edgec_link_model *m, int profile, uint8_t *out)
+{
+    uint16_t in_crc = edgec_link_crc16((const uint8_t *)m->input, m->input_bytes);
+    profile_ctx ctx;
+    int status;
+    edgec_stack_paint();
+    edgec_ticks_align();
+    uint64_t t0 = edgec_ticks();
+    if (profile) {
+        ctx.ticks = m->layer_ticks;
+        ctx.prev = t0;
+        status = m->invoke_with_hook(profile_hook, &ctx);
+    } else {
+        status = m->invoke();
+    }
+    uint64_t dt = edgec_ticks() - t0;
+    int32_t stack = edgec_stack_used();
+    uint16_t out_crc = edgec_link_crc16((const uint8_t *)m->output, m->output_bytes);
+    put_u32(out, (uint32_t)status);
+    put_u32(out + 4, (uint32_t)dt);
+    put_u32(out + 8, (uint32_t)(dt >> 32));
+    out[12] = (uint8_t)in_crc; out[13] = (uint8_t)(in_crc >> 8);
+    out[14] = (uint8_t)out_crc; out[15] = (uint8_t)(out_crc >> 8);
+    put_u32(out + 16, (uint32_t)stack);
+    return 20;
+}
+
+/* READ: copy bytes [off, off+n) of a region into out; 0 if out of range */
+static int read_region(const edgec_link_model *m, uint8_t region, uint32_t off, uint32_t n, uint8_t *out)
+{
+    if (n > EDGEC_LINK_MAX_PAYLOAD) return 0;
+    if (region == REGION_OUTPUT || region == REGION_ARENA) {
+        const int8_t *base = region == REGION_OUTPUT ? m->output : m->arena;
+        uint32_t size = region == REGION_OUTPUT ? m->output_bytes : m->arena_bytes;
+        if (!base || off > size || n > size - off) return 0;
+        memcpy(out, base + off, n);
+        return 1;
+    }
+    if (region == REGION_LAYER_TICKS) {     /* u32 little-endian per layer, addressed in bytes */
+        uint32_t size = m->layer_ticks ? 4u * m->layer_count : 0u;
+        if (off > size || n > size - off) return 0;
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t b = off + i;
+            out[i] = (uint8_t)(m->layer_ticks[b / 4] >> (8 * (b % 4)));
+        }
+        return 1;
+    }
+    return 0;
+}
+
 static size_t put_str(uint8_t *p, size_t room, const char *s)
 {
     size_t n = strlen(s) + 1;
@@ -124,6 +212,9 @@ static void handle(const edgec_link_model *m, uint8_t type, uint8_t seq, const u
         put_u32(out + n, m->input_bytes); n += 4;
         put_u32(out + n, m->output_bytes); n += 4;
         put_u32(out + n, edgec_tick_hz()); n += 4;
+        put_u32(out + n, m->arena_bytes); n += 4;
+        put_u32(out + n, m->invoke_with_hook ? m->layer_count : 0u); n += 4;
+        put_u32(out + n, edgec_stack_size()); n += 4;
         n += put_str(out + n, EDGEC_LINK_MAX_PAYLOAD - n, m->board_name);
         n += put_str(out + n, EDGEC_LINK_MAX_PAYLOAD - n, m->model_name);
         n += put_str(out + n, EDGEC_LINK_MAX_PAYLOAD - n, m->model_hash);
@@ -140,16 +231,34 @@ static void handle(const edgec_link_model *m, uint8_t type, uint8_t seq, const u
         reply(T_WRITE_INPUT | T_REPLY, seq, 6);
         break;
     }
-    case T_INVOKE: {
-        edgec_ticks_align();
-        uint64_t t0 = edgec_ticks();
-        int status = m->invoke();
-        uint64_t t1 = edgec_ticks();
-        uint64_t dt = t1 - t0;
+    case T_INVOKE:
+    case T_PROFILE: {
+        int profile = type == T_PROFILE;
+        if (profile && (!m->invoke_with_hook || !m->layer_ticks)) { nak(seq, NAK_ARGS, type); return; }
+        reply(type | T_REPLY, seq, run_timed(m, profile, out));
+        break;
+    }
+    case T_CAPTURE: {    /* layer u32 -> status i32, input crc16, offset u32, bytes u32, crc16 of the layer output */
+        if (len != 4 || !m->invoke_with_hook || get_u32(p) >= m->layer_count) { nak(seq, NAK_ARGS, type); return; }
+        uint32_t layer = get_u32(p);
+        uint16_t in_crc = edgec_link_crc16((const uint8_t *)m->input, m->input_bytes);
+        int status = run_until(m, layer);
+        uint32_t off = m->layer_output_offsets[layer], n = m->layer_output_bytes[layer];
+        uint16_t crc = edgec_link_crc16((const uint8_t *)m->arena + off, n);
         put_u32(out, (uint32_t)status);
-        put_u32(out + 4, (uint32_t)dt);
-        put_u32(out + 8, (uint32_t)(dt >> 32));
-        reply(T_INVOKE | T_REPLY, seq, 12);
+        out[4] = (uint8_t)in_crc; out[5] = (uint8_t)(in_crc >> 8);
+        put_u32(out + 6, off);
+        put_u32(out + 10, n);
+        out[14] = (uint8_t)crc; out[15] = (uint8_t)(crc >> 8);
+        reply(T_CAPTURE | T_REPLY, seq, 16);
+        break;
+    }
+    case T_READ: {       /* region u8, offset u32, length u16 -> data */
+        if (len != 7 || !read_region(m, p[0], get_u32(p + 1), p[5] | (uint32_t)p[6] << 8, out)) {
+            nak(seq, NAK_ARGS, type);
+            return;
+        }
+        reply(T_READ | T_REPLY, seq, p[5] | (size_t)p[6] << 8);
         break;
     }
     case T_READ_OUTPUT: {

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define EDGEC_LINK_PROTOCOL_VERSION 1
+#define EDGEC_LINK_PROTOCOL_VERSION 2
 #define EDGEC_LINK_MAX_PAYLOAD 256
 
 typedef struct {
@@ -20,6 +20,16 @@ typedef struct {
     const int8_t *output;       /* where the model leaves its output */
     uint32_t output_bytes;
     int (*invoke)(void);        /* runs the model once; 0 on success */
+    /* Introspection for PROFILE and CAPTURE (the generated model's NAME_arena(), NAME_LAYER_COUNT,
+     * NAME_layer_output_*[] and NAME_invoke_with_hook).  invoke_with_hook may be NULL: both then
+     * answer NAK (bad arguments). */
+    const int8_t *arena;
+    uint32_t arena_bytes;
+    uint32_t layer_count;
+    const uint32_t *layer_output_offsets;
+    const uint32_t *layer_output_bytes;
+    int (*invoke_with_hook)(void (*after_layer)(uint32_t layer, void *ctx), void *ctx);
+    uint32_t *layer_ticks;      /* layer_count entries: PROFILE writes each layer's ticks here */
 } edgec_link_model;
 
 /* Serve the host's commands forever (never returns). */

@@ -30,6 +30,11 @@ extern const int32_t fake_output_zero_point;
 int8_t *fake_input(void);
 int8_t *fake_output(void);
 int fake_invoke(void);
+#define FAKE_LAYER_COUNT 2u
+extern const uint32_t fake_layer_output_offsets[2];
+extern const uint32_t fake_layer_output_bytes[2];
+int8_t *fake_arena(void);
+int fake_invoke_with_hook(void (*after_layer)(uint32_t layer, void *ctx), void *ctx);
 #endif
 """
 FAKE_C = """\
@@ -41,14 +46,21 @@ const int32_t fake_output_zero_point = 0;
 static int8_t arena[FAKE_ARENA_BYTES] __attribute__((aligned(16)));
 int8_t *fake_input(void) { return arena; }
 int8_t *fake_output(void) { return arena + FAKE_INPUT_BYTES; }
-int fake_invoke(void)
+int8_t *fake_arena(void) { return arena; }
+/* layer 0: 1000 spins (work, so ticks > 0); layer 1: the output */
+const uint32_t fake_layer_output_offsets[2] = {FAKE_INPUT_BYTES, FAKE_INPUT_BYTES};
+const uint32_t fake_layer_output_bytes[2] = {0, FAKE_OUTPUT_BYTES};
+int fake_invoke_with_hook(void (*after_layer)(uint32_t layer, void *ctx), void *ctx)
 {
     volatile uint32_t spin = 0;
-    for (uint32_t i = 0; i < 1000; i++) spin += i;   /* some work, so ticks > 0 */
+    for (uint32_t i = 0; i < 1000; i++) spin += i;
+    if (after_layer) after_layer(0, ctx);
     for (int i = 0; i < FAKE_OUTPUT_BYTES; i++)
         arena[FAKE_INPUT_BYTES + i] = (int8_t)(arena[i] ^ arena[i + FAKE_OUTPUT_BYTES] ^ 0x55);
+    if (after_layer) after_layer(1, ctx);
     return 0;
 }
+int fake_invoke(void) { return fake_invoke_with_hook(0, 0); }
 """
 
 
@@ -83,8 +95,11 @@ def test_hello_and_run(built):
     board, fw = built
     with open_device(board, fw.elf) as dev:
         info = dev.link.hello()
+        stack = info.pop("stack_bytes")
         assert info == dict(board=board.name, model="fake", model_hash="0123456789abcdef",
-                            input_bytes=IN_BYTES, output_bytes=OUT_BYTES, tick_hz=board.tick_hz)
+                            input_bytes=IN_BYTES, output_bytes=OUT_BYTES, tick_hz=board.tick_hz,
+                            arena_bytes=1024, layer_count=2)
+        assert stack == (0 if board.name == "host" else {"qemu-cortex-m4": 8192, "qemu-cortex-m3": 4096}[board.name])
         ticks = []
         for _ in range(3):
             x = os.urandom(IN_BYTES)
@@ -94,6 +109,17 @@ def test_hello_and_run(built):
             ticks.append(t)
         if board.emulated:     # -icount: identical instruction counts on every run
             assert len(set(ticks)) == 1
+        # profile: per-layer ticks; stack painting measures something on the emulated boards only
+        x = os.urandom(IN_BYTES)
+        r = dev.link.run_checked(x, profile=True)
+        assert r["output"] == expected(x) and len(r["layer_ticks"]) == 2
+        assert sum(r["layer_ticks"]) <= r["ticks"] and r["layer_ticks"][0] > 0
+        if board.emulated:
+            assert 0 < r["stack"] < stack
+        else:
+            assert r["stack"] is None
+        # capture: the run stops after layer 1, whose output is the model output
+        assert dev.link.capture(x, 1) == expected(x)
         assert dev.link.retransmissions == 0
         proc = dev._process.proc
     assert proc.poll() is not None, "the device process must be gone after close()"
@@ -126,7 +152,7 @@ def test_device_naks_corruption_and_replays_lost_replies(built):
             link.ser.write(b"\x00" + L.encode_frame(L.INVOKE, 77))
             ftype, seq, payload = _raw_reply(link)
             assert (ftype, seq) == (L.INVOKE | L.REPLY, 77)
-            replies.append(struct.unpack("<iQ", payload))
+            replies.append(struct.unpack("<iQHHi", payload))
         assert replies[0] == replies[1]
         # garbage bytes, then the normal protocol again
         link.ser.write(bytes([0x13, 0x37, 0xFF] * 50) + b"\x00")

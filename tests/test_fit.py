@@ -73,7 +73,7 @@ def test_the_estimate_adds_up():
     plan = planner.plan(graph)
     board = load_board("qemu-cortex-m3")
     est = fit.estimate(graph, plan, board)
-    assert est["ram"]["total"] == plan.arena_bytes + fit.RUNTIME_RAM_BYTES + 4096   # the board reserves 4 KiB
+    assert est["ram"]["total"] == plan.arena_bytes + fit.runtime_ram_bytes(graph) + 4096   # the board reserves 4 KiB
     assert est["ram"]["board"] == 65536 and est["flash"]["board"] == 262144
     assert est["flash"]["total"] == est["flash"]["constants"] + est["flash"]["code"]
 

@@ -1,6 +1,8 @@
 """The link protocol on the host side: COBS, CRC, framing, and Link against an in-memory device."""
 import os
+import random
 import struct
+import time
 
 import pytest
 
@@ -44,19 +46,25 @@ def test_frame_round_trip_and_corruption():
 
 
 class FakeDevice:
-    """A Python model of runtime_c/edgec_link.c behind a pyserial-like interface (y = x ^ 0x55)."""
+    """A Python model of runtime_c/edgec_link.c behind a pyserial-like interface.
 
-    def __init__(self, in_bytes=600, out_bytes=600, corrupt_replies=(), corrupt_requests=(), mute=False):
+    The "model" has two layers: layer 0 = x ^ 0xAA, layer 1 (the output) = layer 0 ^ 0xFF = x ^ 0x55."""
+
+    def __init__(self, in_bytes=600, out_bytes=600, corrupt_replies=(), corrupt_requests=(), mute=False,
+                 ignore_writes=()):
         self.input = bytearray(in_bytes)
         self.output = bytearray(out_bytes)
+        self.arena = bytearray(in_bytes + 2 * out_bytes)
         self.rx = bytearray()                # host -> device bytes not yet framed
         self.tx = bytearray()                # device -> host bytes not yet read
         self.timeout = None
         self.replies = 0
         self.requests = 0
         self.invokes = 0
+        self.writes = 0
         self.corrupt_replies = set(corrupt_replies)    # indices of replies to damage
         self.corrupt_requests = set(corrupt_requests)  # indices of requests to damage
+        self.ignore_writes = set(ignore_writes)        # WRITE_INPUTs acknowledged but not done (a device bug)
         self.mute = mute
         self.last = None                     # (seq, type, wire) of the last reply
         self.closed = False
@@ -97,6 +105,21 @@ class FakeDevice:
             self.tx += wire
         return bytes(L.encode_frame(ftype, seq, payload))
 
+    def _layers(self):
+        l0 = bytes(b ^ 0xAA for b in self.input)
+        return [l0, bytes(b ^ 0xFF for b in l0[:len(self.output)])]
+
+    def _run(self, upto=None):
+        self.invokes += 1
+        layers = self._layers()[:None if upto is None else upto + 1]
+        n = len(self.input)
+        for i, data in enumerate(layers):
+            off = n + i * len(self.output)
+            self.arena[off:off + len(data)] = data
+        if upto is None:
+            self.output[:] = layers[-1]
+        return layers
+
     def _frame(self, raw):
         try:
             ftype, seq, p = L.decode_frame(raw)
@@ -112,7 +135,8 @@ class FakeDevice:
             self.last = None
             return
         if ftype == L.HELLO:
-            payload = struct.pack("<BIII", 1, len(self.input), len(self.output), 25_000_000)
+            payload = struct.pack("<BIIIIII", 2, len(self.input), len(self.output), 25_000_000,
+                                  len(self.arena), 2, 0)
             payload += b"fake-board\x00fake\x000123456789abcdef\x00"
         elif ftype == L.WRITE_INPUT:
             off = struct.unpack_from("<I", p)[0]
@@ -120,19 +144,78 @@ class FakeDevice:
             if off + len(data) > len(self.input):
                 self._send(L.NAK, seq, bytes([3, ftype]))
                 return
-            self.input[off:off + len(data)] = data
+            if self.writes not in self.ignore_writes:
+                self.input[off:off + len(data)] = data
+            self.writes += 1
             payload = struct.pack("<IH", off, len(data))
-        elif ftype == L.INVOKE:
-            self.invokes += 1
-            self.output[:] = bytes(b ^ 0x55 for b in self.input[:len(self.output)])
-            payload = struct.pack("<iQ", 0, 1234)
-        elif ftype == L.READ_OUTPUT:
-            off, n = struct.unpack("<IH", p)
-            payload = bytes(self.output[off:off + n])
+        elif ftype in (L.INVOKE, L.PROFILE):
+            in_crc = L.crc16(bytes(self.input))
+            self._run()
+            payload = struct.pack("<iQHHi", 0, 1234, in_crc, L.crc16(bytes(self.output)), -1)
+        elif ftype == L.CAPTURE:
+            layer = struct.unpack("<I", p)[0]
+            in_crc = L.crc16(bytes(self.input))
+            data = self._run(upto=layer)[layer]
+            off = len(self.input) + layer * len(self.output)
+            payload = struct.pack("<iHIIH", 0, in_crc, off, len(data), L.crc16(data))
+        elif ftype in (L.READ_OUTPUT, L.READ):
+            region, off, n = (0, *struct.unpack("<IH", p)) if ftype == L.READ_OUTPUT else struct.unpack("<BIH", p)
+            mem = {0: self.output, 1: self.arena, 2: struct.pack("<II", 1000, 234)}[region]
+            payload = bytes(mem[off:off + n])
         else:
             self._send(L.NAK, seq, bytes([2, ftype]))
             return
         self.last = (seq, ftype, self._send(ftype | L.REPLY, seq, payload))
+
+
+class FaultySerial:
+    """A pyserial-like wrapper that damages the byte stream both ways: flipped, dropped, duplicated and
+    inserted garbage bytes at `rate` per byte (seeded), and, after `mute_after` replies' bytes, silence."""
+
+    def __init__(self, inner, rate=0.01, seed=0, mute_after_bytes=None):
+        self.inner = inner
+        self.rate = rate
+        self.rng = random.Random(seed)
+        self.mute_after_bytes = mute_after_bytes
+        self.delivered = 0
+        self.faults = 0
+        self.timeout = None
+
+    def _damage(self, data: bytes) -> bytes:
+        out = bytearray()
+        for b in data:
+            r = self.rng.random()
+            if r < self.rate / 4:
+                out.append(b ^ (1 << self.rng.randrange(8)))          # flipped bit
+            elif r < self.rate / 2:
+                pass                                                   # dropped
+            elif r < 3 * self.rate / 4:
+                out += bytes([b, b])                                   # duplicated
+            elif r < self.rate:
+                out += bytes([b, self.rng.randrange(256)])             # garbage inserted
+            else:
+                out.append(b)
+                continue
+            self.faults += 1
+        return bytes(out)
+
+    @property
+    def in_waiting(self):
+        return self.inner.in_waiting
+
+    def write(self, data):
+        self.inner.write(self._damage(data))
+        return len(data)
+
+    def read(self, n=1):
+        data = self._damage(self.inner.read(n))
+        if self.mute_after_bytes is not None:
+            data = data[:max(0, self.mute_after_bytes - self.delivered)]
+        self.delivered += len(data)
+        return data
+
+    def close(self):
+        self.inner.close()
 
 
 def test_link_run_against_fake_device():
@@ -141,7 +224,8 @@ def test_link_run_against_fake_device():
     link.sync()
     info = link.hello()
     assert info == dict(board="fake-board", model="fake", model_hash="0123456789abcdef",
-                        input_bytes=600, output_bytes=600, tick_hz=25_000_000)
+                        input_bytes=600, output_bytes=600, tick_hz=25_000_000, arena_bytes=1800,
+                        layer_count=2, stack_bytes=0)
     x = os.urandom(600)
     out, ticks = link.run(x)
     assert out == bytes(b ^ 0x55 for b in x) and ticks == 1234
@@ -176,7 +260,7 @@ def test_silent_device_raises_after_bounded_retries():
     link = L.Link(dev, timeout=0.02, retries=2)
     with pytest.raises(EdgecError, match="did not answer the link sync"):
         link.sync(attempts=3, interval=0.01)
-    with pytest.raises(EdgecError, match=r"did not answer command 0x02 after 3 tries"):
+    with pytest.raises(EdgecError, match=r"stopped answering: no valid reply to HELLO \(0x02\) after 3 tries"):
         link.hello()
     assert dev.requests == 3 + 3
 
@@ -197,3 +281,97 @@ def test_garbage_before_sync_is_ignored():
     link = L.Link(dev, timeout=0.2)
     link.sync()
     assert link.hello()["board"] == "fake-board"
+
+
+def expected(x):
+    return bytes(b ^ 0x55 for b in x)
+
+
+def test_run_checked_profile_and_capture():
+    dev = FakeDevice()
+    link = L.Link(dev, timeout=0.2)
+    link.sync()
+    x = os.urandom(600)
+    r = link.run_checked(x, profile=True)
+    assert r["output"] == expected(x) and r["ticks"] == 1234 and r["stack"] is None
+    assert r["layer_ticks"] == [1000, 234]
+    assert link.capture(x, 0) == bytes(b ^ 0xAA for b in x)
+    assert link.capture(x, 1) == expected(x)
+    s = link.stats.to_json(baud=115200)
+    assert s["payload_bytes"] >= 3 * 600 and s["throughput_bytes_per_s"] > 0
+    assert s["line_bytes_per_s"] == 11520.0
+
+
+def test_acknowledged_but_lost_input_is_caught_by_the_input_crc():
+    """A device that acks a WRITE_INPUT chunk without storing it would run on a stale input: the
+    input CRC in the INVOKE reply catches it and the sample is run again."""
+    dev = FakeDevice(ignore_writes={1})
+    link = L.Link(dev, timeout=0.2)
+    link.sync()
+    x = os.urandom(600)
+    assert link.run(x)[0] == expected(x)
+    assert link.stats.sample_retries == 1 and dev.invokes == 2
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_noisy_link_never_yields_a_wrong_sample(seed):
+    """Flipped, dropped, duplicated and inserted bytes both ways (0.2% per byte: about one large frame
+    in three is damaged): every sample either comes back right or the link gives up with an
+    EdgecError; a wrong output is never returned."""
+    dev = FakeDevice()
+    ser = FaultySerial(dev, rate=0.002, seed=seed)
+    link = L.Link(ser, timeout=0.03, retries=12)
+    link.sync(attempts=200, interval=0.03)
+    rng = random.Random(seed)
+    good = failed = 0
+    for _ in range(25):
+        x = bytes(rng.randrange(256) for _ in range(600))
+        try:
+            out, _ = link.run(x)
+        except EdgecError:
+            failed += 1
+            continue
+        assert out == expected(x)
+        good += 1
+    assert ser.faults > 50 and link.retransmissions > 0
+    assert good >= 20, (good, failed)
+
+
+def test_duplicated_and_stale_replies_are_ignored():
+    """Every reply arrives twice: the duplicates (stale seq) are skipped, nothing runs twice."""
+    class Doubling(FakeDevice):
+        def _send(self, ftype, seq, payload):
+            wire = super()._send(ftype, seq, payload)
+            self.tx += wire
+            return wire
+    dev = Doubling()
+    link = L.Link(dev, timeout=0.2)
+    link.sync()
+    for _ in range(3):
+        x = os.urandom(600)
+        assert link.run(x)[0] == expected(x)
+    assert dev.invokes == 3 and link.retransmissions == 0
+
+
+def test_device_that_stops_answering_mid_run_fails_fast_and_clearly():
+    dev = FakeDevice()
+    ser = FaultySerial(dev, rate=0.0)
+    link = L.Link(ser, timeout=0.05, retries=3)
+    link.sync()
+    x = os.urandom(600)
+    link.run(x)
+    ser.mute_after_bytes = ser.delivered + 20       # cut off in the middle of the next exchange
+    t0 = time.monotonic()
+    with pytest.raises(EdgecError, match=r"board|device.*stopped answering.*after 4 tries.*restart"):
+        link.run(x)
+    assert time.monotonic() - t0 < 2.0
+
+
+def test_garbage_flood_without_delimiters_is_dropped():
+    dev = FakeDevice()
+    link = L.Link(dev, timeout=0.2)
+    link.sync()
+    dev.tx += bytes(range(1, 256)) * 40             # 10 KB of noise without a single 0x00
+    x = os.urandom(600)
+    assert link.run(x)[0] == expected(x)
+    assert len(link._rx) <= L.RX_LIMIT

@@ -21,6 +21,10 @@ uint64_t edgec_ticks(void);                       /* 64-bit tick counter */
 uint32_t edgec_tick_hz(void);                     /* ticks per second of edgec_ticks() */
 void     edgec_ticks_align(void);                 /* re-phase the tick grid; call right before t0 */
 void     edgec_exit(int code) __attribute__((noreturn));
+/* Optional (weak defaults in edgec_link.c report "not measured"): stack high-water mark by painting. */
+void     edgec_stack_paint(void);                 /* fill the free stack below SP with a pattern */
+int32_t  edgec_stack_used(void);                  /* bytes of stack touched since the paint, or -1 */
+uint32_t edgec_stack_size(void);                  /* bytes reserved for the stack, or 0 if unknown */
 
 #ifdef __cplusplus
 }

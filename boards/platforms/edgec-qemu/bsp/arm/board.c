@@ -181,3 +181,20 @@ int _kill(int pid, int sig);
 int _kill(int pid, int sig) { (void)pid; (void)sig; errno = EINVAL; return -1; }
 void _exit(int code);
 void _exit(int code) { edgec_exit(code); }
+
+/* ---- stack high-water mark by painting (linker script: __StackLimit..__StackTop, one MSP stack) ---- */
+#define STACK_PAINT 0x5AC35AC3u
+extern uint32_t __StackLimit, __StackTop;
+void edgec_stack_paint(void)
+{
+    uint32_t *p = &__StackLimit, *sp;
+    __asm volatile("mov %0, sp" : "=r"(sp));
+    for (sp -= 16; p < sp; p++) *p = STACK_PAINT;     /* 64 bytes of margin below this frame */
+}
+int32_t edgec_stack_used(void)
+{
+    const uint32_t *p = &__StackLimit;
+    while (p < &__StackTop && *p == STACK_PAINT) p++;
+    return (int32_t)((const char *)&__StackTop - (const char *)p);
+}
+uint32_t edgec_stack_size(void) { return (uint32_t)((const char *)&__StackTop - (const char *)&__StackLimit); }

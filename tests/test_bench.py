@@ -1,0 +1,238 @@
+"""The bench stage on real firmware: metrics, the per-layer profile, the divergence finder against a
+deliberately broken layer, the user's --score, non-classifier error metrics, report.html (rendered in
+headless Chromium when it is installed) and the CLI's --json -."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from conftest import EXAMPLES, REPO, make_model, save
+from edgec import api, artifact, bench, report
+from edgec.boards import load_board
+from edgec.errors import EdgecError
+from edgec.firmware import build_firmware
+
+DIGITS = EXAMPLES / "digits_cnn"
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bench_builds")
+    cache = {}
+
+    def get(board):
+        if board not in cache:
+            cache[board] = root / f"digits-{board}"
+            api.build(DIGITS / "model.onnx", DIGITS / "calib.npz", board, cache[board])
+        return cache[board]
+    return get
+
+
+def test_profile_sums_to_the_whole_inference_on_qemu(builds, tmp_path):
+    """Per-layer times (PROFILE, exact under -icount) sum to within 5% of the plain INVOKE's time;
+    the stack high-water mark is measured by painting."""
+    r = api.bench(builds("qemu-cortex-m4"), DIGITS / "test.npz", limit=8, profile=True)
+    p = r["profile"]
+    graph = artifact.load_graph(builds("qemu-cortex-m4"))
+    assert [x["name"] for x in p["layers"]] == [op.name for op in bench.layers(graph)]
+    assert all(x["units"] > 0 for x in p["layers"])
+    assert abs(p["sum_over_whole"] - 1) <= 0.05, p["sum_over_whole"]
+    assert abs(sum(x["units"] for x in p["layers"]) - p["whole_units"]) <= 0.05 * p["whole_units"]
+    assert abs(sum(x["share"] for x in p["layers"]) - 1) < 1e-9
+    conv = max(p["layers"], key=lambda x: x["macs"])
+    assert conv["units"] == max(x["units"] for x in p["layers"])     # the biggest conv dominates
+    m = r["memory"]
+    assert 0 < m["stack_used_bytes"] < m["stack_reserved_bytes"] == 8192
+    lat = r["latency"]
+    assert lat["ms"]["median"] == pytest.approx(lat["median"] / 25e6 * 1e3)
+    assert "estimate" in lat["ms"]["basis"]
+    table = report.profile_table(r)
+    assert all(x["name"] in table for x in p["layers"]) and "#" in table
+
+
+def _break_one_weight(build, layer_index):
+    """Flip the first weight of one layer in the generated C and rebuild the firmware: that layer (and
+    only on the device) computes something else.  Returns the broken layer's name."""
+    rep = json.loads((build / "build-report.json").read_text())
+    graph = artifact.load_graph(build)
+    op = bench.layers(graph)[layer_index]
+    src = build / "project" / "src" / f"{rep['model']}.c"
+    text = src.read_text()
+    i = graph.ops.index(op)
+    # the portable kernels' int8 weights, or the fast kernels' packed words (4 weights each)
+    m = re.search(rf"static const (?:int8_t op{i}_weights|uint32_t op{i}_fw)\[\d+\] = {{\n\s*(-?\d+)", text)
+    assert m, "weights array not found in the generated C"
+    if "_fw[" in m.group(0):
+        new = str(int(m.group(1)) ^ 0x40)                            # flips bit 6 of the first weight
+    else:
+        new = "-127" if int(m.group(1)) >= 0 else "127"
+    src.write_text(text[:m.start(1)] + new + text[m.end(1):])
+    fw = build_firmware(build / "project", load_board(rep["board"]), log=None)
+    assert (build / rep["firmware"]).resolve() == fw.elf.resolve()
+    return op.name
+
+
+def test_divergence_finder_names_the_broken_layer(builds, tmp_path):
+    broken = tmp_path / "broken"
+    shutil.copytree(builds("host"), broken)
+    name = _break_one_weight(broken, 1)
+    r = api.bench(broken, DIGITS / "test.npz", limit=6)             # no flag: found automatically
+    assert r["agreement"]["device_vs_reference"] < 1
+    div = r["divergence"]
+    assert div["sample"] == r["agreement"]["mismatched_samples"][0]
+    first = div["first_divergent_layer"]
+    assert first["name"] == name and first["index"] == 1 and first["max_abs_diff"] > 0
+    assert div["layers"][0]["differing"] == 0                        # the layer before it is bit-exact
+    assert "first differing layer is #1" in bench.describe_divergence(div)
+
+
+def test_bench_report_score_and_compare_layers_on_host(builds, tmp_path):
+    metric = tmp_path / "metric.py"
+    metric.write_text("import numpy as np\n"
+                      "def confidence(outputs, labels, inputs):\n"
+                      "    assert outputs.shape == (len(inputs), 10) and labels is not None\n"
+                      "    return {'mean_top': float(outputs.max(1).mean()), 'n': len(inputs)}\n")
+    r = api.bench(builds("host"), DIGITS / "test.npz", limit=30, compare_layers=True, profile=True,
+                  score=f"{metric}:confidence", report_dir=tmp_path / "rep")
+    assert r["task"] == "classification"
+    assert r["accuracy"]["device"] == r["accuracy"]["int8_reference"]
+    conf = np.array(r["confusion"]["matrix"])
+    assert conf.shape == (10, 10) and conf.sum() == 30
+    assert np.trace(conf) == round(r["accuracy"]["device"] * 30)
+    assert r["score"]["device"] == r["score"]["int8_reference"] and r["score"]["device"]["n"] == 30
+    assert r["divergence"]["first_divergent_layer"] is None
+    assert r["memory"]["stack_used_bytes"] is None                   # host: not measured, said so
+    assert r["latency"]["ms"]["basis"] == "host wall clock"
+    assert r["link"]["throughput_bytes_per_s"] > 0 and r["link"]["retransmissions"] == 0
+    saved = json.loads((tmp_path / "rep" / "bench-report.json").read_text())
+    assert saved["samples"] == 30
+    html = (tmp_path / "rep" / "report.html").read_text()
+    svgs = re.findall(r"<svg .*?</svg>", html, re.S)
+    for svg in svgs:
+        ET.fromstring(svg)                                           # well-formed
+    titles = re.findall(r'<svg [^>]*aria-label="([^"]+)"', html)
+    assert any(t.startswith("Latency of 30") for t in titles) and any(t.startswith("Time per layer") for t in titles)
+    assert any(t.startswith("Confusion") for t in titles)
+    assert "arena over time</title>" in html                         # the build's memory.svg, inlined
+    assert any(t.startswith("Max |device") for t in titles)
+    assert "src=" not in html and "<script" not in html               # self-contained
+    _screenshot_check(tmp_path / "rep" / "report.html", tmp_path / "shot.png")
+
+
+def _screenshot_check(html, png):
+    script = REPO / "scripts" / "screenshot_report.py"
+    spec = importlib.util.spec_from_file_location("screenshot_report", script)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    if mod.chromium() is None:
+        pytest.skip("chromium is not installed (apt-get install chromium): report.html not rendered")
+    mod.screenshot(html, png)
+    counts = mod.colour_counts(png, mod.PLOT_COLOURS)
+    assert all(v > 50 for v in counts.values()), counts      # bars and the latency plot's median marks
+
+
+def test_regression_model_error_metrics_and_cli_json(tmp_path):
+    """A non-classifier: MSE / max error against float targets and against the float model."""
+    rng = np.random.default_rng(3)
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["h"], transB=1, name="fc1"),
+             helper.make_node("Relu", ["h"], ["r"], name="relu"),
+             helper.make_node("Gemm", ["r", "w2", "b2"], ["y"], transB=1, name="fc2")]
+    inits = {"w": rng.standard_normal((16, 8)) * 0.4, "b": rng.standard_normal(16) * 0.1,
+             "w2": rng.standard_normal((4, 16)) * 0.4, "b2": rng.standard_normal(4) * 0.1}
+    model = save(make_model(nodes, ("x", [1, 8]), ("y", [1, 4]), inits), tmp_path, "regress.onnx")
+    x = rng.standard_normal((40, 8)).astype(np.float32)
+    np.savez(tmp_path / "calib.npz", x=x)
+    y = rng.standard_normal((40, 4)).astype(np.float32)
+    np.savez(tmp_path / "test.npz", x=x, y=y)
+    np.savez(tmp_path / "nolabels.npz", x=x)
+    out = tmp_path / "b"
+    api.build(model, tmp_path / "calib.npz", "host", out)
+    r = api.bench(out, tmp_path / "test.npz")
+    assert r["task"] == "regression" and "accuracy" not in r
+    e = r["error"]
+    assert e["against"] == "labels" and e["device"] == e["int8_reference"]
+    assert e["device"]["mse"] == pytest.approx(e["float"]["mse"], rel=0.1)
+    proc = subprocess.run([sys.executable, "-m", "edgec", "bench", str(out), "--data", str(tmp_path / "nolabels.npz"),
+                           "--json", "-", "--no-report"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    j = json.loads(proc.stdout)                                      # stdout is only the JSON
+    assert j["error"]["against"] == "float model" and 0 < j["error"]["device"]["mse"] < 0.05
+    assert "error against the float model" in proc.stderr
+    assert not (out / "report.html").exists()
+
+
+def test_score_spec_errors(tmp_path):
+    for spec, needle in [("nocolon", "expected module:function"), (f"{tmp_path}/none.py:f", "does not exist"),
+                         ("edgec_no_such_module:f", "cannot import"), ("json:no_such_function", "has no function")]:
+        with pytest.raises(EdgecError, match=needle):
+            bench.load_score(spec)
+    assert bench.load_score("json:dumps") is json.dumps
+
+
+def test_bench_over_a_noisy_link_records_only_right_samples(builds, monkeypatch):
+    """The real host firmware behind a link that flips, drops, duplicates and inserts bytes: the bench
+    retries, and every recorded output is still bit-identical to the reference."""
+    from test_link import FaultySerial
+    from edgec import device
+
+    real_open = device.open_device
+    wrapped = []
+
+    def noisy_open(*args, **kwargs):
+        dev = real_open(*args, **kwargs)
+        dev.link.ser = FaultySerial(dev.link.ser, rate=0.002, seed=7)
+        dev.link.timeout, dev.link.retries = 0.2, 12
+        wrapped.append(dev.link)
+        return dev
+    monkeypatch.setattr(device, "open_device", noisy_open)
+    r = api.bench(builds("host"), DIGITS / "test.npz", limit=60)
+    assert wrapped[0].ser.faults > 20 and r["link"]["retransmissions"] > 0
+    assert r["agreement"]["device_vs_reference"] == 1.0
+
+
+def test_device_that_dies_or_hangs_mid_bench(builds):
+    import os
+    import signal
+    from edgec.device import open_device
+
+    _, board, firmware = api.load_build(builds("host"))
+    x = bytes(64)
+    with open_device(board, firmware) as dev:          # hangs: stopped, the socket stays open
+        dev.link.run(x)
+        dev.link.timeout, dev.link.retries, dev.link.invoke_timeout = 0.1, 2, 0.1
+        os.killpg(dev._process.proc.pid, signal.SIGSTOP)
+        with pytest.raises(EdgecError, match=r"stopped answering: no valid reply to WRITE_INPUT .* after 3 tries"):
+            dev.link.run(x)
+        os.killpg(dev._process.proc.pid, signal.SIGCONT)
+    with open_device(board, firmware) as dev:          # dies: the connection is lost
+        dev.link.run(x)
+        dev._process.kill()
+        with pytest.raises(EdgecError, match=r"connection to board 'host' was lost"):
+            dev.link.run(x)
+
+
+def test_report_reads_sensitivity_and_memory_pictures(tmp_path):
+    """sensitivity.json as edgec's quantization analysis writes it (worst first, SQNR in dB), and a
+    memory.svg in the build folder, are picked up by the report."""
+    rows = [{"index": 3, "layer": "conv2", "kind": "conv2d", "tensor": "t3", "cumulative_db": 20.5,
+             "isolated_db": 30.1, "isolated_output_db": 25.0},
+            {"index": 0, "layer": "conv1", "kind": "conv2d", "tensor": "t0", "cumulative_db": 40.0,
+             "isolated_db": 41.0, "isolated_output_db": 38.5}]
+    (tmp_path / "sensitivity.json").write_text(json.dumps(rows))
+    pairs, label = report.sensitivity(tmp_path)
+    assert pairs == [("conv2", 25.0), ("conv1", 38.5)] and "SQNR" in label
+    svg = report._sensitivity_plot(tmp_path)["svg"]
+    ET.fromstring(svg)
+    assert "conv2" in svg and "25" in svg
+    (tmp_path / "memory.svg").write_text('<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg"><rect/></svg>')
+    assert report._memory_plot(tmp_path)["svg"].startswith("<svg")
+    assert report.sensitivity(tmp_path / "nowhere") is None
