@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import __version__, artifact, calibrate, canonicalize, codegen, loader, planner, quantize, reference
+from . import __version__, artifact, calibrate, canonicalize, codegen, float_reference, loader, planner, quantize, reference
 from .boards import Board, load_board
 from .data import load_dataset
 from .errors import EdgecError
@@ -44,8 +44,11 @@ def compile_model(model_path: str | Path, calib_path: str | Path, log: Log = _qu
     graph = canonicalize.canonicalize(model, model_name(model_path))
     calib = load_dataset(calib_path, graph.input_onnx_shape)
     log(f"calibrating on {len(calib.x)} samples")
-    sources = [t.source for t in graph.tensors.values()]
+    sources = [t.source for t in graph.tensors.values() if not t.source.startswith(float_reference.SYNTHETIC)]
     ranges = calibrate.calibrate(model, calib.x, sources, progress=Progress("calibrate", len(calib.x)))
+    own = {t.source for t in graph.tensors.values()} - set(ranges)
+    if own:   # tensors edgec made up (decomposed operators): ranges from its float interpreter
+        ranges.update(float_reference.ranges(graph, calib.x, own))
     quantize.quantize(graph, ranges)
     plan = planner.plan(graph)
     planner.check_plan(graph, plan)
