@@ -100,6 +100,8 @@ class _Canonicalizer(ExtOps):
 
     # ---- helpers -------------------------------------------------------------------------
     def _new_tensor(self, name: str, shape: tuple[int, ...], source: str) -> str:
+        if any(int(d) == 0 for d in shape):
+            raise EdgecError(f"tensor '{source}' is empty (shape {list(shape)}); edgec needs at least one element")
         base, k = name, 1
         while name in self.graph.tensors:
             name, k = f"{base}_{k}", k + 1
@@ -194,6 +196,7 @@ class _Canonicalizer(ExtOps):
         self.graph.output = tensor
         self.graph.output_onnx_shape = oshape
         self._prune()
+        self._ensure_kernel()
         return self.graph
 
     def _prune(self) -> None:
@@ -424,6 +427,8 @@ class _Canonicalizer(ExtOps):
             return
         # A BatchNorm edgec cannot fold: a 1x1 depthwise convolution does the same.
         in_shape = self._shape(x, node)
+        if in_shape[0] != 1:
+            raise _node_error(node, f"batch {in_shape[0]}: an unfolded BatchNormalization runs on a batch of 1")
         c = in_shape[1]
         hwc = (in_shape[2], in_shape[3], c) if len(in_shape) == 4 else (1, int(np.prod(in_shape[2:])), c)
         xin = self._as_layout(x, _channels_last(len(in_shape)), node)
@@ -494,6 +499,9 @@ class _Canonicalizer(ExtOps):
 
     # ---- views and layout ----------------------------------------------------------------------
     def _alias(self, node):
+        if node.op_type == "Dropout" and len(node.input) > 2 and node.input[2] and (
+                node.input[2] not in self.consts or bool(self.consts[node.input[2]])):
+            raise _node_error(node, "training-mode Dropout is not supported (export the model in eval mode)")
         self.values[node.output[0]] = self._activation(node.input[0], node)
 
     _op_Identity = _alias

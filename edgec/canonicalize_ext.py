@@ -20,6 +20,7 @@ import onnx
 
 from . import elementwise
 from .errors import EdgecError
+from .float_reference import SYNTHETIC
 from .kernels_ext import INVALID, RANK
 
 NO_ACT = (-math.inf, math.inf)
@@ -95,6 +96,15 @@ class ExtOps:
             tables.append(np.where(idx >= 0, idx * strides[a], INVALID))
         out = self._remap(node, tensor, y, [yshape[a] for a in perm], tables, pad)
         self.values[y] = (out, perm)
+
+    def _ensure_kernel(self) -> None:
+        """A graph of views only (a Reshape model) still needs one kernel call: copy the bytes."""
+        if all(op.kind == "reshape" for op in self.graph.ops):
+            node = self.model.graph.node[-1]
+            src = self.graph.tensors[self.graph.output]
+            out = self._remap(node, self.graph.output, src.name + "__copy", [src.size], [np.arange(src.size)],
+                              source=src.source)
+            self.graph.output = out
 
     def _in_layout(self, value, rank, perm, node):
         """A tensor holding `value` (rank <= `rank`, leading 1s added) laid out in the order `perm`."""
@@ -176,27 +186,42 @@ class ExtOps:
         slope = self._const_input(node, 1)
         self._const_operand(node, node.input[0], slope.astype(np.float64), "prelu")
 
-    def _op_Sum(self, node):
+    def _variadic(self, node, op, y=None):
+        """Sum/Max/Min of n tensors: a chain of binary ops (intermediates are edgec's own tensors)."""
+        y = y or node.output[0]
         if len(node.input) == 1:
-            return self._alias(node)
-        if len(node.input) != 2:
-            raise _node_error(node, "Sum/Mean of more than two tensors is not supported")
-        self._binary(node, "add")
+            self.values[y] = self._activation(node.input[0], node)
+            return
+        acc = node.input[0]
+        for k, nxt in enumerate(node.input[1:]):
+            last = k == len(node.input) - 2
+            out = y if last else f"{SYNTHETIC}{y}__{k}"
+            if not last:
+                self.shapes[out] = tuple(np.broadcast_shapes(self._shape(acc, node), self._shape(nxt, node)))
+            self._binary(onnx.helper.make_node(node.op_type, [acc, nxt], [out], name=node.name), op)
+            acc = out
+
+    def _op_Sum(self, node):
+        self._variadic(node, "add")
+
+    def _op_Max(self, node):
+        self._variadic(node, "max")
+
+    def _op_Min(self, node):
+        self._variadic(node, "min")
 
     def _op_Mean(self, node):
         if len(node.input) == 1:
             return self._alias(node)
-        if len(node.input) != 2:
-            raise _node_error(node, "Sum/Mean of more than two tensors is not supported")
-        mid = node.output[0] + "__sum"
+        mid = f"{SYNTHETIC}{node.output[0]}__sum"
         self.shapes[mid] = self._shape(node.output[0], node)
-        self._binary(onnx.helper.make_node("Add", list(node.input), [mid], name=node.name), "add", source=mid)
-        self._lut(node, mid, node.output[0], "mul_c", consts=np.array([0.5]))
+        self._variadic(node, "add", mid)
+        self._lut(node, mid, node.output[0], "mul_c", consts=np.array([1.0 / len(node.input)]))
 
     def _binary_node(self, node):
         self._binary(node, BINARY_FNS[node.op_type])
 
-    _op_Sub = _op_Div = _op_Max = _op_Min = _op_Pow = _binary_node
+    _op_Sub = _op_Div = _op_Pow = _binary_node
 
     def _binary(self, node, op, source=None):
         if len(node.input) != 2:
@@ -415,7 +440,9 @@ class ExtOps:
         if perm not in ((0, 1, 2, 3), (0, 2, 3, 1)):
             tensor, perm = self._as_layout(x, (0, 1, 2, 3), node), (0, 1, 2, 3)
             st = _contiguous_strides(self._shape(x, node))
-        _, c, h, w = self._shape(x, node)
+        n, c, h, w = self._shape(x, node)
+        if n != 1:
+            raise _node_error(node, f"batch {n}: {node.op_type} runs on a batch of 1")
         ar = np.arange
         if to_space:   # out[c', h*b+i, w*b+j] = in[ch(i, j, c'), h, w]
             c2 = c // (b * b)
@@ -425,11 +452,14 @@ class ExtOps:
             axes = {"c": (c2, chan["c"]), "h": (h, lambda m: ar(m) * st[2]), "i": (b, chan["i"]),
                     "w": (w, lambda m: ar(m) * st[3]), "j": (b, chan["j"])}
             order = ["c", "h", "i", "w", "j"] if perm == (0, 1, 2, 3) else ["h", "i", "w", "j", "c"]
-        else:          # out[(i*b + j)*C + c, h, w] = in[c, h*b+i, w*b+j]
+        else:          # out[ch(i, j, c), h, w] = in[c, h*b+i, w*b+j]
+            if mode == "CRD":    # channel c*b*b + i*b + j instead of (i*b + j)*C + c
+                order = ["c", "i", "j", "h", "w"] if perm == (0, 1, 2, 3) else ["h", "w", "c", "i", "j"]
             axes = {"i": (b, lambda m: ar(m) * st[2]), "j": (b, lambda m: ar(m) * st[3]),
                     "c": (c, lambda m: ar(m) * st[1]), "h": (h // b, lambda m: ar(m) * b * st[2]),
                     "w": (w // b, lambda m: ar(m) * b * st[3])}
-            order = ["i", "j", "c", "h", "w"] if perm == (0, 1, 2, 3) else ["h", "w", "i", "j", "c"]
+            if mode != "CRD":
+                order = ["i", "j", "c", "h", "w"] if perm == (0, 1, 2, 3) else ["h", "w", "i", "j", "c"]
         out = self._remap(node, tensor, y, [axes[k][0] for k in order], [axes[k][1](axes[k][0]) for k in order])
         self.graph.tensors[out].shape = tuple(self._shape(y, node)[p] for p in perm)
         self.graph.ops[-1].attrs["dims"] = tuple(axes[k][0] for k in order)
@@ -463,6 +493,9 @@ class ExtOps:
         shape, yshape = self._shape(x, node), self._shape(y, node)
         mode = self._attr(node, "mode", b"nearest")
         mode = mode.decode() if isinstance(mode, bytes) else mode
+        ctm = self._attr(node, "coordinate_transformation_mode", b"half_pixel")
+        if (ctm.decode() if isinstance(ctm, bytes) else ctm) == "tf_crop_and_resize":
+            raise _node_error(node, "coordinate_transformation_mode tf_crop_and_resize is not supported")
         if self._attr(node, "antialias", 0) and mode != "nearest":
             raise _node_error(node, "antialiased Resize is not supported")
         coords = []
@@ -497,6 +530,8 @@ class ExtOps:
         w = self._const_input(node, 1).astype(np.float32)          # [C_in, C_out/g, k...]
         shape, yshape = self._shape(x, node), self._shape(y, node)
         nsp = len(shape) - 2
+        if shape[0] != 1:
+            raise _node_error(node, f"batch {shape[0]}: convolutions run on a batch of 1")
         if nsp not in (1, 2):
             raise _node_error(node, "only 1-D and 2-D ConvTranspose are supported")
         g = int(self._attr(node, "group", 1))
@@ -511,7 +546,7 @@ class ExtOps:
         for i in range(nsp):
             total = strides[i] * (shape[2 + i] - 1) + outpad[i] + (kernel[i] - 1) * dil[i] + 1 - yshape[2 + i]
             if auto in ("SAME_UPPER", "SAME_LOWER"):
-                begins.append(total // 2 if auto == "SAME_LOWER" else total - total // 2)
+                begins.append(total // 2 if auto == "SAME_UPPER" else total - total // 2)
             elif auto == "VALID":
                 begins.append(0)
             else:
@@ -631,7 +666,7 @@ class ExtOps:
         out = self._new_tensor(y, tuple(yshape[a] for a in yperm) or (1,), y)
         if kind in ("argmax", "argmin") and n > 128:
             raise _node_error(node, f"{node.op_type} over {n} values: int8 indices reach 127 at most")
-        self._emit("reduce", node, [tensor], out, kind=kind, outer=outer, n=n, inner=inner,
+        self._emit("reduce", node, [tensor], out, how=kind, outer=outer, n=n, inner=inner,
                    select_last=int(select_last))
         self.values[y] = (out, tuple(yperm))
 
@@ -648,7 +683,7 @@ class ExtOps:
         mid = node.output[0] + "__abs"
         self.shapes[mid] = self._shape(node.input[0], node)
         self._lut(node, node.input[0], mid, "abs")
-        self.graph.tensors[self.values[mid][0]].source = "edgec:" + mid
+        self.graph.tensors[self.values[mid][0]].source = SYNTHETIC + mid
         fake = onnx.helper.make_node("ReduceSum", [mid] + list(node.input[1:]), list(node.output), name=node.name)
         fake.attribute.extend(node.attribute)
         self._reduce(fake, "sum", self._reduce_axes(node, len(self.shapes[mid])))
@@ -657,7 +692,7 @@ class ExtOps:
         mid = node.output[0] + "__square"
         self.shapes[mid] = self._shape(node.input[0], node)
         self._lut(node, node.input[0], mid, "pow_c", consts=np.array([2.0]))
-        self.graph.tensors[self.values[mid][0]].source = "edgec:" + mid
+        self.graph.tensors[self.values[mid][0]].source = SYNTHETIC + mid
         fake = onnx.helper.make_node("ReduceSum", [mid] + list(node.input[1:]), list(node.output), name=node.name)
         fake.attribute.extend(node.attribute)
         self._reduce(fake, "sum", self._reduce_axes(node, len(self.shapes[mid])))
@@ -717,17 +752,21 @@ class ExtOps:
     def _matmul(self, node, a, b, y):
         """Two activations: [.., m, k] x [.., k, n]."""
         sa, sb, sy = self._shape(a, node), self._shape(b, node), self._shape(y, node)
-        if len(sa) < 2 or len(sb) < 2:
-            raise _node_error(node, "MatMul of 1-D tensors is supported only with a constant matrix")
+        sa = (1,) + tuple(sa) if len(sa) == 1 else sa                   # a vector is a 1-row / 1-column matrix
+        sb = tuple(sb) + (1,) if len(sb) == 1 else sb
+        sy = tuple(sa[:-1]) + (sb[-1],) if len(sa) == 2 and len(sb) == 2 else sy
+        if len(sy) < 2:
+            sy = (1,) * (2 - len(sy)) + tuple(sy)
         ba, bb = int(np.prod(sa[:-2], dtype=np.int64)), int(np.prod(sb[:-2], dtype=np.int64))
         batch = int(np.prod(sy[:-2], dtype=np.int64))
         if (ba != batch and ba != 1) or (bb != batch and bb != 1) or \
                 (ba == batch and bb == batch and tuple(sa[:-2]) != tuple(sb[:-2]) and len(sa) == len(sb)):
             raise _node_error(node, f"MatMul batch broadcasting {list(sa)} x {list(sb)} is not supported")
-        ta = self._as_layout(a, tuple(range(len(sa))), node)
-        tb = self._as_layout(b, tuple(range(len(sb))), node)
+        ta = self._as_layout(a, tuple(range(len(self._shape(a, node)))), node)
+        tb = self._as_layout(b, tuple(range(len(self._shape(b, node)))), node)
         m, k, n = sa[-2], sa[-1], sb[-1]
-        out = self._new_tensor(y, sy, y)
+        sy = self._shape(y, node)
+        out = self._new_tensor(y, tuple(sy) or (1,), y)
         self._emit("matmul", node, [ta, tb], out, batch=batch, m=m, k=k, n=n,
                    a_batch_stride=m * k if ba > 1 else 0, b_batch_stride=k * n if bb > 1 else 0, act=NO_ACT)
         self.values[y] = (out, tuple(range(len(sy))))
@@ -740,9 +779,19 @@ class ExtOps:
         raise _node_error(node, f"casting a computed tensor to {onnx.TensorProto.DataType.Name(to)} is not supported")
 
     def _op_CastLike(self, node):
-        if node.input[1] in self.consts and self.consts[node.input[1]].dtype.kind == "f":
+        a, b = node.input
+        target = self.consts[b].dtype if b in self.consts else None
+        if a in self.consts and (target is None or target.kind == "f"):   # a constant cast to a float tensor's type
+            self.consts[node.output[0]] = self.consts[a].astype(target or np.float32)
+            return
+        if a not in self.consts and (target is None or target.kind == "f"):
             return self._alias(node)
         raise _node_error(node, "CastLike to a non-float type is not supported on computed tensors")
+
+    def _needs_constants(self, node):
+        raise _node_error(node, "supported only when all its inputs are constants (folded at build time)")
+
+    _op_Range = _op_ConstantOfShape = _needs_constants
 
     def _op_QuantizeLinear(self, node):
         raise _node_error(node, "QuantizeLinear/DequantizeLinear (QDQ models) are not supported yet; "

@@ -94,7 +94,7 @@ def _remap(op: Op, x):
 def _reduce(op: Op, x):
     a = op.attrs
     x = x.reshape(a["outer"], a["n"], a["inner"])
-    kind = a["kind"]
+    kind = a["how"]
     if kind in ("argmax", "argmin"):
         v = x if kind == "argmax" else -x
         if a["select_last"]:

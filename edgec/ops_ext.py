@@ -19,7 +19,7 @@ SAME_QPARAMS = {"remap", "resize_linear"}
 
 def fixed_qparams(op: Op) -> tuple[float, int] | None:
     """Output quantization that does not come from calibration."""
-    if op.kind == "reduce" and op.attrs["kind"] in ("argmax", "argmin"):
+    if op.kind == "reduce" and op.attrs["how"] in ("argmax", "argmin"):
         return 1.0, 0
     return None
 
@@ -56,7 +56,7 @@ def _q(op: Op, ins: list[Tensor], out: Tensor) -> None:
             off += chunk
         op.params = dict(parts=parts)
     elif k == "reduce":
-        kind = a["kind"]
+        kind = a["how"]
         n = a["n"]
         real = x.scale / out.scale / (n if kind == "mean" else 1)
         mult, shift = K.quantize_multiplier(real)
