@@ -407,6 +407,8 @@ class _Canonicalizer(ExtOps):
     # ---- folding into producers ---------------------------------------------------------------
     def _op_BatchNormalization(self, node):
         x = node.input[0]
+        if self._attr(node, "training_mode", 0) or any(o for o in node.output[1:]):
+            raise _node_error(node, "training-mode BatchNormalization is not supported (export in eval mode)")
         for i in node.input[1:5]:
             if i not in self.consts:
                 raise _node_error(node, f"parameter '{i}' is not constant (training-mode BatchNorm?)")
@@ -427,8 +429,8 @@ class _Canonicalizer(ExtOps):
             return
         # A BatchNorm edgec cannot fold: a 1x1 depthwise convolution does the same.
         in_shape = self._shape(x, node)
-        if in_shape[0] != 1:
-            raise _node_error(node, f"batch {in_shape[0]}: an unfolded BatchNormalization runs on a batch of 1")
+        if in_shape[0] != 1:   # per-channel tables instead of a convolution over a batch of 1
+            return self._per_channel_affine(node, x, s, shift)
         c = in_shape[1]
         hwc = (in_shape[2], in_shape[3], c) if len(in_shape) == 4 else (1, int(np.prod(in_shape[2:])), c)
         xin = self._as_layout(x, _channels_last(len(in_shape)), node)

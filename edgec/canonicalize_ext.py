@@ -283,6 +283,15 @@ class ExtOps:
                    const_first=const_first, act=NO_ACT)
         self.values[y] = (out, perm_y)
 
+    def _per_channel_affine(self, node, x, scale, shift):
+        """y = x * scale[c] + shift[c] along ONNX axis 1: one table per channel."""
+        tensor, perm = self._activation(x, node)
+        shape = self._shape(x, node)
+        k = perm.index(1)
+        inner = int(np.prod([shape[a] for a in perm[k + 1:]], dtype=np.int64))
+        self._lut(node, x, node.output[0], "affine", consts=np.stack([scale, shift], axis=1),
+                  count=shape[1], inner=inner)
+
     def _lut_activation(self, node, fn, params):
         """An activation with no producer to fuse into: a table."""
         self._lut(node, node.input[0], node.output[0], fn, params)

@@ -82,6 +82,7 @@ FUNCTIONS = {
     "pow_c": lambda x, c: np.power(x, c), "rpow_c": lambda x, c: np.power(c, x),
     "prelu": lambda x, c: np.where(x < 0, c * x, x),
     "identity": lambda x, c: x,
+    "affine": lambda x, c: x * c[..., 0] + c[..., 1],      # c = (scale, shift) per index
 }
 FUNCTIONS = {k: _safe(v) for k, v in FUNCTIONS.items()}
 
@@ -114,7 +115,8 @@ def table(fn: str, params: dict, consts, in_scale: float, in_zp: int, out_scale:
     """int8 tables [count][256]: entry q is quantize(f(dequantize(q), c)) for each constant c."""
     q = np.arange(-128, 128, dtype=np.float64)
     x = (q - in_zp) * in_scale
-    cs = [None] if consts is None else list(np.asarray(consts, np.float64).reshape(-1))
+    consts = None if consts is None else np.asarray(consts, np.float64)
+    cs = [None] if consts is None else list(consts if consts.ndim == 2 else consts.reshape(-1))
     rows = []
     for c in cs:
         y = np.nan_to_num(apply(fn, x, c, params), nan=0.0, posinf=1e30, neginf=-1e30)

@@ -153,7 +153,7 @@ def run_op(op: Op, inputs: list[np.ndarray]) -> np.ndarray:
     if k == "lut":
         c = a["consts"]
         xs = x.reshape(-1, a["count"], a["inner"])
-        cs = None if c is None else np.asarray(c, np.float64).reshape(1, a["count"], 1)
+        cs = None if c is None else np.asarray(c, np.float64).reshape((1, a["count"], 1) + np.shape(c)[1:])
         return elementwise.apply(a["fn"], xs, cs, a["fparams"])
     if k == "softmax":
         return _softmax(op, x)
