@@ -22,6 +22,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from . import elementwise
+from .canonicalize_ext import EXT_OPS, ExtOps
 from .errors import EdgecError
 from .ir import Graph, Op, Tensor
 from .loader import graph_inputs, static_shape
@@ -30,8 +32,10 @@ SUPPORTED_OPS = {
     "Conv", "Gemm", "MatMul", "Relu", "Clip", "MaxPool", "AveragePool", "GlobalAveragePool",
     "ReduceMean", "Add", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Softmax",
     "BatchNormalization", "Identity", "Dropout", "Constant", "Shape",
-}
-FUSABLE = {"conv2d", "depthwise_conv2d", "fully_connected", "add", "max_pool", "avg_pool"}
+} | EXT_OPS | set(elementwise.UNARY_ONNX)
+FUSABLE = {"conv2d", "depthwise_conv2d", "fully_connected", "add", "max_pool", "avg_pool", "binary",
+           "group_conv2d", "fully_connected_rows", "matmul"}
+WEIGHTED = ("conv2d", "depthwise_conv2d", "fully_connected", "group_conv2d", "fully_connected_rows")
 NO_ACT = (-math.inf, math.inf)
 
 
@@ -69,7 +73,7 @@ def _same_order(shape: tuple[int, ...], p: tuple[int, ...], q: tuple[int, ...]) 
     return [a for a in p if shape[a] != 1] == [a for a in q if shape[a] != 1]
 
 
-class _Canonicalizer:
+class _Canonicalizer(ExtOps):
     def __init__(self, model: onnx.ModelProto, name: str):
         self.model = model
         self.graph = Graph(name=name, tensors={}, ops=[], input="", output="")
@@ -96,6 +100,8 @@ class _Canonicalizer:
 
     # ---- helpers -------------------------------------------------------------------------
     def _new_tensor(self, name: str, shape: tuple[int, ...], source: str) -> str:
+        if any(int(d) == 0 for d in shape):
+            raise EdgecError(f"tensor '{source}' is empty (shape {list(shape)}); edgec needs at least one element")
         base, k = name, 1
         while name in self.graph.tensors:
             name, k = f"{base}_{k}", k + 1
@@ -190,6 +196,7 @@ class _Canonicalizer:
         self.graph.output = tensor
         self.graph.output_onnx_shape = oshape
         self._prune()
+        self._ensure_kernel()
         return self.graph
 
     def _prune(self) -> None:
@@ -205,8 +212,9 @@ class _Canonicalizer:
     def _node(self, node: onnx.NodeProto) -> None:
         op = node.op_type
         if op == "Constant":
-            self.consts[node.output[0]] = numpy_helper.to_array(
-                onnx.helper.get_attribute_value(node.attribute[0]))
+            value = onnx.helper.get_attribute_value(node.attribute[0])
+            self.consts[node.output[0]] = numpy_helper.to_array(value) \
+                if isinstance(value, onnx.TensorProto) else np.asarray(value)
             return
         if all(i in self.consts or i == "" for i in node.input):
             self._fold_constant(node)
@@ -291,8 +299,8 @@ class _Canonicalizer:
             self._emit("depthwise_conv2d", node, [xin], out, weights=w[:, 0].transpose(1, 2, 0).copy(),
                        depth_multiplier=oc // ic, **common)
         else:
-            raise _node_error(node, f"grouped convolution (group={group}) is not supported yet; "
-                                    "only group=1 and depthwise (group=channels)")
+            self._emit("group_conv2d", node, [xin], out, weights=w.transpose(0, 2, 3, 1).copy(), groups=group,
+                       **common)
         self.values[node.output[0]] = (out, _channels_last(len(out_shape)))
 
     def _pool(self, node, kind, kernel, strides, pad):
@@ -324,9 +332,8 @@ class _Canonicalizer:
             raise _node_error(node, "dilated pooling is not supported yet")
         in_shape = self._shape(node.input[0], node)
         pad = self._window(node, in_shape, self._shape(node.output[0], node), kernel, strides, dil)
-        if kind == "avg_pool" and self._attr(node, "count_include_pad", 0) and any(
-                self._attr(node, "pads", [0]) or [0]):
-            raise _node_error(node, "count_include_pad=1 with padding is not supported yet")
+        if kind == "avg_pool" and self._attr(node, "count_include_pad", 0) and any(pad):
+            return self._pool_padded(node, kind, kernel, strides, list(pad[2 - nsp:]))
         self._pool(node, kind, kernel, strides, pad)
 
     def _op_GlobalAveragePool(self, node):
@@ -338,10 +345,9 @@ class _Canonicalizer:
         axes = self._attr(node, "axes")
         if axes is None and len(node.input) > 1 and node.input[1] in self.consts:
             axes = self.consts[node.input[1]].tolist()
-        axes = sorted(a % len(in_shape) for a in (axes or []))
+        axes = sorted(a % len(in_shape) for a in (axes or range(len(in_shape))))
         if len(in_shape) not in (3, 4) or axes != list(range(2, len(in_shape))):
-            raise _node_error(node, f"ReduceMean over axes {axes} is supported only as global pooling "
-                                    "(the spatial axes of an NCHW tensor)")
+            return self._reduce(node, "mean")
         if self._attr(node, "keepdims", 1):
             self._pool(node, "avg_pool", list(in_shape[2:]), [1] * (len(in_shape) - 2), (0, 0))
             return
@@ -356,8 +362,7 @@ class _Canonicalizer:
     def _dense(self, node, x, w_out_in, bias):
         xshape = self._shape(x, node)
         if int(np.prod(xshape[:-1])) != 1:
-            raise _node_error(node, f"input shape {list(xshape)} has more than one row; only a single "
-                                    "vector times a constant matrix is supported")
+            return self._dense_rows(node, x, w_out_in, bias)
         tensor, perm = self._activation(x, node)
         if tensor in self.feature_perm:
             w_out_in = w_out_in[:, self.feature_perm[tensor]]
@@ -374,7 +379,7 @@ class _Canonicalizer:
         if b not in self.consts:
             raise _node_error(node, "the second operand (B) must be a constant weight matrix")
         if self._attr(node, "transA", 0):
-            raise _node_error(node, "transA=1 is not supported yet")
+            a = self._transposed(node, a)
         w = self.consts[b].astype(np.float32)
         w = w if self._attr(node, "transB", 0) else w.T
         w = w * float(self._attr(node, "alpha", 1.0))
@@ -383,20 +388,27 @@ class _Canonicalizer:
         if len(node.input) > 2 and node.input[2]:
             if node.input[2] not in self.consts:
                 raise _node_error(node, "the bias (C) must be constant")
-            bias = np.broadcast_to(self.consts[node.input[2]].astype(np.float32), (1, n)).reshape(n)
+            c = self.consts[node.input[2]].astype(np.float32)
+            if c.size != 1 and c.shape[-1] == n and int(np.prod(c.shape[:-1])) != 1:
+                raise _node_error(node, f"a bias C of shape {list(c.shape)} that varies per row is not supported")
+            bias = np.broadcast_to(c.reshape(-1)[-n:] if c.size > 1 else c.reshape(1), (n,)).copy()
             bias = bias * float(self._attr(node, "beta", 1.0))
         self._dense(node, a, w, bias)
 
     def _op_MatMul(self, node):
         a, b = node.input
-        if b not in self.consts or self.consts[b].ndim != 2:
-            raise _node_error(node, "only activation x constant 2-D matrix is supported")
-        w = self.consts[b].astype(np.float32).T
+        if a not in self.consts and b not in self.consts:
+            return self._matmul(node, a, b, node.output[0])
+        if b not in self.consts or self.consts[b].ndim < 2 or int(np.prod(self.consts[b].shape[:-2])) != 1:
+            raise _node_error(node, "MatMul is supported as activation x constant 2-D matrix, or of two activations")
+        w = self.consts[b].astype(np.float32).reshape(self.consts[b].shape[-2:]).T
         self._dense(node, a, w, np.zeros(w.shape[0], np.float32))
 
     # ---- folding into producers ---------------------------------------------------------------
     def _op_BatchNormalization(self, node):
         x = node.input[0]
+        if self._attr(node, "training_mode", 0) or any(o for o in node.output[1:]):
+            raise _node_error(node, "training-mode BatchNormalization is not supported (export in eval mode)")
         for i in node.input[1:5]:
             if i not in self.consts:
                 raise _node_error(node, f"parameter '{i}' is not constant (training-mode BatchNorm?)")
@@ -405,8 +417,7 @@ class _Canonicalizer:
         s = gamma / np.sqrt(var + eps)
         shift = beta - mean * s
         prod = self._fusable_producer(x)
-        if prod is not None and prod.kind in ("conv2d", "depthwise_conv2d", "fully_connected") \
-                and prod.attrs["act"] == NO_ACT:
+        if prod is not None and prod.kind in WEIGHTED and prod.attrs["act"] == NO_ACT:
             w = prod.attrs["weights"].astype(np.float64)
             if prod.kind == "depthwise_conv2d":
                 w = w * s
@@ -418,11 +429,10 @@ class _Canonicalizer:
             return
         # A BatchNorm edgec cannot fold: a 1x1 depthwise convolution does the same.
         in_shape = self._shape(x, node)
-        if len(in_shape) not in (3, 4):
-            raise _node_error(node, "BatchNormalization on a non-spatial tensor that follows no Conv/Gemm "
-                                    "is not supported yet")
+        if in_shape[0] != 1:   # per-channel tables instead of a convolution over a batch of 1
+            return self._per_channel_affine(node, x, s, shift)
         c = in_shape[1]
-        hwc = (1, in_shape[2], c) if len(in_shape) == 3 else (in_shape[2], in_shape[3], c)
+        hwc = (in_shape[2], in_shape[3], c) if len(in_shape) == 4 else (1, int(np.prod(in_shape[2:])), c)
         xin = self._as_layout(x, _channels_last(len(in_shape)), node)
         out = self._new_tensor(node.output[0], self.graph.tensors[xin].shape, node.output[0])
         self._emit("depthwise_conv2d", node, [xin], out, weights=s.reshape(1, 1, c).astype(np.float32),
@@ -434,8 +444,7 @@ class _Canonicalizer:
         x = node.input[0]
         prod = self._fusable_producer(x)
         if prod is None or prod.kind not in FUSABLE:
-            raise _node_error(node, "an activation that does not follow a Conv, Gemm, Add or pooling op "
-                                    "is not supported yet")
+            return self._lut_activation(node, "clip", {"lo": lo, "hi": hi})
         a, b = prod.attrs["act"]
         prod.attrs["act"] = (max(a, lo), min(b, hi))
         self._rename_output(prod, x, node.output[0], self.values[x][1])
@@ -459,11 +468,12 @@ class _Canonicalizer:
     def _op_Add(self, node):
         a, b = node.input
         if a in self.consts or b in self.consts:
-            self._add_constant(node, b if a in self.consts else a, self.consts[a if a in self.consts else b])
+            if not self._add_constant(node, b if a in self.consts else a, self.consts[a if a in self.consts else b]):
+                self._binary(node, "add")
             return
         sa, sb = self._shape(a, node), self._shape(b, node)
         if sa != sb:
-            raise _node_error(node, f"broadcasting Add ({list(sa)} + {list(sb)}) is not supported yet")
+            return self._binary(node, "add")
         ta, perm = self._activation(a, node)
         tb = self._as_layout(b, perm, node)
         out = self._new_tensor(node.output[0], self.graph.tensors[ta].shape, node.output[0])
@@ -482,15 +492,18 @@ class _Canonicalizer:
                 per_channel = full[0, :, 0].copy()
         except ValueError:
             pass
-        if prod is None or prod.kind not in ("conv2d", "depthwise_conv2d", "fully_connected") \
-                or prod.attrs["act"] != NO_ACT or per_channel is None:
-            raise _node_error(node, "adding a constant is supported only as a per-channel bias of the "
-                                    "Conv/Gemm/MatMul before it")
+        if prod is None or prod.kind not in WEIGHTED or prod.attrs["act"] != NO_ACT or per_channel is None \
+                or tuple(self._shape(node.output[0], node)) != tuple(xshape):
+            return False
         prod.attrs["bias"] = (prod.attrs["bias"] + per_channel).astype(np.float32)
         self._rename_output(prod, x, node.output[0], self.values[x][1])
+        return True
 
     # ---- views and layout ----------------------------------------------------------------------
     def _alias(self, node):
+        if node.op_type == "Dropout" and len(node.input) > 2 and node.input[2] and (
+                node.input[2] not in self.consts or bool(self.consts[node.input[2]])):
+            raise _node_error(node, "training-mode Dropout is not supported (export the model in eval mode)")
         self.values[node.output[0]] = self._activation(node.input[0], node)
 
     _op_Identity = _alias
@@ -534,12 +547,10 @@ class _Canonicalizer:
         rank = len(shape)
         axis = self._attr(node, "axis", -1 if self.opset >= 13 else 1) % rank
         reduced = [axis] if self.opset >= 13 else list(range(axis, rank))
-        if self.opset < 13 and any(shape[a] != 1 for a in range(axis)):
-            raise _node_error(node, "Softmax over several rows is supported only with opset >= 13 semantics")
         phys = [a for a in perm if shape[a] != 1]
         tail = [a for a in phys if a in reduced]
-        if phys[len(phys) - len(tail):] != tail:
-            raise _node_error(node, f"Softmax on axis {axis} is supported only over the innermost axis")
+        if phys[len(phys) - len(tail):] != tail or (self.opset < 13 and any(shape[a] != 1 for a in range(axis))):
+            return self._softmax_general(node, "softmax")
         cols = int(np.prod([shape[a] for a in reduced]))
         out = self._new_tensor(node.output[0], self.graph.tensors[tensor].shape, node.output[0])
         self._emit("softmax", node, [tensor], out, rows=int(np.prod(shape)) // cols, cols=cols)

@@ -16,11 +16,13 @@ import numpy as np
 
 from . import __version__
 from .artifact import graph_hash
+from . import ops_ext
 from .ir import ALIAS_OPS, Graph, Op
 from .planner import Plan
 from .resources import resource_dir
 
-RUNTIME_FILES = ["edgec_kernels.h", "edgec_kernels.c", "edgec_fast.h", "edgec_fast.c"]
+RUNTIME_FILES = ["edgec_kernels.h", "edgec_kernels.c", "edgec_fast.h", "edgec_fast.c",
+                 "edgec_kernels_ext.h", "edgec_kernels_ext.c"]
 _CTYPES = {np.int8: "int8_t", np.int32: "int32_t", np.uint32: "uint32_t"}
 _PARAM_STRUCTS = {"conv2d": "edgec_conv_params", "depthwise_conv2d": "edgec_conv_params",
                   "fully_connected": "edgec_fc_params", "max_pool": "edgec_pool_params",
@@ -106,9 +108,11 @@ def _ops_for_template(graph: Graph, plan: Plan) -> tuple[list[dict], list[dict]]
                 arrays.append({"cname": cname, "ctype": "int32_t", "size": 4,
                                "body": _c_array(np.array(params[key], np.int32))})
                 names[key] = cname
-        ops.append({"index": i, "kind": op.kind, "name": op.name, "prefix": prefix,
+        call = ops_ext.c_call(op, names, [f"arena.bytes + {plan.offsets[t]}" for t in op.inputs],
+                              f"arena.bytes + {plan.offsets[op.output]}") if op.kind in ops_ext.KINDS else None
+        ops.append({"index": i, "kind": op.kind, "name": op.name, "prefix": prefix, "call": call,
                     "struct": _PARAM_STRUCTS.get(op.kind), "kernel": _KERNELS.get(op.kind),
-                    "params": params, "arrays": names, "call": None,
+                    "params": params, "arrays": names,
                     "inputs": [plan.offsets[t] for t in op.inputs], "output": plan.offsets[op.output],
                     "output_bytes": graph.tensors[op.output].size,
                     "scratch": plan.scratch.get(i)})   # arena offset of the op's scratch buffer, if it has one

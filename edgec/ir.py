@@ -14,7 +14,7 @@ import numpy as np
 # Ops whose output is the same bytes as their input (no code on the device).
 ALIAS_OPS = {"reshape"}
 # Ops whose output must reuse the input's quantization parameters.
-SAME_QPARAMS_OPS = {"reshape", "transpose", "max_pool", "avg_pool"}
+SAME_QPARAMS_OPS = {"reshape", "transpose", "max_pool", "avg_pool", "remap", "resize_linear"}
 
 
 @dataclass

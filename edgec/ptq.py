@@ -23,6 +23,7 @@ from .ranges import METHODS
 ALL_METHODS = METHODS + ("auto",)
 HOLDOUT = 32          # samples `auto` keeps aside (at most a quarter of the set)
 BIAS_SAMPLES = 64     # samples bias correction measures the mean shift on
+OWN_RANGE_SAMPLES = 256   # samples the ranges of edgec's own (non-ONNX) tensors are measured on
 
 
 @dataclass
@@ -76,16 +77,21 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
         log(f"cross-layer equalization: {len(rescale)} layer pairs")
     holdout = min(HOLDOUT, stream.n // 4) if options.method == "auto" else 0
     log(f"calibrating on {stream.n} samples ({options.method})")
-    stats = calibrate.collect_cached(model, stream, [t.source for t in graph.tensors.values()],
+    sources = {t.source for t in graph.tensors.values()}
+    own = {s for s in sources if s.startswith(floatref.SYNTHETIC)}
+    stats = calibrate.collect_cached(model, stream, sorted(sources - own),
                                      histograms=options.method != "minmax", holdout=holdout, rescale=rescale,
                                      use_cache=options.cache, progress=progress, log=log)
+    # tensors edgec made up (decomposed operators) are not ONNX values: their ranges come from edgec's
+    # float interpreter (min/max over the first calibration samples)
+    own_ranges = floatref.ranges(graph, _first(stream, OWN_RANGE_SAMPLES), own) if own else {}
     if options.bias_correction:
         correct_bias(graph, _first(stream, BIAS_SAMPLES), options.per_channel)
     method, scores = options.method, {}
     if method == "auto":
-        method, scores = _auto(graph, stats, options, stream)
+        method, scores = _auto(graph, stats, options, stream, own_ranges)
         log("auto: output SQNR " + ", ".join(f"{m} {s:.1f} dB" for m, s in scores.items()) + f" -> {method}")
-    ranges = stats.ranges(method, options.percentile)
+    ranges = {**stats.ranges(method, options.percentile), **own_ranges}
     quantize(graph, ranges, options.per_channel)
     result = QuantResult(graph=graph, method=method, ranges=ranges, scores=scores, samples=stats.samples,
                          calib_seconds=stats.seconds, cached=stats.cached, batch=stats.batch)
@@ -112,7 +118,7 @@ def output_sqnr(graph: Graph, x: np.ndarray, y_float: np.ndarray) -> float:
     return sensitivity.sqnr_db(float(np.sum(want ** 2)), float(np.sum((want - got) ** 2)))
 
 
-def _auto(graph: Graph, stats, options: QuantOptions, stream) -> tuple[str, dict[str, float]]:
+def _auto(graph: Graph, stats, options: QuantOptions, stream, own_ranges: dict) -> tuple[str, dict[str, float]]:
     """The range method whose INT8 output is closest to float on the held-out samples."""
     if stats.holdout_x is not None and len(stats.holdout_x):
         x, part = stats.holdout_x, "fit"
@@ -122,7 +128,7 @@ def _auto(graph: Graph, stats, options: QuantOptions, stream) -> tuple[str, dict
     scores = {}
     for m in METHODS:
         g = copy.deepcopy(graph)
-        quantize(g, stats.ranges(m, options.percentile, part=part), options.per_channel)
+        quantize(g, {**stats.ranges(m, options.percentile, part=part), **own_ranges}, options.per_channel)
         scores[m] = round(output_sqnr(g, x, y), 2)
     return max(scores, key=lambda m: (scores[m], -METHODS.index(m))), scores
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from . import fastkernels
 from . import kernels_ref as K
+from . import ops_ext
 from .errors import EdgecError
 from .ir import SAME_QPARAMS_OPS, Graph, Op, Tensor
 
@@ -55,6 +56,8 @@ def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: 
             out.scale, out.zero_point = src.scale, src.zero_point
         elif op.kind == "softmax":
             out.scale, out.zero_point = 1.0 / 256.0, -128
+        elif ops_ext.fixed_qparams(op) is not None:
+            out.scale, out.zero_point = ops_ext.fixed_qparams(op)
         else:
             from_range(out)
         _QUANTIZERS[op.kind](op, [graph.tensors[i] for i in op.inputs], out)
@@ -154,3 +157,4 @@ _QUANTIZERS = {
     "conv2d": _conv, "depthwise_conv2d": _conv, "fully_connected": _fc, "max_pool": _pool,
     "avg_pool": _pool, "add": _add, "softmax": _softmax, "transpose": _transpose, "reshape": _nothing,
 }
+_QUANTIZERS.update(ops_ext.QUANTIZERS)

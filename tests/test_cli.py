@@ -50,16 +50,16 @@ def test_unreadable_models(kind, tmp_path):
 
 
 def test_unsupported_ops_listed(tmp_path):
-    nodes = [helper.make_node("Sin", ["x"], ["a"], name="sine"), helper.make_node("Relu", ["a"], ["b"], name="r"),
-             helper.make_node("Erf", ["b"], ["y"], name="erf_node")]
+    nodes = [helper.make_node("Hardmax", ["x"], ["a"], name="sine"), helper.make_node("Relu", ["a"], ["b"], name="r"),
+             helper.make_node("LpNormalization", ["b"], ["y"], name="erf_node")]
     path = save(make_model(nodes, ("x", [1, 8]), ("y", [1, 8]), {}), tmp_path)
     calib = tmp_path / "c.npz"
     np.savez(calib, x=np.zeros((4, 8), np.float32))
     proc = edgec("build", path, "--calib", calib, "--board", "host", "-o", tmp_path / "out")
-    assert_clean_error(proc, "Sin (sine)", "Erf (erf_node)")
+    assert_clean_error(proc, "Hardmax (sine)", "LpNormalization (erf_node)")
     assert not (tmp_path / "out").exists()
     insp = edgec("inspect", path)
-    assert insp.returncode == 1 and "Sin (sine)" in insp.stdout and "Erf (erf_node)" in insp.stdout
+    assert insp.returncode == 1 and "Hardmax (sine)" in insp.stdout and "LpNormalization (erf_node)" in insp.stdout
 
 
 @pytest.mark.parametrize("case", ["wrong_shape", "no_x", "not_npz", "missing"])

@@ -1,0 +1,124 @@
+"""Float definitions of the elementwise functions edgec runs as int8 lookup tables.
+
+Each entry is f(x, c, **params) on float64 arrays, where c is the per-index constant of a
+per-axis table (PRelu slopes, a per-channel Add/Mul operand...) or None. The same function
+builds the 256-entry tables (edgec/quantize_ext.py) and runs the float reference
+(edgec/floatref.py), so both describe one computation.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _sigmoid(x):
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+def _softplus(x):
+    return np.logaddexp(0.0, x)
+
+
+def _gelu(x, approximate="none"):
+    if approximate == "tanh":
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
+
+
+def _hard_sigmoid(x, alpha=0.2, beta=0.5):
+    return np.clip(alpha * x + beta, 0, 1)
+
+
+def _selu(x, alpha=1.67326319217681884765625, gamma=1.05070102214813232421875):
+    return gamma * np.where(x > 0, x, alpha * (np.exp(np.minimum(x, 0)) - 1))
+
+
+def _safe(fn):
+    def wrapped(x, *a, **k):
+        with np.errstate(all="ignore"):
+            return fn(x, *a, **k)
+    return wrapped
+
+
+FUNCTIONS = {
+    # unary
+    "relu": lambda x, c: np.maximum(x, 0),
+    "clip": lambda x, c, lo=-math.inf, hi=math.inf: np.clip(x, lo, hi),
+    "sigmoid": lambda x, c: _sigmoid(x),
+    "silu": lambda x, c: x * _sigmoid(x),
+    "tanh": lambda x, c: np.tanh(x),
+    "hard_sigmoid": lambda x, c, alpha=0.2, beta=0.5: _hard_sigmoid(x, alpha, beta),
+    "hard_swish": lambda x, c, alpha=1 / 6, beta=0.5: x * _hard_sigmoid(x, alpha, beta),
+    "elu": lambda x, c, alpha=1.0: np.where(x > 0, x, alpha * (np.exp(np.minimum(x, 0)) - 1)),
+    "celu": lambda x, c, alpha=1.0: np.maximum(x, 0) + np.minimum(0, alpha * (np.exp(np.minimum(x, 0) / alpha) - 1)),
+    "selu": lambda x, c, alpha=1.67326319217681884765625, gamma=1.05070102214813232421875: _selu(x, alpha, gamma),
+    "gelu": lambda x, c, approximate="none": _gelu(x, approximate),
+    "softplus": lambda x, c: _softplus(x),
+    "softsign": lambda x, c: x / (1 + np.abs(x)),
+    "mish": lambda x, c: x * np.tanh(_softplus(x)),
+    "leaky_relu": lambda x, c, alpha=0.01: np.where(x >= 0, x, alpha * x),
+    "thresholded_relu": lambda x, c, alpha=1.0: np.where(x > alpha, x, 0),
+    "shrink": lambda x, c, bias=0.0, lambd=0.5: np.where(x < -lambd, x + bias, np.where(x > lambd, x - bias, 0)),
+    "exp": lambda x, c: np.exp(x),
+    "log": lambda x, c: np.log(x),
+    "sqrt": lambda x, c: np.sqrt(x),
+    "reciprocal": lambda x, c: 1.0 / x,
+    "abs": lambda x, c: np.abs(x),
+    "neg": lambda x, c: -x,
+    "erf": lambda x, c: _erf(x),
+    "sin": lambda x, c: np.sin(x), "cos": lambda x, c: np.cos(x), "tan": lambda x, c: np.tan(x),
+    "asin": lambda x, c: np.arcsin(x), "acos": lambda x, c: np.arccos(x), "atan": lambda x, c: np.arctan(x),
+    "sinh": lambda x, c: np.sinh(x), "cosh": lambda x, c: np.cosh(x),
+    "asinh": lambda x, c: np.arcsinh(x), "acosh": lambda x, c: np.arccosh(x), "atanh": lambda x, c: np.arctanh(x),
+    "floor": lambda x, c: np.floor(x), "ceil": lambda x, c: np.ceil(x), "round": lambda x, c: np.round(x),
+    "sign": lambda x, c: np.sign(x),
+    # x op constant (c broadcast per table index)
+    "add_c": lambda x, c: x + c, "sub_c": lambda x, c: x - c, "rsub_c": lambda x, c: c - x,
+    "mul_c": lambda x, c: x * c, "div_c": lambda x, c: x / c, "rdiv_c": lambda x, c: c / x,
+    "max_c": lambda x, c: np.maximum(x, c), "min_c": lambda x, c: np.minimum(x, c),
+    "pow_c": lambda x, c: np.power(x, c), "rpow_c": lambda x, c: np.power(c, x),
+    "prelu": lambda x, c: np.where(x < 0, c * x, x),
+    "identity": lambda x, c: x,
+    "affine": lambda x, c: x * c[..., 0] + c[..., 1],      # c = (scale, shift) per index
+}
+FUNCTIONS = {k: _safe(v) for k, v in FUNCTIONS.items()}
+
+# ONNX op type -> (function name, {ONNX attribute: (param name, default)})
+UNARY_ONNX = {
+    "Sigmoid": ("sigmoid", {}), "Tanh": ("tanh", {}), "Exp": ("exp", {}), "Log": ("log", {}),
+    "Sqrt": ("sqrt", {}), "Reciprocal": ("reciprocal", {}), "Abs": ("abs", {}), "Neg": ("neg", {}),
+    "Erf": ("erf", {}), "Softplus": ("softplus", {}), "Softsign": ("softsign", {}), "Mish": ("mish", {}),
+    "Sin": ("sin", {}), "Cos": ("cos", {}), "Tan": ("tan", {}), "Asin": ("asin", {}), "Acos": ("acos", {}),
+    "Atan": ("atan", {}), "Sinh": ("sinh", {}), "Cosh": ("cosh", {}), "Asinh": ("asinh", {}),
+    "Acosh": ("acosh", {}), "Atanh": ("atanh", {}), "Floor": ("floor", {}), "Ceil": ("ceil", {}),
+    "Round": ("round", {}), "Sign": ("sign", {}), "Swish": ("silu", {}),
+    "HardSigmoid": ("hard_sigmoid", {"alpha": ("alpha", 0.2), "beta": ("beta", 0.5)}),
+    "HardSwish": ("hard_swish", {}),
+    "Elu": ("elu", {"alpha": ("alpha", 1.0)}),
+    "Celu": ("celu", {"alpha": ("alpha", 1.0)}),
+    "Selu": ("selu", {"alpha": ("alpha", 1.67326319217681884765625), "gamma": ("gamma", 1.05070102214813232421875)}),
+    "Gelu": ("gelu", {"approximate": ("approximate", "none")}),
+    "LeakyRelu": ("leaky_relu", {"alpha": ("alpha", 0.01)}),
+    "ThresholdedRelu": ("thresholded_relu", {"alpha": ("alpha", 1.0)}),
+    "Shrink": ("shrink", {"bias": ("bias", 0.0), "lambd": ("lambd", 0.5)}),
+}
+
+
+def apply(fn: str, x: np.ndarray, c=None, params: dict | None = None) -> np.ndarray:
+    return FUNCTIONS[fn](np.asarray(x, np.float64), c, **(params or {}))
+
+
+def table(fn: str, params: dict, consts, in_scale: float, in_zp: int, out_scale: float, out_zp: int) -> np.ndarray:
+    """int8 tables [count][256]: entry q is quantize(f(dequantize(q), c)) for each constant c."""
+    q = np.arange(-128, 128, dtype=np.float64)
+    x = (q - in_zp) * in_scale
+    consts = None if consts is None else np.asarray(consts, np.float64)
+    cs = [None] if consts is None else list(consts if consts.ndim == 2 else consts.reshape(-1))
+    rows = []
+    for c in cs:
+        y = np.nan_to_num(apply(fn, x, c, params), nan=0.0, posinf=1e30, neginf=-1e30)
+        rows.append(np.clip(np.round(y / out_scale) + out_zp, -128, 127))
+    return np.asarray(rows, np.int8).reshape(-1)

@@ -1,0 +1,62 @@
+"""ONNX's own node test cases through edgec: float semantics, INT8 tolerance, generated C bit-exact.
+
+The fast subset covers every extended canonical op kind; the slow test runs every case and
+requires each case output recorded as passing in tests/conformance_expected.json (written by
+scripts/conformance.py together with docs/conformance.md) to still pass.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from edgec import conformance as C
+
+EXPECTED = set(json.loads((Path(__file__).parent / "conformance_expected.json").read_text()))
+FAST = """test_sigmoid test_leakyrelu test_prelu_broadcast test_add_bcast test_mul_bcast test_div_bcast
+test_max_example test_concat_2d_axis_1 test_slice test_constant_pad_negative_axes test_gather_0
+test_depthtospace_crd_mode_example test_spacetodepth_example test_resize_upsample_scales_nearest
+test_resize_upsample_scales_linear test_convtranspose test_averagepool_2d_pads_count_include_pad
+test_argmax_keepdims_example test_reduce_sum_keepdims_example test_logsoftmax_axis_1 test_softmax_axis_0
+test_matmul_3d test_gemm_transposeA test_split_equal_parts_1d_opset18 test_tile test_expand_dim_changed
+test_reduce_mean_keepdims_example test_gelu_default_1 test_hardswish test_batchnorm_example
+test_conv_with_strides_and_asymmetric_padding test_maxpool_2d_ceil test_mean_example test_swish""".split()
+
+
+@pytest.fixture(scope="module")
+def cases():
+    return {c.name: c for c in C.node_cases()}
+
+
+@pytest.fixture(scope="module")
+def objs(tmp_path_factory):
+    return C.runtime_objects(tmp_path_factory.mktemp("obj"))
+
+
+def test_fast_subset_is_recorded_as_passing():
+    names = {e.split("/")[0] for e in EXPECTED}
+    assert set(FAST) <= names, sorted(set(FAST) - names)
+
+
+@pytest.mark.parametrize("name", FAST)
+def test_case(name, cases, objs, tmp_path):
+    for r in C.run_case(cases[name], tmp_path, objs):
+        if f"{r.case}/{r.output}" in EXPECTED:
+            assert r.float_ok and r.int8_ok and r.c_ok, r
+            assert r.detail["int8_max_err"] <= r.detail["tolerance"]
+
+
+def test_unsupported_case_gives_a_reason(cases):
+    (r,) = C.run_case(cases["test_maxpool_2d_dilations"])
+    assert not r.passed and "dilated pooling" in r.reason
+
+
+@pytest.mark.slow
+def test_every_recorded_case_still_passes(cases, objs, tmp_path):
+    failed = []
+    for case in cases.values():
+        for r in C.run_case(case, tmp_path / "c", objs):
+            if f"{r.case}/{r.output}" in EXPECTED and not r.passed:
+                failed.append(f"{r.case}/{r.output}: {r.reason}")
+    assert not failed, failed[:20]
