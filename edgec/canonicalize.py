@@ -27,6 +27,7 @@ from .canonicalize_ext import EXT_OPS, ExtOps
 from .errors import EdgecError
 from .ir import Graph, Op, Tensor
 from .loader import graph_inputs, static_shape
+from .support import CONTROL_FLOW, Problem, problems_message
 
 SUPPORTED_OPS = {
     "Conv", "Gemm", "MatMul", "Relu", "Clip", "MaxPool", "AveragePool", "GlobalAveragePool",
@@ -40,20 +41,25 @@ NO_ACT = (-math.inf, math.inf)
 
 
 def unsupported_nodes(model: onnx.ModelProto) -> list[str]:
-    """'OpType (node name)' for every node edgec cannot run, in graph order."""
-    bad = []
-    for i, node in enumerate(model.graph.node):
-        if node.domain not in ("", "ai.onnx") or node.op_type not in SUPPORTED_OPS:
-            bad.append(f"{node.op_type} ({node.name or f'node #{i}'})")
-    return bad
+    """'OpType (node name, opset N)' for every node edgec has no operator for, in graph order."""
+    return [p.label for p in survey(model, "model")[1] if p.unsupported]
+
+
+def survey(model: onnx.ModelProto, name: str) -> tuple[Graph, list[Problem]]:
+    """The canonical graph and every node edgec cannot build, in graph order: unsupported operators and
+    nodes beyond a limit. Canonicalization goes on past each one (their outputs become placeholder ops
+    of kind 'unsupported'), so the graph still gives MACs and an arena estimate of the rest."""
+    canon = _Canonicalizer(model, name)
+    graph = canon.run()
+    return graph, canon.problems
 
 
 def canonicalize(model: onnx.ModelProto, name: str) -> Graph:
-    bad = unsupported_nodes(model)
-    if bad:
-        raise EdgecError(f"unsupported operators: {', '.join(bad)}; nothing was built "
-                         "(see `edgec inspect` for what edgec supports)")
-    return _Canonicalizer(model, name).run()
+    canon = _Canonicalizer(model, name)
+    graph = canon.run()
+    if canon.problems:
+        raise EdgecError(problems_message(canon.problems))
+    return graph
 
 
 def _node_error(node: onnx.NodeProto, what: str) -> EdgecError:
@@ -97,6 +103,8 @@ class _Canonicalizer(ExtOps):
                 self.readers.setdefault(i, []).append(node)
         for o in model.graph.output:
             self.uses.setdefault(o.name, []).append("<graph output>")
+        self.problems: list[Problem] = []     # nodes edgec cannot build (see _node_or_problem)
+        self.poisoned: set[str] = set()       # values downstream of a problem, shape unknown
 
     # ---- helpers -------------------------------------------------------------------------
     def _new_tensor(self, name: str, shape: tuple[int, ...], source: str) -> str:
@@ -184,8 +192,11 @@ class _Canonicalizer(ExtOps):
         self.values[inp.name] = (name, _identity(len(shape)))
         self.graph.input = name
         self.graph.input_onnx_shape = shape
-        for node in self.model.graph.node:
-            self._node(node)
+        for i, node in enumerate(self.model.graph.node):
+            self._node_or_problem(i, node)
+        if self.problems:   # the graph is only surveyed (edgec inspect): no output checks
+            self.graph.output = self.values.get(self.model.graph.output[0].name, ("", None))[0]
+            return self.graph
         out = self.model.graph.output[0].name
         if out in self.consts:
             raise EdgecError(f"output '{out}' is a constant: the model computes nothing from its input")
@@ -208,6 +219,37 @@ class _Canonicalizer(ExtOps):
                 live.update(op.inputs)
         self.graph.ops = keep[::-1]
         self.graph.tensors = {k: v for k, v in self.graph.tensors.items() if k in live}
+
+    def _node_or_problem(self, index: int, node: onnx.NodeProto) -> None:
+        """Canonicalize one node; a node edgec cannot build is recorded as a problem and the survey goes
+        on past it (its outputs become placeholders, so every later problem is found too)."""
+        foldable = node.input and all(i in self.consts or i == "" for i in node.input) and \
+            node.op_type not in CONTROL_FLOW
+        if (node.domain not in ("", "ai.onnx") or node.op_type not in SUPPORTED_OPS) and not foldable:
+            if not any(i in self.poisoned for i in node.input):
+                self.problems.append(Problem(self.model, index, node))
+            return self._placeholder(node)
+        try:
+            self._node(node)
+        except EdgecError as exc:
+            if not any(i in self.poisoned for i in node.input):   # else: a consequence of an earlier problem
+                self.problems.append(Problem(self.model, index, node, str(exc)))
+            self._placeholder(node)
+
+    def _placeholder(self, node: onnx.NodeProto) -> None:
+        """Outputs of a node edgec cannot build: tensors of their ONNX shape (for the survey's MACs and
+        arena estimate), or poisoned values when their shape is unknown."""
+        ins = [self.values[i][0] for i in node.input if i in self.values]
+        for o in node.output:
+            if not o or o in self.values or o in self.consts:
+                continue
+            shape = self.shapes.get(o)
+            if shape is None or not ins or any(d == 0 for d in shape):
+                self.poisoned.add(o)
+                continue
+            out = self._new_tensor(o, tuple(shape) or (1,), o)
+            self._emit("unsupported", node, ins, out)
+            self.values[o] = (out, _identity(len(shape)))
 
     def _node(self, node: onnx.NodeProto) -> None:
         op = node.op_type
