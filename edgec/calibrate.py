@@ -23,7 +23,7 @@ from typing import Callable, Iterable
 import numpy as np
 import onnx
 
-from . import __version__
+from . import __version__, opsets
 from .data import SampleStream
 from .errors import EdgecError
 from .loader import graph_inputs
@@ -52,6 +52,7 @@ def _session(model: onnx.ModelProto):
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     opts.intra_op_num_threads = 1
     opts.log_severity_level = 3
+    model = opsets.for_onnxruntime(model)    # onnxruntime may not run the newest IR version / opset yet
     return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
 
 

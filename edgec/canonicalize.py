@@ -22,7 +22,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from . import elementwise
+from . import elementwise, qdq
 from .canonicalize_ext import EXT_OPS, ExtOps
 from .errors import EdgecError
 from .ir import Graph, Op, Tensor
@@ -103,6 +103,7 @@ class _Canonicalizer(ExtOps):
                 self.readers.setdefault(i, []).append(node)
         for o in model.graph.output:
             self.uses.setdefault(o.name, []).append("<graph output>")
+        self.qdq = qdq.info(model)            # a QDQ model's own quantization (edgec/qdq.py)
         self.problems: list[Problem] = []     # nodes edgec cannot build (see _node_or_problem)
         self.poisoned: set[str] = set()       # values downstream of a problem, shape unknown
 
@@ -118,6 +119,10 @@ class _Canonicalizer(ExtOps):
 
     def _emit(self, kind: str, node: onnx.NodeProto, inputs: list[str], out: str, **attrs) -> Op:
         op = Op(kind=kind, name=node.name or kind, inputs=inputs, output=out, attrs=attrs)
+        if kind in WEIGHTED and self.qdq["weights"]:
+            scale = qdq.weight_scale(self.qdq, node, kind, attrs["weights"])
+            if scale is not None:
+                op.attrs["weight_scale"] = scale
         self.graph.ops.append(op)
         return op
 
@@ -152,12 +157,14 @@ class _Canonicalizer(ExtOps):
         return out
 
     def _real_uses(self, value: str) -> list[str]:
-        """Op types reading `value`, looking through Identity/Dropout."""
-        uses = [u for u in self.uses.get(value, []) if u not in ("Identity", "Dropout")]
+        """Op types reading `value`, looking through Identity/Dropout (and a QDQ pair's Clip after a view)."""
+        uses = []
         for node in self.readers.get(value, []):
-            if node.op_type in ("Identity", "Dropout"):
+            if node.op_type in ("Identity", "Dropout") or node.name in self.qdq["clips"]:
                 uses += self._real_uses(node.output[0])
-        return uses
+            else:
+                uses.append(node.op_type)
+        return uses + [u for u in self.uses.get(value, []) if u == "<graph output>"]
 
     def _single_use(self, value: str) -> bool:
         return len(self.uses.get(value, [])) == 1
@@ -466,6 +473,7 @@ class _Canonicalizer(ExtOps):
             else:
                 w = w * s.reshape((-1,) + (1,) * (w.ndim - 1))
             prod.attrs["weights"] = w.astype(np.float32)
+            prod.attrs.pop("weight_scale", None)     # a QDQ model's scales were for the unfolded weights
             prod.attrs["bias"] = (prod.attrs["bias"] * s + shift).astype(np.float32)
             self._rename_output(prod, x, node.output[0], self.values[x][1])
             return
@@ -486,6 +494,8 @@ class _Canonicalizer(ExtOps):
         x = node.input[0]
         prod = self._fusable_producer(x)
         if prod is None or prod.kind not in FUSABLE:
+            if node.name in self.qdq["clips"]:   # a QDQ pair's saturation: the int8 tensor does it already
+                return self._alias(node)
             return self._lut_activation(node, "clip", {"lo": lo, "hi": hi})
         a, b = prod.attrs["act"]
         prod.attrs["act"] = (max(a, lo), min(b, hi))

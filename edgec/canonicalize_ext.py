@@ -803,8 +803,8 @@ class ExtOps:
     _op_Range = _op_ConstantOfShape = _needs_constants
 
     def _op_QuantizeLinear(self, node):
-        raise _node_error(node, "QuantizeLinear/DequantizeLinear (QDQ models) are not supported yet; "
-                                "give edgec the float model")
+        raise _node_error(node, "integer tensors in the graph are not supported: edgec takes QuantizeLinear only "
+                                "directly followed by DequantizeLinear (QDQ format) and DequantizeLinear of constants")
 
     _op_DequantizeLinear = _op_QuantizeLinear
 

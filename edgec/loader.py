@@ -6,6 +6,7 @@ from pathlib import Path
 import onnx
 from onnx import shape_inference
 
+from . import opsets, qdq
 from .errors import EdgecError
 
 
@@ -34,6 +35,8 @@ def load_model(path: str | Path) -> onnx.ModelProto:
 def prepare(model: onnx.ModelProto, where: str | Path = "model") -> onnx.ModelProto:
     """Check a model, pin its batch dimension to 1 and infer every shape."""
     _pin_batch(model, where)
+    model = opsets.upgrade(model, where)     # below opset 11: converted; above what onnx knows: refused
+    model = qdq.strip(model)        # a QDQ model: the float model it describes + its quantization
     try:
         onnx.checker.check_model(model)
         model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)

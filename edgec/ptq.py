@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 import onnx
 
-from . import calibrate, equalize, floatref, reference, sensitivity
+from . import calibrate, equalize, floatref, qdq, reference, sensitivity
 from .data import SampleStream
 from .errors import EdgecError
 from .ir import Graph
@@ -89,10 +89,13 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
         correct_bias(graph, _first(stream, BIAS_SAMPLES), options.per_channel)
     method, scores = options.method, {}
     if method == "auto":
-        method, scores = _auto(graph, stats, options, stream, own_ranges)
+        method, scores = _auto(graph, stats, options, stream, own_ranges, model)
         log("auto: output SQNR " + ", ".join(f"{m} {s:.1f} dB" for m, s in scores.items()) + f" -> {method}")
     ranges = {**stats.ranges(method, options.percentile), **own_ranges}
-    quantize(graph, ranges, options.per_channel)
+    fixed = qdq.info(model)["activations"]
+    quantize(graph, ranges, options.per_channel, fixed=fixed)
+    if fixed:
+        log(qdq_summary(graph, fixed))
     result = QuantResult(graph=graph, method=method, ranges=ranges, scores=scores, samples=stats.samples,
                          calib_seconds=stats.seconds, cached=stats.cached, batch=stats.batch)
     if options.sensitivity_samples > 0:
@@ -118,7 +121,8 @@ def output_sqnr(graph: Graph, x: np.ndarray, y_float: np.ndarray) -> float:
     return sensitivity.sqnr_db(float(np.sum(want ** 2)), float(np.sum((want - got) ** 2)))
 
 
-def _auto(graph: Graph, stats, options: QuantOptions, stream, own_ranges: dict) -> tuple[str, dict[str, float]]:
+def _auto(graph: Graph, stats, options: QuantOptions, stream, own_ranges: dict,
+          stats_model: onnx.ModelProto | None = None) -> tuple[str, dict[str, float]]:
     """The range method whose INT8 output is closest to float on the held-out samples."""
     if stats.holdout_x is not None and len(stats.holdout_x):
         x, part = stats.holdout_x, "fit"
@@ -128,7 +132,8 @@ def _auto(graph: Graph, stats, options: QuantOptions, stream, own_ranges: dict) 
     scores = {}
     for m in METHODS:
         g = copy.deepcopy(graph)
-        quantize(g, {**stats.ranges(m, options.percentile, part=part), **own_ranges}, options.per_channel)
+        quantize(g, {**stats.ranges(m, options.percentile, part=part), **own_ranges}, options.per_channel,
+                 fixed=qdq.info(stats_model)["activations"] if stats_model is not None else None)
         scores[m] = round(output_sqnr(g, x, y), 2)
     return max(scores, key=lambda m: (scores[m], -METHODS.index(m))), scores
 
@@ -154,3 +159,14 @@ def correct_bias(graph: Graph, samples: np.ndarray, per_channel: bool = True) ->
     for op in ops:
         k = (op.name, op.output)
         op.attrs["bias"] = (op.attrs["bias"] - shift[k] / len(samples)).astype(np.float32)
+
+
+def qdq_summary(graph: Graph, fixed: dict) -> str:
+    """What a QDQ model's own quantization became: tensors that took it, tensors where the scheme's won."""
+    took = [t for t in graph.tensors.values() if t.source in fixed]
+    own = [t.name for t in took if (t.scale, t.zero_point) != (float(fixed[t.source][0]), int(fixed[t.source][1]))]
+    weighted = [op for op in graph.ops if "weights" in op.attrs]
+    n_w = sum("weight_scale" in op.attrs for op in weighted)
+    return (f"QDQ model: {len(took) - len(own)} of {len(graph.tensors)} activations and {n_w} of {len(weighted)} "
+            "weighted layers take the model's own scales and zero points"
+            + (f"; the int8 scheme fixes its own for {', '.join(own)}" if own else ""))

@@ -38,11 +38,16 @@ def dequantize(t: Tensor, q: np.ndarray) -> np.ndarray:
     return (q.astype(np.float32) - t.zero_point) * np.float32(t.scale)
 
 
-def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: bool = True) -> Graph:
+def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: bool = True,
+             fixed: dict[str, tuple[float, int]] | None = None) -> Graph:
     """Fill in every tensor's quantization and every op's integer parameters (in place).
 
-    per_channel=False quantizes each layer's weights with one scale (still stored per channel)."""
+    per_channel=False quantizes each layer's weights with one scale (still stored per channel).
+    fixed: (scale, zero point) of ONNX values that take them as given (a QDQ model's), not from ranges."""
     def from_range(t: Tensor):
+        if fixed and t.source in fixed:
+            t.scale, t.zero_point = float(fixed[t.source][0]), int(fixed[t.source][1])
+            return
         if t.source not in ranges:
             raise EdgecError(f"no calibration range for tensor '{t.source}'")
         t.scale, t.zero_point = qparams_from_range(*ranges[t.source])
@@ -91,7 +96,13 @@ def quantize_weights(w: np.ndarray, channel_axis: int, per_channel: bool = True)
 def _weights(op: Op, inp: Tensor, out: Tensor, channel_axis: int) -> None:
     if not np.all(np.isfinite(op.attrs["weights"])):
         raise EdgecError(f"node '{op.name}': weights contain NaN or Inf")
-    wq, w_scale = quantize_weights(op.attrs["weights"], channel_axis, op.attrs.get("per_channel", True))
+    if "weight_scale" in op.attrs:      # a QDQ model's own weight scales (edgec/qdq.py)
+        w_scale = np.asarray(op.attrs["weight_scale"], np.float64)
+        shape = [1] * op.attrs["weights"].ndim
+        shape[channel_axis] = -1
+        wq = np.clip(np.round(op.attrs["weights"] / w_scale.reshape(shape)), -128, 127).astype(np.int8)
+    else:
+        wq, w_scale = quantize_weights(op.attrs["weights"], channel_axis, op.attrs.get("per_channel", True))
     bias_scale = inp.scale * w_scale
     bq = np.clip(np.round(op.attrs["bias"].astype(np.float64) / bias_scale), -2**31, 2**31 - 1).astype(np.int32)
     mult, shift = zip(*(K.quantize_multiplier(s / out.scale) for s in bias_scale))
