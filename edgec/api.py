@@ -109,7 +109,7 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
         lib = work / "model"
         codegen.generate(graph, plan, lib, name)
         artifact.save_graph(graph, work)
-        shutil.copyfile(model_path, work / "model.onnx")
+        loader.copy_model(model_path, work / "model.onnx")
         (work / "plan.json").write_text(json.dumps(dict(plan.to_json(), **memory_report.summary(graph, plan)), indent=1))
         (work / memory_report.SVG).write_text(memory_report.render_svg(graph, plan))
         report = {

@@ -1,6 +1,7 @@
 """Stage 1: read an ONNX file into a checked, shape-inferred ModelProto."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import onnx
@@ -25,11 +26,24 @@ def load_model(path: str | Path) -> onnx.ModelProto:
         raise EdgecError(f"{path}: not a readable ONNX model ({_short(exc)}); export it again or check the file") from None
     if not model.graph.node:
         raise EdgecError(f"{path}: the ONNX graph has no nodes (is this really a model file?)")
-    for init in model.graph.initializer:
-        if init.data_location == onnx.TensorProto.EXTERNAL:
-            raise EdgecError(f"{path}: initializer '{init.name}' keeps its data in an external file; "
-                             "save the model as one file (onnx.save(..., save_as_external_data=False))")
+    external = [i.name for i in model.graph.initializer if i.data_location == onnx.TensorProto.EXTERNAL]
+    if external:        # weights in files next to the model (onnx's external data)
+        try:
+            onnx.load_external_data_for_model(model, str(path.resolve().parent))
+        except Exception as exc:
+            raise EdgecError(f"{path}: initializer '{external[0]}' keeps its data in an external file that cannot "
+                             f"be read ({_short(exc)}); keep the data files next to the model, or save it as one "
+                             "file (onnx.save(..., save_as_external_data=False))") from None
     return prepare(model, path)
+
+
+def copy_model(src: str | Path, dst: str | Path) -> None:
+    """Copy a model file; one with external data is written as a single file."""
+    m = onnx.load(str(src), load_external_data=False)
+    if any(i.data_location == onnx.TensorProto.EXTERNAL for i in m.graph.initializer):
+        onnx.save(onnx.load(str(src)), str(dst))
+    else:
+        shutil.copyfile(src, dst)
 
 
 def prepare(model: onnx.ModelProto, where: str | Path = "model") -> onnx.ModelProto:
@@ -67,8 +81,11 @@ def static_shape(vi: onnx.ValueInfoProto) -> tuple[int, ...] | None:
 def _pin_batch(model: onnx.ModelProto, path) -> None:
     inputs = graph_inputs(model)
     if len(inputs) != 1 or len(model.graph.output) != 1:
-        raise EdgecError(f"{path}: the model has {len(inputs)} inputs and {len(model.graph.output)} outputs; "
-                         "edgec supports exactly one input and one output for now")
+        names = ", ".join(f"'{v.name}'" for v in (inputs if len(inputs) != 1 else model.graph.output))
+        what = "inputs" if len(inputs) != 1 else "outputs"
+        raise EdgecError(f"{path}: the model has {len(inputs)} inputs and {len(model.graph.output)} outputs "
+                         f"({what} {names}); edgec builds models with exactly one input and one output: "
+                         "export a wrapper that concatenates the inputs (or keeps one output)")
     for vi in list(inputs) + list(model.graph.output):
         dims = vi.type.tensor_type.shape.dim
         if dims and not dims[0].HasField("dim_value"):
