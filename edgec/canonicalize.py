@@ -23,8 +23,9 @@ import onnx
 from onnx import numpy_helper
 
 from . import elementwise, qdq
-from .canonicalize_ext import EXT_OPS, ExtOps
+from .canonicalize_ext import EXT_OPS, ExtOps, view_layout
 from .errors import EdgecError
+from .floatref import SYNTHETIC
 from .ir import Graph, Op, Tensor
 from .loader import graph_inputs, static_shape
 from .support import CONTROL_FLOW, Problem, problems_message
@@ -106,6 +107,7 @@ class _Canonicalizer(ExtOps):
         self.qdq = qdq.info(model)            # a QDQ model's own quantization (edgec/qdq.py)
         self.problems: list[Problem] = []     # nodes edgec cannot build (see _node_or_problem)
         self.poisoned: set[str] = set()       # values downstream of a problem, shape unknown
+        self.padded_for_conv: dict[str, tuple[str, tuple[int, int]]] = {}   # Pad output -> (input, pads)
 
     # ---- helpers -------------------------------------------------------------------------
     def _new_tensor(self, name: str, shape: tuple[int, ...], source: str) -> str:
@@ -323,6 +325,7 @@ class _Canonicalizer(ExtOps):
 
     def _op_Conv(self, node):
         x, w_name = node.input[0], node.input[1]
+        x, extra = self.padded_for_conv.get(x, (x, (0, 0)))    # a zero Pad before the conv: its padding
         if w_name not in self.consts:
             raise _node_error(node, "the weights are not constant")
         w = self.consts[w_name].astype(np.float32)
@@ -334,6 +337,7 @@ class _Canonicalizer(ExtOps):
         strides = list(self._attr(node, "strides", [1] * nsp))
         dil = list(self._attr(node, "dilations", [1] * nsp))
         pad_top, pad_left = self._window(node, in_shape, out_shape, kernel, strides, dil)
+        pad_top, pad_left = pad_top + extra[0], pad_left + extra[1]
         if nsp == 1:
             w = w[:, :, None, :]
             kernel, strides, dil = [1] + kernel, [1] + strides, [1] + dil
@@ -401,7 +405,7 @@ class _Canonicalizer(ExtOps):
             self._pool(node, "avg_pool", list(in_shape[2:]), [1] * (len(in_shape) - 2), (0, 0))
             return
         # keepdims=0: pool to [1,1,(1,)C] then view as [1, C]
-        pooled = node.output[0] + "__pooled"
+        pooled = SYNTHETIC + node.output[0] + "__pooled"    # edgec's own tensor: not an ONNX value
         self.shapes[pooled] = tuple(in_shape[:2]) + (1,) * (len(in_shape) - 2)
         fake = onnx.helper.make_node("GlobalAveragePool", [node.input[0]], [pooled], name=node.name)
         self._op_GlobalAveragePool(fake)
@@ -579,6 +583,12 @@ class _Canonicalizer(ExtOps):
                 self._emit("reshape", node, [tensor], out)
                 self.feature_perm[out] = idx
                 self.values[y] = (out, _identity(2))
+                return
+            q = view_layout(xshape, perm, yshape)     # the same bytes, read as y in another axis order?
+            if q is not None:
+                out = self._new_tensor(y, tuple(yshape[a] for a in q), y)
+                self._emit("reshape", node, [tensor], out)
+                self.values[y] = (out, q)
                 return
             tensor = self._as_layout(x, _identity(len(xshape)), node)
         out = self._new_tensor(y, yshape, y)

@@ -374,6 +374,8 @@ class ExtOps:
         begin, end = [0] * r, [0] * r
         for i, a in enumerate(axes):
             begin[a], end[a] = int(pads[i]), int(pads[i + len(axes)])
+        if self._pad_folds_into_conv(node, mode, value, begin, end):
+            return
 
         def fn(a):
             n = shape[a]
@@ -395,6 +397,24 @@ class ExtOps:
                 raise _node_error(node, f"pad mode '{mode}' is not supported")
             return idx
         self._remap_axes(node, x, node.output[0], [fn(a) for a in range(r)], pad=value)
+
+    def _pad_folds_into_conv(self, node, mode, value, begin, end) -> bool:
+        """Zero padding of the spatial axes read only by convolutions becomes their padding (tf2onnx writes
+        Pad + Conv for TensorFlow's SAME padding; PyTorch for F.pad before a conv)."""
+        x, y = node.input[0], node.output[0]
+        readers = self.readers.get(y, [])
+        r = len(begin)
+        if mode != "constant" or value != 0.0 or r not in (3, 4) or any(begin[:2]) or any(end[:2]) or \
+                min(begin + end) < 0 or not readers or y in {o.name for o in self.model.graph.output}:
+            return False
+        for conv in readers:
+            auto = self._attr(conv, "auto_pad", b"NOTSET")
+            if conv.op_type != "Conv" or conv.input[0] != y or (auto.decode() if isinstance(auto, bytes) else auto) \
+                    != "NOTSET":
+                return False
+        self._activation(x, node)
+        self.padded_for_conv[y] = (x, (0, begin[2]) if r == 3 else (begin[2], begin[3]))
+        return True
 
     def _op_Gather(self, node):
         x, ind = node.input
@@ -807,6 +827,22 @@ class ExtOps:
                                 "directly followed by DequantizeLinear (QDQ format) and DequantizeLinear of constants")
 
     _op_DequantizeLinear = _op_QuantizeLinear
+
+
+def view_layout(xshape, perm, yshape, max_elements: int = 1 << 20) -> tuple[int, ...] | None:
+    """A physical axis order q of y = reshape(x) that keeps x's bytes where they are (x laid out by perm),
+    or None. E.g. [1, C, H, W] channels-last viewed as [1, C, H*W] is [1, H*W, C]: q = (0, 2, 1)."""
+    import itertools
+    n = int(np.prod(xshape, dtype=np.int64))
+    if n > max_elements or len(yshape) > 5:
+        return None
+    want = np.arange(n).reshape(xshape).transpose(perm).reshape(-1)
+    rank = len(yshape)
+    first = [tuple([0] + list(range(2, rank)) + [1])] if rank >= 3 else []
+    for q in first + list(itertools.permutations(range(rank))):
+        if np.array_equal(np.arange(n).reshape(yshape).transpose(q).reshape(-1), want):
+            return tuple(q)
+    return None
 
 
 def _same(shape, p, q) -> bool:
