@@ -7,7 +7,7 @@ from pathlib import Path
 import onnx
 from onnx import shape_inference
 
-from . import fold, opsets, qdq
+from . import fold, functions, opsets, qdq
 from .errors import EdgecError
 
 
@@ -54,10 +54,17 @@ def prepare(model: onnx.ModelProto, where: str | Path = "model") -> onnx.ModelPr
     try:
         onnx.checker.check_model(model)
         model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+        if functions.expand_functions(model, _supported_ops()):   # e.g. LayerNormalization: its ONNX body
+            model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
         model = fold.fold_constants(model)   # shapes computed in the graph (PyTorch's exporter): folded
     except Exception as exc:
         raise EdgecError(f"{where}: invalid ONNX model ({_short(exc)})") from None
     return model
+
+
+def _supported_ops() -> set[str]:
+    from .canonicalize import SUPPORTED_OPS
+    return SUPPORTED_OPS
 
 
 def graph_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:

@@ -68,6 +68,9 @@ def strip(model: onnx.ModelProto) -> onnx.ModelProto:
     for n in g.node:
         if id(n) in done:
             continue
+        if n.op_type in QDQ_OPS and not all(i in consts for i in n.input[1:] if i):
+            nodes.append(n)           # computed scales: not a QDQ model's quantization (the canonicalizer says so)
+            continue
         if n.op_type == "DequantizeLinear" and n.input[0] in consts:
             f = _dequantize(n, consts)
             consts[n.output[0]] = f

@@ -1,6 +1,7 @@
 """Models as exporters write them, built and run on the host and the emulated Cortex-M4, bit-exact with the
-reference: a PyTorch network exported by torch.onnx.export (dynamo, opset 18) and by the TorchScript
-exporter (opset 13, with its Shape/Gather/Concat/Reshape and ConstantOfShape/Slice/Cast pad chains), from
+reference: a PyTorch network exported by torch.onnx.export (dynamo, opset 18, with a LayerNormalization) and by
+the TorchScript exporter (opset 13, with its Shape/Gather/Concat/Reshape and ConstantOfShape/Slice/Cast pad
+chains), from
 tests/data (made by tests/data/make_torch_export.py; torch never runs here), and a tf2onnx-style graph
 (NHWC input, Transposes around every conv, Pad + Conv for SAME padding, a Reshape to a computed shape,
 MatMul + Add for a Dense layer)."""
@@ -96,12 +97,17 @@ def test_what_exporters_compute_at_build_time_never_reaches_the_device(exports):
     for name in TORCH + ["tf2onnx_style"]:
         graph = canonicalize.canonicalize(loader.load_model(exports[name][0]), name)
         kinds[name] = [op.kind + (f"/{op.attrs['fn']}" if op.kind == "lut" else "") for op in graph.ops]
-    # both PyTorch exporters give the same device graph: SiLU and HardSwish as one table each, the gate's
-    # Mul, Concat, the reflect Pad / Slices / Resize as index maps, and no op of the shape chains
-    assert kinds["torch_mixed_ops"] == kinds["torch_mixed_ops_legacy"] == [
-        "transpose", "conv2d", "lut/silu", "depthwise_conv2d", "lut/hard_swish", "conv2d", "lut/sigmoid", "binary",
-        "concat", "remap", "conv2d", "remap", "remap", "remap", "max_pool", "reshape", "avg_pool", "reshape",
-        "fully_connected"]
+    # both PyTorch exporters give the same device graph up to the LayerNorm: SiLU and HardSwish as one table
+    # each, the gate's Mul, Concat, the reflect Pad / Slices / Resize as index maps, and no op of the shape
+    # chains; the LayerNorm is ONNX's LayerNormalization body (dynamo) or torch's own decomposition (TorchScript)
+    trunk = ["transpose", "conv2d", "lut/silu", "depthwise_conv2d", "lut/hard_swish", "conv2d", "lut/sigmoid",
+             "binary", "concat", "remap", "conv2d", "remap", "remap", "remap", "max_pool", "reshape", "avg_pool"]
+    assert kinds["torch_mixed_ops"] == trunk + [
+        "reshape", "reshape", "reduce", "binary", "reduce", "binary", "binary", "lut/add_c", "lut/sqrt", "binary",
+        "binary", "lut/mul_c", "lut/add_c", "reshape", "fully_connected"]
+    assert kinds["torch_mixed_ops_legacy"] == trunk + [
+        "reshape", "reduce", "binary", "lut/pow_c", "reduce", "lut/add_c", "lut/sqrt", "binary", "lut/mul_c",
+        "lut/add_c", "fully_connected"]
     # tf2onnx: the Transposes only relabel the layout (the input's one is a real move: C = 3), both Pads became
     # the convolutions' padding, the constant Mul a table, the Reshape to a computed shape a view, MatMul + Add
     # one fully connected layer

@@ -117,3 +117,22 @@ def test_unsupported_operators_on_constants_are_folded():
     model = make_model(nodes, ("x", [1, 4]), ("y", [1, 4]), {"mask": np.array([0, 1, 0, 1], np.int64)})
     graph, found = canonicalize.survey(model, "m")
     assert found == [] and [op.kind for op in graph.ops] == ["lut"]
+
+
+def test_operators_defined_as_onnx_functions_are_expanded_or_named():
+    """LayerNormalization is built from its ONNX function body (its nodes carry its name); GreaterOrEqual's body
+    needs operators edgec lacks, so it stays and is named itself."""
+    rng = np.random.default_rng(1)
+    nodes = [helper.make_node("LayerNormalization", ["x", "g", "b"], ["n"], axis=-1, name="ln"),
+             helper.make_node("Relu", ["n"], ["y"], name="relu")]
+    model = make_model(nodes, ("x", [1, 6, 16]), ("y", [1, 6, 16]),
+                       {"g": rng.uniform(0.5, 1.5, 16), "b": rng.normal(size=16)}, opset=17)
+    assert "LayerNormalization" not in {n.op_type for n in model.graph.node}
+    graph, found = canonicalize.survey(model, "m")
+    assert found == [] and {op.kind for op in graph.ops} >= {"reduce", "binary"}
+    assert all(op.name.startswith("ln/") for op in graph.ops if op.kind == "reduce")
+    nodes = [helper.make_node("GreaterOrEqual", ["x", "c"], ["ge"], name="ge"),
+             helper.make_node("Cast", ["ge"], ["y"], to=TensorProto.FLOAT, name="cast")]
+    model = make_model(nodes, ("x", [1, 4]), ("y", [1, 4]), {"c": np.zeros(4, np.float32)}, opset=16)
+    assert [str(p) for p in canonicalize.survey(model, "m")[1]] == \
+        ["GreaterOrEqual (ge, opset 16): unsupported operator"]

@@ -1,6 +1,6 @@
 """Writes tests/data/torch_mixed_ops.onnx: a small PyTorch network exported with torch.onnx.export, using the
 operators PyTorch users reach for beyond plain conv nets (SiLU, Hardswish, a sigmoid gate multiplying a
-tensor, Concat, Pad, Slice, nearest Upsample/Resize, max pooling, a global mean, Linear), plus a calibration
+tensor, Concat, Pad, Slice, nearest Upsample/Resize, max pooling, a global mean, LayerNorm, Linear), plus a calibration
 set. The tests never run torch; run this again only to refresh the file:
 
     python3 -m venv /tmp/train && /tmp/train/bin/pip install torch==2.13.0 onnx onnxscript
@@ -25,6 +25,7 @@ class MixedOps(nn.Module):
         self.gate = nn.Conv2d(8, 8, 1)
         self.mix = nn.Conv2d(16, 12, 3)
         self.up = nn.Upsample(scale_factor=2, mode="nearest")
+        self.norm = nn.LayerNorm(12)
         self.head = nn.Linear(12, 10)
 
     def forward(self, x):
@@ -38,7 +39,7 @@ class MixedOps(nn.Module):
         u = self.up(s)                              # Resize nearest -> [1, 12, 8, 8]
         q = F.max_pool2d(u, 2)                      # [1, 12, 4, 4]
         v = q.view(q.size(0), q.size(1), -1)        # Reshape to a shape computed from the tensor's
-        return self.head(v.mean(dim=-1))            # ReduceMean + Gemm -> [1, 10]
+        return self.head(self.norm(v.mean(dim=-1)))  # ReduceMean, LayerNorm, Gemm -> [1, 10]
 
 
 def main():
@@ -47,6 +48,8 @@ def main():
     with torch.no_grad():                           # non-trivial BatchNorm statistics
         net.bn.running_mean.uniform_(-0.5, 0.5)
         net.bn.running_var.uniform_(0.5, 2.0)
+        net.norm.weight.uniform_(0.5, 1.5)
+        net.norm.bias.uniform_(-0.2, 0.2)
     net.eval()
     x = torch.rand(1, 3, 16, 16)
     for name, dynamo, opset in (("torch_mixed_ops", True, 18), ("torch_mixed_ops_legacy", False, 13)):
