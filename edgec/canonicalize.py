@@ -149,6 +149,13 @@ class _Canonicalizer(ExtOps):
         onnx_shape = self._shape(value, node)
         phys = tuple(onnx_shape[a] for a in want)
         src = self.graph.tensors[tensor].source
+        if sum(d != 1 for d in onnx_shape) > 4 and not _same_order(onnx_shape, perm, want):
+            # the transpose kernel moves at most 4 non-unit axes; an index map moves up to 6
+            _, _, strides = self._axis_strides(value, node)
+            out = self._remap(node, tensor, f"{tensor}__layout", phys,
+                              [np.arange(onnx_shape[a]) * strides[a] for a in want], source=src)
+            self.layout_cache[key] = out
+            return out
         out = self._new_tensor(f"{tensor}__layout", phys, src)
         if _same_order(onnx_shape, perm, want):
             self._emit("reshape", node, [tensor], out)
