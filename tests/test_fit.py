@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from conftest import EXAMPLES, MLPERF, make_model, save
+from conftest import require_mlperf, EXAMPLES, MLPERF, make_model, save
 from edgec import api, fit
 from edgec.boards import load_board
 from edgec.errors import EdgecError
@@ -86,8 +86,7 @@ def mlperf_builds(tmp_path_factory):
     def get(key):
         if key not in cache:
             path = MLPERF / f"{MODELS[key]}.onnx"
-            if not path.is_file():
-                pytest.skip(f"{path} not present")
+            require_mlperf(path)
             calib = root / f"{key}.npz"
             np.savez(calib, x=np.load(MLPERF / "data" / f"golden_{key}.npz")["x_fp32"])
             cache[key] = (api.build(path, calib, "qemu-cortex-m4", root / key), root / key)
