@@ -144,16 +144,16 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
 
 
 def export(model_path: str | Path, calib_path: str | Path, board: str, fmt: str, outdir: str | Path,
-           log: Log = _quiet) -> dict:
+           log: Log = _quiet, options: ptq.QuantOptions | None = None) -> dict:
     """Model + calibration data -> a self-contained model library for `board` (see edgec/export.py)."""
     from .export import export as export_library
 
-    return export_library(model_path, calib_path, board, fmt, outdir, log=log)
+    return export_library(model_path, calib_path, board, fmt, outdir, log=log, options=options)
 
 
 def _io_info(graph: Graph, tensor: str, shape) -> dict:
     t = graph.tensors[tensor]
-    return {"shape": list(shape), "scale": t.scale, "zero_point": t.zero_point, "bytes": t.size}
+    return {"shape": list(shape), "scale": t.scale, "zero_point": t.zero_point, "bytes": t.nbytes}
 
 
 def load_build(outdir: str | Path) -> tuple[dict, Board, Path]:

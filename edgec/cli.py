@@ -23,7 +23,8 @@ def _quant_options(args):
 
     return QuantOptions(method=args.method, percentile=args.percentile, per_channel=not args.per_tensor,
                         bias_correction=args.bias_correction, equalize=args.equalize, cache=not args.no_cache,
-                        sensitivity_samples=args.sensitivity_samples)
+                        sensitivity_samples=args.sensitivity_samples,
+                        int16=tuple(n for arg in args.int16 or () for n in arg.split(",") if n.strip()))
 
 
 def _add_quant_options(p: argparse.ArgumentParser) -> None:
@@ -41,6 +42,9 @@ def _add_quant_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", help="recalibrate even if the statistics are cached")
     p.add_argument("--sensitivity-samples", type=int, default=16,
                    help="calibration samples the per-layer sensitivity report uses (0: no report)")
+    p.add_argument("--int16", action="append", metavar="NODE[,NODE...]",
+                   help="run these layers (ONNX node names, as the sensitivity table shows them) with int16 "
+                        "activations (TFLite 16x8); name a layer and the layer reading it to keep its output int16")
 
 
 def cmd_calibrate(args) -> int:
@@ -79,7 +83,8 @@ def cmd_build(args) -> int:
 def cmd_export(args) -> int:
     from . import api
 
-    m = api.export(args.model, args.calib, args.board, args.format, args.output, log=_log)
+    m = api.export(args.model, args.calib, args.board, args.format, args.output, log=_log,
+                   options=_quant_options(args))
     print(f"exported {m['model']} for {m['board']} as a {m['format']} library in {args.output}: "
           f"arena {m['arena_bytes']:,} B, weights {m['weights_bytes']:,} B, example {m['example']}")
     return 0
@@ -208,6 +213,7 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--format", required=True, choices=["c", "platformio", "arduino", "cmake"],
                    help="library layout: plain C files, PlatformIO library, Arduino library, CMake/Zephyr module")
     e.add_argument("-o", "--output", required=True, help="folder to write the library into")
+    _add_quant_options(e)
     e.set_defaults(func=cmd_export)
 
     c = sub.add_parser("calibrate", help="calibrate and quantize a model; print where INT8 loses accuracy")

@@ -168,7 +168,7 @@ def run_op(op: Op, inputs: list[np.ndarray]) -> np.ndarray:
         return _softmax(op, x, log=True)
     if k == "transpose":
         return np.transpose(x, a["perm"])
-    if k == "reshape":
+    if k in ("reshape", "requantize"):      # a view; an int8 <-> int16 conversion (edgec/int16.py)
         return x
     if k == "remap":
         return _remap(op, x)
@@ -186,7 +186,7 @@ def run_op(op: Op, inputs: list[np.ndarray]) -> np.ndarray:
 
 KINDS = {"conv2d", "depthwise_conv2d", "group_conv2d", "fully_connected", "fully_connected_rows", "max_pool",
          "avg_pool", "add", "binary", "lut", "softmax", "log_softmax", "transpose", "reshape", "remap", "concat",
-         "reduce", "matmul", "resize_linear"}
+         "reduce", "matmul", "resize_linear", "requantize"}
 
 
 def supported(graph: Graph) -> list[str]:

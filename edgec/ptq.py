@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 import onnx
 
-from . import calibrate, equalize, floatref, reference, sensitivity
+from . import calibrate, equalize, floatref, int16, reference, sensitivity
 from .data import SampleStream
 from .errors import EdgecError
 from .ir import Graph
@@ -35,6 +35,7 @@ class QuantOptions:
     equalize: bool = False
     cache: bool = True
     sensitivity_samples: int = 16      # 0: no sensitivity report
+    int16: tuple[str, ...] = ()        # ONNX node names run with int16 activations (edgec/int16.py)
 
     def check(self) -> None:
         if self.method not in ALL_METHODS:
@@ -63,7 +64,8 @@ class QuantResult:
                 "input": {"scale": g.tensors[g.input].scale, "zero_point": g.tensors[g.input].zero_point},
                 "output": {"scale": g.tensors[g.output].scale, "zero_point": g.tensors[g.output].zero_point},
                 "tensors": {t.name: {"source": t.source, "range": list(self.ranges.get(t.source, (None, None))),
-                                     "scale": t.scale, "zero_point": t.zero_point} for t in g.tensors.values()},
+                                     "scale": t.scale, "zero_point": t.zero_point, "dtype": t.dtype}
+                            for t in g.tensors.values()},
                 "sensitivity": self.sensitivity}
 
 
@@ -71,6 +73,7 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
                    log: Callable[[str], None] = lambda _: None, progress=None) -> QuantResult:
     """Calibrate and quantize `graph` (in place) as `options` say."""
     options.check()
+    wide = int16.check_names(graph, options.int16)      # before the calibration: a typo fails fast
     stream = SampleStream(calib_path, graph.input_onnx_shape)
     rescale = equalize.equalize(graph) if options.equalize else None
     if rescale is not None:
@@ -87,6 +90,9 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
     own_ranges = floatref.ranges(graph, _first(stream, OWN_RANGE_SAMPLES), own) if own else {}
     if options.bias_correction:
         correct_bias(graph, _first(stream, BIAS_SAMPLES), options.per_channel)
+    if wide:
+        converters = int16.mark(graph, wide)
+        log(f"int16 activations (16x8) for {', '.join(wide)}; {converters} int8<->int16 conversions")
     method, scores = options.method, {}
     if method == "auto":
         method, scores = _auto(graph, stats, options, stream, own_ranges)
