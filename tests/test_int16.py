@@ -162,3 +162,14 @@ def test_build_and_bench_on_qemu_with_int16_layers(files, tmp_path):
     assert r["divergence"]["first_divergent_layer"] is None
     sizes = {row["name"]: row["size"] for row in r["divergence"]["layers"]}
     assert sizes["convA"] == 8 * 6 * 6          # int16 layer outputs read back whole (2 bytes each)
+
+
+def test_export_takes_int16_and_ships_the_s16_kernels(files, tmp_path):
+    _, path, calib, _ = files
+    proc = subprocess.run([sys.executable, "-m", "edgec", "export", str(path), "--calib", str(calib), "--board",
+                           "qemu-cortex-m4", "--format", "c", "-o", str(tmp_path / "lib"), "--int16", "convA",
+                           "--int16", "dw", "--sensitivity-samples", "0"], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    manifest = json.loads((tmp_path / "lib" / "edgec-export.json").read_text())
+    assert "edgec_kernels_s16.c" in manifest["runtime_files"]
+    assert "edgec_conv2d_s16(" in (tmp_path / "lib" / "sensitive.c").read_text()
