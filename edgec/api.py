@@ -68,7 +68,7 @@ def schedule_and_plan(graph: Graph):
 def write_quant_report(result: ptq.QuantResult, options: ptq.QuantOptions, folder: Path, title: str) -> dict:
     """quant.json, sensitivity.json and sensitivity.svg in `folder`; returns the build report's entry."""
     (folder / "quant.json").write_text(json.dumps(result.to_json(options), indent=1))
-    entry = {"method": result.method, "per_channel": options.per_channel, "bias_correction": options.bias_correction,
+    entry = {"method": result.method, "method_label": result.label, "per_channel": options.per_channel, "bias_correction": options.bias_correction,
              "equalize": options.equalize, "calibration_samples": result.samples,
              "calibration_seconds": round(result.calib_seconds, 3), "quant_params": "quant.json"}
     if result.sensitivity:

@@ -1,26 +1,27 @@
 """Post-training quantization, the whole recipe: canonical float graph + calibration file -> INT8 graph.
 
-    [cross-layer equalization] -> calibration statistics (streamed, cached) -> range method
-    (minmax / percentile / entropy / mse, or `auto`: the one whose INT8 output is closest to float
-    on held-out calibration samples) -> [bias correction] -> quantize -> [sensitivity report]
+    [cross-layer equalization] -> calibration statistics (streamed, cached) -> [bias correction]
+    -> [int16 layers] -> range method (minmax / percentile / entropy / mse; `auto-model`: the one
+    whose INT8 output is closest to float on held-out calibration samples; `auto`: that, then refined
+    tensor by tensor, edgec/autorange.py) -> quantize -> [sensitivity report]
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 import onnx
 
-from . import calibrate, equalize, floatref, int16, reference, sensitivity
+from . import autorange, calibrate, equalize, floatref, int16, reference, sensitivity
 from .data import SampleStream
 from .errors import EdgecError
 from .ir import Graph
 from .quantize import WEIGHT_AXIS, dequantize, quantize, quantize_input, quantize_weights
 from .ranges import METHODS
 
-ALL_METHODS = METHODS + ("auto",)
+AUTO_METHODS = ("auto", "auto-model")       # per tensor (from the best per-model method), per model
+ALL_METHODS = METHODS + AUTO_METHODS
 HOLDOUT = 32          # samples `auto` keeps aside (at most a quarter of the set)
 BIAS_SAMPLES = 64     # samples bias correction measures the mean shift on
 OWN_RANGE_SAMPLES = 256   # samples the ranges of edgec's own (non-ONNX) tensors are measured on
@@ -36,6 +37,7 @@ class QuantOptions:
     cache: bool = True
     sensitivity_samples: int = 16      # 0: no sensitivity report
     int16: tuple[str, ...] = ()        # ONNX node names run with int16 activations (edgec/int16.py)
+    auto_seconds: float = autorange.BUDGET_S   # time budget of auto's per-tensor search
 
     def check(self) -> None:
         if self.method not in ALL_METHODS:
@@ -50,21 +52,32 @@ class QuantResult:
     method: str                                      # the method used (what `auto` chose)
     ranges: dict[str, tuple[float, float]]
     scores: dict[str, float] = field(default_factory=dict)   # auto: output SQNR (dB) of each method
+    search: autorange.Search | None = None           # auto: the per-tensor search
     sensitivity: list[dict] = field(default_factory=list)
     samples: int = 0
     calib_seconds: float = 0.0
     cached: bool = False
     batch: int = 1
 
+    @property
+    def label(self) -> str:
+        """The method, with the per-tensor changes of `auto` ('mse + 3 tensors')."""
+        n = len(self.search.changed) if self.search else 0
+        return f"{self.method} + {n} tensor{'s' if n > 1 else ''}" if n else self.method
+
+    def tensor_method(self, source: str) -> str:
+        return self.search.choice.get(source, self.method) if self.search else self.method
+
     def to_json(self, options: QuantOptions) -> dict:
         g = self.graph
         return {"method": self.method, "options": vars(options), "samples": self.samples,
                 "calibration_seconds": round(self.calib_seconds, 3), "from_cache": self.cached,
-                "auto_scores_db": self.scores,
+                "auto_scores_db": self.scores, "auto_per_tensor": self.search.to_json() if self.search else None,
                 "input": {"scale": g.tensors[g.input].scale, "zero_point": g.tensors[g.input].zero_point},
                 "output": {"scale": g.tensors[g.output].scale, "zero_point": g.tensors[g.output].zero_point},
                 "tensors": {t.name: {"source": t.source, "range": list(self.ranges.get(t.source, (None, None))),
-                                     "scale": t.scale, "zero_point": t.zero_point, "dtype": t.dtype}
+                                     "scale": t.scale, "zero_point": t.zero_point, "dtype": t.dtype,
+                                     "method": self.tensor_method(t.source)}
                             for t in g.tensors.values()},
                 "sensitivity": self.sensitivity}
 
@@ -78,7 +91,7 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
     rescale = equalize.equalize(graph) if options.equalize else None
     if rescale is not None:
         log(f"cross-layer equalization: {len(rescale)} layer pairs")
-    holdout = min(HOLDOUT, stream.n // 4) if options.method == "auto" else 0
+    holdout = min(HOLDOUT, stream.n // 4) if options.method in AUTO_METHODS else 0
     log(f"calibrating on {stream.n} samples ({options.method})")
     sources = {t.source for t in graph.tensors.values()}
     own = {s for s in sources if s.startswith(floatref.SYNTHETIC)}
@@ -93,13 +106,15 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
     if wide:
         converters = int16.mark(graph, wide)
         log(f"int16 activations (16x8) for {', '.join(wide)}; {converters} int8<->int16 conversions")
-    method, scores = options.method, {}
-    if method == "auto":
-        method, scores = _auto(graph, stats, options, stream, own_ranges)
-        log("auto: output SQNR " + ", ".join(f"{m} {s:.1f} dB" for m, s in scores.items()) + f" -> {method}")
-    ranges = {**stats.ranges(method, options.percentile), **own_ranges}
+    method, scores, search = options.method, {}, None
+    ranges = {**stats.ranges(method, options.percentile), **own_ranges} if method in METHODS else None
+    if method in AUTO_METHODS:
+        method, scores, search = _auto(graph, stats, options, stream, own_ranges, log)
+        by_method = {m: stats.ranges(m, options.percentile) for m in METHODS}
+        ranges = {**(autorange.ranges_of(search, by_method) if search else by_method[method]), **own_ranges}
     quantize(graph, ranges, options.per_channel)
-    result = QuantResult(graph=graph, method=method, ranges=ranges, scores=scores, samples=stats.samples,
+    result = QuantResult(graph=graph, method=method, ranges=ranges, scores=scores, search=search,
+                         samples=stats.samples,
                          calib_seconds=stats.seconds, cached=stats.cached, batch=stats.batch)
     if options.sensitivity_samples > 0:
         missing = floatref.supported(graph)
@@ -124,19 +139,24 @@ def output_sqnr(graph: Graph, x: np.ndarray, y_float: np.ndarray) -> float:
     return sensitivity.sqnr_db(float(np.sum(want ** 2)), float(np.sum((want - got) ** 2)))
 
 
-def _auto(graph: Graph, stats, options: QuantOptions, stream, own_ranges: dict) -> tuple[str, dict[str, float]]:
-    """The range method whose INT8 output is closest to float on the held-out samples."""
+def _auto(graph: Graph, stats, options: QuantOptions, stream, own_ranges: dict, log):
+    """auto-model: the best range method for the whole model; auto: then the per-tensor search."""
     if stats.holdout_x is not None and len(stats.holdout_x):
         x, part = stats.holdout_x, "fit"
     else:  # too few samples to hold any out: judge on the calibration samples themselves
         x, part = _first(stream, HOLDOUT), "all"
     y = np.stack([floatref.run(graph, xi)[graph.output] for xi in x])
-    scores = {}
-    for m in METHODS:
-        g = copy.deepcopy(graph)
-        quantize(g, {**stats.ranges(m, options.percentile, part=part), **own_ranges}, options.per_channel)
-        scores[m] = round(output_sqnr(g, x, y), 2)
-    return max(scores, key=lambda m: (scores[m], -METHODS.index(m))), scores
+    by_method = {m: stats.ranges(m, options.percentile, part=part) for m in METHODS}
+    method, scores = autorange.per_model(graph, by_method, own_ranges, x, y, options.per_channel)
+    log("auto: output SQNR " + ", ".join(f"{m} {s:.1f} dB" for m, s in scores.items()) + f" -> {method}")
+    if options.method != "auto":
+        return method, scores, None
+    search = autorange.per_tensor(graph, by_method, own_ranges, x, y, method, options.per_channel,
+                                  options.auto_seconds)
+    log(f"auto per tensor: {search.start_db:.1f} -> {search.final_db:.1f} dB held out, {len(search.changed)} of "
+        f"{search.tensors} tensors changed, {search.trials} trials in {search.seconds:.1f} s"
+        + ("" if search.reached == search.tensors else f" (budget reached after {search.reached} tensors)"))
+    return method, scores, search
 
 
 def correct_bias(graph: Graph, samples: np.ndarray, per_channel: bool = True) -> None:
