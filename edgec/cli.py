@@ -36,8 +36,10 @@ def _add_quant_options(p: argparse.ArgumentParser) -> None:
                         "by tensor)")
     p.add_argument("--percentile", type=float, default=99.99, help="percentile of --method percentile (99.99)")
     p.add_argument("--per-tensor", action="store_true", help="one weight scale per layer instead of per channel")
-    p.add_argument("--bias-correction", action="store_true",
-                   help="remove the mean output shift that quantized weights cause (measured on the calibration set)")
+    p.add_argument("--bias-correction", nargs="?", const="quantized", default=False, choices=["quantized", "float"],
+                   help="remove the mean output shift quantization causes in every layer, measured on the "
+                        "calibration set with the inputs the quantized layer really sees (default) or, with "
+                        "'float', the shift of the weights' rounding alone on float inputs")
     p.add_argument("--equalize", action="store_true",
                    help="cross-layer equalization of conv pairs (depthwise-separable networks)")
     p.add_argument("--no-cache", action="store_true", help="recalibrate even if the statistics are cached")

@@ -46,7 +46,8 @@ def conv(op: Op, x, weights=None, bias=None, act: bool = True):
     and without its fused activation."""
     a = op.attrs
     w = np.asarray(a["weights"] if weights is None else weights, np.float64)
-    b = np.asarray(a["bias"] if bias is None else bias, np.float64)
+    b = np.asarray(a.get("float_bias", a["bias"]) if bias is None else bias, np.float64)   # the model's own bias
+
     if op.kind == "fully_connected":
         y = w @ np.asarray(x, np.float64).reshape(-1) + b
         return _act(y, op) if act else y

@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 import onnx
 
-from . import autorange, calibrate, equalize, floatref, int16, reference, sensitivity
+from . import autorange, biascorr, calibrate, equalize, floatref, int16, reference, sensitivity
 from .data import SampleStream
 from .errors import EdgecError
 from .ir import Graph
@@ -32,7 +32,7 @@ class QuantOptions:
     method: str = "minmax"
     percentile: float = 99.99
     per_channel: bool = True
-    bias_correction: bool = False
+    bias_correction: bool | str = False   # True / "quantized": on the INT8 model's own activations; "float"
     equalize: bool = False
     cache: bool = True
     sensitivity_samples: int = 16      # 0: no sensitivity report
@@ -42,6 +42,10 @@ class QuantOptions:
     def check(self) -> None:
         if self.method not in ALL_METHODS:
             raise EdgecError(f"unknown calibration method '{self.method}'; use one of {', '.join(ALL_METHODS)}")
+        if self.bias_correction is True:
+            self.bias_correction = "quantized"
+        if self.bias_correction not in (False, None, *biascorr.VARIANTS):
+            raise EdgecError(f"unknown bias correction '{self.bias_correction}'; use one of {', '.join(biascorr.VARIANTS)}")
         if not 50.0 < self.percentile <= 100.0:
             raise EdgecError(f"--percentile {self.percentile} is out of range; give a value in (50, 100], e.g. 99.99")
 
@@ -101,8 +105,8 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
     # tensors edgec made up (decomposed operators) are not ONNX values: their ranges come from edgec's
     # float interpreter (min/max over the first calibration samples)
     own_ranges = floatref.ranges(graph, _first(stream, OWN_RANGE_SAMPLES), own) if own else {}
-    if options.bias_correction:
-        correct_bias(graph, _first(stream, BIAS_SAMPLES), options.per_channel)
+    if options.bias_correction == "float":
+        biascorr.correct_float(graph, _first(stream, BIAS_SAMPLES), options.per_channel)
     if wide:
         converters = int16.mark(graph, wide)
         log(f"int16 activations (16x8) for {', '.join(wide)}; {converters} int8<->int16 conversions")
@@ -113,6 +117,9 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
         by_method = {m: stats.ranges(m, options.percentile) for m in METHODS}
         ranges = {**(autorange.ranges_of(search, by_method) if search else by_method[method]), **own_ranges}
     quantize(graph, ranges, options.per_channel)
+    if options.bias_correction == "quantized":
+        n = biascorr.correct_quantized(graph, ranges, _first(stream, BIAS_SAMPLES), options.per_channel)
+        log(f"bias correction: {n} layers, on the quantized model's own activations")
     result = QuantResult(graph=graph, method=method, ranges=ranges, scores=scores, search=search,
                          samples=stats.samples,
                          calib_seconds=stats.seconds, cached=stats.cached, batch=stats.batch)
@@ -160,23 +167,5 @@ def _auto(graph: Graph, stats, options: QuantOptions, stream, own_ranges: dict, 
 
 
 def correct_bias(graph: Graph, samples: np.ndarray, per_channel: bool = True) -> None:
-    """Empirical bias correction: remove from each layer's bias the mean shift its quantized weights
-    cause in its output, E[(W_q - W) x], measured with float inputs from the calibration samples."""
-    ops = [op for op in graph.ops if op.kind in WEIGHT_AXIS]
-    deltas = {}
-    for op in ops:
-        wq, scale = quantize_weights(op.attrs["weights"], WEIGHT_AXIS[op.kind], per_channel)
-        shape = [1] * wq.ndim
-        shape[WEIGHT_AXIS[op.kind]] = -1
-        deltas[op.name, op.output] = (wq * scale.reshape(shape) - op.attrs["weights"]).astype(np.float32)
-    shift = {k: np.zeros(len(op.attrs["bias"])) for k, op in zip(deltas, ops)}
-    for x in samples:
-        env = floatref.run(graph, x)
-        for op in ops:
-            k = (op.name, op.output)
-            d = floatref.conv(op, env[op.inputs[0]], weights=deltas[k], bias=np.zeros_like(op.attrs["bias"]),
-                              act=False)
-            shift[k] += d.reshape(-1, len(op.attrs["bias"])).mean(axis=0)
-    for op in ops:
-        k = (op.name, op.output)
-        op.attrs["bias"] = (op.attrs["bias"] - shift[k] / len(samples)).astype(np.float32)
+    """The float variant of bias correction (edgec/biascorr.py), kept under its old name."""
+    biascorr.correct_float(graph, samples, per_channel)
