@@ -1,9 +1,10 @@
 """Post-training quantization, the whole recipe: canonical float graph + calibration file -> INT8 graph.
 
-    [cross-layer equalization] -> calibration statistics (streamed, cached) -> [bias correction]
-    -> [int16 layers] -> range method (minmax / percentile / entropy / mse; `auto-model`: the one
-    whose INT8 output is closest to float on held-out calibration samples; `auto`: that, then refined
-    tensor by tensor, edgec/autorange.py) -> quantize -> [sensitivity report]
+    [cross-layer equalization] -> calibration statistics (streamed, cached) -> [bias correction, float
+    variant] -> [int16 layers, edgec/int16.py] -> range method (minmax / percentile / entropy / mse;
+    `auto-model`: the one whose INT8 output is closest to float on held-out calibration samples;
+    `auto`: that, then refined tensor by tensor, edgec/autorange.py) -> quantize -> [bias correction
+    on the quantized model's own activations, edgec/biascorr.py] -> [sensitivity report]
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from . import autorange, biascorr, calibrate, equalize, floatref, int16, referen
 from .data import SampleStream
 from .errors import EdgecError
 from .ir import Graph
-from .quantize import WEIGHT_AXIS, dequantize, quantize, quantize_input, quantize_weights
+from .quantize import dequantize, quantize, quantize_input
 from .ranges import METHODS
 
 AUTO_METHODS = ("auto", "auto-model")       # per tensor (from the best per-model method), per model
@@ -70,6 +71,9 @@ class QuantResult:
         return f"{self.method} + {n} tensor{'s' if n > 1 else ''}" if n else self.method
 
     def tensor_method(self, source: str) -> str:
+        """The range method of one ONNX value (edgec's own tensors: min/max of its float interpreter)."""
+        if source.startswith(floatref.SYNTHETIC):
+            return "minmax"
         return self.search.choice.get(source, self.method) if self.search else self.method
 
     def to_json(self, options: QuantOptions) -> dict:
