@@ -148,10 +148,12 @@ def escape_hatch(label, model_path, calib_path, x):
 
     base, snr8, arena8 = run((), 8)
     row = next(r for r in base.sensitivity if r["kind"] in int16.KINDS)
-    op = next(o for o in base.graph.ops if o.name == row["layer"])
+    op = base.graph.ops[row["index"]]
     wide = tuple(dict.fromkeys([op.name] + _readers(base.graph, op)))
-    _, snr16, arena16 = run(wide, 0)
-    return f"| {label} | {', '.join(wide)} | {snr8:.1f} | {snr16:.1f} | {arena8:,} | {arena16:,} |"
+    res, snr16, arena16 = run(wide, 8)
+    row16 = next(r for r in res.sensitivity if r["layer"] == op.name and r["kind"] == op.kind)
+    return (f"| {label} | {', '.join(w[-40:] for w in wide)} | {row['isolated_db']:.1f} | {row16['isolated_db']:.1f} | "
+            f"{snr8:.1f} | {snr16:.1f} | {arena8:,} | {arena16:,} |")
 
 
 def _fmt(v, fmt):
@@ -236,8 +238,9 @@ def main():
                 rows += compare(label, model, calib, x, y, quick=False)
                 hatch.append(escape_hatch(label, model, calib, x))
     acc = accuracy_table(rows)
-    hatch = "\n".join(["| model | --int16 layers | output SQNR int8 dB | with --int16 dB | arena B int8 | with --int16 B |",
-                       "|---|---|---:|---:|---:|---:|"] + hatch)
+    hatch = "\n".join(["| model | --int16 layers (last 40 characters) | worst layer isolated dB int8 | with --int16 | "
+                       "output SQNR int8 dB | with --int16 | arena B int8 | with --int16 |",
+                       "|---|---|---:|---:|---:|---:|---:|---:|"] + hatch)
     speeds = []
     for n, method in ([(1000, "minmax"), (1000, "entropy"), (1000, "auto")] if not args.quick else [(1000, "entropy")]) \
             + ([(4000, "entropy")] if not args.quick else []):
@@ -287,8 +290,10 @@ sees the weights' rounding only.
 For each model, the layer the sensitivity report ranks worst (among the layers with a 16x8 kernel:
 conv, depthwise, fully connected) and the layers reading its output run with int16 activations
 (TFLite's 16x8 scheme); everything else stays as in the `mse` row above. Output SQNR against float on
-the same samples as the accuracy table, and the arena the planner needs (int16 tensors take 2 bytes
-per value).
+the same samples as the accuracy table, the worst layer's own (isolated) SQNR, and the arena the
+planner needs (int16 tensors take 2 bytes per value). The MLPerf rows are calibrated and measured on
+their 4-12 golden samples: their output SQNR moves by several dB with any change (noise of so few
+samples); the layer's isolated SQNR is the meaningful column there.
 
 {hatch}
 
