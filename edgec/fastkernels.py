@@ -149,7 +149,8 @@ def lower_graph(graph: Graph) -> None:
     """Choose the fast kernel of every op that has one: op.lowered holds its call data and constants
     (what the generated code will contain), op.attrs['scratch_bytes'] its scratch memory (for the planner)."""
     for op in graph.ops:
-        op.lowered = lower(op)
+        int8 = all(graph.tensors[t].dtype == "int8" for t in (*op.inputs, op.output))
+        op.lowered = lower(op) if int8 else None       # int16 layers keep their 16x8 kernels
         if op.lowered and op.lowered["scratch_bytes"]:
             size = op.lowered["scratch_bytes"]
             op.attrs["scratch_bytes"] = (size + SCRATCH_ALIGN - 1) // SCRATCH_ALIGN * SCRATCH_ALIGN

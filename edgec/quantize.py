@@ -12,11 +12,11 @@ import math
 
 import numpy as np
 
-from . import fastkernels
+from . import fastkernels, int16
 from . import kernels_ref as K
 from . import ops_ext
 from .errors import EdgecError
-from .ir import SAME_QPARAMS_OPS, Graph, Op, Tensor
+from .ir import DTYPES, SAME_QPARAMS_OPS, Graph, Op, Tensor
 
 
 def qparams_from_range(lo: float, hi: float) -> tuple[float, int]:
@@ -30,8 +30,9 @@ def qparams_from_range(lo: float, hi: float) -> tuple[float, int]:
 
 
 def quantize_input(t: Tensor, x: np.ndarray) -> np.ndarray:
-    """Float input data -> int8 with the tensor's quantization (as the host sends it)."""
-    return np.clip(np.round(x / t.scale) + t.zero_point, -128, 127).astype(np.int8)
+    """Float input data -> int8 (int16 for an int16 tensor) with the tensor's quantization (as the host sends it)."""
+    info = np.iinfo(DTYPES[t.dtype])
+    return np.clip(np.round(x / t.scale) + t.zero_point, info.min, info.max).astype(DTYPES[t.dtype])
 
 
 def dequantize(t: Tensor, q: np.ndarray) -> np.ndarray:
@@ -45,7 +46,7 @@ def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: 
     def from_range(t: Tensor):
         if t.source not in ranges:
             raise EdgecError(f"no calibration range for tensor '{t.source}'")
-        t.scale, t.zero_point = qparams_from_range(*ranges[t.source])
+        t.scale, t.zero_point = (int16.qparams if t.dtype == "int16" else qparams_from_range)(*ranges[t.source])
 
     from_range(graph.tensors[graph.input])
     for op in graph.ops:
@@ -60,7 +61,11 @@ def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: 
             out.scale, out.zero_point = ops_ext.fixed_qparams(op)
         else:
             from_range(out)
-        _QUANTIZERS[op.kind](op, [graph.tensors[i] for i in op.inputs], out)
+        ins = [graph.tensors[i] for i in op.inputs]
+        if int16.is_int16(graph, op):
+            int16.quantize_op(op, ins, out, _QUANTIZERS.get(op.kind))
+        else:
+            _QUANTIZERS[op.kind](op, ins, out)
     fastkernels.lower_graph(graph)   # fast kernels: their constants and scratch memory (for the planner)
     return graph
 
