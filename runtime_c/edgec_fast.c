@@ -8,7 +8,9 @@
 #if defined(__GNUC__)
 #define EDGEC_ALIAS __attribute__((may_alias))
 #define EDGEC_INLINE static inline __attribute__((always_inline))
+#define EDGEC_NOINLINE __attribute__((noinline)) /* its own register allocation, not the caller's */
 #else
+#define EDGEC_NOINLINE
 #define EDGEC_ALIAS
 #define EDGEC_INLINE static inline
 #endif
@@ -25,7 +27,14 @@ typedef int16_t EDGEC_ALIAS edgec_h16;
 #define E_SXTB16(x) ((uint32_t)__sxtb16((int32_t)(x)))
 #define E_SMLAD(a, b, acc) __smlad((int32_t)(a), (int32_t)(b), (acc))
 #define E_SMLABB(a, b, acc) __smlabb((int32_t)(a), (int32_t)(b), (acc))
-#define E_SMLATT(a, b, acc) __smlatt((int32_t)(a), (int32_t)(b), (acc))
+#define E_SMLABT(a, b, acc) __smlabt((int32_t)(a), (int32_t)(b), (acc))
+/* (k * 2^32 + a * b + 2^31) >> 32 in one instruction (ACLE has no intrinsic for SMMLAR) */
+EDGEC_INLINE int32_t E_SMMLAR(int32_t a, int32_t b, int32_t k)
+{
+    int32_t r;
+    __asm__("smmlar %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(k));
+    return r;
+}
 /* SXTB16 with its free rotation (gcc 12 does not fuse a rotate into __sxtb16 by itself) */
 EDGEC_INLINE uint32_t E_SXTB16_ROR8(uint32_t x)
 {
@@ -53,26 +62,41 @@ EDGEC_INLINE int32_t E_SMLAD(uint32_t a, uint32_t b, int32_t acc)
     return acc + e_lo(a) * e_lo(b) + e_hi(a) * e_hi(b);
 }
 EDGEC_INLINE int32_t E_SMLABB(uint32_t a, uint32_t b, int32_t acc) { return acc + e_lo(a) * e_lo(b); }
-EDGEC_INLINE int32_t E_SMLATT(uint32_t a, uint32_t b, int32_t acc) { return acc + e_hi(a) * e_hi(b); }
+EDGEC_INLINE int32_t E_SMLABT(uint32_t a, uint32_t b, int32_t acc) { return acc + e_lo(a) * e_hi(b); }
 #endif
 #ifndef E_LDRD
 #define E_LDRD(lo, hi, p, off) ((lo) = (p)[(off)], (hi) = (p)[(off) + 1])
 #endif
+#ifndef EDGEC_DSP_NATIVE
+EDGEC_INLINE int32_t E_SMMLAR(int32_t a, int32_t b, int32_t k)
+{
+    return (int32_t)(((int64_t)k * 4294967296LL + (int64_t)a * b + 2147483648LL) >> 32);
+}
+#endif
 
 /* ---------------------------------------------------------------- requantization and copies */
-/* The output zero point is folded into khi_pos/khi_neg (zp << shift); `full` says the activation
- * range is all of int8 (then one saturation does the clamp). */
-EDGEC_INLINE int8_t edgec_out(int32_t acc, const edgec_rq *q, int full, int32_t lo, int32_t hi)
+/* The output zero point and the rounding are folded into khi (see edgec_rq); `neg` (0 or -1) is the
+ * correction for negative accumulators. `full` says the activation range is all of int8 (then one
+ * saturation does the clamp). */
+EDGEC_INLINE int32_t edgec_rq_value(int32_t acc, int32_t mult, int32_t khi, int32_t neg, int32_t shift)
 {
-    const uint32_t khi = (uint32_t)(acc < 0 ? q->khi_neg : q->khi_pos);
-    const int64_t k = (int64_t)(((uint64_t)khi << 32) | 0x80000000u);
-    int32_t v = (int32_t)(((int64_t)(acc * 2) * q->mult + k) >> 32) >> q->shift;
+    const int32_t t = acc * 2; /* |acc| < 2^30 */
+    return (E_SMMLAR(t, mult, khi) + ((t >> 31) & neg)) >> shift;
+}
+
+EDGEC_INLINE int8_t edgec_clamp(int32_t v, int full, int32_t lo, int32_t hi)
+{
 #ifdef EDGEC_DSP_NATIVE
     if (full) return (int8_t)__ssat(v, 8);
 #else
     if (full) return (int8_t)(v < -128 ? -128 : (v > 127 ? 127 : v));
 #endif
     return (int8_t)(v < lo ? lo : (v > hi ? hi : v));
+}
+
+EDGEC_INLINE int8_t edgec_out(int32_t acc, const edgec_rq *q, int full, int32_t lo, int32_t hi)
+{
+    return edgec_clamp(edgec_rq_value(acc, q->mult, q->khi, q->neg, q->shift), full, lo, hi);
 }
 
 static void edgec_fill(int8_t *dst, int8_t value, int32_t n)
@@ -219,76 +243,170 @@ void edgec_fast_conv_s8(const edgec_fast_conv_params *p, const int8_t *input, co
 }
 
 /* ---------------------------------------------------------------- depthwise 3x3 */
+/* The window: for each strip column j and each of 4 channels, a record of four int16 values
+ * (slot 0, slot 1, slot 2, unused), 8 bytes; column j's records are 32 bytes at 32 * j. Input row r
+ * lives in slot r % 3 (a rolling window: going down one output row loads only the new rows), so the
+ * kernel row each slot holds rotates, and the weights are packed for the rotation once per channel
+ * and output row: P[kx] = (w[ky of slot 0][kx], w[ky of slot 1][kx]) for SMLAD on the word
+ * (slot 0, slot 1), Q = w[ky of slot 2][kx] for SMLABB/SMLABT on the word (slot 2, unused). */
 
+/* Input row r (or the zero point for a padded row) into slot `slot` of strip columns [x0, x1). */
+static EDGEC_NOINLINE void edgec_dw_load_row(const edgec_fast_dw_params *p, const int8_t *src, int32_t x0, int32_t x1,
+                              int32_t slot, int16_t *win, int valid)
+{
+    edgec_h16 *d = (edgec_h16 *)win + 16 * x0 + slot;
+    const int32_t cs = p->in_col_step;
+    int32_t j;
+    if (!valid) {
+        const int16_t zp = (int16_t)p->input_zp;
+        for (j = x0; j < x1; ++j, d += 16) d[0] = d[4] = d[8] = d[12] = zp;
+        return;
+    }
+    for (j = x0; j < x1; ++j, d += 16, src += cs) {
+        d[0] = src[0];
+        d[4] = src[1];
+        d[8] = src[2];
+        d[12] = src[3];
+    }
+}
+
+/* The accumulators of one output row of one channel into acc[0..n), doubled (the weights are stored
+ * times two, so requantization skips its doubling); x: the channel's record in strip column 0. */
 #ifdef EDGEC_DSP
-#define EDGEC_DW_TAP(off)                                                                          \
-    do {                                                                                           \
-        const uint32_t v_ = *(const edgec_w32 *)(const void *)(r + (off));                         \
-        const uint32_t vl_ = E_SXTB16(v_), vh_ = E_SXTB16_ROR8(v_);                                \
-        uint32_t wl_, wh_;                                                                         \
-        E_LDRD(wl_, wh_, w, 0);                                                                    \
-        a0 = E_SMLABB(vl_, wl_, a0);                                                               \
-        a2 = E_SMLATT(vl_, wl_, a2);                                                               \
-        a1 = E_SMLABB(vh_, wh_, a1);                                                               \
-        a3 = E_SMLATT(vh_, wh_, a3);                                                               \
-        w += 2;                                                                                    \
-    } while (0)
+/* tap kx of one output from the column record (a_, b_) = ((slot 0, slot 1), (slot 2, -)) */
+#define EDGEC_DW_K0(acc) ((acc) = E_SMLABB(b_, q01, E_SMLAD(a_, p0, (acc))))
+#define EDGEC_DW_K1(acc) ((acc) = E_SMLABT(b_, q01, E_SMLAD(a_, p1, (acc))))
+#define EDGEC_DW_K2(acc) ((acc) = E_SMLABB(b_, q2, E_SMLAD(a_, p2, (acc))))
+#define EDGEC_DW_COL(col) E_LDRD(a_, b_, x, 8 * (col))
+
+static EDGEC_NOINLINE void edgec_dw_macs(const edgec_w32 *x, int32_t n, int32_t stride, const int16_t *wa, const int16_t *wb,
+                          const int16_t *wc, int32_t bias, int32_t *acc)
+{
+    const uint32_t p0 = (uint16_t)wa[0] | (uint32_t)(uint16_t)wb[0] << 16;
+    const uint32_t p1 = (uint16_t)wa[1] | (uint32_t)(uint16_t)wb[1] << 16;
+    const uint32_t p2 = (uint16_t)wa[2] | (uint32_t)(uint16_t)wb[2] << 16;
+    const uint32_t q01 = (uint16_t)wc[0] | (uint32_t)(uint16_t)wc[1] << 16, q2 = (uint16_t)wc[2];
+    int32_t *const end = acc + (n & ~1);
+    uint32_t a_, b_;
+    if (stride == 1) {
+        for (; acc < end; x += 16, acc += 2) {
+            int32_t a0 = bias, a1 = bias;
+            EDGEC_DW_COL(0);
+            EDGEC_DW_K0(a0);
+            EDGEC_DW_COL(1);
+            EDGEC_DW_K1(a0);
+            EDGEC_DW_K0(a1);
+            EDGEC_DW_COL(2);
+            EDGEC_DW_K2(a0);
+            EDGEC_DW_K1(a1);
+            EDGEC_DW_COL(3);
+            EDGEC_DW_K2(a1);
+            acc[0] = a0;
+            acc[1] = a1;
+        }
+    } else {
+        for (; acc < end; x += 32, acc += 2) {
+            int32_t a0 = bias, a1 = bias;
+            EDGEC_DW_COL(0);
+            EDGEC_DW_K0(a0);
+            EDGEC_DW_COL(1);
+            EDGEC_DW_K1(a0);
+            EDGEC_DW_COL(2);
+            EDGEC_DW_K2(a0);
+            EDGEC_DW_K0(a1);
+            EDGEC_DW_COL(3);
+            EDGEC_DW_K1(a1);
+            EDGEC_DW_COL(4);
+            EDGEC_DW_K2(a1);
+            acc[0] = a0;
+            acc[1] = a1;
+        }
+    }
+    if (n & 1) {
+        int32_t a0 = bias;
+        EDGEC_DW_COL(0);
+        EDGEC_DW_K0(a0);
+        EDGEC_DW_COL(1);
+        EDGEC_DW_K1(a0);
+        EDGEC_DW_COL(2);
+        EDGEC_DW_K2(a0);
+        acc[0] = a0;
+    }
+}
 #else
-#define EDGEC_DW_TAP(off)                                                                          \
-    do {                                                                                           \
-        const int8_t *v_ = r + (off);                                                              \
-        const edgec_h16 *ws_ = (const edgec_h16 *)(const void *)w;                                 \
-        a0 += v_[0] * ws_[0];                                                                      \
-        a2 += v_[2] * ws_[1];                                                                      \
-        a1 += v_[1] * ws_[2];                                                                      \
-        a3 += v_[3] * ws_[3];                                                                      \
-        w += 2;                                                                                    \
-    } while (0)
+static EDGEC_NOINLINE void edgec_dw_macs(const edgec_w32 *xw, int32_t n, int32_t stride, const int16_t *wa, const int16_t *wb,
+                          const int16_t *wc, int32_t bias, int32_t *acc)
+{
+    const int32_t a0w = wa[0], a1w = wa[1], a2w = wa[2], b0w = wb[0], b1w = wb[1], b2w = wb[2];
+    const int32_t c0w = wc[0], c1w = wc[1], c2w = wc[2], step = 16 * stride;
+    const edgec_h16 *x = (const edgec_h16 *)(const void *)xw;
+    for (; n > 0; --n, x += step) {
+        *acc++ = bias + x[0] * a0w + x[1] * b0w + x[2] * c0w + x[16] * a1w + x[17] * b1w + x[18] * c1w +
+                 x[32] * a2w + x[33] * b2w + x[34] * c2w;
+    }
+}
 #endif
 
-void edgec_fast_dw3x3_s8(const edgec_fast_conv_params *p, const int8_t *input, const uint32_t *weights,
+/* out[i * step] = the requantized, clamped t[i] (doubled accumulators), i < n. */
+#define EDGEC_RQ_LOOP(fix, clamp)                                                                  \
+    for (; n > 0; --n, out += step) {                                                              \
+        const int32_t t_ = *t++;                                                                   \
+        const int32_t v_ = (E_SMMLAR(t_, mult, khi) fix) >> shift;                                 \
+        *out = (int8_t)(clamp);                                                                    \
+    }
+#ifdef EDGEC_DSP_NATIVE
+#define EDGEC_SAT8(v) __ssat((v), 8)
+#else
+#define EDGEC_SAT8(v) ((v) < -128 ? -128 : ((v) > 127 ? 127 : (v)))
+#endif
+static EDGEC_NOINLINE void edgec_requant_doubled(const int32_t *t, int32_t n, const edgec_rq *q, int8_t *out, int32_t step,
+                                  int32_t lo, int32_t hi)
+{
+    const int32_t mult = q->mult, khi = q->khi, shift = q->shift;
+    if (lo == -128 && hi == 127) {
+        if (q->neg) {
+            EDGEC_RQ_LOOP(+(t_ >> 31), EDGEC_SAT8(v_))
+        } else {
+            EDGEC_RQ_LOOP(, EDGEC_SAT8(v_))
+        }
+    } else {
+        EDGEC_RQ_LOOP(+(t_ >> 31 & q->neg), v_ < lo ? lo : (v_ > hi ? hi : v_))
+    }
+}
+
+void edgec_fast_dw3x3_s8(const edgec_fast_dw_params *p, const int8_t *input, const uint32_t *weights,
                          const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
-    const int32_t c = p->in_c, in_w = p->in_w, sw = p->stride_w, out_w = p->out_w;
-    const int32_t width = (out_w - 1) * sw + 3, rowb = width * c, pl = p->pad_left;
-    const int32_t lo = p->act_min, hi = p->act_max, full = lo == -128 && hi == 127;
-    const int8_t izp = (int8_t)p->input_zp;
+    const int32_t c = p->c, rows = p->rows, cols = p->cols, s = p->stride, n = p->out_cols;
+    const int32_t width = (n - 1) * s + 3, pl = p->pad_left;
     /* strip columns [0, width) are input columns [-pl, width - pl); those in [x0, x1) are inside */
     const int32_t x0 = pl < width ? pl : width;
-    const int32_t x1 = in_w + pl < width ? (in_w + pl < x0 ? x0 : in_w + pl) : width;
-    int32_t oy, ox, ky, cg;
-    for (oy = 0; oy < p->out_h; ++oy) {
-        for (ky = 0; ky < 3; ++ky) {
-            const int32_t iy = oy * p->stride_h - p->pad_top + ky;
-            int8_t *d = scratch + ky * rowb;
-            if (iy < 0 || iy >= p->in_h || x1 == x0) {
-                edgec_fill(d, izp, rowb);
-                continue;
-            }
-            edgec_fill(d, izp, x0 * c);
-            edgec_copy(d + x0 * c, input + (iy * in_w + x0 - pl) * c, (x1 - x0) * c);
-            edgec_fill(d + x1 * c, izp, (width - x1) * c);
+    const int32_t x1 = cols + pl < width ? (cols + pl < x0 ? x0 : cols + pl) : width;
+    int16_t *win = (int16_t *)(void *)scratch;
+    int32_t *acc = (int32_t *)(void *)(scratch + 32 * width);
+    const edgec_h16 *w16 = (const edgec_h16 *)(const void *)weights;
+    int32_t cg, oy, r, k;
+    for (cg = 0; cg < c; cg += 4) {
+        int32_t next = -p->pad_top; /* the next input row the window does not hold yet */
+        for (k = 0; k < 3; ++k) {   /* padded columns hold the zero point */
+            edgec_dw_load_row(p, input, 0, x0, k, win, 0);
+            edgec_dw_load_row(p, input, x1, width, k, win, 0);
         }
-        for (ox = 0; ox < out_w; ++ox) {
-            const edgec_w32 *w = (const edgec_w32 *)weights;
-            const edgec_rq *q = rq;
-            int8_t *o = output + (oy * out_w + ox) * c;
-            for (cg = 0; cg < c; cg += 4, q += 4) {
-                const int8_t *r = scratch + ox * sw * c + cg;
-                int32_t a0 = q[0].bias, a1 = q[1].bias, a2 = q[2].bias, a3 = q[3].bias;
-                EDGEC_DW_TAP(0);
-                EDGEC_DW_TAP(c);
-                EDGEC_DW_TAP(2 * c);
-                EDGEC_DW_TAP(rowb);
-                EDGEC_DW_TAP(rowb + c);
-                EDGEC_DW_TAP(rowb + 2 * c);
-                EDGEC_DW_TAP(2 * rowb);
-                EDGEC_DW_TAP(2 * rowb + c);
-                EDGEC_DW_TAP(2 * rowb + 2 * c);
-                o[cg] = edgec_out(a0, q, full, lo, hi);
-                o[cg + 1] = edgec_out(a1, q + 1, full, lo, hi);
-                o[cg + 2] = edgec_out(a2, q + 2, full, lo, hi);
-                o[cg + 3] = edgec_out(a3, q + 3, full, lo, hi);
+        for (oy = 0; oy < p->out_rows; ++oy) {
+            const int32_t r0 = oy * s - p->pad_top, rot = (r0 % 3 + 3) % 3;
+            for (r = next > r0 ? next : r0; r < r0 + 3; ++r) {
+                const int valid = r >= 0 && r < rows;
+                const int8_t *src = valid ? input + r * p->in_row_step + (x0 - pl) * p->in_col_step + cg : input;
+                edgec_dw_load_row(p, src, x0, x1, (r % 3 + 3) % 3, win, valid);
+            }
+            next = r0 + 3;
+            for (k = 0; k < 4; ++k) {
+                /* slot i holds kernel row (i - rot) mod 3 */
+                const int16_t *wk = w16 + 9 * (cg + k);
+                edgec_dw_macs((const edgec_w32 *)(const void *)win + 2 * k, n, s, wk + 3 * ((3 - rot) % 3),
+                              wk + 3 * ((4 - rot) % 3), wk + 3 * ((5 - rot) % 3), 2 * rq[cg + k].bias, acc);
+                edgec_requant_doubled(acc, n, rq + cg + k, output + oy * p->out_row_step + cg + k,
+                                      p->out_col_step, p->act_min, p->act_max);
             }
         }
     }
