@@ -5,6 +5,15 @@
 
 #include <stddef.h>
 
+/* EDGEC_HOT: an inner loop already written in issue order; gcc's pre-allocation scheduler would hoist
+ * loads and run out of registers (spills) */
+#if defined(__GNUC__) && !defined(__clang__)
+#define EDGEC_HOT __attribute__((noinline, optimize("no-schedule-insns")))
+#elif defined(__GNUC__)
+#define EDGEC_HOT __attribute__((noinline))
+#else
+#define EDGEC_HOT
+#endif
 #if defined(__GNUC__)
 #define EDGEC_ALIAS __attribute__((may_alias))
 #define EDGEC_INLINE static inline __attribute__((always_inline))
@@ -24,6 +33,8 @@ typedef int16_t EDGEC_ALIAS edgec_h16;
 #include <arm_acle.h>
 #define EDGEC_DSP 1
 #define EDGEC_DSP_NATIVE 1
+/* keeps gcc from hoisting the next block's loads above this one (it then runs out of registers) */
+#define EDGEC_BARRIER() __asm__ volatile("" ::: "memory")
 #define E_SXTB16(x) ((uint32_t)__sxtb16((int32_t)(x)))
 #define E_SMLAD(a, b, acc) __smlad((int32_t)(a), (int32_t)(b), (acc))
 #define E_SMLABB(a, b, acc) __smlabb((int32_t)(a), (int32_t)(b), (acc))
@@ -68,6 +79,7 @@ EDGEC_INLINE int32_t E_SMLABT(uint32_t a, uint32_t b, int32_t acc) { return acc 
 #define E_LDRD(lo, hi, p, off) ((lo) = (p)[(off)], (hi) = (p)[(off) + 1])
 #endif
 #ifndef EDGEC_DSP_NATIVE
+#define EDGEC_BARRIER() ((void)0)
 EDGEC_INLINE int32_t E_SMMLAR(int32_t a, int32_t b, int32_t k)
 {
     return (int32_t)(((int64_t)k * 4294967296LL + (int64_t)a * b + 2147483648LL) >> 32);
@@ -279,7 +291,7 @@ static EDGEC_NOINLINE void edgec_dw_load_row(const edgec_fast_dw_params *p, cons
 #define EDGEC_DW_K2(acc) ((acc) = E_SMLABB(b_, q2, E_SMLAD(a_, p2, (acc))))
 #define EDGEC_DW_COL(col) E_LDRD(a_, b_, x, 8 * (col))
 
-static EDGEC_NOINLINE void edgec_dw_macs(const edgec_w32 *x, int32_t n, int32_t stride, const int16_t *wa, const int16_t *wb,
+static EDGEC_HOT void edgec_dw_macs(const edgec_w32 *x, int32_t n, int32_t stride, const int16_t *wa, const int16_t *wb,
                           const int16_t *wc, int32_t bias, int32_t *acc)
 {
     const uint32_t p0 = (uint16_t)wa[0] | (uint32_t)(uint16_t)wb[0] << 16;
@@ -334,7 +346,7 @@ static EDGEC_NOINLINE void edgec_dw_macs(const edgec_w32 *x, int32_t n, int32_t 
     }
 }
 #else
-static EDGEC_NOINLINE void edgec_dw_macs(const edgec_w32 *xw, int32_t n, int32_t stride, const int16_t *wa, const int16_t *wb,
+static EDGEC_HOT void edgec_dw_macs(const edgec_w32 *xw, int32_t n, int32_t stride, const int16_t *wa, const int16_t *wb,
                           const int16_t *wc, int32_t bias, int32_t *acc)
 {
     const int32_t a0w = wa[0], a1w = wa[1], a2w = wa[2], b0w = wb[0], b1w = wb[1], b2w = wb[2];
@@ -420,53 +432,100 @@ void edgec_fast_dw3x3_s8(const edgec_fast_dw_params *p, const int8_t *input, con
         (acc) = E_SMLAD(E_SXTB16(w), xl, (acc));                                                   \
         (acc) = E_SMLAD(E_SXTB16_ROR8(w), xh, (acc));                                              \
     } while (0)
-#define EDGEC_FC_X(x) const uint32_t xl = (x)[0], xh = (x)[1]
+/* group `g` (4 inputs) of 4 rows: x words 2g, 2g + 1; weight words 4g .. 4g + 3 */
+#define EDGEC_FC_GROUP(g)                                                                          \
+    do {                                                                                           \
+        uint32_t xl, xh, wa, wb;                                                                   \
+        E_LDRD(xl, xh, x, 2 * (g));                                                                \
+        E_LDRD(wa, wb, w, 4 * (g));                                                                \
+        EDGEC_FC_ROW(a0, wa);                                                                      \
+        EDGEC_FC_ROW(a1, wb);                                                                      \
+        E_LDRD(wa, wb, w, 4 * (g) + 2);                                                            \
+        EDGEC_FC_ROW(a2, wa);                                                                      \
+        EDGEC_FC_ROW(a3, wb);                                                                      \
+    } while (0)
+#define EDGEC_FC_ONE(g)                                                                            \
+    do {                                                                                           \
+        uint32_t xl, xh;                                                                           \
+        const uint32_t wa = w[g];                                                                  \
+        E_LDRD(xl, xh, x, 2 * (g));                                                                \
+        EDGEC_FC_ROW(a0, wa);                                                                      \
+    } while (0)
 #else
 #define EDGEC_FC_ROW(acc, w)                                                                       \
     (acc) += xs[0] * (int8_t)(uint8_t)((w) & 0xffu) + xs[1] * (int8_t)(uint8_t)(((w) >> 16) & 0xffu) + \
              xs[2] * (int8_t)(uint8_t)(((w) >> 8) & 0xffu) + xs[3] * (int8_t)(uint8_t)((w) >> 24)
-#define EDGEC_FC_X(x) const edgec_h16 *xs = (const edgec_h16 *)(const void *)(x)
+#define EDGEC_FC_GROUP(g)                                                                          \
+    do {                                                                                           \
+        const edgec_h16 *xs = (const edgec_h16 *)(const void *)(x + 2 * (g));                      \
+        const uint32_t wa = w[4 * (g)], wb = w[4 * (g) + 1], wc = w[4 * (g) + 2], wd = w[4 * (g) + 3]; \
+        EDGEC_FC_ROW(a0, wa);                                                                      \
+        EDGEC_FC_ROW(a1, wb);                                                                      \
+        EDGEC_FC_ROW(a2, wc);                                                                      \
+        EDGEC_FC_ROW(a3, wd);                                                                      \
+    } while (0)
+#define EDGEC_FC_ONE(g)                                                                            \
+    do {                                                                                           \
+        const edgec_h16 *xs = (const edgec_h16 *)(const void *)(x + 2 * (g));                      \
+        const uint32_t wa = w[g];                                                                  \
+        EDGEC_FC_ROW(a0, wa);                                                                      \
+    } while (0)
 #endif
+
+/* Blocks of 4 rows: out[r .. r+3] for every full block (weights in block layout, see edgec_fast.h). */
+static EDGEC_HOT void edgec_fc_blocks(const edgec_w32 *xw, int32_t groups, int32_t blocks, const edgec_w32 *w,
+                                      const edgec_rq *rq, int8_t *out, int32_t lo, int32_t hi)
+{
+    const int full = lo == -128 && hi == 127;
+    for (; blocks > 0; --blocks, rq += 4, out += 4) {
+        const edgec_w32 *x = xw;
+        int32_t a0 = rq[0].bias, a1 = rq[1].bias, a2 = rq[2].bias, a3 = rq[3].bias, g;
+        for (g = groups >> 2; g > 0; --g, x += 8, w += 16) {
+            EDGEC_FC_GROUP(0);
+            EDGEC_BARRIER();
+            EDGEC_FC_GROUP(1);
+            EDGEC_BARRIER();
+            EDGEC_FC_GROUP(2);
+            EDGEC_BARRIER();
+            EDGEC_FC_GROUP(3);
+        }
+        for (g = groups & 3; g > 0; --g, x += 2, w += 4) EDGEC_FC_GROUP(0);
+        out[0] = edgec_out(a0, rq, full, lo, hi);
+        out[1] = edgec_out(a1, rq + 1, full, lo, hi);
+        out[2] = edgec_out(a2, rq + 2, full, lo, hi);
+        out[3] = edgec_out(a3, rq + 3, full, lo, hi);
+    }
+}
 
 void edgec_fast_fc_s8(const edgec_fast_fc_params *p, const int8_t *input, const uint32_t *weights,
                       const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
     const int32_t n_in = p->in_features, n_out = p->out_features, groups = p->k4 >> 2;
-    const int32_t lo = p->act_min, hi = p->act_max, full = lo == -128 && hi == 127;
+    const int32_t blocks = n_out >> 2, whole = n_in >> 2, lo = p->act_min, hi = p->act_max;
     edgec_w32 *xw = (edgec_w32 *)(void *)scratch;
-    const edgec_w32 *w = (const edgec_w32 *)weights;
+    const edgec_w32 *w = (const edgec_w32 *)weights + blocks * 4 * groups;
     int32_t g, r;
-    for (g = 0; g < groups; ++g) {
-        uint32_t v = 0;
-        int32_t b;
-        for (b = 0; b < 4 && 4 * g + b < n_in; ++b) v |= (uint32_t)(uint8_t)input[4 * g + b] << (8 * b);
-        edgec_widen(v, xw + 2 * g);
-    }
-    for (r = 0; r + 4 <= n_out; r += 4) {
-        const edgec_w32 *x = xw;
-        int32_t a0 = rq[r].bias, a1 = rq[r + 1].bias, a2 = rq[r + 2].bias, a3 = rq[r + 3].bias;
-        for (g = groups; g > 0; --g, x += 2, w += 4) {
-            const uint32_t w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
-            EDGEC_FC_X(x);
-            EDGEC_FC_ROW(a0, w0);
-            EDGEC_FC_ROW(a1, w1);
-            EDGEC_FC_ROW(a2, w2);
-            EDGEC_FC_ROW(a3, w3);
+    if (((uintptr_t)input & 3u) == 0) {
+        const edgec_w32 *in = (const edgec_w32 *)(const void *)input;
+        for (g = 0; g < whole; ++g) edgec_widen(in[g], xw + 2 * g);
+    } else {
+        for (g = 0; g < whole; ++g) {
+            const int8_t *b = input + 4 * g;
+            edgec_widen((uint32_t)(uint8_t)b[0] | (uint32_t)(uint8_t)b[1] << 8 | (uint32_t)(uint8_t)b[2] << 16 |
+                            (uint32_t)(uint8_t)b[3] << 24, xw + 2 * g);
         }
-        output[r] = edgec_out(a0, rq + r, full, lo, hi);
-        output[r + 1] = edgec_out(a1, rq + r + 1, full, lo, hi);
-        output[r + 2] = edgec_out(a2, rq + r + 2, full, lo, hi);
-        output[r + 3] = edgec_out(a3, rq + r + 3, full, lo, hi);
     }
-    for (; r < n_out; ++r) {
+    if (whole < groups) { /* the last, partial group: missing inputs are 0 (their weights are 0 too) */
+        uint32_t v = 0;
+        for (r = 0; 4 * whole + r < n_in; ++r) v |= (uint32_t)(uint8_t)input[4 * whole + r] << (8 * r);
+        edgec_widen(v, xw + 2 * whole);
+    }
+    edgec_fc_blocks(xw, groups, blocks, (const edgec_w32 *)weights, rq, output, lo, hi);
+    for (r = 4 * blocks; r < n_out; ++r) {
         const edgec_w32 *x = xw;
         int32_t a0 = rq[r].bias;
-        for (g = groups; g > 0; --g, x += 2, ++w) {
-            const uint32_t w0 = w[0];
-            EDGEC_FC_X(x);
-            EDGEC_FC_ROW(a0, w0);
-        }
-        output[r] = edgec_out(a0, rq + r, full, lo, hi);
+        for (g = groups; g > 0; --g, x += 2, ++w) EDGEC_FC_ONE(0);
+        output[r] = edgec_out(a0, rq + r, lo == -128 && hi == 127, lo, hi);
     }
 }
 
