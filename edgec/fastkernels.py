@@ -28,6 +28,7 @@ RQ_FIELDS = ("bias", "mult", "khi", "neg", "shift")
 ACC_LIMIT = 1 << 30
 MAX_RIGHT_SHIFT = 22     # keeps |hi word + zp * 2^shift| < 2^31 for |acc| < 2^30
 SCRATCH_ALIGN = 16
+CONV_CHUNK = 16          # EDGEC_CONV_CHUNK in edgec_fast.c: output channels accumulated at a time
 
 
 def _k4(n: int) -> int:
@@ -94,7 +95,7 @@ def lower(op: Op) -> dict | None:
                 "input_zp").split()
         params = {**{k: int(p[k]) for k in keys}, **got[0], "k4": k4}
         return {"kernel": "edgec_fast_conv_s8", "struct": "edgec_fast_conv_params", "params": params,
-                "arrays": {"fw": _words(wp), "rq": got[1]}, "scratch_bytes": 9 * k4}
+                "arrays": {"fw": _words(wp), "rq": got[1]}, "scratch_bytes": 9 * k4 + 16 * CONV_CHUNK}
     if (op.kind == "depthwise_conv2d" and p["k_h"] == 3 and p["k_w"] == 3 and p["dil_h"] == 1
             and p["dil_w"] == 1 and p["depth_multiplier"] == 1 and p["in_c"] % 4 == 0
             and p["stride_h"] == p["stride_w"] and p["stride_h"] in (1, 2)):

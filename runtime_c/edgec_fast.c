@@ -4,6 +4,7 @@
 #include "edgec_fast.h"
 
 #include <stddef.h>
+#include <string.h>
 
 /* EDGEC_HOT: an inner loop already written in issue order; gcc's pre-allocation scheduler would hoist
  * loads and run out of registers (spills) */
@@ -96,13 +97,15 @@ EDGEC_INLINE int32_t edgec_rq_value(int32_t acc, int32_t mult, int32_t khi, int3
     return (E_SMMLAR(t, mult, khi) + ((t >> 31) & neg)) >> shift;
 }
 
+#ifdef EDGEC_DSP_NATIVE
+#define EDGEC_SAT8(v) __ssat((v), 8)
+#else
+#define EDGEC_SAT8(v) ((v) < -128 ? -128 : ((v) > 127 ? 127 : (v)))
+#endif
+
 EDGEC_INLINE int8_t edgec_clamp(int32_t v, int full, int32_t lo, int32_t hi)
 {
-#ifdef EDGEC_DSP_NATIVE
-    if (full) return (int8_t)__ssat(v, 8);
-#else
-    if (full) return (int8_t)(v < -128 ? -128 : (v > 127 ? 127 : v));
-#endif
+    if (full) return (int8_t)EDGEC_SAT8(v);
     return (int8_t)(v < lo ? lo : (v > hi ? hi : v));
 }
 
@@ -122,15 +125,26 @@ static void edgec_fill(int8_t *dst, int8_t value, int32_t n)
     }
 }
 
+/* Word copies where the core allows unaligned words (Armv7-M and later, x86); else aligned ones. */
+#if defined(__ARM_FEATURE_UNALIGNED) || defined(__x86_64__) || defined(__i386__)
+#define EDGEC_UNALIGNED_OK 1
+#endif
 static void edgec_copy(int8_t *dst, const int8_t *src, int32_t n)
 {
-    if ((((uintptr_t)dst | (uintptr_t)src | (uint32_t)n) & 3u) == 0) {
+#ifdef EDGEC_UNALIGNED_OK
+    for (; n >= 4; n -= 4, dst += 4, src += 4) {
+        uint32_t v;
+        memcpy(&v, src, 4); /* one LDR / STR */
+        memcpy(dst, &v, 4);
+    }
+#else
+    if ((((uintptr_t)dst | (uintptr_t)src) & 3u) == 0) {
         edgec_w32 *d = (edgec_w32 *)(void *)dst;
         const edgec_w32 *s = (const edgec_w32 *)(const void *)src;
-        for (n >>= 2; n > 0; --n) *d++ = *s++;
-    } else {
-        for (; n > 0; --n) *dst++ = *src++;
+        for (; n >= 4; n -= 4, dst += 4, src += 4) *d++ = *s++;
     }
+#endif
+    for (; n > 0; --n) *dst++ = *src++;
 }
 
 /* One 4-byte group of int8 values as the two int16-pair words the dot products read:
@@ -150,6 +164,7 @@ EDGEC_INLINE void edgec_widen(uint32_t v, edgec_w32 *dst)
 }
 
 /* ---------------------------------------------------------------- convolution */
+#define EDGEC_CONV_CHUNK 16 /* output channels accumulated before they are requantized */
 
 /* The k4 int8 taps of output pixel (oy, ox) in weight order [ky][kx][ic]; padded taps hold the input
  * zero point (whose contribution the folded bias removes), taps past k_h*k_w*in_c hold 0. */
@@ -172,9 +187,9 @@ static const int8_t *edgec_conv_taps(const edgec_fast_conv_params *p, const int8
             edgec_fill(r, zp, span);
             continue;
         }
-        edgec_fill(r, zp, kx0 * in_c);
+        if (kx0 > 0) edgec_fill(r, zp, kx0 * in_c);
         edgec_copy(r + kx0 * in_c, input + (iy * in_w + ix0 + kx0) * in_c, (kx1 - kx0) * in_c);
-        edgec_fill(r + kx1 * in_c, zp, (k_w - kx1) * in_c);
+        if (kx1 < k_w) edgec_fill(r + kx1 * in_c, zp, (k_w - kx1) * in_c);
     }
     for (used = p->k_h * span; used < p->k4; ++used) row[used] = 0;
     return row;
@@ -217,39 +232,72 @@ static void edgec_conv_cols(const int8_t *taps, int32_t groups, edgec_w32 *cols)
     } while (0)
 #endif
 
+/* The accumulators of one block of 4 pixels for output channels [0, m): acc[4 * oc + pixel]. */
+static EDGEC_HOT void edgec_conv_macs(const edgec_w32 *cols, int32_t groups, const edgec_w32 *w, const edgec_rq *q,
+                                      int32_t m, int32_t *acc)
+{
+    for (; m > 0; --m, ++q, acc += 4) {
+        const edgec_w32 *x = cols;
+        int32_t a0 = q->bias, a1 = a0, a2 = a0, a3 = a0, g;
+        for (g = groups >> 1; g > 0; --g, w += 2, x += 16) {
+            const uint32_t wa = w[0], wb = w[1];
+            EDGEC_CONV_GROUP(wa, x, 0);
+            EDGEC_CONV_GROUP(wb, x, 8);
+        }
+        if (groups & 1) {
+            const uint32_t wa = *w++;
+            EDGEC_CONV_GROUP(wa, x, 0);
+        }
+        acc[0] = a0;
+        acc[1] = a1;
+        acc[2] = a2;
+        acc[3] = a3;
+    }
+}
+
+/* o[pixel * out_c + oc] = the requantized acc[4 * oc + pixel], pixel < valid, oc < m. */
+static EDGEC_NOINLINE void edgec_conv_requant(const int32_t *acc, int32_t m, const edgec_rq *q, int8_t *o,
+                                              int32_t out_c, int32_t valid, int32_t lo, int32_t hi)
+{
+    int32_t i, j;
+    if (valid == 4 && lo == -128 && hi == 127) {
+        for (i = m; i > 0; --i, ++q, ++o, acc += 4) {
+            const int32_t mult = q->mult, khi = q->khi, neg = q->neg, shift = q->shift;
+            o[0] = (int8_t)EDGEC_SAT8(edgec_rq_value(acc[0], mult, khi, neg, shift));
+            o[out_c] = (int8_t)EDGEC_SAT8(edgec_rq_value(acc[1], mult, khi, neg, shift));
+            o[2 * out_c] = (int8_t)EDGEC_SAT8(edgec_rq_value(acc[2], mult, khi, neg, shift));
+            o[3 * out_c] = (int8_t)EDGEC_SAT8(edgec_rq_value(acc[3], mult, khi, neg, shift));
+        }
+        return;
+    }
+    for (i = 0; i < m; ++i) {
+        for (j = 0; j < valid; ++j) o[i + j * out_c] = edgec_out(acc[4 * i + j], q + i, lo == -128 && hi == 127, lo, hi);
+    }
+}
+
 void edgec_fast_conv_s8(const edgec_fast_conv_params *p, const int8_t *input, const uint32_t *weights,
                         const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
-    const int32_t k4 = p->k4, groups = k4 >> 2, out_c = p->out_c, out_w = p->out_w;
-    const int32_t n = p->out_h * out_w, lo = p->act_min, hi = p->act_max, full = lo == -128 && hi == 127;
+    const int32_t k4 = p->k4, groups = k4 >> 2, out_c = p->out_c, out_w = p->out_w, in_c = p->in_c;
+    const int32_t n = p->out_h * out_w;
+    /* a 1x1, stride-1, unpadded convolution reads its taps straight from the input pixel */
+    const int pointwise = p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+                          p->pad_left == 0 && (in_c & 3) == 0 && p->in_w == out_w;
     edgec_w32 *cols = (edgec_w32 *)(void *)scratch;
     int8_t *row = scratch + 8 * k4;
+    int32_t *acc = (int32_t *)(void *)(scratch + 9 * k4);
     int32_t pix, j, oc;
     for (pix = 0; pix < n; pix += 4) {
         const int32_t valid = n - pix < 4 ? n - pix : 4;
-        int8_t *o = output + pix * out_c;
         for (j = 0; j < 4; ++j) { /* a short last block repeats its last pixel */
             const int32_t q = pix + (j < valid ? j : valid - 1);
-            edgec_conv_cols(edgec_conv_taps(p, input, q / out_w, q % out_w, row), groups, cols + 2 * j);
+            edgec_conv_cols(pointwise ? input + q * in_c : edgec_conv_taps(p, input, q / out_w, q % out_w, row),
+                            groups, cols + 2 * j);
         }
-        for (oc = 0; oc < out_c; ++oc, ++o) {
-            const edgec_w32 *w = (const edgec_w32 *)weights + oc * groups;
-            const edgec_w32 *x = cols;
-            const edgec_rq *q = rq + oc;
-            int32_t a0 = q->bias, a1 = a0, a2 = a0, a3 = a0, g;
-            for (g = groups >> 1; g > 0; --g, w += 2, x += 16) {
-                const uint32_t wa = w[0], wb = w[1];
-                EDGEC_CONV_GROUP(wa, x, 0);
-                EDGEC_CONV_GROUP(wb, x, 8);
-            }
-            if (groups & 1) {
-                const uint32_t wa = w[0];
-                EDGEC_CONV_GROUP(wa, x, 0);
-            }
-            o[0] = edgec_out(a0, q, full, lo, hi);
-            if (valid > 1) o[out_c] = edgec_out(a1, q, full, lo, hi);
-            if (valid > 2) o[2 * out_c] = edgec_out(a2, q, full, lo, hi);
-            if (valid > 3) o[3 * out_c] = edgec_out(a3, q, full, lo, hi);
+        for (oc = 0; oc < out_c; oc += EDGEC_CONV_CHUNK) {
+            const int32_t m = out_c - oc < EDGEC_CONV_CHUNK ? out_c - oc : EDGEC_CONV_CHUNK;
+            edgec_conv_macs(cols, groups, (const edgec_w32 *)weights + oc * groups, rq + oc, m, acc);
+            edgec_conv_requant(acc, m, rq + oc, output + pix * out_c + oc, out_c, valid, p->act_min, p->act_max);
         }
     }
 }
@@ -366,11 +414,6 @@ static EDGEC_HOT void edgec_dw_macs(const edgec_w32 *xw, int32_t n, int32_t stri
         const int32_t v_ = (E_SMMLAR(t_, mult, khi) fix) >> shift;                                 \
         *out = (int8_t)(clamp);                                                                    \
     }
-#ifdef EDGEC_DSP_NATIVE
-#define EDGEC_SAT8(v) __ssat((v), 8)
-#else
-#define EDGEC_SAT8(v) ((v) < -128 ? -128 : ((v) > 127 ? 127 : (v)))
-#endif
 static EDGEC_NOINLINE void edgec_requant_doubled(const int32_t *t, int32_t n, const edgec_rq *q, int8_t *out, int32_t step,
                                   int32_t lo, int32_t hi)
 {

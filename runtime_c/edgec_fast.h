@@ -54,7 +54,7 @@ typedef struct {
 } edgec_fast_add_params;
 
 /* Convolution (any kernel size, stride, padding; dilation 1) as a matrix product over an int16
- * im2col of 4 output pixels at a time. scratch: k4 * 9 bytes, 4-byte aligned. */
+ * im2col of 4 output pixels at a time. scratch: k4 * 9 + 256 bytes, 4-byte aligned. */
 void edgec_fast_conv_s8(const edgec_fast_conv_params *p, const int8_t *input, const uint32_t *weights,
                         const edgec_rq *rq, int8_t *scratch, int8_t *output);
 
