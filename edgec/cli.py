@@ -135,13 +135,13 @@ def cmd_boards(args) -> int:
     if args.json:
         print(json.dumps([_board_json(b) for b in boards], indent=1))
         return 0
-    print(f"{'board':16} {'kind':16} {'cpu':13} {'fpu':11} {'dsp':3} {'clock':>8} {'RAM':>9} {'flash':>9} "
+    print(f"{'board':20} {'kind':16} {'cpu':13} {'fpu':11} {'dsp':3} {'clock':>8} {'RAM':>9} {'flash':>9} "
           f"{'model RAM':>9} {'model flash':>11}  timing")
     for b in boards:
         kind = "emulated" if b.emulated else ("host" if b.cpu == "host" else
                                                "real, tested" if b.tested_on_hardware else "real, untested")
         clock = f"{b.clock_hz / 1e6:g} MHz" if b.clock_hz else "-"
-        print(f"{b.name:16} {kind:16} {b.cpu:13} {b.fpu:11} {'yes' if b.dsp else 'no':3} {clock:>8} "
+        print(f"{b.name:20} {kind:16} {b.cpu:13} {b.fpu:11} {'yes' if b.dsp else 'no':3} {clock:>8} "
               f"{_size(b.ram_bytes):>9} {_size(b.flash_bytes):>9} {_size(b.ram_bytes - b.reserved_ram_bytes):>9} "
               f"{_size(b.flash_bytes - b.reserved_flash_bytes):>11}  {b.timing_unit}")
     print("model RAM / flash: what is left for the model after the framework's estimated share (reserved_*_bytes); "
