@@ -1,12 +1,14 @@
 """Latency of the four MLPerf Tiny models on the emulated boards (and the host), per inference and per layer.
 
-    .venv/bin/python benchmarks/latency.py                      # qemu-cortex-m4 + host + qemu-cortex-m3
+    .venv/bin/python benchmarks/latency.py                      # qemu-cortex-m4, host, both Cortex-M3 boards
     .venv/bin/python benchmarks/latency.py --boards qemu-cortex-m4 --models kws,ic --layers
+    .venv/bin/python benchmarks/latency.py --layers --md docs/performance.md   # the published tables
 
 For every model and board: build (calibrated on the golden inputs' x_fp32, NHWC like the ONNX files),
 bench on the device (bit-exactness against the NumPy reference), and print MACs, emulated instructions
 per inference (QEMU -icount: exact; host: ns), instructions per MAC, the ratio to the TFLM reference
-numbers of issue 6 (qemu-cortex-m4: TFLM + CMSIS-NN; qemu-cortex-m3: TFLM reference kernels) and the code
+numbers of issue 6 (qemu-cortex-m4: TFLM + CMSIS-NN; the Cortex-M3 boards, portable C path: TFLM reference
+kernels; qemu-cortex-m3-large is an M3 with 4 MB of code memory, for the models a 256 KB part cannot hold) and the code
 bytes of the firmware (all functions, from `nm`, excluding weights and other constants). With --layers,
 the per-layer breakdown on qemu-cortex-m4 from `edgec bench --profile` (the bench firmware's PROFILE command).
 """
@@ -36,7 +38,8 @@ MODELS = {"kws": "kws_dscnn_fp32.onnx", "vww": "vww_mobilenetv1_025_fp32.onnx",
 # issue 6: QEMU 7.2 mps2-an386 -icount shift=0, emulated instructions per inference
 TFLM_CMSIS = {"kws": 7_699_303, "vww": 24_102_775, "ic": 29_864_026, "ad": 583_260}
 TFLM_REF = {"kws": 43_040_879, "vww": 100_250_960, "ic": 107_400_335, "ad": 1_952_682}
-TARGET = {"qemu-cortex-m4": (TFLM_CMSIS, 0.7, "TFLM+CMSIS-NN"), "qemu-cortex-m3": (TFLM_REF, 0.5, "TFLM ref")}
+TARGET = {"qemu-cortex-m4": (TFLM_CMSIS, 0.7, "TFLM+CMSIS-NN"), "qemu-cortex-m3": (TFLM_REF, 0.5, "TFLM ref"),
+          "qemu-cortex-m3-large": (TFLM_REF, 0.5, "TFLM ref")}
 
 
 def code_bytes(elf: Path) -> int | None:
@@ -65,7 +68,7 @@ def run(models, boards, samples, root: Path, layers: bool) -> dict:
             except EdgecError as e:
                 row["error"] = str(e)
                 results["rows"].append(row)
-                print(f"{key:4s} {board:15s} does not build: {e}", file=sys.stderr)
+                print(f"{key:4s} {board:20s} does not build: {e}", file=sys.stderr)
                 continue
             profiled = layers and board == "qemu-cortex-m4"
             r = api.bench(out, data, limit=samples, profile=profiled, report_dir=None)
@@ -83,38 +86,84 @@ def run(models, boards, samples, root: Path, layers: bool) -> dict:
     return results
 
 
-def print_tables(results: dict) -> None:
-    print(f"\n{'model':5s} {'board':15s} {'MACs':>11s} {'per inference':>14s} {'unit':6s} {'per MAC':>8s} "
-          f"{'reference':>12s} {'ratio':>6s} {'target':>7s} {'exact':>6s} {'code B':>7s} {'arena B':>8s}")
+def summary_table(results: dict) -> str:
+    """The per-model, per-board table as Markdown (printed as is: it reads as plain text too)."""
+    lines = ["| model | board | MACs | per inference | unit | per MAC | reference | ratio | target | exact | code B "
+             "| arena B |", "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results["rows"]:
         if "error" in r:
-            print(f"{r['model']:5s} {r['board']:15s} does not fit / build: {r['error'][:90]}")
+            m = re.search(r"needs (?:about )?([\d,]+ B of \w+).*?the board has ([\d,]+ B)", r["error"])
+            why = f"does not fit: needs {m[1]}, has {m[2]}" if m else f"does not build: {r['error'][:80]}"
+            lines.append(f"| {r['model']} | {r['board']} | {why} |" + " |" * 9)
             continue
         unit = "insns" if r["unit"] == "emulated instructions" else r["unit"]
-        ref = f"{r['reference']:12,d}" if "reference" in r else f"{'':12s}"
-        ratio = f"{r['ratio']:6.2f}" if "ratio" in r else f"{'':6s}"
-        target = f"<={TARGET[r['board']][1]:.1f}x" if r["board"] in TARGET else ""
-        print(f"{r['model']:5s} {r['board']:15s} {r['macs']:11,d} {r['latency']:14,.0f} {unit:6s} {r['per_mac']:8.2f} "
-              f"{ref} {ratio} {target:>7s} {r['agreement']:6.2f} {r['code_bytes'] or 0:7,d} {r['arena_bytes']:8,d}")
-    print("reference: issue 6 (qemu-cortex-m4: TFLM + CMSIS-NN; qemu-cortex-m3: TFLM reference kernels); "
-          "exact = fraction of samples byte-identical to the NumPy reference; code B = functions in the firmware")
+        ref = f"{r['reference']:,d}" if "reference" in r else ""
+        ratio = f"{r['ratio']:.2f}" if "ratio" in r else ""
+        target = f"<= {TARGET[r['board']][1]:.1f}" if r["board"] in TARGET else ""
+        lines.append(f"| {r['model']} | {r['board']} | {r['macs']:,d} | {r['latency']:,.0f} | {unit} | "
+                     f"{r['per_mac']:.2f} | {ref} | {ratio} | {target} | {r['agreement']:.2f} | "
+                     f"{r['code_bytes'] or 0:,d} | {r['arena_bytes']:,d} |")
+    return "\n".join(lines)
+
+
+def layer_tables(results: dict) -> str:
+    out = []
     for key, prof in results["layers"].items():
-        print(f"\n{key} on {prof['board']}: per layer ({prof['unit']}), whole invoke {prof['whole_units']:,.0f}")
-        print(f"{'#':>3s} {'kind':17s} {'MACs':>10s} {'insns':>11s} {'per MAC':>8s} {'share':>6s}  name")
+        out.append(f"\n**{key}** on {prof['board']}: per layer ({prof['unit']}), whole invoke "
+                   f"{prof['whole_units']:,.0f}\n")
+        out.append("| # | kind | MACs | insns | per MAC | share | name |\n|---:|---|---:|---:|---:|---:|---|")
         total = sum(layer["units"] for layer in prof["layers"]) or 1
         for layer in prof["layers"]:
-            per = f"{layer['units'] / layer['macs']:8.2f}" if layer["macs"] else f"{'':8s}"
-            print(f"{layer['index']:3d} {layer['kind']:17s} {layer['macs']:10,d} {layer['units']:11,.0f} {per} "
-                  f"{100 * layer['units'] / total:5.1f}%  {layer['name'][-40:]}")
+            per = f"{layer['units'] / layer['macs']:.2f}" if layer["macs"] else ""
+            name = layer["name"][-40:].replace("|", "/")
+            out.append(f"| {layer['index']} | {layer['kind']} | {layer['macs']:,d} | {layer['units']:,.0f} | {per} | "
+                       f"{100 * layer['units'] / total:.1f}% | {name} |")
+    return "\n".join(out)
+
+
+NOTE = ("reference: issue 6 (qemu-cortex-m4: TFLM + CMSIS-NN; Cortex-M3 boards: TFLM reference kernels); "
+        "exact = fraction of samples byte-identical to the NumPy reference; code B = functions in the firmware")
+
+
+def print_tables(results: dict) -> None:
+    print()
+    print(summary_table(results))
+    print(NOTE)
+    print(layer_tables(results))
+
+
+DOC = """# Latency of the MLPerf Tiny models
+
+Produced by `{cmd}` (one run; QEMU `-icount shift=0` instruction counts are exact and repeatable, host
+times are wall-clock ns on the shared development machine and noisy).
+
+For each model and board: MACs, emulated instructions per inference (the median over the benchmarked
+golden samples), instructions per MAC, the reference count from issue 6 (QEMU 7.2 mps2-an386, TFLM with
+CMSIS-NN on the Cortex-M4; TFLM reference kernels on the Cortex-M3 boards, where edgec runs its portable
+C path), the ratio and its target, *exact* (the fraction of samples whose device output is
+byte-identical to the NumPy integer reference), the bytes of code in the firmware (all functions,
+weights and other constants excluded: startup, serial link, benchmark harness, kernels, the model's
+invoke; on the host, the whole native test executable) and the arena. `qemu-cortex-m3` is the
+256 KB lm3s6965, which cannot hold VWW and AD;
+`qemu-cortex-m3-large` is QEMU's mps2-an385, the same Cortex-M3 with 4 MB of code memory.
+
+{summary}
+
+## Per layer on qemu-cortex-m4
+
+From `edgec bench --profile` (the firmware's PROFILE command: the counter read after every layer).
+{layers}
+"""
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=",".join(MODELS))
-    ap.add_argument("--boards", default="qemu-cortex-m4,host,qemu-cortex-m3")
+    ap.add_argument("--boards", default="qemu-cortex-m4,host,qemu-cortex-m3,qemu-cortex-m3-large")
     ap.add_argument("--samples", type=int, default=2, help="golden samples benchmarked per model (default 2)")
     ap.add_argument("--layers", action="store_true", help="per-layer breakdown on qemu-cortex-m4")
     ap.add_argument("--json", help="write the results as JSON")
+    ap.add_argument("--md", help="write the tables as a Markdown page (docs/performance.md)")
     ap.add_argument("--keep", help="build folder to keep (default: a temporary one)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="edgec-latency-") as tmp:
@@ -124,6 +173,9 @@ def main() -> None:
     print_tables(results)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
+    if args.md:
+        cmd = "python " + " ".join(["benchmarks/latency.py"] + sys.argv[1:])
+        Path(args.md).write_text(DOC.format(cmd=cmd, summary=summary_table(results), layers=layer_tables(results)))
 
 
 if __name__ == "__main__":

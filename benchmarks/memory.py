@@ -4,8 +4,8 @@
 
 For each model: edgec's arena (activations and scratch, everything), the live-set lower bound (largest sum
 of int8 tensors live at one op, views shared, no in-place reuse), planning time (schedule + plan), and with
-firmware built for qemu-cortex-m4 the firmware's static RAM (.data + .bss of the ELF) plus gcc's
--fstack-usage stack estimate (the measured stack comes with issue 8's stack painting).
+firmware built for qemu-cortex-m4 the firmware's static RAM (.data + .bss of the ELF) plus the stack: gcc's
+-fstack-usage estimate and the high-water mark measured on the emulated device (stack painting, one bench run).
 TFLM is measured with the `tflite-micro` PyPI package (`pip install tflite-micro`, x86 reference kernels)
 on the official int8 .tflite files: its RecordingMicroAllocator prints the arena it used. The issue's
 reference numbers (TFLM with CMSIS-NN on a Cortex-M4) are printed next to them, labelled as such.
@@ -92,9 +92,12 @@ def main() -> int:
             row = {"title": title, "arena": plan.arena_bytes, "bound": bound, "plan_ms": plan_s * 1e3,
                    "optimal": plan.optimal, "method": plan.method}
             if not args.no_firmware:
-                mem = api.build(model_path, calib, "qemu-cortex-m4", Path(tmp) / f"build-{key}")["memory"]
+                out = Path(tmp) / f"build-{key}"
+                mem = api.build(model_path, calib, "qemu-cortex-m4", out)["memory"]
+                measured = api.bench(out, calib, limit=2, report_dir=None)["memory"]["stack_used_bytes"]
                 row.update(static=mem["static_ram_bytes"], stack=mem["stack_estimate_bytes"],
-                           total=mem["total_ram_bytes"], in_ram=mem["model_ram_symbols"])
+                           total=mem["total_ram_bytes"], in_ram=mem["model_ram_symbols"], measured=measured,
+                           total_measured=mem["static_ram_bytes"] + measured if measured is not None else None)
             tflm, why = tflm_arena(models / f"{tflite_name}.tflite")
             if tflm is None:
                 notes.append(f"{title}: TFLM not measured ({why})")
@@ -119,14 +122,15 @@ def main() -> int:
               f"{r['issue_arena']:>21,}")
     if not args.no_firmware:
         print("\nTotal RAM of the qemu-cortex-m4 benchmark firmware: static RAM (.data + .bss from the ELF, arena "
-              "included) + stack estimate (gcc -fstack-usage, deepest call chain; the measured stack comes "
-              "with issue 8).")
-        head = f"{'model':22} {'static RAM':>10} {'stack est.':>10} {'total':>8}  {'TFLM total (issue)':>18}  model symbols in RAM"
+              "included, the reserved stack region not) + stack, estimated (gcc -fstack-usage, deepest call chain) "
+              "and measured (high-water mark by stack painting on the emulated device).")
+        head = (f"{'model':22} {'static RAM':>10} {'stack est.':>10} {'measured':>8} {'total':>8}  "
+                f"{'TFLM total (issue)':>18}  model symbols in RAM")
         print(head)
         print("-" * len(head))
         for r in rows:
-            print(f"{r['title']:22} {r['static']:>10,} {n(r['stack']):>10} {n(r['total']):>8}  "
-                  f"{r['issue_total']:>18,}  {', '.join(r['in_ram'] or [])}")
+            print(f"{r['title']:22} {r['static']:>10,} {n(r['stack']):>10} {n(r['measured']):>8} "
+                  f"{n(r['total_measured']):>8}  {r['issue_total']:>18,}  {', '.join(r['in_ram'] or [])}")
     print("\nPlanner: " + "; ".join(f"{r['title']}: {r['method']}{' (optimal)' if r['optimal'] else ''}"
                                     for r in rows))
     for note in notes:

@@ -68,7 +68,7 @@ def schedule_and_plan(graph: Graph):
 def write_quant_report(result: ptq.QuantResult, options: ptq.QuantOptions, folder: Path, title: str) -> dict:
     """quant.json, sensitivity.json and sensitivity.svg in `folder`; returns the build report's entry."""
     (folder / "quant.json").write_text(json.dumps(result.to_json(options), indent=1))
-    entry = {"method": result.method, "per_channel": options.per_channel, "bias_correction": options.bias_correction,
+    entry = {"method": result.method, "method_label": result.label, "per_channel": options.per_channel, "bias_correction": options.bias_correction,
              "equalize": options.equalize, "calibration_samples": result.samples,
              "calibration_seconds": round(result.calib_seconds, 3), "quant_params": "quant.json"}
     if result.sensitivity:
@@ -144,16 +144,16 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
 
 
 def export(model_path: str | Path, calib_path: str | Path, board: str, fmt: str, outdir: str | Path,
-           log: Log = _quiet) -> dict:
+           log: Log = _quiet, options: ptq.QuantOptions | None = None) -> dict:
     """Model + calibration data -> a self-contained model library for `board` (see edgec/export.py)."""
     from .export import export as export_library
 
-    return export_library(model_path, calib_path, board, fmt, outdir, log=log)
+    return export_library(model_path, calib_path, board, fmt, outdir, log=log, options=options)
 
 
 def _io_info(graph: Graph, tensor: str, shape) -> dict:
     t = graph.tensors[tensor]
-    return {"shape": list(shape), "scale": t.scale, "zero_point": t.zero_point, "bytes": t.size}
+    return {"shape": list(shape), "scale": t.scale, "zero_point": t.zero_point, "bytes": t.nbytes}
 
 
 def load_build(outdir: str | Path) -> tuple[dict, Board, Path]:

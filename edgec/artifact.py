@@ -21,7 +21,8 @@ def graph_to_json(graph: Graph) -> dict:
         "name": graph.name, "input": graph.input, "output": graph.output,
         "input_onnx_shape": list(graph.input_onnx_shape), "output_onnx_shape": list(graph.output_onnx_shape),
         "tensors": [{"name": t.name, "shape": list(t.shape), "source": t.source, "scale": t.scale,
-                     "zero_point": t.zero_point} for t in graph.tensors.values()],
+                     "zero_point": t.zero_point, **({"dtype": t.dtype} if t.dtype != "int8" else {})}
+                    for t in graph.tensors.values()],
         "ops": [{"kind": op.kind, "name": op.name, "inputs": op.inputs, "output": op.output,
                  "params": op.params, "arrays": sorted(op.arrays)} for op in graph.ops],
     }
@@ -48,7 +49,8 @@ def load_graph(folder: Path) -> Graph:
         meta = json.loads((folder / "quantized.json").read_text())
         arrays = np.load(folder / "quantized.npz")
         tensors = {t["name"]: Tensor(name=t["name"], shape=tuple(t["shape"]), source=t["source"],
-                                     scale=t["scale"], zero_point=t["zero_point"]) for t in meta["tensors"]}
+                                     scale=t["scale"], zero_point=t["zero_point"], dtype=t.get("dtype", "int8"))
+                   for t in meta["tensors"]}
         ops = [Op(kind=o["kind"], name=o["name"], inputs=o["inputs"], output=o["output"], params=o["params"],
                   arrays={k: arrays[f"{i}.{k}"] for k in o["arrays"]}) for i, o in enumerate(meta["ops"])]
         return Graph(name=meta["name"], tensors=tensors, ops=ops, input=meta["input"], output=meta["output"],

@@ -22,7 +22,7 @@ from . import artifact, calibrate, loader, quantize, reference
 from .boards import PORT_EMULATOR, PORT_PROGRAM, Board
 from .data import load_dataset
 from .errors import EdgecError
-from .ir import ALIAS_OPS, Graph, Op
+from .ir import ALIAS_OPS, DTYPES, Graph, Op
 from .progress import Progress
 
 Log = Callable[[str], None]
@@ -249,7 +249,7 @@ def _profile(link, graph: Graph, board: Board, xq: np.ndarray, whole_ticks: np.n
     total = float(layer_ticks.sum())
     whole = float(np.median(whole_ticks))
     rows = [{"index": i, "name": op.name, "kind": op.kind, "macs": graph.op_macs(op),
-             "output_bytes": graph.tensors[op.output].size, "units": board.ticks_to_units(t),
+             "output_bytes": graph.tensors[op.output].nbytes, "units": board.ticks_to_units(t),
              "ms": to_ms(board.ticks_to_units(t), board), "share": float(t / total) if total else 0.0}
             for i, (op, t) in enumerate(zip(ops, layer_ticks))]
     return {"samples": len(xq), "unit": board.timing_unit, "layers": rows,
@@ -268,10 +268,10 @@ def find_divergence(link, graph: Graph, x_q: np.ndarray, sample: int) -> dict:
     env = reference.run(graph, x_q, keep_all=True)
     rows, first = [], None
     for i, op in enumerate(ops):
-        want = env[op.output].reshape(-1).astype(np.int16)
-        got = np.frombuffer(link.capture(x_q.tobytes(), i), np.int8).astype(np.int16)
-        diff = np.abs(got - want)
+        want = env[op.output].reshape(-1).astype(np.int32)
         t = graph.tensors[op.output]
+        got = np.frombuffer(link.capture(x_q.tobytes(), i), DTYPES[t.dtype]).astype(np.int32)
+        diff = np.abs(got - want)
         row = {"index": i, "name": op.name, "kind": op.kind, "size": int(want.size),
                "differing": int(np.count_nonzero(diff)), "max_abs_diff": int(diff.max()),
                "max_abs_diff_float": float(diff.max() * t.scale)}
@@ -287,5 +287,5 @@ def describe_divergence(div: dict) -> str:
         return f"divergence finder: sample {div['sample']}: every layer's output matches the reference bit for bit"
     return (f"divergence finder: sample {div['sample']}: first differing layer is #{first['index']} "
             f"{first['kind']} '{first['name']}' ({first['differing']} of {first['size']} values differ, max "
-            f"difference {first['max_abs_diff']} int8 steps = {first['max_abs_diff_float']:.4g}); the layers "
+            f"difference {first['max_abs_diff']} quantization steps = {first['max_abs_diff_float']:.4g}); the layers "
             "before it match bit for bit")

@@ -105,6 +105,7 @@ class _Canonicalizer(ExtOps):
         for o in model.graph.output:
             self.uses.setdefault(o.name, []).append("<graph output>")
         self.qdq = qdq.info(model)            # a QDQ model's own quantization (edgec/qdq.py)
+        self.graph.fixed_qparams = {k: (float(s), int(z)) for k, (s, z) in self.qdq["activations"].items()}
         self.problems: list[Problem] = []     # nodes edgec cannot build (see _node_or_problem)
         self.poisoned: set[str] = set()       # values downstream of a problem, shape unknown
         self.padded_for_conv: dict[str, tuple[str, tuple[int, int]]] = {}   # Pad output -> (input, pads)

@@ -23,24 +23,33 @@ def _quant_options(args):
 
     return QuantOptions(method=args.method, percentile=args.percentile, per_channel=not args.per_tensor,
                         bias_correction=args.bias_correction, equalize=args.equalize, cache=not args.no_cache,
-                        sensitivity_samples=args.sensitivity_samples)
+                        sensitivity_samples=args.sensitivity_samples, auto_seconds=args.auto_seconds,
+                        int16=tuple(n for arg in args.int16 or () for n in arg.split(",") if n.strip()))
 
 
 def _add_quant_options(p: argparse.ArgumentParser) -> None:
     from .ptq import ALL_METHODS
 
     p.add_argument("--method", default="minmax", choices=ALL_METHODS,
-                   help="activation range estimation (default minmax; auto picks the method whose INT8 output "
-                        "is closest to float on held-out calibration samples)")
+                   help="activation range estimation (default minmax; auto-model picks the method whose INT8 "
+                        "output is closest to float on held-out calibration samples, auto then refines it tensor "
+                        "by tensor)")
     p.add_argument("--percentile", type=float, default=99.99, help="percentile of --method percentile (99.99)")
     p.add_argument("--per-tensor", action="store_true", help="one weight scale per layer instead of per channel")
-    p.add_argument("--bias-correction", action="store_true",
-                   help="remove the mean output shift that quantized weights cause (measured on the calibration set)")
+    p.add_argument("--bias-correction", nargs="?", const="quantized", default=False, choices=["quantized", "float"],
+                   help="remove the mean output shift quantization causes in every layer, measured on the "
+                        "calibration set with the inputs the quantized layer really sees (default) or, with "
+                        "'float', the shift of the weights' rounding alone on float inputs")
     p.add_argument("--equalize", action="store_true",
                    help="cross-layer equalization of conv pairs (depthwise-separable networks)")
     p.add_argument("--no-cache", action="store_true", help="recalibrate even if the statistics are cached")
     p.add_argument("--sensitivity-samples", type=int, default=16,
                    help="calibration samples the per-layer sensitivity report uses (0: no report)")
+    p.add_argument("--auto-seconds", type=float, default=20.0,
+                   help="time budget of --method auto's per-tensor search (default 20 s)")
+    p.add_argument("--int16", action="append", metavar="NODE[,NODE...]",
+                   help="run these layers (ONNX node names, as the sensitivity table shows them) with int16 "
+                        "activations (TFLite 16x8); name a layer and the layer reading it to keep its output int16")
 
 
 def cmd_calibrate(args) -> int:
@@ -50,7 +59,7 @@ def cmd_calibrate(args) -> int:
     options = _quant_options(args)
     _, result = api.calibrate_model(args.model, args.calib, options, log=_log)
     source = "from the cache" if result.cached else f"in {result.calib_seconds:.1f} s"
-    print(f"calibrated on {result.samples} samples {source}; method {result.method}"
+    print(f"calibrated on {result.samples} samples {source}; method {result.label}"
           + (" (auto: " + ", ".join(f"{m} {s:.1f} dB" for m, s in result.scores.items()) + ")" if result.scores else ""))
     g = result.graph
     t_in = g.tensors[g.input]
@@ -79,7 +88,8 @@ def cmd_build(args) -> int:
 def cmd_export(args) -> int:
     from . import api
 
-    m = api.export(args.model, args.calib, args.board, args.format, args.output, log=_log)
+    m = api.export(args.model, args.calib, args.board, args.format, args.output, log=_log,
+                   options=_quant_options(args))
     print(f"exported {m['model']} for {m['board']} as a {m['format']} library in {args.output}: "
           f"arena {m['arena_bytes']:,} B, weights {m['weights_bytes']:,} B, example {m['example']}")
     return 0
@@ -125,13 +135,13 @@ def cmd_boards(args) -> int:
     if args.json:
         print(json.dumps([_board_json(b) for b in boards], indent=1))
         return 0
-    print(f"{'board':16} {'kind':16} {'cpu':13} {'fpu':11} {'dsp':3} {'clock':>8} {'RAM':>9} {'flash':>9} "
+    print(f"{'board':20} {'kind':16} {'cpu':13} {'fpu':11} {'dsp':3} {'clock':>8} {'RAM':>9} {'flash':>9} "
           f"{'model RAM':>9} {'model flash':>11}  timing")
     for b in boards:
         kind = "emulated" if b.emulated else ("host" if b.cpu == "host" else
                                                "real, tested" if b.tested_on_hardware else "real, untested")
         clock = f"{b.clock_hz / 1e6:g} MHz" if b.clock_hz else "-"
-        print(f"{b.name:16} {kind:16} {b.cpu:13} {b.fpu:11} {'yes' if b.dsp else 'no':3} {clock:>8} "
+        print(f"{b.name:20} {kind:16} {b.cpu:13} {b.fpu:11} {'yes' if b.dsp else 'no':3} {clock:>8} "
               f"{_size(b.ram_bytes):>9} {_size(b.flash_bytes):>9} {_size(b.ram_bytes - b.reserved_ram_bytes):>9} "
               f"{_size(b.flash_bytes - b.reserved_flash_bytes):>11}  {b.timing_unit}")
     print("model RAM / flash: what is left for the model after the framework's estimated share (reserved_*_bytes); "
@@ -207,6 +217,7 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--format", required=True, choices=["c", "platformio", "arduino", "cmake"],
                    help="library layout: plain C files, PlatformIO library, Arduino library, CMake/Zephyr module")
     e.add_argument("-o", "--output", required=True, help="folder to write the library into")
+    _add_quant_options(e)
     e.set_defaults(func=cmd_export)
 
     c = sub.add_parser("calibrate", help="calibrate and quantize a model; print where INT8 loses accuracy")

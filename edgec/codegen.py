@@ -16,14 +16,15 @@ import numpy as np
 
 from . import __version__
 from .artifact import graph_hash
-from . import ops_ext
+from . import int16, ops_ext
 from .ir import ALIAS_OPS, Graph, Op
 from .planner import Plan
 from .resources import resource_dir
 
 RUNTIME_FILES = ["edgec_kernels.h", "edgec_kernels.c", "edgec_fast.h", "edgec_fast.c",
                  "edgec_kernels_ext.h", "edgec_kernels_ext.c"]
-_CTYPES = {np.int8: "int8_t", np.int32: "int32_t", np.uint32: "uint32_t"}
+RUNTIME_FILES_S16 = ["edgec_kernels_s16.h", "edgec_kernels_s16.c"]     # only for models with int16 layers
+_CTYPES = {np.int8: "int8_t", np.int32: "int32_t", np.uint32: "uint32_t", np.int64: "int64_t"}
 _PARAM_STRUCTS = {"conv2d": "edgec_conv_params", "depthwise_conv2d": "edgec_conv_params",
                   "fully_connected": "edgec_fc_params", "max_pool": "edgec_pool_params",
                   "avg_pool": "edgec_pool_params", "add": "edgec_add_params"}
@@ -94,7 +95,7 @@ def _ops_for_template(graph: Graph, plan: Plan) -> tuple[list[dict], list[dict]]
             ops.append({"index": i, "kind": op.kind, "name": op.name, "prefix": prefix, "struct": low["struct"],
                         "kernel": low["kernel"], "params": low["params"], "arrays": {}, "call": call,
                         "inputs": [plan.offsets[t] for t in op.inputs], "output": plan.offsets[op.output],
-                        "output_bytes": graph.tensors[op.output].size})
+                        "output_bytes": graph.tensors[op.output].nbytes})
             continue
         names = {}
         for key, a in op.arrays.items():
@@ -108,13 +109,17 @@ def _ops_for_template(graph: Graph, plan: Plan) -> tuple[list[dict], list[dict]]
                 arrays.append({"cname": cname, "ctype": "int32_t", "size": 4,
                                "body": _c_array(np.array(params[key], np.int32))})
                 names[key] = cname
-        call = ops_ext.c_call(op, names, [f"arena.bytes + {plan.offsets[t]}" for t in op.inputs],
-                              f"arena.bytes + {plan.offsets[op.output]}") if op.kind in ops_ext.KINDS else None
+        ins, out = [f"arena.bytes + {plan.offsets[t]}" for t in op.inputs], f"arena.bytes + {plan.offsets[op.output]}"
+        call = None
+        if int16.is_int16(graph, op):
+            call = int16.c_call(op, graph.tensors[op.output].dtype, prefix, names, ins, out)
+        elif op.kind in ops_ext.KINDS:
+            call = ops_ext.c_call(op, names, ins, out)
         ops.append({"index": i, "kind": op.kind, "name": op.name, "prefix": prefix, "call": call,
                     "struct": _PARAM_STRUCTS.get(op.kind), "kernel": _KERNELS.get(op.kind),
                     "params": params, "arrays": names,
                     "inputs": [plan.offsets[t] for t in op.inputs], "output": plan.offsets[op.output],
-                    "output_bytes": graph.tensors[op.output].size,
+                    "output_bytes": graph.tensors[op.output].nbytes,
                     "scratch": plan.scratch.get(i)})   # arena offset of the op's scratch buffer, if it has one
     return arrays, ops
 
@@ -124,10 +129,11 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     arrays, ops = _ops_for_template(graph, plan)
     tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
-    ctx = dict(name=name, NAME=name.upper(), version=__version__, graph=graph, arrays=arrays, ops=ops,
+    uses_s16 = any(int16.is_int16(graph, op) for op in graph.ops)
+    ctx = dict(name=name, uses_s16=uses_s16, NAME=name.upper(), version=__version__, graph=graph, arrays=arrays, ops=ops,
                arena_bytes=plan.arena_bytes, model_hash=graph_hash(graph),
                input_offset=plan.offsets[graph.input], output_offset=plan.offsets[graph.output],
-               input_bytes=tin.size, output_bytes=tout.size,
+               input_bytes=tin.nbytes, output_bytes=tout.nbytes,
                input_scale=repr(float(tin.scale)), input_zp=tin.zero_point,
                output_scale=repr(float(tout.scale)), output_zp=tout.zero_point,
                input_shape=list(graph.input_onnx_shape), output_shape=list(graph.output_onnx_shape),
@@ -139,7 +145,7 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str) -> list[Path]:
         path.write_text(env.get_template(template).render(**ctx))
         written.append(path)
     runtime = resource_dir("runtime_c")
-    for f in RUNTIME_FILES:
+    for f in RUNTIME_FILES + (RUNTIME_FILES_S16 if uses_s16 else []):
         shutil.copyfile(runtime / f, out_dir / f)
         written.append(out_dir / f)
     return written

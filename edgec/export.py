@@ -64,7 +64,7 @@ def _prepare_outdir(outdir: Path) -> Path:
 
 
 def export(model_path: str | Path, calib_path: str | Path, board_name: str, fmt: str, outdir: str | Path,
-           log: Callable[[str], None] = lambda _: None) -> dict:
+           log: Callable[[str], None] = lambda _: None, options=None) -> dict:
     """Quantize the model and write it as a library in `fmt` layout into outdir; returns the export manifest."""
     from .api import compile_model       # api imports this module lazily: no import cycle at load time
 
@@ -72,7 +72,7 @@ def export(model_path: str | Path, calib_path: str | Path, board_name: str, fmt:
         raise EdgecError(f"unknown export format '{fmt}': use one of {', '.join(FORMATS)}")
     board = load_board(board_name)
     outdir = Path(outdir)
-    _, graph, plan = compile_model(model_path, calib_path, log)
+    _, graph, plan = compile_model(model_path, calib_path, log, options)     # options: ptq.QuantOptions
     name = graph.name
     fit.check(graph, plan, board)
     work = _prepare_outdir(outdir)

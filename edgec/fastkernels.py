@@ -10,8 +10,8 @@ What moves from run time to build time:
   taps holding zp itself, so the inner loops multiply raw int8 values;
 - requantization: TFLite's SaturatingRoundingDoublingHighMul followed by RoundingDivideByPOT is,
   for a multiplier m in (2^30, 2^31) and a right shift e >= 0, exactly
-      ((2*acc*m + 2^31 + [e>0] * (2^(31+e) - [acc<0] * 2^32)) >> 32) >> e
-  (both roundings folded into one constant, see `rq_records`): one SMLAL and one shift on Arm;
+      (((2*acc*m + 2^31 + [e>0] * 2^(31+e)) >> 32) - [e>0][acc<0]) >> e
+  (both roundings folded into one constant, see `rq_records`): SMMLAR, ADD and a shift on Arm;
 - Add's two input rescalings: a 256-entry table per input.
 
 The lowering needs |accumulator| < 2^30 (so 2*acc fits in int32); `lower` checks the bound from
@@ -24,10 +24,11 @@ import numpy as np
 from . import kernels_ref as K
 from .ir import Graph, Op
 
-RQ_FIELDS = ("bias", "mult", "khi_pos", "khi_neg", "shift")
+RQ_FIELDS = ("bias", "mult", "khi", "neg", "shift")
 ACC_LIMIT = 1 << 30
 MAX_RIGHT_SHIFT = 22     # keeps |hi word + zp * 2^shift| < 2^31 for |acc| < 2^30
 SCRATCH_ALIGN = 16
+CONV_CHUNK = 16          # EDGEC_CONV_CHUNK in edgec_fast.c: output channels accumulated at a time
 
 
 def _k4(n: int) -> int:
@@ -35,7 +36,8 @@ def _k4(n: int) -> int:
 
 
 def rq_records(bias: np.ndarray, mult: np.ndarray, shift: np.ndarray, zp: int = 0) -> np.ndarray | None:
-    """[n, 5] int32 edgec_rq records, or None if a multiplier/shift is outside the fast path.
+    """[n, 5] int32 edgec_rq records (bias, mult, khi, neg, shift), or None if a multiplier/shift is
+    outside the fast path.
 
     The output zero point is folded in: (v >> e) + zp == (v + zp * 2^e) >> e."""
     bias = np.asarray(bias, np.int64)
@@ -45,10 +47,10 @@ def rq_records(bias: np.ndarray, mult: np.ndarray, shift: np.ndarray, zp: int = 
         return None
     e = -shift
     khi_pos = np.where(e > 0, np.left_shift(1, np.maximum(e - 1, 0)), 0) + int(zp) * np.left_shift(1, e)
-    khi_neg = khi_pos - (e > 0)
+    neg = -(e > 0).astype(np.int64)
     if np.any(np.abs(bias) >= ACC_LIMIT):
         return None
-    return np.stack([bias, mult, khi_pos, khi_neg, e], axis=1).astype(np.int32)
+    return np.stack([bias, mult, khi_pos, neg, e], axis=1).astype(np.int32)
 
 
 def _folded_bias(bias, w2d: np.ndarray, zp: int, mult) -> np.ndarray | None:
@@ -93,21 +95,11 @@ def lower(op: Op) -> dict | None:
                 "input_zp").split()
         params = {**{k: int(p[k]) for k in keys}, **got[0], "k4": k4}
         return {"kernel": "edgec_fast_conv_s8", "struct": "edgec_fast_conv_params", "params": params,
-                "arrays": {"fw": _words(wp), "rq": got[1]}, "scratch_bytes": 9 * k4}
+                "arrays": {"fw": _words(wp), "rq": got[1]}, "scratch_bytes": 9 * k4 + 16 * CONV_CHUNK}
     if (op.kind == "depthwise_conv2d" and p["k_h"] == 3 and p["k_w"] == 3 and p["dil_h"] == 1
-            and p["dil_w"] == 1 and p["depth_multiplier"] == 1 and p["in_c"] % 4 == 0):
-        c = p["out_c"]
-        w = a["weights"].reshape(9, c)                      # [tap][c]
-        got = _conv_like(op, w.T)
-        if got is None:
-            return None
-        # [c/4][tap][(c0, c2), (c1, c3)] as int16
-        wq = w.T.reshape(c // 4, 4, 9).transpose(0, 2, 1)[:, :, [0, 2, 1, 3]].astype(np.int16)
-        params = {**{k: int(p[k]) for k in ("in_h in_w in_c out_h out_w out_c k_h k_w stride_h stride_w "
-                                                "pad_top pad_left input_zp").split()}, **got[0], "k4": 0}
-        width = (p["out_w"] - 1) * p["stride_w"] + 3
-        return {"kernel": "edgec_fast_dw3x3_s8", "struct": "edgec_fast_conv_params", "params": params,
-                "arrays": {"fw": _words(wq), "rq": got[1]}, "scratch_bytes": 3 * width * c}
+            and p["dil_w"] == 1 and p["depth_multiplier"] == 1 and p["in_c"] % 4 == 0
+            and p["stride_h"] == p["stride_w"] and p["stride_h"] in (1, 2)):
+        return _lower_dw3x3(op)
     if op.kind == "fully_connected":
         w = a["weights"].reshape(p["out_features"], p["in_features"])
         got = _conv_like(op, w)
@@ -145,11 +137,35 @@ def lower(op: Op) -> dict | None:
     return None
 
 
+def _lower_dw3x3(op: Op) -> dict | None:
+    """Depthwise 3x3: the kernel sweeps along the longer output axis (rows x cols, cols >= rows);
+    weights [c][3][3] int16 in that orientation, times two (the kernel requantizes doubled sums)."""
+    p, c = op.params, op.params["out_c"]
+    w = op.arrays["weights"].reshape(3, 3, c)                 # [ky][kx][c]
+    got = _conv_like(op, w.reshape(9, c).T)
+    if got is None:
+        return None
+    h, wd = (p["in_h"], p["out_h"], p["pad_top"]), (p["in_w"], p["out_w"], p["pad_left"])
+    steps = (p["in_w"] * c, c, p["out_w"] * c, c)               # bytes between rows, columns (in, out)
+    wk = w.transpose(2, 0, 1)                                  # [c][ky][kx]
+    if p["out_h"] > p["out_w"]:                                # sweep down the image's columns
+        h, wd, steps, wk = wd, h, (steps[1], steps[0], steps[3], steps[2]), wk.transpose(0, 2, 1)
+    params = {"rows": h[0], "cols": wd[0], "c": c, "out_rows": h[1], "out_cols": wd[1], "stride": p["stride_h"],
+              "pad_top": h[2], "pad_left": wd[2], "in_row_step": steps[0], "in_col_step": steps[1],
+              "out_row_step": steps[2], "out_col_step": steps[3], "input_zp": int(p["input_zp"]),
+              "act_min": got[0]["act_min"], "act_max": got[0]["act_max"]}
+    width = (wd[1] - 1) * p["stride_h"] + 3
+    return {"kernel": "edgec_fast_dw3x3_s8", "struct": "edgec_fast_dw_params", "params": params,
+            "arrays": {"fw": _words((2 * wk.astype(np.int16)).astype(np.int16)), "rq": got[1]},
+            "scratch_bytes": 32 * width + 4 * wd[1]}
+
+
 def lower_graph(graph: Graph) -> None:
     """Choose the fast kernel of every op that has one: op.lowered holds its call data and constants
     (what the generated code will contain), op.attrs['scratch_bytes'] its scratch memory (for the planner)."""
     for op in graph.ops:
-        op.lowered = lower(op)
+        int8 = all(graph.tensors[t].dtype == "int8" for t in (*op.inputs, op.output))
+        op.lowered = lower(op) if int8 else None       # int16 layers keep their 16x8 kernels
         if op.lowered and op.lowered["scratch_bytes"]:
             size = op.lowered["scratch_bytes"]
             op.attrs["scratch_bytes"] = (size + SCRATCH_ALIGN - 1) // SCRATCH_ALIGN * SCRATCH_ALIGN
@@ -160,7 +176,6 @@ def lower_graph(graph: Graph) -> None:
 def run_rq(acc: np.ndarray, rq: np.ndarray) -> np.ndarray:
     """NumPy model of edgec_out()'s requantization and output zero point (before the clamp), for tests."""
     acc = np.asarray(acc, np.int64)
-    mult, kp, kn, sh = (rq[..., i].astype(np.int64) for i in range(1, 5))
-    khi = np.where(acc < 0, kn, kp)
-    hi = (2 * acc * mult + (khi << 32) + (1 << 31)) >> 32
+    mult, khi, neg, sh = (rq[..., i].astype(np.int64) for i in range(1, 5))
+    hi = ((2 * acc * mult + (khi << 32) + (1 << 31)) >> 32) + np.where(acc < 0, neg, 0)
     return (hi >> sh).astype(np.int32)

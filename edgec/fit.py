@@ -35,7 +35,7 @@ def runtime_ram_bytes(graph: Graph) -> int:
 # call and parameter struct of every op. Layer-name strings are dropped by the linker unless used.
 CODE_BASE_BYTES = 2560
 CODE_PER_OP_BYTES = 192
-KERNEL_CODE_BYTES = {"conv2d": 720, "depthwise_conv2d": 680, "fully_connected": 300, "max_pool": 440,
+KERNEL_CODE_BYTES = {"conv2d": 720, "depthwise_conv2d": 1300, "fully_connected": 1000, "max_pool": 440,
                      "avg_pool": 440, "add": 580, "softmax": 920, "transpose": 400}
 UNKNOWN_KERNEL_CODE_BYTES = 1024
 DEFAULT_STACK_BYTES = 4096    # when the board's platform does not say how much stack it reserves

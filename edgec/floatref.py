@@ -46,7 +46,8 @@ def conv(op: Op, x, weights=None, bias=None, act: bool = True):
     and without its fused activation."""
     a = op.attrs
     w = np.asarray(a["weights"] if weights is None else weights, np.float64)
-    b = np.asarray(a["bias"] if bias is None else bias, np.float64)
+    b = np.asarray(a.get("float_bias", a["bias"]) if bias is None else bias, np.float64)   # the model's own bias
+
     if op.kind == "fully_connected":
         y = w @ np.asarray(x, np.float64).reshape(-1) + b
         return _act(y, op) if act else y
@@ -168,7 +169,7 @@ def run_op(op: Op, inputs: list[np.ndarray]) -> np.ndarray:
         return _softmax(op, x, log=True)
     if k == "transpose":
         return np.transpose(x, a["perm"])
-    if k == "reshape":
+    if k in ("reshape", "requantize"):      # a view; an int8 <-> int16 conversion (edgec/int16.py)
         return x
     if k == "remap":
         return _remap(op, x)
@@ -186,7 +187,7 @@ def run_op(op: Op, inputs: list[np.ndarray]) -> np.ndarray:
 
 KINDS = {"conv2d", "depthwise_conv2d", "group_conv2d", "fully_connected", "fully_connected_rows", "max_pool",
          "avg_pool", "add", "binary", "lut", "softmax", "log_softmax", "transpose", "reshape", "remap", "concat",
-         "reduce", "matmul", "resize_linear"}
+         "reduce", "matmul", "resize_linear", "requantize"}
 
 
 def supported(graph: Graph) -> list[str]:

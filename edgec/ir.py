@@ -15,6 +15,8 @@ import numpy as np
 ALIAS_OPS = {"reshape"}
 # Ops whose output must reuse the input's quantization parameters.
 SAME_QPARAMS_OPS = {"reshape", "transpose", "max_pool", "avg_pool", "remap", "resize_linear"}
+# Activation types: int8 everywhere, int16 where a layer runs TFLite's 16x8 scheme (edgec/int16.py).
+DTYPES = {"int8": np.int8, "int16": np.int16}
 
 
 @dataclass
@@ -26,10 +28,17 @@ class Tensor:
     source: str                     # ONNX value this tensor holds (for calibration ranges)
     scale: float | None = None      # quantization, filled in by quantize
     zero_point: int | None = None
+    dtype: str = "int8"             # a key of DTYPES
 
     @property
     def size(self) -> int:
+        """Elements."""
         return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes in the arena."""
+        return self.size * np.dtype(DTYPES[self.dtype]).itemsize
 
 
 @dataclass
@@ -57,6 +66,9 @@ class Graph:
     output: str
     input_onnx_shape: tuple[int, ...] = ()
     output_onnx_shape: tuple[int, ...] = ()
+    # ONNX value -> (scale, zero point) given by the model itself (a QDQ model, edgec/qdq.py): quantize
+    # takes these instead of calibrated ranges
+    fixed_qparams: dict[str, tuple[float, int]] = field(default_factory=dict)
 
     def producer(self, tensor: str) -> Op | None:
         for op in self.ops:

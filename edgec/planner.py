@@ -111,10 +111,10 @@ def in_place_input(graph: Graph, op: Op, groups: _Groups, dies_here) -> str | No
     after this one reads that group (and it is not the model output)."""
     if op.kind not in IN_PLACE_OPS:
         return None
-    out_size = graph.tensors[op.output].size
+    out_size = graph.tensors[op.output].nbytes
     for name in op.inputs:
         root = groups.find(name)
-        if graph.tensors[root].size == out_size and graph.tensors[name].size == out_size and dies_here(root):
+        if graph.tensors[root].nbytes == out_size and graph.tensors[name].nbytes == out_size and dies_here(root):
             return name
     return None
 
@@ -146,7 +146,7 @@ def buffers(graph: Graph, in_place: bool = True) -> list[Buffer]:
     for name, t in graph.tensors.items():
         b = by_root.setdefault(groups.find(name), Buffer(tensors=[], size=0, first=n, last=-1))
         b.tensors.append(name)
-        b.size = max(b.size, t.size)
+        b.size = max(b.size, t.nbytes)
     by_root[groups.find(graph.input)].first = -1
     by_root[groups.find(graph.output)].last = n
     for i, op in enumerate(graph.ops):
@@ -195,7 +195,7 @@ def schedule(graph: Graph) -> list[Op]:
     groups = alias_groups(graph)
     roots = sorted({groups.find(t) for t in graph.tensors})
     gid = {r: k for k, r in enumerate(roots)}
-    size = [max(graph.tensors[t].size for t in graph.tensors if groups.find(t) == r) for r in roots]
+    size = [max(graph.tensors[t].nbytes for t in graph.tensors if groups.find(t) == r) for r in roots]
     producer = {gid[groups.find(op.output)]: i for i, op in enumerate(ops) if op.kind not in ALIAS_OPS}
     readers = [0] * len(roots)
     for i, op in enumerate(ops):

@@ -12,11 +12,11 @@ import math
 
 import numpy as np
 
-from . import fastkernels
+from . import fastkernels, int16
 from . import kernels_ref as K
 from . import ops_ext
 from .errors import EdgecError
-from .ir import SAME_QPARAMS_OPS, Graph, Op, Tensor
+from .ir import DTYPES, SAME_QPARAMS_OPS, Graph, Op, Tensor
 
 
 def qparams_from_range(lo: float, hi: float) -> tuple[float, int]:
@@ -30,27 +30,29 @@ def qparams_from_range(lo: float, hi: float) -> tuple[float, int]:
 
 
 def quantize_input(t: Tensor, x: np.ndarray) -> np.ndarray:
-    """Float input data -> int8 with the tensor's quantization (as the host sends it)."""
-    return np.clip(np.round(x / t.scale) + t.zero_point, -128, 127).astype(np.int8)
+    """Float input data -> int8 (int16 for an int16 tensor) with the tensor's quantization (as the host sends it)."""
+    info = np.iinfo(DTYPES[t.dtype])
+    return np.clip(np.round(x / t.scale) + t.zero_point, info.min, info.max).astype(DTYPES[t.dtype])
 
 
 def dequantize(t: Tensor, q: np.ndarray) -> np.ndarray:
     return (q.astype(np.float32) - t.zero_point) * np.float32(t.scale)
 
 
-def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: bool = True,
-             fixed: dict[str, tuple[float, int]] | None = None) -> Graph:
+def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: bool = True) -> Graph:
     """Fill in every tensor's quantization and every op's integer parameters (in place).
 
     per_channel=False quantizes each layer's weights with one scale (still stored per channel).
-    fixed: (scale, zero point) of ONNX values that take them as given (a QDQ model's), not from ranges."""
+    ONNX values in graph.fixed_qparams (a QDQ model's own) take those instead of their ranges."""
+    fixed = graph.fixed_qparams
+
     def from_range(t: Tensor):
-        if fixed and t.source in fixed:
+        if t.source in fixed and t.dtype != "int16":   # (--int16 on a QDQ tensor: int16 wins)
             t.scale, t.zero_point = float(fixed[t.source][0]), int(fixed[t.source][1])
             return
         if t.source not in ranges:
             raise EdgecError(f"no calibration range for tensor '{t.source}'")
-        t.scale, t.zero_point = qparams_from_range(*ranges[t.source])
+        t.scale, t.zero_point = (int16.qparams if t.dtype == "int16" else qparams_from_range)(*ranges[t.source])
 
     from_range(graph.tensors[graph.input])
     for op in graph.ops:
@@ -65,7 +67,11 @@ def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: 
             out.scale, out.zero_point = ops_ext.fixed_qparams(op)
         else:
             from_range(out)
-        _QUANTIZERS[op.kind](op, [graph.tensors[i] for i in op.inputs], out)
+        ins = [graph.tensors[i] for i in op.inputs]
+        if int16.is_int16(graph, op):
+            int16.quantize_op(op, ins, out, _QUANTIZERS.get(op.kind))
+        else:
+            _QUANTIZERS[op.kind](op, ins, out)
     fastkernels.lower_graph(graph)   # fast kernels: their constants and scratch memory (for the planner)
     return graph
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernels_ref as K
-from . import ops_ext
-from .ir import Graph, Op
+from . import int16, ops_ext
+from .ir import DTYPES, Graph, Op
 
 
-def run_op(op: Op, inputs: list[np.ndarray], out_shape: tuple[int, ...]) -> np.ndarray:
+def run_op(op: Op, inputs: list[np.ndarray], out_shape: tuple[int, ...], out_dtype: str = "int8") -> np.ndarray:
+    """One op on its integer reference kernel; out_dtype is its output tensor's dtype."""
+    if out_dtype != "int8" or op.kind == int16.CONVERT:
+        return np.asarray(int16.run_op(op, inputs, out_dtype), DTYPES[out_dtype]).reshape(out_shape)
     p, a = op.params, op.arrays
     x = inputs[0]
     if op.kind in ("conv2d", "depthwise_conv2d"):
@@ -37,10 +40,11 @@ def run_op(op: Op, inputs: list[np.ndarray], out_shape: tuple[int, ...]) -> np.n
 def run(graph: Graph, x_q: np.ndarray, keep_all: bool = False):
     """Run one int8 input (ONNX layout of the model input, batch included or not).
 
-    Returns the int8 output (ONNX layout) or, with keep_all, every tensor by name."""
+    Returns the int8 output (ONNX layout) or, with keep_all, every tensor by name (int16 ones as int16)."""
     env = {graph.input: np.asarray(x_q, np.int8).reshape(graph.tensors[graph.input].shape)}
     for op in graph.ops:
-        env[op.output] = run_op(op, [env[i] for i in op.inputs], graph.tensors[op.output].shape)
+        out = graph.tensors[op.output]
+        env[op.output] = run_op(op, [env[i] for i in op.inputs], out.shape, out.dtype)
     if keep_all:
         return env
     return env[graph.output].reshape(graph.output_onnx_shape)

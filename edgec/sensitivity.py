@@ -22,7 +22,7 @@ from .ir import Graph
 from .quantize import dequantize, quantize_input
 
 MAX_DB = 120.0
-SKIP = {"reshape", "transpose"}
+SKIP = {"reshape", "transpose", "requantize"}   # views, and the int8 <-> int16 conversions (edgec/int16.py)
 
 
 def sqnr_db(signal: float, noise: float) -> float:
@@ -38,7 +38,7 @@ def _int8_op(graph: Graph):
     def run(op, inputs):
         q = [quantize_input(graph.tensors[t], x) for t, x in zip(op.inputs, inputs)]
         out = graph.tensors[op.output]
-        return dequantize(out, reference.run_op(op, q, out.shape))
+        return dequantize(out, reference.run_op(op, q, out.shape, out.dtype))
     return run
 
 

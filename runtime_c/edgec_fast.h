@@ -13,7 +13,7 @@
  * Layouts (all built by edgec/fastkernels.py; words are little-endian):
  *   conv   weights [out_c][k4] int8, k4 = k_h*k_w*in_c rounded up to 4, zero padded
  *   fc     weights in blocks of 4 rows: [block][k4/4][row 0..3][4 int8], remaining rows [row][k4]
- *   dw3x3  weights [c/4][9 taps][2 words]: (w[c0], w[c2]) and (w[c1], w[c3]) as int16 pairs
+ *   dw3x3  weights [c][3][3] int16, in the kernel's sweep orientation (see edgec_fast_dw_params)
  * Scratch memory (planned into the arena): see edgec/fastkernels.py scratch_bytes(). */
 #ifndef EDGEC_FAST_H
 #define EDGEC_FAST_H
@@ -25,16 +25,25 @@ extern "C" {
 #endif
 
 /* Requantization of one output channel: with acc the int32 accumulator (bias included),
- *   out = ((2*acc*mult + khi * 2^32 + 2^31) >> 32) >> shift,  khi = acc < 0 ? khi_neg : khi_pos,
- * equal to TFLite's MultiplyByQuantizedMultiplier for the multipliers fastkernels.py accepts. */
+ *   out = (((2*acc*mult + khi * 2^32 + 2^31) >> 32) + (acc < 0 ? neg : 0)) >> shift
+ * (one SMMLAR, an AND/ADD and a shift on Arm), equal to TFLite's MultiplyByQuantizedMultiplier plus
+ * the output zero point for the multipliers fastkernels.py accepts; neg is -1 if shift > 0, else 0. */
 typedef struct {
-    int32_t bias, mult, khi_pos, khi_neg, shift;
+    int32_t bias, mult, khi, neg, shift;
 } edgec_rq;
 
 typedef struct {
     int32_t in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, stride_h, stride_w, pad_top, pad_left,
         input_zp, output_zp, act_min, act_max, k4;
 } edgec_fast_conv_params;
+
+/* Depthwise 3x3 in "sweep" orientation: the kernel walks `rows` x `cols` where a row is the longer
+ * of the image's two axes (for an image taller than wide, rows are the image's columns and the
+ * weights are transposed at build time); steps are in bytes. */
+typedef struct {
+    int32_t rows, cols, c, out_rows, out_cols, stride, pad_top, pad_left, in_row_step, in_col_step,
+        out_row_step, out_col_step, input_zp, act_min, act_max;
+} edgec_fast_dw_params;
 
 typedef struct {
     int32_t in_features, out_features, output_zp, act_min, act_max, k4;
@@ -45,13 +54,14 @@ typedef struct {
 } edgec_fast_add_params;
 
 /* Convolution (any kernel size, stride, padding; dilation 1) as a matrix product over an int16
- * im2col of 4 output pixels at a time. scratch: k4 * 9 bytes, 4-byte aligned. */
+ * im2col of 4 output pixels at a time. scratch: k4 * 9 + 256 bytes, 4-byte aligned. */
 void edgec_fast_conv_s8(const edgec_fast_conv_params *p, const int8_t *input, const uint32_t *weights,
                         const edgec_rq *rq, int8_t *scratch, int8_t *output);
 
-/* Depthwise 3x3 (depth multiplier 1, in_c a multiple of 4): 4 channels at a time over a
- * zero-point-padded strip of 3 input rows. scratch: 3 * ((out_w-1)*stride_w + 3) * in_c bytes. */
-void edgec_fast_dw3x3_s8(const edgec_fast_conv_params *p, const int8_t *input, const uint32_t *weights,
+/* Depthwise 3x3 (depth multiplier 1, c a multiple of 4, stride 1 or 2 on both axes): 4 channels at
+ * a time, over a rolling window of 3 input rows widened to int16 and laid out so that one SMLAD
+ * does two taps of one channel. scratch: 36 * ((out_cols-1)*stride + 3) bytes, 4-byte aligned. */
+void edgec_fast_dw3x3_s8(const edgec_fast_dw_params *p, const int8_t *input, const uint32_t *weights,
                          const edgec_rq *rq, int8_t *scratch, int8_t *output);
 
 /* Fully connected, 4 output rows at a time. scratch: k4 * 2 bytes, 4-byte aligned. */

@@ -17,6 +17,8 @@ command -v cmake >/dev/null || need+=(cmake)
 command -v gcc >/dev/null || need+=(gcc)
 command -v clang >/dev/null || need+=(clang)
 python3 -c "import venv, ensurepip" 2>/dev/null || need+=(python3-venv)
+# headless Chromium: the test that renders report.html and checks its plots (scripts/screenshot_report.py)
+command -v chromium >/dev/null || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]} with apt-get"
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"

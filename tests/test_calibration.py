@@ -12,6 +12,7 @@ from onnx import helper
 from conftest import EXAMPLES, make_model, save
 from edgec import api, calibrate, canonicalize, equalize, floatref, ptq, ranges, sensitivity
 from edgec.data import SampleStream, load_dataset
+from edgec.errors import EdgecError
 from edgec.quantize import qparams_from_range
 
 rng = np.random.default_rng(7)
@@ -166,6 +167,27 @@ def test_bias_correction_reduces_output_error_of_coarse_weights(tmp_path):
     base = _sqnr(model, files, ptq.QuantOptions(per_channel=False, sensitivity_samples=0))
     corrected = _sqnr(model, files, ptq.QuantOptions(per_channel=False, bias_correction=True, sensitivity_samples=0))
     assert corrected > base + 1.0, (base, corrected)
+
+
+def test_bias_correction_on_the_quantized_models_own_activations_beats_float_inputs(tmp_path):
+    """Measured with the inputs the quantized layers really see, the correction also removes the mean
+    shift upstream quantization leaves in them; the float variant only sees the weights' rounding."""
+    model = _convnet(broken=True)
+    files = _files(tmp_path, model)
+    opts = dict(per_channel=False, sensitivity_samples=0)
+    float_inputs = _sqnr(model, files, ptq.QuantOptions(bias_correction="float", **opts))
+    own = _sqnr(model, files, ptq.QuantOptions(bias_correction="quantized", **opts))
+    assert own > float_inputs + 3.0, (float_inputs, own)
+    # the corrected bias is what the INT8 model uses; the float reference (sensitivity) keeps the model's own
+    _, res = api.calibrate_model(*files, ptq.QuantOptions(bias_correction=True, **opts))
+    conv_b = next(op for op in res.graph.ops if op.name == "convB")
+    assert not np.allclose(conv_b.attrs["bias"], conv_b.attrs["float_bias"])
+    x = np.load(files[1])["x"][:4]
+    want = calibrate.run_float(model, x)
+    got = np.stack([floatref.output(res.graph, xi) for xi in x])
+    assert np.allclose(got.reshape(want.shape), want, atol=1e-4)
+    with pytest.raises(EdgecError, match="unknown bias correction"):
+        api.calibrate_model(*files, ptq.QuantOptions(bias_correction="sideways", **opts))
 
 
 def _separable():

@@ -18,6 +18,7 @@ from edgec.firmware import build_firmware, write_project
 
 CASES = [  # (board, example): cancer_conv1d everywhere (fast), digits_cnn on the smallest RAM
     ("qemu-cortex-m3", "cancer_conv1d"),
+    ("qemu-cortex-m3-large", "cancer_conv1d"),
     ("qemu-cortex-m7", "cancer_conv1d"),
     ("qemu-cortex-m55", "cancer_conv1d"),
     ("qemu-cortex-m0", "cancer_conv1d"),

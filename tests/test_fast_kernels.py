@@ -74,3 +74,44 @@ def test_random_layers_sanitized(path, tmp_path):
     graph, x = quantized(model, (3, 9, 5), n=16)
     assert sum(fastkernels.lower(op) is not None for op in graph.ops) >= 4
     _check(graph, x, tmp_path, flags=PATHS[path] + ("-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"))
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_depthwise_3x3_strides_orientations_and_clamps_sanitized(path, tmp_path):
+    """A chain of depthwise 3x3 layers covering the fast kernel's cases: stride 1 and 2, a wide image
+    (swept along its rows) and tall ones (swept down the columns, weights transposed), symmetric,
+    asymmetric and no padding, odd output lengths (the single-output tail), 12 channels (3 groups of
+    4), and a narrowed activation range (the clamping requantization loop), under ASan/UBSan."""
+    import onnx
+    from onnx import helper
+    from conftest import make_model
+    rng = np.random.default_rng(11)
+    c = 12
+    layers = [(1, [1, 1, 1, 1]),      # 6x13 -> 6x13, wide
+              (2, [0, 0, 1, 1]),      # -> 3x6 (TF 'SAME' stride 2)
+              (1, [2, 0, 2, 0]),      # -> 5x4, tall
+              (2, [1, 0, 1, 0]),      # -> 3x1, tall, stride 2
+              (1, [1, 1, 1, 1])]      # -> 3x1
+    nodes, inits, prev = [], {}, "x"
+    for i, (stride, pads) in enumerate(layers):
+        inits[f"w{i}"] = rng.normal(0, .5, (c, 1, 3, 3)).astype(np.float32)
+        inits[f"b{i}"] = rng.normal(0, .2, c).astype(np.float32)
+        nodes.append(helper.make_node("Conv", [prev, f"w{i}", f"b{i}"], [f"d{i}"], group=c,
+                                      strides=[stride, stride], pads=pads))
+        nodes.append(helper.make_node("Relu", [f"d{i}"], [f"r{i}"]))
+        prev = f"r{i}"
+    nodes[-1] = helper.make_node("Identity", [f"d{len(layers) - 1}"], ["y"])
+    model = make_model(nodes, ("x", [1, c, 6, 13]), ("y", [1, c, 3, 1]), inits)
+    onnx.checker.check_model(model)
+    graph, x = quantized(model, (c, 6, 13), n=16)
+    dws = [op for op in graph.ops if op.kind == "depthwise_conv2d"]
+    assert len(dws) == len(layers)
+    dws[1].params.update(act_min=-100, act_max=20)   # narrower than int8: the C and the reference clamp
+    fastkernels.lower_graph(graph)
+    lowered = [op.lowered for op in dws]
+    assert all(low and low["kernel"] == "edgec_fast_dw3x3_s8" for low in lowered)
+    assert [low["params"]["stride"] for low in lowered] == [1, 2, 1, 2, 1]
+    # input (rows, cols) in the sweep orientation: the tall images' are transposed
+    assert [(low["params"]["rows"], low["params"]["cols"]) for low in lowered] == [(6, 13), (6, 13), (6, 3), (4, 5),
+                                                                                    (1, 3)]
+    _check(graph, x, tmp_path, flags=PATHS[path] + ("-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"))

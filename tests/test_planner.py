@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import MLPERF
+from conftest import require_mlperf, MLPERF
 from edgec import kernels_ref as K
 from edgec import planner
 from edgec.ir import ALIAS_OPS, Graph, Op, Tensor
@@ -294,8 +294,7 @@ def test_random_graphs_never_clobber_a_live_value(g):
 def test_mlperf_arena_within_2k_of_the_live_set_bound(model):
     from edgec import canonicalize, loader
     path = MLPERF / f"{model}.onnx"
-    if not path.is_file():
-        pytest.skip(f"{path} not present")
+    require_mlperf(path)
     g = canonicalize.canonicalize(loader.load_model(path), model)
     bound = planner.live_set_lower_bound(g)
     assert bound == {"kws": 16000, "vww": 55296, "ic_": 49152, "ad_": 768}[model[:3]]   # the numbers

@@ -1,0 +1,175 @@
+"""The int16 escape hatch (--int16, TFLite 16x8): a deliberately sensitive layer gets its accuracy back,
+the graph rewrite converts only at the ends of int16 chains, tensors take 2 bytes in the arena, the
+fast kernels leave int16 layers alone, and the generated C matches the reference bit for bit on the
+host (gcc, clang + sanitizers) and on the emulated Cortex-M4."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from conftest import REPO, make_model, run_generated_c, save
+from edgec import api, artifact, calibrate, codegen, planner, ptq, quantize, reference
+from edgec.errors import EdgecError
+
+CHAINS = [("convA", "dw"), ("dw",), ("pw", "fc"), ("convA", "dw", "pw", "fc")]
+
+
+def _sensitive():
+    """x[1,3,6,6] -> convA+ReLU -> depthwise+ReLU -> pw(1x1) -> Flatten -> Gemm[4].
+
+    convA's channel 0 is 100x louder than the others and the depthwise scales it back down: the float
+    function is ordinary, but one int8 scale for convA's output rounds its 7 quiet channels coarsely."""
+    r = np.random.default_rng(5)
+    wa, ba = (r.standard_normal((8, 3, 3, 3)) * 0.4).astype(np.float32), np.full(8, 0.1, np.float32)
+    wa[0] *= 100
+    ba[0] = 5.0
+    wd = (r.standard_normal((8, 1, 3, 3)) * 0.5).astype(np.float32)
+    wd[0] /= 100
+    nodes = [helper.make_node("Conv", ["x", "wa", "ba"], ["a"], pads=[1, 1, 1, 1], name="convA"),
+             helper.make_node("Relu", ["a"], ["ra"], name="reluA"),
+             helper.make_node("Conv", ["ra", "wd", "bd"], ["d"], group=8, pads=[1, 1, 1, 1], name="dw"),
+             helper.make_node("Relu", ["d"], ["rd"], name="reluD"),
+             helper.make_node("Conv", ["rd", "wp", "bp"], ["p"], name="pw"),
+             helper.make_node("Flatten", ["p"], ["f"], name="flat"),
+             helper.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1, name="fc")]
+    inits = {"wa": wa, "ba": ba, "wd": wd, "bd": np.full(8, 0.05, np.float32),
+             "wp": (r.standard_normal((8, 8, 1, 1)) * 0.3).astype(np.float32), "bp": np.zeros(8, np.float32),
+             "wf": (r.standard_normal((4, 8 * 6 * 6)) * 0.1).astype(np.float32), "bf": np.zeros(4, np.float32)}
+    return make_model(nodes, ("x", [1, 3, 6, 6]), ("y", [1, 4]), inits)
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGEC_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture
+def files(tmp_path):
+    model = _sensitive()
+    path = save(model, tmp_path, "sensitive.onnx")
+    calib = tmp_path / "calib.npz"
+    np.savez(calib, x=np.random.default_rng(2).random((64, 3, 6, 6), dtype=np.float32))
+    test = tmp_path / "test.npz"
+    np.savez(test, x=np.random.default_rng(3).random((24, 3, 6, 6), dtype=np.float32))
+    return model, path, calib, test
+
+
+def _quantize(path, calib, wide=(), samples=8):
+    return api.calibrate_model(path, calib, ptq.QuantOptions(sensitivity_samples=samples, int16=wide))[1]
+
+
+def test_int16_on_the_sensitive_layers_raises_output_sqnr(files):
+    model, path, calib, test = files
+    x = np.load(test)["x"]
+    y = calibrate.run_float(model, x)
+    base = _quantize(path, calib)
+    wide = _quantize(path, calib, ("convA", "dw"))
+    before, after = ptq.output_sqnr(base.graph, x, y), ptq.output_sqnr(wide.graph, x, y)
+    assert after > before + 10.0, (before, after)
+    # the sensitivity report shows it too: the layers that were worst are no longer
+    rows = {r["layer"]: r for r in base.sensitivity}
+    rows16 = {r["layer"]: r for r in wide.sensitivity}
+    assert base.sensitivity[0]["layer"] in ("convA", "dw")
+    for name in ("convA", "dw"):
+        assert rows16[name]["isolated_output_db"] > rows[name]["isolated_output_db"] + 10.0
+        assert rows16[name]["cumulative_db"] > rows[name]["cumulative_db"] + 5.0
+    # int16 on a layer that was not the problem changes little
+    other = _quantize(path, calib, ("fc",), samples=0)
+    assert abs(ptq.output_sqnr(other.graph, x, y) - before) < 3.0
+
+
+def test_rewrite_converts_only_at_chain_ends_and_plans_bytes(files):
+    _, path, calib, _ = files
+    g = _quantize(path, calib, ("convA", "dw", "pw", "fc"), samples=0).graph
+    conv = [op for op in g.ops if op.kind == "requantize"]
+    assert [(g.tensors[op.inputs[0]].dtype, g.tensors[op.output].dtype) for op in conv] == \
+        [("int8", "int16"), ("int16", "int8")]
+    assert conv[-1].output == g.output and g.tensors[g.input].dtype == g.tensors[g.output].dtype == "int8"
+    view = next(op for op in g.ops if op.kind == "reshape")          # the Flatten stays int16 inside the chain
+    assert g.tensors[view.inputs[0]].dtype == g.tensors[view.output].dtype == "int16"
+    for op in g.ops:
+        if op.kind in ("conv2d", "depthwise_conv2d", "fully_connected"):
+            t = g.tensors[op.output]
+            assert t.dtype == "int16" and t.zero_point == 0 and op.arrays["bias"].dtype == np.int64
+            assert op.lowered is None                             # no fast kernel for an int16 layer
+    plan = planner.plan(g)
+    by_tensor = {t: b for b in plan.buffers for t in b.tensors}
+    for name, t in g.tensors.items():
+        if name in by_tensor:
+            assert by_tensor[name].size >= t.size * (2 if t.dtype == "int16" else 1)
+    # the int8 layers of a partly int16 model keep their fast kernels
+    g2 = _quantize(path, calib, ("dw",), samples=0).graph
+    assert [op.lowered is not None for op in g2.ops if op.name == "pw"] == [True]
+    assert [op.lowered for op in g2.ops if op.name == "dw"] == [None]
+
+
+def test_bad_names_give_one_clear_error_listing_the_valid_ones(files):
+    _, path, calib, _ = files
+    for wide, why in ((("nope",), "'nope' \\(no such node\\)"), (("flat",), "'flat' \\(reshape: no int16 kernel\\)")):
+        with pytest.raises(EdgecError, match=why + ".*: convA, dw, pw, fc$"):
+            _quantize(path, calib, wide)
+    proc = subprocess.run([sys.executable, "-m", "edgec", "calibrate", str(path), "--calib", str(calib),
+                           "--int16", "convA,bogus"], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "'bogus'" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("wide", CHAINS, ids=["+".join(c) for c in CHAINS])
+def test_generated_c_bit_exact_with_int16_layers(files, tmp_path, wide):
+    _, path, calib, test = files
+    g = _quantize(path, calib, wide, samples=0).graph
+    g.ops = planner.schedule(g)
+    plan = planner.plan(g)
+    planner.check_plan(g, plan)
+    x = np.load(test)["x"]
+    xq = quantize.quantize_input(g.tensors[g.input], x)
+    want = np.stack([reference.run(g, q).reshape(-1) for q in xq])
+    for cc, flags in (("gcc", ("-O2",)), ("clang", ("-O1", "-g", "-fsanitize=address,undefined",
+                                                       "-fno-sanitize-recover=all"))):
+        lib = tmp_path / cc
+        files_written = {p.name for p in codegen.generate(g, plan, lib, g.name)}
+        assert "edgec_kernels_s16.c" in files_written
+        got = run_generated_c(lib, g.name, xq.reshape(len(xq), -1), want.shape[1], cc=cc, flags=flags)
+        assert np.array_equal(got, want), f"{cc}: samples {np.flatnonzero(np.any(got != want, axis=1))} differ"
+    # the saved record runs the same reference
+    artifact.save_graph(g, tmp_path)
+    again = artifact.load_graph(tmp_path)
+    assert np.array_equal(np.stack([reference.run(again, q).reshape(-1) for q in xq]), want)
+
+
+def test_int8_models_do_not_ship_the_s16_kernels(files, tmp_path):
+    _, path, calib, _ = files
+    g = _quantize(path, calib, samples=0).graph
+    written = {p.name for p in codegen.generate(g, planner.plan(g), tmp_path, g.name)}
+    assert "edgec_kernels_s16.c" not in written and "s16" not in (tmp_path / f"{g.name}.c").read_text()
+
+
+def test_build_and_bench_on_qemu_with_int16_layers(files, tmp_path):
+    _, path, calib, test = files
+    out = tmp_path / "build"
+    report = api.build(path, calib, "qemu-cortex-m4", out,
+                       options=ptq.QuantOptions(int16=("convA", "dw"), sensitivity_samples=4))
+    quant = json.loads((out / "quant.json").read_text())
+    assert quant["options"]["int16"] == ["convA", "dw"]
+    assert {t["dtype"] for t in quant["tensors"].values()} == {"int8", "int16"}
+    assert report["input"]["bytes"] == 3 * 6 * 6 and report["output"]["bytes"] == 4
+    r = api.bench(out, test, compare_layers=True)
+    assert r["agreement"]["device_vs_reference"] == 1.0, r["agreement"]
+    assert r["divergence"]["first_divergent_layer"] is None
+    sizes = {row["name"]: row["size"] for row in r["divergence"]["layers"]}
+    assert sizes["convA"] == 8 * 6 * 6          # int16 layer outputs read back whole (2 bytes each)
+
+
+def test_export_takes_int16_and_ships_the_s16_kernels(files, tmp_path):
+    _, path, calib, _ = files
+    proc = subprocess.run([sys.executable, "-m", "edgec", "export", str(path), "--calib", str(calib), "--board",
+                           "qemu-cortex-m4", "--format", "c", "-o", str(tmp_path / "lib"), "--int16", "convA",
+                           "--int16", "dw", "--sensitivity-samples", "0"], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    manifest = json.loads((tmp_path / "lib" / "edgec-export.json").read_text())
+    assert "edgec_kernels_s16.c" in manifest["runtime_files"]
+    assert "edgec_conv2d_s16(" in (tmp_path / "lib" / "sensitive.c").read_text()
