@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from . import __version__, artifact, calibrate, canonicalize, codegen, fit, loader, memory_report, planner, quantize
-from . import ptq, support
+from . import ptq, qdq, support
 from . import sensitivity as sens
 from .boards import Board, load_board
 from .data import load_dataset
@@ -247,6 +247,9 @@ def inspect_model(model_path: str | Path) -> dict:
             "nodes": nodes, "problems": [p.to_json() for p in problems],
             "unsupported": [p.label for p in problems if p.unsupported],
             "limits": [str(p) for p in problems if not p.unsupported]}
+    given = qdq.info(model)
+    if given["activations"] or given["weights"]:
+        info["qdq"] = {"activations": len(given["clips"]), "weights": len(given["weights"])}   # Q/DQ pairs, DQ constants
     info["macs"] = graph.macs()            # of the nodes edgec can build, when some it cannot
     info["canonical_ops"] = len(graph.ops)
     for t in graph.tensors.values():

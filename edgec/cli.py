@@ -183,6 +183,10 @@ def cmd_inspect(args) -> int:
     for p in info["problems"]:
         print(f"{'unsupported' if p['kind'] == 'unsupported' else 'limit'}: {p['op']} ({p['node']}, "
               f"opset {p['opset']}): {p['what']}")
+    if "qdq" in info:
+        print(f"QDQ model: the quantization of {info['qdq']['activations']} activations and "
+              f"{info['qdq']['weights']} constants comes from its QuantizeLinear/DequantizeLinear nodes "
+              "(shown as the Clips they become)")
     arena = info["arena_bytes_estimate"]
     print(f"{info['macs']:,} MACs, {info['canonical_ops']} ops after canonicalization, arena estimate "
           + (f"{arena:,} bytes" if arena is not None else "unknown")

@@ -107,6 +107,12 @@ def test_ort_qdq_model_keeps_its_quantization_and_runs_bit_exact(qdq_int8):
     assert abs(r["accuracy"]["device"] - ort_acc) <= 0.01
 
 
+def test_inspect_says_the_quantization_comes_from_the_model(qdq_int8):
+    path, _ = qdq_int8
+    info = api.inspect_model(path)
+    assert info["problems"] == [] and info["qdq"] == {"activations": 8, "weights": 8}   # 4 weights, 4 biases
+
+
 def test_uint8_activations_are_shifted_by_128(tmp_path):
     path = ort_quantize(tmp_path, activation="QUInt8")
     _, acts, _ = ort_qparams(path)
