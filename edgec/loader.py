@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import onnx
-from onnx import shape_inference
+from onnx import numpy_helper, shape_inference
 
 from .errors import EdgecError
 
@@ -28,6 +28,11 @@ def load_model(path: str | Path) -> onnx.ModelProto:
         if init.data_location == onnx.TensorProto.EXTERNAL:
             raise EdgecError(f"{path}: initializer '{init.name}' keeps its data in an external file; "
                              "save the model as one file (onnx.save(..., save_as_external_data=False))")
+        try:
+            numpy_helper.to_array(init)
+        except Exception as exc:  # dims that do not match the data, an unknown data type, ...
+            raise EdgecError(f"{path}: initializer '{init.name}' is damaged ({_short(exc)}); "
+                             "export the model again") from None
     return prepare(model, path)
 
 

@@ -45,7 +45,11 @@ def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: 
     def from_range(t: Tensor):
         if t.source not in ranges:
             raise EdgecError(f"no calibration range for tensor '{t.source}'")
-        t.scale, t.zero_point = qparams_from_range(*ranges[t.source])
+        lo, hi = ranges[t.source]
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise EdgecError(f"tensor '{t.source}': its calibration range [{lo}, {hi}] is not finite; "
+                             "check the calibration data and the model's weights")
+        t.scale, t.zero_point = qparams_from_range(lo, hi)
 
     from_range(graph.tensors[graph.input])
     for op in graph.ops:
@@ -60,7 +64,11 @@ def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: 
             out.scale, out.zero_point = ops_ext.fixed_qparams(op)
         else:
             from_range(out)
-        _QUANTIZERS[op.kind](op, [graph.tensors[i] for i in op.inputs], out)
+        try:
+            _QUANTIZERS[op.kind](op, [graph.tensors[i] for i in op.inputs], out)
+        except K.MultiplierRangeError as exc:   # a scale ratio no Q31 multiplier + shift can express
+            raise EdgecError(f"node '{op.name}' ({op.kind}): {exc}; the scales of its input, weights and output "
+                             "are too far apart (check the weights and the calibration data)") from None
     fastkernels.lower_graph(graph)   # fast kernels: their constants and scratch memory (for the planner)
     return graph
 
