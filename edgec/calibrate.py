@@ -51,7 +51,7 @@ def _session(model: onnx.ModelProto):
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     opts.intra_op_num_threads = 1
-    opts.log_severity_level = 3
+    opts.log_severity_level = 4   # failures come back as exceptions (EdgecError); no log lines on stderr
     try:
         return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
     except Exception as exc:

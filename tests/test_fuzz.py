@@ -1,0 +1,84 @@
+"""Front-end fuzzing, a short budget (scripts/fuzz.py runs the long one): mutated real models and calibration
+files either build or are refused with edgec's one-line error, never hang, never leave half-written output.
+The cases are described in tests/fuzzcases.py; every case runs in a child process with a timeout."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fuzzcases import BASES, MUTATIONS, SMALL_BASES, Case, Worker, make_case
+
+# Findings of earlier runs, kept as regression cases (each was a traceback before its fix). All must be refused.
+REGRESSIONS = [
+    "kws_dscnn_fp32/calib_flip/908776412",            # BadZipFile (bad CRC) while streaming the samples
+    "digits_cnn/calib_flip/1061308341",
+    "kws_dscnn_fp32/init_dtype/1752367035",           # initializer data that contradict its dims (reshape)
+    "ad_fc_autoencoder_fp32/init_dtype/597361652",
+    "cancer_conv1d/init_dtype/1601199298",
+    "digits_cnn/init_shape/1069973051",               # Conv weights of the wrong rank (axes don't match)
+    "ad_fc_autoencoder_fp32/rewire/1779329995",       # Gemm bias that cannot broadcast
+    "kws_dscnn_fp32_nchw/attr/1035900360",            # onnxruntime fails on a negative group
+    "ic_resnet8_fp32_nchw/nonfinite_weights/1060139139",
+    "digits_cnn/calib_huge/317747865",                # multiplier above 2^30 (quantize_multiplier ValueError)
+    "digits_cnn/calib_huge/494749986",
+    "kws_dscnn_fp32/opset/1685372452",                # onnxruntime has no kernel for the opset
+    "ad_fc_autoencoder_fp32/opset/1621709875",
+]
+
+
+@pytest.fixture(scope="module")
+def worker(tmp_path_factory):
+    w = Worker(tmp_path_factory.mktemp("fuzz"), timeout=60)
+    yield w
+    w.close()
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.builds(Case, st.sampled_from(SMALL_BASES), st.sampled_from(MUTATIONS), st.integers(0, 2**31 - 1)))
+def test_mutated_models_and_data_build_or_are_refused_cleanly(worker, case):
+    outcome = worker.run(case)
+    assert outcome.kind in ("built", "refused"), f"{case}: {outcome}"
+
+
+@pytest.mark.parametrize("case", REGRESSIONS)
+def test_earlier_findings_are_refused(worker, case):
+    if Case.parse(case).base not in BASES:
+        pytest.skip("MLPerf Tiny models not present")
+    outcome = worker.run(Case.parse(case))
+    assert outcome.kind == "refused", f"{case}: {outcome}"
+
+
+def test_every_mutation_is_exercised_and_both_outcomes_happen(worker):
+    """The fuzzer is not vacuous: each mutation runs, damaged files are refused, harmless changes build."""
+    kinds = {m: {worker.run(Case("digits_cnn", m, seed)).kind for seed in range(4)} for m in MUTATIONS}
+    assert all(k <= {"built", "refused"} for k in kinds.values()), kinds
+    assert kinds["truncate"] == {"refused"} and kinds["calib_missing_x"] == {"refused"}
+    assert kinds["zero_weights"] == {"built"} and kinds["calib_constant"] == {"built"}
+
+
+@pytest.mark.parametrize("case, code", [("digits_cnn/calib_constant/3", 0), ("cancer_conv1d/zero_weights/2", 0),
+                                        ("digits_cnn/init_shape/1069973051", 2), ("digits_cnn/calib_flip/1061308341", 2)])
+def test_cli_all_the_way_on_the_host_board(case, code, tmp_path):
+    """The CLI on a few cases, firmware included: exit 0 with a firmware, or exit 2 with one line and nothing
+    left behind."""
+    folder = tmp_path / "case"
+    folder.mkdir()
+    model, calib = make_case(Case.parse(case), folder, tmp_path)
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "edgec", "build", str(model), "--calib", str(calib), "--board",
+                           "host", "-o", str(out), "--sensitivity-samples", "2"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr and "onnxruntime:" not in proc.stderr
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")]
+    assert not leftovers
+    if code == 0:
+        assert (out / "build-report.json").is_file() and (out / "project" / "firmware").is_file()
+    else:
+        errors = [line for line in proc.stderr.splitlines() if line.startswith("edgec: error: ")]
+        assert len(errors) == 1 and proc.stderr.rstrip().endswith(errors[0]) and not out.exists()
