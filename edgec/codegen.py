@@ -38,10 +38,28 @@ def c_identifier(text: str) -> str:
     return "m_" + name if name[0].isdigit() else name
 
 
+def c_string(text: str, limit: int = 255) -> str:
+    """The body of a C string literal holding `text` (UTF-8, at most `limit` bytes): printable ASCII as is,
+    everything else octal escaped; '?' escaped too (no trigraphs), so any ONNX name is safe in generated C."""
+    out = []
+    for b in str(text).encode("utf-8", "replace")[:limit]:
+        c = chr(b)
+        out.append("\\" + c if c in '"\\?' else c if 32 <= b < 127 else f"\\{b:03o}")
+    return "".join(out)
+
+
+def c_comment(text: str, limit: int = 120) -> str:
+    """`text` made safe inside a C comment: printable ASCII only, no comment ends or trigraphs, shortened."""
+    safe = "".join(c if 32 <= ord(c) < 127 else "?" for c in str(text)).replace("*/", "*?").replace("/*", "/?").replace("??", "?.")
+    return safe if len(safe) <= limit else safe[:limit - 3] + "..."
+
+
 def template_env() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
-                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                              trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                             trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(c_string=c_string, c_comment=c_comment)
+    return env
 
 
 def _c_array(values: np.ndarray, per_line: int = 24) -> str:

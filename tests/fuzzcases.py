@@ -48,7 +48,7 @@ SMALL_BASES = [b for b in BASES if b in ("digits_cnn", "cancer_conv1d", "ad_fc_a
 
 MODEL_MUTATIONS = ["flip_bytes", "truncate", "init_dtype", "input_dtype", "nonfinite_weights", "zero_weights",
                    "input_shape", "init_shape", "attr", "add_attr", "op_type", "rewire", "drop_node", "drop_init",
-                   "opset", "outputs", "reshape_target", "huge_values"]
+                   "opset", "outputs", "reshape_target", "huge_values", "names"]
 CALIB_MUTATIONS = ["calib_flip", "calib_truncate", "calib_dtype", "calib_shape", "calib_nonfinite",
                    "calib_constant", "calib_huge", "calib_missing_x", "calib_y", "calib_one_sample"]
 MUTATIONS = MODEL_MUTATIONS + CALIB_MUTATIONS
@@ -56,6 +56,9 @@ ABSURD_INTS = [0, -1, -2, 1, 2, 3, 255, 65536, 1 << 20, (1 << 31) - 1, 1 << 31, 
 OPS = ["Conv", "Relu", "Add", "Mul", "Gemm", "MatMul", "MaxPool", "AveragePool", "Softmax", "Reshape", "Flatten",
        "Transpose", "Sigmoid", "Concat", "Identity", "BatchNormalization", "Clip", "LSTM", "Loop", "If",
        "NoSuchOp", "Resize", "ReduceMean", "Pad", "Slice", "Squeeze", "Unsqueeze", "Div", "Sub", "Exp", "Log"]
+
+NASTY_NAMES = ["a*/ int x; /*", "line\nbreak", "tri??/graph", 'quote"back\\slash', "\u00e4\u4e2d\U0001f600", "%s%n",
+               "<script>&amp;", "", " ", "\x00nul", "\x7f\x1b[31m", "x" * 5000, "{{ name }}", "../../etc"]
 
 
 @dataclass(frozen=True)
@@ -241,6 +244,11 @@ def mutate_model(model: onnx.ModelProto, mutation: str, rng) -> onnx.ModelProto 
         init = _pick(rng, _float_inits(model))
         arr = numpy_helper.to_array(init)
         _set_array(init, arr * np.float32(_pick(rng, [1e20, 1e-20, 1e30, 1e-35, -1e25])))
+        return model
+    if mutation == "names" and g.node:
+        # node names end up in generated C (strings, comments), reports and JSON
+        for node in rng.choice(list(g.node), size=int(rng.integers(1, len(g.node) + 1)), replace=False):
+            node.name = _pick(rng, NASTY_NAMES) + str(int(rng.integers(10)))
         return model
     # the mutation does not apply to this model: damage a random byte instead
     return mutate_model(model, "flip_bytes", rng)
