@@ -221,6 +221,11 @@ class _Canonicalizer(ExtOps):
                 self._fold_constant(node)
                 return
             getattr(self, f"_op_{op}")(node)
+        except KeyError as exc:
+            if exc.args and exc.args[0] in node.input:   # a weight, bias or shape computed at run time
+                raise _node_error(node, f"input '{exc.args[0]}' must be a constant (an initializer) for edgec; "
+                                        "export the model with constant folding") from None
+            raise
         except (ValueError, IndexError, ZeroDivisionError, OverflowError) as exc:
             # shapes, attributes or constants that contradict each other in a model the ONNX checker let
             # through (found by tests/test_fuzz.py): refuse the node instead of failing inside NumPy

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
+sys.path[:0] = [str(REPO), str(REPO / "tests")]   # this checkout's edgec, also in the workers
 
 from fuzzcases import BASES, MUTATIONS, SMALL_BASES, Case, Worker  # noqa: E402
 

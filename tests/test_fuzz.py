@@ -27,6 +27,9 @@ REGRESSIONS = [
     "digits_cnn/calib_huge/494749986",
     "kws_dscnn_fp32/opset/1685372452",                # onnxruntime has no kernel for the opset
     "ad_fc_autoencoder_fp32/opset/1621709875",
+    "vww_mobilenetv1_025_fp32_nchw/flip_bytes/126122755",  # a name that is not UTF-8 (bytes in the JSON)
+    "kws_dscnn_fp32/rewire/1136211447",               # a Conv bias computed at run time (KeyError)
+    "vww_mobilenetv1_025_fp32_nchw/rewire/1874845761",
 ]
 
 
