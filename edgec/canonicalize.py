@@ -226,7 +226,7 @@ class _Canonicalizer(ExtOps):
                 raise _node_error(node, f"input '{exc.args[0]}' must be a constant (an initializer) for edgec; "
                                         "export the model with constant folding") from None
             raise
-        except (ValueError, IndexError, ZeroDivisionError, OverflowError) as exc:
+        except (ValueError, IndexError, TypeError, ZeroDivisionError, OverflowError) as exc:
             # shapes, attributes or constants that contradict each other in a model the ONNX checker let
             # through (found by tests/test_fuzz.py): refuse the node instead of failing inside NumPy
             raise _node_error(node, f"inconsistent shapes, attributes or constants ({type(exc).__name__}: "

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import __version__
 from .artifact import graph_hash
-from . import ops_ext
+from . import guard, ops_ext
 from .ir import ALIAS_OPS, Graph, Op
 from .planner import Plan
 from .resources import resource_dir
@@ -149,7 +149,13 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str) -> list[Path]:
                input_scale=repr(float(tin.scale)), input_zp=tin.zero_point,
                output_scale=repr(float(tout.scale)), output_zp=tout.zero_point,
                input_shape=list(graph.input_onnx_shape), output_shape=list(graph.output_onnx_shape),
-               macs=graph.macs())
+               macs=graph.macs(), guards=[], guard_status=guard.STATUS_BASE)
+    runtime_files = list(RUNTIME_FILES)
+    if plan.guard_bytes:   # the arena guard's debug build (edgec/guard.py)
+        ctx["guards"] = guard.regions(graph, plan)
+        for k, op in enumerate(ops):    # paint what comes to life after the previous layer, up to this one
+            op["paint_from"] = ops[k - 1]["index"] + 1 if k else -1
+        runtime_files += guard.RUNTIME_FILES
     env = template_env()
     written = []
     for template, filename in (("model.h.j2", f"{name}.h"), ("model.c.j2", f"{name}.c")):
@@ -157,7 +163,7 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str) -> list[Path]:
         path.write_text(env.get_template(template).render(**ctx))
         written.append(path)
     runtime = resource_dir("runtime_c")
-    for f in RUNTIME_FILES:
+    for f in runtime_files:
         shutil.copyfile(runtime / f, out_dir / f)
         written.append(out_dir / f)
     return written

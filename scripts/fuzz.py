@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]   # this checkout's edgec, also in the workers
 
-from fuzzcases import BASES, MUTATIONS, SMALL_BASES, Case, Worker  # noqa: E402
+from fuzzcases import BASES, MLPERF, MUTATIONS, SMALL_BASES, Case, Worker  # noqa: E402
 
 
 def main() -> int:
@@ -41,6 +41,8 @@ def main() -> int:
     import numpy as np
     rng = np.random.default_rng(args.seed)
     bases = list(BASES) if args.bases == "all" else SMALL_BASES
+    if len(bases) < 3:
+        print(f"note: only {', '.join(bases)}: the MLPerf Tiny models are not at {MLPERF} (set EDGEC_MLPERF_DIR)")
     if args.replay:
         cases = [Case.parse(c) for c in args.replay]
     else:
@@ -96,6 +98,7 @@ def main() -> int:
     print(f"{'total':20} {total['built']:>7} {total['refused']:>8} {total['finding']:>8}")
     print(f"{sum(total.values())} cases ({len(with_firmware)} with firmware) on {len(bases)} base models in "
           f"{seconds:.0f} s with {args.workers} workers: {len(findings)} findings")
+    print(f"base models: {', '.join(bases)}")
     for case, msg in findings:
         print(f"\n--- {case}\n{msg}")
     if args.findings:

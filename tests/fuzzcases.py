@@ -29,8 +29,10 @@ from onnx import TensorProto, helper, numpy_helper
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
-MLPERF = next((d / "shared" / "models" / "mlperf_tiny" for d in (REPO.parent, REPO.parent.parent)
-               if (d / "shared" / "models" / "mlperf_tiny").is_dir()), REPO.parent / "shared" / "models" / "mlperf_tiny")
+# as in conftest.py (next to the checkout or one level up), or $EDGEC_MLPERF_DIR
+MLPERF = Path(os.environ["EDGEC_MLPERF_DIR"]) if os.environ.get("EDGEC_MLPERF_DIR") else next(
+    (d / "shared" / "models" / "mlperf_tiny" for d in (REPO.parent, REPO.parent.parent)
+     if (d / "shared" / "models" / "mlperf_tiny").is_dir()), REPO.parent / "shared" / "models" / "mlperf_tiny")
 
 # base name -> (model file, calibration source: an .npz path, or (golden npz, NCHW?))
 BASES: dict[str, tuple[Path, object]] = {
