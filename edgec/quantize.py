@@ -108,7 +108,7 @@ def _weights(op: Op, inp: Tensor, out: Tensor, channel_axis: int) -> None:
 
 def _conv(op: Op, ins: list[Tensor], out: Tensor) -> None:
     (ih, iw, ic), (oh, ow, oc) = op.attrs["in_hwc"], op.attrs["out_hwc"]
-    _weights(op, ins[0], out, 0 if op.kind == "conv2d" else -1)
+    _weights(op, ins[0], out, -1 if op.kind == "depthwise_conv2d" else 0)   # group_conv2d: OHWI like conv2d
     op.params = dict(in_h=ih, in_w=iw, in_c=ic, out_h=oh, out_w=ow, out_c=oc,
                      k_h=op.attrs["kernel"][0], k_w=op.attrs["kernel"][1],
                      stride_h=op.attrs["stride"][0], stride_w=op.attrs["stride"][1],
