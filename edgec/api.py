@@ -126,6 +126,7 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
                        "plan": "plan.json", "picture": memory_report.SVG, "fit_estimate": budget},
             "firmware": None, "protocol": protocol, "arena_guard": arena_guard,
             "quantization": write_quant_report(quant, options, work, name),
+            "warnings": quant.warnings,
         }
         if firmware:
             log(f"building firmware for {the_board.name} with PlatformIO")

@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 import onnx
 
-from . import calibrate, equalize, floatref, reference, sensitivity
+from . import calibrate, equalize, floatref, numerics, reference, sensitivity
 from .data import SampleStream
 from .errors import EdgecError
 from .ir import Graph
@@ -54,6 +54,7 @@ class QuantResult:
     calib_seconds: float = 0.0
     cached: bool = False
     batch: int = 1
+    warnings: list[str] = field(default_factory=list)          # numeric hazards (edgec/numerics.py)
 
     def to_json(self, options: QuantOptions) -> dict:
         g = self.graph
@@ -71,6 +72,7 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
                    log: Callable[[str], None] = lambda _: None, progress=None) -> QuantResult:
     """Calibrate and quantize `graph` (in place) as `options` say."""
     options.check()
+    numerics.check_finite(graph)
     stream = SampleStream(calib_path, graph.input_onnx_shape)
     rescale = equalize.equalize(graph) if options.equalize else None
     if rescale is not None:
@@ -94,7 +96,10 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
     ranges = {**stats.ranges(method, options.percentile), **own_ranges}
     quantize(graph, ranges, options.per_channel)
     result = QuantResult(graph=graph, method=method, ranges=ranges, scores=scores, samples=stats.samples,
-                         calib_seconds=stats.seconds, cached=stats.cached, batch=stats.batch)
+                         calib_seconds=stats.seconds, cached=stats.cached, batch=stats.batch,
+                         warnings=numerics.warnings(graph, ranges))
+    for w in result.warnings:
+        log(f"warning: {w}")
     if options.sensitivity_samples > 0:
         missing = floatref.supported(graph)
         if missing:
