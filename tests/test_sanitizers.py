@@ -12,7 +12,7 @@ import pytest
 
 from onnx import helper
 
-from conftest import EXAMPLES, MLPERF, REPO, host_compiler, make_model, save
+from conftest import DRIVER, EXAMPLES, MLPERF, REPO, host_compiler, make_model, save
 from edgec import api, codegen, quantize, reference
 from edgec.data import load_dataset
 
@@ -32,22 +32,6 @@ MODELS = {
     "vww_mobilenetv1_025_fp32_nchw": (MLPERF / "vww_mobilenetv1_025_fp32_nchw.onnx", ("vww", True), 1),
 }
 RUN_DSP = {"digits_cnn", "kws_dscnn_fp32", "ic_resnet8_fp32"}   # also run on the emulated DSP path
-
-DRIVER = r"""
-#include <stdio.h>
-#include "%(name)s.h"
-int main(void)
-{
-    for (;;) {
-        size_t got = fread(%(name)s_input(), 1, %(NAME)s_INPUT_BYTES, stdin);
-        if (got == 0) return 0;
-        if (got != %(NAME)s_INPUT_BYTES) return 3;
-        if (%(name)s_invoke() != 0) return 4;
-        fwrite(%(name)s_output(), 1, %(NAME)s_OUTPUT_BYTES, stdout);
-    }
-}
-"""
-
 
 def _run(cmd, **kw):
     proc = subprocess.run([str(c) for c in cmd], capture_output=True, **kw)

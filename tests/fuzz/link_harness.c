@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "edgec_board.h"
+#include "harness_board.h"   /* the fake UART over the fuzz input */
 #include "edgec_link.h"
 
 #define IN_BYTES 300u
@@ -24,26 +24,12 @@
 #define ARENA_BYTES 600u
 #define LAYERS 3u
 
-static const uint8_t *feed;
-static size_t feed_len, feed_pos;
-static jmp_buf dry;
 static uint8_t reply[4096];
 static size_t reply_len, replies;
 
 static void fail(const char *why) { fprintf(stderr, "link harness: %s\n", why); abort(); }
 
-void edgec_board_init(void) { }
-void edgec_uart_flush(void) { }
-int edgec_uart_getc(void)
-{
-    if (feed_pos >= feed_len) longjmp(dry, 1);
-    return feed[feed_pos++];
-}
-int edgec_uart_try_getc(void) { return feed_pos < feed_len ? feed[feed_pos++] : -1; }
 uint64_t edgec_ticks(void) { static uint64_t t; return t += 7; }
-uint32_t edgec_tick_hz(void) { return 1000000u; }
-void edgec_ticks_align(void) { }
-void edgec_exit(int code) { exit(code); }
 
 /* a reply frame ended: it must decode, be long enough, carry a right CRC and a reply or NAK type */
 static void check_reply(void)
@@ -148,23 +134,4 @@ static int fuzz_one(const uint8_t *data, size_t n)
     return 0;
 }
 
-#ifdef EDGEC_LIBFUZZER
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { return fuzz_one(data, size); }
-#else
-int main(void)
-{
-    unsigned long cases = 0;
-    uint8_t hdr[4];
-    while (fread(hdr, 1, 4, stdin) == 4) {
-        size_t n = hdr[0] | (size_t)hdr[1] << 8 | (size_t)hdr[2] << 16 | (size_t)hdr[3] << 24;
-        uint8_t *data = malloc(n ? n : 1);
-        if (fread(data, 1, n, stdin) != n) return 3;
-        fuzz_one(data, n);
-        free(data);
-        cases++;
-    }
-    printf("%lu cases\n", cases);
-    return 0;
-}
-#endif
+#include "harness_main.h"   /* libFuzzer entry point, or main() over stdin */
