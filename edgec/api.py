@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from . import __version__, artifact, calibrate, canonicalize, codegen, fit, loader, memory_report, planner, quantize
-from . import ptq, qdq, support
+from . import guard, ptq, qdq, support
 from . import sensitivity as sens
 from .boards import Board, load_board
 from .data import load_dataset
@@ -57,10 +57,11 @@ def compile_model(model_path: str | Path, calib_path: str | Path, log: Log = _qu
     return model, result.graph, schedule_and_plan(result.graph)
 
 
-def schedule_and_plan(graph: Graph):
-    """Put the ops in the execution order with the smallest memory peak and plan the arena."""
+def schedule_and_plan(graph: Graph, guard: int = 0):
+    """Put the ops in the execution order with the smallest memory peak and plan the arena
+    (guard > 0: with the arena guard's canaries, see edgec/guard.py)."""
     graph.ops = planner.schedule(graph)
-    plan = planner.plan(graph)
+    plan = planner.plan(graph, guard=guard)
     planner.check_plan(graph, plan)
     return plan
 
@@ -82,9 +83,10 @@ def write_quant_report(result: ptq.QuantResult, options: ptq.QuantOptions, folde
 
 def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: str | Path | None = None,
           log: Log = _quiet, firmware: bool = True, options: ptq.QuantOptions | None = None,
-          protocol: str = "edgec", mlperf_model: str | None = None) -> dict:
+          protocol: str = "edgec", mlperf_model: str | None = None, arena_guard: bool = False) -> dict:
     """Model + calibration data -> build folder with model library, project, firmware and report.
-    protocol "mlperf" builds a firmware for the MLPerf Tiny runner instead of edgec's bench link."""
+    protocol "mlperf" builds a firmware for the MLPerf Tiny runner instead of edgec's bench link.
+    arena_guard: a debug build that checks after every layer that no layer wrote outside its buffer."""
     from . import firmware as fw
 
     model_path = Path(model_path)
@@ -93,7 +95,7 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
     options = options or ptq.QuantOptions()
     model, quant = calibrate_model(model_path, calib_path, options, log)
     graph = quant.graph
-    plan = schedule_and_plan(graph)
+    plan = schedule_and_plan(graph, guard.GUARD_BYTES if arena_guard else 0)
     if quant.sensitivity:
         log("sensitivity (worst first; SQNR of INT8 vs float, higher is better):\n"
             + sens.table(quant.sensitivity, 10))
@@ -122,8 +124,9 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
                        "flash_bytes": None, "ram_bytes": None,
                        "live_set_lower_bound_bytes": planner.live_set_lower_bound(graph),
                        "plan": "plan.json", "picture": memory_report.SVG, "fit_estimate": budget},
-            "firmware": None, "protocol": protocol,
+            "firmware": None, "protocol": protocol, "arena_guard": arena_guard,
             "quantization": write_quant_report(quant, options, work, name),
+            "warnings": quant.warnings,
         }
         if firmware:
             log(f"building firmware for {the_board.name} with PlatformIO")

@@ -70,6 +70,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         link = dev.link
         hello = link.hello()
         check_hello(hello, report, outdir)
+        link.layer_names = [op.name for op in layers(graph)]
         for i in range(n):
             t0 = time.monotonic()
             try:

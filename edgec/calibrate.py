@@ -51,9 +51,20 @@ def _session(model: onnx.ModelProto):
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     opts.intra_op_num_threads = 1
-    opts.log_severity_level = 3
+    opts.log_severity_level = 4   # failures come back as exceptions (EdgecError); no log lines on stderr
     model = opsets.for_onnxruntime(model)    # onnxruntime may not run the newest IR version / opset yet
-    return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    try:
+        return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    except Exception as exc:
+        raise ort_error(exc, "onnxruntime cannot load the float model") from None
+
+
+def ort_error(exc: Exception, what: str) -> Exception:
+    """An onnxruntime failure on the user's model as an EdgecError (other exceptions unchanged)."""
+    if not type(exc).__module__.startswith("onnxruntime"):
+        return exc
+    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+    return EdgecError(f"{what} ({text}); check that the model runs in onnxruntime")
 
 
 def batched_session(model: onnx.ModelProto, outputs: Iterable[str]):
@@ -314,8 +325,11 @@ def collect_cached(model: onnx.ModelProto, stream: SampleStream, values: Iterabl
             if log:
                 log(f"calibration statistics from the cache ({path})")
             return cached
-    stats = collect(model, stream, values, histograms=histograms, holdout=holdout, rescale=rescale,
-                    progress=progress)
+    try:
+        stats = collect(model, stream, values, histograms=histograms, holdout=holdout, rescale=rescale,
+                        progress=progress)
+    except Exception as exc:
+        raise ort_error(exc, "the float model failed on the calibration data") from None
     if path is not None:
         try:
             save_stats(stats, path)

@@ -275,10 +275,21 @@ class _Canonicalizer(ExtOps):
             self.consts[node.output[0]] = numpy_helper.to_array(value) \
                 if isinstance(value, onnx.TensorProto) else np.asarray(value)
             return
-        if all(i in self.consts or i == "" for i in node.input):
-            self._fold_constant(node)
-            return
-        getattr(self, f"_op_{op}")(node)
+        try:
+            if all(i in self.consts or i == "" for i in node.input):
+                self._fold_constant(node)
+                return
+            getattr(self, f"_op_{op}")(node)
+        except KeyError as exc:
+            if exc.args and exc.args[0] in node.input:   # a weight, bias or shape computed at run time
+                raise _node_error(node, f"input '{exc.args[0]}' must be a constant (an initializer) for edgec; "
+                                        "export the model with constant folding") from None
+            raise
+        except (ValueError, IndexError, TypeError, ZeroDivisionError, OverflowError) as exc:
+            # shapes, attributes or constants that contradict each other in a model the ONNX checker let
+            # through (found by tests/test_fuzz.py): refuse the node instead of failing inside NumPy
+            raise _node_error(node, f"inconsistent shapes, attributes or constants ({type(exc).__name__}: "
+                                    f"{str(exc)[:150]}); check the model with onnxruntime") from None
 
     def _fold_constant(self, node: onnx.NodeProto) -> None:
         from onnx.reference import ReferenceEvaluator

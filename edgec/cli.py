@@ -78,7 +78,7 @@ def cmd_build(args) -> int:
     from . import api
 
     report = api.build(args.model, args.calib, args.board, args.output, log=_log, options=_quant_options(args),
-                       protocol=args.protocol, mlperf_model=args.mlperf_model)
+                       protocol=args.protocol, mlperf_model=args.mlperf_model, arena_guard=args.arena_guard)
     m = report["memory"]
     print(f"built {report['model']} for {report['board']}: arena {m['arena_bytes']:,} B, "
           f"weights {m['weights_bytes']:,} B, firmware flash {m['flash_bytes']:,} B, RAM {m['ram_bytes']:,} B")
@@ -212,6 +212,9 @@ def parser() -> argparse.ArgumentParser:
                         "runner's (name%%, profile%%, db load N%%, infer N W%%, results%%)")
     b.add_argument("--mlperf-model", help="with --protocol mlperf: the m-model-[...] name the runner sees "
                    "(kws01, vww01, ad01, ic01; default: the model's name)")
+    b.add_argument("--arena-guard", action="store_true",
+                   help="debug build: canaries around the arena and every buffer, checked after every layer; "
+                        "a layer writing outside its buffer stops the run and the bench names it")
     b.set_defaults(func=cmd_build)
 
     e = sub.add_parser("export", help="write a quantized model as a library for your own firmware")

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import __version__
 from .artifact import graph_hash
-from . import int16, ops_ext
+from . import guard, int16, ops_ext
 from .ir import ALIAS_OPS, Graph, Op
 from .planner import Plan
 from .resources import resource_dir
@@ -39,10 +39,28 @@ def c_identifier(text: str) -> str:
     return "m_" + name if name[0].isdigit() else name
 
 
+def c_string(text: str, limit: int = 255) -> str:
+    """The body of a C string literal holding `text` (UTF-8, at most `limit` bytes): printable ASCII as is,
+    everything else octal escaped; '?' escaped too (no trigraphs), so any ONNX name is safe in generated C."""
+    out = []
+    for b in str(text).encode("utf-8", "replace")[:limit]:
+        c = chr(b)
+        out.append("\\" + c if c in '"\\?' else c if 32 <= b < 127 else f"\\{b:03o}")
+    return "".join(out)
+
+
+def c_comment(text: str, limit: int = 120) -> str:
+    """`text` made safe inside a C comment: printable ASCII only, no comment ends or trigraphs, shortened."""
+    safe = "".join(c if 32 <= ord(c) < 127 else "?" for c in str(text)).replace("*/", "*?").replace("/*", "/?").replace("??", "?.")
+    return safe if len(safe) <= limit else safe[:limit - 3] + "..."
+
+
 def template_env() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
-                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                              trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                             trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(c_string=c_string, c_comment=c_comment)
+    return env
 
 
 def _c_array(values: np.ndarray, per_line: int = 24) -> str:
@@ -137,7 +155,13 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str) -> list[Path]:
                input_scale=repr(float(tin.scale)), input_zp=tin.zero_point,
                output_scale=repr(float(tout.scale)), output_zp=tout.zero_point,
                input_shape=list(graph.input_onnx_shape), output_shape=list(graph.output_onnx_shape),
-               macs=graph.macs())
+               macs=graph.macs(), guards=[], guard_status=guard.STATUS_BASE)
+    runtime_files = list(RUNTIME_FILES)
+    if plan.guard_bytes:   # the arena guard's debug build (edgec/guard.py)
+        ctx["guards"] = guard.regions(graph, plan)
+        for k, op in enumerate(ops):    # paint what comes to life after the previous layer, up to this one
+            op["paint_from"] = ops[k - 1]["index"] + 1 if k else -1
+        runtime_files += guard.RUNTIME_FILES
     env = template_env()
     written = []
     for template, filename in (("model.h.j2", f"{name}.h"), ("model.c.j2", f"{name}.c")):
@@ -145,7 +169,7 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str) -> list[Path]:
         path.write_text(env.get_template(template).render(**ctx))
         written.append(path)
     runtime = resource_dir("runtime_c")
-    for f in RUNTIME_FILES + (RUNTIME_FILES_S16 if uses_s16 else []):
+    for f in runtime_files + (RUNTIME_FILES_S16 if uses_s16 else []):
         shutil.copyfile(runtime / f, out_dir / f)
         written.append(out_dir / f)
     return written

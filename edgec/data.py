@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +29,7 @@ def load_dataset(path: str | Path, input_shape: tuple[int, ...], limit: int | No
     try:
         with np.load(path, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+    except Exception as exc:  # a damaged file fails in many ways (zip, zlib, the npy header's Python literal)
         raise EdgecError(f"{path}: not a readable .npz file ({exc}); save data with numpy.savez(path, x=..., y=...)") from None
     if "x" not in arrays:
         raise EdgecError(f"{path}: has no array 'x' (found: {', '.join(arrays) or 'nothing'}); "
@@ -76,7 +77,9 @@ class SampleStream:
         except KeyError:
             load_dataset(self.path, input_shape)  # raises the precise error (no 'x', ...)
             raise EdgecError(f"{self.path}: has no array 'x'") from None
-        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        except EdgecError:
+            raise
+        except Exception as exc:  # damaged zip or npy header (its Python literal may not even parse)
             raise EdgecError(f"{self.path}: not a readable .npz file ({exc}); "
                              "save data with numpy.savez(path, x=..., y=...)") from None
         if tuple(shape[1:]) != self.sample_shape or len(shape) == 0:
@@ -101,7 +104,11 @@ class SampleStream:
             _npy_header(f)
             for i in range(0, self.n, size):
                 k = min(size, self.n - i)
-                buf = f.read(k * row)
+                try:
+                    buf = f.read(k * row)
+                except (OSError, zipfile.BadZipFile, zlib.error, EOFError) as exc:
+                    raise EdgecError(f"{self.path}: damaged data file ({exc}, in samples {i}..{i + k - 1}); "
+                                     "save the data again with numpy.savez(path, x=..., y=...)") from None
                 if len(buf) != k * row:
                     raise EdgecError(f"{self.path}: x is truncated (sample {i + len(buf) // row} is incomplete)")
                 x = np.frombuffer(buf, self.dtype).reshape((k,) + self.sample_shape).astype(np.float32)

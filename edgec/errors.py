@@ -10,3 +10,11 @@ class EdgecError(Exception):
     """A user-facing error: one clear line; the CLI exits with code 2."""
 
     exit_code = 2
+    MAX_CHARS = 600
+
+    def __init__(self, message: str = ""):
+        # one line, whatever the message quotes (an exception's text, a file's bytes...)
+        text = " ".join(str(message).split())
+        if len(text) > self.MAX_CHARS:
+            text = text[:self.MAX_CHARS - 3] + "..."
+        super().__init__(text)

@@ -15,10 +15,16 @@ INT32_MAX = (1 << 31) - 1
 ADD_LEFT_SHIFT = 20
 
 
+class MultiplierRangeError(ValueError):
+    """A real multiplier outside what a Q31 multiplier and a shift <= 30 can express."""
+
+
 def quantize_multiplier(real: float) -> tuple[int, int]:
     """TFLite QuantizeMultiplier: real ~= mult * 2**(shift - 31), mult in [2**30, 2**31)."""
     if real == 0.0:
         return 0, 0
+    if not math.isfinite(real):
+        raise MultiplierRangeError(f"multiplier {real} is not finite")
     q, e = math.frexp(real)
     v = q * float(1 << 31)  # exact (power-of-two scaling)
     q_fixed = int(math.copysign(math.floor(abs(v) + 0.5), v))  # std::round: half away from zero
@@ -28,7 +34,7 @@ def quantize_multiplier(real: float) -> tuple[int, int]:
     if e < -31:
         return 0, 0
     if e > 30:
-        raise ValueError(f"multiplier {real} too large for a Q31 multiplier with shift <= 30")
+        raise MultiplierRangeError(f"multiplier {real:.6g} is too large for a Q31 multiplier with shift <= 30")
     return q_fixed, e
 
 

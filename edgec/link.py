@@ -20,6 +20,7 @@ import time
 import serial
 
 from edgec.errors import EdgecError
+from edgec.guard import describe_status
 
 MAX_PAYLOAD = 256
 PROTOCOL_VERSION = 2
@@ -142,6 +143,7 @@ class Link:
         self.invoke_timeout = invoke_timeout
         self.describe = describe        # for error messages, e.g. "board 'qemu-cortex-m4'"
         self.info: dict | None = None
+        self.layer_names: list[str] | None = None   # set by the bench: names a failing layer in errors
         self.stats = Stats()
         self._seq = 0
         self._rx = bytearray()
@@ -321,7 +323,8 @@ class Link:
             self.write_input(input)
             status, ticks, in_crc, out_crc, stack = self._run(PROFILE if profile else INVOKE)
             if status != 0:
-                raise EdgecError(f"model '{info['model']}' failed on {self.describe} with status {status}")
+                raise EdgecError(f"model '{info['model']}' failed on {self.describe}: "
+                                 f"{describe_status(status, self.layer_names)}")
             if in_crc != crc16(input):
                 problem = "the input the device ran on differs from the one sent"
             else:

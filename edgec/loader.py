@@ -5,7 +5,7 @@ import shutil
 from pathlib import Path
 
 import onnx
-from onnx import shape_inference
+from onnx import numpy_helper, shape_inference
 
 from . import fold, functions, opsets, qdq
 from .errors import EdgecError
@@ -26,6 +26,7 @@ def load_model(path: str | Path) -> onnx.ModelProto:
         raise EdgecError(f"{path}: not a readable ONNX model ({_short(exc)}); export it again or check the file") from None
     if not model.graph.node:
         raise EdgecError(f"{path}: the ONNX graph has no nodes (is this really a model file?)")
+    _check_names(model, path)
     external = [i.name for i in model.graph.initializer if i.data_location == onnx.TensorProto.EXTERNAL]
     if external:        # weights in files next to the model (onnx's external data)
         try:
@@ -34,6 +35,12 @@ def load_model(path: str | Path) -> onnx.ModelProto:
             raise EdgecError(f"{path}: initializer '{external[0]}' keeps its data in an external file that cannot "
                              f"be read ({_short(exc)}); keep the data files next to the model, or save it as one "
                              "file (onnx.save(..., save_as_external_data=False))") from None
+    for init in model.graph.initializer:
+        try:
+            numpy_helper.to_array(init)
+        except Exception as exc:  # dims that do not match the data, an unknown data type, ...
+            raise EdgecError(f"{path}: initializer '{init.name}' is damaged ({_short(exc)}); "
+                             "export the model again") from None
     return prepare(model, path)
 
 
@@ -107,3 +114,15 @@ def _pin_batch(model: onnx.ModelProto, path) -> None:
 def _short(exc: Exception) -> str:
     text = str(exc).strip().splitlines()
     return (text[0] if text else type(exc).__name__)[:200]
+
+
+def _check_names(model: onnx.ModelProto, path) -> None:
+    """Refuse names protobuf could not decode as UTF-8 (it hands them over as bytes)."""
+    g = model.graph
+    named = [("node", n.name) for n in g.node] + [("operator", n.op_type) for n in g.node] + \
+        [("value", v) for n in g.node for v in (*n.input, *n.output)] + \
+        [("value", v.name) for v in (*g.input, *g.output, *g.value_info, *g.initializer)]
+    for what, name in named:
+        if not isinstance(name, str):
+            raise EdgecError(f"{path}: a {what} name is not valid UTF-8 ({bytes(name)[:40]!r}); "
+                             "the file is damaged, export the model again")

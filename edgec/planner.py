@@ -67,6 +67,7 @@ class Plan:
     method: str = ""              # which heuristic (or the exact search) gave the offsets
     optimal: bool = False         # arena_bytes is proven minimal for this order and these buffers
     planning_s: float = 0.0
+    guard_bytes: int = 0          # arena guard (edgec/guard.py): canary bytes before and after every buffer
 
     def live_bytes(self, n_ops: int) -> list[int]:
         """Bytes live at each op index 0..n_ops-1 (before alignment)."""
@@ -74,6 +75,7 @@ class Plan:
 
     def to_json(self) -> dict:
         return {"arena_bytes": self.arena_bytes, "alignment": ALIGN, "lower_bound_bytes": self.lower_bound_bytes,
+                **({"guard_bytes": self.guard_bytes} if self.guard_bytes else {}),
                 "method": self.method, "optimal": self.optimal, "planning_ms": round(self.planning_s * 1e3, 2),
                 "buffers": [{"tensors": b.tensors, "offset": b.offset, "size": b.size, "first_op": b.first,
                              "last_op": b.last, **({"scratch_op": b.scratch_op} if b.scratch_op is not None else {})}
@@ -366,11 +368,12 @@ def _branch_and_bound(items: list[tuple[int, int, int]], best: int, bound: int, 
     return result["best"], result["offsets"], result["finished"]
 
 
-def place(bufs: list[Buffer], exact: bool = True) -> tuple[int, str, bool]:
-    """Set every buffer's offset; returns (arena bytes, method, proven optimal)."""
+def place(bufs: list[Buffer], exact: bool = True, guard: int = 0) -> tuple[int, str, bool]:
+    """Set every buffer's offset; returns (arena bytes, method, proven optimal). With `guard`, every buffer
+    gets `guard` private bytes before and after it (the arena guard's canaries)."""
     if not bufs:
         return 0, "empty", True
-    items = [(_align(b.size), b.first, b.last) for b in bufs]
+    items = [(_align(b.size + 2 * guard), b.first, b.last) for b in bufs]
     bound = peak_live_bytes(bufs)
     best = None
     for name, order in _heuristic_orders(items).items():
@@ -389,38 +392,45 @@ def place(bufs: list[Buffer], exact: bool = True) -> tuple[int, str, bool]:
         if finished and exact_offsets is None:
             method += " (proven optimal by branch and bound)"
     for b, off in zip(bufs, offsets):
-        b.offset = off
+        b.offset = off + guard
     return arena, method, optimal
 
 
-def plan(graph: Graph, exact: bool = True) -> Plan:
-    """The memory plan of the graph in its current op order (see `schedule` to choose the order)."""
+def plan(graph: Graph, exact: bool = True, guard: int = 0) -> Plan:
+    """The memory plan of the graph in its current op order (see `schedule` to choose the order).
+    guard > 0: the arena guard's layout (edgec/guard.py): `guard` canary bytes at both ends of the arena
+    and before and after every buffer, private to the buffer while it lives."""
     start = time.perf_counter()
     best = None
     for in_place in (True, False):
         bufs = buffers(graph, in_place)
-        arena, method, optimal = place(bufs, exact and in_place)   # the exact search once
+        arena, method, optimal = place(bufs, exact and in_place, guard)   # the exact search once
         if best is None or arena < best[1]:
             best = (bufs, arena, method + ("" if in_place else ", no in-place"), optimal)
         if optimal:
             break
     bufs, arena, method, optimal = best
+    if guard:   # the arena's own canaries: one before everything, one after
+        for b in bufs:
+            b.offset += guard
+        arena += 2 * guard
     offsets = {name: b.offset for b in bufs for name in b.tensors}
     scratch = {b.scratch_op: b.offset for b in bufs if b.scratch_op is not None}
     return Plan(arena_bytes=arena, offsets=offsets, buffers=sorted(bufs, key=lambda b: (b.first, b.offset)),
                 scratch=scratch, lower_bound_bytes=peak_live_bytes(bufs), method=method, optimal=optimal,
-                planning_s=time.perf_counter() - start)
+                planning_s=time.perf_counter() - start, guard_bytes=guard)
 
 
 def check_plan(graph: Graph, p: Plan) -> None:
     """Raise AssertionError if two live buffers overlap, one leaves the arena, or a tensor shares bytes with
     another in a way no kernel allows."""
+    g = p.guard_bytes    # with the arena guard, a buffer owns `g` bytes on either side too
     for b in p.buffers:
-        assert 0 <= b.offset and b.offset + b.size <= p.arena_bytes, b
+        assert g <= b.offset - g and b.offset + b.size + g <= p.arena_bytes - g, b
     for i, a in enumerate(p.buffers):
         for b in p.buffers[i + 1:]:
             if a.overlaps_in_time(b):
-                assert a.offset + a.size <= b.offset or b.offset + b.size <= a.offset, (a, b)
+                assert a.offset + a.size + g <= b.offset - g or b.offset + b.size + g <= a.offset - g, (a, b)
     for i, op in enumerate(graph.ops):
         out = p.offsets[op.output]
         for name in op.inputs:

@@ -14,7 +14,7 @@ from typing import Callable
 import numpy as np
 import onnx
 
-from . import autorange, biascorr, calibrate, equalize, floatref, int16, reference, sensitivity
+from . import autorange, biascorr, calibrate, equalize, floatref, int16, numerics, reference, sensitivity
 from .data import SampleStream
 from .errors import EdgecError
 from .ir import Graph
@@ -63,6 +63,7 @@ class QuantResult:
     calib_seconds: float = 0.0
     cached: bool = False
     batch: int = 1
+    warnings: list[str] = field(default_factory=list)          # numeric hazards (edgec/numerics.py)
 
     @property
     def label(self) -> str:
@@ -94,6 +95,7 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
                    log: Callable[[str], None] = lambda _: None, progress=None) -> QuantResult:
     """Calibrate and quantize `graph` (in place) as `options` say."""
     options.check()
+    numerics.check_finite(graph)
     wide = int16.check_names(graph, options.int16)      # before the calibration: a typo fails fast
     stream = SampleStream(calib_path, graph.input_onnx_shape)
     rescale = equalize.equalize(graph) if options.equalize else None
@@ -128,7 +130,10 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
         log(f"bias correction: {n} layers, on the quantized model's own activations")
     result = QuantResult(graph=graph, method=method, ranges=ranges, scores=scores, search=search,
                          samples=stats.samples,
-                         calib_seconds=stats.seconds, cached=stats.cached, batch=stats.batch)
+                         calib_seconds=stats.seconds, cached=stats.cached, batch=stats.batch,
+                         warnings=numerics.warnings(graph, ranges))
+    for w in result.warnings:
+        log(f"warning: {w}")
     if options.sensitivity_samples > 0:
         missing = floatref.supported(graph)
         if missing:

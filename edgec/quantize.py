@@ -52,7 +52,11 @@ def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: 
             return
         if t.source not in ranges:
             raise EdgecError(f"no calibration range for tensor '{t.source}'")
-        t.scale, t.zero_point = (int16.qparams if t.dtype == "int16" else qparams_from_range)(*ranges[t.source])
+        lo, hi = ranges[t.source]
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise EdgecError(f"tensor '{t.source}': its calibration range [{lo}, {hi}] is not finite; "
+                             "check the calibration data and the model's weights")
+        t.scale, t.zero_point = (int16.qparams if t.dtype == "int16" else qparams_from_range)(lo, hi)
 
     from_range(graph.tensors[graph.input])
     for op in graph.ops:
@@ -68,10 +72,14 @@ def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: 
         else:
             from_range(out)
         ins = [graph.tensors[i] for i in op.inputs]
-        if int16.is_int16(graph, op):
-            int16.quantize_op(op, ins, out, _QUANTIZERS.get(op.kind))
-        else:
-            _QUANTIZERS[op.kind](op, ins, out)
+        try:
+            if int16.is_int16(graph, op):
+                int16.quantize_op(op, ins, out, _QUANTIZERS.get(op.kind))
+            else:
+                _QUANTIZERS[op.kind](op, ins, out)
+        except K.MultiplierRangeError as exc:   # a scale ratio no Q31 multiplier + shift can express
+            raise EdgecError(f"node '{op.name}' ({op.kind}): {exc}; the scales of its input, weights and output "
+                             "are too far apart (check the weights and the calibration data)") from None
     fastkernels.lower_graph(graph)   # fast kernels: their constants and scratch memory (for the planner)
     return graph
 
@@ -117,7 +125,7 @@ def _weights(op: Op, inp: Tensor, out: Tensor, channel_axis: int) -> None:
 
 def _conv(op: Op, ins: list[Tensor], out: Tensor) -> None:
     (ih, iw, ic), (oh, ow, oc) = op.attrs["in_hwc"], op.attrs["out_hwc"]
-    _weights(op, ins[0], out, 0 if op.kind == "conv2d" else -1)
+    _weights(op, ins[0], out, -1 if op.kind == "depthwise_conv2d" else 0)   # group_conv2d: OHWI like conv2d
     op.params = dict(in_h=ih, in_w=iw, in_c=ic, out_h=oh, out_w=ow, out_c=oc,
                      k_h=op.attrs["kernel"][0], k_w=op.attrs["kernel"][1],
                      stride_h=op.attrs["stride"][0], stride_w=op.attrs["stride"][1],

@@ -16,6 +16,11 @@ command -v riscv64-unknown-elf-gcc >/dev/null || need+=(gcc-riscv64-unknown-elf)
 command -v cmake >/dev/null || need+=(cmake)
 command -v gcc >/dev/null || need+=(gcc)
 command -v clang >/dev/null || need+=(clang)
+# clang's libFuzzer runtime, for scripts/fuzz_parsers.sh (the package is versioned like clang itself)
+if command -v clang >/dev/null && ! echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { (void)d; return (int)n * 0; }' \
+    | clang -x c -fsanitize=fuzzer - -o /dev/null 2>/dev/null; then
+  need+=("libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev")
+fi
 python3 -c "import venv, ensurepip" 2>/dev/null || need+=(python3-venv)
 # headless Chromium: the test that renders report.html and checks its plots (scripts/screenshot_report.py)
 command -v chromium >/dev/null || need+=(chromium)

@@ -56,3 +56,21 @@ def test_generation_is_reproducible(tmp_path):
         files = codegen.generate(graph, plan, tmp_path / str(k), graph.name)
         out.append({p.name: p.read_bytes() for p in files})
     assert out[0] == out[1]
+
+
+@pytest.mark.parametrize("arena_guard", [False, True])
+def test_build_folder_is_reproducible(arena_guard, tmp_path):
+    """Same model, data and options -> byte-identical model library (every file of model/) and quantized.json,
+    equal quantized arrays; once from fresh calibration statistics, once from the cache."""
+    from edgec import ptq
+    outs = []
+    for k, cache in enumerate((False, True)):
+        out = tmp_path / str(k)
+        api.build(EXAMPLES / "digits_cnn" / "model.onnx", EXAMPLES / "digits_cnn" / "calib.npz", "host", out,
+                  firmware=False, options=ptq.QuantOptions(cache=cache), arena_guard=arena_guard)
+        outs.append(out)
+    a, b = ({p.relative_to(o): p.read_bytes() for p in sorted((o / "model").iterdir())} for o in outs)
+    assert a == b and len(a) >= 8
+    assert (outs[0] / "quantized.json").read_bytes() == (outs[1] / "quantized.json").read_bytes()
+    with np.load(outs[0] / "quantized.npz") as x, np.load(outs[1] / "quantized.npz") as y:
+        assert x.files == y.files and all(np.array_equal(x[f], y[f]) for f in x.files)

@@ -328,3 +328,27 @@ def test_many_branches_use_the_beam_and_stay_valid():
     simulate(g, p)
     assert p.lower_bound_bytes <= own_peak
     assert [op.output for op in g.ops][-1] == acc
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_graphs())
+def test_random_graphs_with_the_arena_guard_keep_canaries_private(g):
+    """Arena guard layout (edgec/guard.py): every buffer, scratch and in-place outputs included, owns GUARD bytes
+    on either side that no buffer alive at the same time touches, and the arena's own canaries touch nothing."""
+    from edgec import guard
+    g.ops = planner.schedule(g)
+    p = planner.plan(g, guard=guard.GUARD_BYTES)
+    planner.check_plan(g, p)
+    simulate(g, p)
+    n = len(g.ops)
+    regions = guard.regions(g, p)
+    assert any(b.scratch_op is not None for b in p.buffers) or all(not op.attrs for op in g.ops)
+    for off, size, first, last in regions:
+        assert 0 <= off and off + size <= p.arena_bytes
+        for b in p.buffers:
+            if b.first <= last and first <= b.last:
+                assert off + size <= b.offset or b.offset + b.size <= off, (off, size, first, last, b)
+    for (o1, s1, f1, l1), (o2, s2, f2, l2) in itertools.combinations(regions, 2):
+        if f1 <= l2 and f2 <= l1:
+            assert o1 + s1 <= o2 or o2 + s2 <= o1
+    assert regions[0][2:] == (-1, n) and regions[1][2:] == (-1, n)

@@ -1,0 +1,153 @@
+"""Every example's and every MLPerf Tiny model's generated C, compiled for this host with
+-fsanitize=address,undefined and run over its test data: no sanitizer report, output bit-exact with the NumPy
+reference. The C (model library, every runtime file: fast kernels on the portable path and with the Arm DSP
+path emulated, extended kernels, link, MLPerf runner, arena guard) is clean under -Wall -Wextra -Werror
+-pedantic with gcc and clang. The runtime is compiled once per variant; each model once."""
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+
+from onnx import helper
+
+from conftest import DRIVER, EXAMPLES, MLPERF, REPO, host_compiler, make_model, require_mlperf, save
+from edgec import api, codegen, quantize, reference
+from edgec.data import load_dataset
+
+WARN = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic")
+SAN = ("-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer")
+VARIANTS = {"portable": (), "dsp-emulated": ("-DEDGEC_EMULATE_DSP",)}
+# model -> (onnx file, test data: .npz with x, or (MLPerf golden .npz, NCHW?)), samples run under the sanitizers
+MODELS = {
+    "digits_cnn": (EXAMPLES / "digits_cnn" / "model.onnx", EXAMPLES / "digits_cnn" / "test.npz", 32),
+    "cancer_conv1d": (EXAMPLES / "cancer_conv1d" / "model.onnx", EXAMPLES / "cancer_conv1d" / "test.npz", 32),
+    "ad_fc_autoencoder_fp32": (MLPERF / "ad_fc_autoencoder_fp32.onnx", ("ad", False), 12),
+    "kws_dscnn_fp32": (MLPERF / "kws_dscnn_fp32.onnx", ("kws", False), 4),
+    "kws_dscnn_fp32_nchw": (MLPERF / "kws_dscnn_fp32_nchw.onnx", ("kws", True), 4),
+    "ic_resnet8_fp32": (MLPERF / "ic_resnet8_fp32.onnx", ("ic", False), 2),
+    "ic_resnet8_fp32_nchw": (MLPERF / "ic_resnet8_fp32_nchw.onnx", ("ic", True), 2),
+    "vww_mobilenetv1_025_fp32": (MLPERF / "vww_mobilenetv1_025_fp32.onnx", ("vww", False), 1),
+    "vww_mobilenetv1_025_fp32_nchw": (MLPERF / "vww_mobilenetv1_025_fp32_nchw.onnx", ("vww", True), 1),
+}
+RUN_DSP = {"digits_cnn", "kws_dscnn_fp32", "ic_resnet8_fp32"}   # also run on the emulated DSP path
+
+def _run(cmd, **kw):
+    proc = subprocess.run([str(c) for c in cmd], capture_output=True, **kw)
+    assert proc.returncode == 0, (cmd[0], proc.stderr.decode(errors="replace")[-3000:])
+    return proc
+
+
+@pytest.fixture(scope="module")
+def san_runtime(tmp_path_factory):
+    """The model runtime compiled once per variant with gcc under ASan/UBSan."""
+    root = tmp_path_factory.mktemp("san_runtime")
+    src = REPO / "runtime_c"
+    objs = {}
+    for variant, flags in VARIANTS.items():
+        objs[variant] = []
+        for f in (f for f in codegen.RUNTIME_FILES if f.endswith(".c")):
+            o = root / f"{variant}_{f[:-2]}.o"
+            _run([host_compiler("gcc"), *WARN, *SAN, *flags, "-c", src / f, "-o", o])
+            objs[variant].append(o)
+    return objs
+
+
+def _test_data(model: str, x_shape) -> np.ndarray:
+    _, data, n = MODELS[model]
+    if isinstance(data, tuple):
+        key, nchw = data
+        x = np.load(MLPERF / "data" / f"golden_{key}.npz")["x_fp32"][:n]
+        return np.ascontiguousarray(np.moveaxis(x, -1, 1)) if nchw else x
+    return load_dataset(data, x_shape, n).x
+
+
+def _calib(model: str, tmp_path):
+    _, data, _ = MODELS[model]
+    if not isinstance(data, tuple):
+        return data.parent / "calib.npz"
+    key, nchw = data
+    x = np.load(MLPERF / "data" / f"golden_{key}.npz")["x_fp32"]
+    path = tmp_path / "calib.npz"
+    np.savez(path, x=np.ascontiguousarray(np.moveaxis(x, -1, 1)) if nchw else x)
+    return path
+
+
+@pytest.mark.parametrize("model", list(MODELS))
+def test_generated_c_is_sanitizer_and_warning_clean(model, san_runtime, tmp_path):
+    onnx_path = MODELS[model][0]
+    if not onnx_path.is_file():
+        require_mlperf(onnx_path)
+    _, graph, plan = api.compile_model(onnx_path, _calib(model, tmp_path))
+    _check(graph, plan, _test_data(model, graph.input_onnx_shape), model in RUN_DSP, san_runtime, tmp_path)
+
+
+def test_extended_kernels_are_sanitizer_clean(san_runtime, tmp_path):
+    """The extended kernels (edgec_kernels_ext.c) at run time: a small net through every family of them."""
+    path = save(ext_model(), tmp_path)
+    x = np.random.default_rng(1).normal(0, 1, (48, 3, 4, 4)).astype(np.float32)
+    np.savez(tmp_path / "calib.npz", x=x[:32])
+    _, graph, plan = api.compile_model(path, tmp_path / "calib.npz")
+    kinds = {op.kind for op in graph.ops}
+    assert {"lut", "concat", "group_conv2d", "resize_linear", "reduce", "binary", "log_softmax"} <= kinds, kinds
+    _check(graph, plan, x[32:], True, san_runtime, tmp_path)
+
+
+def _check(graph, plan, x, dsp: bool, san_runtime, tmp_path) -> None:
+    lib = tmp_path / "lib"
+    codegen.generate(graph, plan, lib, graph.name)
+    (lib / "driver_main.c").write_text(DRIVER % {"name": graph.name, "NAME": graph.name.upper()})
+    xq = quantize.quantize_input(graph.tensors[graph.input], x)
+    want = np.stack([reference.run(graph, q).reshape(-1) for q in xq])
+    model_c, driver = lib / f"{graph.name}.c", lib / "driver_main.c"
+    # clang: warnings of the model library (the runtime files are checked by the test below)
+    _run([host_compiler("clang"), *WARN, "-O1", "-fsyntax-only", "-I", lib, model_c, driver])
+    for variant in ("portable", "dsp-emulated") if dsp else ("portable",):
+        exe = tmp_path / f"model_{variant}"
+        _run([host_compiler("gcc"), *WARN, *SAN, "-I", lib, model_c, driver, *san_runtime[variant], "-o", exe, "-lm"])
+        proc = _run([exe], input=xq.reshape(len(xq), -1).tobytes(), env={"ASAN_OPTIONS": "detect_leaks=1",
+                                                                          "UBSAN_OPTIONS": "print_stacktrace=1"})
+        assert proc.stderr == b"", proc.stderr.decode(errors="replace")
+        got = np.frombuffer(proc.stdout, np.int8).reshape(want.shape)
+        assert np.array_equal(got, want), f"{variant}: samples {np.flatnonzero(np.any(got != want, axis=1))} differ"
+
+
+def ext_model():
+    """A small net through every extended kernel family: lut, binary, concat, remap, resize_linear, reduce,
+    group_conv2d, matmul, fully_connected_rows, log_softmax."""
+    rng = np.random.default_rng(0)
+    f32 = lambda *s: rng.normal(0, .4, s).astype(np.float32)  # noqa: E731
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),
+        helper.make_node("Sigmoid", ["a"], ["s"]),
+        helper.make_node("Mul", ["a", "s"], ["m"]),
+        helper.make_node("LeakyRelu", ["a"], ["l"], alpha=0.1),
+        helper.make_node("Concat", ["m", "l"], ["c"], axis=1),
+        helper.make_node("Conv", ["c", "wg"], ["gc"], group=2, pads=[1, 1, 1, 1]),
+        helper.make_node("Resize", ["gc", "", "scales"], ["r"], mode="linear"),
+        helper.make_node("ReduceMean", ["r"], ["rm"], axes=[1], keepdims=1),
+        helper.make_node("Sub", ["r", "rm"], ["d"]),
+        helper.make_node("MaxPool", ["d"], ["p"], kernel_shape=[4, 4], strides=[4, 4]),
+        helper.make_node("Transpose", ["p"], ["t"], perm=[0, 2, 3, 1]),
+        helper.make_node("MatMul", ["t", "wm"], ["mm"]),
+        helper.make_node("Flatten", ["mm"], ["f"]),
+        helper.make_node("Gemm", ["f", "wf"], ["y0"], transB=1),
+        helper.make_node("LogSoftmax", ["y0"], ["y"], axis=1),
+    ]
+    inits = {"w1": f32(6, 3, 3, 3), "wg": f32(8, 6, 3, 3), "wm": f32(8, 3), "wf": f32(5, 2 * 2 * 3),
+             "scales": np.array([1, 1, 2, 2], np.float32)}
+    return make_model(nodes, ("x", [1, 3, 4, 4]), ("y", [1, 5]), inits)
+
+
+@pytest.mark.parametrize("cc", ["gcc", "clang"])
+def test_every_runtime_file_is_warning_clean(cc, tmp_path):
+    """Every runtime_c/*.c, portable and with the DSP path emulated, -O2 (gcc's flow warnings need it)."""
+    include = REPO / "boards" / "platforms" / "common"      # edgec_board.h for the link and the MLPerf runner
+    sources = sorted((REPO / "runtime_c").glob("*.c"))
+    assert {"edgec_fast.c", "edgec_kernels_ext.c", "edgec_link.c", "edgec_mlperf.c", "edgec_guard.c"} <= \
+        {p.name for p in sources}
+    for variant, flags in VARIANTS.items():
+        for src in sources:
+            _run([host_compiler(cc), *WARN, "-O2", *flags, "-I", include, "-c", src, "-o",
+                  tmp_path / f"{variant}_{src.stem}.o"])
