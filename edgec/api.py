@@ -260,6 +260,8 @@ def inspect_model(model_path: str | Path) -> dict:
     try:
         graph.ops = planner.schedule(graph)
         info["arena_bytes_estimate"] = planner.plan(graph).arena_bytes
-    except Exception:   # a partial graph (problems) the planner cannot order: no estimate
-        info["arena_bytes_estimate"] = None
+    except Exception:
+        if not problems:
+            raise
+        info["arena_bytes_estimate"] = None     # a partial graph the planner cannot order: no estimate
     return info

@@ -66,7 +66,7 @@ def strip(model: onnx.ModelProto) -> onnx.ModelProto:
     acts, weights, clips = {}, {}, []
     nodes, inits, done = [], [], set()
     for n in g.node:
-        if id(n) in done:
+        if n.op_type == "DequantizeLinear" and n.output[0] in done:
             continue
         if n.op_type in QDQ_OPS and not all(i in consts for i in n.input[1:] if i):
             nodes.append(n)           # computed scales: not a QDQ model's quantization (the canonicalizer says so)
@@ -97,7 +97,7 @@ def strip(model: onnx.ModelProto) -> onnx.ModelProto:
             nodes.append(helper.make_node("Clip", [x, *bounds], [first], name=name))
             clips.append(name)
             nodes += [helper.make_node("Identity", [first], [r.output[0]], name=r.name) for r in dqs[1:]]
-            done.update(id(r) for r in dqs)
+            done.update(r.output[0] for r in dqs)      # the pair's DequantizeLinear nodes: replaced
             continue
         nodes.append(n)
     used = {i for n in nodes for i in n.input} | outputs

@@ -180,3 +180,25 @@ def test_pytorch_style_fake_quantized_weights(tmp_path):
     assert (graph.tensors[graph.input].scale, graph.tensors[graph.input].zero_point) == (np.float32(1 / 255), -128)
     assert (graph.tensors[graph.output].scale, graph.tensors[graph.output].zero_point) == (np.float32(0.05), -128)
     assert conv.attrs["act"][0] == 0.0          # the Relu fused (and the QDQ pair's saturation with it)
+
+
+def test_one_quantize_read_by_several_dequantize_nodes(tmp_path):
+    """ORT's QDQ for a tensor with several readers: one QuantizeLinear, one DequantizeLinear per reader."""
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q"),
+             helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["a"], name="dq_a"),
+             helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["b"], name="dq_b"),
+             helper.make_node("Relu", ["a"], ["r"], name="relu"),
+             helper.make_node("Add", ["r", "b"], ["y"], name="add")]
+    g = helper.make_graph(nodes, "fanout", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])],
+                          [numpy_helper.from_array(np.array(0.02, np.float32), "s"),
+                           numpy_helper.from_array(np.array(3, np.int8), "z")])
+    path = save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), tmp_path)
+    m = loader.load_model(path)
+    assert [n.op_type for n in m.graph.node] == ["Clip", "Identity", "Relu", "Add"]
+    assert qdq.info(m)["activations"] == {"x": [np.float32(0.02), 3], "a": [np.float32(0.02), 3],
+                                          "b": [np.float32(0.02), 3]}
+    calib = tmp_path / "c.npz"
+    np.savez(calib, x=np.random.default_rng(0).uniform(-2, 2, size=(8, 8)).astype(np.float32))
+    _, graph, _ = api.compile_model(path, calib)
+    assert (graph.tensors[graph.input].scale, graph.tensors[graph.input].zero_point) == (np.float32(0.02), 3)
