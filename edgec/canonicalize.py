@@ -224,6 +224,7 @@ class _Canonicalizer(ExtOps):
         self.graph.output = tensor
         self.graph.output_onnx_shape = oshape
         self._prune()
+        self._merge_remaps()
         self._ensure_kernel()
         return self.graph
 

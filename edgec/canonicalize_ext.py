@@ -106,6 +106,28 @@ class ExtOps:
                               source=src.source)
             self.graph.output = out
 
+    def _merge_remaps(self) -> None:
+        """A remap reading only another remap's output becomes one remap (Slice -> Slice -> Resize, Pad ->
+        Slice, ... as exporters write them): one pass over the data instead of several."""
+        g = self.graph
+        merged = True
+        while merged:
+            merged = False
+            for op2 in g.ops:
+                src = op2.inputs[0] if op2.kind == "remap" else None
+                op1 = g.producer(src) if src else None
+                if op1 is None or op1.kind != "remap" or src == g.output or len(g.consumers(src)) != 1:
+                    continue
+                both = compose_remaps(op1.attrs, op2.attrs)
+                if both is None:
+                    continue
+                op2.attrs["tables"], op2.attrs["pad"] = both
+                op2.inputs = list(op1.inputs)
+                g.ops.remove(op1)
+                del g.tensors[src]
+                merged = True
+                break
+
     def _in_layout(self, value, rank, perm, node):
         """A tensor holding `value` (rank <= `rank`, leading 1s added) laid out in the order `perm`."""
         shape = self._shape(value, node)
@@ -827,6 +849,30 @@ class ExtOps:
                                 "directly followed by DequantizeLinear (QDQ format) and DequantizeLinear of constants")
 
     _op_DequantizeLinear = _op_QuantizeLinear
+
+
+def compose_remaps(first: dict, second: dict) -> tuple[list[np.ndarray], float] | None:
+    """Tables and pad value of `second` applied to the output of `first` as one remap, or None when the
+    second's offsets along an axis do not stay on the same axis of the first's output (or both pad with
+    different values)."""
+    d1, d2 = [int(d) for d in first["dims"]], [int(d) for d in second["dims"]]
+    if len(d1) != len(d2):
+        return None
+    s1 = _contiguous_strides(d1)
+    tables, pads_first, pads_second = [], False, False
+    for k in range(len(d1)):
+        t1, t2 = np.asarray(first["tables"][k], np.int64), np.asarray(second["tables"][k], np.int64)
+        valid = t2 >= 0
+        j = np.where(valid, t2 // s1[k], 0)
+        if np.any(valid & ((t2 % s1[k] != 0) | (j >= d1[k]))):
+            return None
+        t = np.where(valid, t1[j], INVALID)
+        pads_first |= bool(np.any(valid & (t1[j] < 0)))
+        pads_second |= bool(np.any(~valid))
+        tables.append(np.where(t < 0, INVALID, t))
+    if pads_first and pads_second and float(first["pad"]) != float(second["pad"]):
+        return None
+    return tables, float(first["pad"] if pads_first else second["pad"])
 
 
 def view_layout(xshape, perm, yshape, max_elements: int = 1 << 20) -> tuple[int, ...] | None:

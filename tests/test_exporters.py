@@ -98,10 +98,10 @@ def test_what_exporters_compute_at_build_time_never_reaches_the_device(exports):
         graph = canonicalize.canonicalize(loader.load_model(exports[name][0]), name)
         kinds[name] = [op.kind + (f"/{op.attrs['fn']}" if op.kind == "lut" else "") for op in graph.ops]
     # both PyTorch exporters give the same device graph up to the LayerNorm: SiLU and HardSwish as one table
-    # each, the gate's Mul, Concat, the reflect Pad / Slices / Resize as index maps, and no op of the shape
-    # chains; the LayerNorm is ONNX's LayerNormalization body (dynamo) or torch's own decomposition (TorchScript)
+    # each, the gate's Mul, Concat, the reflect Pad as an index map, both Slices and the Resize as one index
+    # map, no op of the shape chains; the LayerNorm is ONNX's LayerNormalization body (dynamo) or torch's own decomposition (TorchScript)
     trunk = ["transpose", "conv2d", "lut/silu", "depthwise_conv2d", "lut/hard_swish", "conv2d", "lut/sigmoid",
-             "binary", "concat", "remap", "conv2d", "remap", "remap", "remap", "max_pool", "reshape", "avg_pool"]
+             "binary", "concat", "remap", "conv2d", "remap", "max_pool", "reshape", "avg_pool"]
     assert kinds["torch_mixed_ops"] == trunk + [
         "reshape", "reshape", "reduce", "binary", "reduce", "binary", "binary", "lut/add_c", "lut/sqrt", "binary",
         "binary", "lut/mul_c", "lut/add_c", "reshape", "fully_connected"]
@@ -127,3 +127,30 @@ def test_export_runs_bit_exact_on_board(name, board, exports, builds):
         t = np.load(exports[name][2])
         span = float(np.ptp(calibrate.run_float(loader.load_model(exports[name][0]), t["x"])))
         assert r["output_error"]["max_abs_vs_float"] <= 0.03 * span, (r["output_error"], span)
+
+
+def test_chained_index_maps_become_one(tmp_path):
+    """Pad (reflect) -> Slice -> Pad (constant 0.5) -> Slice (step 2): one remap, the same numbers as onnxruntime;
+    two constant Pads with different values stay two."""
+    from edgec import floatref
+
+    def model(second_value):
+        nodes = [helper.make_node("Pad", ["x", "p1"], ["a"], mode="reflect", name="pad1"),
+                 helper.make_node("Slice", ["a", "s1", "e1", "ax"], ["b"], name="slice1"),
+                 helper.make_node("Pad", ["b", "p2", "v2"], ["c"], mode="constant", name="pad2"),
+                 helper.make_node("Slice", ["c", "s2", "e2", "ax", "st2"], ["d"], name="slice2"),
+                 helper.make_node("Pad", ["d", "p2", "v3"], ["y"], mode="constant", name="pad3")]
+        inits = {"p1": np.array([0, 0, 2, 2, 0, 0, 2, 2], np.int64), "s1": np.array([1, 0], np.int64),
+                 "e1": np.array([11, 12], np.int64), "ax": np.array([2, 3], np.int64),
+                 "p2": np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "v2": np.array(0.5, np.float32),
+                 "s2": np.array([0, 1], np.int64), "e2": np.array([12, 14], np.int64),
+                 "st2": np.array([2, 3], np.int64), "v3": np.array(second_value, np.float32)}
+        return make_model(nodes, ("x", [1, 2, 8, 8]), ("y", [1, 2, 8, 7]), inits)
+    x = np.random.default_rng(0).normal(size=(3, 2, 8, 8)).astype(np.float32)
+    for value, remaps in ((0.5, 1), (0.0, 2)):
+        m = model(value)
+        graph = canonicalize.canonicalize(m, "chain")
+        assert [op.kind for op in graph.ops] == ["remap"] * remaps
+        want = calibrate.run_float(m, x)
+        got = np.stack([floatref.run(graph, xi[None])[graph.output].reshape(want.shape[1:]) for xi in x])
+        np.testing.assert_array_equal(got, want)
