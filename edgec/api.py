@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from . import __version__, artifact, calibrate, canonicalize, codegen, fit, loader, memory_report, planner, quantize
-from . import guard, ptq
+from . import guard, ptq, qdq, support
 from . import sensitivity as sens
 from .boards import Board, load_board
 from .data import load_dataset
@@ -111,7 +111,7 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
         lib = work / "model"
         codegen.generate(graph, plan, lib, name)
         artifact.save_graph(graph, work)
-        shutil.copyfile(model_path, work / "model.onnx")
+        loader.copy_model(model_path, work / "model.onnx")
         (work / "plan.json").write_text(json.dumps(dict(plan.to_json(), **memory_report.summary(graph, plan)), indent=1))
         (work / memory_report.SVG).write_text(memory_report.render_svg(graph, plan))
         report = {
@@ -223,37 +223,45 @@ def bench(outdir: str | Path, data_path: str | Path, limit: int | None = None, p
 
 
 def inspect_model(model_path: str | Path) -> dict:
-    """Ops, shapes, parameters, MACs and support status of every node, without building anything."""
+    """Ops, shapes, parameters, MACs, an arena estimate and the support status of every node, without
+    building anything: every unsupported node and every node beyond a limit is listed (`problems`)."""
     model_path = Path(model_path)
     model = loader.load_model(model_path)
     shapes = {vi.name: loader.static_shape(vi) for vi in
               list(model.graph.value_info) + list(model.graph.input) + list(model.graph.output)}
     inits = {i.name: i for i in model.graph.initializer}
-    unsupported = set(canonicalize.unsupported_nodes(model))
+    graph, problems = canonicalize.survey(model, model_name(model_path))
+    by_node = {p.node: p for p in problems}
     nodes = []
     for i, node in enumerate(model.graph.node):
-        label = f"{node.op_type} ({node.name or f'node #{i}'})"
+        name = node.name or f"node #{i}"
         params = sum(int(np.prod(inits[x].dims)) for x in node.input if x in inits)
-        nodes.append({"name": node.name or f"node #{i}", "op": node.op_type,
+        problem = by_node.get(name)
+        nodes.append({"name": name, "op": node.op_type,
                       "inputs": [list(shapes.get(x) or []) for x in node.input if x and x not in inits],
                       "outputs": [list(shapes.get(x) or []) for x in node.output],
-                      "params": params, "supported": label not in unsupported})
-    info = {"model": str(model_path), "opset": next((o.version for o in model.opset_import
-                                                    if o.domain in ("", "ai.onnx")), None),
+                      "params": params, "supported": problem is None,
+                      "problem": problem.to_json() if problem else None})
+    info = {"model": str(model_path), "opset": support.opset_of(model, ""),
             "input": {"name": loader.graph_inputs(model)[0].name,
                       "shape": list(shapes.get(loader.graph_inputs(model)[0].name) or [])},
             "output": {"name": model.graph.output[0].name, "shape": list(shapes.get(model.graph.output[0].name) or [])},
             "parameters": int(sum(np.prod(i.dims) for i in model.graph.initializer)),
-            "nodes": nodes, "unsupported": canonicalize.unsupported_nodes(model)}
-    if not unsupported:
-        try:
-            graph = canonicalize.canonicalize(model, model_name(model_path))
-            info["macs"] = graph.macs()
-            info["canonical_ops"] = len(graph.ops)
-            for t in graph.tensors.values():
-                t.scale, t.zero_point = 1.0, 0
-            graph.ops = planner.schedule(graph)
-            info["arena_bytes_estimate"] = planner.plan(graph).arena_bytes
-        except EdgecError as exc:
-            info["limits"] = [str(exc)]
+            "nodes": nodes, "problems": [p.to_json() for p in problems],
+            "unsupported": [p.label for p in problems if p.unsupported],
+            "limits": [str(p) for p in problems if not p.unsupported]}
+    given = qdq.info(model)
+    if given["activations"] or given["weights"]:
+        info["qdq"] = {"activations": len(given["clips"]), "weights": len(given["weights"])}   # Q/DQ pairs, DQ constants
+    info["macs"] = graph.macs()            # of the nodes edgec can build, when some it cannot
+    info["canonical_ops"] = len(graph.ops)
+    for t in graph.tensors.values():
+        t.scale, t.zero_point = 1.0, 0
+    try:
+        graph.ops = planner.schedule(graph)
+        info["arena_bytes_estimate"] = planner.plan(graph).arena_bytes
+    except Exception:
+        if not problems:
+            raise
+        info["arena_bytes_estimate"] = None     # a partial graph the planner cannot order: no estimate
     return info

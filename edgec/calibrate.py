@@ -23,7 +23,7 @@ from typing import Callable, Iterable
 import numpy as np
 import onnx
 
-from . import __version__
+from . import __version__, opsets
 from .data import SampleStream
 from .errors import EdgecError
 from .loader import graph_inputs
@@ -52,6 +52,7 @@ def _session(model: onnx.ModelProto):
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     opts.intra_op_num_threads = 1
     opts.log_severity_level = 4   # failures come back as exceptions (EdgecError); no log lines on stderr
+    model = opsets.for_onnxruntime(model)    # onnxruntime may not run the newest IR version / opset yet
     try:
         return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
     except Exception as exc:
@@ -234,8 +235,11 @@ def _pick_session(model, values, stream, batch):
         return single, 1
     inp = graph_inputs(model)[0].name
     _, x = next(iter(stream.batches(2)))
+    import onnxruntime as ort
+    quiet = ort.RunOptions()
+    quiet.log_severity_level = 4       # a model that cannot run batches is expected: no error on stderr
     try:
-        got = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, {inp: x})))
+        got = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, {inp: x}, quiet)))
     except Exception:
         return single, 1
     names = [o.name for o in single.get_outputs()]

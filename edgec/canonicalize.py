@@ -22,11 +22,13 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from . import elementwise
-from .canonicalize_ext import EXT_OPS, ExtOps
+from . import elementwise, qdq
+from .canonicalize_ext import EXT_OPS, ExtOps, view_layout
 from .errors import EdgecError
+from .floatref import SYNTHETIC
 from .ir import Graph, Op, Tensor
 from .loader import graph_inputs, static_shape
+from .support import CONTROL_FLOW, Problem, problems_message
 
 SUPPORTED_OPS = {
     "Conv", "Gemm", "MatMul", "Relu", "Clip", "MaxPool", "AveragePool", "GlobalAveragePool",
@@ -40,20 +42,25 @@ NO_ACT = (-math.inf, math.inf)
 
 
 def unsupported_nodes(model: onnx.ModelProto) -> list[str]:
-    """'OpType (node name)' for every node edgec cannot run, in graph order."""
-    bad = []
-    for i, node in enumerate(model.graph.node):
-        if node.domain not in ("", "ai.onnx") or node.op_type not in SUPPORTED_OPS:
-            bad.append(f"{node.op_type} ({node.name or f'node #{i}'})")
-    return bad
+    """'OpType (node name, opset N)' for every node edgec has no operator for, in graph order."""
+    return [p.label for p in survey(model, "model")[1] if p.unsupported]
+
+
+def survey(model: onnx.ModelProto, name: str) -> tuple[Graph, list[Problem]]:
+    """The canonical graph and every node edgec cannot build, in graph order: unsupported operators and
+    nodes beyond a limit. Canonicalization goes on past each one (their outputs become placeholder ops
+    of kind 'unsupported'), so the graph still gives MACs and an arena estimate of the rest."""
+    canon = _Canonicalizer(model, name)
+    graph = canon.run()
+    return graph, canon.problems
 
 
 def canonicalize(model: onnx.ModelProto, name: str) -> Graph:
-    bad = unsupported_nodes(model)
-    if bad:
-        raise EdgecError(f"unsupported operators: {', '.join(bad)}; nothing was built "
-                         "(see `edgec inspect` for what edgec supports)")
-    return _Canonicalizer(model, name).run()
+    canon = _Canonicalizer(model, name)
+    graph = canon.run()
+    if canon.problems:
+        raise EdgecError(problems_message(canon.problems))
+    return graph
 
 
 def _node_error(node: onnx.NodeProto, what: str) -> EdgecError:
@@ -97,6 +104,11 @@ class _Canonicalizer(ExtOps):
                 self.readers.setdefault(i, []).append(node)
         for o in model.graph.output:
             self.uses.setdefault(o.name, []).append("<graph output>")
+        self.qdq = qdq.info(model)            # a QDQ model's own quantization (edgec/qdq.py)
+        self.graph.fixed_qparams = {k: (float(s), int(z)) for k, (s, z) in self.qdq["activations"].items()}
+        self.problems: list[Problem] = []     # nodes edgec cannot build (see _node_or_problem)
+        self.poisoned: set[str] = set()       # values downstream of a problem, shape unknown
+        self.padded_for_conv: dict[str, tuple[str, tuple[int, int]]] = {}   # Pad output -> (input, pads)
 
     # ---- helpers -------------------------------------------------------------------------
     def _new_tensor(self, name: str, shape: tuple[int, ...], source: str) -> str:
@@ -110,6 +122,10 @@ class _Canonicalizer(ExtOps):
 
     def _emit(self, kind: str, node: onnx.NodeProto, inputs: list[str], out: str, **attrs) -> Op:
         op = Op(kind=kind, name=node.name or kind, inputs=inputs, output=out, attrs=attrs)
+        if kind in WEIGHTED and self.qdq["weights"]:
+            scale = qdq.weight_scale(self.qdq, node, kind, attrs["weights"])
+            if scale is not None:
+                op.attrs["weight_scale"] = scale
         self.graph.ops.append(op)
         return op
 
@@ -134,6 +150,13 @@ class _Canonicalizer(ExtOps):
         onnx_shape = self._shape(value, node)
         phys = tuple(onnx_shape[a] for a in want)
         src = self.graph.tensors[tensor].source
+        if sum(d != 1 for d in onnx_shape) > 4 and not _same_order(onnx_shape, perm, want):
+            # the transpose kernel moves at most 4 non-unit axes; an index map moves up to 6
+            _, _, strides = self._axis_strides(value, node)
+            out = self._remap(node, tensor, f"{tensor}__layout", phys,
+                              [np.arange(onnx_shape[a]) * strides[a] for a in want], source=src)
+            self.layout_cache[key] = out
+            return out
         out = self._new_tensor(f"{tensor}__layout", phys, src)
         if _same_order(onnx_shape, perm, want):
             self._emit("reshape", node, [tensor], out)
@@ -144,12 +167,14 @@ class _Canonicalizer(ExtOps):
         return out
 
     def _real_uses(self, value: str) -> list[str]:
-        """Op types reading `value`, looking through Identity/Dropout."""
-        uses = [u for u in self.uses.get(value, []) if u not in ("Identity", "Dropout")]
+        """Op types reading `value`, looking through Identity/Dropout (and a QDQ pair's Clip after a view)."""
+        uses = []
         for node in self.readers.get(value, []):
-            if node.op_type in ("Identity", "Dropout"):
+            if node.op_type in ("Identity", "Dropout") or node.name in self.qdq["clips"]:
                 uses += self._real_uses(node.output[0])
-        return uses
+            else:
+                uses.append(node.op_type)
+        return uses + [u for u in self.uses.get(value, []) if u == "<graph output>"]
 
     def _single_use(self, value: str) -> bool:
         return len(self.uses.get(value, [])) == 1
@@ -184,8 +209,11 @@ class _Canonicalizer(ExtOps):
         self.values[inp.name] = (name, _identity(len(shape)))
         self.graph.input = name
         self.graph.input_onnx_shape = shape
-        for node in self.model.graph.node:
-            self._node(node)
+        for i, node in enumerate(self.model.graph.node):
+            self._node_or_problem(i, node)
+        if self.problems:   # the graph is only surveyed (edgec inspect): no output checks
+            self.graph.output = self.values.get(self.model.graph.output[0].name, ("", None))[0]
+            return self.graph
         out = self.model.graph.output[0].name
         if out in self.consts:
             raise EdgecError(f"output '{out}' is a constant: the model computes nothing from its input")
@@ -196,6 +224,7 @@ class _Canonicalizer(ExtOps):
         self.graph.output = tensor
         self.graph.output_onnx_shape = oshape
         self._prune()
+        self._merge_remaps()
         self._ensure_kernel()
         return self.graph
 
@@ -208,6 +237,37 @@ class _Canonicalizer(ExtOps):
                 live.update(op.inputs)
         self.graph.ops = keep[::-1]
         self.graph.tensors = {k: v for k, v in self.graph.tensors.items() if k in live}
+
+    def _node_or_problem(self, index: int, node: onnx.NodeProto) -> None:
+        """Canonicalize one node; a node edgec cannot build is recorded as a problem and the survey goes
+        on past it (its outputs become placeholders, so every later problem is found too)."""
+        foldable = node.input and all(i in self.consts or i == "" for i in node.input) and \
+            node.op_type not in CONTROL_FLOW
+        if (node.domain not in ("", "ai.onnx") or node.op_type not in SUPPORTED_OPS) and not foldable:
+            if not any(i in self.poisoned for i in node.input):
+                self.problems.append(Problem(self.model, index, node))
+            return self._placeholder(node)
+        try:
+            self._node(node)
+        except EdgecError as exc:
+            if not any(i in self.poisoned for i in node.input):   # else: a consequence of an earlier problem
+                self.problems.append(Problem(self.model, index, node, str(exc)))
+            self._placeholder(node)
+
+    def _placeholder(self, node: onnx.NodeProto) -> None:
+        """Outputs of a node edgec cannot build: tensors of their ONNX shape (for the survey's MACs and
+        arena estimate), or poisoned values when their shape is unknown."""
+        ins = [self.values[i][0] for i in node.input if i in self.values]
+        for o in node.output:
+            if not o or o in self.values or o in self.consts:
+                continue
+            shape = self.shapes.get(o)
+            if shape is None or not ins or any(d == 0 for d in shape):
+                self.poisoned.add(o)
+                continue
+            out = self._new_tensor(o, tuple(shape) or (1,), o)
+            self._emit("unsupported", node, ins, out)
+            self.values[o] = (out, _identity(len(shape)))
 
     def _node(self, node: onnx.NodeProto) -> None:
         op = node.op_type
@@ -285,6 +345,7 @@ class _Canonicalizer(ExtOps):
 
     def _op_Conv(self, node):
         x, w_name = node.input[0], node.input[1]
+        x, extra = self.padded_for_conv.get(x, (x, (0, 0)))    # a zero Pad before the conv: its padding
         if w_name not in self.consts:
             raise _node_error(node, "the weights are not constant")
         w = self.consts[w_name].astype(np.float32)
@@ -296,6 +357,7 @@ class _Canonicalizer(ExtOps):
         strides = list(self._attr(node, "strides", [1] * nsp))
         dil = list(self._attr(node, "dilations", [1] * nsp))
         pad_top, pad_left = self._window(node, in_shape, out_shape, kernel, strides, dil)
+        pad_top, pad_left = pad_top + extra[0], pad_left + extra[1]
         if nsp == 1:
             w = w[:, :, None, :]
             kernel, strides, dil = [1] + kernel, [1] + strides, [1] + dil
@@ -363,7 +425,7 @@ class _Canonicalizer(ExtOps):
             self._pool(node, "avg_pool", list(in_shape[2:]), [1] * (len(in_shape) - 2), (0, 0))
             return
         # keepdims=0: pool to [1,1,(1,)C] then view as [1, C]
-        pooled = node.output[0] + "__pooled"
+        pooled = SYNTHETIC + node.output[0] + "__pooled"    # edgec's own tensor: not an ONNX value
         self.shapes[pooled] = tuple(in_shape[:2]) + (1,) * (len(in_shape) - 2)
         fake = onnx.helper.make_node("GlobalAveragePool", [node.input[0]], [pooled], name=node.name)
         self._op_GlobalAveragePool(fake)
@@ -435,6 +497,7 @@ class _Canonicalizer(ExtOps):
             else:
                 w = w * s.reshape((-1,) + (1,) * (w.ndim - 1))
             prod.attrs["weights"] = w.astype(np.float32)
+            prod.attrs.pop("weight_scale", None)     # a QDQ model's scales were for the unfolded weights
             prod.attrs["bias"] = (prod.attrs["bias"] * s + shift).astype(np.float32)
             self._rename_output(prod, x, node.output[0], self.values[x][1])
             return
@@ -455,6 +518,8 @@ class _Canonicalizer(ExtOps):
         x = node.input[0]
         prod = self._fusable_producer(x)
         if prod is None or prod.kind not in FUSABLE:
+            if node.name in self.qdq["clips"]:   # a QDQ pair's saturation: the int8 tensor does it already
+                return self._alias(node)
             return self._lut_activation(node, "clip", {"lo": lo, "hi": hi})
         a, b = prod.attrs["act"]
         prod.attrs["act"] = (max(a, lo), min(b, hi))
@@ -538,6 +603,12 @@ class _Canonicalizer(ExtOps):
                 self._emit("reshape", node, [tensor], out)
                 self.feature_perm[out] = idx
                 self.values[y] = (out, _identity(2))
+                return
+            q = view_layout(xshape, perm, yshape)     # the same bytes, read as y in another axis order?
+            if q is not None:
+                out = self._new_tensor(y, tuple(yshape[a] for a in q), y)
+                self._emit("reshape", node, [tensor], out)
+                self.values[y] = (out, q)
                 return
             tensor = self._as_layout(x, _identity(len(xshape)), node)
         out = self._new_tensor(y, yshape, y)

@@ -106,6 +106,28 @@ class ExtOps:
                               source=src.source)
             self.graph.output = out
 
+    def _merge_remaps(self) -> None:
+        """A remap reading only another remap's output becomes one remap (Slice -> Slice -> Resize, Pad ->
+        Slice, ... as exporters write them): one pass over the data instead of several."""
+        g = self.graph
+        merged = True
+        while merged:
+            merged = False
+            for op2 in g.ops:
+                src = op2.inputs[0] if op2.kind == "remap" else None
+                op1 = g.producer(src) if src else None
+                if op1 is None or op1.kind != "remap" or src == g.output or len(g.consumers(src)) != 1:
+                    continue
+                both = compose_remaps(op1.attrs, op2.attrs)
+                if both is None:
+                    continue
+                op2.attrs["tables"], op2.attrs["pad"] = both
+                op2.inputs = list(op1.inputs)
+                g.ops.remove(op1)
+                del g.tensors[src]
+                merged = True
+                break
+
     def _in_layout(self, value, rank, perm, node):
         """A tensor holding `value` (rank <= `rank`, leading 1s added) laid out in the order `perm`."""
         shape = self._shape(value, node)
@@ -374,6 +396,8 @@ class ExtOps:
         begin, end = [0] * r, [0] * r
         for i, a in enumerate(axes):
             begin[a], end[a] = int(pads[i]), int(pads[i + len(axes)])
+        if self._pad_folds_into_conv(node, mode, value, begin, end):
+            return
 
         def fn(a):
             n = shape[a]
@@ -395,6 +419,24 @@ class ExtOps:
                 raise _node_error(node, f"pad mode '{mode}' is not supported")
             return idx
         self._remap_axes(node, x, node.output[0], [fn(a) for a in range(r)], pad=value)
+
+    def _pad_folds_into_conv(self, node, mode, value, begin, end) -> bool:
+        """Zero padding of the spatial axes read only by convolutions becomes their padding (tf2onnx writes
+        Pad + Conv for TensorFlow's SAME padding; PyTorch for F.pad before a conv)."""
+        x, y = node.input[0], node.output[0]
+        readers = self.readers.get(y, [])
+        r = len(begin)
+        if mode != "constant" or value != 0.0 or r not in (3, 4) or any(begin[:2]) or any(end[:2]) or \
+                min(begin + end) < 0 or not readers or y in {o.name for o in self.model.graph.output}:
+            return False
+        for conv in readers:
+            auto = self._attr(conv, "auto_pad", b"NOTSET")
+            if conv.op_type != "Conv" or conv.input[0] != y or (auto.decode() if isinstance(auto, bytes) else auto) \
+                    != "NOTSET":
+                return False
+        self._activation(x, node)
+        self.padded_for_conv[y] = (x, (0, begin[2]) if r == 3 else (begin[2], begin[3]))
+        return True
 
     def _op_Gather(self, node):
         x, ind = node.input
@@ -803,10 +845,50 @@ class ExtOps:
     _op_Range = _op_ConstantOfShape = _needs_constants
 
     def _op_QuantizeLinear(self, node):
-        raise _node_error(node, "QuantizeLinear/DequantizeLinear (QDQ models) are not supported yet; "
-                                "give edgec the float model")
+        raise _node_error(node, "integer tensors in the graph are not supported: edgec takes QuantizeLinear only "
+                                "directly followed by DequantizeLinear (QDQ format) and DequantizeLinear of constants")
 
     _op_DequantizeLinear = _op_QuantizeLinear
+
+
+def compose_remaps(first: dict, second: dict) -> tuple[list[np.ndarray], float] | None:
+    """Tables and pad value of `second` applied to the output of `first` as one remap, or None when the
+    second's offsets along an axis do not stay on the same axis of the first's output (or both pad with
+    different values)."""
+    d1, d2 = [int(d) for d in first["dims"]], [int(d) for d in second["dims"]]
+    if len(d1) != len(d2):
+        return None
+    s1 = _contiguous_strides(d1)
+    tables, pads_first, pads_second = [], False, False
+    for k in range(len(d1)):
+        t1, t2 = np.asarray(first["tables"][k], np.int64), np.asarray(second["tables"][k], np.int64)
+        valid = t2 >= 0
+        j = np.where(valid, t2 // s1[k], 0)
+        if np.any(valid & ((t2 % s1[k] != 0) | (j >= d1[k]))):
+            return None
+        t = np.where(valid, t1[j], INVALID)
+        pads_first |= bool(np.any(valid & (t1[j] < 0)))
+        pads_second |= bool(np.any(~valid))
+        tables.append(np.where(t < 0, INVALID, t))
+    if pads_first and pads_second and float(first["pad"]) != float(second["pad"]):
+        return None
+    return tables, float(first["pad"] if pads_first else second["pad"])
+
+
+def view_layout(xshape, perm, yshape, max_elements: int = 1 << 20) -> tuple[int, ...] | None:
+    """A physical axis order q of y = reshape(x) that keeps x's bytes where they are (x laid out by perm),
+    or None. E.g. [1, C, H, W] channels-last viewed as [1, C, H*W] is [1, H*W, C]: q = (0, 2, 1)."""
+    import itertools
+    n = int(np.prod(xshape, dtype=np.int64))
+    if n > max_elements or len(yshape) > 5:
+        return None
+    want = np.arange(n).reshape(xshape).transpose(perm).reshape(-1)
+    rank = len(yshape)
+    first = [tuple([0] + list(range(2, rank)) + [1])] if rank >= 3 else []
+    for q in first + list(itertools.permutations(range(rank))):
+        if np.array_equal(np.arange(n).reshape(yshape).transpose(q).reshape(-1), want):
+            return tuple(q)
+    return None
 
 
 def _same(shape, p, q) -> bool:

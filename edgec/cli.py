@@ -172,23 +172,26 @@ def cmd_inspect(args) -> int:
     info = api.inspect_model(args.model)
     if args.json:
         print(json.dumps(info, indent=1))
-        return 0 if not info["unsupported"] else 1
+        return 0 if not info["problems"] else 1
     print(f"{info['model']}: opset {info['opset']}, input {info['input']['name']} {info['input']['shape']}, "
           f"output {info['output']['name']} {info['output']['shape']}, {info['parameters']:,} parameters")
     print(f"{'node':40} {'op':20} {'input shape':22} {'output shape':18} {'params':>9}  supported")
     for n in info["nodes"]:
+        status = "yes" if n["supported"] else ("NO" if n["problem"]["kind"] == "unsupported" else "LIMIT")
         print(f"{n['name'][:40]:40} {n['op']:20} {str(n['inputs'][0] if n['inputs'] else '')[:22]:22} "
-              f"{str(n['outputs'][0] if n['outputs'] else '')[:18]:18} {n['params']:>9,}  "
-              f"{'yes' if n['supported'] else 'NO'}")
-    if info["unsupported"]:
-        print(f"unsupported: {', '.join(info['unsupported'])}")
-        return 1
-    for limit in info.get("limits", []):
-        print(f"limit: {limit}")
-    if "macs" in info:
-        print(f"{info['macs']:,} MACs, {info['canonical_ops']} ops after canonicalization, "
-              f"arena estimate {info['arena_bytes_estimate']:,} bytes")
-    return 0 if not info.get("limits") else 1
+              f"{str(n['outputs'][0] if n['outputs'] else '')[:18]:18} {n['params']:>9,}  {status}")
+    for p in info["problems"]:
+        print(f"{'unsupported' if p['kind'] == 'unsupported' else 'limit'}: {p['op']} ({p['node']}, "
+              f"opset {p['opset']}): {p['what']}")
+    if "qdq" in info:
+        print(f"QDQ model: the quantization of {info['qdq']['activations']} activations and "
+              f"{info['qdq']['weights']} constants comes from its QuantizeLinear/DequantizeLinear nodes "
+              "(shown as the Clips they become)")
+    arena = info["arena_bytes_estimate"]
+    print(f"{info['macs']:,} MACs, {info['canonical_ops']} ops after canonicalization, arena estimate "
+          + (f"{arena:,} bytes" if arena is not None else "unknown")
+          + (f" (of the nodes edgec can build; {len(info['problems'])} it cannot)" if info["problems"] else ""))
+    return 0 if not info["problems"] else 1
 
 
 def parser() -> argparse.ArgumentParser:

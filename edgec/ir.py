@@ -66,6 +66,9 @@ class Graph:
     output: str
     input_onnx_shape: tuple[int, ...] = ()
     output_onnx_shape: tuple[int, ...] = ()
+    # ONNX value -> (scale, zero point) given by the model itself (a QDQ model, edgec/qdq.py): quantize
+    # takes these instead of calibrated ranges
+    fixed_qparams: dict[str, tuple[float, int]] = field(default_factory=dict)
 
     def producer(self, tensor: str) -> Op | None:
         for op in self.ops:

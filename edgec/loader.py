@@ -1,11 +1,13 @@
 """Stage 1: read an ONNX file into a checked, shape-inferred ModelProto."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import onnx
 from onnx import numpy_helper, shape_inference
 
+from . import fold, functions, opsets, qdq
 from .errors import EdgecError
 
 
@@ -25,10 +27,15 @@ def load_model(path: str | Path) -> onnx.ModelProto:
     if not model.graph.node:
         raise EdgecError(f"{path}: the ONNX graph has no nodes (is this really a model file?)")
     _check_names(model, path)
+    external = [i.name for i in model.graph.initializer if i.data_location == onnx.TensorProto.EXTERNAL]
+    if external:        # weights in files next to the model (onnx's external data)
+        try:
+            onnx.load_external_data_for_model(model, str(path.resolve().parent))
+        except Exception as exc:
+            raise EdgecError(f"{path}: initializer '{external[0]}' keeps its data in an external file that cannot "
+                             f"be read ({_short(exc)}); keep the data files next to the model, or save it as one "
+                             "file (onnx.save(..., save_as_external_data=False))") from None
     for init in model.graph.initializer:
-        if init.data_location == onnx.TensorProto.EXTERNAL:
-            raise EdgecError(f"{path}: initializer '{init.name}' keeps its data in an external file; "
-                             "save the model as one file (onnx.save(..., save_as_external_data=False))")
         try:
             numpy_helper.to_array(init)
         except Exception as exc:  # dims that do not match the data, an unknown data type, ...
@@ -37,15 +44,34 @@ def load_model(path: str | Path) -> onnx.ModelProto:
     return prepare(model, path)
 
 
+def copy_model(src: str | Path, dst: str | Path) -> None:
+    """Copy a model file; one with external data is written as a single file."""
+    m = onnx.load(str(src), load_external_data=False)
+    if any(i.data_location == onnx.TensorProto.EXTERNAL for i in m.graph.initializer):
+        onnx.save(onnx.load(str(src)), str(dst))
+    else:
+        shutil.copyfile(src, dst)
+
+
 def prepare(model: onnx.ModelProto, where: str | Path = "model") -> onnx.ModelProto:
     """Check a model, pin its batch dimension to 1 and infer every shape."""
     _pin_batch(model, where)
+    model = opsets.upgrade(model, where)     # below opset 11: converted; above what onnx knows: refused
+    model = qdq.strip(model)        # a QDQ model: the float model it describes + its quantization
     try:
         onnx.checker.check_model(model)
         model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+        if functions.expand_functions(model, _supported_ops()):   # e.g. LayerNormalization: its ONNX body
+            model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+        model = fold.fold_constants(model)   # shapes computed in the graph (PyTorch's exporter): folded
     except Exception as exc:
         raise EdgecError(f"{where}: invalid ONNX model ({_short(exc)})") from None
     return model
+
+
+def _supported_ops() -> set[str]:
+    from .canonicalize import SUPPORTED_OPS
+    return SUPPORTED_OPS
 
 
 def graph_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
@@ -70,8 +96,11 @@ def static_shape(vi: onnx.ValueInfoProto) -> tuple[int, ...] | None:
 def _pin_batch(model: onnx.ModelProto, path) -> None:
     inputs = graph_inputs(model)
     if len(inputs) != 1 or len(model.graph.output) != 1:
-        raise EdgecError(f"{path}: the model has {len(inputs)} inputs and {len(model.graph.output)} outputs; "
-                         "edgec supports exactly one input and one output for now")
+        names = ", ".join(f"'{v.name}'" for v in (inputs if len(inputs) != 1 else model.graph.output))
+        what = "inputs" if len(inputs) != 1 else "outputs"
+        raise EdgecError(f"{path}: the model has {len(inputs)} inputs and {len(model.graph.output)} outputs "
+                         f"({what} {names}); edgec builds models with exactly one input and one output: "
+                         "export a wrapper that concatenates the inputs (or keeps one output)")
     for vi in list(inputs) + list(model.graph.output):
         dims = vi.type.tensor_type.shape.dim
         if dims and not dims[0].HasField("dim_value"):

@@ -123,6 +123,8 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
         by_method = {m: stats.ranges(m, options.percentile) for m in METHODS}
         ranges = {**(autorange.ranges_of(search, by_method) if search else by_method[method]), **own_ranges}
     quantize(graph, ranges, options.per_channel)
+    if graph.fixed_qparams:
+        log(qdq_summary(graph))
     if options.bias_correction == "quantized":
         n = biascorr.correct_quantized(graph, ranges, _first(stream, BIAS_SAMPLES), options.per_channel)
         log(f"bias correction: {n} layers, on the quantized model's own activations")
@@ -178,3 +180,15 @@ def _auto(graph: Graph, stats, options: QuantOptions, stream, own_ranges: dict, 
 def correct_bias(graph: Graph, samples: np.ndarray, per_channel: bool = True) -> None:
     """The float variant of bias correction (edgec/biascorr.py), kept under its old name."""
     biascorr.correct_float(graph, samples, per_channel)
+
+
+def qdq_summary(graph: Graph) -> str:
+    """What a QDQ model's own quantization became: tensors that took it, tensors where the scheme's won."""
+    fixed = graph.fixed_qparams
+    took = [t for t in graph.tensors.values() if t.source in fixed]
+    own = [t.name for t in took if (t.scale, t.zero_point) != fixed[t.source]]
+    weighted = [op for op in graph.ops if "weights" in op.attrs]
+    n_w = sum("weight_scale" in op.attrs for op in weighted)
+    return (f"QDQ model: {len(took) - len(own)} of {len(graph.tensors)} activations and {n_w} of {len(weighted)} "
+            "weighted layers take the model's own scales and zero points"
+            + (f"; the int8 scheme fixes its own for {', '.join(own)}" if own else ""))

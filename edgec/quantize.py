@@ -42,8 +42,14 @@ def dequantize(t: Tensor, q: np.ndarray) -> np.ndarray:
 def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: bool = True) -> Graph:
     """Fill in every tensor's quantization and every op's integer parameters (in place).
 
-    per_channel=False quantizes each layer's weights with one scale (still stored per channel)."""
+    per_channel=False quantizes each layer's weights with one scale (still stored per channel).
+    ONNX values in graph.fixed_qparams (a QDQ model's own) take those instead of their ranges."""
+    fixed = graph.fixed_qparams
+
     def from_range(t: Tensor):
+        if t.source in fixed and t.dtype != "int16":   # (--int16 on a QDQ tensor: int16 wins)
+            t.scale, t.zero_point = float(fixed[t.source][0]), int(fixed[t.source][1])
+            return
         if t.source not in ranges:
             raise EdgecError(f"no calibration range for tensor '{t.source}'")
         lo, hi = ranges[t.source]
@@ -104,7 +110,13 @@ def quantize_weights(w: np.ndarray, channel_axis: int, per_channel: bool = True)
 def _weights(op: Op, inp: Tensor, out: Tensor, channel_axis: int) -> None:
     if not np.all(np.isfinite(op.attrs["weights"])):
         raise EdgecError(f"node '{op.name}': weights contain NaN or Inf")
-    wq, w_scale = quantize_weights(op.attrs["weights"], channel_axis, op.attrs.get("per_channel", True))
+    if "weight_scale" in op.attrs:      # a QDQ model's own weight scales (edgec/qdq.py)
+        w_scale = np.asarray(op.attrs["weight_scale"], np.float64)
+        shape = [1] * op.attrs["weights"].ndim
+        shape[channel_axis] = -1
+        wq = np.clip(np.round(op.attrs["weights"] / w_scale.reshape(shape)), -128, 127).astype(np.int8)
+    else:
+        wq, w_scale = quantize_weights(op.attrs["weights"], channel_axis, op.attrs.get("per_channel", True))
     bias_scale = inp.scale * w_scale
     bq = np.clip(np.round(op.attrs["bias"].astype(np.float64) / bias_scale), -2**31, 2**31 - 1).astype(np.int32)
     mult, shift = zip(*(K.quantize_multiplier(s / out.scale) for s in bias_scale))

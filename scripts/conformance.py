@@ -23,7 +23,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from edgec import conformance as C  # noqa: E402
-from edgec.canonicalize import SUPPORTED_OPS  # noqa: E402
+from edgec.canonicalize import SUPPORTED_OPS as CANONICAL_OPS  # noqa: E402
+from edgec.functions import EXPANDED  # noqa: E402
+
+SUPPORTED_OPS = CANONICAL_OPS | EXPANDED     # the latter through their ONNX function bodies
 
 
 def main() -> int:
@@ -68,6 +71,10 @@ def write_doc(path: Path, results, cases, with_c: bool, elapsed: float) -> None:
         "Adaptation: edgec models have one float input and one output. Inputs edgec only takes as constants "
         "(weights, pads, shapes, indices, any non-float input) become initializers; the other float inputs are "
         "packed into one input and sliced apart inside the model; a case with several outputs runs once per output.",
+        "",
+        f"{', '.join(sorted(EXPANDED))} are built from the function bodies ONNX defines for them "
+        "(`edgec/functions.py`): INT8 runs each of their elementary operators with its own quantization, so they "
+        "are coarser than a fused kernel would be.",
         "",
         "## Supported operators",
         "",

@@ -87,3 +87,66 @@ def run_generated_c(lib_dir: Path, name: str, inputs: np.ndarray, out_bytes: int
     assert proc.returncode == 0, proc.stderr.decode()
     assert proc.stderr == b"", proc.stderr.decode()
     return np.frombuffer(proc.stdout, np.int8).reshape(len(inputs), out_bytes)
+
+
+# ---- the MLPerf Tiny models, built once per session and board (tests/test_mlperf_models.py, test_fit.py) ----
+
+MLPERF_MODELS = {"kws": "kws_dscnn_fp32", "vww": "vww_mobilenetv1_025_fp32", "ic": "ic_resnet8_fp32",
+                 "ad": "ad_fc_autoencoder_fp32"}
+
+
+def mlperf_samples(key: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """The real samples of data/ for a model (NHWC float32) and their labels (None for AD).
+
+    KWS: the reference submission's MFCC (both float and int8 models say 5 = "on") and marvin (11 =
+    unknown); VWW: the person image (1); AD: the 196 log-mel windows x_t = a[t:t+5].reshape(640) of the
+    normal clip; IC: the repository has no real CIFAR-10 image, so its golden (random) inputs."""
+    data = MLPERF / "data"
+    if key == "kws":
+        x = np.concatenate([np.load(data / "kws_refsub_sample_fp32.npy"),
+                            np.load(data / "kws_marvin_617de221_0_mfcc_fp32.npy")])
+        return x.astype(np.float32), np.array([5, 11])
+    if key == "vww":
+        return np.load(data / "vww_person_gray96_rgb01.npy").astype(np.float32), np.array([1])
+    if key == "ad":
+        a = np.load(data / "ad_normal_id_01_00000000_logmel_200x128.npy")
+        return np.stack([a[t:t + 5].reshape(640) for t in range(196)]).astype(np.float32), None
+    return np.load(data / "golden_ic.npz")["x_fp32"][:4].astype(np.float32), None
+
+
+def mlperf_calibration(key: str) -> np.ndarray:
+    """All the data there is for a model: the golden inputs (real samples + random in-range ones) plus the
+    real samples (the test samples themselves: nothing else exists for these models)."""
+    golden = np.load(MLPERF / "data" / f"golden_{key}.npz")["x_fp32"].astype(np.float32)
+    real, _ = mlperf_samples(key)
+    return golden if key == "ic" else np.concatenate([golden, real])
+
+
+def nchw(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if x.ndim == 4 else x
+
+
+@pytest.fixture(scope="session")
+def mlperf_build(tmp_path_factory):
+    """mlperf_build(key, board, nchw=False) -> (build report, build folder, test data .npz): each model
+    variant built once per board for the whole session."""
+    from edgec import api
+
+    root = tmp_path_factory.mktemp("mlperf_builds")
+    cache = {}
+
+    def get(key: str, board: str, channels_first: bool = False):
+        name = MLPERF_MODELS[key] + ("_nchw" if channels_first else "")
+        if (name, board) not in cache:
+            path = MLPERF / f"{name}.onnx"
+            require_mlperf(path)
+            prep = nchw if channels_first else (lambda a: a)
+            calib, test = root / f"{name}-calib.npz", root / f"{name}-test.npz"
+            if not calib.exists():
+                np.savez(calib, x=prep(mlperf_calibration(key)))
+                x, y = mlperf_samples(key)
+                np.savez(test, x=prep(x), **({} if y is None else {"y": y}))
+            out = root / f"{name}-{board}"
+            cache[name, board] = (api.build(path, calib, board, out), out, test)
+        return cache[name, board]
+    return get

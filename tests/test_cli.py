@@ -56,10 +56,10 @@ def test_unsupported_ops_listed(tmp_path):
     calib = tmp_path / "c.npz"
     np.savez(calib, x=np.zeros((4, 8), np.float32))
     proc = edgec("build", path, "--calib", calib, "--board", "host", "-o", tmp_path / "out")
-    assert_clean_error(proc, "Hardmax (sine)", "LpNormalization (erf_node)")
+    assert_clean_error(proc, "Hardmax (sine, opset 13)", "LpNormalization (erf_node, opset 13)")
     assert not (tmp_path / "out").exists()
     insp = edgec("inspect", path)
-    assert insp.returncode == 1 and "Hardmax (sine)" in insp.stdout and "LpNormalization (erf_node)" in insp.stdout
+    assert insp.returncode == 1 and "Hardmax (sine, opset 13)" in insp.stdout and "LpNormalization (erf_node, opset 13)" in insp.stdout
 
 
 @pytest.mark.parametrize("case", ["wrong_shape", "no_x", "not_npz", "missing"])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from conftest import require_mlperf, EXAMPLES, MLPERF, make_model, save
+from conftest import EXAMPLES, MLPERF_MODELS, make_model, save
 from edgec import api, fit
 from edgec.boards import load_board
 from edgec.errors import EdgecError
@@ -19,8 +19,6 @@ DIGITS = EXAMPLES / "digits_cnn"
 # TFLM's arena + static RAM + stack on a Cortex-M4 with CMSIS-NN (issue 5's reference table)
 TFLM_TOTAL_RAM = {"kws": 25476, "vww": 103364, "ic": 57652, "ad": 4968}
 LIVE_SET_BOUND = {"kws": 16000, "vww": 55296, "ic": 49152, "ad": 768}
-MODELS = {"kws": "kws_dscnn_fp32", "vww": "vww_mobilenetv1_025_fp32", "ic": "ic_resnet8_fp32",
-          "ad": "ad_fc_autoencoder_fp32"}
 
 
 def _wide_conv_model(tmp_path):
@@ -78,23 +76,16 @@ def test_the_estimate_adds_up():
     assert est["flash"]["total"] == est["flash"]["constants"] + est["flash"]["code"]
 
 
-@pytest.fixture(scope="module")
-def mlperf_builds(tmp_path_factory):
-    root = tmp_path_factory.mktemp("mlperf")
-    cache = {}
-
+@pytest.fixture
+def mlperf_builds(mlperf_build):
+    """The session's builds (conftest.mlperf_build), shared with tests/test_mlperf_models.py."""
     def get(key):
-        if key not in cache:
-            path = MLPERF / f"{MODELS[key]}.onnx"
-            require_mlperf(path)
-            calib = root / f"{key}.npz"
-            np.savez(calib, x=np.load(MLPERF / "data" / f"golden_{key}.npz")["x_fp32"])
-            cache[key] = (api.build(path, calib, "qemu-cortex-m4", root / key), root / key)
-        return cache[key]
+        report, out, _ = mlperf_build(key, "qemu-cortex-m4")
+        return report, out
     return get
 
 
-@pytest.mark.parametrize("key", list(MODELS))
+@pytest.mark.parametrize("key", list(MLPERF_MODELS))
 def test_mlperf_memory_on_qemu_cortex_m4(key, mlperf_builds):
     """Issue 5's bar: arena within 2 KiB of the live-set bound and total RAM below TFLM's."""
     report, out = mlperf_builds(key)

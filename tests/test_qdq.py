@@ -1,0 +1,204 @@
+"""QDQ models: a model quantized by ONNX Runtime's quantize_static (QDQ format) or exported by PyTorch with
+QuantizeLinear/DequantizeLinear keeps its own scales and zero points in edgec (edgec/qdq.py)."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from conftest import EXAMPLES, save
+from edgec import api, artifact, loader, qdq
+from edgec import kernels_ref as K
+from edgec.errors import EdgecError
+
+DIGITS = EXAMPLES / "digits_cnn"
+
+
+def ort_quantize(tmp_path, activation="QInt8", weight="QInt8", per_channel=True, extra=None, samples=32):
+    """examples/digits_cnn through ORT's recommended pre-processing and quantize_static (QDQ)."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    pre, out = tmp_path / "pre.onnx", tmp_path / f"digits_qdq_{activation}_{weight}.onnx"
+    quant_pre_process(str(DIGITS / "model.onnx"), str(pre), skip_symbolic_shape=True)
+    x = np.load(DIGITS / "calib.npz")["x"][:samples].astype(np.float32)
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter([{"input": x[i:i + 1]} for i in range(len(x))])
+
+        def get_next(self):
+            return next(self.it, None)
+    quantize_static(str(pre), str(out), Reader(), quant_format=QuantFormat.QDQ, per_channel=per_channel,
+                    activation_type=getattr(QuantType, activation), weight_type=getattr(QuantType, weight),
+                    extra_options=extra or {})
+    return out
+
+
+def ort_qparams(path):
+    """ORT's activation (scale, zero point) per quantized value, and weight scales per weight value."""
+    m = onnx.load(str(path))
+    inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+    acts, weights = {}, {}
+    for n in m.graph.node:
+        if n.op_type == "QuantizeLinear":
+            acts[n.input[0]] = (float(inits[n.input[1]]), int(inits[n.input[2]]))
+        elif n.op_type == "DequantizeLinear" and n.input[0] in inits and inits[n.input[0]].dtype == np.int8:
+            weights[n.output[0]] = (inits[n.input[0]], inits[n.input[1]])
+    return m, acts, weights
+
+
+@pytest.fixture(scope="module")
+def qdq_int8(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("qdq")
+    return ort_quantize(tmp), tmp
+
+
+def test_ort_qdq_model_keeps_its_quantization_and_runs_bit_exact(qdq_int8):
+    path, tmp = qdq_int8
+    model, acts, weights = ort_qparams(path)
+    out = tmp / "build"
+    api.build(path, DIGITS / "calib.npz", "host", out)
+    graph = artifact.load_graph(out)
+    # every activation tensor is quantized exactly as ORT's QuantizeLinear says (int8: the same numbers)
+    q_of = {}     # an ORT value, or the output of its QDQ pair -> ORT's quantization
+    for q in model.graph.node:
+        if q.op_type == "QuantizeLinear":
+            for dq in model.graph.node:
+                if dq.op_type == "DequantizeLinear" and dq.input[0] == q.output[0]:
+                    q_of[dq.output[0]] = q_of[q.input[0]] = acts[q.input[0]]
+    checked = 0
+    for t in graph.tensors.values():
+        if t.source in q_of:
+            assert (t.scale, t.zero_point) == (pytest.approx(q_of[t.source][0], rel=1e-7), q_of[t.source][1]), t
+            assert np.float32(t.scale) == np.float32(q_of[t.source][0])
+            checked += 1
+    assert checked == len(graph.tensors)          # every one of them
+    assert (graph.tensors[graph.input].scale, graph.tensors[graph.input].zero_point) == \
+        (pytest.approx(acts["input"][0], rel=1e-7), acts["input"][1])
+    # every weighted layer has ORT's int8 weights and weight scales
+    layers = [op for op in graph.ops if "weights" in op.arrays]
+    assert len(layers) == len(weights) == 4
+    by_name = {n.name: n for n in model.graph.node}
+    for op in layers:
+        wq, ws = weights[by_name[op.name].input[1]]
+        mine = op.arrays["weights"]
+        mine = mine.transpose(2, 0, 1)[:, None] if op.kind == "depthwise_conv2d" else \
+            mine.transpose(0, 3, 1, 2) if mine.ndim == 4 else mine
+        if op.kind == "fully_connected":     # its columns follow the channels-last flatten
+            mine, wq = np.sort(mine, axis=1), np.sort(wq, axis=1)
+        np.testing.assert_array_equal(mine, wq)        # ORT's integers...
+        x_scale, y_scale = graph.tensors[op.inputs[0]].scale, graph.tensors[op.output].scale
+        mult, shift = zip(*(K.quantize_multiplier(s) for s in x_scale * ws.astype(np.float64) / y_scale))
+        np.testing.assert_array_equal(op.arrays["mult"], mult)   # ...and ORT's weight scales
+        np.testing.assert_array_equal(op.arrays["shift"], shift)
+    # accuracy: the same as ORT's own run of the QDQ model, on the device bit-exact with the reference
+    r = api.bench(out, DIGITS / "test.npz", limit=200)
+    assert r["agreement"]["device_vs_reference"] == 1.0
+    t = np.load(DIGITS / "test.npz")
+    x, y = t["x"][:200].astype(np.float32), t["y"][:200]
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    ort_out = np.concatenate([sess.run(None, {"input": x[i:i + 1]})[0] for i in range(len(x))])
+    ort_acc = float(np.mean(ort_out.argmax(1) == y))
+    print(f"QDQ digits_cnn: ORT {ort_acc:.4f}, edgec int8 {r['accuracy']['int8_reference']:.4f}, "
+          f"device {r['accuracy']['device']:.4f}")
+    assert abs(r["accuracy"]["device"] - ort_acc) <= 0.01
+
+
+def test_inspect_says_the_quantization_comes_from_the_model(qdq_int8):
+    path, _ = qdq_int8
+    info = api.inspect_model(path)
+    assert info["problems"] == [] and info["qdq"] == {"activations": 8, "weights": 8}   # 4 weights, 4 biases
+
+
+def test_uint8_activations_are_shifted_by_128(tmp_path):
+    path = ort_quantize(tmp_path, activation="QUInt8")
+    _, acts, _ = ort_qparams(path)
+    fixed = qdq.info(loader.load_model(path))["activations"]
+    assert fixed["input"] == [acts["input"][0], acts["input"][1] - 128]
+    assert all(fixed[k] == [s, z - 128] for k, (s, z) in acts.items())
+
+
+def test_per_tensor_weight_scales(tmp_path):
+    path = ort_quantize(tmp_path, per_channel=False, samples=8)
+    model, acts, weights = ort_qparams(path)
+    _, graph, _ = api.compile_model(path, DIGITS / "calib.npz")
+    layers = [op for op in graph.ops if "weights" in op.arrays]
+    assert len(layers) == 4
+    by_name = {n.name: n for n in model.graph.node}
+    for op in layers:
+        ws = weights[by_name[op.name].input[1]][1]
+        assert ws.size == 1
+        np.testing.assert_array_equal(op.attrs["weight_scale"], np.full(len(op.arrays["bias"]), float(ws)))
+    assert (graph.tensors[graph.output].scale, graph.tensors[graph.output].zero_point) == \
+        (pytest.approx(acts["output_QuantizeLinear_Input"][0], rel=1e-7), acts["output_QuantizeLinear_Input"][1])
+
+
+@pytest.mark.parametrize("weight,activation,extra,per_channel,message", [
+    ("QUInt8", "QUInt8", None, True, "uint8 weights"),
+    ("QInt8", "QInt8", {"WeightSymmetric": False}, False, "asymmetric int8 weights"),
+    ("QInt8", "QInt16", None, True, "is quantized to int16; edgec runs int8 activations"),
+])
+def test_what_the_scheme_cannot_take_is_refused_clearly(tmp_path, weight, activation, extra, per_channel, message):
+    path = ort_quantize(tmp_path, activation=activation, weight=weight, extra=extra, per_channel=per_channel,
+                        samples=4)
+    with pytest.raises(EdgecError, match=message) as err:
+        loader.load_model(path)
+    assert "\n" not in str(err.value) and ("DequantizeLinear" in str(err.value) or "QuantizeLinear" in str(err.value))
+
+
+def test_pytorch_style_fake_quantized_weights(tmp_path):
+    """PyTorch's QAT export: float weights -> QuantizeLinear -> DequantizeLinear (per channel, int8, zero point
+    0), uint8 activations; the weights edgec runs are the exported integers with the exported scales."""
+    rng = np.random.default_rng(0)
+    w = rng.normal(size=(8, 3, 3, 3)).astype(np.float32)
+    ws = (np.abs(w).reshape(8, -1).max(1) / 127).astype(np.float32)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="q_in"),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"], name="dq_in"),
+             helper.make_node("QuantizeLinear", ["w", "ws", "wz"], ["wq"], axis=0, name="q_w"),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wd"], axis=0, name="dq_w"),
+             helper.make_node("Conv", ["xd", "wd"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("QuantizeLinear", ["r", "rs", "rz"], ["rq"], name="q_out"),
+             helper.make_node("DequantizeLinear", ["rq", "rs", "rz"], ["y"], name="dq_out")]
+    inits = [numpy_helper.from_array(a, n) for n, a in [
+        ("w", w), ("ws", ws), ("wz", np.zeros(8, np.int8)), ("xs", np.array(1 / 255, np.float32)),
+        ("xz", np.array(0, np.uint8)), ("rs", np.array(0.05, np.float32)), ("rz", np.array(0, np.uint8))]]
+    g = helper.make_graph(nodes, "torch_qat", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 6])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 6, 6])], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    path = save(model, tmp_path, "qat.onnx")
+    calib = tmp_path / "c.npz"
+    np.savez(calib, x=rng.uniform(0, 1, size=(8, 3, 6, 6)).astype(np.float32))
+    _, graph, _ = api.compile_model(path, calib)
+    conv = next(op for op in graph.ops if op.kind == "conv2d")
+    np.testing.assert_array_equal(conv.attrs["weight_scale"], ws.astype(np.float64))
+    want = np.clip(np.rint(w / ws.reshape(-1, 1, 1, 1)), -128, 127).astype(np.int8).transpose(0, 2, 3, 1)
+    np.testing.assert_array_equal(conv.arrays["weights"], want)
+    assert (graph.tensors[graph.input].scale, graph.tensors[graph.input].zero_point) == (np.float32(1 / 255), -128)
+    assert (graph.tensors[graph.output].scale, graph.tensors[graph.output].zero_point) == (np.float32(0.05), -128)
+    assert conv.attrs["act"][0] == 0.0          # the Relu fused (and the QDQ pair's saturation with it)
+
+
+def test_one_quantize_read_by_several_dequantize_nodes(tmp_path):
+    """ORT's QDQ for a tensor with several readers: one QuantizeLinear, one DequantizeLinear per reader."""
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q"),
+             helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["a"], name="dq_a"),
+             helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["b"], name="dq_b"),
+             helper.make_node("Relu", ["a"], ["r"], name="relu"),
+             helper.make_node("Add", ["r", "b"], ["y"], name="add")]
+    g = helper.make_graph(nodes, "fanout", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])],
+                          [numpy_helper.from_array(np.array(0.02, np.float32), "s"),
+                           numpy_helper.from_array(np.array(3, np.int8), "z")])
+    path = save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), tmp_path)
+    m = loader.load_model(path)
+    assert [n.op_type for n in m.graph.node] == ["Clip", "Identity", "Relu", "Add"]
+    assert qdq.info(m)["activations"] == {"x": [np.float32(0.02), 3], "a": [np.float32(0.02), 3],
+                                          "b": [np.float32(0.02), 3]}
+    calib = tmp_path / "c.npz"
+    np.savez(calib, x=np.random.default_rng(0).uniform(-2, 2, size=(8, 8)).astype(np.float32))
+    _, graph, _ = api.compile_model(path, calib)
+    assert (graph.tensors[graph.input].scale, graph.tensors[graph.input].zero_point) == (np.float32(0.02), 3)
