@@ -16,19 +16,21 @@ command -v riscv64-unknown-elf-gcc >/dev/null || need+=(gcc-riscv64-unknown-elf)
 command -v cmake >/dev/null || need+=(cmake)
 command -v gcc >/dev/null || need+=(gcc)
 command -v clang >/dev/null || need+=(clang)
-# clang's libFuzzer runtime, for scripts/fuzz_parsers.sh (the package is versioned like clang itself)
-if command -v clang >/dev/null && ! echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { (void)d; return (int)n * 0; }' \
-    | clang -x c -fsanitize=fuzzer - -o /dev/null 2>/dev/null; then
-  need+=("libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev")
-fi
 python3 -c "import venv, ensurepip" 2>/dev/null || need+=(python3-venv)
 # headless Chromium: the test that renders report.html and checks its plots (scripts/screenshot_report.py)
 command -v chromium >/dev/null || need+=(chromium)
-if [ ${#need[@]} -gt 0 ]; then
-  echo "setup: installing ${need[*]} with apt-get"
-  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+apt_install() {
+  echo "setup: installing $* with apt-get"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
+}
+[ ${#need[@]} -eq 0 ] || apt_install "${need[@]}"
+# clang's libFuzzer runtime, for scripts/fuzz_parsers.sh (the package is versioned like clang itself,
+# so this is checked once clang is there)
+if ! echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { (void)d; return (int)n * 0; }' \
+    | clang -x c -fsanitize=fuzzer - -o /dev/null 2>/dev/null; then
+  apt_install "libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev"
 fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
