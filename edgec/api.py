@@ -7,21 +7,19 @@
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from . import __version__, artifact, calibrate, canonicalize, codegen, fit, loader, memory_report, planner, quantize
+from . import __version__, artifact, canonicalize, codegen, fit, loader, memory_report, planner
 from . import guard, ptq, qdq, support
 from . import sensitivity as sens
 from .boards import Board, load_board
-from .data import load_dataset
 from .errors import EdgecError
 from .ir import Graph
 from .progress import Progress
+from .staging import staged_folder
 
 Log = Callable[[str], None]
 REPORT = "build-report.json"
@@ -103,11 +101,8 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
     log(f"{name}: {len(graph.ops)} ops, {graph.macs():,} MACs, arena {plan.arena_bytes:,} bytes, "
         f"weights {graph.weights_bytes():,} bytes")
     budget = fit.check(graph, plan, the_board)   # before anything is written: does it fit the board?
-    outdir.parent.mkdir(parents=True, exist_ok=True)
-    # Build in a scratch folder next to OUTDIR and move it in place only when everything worked:
-    # a failed build leaves nothing half-written behind.
-    work = Path(tempfile.mkdtemp(prefix=f".{outdir.name}.", dir=outdir.parent))
-    try:
+    # Build in a scratch folder next to OUTDIR, moved in place only when everything worked.
+    with staged_folder(outdir) as work:
         lib = work / "model"
         codegen.generate(graph, plan, lib, name)
         artifact.save_graph(graph, work)
@@ -137,12 +132,6 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
             report["memory"].update(fit.measure(project, result.elf, name, host=result.elf.suffix != ".elf"))
             report["firmware"] = str(Path(result.elf).resolve().relative_to(work.resolve()))
         (work / REPORT).write_text(json.dumps(report, indent=1))
-        if outdir.exists():
-            shutil.rmtree(outdir)
-        work.rename(outdir)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
     return report
 
 

@@ -56,7 +56,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
     score_fn = load_score(score) if score else None
     data = load_dataset(data_path, graph.input_onnx_shape, limit, float_labels=True)
     n = len(data.x)
-    tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
+    tin = graph.tensors[graph.input]
     xq = quantize.quantize_input(tin, data.x)
     log(f"reference: float (onnxruntime) and int8 (NumPy) on {n} samples")
     float_out = calibrate.run_float(loader.load_model(outdir / "model.onnx"), data.x).reshape(n, -1)

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -25,6 +23,7 @@ import numpy as np
 
 from . import __version__, codegen, fit, quantize, reference
 from .boards import Board, load_board
+from .staging import staged_folder
 from .data import load_dataset
 from .errors import EdgecError
 
@@ -55,12 +54,10 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _prepare_outdir(outdir: Path) -> Path:
-    """A scratch folder next to outdir; outdir may only be replaced if it is empty or an earlier export."""
+def _check_outdir(outdir: Path) -> None:
+    """outdir may only be replaced if it is empty or an earlier export."""
     if outdir.exists() and (not outdir.is_dir() or (any(outdir.iterdir()) and not (outdir / MARKER).is_file())):
         raise EdgecError(f"{outdir} exists and is not an edgec export; choose another -o folder or remove it")
-    outdir.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{outdir.name}.", dir=outdir.parent))
 
 
 def export(model_path: str | Path, calib_path: str | Path, board_name: str, fmt: str, outdir: str | Path,
@@ -75,15 +72,9 @@ def export(model_path: str | Path, calib_path: str | Path, board_name: str, fmt:
     _, graph, plan = compile_model(model_path, calib_path, log, options)     # options: ptq.QuantOptions
     name = graph.name
     fit.check(graph, plan, board)
-    work = _prepare_outdir(outdir)
-    try:
+    _check_outdir(outdir)
+    with staged_folder(outdir) as work:
         manifest = _write(work, graph, plan, board, fmt, Path(model_path), Path(calib_path))
-        if outdir.exists():
-            shutil.rmtree(outdir)
-        work.rename(outdir)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
     log(f"exported {name} for {board.name} as a {fmt} library in {outdir}")
     return manifest
 

@@ -73,7 +73,7 @@ def conv(op: Op, x, weights=None, bias=None, act: bool = True):
 
 def _pool(op: Op, x):
     a = op.attrs
-    (ih, iw, c), (oh, ow, _) = a["in_hwc"], a["out_hwc"]
+    (ih, iw, c) = a["in_hwc"]
     tap = _windows(x.reshape(ih, iw, c), a, np.nan)
     taps = np.stack([tap(ky, kx) for ky in range(a["kernel"][0]) for kx in range(a["kernel"][1])])
     with np.errstate(all="ignore"):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ctypes
 import itertools
-import time
 
 import numpy as np
 import pytest
