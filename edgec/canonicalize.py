@@ -351,30 +351,14 @@ class _Canonicalizer(ExtOps):
         w = self.consts[w_name].astype(np.float32)
         bias = self.consts[node.input[2]].astype(np.float32) if len(node.input) > 2 and node.input[2] else \
             np.zeros(w.shape[0], np.float32)
-        in_shape, out_shape, (ih, iw, ic), (oh, ow, oc) = self._spatial(node, x)
+        in_shape, out_shape, _, _ = self._spatial(node, x)     # checks the ranks
         nsp = len(in_shape) - 2
         kernel = list(w.shape[2:])
         strides = list(self._attr(node, "strides", [1] * nsp))
         dil = list(self._attr(node, "dilations", [1] * nsp))
         pad_top, pad_left = self._window(node, in_shape, out_shape, kernel, strides, dil)
-        pad_top, pad_left = pad_top + extra[0], pad_left + extra[1]
-        if nsp == 1:
-            w = w[:, :, None, :]
-            kernel, strides, dil = [1] + kernel, [1] + strides, [1] + dil
-        group = self._attr(node, "group", 1)
-        xin = self._as_layout(x, _channels_last(len(in_shape)), node)
-        out = self._new_tensor(node.output[0], (1, oh, ow, oc) if nsp == 2 else (1, ow, oc), node.output[0])
-        common = dict(bias=bias, in_hwc=(ih, iw, ic), out_hwc=(oh, ow, oc), kernel=tuple(kernel),
-                      stride=tuple(strides), dilation=tuple(dil), pad=(pad_top, pad_left), act=NO_ACT)
-        if group == 1:
-            self._emit("conv2d", node, [xin], out, weights=w.transpose(0, 2, 3, 1).copy(), **common)
-        elif group == ic and w.shape[1] == 1:
-            self._emit("depthwise_conv2d", node, [xin], out, weights=w[:, 0].transpose(1, 2, 0).copy(),
-                       depth_multiplier=oc // ic, **common)
-        else:
-            self._emit("group_conv2d", node, [xin], out, weights=w.transpose(0, 2, 3, 1).copy(), groups=group,
-                       **common)
-        self.values[node.output[0]] = (out, _channels_last(len(out_shape)))
+        begins = [pad_left + extra[1]] if nsp == 1 else [pad_top + extra[0], pad_left + extra[1]]
+        self._conv_from(node, x, node.output[0], w, bias, strides, dil, begins, self._attr(node, "group", 1))
 
     def _pool(self, node, kind, kernel, strides, pad):
         x = node.input[0]
