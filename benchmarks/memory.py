@@ -22,7 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
-from edgec import api, calibrate, canonicalize, loader, planner, quantize
+from edgec import api
+from edgec.quant import calibrate
+from edgec.frontend import canonicalize
+from edgec.frontend import loader
+from edgec.plan import planner
+from edgec.quant import quantize
 from edgec.data import load_dataset
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -26,8 +26,13 @@ import onnx
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from edgec import api, calibrate, int16, loader, ptq, reference  # noqa: E402
-from edgec.quantize import quantize_input  # noqa: E402
+from edgec import api
+from edgec.quant import calibrate
+from edgec.quant import int16
+from edgec.frontend import loader
+from edgec.quant import ptq
+from edgec import reference  # noqa: E402
+from edgec.quant.quantize import quantize_input  # noqa: E402
 
 MLPERF = next((p / "shared" / "models" / "mlperf_tiny" for p in REPO.parents
                if (p / "shared" / "models" / "mlperf_tiny").is_dir()), REPO.parent / "shared" / "models" / "mlperf_tiny")

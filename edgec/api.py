@@ -12,14 +12,24 @@ from typing import Callable
 
 import numpy as np
 
-from . import __version__, artifact, canonicalize, codegen, fit, loader, memory_report, planner
-from . import guard, ptq, qdq, support
-from . import sensitivity as sens
-from .boards import Board, load_board
-from .errors import EdgecError
-from .ir import Graph
-from .progress import Progress
-from .staging import staged_folder
+from edgec import __version__
+from edgec.quant import artifact
+from edgec.frontend import canonicalize
+from edgec.codegen import cmodel as codegen
+from edgec.targets import fit
+from edgec.frontend import loader
+from edgec.plan import memory_report
+from edgec.plan import planner
+from edgec.plan import guard
+from edgec.quant import ptq
+from edgec.frontend import qdq
+from edgec.frontend import support
+from edgec.quant import sensitivity as sens
+from edgec.targets.boards import Board, load_board
+from edgec.errors import EdgecError
+from edgec.ir import Graph
+from edgec.progress import Progress
+from edgec.staging import staged_folder
 
 Log = Callable[[str], None]
 REPORT = "build-report.json"
@@ -85,7 +95,7 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
     """Model + calibration data -> build folder with model library, project, firmware and report.
     protocol "mlperf" builds a firmware for the MLPerf Tiny runner instead of edgec's bench link.
     arena_guard: a debug build that checks after every layer that no layer wrote outside its buffer."""
-    from . import firmware as fw
+    from edgec.targets import firmware as fw
 
     model_path = Path(model_path)
     the_board = load_board(board)
@@ -138,7 +148,7 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
 def export(model_path: str | Path, calib_path: str | Path, board: str, fmt: str, outdir: str | Path,
            log: Log = _quiet, options: ptq.QuantOptions | None = None) -> dict:
     """Model + calibration data -> a self-contained model library for `board` (see edgec/export.py)."""
-    from .export import export as export_library
+    from edgec.codegen.export import export as export_library
 
     return export_library(model_path, calib_path, board, fmt, outdir, log=log, options=options)
 
@@ -171,11 +181,11 @@ def load_build(outdir: str | Path) -> tuple[dict, Board, Path]:
 
 def flash(outdir: str | Path, port: str | None = None, log: Log = _quiet) -> dict:
     """Start (flash) the board with the build's firmware and check it answers with the right model."""
-    from .device import open_device
+    from edgec.device.device import open_device
 
     report, board, firmware = load_build(outdir)
     if report.get("protocol") == "mlperf":
-        from .mlperf import open_mlperf
+        from edgec.device.mlperf import open_mlperf
         with open_mlperf(board, firmware, port) as dut:
             info = {"protocol": "mlperf", "board": board.name, "name": dut.client.name(), **dut.client.profile()}
         log(f"{board.name}: MLPerf Tiny firmware answers as {info.get('name')}, model {info.get('model')}")
@@ -201,12 +211,12 @@ def bench(outdir: str | Path, data_path: str | Path, limit: int | None = None, p
     memory and link statistics; with profile, time per layer; with compare_layers (and automatically
     when a device output differs from the reference) the first layer whose output differs.
     With report_dir, also write bench-report.json and report.html there (edgec/bench.py, edgec/report.py)."""
-    from . import bench as bench_stage
+    from edgec.bench import runner as bench_stage
 
     result = bench_stage.run(outdir, data_path, limit=limit, port=port, profile=profile,
                              compare_layers=compare_layers, score=score, log=log)
     if report_dir is not None:
-        from . import report as report_stage
+        from edgec.bench import report as report_stage
         result["report_files"] = [str(p) for p in report_stage.write(result, Path(outdir), Path(report_dir))]
     return result
 

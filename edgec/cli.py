@@ -10,8 +10,8 @@ import json
 import sys
 from pathlib import Path
 
-from . import __version__
-from .errors import EdgecError
+from edgec import __version__
+from edgec.errors import EdgecError
 
 
 def _log(msg: str) -> None:
@@ -19,7 +19,7 @@ def _log(msg: str) -> None:
 
 
 def _quant_options(args):
-    from .ptq import QuantOptions
+    from edgec.quant.ptq import QuantOptions
 
     return QuantOptions(method=args.method, percentile=args.percentile, per_channel=not args.per_tensor,
                         bias_correction=args.bias_correction, equalize=args.equalize, cache=not args.no_cache,
@@ -28,7 +28,7 @@ def _quant_options(args):
 
 
 def _add_quant_options(p: argparse.ArgumentParser) -> None:
-    from .ptq import ALL_METHODS
+    from edgec.quant.ptq import ALL_METHODS
 
     p.add_argument("--method", default="minmax", choices=ALL_METHODS,
                    help="activation range estimation (default minmax; auto-model picks the method whose INT8 "
@@ -53,8 +53,8 @@ def _add_quant_options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_calibrate(args) -> int:
-    from . import api
-    from . import sensitivity as sens
+    from edgec import api
+    from edgec.quant import sensitivity as sens
 
     options = _quant_options(args)
     _, result = api.calibrate_model(args.model, args.calib, options, log=_log)
@@ -75,7 +75,7 @@ def cmd_calibrate(args) -> int:
 
 
 def cmd_build(args) -> int:
-    from . import api
+    from edgec import api
 
     report = api.build(args.model, args.calib, args.board, args.output, log=_log, options=_quant_options(args),
                        protocol=args.protocol, mlperf_model=args.mlperf_model, arena_guard=args.arena_guard)
@@ -86,7 +86,7 @@ def cmd_build(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from . import api
+    from edgec import api
 
     m = api.export(args.model, args.calib, args.board, args.format, args.output, log=_log,
                    options=_quant_options(args))
@@ -96,7 +96,8 @@ def cmd_export(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from . import api, report
+    from edgec import api
+    from edgec.bench import report
 
     report_dir = None if args.no_report else (args.report or args.outdir)
     r = api.bench(args.outdir, args.data, limit=args.limit, port=args.port, log=_log, profile=args.profile,
@@ -117,7 +118,7 @@ def cmd_bench(args) -> int:
 
 
 def cmd_flash(args) -> int:
-    from . import api
+    from edgec import api
 
     hello = api.flash(args.outdir, port=args.port, log=_log)
     if hello.get("protocol") == "mlperf":
@@ -129,7 +130,7 @@ def cmd_flash(args) -> int:
 
 
 def cmd_boards(args) -> int:
-    from .boards import list_boards
+    from edgec.targets.boards import list_boards
 
     boards = list_boards()
     if args.json:
@@ -167,7 +168,7 @@ def _size(n: int) -> str:
 
 
 def cmd_inspect(args) -> int:
-    from . import api
+    from edgec import api
 
     info = api.inspect_model(args.model)
     if args.json:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import EdgecError
+from edgec.errors import EdgecError
 
 
 @dataclass

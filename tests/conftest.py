@@ -11,7 +11,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from edgec import loader
+from edgec.frontend import loader
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"

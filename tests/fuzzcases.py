@@ -342,7 +342,8 @@ def leftovers(out: Path) -> list[str]:
 
 def run_case(case: Case, workdir: Path, cache_dir: Path, firmware: bool = False) -> Outcome:
     """Build the case with edgec's API; judge the outcome (see the module doc)."""
-    from edgec import api, ptq
+    from edgec import api
+    from edgec.quant import ptq
     from edgec.errors import EdgecError
 
     folder = Path(tempfile.mkdtemp(prefix="case.", dir=workdir))

@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 
 from conftest import EXAMPLES, host_compiler, run_generated_c
-from edgec import api, cli, codegen, guard, planner, quantize, reference
+from edgec import api
+from edgec import cli
+from edgec.codegen import cmodel as codegen
+from edgec.plan import guard
+from edgec.plan import planner
+from edgec.quant import quantize
+from edgec.quant import reference
 from edgec.data import load_dataset
 
 DIGITS = EXAMPLES / "digits_cnn"

@@ -10,7 +10,14 @@ import pytest
 from onnx import helper
 
 from conftest import make_model, save
-from edgec import api, autorange, calibrate, canonicalize, floatref, ptq, quantize, ranges
+from edgec import api
+from edgec.quant import autorange
+from edgec.quant import calibrate
+from edgec.frontend import canonicalize
+from edgec.quant import floatref
+from edgec.quant import ptq
+from edgec.quant import quantize
+from edgec.quant import ranges
 from edgec.data import SampleStream
 
 

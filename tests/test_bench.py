@@ -16,10 +16,13 @@ import pytest
 from onnx import helper
 
 from conftest import EXAMPLES, REPO, make_model, save
-from edgec import api, artifact, bench, report
-from edgec.boards import load_board
+from edgec import api
+from edgec.quant import artifact
+from edgec.bench import runner as bench
+from edgec.bench import report
+from edgec.targets.boards import load_board
 from edgec.errors import EdgecError
-from edgec.firmware import build_firmware
+from edgec.targets.firmware import build_firmware
 
 DIGITS = EXAMPLES / "digits_cnn"
 
@@ -182,7 +185,7 @@ def test_bench_over_a_noisy_link_records_only_right_samples(builds, monkeypatch)
     """The real host firmware behind a link that flips, drops, duplicates and inserts bytes: the bench
     retries, and every recorded output is still bit-identical to the reference."""
     from test_link import FaultySerial
-    from edgec import device
+    from edgec.device import device
 
     real_open = device.open_device
     wrapped = []
@@ -202,7 +205,7 @@ def test_bench_over_a_noisy_link_records_only_right_samples(builds, monkeypatch)
 def test_device_that_dies_or_hangs_mid_bench(builds):
     import os
     import signal
-    from edgec.device import open_device
+    from edgec.device.device import open_device
 
     _, board, firmware = api.load_build(builds("host"))
     x = bytes(64)

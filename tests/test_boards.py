@@ -1,7 +1,7 @@
 """Board profiles: the shipped ones load, bad names and broken user files give one-line EdgecErrors."""
 import pytest
 
-from edgec.boards import Board, list_boards, load_board
+from edgec.targets.boards import Board, list_boards, load_board
 from edgec.errors import EdgecError
 
 

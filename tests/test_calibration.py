@@ -10,10 +10,17 @@ import pytest
 from onnx import helper
 
 from conftest import EXAMPLES, make_model, save
-from edgec import api, calibrate, canonicalize, equalize, floatref, ptq, ranges, sensitivity
+from edgec import api
+from edgec.quant import calibrate
+from edgec.frontend import canonicalize
+from edgec.quant import equalize
+from edgec.quant import floatref
+from edgec.quant import ptq
+from edgec.quant import ranges
+from edgec.quant import sensitivity
 from edgec.data import SampleStream, load_dataset
 from edgec.errors import EdgecError
-from edgec.quantize import qparams_from_range
+from edgec.quant.quantize import qparams_from_range
 
 rng = np.random.default_rng(7)
 

@@ -6,7 +6,11 @@ import pytest
 
 from conftest import EXAMPLE_NAMES, EXAMPLES, run_generated_c
 from test_pipeline import MODELS, quantized
-from edgec import api, codegen, planner, quantize, reference
+from edgec import api
+from edgec.codegen import cmodel as codegen
+from edgec.plan import planner
+from edgec.quant import quantize
+from edgec.quant import reference
 from edgec.data import load_dataset
 
 
@@ -62,7 +66,7 @@ def test_generation_is_reproducible(tmp_path):
 def test_build_folder_is_reproducible(arena_guard, tmp_path):
     """Same model, data and options -> byte-identical model library (every file of model/) and quantized.json,
     equal quantized arrays; once from fresh calibration statistics, once from the cache."""
-    from edgec import ptq
+    from edgec.quant import ptq
     outs = []
     for k, cache in enumerate((False, True)):
         out = tmp_path / str(k)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from edgec import conformance as C
+from edgec.frontend import conformance as C
 
 EXPECTED = set(json.loads((Path(__file__).parent / "conformance_expected.json").read_text()))
 FAST = """test_sigmoid test_leakyrelu test_prelu_broadcast test_add_bcast test_mul_bcast test_div_bcast

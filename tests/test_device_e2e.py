@@ -6,11 +6,11 @@ import time
 
 import pytest
 
-from edgec import link as L
-from edgec.boards import load_board
-from edgec.device import open_device
+from edgec.device import link as L
+from edgec.targets.boards import load_board
+from edgec.device.device import open_device
 from edgec.errors import EdgecError
-from edgec.firmware import build_firmware, write_project
+from edgec.targets.firmware import build_firmware, write_project
 
 BOARDS = ["host", "qemu-cortex-m4", "qemu-cortex-m3"]
 IN_BYTES, OUT_BYTES = 600, 300

@@ -10,11 +10,12 @@ import pytest
 from onnx import helper
 
 from conftest import EXAMPLES, make_model, save
-from edgec import api, codegen
+from edgec import api
+from edgec.codegen import cmodel as codegen
 from edgec.api import compile_model
-from edgec.boards import list_boards, load_board
+from edgec.targets.boards import list_boards, load_board
 from edgec.errors import EdgecError
-from edgec.firmware import build_firmware, write_project
+from edgec.targets.firmware import build_firmware, write_project
 
 CASES = [  # (board, example): cancer_conv1d everywhere (fast), digits_cnn on the smallest RAM
     ("qemu-cortex-m3", "cancer_conv1d"),

@@ -11,13 +11,17 @@ import pytest
 from onnx import helper
 
 from conftest import EXAMPLES, host_compiler, make_model, save
-from edgec import api, artifact, codegen, quantize, reference
-from edgec.boards import load_board
+from edgec import api
+from edgec.quant import artifact
+from edgec.codegen import cmodel as codegen
+from edgec.quant import quantize
+from edgec.quant import reference
+from edgec.targets.boards import load_board
 from edgec.data import load_dataset
 from edgec.errors import EdgecError
-from edgec.export import MARKER, c_bytes
-from edgec.firmware import board_options, platform_spec
-from edgec.pio import run_pio
+from edgec.codegen.export import MARKER, c_bytes
+from edgec.targets.firmware import board_options, platform_spec
+from edgec.targets.pio import run_pio
 
 MODELS = ["digits_cnn", "cancer_conv1d"]
 M4 = "qemu-cortex-m4"

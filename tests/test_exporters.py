@@ -14,7 +14,10 @@ import pytest
 from onnx import helper
 
 from conftest import make_model, save
-from edgec import api, calibrate, canonicalize, loader
+from edgec import api
+from edgec.quant import calibrate
+from edgec.frontend import canonicalize
+from edgec.frontend import loader
 
 DATA = Path(__file__).parent / "data"
 BOARDS = ["host", "qemu-cortex-m4"]
@@ -132,7 +135,7 @@ def test_export_runs_bit_exact_on_board(name, board, exports, builds):
 def test_chained_index_maps_become_one(tmp_path):
     """Pad (reflect) -> Slice -> Pad (constant 0.5) -> Slice (step 2): one remap, the same numbers as onnxruntime;
     two constant Pads with different values stay two."""
-    from edgec import floatref
+    from edgec.quant import floatref
 
     def model(second_value):
         nodes = [helper.make_node("Pad", ["x", "p1"], ["a"], mode="reflect", name="pad1"),

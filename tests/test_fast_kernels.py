@@ -10,7 +10,9 @@ import pytest
 from conftest import EXAMPLES
 from test_codegen import _check
 from test_pipeline import MODELS, quantized
-from edgec import api, fastkernels, kernels_ref as K
+from edgec import api
+from edgec.codegen import lowering as fastkernels
+from edgec.ops import kernels_ref as K
 
 PATHS = {"portable": ("-O2",), "dsp-emulated": ("-O2", "-DEDGEC_EMULATE_DSP")}
 

@@ -10,8 +10,9 @@ import pytest
 from onnx import helper
 
 from conftest import EXAMPLES, MLPERF_MODELS, make_model, save
-from edgec import api, fit
-from edgec.boards import load_board
+from edgec import api
+from edgec.targets import fit
+from edgec.targets.boards import load_board
 from edgec.errors import EdgecError
 from test_cli import edgec
 
@@ -66,7 +67,9 @@ def test_too_little_flash_on_a_user_board_through_the_cli(tmp_path):
 
 
 def test_the_estimate_adds_up():
-    from edgec import canonicalize, loader, planner
+    from edgec.frontend import canonicalize
+    from edgec.frontend import loader
+    from edgec.plan import planner
     graph = canonicalize.canonicalize(loader.load_model(DIGITS / "model.onnx"), "digits")
     plan = planner.plan(graph)
     board = load_board("qemu-cortex-m3")

@@ -106,7 +106,8 @@ def test_any_node_name_gives_clean_c(tmp_path):
     non-ASCII and very long names still compile warning-free (gcc and clang, -pedantic) and round-trip."""
     import numpy as np
     from conftest import run_generated_c
-    from edgec import api, codegen
+    from edgec import api
+    from edgec.codegen import cmodel as codegen
     for seed in range(3):
         folder = tmp_path / str(seed)
         folder.mkdir()

@@ -13,7 +13,14 @@ import pytest
 from onnx import helper
 
 from conftest import REPO, make_model, run_generated_c, save
-from edgec import api, artifact, calibrate, codegen, planner, ptq, quantize, reference
+from edgec import api
+from edgec.quant import artifact
+from edgec.quant import calibrate
+from edgec.codegen import cmodel as codegen
+from edgec.plan import planner
+from edgec.quant import ptq
+from edgec.quant import quantize
+from edgec.quant import reference
 from edgec.errors import EdgecError
 
 CHAINS = [("convA", "dw"), ("dw",), ("pw", "fc"), ("convA", "dw", "pw", "fc")]

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgec import kernels_ref as K
+from edgec.ops import kernels_ref as K
 
 RUNTIME = Path(__file__).resolve().parent.parent / "runtime_c"
 KERNELS_C = RUNTIME / "edgec_kernels.c"

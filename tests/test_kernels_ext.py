@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from conftest import host_compiler
-from edgec import elementwise
-from edgec import kernels_ext as KX
-from edgec import kernels_ref as K
+from edgec.ops import elementwise
+from edgec.ops import kernels_ext as KX
+from edgec.ops import kernels_ref as K
 from test_kernels import CONV_FIELDS, FC_FIELDS, RUNTIME, WARN
 
 I32 = ctypes.c_int32

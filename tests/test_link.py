@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from edgec import link as L
+from edgec.device import link as L
 from edgec.errors import EdgecError
 
 

@@ -1,15 +1,18 @@
 """--protocol mlperf: the firmware speaks the MLPerf Tiny runner's UART protocol; a host-side client of
-that protocol (edgec.mlperf, modelled on mlcommons/tiny's runner) loads inputs, runs and checks results."""
+that protocol (edgec.device.mlperf, modelled on mlcommons/tiny's runner) loads inputs, runs and checks results."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from conftest import EXAMPLES
-from edgec import api, artifact, quantize, reference
+from edgec import api
+from edgec.quant import artifact
+from edgec.quant import quantize
+from edgec.quant import reference
 from edgec.data import load_dataset
 from edgec.errors import EdgecError
-from edgec.mlperf import open_mlperf
+from edgec.device.mlperf import open_mlperf
 
 DIGITS = EXAMPLES / "digits_cnn"
 

@@ -8,7 +8,10 @@ import pytest
 from onnx import helper
 
 from conftest import EXAMPLES, make_model, save
-from edgec import api, canonicalize, kernels_ref, quantize
+from edgec import api
+from edgec.frontend import canonicalize
+from edgec.ops import kernels_ref
+from edgec.quant import quantize
 from edgec.errors import EdgecError
 
 DIGITS = EXAMPLES / "digits_cnn"
@@ -59,7 +62,7 @@ def test_non_finite_calibration_data_is_refused_naming_the_file(tmp_path):
 
 def test_multiplier_out_of_range_is_an_edgec_error_naming_the_node(tmp_path):
     model, calib = _fc(tmp_path, np.ones((4, 6), np.float32), np.zeros(4, np.float32), np.ones((8, 6)))
-    from edgec import loader
+    from edgec.frontend import loader
     graph = canonicalize.canonicalize(loader.load_model(model), "m")
     ranges = {t.source: (-1e20, 1e20) for t in graph.tensors.values()}
     ranges[graph.tensors[graph.output].source] = (0.0, 1e-20)     # input x weight scale / output scale ~ 1e40

@@ -9,7 +9,11 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper, version_converter
 
 from conftest import make_model, save
-from edgec import api, loader, opsets, quantize, reference
+from edgec import api
+from edgec.frontend import loader
+from edgec.frontend import opsets
+from edgec.quant import quantize
+from edgec.quant import reference
 from edgec.errors import EdgecError
 
 NEWEST = onnx.defs.onnx_opset_version()

@@ -10,7 +10,11 @@ import pytest
 from onnx import helper
 
 from conftest import make_model
-from edgec import calibrate, canonicalize, planner, quantize, reference
+from edgec.quant import calibrate
+from edgec.frontend import canonicalize
+from edgec.plan import planner
+from edgec.quant import quantize
+from edgec.quant import reference
 from edgec.errors import EdgecError
 
 rng = np.random.default_rng(0)

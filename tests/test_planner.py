@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import require_mlperf, MLPERF
-from edgec import kernels_ref as K
-from edgec import planner
+from edgec.ops import kernels_ref as K
+from edgec.plan import planner
 from edgec.ir import ALIAS_OPS, Graph, Op, Tensor
 from test_kernels import AddP, I32, _mk, _ptr, ck  # noqa: F401  (ck: the compiled C kernels fixture)
 
@@ -291,7 +291,8 @@ def test_random_graphs_never_clobber_a_live_value(g):
 @pytest.mark.parametrize("model", ["kws_dscnn_fp32", "vww_mobilenetv1_025_fp32", "vww_mobilenetv1_025_fp32_nchw",
                                    "ic_resnet8_fp32", "ad_fc_autoencoder_fp32"])
 def test_mlperf_arena_within_2k_of_the_live_set_bound(model):
-    from edgec import canonicalize, loader
+    from edgec.frontend import canonicalize
+    from edgec.frontend import loader
     path = MLPERF / f"{model}.onnx"
     require_mlperf(path)
     g = canonicalize.canonicalize(loader.load_model(path), model)
@@ -334,7 +335,7 @@ def test_many_branches_use_the_beam_and_stay_valid():
 def test_random_graphs_with_the_arena_guard_keep_canaries_private(g):
     """Arena guard layout (edgec/guard.py): every buffer, scratch and in-place outputs included, owns GUARD bytes
     on either side that no buffer alive at the same time touches, and the arena's own canaries touch nothing."""
-    from edgec import guard
+    from edgec.plan import guard
     g.ops = planner.schedule(g)
     p = planner.plan(g, guard=guard.GUARD_BYTES)
     planner.check_plan(g, p)

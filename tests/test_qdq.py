@@ -9,8 +9,11 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from conftest import EXAMPLES, save
-from edgec import api, artifact, loader, qdq
-from edgec import kernels_ref as K
+from edgec import api
+from edgec.quant import artifact
+from edgec.frontend import loader
+from edgec.frontend import qdq
+from edgec.ops import kernels_ref as K
 from edgec.errors import EdgecError
 
 DIGITS = EXAMPLES / "digits_cnn"

@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from edgec import kernels_ref as K
+from edgec.ops import kernels_ref as K
 from edgec.ir import Graph, Op, Tensor
-from edgec.quantize import dequantize, qparams_from_range, quantize, quantize_input
+from edgec.quant.quantize import dequantize, qparams_from_range, quantize, quantize_input
 
 
 @pytest.mark.parametrize("lo,hi", [(-1.0, 1.0), (0.0, 6.0), (0.5, 3.0), (-4.0, -1.0), (-0.01, 250.0)])

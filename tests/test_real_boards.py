@@ -15,12 +15,12 @@ import pytest
 from onnx import helper
 
 from conftest import EXAMPLES, make_model, save
-from edgec import codegen
+from edgec.codegen import cmodel as codegen
 from edgec.api import compile_model
-from edgec.boards import list_boards
+from edgec.targets.boards import list_boards
 from edgec.errors import EdgecError
-from edgec import fit
-from edgec.firmware import harness_build_flags, write_project
+from edgec.targets import fit
+from edgec.targets.firmware import harness_build_flags, write_project
 
 REAL = [b for b in list_boards() if not b.emulated and b.cpu != "host"]
 EXPECTED = {"nucleo-l4r5zi", "nucleo-f446re", "nucleo-h743zi2", "rpi-pico", "nano33ble", "esp32-s3"}

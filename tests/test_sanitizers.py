@@ -13,7 +13,10 @@ import pytest
 from onnx import helper
 
 from conftest import DRIVER, EXAMPLES, MLPERF, REPO, host_compiler, make_model, require_mlperf, save
-from edgec import api, codegen, quantize, reference
+from edgec import api
+from edgec.codegen import cmodel as codegen
+from edgec.quant import quantize
+from edgec.quant import reference
 from edgec.data import load_dataset
 
 WARN = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic")

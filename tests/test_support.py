@@ -10,7 +10,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from conftest import make_model, save
-from edgec import api, canonicalize, loader
+from edgec import api
+from edgec.frontend import canonicalize
+from edgec.frontend import loader
 from edgec.errors import EdgecError
 from test_cli import assert_clean_error, edgec
 

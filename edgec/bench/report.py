@@ -1,0 +1,225 @@
+"""Bench report -> bench-report.json, a self-contained report.html (inline SVG plots, templates/report.html.j2)
+and the short text summary the CLI prints."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from edgec import svgplot
+from edgec.codegen.cmodel import template_env
+
+JSON_NAME, HTML_NAME = "bench-report.json", "report.html"
+
+
+def write(result: dict, build_dir: Path, report_dir: Path) -> list[Path]:
+    """Write bench-report.json and report.html into report_dir; returns both paths."""
+    report_dir.mkdir(parents=True, exist_ok=True)
+    json_path, html_path = report_dir / JSON_NAME, report_dir / HTML_NAME
+    _write_atomic(json_path, json.dumps(result, indent=1))
+    _write_atomic(html_path, render_html(result, build_dir))
+    return [json_path, html_path]
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+# ---- plots ----
+
+def plots(result: dict, build_dir: Path) -> list[dict]:
+    """[{id, title, svg or None, note}] in the order the report shows them."""
+    out = []
+    lat = result["latency"]
+    marks = {f"median {lat['median']:,.0f}": lat["median"], f"p90 {lat['p90']:,.0f}": lat["p90"]}
+    out.append({"id": "latency", "title": "Latency per sample",
+                "svg": svgplot.histogram(lat["samples"], f"Latency of {result['samples']} samples", lat["unit"],
+                                         bins=min(30, max(5, result["samples"] // 3)), marks=marks)})
+    prof = result.get("profile")
+    out.append({"id": "layers", "title": "Time per layer",
+                "svg": svgplot.hbars([f"#{r['index']} {r['kind']} {r['name']}" for r in prof["layers"]],
+                                     [r["units"] for r in prof["layers"]],
+                                     f"Time per layer ({prof['samples']} sample(s), median)", prof["unit"],
+                                     annotations=[f"{svgplot.fmt(r['units'])}  {100 * r['share']:.1f}%"
+                                                  for r in prof["layers"]]) if prof else None,
+                "note": None if prof else "run `edgec bench --profile` to time every layer on the device"})
+    out.append(_memory_plot(build_dir))
+    conf = result.get("confusion")
+    out.append({"id": "confusion", "title": "Confusion matrix",
+                "svg": svgplot.heatmap(conf["matrix"], "Confusion matrix (device)", conf["rows"], conf["columns"])
+                if conf else None,
+                "note": None if conf else "the model is not a classifier (see the error table)"})
+    div = result.get("divergence")
+    if div:
+        first = div["first_divergent_layer"]
+        colors = [svgplot.PALETTE[3] if r["differing"] else svgplot.PALETTE[2] for r in div["layers"]]
+        out.append({"id": "divergence", "title": "Device vs reference, layer by layer",
+                    "svg": svgplot.hbars([f"#{r['index']} {r['kind']} {r['name']}" for r in div["layers"]],
+                                         [r["max_abs_diff"] for r in div["layers"]],
+                                         f"Max |device - reference| per layer, sample {div['sample']}",
+                                         "int8 steps", colors=colors,
+                                         annotations=[f"{r['max_abs_diff']} ({r['differing']}/{r['size']} differ)"
+                                                      for r in div["layers"]]),
+                    "note": (f"first differing layer: #{first['index']} {first['kind']} '{first['name']}'" if first
+                             else "every layer matches the reference bit for bit")})
+    out.append(_sensitivity_plot(build_dir))
+    return [{"svg": None, "note": None, **p} for p in out]
+
+
+def _memory_plot(build_dir: Path) -> dict:
+    """The build's picture of the arena over time (memory.svg, drawn by edgec/memory_report.py)."""
+    plot = {"id": "memory", "title": "Memory over time (arena plan)", "svg": None}
+    svg_file = build_dir / "memory.svg"
+    if svg_file.is_file():
+        plot["svg"] = _inline_svg(svg_file)
+    else:
+        plot["note"] = "this build folder has no memory.svg (built by an older edgec)"
+    return plot
+
+
+SENSITIVITY_KEYS = {"isolated_output_db": "SQNR at the output, dB (lower: more sensitive)",
+                    "sensitivity": "sensitivity"}
+
+
+def sensitivity(build_dir: Path) -> tuple[list[tuple[str, float]], str] | None:
+    """((layer, value) pairs, what the value is) from the build folder's sensitivity.json, if the
+    quantization analysis left one: a list of {"layer" or "name": ..., "isolated_output_db" (edgec's
+    sensitivity report) or another number}, {"layers": [...]}, or {layer: number}."""
+    try:
+        data = json.loads((build_dir / "sensitivity.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, dict) and isinstance(data.get("layers"), list):
+        data = data["layers"]
+    if isinstance(data, dict):
+        pairs = [(str(k), float(v)) for k, v in data.items() if isinstance(v, (int, float))]
+        return (pairs, "sensitivity") if pairs else None
+    pairs, label = [], "sensitivity"
+    for item in data if isinstance(data, list) else []:
+        if not isinstance(item, dict):
+            continue
+        name = item.get("layer", item.get("name", item.get("op")))
+        numeric = {k: v for k, v in item.items() if k != "index" and isinstance(v, (int, float))
+                   and not isinstance(v, bool)}
+        key = next((k for k in SENSITIVITY_KEYS if k in numeric), next(iter(numeric), None))
+        if name is not None and key is not None:
+            pairs.append((str(name), float(numeric[key])))
+            label = SENSITIVITY_KEYS.get(key, key)
+    return (pairs, label) if pairs else None
+
+
+def _sensitivity_plot(build_dir: Path) -> dict:
+    plot = {"id": "sensitivity", "title": "Quantization sensitivity", "svg": None}
+    svg_file = build_dir / "sensitivity.svg"
+    found = sensitivity(build_dir)
+    if svg_file.is_file():
+        plot["svg"] = _inline_svg(svg_file)
+    elif found:
+        pairs, label = found
+        plot["svg"] = svgplot.hbars([p[0] for p in pairs], [p[1] for p in pairs],
+                                    "Quantization sensitivity per layer", label)
+    else:
+        plot["note"] = "not available: the build folder has no sensitivity.json"
+    return plot
+
+
+def _inline_svg(path: Path) -> str:
+    """An SVG file's <svg> element, to put inline in HTML (no XML declaration or doctype)."""
+    text = path.read_text(encoding="utf-8")
+    return text[text.find("<svg"):] if "<svg" in text else ""
+
+
+# ---- HTML ----
+
+def render_html(result: dict, build_dir: Path) -> str:
+    env = template_env()
+    env.filters["num"] = lambda v, d=0: "n/a" if v is None else f"{v:,.{d}f}"
+    env.filters["pct"] = lambda v: "n/a" if v is None else f"{100 * v:.2f}%"
+    return env.get_template("report.html.j2").render(r=result, plots=plots(result, build_dir),
+                                                      summary=summary_lines(result))
+
+
+# ---- text ----
+
+def _pct(v) -> str:
+    return "n/a (no labels)" if v is None else f"{100 * v:.2f}%"
+
+
+def summary_lines(r: dict) -> list[str]:
+    """The short summary: what ran, how well, how fast, how big."""
+    lines = [f"model {r['model']} on {r['board']}, {r['samples']} samples ({r['task']})"]
+    if r["task"] == "classification" and r["accuracy"]["device"] is None:
+        t = r["agreement_top1"]
+        lines.append(f"no labels: top-1 agrees with the float model on {100 * t['device_vs_float']:.2f}% of "
+                     f"samples (int8 reference {100 * t['int8_vs_float']:.2f}%)")
+    elif r["task"] == "classification":
+        a = r["accuracy"]
+        lines.append(f"accuracy: float {_pct(a['float'])}, int8 reference {_pct(a['int8_reference'])}, "
+                     f"device {_pct(a['device'])}")
+    else:
+        e = r["error"]
+        parts = [f"{k.replace('_', ' ')} MSE {v['mse']:.4g} (max {v['max_abs']:.4g})" for k, v in e.items()
+                 if isinstance(v, dict)]
+        lines.append(f"error against the {e['against']}: " + ", ".join(parts))
+    if "score" in r:
+        s = r["score"]
+        lines.append(f"score {s['name']}: " + ", ".join(f"{k.replace('_', ' ')} {_score(v)}" for k, v in s.items()
+                                                        if k != "name"))
+    lines.append(f"agreement: device output identical to the int8 reference on "
+                 f"{100 * r['agreement']['device_vs_reference']:.2f}% of samples")
+    lat = r["latency"]
+    ms = lat.get("ms")
+    ms_text = f" = {_ms(ms['median'])} ms ({ms['basis']})" if ms else ""
+    per_mac = f", {lat['per_mac']:.2f} per MAC" if lat.get("per_mac") else ""
+    lines.append(f"latency: median {lat['median']:,.0f} {lat['unit']}{ms_text}; p90 {lat['p90']:,.0f}, "
+                 f"min {lat['min']:,.0f}, max {lat['max']:,.0f}{per_mac}")
+    m = r["memory"]
+    stack = (f", stack used {m['stack_used_bytes']:,} of {m['stack_reserved_bytes']:,} B"
+             if m.get("stack_used_bytes") is not None else ", stack not measured on this board")
+    lines.append(f"memory: firmware flash {m['flash_bytes']:,} B, RAM {m['ram_bytes']:,} B "
+                 f"(arena {m['arena_bytes']:,} B, weights {m['weights_bytes']:,} B){stack}")
+    ln = r.get("link")
+    if ln and ln.get("throughput_bytes_per_s"):
+        rate = (f" ({100 * ln['fraction_of_line_rate']:.0f}% of the {ln['line_bytes_per_s'] / 1e3:.1f} kB/s "
+                f"nominal line rate)" if ln.get("fraction_of_line_rate") else " (a socket: no baud-rate limit)")
+        lines.append(f"link: {ln['throughput_bytes_per_s'] / 1e3:.1f} kB/s payload{rate}, "
+                     f"{ln['retransmissions']} retransmissions, {ln['sample_retries']} samples re-run")
+    if "profile" in r:
+        p = r["profile"]
+        lines.append(f"profile: {len(p['layers'])} layers; their times sum to "
+                     f"{100 * (p['sum_over_whole'] or 0):.1f}% of the whole inference")
+    if "divergence" in r:
+        from edgec.bench.runner import describe_divergence
+        lines.append(describe_divergence(r["divergence"]))
+    return lines
+
+
+def _ms(v: float) -> str:
+    return f"{v:.3g}" if v < 100 else f"{v:,.0f}"
+
+
+def _short(name: str, width: int) -> str:
+    """A long layer name with its middle left out: the start and the (telling) end stay."""
+    return name if len(name) <= width else name[:width // 2 - 1] + "…" + name[-(width - width // 2):]
+
+
+def _score(v) -> str:
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {x:.4g}" for k, x in v.items()) + "}"
+    return f"{v:.4g}"
+
+
+def profile_table(r: dict, bar_width: int = 30) -> str:
+    """The per-layer profile as a text table with a bar per layer."""
+    p = r["profile"]
+    unit = p["unit"]
+    name_w = min(36, max(len(x["name"]) for x in p["layers"]) if p["layers"] else 4)
+    rows = [f"{'#':>3} {'layer':{name_w}} {'kind':18} {'MACs':>10} {unit:>22} {'share':>6}"]
+    for x in p["layers"]:
+        bar = "#" * round(bar_width * x["share"])
+        rows.append(f"{x['index']:>3} {_short(x['name'], name_w):{name_w}} {x['kind'][:18]:18} {x['macs']:>10,} "
+                    f"{x['units']:>22,.0f} {100 * x['share']:>5.1f}% {bar}")
+    rows.append(f"{'':>3} {'sum of layers':{name_w}} {'':18} {'':>10} {p['sum_units']:>22,.0f} "
+                f"(whole inference {p['whole_units']:,.0f})")
+    return "\n".join(rows)

@@ -1,0 +1,152 @@
+"""Model library export: a quantized model as a self-contained library for someone else's firmware.
+
+`edgec export MODEL --calib CALIB --board BOARD --format c|platformio|arduino|cmake -o DIR` writes the
+model's `.c`/`.h` plus exactly the runtime files it calls, a README (API, a minimal main), an example
+with one reference sample, and the manifest of the chosen build system:
+
+    c           DIR/<name>.c .h, runtime, example/main.c
+    platformio  DIR/library.json, DIR/src/, DIR/examples/basic/ (a PlatformIO project for BOARD)
+    arduino     DIR/library.properties, DIR/src/, DIR/examples/<name>_basic/<name>_basic.ino
+    cmake       DIR/CMakeLists.txt (plain CMake or a Zephyr module: DIR/zephyr/module.yml), DIR/src/
+
+Several exported models link into one firmware: their symbols carry the model name and the runtime
+files are identical across exports of one edgec version (each build system links them once).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from edgec import __version__
+from edgec.codegen import cmodel as codegen
+from edgec.targets import fit
+from edgec.quant import quantize
+from edgec.quant import reference
+from edgec.targets.boards import Board, load_board
+from edgec.staging import staged_folder
+from edgec.data import load_dataset
+from edgec.errors import EdgecError
+
+FORMATS = ("c", "platformio", "arduino", "cmake")
+MARKER = "edgec-export.json"
+
+
+def c_bytes(values, per_line: int = 16) -> str:
+    """int8 values as the body of a C array initializer."""
+    flat = [str(int(v)) for v in np.asarray(values).reshape(-1)]
+    return ",\n".join("    " + ", ".join(flat[i:i + per_line]) for i in range(0, len(flat), per_line))
+
+
+def _env():
+    env = codegen.template_env()
+    env.filters["c_bytes"] = c_bytes
+    return env
+
+
+def _example_sample(graph, calib_path) -> tuple[np.ndarray, np.ndarray]:
+    """The first calibration sample, quantized, and the reference output for it."""
+    x = load_dataset(calib_path, graph.input_onnx_shape, limit=1).x
+    xq = quantize.quantize_input(graph.tensors[graph.input], x)[0]
+    return xq.reshape(-1), np.asarray(reference.run(graph, xq)).reshape(-1)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _check_outdir(outdir: Path) -> None:
+    """outdir may only be replaced if it is empty or an earlier export."""
+    if outdir.exists() and (not outdir.is_dir() or (any(outdir.iterdir()) and not (outdir / MARKER).is_file())):
+        raise EdgecError(f"{outdir} exists and is not an edgec export; choose another -o folder or remove it")
+
+
+def export(model_path: str | Path, calib_path: str | Path, board_name: str, fmt: str, outdir: str | Path,
+           log: Callable[[str], None] = lambda _: None, options=None) -> dict:
+    """Quantize the model and write it as a library in `fmt` layout into outdir; returns the export manifest."""
+    from edgec.api import compile_model       # api imports this module lazily: no import cycle at load time
+
+    if fmt not in FORMATS:
+        raise EdgecError(f"unknown export format '{fmt}': use one of {', '.join(FORMATS)}")
+    board = load_board(board_name)
+    outdir = Path(outdir)
+    _, graph, plan = compile_model(model_path, calib_path, log, options)     # options: ptq.QuantOptions
+    name = graph.name
+    fit.check(graph, plan, board)
+    _check_outdir(outdir)
+    with staged_folder(outdir) as work:
+        manifest = _write(work, graph, plan, board, fmt, Path(model_path), Path(calib_path))
+    log(f"exported {name} for {board.name} as a {fmt} library in {outdir}")
+    return manifest
+
+
+def _write(work: Path, graph, plan, board: Board, fmt: str, model_path: Path, calib_path: Path) -> dict:
+    from edgec.targets.firmware import board_options, platform_spec, env_name
+
+    name = graph.name
+    src = work if fmt == "c" else work / "src"
+    lib_files = [p.name for p in codegen.generate(graph, plan, src, name)]
+    runtime = [f for f in lib_files if f not in (f"{name}.c", f"{name}.h")]
+    tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
+    xq, expected = _example_sample(graph, calib_path)
+    local = board.local_platform_dir is not None
+    ctx = dict(name=name, NAME=name.upper(), version=__version__, lib_version=__version__, board=board, fmt=fmt,
+               local=local, model_file=model_path.name, calib_file=calib_path.name,
+               input_shape=list(graph.input_onnx_shape), output_shape=list(graph.output_onnx_shape),
+               input_bytes=tin.size, output_bytes=tout.size, input_scale=float(tin.scale), input_zp=tin.zero_point,
+               output_scale=float(tout.scale), output_zp=tout.zero_point, arena_bytes=plan.arena_bytes,
+               weights_bytes=graph.weights_bytes(), macs=graph.macs(), model_hash=_model_hash(graph),
+               files=lib_files, runtime_sources=[f for f in runtime if f.endswith(".c")],
+               runtime_hashes=[(f, _sha256(src / f)) for f in runtime], input=xq, expected=expected)
+    env = _env()
+
+    def render(template: str, dest: Path) -> None:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(env.get_template(f"export/{template}").render(**ctx))
+
+    arduino_main = board.framework == "arduino" or fmt == "arduino"
+    main_template = "example_arduino.cpp.j2" if arduino_main else "example_main.c.j2"
+    example = {"c": "example", "platformio": "examples/basic/src", "cmake": "examples",
+               "arduino": f"examples/{name}_basic"}[fmt]
+    main_name = {"arduino": f"{name}_basic.ino"}.get(fmt, "main.cpp" if arduino_main else "main.c")
+    render(main_template, work / example / main_name)
+    render("example_data.h.j2", work / example / f"{name}_example_data.h")
+    if fmt == "platformio":
+        ctx["manifest"] = _library_json(ctx)
+        render("library.json.j2", work / "library.json")
+        env_ctx = dict(env_name=env_name(board), platform=platform_spec(board), board_options=board_options(board))
+        ctx.update(env_ctx)
+        render("example_platformio.ini.j2", work / "examples" / "basic" / "platformio.ini")
+    elif fmt == "arduino":
+        render("library.properties.j2", work / "library.properties")
+    elif fmt == "cmake":
+        render("CMakeLists.txt.j2", work / "CMakeLists.txt")
+        render("module.yml.j2", work / "zephyr" / "module.yml")
+    ctx["example_main"] = (work / example / main_name).read_text().strip()
+    ctx["example_path"] = f"{example}/{main_name}"
+    render("README.md.j2", work / "README.md")
+    manifest = {"edgec_version": __version__, "model": name, "model_hash": ctx["model_hash"], "board": board.name,
+                "format": fmt, "library_files": [str((src / f).relative_to(work)) for f in lib_files],
+                "runtime_files": dict(ctx["runtime_hashes"]), "arena_bytes": plan.arena_bytes,
+                "weights_bytes": ctx["weights_bytes"], "example": ctx["example_path"]}
+    (work / MARKER).write_text(json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+def _model_hash(graph) -> str:
+    from edgec.quant.artifact import graph_hash
+    return graph_hash(graph)
+
+
+def _library_json(ctx: dict) -> dict:
+    return {
+        "name": ctx["name"], "version": ctx["lib_version"],
+        "description": f"INT8 model '{ctx['name']}' generated by edgec {ctx['version']} (C99, static arena, no malloc)",
+        "keywords": ["edgec", "tinyml", "int8", "neural network"],
+        "frameworks": "*", "platforms": "*",
+        "build": {"srcDir": "src", "includeDir": "src", "libArchive": True},
+        "export": {"exclude": ["examples/*/.pio"]},
+    }

@@ -1,0 +1,263 @@
+"""Conformance against ONNX's own backend node test cases.
+
+The cases are the ones the installed onnx package defines (onnx.backend.test.case.node, the
+source of onnx/backend/test/data/node/*/: some wheels ship only the definitions, so they are
+generated in memory). Each case runs twice:
+  (a) float: edgec's canonical graph through edgec/floatref.py vs the case's outputs;
+  (b) int8: calibrated on the case's own inputs, quantized, run by the NumPy integer reference
+      (compared with the case's outputs to quantization tolerance) and, when `c_dir` is given,
+      as generated C compiled for this host, which must equal the reference bit for bit.
+edgec models have one float input and one output, so a case is adapted: inputs that edgec
+takes only as constants (weights, pads, shapes, integer indices...) become initializers, the
+remaining float inputs are packed into one input (sliced back apart inside the model), and
+a case with several outputs is run once per output.
+"""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from edgec.frontend import canonicalize
+from edgec.codegen import cmodel as codegen
+from edgec.quant import floatref
+from edgec.frontend import loader
+from edgec.plan import planner
+from edgec.quant import quantize
+from edgec.quant import reference
+from edgec.errors import EdgecError
+
+# input indices edgec takes only as build-time constants, per op type
+PARAM_INPUTS = {
+    "Conv": {1, 2}, "ConvTranspose": {1, 2}, "Gemm": {1, 2}, "BatchNormalization": {1, 2, 3, 4},
+    "PRelu": {1}, "Clip": {1, 2}, "Pad": {1, 2, 3}, "Resize": {1, 2, 3}, "Upsample": {1},
+    "InstanceNormalization": {1, 2}, "LayerNormalization": {1, 2}, "Reshape": {1}, "Slice": {1, 2, 3, 4},
+    "Gather": {1}, "Tile": {1}, "Expand": {1}, "Split": {1}, "Squeeze": {1}, "Unsqueeze": {1},
+    "ReduceMean": {1}, "ReduceSum": {1}, "ReduceMax": {1}, "ReduceMin": {1}, "ReduceL1": {1},
+    "ReduceSumSquare": {1}, "MatMul": set(), "Pow": set(),
+}
+FLOAT_RTOL, FLOAT_ATOL = 1e-3, 1e-4
+INT8_SCALES = 3.0      # int8 result within 3 output steps of the expected value...
+INT8_RANGE = 0.03      # ...or 3 % of the expected output's range, whichever is larger
+
+
+@dataclass
+class Result:
+    case: str
+    op: str
+    output: str
+    float_ok: bool | None = None
+    int8_ok: bool | None = None
+    c_ok: bool | None = None
+    reason: str = ""
+    detail: dict = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.float_ok and self.int8_ok and self.c_ok is not False and not self.reason)
+
+
+def node_cases():
+    """Every node test case the installed onnx defines (name, model, data sets)."""
+    import onnx.backend.test.case.node as node_cases_mod
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with np.errstate(all="ignore"):
+            return node_cases_mod.collect_testcases(None)
+
+
+def op_under_test(case) -> str:
+    """The operator a case is about (its name names it; expanded cases hold a function body)."""
+    name = case.name[len("test_"):].replace("_", "").lower()
+    types = {n.op_type for n in case.model.graph.node} | {s.name for s in onnx.defs.get_all_schemas()}
+    in_graph = {n.op_type for n in case.model.graph.node}
+    best = max((t for t in in_graph if name.startswith(t.lower())), key=len, default=None) or \
+        (case.model.graph.node[0].op_type if len(case.model.graph.node) == 1 else None) or \
+        max((t for t in types if name.startswith(t.lower())), key=len, default=None)
+    if best is None:
+        real = [n.op_type for n in case.model.graph.node if n.op_type != "Constant"]
+        best = real[-1] if real else case.model.graph.node[0].op_type
+    return best
+
+
+def _float_type(vi) -> bool:
+    return vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type in (
+        TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16)
+
+
+def adapt(case, inputs: list[np.ndarray], output_index: int):
+    """The case's model as an edgec-shaped model (one float input, one output) and its input."""
+    model = onnx.ModelProto.FromString(case.model.SerializeToString())
+    g = model.graph
+    readers = {}
+    for node in g.node:
+        for i, name in enumerate(node.input):
+            readers.setdefault(name, []).append((node.op_type, i))
+    acts, consts = [], []
+    for vi, value in zip(list(g.input), inputs):
+        if isinstance(value, np.generic):
+            value = np.asarray(value)
+        if not isinstance(value, np.ndarray):
+            raise EdgecError("input is not a tensor (a sequence or optional)")
+        as_param = any(i in PARAM_INPUTS.get(op, set()) for op, i in readers.get(vi.name, []))
+        if _float_type(vi) and not as_param and value.dtype.kind == "f":
+            acts.append((vi, value.astype(np.float32)))
+        else:
+            consts.append(numpy_helper.from_array(value, vi.name))
+    if not acts:
+        raise EdgecError("the case has no float input edgec could compute on")
+    out = g.output[output_index]
+    del g.output[:]
+    g.output.append(out)
+    del g.input[:]
+    g.initializer.extend(consts)
+    if len(acts) == 1:
+        vi, value = acts[0]
+        vi.type.tensor_type.elem_type = TensorProto.FLOAT
+        g.input.append(vi)
+        x = value
+    else:                                             # pack several float inputs into one
+        sizes = [v.size for _, v in acts]
+        x = np.concatenate([v.reshape(-1) for _, v in acts]).reshape(1, -1)
+        g.input.append(helper.make_tensor_value_info("edgec_packed", TensorProto.FLOAT, list(x.shape)))
+        nodes, start = [], 0
+        for k, ((vi, v), n) in enumerate(zip(acts, sizes)):
+            p = f"edgec_pack{k}"
+            g.initializer.extend([numpy_helper.from_array(np.array([start], np.int64), p + "_s"),
+                                  numpy_helper.from_array(np.array([start + n], np.int64), p + "_e"),
+                                  numpy_helper.from_array(np.array([1], np.int64), p + "_a"),
+                                  numpy_helper.from_array(np.array(v.shape, np.int64), p + "_shape")])
+            nodes += [helper.make_node("Slice", ["edgec_packed", p + "_s", p + "_e", p + "_a"], [p], name=p),
+                      helper.make_node("Reshape", [p, p + "_shape"], [vi.name], name=p + "_reshape")]
+            start += n
+        nodes += list(g.node)
+        del g.node[:]
+        g.node.extend(nodes)
+    del g.value_info[:]
+    return model, x
+
+
+def _close(got, want, rtol, atol):
+    want = np.asarray(want, np.float64)
+    got = np.asarray(got, np.float64).reshape(want.shape)
+    return bool(np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True))
+
+
+def run_case(case, c_dir: Path | None = None, runtime_objs: list[Path] | None = None) -> list[Result]:
+    """Run every output of every data set of one case; one Result per output."""
+    op = op_under_test(case)
+    results = []
+    inputs, outputs = case.data_sets[0]
+    for k, want in enumerate(outputs):
+        res = Result(case=case.name, op=op, output=case.model.graph.output[k].name)
+        results.append(res)
+        try:
+            _run_output(case, inputs, k, _array(want), res, c_dir, runtime_objs)
+        except EdgecError as exc:
+            res.reason = str(exc)
+        except Exception as exc:    # a defect of edgec: keep going, report it
+            res.reason = f"edgec error {type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
+    return results
+
+
+def _array(value) -> np.ndarray:
+    try:
+        return np.asarray(value)
+    except ValueError:
+        raise EdgecError("output is a sequence, not a tensor") from None
+
+
+def _run_output(case, inputs, k, want, res: Result, c_dir, runtime_objs) -> None:
+    if want.dtype.kind not in "fiub" or want.dtype == np.bool_:
+        raise EdgecError(f"output is {want.dtype}; edgec computes numbers")
+    model, x = adapt(case, inputs, k)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = loader.prepare(model, case.name)
+        graph = canonicalize.canonicalize(model, "case")
+        with np.errstate(all="ignore"):
+            got = floatref.output(graph, x)
+    rtol, atol = max(case.rtol, FLOAT_RTOL), max(case.atol, FLOAT_ATOL)
+    res.float_ok = _close(got, want, rtol, atol)
+    if not res.float_ok:
+        err = np.nanmax(np.abs(np.asarray(got, np.float64).reshape(want.shape) - want))
+        res.reason = f"float result differs from ONNX's (max abs error {err:.3g})"
+        return
+    if not np.all(np.isfinite(want)):
+        raise EdgecError("expected output holds Inf/NaN, which int8 cannot represent")
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        ranges = floatref.graph_ranges(model, graph, x[None])
+    quantize.quantize(graph, ranges)
+    tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
+    xq = quantize.quantize_input(tin, x)
+    yq = reference.run(graph, xq)
+    deq = quantize.dequantize(tout, yq).astype(np.float64).reshape(want.shape)
+    span = float(np.max(want) - np.min(want)) if want.size else 0.0
+    tol = max(INT8_SCALES * tout.scale, INT8_RANGE * span)
+    err = float(np.max(np.abs(deq - want))) if want.size else 0.0
+    res.detail = {"int8_max_err": err, "tolerance": tol, "out_scale": tout.scale}
+    res.int8_ok = err <= tol + 1e-9
+    if not res.int8_ok:
+        res.reason = f"int8 error {err:.3g} exceeds tolerance {tol:.3g}"
+    if c_dir is not None:
+        res.c_ok = bool(np.array_equal(run_c(graph, xq, c_dir, runtime_objs), np.asarray(yq, np.int8).reshape(-1)))
+        if not res.c_ok:
+            res.reason = "generated C differs from the integer reference"
+
+
+def runtime_objects(work: Path, cc: str = "gcc") -> list[Path]:
+    """The runtime kernels compiled once (the model libraries of many cases link against them)."""
+    from edgec.resources import resource_dir
+    work.mkdir(parents=True, exist_ok=True)
+    objs = []
+    for f in (f for f in codegen.RUNTIME_FILES if f.endswith(".c")):
+        o = work / (f[:-2] + ".o")
+        subprocess.run([cc, "-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", "-pedantic", "-c",
+                        str(resource_dir("runtime_c") / f), "-o", str(o)], check=True, capture_output=True)
+        objs.append(o)
+    return objs
+
+
+DRIVER = r"""
+#include <stdio.h>
+#include "case.h"
+int main(void)
+{
+    if (fread(case_input(), 1, CASE_INPUT_BYTES, stdin) != CASE_INPUT_BYTES) return 3;
+    if (case_invoke() != 0) return 4;
+    fwrite(case_output(), 1, CASE_OUTPUT_BYTES, stdout);
+    return 0;
+}
+"""
+
+
+def run_c(graph, xq: np.ndarray, work: Path, runtime_objs: list[Path] | None, cc: str = "gcc") -> np.ndarray:
+    """Generate the model library, compile it with a stdin/stdout driver on this host, run one input."""
+    work.mkdir(parents=True, exist_ok=True)
+    plan = planner.plan(graph)
+    planner.check_plan(graph, plan)
+    codegen.generate(graph, plan, work, "case")
+    (work / "main.c").write_text(DRIVER)
+    objs = runtime_objs or runtime_objects(work / "obj", cc)
+    exe = work / "case.exe"
+    subprocess.run([cc, "-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I", str(work),
+                    str(work / "case.c"), str(work / "main.c"), *map(str, objs), "-o", str(exe), "-lm"],
+                   check=True, capture_output=True, text=True)
+    proc = subprocess.run([str(exe)], input=np.asarray(xq, np.int8).tobytes(), capture_output=True, check=True)
+    return np.frombuffer(proc.stdout, np.int8)
+
+
+def case_hash(case) -> str:
+    return hashlib.sha256(case.model.SerializeToString()).hexdigest()[:12]
+
+
+def clean(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)

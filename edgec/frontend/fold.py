@@ -1,0 +1,106 @@
+"""Build-time computations folded away before canonicalization, so that every shape is static.
+
+Exporters compute shapes in the graph: PyTorch's TorchScript exporter writes Shape -> Gather ->
+Unsqueeze -> Concat -> Reshape for `x.view(x.size(0), -1)` and a ConstantOfShape / Slice / Transpose /
+Cast chain for the pads of F.pad. onnx's shape inference cannot see through all of that, so the values
+after it have no static shape. `fold_constants` evaluates every node whose inputs are all known at
+build time (initializers, Constant, the Shape of a tensor of static shape) with onnx's reference
+runtime, turns the results into initializers and infers shapes again, until nothing changes. None of
+it then runs on the device. Models whose shapes are all static already are returned untouched.
+"""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import numpy_helper, shape_inference
+
+
+CONTROL_FLOW = {"If", "Loop", "Scan"}
+MAX_ROUNDS = 16
+
+
+def fold_constants(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` with every build-time computation folded into initializers, shapes inferred again."""
+    for _ in range(MAX_ROUNDS):
+        if _all_static(model):
+            return model
+        folded = _fold_once(model)
+        if folded is None:
+            return model
+        model = shape_inference.infer_shapes(folded, strict_mode=True, data_prop=True)
+    return model
+
+
+def _shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...] | None]:
+    from edgec.frontend.loader import static_shape
+
+    g = model.graph
+    return {vi.name: static_shape(vi) for vi in list(g.value_info) + list(g.input) + list(g.output)}
+
+
+def _all_static(model: onnx.ModelProto) -> bool:
+    shapes = _shapes(model)
+    inits = {i.name for i in model.graph.initializer}
+    return all(shapes.get(o) is not None for n in model.graph.node for o in n.output if o and o not in inits)
+
+
+def _fold_once(model: onnx.ModelProto) -> onnx.ModelProto | None:
+    """One pass over the nodes; None when nothing could be folded."""
+    from onnx.reference import ReferenceEvaluator
+
+    g = model.graph
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
+    consts = {i.name: numpy_helper.to_array(i) for i in g.initializer}
+    shapes = _shapes(model)
+    outputs = {o.name for o in g.output}
+    keep, new, changed = [], {}, False
+    for n in g.node:
+        value = None
+        if n.domain not in ("", "ai.onnx") or n.op_type in CONTROL_FLOW or not n.output:
+            keep.append(n)
+            continue
+        if n.op_type == "Shape" and n.input[0] not in consts and shapes.get(n.input[0]) is not None:
+            start = _attr(n, "start", 0)
+            end = _attr(n, "end", None)
+            value = [np.array(shapes[n.input[0]][start:end], np.int64)]
+        elif all(i in consts or i == "" for i in n.input):
+            try:
+                inputs = [i for i in n.input if i]
+                graph = onnx.helper.make_graph(
+                    [n], "fold", [onnx.helper.make_tensor_value_info(i, onnx.TensorProto.UNDEFINED, None)
+                                  for i in inputs],
+                    [onnx.helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in n.output])
+                m = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)])
+                value = ReferenceEvaluator(m).run(None, {i: consts[i] for i in inputs})
+            except Exception:       # the canonicalizer says what is wrong with this node, if anything
+                value = None
+        if value is None or any(o in outputs for o in n.output):
+            keep.append(n)
+            continue
+        for o, v in zip(n.output, value):
+            if o:
+                consts[o] = new[o] = np.asarray(v)
+        changed = True
+    if not changed:
+        return None
+    used = {i for n in keep for i in n.input} | outputs
+    folded = onnx.ModelProto.FromString(model.SerializeToString())
+    fg = folded.graph
+    del fg.node[:]
+    fg.node.extend(keep)
+    inits = [i for i in fg.initializer if i.name in used] + \
+        [numpy_helper.from_array(v, k) for k, v in new.items() if k in used]
+    del fg.initializer[:]
+    fg.initializer.extend(inits)
+    real = [i for i in fg.input if i.name not in consts or i.name in used and i.name not in new]
+    del fg.input[:]
+    fg.input.extend(real)
+    del fg.value_info[:]
+    return folded
+
+
+def _attr(n, name, default=None):
+    for a in n.attribute:
+        if a.name == name:
+            return onnx.helper.get_attribute_value(a)
+    return default

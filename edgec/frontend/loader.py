@@ -1,0 +1,131 @@
+"""Stage 1: read an ONNX file into a checked, shape-inferred ModelProto."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import onnx
+from onnx import numpy_helper, shape_inference
+
+from edgec.frontend import fold
+from edgec.frontend import functions
+from edgec.frontend import opsets
+from edgec.frontend import qdq
+from edgec.errors import EdgecError
+
+
+def load_model(path: str | Path) -> onnx.ModelProto:
+    """Load `path`, pin a dynamic batch dimension to 1 and infer every shape."""
+    path = Path(path)
+    if not path.exists():
+        raise EdgecError(f"{path}: no such file (give the path of a float .onnx model)")
+    if path.is_dir():
+        raise EdgecError(f"{path}: is a folder, not an .onnx model file")
+    if path.stat().st_size == 0:
+        raise EdgecError(f"{path}: the file is empty (expected an ONNX model)")
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as exc:  # protobuf raises many types for garbage input
+        raise EdgecError(f"{path}: not a readable ONNX model ({_short(exc)}); export it again or check the file") from None
+    if not model.graph.node:
+        raise EdgecError(f"{path}: the ONNX graph has no nodes (is this really a model file?)")
+    _check_names(model, path)
+    external = [i.name for i in model.graph.initializer if i.data_location == onnx.TensorProto.EXTERNAL]
+    if external:        # weights in files next to the model (onnx's external data)
+        try:
+            onnx.load_external_data_for_model(model, str(path.resolve().parent))
+        except Exception as exc:
+            raise EdgecError(f"{path}: initializer '{external[0]}' keeps its data in an external file that cannot "
+                             f"be read ({_short(exc)}); keep the data files next to the model, or save it as one "
+                             "file (onnx.save(..., save_as_external_data=False))") from None
+    for init in model.graph.initializer:
+        try:
+            numpy_helper.to_array(init)
+        except Exception as exc:  # dims that do not match the data, an unknown data type, ...
+            raise EdgecError(f"{path}: initializer '{init.name}' is damaged ({_short(exc)}); "
+                             "export the model again") from None
+    return prepare(model, path)
+
+
+def copy_model(src: str | Path, dst: str | Path) -> None:
+    """Copy a model file; one with external data is written as a single file."""
+    m = onnx.load(str(src), load_external_data=False)
+    if any(i.data_location == onnx.TensorProto.EXTERNAL for i in m.graph.initializer):
+        onnx.save(onnx.load(str(src)), str(dst))
+    else:
+        shutil.copyfile(src, dst)
+
+
+def prepare(model: onnx.ModelProto, where: str | Path = "model") -> onnx.ModelProto:
+    """Check a model, pin its batch dimension to 1 and infer every shape."""
+    _pin_batch(model, where)
+    model = opsets.upgrade(model, where)     # below opset 11: converted; above what onnx knows: refused
+    model = qdq.strip(model)        # a QDQ model: the float model it describes + its quantization
+    try:
+        onnx.checker.check_model(model)
+        model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+        if functions.expand_functions(model, _supported_ops()):   # e.g. LayerNormalization: its ONNX body
+            model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+        model = fold.fold_constants(model)   # shapes computed in the graph (PyTorch's exporter): folded
+    except Exception as exc:
+        raise EdgecError(f"{where}: invalid ONNX model ({_short(exc)})") from None
+    return model
+
+
+def _supported_ops() -> set[str]:
+    from edgec.frontend.canonicalize import SUPPORTED_OPS
+    return SUPPORTED_OPS
+
+
+def graph_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
+    """The real inputs (ONNX lists initializers as inputs in old IR versions)."""
+    inits = {i.name for i in model.graph.initializer}
+    return [i for i in model.graph.input if i.name not in inits]
+
+
+def static_shape(vi: onnx.ValueInfoProto) -> tuple[int, ...] | None:
+    """The static shape of a value, or None if any dimension is unknown."""
+    t = vi.type.tensor_type
+    if not t.HasField("shape"):
+        return None
+    dims = []
+    for d in t.shape.dim:
+        if not d.HasField("dim_value"):
+            return None
+        dims.append(d.dim_value)
+    return tuple(dims)
+
+
+def _pin_batch(model: onnx.ModelProto, path) -> None:
+    inputs = graph_inputs(model)
+    if len(inputs) != 1 or len(model.graph.output) != 1:
+        names = ", ".join(f"'{v.name}'" for v in (inputs if len(inputs) != 1 else model.graph.output))
+        what = "inputs" if len(inputs) != 1 else "outputs"
+        raise EdgecError(f"{path}: the model has {len(inputs)} inputs and {len(model.graph.output)} outputs "
+                         f"({what} {names}); edgec builds models with exactly one input and one output: "
+                         "export a wrapper that concatenates the inputs (or keeps one output)")
+    for vi in list(inputs) + list(model.graph.output):
+        dims = vi.type.tensor_type.shape.dim
+        if dims and not dims[0].HasField("dim_value"):
+            dims[0].dim_value = 1          # dynamic batch -> 1
+        for i, d in enumerate(dims):
+            if not d.HasField("dim_value") and vi in inputs:
+                raise EdgecError(f"{path}: input '{vi.name}' has a dynamic dimension {i} ('{d.dim_param}'); "
+                                 "export the model with a fixed input shape")
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:200]
+
+
+def _check_names(model: onnx.ModelProto, path) -> None:
+    """Refuse names protobuf could not decode as UTF-8 (it hands them over as bytes)."""
+    g = model.graph
+    named = [("node", n.name) for n in g.node] + [("operator", n.op_type) for n in g.node] + \
+        [("value", v) for n in g.node for v in (*n.input, *n.output)] + \
+        [("value", v.name) for v in (*g.input, *g.output, *g.value_info, *g.initializer)]
+    for what, name in named:
+        if not isinstance(name, str):
+            raise EdgecError(f"{path}: a {what} name is not valid UTF-8 ({bytes(name)[:40]!r}); "
+                             "the file is damaged, export the model again")

@@ -1,0 +1,232 @@
+"""QDQ models: a user's own quantization, from QuantizeLinear/DequantizeLinear nodes, honoured.
+
+ONNX Runtime's quantize_static (QuantFormat.QDQ) and PyTorch's quantized exports describe an INT8
+model as a float graph with QuantizeLinear -> DequantizeLinear pairs on the activations and
+DequantizeLinear (or QuantizeLinear -> DequantizeLinear) on constant weights and biases. `strip`
+turns such a model back into the float model it describes, and remembers the quantization:
+
+- a DequantizeLinear of a constant (weights, int32 biases) becomes the float constant it computes;
+  int8 weights with zero point 0 keep their scales (per tensor, or per output channel), which the
+  canonical weighted op then uses instead of its own (`weight_scale`);
+- a QuantizeLinear -> DequantizeLinear pair on an activation x becomes Clip(x, lo, hi), where
+  [lo, hi] is what the int8 grid represents (that is the float meaning of the pair: exporters drop a
+  Relu whose work the quantization's saturation does); its scale and zero point are fixed for x and
+  for the pair's output: quantize takes them instead of calibrated ranges. uint8 activations are the
+  same grid shifted by 128 (zero point - 128, the same scale); int16 and other types are refused.
+
+What edgec's scheme cannot take is an EdgecError naming the node: asymmetric or uint8 weights (the
+kernels need symmetric int8 weights), 16-bit activations, per-axis activation scales. Where the
+scheme fixes a quantization itself (pooling, views and data movement keep their input's, softmax
+outputs 1/256), it wins over the model's; ptq logs those tensors.
+
+The result is kept in the model's metadata (`edgec.frontend.qdq`, JSON), so every later stage sees it.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from edgec.errors import EdgecError
+
+META = "edgec.frontend.qdq"
+QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
+WEIGHT_USERS = {"Conv": 1, "ConvTranspose": 1, "Gemm": 1, "MatMul": 1}   # op -> index of its weight input
+INT_RANGE = {np.dtype(np.int8): (-128, 127), np.dtype(np.uint8): (0, 255)}
+
+
+def is_qdq(model: onnx.ModelProto) -> bool:
+    return any(n.op_type in QDQ_OPS and n.domain in ("", "ai.onnx") for n in model.graph.node)
+
+
+def info(model: onnx.ModelProto) -> dict:
+    """{'activations': {value: [scale, zero point]}, 'weights': {value: {...}}, 'clips': [node names]}."""
+    for p in model.metadata_props:
+        if p.key == META:
+            return json.loads(p.value)
+    return {"activations": {}, "weights": {}, "clips": []}
+
+
+def strip(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The float model a QDQ model describes, with its quantization in the metadata (see the module doc)."""
+    if not is_qdq(model):
+        return model
+    g = model.graph
+    consts = {i.name: numpy_helper.to_array(i) for i in g.initializer}
+    for n in g.node:
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
+            consts[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+    readers: dict[str, list[onnx.NodeProto]] = {}
+    for n in g.node:
+        for i in n.input:
+            readers.setdefault(i, []).append(n)
+    outputs = {o.name for o in g.output}
+    acts, weights, clips = {}, {}, []
+    nodes, inits, done = [], [], set()
+    for n in g.node:
+        if n.op_type == "DequantizeLinear" and n.output[0] in done:
+            continue
+        if n.op_type in QDQ_OPS and not all(i in consts for i in n.input[1:] if i):
+            nodes.append(n)           # computed scales: not a QDQ model's quantization (the canonicalizer says so)
+            continue
+        if n.op_type == "DequantizeLinear" and n.input[0] in consts:
+            f = _dequantize(n, consts)
+            consts[n.output[0]] = f
+            inits.append(numpy_helper.from_array(f, n.output[0]))
+            weights[n.output[0]] = _weight_record(n, consts, readers)
+            continue
+        if n.op_type == "QuantizeLinear" and n.input[0] in consts:
+            consts[n.output[0]] = _quantize(n, consts)
+            continue
+        if n.op_type == "QuantizeLinear":
+            dqs = readers.get(n.output[0], [])
+            if n.output[0] in outputs or not dqs or any(r.op_type != "DequantizeLinear" or not _same_q(n, r, consts)
+                                                        for r in dqs):
+                nodes.append(n)       # integer tensors in the graph: the canonicalizer says it cannot
+                continue
+            x = n.input[0]
+            scale, zp, lo, hi = _activation_q(n, consts)
+            first = dqs[0].output[0]
+            for v in (x, *[r.output[0] for r in dqs]):
+                acts[v] = [scale, zp]
+            bounds = [f"{first}__qdq_lo", f"{first}__qdq_hi"]
+            inits += [numpy_helper.from_array(np.array(v, np.float32), b) for v, b in zip((lo, hi), bounds)]
+            name = dqs[0].name or f"{first}__qdq"
+            nodes.append(helper.make_node("Clip", [x, *bounds], [first], name=name))
+            clips.append(name)
+            nodes += [helper.make_node("Identity", [first], [r.output[0]], name=r.name) for r in dqs[1:]]
+            done.update(r.output[0] for r in dqs)      # the pair's DequantizeLinear nodes: replaced
+            continue
+        nodes.append(n)
+    used = {i for n in nodes for i in n.input} | outputs
+    keep = [i for i in g.initializer if i.name in used] + [i for i in inits if i.name in used]
+    del g.node[:]
+    g.node.extend(nodes)
+    del g.initializer[:]
+    g.initializer.extend(keep)
+    names = {i.name for i in keep}
+    kept_inputs = [i for i in g.input if i.name not in consts or i.name in names]
+    del g.input[:]
+    g.input.extend(kept_inputs)
+    del g.value_info[:]
+    meta = {"activations": acts, "weights": {k: v for k, v in weights.items() if k in used}, "clips": clips}
+    model.metadata_props.append(onnx.StringStringEntryProto(key=META, value=json.dumps(meta)))
+    return model
+
+
+def _arr(consts, name, default=None):
+    if not name:
+        return default
+    if name not in consts:
+        raise EdgecError(f"'{name}': QuantizeLinear/DequantizeLinear scales and zero points must be constants")
+    return consts[name]
+
+
+def _axis_shape(n, x, s):
+    if s.size == 1:
+        return s.reshape(()), None
+    axis = _attr(n, "axis", 1) % x.ndim
+    if _attr(n, "block_size", 0):
+        raise EdgecError(f"node '{n.name}' ({n.op_type}): blocked quantization is not supported")
+    shape = [1] * x.ndim
+    shape[axis] = -1
+    return s.reshape(shape), axis
+
+
+def _dequantize(n, consts) -> np.ndarray:
+    q = consts[n.input[0]]
+    s = np.asarray(_arr(consts, n.input[1]), np.float32)
+    zp = _arr(consts, n.input[2] if len(n.input) > 2 else "", np.zeros((), q.dtype))
+    s, _ = _axis_shape(n, q, s)
+    zp, _ = _axis_shape(n, q, np.asarray(zp))
+    return ((q.astype(np.int64) - zp.astype(np.int64)).astype(np.float32) * s).astype(np.float32)
+
+
+def _quantize(n, consts) -> np.ndarray:
+    x = np.asarray(consts[n.input[0]], np.float32)
+    s = np.asarray(_arr(consts, n.input[1]), np.float32)
+    zp = np.asarray(_arr(consts, n.input[2] if len(n.input) > 2 else "", np.zeros((), np.uint8)))
+    s, _ = _axis_shape(n, x, s)
+    zpb, _ = _axis_shape(n, x, zp)
+    lo, hi = INT_RANGE.get(zp.dtype, (None, None))
+    if lo is None:
+        raise EdgecError(f"node '{n.name}' (QuantizeLinear): {zp.dtype} quantization of a constant is not supported "
+                         "(int8 and uint8 are)")
+    return np.clip(np.rint(x / s) + zpb.astype(np.int64), lo, hi).astype(zp.dtype)
+
+
+def _weight_record(n, consts, readers) -> dict:
+    """Scales of a dequantized constant, or why they cannot be a weight's (only checked if it is one)."""
+    q = consts[n.input[0]]
+    s = np.asarray(_arr(consts, n.input[1]), np.float64)
+    zp = np.asarray(_arr(consts, n.input[2] if len(n.input) > 2 else "", np.zeros((), q.dtype)))
+    _, axis = _axis_shape(n, q, s)
+    rec = {"scale": s.reshape(-1).tolist(), "axis": axis, "node": n.name}
+    problem = None
+    if q.dtype != np.int8 and q.dtype != np.int32:
+        problem = f"{q.dtype} weights (edgec's kernels take symmetric int8 weights: quantize with weight_type QInt8)"
+    elif q.dtype == np.int8 and np.any(zp != 0):
+        problem = "asymmetric int8 weights (zero point not 0; edgec's kernels take symmetric int8 weights: " \
+                  "quantize with symmetric weights)"
+    for r in readers.get(n.output[0], []):
+        if WEIGHT_USERS.get(r.op_type) == list(r.input).index(n.output[0]) and problem:
+            raise EdgecError(f"node '{n.name}' (DequantizeLinear): the weights of '{r.name}' ({r.op_type}) are "
+                             f"{problem}; or give edgec the float model")
+    return rec
+
+
+def _activation_q(n, consts) -> tuple[float, int, float, float]:
+    """(scale, int8 zero point, lo, hi) of an activation's QuantizeLinear."""
+    s = np.asarray(_arr(consts, n.input[1]), np.float32)
+    zp = np.asarray(_arr(consts, n.input[2] if len(n.input) > 2 else "", np.zeros((), np.uint8)))
+    if s.size != 1 or zp.size != 1:
+        raise EdgecError(f"node '{n.name}' (QuantizeLinear): activation '{n.input[0]}' has a scale per axis; "
+                         "edgec quantizes activations per tensor")
+    if zp.dtype not in INT_RANGE:
+        raise EdgecError(f"node '{n.name}' (QuantizeLinear): activation '{n.input[0]}' is quantized to {zp.dtype}; "
+                         "edgec runs int8 activations: quantize with activation_type QInt8 or QUInt8")
+    qmin, qmax = INT_RANGE[zp.dtype]
+    z = int(zp.reshape(()))
+    scale = float(s.reshape(()))
+    if not scale > 0:
+        raise EdgecError(f"node '{n.name}' (QuantizeLinear): scale {scale} is not positive")
+    lo, hi = float(np.float32((qmin - z) * np.float32(scale))), float(np.float32((qmax - z) * np.float32(scale)))
+    return scale, z - 128 if zp.dtype == np.uint8 else z, lo, hi
+
+
+def _same_q(q, dq, consts) -> bool:
+    a, b = q.input[1:], dq.input[1:]
+    try:
+        return all(np.array_equal(_arr(consts, x, np.zeros(())), _arr(consts, y, np.zeros(())))
+                   for x, y in zip(list(a) + [""] * (2 - len(a)), list(b) + [""] * (2 - len(b)))) and \
+            _attr(q, "axis", 1) == _attr(dq, "axis", 1)
+    except EdgecError:
+        return False
+
+
+def _attr(n, name, default=None):
+    for a in n.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+def weight_scale(qdq: dict, node: onnx.NodeProto, kind: str, weights: np.ndarray) -> np.ndarray | None:
+    """The model's own scales of a canonical weighted op's weights, one per output channel (or None:
+    not a QDQ weight, or laid out so that its scales are not per output channel)."""
+    name = node.input[1] if len(node.input) > 1 else ""
+    rec = qdq["weights"].get(name)
+    if rec is None:
+        return None
+    out_axis = {"Conv": 0, "MatMul": 1, "Gemm": 0 if _attr(node, "transB", 0) else 1}.get(node.op_type)
+    if out_axis is None or float(_attr(node, "alpha", 1.0)) != 1.0:
+        return None
+    n_out = weights.shape[-1] if kind == "depthwise_conv2d" else weights.shape[0]
+    scale = np.asarray(rec["scale"], np.float64)
+    if rec["axis"] is None:
+        return np.full(n_out, scale[0])
+    if rec["axis"] != out_axis or scale.size != n_out:
+        return None
+    return scale

@@ -1,0 +1,340 @@
+"""Stage 3: run the float model over the calibration set and collect statistics of every value.
+
+onnxruntime runs the original ONNX model with every intermediate value exposed as an output,
+in batches when the model allows it (a copy with a dynamic batch dimension). The statistics are
+streamed: pass 1 keeps each value's min and max, pass 2 (for the histogram methods) a fixed-size
+histogram over [min, max]; neither keeps activations or the whole data set in memory. The last
+few samples are held out (their histograms kept apart, their inputs and float outputs kept) so
+that `auto` can judge the range methods on data they were not fitted to.
+
+Statistics are cached under ~/.cache/edgec/calib (or $EDGEC_CACHE_DIR/calib), keyed by the
+model, the data file's content and the options that change them: a rebuild does not recalibrate.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+import onnx
+
+from edgec import __version__
+from edgec.frontend import opsets
+from edgec.data import SampleStream
+from edgec.errors import EdgecError
+from edgec.frontend.loader import graph_inputs
+from edgec.quant.ranges import BINS, choose, histogram
+
+Progress = Callable[[int, int], None]
+
+
+def float_session(model: onnx.ModelProto, outputs: Iterable[str] | None = None):
+    """An onnxruntime session of `model`, optionally returning extra values too."""
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    if outputs is not None:
+        known = {o.name for o in model.graph.output}
+        types = {vi.name: vi for vi in model.graph.value_info}
+        for name in outputs:
+            if name not in known and name in types:
+                model.graph.output.append(types[name])
+                known.add(name)
+    return _session(model)
+
+
+def _session(model: onnx.ModelProto):
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    opts.intra_op_num_threads = 1
+    opts.log_severity_level = 4   # failures come back as exceptions (EdgecError); no log lines on stderr
+    model = opsets.for_onnxruntime(model)    # onnxruntime may not run the newest IR version / opset yet
+    try:
+        return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    except Exception as exc:
+        raise ort_error(exc, "onnxruntime cannot load the float model") from None
+
+
+def ort_error(exc: Exception, what: str) -> Exception:
+    """An onnxruntime failure on the user's model as an EdgecError (other exceptions unchanged)."""
+    if not type(exc).__module__.startswith("onnxruntime"):
+        return exc
+    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+    return EdgecError(f"{what} ({text}); check that the model runs in onnxruntime")
+
+
+def batched_session(model: onnx.ModelProto, outputs: Iterable[str]):
+    """A session of a copy of `model` with a dynamic batch dimension returning `outputs` too,
+    or None when the model cannot run batches (e.g. a Reshape to a fixed [1, ...])."""
+    m = onnx.ModelProto.FromString(model.SerializeToString())
+    inp = graph_inputs(m)[0]
+    inp.type.tensor_type.shape.dim[0].dim_param = "batch"
+    del m.graph.value_info[:]
+    names = list(dict.fromkeys([o.name for o in m.graph.output] + list(outputs)))
+    del m.graph.output[:]
+    m.graph.output.extend(onnx.helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, None) for n in names)
+    try:
+        return _session(m)
+    except Exception:
+        return None
+
+
+def run_float(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
+    """Float outputs of the model for every sample of x (N, *input shape without batch)."""
+    sess = float_session(model)
+    name = sess.get_inputs()[0].name
+    return np.concatenate([sess.run(None, {name: x[i:i + 1]})[0] for i in range(len(x))])
+
+
+def calibrate(model: onnx.ModelProto, x: np.ndarray, values: Iterable[str],
+              progress: Progress | None = None) -> dict[str, tuple[float, float]]:
+    """min/max of each named ONNX value over the calibration samples (in-memory x)."""
+    stats = collect(model, _ArrayStream(x), values, histograms=False, holdout=0, progress=progress)
+    return stats.ranges("minmax")
+
+
+# ---- streaming statistics -------------------------------------------------------------------------
+
+@dataclass
+class Stats:
+    """What calibration learned about every ONNX value, enough for every range method."""
+
+    lo: dict[str, float]
+    hi: dict[str, float]
+    hist_fit: dict[str, np.ndarray] = field(default_factory=dict)    # samples [0, n - holdout)
+    hist_hold: dict[str, np.ndarray] = field(default_factory=dict)   # the held-out samples
+    holdout_x: np.ndarray | None = None
+    holdout_y: np.ndarray | None = None                              # float model outputs of holdout_x
+    samples: int = 0
+    batch: int = 1
+    with_histograms: bool = False
+    seconds: float = 0.0
+    cached: bool = False
+
+    def ranges(self, method: str, percentile: float = 99.99, part: str = "all") -> dict[str, tuple[float, float]]:
+        """{ONNX value: (lo, hi)} by `method`; part 'fit' leaves the held-out samples out."""
+        out = {}
+        for name in self.lo:
+            hist = self.hist_fit.get(name)
+            if part == "all" and name in self.hist_hold:
+                hist = self.hist_hold[name] if hist is None else hist + self.hist_hold[name]
+            out[name] = choose(method, self.lo[name], self.hi[name], hist, percentile)
+        return out
+
+
+class _ArrayStream:
+    """SampleStream's interface over an array already in memory."""
+
+    def __init__(self, x: np.ndarray):
+        self.x, self.n = np.asarray(x, np.float32), len(x)
+
+    def batches(self, size):
+        for i in range(0, self.n, size):
+            yield i, self.x[i:i + size]
+
+    def digest(self) -> str:
+        return hashlib.sha256(np.ascontiguousarray(self.x).tobytes()).hexdigest()
+
+
+def collect(model: onnx.ModelProto, stream, values: Iterable[str], histograms: bool = True,
+            holdout: int = 0, rescale: dict[str, tuple[int, np.ndarray]] | None = None, batch: int = 8,
+            progress: Progress | None = None) -> Stats:
+    """Statistics of the named ONNX values over every sample of `stream`.
+
+    `rescale` {value: (axis, factors)} multiplies a value along an axis before it is observed (the
+    channel scales of cross-layer equalization, which changes the canonical graph but not the ONNX one)."""
+    t0 = time.monotonic()
+    values = list(dict.fromkeys(values))
+    inp = graph_inputs(model)[0].name
+    out_name = model.graph.output[0].name
+    n = stream.n
+    holdout = min(holdout, n // 2)
+    sess, size = _pick_session(model, values, stream, batch)
+    names = [o.name for o in sess.get_outputs()]
+    want = set(values)
+    rescale = rescale or {}
+    total = n * (2 if histograms else 1)
+    done = 0
+
+    def run(x):
+        return dict(zip(names, sess.run(None, {inp: x}))) if size > 1 else \
+            {k: np.concatenate(v) for k, v in _per_sample(sess, names, inp, x).items()}
+
+    def observed(results, i):
+        for name, r in results.items():
+            if name in want:
+                if name in rescale:
+                    axis, f = rescale[name]
+                    shape = [1] * r.ndim
+                    shape[axis] = -1
+                    r = r * f.reshape(shape).astype(np.float32)
+                yield name, r
+
+    lo: dict[str, float] = {}
+    hi: dict[str, float] = {}
+    for i, x in stream.batches(size):
+        results = run(x)
+        results[inp] = x
+        for name, r in observed(results, i):
+            a, b = float(r.min()), float(r.max())
+            if not (np.isfinite(a) and np.isfinite(b)):
+                raise EdgecError(f"calibration samples {i}..{i + len(x) - 1}: value '{name}' is not finite "
+                                 "(NaN/Inf); check the calibration data and the model's weights")
+            lo[name], hi[name] = min(lo.get(name, a), a), max(hi.get(name, b), b)
+        done += len(x)
+        if progress:
+            progress(done, total)
+    missing = [v for v in values if v not in lo]
+    if missing:
+        raise EdgecError(f"calibration could not observe values {missing[:5]}")
+    stats = Stats(lo=lo, hi=hi, samples=n, batch=size, with_histograms=histograms)
+    if histograms:
+        held_x, held_y = [], []
+        for i, x in stream.batches(size):
+            results = run(x)
+            split = max(0, min(len(x), n - holdout - i))     # rows before the held-out part
+            if split < len(x):
+                held_x.append(x[split:])
+                held_y.append(results[out_name][split:])
+            results[inp] = x
+            for name, r in observed(results, i):
+                if hi[name] - lo[name] <= 0:
+                    continue
+                for part, rows in ((stats.hist_fit, r[:split]), (stats.hist_hold, r[split:])):
+                    if len(rows):
+                        h = histogram(rows, lo[name], hi[name])
+                        part[name] = part[name] + h if name in part else h
+            done += len(x)
+            if progress:
+                progress(done, total)
+        if held_x:
+            stats.holdout_x, stats.holdout_y = np.concatenate(held_x), np.concatenate(held_y)
+    stats.seconds = time.monotonic() - t0
+    return stats
+
+
+def _per_sample(sess, names, inp, x):
+    out: dict[str, list] = {k: [] for k in names}
+    for j in range(len(x)):
+        for k, r in zip(names, sess.run(None, {inp: x[j:j + 1]})):
+            out[k].append(r)
+    return out
+
+
+def _pick_session(model, values, stream, batch):
+    """A batched session when the model runs batches and gives the same values as batch 1."""
+    single = float_session(model, values)
+    if batch <= 1 or stream.n < 2:
+        return single, 1
+    sess = batched_session(model, values)
+    if sess is None:
+        return single, 1
+    inp = graph_inputs(model)[0].name
+    _, x = next(iter(stream.batches(2)))
+    import onnxruntime as ort
+    quiet = ort.RunOptions()
+    quiet.log_severity_level = 4       # a model that cannot run batches is expected: no error on stderr
+    try:
+        got = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, {inp: x}, quiet)))
+    except Exception:
+        return single, 1
+    names = [o.name for o in single.get_outputs()]
+    for j in range(len(x)):
+        for k, r in zip(names, single.run(None, {inp: x[j:j + 1]})):
+            if k not in got or got[k].shape[1:] != r.shape[1:] or \
+                    not np.allclose(got[k][j:j + 1], r, rtol=1e-4, atol=1e-5):
+                return single, 1
+    return sess, batch
+
+
+# ---- cache -----------------------------------------------------------------------------------------
+
+def cache_dir() -> Path:
+    root = os.environ.get("EDGEC_CACHE_DIR")
+    return (Path(root) if root else Path.home() / ".cache" / "edgec") / "calib"
+
+
+def cache_key(model: onnx.ModelProto, data_digest: str, **options) -> str:
+    h = hashlib.sha256()
+    h.update(model.SerializeToString(deterministic=True))
+    h.update(data_digest.encode())
+    opts = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in options.items()}
+    h.update(json.dumps({"edgec": __version__, "bins": BINS, **opts}, sort_keys=True, default=_jsonable).encode())
+    return h.hexdigest()[:24]
+
+
+def _jsonable(v):
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, tuple):
+        return list(v)
+    raise TypeError(type(v))
+
+
+def save_stats(stats: Stats, path: Path) -> None:
+    names = list(stats.lo)
+    arrays = {f"fit.{i}": stats.hist_fit[n] for i, n in enumerate(names) if n in stats.hist_fit}
+    arrays.update({f"hold.{i}": stats.hist_hold[n] for i, n in enumerate(names) if n in stats.hist_hold})
+    if stats.holdout_x is not None:
+        arrays.update(holdout_x=stats.holdout_x, holdout_y=stats.holdout_y)
+    meta = {"names": names, "lo": [stats.lo[n] for n in names], "hi": [stats.hi[n] for n in names],
+            "samples": stats.samples, "batch": stats.batch, "seconds": stats.seconds,
+            "with_histograms": stats.with_histograms}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
+    np.savez(tmp, meta=np.array(json.dumps(meta)), **arrays)
+    tmp.replace(path)
+
+
+def load_stats(path: Path) -> Stats | None:
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+            names = meta["names"]
+            stats = Stats(lo=dict(zip(names, meta["lo"])), hi=dict(zip(names, meta["hi"])),
+                          samples=meta["samples"], batch=meta["batch"], seconds=meta["seconds"], cached=True,
+                          with_histograms=meta["with_histograms"])
+            for i, n in enumerate(names):
+                if f"fit.{i}" in z.files:
+                    stats.hist_fit[n] = z[f"fit.{i}"]
+                if f"hold.{i}" in z.files:
+                    stats.hist_hold[n] = z[f"hold.{i}"]
+            if "holdout_x" in z.files:
+                stats.holdout_x, stats.holdout_y = z["holdout_x"], z["holdout_y"]
+        return stats
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def collect_cached(model: onnx.ModelProto, stream: SampleStream, values: Iterable[str], histograms: bool,
+                   holdout: int, rescale=None, use_cache: bool = True, progress: Progress | None = None,
+                   log: Callable[[str], None] | None = None) -> Stats:
+    """`collect`, reusing the statistics of an earlier run on the same model, data and options."""
+    values = sorted(set(values))
+    path = None
+    if use_cache:
+        key = cache_key(model, stream.digest(), values=values, holdout=holdout,
+                        rescale={k: [a, f] for k, (a, f) in sorted((rescale or {}).items())})
+        path = cache_dir() / f"{key}.npz"
+        cached = load_stats(path) if path.is_file() else None
+        if cached is not None and (cached.with_histograms or not histograms):
+            if log:
+                log(f"calibration statistics from the cache ({path})")
+            return cached
+    try:
+        stats = collect(model, stream, values, histograms=histograms, holdout=holdout, rescale=rescale,
+                        progress=progress)
+    except Exception as exc:
+        raise ort_error(exc, "the float model failed on the calibration data") from None
+    if path is not None:
+        try:
+            save_stats(stats, path)
+        except OSError as exc:
+            if log:
+                log(f"warning: could not write the calibration cache {path} ({exc})")
+    return stats

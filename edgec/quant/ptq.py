@@ -1,0 +1,202 @@
+"""Post-training quantization, the whole recipe: canonical float graph + calibration file -> INT8 graph.
+
+    [cross-layer equalization] -> calibration statistics (streamed, cached) -> [bias correction, float
+    variant] -> [int16 layers, edgec/int16.py] -> range method (minmax / percentile / entropy / mse;
+    `auto-model`: the one whose INT8 output is closest to float on held-out calibration samples;
+    `auto`: that, then refined tensor by tensor, edgec/autorange.py) -> quantize -> [bias correction
+    on the quantized model's own activations, edgec/biascorr.py] -> [sensitivity report]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import onnx
+
+from edgec.quant import autorange
+from edgec.quant import biascorr
+from edgec.quant import calibrate
+from edgec.quant import equalize
+from edgec.quant import floatref
+from edgec.quant import int16
+from edgec.quant import numerics
+from edgec.quant import reference
+from edgec.quant import sensitivity
+from edgec.data import SampleStream
+from edgec.errors import EdgecError
+from edgec.ir import Graph
+from edgec.quant.quantize import dequantize, quantize, quantize_input
+from edgec.quant.ranges import METHODS
+
+AUTO_METHODS = ("auto", "auto-model")       # per tensor (from the best per-model method), per model
+ALL_METHODS = METHODS + AUTO_METHODS
+HOLDOUT = 32          # samples `auto` keeps aside (at most a quarter of the set)
+BIAS_SAMPLES = 64     # samples bias correction measures the mean shift on
+OWN_RANGE_SAMPLES = 256   # samples the ranges of edgec's own (non-ONNX) tensors are measured on
+
+
+@dataclass
+class QuantOptions:
+    method: str = "minmax"
+    percentile: float = 99.99
+    per_channel: bool = True
+    bias_correction: bool | str = False   # True / "quantized": on the INT8 model's own activations; "float"
+    equalize: bool = False
+    cache: bool = True
+    sensitivity_samples: int = 16      # 0: no sensitivity report
+    int16: tuple[str, ...] = ()        # ONNX node names run with int16 activations (edgec/int16.py)
+    auto_seconds: float = autorange.BUDGET_S   # time budget of auto's per-tensor search
+
+    def check(self) -> None:
+        if self.method not in ALL_METHODS:
+            raise EdgecError(f"unknown calibration method '{self.method}'; use one of {', '.join(ALL_METHODS)}")
+        if self.bias_correction is True:
+            self.bias_correction = "quantized"
+        if self.bias_correction not in (False, None, *biascorr.VARIANTS):
+            raise EdgecError(f"unknown bias correction '{self.bias_correction}'; use one of {', '.join(biascorr.VARIANTS)}")
+        if not 50.0 < self.percentile <= 100.0:
+            raise EdgecError(f"--percentile {self.percentile} is out of range; give a value in (50, 100], e.g. 99.99")
+
+
+@dataclass
+class QuantResult:
+    graph: Graph
+    method: str                                      # the method used (what `auto` chose)
+    ranges: dict[str, tuple[float, float]]
+    scores: dict[str, float] = field(default_factory=dict)   # auto: output SQNR (dB) of each method
+    search: autorange.Search | None = None           # auto: the per-tensor search
+    sensitivity: list[dict] = field(default_factory=list)
+    samples: int = 0
+    calib_seconds: float = 0.0
+    cached: bool = False
+    batch: int = 1
+    warnings: list[str] = field(default_factory=list)          # numeric hazards (edgec/numerics.py)
+
+    @property
+    def label(self) -> str:
+        """The method, with the per-tensor changes of `auto` ('mse + 3 tensors')."""
+        n = len(self.search.changed) if self.search else 0
+        return f"{self.method} + {n} tensor{'s' if n > 1 else ''}" if n else self.method
+
+    def tensor_method(self, source: str) -> str:
+        """The range method of one ONNX value (edgec's own tensors: min/max of its float interpreter)."""
+        if source.startswith(floatref.SYNTHETIC):
+            return "minmax"
+        return self.search.choice.get(source, self.method) if self.search else self.method
+
+    def to_json(self, options: QuantOptions) -> dict:
+        g = self.graph
+        return {"method": self.method, "options": vars(options), "samples": self.samples,
+                "calibration_seconds": round(self.calib_seconds, 3), "from_cache": self.cached,
+                "auto_scores_db": self.scores, "auto_per_tensor": self.search.to_json() if self.search else None,
+                "input": {"scale": g.tensors[g.input].scale, "zero_point": g.tensors[g.input].zero_point},
+                "output": {"scale": g.tensors[g.output].scale, "zero_point": g.tensors[g.output].zero_point},
+                "tensors": {t.name: {"source": t.source, "range": list(self.ranges.get(t.source, (None, None))),
+                                     "scale": t.scale, "zero_point": t.zero_point, "dtype": t.dtype,
+                                     "method": self.tensor_method(t.source)}
+                            for t in g.tensors.values()},
+                "sensitivity": self.sensitivity}
+
+
+def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: QuantOptions,
+                   log: Callable[[str], None] = lambda _: None, progress=None) -> QuantResult:
+    """Calibrate and quantize `graph` (in place) as `options` say."""
+    options.check()
+    numerics.check_finite(graph)
+    wide = int16.check_names(graph, options.int16)      # before the calibration: a typo fails fast
+    stream = SampleStream(calib_path, graph.input_onnx_shape)
+    rescale = equalize.equalize(graph) if options.equalize else None
+    if rescale is not None:
+        log(f"cross-layer equalization: {len(rescale)} layer pairs")
+    holdout = min(HOLDOUT, stream.n // 4) if options.method in AUTO_METHODS else 0
+    log(f"calibrating on {stream.n} samples ({options.method})")
+    sources = {t.source for t in graph.tensors.values()}
+    own = {s for s in sources if s.startswith(floatref.SYNTHETIC)}
+    stats = calibrate.collect_cached(model, stream, sorted(sources - own),
+                                     histograms=options.method != "minmax", holdout=holdout, rescale=rescale,
+                                     use_cache=options.cache, progress=progress, log=log)
+    # tensors edgec made up (decomposed operators) are not ONNX values: their ranges come from edgec's
+    # float interpreter (min/max over the first calibration samples)
+    own_ranges = floatref.ranges(graph, _first(stream, OWN_RANGE_SAMPLES), own) if own else {}
+    if options.bias_correction == "float":
+        biascorr.correct_float(graph, _first(stream, BIAS_SAMPLES), options.per_channel)
+    if wide:
+        converters = int16.mark(graph, wide)
+        log(f"int16 activations (16x8) for {', '.join(wide)}; {converters} int8<->int16 conversions")
+    method, scores, search = options.method, {}, None
+    ranges = {**stats.ranges(method, options.percentile), **own_ranges} if method in METHODS else None
+    if method in AUTO_METHODS:
+        method, scores, search = _auto(graph, stats, options, stream, own_ranges, log)
+        by_method = {m: stats.ranges(m, options.percentile) for m in METHODS}
+        ranges = {**(autorange.ranges_of(search, by_method) if search else by_method[method]), **own_ranges}
+    quantize(graph, ranges, options.per_channel)
+    if graph.fixed_qparams:
+        log(qdq_summary(graph))
+    if options.bias_correction == "quantized":
+        n = biascorr.correct_quantized(graph, ranges, _first(stream, BIAS_SAMPLES), options.per_channel)
+        log(f"bias correction: {n} layers, on the quantized model's own activations")
+    result = QuantResult(graph=graph, method=method, ranges=ranges, scores=scores, search=search,
+                         samples=stats.samples,
+                         calib_seconds=stats.seconds, cached=stats.cached, batch=stats.batch,
+                         warnings=numerics.warnings(graph, ranges))
+    for w in result.warnings:
+        log(f"warning: {w}")
+    if options.sensitivity_samples > 0:
+        missing = floatref.supported(graph)
+        if missing:
+            log(f"sensitivity report skipped: no float reference for op kinds {', '.join(missing)}")
+        else:
+            result.sensitivity = sensitivity.analyse(graph, _first(stream, options.sensitivity_samples))
+    return result
+
+
+def _first(stream: SampleStream, n: int) -> np.ndarray:
+    _, x = next(iter(stream.batches(n)))
+    return x
+
+
+def output_sqnr(graph: Graph, x: np.ndarray, y_float: np.ndarray) -> float:
+    """SQNR (dB) of the INT8 reference's dequantized output against the float output."""
+    tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
+    xq = quantize_input(tin, x)
+    got = np.stack([dequantize(tout, reference.run(graph, xq[i])).reshape(-1) for i in range(len(x))])
+    want = y_float.reshape(len(x), -1).astype(np.float64)
+    return sensitivity.sqnr_db(float(np.sum(want ** 2)), float(np.sum((want - got) ** 2)))
+
+
+def _auto(graph: Graph, stats, options: QuantOptions, stream, own_ranges: dict, log):
+    """auto-model: the best range method for the whole model; auto: then the per-tensor search."""
+    if stats.holdout_x is not None and len(stats.holdout_x):
+        x, part = stats.holdout_x, "fit"
+    else:  # too few samples to hold any out: judge on the calibration samples themselves
+        x, part = _first(stream, HOLDOUT), "all"
+    y = np.stack([floatref.run(graph, xi)[graph.output] for xi in x])
+    by_method = {m: stats.ranges(m, options.percentile, part=part) for m in METHODS}
+    method, scores = autorange.per_model(graph, by_method, own_ranges, x, y, options.per_channel)
+    log("auto: output SQNR " + ", ".join(f"{m} {s:.1f} dB" for m, s in scores.items()) + f" -> {method}")
+    if options.method != "auto":
+        return method, scores, None
+    search = autorange.per_tensor(graph, by_method, own_ranges, x, y, method, options.per_channel,
+                                  options.auto_seconds)
+    log(f"auto per tensor: {search.start_db:.1f} -> {search.final_db:.1f} dB held out, {len(search.changed)} of "
+        f"{search.tensors} tensors changed, {search.trials} trials in {search.seconds:.1f} s"
+        + ("" if search.reached == search.tensors else f" (budget reached after {search.reached} tensors)"))
+    return method, scores, search
+
+
+def correct_bias(graph: Graph, samples: np.ndarray, per_channel: bool = True) -> None:
+    """The float variant of bias correction (edgec/biascorr.py), kept under its old name."""
+    biascorr.correct_float(graph, samples, per_channel)
+
+
+def qdq_summary(graph: Graph) -> str:
+    """What a QDQ model's own quantization became: tensors that took it, tensors where the scheme's won."""
+    fixed = graph.fixed_qparams
+    took = [t for t in graph.tensors.values() if t.source in fixed]
+    own = [t.name for t in took if (t.scale, t.zero_point) != fixed[t.source]]
+    weighted = [op for op in graph.ops if "weights" in op.attrs]
+    n_w = sum("weight_scale" in op.attrs for op in weighted)
+    return (f"QDQ model: {len(took) - len(own)} of {len(graph.tensors)} activations and {n_w} of {len(weighted)} "
+            "weighted layers take the model's own scales and zero points"
+            + (f"; the int8 scheme fixes its own for {', '.join(own)}" if own else ""))

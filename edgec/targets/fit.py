@@ -1,0 +1,184 @@
+"""Does the model fit the board? Estimated before anything is generated, measured after the build.
+
+Before: RAM = arena (exact, from the plan) + the benchmark runtime's static RAM + the board's stack
+reserve; flash = constants (exact: weights, biases, multipliers, shifts, tables) + a code estimate.
+Too big: `check` raises one EdgecError line with the numbers, the biggest tensors and layers, and what to try.
+
+After (`measure`): from the firmware ELF, the static RAM (.data + .bss), the stack estimate from gcc's
+`-fstack-usage` files along the deepest call chain of the firmware, and the check that no constant of the
+model library sits in RAM (the arena is the model's only RAM symbol).
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from edgec.targets.boards import Board
+from edgec.errors import EdgecError
+from edgec.targets.firmware import _run_size as _run   # binutils, with a clear error when missing
+from edgec.ir import ALIAS_OPS, Graph
+from edgec.plan.memory_report import summary
+from edgec.plan.planner import Plan
+
+# Static RAM of the benchmark firmware besides the arena: serial-link frames and counters (edgec_link.c,
+# board.c) plus a 4-byte tick counter per layer for the profile. Measured on qemu-cortex-m4
+# (arm-none-eabi-gcc 12, -O2): .data + .bss - arena = 1,168 + 4 x layers bytes on the four MLPerf models.
+RUNTIME_RAM_BYTES = 1168
+RUNTIME_RAM_PER_LAYER_BYTES = 4
+
+
+def runtime_ram_bytes(graph: Graph) -> int:
+    return RUNTIME_RAM_BYTES + RUNTIME_RAM_PER_LAYER_BYTES * sum(op.kind not in ALIAS_OPS for op in graph.ops)
+# Code (flash besides the model's constants), calibrated on the four MLPerf Tiny models built for
+# qemu-cortex-m4 (within ~10%): startup, serial link, libc pieces, plus each kernel used once, plus the
+# call and parameter struct of every op. Layer-name strings are dropped by the linker unless used.
+CODE_BASE_BYTES = 2560
+CODE_PER_OP_BYTES = 192
+KERNEL_CODE_BYTES = {"conv2d": 720, "depthwise_conv2d": 1300, "fully_connected": 1000, "max_pool": 440,
+                     "avg_pool": 440, "add": 580, "softmax": 920, "transpose": 400}
+UNKNOWN_KERNEL_CODE_BYTES = 1024
+DEFAULT_STACK_BYTES = 4096    # when the board's platform does not say how much stack it reserves
+# A Cortex-M exception stacks 8 words, 26 with the FPU's lazy context: 104 bytes, taken by an interrupt
+# (serial, SysTick) arriving in the deepest kernel. Handlers' own frames come from their .su entries.
+EXCEPTION_FRAME_BYTES = 104
+
+
+def board_stack_bytes(board: Board) -> int:
+    """The stack the board's linker script reserves (edgec's local platforms say it in the board manifest)."""
+    local = board.local_platform_dir
+    manifest = local / "boards" / f"{board.pio_board}.json" if local else None
+    if manifest and manifest.is_file():
+        size = json.loads(manifest.read_text()).get("build", {}).get("stack_size")
+        if isinstance(size, int) and size > 0:
+            return size
+    return DEFAULT_STACK_BYTES
+
+
+def code_estimate(graph: Graph) -> int:
+    ops = [op for op in graph.ops if op.kind not in ALIAS_OPS]
+    kinds = {op.kind for op in ops}
+    return (CODE_BASE_BYTES + CODE_PER_OP_BYTES * len(ops)
+            + sum(KERNEL_CODE_BYTES.get(k, UNKNOWN_KERNEL_CODE_BYTES) for k in kinds))
+
+
+def estimate(graph: Graph, plan: Plan, board: Board) -> dict:
+    """RAM and flash the firmware needs, by part, against the board's."""
+    ram = {"arena": plan.arena_bytes, "runtime": runtime_ram_bytes(graph), "stack": board_stack_bytes(board),
+           "framework": board.reserved_ram_bytes}
+    flash = {"constants": graph.weights_bytes(), "code": code_estimate(graph), "framework": board.reserved_flash_bytes}
+    return {"ram": dict(ram, total=sum(ram.values()), board=board.ram_bytes),
+            "flash": dict(flash, total=sum(flash.values()), board=board.flash_bytes)}
+
+
+def _b(n: int) -> str:
+    return f"{n:,} B"
+
+
+def _framework(part: dict) -> str:
+    return f" + framework {_b(part['framework'])}" if part["framework"] else ""
+
+
+def check(graph: Graph, plan: Plan, board: Board) -> dict:
+    """The estimate; EdgecError if the model does not fit the board's RAM or flash."""
+    est = estimate(graph, plan, board)
+    ram, flash = est["ram"], est["flash"]
+    where = f"model {graph.name} does not fit board {board.name}"
+    if ram["total"] > ram["board"]:
+        s = summary(graph, plan)
+        tensors = ", ".join(f"{t['tensor']} ({_b(t['bytes'])})" for t in s["biggest_tensors"])
+        layers = ", ".join(f"op {x['op']} {x['kind']} '{x['name']}' ({_b(x['live_bytes'])} live)"
+                           for x in s["biggest_layers"][:2])
+        raise EdgecError(
+            f"{where}: it needs {_b(ram['total'])} of RAM (arena {_b(ram['arena'])} + runtime {_b(ram['runtime'])}"
+            f" + stack {_b(ram['stack'])}{_framework(ram)}) but the board has {_b(ram['board'])}, "
+            f"{_b(ram['total'] - ram['board'])} "
+            f"short; biggest tensors: {tensors}; peak layers: {layers}; try a smaller input resolution or fewer "
+            f"channels around those layers, or a board with more RAM")
+    if flash["total"] > flash["board"]:
+        layers = sorted(((sum(a.nbytes for a in op.arrays.values()), i) for i, op in enumerate(graph.ops)),
+                        reverse=True)[:3]
+        names = ", ".join(f"op {i} {graph.ops[i].kind} '{graph.ops[i].name}' ({_b(n)})" for n, i in layers)
+        raise EdgecError(
+            f"{where}: it needs about {_b(flash['total'])} of flash (constants {_b(flash['constants'])} + code "
+            f"about {_b(flash['code'])}{_framework(flash)}) but the board has {_b(flash['board'])}; biggest layers by constants: "
+            f"{names}; try fewer or narrower layers (or pruning them), or a board with more flash")
+    return est
+
+
+# ---------------------------------------------------------------- after the build
+
+_RAM_TYPES = set("bBdDcC")
+
+
+def ram_symbols(program: Path, nm: str = "arm-none-eabi-nm") -> dict[str, int]:
+    """{symbol: bytes} of everything the program keeps in .data/.bss (static RAM)."""
+    out = _run([nm, "-S", "-t", "d", str(program)])
+    symbols = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[2] in _RAM_TYPES:
+            symbols[parts[3]] = int(parts[1])
+    return symbols
+
+
+def defined_symbols(objects: list[Path], nm: str = "arm-none-eabi-nm") -> set[str]:
+    """Names defined by these object files (functions, constants and variables, static ones included)."""
+    names = set()
+    for obj in objects:
+        for line in _run([nm, str(obj)]).splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[1] not in "Uuw":
+                names.add(parts[2])
+    return names
+
+
+_SU_RE = re.compile(r"^.*:\d+:\d+:(?P<fn>[^\s]+)\s+(?P<bytes>\d+)\s+(?P<kind>\S+)$")
+
+
+def stack_usage(build_dir: Path) -> dict[str, int]:
+    """{function: frame bytes} from the `-fstack-usage` (.su) files gcc wrote next to the objects."""
+    frames = {}
+    for su in sorted(Path(build_dir).rglob("*.su")):
+        for line in su.read_text().splitlines():
+            m = _SU_RE.match(line.strip())
+            if m:
+                name = m["fn"].split(".")[0]      # gcc suffixes clones: foo.constprop.0, foo.isra.0
+                frames[name] = max(frames.get(name, 0), int(m["bytes"]))
+    return frames
+
+
+def stack_estimate(frames: dict[str, int], model: str) -> int | None:
+    """Deepest stack of the benchmark firmware: main -> edgec_link_serve -> (its command handler) ->
+    NAME_invoke -> NAME_invoke_with_hook -> the deepest kernel, plus an interrupt arriving there.
+    Kernels inline their helpers; libgcc's 64-bit division (softmax) is not in the .su files and is
+    counted as 64 bytes. None when the files are missing (a build without -fstack-usage)."""
+    chain = ["main", "edgec_link_serve", "handle", f"{model}_invoke", f"{model}_invoke_with_hook"]
+    if not all(f in frames for f in chain[:2] + chain[3:]):
+        return None
+    kernels = [v for k, v in frames.items() if k.startswith("edgec_") and k.endswith("_s8")]
+    isr = max((v for k, v in frames.items() if k.endswith("_Handler") or k.endswith("_irq_handler")), default=32)
+    return sum(frames.get(f, 0) for f in chain) + max(kernels, default=0) + 64 + EXCEPTION_FRAME_BYTES + isr
+
+
+def measure(project: Path, program: Path, model: str, host: bool) -> dict:
+    """Static RAM, stack estimate and the flash-not-RAM check of a built firmware."""
+    build_dir = next((d for d in (Path(project) / ".pio" / "build").glob("*") if d.is_dir()), None)
+    frames = stack_usage(build_dir) if build_dir else {}
+    stack = stack_estimate(frames, model)
+    result = {"stack_estimate_bytes": stack, "stack_estimate_method": "gcc -fstack-usage, deepest call chain"}
+    if host:
+        return result
+    ram = ram_symbols(program)
+    sections = {}
+    for line in _run(["arm-none-eabi-size", "-A", "-d", str(program)]).splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] in (".data", ".bss") and parts[1].isdigit():
+            sections[parts[0]] = int(parts[1])
+    static = sum(sections.values())
+    objects = [o for name in (model, "edgec_kernels") for o in sorted(build_dir.rglob(f"{name}.o"))] \
+        if build_dir else []
+    model_in_ram = sorted(set(ram) & defined_symbols(objects)) if objects else None
+    result.update({"static_ram_bytes": static, "model_ram_symbols": model_in_ram,
+                   "total_ram_bytes": static + stack if stack is not None else None})
+    return result

@@ -1,0 +1,149 @@
+"""PlatformIO, offline: edgec's own core dir, tool-scons from the installed SCons package, `pio` runs.
+
+edgec never touches the user's ~/.platformio: it uses ~/.cache/edgec/platformio (or
+$EDGEC_PLATFORMIO_HOME).  PlatformIO registers a local platform under its name (one
+`platforms/edgec-qemu.pio-link` per core dir), so two edgec installations (checkouts, worktrees,
+wheels) sharing that core dir would keep re-registering it under each other's builds; each
+installation therefore gets its own platforms folder, keyed by where its boards/ folder is.  PlatformIO's registry is not needed for edgec's local platforms: the
+one core package a build needs, tool-scons, is made from the `SCons` Python package edgec depends on.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from edgec.errors import EdgecError
+from edgec.resources import resource_dir
+
+SCONS_PACKAGE_VERSION = "4.41101.0"   # what PlatformIO 6 asks for ("~4.41101.0")
+_ERROR_RE = re.compile(r"error|overflowed|undefined reference|not found|No such file|HTTPClientError|"
+                       r"UnknownBoard|UnknownPlatform|PlatformioException", re.IGNORECASE)
+
+
+def core_dir() -> Path:
+    """edgec's private PlatformIO core dir."""
+    env = os.environ.get("EDGEC_PLATFORMIO_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "edgec" / "platformio"
+
+
+def platforms_dir(core: Path | None = None) -> Path:
+    """This installation's PlatformIO platforms folder (see the module docstring)."""
+    key = hashlib.sha1(str(resource_dir("boards").resolve()).encode()).hexdigest()[:12]
+    return (core or core_dir()) / "platforms-by-install" / key
+
+
+def pio_environ(core: Path | None = None) -> dict[str, str]:
+    """Environment for PlatformIO: private core dir, no telemetry, no update or prune checks."""
+    env = dict(os.environ)
+    env.update({
+        "PLATFORMIO_CORE_DIR": str(core or core_dir()),
+        "PLATFORMIO_PLATFORMS_DIR": str(platforms_dir(core)),
+        "PLATFORMIO_SETTING_ENABLE_TELEMETRY": "No",
+        "PLATFORMIO_SETTING_CHECK_PLATFORMIO_INTERVAL": "3650",   # days between upgrade checks
+        "PLATFORMIO_SETTING_CHECK_PRUNE_SYSTEM_THRESHOLD": "0",
+        "PLATFORMIO_DISABLE_UPGRADE_CHECK": "true",
+        "PLATFORMIO_DISABLE_PROGRESSBAR": "true",
+        "PLATFORMIO_NO_ANSI": "true",
+        "PYTHONUNBUFFERED": "1",
+    })
+    for var in ("PLATFORMIO_BUILD_FLAGS", "PLATFORMIO_SRC_BUILD_FLAGS", "PLATFORMIO_DEFAULT_ENVS",
+                "PLATFORMIO_BUILD_DIR", "PLATFORMIO_WORKSPACE_DIR"):
+        env.pop(var, None)      # the generated project alone decides how it is built
+    return env
+
+
+def ensure_scons(core: Path | None = None) -> Path:
+    """Install tool-scons into the core dir from the installed SCons package (idempotent)."""
+    core = core or core_dir()
+    dest = core / "packages" / "tool-scons"
+    piopm = dest / ".piopm"
+    if piopm.is_file() and (dest / "SCons").is_dir() and SCONS_PACKAGE_VERSION in piopm.read_text():
+        return dest
+    spec = importlib.util.find_spec("SCons")
+    if spec is None or not spec.submodule_search_locations:
+        raise EdgecError("the Python package 'scons' is missing: install it (pip install scons) so edgec "
+                         "can build firmware with PlatformIO offline")
+    src = Path(next(iter(spec.submodule_search_locations)))
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".tool-scons-", dir=dest.parent))
+    shutil.copytree(src, tmp / "SCons", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp / "scons.py").write_text("from SCons.Script.Main import main\n\nmain()\n")
+    (tmp / "package.json").write_text(json.dumps({
+        "name": "tool-scons", "version": SCONS_PACKAGE_VERSION,
+        "description": "SCons from the Python package installed with edgec", "system": "*"}))
+    (tmp / ".piopm").write_text(json.dumps({
+        "type": "tool", "name": "tool-scons", "version": SCONS_PACKAGE_VERSION,
+        "spec": {"owner": "platformio", "id": None, "name": "tool-scons", "requirements": None, "uri": None}}))
+    if dest.exists():
+        shutil.rmtree(dest, ignore_errors=True)
+    try:
+        tmp.rename(dest)
+    except OSError:               # another edgec process installed it meanwhile
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def pio_command() -> list[str]:
+    """How to start PlatformIO: the `platformio` module of this Python."""
+    if importlib.util.find_spec("platformio") is None:
+        raise EdgecError("PlatformIO is not installed in this Python: pip install platformio")
+    return [sys.executable, "-m", "platformio"]
+
+
+def _error_summary(output: str) -> str:
+    """The most telling line of a failed build's output."""
+    lines = [re.sub(r"^\S*/(ld|collect2)(\.\w+)?:", r"\1:", ln.strip()) for ln in output.splitlines() if ln.strip()]
+    for line in lines:                       # the first compiler/linker error is the cause
+        if re.search(r"(error:|overflowed|undefined reference)", line):
+            return line
+    for line in reversed(lines):
+        if _ERROR_RE.search(line) and not line.startswith("="):
+            return line
+    return lines[-1] if lines else "no output"
+
+
+def run_pio(args: list[str], project_dir: Path, log_file: Path, log=print, timeout: float = 900) -> str:
+    """Run `pio <args>` in project_dir, saving its output to log_file; EdgecError on failure."""
+    core = core_dir()
+    ensure_scons(core)
+    cmd = pio_command() + list(args)
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        proc = subprocess.run(cmd, cwd=project_dir, env=pio_environ(core), stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              errors="replace", timeout=timeout)
+        output, code = proc.stdout, proc.returncode
+    except subprocess.TimeoutExpired as e:
+        output = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        log_file.write_text(f"$ {' '.join(cmd)}\n{output}\n[edgec] timed out after {timeout:.0f} s\n")
+        raise EdgecError(f"`pio {' '.join(args)}` timed out after {timeout:.0f} s in {project_dir} "
+                         f"(log: {log_file}); a board that is not local needs internet for its first build") from None
+    log_file.write_text(f"$ {' '.join(cmd)}\n{output}")
+    if code != 0:
+        raise EdgecError(f"`pio {' '.join(args)}` failed in {project_dir}: {_error_summary(output)} "
+                         f"(full log: {log_file})")
+    if log is not None:
+        for line in output.splitlines():
+            if line.startswith(("RAM:", "Flash:")):
+                log(line)
+    return output
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m edgec.targets.pio ARGS`: PlatformIO with edgec's offline set-up (for exported examples)."""
+    core = core_dir()
+    ensure_scons(core)
+    args = sys.argv[1:] if argv is None else argv
+    return subprocess.call(pio_command() + list(args), env=pio_environ(core))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
