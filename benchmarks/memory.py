@@ -26,6 +26,7 @@ from edgec import api
 from edgec.quant import calibrate
 from edgec.frontend import canonicalize
 from edgec.frontend import loader
+from edgec.codegen import lowering
 from edgec.plan import planner
 from edgec.quant import quantize
 from edgec.data import load_dataset
@@ -89,6 +90,7 @@ def main() -> int:
             data = load_dataset(calib, graph.input_onnx_shape)
             ranges = calibrate.calibrate(model, data.x, [t.source for t in graph.tensors.values()])
             quantize.quantize(graph, ranges)
+            lowering.lower_graph(graph)
             start = time.perf_counter()
             graph.ops = planner.schedule(graph)
             plan = planner.plan(graph)

@@ -27,7 +27,10 @@ from edgec.frontend import support
 from edgec.quant import sensitivity as sens
 from edgec.targets.boards import Board, load_board
 from edgec.errors import EdgecError
+from edgec.codegen.lowering import lower_graph
 from edgec.ir import Graph
+from edgec.ops.registry import graph_macs
+from edgec.templating import c_identifier
 from edgec.progress import Progress
 from edgec.staging import staged_folder
 
@@ -44,7 +47,7 @@ def model_name(model_path: Path) -> str:
     stem = model_path.stem
     if stem.lower() in ("model", "net", "network") and model_path.resolve().parent.name:
         stem = model_path.resolve().parent.name
-    return codegen.c_identifier(stem)
+    return c_identifier(stem)
 
 
 def calibrate_model(model_path: str | Path, calib_path: str | Path, options: ptq.QuantOptions | None = None,
@@ -66,8 +69,10 @@ def compile_model(model_path: str | Path, calib_path: str | Path, log: Log = _qu
 
 
 def schedule_and_plan(graph: Graph, guard: int = 0):
-    """Put the ops in the execution order with the smallest memory peak and plan the arena
-    (guard > 0: with the arena guard's canaries, see edgec/guard.py)."""
+    """Lower the ops onto the fast kernels where they can run there (edgec/codegen/lowering.py: their
+    constants and scratch), put the ops in the execution order with the smallest memory peak and plan the
+    arena (guard > 0: with the arena guard's canaries, see edgec/plan/guard.py)."""
+    lower_graph(graph)
     graph.ops = planner.schedule(graph)
     plan = planner.plan(graph, guard=guard)
     planner.check_plan(graph, plan)
@@ -108,7 +113,7 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
         log("sensitivity (worst first; SQNR of INT8 vs float, higher is better):\n"
             + sens.table(quant.sensitivity, 10))
     name = graph.name
-    log(f"{name}: {len(graph.ops)} ops, {graph.macs():,} MACs, arena {plan.arena_bytes:,} bytes, "
+    log(f"{name}: {len(graph.ops)} ops, {graph_macs(graph):,} MACs, arena {plan.arena_bytes:,} bytes, "
         f"weights {graph.weights_bytes():,} bytes")
     budget = fit.check(graph, plan, the_board)   # before anything is written: does it fit the board?
     # Build in a scratch folder next to OUTDIR, moved in place only when everything worked.
@@ -122,7 +127,7 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
         report = {
             "edgec_version": __version__, "board": the_board.name, "board_file": str(the_board.path),
             "model": name, "model_file": str(model_path.resolve()), "model_hash": artifact.graph_hash(graph),
-            "macs": graph.macs(), "ops": len(graph.ops),
+            "macs": graph_macs(graph), "ops": len(graph.ops),
             "input": _io_info(graph, graph.input, graph.input_onnx_shape),
             "output": _io_info(graph, graph.output, graph.output_onnx_shape),
             "memory": {"arena_bytes": plan.arena_bytes, "weights_bytes": graph.weights_bytes(),
@@ -252,7 +257,7 @@ def inspect_model(model_path: str | Path) -> dict:
     given = qdq.info(model)
     if given["activations"] or given["weights"]:
         info["qdq"] = {"activations": len(given["clips"]), "weights": len(given["weights"])}   # Q/DQ pairs, DQ constants
-    info["macs"] = graph.macs()            # of the nodes edgec can build, when some it cannot
+    info["macs"] = graph_macs(graph)            # of the nodes edgec can build, when some it cannot
     info["canonical_ops"] = len(graph.ops)
     for t in graph.tensors.values():
         t.scale, t.zero_point = 1.0, 0

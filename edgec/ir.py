@@ -11,11 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-# Ops whose output is the same bytes as their input (no code on the device).
-ALIAS_OPS = {"reshape"}
-# Ops whose output must reuse the input's quantization parameters.
-SAME_QPARAMS_OPS = {"reshape", "transpose", "max_pool", "avg_pool", "remap", "resize_linear"}
-# Activation types: int8 everywhere, int16 where a layer runs TFLite's 16x8 scheme (edgec/int16.py).
+# Activation types: int8 everywhere, int16 where a layer runs TFLite's 16x8 scheme (edgec/quant/int16.py).
 DTYPES = {"int8": np.int8, "int16": np.int16}
 
 
@@ -54,7 +50,7 @@ class Op:
     attrs: dict = field(default_factory=dict)
     params: dict = field(default_factory=dict)
     arrays: dict = field(default_factory=dict)
-    lowered: dict | None = None     # the fast kernel chosen for this op (edgec/fastkernels.py), if any
+    lowered: dict | None = None     # the fast kernel chosen for this op (edgec/codegen/lowering.py), if any
 
 
 @dataclass
@@ -78,22 +74,6 @@ class Graph:
 
     def consumers(self, tensor: str) -> list[Op]:
         return [op for op in self.ops if tensor in op.inputs]
-
-    def op_macs(self, op: Op) -> int:
-        """Multiply-accumulates of one op in one inference (float or quantized weights, same shape)."""
-        out = self.tensors[op.output]
-        w = op.attrs.get("weights", op.arrays.get("weights"))
-        if op.kind == "conv2d":
-            return out.size * int(np.prod(w.shape[1:]))
-        if op.kind == "depthwise_conv2d":
-            return out.size * w.shape[0] * w.shape[1]
-        if op.kind == "fully_connected":
-            return int(w.size)
-        return 0
-
-    def macs(self) -> int:
-        """Multiply-accumulates of one inference."""
-        return sum(self.op_macs(op) for op in self.ops)
 
     def weights_bytes(self) -> int:
         """Bytes of constant data the generated model keeps in flash (the fast kernels' own packing

@@ -16,6 +16,7 @@ from edgec.codegen import cmodel as codegen
 from edgec.plan import guard
 from edgec.plan import planner
 from edgec.quant import quantize
+from edgec.quant import scheme
 from edgec.quant import reference
 from edgec.data import load_dataset
 
@@ -65,7 +66,7 @@ def test_guarded_model_is_bit_exact_and_reports_success(tmp_path):
     codegen.generate(graph, plan, tmp_path, graph.name)
     assert "edgec_guard_intact(" in (tmp_path / f"{graph.name}.c").read_text()
     x = load_dataset(DIGITS / "test.npz", graph.input_onnx_shape, 32).x
-    xq = quantize.quantize_input(graph.tensors[graph.input], x)
+    xq = scheme.quantize_input(graph.tensors[graph.input], x)
     want = np.stack([reference.run(graph, q).reshape(-1) for q in xq])
     # the driver fails on a non-zero invoke status: the guard finds nothing on a correct plan
     got = run_generated_c(tmp_path, graph.name, xq.reshape(len(xq), -1), want.shape[1],

@@ -10,6 +10,7 @@ from edgec import api
 from edgec.codegen import cmodel as codegen
 from edgec.plan import planner
 from edgec.quant import quantize
+from edgec.quant import scheme
 from edgec.quant import reference
 from edgec.data import load_dataset
 
@@ -17,7 +18,7 @@ from edgec.data import load_dataset
 def _check(graph, x_float, tmp_path, cc="gcc", flags=("-O2",)):
     plan = planner.plan(graph)
     codegen.generate(graph, plan, tmp_path, graph.name)
-    xq = quantize.quantize_input(graph.tensors[graph.input], x_float)
+    xq = scheme.quantize_input(graph.tensors[graph.input], x_float)
     want = np.stack([reference.run(graph, q).reshape(-1) for q in xq])
     got = run_generated_c(tmp_path, graph.name, xq.reshape(len(xq), -1), want.shape[1], cc=cc, flags=flags)
     mismatched = np.flatnonzero(np.any(got != want, axis=1))

@@ -15,6 +15,7 @@ from edgec import api
 from edgec.quant import artifact
 from edgec.codegen import cmodel as codegen
 from edgec.quant import quantize
+from edgec.quant import scheme
 from edgec.quant import reference
 from edgec.targets.boards import load_board
 from edgec.data import load_dataset
@@ -44,7 +45,7 @@ def reference_outputs(name: str, n: int):
     from edgec.api import compile_model
     _, graph, _ = compile_model(EXAMPLES / name / "model.onnx", EXAMPLES / name / "calib.npz")
     x = load_dataset(EXAMPLES / name / "test.npz", graph.input_onnx_shape, limit=n).x
-    xq = quantize.quantize_input(graph.tensors[graph.input], x)
+    xq = scheme.quantize_input(graph.tensors[graph.input], x)
     ref = np.stack([np.asarray(reference.run(graph, xq[i])).reshape(-1) for i in range(n)])
     xq = xq.reshape(n, -1)
     return artifact.graph_hash(graph), xq, ref

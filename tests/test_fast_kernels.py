@@ -11,8 +11,9 @@ from conftest import EXAMPLES
 from test_codegen import _check
 from test_pipeline import MODELS, quantized
 from edgec import api
-from edgec.codegen import lowering as fastkernels
-from edgec.ops import kernels_ref as K
+from edgec.ops import fast
+from edgec.quant import scheme
+from edgec.codegen import lowering
 
 PATHS = {"portable": ("-O2",), "dsp-emulated": ("-O2", "-DEDGEC_EMULATE_DSP")}
 
@@ -21,17 +22,17 @@ def test_one_multiply_requantization_is_tflite_exact():
     rng = np.random.default_rng(1)
     for t in range(300):
         mult = int(rng.integers((1 << 30) + 1, 1 << 31)) if t % 5 else (1 << 31) - 1
-        shift = -int(rng.integers(0, fastkernels.MAX_RIGHT_SHIFT + 1))
+        shift = -int(rng.integers(0, fast.MAX_RIGHT_SHIFT + 1))
         zp = int(rng.integers(-128, 128))
         acc = np.concatenate([rng.integers(-(1 << 30) + 1, 1 << 30, 1000), np.arange(-600, 600)])
-        rq = fastkernels.rq_records(np.zeros(1), np.array([mult]), np.array([shift]), zp)
-        np.testing.assert_array_equal(fastkernels.run_rq(acc, rq[0]), K.requantize(acc, mult, shift) + zp)
+        rq = fast.rq_records(np.zeros(1), np.array([mult]), np.array([shift]), zp)
+        np.testing.assert_array_equal(fast.run_rq(acc, rq[0]), scheme.requantize(acc, mult, shift) + zp)
 
 
 def test_multipliers_outside_the_fast_path_are_declined():
-    assert fastkernels.rq_records(np.zeros(1), np.array([1 << 30]), np.array([-3])) is None   # exact 2^30
-    assert fastkernels.rq_records(np.zeros(1), np.array([1 << 30 | 5]), np.array([2])) is None  # left shift
-    assert fastkernels.rq_records(np.zeros(1), np.array([1 << 30 | 5]), np.array([-30])) is None
+    assert fast.rq_records(np.zeros(1), np.array([1 << 30]), np.array([-3])) is None   # exact 2^30
+    assert fast.rq_records(np.zeros(1), np.array([1 << 30 | 5]), np.array([2])) is None  # left shift
+    assert fast.rq_records(np.zeros(1), np.array([1 << 30 | 5]), np.array([-30])) is None
 
 
 @pytest.mark.parametrize("path", sorted(PATHS))
@@ -74,7 +75,7 @@ def test_random_layers_sanitized(path, tmp_path):
     model = make_model(nodes, ("x", [1, 3, 9, 5]), ("y", [1, 5]), {"w1": w1, "w2": w2, "w3": w3, "wf": wf})
     onnx.checker.check_model(model)
     graph, x = quantized(model, (3, 9, 5), n=16)
-    assert sum(fastkernels.lower(op) is not None for op in graph.ops) >= 4
+    assert sum(lowering.lower(op) is not None for op in graph.ops) >= 4
     _check(graph, x, tmp_path, flags=PATHS[path] + ("-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"))
 
 
@@ -109,7 +110,7 @@ def test_depthwise_3x3_strides_orientations_and_clamps_sanitized(path, tmp_path)
     dws = [op for op in graph.ops if op.kind == "depthwise_conv2d"]
     assert len(dws) == len(layers)
     dws[1].params.update(act_min=-100, act_max=20)   # narrower than int8: the C and the reference clamp
-    fastkernels.lower_graph(graph)
+    lowering.lower_graph(graph)
     lowered = [op.lowered for op in dws]
     assert all(low and low["kernel"] == "edgec_fast_dw3x3_s8" for low in lowered)
     assert [low["params"]["stride"] for low in lowered] == [1, 2, 1, 2, 1]

@@ -17,9 +17,11 @@ from edgec import api
 from edgec.quant import artifact
 from edgec.quant import calibrate
 from edgec.codegen import cmodel as codegen
+from edgec.codegen import lowering
 from edgec.plan import planner
 from edgec.quant import ptq
 from edgec.quant import quantize
+from edgec.quant import scheme
 from edgec.quant import reference
 from edgec.errors import EdgecError
 
@@ -93,6 +95,7 @@ def test_int16_on_the_sensitive_layers_raises_output_sqnr(files):
 def test_rewrite_converts_only_at_chain_ends_and_plans_bytes(files):
     _, path, calib, _ = files
     g = _quantize(path, calib, ("convA", "dw", "pw", "fc"), samples=0).graph
+    lowering.lower_graph(g)                                     # (the build's next step)
     conv = [op for op in g.ops if op.kind == "requantize"]
     assert [(g.tensors[op.inputs[0]].dtype, g.tensors[op.output].dtype) for op in conv] == \
         [("int8", "int16"), ("int16", "int8")]
@@ -111,6 +114,7 @@ def test_rewrite_converts_only_at_chain_ends_and_plans_bytes(files):
             assert by_tensor[name].size >= t.size * (2 if t.dtype == "int16" else 1)
     # the int8 layers of a partly int16 model keep their fast kernels
     g2 = _quantize(path, calib, ("dw",), samples=0).graph
+    lowering.lower_graph(g2)
     assert [op.lowered is not None for op in g2.ops if op.name == "pw"] == [True]
     assert [op.lowered for op in g2.ops if op.name == "dw"] == [None]
 
@@ -133,7 +137,7 @@ def test_generated_c_bit_exact_with_int16_layers(files, tmp_path, wide):
     plan = planner.plan(g)
     planner.check_plan(g, plan)
     x = np.load(test)["x"]
-    xq = quantize.quantize_input(g.tensors[g.input], x)
+    xq = scheme.quantize_input(g.tensors[g.input], x)
     want = np.stack([reference.run(g, q).reshape(-1) for q in xq])
     for cc, flags in (("gcc", ("-O2",)), ("clang", ("-O1", "-g", "-fsanitize=address,undefined",
                                                        "-fno-sanitize-recover=all"))):

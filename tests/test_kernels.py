@@ -10,8 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from edgec.ops import binary
+from edgec.ops import conv
+from edgec.ops import dense
+from edgec.ops import movement
+from edgec.ops import pool
+from edgec.quant import scheme
+from edgec.ops import softmax
 
-from edgec.ops import kernels_ref as K
 
 RUNTIME = Path(__file__).resolve().parent.parent / "runtime_c"
 KERNELS_C = RUNTIME / "edgec_kernels.c"
@@ -147,7 +153,7 @@ def _requant_params(rng, n, acc_scale=None):
         reals = np.exp(rng.uniform(math.log(1e-5), math.log(0.5), size=n))
     else:
         reals = np.exp(rng.uniform(math.log(1.0), math.log(60.0), size=n)) / acc_scale
-    ms = [K.quantize_multiplier(float(r)) for r in reals]
+    ms = [scheme.quantize_multiplier(float(r)) for r in reals]
     return np.array([m for m, _ in ms], np.int32), np.array([s for _, s in ms], np.int32)
 
 
@@ -220,17 +226,17 @@ def _tflite_requantize(x, m, s):
 
 
 def test_quantize_multiplier():
-    assert K.quantize_multiplier(0.0) == (0, 0)
-    assert K.quantize_multiplier(0.5) == (1 << 30, 0)
-    assert K.quantize_multiplier(1.0) == (1 << 30, 1)
-    assert K.quantize_multiplier(1.0 - 2.0 ** -40) == (1 << 30, 1)  # q_fixed rounds up to 2**31
-    assert K.quantize_multiplier(2.0 ** -40) == (0, 0)
-    assert K.quantize_multiplier(3.0 * 2 ** 20) == (3 << 29, 22)
+    assert scheme.quantize_multiplier(0.0) == (0, 0)
+    assert scheme.quantize_multiplier(0.5) == (1 << 30, 0)
+    assert scheme.quantize_multiplier(1.0) == (1 << 30, 1)
+    assert scheme.quantize_multiplier(1.0 - 2.0 ** -40) == (1 << 30, 1)  # q_fixed rounds up to 2**31
+    assert scheme.quantize_multiplier(2.0 ** -40) == (0, 0)
+    assert scheme.quantize_multiplier(3.0 * 2 ** 20) == (3 << 29, 22)
     # half away from zero: q*2**31 = 2**30 + 0.5 -> 2**30 + 1
-    assert K.quantize_multiplier((2 ** 30 + 0.5) / 2 ** 31) == (2 ** 30 + 1, 0)
+    assert scheme.quantize_multiplier((2 ** 30 + 0.5) / 2 ** 31) == (2 ** 30 + 1, 0)
     rng = np.random.default_rng(0)
     for r in np.exp(rng.uniform(math.log(1e-9), math.log(1e8), size=500)):
-        m, s = K.quantize_multiplier(float(r))
+        m, s = scheme.quantize_multiplier(float(r))
         assert (1 << 30) <= m < (1 << 31) and -31 <= s <= 30
         assert abs(m * 2.0 ** (s - 31) - r) <= r * 2.0 ** -30
 
@@ -249,13 +255,13 @@ def test_requantize_matches_tflite_and_c(ck):
     acc[8:40] = np.arange(-16, 16)
     mult[8:40] = 1 << 30
     shift[8:40] = -2
-    ref = K.requantize(acc, mult, shift)
+    ref = scheme.requantize(acc, mult, shift)
     np.testing.assert_array_equal(ref, ck.requantize(acc, mult, shift))
     for i in range(0, n, 7):
         assert int(ref[i]) == _tflite_requantize(int(acc[i]), int(mult[i]), int(shift[i])), i
     # per-channel broadcasting over the last axis
     a2 = acc[:600].reshape(20, 30)
-    np.testing.assert_array_equal(K.requantize(a2, mult[:30], shift[:30]),
+    np.testing.assert_array_equal(scheme.requantize(a2, mult[:30], shift[:30]),
                                   ck.requantize(a2.ravel(), np.tile(mult[:30], 20), np.tile(shift[:30], 20)).reshape(20, 30))
 
 
@@ -267,7 +273,7 @@ def test_conv_random(ck, depthwise):
     name = "depthwise_conv2d_s8" if depthwise else "conv2d_s8"
     for _ in range(1000):
         case = _conv_case(rng, depthwise)
-        _eq(getattr(K, name)(*case), getattr(ck, name)(*case))
+        _eq(getattr(conv, name)(*case), getattr(ck, name)(*case))
 
 
 def test_conv_implicit_crop(ck):
@@ -279,7 +285,7 @@ def test_conv_implicit_crop(ck):
     x, w = _i8(rng, (9, 7, 3), 3), _i8(rng, (4, 3, 3, 3), 3)
     bias = rng.integers(-1000, 1000, size=4).astype(np.int32)
     mult, shift = _requant_params(rng, 4)
-    _eq(K.conv2d_s8(p, x, w, bias, mult, shift), ck.conv2d_s8(p, x, w, bias, mult, shift))
+    _eq(conv.conv2d_s8(p, x, w, bias, mult, shift), ck.conv2d_s8(p, x, w, bias, mult, shift))
 
 
 def test_conv_matches_float_math():
@@ -288,7 +294,7 @@ def test_conv_matches_float_math():
     p, x, w, bias, _, _ = _conv_case(rng, False)
     p.update(output_zp=0, act_min=-128, act_max=127)
     one = np.full(p["out_c"], 1 << 30, np.int32)  # multiplier 0.5 * 2**1 = 1.0 exactly
-    got = K.conv2d_s8(p, x, w, np.zeros_like(bias), one, np.ones_like(one)).astype(np.int64)
+    got = conv.conv2d_s8(p, x, w, np.zeros_like(bias), one, np.ones_like(one)).astype(np.int64)
     xz = np.pad(x.astype(np.int64) - p["input_zp"], ((p["pad_top"], 40), (p["pad_left"], 40), (0, 0)))
     exp = np.zeros((p["out_h"], p["out_w"], p["out_c"]), np.int64)
     for oy in range(p["out_h"]):
@@ -311,7 +317,7 @@ def test_fully_connected_random(ck):
         mult, shift = _requant_params(rng, n_out, acc_scale if rng.random() < 0.8 else None)
         case = (p, _i8(rng, n_in), _i8(rng, (n_out, n_in)),
                 rng.integers(-int(acc_scale), int(acc_scale) + 1, size=n_out).astype(np.int32), mult, shift)
-        _eq(K.fully_connected_s8(*case), ck.fully_connected_s8(*case))
+        _eq(dense.fully_connected_s8(*case), ck.fully_connected_s8(*case))
 
 
 @pytest.mark.parametrize("kind", ["max_pool_s8", "avg_pool_s8"])
@@ -327,7 +333,7 @@ def test_pool_random(ck, kind):
         lo, hi = _act(rng, int(rng.integers(-128, 128)))
         p = dict(win, in_h=in_h, in_w=in_w, c=int(rng.integers(1, 10)), act_min=lo, act_max=hi)
         x = _i8(rng, (in_h, in_w, p["c"]))
-        _eq(getattr(K, kind)(p, x), getattr(ck, kind)(p, x))
+        _eq(getattr(pool, kind)(p, x), getattr(ck, kind)(p, x))
 
 
 def test_avg_pool_rounding(ck):
@@ -336,7 +342,7 @@ def test_avg_pool_rounding(ck):
              pad_top=0, pad_left=0, act_min=-128, act_max=127)
     x = np.array([[[1, -1, 2, -128], [0, 0, 1, -127]]], np.int8)
     want = np.array([[[1, -1, 2, -128]]], np.int8)  # 0.5->1, -0.5->-1, 1.5->2, -127.5->-128
-    _eq(K.avg_pool_s8(p, x), want)
+    _eq(pool.avg_pool_s8(p, x), want)
     _eq(ck.avg_pool_s8(p, x), want)
 
 
@@ -345,11 +351,11 @@ def test_add_random(ck):
     for _ in range(300):
         s1, s2, so = np.exp(rng.uniform(math.log(1e-3), math.log(1.0), size=3))
         z1, z2, zo = (int(v) for v in rng.integers(-128, 128, size=3))
-        p = K.add_params(float(s1), z1, float(s2), z2, float(so), zo)
+        p = binary.add_params(float(s1), z1, float(s2), z2, float(so), zo)
         p["act_min"], p["act_max"] = _act(rng, zo)
         n = int(rng.integers(1, 200))
         a, b = _i8(rng, n), _i8(rng, n)
-        got = K.add_s8(p, a, b)
+        got = binary.add_s8(p, a, b)
         _eq(got, ck.add_s8(p, a, b))
         if p["act_min"] == -128 and p["act_max"] == 127:  # close to the float sum
             f = (s1 * (a.astype(float) - z1) + s2 * (b.astype(float) - z2)) / so + zo
@@ -360,17 +366,17 @@ def test_softmax_random(ck):
     rng = np.random.default_rng(50)
     for _ in range(100):
         scale = float(np.exp(rng.uniform(math.log(1e-3), math.log(1.0))))
-        table = K.softmax_table(scale, beta=float(rng.choice([1.0, 0.5, 2.0])))
+        table = softmax.softmax_table(scale, beta=float(rng.choice([1.0, 0.5, 2.0])))
         assert table[0] == 1 << 24 and np.all(np.diff(table.astype(np.int64)) <= 0)
         x = _i8(rng, (int(rng.integers(1, 8)), int(rng.integers(1, 300))))
-        got = K.softmax_s8(x, table)
+        got = softmax.softmax_s8(x, table)
         _eq(got, ck.softmax_s8(x, table))
     # uniform rows: exactly (512 + cols) // (2 * cols) - 128, incl. exact halves (cols 2, 512) rounding up
-    table = K.softmax_table(0.05)
+    table = softmax.softmax_table(0.05)
     for cols in (1, 2, 3, 5, 64, 255, 256, 511, 512, 513, 1000):
         x = np.full((2, cols), np.int8(int(rng.integers(-128, 128))))
         want = np.full(x.shape, min((512 + cols) // (2 * cols) - 128, 127), np.int8)
-        _eq(K.softmax_s8(x, table), want)
+        _eq(softmax.softmax_s8(x, table), want)
         _eq(ck.softmax_s8(x, table), want)
     # close to float softmax
     scale = 0.1
@@ -378,7 +384,7 @@ def test_softmax_random(ck):
     xi = x.astype(np.int64)
     f = np.exp(scale * (xi - xi.max(axis=1, keepdims=True)))
     f = f / f.sum(axis=1, keepdims=True)
-    got = (K.softmax_s8(x, K.softmax_table(scale)).astype(float) + 128) / 256
+    got = (softmax.softmax_s8(x, softmax.softmax_table(scale)).astype(float) + 128) / 256
     assert np.max(np.abs(got - np.minimum(f, 255 / 256))) <= 1 / 256 + 1e-6
 
 
@@ -389,7 +395,7 @@ def test_transpose_random(ck):
         x = _i8(rng, tuple(int(v) for v in rng.integers(1, 7, size=r)), 3)
         perm = rng.permutation(r)
         want = np.transpose(x, perm)
-        _eq(K.transpose_s8(x, perm), want)
+        _eq(movement.transpose_s8(x, perm), want)
         _eq(ck.transpose_s8(x, perm), want)
 
 
@@ -401,8 +407,8 @@ def test_reference_speed():
     x, w = _i8(rng, (96, 96, 8), 3), _i8(rng, (8, 3, 3, 8), 3)
     mult, shift = _requant_params(rng, 8)
     t = time.perf_counter()
-    K.conv2d_s8(p, x, w, np.zeros(8, np.int32), mult, shift)
-    K.depthwise_conv2d_s8(p, x, w[0], np.zeros(8, np.int32), mult, shift)
+    conv.conv2d_s8(p, x, w, np.zeros(8, np.int32), mult, shift)
+    conv.depthwise_conv2d_s8(p, x, w[0], np.zeros(8, np.int32), mult, shift)
     assert time.perf_counter() - t < 1.0
 
 
@@ -449,7 +455,7 @@ def test_sanitizers(tmp_path):
                 _c_array(f"cw{i}", "int8_t", w), _c_array(f"cb{i}", "int32_t", bias),
                 _c_array(f"cm{i}", "int32_t", mult), _c_array(f"cs{i}", "int32_t", shift)]
         fn = "edgec_depthwise_conv2d_s8" if dw else "edgec_conv2d_s8"
-        want = (K.depthwise_conv2d_s8 if dw else K.conv2d_s8)(p, x, w, bias, mult, shift)
+        want = (conv.depthwise_conv2d_s8 if dw else conv.conv2d_s8)(p, x, w, bias, mult, shift)
         body.append(f"{fn}(&cp{i}, cx{i}, cw{i}, cb{i}, cm{i}, cs{i}, co{i});")
         emit(f"co{i}", want.size, want)
     pf = dict(in_features=37, out_features=5, input_zp=7, output_zp=-9, act_min=-128, act_max=127)
@@ -458,27 +464,27 @@ def test_sanitizers(tmp_path):
     src += [_c_params("edgec_fc_params", "fp", pf, FC_FIELDS), _c_array("fx", "int8_t", fx), _c_array("fw", "int8_t", fw),
             _c_array("fb", "int32_t", fb), _c_array("fm", "int32_t", fm), _c_array("fs", "int32_t", fs)]
     body.append("edgec_fully_connected_s8(&fp, fx, fw, fb, fm, fs, fo);")
-    emit("fo", 5, K.fully_connected_s8(pf, fx, fw, fb, fm, fs))
+    emit("fo", 5, dense.fully_connected_s8(pf, fx, fw, fb, fm, fs))
     pp = dict(in_h=7, in_w=6, c=3, out_h=4, out_w=3, k_h=3, k_w=3, stride_h=2, stride_w=2, pad_top=1,
               pad_left=1, act_min=-100, act_max=120)
     px = _i8(rng, (7, 6, 3), 3)
     src += [_c_params("edgec_pool_params", "pp", pp, POOL_FIELDS), _c_array("px", "int8_t", px)]
     body += ["edgec_max_pool_s8(&pp, px, mo);", "edgec_avg_pool_s8(&pp, px, ao);"]
-    emit("mo", 36, K.max_pool_s8(pp, px))
-    emit("ao", 36, K.avg_pool_s8(pp, px))
-    pa = dict(K.add_params(0.05, 3, 0.02, -7, 0.06, 1), n=50)
+    emit("mo", 36, pool.max_pool_s8(pp, px))
+    emit("ao", 36, pool.avg_pool_s8(pp, px))
+    pa = dict(binary.add_params(0.05, 3, 0.02, -7, 0.06, 1), n=50)
     a, b = _i8(rng, 50, 2), _i8(rng, 50, 3)
     src += [_c_params("edgec_add_params", "pa", pa, ADD_FIELDS), _c_array("aa", "int8_t", a), _c_array("ab", "int8_t", b)]
     body.append("edgec_add_s8(&pa, aa, ab, ad);")
-    emit("ad", 50, K.add_s8(pa, a, b))
-    tab, sx = K.softmax_table(0.07), _i8(rng, (3, 11), 3)
+    emit("ad", 50, binary.add_s8(pa, a, b))
+    tab, sx = softmax.softmax_table(0.07), _i8(rng, (3, 11), 3)
     src += [_c_array("tab", "uint32_t", tab), _c_array("sx", "int8_t", sx)]
     body.append("edgec_softmax_s8(3, 11, tab, sx, so);")
-    emit("so", 33, K.softmax_s8(sx, tab))
+    emit("so", 33, softmax.softmax_s8(sx, tab))
     tx = _i8(rng, (2, 3, 4, 5), 3)
     src += [_c_array("tx", "int8_t", tx), "static const int32_t td[4] = {2, 3, 4, 5}, tp[4] = {3, 1, 0, 2};\n"]
     body.append("edgec_transpose_s8(td, tp, tx, to);")
-    emit("to", 120, K.transpose_s8(tx, [3, 1, 0, 2]))
+    emit("to", 120, movement.transpose_s8(tx, [3, 1, 0, 2]))
     src.append("static void dump(const int8_t *v, int n) { int i; for (i = 0; i < n; ++i) printf(\"%d \", v[i]); printf(\"\\n\"); }\n")
     src.append("int main(void) {\n" + "\n".join(body) + "\nreturn 0;\n}\n")
     (tmp_path / "driver.c").write_text("".join(src))

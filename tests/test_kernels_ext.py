@@ -9,9 +9,16 @@ import pytest
 
 from conftest import host_compiler
 from edgec.ops import elementwise
-from edgec.ops import kernels_ext as KX
-from edgec.ops import kernels_ref as K
 from test_kernels import CONV_FIELDS, FC_FIELDS, RUNTIME, WARN
+from edgec.ops import binary
+from edgec.ops import conv
+from edgec.ops import dense
+from edgec.ops import lut
+from edgec.ops import movement
+from edgec.ops import reduce
+from edgec.ops import resize
+from edgec.quant import scheme
+from edgec.ops import softmax
 
 I32 = ctypes.c_int32
 
@@ -79,7 +86,7 @@ def test_lut(lib, seed):
     x = _i8(r, p["n"])
     out = np.zeros(p["n"], np.int8)
     lib.edgec_lut_s8(ctypes.byref(_mk("lut", p)), _p(table), _p(x), _p(out))
-    assert np.array_equal(out, KX.lut_s8(p, table, x))
+    assert np.array_equal(out, lut.lut_s8(p, table, x))
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -88,25 +95,25 @@ def test_binary(lib, seed):
     dims = [int(d) for d in r.integers(1, 4, 6)]
     sa = [d if r.random() < 0.7 else 1 for d in dims]
     sb = [d if r.random() < 0.7 else 1 for d in dims]
-    op = list(KX.BINARY_OPS)[seed % 6]
+    op = list(binary.BINARY_OPS)[seed % 6]
     s1, s2, so = (float(v) for v in r.uniform(0.01, 0.2, 3))
     z1, z2, zo = (int(v) for v in r.integers(-30, 30, 3))
-    p = dict(op=KX.BINARY_OPS[op], dims=dims, a_stride=_strides(sa), b_stride=_strides(sb), a_zp=z1, b_zp=z2,
+    p = dict(op=binary.BINARY_OPS[op], dims=dims, a_stride=_strides(sa), b_stride=_strides(sb), a_zp=z1, b_zp=z2,
              a_mult=0, a_shift=0, b_mult=0, b_shift=0, left_shift=20, out_zp=zo, act_min=-128, act_max=127)
     if op in ("add", "sub", "max", "min"):
-        ap = K.add_params(s1, z1, s2, z2, so, zo)
+        ap = binary.add_params(s1, z1, s2, z2, so, zo)
         p.update(a_mult=ap["input1_mult"], a_shift=ap["input1_shift"], b_mult=ap["input2_mult"],
                  b_shift=ap["input2_shift"], out_mult=ap["output_mult"], out_shift=ap["output_shift"])
     elif op == "mul":
-        p["out_mult"], p["out_shift"] = K.quantize_multiplier(s1 * s2 / so)
+        p["out_mult"], p["out_shift"] = scheme.quantize_multiplier(s1 * s2 / so)
     else:
-        p["out_mult"], p["out_shift"] = K.quantize_multiplier(s1 / (s2 * so * 65536))
+        p["out_mult"], p["out_shift"] = scheme.quantize_multiplier(s1 / (s2 * so * 65536))
     a, b = _i8(r, int(np.prod(sa))), _i8(r, int(np.prod(sb)))
     if op == "div":
         b[::3] = z2        # division by a real zero
     out = np.zeros(int(np.prod(dims)), np.int8)
     lib.edgec_binary_s8(ctypes.byref(_mk("binary", p)), _p(a), _p(b), _p(out))
-    assert np.array_equal(out, KX.binary_s8(p, a, b))
+    assert np.array_equal(out, binary.binary_s8(p, a, b))
 
 
 def _strides(shape):
@@ -122,14 +129,14 @@ def test_remap_and_concat(lib, seed):
     r = np.random.default_rng(seed)
     n_in = int(r.integers(5, 40))
     dims = [int(d) for d in r.integers(1, 4, 6)]
-    tables = [np.where(r.random(d) < 0.2, KX.INVALID, r.integers(0, n_in // 6 + 1, d)) for d in dims]
+    tables = [np.where(r.random(d) < 0.2, movement.INVALID, r.integers(0, n_in // 6 + 1, d)) for d in dims]
     start = np.cumsum([0] + dims[:-1]).tolist()
     p = dict(dims=dims, start=start, pad_value=int(r.integers(-128, 128)))
     offsets = np.concatenate(tables).astype(np.int32)
     x = _i8(r, n_in)
     out = np.zeros(int(np.prod(dims)), np.int8)
     lib.edgec_remap_s8(ctypes.byref(_mk("remap", p)), _p(offsets), _p(x), _p(out))
-    assert np.array_equal(out, KX.remap_s8(p, offsets, x))
+    assert np.array_equal(out, movement.remap_s8(p, offsets, x))
     outer, c1, c2 = (int(v) for v in r.integers(1, 5, 3))
     table = _i8(r, 256)
     got, want = np.zeros(outer * (c1 + c2), np.int8), np.zeros(outer * (c1 + c2), np.int8)
@@ -137,7 +144,7 @@ def test_remap_and_concat(lib, seed):
         q = dict(outer=outer, chunk=chunk, out_stride=c1 + c2, out_offset=off)
         xi = _i8(r, outer * chunk)
         lib.edgec_concat_part_s8(ctypes.byref(_mk("concat", q)), _p(t) if t is not None else None, _p(xi), _p(got))
-        KX.concat_part_s8(q, t, xi, want)
+        movement.concat_part_s8(q, t, xi, want)
     assert np.array_equal(got, want)
 
 
@@ -146,13 +153,13 @@ def test_reduce(lib, seed):
     r = np.random.default_rng(seed)
     outer, n, inner = (int(v) for v in r.integers(1, 6, 3))
     kind = seed % 5
-    mult, shift = K.quantize_multiplier(float(r.uniform(0.01, 2)) / (n if kind == 0 else 1))
+    mult, shift = scheme.quantize_multiplier(float(r.uniform(0.01, 2)) / (n if kind == 0 else 1))
     p = dict(outer=outer, n=n, inner=inner, kind=kind, select_last=seed % 2, input_zp=int(r.integers(-10, 10)),
              mult=mult, shift=shift, output_zp=int(r.integers(-10, 10)), act_min=-128, act_max=127)
     x = rng.integers(-3, 3, outer * n * inner).astype(np.int8)   # ties for argmax/argmin
     out = np.zeros(outer * inner, np.int8)
     lib.edgec_reduce_s8(ctypes.byref(_mk("reduce", p)), _p(x), _p(out))
-    assert np.array_equal(out, KX.reduce_s8(p, x))
+    assert np.array_equal(out, reduce.reduce_s8(p, x))
 
 
 @pytest.mark.parametrize("seed", SEEDS[:6])
@@ -165,26 +172,26 @@ def test_group_conv_fc_rows_matmul(lib, seed):
              depth_multiplier=1, groups=g)
     x, w = _i8(r, 5 * 4 * ic), _i8(r, oc * 3 * 2 * (ic // g))
     bias = r.integers(-500, 500, oc).astype(np.int32)
-    mult, shift = zip(*(K.quantize_multiplier(float(s)) for s in r.uniform(0.001, 0.01, oc)))
+    mult, shift = zip(*(scheme.quantize_multiplier(float(s)) for s in r.uniform(0.001, 0.01, oc)))
     mult, shift = np.array(mult, np.int32), np.array(shift, np.int32)
     out = np.zeros(3 * 2 * oc, np.int8)
     lib.edgec_group_conv2d_s8(ctypes.byref(_mk("conv", p)), g, _p(x), _p(w), _p(bias), _p(mult), _p(shift), _p(out))
-    assert np.array_equal(out, KX.group_conv2d_s8(p, x, w, bias, mult, shift).reshape(-1))
+    assert np.array_equal(out, conv.group_conv2d_s8(p, x, w, bias, mult, shift).reshape(-1))
     rows, nin, nout = 3, 7, 5
     q = dict(in_features=nin, out_features=nout, input_zp=1, output_zp=0, act_min=-128, act_max=127)
     x, w = _i8(r, rows * nin), _i8(r, nout * nin)
     out = np.zeros(rows * nout, np.int8)
     fb, fm, fs = r.integers(-500, 500, nout).astype(np.int32), mult[:1].repeat(nout), shift[:1].repeat(nout)
     lib.edgec_fully_connected_rows_s8(ctypes.byref(_mk("fc", q)), rows, _p(x), _p(w), _p(fb), _p(fm), _p(fs), _p(out))
-    want = KX.fully_connected_rows_s8(q, rows, x, w, fb, fm, fs)
+    want = dense.fully_connected_rows_s8(q, rows, x, w, fb, fm, fs)
     assert np.array_equal(out, want.reshape(-1))
-    mm_mult, mm_shift = K.quantize_multiplier(0.002)
+    mm_mult, mm_shift = scheme.quantize_multiplier(0.002)
     m = dict(batch=2, m=3, k=4, n=2, a_batch_stride=12, b_batch_stride=0, a_zp=-5, b_zp=7, mult=mm_mult,
              shift=mm_shift, output_zp=1, act_min=-128, act_max=127)
     a, b = _i8(r, 24), _i8(r, 8)
     out = np.zeros(12, np.int8)
     lib.edgec_matmul_s8(ctypes.byref(_mk("matmul", m)), _p(a), _p(b), _p(out))
-    assert np.array_equal(out, KX.matmul_s8(m, a, b))
+    assert np.array_equal(out, dense.matmul_s8(m, a, b))
 
 
 @pytest.mark.parametrize("seed", SEEDS[:6])
@@ -194,10 +201,10 @@ def test_log_softmax_and_resize(lib, seed):
     p = dict(rows=3, cols=int(r.integers(2, 40)), k_in=round(s_in / s_out * 65536), k_ln=round(65536 / s_out),
              output_zp=60)
     x = _i8(r, 3 * p["cols"])
-    et, lt = np.asarray(K.softmax_table(s_in), np.uint32), KX.log2_table()
+    et, lt = np.asarray(softmax.softmax_table(s_in), np.uint32), softmax.log2_table()
     out = np.zeros(x.size, np.int8)
     lib.edgec_log_softmax_s8(ctypes.byref(_mk("log_softmax", p)), _p(et), _p(lt), _p(x), _p(out))
-    want = KX.log_softmax_s8(p, et, lt, x)
+    want = softmax.log_softmax_s8(p, et, lt, x)
     assert np.array_equal(out, want)
     z = x.reshape(3, -1).astype(np.float64) * s_in           # and it is a log-softmax
     ref = z - z.max(1, keepdims=True) - np.log(np.exp(z - z.max(1, keepdims=True)).sum(1, keepdims=True))
@@ -209,4 +216,4 @@ def test_log_softmax_and_resize(lib, seed):
     x = _i8(r, 24)
     out = np.zeros(70, np.int8)
     lib.edgec_resize_linear_s8(ctypes.byref(_mk("resize", q)), _p(idx), _p(frac), _p(x), _p(out))
-    assert np.array_equal(out, KX.resize_linear_s8(q, idx, frac, x))
+    assert np.array_equal(out, resize.resize_linear_s8(q, idx, frac, x))

@@ -9,9 +9,11 @@ import subprocess
 import numpy as np
 import pytest
 
-from edgec.ops import kernels_ref as K
-from edgec.ops import kernels_ref_s16 as K16
 from test_kernels import RUNTIME, WARN, ConvP, FcP, _mk, _ptr, _window
+from edgec.ops import conv
+from edgec.ops import convert
+from edgec.ops import dense
+from edgec.quant import scheme
 
 I32 = ctypes.c_int32
 
@@ -31,7 +33,7 @@ def _c(a, t):
 
 def _requant(rng, n, acc_scale):
     reals = np.exp(rng.uniform(math.log(100.0), math.log(30000.0), size=n)) / acc_scale
-    ms = [K.quantize_multiplier(float(r)) for r in reals]
+    ms = [scheme.quantize_multiplier(float(r)) for r in reals]
     return np.array([m for m, _ in ms], np.int32), np.array([s for _, s in ms], np.int32)
 
 
@@ -72,7 +74,7 @@ def test_conv_s16_bit_exact(lib, depthwise):
         acc_scale = 20000.0 * 70 * math.sqrt(taps)
         bias = rng.integers(-int(acc_scale), int(acc_scale) + 1, size=out_c).astype(np.int64)
         mult, shift = _requant(rng, out_c, acc_scale)
-        fn = K16.depthwise_conv2d_s16 if depthwise else K16.conv2d_s16
+        fn = conv.depthwise_conv2d_s16 if depthwise else conv.conv2d_s16
         want = fn(p, x, w, bias, mult, shift)
         got = np.zeros((p["out_h"], p["out_w"], out_c), np.int16)
         name = "edgec_depthwise_conv2d_s16" if depthwise else "edgec_conv2d_s16"
@@ -94,27 +96,27 @@ def test_fully_connected_and_conversions_bit_exact(lib):
         got = np.zeros(n_out, np.int16)
         lib.edgec_fully_connected_s16(ctypes.byref(_mk(FcP, p)), _ptr(x), _ptr(w), _ptr(bias), _ptr(mult),
                                       _ptr(shift), _ptr(got))
-        assert np.array_equal(got, K16.fully_connected_s16(p, x, w, bias, mult, shift))
+        assert np.array_equal(got, dense.fully_connected_s16(p, x, w, bias, mult, shift))
         # int8 <-> int16 at the boundary of an int16 region, both directions
         x8 = rng.integers(-128, 128, size=50, dtype=np.int8)
         zp = int(rng.integers(-128, 128))
-        m, s = K.quantize_multiplier(float(np.exp(rng.uniform(math.log(1.0), math.log(256.0)))))
+        m, s = scheme.quantize_multiplier(float(np.exp(rng.uniform(math.log(1.0), math.log(256.0)))))
         up = np.zeros(50, np.int16)
         lib.edgec_requantize_s8_s16(I32(50), _ptr(x8), I32(zp), I32(m), I32(s), _ptr(up))
-        assert np.array_equal(up, K16.requantize_s8_s16(x8, zp, m, s))
-        m, s = K.quantize_multiplier(float(np.exp(rng.uniform(math.log(1 / 300.0), math.log(1.0)))))
+        assert np.array_equal(up, convert.requantize_s8_s16(x8, zp, m, s))
+        m, s = scheme.quantize_multiplier(float(np.exp(rng.uniform(math.log(1 / 300.0), math.log(1.0)))))
         down = np.zeros(50, np.int8)
         x16 = _i16(rng, (50,))
         lib.edgec_requantize_s16_s8(I32(50), _ptr(x16), I32(zp), I32(m), I32(s), _ptr(down))
-        assert np.array_equal(down, K16.requantize_s16_s8(x16, zp, m, s))
+        assert np.array_equal(down, convert.requantize_s16_s8(x16, zp, m, s))
 
 
 def test_requantize64_matches_the_real_multiplier(lib):
     rng = np.random.default_rng(9)
     acc = rng.integers(-(1 << 46), 1 << 46, size=2000, dtype=np.int64)
     for real in (3e-9, 1e-5, 0.3, 0.99, 5.0, 100.0):
-        m, s = K.quantize_multiplier(real)
-        want = K16.requantize64(acc, m, s)
+        m, s = scheme.quantize_multiplier(real)
+        want = scheme.requantize64(acc, m, s)
         keep = np.abs(want) < 2**31 - 1
         got = np.array([lib.edgec_requantize64(ctypes.c_int64(int(a)), I32(m), I32(s)) for a in acc[keep][:200]])
         assert np.array_equal(got, want[keep][:200])
@@ -141,12 +143,12 @@ def test_16x8_conv_is_far_closer_to_float_than_int8(lib):
         top = 2 ** (bits - 1) - 1
         s_in, s_out = np.abs(x).max() / top, np.abs(y).max() / top
         xq = np.round(x / s_in)
-        ms = [K.quantize_multiplier(s_in * sw / s_out) for sw in s_w]
+        ms = [scheme.quantize_multiplier(s_in * sw / s_out) for sw in s_w]
         mult, shift = np.array([m for m, _ in ms], np.int32), np.array([s for _, s in ms], np.int32)
         if bits == 16:
-            q = K16.conv2d_s16(p, xq.astype(np.int16), wq, np.zeros(5, np.int64), mult, shift)
+            q = conv.conv2d_s16(p, xq.astype(np.int16), wq, np.zeros(5, np.int64), mult, shift)
         else:
-            q = K.conv2d_s8(dict(p, act_min=-128, act_max=127), xq.astype(np.int8), wq, np.zeros(5, np.int32), mult,
+            q = conv.conv2d_s8(dict(p, act_min=-128, act_max=127), xq.astype(np.int8), wq, np.zeros(5, np.int32), mult,
                             shift)
         errs[bits] = np.sum((q * s_out - y) ** 2) / np.sum(y ** 2)
     assert errs[16] * 1000 < errs[8], errs

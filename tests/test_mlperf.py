@@ -9,6 +9,7 @@ from conftest import EXAMPLES
 from edgec import api
 from edgec.quant import artifact
 from edgec.quant import quantize
+from edgec.quant import scheme
 from edgec.quant import reference
 from edgec.data import load_dataset
 from edgec.errors import EdgecError
@@ -25,7 +26,7 @@ def test_mlperf_runner_protocol(board, tmp_path):
     _, the_board, firmware = api.load_build(out)
     graph = artifact.load_graph(out)
     data = load_dataset(DIGITS / "test.npz", graph.input_onnx_shape, limit=3)
-    xq = quantize.quantize_input(graph.tensors[graph.input], data.x)
+    xq = scheme.quantize_input(graph.tensors[graph.input], data.x)
     tout = graph.tensors[graph.output]
     with open_mlperf(the_board, firmware) as dut:
         c = dut.client
@@ -36,7 +37,7 @@ def test_mlperf_runner_protocol(board, tmp_path):
         for i in range(len(xq)):
             c.load(xq[i].tobytes())
             r = c.infer(3, 1)
-            want = quantize.dequantize(tout, reference.run(graph, xq[i]).reshape(-1))
+            want = scheme.dequantize(tout, reference.run(graph, xq[i]).reshape(-1))
             assert np.max(np.abs(np.array(r["results"]) - want)) <= 0.0005 + 1e-6
             assert r["elapsed_us"] > 0
             assert [ln for ln in r["lines"] if ln.startswith("m-") and "lap" not in ln][:4] == [

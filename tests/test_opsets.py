@@ -13,6 +13,7 @@ from edgec import api
 from edgec.frontend import loader
 from edgec.frontend import opsets
 from edgec.quant import quantize
+from edgec.quant import scheme
 from edgec.quant import reference
 from edgec.errors import EdgecError
 
@@ -73,7 +74,7 @@ def test_opsets_11_13_17_and_newest_give_the_same_int8_model(data):
         assert opsets.default_opset(m) == v
         path = save(m, tmp, f"net_opset{v}.onnx")
         _, g, _ = api.compile_model(path, calib)
-        xq = quantize.quantize_input(g.tensors[g.input], x)
+        xq = scheme.quantize_input(g.tensors[g.input], x)
         outs[v] = np.stack([reference.run(g, xq[i]) for i in range(len(x))])
         np.testing.assert_array_equal(outs[v], outs[11], err_msg=f"opset {v}")
     # the newest opset runs on the device bit-exact (onnxruntime, for the float side, gets a converted copy)

@@ -16,6 +16,7 @@ from conftest import DRIVER, EXAMPLES, MLPERF, REPO, host_compiler, make_model, 
 from edgec import api
 from edgec.codegen import cmodel as codegen
 from edgec.quant import quantize
+from edgec.quant import scheme
 from edgec.quant import reference
 from edgec.data import load_dataset
 
@@ -101,7 +102,7 @@ def _check(graph, plan, x, dsp: bool, san_runtime, tmp_path) -> None:
     lib = tmp_path / "lib"
     codegen.generate(graph, plan, lib, graph.name)
     (lib / "driver_main.c").write_text(DRIVER % {"name": graph.name, "NAME": graph.name.upper()})
-    xq = quantize.quantize_input(graph.tensors[graph.input], x)
+    xq = scheme.quantize_input(graph.tensors[graph.input], x)
     want = np.stack([reference.run(graph, q).reshape(-1) for q in xq])
     model_c, driver = lib / f"{graph.name}.c", lib / "driver_main.c"
     # clang: warnings of the model library (the runtime files are checked by the test below)

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from edgec import svgplot
-from edgec.codegen.cmodel import template_env
+from edgec.templating import environment
 
 JSON_NAME, HTML_NAME = "bench-report.json", "report.html"
 
@@ -133,7 +133,7 @@ def _inline_svg(path: Path) -> str:
 # ---- HTML ----
 
 def render_html(result: dict, build_dir: Path) -> str:
-    env = template_env()
+    env = environment()
     env.filters["num"] = lambda v, d=0: "n/a" if v is None else f"{v:,.{d}f}"
     env.filters["pct"] = lambda v: "n/a" if v is None else f"{100 * v:.2f}%"
     return env.get_template("report.html.j2").render(r=result, plots=plots(result, build_dir),

@@ -4,7 +4,7 @@ the divergence finder.
 
     result = bench.run("build/model", "test.npz", profile=True, compare_layers=True)
 
-Layers are the generated model's kernel calls: the graph's ops that are not views (edgec.ir.ALIAS_OPS),
+Layers are the generated model's kernel calls: the graph's ops that are not views (edgec.ops.registry.ALIAS_OPS),
 in order.  The divergence finder runs one sample again layer by layer on the device, reads every layer's
 output tensor back and compares it with the NumPy reference (reference.run(..., keep_all=True)).
 """
@@ -22,11 +22,13 @@ from edgec.quant import artifact
 from edgec.quant import calibrate
 from edgec.frontend import loader
 from edgec.quant import quantize
+from edgec.quant import scheme
 from edgec.quant import reference
 from edgec.targets.boards import PORT_EMULATOR, PORT_PROGRAM, Board
 from edgec.data import load_dataset
 from edgec.errors import EdgecError
-from edgec.ir import ALIAS_OPS, DTYPES, Graph, Op
+from edgec.ir import DTYPES, Graph, Op
+from edgec.ops.registry import ALIAS_OPS, op_macs
 from edgec.progress import Progress
 
 Log = Callable[[str], None]
@@ -61,7 +63,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
     data = load_dataset(data_path, graph.input_onnx_shape, limit, float_labels=True)
     n = len(data.x)
     tin = graph.tensors[graph.input]
-    xq = quantize.quantize_input(tin, data.x)
+    xq = scheme.quantize_input(tin, data.x)
     log(f"reference: float (onnxruntime) and int8 (NumPy) on {n} samples")
     float_out = calibrate.run_float(loader.load_model(outdir / "model.onnx"), data.x).reshape(n, -1)
     ref_out = np.stack([reference.run(graph, xq[i]).reshape(-1) for i in range(n)])
@@ -130,8 +132,8 @@ def task_of(graph: Graph, labels: np.ndarray | None) -> str:
 
 def _quality(graph, labels, float_out, ref_out, dev_out, x, score_name, score_fn) -> dict:
     tout = graph.tensors[graph.output]
-    outs = {"float": float_out, "int8_reference": quantize.dequantize(tout, ref_out).astype(np.float32),
-            "device": quantize.dequantize(tout, dev_out).astype(np.float32)}
+    outs = {"float": float_out, "int8_reference": scheme.dequantize(tout, ref_out).astype(np.float32),
+            "device": scheme.dequantize(tout, dev_out).astype(np.float32)}
     task = task_of(graph, labels)
     q: dict = {"task": task}
     if task == "classification":
@@ -253,7 +255,7 @@ def _profile(link, graph: Graph, board: Board, xq: np.ndarray, whole_ticks: np.n
     layer_ticks = np.median(per_sample, axis=0)
     total = float(layer_ticks.sum())
     whole = float(np.median(whole_ticks))
-    rows = [{"index": i, "name": op.name, "kind": op.kind, "macs": graph.op_macs(op),
+    rows = [{"index": i, "name": op.name, "kind": op.kind, "macs": op_macs(graph, op),
              "output_bytes": graph.tensors[op.output].nbytes, "units": board.ticks_to_units(t),
              "ms": to_ms(board.ticks_to_units(t), board), "share": float(t / total) if total else 0.0}
             for i, (op, t) in enumerate(zip(ops, layer_ticks))]

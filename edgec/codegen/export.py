@@ -23,8 +23,11 @@ import numpy as np
 
 from edgec import __version__
 from edgec.codegen import cmodel as codegen
+from edgec.ops.registry import graph_macs
+from edgec.templating import environment
 from edgec.targets import fit
 from edgec.quant import quantize
+from edgec.quant import scheme
 from edgec.quant import reference
 from edgec.targets.boards import Board, load_board
 from edgec.staging import staged_folder
@@ -42,7 +45,7 @@ def c_bytes(values, per_line: int = 16) -> str:
 
 
 def _env():
-    env = codegen.template_env()
+    env = environment()
     env.filters["c_bytes"] = c_bytes
     return env
 
@@ -50,7 +53,7 @@ def _env():
 def _example_sample(graph, calib_path) -> tuple[np.ndarray, np.ndarray]:
     """The first calibration sample, quantized, and the reference output for it."""
     x = load_dataset(calib_path, graph.input_onnx_shape, limit=1).x
-    xq = quantize.quantize_input(graph.tensors[graph.input], x)[0]
+    xq = scheme.quantize_input(graph.tensors[graph.input], x)[0]
     return xq.reshape(-1), np.asarray(reference.run(graph, xq)).reshape(-1)
 
 
@@ -98,7 +101,7 @@ def _write(work: Path, graph, plan, board: Board, fmt: str, model_path: Path, ca
                input_shape=list(graph.input_onnx_shape), output_shape=list(graph.output_onnx_shape),
                input_bytes=tin.size, output_bytes=tout.size, input_scale=float(tin.scale), input_zp=tin.zero_point,
                output_scale=float(tout.scale), output_zp=tout.zero_point, arena_bytes=plan.arena_bytes,
-               weights_bytes=graph.weights_bytes(), macs=graph.macs(), model_hash=_model_hash(graph),
+               weights_bytes=graph.weights_bytes(), macs=graph_macs(graph), model_hash=_model_hash(graph),
                files=lib_files, runtime_sources=[f for f in runtime if f.endswith(".c")],
                runtime_hashes=[(f, _sha256(src / f)) for f in runtime], input=xq, expected=expected)
     env = _env()

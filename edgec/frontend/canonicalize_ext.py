@@ -21,7 +21,7 @@ import onnx
 from edgec.ops import elementwise
 from edgec.errors import EdgecError
 from edgec.quant.floatref import SYNTHETIC
-from edgec.ops.kernels_ext import INVALID, RANK
+from edgec.ops.movement import INVALID, RANK
 
 NO_ACT = (-math.inf, math.inf)
 MAX_LUT_TABLES = 64          # per-axis tables (256 bytes each) before a constant operand is stored instead

@@ -27,10 +27,12 @@ from onnx import TensorProto, helper, numpy_helper
 
 from edgec.frontend import canonicalize
 from edgec.codegen import cmodel as codegen
+from edgec.codegen import lowering
 from edgec.quant import floatref
 from edgec.frontend import loader
 from edgec.plan import planner
 from edgec.quant import quantize
+from edgec.quant import scheme
 from edgec.quant import reference
 from edgec.errors import EdgecError
 
@@ -197,9 +199,9 @@ def _run_output(case, inputs, k, want, res: Result, c_dir, runtime_objs) -> None
         ranges = floatref.graph_ranges(model, graph, x[None])
     quantize.quantize(graph, ranges)
     tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
-    xq = quantize.quantize_input(tin, x)
+    xq = scheme.quantize_input(tin, x)
     yq = reference.run(graph, xq)
-    deq = quantize.dequantize(tout, yq).astype(np.float64).reshape(want.shape)
+    deq = scheme.dequantize(tout, yq).astype(np.float64).reshape(want.shape)
     span = float(np.max(want) - np.min(want)) if want.size else 0.0
     tol = max(INT8_SCALES * tout.scale, INT8_RANGE * span)
     err = float(np.max(np.abs(deq - want))) if want.size else 0.0
@@ -242,6 +244,7 @@ int main(void)
 def run_c(graph, xq: np.ndarray, work: Path, runtime_objs: list[Path] | None, cc: str = "gcc") -> np.ndarray:
     """Generate the model library, compile it with a stdin/stdout driver on this host, run one input."""
     work.mkdir(parents=True, exist_ok=True)
+    lowering.lower_graph(graph)
     plan = planner.plan(graph)
     planner.check_plan(graph, plan)
     codegen.generate(graph, plan, work, "case")

@@ -19,7 +19,7 @@ kernels need symmetric int8 weights), 16-bit activations, per-axis activation sc
 scheme fixes a quantization itself (pooling, views and data movement keep their input's, softmax
 outputs 1/256), it wins over the model's; ptq logs those tensors.
 
-The result is kept in the model's metadata (`edgec.frontend.qdq`, JSON), so every later stage sees it.
+The result is kept in the model's metadata (`edgec.qdq`, JSON), so every later stage sees it.
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from onnx import helper, numpy_helper
 
 from edgec.errors import EdgecError
 
-META = "edgec.frontend.qdq"
+META = "edgec.qdq"          # (a key in the ONNX metadata: keep it)
 QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
 WEIGHT_USERS = {"Conv": 1, "ConvTranspose": 1, "Gemm": 1, "MatMul": 1}   # op -> index of its weight input
 INT_RANGE = {np.dtype(np.int8): (-128, 127), np.dtype(np.uint8): (0, 255)}

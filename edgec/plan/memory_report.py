@@ -6,8 +6,9 @@ and layers; the fit check quotes it when a model does not fit.
 """
 from __future__ import annotations
 
-from edgec.codegen.cmodel import template_env
-from edgec.ir import ALIAS_OPS, Graph
+from edgec.ir import Graph
+from edgec.ops.registry import ALIAS_OPS
+from edgec.templating import environment
 from edgec.plan.planner import Plan
 
 SVG = "memory.svg"
@@ -83,4 +84,4 @@ def render_svg(graph: Graph, plan: Plan, title: str = "") -> str:
                peak={"x0": x(info["peak_op"]), "x1": x(info["peak_op"] + 1), "y": y(info["peak_bytes"]),
                      "op": info["peak_op"], "kind": info["peak_op_kind"], "bytes": info["peak_bytes"],
                      "label": _kib(info["peak_bytes"])} if n else None)
-    return template_env().get_template("memory.svg.j2").render(**ctx)
+    return environment().get_template("memory.svg.j2").render(**ctx)

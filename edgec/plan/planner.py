@@ -17,7 +17,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from edgec.ir import ALIAS_OPS, Graph, Op
+from edgec.ir import Graph, Op
+from edgec.ops.registry import ALIAS_OPS, IN_PLACE_OPS
 
 ALIGN = 16
 # Kernels that may write their output over an input of the same size at the same offset (output == input
@@ -25,7 +26,6 @@ ALIGN = 16
 #   add:     element i of both inputs is read before element i of the output is written;
 #   softmax: a row is read in full (max, sum) before it is written, and y[i] is written after x[i] is read.
 # The NumPy reference never writes in place (it makes new arrays), so it is safe by construction.
-IN_PLACE_OPS = {"add", "softmax"}
 # Search budgets, in work units rather than seconds so that a plan never depends on the machine's load.
 EXACT_MAX_BUFFERS = 64        # branch and bound only below this many buffers ...
 EXACT_MAX_NODES = 20000       # ... visiting at most this many search nodes (~0.2 s)

@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from edgec.ops import ops_ext
 from edgec.quant import reference
 from edgec.quant import sensitivity
-from edgec.ir import SAME_QPARAMS_OPS, Graph
-from edgec.quant.quantize import dequantize, quantize, quantize_input
+from edgec.ir import Graph
+from edgec.ops.registry import own_qparams
+from edgec.quant.quantize import quantize
+from edgec.quant.scheme import dequantize, quantize_input
 from edgec.quant.ranges import METHODS
 
 MIN_GAIN_DB = 0.05        # a per-tensor change must gain at least this much held-out SQNR ...
@@ -111,8 +112,7 @@ def searchable(graph: Graph, by_method: dict[str, Ranges]) -> list[tuple[str, in
         found[src] = 0
     for i, op in enumerate(graph.ops):
         t = graph.tensors[op.output]
-        own_qparams = op.kind in SAME_QPARAMS_OPS or op.kind == "softmax" or ops_ext.fixed_qparams(op) is not None
-        if t.source in first and not own_qparams and t.source not in found:
+        if t.source in first and not own_qparams(op) and t.source not in found:
             found[t.source] = i
     return sorted(found.items(), key=lambda kv: kv[1])
 

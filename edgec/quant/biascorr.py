@@ -21,7 +21,9 @@ import numpy as np
 from edgec.quant import floatref
 from edgec.quant import reference
 from edgec.ir import Graph, Op
-from edgec.quant.quantize import WEIGHT_AXIS, dequantize, quantize, quantize_input, quantize_weights
+from edgec.ops.registry import BIAS_CORRECTABLE, REGISTRY, WEIGHT_AXIS
+from edgec.quant.quantize import quantize
+from edgec.quant.scheme import dequantize, quantize_input, quantize_weights
 
 VARIANTS = ("quantized", "float")
 
@@ -36,7 +38,7 @@ def _dequantized_weights(op: Op, per_channel: bool) -> np.ndarray:
 def _channel_mean(op: Op, x, weights) -> np.ndarray:
     """Per-output-channel mean of the layer's pre-activation output without bias, for input x."""
     n = len(op.attrs["bias"])
-    y = floatref.conv(op, x, weights=weights, bias=np.zeros(n), act=False)
+    y = REGISTRY[op.kind].run_float(op, [x], weights=weights, bias=np.zeros(n), act=False)
     return np.asarray(y).reshape(-1, n).mean(axis=0)
 
 
@@ -47,7 +49,7 @@ def _set_bias(op: Op, bias: np.ndarray) -> None:
 
 def correct_float(graph: Graph, samples: np.ndarray, per_channel: bool = True) -> None:
     """The float variant (before quantization): subtract E[(W_q - W) x] over float inputs x."""
-    ops = [op for op in graph.ops if op.kind in WEIGHT_AXIS]
+    ops = [op for op in graph.ops if op.kind in BIAS_CORRECTABLE]
     delta = {id(op): _dequantized_weights(op, per_channel) - op.attrs["weights"] for op in ops}
     shift = {id(op): np.zeros(len(op.attrs["bias"])) for op in ops}
     for x in samples:
@@ -61,7 +63,7 @@ def correct_float(graph: Graph, samples: np.ndarray, per_channel: bool = True) -
 def correct_quantized(graph: Graph, ranges: dict, samples: np.ndarray, per_channel: bool = True) -> int:
     """The quantized variant, on a graph `quantize(graph, ranges, per_channel)` has quantized (and
     re-quantizes it). Returns the number of layers corrected."""
-    ops = [op for op in graph.ops if op.kind in WEIGHT_AXIS]
+    ops = [op for op in graph.ops if op.kind in BIAS_CORRECTABLE]
     target = {id(op): np.zeros(len(op.attrs["bias"])) for op in ops}
     for x in samples:                          # the float model's pre-activation means
         env = floatref.run(graph, x)
@@ -71,7 +73,7 @@ def correct_quantized(graph: Graph, ranges: dict, samples: np.ndarray, per_chann
     xq = quantize_input(tin, samples)
     envs = [{graph.input: q.reshape(tin.shape)} for q in xq]
     for op in graph.ops:
-        if op.kind in WEIGHT_AXIS:
+        if op.kind in BIAS_CORRECTABLE:
             w = _dequantized_weights(op, per_channel)
             t = graph.tensors[op.inputs[0]]
             seen = sum(_channel_mean(op, dequantize(t, env[op.inputs[0]]), w) for env in envs) / len(envs)

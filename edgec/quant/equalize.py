@@ -17,32 +17,17 @@ import math
 import numpy as np
 
 from edgec.ir import Graph, Op
-
-CONV = ("conv2d", "depthwise_conv2d")
-
-
-def _out_range(op: Op) -> np.ndarray:
-    w = np.abs(op.attrs["weights"])
-    return w.max(axis=(1, 2, 3)) if op.kind == "conv2d" else w.max(axis=(0, 1))
-
-
-def _in_range(op: Op) -> np.ndarray:
-    w = np.abs(op.attrs["weights"])
-    if op.kind == "conv2d":
-        return w.max(axis=(0, 1, 2))
-    dm = int(op.attrs.get("depth_multiplier", 1))
-    return w.max(axis=(0, 1)).reshape(-1, dm).max(axis=1)
-
+from edgec.ops.registry import REGISTRY
 
 def pairs(graph: Graph) -> list[tuple[Op, Op]]:
     """(first, second) conv pairs that can be equalized."""
     found = []
     for op in graph.ops:
         lo, hi = op.attrs.get("act", (-math.inf, math.inf))
-        if op.kind not in CONV or hi != math.inf or lo not in (0.0, -math.inf) or op.output == graph.output:
+        if REGISTRY[op.kind].equalize is None or hi != math.inf or lo not in (0.0, -math.inf) or op.output == graph.output:
             continue
         users = graph.consumers(op.output)
-        if len(users) == 1 and users[0].kind in CONV and users[0].inputs[0] == op.output:
+        if len(users) == 1 and REGISTRY[users[0].kind].equalize and users[0].inputs[0] == op.output:
             found.append((op, users[0]))
     return found
 
@@ -53,19 +38,12 @@ def equalize(graph: Graph, iterations: int = 20) -> dict[str, tuple[int, np.ndar
     todo = pairs(graph)
     for _ in range(iterations):
         for a, b in todo:
-            r1, r2 = _out_range(a), _in_range(b)
+            ea, eb = REGISTRY[a.kind].equalize, REGISTRY[b.kind].equalize
+            r1, r2 = ea.out_range(a), eb.in_range(b)
             s = np.where((r1 > 0) & (r2 > 0), np.sqrt(r1 / np.where(r2 > 0, r2, 1)), 1.0)
             s = np.clip(s, 1e-3, 1e3)
-            if a.kind == "conv2d":
-                a.attrs["weights"] = (a.attrs["weights"] / s[:, None, None, None]).astype(np.float32)
-            else:
-                a.attrs["weights"] = (a.attrs["weights"] / s).astype(np.float32)
-            a.attrs["bias"] = (a.attrs["bias"] / s).astype(np.float32)
-            if b.kind == "conv2d":
-                b.attrs["weights"] = (b.attrs["weights"] * s).astype(np.float32)
-            else:
-                b.attrs["weights"] = (b.attrs["weights"] * np.repeat(s, int(b.attrs.get("depth_multiplier", 1))))\
-                    .astype(np.float32)
+            ea.scale_out(a, s)
+            eb.scale_in(b, s)
             src = graph.tensors[a.output].source
             factor[src] = factor.get(src, np.ones_like(s)) / s
     return {src: (1, f) for src, f in factor.items()}

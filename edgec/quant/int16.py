@@ -3,8 +3,8 @@
 A layer named with `--int16 NODE` (an ONNX node name, as the sensitivity table shows it) reads and
 writes int16 activations: symmetric (zero point 0, scale = max|range| / 32767), int8 symmetric
 per-channel weights as everywhere, an int64 bias (kept within +-2^40 so the int64 accumulator stays
-inside what the 64-bit requantization takes), and the kernels of runtime_c/edgec_kernels_s16.c
-(NumPy twins in kernels_ref_s16.py). The model's input and output stay int8 at the API.
+inside what the 64-bit requantization takes), and the kinds' 16x8 variants (`OpDef.int16` in edgec/ops/:
+quantizer, NumPy twin, C call). The model's input and output stay int8 at the API.
 
 `mark(graph, names)` rewrites the float canonical graph before quantization:
 - the chosen ops' input and output tensors get int16 twins (`<name>:s16`, dtype "int16");
@@ -14,27 +14,18 @@ inside what the 64-bit requantization takes), and the kernels of runtime_c/edgec
   directly, and a view (reshape/flatten) between two int16 layers stays int16, so a chain has
   conversions only at its ends.
 Everything downstream dispatches on the tensors' dtype: quantize (int16 ranges and parameters),
-reference (the 16x8 kernels), the planner (bytes, not elements) and codegen (the s16 calls, and
-edgec_kernels_s16.c only when a model uses it). The fast kernels never take an int16 op.
+reference (the 16x8 kernels), the planner (bytes, not elements) and codegen (the s16 calls). The fast
+kernels never take an int16 op.
 """
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
-from edgec.ops import kernels_ref as K
-from edgec.ops import kernels_ref_s16 as K16
 from edgec.errors import EdgecError
 from edgec.ir import Graph, Op, Tensor
+from edgec.ops.convert import KIND as CONVERT            # the int8 <-> int16 conversion op
+from edgec.ops.registry import INT16_KINDS as KINDS      # op kinds with a 16x8 kernel
+from edgec.ops.registry import REGISTRY
 
-KINDS = ("conv2d", "depthwise_conv2d", "fully_connected")     # op kinds with a 16x8 kernel
-CONVERT = "requantize"                                         # the int8 <-> int16 conversion op
 SUFFIX = ":s16"
-BIAS_LIMIT = (1 << 40) - 1
-MAX_SHIFT = 7               # edgec_requantize64 takes shifts -31..7
-_KERNELS = {"conv2d": "edgec_conv2d_s16", "depthwise_conv2d": "edgec_depthwise_conv2d_s16",
-            "fully_connected": "edgec_fully_connected_s16"}
 
 
 def candidates(graph: Graph) -> list[str]:
@@ -72,7 +63,7 @@ def mark(graph: Graph, names) -> int:
     for op in graph.ops:
         if id(op) in chosen:
             native16.add(op.output)
-        elif (op.kind == "reshape" and op.inputs[0] in native16 and op.output != graph.output
+        elif (REGISTRY[op.kind].alias and op.inputs[0] in native16 and op.output != graph.output
               and readers.get(op.output) and all(id(r) in chosen for r in readers[op.output])):
             native16.add(op.output)
             views.add(id(op))
@@ -81,7 +72,7 @@ def mark(graph: Graph, names) -> int:
     def needs_int8(t: str) -> bool:
         return t == graph.output or any(id(r) not in chosen and id(r) not in views for r in readers.get(t, []))
 
-    for t in wide:
+    for t in [t for t in graph.tensors if t in wide]:      # graph order: the same model every run
         src = graph.tensors[t]
         graph.tensors[t + SUFFIX] = Tensor(name=t + SUFFIX, shape=src.shape, source=src.source, dtype="int16")
     converters = 0
@@ -113,74 +104,3 @@ def mark(graph: Graph, names) -> int:
 def is_int16(graph: Graph, op: Op) -> bool:
     """Whether op runs an int16 kernel (a 16x8 layer, an int16 view or a conversion)."""
     return op.kind == CONVERT or graph.tensors[op.output].dtype == "int16"
-
-
-# ---- quantize ---------------------------------------------------------------------------------
-def qparams(lo: float, hi: float) -> tuple[float, int]:
-    """Symmetric int16 scale (zero point 0) covering [lo, hi]."""
-    m = max(abs(float(lo)), abs(float(hi)))
-    return (m / 32767.0, 0) if m >= 1e-12 else (1.0, 0)
-
-
-def _act_range(op: Op, out: Tensor) -> dict:
-    lo, hi = op.attrs.get("act", (-math.inf, math.inf))
-    qmin = -32768 if lo == -math.inf else max(-32768, int(round(lo / out.scale)))
-    qmax = 32767 if hi == math.inf else min(32767, int(round(hi / out.scale)))
-    return {"act_min": qmin, "act_max": max(qmin, qmax)}
-
-
-def quantize_op(op: Op, ins: list[Tensor], out: Tensor, int8_quantizer) -> None:
-    """Integer parameters of an int16 op: the int8 quantizer's, with an int64 bias and int16 bounds."""
-    if op.kind == CONVERT:
-        mult, shift = K.quantize_multiplier(ins[0].scale / out.scale)
-        zp = ins[0].zero_point if out.dtype == "int16" else out.zero_point
-        op.params = dict(n=out.size, zero_point=int(zp), mult=mult, shift=shift)
-        return
-    int8_quantizer(op, ins, out)        # weights, multipliers, shapes (zero points are 0 here)
-    if op.kind == "reshape":
-        return
-    from edgec.quant.quantize import WEIGHT_AXIS, quantize_weights     # (quantize imports this module)
-    _, w_scale = quantize_weights(op.attrs["weights"], WEIGHT_AXIS[op.kind], op.attrs.get("per_channel", True))
-    bias = np.round(op.attrs["bias"].astype(np.float64) / (ins[0].scale * w_scale))
-    op.arrays["bias"] = np.clip(bias, -BIAS_LIMIT, BIAS_LIMIT).astype(np.int64)
-    shift = np.asarray(op.arrays["shift"])
-    if np.any(shift > MAX_SHIFT):
-        raise EdgecError(f"node '{op.name}': its int16 output range is too narrow for its inputs "
-                         f"(requantization shift {int(shift.max())} > {MAX_SHIFT}); run it in int8")
-    op.params.update(input_zp=0, output_zp=0, **_act_range(op, out))
-
-
-# ---- integer reference ------------------------------------------------------------------------
-def run_op(op: Op, inputs: list[np.ndarray], out_dtype: str) -> np.ndarray:
-    """The int16 op on its 16x8 reference kernel (bit-exact with edgec_kernels_s16.c)."""
-    p, a = op.params, op.arrays
-    x = inputs[0]
-    if op.kind == CONVERT:
-        if out_dtype == "int16":
-            return K16.requantize_s8_s16(x.reshape(-1), p["zero_point"], p["mult"], p["shift"])
-        return K16.requantize_s16_s8(x.reshape(-1), p["zero_point"], p["mult"], p["shift"])
-    if op.kind == "reshape":
-        return np.asarray(x, np.int16)
-    if op.kind == "fully_connected":
-        return K16.fully_connected_s16(p, x.reshape(-1), a["weights"], a["bias"], a["mult"], a["shift"])
-    fn = K16.conv2d_s16 if op.kind == "conv2d" else K16.depthwise_conv2d_s16
-    return fn(p, x, a["weights"], a["bias"], a["mult"], a["shift"])
-
-
-# ---- C ------------------------------------------------------------------------------------------
-def c_call(op: Op, out_dtype: str, prefix: str, names: dict, inputs: list[str], output: str) -> str:
-    """The C statement running an int16 op (arena pointers cast to int16_t where the data is int16)."""
-    p = op.params
-    if op.kind == CONVERT:
-        if out_dtype == "int16":
-            return (f"edgec_requantize_s8_s16({p['n']}, {inputs[0]}, {p['zero_point']}, {p['mult']}, "
-                    f"{p['shift']}, {_i16(output)});")
-        return (f"edgec_requantize_s16_s8({p['n']}, {_i16(inputs[0], const=True)}, {p['zero_point']}, "
-                f"{p['mult']}, {p['shift']}, {output});")
-    return (f"{_KERNELS[op.kind]}(&{prefix}_params, {_i16(inputs[0], const=True)}, {names['weights']}, "
-            f"{names['bias']}, {names['mult']}, {names['shift']}, {_i16(output)});")
-
-
-def _i16(pointer: str, const: bool = False) -> str:
-    c = "const " if const else ""
-    return f"({c}int16_t *)({c}void *)({pointer})"

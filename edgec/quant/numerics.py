@@ -20,12 +20,11 @@ import numpy as np
 
 from edgec.errors import EdgecError
 from edgec.ir import Graph
+from edgec.ops.registry import REGISTRY
+from edgec.ops.registry import WEIGHT_AXIS as ACCUMULATING   # int8 weights, int32 accumulator
 
 INT32_MAX = (1 << 31) - 1
 CONSTANT_SPAN = 1e-12       # as quantize.qparams_from_range: a narrower range gets an arbitrary scale
-# op kinds with int8 weights and an int32 accumulator, and the axis of their output channels
-ACCUMULATING = {"conv2d": 0, "depthwise_conv2d": -1, "fully_connected": 0, "group_conv2d": 0,
-                "fully_connected_rows": 0}
 
 
 def check_finite(graph: Graph) -> None:
@@ -40,7 +39,7 @@ def check_finite(graph: Graph) -> None:
 def warnings(graph: Graph, ranges: dict[str, tuple[float, float]]) -> list[str]:
     """One-line warnings about the quantized graph (see the module doc)."""
     out = []
-    fixed = {op.output for op in graph.ops if op.kind in ("softmax", "log_softmax")}
+    fixed = {op.output for op in graph.ops if REGISTRY[op.kind].family == "softmax"}   # output range set by the op
     for t in graph.tensors.values():
         if t.source in ranges and t.name not in fixed:
             lo, hi = ranges[t.source]

@@ -26,7 +26,8 @@ from edgec.quant import sensitivity
 from edgec.data import SampleStream
 from edgec.errors import EdgecError
 from edgec.ir import Graph
-from edgec.quant.quantize import dequantize, quantize, quantize_input
+from edgec.quant.quantize import quantize
+from edgec.quant.scheme import dequantize, quantize_input
 from edgec.quant.ranges import METHODS
 
 AUTO_METHODS = ("auto", "auto-model")       # per tensor (from the best per-model method), per model

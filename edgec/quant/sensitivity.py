@@ -18,9 +18,9 @@ import numpy as np
 
 from edgec.quant import floatref
 from edgec.quant import reference
-from edgec.codegen.cmodel import template_env
+from edgec.templating import environment
 from edgec.ir import Graph
-from edgec.quant.quantize import dequantize, quantize_input
+from edgec.quant.scheme import dequantize, quantize_input
 
 MAX_DB = 120.0
 SKIP = {"reshape", "transpose", "requantize"}   # views, and the int8 <-> int16 conversions (edgec/int16.py)
@@ -91,4 +91,4 @@ def write_svg(rows: list[dict], path: Path, title: str) -> None:
                      "cum": max(0.0, min(r["cumulative_db"], 80.0)) / top,
                      "iso_db": r["isolated_output_db"], "cum_db": r["cumulative_db"]})
     ticks = [{"x": t / top, "label": str(t)} for t in range(0, int(top) + 1, 10)]
-    path.write_text(template_env().get_template("sensitivity.svg.j2").render(title=title, bars=bars, ticks=ticks))
+    path.write_text(environment().get_template("sensitivity.svg.j2").render(title=title, bars=bars, ticks=ticks))

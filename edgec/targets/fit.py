@@ -17,7 +17,8 @@ from pathlib import Path
 from edgec.targets.boards import Board
 from edgec.errors import EdgecError
 from edgec.targets.firmware import _run_size as _run   # binutils, with a clear error when missing
-from edgec.ir import ALIAS_OPS, Graph
+from edgec.ir import Graph
+from edgec.ops.registry import ALIAS_OPS, KERNEL_CODE_BYTES
 from edgec.plan.memory_report import summary
 from edgec.plan.planner import Plan
 
@@ -35,9 +36,7 @@ def runtime_ram_bytes(graph: Graph) -> int:
 # call and parameter struct of every op. Layer-name strings are dropped by the linker unless used.
 CODE_BASE_BYTES = 2560
 CODE_PER_OP_BYTES = 192
-KERNEL_CODE_BYTES = {"conv2d": 720, "depthwise_conv2d": 1300, "fully_connected": 1000, "max_pool": 440,
-                     "avg_pool": 440, "add": 580, "softmax": 920, "transpose": 400}
-UNKNOWN_KERNEL_CODE_BYTES = 1024
+UNKNOWN_KERNEL_CODE_BYTES = 1024       # (a survey's placeholders for unsupported nodes)
 DEFAULT_STACK_BYTES = 4096    # when the board's platform does not say how much stack it reserves
 # A Cortex-M exception stacks 8 words, 26 with the FPU's lazy context: 104 bytes, taken by an interrupt
 # (serial, SysTick) arriving in the deepest kernel. Handlers' own frames come from their .su entries.

@@ -1,0 +1,199 @@
+"""Elementwise ops of two tensors: add (same shapes, TFLite's int8 Add, may run in place) and binary
+(broadcasting add/sub/max/min/mul/div over up to 6 dimensions, one operand may be a constant); kernels in
+runtime_c/edgec_elementwise.c, the fast add in runtime_c/fast/edgec_elementwise.c."""
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.ir import Op, Tensor
+from edgec.ops import cemit, fast
+from edgec.ops.movement import RANK, offsets
+from edgec.ops.opdef import CallSite, OpDef
+from edgec.quant.scheme import act_range, qparams_from_range, quantize_multiplier, requantize
+
+ADD_LEFT_SHIFT = 20
+BINARY_OPS = {"add": 0, "sub": 1, "max": 2, "min": 3, "mul": 4, "div": 5}
+DIV_SHIFT = 16
+
+
+# ---- quantize ---------------------------------------------------------------------------------
+def add_params(s1: float, zp1: int, s2: float, zp2: int, so: float, zpo: int) -> dict:
+    """Parameters of TFLite's int8 Add (PrepareGeneralSubOp / CalculateArithmeticParams style)."""
+    twice_max = 2.0 * max(s1, s2)
+    m1, sh1 = quantize_multiplier(s1 / twice_max)
+    m2, sh2 = quantize_multiplier(s2 / twice_max)
+    mo, sho = quantize_multiplier(twice_max / ((1 << ADD_LEFT_SHIFT) * so))
+    return {"input1_zp": int(zp1), "input1_mult": m1, "input1_shift": sh1,
+            "input2_zp": int(zp2), "input2_mult": m2, "input2_shift": sh2,
+            "output_mult": mo, "output_shift": sho, "output_zp": int(zpo),
+            "left_shift": ADD_LEFT_SHIFT, "act_min": -128, "act_max": 127}
+
+
+def quantize_add(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    a, b = ins
+    p = add_params(a.scale, a.zero_point, b.scale, b.zero_point, out.scale, out.zero_point)
+    op.params = dict(n=out.size, **{**p, **act_range(op, out)})
+
+
+def _strides6(shape, out_dims):
+    shape = [1] * (RANK - len(shape)) + [int(d) for d in shape]
+    strides, acc = [0] * RANK, 1
+    for k in range(RANK - 1, -1, -1):
+        strides[k] = acc if shape[k] > 1 else 0
+        acc *= shape[k]
+    return strides
+
+
+def out_shape(op: Op) -> tuple[int, ...]:
+    """Broadcast physical shape of a binary op."""
+    return tuple(np.broadcast_shapes(tuple(op.attrs["a_shape"]), tuple(op.attrs["b_shape"])))
+
+
+def quantize_binary(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    a = op.attrs
+    tensors = list(ins)
+    if a["const"] is not None:
+        c = np.asarray(a["const"], np.float64)
+        s, zp = qparams_from_range(float(c.min()), float(c.max()))
+        const = Tensor(name="const", shape=c.shape, source="", scale=s, zero_point=zp)
+        op.arrays["const"] = np.clip(np.round(c / s) + zp, -128, 127).astype(np.int8)
+        tensors.insert(0 if a["const_first"] else 1, const)
+    ta, tb = tensors
+    dims = [1] * (RANK - len(out_shape(op))) + list(out_shape(op))
+    p = dict(op=BINARY_OPS[a["op"]], dims=dims, a_stride=_strides6(a["a_shape"], dims),
+             b_stride=_strides6(a["b_shape"], dims), a_zp=ta.zero_point, b_zp=tb.zero_point,
+             a_mult=0, a_shift=0, b_mult=0, b_shift=0, left_shift=ADD_LEFT_SHIFT, out_zp=out.zero_point)
+    if a["op"] in ("add", "sub", "max", "min"):
+        ap = add_params(ta.scale, ta.zero_point, tb.scale, tb.zero_point, out.scale, out.zero_point)
+        p.update(a_mult=ap["input1_mult"], a_shift=ap["input1_shift"], b_mult=ap["input2_mult"],
+                 b_shift=ap["input2_shift"], out_mult=ap["output_mult"], out_shift=ap["output_shift"])
+    elif a["op"] == "mul":
+        p["out_mult"], p["out_shift"] = quantize_multiplier(ta.scale * tb.scale / out.scale)
+    else:
+        p["out_mult"], p["out_shift"] = quantize_multiplier(ta.scale / (tb.scale * out.scale * (1 << DIV_SHIFT)))
+    p.update(act_range(op, out))
+    p["_const_first"] = bool(a["const_first"])
+    op.params = p
+
+
+# ---- NumPy integer twins ------------------------------------------------------------------------
+def add_s8(p: dict, a, b) -> np.ndarray:
+    """TFLite reference_integer_ops::AddElementwise (same shapes, no broadcasting)."""
+    a = np.asarray(a, np.int8)
+    ls = 1 << int(p.get("left_shift", ADD_LEFT_SHIFT))
+    v1 = (a.astype(np.int64) - int(p["input1_zp"])) * ls
+    v2 = (np.asarray(b, np.int8).reshape(a.shape).astype(np.int64) - int(p["input2_zp"])) * ls
+    s1 = requantize(v1, p["input1_mult"], p["input1_shift"]).astype(np.int64)
+    s2 = requantize(v2, p["input2_mult"], p["input2_shift"]).astype(np.int64)
+    raw = (s1 + s2).astype(np.int32)
+    out = requantize(raw, p["output_mult"], p["output_shift"]).astype(np.int64) + int(p["output_zp"])
+    return np.clip(out, int(p["act_min"]), int(p["act_max"])).astype(np.int8)
+
+
+def binary_s8(p: dict, a, b) -> np.ndarray:
+    """Broadcasting elementwise op on [dims] (6-D, strides 0 where an input is broadcast)."""
+    dims = [int(d) for d in p["dims"]]
+    va = np.asarray(a, np.int8).reshape(-1)[offsets(dims, p["a_stride"])].astype(np.int64) - int(p["a_zp"])
+    vb = np.asarray(b, np.int8).reshape(-1)[offsets(dims, p["b_stride"])].astype(np.int64) - int(p["b_zp"])
+    op = int(p["op"])
+    if op <= BINARY_OPS["min"]:
+        ls = 1 << int(p["left_shift"])
+        sa = requantize(va * ls, p["a_mult"], p["a_shift"]).astype(np.int64)
+        sb = requantize(vb * ls, p["b_mult"], p["b_shift"]).astype(np.int64)
+        raw = [sa + sb, sa - sb, np.maximum(sa, sb), np.minimum(sa, sb)][op]
+    elif op == BINARY_OPS["mul"]:
+        raw = va * vb
+    else:
+        num = va << DIV_SHIFT
+        den = vb
+        q = (np.abs(num) + np.abs(den) // 2) // np.maximum(np.abs(den), 1)   # round half away from zero
+        q = np.where((num < 0) != (den < 0), -q, q)
+        big = np.int64((1 << 31) - 1)
+        raw = np.where(den == 0, np.where(num < 0, -big, np.where(num > 0, big, 0)), q)
+    out = requantize(raw.astype(np.int32), p["out_mult"], p["out_shift"]).astype(np.int64) + int(p["out_zp"])
+    return np.clip(out, int(p["act_min"]), int(p["act_max"])).astype(np.int8)
+
+
+def run_add(op: Op, inputs: list) -> np.ndarray:
+    return add_s8(op.params, inputs[0].reshape(-1), inputs[1].reshape(-1))
+
+
+def _const_first(op: Op) -> bool:
+    """Whether a binary op's stored constant is its first operand (in params: saved graphs have no attrs)."""
+    return bool(op.params.get("_const_first", False))
+
+
+def _operands(op: Op, inputs: list, const) -> list:
+    operands = list(inputs)
+    if const is not None:
+        operands.insert(0 if _const_first(op) else 1, const)
+    return operands
+
+
+def run_binary(op: Op, inputs: list) -> np.ndarray:
+    return binary_s8(op.params, *_operands(op, inputs, op.arrays.get("const")))
+
+
+# ---- float --------------------------------------------------------------------------------------
+_FLOAT = {"add": np.add, "sub": np.subtract, "max": np.maximum, "min": np.minimum, "mul": np.multiply,
+          "div": np.divide}
+
+
+def _act(y, op: Op):
+    lo, hi = op.attrs.get("act", (-np.inf, np.inf))
+    return np.clip(y, lo, hi)
+
+
+def float_add(op: Op, inputs: list):
+    x = inputs[0]
+    return _act(x + inputs[1].reshape(x.shape), op)
+
+
+def float_binary(op: Op, inputs: list):
+    a = op.attrs
+    c = a["const"]
+    x, y = (c, inputs[0]) if c is not None and a["const_first"] else \
+        (inputs[0], c) if c is not None else (inputs[0], inputs[1])
+    with np.errstate(all="ignore"):
+        return _act(_FLOAT[a["op"]](x.reshape(a["a_shape"]), y.reshape(a["b_shape"])), op)
+
+
+# ---- C ------------------------------------------------------------------------------------------
+def c_add(op: Op, site: CallSite) -> str:
+    x, y = site.inputs
+    if op.lowered:
+        pre = site.prefix
+        return (f"{op.lowered['kernel']}(&{pre}_params, {pre}_lut1, {pre}_lut2, {pre}_rq, {x}, "
+                f"{y}, {site.output});")
+    return f"edgec_add_s8(&{site.prefix}_params, {x}, {y},\n        {site.output});"
+
+
+def c_binary(op: Op, site: CallSite) -> str:
+    a, b = _operands(op, site.inputs, site.arrays.get("const"))
+    return cemit.with_params("edgec_binary_params", op.params, f"edgec_binary_s8(&p, {a}, {b}, {site.output});")
+
+
+# ---- fast kernel --------------------------------------------------------------------------------
+def lower_add(op: Op) -> dict | None:
+    """Add with a 256-entry table per input for its rescaling."""
+    p = op.params
+    v = np.arange(-128, 128, dtype=np.int64)
+    ls = 1 << int(p["left_shift"])
+    lut1 = requantize((v - p["input1_zp"]) * ls, p["input1_mult"], p["input1_shift"]).astype(np.int64)
+    lut2 = requantize((v - p["input2_zp"]) * ls, p["input2_mult"], p["input2_shift"]).astype(np.int64)
+    if np.abs(lut1).max() + np.abs(lut2).max() >= fast.ACC_LIMIT:
+        return None
+    rq = fast.rq_records(np.zeros(1), np.array([p["output_mult"]]), np.array([p["output_shift"]]), p["output_zp"])
+    if rq is None:
+        return None
+    params = {k: int(p[k]) for k in ("n", "output_zp", "act_min", "act_max")}
+    return {"kernel": "edgec_fast_add_s8", "struct": "edgec_fast_add_params", "params": params,
+            "arrays": {"lut1": lut1.astype(np.int32), "lut2": lut2.astype(np.int32), "rq": rq},
+            "scratch_bytes": 0}
+
+
+OPS = [
+    OpDef("add", "elementwise", quantize_add, run_add, float_add, c_add, struct="edgec_add_params",
+          in_place=True, fuses_activation=True, lower=lower_add, code_bytes=580),
+    OpDef("binary", "elementwise", quantize_binary, run_binary, float_binary, c_binary, fuses_activation=True),
+]

@@ -1,0 +1,46 @@
+"""Helpers the ops' C calls share (`OpDef.c_call`): struct initializers, int16 pointer casts, a call with its
+own parameters."""
+from __future__ import annotations
+
+# field lists of the params structs a call initializes from a longer params dict (runtime_c's public header)
+FIELDS = {
+    "edgec_conv_params": ("in_h in_w in_c out_h out_w out_c k_h k_w stride_h stride_w dil_h dil_w pad_top "
+                          "pad_left input_zp output_zp act_min act_max depth_multiplier").split(),
+    "edgec_fc_params": "in_features out_features input_zp output_zp act_min act_max".split(),
+}
+
+
+def struct_init(params: dict, fields=None) -> str:
+    """A C designated initializer of `params` (keys starting with '_' are Python-only)."""
+    def v(x):
+        return "{" + ", ".join(str(int(i)) for i in x) + "}" if isinstance(x, (list, tuple)) else str(int(x))
+    keys = fields or [k for k in params if not k.startswith("_")]
+    return "{" + ", ".join(f".{k} = {v(params[k])}" for k in keys) + "}"
+
+
+def with_params(struct: str, params: dict, call: str, fields=None) -> str:
+    """A block declaring the call's own static const parameters, then the call."""
+    return "{ " + f"static const {struct} p = {struct_init(params, fields)};" + "\n      " + call + " }"
+
+
+def i16(pointer: str, const: bool = False) -> str:
+    """An arena pointer as int16 data."""
+    c = "const " if const else ""
+    return f"({c}int16_t *)({c}void *)({pointer})"
+
+
+def weighted_call(kernel: str, prefix: str, x: str, arrays: dict, output: str) -> str:
+    """The call of a reference weighted kernel: params, input, weights, bias, mult, shift, output."""
+    return (f"{kernel}(&{prefix}_params, {x}, {arrays['weights']}, {arrays['bias']},\n"
+            f"        {arrays['mult']}, {arrays['shift']}, {output});")
+
+
+def weighted_call16(kernel: str, prefix: str, x: str, arrays: dict, output: str) -> str:
+    """The same for a 16x8 kernel (int16 input and output)."""
+    return (f"{kernel}(&{prefix}_params, {i16(x, const=True)}, {arrays['weights']}, "
+            f"{arrays['bias']}, {arrays['mult']}, {arrays['shift']}, {i16(output)});")
+
+
+def fast_weighted_call(kernel: str, prefix: str, x: str, scratch: str, output: str) -> str:
+    """The call of a fast weighted kernel (packed weights `fw`, requantization records `rq`, scratch)."""
+    return f"{kernel}(&{prefix}_params, {x}, {prefix}_fw, {prefix}_rq, {scratch}, {output});"

@@ -1,0 +1,87 @@
+"""Build-time packing shared by the fast kernels (runtime_c/fast/): each op family lowers its own ops
+(`OpDef.lower`) with these helpers; edgec/codegen/lowering.py runs the lowering after quantization.
+
+For each op the fast kernels can run bit-exactly, its family's `lower(op)` returns the C params struct, the
+constant arrays (weights padded and reordered for the inner loops, one requantization record per
+output channel, lookup tables) and the scratch memory the kernel needs; ops it returns None for
+keep the portable reference kernels.
+
+What moves from run time to build time:
+- the input zero point: sum((x - zp) * w) + bias == sum(x * w) + (bias - zp * sum(w)), with padded
+  taps holding zp itself, so the inner loops multiply raw int8 values;
+- requantization: TFLite's SaturatingRoundingDoublingHighMul followed by RoundingDivideByPOT is,
+  for a multiplier m in (2^30, 2^31) and a right shift e >= 0, exactly
+      (((2*acc*m + 2^31 + [e>0] * 2^(31+e)) >> 32) - [e>0][acc<0]) >> e
+  (both roundings folded into one constant, see `rq_records`): SMMLAR, ADD and a shift on Arm;
+- Add's two input rescalings: a 256-entry table per input.
+
+The lowering needs |accumulator| < 2^30 (so 2*acc fits in int32); `folded_bias` checks the bound from
+the weights and bias and declines layers that could exceed it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.ir import Op
+
+RQ_FIELDS = ("bias", "mult", "khi", "neg", "shift")
+ACC_LIMIT = 1 << 30
+MAX_RIGHT_SHIFT = 22     # keeps |hi word + zp * 2^shift| < 2^31 for |acc| < 2^30
+
+
+def k4(n: int) -> int:
+    """n rounded up to whole words."""
+    return (n + 3) // 4 * 4
+
+
+def rq_records(bias: np.ndarray, mult: np.ndarray, shift: np.ndarray, zp: int = 0) -> np.ndarray | None:
+    """[n, 5] int32 edgec_rq records (bias, mult, khi, neg, shift), or None if a multiplier/shift is
+    outside the fast path.
+
+    The output zero point is folded in: (v >> e) + zp == (v + zp * 2^e) >> e."""
+    bias = np.asarray(bias, np.int64)
+    mult = np.asarray(mult, np.int64)
+    shift = np.asarray(shift, np.int64)
+    if np.any(shift > 0) or np.any(shift < -MAX_RIGHT_SHIFT) or np.any(mult == 1 << 30) or np.any(mult < 0):
+        return None
+    e = -shift
+    khi_pos = np.where(e > 0, np.left_shift(1, np.maximum(e - 1, 0)), 0) + int(zp) * np.left_shift(1, e)
+    neg = -(e > 0).astype(np.int64)
+    if np.any(np.abs(bias) >= ACC_LIMIT):
+        return None
+    return np.stack([bias, mult, khi_pos, neg, e], axis=1).astype(np.int32)
+
+
+def folded_bias(bias, w2d: np.ndarray, zp: int, mult) -> np.ndarray | None:
+    """bias - zp * sum(w) per output row of w2d [out][k]; None if |acc| could reach 2^30.
+
+    A channel with multiplier 0 (all-zero weights) outputs the zero point whatever its accumulator:
+    its bias becomes 0 (the quantizer may have saturated it)."""
+    w = w2d.astype(np.int64)
+    live = np.asarray(mult, np.int64) != 0
+    b = np.where(live, np.asarray(bias, np.int64) - int(zp) * w.sum(axis=1), 0)
+    if np.any(np.abs(b) + 128 * np.abs(w).sum(axis=1) >= ACC_LIMIT):
+        return None
+    return b
+
+
+def words(a: np.ndarray) -> np.ndarray:
+    """Bytes (int8 or int16 data, C order) as little-endian uint32 words."""
+    raw = np.ascontiguousarray(a).view(np.uint8).reshape(-1)
+    assert raw.size % 4 == 0
+    return raw.view("<u4").astype(np.uint32)
+
+
+def conv_like(op: Op, w2d: np.ndarray) -> tuple[dict, np.ndarray] | None:
+    p = op.params
+    bias = folded_bias(op.arrays["bias"], w2d, p["input_zp"], op.arrays["mult"])
+    rq = None if bias is None else rq_records(bias, op.arrays["mult"], op.arrays["shift"], p["output_zp"])
+    return None if rq is None else ({k: int(p[k]) for k in ("output_zp", "act_min", "act_max")}, rq)
+
+
+def run_rq(acc: np.ndarray, rq: np.ndarray) -> np.ndarray:
+    """NumPy model of edgec_out()'s requantization and output zero point (before the clamp), for tests."""
+    acc = np.asarray(acc, np.int64)
+    mult, khi, neg, sh = (rq[..., i].astype(np.int64) for i in range(1, 5))
+    hi = ((2 * acc * mult + (khi << 32) + (1 << 31)) >> 32) + np.where(acc < 0, neg, 0)
+    return (hi >> sh).astype(np.int32)

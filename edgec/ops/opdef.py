@@ -1,0 +1,70 @@
+"""`OpDef`: the registry entry of one canonical op kind (edgec/ops/registry.py collects them)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from edgec.ir import Op, Tensor
+
+Quantizer = Callable[[Op, "list[Tensor]", Tensor], None]
+Twin = Callable[[Op, "list[np.ndarray]"], np.ndarray]
+
+
+@dataclass
+class CallSite:
+    """Where one op's C call runs: C expressions of its arena buffers and the names of its constant arrays."""
+
+    prefix: str                  # "op<index>": the op's C names start with it
+    inputs: list[str]            # C expressions of the input buffers (int8_t *)
+    output: str                  # C expression of the output buffer
+    arrays: dict[str, str]       # op.arrays key (or lowered array key) -> C array name
+    scratch: str | None = None   # C expression of the op's scratch buffer, if the plan gave it one
+    dtype: str = "int8"          # the output tensor's dtype
+
+
+@dataclass(frozen=True)
+class Int16:
+    """A kind's TFLite 16x8 variant (`--int16`): quantizer run after the int8 one, twin and C call."""
+
+    quantize: Quantizer
+    run: Callable[[Op, list], np.ndarray]
+    c_call: Callable[[Op, CallSite], str]
+
+
+@dataclass(frozen=True)
+class Equalize:
+    """How --equalize (edgec/quant/equalize.py) reads and rescales a kind's float weights."""
+
+    out_range: Callable[[Op], np.ndarray]          # max |w| of every output channel
+    in_range: Callable[[Op], np.ndarray]           # max |w| of every input channel
+    scale_out: Callable[[Op, np.ndarray], None]    # divide output channel c by s[c] (weights and bias)
+    scale_in: Callable[[Op, np.ndarray], None]     # multiply input channel c by s[c]
+
+
+@dataclass(frozen=True)
+class OpDef:
+    kind: str                                    # canonical op kind (ir.Op.kind)
+    family: str                                  # C kernel family: runtime_c/edgec_<family>.c
+    quantize: Quantizer                          # fills op.params (C struct fields) and op.arrays (constants)
+    run: Twin                                    # bit-exact NumPy integer twin: int8 inputs -> int8 output
+    run_float: Twin | None                       # float run of the canonical op (calibration, sensitivity)
+    c_call: Callable[[Op, CallSite], str] | None  # the C statement (None: an alias, no code)
+    struct: str | None = None                    # params struct the generated file declares at file scope
+    c_arrays: Callable[[Op], dict] | None = None  # constant arrays the C call needs beyond op.arrays
+    alias: bool = False                          # output is the input's bytes (a view: no code, same buffer)
+    in_place: bool = False                       # may write its output over its first input
+    fuses_activation: bool = False               # a following Relu/Clip becomes its clamp
+    weight_axis: int | None = None               # weighted op: the output-channel axis of attrs['weights']
+    qparams: str = "calibrated"                  # output quantization: "calibrated", "input" (same as the
+                                                 # first input's) or "fixed" (fixed_qparams(op))
+    fixed_qparams: Callable[[Op], tuple[float, int] | None] | None = None
+    macs: Callable[[Op, Tensor], int] | None = None   # multiply-accumulates of one inference
+    lower: Callable[[Op], dict | None] | None = None  # fast kernel (edgec/codegen/lowering.py), if any
+    int16: Int16 | None = None                   # 16x8 variant (--int16)
+    sensitivity: bool = True                     # listed in the per-layer sensitivity report
+    bias_correction: bool = False                # --bias-correction corrects its bias (weighted ops)
+    equalize: Equalize | None = None             # cross-layer equalization (--equalize) of its weights
+    code_bytes: int = 1024                       # estimate of its kernel's code (fit check before building)
+    doc: str = ""

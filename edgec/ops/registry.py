@@ -1,0 +1,65 @@
+"""The operator registry: one `OpDef` (edgec/ops/opdef.py) per canonical op kind, holding everything Python
+knows about it: ONNX import, quantizer, NumPy integer twin, float run, C call, fast-kernel lowering, int16
+variant and properties.
+
+Each family module of edgec/ops (conv, dense, pool, binary, lut, softmax, movement, reduce, resize, convert)
+defines its kinds as `OPS = [OpDef(...), ...]` and its ONNX importers as `ONNX = {op_type: importer}`.
+The pipeline stages look an op up here (`REGISTRY[op.kind]`) instead of branching on its kind, and every
+per-kind table they need is derived below.
+
+Adding an operator: docs/design.md, "Adding an operator".
+"""
+from __future__ import annotations
+
+from edgec.ir import Graph, Op
+from edgec.ops import binary, conv, convert, dense, lut, movement, pool, reduce, resize, softmax
+from edgec.ops.opdef import OpDef
+
+MODULES = (movement, lut, pool, conv, dense, binary, softmax, reduce, resize, convert)
+
+REGISTRY: dict[str, OpDef] = {}
+for _m in MODULES:
+    for _d in _m.OPS:
+        assert _d.kind not in REGISTRY, f"op kind {_d.kind} defined twice"
+        REGISTRY[_d.kind] = _d
+
+
+def get(kind: str) -> OpDef:
+    try:
+        return REGISTRY[kind]
+    except KeyError:
+        raise ValueError(f"no operator '{kind}' in the registry") from None
+
+
+# per-kind tables the stages use, derived from the registry
+ALIAS_OPS = frozenset(k for k, d in REGISTRY.items() if d.alias)
+IN_PLACE_OPS = frozenset(k for k, d in REGISTRY.items() if d.in_place)
+FUSABLE = frozenset(k for k, d in REGISTRY.items() if d.fuses_activation)
+WEIGHT_AXIS = {k: d.weight_axis for k, d in REGISTRY.items() if d.weight_axis is not None}
+SAME_QPARAMS_OPS = frozenset(k for k, d in REGISTRY.items() if d.qparams == "input")
+INT16_KINDS = tuple(k for k, d in REGISTRY.items() if d.int16 is not None and d.weight_axis is not None)
+KERNEL_CODE_BYTES = {k: d.code_bytes for k, d in REGISTRY.items()}
+FLOAT_KINDS = frozenset(k for k, d in REGISTRY.items() if d.run_float is not None)
+BIAS_CORRECTABLE = frozenset(k for k, d in REGISTRY.items() if d.bias_correction)
+
+
+def fixed_qparams(op: Op) -> tuple[float, int] | None:
+    """An op's output quantization when it does not come from calibration (softmax, argmax...)."""
+    d = REGISTRY[op.kind]
+    return d.fixed_qparams(op) if d.qparams == "fixed" and d.fixed_qparams else None
+
+
+def own_qparams(op: Op) -> bool:
+    """Whether an op's output quantization is set by the op itself, not by calibration."""
+    return op.kind in SAME_QPARAMS_OPS or fixed_qparams(op) is not None
+
+
+def op_macs(graph: Graph, op: Op) -> int:
+    """Multiply-accumulates of one op in one inference (float or quantized weights, same shape)."""
+    d = REGISTRY.get(op.kind)        # (a survey's placeholders for unsupported nodes have no entry)
+    return d.macs(op, graph.tensors[op.output]) if d is not None and d.macs else 0
+
+
+def graph_macs(graph: Graph) -> int:
+    """Multiply-accumulates of one inference."""
+    return sum(op_macs(graph, op) for op in graph.ops)

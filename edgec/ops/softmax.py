@@ -1,0 +1,114 @@
+"""softmax and log_softmax over the last axis of [rows][cols], with a build-time exp table (edgec's LUT
+softmax, output fixed at scale 1/256 and zero point -128 like TFLite's); kernels in runtime_c/edgec_softmax.c."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from edgec.errors import EdgecError
+from edgec.ir import Op, Tensor
+from edgec.ops import cemit
+from edgec.ops.opdef import CallSite, OpDef
+
+LOG_Q = 16
+LN2_Q16 = 45426  # round(ln 2 * 2**16)
+
+
+# ---- quantize ---------------------------------------------------------------------------------
+def softmax_table(input_scale: float, beta: float = 1.0) -> np.ndarray:
+    """Build-time exp LUT: entry d = round(exp(-d*scale*beta) * 2**24)."""
+    t = [max(0, int(round(math.exp(-d * input_scale * beta) * (1 << 24)))) for d in range(256)]
+    return np.asarray(t, dtype=np.uint32)
+
+
+def log2_table() -> np.ndarray:
+    """log2(1 + (i + 0.5) / 256) in Q16 for the 8 mantissa bits after the leading one."""
+    return np.round(np.log2(1 + (np.arange(256) + 0.5) / 256) * (1 << LOG_Q)).astype(np.int32)
+
+
+def quantize_softmax(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    op.params = dict(rows=op.attrs["rows"], cols=op.attrs["cols"])
+    op.arrays["exp_table"] = np.asarray(softmax_table(ins[0].scale), np.uint32)
+
+
+def quantize_log_softmax(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    a, x = op.attrs, ins[0]
+    k_in, k_ln = round(x.scale / out.scale * 65536), round(65536 / out.scale)
+    if max(abs(k_in), k_ln) >= 2 ** 31:
+        raise EdgecError(f"node '{op.name}': LogSoftmax output range too narrow for int8 (scale {out.scale})")
+    op.params = dict(rows=a["rows"], cols=a["cols"], k_in=int(k_in), k_ln=int(k_ln), output_zp=out.zero_point)
+    op.arrays["exp_table"] = np.asarray(softmax_table(x.scale), np.uint32)
+    op.arrays["log_table"] = log2_table()
+
+
+# ---- NumPy integer twins ------------------------------------------------------------------------
+def softmax_s8(x, exp_table) -> np.ndarray:
+    """edgec LUT softmax over the last axis (not TFLite's); output scale 1/256, zero point -128."""
+    x = np.asarray(x, np.int8)
+    x2 = x.reshape(-1, x.shape[-1]).astype(np.int64)
+    e = np.asarray(exp_table, np.uint64)[x2.max(axis=1, keepdims=True) - x2]
+    s = e.sum(axis=1, keepdims=True, dtype=np.uint64)
+    q = (e * np.uint64(512) + s) // (np.uint64(2) * s)
+    out = q.astype(np.int64) - 128
+    return np.clip(out, -128, 127).astype(np.int8).reshape(x.shape)
+
+
+def _round_div_pot(v, bits):
+    """Round half away from zero of v / 2**bits (int64)."""
+    half = np.int64(1) << (bits - 1)
+    return np.where(v >= 0, (v + half) >> bits, -((-v + half) >> bits))
+
+
+def log_softmax_s8(p: dict, exp_table, log_table, x) -> np.ndarray:
+    """y = (x - max) * s_in - ln(sum exp) over the last axis; exp_table as softmax's (Q24),
+    ln from an integer log2 (leading bit + 8 mantissa bits through log_table)."""
+    x = np.asarray(x, np.int8).reshape(int(p["rows"]), int(p["cols"])).astype(np.int64)
+    m = x.max(axis=1, keepdims=True)
+    s = np.asarray(exp_table, np.int64)[m - x].sum(axis=1, keepdims=True)   # >= 2**24
+    e = np.floor(np.log2(s.astype(np.float64))).astype(np.int64)
+    e = np.where((np.int64(1) << (e + 1)) <= s, e + 1, np.where((np.int64(1) << e) > s, e - 1, e))
+    idx = (s >> (e - 8)) - 256
+    l2 = (e - 24) * (1 << LOG_Q) + np.asarray(log_table, np.int64)[idx]
+    ln = (l2 * LN2_Q16) >> LOG_Q                                             # ln(sum) in Q16, >= 0
+    y16 = (x - m) * int(p["k_in"]) - ((ln * int(p["k_ln"])) >> LOG_Q)      # y / s_out in Q16
+    out = _round_div_pot(y16, LOG_Q) + int(p["output_zp"])
+    return np.clip(out, -128, 127).astype(np.int8).reshape(-1)
+
+
+def run_softmax(op: Op, inputs: list) -> np.ndarray:
+    p = op.params
+    return softmax_s8(inputs[0].reshape(p["rows"], p["cols"]), op.arrays["exp_table"])
+
+
+def run_log_softmax(op: Op, inputs: list) -> np.ndarray:
+    return log_softmax_s8(op.params, op.arrays["exp_table"], op.arrays["log_table"], inputs[0])
+
+
+# ---- float --------------------------------------------------------------------------------------
+def _float(op: Op, x, log: bool):
+    x = x.reshape(op.attrs["rows"], op.attrs["cols"])
+    z = x - x.max(axis=1, keepdims=True)
+    ls = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    return ls if log else np.exp(ls)
+
+
+# ---- C ------------------------------------------------------------------------------------------
+def c_softmax(op: Op, site: CallSite) -> str:
+    p = op.params
+    return (f"edgec_softmax_s8({p['rows']}, {p['cols']}, {site.arrays['exp_table']}, {site.inputs[0]},\n"
+            f"        {site.output});")
+
+
+def c_log_softmax(op: Op, site: CallSite) -> str:
+    n = site.arrays
+    call = f"edgec_log_softmax_s8(&p, {n['exp_table']}, {n['log_table']}, {site.inputs[0]}, {site.output});"
+    return cemit.with_params("edgec_log_softmax_params", op.params, call)
+
+
+OPS = [
+    OpDef("softmax", "softmax", quantize_softmax, run_softmax, lambda op, ins: _float(op, ins[0], False),
+          c_softmax, in_place=True, qparams="fixed", fixed_qparams=lambda op: (1.0 / 256.0, -128), code_bytes=920),
+    OpDef("log_softmax", "softmax", quantize_log_softmax, run_log_softmax, lambda op, ins: _float(op, ins[0], True),
+          c_log_softmax),
+]

@@ -1,0 +1,168 @@
+"""The TFLite INT8 quantization scheme, as arithmetic: what every operator's quantizer and NumPy twin uses.
+
+Activations: asymmetric int8 (scale, zero point) per tensor, or symmetric int16 for 16x8 layers.
+Weights: symmetric int8 per output channel. Bias: int32 at scale input_scale * weight_scale[c].
+Requantization: a Q31 multiplier and a power-of-two shift (TFLite's QuantizeMultiplier and
+MultiplyByQuantizedMultiplier, double rounding).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from edgec.errors import EdgecError
+from edgec.ir import DTYPES, Op, Tensor
+
+INT32_MIN = -(1 << 31)
+INT32_MAX = (1 << 31) - 1
+
+
+class MultiplierRangeError(ValueError):
+    """A real multiplier outside what a Q31 multiplier and a shift <= 30 can express."""
+
+
+def qparams_from_range(lo: float, hi: float) -> tuple[float, int]:
+    """Scale and zero point covering [lo, hi] (widened to include 0) with int8."""
+    lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
+    if hi - lo < 1e-12:
+        return 1.0, -128 if lo == 0.0 else 0
+    scale = (hi - lo) / 255.0
+    zp = int(np.clip(round(-128 - lo / scale), -128, 127))
+    return scale, zp
+
+
+def qparams16(lo: float, hi: float) -> tuple[float, int]:
+    """Symmetric int16 scale (zero point 0) covering [lo, hi]."""
+    m = max(abs(float(lo)), abs(float(hi)))
+    return (m / 32767.0, 0) if m >= 1e-12 else (1.0, 0)
+
+
+def quantize_input(t: Tensor, x: np.ndarray) -> np.ndarray:
+    """Float input data -> int8 (int16 for an int16 tensor) with the tensor's quantization (as the host sends it)."""
+    info = np.iinfo(DTYPES[t.dtype])
+    return np.clip(np.round(x / t.scale) + t.zero_point, info.min, info.max).astype(DTYPES[t.dtype])
+
+
+def dequantize(t: Tensor, q: np.ndarray) -> np.ndarray:
+    return (q.astype(np.float32) - t.zero_point) * np.float32(t.scale)
+
+
+def quantize_multiplier(real: float) -> tuple[int, int]:
+    """TFLite QuantizeMultiplier: real ~= mult * 2**(shift - 31), mult in [2**30, 2**31)."""
+    if real == 0.0:
+        return 0, 0
+    if not math.isfinite(real):
+        raise MultiplierRangeError(f"multiplier {real} is not finite")
+    q, e = math.frexp(real)
+    v = q * float(1 << 31)  # exact (power-of-two scaling)
+    q_fixed = int(math.copysign(math.floor(abs(v) + 0.5), v))  # std::round: half away from zero
+    if q_fixed == (1 << 31):
+        q_fixed //= 2
+        e += 1
+    if e < -31:
+        return 0, 0
+    if e > 30:
+        raise MultiplierRangeError(f"multiplier {real:.6g} is too large for a Q31 multiplier with shift <= 30")
+    return q_fixed, e
+
+
+def requantize(acc, mult, shift) -> np.ndarray:
+    """TFLite MultiplyByQuantizedMultiplier (double rounding); mult/shift broadcast over the last axis."""
+    x = np.asarray(acc, dtype=np.int64)
+    m = np.asarray(mult, dtype=np.int64)
+    s = np.asarray(shift, dtype=np.int64)
+    left = np.maximum(s, 0)
+    right = np.maximum(-s, 0)
+    x = (x << left).astype(np.int32).astype(np.int64)  # int32 wrap, as the C cast
+    ab = x * m
+    t = ab + np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
+    hi = np.where(t >= 0, t >> 31, -((-t) >> 31))  # C division: truncation toward zero
+    hi = np.where((x == INT32_MIN) & (m == INT32_MIN), INT32_MAX, hi)
+    mask = (np.int64(1) << right) - 1
+    threshold = (mask >> 1) + (hi < 0)
+    out = (hi >> right) + ((hi & mask) > threshold)
+    return out.astype(np.int32)
+
+
+def finish(acc, mult, shift, p) -> np.ndarray:
+    """Requantize an int32 accumulator, add the output zero point and clamp to the int8 activation range."""
+    out = requantize(acc, mult, shift).astype(np.int64) + int(p["output_zp"])
+    return np.clip(out, int(p["act_min"]), int(p["act_max"])).astype(np.int8)
+
+
+def requantize64(acc, mult, shift) -> np.ndarray:
+    """TFLite MultiplyByQuantizedMultiplier(int64 x, int32 mult, int shift), shift in [-31, 7] (16x8 layers)."""
+    x = np.asarray(acc, np.int64)
+    m = np.asarray(mult, np.int64)
+    s = np.asarray(shift, np.int64)
+    reduced = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)
+    total = 15 - s
+    return (x * reduced + (np.int64(1) << (total - 1))) >> total     # floor shift, as the C
+
+
+def finish16(acc, mult, shift, p) -> np.ndarray:
+    out = requantize64(acc, mult, shift)
+    return np.clip(out, int(p["act_min"]), int(p["act_max"])).astype(np.int16)
+
+
+def act_range(op: Op, out: Tensor) -> dict:
+    """The int8 clamp of an op's fused activation (op.attrs['act'] = (lo, hi) in float)."""
+    lo, hi = op.attrs.get("act", (-math.inf, math.inf))
+    qmin = -128 if lo == -math.inf else max(-128, out.zero_point + int(round(lo / out.scale)))
+    qmax = 127 if hi == math.inf else min(127, out.zero_point + int(round(hi / out.scale)))
+    return {"act_min": qmin, "act_max": max(qmin, qmax)}
+
+
+def act_range16(op: Op, out: Tensor) -> dict:
+    """The int16 clamp of an op's fused activation (zero point 0)."""
+    lo, hi = op.attrs.get("act", (-math.inf, math.inf))
+    qmin = -32768 if lo == -math.inf else max(-32768, int(round(lo / out.scale)))
+    qmax = 32767 if hi == math.inf else min(32767, int(round(hi / out.scale)))
+    return {"act_min": qmin, "act_max": max(qmin, qmax)}
+
+
+def quantize_weights(w: np.ndarray, channel_axis: int, per_channel: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric int8 weights and their scale for every output channel (one shared scale if not per_channel)."""
+    w = np.asarray(w, np.float64)
+    axes = tuple(a for a in range(w.ndim) if a != channel_axis % w.ndim)
+    wmax = np.max(np.abs(w), axis=axes)
+    if not per_channel:
+        wmax = np.full_like(wmax, np.max(wmax))
+    w_scale = np.where(wmax > 0, wmax / 127.0, 1.0)
+    shape = [1] * w.ndim
+    shape[channel_axis] = -1
+    return np.clip(np.round(w / w_scale.reshape(shape)), -127, 127).astype(np.int8), w_scale
+
+
+def weighted(op: Op, inp: Tensor, out: Tensor, channel_axis: int) -> None:
+    """op.arrays weights (int8), bias (int32), mult and shift (per output channel) of a weighted op."""
+    if not np.all(np.isfinite(op.attrs["weights"])):
+        raise EdgecError(f"node '{op.name}': weights contain NaN or Inf")
+    if "weight_scale" in op.attrs:      # a QDQ model's own weight scales (edgec/frontend/qdq.py)
+        w_scale = np.asarray(op.attrs["weight_scale"], np.float64)
+        shape = [1] * op.attrs["weights"].ndim
+        shape[channel_axis] = -1
+        wq = np.clip(np.round(op.attrs["weights"] / w_scale.reshape(shape)), -128, 127).astype(np.int8)
+    else:
+        wq, w_scale = quantize_weights(op.attrs["weights"], channel_axis, op.attrs.get("per_channel", True))
+    bias_scale = inp.scale * w_scale
+    bq = np.clip(np.round(op.attrs["bias"].astype(np.float64) / bias_scale), -2**31, 2**31 - 1).astype(np.int32)
+    mult, shift = zip(*(quantize_multiplier(s / out.scale) for s in bias_scale))
+    op.arrays.update(weights=wq, bias=bq, mult=np.array(mult, np.int32), shift=np.array(shift, np.int32))
+
+
+BIAS16_LIMIT = (1 << 40) - 1
+MAX_SHIFT16 = 7               # edgec_requantize64 takes shifts -31..7
+
+
+def weighted16(op: Op, ins: list[Tensor], out: Tensor, channel_axis: int) -> None:
+    """Turn an int8 weighted op's parameters into TFLite 16x8 ones: int64 bias, zero points 0, int16 clamp."""
+    _, w_scale = quantize_weights(op.attrs["weights"], channel_axis, op.attrs.get("per_channel", True))
+    bias = np.round(op.attrs["bias"].astype(np.float64) / (ins[0].scale * w_scale))
+    op.arrays["bias"] = np.clip(bias, -BIAS16_LIMIT, BIAS16_LIMIT).astype(np.int64)
+    shift = np.asarray(op.arrays["shift"])
+    if np.any(shift > MAX_SHIFT16):
+        raise EdgecError(f"node '{op.name}': its int16 output range is too narrow for its inputs "
+                         f"(requantization shift {int(shift.max())} > {MAX_SHIFT16}); run it in int8")
+    op.params.update(input_zp=0, output_zp=0, **act_range16(op, out))
