@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -25,58 +24,14 @@ from edgec.quant import ptq
 from edgec.frontend import qdq
 from edgec.frontend import support
 from edgec.quant import sensitivity as sens
-from edgec.targets.boards import Board, load_board
-from edgec.errors import EdgecError
-from edgec.codegen.lowering import lower_graph
+from edgec.targets.boards import load_board
 from edgec.ir import Graph
 from edgec.ops.registry import graph_macs
-from edgec.templating import c_identifier
-from edgec.progress import Progress
 from edgec.staging import staged_folder
+from edgec.pipeline import Log, calibrate_model, compile_model, model_name, schedule_and_plan  # noqa: F401
+from edgec.pipeline import quiet as _quiet
+from edgec.targets.build_folder import REPORT, check_hello, load_build
 
-Log = Callable[[str], None]
-REPORT = "build-report.json"
-
-
-def _quiet(_: str) -> None:
-    pass
-
-
-def model_name(model_path: Path) -> str:
-    """The C name of a model: its file name, or its folder's when the file is just 'model.onnx'."""
-    stem = model_path.stem
-    if stem.lower() in ("model", "net", "network") and model_path.resolve().parent.name:
-        stem = model_path.resolve().parent.name
-    return c_identifier(stem)
-
-
-def calibrate_model(model_path: str | Path, calib_path: str | Path, options: ptq.QuantOptions | None = None,
-                    log: Log = _quiet) -> tuple:
-    """Load, canonicalize, calibrate and quantize: returns (onnx model, ptq.QuantResult)."""
-    model_path = Path(model_path)
-    model = loader.load_model(model_path)
-    graph = canonicalize.canonicalize(model, model_name(model_path))
-    result = ptq.quantize_model(model, graph, calib_path, options or ptq.QuantOptions(), log=log,
-                                progress=Progress("calibrate", 1))
-    return model, result
-
-
-def compile_model(model_path: str | Path, calib_path: str | Path, log: Log = _quiet,
-                  options: ptq.QuantOptions | None = None):
-    """Load, canonicalize, calibrate and quantize: returns (onnx model, quantized graph, plan)."""
-    model, result = calibrate_model(model_path, calib_path, options, log)
-    return model, result.graph, schedule_and_plan(result.graph)
-
-
-def schedule_and_plan(graph: Graph, guard: int = 0):
-    """Lower the ops onto the fast kernels where they can run there (edgec/codegen/lowering.py: their
-    constants and scratch), put the ops in the execution order with the smallest memory peak and plan the
-    arena (guard > 0: with the arena guard's canaries, see edgec/plan/guard.py)."""
-    lower_graph(graph)
-    graph.ops = planner.schedule(graph)
-    plan = planner.plan(graph, guard=guard)
-    planner.check_plan(graph, plan)
-    return plan
 
 
 def write_quant_report(result: ptq.QuantResult, options: ptq.QuantOptions, folder: Path, title: str) -> dict:
@@ -163,27 +118,6 @@ def _io_info(graph: Graph, tensor: str, shape) -> dict:
     return {"shape": list(shape), "scale": t.scale, "zero_point": t.zero_point, "bytes": t.nbytes}
 
 
-def load_build(outdir: str | Path) -> tuple[dict, Board, Path]:
-    """The report, board and firmware of a build folder (checked)."""
-    outdir = Path(outdir)
-    report_path = outdir / REPORT
-    if not report_path.is_file():
-        raise EdgecError(f"{outdir}: not an edgec build folder (no {REPORT}); run `edgec build` first")
-    try:
-        report = json.loads(report_path.read_text())
-        board_ref = report["board"]
-    except (ValueError, KeyError):
-        raise EdgecError(f"{report_path}: damaged build report; run `edgec build` again") from None
-    board_file = report.get("board_file")
-    board = load_board(board_file if board_file and Path(board_file).is_file() else board_ref)
-    if not report.get("firmware"):
-        raise EdgecError(f"{outdir}: this build has no firmware (built without one); run `edgec build` again")
-    firmware = outdir / report["firmware"]
-    if not firmware.exists():
-        raise EdgecError(f"{outdir}: firmware {firmware.name} is missing; run `edgec build` again")
-    return report, board, firmware
-
-
 def flash(outdir: str | Path, port: str | None = None, log: Log = _quiet) -> dict:
     """Start (flash) the board with the build's firmware and check it answers with the right model."""
     from edgec.device.device import open_device
@@ -200,13 +134,6 @@ def flash(outdir: str | Path, port: str | None = None, log: Log = _quiet) -> dic
         check_hello(hello, report, outdir)
     log(f"{board.name}: firmware answers as model {hello.get('model')} ({hello.get('model_hash')})")
     return hello
-
-
-def check_hello(hello: dict, report: dict, outdir) -> None:
-    """Refuse a device whose firmware was built from another model than the build folder's."""
-    if hello.get("model_hash") != report["model_hash"]:
-        raise EdgecError(f"the device runs model {hello.get('model')} ({hello.get('model_hash')}) but {outdir} holds "
-                         f"{report['model']} ({report['model_hash']}); flash this build first (edgec flash {outdir})")
 
 
 def bench(outdir: str | Path, data_path: str | Path, limit: int | None = None, port: str | None = None,

@@ -13,6 +13,9 @@ import numpy as np
 
 # Activation types: int8 everywhere, int16 where a layer runs TFLite's 16x8 scheme (edgec/quant/int16.py).
 DTYPES = {"int8": np.int8, "int16": np.int16}
+# Source prefix of the tensors edgec makes itself (decomposed operators): onnxruntime never sees them, so the
+# float interpreter (edgec/quant/floatref.py) calibrates them.
+SYNTHETIC = "edgec:"
 
 
 @dataclass

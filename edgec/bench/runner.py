@@ -21,15 +21,15 @@ import numpy as np
 from edgec.quant import artifact
 from edgec.quant import calibrate
 from edgec.frontend import loader
-from edgec.quant import quantize
 from edgec.quant import scheme
 from edgec.quant import reference
 from edgec.targets.boards import PORT_EMULATOR, PORT_PROGRAM, Board
 from edgec.data import load_dataset
 from edgec.errors import EdgecError
 from edgec.ir import DTYPES, Graph, Op
-from edgec.ops.registry import ALIAS_OPS, op_macs
+from edgec.ops.registry import ALIAS_OPS, REGISTRY, op_macs
 from edgec.progress import Progress
+from edgec.targets.build_folder import check_hello, load_build
 
 Log = Callable[[str], None]
 PROFILE_SAMPLES = 5          # samples profiled layer by layer (median per layer)
@@ -48,7 +48,6 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         profile: bool = False, compare_layers: bool = False, score: str | None = None,
         log: Log = _quiet) -> dict:
     """Run the test data on the device of a build folder and return the bench report (a plain dict)."""
-    from edgec.api import check_hello, load_build
     from edgec.device.device import open_device
     from edgec.targets.firmware import firmware_sizes
 
@@ -127,7 +126,8 @@ def task_of(graph: Graph, labels: np.ndarray | None) -> str:
     """'classification' with integer labels (or a softmax output and no labels), else 'regression'."""
     if labels is not None:
         return "classification" if np.issubdtype(labels.dtype, np.integer) else "regression"
-    return "classification" if graph.ops and graph.ops[-1].kind == "softmax" else "regression"
+    last = REGISTRY[graph.ops[-1].kind] if graph.ops else None
+    return "classification" if last and last.distribution and last.qparams == "fixed" else "regression"
 
 
 def _quality(graph, labels, float_out, ref_out, dev_out, x, score_name, score_fn) -> dict:

@@ -23,10 +23,10 @@ import numpy as np
 
 from edgec import __version__
 from edgec.codegen import cmodel as codegen
+from edgec.pipeline import compile_model
 from edgec.ops.registry import graph_macs
 from edgec.templating import environment
 from edgec.targets import fit
-from edgec.quant import quantize
 from edgec.quant import scheme
 from edgec.quant import reference
 from edgec.targets.boards import Board, load_board
@@ -70,7 +70,6 @@ def _check_outdir(outdir: Path) -> None:
 def export(model_path: str | Path, calib_path: str | Path, board_name: str, fmt: str, outdir: str | Path,
            log: Callable[[str], None] = lambda _: None, options=None) -> dict:
     """Quantize the model and write it as a library in `fmt` layout into outdir; returns the export manifest."""
-    from edgec.api import compile_model       # api imports this module lazily: no import cycle at load time
 
     if fmt not in FORMATS:
         raise EdgecError(f"unknown export format '{fmt}': use one of {', '.join(FORMATS)}")

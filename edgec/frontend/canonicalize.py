@@ -26,8 +26,8 @@ from edgec.ops import elementwise
 from edgec.frontend import qdq
 from edgec.frontend.canonicalize_ext import EXT_OPS, ExtOps, view_layout
 from edgec.errors import EdgecError
-from edgec.quant.floatref import SYNTHETIC
-from edgec.ir import Graph, Op, Tensor
+from edgec.ir import SYNTHETIC, Graph, Op, Tensor
+from edgec.ops.registry import FUSABLE, WEIGHT_AXIS
 from edgec.frontend.loader import graph_inputs, static_shape
 from edgec.frontend.support import CONTROL_FLOW, Problem, problems_message
 
@@ -36,9 +36,6 @@ SUPPORTED_OPS = {
     "ReduceMean", "Add", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Softmax",
     "BatchNormalization", "Identity", "Dropout", "Constant", "Shape",
 } | EXT_OPS | set(elementwise.UNARY_ONNX)
-FUSABLE = {"conv2d", "depthwise_conv2d", "fully_connected", "add", "max_pool", "avg_pool", "binary",
-           "group_conv2d", "fully_connected_rows", "matmul"}
-WEIGHTED = ("conv2d", "depthwise_conv2d", "fully_connected", "group_conv2d", "fully_connected_rows")
 NO_ACT = (-math.inf, math.inf)
 
 
@@ -123,8 +120,8 @@ class _Canonicalizer(ExtOps):
 
     def _emit(self, kind: str, node: onnx.NodeProto, inputs: list[str], out: str, **attrs) -> Op:
         op = Op(kind=kind, name=node.name or kind, inputs=inputs, output=out, attrs=attrs)
-        if kind in WEIGHTED and self.qdq["weights"]:
-            scale = qdq.weight_scale(self.qdq, node, kind, attrs["weights"])
+        if kind in WEIGHT_AXIS and self.qdq["weights"]:
+            scale = qdq.weight_scale(self.qdq, node, WEIGHT_AXIS[kind], attrs["weights"])
             if scale is not None:
                 op.attrs["weight_scale"] = scale
         self.graph.ops.append(op)
@@ -475,7 +472,7 @@ class _Canonicalizer(ExtOps):
         s = gamma / np.sqrt(var + eps)
         shift = beta - mean * s
         prod = self._fusable_producer(x)
-        if prod is not None and prod.kind in WEIGHTED and prod.attrs["act"] == NO_ACT:
+        if prod is not None and prod.kind in WEIGHT_AXIS and prod.attrs["act"] == NO_ACT:
             w = prod.attrs["weights"].astype(np.float64)
             if prod.kind == "depthwise_conv2d":
                 w = w * s
@@ -553,7 +550,7 @@ class _Canonicalizer(ExtOps):
                 per_channel = full[0, :, 0].copy()
         except ValueError:
             pass
-        if prod is None or prod.kind not in WEIGHTED or prod.attrs["act"] != NO_ACT or per_channel is None \
+        if prod is None or prod.kind not in WEIGHT_AXIS or prod.attrs["act"] != NO_ACT or per_channel is None \
                 or tuple(self._shape(node.output[0], node)) != tuple(xshape):
             return False
         prod.attrs["bias"] = (prod.attrs["bias"] + per_channel).astype(np.float32)

@@ -20,7 +20,7 @@ import onnx
 
 from edgec.ops import elementwise
 from edgec.errors import EdgecError
-from edgec.quant.floatref import SYNTHETIC
+from edgec.ir import SYNTHETIC
 from edgec.ops.movement import INVALID, RANK
 
 NO_ACT = (-math.inf, math.inf)

@@ -213,9 +213,10 @@ def _attr(n, name, default=None):
     return default
 
 
-def weight_scale(qdq: dict, node: onnx.NodeProto, kind: str, weights: np.ndarray) -> np.ndarray | None:
+def weight_scale(qdq: dict, node: onnx.NodeProto, channel_axis: int, weights: np.ndarray) -> np.ndarray | None:
     """The model's own scales of a canonical weighted op's weights, one per output channel (or None:
-    not a QDQ weight, or laid out so that its scales are not per output channel)."""
+    not a QDQ weight, or laid out so that its scales are not per output channel). channel_axis: the
+    output-channel axis of the canonical weights."""
     name = node.input[1] if len(node.input) > 1 else ""
     rec = qdq["weights"].get(name)
     if rec is None:
@@ -223,7 +224,7 @@ def weight_scale(qdq: dict, node: onnx.NodeProto, kind: str, weights: np.ndarray
     out_axis = {"Conv": 0, "MatMul": 1, "Gemm": 0 if _attr(node, "transB", 0) else 1}.get(node.op_type)
     if out_axis is None or float(_attr(node, "alpha", 1.0)) != 1.0:
         return None
-    n_out = weights.shape[-1] if kind == "depthwise_conv2d" else weights.shape[0]
+    n_out = weights.shape[channel_axis]
     scale = np.asarray(rec["scale"], np.float64)
     if rec["axis"] is None:
         return np.full(n_out, scale[0])

@@ -64,6 +64,7 @@ class OpDef:
     lower: Callable[[Op], dict | None] | None = None  # fast kernel (edgec/codegen/lowering.py), if any
     int16: Int16 | None = None                   # 16x8 variant (--int16)
     sensitivity: bool = True                     # listed in the per-layer sensitivity report
+    distribution: bool = False                   # output is a probability distribution (or its log)
     bias_correction: bool = False                # --bias-correction corrects its bias (weighted ops)
     equalize: Equalize | None = None             # cross-layer equalization (--equalize) of its weights
     code_bytes: int = 1024                       # estimate of its kernel's code (fit check before building)

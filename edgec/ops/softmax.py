@@ -108,7 +108,7 @@ def c_log_softmax(op: Op, site: CallSite) -> str:
 
 OPS = [
     OpDef("softmax", "softmax", quantize_softmax, run_softmax, lambda op, ins: _float(op, ins[0], False),
-          c_softmax, in_place=True, qparams="fixed", fixed_qparams=lambda op: (1.0 / 256.0, -128), code_bytes=920),
+          c_softmax, in_place=True, distribution=True, qparams="fixed", fixed_qparams=lambda op: (1.0 / 256.0, -128), code_bytes=920),
     OpDef("log_softmax", "softmax", quantize_log_softmax, run_log_softmax, lambda op, ins: _float(op, ins[0], True),
-          c_log_softmax),
+          c_log_softmax, distribution=True),
 ]

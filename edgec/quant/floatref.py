@@ -15,8 +15,6 @@ import numpy as np
 from edgec.ir import Graph, Op
 from edgec.ops.registry import FLOAT_KINDS, REGISTRY
 
-SYNTHETIC = "edgec:"
-
 
 def supported(graph: Graph) -> list[str]:
     """Op kinds of `graph` this interpreter cannot run (empty when it runs the whole graph)."""

@@ -39,7 +39,7 @@ def check_finite(graph: Graph) -> None:
 def warnings(graph: Graph, ranges: dict[str, tuple[float, float]]) -> list[str]:
     """One-line warnings about the quantized graph (see the module doc)."""
     out = []
-    fixed = {op.output for op in graph.ops if REGISTRY[op.kind].family == "softmax"}   # output range set by the op
+    fixed = {op.output for op in graph.ops if REGISTRY[op.kind].distribution}   # (log) probabilities: range known
     for t in graph.tensors.values():
         if t.source in ranges and t.name not in fixed:
             lo, hi = ranges[t.source]

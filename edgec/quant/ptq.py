@@ -25,7 +25,7 @@ from edgec.quant import reference
 from edgec.quant import sensitivity
 from edgec.data import SampleStream
 from edgec.errors import EdgecError
-from edgec.ir import Graph
+from edgec.ir import SYNTHETIC, Graph
 from edgec.quant.quantize import quantize
 from edgec.quant.scheme import dequantize, quantize_input
 from edgec.quant.ranges import METHODS
@@ -82,7 +82,7 @@ class QuantResult:
 
     def tensor_method(self, source: str) -> str:
         """The range method of one ONNX value (edgec's own tensors: min/max of its float interpreter)."""
-        if source.startswith(floatref.SYNTHETIC):
+        if source.startswith(SYNTHETIC):
             return "minmax"
         return self.search.choice.get(source, self.method) if self.search else self.method
 
@@ -113,7 +113,7 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
     holdout = min(HOLDOUT, stream.n // 4) if options.method in AUTO_METHODS else 0
     log(f"calibrating on {stream.n} samples ({options.method})")
     sources = {t.source for t in graph.tensors.values()}
-    own = {s for s in sources if s.startswith(floatref.SYNTHETIC)}
+    own = {s for s in sources if s.startswith(SYNTHETIC)}
     stats = calibrate.collect_cached(model, stream, sorted(sources - own),
                                      histograms=options.method != "minmax", holdout=holdout, rescale=rescale,
                                      use_cache=options.cache, progress=progress, log=log)

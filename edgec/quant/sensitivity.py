@@ -20,10 +20,10 @@ from edgec.quant import floatref
 from edgec.quant import reference
 from edgec.templating import environment
 from edgec.ir import Graph
+from edgec.ops.registry import REGISTRY
 from edgec.quant.scheme import dequantize, quantize_input
 
 MAX_DB = 120.0
-SKIP = {"reshape", "transpose", "requantize"}   # views, and the int8 <-> int16 conversions (edgec/int16.py)
 
 
 def sqnr_db(signal: float, noise: float) -> float:
@@ -45,7 +45,8 @@ def _int8_op(graph: Graph):
 
 def analyse(graph: Graph, samples: np.ndarray) -> list[dict]:
     """Per-layer SQNR rows (quantized graph with its float attributes, float input samples)."""
-    layers = [i for i, op in enumerate(graph.ops) if op.kind not in SKIP]
+    # views and data movement, and the int8 <-> int16 conversions (edgec/quant/int16.py), are not layers here
+    layers = [i for i, op in enumerate(graph.ops) if REGISTRY[op.kind].sensitivity]
     sums = {i: np.zeros(6) for i in layers}     # signal, noise: cumulative, isolated, at the output
     emulate = _int8_op(graph)
     tin = graph.tensors[graph.input]

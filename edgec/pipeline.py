@@ -1,0 +1,59 @@
+"""The compile pipeline, stage by stage: an ONNX file and calibration data -> canonical graph
+(edgec/frontend) -> quantized graph (edgec/quant) -> lowered onto the fast kernels (edgec/codegen/lowering.py)
+-> scheduled and planned (edgec/plan). edgec.api builds, exports and benches on top of it; the exporter
+and the tools call it directly."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from edgec.codegen.lowering import lower_graph
+from edgec.frontend import canonicalize, loader
+from edgec.ir import Graph
+from edgec.plan import planner
+from edgec.progress import Progress
+from edgec.quant import ptq
+from edgec.templating import c_identifier
+
+Log = Callable[[str], None]
+
+
+def quiet(_: str) -> None:
+    pass
+
+
+def model_name(model_path: Path) -> str:
+    """The C name of a model: its file name, or its folder's when the file is just 'model.onnx'."""
+    stem = model_path.stem
+    if stem.lower() in ("model", "net", "network") and model_path.resolve().parent.name:
+        stem = model_path.resolve().parent.name
+    return c_identifier(stem)
+
+
+def calibrate_model(model_path: str | Path, calib_path: str | Path, options: ptq.QuantOptions | None = None,
+                    log: Log = quiet) -> tuple:
+    """Load, canonicalize, calibrate and quantize: returns (onnx model, ptq.QuantResult)."""
+    model_path = Path(model_path)
+    model = loader.load_model(model_path)
+    graph = canonicalize.canonicalize(model, model_name(model_path))
+    result = ptq.quantize_model(model, graph, calib_path, options or ptq.QuantOptions(), log=log,
+                                progress=Progress("calibrate", 1))
+    return model, result
+
+
+def compile_model(model_path: str | Path, calib_path: str | Path, log: Log = quiet,
+                  options: ptq.QuantOptions | None = None):
+    """Load, canonicalize, calibrate and quantize: returns (onnx model, quantized graph, plan)."""
+    model, result = calibrate_model(model_path, calib_path, options, log)
+    return model, result.graph, schedule_and_plan(result.graph)
+
+
+def schedule_and_plan(graph: Graph, guard: int = 0):
+    """Lower the ops onto the fast kernels where they can run there (their constants and scratch), put the
+    ops in the execution order with the smallest memory peak and plan the arena (guard > 0: with the arena
+    guard's canaries, see edgec/plan/guard.py)."""
+    lower_graph(graph)
+    graph.ops = planner.schedule(graph)
+    plan = planner.plan(graph, guard=guard)
+    planner.check_plan(graph, plan)
+    return plan
