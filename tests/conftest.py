@@ -150,3 +150,19 @@ def mlperf_build(tmp_path_factory):
             cache[name, board] = (api.build(path, calib, board, out), out, test)
         return cache[name, board]
     return get
+
+
+# ---- generated C against the NumPy reference, bit for bit (tests/test_codegen.py, test_fast_kernels.py) ----
+
+def check_bit_exact(graph, x_float, tmp_path, cc="gcc", flags=("-O2",)):
+    from edgec.codegen import cmodel as codegen
+    from edgec.plan import planner
+    from edgec.quant import reference, scheme
+
+    plan = planner.plan(graph)
+    codegen.generate(graph, plan, tmp_path, graph.name)
+    xq = scheme.quantize_input(graph.tensors[graph.input], x_float)
+    want = np.stack([reference.run(graph, q).reshape(-1) for q in xq])
+    got = run_generated_c(tmp_path, graph.name, xq.reshape(len(xq), -1), want.shape[1], cc=cc, flags=flags)
+    mismatched = np.flatnonzero(np.any(got != want, axis=1))
+    assert mismatched.size == 0, f"samples {mismatched[:10]} differ from the reference"

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from conftest import EXAMPLES
-from test_codegen import _check
-from test_pipeline import MODELS, quantized
+from conftest import check_bit_exact as _check
+from synthetic_models import MODELS, quantized
 from edgec import api
 from edgec.ops import fast
 from edgec.quant import scheme
