@@ -152,6 +152,24 @@ def mlperf_build(tmp_path_factory):
     return get
 
 
+# ---- the CLI as a user runs it (tests/test_cli.py, test_fit.py, test_support.py) ----
+
+def edgec(*args, cwd=None):
+    import sys
+    return subprocess.run([sys.executable, "-m", "edgec", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, timeout=300)
+
+
+def assert_clean_error(proc, *needles):
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    err = proc.stderr.strip()
+    assert "Traceback" not in err, err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("edgec: error: ")
+    for n in needles:
+        assert n in err, err
+
+
 # ---- generated C against the NumPy reference, bit for bit (tests/test_codegen.py, test_fast_kernels.py) ----
 
 def check_bit_exact(graph, x_float, tmp_path, cc="gcc", flags=("-O2",)):

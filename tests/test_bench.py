@@ -184,7 +184,7 @@ def test_score_spec_errors(tmp_path):
 def test_bench_over_a_noisy_link_records_only_right_samples(builds, monkeypatch):
     """The real host firmware behind a link that flips, drops, duplicates and inserts bytes: the bench
     retries, and every recorded output is still bit-identical to the reference."""
-    from test_link import FaultySerial
+    from faulty_serial import FaultySerial
     from edgec.device import device
 
     real_open = device.open_device

@@ -2,31 +2,13 @@
 nothing half-written left behind."""
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 from onnx import helper
 
-from conftest import EXAMPLES, make_model, save
+from conftest import EXAMPLES, assert_clean_error, edgec, make_model, save
 
 DIGITS = EXAMPLES / "digits_cnn"
-
-
-def edgec(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "edgec", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=300)
-
-
-def assert_clean_error(proc, *needles):
-    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
-    err = proc.stderr.strip()
-    assert "Traceback" not in err, err
-    assert len(err.splitlines()) == 1, err
-    assert err.startswith("edgec: error: ")
-    for n in needles:
-        assert n in err, err
 
 
 def _bad_model_files(tmp_path):

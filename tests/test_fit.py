@@ -9,12 +9,11 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from conftest import EXAMPLES, MLPERF_MODELS, make_model, save
+from conftest import EXAMPLES, MLPERF_MODELS, edgec, make_model, save
 from edgec import api
 from edgec.targets import fit
 from edgec.targets.boards import load_board
 from edgec.errors import EdgecError
-from test_cli import edgec
 
 DIGITS = EXAMPLES / "digits_cnn"
 # TFLM's arena + static RAM + stack on a Cortex-M4 with CMSIS-NN (issue 5's reference table)

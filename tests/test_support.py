@@ -9,13 +9,12 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from conftest import make_model, save
+from conftest import assert_clean_error, edgec, make_model, save
 from edgec import api
 from edgec.frontend import canonicalize
 from edgec.frontend import loader
 from edgec.errors import EdgecError
 from edgec.ops.registry import graph_macs
-from test_cli import assert_clean_error, edgec
 
 
 def many_problems_model():
