@@ -7,6 +7,7 @@ and zero point and each op's integer parameters; the graph stays the same shape.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,6 +16,10 @@ import numpy as np
 ALIAS_OPS = {"reshape"}
 # Ops whose output must reuse the input's quantization parameters.
 SAME_QPARAMS_OPS = {"reshape", "transpose", "max_pool", "avg_pool", "remap", "resize_linear"}
+# An op's `act` attribute (the interval its output is clamped to) when no activation is fused into it.
+NO_ACT = (-math.inf, math.inf)
+# Source prefix of edgec's own intermediate tensors (made by decomposed operators; no ONNX value holds them).
+SYNTHETIC = "edgec:"
 # Activation types: int8 everywhere, int16 where a layer runs TFLite's 16x8 scheme (edgec/int16.py).
 DTYPES = {"int8": np.int8, "int16": np.int16}
 

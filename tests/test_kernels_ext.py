@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import host_compiler
-from edgec.ops import elementwise
+from edgec.ops import lut
 from edgec.ops import kernels_ext as KX
 from edgec.ops import kernels_ref as K
 from test_kernels import CONV_FIELDS, FC_FIELDS, RUNTIME, WARN
@@ -75,7 +75,7 @@ def test_lut(lib, seed):
     count, inner, outer = int(r.integers(1, 5)), int(r.integers(1, 6)), int(r.integers(1, 4))
     p = dict(n=count * inner * outer, count=count, inner=inner)
     fn = ["sigmoid", "tanh", "mul_c", "prelu", "exp"][seed % 5]
-    table = elementwise.table(fn, {}, r.standard_normal(count), 0.05, int(r.integers(-20, 20)), 0.02, -3)
+    table = lut.table(fn, {}, r.standard_normal(count), 0.05, int(r.integers(-20, 20)), 0.02, -3)
     x = _i8(r, p["n"])
     out = np.zeros(p["n"], np.int8)
     lib.edgec_lut_s8(ctypes.byref(_mk("lut", p)), _p(table), _p(x), _p(out))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgec.ops import elementwise
+from edgec.ops import lut
 from edgec.ops import kernels_ext as KX
 from edgec.ops import kernels_ref as K
 from edgec.errors import EdgecError
@@ -33,7 +33,7 @@ def _q(op: Op, ins: list[Tensor], out: Tensor) -> None:
     x = ins[0]
     if k == "lut":
         op.params = dict(n=out.size, count=a["count"], inner=a["inner"])
-        op.arrays["table"] = elementwise.table(a["fn"], a["fparams"], a["consts"], x.scale, x.zero_point,
+        op.arrays["table"] = lut.table(a["fn"], a["fparams"], a["consts"], x.scale, x.zero_point,
                                                out.scale, out.zero_point)
     elif k == "binary":
         _q_binary(op, ins, out, Q._act_range(op, out))
@@ -50,7 +50,7 @@ def _q(op: Op, ins: list[Tensor], out: Tensor) -> None:
         for i, (t, chunk) in enumerate(zip(ins, a["chunks"])):
             same = (t.scale, t.zero_point) == (out.scale, out.zero_point)
             if not same:
-                op.arrays[f"table{i}"] = elementwise.table("identity", {}, None, t.scale, t.zero_point,
+                op.arrays[f"table{i}"] = lut.table("identity", {}, None, t.scale, t.zero_point,
                                                            out.scale, out.zero_point)
             parts.append(dict(outer=a["outer"], chunk=chunk, out_stride=total, out_offset=off))
             off += chunk

@@ -13,10 +13,8 @@ import math
 
 import numpy as np
 
-from edgec.ops import elementwise
-from edgec.ir import Graph, Op
-
-SYNTHETIC = "edgec:"
+from edgec.ops import lut
+from edgec.ir import SYNTHETIC, Graph, Op   # noqa: F401  (SYNTHETIC: ptq reads floatref.SYNTHETIC)
 
 
 def _act(y, op: Op):
@@ -162,7 +160,7 @@ def run_op(op: Op, inputs: list[np.ndarray]) -> np.ndarray:
         c = a["consts"]
         xs = x.reshape(-1, a["count"], a["inner"])
         cs = None if c is None else np.asarray(c, np.float64).reshape((1, a["count"], 1) + np.shape(c)[1:])
-        return elementwise.apply(a["fn"], xs, cs, a["fparams"])
+        return lut.apply(a["fn"], xs, cs, a["fparams"])
     if k == "softmax":
         return _softmax(op, x)
     if k == "log_softmax":
