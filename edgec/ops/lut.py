@@ -1,4 +1,8 @@
-"""Float definitions of the elementwise functions edgec runs as int8 lookup tables.
+"""The `lut` kind: any elementwise function of one tensor, run as int8 lookup tables.
+
+FUNCTIONS holds the float definition of every such function; the ONNX import below makes tables of
+every unary activation (Sigmoid, Tanh, Gelu, LeakyRelu...), a Relu/Clip with no producer to fuse into,
+and, with at most a per-axis constant, x (op) constant, PRelu and an unfoldable BatchNorm.
 
 Each entry is f(x, c, **params) on float64 arrays, where c is the per-index constant of a
 per-axis table (PRelu slopes, a per-channel Add/Mul operand...) or None. The same function
@@ -10,6 +14,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from edgec.errors import node_error
+from edgec.ops import movement
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -122,3 +129,67 @@ def table(fn: str, params: dict, consts, in_scale: float, in_zp: int, out_scale:
         y = np.nan_to_num(apply(fn, x, c, params), nan=0.0, posinf=1e30, neginf=-1e30)
         rows.append(np.clip(np.round(y / out_scale) + out_zp, -128, 127))
     return np.asarray(rows, np.int8).reshape(-1)
+
+
+# ---- ONNX import
+def emit_lut(cx, node, x, y, fn, params=None, consts=None, count=1, inner=1) -> None:
+    """y = fn(x) as a table (`count` tables, one per constant, each used for `inner` elements in a row)."""
+    tensor, perm = cx.activation(x, node)
+    out = cx.new_tensor(y, cx.graph.tensors[tensor].shape, y)
+    cx.emit("lut", node, [tensor], out, fn=fn, fparams=dict(params or {}),
+            consts=None if consts is None else np.asarray(consts, np.float64), count=count, inner=inner)
+    cx.values[y] = (out, perm)
+
+
+def import_unary(cx, node):
+    fn, attrs = UNARY_ONNX[node.op_type]
+    params = {}
+    for attr, (pname, default) in attrs.items():
+        v = cx.attr(node, attr, default)
+        params[pname] = v.decode() if isinstance(v, bytes) else v
+    if node.op_type == "Swish":
+        params = {}
+        alpha = float(cx.attr(node, "alpha", 1.0))
+        if alpha != 1.0:
+            raise node_error(node, "Swish with alpha != 1 is not supported")
+    emit_lut(cx, node, node.input[0], node.output[0], fn, params)
+
+
+def per_channel_affine(cx, node, x, scale, shift):
+    """y = x * scale[c] + shift[c] along ONNX axis 1: one table per channel."""
+    tensor, perm = cx.activation(x, node)
+    shape = cx.shape(x, node)
+    k = perm.index(1)
+    inner = int(np.prod([shape[a] for a in perm[k + 1:]], dtype=np.int64))
+    emit_lut(cx, node, x, node.output[0], "affine", consts=np.stack([scale, shift], axis=1),
+             count=shape[1], inner=inner)
+
+
+def _clamp(cx, node, lo, hi):
+    """Relu/Clip: fused into the op producing the input when it can, else a table."""
+    if cx.fuse_activation(node, lo, hi):
+        return
+    if node.name in cx.qdq["clips"]:   # a QDQ pair's saturation: the int8 tensor does it already
+        return movement.alias(cx, node)
+    emit_lut(cx, node, node.input[0], node.output[0], "clip", {"lo": lo, "hi": hi})
+
+
+def import_relu(cx, node):
+    _clamp(cx, node, 0.0, math.inf)
+
+
+def import_clip(cx, node):
+    if cx.opset < 11:
+        lo, hi = cx.attr(node, "min", -math.inf), cx.attr(node, "max", math.inf)
+    else:
+        bounds = []
+        for i, default in ((1, -math.inf), (2, math.inf)):
+            name = node.input[i] if len(node.input) > i else ""
+            if name and name not in cx.consts:
+                raise node_error(node, "Clip bounds must be constant")
+            bounds.append(float(cx.consts[name]) if name else default)
+        lo, hi = bounds
+    _clamp(cx, node, lo, hi)
+
+
+ONNX = {**{op: import_unary for op in UNARY_ONNX}, "Relu": import_relu, "Clip": import_clip}
