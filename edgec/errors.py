@@ -18,3 +18,8 @@ class EdgecError(Exception):
         if len(text) > self.MAX_CHARS:
             text = text[:self.MAX_CHARS - 3] + "..."
         super().__init__(text)
+
+
+def node_error(node, what: str) -> EdgecError:
+    """The error for an ONNX node edgec cannot build: names the node and its operator."""
+    return EdgecError(f"node '{node.name}' ({node.op_type}): {what}")

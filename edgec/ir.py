@@ -7,10 +7,13 @@ and zero point and each op's integer parameters; the graph stays the same shape.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
+# An op's `act` attribute (the interval its output is clamped to) when no activation is fused into it.
+NO_ACT = (-math.inf, math.inf)
 # Activation types: int8 everywhere, int16 where a layer runs TFLite's 16x8 scheme (edgec/quant/int16.py).
 DTYPES = {"int8": np.int8, "int16": np.int16}
 # Source prefix of the tensors edgec makes itself (decomposed operators): onnxruntime never sees them, so the

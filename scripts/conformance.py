@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from edgec.frontend import conformance as C  # noqa: E402
-from edgec.frontend.canonicalize import SUPPORTED_OPS as CANONICAL_OPS  # noqa: E402
+from edgec.ops.registry import SUPPORTED_OPS as CANONICAL_OPS  # noqa: E402
 from edgec.frontend.functions import EXPANDED  # noqa: E402
 
 SUPPORTED_OPS = CANONICAL_OPS | EXPANDED     # the latter through their ONNX function bodies

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from conftest import host_compiler
-from edgec.ops import elementwise
 from test_kernels import CONV_FIELDS, FC_FIELDS, RUNTIME, WARN
 from edgec.ops import binary
 from edgec.ops import conv
 from edgec.ops import dense
 from edgec.ops import lut
+from edgec.ops import concat
 from edgec.ops import movement
 from edgec.ops import reduce
 from edgec.ops import resize
@@ -82,7 +82,7 @@ def test_lut(lib, seed):
     count, inner, outer = int(r.integers(1, 5)), int(r.integers(1, 6)), int(r.integers(1, 4))
     p = dict(n=count * inner * outer, count=count, inner=inner)
     fn = ["sigmoid", "tanh", "mul_c", "prelu", "exp"][seed % 5]
-    table = elementwise.table(fn, {}, r.standard_normal(count), 0.05, int(r.integers(-20, 20)), 0.02, -3)
+    table = lut.table(fn, {}, r.standard_normal(count), 0.05, int(r.integers(-20, 20)), 0.02, -3)
     x = _i8(r, p["n"])
     out = np.zeros(p["n"], np.int8)
     lib.edgec_lut_s8(ctypes.byref(_mk("lut", p)), _p(table), _p(x), _p(out))
@@ -144,7 +144,7 @@ def test_remap_and_concat(lib, seed):
         q = dict(outer=outer, chunk=chunk, out_stride=c1 + c2, out_offset=off)
         xi = _i8(r, outer * chunk)
         lib.edgec_concat_part_s8(ctypes.byref(_mk("concat", q)), _p(t) if t is not None else None, _p(xi), _p(got))
-        movement.concat_part_s8(q, t, xi, want)
+        concat.concat_part_s8(q, t, xi, want)
     assert np.array_equal(got, want)
 
 

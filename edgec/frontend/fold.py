@@ -31,9 +31,20 @@ def fold_constants(model: onnx.ModelProto) -> onnx.ModelProto:
     return model
 
 
-def _shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...] | None]:
-    from edgec.frontend.loader import static_shape
+def static_shape(vi: onnx.ValueInfoProto) -> tuple[int, ...] | None:
+    """The static shape of a value, or None if any dimension is unknown."""
+    t = vi.type.tensor_type
+    if not t.HasField("shape"):
+        return None
+    dims = []
+    for d in t.shape.dim:
+        if not d.HasField("dim_value"):
+            return None
+        dims.append(d.dim_value)
+    return tuple(dims)
 
+
+def _shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...] | None]:
     g = model.graph
     return {vi.name: static_shape(vi) for vi in list(g.value_info) + list(g.input) + list(g.output)}
 

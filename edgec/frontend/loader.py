@@ -7,11 +7,10 @@ from pathlib import Path
 import onnx
 from onnx import numpy_helper, shape_inference
 
-from edgec.frontend import fold
-from edgec.frontend import functions
-from edgec.frontend import opsets
-from edgec.frontend import qdq
 from edgec.errors import EdgecError
+from edgec.frontend import fold, functions, opsets, qdq
+from edgec.frontend.fold import static_shape  # noqa: F401  (edgec.api and tests read loader.static_shape)
+from edgec.ops.registry import SUPPORTED_OPS
 
 
 def load_model(path: str | Path) -> onnx.ModelProto:
@@ -64,7 +63,7 @@ def prepare(model: onnx.ModelProto, where: str | Path = "model") -> onnx.ModelPr
     try:
         onnx.checker.check_model(model)
         model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
-        if functions.expand_functions(model, _supported_ops()):   # e.g. LayerNormalization: its ONNX body
+        if functions.expand_functions(model, SUPPORTED_OPS):   # e.g. LayerNormalization: its ONNX body
             model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
         model = fold.fold_constants(model)   # shapes computed in the graph (PyTorch's exporter): folded
     except Exception as exc:
@@ -72,28 +71,10 @@ def prepare(model: onnx.ModelProto, where: str | Path = "model") -> onnx.ModelPr
     return model
 
 
-def _supported_ops() -> set[str]:
-    from edgec.frontend.canonicalize import SUPPORTED_OPS
-    return SUPPORTED_OPS
-
-
 def graph_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
     """The real inputs (ONNX lists initializers as inputs in old IR versions)."""
     inits = {i.name for i in model.graph.initializer}
     return [i for i in model.graph.input if i.name not in inits]
-
-
-def static_shape(vi: onnx.ValueInfoProto) -> tuple[int, ...] | None:
-    """The static shape of a value, or None if any dimension is unknown."""
-    t = vi.type.tensor_type
-    if not t.HasField("shape"):
-        return None
-    dims = []
-    for d in t.shape.dim:
-        if not d.HasField("dim_value"):
-            return None
-        dims.append(d.dim_value)
-    return tuple(dims)
 
 
 def _pin_batch(model: onnx.ModelProto, path) -> None:

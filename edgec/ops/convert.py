@@ -1,14 +1,24 @@
 """requantize: the conversion between an int8 tensor and its int16 twin where a 16x8 layer (--int16,
 edgec/quant/int16.py) meets int8 ones (TFLite's Requantize, Q31 multiplier + shift); kernels in
-runtime_c/edgec_convert.c."""
+runtime_c/edgec_convert.c.
+
+Type conversions and build-time-only operators: a float Cast / CastLike is the tensor itself; Range and
+ConstantOfShape are computed at build time when their inputs are constants (and refused otherwise);
+QuantizeLinear / DequantizeLinear of computed tensors are refused (a QDQ model's pairs are stripped by
+edgec/frontend/qdq.py before canonicalization).
+"""
 from __future__ import annotations
 
 import numpy as np
+import onnx
 
+from edgec.errors import node_error
 from edgec.ir import Op, Tensor
+from edgec.ops import movement
 from edgec.ops.cemit import i16
 from edgec.ops.opdef import CallSite, Int16, OpDef
 from edgec.quant.scheme import quantize_multiplier, requantize
+
 
 KIND = "requantize"
 
@@ -56,3 +66,36 @@ def _c_to8(op: Op, site: CallSite) -> str:
 # the main entry converts int16 -> int8; its int16 variant (an int16 output) int8 -> int16
 OPS = [OpDef(KIND, "convert", quantize_requantize, _run_to8, lambda op, inputs: inputs[0], _c_to8,
              int16=Int16(lambda op, ins, out: None, _run_to16, _c_to16), sensitivity=False)]
+
+
+# ---- ONNX import
+def import_cast(cx, node):
+    to = cx.attr(node, "to")
+    if to in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16):
+        return movement.alias(cx, node)
+    raise node_error(node, f"casting a computed tensor to {onnx.TensorProto.DataType.Name(to)} is not supported")
+
+
+def import_cast_like(cx, node):
+    a, b = node.input
+    target = cx.consts[b].dtype if b in cx.consts else None
+    if a in cx.consts and (target is None or target.kind == "f"):   # a constant cast to a float tensor's type
+        cx.consts[node.output[0]] = cx.consts[a].astype(target or np.float32)
+        return
+    if a not in cx.consts and (target is None or target.kind == "f"):
+        return movement.alias(cx, node)
+    raise node_error(node, "CastLike to a non-float type is not supported on computed tensors")
+
+
+def import_needs_constants(cx, node):
+    raise node_error(node, "supported only when all its inputs are constants (folded at build time)")
+
+
+def import_quantize_linear(cx, node):
+    raise node_error(node, "integer tensors in the graph are not supported: edgec takes QuantizeLinear only "
+                           "directly followed by DequantizeLinear (QDQ format) and DequantizeLinear of constants")
+
+
+ONNX = {"Cast": import_cast, "CastLike": import_cast_like,
+        "Range": import_needs_constants, "ConstantOfShape": import_needs_constants,
+        "QuantizeLinear": import_quantize_linear, "DequantizeLinear": import_quantize_linear}

@@ -1,18 +1,32 @@
 """lut: any elementwise int8 -> int8 function as 256-entry tables computed at build time (one table, or one
-per index of an axis: per-channel constants, PRelu); kernel in runtime_c/edgec_elementwise.c."""
+per index of an axis: per-channel constants, PRelu); kernel in runtime_c/edgec_elementwise.c.
+
+The `lut` kind: any elementwise function of one tensor, run as int8 lookup tables.
+
+FUNCTIONS holds the float definition of every such function; the ONNX import below makes tables of
+every unary activation (Sigmoid, Tanh, Gelu, LeakyRelu...), a Relu/Clip with no producer to fuse into,
+and, with at most a per-axis constant, x (op) constant, PRelu and an unfoldable BatchNorm.
+
+Each entry is f(x, c, **params) on float64 arrays, where c is the per-index constant of a
+per-axis table (PRelu slopes, a per-channel Add/Mul operand...) or None. The same function
+builds the 256-entry tables (edgec/quantize_ext.py) and runs the float reference
+(edgec/floatref.py), so both describe one computation.
+"""
 from __future__ import annotations
 
+import math
 import numpy as np
 
+from edgec.errors import node_error
 from edgec.ir import Op, Tensor
-from edgec.ops import cemit, elementwise
+from edgec.ops import cemit, movement
 from edgec.ops.opdef import CallSite, OpDef
 
 
 def quantize_lut(op: Op, ins: list[Tensor], out: Tensor) -> None:
     a, x = op.attrs, ins[0]
     op.params = dict(n=out.size, count=a["count"], inner=a["inner"])
-    op.arrays["table"] = elementwise.table(a["fn"], a["fparams"], a["consts"], x.scale, x.zero_point,
+    op.arrays["table"] = table(a["fn"], a["fparams"], a["consts"], x.scale, x.zero_point,
                                            out.scale, out.zero_point)
 
 
@@ -33,7 +47,7 @@ def float_lut(op: Op, inputs: list):
     c = a["consts"]
     xs = inputs[0].reshape(-1, a["count"], a["inner"])
     cs = None if c is None else np.asarray(c, np.float64).reshape((1, a["count"], 1) + np.shape(c)[1:])
-    return elementwise.apply(a["fn"], xs, cs, a["fparams"])
+    return apply(a["fn"], xs, cs, a["fparams"])
 
 
 def c_lut(op: Op, site: CallSite) -> str:
@@ -42,3 +56,180 @@ def c_lut(op: Op, site: CallSite) -> str:
 
 
 OPS = [OpDef("lut", "elementwise", quantize_lut, run_lut, float_lut, c_lut)]
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _sigmoid(x):
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+def _softplus(x):
+    return np.logaddexp(0.0, x)
+
+
+def _gelu(x, approximate="none"):
+    if approximate == "tanh":
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
+
+
+def _hard_sigmoid(x, alpha=0.2, beta=0.5):
+    return np.clip(alpha * x + beta, 0, 1)
+
+
+def _selu(x, alpha=1.67326319217681884765625, gamma=1.05070102214813232421875):
+    return gamma * np.where(x > 0, x, alpha * (np.exp(np.minimum(x, 0)) - 1))
+
+
+def _safe(fn):
+    def wrapped(x, *a, **k):
+        with np.errstate(all="ignore"):
+            return fn(x, *a, **k)
+    return wrapped
+
+
+FUNCTIONS = {
+    # unary
+    "relu": lambda x, c: np.maximum(x, 0),
+    "clip": lambda x, c, lo=-math.inf, hi=math.inf: np.clip(x, lo, hi),
+    "sigmoid": lambda x, c: _sigmoid(x),
+    "silu": lambda x, c: x * _sigmoid(x),
+    "tanh": lambda x, c: np.tanh(x),
+    "hard_sigmoid": lambda x, c, alpha=0.2, beta=0.5: _hard_sigmoid(x, alpha, beta),
+    "hard_swish": lambda x, c, alpha=1 / 6, beta=0.5: x * _hard_sigmoid(x, alpha, beta),
+    "elu": lambda x, c, alpha=1.0: np.where(x > 0, x, alpha * (np.exp(np.minimum(x, 0)) - 1)),
+    "celu": lambda x, c, alpha=1.0: np.maximum(x, 0) + np.minimum(0, alpha * (np.exp(np.minimum(x, 0) / alpha) - 1)),
+    "selu": lambda x, c, alpha=1.67326319217681884765625, gamma=1.05070102214813232421875: _selu(x, alpha, gamma),
+    "gelu": lambda x, c, approximate="none": _gelu(x, approximate),
+    "softplus": lambda x, c: _softplus(x),
+    "softsign": lambda x, c: x / (1 + np.abs(x)),
+    "mish": lambda x, c: x * np.tanh(_softplus(x)),
+    "leaky_relu": lambda x, c, alpha=0.01: np.where(x >= 0, x, alpha * x),
+    "thresholded_relu": lambda x, c, alpha=1.0: np.where(x > alpha, x, 0),
+    "shrink": lambda x, c, bias=0.0, lambd=0.5: np.where(x < -lambd, x + bias, np.where(x > lambd, x - bias, 0)),
+    "exp": lambda x, c: np.exp(x),
+    "log": lambda x, c: np.log(x),
+    "sqrt": lambda x, c: np.sqrt(x),
+    "reciprocal": lambda x, c: 1.0 / x,
+    "abs": lambda x, c: np.abs(x),
+    "neg": lambda x, c: -x,
+    "erf": lambda x, c: _erf(x),
+    "sin": lambda x, c: np.sin(x), "cos": lambda x, c: np.cos(x), "tan": lambda x, c: np.tan(x),
+    "asin": lambda x, c: np.arcsin(x), "acos": lambda x, c: np.arccos(x), "atan": lambda x, c: np.arctan(x),
+    "sinh": lambda x, c: np.sinh(x), "cosh": lambda x, c: np.cosh(x),
+    "asinh": lambda x, c: np.arcsinh(x), "acosh": lambda x, c: np.arccosh(x), "atanh": lambda x, c: np.arctanh(x),
+    "floor": lambda x, c: np.floor(x), "ceil": lambda x, c: np.ceil(x), "round": lambda x, c: np.round(x),
+    "sign": lambda x, c: np.sign(x),
+    # x op constant (c broadcast per table index)
+    "add_c": lambda x, c: x + c, "sub_c": lambda x, c: x - c, "rsub_c": lambda x, c: c - x,
+    "mul_c": lambda x, c: x * c, "div_c": lambda x, c: x / c, "rdiv_c": lambda x, c: c / x,
+    "max_c": lambda x, c: np.maximum(x, c), "min_c": lambda x, c: np.minimum(x, c),
+    "pow_c": lambda x, c: np.power(x, c), "rpow_c": lambda x, c: np.power(c, x),
+    "prelu": lambda x, c: np.where(x < 0, c * x, x),
+    "identity": lambda x, c: x,
+    "affine": lambda x, c: x * c[..., 0] + c[..., 1],      # c = (scale, shift) per index
+}
+FUNCTIONS = {k: _safe(v) for k, v in FUNCTIONS.items()}
+
+# ONNX op type -> (function name, {ONNX attribute: (param name, default)})
+UNARY_ONNX = {
+    "Sigmoid": ("sigmoid", {}), "Tanh": ("tanh", {}), "Exp": ("exp", {}), "Log": ("log", {}),
+    "Sqrt": ("sqrt", {}), "Reciprocal": ("reciprocal", {}), "Abs": ("abs", {}), "Neg": ("neg", {}),
+    "Erf": ("erf", {}), "Softplus": ("softplus", {}), "Softsign": ("softsign", {}), "Mish": ("mish", {}),
+    "Sin": ("sin", {}), "Cos": ("cos", {}), "Tan": ("tan", {}), "Asin": ("asin", {}), "Acos": ("acos", {}),
+    "Atan": ("atan", {}), "Sinh": ("sinh", {}), "Cosh": ("cosh", {}), "Asinh": ("asinh", {}),
+    "Acosh": ("acosh", {}), "Atanh": ("atanh", {}), "Floor": ("floor", {}), "Ceil": ("ceil", {}),
+    "Round": ("round", {}), "Sign": ("sign", {}), "Swish": ("silu", {}),
+    "HardSigmoid": ("hard_sigmoid", {"alpha": ("alpha", 0.2), "beta": ("beta", 0.5)}),
+    "HardSwish": ("hard_swish", {}),
+    "Elu": ("elu", {"alpha": ("alpha", 1.0)}),
+    "Celu": ("celu", {"alpha": ("alpha", 1.0)}),
+    "Selu": ("selu", {"alpha": ("alpha", 1.67326319217681884765625), "gamma": ("gamma", 1.05070102214813232421875)}),
+    "Gelu": ("gelu", {"approximate": ("approximate", "none")}),
+    "LeakyRelu": ("leaky_relu", {"alpha": ("alpha", 0.01)}),
+    "ThresholdedRelu": ("thresholded_relu", {"alpha": ("alpha", 1.0)}),
+    "Shrink": ("shrink", {"bias": ("bias", 0.0), "lambd": ("lambd", 0.5)}),
+}
+
+
+def apply(fn: str, x: np.ndarray, c=None, params: dict | None = None) -> np.ndarray:
+    return FUNCTIONS[fn](np.asarray(x, np.float64), c, **(params or {}))
+
+
+def table(fn: str, params: dict, consts, in_scale: float, in_zp: int, out_scale: float, out_zp: int) -> np.ndarray:
+    """int8 tables [count][256]: entry q is quantize(f(dequantize(q), c)) for each constant c."""
+    q = np.arange(-128, 128, dtype=np.float64)
+    x = (q - in_zp) * in_scale
+    consts = None if consts is None else np.asarray(consts, np.float64)
+    cs = [None] if consts is None else list(consts if consts.ndim == 2 else consts.reshape(-1))
+    rows = []
+    for c in cs:
+        y = np.nan_to_num(apply(fn, x, c, params), nan=0.0, posinf=1e30, neginf=-1e30)
+        rows.append(np.clip(np.round(y / out_scale) + out_zp, -128, 127))
+    return np.asarray(rows, np.int8).reshape(-1)
+
+
+# ---- ONNX import
+def emit_lut(cx, node, x, y, fn, params=None, consts=None, count=1, inner=1) -> None:
+    """y = fn(x) as a table (`count` tables, one per constant, each used for `inner` elements in a row)."""
+    tensor, perm = cx.activation(x, node)
+    out = cx.new_tensor(y, cx.graph.tensors[tensor].shape, y)
+    cx.emit("lut", node, [tensor], out, fn=fn, fparams=dict(params or {}),
+            consts=None if consts is None else np.asarray(consts, np.float64), count=count, inner=inner)
+    cx.values[y] = (out, perm)
+
+
+def import_unary(cx, node):
+    fn, attrs = UNARY_ONNX[node.op_type]
+    params = {}
+    for attr, (pname, default) in attrs.items():
+        v = cx.attr(node, attr, default)
+        params[pname] = v.decode() if isinstance(v, bytes) else v
+    if node.op_type == "Swish":
+        params = {}
+        alpha = float(cx.attr(node, "alpha", 1.0))
+        if alpha != 1.0:
+            raise node_error(node, "Swish with alpha != 1 is not supported")
+    emit_lut(cx, node, node.input[0], node.output[0], fn, params)
+
+
+def per_channel_affine(cx, node, x, scale, shift):
+    """y = x * scale[c] + shift[c] along ONNX axis 1: one table per channel."""
+    tensor, perm = cx.activation(x, node)
+    shape = cx.shape(x, node)
+    k = perm.index(1)
+    inner = int(np.prod([shape[a] for a in perm[k + 1:]], dtype=np.int64))
+    emit_lut(cx, node, x, node.output[0], "affine", consts=np.stack([scale, shift], axis=1),
+             count=shape[1], inner=inner)
+
+
+def _clamp(cx, node, lo, hi):
+    """Relu/Clip: fused into the op producing the input when it can, else a table."""
+    if cx.fuse_activation(node, lo, hi):
+        return
+    if node.name in cx.qdq["clips"]:   # a QDQ pair's saturation: the int8 tensor does it already
+        return movement.alias(cx, node)
+    emit_lut(cx, node, node.input[0], node.output[0], "clip", {"lo": lo, "hi": hi})
+
+
+def import_relu(cx, node):
+    _clamp(cx, node, 0.0, math.inf)
+
+
+def import_clip(cx, node):
+    if cx.opset < 11:
+        lo, hi = cx.attr(node, "min", -math.inf), cx.attr(node, "max", math.inf)
+    else:
+        bounds = []
+        for i, default in ((1, -math.inf), (2, math.inf)):
+            name = node.input[i] if len(node.input) > i else ""
+            if name and name not in cx.consts:
+                raise node_error(node, "Clip bounds must be constant")
+            bounds.append(float(cx.consts[name]) if name else default)
+        lo, hi = bounds
+    _clamp(cx, node, lo, hi)
+
+
+ONNX = {**{op: import_unary for op in UNARY_ONNX}, "Relu": import_relu, "Clip": import_clip}

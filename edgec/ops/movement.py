@@ -1,17 +1,29 @@
-"""Data movement: reshape (a view: no code), transpose (rank <= 4), remap (any separable index map over up
-to 6 dimensions: slice, pad, gather, tile, depth/space, nearest resize, layout changes...) and concat;
-kernels in runtime_c/edgec_movement.c. They keep their input's quantization (concat requantizes the inputs
-that differ from its output by a table)."""
+"""Data movement: reshape (a view: no code), transpose (rank <= 4) and remap (any separable index map over
+up to 6 dimensions); kernels in runtime_c/edgec_movement.c. They keep their input's quantization.
+
+Every ONNX value is held by a canonical tensor plus a permutation from its ONNX layout to the physical
+one (see edgec/frontend/canonicalize.py). Identity, Dropout and Transpose only relabel that layout;
+Flatten/Reshape/Squeeze/Unsqueeze are views (`reshape`, no code on the device) when the bytes allow it.
+Anything that really moves data becomes a `transpose`, a `concat` (edgec/ops/concat.py) or a `remap`: a
+separable index map,
+one offset table per physical output axis (layout changes of more than 4 axes here; Slice, Split, Pad,
+Gather, Tile, Expand, DepthToSpace and SpaceToDepth in edgec/ops/rearrange.py; nearest Resize and
+ConvTranspose's zero insertion). Chains of remaps are merged into one after the graph is built.
+"""
 from __future__ import annotations
 
+import itertools
 import numpy as np
 
-from edgec.errors import EdgecError
+from edgec.errors import EdgecError, node_error
 from edgec.ir import Op, Tensor
-from edgec.ops import cemit, elementwise
+from edgec.ops import cemit
 from edgec.ops.opdef import CallSite, Int16, OpDef
 
+
 RANK = 6                  # remap / binary work on up to 6 dimensions (EDGEC_RANK)
+
+
 INVALID = -(1 << 27)      # remap offset marking "padding": any sum containing it stays negative
 
 
@@ -26,6 +38,8 @@ def offsets(dims, strides):
 
 
 # ---- quantize ---------------------------------------------------------------------------------
+
+
 def _nothing(op: Op, ins: list[Tensor], out: Tensor) -> None:
     pass
 
@@ -54,21 +68,9 @@ def quantize_remap(op: Op, ins: list[Tensor], out: Tensor) -> None:
     op.arrays["offsets"] = np.concatenate(tables).astype(np.int32)
 
 
-def quantize_concat(op: Op, ins: list[Tensor], out: Tensor) -> None:
-    a = op.attrs
-    total = sum(a["chunks"])
-    parts, off = [], 0
-    for i, (t, chunk) in enumerate(zip(ins, a["chunks"])):
-        same = (t.scale, t.zero_point) == (out.scale, out.zero_point)
-        if not same:
-            op.arrays[f"table{i}"] = elementwise.table("identity", {}, None, t.scale, t.zero_point,
-                                                       out.scale, out.zero_point)
-        parts.append(dict(outer=a["outer"], chunk=chunk, out_stride=total, out_offset=off))
-        off += chunk
-    op.params = dict(parts=parts)
-
-
 # ---- NumPy integer twins ------------------------------------------------------------------------
+
+
 def transpose_s8(x, perm) -> np.ndarray:
     """TFLite reference_ops::Transpose (== numpy.transpose) for rank <= 4."""
     return np.ascontiguousarray(np.transpose(np.asarray(x, np.int8), [int(i) for i in perm]))
@@ -88,29 +90,14 @@ def remap_s8(p: dict, offsets, x) -> np.ndarray:
     return np.where(total >= 0, x[np.maximum(total, 0)], np.int8(p["pad_value"])).astype(np.int8)
 
 
-def concat_part_s8(p: dict, table, x, out: np.ndarray) -> None:
-    """Write input x [outer][chunk] into out at [o * out_stride + out_offset + j] (through table if any)."""
-    x = np.asarray(x, np.int8).reshape(int(p["outer"]), int(p["chunk"]))
-    if table is not None:
-        x = np.asarray(table, np.int8)[x.astype(np.int64) + 128]
-    view = out.reshape(int(p["outer"]), int(p["out_stride"]))
-    view[:, int(p["out_offset"]):int(p["out_offset"]) + int(p["chunk"])] = x
-
-
 def run_transpose(op: Op, inputs: list) -> np.ndarray:
     p = op.params
     return transpose_s8(inputs[0].reshape(p["dims"]), p["perm"])
 
 
-def run_concat(op: Op, inputs: list) -> np.ndarray:
-    p = op.params
-    out = np.zeros(p["parts"][0]["outer"] * p["parts"][0]["out_stride"], np.int8)
-    for i, (part, t) in enumerate(zip(p["parts"], inputs)):
-        concat_part_s8(part, op.arrays.get(f"table{i}"), t, out)
-    return out
-
-
 # ---- float --------------------------------------------------------------------------------------
+
+
 def float_remap(op: Op, inputs: list):
     dims = list(op.attrs["dims"])
     total = np.zeros(dims, np.int64)
@@ -122,12 +109,9 @@ def float_remap(op: Op, inputs: list):
     return np.where(total >= 0, inputs[0].reshape(-1)[np.maximum(total, 0)], op.attrs["pad"])
 
 
-def float_concat(op: Op, inputs: list):
-    outer = op.attrs["outer"]
-    return np.concatenate([i.reshape(outer, -1) for i in inputs], axis=1)
-
-
 # ---- C ------------------------------------------------------------------------------------------
+
+
 def c_transpose(op: Op, site: CallSite) -> str:
     n = site.arrays
     return f"edgec_transpose_s8({n['dims']}, {n['perm']}, {site.inputs[0]}, {site.output});"
@@ -142,16 +126,8 @@ def c_remap(op: Op, site: CallSite) -> str:
     return cemit.with_params("edgec_remap_params", op.params, call)
 
 
-def c_concat(op: Op, site: CallSite) -> str:
-    lines = []
-    for i, (part, t) in enumerate(zip(op.params["parts"], site.inputs)):
-        table = site.arrays.get(f"table{i}", "0")
-        lines.append(f"{{ static const edgec_concat_params p = {cemit.struct_init(part)}; "
-                     f"edgec_concat_part_s8(&p, {table}, {t}, {site.output}); }}")
-    return "\n    ".join(lines)
-
-
 _VIEW16 = Int16(_nothing, lambda op, inputs: np.asarray(inputs[0], np.int16), None)
+
 
 OPS = [
     OpDef("reshape", "movement", _nothing, lambda op, inputs: inputs[0], lambda op, inputs: inputs[0], None,
@@ -161,5 +137,225 @@ OPS = [
           qparams="input", sensitivity=False, code_bytes=400),
     OpDef("remap", "movement", quantize_remap, lambda op, inputs: remap_s8(op.params, op.arrays["offsets"], inputs[0]),
           float_remap, c_remap, qparams="input"),
-    OpDef("concat", "movement", quantize_concat, run_concat, float_concat, c_concat),
 ]
+
+
+# ---- ONNX import
+
+
+def identity(rank: int) -> tuple[int, ...]:
+    return tuple(range(rank))
+
+
+def channels_last(rank: int) -> tuple[int, ...]:
+    return (0,) + tuple(range(2, rank)) + (1,)
+
+
+def same_order(shape, p, q) -> bool:
+    """True if laying out `shape` by p or by q gives the same bytes."""
+    return [a for a in p if shape[a] != 1] == [a for a in q if shape[a] != 1]
+
+
+def contiguous_strides(shape) -> list[int]:
+    strides, acc = [], 1
+    for d in reversed(list(shape)):
+        strides.append(acc)
+        acc *= int(d)
+    return strides[::-1]
+
+
+def axis_strides(cx, value, node):
+    """(tensor, perm, stride of each ONNX axis in the tensor's physical layout)."""
+    tensor, perm = cx.activation(value, node)
+    shape = cx.shape(value, node)
+    phys = contiguous_strides([shape[a] for a in perm])
+    strides = [0] * len(shape)
+    for k, a in enumerate(perm):
+        strides[a] = phys[k]
+    return tensor, perm, strides
+
+
+def emit_remap(cx, node, tensor, y, dims, tables, pad=0.0, source=None) -> str:
+    """Emit a remap writing a new tensor of physical shape dims (tables per physical axis)."""
+    dims, tables = list(dims), [np.asarray(t, np.int64) for t in tables]
+    shape = tuple(int(d) for d in dims) or (1,)
+    while len(dims) > RANK:     # fold a size-1 axis into another axis' offsets
+        if 1 not in dims:
+            raise node_error(node, f"data movement over {len(dims)} non-unit dimensions (at most {RANK})")
+        k = dims.index(1)
+        base = int(tables[k][0])
+        del dims[k], tables[k]
+        tables[0] = np.where((tables[0] >= 0) & (base >= 0), tables[0] + base, INVALID)
+    out = cx.new_tensor(y, shape, source or y)
+    cx.emit("remap", node, [tensor], out, dims=tuple(dims), tables=tables, pad=float(pad))
+    return out
+
+
+def remap_axes(cx, node, x, y, index_fns, pad=0.0) -> None:
+    """y[j] = x[idx_a(j_a) for each axis a] (same rank, -1 = padding); y keeps x's layout."""
+    tensor, perm, strides = axis_strides(cx, x, node)
+    yshape = cx.shape(y, node)
+    tables = []
+    for a in perm:
+        idx = np.asarray(index_fns[a](yshape[a]), np.int64)
+        tables.append(np.where(idx >= 0, idx * strides[a], INVALID))
+    out = emit_remap(cx, node, tensor, y, [yshape[a] for a in perm], tables, pad)
+    cx.values[y] = (out, perm)
+
+
+def relayout(cx, value, tensor, perm, want, node) -> str:
+    """A new tensor holding ONNX value `value` (now `tensor`, laid out by `perm`) laid out by `want`."""
+    onnx_shape = cx.shape(value, node)
+    phys = tuple(onnx_shape[a] for a in want)
+    src = cx.graph.tensors[tensor].source
+    if sum(d != 1 for d in onnx_shape) > 4 and not same_order(onnx_shape, perm, want):
+        # the transpose kernel moves at most 4 non-unit axes; an index map moves up to 6
+        _, _, strides = axis_strides(cx, value, node)
+        return emit_remap(cx, node, tensor, f"{tensor}__layout", phys,
+                          [np.arange(onnx_shape[a]) * strides[a] for a in want], source=src)
+    out = cx.new_tensor(f"{tensor}__layout", phys, src)
+    if same_order(onnx_shape, perm, want):
+        cx.emit("reshape", node, [tensor], out)
+    else:
+        q = tuple(int(i) for i in np.argsort(perm)[list(want)])
+        cx.emit("transpose", node, [tensor], out, perm=q)
+    return out
+
+
+def in_layout(cx, value, rank, perm, node):
+    """A tensor holding `value` (rank <= `rank`, leading 1s added) laid out in the order `perm`."""
+    shape = cx.shape(value, node)
+    k = rank - len(shape)
+    padded = (1,) * k + tuple(shape)
+    tensor, own = cx.activation(value, node)
+    own_ext = tuple(range(k)) + tuple(p + k for p in own)
+    if same_order(padded, own_ext, perm):
+        return tensor
+    ident = cx.as_layout(value, tuple(range(len(shape))), node)
+    if same_order(padded, tuple(range(rank)), perm):
+        return ident
+    strides = contiguous_strides(padded)
+    tables = [np.arange(padded[a]) * strides[a] for a in perm]
+    return emit_remap(cx, node, ident, f"{value}__perm", [padded[a] for a in perm], tables,
+                      source=cx.graph.tensors[tensor].source)
+
+
+def ensure_kernel(cx) -> None:
+    """A graph of views only (a Reshape model) still needs one kernel call: copy the bytes."""
+    if all(op.kind == "reshape" for op in cx.graph.ops):
+        node = cx.model.graph.node[-1]
+        src = cx.graph.tensors[cx.graph.output]
+        out = emit_remap(cx, node, cx.graph.output, src.name + "__copy", [src.size], [np.arange(src.size)],
+                         source=src.source)
+        cx.graph.output = out
+
+
+def merge_remaps(g) -> None:
+    """A remap reading only another remap's output becomes one remap (Slice -> Slice -> Resize, Pad ->
+    Slice, ... as exporters write them): one pass over the data instead of several."""
+    merged = True
+    while merged:
+        merged = False
+        for op2 in g.ops:
+            src = op2.inputs[0] if op2.kind == "remap" else None
+            op1 = g.producer(src) if src else None
+            if op1 is None or op1.kind != "remap" or src == g.output or len(g.consumers(src)) != 1:
+                continue
+            both = compose_remaps(op1.attrs, op2.attrs)
+            if both is None:
+                continue
+            op2.attrs["tables"], op2.attrs["pad"] = both
+            op2.inputs = list(op1.inputs)
+            g.ops.remove(op1)
+            del g.tensors[src]
+            merged = True
+            break
+
+
+def compose_remaps(first: dict, second: dict) -> tuple[list[np.ndarray], float] | None:
+    """Tables and pad value of `second` applied to the output of `first` as one remap, or None when the
+    second's offsets along an axis do not stay on the same axis of the first's output (or both pad with
+    different values)."""
+    d1, d2 = [int(d) for d in first["dims"]], [int(d) for d in second["dims"]]
+    if len(d1) != len(d2):
+        return None
+    s1 = contiguous_strides(d1)
+    tables, pads_first, pads_second = [], False, False
+    for k in range(len(d1)):
+        t1, t2 = np.asarray(first["tables"][k], np.int64), np.asarray(second["tables"][k], np.int64)
+        valid = t2 >= 0
+        j = np.where(valid, t2 // s1[k], 0)
+        if np.any(valid & ((t2 % s1[k] != 0) | (j >= d1[k]))):
+            return None
+        t = np.where(valid, t1[j], INVALID)
+        pads_first |= bool(np.any(valid & (t1[j] < 0)))
+        pads_second |= bool(np.any(~valid))
+        tables.append(np.where(t < 0, INVALID, t))
+    if pads_first and pads_second and float(first["pad"]) != float(second["pad"]):
+        return None
+    return tables, float(first["pad"] if pads_first else second["pad"])
+
+
+def view_layout(xshape, perm, yshape, max_elements: int = 1 << 20) -> tuple[int, ...] | None:
+    """A physical axis order q of y = reshape(x) that keeps x's bytes where they are (x laid out by perm),
+    or None. E.g. [1, C, H, W] channels-last viewed as [1, C, H*W] is [1, H*W, C]: q = (0, 2, 1)."""
+    n = int(np.prod(xshape, dtype=np.int64))
+    if n > max_elements or len(yshape) > 5:
+        return None
+    want = np.arange(n).reshape(xshape).transpose(perm).reshape(-1)
+    rank = len(yshape)
+    first = [tuple([0] + list(range(2, rank)) + [1])] if rank >= 3 else []
+    for q in first + list(itertools.permutations(range(rank))):
+        if np.array_equal(np.arange(n).reshape(yshape).transpose(q).reshape(-1), want):
+            return tuple(q)
+    return None
+
+
+def alias(cx, node):
+    """The output is the input (Identity, eval-mode Dropout, a float Cast...): no op."""
+    if node.op_type == "Dropout" and len(node.input) > 2 and node.input[2] and (
+            node.input[2] not in cx.consts or bool(cx.consts[node.input[2]])):
+        raise node_error(node, "training-mode Dropout is not supported (export the model in eval mode)")
+    cx.values[node.output[0]] = cx.activation(node.input[0], node)
+
+
+def import_transpose(cx, node):
+    tensor, perm = cx.activation(node.input[0], node)
+    t = cx.attr(node, "perm", list(range(len(perm)))[::-1])
+    cx.values[node.output[0]] = (tensor, tuple(int(i) for i in np.argsort(t)[list(perm)]))
+
+
+def view(cx, node, x, y):
+    """y = x viewed with another shape (Flatten, Reshape, Squeeze, Unsqueeze)."""
+    xshape, yshape = cx.shape(x, node), cx.shape(y, node)
+    tensor, perm = cx.activation(x, node)
+    if not same_order(xshape, perm, identity(len(xshape))):
+        feeds_dense = all(u in ("Gemm", "MatMul") for u in cx.real_uses(y)) and \
+            len(yshape) == 2 and yshape[0] == 1
+        if feeds_dense:
+            idx = np.arange(int(np.prod(xshape))).reshape(xshape).transpose(perm).reshape(-1)
+            out = cx.new_tensor(y, yshape, y)
+            cx.emit("reshape", node, [tensor], out)
+            cx.feature_perm[out] = idx
+            cx.values[y] = (out, identity(2))
+            return
+        q = view_layout(xshape, perm, yshape)     # the same bytes, read as y in another axis order?
+        if q is not None:
+            out = cx.new_tensor(y, tuple(yshape[a] for a in q), y)
+            cx.emit("reshape", node, [tensor], out)
+            cx.values[y] = (out, q)
+            return
+        tensor = cx.as_layout(x, identity(len(xshape)), node)
+    out = cx.new_tensor(y, yshape, y)
+    cx.emit("reshape", node, [tensor], out)
+    cx.values[y] = (out, identity(len(yshape)))
+
+
+def import_view(cx, node):
+    view(cx, node, node.input[0], node.output[0])
+
+
+ONNX = {
+    "Identity": alias, "Dropout": alias, "Transpose": import_transpose,
+    "Flatten": import_view, "Reshape": import_view, "Squeeze": import_view, "Unsqueeze": import_view,
+}

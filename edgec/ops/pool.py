@@ -1,52 +1,22 @@
 """Pooling: max_pool and avg_pool over [h][w][c] windows (1-D and 2-D), keeping the input's quantization;
-kernels in runtime_c/edgec_pool.c, the global average pool's fast kernel in runtime_c/fast/edgec_pool.c."""
+kernels in runtime_c/edgec_pool.c, the global average pool's fast kernel in runtime_c/fast/edgec_pool.c.
+
+Pooling: `max_pool` and `avg_pool` windows over channels-last tensors (1-D pools run as 2-D ones of
+height 1). Global pools and a ReduceMean over the spatial axes are pools of the whole plane; an
+AveragePool that counts its padding pads explicitly first (a remap).
+"""
 from __future__ import annotations
 
 import numpy as np
+import onnx
 
-from edgec.ir import Op, Tensor
+from edgec.errors import node_error
+from edgec.ir import NO_ACT, Op, SYNTHETIC, Tensor
+from edgec.ops import movement
+from edgec.ops.conv import float_windows, pad_windows, spatial, window
 from edgec.ops.opdef import CallSite, OpDef
+from edgec.ops.reduce import reduce
 from edgec.quant.scheme import act_range
-
-
-def pad_windows(x, p, fill, dil_h=1, dil_w=1):
-    """Pad x [h,w,c] with `fill` so that every window tap is in range; return tap(ky, kx) -> [out_h, out_w, c]
-    (p: a conv or pool params dict)."""
-    in_h, in_w = x.shape[0], x.shape[1]
-    out_h, out_w = int(p["out_h"]), int(p["out_w"])
-    sh, sw = int(p["stride_h"]), int(p["stride_w"])
-    pt, pl = int(p["pad_top"]), int(p["pad_left"])
-    need_h = (out_h - 1) * sh + (int(p["k_h"]) - 1) * dil_h + 1
-    need_w = (out_w - 1) * sw + (int(p["k_w"]) - 1) * dil_w + 1
-    # crop (negative pad) is impossible to express with np.pad, so pad generously then slice
-    pb = max(0, need_h - pt - in_h)
-    pr = max(0, need_w - pl - in_w)
-    xp = np.pad(x, ((max(pt, 0), pb), (max(pl, 0), pr), (0, 0)), constant_values=fill)
-    oy0, ox0 = max(pt, 0) - pt, max(pl, 0) - pl
-
-    def tap(ky, kx):
-        y0 = oy0 + ky * dil_h
-        x0 = ox0 + kx * dil_w
-        return xp[y0:y0 + (out_h - 1) * sh + 1:sh, x0:x0 + (out_w - 1) * sw + 1:sw, :]
-
-    return tap
-
-
-def float_windows(x, a, fill):
-    """The same over the float attributes of a conv or pool op: x [h, w, c] padded with fill."""
-    (ih, iw, _), (oh, ow, _) = a["in_hwc"], a["out_hwc"]
-    (kh, kw), (sh, sw) = a["kernel"], a["stride"]
-    dh, dw = a.get("dilation", (1, 1))
-    pt, pl = a["pad"]
-    need_h, need_w = (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
-    xp = np.pad(x, ((max(pt, 0), max(0, need_h - pt - ih)), (max(pl, 0), max(0, need_w - pl - iw)), (0, 0)),
-                constant_values=fill)
-    oy, ox = max(pt, 0) - pt, max(pl, 0) - pl
-
-    def tap(ky, kx):
-        y0, x0 = oy + ky * dh, ox + kx * dw
-        return xp[y0:y0 + (oh - 1) * sh + 1:sh, x0:x0 + (ow - 1) * sw + 1:sw, :]
-    return tap
 
 
 # ---- quantize ---------------------------------------------------------------------------------
@@ -138,3 +108,101 @@ OPS = [
     OpDef("avg_pool", "pool", quantize_pool, run_avg_pool, float_pool, c_avg_pool, struct="edgec_pool_params",
           fuses_activation=True, qparams="input", lower=lower_avg_pool, code_bytes=440),
 ]
+
+
+# ---- ONNX import
+def pool(cx, node, kind, kernel, strides, pad):
+    x = node.input[0]
+    in_shape, out_shape, ihwc, ohwc = spatial(cx, node, x)
+    nsp = len(in_shape) - 2
+    xin = cx.as_layout(x, movement.channels_last(len(in_shape)), node)
+    out = cx.new_tensor(node.output[0], (1,) + (ohwc if nsp == 2 else ohwc[1:]), node.output[0])
+    if nsp == 1:
+        kernel, strides = [1] + list(kernel), [1] + list(strides)
+    cx.emit(kind, node, [xin], out, in_hwc=ihwc, out_hwc=ohwc, kernel=tuple(kernel),
+            stride=tuple(strides), pad=pad, act=NO_ACT)
+    cx.values[node.output[0]] = (out, movement.channels_last(len(out_shape)))
+
+
+def import_max_pool(cx, node):
+    _local_pool(cx, node, "max_pool")
+
+
+def import_average_pool(cx, node):
+    _local_pool(cx, node, "avg_pool")
+
+
+def _local_pool(cx, node, kind):
+    if len(node.output) > 1 and node.output[1]:
+        raise node_error(node, "the indices output of MaxPool is not supported")
+    kernel = list(cx.attr(node, "kernel_shape"))
+    nsp = len(kernel)
+    strides = list(cx.attr(node, "strides", [1] * nsp))
+    dil = list(cx.attr(node, "dilations", [1] * nsp))
+    if any(d != 1 for d in dil):
+        raise node_error(node, "dilated pooling is not supported yet")
+    in_shape = cx.shape(node.input[0], node)
+    pad = window(cx, node, in_shape, cx.shape(node.output[0], node), kernel, strides, dil)
+    if kind == "avg_pool" and cx.attr(node, "count_include_pad", 0) and any(pad):
+        return _pool_padded(cx, node, kind, kernel, strides, list(pad[2 - nsp:]))
+    pool(cx, node, kind, kernel, strides, pad)
+
+
+def _pool_padded(cx, node, kind, kernel, strides, begins):
+    """AveragePool with count_include_pad=1: pad explicitly (with zeros), then pool unpadded."""
+    x, y = node.input[0], node.output[0]
+    shape = cx.shape(x, node)
+    nsp = len(shape) - 2
+    pads = list(cx.attr(node, "pads", [0] * (2 * nsp)))
+    ends = [pads[nsp + i] if len(pads) == 2 * nsp else 0 for i in range(nsp)]
+    auto = cx.attr(node, "auto_pad", b"NOTSET")
+    if (auto.decode() if isinstance(auto, bytes) else auto) != "NOTSET":
+        yshape = cx.shape(y, node)
+        ends = [max((yshape[2 + i] - 1) * strides[i] + kernel[i] - shape[2 + i], 0) - begins[i]
+                for i in range(nsp)]
+    mid = y + "__padded"
+    cx.shapes[mid] = tuple(shape[:2]) + tuple(shape[2 + i] + begins[i] + ends[i] for i in range(nsp))
+    fns = [lambda m: np.arange(m), lambda m: np.arange(m)]
+    for i in range(nsp):
+        fns.append(lambda m, i=i: np.where((np.arange(m) - begins[i] >= 0) & (np.arange(m) - begins[i] < shape[2 + i]),
+                                           np.arange(m) - begins[i], -1))
+    movement.remap_axes(cx, node, x, mid, fns)
+    cx.graph.tensors[cx.values[mid][0]].source = x
+    fake = onnx.helper.make_node("AveragePool", [mid], [y], name=node.name, kernel_shape=kernel,
+                                 strides=strides)
+    pool(cx, fake, kind, kernel, strides, (0, 0))
+
+
+def import_global_average_pool(cx, node):
+    in_shape = cx.shape(node.input[0], node)
+    pool(cx, node, "avg_pool", list(in_shape[2:]), [1] * (len(in_shape) - 2), (0, 0))
+
+
+def import_global_max_pool(cx, node):
+    in_shape = cx.shape(node.input[0], node)
+    pool(cx, node, "max_pool", list(in_shape[2:]), [1] * (len(in_shape) - 2), (0, 0))
+
+
+def import_reduce_mean(cx, node):
+    """A mean over the spatial axes of an NCHW / NCW tensor is a global average pool; any other a reduce."""
+    in_shape = cx.shape(node.input[0], node)
+    axes = cx.attr(node, "axes")
+    if axes is None and len(node.input) > 1 and node.input[1] in cx.consts:
+        axes = cx.consts[node.input[1]].tolist()
+    axes = sorted(a % len(in_shape) for a in (axes or range(len(in_shape))))
+    if len(in_shape) not in (3, 4) or axes != list(range(2, len(in_shape))):
+        return reduce(cx, node, "mean")
+    if cx.attr(node, "keepdims", 1):
+        pool(cx, node, "avg_pool", list(in_shape[2:]), [1] * (len(in_shape) - 2), (0, 0))
+        return
+    # keepdims=0: pool to [1,1,(1,)C] then view as [1, C]
+    pooled = SYNTHETIC + node.output[0] + "__pooled"    # edgec's own tensor: not an ONNX value
+    cx.shapes[pooled] = tuple(in_shape[:2]) + (1,) * (len(in_shape) - 2)
+    fake = onnx.helper.make_node("GlobalAveragePool", [node.input[0]], [pooled], name=node.name)
+    import_global_average_pool(cx, fake)
+    movement.view(cx, node, pooled, node.output[0])
+
+
+ONNX = {"MaxPool": import_max_pool, "AveragePool": import_average_pool,
+        "GlobalAveragePool": import_global_average_pool, "GlobalMaxPool": import_global_max_pool,
+        "ReduceMean": import_reduce_mean}

@@ -1,13 +1,22 @@
 """reduce: sum/mean, max, min, argmax, argmin over the middle axis of [outer][n][inner]; kernel in
-runtime_c/edgec_reduce.c. Argmax/argmin outputs are indices (scale 1, zero point 0)."""
+runtime_c/edgec_reduce.c. Argmax/argmin outputs are indices (scale 1, zero point 0).
+
+Reductions: `reduce` (sum, mean, max, min, argmax, argmin over any axes), brought to one run of
+contiguous axes (outer x n x inner) by a layout change when needed. ReduceL1 and ReduceSumSquare are
+a table (abs, square) and a sum.
+"""
 from __future__ import annotations
 
 import numpy as np
+import onnx
 
-from edgec.ir import Op, Tensor
-from edgec.ops import cemit
+from edgec.errors import node_error
+from edgec.ir import Op, SYNTHETIC, Tensor
+from edgec.ops import cemit, movement
+from edgec.ops.lut import emit_lut
 from edgec.ops.opdef import CallSite, OpDef
 from edgec.quant.scheme import quantize_multiplier, requantize
+
 
 REDUCE_KINDS = {"sum": 0, "max": 1, "min": 2, "argmax": 3, "argmin": 4}
 
@@ -68,3 +77,98 @@ def c_reduce(op: Op, site: CallSite) -> str:
 
 OPS = [OpDef("reduce", "reduce", quantize_reduce, lambda op, inputs: reduce_s8(op.params, inputs[0]), float_reduce,
              c_reduce, qparams="fixed", fixed_qparams=fixed_qparams)]
+
+
+# ---- ONNX import
+def _reduce_axes(cx, node, rank):
+    axes = cx.attr(node, "axes")
+    if axes is None and len(node.input) > 1 and node.input[1]:
+        axes = cx.const_input(node, 1).tolist()
+    if not axes:
+        if cx.attr(node, "noop_with_empty_axes", 0):
+            return []
+        axes = list(range(rank))
+    return sorted({int(a) % rank for a in axes})
+
+
+def reduce(cx, node, kind, axes=None, select_last=0):
+    x, y = node.input[0], node.output[0]
+    shape = cx.shape(x, node)
+    r = len(shape)
+    if axes is None:
+        axes = _reduce_axes(cx, node, r)
+    if not axes:
+        return movement.alias(cx, node)
+    tensor, perm = cx.activation(x, node)
+    order = [a for a in perm if shape[a] > 1]
+    red = [a for a in order if a in axes]
+    kept = [a for a in order if a not in axes]
+    pos = [i for i, a in enumerate(order) if a in axes]
+    if pos and pos != list(range(pos[0], pos[0] + len(pos))):
+        want = tuple([a for a in perm if a not in axes] + [a for a in perm if a in axes])
+        tensor = cx.as_layout(x, want, node)
+        order = kept + red
+        perm = want
+    n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    first = order.index(red[0]) if red else len(order)
+    outer = int(np.prod([shape[a] for a in order[:first]], dtype=np.int64))
+    inner = int(np.prod([shape[a] for a in order[first + len(red):]], dtype=np.int64))
+    yshape = cx.shape(y, node)
+    keep = len(yshape) == r
+    yperm = perm if keep else tuple(a - sum(1 for b in axes if b < a) for a in perm if a not in axes)
+    out = cx.new_tensor(y, tuple(yshape[a] for a in yperm) or (1,), y)
+    if kind in ("argmax", "argmin") and n > 128:
+        raise node_error(node, f"{node.op_type} over {n} values: int8 indices reach 127 at most")
+    cx.emit("reduce", node, [tensor], out, how=kind, outer=outer, n=n, inner=inner,
+            select_last=int(select_last))
+    cx.values[y] = (out, tuple(yperm))
+
+
+def import_reduce_sum(cx, node):
+    reduce(cx, node, "sum")
+
+
+def import_reduce_max(cx, node):
+    reduce(cx, node, "max")
+
+
+def import_reduce_min(cx, node):
+    reduce(cx, node, "min")
+
+
+def _table_then_sum(cx, node, suffix, fn, consts=None):
+    """ReduceL1 / ReduceSumSquare: a table (abs, square) into edgec's own tensor, then a ReduceSum."""
+    mid = node.output[0] + suffix
+    cx.shapes[mid] = cx.shape(node.input[0], node)
+    emit_lut(cx, node, node.input[0], mid, fn, consts=consts)
+    cx.graph.tensors[cx.values[mid][0]].source = SYNTHETIC + mid
+    fake = onnx.helper.make_node("ReduceSum", [mid] + list(node.input[1:]), list(node.output), name=node.name)
+    fake.attribute.extend(node.attribute)
+    reduce(cx, fake, "sum", _reduce_axes(cx, node, len(cx.shapes[mid])))
+
+
+def import_reduce_l1(cx, node):
+    _table_then_sum(cx, node, "__abs", "abs")
+
+
+def import_reduce_sum_square(cx, node):
+    _table_then_sum(cx, node, "__square", "pow_c", np.array([2.0]))
+
+
+def _arg(cx, node, kind):
+    shape = cx.shape(node.input[0], node)
+    axis = int(cx.attr(node, "axis", 0)) % len(shape)
+    reduce(cx, node, kind, [axis], cx.attr(node, "select_last_index", 0))
+
+
+def import_arg_max(cx, node):
+    _arg(cx, node, "argmax")
+
+
+def import_arg_min(cx, node):
+    _arg(cx, node, "argmin")
+
+
+ONNX = {"ReduceSum": import_reduce_sum, "ReduceMax": import_reduce_max, "ReduceMin": import_reduce_min,
+        "ReduceL1": import_reduce_l1, "ReduceSumSquare": import_reduce_sum_square,
+        "ArgMax": import_arg_max, "ArgMin": import_arg_min}

@@ -3,7 +3,9 @@ knows about it: ONNX import, quantizer, NumPy integer twin, float run, C call, f
 variant and properties.
 
 Each family module of edgec/ops (conv, dense, pool, binary, lut, softmax, movement, reduce, resize, convert)
-defines its kinds as `OPS = [OpDef(...), ...]` and its ONNX importers as `ONNX = {op_type: importer}`.
+defines its kinds as `OPS = [OpDef(...), ...]` and its ONNX importers as `ONNX = {op_type: import_x}`, where
+`import_x(cx, node)` turns one ONNX node into canonical ops through the canonicalizer `cx`
+(edgec/frontend/canonicalize.py: its public methods are the importers' API).
 The pipeline stages look an op up here (`REGISTRY[op.kind]`) instead of branching on its kind, and every
 per-kind table they need is derived below.
 
@@ -12,16 +14,23 @@ Adding an operator: docs/design.md, "Adding an operator".
 from __future__ import annotations
 
 from edgec.ir import Graph, Op
-from edgec.ops import binary, conv, convert, dense, lut, movement, pool, reduce, resize, softmax
+from edgec.ops import binary, concat, conv, convert, dense, lut, movement, pool, rearrange, reduce, resize, softmax
 from edgec.ops.opdef import OpDef
 
-MODULES = (movement, lut, pool, conv, dense, binary, softmax, reduce, resize, convert)
+MODULES = (movement, concat, rearrange, lut, pool, conv, dense, binary, softmax, reduce, resize, convert)
 
 REGISTRY: dict[str, OpDef] = {}
 for _m in MODULES:
     for _d in _m.OPS:
         assert _d.kind not in REGISTRY, f"op kind {_d.kind} defined twice"
         REGISTRY[_d.kind] = _d
+
+# ONNX op type -> `import_x(cx, node)` in the family module of the canonical op kind it produces
+# (edgec/frontend/canonicalize.py calls it with itself as `cx`)
+IMPORTERS = {op: fn for _m in MODULES for op, fn in _m.ONNX.items()}
+assert len(IMPORTERS) == sum(len(_m.ONNX) for _m in MODULES), "an ONNX op type is imported by two families"
+DRIVER_OPS = {"Constant", "Shape"}     # the canonicalizer handles these itself (constants at build time)
+SUPPORTED_OPS = frozenset(IMPORTERS) | DRIVER_OPS
 
 
 def get(kind: str) -> OpDef:

@@ -1,11 +1,19 @@
 """resize_linear: separable (bi)linear resize of [h][w][c], weights in Q10; kernel in runtime_c/edgec_resize.c.
-(Nearest-neighbour resizes are remaps, edgec/ops/movement.py.)"""
+(Nearest-neighbour resizes are remaps, edgec/ops/movement.py.)
+
+Resize / Upsample: nearest becomes a `remap` (an index map), linear over the two spatial axes of an
+NCHW tensor a `resize_linear` (two source rows and columns and their weights per output pixel). The
+coordinates come from running the node itself (onnx's reference) on index values, so every
+coordinate_transformation_mode and rounding mode means what ONNX says.
+"""
 from __future__ import annotations
 
 import numpy as np
+import onnx
 
+from edgec.errors import node_error
 from edgec.ir import Op, Tensor
-from edgec.ops import cemit
+from edgec.ops import cemit, movement
 from edgec.ops.opdef import CallSite, OpDef
 from edgec.ops.softmax import _round_div_pot
 
@@ -54,3 +62,60 @@ def c_resize(op: Op, site: CallSite) -> str:
 OPS = [OpDef("resize_linear", "resize", quantize_resize,
              lambda op, inputs: resize_linear_s8(op.params, op.arrays["idx"], op.arrays["frac"], inputs[0]),
              float_resize, c_resize, qparams="input")]
+
+
+# ---- ONNX import
+def _resize_map(cx, node, x, values):
+    """Run the Resize node itself (onnx reference) on a tensor of index values."""
+    from onnx.reference import ReferenceEvaluator   # slow to import: only when a model resizes
+    inputs = ["x"] + [f"c{i}" if n else "" for i, n in enumerate(node.input[1:])]
+    feeds = {f"c{i}": cx.consts[n] for i, n in enumerate(node.input[1:]) if n}
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    op = "Resize" if node.op_type == "Resize" else "Upsample"
+    g = onnx.helper.make_graph(
+        [onnx.helper.make_node(op, inputs, ["y"], **attrs)], "resize",
+        [onnx.helper.make_tensor_value_info(n, onnx.TensorProto.UNDEFINED, None) for n in ["x", *feeds]],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.UNDEFINED, None)])
+    m = onnx.helper.make_model(g, opset_imports=[onnx.helper.make_opsetid("", cx.opset)])
+    return ReferenceEvaluator(m).run(None, {"x": values, **feeds})[0]
+
+
+def import_resize(cx, node):
+    x, y = node.input[0], node.output[0]
+    for i in node.input[1:]:
+        if i and i not in cx.consts:
+            raise node_error(node, f"input '{i}' (roi/scales/sizes) must be constant")
+    shape, yshape = cx.shape(x, node), cx.shape(y, node)
+    mode = cx.attr(node, "mode", b"nearest")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    ctm = cx.attr(node, "coordinate_transformation_mode", b"half_pixel")
+    if (ctm.decode() if isinstance(ctm, bytes) else ctm) == "tf_crop_and_resize":
+        raise node_error(node, "coordinate_transformation_mode tf_crop_and_resize is not supported")
+    if cx.attr(node, "antialias", 0) and mode != "nearest":
+        raise node_error(node, "antialiased Resize is not supported")
+    coords = []
+    for a, n in enumerate(shape):
+        v = np.arange(n, dtype=np.float32).reshape([n if k == a else 1 for k in range(len(shape))])
+        v = np.broadcast_to(v, shape).astype(np.float32)
+        out = np.asarray(_resize_map(cx, node, x, v), np.float64)
+        coords.append(out[tuple(slice(None) if k == a else 0 for k in range(len(shape)))])
+    if mode == "nearest":
+        idx = [np.round(c).astype(np.int64) for c in coords]
+        return movement.remap_axes(cx, node, x, y, [(lambda m, i=i: i) for i in idx])
+    if mode != "linear":
+        raise node_error(node, f"Resize mode '{mode}' is not supported (nearest and linear are)")
+    moved = [a for a in range(len(shape)) if not np.array_equal(coords[a], np.arange(shape[a]))]
+    if len(shape) != 4 or any(a < 2 for a in moved):
+        raise node_error(node, "linear Resize is supported over the two spatial axes of an NCHW tensor")
+    xin = cx.as_layout(x, (0, 2, 3, 1), node)
+    cy, cx_ = coords[2], coords[3]
+    y0, x0 = np.clip(np.floor(cy), 0, shape[2] - 1).astype(np.int64), np.clip(np.floor(cx_), 0, shape[3] - 1).astype(np.int64)
+    y1, x1 = np.minimum(y0 + 1, shape[2] - 1), np.minimum(x0 + 1, shape[3] - 1)
+    out = cx.new_tensor(y, (1, yshape[2], yshape[3], yshape[1]), y)
+    cx.emit("resize_linear", node, [xin], out, in_hwc=(shape[2], shape[3], shape[1]),
+            out_hwc=(yshape[2], yshape[3], yshape[1]), y0=y0, y1=y1, x0=x0, x1=x1,
+            fy=np.clip(cy - y0, 0, 1), fx=np.clip(cx_ - x0, 0, 1))
+    cx.values[y] = (out, (0, 2, 3, 1))
+
+
+ONNX = {"Resize": import_resize, "Upsample": import_resize}

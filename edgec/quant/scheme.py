@@ -166,3 +166,10 @@ def weighted16(op: Op, ins: list[Tensor], out: Tensor, channel_axis: int) -> Non
         raise EdgecError(f"node '{op.name}': its int16 output range is too narrow for its inputs "
                          f"(requantization shift {int(shift.max())} > {MAX_SHIFT16}); run it in int8")
     op.params.update(input_zp=0, output_zp=0, **act_range16(op, out))
+
+
+def requant_table(in_scale: float, in_zp: int, out_scale: float, out_zp: int) -> np.ndarray:
+    """The 256-entry int8 table taking a value from one quantization to another (entry q + 128)."""
+    x = (np.arange(-128, 128, dtype=np.float64) - in_zp) * in_scale
+    y = np.nan_to_num(x, nan=0.0, posinf=1e30, neginf=-1e30)
+    return np.clip(np.round(y / out_scale) + out_zp, -128, 127).astype(np.int8)
