@@ -170,6 +170,6 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str) -> list[Path]:
         written.append(path)
     runtime = resource_dir("runtime_c")
     for f in runtime_files + (RUNTIME_FILES_S16 if uses_s16 else []):
-        shutil.copyfile(runtime / f, out_dir / f)
+        shutil.copyfile(runtime / ("harness" if f in guard.RUNTIME_FILES else "") / f, out_dir / f)
         written.append(out_dir / f)
     return written

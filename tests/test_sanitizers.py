@@ -144,7 +144,7 @@ def ext_model():
 def test_every_runtime_file_is_warning_clean(cc, tmp_path):
     """Every runtime_c/*.c, portable and with the DSP path emulated, -O2 (gcc's flow warnings need it)."""
     include = REPO / "boards" / "platforms" / "common"      # edgec_board.h for the link and the MLPerf runner
-    sources = sorted((REPO / "runtime_c").glob("*.c"))
+    sources = sorted((REPO / "runtime_c").rglob("*.c"))
     assert {"edgec_fast.c", "edgec_kernels_ext.c", "edgec_link.c", "edgec_mlperf.c", "edgec_guard.c"} <= \
         {p.name for p in sources}
     for variant, flags in VARIANTS.items():
