@@ -25,7 +25,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from . import canonicalize, codegen, floatref, loader, planner, quantize, reference
+from . import canonicalize, cheader, codegen, floatref, loader, planner, quantize, reference
 from .errors import EdgecError
 
 # input indices edgec takes only as build-time constants, per op type
@@ -209,13 +209,12 @@ def _run_output(case, inputs, k, want, res: Result, c_dir, runtime_objs) -> None
 
 def runtime_objects(work: Path, cc: str = "gcc") -> list[Path]:
     """The runtime kernels compiled once (the model libraries of many cases link against them)."""
-    from .resources import resource_dir
     work.mkdir(parents=True, exist_ok=True)
     objs = []
-    for f in (f for f in codegen.RUNTIME_FILES if f.endswith(".c")):
-        o = work / (f[:-2] + ".o")
+    for f in (f for f in cheader.runtime_files() if f.endswith(".c")):
+        o = work / (Path(f).stem + ".o")
         subprocess.run([cc, "-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", "-pedantic", "-c",
-                        str(resource_dir("runtime_c") / f), "-o", str(o)], check=True, capture_output=True)
+                        str(cheader.runtime_dir() / f), "-o", str(o)], check=True, capture_output=True)
         objs.append(o)
     return objs
 

@@ -1,9 +1,9 @@
-"""Lowering of quantized ops onto the fast kernels (runtime_c/edgec_fast.c), done at build time.
+"""Lowering of quantized ops onto the fast kernels (runtime_c/fast/), done at build time.
 
 For each op the fast kernels can run bit-exactly, `lower(op)` returns the C params struct, the
 constant arrays (weights padded and reordered for the inner loops, one requantization record per
 output channel, lookup tables) and the scratch memory the kernel needs; ops it returns None for
-keep the portable reference kernels (runtime_c/edgec_kernels.c).
+keep the portable reference kernels (the family files of runtime_c/).
 
 What moves from run time to build time:
 - the input zero point: sum((x - zp) * w) + bias == sum(x * w) + (bias - zp * sum(w)), with padded
@@ -28,7 +28,7 @@ RQ_FIELDS = ("bias", "mult", "khi", "neg", "shift")
 ACC_LIMIT = 1 << 30
 MAX_RIGHT_SHIFT = 22     # keeps |hi word + zp * 2^shift| < 2^31 for |acc| < 2^30
 SCRATCH_ALIGN = 16
-CONV_CHUNK = 16          # EDGEC_CONV_CHUNK in edgec_fast.c: output channels accumulated at a time
+CONV_CHUNK = 16          # EDGEC_CONV_CHUNK in fast/edgec_conv_fast.c: output channels accumulated at a time
 
 
 def _k4(n: int) -> int:
@@ -94,7 +94,7 @@ def lower(op: Op) -> dict | None:
         keys = ("in_h in_w in_c out_h out_w out_c k_h k_w stride_h stride_w pad_top pad_left "
                 "input_zp").split()
         params = {**{k: int(p[k]) for k in keys}, **got[0], "k4": k4}
-        return {"kernel": "edgec_fast_conv_s8", "struct": "edgec_fast_conv_params", "params": params,
+        return {"kernel": "edgec_conv2d_im2col_s8", "struct": "edgec_conv2d_im2col_params", "params": params,
                 "arrays": {"fw": _words(wp), "rq": got[1]}, "scratch_bytes": 9 * k4 + 16 * CONV_CHUNK}
     if (op.kind == "depthwise_conv2d" and p["k_h"] == 3 and p["k_w"] == 3 and p["dil_h"] == 1
             and p["dil_w"] == 1 and p["depth_multiplier"] == 1 and p["in_c"] % 4 == 0
@@ -113,8 +113,8 @@ def lower(op: Op) -> dict | None:
         head = wp[:blocks].reshape(-1, 4, k4 // 4, 4).transpose(0, 2, 1, 3)   # [block][group][row][4]
         packed = np.concatenate([head.reshape(-1), wp[blocks:].reshape(-1)]).astype(np.int8)
         params = {"in_features": n_in, "out_features": n_out, **got[0], "k4": k4}
-        return {"kernel": "edgec_fast_fc_s8", "struct": "edgec_fast_fc_params", "params": params,
-                "arrays": {"fw": _words(packed), "rq": got[1]}, "scratch_bytes": 2 * k4}
+        return {"kernel": "edgec_fully_connected_packed_s8", "struct": "edgec_fully_connected_packed_params",
+                "params": params, "arrays": {"fw": _words(packed), "rq": got[1]}, "scratch_bytes": 2 * k4}
     if op.kind == "add":
         v = np.arange(-128, 128, dtype=np.int64)
         ls = 1 << int(p["left_shift"])
@@ -126,12 +126,12 @@ def lower(op: Op) -> dict | None:
         if rq is None:
             return None
         params = {k: int(p[k]) for k in ("n", "output_zp", "act_min", "act_max")}
-        return {"kernel": "edgec_fast_add_s8", "struct": "edgec_fast_add_params", "params": params,
+        return {"kernel": "edgec_add_lut_s8", "struct": "edgec_add_lut_params", "params": params,
                 "arrays": {"lut1": lut1.astype(np.int32), "lut2": lut2.astype(np.int32), "rq": rq},
                 "scratch_bytes": 0}
     if (op.kind == "avg_pool" and p["out_h"] == 1 and p["out_w"] == 1 and p["k_h"] == p["in_h"]
             and p["k_w"] == p["in_w"] and p["pad_top"] == 0 and p["pad_left"] == 0):
-        return {"kernel": "edgec_fast_global_avg_pool_s8", "struct": None,
+        return {"kernel": "edgec_avg_pool_global_s8", "struct": None,
                 "params": {"pixels": p["in_h"] * p["in_w"], "c": p["c"], "act_min": p["act_min"],
                            "act_max": p["act_max"]}, "arrays": {}, "scratch_bytes": 0}
     return None
@@ -155,8 +155,8 @@ def _lower_dw3x3(op: Op) -> dict | None:
               "out_row_step": steps[2], "out_col_step": steps[3], "input_zp": int(p["input_zp"]),
               "act_min": got[0]["act_min"], "act_max": got[0]["act_max"]}
     width = (wd[1] - 1) * p["stride_h"] + 3
-    return {"kernel": "edgec_fast_dw3x3_s8", "struct": "edgec_fast_dw_params", "params": params,
-            "arrays": {"fw": _words((2 * wk.astype(np.int16)).astype(np.int16)), "rq": got[1]},
+    return {"kernel": "edgec_depthwise_conv2d_3x3_s8", "struct": "edgec_depthwise_conv2d_3x3_params",
+            "params": params, "arrays": {"fw": _words((2 * wk.astype(np.int16)).astype(np.int16)), "rq": got[1]},
             "scratch_bytes": 32 * width + 4 * wd[1]}
 
 

@@ -14,6 +14,7 @@ import json
 import re
 from pathlib import Path
 
+from . import cheader
 from .boards import Board
 from .errors import EdgecError
 from .firmware import _run_size as _run   # binutils, with a clear error when missing
@@ -176,8 +177,8 @@ def measure(project: Path, program: Path, model: str, host: bool) -> dict:
         if len(parts) >= 2 and parts[0] in (".data", ".bss") and parts[1].isdigit():
             sections[parts[0]] = int(parts[1])
     static = sum(sections.values())
-    objects = [o for name in (model, "edgec_kernels") for o in sorted(build_dir.rglob(f"{name}.o"))] \
-        if build_dir else []
+    kernels = [Path(f).stem for f in cheader.runtime_files() if f.endswith(".c")]     # the runtime's objects
+    objects = [o for name in (model, *kernels) for o in sorted(build_dir.rglob(f"{name}.o"))] if build_dir else []
     model_in_ram = sorted(set(ram) & defined_symbols(objects)) if objects else None
     result.update({"static_ram_bytes": static, "model_ram_symbols": model_in_ram,
                    "total_ram_bytes": static + stack if stack is not None else None})

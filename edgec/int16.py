@@ -3,8 +3,8 @@
 A layer named with `--int16 NODE` (an ONNX node name, as the sensitivity table shows it) reads and
 writes int16 activations: symmetric (zero point 0, scale = max|range| / 32767), int8 symmetric
 per-channel weights as everywhere, an int64 bias (kept within +-2^40 so the int64 accumulator stays
-inside what the 64-bit requantization takes), and the kernels of runtime_c/edgec_kernels_s16.c
-(NumPy twins in kernels_ref_s16.py). The model's input and output stay int8 at the API.
+inside what the 64-bit requantization takes), and the _s16 kernels of runtime_c/ (edgec_nn.h; NumPy twins
+in kernels_ref_s16.py). The model's input and output stay int8 at the API.
 
 `mark(graph, names)` rewrites the float canonical graph before quantization:
 - the chosen ops' input and output tensors get int16 twins (`<name>:s16`, dtype "int16");
@@ -14,8 +14,8 @@ inside what the 64-bit requantization takes), and the kernels of runtime_c/edgec
   directly, and a view (reshape/flatten) between two int16 layers stays int16, so a chain has
   conversions only at its ends.
 Everything downstream dispatches on the tensors' dtype: quantize (int16 ranges and parameters),
-reference (the 16x8 kernels), the planner (bytes, not elements) and codegen (the s16 calls, and
-edgec_kernels_s16.c only when a model uses it). The fast kernels never take an int16 op.
+reference (the 16x8 kernels), the planner (bytes, not elements) and codegen (the s16 calls; the s16
+kernels sit in the family files next to the int8 ones, and the linker drops them from models without one). The fast kernels never take an int16 op.
 """
 from __future__ import annotations
 
@@ -152,7 +152,7 @@ def quantize_op(op: Op, ins: list[Tensor], out: Tensor, int8_quantizer) -> None:
 
 # ---- integer reference ------------------------------------------------------------------------
 def run_op(op: Op, inputs: list[np.ndarray], out_dtype: str) -> np.ndarray:
-    """The int16 op on its 16x8 reference kernel (bit-exact with edgec_kernels_s16.c)."""
+    """The int16 op on its 16x8 reference kernel (bit-exact with the _s16 kernels of runtime_c/)."""
     p, a = op.params, op.arrays
     x = inputs[0]
     if op.kind == CONVERT:

@@ -1,4 +1,4 @@
-"""NumPy integer reference of the extended kernels, bit-exact with runtime_c/edgec_kernels_ext.c.
+"""NumPy integer reference of the extended kernels, bit-exact with runtime_c/ (edgec_nn.h).
 
 These serve the operator coverage beyond first light (docs/conformance.md):
 - `lut_s8`: any elementwise int8 -> int8 function as 256-entry tables computed at build

@@ -1,4 +1,4 @@
-"""NumPy integer reference kernels, bit-exact with runtime_c/edgec_kernels.c.
+"""NumPy integer reference kernels, bit-exact with the int8 kernels of runtime_c/ (edgec_nn.h).
 
 Numerics follow the TFLite / TFLM int8 reference kernels (see docs/design.md).
 Activations are NHWC int8 without a batch dimension; parameters are passed as a

@@ -1,11 +1,12 @@
 """NumPy reference of the 16x8 kernels (TFLite's int16-activation scheme), bit-exact with
-runtime_c/edgec_kernels_s16.c: the escape hatch for a layer whose activations do not survive int8.
+the _s16 kernels of runtime_c/ (edgec_nn.h): the escape hatch for a layer whose activations do not survive
+int8.
 
 Activations are int16, symmetric (zero point 0); weights int8 symmetric per channel; bias int64;
 the int64 accumulator is requantized by TFLite's 64-bit MultiplyByQuantizedMultiplier (the Q31
 multiplier reduced to Q15, one rounding shift). `requantize_s8_s16` / `requantize_s16_s8` convert
 at the boundary between int8 and int16 layers (TFLite's Requantize, with the int32 multiplier).
-Parameters reuse the int8 kernels' dicts (edgec_conv_params / edgec_fc_params); the zero points in
+Parameters reuse the int8 kernels' dicts (edgec_conv_params / edgec_fully_connected_params); the zero points in
 them must be 0 and act_min/act_max are int16 bounds.
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import elementwise
+from . import cheader, elementwise
 from . import kernels_ext as KX
 from . import kernels_ref as K
 from .errors import EdgecError
@@ -176,13 +176,8 @@ def _const_first(op: Op) -> bool:
 # ---- C ------------------------------------------------------------------------------------------
 STRUCTS = {"lut": "edgec_lut_params", "binary": "edgec_binary_params", "remap": "edgec_remap_params",
            "reduce": "edgec_reduce_params", "group_conv2d": "edgec_conv_params",
-           "fully_connected_rows": "edgec_fc_params", "matmul": "edgec_matmul_params",
+           "fully_connected_rows": "edgec_fully_connected_params", "matmul": "edgec_matmul_params",
            "log_softmax": "edgec_log_softmax_params", "resize_linear": "edgec_resize_params"}
-_FIELDS = {
-    "edgec_conv_params": ("in_h in_w in_c out_h out_w out_c k_h k_w stride_h stride_w dil_h dil_w pad_top "
-                          "pad_left input_zp output_zp act_min act_max depth_multiplier").split(),
-    "edgec_fc_params": "in_features out_features input_zp output_zp act_min act_max".split(),
-}
 
 
 def _init(params: dict, fields=None) -> str:
@@ -200,7 +195,7 @@ def c_call(op: Op, names: dict, inputs: list[str], output: str) -> str:
     struct = STRUCTS.get(k)
     if k in ("group_conv2d", "fully_connected_rows"):
         extra = p.pop("groups" if k == "group_conv2d" else "rows")
-        decl = f"static const {struct} p = {_init(p, _FIELDS[struct])};"
+        decl = f"static const {struct} p = {_init(p, cheader.field_names(struct))};"   # the order of edgec_nn.h
         fn = "edgec_group_conv2d_s8" if k == "group_conv2d" else "edgec_fully_connected_rows_s8"
         call = (f"{fn}(&p, {extra}, {x}, {names['weights']}, {names['bias']}, {names['mult']}, "
                 f"{names['shift']}, {output});")

@@ -73,13 +73,18 @@ int main(void)
 """
 
 
+def library_sources(lib_dir: Path) -> list[str]:
+    """The .c files of a model library folder (or a firmware's src/), the runtime's fast/ subfolder included."""
+    return sorted(str(p) for p in lib_dir.glob("*.c")) + sorted(str(p) for p in lib_dir.glob("fast/*.c"))
+
+
 def run_generated_c(lib_dir: Path, name: str, inputs: np.ndarray, out_bytes: int, cc: str = "gcc",
                     flags: tuple[str, ...] = ("-O2",)) -> np.ndarray:
     """Compile a generated model library with a stdin/stdout driver on the host and run all inputs."""
     driver = lib_dir / "driver_main.c"
     driver.write_text(DRIVER % {"name": name, "NAME": name.upper()})
     exe = lib_dir / f"driver_{Path(cc).name}"
-    sources = sorted(str(p) for p in lib_dir.glob("*.c"))
+    sources = library_sources(lib_dir)
     cmd = [host_compiler(cc), "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", *flags,
            "-I", str(lib_dir), *sources, "-o", str(exe), "-lm"]
     subprocess.run(cmd, check=True, capture_output=True, text=True)

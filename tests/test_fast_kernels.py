@@ -48,7 +48,7 @@ def test_example_uses_fast_kernels_on_both_paths(path, tmp_path):
     x = load_dataset(EXAMPLES / "digits_cnn" / "test.npz", graph.input_onnx_shape, 64).x
     _check(graph, x, tmp_path, flags=PATHS[path])
     text = next(tmp_path.glob("digits_cnn.c")).read_text()
-    assert "edgec_fast_conv_s8(" in text and "edgec_fast_fc_s8(" in text
+    assert "edgec_conv2d_im2col_s8(" in text and "edgec_fully_connected_packed_s8(" in text
 
 
 @pytest.mark.parametrize("path", sorted(PATHS))
@@ -109,7 +109,7 @@ def test_depthwise_3x3_strides_orientations_and_clamps_sanitized(path, tmp_path)
     dws[1].params.update(act_min=-100, act_max=20)   # narrower than int8: the C and the reference clamp
     fastkernels.lower_graph(graph)
     lowered = [op.lowered for op in dws]
-    assert all(low and low["kernel"] == "edgec_fast_dw3x3_s8" for low in lowered)
+    assert all(low and low["kernel"] == "edgec_depthwise_conv2d_3x3_s8" for low in lowered)
     assert [low["params"]["stride"] for low in lowered] == [1, 2, 1, 2, 1]
     # input (rows, cols) in the sweep orientation: the tall images' are transposed
     assert [(low["params"]["rows"], low["params"]["cols"]) for low in lowered] == [(6, 13), (6, 13), (6, 3), (4, 5),

@@ -14,11 +14,15 @@ import pytest
 from edgec import kernels_ref as K
 
 RUNTIME = Path(__file__).resolve().parent.parent / "runtime_c"
-KERNELS_C = RUNTIME / "edgec_kernels.c"
+KERNELS_C = sorted(str(p) for p in RUNTIME.glob("*.c"))   # the portable kernel families
 WARN = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 
 SHIM = r"""
-#include "edgec_kernels.h"
+#include "edgec_nn.h"
+int32_t edgec_test_requantize64(int64_t acc, int32_t mult, int32_t shift)
+{
+    return edgec_requantize64(acc, mult, shift);
+}
 void edgec_test_requantize(int32_t n, const int32_t *acc, const int32_t *mult, const int32_t *shift,
                            int32_t *out)
 {
@@ -122,7 +126,7 @@ def ck(tmp_path_factory):
     d = tmp_path_factory.mktemp("kernels_so")
     (d / "shim.c").write_text(SHIM)
     so = d / "libedgec_kernels.so"
-    cmd = ["gcc", "-O2", *WARN, "-fPIC", "-shared", f"-I{RUNTIME}", str(KERNELS_C), str(d / "shim.c"), "-o", str(so)]
+    cmd = ["gcc", "-O2", *WARN, "-fPIC", "-shared", f"-I{RUNTIME}", *KERNELS_C, str(d / "shim.c"), "-o", str(so)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 0 and not r.stderr, r.stderr
     return CKernels(so)
@@ -417,9 +421,10 @@ def test_builds_with_clang_and_arm(tmp_path):
     if not builds:
         pytest.skip("neither clang nor arm-none-eabi-gcc installed")
     for cmd in builds:
-        r = subprocess.run([*cmd, f"-I{RUNTIME}", "-c", str(KERNELS_C), "-o", str(tmp_path / "k.o")],
-                           capture_output=True, text=True)
-        assert r.returncode == 0 and not r.stderr, (cmd[0], r.stderr)
+        for src in KERNELS_C:
+            r = subprocess.run([*cmd, f"-I{RUNTIME}", "-c", src, "-o", str(tmp_path / "k.o")],
+                               capture_output=True, text=True)
+            assert r.returncode == 0 and not r.stderr, (cmd[0], r.stderr)
 
 
 def _c_array(name, ctype, a):
@@ -436,7 +441,7 @@ def test_sanitizers(tmp_path):
     if not shutil.which("clang"):
         pytest.skip("clang not installed")
     rng = np.random.default_rng(80)
-    src, body, expected = ['#include <stdio.h>\n#include "edgec_kernels.h"\n'], [], []
+    src, body, expected = ['#include <stdio.h>\n#include "edgec_nn.h"\n'], [], []
 
     def emit(out_name, n, want):
         src.append(f"static int8_t {out_name}[{n}];\n")
@@ -455,7 +460,7 @@ def test_sanitizers(tmp_path):
     pf = dict(in_features=37, out_features=5, input_zp=7, output_zp=-9, act_min=-128, act_max=127)
     fm, fs = _requant_params(rng, 5)
     fx, fw, fb = _i8(rng, 37, 3), _i8(rng, (5, 37), 3), rng.integers(-999, 999, size=5).astype(np.int32)
-    src += [_c_params("edgec_fc_params", "fp", pf, FC_FIELDS), _c_array("fx", "int8_t", fx), _c_array("fw", "int8_t", fw),
+    src += [_c_params("edgec_fully_connected_params", "fp", pf, FC_FIELDS), _c_array("fx", "int8_t", fx), _c_array("fw", "int8_t", fw),
             _c_array("fb", "int32_t", fb), _c_array("fm", "int32_t", fm), _c_array("fs", "int32_t", fs)]
     body.append("edgec_fully_connected_s8(&fp, fx, fw, fb, fm, fs, fo);")
     emit("fo", 5, K.fully_connected_s8(pf, fx, fw, fb, fm, fs))
@@ -484,7 +489,7 @@ def test_sanitizers(tmp_path):
     (tmp_path / "driver.c").write_text("".join(src))
     exe = tmp_path / "driver"
     cmd = ["clang", "-O1", "-g", *WARN, "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-           "-fno-omit-frame-pointer", f"-I{RUNTIME}", str(KERNELS_C), str(tmp_path / "driver.c"), "-o", str(exe)]
+           "-fno-omit-frame-pointer", f"-I{RUNTIME}", *KERNELS_C, str(tmp_path / "driver.c"), "-o", str(exe)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 0 and not r.stderr, r.stderr
     r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)

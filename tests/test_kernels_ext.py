@@ -11,7 +11,7 @@ from conftest import host_compiler
 from edgec import elementwise
 from edgec import kernels_ext as KX
 from edgec import kernels_ref as K
-from test_kernels import CONV_FIELDS, FC_FIELDS, RUNTIME, WARN
+from test_kernels import CONV_FIELDS, FC_FIELDS, KERNELS_C, WARN
 
 I32 = ctypes.c_int32
 
@@ -52,8 +52,7 @@ def lib(tmp_path_factory):
     d = tmp_path_factory.mktemp("kx")
     so = d / "libkx.so"
     subprocess.run([host_compiler(), *WARN, "-O1", "-shared", "-fPIC", "-fsanitize=undefined",
-                    "-fno-sanitize-recover=all", str(RUNTIME / "edgec_kernels.c"),
-                    str(RUNTIME / "edgec_kernels_ext.c"), "-o", str(so)], check=True)
+                    "-fno-sanitize-recover=all", *KERNELS_C, "-o", str(so)], check=True)
     return ctypes.CDLL(str(so))
 
 

@@ -11,15 +11,17 @@ import pytest
 
 from edgec import kernels_ref as K
 from edgec import kernels_ref_s16 as K16
-from test_kernels import RUNTIME, WARN, ConvP, FcP, _mk, _ptr, _window
+from test_kernels import KERNELS_C, RUNTIME, SHIM, WARN, ConvP, FcP, _mk, _ptr, _window
 
 I32 = ctypes.c_int32
 
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    so = tmp_path_factory.mktemp("s16") / "libs16.so"
-    cmd = ["gcc", "-O2", *WARN, "-fPIC", "-shared", f"-I{RUNTIME}", str(RUNTIME / "edgec_kernels_s16.c"), "-o", str(so)]
+    d = tmp_path_factory.mktemp("s16")
+    so = d / "libs16.so"
+    (d / "shim.c").write_text(SHIM)
+    cmd = ["gcc", "-O2", *WARN, "-fPIC", "-shared", f"-I{RUNTIME}", *KERNELS_C, str(d / "shim.c"), "-o", str(so)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 0 and not r.stderr, r.stderr
     return ctypes.CDLL(str(so))
@@ -116,7 +118,7 @@ def test_requantize64_matches_the_real_multiplier(lib):
         m, s = K.quantize_multiplier(real)
         want = K16.requantize64(acc, m, s)
         keep = np.abs(want) < 2**31 - 1
-        got = np.array([lib.edgec_requantize64(ctypes.c_int64(int(a)), I32(m), I32(s)) for a in acc[keep][:200]])
+        got = np.array([lib.edgec_test_requantize64(ctypes.c_int64(int(a)), I32(m), I32(s)) for a in acc[keep][:200]])
         assert np.array_equal(got, want[keep][:200])
         assert np.all(np.abs(want[keep] - acc[keep] * real) <= np.abs(acc[keep] * real) * 2e-5 + 1), real
 
