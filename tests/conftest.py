@@ -94,6 +94,26 @@ def run_generated_c(lib_dir: Path, name: str, inputs: np.ndarray, out_bytes: int
     return np.frombuffer(proc.stdout, np.int8).reshape(len(inputs), out_bytes)
 
 
+def check_generated_c(graph, x_float, tmp_path: Path, cc: str = "gcc", flags: tuple[str, ...] = ("-O2",)) -> None:
+    """Plan and generate a quantized graph's model library into tmp_path, run it on the host over x_float
+    (quantized) and assert it is bit-exact with the NumPy reference."""
+    from edgec import codegen, planner, quantize, reference
+    plan = planner.plan(graph)
+    codegen.generate(graph, plan, tmp_path, graph.name)
+    xq = quantize.quantize_input(graph.tensors[graph.input], x_float)
+    want = np.stack([reference.run(graph, q).reshape(-1) for q in xq])
+    got = run_generated_c(tmp_path, graph.name, xq.reshape(len(xq), -1), want.shape[1], cc=cc, flags=flags)
+    mismatched = np.flatnonzero(np.any(got != want, axis=1))
+    assert mismatched.size == 0, f"samples {mismatched[:10]} differ from the reference"
+
+
+@pytest.fixture(scope="session")
+def ck(tmp_path_factory):
+    """The C runtime as one shared library behind ctypes (tests/ckernels.py), built once per session."""
+    import ckernels
+    return ckernels.CKernels(ckernels.build_library(tmp_path_factory.mktemp("ckernels")))
+
+
 # ---- the MLPerf Tiny models, built once per session and board (tests/test_mlperf_models.py, test_fit.py) ----
 
 MLPERF_MODELS = {"kws": "kws_dscnn_fp32", "vww": "vww_mobilenetv1_025_fp32", "ic": "ic_resnet8_fp32",

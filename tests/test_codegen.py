@@ -4,36 +4,26 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import EXAMPLE_NAMES, EXAMPLES, run_generated_c
-from test_pipeline import MODELS, quantized
-from edgec import api, codegen, planner, quantize, reference
+from conftest import EXAMPLE_NAMES, EXAMPLES, check_generated_c
+from edgec import api, codegen
 from edgec.data import load_dataset
-
-
-def _check(graph, x_float, tmp_path, cc="gcc", flags=("-O2",)):
-    plan = planner.plan(graph)
-    codegen.generate(graph, plan, tmp_path, graph.name)
-    xq = quantize.quantize_input(graph.tensors[graph.input], x_float)
-    want = np.stack([reference.run(graph, q).reshape(-1) for q in xq])
-    got = run_generated_c(tmp_path, graph.name, xq.reshape(len(xq), -1), want.shape[1], cc=cc, flags=flags)
-    mismatched = np.flatnonzero(np.any(got != want, axis=1))
-    assert mismatched.size == 0, f"samples {mismatched[:10]} differ from the reference"
+from synthetic_models import MODELS, quantized
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_synthetic_models_bit_exact(name, tmp_path):
     model, shape = MODELS[name]()
     graph, x = quantized(model, shape, n=32)
-    _check(graph, x, tmp_path)
+    check_generated_c(graph, x, tmp_path)
 
 
 @pytest.mark.parametrize("example", EXAMPLE_NAMES)
 def test_examples_bit_exact_gcc_and_clang_sanitized(example, tmp_path):
     _, graph, _ = api.compile_model(EXAMPLES / example / "model.onnx", EXAMPLES / example / "calib.npz")
     test = load_dataset(EXAMPLES / example / "test.npz", graph.input_onnx_shape)
-    _check(graph, test.x, tmp_path / "gcc")
-    _check(graph, test.x[:64], tmp_path / "clang", cc="clang",
-           flags=("-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"))
+    check_generated_c(graph, test.x, tmp_path / "gcc")
+    check_generated_c(graph, test.x[:64], tmp_path / "clang", cc="clang",
+                      flags=("-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"))
 
 
 def test_generated_library_is_const_and_malloc_free(tmp_path):
