@@ -18,7 +18,10 @@ from pathlib import Path
 from .resources import resource_dir
 
 HEADER = "edgec_nn.h"
-FAST_DIR = "fast"           # the fast kernels: a subfolder of runtime_c/ and of every model library
+# The fast kernels: a subfolder of runtime_c/ and of every model library, one file per family, named
+# edgec_<family>_fast.c rather than after the family alone: archivers name members by base name (arduino-cli adds
+# a dot_a_linkage library's objects one `ar rcs` at a time, so a second edgec_conv.c.o would replace the first).
+FAST_DIR = "fast"
 HARNESS_DIR = "harness"     # the firmware harness, apart from the model kernels
 
 _DEFINE = re.compile(r"^\s*#define\s+(\w+)\s+(\d+)\b", re.M)

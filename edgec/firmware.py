@@ -86,10 +86,11 @@ def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: 
     if src.exists():
         shutil.rmtree(src)
     src.mkdir(parents=True)
-    for f in sorted(model_dir.rglob("*")):     # with the runtime's fast/ subfolder (PlatformIO builds src/ recursively)
+    for f in sorted(model_dir.rglob("*")):     # the runtime's fast/ subfolder too: PlatformIO builds src/ recursively
         if f.is_file() and f.suffix in (".c", ".h"):
-            (src / f.relative_to(model_dir)).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(f, src / f.relative_to(model_dir))
+            dest = src / f.relative_to(model_dir)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, dest)
     if protocol not in PROTOCOLS:
         raise EdgecError(f"unknown benchmark protocol '{protocol}': choose {' or '.join(PROTOCOLS)}")
     main_template, runtime_files = PROTOCOLS[protocol]
