@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# libFuzzer on the device's parsers (tests/fuzz/link_harness.c over runtime_c/edgec_link.c, mlperf_harness.c
-# over runtime_c/edgec_mlperf.c), built with clang -fsanitize=fuzzer,address,undefined.
+# libFuzzer on the device's parsers (tests/fuzz/link_harness.c over runtime_c/harness/edgec_link.c, mlperf_harness.c
+# over runtime_c/harness/edgec_mlperf.c), built with clang -fsanitize=fuzzer,address,undefined.
 #   bash scripts/fuzz_parsers.sh [seconds per target, default 300] [work folder, default /tmp/edgec-fuzz-parsers]
 # Seeds the corpus with protocol-shaped streams (tests/parser_streams.py); a crash leaves crash-* files in the
 # work folder and makes the script exit non-zero. Needs clang's libFuzzer runtime (scripts/setup.sh).
@@ -9,10 +9,10 @@ cd "$(dirname "$0")/.."
 secs=${1:-300}
 work=${2:-/tmp/edgec-fuzz-parsers}
 mkdir -p "$work"
-inc=(-I runtime_c -I boards/platforms/common)
+inc=(-I runtime_c/harness -I boards/platforms/common)
 flags=(-std=c99 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -DEDGEC_LIBFUZZER)
-clang "${flags[@]}" "${inc[@]}" tests/fuzz/link_harness.c runtime_c/edgec_link.c -o "$work/link_fuzz"
-clang "${flags[@]}" "${inc[@]}" tests/fuzz/mlperf_harness.c runtime_c/edgec_mlperf.c -o "$work/mlperf_fuzz"
+clang "${flags[@]}" "${inc[@]}" tests/fuzz/link_harness.c runtime_c/harness/edgec_link.c -o "$work/link_fuzz"
+clang "${flags[@]}" "${inc[@]}" tests/fuzz/mlperf_harness.c runtime_c/harness/edgec_mlperf.c -o "$work/mlperf_fuzz"
 .venv/bin/python - "$work" <<'PY'
 import sys
 from pathlib import Path

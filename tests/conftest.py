@@ -11,7 +11,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from edgec.codegen import cmodel
 from edgec.frontend import loader
+from edgec.plan import planner
+from edgec.quant import reference, scheme
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
@@ -73,13 +76,18 @@ int main(void)
 """
 
 
+def library_sources(lib_dir: Path) -> list[str]:
+    """The .c files of a model library folder (or a firmware's src/), the runtime's fast/ subfolder included."""
+    return sorted(str(p) for p in lib_dir.glob("*.c")) + sorted(str(p) for p in lib_dir.glob("fast/*.c"))
+
+
 def run_generated_c(lib_dir: Path, name: str, inputs: np.ndarray, out_bytes: int, cc: str = "gcc",
                     flags: tuple[str, ...] = ("-O2",)) -> np.ndarray:
     """Compile a generated model library with a stdin/stdout driver on the host and run all inputs."""
     driver = lib_dir / "driver_main.c"
     driver.write_text(DRIVER % {"name": name, "NAME": name.upper()})
     exe = lib_dir / f"driver_{Path(cc).name}"
-    sources = sorted(str(p) for p in lib_dir.glob("*.c"))
+    sources = library_sources(lib_dir)
     cmd = [host_compiler(cc), "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", *flags,
            "-I", str(lib_dir), *sources, "-o", str(exe), "-lm"]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -87,6 +95,25 @@ def run_generated_c(lib_dir: Path, name: str, inputs: np.ndarray, out_bytes: int
     assert proc.returncode == 0, proc.stderr.decode()
     assert proc.stderr == b"", proc.stderr.decode()
     return np.frombuffer(proc.stdout, np.int8).reshape(len(inputs), out_bytes)
+
+
+def check_generated_c(graph, x_float, tmp_path: Path, cc: str = "gcc", flags: tuple[str, ...] = ("-O2",)) -> None:
+    """Plan and generate a quantized graph's model library into tmp_path, run it on the host over x_float
+    (quantized) and assert it is bit-exact with the NumPy reference."""
+    plan = planner.plan(graph)
+    cmodel.generate(graph, plan, tmp_path, graph.name)
+    xq = scheme.quantize_input(graph.tensors[graph.input], x_float)
+    want = np.stack([reference.run(graph, q).reshape(-1) for q in xq])
+    got = run_generated_c(tmp_path, graph.name, xq.reshape(len(xq), -1), want.shape[1], cc=cc, flags=flags)
+    mismatched = np.flatnonzero(np.any(got != want, axis=1))
+    assert mismatched.size == 0, f"samples {mismatched[:10]} differ from the reference"
+
+
+@pytest.fixture(scope="session")
+def ck(tmp_path_factory):
+    """The C runtime as one shared library behind ctypes (tests/ckernels.py), built once per session."""
+    import ckernels
+    return ckernels.CKernels(ckernels.build_library(tmp_path_factory.mktemp("ckernels")))
 
 
 # ---- the MLPerf Tiny models, built once per session and board (tests/test_mlperf_models.py, test_fit.py) ----
@@ -168,19 +195,3 @@ def assert_clean_error(proc, *needles):
     assert err.startswith("edgec: error: ")
     for n in needles:
         assert n in err, err
-
-
-# ---- generated C against the NumPy reference, bit for bit (tests/test_codegen.py, test_fast_kernels.py) ----
-
-def check_bit_exact(graph, x_float, tmp_path, cc="gcc", flags=("-O2",)):
-    from edgec.codegen import cmodel as codegen
-    from edgec.plan import planner
-    from edgec.quant import reference, scheme
-
-    plan = planner.plan(graph)
-    codegen.generate(graph, plan, tmp_path, graph.name)
-    xq = scheme.quantize_input(graph.tensors[graph.input], x_float)
-    want = np.stack([reference.run(graph, q).reshape(-1) for q in xq])
-    got = run_generated_c(tmp_path, graph.name, xq.reshape(len(xq), -1), want.shape[1], cc=cc, flags=flags)
-    mismatched = np.flatnonzero(np.any(got != want, axis=1))
-    assert mismatched.size == 0, f"samples {mismatched[:10]} differ from the reference"

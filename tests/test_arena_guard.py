@@ -9,7 +9,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import EXAMPLES, host_compiler, run_generated_c
+from conftest import EXAMPLES, host_compiler, library_sources, run_generated_c
 from edgec import api
 from edgec import cli
 from edgec.codegen import cmodel as codegen
@@ -47,7 +47,7 @@ def _invoke_status(graph, plan, tmp_path) -> int:
     exe = tmp_path / "status"
     subprocess.run([host_compiler(), "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1", "-g",
                     "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-I", str(tmp_path),
-                    *map(str, sorted(tmp_path.glob("*.c"))), "-o", str(exe), "-lm"], check=True)
+                    *library_sources(tmp_path), "-o", str(exe), "-lm"], check=True)
     return int(subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout)
 
 

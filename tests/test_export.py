@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from conftest import EXAMPLES, host_compiler, make_model, save
+from conftest import EXAMPLES, host_compiler, library_sources, make_model, save
 from edgec import api
 from edgec.quant import artifact
 from edgec.codegen import cmodel as codegen
@@ -18,6 +18,7 @@ from edgec.quant import quantize
 from edgec.quant import scheme
 from edgec.quant import reference
 from edgec.targets.boards import load_board
+from edgec import cheader
 from edgec.data import load_dataset
 from edgec.errors import EdgecError
 from edgec.codegen.export import MARKER, c_bytes
@@ -63,16 +64,17 @@ def test_library_holds_the_model_and_exactly_its_runtime(pio_libs):
     project, manifests = pio_libs
     for name, m in manifests.items():
         lib = project / "lib" / name
-        files = sorted(p.name for p in (lib / "src").iterdir())
-        assert files == sorted([f"{name}.c", f"{name}.h", *codegen.RUNTIME_FILES])
-        assert set(m["runtime_files"]) == set(codegen.RUNTIME_FILES)
+        files = sorted(p.relative_to(lib / "src").as_posix() for p in (lib / "src").rglob("*") if p.is_file())
+        assert files == sorted([f"{name}.c", f"{name}.h", *cheader.runtime_files()])
+        assert set(m["runtime_files"]) == set(cheader.runtime_files())
         lj = json.loads((lib / "library.json").read_text())
         assert lj["name"] == name and lj["build"]["srcDir"] == "src"
         readme = (lib / "README.md").read_text()
         assert f"{name}_invoke()" in readme and "int main(void)" in readme and m["model_hash"] in readme
     # the runtime is byte-identical across exports, so linking one copy is correct for both models
-    a, b = (project / "lib" / n / "src" / "edgec_kernels.c" for n in MODELS)
-    assert a.read_bytes() == b.read_bytes()
+    for f in cheader.runtime_files():
+        a, b = (project / "lib" / n / "src" / f for n in MODELS)
+        assert a.read_bytes() == b.read_bytes(), f
     assert manifests["digits_cnn"]["runtime_files"] == manifests["cancer_conv1d"]["runtime_files"]
 
 
@@ -130,7 +132,7 @@ def test_two_models_in_one_firmware_on_qemu_cortex_m4(pio_libs):
     nm = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True).stdout
     kernels = [line.split()[-1] for line in nm.splitlines() if " T edgec_" in line]
     assert kernels and len(kernels) == len(set(kernels))        # one shared runtime, each kernel linked once
-    assert any(k.startswith("edgec_fast_conv") or k == "edgec_conv2d_s8" for k in kernels)
+    assert any(k in ("edgec_conv2d_im2col_s8", "edgec_conv2d_s8") for k in kernels)
     code, out = run_qemu(M4, elf)
     assert code == 0, out
     got = {}
@@ -203,9 +205,9 @@ def test_cmake_libraries_share_one_runtime_target(tmp_path):
 def test_c_layout_example_compiles_clean_and_matches_the_reference(tmp_path):
     out = tmp_path / "lib"
     m = export("cancer_conv1d", "c", out, board="host")
-    assert sorted(m["library_files"]) == sorted(["cancer_conv1d.c", "cancer_conv1d.h", *codegen.RUNTIME_FILES])
+    assert sorted(m["library_files"]) == sorted(["cancer_conv1d.c", "cancer_conv1d.h", *cheader.runtime_files()])
     exe = tmp_path / "example"
-    sources = [str(p) for p in out.glob("*.c")] + [str(out / "example" / "main.c")]
+    sources = library_sources(out) + [str(out / "example" / "main.c")]
     subprocess.run([host_compiler("gcc"), "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O2",
                     "-I", str(out), *sources, "-o", str(exe), "-lm"], check=True, capture_output=True, text=True)
     run = subprocess.run([str(exe)], capture_output=True, text=True)
@@ -236,8 +238,8 @@ def test_arduino_layout(tmp_path):
     props = dict(line.split("=", 1) for line in (out / "library.properties").read_text().splitlines())
     assert props["name"] == "cancer_conv1d" and props["includes"] == "cancer_conv1d.h"
     assert props["dot_a_linkage"] == "true"    # archive: a second model's identical runtime is not linked twice
-    assert sorted(p.name for p in (out / "src").iterdir()) == sorted(
-        ["cancer_conv1d.c", "cancer_conv1d.h", *codegen.RUNTIME_FILES])
+    assert sorted(p.relative_to(out / "src").as_posix() for p in (out / "src").rglob("*") if p.is_file()) == sorted(
+        ["cancer_conv1d.c", "cancer_conv1d.h", *cheader.runtime_files()])
     sketch = out / "examples" / "cancer_conv1d_basic" / "cancer_conv1d_basic.ino"
     assert "#include <cancer_conv1d.h>" in sketch.read_text()
     # No Arduino core here: check the sketch's C++ against a stub of the few Arduino calls it makes.

@@ -143,7 +143,7 @@ def test_generated_c_bit_exact_with_int16_layers(files, tmp_path, wide):
                                                        "-fno-sanitize-recover=all"))):
         lib = tmp_path / cc
         files_written = {p.name for p in codegen.generate(g, plan, lib, g.name)}
-        assert "edgec_kernels_s16.c" in files_written
+        assert "edgec_convert.c" in files_written and "_s16(" in (lib / f"{g.name}.c").read_text()
         got = run_generated_c(lib, g.name, xq.reshape(len(xq), -1), want.shape[1], cc=cc, flags=flags)
         assert np.array_equal(got, want), f"{cc}: samples {np.flatnonzero(np.any(got != want, axis=1))} differ"
     # the saved record runs the same reference
@@ -152,11 +152,19 @@ def test_generated_c_bit_exact_with_int16_layers(files, tmp_path, wide):
     assert np.array_equal(np.stack([reference.run(again, q).reshape(-1) for q in xq]), want)
 
 
-def test_int8_models_do_not_ship_the_s16_kernels(files, tmp_path):
-    _, path, calib, _ = files
+def test_int8_models_do_not_link_the_s16_kernels(files, tmp_path):
+    """The s16 kernels sit in the family files next to the int8 ones: a model without int16 layers does not call
+    them, and the linker drops them (-ffunction-sections -Wl,--gc-sections, as on the boards)."""
+    _, path, calib, test = files
     g = _quantize(path, calib, samples=0).graph
-    written = {p.name for p in codegen.generate(g, planner.plan(g), tmp_path, g.name)}
-    assert "edgec_kernels_s16.c" not in written and "s16" not in (tmp_path / f"{g.name}.c").read_text()
+    codegen.generate(g, planner.plan(g), tmp_path, g.name)
+    assert "s16" not in (tmp_path / f"{g.name}.c").read_text()
+    xq = quantize.quantize_input(g.tensors[g.input], np.load(test)["x"][:2])
+    run_generated_c(tmp_path, g.name, xq.reshape(len(xq), -1), g.tensors[g.output].size,
+                    flags=("-O2", "-ffunction-sections", "-fdata-sections", "-Wl,--gc-sections"))
+    symbols = subprocess.run(["nm", str(tmp_path / "driver_gcc")], capture_output=True, text=True, check=True).stdout
+    assert "edgec_conv2d_s8" in symbols or "edgec_conv2d_im2col_s8" in symbols
+    assert not [s for s in symbols.split() if s.startswith("edgec_") and "s16" in s], symbols
 
 
 def test_build_and_bench_on_qemu_with_int16_layers(files, tmp_path):
@@ -182,5 +190,5 @@ def test_export_takes_int16_and_ships_the_s16_kernels(files, tmp_path):
                            "--int16", "dw", "--sensitivity-samples", "0"], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     manifest = json.loads((tmp_path / "lib" / "edgec-export.json").read_text())
-    assert "edgec_kernels_s16.c" in manifest["runtime_files"]
+    assert "edgec_convert.c" in manifest["runtime_files"]
     assert "edgec_conv2d_s16(" in (tmp_path / "lib" / "sensitive.c").read_text()

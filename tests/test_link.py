@@ -47,7 +47,7 @@ def test_frame_round_trip_and_corruption():
 
 
 class FakeDevice:
-    """A Python model of runtime_c/edgec_link.c behind a pyserial-like interface.
+    """A Python model of runtime_c/harness/edgec_link.c behind a pyserial-like interface.
 
     The "model" has two layers: layer 0 = x ^ 0xAA, layer 1 (the output) = layer 0 ^ 0xFF = x ^ 0x55."""
 

@@ -1,5 +1,6 @@
 """The device's parsers fed hostile byte streams on this host, under ASan/UBSan: the link's frame parser and
-command handlers (runtime_c/edgec_link.c) and the MLPerf Tiny runner's command parser (runtime_c/edgec_mlperf.c).
+command handlers (runtime_c/harness/edgec_link.c) and the MLPerf Tiny runner's command parser
+(runtime_c/harness/edgec_mlperf.c).
 The harnesses (tests/fuzz/*_harness.c) also check every reply the device sends. A short deterministic run
 here; scripts/fuzz_parsers.sh runs libFuzzer on the same harnesses for as long as you like."""
 from __future__ import annotations
@@ -16,7 +17,7 @@ from parser_streams import link_framed, link_raw, mlperf_stream, pack
 
 FLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1", "-g", "-fsanitize=address,undefined",
          "-fno-sanitize-recover=all")
-INCLUDES = ("-I", str(REPO / "runtime_c"), "-I", str(REPO / "boards" / "platforms" / "common"))
+INCLUDES = ("-I", str(REPO / "runtime_c" / "harness"), "-I", str(REPO / "boards" / "platforms" / "common"))
 
 
 def _build(harness: str, runtime: str, out) -> str:
@@ -27,9 +28,9 @@ def _build(harness: str, runtime: str, out) -> str:
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
-    root = tmp_path_factory.mktemp("parsers")
-    return {"link": _build("link_harness.c", str(REPO / "runtime_c" / "edgec_link.c"), root / "link"),
-            "mlperf": _build("mlperf_harness.c", str(REPO / "runtime_c" / "edgec_mlperf.c"), root / "mlperf")}
+    root, src = tmp_path_factory.mktemp("parsers"), REPO / "runtime_c" / "harness"
+    return {"link": _build("link_harness.c", str(src / "edgec_link.c"), root / "link"),
+            "mlperf": _build("mlperf_harness.c", str(src / "edgec_mlperf.c"), root / "mlperf")}
 
 
 def _feed(exe: str, inputs: list[bytes]) -> None:
@@ -59,7 +60,7 @@ def test_parsers_survive_hypothesis_streams(harness, inputs):
 
 def test_the_harness_catches_an_off_by_one(tmp_path):
     """Not vacuous: the link with READ's bounds check off by one byte is caught by the protocol-shaped streams."""
-    src = (REPO / "runtime_c" / "edgec_link.c").read_text()
+    src = (REPO / "runtime_c" / "harness" / "edgec_link.c").read_text()
     check = "if (!base || off > size || n > size - off) return 0;"
     assert check in src
     broken = tmp_path / "edgec_link.c"

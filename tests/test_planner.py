@@ -14,13 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ckernels import I32, make, ptr
 from conftest import require_mlperf, MLPERF
-from edgec.plan import planner
 from edgec.ir import Graph, Op, Tensor
+from edgec.ops import binary, softmax
 from edgec.ops.registry import ALIAS_OPS, IN_PLACE_OPS
-from test_kernels import AddP, I32, _mk, _ptr, ck  # noqa: F401  (ck: the compiled C kernels fixture)
-from edgec.ops import binary
-from edgec.ops import softmax
+from edgec.plan import planner
 
 
 def make_graph(sizes: dict[str, int], ops: list[tuple], inp: str = "x", out: str | None = None) -> Graph:
@@ -231,7 +230,7 @@ def test_in_place_kernels_are_safe_in_place(ck):
         for which in (0, 1, 2):
             x, y = a.copy(), (a.copy() if which == 2 else b.copy())
             dst = y if which == 1 else x
-            ck.lib.edgec_add_s8(ctypes.byref(_mk(AddP, dict(p, n=n))), _ptr(x), _ptr(y), _ptr(dst))
+            ck.lib.edgec_add_s8(ctypes.byref(make("edgec_add_params", dict(p, n=n))), ptr(x), ptr(y), ptr(dst))
             assert np.array_equal(dst, want if which < 2 else binary.add_s8(p, a, a))
         rows, cols = int(rng.integers(1, 4)), int(rng.integers(1, 40))
         x = rng.integers(-128, 128, size=(rows, cols), dtype=np.int8)
@@ -239,7 +238,7 @@ def test_in_place_kernels_are_safe_in_place(ck):
         want = softmax.softmax_s8(x, table)
         buf = np.ascontiguousarray(x)
         tab = np.ascontiguousarray(table, np.uint32)
-        ck.lib.edgec_softmax_s8(I32(rows), I32(cols), _ptr(tab), _ptr(buf), _ptr(buf))
+        ck.lib.edgec_softmax_s8(I32(rows), I32(cols), ptr(tab), ptr(buf), ptr(buf))
         assert np.array_equal(buf, want)
 
 

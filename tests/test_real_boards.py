@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from conftest import EXAMPLES, make_model, save
+from conftest import EXAMPLES, library_sources, make_model, save
 from edgec.codegen import cmodel as codegen
 from edgec.api import compile_model
 from edgec.targets.boards import list_boards
@@ -99,7 +99,7 @@ def _compile_and_link(board, src, tmp_path):
     (tmp_path / "board.ld").write_text(LINKER_SCRIPT.format(
         flash_origin=flash.origin, flash_len=board.flash_bytes - board.reserved_flash_bytes,
         ram_origin=ram.origin, ram_len=board.ram_bytes - board.reserved_ram_bytes))
-    sources = sorted(str(p) for p in src.glob("*.c")) + [str(tmp_path / "standin.c")]
+    sources = library_sources(src) + [str(tmp_path / "standin.c")]
     elf = tmp_path / "harness.elf"
     cmd = [_tool(f"{board.toolchain_prefix}gcc"), *board.cpu_flags, *harness_build_flags(board), "-std=c99",
            "-Wall", "-Wextra", "-Werror", "-O2", "-ffunction-sections", "-fdata-sections", "-I", str(src),

@@ -6,6 +6,7 @@ path emulated, extended kernels, link, MLPerf runner, arena guard) is clean unde
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from edgec.codegen import cmodel as codegen
 from edgec.quant import quantize
 from edgec.quant import scheme
 from edgec.quant import reference
+from edgec import cheader
 from edgec.data import load_dataset
 
 WARN = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic")
@@ -51,8 +53,8 @@ def san_runtime(tmp_path_factory):
     objs = {}
     for variant, flags in VARIANTS.items():
         objs[variant] = []
-        for f in (f for f in codegen.RUNTIME_FILES if f.endswith(".c")):
-            o = root / f"{variant}_{f[:-2]}.o"
+        for f in (f for f in cheader.runtime_files() if f.endswith(".c")):
+            o = root / f"{variant}_{Path(f).stem}.o"
             _run([host_compiler("gcc"), *WARN, *SAN, *flags, "-c", src / f, "-o", o])
             objs[variant].append(o)
     return objs
@@ -88,7 +90,7 @@ def test_generated_c_is_sanitizer_and_warning_clean(model, san_runtime, tmp_path
 
 
 def test_extended_kernels_are_sanitizer_clean(san_runtime, tmp_path):
-    """The extended kernels (edgec_kernels_ext.c) at run time: a small net through every family of them."""
+    """The extended kernels at run time: a small net through every one of them."""
     path = save(ext_model(), tmp_path)
     x = np.random.default_rng(1).normal(0, 1, (48, 3, 4, 4)).astype(np.float32)
     np.savez(tmp_path / "calib.npz", x=x[:32])
@@ -146,12 +148,19 @@ def ext_model():
 
 @pytest.mark.parametrize("cc", ["gcc", "clang"])
 def test_every_runtime_file_is_warning_clean(cc, tmp_path):
-    """Every runtime_c/*.c, portable and with the DSP path emulated, -O2 (gcc's flow warnings need it)."""
+    """Every .c of runtime_c/ (kernels, fast/ kernels, harness/), portable and with the DSP path emulated, -O2
+    (gcc's flow warnings need it)."""
     include = REPO / "boards" / "platforms" / "common"      # edgec_board.h for the link and the MLPerf runner
-    sources = sorted((REPO / "runtime_c").glob("*.c"))
-    assert {"edgec_fast.c", "edgec_kernels_ext.c", "edgec_link.c", "edgec_mlperf.c", "edgec_guard.c"} <= \
-        {p.name for p in sources}
+    sources = sorted((REPO / "runtime_c").rglob("*.c"))
+    rel = {p.relative_to(REPO / "runtime_c").as_posix() for p in sources}
+    assert {f for f in cheader.runtime_files() if f.endswith(".c")} | \
+        {"harness/edgec_link.c", "harness/edgec_mlperf.c", "harness/edgec_guard.c"} == rel
+    assert len({p.name for p in sources}) == len(sources)   # no two share a name: object files and archives key on it
     for variant, flags in VARIANTS.items():
         for src in sources:
             _run([host_compiler(cc), *WARN, "-O2", *flags, "-I", include, "-c", src, "-o",
                   tmp_path / f"{variant}_{src.stem}.o"])
+    # the public header is C++-clean too (extern "C"), for Arduino sketches and C++ firmware
+    (tmp_path / "nn.cpp").write_text('#include "edgec_nn.h"\n')
+    _run([host_compiler("g++" if cc == "gcc" else "clang++"), "-fsyntax-only", "-Wall", "-Wextra", "-Werror",
+          "-I", REPO / "runtime_c", tmp_path / "nn.cpp"])

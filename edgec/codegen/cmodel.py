@@ -1,7 +1,8 @@
 """Stage 6: quantized graph + memory plan -> a stand-alone C model library.
 
 The library is `<name>.c`/`<name>.h` (rendered from templates/model.*.j2) plus
-the runtime_c files it calls. Weights, biases, requantization constants and
+the runtime_c files (edgec/cheader.py: edgec_nn.h, the kernel family files, fast/). Weights, biases,
+requantization constants and
 tables are `const` arrays (flash); activations live in one static arena at the
 offsets of the plan.
 """
@@ -12,20 +13,15 @@ from pathlib import Path
 
 import numpy as np
 
-from edgec import __version__
+from edgec import __version__, cheader
 from edgec.ir import Graph
 from edgec.ops.opdef import CallSite
 from edgec.ops.registry import REGISTRY, graph_macs
 from edgec.plan import guard
 from edgec.plan.planner import Plan
 from edgec.quant.artifact import graph_hash
-from edgec.quant.int16 import is_int16
-from edgec.resources import resource_dir
 from edgec.templating import environment
 
-RUNTIME_FILES = ["edgec_kernels.h", "edgec_kernels.c", "edgec_fast.h", "edgec_fast.c",
-                 "edgec_kernels_ext.h", "edgec_kernels_ext.c"]
-RUNTIME_FILES_S16 = ["edgec_kernels_s16.h", "edgec_kernels_s16.c"]     # only for models with int16 layers
 _CTYPES = {np.int8: "int8_t", np.int32: "int32_t", np.uint32: "uint32_t", np.int64: "int64_t"}
 
 
@@ -83,8 +79,7 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     arrays, ops = _ops_for_template(graph, plan)
     tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
-    uses_s16 = any(is_int16(graph, op) for op in graph.ops)
-    ctx = dict(name=name, uses_s16=uses_s16, NAME=name.upper(), version=__version__, graph=graph, arrays=arrays, ops=ops,
+    ctx = dict(name=name, NAME=name.upper(), version=__version__, graph=graph, arrays=arrays, ops=ops,
                arena_bytes=plan.arena_bytes, model_hash=graph_hash(graph),
                input_offset=plan.offsets[graph.input], output_offset=plan.offsets[graph.output],
                input_bytes=tin.nbytes, output_bytes=tout.nbytes,
@@ -92,20 +87,20 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str) -> list[Path]:
                output_scale=repr(float(tout.scale)), output_zp=tout.zero_point,
                input_shape=list(graph.input_onnx_shape), output_shape=list(graph.output_onnx_shape),
                macs=graph_macs(graph), guards=[], guard_status=guard.STATUS_BASE)
-    runtime_files = list(RUNTIME_FILES)
+    harness = []
     if plan.guard_bytes:   # the arena guard's debug build (edgec/guard.py)
         ctx["guards"] = guard.regions(graph, plan)
         for k, op in enumerate(ops):    # paint what comes to life after the previous layer, up to this one
             op["paint_from"] = ops[k - 1]["index"] + 1 if k else -1
-        runtime_files += guard.RUNTIME_FILES
+        harness = guard.RUNTIME_FILES
     env = environment()
     written = []
     for template, filename in (("model.h.j2", f"{name}.h"), ("model.c.j2", f"{name}.c")):
         path = out_dir / filename
         path.write_text(env.get_template(template).render(**ctx))
         written.append(path)
-    runtime = resource_dir("runtime_c")
-    for f in runtime_files + (RUNTIME_FILES_S16 if uses_s16 else []):
-        shutil.copyfile(runtime / f, out_dir / f)
+    for source, f in cheader.library_files(harness):
+        (out_dir / f).parent.mkdir(exist_ok=True)
+        shutil.copyfile(source, out_dir / f)
         written.append(out_dir / f)
     return written

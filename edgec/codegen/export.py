@@ -1,8 +1,8 @@
 """Model library export: a quantized model as a self-contained library for someone else's firmware.
 
 `edgec export MODEL --calib CALIB --board BOARD --format c|platformio|arduino|cmake -o DIR` writes the
-model's `.c`/`.h` plus exactly the runtime files it calls, a README (API, a minimal main), an example
-with one reference sample, and the manifest of the chosen build system:
+model's `.c`/`.h` plus the C runtime (edgec_nn.h, the kernel family files, fast/), a README (API, a minimal
+main), an example with one reference sample, and the manifest of the chosen build system:
 
     c           DIR/<name>.c .h, runtime, example/main.c
     platformio  DIR/library.json, DIR/src/, DIR/examples/basic/ (a PlatformIO project for BOARD)
@@ -90,7 +90,7 @@ def _write(work: Path, graph, plan, board: Board, fmt: str, model_path: Path, ca
 
     name = graph.name
     src = work if fmt == "c" else work / "src"
-    lib_files = [p.name for p in codegen.generate(graph, plan, src, name)]
+    lib_files = [p.relative_to(src).as_posix() for p in codegen.generate(graph, plan, src, name)]   # fast/...
     runtime = [f for f in lib_files if f not in (f"{name}.c", f"{name}.h")]
     tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
     xq, expected = _example_sample(graph, calib_path)

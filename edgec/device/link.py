@@ -1,4 +1,4 @@
-"""Host side of the edgec serial link (device side: runtime_c/edgec_link.c).
+"""Host side of the edgec serial link (device side: runtime_c/harness/edgec_link.c).
 
 Every frame is COBS-encoded and ends with a 0x00 byte.  Decoded, a frame is
 

@@ -1,4 +1,4 @@
-"""Host side of the MLPerf Tiny runner protocol (device side: runtime_c/edgec_mlperf.c, which documents the
+"""Host side of the MLPerf Tiny runner protocol (device side: runtime_c/harness/edgec_mlperf.c, which documents the
 commands and what they are based on).  MlperfClient talks to a firmware built with `--protocol mlperf`
 the way mlcommons/tiny's runner does (benchmark/runner/device_under_test.py): commands end with '%',
 replies are lines ending with "m-ready".

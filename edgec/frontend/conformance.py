@@ -35,6 +35,7 @@ from edgec.quant import quantize
 from edgec.quant import scheme
 from edgec.quant import reference
 from edgec.errors import EdgecError
+from edgec import cheader
 
 # input indices edgec takes only as build-time constants, per op type
 PARAM_INPUTS = {
@@ -217,13 +218,12 @@ def _run_output(case, inputs, k, want, res: Result, c_dir, runtime_objs) -> None
 
 def runtime_objects(work: Path, cc: str = "gcc") -> list[Path]:
     """The runtime kernels compiled once (the model libraries of many cases link against them)."""
-    from edgec.resources import resource_dir
     work.mkdir(parents=True, exist_ok=True)
     objs = []
-    for f in (f for f in codegen.RUNTIME_FILES if f.endswith(".c")):
-        o = work / (f[:-2] + ".o")
+    for f in (f for f in cheader.runtime_files() if f.endswith(".c")):
+        o = work / (Path(f).stem + ".o")
         subprocess.run([cc, "-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", "-pedantic", "-c",
-                        str(resource_dir("runtime_c") / f), "-o", str(o)], check=True, capture_output=True)
+                        str(cheader.runtime_dir() / f), "-o", str(o)], check=True, capture_output=True)
         objs.append(o)
     return objs
 

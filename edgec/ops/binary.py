@@ -17,7 +17,7 @@ import onnx
 from edgec.errors import node_error
 from edgec.ir import NO_ACT, Op, SYNTHETIC, Tensor
 from edgec.ops import cemit, fast, movement
-from edgec.ops.lut import emit_lut
+from edgec.ops.lut import emit_lut, is_table
 from edgec.ops.movement import RANK, offsets
 from edgec.ops.opdef import CallSite, OpDef
 from edgec.quant.scheme import act_range, qparams_from_range, quantize_multiplier, requantize
@@ -199,7 +199,7 @@ def lower_add(op: Op) -> dict | None:
     if rq is None:
         return None
     params = {k: int(p[k]) for k in ("n", "output_zp", "act_min", "act_max")}
-    return {"kernel": "edgec_fast_add_s8", "struct": "edgec_fast_add_params", "params": params,
+    return {"kernel": "edgec_add_lut_s8", "struct": "edgec_add_lut_params", "params": params,
             "arrays": {"lut1": lut1.astype(np.int32), "lut2": lut2.astype(np.int32), "rq": rq},
             "scratch_bytes": 0}
 
@@ -272,7 +272,7 @@ def _fuse_gate(cx, node) -> bool:
             continue
         prod = cx.graph.producer(cx.values[s][0])
         tx, px = cx.values[x]
-        if prod is None or prod.kind != "lut" or prod.inputs != [tx] or cx.values[s][1] != px:
+        if prod is None or not is_table(prod) or prod.inputs != [tx] or cx.values[s][1] != px:
             continue
         if prod.attrs["fn"] == "sigmoid":
             prod.attrs["fn"] = "silu"

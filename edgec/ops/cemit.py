@@ -2,12 +2,7 @@
 own parameters."""
 from __future__ import annotations
 
-# field lists of the params structs a call initializes from a longer params dict (runtime_c's public header)
-FIELDS = {
-    "edgec_conv_params": ("in_h in_w in_c out_h out_w out_c k_h k_w stride_h stride_w dil_h dil_w pad_top "
-                          "pad_left input_zp output_zp act_min act_max depth_multiplier").split(),
-    "edgec_fc_params": "in_features out_features input_zp output_zp act_min act_max".split(),
-}
+from edgec.cheader import field_names
 
 
 def struct_init(params: dict, fields=None) -> str:
@@ -18,8 +13,10 @@ def struct_init(params: dict, fields=None) -> str:
     return "{" + ", ".join(f".{k} = {v(params[k])}" for k in keys) + "}"
 
 
-def with_params(struct: str, params: dict, call: str, fields=None) -> str:
-    """A block declaring the call's own static const parameters, then the call."""
+def with_params(struct: str, params: dict, call: str, only_fields: bool = False) -> str:
+    """A block declaring the call's own static const parameters, then the call. only_fields: initialize
+    just the fields the struct has (edgec_nn.h), in its order, from a longer params dict."""
+    fields = field_names(struct) if only_fields else None
     return "{ " + f"static const {struct} p = {struct_init(params, fields)};" + "\n      " + call + " }"
 
 

@@ -224,7 +224,7 @@ def c_group_conv(op: Op, site: CallSite) -> str:
     n = site.arrays
     call = (f"edgec_group_conv2d_s8(&p, {op.params['groups']}, {site.inputs[0]}, {n['weights']}, {n['bias']}, "
             f"{n['mult']}, {n['shift']}, {site.output});")
-    return cemit.with_params("edgec_conv_params", op.params, call, cemit.FIELDS["edgec_conv_params"])
+    return cemit.with_params("edgec_conv_params", op.params, call, only_fields=True)
 
 
 # ---- fast kernels -------------------------------------------------------------------------------
@@ -243,7 +243,7 @@ def lower_conv(op: Op) -> dict | None:
     keys = ("in_h in_w in_c out_h out_w out_c k_h k_w stride_h stride_w pad_top pad_left "
             "input_zp").split()
     params = {**{k: int(p[k]) for k in keys}, **got[0], "k4": k4}
-    return {"kernel": "edgec_fast_conv_s8", "struct": "edgec_fast_conv_params", "params": params,
+    return {"kernel": "edgec_conv2d_im2col_s8", "struct": "edgec_conv2d_im2col_params", "params": params,
             "arrays": {"fw": fast.words(wp), "rq": got[1]}, "scratch_bytes": 9 * k4 + 16 * CONV_CHUNK}
 
 
@@ -269,7 +269,8 @@ def lower_depthwise(op: Op) -> dict | None:
               "out_row_step": steps[2], "out_col_step": steps[3], "input_zp": int(p["input_zp"]),
               "act_min": got[0]["act_min"], "act_max": got[0]["act_max"]}
     width = (wd[1] - 1) * p["stride_h"] + 3
-    return {"kernel": "edgec_fast_dw3x3_s8", "struct": "edgec_fast_dw_params", "params": params,
+    return {"kernel": "edgec_depthwise_conv2d_3x3_s8", "struct": "edgec_depthwise_conv2d_3x3_params",
+            "params": params,
             "arrays": {"fw": fast.words((2 * wk.astype(np.int16)).astype(np.int16)), "rq": got[1]},
             "scratch_bytes": 32 * width + 4 * wd[1]}
 

@@ -144,7 +144,7 @@ def c_fc_rows(op: Op, site: CallSite) -> str:
     n = site.arrays
     call = (f"edgec_fully_connected_rows_s8(&p, {op.params['rows']}, {site.inputs[0]}, {n['weights']}, "
             f"{n['bias']}, {n['mult']}, {n['shift']}, {site.output});")
-    return cemit.with_params("edgec_fc_params", op.params, call, cemit.FIELDS["edgec_fc_params"])
+    return cemit.with_params("edgec_fully_connected_params", op.params, call, only_fields=True)
 
 
 def c_matmul(op: Op, site: CallSite) -> str:
@@ -168,12 +168,14 @@ def lower_fc(op: Op) -> dict | None:
     head = wp[:blocks].reshape(-1, 4, k4 // 4, 4).transpose(0, 2, 1, 3)   # [block][group][row][4]
     packed = np.concatenate([head.reshape(-1), wp[blocks:].reshape(-1)]).astype(np.int8)
     params = {"in_features": n_in, "out_features": n_out, **got[0], "k4": k4}
-    return {"kernel": "edgec_fast_fc_s8", "struct": "edgec_fast_fc_params", "params": params,
+    return {"kernel": "edgec_fully_connected_packed_s8", "struct": "edgec_fully_connected_packed_params",
+            "params": params,
             "arrays": {"fw": fast.words(packed), "rq": got[1]}, "scratch_bytes": 2 * k4}
 
 
 OPS = [
-    OpDef("fully_connected", "fully_connected", quantize_fc, run_fc, float_fc, c_fc, struct="edgec_fc_params",
+    OpDef("fully_connected", "fully_connected", quantize_fc, run_fc, float_fc, c_fc,
+          struct="edgec_fully_connected_params",
           fuses_activation=True, weight_axis=0, bias_correction=True,
           macs=lambda op, out: int(op.attrs.get("weights", op.arrays.get("weights")).size),
           lower=lower_fc, int16=Int16(quantize_fc16, run_fc16, c_fc16), code_bytes=1000),

@@ -58,6 +58,11 @@ def c_lut(op: Op, site: CallSite) -> str:
 OPS = [OpDef("lut", "elementwise", quantize_lut, run_lut, float_lut, c_lut)]
 
 
+def is_table(op) -> bool:
+    """Whether `op` is a table of this kind (other families fuse into one: x * Sigmoid(x) -> SiLU)."""
+    return op.kind == OPS[0].kind
+
+
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 

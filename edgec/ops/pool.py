@@ -97,7 +97,7 @@ def lower_avg_pool(op: Op) -> dict | None:
     if not (p["out_h"] == 1 and p["out_w"] == 1 and p["k_h"] == p["in_h"] and p["k_w"] == p["in_w"]
             and p["pad_top"] == 0 and p["pad_left"] == 0):
         return None
-    return {"kernel": "edgec_fast_global_avg_pool_s8", "struct": None,
+    return {"kernel": "edgec_avg_pool_global_s8", "struct": None,
             "params": {"pixels": p["in_h"] * p["in_w"], "c": p["c"], "act_min": p["act_min"],
                        "act_max": p["act_max"]}, "arrays": {}, "scratch_bytes": 0}
 

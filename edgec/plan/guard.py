@@ -2,7 +2,7 @@
 
 The planner leaves GUARD_BYTES private bytes at both ends of the arena and before and after every buffer
 (`planner.plan(graph, guard=GUARD_BYTES)`). The generated model fills each buffer's two canaries with a
-known pattern when the buffer comes to life (runtime_c/edgec_guard.c) and, after every layer, checks the
+known pattern when the buffer comes to life (runtime_c/harness/edgec_guard.c) and, after every layer, checks the
 canaries of every buffer alive at that layer and the arena's own two; the first layer that damaged one stops
 the run and `NAME_invoke()` returns STATUS_BASE + that layer's index. The bench link reports the status, and
 `describe_status` turns it into the layer's name for the host's error message.

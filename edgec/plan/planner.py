@@ -22,7 +22,8 @@ from edgec.ops.registry import ALIAS_OPS, IN_PLACE_OPS
 
 ALIGN = 16
 # Kernels that may write their output over an input of the same size at the same offset (output == input
-# pointer). Checked against runtime_c/edgec_kernels.c (tests/test_planner.py runs them in place):
+# pointer). Checked against runtime_c/ (edgec_elementwise.c, edgec_softmax.c; tests/test_planner.py runs them
+# in place):
 #   add:     element i of both inputs is read before element i of the output is written;
 #   softmax: a row is read in full (max, sum) before it is written, and y[i] is written after x[i] is read.
 # The NumPy reference never writes in place (it makes new arrays), so it is safe by construction.

@@ -86,9 +86,11 @@ def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: 
     if src.exists():
         shutil.rmtree(src)
     src.mkdir(parents=True)
-    for f in sorted(model_dir.iterdir()):
+    for f in sorted(model_dir.rglob("*")):     # the runtime's fast/ subfolder too: PlatformIO builds src/ recursively
         if f.is_file() and f.suffix in (".c", ".h"):
-            shutil.copy2(f, src / f.name)
+            dest = src / f.relative_to(model_dir)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, dest)
     if protocol not in PROTOCOLS:
         raise EdgecError(f"unknown benchmark protocol '{protocol}': choose {' or '.join(PROTOCOLS)}")
     main_template, runtime_files = PROTOCOLS[protocol]
@@ -96,9 +98,9 @@ def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: 
     if not re.match(r"^[A-Za-z0-9_.-]{1,40}$", mlperf_model):
         raise EdgecError(f"MLPerf model name '{mlperf_model}' must be 1-40 letters, digits, '_', '.' or '-' "
                          "(e.g. kws01, vww01, ad01, ic01)")
-    runtime = resource_dir("runtime_c")
+    harness = resource_dir("runtime_c") / "harness"     # the firmware harness, never part of a model library
     for name in runtime_files:
-        shutil.copy2(runtime / name, src / name)
+        shutil.copy2(harness / name, src / name)
     values = dict(name=model_name, NAME=model_name.upper(), board=board, mlperf_model=mlperf_model)
     main_file = "bench_main.c" if board.framework else "main.c"
     (src / main_file).write_text(_render(main_template, **values))

@@ -21,6 +21,7 @@ from edgec.ir import Graph
 from edgec.ops.registry import ALIAS_OPS, KERNEL_CODE_BYTES
 from edgec.plan.memory_report import summary
 from edgec.plan.planner import Plan
+from edgec import cheader
 
 # Static RAM of the benchmark firmware besides the arena: serial-link frames and counters (edgec_link.c,
 # board.c) plus a 4-byte tick counter per layer for the profile. Measured on qemu-cortex-m4
@@ -175,8 +176,8 @@ def measure(project: Path, program: Path, model: str, host: bool) -> dict:
         if len(parts) >= 2 and parts[0] in (".data", ".bss") and parts[1].isdigit():
             sections[parts[0]] = int(parts[1])
     static = sum(sections.values())
-    objects = [o for name in (model, "edgec_kernels") for o in sorted(build_dir.rglob(f"{name}.o"))] \
-        if build_dir else []
+    kernels = [Path(f).stem for f in cheader.runtime_files() if f.endswith(".c")]     # the runtime's objects
+    objects = [o for name in (model, *kernels) for o in sorted(build_dir.rglob(f"{name}.o"))] if build_dir else []
     model_in_ram = sorted(set(ram) & defined_symbols(objects)) if objects else None
     result.update({"static_ram_bytes": static, "model_ram_symbols": model_in_ram,
                    "total_ram_bytes": static + stack if stack is not None else None})

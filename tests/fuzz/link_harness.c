@@ -1,4 +1,4 @@
-/* Host harness for the device's frame parser (runtime_c/edgec_link.c): one fuzz input is a byte stream the
+/* Host harness for the device's frame parser (runtime_c/harness/edgec_link.c): one fuzz input is a byte stream the
  * "UART" delivers to edgec_link_serve(); when it runs dry the harness jumps out of the serve loop.
  *
  *   input[0] bit 0 = 0: the rest of the input is the raw stream (framing, COBS and CRC errors);

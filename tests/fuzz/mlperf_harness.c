@@ -1,4 +1,4 @@
-/* Host harness for the MLPerf Tiny runner's command parser (runtime_c/edgec_mlperf.c): one fuzz input is the
+/* Host harness for the MLPerf Tiny runner's command parser (runtime_c/harness/edgec_mlperf.c): one fuzz input is the
  * text the "UART" delivers to edgec_mlperf_serve(); when it runs dry the harness jumps out of the serve loop.
  * Every line the device prints must be printable ASCII ending in CRLF and start with "m-" or "e-" (or be the
  * help text); a violation abort()s.  The model is a stub whose buffers are heap blocks of their exact sizes

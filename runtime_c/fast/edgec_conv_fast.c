@@ -1,119 +1,11 @@
-/* edgec fast INT8 kernels (see edgec_fast.h). C99; GCC/Clang attributes where available.
- * Right shifts of negative values are arithmetic (as on every compiler edgec supports: gcc, clang,
- * arm-none-eabi-gcc); signed accumulators never overflow (fastkernels.py checks the bound). */
-#include "edgec_fast.h"
+/* edgec fast convolutions (declared in edgec_nn.h, machinery in edgec_fast_support.h): im2col convolution and
+ * depthwise 3x3. */
+#include "edgec_fast_support.h"
 
 #include <stddef.h>
 #include <string.h>
 
-/* EDGEC_HOT: an inner loop already written in issue order; gcc's pre-allocation scheduler would hoist
- * loads and run out of registers (spills) */
-#if defined(__GNUC__) && !defined(__clang__)
-#define EDGEC_HOT __attribute__((noinline, optimize("no-schedule-insns")))
-#elif defined(__GNUC__)
-#define EDGEC_HOT __attribute__((noinline))
-#else
-#define EDGEC_HOT
-#endif
-#if defined(__GNUC__)
-#define EDGEC_ALIAS __attribute__((may_alias))
-#define EDGEC_INLINE static inline __attribute__((always_inline))
-#define EDGEC_NOINLINE __attribute__((noinline)) /* its own register allocation, not the caller's */
-#else
-#define EDGEC_NOINLINE
-#define EDGEC_ALIAS
-#define EDGEC_INLINE static inline
-#endif
-
-typedef uint32_t EDGEC_ALIAS edgec_w32; /* a 4-byte aligned word of int8 or int16 data */
-typedef uint64_t EDGEC_ALIAS edgec_d64; /* two such words (one LDRD) */
-typedef int16_t EDGEC_ALIAS edgec_h16;
-
-/* ---------------------------------------------------------------- the DSP intrinsics we use */
-#if defined(__ARM_FEATURE_DSP) && !defined(EDGEC_NO_DSP) && !defined(EDGEC_EMULATE_DSP)
-#include <arm_acle.h>
-#define EDGEC_DSP 1
-#define EDGEC_DSP_NATIVE 1
-/* keeps gcc from hoisting the next block's loads above this one (it then runs out of registers) */
-#define EDGEC_BARRIER() __asm__ volatile("" ::: "memory")
-#define E_SXTB16(x) ((uint32_t)__sxtb16((int32_t)(x)))
-#define E_SMLAD(a, b, acc) __smlad((int32_t)(a), (int32_t)(b), (acc))
-#define E_SMLABB(a, b, acc) __smlabb((int32_t)(a), (int32_t)(b), (acc))
-#define E_SMLABT(a, b, acc) __smlabt((int32_t)(a), (int32_t)(b), (acc))
-/* (k * 2^32 + a * b + 2^31) >> 32 in one instruction (ACLE has no intrinsic for SMMLAR) */
-EDGEC_INLINE int32_t E_SMMLAR(int32_t a, int32_t b, int32_t k)
-{
-    int32_t r;
-    __asm__("smmlar %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(k));
-    return r;
-}
-/* SXTB16 with its free rotation (gcc 12 does not fuse a rotate into __sxtb16 by itself) */
-EDGEC_INLINE uint32_t E_SXTB16_ROR8(uint32_t x)
-{
-    uint32_t r;
-    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
-    return r;
-}
-/* Two words at p + off in one LDRD (gcc 12 splits 64-bit loads into two LDRs in these loops). */
-#define E_LDRD(lo, hi, p, off)                                                                     \
-    __asm__("ldrd %0, %1, [%2, %3]"                                                                \
-            : "=r"(lo), "=r"(hi)                                                                   \
-            : "r"(p), "i"(4 * (off)), "m"(*(const edgec_d64 *)(const void *)((p) + (off))))
-#elif defined(EDGEC_EMULATE_DSP)
-#define EDGEC_DSP 1
-EDGEC_INLINE int32_t e_lo(uint32_t x) { return (int32_t)(int16_t)(uint16_t)(x & 0xffffu); }
-EDGEC_INLINE int32_t e_hi(uint32_t x) { return (int32_t)(int16_t)(uint16_t)(x >> 16); }
-EDGEC_INLINE uint32_t E_SXTB16(uint32_t x)
-{
-    return ((uint32_t)(uint16_t)(int16_t)(int8_t)(uint8_t)(x & 0xffu)) |
-           ((uint32_t)(uint16_t)(int16_t)(int8_t)(uint8_t)((x >> 16) & 0xffu) << 16);
-}
-EDGEC_INLINE uint32_t E_SXTB16_ROR8(uint32_t x) { return E_SXTB16((x >> 8) | (x << 24)); }
-EDGEC_INLINE int32_t E_SMLAD(uint32_t a, uint32_t b, int32_t acc)
-{
-    return acc + e_lo(a) * e_lo(b) + e_hi(a) * e_hi(b);
-}
-EDGEC_INLINE int32_t E_SMLABB(uint32_t a, uint32_t b, int32_t acc) { return acc + e_lo(a) * e_lo(b); }
-EDGEC_INLINE int32_t E_SMLABT(uint32_t a, uint32_t b, int32_t acc) { return acc + e_lo(a) * e_hi(b); }
-#endif
-#ifndef E_LDRD
-#define E_LDRD(lo, hi, p, off) ((lo) = (p)[(off)], (hi) = (p)[(off) + 1])
-#endif
-#ifndef EDGEC_DSP_NATIVE
-#define EDGEC_BARRIER() ((void)0)
-EDGEC_INLINE int32_t E_SMMLAR(int32_t a, int32_t b, int32_t k)
-{
-    return (int32_t)(((int64_t)k * 4294967296LL + (int64_t)a * b + 2147483648LL) >> 32);
-}
-#endif
-
-/* ---------------------------------------------------------------- requantization and copies */
-/* The output zero point and the rounding are folded into khi (see edgec_rq); `neg` (0 or -1) is the
- * correction for negative accumulators. `full` says the activation range is all of int8 (then one
- * saturation does the clamp). */
-EDGEC_INLINE int32_t edgec_rq_value(int32_t acc, int32_t mult, int32_t khi, int32_t neg, int32_t shift)
-{
-    const int32_t t = acc * 2; /* |acc| < 2^30 */
-    return (E_SMMLAR(t, mult, khi) + ((t >> 31) & neg)) >> shift;
-}
-
-#ifdef EDGEC_DSP_NATIVE
-#define EDGEC_SAT8(v) __ssat((v), 8)
-#else
-#define EDGEC_SAT8(v) ((v) < -128 ? -128 : ((v) > 127 ? 127 : (v)))
-#endif
-
-EDGEC_INLINE int8_t edgec_clamp(int32_t v, int full, int32_t lo, int32_t hi)
-{
-    if (full) return (int8_t)EDGEC_SAT8(v);
-    return (int8_t)(v < lo ? lo : (v > hi ? hi : v));
-}
-
-EDGEC_INLINE int8_t edgec_out(int32_t acc, const edgec_rq *q, int full, int32_t lo, int32_t hi)
-{
-    return edgec_clamp(edgec_rq_value(acc, q->mult, q->khi, q->neg, q->shift), full, lo, hi);
-}
-
+/* ---------------------------------------------------------------- copies */
 static void edgec_fill(int8_t *dst, int8_t value, int32_t n)
 {
     if ((((uintptr_t)dst | (uint32_t)n) & 3u) == 0) {
@@ -147,28 +39,12 @@ static void edgec_copy(int8_t *dst, const int8_t *src, int32_t n)
     for (; n > 0; --n) *dst++ = *src++;
 }
 
-/* One 4-byte group of int8 values as the two int16-pair words the dot products read:
- * (x0, x2) and (x1, x3). The portable path stores the same int16 sequence x0, x2, x1, x3. */
-EDGEC_INLINE void edgec_widen(uint32_t v, edgec_w32 *dst)
-{
-#ifdef EDGEC_DSP
-    dst[0] = E_SXTB16(v);
-    dst[1] = E_SXTB16_ROR8(v);
-#else
-    edgec_h16 *d = (edgec_h16 *)(void *)dst;
-    d[0] = (int16_t)(int8_t)(uint8_t)(v & 0xffu);
-    d[1] = (int16_t)(int8_t)(uint8_t)((v >> 16) & 0xffu);
-    d[2] = (int16_t)(int8_t)(uint8_t)((v >> 8) & 0xffu);
-    d[3] = (int16_t)(int8_t)(uint8_t)(v >> 24);
-#endif
-}
-
 /* ---------------------------------------------------------------- convolution */
 #define EDGEC_CONV_CHUNK 16 /* output channels accumulated before they are requantized */
 
 /* The k4 int8 taps of output pixel (oy, ox) in weight order [ky][kx][ic]; padded taps hold the input
  * zero point (whose contribution the folded bias removes), taps past k_h*k_w*in_c hold 0. */
-static const int8_t *edgec_conv_taps(const edgec_fast_conv_params *p, const int8_t *input, int32_t oy,
+static const int8_t *edgec_conv_taps(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t oy,
                                      int32_t ox, int8_t *row)
 {
     const int32_t in_c = p->in_c, in_w = p->in_w, k_w = p->k_w, span = k_w * in_c;
@@ -275,8 +151,8 @@ static EDGEC_NOINLINE void edgec_conv_requant(const int32_t *acc, int32_t m, con
     }
 }
 
-void edgec_fast_conv_s8(const edgec_fast_conv_params *p, const int8_t *input, const uint32_t *weights,
-                        const edgec_rq *rq, int8_t *scratch, int8_t *output)
+void edgec_conv2d_im2col_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                            const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
     const int32_t k4 = p->k4, groups = k4 >> 2, out_c = p->out_c, out_w = p->out_w, in_c = p->in_c;
     const int32_t n = p->out_h * out_w;
@@ -311,8 +187,8 @@ void edgec_fast_conv_s8(const edgec_fast_conv_params *p, const int8_t *input, co
  * (slot 0, slot 1), Q = w[ky of slot 2][kx] for SMLABB/SMLABT on the word (slot 2, unused). */
 
 /* Input row r (or the zero point for a padded row) into slot `slot` of strip columns [x0, x1). */
-static EDGEC_NOINLINE void edgec_dw_load_row(const edgec_fast_dw_params *p, const int8_t *src, int32_t x0, int32_t x1,
-                              int32_t slot, int16_t *win, int valid)
+static EDGEC_NOINLINE void edgec_dw_load_row(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *src, int32_t x0,
+                                             int32_t x1, int32_t slot, int16_t *win, int valid)
 {
     edgec_h16 *d = (edgec_h16 *)win + 16 * x0 + slot;
     const int32_t cs = p->in_col_step;
@@ -340,7 +216,7 @@ static EDGEC_NOINLINE void edgec_dw_load_row(const edgec_fast_dw_params *p, cons
 #define EDGEC_DW_COL(col) E_LDRD(a_, b_, x, 8 * (col))
 
 static EDGEC_HOT void edgec_dw_macs(const edgec_w32 *x, int32_t n, int32_t stride, const int16_t *wa, const int16_t *wb,
-                          const int16_t *wc, int32_t bias, int32_t *acc)
+                                    const int16_t *wc, int32_t bias, int32_t *acc)
 {
     const uint32_t p0 = (uint16_t)wa[0] | (uint32_t)(uint16_t)wb[0] << 16;
     const uint32_t p1 = (uint16_t)wa[1] | (uint32_t)(uint16_t)wb[1] << 16;
@@ -395,7 +271,7 @@ static EDGEC_HOT void edgec_dw_macs(const edgec_w32 *x, int32_t n, int32_t strid
 }
 #else
 static EDGEC_HOT void edgec_dw_macs(const edgec_w32 *xw, int32_t n, int32_t stride, const int16_t *wa, const int16_t *wb,
-                          const int16_t *wc, int32_t bias, int32_t *acc)
+                                    const int16_t *wc, int32_t bias, int32_t *acc)
 {
     const int32_t a0w = wa[0], a1w = wa[1], a2w = wa[2], b0w = wb[0], b1w = wb[1], b2w = wb[2];
     const int32_t c0w = wc[0], c1w = wc[1], c2w = wc[2], step = 16 * stride;
@@ -415,7 +291,7 @@ static EDGEC_HOT void edgec_dw_macs(const edgec_w32 *xw, int32_t n, int32_t stri
         *out = (int8_t)(clamp);                                                                    \
     }
 static EDGEC_NOINLINE void edgec_requant_doubled(const int32_t *t, int32_t n, const edgec_rq *q, int8_t *out, int32_t step,
-                                  int32_t lo, int32_t hi)
+                                                 int32_t lo, int32_t hi)
 {
     const int32_t mult = q->mult, khi = q->khi, shift = q->shift;
     if (lo == -128 && hi == 127) {
@@ -429,8 +305,8 @@ static EDGEC_NOINLINE void edgec_requant_doubled(const int32_t *t, int32_t n, co
     }
 }
 
-void edgec_fast_dw3x3_s8(const edgec_fast_dw_params *p, const int8_t *input, const uint32_t *weights,
-                         const edgec_rq *rq, int8_t *scratch, int8_t *output)
+void edgec_depthwise_conv2d_3x3_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
+                                   const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
     const int32_t c = p->c, rows = p->rows, cols = p->cols, s = p->stride, n = p->out_cols;
     const int32_t width = (n - 1) * s + 3, pl = p->pad_left;
@@ -464,136 +340,5 @@ void edgec_fast_dw3x3_s8(const edgec_fast_dw_params *p, const int8_t *input, con
                                       p->out_col_step, p->act_min, p->act_max);
             }
         }
-    }
-}
-
-/* ---------------------------------------------------------------- fully connected */
-
-#ifdef EDGEC_DSP
-#define EDGEC_FC_ROW(acc, w)                                                                       \
-    do {                                                                                           \
-        (acc) = E_SMLAD(E_SXTB16(w), xl, (acc));                                                   \
-        (acc) = E_SMLAD(E_SXTB16_ROR8(w), xh, (acc));                                              \
-    } while (0)
-/* group `g` (4 inputs) of 4 rows: x words 2g, 2g + 1; weight words 4g .. 4g + 3 */
-#define EDGEC_FC_GROUP(g)                                                                          \
-    do {                                                                                           \
-        uint32_t xl, xh, wa, wb;                                                                   \
-        E_LDRD(xl, xh, x, 2 * (g));                                                                \
-        E_LDRD(wa, wb, w, 4 * (g));                                                                \
-        EDGEC_FC_ROW(a0, wa);                                                                      \
-        EDGEC_FC_ROW(a1, wb);                                                                      \
-        E_LDRD(wa, wb, w, 4 * (g) + 2);                                                            \
-        EDGEC_FC_ROW(a2, wa);                                                                      \
-        EDGEC_FC_ROW(a3, wb);                                                                      \
-    } while (0)
-#define EDGEC_FC_ONE(g)                                                                            \
-    do {                                                                                           \
-        uint32_t xl, xh;                                                                           \
-        const uint32_t wa = w[g];                                                                  \
-        E_LDRD(xl, xh, x, 2 * (g));                                                                \
-        EDGEC_FC_ROW(a0, wa);                                                                      \
-    } while (0)
-#else
-#define EDGEC_FC_ROW(acc, w)                                                                       \
-    (acc) += xs[0] * (int8_t)(uint8_t)((w) & 0xffu) + xs[1] * (int8_t)(uint8_t)(((w) >> 16) & 0xffu) + \
-             xs[2] * (int8_t)(uint8_t)(((w) >> 8) & 0xffu) + xs[3] * (int8_t)(uint8_t)((w) >> 24)
-#define EDGEC_FC_GROUP(g)                                                                          \
-    do {                                                                                           \
-        const edgec_h16 *xs = (const edgec_h16 *)(const void *)(x + 2 * (g));                      \
-        const uint32_t wa = w[4 * (g)], wb = w[4 * (g) + 1], wc = w[4 * (g) + 2], wd = w[4 * (g) + 3]; \
-        EDGEC_FC_ROW(a0, wa);                                                                      \
-        EDGEC_FC_ROW(a1, wb);                                                                      \
-        EDGEC_FC_ROW(a2, wc);                                                                      \
-        EDGEC_FC_ROW(a3, wd);                                                                      \
-    } while (0)
-#define EDGEC_FC_ONE(g)                                                                            \
-    do {                                                                                           \
-        const edgec_h16 *xs = (const edgec_h16 *)(const void *)(x + 2 * (g));                      \
-        const uint32_t wa = w[g];                                                                  \
-        EDGEC_FC_ROW(a0, wa);                                                                      \
-    } while (0)
-#endif
-
-/* Blocks of 4 rows: out[r .. r+3] for every full block (weights in block layout, see edgec_fast.h). */
-static EDGEC_HOT void edgec_fc_blocks(const edgec_w32 *xw, int32_t groups, int32_t blocks, const edgec_w32 *w,
-                                      const edgec_rq *rq, int8_t *out, int32_t lo, int32_t hi)
-{
-    const int full = lo == -128 && hi == 127;
-    for (; blocks > 0; --blocks, rq += 4, out += 4) {
-        const edgec_w32 *x = xw;
-        int32_t a0 = rq[0].bias, a1 = rq[1].bias, a2 = rq[2].bias, a3 = rq[3].bias, g;
-        for (g = groups >> 2; g > 0; --g, x += 8, w += 16) {
-            EDGEC_FC_GROUP(0);
-            EDGEC_BARRIER();
-            EDGEC_FC_GROUP(1);
-            EDGEC_BARRIER();
-            EDGEC_FC_GROUP(2);
-            EDGEC_BARRIER();
-            EDGEC_FC_GROUP(3);
-        }
-        for (g = groups & 3; g > 0; --g, x += 2, w += 4) EDGEC_FC_GROUP(0);
-        out[0] = edgec_out(a0, rq, full, lo, hi);
-        out[1] = edgec_out(a1, rq + 1, full, lo, hi);
-        out[2] = edgec_out(a2, rq + 2, full, lo, hi);
-        out[3] = edgec_out(a3, rq + 3, full, lo, hi);
-    }
-}
-
-void edgec_fast_fc_s8(const edgec_fast_fc_params *p, const int8_t *input, const uint32_t *weights,
-                      const edgec_rq *rq, int8_t *scratch, int8_t *output)
-{
-    const int32_t n_in = p->in_features, n_out = p->out_features, groups = p->k4 >> 2;
-    const int32_t blocks = n_out >> 2, whole = n_in >> 2, lo = p->act_min, hi = p->act_max;
-    edgec_w32 *xw = (edgec_w32 *)(void *)scratch;
-    const edgec_w32 *w = (const edgec_w32 *)weights + blocks * 4 * groups;
-    int32_t g, r;
-    if (((uintptr_t)input & 3u) == 0) {
-        const edgec_w32 *in = (const edgec_w32 *)(const void *)input;
-        for (g = 0; g < whole; ++g) edgec_widen(in[g], xw + 2 * g);
-    } else {
-        for (g = 0; g < whole; ++g) {
-            const int8_t *b = input + 4 * g;
-            edgec_widen((uint32_t)(uint8_t)b[0] | (uint32_t)(uint8_t)b[1] << 8 | (uint32_t)(uint8_t)b[2] << 16 |
-                            (uint32_t)(uint8_t)b[3] << 24, xw + 2 * g);
-        }
-    }
-    if (whole < groups) { /* the last, partial group: missing inputs are 0 (their weights are 0 too) */
-        uint32_t v = 0;
-        for (r = 0; 4 * whole + r < n_in; ++r) v |= (uint32_t)(uint8_t)input[4 * whole + r] << (8 * r);
-        edgec_widen(v, xw + 2 * whole);
-    }
-    edgec_fc_blocks(xw, groups, blocks, (const edgec_w32 *)weights, rq, output, lo, hi);
-    for (r = 4 * blocks; r < n_out; ++r) {
-        const edgec_w32 *x = xw;
-        int32_t a0 = rq[r].bias;
-        for (g = groups; g > 0; --g, x += 2, ++w) EDGEC_FC_ONE(0);
-        output[r] = edgec_out(a0, rq + r, lo == -128 && hi == 127, lo, hi);
-    }
-}
-
-/* ---------------------------------------------------------------- add, pooling */
-
-void edgec_fast_add_s8(const edgec_fast_add_params *p, const int32_t *lut1, const int32_t *lut2,
-                       const edgec_rq *rq, const int8_t *input1, const int8_t *input2, int8_t *output)
-{
-    const int32_t *l1 = lut1 + 128, *l2 = lut2 + 128;
-    const int32_t lo = p->act_min, hi = p->act_max, full = lo == -128 && hi == 127;
-    int32_t i;
-    for (i = 0; i < p->n; ++i) {
-        output[i] = edgec_out(l1[input1[i]] + l2[input2[i]], rq, full, lo, hi);
-    }
-}
-
-void edgec_fast_global_avg_pool_s8(int32_t pixels, int32_t c, int32_t act_min, int32_t act_max,
-                                   const int8_t *input, int8_t *output)
-{
-    int32_t ch, i;
-    for (ch = 0; ch < c; ++ch) {
-        const int8_t *x = input + ch;
-        int32_t sum = 0, avg;
-        for (i = 0; i < pixels; ++i, x += c) sum += *x;
-        avg = sum > 0 ? (sum + pixels / 2) / pixels : (sum - pixels / 2) / pixels;
-        output[ch] = (int8_t)(avg < act_min ? act_min : (avg > act_max ? act_max : avg));
     }
 }

@@ -1,0 +1,85 @@
+/* edgec elementwise kernels, portable C99: add, broadcasting binary ops, lookup tables. Bit-exact with
+ * edgec/kernels_ref.py and kernels_ext.py. */
+#include "edgec_nn.h"
+
+void edgec_add_s8(const edgec_add_params *p, const int8_t *input1, const int8_t *input2,
+                  int8_t *output)
+{
+    const int32_t scale = (int32_t)1 << p->left_shift;
+    int32_t i;
+    for (i = 0; i < p->n; ++i) {
+        const int32_t v1 = ((int32_t)input1[i] - p->input1_zp) * scale;
+        const int32_t v2 = ((int32_t)input2[i] - p->input2_zp) * scale;
+        const int32_t s1 = edgec_requantize(v1, p->input1_mult, p->input1_shift);
+        const int32_t s2 = edgec_requantize(v2, p->input2_mult, p->input2_shift);
+        const int32_t out = edgec_requantize(s1 + s2, p->output_mult, p->output_shift) + p->output_zp;
+        output[i] = (int8_t)edgec_clamp(out, p->act_min, p->act_max);
+    }
+}
+
+static int32_t edgec_div_round(int32_t num, int32_t den)
+{
+    int32_t q;
+    if (den == 0) {
+        return num > 0 ? INT32_MAX : (num < 0 ? -INT32_MAX : 0);
+    }
+    {
+        const int32_t an = num < 0 ? -num : num, ad = den < 0 ? -den : den;
+        q = (an + ad / 2) / ad;
+    }
+    return ((num < 0) != (den < 0)) ? -q : q;
+}
+
+static int32_t edgec_binary_one(const edgec_binary_params *p, int32_t a, int32_t b)
+{
+    int32_t raw;
+    const int32_t va = a - p->a_zp, vb = b - p->b_zp;
+    if (p->op <= 3) {
+        const int32_t ls = (int32_t)1 << p->left_shift;
+        const int32_t sa = edgec_requantize(va * ls, p->a_mult, p->a_shift);
+        const int32_t sb = edgec_requantize(vb * ls, p->b_mult, p->b_shift);
+        raw = p->op == 0 ? sa + sb : p->op == 1 ? sa - sb : p->op == 2 ? (sa > sb ? sa : sb) : (sa < sb ? sa : sb);
+    } else if (p->op == 4) {
+        raw = va * vb;
+    } else {
+        raw = edgec_div_round(va * 65536, vb);
+    }
+    raw = edgec_requantize(raw, p->out_mult, p->out_shift) + p->out_zp;
+    return edgec_clamp(raw, p->act_min, p->act_max);
+}
+
+void edgec_binary_s8(const edgec_binary_params *p, const int8_t *a, const int8_t *b, int8_t *output)
+{
+    const int32_t *d = p->dims, *sa = p->a_stride, *sb = p->b_stride;
+    int32_t i0, i1, i2, i3, i4, i5;
+    for (i0 = 0; i0 < d[0]; ++i0) {
+        for (i1 = 0; i1 < d[1]; ++i1) {
+            for (i2 = 0; i2 < d[2]; ++i2) {
+                for (i3 = 0; i3 < d[3]; ++i3) {
+                    for (i4 = 0; i4 < d[4]; ++i4) {
+                        const int8_t *pa = a + i0 * sa[0] + i1 * sa[1] + i2 * sa[2] + i3 * sa[3] + i4 * sa[4];
+                        const int8_t *pb = b + i0 * sb[0] + i1 * sb[1] + i2 * sb[2] + i3 * sb[3] + i4 * sb[4];
+                        for (i5 = 0; i5 < d[5]; ++i5) {
+                            *output++ = (int8_t)edgec_binary_one(p, pa[i5 * sa[5]], pb[i5 * sb[5]]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+void edgec_lut_s8(const edgec_lut_params *p, const int8_t *table, const int8_t *input, int8_t *output)
+{
+    const int32_t count = p->count, inner = p->inner;
+    const int32_t outer = p->n / (count * inner);
+    int32_t o, c, j;
+    for (o = 0; o < outer; ++o) {
+        for (c = 0; c < count; ++c) {
+            const int8_t *t = table + c * 256 + 128;
+            for (j = 0; j < inner; ++j) {
+                *output++ = t[*input++];
+            }
+        }
+    }
+}

@@ -1,0 +1,65 @@
+/* edgec fully connected layers and matrix products, portable C99: int8 and 16x8. Bit-exact with
+ * edgec/kernels_ref.py, kernels_ext.py and kernels_ref_s16.py. */
+#include "edgec_nn.h"
+
+void edgec_fully_connected_s8(const edgec_fully_connected_params *p, const int8_t *input, const int8_t *weights,
+                              const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                              int8_t *output)
+{
+    const int32_t n_in = p->in_features, input_zp = p->input_zp;
+    int32_t o, i;
+    for (o = 0; o < p->out_features; ++o) {
+        const int8_t *w = weights + o * n_in;
+        int32_t acc = 0;
+        for (i = 0; i < n_in; ++i) {
+            acc += ((int32_t)input[i] - input_zp) * (int32_t)w[i];
+        }
+        acc += bias[o];
+        acc = edgec_requantize(acc, mult[o], shift[o]) + p->output_zp;
+        output[o] = (int8_t)edgec_clamp(acc, p->act_min, p->act_max);
+    }
+}
+
+void edgec_fully_connected_rows_s8(const edgec_fully_connected_params *p, int32_t rows, const int8_t *input,
+                                   const int8_t *weights, const int32_t *bias, const int32_t *mult,
+                                   const int32_t *shift, int8_t *output)
+{
+    int32_t r;
+    for (r = 0; r < rows; ++r) {
+        edgec_fully_connected_s8(p, input + r * p->in_features, weights, bias, mult, shift,
+                                 output + r * p->out_features);
+    }
+}
+
+void edgec_fully_connected_s16(const edgec_fully_connected_params *p, const int16_t *input, const int8_t *weights,
+                               const int64_t *bias, const int32_t *mult, const int32_t *shift,
+                               int16_t *output)
+{
+    int32_t o, i;
+    for (o = 0; o < p->out_features; ++o) {
+        const int8_t *w = weights + (int64_t)o * p->in_features;
+        int64_t acc = bias[o];
+        for (i = 0; i < p->in_features; ++i) {
+            acc += (int64_t)input[i] * w[i];
+        }
+        output[o] = (int16_t)edgec_clamp(edgec_requantize64(acc, mult[o], shift[o]), p->act_min, p->act_max);
+    }
+}
+
+void edgec_matmul_s8(const edgec_matmul_params *p, const int8_t *a, const int8_t *b, int8_t *output)
+{
+    int32_t bt, i, j, k;
+    for (bt = 0; bt < p->batch; ++bt) {
+        const int8_t *am = a + bt * p->a_batch_stride, *bm = b + bt * p->b_batch_stride;
+        for (i = 0; i < p->m; ++i) {
+            for (j = 0; j < p->n; ++j) {
+                int32_t acc = 0;
+                for (k = 0; k < p->k; ++k) {
+                    acc += ((int32_t)am[i * p->k + k] - p->a_zp) * ((int32_t)bm[k * p->n + j] - p->b_zp);
+                }
+                acc = edgec_requantize(acc, p->mult, p->shift) + p->output_zp;
+                *output++ = (int8_t)edgec_clamp(acc, p->act_min, p->act_max);
+            }
+        }
+    }
+}

@@ -1,0 +1,326 @@
+/* edgec neural-network kernels: the one public header of the C runtime (C99, no allocation, no I/O).
+ *
+ * Every kernel, every parameter struct and the inline helpers, grouped by family; each family's kernels live
+ * in the file named after it (edgec_conv.c, edgec_fully_connected.c, ...), int8 and int16 variants together,
+ * and its fast variants in the file of the same family in fast/ (fast/edgec_conv_fast.c, ...).
+ *
+ * Numerics follow the TFLite / TFLM reference kernels and are bit-exact with the NumPy twins
+ * (edgec/kernels_ref.py, kernels_ext.py, kernels_ref_s16.py; the fast kernels with the same functions via
+ * edgec/fastkernels.py). Activations are contiguous and without a batch dimension, NHWC for images; int8
+ * unless the kernel's name ends in _s16 (16x8: int16 activations with zero point 0, int8 weights, int64
+ * bias). Parameter structs are passed by const pointer so generated code can keep them `static const` (in
+ * flash); their fields are all int32_t, and edgec/cheader.py reads their layout from this file.
+ *
+ * The fast kernels (fast/, chosen per op at build time by edgec/fastkernels.py) move work to build time: the
+ * input zero point is folded into the bias (padded taps read the zero point itself), weights are
+ * padded/reordered for the inner loops, and requantization uses one record per output channel (edgec_rq)
+ * that turns TFLite's two rounding steps into one 64-bit multiply-add and a shift. Two inner-loop paths,
+ * chosen when compiling:
+ *   - Arm DSP extension (__ARM_FEATURE_DSP: Cortex-M4/M7/M33/M55): SXTB16 + SMLAD dot products;
+ *   - portable C (Cortex-M0/M3, RISC-V, host), blocked the same way.
+ * Define EDGEC_EMULATE_DSP to run the DSP path on any compiler with C emulations of the intrinsics
+ * (tests), EDGEC_NO_DSP to force the portable path on a DSP core.
+ * Their layouts (all built by edgec/fastkernels.py; words are little-endian):
+ *   conv   weights [out_c][k4] int8, k4 = k_h*k_w*in_c rounded up to 4, zero padded
+ *   fc     weights in blocks of 4 rows: [block][k4/4][row 0..3][4 int8], remaining rows [row][k4]
+ *   dw3x3  weights [c][3][3] int16, in the kernel's sweep orientation (see edgec_depthwise_conv2d_3x3_params)
+ * Scratch memory (planned into the arena): see edgec/fastkernels.py scratch_bytes(). */
+#ifndef EDGEC_NN_H
+#define EDGEC_NN_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define EDGEC_RANK 6 /* the rank of the broadcasting and index-map kernels (binary, remap) */
+
+/* ================================================================ inline helpers */
+
+/* TFLite MultiplyByQuantizedMultiplier: SaturatingRoundingDoublingHighMul(acc << left, mult)
+ * followed by RoundingDivideByPOT(., right), with shift > 0 meaning a left shift.
+ * Valid shifts are -31..30. Free of undefined behaviour (no shifts of negative values); the one
+ * implementation-defined step is the int64 -> int32 cast of acc << left, which wraps (as in TFLite's
+ * int32 arithmetic) on gcc/clang/arm-none-eabi-gcc and never overflows for valid inputs. */
+static inline int32_t edgec_requantize(int32_t acc, int32_t mult, int32_t shift)
+{
+    const int32_t left = shift > 0 ? shift : 0;
+    const int32_t right = shift > 0 ? 0 : -shift;
+    const int32_t x = (int32_t)((int64_t)acc * ((int64_t)1 << left));
+    int32_t hi;
+    int32_t mask, remainder, threshold, floored;
+    if (x == INT32_MIN && mult == INT32_MIN) {
+        hi = INT32_MAX;
+    } else {
+        const int64_t ab = (int64_t)x * (int64_t)mult;
+        const int64_t nudge = ab >= 0 ? ((int64_t)1 << 30) : (1 - ((int64_t)1 << 30));
+        hi = (int32_t)((ab + nudge) / ((int64_t)1 << 31)); /* C division truncates toward zero */
+    }
+    mask = (int32_t)(((uint32_t)1 << right) - 1u);
+    remainder = hi & mask;
+    threshold = (mask >> 1) + (hi < 0 ? 1 : 0);
+    floored = hi >= 0 ? (hi >> right) : ~((~hi) >> right); /* arithmetic shift, portably */
+    return floored + (remainder > threshold ? 1 : 0);
+}
+
+/* TFLite MultiplyByQuantizedMultiplier(int64_t, int32_t, int) of the 16x8 kernels: the Q31 multiplier
+ * reduced to Q15, one rounding right shift by 15 - shift (shift in -31..7, |acc| < 2^47). */
+static inline int32_t edgec_requantize64(int64_t acc, int32_t mult, int32_t shift)
+{
+    const int64_t reduced = mult < 0x7FFF0000 ? ((int64_t)mult + (1 << 15)) / ((int64_t)1 << 16) : 0x7FFF;
+    const int32_t total = 15 - shift;
+    const int64_t r = acc * reduced + ((int64_t)1 << (total - 1));
+    /* floor division by 2^total, without right-shifting a negative value */
+    return (int32_t)(r >= 0 ? r >> total : ~((~r) >> total));
+}
+
+static inline int32_t edgec_clamp(int32_t v, int32_t lo, int32_t hi)
+{
+    return v < lo ? lo : (v > hi ? hi : v);
+}
+
+/* Round half away from zero of v / 2^bits. */
+static inline int64_t edgec_round_pot64(int64_t v, int32_t bits)
+{
+    const int64_t half = (int64_t)1 << (bits - 1);
+    return v >= 0 ? (v + half) >> bits : -((-v + half) >> bits);
+}
+
+/* First tap index k in [0, k_max) with 0 <= origin + k*dil, and one past the last with origin + k*dil < size. */
+static inline int32_t edgec_tap_begin(int32_t origin, int32_t dil)
+{
+    return origin >= 0 ? 0 : (-origin + dil - 1) / dil;
+}
+
+static inline int32_t edgec_tap_end(int32_t origin, int32_t dil, int32_t size, int32_t k_max)
+{
+    int32_t end;
+    if (size - origin <= 0) {
+        return 0;
+    }
+    end = (size - origin + dil - 1) / dil;
+    return end < k_max ? end : k_max;
+}
+
+/* Requantization of one output channel by the fast kernels: with acc the int32 accumulator (bias included),
+ *   out = (((2*acc*mult + khi * 2^32 + 2^31) >> 32) + (acc < 0 ? neg : 0)) >> shift
+ * (one SMMLAR, an AND/ADD and a shift on Arm), equal to TFLite's MultiplyByQuantizedMultiplier plus
+ * the output zero point for the multipliers fastkernels.py accepts; neg is -1 if shift > 0, else 0. */
+typedef struct {
+    int32_t bias, mult, khi, neg, shift;
+} edgec_rq;
+
+/* ================================================================ convolution
+ * edgec_conv.c; fast variants in fast/edgec_conv_fast.c */
+
+/* Convolution / depthwise convolution. Output (oy, ox) reads input row
+ * oy*stride_h - pad_top + ky*dil_h (same for x); padded taps contribute nothing.
+ * depth_multiplier is used only by the depthwise kernels (out_c = in_c * depth_multiplier).
+ * The 16x8 kernels take the same struct; their zero points must be 0 and act_min/act_max are int16 bounds. */
+typedef struct {
+    int32_t in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, stride_h, stride_w, dil_h, dil_w,
+        pad_top, pad_left, input_zp, output_zp, act_min, act_max, depth_multiplier;
+} edgec_conv_params;
+
+/* weights OHWI [out_c][k_h][k_w][in_c]; bias/mult/shift per output channel. */
+void edgec_conv2d_s8(const edgec_conv_params *p, const int8_t *input, const int8_t *weights,
+                     const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *output);
+/* weights [k_h][k_w][out_c]; output channel oc reads input channel oc / depth_multiplier. */
+void edgec_depthwise_conv2d_s8(const edgec_conv_params *p, const int8_t *input, const int8_t *weights,
+                               const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                               int8_t *output);
+/* Grouped convolution: weights [out_c][k_h][k_w][in_c / groups]. */
+void edgec_group_conv2d_s8(const edgec_conv_params *p, int32_t groups, const int8_t *input,
+                           const int8_t *weights, const int32_t *bias, const int32_t *mult,
+                           const int32_t *shift, int8_t *output);
+
+void edgec_conv2d_s16(const edgec_conv_params *p, const int16_t *input, const int8_t *weights,
+                      const int64_t *bias, const int32_t *mult, const int32_t *shift, int16_t *output);
+void edgec_depthwise_conv2d_s16(const edgec_conv_params *p, const int16_t *input, const int8_t *weights,
+                                const int64_t *bias, const int32_t *mult, const int32_t *shift,
+                                int16_t *output);
+
+/* fast: convolution (any kernel size, stride, padding; dilation 1) as a matrix product over an int16
+ * im2col of 4 output pixels at a time. scratch: k4 * 9 + 256 bytes, 4-byte aligned. */
+typedef struct {
+    int32_t in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, stride_h, stride_w, pad_top, pad_left,
+        input_zp, output_zp, act_min, act_max, k4;
+} edgec_conv2d_im2col_params;
+
+void edgec_conv2d_im2col_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                            const edgec_rq *rq, int8_t *scratch, int8_t *output);
+
+/* fast: depthwise 3x3 (depth multiplier 1, c a multiple of 4, stride 1 or 2 on both axes), 4 channels at
+ * a time, over a rolling window of 3 input rows widened to int16 and laid out so that one SMLAD
+ * does two taps of one channel. scratch: 36 * ((out_cols-1)*stride + 3) bytes, 4-byte aligned.
+ * "Sweep" orientation: the kernel walks `rows` x `cols` where a row is the longer of the image's two axes
+ * (for an image taller than wide, rows are the image's columns and the weights are transposed at build
+ * time); steps are in bytes. */
+typedef struct {
+    int32_t rows, cols, c, out_rows, out_cols, stride, pad_top, pad_left, in_row_step, in_col_step,
+        out_row_step, out_col_step, input_zp, act_min, act_max;
+} edgec_depthwise_conv2d_3x3_params;
+
+void edgec_depthwise_conv2d_3x3_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
+                                   const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
+
+/* ================================================================ fully connected and matrix product
+ * edgec_fully_connected.c; fast variant in fast/edgec_fully_connected_fast.c */
+
+typedef struct {
+    int32_t in_features, out_features, input_zp, output_zp, act_min, act_max;
+} edgec_fully_connected_params;
+
+/* weights [out_features][in_features]. */
+void edgec_fully_connected_s8(const edgec_fully_connected_params *p, const int8_t *input, const int8_t *weights,
+                              const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                              int8_t *output);
+/* `rows` rows through one fully connected layer. */
+void edgec_fully_connected_rows_s8(const edgec_fully_connected_params *p, int32_t rows, const int8_t *input,
+                                   const int8_t *weights, const int32_t *bias, const int32_t *mult,
+                                   const int32_t *shift, int8_t *output);
+void edgec_fully_connected_s16(const edgec_fully_connected_params *p, const int16_t *input, const int8_t *weights,
+                               const int64_t *bias, const int32_t *mult, const int32_t *shift,
+                               int16_t *output);
+
+/* [batch][m][k] x [batch][k][n] of two activations (a batch stride of 0 broadcasts). */
+typedef struct {
+    int32_t batch, m, k, n, a_batch_stride, b_batch_stride, a_zp, b_zp, mult, shift, output_zp,
+        act_min, act_max;
+} edgec_matmul_params;
+void edgec_matmul_s8(const edgec_matmul_params *p, const int8_t *a, const int8_t *b, int8_t *output);
+
+/* fast: fully connected, 4 output rows at a time. scratch: k4 * 2 bytes, 4-byte aligned. */
+typedef struct {
+    int32_t in_features, out_features, output_zp, act_min, act_max, k4;
+} edgec_fully_connected_packed_params;
+
+void edgec_fully_connected_packed_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
+                                     const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
+                                     int8_t *output);
+
+/* ================================================================ pooling
+ * edgec_pool.c; fast variant in fast/edgec_pool_fast.c */
+
+typedef struct {
+    int32_t in_h, in_w, c, out_h, out_w, k_h, k_w, stride_h, stride_w, pad_top, pad_left, act_min,
+        act_max;
+} edgec_pool_params;
+
+void edgec_max_pool_s8(const edgec_pool_params *p, const int8_t *input, int8_t *output);
+void edgec_avg_pool_s8(const edgec_pool_params *p, const int8_t *input, int8_t *output);
+
+/* fast: average over all pixels of [pixels][c] (global average pooling), TFLite rounding. */
+void edgec_avg_pool_global_s8(int32_t pixels, int32_t c, int32_t act_min, int32_t act_max,
+                              const int8_t *input, int8_t *output);
+
+/* ================================================================ elementwise
+ * edgec_elementwise.c; fast variant in fast/edgec_elementwise_fast.c */
+
+typedef struct {
+    int32_t n, input1_zp, input1_mult, input1_shift, input2_zp, input2_mult, input2_shift,
+        output_mult, output_shift, output_zp, left_shift, act_min, act_max;
+} edgec_add_params;
+
+void edgec_add_s8(const edgec_add_params *p, const int8_t *input1, const int8_t *input2,
+                  int8_t *output);
+
+/* Broadcasting elementwise op over 6-D dims (input strides 0 where broadcast).
+ * op 0..3 (add, sub, max, min): TFLite add scheme (inputs rescaled after << left_shift);
+ * op 4 (mul): (a-za)*(b-zb) requantized; op 5 (div): round(((a-za) << 16) / (b-zb)) requantized. */
+typedef struct {
+    int32_t op, dims[EDGEC_RANK], a_stride[EDGEC_RANK], b_stride[EDGEC_RANK];
+    int32_t a_zp, a_mult, a_shift, b_zp, b_mult, b_shift, left_shift, out_mult, out_shift, out_zp,
+        act_min, act_max;
+} edgec_binary_params;
+void edgec_binary_s8(const edgec_binary_params *p, const int8_t *a, const int8_t *b, int8_t *output);
+
+/* Elementwise lookup: y[i] = table[((i / inner) % count) * 256 + x[i] + 128]. In place is fine. */
+typedef struct {
+    int32_t n, count, inner;
+} edgec_lut_params;
+void edgec_lut_s8(const edgec_lut_params *p, const int8_t *table, const int8_t *input, int8_t *output);
+
+/* fast: add where lut1/lut2[v + 128] is input v rescaled to the common scale (TFLite's first two
+ * requantizations, done at build time); the sum is requantized with rq (bias unused). */
+typedef struct {
+    int32_t n, output_zp, act_min, act_max;
+} edgec_add_lut_params;
+
+void edgec_add_lut_s8(const edgec_add_lut_params *p, const int32_t *lut1, const int32_t *lut2,
+                      const edgec_rq *rq, const int8_t *input1, const int8_t *input2, int8_t *output);
+
+/* ================================================================ softmax
+ * edgec_softmax.c */
+
+/* Softmax over the last axis of [rows][cols]; exp_table[d] = round(exp(-d*scale*beta) * 2^24).
+ * Output scale 1/256, zero point -128. */
+void edgec_softmax_s8(int32_t rows, int32_t cols, const uint32_t *exp_table, const int8_t *input,
+                      int8_t *output);
+
+/* Log-softmax over the last axis of [rows][cols]; exp_table as softmax's, log_table[i] =
+ * log2(1 + (i + 0.5) / 256) in Q16; k_in = s_in / s_out and k_ln = 1 / s_out in Q16. */
+typedef struct {
+    int32_t rows, cols, k_in, k_ln, output_zp;
+} edgec_log_softmax_params;
+void edgec_log_softmax_s8(const edgec_log_softmax_params *p, const uint32_t *exp_table,
+                          const int32_t *log_table, const int8_t *input, int8_t *output);
+
+/* ================================================================ data movement
+ * edgec_movement.c */
+
+/* Rank-4 transpose (pad lower ranks with leading 1s): like numpy.transpose(x, perm). */
+void edgec_transpose_s8(const int32_t dims[4], const int32_t perm[4], const int8_t *input,
+                        int8_t *output);
+
+/* Separable index map: out[i0..i5] = in[sum_k offsets[start[k] + i_k]], or pad_value when the
+ * sum is negative (an axis entry of -2^27 marks padding). */
+typedef struct {
+    int32_t dims[EDGEC_RANK], start[EDGEC_RANK], pad_value;
+} edgec_remap_params;
+void edgec_remap_s8(const edgec_remap_params *p, const int32_t *offsets, const int8_t *input,
+                    int8_t *output);
+
+/* One input of a concatenation: out[o * out_stride + out_offset + j] = in[o * chunk + j]
+ * (through table[in + 128] when table is not NULL). */
+typedef struct {
+    int32_t outer, chunk, out_stride, out_offset;
+} edgec_concat_params;
+void edgec_concat_part_s8(const edgec_concat_params *p, const int8_t *table, const int8_t *input,
+                          int8_t *output);
+
+/* ================================================================ reduction
+ * edgec_reduce.c */
+
+/* Reduce [outer][n][inner] over n. kind 0 sum (mean: 1/n in mult), 1 max, 2 min, 3 argmax, 4 argmin. */
+typedef struct {
+    int32_t outer, n, inner, kind, select_last, input_zp, mult, shift, output_zp, act_min, act_max;
+} edgec_reduce_params;
+void edgec_reduce_s8(const edgec_reduce_params *p, const int8_t *input, int8_t *output);
+
+/* ================================================================ resize
+ * edgec_resize.c */
+
+/* Linear resize of [in_h][in_w][c] -> [out_h][out_w][c]: idx = y0[out_h], y1[out_h], x0[out_w],
+ * x1[out_w]; frac = Q10 weight of y1 [out_h] then of x1 [out_w]. */
+typedef struct {
+    int32_t in_h, in_w, c, out_h, out_w;
+} edgec_resize_params;
+void edgec_resize_linear_s8(const edgec_resize_params *p, const int32_t *idx, const int32_t *frac,
+                            const int8_t *input, int8_t *output);
+
+/* ================================================================ type conversion
+ * edgec_convert.c */
+
+/* Boundary conversions: int8 (zero point zp) <-> int16 (zero point 0), by a Q31 multiplier + shift. */
+void edgec_requantize_s8_s16(int32_t n, const int8_t *input, int32_t input_zp, int32_t mult, int32_t shift,
+                             int16_t *output);
+void edgec_requantize_s16_s8(int32_t n, const int16_t *input, int32_t output_zp, int32_t mult, int32_t shift,
+                             int8_t *output);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EDGEC_NN_H */

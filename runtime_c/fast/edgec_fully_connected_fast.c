@@ -1,0 +1,105 @@
+/* edgec fast fully connected layer (declared in edgec_nn.h, machinery in edgec_fast_support.h). */
+#include "edgec_fast_support.h"
+
+#ifdef EDGEC_DSP
+#define EDGEC_FC_ROW(acc, w)                                                                       \
+    do {                                                                                           \
+        (acc) = E_SMLAD(E_SXTB16(w), xl, (acc));                                                   \
+        (acc) = E_SMLAD(E_SXTB16_ROR8(w), xh, (acc));                                              \
+    } while (0)
+/* group `g` (4 inputs) of 4 rows: x words 2g, 2g + 1; weight words 4g .. 4g + 3 */
+#define EDGEC_FC_GROUP(g)                                                                          \
+    do {                                                                                           \
+        uint32_t xl, xh, wa, wb;                                                                   \
+        E_LDRD(xl, xh, x, 2 * (g));                                                                \
+        E_LDRD(wa, wb, w, 4 * (g));                                                                \
+        EDGEC_FC_ROW(a0, wa);                                                                      \
+        EDGEC_FC_ROW(a1, wb);                                                                      \
+        E_LDRD(wa, wb, w, 4 * (g) + 2);                                                            \
+        EDGEC_FC_ROW(a2, wa);                                                                      \
+        EDGEC_FC_ROW(a3, wb);                                                                      \
+    } while (0)
+#define EDGEC_FC_ONE(g)                                                                            \
+    do {                                                                                           \
+        uint32_t xl, xh;                                                                           \
+        const uint32_t wa = w[g];                                                                  \
+        E_LDRD(xl, xh, x, 2 * (g));                                                                \
+        EDGEC_FC_ROW(a0, wa);                                                                      \
+    } while (0)
+#else
+#define EDGEC_FC_ROW(acc, w)                                                                       \
+    (acc) += xs[0] * (int8_t)(uint8_t)((w) & 0xffu) + xs[1] * (int8_t)(uint8_t)(((w) >> 16) & 0xffu) + \
+             xs[2] * (int8_t)(uint8_t)(((w) >> 8) & 0xffu) + xs[3] * (int8_t)(uint8_t)((w) >> 24)
+#define EDGEC_FC_GROUP(g)                                                                          \
+    do {                                                                                           \
+        const edgec_h16 *xs = (const edgec_h16 *)(const void *)(x + 2 * (g));                      \
+        const uint32_t wa = w[4 * (g)], wb = w[4 * (g) + 1], wc = w[4 * (g) + 2], wd = w[4 * (g) + 3]; \
+        EDGEC_FC_ROW(a0, wa);                                                                      \
+        EDGEC_FC_ROW(a1, wb);                                                                      \
+        EDGEC_FC_ROW(a2, wc);                                                                      \
+        EDGEC_FC_ROW(a3, wd);                                                                      \
+    } while (0)
+#define EDGEC_FC_ONE(g)                                                                            \
+    do {                                                                                           \
+        const edgec_h16 *xs = (const edgec_h16 *)(const void *)(x + 2 * (g));                      \
+        const uint32_t wa = w[g];                                                                  \
+        EDGEC_FC_ROW(a0, wa);                                                                      \
+    } while (0)
+#endif
+
+/* Blocks of 4 rows: out[r .. r+3] for every full block (weights in block layout, see edgec_nn.h). */
+static EDGEC_HOT void edgec_fc_blocks(const edgec_w32 *xw, int32_t groups, int32_t blocks, const edgec_w32 *w,
+                                      const edgec_rq *rq, int8_t *out, int32_t lo, int32_t hi)
+{
+    const int full = lo == -128 && hi == 127;
+    for (; blocks > 0; --blocks, rq += 4, out += 4) {
+        const edgec_w32 *x = xw;
+        int32_t a0 = rq[0].bias, a1 = rq[1].bias, a2 = rq[2].bias, a3 = rq[3].bias, g;
+        for (g = groups >> 2; g > 0; --g, x += 8, w += 16) {
+            EDGEC_FC_GROUP(0);
+            EDGEC_BARRIER();
+            EDGEC_FC_GROUP(1);
+            EDGEC_BARRIER();
+            EDGEC_FC_GROUP(2);
+            EDGEC_BARRIER();
+            EDGEC_FC_GROUP(3);
+        }
+        for (g = groups & 3; g > 0; --g, x += 2, w += 4) EDGEC_FC_GROUP(0);
+        out[0] = edgec_out(a0, rq, full, lo, hi);
+        out[1] = edgec_out(a1, rq + 1, full, lo, hi);
+        out[2] = edgec_out(a2, rq + 2, full, lo, hi);
+        out[3] = edgec_out(a3, rq + 3, full, lo, hi);
+    }
+}
+
+void edgec_fully_connected_packed_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
+                                     const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output)
+{
+    const int32_t n_in = p->in_features, n_out = p->out_features, groups = p->k4 >> 2;
+    const int32_t blocks = n_out >> 2, whole = n_in >> 2, lo = p->act_min, hi = p->act_max;
+    edgec_w32 *xw = (edgec_w32 *)(void *)scratch;
+    const edgec_w32 *w = (const edgec_w32 *)weights + blocks * 4 * groups;
+    int32_t g, r;
+    if (((uintptr_t)input & 3u) == 0) {
+        const edgec_w32 *in = (const edgec_w32 *)(const void *)input;
+        for (g = 0; g < whole; ++g) edgec_widen(in[g], xw + 2 * g);
+    } else {
+        for (g = 0; g < whole; ++g) {
+            const int8_t *b = input + 4 * g;
+            edgec_widen((uint32_t)(uint8_t)b[0] | (uint32_t)(uint8_t)b[1] << 8 | (uint32_t)(uint8_t)b[2] << 16 |
+                        (uint32_t)(uint8_t)b[3] << 24, xw + 2 * g);
+        }
+    }
+    if (whole < groups) { /* the last, partial group: missing inputs are 0 (their weights are 0 too) */
+        uint32_t v = 0;
+        for (r = 0; 4 * whole + r < n_in; ++r) v |= (uint32_t)(uint8_t)input[4 * whole + r] << (8 * r);
+        edgec_widen(v, xw + 2 * whole);
+    }
+    edgec_fc_blocks(xw, groups, blocks, (const edgec_w32 *)weights, rq, output, lo, hi);
+    for (r = 4 * blocks; r < n_out; ++r) {
+        const edgec_w32 *x = xw;
+        int32_t a0 = rq[r].bias;
+        for (g = groups; g > 0; --g, x += 2, ++w) EDGEC_FC_ONE(0);
+        output[r] = edgec_out(a0, rq + r, lo == -128 && hi == 127, lo, hi);
+    }
+}

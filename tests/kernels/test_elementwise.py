@@ -1,0 +1,82 @@
+"""The elementwise family (runtime_c/edgec_elementwise.c) against its NumPy twins, bit for bit: add, the
+broadcasting binary ops (add, sub, max, min, mul, div) and lookup tables. The fast add runs in the generated
+models of tests/kernels/test_fast_models.py."""
+from __future__ import annotations
+
+import ctypes
+import math
+
+import numpy as np
+import pytest
+
+from ckernels import act, eq, i8, i8_uniform, make, ptr
+from edgec.ops import elementwise
+from edgec.ops import binary
+from edgec.ops import lut
+from edgec.quant import scheme
+
+SEEDS = range(12)
+
+
+def test_add_random(ck):
+    rng = np.random.default_rng(40)
+    for _ in range(300):
+        s1, s2, so = np.exp(rng.uniform(math.log(1e-3), math.log(1.0), size=3))
+        z1, z2, zo = (int(v) for v in rng.integers(-128, 128, size=3))
+        p = binary.add_params(float(s1), z1, float(s2), z2, float(so), zo)
+        p["act_min"], p["act_max"] = act(rng, zo)
+        n = int(rng.integers(1, 200))
+        a, b = i8(rng, n), i8(rng, n)
+        got = binary.add_s8(p, a, b)
+        eq(got, ck.add_s8(p, a, b))
+        if p["act_min"] == -128 and p["act_max"] == 127:  # close to the float sum
+            f = (s1 * (a.astype(float) - z1) + s2 * (b.astype(float) - z2)) / so + zo
+            assert np.all(np.abs(np.clip(np.round(f), -128, 127) - got) <= 1)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_lut(ck, seed):
+    r = np.random.default_rng(seed)
+    count, inner, outer = int(r.integers(1, 5)), int(r.integers(1, 6)), int(r.integers(1, 4))
+    p = dict(n=count * inner * outer, count=count, inner=inner)
+    fn = ["sigmoid", "tanh", "mul_c", "prelu", "exp"][seed % 5]
+    table = elementwise.table(fn, {}, r.standard_normal(count), 0.05, int(r.integers(-20, 20)), 0.02, -3)
+    x = i8_uniform(r, p["n"])
+    out = np.zeros(p["n"], np.int8)
+    ck.lib.edgec_lut_s8(ctypes.byref(make("edgec_lut_params", p)), ptr(table), ptr(x), ptr(out))
+    assert np.array_equal(out, lut.lut_s8(p, table, x))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_binary(ck, seed):
+    r = np.random.default_rng(seed)
+    dims = [int(d) for d in r.integers(1, 4, 6)]
+    sa = [d if r.random() < 0.7 else 1 for d in dims]
+    sb = [d if r.random() < 0.7 else 1 for d in dims]
+    op = list(binary.BINARY_OPS)[seed % 6]
+    s1, s2, so = (float(v) for v in r.uniform(0.01, 0.2, 3))
+    z1, z2, zo = (int(v) for v in r.integers(-30, 30, 3))
+    p = dict(op=binary.BINARY_OPS[op], dims=dims, a_stride=_strides(sa), b_stride=_strides(sb), a_zp=z1, b_zp=z2,
+             a_mult=0, a_shift=0, b_mult=0, b_shift=0, left_shift=20, out_zp=zo, act_min=-128, act_max=127)
+    if op in ("add", "sub", "max", "min"):
+        ap = binary.add_params(s1, z1, s2, z2, so, zo)
+        p.update(a_mult=ap["input1_mult"], a_shift=ap["input1_shift"], b_mult=ap["input2_mult"],
+                 b_shift=ap["input2_shift"], out_mult=ap["output_mult"], out_shift=ap["output_shift"])
+    elif op == "mul":
+        p["out_mult"], p["out_shift"] = scheme.quantize_multiplier(s1 * s2 / so)
+    else:
+        p["out_mult"], p["out_shift"] = scheme.quantize_multiplier(s1 / (s2 * so * 65536))
+    a, b = i8_uniform(r, int(np.prod(sa))), i8_uniform(r, int(np.prod(sb)))
+    if op == "div":
+        b[::3] = z2        # division by a real zero
+    out = np.zeros(int(np.prod(dims)), np.int8)
+    ck.lib.edgec_binary_s8(ctypes.byref(make("edgec_binary_params", p)), ptr(a), ptr(b), ptr(out))
+    assert np.array_equal(out, binary.binary_s8(p, a, b))
+
+
+def _strides(shape):
+    st, acc = [0] * 6, 1
+    for k in range(5, -1, -1):
+        st[k] = acc if shape[k] > 1 else 0
+        acc *= shape[k]
+    return st

@@ -1,0 +1,60 @@
+"""The fast kernels (runtime_c/fast/ via edgec/fastkernels.py) in whole generated models on the host, bit for bit
+with the NumPy reference, through both inner-loop paths (portable C, and the Arm DSP path with its intrinsics
+emulated in C). Their one-multiply requantization: tests/kernels/test_requantize.py; the depthwise 3x3 kernel's
+cases: test_conv.py. The real DSP build is checked on the emulated Cortex-M4 by tests/test_e2e.py."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import EXAMPLES, check_generated_c
+from edgec import api
+from synthetic_models import MODELS, quantized
+from edgec.codegen import lowering
+
+PATHS = {"portable": ("-O2",), "dsp-emulated": ("-O2", "-DEDGEC_EMULATE_DSP")}
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_synthetic_models_both_paths(name, path, tmp_path):
+    model, shape = MODELS[name]()
+    graph, x = quantized(model, shape, n=16)
+    check_generated_c(graph, x, tmp_path, flags=PATHS[path])
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_example_uses_fast_kernels_on_both_paths(path, tmp_path):
+    _, graph, plan = api.compile_model(EXAMPLES / "digits_cnn" / "model.onnx", EXAMPLES / "digits_cnn" / "calib.npz")
+    assert plan.scratch and all(b.scratch_op is not None for b in plan.buffers if not b.tensors)
+    from edgec.data import load_dataset
+    x = load_dataset(EXAMPLES / "digits_cnn" / "test.npz", graph.input_onnx_shape, 64).x
+    check_generated_c(graph, x, tmp_path, flags=PATHS[path])
+    text = next(tmp_path.glob("digits_cnn.c")).read_text()
+    assert "edgec_conv2d_im2col_s8(" in text and "edgec_fully_connected_packed_s8(" in text
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_random_layers_sanitized(path, tmp_path):
+    """Odd shapes (channels not multiples of 4, strides, asymmetric padding, short pixel blocks) under
+    ASan/UBSan: a conv-dw-conv-fc net with random weights through generated code."""
+    import onnx
+    from onnx import helper
+    from conftest import make_model
+    rng = np.random.default_rng(7)
+    w1 = rng.normal(0, .4, (12, 3, 5, 3)).astype(np.float32)
+    w2 = rng.normal(0, .4, (12, 1, 3, 3)).astype(np.float32)
+    w3 = rng.normal(0, .4, (7, 12, 1, 1)).astype(np.float32)
+    wf = rng.normal(0, .4, (7 * 5 * 2, 5)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], strides=[2, 2], pads=[2, 0, 3, 1]),
+             helper.make_node("Relu", ["a"], ["b"]),
+             helper.make_node("Conv", ["b", "w2"], ["c"], group=12, pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["c", "w3"], ["d"]),
+             helper.make_node("Flatten", ["d"], ["e"]),
+             helper.make_node("MatMul", ["e", "wf"], ["y"])]
+    model = make_model(nodes, ("x", [1, 3, 9, 5]), ("y", [1, 5]), {"w1": w1, "w2": w2, "w3": w3, "wf": wf})
+    onnx.checker.check_model(model)
+    graph, x = quantized(model, (3, 9, 5), n=16)
+    assert sum(lowering.lower(op) is not None for op in graph.ops) >= 4
+    check_generated_c(graph, x, tmp_path, flags=PATHS[path] + ("-g", "-fsanitize=address,undefined",
+                                                               "-fno-sanitize-recover=all"))

@@ -1,0 +1,49 @@
+"""The fully connected family (runtime_c/edgec_fully_connected.c) against its NumPy twins, bit for bit: fully
+connected (int8 and 16x8), `rows` rows through one layer, batched matmul of two activations. The fast
+fully connected kernel runs in the generated models of tests/kernels/test_fast_models.py."""
+from __future__ import annotations
+
+import ctypes
+import math
+
+import numpy as np
+import pytest
+
+from ckernels import (act, eq, fully_connected_s16_and_conversion_cases, group_conv_fc_rows_matmul_cases, i8, make,
+                      ptr, requant_params)
+from edgec.ops import dense
+
+
+def test_fully_connected_random(ck):
+    rng = np.random.default_rng(20)
+    for _ in range(500):
+        n_in, n_out = int(rng.integers(1, 300)), int(rng.integers(1, 40))
+        zi, zo = (int(v) for v in rng.integers(-128, 128, size=2))
+        lo, hi = act(rng, zo)
+        p = dict(in_features=n_in, out_features=n_out, input_zp=zi, output_zp=zo, act_min=lo, act_max=hi)
+        acc_scale = 5500.0 * math.sqrt(n_in)
+        mult, shift = requant_params(rng, n_out, acc_scale if rng.random() < 0.8 else None)
+        case = (p, i8(rng, n_in), i8(rng, (n_out, n_in)),
+                rng.integers(-int(acc_scale), int(acc_scale) + 1, size=n_out).astype(np.int32), mult, shift)
+        eq(dense.fully_connected_s8(*case), ck.fully_connected_s8(*case))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fully_connected_rows_and_matmul(ck, seed):
+    _, (q, rows, x, w, fb, fm, fs), (m, a, b) = group_conv_fc_rows_matmul_cases(seed)
+    out = np.zeros(rows * q["out_features"], np.int8)
+    ck.lib.edgec_fully_connected_rows_s8(ctypes.byref(make("edgec_fully_connected_params", q)), rows, ptr(x), ptr(w),
+                                         ptr(fb), ptr(fm), ptr(fs), ptr(out))
+    want = dense.fully_connected_rows_s8(q, rows, x, w, fb, fm, fs)
+    assert np.array_equal(out, want.reshape(-1))
+    out = np.zeros(12, np.int8)
+    ck.lib.edgec_matmul_s8(ctypes.byref(make("edgec_matmul_params", m)), ptr(a), ptr(b), ptr(out))
+    assert np.array_equal(out, dense.matmul_s8(m, a, b))
+
+
+def test_fully_connected_s16_bit_exact(ck):
+    for (p, x, w, bias, mult, shift), _ in fully_connected_s16_and_conversion_cases():
+        got = np.zeros(p["out_features"], np.int16)
+        ck.lib.edgec_fully_connected_s16(ctypes.byref(make("edgec_fully_connected_params", p)), ptr(x), ptr(w),
+                                         ptr(bias), ptr(mult), ptr(shift), ptr(got))
+        assert np.array_equal(got, dense.fully_connected_s16(p, x, w, bias, mult, shift))

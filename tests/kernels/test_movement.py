@@ -1,0 +1,47 @@
+"""The data movement family (runtime_c/edgec_movement.c) against its NumPy twins, bit for bit: transpose, the
+separable index map (slice, pad, gather, ...) and concatenation."""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+
+from ckernels import eq, i8, i8_uniform, make, ptr
+from edgec.ops import movement
+
+
+def test_transpose_random(ck):
+    rng = np.random.default_rng(60)
+    for _ in range(200):
+        r = int(rng.integers(1, 5))
+        x = i8(rng, tuple(int(v) for v in rng.integers(1, 7, size=r)), 3)
+        perm = rng.permutation(r)
+        want = np.transpose(x, perm)
+        eq(movement.transpose_s8(x, perm), want)
+        eq(ck.transpose_s8(x, perm), want)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_remap_and_concat(ck, seed):
+    r = np.random.default_rng(seed)
+    n_in = int(r.integers(5, 40))
+    dims = [int(d) for d in r.integers(1, 4, 6)]
+    tables = [np.where(r.random(d) < 0.2, movement.INVALID, r.integers(0, n_in // 6 + 1, d)) for d in dims]
+    start = np.cumsum([0] + dims[:-1]).tolist()
+    p = dict(dims=dims, start=start, pad_value=int(r.integers(-128, 128)))
+    offsets = np.concatenate(tables).astype(np.int32)
+    x = i8_uniform(r, n_in)
+    out = np.zeros(int(np.prod(dims)), np.int8)
+    ck.lib.edgec_remap_s8(ctypes.byref(make("edgec_remap_params", p)), ptr(offsets), ptr(x), ptr(out))
+    assert np.array_equal(out, movement.remap_s8(p, offsets, x))
+    outer, c1, c2 = (int(v) for v in r.integers(1, 5, 3))
+    table = i8_uniform(r, 256)
+    got, want = np.zeros(outer * (c1 + c2), np.int8), np.zeros(outer * (c1 + c2), np.int8)
+    for k, (chunk, off, t) in enumerate(((c1, 0, None), (c2, c1, table))):
+        q = dict(outer=outer, chunk=chunk, out_stride=c1 + c2, out_offset=off)
+        xi = i8_uniform(r, outer * chunk)
+        ck.lib.edgec_concat_part_s8(ctypes.byref(make("edgec_concat_params", q)), ptr(t) if t is not None else None,
+                                    ptr(xi), ptr(got))
+        movement.concat_part_s8(q, t, xi, want)
+    assert np.array_equal(got, want)

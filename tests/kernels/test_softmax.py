@@ -1,0 +1,51 @@
+"""The softmax family (runtime_c/edgec_softmax.c) against its NumPy twins, bit for bit, and against float:
+softmax and log-softmax."""
+from __future__ import annotations
+
+import ctypes
+import math
+
+import numpy as np
+import pytest
+
+from ckernels import eq, i8, log_softmax_resize_cases, make, ptr
+from edgec.ops import softmax
+
+
+def test_softmax_random(ck):
+    rng = np.random.default_rng(50)
+    for _ in range(100):
+        scale = float(np.exp(rng.uniform(math.log(1e-3), math.log(1.0))))
+        table = softmax.softmax_table(scale, beta=float(rng.choice([1.0, 0.5, 2.0])))
+        assert table[0] == 1 << 24 and np.all(np.diff(table.astype(np.int64)) <= 0)
+        x = i8(rng, (int(rng.integers(1, 8)), int(rng.integers(1, 300))))
+        got = softmax.softmax_s8(x, table)
+        eq(got, ck.softmax_s8(x, table))
+    # uniform rows: exactly (512 + cols) // (2 * cols) - 128, incl. exact halves (cols 2, 512) rounding up
+    table = softmax.softmax_table(0.05)
+    for cols in (1, 2, 3, 5, 64, 255, 256, 511, 512, 513, 1000):
+        x = np.full((2, cols), np.int8(int(rng.integers(-128, 128))))
+        want = np.full(x.shape, min((512 + cols) // (2 * cols) - 128, 127), np.int8)
+        eq(softmax.softmax_s8(x, table), want)
+        eq(ck.softmax_s8(x, table), want)
+    # close to float softmax
+    scale = 0.1
+    x = rng.integers(-128, 128, size=(4, 10), dtype=np.int8)
+    xi = x.astype(np.int64)
+    f = np.exp(scale * (xi - xi.max(axis=1, keepdims=True)))
+    f = f / f.sum(axis=1, keepdims=True)
+    got = (softmax.softmax_s8(x, softmax.softmax_table(scale)).astype(float) + 128) / 256
+    assert np.max(np.abs(got - np.minimum(f, 255 / 256))) <= 1 / 256 + 1e-6
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_log_softmax(ck, seed):
+    (p, s_in, s_out, x, et, lt), _ = log_softmax_resize_cases(seed)
+    out = np.zeros(x.size, np.int8)
+    ck.lib.edgec_log_softmax_s8(ctypes.byref(make("edgec_log_softmax_params", p)), ptr(et), ptr(lt), ptr(x), ptr(out))
+    want = softmax.log_softmax_s8(p, et, lt, x)
+    assert np.array_equal(out, want)
+    z = x.reshape(3, -1).astype(np.float64) * s_in           # and it is a log-softmax
+    ref = z - z.max(1, keepdims=True) - np.log(np.exp(z - z.max(1, keepdims=True)).sum(1, keepdims=True))
+    assert np.max(np.abs((want.reshape(3, -1).astype(np.float64) - 60) * s_out - np.clip(ref, (-128 - 60) * s_out, 0))) \
+        <= s_out + 0.01

@@ -1,0 +1,135 @@
+"""The layout the code promises (docs/design.md): no import cycles in edgec/ (module-level or inside
+functions), no module over 500 lines, no history names (`_ext`), one home per operator (a canonical op
+kind's name appears as a string only in its own edgec/ops module), and tests that mirror the code: no test
+module imports another (shared helpers live in conftest.py or in modules named after what they hold:
+ckernels.py, synthetic_models.py, faulty_serial.py)."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from edgec.ops.registry import MODULES, REGISTRY
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+PKG = REPO / "edgec"
+MAX_LINES = 500
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for p in PKG.rglob("*.py"):
+        name = ".".join(p.relative_to(REPO).with_suffix("").parts)
+        mods[name[: -len(".__init__")] if name.endswith(".__init__") else name] = p
+    return mods
+
+
+def _imports(mods: dict[str, Path]) -> dict[str, set[str]]:
+    graph = {m: set() for m in mods}
+    for m, p in mods.items():
+        pkg = m if p.name == "__init__.py" else m.rsplit(".", 1)[0]
+        for n in ast.walk(ast.parse(p.read_text())):
+            if isinstance(n, ast.Import):
+                targets = [a.name for a in n.names]
+            elif isinstance(n, ast.ImportFrom):
+                base = n.module or ""
+                if n.level:
+                    parts = pkg.split(".")[: len(pkg.split(".")) - (n.level - 1)]
+                    base = ".".join(parts + ([base] if base else []))
+                targets = [base] + [f"{base}.{a.name}" for a in n.names]
+            else:
+                continue
+            for t in targets:
+                while t and t not in mods:
+                    t = t.rsplit(".", 1)[0] if "." in t else ""
+                if t and t != m and not (m.startswith(t + ".") and mods[t].name == "__init__.py"):
+                    graph[m].add(t)
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(v):
+        state[v] = 1
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if state.get(w) == 1:
+                return stack[stack.index(w):] + [w]
+            if w not in state:
+                found = visit(w)
+                if found:
+                    return found
+        stack.pop()
+        state[v] = 2
+        return None
+    for v in sorted(graph):
+        if v not in state:
+            found = visit(v)
+            if found:
+                return found
+    return None
+
+
+def test_no_import_cycles():
+    cycle = _cycle(_imports(_modules()))
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_modules_are_short():
+    long = {str(p.relative_to(REPO)): n for p in PKG.rglob("*.py") if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+def test_no_history_names():
+    bad = [str(p.relative_to(REPO)) for d in ("edgec", "runtime_c", "tests", "templates") for p in (REPO / d).rglob("*")
+           if re.search(r"_ext\b|_ext\.|_new\b|part2", p.name)]
+    assert not bad, bad
+
+
+def test_one_home_per_operator():
+    """A kind's string literal is named by its own family module only (stages ask the registry)."""
+    home = {d.kind: Path(m.__file__).resolve() for m in MODULES for d in m.OPS}
+    assert set(home) == set(REGISTRY)
+    found = {}
+    for p in PKG.rglob("*.py"):
+        text = p.read_text()
+        for kind, own in home.items():
+            if p.resolve() != own and re.search(rf"""["']{re.escape(kind)}["']""", text):
+                found.setdefault(kind, []).append(str(p.relative_to(REPO)))
+    assert not found, f"op kinds named outside their ops module: {found}"
+
+
+def test_checker_finds_a_cycle():
+    """The cycle finder itself: a made-up graph with a cycle through three modules is caught."""
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def _test_module_imports(path: Path) -> list[str]:
+    """'line N: module' for every import of a test_* module in a file."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module] if node.module else [a.name for a in node.names]   # `from . import x`
+        else:
+            continue
+        found += [f"line {node.lineno}: {n}" for n in names if n.split(".")[0].startswith("test_")]
+    return found
+
+
+def test_no_test_module_imports_another_test_module():
+    offenders = {str(p.relative_to(TESTS)): hits for p in sorted(TESTS.rglob("*.py"))
+                 if "__pycache__" not in p.parts and (hits := _test_module_imports(p))}
+    assert offenders == {}, ("move shared helpers into a non-test module (conftest.py or a module named "
+                             f"after what it holds) instead of importing a test module: {offenders}")
+
+
+def test_checker_finds_a_test_module_import(tmp_path):
+    bad = tmp_path / "helper.py"
+    bad.write_text("import os\nfrom test_cli import edgec\nimport test_link as L\n")
+    assert _test_module_imports(bad) == ["line 2: test_cli", "line 3: test_link"]
