@@ -299,6 +299,14 @@ typedef struct {
 } edgec_reduce_params;
 void edgec_reduce_s8(const edgec_reduce_params *p, const int8_t *input, int8_t *output);
 
+/* ================================================================ running sum
+ * edgec_cumsum.c: out[k] = sum of (x[j] - input_zp) for j <= k (j < k: exclusive; j >= k: reverse) along n of
+ * [outer][n][inner], requantized (Q31 mult + shift), plus output_zp, clamped to [act_min, act_max] */
+typedef struct {
+    int32_t outer, n, inner, exclusive, reverse, input_zp, mult, shift, output_zp, act_min, act_max;
+} edgec_cumsum_params;
+void edgec_cumsum_s8(const edgec_cumsum_params *p, const int8_t *input, int8_t *output);
+
 /* ================================================================ resize
  * edgec_resize.c */
 

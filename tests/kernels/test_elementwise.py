@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ckernels import act, eq, i8, i8_uniform, make, ptr
-from edgec.ops import elementwise
+
 from edgec.ops import binary
 from edgec.ops import lut
 from edgec.quant import scheme
@@ -40,7 +40,7 @@ def test_lut(ck, seed):
     count, inner, outer = int(r.integers(1, 5)), int(r.integers(1, 6)), int(r.integers(1, 4))
     p = dict(n=count * inner * outer, count=count, inner=inner)
     fn = ["sigmoid", "tanh", "mul_c", "prelu", "exp"][seed % 5]
-    table = elementwise.table(fn, {}, r.standard_normal(count), 0.05, int(r.integers(-20, 20)), 0.02, -3)
+    table = lut.table(fn, {}, r.standard_normal(count), 0.05, int(r.integers(-20, 20)), 0.02, -3)
     x = i8_uniform(r, p["n"])
     out = np.zeros(p["n"], np.int8)
     ck.lib.edgec_lut_s8(ctypes.byref(make("edgec_lut_params", p)), ptr(table), ptr(x), ptr(out))
