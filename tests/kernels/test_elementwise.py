@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from ckernels import act, eq, i8, i8_uniform, make, ptr
-
 from edgec.ops import binary
 from edgec.ops import lut
 from edgec.quant import scheme
