@@ -33,7 +33,6 @@ from edgec.pipeline import quiet as _quiet
 from edgec.targets.build_folder import REPORT, check_hello, load_build
 
 
-
 def write_quant_report(result: ptq.QuantResult, options: ptq.QuantOptions, folder: Path, title: str) -> dict:
     """quant.json, sensitivity.json and sensitivity.svg in `folder`; returns the build report's entry."""
     (folder / "quant.json").write_text(json.dumps(result.to_json(options), indent=1))
@@ -107,7 +106,7 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
 
 def export(model_path: str | Path, calib_path: str | Path, board: str, fmt: str, outdir: str | Path,
            log: Log = _quiet, options: ptq.QuantOptions | None = None) -> dict:
-    """Model + calibration data -> a self-contained model library for `board` (see edgec/export.py)."""
+    """Model + calibration data -> a self-contained model library for `board` (see edgec/codegen/export.py)."""
     from edgec.codegen.export import export as export_library
 
     return export_library(model_path, calib_path, board, fmt, outdir, log=log, options=options)
@@ -142,7 +141,7 @@ def bench(outdir: str | Path, data_path: str | Path, limit: int | None = None, p
     """Run the test data on the device: accuracy or error, agreement with the INT8 reference, latency,
     memory and link statistics; with profile, time per layer; with compare_layers (and automatically
     when a device output differs from the reference) the first layer whose output differs.
-    With report_dir, also write bench-report.json and report.html there (edgec/bench.py, edgec/report.py)."""
+    With report_dir, also write bench-report.json and report.html there (edgec/bench/runner.py, edgec/bench/report.py)."""
     from edgec.bench import runner as bench_stage
 
     result = bench_stage.run(outdir, data_path, limit=limit, port=port, profile=profile,

@@ -3,7 +3,7 @@ library ships.
 
 runtime_c/edgec_nn.h is the one source of the kernels' parameter layouts: `struct_fields` reads its
 `typedef struct { int32_t a, b, c[EDGEC_RANK]; ... } name;` definitions (with the header's `#define`
-constants) into ordered field lists, for the generated C's initializers (ops_ext) and the tests' ctypes
+constants) into ordered field lists, for the generated C's initializers (edgec/ops/cemit.py) and the tests' ctypes
 structures. `library_files` lists the runtime files a model library carries: edgec_nn.h, every kernel family
 file (int8 and int16 kernels together; the linker drops what a model does not call) and the fast kernels in
 fast/, plus harness files the caller names (the arena guard), copied flat. The firmware harness (serial link,

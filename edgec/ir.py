@@ -68,7 +68,7 @@ class Graph:
     output: str
     input_onnx_shape: tuple[int, ...] = ()
     output_onnx_shape: tuple[int, ...] = ()
-    # ONNX value -> (scale, zero point) given by the model itself (a QDQ model, edgec/qdq.py): quantize
+    # ONNX value -> (scale, zero point) given by the model itself (a QDQ model, edgec/frontend/qdq.py): quantize
     # takes these instead of calibrated ranges
     fixed_qparams: dict[str, tuple[float, int]] = field(default_factory=dict)
 

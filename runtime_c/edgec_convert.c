@@ -1,5 +1,5 @@
 /* edgec type conversions, portable C99: int8 <-> int16 at the boundaries of 16x8 layers. Bit-exact with
- * edgec/kernels_ref_s16.py. */
+ * edgec/ops/convert.py. */
 #include "edgec_nn.h"
 
 void edgec_requantize_s8_s16(int32_t n, const int8_t *input, int32_t input_zp, int32_t mult, int32_t shift,

@@ -1,5 +1,5 @@
 /* edgec fully connected layers and matrix products, portable C99: int8 and 16x8. Bit-exact with
- * edgec/kernels_ref.py, kernels_ext.py and kernels_ref_s16.py. */
+ * edgec/ops/dense.py. */
 #include "edgec_nn.h"
 
 void edgec_fully_connected_s8(const edgec_fully_connected_params *p, const int8_t *input, const int8_t *weights,

@@ -5,13 +5,13 @@
  * and its fast variants in the file of the same family in fast/ (fast/edgec_conv_fast.c, ...).
  *
  * Numerics follow the TFLite / TFLM reference kernels and are bit-exact with the NumPy twins
- * (edgec/kernels_ref.py, kernels_ext.py, kernels_ref_s16.py; the fast kernels with the same functions via
- * edgec/fastkernels.py). Activations are contiguous and without a batch dimension, NHWC for images; int8
+ * (the twins in the family modules of edgec/ops/; the fast kernels with the same functions via
+ * edgec/codegen/lowering.py). Activations are contiguous and without a batch dimension, NHWC for images; int8
  * unless the kernel's name ends in _s16 (16x8: int16 activations with zero point 0, int8 weights, int64
  * bias). Parameter structs are passed by const pointer so generated code can keep them `static const` (in
  * flash); their fields are all int32_t, and edgec/cheader.py reads their layout from this file.
  *
- * The fast kernels (fast/, chosen per op at build time by edgec/fastkernels.py) move work to build time: the
+ * The fast kernels (fast/, chosen per op at build time by edgec/codegen/lowering.py) move work to build time: the
  * input zero point is folded into the bias (padded taps read the zero point itself), weights are
  * padded/reordered for the inner loops, and requantization uses one record per output channel (edgec_rq)
  * that turns TFLite's two rounding steps into one 64-bit multiply-add and a shift. Two inner-loop paths,
@@ -20,11 +20,11 @@
  *   - portable C (Cortex-M0/M3, RISC-V, host), blocked the same way.
  * Define EDGEC_EMULATE_DSP to run the DSP path on any compiler with C emulations of the intrinsics
  * (tests), EDGEC_NO_DSP to force the portable path on a DSP core.
- * Their layouts (all built by edgec/fastkernels.py; words are little-endian):
+ * Their layouts (all built by edgec/codegen/lowering.py; words are little-endian):
  *   conv   weights [out_c][k4] int8, k4 = k_h*k_w*in_c rounded up to 4, zero padded
  *   fc     weights in blocks of 4 rows: [block][k4/4][row 0..3][4 int8], remaining rows [row][k4]
  *   dw3x3  weights [c][3][3] int16, in the kernel's sweep orientation (see edgec_depthwise_conv2d_3x3_params)
- * Scratch memory (planned into the arena): see edgec/fastkernels.py scratch_bytes(). */
+ * Scratch memory (planned into the arena): see edgec/codegen/lowering.py scratch_bytes(). */
 #ifndef EDGEC_NN_H
 #define EDGEC_NN_H
 
@@ -106,7 +106,7 @@ static inline int32_t edgec_tap_end(int32_t origin, int32_t dil, int32_t size, i
 /* Requantization of one output channel by the fast kernels: with acc the int32 accumulator (bias included),
  *   out = (((2*acc*mult + khi * 2^32 + 2^31) >> 32) + (acc < 0 ? neg : 0)) >> shift
  * (one SMMLAR, an AND/ADD and a shift on Arm), equal to TFLite's MultiplyByQuantizedMultiplier plus
- * the output zero point for the multipliers fastkernels.py accepts; neg is -1 if shift > 0, else 0. */
+ * the output zero point for the multipliers edgec/ops/fast.py accepts; neg is -1 if shift > 0, else 0. */
 typedef struct {
     int32_t bias, mult, khi, neg, shift;
 } edgec_rq;

@@ -1,4 +1,4 @@
-/* edgec pooling, portable C99. Bit-exact with edgec/kernels_ref.py. */
+/* edgec pooling, portable C99. Bit-exact with edgec/ops/pool.py. */
 #include "edgec_nn.h"
 
 void edgec_max_pool_s8(const edgec_pool_params *p, const int8_t *input, int8_t *output)

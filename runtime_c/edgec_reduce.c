@@ -1,4 +1,4 @@
-/* edgec reductions, portable C99. Bit-exact with edgec/kernels_ext.py. */
+/* edgec reductions, portable C99. Bit-exact with edgec/ops/reduce.py. */
 #include "edgec_nn.h"
 
 void edgec_reduce_s8(const edgec_reduce_params *p, const int8_t *input, int8_t *output)

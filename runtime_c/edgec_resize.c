@@ -1,4 +1,4 @@
-/* edgec resize, portable C99. Bit-exact with edgec/kernels_ext.py. */
+/* edgec resize, portable C99. Bit-exact with edgec/ops/resize.py. */
 #include "edgec_nn.h"
 
 void edgec_resize_linear_s8(const edgec_resize_params *p, const int32_t *idx, const int32_t *frac,

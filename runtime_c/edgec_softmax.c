@@ -1,4 +1,4 @@
-/* edgec softmax and log-softmax, portable C99. Bit-exact with edgec/kernels_ref.py and kernels_ext.py. */
+/* edgec softmax and log-softmax, portable C99. Bit-exact with edgec/ops/softmax.py. */
 #include "edgec_nn.h"
 
 /* The largest value m of one row of cols values and the sum of exp_table[m - x[i]] over the row

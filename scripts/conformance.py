@@ -62,7 +62,7 @@ def write_doc(path: Path, results, cases, with_c: bool, elapsed: float) -> None:
         "Do not edit by hand: run the script again.",
         "",
         "Each case output is run (a) through edgec's float interpreter of its canonical graph "
-        f"(`edgec/floatref.py`; tolerance rtol {C.FLOAT_RTOL}, atol {C.FLOAT_ATOL} or the case's own if "
+        f"(`edgec/quant/floatref.py`; tolerance rtol {C.FLOAT_RTOL}, atol {C.FLOAT_ATOL} or the case's own if "
         "larger) and (b) in INT8, calibrated on the case's own input: the NumPy integer reference must be within "
         f"{C.INT8_SCALES:g} output quantization steps or {C.INT8_RANGE:.0%} of the output's range of the case's "
         "output" + (", and the generated C, compiled for this host with gcc -Wall -Wextra -Werror, must equal the "
@@ -73,7 +73,7 @@ def write_doc(path: Path, results, cases, with_c: bool, elapsed: float) -> None:
         "packed into one input and sliced apart inside the model; a case with several outputs runs once per output.",
         "",
         f"{', '.join(sorted(EXPANDED))} are built from the function bodies ONNX defines for them "
-        "(`edgec/functions.py`): INT8 runs each of their elementary operators with its own quantization, so they "
+        "(`edgec/frontend/functions.py`): INT8 runs each of their elementary operators with its own quantization, so they "
         "are coarser than a fused kernel would be.",
         "",
         "## Supported operators",

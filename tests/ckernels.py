@@ -3,7 +3,7 @@
 `build_library` compiles every runtime file (runtime_c/*.c and fast/) plus a shim exporting the header's inline
 requantization helpers into one shared library, warning-free and under UBSan; the session fixture `ck`
 (tests/conftest.py) holds it as a `CKernels`, whose methods have the NumPy twins' signatures
-(edgec/kernels_ref.py) and whose `.lib` calls any kernel directly. Parameter structs are built from the
+(edgec/ops/) and whose `.lib` calls any kernel directly. Parameter structs are built from the
 layout edgec_nn.h itself declares (edgec/cheader.py). Below: the random cases the families' tests share.
 """
 from __future__ import annotations
@@ -79,7 +79,7 @@ def ptr(a):
 
 
 class CKernels:
-    """ctypes front-end with the same signatures as kernels_ref."""
+    """ctypes front-end with the same signatures as the NumPy twins (edgec/ops/)."""
 
     def __init__(self, path):
         self.lib = ctypes.CDLL(str(path))

@@ -1,4 +1,4 @@
-"""The arena guard (edgec/guard.py, `edgec build --arena-guard`): canaries around the arena and every planned
+"""The arena guard (edgec/plan/guard.py, `edgec build --arena-guard`): canaries around the arena and every planned
 buffer, checked after every layer. A correct plan runs bit-exact with the guard on; a deliberately wrong plan
 (a buffer planned too small, two live buffers overlapping) is caught at the layer that overran, and the host
 names that layer."""

@@ -1,4 +1,4 @@
-"""`--method auto` per tensor (edgec/autorange.py) and `auto-model`: the greedy search starts from the
+"""`--method auto` per tensor (edgec/quant/autorange.py) and `auto-model`: the greedy search starts from the
 best single method, keeps only changes that help on held-out samples, records its choice per tensor,
 and respects its time budget."""
 from __future__ import annotations

@@ -58,7 +58,7 @@ def test_earlier_findings_are_refused(worker, case):
 
 
 # Findings that were refused once (onnxruntime had no kernel for the declared old opset) and build since models
-# below opset 11 are converted with onnx's version converter (edgec/opsets.py).
+# below opset 11 are converted with onnx's version converter (edgec/frontend/opsets.py).
 CONVERTED = ["kws_dscnn_fp32/opset/1685372452", "ad_fc_autoencoder_fp32/opset/1621709875"]
 
 

@@ -159,7 +159,7 @@ def test_int8_models_do_not_link_the_s16_kernels(files, tmp_path):
     g = _quantize(path, calib, samples=0).graph
     codegen.generate(g, planner.plan(g), tmp_path, g.name)
     assert "s16" not in (tmp_path / f"{g.name}.c").read_text()
-    xq = quantize.quantize_input(g.tensors[g.input], np.load(test)["x"][:2])
+    xq = scheme.quantize_input(g.tensors[g.input], np.load(test)["x"][:2])
     run_generated_c(tmp_path, g.name, xq.reshape(len(xq), -1), g.tensors[g.output].size,
                     flags=("-O2", "-ffunction-sections", "-fdata-sections", "-Wl,--gc-sections"))
     symbols = subprocess.run(["nm", str(tmp_path / "driver_gcc")], capture_output=True, text=True, check=True).stdout

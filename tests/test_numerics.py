@@ -1,4 +1,4 @@
-"""Numeric edge cases detected at build time (edgec/numerics.py and the checks along the pipeline): constant
+"""Numeric edge cases detected at build time (edgec/quant/numerics.py and the checks along the pipeline): constant
 calibration tensors, NaN/Inf in data or weights, multipliers out of range, int32 accumulator overflow risk,
 dead channels. Each is a one-line EdgecError naming the node/tensor/file, or a warning in the build report."""
 from __future__ import annotations

@@ -334,7 +334,7 @@ def test_many_branches_use_the_beam_and_stay_valid():
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_graphs())
 def test_random_graphs_with_the_arena_guard_keep_canaries_private(g):
-    """Arena guard layout (edgec/guard.py): every buffer, scratch and in-place outputs included, owns GUARD bytes
+    """Arena guard layout (edgec/plan/guard.py): every buffer, scratch and in-place outputs included, owns GUARD bytes
     on either side that no buffer alive at the same time touches, and the arena's own canaries touch nothing."""
     from edgec.plan import guard
     g.ops = planner.schedule(g)

@@ -1,5 +1,5 @@
 """QDQ models: a model quantized by ONNX Runtime's quantize_static (QDQ format) or exported by PyTorch with
-QuantizeLinear/DequantizeLinear keeps its own scales and zero points in edgec (edgec/qdq.py)."""
+QuantizeLinear/DequantizeLinear keeps its own scales and zero points in edgec (edgec/frontend/qdq.py)."""
 from __future__ import annotations
 
 import numpy as np

@@ -68,7 +68,7 @@ def plots(result: dict, build_dir: Path) -> list[dict]:
 
 
 def _memory_plot(build_dir: Path) -> dict:
-    """The build's picture of the arena over time (memory.svg, drawn by edgec/memory_report.py)."""
+    """The build's picture of the arena over time (memory.svg, drawn by edgec/plan/memory_report.py)."""
     plot = {"id": "memory", "title": "Memory over time (arena plan)", "svg": None}
     svg_file = build_dir / "memory.svg"
     if svg_file.is_file():

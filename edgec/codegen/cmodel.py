@@ -88,7 +88,7 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str) -> list[Path]:
                input_shape=list(graph.input_onnx_shape), output_shape=list(graph.output_onnx_shape),
                macs=graph_macs(graph), guards=[], guard_status=guard.STATUS_BASE)
     harness = []
-    if plan.guard_bytes:   # the arena guard's debug build (edgec/guard.py)
+    if plan.guard_bytes:   # the arena guard's debug build (edgec/plan/guard.py)
         ctx["guards"] = guard.regions(graph, plan)
         for k, op in enumerate(ops):    # paint what comes to life after the previous layer, up to this one
             op["paint_from"] = ops[k - 1]["index"] + 1 if k else -1

@@ -79,7 +79,7 @@ class _Canonicalizer:
                 self.readers.setdefault(i, []).append(node)
         for o in model.graph.output:
             self.uses.setdefault(o.name, []).append("<graph output>")
-        self.qdq = qdq.info(model)            # a QDQ model's own quantization (edgec/qdq.py)
+        self.qdq = qdq.info(model)            # a QDQ model's own quantization (edgec/frontend/qdq.py)
         self.graph.fixed_qparams = {k: (float(s), int(z)) for k, (s, z) in self.qdq["activations"].items()}
         self.problems: list[Problem] = []     # nodes edgec cannot build (see _node_or_problem)
         self.poisoned: set[str] = set()       # values downstream of a problem, shape unknown

@@ -3,7 +3,7 @@
 The cases are the ones the installed onnx package defines (onnx.backend.test.case.node, the
 source of onnx/backend/test/data/node/*/: some wheels ship only the definitions, so they are
 generated in memory). Each case runs twice:
-  (a) float: edgec's canonical graph through edgec/floatref.py vs the case's outputs;
+  (a) float: edgec's canonical graph through edgec/quant/floatref.py vs the case's outputs;
   (b) int8: calibrated on the case's own inputs, quantized, run by the NumPy integer reference
       (compared with the case's outputs to quantization tolerance) and, when `c_dir` is given,
       as generated C compiled for this host, which must equal the reference bit for bit.

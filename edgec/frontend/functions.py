@@ -4,7 +4,7 @@ Many newer operators (LayerNormalization, RMSNormalization, CenterCropPad, ...) 
 function of older ones (onnx.defs: a function body, or one built for the node's attributes and input
 types). When edgec has no canonicalization of its own for such a node and every operator of its body
 is one edgec has, the node is replaced by its body before canonicalization: the shape computations in
-it are then folded (edgec/fold.py) and the rest runs as usual. A node whose body needs operators edgec
+it are then folded (edgec/frontend/fold.py) and the rest runs as usual. A node whose body needs operators edgec
 lacks stays as it is, and is reported under its own name.
 """
 from __future__ import annotations

@@ -1,13 +1,10 @@
-"""Elementwise ops of two tensors: add (same shapes, TFLite's int8 Add, may run in place) and binary
-(broadcasting add/sub/max/min/mul/div over up to 6 dimensions, one operand may be a constant); kernels in
-runtime_c/edgec_elementwise.c, the fast add in runtime_c/fast/edgec_elementwise.c.
+"""Elementwise ops of two operands: `add` (two tensors of one shape, TFLite's int8 Add; may run in place) and
+`binary` (broadcasting add/sub/mul/div/max/min over up to 6 dimensions, of two tensors or of a tensor and a
+stored constant); kernels in runtime_c/edgec_elementwise.c, the fast add in runtime_c/fast/.
 
-Elementwise ops of two operands: `add` (two tensors of one shape) and `binary` (broadcasting
-add/sub/mul/div/max/min of two tensors, or of a tensor and a stored constant).
-
-A constant operand that is one number, or varies along one axis only, becomes a `lut` instead (one
-table per value); a constant Add after a Conv/Gemm becomes its bias; x * Sigmoid(x) and
-x * HardSigmoid(x) fuse into the Sigmoid's table (SiLU, HardSwish).
+A constant operand that is one number, or varies along one axis only, becomes a `lut` instead (one table per
+value); a constant Add after a Conv/Gemm becomes its bias; x * Sigmoid(x) and x * HardSigmoid(x) fuse into the
+Sigmoid's table (SiLU, HardSwish).
 """
 from __future__ import annotations
 

@@ -1,13 +1,10 @@
-"""Convolutions: conv2d (OHWI weights), depthwise_conv2d ([k_h][k_w][c] weights, depth multiplier) and
-group_conv2d, int8 and (conv2d, depthwise) TFLite 16x8; kernels in runtime_c/edgec_conv.c, fast ones in
-runtime_c/fast/edgec_conv.c (im2col conv, depthwise 3x3).
+"""Convolutions over channels-last tensors: `conv2d` (OHWI weights), `depthwise_conv2d` ([k_h][k_w][c] weights,
+depth multiplier) and `group_conv2d`, int8 and (conv2d, depthwise) TFLite 16x8; 1-D convolutions run as 2-D ones
+of height 1. Kernels in runtime_c/edgec_conv.c, the fast ones (im2col conv, depthwise 3x3) in runtime_c/fast/.
 
-Convolutions: `conv2d`, `depthwise_conv2d` and `group_conv2d` over channels-last tensors (1-D
-convolutions run as 2-D ones of height 1).
-
-Conv and ConvTranspose (zero insertion by a remap, then a stride-1 convolution with the flipped kernel)
-go through one emission that decides the kind from the groups. BatchNormalization folds into the
-Conv/Gemm before it, or becomes a 1x1 depthwise convolution (per-channel tables over a batch).
+Conv and ConvTranspose (zero insertion by a remap, then a stride-1 convolution with the flipped kernel) go through
+one emission that decides the kind from the groups. BatchNormalization folds into the Conv/Gemm before it, or
+becomes a 1x1 depthwise convolution (per-channel tables over a batch). The window helpers here serve pooling too.
 """
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""requantize: the conversion between an int8 tensor and its int16 twin where a 16x8 layer (--int16,
+"""`requantize`: the conversion between an int8 tensor and its int16 twin where a 16x8 layer (--int16,
 edgec/quant/int16.py) meets int8 ones (TFLite's Requantize, Q31 multiplier + shift); kernels in
 runtime_c/edgec_convert.c.
 
-Type conversions and build-time-only operators: a float Cast / CastLike is the tensor itself; Range and
-ConstantOfShape are computed at build time when their inputs are constants (and refused otherwise);
+Also the ONNX type conversions and build-time-only operators: a float Cast / CastLike is the tensor itself; Range
+and ConstantOfShape are computed at build time when their inputs are constants (and refused otherwise);
 QuantizeLinear / DequantizeLinear of computed tensors are refused (a QDQ model's pairs are stripped by
 edgec/frontend/qdq.py before canonicalization).
 """

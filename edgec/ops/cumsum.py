@@ -60,8 +60,7 @@ def c_cumsum(op: Op, site: CallSite) -> str:
     return cemit.with_params("edgec_cumsum_params", op.params, f"edgec_cumsum_s8(&p, {site.inputs[0]}, {site.output});")
 
 
-OPS = [OpDef("cumsum", "cumsum", quantize_cumsum, run_cumsum, float_cumsum, c_cumsum, code_bytes=300,
-             doc="ONNX CumSum")]
+OPS = [OpDef("cumsum", "cumsum", quantize_cumsum, run_cumsum, float_cumsum, c_cumsum, code_bytes=300)]
 
 
 # ---- ONNX import

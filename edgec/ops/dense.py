@@ -1,9 +1,6 @@
-"""Dense layers: fully_connected (one row, [out][in] weights), fully_connected_rows (the same weights on
-several rows) and matmul (two activations), int8 and (fully_connected) TFLite 16x8; kernels in
-runtime_c/edgec_fully_connected.c, the fast one in runtime_c/fast/edgec_fully_connected.c.
-
-Matrix products: `fully_connected` (one row x a constant weight matrix), `fully_connected_rows`
-(many rows x constant weights) and `matmul` (two activations, batched). A Flatten of a channels-last
+"""Matrix products: `fully_connected` (one row x constant [out][in] weights), `fully_connected_rows` (many rows x
+the same weights) and `matmul` (two activations, batched), int8 and (fully_connected) TFLite 16x8; kernels in
+runtime_c/edgec_fully_connected.c, the fast fully connected one in runtime_c/fast/. A Flatten of a channels-last
 tensor feeding a Gemm/MatMul permutes the weight columns instead of moving the data.
 """
 from __future__ import annotations

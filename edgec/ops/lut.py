@@ -1,16 +1,12 @@
-"""lut: any elementwise int8 -> int8 function as 256-entry tables computed at build time (one table, or one
-per index of an axis: per-channel constants, PRelu); kernel in runtime_c/edgec_elementwise.c.
+"""`lut`: any elementwise int8 -> int8 function as 256-entry tables computed at build time (one table, or one per
+index of an axis: per-channel constants, PRelu); kernel in runtime_c/edgec_elementwise.c.
 
-The `lut` kind: any elementwise function of one tensor, run as int8 lookup tables.
-
-FUNCTIONS holds the float definition of every such function; the ONNX import below makes tables of
-every unary activation (Sigmoid, Tanh, Gelu, LeakyRelu...), a Relu/Clip with no producer to fuse into,
-and, with at most a per-axis constant, x (op) constant, PRelu and an unfoldable BatchNorm.
-
-Each entry is f(x, c, **params) on float64 arrays, where c is the per-index constant of a
-per-axis table (PRelu slopes, a per-channel Add/Mul operand...) or None. The same function
-builds the 256-entry tables (edgec/quantize_ext.py) and runs the float reference
-(edgec/floatref.py), so both describe one computation.
+FUNCTIONS holds the float definition of every such function: f(x, c, **params) on float64 arrays, where c is the
+per-index constant of a per-axis table (PRelu slopes, a per-channel Add/Mul operand...) or None. The same function
+builds the tables (`table`) and runs the float reference (`float_lut`), so both describe one computation. The
+ONNX import makes tables of every unary activation (Sigmoid, Tanh, Gelu, LeakyRelu...), of a Relu/Clip with no
+producer to fuse into, and, with at most a per-axis constant, of x (op) constant, PRelu and an unfoldable
+BatchNorm.
 """
 from __future__ import annotations
 

@@ -68,4 +68,3 @@ class OpDef:
     bias_correction: bool = False                # --bias-correction corrects its bias (weighted ops)
     equalize: Equalize | None = None             # cross-layer equalization (--equalize) of its weights
     code_bytes: int = 1024                       # estimate of its kernel's code (fit check before building)
-    doc: str = ""

@@ -1,9 +1,7 @@
-"""Pooling: max_pool and avg_pool over [h][w][c] windows (1-D and 2-D), keeping the input's quantization;
-kernels in runtime_c/edgec_pool.c, the global average pool's fast kernel in runtime_c/fast/edgec_pool.c.
-
-Pooling: `max_pool` and `avg_pool` windows over channels-last tensors (1-D pools run as 2-D ones of
-height 1). Global pools and a ReduceMean over the spatial axes are pools of the whole plane; an
-AveragePool that counts its padding pads explicitly first (a remap).
+"""Pooling: `max_pool` and `avg_pool` windows over channels-last tensors (1-D pools run as 2-D ones of height 1),
+keeping the input's quantization; kernels in runtime_c/edgec_pool.c, the global average pool's fast one in
+runtime_c/fast/. Global pools and a ReduceMean over the spatial axes are pools of the whole plane; an AveragePool
+that counts its padding pads explicitly first (a remap).
 """
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""reduce: sum/mean, max, min, argmax, argmin over the middle axis of [outer][n][inner]; kernel in
-runtime_c/edgec_reduce.c. Argmax/argmin outputs are indices (scale 1, zero point 0).
-
-Reductions: `reduce` (sum, mean, max, min, argmax, argmin over any axes), brought to one run of
-contiguous axes (outer x n x inner) by a layout change when needed. ReduceL1 and ReduceSumSquare are
-a table (abs, square) and a sum.
+"""`reduce`: sum, mean, max, min, argmax, argmin over the middle axis of [outer][n][inner] (any ONNX axes, brought to
+one run of contiguous axes by a layout change when needed); kernel in runtime_c/edgec_reduce.c. Argmax/argmin
+output indices (scale 1, zero point 0). ReduceL1 and ReduceSumSquare are a table (abs, square) and a sum.
 """
 from __future__ import annotations
 

@@ -34,13 +34,6 @@ DRIVER_OPS = {"Constant", "Shape"}     # the canonicalizer handles these itself 
 SUPPORTED_OPS = frozenset(IMPORTERS) | DRIVER_OPS
 
 
-def get(kind: str) -> OpDef:
-    try:
-        return REGISTRY[kind]
-    except KeyError:
-        raise ValueError(f"no operator '{kind}' in the registry") from None
-
-
 # per-kind tables the stages use, derived from the registry
 ALIAS_OPS = frozenset(k for k, d in REGISTRY.items() if d.alias)
 IN_PLACE_OPS = frozenset(k for k, d in REGISTRY.items() if d.in_place)

@@ -1,10 +1,7 @@
-"""resize_linear: separable (bi)linear resize of [h][w][c], weights in Q10; kernel in runtime_c/edgec_resize.c.
-(Nearest-neighbour resizes are remaps, edgec/ops/movement.py.)
-
-Resize / Upsample: nearest becomes a `remap` (an index map), linear over the two spatial axes of an
-NCHW tensor a `resize_linear` (two source rows and columns and their weights per output pixel). The
-coordinates come from running the node itself (onnx's reference) on index values, so every
-coordinate_transformation_mode and rounding mode means what ONNX says.
+"""Resize / Upsample: nearest becomes a `remap` (an index map, edgec/ops/movement.py); linear over the two spatial
+axes of an NCHW tensor a `resize_linear` (two source rows and columns and their Q10 weights per output pixel;
+kernel in runtime_c/edgec_resize.c). The coordinates come from running the node itself (onnx's reference) on
+index values, so every coordinate_transformation_mode and rounding mode means what ONNX says.
 """
 from __future__ import annotations
 

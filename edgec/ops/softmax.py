@@ -1,8 +1,6 @@
-"""softmax and log_softmax over the last axis of [rows][cols], with a build-time exp table (edgec's LUT
-softmax, output fixed at scale 1/256 and zero point -128 like TFLite's); kernels in runtime_c/edgec_softmax.c.
-
-Softmax and LogSoftmax (`softmax`, `log_softmax`): rows x cols with the reduced axes innermost,
-brought there by a layout change when they are not.
+"""`softmax` and `log_softmax` over the last axis of [rows][cols] (the reduced axes brought innermost by a layout
+change when they are not), with a build-time exp table: edgec's LUT softmax, output fixed at scale 1/256 and zero
+point -128 like TFLite's; kernels in runtime_c/edgec_softmax.c.
 """
 from __future__ import annotations
 

@@ -68,7 +68,7 @@ class Plan:
     method: str = ""              # which heuristic (or the exact search) gave the offsets
     optimal: bool = False         # arena_bytes is proven minimal for this order and these buffers
     planning_s: float = 0.0
-    guard_bytes: int = 0          # arena guard (edgec/guard.py): canary bytes before and after every buffer
+    guard_bytes: int = 0          # arena guard (edgec/plan/guard.py): canary bytes before and after every buffer
 
     def live_bytes(self, n_ops: int) -> list[int]:
         """Bytes live at each op index 0..n_ops-1 (before alignment)."""
@@ -399,7 +399,7 @@ def place(bufs: list[Buffer], exact: bool = True, guard: int = 0) -> tuple[int, 
 
 def plan(graph: Graph, exact: bool = True, guard: int = 0) -> Plan:
     """The memory plan of the graph in its current op order (see `schedule` to choose the order).
-    guard > 0: the arena guard's layout (edgec/guard.py): `guard` canary bytes at both ends of the arena
+    guard > 0: the arena guard's layout (edgec/plan/guard.py): `guard` canary bytes at both ends of the arena
     and before and after every buffer, private to the buffer while it lives."""
     start = time.perf_counter()
     best = None

@@ -3,8 +3,8 @@
     [cross-layer equalization] -> calibration statistics (streamed, cached) -> [bias correction, float
     variant] -> [int16 layers, edgec/int16.py] -> range method (minmax / percentile / entropy / mse;
     `auto-model`: the one whose INT8 output is closest to float on held-out calibration samples;
-    `auto`: that, then refined tensor by tensor, edgec/autorange.py) -> quantize -> [bias correction
-    on the quantized model's own activations, edgec/biascorr.py] -> [sensitivity report]
+    `auto`: that, then refined tensor by tensor, edgec/quant/autorange.py) -> quantize -> [bias correction
+    on the quantized model's own activations, edgec/quant/biascorr.py] -> [sensitivity report]
 """
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ class QuantResult:
     calib_seconds: float = 0.0
     cached: bool = False
     batch: int = 1
-    warnings: list[str] = field(default_factory=list)          # numeric hazards (edgec/numerics.py)
+    warnings: list[str] = field(default_factory=list)          # numeric hazards (edgec/quant/numerics.py)
 
     @property
     def label(self) -> str:
@@ -187,7 +187,7 @@ def _auto(graph: Graph, stats, options: QuantOptions, stream, own_ranges: dict, 
 
 
 def correct_bias(graph: Graph, samples: np.ndarray, per_channel: bool = True) -> None:
-    """The float variant of bias correction (edgec/biascorr.py), kept under its old name."""
+    """The float variant of bias correction (edgec/quant/biascorr.py), kept under its old name."""
     biascorr.correct_float(graph, samples, per_channel)
 
 

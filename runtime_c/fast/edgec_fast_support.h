@@ -2,7 +2,7 @@
  * DSP intrinsics they use (or C emulations of them), the one-multiply requantization and the int8 -> int16
  * widening of the dot products. C99; GCC/Clang attributes where available.
  * Right shifts of negative values are arithmetic (as on every compiler edgec supports: gcc, clang,
- * arm-none-eabi-gcc); signed accumulators never overflow (fastkernels.py checks the bound). */
+ * arm-none-eabi-gcc); signed accumulators never overflow (edgec/ops/fast.py checks the bound). */
 #ifndef EDGEC_FAST_SUPPORT_H
 #define EDGEC_FAST_SUPPORT_H
 

@@ -1,4 +1,4 @@
-/* edgec arena guard (debug builds, `edgec build --arena-guard`; see edgec/guard.py).
+/* edgec arena guard (debug builds, `edgec build --arena-guard`; see edgec/plan/guard.py).
  * Canary regions of the arena, each alive from op `first` to op `last` (op indices of the model's graph,
  * -1 = before the first op): edgec_guard_paint fills the regions that come to life, edgec_guard_intact
  * checks every region alive at an op after it ran. */

@@ -1,4 +1,4 @@
-/* edgec serial link, device side (see edgec_link.h and edgec/link.py). */
+/* edgec serial link, device side (see edgec_link.h and edgec/device/link.py). */
 #include "edgec_link.h"
 
 #include <setjmp.h>

@@ -2,7 +2,7 @@
  *
  * Frames are COBS-encoded and end with 0x00; decoded, a frame is
  *   [type u8][seq u8][payload 0..256][crc16 u16 LE]   (CRC-16/CCITT-FALSE over type, seq, payload)
- * The host side and the command list are in edgec/link.py. */
+ * The host side and the command list are in edgec/device/link.py. */
 #ifndef EDGEC_LINK_H
 #define EDGEC_LINK_H
 #include <stddef.h>

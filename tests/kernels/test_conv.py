@@ -126,7 +126,7 @@ def test_16x8_conv_is_far_closer_to_float_than_int8():
     p = dict(in_h=6, in_w=6, in_c=4, out_h=6, out_w=6, out_c=5, k_h=3, k_w=3, stride_h=1, stride_w=1, dil_h=1,
              dil_w=1, pad_top=1, pad_left=1, input_zp=0, output_zp=0, act_min=-32768, act_max=32767,
              depth_multiplier=1)
-    from edgec.ops.kernels_ref import _pad_windows
+    from edgec.ops.conv import pad_windows as _pad_windows
     tap = _pad_windows(x, p, 0.0)
     y = sum(tap(i, j) @ w[:, i, j, :].T for i in range(3) for j in range(3))
     s_w = np.abs(w).max(axis=(1, 2, 3)) / 127

@@ -1,4 +1,4 @@
-"""The type conversions (runtime_c/edgec_convert.c) against kernels_ref_s16.py, bit for bit: int8 <-> int16 at
+"""The type conversions (runtime_c/edgec_convert.c) against their NumPy twins (edgec/ops/convert.py), bit for bit: int8 <-> int16 at
 the boundaries of a chain of 16x8 layers, both directions."""
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ckernels import eq, i8, i8_uniform, make, ptr
-from edgec.ops import movement
+from edgec.ops import concat, movement
 
 
 def test_transpose_random(ck):
@@ -43,5 +43,5 @@ def test_remap_and_concat(ck, seed):
         xi = i8_uniform(r, outer * chunk)
         ck.lib.edgec_concat_part_s8(ctypes.byref(make("edgec_concat_params", q)), ptr(t) if t is not None else None,
                                     ptr(xi), ptr(got))
-        movement.concat_part_s8(q, t, xi, want)
+        concat.concat_part_s8(q, t, xi, want)
     assert np.array_equal(got, want)

@@ -1,4 +1,4 @@
-"""The pooling family (runtime_c/edgec_pool.c) against kernels_ref.py, bit for bit. The fast global average
+"""The pooling family (runtime_c/edgec_pool.c) against its NumPy twins (edgec/ops/pool.py), bit for bit. The fast global average
 pooling runs in the generated models of tests/kernels/test_fast_models.py."""
 from __future__ import annotations
 

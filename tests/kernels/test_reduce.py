@@ -1,4 +1,4 @@
-"""The reductions (runtime_c/edgec_reduce.c) against kernels_ext.py, bit for bit: sum/mean, max, min, argmax,
+"""The reductions (runtime_c/edgec_reduce.c) against its NumPy twin (edgec/ops/reduce.py), bit for bit: sum/mean, max, min, argmax,
 argmin (ties: first or last)."""
 from __future__ import annotations
 

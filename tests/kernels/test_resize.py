@@ -1,4 +1,4 @@
-"""The resize family (runtime_c/edgec_resize.c) against kernels_ext.py, bit for bit: linear resize."""
+"""The resize family (runtime_c/edgec_resize.c) against its NumPy twin (edgec/ops/resize.py), bit for bit: linear resize."""
 from __future__ import annotations
 
 import ctypes
