@@ -117,6 +117,8 @@ def adapt(case, inputs: list[np.ndarray], output_index: int):
     if not acts:
         raise EdgecError("the case has no float input edgec could compute on")
     out = g.output[output_index]
+    if _float_type(out):      # (a double case: edgec computes in float32 like its input)
+        out.type.tensor_type.elem_type = TensorProto.FLOAT
     del g.output[:]
     g.output.append(out)
     del g.input[:]
