@@ -102,6 +102,14 @@ def test_one_home_per_operator():
     assert not found, f"op kinds named outside their ops module: {found}"
 
 
+def test_every_kind_has_its_family_kernel_file():
+    """A kind's `family` names the C file of its kernels (runtime_c/edgec_<family>.c), declared in edgec_nn.h."""
+    header = (REPO / "runtime_c" / "edgec_nn.h").read_text()
+    for d in REGISTRY.values():
+        assert (REPO / "runtime_c" / f"edgec_{d.family}.c").is_file(), (d.kind, d.family)
+        assert f"edgec_{d.family}.c" in header, (d.kind, d.family)
+
+
 def test_checker_finds_a_cycle():
     """The cycle finder itself: a made-up graph with a cycle through three modules is caught."""
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]

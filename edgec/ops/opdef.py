@@ -45,6 +45,8 @@ class Equalize:
 
 @dataclass(frozen=True)
 class OpDef:
+    """Everything Python knows about one canonical op kind (docs/design.md, "The operator registry")."""
+
     kind: str                                    # canonical op kind (ir.Op.kind)
     family: str                                  # C kernel family: runtime_c/edgec_<family>.c
     quantize: Quantizer                          # fills op.params (C struct fields) and op.arrays (constants)
