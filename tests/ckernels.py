@@ -44,11 +44,12 @@ def runtime_sources() -> list[str]:
     return [str(RUNTIME / f) for f in cheader.runtime_files() if f.endswith(".c")]
 
 
-def build_library(folder: Path) -> Path:
-    """The runtime and the shim as one shared library (gcc -O2, -Wall -Wextra -Werror, UBSan)."""
+def build_library(folder: Path, flags: tuple[str, ...] = ()) -> Path:
+    """The runtime and the shim as one shared library (gcc -O2, -Wall -Wextra -Werror, UBSan); `flags` picks a
+    fast-kernel path (-DEDGEC_EMULATE_DSP: the Arm DSP inner loops with their intrinsics emulated in C)."""
     (folder / "shim.c").write_text(SHIM)
     so = folder / "libedgec_runtime.so"
-    cmd = ["gcc", "-O2", *WARN, "-fPIC", "-shared", "-fsanitize=undefined", "-fno-sanitize-recover=all",
+    cmd = ["gcc", "-O2", *WARN, *flags, "-fPIC", "-shared", "-fsanitize=undefined", "-fno-sanitize-recover=all",
            f"-I{RUNTIME}", *runtime_sources(), str(folder / "shim.c"), "-o", str(so)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 0 and not r.stderr, r.stderr

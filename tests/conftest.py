@@ -116,6 +116,13 @@ def ck(tmp_path_factory):
     return ckernels.CKernels(ckernels.build_library(tmp_path_factory.mktemp("ckernels")))
 
 
+@pytest.fixture(scope="session")
+def ck_dsp(tmp_path_factory):
+    """The same library with the fast kernels' Arm DSP path (intrinsics emulated in C), built once per session."""
+    import ckernels
+    return ckernels.CKernels(ckernels.build_library(tmp_path_factory.mktemp("ckernels_dsp"), ("-DEDGEC_EMULATE_DSP",)))
+
+
 # ---- the MLPerf Tiny models, built once per session and board (tests/test_mlperf_models.py, test_fit.py) ----
 
 MLPERF_MODELS = {"kws": "kws_dscnn_fp32", "vww": "vww_mobilenetv1_025_fp32", "ic": "ic_resnet8_fp32",

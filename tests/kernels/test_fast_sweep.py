@@ -1,0 +1,224 @@
+"""Every fast kernel (runtime_c/fast/) alone, on hundreds of random shapes, against the NumPy twin of the op it
+replaces, bit for bit, on both inner-loop paths (portable C, and the Arm DSP path with its intrinsics emulated in
+C): channel counts up to 128 and not multiples of 4, strides, asymmetric padding, narrowed activation ranges,
+extreme inputs. Each case is lowered the way a build lowers it (edgec/codegen/lowering.py), so the packing of
+weights and requantization records is under test too; scratch and output buffers carry guard bytes the
+kernel must not touch (the scratch size the planner reserves is enough). A case the lowering declines
+is not swept; each test checks that nearly all of its cases were lowered, so the sweep cannot go empty."""
+from __future__ import annotations
+
+import ctypes
+import math
+
+import numpy as np
+import pytest
+
+from ckernels import act, i8, make, ptr, requant_params
+from edgec.codegen import lowering
+from edgec.ir import Op
+from edgec.ops import binary, conv, dense, pool
+
+PATHS = ["portable", "dsp-emulated"]
+GUARD = 64                      # bytes after each buffer the kernel must leave alone
+CANARY = 0x5A
+
+
+@pytest.fixture(params=PATHS)
+def lib(request):
+    return request.getfixturevalue("ck" if request.param == "portable" else "ck_dsp").lib
+
+
+def guarded(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(a 16-byte aligned int8 buffer of n bytes, the same memory with GUARD canary bytes after it)."""
+    raw = np.full(n + GUARD + 16, CANARY, np.int8)
+    start = (-raw.ctypes.data) % 16
+    full = raw[start:start + n + GUARD]
+    return full[:n], full
+
+
+def untouched(full: np.ndarray, n: int) -> bool:
+    return bool(np.all(full[n:] == CANARY))
+
+
+def channels(rng, top=128) -> int:
+    """Mostly small counts (odd ones included), a third of the time anything up to `top`."""
+    return int(rng.integers(1, top + 1)) if rng.random() < 0.35 else int(rng.integers(1, 13))
+
+
+def run_fast(lib, low: dict, *inputs: np.ndarray, out_size: int) -> np.ndarray:
+    """Call a lowered op's fast kernel the way the generated code does (cemit.fast_weighted_call and the
+    families' c_call); returns its output, after checking the guard bytes of scratch and output."""
+    out, out_full = guarded(out_size)
+    args = [ptr(np.ascontiguousarray(x, np.int8)) for x in inputs]
+    if low["kernel"] == "edgec_avg_pool_global_s8":
+        q = low["params"]
+        lib.edgec_avg_pool_global_s8(q["pixels"], q["c"], q["act_min"], q["act_max"], *args, ptr(out))
+    elif low["kernel"] == "edgec_add_lut_s8":
+        a = low["arrays"]
+        lib.edgec_add_lut_s8(ctypes.byref(make(low["struct"], low["params"])), ptr(a["lut1"]), ptr(a["lut2"]),
+                             ptr(np.ascontiguousarray(a["rq"], np.int32)), *args, ptr(out))
+    else:
+        scratch, scratch_full = guarded(low["scratch_bytes"])
+        lib[low["kernel"]](ctypes.byref(make(low["struct"], low["params"])), *args,
+                           ptr(np.ascontiguousarray(low["arrays"]["fw"], np.uint32)),
+                           ptr(np.ascontiguousarray(low["arrays"]["rq"], np.int32)), ptr(scratch), ptr(out))
+        assert untouched(scratch_full, scratch.size), f"{low['kernel']} wrote past its {scratch.size} scratch bytes"
+    assert untouched(out_full, out_size), f"{low['kernel']} wrote past its output"
+    return out.copy()
+
+
+def weighted_op(kind: str, p: dict, w, bias, mult, shift) -> Op:
+    return Op(kind, "sweep", ["x"], "y", params=p, arrays=dict(weights=w, bias=bias, mult=mult, shift=shift))
+
+
+def sweep(cases, lowered_share=0.9):
+    """Run every (op, twin output, fast call) case; at least `lowered_share` of them must reach a fast kernel."""
+    ran = total = 0
+    for case in cases:
+        total += 1
+        ran += case
+    assert ran >= lowered_share * total, f"only {ran} of {total} cases reached the fast kernel"
+    return ran
+
+
+def _geometry(rng, in_h, in_w, k_h, k_w, stride_h, stride_w):
+    """Asymmetric padding up to k-1 on each side and the output size; None if no output."""
+    pt, pb = (int(v) for v in rng.integers(0, k_h, size=2))
+    pl, pr = (int(v) for v in rng.integers(0, k_w, size=2))
+    out_h = (in_h + pt + pb - k_h) // stride_h + 1
+    out_w = (in_w + pl + pr - k_w) // stride_w + 1
+    if out_h < 1 or out_w < 1:
+        return None
+    return dict(k_h=k_h, k_w=k_w, stride_h=stride_h, stride_w=stride_w, dil_h=1, dil_w=1, pad_top=pt, pad_left=pl,
+                out_h=out_h, out_w=out_w)
+
+
+def _conv_params(rng, in_h, in_w, in_c, out_c, win, dm=1):
+    in_zp, out_zp = (int(v) for v in rng.integers(-128, 128, size=2))
+    lo, hi = act(rng, out_zp)
+    return dict(win, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, input_zp=in_zp, output_zp=out_zp,
+                act_min=lo, act_max=hi, depth_multiplier=dm)
+
+
+def _requant(rng, n, taps):
+    acc_scale = 5500.0 * math.sqrt(taps)
+    bias = rng.integers(-int(acc_scale), int(acc_scale) + 1, size=n).astype(np.int32)
+    mult, shift = requant_params(rng, n, acc_scale if rng.random() < 0.8 else None)
+    return bias, mult, shift
+
+
+def conv_cases(rng, lib, n):
+    for _ in range(n):
+        in_c, out_c = channels(rng), channels(rng)
+        k_h, k_w = (int(v) for v in rng.integers(1, 6, size=2))
+        side = 24 if in_c * out_c < 256 else 7          # big images with few channels, small ones with many
+        in_h, in_w = (int(v) for v in rng.integers(1, side + 1, size=2))
+        win = _geometry(rng, in_h, in_w, k_h, k_w, *(int(v) for v in rng.integers(1, 4, size=2)))
+        if win is None:
+            continue
+        p = _conv_params(rng, in_h, in_w, in_c, out_c, win)
+        x, w = i8(rng, (in_h, in_w, in_c)), i8(rng, (out_c, k_h, k_w, in_c))
+        op = weighted_op("conv2d", p, w, *_requant(rng, out_c, k_h * k_w * in_c))
+        low = lowering.lower(op)
+        if low is None:
+            yield False
+            continue
+        assert low["kernel"] == "edgec_conv2d_im2col_s8"
+        want = conv.run_conv(op, [x])
+        got = run_fast(lib, low, x, out_size=want.size).reshape(want.shape)
+        assert np.array_equal(got, want), p
+        yield True
+
+
+def depthwise_cases(rng, lib, n):
+    for _ in range(n):
+        c = 4 * int(rng.integers(1, 33)) if rng.random() < 0.4 else 4 * int(rng.integers(1, 4))
+        stride = int(rng.integers(1, 3))
+        side = 6 if c > 32 else 20
+        in_h, in_w = (int(v) for v in rng.integers(1, side + 1, size=2))
+        win = _geometry(rng, in_h, in_w, 3, 3, stride, stride)
+        if win is None:
+            continue
+        p = _conv_params(rng, in_h, in_w, c, c, win)
+        x, w = i8(rng, (in_h, in_w, c)), i8(rng, (3, 3, c))
+        op = weighted_op("depthwise_conv2d", p, w, *_requant(rng, c, 9))
+        low = lowering.lower(op)
+        if low is None:
+            yield False
+            continue
+        assert low["kernel"] == "edgec_depthwise_conv2d_3x3_s8"
+        want = conv.run_conv(op, [x])
+        got = run_fast(lib, low, x, out_size=want.size).reshape(want.shape)
+        assert np.array_equal(got, want), p
+        yield True
+
+
+def fc_cases(rng, lib, n):
+    for _ in range(n):
+        n_in, n_out = int(rng.integers(1, 400)), channels(rng)
+        zi, zo = (int(v) for v in rng.integers(-128, 128, size=2))
+        lo, hi = act(rng, zo)
+        p = dict(in_features=n_in, out_features=n_out, input_zp=zi, output_zp=zo, act_min=lo, act_max=hi)
+        x, w = i8(rng, n_in), i8(rng, (n_out, n_in))
+        op = Op("fully_connected", "sweep", ["x"], "y", params=p,
+                arrays=dict(zip(("weights", "bias", "mult", "shift"), (w, *_requant(rng, n_out, n_in)))))
+        low = lowering.lower(op)
+        if low is None:
+            yield False
+            continue
+        want = dense.run_fc(op, [x])
+        assert np.array_equal(run_fast(lib, low, x, out_size=want.size), want), p
+        yield True
+
+
+def add_cases(rng, lib, n):
+    for _ in range(n):
+        s1, s2, so = np.exp(rng.uniform(math.log(1e-3), math.log(1.0), size=3))
+        z1, z2, zo = (int(v) for v in rng.integers(-128, 128, size=3))
+        size = int(rng.integers(1, 700))
+        p = dict(binary.add_params(float(s1), z1, float(s2), z2, float(so), zo), n=size)
+        p["act_min"], p["act_max"] = act(rng, zo)
+        op = Op("add", "sweep", ["a", "b"], "y", params=p)
+        low = lowering.lower(op)
+        if low is None:
+            yield False
+            continue
+        a, b = i8(rng, size), i8(rng, size)
+        want = binary.run_add(op, [a, b])
+        assert np.array_equal(run_fast(lib, low, a, b, out_size=size), want), p
+        yield True
+
+
+def avg_pool_cases(rng, lib, n):
+    for _ in range(n):
+        c = channels(rng)
+        in_h, in_w = (int(v) for v in rng.integers(1, 17 if c < 32 else 7, size=2))
+        lo, hi = act(rng, int(rng.integers(-128, 128)))
+        p = dict(in_h=in_h, in_w=in_w, c=c, out_h=1, out_w=1, k_h=in_h, k_w=in_w, stride_h=1, stride_w=1,
+                 pad_top=0, pad_left=0, act_min=lo, act_max=hi)
+        op = Op("avg_pool", "sweep", ["x"], "y", params=p)
+        low = lowering.lower(op)
+        assert low is not None and low["kernel"] == "edgec_avg_pool_global_s8"
+        x = i8(rng, (in_h, in_w, c))
+        want = pool.run_avg_pool(op, [x])
+        assert np.array_equal(run_fast(lib, low, x, out_size=want.size).reshape(want.shape), want), p
+        yield True
+
+
+SWEEPS = {"conv2d_im2col": (conv_cases, 300), "depthwise_conv2d_3x3": (depthwise_cases, 300),
+          "fully_connected_packed": (fc_cases, 300), "add_lut": (add_cases, 300),
+          "avg_pool_global": (avg_pool_cases, 200)}
+
+
+@pytest.mark.parametrize("kernel", sorted(SWEEPS))
+def test_fast_kernel_random_sweep(kernel, lib):
+    fn, n = SWEEPS[kernel]
+    rng = np.random.default_rng(sorted(SWEEPS).index(kernel) + 500)
+    assert sweep(fn(rng, lib, n)) >= n // 2
+
+
+def test_sweep_reaches_large_and_odd_channel_counts():
+    """The draw itself: counts up to 128, many of them not multiples of 4."""
+    rng = np.random.default_rng(0)
+    drawn = np.array([channels(rng) for _ in range(600)])
+    assert drawn.max() > 100 and np.mean(drawn % 4 != 0) > 0.5 and np.sum(drawn > 64) > 50
