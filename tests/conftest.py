@@ -19,19 +19,55 @@ from edgec.quant import reference, scheme
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 EXAMPLE_NAMES = ["digits_cnn", "cancer_conv1d"]
-# next to the repository (a checkout in /work/main) or one level up (a worktree in /work/wt/<name>)
-MLPERF = next((d / "shared" / "models" / "mlperf_tiny" for d in (REPO.parent, REPO.parent.parent)
-               if (d / "shared" / "models" / "mlperf_tiny").is_dir()), REPO.parent / "shared" / "models" / "mlperf_tiny")
+# $EDGEC_MLPERF_DIR, or next to the repository (a checkout in /work/main) or one level up (a worktree in
+# /work/wt/<name>); tests/fuzzcases.py looks in the same places
+MLPERF = Path(os.environ["EDGEC_MLPERF_DIR"]) if os.environ.get("EDGEC_MLPERF_DIR") else next(
+    (d / "shared" / "models" / "mlperf_tiny" for d in (REPO.parent, REPO.parent.parent)
+     if (d / "shared" / "models" / "mlperf_tiny").is_dir()), REPO.parent / "shared" / "models" / "mlperf_tiny")
+
+
+MLPERF_FILES = [f"{m}{v}.onnx" for m in ("kws_dscnn_fp32", "vww_mobilenetv1_025_fp32", "ic_resnet8_fp32")
+                for v in ("", "_nchw")] + ["ad_fc_autoencoder_fp32.onnx"] + [
+    f"data/{f}" for f in ("golden_kws.npz", "golden_vww.npz", "golden_ic.npz", "golden_ad.npz",
+                          "kws_refsub_sample_fp32.npy", "kws_marvin_617de221_0_mfcc_fp32.npy",
+                          "vww_person_gray96_rgb01.npy", "ad_normal_id_01_00000000_logmel_200x128.npy")]
+
+
+def in_ci() -> bool:
+    """CI=true (set by .ci/run, passed through by scripts/test.sh, and by CI services): missing test material
+    and tools the setup installs are failures there, not skips."""
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+def require(present: bool, what: str, how: str) -> None:
+    """The one way a test depends on something outside the repository (../shared, clang, chromium): if it is
+    missing, skip on a developer's machine, fail in CI. `what` names it, `how` says how to get it."""
+    if present:
+        return
+    if in_ci():
+        pytest.fail(f"{what} is missing (CI=true: a failure, not a skip); {how}", pytrace=False)
+    pytest.skip(f"{what} is missing; {how}")
 
 
 def require_mlperf(path: Path) -> None:
-    """Skip a test whose MLPerf Tiny file is missing on a developer's machine; in CI (shared/ is always
-    beside the clone there) a missing file is a failure, not a silent skip."""
-    if path.exists():
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"{path} is missing: CI expects ../shared/models/mlperf_tiny beside the clone")
-    pytest.skip(f"{path} not present")
+    """A test's MLPerf Tiny file (../shared/models/mlperf_tiny beside the clone)."""
+    require(path.exists(), str(path), "put ../shared (the MLPerf Tiny models, models/mlperf_tiny) beside the clone")
+
+
+def missing_test_material() -> list[str]:
+    """The files of ../shared the suite reads that are not there."""
+    return [str(MLPERF / f) for f in MLPERF_FILES if not (MLPERF / f).is_file()]
+
+
+def pytest_sessionstart(session):
+    """In CI, stop before running anything if test material is missing, and say what (instead of a run whose
+    MLPerf tests all fail one by one, or, without CI=true, skip)."""
+    missing = missing_test_material()
+    if in_ci() and missing:
+        shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+        pytest.exit(f"CI=true and the suite's test material is missing: {shown}. Put ../shared (with "
+                    f"models/mlperf_tiny) beside the clone, or unset CI to skip the tests that need it.",
+                    returncode=3)
 
 
 def make_model(nodes, inp, out, inits, opset=13, value_info=()):

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from conftest import EXAMPLES, REPO, make_model, save
+from conftest import EXAMPLES, REPO, make_model, require, save
 from edgec import api
 from edgec.quant import artifact
 from edgec.bench import runner as bench
@@ -136,8 +136,7 @@ def _screenshot_check(html, png):
     spec = importlib.util.spec_from_file_location("screenshot_report", script)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    if mod.chromium() is None:
-        pytest.skip("chromium is not installed (apt-get install chromium): report.html not rendered")
+    require(mod.chromium() is not None, "chromium (report.html not rendered)", "scripts/setup.sh installs it")
     mod.screenshot(html, png)
     counts = mod.colour_counts(png, mod.PLOT_COLOURS)
     assert all(v > 50 for v in counts.values()), counts      # bars and the latency plot's median marks
