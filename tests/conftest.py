@@ -64,7 +64,8 @@ def pytest_sessionstart(session):
     MLPerf tests all fail one by one, or, without CI=true, skip)."""
     missing = missing_test_material()
     if in_ci() and missing:
-        shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+        shown = (f"the folder {MLPERF}" if not MLPERF.is_dir() else
+                 ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else ""))
         pytest.exit(f"CI=true and the suite's test material is missing: {shown}. Put ../shared (with "
                     f"models/mlperf_tiny) beside the clone, or unset CI to skip the tests that need it.",
                     returncode=3)
