@@ -2,7 +2,8 @@
 
 The fast subset covers every extended canonical op kind; the slow test runs every case and
 requires each case output recorded as passing in tests/conformance_expected.json (written by
-scripts/conformance.py together with docs/conformance.md) to still pass.
+scripts/conformance.py together with docs/conformance.md) to still pass. A recorded case or output that the
+installed onnx no longer defines, or that did not run, fails (fast check and slow run alike).
 """
 from __future__ import annotations
 
@@ -40,12 +41,30 @@ def test_fast_subset_is_recorded_as_passing():
     assert set(FAST) <= names, sorted(set(FAST) - names)
 
 
+def test_every_recorded_case_is_still_defined(cases):
+    """After an onnx upgrade a recorded case (or one of its outputs) may be gone: that is a failure, not a
+    case that silently stops running."""
+    gone = sorted(e for e in EXPECTED if e.split("/")[0] not in cases)
+    assert not gone, f"{len(gone)} recorded cases the installed onnx no longer defines: {gone[:20]}"
+    outputs = {name: {o.name for o in c.model.graph.output} for name, c in cases.items()}
+    lost = sorted(e for e in EXPECTED if e.split("/", 1)[1] not in outputs[e.split("/")[0]])
+    assert not lost, f"recorded case outputs no longer defined: {lost[:20]}"
+
+
+def _recorded(name):
+    return {e for e in EXPECTED if e.split("/")[0] == name}
+
+
 @pytest.mark.parametrize("name", FAST)
 def test_case(name, cases, objs, tmp_path):
+    assert name in cases, f"{name} is not defined by the installed onnx"
+    ran = set()
     for r in C.run_case(cases[name], tmp_path, objs):
+        ran.add(f"{r.case}/{r.output}")
         if f"{r.case}/{r.output}" in EXPECTED:
             assert r.float_ok and r.int8_ok and r.c_ok, r
             assert r.detail["int8_max_err"] <= r.detail["tolerance"]
+    assert _recorded(name) <= ran, f"recorded outputs that did not run: {sorted(_recorded(name) - ran)}"
 
 
 def test_unsupported_case_gives_a_reason(cases):
@@ -55,9 +74,11 @@ def test_unsupported_case_gives_a_reason(cases):
 
 @pytest.mark.slow
 def test_every_recorded_case_still_passes(cases, objs, tmp_path):
-    failed = []
+    failed, ran = [], set()
     for case in cases.values():
         for r in C.run_case(case, tmp_path / "c", objs):
+            ran.add(f"{r.case}/{r.output}")
             if f"{r.case}/{r.output}" in EXPECTED and not r.passed:
                 failed.append(f"{r.case}/{r.output}: {r.reason}")
     assert not failed, failed[:20]
+    assert EXPECTED <= ran, f"recorded case outputs that did not run: {sorted(EXPECTED - ran)[:20]}"
