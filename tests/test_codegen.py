@@ -1,6 +1,11 @@
 """Generated C, compiled for the host, against the NumPy reference: bit for bit, under sanitizers too."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -40,27 +45,36 @@ def test_generated_library_is_const_and_malloc_free(tmp_path):
     assert f"int8_t bytes[{plan.arena_bytes}]" in model_c
 
 
-def test_generation_is_reproducible(tmp_path):
-    out = []
-    for k in range(2):
-        _, graph, plan = api.compile_model(EXAMPLES / "cancer_conv1d" / "model.onnx",
-                                           EXAMPLES / "cancer_conv1d" / "calib.npz")
-        files = codegen.generate(graph, plan, tmp_path / str(k), graph.name)
-        out.append({p.name: p.read_bytes() for p in files})
-    assert out[0] == out[1]
+BUILD_IN_A_FRESH_INTERPRETER = """
+import sys
+from pathlib import Path
+from edgec import api
+from edgec.quant import ptq
+model, calib, out, guard, cache = sys.argv[1:]
+api.build(Path(model), Path(calib), "host", Path(out), firmware=False, options=ptq.QuantOptions(cache=cache == "1"),
+          arena_guard=guard == "1")
+"""
 
 
-@pytest.mark.parametrize("arena_guard", [False, True])
-def test_build_folder_is_reproducible(arena_guard, tmp_path):
+def _build_with_hash_seed(seed: int, example: str, out: Path, arena_guard: bool, cache: bool, cache_dir: Path):
+    """api.build in its own interpreter with PYTHONHASHSEED=seed: set and dict orders keyed by strings
+    differ between the runs, so anything that leaks them into the output shows up."""
+    env = dict(os.environ, PYTHONHASHSEED=str(seed), EDGEC_CACHE_DIR=str(cache_dir))
+    proc = subprocess.run([sys.executable, "-c", BUILD_IN_A_FRESH_INTERPRETER, EXAMPLES / example / "model.onnx",
+                           EXAMPLES / example / "calib.npz", out, str(int(arena_guard)), str(int(cache))],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("example,arena_guard", [("cancer_conv1d", False), ("digits_cnn", True)])
+def test_build_folder_is_reproducible(example, arena_guard, tmp_path):
     """Same model, data and options -> byte-identical model library (every file of model/) and quantized.json,
-    equal quantized arrays; once from fresh calibration statistics, once from the cache."""
-    from edgec.quant import ptq
-    outs = []
-    for k, cache in enumerate((False, True)):
-        out = tmp_path / str(k)
-        api.build(EXAMPLES / "digits_cnn" / "model.onnx", EXAMPLES / "digits_cnn" / "calib.npz", "host", out,
-                  firmware=False, options=ptq.QuantOptions(cache=cache), arena_guard=arena_guard)
-        outs.append(out)
+    equal quantized arrays: built twice in separate interpreters under two PYTHONHASHSEEDs, once from fresh
+    calibration statistics, once from the cache the first wrote."""
+    outs = [tmp_path / "seed1", tmp_path / "seed2"]
+    for seed, out in zip((1, 2), outs):
+        _build_with_hash_seed(seed, example, out, arena_guard, True, tmp_path / "cache")
+    assert len(list((tmp_path / "cache").rglob("*"))) > 0          # the second build read the first's statistics
     a, b = ({p.relative_to(o): p.read_bytes() for p in sorted((o / "model").rglob("*")) if p.is_file()} for o in outs)
     assert a == b and len(a) >= 8
     assert (outs[0] / "quantized.json").read_bytes() == (outs[1] / "quantized.json").read_bytes()

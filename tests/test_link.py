@@ -21,9 +21,9 @@ def test_cobs_round_trip(data):
 
 
 def test_cobs_rejects_malformed():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="malformed COBS data"):
         L.cobs_decode(b"\x05ab")          # block runs past the end
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="malformed COBS data"):
         L.cobs_decode(b"\x02a\x00")       # a zero inside encoded data
 
 
@@ -40,9 +40,9 @@ def test_frame_round_trip_and_corruption():
         bad[i] ^= 0x10
         if 0 in bad:
             continue
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="CRC mismatch|frame too short|malformed COBS data"):
             L.decode_frame(bytes(bad))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=f"payload of {L.MAX_PAYLOAD + 1} bytes exceeds {L.MAX_PAYLOAD}"):
         L.encode_frame(L.WRITE_INPUT, 0, bytes(L.MAX_PAYLOAD + 1))
 
 
