@@ -14,6 +14,25 @@ from edgec import __version__
 from edgec.errors import EdgecError
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the CLI's error contract: a bad command line is one line on stderr and exit 2 (argparse
+    would print the whole usage first); the subcommand parsers inherit it."""
+
+    def error(self, message: str):
+        self.exit(2, f"edgec: error: {self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
+def _count(text: str) -> int:
+    """A whole number >= 0 (an argparse type)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
+    return n
+
+
 def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -43,7 +62,7 @@ def _add_quant_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--equalize", action="store_true",
                    help="cross-layer equalization of conv pairs (depthwise-separable networks)")
     p.add_argument("--no-cache", action="store_true", help="recalibrate even if the statistics are cached")
-    p.add_argument("--sensitivity-samples", type=int, default=16,
+    p.add_argument("--sensitivity-samples", type=_count, default=16,
                    help="calibration samples the per-layer sensitivity report uses (0: no report)")
     p.add_argument("--auto-seconds", type=float, default=20.0,
                    help="time budget of --method auto's per-tensor search (default 20 s)")
@@ -57,6 +76,11 @@ def cmd_calibrate(args) -> int:
     from edgec.quant import sensitivity as sens
 
     options = _quant_options(args)
+    out = Path(args.output) if args.output else None
+    if out is not None and not out.parent.is_dir():      # before calibrating, not after
+        raise EdgecError(f"-o {out}: the folder {out.parent} does not exist; create it or write elsewhere")
+    if out is not None and out.is_dir():
+        raise EdgecError(f"-o {out}: is a folder; give the path of the JSON file to write")
     _, result = api.calibrate_model(args.model, args.calib, options, log=_log)
     source = "from the cache" if result.cached else f"in {result.calib_seconds:.1f} s"
     print(f"calibrated on {result.samples} samples {source}; method {result.label}"
@@ -67,9 +91,11 @@ def cmd_calibrate(args) -> int:
     if result.sensitivity:
         print("sensitivity, worst first (SQNR of INT8 vs float in dB, higher is better):")
         print(sens.table(result.sensitivity))
-    if args.output:
-        out = Path(args.output)
-        out.write_text(json.dumps(result.to_json(options), indent=1))
+    if out is not None:
+        try:
+            out.write_text(json.dumps(result.to_json(options), indent=1))
+        except OSError as exc:
+            raise EdgecError(f"-o {out}: cannot write it ({exc.strerror}); give a file you can write") from None
         print(f"wrote {out}")
     return 0
 
@@ -196,7 +222,7 @@ def cmd_inspect(args) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="edgec", description="Float ONNX model + calibration set -> INT8 firmware, "
+    p = _Parser(prog="edgec", description="Float ONNX model + calibration set -> INT8 firmware, "
                                 "built, flashed and benchmarked on a microcontroller board.")
     p.add_argument("--version", action="version", version=f"edgec {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks of errors")

@@ -75,6 +75,7 @@ def export(model_path: str | Path, calib_path: str | Path, board_name: str, fmt:
         raise EdgecError(f"unknown export format '{fmt}': use one of {', '.join(FORMATS)}")
     board = load_board(board_name)
     outdir = Path(outdir)
+    _check_outdir(outdir)          # before the work: a refused -o costs nothing (checked again before writing)
     _, graph, plan = compile_model(model_path, calib_path, log, options)     # options: ptq.QuantOptions
     name = graph.name
     fit.check(graph, plan, board)
