@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from ckernels import I32, make, ptr
 from conftest import require_mlperf, MLPERF
+from planner_oracle import best_arena, min_arena, orders, peak
 from edgec.ir import Graph, Op, Tensor
 from edgec.ops import binary, softmax
 from edgec.ops.registry import ALIAS_OPS, IN_PLACE_OPS
@@ -353,3 +354,54 @@ def test_random_graphs_with_the_arena_guard_keep_canaries_private(g):
         if f1 <= l2 and f2 <= l1:
             assert o1 + s1 <= o2 or o2 + s2 <= o1
     assert regions[0][2:] == (-1, n) and regions[1][2:] == (-1, n)
+
+
+# ---------------------------------------------------------------- brute force on small random graphs
+# (tests/planner_oracle.py: every execution order, every choice of in-place pairs, exhaustive placement)
+
+def small_graph(rng) -> Graph:
+    """3-5 ops over tensors of 16-48 bytes (no alignment slack): convs (some with scratch), adds and softmaxes
+    (in place), reshapes (views); the output is usually the last op's, sometimes an earlier one's."""
+    sizes, ops = {"t0": 16 * int(rng.integers(1, 4))}, []
+    for k in range(1, int(rng.integers(3, 6)) + 1):
+        names = list(sizes)
+        a, kind, out = names[int(rng.integers(len(names)))], str(rng.choice(KINDS[:4] + ["conv2d"])), f"t{k}"
+        if kind == "add":
+            same = [n for n in names if sizes[n] == sizes[a]]
+            ops.append(("add", [a, same[int(rng.integers(len(same)))]], out))
+        elif kind in ("softmax", "reshape"):
+            ops.append((kind, [a], out))
+        else:
+            scratch = 16 * int(rng.choice([0, 0, 1, 2]))
+            ops.append((kind, [a], out, scratch) if scratch else (kind, [a], out))
+        sizes[out] = sizes[a] if kind != "conv2d" else 16 * int(rng.integers(1, 4))
+    outs = [o[2] for o in ops]
+    return make_graph(sizes, ops, "t0", outs[int(rng.integers(len(outs)))] if rng.random() < 0.3 else outs[-1])
+
+
+def test_schedule_reaches_the_smallest_peak_of_every_order():
+    rng = np.random.default_rng(21)
+    for _ in range(60):
+        g = small_graph(rng)
+        best = min(peak(Graph(g.name, g.tensors, order, g.input, g.output)) for order in orders(g))
+        g.ops = planner.schedule(g)
+        assert peak(g) == best, [(op.kind, op.inputs, op.output, op.attrs) for op in g.ops]
+
+
+def test_place_and_plan_match_exhaustive_search():
+    """place() on the planner's buffers (in-place outputs merged, scratch included) against every placement;
+    plan() against every placement over every choice of in-place pairs."""
+    rng = np.random.default_rng(22)
+    checked = 0
+    while checked < 40:
+        g = small_graph(rng)
+        g.ops = planner.schedule(g)
+        bufs = planner.buffers(g)
+        if len(bufs) > 6:                       # 6! placement orders at most
+            continue
+        arena, _, _ = planner.place(bufs)
+        assert arena == min_arena([(b.size, b.first, b.last) for b in bufs])
+        p = planner.plan(g)
+        simulate(g, p)
+        assert p.arena_bytes == best_arena(g)
+        checked += 1

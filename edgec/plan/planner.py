@@ -230,7 +230,8 @@ def schedule(graph: Graph) -> list[Op]:
                                              and readers[gid[r]] & ~now == 0)
             if overwritten is None:
                 during += size[g_out]
-            after += size[g_out]
+            if readers[g_out] or g_out == out_g:    # an output nobody reads is free again after its op
+                after += size[g_out]
         for t in set(op.inputs):
             g = gid[groups.find(t)]
             if g != out_g and readers[g] & ~now == 0 and readers[g] & (1 << i):
