@@ -198,15 +198,18 @@ def window(rng, in_h, in_w, kmax=5, dilate=True):
                 pad_top=pt, pad_left=pl, out_h=out_h, out_w=out_w)
 
 
-def conv_case(rng, depthwise):
+def conv_case(rng, depthwise, max_hw=12, max_c=9, max_macs=None):
+    """A random conv (or depthwise) case: H, W up to max_hw, channels up to max_c, and with max_macs, at most
+    that many multiply-accumulates (large images with few channels, or many channels on small ones)."""
     while True:
-        in_h, in_w = (int(v) for v in rng.integers(1, 13, size=2))
+        in_h, in_w = (int(v) for v in rng.integers(1, max_hw + 1, size=2))
         win = window(rng, in_h, in_w)
-        if win is not None:
+        in_c = int(rng.integers(1, max_c + 1))
+        dm = int(rng.integers(1, 4)) if depthwise else 1
+        out_c = in_c * dm if depthwise else int(rng.integers(1, max_c + 1))
+        if win is not None and (max_macs is None or win["out_h"] * win["out_w"] * out_c * win["k_h"] * win["k_w"]
+                                * (1 if depthwise else in_c) <= max_macs):
             break
-    in_c = int(rng.integers(1, 10))
-    dm = int(rng.integers(1, 4)) if depthwise else 1
-    out_c = in_c * dm if depthwise else int(rng.integers(1, 10))
     in_zp, out_zp = (int(v) for v in rng.integers(-128, 128, size=2))
     lo, hi = act(rng, out_zp)
     p = dict(win, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, input_zp=in_zp, output_zp=out_zp,

@@ -32,6 +32,19 @@ def test_conv_random(ck, depthwise):
         eq(getattr(conv, name)(*case), getattr(ck, name)(*case))
 
 
+@pytest.mark.parametrize("depthwise", [False, True])
+def test_conv_random_large_shapes(ck, depthwise):
+    """Beyond the small sweep: images up to 48x48, channels up to 128 (mostly not multiples of 4)."""
+    rng = np.random.default_rng(12 + depthwise)
+    name = "depthwise_conv2d_s8" if depthwise else "conv2d_s8"
+    seen = []
+    for _ in range(60):
+        case = conv_case(rng, depthwise, max_hw=48, max_c=128, max_macs=400_000)
+        seen.append((max(case[0]["in_h"], case[0]["in_w"]), case[0]["out_c"]))
+        eq(getattr(conv, name)(*case), getattr(ck, name)(*case))
+    assert max(hw for hw, _ in seen) > 30 and max(c for _, c in seen) > 64
+
+
 def test_conv_implicit_crop(ck):
     """out_h/out_w smaller than the padding allows: bottom/right rows simply unused."""
     rng = np.random.default_rng(3)

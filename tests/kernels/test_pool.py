@@ -25,6 +25,26 @@ def test_pool_random(ck, kind):
         eq(getattr(pool, kind)(p, x), getattr(ck, kind)(p, x))
 
 
+@pytest.mark.parametrize("kind", ["max_pool_s8", "avg_pool_s8"])
+def test_pool_random_large_shapes(ck, kind):
+    """Images up to 64x64 and channels up to 128, windows up to 9x9."""
+    rng = np.random.default_rng(40 + len(kind))
+    done = 0
+    while done < 60:
+        in_h, in_w = (int(v) for v in rng.integers(1, 65, size=2))
+        win = window(rng, in_h, in_w, kmax=9, dilate=False)
+        c = int(rng.integers(1, 129 if in_h * in_w < 400 else 17))
+        if win is None:
+            continue
+        for k in ("dil_h", "dil_w"):
+            del win[k]
+        lo, hi = act(rng, int(rng.integers(-128, 128)))
+        p = dict(win, in_h=in_h, in_w=in_w, c=c, act_min=lo, act_max=hi)
+        x = i8(rng, (in_h, in_w, c))
+        eq(getattr(pool, kind)(p, x), getattr(ck, kind)(p, x))
+        done += 1
+
+
 def test_avg_pool_rounding(ck):
     """Half-way averages round away from zero (TFLite's (sum +- count/2) / count)."""
     p = dict(in_h=1, in_w=2, c=4, out_h=1, out_w=1, k_h=1, k_w=2, stride_h=1, stride_w=1,
