@@ -1,7 +1,8 @@
 """Every fast kernel (runtime_c/fast/) alone, on hundreds of random shapes, against the NumPy twin of the op it
 replaces, bit for bit, on both inner-loop paths (portable C, and the Arm DSP path with its intrinsics emulated in
 C): channel counts up to 128 and not multiples of 4, strides, asymmetric padding, narrowed activation ranges,
-extreme inputs. Each case is lowered the way a build lowers it (edgec/codegen/lowering.py), so the packing of
+extreme inputs, zero points at the int8 limits, the largest and smallest multipliers and shifts the fast
+requantization takes. Each case is lowered the way a build lowers it (edgec/codegen/lowering.py), so the packing of
 weights and requantization records is under test too; scratch and output buffers carry guard bytes the
 kernel must not touch (the scratch size the planner reserves is enough). A case the lowering declines
 is not swept; each test checks that nearly all of its cases were lowered, so the sweep cannot go empty."""
@@ -93,8 +94,13 @@ def _geometry(rng, in_h, in_w, k_h, k_w, stride_h, stride_w):
                 out_h=out_h, out_w=out_w)
 
 
+def zero_point(rng) -> int:
+    """A zero point, one time in five at an int8 limit."""
+    return int(rng.choice([-128, 127])) if rng.random() < 0.2 else int(rng.integers(-128, 128))
+
+
 def _conv_params(rng, in_h, in_w, in_c, out_c, win, dm=1):
-    in_zp, out_zp = (int(v) for v in rng.integers(-128, 128, size=2))
+    in_zp, out_zp = zero_point(rng), zero_point(rng)
     lo, hi = act(rng, out_zp)
     return dict(win, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, input_zp=in_zp, output_zp=out_zp,
                 act_min=lo, act_max=hi, depth_multiplier=dm)
@@ -104,6 +110,10 @@ def _requant(rng, n, taps):
     acc_scale = 5500.0 * math.sqrt(taps)
     bias = rng.integers(-int(acc_scale), int(acc_scale) + 1, size=n).astype(np.int32)
     mult, shift = requant_params(rng, n, acc_scale if rng.random() < 0.8 else None)
+    if rng.random() < 0.15:         # the fast path's edges: largest and smallest multipliers, shifts 0 and -22
+        edge = rng.random(n) < 0.5
+        mult = np.where(edge, rng.choice([(1 << 30) + 1, (1 << 31) - 1], n), mult).astype(np.int32)
+        shift = np.where(edge, rng.choice([0, -1, -21, -22], n), shift).astype(np.int32)
     return bias, mult, shift
 
 
@@ -156,7 +166,7 @@ def depthwise_cases(rng, lib, n):
 def fc_cases(rng, lib, n):
     for _ in range(n):
         n_in, n_out = int(rng.integers(1, 400)), channels(rng)
-        zi, zo = (int(v) for v in rng.integers(-128, 128, size=2))
+        zi, zo = zero_point(rng), zero_point(rng)
         lo, hi = act(rng, zo)
         p = dict(in_features=n_in, out_features=n_out, input_zp=zi, output_zp=zo, act_min=lo, act_max=hi)
         x, w = i8(rng, n_in), i8(rng, (n_out, n_in))
@@ -174,7 +184,7 @@ def fc_cases(rng, lib, n):
 def add_cases(rng, lib, n):
     for _ in range(n):
         s1, s2, so = np.exp(rng.uniform(math.log(1e-3), math.log(1.0), size=3))
-        z1, z2, zo = (int(v) for v in rng.integers(-128, 128, size=3))
+        z1, z2, zo = zero_point(rng), zero_point(rng), zero_point(rng)
         size = int(rng.integers(1, 700))
         p = dict(binary.add_params(float(s1), z1, float(s2), z2, float(so), zo), n=size)
         p["act_min"], p["act_max"] = act(rng, zo)
