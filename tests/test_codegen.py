@@ -13,7 +13,6 @@ from conftest import EXAMPLE_NAMES, EXAMPLES, check_generated_c
 from synthetic_models import MODELS, quantized
 from edgec import api
 from edgec.codegen import cmodel as codegen
-from edgec.quant import quantize
 from edgec.data import load_dataset
 
 
