@@ -1,0 +1,170 @@
+"""What edgec writes and deletes (edgec/outputs.py, edgec/staging.py): output paths in every file-system state
+a careless user gives (their own folder, the model's folder, `.`, `/`, a file, a symlink, a name too long, a
+read-only or full file system) are refused with one line before any work, and nothing outside the output
+is ever removed; generated names never collide with the runtime or a C header."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import EXAMPLES, assert_clean_error, edgec, host_compiler, library_sources
+from edgec import api, cli
+from edgec.templating import C_HEADERS, model_c_name
+from edgec import cheader
+from edgec.errors import EdgecError
+from edgec.outputs import MARKER
+
+CANCER = EXAMPLES / "cancer_conv1d"
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    """The cancer example's model and calibration data in a folder of their own, beside a user's file."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    shutil.copy(CANCER / "model.onnx", folder / "cancer.onnx")
+    shutil.copy(CANCER / "calib.npz", folder / "calib.npz")
+    (folder / "notes.txt").write_text("mine")
+    return folder
+
+
+def _tree(folder):
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+def _build(inputs, out):
+    """api.build of the inputs into out (refusals come before any work: no firmware is built)."""
+    return api.build(inputs / "cancer.onnx", inputs / "calib.npz", "host", out)
+
+
+def test_build_refuses_folders_it_did_not_write(inputs, tmp_path, monkeypatch):
+    """-o a user's folder, the model's own folder, `.` and `/`: refused with one line, nothing deleted."""
+    users = tmp_path / "users"
+    users.mkdir()
+    (users / "thesis.tex").write_text("years of work")
+    before = _tree(tmp_path)
+    assert_clean_error(edgec("build", inputs / "cancer.onnx", "--calib", inputs / "calib.npz", "--board", "host",
+                             "-o", users), "was not written by edgec")
+    for out, needle in ((users, "was not written by edgec"), (inputs, "holds the input"),
+                        (inputs.parent, "holds the input"), ("/", "file-system root")):
+        with pytest.raises(EdgecError, match=needle):
+            _build(inputs, out)
+    monkeypatch.chdir(users)
+    for out in (".", ".."):
+        with pytest.raises(EdgecError, match="current folder"):
+            _build(inputs, out)
+    assert _tree(tmp_path) == before and (users / "thesis.tex").read_text() == "years of work"
+
+
+def test_build_refuses_files_links_and_long_names(inputs, tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("keep")
+    link = tmp_path / "link"
+    link.symlink_to(inputs, target_is_directory=True)
+    under_file = afile / "sub"
+    too_long = tmp_path / ("x" * 250)
+    before = _tree(tmp_path)
+    for out, needle in ((afile, "is a file"), (link, "symbolic link"), (under_file, "is a file"),
+                        (too_long, "too long")):
+        with pytest.raises(EdgecError, match=needle):
+            _build(inputs, out)
+    assert _tree(tmp_path) == before and afile.read_text() == "keep"
+
+
+def test_an_empty_folder_or_an_earlier_build_is_replaced(inputs, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    api.build(inputs / "cancer.onnx", inputs / "calib.npz", "host", out, firmware=False)
+    assert (out / MARKER).is_file() and (out / "build-report.json").is_file()
+    (out / "stale.txt").write_text("from the earlier build")
+    api.build(inputs / "cancer.onnx", inputs / "calib.npz", "host", out, firmware=False)
+    assert not (out / "stale.txt").exists() and (out / MARKER).is_file()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []     # no staging, no old copy
+
+
+def test_output_files_only_overwrite_what_edgec_wrote(inputs, tmp_path, capsys):
+    """calibrate -o (as bench --json): a user's file, a folder, a link, an input file are refused before the
+    work; a file edgec wrote is replaced."""
+    mine = tmp_path / "mine.json"
+    mine.write_text('{"my": "data"}')
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    link = tmp_path / "link.json"
+    link.symlink_to(mine)
+    args = ["calibrate", str(inputs / "cancer.onnx"), "--calib", str(inputs / "calib.npz"),
+            "--sensitivity-samples", "0", "-o"]
+    for out, needle in ((mine, "not written by edgec"), (folder, "is a folder"), (link, "symbolic link"),
+                        (inputs / "calib.npz", "inputs")):
+        assert cli.main(args + [str(out)]) == 2
+        err = capsys.readouterr().err
+        assert needle in err and err.count("\n") == 1, err
+    assert mine.read_text() == '{"my": "data"}'
+    ours = tmp_path / "q.json"
+    for _ in range(2):
+        assert cli.main(args + [str(ours)]) == 0
+    assert "edgec_version" in json.loads(ours.read_text())
+
+
+def test_bench_report_folder_is_checked_before_the_bench(tmp_path):
+    from edgec.bench import report
+    users = tmp_path / "users"
+    users.mkdir()
+    (users / "report.html").write_text("<html>my report</html>")
+    with pytest.raises(EdgecError, match="was not written by edgec"):
+        api.bench(tmp_path / "no-such-build", CANCER / "test.npz", report_dir=users)
+    assert (users / "report.html").read_text() == "<html>my report</html>"
+    assert report.check_report_dir(tmp_path / "new")      # a new folder is fine
+
+
+def _in_namespace(script: str, cwd) -> subprocess.CompletedProcess:
+    """Run a shell script in a private mount namespace (a tmpfs mounted there is seen by nobody else)."""
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "-m", "true"]).returncode != 0:
+        if os.environ.get("CI"):
+            pytest.fail("unshare -m is needed for the file-system state tests")
+        pytest.skip("cannot create a mount namespace here")
+    return subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+@pytest.mark.parametrize("state", ["read-only", "full"])
+def test_read_only_and_full_file_systems(state, inputs, tmp_path):
+    """-o on a read-only file system is refused before the work; on a full one (a 64 KiB tmpfs) the build
+    stops with one line and leaves no staging folder."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    opts = "ro,size=64k" if state == "read-only" else "size=64k"
+    cmd = (f"mount -t tmpfs -o {opts} tmpfs {mnt} && {sys.executable} -m edgec export {inputs / 'cancer.onnx'} "
+           f"--calib {inputs / 'calib.npz'} --board host --format c -o {mnt / 'lib'}; code=$?; ls -A {mnt}; "
+           "exit $code")
+    proc = _in_namespace(cmd, tmp_path)
+    err = [ln for ln in proc.stderr.splitlines() if ln.startswith("edgec")]
+    assert proc.returncode == 2 and len(err) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert ("not writable" if state == "read-only" else "No space left") in err[0]
+    assert proc.stdout.strip() == ""          # nothing left on the file system: no folder, no staging folder
+
+
+def test_model_names_never_collide_with_the_runtime_or_headers():
+    runtime = {f.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower() for f in cheader.runtime_files()}
+    runtime |= {"edgec_guard", "edgec_link", "edgec_mlperf", "main", "bench_main", "mlperf_main"}
+    for stem in sorted(runtime | C_HEADERS | {"int", "while", "Edgec_NN", "EDGEC", "edgec-kernels", "Math"}):
+        name = model_c_name(stem)
+        assert name not in runtime and name not in C_HEADERS and name not in ("int", "while"), stem
+        assert not name.startswith("edgec") and name.isidentifier(), stem
+    assert model_c_name("kws dscnn") == "kws_dscnn"            # ordinary names are kept
+
+
+def test_a_model_called_stdint_exports_a_library_that_compiles(tmp_path):
+    model = tmp_path / "stdint.onnx"
+    shutil.copy(CANCER / "model.onnx", model)
+    out = tmp_path / "lib"
+    m = api.export(model, CANCER / "calib.npz", "host", "c", out)
+    assert m["model"] == "model_stdint"
+    exe = tmp_path / "example"
+    subprocess.run([host_compiler("gcc"), "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1",
+                    "-I", str(out), *library_sources(out), str(out / "example" / "main.c"), "-o", str(exe), "-lm"],
+                   check=True, capture_output=True, text=True)
+    assert "identical to the reference" in subprocess.run([str(exe)], capture_output=True, text=True).stdout
