@@ -1,0 +1,134 @@
+"""SIGTERM, SIGHUP and SIGINT at random points of build and bench (a `timeout`, a CI cancellation, a closed
+terminal, Ctrl-C): edgec exits with 128 + signal, and leaves no child process, no staging folder and no
+partial output; when edgec itself is SIGKILLed, its children (host firmware, QEMU) die by themselves."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from conftest import EXAMPLES
+from edgec import api
+
+CANCER = EXAMPLES / "cancer_conv1d"
+RNG = np.random.default_rng(int(os.environ.get("EDGEC_SIGNAL_SEED", "14")))
+
+
+def _procs_using(path) -> list[int]:
+    """Processes whose command line or working folder names `path` (edgec's children and theirs)."""
+    found = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    continue
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read().decode(errors="replace")
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            continue
+        if str(path) in cmdline or cwd.startswith(str(path)):
+            found.append(int(pid))
+    return found
+
+
+def _start(*args, cwd=None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "edgec", *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=cwd, start_new_session=True)
+
+
+def _wait_for_child(proc, root, timeout=60.0) -> None:
+    """Until edgec has a child working under `root` (the firmware build, the device)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and proc.poll() is None:
+        if [p for p in _procs_using(root) if p != proc.pid]:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"edgec started no child under {root} (exit {proc.poll()})")
+
+
+def _gone(root, timeout=10.0) -> list[int]:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and _procs_using(root):
+        time.sleep(0.1)
+    return _procs_using(root)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_signal_during_build_leaves_nothing(sig, tmp_path):
+    out = tmp_path / "out"
+    proc = _start("build", CANCER / "model.onnx", "--calib", CANCER / "calib.npz", "--board", "host", "-o", out)
+    _wait_for_child(proc, tmp_path)                   # PlatformIO runs in the staging folder
+    time.sleep(RNG.uniform(0, 1.0))                   # a random point of the firmware build
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    want = 130 if sig == signal.SIGINT else 128 + sig
+    assert proc.returncode == want, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("edgec: "), err
+    assert _gone(tmp_path) == []                      # no platformio, scons or compiler left running
+    assert os.listdir(tmp_path) == []                 # no output folder, no staging folder
+
+
+@pytest.fixture(scope="module")
+def host_build(tmp_path_factory):
+    root = tmp_path_factory.mktemp("signal_build")
+    api.build(CANCER / "model.onnx", CANCER / "calib.npz", "host", root / "b")
+    data = root / "test.npz"
+    x = np.load(CANCER / "test.npz")["x"]
+    np.savez(data, x=np.repeat(x, 2, axis=0))         # enough samples to be in the middle of the bench
+    return root / "b", data
+
+
+def test_signal_during_bench_leaves_no_device_and_no_report(host_build, tmp_path):
+    build, data = host_build
+    sig = int(RNG.choice([signal.SIGTERM, signal.SIGHUP]))
+    before = sorted(os.listdir(build))
+    proc = _start("bench", build, "--data", data, "--report", tmp_path / "rep", "--json", tmp_path / "r.json")
+    _wait_for_child(proc, build)                      # the host firmware runs
+    time.sleep(RNG.uniform(0, 0.1))
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + sig, err
+    assert _gone(build) == []
+    assert not (tmp_path / "r.json").exists() and not (tmp_path / "rep" / "report.html").exists()
+    assert sorted(os.listdir(build)) == before and json.loads((build / "build-report.json").read_text())
+
+
+def test_children_die_with_a_killed_edgec(host_build):
+    """SIGKILL cannot be caught: the device process must end by itself (PR_SET_PDEATHSIG)."""
+    build, data = host_build
+    proc = _start("bench", build, "--data", data, "--no-report")
+    _wait_for_child(proc, build)
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert _gone(build) == []
+
+
+def test_emulator_dies_with_its_parent(tmp_path):
+    """QEMU started the way edgec starts it (edgec.children.spawn) ends when its parent is SIGKILLed."""
+    qemu = shutil.which("qemu-system-arm")
+    if qemu is None:
+        if os.environ.get("CI"):
+            pytest.fail("qemu-system-arm is missing")
+        pytest.skip("qemu-system-arm is missing")
+    marker = tmp_path / "qemu-marker"
+    script = (f"import time, subprocess; from edgec import children; "
+              f"children.spawn([{qemu!r}, '-M', 'lm3s6965evb', '-display', 'none', '-monitor', 'none', "
+              f"'-serial', 'null', '-name', {str(marker)!r}], stdout=subprocess.DEVNULL); print('up', flush=True); "
+              f"time.sleep(600)")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout.readline().strip() == "up"
+    end = time.monotonic() + 20
+    while not _procs_using(marker) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert _procs_using(marker), "QEMU did not start"
+    parent.kill()
+    parent.wait()
+    assert _gone(marker) == []
