@@ -307,7 +307,7 @@ def load_stats(path: Path) -> Stats | None:
             if "holdout_x" in z.files:
                 stats.holdout_x, stats.holdout_y = z["holdout_x"], z["holdout_y"]
         return stats
-    except (OSError, ValueError, KeyError):
+    except Exception:       # truncated, empty or foreign: a zip, zlib, npy or JSON error of any kind
         return None
 
 
@@ -322,6 +322,10 @@ def collect_cached(model: onnx.ModelProto, stream: SampleStream, values: Iterabl
                         rescale={k: [a, f] for k, (a, f) in sorted((rescale or {}).items())})
         path = cache_dir() / f"{key}.npz"
         cached = load_stats(path) if path.is_file() else None
+        if cached is None and path.is_file():       # a damaged entry (edgec's own file): discard, recompute
+            if log:
+                log(f"warning: the calibration cache entry {path} is damaged; calibrating again")
+            path.unlink(missing_ok=True)
         if cached is not None and (cached.with_histograms or not histograms):
             if log:
                 log(f"calibration statistics from the cache ({path})")
