@@ -150,11 +150,24 @@ def bench(outdir: str | Path, data_path: str | Path, limit: int | None = None, p
 
     if report_dir is not None:
         report_stage.check_report_dir(Path(report_dir))     # before the bench, not after it
+    build_id = _folder_id(outdir)
     result = bench_stage.run(outdir, data_path, limit=limit, port=port, profile=profile,
                              compare_layers=compare_layers, score=score, log=log)
-    if report_dir is not None:
+    if report_dir is not None and _folder_id(outdir) != build_id:
+        # rebuilt meanwhile (edgec build replaces the folder as a whole): this report belongs to the old build
+        log(f"warning: {outdir} was rebuilt during the bench; no report written (bench the new build again)")
+        result["report_files"] = []
+    elif report_dir is not None:
         result["report_files"] = [str(p) for p in report_stage.write(result, Path(outdir), Path(report_dir))]
     return result
+
+
+def _folder_id(folder) -> tuple[int, int] | None:
+    try:
+        st = Path(folder).stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def inspect_model(model_path: str | Path) -> dict:

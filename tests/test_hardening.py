@@ -150,3 +150,18 @@ def test_variadic_max_sum_min_with_a_constant(tmp_path):
     got = np.stack([scheme.dequantize(graph.tensors[graph.output], reference.run(graph, q)).reshape(-1)
                     for q in scheme.quantize_input(graph.tensors[graph.input], x)])
     assert np.max(np.abs(got - want)) < 0.1
+
+
+def test_a_rebuild_during_the_bench_gets_no_old_report(quantized_folder, tmp_path, monkeypatch):
+    """edgec build replaces the folder while a bench of it runs: the old bench's report must not land in it."""
+    folder = tmp_path / "b"
+    shutil.copytree(quantized_folder, folder)
+
+    def bench_while_rebuilt(outdir, *a, **k):
+        shutil.copytree(quantized_folder, tmp_path / "new")
+        shutil.rmtree(outdir)
+        (tmp_path / "new").rename(outdir)                # what staged_folder does: a new folder in its place
+        return {"model": "old"}
+    monkeypatch.setattr(runner, "run", bench_while_rebuilt)
+    result = api.bench(folder, CANCER / "test.npz", report_dir=folder)
+    assert result["report_files"] == [] and not (folder / "bench-report.json").exists()
