@@ -20,7 +20,7 @@ from edgec.pipeline import compile_model
 from edgec.quant import reference, scheme
 from edgec.quant.ptq import QuantOptions
 
-UBSAN = ("-std=c99", "-O1", "-g", "-fsanitize=undefined", "-fno-sanitize-recover=all", "-Wall", "-Wextra",
+UBSAN = ("-std=c99", "-O0", "-fsanitize=undefined", "-fno-sanitize-recover=all", "-Wall", "-Wextra",
          "-Werror", "-pedantic")
 RNG = np.random.default_rng(14)
 
@@ -28,13 +28,14 @@ RNG = np.random.default_rng(14)
 @pytest.fixture(scope="module")
 def ub_runtime(tmp_path_factory):
     root = tmp_path_factory.mktemp("ub_runtime")
-    objs = []
+    jobs = {}
     for f in (f for f in cheader.runtime_files() if f.endswith(".c")):
         o = root / f"{Path(f).stem}.o"
-        subprocess.run([host_compiler(), *UBSAN, "-c", str(REPO / "runtime_c" / f), "-o", str(o)], check=True,
-                       capture_output=True)
-        objs.append(str(o))
-    return objs
+        jobs[str(o)] = subprocess.Popen([host_compiler(), *UBSAN, "-c", str(REPO / "runtime_c" / f), "-o", str(o)],
+                                        stderr=subprocess.PIPE)
+    for o, job in jobs.items():
+        assert job.wait() == 0, job.stderr.read().decode()
+    return list(jobs)
 
 
 def degenerate_weights(out_c: int, rest: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
