@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from conftest import EXAMPLES, assert_clean_error, edgec, host_compiler
@@ -167,3 +168,64 @@ def test_a_model_called_stdint_exports_a_library_that_compiles(tmp_path):
     subprocess.run([host_compiler("gcc"), "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fsyntax-only",
                     "-I", str(out), str(out / "model_stdint.c"), str(out / "example" / "main.c"),
                     *(str(p) for p in sorted(out.glob("edgec_*.c")))], check=True, capture_output=True, text=True)
+
+
+def _make_state(path, state: str, rng) -> None:
+    """Put `path` into a file-system state."""
+    if state == "missing":
+        return
+    if state == "file":
+        path.write_text("user file")
+    elif state == "user-folder":
+        path.mkdir()
+        (path / f"data{rng.integers(9)}.txt").write_text("user data")
+    elif state == "empty-folder":
+        path.mkdir()
+    elif state == "edgec-folder":
+        path.mkdir()
+        (path / MARKER).write_text("{}")
+        (path / "old.c").write_text("generated")
+    elif state == "link-to-user-folder":
+        target = path.parent / f"target{rng.integers(1 << 30)}"
+        target.mkdir()
+        (target / "precious.txt").write_text("user data")
+        path.symlink_to(target, target_is_directory=True)
+    elif state == "dangling-link":
+        path.symlink_to(path.parent / "nowhere")
+
+
+def test_random_output_paths_never_lose_a_file(tmp_path):
+    """Random output paths (nested, `..`, long names) in random states through the staged writer: either the
+    folder becomes edgec's output or the call is refused with one line; no file edgec did not write is ever
+    changed or removed, and no staging folder is left."""
+    from edgec.staging import staged_folder
+    rng = np.random.default_rng(int(os.environ.get("EDGEC_PATH_SEED", "1414")))
+    states = ["missing", "file", "user-folder", "empty-folder", "edgec-folder", "link-to-user-folder", "dangling-link"]
+    for case in range(150):
+        root = tmp_path / f"c{case}"
+        root.mkdir()
+        parent = root
+        for _ in range(int(rng.integers(0, 3))):
+            parent = parent / rng.choice(["a", "b", "x" * int(rng.integers(1, 260))])
+        name = str(rng.choice(["out", "o" * 250, "build.d", ".", ".."]))
+        parent_state = str(rng.choice(["missing", "file", "empty-folder"] if parent != root else ["empty-folder"]))
+        try:
+            if parent != root:
+                parent.parent.mkdir(parents=True, exist_ok=True)
+                _make_state(parent, parent_state, rng)
+            out = parent / name
+            if name not in (".", "..") and parent.is_dir():
+                _make_state(out, str(rng.choice(states)), rng)
+        except OSError:             # the state itself cannot exist (a name too long): nothing to try
+            continue
+        before = {p: p.read_text() for p in root.rglob("*") if p.is_file() and not p.is_symlink()
+                  and p.name not in ("old.c", MARKER)}     # edgec wrote those: they may go
+        try:
+            with staged_folder(out, "build") as work:
+                (work / "model.c").write_text("new")
+            assert (out / "model.c").read_text() == "new" and not out.is_symlink()
+        except EdgecError as exc:
+            assert "\n" not in str(exc)
+        for p, text in before.items():
+            assert p.is_file() and p.read_text() == text, (case, out, p)
+        assert not [p for p in root.rglob(".*.*") if p.is_dir() and p.name.startswith(f".{out.name}.")], case
