@@ -84,8 +84,18 @@ def _raise_terminated(signum, _frame):
     raise Terminated(signum)
 
 
-def signals_raise() -> None:
-    """SIGINT, SIGTERM and SIGHUP raise (KeyboardInterrupt / Terminated) in the main thread."""
+def signals_raise() -> dict:
+    """SIGINT, SIGTERM and SIGHUP raise (KeyboardInterrupt / Terminated) in the main thread (a signal
+    ignored already, e.g. SIGHUP under nohup, stays ignored); returns the handlers before, for restore()."""
+    previous = {s: signal.getsignal(s) for s in CAUGHT}
     for s in CAUGHT:
-        if signal.getsignal(s) is not signal.SIG_IGN or s == signal.SIGINT:
+        if previous[s] is not signal.SIG_IGN or s == signal.SIGINT:
             signal.signal(s, _raise_terminated)
+    return previous
+
+
+def restore(previous: dict) -> None:
+    """Put back the handlers signals_raise() replaced (edgec run in-process, e.g. by a test)."""
+    for s, handler in previous.items():
+        if handler is not None:
+            signal.signal(s, handler)

@@ -314,7 +314,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    children.signals_raise()     # SIGTERM/SIGHUP clean up like Ctrl-C: no child, no staging folder left
+    previous = children.signals_raise()   # SIGTERM/SIGHUP clean up like Ctrl-C: no child, no staging folder left
     try:
         return args.func(args)
     except EdgecError as exc:
@@ -328,6 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("edgec: interrupted", file=sys.stderr)
         return 130
+    finally:
+        children.restore(previous)
 
 
 if __name__ == "__main__":

@@ -118,8 +118,8 @@ class SampleStream:
         if tuple(shape[1:]) != self.sample_shape or len(shape) == 0:
             raise EdgecError(f"{self.path}: x has shape {list(shape)} but the model takes {list(input_shape)}; "
                              f"x must be (N, {', '.join(map(str, self.sample_shape))})")
-        if not np.issubdtype(dtype, np.number):
-            raise EdgecError(f"{self.path}: x has dtype {dtype}; it must hold numbers (float32)")
+        if np.issubdtype(dtype, np.complexfloating) or not np.issubdtype(dtype, np.number):
+            raise EdgecError(f"{self.path}: x has dtype {dtype}; it must hold real numbers (float32)")
         if shape[0] == 0:
             raise EdgecError(f"{self.path}: x holds no samples")
         self.fortran, self.dtype = fortran, dtype

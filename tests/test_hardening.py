@@ -168,3 +168,22 @@ def test_a_rebuild_during_the_bench_gets_no_old_report(quantized_folder, tmp_pat
     monkeypatch.setattr(runner, "run", bench_while_rebuilt)
     result = api.bench(folder, CANCER / "test.npz", report_dir=folder)
     assert result["report_files"] == [] and not (folder / "bench-report.json").exists()
+
+
+def test_complex_data_and_bad_options_through_the_api(tmp_path):
+    """The API refuses what the CLI refuses: complex x (its imaginary part would be dropped silently),
+    negative or NaN option numbers."""
+    calib = tmp_path / "c.npz"
+    np.savez(calib, x=np.load(CANCER / "calib.npz")["x"][:8].astype(np.complex64) * (1 + 1j))
+    with pytest.raises(EdgecError, match="real numbers"):
+        api.calibrate_model(CANCER / "model.onnx", calib, QuantOptions(sensitivity_samples=0))
+    for bad in (dict(auto_seconds=float("nan")), dict(auto_seconds=-1.0), dict(sensitivity_samples=-1)):
+        with pytest.raises(EdgecError, match="--auto-seconds|--sensitivity-samples"):
+            QuantOptions(**bad).check()
+
+
+def test_cli_main_restores_the_signal_handlers(capsys):
+    import signal
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+    assert cli.main(["boards"]) == 0
+    assert {s: signal.getsignal(s) for s in before} == before
