@@ -106,6 +106,9 @@ def check_output_folder(outdir: str | Path, inputs=(), what: str = "output folde
         if not ours:
             raise EdgecError(f"{what} {outdir} exists and was not written by edgec (no {MARKER} in it); "
                              "edgec replaces its output folder as a whole: give a new or empty folder with -o")
+        if outdir.is_mount():
+            raise EdgecError(f"{what} {outdir} is a mount point, which cannot be replaced; give a folder inside it "
+                             "with -o")
         if not os.access(outdir.parent, os.W_OK | os.X_OK):
             raise EdgecError(f"{what} {outdir}: {outdir.parent} is not writable; choose another path")
     _check_location(outdir, what, STAGING_EXTRA)

@@ -31,7 +31,8 @@ def staged_folder(outdir: Path, kind: str = "build", inputs=()):
         _replace(work, outdir)
     except OSError as exc:
         shutil.rmtree(work, ignore_errors=True)
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EFBIG):
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG,
+                         errno.EBUSY, errno.EXDEV, errno.ENAMETOOLONG):
             raise EdgecError(f"could not write the output folder {outdir} ({exc.strerror}); nothing was written: "
                              "free some disk space or choose another -o folder") from None
         raise

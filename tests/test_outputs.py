@@ -131,20 +131,21 @@ def _in_namespace(script: str, cwd) -> subprocess.CompletedProcess:
     return subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
-@pytest.mark.parametrize("state", ["read-only", "full"])
+@pytest.mark.parametrize("state", ["read-only", "full", "mount-point"])
 def test_read_only_and_full_file_systems(state, inputs, tmp_path):
     """-o on a read-only file system is refused before the work; on a full one (a 64 KiB tmpfs) the build
     stops with one line and leaves no staging folder."""
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     opts = "ro,size=64k" if state == "read-only" else "size=64k"
+    out = mnt if state == "mount-point" else mnt / "lib"
     cmd = (f"mount -t tmpfs -o {opts} tmpfs {mnt} && {sys.executable} -m edgec export {inputs / 'cancer.onnx'} "
-           f"--calib {inputs / 'calib.npz'} --board host --format c -o {mnt / 'lib'}; code=$?; ls -A {mnt}; "
+           f"--calib {inputs / 'calib.npz'} --board host --format c -o {out}; code=$?; ls -A {mnt}; "
            "exit $code")
     proc = _in_namespace(cmd, tmp_path)
     err = [ln for ln in proc.stderr.splitlines() if ln.startswith("edgec")]
     assert proc.returncode == 2 and len(err) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert ("not writable" if state == "read-only" else "No space left") in err[0]
+    assert {"read-only": "not writable", "full": "No space left", "mount-point": "mount point"}[state] in err[0]
     assert proc.stdout.strip() == ""          # nothing left on the file system: no folder, no staging folder
 
 
