@@ -116,7 +116,7 @@ def _pin_batch(model: onnx.ModelProto, path) -> None:
                          "export a wrapper that concatenates the inputs (or keeps one output)")
     for vi in list(inputs) + list(model.graph.output):
         dims = vi.type.tensor_type.shape.dim
-        if vi.type.tensor_type.HasField("shape") and not dims:
+        if vi.type.tensor_type.HasField("shape") and not dims and vi in inputs:
             what = "input" if vi in inputs else "output"
             raise EdgecError(f"{path}: {what} '{vi.name}' is a scalar (rank 0); edgec builds models whose input and "
                              "output are tensors: export the model with a batch dimension (e.g. shape [1])")

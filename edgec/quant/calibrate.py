@@ -88,7 +88,8 @@ def run_float(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
     """Float outputs of the model for every sample of x (N, *input shape without batch)."""
     sess = float_session(model)
     name = sess.get_inputs()[0].name
-    return np.concatenate([sess.run(None, {name: x[i:i + 1]})[0] for i in range(len(x))])
+    outs = [sess.run(None, {name: x[i:i + 1]})[0] for i in range(len(x))]
+    return np.concatenate([np.reshape(o, (1,)) if np.ndim(o) == 0 else o for o in outs])   # rank 0: one per sample
 
 
 def calibrate(model: onnx.ModelProto, x: np.ndarray, values: Iterable[str],
@@ -222,7 +223,7 @@ def _per_sample(sess, names, inp, x):
     out: dict[str, list] = {k: [] for k in names}
     for j in range(len(x)):
         for k, r in zip(names, sess.run(None, {inp: x[j:j + 1]})):
-            out[k].append(r)
+            out[k].append(np.reshape(r, (1,)) if np.ndim(r) == 0 else r)    # a rank-0 value: one per sample
     return out
 
 
