@@ -28,14 +28,23 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
+def _prctl():
+    """libc's prctl, looked up in the parent (no dynamic loading between fork and exec), or None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
 def _die_with_parent(parent: int):
     """preexec_fn: the kernel sends SIGKILL to the child when its parent ends (Linux only)."""
+    prctl = _prctl()
+
     def setup() -> None:
-        if sys.platform.startswith("linux"):
-            try:
-                ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            except (OSError, AttributeError):
-                pass
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
         if os.getppid() != parent:     # the parent died before prctl: do not run orphaned
             os._exit(1)
     return setup
