@@ -25,37 +25,43 @@ UBSAN = ("-std=c99", "-O0", "-fsanitize=undefined", "-fno-sanitize-recover=all",
 RNG = np.random.default_rng(14)
 
 
+VARIANTS = {"portable": (), "dsp-emulated": ("-DEDGEC_EMULATE_DSP",)}   # the fast kernels' two paths
+
+
 @pytest.fixture(scope="module")
 def ub_runtime(tmp_path_factory):
+    """{variant: object files of the runtime compiled under UBSan}."""
     root = tmp_path_factory.mktemp("ub_runtime")
     jobs = {}
-    for f in (f for f in cheader.runtime_files() if f.endswith(".c")):
-        o = root / f"{Path(f).stem}.o"
-        jobs[str(o)] = subprocess.Popen([host_compiler(), *UBSAN, "-c", str(REPO / "runtime_c" / f), "-o", str(o)],
-                                        stderr=subprocess.PIPE)
-    for o, job in jobs.items():
+    for variant, flags in VARIANTS.items():
+        for f in (f for f in cheader.runtime_files() if f.endswith(".c")):
+            o = root / f"{variant}_{Path(f).stem}.o"
+            jobs[variant, str(o)] = subprocess.Popen([host_compiler(), *UBSAN, *flags, "-c", str(REPO / "runtime_c" / f),
+                                                      "-o", str(o)], stderr=subprocess.PIPE)
+    for job in jobs.values():
         assert job.wait() == 0, job.stderr.read().decode()
-    return list(jobs)
+    return {v: [o for (variant, o) in jobs if variant == v] for v in VARIANTS}
 
 
-def degenerate_weights(out_c: int, rest: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+def degenerate_weights(out_c: int, rest: tuple[int, ...], saturate: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Per output channel: zero, tiny (1e-30) and huge (1e4) weights, then ordinary ones; biases that
-    saturate int32 (1e9 next to tiny weights), are zero, or are ordinary."""
+    saturate int32 (1e9 next to tiny weights; without `saturate`, where the fast kernels take the layer:
+    they decline an accumulator that could reach 2^30), are zero, or are ordinary."""
     w = RNG.normal(0, 0.5, (out_c, *rest)).astype(np.float32)
     w[0] = 0
     w[1 % out_c] = 1e-30 * np.sign(RNG.normal(size=rest))
-    w[2 % out_c] = 1e4
+    w[2 % out_c] = 1e4 if saturate else 20.0     # a multiplier > 1 (huge weights) also keeps the fast kernels out
     b = RNG.normal(0, 1, out_c).astype(np.float32)
-    b[:3] = [5.0, 1e9, -1e9][:min(3, out_c)]
+    b[:3] = ([5.0, 1e9, -1e9] if saturate else [5.0, 1e-3, -3.0])[:min(3, out_c)]
     return w, b
 
 
-def conv_model():
+def conv_model(saturate: bool = True):
     """conv (degenerate channels) -> relu -> depthwise (degenerate) -> max pool -> sigmoid -> add/mul/max/sub
     with constants -> average pool -> flatten -> gemm (degenerate) -> softmax"""
-    w1, b1 = degenerate_weights(4, (3, 3, 3))
-    w2, b2 = degenerate_weights(4, (1, 3, 3))
-    w3, b3 = degenerate_weights(5, (16,))
+    w1, b1 = degenerate_weights(4, (3, 3, 3), saturate)
+    w2, b2 = degenerate_weights(4, (1, 3, 3), saturate)
+    w3, b3 = degenerate_weights(5, (16,), saturate)
     c = np.array([0.0, 1e-20, 1e3, -2.0], np.float32).reshape(1, 4, 1, 1)
     nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], name="conv"),
              helper.make_node("Relu", ["c1"], ["r1"]),
@@ -116,13 +122,16 @@ def _run_under_ubsan(graph, plan, x, tmp_path, runtime) -> None:
     assert np.array_equal(got, want.astype(np.int8)), "the C differs from the reference"
 
 
-CASES = {"conv": (conv_model, ()), "conv-int16": (conv_model, ("dw",)), "movement": (movement_model, ())}
+CASES = {"conv": (conv_model, (), "portable"), "conv-dsp": (conv_model, (), "dsp-emulated"),
+         "conv-fast": (lambda: conv_model(saturate=False), (), "portable"),
+         "conv-fast-dsp": (lambda: conv_model(saturate=False), (), "dsp-emulated"),
+         "conv-int16": (conv_model, ("dw",), "portable"), "movement": (movement_model, (), "portable")}
 
 
 @pytest.mark.parametrize("calib", ["random", "all-equal"])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_degenerate_models_are_defined_behaviour(case, calib, ub_runtime, tmp_path):
-    build_model, int16 = CASES[case]
+    build_model, int16, variant = CASES[case]
     model = build_model()
     shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim][1:]
     path = save(model, tmp_path, f"{case.replace('-', '_')}.onnx")
@@ -130,4 +139,4 @@ def test_degenerate_models_are_defined_behaviour(case, calib, ub_runtime, tmp_pa
     x = RNG.normal(0, 1, (8, *shape)).astype(np.float32) if calib == "random" else np.full((4, *shape), 0.5, np.float32)
     np.savez(cal, x=x)
     _, graph, plan = compile_model(path, cal, options=QuantOptions(sensitivity_samples=0, cache=False, int16=int16))
-    _run_under_ubsan(graph, plan, _test_inputs(shape), tmp_path, ub_runtime)
+    _run_under_ubsan(graph, plan, _test_inputs(shape), tmp_path, ub_runtime[variant])
