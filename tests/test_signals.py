@@ -61,19 +61,27 @@ def _gone(root, timeout=10.0) -> list[int]:
     return _procs_using(root)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
-def test_signal_during_build_leaves_nothing(sig, tmp_path):
+@pytest.mark.parametrize("sig, point", [(signal.SIGTERM, "calibration"), (signal.SIGTERM, "firmware"),
+                                        (signal.SIGHUP, "firmware"), (signal.SIGINT, "calibration")])
+def test_signal_during_build_leaves_nothing(sig, point, tmp_path, monkeypatch):
     out = tmp_path / "out"
-    proc = _start("build", CANCER / "model.onnx", "--calib", CANCER / "calib.npz", "--board", "host", "-o", out)
-    _wait_for_child(proc, tmp_path)                   # PlatformIO runs in the staging folder
-    time.sleep(RNG.uniform(0, 1.0))                   # a random point of the firmware build
+    monkeypatch.setenv("EDGEC_CACHE_DIR", str(tmp_path / "cache"))
+    proc = _start("build", CANCER / "model.onnx", "--calib", CANCER / "calib.npz", "--board", "host", "-o", out,
+                  "--sensitivity-samples", "64" if point == "calibration" else "0")
+    if point == "calibration":
+        proc.stderr.readline()                        # edgec's first line: it runs (and handles signals)
+        time.sleep(RNG.uniform(0, 0.3))               # a random point of calibration and quantization
+    else:
+        _wait_for_child(proc, tmp_path)               # PlatformIO runs in the staging folder
+        time.sleep(RNG.uniform(0, 1.0))               # a random point of the firmware build
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     want = 130 if sig == signal.SIGINT else 128 + sig
     assert proc.returncode == want, err
     assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("edgec: "), err
     assert _gone(tmp_path) == []                      # no platformio, scons or compiler left running
-    assert os.listdir(tmp_path) == []                 # no output folder, no staging folder
+    assert [p.name for p in tmp_path.iterdir() if p.name != "cache"] == []   # no output, no staging folder
+    assert not [p for p in tmp_path.glob("cache/**/*") if ".tmp" in p.name]   # no half-written cache entry
 
 
 @pytest.fixture(scope="module")

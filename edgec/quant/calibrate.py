@@ -288,8 +288,12 @@ def save_stats(stats: Stats, path: Path) -> None:
             "with_histograms": stats.with_histograms}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
-    np.savez(tmp, meta=np.array(json.dumps(meta)), **arrays)
-    tmp.replace(path)
+    try:
+        np.savez(tmp, meta=np.array(json.dumps(meta)), **arrays)
+        tmp.replace(path)
+    except BaseException:         # full disk, Ctrl-C, SIGTERM: no half-written file left in the cache
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def load_stats(path: Path) -> Stats | None:
