@@ -194,3 +194,30 @@ def test_cli_main_restores_the_signal_handlers(capsys):
     before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
     assert cli.main(["boards"]) == 0
     assert {s: signal.getsignal(s) for s in before} == before
+
+
+def test_constant_node_external_data_is_read_beside_the_model(tmp_path, monkeypatch):
+    """A Constant node keeping its value in an external file: read from the model's folder, never from the
+    current folder (where a file of that name must not end up in the firmware)."""
+    import onnx
+    from onnx import external_data_helper, numpy_helper
+    folder, elsewhere = tmp_path / "model", tmp_path / "cwd"
+    folder.mkdir()
+    elsewhere.mkdir()
+    real = np.array([[1.0, 2.0, 3.0, 4.0]], np.float32)
+    (folder / "c.bin").write_bytes(real.tobytes())
+    (elsewhere / "c.bin").write_bytes(np.full((1, 4), 99.0, np.float32).tobytes())      # the decoy
+    t = numpy_helper.from_array(real, "c")
+    external_data_helper.set_external_data(t, location="c.bin")
+    t.ClearField("raw_data")
+    t.data_location = TensorProto.EXTERNAL
+    g = helper.make_graph([helper.make_node("Constant", [], ["c"], value=t), helper.make_node("Add", ["x", "c"], ["y"])],
+                          "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, str(folder / "m.onnx"))
+    monkeypatch.chdir(elsewhere)
+    model = loader.load_model(folder / "m.onnx")
+    got = calibrate.run_float(model, np.zeros((1, 4), np.float32))
+    assert np.array_equal(got, real)
