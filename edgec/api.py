@@ -28,6 +28,7 @@ from edgec.targets.boards import load_board
 from edgec.ir import Graph
 from edgec.ops.registry import graph_macs
 from edgec.staging import staged_folder
+from edgec.outputs import check_output_folder
 from edgec.pipeline import Log, calibrate_model, compile_model, model_name, schedule_and_plan  # noqa: F401
 from edgec.pipeline import quiet as _quiet
 from edgec.targets.build_folder import REPORT, check_hello, load_build
@@ -59,6 +60,8 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
     model_path = Path(model_path)
     the_board = load_board(board)
     outdir = Path(outdir) if outdir else Path("build") / f"{model_name(model_path)}-{the_board.name}"
+    inputs = (model_path, calib_path)
+    check_output_folder(outdir, inputs)      # before any work: edgec only ever replaces a folder it wrote
     options = options or ptq.QuantOptions()
     model, quant = calibrate_model(model_path, calib_path, options, log)
     graph = quant.graph
@@ -71,7 +74,7 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
         f"weights {graph.weights_bytes():,} bytes")
     budget = fit.check(graph, plan, the_board)   # before anything is written: does it fit the board?
     # Build in a scratch folder next to OUTDIR, moved in place only when everything worked.
-    with staged_folder(outdir) as work:
+    with staged_folder(outdir, "build", inputs) as work:
         lib = work / "model"
         codegen.generate(graph, plan, lib, name)
         artifact.save_graph(graph, work)
@@ -143,13 +146,28 @@ def bench(outdir: str | Path, data_path: str | Path, limit: int | None = None, p
     when a device output differs from the reference) the first layer whose output differs.
     With report_dir, also write bench-report.json and report.html there (edgec/bench/runner.py, edgec/bench/report.py)."""
     from edgec.bench import runner as bench_stage
+    from edgec.bench import report as report_stage
 
+    if report_dir is not None:
+        report_stage.check_report_dir(Path(report_dir))     # before the bench, not after it
+    build_id = _folder_id(outdir)
     result = bench_stage.run(outdir, data_path, limit=limit, port=port, profile=profile,
                              compare_layers=compare_layers, score=score, log=log)
-    if report_dir is not None:
-        from edgec.bench import report as report_stage
+    if report_dir is not None and _folder_id(outdir) != build_id:
+        # rebuilt meanwhile (edgec build replaces the folder as a whole): this report belongs to the old build
+        log(f"warning: {outdir} was rebuilt during the bench; no report written (bench the new build again)")
+        result["report_files"] = []
+    elif report_dir is not None:
         result["report_files"] = [str(p) for p in report_stage.write(result, Path(outdir), Path(report_dir))]
     return result
+
+
+def _folder_id(folder) -> tuple[int, int] | None:
+    try:
+        st = Path(folder).stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def inspect_model(model_path: str | Path) -> dict:

@@ -8,29 +8,45 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
+import math
 
 from edgec import __version__
+from edgec import children, outputs
 from edgec.errors import EdgecError
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with the CLI's error contract: a bad command line is one line on stderr and exit 2 (argparse
-    would print the whole usage first); the subcommand parsers inherit it."""
+def _count(minimum: int):
+    """argparse type: an integer >= minimum."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is less than {minimum}")
+        return value
+    return parse
 
-    def error(self, message: str):
-        self.exit(2, f"edgec: error: {self.prog}: {message} (see `{self.prog} --help`)\n")
 
-
-def _count(text: str) -> int:
-    """A whole number >= 0 (an argparse type)."""
+def _seconds(text: str) -> float:
+    """argparse type: a finite number of seconds > 0."""
     try:
-        n = int(text)
+        value = float(text)
     except ValueError:
-        n = -1
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
-    return n
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
+    return value
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not math.isfinite(value) or not 0 < value <= 100:
+        raise argparse.ArgumentTypeError(f"{text} is not a percentile in (0, 100]")
+    return value
 
 
 def _log(msg: str) -> None:
@@ -53,7 +69,7 @@ def _add_quant_options(p: argparse.ArgumentParser) -> None:
                    help="activation range estimation (default minmax; auto-model picks the method whose INT8 "
                         "output is closest to float on held-out calibration samples, auto then refines it tensor "
                         "by tensor)")
-    p.add_argument("--percentile", type=float, default=99.99, help="percentile of --method percentile (99.99)")
+    p.add_argument("--percentile", type=_percent, default=99.99, help="percentile of --method percentile (99.99)")
     p.add_argument("--per-tensor", action="store_true", help="one weight scale per layer instead of per channel")
     p.add_argument("--bias-correction", nargs="?", const="quantized", default=False, choices=["quantized", "float"],
                    help="remove the mean output shift quantization causes in every layer, measured on the "
@@ -62,9 +78,9 @@ def _add_quant_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--equalize", action="store_true",
                    help="cross-layer equalization of conv pairs (depthwise-separable networks)")
     p.add_argument("--no-cache", action="store_true", help="recalibrate even if the statistics are cached")
-    p.add_argument("--sensitivity-samples", type=_count, default=16,
+    p.add_argument("--sensitivity-samples", type=_count(0), default=16,
                    help="calibration samples the per-layer sensitivity report uses (0: no report)")
-    p.add_argument("--auto-seconds", type=float, default=20.0,
+    p.add_argument("--auto-seconds", type=_seconds, default=20.0,
                    help="time budget of --method auto's per-tensor search (default 20 s)")
     p.add_argument("--int16", action="append", metavar="NODE[,NODE...]",
                    help="run these layers (ONNX node names, as the sensitivity table shows them) with int16 "
@@ -76,11 +92,7 @@ def cmd_calibrate(args) -> int:
     from edgec.quant import sensitivity as sens
 
     options = _quant_options(args)
-    out = Path(args.output) if args.output else None
-    if out is not None and not out.parent.is_dir():      # before calibrating, not after
-        raise EdgecError(f"-o {out}: the folder {out.parent} does not exist; create it or write elsewhere")
-    if out is not None and out.is_dir():
-        raise EdgecError(f"-o {out}: is a folder; give the path of the JSON file to write")
+    out = outputs.check_output_file(args.output, (args.model, args.calib)) if args.output else None
     _, result = api.calibrate_model(args.model, args.calib, options, log=_log)
     source = "from the cache" if result.cached else f"in {result.calib_seconds:.1f} s"
     print(f"calibrated on {result.samples} samples {source}; method {result.label}"
@@ -92,10 +104,7 @@ def cmd_calibrate(args) -> int:
         print("sensitivity, worst first (SQNR of INT8 vs float in dB, higher is better):")
         print(sens.table(result.sensitivity))
     if out is not None:
-        try:
-            out.write_text(json.dumps(result.to_json(options), indent=1))
-        except OSError as exc:
-            raise EdgecError(f"-o {out}: cannot write it ({exc.strerror}); give a file you can write") from None
+        outputs.write_json(out, result.to_json(options))
         print(f"wrote {out}")
     return 0
 
@@ -126,11 +135,12 @@ def cmd_bench(args) -> int:
     from edgec.bench import report
 
     report_dir = None if args.no_report else (args.report or args.outdir)
+    to_stdout = args.json == "-"
+    json_file = outputs.check_output_file(args.json, (args.data,)) if args.json and not to_stdout else None
     r = api.bench(args.outdir, args.data, limit=args.limit, port=args.port, log=_log, profile=args.profile,
                   compare_layers=args.compare_layers, score=args.score, report_dir=report_dir)
-    to_stdout = args.json == "-"
-    if args.json and not to_stdout:
-        Path(args.json).write_text(json.dumps(r, indent=1))
+    if json_file is not None:
+        outputs.write_json(json_file, r)
     out = sys.stderr if to_stdout else sys.stdout     # with --json -, stdout carries only the JSON
     if "profile" in r:
         print(report.profile_table(r), file=out)
@@ -221,6 +231,13 @@ def cmd_inspect(args) -> int:
     return 0 if not info["problems"] else 1
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with edgec's one-line errors (the usage stays behind --help)."""
+
+    def error(self, message: str):
+        self.exit(2, f"edgec: error: {' '.join(message.split())} (see `{self.prog} --help`)\n")
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="edgec", description="Float ONNX model + calibration set -> INT8 firmware, "
                                 "built, flashed and benchmarked on a microcontroller board.")
@@ -264,7 +281,7 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("bench", help="run test data on the device and report accuracy and latency")
     r.add_argument("outdir", help="a build folder made by `edgec build`")
     r.add_argument("--data", required=True, help=".npz with x and optional integer labels y")
-    r.add_argument("--limit", type=int, help="use only the first N samples")
+    r.add_argument("--limit", type=_count(1), help="use only the first N samples")
     r.add_argument("--port", help="serial port of a real board (emulated boards need none)")
     r.add_argument("--json", help="also write the JSON report to this file ('-': to stdout, for CI)")
     r.add_argument("--profile", action="store_true", help="time every layer on the device (table and chart)")
@@ -297,6 +314,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    previous = children.signals_raise()   # SIGTERM/SIGHUP clean up like Ctrl-C: no child, no staging folder left
     try:
         return args.func(args)
     except EdgecError as exc:
@@ -304,9 +322,14 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"edgec: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except children.Terminated as exc:
+        print(f"edgec: terminated ({exc}); nothing half-written was left", file=sys.stderr)
+        return 128 + exc.signum
     except KeyboardInterrupt:
         print("edgec: interrupted", file=sys.stderr)
         return 130
+    finally:
+        children.restore(previous)
 
 
 if __name__ == "__main__":

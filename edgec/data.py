@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from edgec.errors import EdgecError
+from edgec.limits import check_bytes
 
 
 @dataclass
@@ -26,38 +27,70 @@ def load_dataset(path: str | Path, input_shape: tuple[int, ...], limit: int | No
     path = Path(path)
     if not path.is_file():
         raise EdgecError(f"{path}: no such data file (expected an .npz with an array 'x')")
+    if limit is not None and limit < 1:
+        raise EdgecError(f"--limit {limit}: the number of samples to use must be at least 1")
+    want = tuple(input_shape[1:])
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {k: npz[k] for k in npz.files}
+        with zipfile.ZipFile(path) as z:
+            names = [n[:-4] for n in z.namelist() if n.endswith(".npy")]
+            if "x" not in names:
+                raise EdgecError(f"{path}: has no array 'x' (found: {', '.join(names) or 'nothing'}); "
+                                 "save the samples as x with numpy.savez(path, x=..., y=...)")
+            x, n = _read_array(z, path, "x", limit, want)   # only the arrays edgec uses, only the rows it uses
+            y, ny = _read_array(z, path, "y", limit) if "y" in names else (None, None)
+    except EdgecError:
+        raise
     except Exception as exc:  # a damaged file fails in many ways (zip, zlib, the npy header's Python literal)
         raise EdgecError(f"{path}: not a readable .npz file ({exc}); save data with numpy.savez(path, x=..., y=...)") from None
-    if "x" not in arrays:
-        raise EdgecError(f"{path}: has no array 'x' (found: {', '.join(arrays) or 'nothing'}); "
-                         "save the samples as x with numpy.savez(path, x=..., y=...)")
-    x = arrays["x"]
-    want = tuple(input_shape[1:])
-    if x.shape[1:] != want:
-        raise EdgecError(f"{path}: x has shape {list(x.shape)} but the model takes {list(input_shape)}; "
-                         f"x must be (N, {', '.join(map(str, want))})")
-    if len(x) == 0:
-        raise EdgecError(f"{path}: x holds no samples")
-    if not np.issubdtype(x.dtype, np.number):
-        raise EdgecError(f"{path}: x has dtype {x.dtype}; it must hold numbers (float32)")
     x = x.astype(np.float32)
     if not np.all(np.isfinite(x)):
         raise EdgecError(f"{path}: x contains NaN or Inf values")
-    y = arrays.get("y")
     if y is not None and float_labels and np.issubdtype(y.dtype, np.floating):
-        if len(y) != len(x) or not np.all(np.isfinite(y)):
+        if ny != n or not np.all(np.isfinite(y)):
             raise EdgecError(f"{path}: y must hold {len(x)} finite targets, got {y.dtype} {list(y.shape)}")
         y = y.astype(np.float32)
     elif y is not None:
-        if y.ndim != 1 or len(y) != len(x) or not np.issubdtype(y.dtype, np.integer):
+        if y.ndim != 1 or ny != n or not np.issubdtype(y.dtype, np.integer):
             raise EdgecError(f"{path}: y must be integer labels shaped ({len(x)},), got {y.dtype} {list(y.shape)}")
         y = y.astype(np.int64)
-    if limit is not None:
-        x, y = x[:limit], (y[:limit] if y is not None else None)
     return Dataset(x=x, y=y, path=path)
+
+
+def _read_array(z: zipfile.ZipFile, path: Path, name: str, limit: int | None,
+                sample_shape: tuple[int, ...] | None = None) -> tuple[np.ndarray, int | None]:
+    """Array `name` of an open npz, its first `limit` rows only, and its length in the file (None: 0-d); its
+    size checked (from the npy header) against the memory limit before anything is allocated; x's shape and
+    dtype checked first."""
+    with z.open(f"{name}.npy") as f:
+        shape, fortran, dtype = _npy_header(f)
+        if dtype.hasobject:
+            raise EdgecError(f"{path}: {name} holds Python objects; save numbers with numpy.savez")
+        if sample_shape is not None:
+            if len(shape) == 0 or tuple(shape[1:]) != sample_shape:
+                raise EdgecError(f"{path}: x has shape {list(shape)} but the model takes {[1, *sample_shape]}; "
+                                 f"x must be (N, {', '.join(map(str, sample_shape))})")
+            if shape[0] == 0:
+                raise EdgecError(f"{path}: x holds no samples")
+            if np.issubdtype(dtype, np.complexfloating) or not np.issubdtype(dtype, np.number):
+                raise EdgecError(f"{path}: x has dtype {dtype}; it must hold real numbers (float32)")
+        scalar = len(shape) == 0
+        if scalar:
+            shape = (1,)
+        rows = shape[0] if limit is None else min(shape[0], limit)
+        row = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
+        whole = fortran and len(shape) > 1           # column-major: the rows are not contiguous
+        check_bytes((shape[0] if whole else rows) * row + rows * int(np.prod(shape[1:], dtype=np.int64)) * 4,
+                    f"{path}: array {name} {list(shape)} {dtype}", "use --limit or a smaller data file")
+        count = (shape[0] if whole else rows) * row
+        buf = f.read(count)
+        if len(buf) != count:
+            raise EdgecError(f"{path}: {name} is truncated; save the data again with numpy.savez")
+    a = np.frombuffer(buf, dtype)
+    if scalar:
+        return a.reshape(()), None
+    if whole:
+        return a.reshape(shape[::-1]).T[:rows], shape[0]
+    return a.reshape((rows, *shape[1:])), shape[0]
 
 
 class SampleStream:
@@ -85,8 +118,8 @@ class SampleStream:
         if tuple(shape[1:]) != self.sample_shape or len(shape) == 0:
             raise EdgecError(f"{self.path}: x has shape {list(shape)} but the model takes {list(input_shape)}; "
                              f"x must be (N, {', '.join(map(str, self.sample_shape))})")
-        if not np.issubdtype(dtype, np.number):
-            raise EdgecError(f"{self.path}: x has dtype {dtype}; it must hold numbers (float32)")
+        if np.issubdtype(dtype, np.complexfloating) or not np.issubdtype(dtype, np.number):
+            raise EdgecError(f"{self.path}: x has dtype {dtype}; it must hold real numbers (float32)")
         if shape[0] == 0:
             raise EdgecError(f"{self.path}: x holds no samples")
         self.fortran, self.dtype = fortran, dtype

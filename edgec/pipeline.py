@@ -13,7 +13,7 @@ from edgec.ir import Graph
 from edgec.plan import planner
 from edgec.progress import Progress
 from edgec.quant import ptq
-from edgec.templating import c_identifier
+from edgec.templating import model_c_name
 
 Log = Callable[[str], None]
 
@@ -27,7 +27,7 @@ def model_name(model_path: Path) -> str:
     stem = model_path.stem
     if stem.lower() in ("model", "net", "network") and model_path.resolve().parent.name:
         stem = model_path.resolve().parent.name
-    return c_identifier(stem)
+    return model_c_name(stem)
 
 
 def calibrate_model(model_path: str | Path, calib_path: str | Path, options: ptq.QuantOptions | None = None,

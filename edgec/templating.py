@@ -15,6 +15,30 @@ def c_identifier(text: str) -> str:
     return "m_" + name if name[0].isdigit() else name
 
 
+C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto if
+    inline int long register restrict return short signed sizeof static struct switch typedef union unsigned void
+    volatile while _bool _complex _imaginary _alignas _alignof _atomic _generic _noreturn _static_assert
+    _thread_local asm bool true false nullptr typeof alignas alignof static_assert thread_local constexpr
+    class new delete this template typename namespace operator private public protected virtual friend""".split())
+# headers a generated <name>.h would shadow (C standard, POSIX and the frameworks edgec builds with)
+C_HEADERS = frozenset("""assert complex ctype errno fenv float inttypes iso646 limits locale math setjmp signal
+    stdalign stdarg stdatomic stdbool stddef stdint stdio stdlib stdnoreturn string tgmath threads time uchar
+    wchar wctype unistd fcntl pthread sched semaphore strings alloca malloc memory endian features sys arm_math
+    arm_acle arm_neon cmsis_compiler cmsis_gcc core_cm0 core_cm3 core_cm4 core_cm7 arduino wire spi hal main
+    bench_main mlperf_main example model_data library config sdkconfig freertos task queue""".split())
+RESERVED_PREFIX = "edgec"     # the runtime's files and symbols: edgec_nn.h, edgec_conv.c, edgec_*()
+
+
+def model_c_name(text: str) -> str:
+    """The C name of a model (its file names, symbols and macros): c_identifier(text), changed
+    when that would collide with a runtime file or symbol (edgec_*), a C or platform header, a firmware source
+    (main) or a C/C++ keyword (`model_` put in front): a model called `stdint.onnx` must not shadow <stdint.h>."""
+    name = c_identifier(text)
+    if name in C_KEYWORDS or name in C_HEADERS or name.startswith(RESERVED_PREFIX):
+        name = f"model_{name}"
+    return name
+
+
 def c_string(text: str, limit: int = 255) -> str:
     """The body of a C string literal holding `text` (UTF-8, at most `limit` bytes): printable ASCII as is,
     everything else octal escaped; '?' escaped too (no trigraphs), so any ONNX name is safe in generated C."""

@@ -255,7 +255,7 @@ def test_export_errors(tmp_path):
     occupied = tmp_path / "occupied"
     occupied.mkdir()
     (occupied / "mine.txt").write_text("user data")
-    with pytest.raises(EdgecError, match="exists and is not an edgec export"):
+    with pytest.raises(EdgecError, match="exists and was not written by edgec"):
         export("cancer_conv1d", "c", occupied)
     assert (occupied / "mine.txt").read_text() == "user data"
     with pytest.raises(EdgecError, match="unknown export format 'zip'"):

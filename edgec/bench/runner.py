@@ -28,6 +28,7 @@ from edgec.data import load_dataset
 from edgec.errors import EdgecError
 from edgec.ir import DTYPES, Graph, Op
 from edgec.ops.registry import ALIAS_OPS, REGISTRY, op_macs
+from edgec.ops.reduce import index_classes
 from edgec.progress import Progress
 from edgec.targets.build_folder import check_hello, load_build
 
@@ -60,6 +61,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
     graph = artifact.load_graph(outdir)
     score_fn = load_score(score) if score else None
     data = load_dataset(data_path, graph.input_onnx_shape, limit, float_labels=True)
+    check_labels(graph, data.y, data_path)      # before any work: a bad label would bend the numbers silently
     n = len(data.x)
     tin = graph.tensors[graph.input]
     xq = scheme.quantize_input(tin, data.x)
@@ -127,7 +129,34 @@ def task_of(graph: Graph, labels: np.ndarray | None) -> str:
     if labels is not None:
         return "classification" if np.issubdtype(labels.dtype, np.integer) else "regression"
     last = REGISTRY[graph.ops[-1].kind] if graph.ops else None
-    return "classification" if last and last.distribution and last.qparams == "fixed" else "regression"
+    distribution = last and last.distribution and last.qparams == "fixed"
+    return "classification" if distribution or index_classes(graph) else "regression"
+
+
+def class_count(graph: Graph) -> tuple[int, bool]:
+    """(number of classes, whether the output is the class index itself rather than one score per class)."""
+    index = index_classes(graph)
+    width = int(np.prod(graph.output_onnx_shape[1:], dtype=np.int64))
+    return (index, True) if index is not None and width == 1 else (width, False)
+
+
+def check_labels(graph: Graph, labels, data_path) -> None:
+    """Integer labels must be class numbers of this model: 0 <= y < classes."""
+    if labels is None or not np.issubdtype(labels.dtype, np.integer) or task_of(graph, labels) != "classification":
+        return
+    classes, _ = class_count(graph)
+    bad = np.flatnonzero((labels < 0) | (labels >= classes))
+    if bad.size:
+        raise EdgecError(f"{data_path}: label y[{bad[0]}] = {labels[bad[0]]} is not a class of this model "
+                         f"(0..{classes - 1}; {bad.size} labels out of range); fix the labels")
+
+
+def predictions(graph: Graph, outputs: np.ndarray) -> np.ndarray:
+    """The predicted class of every sample: the index output itself, or the top-1 of the scores."""
+    classes, is_index = class_count(graph)
+    if is_index:
+        return np.clip(np.rint(outputs[:, 0]).astype(np.int64), 0, classes - 1)
+    return outputs.argmax(axis=1)
 
 
 def _quality(graph, labels, float_out, ref_out, dev_out, x, score_name, score_fn) -> dict:
@@ -137,13 +166,15 @@ def _quality(graph, labels, float_out, ref_out, dev_out, x, score_name, score_fn
     task = task_of(graph, labels)
     q: dict = {"task": task}
     if task == "classification":
-        q["accuracy"] = {k: top1(v, labels) for k, v in outs.items()}
-        q["agreement_top1"] = {"int8_vs_float": float(np.mean(ref_out.argmax(1) == float_out.argmax(1))),
-                               "device_vs_float": float(np.mean(dev_out.argmax(1) == float_out.argmax(1)))}
-        classes = ref_out.shape[1]
-        truth = labels if labels is not None else float_out.argmax(1)
+        check_labels(graph, labels, "labels")
+        classes, _ = class_count(graph)
+        pred = {k: predictions(graph, v) for k, v in outs.items()}
+        q["accuracy"] = {k: None if labels is None else float(np.mean(p == labels)) for k, p in pred.items()}
+        q["agreement_top1"] = {"int8_vs_float": float(np.mean(pred["int8_reference"] == pred["float"])),
+                               "device_vs_float": float(np.mean(pred["device"] == pred["float"]))}
+        truth = labels if labels is not None else pred["float"]
         q["confusion"] = {"rows": "label" if labels is not None else "float model's top-1",
-                          "columns": "device top-1", "matrix": confusion(truth, dev_out.argmax(1), classes)}
+                          "columns": "device top-1", "matrix": confusion(truth, pred["device"], classes)}
     else:
         target, against = (labels.reshape(len(labels), -1), "labels") if labels is not None else (float_out, "float model")
         if target.shape[1] != float_out.shape[1]:
@@ -160,15 +191,9 @@ def _quality(graph, labels, float_out, ref_out, dev_out, x, score_name, score_fn
     return q
 
 
-def top1(outputs: np.ndarray, labels: np.ndarray | None) -> float | None:
-    if labels is None:
-        return None
-    return float(np.mean(outputs.argmax(axis=1) == labels))
-
-
 def confusion(truth: np.ndarray, predicted: np.ndarray, classes: int) -> list[list[int]]:
     m = np.zeros((classes, classes), np.int64)
-    np.add.at(m, (np.clip(truth, 0, classes - 1), predicted), 1)
+    np.add.at(m, (truth, predicted), 1)       # labels checked to be classes (check_labels)
     return m.tolist()
 
 

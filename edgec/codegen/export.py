@@ -31,6 +31,7 @@ from edgec.quant import scheme
 from edgec.quant import reference
 from edgec.targets.boards import Board, load_board
 from edgec.staging import staged_folder
+from edgec.outputs import check_output_folder
 from edgec.data import load_dataset
 from edgec.errors import EdgecError
 
@@ -61,12 +62,6 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _check_outdir(outdir: Path) -> None:
-    """outdir may only be replaced if it is empty or an earlier export."""
-    if outdir.exists() and (not outdir.is_dir() or (any(outdir.iterdir()) and not (outdir / MARKER).is_file())):
-        raise EdgecError(f"{outdir} exists and is not an edgec export; choose another -o folder or remove it")
-
-
 def export(model_path: str | Path, calib_path: str | Path, board_name: str, fmt: str, outdir: str | Path,
            log: Callable[[str], None] = lambda _: None, options=None) -> dict:
     """Quantize the model and write it as a library in `fmt` layout into outdir; returns the export manifest."""
@@ -74,13 +69,11 @@ def export(model_path: str | Path, calib_path: str | Path, board_name: str, fmt:
     if fmt not in FORMATS:
         raise EdgecError(f"unknown export format '{fmt}': use one of {', '.join(FORMATS)}")
     board = load_board(board_name)
-    outdir = Path(outdir)
-    _check_outdir(outdir)          # before the work: a refused -o costs nothing (checked again before writing)
+    outdir = check_output_folder(outdir, (model_path, calib_path))     # before any work
     _, graph, plan = compile_model(model_path, calib_path, log, options)     # options: ptq.QuantOptions
     name = graph.name
     fit.check(graph, plan, board)
-    _check_outdir(outdir)
-    with staged_folder(outdir) as work:
+    with staged_folder(outdir, "export", (model_path, calib_path)) as work:
         manifest = _write(work, graph, plan, board, fmt, Path(model_path), Path(calib_path))
     log(f"exported {name} for {board.name} as a {fmt} library in {outdir}")
     return manifest

@@ -10,7 +10,6 @@ import collections
 import os
 import re
 import shutil
-import signal
 import subprocess
 import threading
 import weakref
@@ -19,24 +18,13 @@ from pathlib import Path
 import serial
 
 from edgec.targets.boards import PORT_EMULATOR, PORT_PROGRAM, Board
+from edgec import children
 from edgec.errors import EdgecError
 from edgec.device.link import Link
 
 _QEMU_PORT_RE = re.compile(r"tcp:[\d.]+:(\d+)")
 _PROGRAM_RE = re.compile(r"^EDGEC_SERIAL (\S+)")
 STARTUP_TIMEOUT = 20.0
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 class _Process:
@@ -48,11 +36,12 @@ class _Process:
         self._found = threading.Event()
         self._match: re.Match | None = None
         try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                         stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            # its own process group, which dies with edgec even when edgec is SIGKILLed
+            self.proc = children.spawn(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, env=env)
         except OSError as e:
             raise EdgecError(f"cannot start {what} ({argv[0]}): {e.strerror or e}") from None
-        self._finalizer = weakref.finalize(self, _kill_group, self.proc)
+        self._finalizer = weakref.finalize(self, children.kill_group, self.proc)
         threading.Thread(target=self._drain, args=(pattern,), daemon=True).start()
 
     def _drain(self, pattern: re.Pattern) -> None:

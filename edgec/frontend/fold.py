@@ -14,6 +14,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper, shape_inference
 
+from edgec.limits import memory_limit
+
 
 CONTROL_FLOW = {"If", "Loop", "Scan"}
 MAX_ROUNDS = 16
@@ -74,7 +76,7 @@ def _fold_once(model: onnx.ModelProto) -> onnx.ModelProto | None:
             start = _attr(n, "start", 0)
             end = _attr(n, "end", None)
             value = [np.array(shapes[n.input[0]][start:end], np.int64)]
-        elif all(i in consts or i == "" for i in n.input):
+        elif all(i in consts or i == "" for i in n.input) and not _too_big(n, consts, shapes):
             try:
                 inputs = [i for i in n.input if i]
                 graph = onnx.helper.make_graph(
@@ -108,6 +110,26 @@ def _fold_once(model: onnx.ModelProto) -> onnx.ModelProto | None:
     fg.input.extend(real)
     del fg.value_info[:]
     return folded
+
+
+def _too_big(n, consts: dict, shapes: dict) -> bool:
+    """Would folding this node allocate more than edgec's memory limit? (Left unfolded, the size check of
+    the loader names it.)  From its static output shapes, or from the shape constant of the ops that make
+    large tensors from small inputs."""
+    limit = memory_limit()
+    sizes = [int(np.prod(shapes[o], dtype=np.int64)) for o in n.output if shapes.get(o) is not None]
+    try:
+        if n.op_type in ("ConstantOfShape", "Expand") and len(n.input) >= 1:
+            dims = consts[n.input[-1 if n.op_type == "Expand" else 0]].astype(np.int64).reshape(-1)
+            sizes.append(int(np.prod(np.maximum(dims, 1), dtype=np.float64)))
+        elif n.op_type == "Tile":
+            sizes.append(int(np.prod(consts[n.input[1]], dtype=np.float64) * consts[n.input[0]].size))
+        elif n.op_type == "Range":
+            start, stop, step = (float(np.asarray(consts[i]).reshape(-1)[0]) for i in n.input[:3])
+            sizes.append(int(abs((stop - start) / step)) if step else 0)
+    except (KeyError, ValueError, TypeError, IndexError, OverflowError):
+        return False
+    return any(8 * s > limit for s in sizes)
 
 
 def _attr(n, name, default=None):

@@ -4,10 +4,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import onnx
 from onnx import numpy_helper, shape_inference
 
 from edgec.errors import EdgecError
+from edgec.limits import check_bytes
 from edgec.frontend import fold, functions, opsets, qdq
 from edgec.frontend.fold import static_shape  # noqa: F401  (edgec.api and tests read loader.static_shape)
 from edgec.ops.registry import SUPPORTED_OPS
@@ -29,8 +31,8 @@ def load_model(path: str | Path) -> onnx.ModelProto:
     if not model.graph.node:
         raise EdgecError(f"{path}: the ONNX graph has no nodes (is this really a model file?)")
     _check_names(model, path)
-    external = [i.name for i in model.graph.initializer if i.data_location == onnx.TensorProto.EXTERNAL]
-    if external:        # weights in files next to the model (onnx's external data)
+    external = [t.name for t in _all_tensors(model) if t.data_location == onnx.TensorProto.EXTERNAL]
+    if external:        # weights (initializers or Constant nodes) in files next to the model, never the current folder
         try:
             onnx.load_external_data_for_model(model, str(path.resolve().parent))
         except Exception as exc:
@@ -44,6 +46,30 @@ def load_model(path: str | Path) -> onnx.ModelProto:
             raise EdgecError(f"{path}: initializer '{init.name}' is damaged ({_short(exc)}); "
                              "export the model again") from None
     return prepare(model, path)
+
+
+def _all_tensors(model: onnx.ModelProto):
+    """Every tensor stored in the model: initializers and the tensor attributes of its nodes (Constant)."""
+    yield from model.graph.initializer
+    for node in model.graph.node:
+        for a in node.attribute:
+            if a.HasField("t"):
+                yield a.t
+            yield from a.tensors
+
+
+def check_sizes(model: onnx.ModelProto, where) -> None:
+    """Refuse, before anything is allocated, a model one of whose tensors (static shapes) would need more
+    float32 memory than edgec's limit: calibration would run it in float."""
+    g = model.graph
+    producer = {o: n for n in g.node for o in n.output}
+    for vi in (*g.input, *g.value_info, *g.output):
+        shape = fold.static_shape(vi)
+        if shape:
+            n = producer.get(vi.name)
+            node = f"node '{n.name or n.op_type}' ({n.op_type}) output" if n is not None else "input"
+            check_bytes(4 * int(np.prod(shape, dtype=np.int64)), f"{where}: {node} '{vi.name}' {list(shape)}",
+                        "no microcontroller holds a tensor this large: make the model smaller")
 
 
 def copy_model(src: str | Path, dst: str | Path) -> None:
@@ -66,8 +92,11 @@ def prepare(model: onnx.ModelProto, where: str | Path = "model") -> onnx.ModelPr
         if functions.expand_functions(model, SUPPORTED_OPS):   # e.g. LayerNormalization: its ONNX body
             model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
         model = fold.fold_constants(model)   # shapes computed in the graph (PyTorch's exporter): folded
+    except EdgecError:
+        raise
     except Exception as exc:
         raise EdgecError(f"{where}: invalid ONNX model ({_short(exc)})") from None
+    check_sizes(model, where)
     return model
 
 
@@ -87,6 +116,10 @@ def _pin_batch(model: onnx.ModelProto, path) -> None:
                          "export a wrapper that concatenates the inputs (or keeps one output)")
     for vi in list(inputs) + list(model.graph.output):
         dims = vi.type.tensor_type.shape.dim
+        if vi.type.tensor_type.HasField("shape") and not dims and vi in inputs:
+            what = "input" if vi in inputs else "output"
+            raise EdgecError(f"{path}: {what} '{vi.name}' is a scalar (rank 0); edgec builds models whose input and "
+                             "output are tensors: export the model with a batch dimension (e.g. shape [1])")
         if dims and not dims[0].HasField("dim_value"):
             dims[0].dim_value = 1          # dynamic batch -> 1
         for i, d in enumerate(dims):

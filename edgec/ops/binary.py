@@ -8,6 +8,8 @@ Sigmoid's table (SiLU, HardSwish).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import onnx
 
@@ -288,17 +290,28 @@ def import_prelu(cx, node):
 
 
 def _variadic(cx, node, op, y=None):
-    """Sum/Max/Min of n tensors: a chain of binary ops (intermediates are edgec's own tensors)."""
+    """Sum/Max/Min of n tensors: a chain of binary ops (intermediates are edgec's own tensors); the constants
+    among them folded into one, last in the chain (the ops are commutative)."""
     y = y or node.output[0]
     if len(node.input) == 1:
         cx.values[y] = cx.activation(node.input[0], node)
         return
-    acc = node.input[0]
-    for k, nxt in enumerate(node.input[1:]):
-        last = k == len(node.input) - 2
+    inputs = [v for v in node.input if v not in cx.consts]
+    consts = [v for v in node.input if v in cx.consts]
+    if len(consts) > 1 and inputs:
+        fold = {"add": np.add, "max": np.maximum, "min": np.minimum}[op]
+        combined = f"{SYNTHETIC}{y}__constants"
+        cx.consts[combined] = functools.reduce(fold, (np.asarray(cx.consts[c], np.float32) for c in consts))
+        consts = [combined]
+    inputs += consts
+    if not inputs[:1] or inputs[0] in cx.consts:
+        inputs = list(node.input)
+    acc = inputs[0]
+    for k, nxt in enumerate(inputs[1:]):
+        last = k == len(inputs) - 2
         out = y if last else f"{SYNTHETIC}{y}__{k}"
         if not last:
-            cx.shapes[out] = tuple(np.broadcast_shapes(cx.shape(acc, node), cx.shape(nxt, node)))
+            cx.shapes[out] = tuple(np.broadcast_shapes(cx.shape(acc, node), cx.shape(nxt, node)))   # nxt: no constant
         binary(cx, onnx.helper.make_node(node.op_type, [acc, nxt], [out], name=node.name), op)
         acc = out
 

@@ -22,6 +22,16 @@ def fixed_qparams(op: Op) -> tuple[float, int] | None:
     return (1.0, 0) if op.attrs["how"] in ("argmax", "argmin") else None
 
 
+def index_classes(graph) -> int | None:
+    """For a graph whose output is a class index (it ends in ArgMax/ArgMin): the number of classes the
+    index chooses from; else None."""
+    last = next((op for op in reversed(graph.ops) if op.output == graph.output), None)
+    if last is None or last.kind != "reduce" or not last.params:
+        return None
+    index_kinds = (REDUCE_KINDS["argmax"], REDUCE_KINDS["argmin"])
+    return int(last.params["n"]) if last.params.get("kind") in index_kinds else None
+
+
 def quantize_reduce(op: Op, ins: list[Tensor], out: Tensor) -> None:
     a, x = op.attrs, ins[0]
     kind = a["how"]

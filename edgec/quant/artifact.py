@@ -56,6 +56,6 @@ def load_graph(folder: Path) -> Graph:
         return Graph(name=meta["name"], tensors=tensors, ops=ops, input=meta["input"], output=meta["output"],
                      input_onnx_shape=tuple(meta["input_onnx_shape"]),
                      output_onnx_shape=tuple(meta["output_onnx_shape"]))
-    except (OSError, KeyError, ValueError) as exc:
-        raise EdgecError(f"{folder}: the quantized model record is missing or damaged ({exc}); "
+    except Exception as exc:    # missing, truncated (zip, zlib, npy) or edited (JSON of the wrong shape)
+        raise EdgecError(f"{folder}: the quantized model record is missing or damaged ({type(exc).__name__}: {exc}); "
                          "run `edgec build` again") from None

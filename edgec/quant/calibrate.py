@@ -88,7 +88,8 @@ def run_float(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
     """Float outputs of the model for every sample of x (N, *input shape without batch)."""
     sess = float_session(model)
     name = sess.get_inputs()[0].name
-    return np.concatenate([sess.run(None, {name: x[i:i + 1]})[0] for i in range(len(x))])
+    outs = [sess.run(None, {name: x[i:i + 1]})[0] for i in range(len(x))]
+    return np.concatenate([np.reshape(o, (1,)) if np.ndim(o) == 0 else o for o in outs])   # rank 0: one per sample
 
 
 def calibrate(model: onnx.ModelProto, x: np.ndarray, values: Iterable[str],
@@ -222,7 +223,7 @@ def _per_sample(sess, names, inp, x):
     out: dict[str, list] = {k: [] for k in names}
     for j in range(len(x)):
         for k, r in zip(names, sess.run(None, {inp: x[j:j + 1]})):
-            out[k].append(r)
+            out[k].append(np.reshape(r, (1,)) if np.ndim(r) == 0 else r)    # a rank-0 value: one per sample
     return out
 
 
@@ -287,8 +288,12 @@ def save_stats(stats: Stats, path: Path) -> None:
             "with_histograms": stats.with_histograms}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
-    np.savez(tmp, meta=np.array(json.dumps(meta)), **arrays)
-    tmp.replace(path)
+    try:
+        np.savez(tmp, meta=np.array(json.dumps(meta)), **arrays)
+        tmp.replace(path)
+    except BaseException:         # full disk, Ctrl-C, SIGTERM: no half-written file left in the cache
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def load_stats(path: Path) -> Stats | None:
@@ -307,7 +312,7 @@ def load_stats(path: Path) -> Stats | None:
             if "holdout_x" in z.files:
                 stats.holdout_x, stats.holdout_y = z["holdout_x"], z["holdout_y"]
         return stats
-    except (OSError, ValueError, KeyError):
+    except Exception:       # truncated, empty or foreign: a zip, zlib, npy or JSON error of any kind
         return None
 
 
@@ -322,6 +327,10 @@ def collect_cached(model: onnx.ModelProto, stream: SampleStream, values: Iterabl
                         rescale={k: [a, f] for k, (a, f) in sorted((rescale or {}).items())})
         path = cache_dir() / f"{key}.npz"
         cached = load_stats(path) if path.is_file() else None
+        if cached is None and path.is_file():       # a damaged entry (edgec's own file): discard, recompute
+            if log:
+                log(f"warning: the calibration cache entry {path} is damaged; calibrating again")
+            path.unlink(missing_ok=True)
         if cached is not None and (cached.with_histograms or not histograms):
             if log:
                 log(f"calibration statistics from the cache ({path})")

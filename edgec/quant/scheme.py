@@ -147,9 +147,23 @@ def weighted(op: Op, inp: Tensor, out: Tensor, channel_axis: int) -> None:
     else:
         wq, w_scale = quantize_weights(op.attrs["weights"], channel_axis, op.attrs.get("per_channel", True))
     bias_scale = inp.scale * w_scale
-    bq = np.clip(np.round(op.attrs["bias"].astype(np.float64) / bias_scale), -2**31, 2**31 - 1).astype(np.int32)
     mult, shift = zip(*(quantize_multiplier(s / out.scale) for s in bias_scale))
+    bq = accumulator_safe_bias(wq, channel_axis, op.attrs["bias"].astype(np.float64) / bias_scale, mult)
     op.arrays.update(weights=wq, bias=bq, mult=np.array(mult, np.int32), shift=np.array(shift, np.int32))
+
+
+def accumulator_safe_bias(wq: np.ndarray, channel_axis: int, bias: np.ndarray, mult) -> np.ndarray:
+    """The int32 bias of a weighted op, such that `acc += bias` can never overflow the int32 accumulator
+    (undefined behaviour in C): |sum((x - zp) * w)| <= 255 * sum|w| per channel, so the bias is clamped to
+    what is left of the int32 range (it only ever differs from round(bias) when the quantizer would have
+    saturated it anyway). A channel whose multiplier is 0 outputs its zero point whatever it accumulates:
+    its bias is 0 (as the fast kernels'). A channel so deep that its products alone could overflow (tens of
+    thousands of taps) keeps the plain saturated bias and gets numerics.py's warning instead."""
+    axes = tuple(a for a in range(wq.ndim) if a != channel_axis % wq.ndim)
+    reach = 255 * np.abs(wq.astype(np.int64)).sum(axis=axes)
+    room = np.where(reach < 2**31 - 1, (2**31 - 1) - reach, 2**31 - 1)
+    bq = np.clip(np.nan_to_num(np.round(bias)), -room, room)
+    return np.where(np.asarray(mult) == 0, 0, bq).astype(np.int32)
 
 
 BIAS16_LIMIT = (1 << 40) - 1

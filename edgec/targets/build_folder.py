@@ -19,10 +19,13 @@ def load_build(outdir: str | Path) -> tuple[dict, Board, Path]:
     try:
         report = json.loads(report_path.read_text())
         board_ref = report["board"]
-    except (ValueError, KeyError):
+        if not isinstance(board_ref, str) or not isinstance(report.get("firmware") or "", str) \
+                or not isinstance(report.get("model_hash", ""), str):
+            raise ValueError("fields of the wrong type")
+    except (OSError, ValueError, KeyError, TypeError):
         raise EdgecError(f"{report_path}: damaged build report; run `edgec build` again") from None
     board_file = report.get("board_file")
-    board = load_board(board_file if board_file and Path(board_file).is_file() else board_ref)
+    board = load_board(board_file if isinstance(board_file, str) and Path(board_file).is_file() else board_ref)
     if not report.get("firmware"):
         raise EdgecError(f"{outdir}: this build has no firmware (built without one); run `edgec build` again")
     firmware = outdir / report["firmware"]

@@ -20,6 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from edgec import children
 from edgec.errors import EdgecError
 from edgec.resources import resource_dir
 
@@ -117,10 +118,9 @@ def run_pio(args: list[str], project_dir: Path, log_file: Path, log=print, timeo
     cmd = pio_command() + list(args)
     log_file.parent.mkdir(parents=True, exist_ok=True)
     try:
-        proc = subprocess.run(cmd, cwd=project_dir, env=pio_environ(core), stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              errors="replace", timeout=timeout)
-        output, code = proc.stdout, proc.returncode
+        # its own process group, killed on any interrupt or signal, and it dies with edgec (edgec/children.py)
+        output, code = children.run(cmd, cwd=project_dir, env=pio_environ(core), stdin=subprocess.DEVNULL,
+                                    stderr=subprocess.STDOUT, text=True, errors="replace", timeout=timeout)
     except subprocess.TimeoutExpired as e:
         output = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
         log_file.write_text(f"$ {' '.join(cmd)}\n{output}\n[edgec] timed out after {timeout:.0f} s\n")

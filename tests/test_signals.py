@@ -1,0 +1,124 @@
+"""SIGTERM, SIGHUP and SIGINT at random points of build and bench (a `timeout`, a CI cancellation, a closed
+terminal, Ctrl-C): edgec exits with 128 + signal, and leaves no child process, no staging folder and no
+partial output; when edgec itself is SIGKILLed, its children (QEMU here; the host firmware is started the same
+way, edgec.children.spawn) die by themselves. Builds run for the host board (PlatformIO, compilers), benches
+on the emulated Cortex-M3 (QEMU)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from conftest import EXAMPLES
+from edgec import api
+from edgec.quant.ptq import QuantOptions
+
+CANCER = EXAMPLES / "cancer_conv1d"
+RNG = np.random.default_rng(int(os.environ.get("EDGEC_SIGNAL_SEED", "14")))
+
+
+def _procs_using(path) -> list[int]:
+    """Processes whose command line or working folder names `path` (edgec's children and theirs)."""
+    found = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    continue
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read().decode(errors="replace")
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            continue
+        if str(path) in cmdline or cwd.startswith(str(path)):
+            found.append(int(pid))
+    return found
+
+
+def _start(*args, cwd=None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "edgec", *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=cwd, start_new_session=True)
+
+
+def _wait_for_child(proc, root, timeout=60.0) -> None:
+    """Until edgec has a child working under `root` (the firmware build, the device)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and proc.poll() is None:
+        if [p for p in _procs_using(root) if p != proc.pid]:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"edgec started no child under {root} (exit {proc.poll()})")
+
+
+def _gone(root, timeout=10.0) -> list[int]:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and _procs_using(root):
+        time.sleep(0.1)
+    return _procs_using(root)
+
+
+@pytest.mark.parametrize("sig, point", [(signal.SIGTERM, "calibration"), (signal.SIGTERM, "firmware"),
+                                        (signal.SIGHUP, "firmware"), (signal.SIGINT, "calibration")])
+def test_signal_during_build_leaves_nothing(sig, point, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    monkeypatch.setenv("EDGEC_CACHE_DIR", str(tmp_path / "cache"))
+    proc = _start("build", CANCER / "model.onnx", "--calib", CANCER / "calib.npz", "--board", "host", "-o", out,
+                  "--sensitivity-samples", "64" if point == "calibration" else "0")
+    if point == "calibration":
+        proc.stderr.readline()                        # edgec's first line: it runs (and handles signals)
+        time.sleep(RNG.uniform(0, 0.3))               # a random point of calibration and quantization
+    else:
+        _wait_for_child(proc, tmp_path)               # PlatformIO runs in the staging folder
+        time.sleep(RNG.uniform(0, 1.0))               # a random point of the firmware build
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    want = 130 if sig == signal.SIGINT else 128 + sig
+    assert proc.returncode == want, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("edgec: "), err
+    assert _gone(tmp_path) == []                      # no platformio, scons or compiler left running
+    assert [p.name for p in tmp_path.iterdir() if p.name != "cache"] == []   # no output, no staging folder
+    assert not [p for p in tmp_path.glob("cache/**/*") if ".tmp" in p.name]   # no half-written cache entry
+
+
+@pytest.fixture(scope="module")
+def qemu_build(tmp_path_factory):
+    """The cancer example for the emulated Cortex-M3 (no framework: a 5 s build); its bench runs QEMU."""
+    root = tmp_path_factory.mktemp("signal_build")
+    api.build(CANCER / "model.onnx", CANCER / "calib.npz", "qemu-cortex-m3", root / "b",
+              options=QuantOptions(sensitivity_samples=0))
+    data = root / "test.npz"
+    x = np.load(CANCER / "test.npz")["x"]
+    np.savez(data, x=np.repeat(x, 2, axis=0))         # enough samples to be in the middle of the bench
+    return root / "b", data
+
+
+def test_signal_during_bench_leaves_no_emulator_and_no_report(qemu_build, tmp_path):
+    build, data = qemu_build
+    sig = int(RNG.choice([signal.SIGTERM, signal.SIGHUP]))
+    before = sorted(os.listdir(build))
+    proc = _start("bench", build, "--data", data, "--report", tmp_path / "rep", "--json", tmp_path / "r.json")
+    _wait_for_child(proc, build)                      # QEMU runs the firmware
+    time.sleep(RNG.uniform(0, 0.1))
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + sig, err
+    assert _gone(build) == []
+    assert not (tmp_path / "r.json").exists() and not (tmp_path / "rep" / "report.html").exists()
+    assert sorted(os.listdir(build)) == before and json.loads((build / "build-report.json").read_text())
+
+
+def test_emulator_dies_with_a_killed_edgec(qemu_build):
+    """SIGKILL cannot be caught: QEMU must end by itself (PR_SET_PDEATHSIG)."""
+    build, data = qemu_build
+    proc = _start("bench", build, "--data", data, "--no-report")
+    _wait_for_child(proc, build)
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert _gone(build) == []
+
