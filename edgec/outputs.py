@@ -115,8 +115,9 @@ def check_output_folder(outdir: str | Path, inputs=(), what: str = "output folde
     return outdir
 
 
-def check_output_file(path: str | Path, inputs=(), what: str = "output file") -> Path:
-    """Refuse (EdgecError, one line) an output file edgec may not write; returns it as a Path."""
+def check_output_file(path: str | Path, inputs=(), what: str = "output file", folder_exists: bool = True) -> Path:
+    """Refuse (EdgecError, one line) an output file edgec may not write; returns it as a Path.
+    folder_exists: the file's folder must exist already (False: edgec creates it)."""
     path = Path(path)
     if str(path).strip() == "":
         raise EdgecError(f"{what}: the name is empty; give a file name")
@@ -132,6 +133,8 @@ def check_output_file(path: str | Path, inputs=(), what: str = "output file") ->
             raise EdgecError(f"{what} {path} exists and was not written by edgec; give a new file name or "
                              "remove it first")
     _check_location(path, what, 16)     # ".<name>.<pid>.tmp" beside it
+    if folder_exists and not path.parent.is_dir():
+        raise EdgecError(f"{what} {path}: the folder {path.parent} does not exist; create it or write elsewhere")
     return path
 
 

@@ -34,7 +34,7 @@ def check_report_dir(report_dir: Path) -> tuple[Path, Path]:
             if p.is_symlink() or p.is_dir():
                 raise EdgecError(f"bench report {p} is a folder or a link; remove it or give --report another folder")
         return paths
-    return tuple(outputs.check_output_file(p, what="bench report") for p in paths)
+    return tuple(outputs.check_output_file(p, what="bench report", folder_exists=False) for p in paths)
 
 
 # ---- plots ----
