@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import tarfile
 import time
 from pathlib import Path
@@ -162,3 +163,16 @@ def test_a_pio_run_past_its_timeout_is_stopped(tmp_path, monkeypatch):
     monkeypatch.setenv("EDGEC_BUILD_TIMEOUT", "soon")
     with pytest.raises(EdgecError, match="is not a number of seconds"):
         pio.build_timeout()
+
+
+def test_pio_output_is_streamed_and_a_registry_error_says_how_to_work_offline(tmp_path, monkeypatch):
+    script = ("print('Compiling .pio/build/x/src/a.c.o', flush=True); "
+              "print('Platform Manager: Installing ststm32', flush=True); print('HTTPClientError: '); raise SystemExit(1)")
+    monkeypatch.setattr(pio, "pio_command", lambda: [sys.executable, "-c", script])
+    monkeypatch.setattr(pio, "PROGRESS_EVERY_S", 0.0)
+    shown = []
+    with pytest.raises(EdgecError, match=r"could not reach its registry: .*edgec packages install.*\(full log: "):
+        pio.run_pio(["run"], tmp_path, tmp_path / "log.txt", log=shown.append)
+    assert shown[0].startswith("  ... still building: 1 files compiled in ")
+    assert shown[1] == "Platform Manager: Installing ststm32"
+    assert "HTTPClientError" in (tmp_path / "log.txt").read_text()

@@ -1,10 +1,10 @@
-"""Real boards cannot be built here (their platforms and frameworks come from PlatformIO's registry).
+"""Real boards whose frameworks are not here (their platforms come from PlatformIO's registry, or an offline bundle).
 What can be checked offline, is: each profile yields an ordinary PlatformIO project with edgec's serial
 harness; on Arm cores the model library, the C runtime, the link protocol, the benchmark main and the
 cycle counter compile with the board's CPU flags (-Wall -Wextra -Werror) and link into the board's
 flash/RAM minus the framework's reserved share; the Arduino glue (main.cpp) compiles against a stub of
-the few Arduino calls it makes.  The vendor framework itself is never compiled, and no profile claims
-hardware testing."""
+the few Arduino calls it makes.  The vendor framework itself is compiled in tests/test_vendor_builds.py
+(the STM32 NUCLEO profiles, from the offline STM32duino bundle), and no profile claims hardware testing."""
 from __future__ import annotations
 
 import shutil

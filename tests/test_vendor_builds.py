@@ -92,7 +92,7 @@ def test_memory_checks_are_measured_on_framework_boards(board, nucleo_build):
     report, out = nucleo_build(board)
     mem = report["memory"]
     assert mem["model_ram_symbols"] == ["arena"]          # the model's constants all stay in flash
-    frames = stack_usage(next((out / "project" / ".pio" / "build").glob("*")))
+    frames = stack_usage(next(d for d in (out / "project" / ".pio" / "build").glob("*") if d.is_dir()))
     entry = frames["main"] + frames["setup"] + frames["edgec_bench_main"] + frames["edgec_link_serve"]
     assert entry < mem["stack_estimate_bytes"] < 4096
     assert mem["total_ram_bytes"] == mem["static_ram_bytes"] + mem["stack_estimate_bytes"]

@@ -101,7 +101,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         # an emulated or host board's "UART" is a loopback TCP socket: no baud rate limits it
         local = board.serial_port in (PORT_EMULATOR, PORT_PROGRAM)
         link_stats = link.stats.to_json(None if local else board.serial_baud)
-    flash, ram = firmware_sizes(firmware, host=firmware.suffix != ".elf")
+    flash, ram = firmware_sizes(firmware, host=firmware.suffix != ".elf", prefix=board.toolchain_prefix or "")
     units = np.array([board.ticks_to_units(int(t)) for t in ticks])
     result = {
         "board": board.name, "clock_hz": board.clock_hz, "model": report["model"], "model_hash": report["model_hash"], "samples": n,

@@ -44,8 +44,8 @@ _LINKER_USAGE_RE = re.compile(r"^\s*(?P<region>[A-Za-z_][\w.]*):\s+(?P<used>\d+)
 @dataclass(frozen=True)
 class Firmware:
     elf: Path          # the program the board runs (an ELF; for the host board a host executable)
-    flash_bytes: int   # code + constants + initialised-data image
-    ram_bytes: int     # static RAM: .data + .bss + reserved stack (host: data + bss)
+    flash_bytes: int   # every allocated section stored in the image: code, constants, the .data image
+    ram_bytes: int     # every allocated RAM section: .data, .bss, reserved stack / minimum heap (host: data + bss)
     linker_usage: dict = field(default_factory=dict)   # {region: bytes} the linker printed (framework boards)
 
 

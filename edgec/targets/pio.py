@@ -202,11 +202,18 @@ def run_pio(args: list[str], project_dir: Path, log_file: Path, log=print, timeo
 
 def registry_reachable(timeout: float = 3.0) -> bool:
     """Can PlatformIO's registry be reached (a TCP connection to it within `timeout` seconds)?"""
-    try:
-        with socket.create_connection((REGISTRY_HOST, 443), timeout=timeout):
-            return True
-    except OSError:
-        return False
+    answer: list[bool] = []
+
+    def probe() -> None:            # in a thread: a stuck DNS lookup ignores the socket's timeout
+        try:
+            with socket.create_connection((REGISTRY_HOST, 443), timeout=timeout):
+                answer.append(True)
+        except OSError:
+            answer.append(False)
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return bool(answer and answer[0])
 
 
 def main(argv: list[str] | None = None) -> int:
