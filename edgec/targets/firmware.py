@@ -95,7 +95,7 @@ def src_build_flags(board: Board) -> list[str]:
     if board.framework:
         return ["-Wall", "-fstack-usage", "-frecord-gcc-switches",
                 *[f for f in board.build_flags if _optimization(f)]]
-    return ["-std=c99", "-Wall", "-Wextra", "-Werror", "-fstack-usage"]
+    return ["-std=c99", "-Wall", "-Wextra", "-Werror", "-fstack-usage", "-frecord-gcc-switches"]
 
 
 def _render(template: str, **values) -> str:
