@@ -99,7 +99,13 @@ def install_bundle(archive: Path, log: Log | None = None) -> dict[str, list[str]
                 continue
             if target.exists() or target.is_symlink():
                 shutil.rmtree(target) if target.is_dir() and not target.is_symlink() else target.unlink()
-            new.rename(target)
+            try:
+                new.rename(target)
+            except OSError:
+                if _piopm(target) != _piopm(new):    # not another edgec process installing the same
+                    raise
+                result["kept"].append(f"{kind}/{name}")
+                continue
             result["installed"].append(f"{kind}/{name}")
             log(f"installed {kind}/{name} {(_piopm(target) or {}).get('version', '')}")
     except (tarfile.TarError, OSError, EOFError) as e:
@@ -122,17 +128,23 @@ def make_toolchain_shim(core: Path | None = None) -> Path:
                          "libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib (or give a bundle with the toolchain)")
     bindir = Path(gcc).resolve().parent
     dest = core / "packages" / ARM_TOOLCHAIN
-    if dest.exists():
-        shutil.rmtree(dest)
-    (dest / "bin").mkdir(parents=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{ARM_TOOLCHAIN}-", dir=dest.parent))
+    (work / "bin").mkdir()
     for tool in sorted(bindir.glob(f"{ARM_TOOLCHAIN_PREFIX}*")):
-        (dest / "bin" / tool.name).symlink_to(tool)
-    (dest / "package.json").write_text(json.dumps({
+        (work / "bin" / tool.name).symlink_to(tool)
+    (work / "package.json").write_text(json.dumps({
         "name": ARM_TOOLCHAIN, "version": ARM_TOOLCHAIN_VERSION, "system": "*",
         "description": f"links to the system's {ARM_TOOLCHAIN_PREFIX}gcc in {bindir} (made by edgec)"}))
-    (dest / ".piopm").write_text(json.dumps({
+    (work / ".piopm").write_text(json.dumps({
         "type": "tool", "name": ARM_TOOLCHAIN, "version": ARM_TOOLCHAIN_VERSION,
         "spec": {"owner": "platformio", "id": None, "name": ARM_TOOLCHAIN, "requirements": None, "uri": None}}))
+    if dest.exists():
+        shutil.rmtree(dest, ignore_errors=True)
+    try:
+        work.rename(dest)
+    except OSError:               # another edgec process made it meanwhile
+        shutil.rmtree(work, ignore_errors=True)
     return dest
 
 

@@ -139,13 +139,14 @@ def build_timeout() -> float:
 
 
 def _stream(cmd: list[str], project_dir: Path, core: Path, log, timeout: float) -> tuple[str, int | None]:
-    """Run cmd, passing PlatformIO's download/install lines to log and a progress line every 15 s;
-    (output, exit code), the code None on timeout."""
+    """Run cmd, passing PlatformIO's download/install lines to log and, every PROGRESS_EVERY_S seconds
+    (even while a download prints nothing), a progress line; (output, exit code), the code None on timeout."""
     proc = subprocess.Popen(cmd, cwd=project_dir, env=pio_environ(core), stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
                             start_new_session=True)
     lines: list[str] = []
-    expired = threading.Event()
+    expired, done = threading.Event(), threading.Event()
+    start = time.monotonic()
 
     def kill() -> None:
         expired.set()
@@ -153,23 +154,27 @@ def _stream(cmd: list[str], project_dir: Path, core: Path, log, timeout: float) 
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:          # it ended meanwhile
             pass
+
+    def progress() -> None:
+        while not done.wait(PROGRESS_EVERY_S):
+            compiled = sum(ln.startswith(("Compiling ", "Archiving ", "Linking ")) for ln in list(lines))
+            log(f"  ... still building: {compiled} files compiled in {time.monotonic() - start:.0f} s")
     timer = threading.Timer(timeout, kill)
     timer.start()
-    start = last = time.monotonic()
-    compiled = 0
+    ticker = threading.Thread(target=progress, daemon=True) if log is not None else None
+    if ticker:
+        ticker.start()
     try:
         for line in proc.stdout:
             lines.append(line)
-            compiled += line.startswith(("Compiling ", "Archiving ", "Linking "))
-            now = time.monotonic()
             if log is not None and _SHOWN_RE.match(line) and not line.startswith(("RAM:", "Flash:")):
                 log(line.rstrip())
-            elif log is not None and now - last >= PROGRESS_EVERY_S:
-                log(f"  ... still building: {compiled} files compiled in {now - start:.0f} s")
-                last = now
         proc.wait()
     finally:
         timer.cancel()
+        done.set()
+        if ticker:
+            ticker.join()
         if proc.poll() is None:      # interrupted: take PlatformIO and its compilers down with us
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
