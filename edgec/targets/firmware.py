@@ -143,7 +143,8 @@ def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: 
         (src / "main.cpp").write_text(_render(f"{board.framework}_main.cpp.j2", **values))
     ini = _render("platformio.ini.j2", env_name=env_name(board), platform=platform_spec(board),
                   board_options=board_options(board), build_flags=harness_build_flags(board),
-                  src_flags=src_build_flags(board), **values)
+                  src_flags=src_build_flags(board), build_cache_dir=core_dir() / "build-cache" if board.framework else None,
+                  **values)
     (project_dir / "platformio.ini").write_text(ini)
     return project_dir
 
