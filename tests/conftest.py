@@ -192,11 +192,17 @@ def stm32duino():
     a failure in CI, a skip elsewhere."""
     from edgec.targets.packages import install_bundle
 
+    bundle = require_stm32duino_bundle()
+    install_bundle(bundle)
+    return bundle
+
+
+def require_stm32duino_bundle() -> Path:
+    """The STM32duino bundle's path; missing: a failure in CI, a skip with the reason elsewhere."""
     if not STM32DUINO_BUNDLE.is_file():
         if os.environ.get("CI"):
             pytest.fail(f"{STM32DUINO_BUNDLE} is missing: CI expects ../shared/frameworks beside the clone")
         pytest.skip(f"{STM32DUINO_BUNDLE} not present: the vendor-framework builds need it")
-    install_bundle(STM32DUINO_BUNDLE)
     return STM32DUINO_BUNDLE
 
 

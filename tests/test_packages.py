@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import conftest
 from conftest import EXAMPLES, assert_clean_error, edgec
 from edgec.errors import EdgecError
 from edgec.targets import packages, pio
@@ -176,3 +177,13 @@ def test_pio_output_is_streamed_and_a_registry_error_says_how_to_work_offline(tm
     assert "Platform Manager: Installing ststm32" in shown
     assert any(s.startswith("  ... still building: 1 files compiled in ") for s in shown), shown
     assert "HTTPClientError" in (tmp_path / "log.txt").read_text()
+
+
+def test_a_missing_stm32duino_bundle_fails_in_ci_and_skips_elsewhere(tmp_path, monkeypatch):
+    monkeypatch.setattr(conftest, "STM32DUINO_BUNDLE", tmp_path / "stm32duino-offline.tar.xz")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI expects ../shared/frameworks"):
+        conftest.require_stm32duino_bundle()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="not present: the vendor-framework builds need it"):
+        conftest.require_stm32duino_bundle()
