@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -93,7 +94,10 @@ def src_build_flags(board: Board) -> list[str]:
     (-O2) goes here: in build_flags it came before STM32duino's -Os, and -Os won.  -frecord-gcc-switches
     keeps each object's command line (.GCC.command.line) so the report can say how the model was built."""
     if board.framework:
-        return ["-Wall", "-fstack-usage", "-frecord-gcc-switches",
+        # a fresh number per project: edgec's sources always miss PlatformIO's build cache (it keeps objects,
+        # not the .su files the stack estimate reads) while the framework's objects come from it
+        build_id = f"-DEDGEC_BUILD_ID=0x{secrets.randbits(64):016x}ull"
+        return ["-Wall", "-fstack-usage", "-frecord-gcc-switches", build_id,
                 *[f for f in board.build_flags if _optimization(f)]]
     return ["-std=c99", "-Wall", "-Wextra", "-Werror", "-fstack-usage", "-frecord-gcc-switches"]
 

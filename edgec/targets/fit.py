@@ -156,22 +156,31 @@ def stack_usage(build_dir: Path) -> dict[str, int]:
 
 # The way into the benchmark loop: edgec's own platforms call main() of bench_main.c; on a framework board
 # the framework's main() calls the sketch's setup(), which calls edgec_bench_main() (arduino_main.cpp.j2).
-ENTRY_CHAINS = (("main",), ("main", "setup", "edgec_bench_main"))
+# The framework's objects may come from PlatformIO's build cache, which keeps no .su files: then its main()
+# counts as FRAMEWORK_MAIN_BYTES (STM32duino 2.12's main(): 8 bytes, from its .su on a fresh build).
+FRAMEWORK_MAIN_BYTES = 16
 
 
 def stack_estimate(frames: dict[str, int], model: str) -> int | None:
-    """Deepest stack of the benchmark firmware: its entry chain (see ENTRY_CHAINS) -> edgec_link_serve ->
-    (its command handler) -> NAME_invoke -> NAME_invoke_with_hook -> the deepest kernel, plus an interrupt
-    arriving there.  Kernels inline their helpers; libgcc's 64-bit division (softmax) is not in the .su
-    files and is counted as 64 bytes. None when the files are missing (a build without -fstack-usage)."""
-    entry = next((c for c in reversed(ENTRY_CHAINS) if all(f in frames for f in c)), None)
+    """Deepest stack of the benchmark firmware: its entry (main, or on framework boards main -> setup ->
+    edgec_bench_main) -> edgec_link_serve -> (its command handler) -> NAME_invoke -> NAME_invoke_with_hook ->
+    the deepest kernel, plus an interrupt arriving there.  Kernels inline their helpers; libgcc's 64-bit
+    division (softmax) is not in the .su files and is counted as 64 bytes. None when the files are missing
+    (a build without -fstack-usage)."""
+    if "edgec_bench_main" in frames:
+        if "setup" not in frames:
+            return None
+        entry = frames.get("main", FRAMEWORK_MAIN_BYTES) + frames["setup"] + frames["edgec_bench_main"]
+    elif "main" in frames:
+        entry = frames["main"]
+    else:
+        return None
     chain = ["edgec_link_serve", "handle", f"{model}_invoke", f"{model}_invoke_with_hook"]
-    if entry is None or not all(f in frames for f in chain[:1] + chain[2:]):
+    if not all(f in frames for f in chain[:1] + chain[2:]):
         return None
     kernels = [v for k, v in frames.items() if k.startswith("edgec_") and k.endswith("_s8")]
     isr = max((v for k, v in frames.items() if k.endswith("_Handler") or k.endswith("_irq_handler")), default=32)
-    return (sum(frames[f] for f in entry) + sum(frames.get(f, 0) for f in chain) + max(kernels, default=0) + 64
-            + EXCEPTION_FRAME_BYTES + isr)
+    return entry + sum(frames.get(f, 0) for f in chain) + max(kernels, default=0) + 64 + EXCEPTION_FRAME_BYTES + isr
 
 
 def objects_of(build_dir: Path, names) -> list[Path]:
