@@ -98,9 +98,12 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
         if firmware:
             log(f"building firmware for {the_board.name} with PlatformIO")
             project = fw.write_project(work / "project", the_board, lib, name, protocol, mlperf_model)
-            result = fw.build_firmware(project, the_board, log=log)
+            # the build log of a failed build must outlive the scratch folder: it waits beside OUTDIR
+            failed_log = outdir.parent / f"{outdir.name}.build-failed.log"
+            result = fw.build_firmware(project, the_board, log=log, log_file=failed_log)
             report["memory"]["flash_bytes"] = result.flash_bytes
             report["memory"]["ram_bytes"] = result.ram_bytes
+            report["memory"]["linker_region_usage"] = result.linker_usage or None
             report["memory"].update(fit.measure(project, result.elf, name, host=result.elf.suffix != ".elf"))
             report["firmware"] = str(Path(result.elf).resolve().relative_to(work.resolve()))
         (work / REPORT).write_text(json.dumps(report, indent=1))
@@ -213,3 +216,21 @@ def inspect_model(model_path: str | Path) -> dict:
             raise
         info["arena_bytes_estimate"] = None     # a partial graph the planner cannot order: no estimate
     return info
+
+
+def packages_install(bundle: str | Path, log: Log = _quiet) -> dict:
+    """Seed edgec's PlatformIO core from an offline bundle (see edgec/targets/packages.py)."""
+    from edgec.targets import packages
+    return packages.install_bundle(Path(bundle), log=log)
+
+
+def packages_bundle(boards: list[str], output: str | Path, core: str | Path | None = None, log: Log = _quiet) -> list[str]:
+    """Pack the PlatformIO platforms and packages these boards build with into an offline bundle."""
+    from edgec.targets import packages
+    return packages.bundle([load_board(b) for b in boards], Path(output), Path(core) if core else None, log=log)
+
+
+def packages_status() -> dict:
+    """Installed PlatformIO platforms/packages and, per board profile, what it lacks to build offline."""
+    from edgec.targets import packages
+    return packages.status()

@@ -231,6 +231,29 @@ def cmd_inspect(args) -> int:
     return 0 if not info["problems"] else 1
 
 
+def cmd_packages(args) -> int:
+    from edgec import api
+
+    if args.action == "install":
+        done = api.packages_install(args.bundle, log=_log)
+        print(f"installed {len(done['installed'])}, already there {len(done['kept'])}: "
+              + ", ".join(done["installed"] + done["kept"]))
+    elif args.action == "bundle":
+        packed = api.packages_bundle(args.board, args.output, args.core, log=_log)
+        print(f"wrote {args.output}: {', '.join(packed)}")
+    else:
+        info = api.packages_status()
+        if args.json:
+            print(json.dumps(info, indent=1))
+            return 0
+        print(f"PlatformIO core: {info['core_dir']}")
+        for kind in ("platforms", "packages"):
+            print(f"{kind}: " + (", ".join(f"{k} {v}" for k, v in info[kind].items()) or "none"))
+        for board, lacking in info["boards"].items():
+            print(f"  {board:24s} " + ("builds offline" if not lacking else "needs " + ", ".join(lacking)))
+    return 0
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with edgec's one-line errors (the usage stays behind --help)."""
 
@@ -304,6 +327,19 @@ def parser() -> argparse.ArgumentParser:
     bo = sub.add_parser("boards", help="list board profiles")
     bo.add_argument("--json", action="store_true")
     bo.set_defaults(func=cmd_boards)
+
+    pk = sub.add_parser("packages", help="offline PlatformIO packages: install a bundle, make one, list them")
+    pk_sub = pk.add_subparsers(dest="action", required=True)
+    pki = pk_sub.add_parser("install", help="install an offline bundle (.tar.xz) into edgec's PlatformIO core")
+    pki.add_argument("bundle")
+    pkb = pk_sub.add_parser("bundle", help="pack the platforms and packages boards build with (after an online "
+                            "build) into a bundle for machines without internet")
+    pkb.add_argument("--board", action="extend", nargs="+", required=True, help="board names or .toml files")
+    pkb.add_argument("-o", "--output", required=True, help="the bundle to write (.tar.xz)")
+    pkb.add_argument("--core", help="PlatformIO core dir to take them from (default: edgec's own)")
+    pkl = pk_sub.add_parser("list", help="installed platforms and packages; which boards build offline")
+    pkl.add_argument("--json", action="store_true")
+    pk.set_defaults(func=cmd_packages)
 
     i = sub.add_parser("inspect", help="ops, shapes, parameters, MACs and support status of a model")
     i.add_argument("model")

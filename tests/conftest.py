@@ -242,12 +242,40 @@ def mlperf_build(tmp_path_factory):
     return get
 
 
+# ---- the vendor framework (STM32duino + PlatformIO's ststm32, offline: ../shared/frameworks/README.md) ----
+
+FRAMEWORKS = MLPERF.parent.parent / "frameworks"
+STM32DUINO_BUNDLE = FRAMEWORKS / "stm32duino-offline.tar.xz"
+
+
+@pytest.fixture(scope="session")
+def stm32duino():
+    """The STM32duino bundle installed into edgec's PlatformIO core (idempotent), once per session: the
+    NUCLEO profiles (and qemu-stm32f405) then build offline.  Returns the bundle's path.  Missing bundle:
+    a failure in CI, a skip elsewhere."""
+    from edgec.targets.packages import install_bundle
+
+    bundle = require_stm32duino_bundle()
+    install_bundle(bundle)
+    return bundle
+
+
+def require_stm32duino_bundle() -> Path:
+    """The STM32duino bundle's path; missing: a failure in CI, a skip with the reason elsewhere."""
+    if not STM32DUINO_BUNDLE.is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"{STM32DUINO_BUNDLE} is missing: CI expects ../shared/frameworks beside the clone")
+        pytest.skip(f"{STM32DUINO_BUNDLE} not present: the vendor-framework builds need it")
+    return STM32DUINO_BUNDLE
+
+
 # ---- the CLI as a user runs it (tests/test_cli.py, test_fit.py, test_support.py) ----
 
-def edgec(*args, cwd=None):
+def edgec(*args, cwd=None, env=None):
+    """Run the CLI; env: variables to set on top of this process's environment."""
     import sys
     return subprocess.run([sys.executable, "-m", "edgec", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=300)
+                          cwd=cwd, timeout=300, env={**os.environ, **env} if env else None)
 
 
 def assert_clean_error(proc, *needles):

@@ -3,6 +3,7 @@ deliberately broken layer, the user's --score, non-classifier error metrics, rep
 headless Chromium when it is installed) and the CLI's --json -."""
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import re
@@ -238,3 +239,18 @@ def test_report_reads_sensitivity_and_memory_pictures(tmp_path):
     (tmp_path / "memory.svg").write_text('<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg"><rect/></svg>')
     assert report._memory_plot(tmp_path)["svg"].startswith("<svg")
     assert report.sensitivity(tmp_path / "nowhere") is None
+
+
+def test_cycles_become_milliseconds_at_the_clock_the_firmware_reports():
+    """A DWT board's firmware reports SystemCoreClock in its hello: the H743 runs at 480 MHz under
+    STM32duino 2.12, so 480,000 cycles are 1 ms whatever the profile's clock_hz says."""
+    from edgec.bench.runner import device_clock, latency_stats
+
+    h743 = dataclasses.replace(load_board("nucleo-h743zi2"), clock_hz=400_000_000, tick_hz=400_000_000)
+    notes = []
+    board = device_clock(h743, {"tick_hz": 480_000_000}, notes.append)
+    assert (board.clock_hz, board.tick_hz) == (480_000_000, 480_000_000) and "480 MHz" in notes[0]
+    assert latency_stats(np.array([480_000.0]), board)["ms"]["median"] == pytest.approx(1.0)
+    assert device_clock(h743, {"tick_hz": 0}) is h743                     # no report: the profile's number
+    qemu = load_board("qemu-cortex-m4")                                  # instruction counts are not cycles
+    assert device_clock(qemu, {"tick_hz": 1}) is qemu

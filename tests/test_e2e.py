@@ -38,6 +38,8 @@ def test_example_on_board(example, board, builds):
     assert mem["arena_bytes"] > 0 and mem["weights_bytes"] > 0
     assert mem["flash_bytes"] > mem["weights_bytes"] and mem["ram_bytes"] > mem["arena_bytes"]
     assert (out / "model" / f"{report['model']}.c").is_file() and (out / "plan.json").is_file()
+    if board != "host":       # read back from the model object's recorded command line (-frecord-gcc-switches)
+        assert mem["model_optimization"] == "-O2"
 
     r = api.bench(out, EXAMPLES / example / "test.npz")
     assert r["samples"] > 200

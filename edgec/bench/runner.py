@@ -10,6 +10,7 @@ output tensor back and compares it with the NumPy reference (reference.run(..., 
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import time
@@ -77,6 +78,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         link = dev.link
         hello = link.hello()
         check_hello(hello, report, outdir)
+        board = device_clock(board, hello, log)
         link.layer_names = [op.name for op in layers(graph)]
         for i in range(n):
             t0 = time.monotonic()
@@ -101,10 +103,10 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         # an emulated or host board's "UART" is a loopback TCP socket: no baud rate limits it
         local = board.serial_port in (PORT_EMULATOR, PORT_PROGRAM)
         link_stats = link.stats.to_json(None if local else board.serial_baud)
-    flash, ram = firmware_sizes(firmware, host=firmware.suffix != ".elf")
+    flash, ram = firmware_sizes(firmware, host=firmware.suffix != ".elf", prefix=board.toolchain_prefix or "")
     units = np.array([board.ticks_to_units(int(t)) for t in ticks])
     result = {
-        "board": board.name, "model": report["model"], "model_hash": report["model_hash"], "samples": n,
+        "board": board.name, "clock_hz": board.clock_hz, "model": report["model"], "model_hash": report["model_hash"], "samples": n,
         "data": str(Path(data_path)),
         **_quality(graph, data.y, float_out, ref_out, dev_out, data.x, score, score_fn),
         "agreement": {"device_vs_reference": float(np.mean(np.all(dev_out == ref_out, axis=1))),
@@ -240,6 +242,19 @@ def _call_score(spec: str, fn: Callable, outputs, labels, x):
 
 
 # ---- latency ----
+
+def device_clock(board: Board, hello: dict, log: Log = _quiet) -> Board:
+    """The board with the clock its firmware reports: a counter at the core clock (DWT cycles) ticks at
+    whatever clock the framework set up (SystemCoreClock), which is what turns cycles into milliseconds;
+    the profile's clock_hz is only the datasheet's number (the H743 runs at 480 MHz under STM32duino 2.12,
+    not the 400 MHz PlatformIO's board file says)."""
+    hz = int(hello.get("tick_hz") or 0)
+    if not board.framework or board.timing_unit != "cycles" or hz <= 0 or hz == board.clock_hz:
+        return board
+    log(f"{board.name}: the firmware runs at {hz / 1e6:g} MHz (profile: {board.clock_hz / 1e6:g} MHz); "
+        "latencies in ms use the firmware's clock")
+    return dataclasses.replace(board, clock_hz=hz, tick_hz=hz)
+
 
 def ms_basis(board: Board) -> str | None:
     """How board units become milliseconds, or None when they cannot."""

@@ -5,17 +5,20 @@ the build folders of all its environments.
 """
 from __future__ import annotations
 
+import os
 import re
+import secrets
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import jinja2
 
 from edgec.targets.boards import Board
 from edgec.errors import EdgecError
-from edgec.targets.pio import run_pio
+from edgec.targets import packages
+from edgec.targets.pio import OFFLINE_HINT, core_dir, registry_reachable, run_pio
 from edgec.resources import resource_dir
 
 LINK_FILES = ("edgec_link.c", "edgec_link.h")
@@ -25,18 +28,26 @@ HARNESS_FILES = ("edgec_board.h", "edgec_ticks_mcu.c")
 # the benchmark firmware's protocol: edgec's framed link, or the MLPerf Tiny runner's text protocol
 PROTOCOLS = {"edgec": ("bench_main.c.j2", LINK_FILES),
              "mlperf": ("mlperf_main.c.j2", ("edgec_mlperf.c", "edgec_mlperf.h"))}
+# counters that tick at the core clock: the firmware reports the clock it really runs at (CMSIS SystemCoreClock)
+CORE_CLOCK_TIMERS = ("dwt-cyccnt",)
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# Sizes from `arm-none-eabi-size -A`: flash = code, constants and the .data image;
-# RAM = .data + .bss + the reserved stack (the heap is whatever RAM is left, not counted).
-_FLASH_SECTIONS = {".isr_vector", ".text", ".ARM.extab", ".ARM.exidx", ".init_array", ".data"}
-_RAM_SECTIONS = {".data", ".bss", ".stack"}
+# Sizes from the ELF's section headers (`objdump -h`), whatever the linker script calls its sections:
+# flash = every allocated section stored in the image (code, constants such as STM32duino's separate
+# .rodata, .ARM/.ARM.exidx, the init/fini arrays, the .data image); RAM = every allocated section that
+# lives in RAM (.data, .bss, .noinit, the stack and STM32duino's minimum heap + stack ._user_heap_stack).
+# Not counted: edgec's own platforms' .heap, which is "whatever RAM is left", not a reservation.
+_UNRESERVED_SECTIONS = {".heap"}
+# what the linker says it placed in each memory region (-Wl,--print-memory-usage, in the build log)
+_LINKER_USAGE_RE = re.compile(r"^\s*(?P<region>[A-Za-z_][\w.]*):\s+(?P<used>\d+)\s*(?P<unit>B|KB|MB|GB)\s+\d+",
+                              re.MULTILINE)
 
 
 @dataclass(frozen=True)
 class Firmware:
     elf: Path          # the program the board runs (an ELF; for the host board a host executable)
-    flash_bytes: int   # code + constants + initialised-data image
-    ram_bytes: int     # static RAM: .data + .bss + reserved stack (host: data + bss)
+    flash_bytes: int   # every allocated section stored in the image: code, constants, the .data image
+    ram_bytes: int     # every allocated RAM section: .data, .bss, reserved stack / minimum heap (host: data + bss)
+    linker_usage: dict = field(default_factory=dict)   # {region: bytes} the linker printed (framework boards)
 
 
 def env_name(board: Board) -> str:
@@ -57,13 +68,38 @@ def board_options(board: Board) -> list[tuple[str, str]]:
     return options + list(board.pio_options)
 
 
+def _optimization(flag: str) -> bool:
+    return flag.startswith("-O")
+
+
 def harness_build_flags(board: Board) -> list[str]:
-    """The profile's build flags, plus for framework boards the counter edgec_ticks_mcu.c reads."""
-    flags = list(board.build_flags)
+    """platformio.ini build_flags (every file, the framework's too).  On framework boards: the profile's
+    flags except its optimization level (see src_build_flags), the counter edgec_ticks_mcu.c reads, frame
+    sizes of every function (-fstack-usage: the framework's main() is on the stack estimate's chain) and
+    the linker's own region usage in the build log (--print-memory-usage, checked against edgec's sizes)."""
+    if not board.framework:
+        return list(board.build_flags)
+    flags = [f for f in board.build_flags if not _optimization(f)]
+    flags.append(f"-DEDGEC_TIMER_{board.timing_method.upper().replace('-', '_')}")
+    if board.timing_method in CORE_CLOCK_TIMERS:
+        flags.append("-DEDGEC_TICK_HZ_CORE_CLOCK")      # the firmware reports its SystemCoreClock
+    else:
+        flags.append(f"-DEDGEC_TICK_HZ={board.tick_hz}u")
+    return flags + ["-fstack-usage", "-Wl,--print-memory-usage"]
+
+
+def src_build_flags(board: Board) -> list[str]:
+    """platformio.ini build_src_flags: edgec's own sources (model library, runtime, harness).  PlatformIO
+    appends them after the framework's flags, so on framework boards the profile's optimization level
+    (-O2) goes here: in build_flags it came before STM32duino's -Os, and -Os won.  -frecord-gcc-switches
+    keeps each object's command line (.GCC.command.line) so the report can say how the model was built."""
     if board.framework:
-        flags += [f"-DEDGEC_TIMER_{board.timing_method.upper().replace('-', '_')}",
-                  f"-DEDGEC_TICK_HZ={board.tick_hz}u"]
-    return flags
+        # a fresh number per project: edgec's sources always miss PlatformIO's build cache (it keeps objects,
+        # not the .su files the stack estimate reads) while the framework's objects come from it
+        build_id = f"-DEDGEC_BUILD_ID=0x{secrets.randbits(64):016x}ull"
+        return ["-Wall", "-fstack-usage", "-frecord-gcc-switches", build_id,
+                *[f for f in board.build_flags if _optimization(f)]]
+    return ["-std=c99", "-Wall", "-Wextra", "-Werror", "-fstack-usage", "-frecord-gcc-switches"]
 
 
 def _render(template: str, **values) -> str:
@@ -110,7 +146,9 @@ def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: 
             shutil.copy2(common / name, src / name)
         (src / "main.cpp").write_text(_render(f"{board.framework}_main.cpp.j2", **values))
     ini = _render("platformio.ini.j2", env_name=env_name(board), platform=platform_spec(board),
-                  board_options=board_options(board), build_flags=harness_build_flags(board), **values)
+                  board_options=board_options(board), build_flags=harness_build_flags(board),
+                  src_flags=src_build_flags(board), build_cache_dir=core_dir() / "build-cache" if board.framework else None,
+                  **values)
     (project_dir / "platformio.ini").write_text(ini)
     return project_dir
 
@@ -132,31 +170,78 @@ def _run_size(argv: list[str]) -> str:
         raise EdgecError(f"'{' '.join(argv)}' failed: {e.stderr.strip()}") from None
 
 
+def section_table(program: Path, prefix: str = "arm-none-eabi-") -> list[dict]:
+    """The ELF's sections: name, size, vma, lma and flags (objdump -h)."""
+    out = _run_size([f"{prefix}objdump", "-h", "-w", str(program)])
+    sections = []
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 7 and parts[0].isdigit() and parts[1].startswith("."):
+            flags = {f.strip(",") for f in parts[7:]} if len(parts) > 7 else set()
+            sections.append({"name": parts[1], "size": int(parts[2], 16), "vma": int(parts[3], 16),
+                             "lma": int(parts[4], 16), "flags": flags})
+    return sections
+
+
 def firmware_sizes(program: Path, host: bool, prefix: str = "arm-none-eabi-") -> tuple[int, int]:
     """(flash_bytes, ram_bytes) of a built program (see Firmware); prefix = the board's toolchain."""
     if host:   # Berkeley format: text data bss dec hex filename
         line = _run_size(["size", "-B", "-d", str(program)]).splitlines()[1].split()
         text, data, bss = (int(v) for v in line[:3])
         return text + data, data + bss
-    sections = {}
-    for line in _run_size([f"{prefix}size", "-A", "-d", str(program)]).splitlines():
-        parts = line.split()
-        if len(parts) >= 2 and parts[0].startswith(".") and parts[1].isdigit():
-            sections[parts[0]] = int(parts[1])
-    flash = sum(v for k, v in sections.items() if k in _FLASH_SECTIONS)
-    ram = sum(v for k, v in sections.items() if k in _RAM_SECTIONS)
+    flash = ram = 0
+    for sec in section_table(program, prefix):
+        if "ALLOC" not in sec["flags"]:
+            continue
+        stored = "LOAD" in sec["flags"]
+        if stored:
+            flash += sec["size"]
+        if (not stored or sec["vma"] != sec["lma"]) and sec["name"] not in _UNRESERVED_SECTIONS:
+            ram += sec["size"]
     return flash, ram
 
 
-def build_firmware(project_dir: Path, board: Board, log=print) -> Firmware:
-    """`pio run` the project; the firmware is also copied to project_dir/firmware.elf (host: firmware)."""
+def linker_memory_usage(build_log: str) -> dict[str, int]:
+    """{region: bytes used} as the linker printed it (-Wl,--print-memory-usage), e.g. FLASH, RAM, RAM_D1."""
+    scale = {"B": 1, "KB": 1024, "MB": 1024 ** 2, "GB": 1024 ** 3}
+    return {m["region"]: int(m["used"]) * scale[m["unit"]] for m in _LINKER_USAGE_RE.finditer(build_log)}
+
+
+def check_packages(board: Board, log_file: Path, log=print) -> None:
+    """Before `pio run`: the PlatformIO platform and packages the board needs.  Missing ones are downloaded
+    by PlatformIO when its registry is reachable; offline (or with EDGEC_OFFLINE=1) this fails at once,
+    naming them, instead of after PlatformIO's registry time-outs."""
+    lacking = packages.missing(board)
+    if not lacking:
+        return
+    names = ", ".join(lacking)
+    if os.environ.get("EDGEC_OFFLINE") != "1" and registry_reachable():
+        if log:
+            log(f"{board.name}: PlatformIO downloads {names} (once; later builds work offline)")
+        return
+    message = (f"board {board.name} needs PlatformIO's {names}, not installed in {core_dir()}, and PlatformIO's "
+               f"registry cannot be reached; {OFFLINE_HINT}")
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    log_file.write_text(f"[edgec] {message}\n[edgec] installed: {packages.installed()}\n")
+    raise EdgecError(f"{message} (log: {log_file})")
+
+
+def build_firmware(project_dir: Path, board: Board, log=print, log_file: Path | None = None) -> Firmware:
+    """`pio run` the project; the firmware is also copied to project_dir/firmware.elf (host: firmware).
+    The build's output goes to log_file (default project_dir/build.log) and stays there when the build
+    fails; after a success it is moved to project_dir/build.log."""
     project_dir = Path(project_dir)
+    kept = project_dir / "build.log"
+    log_file = Path(log_file) if log_file else kept
     if log:
         log(f"building firmware for {board.name} in {project_dir}")
-    run_pio(["run", "-e", env_name(board)], project_dir, project_dir / "build.log", log=log)
+    check_packages(board, log_file, log)
+    output = run_pio(["run", "-e", env_name(board)], project_dir, log_file, log=log)
+    if log_file != kept:
+        shutil.move(log_file, kept)
     program = _program(project_dir / ".pio" / "build" / env_name(board))
     host = program.suffix != ".elf"
     dest = project_dir / ("firmware" if host else "firmware.elf")
     shutil.copy2(program, dest)
     flash, ram = firmware_sizes(dest, host, board.toolchain_prefix or "")
-    return Firmware(elf=dest, flash_bytes=flash, ram_bytes=ram)
+    return Firmware(elf=dest, flash_bytes=flash, ram_bytes=ram, linker_usage=linker_memory_usage(output))

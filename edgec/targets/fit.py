@@ -133,32 +133,67 @@ def defined_symbols(objects: list[Path], nm: str = "arm-none-eabi-nm") -> set[st
     return names
 
 
-_SU_RE = re.compile(r"^.*:\d+:\d+:(?P<fn>[^\s]+)\s+(?P<bytes>\d+)\s+(?P<kind>\S+)$")
+def _su_function(where: str) -> str:
+    """The function name of a .su entry: `file:line:col:name` where a C++ name reads `void setup()`."""
+    name = where.split(":", 3)[-1]
+    if "(" in name:
+        name = name.split("(")[0].split()[-1].split("::")[-1]
+    return name.split(".")[0]      # gcc suffixes clones: foo.constprop.0, foo.isra.0
 
 
 def stack_usage(build_dir: Path) -> dict[str, int]:
-    """{function: frame bytes} from the `-fstack-usage` (.su) files gcc wrote next to the objects."""
+    """{function: frame bytes} from the `-fstack-usage` (.su) files gcc wrote next to the objects
+    (tab-separated: location:name, bytes, qualifier)."""
     frames = {}
     for su in sorted(Path(build_dir).rglob("*.su")):
-        for line in su.read_text().splitlines():
-            m = _SU_RE.match(line.strip())
-            if m:
-                name = m["fn"].split(".")[0]      # gcc suffixes clones: foo.constprop.0, foo.isra.0
-                frames[name] = max(frames.get(name, 0), int(m["bytes"]))
+        for line in su.read_text(errors="replace").splitlines():
+            parts = line.strip().split("\t")
+            if len(parts) == 3 and parts[1].isdigit():
+                name = _su_function(parts[0])
+                frames[name] = max(frames.get(name, 0), int(parts[1]))
     return frames
 
 
+# The way into the benchmark loop: edgec's own platforms call main() of bench_main.c; on a framework board
+# the framework's main() calls the sketch's setup(), which calls edgec_bench_main() (arduino_main.cpp.j2).
+# The framework's objects may come from PlatformIO's build cache, which keeps no .su files: then its main()
+# counts as FRAMEWORK_MAIN_BYTES (STM32duino 2.12's main(): 8 bytes, from its .su on a fresh build).
+FRAMEWORK_MAIN_BYTES = 16
+
+
 def stack_estimate(frames: dict[str, int], model: str) -> int | None:
-    """Deepest stack of the benchmark firmware: main -> edgec_link_serve -> (its command handler) ->
-    NAME_invoke -> NAME_invoke_with_hook -> the deepest kernel, plus an interrupt arriving there.
-    Kernels inline their helpers; libgcc's 64-bit division (softmax) is not in the .su files and is
-    counted as 64 bytes. None when the files are missing (a build without -fstack-usage)."""
-    chain = ["main", "edgec_link_serve", "handle", f"{model}_invoke", f"{model}_invoke_with_hook"]
-    if not all(f in frames for f in chain[:2] + chain[3:]):
+    """Deepest stack of the benchmark firmware: its entry (main, or on framework boards main -> setup ->
+    edgec_bench_main) -> edgec_link_serve -> (its command handler) -> NAME_invoke -> NAME_invoke_with_hook ->
+    the deepest kernel, plus an interrupt arriving there.  Kernels inline their helpers; libgcc's 64-bit
+    division (softmax) is not in the .su files and is counted as 64 bytes. None when the files are missing
+    (a build without -fstack-usage)."""
+    if "edgec_bench_main" in frames:
+        if "setup" not in frames:
+            return None
+        entry = frames.get("main", FRAMEWORK_MAIN_BYTES) + frames["setup"] + frames["edgec_bench_main"]
+    elif "main" in frames:
+        entry = frames["main"]
+    else:
+        return None
+    chain = ["edgec_link_serve", "handle", f"{model}_invoke", f"{model}_invoke_with_hook"]
+    if not all(f in frames for f in chain[:1] + chain[2:]):
         return None
     kernels = [v for k, v in frames.items() if k.startswith("edgec_") and k.endswith("_s8")]
     isr = max((v for k, v in frames.items() if k.endswith("_Handler") or k.endswith("_irq_handler")), default=32)
-    return sum(frames.get(f, 0) for f in chain) + max(kernels, default=0) + 64 + EXCEPTION_FRAME_BYTES + isr
+    return entry + sum(frames.get(f, 0) for f in chain) + max(kernels, default=0) + 64 + EXCEPTION_FRAME_BYTES + isr
+
+
+def objects_of(build_dir: Path, names) -> list[Path]:
+    """The object files of these sources: `name.o` (edgec's platforms) or `name.c.o` (PlatformIO's builders)."""
+    return [o for name in names for pattern in (f"{name}.o", f"{name}.c.o") for o in sorted(build_dir.rglob(pattern))]
+
+
+def optimization_level(obj: Path, readelf: str = "arm-none-eabi-readelf") -> str | None:
+    """The -O option gcc really applied to an object (the last one of its recorded command line,
+    -frecord-gcc-switches), or None when the object has no record."""
+    out = _run([readelf, "-p", ".GCC.command.line", str(obj)])
+    levels = re.findall(r"\s(-O[0-3sgz]?|-Ofast)\b", out)
+    return levels[-1] if levels else None
 
 
 def measure(project: Path, program: Path, model: str, host: bool) -> dict:
@@ -177,8 +212,10 @@ def measure(project: Path, program: Path, model: str, host: bool) -> dict:
             sections[parts[0]] = int(parts[1])
     static = sum(sections.values())
     kernels = [Path(f).stem for f in cheader.runtime_files() if f.endswith(".c")]     # the runtime's objects
-    objects = [o for name in (model, *kernels) for o in sorted(build_dir.rglob(f"{name}.o"))] if build_dir else []
+    objects = objects_of(build_dir, (model, *kernels)) if build_dir else []
     model_in_ram = sorted(set(ram) & defined_symbols(objects)) if objects else None
+    model_obj = objects_of(build_dir, (model,)) if build_dir else []
     result.update({"static_ram_bytes": static, "model_ram_symbols": model_in_ram,
-                   "total_ram_bytes": static + stack if stack is not None else None})
+                   "total_ram_bytes": static + stack if stack is not None else None,
+                   "model_optimization": optimization_level(model_obj[0]) if model_obj else None})
     return result

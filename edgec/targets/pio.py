@@ -15,15 +15,20 @@ import json
 import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 from edgec import children
 from edgec.errors import EdgecError
 from edgec.resources import resource_dir
 
+REGISTRY_HOST = "api.registry.platformio.org"
 SCONS_PACKAGE_VERSION = "4.41101.0"   # what PlatformIO 6 asks for ("~4.41101.0")
 _ERROR_RE = re.compile(r"error|overflowed|undefined reference|not found|No such file|HTTPClientError|"
                        r"UnknownBoard|UnknownPlatform|PlatformioException", re.IGNORECASE)
@@ -111,30 +116,109 @@ def _error_summary(output: str) -> str:
     return lines[-1] if lines else "no output"
 
 
-def run_pio(args: list[str], project_dir: Path, log_file: Path, log=print, timeout: float = 900) -> str:
-    """Run `pio <args>` in project_dir, saving its output to log_file; EdgecError on failure."""
+DEFAULT_TIMEOUT_S = 900.0
+PROGRESS_EVERY_S = 15.0      # a long build says how far it got this often
+# PlatformIO's lines worth showing while it works: its package downloads and installs, and the size summary
+_SHOWN_RE = re.compile(r"^(RAM:|Flash:|\S.* Manager: |Downloading|Unpacking|Installing)")
+_NETWORK_RE = re.compile(r"HTTPClientError|Could not resolve|Max retries exceeded|Connection(Error| refused)|"
+                         r"Temporary failure in name resolution|InternetConnectionError")
+OFFLINE_HINT = ("without internet, install an offline bundle with `edgec packages install BUNDLE` (e.g. "
+                "../shared/frameworks/stm32duino-offline.tar.xz, or one made with `edgec packages bundle` on a "
+                "connected machine), or connect once so PlatformIO can download them")
+
+
+def build_timeout() -> float:
+    """Seconds a `pio run` may take: $EDGEC_BUILD_TIMEOUT, else 900."""
+    text = os.environ.get("EDGEC_BUILD_TIMEOUT", "")
+    try:
+        value = float(text) if text else DEFAULT_TIMEOUT_S
+    except ValueError:
+        raise EdgecError(f"EDGEC_BUILD_TIMEOUT={text!r} is not a number of seconds") from None
+    if value <= 0:
+        raise EdgecError(f"EDGEC_BUILD_TIMEOUT={text!r} must be positive")
+    return value
+
+
+def _stream(cmd: list[str], project_dir: Path, core: Path, log, timeout: float) -> tuple[str, int | None]:
+    """Run cmd, passing PlatformIO's download/install lines to log and, every PROGRESS_EVERY_S seconds
+    (even while a download prints nothing), a progress line; (output, exit code), the code None on timeout."""
+    # its own process group, killed on any interrupt or signal, and it dies with edgec (edgec/children.py)
+    proc = children.spawn(cmd, cwd=project_dir, env=pio_environ(core), stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+    lines: list[str] = []
+    expired, done = threading.Event(), threading.Event()
+    start = time.monotonic()
+
+    def kill() -> None:
+        expired.set()
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:          # it ended meanwhile
+            pass
+
+    def progress() -> None:
+        while not done.wait(PROGRESS_EVERY_S):
+            compiled = sum(ln.startswith(("Compiling ", "Archiving ", "Linking ")) for ln in list(lines))
+            log(f"  ... still building: {compiled} files compiled in {time.monotonic() - start:.0f} s")
+    timer = threading.Timer(timeout, kill)
+    timer.start()
+    ticker = threading.Thread(target=progress, daemon=True) if log is not None else None
+    if ticker:
+        ticker.start()
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if log is not None and _SHOWN_RE.match(line) and not line.startswith(("RAM:", "Flash:")):
+                log(line.rstrip())
+        proc.wait()
+    finally:
+        timer.cancel()
+        done.set()
+        if ticker:
+            ticker.join()
+        if proc.poll() is None:      # interrupted: take PlatformIO and its compilers down with us
+            children.kill_group(proc)
+    return "".join(lines), (None if expired.is_set() else proc.returncode)
+
+
+def run_pio(args: list[str], project_dir: Path, log_file: Path, log=print, timeout: float | None = None) -> str:
+    """Run `pio <args>` in project_dir, saving its output to log_file; EdgecError on failure (and the log
+    stays in log_file, which the error names).  timeout: seconds, default build_timeout()."""
     core = core_dir()
     ensure_scons(core)
+    timeout = build_timeout() if timeout is None else timeout
     cmd = pio_command() + list(args)
     log_file.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        # its own process group, killed on any interrupt or signal, and it dies with edgec (edgec/children.py)
-        output, code = children.run(cmd, cwd=project_dir, env=pio_environ(core), stdin=subprocess.DEVNULL,
-                                    stderr=subprocess.STDOUT, text=True, errors="replace", timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        output = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-        log_file.write_text(f"$ {' '.join(cmd)}\n{output}\n[edgec] timed out after {timeout:.0f} s\n")
-        raise EdgecError(f"`pio {' '.join(args)}` timed out after {timeout:.0f} s in {project_dir} "
-                         f"(log: {log_file}); a board that is not local needs internet for its first build") from None
-    log_file.write_text(f"$ {' '.join(cmd)}\n{output}")
+    output, code = _stream(cmd, project_dir, core, log, timeout)
+    log_file.write_text(f"$ {' '.join(cmd)}\n{output}" + (f"\n[edgec] timed out after {timeout:.0f} s\n"
+                                                           if code is None else ""))
+    if code is None:
+        raise EdgecError(f"`pio {' '.join(args)}` timed out after {timeout:.0f} s (log: {log_file}); give it longer "
+                         "with EDGEC_BUILD_TIMEOUT=SECONDS")
     if code != 0:
-        raise EdgecError(f"`pio {' '.join(args)}` failed in {project_dir}: {_error_summary(output)} "
-                         f"(full log: {log_file})")
+        hint = f"; PlatformIO could not reach its registry: {OFFLINE_HINT}" if _NETWORK_RE.search(output) else ""
+        raise EdgecError(f"`pio {' '.join(args)}` failed: {_error_summary(output)}{hint} (full log: {log_file})")
     if log is not None:
         for line in output.splitlines():
             if line.startswith(("RAM:", "Flash:")):
                 log(line)
     return output
+
+
+def registry_reachable(timeout: float = 3.0) -> bool:
+    """Can PlatformIO's registry be reached (a TCP connection to it within `timeout` seconds)?"""
+    answer: list[bool] = []
+
+    def probe() -> None:            # in a thread: a stuck DNS lookup ignores the socket's timeout
+        try:
+            with socket.create_connection((REGISTRY_HOST, 443), timeout=timeout):
+                answer.append(True)
+        except OSError:
+            answer.append(False)
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return bool(answer and answer[0])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,9 @@
 /* edgec_ticks() on real microcontrollers: the board's cycle (or microsecond) counter, read directly
  * from its registers, so it needs no vendor framework and compiles with any gcc for the core.
  * Select one with -DEDGEC_TIMER_<method> (from the board profile's [timing] method) and give the
- * counter's rate with -DEDGEC_TICK_HZ=<hz>u:
+ * counter's rate with -DEDGEC_TICK_HZ=<hz>u, or with -DEDGEC_TICK_HZ_CORE_CLOCK for a counter that runs at
+ * the core clock: then the firmware reports CMSIS's SystemCoreClock, the clock the framework really set up
+ * (STM32duino 2.12 runs the H743 at 480 MHz where PlatformIO's board file says 400), not a profile's number:
  *   EDGEC_TIMER_DWT_CYCCNT   Cortex-M3/M4/M7/M33/M55: DWT->CYCCNT (core cycles)
  *   EDGEC_TIMER_RP2040_TIMER RP2040 (Cortex-M0+ has no cycle counter): the 64-bit 1 MHz TIMER
  *   EDGEC_TIMER_CCOUNT       Xtensa (ESP32-S3): the CCOUNT special register (core cycles)
@@ -10,8 +12,8 @@
 #include <stdint.h>
 #include "edgec_board.h"
 
-#ifndef EDGEC_TICK_HZ
-#error "define EDGEC_TICK_HZ (ticks per second of the selected counter)"
+#if !defined(EDGEC_TICK_HZ) && !defined(EDGEC_TICK_HZ_CORE_CLOCK)
+#error "define EDGEC_TICK_HZ (ticks per second of the selected counter) or EDGEC_TICK_HZ_CORE_CLOCK"
 #endif
 
 #if defined(EDGEC_TIMER_DWT_CYCCNT)
@@ -66,5 +68,10 @@ uint64_t edgec_ticks(void)
 #endif
 }
 
+#if defined(EDGEC_TICK_HZ_CORE_CLOCK)
+extern uint32_t SystemCoreClock;     /* CMSIS: every Cortex-M vendor's system file keeps it current */
+uint32_t edgec_tick_hz(void) { return SystemCoreClock; }
+#else
 uint32_t edgec_tick_hz(void) { return EDGEC_TICK_HZ; }
+#endif
 void edgec_ticks_align(void) { counter_start(); }

@@ -1,0 +1,189 @@
+"""Offline PlatformIO packages (edgec/targets/packages.py, `edgec packages`), the build's pre-flight check
+and the fate of a failed build's log: all on small fake cores and bundles, no firmware is built here."""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+import conftest
+from conftest import EXAMPLES, assert_clean_error, edgec
+from edgec.errors import EdgecError
+from edgec.targets import packages, pio
+from edgec.targets.boards import load_board
+from edgec.targets.firmware import build_firmware
+
+STM32_PLATFORM = {"name": "ststm32", "version": "19.6.0",
+                  "frameworks": {"arduino": {"package": "framework-arduinoststm32"}},
+                  "packages": {"toolchain-gccarmnoneeabi": {"type": "toolchain", "version": ">=1.60301.0"},
+                               "framework-arduinoststm32": {"type": "framework", "optional": True},
+                               "framework-cmsis": {"type": "framework", "optional": True}}}
+
+
+def _folder(root: Path, kind: str, name: str, version: str, manifest: dict | None = None) -> Path:
+    folder = root / kind / name
+    folder.mkdir(parents=True)
+    (folder / ".piopm").write_text(json.dumps({"type": kind[:-1], "name": name, "version": version}))
+    if manifest is not None:
+        (folder / "platform.json").write_text(json.dumps(manifest))
+    (folder / "README").write_text(f"{name} {version}\n")
+    return folder
+
+
+def _bundle(tmp_path: Path, version: str = "4.21200.0", with_toolchain: bool = False) -> Path:
+    root = tmp_path / f"bundle-src-{version}"
+    _folder(root, "platforms", "ststm32", "19.6.0", STM32_PLATFORM)
+    _folder(root, "packages", "framework-arduinoststm32", version)
+    _folder(root, "packages", "framework-cmsis", "2.60300.0")
+    if with_toolchain:
+        _folder(root, "packages", "toolchain-gccarmnoneeabi", "1.120301.0")
+    archive = tmp_path / f"bundle-{version}.tar.xz"
+    with tarfile.open(archive, "w:xz") as tar:
+        for kind in ("platforms", "packages"):
+            tar.add(root / kind, arcname=kind)
+    return archive
+
+
+@pytest.fixture
+def core(tmp_path, monkeypatch):
+    """An empty PlatformIO core of edgec's (EDGEC_PLATFORMIO_HOME) for this test alone."""
+    home = tmp_path / "core"
+    monkeypatch.setenv("EDGEC_PLATFORMIO_HOME", str(home))
+    return home
+
+
+def test_install_bundle_seeds_the_core_makes_the_toolchain_shim_and_is_idempotent(core, tmp_path):
+    board = load_board("nucleo-f446re")
+    assert packages.missing(board) == ["platform ststm32"]
+    archive = _bundle(tmp_path)
+    first = packages.install_bundle(archive)
+    assert set(first["installed"]) == {"platforms/ststm32", "packages/framework-arduinoststm32",
+                                       "packages/framework-cmsis", "packages/toolchain-gccarmnoneeabi"}
+    assert (pio.platforms_dir(core) / "ststm32" / "platform.json").is_file()
+    gcc = core / "packages" / "toolchain-gccarmnoneeabi" / "bin" / "arm-none-eabi-gcc"
+    assert gcc.is_symlink() and gcc.resolve() == Path(shutil.which("arm-none-eabi-gcc")).resolve()
+    assert json.loads((gcc.parent.parent / ".piopm").read_text())["version"] == packages.ARM_TOOLCHAIN_VERSION
+    assert packages.missing(board) == []
+    assert packages.status()["boards"]["nucleo-f446re"] == []
+
+    again = packages.install_bundle(archive)
+    assert again["installed"] == [] and len(again["kept"]) == 3
+    newer = packages.install_bundle(_bundle(tmp_path, version="4.21300.0"))
+    assert newer["installed"] == ["packages/framework-arduinoststm32"]
+    assert packages.installed()["packages"]["framework-arduinoststm32"] == "4.21300.0"
+
+
+def test_missing_names_the_framework_and_toolchain_packages_of_an_installed_platform(core):
+    _folder(pio.platforms_dir(core).parent, pio.platforms_dir(core).name, "ststm32", "19.6.0", STM32_PLATFORM)
+    lacking = packages.missing(load_board("nucleo-l4r5zi"))
+    assert lacking == ["package toolchain-gccarmnoneeabi", "package framework-arduinoststm32"]
+    assert packages.missing(load_board("qemu-cortex-m4")) == []      # edgec's own platform needs nothing
+
+
+def test_bundle_round_trip_leaves_the_toolchain_shim_out(core, tmp_path, monkeypatch):
+    packages.install_bundle(_bundle(tmp_path))
+    out = tmp_path / "made.tar.xz"
+    packed = packages.bundle([load_board("nucleo-f446re"), load_board("nucleo-h743zi2")], out)
+    assert packed == ["packages/framework-arduinoststm32", "packages/framework-cmsis", "platforms/ststm32"]
+    with tarfile.open(out) as tar:
+        assert not any("toolchain" in n for n in tar.getnames())
+    with pytest.raises(EdgecError, match=r"cannot bundle rpi-pico: platform raspberrypi not installed"):
+        packages.bundle([load_board("rpi-pico")], tmp_path / "pico.tar.xz")
+    monkeypatch.setenv("EDGEC_PLATFORMIO_HOME", str(tmp_path / "other-core"))     # the machine without internet
+    packages.install_bundle(out)
+    assert packages.missing(load_board("nucleo-h743zi2")) == []
+
+
+def test_bad_bundles_are_one_line_errors(core, tmp_path):
+    with pytest.raises(EdgecError, match="does not exist"):
+        packages.install_bundle(tmp_path / "nope.tar.xz")
+    junk = tmp_path / "junk.tar.xz"
+    junk.write_bytes(b"not a tar")
+    with pytest.raises(EdgecError, match="not a readable tar archive"):
+        packages.install_bundle(junk)
+    bare = tmp_path / "bare"
+    (bare / "packages" / "x").mkdir(parents=True)
+    with tarfile.open(tmp_path / "bare.tar", "w") as tar:
+        tar.add(bare / "packages", arcname="packages")
+    with pytest.raises(EdgecError, match=r"packages/x has no \.piopm"):
+        packages.install_bundle(tmp_path / "bare.tar")
+    assert not (core / "packages" / "x").exists()
+
+
+def test_packages_cli_install_and_list(tmp_path):
+    env = {"EDGEC_PLATFORMIO_HOME": str(tmp_path / "core")}
+    archive = _bundle(tmp_path)
+    proc = edgec("packages", "install", archive, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "platforms/ststm32" in proc.stdout
+    listed = json.loads(edgec("packages", "list", "--json", env=env).stdout)
+    assert listed["platforms"] == {"ststm32": "19.6.0"}
+    assert listed["boards"]["nucleo-f446re"] == [] and listed["boards"]["rpi-pico"] == ["platform raspberrypi"]
+    assert_clean_error(edgec("packages", "install", tmp_path / "missing.tar.xz", env=env), "does not exist")
+
+
+def test_offline_build_without_the_platform_fails_in_seconds_and_keeps_its_log(tmp_path):
+    env = {"EDGEC_PLATFORMIO_HOME": str(tmp_path / "empty-core"), "EDGEC_OFFLINE": "1"}
+    out = tmp_path / "out" / "digits"
+    t0 = time.monotonic()
+    proc = edgec("build", EXAMPLES / "digits_cnn" / "model.onnx", "--calib", EXAMPLES / "digits_cnn" / "calib.npz",
+                 "--board", "nucleo-f446re", "-o", out, "--sensitivity-samples", "0", env=env)
+    assert time.monotonic() - t0 < 60
+    log = out.parent / "digits.build-failed.log"
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    error = proc.stderr.strip().splitlines()[-1]          # (the lines before it are the build's progress)
+    assert error.startswith("edgec: error: board nucleo-f446re needs PlatformIO's platform ststm32"), error
+    assert "edgec packages install" in error and error.endswith(f"(log: {log})"), error
+    assert "platform ststm32" in log.read_text()
+    assert not out.exists() and [p.name for p in out.parent.iterdir()] == [log.name]   # nothing half-written
+
+
+def test_a_failed_pio_run_keeps_its_log_where_the_error_says(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "platformio.ini").write_text("[env:qemu-cortex-m4]\nplatform = symlink:///nonexistent/platform\n")
+    kept = tmp_path / "kept.log"
+    with pytest.raises(EdgecError, match=rf"failed: .*\(full log: {kept}\)") as e:
+        build_firmware(project, load_board("qemu-cortex-m4"), log=None, log_file=kept)
+    assert kept.is_file() and "nonexistent" in kept.read_text(), str(e.value)
+
+
+def test_a_pio_run_past_its_timeout_is_stopped(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGEC_BUILD_TIMEOUT", "0.3")
+    (tmp_path / "platformio.ini").write_text("[env:x]\nplatform = native\n")
+    t0 = time.monotonic()
+    with pytest.raises(EdgecError, match=r"timed out after 0 s .*EDGEC_BUILD_TIMEOUT"):
+        pio.run_pio(["run"], tmp_path, tmp_path / "build.log", log=None)
+    assert time.monotonic() - t0 < 10
+    assert "[edgec] timed out" in (tmp_path / "build.log").read_text()
+    monkeypatch.setenv("EDGEC_BUILD_TIMEOUT", "soon")
+    with pytest.raises(EdgecError, match="is not a number of seconds"):
+        pio.build_timeout()
+
+
+def test_pio_output_is_streamed_and_a_registry_error_says_how_to_work_offline(tmp_path, monkeypatch):
+    script = ("import time; print('Compiling .pio/build/x/src/a.c.o', flush=True); time.sleep(0.5); "
+              "print('Platform Manager: Installing ststm32', flush=True); print('HTTPClientError: '); raise SystemExit(1)")
+    monkeypatch.setattr(pio, "pio_command", lambda: [sys.executable, "-c", script])
+    monkeypatch.setattr(pio, "PROGRESS_EVERY_S", 0.2)
+    shown = []
+    with pytest.raises(EdgecError, match=r"could not reach its registry: .*edgec packages install.*\(full log: "):
+        pio.run_pio(["run"], tmp_path, tmp_path / "log.txt", log=shown.append)
+    assert "Platform Manager: Installing ststm32" in shown
+    assert any(s.startswith("  ... still building: 1 files compiled in ") for s in shown), shown
+    assert "HTTPClientError" in (tmp_path / "log.txt").read_text()
+
+
+def test_a_missing_stm32duino_bundle_fails_in_ci_and_skips_elsewhere(tmp_path, monkeypatch):
+    monkeypatch.setattr(conftest, "STM32DUINO_BUNDLE", tmp_path / "stm32duino-offline.tar.xz")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI expects ../shared/frameworks"):
+        conftest.require_stm32duino_bundle()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="not present: the vendor-framework builds need it"):
+        conftest.require_stm32duino_bundle()
