@@ -195,3 +195,54 @@ def assert_clean_error(proc, *needles):
     assert err.startswith("edgec: error: ")
     for n in needles:
         assert n in err, err
+
+
+# ---- the offline STM32duino framework (../shared/frameworks/stm32duino-offline.tar.xz) ----
+
+STM32DUINO_BUNDLE = next((d / "shared" / "frameworks" / "stm32duino-offline.tar.xz"
+                          for d in (REPO.parent, REPO.parent.parent)
+                          if (d / "shared" / "frameworks" / "stm32duino-offline.tar.xz").is_file()),
+                         REPO.parent / "shared" / "frameworks" / "stm32duino-offline.tar.xz")
+
+
+# TEMP stand-in until issue-13a merges (their `stm32duino` fixture installs the bundle with
+# edgec.targets.packages.install_bundle); this one unpacks it by hand as ../shared/frameworks/README.md says.
+@pytest.fixture(scope="session")
+def stm32duino():
+    """The ststm32 platform + STM32duino framework installed in edgec's PlatformIO core (EDGEC_PLATFORMIO_HOME),
+    with the toolchain package made from Debian's arm-none-eabi-gcc."""
+    import json
+    import tarfile
+    import tempfile
+    from edgec.targets.pio import core_dir, platforms_dir
+
+    if not STM32DUINO_BUNDLE.is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"{STM32DUINO_BUNDLE} is missing: CI expects ../shared/frameworks beside the clone")
+        pytest.skip(f"{STM32DUINO_BUNDLE} not present")
+    core = core_dir()
+    platforms = platforms_dir(core)
+    if not (platforms / "ststm32" / "platform.json").is_file():
+        with tempfile.TemporaryDirectory(dir=core.parent if core.parent.is_dir() else None) as tmp:
+            with tarfile.open(STM32DUINO_BUNDLE) as tar:
+                tar.extractall(tmp, filter="tar")
+            for kind, dest in (("packages", core / "packages"), ("platforms", platforms)):
+                dest.mkdir(parents=True, exist_ok=True)
+                for item in (Path(tmp) / kind).iterdir():
+                    if not (dest / item.name).exists():
+                        shutil.move(str(item), dest / item.name)
+    tool = core / "packages" / "toolchain-gccarmnoneeabi"
+    if not (tool / ".piopm").is_file():
+        version = "1.120301.0"
+        (tool / "bin").mkdir(parents=True, exist_ok=True)
+        for exe in Path("/usr/bin").glob("arm-none-eabi-*"):
+            link = tool / "bin" / exe.name
+            if not link.exists():
+                link.symlink_to(exe)
+        (tool / "package.json").write_text(json.dumps({"name": "toolchain-gccarmnoneeabi", "version": version,
+                                                       "description": "Debian's arm-none-eabi-gcc", "system": "*"}))
+        (tool / ".piopm").write_text(json.dumps({
+            "type": "tool", "name": "toolchain-gccarmnoneeabi", "version": version,
+            "spec": {"owner": "platformio", "id": None, "name": "toolchain-gccarmnoneeabi", "requirements": None,
+                     "uri": None}}))
+    return core

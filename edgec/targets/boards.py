@@ -41,13 +41,19 @@ TIMING_METHODS = {
 }
 # the counters boards/platforms/common/edgec_ticks_mcu.c reads for a framework harness
 MCU_TIMING_METHODS = ("dwt-cyccnt", "rp2040-timer", "ccount")
+# what a vendor-framework firmware must do differently under an emulator ([emulator] deviations); each is one
+# -DEDGEC_EMULATOR_<NAME> block of templates/<framework>_main.cpp.j2
+EMULATOR_DEVIATIONS = {
+    "reset-clock": "the emulator has no clock controller (RCC): keep the reset clock instead of configuring the PLL",
+    "polled-tx": "the emulator's UART raises no TX-empty interrupt: write by polling instead of the interrupt-driven buffer",
+}
 FRAMEWORKS = ("", "arduino")   # "" = edgec's own local platform (no vendor framework)
 _TOP_KEYS = {"name", "description", "cpu", "fpu", "dsp", "clock_hz", "ram_bytes", "flash_bytes", "emulated",
              "tested_on_hardware", "cpu_flags", "reserved_ram_bytes", "reserved_flash_bytes", "memory",
              "platformio", "serial", "timing", "emulator"}
 _TABLE_KEYS = {"platformio": {"platform", "board", "framework", "build_flags", "options"},
                "serial": {"baud", "port"}, "timing": {"method", "unit", "tick_hz", "units_per_tick"},
-               "emulator": {"command"}}
+               "emulator": {"command", "deviations"}}
 _REGION_KEYS = {"name", "kind", "origin", "size", "note"}
 
 
@@ -85,6 +91,7 @@ class Board:
     tick_hz: int                    # rate of the device's tick counter
     units_per_tick: float           # timing units per tick (QEMU: emulated instructions per tick)
     emulator_command: tuple[str, ...] = ()   # argv without -serial/-kernel; empty if not emulated
+    emulator_deviations: tuple[str, ...] = ()   # keys of EMULATOR_DEVIATIONS the framework harness applies
     framework: str = ""             # PlatformIO framework of the harness ("" = edgec's local platform)
     timing_method: str = ""         # a key of TIMING_METHODS
     tested_on_hardware: bool = False   # has edgec's output run on this real board? (never claimed untested)
@@ -238,6 +245,7 @@ def _parse(data: dict, path: Path) -> Board:
         tick_hz=_get(timing, "tick_hz", int, "timing.", path),
         units_per_tick=float(_get(timing, "units_per_tick", (int, float), "timing.", path)),
         emulator_command=_str_list(emulator, "command", "emulator.", path) if emulated else (),
+        emulator_deviations=_str_list(emulator, "deviations", "emulator.", path) if emulated else (),
         framework=_choice(pio, "framework", FRAMEWORKS, "platformio.", path, default=""),
         timing_method=_choice(timing, "method", tuple(TIMING_METHODS), "timing.", path),
         tested_on_hardware=_get(data, "tested_on_hardware", bool, "", path, default=False),
@@ -266,6 +274,10 @@ def _check(board: Board, path: Path) -> None:
                          "for the model; they must be smaller than 'ram_bytes' / 'flash_bytes'")
     if board.emulated and not board.emulator_command:
         raise EdgecError(f"board profile {path}: an emulated board needs 'emulator.command' (the emulator's argv)")
+    for deviation in board.emulator_deviations:
+        if deviation not in EMULATOR_DEVIATIONS or not board.framework:
+            raise EdgecError(f"board profile {path}: 'emulator.deviations' has {deviation!r}; a framework harness "
+                             f"knows {', '.join(EMULATOR_DEVIATIONS)}")
     if board.emulated and board.tested_on_hardware:
         raise EdgecError(f"board profile {path}: 'tested_on_hardware' is for real boards; this one is emulated")
     if not board.emulated and board.local_platform_dir is None and board.framework == "":

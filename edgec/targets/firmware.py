@@ -63,6 +63,7 @@ def harness_build_flags(board: Board) -> list[str]:
     if board.framework:
         flags += [f"-DEDGEC_TIMER_{board.timing_method.upper().replace('-', '_')}",
                   f"-DEDGEC_TICK_HZ={board.tick_hz}u"]
+        flags += [f"-DEDGEC_EMULATOR_{d.upper().replace('-', '_')}" for d in board.emulator_deviations]
     return flags
 
 
