@@ -50,10 +50,22 @@ EMULATOR_DEVIATIONS = {
 FRAMEWORKS = ("", "arduino")   # "" = edgec's own local platform (no vendor framework)
 _TOP_KEYS = {"name", "description", "cpu", "fpu", "dsp", "clock_hz", "ram_bytes", "flash_bytes", "emulated",
              "tested_on_hardware", "cpu_flags", "reserved_ram_bytes", "reserved_flash_bytes", "memory",
-             "platformio", "serial", "timing", "emulator"}
+             "platformio", "serial", "timing", "emulator", "flash"}
 _TABLE_KEYS = {"platformio": {"platform", "board", "framework", "build_flags", "options"},
                "serial": {"baud", "port"}, "timing": {"method", "unit", "tick_hz", "units_per_tick"},
-               "emulator": {"command", "deviations"}}
+               "emulator": {"command", "deviations"},
+               "flash": {"probe", "usb", "openocd", "pyocd_target", "esptool_chip", "connect"}}
+# how edgec writes a firmware into a board ([flash] probe, or `--probe`); edgec/device/flash.py runs them
+PROBES = {
+    "emulator": "start the emulator with the firmware (emulated boards)",
+    "pio": "PlatformIO's upload target with the profile's upload_protocol",
+    "openocd": "OpenOCD: program, verify, reset (ST-LINK, CMSIS-DAP, J-Link ... per [flash] openocd)",
+    "pyocd": "pyOCD (CMSIS-DAP, ST-LINK, J-Link) for the [flash] pyocd_target",
+    "stlink": "st-flash (stlink-tools) over an ST-LINK",
+    "uf2": "copy a UF2 file to the RP2040's BOOTSEL drive",
+    "esptool": "esptool over the ESP32's serial port",
+    "gdb": "any GDB server (--gdb HOST:PORT): gdb-multiarch loads, verifies, resets and detaches",
+}
 _REGION_KEYS = {"name", "kind", "origin", "size", "note"}
 
 
@@ -66,6 +78,18 @@ class Region:
     origin: int
     size: int
     note: str = ""
+
+
+@dataclass(frozen=True)
+class FlashSettings:
+    """How a firmware gets onto the board ([flash] in a profile)."""
+
+    probe: str = "emulator"                  # the default flashing method, a key of PROBES
+    usb: tuple[str, ...] = ()                # USB "vvvv:pppp" of the board's serial port (for --port auto)
+    openocd: tuple[str, ...] = ()            # OpenOCD config files (e.g. board/st_nucleo_f4.cfg)
+    pyocd_target: str = ""                   # pyOCD target name (e.g. stm32f446retx)
+    esptool_chip: str = ""                   # esptool --chip (e.g. esp32s3)
+    connect: str = ""                        # what a person connects, for error messages
 
 
 @dataclass(frozen=True)
@@ -99,6 +123,7 @@ class Board:
     reserved_ram_bytes: int = 0     # RAM the framework and harness take before the model (estimate)
     reserved_flash_bytes: int = 0   # flash the framework and harness take before the model (estimate)
     regions: tuple[Region, ...] = ()
+    flash: FlashSettings = FlashSettings()
     path: Path = field(default=Path(), compare=False)
 
     @property
@@ -209,6 +234,22 @@ def _regions(data: dict, path: Path) -> tuple[Region, ...]:
     return tuple(regions)
 
 
+def _flash_settings(data: dict, local: bool, path: Path) -> FlashSettings:
+    """[flash]; emulated boards and the host start their program ("emulator"), real boards must name a probe."""
+    table = _get(data, "flash", dict, "", path, default={})
+    _check_keys(table, _TABLE_KEYS["flash"], "flash.", path)
+    usb = _str_list(table, "usb", "flash.", path)
+    for u in usb:
+        if not re.match(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{4}$", u):
+            raise EdgecError(f"board profile {path}: 'flash.usb' entry {u!r} must be a USB VID:PID like '0483:374b'")
+    default = "emulator" if local else None
+    return FlashSettings(probe=_choice(table, "probe", tuple(PROBES), "flash.", path, default=default),
+                         usb=tuple(u.lower() for u in usb), openocd=_str_list(table, "openocd", "flash.", path),
+                         pyocd_target=_get(table, "pyocd_target", str, "flash.", path, default=""),
+                         esptool_chip=_get(table, "esptool_chip", str, "flash.", path, default=""),
+                         connect=_get(table, "connect", str, "flash.", path, default=""))
+
+
 def _parse(data: dict, path: Path) -> Board:
     _check_keys(data, _TOP_KEYS, "", path)
     pio = _get(data, "platformio", dict, "", path)
@@ -253,6 +294,7 @@ def _parse(data: dict, path: Path) -> Board:
         reserved_ram_bytes=_get(data, "reserved_ram_bytes", int, "", path, default=0),
         reserved_flash_bytes=_get(data, "reserved_flash_bytes", int, "", path, default=0),
         regions=_regions(data, path),
+        flash=_flash_settings(data, emulated or serial.get("port") in (PORT_EMULATOR, PORT_PROGRAM), path),
         path=path,
     )
     _check(board, path)
