@@ -241,7 +241,7 @@ def latency_stats(units: np.ndarray, board: Board) -> dict:
     (QEMU does not model the DWT cycle counter): then the values are None and `not_measured` says why."""
     if len(units) and not units.any():
         why = (f"the board's {board.timing_method} counter read 0 on every sample"
-               + (" (the emulator does not model it)" if board.emulated else ""))
+               + (": the emulator does not model it" if board.emulated else ""))
         return {"unit": board.timing_unit, "median": None, "p90": None, "min": None, "max": None, "samples": [],
                 "ms": None, "not_measured": why}
     stats = {"median": float(np.median(units)), "p90": float(np.percentile(units, 90)),

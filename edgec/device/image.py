@@ -31,7 +31,10 @@ class Image:
 
     @property
     def size(self) -> int:
-        """Bytes a flashing tool writes (the loadable contents, no gaps)."""
+        """Bytes a flashing tool writes: the allocated sections with contents (what GDB's `load` writes;
+        the segments may add alignment padding between them)."""
+        if self.sections:
+            return sum(size for _, size in self.sections.values())
         return sum(len(s.data) for s in self.segments)
 
     def vector_table(self) -> int:
