@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -144,7 +145,7 @@ def test_st_flash_writes_the_raw_image_at_its_base(fakes, tiny_elf, tmp_path):
 def test_pyocd_load_says_it_does_not_verify(fakes, tiny_elf, tmp_path):
     calls, _, _ = fakes
     r = _flash("nucleo-h743zi2", tiny_elf, tmp_path, probe="pyocd")
-    assert calls()[0][0:1] + calls()[0][2:] == ["pyocd", "load", "-t", "stm32h743zitx", "--format", "elf",
+    assert calls()[0][0:1] + calls()[0][2:] == ["pyocd", "load", "-W", "-t", "stm32h743zitx", "--format", "elf",
                                                 str(tiny_elf)]
     assert not r.verified and "pyOCD's load has no verify step" in r.message
 
@@ -257,3 +258,24 @@ def test_edgec_flash_with_no_probe_attached(tiny_elf, tmp_path):
                                                        "firmware": "project/firmware.elf", "protocol": "edgec"}))
     proc = edgec("flash", out)
     assert_clean_error(proc, "flashing with openocd failed", "connect the NUCLEO-F446RE's ST-LINK USB connector (CN1)")
+
+
+@pytest.mark.parametrize("old,new,needle", [
+    ('usb = ["0483:374b"]', 'usb = ["374b"]', "'flash.usb' entry '374b' must be a USB VID:PID"),
+    ('probe = "openocd"', 'probe = "jtag"', "field 'flash.probe' is 'jtag'; it must be one of"),
+    ('probe = "openocd"', '', "missing field 'flash.probe'"),
+])
+def test_flash_table_of_a_profile_is_checked(old, new, needle, tmp_path):
+    text = load_board("nucleo-f446re").path.read_text()
+    assert old in text
+    (tmp_path / "b.toml").write_text(text.replace(old, new))
+    with pytest.raises(EdgecError, match=re.escape(needle)):
+        load_board(str(tmp_path / "b.toml"))
+
+
+def test_emulator_deviations_are_named_ones(tmp_path):
+    text = load_board("qemu-stm32f405").path.read_text()
+    (tmp_path / "b.toml").write_text(text.replace('"polled-tx"', '"no-uart"'))
+    with pytest.raises(EdgecError, match="'emulator.deviations' has 'no-uart'; a framework harness knows reset-clock, "
+                                         "polled-tx"):
+        load_board(str(tmp_path / "b.toml"))

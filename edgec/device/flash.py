@@ -112,7 +112,8 @@ def command(probe: str, req: Request) -> tuple[list[str], dict | None, Path | No
     if probe == "pyocd":
         if not board.flash.pyocd_target:
             raise EdgecError(f"board '{board.name}' has no pyOCD target ([flash] pyocd_target in {board.path})")
-        return [tool("pyocd", probe), "load", "-t", board.flash.pyocd_target, "--format", "elf", str(elf)], None, None
+        argv = [tool("pyocd", probe), "load", "-W", "-t", board.flash.pyocd_target, "--format", "elf", str(elf)]
+        return argv, None, None      # -W: fail at once when no probe is connected (default: wait forever)
     if probe == "esptool":
         build = req.project / ".pio" / "build" / _env_name(board)
         parts = [("0x0", build / "bootloader.bin"), ("0x8000", build / "partitions.bin"),

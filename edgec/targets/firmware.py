@@ -64,8 +64,9 @@ def harness_build_flags(board: Board) -> list[str]:
         flags += [f"-DEDGEC_TIMER_{board.timing_method.upper().replace('-', '_')}",
                   f"-DEDGEC_TICK_HZ={board.tick_hz}u"]
         flags += [f"-DEDGEC_EMULATOR_{d.upper().replace('-', '_')}" for d in board.emulator_deviations]
-        # a whole link frame (edgec_link.c FRAME_MAX, ~270 B on the wire) fits Serial's receive buffer (STM32duino:
-        # 64 B by default, so bytes arriving faster than the harness reads them were dropped and resent)
+    if board.framework == "arduino" and board.pio_platform == "ststm32":
+        # a whole link frame (edgec_link.c FRAME_MAX, ~270 B on the wire) fits STM32duino's Serial receive buffer
+        # (64 B by default: bytes arriving faster than the harness read them were dropped and resent)
         flags += ["-DSERIAL_RX_BUFFER_SIZE=512"]
     return flags
 
