@@ -10,6 +10,7 @@ import shutil
 import struct
 import subprocess
 
+import numpy as np
 import pytest
 
 from conftest import assert_clean_error, edgec
@@ -247,16 +248,32 @@ def test_port_auto_detection_from_usb_ids():
         find_port(board, seen + [("/dev/ttyACM1", "0483:374b", "STM32 STLink")])
 
 
+def _fake_build(tiny_elf, tmp_path, board="nucleo-f446re"):
+    out = tmp_path / "build"
+    (out / "project").mkdir(parents=True)
+    shutil.copy2(tiny_elf, out / "project" / "firmware.elf")
+    (out / "build-report.json").write_text(json.dumps({"board": board, "model": "m", "model_hash": "0",
+                                                       "firmware": "project/firmware.elf", "protocol": "edgec"}))
+    return out
+
+
+def test_bench_flashes_first_unless_told_not_to(fakes, tiny_elf, tmp_path):
+    calls, respond, _ = fakes
+    respond("Error: open failed", 1)
+    out = _fake_build(tiny_elf, tmp_path)
+    data = tmp_path / "d.npz"
+    np.savez(data, x=np.zeros((1, 4), np.float32))
+    assert_clean_error(edgec("bench", out, "--data", data), "flashing with openocd failed")
+    assert [c[0] for c in calls()] == ["openocd"]
+    skipped = edgec("bench", out, "--data", data, "--no-flash", "--port", "socket://127.0.0.1:1")
+    assert skipped.returncode == 2 and "openocd" not in skipped.stderr and len(calls()) == 1
+
+
 def test_edgec_flash_with_no_probe_attached(tiny_elf, tmp_path):
     """The real OpenOCD (scripts/setup.sh installs it) finds no ST-LINK here: one line, the tool and what to connect."""
     if shutil.which("openocd") is None:
         pytest.fail("openocd is not installed; scripts/setup.sh installs it")
-    out = tmp_path / "build"
-    (out / "project").mkdir(parents=True)
-    shutil.copy2(tiny_elf, out / "project" / "firmware.elf")
-    (out / "build-report.json").write_text(json.dumps({"board": "nucleo-f446re", "model": "m", "model_hash": "0",
-                                                       "firmware": "project/firmware.elf", "protocol": "edgec"}))
-    proc = edgec("flash", out)
+    proc = edgec("flash", _fake_build(tiny_elf, tmp_path))
     assert_clean_error(proc, "flashing with openocd failed", "connect the NUCLEO-F446RE's ST-LINK USB connector (CN1)")
 
 

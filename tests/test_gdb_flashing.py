@@ -77,6 +77,11 @@ def test_stm32f405_is_the_nucleo_f446re_firmware_with_two_named_deviations(f405_
 
 
 def test_stm32f405_flashed_through_qemus_gdb_stub_and_benched_bit_exact(f405_build, tmp_path):
+    flashed = edgec("flash", f405_build, "--probe", "gdb")     # QEMU started halted, loaded through its stub
+    assert flashed.returncode == 0, flashed.stderr
+    assert re.search(r"wrote [\d,]+ B with gdb-multiarch through the GDB server at 127\.0\.0\.1:\d+ and verified",
+                     flashed.stderr)
+    assert "flashed: the device runs digits_cnn" in flashed.stdout
     r = api.bench(f405_build, DIGITS / "test.npz", limit=30, probe="gdb", report_dir=tmp_path)
     size = elf_image.read_elf(f405_build / "project" / "firmware.elf").size
     assert r["flashed"]["verified"] and r["flashed"]["bytes"] == size and r["flashed"]["tool"] == "gdb-multiarch"

@@ -4,7 +4,7 @@ naming the tool that failed and what to connect.
 
 Methods (boards.PROBES): PlatformIO's upload target, OpenOCD, pyOCD, st-flash, a UF2 copy to an RP2040's
 BOOTSEL drive, esptool, and any GDB server through gdb-multiarch (load, compare-sections, reset, detach).
-Each method is a command line (`command`) run by `run`; tests run them against fake tools on PATH.
+Each method is a command line (`command`) run by `_run`; tests run them against fake tools on PATH.
 """
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ from edgec.device import image as elf_image
 from edgec.device.ports import AUTO, find_port
 from edgec.errors import EdgecError
 from edgec.targets.boards import PROBES, Board
+from edgec.targets.firmware import env_name
+from edgec.targets.pio import ensure_scons, pio_environ
 
 TIMEOUT = 300.0
 DEFAULT_GDB = "localhost:3333"          # OpenOCD's GDB port (pyOCD: 3333, st-util: 4242, J-Link: 2331)
@@ -41,7 +43,7 @@ class FlashResult:
     tool: str
     bytes: int
     verified: bool
-    how: str = ""                      # where / how, e.g. "over OpenOCD's board/st_nucleo_f4.cfg"
+    how: str = ""                      # where / how, e.g. "(board/st_nucleo_f4.cfg)"
     not_verified_because: str = ""
     output: list[str] = field(default_factory=list)
 
@@ -64,11 +66,11 @@ class Request:
     port: str | None = None            # serial port (esptool, pio's upload port); None / "auto": from USB IDs
     gdb: str = DEFAULT_GDB             # HOST:PORT of a GDB server
     drive: Path | None = None          # the RP2040's BOOTSEL drive; None: looked for
-    work: Path = field(default=None)   # where edgec may write the .bin / script files
 
-    def __post_init__(self):
-        if self.work is None:
-            self.work = Path(self.firmware).parent
+    @property
+    def work(self) -> Path:
+        """Where edgec may write files a tool reads (the raw .bin): beside the firmware, in the build folder."""
+        return Path(self.firmware).parent
 
 
 def tool(name: str, probe: str) -> str:
@@ -115,7 +117,7 @@ def command(probe: str, req: Request) -> tuple[list[str], dict | None, Path | No
         argv = [tool("pyocd", probe), "load", "-W", "-t", board.flash.pyocd_target, "--format", "elf", str(elf)]
         return argv, None, None      # -W: fail at once when no probe is connected (default: wait forever)
     if probe == "esptool":
-        build = req.project / ".pio" / "build" / _env_name(board)
+        build = req.project / ".pio" / "build" / env_name(board)
         parts = [("0x0", build / "bootloader.bin"), ("0x8000", build / "partitions.bin"),
                  ("0x10000", build / "firmware.bin")]
         missing = [str(p) for _, p in parts if not p.is_file()]
@@ -128,9 +130,8 @@ def command(probe: str, req: Request) -> tuple[list[str], dict | None, Path | No
             argv += [offset, str(path)]
         return argv, None, None
     if probe == "pio":
-        from edgec.targets.pio import ensure_scons, pio_environ
         ensure_scons()
-        argv = [tool("pio", probe), "run", "-t", "upload", "-e", _env_name(board)]
+        argv = [tool("pio", probe), "run", "-t", "upload", "-e", env_name(board)]
         if req.port not in (None, "", AUTO):
             argv += ["--upload-port", req.port]
         return argv, pio_environ(), req.project
@@ -141,11 +142,6 @@ def command(probe: str, req: Request) -> tuple[list[str], dict | None, Path | No
             argv += ["-ex", line]
         return argv, None, None
     raise EdgecError(f"unknown probe '{probe}': choose one of {', '.join(p for p in PROBES if p != 'emulator')}")
-
-
-def _env_name(board: Board) -> str:
-    from edgec.targets.firmware import env_name
-    return env_name(board)
 
 
 def _run(argv: list[str], env: dict | None, cwd: Path | None) -> tuple[int, list[str]]:
