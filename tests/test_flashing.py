@@ -234,6 +234,21 @@ def test_uf2_copy_finds_the_bootsel_drive(tiny_elf, tmp_path):
         _flash("rpi-pico", tiny_elf, tmp_path, drive=tmp_path)
 
 
+def test_bootsel_device_on_usb_without_its_drive_mounted(tiny_elf, tmp_path):
+    usb = tmp_path / "usb"
+    for name, ids in (("1-1", ("0483", "374b")), ("1-2", ("2e8a", "0003"))):
+        (usb / name).mkdir(parents=True)
+        (usb / name / "idVendor").write_text(ids[0] + "\n")
+        (usb / name / "idProduct").write_text(ids[1] + "\n")
+    req = flashing.Request(load_board("rpi-pico"), tiny_elf, tmp_path)
+    with pytest.raises(EdgecError, match=r"an RP2040 in BOOTSEL mode is on USB \(2e8a:0003\) but its drive RPI-RP2 is "
+                                         "not mounted"):
+        flashing._flash_uf2(req, roots=[tmp_path / "media"], usb_root=usb)
+    (usb / "1-2" / "idProduct").write_text("00c0\n")       # the firmware running, not BOOTSEL
+    with pytest.raises(EdgecError, match="no RP2040 in BOOTSEL mode found"):
+        flashing._flash_uf2(req, roots=[tmp_path / "media"], usb_root=usb)
+
+
 def test_port_auto_detection_from_usb_ids():
     board = load_board("nucleo-f446re")
     seen = [("/dev/ttyS0", None, "n/a"), ("/dev/ttyACM0", "0483:374b", "STM32 STLink"),

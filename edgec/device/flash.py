@@ -196,10 +196,26 @@ def _uf2_drive(roots=UF2_MOUNT_ROOTS) -> Path | None:
     return None
 
 
-def _flash_uf2(req: Request, roots=UF2_MOUNT_ROOTS) -> FlashResult:
+def _bootsel_on_usb(usb_root: Path = Path("/sys/bus/usb/devices")) -> bool:
+    """Is an RP2040 in BOOTSEL mode (USB 2e8a:0003) plugged in, mounted or not?"""
+    for dev in usb_root.glob("*") if usb_root.is_dir() else ():
+        try:
+            ids = ((dev / "idVendor").read_text().strip(), (dev / "idProduct").read_text().strip())
+        except OSError:
+            continue
+        if ids == ("2e8a", "0003"):
+            return True
+    return False
+
+
+def _flash_uf2(req: Request, roots=UF2_MOUNT_ROOTS, usb_root: Path = Path("/sys/bus/usb/devices")) -> FlashResult:
     drive = req.drive or _uf2_drive(roots)
     if drive is None or not (Path(drive) / "INFO_UF2.TXT").is_file():
-        where = str(drive) if drive else ", ".join(roots)
+        where = str(drive) if drive else ", ".join(map(str, roots))
+        if drive is None and _bootsel_on_usb(usb_root):
+            raise EdgecError(f"UF2 copy: an RP2040 in BOOTSEL mode is on USB (2e8a:0003) but its drive RPI-RP2 is "
+                             f"not mounted in {where}: mount it (e.g. udisksctl mount -b /dev/sdX1) or give its mount "
+                             "point (--drive)")
         raise EdgecError(f"UF2 copy: no RP2040 in BOOTSEL mode found (no drive with INFO_UF2.TXT in {where}): "
                          f"{req.board.flash.connect or 'hold BOOTSEL while plugging the board in'}, or give its "
                          "mount point (--drive)")
