@@ -169,7 +169,8 @@ def _board_json(b) -> dict:
             "memory": [vars(r) for r in b.regions], "emulated": b.emulated,
             "tested_on_hardware": b.tested_on_hardware, "cpu_flags": list(b.cpu_flags),
             "platformio": {"platform": b.pio_platform, "board": b.pio_board, "framework": b.framework},
-            "timing_method": b.timing_method, "timing_unit": b.timing_unit, "file": str(b.path)}
+            "timing_method": b.timing_method, "timing_unit": b.timing_unit, "flash": vars(b.flash),
+            "emulator_deviations": list(b.emulator_deviations), "file": str(b.path)}
 
 
 def _size(n: int) -> str:
