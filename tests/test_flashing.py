@@ -311,3 +311,15 @@ def test_emulator_deviations_are_named_ones(tmp_path):
     with pytest.raises(EdgecError, match="'emulator.deviations' has 'no-uart'; a framework harness knows reset-clock, "
                                          "polled-tx"):
         load_board(str(tmp_path / "b.toml"))
+
+
+def test_flash_step_on_an_emulated_board(tiny_elf, tmp_path):
+    """Emulated: no probe -> the emulator starts with the firmware; --probe gdb alone -> edgec starts it halted and
+    loads through its stub (a loader for open_device); --gdb of an emulator you started needs its serial port."""
+    from edgec import api
+    out = _fake_build(tiny_elf, tmp_path, board="qemu-cortex-m4")
+    assert api.flash_step(out) == ({}, None)
+    record, gdb_load = api.flash_step(out, probe="gdb")
+    assert record == {} and callable(gdb_load)
+    with pytest.raises(EdgecError, match="with --probe gdb give the serial port of the emulator you started"):
+        api.flash_step(out, probe="gdb", gdb="127.0.0.1:1234")
