@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from edgec import __version__
+from edgec.errors import EdgecError
 from edgec.quant import artifact
 from edgec.frontend import canonicalize
 from edgec.codegen import cmodel as codegen
@@ -123,30 +124,66 @@ def _io_info(graph: Graph, tensor: str, shape) -> dict:
     return {"shape": list(shape), "scale": t.scale, "zero_point": t.zero_point, "bytes": t.nbytes}
 
 
-def flash(outdir: str | Path, port: str | None = None, log: Log = _quiet) -> dict:
-    """Start (flash) the board with the build's firmware and check it answers with the right model."""
+def flash_step(outdir: str | Path, probe: str | None = None, port: str | None = None, gdb: str | None = None,
+               drive: str | Path | None = None, log: Log = _quiet):
+    """Write a build's firmware into its board before talking to it (edgec/device/flash.py).
+    Returns (the flash record: a dict filled once the firmware is written, gdb_load for open_device or None).
+    An emulated board with no probe asked for starts its emulator with the firmware (nothing to write);
+    with --probe gdb and no --gdb, the emulator is started halted and the firmware loaded through its stub."""
+    from edgec.device import flash as flashing
+
+    _, board, firmware = load_build(outdir)
+    probe = probe or board.flash.probe
+    record: dict = {}
+    if probe == "emulator" and board.flash.probe == "emulator":
+        return record, None
+
+    def write(address: str | None = None) -> None:
+        result = flashing.flash_firmware(board, firmware, firmware.parent, probe, port=port, gdb=address or gdb,
+                                         drive=Path(drive) if drive else None, log=log)
+        record.update(result.to_json())
+
+    if board.flash.probe == "emulator" and probe == "gdb" and gdb is None and port in (None, "auto"):
+        return record, write            # the emulator started halted, loaded through its own GDB stub
+    if board.flash.probe == "emulator" and port in (None, "auto"):
+        raise EdgecError(f"board '{board.name}' is emulated: with --probe {probe} give the serial port of the "
+                         "emulator you started (--port socket://HOST:PORT), or leave out --gdb to let edgec start it")
+    write()
+    return record, None
+
+
+def flash(outdir: str | Path, port: str | None = None, log: Log = _quiet, probe: str | None = None,
+          gdb: str | None = None, drive: str | Path | None = None) -> dict:
+    """Write the build's firmware into its board (the profile's probe, or `probe`), then check it answers with
+    the right model; the answer carries `flashed` (tool, bytes, verified, message) when something was written."""
     from edgec.device.device import open_device
 
     report, board, firmware = load_build(outdir)
+    record, gdb_load = flash_step(outdir, probe, port, gdb, drive, log)
     if report.get("protocol") == "mlperf":
         from edgec.device.mlperf import open_mlperf
+        if gdb_load is not None:
+            raise EdgecError("an MLPerf Tiny firmware is loaded through a GDB server you start (--gdb HOST:PORT "
+                             "--port ...)")
         with open_mlperf(board, firmware, port) as dut:
             info = {"protocol": "mlperf", "board": board.name, "name": dut.client.name(), **dut.client.profile()}
         log(f"{board.name}: MLPerf Tiny firmware answers as {info.get('name')}, model {info.get('model')}")
-        return info
-    with open_device(board, firmware, port) as dev:
+        return {**info, "flashed": record} if record else info
+    with open_device(board, firmware, port, gdb_load=gdb_load) as dev:
         hello = dev.link.hello()
         check_hello(hello, report, outdir)
     log(f"{board.name}: firmware answers as model {hello.get('model')} ({hello.get('model_hash')})")
-    return hello
+    return {**hello, "flashed": record} if record else hello
 
 
 def bench(outdir: str | Path, data_path: str | Path, limit: int | None = None, port: str | None = None,
           log: Log = _quiet, profile: bool = False, compare_layers: bool = False, score: str | None = None,
-          report_dir: str | Path | None = None) -> dict:
+          report_dir: str | Path | None = None, flash: bool = True, probe: str | None = None,
+          gdb: str | None = None, drive: str | Path | None = None) -> dict:
     """Run the test data on the device: accuracy or error, agreement with the INT8 reference, latency,
     memory and link statistics; with profile, time per layer; with compare_layers (and automatically
     when a device output differs from the reference) the first layer whose output differs.
+    The firmware is written into the board first (see flash_step) unless flash is False.
     With report_dir, also write bench-report.json and report.html there (edgec/bench/runner.py, edgec/bench/report.py)."""
     from edgec.bench import runner as bench_stage
     from edgec.bench import report as report_stage
@@ -154,8 +191,10 @@ def bench(outdir: str | Path, data_path: str | Path, limit: int | None = None, p
     if report_dir is not None:
         report_stage.check_report_dir(Path(report_dir))     # before the bench, not after it
     build_id = _folder_id(outdir)
+    record, gdb_load = flash_step(outdir, probe, port, gdb, drive, log) if flash else ({}, None)
     result = bench_stage.run(outdir, data_path, limit=limit, port=port, profile=profile,
-                             compare_layers=compare_layers, score=score, log=log)
+                             compare_layers=compare_layers, score=score, log=log, gdb_load=gdb_load)
+    result["flashed"] = record or None
     if report_dir is not None and _folder_id(outdir) != build_id:
         # rebuilt meanwhile (edgec build replaces the folder as a whole): this report belongs to the old build
         log(f"warning: {outdir} was rebuilt during the bench; no report written (bench the new build again)")

@@ -138,7 +138,8 @@ def cmd_bench(args) -> int:
     to_stdout = args.json == "-"
     json_file = outputs.check_output_file(args.json, (args.data,)) if args.json and not to_stdout else None
     r = api.bench(args.outdir, args.data, limit=args.limit, port=args.port, log=_log, profile=args.profile,
-                  compare_layers=args.compare_layers, score=args.score, report_dir=report_dir)
+                  compare_layers=args.compare_layers, score=args.score, report_dir=report_dir,
+                  flash=not args.no_flash, probe=args.probe, gdb=args.gdb, drive=args.drive)
     if json_file is not None:
         outputs.write_json(json_file, r)
     out = sys.stderr if to_stdout else sys.stdout     # with --json -, stdout carries only the JSON
@@ -153,10 +154,21 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def _add_probe_options(p) -> None:
+    from edgec.targets.boards import PROBES
+
+    p.add_argument("--probe", choices=[k for k in PROBES if k != "emulator"],
+                   help="how to write the firmware (default: the board profile's [flash] probe): "
+                        + "; ".join(f"{k}: {v}" for k, v in PROBES.items() if k != "emulator"))
+    p.add_argument("--gdb", metavar="HOST:PORT", help="the GDB server for --probe gdb (default localhost:3333; an "
+                   "emulated board without it: edgec starts the emulator halted and loads through its GDB stub)")
+    p.add_argument("--drive", metavar="DIR", help="the RP2040's BOOTSEL drive for --probe uf2 (default: looked for)")
+
+
 def cmd_flash(args) -> int:
     from edgec import api
 
-    hello = api.flash(args.outdir, port=args.port, log=_log)
+    hello = api.flash(args.outdir, port=args.port, log=_log, probe=args.probe, gdb=args.gdb, drive=args.drive)
     if hello.get("protocol") == "mlperf":
         print(f"flashed: the device answers the MLPerf Tiny runner as {hello.get('name')}, model "
               f"{hello.get('model')} ({hello.get('profile')}) on {hello.get('board')}")
@@ -193,7 +205,8 @@ def _board_json(b) -> dict:
             "memory": [vars(r) for r in b.regions], "emulated": b.emulated,
             "tested_on_hardware": b.tested_on_hardware, "cpu_flags": list(b.cpu_flags),
             "platformio": {"platform": b.pio_platform, "board": b.pio_board, "framework": b.framework},
-            "timing_method": b.timing_method, "timing_unit": b.timing_unit, "file": str(b.path)}
+            "timing_method": b.timing_method, "timing_unit": b.timing_unit, "flash": vars(b.flash),
+            "emulator_deviations": list(b.emulator_deviations), "file": str(b.path)}
 
 
 def _size(n: int) -> str:
@@ -305,7 +318,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("outdir", help="a build folder made by `edgec build`")
     r.add_argument("--data", required=True, help=".npz with x and optional integer labels y")
     r.add_argument("--limit", type=_count(1), help="use only the first N samples")
-    r.add_argument("--port", help="serial port of a real board (emulated boards need none)")
+    r.add_argument("--port", default="auto", help="serial port of the board (default auto: a real board's port "
+                   "found by its USB VID:PID; an emulated board's from the emulator)")
     r.add_argument("--json", help="also write the JSON report to this file ('-': to stdout, for CI)")
     r.add_argument("--profile", action="store_true", help="time every layer on the device (table and chart)")
     r.add_argument("--compare-layers", action="store_true",
@@ -317,11 +331,14 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--report", metavar="DIR", help="where to write report.html and bench-report.json "
                    "(default: the build folder)")
     r.add_argument("--no-report", action="store_true", help="write neither report.html nor bench-report.json")
+    r.add_argument("--no-flash", action="store_true", help="the board already runs this build: do not flash it first")
+    _add_probe_options(r)
     r.set_defaults(func=cmd_bench)
 
-    f = sub.add_parser("flash", help="flash (start) the board with a build's firmware and check it answers")
+    f = sub.add_parser("flash", help="write a build's firmware into the board (emulated: start it) and check it answers")
     f.add_argument("outdir")
-    f.add_argument("--port", help="serial port of a real board")
+    f.add_argument("--port", default="auto", help="serial port of the board (default auto: found by its USB VID:PID)")
+    _add_probe_options(f)
     f.set_defaults(func=cmd_flash)
 
     bo = sub.add_parser("boards", help="list board profiles")

@@ -13,6 +13,10 @@ command -v qemu-system-arm >/dev/null || need+=(qemu-system-arm)
 command -v qemu-system-riscv32 >/dev/null || need+=(qemu-system-misc)
 command -v riscv64-unknown-elf-gcc >/dev/null || need+=(gcc-riscv64-unknown-elf)
 [ -e /usr/lib/picolibc/riscv64-unknown-elf ] || need+=(picolibc-riscv64-unknown-elf)
+# flashing real boards and loading through any GDB server (edgec flash --probe openocd / stlink / gdb)
+command -v openocd >/dev/null || need+=(openocd)
+command -v st-flash >/dev/null || need+=(stlink-tools)
+command -v gdb-multiarch >/dev/null || need+=(gdb-multiarch)
 command -v cmake >/dev/null || need+=(cmake)
 command -v gcc >/dev/null || need+=(gcc)
 command -v clang >/dev/null || need+=(clang)
@@ -35,5 +39,5 @@ fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "WARNING: Location" || true
-.venv/bin/python -m pip install -q -e '.[test]' 2>&1 | grep -v "WARNING: Location" || true
+.venv/bin/python -m pip install -q -e '.[test,flash]' 2>&1 | grep -v "WARNING: Location" || true
 .venv/bin/edgec --version

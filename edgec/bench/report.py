@@ -43,10 +43,14 @@ def plots(result: dict, build_dir: Path) -> list[dict]:
     """[{id, title, svg or None, note}] in the order the report shows them."""
     out = []
     lat = result["latency"]
-    marks = {f"median {lat['median']:,.0f}": lat["median"], f"p90 {lat['p90']:,.0f}": lat["p90"]}
-    out.append({"id": "latency", "title": "Latency per sample",
-                "svg": svgplot.histogram(lat["samples"], f"Latency of {result['samples']} samples", lat["unit"],
-                                         bins=min(30, max(5, result["samples"] // 3)), marks=marks)})
+    if lat.get("not_measured"):
+        out.append({"id": "latency", "title": "Latency per sample", "svg": None,
+                    "note": f"not measured: {lat['not_measured']}"})
+    else:
+        marks = {f"median {lat['median']:,.0f}": lat["median"], f"p90 {lat['p90']:,.0f}": lat["p90"]}
+        out.append({"id": "latency", "title": "Latency per sample",
+                    "svg": svgplot.histogram(lat["samples"], f"Latency of {result['samples']} samples", lat["unit"],
+                                             bins=min(30, max(5, result["samples"] // 3)), marks=marks)})
     prof = result.get("profile")
     out.append({"id": "layers", "title": "Time per layer",
                 "svg": svgplot.hbars([f"#{r['index']} {r['kind']} {r['name']}" for r in prof["layers"]],
@@ -183,8 +187,11 @@ def summary_lines(r: dict) -> list[str]:
     ms = lat.get("ms")
     ms_text = f" = {_ms(ms['median'])} ms ({ms['basis']})" if ms else ""
     per_mac = f", {lat['per_mac']:.2f} per MAC" if lat.get("per_mac") else ""
-    lines.append(f"latency: median {lat['median']:,.0f} {lat['unit']}{ms_text}; p90 {lat['p90']:,.0f}, "
-                 f"min {lat['min']:,.0f}, max {lat['max']:,.0f}{per_mac}")
+    if lat.get("not_measured"):
+        lines.append(f"latency: not measured ({lat['not_measured']})")
+    else:
+        lines.append(f"latency: median {lat['median']:,.0f} {lat['unit']}{ms_text}; p90 {lat['p90']:,.0f}, "
+                     f"min {lat['min']:,.0f}, max {lat['max']:,.0f}{per_mac}")
     m = r["memory"]
     stack = (f", stack used {m['stack_used_bytes']:,} of {m['stack_reserved_bytes']:,} B"
              if m.get("stack_used_bytes") is not None else ", stack not measured on this board")

@@ -48,8 +48,9 @@ def layers(graph: Graph) -> list[Op]:
 
 def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, port: str | None = None,
         profile: bool = False, compare_layers: bool = False, score: str | None = None,
-        log: Log = _quiet) -> dict:
-    """Run the test data on the device of a build folder and return the bench report (a plain dict)."""
+        log: Log = _quiet, gdb_load=None) -> dict:
+    """Run the test data on the device of a build folder and return the bench report (a plain dict).
+    gdb_load: load the firmware through an emulator's GDB stub (edgec/device/device.py open_serial)."""
     from edgec.device.device import open_device
     from edgec.targets.firmware import firmware_sizes
 
@@ -74,7 +75,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
     stack = []
     progress = Progress(f"bench on {board.name}", n)
     result: dict = {}
-    with open_device(board, firmware, port) as dev:
+    with open_device(board, firmware, port, gdb_load=gdb_load) as dev:
         link = dev.link
         hello = link.hello()
         check_hello(hello, report, outdir)
@@ -120,7 +121,8 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         **result,
     }
     macs = report.get("macs") or 0
-    result["latency"]["per_mac"] = result["latency"]["median"] / macs if macs else None
+    median = result["latency"]["median"]
+    result["latency"]["per_mac"] = median / macs if macs and median is not None else None
     return result
 
 
@@ -275,6 +277,13 @@ def to_ms(units: float, board: Board) -> float | None:
 
 
 def latency_stats(units: np.ndarray, board: Board) -> dict:
+    """Median, p90, min, max (and ms where the unit allows).  A counter that never advanced measured nothing
+    (QEMU does not model the DWT cycle counter): then the values are None and `not_measured` says why."""
+    if len(units) and not units.any():
+        why = (f"the board's {board.timing_method} counter read 0 on every sample"
+               + (": the emulator does not model it" if board.emulated else ""))
+        return {"unit": board.timing_unit, "median": None, "p90": None, "min": None, "max": None, "samples": [],
+                "ms": None, "not_measured": why}
     stats = {"median": float(np.median(units)), "p90": float(np.percentile(units, 90)),
              "min": float(units.min()), "max": float(units.max())}
     out = {"unit": board.timing_unit, **stats, "samples": [float(u) for u in units]}

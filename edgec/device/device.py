@@ -10,6 +10,7 @@ import collections
 import os
 import re
 import shutil
+import socket
 import subprocess
 import threading
 import weakref
@@ -21,6 +22,7 @@ from edgec.targets.boards import PORT_EMULATOR, PORT_PROGRAM, Board
 from edgec import children
 from edgec.errors import EdgecError
 from edgec.device.link import Link
+from edgec.device.ports import AUTO, find_port
 
 _QEMU_PORT_RE = re.compile(r"tcp:[\d.]+:(\d+)")
 _PROGRAM_RE = re.compile(r"^EDGEC_SERIAL (\S+)")
@@ -86,14 +88,22 @@ class Device:
         self.close()
 
 
-def _start_qemu(board: Board, firmware: Path) -> tuple[_Process, str]:
+def _free_tcp_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_qemu(board: Board, firmware: Path, gdb_port: int | None = None) -> tuple[_Process, str]:
+    """QEMU running `firmware`, or with gdb_port: halted, with an empty flash and its GDB stub on that port."""
     argv = list(board.emulator_command)
     if shutil.which(argv[0]) is None:
         raise EdgecError(f"{argv[0]} not found: install QEMU (e.g. apt-get install qemu-system-arm) "
                          f"to run board '{board.name}'")
     if "-icount" not in argv:
         argv += ["-icount", "shift=0"]          # exact emulated-instruction timing
-    argv += ["-serial", "tcp:127.0.0.1:0,server=on,wait=on,nodelay=on", "-kernel", str(firmware)]
+    argv += ["-serial", "tcp:127.0.0.1:0,server=on,wait=on,nodelay=on"]
+    argv += ["-kernel", str(firmware)] if gdb_port is None else ["-S", "-gdb", f"tcp:127.0.0.1:{gdb_port}"]
     proc = _Process(argv, re.compile(r"waiting for connection on: .*" + _QEMU_PORT_RE.pattern),
                     f"QEMU for board '{board.name}'")
     port = proc.wait_for_match(STARTUP_TIMEOUT).group(1)
@@ -106,26 +116,41 @@ def _start_program(board: Board, firmware: Path) -> tuple[_Process, str]:
     return proc, proc.wait_for_match(STARTUP_TIMEOUT).group(1)
 
 
-def open_serial(board: Board, firmware: Path | None, port: str | None = None):
+def open_serial(board: Board, firmware: Path | None, port: str | None = None, gdb_load=None):
     """Run `firmware` for `board` (or, with `port`, use a board already flashed) and open its serial port:
-    (pyserial object, started process or None).  The caller closes both (Device does)."""
+    (pyserial object, started process or None).  The caller closes both (Device does).
+    A real board's port "auto" (or none) is found from the profile's USB IDs (edgec/device/ports.py).
+    gdb_load(address): on an emulated board, start the emulator halted with an empty flash and its GDB stub,
+    and let gdb_load write the firmware through that stub before the board runs."""
     process = None
     try:
         local = board.serial_port in (PORT_EMULATOR, PORT_PROGRAM)
-        url = port or (None if local else board.serial_port) or None
-        if url is None:
+        url = None if port == AUTO and local else port
+        url = url or (None if local else board.serial_port) or None
+        if url is None or (url == AUTO and not local):
             if not local:
-                raise EdgecError(f"board '{board.name}' is a real board: give the serial port it is connected "
-                                 "to (--port, e.g. /dev/ttyACM0)")
-            firmware = Path(firmware) if firmware else None
-            if firmware is None or not firmware.is_file():
-                raise EdgecError(f"firmware {firmware} does not exist; build it first (edgec build)")
-            start = _start_qemu if board.serial_port == PORT_EMULATOR else _start_program
-            process, url = start(board, firmware)
+                url = find_port(board, wait=5.0)
+            else:
+                firmware = Path(firmware) if firmware else None
+                if firmware is None or not firmware.is_file():
+                    raise EdgecError(f"firmware {firmware} does not exist; build it first (edgec build)")
+                if gdb_load is not None and board.serial_port == PORT_EMULATOR:
+                    gdb_port = _free_tcp_port()
+                    process, url = _start_qemu(board, firmware, gdb_port)
+                else:
+                    start = _start_qemu if board.serial_port == PORT_EMULATOR else _start_program
+                    process, url = start(board, firmware)
+                    gdb_load = None
         try:
             ser = serial.serial_for_url(url, baudrate=board.serial_baud, timeout=0.05)
         except (serial.SerialException, OSError, ValueError) as e:
             raise EdgecError(f"cannot open serial port {url} of board '{board.name}': {e}") from None
+        if process is not None and gdb_load is not None:
+            try:
+                gdb_load(f"127.0.0.1:{gdb_port}")      # QEMU listens once its serial client is connected
+            except BaseException:
+                ser.close()
+                raise
         return ser, process
     except BaseException:
         if process is not None:
@@ -133,9 +158,11 @@ def open_serial(board: Board, firmware: Path | None, port: str | None = None):
         raise
 
 
-def open_device(board: Board, firmware: Path | None, port: str | None = None, timeout: float = 2.0) -> Device:
-    """Run `firmware` for `board` (or, with `port`, talk to a board already flashed) and sync the link."""
-    ser, process = open_serial(board, firmware, port)
+def open_device(board: Board, firmware: Path | None, port: str | None = None, timeout: float = 2.0,
+                gdb_load=None) -> Device:
+    """Run `firmware` for `board` (or, with `port`, talk to a board already flashed) and sync the link
+    (gdb_load: see open_serial)."""
+    ser, process = open_serial(board, firmware, port, gdb_load)
     try:
         link = Link(ser, timeout=timeout, describe=f"board '{board.name}'")
         try:

@@ -41,13 +41,31 @@ TIMING_METHODS = {
 }
 # the counters boards/platforms/common/edgec_ticks_mcu.c reads for a framework harness
 MCU_TIMING_METHODS = ("dwt-cyccnt", "rp2040-timer", "ccount")
+# what a vendor-framework firmware must do differently under an emulator ([emulator] deviations); each is one
+# -DEDGEC_EMULATOR_<NAME> block of templates/<framework>_main.cpp.j2
+EMULATOR_DEVIATIONS = {
+    "reset-clock": "the emulator has no clock controller (RCC): keep the reset clock instead of configuring the PLL",
+    "polled-tx": "the emulator's UART raises no TX-empty interrupt: write by polling instead of the interrupt-driven buffer",
+}
 FRAMEWORKS = ("", "arduino")   # "" = edgec's own local platform (no vendor framework)
 _TOP_KEYS = {"name", "description", "cpu", "fpu", "dsp", "clock_hz", "ram_bytes", "flash_bytes", "emulated",
              "tested_on_hardware", "cpu_flags", "reserved_ram_bytes", "reserved_flash_bytes", "memory",
-             "platformio", "serial", "timing", "emulator"}
+             "platformio", "serial", "timing", "emulator", "flash"}
 _TABLE_KEYS = {"platformio": {"platform", "board", "framework", "build_flags", "options"},
                "serial": {"baud", "port"}, "timing": {"method", "unit", "tick_hz", "units_per_tick"},
-               "emulator": {"command"}}
+               "emulator": {"command", "deviations"},
+               "flash": {"probe", "usb", "openocd", "pyocd_target", "esptool_chip", "connect"}}
+# how edgec writes a firmware into a board ([flash] probe, or `--probe`); edgec/device/flash.py runs them
+PROBES = {
+    "emulator": "start the emulator with the firmware (emulated boards)",
+    "pio": "PlatformIO's upload target with the profile's upload_protocol",
+    "openocd": "OpenOCD: program, verify, reset (ST-LINK, CMSIS-DAP, J-Link ... per [flash] openocd)",
+    "pyocd": "pyOCD (CMSIS-DAP, ST-LINK, J-Link) for the [flash] pyocd_target",
+    "stlink": "st-flash (stlink-tools) over an ST-LINK",
+    "uf2": "copy a UF2 file to the RP2040's BOOTSEL drive",
+    "esptool": "esptool over the ESP32's serial port",
+    "gdb": "any GDB server (--gdb HOST:PORT): gdb-multiarch loads, verifies, resets and detaches",
+}
 _REGION_KEYS = {"name", "kind", "origin", "size", "note"}
 
 
@@ -60,6 +78,18 @@ class Region:
     origin: int
     size: int
     note: str = ""
+
+
+@dataclass(frozen=True)
+class FlashSettings:
+    """How a firmware gets onto the board ([flash] in a profile)."""
+
+    probe: str = "emulator"                  # the default flashing method, a key of PROBES
+    usb: tuple[str, ...] = ()                # USB "vvvv:pppp" of the board's serial port (for --port auto)
+    openocd: tuple[str, ...] = ()            # OpenOCD config files (e.g. board/st_nucleo_f4.cfg)
+    pyocd_target: str = ""                   # pyOCD target name (e.g. stm32f446retx)
+    esptool_chip: str = ""                   # esptool --chip (e.g. esp32s3)
+    connect: str = ""                        # what a person connects, for error messages
 
 
 @dataclass(frozen=True)
@@ -85,6 +115,7 @@ class Board:
     tick_hz: int                    # rate of the device's tick counter
     units_per_tick: float           # timing units per tick (QEMU: emulated instructions per tick)
     emulator_command: tuple[str, ...] = ()   # argv without -serial/-kernel; empty if not emulated
+    emulator_deviations: tuple[str, ...] = ()   # keys of EMULATOR_DEVIATIONS the framework harness applies
     framework: str = ""             # PlatformIO framework of the harness ("" = edgec's local platform)
     timing_method: str = ""         # a key of TIMING_METHODS
     tested_on_hardware: bool = False   # has edgec's output run on this real board? (never claimed untested)
@@ -92,6 +123,7 @@ class Board:
     reserved_ram_bytes: int = 0     # RAM the framework and harness take before the model (estimate)
     reserved_flash_bytes: int = 0   # flash the framework and harness take before the model (estimate)
     regions: tuple[Region, ...] = ()
+    flash: FlashSettings = FlashSettings()
     path: Path = field(default=Path(), compare=False)
 
     @property
@@ -202,6 +234,22 @@ def _regions(data: dict, path: Path) -> tuple[Region, ...]:
     return tuple(regions)
 
 
+def _flash_settings(data: dict, local: bool, path: Path) -> FlashSettings:
+    """[flash]; emulated boards and the host start their program ("emulator"), real boards must name a probe."""
+    table = _get(data, "flash", dict, "", path, default={})
+    _check_keys(table, _TABLE_KEYS["flash"], "flash.", path)
+    usb = _str_list(table, "usb", "flash.", path)
+    for u in usb:
+        if not re.match(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{4}$", u):
+            raise EdgecError(f"board profile {path}: 'flash.usb' entry {u!r} must be a USB VID:PID like '0483:374b'")
+    default = "emulator" if local else None
+    return FlashSettings(probe=_choice(table, "probe", tuple(PROBES), "flash.", path, default=default),
+                         usb=tuple(u.lower() for u in usb), openocd=_str_list(table, "openocd", "flash.", path),
+                         pyocd_target=_get(table, "pyocd_target", str, "flash.", path, default=""),
+                         esptool_chip=_get(table, "esptool_chip", str, "flash.", path, default=""),
+                         connect=_get(table, "connect", str, "flash.", path, default=""))
+
+
 def _parse(data: dict, path: Path) -> Board:
     _check_keys(data, _TOP_KEYS, "", path)
     pio = _get(data, "platformio", dict, "", path)
@@ -238,6 +286,7 @@ def _parse(data: dict, path: Path) -> Board:
         tick_hz=_get(timing, "tick_hz", int, "timing.", path),
         units_per_tick=float(_get(timing, "units_per_tick", (int, float), "timing.", path)),
         emulator_command=_str_list(emulator, "command", "emulator.", path) if emulated else (),
+        emulator_deviations=_str_list(emulator, "deviations", "emulator.", path) if emulated else (),
         framework=_choice(pio, "framework", FRAMEWORKS, "platformio.", path, default=""),
         timing_method=_choice(timing, "method", tuple(TIMING_METHODS), "timing.", path),
         tested_on_hardware=_get(data, "tested_on_hardware", bool, "", path, default=False),
@@ -245,6 +294,7 @@ def _parse(data: dict, path: Path) -> Board:
         reserved_ram_bytes=_get(data, "reserved_ram_bytes", int, "", path, default=0),
         reserved_flash_bytes=_get(data, "reserved_flash_bytes", int, "", path, default=0),
         regions=_regions(data, path),
+        flash=_flash_settings(data, emulated or serial.get("port") in (PORT_EMULATOR, PORT_PROGRAM), path),
         path=path,
     )
     _check(board, path)
@@ -266,6 +316,10 @@ def _check(board: Board, path: Path) -> None:
                          "for the model; they must be smaller than 'ram_bytes' / 'flash_bytes'")
     if board.emulated and not board.emulator_command:
         raise EdgecError(f"board profile {path}: an emulated board needs 'emulator.command' (the emulator's argv)")
+    for deviation in board.emulator_deviations:
+        if deviation not in EMULATOR_DEVIATIONS or not board.framework:
+            raise EdgecError(f"board profile {path}: 'emulator.deviations' has {deviation!r}; a framework harness "
+                             f"knows {', '.join(EMULATOR_DEVIATIONS)}")
     if board.emulated and board.tested_on_hardware:
         raise EdgecError(f"board profile {path}: 'tested_on_hardware' is for real boards; this one is emulated")
     if not board.emulated and board.local_platform_dir is None and board.framework == "":

@@ -85,6 +85,11 @@ def harness_build_flags(board: Board) -> list[str]:
         flags.append("-DEDGEC_TICK_HZ_CORE_CLOCK")      # the firmware reports its SystemCoreClock
     else:
         flags.append(f"-DEDGEC_TICK_HZ={board.tick_hz}u")
+    flags += [f"-DEDGEC_EMULATOR_{d.upper().replace('-', '_')}" for d in board.emulator_deviations]
+    if board.framework == "arduino" and board.pio_platform == "ststm32":
+        # a whole link frame (edgec_link.c FRAME_MAX, ~270 B on the wire) fits STM32duino's Serial receive buffer
+        # (64 B by default: bytes arriving faster than the harness read them were dropped and resent)
+        flags.append("-DSERIAL_RX_BUFFER_SIZE=512")
     return flags + ["-fstack-usage", "-Wl,--print-memory-usage"]
 
 
