@@ -52,6 +52,17 @@ def _add_quant_options(p: argparse.ArgumentParser) -> None:
                         "activations (TFLite 16x8); name a layer and the layer reading it to keep its output int16")
 
 
+def _add_gate_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("CI gates (a failed gate prints one line and exits 1; see edgec/bench/gates.py)")
+    g.add_argument("--min-accuracy", metavar="FRACTION", help="device top-1 accuracy at least this (0.9 or 90%%)")
+    g.add_argument("--min-agreement", metavar="FRACTION",
+                   help="fraction of samples bit-identical to the INT8 reference at least this (1.0: all)")
+    g.add_argument("--max-latency", metavar="LIMIT", help="median latency at most this: a number in the board's "
+                   "unit (cycles, instructions, ns) or a time (5ms, 800us)")
+    g.add_argument("--max-ram", metavar="BYTES", help="firmware static RAM at most this (65536, 64KiB)")
+    g.add_argument("--junit", metavar="FILE", help="write a JUnit XML report: a test case per gate and per metric")
+
+
 def cmd_calibrate(args) -> int:
     from edgec import api
     from edgec.quant import sensitivity as sens
@@ -96,10 +107,15 @@ def cmd_export(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    import time
     from edgec import api
+    from edgec.bench import gates as bench_gates
     from edgec.bench import report
 
+    gates = bench_gates.parse_gates(args.min_accuracy, args.min_agreement, args.max_latency, args.max_ram)
+    bench_gates.check_measurable(gates, args.outdir, args.data, junit=args.junit)
     report_dir = None if args.no_report else (args.report or args.outdir)
+    t0 = time.monotonic()
     r = api.bench(args.outdir, args.data, limit=args.limit, port=args.port, log=_log, profile=args.profile,
                   compare_layers=args.compare_layers, score=args.score, report_dir=report_dir)
     to_stdout = args.json == "-"
@@ -112,9 +128,14 @@ def cmd_bench(args) -> int:
         print(line, file=out)
     if r.get("report_files"):
         print(f"report: {', '.join(r['report_files'])}", file=out)
+    outcomes = bench_gates.evaluate(gates, r)
+    if args.junit:
+        print(f"junit: {bench_gates.write_junit(args.junit, r, outcomes, time.monotonic() - t0)}", file=out)
+    for o in outcomes:
+        print(o.line, file=out if o.passed else sys.stderr)
     if to_stdout:
         print(json.dumps(r, indent=1))
-    return 0
+    return 1 if bench_gates.failures(outcomes) else 0
 
 
 def cmd_flash(args) -> int:
@@ -251,6 +272,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--report", metavar="DIR", help="where to write report.html and bench-report.json "
                    "(default: the build folder)")
     r.add_argument("--no-report", action="store_true", help="write neither report.html nor bench-report.json")
+    _add_gate_options(r)
     r.set_defaults(func=cmd_bench)
 
     f = sub.add_parser("flash", help="flash (start) the board with a build's firmware and check it answers")
