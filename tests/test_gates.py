@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from conftest import EXAMPLES, assert_clean_error, edgec
-from edgec import api, cli
+from edgec import cli
+from edgec.testing import build_cached
 from edgec.bench import gates
 from edgec.errors import EdgecError
 
@@ -19,9 +20,8 @@ CANCER = EXAMPLES / "cancer_conv1d"
 
 @pytest.fixture(scope="module")
 def host_build(tmp_path_factory):
-    out = tmp_path_factory.mktemp("gates") / "cancer-host"
-    api.build(CANCER / "model.onnx", CANCER / "calib.npz", "host", out)
-    return out
+    """One host build of the session, shared with test_pytest_plugin.py (edgec.testing.build_cached)."""
+    return build_cached(CANCER / "model.onnx", CANCER / "calib.npz", "host", tmp_path_factory.getbasetemp() / "edgec-builds")
 
 
 def check_junit(path, failures: int) -> ET.Element:
@@ -80,7 +80,7 @@ def test_bad_gate_values_are_exit_2_before_the_bench(host_build, tmp_path, capsy
     np.savez(unlabeled, x=np.load(data)["x"][:4])
     proc = edgec("bench", host_build, "--data", unlabeled, "--min-accuracy", "0.5", "--junit", tmp_path / "r.xml")
     assert_clean_error(proc, "no integer class labels")
-    assert not (tmp_path / "r.xml").exists() and not (host_build / "report.html").exists()
+    assert not (tmp_path / "r.xml").exists() and not (host_build / "bench-report.json").exists()
 
 
 def report(accuracy=0.9, agreement=1.0, median=1000.0, ms=0.04, ram=2048) -> dict:
