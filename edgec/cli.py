@@ -100,7 +100,8 @@ def cmd_export(args) -> int:
     from edgec import api
 
     m = api.export(args.model, args.calib, args.board, args.format, args.output, log=_log,
-                   options=_quant_options(args))
+                   options=_quant_options(args), name=args.name, lib_version=args.lib_version,
+                   maintainer=args.maintainer, url=args.url)
     print(f"exported {m['model']} for {m['board']} as a {m['format']} library in {args.output}: "
           f"arena {m['arena_bytes']:,} B, weights {m['weights_bytes']:,} B, example {m['example']}")
     return 0
@@ -246,6 +247,10 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--format", required=True, choices=["c", "platformio", "arduino", "cmake"],
                    help="library layout: plain C files, PlatformIO library, Arduino library, CMake/Zephyr module")
     e.add_argument("-o", "--output", required=True, help="folder to write the library into")
+    e.add_argument("--name", help="C prefix of every symbol and the library's name (default: from the model file)")
+    e.add_argument("--lib-version", help="the library's version in its manifests (default: edgec's version)")
+    e.add_argument("--maintainer", help="library maintainer, 'Name <email>' (library.properties, library.json)")
+    e.add_argument("--url", help="the library's home page (library.properties, library.json)")
     _add_quant_options(e)
     e.set_defaults(func=cmd_export)
 

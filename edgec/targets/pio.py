@@ -137,10 +137,26 @@ def run_pio(args: list[str], project_dir: Path, log_file: Path, log=print, timeo
     return output
 
 
+def register_local_platforms(core: Path | None = None) -> list[str]:
+    """Make edgec's local platforms (boards/platforms/<name>) known to PlatformIO by name, so a project can
+    say `platform = edgec-qemu` (an exported example: no absolute path). Returns the names registered now."""
+    done = []
+    for folder in sorted((resource_dir("boards") / "platforms").iterdir()):
+        if (folder / "platform.json").is_file() and not (platforms_dir(core) / f"{folder.name}.pio-link").is_file():
+            argv = pio_command() + ["pkg", "install", "--global", "--silent", "--platform", f"symlink://{folder.resolve()}"]
+            proc = subprocess.run(argv, env=pio_environ(core), stdin=subprocess.DEVNULL, capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise EdgecError(f"cannot register edgec's platform {folder.name} with PlatformIO: "
+                                 f"{_error_summary(proc.stdout + proc.stderr)}")
+            done.append(folder.name)
+    return done
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python -m edgec.targets.pio ARGS`: PlatformIO with edgec's offline set-up (for exported examples)."""
     core = core_dir()
     ensure_scons(core)
+    register_local_platforms(core)
     args = sys.argv[1:] if argv is None else argv
     return subprocess.call(pio_command() + list(args), env=pio_environ(core))
 
