@@ -14,6 +14,11 @@ from edgec import __version__
 from edgec.errors import EdgecError
 
 
+BOARD_HELP = ("board name (see `edgec boards`) or a board .toml file (required unless the project settings give "
+              "one: `edgec config`)")
+CONFIGURED = ("build", "export", "calibrate", "bench", "flash", "config")   # commands that read project settings
+
+
 def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -151,6 +156,29 @@ def cmd_flash(args) -> int:
     return 0
 
 
+def cmd_config(args) -> int:
+    from edgec import config
+
+    for line in config.describe(args.settings, args.project_config):
+        print(line)
+    return 0
+
+
+def cmd_doctor(args) -> int:
+    from edgec import doctor
+
+    lines, code = doctor.report()
+    print("\n".join(lines))
+    return code
+
+
+def cmd_completion(args) -> int:
+    import shtab
+
+    print(shtab.complete(parser(), shell=args.shell))
+    return 0
+
+
 def cmd_boards(args) -> int:
     from edgec.targets.boards import list_boards
 
@@ -227,7 +255,7 @@ def parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="quantize a model and build its firmware")
     b.add_argument("model", help="float ONNX model")
     b.add_argument("--calib", required=True, help=".npz with x (N, *input shape without batch)")
-    b.add_argument("--board", required=True, help="board name (see `edgec boards`) or a board .toml file")
+    b.add_argument("--board", help=BOARD_HELP)
     b.add_argument("-o", "--output", help="build folder (default build/<model>-<board>)")
     _add_quant_options(b)
     b.add_argument("--protocol", choices=["edgec", "mlperf"], default="edgec",
@@ -243,7 +271,7 @@ def parser() -> argparse.ArgumentParser:
     e = sub.add_parser("export", help="write a quantized model as a library for your own firmware")
     e.add_argument("model", help="float ONNX model")
     e.add_argument("--calib", required=True, help=".npz with x (N, *input shape without batch)")
-    e.add_argument("--board", required=True, help="board name (see `edgec boards`) or a board .toml file")
+    e.add_argument("--board", help=BOARD_HELP)
     e.add_argument("--format", required=True, choices=["c", "platformio", "arduino", "cmake"],
                    help="library layout: plain C files, PlatformIO library, Arduino library, CMake/Zephyr module")
     e.add_argument("-o", "--output", required=True, help="folder to write the library into")
@@ -285,6 +313,21 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--port", help="serial port of a real board")
     f.set_defaults(func=cmd_flash)
 
+    cf = sub.add_parser("config", help="print the settings in effect for a model and where each comes from "
+                        "(command line, edgec.toml / pyproject.toml [tool.edgec], default)")
+    cf.add_argument("model", nargs="?", help="the model whose folder's settings to show (default: this folder's)")
+    cf.add_argument("--board", help=BOARD_HELP)
+    _add_quant_options(cf)
+    _add_gate_options(cf)
+    cf.set_defaults(func=cmd_config)
+
+    d = sub.add_parser("doctor", help="check this machine: toolchains, QEMU, PlatformIO, serial ports, Chromium")
+    d.set_defaults(func=cmd_doctor)
+    comp = sub.add_parser("completion", help="print a shell completion script: "
+                          "`edgec completion bash > ~/.local/share/bash-completion/completions/edgec`")
+    comp.add_argument("shell", choices=["bash", "zsh", "tcsh"])
+    comp.set_defaults(func=cmd_completion)
+
     bo = sub.add_parser("boards", help="list board profiles")
     bo.add_argument("--json", action="store_true")
     bo.set_defaults(func=cmd_boards)
@@ -297,8 +340,15 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv)
     try:
+        if args.command in CONFIGURED:
+            from edgec import config
+            args.settings = config.apply(args, parser, argv)
+            if args.command in ("build", "export") and not args.board:
+                raise EdgecError(f"no board: give --board (see `edgec boards`) or set board in an edgec.toml or "
+                                 f"pyproject.toml [tool.edgec] beside {args.model}")
         return args.func(args)
     except EdgecError as exc:
         if args.debug:

@@ -111,3 +111,15 @@ def test_gate_values_and_units():
     assert failed(report(ms=None), max_latency="1ms") == ["max-latency"]     # unmeasurable: never a pass
     with pytest.raises(EdgecError, match="unknown unit"):
         gates.parse_gates(max_ram="3 GB")
+
+
+def test_gates_from_the_project_settings(host_build, tmp_path, monkeypatch, capsys):
+    """min-accuracy in an edgec.toml gates the bench; the command line overrides it."""
+    (tmp_path / "edgec.toml").write_text('min-accuracy = "99.9%"\nlimit = 20\n')
+    monkeypatch.chdir(tmp_path)
+    failed = in_process(capsys, "bench", host_build, "--data", CANCER / "test.npz", "--no-report")
+    assert failed.returncode == 1 and "gate --min-accuracy FAILED" in failed.stderr
+    assert "20 samples" in failed.stdout
+    passed = in_process(capsys, "bench", host_build, "--data", CANCER / "test.npz", "--no-report",
+                        "--min-accuracy", "0.5")
+    assert passed.returncode == 0 and "gate --min-accuracy passed" in passed.stdout
