@@ -1,7 +1,8 @@
 """edgec's pytest plugin (registered through the `pytest11` entry point: `pip install edgec` is enough).
 
 Command-line options (or the same names in the ini file: edgec_board, edgec_port, edgec_build_dir):
-    --edgec-board BOARD      board the fixtures build for and run on (default: host)
+    --edgec-board BOARD      board the fixtures build for and run on (default: the project settings' board,
+                             [tool.edgec] / edgec.toml in the rootdir or above, else host)
     --edgec-port PORT        serial port of a flashed real board (emulated and host boards need none)
     --edgec-build-dir DIR    where builds are kept between sessions (default: pytest's cache folder)
 
@@ -47,7 +48,13 @@ def pytest_report_header(config) -> str | None:
 
 @pytest.fixture(scope="session")
 def edgec_board(pytestconfig) -> str:
-    return _setting(pytestconfig, "edgec_board") or "host"
+    board = _setting(pytestconfig, "edgec_board")
+    if board:
+        return board
+    from edgec import config
+
+    project = _edgec_call(config.find, [Path(pytestconfig.rootpath)])
+    return project.values.get("board") or "host"
 
 
 @pytest.fixture(scope="session")

@@ -87,6 +87,17 @@ def test_shipped_example_on_qemu_cortex_m4(pytester, build_dir):
     assert "edgec: board qemu-cortex-m4" in result.stdout.str()
 
 
+def test_board_from_project_settings_or_option(pytester):
+    """(With neither, the board is host: test_user_project_with_only_a_test_file_on_host.)"""
+    def expect(board, *args):
+        pytester.makepyfile(test_board=f"def test_board(edgec_board):\n    assert edgec_board == {board!r}\n")
+        pytester.runpytest(*args).assert_outcomes(passed=1)
+
+    (pytester.path / "edgec.toml").write_text('board = "qemu-cortex-m3"\n')
+    expect("qemu-cortex-m3")
+    expect("qemu-cortex-m7", "--edgec-board", "qemu-cortex-m7")
+
+
 def test_the_build_cache_key_follows_every_input(tmp_path):
     calib = tmp_path / "calib.npz"
     np.savez(calib, x=np.load(CANCER / "calib.npz")["x"])
