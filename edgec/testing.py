@@ -101,7 +101,7 @@ class ModelDevice:
         self.build_dir = Path(build_dir)
         self.report, self.board, firmware = load_build(self.build_dir)
         self.graph = artifact.load_graph(self.build_dir)
-        self._float_session = None
+        self._onnx_model = None
         self.device = open_device(self.board, firmware, port)
         try:
             self.hello = self.device.link.hello()
@@ -150,9 +150,9 @@ class ModelDevice:
         from edgec.frontend import loader
 
         x = np.asarray(x, np.float32).reshape(1, *self.graph.input_onnx_shape[1:])
-        if self._float_session is None:
-            self._float_session = loader.load_model(self.build_dir / "model.onnx")
-        return calibrate.run_float(self._float_session, x).reshape(self.graph.output_onnx_shape[1:])
+        if self._onnx_model is None:
+            self._onnx_model = loader.load_model(self.build_dir / "model.onnx")
+        return calibrate.run_float(self._onnx_model, x).reshape(self.graph.output_onnx_shape[1:])
 
     # ---- time ----
 
