@@ -170,8 +170,12 @@ def register_local_platforms(core: Path | None = None) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """`python -m edgec.targets.pio ARGS`: PlatformIO with edgec's offline set-up (for exported examples)."""
     core = core_dir()
-    ensure_scons(core)
-    register_local_platforms(core)
+    try:
+        ensure_scons(core)
+        register_local_platforms(core)
+    except EdgecError as e:
+        print(f"edgec: error: {e}", file=sys.stderr)
+        return 2
     args = sys.argv[1:] if argv is None else argv
     return subprocess.call(pio_command() + list(args), env=pio_environ(core))
 
