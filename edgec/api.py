@@ -112,11 +112,15 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
 
 
 def export(model_path: str | Path, calib_path: str | Path, board: str, fmt: str, outdir: str | Path,
-           log: Log = _quiet, options: ptq.QuantOptions | None = None) -> dict:
-    """Model + calibration data -> a self-contained model library for `board` (see edgec/codegen/export.py)."""
+           log: Log = _quiet, options: ptq.QuantOptions | None = None, name: str | None = None,
+           lib_version: str | None = None, maintainer: str | None = None, url: str | None = None) -> dict:
+    """Model + calibration data -> a self-contained model library for `board` (see edgec/codegen/export.py):
+    name is the C prefix (default from the file name), lib_version the manifests' version (default edgec's),
+    maintainer and url the Arduino/PlatformIO metadata."""
     from edgec.codegen.export import export as export_library
 
-    return export_library(model_path, calib_path, board, fmt, outdir, log=log, options=options)
+    return export_library(model_path, calib_path, board, fmt, outdir, log=log, options=options, name=name,
+                          lib_version=lib_version, maintainer=maintainer, url=url)
 
 
 def _io_info(graph: Graph, tensor: str, shape) -> dict:

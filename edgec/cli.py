@@ -49,6 +49,11 @@ def _percent(text: str) -> float:
     return value
 
 
+BOARD_HELP = ("board name (see `edgec boards`) or a board .toml file (required unless the project settings give "
+              "one: `edgec config`)")
+CONFIGURED = ("build", "export", "calibrate", "bench", "flash", "config")   # commands that read project settings
+
+
 def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -85,6 +90,17 @@ def _add_quant_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--int16", action="append", metavar="NODE[,NODE...]",
                    help="run these layers (ONNX node names, as the sensitivity table shows them) with int16 "
                         "activations (TFLite 16x8); name a layer and the layer reading it to keep its output int16")
+
+
+def _add_gate_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("CI gates (a failed gate prints one line and exits 1; see edgec/bench/gates.py)")
+    g.add_argument("--min-accuracy", metavar="FRACTION", help="device top-1 accuracy at least this (0.9 or 90%%)")
+    g.add_argument("--min-agreement", metavar="FRACTION",
+                   help="fraction of samples bit-identical to the INT8 reference at least this (1.0: all)")
+    g.add_argument("--max-latency", metavar="LIMIT", help="median latency at most this: a number in the board's "
+                   "unit (cycles, instructions, ns) or a time (5ms, 800us)")
+    g.add_argument("--max-ram", metavar="BYTES", help="firmware static RAM at most this (65536, 64KiB)")
+    g.add_argument("--junit", metavar="FILE", help="write a JUnit XML report: a test case per gate and per metric")
 
 
 def cmd_calibrate(args) -> int:
@@ -124,17 +140,23 @@ def cmd_export(args) -> int:
     from edgec import api
 
     m = api.export(args.model, args.calib, args.board, args.format, args.output, log=_log,
-                   options=_quant_options(args))
+                   options=_quant_options(args), name=args.name, lib_version=args.lib_version,
+                   maintainer=args.maintainer, url=args.url)
     print(f"exported {m['model']} for {m['board']} as a {m['format']} library in {args.output}: "
           f"arena {m['arena_bytes']:,} B, weights {m['weights_bytes']:,} B, example {m['example']}")
     return 0
 
 
 def cmd_bench(args) -> int:
+    import time
     from edgec import api
+    from edgec.bench import gates as bench_gates
     from edgec.bench import report
 
+    gates = bench_gates.parse_gates(args.min_accuracy, args.min_agreement, args.max_latency, args.max_ram)
+    bench_gates.check_measurable(gates, args.outdir, args.data, junit=args.junit)
     report_dir = None if args.no_report else (args.report or args.outdir)
+    t0 = time.monotonic()
     to_stdout = args.json == "-"
     json_file = outputs.check_output_file(args.json, (args.data,)) if args.json and not to_stdout else None
     r = api.bench(args.outdir, args.data, limit=args.limit, port=args.port, log=_log, profile=args.profile,
@@ -149,9 +171,14 @@ def cmd_bench(args) -> int:
         print(line, file=out)
     if r.get("report_files"):
         print(f"report: {', '.join(r['report_files'])}", file=out)
+    outcomes = bench_gates.evaluate(gates, r)
+    if args.junit:
+        print(f"junit: {bench_gates.write_junit(args.junit, r, outcomes, time.monotonic() - t0)}", file=out)
+    for o in outcomes:
+        print(o.line, file=out if o.passed else sys.stderr)
     if to_stdout:
         print(json.dumps(r, indent=1))
-    return 0
+    return 1 if bench_gates.failures(outcomes) else 0
 
 
 def _add_probe_options(p) -> None:
@@ -174,6 +201,29 @@ def cmd_flash(args) -> int:
               f"{hello.get('model')} ({hello.get('profile')}) on {hello.get('board')}")
         return 0
     print(f"flashed: the device runs {hello.get('model')} ({hello.get('model_hash')}) on {hello.get('board')}")
+    return 0
+
+
+def cmd_config(args) -> int:
+    from edgec import config
+
+    for line in config.describe(args.settings, args.project_config):
+        print(line)
+    return 0
+
+
+def cmd_doctor(args) -> int:
+    from edgec import doctor
+
+    lines, code = doctor.report()
+    print("\n".join(lines))
+    return code
+
+
+def cmd_completion(args) -> int:
+    import shtab
+
+    print(shtab.complete(parser(), shell=args.shell))
     return 0
 
 
@@ -284,7 +334,7 @@ def parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="quantize a model and build its firmware")
     b.add_argument("model", help="float ONNX model")
     b.add_argument("--calib", required=True, help=".npz with x (N, *input shape without batch)")
-    b.add_argument("--board", required=True, help="board name (see `edgec boards`) or a board .toml file")
+    b.add_argument("--board", help=BOARD_HELP)
     b.add_argument("-o", "--output", help="build folder (default build/<model>-<board>)")
     _add_quant_options(b)
     b.add_argument("--protocol", choices=["edgec", "mlperf"], default="edgec",
@@ -300,10 +350,14 @@ def parser() -> argparse.ArgumentParser:
     e = sub.add_parser("export", help="write a quantized model as a library for your own firmware")
     e.add_argument("model", help="float ONNX model")
     e.add_argument("--calib", required=True, help=".npz with x (N, *input shape without batch)")
-    e.add_argument("--board", required=True, help="board name (see `edgec boards`) or a board .toml file")
+    e.add_argument("--board", help=BOARD_HELP)
     e.add_argument("--format", required=True, choices=["c", "platformio", "arduino", "cmake"],
                    help="library layout: plain C files, PlatformIO library, Arduino library, CMake/Zephyr module")
     e.add_argument("-o", "--output", required=True, help="folder to write the library into")
+    e.add_argument("--name", help="C prefix of every symbol and the library's name (default: from the model file)")
+    e.add_argument("--lib-version", help="the library's version in its manifests (default: edgec's version)")
+    e.add_argument("--maintainer", help="library maintainer, 'Name <email>' (library.properties, library.json)")
+    e.add_argument("--url", help="the library's home page (library.properties, library.json)")
     _add_quant_options(e)
     e.set_defaults(func=cmd_export)
 
@@ -333,6 +387,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--no-report", action="store_true", help="write neither report.html nor bench-report.json")
     r.add_argument("--no-flash", action="store_true", help="the board already runs this build: do not flash it first")
     _add_probe_options(r)
+    _add_gate_options(r)
     r.set_defaults(func=cmd_bench)
 
     f = sub.add_parser("flash", help="write a build's firmware into the board (emulated: start it) and check it answers")
@@ -340,6 +395,21 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--port", default="auto", help="serial port of the board (default auto: found by its USB VID:PID)")
     _add_probe_options(f)
     f.set_defaults(func=cmd_flash)
+
+    cf = sub.add_parser("config", help="print the settings in effect for a model and where each comes from "
+                        "(command line, edgec.toml / pyproject.toml [tool.edgec], default)")
+    cf.add_argument("model", nargs="?", help="the model whose folder's settings to show (default: this folder's)")
+    cf.add_argument("--board", help=BOARD_HELP)
+    _add_quant_options(cf)
+    _add_gate_options(cf)
+    cf.set_defaults(func=cmd_config)
+
+    d = sub.add_parser("doctor", help="check this machine: toolchains, QEMU, PlatformIO, serial ports, Chromium")
+    d.set_defaults(func=cmd_doctor)
+    comp = sub.add_parser("completion", help="print a shell completion script: "
+                          "`edgec completion bash > ~/.local/share/bash-completion/completions/edgec`")
+    comp.add_argument("shell", choices=["bash", "zsh", "tcsh"])
+    comp.set_defaults(func=cmd_completion)
 
     bo = sub.add_parser("boards", help="list board profiles")
     bo.add_argument("--json", action="store_true")
@@ -366,9 +436,16 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv)
     previous = children.signals_raise()   # SIGTERM/SIGHUP clean up like Ctrl-C: no child, no staging folder left
     try:
+        if args.command in CONFIGURED:
+            from edgec import config
+            args.settings = config.apply(args, parser, argv)
+            if args.command in ("build", "export") and not args.board:
+                raise EdgecError(f"no board: give --board (see `edgec boards`) or set board in an edgec.toml or "
+                                 f"pyproject.toml [tool.edgec] beside {args.model}")
         return args.func(args)
     except EdgecError as exc:
         if args.debug:

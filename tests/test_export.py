@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
 from onnx import helper
 
-from conftest import EXAMPLES, host_compiler, library_sources, make_model, save
+from conftest import EXAMPLES, REPO, host_compiler, library_sources, make_model, save
 from edgec import api
 from edgec.quant import artifact
 from edgec.codegen import cmodel as codegen
@@ -146,12 +147,17 @@ def test_two_models_in_one_firmware_on_qemu_cortex_m4(pio_libs):
             assert np.array_equal(got[name, i], ref[i]), (name, i)
 
 
-def test_exported_platformio_example_builds_offline_and_runs(pio_libs):
+def test_exported_platformio_example_builds_offline_and_runs_after_a_move(pio_libs, tmp_path):
     project, _ = pio_libs
-    example = project / "lib" / "digits_cnn" / "examples" / "basic"
+    moved = tmp_path / "elsewhere" / "digits_cnn"            # the library moved: no absolute path may break
+    shutil.copytree(project / "lib" / "digits_cnn", moved)
+    example = moved / "examples" / "basic"
     ini = (example / "platformio.ini").read_text()
     assert "lib_deps = symlink://../..\n" in ini and "board = qemu_mps2_an386\n" in ini
-    run_pio(["run"], example, example / "build.log", log=None)      # plain `pio run`, edgec's offline set-up
+    assert "platform = edgec-qemu\n" in ini and str(REPO) not in ini and "symlink:///" not in ini
+    proc = subprocess.run([sys.executable, "-m", "edgec.targets.pio", "run", "-d", str(example)],
+                          capture_output=True, text=True, timeout=600)      # as the example's README says
+    assert proc.returncode == 0, proc.stdout[-2000:]
     (elf,) = (example / ".pio" / "build").glob("*/firmware.elf")
     code, out = run_qemu(M4, elf)
     assert code == 0 and "digits_cnn: top output" in out and "identical to the reference" in out, out

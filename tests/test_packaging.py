@@ -21,6 +21,8 @@ def test_wheel_carries_data_and_builds(tmp_path):
                    "runtime_c/harness/edgec_link.c",
                    "boards/platforms/edgec-qemu/builder/main.py"):
         assert (site / "edgec" / "_data" / folder).is_file(), folder
+    (entry_points,) = site.glob("edgec-*.dist-info/entry_points.txt")
+    assert "[pytest11]\nedgec = edgec.pytest_plugin" in entry_points.read_text()   # pip install edgec: the plugin
     env = dict(os.environ, PYTHONPATH=str(site))
     where = subprocess.run([sys.executable, "-c", "import edgec.resources as r; print(r.resource_dir('boards'))"],
                            env=env, cwd=tmp_path, capture_output=True, text=True, check=True)

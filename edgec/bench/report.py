@@ -147,12 +147,50 @@ def _inline_svg(path: Path) -> str:
 
 # ---- HTML ----
 
+MEMORY_LABELS = {
+    "arena_bytes": ("arena (activations and scratch)", "the planner's arena; plan.json has every buffer's offset"),
+    "weights_bytes": ("weights and constants", "flash"),
+    "flash_bytes": ("firmware flash", "measured in the ELF"),
+    "ram_bytes": ("firmware static RAM", "measured in the ELF: .data + .bss + reserved stack"),
+    "live_set_lower_bound_bytes": ("live tensors at the peak, ONNX order, no in-place reuse",
+                                   "a reference for the planner, not a bound on the arena: its schedule and "
+                                   "in-place ops can go below it, alignment and kernel scratch above it"),
+    "stack_estimate_bytes": ("stack, estimated", None), "stack_used_bytes": ("stack used, measured", None),
+    "stack_reserved_bytes": ("stack reserved", None), "plan": ("arena plan", None), "picture": ("arena picture", None),
+}
+
+
+def _bytes(v) -> str:
+    return "n/a" if v is None else f"{v:,} B" if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+
+
+def memory_rows(memory: dict) -> list[tuple[str, str, str]]:
+    """The Memory table: (what, value, note) per entry; the fit estimate as its sums, never a raw dict."""
+    rows = []
+    for key, value in memory.items():
+        if key == "fit_estimate" and isinstance(value, dict):
+            for part, d in value.items():
+                parts = " + ".join(f"{k} {_bytes(v)}" for k, v in d.items() if k not in ("total", "board"))
+                rows.append((f"fit estimate before building: {part}", _bytes(d.get("total")),
+                             f"{parts}; the board has {_bytes(d.get('board'))}"))
+            continue
+        if key == "stack_estimate_method":
+            continue
+        label, note = MEMORY_LABELS.get(key, (key.replace("_", " "), None))
+        if key == "stack_estimate_bytes" and memory.get("stack_estimate_method"):
+            note = memory["stack_estimate_method"]
+        shown = _bytes(value) if key.endswith("_bytes") else ("n/a" if value is None else str(value))
+        rows.append((label, shown, note or ""))
+    return rows
+
+
 def render_html(result: dict, build_dir: Path) -> str:
     env = environment()
     env.filters["num"] = lambda v, d=0: "n/a" if v is None else f"{v:,.{d}f}"
     env.filters["pct"] = lambda v: "n/a" if v is None else f"{100 * v:.2f}%"
     return env.get_template("report.html.j2").render(r=result, plots=plots(result, build_dir),
-                                                      summary=summary_lines(result))
+                                                      summary=summary_lines(result),
+                                                      memory_rows=memory_rows(result.get("memory", {})))
 
 
 # ---- text ----

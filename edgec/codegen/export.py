@@ -7,7 +7,14 @@ main), an example with one reference sample, and the manifest of the chosen buil
     c           DIR/<name>.c .h, runtime, example/main.c
     platformio  DIR/library.json, DIR/src/, DIR/examples/basic/ (a PlatformIO project for BOARD)
     arduino     DIR/library.properties, DIR/src/, DIR/examples/<name>_basic/<name>_basic.ino
-    cmake       DIR/CMakeLists.txt (plain CMake or a Zephyr module: DIR/zephyr/module.yml), DIR/src/
+    cmake       DIR/CMakeLists.txt (add_subdirectory, or build + `cmake --install` for find_package(<name>) and
+                the target edgec::<name>), DIR/src/, DIR/examples/main.c; the same folder is a Zephyr module
+                (DIR/zephyr/: module.yml, CMakeLists.txt, Kconfig) and an ESP-IDF component
+                (idf_component_register; DIR/idf_component.yml) -- those two are written to their conventions
+                but not built by edgec's tests (no Zephyr or ESP-IDF SDK here)
+
+Options: `name` (the C prefix of every symbol, default from the model's file name), `lib_version` (the
+library's version in its manifests, default edgec's), `maintainer` and `url` (library.properties, library.json).
 
 Several exported models link into one firmware: their symbols carry the model name and the runtime
 files are identical across exports of one edgec version (each build system links them once).
@@ -16,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -34,9 +42,12 @@ from edgec.staging import staged_folder
 from edgec.outputs import check_output_folder
 from edgec.data import load_dataset
 from edgec.errors import EdgecError
+from edgec.templating import model_c_name
 
 FORMATS = ("c", "platformio", "arduino", "cmake")
 MARKER = "edgec-export.json"
+_IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_VERSION_RE = re.compile(r"[0-9]+(\.[0-9]+){0,3}")
 
 
 def c_bytes(values, per_line: int = 16) -> str:
@@ -62,25 +73,42 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def check_metadata(name: str | None, lib_version: str | None) -> None:
+    if name is not None and (not _IDENT_RE.fullmatch(name) or name.lower().startswith("edgec_")):
+        raise EdgecError(f"--name {name!r}: the library's C prefix must be a C identifier (letters, digits, _; "
+                         "not starting with a digit or edgec_)")
+    if name is not None and model_c_name(name) != name:
+        raise EdgecError(f"--name {name!r}: collides with a C keyword, a C or platform header or a firmware "
+                         f"source; choose another (e.g. {model_c_name(name)})")
+    if lib_version is not None and not _VERSION_RE.fullmatch(lib_version):
+        raise EdgecError(f"--lib-version {lib_version!r}: expected a version like 1.2.0 (up to four numbers)")
+
+
 def export(model_path: str | Path, calib_path: str | Path, board_name: str, fmt: str, outdir: str | Path,
-           log: Callable[[str], None] = lambda _: None, options=None) -> dict:
+           log: Callable[[str], None] = lambda _: None, options=None, name: str | None = None,
+           lib_version: str | None = None, maintainer: str | None = None, url: str | None = None) -> dict:
     """Quantize the model and write it as a library in `fmt` layout into outdir; returns the export manifest."""
 
     if fmt not in FORMATS:
         raise EdgecError(f"unknown export format '{fmt}': use one of {', '.join(FORMATS)}")
+    check_metadata(name, lib_version)
     board = load_board(board_name)
     outdir = check_output_folder(outdir, (model_path, calib_path))     # before any work
     _, graph, plan = compile_model(model_path, calib_path, log, options)     # options: ptq.QuantOptions
-    name = graph.name
+    graph.name = name = name or graph.name
     fit.check(graph, plan, board)
+    meta = {"lib_version": lib_version or __version__, "maintainer": maintainer, "url": url}
+    if fmt in ("arduino", "platformio") and not (maintainer and url):
+        log(f"{fmt} metadata: give --maintainer and --url before publishing the library (the manifest names "
+            "edgec as its author until then)")
     with staged_folder(outdir, "export", (model_path, calib_path)) as work:
-        manifest = _write(work, graph, plan, board, fmt, Path(model_path), Path(calib_path))
+        manifest = _write(work, graph, plan, board, fmt, Path(model_path), Path(calib_path), meta)
     log(f"exported {name} for {board.name} as a {fmt} library in {outdir}")
     return manifest
 
 
-def _write(work: Path, graph, plan, board: Board, fmt: str, model_path: Path, calib_path: Path) -> dict:
-    from edgec.targets.firmware import board_options, platform_spec, env_name
+def _write(work: Path, graph, plan, board: Board, fmt: str, model_path: Path, calib_path: Path, meta: dict) -> dict:
+    from edgec.targets.firmware import board_options, env_name
 
     name = graph.name
     src = work if fmt == "c" else work / "src"
@@ -89,7 +117,7 @@ def _write(work: Path, graph, plan, board: Board, fmt: str, model_path: Path, ca
     tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
     xq, expected = _example_sample(graph, calib_path)
     local = board.local_platform_dir is not None
-    ctx = dict(name=name, NAME=name.upper(), version=__version__, lib_version=__version__, board=board, fmt=fmt,
+    ctx = dict(name=name, NAME=name.upper(), version=__version__, **meta, board=board, fmt=fmt,
                local=local, model_file=model_path.name, calib_file=calib_path.name,
                input_shape=list(graph.input_onnx_shape), output_shape=list(graph.output_onnx_shape),
                input_bytes=tin.size, output_bytes=tout.size, input_scale=float(tin.scale), input_zp=tin.zero_point,
@@ -103,7 +131,8 @@ def _write(work: Path, graph, plan, board: Board, fmt: str, model_path: Path, ca
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(env.get_template(f"export/{template}").render(**ctx))
 
-    arduino_main = board.framework == "arduino" or fmt == "arduino"
+    # a plain-C main for the c and cmake layouts (any C toolchain, CMake, Zephyr), whatever the board's framework
+    arduino_main = fmt == "arduino" or (fmt == "platformio" and board.framework == "arduino")
     main_template = "example_arduino.cpp.j2" if arduino_main else "example_main.c.j2"
     example = {"c": "example", "platformio": "examples/basic/src", "cmake": "examples",
                "arduino": f"examples/{name}_basic"}[fmt]
@@ -113,21 +142,25 @@ def _write(work: Path, graph, plan, board: Board, fmt: str, model_path: Path, ca
     if fmt == "platformio":
         ctx["manifest"] = _library_json(ctx)
         render("library.json.j2", work / "library.json")
-        env_ctx = dict(env_name=env_name(board), platform=platform_spec(board), board_options=board_options(board))
+        # a local platform by its name, registered by `python -m edgec.targets.pio` (no absolute path)
+        env_ctx = dict(env_name=env_name(board), platform=board.pio_platform, board_options=board_options(board))
         ctx.update(env_ctx)
         render("example_platformio.ini.j2", work / "examples" / "basic" / "platformio.ini")
     elif fmt == "arduino":
         render("library.properties.j2", work / "library.properties")
     elif fmt == "cmake":
         render("CMakeLists.txt.j2", work / "CMakeLists.txt")
-        render("module.yml.j2", work / "zephyr" / "module.yml")
+        render("Config.cmake.j2", work / "cmake" / f"{name}Config.cmake")
+        for template in ("module.yml", "CMakeLists.txt", "Kconfig"):
+            render(f"zephyr/{template}.j2", work / "zephyr" / template)
+        render("idf_component.yml.j2", work / "idf_component.yml")
     ctx["example_main"] = (work / example / main_name).read_text().strip()
     ctx["example_path"] = f"{example}/{main_name}"
     render("README.md.j2", work / "README.md")
     manifest = {"edgec_version": __version__, "model": name, "model_hash": ctx["model_hash"], "board": board.name,
                 "format": fmt, "library_files": [str((src / f).relative_to(work)) for f in lib_files],
                 "runtime_files": dict(ctx["runtime_hashes"]), "arena_bytes": plan.arena_bytes,
-                "weights_bytes": ctx["weights_bytes"], "example": ctx["example_path"]}
+                "weights_bytes": ctx["weights_bytes"], "example": ctx["example_path"], "version": meta["lib_version"]}
     (work / MARKER).write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
 
@@ -142,6 +175,8 @@ def _library_json(ctx: dict) -> dict:
         "name": ctx["name"], "version": ctx["lib_version"],
         "description": f"INT8 model '{ctx['name']}' generated by edgec {ctx['version']} (C99, static arena, no malloc)",
         "keywords": ["edgec", "tinyml", "int8", "neural network"],
+        **({"authors": [{"name": ctx["maintainer"], "maintainer": True}]} if ctx["maintainer"] else {}),
+        **({"homepage": ctx["url"]} if ctx["url"] else {}),
         "frameworks": "*", "platforms": "*",
         "build": {"srcDir": "src", "includeDir": "src", "libArchive": True},
         "export": {"exclude": ["examples/*/.pio"]},

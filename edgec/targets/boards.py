@@ -6,7 +6,10 @@ serial port, what a tick of its timer means, and for emulated boards how to star
 from __future__ import annotations
 
 import re
-import tomllib
+try:
+    import tomllib
+except ImportError:             # Python 3.10
+    import tomli as tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 

@@ -29,7 +29,6 @@ from edgec.errors import EdgecError
 from edgec.resources import resource_dir
 
 REGISTRY_HOST = "api.registry.platformio.org"
-SCONS_PACKAGE_VERSION = "4.41101.0"   # what PlatformIO 6 asks for ("~4.41101.0")
 _ERROR_RE = re.compile(r"error|overflowed|undefined reference|not found|No such file|HTTPClientError|"
                        r"UnknownBoard|UnknownPlatform|PlatformioException", re.IGNORECASE)
 
@@ -66,12 +65,28 @@ def pio_environ(core: Path | None = None) -> dict[str, str]:
     return env
 
 
+def scons_package_version() -> str:
+    """The tool-scons version the installed PlatformIO asks for (its core dependencies, e.g. "~4.41101.0"
+    in PlatformIO 6.1 and 6.2), as the version edgec gives the package it makes."""
+    try:
+        from platformio.dependencies import get_core_dependencies       # PlatformIO >= 6.1.8
+        spec = get_core_dependencies().get("tool-scons")
+    except ImportError:
+        import platformio
+        spec = getattr(platformio, "__core_packages__", {}).get("tool-scons")   # earlier 6.1 releases
+    if not spec:
+        raise EdgecError("cannot tell which tool-scons this PlatformIO needs; install a supported PlatformIO "
+                         "(pip install 'platformio>=6.1,<7')")
+    return spec.lstrip("~^=>< ")
+
+
 def ensure_scons(core: Path | None = None) -> Path:
     """Install tool-scons into the core dir from the installed SCons package (idempotent)."""
     core = core or core_dir()
     dest = core / "packages" / "tool-scons"
     piopm = dest / ".piopm"
-    if piopm.is_file() and (dest / "SCons").is_dir() and SCONS_PACKAGE_VERSION in piopm.read_text():
+    version = scons_package_version()
+    if piopm.is_file() and (dest / "SCons").is_dir() and json.loads(piopm.read_text()).get("version") == version:
         return dest
     spec = importlib.util.find_spec("SCons")
     if spec is None or not spec.submodule_search_locations:
@@ -83,10 +98,10 @@ def ensure_scons(core: Path | None = None) -> Path:
     shutil.copytree(src, tmp / "SCons", ignore=shutil.ignore_patterns("__pycache__"))
     (tmp / "scons.py").write_text("from SCons.Script.Main import main\n\nmain()\n")
     (tmp / "package.json").write_text(json.dumps({
-        "name": "tool-scons", "version": SCONS_PACKAGE_VERSION,
+        "name": "tool-scons", "version": version,
         "description": "SCons from the Python package installed with edgec", "system": "*"}))
     (tmp / ".piopm").write_text(json.dumps({
-        "type": "tool", "name": "tool-scons", "version": SCONS_PACKAGE_VERSION,
+        "type": "tool", "name": "tool-scons", "version": version,
         "spec": {"owner": "platformio", "id": None, "name": "tool-scons", "requirements": None, "uri": None}}))
     if dest.exists():
         shutil.rmtree(dest, ignore_errors=True)
@@ -221,10 +236,30 @@ def registry_reachable(timeout: float = 3.0) -> bool:
     return bool(answer and answer[0])
 
 
+def register_local_platforms(core: Path | None = None) -> list[str]:
+    """Make edgec's local platforms (boards/platforms/<name>) known to PlatformIO by name, so a project can
+    say `platform = edgec-qemu` (an exported example: no absolute path). Returns the names registered now."""
+    done = []
+    for folder in sorted((resource_dir("boards") / "platforms").iterdir()):
+        if (folder / "platform.json").is_file() and not (platforms_dir(core) / f"{folder.name}.pio-link").is_file():
+            argv = pio_command() + ["pkg", "install", "--global", "--silent", "--platform", f"symlink://{folder.resolve()}"]
+            proc = subprocess.run(argv, env=pio_environ(core), stdin=subprocess.DEVNULL, capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise EdgecError(f"cannot register edgec's platform {folder.name} with PlatformIO: "
+                                 f"{_error_summary(proc.stdout + proc.stderr)}")
+            done.append(folder.name)
+    return done
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python -m edgec.targets.pio ARGS`: PlatformIO with edgec's offline set-up (for exported examples)."""
     core = core_dir()
-    ensure_scons(core)
+    try:
+        ensure_scons(core)
+        register_local_platforms(core)
+    except EdgecError as e:
+        print(f"edgec: error: {e}", file=sys.stderr)
+        return 2
     args = sys.argv[1:] if argv is None else argv
     return subprocess.call(pio_command() + list(args), env=pio_environ(core))
 

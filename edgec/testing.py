@@ -1,0 +1,188 @@
+"""On-device tests in Python: a built model's device, one call per question (the pytest plugin,
+edgec/pytest_plugin.py, hands these to tests; they work without pytest too).
+
+    from edgec.testing import build_cached, ModelDevice
+    folder = build_cached("model.onnx", "calib.npz", "qemu-cortex-m4", "builds/")
+    with ModelDevice(folder) as dut:
+        out = dut.run(x)                 # Output(int8=..., float=..., units=...): the device's answer
+        ref = dut.reference(x)           # the same from edgec's NumPy integer reference (bit-exact contract)
+        dut.float_model(x)               # the float ONNX model (onnxruntime)
+        dut.latency(x)                   # Latency(units=..., unit="emulated instructions", ms=...)
+        dut.profile(x)                   # per layer: name, kind, units, ms
+        dut.report                       # build-report.json as a dict (memory, quantization, ...)
+
+x is one sample, shaped like the model's input with or without the batch dimension of 1: float values are
+quantized with the model's input scale, an int8 array is taken as already quantized.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from edgec.errors import EdgecError
+from edgec.ir import DTYPES
+
+CACHE_KEY = "edgec-cache-key.json"
+
+
+@dataclass(frozen=True)
+class Output:
+    int8: np.ndarray           # quantized output, shaped like the model's output without the batch dimension
+    float: np.ndarray          # the same dequantized with the output scale and zero point
+    units: float | None = None  # the device's time for this inference in the board's unit (None: reference)
+
+
+@dataclass(frozen=True)
+class Latency:
+    units: float               # median over the repeats, in the board's unit
+    unit: str                  # "cycles", "emulated instructions", "ns"
+    ms: float | None           # the same in milliseconds where the board's unit converts (else None)
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def cache_key(model: str | Path, calib: str | Path, board: str, options: dict) -> str:
+    """A hash of everything a build depends on: the model's and calibration set's bytes, the board (its
+    profile's bytes when it is a file), the quantization options and the edgec version."""
+    from edgec import __version__
+    from edgec.targets.boards import load_board
+
+    the_board = load_board(board)
+    parts = {"model": _digest(Path(model)), "calib": _digest(Path(calib)), "board": the_board.name,
+             "board_file": _digest(Path(the_board.path)), "options": {k: repr(v) for k, v in sorted(options.items())},
+             "edgec": __version__}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def build_cached(model: str | Path, calib: str | Path, board: str, build_root: str | Path, log=None,
+                 **options) -> Path:
+    """The build folder for (model, calibration set, board, options) under build_root: built once, then
+    reused by every later call (and session) with the same inputs. options: edgec.quant.ptq.QuantOptions fields."""
+    from edgec import api
+    from edgec.pipeline import model_name
+    from edgec.quant.ptq import QuantOptions
+
+    for p, what in ((model, "model"), (calib, "calibration set")):
+        if not Path(p).is_file():
+            raise EdgecError(f"{what} {p} does not exist")
+    try:
+        quant = QuantOptions(**options)
+    except TypeError as e:
+        raise EdgecError(f"build options: {e}") from None
+    key = cache_key(model, calib, board, options)
+    folder = Path(build_root) / f"{model_name(Path(model))}-{board if '/' not in str(board) else Path(board).stem}-{key}"
+    stamp = folder / CACHE_KEY
+    if stamp.is_file() and json.loads(stamp.read_text()).get("key") == key:
+        return folder
+    api.build(model, calib, board, folder, log=log or (lambda _: None), options=quant)
+    stamp.write_text(json.dumps({"key": key}) + "\n")
+    return folder
+
+
+class ModelDevice:
+    """A build folder's firmware running (QEMU, host program) or a flashed real board at `port`, its link
+    synchronised and checked to run this build's model."""
+
+    def __init__(self, build_dir: str | Path, port: str | None = None):
+        from edgec.device.device import open_device
+        from edgec.quant import artifact
+        from edgec.targets.build_folder import check_hello, load_build
+
+        self.build_dir = Path(build_dir)
+        self.report, self.board, firmware = load_build(self.build_dir)
+        self.graph = artifact.load_graph(self.build_dir)
+        self._onnx_model = None
+        self.device = open_device(self.board, firmware, port)
+        try:
+            self.hello = self.device.link.hello()
+            check_hello(self.hello, self.report, self.build_dir)
+        except BaseException:
+            self.device.close()
+            raise
+
+    # ---- inputs and outputs ----
+
+    def quantize(self, x) -> np.ndarray:
+        """One sample -> its int8 input, shaped like the model's input without the batch dimension (integer
+        arrays are taken as already quantized)."""
+        from edgec.quant import scheme
+
+        x = np.asarray(x)
+        shape = tuple(self.graph.input_onnx_shape[1:])
+        if x.shape not in (shape, (1, *shape)):
+            raise EdgecError(f"input shape {x.shape}: the model takes one sample shaped {shape} (or {(1, *shape)})")
+        if np.issubdtype(x.dtype, np.integer):       # already quantized
+            return x.reshape(shape).astype(DTYPES[self.graph.tensors[self.graph.input].dtype])
+        return scheme.quantize_input(self.graph.tensors[self.graph.input], x.reshape(shape))
+
+    def _output(self, q: np.ndarray, units=None) -> Output:
+        from edgec.quant import scheme
+
+        t = self.graph.tensors[self.graph.output]
+        q = np.asarray(q, DTYPES[t.dtype]).reshape(self.graph.output_onnx_shape[1:])
+        return Output(q, scheme.dequantize(t, q).astype(np.float32), units)
+
+    def run(self, x) -> Output:
+        """Run one sample on the device: its int8 output, dequantized output and time."""
+        r = self.device.link.run_checked(self.quantize(x).tobytes())
+        t = self.graph.tensors[self.graph.output]
+        return self._output(np.frombuffer(r["output"], DTYPES[t.dtype]), self.board.ticks_to_units(int(r["ticks"])))
+
+    def reference(self, x) -> Output:
+        """edgec's NumPy integer reference for the same sample: the device must match it bit for bit."""
+        from edgec.quant import reference
+
+        return self._output(reference.run(self.graph, self.quantize(x).reshape(-1)))
+
+    def float_model(self, x) -> np.ndarray:
+        """The float ONNX model's output (onnxruntime), shaped like the output without the batch dimension."""
+        from edgec.quant import calibrate
+        from edgec.frontend import loader
+
+        x = np.asarray(x, np.float32).reshape(1, *self.graph.input_onnx_shape[1:])
+        if self._onnx_model is None:
+            self._onnx_model = loader.load_model(self.build_dir / "model.onnx")
+        return calibrate.run_float(self._onnx_model, x).reshape(self.graph.output_onnx_shape[1:])
+
+    # ---- time ----
+
+    def latency(self, x, repeats: int = 1) -> Latency:
+        """The median time of `repeats` runs of one sample, in the board's unit and in ms where it converts."""
+        from edgec.bench.runner import to_ms, ms_basis
+
+        units = float(np.median([self.run(x).units for _ in range(max(1, repeats))]))
+        return Latency(units, self.board.timing_unit, to_ms(units, self.board) if ms_basis(self.board) else None)
+
+    def profile(self, x) -> list[dict]:
+        """Per layer, in execution order: name, kind, units (board's unit) and ms (or None)."""
+        from edgec.bench.runner import layers, ms_basis, to_ms
+
+        ops = layers(self.graph)
+        ticks = self.device.link.run_checked(self.quantize(x).tobytes(), profile=True)["layer_ticks"]
+        rows = []
+        for op, t in zip(ops, ticks):
+            units = self.board.ticks_to_units(int(t))
+            rows.append({"name": op.name, "kind": op.kind, "units": units,
+                         "ms": to_ms(units, self.board) if ms_basis(self.board) else None})
+        return rows
+
+    # ---- lifetime ----
+
+    def close(self) -> None:
+        self.device.close()
+
+    def __enter__(self) -> "ModelDevice":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,79 @@
+"""Project settings (edgec/config.py): [tool.edgec] in pyproject.toml or edgec.toml beside the model, the
+command line overriding them, `edgec config` naming each setting's source, and bad files as one-line errors."""
+from __future__ import annotations
+
+import shutil
+from types import SimpleNamespace
+
+import pytest
+
+from conftest import EXAMPLES, assert_clean_error
+from edgec import cli, config
+
+CANCER = EXAMPLES / "cancer_conv1d"
+
+
+def run(capsys, *args):
+    code = cli.main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return SimpleNamespace(returncode=code, stdout=out, stderr=err)
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A user's project: the model in models/, a pyproject.toml at the top, the current folder elsewhere."""
+    (tmp_path / "models").mkdir()
+    for f in ("model.onnx", "calib.npz"):
+        shutil.copy(CANCER / f, tmp_path / "models" / f)
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "mine"\n\n[tool.edgec]\nboard = "host"\n'
+                                             'method = "percentile"\npercentile = 99.9\nint16 = "conv1"\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    return tmp_path
+
+
+def settings(lines: str) -> dict[str, tuple[str, str]]:
+    rows = {}
+    for line in lines.splitlines()[1:]:
+        key, value, source = line.split(None, 2)
+        rows[key] = (value, source)
+    return rows
+
+
+def test_pyproject_settings_and_command_line_overrides(project, capsys):
+    model = project / "models" / "model.onnx"
+    r = run(capsys, "config", model, "--percentile", "99.5", "--max-latency", "3ms")
+    assert r.returncode == 0 and r.stdout.startswith(f"project settings: {project / 'pyproject.toml'}")
+    rows = settings(r.stdout)
+    assert rows["board"] == ("host", f"pyproject.toml ({project / 'pyproject.toml'})")
+    assert rows["method"][0] == "percentile" and rows["method"][1].startswith("pyproject.toml")
+    assert rows["percentile"] == ("99.5", "command line") and rows["max-latency"] == ("3ms", "command line")
+    assert rows["equalize"] == ("false", "default") and rows["int16"][0] == '["conv1"]'
+
+    args = cli.parser().parse_args(argv := ["export", str(model), "--calib", "c.npz", "--format", "c", "-o", "x",
+                                            "--method", "minmax"])
+    effective = config.apply(args, cli.parser, argv)
+    assert (args.board, args.method, args.percentile, args.int16) == ("host", "minmax", 99.9, ["conv1"])
+    assert effective["method"][1] == config.COMMAND_LINE and cli._quant_options(args).int16 == ("conv1",)
+
+
+def test_edgec_toml_beside_the_model_wins(project, capsys):
+    (project / "models" / "edgec.toml").write_text('board = "qemu-cortex-m4"\nbias_correction = "float"\n')
+    rows = settings(run(capsys, "config", project / "models" / "model.onnx").stdout)
+    assert rows["board"][0] == "qemu-cortex-m4" and rows["bias-correction"][0] == "float"
+    assert rows["method"] == ("minmax", "default")            # the pyproject.toml further up is not merged
+
+
+def test_no_board_anywhere_and_bad_files(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert_clean_error(run(capsys, "build", CANCER / "model.onnx", "--calib", CANCER / "calib.npz"),
+                       "no board", "--board")
+    cfg = tmp_path / "edgec.toml"
+    for text, needle in (('bord = "host"\n', "unknown edgec setting 'bord'"),
+                         ('method = "median"\n', "choose one of"),
+                         ('percentile = "lots"\n', "'lots' is not a number"),
+                         ("equalize = 1\n", "true or false"),
+                         ("board = [\n", "not valid TOML")):
+        cfg.write_text(text)
+        assert_clean_error(run(capsys, "config"), str(cfg), needle)
