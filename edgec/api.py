@@ -50,9 +50,11 @@ def write_quant_report(result: ptq.QuantResult, options: ptq.QuantOptions, folde
 
 def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: str | Path | None = None,
           log: Log = _quiet, firmware: bool = True, options: ptq.QuantOptions | None = None,
-          protocol: str = "edgec", mlperf_model: str | None = None, arena_guard: bool = False) -> dict:
+          protocol: str = "edgec", mlperf_model: str | None = None, arena_guard: bool = False,
+          mlperf_mode: str = "performance", mlperf_baud: int | None = None) -> dict:
     """Model + calibration data -> build folder with model library, project, firmware and report.
-    protocol "mlperf" builds a firmware for the MLPerf Tiny runner instead of edgec's bench link.
+    protocol "mlperf" builds a firmware for the MLPerf Tiny runner instead of edgec's bench link
+    (mlperf_mode performance or energy, mlperf_baud: see edgec/targets/mlperf_firmware.py).
     arena_guard: a debug build that checks after every layer that no layer wrote outside its buffer."""
     from edgec.targets import firmware as fw
 
@@ -70,6 +72,11 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
     log(f"{name}: {len(graph.ops)} ops, {graph_macs(graph):,} MACs, arena {plan.arena_bytes:,} bytes, "
         f"weights {graph.weights_bytes():,} bytes")
     budget = fit.check(graph, plan, the_board)   # before anything is written: does it fit the board?
+    mlperf = None
+    if protocol == "mlperf":
+        from edgec.targets.mlperf_firmware import settings as mlperf_settings
+        mlperf_model = mlperf_model or name
+        mlperf = mlperf_settings(the_board, graph, mlperf_model, mlperf_mode, mlperf_baud)
     # Build in a scratch folder next to OUTDIR, moved in place only when everything worked.
     with staged_folder(outdir) as work:
         lib = work / "model"
@@ -89,12 +96,13 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
                        "live_set_lower_bound_bytes": planner.live_set_lower_bound(graph),
                        "plan": "plan.json", "picture": memory_report.SVG, "fit_estimate": budget},
             "firmware": None, "protocol": protocol, "arena_guard": arena_guard,
+            **({"mlperf": dict(mlperf, model=mlperf_model)} if mlperf else {}),
             "quantization": write_quant_report(quant, options, work, name),
             "warnings": quant.warnings,
         }
         if firmware:
             log(f"building firmware for {the_board.name} with PlatformIO")
-            project = fw.write_project(work / "project", the_board, lib, name, protocol, mlperf_model)
+            project = fw.write_project(work / "project", the_board, lib, name, protocol, mlperf_model, mlperf)
             result = fw.build_firmware(project, the_board, log=log)
             report["memory"]["flash_bytes"] = result.flash_bytes
             report["memory"]["ram_bytes"] = result.ram_bytes

@@ -78,7 +78,8 @@ def cmd_build(args) -> int:
     from edgec import api
 
     report = api.build(args.model, args.calib, args.board, args.output, log=_log, options=_quant_options(args),
-                       protocol=args.protocol, mlperf_model=args.mlperf_model, arena_guard=args.arena_guard)
+                       protocol=args.protocol, mlperf_model=args.mlperf_model, arena_guard=args.arena_guard,
+                       mlperf_mode=args.mlperf_mode, mlperf_baud=args.mlperf_baud)
     m = report["memory"]
     print(f"built {report['model']} for {report['board']}: arena {m['arena_bytes']:,} B, "
           f"weights {m['weights_bytes']:,} B, firmware flash {m['flash_bytes']:,} B, RAM {m['ram_bytes']:,} B")
@@ -212,7 +213,13 @@ def parser() -> argparse.ArgumentParser:
                    help="the firmware's serial protocol: edgec's bench link (default) or the MLPerf Tiny "
                         "runner's (name%%, profile%%, db load N%%, infer N W%%, results%%)")
     b.add_argument("--mlperf-model", help="with --protocol mlperf: the m-model-[...] name the runner sees "
-                   "(kws01, vww01, ad01, ic01; default: the model's name)")
+                   "(kws01, vww01, ad01, ic01: the device then takes that benchmark's official input "
+                   "encoding and prints its results format; default: the model's name, raw int8 input)")
+    b.add_argument("--mlperf-mode", choices=["performance", "energy"], default="performance",
+                   help="with --protocol mlperf: performance (m-lap-us timestamps) or energy (EEMBC energy mode: "
+                        "9,600 baud, timestamps pulse the board profile's [mlperf] timestamp_pin)")
+    b.add_argument("--mlperf-baud", type=int, help="with --protocol mlperf: the UART baud rate (default: 9600 in "
+                   "energy mode, else the board profile's [mlperf] baud or serial.baud)")
     b.add_argument("--arena-guard", action="store_true",
                    help="debug build: canaries around the arena and every buffer, checked after every layer; "
                         "a layer writing outside its buffer stops the run and the bench names it")

@@ -44,10 +44,10 @@ MCU_TIMING_METHODS = ("dwt-cyccnt", "rp2040-timer", "ccount")
 FRAMEWORKS = ("", "arduino")   # "" = edgec's own local platform (no vendor framework)
 _TOP_KEYS = {"name", "description", "cpu", "fpu", "dsp", "clock_hz", "ram_bytes", "flash_bytes", "emulated",
              "tested_on_hardware", "cpu_flags", "reserved_ram_bytes", "reserved_flash_bytes", "memory",
-             "platformio", "serial", "timing", "emulator"}
+             "platformio", "serial", "timing", "emulator", "mlperf"}
 _TABLE_KEYS = {"platformio": {"platform", "board", "framework", "build_flags", "options"},
                "serial": {"baud", "port"}, "timing": {"method", "unit", "tick_hz", "units_per_tick"},
-               "emulator": {"command"}}
+               "emulator": {"command"}, "mlperf": {"baud", "timestamp_pin"}}
 _REGION_KEYS = {"name", "kind", "origin", "size", "note"}
 
 
@@ -92,6 +92,8 @@ class Board:
     reserved_ram_bytes: int = 0     # RAM the framework and harness take before the model (estimate)
     reserved_flash_bytes: int = 0   # flash the framework and harness take before the model (estimate)
     regions: tuple[Region, ...] = ()
+    mlperf_baud: int = 0            # [mlperf] baud: the MLPerf Tiny performance-mode baud (0 = serial.baud)
+    mlperf_timestamp_pin: str = ""  # [mlperf] timestamp_pin: the EEMBC energy-mode timestamp GPIO (e.g. "D7")
     path: Path = field(default=Path(), compare=False)
 
     @property
@@ -209,7 +211,9 @@ def _parse(data: dict, path: Path) -> Board:
     timing = _get(data, "timing", dict, "", path)
     emulated = _get(data, "emulated", bool, "", path)
     emulator = _get(data, "emulator", dict, "", path, default={}) if emulated else {}
-    for key, table in (("platformio", pio), ("serial", serial), ("timing", timing), ("emulator", emulator)):
+    mlperf = _get(data, "mlperf", dict, "", path, default={})
+    for key, table in (("platformio", pio), ("serial", serial), ("timing", timing), ("emulator", emulator),
+                       ("mlperf", mlperf)):
         _check_keys(table, _TABLE_KEYS[key], key + ".", path)
     name = _get(data, "name", str, "", path)
     if not _NAME_RE.match(name):
@@ -245,6 +249,8 @@ def _parse(data: dict, path: Path) -> Board:
         reserved_ram_bytes=_get(data, "reserved_ram_bytes", int, "", path, default=0),
         reserved_flash_bytes=_get(data, "reserved_flash_bytes", int, "", path, default=0),
         regions=_regions(data, path),
+        mlperf_baud=_get(mlperf, "baud", int, "mlperf.", path, default=0),
+        mlperf_timestamp_pin=_get(mlperf, "timestamp_pin", str, "mlperf.", path, default=""),
         path=path,
     )
     _check(board, path)
