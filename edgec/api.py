@@ -160,6 +160,15 @@ def bench(outdir: str | Path, data_path: str | Path, limit: int | None = None, p
     return result
 
 
+def mlperf(outdir: str | Path, dataset: str | Path, mode: str = "accuracy", results_dir: str | Path | None = None,
+           port: str | None = None, window_seconds: float = 10.0, limit: int | None = None, log: Log = _quiet) -> dict:
+    """The MLPerf Tiny runner's accuracy or performance flow on a --protocol mlperf build, results in the
+    runner's results.txt format (edgec/bench/mlperf_run.py)."""
+    from edgec.bench import mlperf_run
+
+    return mlperf_run.run(outdir, dataset, mode, results_dir, port, window_seconds, limit=limit, log=log)
+
+
 def inspect_model(model_path: str | Path) -> dict:
     """Ops, shapes, parameters, MACs, an arena estimate and the support status of every node, without
     building anything: every unsupported node and every node beyond a limit is listed (`problems`)."""

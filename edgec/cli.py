@@ -130,6 +130,15 @@ def cmd_flash(args) -> int:
     return 0
 
 
+def cmd_mlperf(args) -> int:
+    from edgec import api
+
+    r = api.mlperf(args.build, args.dataset, args.mode, args.results, args.port, args.window_seconds,
+                   args.limit, log=_log)
+    print(f"MLPerf Tiny {r['model']} {r['mode']} on {r['board']}: results in {r['results_file']}")
+    return 0
+
+
 def cmd_boards(args) -> int:
     from edgec.targets.boards import list_boards
 
@@ -224,6 +233,20 @@ def parser() -> argparse.ArgumentParser:
                    help="debug build: canaries around the arena and every buffer, checked after every layer; "
                         "a layer writing outside its buffer stops the run and the bench names it")
     b.set_defaults(func=cmd_build)
+
+    m = sub.add_parser("mlperf", help="run the MLPerf Tiny runner's accuracy or performance flow on a "
+                       "--protocol mlperf build")
+    m.add_argument("build", help="build folder (edgec build --protocol mlperf --mlperf-model kws01|vww01|ic01|ad01)")
+    m.add_argument("--dataset", required=True, help="folder with <model>/y_labels.csv and its files (the runner's "
+                   "layout, inputs in the official encodings)")
+    m.add_argument("--mode", choices=["accuracy", "performance"], default="accuracy")
+    m.add_argument("--results", help="folder for <model>/<mode>/results.txt and results.json "
+                   "(default BUILD/mlperf-results)")
+    m.add_argument("--port", help="serial port of a real board (emulated boards are started by edgec)")
+    m.add_argument("--window-seconds", type=float, default=10.0,
+                   help="performance: each window runs long enough to last this long on the board (rules: 10)")
+    m.add_argument("--limit", type=int, help="accuracy: only the first N files")
+    m.set_defaults(func=cmd_mlperf)
 
     e = sub.add_parser("export", help="write a quantized model as a library for your own firmware")
     e.add_argument("model", help="float ONNX model")

@@ -85,6 +85,10 @@ class Device:
         self.link = link
         self._process = process
 
+    def process_output(self) -> list[str]:
+        """The last lines the started emulator or host program printed (not the UART)."""
+        return list(self._process.tail) if self._process is not None else []
+
     def close(self) -> None:
         self.link.close()
         if self._process is not None:
@@ -117,9 +121,10 @@ def _start_program(board: Board, firmware: Path) -> tuple[_Process, str]:
     return proc, proc.wait_for_match(STARTUP_TIMEOUT).group(1)
 
 
-def open_serial(board: Board, firmware: Path | None, port: str | None = None):
+def open_serial(board: Board, firmware: Path | None, port: str | None = None, baud: int | None = None):
     """Run `firmware` for `board` (or, with `port`, use a board already flashed) and open its serial port:
-    (pyserial object, started process or None).  The caller closes both (Device does)."""
+    (pyserial object, started process or None).  The caller closes both (Device does).
+    baud: instead of the profile's serial.baud (an MLPerf firmware's own rate)."""
     process = None
     try:
         local = board.serial_port in (PORT_EMULATOR, PORT_PROGRAM)
@@ -134,7 +139,7 @@ def open_serial(board: Board, firmware: Path | None, port: str | None = None):
             start = _start_qemu if board.serial_port == PORT_EMULATOR else _start_program
             process, url = start(board, firmware)
         try:
-            ser = serial.serial_for_url(url, baudrate=board.serial_baud, timeout=0.05)
+            ser = serial.serial_for_url(url, baudrate=baud or board.serial_baud, timeout=0.05)
         except (serial.SerialException, OSError, ValueError) as e:
             raise EdgecError(f"cannot open serial port {url} of board '{board.name}': {e}") from None
         return ser, process

@@ -110,8 +110,32 @@ def results_line(q_out: np.ndarray, scale: float, zero_point: int, enc: Encoding
 def encode(x: np.ndarray, enc: Encoding) -> bytes:
     """Float data (the float model's input values, NHWC) -> the official encoding's bytes."""
     x = np.asarray(x, np.float32).reshape(-1)
+    if enc.dtype == "raw":
+        raise ValueError("the raw encoding is the model's own int8 input: quantize with the build's input tensor")
     if enc.dtype == "float32":
         return x.astype("<f4").tobytes()
     info = np.iinfo(np.int8 if enc.dtype == "int8" else np.uint8)
     q = np.clip(np.round(x / np.float32(enc.scale)) + enc.zero_point, info.min, info.max)
     return q.astype(info.dtype).tobytes()
+
+
+def write_dataset(folder, model: str, samples: list[np.ndarray], labels: list[int], classes: int,
+                  segment_values: int = 640, stride_values: int = 128) -> list[str]:
+    """Float samples -> FOLDER/<model>/ in the runner's layout: one .bin per sample in the official encoding
+    and y_labels.csv (file, classes, class, bytes_to_send, stride; AD: segments of 640 float32 values at a
+    stride of one 128-value frame, as the runner cuts them).  Returns the file names."""
+    from pathlib import Path
+
+    enc = OFFICIAL[model]
+    out = Path(folder) / model
+    out.mkdir(parents=True, exist_ok=True)
+    names, rows = [], []
+    for i, (x, label) in enumerate(zip(samples, labels)):
+        name = f"{model}_{i:04d}.bin"
+        (out / name).write_bytes(encode(x, enc))
+        size = segment_values * 4 if model == "ad01" else len(encode(x, enc))
+        stride = stride_values * 4 if model == "ad01" else size
+        rows.append(f"{name},{classes},{int(label)},{size},{stride}")
+        names.append(name)
+    (out / "y_labels.csv").write_text("\n".join(rows) + "\n")
+    return names

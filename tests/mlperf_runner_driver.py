@@ -1,0 +1,39 @@
+"""Runs the MLCommons Tiny runner (../shared/mlperf-runner, unchanged) against a device at a pyserial URL:
+only its device discovery (DeviceManager.scan, which looks for USB serial devices) is replaced by that URL,
+as its PROVENANCE.md describes; the runner opens ports with serial.Serial(port, baud), which takes device
+paths only, so serial.Serial is pointed at pyserial's serial_for_url (same object, URLs too).  Run in a scratch folder (the runner writes sessions/ there):
+
+    python mlperf_runner_driver.py RUNNER_DIR URL BAUD MODE(a|p) TESTS.yaml DATASET_DIR OUT.json
+"""
+import json
+import os
+import sys
+
+runner_dir, url, baud, mode, tests_yaml, dataset, out_json = sys.argv[1:8]
+sys.path.insert(0, runner_dir)
+os.environ.setdefault("MPLBACKEND", "Agg")
+import serial  # noqa: E402
+serial.Serial = serial.serial_for_url
+import main  # noqa: E402  (the runner's main.py)
+
+
+def scan(self):
+    """The runner's DeviceManager.scan, with the DUT at a URL instead of a USB vid/pid."""
+    for d in self._device_defs:
+        if d["type"] == "dut":
+            self.__dict__["dut"] = dict(d, port=url)
+    for d in self.values():
+        self._instantiate(d)
+
+
+main.DeviceManager.scan = scan
+devices = [{"name": "edgec", "type": "dut", "baud": int(baud)}]
+result, power = main.run_test(devices_config=devices, dut_config=dict(devices[0]),
+                              test_script=main.parse_test_script(tests_yaml), dataset_path=dataset, mode=mode)
+results_txt = os.path.join(os.getcwd(), "results.txt")
+try:
+    main.summarize_result(result if isinstance(result, list) else [result], power, mode=mode,
+                          results_file=results_txt)
+finally:
+    with open(out_json, "w") as f:
+        json.dump(result, f)
