@@ -62,6 +62,9 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
     the_board = load_board(board)
     outdir = Path(outdir) if outdir else Path("build") / f"{model_name(model_path)}-{the_board.name}"
     options = options or ptq.QuantOptions()
+    if protocol == "mlperf":
+        from edgec.targets.mlperf_firmware import check_mode
+        check_mode(the_board, mlperf_mode, mlperf_baud)
     model, quant = calibrate_model(model_path, calib_path, options, log)
     graph = quant.graph
     plan = schedule_and_plan(graph, guard.GUARD_BYTES if arena_guard else 0)

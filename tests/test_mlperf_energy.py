@@ -13,7 +13,7 @@ import re
 import time
 
 import numpy as np
-import pytest
+
 
 from conftest import EXAMPLES, edgec, assert_clean_error
 from edgec import api

@@ -13,9 +13,8 @@ MODES = ("performance", "energy")
 ENERGY_BAUD = 9600      # the EEMBC energy monitor's UART to the DUT
 
 
-def settings(board: Board, graph: Graph, mlperf_model: str, mode: str = "performance",
-             baud: int | None = None) -> dict:
-    """The template values of mlperf_main.c.j2 (and the build report's `mlperf` entry)."""
+def check_mode(board: Board, mode: str, baud: int | None) -> None:
+    """The checks that need no model (run before calibrating): mode, baud, a timestamp pin for energy."""
     if mode not in MODES:
         raise EdgecError(f"MLPerf mode '{mode}' is not known: choose performance or energy")
     if baud is not None and not 300 <= baud <= 12_000_000:
@@ -28,6 +27,14 @@ def settings(board: Board, graph: Graph, mlperf_model: str, mode: str = "perform
     if energy and not board.framework and not (board.emulated and board.arch == "arm"):
         raise EdgecError(f"board '{board.name}' cannot run MLPerf energy mode (no timestamp pin); use a real "
                          "board with [mlperf] timestamp_pin or an emulated Arm board (its pin is a stub)")
+
+
+def settings(board: Board, graph: Graph, mlperf_model: str, mode: str = "performance",
+             baud: int | None = None) -> dict:
+    """The template values of mlperf_main.c.j2 (and the build report's `mlperf` entry)."""
+    check_mode(board, mode, baud)
+    energy = mode == "energy"
+    pin = board.mlperf_timestamp_pin
     encoding = enc.encoding_for(mlperf_model)
     t_in, t_out = graph.tensors[graph.input], graph.tensors[graph.output]
     if t_in.dtype != "int8" or t_out.dtype != "int8":
