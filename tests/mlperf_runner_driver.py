@@ -1,7 +1,9 @@
 """Runs the MLCommons Tiny runner (../shared/mlperf-runner, unchanged) against a device at a pyserial URL:
 only its device discovery (DeviceManager.scan, which looks for USB serial devices) is replaced by that URL,
 as its PROVENANCE.md describes; the runner opens ports with serial.Serial(port, baud), which takes device
-paths only, so serial.Serial is pointed at pyserial's serial_for_url (same object, URLs too).  Run in a scratch folder (the runner writes sessions/ there):
+paths only, so serial.Serial is pointed at pyserial's serial_for_url (URLs too), with TCP_NODELAY on the
+socket: the runner writes a command and its '%' separately, and Nagle's algorithm would hold the '%' for
+the emulator's delayed ACK (40 ms a command; a USB serial port has no such delay).  Run in a scratch folder (the runner writes sessions/ there):
 
     python mlperf_runner_driver.py RUNNER_DIR URL BAUD MODE(a|p) TESTS.yaml DATASET_DIR OUT.json
 """
@@ -12,7 +14,20 @@ import sys
 runner_dir, url, baud, mode, tests_yaml, dataset, out_json = sys.argv[1:8]
 sys.path.insert(0, runner_dir)
 os.environ.setdefault("MPLBACKEND", "Agg")
+import socket  # noqa: E402
+
 import serial  # noqa: E402
+from serial.urlhandler import protocol_socket  # noqa: E402
+
+_open_socket = protocol_socket.Serial.open
+
+
+def open_without_nagle(self):
+    _open_socket(self)
+    self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+protocol_socket.Serial.open = open_without_nagle   # every (re)open: the runner closes and reopens the port
 serial.Serial = serial.serial_for_url
 import main  # noqa: E402  (the runner's main.py)
 

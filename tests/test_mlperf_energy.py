@@ -14,7 +14,6 @@ import time
 
 import numpy as np
 
-
 from conftest import EXAMPLES, edgec, assert_clean_error
 from edgec import api
 from edgec.bench import mlperf_run
