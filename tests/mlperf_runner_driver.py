@@ -5,13 +5,18 @@ paths only, so serial.Serial is pointed at pyserial's serial_for_url (URLs too),
 socket: the runner writes a command and its '%' separately, and Nagle's algorithm would hold the '%' for
 the emulator's delayed ACK (40 ms a command; a USB serial port has no such delay).  Run in a scratch folder (the runner writes sessions/ there):
 
-    python mlperf_runner_driver.py RUNNER_DIR URL BAUD MODE(a|p) TESTS.yaml DATASET_DIR OUT.json
+    python mlperf_runner_driver.py RUNNER_DIR URL BAUD OUT_DIR MODE TESTS.yaml DATASET_DIR [MODE TESTS.yaml DATASET_DIR]
+
+Each MODE (a = accuracy, p = performance) is one run of the runner's run_test + summarize_result, as its
+main.py does them (one process for several, to pay the runner's imports once); OUT_DIR gets
+result-MODE.json (what main.py dumps to results.json) and results-MODE.txt (its results.txt).
 """
 import json
 import os
 import sys
 
-runner_dir, url, baud, mode, tests_yaml, dataset, out_json = sys.argv[1:8]
+runner_dir, url, baud, out_dir = sys.argv[1:5]
+runs = [sys.argv[i:i + 3] for i in range(5, len(sys.argv), 3)]
 sys.path.insert(0, runner_dir)
 os.environ.setdefault("MPLBACKEND", "Agg")
 import socket  # noqa: E402
@@ -42,13 +47,13 @@ def scan(self):
 
 
 main.DeviceManager.scan = scan
-devices = [{"name": "edgec", "type": "dut", "baud": int(baud)}]
-result, power = main.run_test(devices_config=devices, dut_config=dict(devices[0]),
-                              test_script=main.parse_test_script(tests_yaml), dataset_path=dataset, mode=mode)
-results_txt = os.path.join(os.getcwd(), "results.txt")
-try:
-    main.summarize_result(result if isinstance(result, list) else [result], power, mode=mode,
-                          results_file=results_txt)
-finally:
-    with open(out_json, "w") as f:
-        json.dump(result, f)
+for mode, tests_yaml, dataset in runs:
+    devices = [{"name": "edgec", "type": "dut", "baud": int(baud)}]
+    result, power = main.run_test(devices_config=devices, dut_config=dict(devices[0]),
+                                  test_script=main.parse_test_script(tests_yaml), dataset_path=dataset, mode=mode)
+    result = result if isinstance(result, list) else [result]
+    try:
+        main.summarize_result(result, power, mode=mode, results_file=os.path.join(out_dir, f"results-{mode}.txt"))
+    finally:
+        with open(os.path.join(out_dir, f"result-{mode}.json"), "w") as f:
+            json.dump(result, f)

@@ -273,6 +273,7 @@ static void dispatch(const edgec_mlperf_model *m, char *text)
 void edgec_mlperf_serve(const edgec_mlperf_model *m)
 {
     uint32_t pos = 0;
+    db_size = db_pos = 0;      /* the db state belongs to this model's buffer */
     line(m->energy_mode ? "m-timestamp-mode-energy" : "m-timestamp-mode-performance");
     timestamp(m);
     line("m-init-done");
