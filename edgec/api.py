@@ -135,7 +135,7 @@ def flash(outdir: str | Path, port: str | None = None, log: Log = _quiet) -> dic
     report, board, firmware = load_build(outdir)
     if report.get("protocol") == "mlperf":
         from edgec.device.mlperf import open_mlperf
-        with open_mlperf(board, firmware, port) as dut:
+        with open_mlperf(board, firmware, port, (report.get("mlperf") or {}).get("baud")) as dut:
             info = {"protocol": "mlperf", "board": board.name, "name": dut.client.name(), **dut.client.profile()}
         log(f"{board.name}: MLPerf Tiny firmware answers as {info.get('name')}, model {info.get('model')}")
         return info

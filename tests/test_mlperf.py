@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, assert_clean_error, edgec
 from edgec import api
 from edgec.quant import artifact
 from edgec.quant import quantize
@@ -53,3 +53,7 @@ def test_mlperf_runner_protocol(board, tmp_path):
                               "profile": "ULPMark for tinyML Firmware V0.0.1"}
     with pytest.raises(EdgecError, match="speaks the mlperf protocol"):
         api.bench(out, DIGITS / "test.npz", limit=1)
+    # `edgec mlperf` wants the runner's dataset layout; without it, one line and nothing written
+    p = edgec("mlperf", out, "--dataset", tmp_path / "datasets")
+    assert_clean_error(p, "digits01/y_labels.csv does not exist")
+    assert not (out / "mlperf-results").exists()
