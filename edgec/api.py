@@ -52,9 +52,11 @@ def write_quant_report(result: ptq.QuantResult, options: ptq.QuantOptions, folde
 
 def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: str | Path | None = None,
           log: Log = _quiet, firmware: bool = True, options: ptq.QuantOptions | None = None,
-          protocol: str = "edgec", mlperf_model: str | None = None, arena_guard: bool = False) -> dict:
+          protocol: str = "edgec", mlperf_model: str | None = None, arena_guard: bool = False,
+          mlperf_mode: str = "performance", mlperf_baud: int | None = None) -> dict:
     """Model + calibration data -> build folder with model library, project, firmware and report.
-    protocol "mlperf" builds a firmware for the MLPerf Tiny runner instead of edgec's bench link.
+    protocol "mlperf" builds a firmware for the MLPerf Tiny runner instead of edgec's bench link
+    (mlperf_mode performance or energy, mlperf_baud: see edgec/targets/mlperf_firmware.py).
     arena_guard: a debug build that checks after every layer that no layer wrote outside its buffer."""
     from edgec.targets import firmware as fw
 
@@ -64,6 +66,9 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
     inputs = (model_path, calib_path)
     check_output_folder(outdir, inputs)      # before any work: edgec only ever replaces a folder it wrote
     options = options or ptq.QuantOptions()
+    if protocol == "mlperf":
+        from edgec.targets.mlperf_firmware import check_mode
+        check_mode(the_board, mlperf_mode, mlperf_baud)
     model, quant = calibrate_model(model_path, calib_path, options, log)
     graph = quant.graph
     plan = schedule_and_plan(graph, guard.GUARD_BYTES if arena_guard else 0)
@@ -74,6 +79,11 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
     log(f"{name}: {len(graph.ops)} ops, {graph_macs(graph):,} MACs, arena {plan.arena_bytes:,} bytes, "
         f"weights {graph.weights_bytes():,} bytes")
     budget = fit.check(graph, plan, the_board)   # before anything is written: does it fit the board?
+    mlperf = None
+    if protocol == "mlperf":
+        from edgec.targets.mlperf_firmware import settings as mlperf_settings
+        mlperf_model = mlperf_model or name
+        mlperf = mlperf_settings(the_board, graph, mlperf_model, mlperf_mode, mlperf_baud)
     # Build in a scratch folder next to OUTDIR, moved in place only when everything worked.
     with staged_folder(outdir, "build", inputs) as work:
         lib = work / "model"
@@ -93,12 +103,13 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
                        "live_set_lower_bound_bytes": planner.live_set_lower_bound(graph),
                        "plan": "plan.json", "picture": memory_report.SVG, "fit_estimate": budget},
             "firmware": None, "protocol": protocol, "arena_guard": arena_guard,
+            **({"mlperf": dict(mlperf, model=mlperf_model)} if mlperf else {}),
             "quantization": write_quant_report(quant, options, work, name),
             "warnings": quant.warnings,
         }
         if firmware:
             log(f"building firmware for {the_board.name} with PlatformIO")
-            project = fw.write_project(work / "project", the_board, lib, name, protocol, mlperf_model)
+            project = fw.write_project(work / "project", the_board, lib, name, protocol, mlperf_model, mlperf)
             # the build log of a failed build must outlive the scratch folder: it waits beside OUTDIR
             failed_log = outdir.parent / f"{outdir.name}.build-failed.log"
             result = fw.build_firmware(project, the_board, log=log, log_file=failed_log)
@@ -169,7 +180,7 @@ def flash(outdir: str | Path, port: str | None = None, log: Log = _quiet, probe:
         if gdb_load is not None:
             raise EdgecError("an MLPerf Tiny firmware is loaded through a GDB server you start (--gdb HOST:PORT "
                              "--port ...)")
-        with open_mlperf(board, firmware, port) as dut:
+        with open_mlperf(board, firmware, port, (report.get("mlperf") or {}).get("baud")) as dut:
             info = {"protocol": "mlperf", "board": board.name, "name": dut.client.name(), **dut.client.profile()}
         log(f"{board.name}: MLPerf Tiny firmware answers as {info.get('name')}, model {info.get('model')}")
         return {**info, "flashed": record} if record else info
@@ -214,6 +225,15 @@ def _folder_id(folder) -> tuple[int, int] | None:
     except OSError:
         return None
     return st.st_dev, st.st_ino
+
+
+def mlperf(outdir: str | Path, dataset: str | Path, mode: str = "accuracy", results_dir: str | Path | None = None,
+           port: str | None = None, window_seconds: float = 10.0, limit: int | None = None, log: Log = _quiet) -> dict:
+    """The MLPerf Tiny runner's accuracy or performance flow on a --protocol mlperf build, results in the
+    runner's results.txt format (edgec/bench/mlperf_run.py)."""
+    from edgec.bench import mlperf_run
+
+    return mlperf_run.run(outdir, dataset, mode, results_dir, port, window_seconds, limit=limit, log=log)
 
 
 def inspect_model(model_path: str | Path) -> dict:

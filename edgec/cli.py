@@ -129,7 +129,8 @@ def cmd_build(args) -> int:
     from edgec import api
 
     report = api.build(args.model, args.calib, args.board, args.output, log=_log, options=_quant_options(args),
-                       protocol=args.protocol, mlperf_model=args.mlperf_model, arena_guard=args.arena_guard)
+                       protocol=args.protocol, mlperf_model=args.mlperf_model, arena_guard=args.arena_guard,
+                       mlperf_mode=args.mlperf_mode, mlperf_baud=args.mlperf_baud)
     m = report["memory"]
     print(f"built {report['model']} for {report['board']}: arena {m['arena_bytes']:,} B, "
           f"weights {m['weights_bytes']:,} B, firmware flash {m['flash_bytes']:,} B, RAM {m['ram_bytes']:,} B")
@@ -224,6 +225,14 @@ def cmd_completion(args) -> int:
     import shtab
 
     print(shtab.complete(parser(), shell=args.shell))
+
+
+def cmd_mlperf(args) -> int:
+    from edgec import api
+
+    r = api.mlperf(args.build, args.dataset, args.mode, args.results, args.port, args.window_seconds,
+                   args.limit, log=_log)
+    print(f"MLPerf Tiny {r['model']} {r['mode']} on {r['board']}: results in {r['results_file']}")
     return 0
 
 
@@ -341,11 +350,31 @@ def parser() -> argparse.ArgumentParser:
                    help="the firmware's serial protocol: edgec's bench link (default) or the MLPerf Tiny "
                         "runner's (name%%, profile%%, db load N%%, infer N W%%, results%%)")
     b.add_argument("--mlperf-model", help="with --protocol mlperf: the m-model-[...] name the runner sees "
-                   "(kws01, vww01, ad01, ic01; default: the model's name)")
+                   "(kws01, vww01, ad01, ic01: the device then takes that benchmark's official input "
+                   "encoding and prints its results format; default: the model's name, raw int8 input)")
+    b.add_argument("--mlperf-mode", choices=["performance", "energy"], default="performance",
+                   help="with --protocol mlperf: performance (m-lap-us timestamps) or energy (EEMBC energy mode: "
+                        "9,600 baud, timestamps pulse the board profile's [mlperf] timestamp_pin)")
+    b.add_argument("--mlperf-baud", type=int, help="with --protocol mlperf: the UART baud rate (default: 9600 in "
+                   "energy mode, else the board profile's [mlperf] baud or serial.baud)")
     b.add_argument("--arena-guard", action="store_true",
                    help="debug build: canaries around the arena and every buffer, checked after every layer; "
                         "a layer writing outside its buffer stops the run and the bench names it")
     b.set_defaults(func=cmd_build)
+
+    m = sub.add_parser("mlperf", help="run the MLPerf Tiny runner's accuracy or performance flow on a "
+                       "--protocol mlperf build")
+    m.add_argument("build", help="build folder (edgec build --protocol mlperf --mlperf-model kws01|vww01|ic01|ad01)")
+    m.add_argument("--dataset", required=True, help="folder with <model>/y_labels.csv and its files (the runner's "
+                   "layout, inputs in the official encodings)")
+    m.add_argument("--mode", choices=["accuracy", "performance"], default="accuracy")
+    m.add_argument("--results", help="folder for <model>/<mode>/results.txt and results.json "
+                   "(default BUILD/mlperf-results)")
+    m.add_argument("--port", help="serial port of a real board (emulated boards are started by edgec)")
+    m.add_argument("--window-seconds", type=float, default=10.0,
+                   help="performance: each window runs long enough to last this long on the board (rules: 10)")
+    m.add_argument("--limit", type=int, help="accuracy: only the first N files")
+    m.set_defaults(func=cmd_mlperf)
 
     e = sub.add_parser("export", help="write a quantized model as a library for your own firmware")
     e.add_argument("model", help="float ONNX model")

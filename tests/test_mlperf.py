@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, assert_clean_error, edgec
 from edgec import api
 from edgec.quant import artifact
 from edgec.quant import quantize
@@ -21,7 +21,7 @@ DIGITS = EXAMPLES / "digits_cnn"
 @pytest.mark.parametrize("board", ["host", "qemu-cortex-m4"])
 def test_mlperf_runner_protocol(board, tmp_path):
     out = tmp_path / "b"
-    rep = api.build(DIGITS / "model.onnx", DIGITS / "calib.npz", board, out, protocol="mlperf", mlperf_model="ic01")
+    rep = api.build(DIGITS / "model.onnx", DIGITS / "calib.npz", board, out, protocol="mlperf", mlperf_model="digits01")   # not an MLPerf benchmark: raw int8 input
     assert rep["protocol"] == "mlperf"
     _, the_board, firmware = api.load_build(out)
     graph = artifact.load_graph(out)
@@ -31,7 +31,7 @@ def test_mlperf_runner_protocol(board, tmp_path):
     with open_mlperf(the_board, firmware) as dut:
         c = dut.client
         assert c.name() == "edgec"
-        assert c.profile() == {"profile": "ULPMark for tinyML Firmware V0.0.1", "model": "ic01"}
+        assert c.profile() == {"profile": "ULPMark for tinyML Firmware V0.0.1", "model": "digits01"}
         with pytest.raises(EdgecError, match=r"refused 'infer 1 0': e-\[Input db has 0 bytes, expected 64\]"):
             c.infer(1, 0)
         for i in range(len(xq)):
@@ -49,7 +49,11 @@ def test_mlperf_runner_protocol(board, tmp_path):
             c.command("bogus")
         with pytest.raises(EdgecError, match=r"exceeds maximum of 64"):
             c.command("db load 65")
-    assert api.flash(out) == {"protocol": "mlperf", "board": board, "name": "edgec", "model": "ic01",
+    assert api.flash(out) == {"protocol": "mlperf", "board": board, "name": "edgec", "model": "digits01",
                               "profile": "ULPMark for tinyML Firmware V0.0.1"}
     with pytest.raises(EdgecError, match="speaks the mlperf protocol"):
         api.bench(out, DIGITS / "test.npz", limit=1)
+    # `edgec mlperf` wants the runner's dataset layout; without it, one line and nothing written
+    p = edgec("mlperf", out, "--dataset", tmp_path / "datasets")
+    assert_clean_error(p, "digits01/y_labels.csv does not exist")
+    assert not (out / "mlperf-results").exists()

@@ -76,6 +76,10 @@ class Device:
         self.link = link
         self._process = process
 
+    def process_output(self) -> list[str]:
+        """The last lines the started emulator or host program printed (not the UART)."""
+        return list(self._process.tail) if self._process is not None else []
+
     def close(self) -> None:
         self.link.close()
         if self._process is not None:
@@ -116,12 +120,13 @@ def _start_program(board: Board, firmware: Path) -> tuple[_Process, str]:
     return proc, proc.wait_for_match(STARTUP_TIMEOUT).group(1)
 
 
-def open_serial(board: Board, firmware: Path | None, port: str | None = None, gdb_load=None):
+def open_serial(board: Board, firmware: Path | None, port: str | None = None, gdb_load=None, baud: int | None = None):
     """Run `firmware` for `board` (or, with `port`, use a board already flashed) and open its serial port:
     (pyserial object, started process or None).  The caller closes both (Device does).
     A real board's port "auto" (or none) is found from the profile's USB IDs (edgec/device/ports.py).
     gdb_load(address): on an emulated board, start the emulator halted with an empty flash and its GDB stub,
-    and let gdb_load write the firmware through that stub before the board runs."""
+    and let gdb_load write the firmware through that stub before the board runs.
+    baud: instead of the profile's serial.baud (an MLPerf firmware's own rate)."""
     process = None
     try:
         local = board.serial_port in (PORT_EMULATOR, PORT_PROGRAM)
@@ -142,7 +147,7 @@ def open_serial(board: Board, firmware: Path | None, port: str | None = None, gd
                     process, url = start(board, firmware)
                     gdb_load = None
         try:
-            ser = serial.serial_for_url(url, baudrate=board.serial_baud, timeout=0.05)
+            ser = serial.serial_for_url(url, baudrate=baud or board.serial_baud, timeout=0.05)
         except (serial.SerialException, OSError, ValueError) as e:
             raise EdgecError(f"cannot open serial port {url} of board '{board.name}': {e}") from None
         if process is not None and gdb_load is not None:

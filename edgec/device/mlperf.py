@@ -129,11 +129,38 @@ def parse_infer(lines: list[str]) -> dict:
     return out
 
 
-def open_mlperf(board: Board, firmware: Path | None, port: str | None = None):
+def wait_for_banner(ser, timeout: float = 20.0) -> list[str]:
+    """Read a freshly started firmware's boot lines up to its first m-ready and return them.  Under QEMU
+    the firmware starts only when the port is first opened, so its banner would otherwise land in the
+    reply to the runner's first command (a real board has sent it before the port is opened)."""
+    client = MlperfClient(ser, timeout=timeout, describe="the emulated board")
+    return client._until_ready("boot", timeout)
+
+
+def open_for_runner(board: Board, firmware: Path | None, baud: int | None = None):
+    """Start the firmware of an emulated (or host) board for another program, e.g. the MLCommons runner:
+    (pyserial URL, started process).  The boot banner is read and the port closed again, so the runner
+    that opens the URL next finds the board as a real one: booted, m-ready already sent."""
+    from edgec.device.device import open_serial
+
+    ser, process = open_serial(board, firmware, None, baud=baud)
+    try:
+        wait_for_banner(ser)
+        url = ser.portstr
+    except BaseException:
+        if process is not None:
+            process.kill()
+        raise
+    finally:
+        ser.close()
+    return url, process
+
+
+def open_mlperf(board: Board, firmware: Path | None, port: str | None = None, baud: int | None = None):
     """Start a --protocol mlperf firmware and return a Device whose .client is an MlperfClient."""
     from edgec.device.device import Device, open_serial
 
-    ser, process = open_serial(board, firmware, port)
+    ser, process = open_serial(board, firmware, port, baud=baud)
     client = MlperfClient(ser, describe=f"board '{board.name}'")
     dev = Device(board, client, process)
     dev.client = client

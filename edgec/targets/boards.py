@@ -53,11 +53,12 @@ EMULATOR_DEVIATIONS = {
 FRAMEWORKS = ("", "arduino")   # "" = edgec's own local platform (no vendor framework)
 _TOP_KEYS = {"name", "description", "cpu", "fpu", "dsp", "clock_hz", "ram_bytes", "flash_bytes", "emulated",
              "tested_on_hardware", "cpu_flags", "reserved_ram_bytes", "reserved_flash_bytes", "memory",
-             "platformio", "serial", "timing", "emulator", "flash"}
+             "platformio", "serial", "timing", "emulator", "flash", "mlperf"}
 _TABLE_KEYS = {"platformio": {"platform", "board", "framework", "build_flags", "options"},
                "serial": {"baud", "port"}, "timing": {"method", "unit", "tick_hz", "units_per_tick"},
                "emulator": {"command", "deviations"},
-               "flash": {"probe", "usb", "openocd", "pyocd_target", "esptool_chip", "connect"}}
+               "flash": {"probe", "usb", "openocd", "pyocd_target", "esptool_chip", "connect"},
+               "mlperf": {"baud", "timestamp_pin"}}
 # how edgec writes a firmware into a board ([flash] probe, or `--probe`); edgec/device/flash.py runs them
 PROBES = {
     "emulator": "start the emulator with the firmware (emulated boards)",
@@ -127,6 +128,8 @@ class Board:
     reserved_flash_bytes: int = 0   # flash the framework and harness take before the model (estimate)
     regions: tuple[Region, ...] = ()
     flash: FlashSettings = FlashSettings()
+    mlperf_baud: int = 0            # [mlperf] baud: the MLPerf Tiny performance-mode baud (0 = serial.baud)
+    mlperf_timestamp_pin: str = ""  # [mlperf] timestamp_pin: the EEMBC energy-mode timestamp GPIO (e.g. "D7")
     path: Path = field(default=Path(), compare=False)
 
     @property
@@ -260,7 +263,9 @@ def _parse(data: dict, path: Path) -> Board:
     timing = _get(data, "timing", dict, "", path)
     emulated = _get(data, "emulated", bool, "", path)
     emulator = _get(data, "emulator", dict, "", path, default={}) if emulated else {}
-    for key, table in (("platformio", pio), ("serial", serial), ("timing", timing), ("emulator", emulator)):
+    mlperf = _get(data, "mlperf", dict, "", path, default={})
+    for key, table in (("platformio", pio), ("serial", serial), ("timing", timing), ("emulator", emulator),
+                       ("mlperf", mlperf)):
         _check_keys(table, _TABLE_KEYS[key], key + ".", path)
     name = _get(data, "name", str, "", path)
     if not _NAME_RE.match(name):
@@ -298,6 +303,8 @@ def _parse(data: dict, path: Path) -> Board:
         reserved_flash_bytes=_get(data, "reserved_flash_bytes", int, "", path, default=0),
         regions=_regions(data, path),
         flash=_flash_settings(data, emulated or serial.get("port") in (PORT_EMULATOR, PORT_PROGRAM), path),
+        mlperf_baud=_get(mlperf, "baud", int, "mlperf.", path, default=0),
+        mlperf_timestamp_pin=_get(mlperf, "timestamp_pin", str, "mlperf.", path, default=""),
         path=path,
     )
     _check(board, path)

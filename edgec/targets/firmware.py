@@ -114,9 +114,10 @@ def _render(template: str, **values) -> str:
 
 
 def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: str, protocol: str = "edgec",
-                  mlperf_model: str | None = None) -> Path:
+                  mlperf_model: str | None = None, mlperf: dict | None = None) -> Path:
     """Render a PlatformIO project building the model library in model_dir with the benchmark main
-    (protocol "edgec": edgec's serial link; "mlperf": the MLPerf Tiny runner's protocol)."""
+    (protocol "edgec": edgec's serial link; "mlperf": the MLPerf Tiny runner's protocol, configured by
+    `mlperf`, edgec.targets.mlperf_firmware.settings)."""
     project_dir, model_dir = Path(project_dir), Path(model_dir)
     if not _IDENT_RE.match(model_name):
         raise EdgecError(f"model name '{model_name}' is not a C identifier")
@@ -142,7 +143,10 @@ def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: 
     harness = resource_dir("runtime_c") / "harness"     # the firmware harness, never part of a model library
     for name in runtime_files:
         shutil.copy2(harness / name, src / name)
-    values = dict(name=model_name, NAME=model_name.upper(), board=board, mlperf_model=mlperf_model)
+    if protocol == "mlperf" and mlperf is None:
+        raise EdgecError("an MLPerf firmware needs its settings (edgec.targets.mlperf_firmware.settings)")
+    values = dict(name=model_name, NAME=model_name.upper(), board=board, mlperf_model=mlperf_model,
+                  mlperf=mlperf if protocol == "mlperf" else None)
     main_file = "bench_main.c" if board.framework else "main.c"
     (src / main_file).write_text(_render(main_template, **values))
     if board.framework:

@@ -31,36 +31,123 @@ static void put_hex2(uint8_t b)
 }
 
 /* "%0.3f" of v, without printf */
+static void put_i32(int32_t v)
+{
+    if (v < 0) { puts_("-"); put_u64((uint64_t)(-(int64_t)v)); }
+    else put_u64((uint64_t)v);
+}
+
+/* "%0.3f" of v as printf prints it, without printf: v * 1000 is exact in double (24 + 10 bits), so the
+ * rounding (half to even on the exact value, like glibc and Python) is exact too */
 static void put_fixed3(float v)
 {
     if (v > 2e9f) v = 2e9f;
     if (v < -2e9f) v = -2e9f;
-    int neg = v < 0;
-    uint64_t milli = (uint64_t)((neg ? -v : v) * 1000.0f + 0.5f);
-    if (neg && milli) puts_("-");
+    double x = (double)(v < 0 ? -v : v) * 1000.0;
+    uint64_t milli = (uint64_t)x;
+    double frac = x - (double)milli;
+    if (frac > 0.5 || (frac == 0.5 && (milli & 1u))) milli++;
+    if (v < 0) puts_("-");
     put_u64(milli / 1000u);
     puts_(".");
-    char frac[4] = {(char)('0' + milli / 100u % 10u), (char)('0' + milli / 10u % 10u), (char)('0' + milli % 10u), 0};
-    puts_(frac);
+    char digits[4] = {(char)('0' + milli / 100u % 10u), (char)('0' + milli / 10u % 10u), (char)('0' + milli % 10u), 0};
+    puts_(digits);
 }
 
-static void timestamp(void)
+/* the KWS reference firmware's "0.%d%d%d" of int(v*10), int(v*100)%10, int(v*1000)%10 (truncated) */
+static void put_trunc3(float v)
 {
+    puts_("0.");
+    put_i32((int32_t)(v * 10));
+    put_i32((int32_t)(v * 100) % 10);
+    put_i32((int32_t)(v * 1000) % 10);
+}
+
+static void timestamp(const edgec_mlperf_model *m)
+{
+    if (m->energy_mode) {
+        /* EEMBC energy mode: pull the timestamp pin low for >= 10 us, then release it */
+        uint64_t t0 = edgec_ticks(), hold = edgec_tick_hz() / 100000u + 1u;
+        m->timestamp_pin(0);
+        while (edgec_ticks() - t0 < hold) { }
+        m->timestamp_pin(1);
+        return;
+    }
     uint64_t t = edgec_ticks(), hz = edgec_tick_hz();
     puts_("m-lap-us-");
     put_u64(t / hz * 1000000u + t % hz * 1000000u / hz);
     puts_("\r\n");
 }
 
+static float dequantized(const edgec_mlperf_model *m, uint32_t i)
+{
+    return (float)((int32_t)m->output[i] - m->output_zero_point) * m->output_scale;
+}
+
+/* AD: mean over the input of (dequantized output - float input)^2, summed in order in single precision.
+ * The volatiles keep the compiler from fusing a multiply and an add (the host twin rounds each step). */
+static float anomaly_score(const edgec_mlperf_model *m)
+{
+    float sum = 0.0f;
+    for (uint32_t i = 0; i < m->output_bytes; i++) {
+        float x;
+        memcpy(&x, m->db + 4u * i, sizeof x);
+        volatile float out = dequantized(m, i);
+        volatile float d = out - x;
+        volatile float sq = d * d;
+        sum = sum + sq;
+    }
+    return sum / (float)m->output_bytes;
+}
+
 static void results(const edgec_mlperf_model *m)
 {
     puts_("m-results-[");
-    for (uint32_t i = 0; i < m->output_bytes; i++) {
-        put_fixed3((float)((int32_t)m->output[i] - m->output_zero_point) * m->output_scale);
-        if (i + 1 < m->output_bytes) puts_(",");
+    if (m->results_format == EDGEC_MLPERF_SCORE) {
+        put_fixed3(anomaly_score(m));
+    } else {
+        for (uint32_t i = 0; i < m->output_bytes; i++) {
+            if (m->results_format == EDGEC_MLPERF_TRUNC3) put_trunc3(dequantized(m, i));
+            else put_fixed3(dequantized(m, i));
+            if (i + 1 < m->output_bytes || m->results_format == EDGEC_MLPERF_FIXED3_TRAILING) puts_(",");
+        }
     }
     puts_("]\r\n");
 }
+
+/* One official-encoding value -> the model's int8 input: round(x / scale) half away from zero, + zero
+ * point, clamped; every step in single precision (edgec.device.mlperf_encoding.to_model_input). */
+static int8_t quantized(const edgec_mlperf_model *m, float x)
+{
+    float v = x / m->input_scale;
+    float a = v < 0 ? -v : v;
+    if (!(a < 1000.0f)) a = 1000.0f;
+    int32_t r = (int32_t)(a + 0.5f);
+    int32_t q = (v < 0 ? -r : r) + m->input_zero_point;
+    return (int8_t)(q < -128 ? -128 : q > 127 ? 127 : q);
+}
+
+static void convert_input(const edgec_mlperf_model *m)
+{
+    uint32_t n = m->input_bytes, c = m->chw_channels, hw = c ? n / c : 0;
+    for (uint32_t i = 0; i < n; i++) {
+        int8_t q;
+        if (m->encoding == EDGEC_MLPERF_RAW) {
+            q = (int8_t)m->db[i];
+        } else {
+            float x;
+            if (m->encoding == EDGEC_MLPERF_FLOAT32) {
+                memcpy(&x, m->db + 4u * i, sizeof x);
+            } else {
+                int32_t v = m->encoding == EDGEC_MLPERF_INT8 ? (int32_t)(int8_t)m->db[i] : (int32_t)m->db[i];
+                x = (float)(v - m->encoding_zero_point) * m->encoding_scale;
+            }
+            q = quantized(m, x);
+        }
+        m->staged[c ? i % c * hw + i / c : i] = q;   /* NHWC element i -> NCHW */
+    }
+}
+
 
 /* strtok-free word splitting: the next word of *p (NUL-terminated in place), or 0 */
 static char *word(char **p)
@@ -104,9 +191,9 @@ static void db_command(const edgec_mlperf_model *m, char **rest)
     } else if (strcmp(sub, "load") == 0) {
         if (!to_uint(word(rest), &n) || n == 0) {
             line("e-[Command 'db load' requires the # of bytes, >0]");
-        } else if (n > m->input_bytes) {
+        } else if (n > m->db_bytes) {
             puts_("e-[Supplied buffer size "); put_u64(n); puts_(" exceeds maximum of ");
-            put_u64(m->input_bytes); puts_("]\r\n");
+            put_u64(m->db_bytes); puts_("]\r\n");
         } else {
             db_size = n;
             db_pos = 0;
@@ -137,19 +224,20 @@ static void infer(const edgec_mlperf_model *m, char **rest)
     char *a = word(rest), *b = word(rest);
     if (a && (!to_uint(a, &n) || n == 0)) { line("e-[Inference iterations must be >0]"); return; }
     if (b && !to_uint(b, &w)) { line("e-[Inference warmup must be >=0]"); return; }
-    if (db_size != m->input_bytes || db_pos != db_size) {
-        puts_("e-[Input db has "); put_u64(db_pos); puts_(" bytes, expected "); put_u64(m->input_bytes);
+    if (db_size != m->db_bytes || db_pos != db_size) {
+        puts_("e-[Input db has "); put_u64(db_pos); puts_(" bytes, expected "); put_u64(m->db_bytes);
         puts_("]\r\n");
         return;
     }
+    convert_input(m);
     puts_("m-warmup-start-"); put_u64(w); puts_("\r\n");
-    while (w--) { memcpy(m->input, m->db, m->input_bytes); m->invoke(); }
+    while (w--) { memcpy(m->input, m->staged, m->input_bytes); m->invoke(); }
     line("m-warmup-done");
     puts_("m-infer-start-"); put_u64(n); puts_("\r\n");
     edgec_uart_flush();
-    timestamp();
-    for (uint32_t i = 0; i < n; i++) { memcpy(m->input, m->db, m->input_bytes); m->invoke(); }
-    timestamp();
+    timestamp(m);
+    for (uint32_t i = 0; i < n; i++) { memcpy(m->input, m->staged, m->input_bytes); m->invoke(); }
+    timestamp(m);
     line("m-infer-done");
     results(m);
 }
@@ -162,7 +250,7 @@ static void dispatch(const edgec_mlperf_model *m, char *text)
     } else if (strcmp(w, "name") == 0) {
         line("m-name-dut-[edgec]");
     } else if (strcmp(w, "timestamp") == 0) {
-        timestamp();
+        timestamp(m);
     } else if (strcmp(w, "profile") == 0) {
         line("m-profile-[" FW_VERSION "]");
         puts_("m-model-["); puts_(m->model_version); puts_("]\r\n");
@@ -185,8 +273,9 @@ static void dispatch(const edgec_mlperf_model *m, char *text)
 void edgec_mlperf_serve(const edgec_mlperf_model *m)
 {
     uint32_t pos = 0;
-    line("m-timestamp-mode-performance");
-    timestamp();
+    db_size = db_pos = 0;      /* the db state belongs to this model's buffer */
+    line(m->energy_mode ? "m-timestamp-mode-energy" : "m-timestamp-mode-performance");
+    timestamp(m);
     line("m-init-done");
     line("m-ready");
     edgec_uart_flush();

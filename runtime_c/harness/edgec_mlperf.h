@@ -7,36 +7,60 @@
  *   every reply ends with the line "m-ready"; errors are "e-[...]" lines.
  *   name          -> m-name-dut-[edgec]
  *   profile       -> m-profile-[ULPMark for tinyML Firmware V0.0.1], m-model-[MODEL]
- *   timestamp     -> m-lap-us-N               (microseconds of the board's tick counter)
- *   db load N     -> m-[Expecting N bytes]    (N <= the model's input bytes)
+ *   timestamp     -> a timestamp (see below)
+ *   db load N     -> m-[Expecting N bytes]    (N <= the benchmark's input bytes, db_bytes)
  *   db HEX...     -> m-load-done once N bytes have arrived (the runner sends 31 bytes per command)
  *   db print      -> m-buffer-xx-xx-...       (8 bytes per line)
- *   infer N W     -> m-warmup-start-W, m-warmup-done, m-infer-start-N, m-lap-us-T0, m-lap-us-T1,
- *                    m-infer-done, m-results-[v0,v1,...]   (W warm-up runs, then N timed runs)
- *   results       -> m-results-[v0,v1,...]    (dequantized outputs, "%0.3f" each)
- * At start: m-timestamp-mode-performance, m-lap-us-N, m-init-done, m-ready.
+ *   infer N W     -> m-warmup-start-W, m-warmup-done, m-infer-start-N, timestamp, timestamp,
+ *                    m-infer-done, m-results-[...]   (W warm-up runs, then N timed runs)
+ *   results       -> m-results-[...]          (formatted as the benchmark's reference firmware does)
+ * At start: m-timestamp-mode-performance (or -energy), a timestamp, m-init-done, m-ready.
  *
- * The db bytes are the model's int8 input (quantized with NAME_INPUT_SCALE / _ZERO_POINT), byte for
- * byte, in the ONNX model's layout.  (The MLPerf IC/VWW reference firmwares take uint8 pixels and
- * subtract 128 themselves; for an edgec model the host sends the quantized bytes.)  The input is
- * copied into the model before every run, inside the timed loop, because the model's arena may reuse
- * the input's bytes.
- * Time: m-lap-us-N is the board tick counter in microseconds; on the QEMU boards that is emulated time
- * (-icount shift=0: one instruction = 1 ns), not time at the real chip's clock. */
+ * Timestamps: in performance mode the line m-lap-us-N, N = the board tick counter in microseconds (on
+ * the QEMU boards emulated time, -icount shift=0: one instruction = 1 ns).  In energy mode (the EEMBC
+ * energy configuration, the UART behind the energy monitor at 9,600 baud) no line: the timestamp pin is
+ * pulled low for at least 10 us and released, which the energy monitor records.
+ *
+ * Inputs: the db bytes are the benchmark's official encoding (`encoding`): raw (the model's own int8
+ * input, byte for byte), int8 or uint8 values v meaning (v - encoding_zero_point) * encoding_scale
+ * (KWS: int8 MFCCs with the reference model's scale/zero point; IC, VWW: uint8 pixels), or float32
+ * little-endian values (AD).  `infer` converts them once, before the warm-ups, to the model's input
+ * quantization (round half away from zero in single precision; edgec.device.mlperf_encoding is the
+ * host twin, bit for bit), from NHWC to NCHW when `chw_channels` > 0.  The converted input is copied
+ * into the model before every run, inside the timed loop, because the model's arena may reuse it.
+ * AD (results_format SCORE): the result is the anomaly score, the mean squared error between the
+ * dequantized reconstruction and the float input, as the reference firmware computes it. */
 #ifndef EDGEC_MLPERF_H
 #define EDGEC_MLPERF_H
 #include <stdint.h>
+
+enum { EDGEC_MLPERF_RAW = 0, EDGEC_MLPERF_INT8 = 1, EDGEC_MLPERF_UINT8 = 2, EDGEC_MLPERF_FLOAT32 = 3 };
+/* m-results-[...]: "%0.3f" per output (IC); the same with a trailing ',' (VWW's reference firmware
+ * prints 2 values as if there were 3); "0.%d%d%d" truncated digits (KWS); one "%0.3f" score (AD). */
+enum { EDGEC_MLPERF_FIXED3 = 0, EDGEC_MLPERF_FIXED3_TRAILING = 1, EDGEC_MLPERF_TRUNC3 = 2,
+       EDGEC_MLPERF_SCORE = 3 };
 
 typedef struct {
     const char *model_version;  /* m-model-[...]: e.g. kws01, vww01, ad01, ic01, or the model's name */
     int8_t *input;
     uint32_t input_bytes;
+    float input_scale;
+    int32_t input_zero_point;
     const int8_t *output;
     uint32_t output_bytes;
     float output_scale;
     int32_t output_zero_point;
     int (*invoke)(void);
-    uint8_t *db;                /* input_bytes of buffer for the db commands */
+    uint8_t *db;                /* db_bytes of buffer for the db commands (4-byte aligned) */
+    uint32_t db_bytes;          /* input_bytes values in the official encoding */
+    int8_t *staged;             /* input_bytes: the converted input */
+    int encoding;               /* EDGEC_MLPERF_RAW / INT8 / UINT8 / FLOAT32 */
+    float encoding_scale;
+    int32_t encoding_zero_point;
+    uint32_t chw_channels;      /* > 0: the db is NHWC with this many channels, the model wants NCHW */
+    int results_format;         /* EDGEC_MLPERF_FIXED3 / FIXED3_TRAILING / TRUNC3 / SCORE */
+    int energy_mode;            /* 1: timestamps pulse the pin instead of printing m-lap-us */
+    void (*timestamp_pin)(int level);   /* energy mode: drive the timestamp GPIO (0 = low) */
 } edgec_mlperf_model;
 
 /* Serve the runner's commands forever (never returns). */
