@@ -395,3 +395,16 @@ ONNX = {
     "Add": import_add, "Sub": import_binary, "Mul": import_mul, "Div": import_binary, "Pow": import_binary,
     "Max": import_max, "Min": import_min, "Sum": import_sum, "Mean": import_mean, "PRelu": import_prelu,
 }
+
+
+# ---- TFLite import (edgec/frontend/tflite.py)
+def import_tflite_add(tx, op):
+    """ADD of two int8 activations of one shape (TFLite's int8 Add: left shift 20, three multipliers)."""
+    o, a, b = tx.options(op), tx.input(op, 0), tx.input(op, 1)
+    if tx.tensor(a).shape != tx.tensor(b).shape:
+        raise tx.unsupported("ADD with broadcasting")
+    out = tx.output(op)
+    tx.emit("add", op, [a, b], out, None, tx.act_range(op, out, o.FusedActivationFunction()))
+
+
+TFLITE = {"ADD": import_tflite_add}

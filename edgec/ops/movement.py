@@ -359,3 +359,15 @@ ONNX = {
     "Identity": alias, "Dropout": alias, "Transpose": import_transpose,
     "Flatten": import_view, "Reshape": import_view, "Squeeze": import_view, "Unsqueeze": import_view,
 }
+
+
+# ---- TFLite import (edgec/frontend/tflite.py)
+def import_tflite_reshape(tx, op):
+    """RESHAPE / SQUEEZE / EXPAND_DIMS: a view of the same bytes (same quantization)."""
+    x = tx.input(op, 0)
+    out = tx.output(op)
+    tx.same_qparams(x, out, tx.op_name(op))
+    tx.emit("reshape", op, [x], out)
+
+
+TFLITE = {"RESHAPE": import_tflite_reshape, "SQUEEZE": import_tflite_reshape, "EXPAND_DIMS": import_tflite_reshape}

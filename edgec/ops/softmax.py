@@ -9,10 +9,13 @@ import numpy as np
 
 from edgec.errors import EdgecError
 from edgec.ir import Op, Tensor
-from edgec.ops import cemit
+from edgec.ops import cemit, gemmlowp
 from edgec.ops.opdef import CallSite, OpDef
+from edgec.quant.scheme import quantize_multiplier
 
 
+SCALED_DIFF_BITS = 5     # TFLite softmax: integer bits of the rescaled input difference (Q5.26)
+ACCUM_BITS = 12          # and of the sum of exps (Q12.19)
 LOG_Q = 16
 LN2_Q16 = 45426  # round(ln 2 * 2**16)
 
@@ -31,7 +34,20 @@ def log2_table() -> np.ndarray:
 
 def quantize_softmax(op: Op, ins: list[Tensor], out: Tensor) -> None:
     op.params = dict(rows=op.attrs["rows"], cols=op.attrs["cols"])
+    if op.attrs.get("arithmetic") == "tflite":       # a .tflite model's softmax: TFLite's own fixed-point one
+        op.params.update(tflite_softmax_params(ins[0].scale, op.attrs.get("beta", 1.0)))
+        return
     op.arrays["exp_table"] = np.asarray(softmax_table(ins[0].scale), np.uint32)
+
+
+def tflite_softmax_params(input_scale: float, beta: float) -> dict:
+    """TFLite's PreprocessSoftmaxScaling and CalculateInputRadius (5 integer bits of the scaled difference)."""
+    real = min(float(beta) * float(input_scale) * (1 << (31 - SCALED_DIFF_BITS)), (1 << 31) - 1.0)
+    mult, shift = quantize_multiplier(real)
+    if shift < 0:
+        raise EdgecError(f"softmax input scale {input_scale} x beta {beta} is too small for TFLite's softmax")
+    radius = math.floor(((1 << SCALED_DIFF_BITS) - 1) * (1 << (31 - SCALED_DIFF_BITS)) / (1 << shift))
+    return dict(input_multiplier=mult, input_left_shift=shift, diff_min=-radius)
 
 
 def quantize_log_softmax(op: Op, ins: list[Tensor], out: Tensor) -> None:
@@ -54,6 +70,24 @@ def softmax_s8(x, exp_table) -> np.ndarray:
     q = (e * np.uint64(512) + s) // (np.uint64(2) * s)
     out = q.astype(np.int64) - 128
     return np.clip(out, -128, 127).astype(np.int8).reshape(x.shape)
+
+
+def softmax_tflite_s8(p: dict, x) -> np.ndarray:
+    """TFLite reference_ops::Softmax (int8 -> int8, as TFLM runs it): gemmlowp's fixed-point exp of the
+    rescaled difference from the row's max, a Q12 sum, its reciprocal by Newton-Raphson, output scale 1/256."""
+    x = np.asarray(x, np.int8).reshape(int(p["rows"]), int(p["cols"])).astype(np.int64)
+    diff = x - x.max(axis=1, keepdims=True)
+    used = diff >= int(p["diff_min"])
+    scaled = gemmlowp.srdhm(diff << int(p["input_left_shift"]), int(p["input_multiplier"]))
+    e = gemmlowp.exp_on_negative_values(scaled, SCALED_DIFF_BITS)              # Q0.31
+    total = np.where(used, gemmlowp.rdivpot(e, ACCUM_BITS), 0).sum(axis=1, keepdims=True)
+    total = gemmlowp.wrap32(total)
+    headroom = 32 - np.frexp(np.maximum(total, 1).astype(np.float64))[1].astype(np.int64)   # leading zeros
+    bits_over_unit = ACCUM_BITS - headroom
+    shifted = gemmlowp.wrap32((total << headroom) - (1 << 31))
+    recip = gemmlowp.one_over_one_plus_x(shifted)
+    out = gemmlowp.rdivpot(gemmlowp.srdhm(recip, e), bits_over_unit + 31 - 8) - 128
+    return np.where(used, np.clip(out, -128, 127), -128).astype(np.int8).reshape(-1)
 
 
 def _round_div_pot(v, bits):
@@ -80,6 +114,8 @@ def log_softmax_s8(p: dict, exp_table, log_table, x) -> np.ndarray:
 
 def run_softmax(op: Op, inputs: list) -> np.ndarray:
     p = op.params
+    if "input_multiplier" in p:
+        return softmax_tflite_s8(p, inputs[0])
     return softmax_s8(inputs[0].reshape(p["rows"], p["cols"]), op.arrays["exp_table"])
 
 
@@ -98,6 +134,9 @@ def _float(op: Op, x, log: bool):
 # ---- C ------------------------------------------------------------------------------------------
 def c_softmax(op: Op, site: CallSite) -> str:
     p = op.params
+    if "input_multiplier" in p:
+        return cemit.with_params("edgec_softmax_tflite_params", p,
+                                 f"edgec_softmax_tflite_s8(&p, {site.inputs[0]}, {site.output});")
     return (f"edgec_softmax_s8({p['rows']}, {p['cols']}, {site.arrays['exp_table']}, {site.inputs[0]},\n"
             f"        {site.output});")
 
@@ -158,3 +197,19 @@ def import_log_softmax(cx, node):
 
 
 ONNX = {"Softmax": import_softmax, "LogSoftmax": import_log_softmax}
+
+
+# ---- TFLite import (edgec/frontend/tflite.py)
+def import_tflite_softmax(tx, op):
+    """SOFTMAX over the last axis, TFLite's arithmetic (`arithmetic="tflite"`); output scale 1/256, zero point
+    -128 as TFLite requires."""
+    x, out = tx.input(op, 0), tx.output(op)
+    shape = tx.tensor(x).shape
+    t = tx.tensor(out)
+    if (t.scale, t.zero_point) != (1.0 / 256.0, -128):
+        raise tx.unsupported(f"int8 softmax output quantized ({t.scale}, {t.zero_point}), not (1/256, -128)")
+    tx.emit("softmax", op, [x], out, rows=int(np.prod(shape[:-1], dtype=np.int64)), cols=int(shape[-1]),
+            beta=float(tx.options(op).Beta()), arithmetic="tflite")
+
+
+TFLITE = {"SOFTMAX": import_tflite_softmax}
