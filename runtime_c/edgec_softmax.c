@@ -55,3 +55,110 @@ void edgec_log_softmax_s8(const edgec_log_softmax_params *p, const uint32_t *exp
         }
     }
 }
+
+/* ---- TFLite's softmax: gemmlowp fixed point (int32 raw values; wrapping adds done in uint32) */
+static inline int32_t edgec_add32(int32_t a, int32_t b)
+{
+    return (int32_t)((uint32_t)a + (uint32_t)b);
+}
+
+static inline int32_t edgec_srdhm(int32_t a, int32_t b) /* SaturatingRoundingDoublingHighMul */
+{
+    int64_t ab;
+    if (a == INT32_MIN && b == INT32_MIN) {
+        return INT32_MAX;
+    }
+    ab = (int64_t)a * (int64_t)b;
+    return (int32_t)((ab + (ab >= 0 ? ((int64_t)1 << 30) : (1 - ((int64_t)1 << 30)))) / ((int64_t)1 << 31));
+}
+
+static inline int32_t edgec_rdivpot(int32_t x, int32_t e) /* RoundingDivideByPOT */
+{
+    const int32_t mask = (int32_t)(((uint32_t)1 << e) - 1u);
+    const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+    const int32_t floored = x >= 0 ? (x >> e) : ~((~x) >> e);
+    return floored + ((x & mask) > threshold ? 1 : 0);
+}
+
+static inline int32_t edgec_sat_shl(int32_t x, int32_t e) /* SaturatingRoundingMultiplyByPOT, e > 0 */
+{
+    const int32_t threshold = (int32_t)(((uint32_t)1 << (31 - e)) - 1u);
+    if (x > threshold) {
+        return INT32_MAX;
+    }
+    if (x < -threshold) {
+        return INT32_MIN;
+    }
+    return (int32_t)((uint32_t)x << e);
+}
+
+static int32_t edgec_exp_on_negative_values(int32_t a) /* Q5.26 <= 0 -> Q0.31 */
+{
+    static const int32_t barrel[7] = {1672461947, 1302514674, 790015084, 290630308, 39332535, 720401, 242};
+    const int32_t quarter = (int32_t)1 << 24;
+    const int32_t a_mod = edgec_add32(a & (quarter - 1), -quarter);
+    const int32_t x = edgec_add32(edgec_sat_shl(a_mod, 5), (int32_t)1 << 28);
+    const int32_t x2 = edgec_srdhm(x, x), x3 = edgec_srdhm(x2, x), x4 = edgec_srdhm(x2, x2);
+    const int32_t poly = edgec_rdivpot(
+        edgec_add32(edgec_srdhm(edgec_add32(edgec_rdivpot(x4, 2), x3), 715827883), x2), 1);
+    int32_t result = edgec_add32(1895147668, edgec_srdhm(1895147668, edgec_add32(x, poly)));
+    const int32_t remainder = (int32_t)((uint32_t)a_mod - (uint32_t)a);
+    int32_t k;
+    for (k = 0; k < 7; ++k) {
+        if ((uint32_t)remainder & ((uint32_t)1 << (24 + k))) {
+            result = edgec_srdhm(result, barrel[k]);
+        }
+    }
+    return a == 0 ? INT32_MAX : result;
+}
+
+static int32_t edgec_one_over_one_plus_x(int32_t a) /* Q0.31 in [0, 1) -> Q0.31 */
+{
+    const int64_t s = (int64_t)a + INT32_MAX;
+    const int32_t half = (int32_t)((s + (s >= 0 ? 1 : -1)) / 2);
+    int32_t x = edgec_add32(1515870810, edgec_srdhm(half, -1010580540));
+    int k;
+    for (k = 0; k < 3; ++k) {
+        const int32_t one_minus = edgec_add32((int32_t)1 << 29, -edgec_srdhm(half, x));
+        x = edgec_add32(x, edgec_sat_shl(edgec_srdhm(x, one_minus), 2));
+    }
+    return edgec_sat_shl(x, 1);
+}
+
+void edgec_softmax_tflite_s8(const edgec_softmax_tflite_params *p, const int8_t *input, int8_t *output)
+{
+    int32_t r, i;
+    for (r = 0; r < p->rows; ++r) {
+        const int8_t *x = input + r * p->cols;
+        int8_t *y = output + r * p->cols;
+        int32_t m = -128, sum = 0, headroom = 0, recip, bits;
+        uint32_t u;
+        for (i = 0; i < p->cols; ++i) {
+            m = x[i] > m ? x[i] : m;
+        }
+        for (i = 0; i < p->cols; ++i) {
+            const int32_t d = x[i] - m;
+            if (d >= p->diff_min) {
+                const int32_t e = edgec_exp_on_negative_values(
+                    edgec_srdhm(d * ((int32_t)1 << p->input_left_shift), p->input_multiplier));
+                sum = edgec_add32(sum, edgec_rdivpot(e, 12));
+            }
+        }
+        for (u = (uint32_t)sum; u != 0u && !(u & 0x80000000u); u <<= 1) {
+            ++headroom;
+        }
+        bits = 12 - headroom;
+        recip = edgec_one_over_one_plus_x((int32_t)(((uint32_t)sum << headroom) - 0x80000000u));
+        for (i = 0; i < p->cols; ++i) {
+            const int32_t d = x[i] - m;
+            int32_t q = -128;
+            if (d >= p->diff_min) {
+                const int32_t e = edgec_exp_on_negative_values(
+                    edgec_srdhm(d * ((int32_t)1 << p->input_left_shift), p->input_multiplier));
+                q = edgec_rdivpot(edgec_srdhm(recip, e), bits + 23) - 128;
+                q = q > 127 ? 127 : (q < -128 ? -128 : q);
+            }
+            y[i] = (int8_t)q;
+        }
+    }
+}

@@ -208,6 +208,8 @@ def import_tflite_softmax(tx, op):
     t = tx.tensor(out)
     if (t.scale, t.zero_point) != (1.0 / 256.0, -128):
         raise tx.unsupported(f"int8 softmax output quantized ({t.scale}, {t.zero_point}), not (1/256, -128)")
+    if shape[-1] > 511:     # beyond, TFLite's sum of exps outgrows its Q12 accumulator (shifts past 31 bits)
+        raise tx.unsupported(f"softmax over {shape[-1]} values (edgec follows TFLite's arithmetic up to 511)")
     tx.emit("softmax", op, [x], out, rows=int(np.prod(shape[:-1], dtype=np.int64)), cols=int(shape[-1]),
             beta=float(tx.options(op).Beta()), arithmetic="tflite")
 
