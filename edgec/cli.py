@@ -203,8 +203,8 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     b = sub.add_parser("build", help="quantize a model and build its firmware")
-    b.add_argument("model", help="float ONNX model")
-    b.add_argument("--calib", required=True, help=".npz with x (N, *input shape without batch)")
+    b.add_argument("model", help="float ONNX model, or a fully quantized INT8 .tflite model")
+    b.add_argument("--calib", help=".npz with x (N, *input shape without batch); not for a quantized .tflite")
     b.add_argument("--board", required=True, help="board name (see `edgec boards`) or a board .toml file")
     b.add_argument("-o", "--output", help="build folder (default build/<model>-<board>)")
     _add_quant_options(b)
@@ -219,8 +219,8 @@ def parser() -> argparse.ArgumentParser:
     b.set_defaults(func=cmd_build)
 
     e = sub.add_parser("export", help="write a quantized model as a library for your own firmware")
-    e.add_argument("model", help="float ONNX model")
-    e.add_argument("--calib", required=True, help=".npz with x (N, *input shape without batch)")
+    e.add_argument("model", help="float ONNX model, or a fully quantized INT8 .tflite model")
+    e.add_argument("--calib", help=".npz with x (N, *input shape without batch); not for a quantized .tflite")
     e.add_argument("--board", required=True, help="board name (see `edgec boards`) or a board .toml file")
     e.add_argument("--format", required=True, choices=["c", "platformio", "arduino", "cmake"],
                    help="library layout: plain C files, PlatformIO library, Arduino library, CMake/Zephyr module")

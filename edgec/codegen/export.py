@@ -51,9 +51,14 @@ def _env():
 
 
 def _example_sample(graph, calib_path) -> tuple[np.ndarray, np.ndarray]:
-    """The first calibration sample, quantized, and the reference output for it."""
+    """The first calibration sample, quantized, and the reference output for it (no calibration data, a
+    quantized .tflite: the input filled with its zero point)."""
+    tin = graph.tensors[graph.input]
+    if calib_path is None:
+        xq = np.full(tin.size, tin.zero_point, np.int8)
+        return xq, np.asarray(reference.run(graph, xq)).reshape(-1)
     x = load_dataset(calib_path, graph.input_onnx_shape, limit=1).x
-    xq = scheme.quantize_input(graph.tensors[graph.input], x)[0]
+    xq = scheme.quantize_input(tin, x)[0]
     return xq.reshape(-1), np.asarray(reference.run(graph, xq)).reshape(-1)
 
 
@@ -67,7 +72,7 @@ def _check_outdir(outdir: Path) -> None:
         raise EdgecError(f"{outdir} exists and is not an edgec export; choose another -o folder or remove it")
 
 
-def export(model_path: str | Path, calib_path: str | Path, board_name: str, fmt: str, outdir: str | Path,
+def export(model_path: str | Path, calib_path: str | Path | None, board_name: str, fmt: str, outdir: str | Path,
            log: Callable[[str], None] = lambda _: None, options=None) -> dict:
     """Quantize the model and write it as a library in `fmt` layout into outdir; returns the export manifest."""
 
@@ -80,7 +85,7 @@ def export(model_path: str | Path, calib_path: str | Path, board_name: str, fmt:
     fit.check(graph, plan, board)
     _check_outdir(outdir)
     with staged_folder(outdir) as work:
-        manifest = _write(work, graph, plan, board, fmt, Path(model_path), Path(calib_path))
+        manifest = _write(work, graph, plan, board, fmt, Path(model_path), calib_path and Path(calib_path))
     log(f"exported {name} for {board.name} as a {fmt} library in {outdir}")
     return manifest
 
@@ -96,7 +101,7 @@ def _write(work: Path, graph, plan, board: Board, fmt: str, model_path: Path, ca
     xq, expected = _example_sample(graph, calib_path)
     local = board.local_platform_dir is not None
     ctx = dict(name=name, NAME=name.upper(), version=__version__, lib_version=__version__, board=board, fmt=fmt,
-               local=local, model_file=model_path.name, calib_file=calib_path.name,
+               local=local, model_file=model_path.name, calib_file=calib_path.name if calib_path else "(none: quantized .tflite)",
                input_shape=list(graph.input_onnx_shape), output_shape=list(graph.output_onnx_shape),
                input_bytes=tin.size, output_bytes=tout.size, input_scale=float(tin.scale), input_zp=tin.zero_point,
                output_scale=float(tout.scale), output_zp=tout.zero_point, arena_bytes=plan.arena_bytes,

@@ -49,6 +49,54 @@ def is_tflite(path: str | Path) -> bool:
 
 def load(path: str | Path, name: str) -> Graph:
     """The quantized graph of a .tflite file (see the module doc)."""
+    return _open(path, name).run()
+
+
+def survey(path: str | Path, name: str) -> tuple[Graph, dict]:
+    """`edgec inspect` of a .tflite file: the graph of what edgec can build (quantized when it can build all of
+    it) and the inspect report (every operator, its shapes, constants and support status)."""
+    tx = _open(path, name)
+    graph = tx.run(strict=False)
+    sg, rows = tx.sg, []
+    for i in range(sg.OperatorsLength()):
+        op = sg.Operators(i)
+        problem = next((p for p in tx.problems if p["index"] == i), None)
+        rows.append({"name": f"{tx.op_name(op)}#{i}", "op": tx.op_name(op),
+                     "inputs": [list(tx.shape(k)) for k in op.InputsAsNumpy() if k >= 0 and tx._computed(k)],
+                     "outputs": [list(tx.shape(k)) for k in op.OutputsAsNumpy()],
+                     "params": sum(int(np.prod(tx.shape(k))) for k in op.InputsAsNumpy() if k >= 0 and not tx._computed(k)),
+                     "supported": problem is None, "problem": problem and {k: problem[k] for k in PROBLEM_KEYS}})
+    problems = [{k: p[k] for k in PROBLEM_KEYS} for p in tx.problems]
+    info = {"model": str(path), "opset": f"tflite schema v{tx.model.Version()}", "format": "tflite",
+            "input": {"name": tx._tname(sg.Inputs(0)), "shape": list(tx.shape(sg.Inputs(0)))},
+            "output": {"name": tx._tname(sg.Outputs(0)), "shape": list(tx.shape(sg.Outputs(0)))},
+            "parameters": sum(r["params"] for r in rows), "nodes": rows, "problems": problems,
+            "unsupported": [f"{p['op']} ({p['node']})" for p in problems if p["kind"] == "unsupported"],
+            "limits": [f"{p['op']} ({p['node']}): {p['what']}" for p in problems if p["kind"] != "unsupported"]}
+    return graph, info
+
+
+def interpreter_outputs(path: str | Path, xq: np.ndarray) -> np.ndarray | None:
+    """TFLite Micro's own outputs (its Python interpreter, the `tflite-micro` package, reference kernels) for
+    int8 inputs xq [n, ...]; None when the package is not installed."""
+    try:
+        from tflite_micro.python.tflite_micro import runtime
+    except ImportError:
+        return None
+    interp = runtime.Interpreter.from_file(str(path))
+    shape = interp.get_input_details(0)["shape"]
+    outs = []
+    for x in xq:
+        interp.set_input(np.asarray(x, np.int8).reshape(shape), 0)
+        interp.invoke()
+        outs.append(np.asarray(interp.get_output(0)).reshape(-1))
+    return np.stack(outs)
+
+
+PROBLEM_KEYS = ("node", "op", "opset", "kind", "what")
+
+
+def _open(path: str | Path, name: str) -> "_Importer":
     import tflite
 
     path = Path(path)
@@ -58,8 +106,7 @@ def load(path: str | Path, name: str) -> Graph:
     if buf[4:8] != IDENTIFIER:
         raise EdgecError(f"{path}: not a TFLite flatbuffer (no 'TFL3' identifier); give an INT8 .tflite model")
     try:
-        model = tflite.Model.GetRootAsModel(buf, 0)
-        return _Importer(model, path, name).run()
+        return _Importer(tflite.Model.GetRootAsModel(buf, 0), path, name)
     except (IndexError, ValueError, TypeError, AttributeError, UnicodeDecodeError) as exc:   # a damaged flatbuffer
         raise EdgecError(f"{path}: damaged TFLite flatbuffer ({type(exc).__name__}: {str(exc)[:100]}); "
                          "export the model again") from None
@@ -79,7 +126,7 @@ class _Importer:
         self.graph = Graph(name=name, tensors={}, ops=[], input="", output="")
         self.names = BUILTIN_OPCODE2NAME
         self.values: dict[int, str] = {}          # TFLite tensor index -> canonical tensor
-        self.problems: list[str] = []
+        self.problems: list[dict] = []          # what cannot be honoured, one entry per operator
         self.given: dict[str, dict] = {}          # op name -> the file's integers replacing the quantizer's
 
     # ---- the context importers build on (edgec/ops/<family>.py) ---------------------------
@@ -221,7 +268,8 @@ class _Importer:
             raise Unsupported(f"{what} with different input and output quantization")
 
     # ---- the driver ---------------------------------------------------------------------------------
-    def run(self) -> Graph:
+    def run(self, strict: bool = True) -> Graph:
+        """The quantized graph; strict=False: the graph of what can be built (not quantized if something cannot)."""
         from edgec.ops.registry import TFLITE_IMPORTERS
 
         sg, g = self.sg, self.graph
@@ -248,11 +296,18 @@ class _Importer:
                     raise Unsupported("operator not supported")
                 TFLITE_IMPORTERS[name](self, op)
             except Unsupported as exc:
-                self.problems.append(f"{name} (operator #{self.index}: {exc})")
+                code = self.model.OperatorCodes(op.OpcodeIndex())
+                self.problems.append({"index": self.index, "node": f"{name}#{self.index}", "op": name,
+                                      "opset": code.Version(), "what": str(exc),
+                                      "kind": "unsupported" if name not in TFLITE_IMPORTERS else "limit"})
         y = sg.Outputs(0) if sg.Outputs(0) not in edges else edges[sg.Outputs(0)]
+        if self.problems and not strict:
+            g.output = self.values.get(y, g.ops[-1].output if g.ops else g.input)
+            return g
         if self.problems:
             raise EdgecError(f"{self.path}: edgec cannot honour {len(self.problems)} operator(s): "
-                             + "; ".join(self.problems) + "; give edgec the float model (.onnx) instead")
+                             + "; ".join(f"{p['op']} (operator #{p['index']}: {p['what']})" for p in self.problems)
+                             + "; give edgec the float model (.onnx) instead")
         if y not in self.values:
             raise EdgecError(f"{self.path}: the graph output is not computed by any operator")
         g.output = self.values[y]
