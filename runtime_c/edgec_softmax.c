@@ -92,26 +92,6 @@ static inline int32_t edgec_sat_shl(int32_t x, int32_t e) /* SaturatingRoundingM
     return (int32_t)((uint32_t)x << e);
 }
 
-static int32_t edgec_exp_on_negative_values(int32_t a) /* Q5.26 <= 0 -> Q0.31 */
-{
-    static const int32_t barrel[7] = {1672461947, 1302514674, 790015084, 290630308, 39332535, 720401, 242};
-    const int32_t quarter = (int32_t)1 << 24;
-    const int32_t a_mod = edgec_add32(a & (quarter - 1), -quarter);
-    const int32_t x = edgec_add32(edgec_sat_shl(a_mod, 5), (int32_t)1 << 28);
-    const int32_t x2 = edgec_srdhm(x, x), x3 = edgec_srdhm(x2, x), x4 = edgec_srdhm(x2, x2);
-    const int32_t poly = edgec_rdivpot(
-        edgec_add32(edgec_srdhm(edgec_add32(edgec_rdivpot(x4, 2), x3), 715827883), x2), 1);
-    int32_t result = edgec_add32(1895147668, edgec_srdhm(1895147668, edgec_add32(x, poly)));
-    const int32_t remainder = (int32_t)((uint32_t)a_mod - (uint32_t)a);
-    int32_t k;
-    for (k = 0; k < 7; ++k) {
-        if ((uint32_t)remainder & ((uint32_t)1 << (24 + k))) {
-            result = edgec_srdhm(result, barrel[k]);
-        }
-    }
-    return a == 0 ? INT32_MAX : result;
-}
-
 static int32_t edgec_one_over_one_plus_x(int32_t a) /* Q0.31 in [0, 1) -> Q0.31 */
 {
     const int64_t s = (int64_t)a + INT32_MAX;
@@ -125,7 +105,8 @@ static int32_t edgec_one_over_one_plus_x(int32_t a) /* Q0.31 in [0, 1) -> Q0.31 
     return edgec_sat_shl(x, 1);
 }
 
-void edgec_softmax_tflite_s8(const edgec_softmax_tflite_params *p, const int8_t *input, int8_t *output)
+void edgec_softmax_tflite_s8(const edgec_softmax_tflite_params *p, const int32_t *exp_table, const int8_t *input,
+                             int8_t *output)
 {
     int32_t r, i;
     for (r = 0; r < p->rows; ++r) {
@@ -139,9 +120,7 @@ void edgec_softmax_tflite_s8(const edgec_softmax_tflite_params *p, const int8_t 
         for (i = 0; i < p->cols; ++i) {
             const int32_t d = x[i] - m;
             if (d >= p->diff_min) {
-                const int32_t e = edgec_exp_on_negative_values(
-                    edgec_srdhm(d * ((int32_t)1 << p->input_left_shift), p->input_multiplier));
-                sum = edgec_add32(sum, edgec_rdivpot(e, 12));
+                sum = edgec_add32(sum, edgec_rdivpot(exp_table[-d], 12));
             }
         }
         for (u = (uint32_t)sum; u != 0u && !(u & 0x80000000u); u <<= 1) {
@@ -153,9 +132,7 @@ void edgec_softmax_tflite_s8(const edgec_softmax_tflite_params *p, const int8_t 
             const int32_t d = x[i] - m;
             int32_t q = -128;
             if (d >= p->diff_min) {
-                const int32_t e = edgec_exp_on_negative_values(
-                    edgec_srdhm(d * ((int32_t)1 << p->input_left_shift), p->input_multiplier));
-                q = edgec_rdivpot(edgec_srdhm(recip, e), bits + 23) - 128;
+                q = edgec_rdivpot(edgec_srdhm(recip, exp_table[-d]), bits + 23) - 128;
                 q = q > 127 ? 127 : (q < -128 ? -128 : q);
             }
             y[i] = (int8_t)q;

@@ -35,19 +35,31 @@ def log2_table() -> np.ndarray:
 def quantize_softmax(op: Op, ins: list[Tensor], out: Tensor) -> None:
     op.params = dict(rows=op.attrs["rows"], cols=op.attrs["cols"])
     if op.attrs.get("arithmetic") == "tflite":       # a .tflite model's softmax: TFLite's own fixed-point one
-        op.params.update(tflite_softmax_params(ins[0].scale, op.attrs.get("beta", 1.0)))
+        mult, shift, diff_min = tflite_softmax_scaling(ins[0].scale, op.attrs.get("beta", 1.0))
+        op.params["diff_min"] = diff_min
+        op.arrays["exp_table"] = tflite_exp_table(mult, shift, diff_min)
         return
     op.arrays["exp_table"] = np.asarray(softmax_table(ins[0].scale), np.uint32)
 
 
-def tflite_softmax_params(input_scale: float, beta: float) -> dict:
+def tflite_softmax_scaling(input_scale: float, beta: float) -> tuple[int, int, int]:
     """TFLite's PreprocessSoftmaxScaling and CalculateInputRadius (5 integer bits of the scaled difference)."""
     real = min(float(beta) * float(input_scale) * (1 << (31 - SCALED_DIFF_BITS)), (1 << 31) - 1.0)
     mult, shift = quantize_multiplier(real)
     if shift < 0:
         raise EdgecError(f"softmax input scale {input_scale} x beta {beta} is too small for TFLite's softmax")
     radius = math.floor(((1 << SCALED_DIFF_BITS) - 1) * (1 << (31 - SCALED_DIFF_BITS)) / (1 << shift))
-    return dict(input_multiplier=mult, input_left_shift=shift, diff_min=-radius)
+    return mult, shift, -radius
+
+
+def tflite_exp_table(mult: int, shift: int, diff_min: int) -> np.ndarray:
+    """TFLite's exp of every int8 difference from the row's max, d = 0..255 (x = max - d), in Q0.31: what
+    reference_ops::Softmax computes per element (the rescale into Q5.26, gemmlowp's exp_on_negative_values),
+    done at build time; 0 where -d < diff_min (TFLite skips those)."""
+    diff = -np.arange(256, dtype=np.int64)
+    used = diff >= diff_min
+    e = gemmlowp.exp_on_negative_values(gemmlowp.srdhm(np.where(used, diff, 0) << shift, mult), SCALED_DIFF_BITS)
+    return np.where(used, e, 0).astype(np.int32)
 
 
 def quantize_log_softmax(op: Op, ins: list[Tensor], out: Tensor) -> None:
@@ -72,14 +84,14 @@ def softmax_s8(x, exp_table) -> np.ndarray:
     return np.clip(out, -128, 127).astype(np.int8).reshape(x.shape)
 
 
-def softmax_tflite_s8(p: dict, x) -> np.ndarray:
+def softmax_tflite_s8(p: dict, exp_table, x) -> np.ndarray:
     """TFLite reference_ops::Softmax (int8 -> int8, as TFLM runs it): gemmlowp's fixed-point exp of the
-    rescaled difference from the row's max, a Q12 sum, its reciprocal by Newton-Raphson, output scale 1/256."""
+    rescaled difference from the row's max (exp_table, tflite_exp_table), a Q12 sum, its reciprocal by
+    Newton-Raphson, output scale 1/256."""
     x = np.asarray(x, np.int8).reshape(int(p["rows"]), int(p["cols"])).astype(np.int64)
     diff = x - x.max(axis=1, keepdims=True)
     used = diff >= int(p["diff_min"])
-    scaled = gemmlowp.srdhm(diff << int(p["input_left_shift"]), int(p["input_multiplier"]))
-    e = gemmlowp.exp_on_negative_values(scaled, SCALED_DIFF_BITS)              # Q0.31
+    e = np.asarray(exp_table, np.int64)[-diff]                                 # Q0.31
     total = np.where(used, gemmlowp.rdivpot(e, ACCUM_BITS), 0).sum(axis=1, keepdims=True)
     total = gemmlowp.wrap32(total)
     headroom = 32 - np.frexp(np.maximum(total, 1).astype(np.float64))[1].astype(np.int64)   # leading zeros
@@ -114,8 +126,8 @@ def log_softmax_s8(p: dict, exp_table, log_table, x) -> np.ndarray:
 
 def run_softmax(op: Op, inputs: list) -> np.ndarray:
     p = op.params
-    if "input_multiplier" in p:
-        return softmax_tflite_s8(p, inputs[0])
+    if "diff_min" in p:
+        return softmax_tflite_s8(p, op.arrays["exp_table"], inputs[0])
     return softmax_s8(inputs[0].reshape(p["rows"], p["cols"]), op.arrays["exp_table"])
 
 
@@ -134,9 +146,9 @@ def _float(op: Op, x, log: bool):
 # ---- C ------------------------------------------------------------------------------------------
 def c_softmax(op: Op, site: CallSite) -> str:
     p = op.params
-    if "input_multiplier" in p:
-        return cemit.with_params("edgec_softmax_tflite_params", p,
-                                 f"edgec_softmax_tflite_s8(&p, {site.inputs[0]}, {site.output});")
+    if "diff_min" in p:
+        return cemit.with_params("edgec_softmax_tflite_params", p, f"edgec_softmax_tflite_s8(&p, "
+                                 f"{site.arrays['exp_table']}, {site.inputs[0]}, {site.output});")
     return (f"edgec_softmax_s8({p['rows']}, {p['cols']}, {site.arrays['exp_table']}, {site.inputs[0]},\n"
             f"        {site.output});")
 
