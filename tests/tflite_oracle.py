@@ -162,12 +162,19 @@ def _weights(rng, shape, axis, extreme):
     n = shape[axis]
     per_channel = rng.random() < 0.8
     s = 10 ** rng.uniform(-4, -1, n if per_channel else 1)
+    if extreme and per_channel and rng.random() < 0.5:     # a dead channel as TFLite files have them: zero
+        dead = int(rng.integers(0, n))                      # weights, a tiny scale (and a saturated bias)
+        np.moveaxis(w, axis, 0)[dead] = 0
+        s[dead] = 1e-12
     return w, [float(np.float32(v)) for v in s]
 
 
-def _bias(rng, n, extreme):
+def _bias(rng, n, extreme, scales=None):
     lim = (1 << 31) - 1 if extreme and rng.random() < 0.2 else 1 << 16
-    return rng.integers(-lim, lim, n, dtype=np.int64).astype(np.int32)
+    b = rng.integers(-lim, lim, n, dtype=np.int64)
+    if scales is not None:
+        b = np.where(np.asarray(scales) < 1e-10, rng.choice([-(1 << 31), (1 << 30), (1 << 31) - 1]), b)
+    return b.astype(np.int32)
 
 
 def conv_case(rng, name, depthwise=False, extreme=False):
@@ -191,7 +198,7 @@ def conv_case(rng, name, depthwise=False, extreme=False):
     wq, ws = _weights(rng, wshape, 3 if depthwise else 0, extreme)
     fused = int(rng.choice([0, 1, 2, 3]))
     tensors = [T((1, h, w, c), [xs], [xz]), T(wshape, ws, [0] * len(ws), data=wq, axis=3 if depthwise else 0),
-               T((oc,), [xs * s for s in ws], [0] * len(ws), INT32, _bias(rng, oc, extreme)),
+               T((oc,), [xs * s for s in ws], [0] * len(ws), INT32, _bias(rng, oc, extreme, ws)),
                T((1, oh, ow, oc), [ys], [yz])]
     fields = dict(Padding=padding, StrideW=sw, StrideH=sh, FusedActivationFunction=fused)
     if depthwise:

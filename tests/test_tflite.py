@@ -1,0 +1,153 @@
+""".tflite import (edgec/frontend/tflite.py): the four official MLPerf Tiny INT8 models reproduce TensorFlow Lite
+Micro's outputs (`y_int8_tflm` of data/golden_*.npz) byte for byte: on the NumPy reference, in generated C on the
+host through every kernel path, and on the emulated Cortex-M4 (its DSP kernels) through `edgec build/bench`;
+every operator or quantization the importer cannot honour is named in one error; build/export/inspect take a
+.tflite without --calib. The randomized single-operator oracle: tests/test_tflite_oracle.py.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import MLPERF, MLPERF_MODELS, assert_clean_error, edgec, require_mlperf
+from edgec import api
+from edgec.errors import EdgecError
+from edgec.frontend import tflite as importer
+from edgec.quant import reference
+
+import tflite_oracle as oracle
+
+MODELS = {"kws": "kws_dscnn_int8", "ad": "ad_fc_autoencoder_int8", "ic": "ic_resnet8_int8",
+          "vww": "vww_mobilenetv1_025_int8"}
+
+
+def golden(key: str):
+    path, data = MLPERF / f"{MODELS[key]}.tflite", MLPERF / "data" / f"golden_{key}.npz"
+    require_mlperf(path)
+    require_mlperf(data)
+    g = np.load(data)
+    return path, g["x_int8"].reshape(len(g["x_int8"]), -1), g["y_int8_tflm"].reshape(len(g["x_int8"]), -1), g
+
+
+@pytest.mark.parametrize("key", list(MODELS))
+def test_reference_reproduces_tflm(key):
+    path, x, want, _ = golden(key)
+    graph = importer.load(path, key)
+    got = np.stack([np.asarray(reference.run(graph, xi)).reshape(-1) for xi in x])
+    assert np.array_equal(got, want), f"{key}: samples {np.flatnonzero(np.any(got != want, axis=1))} differ"
+
+
+@pytest.mark.parametrize("path", list(oracle.PATHS))
+def test_generated_c_reproduces_tflm(path, tmp_path):
+    """The four models' C in one host program per kernel path: reference kernels, the fast kernels'
+    portable C and their Arm DSP path (intrinsics emulated in C)."""
+    data = [golden(k) for k in MODELS]
+    graphs = [importer.load(p, k) for k, (p, *_) in zip(MODELS, data)]
+    outs = oracle.run_c(graphs, [x for _, x, _, _ in data], tmp_path, path)
+    if path != "reference":     # the fast kernels ran every conv and fully connected layer (VWW's dead channels too)
+        assert all(op.lowered for g in graphs for op in g.ops if op.kind in ("conv2d", "fully_connected"))
+    for key, got, (_, _, want, _) in zip(MODELS, outs, data):
+        assert np.array_equal(got, want), f"{key} ({path}): samples {np.flatnonzero(np.any(got != want, axis=1))}"
+
+
+def test_quantization_is_the_files():
+    """No calibration: the graph's input/output quantization and the first conv's integers are the file's."""
+    path, _, _, g = golden("kws")
+    graph = importer.load(path, "kws")
+    tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
+    assert (np.float32(tin.scale), tin.zero_point) == (np.float32(g["input_scale"]), int(g["input_zero_point"]))
+    assert (np.float32(tout.scale), tout.zero_point) == (np.float32(g["output_scale"]), int(g["output_zero_point"]))
+    conv = graph.ops[0]
+    assert conv.kind == "conv2d" and conv.arrays["weights"].shape == (64, 10, 4, 1)
+    assert conv.params["pad_top"] == 4 and conv.params["pad_left"] == 1     # SAME: the odd pixel at the bottom
+    assert conv.params["act_min"] == tout.zero_point or conv.params["act_min"] > -128    # fused RELU
+    assert graph.ops[-1].kind == "softmax" and "diff_min" in graph.ops[-1].params     # TFLite's softmax
+
+
+def _unsupported_model(tmp_path):
+    """Four operators on the input: CONV_2D with uint8 weights, L2_NORMALIZATION, RELU (operators edgec does not
+    import) and a SOFTMAX whose output is not quantized as TFLite's softmax requires."""
+    T, uint8 = oracle.T, 3
+    tensors = [T((1, 4, 4, 2), [0.1], [0]), T((3, 1, 1, 2), [0.01], [128], uint8, np.zeros((3, 1, 1, 2), np.uint8)),
+               T((1, 4, 4, 3), [0.1], [0]), T((1, 4, 4, 2), [1 / 128], [0]), T((1, 4, 4, 2), [0.1], [0]),
+               T((1, 4, 4, 2), [0.1], [0])]
+    conv = oracle.Node("CONV_2D", [0, 1, -1], 2, ("Conv2DOptions", dict(Padding=0, StrideW=1, StrideH=1)))
+    nodes = [conv, oracle.Node("L2_NORMALIZATION", [0], 3), oracle.Node("RELU", [0], 4),
+             oracle.Node("SOFTMAX", [0], 5, ("SoftmaxOptions", dict(Beta=1.0)))]
+    path = tmp_path / "bad.tflite"
+    path.write_bytes(oracle.write(oracle.Case("bad", tensors, nodes, 0, 5)))
+    return path
+
+
+def test_every_problem_in_one_error(tmp_path):
+    path = _unsupported_model(tmp_path)
+    with pytest.raises(EdgecError) as e:
+        importer.load(path, "bad")
+    msg = str(e.value)
+    assert "cannot honour 4 operator(s)" in msg, msg
+    assert "CONV_2D (operator #0: weights must be symmetric int8" in msg
+    assert "L2_NORMALIZATION (operator #1: operator not supported)" in msg
+    assert "RELU (operator #2: operator not supported)" in msg
+    assert "SOFTMAX (operator #3: int8 softmax output quantized (0.1" in msg
+    proc = edgec("build", path, "--board", "host", "-o", tmp_path / "out")
+    assert_clean_error(proc, "CONV_2D", "L2_NORMALIZATION", "RELU", "SOFTMAX")
+    assert not (tmp_path / "out").exists()
+    info = json.loads(edgec("inspect", path, "--json").stdout)
+    assert [n["supported"] for n in info["nodes"]] == [False, False, False, False]
+    assert info["unsupported"] == ["L2_NORMALIZATION (L2_NORMALIZATION#1)", "RELU (RELU#2)"]
+    assert len(info["limits"]) == 2
+
+
+def test_not_a_tflite_and_onnx_needs_calib(tmp_path):
+    bad = tmp_path / "junk.tflite"
+    bad.write_bytes(b"\0" * 64)
+    assert_clean_error(edgec("inspect", bad), "not a TFLite flatbuffer")
+    onnx_model = MLPERF / f"{MLPERF_MODELS['ad']}.onnx"
+    require_mlperf(onnx_model)
+    assert_clean_error(edgec("build", onnx_model, "--board", "host", "-o", tmp_path / "o"), "--calib")
+
+
+def test_inspect_and_export_without_calib(tmp_path):
+    path, *_ = golden("kws")
+    info = api.inspect_model(path)
+    assert info["format"] == "tflite" and not info["problems"] and len(info["nodes"]) == 13
+    onnx_info = api.inspect_model(MLPERF / f"{MLPERF_MODELS['kws']}.onnx")
+    assert info["macs"] == onnx_info["macs"]
+    m = api.export(path, None, "host", "c", tmp_path / "lib")
+    assert m["model"] == "kws_dscnn_int8" and (tmp_path / "lib" / "kws_dscnn_int8.c").is_file()
+
+
+def test_kws_on_cortex_m4_is_tflm_bit_exact(tmp_path):
+    """`edgec build x.tflite` (no --calib) and `edgec bench` on the emulated Cortex-M4 (the DSP kernels):
+    every device output equals the reference, and the reference equals TFLite Micro's interpreter."""
+    path, _, want, g = golden("kws")
+    test = tmp_path / "kws.npz"
+    np.savez(test, x=g["x_fp32"])
+    out = tmp_path / "build"
+    proc = edgec("build", path, "--board", "qemu-cortex-m4", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    proc = edgec("bench", out, "--data", test, "--json", "-", "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert r["agreement"]["device_vs_reference"] == 1.0
+    assert r["tflite"] == {"interpreter": "tflite-micro", "reference_vs_interpreter": 1.0}
+    assert r["samples"] == len(want)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", list(MODELS))
+def test_cortex_m4_bit_exact_and_as_fast_as_onnx(key, tmp_path, mlperf_build):
+    """All four on the emulated Cortex-M4: bit-exact with TFLM, and no more instructions than edgec's build of
+    the float ONNX model (the same build mlperf_build shares with test_mlperf_models)."""
+    path, _, want, g = golden(key)
+    test = tmp_path / "golden.npz"
+    np.savez(test, x=g["x_fp32"])
+    api.build(path, None, "qemu-cortex-m4", tmp_path / "build")
+    r = api.bench(tmp_path / "build", test)
+    assert r["agreement"]["device_vs_reference"] == 1.0 and r["tflite"]["reference_vs_interpreter"] == 1.0
+    _, onnx_out, _ = mlperf_build(key, "qemu-cortex-m4")
+    r_onnx = api.bench(onnx_out, test)
+    print(f"{key}: .tflite {r['latency']['median']:,.0f} instructions, .onnx {r_onnx['latency']['median']:,.0f}")
+    assert r["latency"]["median"] <= r_onnx["latency"]["median"]
