@@ -25,7 +25,7 @@ from edgec.plan import planner
 from edgec.quant import reference
 
 INT8, INT32 = 9, 2
-PATHS = {"reference": ("-O2",), "portable": ("-O2",), "dsp-emulated": ("-O2", "-DEDGEC_EMULATE_DSP")}
+PATHS = {"reference": ("-O1",), "portable": ("-O1",), "dsp-emulated": ("-O1", "-DEDGEC_EMULATE_DSP")}
 
 
 @dataclass
