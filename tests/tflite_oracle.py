@@ -247,9 +247,12 @@ def softmax_case(rng, name, extreme=False):
     return Case(name, tensors, [Node("SOFTMAX", [0], 1, ("SoftmaxOptions", dict(Beta=beta)))], 0, 1), True
 
 
-def add_case(rng, name, extreme=False):
-    """ADD of the input and a 1x1 depthwise convolution of it (two different quantizations)."""
+def add_case(rng, name, extreme=False, op="ADD"):
+    """ADD / SUB / MUL of the input and a 1x1 depthwise convolution of it (two different quantizations), or,
+    broadcasting, of the input and a 1x1 average pool of it (one pixel against the image)."""
     h, w, c = int(rng.integers(1, 12)), int(rng.integers(1, 12)), int(rng.integers(1, 20))
+    if op != "ADD" or rng.random() < 0.3:
+        return _broadcast_case(rng, name, extreme, op, h, w, c)
     (xs, xz), (bs, bz), (ys, yz) = (_act(rng, extreme) for _ in range(3))
     wq, ws = _weights(rng, (1, 1, 1, c), 3, extreme)
     tensors = [T((1, h, w, c), [xs], [xz]), T((1, 1, 1, c), ws, [0] * len(ws), data=wq, axis=3),
@@ -257,14 +260,36 @@ def add_case(rng, name, extreme=False):
                T((1, h, w, c), [bs], [bz]), T((1, h, w, c), [ys], [yz])]
     dw = Node("DEPTHWISE_CONV_2D", [0, 1, 2], 3, ("DepthwiseConv2DOptions", dict(
         Padding=1, StrideW=1, StrideH=1, DepthMultiplier=1, DilationWFactor=1, DilationHFactor=1)))
-    add = Node("ADD", [0, 3] if rng.random() < 0.5 else [3, 0], 4,
+    add = Node(op, [0, 3] if rng.random() < 0.5 else [3, 0], 4,
                ("AddOptions", dict(FusedActivationFunction=int(rng.choice([0, 1, 3])))))
     return Case(name, tensors, [dw, add], 0, 4), True
 
 
+def _broadcast_case(rng, name, extreme, op, h, w, c):
+    """op(x, mean of x over the image): [1,h,w,c] against [1,1,1,c], either order."""
+    (xs, xz), (ys, yz) = _act(rng, extreme), _act(rng, extreme)
+    tensors = [T((1, h, w, c), [xs], [xz]), T((1, 1, 1, c), [xs], [xz]), T((1, h, w, c), [ys], [yz])]
+    pool = Node("AVERAGE_POOL_2D", [0], 1, ("Pool2DOptions", dict(Padding=1, StrideW=1, StrideH=1, FilterWidth=w,
+                                                                   FilterHeight=h)))
+    opts = (f"{op.title()}Options", dict(FusedActivationFunction=int(rng.choice([0, 1, 3]))))
+    return Case(name, tensors, [pool, Node(op, [0, 1] if rng.random() < 0.5 else [1, 0], 2, opts)], 0, 2), True
+
+
+def activation_case(rng, name, extreme=False, op="LOGISTIC"):
+    shape = (1, int(rng.integers(1, 9)), int(rng.integers(1, 9)), int(rng.integers(1, 20)))
+    s, z = _act(rng, extreme)
+    if rng.random() < 0.5:
+        s = float(np.float32(10 ** rng.uniform(-2.5, -0.5)))     # the inputs that reach the curve's bends
+    out = (1 / 256, -128) if op == "LOGISTIC" else (1 / 128, 0)
+    tensors = [T(shape, [s], [z]), T(shape, [out[0]], [out[1]])]
+    return Case(name, tensors, [Node(op, [0], 1)], 0, 1), True
+
+
 MAKERS = {"conv": lambda r, n, e: conv_case(r, n, False, e), "depthwise": lambda r, n, e: conv_case(r, n, True, e),
           "fully_connected": fc_case, "avg_pool": lambda r, n, e: pool_case(r, n, True, e),
-          "max_pool": lambda r, n, e: pool_case(r, n, False, e), "softmax": softmax_case, "add": add_case}
+          "max_pool": lambda r, n, e: pool_case(r, n, False, e), "softmax": softmax_case, "add": add_case,
+          "sub": lambda r, n, e: add_case(r, n, e, "SUB"), "mul": lambda r, n, e: add_case(r, n, e, "MUL"),
+          "logistic": activation_case, "tanh": lambda r, n, e: activation_case(r, n, e, "TANH")}
 
 
 def cases(seed: int, n: int) -> list[Case]:

@@ -249,10 +249,11 @@ class _Importer:
         b = (arrays["bias"].astype(np.float64) * float(x.scale) * ws.astype(np.float64)).astype(np.float32)
         return arrays, w, b
 
-    def emit(self, kind: str, op, inputs: list[str], out: str, arrays: dict | None = None,
+    def emit(self, kind: str, tflite_op, inputs: list[str], out: str, arrays: dict | None = None,
              params: dict | None = None, **attrs) -> Op:
-        """Append an op of `kind`; `arrays`/`params`: the file's integers, which replace its quantizer's."""
-        name = f"{self.op_name(op)}#{self.index}"
+        """Append an op of `kind` made from `tflite_op`; `arrays`/`params`: the file's integers, which replace
+        its quantizer's."""
+        name = f"{self.op_name(tflite_op)}#{self.index}"
         e = Op(kind=kind, name=name, inputs=inputs, output=out, attrs={"act": NO_ACT, **attrs})
         self.graph.ops.append(e)
         self.given[name] = {"arrays": arrays or {}, "params": params or {}}

@@ -398,13 +398,19 @@ ONNX = {
 
 
 # ---- TFLite import (edgec/frontend/tflite.py)
-def import_tflite_add(tx, op):
-    """ADD of two int8 activations of one shape (TFLite's int8 Add: left shift 20, three multipliers)."""
-    o, a, b = tx.options(op), tx.input(op, 0), tx.input(op, 1)
-    if tx.tensor(a).shape != tx.tensor(b).shape:
-        raise tx.unsupported("ADD with broadcasting")
+def import_tflite_binary(tx, op):
+    """ADD / SUB / MUL of two int8 activations (TFLite's int8 arithmetic: Add's left shift 20 and three
+    multipliers, Mul's one); same shapes ADD is the `add` kind (fast kernel), others broadcast (`binary`)."""
+    name, o, a, b = tx.op_name(op), tx.options(op), tx.input(op, 0), tx.input(op, 1)
     out = tx.output(op)
-    tx.emit("add", op, [a, b], out, None, tx.act_range(op, out, o.FusedActivationFunction()))
+    sa, sb = tx.tensor(a).shape, tx.tensor(b).shape
+    if len(sa) > RANK or len(sb) > RANK:
+        raise tx.unsupported(f"broadcasting over more than {RANK} dimensions")
+    act = tx.act_range(op, out, o.FusedActivationFunction() if o is not None else 0)
+    if name == "ADD" and sa == sb:
+        return tx.emit("add", op, [a, b], out, None, act)
+    tx.emit("binary", op, [a, b], out, None, act, op=name.lower(), a_shape=sa, b_shape=sb, const=None,
+            const_first=False)
 
 
-TFLITE = {"ADD": import_tflite_add}
+TFLITE = {"ADD": import_tflite_binary, "SUB": import_tflite_binary, "MUL": import_tflite_binary}

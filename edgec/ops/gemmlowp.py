@@ -76,3 +76,29 @@ def one_over_one_plus_x(a):
         one_minus = wrap32((1 << 29) - srdhm(half, x))
         x = wrap32(x + sat_shl(srdhm(x, one_minus), 2))
     return sat_shl(x, 1)
+
+
+def one_minus_x_over_one_plus_x(a):
+    """one_minus_x_over_one_plus_x_for_x_in_0_1 (Q0.31 in and out)."""
+    a = np.asarray(a, np.int64)
+    s = a + I32_MAX
+    half = np.where(s >= 0, (s + 1) // 2, -((-s + 1) // 2))
+    x = wrap32(1515870810 + srdhm(half, -1010580540))
+    for _ in range(3):
+        one_minus = wrap32((1 << 29) - srdhm(half, x))
+        x = wrap32(x + sat_shl(srdhm(x, one_minus), 2))
+    return sat_shl(wrap32(x - (1 << 29)), 2)
+
+
+def logistic(a, integer_bits: int):
+    """gemmlowp::logistic of a Q(integer_bits) value, in Q0.31."""
+    a = np.asarray(a, np.int64)
+    pos = one_over_one_plus_x(exp_on_negative_values(-np.abs(a), integer_bits))
+    return np.where(a == 0, 1 << 30, np.where(a > 0, pos, wrap32(I32_MAX - pos)))
+
+
+def tanh(a, integer_bits: int):
+    """gemmlowp::tanh of a Q(integer_bits) value, in Q0.31 (the exp of -2|a| read as Q(integer_bits + 1))."""
+    a = np.asarray(a, np.int64)
+    t = one_minus_x_over_one_plus_x(exp_on_negative_values(-np.abs(a), integer_bits + 1))
+    return np.where(a == 0, 0, np.where(a < 0, -t, t))

@@ -234,3 +234,40 @@ def import_clip(cx, node):
 
 
 ONNX = {**{op: import_unary for op in UNARY_ONNX}, "Relu": import_relu, "Clip": import_clip}
+
+
+# ---- TFLite import (edgec/frontend/tflite.py)
+TFLITE_OUTPUT = {"LOGISTIC": (1 / 256, -128, 8, "sigmoid"), "TANH": (1 / 128, 0, 7, "tanh")}
+
+
+def tflite_table(name: str, scale: float, zp: int) -> np.ndarray:
+    """TFLite Micro's int8 LOGISTIC / TANH (reference_integer_ops) of every int8 input, as a table: the input
+    rescaled into Q4.27 by a multiplier from frexp (not QuantizeMultiplier), gemmlowp's logistic or tanh, a
+    rounding shift into the fixed output quantization; inputs beyond the radius saturate."""
+    from edgec.ops import gemmlowp
+    from edgec.quant.scheme import requantize
+
+    q, shift = math.frexp(float(scale) * (1 << 27))
+    mult = int(math.copysign(math.floor(abs(q * (1 << 31)) + 0.5), q))
+    radius = math.floor(15 * (1 << 27) / (1 << shift)) if shift >= 0 else 1 << 30
+    x = np.arange(-128, 128, dtype=np.int64) - int(zp)
+    v = requantize(np.clip(x, -radius, radius), mult, shift).astype(np.int64)
+    _, out_zp, bits, _ = TFLITE_OUTPUT[name]
+    f = gemmlowp.logistic(v, 4) if name == "LOGISTIC" else gemmlowp.tanh(v, 4)
+    y = np.clip(gemmlowp.rdivpot(f, 31 - bits) + out_zp, -128, 127)
+    return np.where(x <= -radius, -128, np.where(x >= radius, 127, y)).astype(np.int8)
+
+
+def import_tflite_activation(tx, op):
+    """LOGISTIC (output 1/256, -128) and TANH (1/128, 0): TFLite's fixed-point functions as a table."""
+    name, x = tx.op_name(op), tx.input(op, 0)
+    out, (scale, zp, _, fn) = tx.output(op), TFLITE_OUTPUT[tx.op_name(op)]
+    t = tx.tensor(out)
+    if (t.scale, t.zero_point) != (scale, zp):
+        raise tx.unsupported(f"int8 {name} output quantized ({t.scale}, {t.zero_point}), not ({scale}, {zp})")
+    xt = tx.tensor(x)
+    tx.emit("lut", op, [x], out, {"table": tflite_table(name, xt.scale, xt.zero_point)}, fn=fn, fparams={},
+            consts=None, count=1, inner=xt.size)
+
+
+TFLITE = {"LOGISTIC": import_tflite_activation, "TANH": import_tflite_activation}
