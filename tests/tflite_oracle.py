@@ -275,12 +275,27 @@ def _broadcast_case(rng, name, extreme, op, h, w, c):
     return Case(name, tensors, [pool, Node(op, [0, 1] if rng.random() < 0.5 else [1, 0], 2, opts)], 0, 2), True
 
 
+def concat_case(rng, name, extreme=False):
+    """CONCATENATION of the input and a 3x3 max pool of it (one quantization) along a random axis."""
+    h, w, c = int(rng.integers(1, 10)), int(rng.integers(1, 10)), int(rng.integers(1, 20))
+    s, z = _act(rng, extreme)
+    axis = int(rng.choice([1, 2, 3, -1]))
+    shape = [1, h, w, c]
+    shape[axis] *= 2
+    tensors = [T((1, h, w, c), [s], [z]), T((1, h, w, c), [s], [z]), T(tuple(shape), [s], [z])]
+    pool = Node("MAX_POOL_2D", [0], 1, ("Pool2DOptions", dict(Padding=0, StrideW=1, StrideH=1, FilterWidth=3,
+                                                               FilterHeight=3)))
+    cat = Node("CONCATENATION", [0, 1] if rng.random() < 0.5 else [1, 0], 2, ("ConcatenationOptions", dict(Axis=axis)))
+    return Case(name, tensors, [pool, cat], 0, 2), True
+
+
 def activation_case(rng, name, extreme=False, op="LOGISTIC"):
     shape = (1, int(rng.integers(1, 9)), int(rng.integers(1, 9)), int(rng.integers(1, 20)))
     s, z = _act(rng, extreme)
     if rng.random() < 0.5:
         s = float(np.float32(10 ** rng.uniform(-2.5, -0.5)))     # the inputs that reach the curve's bends
-    out = (1 / 256, -128) if op == "LOGISTIC" else (1 / 128, 0)
+    out = {"LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0)}.get(op) or \
+        (float(np.float32(s * 10 ** rng.uniform(-1.5, 0.5))), _act(rng, extreme)[1])
     tensors = [T(shape, [s], [z]), T(shape, [out[0]], [out[1]])]
     return Case(name, tensors, [Node(op, [0], 1)], 0, 1), True
 
@@ -289,7 +304,8 @@ MAKERS = {"conv": lambda r, n, e: conv_case(r, n, False, e), "depthwise": lambda
           "fully_connected": fc_case, "avg_pool": lambda r, n, e: pool_case(r, n, True, e),
           "max_pool": lambda r, n, e: pool_case(r, n, False, e), "softmax": softmax_case, "add": add_case,
           "sub": lambda r, n, e: add_case(r, n, e, "SUB"), "mul": lambda r, n, e: add_case(r, n, e, "MUL"),
-          "logistic": activation_case, "tanh": lambda r, n, e: activation_case(r, n, e, "TANH")}
+          "concat": concat_case, "logistic": activation_case, "tanh": lambda r, n, e: activation_case(r, n, e, "TANH"),
+          "hard_swish": lambda r, n, e: activation_case(r, n, e, "HARD_SWISH")}
 
 
 def cases(seed: int, n: int) -> list[Case]:

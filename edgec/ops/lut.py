@@ -270,4 +270,53 @@ def import_tflite_activation(tx, op):
             consts=None, count=1, inner=xt.size)
 
 
-TFLITE = {"LOGISTIC": import_tflite_activation, "TANH": import_tflite_activation}
+def _i16(v):
+    return np.clip(v, -32768, 32767)
+
+
+def hard_swish_table(in_scale: float, in_zp: int, out_scale: float, out_zp: int) -> np.ndarray:
+    """TFLite's int8 HARD_SWISH (reference_ops::HardSwish and its Prepare: float32 scales, int16 fixed-point
+    multipliers) of every int8 input."""
+    from edgec.ops import gemmlowp
+    from edgec.quant.scheme import quantize_multiplier
+
+    f32 = np.float32
+    hires = f32(1.0 / 128.0) * f32(in_scale)
+
+    def q16(real):
+        m, e = quantize_multiplier(float(real))
+        return (32767 if m >= (1 << 31) - 1 - (1 << 15) else (m + (1 << 15)) >> 16), e
+    out_m, out_e = q16(hires / f32(out_scale))
+    relu_m, relu_e = q16(hires / f32(3.0 / 32768.0))
+
+    def srdhm16(a, b):
+        ab = np.asarray(a, np.int64) * b
+        v = ab + np.where(ab >= 0, 1 << 14, 1 - (1 << 14))
+        return np.where(v >= 0, v >> 15, -((-v) >> 15))       # C division: toward zero (no saturation case here)
+    x = (np.arange(-128, 128, dtype=np.int64) - int(in_zp)) * 128
+    pre = srdhm16(x, out_m)
+    r = _i16(x << max(relu_e - 1, 0)) if relu_e > 0 else x
+    r = srdhm16(r, relu_m)
+    r = _i16(r * 2) if relu_e > 0 else (gemmlowp.rdivpot(r, -relu_e) if relu_e < 0 else r)
+    r = (r + (1 << 15)) >> 1
+    ab = r * pre
+    y = np.where(ab >= 0, ab >> 15, -((-ab) >> 15))            # SaturatingDoublingHighMul: truncating
+    y = gemmlowp.rdivpot(y, -out_e) + int(out_zp)
+    if out_e > 0:
+        raise ValueError("HARD_SWISH output multiplier above 1")
+    return np.clip(y, -128, 127).astype(np.int8)
+
+
+def import_tflite_hard_swish(tx, op):
+    """HARD_SWISH: TFLite's int8 arithmetic as a table."""
+    x, out = tx.input(op, 0), tx.output(op)
+    xt, t = tx.tensor(x), tx.tensor(out)
+    try:
+        table = hard_swish_table(xt.scale, xt.zero_point, t.scale, t.zero_point)
+    except ValueError as exc:
+        raise tx.unsupported(str(exc)) from None
+    tx.emit("lut", op, [x], out, {"table": table}, fn="hard_swish", fparams={}, consts=None, count=1, inner=xt.size)
+
+
+TFLITE = {"LOGISTIC": import_tflite_activation, "TANH": import_tflite_activation,
+          "HARD_SWISH": import_tflite_hard_swish}
