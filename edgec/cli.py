@@ -54,9 +54,13 @@ def _add_quant_options(p: argparse.ArgumentParser) -> None:
 
 def cmd_calibrate(args) -> int:
     from edgec import api
+    from edgec.frontend.tflite import is_tflite
     from edgec.quant import sensitivity as sens
 
     options = _quant_options(args)
+    if is_tflite(args.model):
+        raise EdgecError(f"{args.model}: a quantized .tflite model has its own quantization, there is nothing to "
+                         "calibrate; build it directly (edgec build MODEL.tflite --board BOARD)")
     _, result = api.calibrate_model(args.model, args.calib, options, log=_log)
     source = "from the cache" if result.cached else f"in {result.calib_seconds:.1f} s"
     print(f"calibrated on {result.samples} samples {source}; method {result.label}"

@@ -107,6 +107,8 @@ def test_not_a_tflite_and_onnx_needs_calib(tmp_path):
     onnx_model = MLPERF / f"{MLPERF_MODELS['ad']}.onnx"
     require_mlperf(onnx_model)
     assert_clean_error(edgec("build", onnx_model, "--board", "host", "-o", tmp_path / "o"), "--calib")
+    path, *_ = golden("ad")
+    assert_clean_error(edgec("calibrate", path, "--calib", tmp_path / "x.npz"), "nothing to calibrate")
 
 
 def test_inspect_and_export_without_calib(tmp_path):
