@@ -43,10 +43,10 @@ def calibrate_model(model_path: str | Path, calib_path: str | Path | None, optio
         graph = tflite.load(model_path, model_name(model_path))
         log(f"{model_path.name}: TFLite INT8 model, {len(graph.ops)} ops with the file's quantization")
         return None, ptq.QuantResult(graph=graph, method="tflite", ranges={})
+    model = loader.load_model(model_path)
     if calib_path is None:
         raise EdgecError(f"{model_path}: a float model needs calibration data: give --calib FILE.npz with x "
                          "(N, *input shape) (only a quantized .tflite model builds without)")
-    model = loader.load_model(model_path)
     graph = canonicalize.canonicalize(model, model_name(model_path))
     result = ptq.quantize_model(model, graph, calib_path, options or ptq.QuantOptions(), log=log,
                                 progress=Progress("calibrate", 1))
