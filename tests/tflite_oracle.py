@@ -289,6 +289,18 @@ def concat_case(rng, name, extreme=False):
     return Case(name, tensors, [pool, cat], 0, 2), True
 
 
+def pad_case(rng, name, extreme=False):
+    """PAD of a [1,h,w,c] or [n,c] input by random amounts on every axis but the batch."""
+    shape = (1, int(rng.integers(1, 8)), int(rng.integers(1, 8)), int(rng.integers(1, 10))) if rng.random() < 0.7 \
+        else (int(rng.integers(1, 6)), int(rng.integers(1, 30)))
+    pads = rng.integers(0, 4, (len(shape), 2)).astype(np.int32)
+    pads[0] = 0
+    s, z = _act(rng, extreme)
+    out = tuple(int(n + a + b) for n, (a, b) in zip(shape, pads))
+    tensors = [T(shape, [s], [z]), T(pads.shape, [1.0], [0], INT32, pads), T(out, [s], [z])]
+    return Case(name, tensors, [Node("PAD", [0, 1], 2, ("PadOptions", {}))], 0, 2), True
+
+
 def activation_case(rng, name, extreme=False, op="LOGISTIC"):
     shape = (1, int(rng.integers(1, 9)), int(rng.integers(1, 9)), int(rng.integers(1, 20)))
     s, z = _act(rng, extreme)
@@ -304,7 +316,7 @@ MAKERS = {"conv": lambda r, n, e: conv_case(r, n, False, e), "depthwise": lambda
           "fully_connected": fc_case, "avg_pool": lambda r, n, e: pool_case(r, n, True, e),
           "max_pool": lambda r, n, e: pool_case(r, n, False, e), "softmax": softmax_case, "add": add_case,
           "sub": lambda r, n, e: add_case(r, n, e, "SUB"), "mul": lambda r, n, e: add_case(r, n, e, "MUL"),
-          "concat": concat_case, "logistic": activation_case, "tanh": lambda r, n, e: activation_case(r, n, e, "TANH"),
+          "concat": concat_case, "pad": pad_case, "logistic": activation_case, "tanh": lambda r, n, e: activation_case(r, n, e, "TANH"),
           "hard_swish": lambda r, n, e: activation_case(r, n, e, "HARD_SWISH")}
 
 
