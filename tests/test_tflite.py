@@ -153,3 +153,25 @@ def test_cortex_m4_bit_exact_and_as_fast_as_onnx(key, tmp_path, mlperf_build):
     r_onnx = api.bench(onnx_out, test)
     print(f"{key}: .tflite {r['latency']['median']:,.0f} instructions, .onnx {r_onnx['latency']['median']:,.0f}")
     assert r["latency"]["median"] <= r_onnx["latency"]["median"]
+
+
+def test_float_edges(tmp_path):
+    """QUANTIZE after a float input and DEQUANTIZE before a float output are the host's work: the graph runs
+    from the QUANTIZE's int8 tensor to the DEQUANTIZE's, and TFLM's float outputs are edgec's dequantized."""
+    rng = np.random.default_rng(0)
+    case, _ = oracle.fc_case(rng, "fc")
+    T, f32 = oracle.T, 0
+    x_t, y_t = case.tensors[0], case.tensors[3]
+    case.tensors += [T(x_t.shape, [], [], f32), T(y_t.shape, [], [], f32)]
+    case.nodes = [oracle.Node("QUANTIZE", [4], 0), case.nodes[0], oracle.Node("DEQUANTIZE", [3], 5)]
+    case.input, case.output = 4, 5
+    path = tmp_path / "edges.tflite"
+    path.write_bytes(oracle.write(case))
+    graph = importer.load(path, "edges")
+    tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
+    assert (np.float32(tin.scale), tin.zero_point) == (np.float32(x_t.scale[0]), x_t.zp[0])
+    q = rng.integers(-128, 128, (4,) + x_t.shape).astype(np.int8)
+    x = ((q.astype(np.float32) - x_t.zp[0]) * np.float32(x_t.scale[0])).astype(np.float32)   # on the grid
+    want = oracle.tflm(path.read_bytes(), x)
+    got = np.stack([np.asarray(reference.run(graph, qi.reshape(-1))).reshape(-1) for qi in q])
+    assert np.array_equal((got.astype(np.float32) - tout.zero_point) * np.float32(tout.scale), want)
