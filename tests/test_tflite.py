@@ -175,3 +175,22 @@ def test_float_edges(tmp_path):
     want = oracle.tflm(path.read_bytes(), x)
     got = np.stack([np.asarray(reference.run(graph, qi.reshape(-1))).reshape(-1) for qi in q])
     assert np.array_equal((got.astype(np.float32) - tout.zero_point) * np.float32(tout.scale), want)
+
+
+def test_damaged_files_are_one_line(tmp_path):
+    """Truncated or byte-flipped copies of a real file: imported, or refused with an EdgecError, never a crash."""
+    path, *_ = golden("kws")
+    buf = path.read_bytes()
+    rng = np.random.default_rng(1)
+    refused = 0
+    for i in range(60):
+        b = bytearray(buf[:int(rng.integers(8, len(buf)))] if i % 3 == 0 else buf)
+        for _ in range(0 if i % 3 == 0 else int(rng.integers(1, 20))):
+            b[int(rng.integers(8, len(b)))] = int(rng.integers(0, 256))
+        f = tmp_path / f"m{i}.tflite"
+        f.write_bytes(bytes(b))
+        try:
+            importer.load(f, "m")
+        except EdgecError:
+            refused += 1
+    assert refused > 20

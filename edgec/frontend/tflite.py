@@ -49,14 +49,15 @@ def is_tflite(path: str | Path) -> bool:
 
 def load(path: str | Path, name: str) -> Graph:
     """The quantized graph of a .tflite file (see the module doc)."""
-    return _open(path, name).run()
+    tx = _open(path, name)
+    return _read(tx.path, tx.run)
 
 
 def survey(path: str | Path, name: str) -> tuple[Graph, dict]:
     """`edgec inspect` of a .tflite file: the graph of what edgec can build (quantized when it can build all of
     it) and the inspect report (every operator, its shapes, constants and support status)."""
     tx = _open(path, name)
-    graph = tx.run(strict=False)
+    graph = _read(tx.path, lambda: tx.run(strict=False))
     sg, rows = tx.sg, []
     for i in range(sg.OperatorsLength()):
         op = sg.Operators(i)
@@ -105,9 +106,15 @@ def _open(path: str | Path, name: str) -> "_Importer":
     buf = path.read_bytes()
     if buf[4:8] != IDENTIFIER:
         raise EdgecError(f"{path}: not a TFLite flatbuffer (no 'TFL3' identifier); give an INT8 .tflite model")
+    return _read(path, lambda: _Importer(tflite.Model.GetRootAsModel(buf, 0), path, name))
+
+
+def _read(path: Path, fn):
+    """fn(), a damaged flatbuffer (offsets out of range, garbage fields) reported as one line."""
     try:
-        return _Importer(tflite.Model.GetRootAsModel(buf, 0), path, name)
-    except (IndexError, ValueError, TypeError, AttributeError, UnicodeDecodeError) as exc:   # a damaged flatbuffer
+        return fn()
+    except (IndexError, ValueError, TypeError, AttributeError, UnicodeDecodeError, KeyError, OverflowError,
+            MemoryError, __import__("struct").error) as exc:
         raise EdgecError(f"{path}: damaged TFLite flatbuffer ({type(exc).__name__}: {str(exc)[:100]}); "
                          "export the model again") from None
 
