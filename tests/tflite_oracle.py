@@ -317,7 +317,8 @@ MAKERS = {"conv": lambda r, n, e: conv_case(r, n, False, e), "depthwise": lambda
           "max_pool": lambda r, n, e: pool_case(r, n, False, e), "softmax": softmax_case, "add": add_case,
           "sub": lambda r, n, e: add_case(r, n, e, "SUB"), "mul": lambda r, n, e: add_case(r, n, e, "MUL"),
           "concat": concat_case, "pad": pad_case, "logistic": activation_case, "tanh": lambda r, n, e: activation_case(r, n, e, "TANH"),
-          "hard_swish": lambda r, n, e: activation_case(r, n, e, "HARD_SWISH")}
+          "hard_swish": lambda r, n, e: activation_case(r, n, e, "HARD_SWISH"),
+          "relu": lambda r, n, e: activation_case(r, n, e, str(r.choice(["RELU", "RELU6"])))}
 
 
 def cases(seed: int, n: int) -> list[Case]:

@@ -318,5 +318,36 @@ def import_tflite_hard_swish(tx, op):
     tx.emit("lut", op, [x], out, {"table": table}, fn="hard_swish", fparams={}, consts=None, count=1, inner=xt.size)
 
 
+RELUS = {"RELU": (0.0, None), "RELU6": (0.0, 6.0)}      # (TFLM has no RELU_N1_TO_1 kernel to check one against)
+
+
+def relu_table(name: str, in_scale: float, in_zp: int, out_scale: float, out_zp: int) -> np.ndarray:
+    """TFLite Micro's int8 RELU (ReluQuantized: requantize, then the clamp of CalculateReluOpData) and RELU6
+    (Relu6Quantized: a clamp on the input's grid, whatever the output's quantization) of every int8 input."""
+    from edgec.quant.scheme import quantize_multiplier, requantize
+
+    mult, shift = quantize_multiplier(float(in_scale) / float(out_scale))
+    lo, hi = RELUS[name]
+
+    def q(f):
+        v = float(np.float32(f) / np.float32(out_scale))
+        return int(out_zp) + int(math.copysign(math.floor(abs(v) + 0.5), v))
+    if hi is not None:      # TFLM's Relu6Quantized: a clamp on the input's own grid, no requantization
+        six = np.float32(hi) / np.float32(in_scale)
+        six = int(in_zp) + int(math.copysign(math.floor(abs(float(six)) + 0.5), float(six)))
+        return np.clip(np.arange(-128, 128), int(in_zp), min(127, six)).astype(np.int8)
+    y = requantize(np.arange(-128, 128) - int(in_zp), mult, shift).astype(np.int64) + int(out_zp)
+    return np.clip(y, max(-128, q(lo)), 127).astype(np.int8)
+
+
+def import_tflite_relu(tx, op):
+    """RELU and RELU6 with nothing to fuse into: a table."""
+    x, out = tx.input(op, 0), tx.output(op)
+    xt, t = tx.tensor(x), tx.tensor(out)
+    table = relu_table(tx.op_name(op), xt.scale, xt.zero_point, t.scale, t.zero_point)
+    tx.emit("lut", op, [x], out, {"table": table}, fn="clip", fparams={"lo": RELUS[tx.op_name(op)][0],
+            "hi": RELUS[tx.op_name(op)][1] or math.inf}, consts=None, count=1, inner=xt.size)
+
+
 TFLITE = {"LOGISTIC": import_tflite_activation, "TANH": import_tflite_activation,
-          "HARD_SWISH": import_tflite_hard_swish}
+          "HARD_SWISH": import_tflite_hard_swish, "RELU": import_tflite_relu, "RELU6": import_tflite_relu}
