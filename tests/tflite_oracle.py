@@ -212,12 +212,13 @@ def conv_case(rng, name, depthwise=False, extreme=False):
 
 def fc_case(rng, name, extreme=False):
     n_in, n_out = int(rng.integers(1, 300)), int(rng.integers(1, 140))
+    rows = 1 if rng.random() < 0.7 else int(rng.integers(2, 6))
     xs, xz = _act(rng, extreme)
     ys, yz = _act(rng, extreme)
     wq, ws = _weights(rng, (n_out, n_in), 0, extreme)
     ws = ws[:1]                      # TFLite's int8 FULLY_CONNECTED: one weight scale
-    tensors = [T((1, n_in), [xs], [xz]), T((n_out, n_in), ws, [0], data=wq),
-               T((n_out,), [xs * ws[0]], [0], INT32, _bias(rng, n_out, extreme)), T((1, n_out), [ys], [yz])]
+    tensors = [T((rows, n_in), [xs], [xz]), T((n_out, n_in), ws, [0], data=wq),
+               T((n_out,), [xs * ws[0]], [0], INT32, _bias(rng, n_out, extreme)), T((rows, n_out), [ys], [yz])]
     opts = ("FullyConnectedOptions", dict(FusedActivationFunction=int(rng.choice([0, 1, 2, 3]))))
     return Case(name, tensors, [Node("FULLY_CONNECTED", [0, 1, 2], 3, opts)], 0, 3), True
 
