@@ -135,6 +135,7 @@ def test_kws_on_cortex_m4_is_tflm_bit_exact(tmp_path):
     r = json.loads(proc.stdout)
     assert r["agreement"]["device_vs_reference"] == 1.0
     assert r["tflite"] == {"interpreter": "tflite-micro", "reference_vs_interpreter": 1.0}
+    assert "TFLite Micro: int8 reference identical to its interpreter on 100.00% of samples" in proc.stderr
     assert r["samples"] == len(want)
 
 
