@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,7 @@ from edgec.plan import guard
 from edgec.quant import ptq
 from edgec.frontend import qdq
 from edgec.frontend import support
+from edgec.frontend import tflite
 from edgec.quant import sensitivity as sens
 from edgec.targets.boards import load_board
 from edgec.ir import Graph
@@ -50,11 +52,12 @@ def write_quant_report(result: ptq.QuantResult, options: ptq.QuantOptions, folde
     return entry
 
 
-def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: str | Path | None = None,
+def build(model_path: str | Path, calib_path: str | Path | None, board: str, outdir: str | Path | None = None,
           log: Log = _quiet, firmware: bool = True, options: ptq.QuantOptions | None = None,
           protocol: str = "edgec", mlperf_model: str | None = None, arena_guard: bool = False,
           mlperf_mode: str = "performance", mlperf_baud: int | None = None) -> dict:
-    """Model + calibration data -> build folder with model library, project, firmware and report.
+    """Model + calibration data -> build folder with model library, project, firmware and report (a quantized
+    .tflite model needs no calibration data: calib_path None).
     protocol "mlperf" builds a firmware for the MLPerf Tiny runner instead of edgec's bench link
     (mlperf_mode performance or energy, mlperf_baud: see edgec/targets/mlperf_firmware.py).
     arena_guard: a debug build that checks after every layer that no layer wrote outside its buffer."""
@@ -89,7 +92,10 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
         lib = work / "model"
         codegen.generate(graph, plan, lib, name)
         artifact.save_graph(graph, work)
-        loader.copy_model(model_path, work / "model.onnx")
+        if quant.method == "tflite":      # the bench's reference checks itself against TFLite Micro on this file
+            shutil.copyfile(model_path, work / "model.tflite")
+        else:
+            loader.copy_model(model_path, work / "model.onnx")
         (work / "plan.json").write_text(json.dumps(dict(plan.to_json(), **memory_report.summary(graph, plan)), indent=1))
         (work / memory_report.SVG).write_text(memory_report.render_svg(graph, plan))
         report = {
@@ -122,10 +128,11 @@ def build(model_path: str | Path, calib_path: str | Path, board: str, outdir: st
     return report
 
 
-def export(model_path: str | Path, calib_path: str | Path, board: str, fmt: str, outdir: str | Path,
+def export(model_path: str | Path, calib_path: str | Path | None, board: str, fmt: str, outdir: str | Path,
            log: Log = _quiet, options: ptq.QuantOptions | None = None, name: str | None = None,
            lib_version: str | None = None, maintainer: str | None = None, url: str | None = None) -> dict:
-    """Model + calibration data -> a self-contained model library for `board` (see edgec/codegen/export.py):
+    """Model + calibration data (none for a quantized .tflite) -> a self-contained model library for `board`
+    (see edgec/codegen/export.py):
     name is the C prefix (default from the file name), lib_version the manifests' version (default edgec's),
     maintainer and url the Arduino/PlatformIO metadata."""
     from edgec.codegen.export import export as export_library
@@ -240,6 +247,13 @@ def inspect_model(model_path: str | Path) -> dict:
     """Ops, shapes, parameters, MACs, an arena estimate and the support status of every node, without
     building anything: every unsupported node and every node beyond a limit is listed (`problems`)."""
     model_path = Path(model_path)
+    if tflite.is_tflite(model_path):
+        graph, info = tflite.survey(model_path, model_name(model_path))
+        info.update(macs=graph_macs(graph), canonical_ops=len(graph.ops), arena_bytes_estimate=None)
+        if not info["problems"]:
+            graph.ops = planner.schedule(graph)
+            info["arena_bytes_estimate"] = planner.plan(graph).arena_bytes
+        return info
     model = loader.load_model(model_path)
     shapes = {vi.name: loader.static_shape(vi) for vi in
               list(model.graph.value_info) + list(model.graph.input) + list(model.graph.output)}

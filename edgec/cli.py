@@ -105,9 +105,13 @@ def _add_gate_options(p: argparse.ArgumentParser) -> None:
 
 def cmd_calibrate(args) -> int:
     from edgec import api
+    from edgec.frontend.tflite import is_tflite
     from edgec.quant import sensitivity as sens
 
     options = _quant_options(args)
+    if is_tflite(args.model):
+        raise EdgecError(f"{args.model}: a quantized .tflite model has its own quantization, there is nothing to "
+                         "calibrate; build it directly (edgec build MODEL.tflite --board BOARD)")
     out = outputs.check_output_file(args.output, (args.model, args.calib)) if args.output else None
     _, result = api.calibrate_model(args.model, args.calib, options, log=_log)
     source = "from the cache" if result.cached else f"in {result.calib_seconds:.1f} s"
@@ -341,8 +345,8 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     b = sub.add_parser("build", help="quantize a model and build its firmware")
-    b.add_argument("model", help="float ONNX model")
-    b.add_argument("--calib", required=True, help=".npz with x (N, *input shape without batch)")
+    b.add_argument("model", help="float ONNX model, or a fully quantized INT8 .tflite model")
+    b.add_argument("--calib", help=".npz with x (N, *input shape without batch); not for a quantized .tflite")
     b.add_argument("--board", help=BOARD_HELP)
     b.add_argument("-o", "--output", help="build folder (default build/<model>-<board>)")
     _add_quant_options(b)
@@ -377,8 +381,8 @@ def parser() -> argparse.ArgumentParser:
     m.set_defaults(func=cmd_mlperf)
 
     e = sub.add_parser("export", help="write a quantized model as a library for your own firmware")
-    e.add_argument("model", help="float ONNX model")
-    e.add_argument("--calib", required=True, help=".npz with x (N, *input shape without batch)")
+    e.add_argument("model", help="float ONNX model, or a fully quantized INT8 .tflite model")
+    e.add_argument("--calib", help=".npz with x (N, *input shape without batch); not for a quantized .tflite")
     e.add_argument("--board", help=BOARD_HELP)
     e.add_argument("--format", required=True, choices=["c", "platformio", "arduino", "cmake"],
                    help="library layout: plain C files, PlatformIO library, Arduino library, CMake/Zephyr module")

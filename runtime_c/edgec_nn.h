@@ -267,6 +267,16 @@ typedef struct {
 void edgec_log_softmax_s8(const edgec_log_softmax_params *p, const uint32_t *exp_table,
                           const int32_t *log_table, const int8_t *input, int8_t *output);
 
+/* TFLite's own int8 softmax (reference_ops::Softmax, as TFLite Micro runs it), for .tflite models:
+ * exp_table[d] = gemmlowp's fixed-point exp (Q0.31) of the difference -d from the row's max rescaled into
+ * Q5.26 as TFLite does (differences below diff_min give -128), a Q12.19 sum and its Newton-Raphson
+ * reciprocal. Output scale 1/256, zero point -128. */
+typedef struct {
+    int32_t rows, cols, diff_min;
+} edgec_softmax_tflite_params;
+void edgec_softmax_tflite_s8(const edgec_softmax_tflite_params *p, const int32_t *exp_table, const int8_t *input,
+                             int8_t *output);
+
 /* ================================================================ data movement
  * edgec_movement.c */
 

@@ -1,4 +1,6 @@
 /* edgec softmax and log-softmax, portable C99. Bit-exact with edgec/ops/softmax.py. */
+#include <limits.h>
+
 #include "edgec_nn.h"
 
 /* The largest value m of one row of cols values and the sum of exp_table[m - x[i]] over the row
@@ -52,6 +54,93 @@ void edgec_log_softmax_s8(const edgec_log_softmax_params *p, const uint32_t *exp
             const int64_t y16 = (int64_t)(x[i] - m) * p->k_in - ((ln * p->k_ln) >> 16);
             const int64_t q = edgec_round_pot64(y16, 16) + p->output_zp;
             *output++ = (int8_t)(q < -128 ? -128 : (q > 127 ? 127 : q));
+        }
+    }
+}
+
+/* ---- TFLite's softmax: gemmlowp fixed point (int32 raw values; wrapping adds done in uint32) */
+static inline int32_t edgec_add32(int32_t a, int32_t b)
+{
+    return (int32_t)((uint32_t)a + (uint32_t)b);
+}
+
+/* SaturatingRoundingDoublingHighMul. gemmlowp's (ab + nudge) / 2^31, truncating, with nudge = 2^30 for
+ * ab >= 0 and 1 - 2^30 below, equals floor((ab + 2^30) / 2^31) on both sides: one arithmetic shift (>> of a
+ * negative value is arithmetic on every compiler edgec supports, as in the fast kernels). */
+static inline int32_t edgec_srdhm(int32_t a, int32_t b)
+{
+    if (a == INT32_MIN && b == INT32_MIN) {
+        return INT32_MAX;
+    }
+    return (int32_t)(((int64_t)a * (int64_t)b + ((int64_t)1 << 30)) >> 31);
+}
+
+static inline int32_t edgec_sat_shl(int32_t x, int32_t e) /* SaturatingRoundingMultiplyByPOT, e > 0 */
+{
+    const int32_t threshold = (int32_t)(((uint32_t)1 << (31 - e)) - 1u);
+    if (x > threshold) {
+        return INT32_MAX;
+    }
+    if (x < -threshold) {
+        return INT32_MIN;
+    }
+    return (int32_t)((uint32_t)x << e);
+}
+
+/* srdhm of operands that are never both INT32_MIN (one of them positive): no saturation case */
+static inline int32_t edgec_rdhm(int32_t a, int32_t b)
+{
+    return (int32_t)(((int64_t)a * (int64_t)b + ((int64_t)1 << 30)) >> 31);
+}
+
+static int32_t edgec_one_over_one_plus_x(int32_t a) /* Q0.31 in [0, 1) -> Q0.31 */
+{
+    const int64_t s = (int64_t)a + INT32_MAX;                 /* > 0 */
+    const int32_t half = (int32_t)((s + 1) / 2);              /* RoundingHalfSum(a, 1): in [2^30, 2^31) */
+    int32_t x = edgec_add32(1515870810, edgec_rdhm(half, -1010580540));
+    int k;
+    for (k = 0; k < 3; ++k) {
+        const int32_t one_minus = edgec_add32((int32_t)1 << 29, -edgec_rdhm(half, x));
+        x = edgec_add32(x, edgec_sat_shl(edgec_srdhm(x, one_minus), 2));
+    }
+    return edgec_sat_shl(x, 1);
+}
+
+/* The table holds 0 where a difference is below diff_min: such an element adds nothing to the sum and
+ * outputs -128, as TFLite's skipped ones (so no test of diff_min here). Exps and the reciprocal are >= 0. */
+void edgec_softmax_tflite_s8(const edgec_softmax_tflite_params *p, const int32_t *exp_table, const int8_t *input,
+                             int8_t *output)
+{
+    int32_t r, i;
+    for (r = 0; r < p->rows; ++r) {
+        const int8_t *x = input + r * p->cols;
+        int8_t *y = output + r * p->cols;
+        int32_t m = -128, sum = 0, headroom = 0, recip, e, mask, half;
+        for (i = 0; i < p->cols; ++i) {
+            m = x[i] > m ? x[i] : m;
+        }
+        for (i = 0; i < p->cols; ++i) {
+            const int32_t v = exp_table[m - x[i]];
+            sum = edgec_add32(sum, (v >> 12) + ((v & 4095) > 2047 ? 1 : 0));    /* RoundingDivideByPOT(v, 12) */
+        }
+#if defined(__GNUC__) && UINT_MAX == 0xFFFFFFFFu
+        headroom = sum > 0 ? __builtin_clz((unsigned int)sum) : 0; /* one CLZ instruction on Arm */
+#else
+        {
+            uint32_t u;
+            for (u = (uint32_t)sum; u != 0u && !(u & 0x80000000u); u <<= 1) {
+                ++headroom;
+            }
+        }
+#endif
+        e = 12 - headroom + 23;                                   /* num_bits_over_unit + 31 - 8 */
+        mask = (int32_t)(((uint32_t)1 << e) - 1u);
+        half = mask >> 1;
+        recip = edgec_one_over_one_plus_x((int32_t)(((uint32_t)sum << headroom) - 0x80000000u));
+        for (i = 0; i < p->cols; ++i) {
+            const int32_t v = edgec_rdhm(recip, exp_table[m - x[i]]);
+            const int32_t q = (v >> e) + ((v & mask) > half ? 1 : 0) - 128;
+            y[i] = (int8_t)(q > 127 ? 127 : q);
         }
     }
 }

@@ -22,6 +22,7 @@ import numpy as np
 from edgec.quant import artifact
 from edgec.quant import calibrate
 from edgec.frontend import loader
+from edgec.frontend import tflite
 from edgec.quant import scheme
 from edgec.quant import reference
 from edgec.targets.boards import PORT_EMULATOR, PORT_PROGRAM, Board
@@ -67,9 +68,17 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
     n = len(data.x)
     tin = graph.tensors[graph.input]
     xq = scheme.quantize_input(tin, data.x)
-    log(f"reference: float (onnxruntime) and int8 (NumPy) on {n} samples")
-    float_out = calibrate.run_float(loader.load_model(outdir / "model.onnx"), data.x).reshape(n, -1)
     ref_out = np.stack([reference.run(graph, xq[i]).reshape(-1) for i in range(n)])
+    checked = None
+    if (outdir / "model.tflite").is_file():     # a quantized .tflite: its own integer reference, and TFLite Micro's
+        log(f"reference: int8 (NumPy), checked against the TFLite Micro interpreter where installed, on {n} samples")
+        tflm = tflite.interpreter_outputs(outdir / "model.tflite", xq)
+        checked = {"interpreter": "tflite-micro" if tflm is not None else None,
+                   "reference_vs_interpreter": None if tflm is None else float(np.mean(np.all(tflm == ref_out, axis=1)))}
+        float_out = scheme.dequantize(graph.tensors[graph.output], ref_out if tflm is None else tflm).reshape(n, -1)
+    else:
+        log(f"reference: float (onnxruntime) and int8 (NumPy) on {n} samples")
+        float_out = calibrate.run_float(loader.load_model(outdir / "model.onnx"), data.x).reshape(n, -1)
     dev_out = np.zeros_like(ref_out)
     ticks = np.zeros(n, np.int64)
     stack = []
@@ -113,6 +122,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         "agreement": {"device_vs_reference": float(np.mean(np.all(dev_out == ref_out, axis=1))),
                       "mismatched_samples": [int(i) for i in mismatched[:100]]},
         "latency": latency_stats(units, board),
+        **({"tflite": checked} if checked else {}),
         "macs": report.get("macs"),
         "memory": {**report["memory"], "flash_bytes": flash, "ram_bytes": ram,
                    "stack_used_bytes": max(stack) if stack else None,

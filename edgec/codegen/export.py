@@ -63,9 +63,14 @@ def _env():
 
 
 def _example_sample(graph, calib_path) -> tuple[np.ndarray, np.ndarray]:
-    """The first calibration sample, quantized, and the reference output for it."""
+    """The first calibration sample, quantized, and the reference output for it (no calibration data, a
+    quantized .tflite: the input filled with its zero point)."""
+    tin = graph.tensors[graph.input]
+    if calib_path is None:
+        xq = np.full(tin.size, tin.zero_point, np.int8)
+        return xq, np.asarray(reference.run(graph, xq)).reshape(-1)
     x = load_dataset(calib_path, graph.input_onnx_shape, limit=1).x
-    xq = scheme.quantize_input(graph.tensors[graph.input], x)[0]
+    xq = scheme.quantize_input(tin, x)[0]
     return xq.reshape(-1), np.asarray(reference.run(graph, xq)).reshape(-1)
 
 
@@ -84,7 +89,7 @@ def check_metadata(name: str | None, lib_version: str | None) -> None:
         raise EdgecError(f"--lib-version {lib_version!r}: expected a version like 1.2.0 (up to four numbers)")
 
 
-def export(model_path: str | Path, calib_path: str | Path, board_name: str, fmt: str, outdir: str | Path,
+def export(model_path: str | Path, calib_path: str | Path | None, board_name: str, fmt: str, outdir: str | Path,
            log: Callable[[str], None] = lambda _: None, options=None, name: str | None = None,
            lib_version: str | None = None, maintainer: str | None = None, url: str | None = None) -> dict:
     """Quantize the model and write it as a library in `fmt` layout into outdir; returns the export manifest."""
@@ -102,7 +107,7 @@ def export(model_path: str | Path, calib_path: str | Path, board_name: str, fmt:
         log(f"{fmt} metadata: give --maintainer and --url before publishing the library (the manifest names "
             "edgec as its author until then)")
     with staged_folder(outdir, "export", (model_path, calib_path)) as work:
-        manifest = _write(work, graph, plan, board, fmt, Path(model_path), Path(calib_path), meta)
+        manifest = _write(work, graph, plan, board, fmt, Path(model_path), calib_path and Path(calib_path), meta)
     log(f"exported {name} for {board.name} as a {fmt} library in {outdir}")
     return manifest
 
@@ -118,7 +123,7 @@ def _write(work: Path, graph, plan, board: Board, fmt: str, model_path: Path, ca
     xq, expected = _example_sample(graph, calib_path)
     local = board.local_platform_dir is not None
     ctx = dict(name=name, NAME=name.upper(), version=__version__, **meta, board=board, fmt=fmt,
-               local=local, model_file=model_path.name, calib_file=calib_path.name,
+               local=local, model_file=model_path.name, calib_file=calib_path.name if calib_path else "(none: quantized .tflite)",
                input_shape=list(graph.input_onnx_shape), output_shape=list(graph.output_onnx_shape),
                input_bytes=tin.size, output_bytes=tout.size, input_scale=float(tin.scale), input_zp=tin.zero_point,
                output_scale=float(tout.scale), output_zp=tout.zero_point, arena_bytes=plan.arena_bytes,

@@ -408,3 +408,22 @@ ONNX = {
     "Add": import_add, "Sub": import_binary, "Mul": import_mul, "Div": import_binary, "Pow": import_binary,
     "Max": import_max, "Min": import_min, "Sum": import_sum, "Mean": import_mean, "PRelu": import_prelu,
 }
+
+
+# ---- TFLite import (edgec/frontend/tflite.py)
+def import_tflite_binary(tx, op):
+    """ADD / SUB / MUL of two int8 activations (TFLite's int8 arithmetic: Add's left shift 20 and three
+    multipliers, Mul's one); same shapes ADD is the `add` kind (fast kernel), others broadcast (`binary`)."""
+    name, o, a, b = tx.op_name(op), tx.options(op), tx.input(op, 0), tx.input(op, 1)
+    out = tx.output(op)
+    sa, sb = tx.tensor(a).shape, tx.tensor(b).shape
+    if len(sa) > RANK or len(sb) > RANK:
+        raise tx.unsupported(f"broadcasting over more than {RANK} dimensions")
+    act = tx.act_range(op, out, o.FusedActivationFunction() if o is not None else 0)
+    if name == "ADD" and sa == sb:
+        return tx.emit("add", op, [a, b], out, None, act)
+    tx.emit("binary", op, [a, b], out, None, act, op=name.lower(), a_shape=sa, b_shape=sb, const=None,
+            const_first=False)
+
+
+TFLITE = {"ADD": import_tflite_binary, "SUB": import_tflite_binary, "MUL": import_tflite_binary}

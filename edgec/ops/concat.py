@@ -102,3 +102,22 @@ def import_split(cx, node):
 
 
 ONNX = {"Concat": import_concat, "Split": import_split}
+
+
+# ---- TFLite import (edgec/frontend/tflite.py)
+def import_tflite_concatenation(tx, op):
+    """CONCATENATION of int8 activations quantized like the output (as TFLite Micro requires): a copy."""
+    o = tx.options(op)
+    ins = [tx.input(op, k) for k in range(op.InputsLength())]
+    out = tx.output(op)
+    for x in ins:
+        tx.same_qparams(x, out, "CONCATENATION")
+    if o.FusedActivationFunction() != 0:
+        raise tx.unsupported("a fused activation on CONCATENATION")
+    shape = tx.tensor(out).shape
+    axis = o.Axis() % len(shape)
+    chunks = [int(np.prod(tx.tensor(x).shape[axis:], dtype=np.int64)) for x in ins]
+    tx.emit("concat", op, ins, out, outer=int(np.prod(shape[:axis], dtype=np.int64)), chunks=chunks)
+
+
+TFLITE = {"CONCATENATION": import_tflite_concatenation}

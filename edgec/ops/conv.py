@@ -482,3 +482,19 @@ def import_batch_normalization(cx, node):
 
 ONNX = {"Conv": import_conv, "ConvTranspose": import_conv_transpose,
         "BatchNormalization": import_batch_normalization}
+
+
+# ---- TFLite import (edgec/frontend/tflite.py)
+def import_tflite_conv(tx, op):
+    """CONV_2D (OHWI weights) and DEPTHWISE_CONV_2D ([1][k_h][k_w][out_c] weights), per-channel int8."""
+    o, depthwise, x, wq = tx.options(op), tx.op_name(op) == "DEPTHWISE_CONV_2D", tx.input(op, 0), tx.const(op, 1)
+    (_, ih, iw, ic), (_, oh, ow, oc), out = tx.tensor(x).shape, tx.shape(op.Outputs(0)), tx.output(op)
+    win = tx.window(o, (ih, iw), (oh, ow), wq.shape[1:3])
+    arrays, w, b = tx.weighted(op, wq[0] if depthwise else wq, -1 if depthwise else 0, 2, out)
+    extra = {"depth_multiplier": oc // ic} if depthwise else {}
+    tx.emit("depthwise_conv2d" if depthwise else "conv2d", op, [x], out, arrays,
+            tx.act_range(op, out, o.FusedActivationFunction()), weights=w, bias=b, in_hwc=(ih, iw, ic),
+            out_hwc=(oh, ow, oc), **win, **extra)
+
+
+TFLITE = {"CONV_2D": import_tflite_conv, "DEPTHWISE_CONV_2D": import_tflite_conv}

@@ -276,3 +276,20 @@ def _matmul(cx, node, a, b, y):
 
 
 ONNX = {"Gemm": import_gemm, "MatMul": import_matmul}
+
+
+# ---- TFLite import (edgec/frontend/tflite.py)
+def import_tflite_fully_connected(tx, op):
+    """FULLY_CONNECTED: [out][in] int8 weights, one row or many (`fully_connected_rows`); per-tensor weights
+    take TFLM's float32 scale product."""
+    o, x, wq = tx.options(op), tx.input(op, 0), tx.const(op, 1)
+    if wq.ndim != 2 or tx.tensor(x).size % wq.shape[1]:
+        raise tx.unsupported(f"input of {tx.tensor(x).size} values for {list(wq.shape)} weights")
+    out, rows = tx.output(op), tx.tensor(x).size // wq.shape[1]
+    arrays, w, b = tx.weighted(op, wq, 0, 2, out, per_tensor_float32=True)
+    extra = {"rows": rows} if rows > 1 else {}
+    tx.emit("fully_connected_rows" if rows > 1 else "fully_connected", op, [x], out, arrays,
+            tx.act_range(op, out, o.FusedActivationFunction()), weights=w, bias=b, **extra)
+
+
+TFLITE = {"FULLY_CONNECTED": import_tflite_fully_connected}

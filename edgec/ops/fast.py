@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from edgec.ir import Op
+from edgec.quant.scheme import requantize
 
 RQ_FIELDS = ("bias", "mult", "khi", "neg", "shift")
 ACC_LIMIT = 1 << 30
@@ -34,18 +35,18 @@ def k4(n: int) -> int:
     return (n + 3) // 4 * 4
 
 
-def rq_records(bias: np.ndarray, mult: np.ndarray, shift: np.ndarray, zp: int = 0) -> np.ndarray | None:
+def rq_records(bias: np.ndarray, mult: np.ndarray, shift: np.ndarray, zp=0) -> np.ndarray | None:
     """[n, 5] int32 edgec_rq records (bias, mult, khi, neg, shift), or None if a multiplier/shift is
     outside the fast path.
 
-    The output zero point is folded in: (v >> e) + zp == (v + zp * 2^e) >> e."""
+    The output zero point (one, or one per channel) is folded in: (v >> e) + zp == (v + zp * 2^e) >> e."""
     bias = np.asarray(bias, np.int64)
     mult = np.asarray(mult, np.int64)
     shift = np.asarray(shift, np.int64)
     if np.any(shift > 0) or np.any(shift < -MAX_RIGHT_SHIFT) or np.any(mult == 1 << 30) or np.any(mult < 0):
         return None
     e = -shift
-    khi_pos = np.where(e > 0, np.left_shift(1, np.maximum(e - 1, 0)), 0) + int(zp) * np.left_shift(1, e)
+    khi_pos = np.where(e > 0, np.left_shift(1, np.maximum(e - 1, 0)), 0) + np.asarray(zp, np.int64) * np.left_shift(1, e)
     neg = -(e > 0).astype(np.int64)
     if np.any(np.abs(bias) >= ACC_LIMIT):
         return None
@@ -73,9 +74,21 @@ def words(a: np.ndarray) -> np.ndarray:
 
 
 def conv_like(op: Op, w2d: np.ndarray) -> tuple[dict, np.ndarray] | None:
+    """The clamp and the requantization records of a weighted op with weights w2d [out][k].
+
+    A channel whose weights are all zero outputs a constant, its requantized bias (TFLite files keep such
+    dead channels with saturated biases and multipliers far outside the fast path): its record gives that
+    constant directly (multiplier 0, the constant as its zero point)."""
     p = op.params
-    bias = folded_bias(op.arrays["bias"], w2d, p["input_zp"], op.arrays["mult"])
-    rq = None if bias is None else rq_records(bias, op.arrays["mult"], op.arrays["shift"], p["output_zp"])
+    bias, mult, shift = (np.asarray(op.arrays[k], np.int64) for k in ("bias", "mult", "shift"))
+    dead = ~np.any(np.asarray(w2d) != 0, axis=1)
+    zp = np.full(len(dead), int(p["output_zp"]), np.int64)
+    if np.any(dead):
+        const = requantize(bias[dead], mult[dead], shift[dead]).astype(np.int64) + int(p["output_zp"])
+        zp[dead] = np.clip(const, -129, 128)        # the kernel's clamp to the int8 activation range follows
+        bias, mult, shift = (np.where(dead, 0, v) for v in (bias, mult, shift))
+    bias = folded_bias(bias, w2d, p["input_zp"], mult)
+    rq = None if bias is None else rq_records(bias, mult, shift, zp)
     return None if rq is None else ({k: int(p[k]) for k in ("output_zp", "act_min", "act_max")}, rq)
 
 

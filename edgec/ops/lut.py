@@ -234,3 +234,120 @@ def import_clip(cx, node):
 
 
 ONNX = {**{op: import_unary for op in UNARY_ONNX}, "Relu": import_relu, "Clip": import_clip}
+
+
+# ---- TFLite import (edgec/frontend/tflite.py)
+TFLITE_OUTPUT = {"LOGISTIC": (1 / 256, -128, 8, "sigmoid"), "TANH": (1 / 128, 0, 7, "tanh")}
+
+
+def tflite_table(name: str, scale: float, zp: int) -> np.ndarray:
+    """TFLite Micro's int8 LOGISTIC / TANH (reference_integer_ops) of every int8 input, as a table: the input
+    rescaled into Q4.27 by a multiplier from frexp (not QuantizeMultiplier), gemmlowp's logistic or tanh, a
+    rounding shift into the fixed output quantization; inputs beyond the radius saturate."""
+    from edgec.ops import gemmlowp
+    from edgec.quant.scheme import requantize
+
+    q, shift = math.frexp(float(scale) * (1 << 27))
+    mult = int(math.copysign(math.floor(abs(q * (1 << 31)) + 0.5), q))
+    radius = math.floor(15 * (1 << 27) / (1 << shift)) if shift >= 0 else 1 << 30
+    x = np.arange(-128, 128, dtype=np.int64) - int(zp)
+    v = requantize(np.clip(x, -radius, radius), mult, shift).astype(np.int64)
+    _, out_zp, bits, _ = TFLITE_OUTPUT[name]
+    f = gemmlowp.logistic(v, 4) if name == "LOGISTIC" else gemmlowp.tanh(v, 4)
+    y = np.clip(gemmlowp.rdivpot(f, 31 - bits) + out_zp, -128, 127)
+    return np.where(x <= -radius, -128, np.where(x >= radius, 127, y)).astype(np.int8)
+
+
+def import_tflite_activation(tx, op):
+    """LOGISTIC (output 1/256, -128) and TANH (1/128, 0): TFLite's fixed-point functions as a table."""
+    name, x = tx.op_name(op), tx.input(op, 0)
+    out, (scale, zp, _, fn) = tx.output(op), TFLITE_OUTPUT[tx.op_name(op)]
+    t = tx.tensor(out)
+    if (t.scale, t.zero_point) != (scale, zp):
+        raise tx.unsupported(f"int8 {name} output quantized ({t.scale}, {t.zero_point}), not ({scale}, {zp})")
+    xt = tx.tensor(x)
+    tx.emit("lut", op, [x], out, {"table": tflite_table(name, xt.scale, xt.zero_point)}, fn=fn, fparams={},
+            consts=None, count=1, inner=xt.size)
+
+
+def _i16(v):
+    return np.clip(v, -32768, 32767)
+
+
+def hard_swish_table(in_scale: float, in_zp: int, out_scale: float, out_zp: int) -> np.ndarray:
+    """TFLite's int8 HARD_SWISH (reference_ops::HardSwish and its Prepare: float32 scales, int16 fixed-point
+    multipliers) of every int8 input."""
+    from edgec.ops import gemmlowp
+    from edgec.quant.scheme import quantize_multiplier
+
+    f32 = np.float32
+    hires = f32(1.0 / 128.0) * f32(in_scale)
+
+    def q16(real):
+        m, e = quantize_multiplier(float(real))
+        return (32767 if m >= (1 << 31) - 1 - (1 << 15) else (m + (1 << 15)) >> 16), e
+    out_m, out_e = q16(hires / f32(out_scale))
+    relu_m, relu_e = q16(hires / f32(3.0 / 32768.0))
+
+    def srdhm16(a, b):
+        ab = np.asarray(a, np.int64) * b
+        v = ab + np.where(ab >= 0, 1 << 14, 1 - (1 << 14))
+        return np.where(v >= 0, v >> 15, -((-v) >> 15))       # C division: toward zero (no saturation case here)
+    x = (np.arange(-128, 128, dtype=np.int64) - int(in_zp)) * 128
+    pre = srdhm16(x, out_m)
+    r = _i16(x << max(relu_e - 1, 0)) if relu_e > 0 else x
+    r = srdhm16(r, relu_m)
+    r = _i16(r * 2) if relu_e > 0 else (gemmlowp.rdivpot(r, -relu_e) if relu_e < 0 else r)
+    r = (r + (1 << 15)) >> 1
+    ab = r * pre
+    y = np.where(ab >= 0, ab >> 15, -((-ab) >> 15))            # SaturatingDoublingHighMul: truncating
+    y = gemmlowp.rdivpot(y, -out_e) + int(out_zp)
+    if out_e > 0:
+        raise ValueError("HARD_SWISH output multiplier above 1")
+    return np.clip(y, -128, 127).astype(np.int8)
+
+
+def import_tflite_hard_swish(tx, op):
+    """HARD_SWISH: TFLite's int8 arithmetic as a table."""
+    x, out = tx.input(op, 0), tx.output(op)
+    xt, t = tx.tensor(x), tx.tensor(out)
+    try:
+        table = hard_swish_table(xt.scale, xt.zero_point, t.scale, t.zero_point)
+    except ValueError as exc:
+        raise tx.unsupported(str(exc)) from None
+    tx.emit("lut", op, [x], out, {"table": table}, fn="hard_swish", fparams={}, consts=None, count=1, inner=xt.size)
+
+
+RELUS = {"RELU": (0.0, None), "RELU6": (0.0, 6.0)}      # (TFLM has no RELU_N1_TO_1 kernel to check one against)
+
+
+def relu_table(name: str, in_scale: float, in_zp: int, out_scale: float, out_zp: int) -> np.ndarray:
+    """TFLite Micro's int8 RELU (ReluQuantized: requantize, then the clamp of CalculateReluOpData) and RELU6
+    (Relu6Quantized: a clamp on the input's grid, whatever the output's quantization) of every int8 input."""
+    from edgec.quant.scheme import quantize_multiplier, requantize
+
+    mult, shift = quantize_multiplier(float(in_scale) / float(out_scale))
+    lo, hi = RELUS[name]
+
+    def q(f):
+        v = float(np.float32(f) / np.float32(out_scale))
+        return int(out_zp) + int(math.copysign(math.floor(abs(v) + 0.5), v))
+    if hi is not None:      # TFLM's Relu6Quantized: a clamp on the input's own grid, no requantization
+        six = np.float32(hi) / np.float32(in_scale)
+        six = int(in_zp) + int(math.copysign(math.floor(abs(float(six)) + 0.5), float(six)))
+        return np.clip(np.arange(-128, 128), int(in_zp), min(127, six)).astype(np.int8)
+    y = requantize(np.arange(-128, 128) - int(in_zp), mult, shift).astype(np.int64) + int(out_zp)
+    return np.clip(y, max(-128, q(lo)), 127).astype(np.int8)
+
+
+def import_tflite_relu(tx, op):
+    """RELU and RELU6 with nothing to fuse into: a table."""
+    x, out = tx.input(op, 0), tx.output(op)
+    xt, t = tx.tensor(x), tx.tensor(out)
+    table = relu_table(tx.op_name(op), xt.scale, xt.zero_point, t.scale, t.zero_point)
+    tx.emit("lut", op, [x], out, {"table": table}, fn="clip", fparams={"lo": RELUS[tx.op_name(op)][0],
+            "hi": RELUS[tx.op_name(op)][1] or math.inf}, consts=None, count=1, inner=xt.size)
+
+
+TFLITE = {"LOGISTIC": import_tflite_activation, "TANH": import_tflite_activation,
+          "HARD_SWISH": import_tflite_hard_swish, "RELU": import_tflite_relu, "RELU6": import_tflite_relu}

@@ -359,3 +359,36 @@ ONNX = {
     "Identity": alias, "Dropout": alias, "Transpose": import_transpose,
     "Flatten": import_view, "Reshape": import_view, "Squeeze": import_view, "Unsqueeze": import_view,
 }
+
+
+# ---- TFLite import (edgec/frontend/tflite.py)
+def import_tflite_reshape(tx, op):
+    """RESHAPE / SQUEEZE / EXPAND_DIMS: a view of the same bytes (same quantization)."""
+    x = tx.input(op, 0)
+    out = tx.output(op)
+    tx.same_qparams(x, out, tx.op_name(op))
+    tx.emit("reshape", op, [x], out)
+
+
+def import_tflite_pad(tx, op):
+    """PAD / PADV2 with constant paddings: a remap, the padding filled with the output zero point (PAD) or the
+    given int8 constant (PADV2); input and output share one quantization, as TFLite requires."""
+    x, pads = tx.input(op, 0), tx.const(op, 1)
+    out = tx.output(op)
+    tx.same_qparams(x, out, tx.op_name(op))
+    value = tx.const(op, 2)
+    fill = tx.tensor(out).zero_point if value is None else int(np.asarray(value).reshape(-1)[0])
+    shape = tx.tensor(x).shape
+    if pads is None or pads.shape != (len(shape), 2) or np.any(pads < 0) or len(shape) > RANK:
+        raise tx.unsupported("paddings must be a constant [rank][2] of non-negative values (rank <= 6)")
+    strides = np.cumprod((1,) + shape[::-1])[-2::-1]
+    tables = []
+    for n, (before, after), s in zip(shape, pads.tolist(), strides):
+        j = np.arange(n + before + after) - before
+        tables.append(np.where((j >= 0) & (j < n), j * s, INVALID))
+    dims = tuple(int(n + b + a) for n, (b, a) in zip(shape, pads.tolist()))
+    tx.emit("remap", op, [x], out, None, {"pad_value": fill}, dims=dims, tables=tables, pad=0.0)
+
+
+TFLITE = {"RESHAPE": import_tflite_reshape, "SQUEEZE": import_tflite_reshape, "EXPAND_DIMS": import_tflite_reshape,
+          "PAD": import_tflite_pad, "PADV2": import_tflite_pad}

@@ -204,3 +204,19 @@ def import_reduce_mean(cx, node):
 ONNX = {"MaxPool": import_max_pool, "AveragePool": import_average_pool,
         "GlobalAveragePool": import_global_average_pool, "GlobalMaxPool": import_global_max_pool,
         "ReduceMean": import_reduce_mean}
+
+
+# ---- TFLite import (edgec/frontend/tflite.py)
+def import_tflite_pool(tx, op):
+    """AVERAGE_POOL_2D / MAX_POOL_2D (input and output share one quantization, as TFLite requires)."""
+    o, x = tx.options(op), tx.input(op, 0)
+    (_, ih, iw, c), (_, oh, ow, _) = tx.tensor(x).shape, tx.shape(op.Outputs(0))
+    out = tx.output(op)
+    tx.same_qparams(x, out, tx.op_name(op))
+    win = tx.window(o, (ih, iw), (oh, ow), (o.FilterHeight(), o.FilterWidth()))
+    kind = "avg_pool" if tx.op_name(op) == "AVERAGE_POOL_2D" else "max_pool"
+    tx.emit(kind, op, [x], out, None, tx.act_range(op, out, o.FusedActivationFunction()), in_hwc=(ih, iw, c),
+            out_hwc=(oh, ow, c), kernel=win["kernel"], stride=win["stride"], pad=win["pad"])
+
+
+TFLITE = {"AVERAGE_POOL_2D": import_tflite_pool, "MAX_POOL_2D": import_tflite_pool}

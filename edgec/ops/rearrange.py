@@ -193,3 +193,4 @@ ONNX = {
     "Slice": import_slice, "Pad": import_pad, "Gather": import_gather, "Tile": import_tile, "Expand": import_expand,
     "DepthToSpace": import_depth_to_space, "SpaceToDepth": import_space_to_depth,
 }
+

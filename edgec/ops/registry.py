@@ -30,6 +30,9 @@ for _m in MODULES:
 # (edgec/frontend/canonicalize.py calls it with itself as `cx`)
 IMPORTERS = {op: fn for _m in MODULES for op, fn in _m.ONNX.items()}
 assert len(IMPORTERS) == sum(len(_m.ONNX) for _m in MODULES), "an ONNX op type is imported by two families"
+# TFLite builtin operator -> `import_x(tx, op)` in the family module of the kind it produces
+# (edgec/frontend/tflite.py calls it with itself as `tx`)
+TFLITE_IMPORTERS = {op: fn for _m in MODULES for op, fn in getattr(_m, "TFLITE", {}).items()}
 DRIVER_OPS = {"Constant", "Shape"}     # the canonicalizer handles these itself (constants at build time)
 SUPPORTED_OPS = frozenset(IMPORTERS) | DRIVER_OPS
 

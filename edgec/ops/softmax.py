@@ -9,10 +9,13 @@ import numpy as np
 
 from edgec.errors import EdgecError
 from edgec.ir import Op, Tensor
-from edgec.ops import cemit
+from edgec.ops import cemit, gemmlowp
 from edgec.ops.opdef import CallSite, OpDef
+from edgec.quant.scheme import quantize_multiplier
 
 
+SCALED_DIFF_BITS = 5     # TFLite softmax: integer bits of the rescaled input difference (Q5.26)
+ACCUM_BITS = 12          # and of the sum of exps (Q12.19)
 LOG_Q = 16
 LN2_Q16 = 45426  # round(ln 2 * 2**16)
 
@@ -31,7 +34,32 @@ def log2_table() -> np.ndarray:
 
 def quantize_softmax(op: Op, ins: list[Tensor], out: Tensor) -> None:
     op.params = dict(rows=op.attrs["rows"], cols=op.attrs["cols"])
+    if op.attrs.get("arithmetic") == "tflite":       # a .tflite model's softmax: TFLite's own fixed-point one
+        mult, shift, diff_min = tflite_softmax_scaling(ins[0].scale, op.attrs.get("beta", 1.0))
+        op.params["diff_min"] = diff_min
+        op.arrays["exp_table"] = tflite_exp_table(mult, shift, diff_min)
+        return
     op.arrays["exp_table"] = np.asarray(softmax_table(ins[0].scale), np.uint32)
+
+
+def tflite_softmax_scaling(input_scale: float, beta: float) -> tuple[int, int, int]:
+    """TFLite's PreprocessSoftmaxScaling and CalculateInputRadius (5 integer bits of the scaled difference)."""
+    real = min(float(beta) * float(input_scale) * (1 << (31 - SCALED_DIFF_BITS)), (1 << 31) - 1.0)
+    mult, shift = quantize_multiplier(real)
+    if shift < 0:
+        raise EdgecError(f"softmax input scale {input_scale} x beta {beta} is too small for TFLite's softmax")
+    radius = math.floor(((1 << SCALED_DIFF_BITS) - 1) * (1 << (31 - SCALED_DIFF_BITS)) / (1 << shift))
+    return mult, shift, -radius
+
+
+def tflite_exp_table(mult: int, shift: int, diff_min: int) -> np.ndarray:
+    """TFLite's exp of every int8 difference from the row's max, d = 0..255 (x = max - d), in Q0.31: what
+    reference_ops::Softmax computes per element (the rescale into Q5.26, gemmlowp's exp_on_negative_values),
+    done at build time; 0 where -d < diff_min (TFLite skips those)."""
+    diff = -np.arange(256, dtype=np.int64)
+    used = diff >= diff_min
+    e = gemmlowp.exp_on_negative_values(gemmlowp.srdhm(np.where(used, diff, 0) << shift, mult), SCALED_DIFF_BITS)
+    return np.where(used, e, 0).astype(np.int32)
 
 
 def quantize_log_softmax(op: Op, ins: list[Tensor], out: Tensor) -> None:
@@ -54,6 +82,24 @@ def softmax_s8(x, exp_table) -> np.ndarray:
     q = (e * np.uint64(512) + s) // (np.uint64(2) * s)
     out = q.astype(np.int64) - 128
     return np.clip(out, -128, 127).astype(np.int8).reshape(x.shape)
+
+
+def softmax_tflite_s8(p: dict, exp_table, x) -> np.ndarray:
+    """TFLite reference_ops::Softmax (int8 -> int8, as TFLM runs it): gemmlowp's fixed-point exp of the
+    rescaled difference from the row's max (exp_table, tflite_exp_table), a Q12 sum, its reciprocal by
+    Newton-Raphson, output scale 1/256."""
+    x = np.asarray(x, np.int8).reshape(int(p["rows"]), int(p["cols"])).astype(np.int64)
+    diff = x - x.max(axis=1, keepdims=True)
+    used = diff >= int(p["diff_min"])
+    e = np.asarray(exp_table, np.int64)[-diff]                                 # Q0.31
+    total = np.where(used, gemmlowp.rdivpot(e, ACCUM_BITS), 0).sum(axis=1, keepdims=True)
+    total = gemmlowp.wrap32(total)
+    headroom = 32 - np.frexp(np.maximum(total, 1).astype(np.float64))[1].astype(np.int64)   # leading zeros
+    bits_over_unit = ACCUM_BITS - headroom
+    shifted = gemmlowp.wrap32((total << headroom) - (1 << 31))
+    recip = gemmlowp.one_over_one_plus_x(shifted)
+    out = gemmlowp.rdivpot(gemmlowp.srdhm(recip, e), bits_over_unit + 31 - 8) - 128
+    return np.where(used, np.clip(out, -128, 127), -128).astype(np.int8).reshape(-1)
 
 
 def _round_div_pot(v, bits):
@@ -80,6 +126,8 @@ def log_softmax_s8(p: dict, exp_table, log_table, x) -> np.ndarray:
 
 def run_softmax(op: Op, inputs: list) -> np.ndarray:
     p = op.params
+    if "diff_min" in p:
+        return softmax_tflite_s8(p, op.arrays["exp_table"], inputs[0])
     return softmax_s8(inputs[0].reshape(p["rows"], p["cols"]), op.arrays["exp_table"])
 
 
@@ -98,6 +146,9 @@ def _float(op: Op, x, log: bool):
 # ---- C ------------------------------------------------------------------------------------------
 def c_softmax(op: Op, site: CallSite) -> str:
     p = op.params
+    if "diff_min" in p:
+        return cemit.with_params("edgec_softmax_tflite_params", p, f"edgec_softmax_tflite_s8(&p, "
+                                 f"{site.arrays['exp_table']}, {site.inputs[0]}, {site.output});")
     return (f"edgec_softmax_s8({p['rows']}, {p['cols']}, {site.arrays['exp_table']}, {site.inputs[0]},\n"
             f"        {site.output});")
 
@@ -158,3 +209,21 @@ def import_log_softmax(cx, node):
 
 
 ONNX = {"Softmax": import_softmax, "LogSoftmax": import_log_softmax}
+
+
+# ---- TFLite import (edgec/frontend/tflite.py)
+def import_tflite_softmax(tx, op):
+    """SOFTMAX over the last axis, TFLite's arithmetic (`arithmetic="tflite"`); output scale 1/256, zero point
+    -128 as TFLite requires."""
+    x, out = tx.input(op, 0), tx.output(op)
+    shape = tx.tensor(x).shape
+    t = tx.tensor(out)
+    if (t.scale, t.zero_point) != (1.0 / 256.0, -128):
+        raise tx.unsupported(f"int8 softmax output quantized ({t.scale}, {t.zero_point}), not (1/256, -128)")
+    if shape[-1] > 511:     # beyond, TFLite's sum of exps outgrows its Q12 accumulator (shifts past 31 bits)
+        raise tx.unsupported(f"softmax over {shape[-1]} values (edgec follows TFLite's arithmetic up to 511)")
+    tx.emit("softmax", op, [x], out, rows=int(np.prod(shape[:-1], dtype=np.int64)), cols=int(shape[-1]),
+            beta=float(tx.options(op).Beta()), arithmetic="tflite")
+
+
+TFLITE = {"SOFTMAX": import_tflite_softmax}

@@ -1,0 +1,382 @@
+"""A fully quantized TFLite INT8 model (`.tflite`) -> edgec's quantized graph, without calibration.
+
+The flatbuffer is read with the `tflite` package (Python classes generated from TFLite's schema). Every
+operator goes to its importer, `TFLITE_IMPORTERS[name](tx, op)` (edgec/ops/registry.py), a function in the
+family module of the canonical op kind it produces; this module is the `tx` they build on.
+
+The file's quantization is honoured exactly, as TFLite Micro's reference kernels compute it: activation scales
+and zero points come from the file (never from calibration), weights and int32 biases are the file's integers,
+requantization multipliers are computed from the file's float32 scales the way TFLM's Prepare does (per-channel
+convolutions in double, per-tensor fully connected layers from the float32 product), fused activations become
+TFLite's integer clamp (CalculateActivationRangeQuantized), and where TFLite's arithmetic differs from edgec's
+own kernels the kind runs its TFLite variant (softmax: gemmlowp's fixed-point exp). Each op gets its parameters
+from its kind's own quantizer (the struct layout), then the file's integers replace what that quantizer derived.
+
+A QUANTIZE after a float graph input and a DEQUANTIZE before a float graph output are the edges edgec's
+host already does (its input is int8 with the file's scale and zero point). Every operator or quantization that
+cannot be honoured is listed in one error.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from edgec.errors import EdgecError
+from edgec.ir import NO_ACT, Graph, Op, Tensor
+
+IDENTIFIER = b"TFL3"
+INT8 = 9                 # tflite.TensorType
+TYPES = {0: np.float32, 2: np.int32, 3: np.uint8, 4: np.int64, 7: np.int16, 9: np.int8}
+ACTIVATIONS = {0: None, 1: (0.0, math.inf), 2: (-1.0, 1.0), 3: (0.0, 6.0)}   # NONE, RELU, RELU_N1_TO_1, RELU6
+
+
+class Unsupported(Exception):
+    """An operator or quantization the importer cannot honour (collected, then reported together)."""
+
+
+def is_tflite(path: str | Path) -> bool:
+    path = Path(path)
+    if path.suffix.lower() == ".tflite":
+        return True
+    try:
+        with open(path, "rb") as f:
+            return f.read(8)[4:8] == IDENTIFIER
+    except OSError:
+        return False
+
+
+def load(path: str | Path, name: str) -> Graph:
+    """The quantized graph of a .tflite file (see the module doc)."""
+    tx = _open(path, name)
+    return _read(tx.path, tx.run)
+
+
+def survey(path: str | Path, name: str) -> tuple[Graph, dict]:
+    """`edgec inspect` of a .tflite file: the graph of what edgec can build (quantized when it can build all of
+    it) and the inspect report (every operator, its shapes, constants and support status)."""
+    tx = _open(path, name)
+    graph = _read(tx.path, lambda: tx.run(strict=False))
+    sg, rows = tx.sg, []
+    for i in range(sg.OperatorsLength()):
+        op = sg.Operators(i)
+        problem = next((p for p in tx.problems if p["index"] == i), None)
+        rows.append({"name": f"{tx.op_name(op)}#{i}", "op": tx.op_name(op),
+                     "inputs": [list(tx.shape(k)) for k in op.InputsAsNumpy() if k >= 0 and tx._computed(k)],
+                     "outputs": [list(tx.shape(k)) for k in op.OutputsAsNumpy()],
+                     "params": sum(int(np.prod(tx.shape(k))) for k in op.InputsAsNumpy() if k >= 0 and not tx._computed(k)),
+                     "supported": problem is None, "problem": problem and {k: problem[k] for k in PROBLEM_KEYS}})
+    problems = [{k: p[k] for k in PROBLEM_KEYS} for p in tx.problems]
+    info = {"model": str(path), "opset": f"tflite schema v{tx.model.Version()}", "format": "tflite",
+            "input": {"name": tx._tname(sg.Inputs(0)), "shape": list(tx.shape(sg.Inputs(0)))},
+            "output": {"name": tx._tname(sg.Outputs(0)), "shape": list(tx.shape(sg.Outputs(0)))},
+            "parameters": sum(r["params"] for r in rows), "nodes": rows, "problems": problems,
+            "unsupported": [f"{p['op']} ({p['node']})" for p in problems if p["kind"] == "unsupported"],
+            "limits": [f"{p['op']} ({p['node']}): {p['what']}" for p in problems if p["kind"] != "unsupported"]}
+    return graph, info
+
+
+def interpreter_outputs(path: str | Path, xq: np.ndarray) -> np.ndarray | None:
+    """TFLite Micro's own outputs (its Python interpreter, the `tflite-micro` package, reference kernels) for
+    int8 inputs xq [n, ...]; None when the package is not installed."""
+    try:
+        from tflite_micro.python.tflite_micro import runtime
+    except ImportError:
+        return None
+    interp = runtime.Interpreter.from_file(str(path))
+    shape = interp.get_input_details(0)["shape"]
+    outs = []
+    for x in xq:
+        interp.set_input(np.asarray(x, np.int8).reshape(shape), 0)
+        interp.invoke()
+        outs.append(np.asarray(interp.get_output(0)).reshape(-1))
+    return np.stack(outs)
+
+
+PROBLEM_KEYS = ("node", "op", "opset", "kind", "what")
+
+
+def _open(path: str | Path, name: str) -> "_Importer":
+    import tflite
+
+    path = Path(path)
+    if not path.is_file():
+        raise EdgecError(f"{path}: no such file (give the path of an INT8 .tflite model)")
+    buf = path.read_bytes()
+    if buf[4:8] != IDENTIFIER:
+        raise EdgecError(f"{path}: not a TFLite flatbuffer (no 'TFL3' identifier); give an INT8 .tflite model")
+    return _read(path, lambda: _Importer(tflite.Model.GetRootAsModel(buf, 0), path, name))
+
+
+def _read(path: Path, fn):
+    """fn(), a damaged flatbuffer (offsets out of range, garbage fields) reported as one line."""
+    try:
+        return fn()
+    except (IndexError, ValueError, TypeError, AttributeError, UnicodeDecodeError, KeyError, OverflowError,
+            MemoryError, __import__("struct").error) as exc:
+        raise EdgecError(f"{path}: damaged TFLite flatbuffer ({type(exc).__name__}: {str(exc)[:100]}); "
+                         "export the model again") from None
+
+
+class _Importer:
+    """The state of one import, and the context (`tx`) the TFLite importers in edgec/ops build on."""
+
+    def __init__(self, model, path: Path, name: str):
+        from tflite.utils import BUILTIN_OPCODE2NAME
+
+        self.model, self.path = model, path
+        if model.SubgraphsLength() != 1:
+            raise EdgecError(f"{path}: {model.SubgraphsLength()} subgraphs (control flow); edgec imports models "
+                             "with one subgraph")
+        self.sg = model.Subgraphs(0)
+        self.graph = Graph(name=name, tensors={}, ops=[], input="", output="")
+        self.names = BUILTIN_OPCODE2NAME
+        self.values: dict[int, str] = {}          # TFLite tensor index -> canonical tensor
+        self.problems: list[dict] = []          # what cannot be honoured, one entry per operator
+        self.given: dict[str, dict] = {}          # op name -> the file's integers replacing the quantizer's
+
+    # ---- the context importers build on (edgec/ops/<family>.py) ---------------------------
+    def op_name(self, op) -> str:
+        code = self.model.OperatorCodes(op.OpcodeIndex())
+        c = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
+        return self.names.get(c, f"builtin #{c}") if c != 32 else f"CUSTOM {code.CustomCode().decode()}"
+
+    def options(self, op):
+        """The operator's builtin options table (None when it has none)."""
+        import tflite
+
+        table = op.BuiltinOptions()
+        if table is None:
+            return None
+        names = {v: k for k, v in vars(tflite.BuiltinOptions).items() if not k.startswith("_")}
+        cls = getattr(tflite, names.get(op.BuiltinOptionsType(), ""), None)
+        if cls is None:
+            raise Unsupported("unknown builtin options")
+        o = cls()
+        o.Init(table.Bytes, table.Pos)
+        return o
+
+    def shape(self, index: int) -> tuple[int, ...]:
+        t = self.sg.Tensors(index)
+        return tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
+
+    def qparams(self, index: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """(float32 scales, int64 zero points, quantized dimension) of a tensor; an error if it has none."""
+        q = self.sg.Tensors(index).Quantization()
+        if q is None or q.ScaleLength() == 0:
+            raise Unsupported(f"tensor '{self._tname(index)}' is not quantized (edgec imports fully INT8 models)")
+        zp = q.ZeroPointAsNumpy() if q.ZeroPointLength() else np.zeros(q.ScaleLength(), np.int64)
+        return (np.asarray(q.ScaleAsNumpy(), np.float32), np.asarray(zp, np.int64).reshape(-1),
+                int(q.QuantizedDimension()))
+
+    def const(self, op, k: int) -> np.ndarray | None:
+        """The constant data of input k (None when the input is absent); an error when it is computed."""
+        if k >= op.InputsLength() or op.Inputs(k) < 0:
+            return None
+        i = op.Inputs(k)
+        t = self.sg.Tensors(i)
+        data = self.model.Buffers(t.Buffer()).DataAsNumpy() if t.Buffer() > 0 else 0
+        if isinstance(data, int) or t.Type() not in TYPES:
+            raise Unsupported(f"input {k} ('{self._tname(i)}') must be a constant of a numeric type")
+        return np.frombuffer(data.tobytes(), TYPES[t.Type()]).reshape(self.shape(i))
+
+    def input(self, op, k: int = 0) -> str:
+        """The canonical tensor holding activation input k."""
+        i = op.Inputs(k)
+        if i not in self.values:
+            raise Unsupported(f"input {k} ('{self._tname(i)}') is a constant or an unknown tensor; edgec needs an "
+                              "activation there")
+        return self.values[i]
+
+    def tensor(self, name: str) -> Tensor:
+        return self.graph.tensors[name]
+
+    def output(self, op, shape: tuple[int, ...] | None = None) -> str:
+        """A new canonical int8 tensor for the operator's output 0, with the file's scale and zero point."""
+        return self._activation(op.Outputs(0), shape)
+
+    def act_range(self, op, out: str, fused: int) -> dict:
+        """TFLite's CalculateActivationRangeQuantized: the int8 clamp of a fused activation (float32 math)."""
+        if fused not in ACTIVATIONS:
+            raise Unsupported(f"fused activation #{fused} (edgec fuses NONE, RELU, RELU_N1_TO_1, RELU6)")
+        t = self.graph.tensors[out]
+        rng = ACTIVATIONS[fused]
+        if rng is None:
+            return {"act_min": -128, "act_max": 127}
+
+        def q(f):
+            v = np.float32(f) / np.float32(t.scale)
+            return t.zero_point + int(math.copysign(math.floor(abs(float(v)) + 0.5), float(v)))
+        lo = max(-128, q(rng[0]))
+        hi = 127 if rng[1] == math.inf else min(127, q(rng[1]))
+        return {"act_min": lo, "act_max": hi}
+
+    def window(self, o, in_hw, out_hw, kernel) -> dict:
+        """kernel, stride, dilation and pad (top, left) attributes of a conv or pool's options: TFLite's
+        ComputePaddingHeightWidth (the odd pixel of SAME padding at the bottom / right)."""
+        st = (o.StrideH(), o.StrideW())
+        dil = (o.DilationHFactor(), o.DilationWFactor()) if hasattr(o, "DilationHFactor") else (1, 1)
+        pad = tuple(max(0, (n - 1) * s + (f - 1) * d + 1 - i) // 2
+                    for n, s, f, d, i in zip(out_hw, st, kernel, dil, in_hw))
+        return {"kernel": tuple(int(k) for k in kernel), "stride": st, "dilation": dil, "pad": pad}
+
+    def weighted(self, op, weights_q: np.ndarray, axis: int, bias_k: int, out: str,
+                 per_tensor_float32: bool = False) -> tuple[dict, np.ndarray, np.ndarray]:
+        """The file's integers of a weighted op (weights as given, int32 bias, Q31 multipliers and shifts as
+        TFLM's Prepare computes them) and the float weights and bias they stand for."""
+        from edgec.quant.scheme import quantize_multiplier
+
+        scales, zps, _ = self.qparams(op.Inputs(1))
+        if self.sg.Tensors(op.Inputs(1)).Type() != INT8 or np.any(zps != 0):
+            raise Unsupported("weights must be symmetric int8 (zero point 0)")
+        n = weights_q.shape[axis]
+        if scales.size not in (1, n):
+            raise Unsupported(f"{scales.size} weight scales for {n} output channels")
+        ws = np.broadcast_to(scales, (n,)).astype(np.float32)
+        x, y = self.tensor(self.values[op.Inputs(0)]), self.tensor(out)
+        bias = self.const(op, bias_k)
+        if bias is None:
+            bias = np.zeros(n, np.int32)
+        elif bias.dtype != np.int32 or bias.size != n:
+            raise Unsupported(f"bias must be int32 with one value per output channel (got {bias.dtype} {bias.shape})")
+        if per_tensor_float32 and scales.size == 1:      # GetQuantizedConvolutionMultipler: float32 product
+            real = [float(np.float32(np.float32(x.scale) * ws[0])) / float(y.scale)] * n
+        else:                                             # PopulateConvolutionQuantizationParams: double
+            real = [float(x.scale) * float(s) / float(y.scale) for s in ws]
+        try:
+            mult, shift = zip(*(quantize_multiplier(r) for r in real))
+        except ValueError as exc:
+            raise Unsupported(str(exc)) from None
+        shape = [1] * weights_q.ndim
+        shape[axis] = -1
+        arrays = {"weights": np.ascontiguousarray(weights_q, np.int8), "bias": np.asarray(bias, np.int32).reshape(-1),
+                  "mult": np.asarray(mult, np.int32), "shift": np.asarray(shift, np.int32)}
+        w = (weights_q.astype(np.float64) * ws.astype(np.float64).reshape(shape)).astype(np.float32)
+        b = (arrays["bias"].astype(np.float64) * float(x.scale) * ws.astype(np.float64)).astype(np.float32)
+        return arrays, w, b
+
+    def emit(self, kind: str, tflite_op, inputs: list[str], out: str, arrays: dict | None = None,
+             params: dict | None = None, **attrs) -> Op:
+        """Append an op of `kind` made from `tflite_op`; `arrays`/`params`: the file's integers, which replace
+        its quantizer's."""
+        name = f"{self.op_name(tflite_op)}#{self.index}"
+        e = Op(kind=kind, name=name, inputs=inputs, output=out, attrs={"act": NO_ACT, **attrs})
+        self.graph.ops.append(e)
+        self.given[name] = {"arrays": arrays or {}, "params": params or {}}
+        return e
+
+    def unsupported(self, what: str) -> Exception:
+        """The exception an importer raises for what it cannot honour (listed with the others)."""
+        return Unsupported(what)
+
+    def same_qparams(self, a: str, b: str, what: str) -> None:
+        ta, tb = self.tensor(a), self.tensor(b)
+        if (ta.scale, ta.zero_point) != (tb.scale, tb.zero_point):
+            raise Unsupported(f"{what} with different input and output quantization")
+
+    # ---- the driver ---------------------------------------------------------------------------------
+    def run(self, strict: bool = True) -> Graph:
+        """The quantized graph; strict=False: the graph of what can be built (not quantized if something cannot)."""
+        from edgec.ops.registry import TFLITE_IMPORTERS
+
+        sg, g = self.sg, self.graph
+        if sg.InputsLength() != 1 or sg.OutputsLength() != 1:
+            raise EdgecError(f"{self.path}: {sg.InputsLength()} inputs and {sg.OutputsLength()} outputs; edgec "
+                             "builds models with one input and one output")
+        edges = self._edges()
+        x = sg.Inputs(0) if sg.Inputs(0) not in edges else edges[sg.Inputs(0)]
+        try:
+            g.input = self._activation(x)
+        except Unsupported as exc:
+            raise EdgecError(f"{self.path}: graph input: {exc}") from None
+        g.input_onnx_shape = self.shape(sg.Inputs(0))
+        for self.index in range(sg.OperatorsLength()):
+            op = sg.Operators(self.index)
+            name = self.op_name(op)
+            if self.index in edges.get("ops", ()):
+                continue
+            if any(op.Inputs(k) >= 0 and op.Inputs(k) not in self.values and self._computed(op.Inputs(k))
+                   for k in range(op.InputsLength())):
+                continue                          # downstream of an operator already reported
+            try:
+                if name not in TFLITE_IMPORTERS:
+                    raise Unsupported("operator not supported")
+                TFLITE_IMPORTERS[name](self, op)
+            except Unsupported as exc:
+                code = self.model.OperatorCodes(op.OpcodeIndex())
+                self.problems.append({"index": self.index, "node": f"{name}#{self.index}", "op": name,
+                                      "opset": code.Version(), "what": str(exc),
+                                      "kind": "unsupported" if name not in TFLITE_IMPORTERS else "limit"})
+        y = sg.Outputs(0) if sg.Outputs(0) not in edges else edges[sg.Outputs(0)]
+        if self.problems and not strict:
+            g.output = self.values.get(y, g.ops[-1].output if g.ops else g.input)
+            return g
+        if self.problems:
+            raise EdgecError(f"{self.path}: edgec cannot honour {len(self.problems)} operator(s): "
+                             + "; ".join(f"{p['op']} (operator #{p['index']}: {p['what']})" for p in self.problems)
+                             + "; give edgec the float model (.onnx) instead")
+        if y not in self.values:
+            raise EdgecError(f"{self.path}: the graph output is not computed by any operator")
+        g.output = self.values[y]
+        g.output_onnx_shape = self.shape(sg.Outputs(0))
+        self._quantize()
+        return g
+
+    def _edges(self) -> dict:
+        """QUANTIZE of the float graph input / DEQUANTIZE to the float graph output: tensor maps, ops skipped."""
+        sg, edges = self.sg, {"ops": set()}
+        for i in range(sg.OperatorsLength()):
+            op = sg.Operators(i)
+            name = self.op_name(op)
+            if name == "QUANTIZE" and op.Inputs(0) == sg.Inputs(0) and self.sg.Tensors(op.Inputs(0)).Type() == 0:
+                edges[op.Inputs(0)] = op.Outputs(0)
+                edges["ops"].add(i)
+            elif name == "DEQUANTIZE" and op.Outputs(0) == sg.Outputs(0):
+                edges[op.Outputs(0)] = op.Inputs(0)
+                edges["ops"].add(i)
+        return edges
+
+    def _computed(self, index: int) -> bool:
+        t = self.sg.Tensors(index)
+        return not (t.Buffer() > 0 and not isinstance(self.model.Buffers(t.Buffer()).DataAsNumpy(), int))
+
+    def _tname(self, index: int) -> str:
+        n = self.sg.Tensors(index).Name()
+        return n.decode(errors="replace") if n else f"#{index}"
+
+    def _activation(self, index: int, shape=None) -> str:
+        t = self.sg.Tensors(index)
+        if t.Type() != INT8:
+            raise Unsupported(f"tensor '{self._tname(index)}' is {_type_name(t.Type())}; edgec runs int8 activations")
+        scales, zps, _ = self.qparams(index)
+        if scales.size != 1:
+            raise Unsupported(f"tensor '{self._tname(index)}' has a scale per channel; activations are per tensor")
+        name = self._tname(index)
+        base, k = name, 1
+        while name in self.graph.tensors:
+            name, k = f"{base}_{k}", k + 1
+        phys = tuple(shape if shape is not None else self.shape(index)) or (1,)
+        self.graph.tensors[name] = Tensor(name=name, shape=phys, source=name, scale=float(scales[0]),
+                                          zero_point=int(zps[0]))
+        self.values[index] = name
+        return name
+
+    def _quantize(self) -> None:
+        """Every op's parameters from its kind's quantizer, then the file's integers in their place."""
+        from edgec.ops.registry import REGISTRY
+
+        for op in self.graph.ops:
+            ins = [self.graph.tensors[i] for i in op.inputs]
+            REGISTRY[op.kind].quantize(op, ins, self.graph.tensors[op.output])
+            given = self.given[op.name]
+            op.arrays.update(given["arrays"])
+            op.params.update(given["params"])
+            op.attrs["tflite"] = True
+
+
+def _type_name(t: int) -> str:
+    import tflite
+
+    names = {v: k for k, v in vars(tflite.TensorType).items() if not k.startswith("_")}
+    return names.get(t, f"type #{t}").lower()

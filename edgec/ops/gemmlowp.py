@@ -1,0 +1,104 @@
+"""gemmlowp's fixed-point arithmetic (int32 raw values, vectorized over int64 arrays), as TFLite's kernels use it:
+the building blocks of TFLite's softmax (edgec/ops/softmax.py) and their C twins in runtime_c/edgec_softmax.c."""
+from __future__ import annotations
+
+import numpy as np
+
+I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def wrap32(v):
+    """int32 wrap-around of an int64 array (C's int32 addition on the two's complement targets)."""
+    v = np.asarray(v, np.int64)
+    return ((v + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def srdhm(a, b):
+    """SaturatingRoundingDoublingHighMul."""
+    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    ab = a * b
+    t = ab + np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
+    hi = np.where(t >= 0, t >> 31, -((-t) >> 31))       # C division by 2**31: toward zero
+    return np.where((a == I32_MIN) & (b == I32_MIN), I32_MAX, hi)
+
+
+def rdivpot(x, exponent):
+    """RoundingDivideByPOT (round half away from zero)."""
+    x, e = np.asarray(x, np.int64), np.asarray(exponent, np.int64)
+    mask = (np.int64(1) << e) - 1
+    threshold = (mask >> 1) + (x < 0)
+    return (x >> e) + ((x & mask) > threshold)
+
+
+def sat_shl(x, exponent: int):
+    """SaturatingRoundingMultiplyByPOT with a positive exponent: a left shift saturated to int32."""
+    x = np.asarray(x, np.int64)
+    threshold = (1 << (31 - exponent)) - 1
+    return np.where(x > threshold, I32_MAX, np.where(x < -threshold, I32_MIN, wrap32(x << exponent)))
+
+
+def exp_on_interval(a):
+    """exp_on_interval_between_negative_one_quarter_and_0_excl (Q0.31 in, Q0.31 out)."""
+    x = wrap32(a + (1 << 28))
+    x2 = srdhm(x, x)
+    x3 = srdhm(x2, x)
+    x4 = srdhm(x2, x2)
+    x4_over_4 = rdivpot(x4, 2)
+    poly = rdivpot(wrap32(srdhm(wrap32(x4_over_4 + x3), 715827883) + x2), 1)
+    return wrap32(1895147668 + srdhm(1895147668, wrap32(x + poly)))
+
+
+EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308), (2, 39332535), (3, 720401),
+              (4, 242))
+
+
+def exp_on_negative_values(a, integer_bits: int):
+    """exp of a Q(integer_bits).(31 - integer_bits) value <= 0, in Q0.31."""
+    frac = 31 - integer_bits
+    a = np.asarray(a, np.int64)
+    quarter = 1 << (frac - 2)
+    a_mod = wrap32((a & (quarter - 1)) - quarter)
+    result = exp_on_interval(sat_shl(a_mod, integer_bits))
+    remainder = wrap32(a_mod - a)
+    for exponent, mult in EXP_BARREL:
+        if integer_bits > exponent:
+            result = np.where(remainder & (1 << (frac + exponent)), srdhm(result, mult), result)
+    return np.where(a == 0, I32_MAX, result)
+
+
+def one_over_one_plus_x(a):
+    """one_over_one_plus_x_for_x_in_0_1 (Q0.31 in and out): Newton-Raphson, three steps."""
+    a = np.asarray(a, np.int64)
+    s = a + I32_MAX
+    half = np.where(s >= 0, (s + 1) // 2, -((-s + 1) // 2))
+    x = wrap32(1515870810 + srdhm(half, -1010580540))
+    for _ in range(3):
+        one_minus = wrap32((1 << 29) - srdhm(half, x))
+        x = wrap32(x + sat_shl(srdhm(x, one_minus), 2))
+    return sat_shl(x, 1)
+
+
+def one_minus_x_over_one_plus_x(a):
+    """one_minus_x_over_one_plus_x_for_x_in_0_1 (Q0.31 in and out)."""
+    a = np.asarray(a, np.int64)
+    s = a + I32_MAX
+    half = np.where(s >= 0, (s + 1) // 2, -((-s + 1) // 2))
+    x = wrap32(1515870810 + srdhm(half, -1010580540))
+    for _ in range(3):
+        one_minus = wrap32((1 << 29) - srdhm(half, x))
+        x = wrap32(x + sat_shl(srdhm(x, one_minus), 2))
+    return sat_shl(wrap32(x - (1 << 29)), 2)
+
+
+def logistic(a, integer_bits: int):
+    """gemmlowp::logistic of a Q(integer_bits) value, in Q0.31."""
+    a = np.asarray(a, np.int64)
+    pos = one_over_one_plus_x(exp_on_negative_values(-np.abs(a), integer_bits))
+    return np.where(a == 0, 1 << 30, np.where(a > 0, pos, wrap32(I32_MAX - pos)))
+
+
+def tanh(a, integer_bits: int):
+    """gemmlowp::tanh of a Q(integer_bits) value, in Q0.31 (the exp of -2|a| read as Q(integer_bits + 1))."""
+    a = np.asarray(a, np.int64)
+    t = one_minus_x_over_one_plus_x(exp_on_negative_values(-np.abs(a), integer_bits + 1))
+    return np.where(a == 0, 0, np.where(a < 0, -t, t))

@@ -1,0 +1,64 @@
+"""TensorFlow Lite Micro as the independent oracle of edgec's kernels: random single-operator INT8 .tflite models
+(tests/tflite_oracle.py: random shapes, strides, SAME/VALID padding, fused activations, odd and large channel
+counts, zero points at the int8 limits, saturated and dead-channel biases, per-tensor and per-channel weights,
+softmax betas) run by the `tflite-micro` interpreter and by edgec's NumPy reference, reference C kernels and
+fast kernels (portable C and the Arm DSP path with its intrinsics emulated) must agree bit for bit.
+
+The default run is a small fixed sample; the long sweep is `python tests/tflite_oracle.py --cases 3000`
+(or `pytest -m slow tests/test_tflite_oracle.py`, 1000 cases).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+import tflite_oracle as oracle
+
+if importlib.util.find_spec("tflite_micro") is None:      # x86-64 Linux wheels only
+    if os.environ.get("CI"):
+        pytest.fail("tflite-micro (the TFLite Micro interpreter, the oracle) is not installed", pytrace=False)
+    pytest.skip("tflite-micro (the TFLite Micro interpreter) is not installed", allow_module_level=True)
+
+
+def test_default_sample_matches_tflm(tmp_path):
+    cases = oracle.cases(seed=21, n=2 * len(oracle.MAKERS))
+    assert {c.name.rsplit("_", 1)[-1] for c in cases} >= {"conv", "depthwise", "connected", "pool", "softmax", "add"}
+    bad = oracle.check(cases, tmp_path)
+    assert not bad, bad
+
+
+def test_oracle_sees_a_wrong_kernel(tmp_path):
+    """The comparison can fail: edgec's own LUT softmax (what its ONNX softmax runs) rounds a few outputs in
+    a million differently from TFLite's fixed-point one. On rows where the two differ, TFLM sides with the
+    TFLite variant a .tflite model gets, and against the LUT one."""
+    from edgec.frontend import tflite as importer
+    from edgec.ops import softmax
+    from edgec.quant import reference
+
+    scale, cols = float(np.float32(0.1)), 12
+    x = np.random.default_rng(3).integers(-128, 128, (200000, cols)).astype(np.int8)
+    lut = softmax.softmax_s8(x, softmax.softmax_table(scale, 1.0))
+    mult, shift, diff_min = softmax.tflite_softmax_scaling(scale, 1.0)
+    p = dict(rows=len(x), cols=cols, diff_min=diff_min)
+    exact = softmax.softmax_tflite_s8(p, softmax.tflite_exp_table(mult, shift, diff_min), x).reshape(x.shape)
+    rows = x[np.any(lut != exact, axis=1)]
+    assert len(rows) >= 1
+    case = oracle.Case("rows", [oracle.T((len(rows), cols), [scale], [0]), oracle.T((len(rows), cols), [1 / 256], [-128])],
+                       [oracle.Node("SOFTMAX", [0], 1, ("SoftmaxOptions", dict(Beta=1.0)))], 0, 1)
+    model = tmp_path / "rows.tflite"
+    model.write_bytes(oracle.write(case))
+    want = oracle.tflm(model.read_bytes(), rows[None]).reshape(rows.shape)
+    got = np.asarray(reference.run(importer.load(model, "rows"), rows.reshape(-1))).reshape(rows.shape)
+    assert np.array_equal(got, want)
+    assert not np.array_equal(softmax.softmax_s8(rows, softmax.softmax_table(scale, 1.0)), want)
+
+
+@pytest.mark.slow
+def test_thousand_cases_match_tflm(tmp_path):
+    bad = []
+    for batch in range(5):
+        bad += oracle.check(oracle.cases(seed=1000 + batch, n=200), tmp_path / str(batch))
+    assert not bad, bad[:20]

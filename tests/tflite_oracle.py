@@ -1,0 +1,439 @@
+"""The independent oracle: single-operator INT8 .tflite models, written with the flatbuffers builder API of the
+`tflite` schema package, run by TensorFlow Lite Micro's own Python interpreter (`tflite-micro`, reference
+kernels: what y_int8_tflm of the MLPerf Tiny goldens came from) and by edgec (NumPy reference, and many models'
+generated C compiled into one host program per kernel path). tests/test_tflite_oracle.py drives it; run as a
+script for the long sweep (`python tests/tflite_oracle.py --cases 3000`).
+"""
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import flatbuffers
+import numpy as np
+import tflite
+from tflite.BuiltinOperator import BuiltinOperator as OPS
+from tflite.BuiltinOptions import BuiltinOptions as OPTIONS
+
+from edgec.codegen import cmodel
+from edgec.frontend import tflite as importer
+from edgec.pipeline import schedule_and_plan
+from edgec.plan import planner
+from edgec.quant import reference
+
+INT8, INT32 = 9, 2
+PATHS = {"reference": ("-O1",), "portable": ("-O1",), "dsp-emulated": ("-O1", "-DEDGEC_EMULATE_DSP")}
+
+
+@dataclass
+class T:
+    """A tensor of the model: shape, int8/int32, quantization, constant data (None: an activation)."""
+
+    shape: tuple
+    scale: list
+    zp: list
+    dtype: int = INT8
+    data: np.ndarray | None = None
+    axis: int = 0
+
+
+@dataclass
+class Node:
+    op: str                    # BuiltinOperator name
+    inputs: list               # indices into the model's tensor list (-1: absent)
+    output: int
+    options: tuple | None = None   # (BuiltinOptions name, {field: value})
+
+
+@dataclass
+class Case:
+    name: str
+    tensors: list
+    nodes: list
+    input: int
+    output: int
+    x: np.ndarray = field(default=None)     # int8 inputs [n, ...]
+
+
+# ---- writing a .tflite -----------------------------------------------------------------------------
+def _vector(b, start, values, prepend):
+    start(b, len(values))
+    for v in reversed(values):
+        prepend(v)
+    return b.EndVector()
+
+
+def write(case: Case) -> bytes:
+    b = flatbuffers.Builder(4096)
+    buffers = [None] + [t.data for t in case.tensors if t.data is not None]
+    buf_offsets = []
+    for data in buffers:
+        d = None if data is None else b.CreateByteVector(np.ascontiguousarray(data).tobytes())
+        tflite.BufferStart(b)
+        if d is not None:
+            tflite.BufferAddData(b, d)
+        buf_offsets.append(tflite.BufferEnd(b))
+    tensors, k = [], 0
+    for i, t in enumerate(case.tensors):
+        scale = _vector(b, tflite.QuantizationParametersStartScaleVector, [float(s) for s in t.scale], b.PrependFloat32)
+        zp = _vector(b, tflite.QuantizationParametersStartZeroPointVector, [int(z) for z in t.zp], b.PrependInt64)
+        tflite.QuantizationParametersStart(b)
+        tflite.QuantizationParametersAddScale(b, scale)
+        tflite.QuantizationParametersAddZeroPoint(b, zp)
+        tflite.QuantizationParametersAddQuantizedDimension(b, t.axis)
+        q = tflite.QuantizationParametersEnd(b)
+        shape = _vector(b, tflite.TensorStartShapeVector, [int(d) for d in t.shape], b.PrependInt32)
+        name = b.CreateString(f"t{i}")
+        tflite.TensorStart(b)
+        tflite.TensorAddShape(b, shape)
+        tflite.TensorAddType(b, t.dtype)
+        if t.data is not None:
+            k += 1
+            tflite.TensorAddBuffer(b, k)
+        tflite.TensorAddName(b, name)
+        tflite.TensorAddQuantization(b, q)
+        tensors.append(tflite.TensorEnd(b))
+    codes = sorted({n.op for n in case.nodes})
+    ops = []
+    for n in case.nodes:
+        opts = None
+        if n.options:
+            kind, fields = n.options
+            getattr(tflite, f"{kind}Start")(b)
+            for f, v in fields.items():
+                getattr(tflite, f"{kind}Add{f}")(b, v)
+            opts = getattr(tflite, f"{kind}End")(b)
+        ins = _vector(b, tflite.OperatorStartInputsVector, n.inputs, b.PrependInt32)
+        outs = _vector(b, tflite.OperatorStartOutputsVector, [n.output], b.PrependInt32)
+        tflite.OperatorStart(b)
+        tflite.OperatorAddOpcodeIndex(b, codes.index(n.op))
+        tflite.OperatorAddInputs(b, ins)
+        tflite.OperatorAddOutputs(b, outs)
+        if opts is not None:
+            tflite.OperatorAddBuiltinOptionsType(b, getattr(OPTIONS, n.options[0]))
+            tflite.OperatorAddBuiltinOptions(b, opts)
+        ops.append(tflite.OperatorEnd(b))
+    tvec = _vector(b, tflite.SubGraphStartTensorsVector, tensors, b.PrependUOffsetTRelative)
+    ovec = _vector(b, tflite.SubGraphStartOperatorsVector, ops, b.PrependUOffsetTRelative)
+    ivec = _vector(b, tflite.SubGraphStartInputsVector, [case.input], b.PrependInt32)
+    yvec = _vector(b, tflite.SubGraphStartOutputsVector, [case.output], b.PrependInt32)
+    tflite.SubGraphStart(b)
+    tflite.SubGraphAddTensors(b, tvec)
+    tflite.SubGraphAddInputs(b, ivec)
+    tflite.SubGraphAddOutputs(b, yvec)
+    tflite.SubGraphAddOperators(b, ovec)
+    sg = tflite.SubGraphEnd(b)
+    code_offsets = []
+    for c in codes:
+        tflite.OperatorCodeStart(b)
+        tflite.OperatorCodeAddBuiltinCode(b, getattr(OPS, c))
+        tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(getattr(OPS, c), 127))
+        tflite.OperatorCodeAddVersion(b, 1)
+        code_offsets.append(tflite.OperatorCodeEnd(b))
+    cvec = _vector(b, tflite.ModelStartOperatorCodesVector, code_offsets, b.PrependUOffsetTRelative)
+    svec = _vector(b, tflite.ModelStartSubgraphsVector, [sg], b.PrependUOffsetTRelative)
+    bvec = _vector(b, tflite.ModelStartBuffersVector, buf_offsets, b.PrependUOffsetTRelative)
+    desc = b.CreateString("edgec oracle case")
+    tflite.ModelStart(b)
+    tflite.ModelAddVersion(b, 3)
+    tflite.ModelAddOperatorCodes(b, cvec)
+    tflite.ModelAddSubgraphs(b, svec)
+    tflite.ModelAddDescription(b, desc)
+    tflite.ModelAddBuffers(b, bvec)
+    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+# ---- random cases ---------------------------------------------------------------------------------
+def _act(rng, extreme):
+    """(scale, zero point) of an activation: zero points at the int8 limits and odd scales when extreme."""
+    scale = float(np.float32(10 ** rng.uniform(-3, 0.7)))
+    zp = int(rng.choice([-128, 127, 0])) if extreme and rng.random() < 0.5 else int(rng.integers(-128, 128))
+    return scale, zp
+
+
+def _weights(rng, shape, axis, extreme):
+    w = rng.integers(-127, 128, shape).astype(np.int8)
+    if extreme and rng.random() < 0.3:
+        w[...] = rng.choice([-127, 127])
+    n = shape[axis]
+    per_channel = rng.random() < 0.8
+    s = 10 ** rng.uniform(-4, -1, n if per_channel else 1)
+    if extreme and per_channel and rng.random() < 0.5:     # a dead channel as TFLite files have them: zero
+        dead = int(rng.integers(0, n))                      # weights, a tiny scale (and a saturated bias)
+        np.moveaxis(w, axis, 0)[dead] = 0
+        s[dead] = 1e-12
+    return w, [float(np.float32(v)) for v in s]
+
+
+def _bias(rng, n, extreme, scales=None):
+    lim = (1 << 31) - 1 if extreme and rng.random() < 0.2 else 1 << 16
+    b = rng.integers(-lim, lim, n, dtype=np.int64)
+    if scales is not None:
+        b = np.where(np.asarray(scales) < 1e-10, rng.choice([-(1 << 31), (1 << 30), (1 << 31) - 1]), b)
+    return b.astype(np.int32)
+
+
+def conv_case(rng, name, depthwise=False, extreme=False):
+    h, w = int(rng.integers(1, 20)), int(rng.integers(1, 20))
+    c = int(rng.choice([1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 64, 128]))
+    kh, kw = int(rng.integers(1, min(h, 5) + 1)), int(rng.integers(1, min(w, 5) + 1))
+    if rng.random() < 0.3:
+        kh, kw = min(3, h), min(3, w)
+    sh, sw = int(rng.integers(1, 3)), int(rng.integers(1, 3))
+    dh = dw = 1
+    padding = int(rng.integers(0, 2))       # SAME, VALID
+    mult = int(rng.choice([1, 1, 2])) if depthwise else 1
+    oc = c * mult if depthwise else int(rng.choice([1, 2, 3, 5, 8, 13, 16, 33, 64]))
+
+    def out(n, k, s, d):
+        return (n + s - 1) // s if padding == 0 else (n - (k - 1) * d - 1) // s + 1
+    oh, ow = out(h, kh, sh, dh), out(w, kw, sw, dw)
+    xs, xz = _act(rng, extreme)
+    ys, yz = _act(rng, extreme)
+    wshape = (1, kh, kw, oc) if depthwise else (oc, kh, kw, c)
+    wq, ws = _weights(rng, wshape, 3 if depthwise else 0, extreme)
+    fused = int(rng.choice([0, 1, 2, 3]))
+    tensors = [T((1, h, w, c), [xs], [xz]), T(wshape, ws, [0] * len(ws), data=wq, axis=3 if depthwise else 0),
+               T((oc,), [xs * s for s in ws], [0] * len(ws), INT32, _bias(rng, oc, extreme, ws)),
+               T((1, oh, ow, oc), [ys], [yz])]
+    fields = dict(Padding=padding, StrideW=sw, StrideH=sh, FusedActivationFunction=fused)
+    if depthwise:
+        kind, op = "DepthwiseConv2DOptions", "DEPTHWISE_CONV_2D"
+        fields.update(DepthMultiplier=mult, DilationWFactor=1, DilationHFactor=1)
+    else:
+        kind, op = "Conv2DOptions", "CONV_2D"
+        fields.update(DilationWFactor=1, DilationHFactor=1)
+    return Case(name, tensors, [Node(op, [0, 1, 2], 3, (kind, fields))], 0, 3), (oh, ow) if min(oh, ow) > 0 else None
+
+
+def fc_case(rng, name, extreme=False):
+    n_in, n_out = int(rng.integers(1, 300)), int(rng.integers(1, 140))
+    rows = 1 if rng.random() < 0.7 else int(rng.integers(2, 6))
+    xs, xz = _act(rng, extreme)
+    ys, yz = _act(rng, extreme)
+    wq, ws = _weights(rng, (n_out, n_in), 0, extreme)
+    ws = ws[:1]                      # TFLite's int8 FULLY_CONNECTED: one weight scale
+    tensors = [T((rows, n_in), [xs], [xz]), T((n_out, n_in), ws, [0], data=wq),
+               T((n_out,), [xs * ws[0]], [0], INT32, _bias(rng, n_out, extreme)), T((rows, n_out), [ys], [yz])]
+    opts = ("FullyConnectedOptions", dict(FusedActivationFunction=int(rng.choice([0, 1, 2, 3]))))
+    return Case(name, tensors, [Node("FULLY_CONNECTED", [0, 1, 2], 3, opts)], 0, 3), True
+
+
+def pool_case(rng, name, average=True, extreme=False):
+    h, w, c = int(rng.integers(1, 24)), int(rng.integers(1, 24)), int(rng.integers(1, 40))
+    kh, kw = int(rng.integers(1, h + 1)), int(rng.integers(1, w + 1))
+    sh, sw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    padding = int(rng.integers(0, 2))
+
+    def out(n, k, s):
+        return (n + s - 1) // s if padding == 0 else (n - k) // s + 1
+    s, z = _act(rng, extreme)
+    tensors = [T((1, h, w, c), [s], [z]), T((1, out(h, kh, sh), out(w, kw, sw), c), [s], [z])]
+    opts = ("Pool2DOptions", dict(Padding=padding, StrideW=sw, StrideH=sh, FilterWidth=kw, FilterHeight=kh,
+                                  FusedActivationFunction=int(rng.choice([0, 1, 3]))))
+    return Case(name, tensors, [Node("AVERAGE_POOL_2D" if average else "MAX_POOL_2D", [0], 1, opts)], 0, 1), True
+
+
+def softmax_case(rng, name, extreme=False):
+    rows, cols = int(rng.integers(1, 5)), int(rng.choice([1, 2, 3, 10, 12, 33, 100, 256, 511]))
+    s, z = _act(rng, extreme)
+    if extreme and rng.random() < 0.3:
+        s = float(np.float32(rng.choice([1e-3, 0.5, 3.0])))
+    beta = float(np.float32(rng.choice([1.0, 1.0, 0.5, 2.0])))
+    tensors = [T((rows, cols), [s], [z]), T((rows, cols), [1 / 256], [-128])]
+    return Case(name, tensors, [Node("SOFTMAX", [0], 1, ("SoftmaxOptions", dict(Beta=beta)))], 0, 1), True
+
+
+def add_case(rng, name, extreme=False, op="ADD"):
+    """ADD / SUB / MUL of the input and a 1x1 depthwise convolution of it (two different quantizations), or,
+    broadcasting, of the input and a 1x1 average pool of it (one pixel against the image)."""
+    h, w, c = int(rng.integers(1, 12)), int(rng.integers(1, 12)), int(rng.integers(1, 20))
+    if op != "ADD" or rng.random() < 0.3:
+        return _broadcast_case(rng, name, extreme, op, h, w, c)
+    (xs, xz), (bs, bz), (ys, yz) = (_act(rng, extreme) for _ in range(3))
+    wq, ws = _weights(rng, (1, 1, 1, c), 3, extreme)
+    tensors = [T((1, h, w, c), [xs], [xz]), T((1, 1, 1, c), ws, [0] * len(ws), data=wq, axis=3),
+               T((c,), [xs * v for v in ws], [0] * len(ws), INT32, _bias(rng, c, False)),
+               T((1, h, w, c), [bs], [bz]), T((1, h, w, c), [ys], [yz])]
+    dw = Node("DEPTHWISE_CONV_2D", [0, 1, 2], 3, ("DepthwiseConv2DOptions", dict(
+        Padding=1, StrideW=1, StrideH=1, DepthMultiplier=1, DilationWFactor=1, DilationHFactor=1)))
+    add = Node(op, [0, 3] if rng.random() < 0.5 else [3, 0], 4,
+               ("AddOptions", dict(FusedActivationFunction=int(rng.choice([0, 1, 3])))))
+    return Case(name, tensors, [dw, add], 0, 4), True
+
+
+def _broadcast_case(rng, name, extreme, op, h, w, c):
+    """op(x, mean of x over the image): [1,h,w,c] against [1,1,1,c], either order."""
+    (xs, xz), (ys, yz) = _act(rng, extreme), _act(rng, extreme)
+    tensors = [T((1, h, w, c), [xs], [xz]), T((1, 1, 1, c), [xs], [xz]), T((1, h, w, c), [ys], [yz])]
+    pool = Node("AVERAGE_POOL_2D", [0], 1, ("Pool2DOptions", dict(Padding=1, StrideW=1, StrideH=1, FilterWidth=w,
+                                                                   FilterHeight=h)))
+    opts = (f"{op.title()}Options", dict(FusedActivationFunction=int(rng.choice([0, 1, 3]))))
+    return Case(name, tensors, [pool, Node(op, [0, 1] if rng.random() < 0.5 else [1, 0], 2, opts)], 0, 2), True
+
+
+def concat_case(rng, name, extreme=False):
+    """CONCATENATION of the input and a 3x3 max pool of it (one quantization) along a random axis."""
+    h, w, c = int(rng.integers(1, 10)), int(rng.integers(1, 10)), int(rng.integers(1, 20))
+    s, z = _act(rng, extreme)
+    axis = int(rng.choice([1, 2, 3, -1]))
+    shape = [1, h, w, c]
+    shape[axis] *= 2
+    tensors = [T((1, h, w, c), [s], [z]), T((1, h, w, c), [s], [z]), T(tuple(shape), [s], [z])]
+    pool = Node("MAX_POOL_2D", [0], 1, ("Pool2DOptions", dict(Padding=0, StrideW=1, StrideH=1, FilterWidth=3,
+                                                               FilterHeight=3)))
+    cat = Node("CONCATENATION", [0, 1] if rng.random() < 0.5 else [1, 0], 2, ("ConcatenationOptions", dict(Axis=axis)))
+    return Case(name, tensors, [pool, cat], 0, 2), True
+
+
+def pad_case(rng, name, extreme=False):
+    """PAD of a [1,h,w,c] or [n,c] input by random amounts on every axis but the batch."""
+    shape = (1, int(rng.integers(1, 8)), int(rng.integers(1, 8)), int(rng.integers(1, 10))) if rng.random() < 0.7 \
+        else (int(rng.integers(1, 6)), int(rng.integers(1, 30)))
+    pads = rng.integers(0, 4, (len(shape), 2)).astype(np.int32)
+    pads[0] = 0
+    s, z = _act(rng, extreme)
+    out = tuple(int(n + a + b) for n, (a, b) in zip(shape, pads))
+    tensors = [T(shape, [s], [z]), T(pads.shape, [1.0], [0], INT32, pads), T(out, [s], [z])]
+    return Case(name, tensors, [Node("PAD", [0, 1], 2, ("PadOptions", {}))], 0, 2), True
+
+
+def activation_case(rng, name, extreme=False, op="LOGISTIC"):
+    shape = (1, int(rng.integers(1, 9)), int(rng.integers(1, 9)), int(rng.integers(1, 20)))
+    s, z = _act(rng, extreme)
+    if rng.random() < 0.5:
+        s = float(np.float32(10 ** rng.uniform(-2.5, -0.5)))     # the inputs that reach the curve's bends
+    out = {"LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0)}.get(op) or \
+        (float(np.float32(s * 10 ** rng.uniform(-1.5, 0.5))), _act(rng, extreme)[1])
+    tensors = [T(shape, [s], [z]), T(shape, [out[0]], [out[1]])]
+    return Case(name, tensors, [Node(op, [0], 1)], 0, 1), True
+
+
+MAKERS = {"conv": lambda r, n, e: conv_case(r, n, False, e), "depthwise": lambda r, n, e: conv_case(r, n, True, e),
+          "fully_connected": fc_case, "avg_pool": lambda r, n, e: pool_case(r, n, True, e),
+          "max_pool": lambda r, n, e: pool_case(r, n, False, e), "softmax": softmax_case, "add": add_case,
+          "sub": lambda r, n, e: add_case(r, n, e, "SUB"), "mul": lambda r, n, e: add_case(r, n, e, "MUL"),
+          "concat": concat_case, "pad": pad_case, "logistic": activation_case, "tanh": lambda r, n, e: activation_case(r, n, e, "TANH"),
+          "hard_swish": lambda r, n, e: activation_case(r, n, e, "HARD_SWISH"),
+          "relu": lambda r, n, e: activation_case(r, n, e, str(r.choice(["RELU", "RELU6"])))}
+
+
+def cases(seed: int, n: int) -> list[Case]:
+    """n valid random cases, every operator in turn, every third one with edge values."""
+    rng = np.random.default_rng(seed)
+    out, kinds, i = [], list(MAKERS), 0
+    while len(out) < n:
+        kind = kinds[i % len(kinds)]
+        case, ok = MAKERS[kind](rng, f"c{seed}_{i}_{kind}", i % 3 == 2)
+        i += 1
+        if not ok:
+            continue
+        shape = case.tensors[case.input].shape
+        x = rng.integers(-128, 128, (4,) + tuple(shape)).astype(np.int8)
+        x[0] = case.tensors[case.input].zp[0]
+        x[1] = rng.choice([-128, 127], shape)
+        case.x = x
+        out.append(case)
+    return out
+
+
+# ---- running ----------------------------------------------------------------------------------------
+def tflm(model: bytes, x: np.ndarray) -> np.ndarray:
+    from tflite_micro.python.tflite_micro import runtime
+
+    interp = runtime.Interpreter.from_bytes(model, arena_size=1 << 22)
+    outs = []
+    for xi in x:
+        interp.set_input(xi, 0)
+        interp.invoke()
+        outs.append(np.asarray(interp.get_output(0)).reshape(-1))
+    return np.stack(outs)
+
+
+DRIVER_CASE = """    while (fread(%(name)s_input(), 1, %(NAME)s_INPUT_BYTES, stdin) == %(NAME)s_INPUT_BYTES) {
+        if (%(name)s_invoke() != 0) return 4;
+        fwrite(%(name)s_output(), 1, %(NAME)s_OUTPUT_BYTES, stdout);
+        if (--n_%(name)s == 0) break;
+    }
+"""
+
+
+def run_c(graphs: list, xs: list, work: Path, path: str) -> list[np.ndarray]:
+    """The generated C of many models, compiled into one host program (kernel `path`), over their inputs."""
+    work.mkdir(parents=True, exist_ok=True)
+    sources, body, decls = [], [], []
+    for k, g in enumerate(graphs):
+        d = work / g.name
+        if path == "reference":
+            g.ops = planner.schedule(g)
+            plan = planner.plan(g)
+        else:
+            plan = schedule_and_plan(g)
+        files = cmodel.generate(g, plan, d, g.name)
+        sources.append(str(d / f"{g.name}.c"))
+        if k == 0:
+            runtime = [str(d / f) for f in map(str, files) if f.endswith(".c") and not f.endswith(f"{g.name}.c")]
+        decls.append(f'#include "{g.name}/{g.name}.h"\nstatic int n_{g.name} = {len(xs[k])};')
+        body.append(DRIVER_CASE % {"name": g.name, "NAME": g.name.upper()})
+    main = work / "oracle_main.c"
+    main.write_text("#include <stdio.h>\n" + "\n".join(decls) + "\nint main(void)\n{\n" + "".join(body)
+                    + "    return 0;\n}\n")
+    exe = work / "oracle"
+    inc = [f"-I{work / graphs[0].name}"]
+    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", *PATHS[path], *inc, f"-I{work}", str(main),
+                    *sources, *runtime, "-o", str(exe), "-lm"], check=True, capture_output=True, text=True)
+    data = b"".join(np.ascontiguousarray(x, np.int8).tobytes() for x in xs)
+    proc = subprocess.run([str(exe)], input=data, capture_output=True, check=True)
+    got = np.frombuffer(proc.stdout, np.int8)
+    outs, off = [], 0
+    for g, x in zip(graphs, xs):
+        n = len(x) * g.tensors[g.output].size
+        outs.append(got[off:off + n].reshape(len(x), -1))
+        off += n
+    return outs
+
+
+def check(case_list: list[Case], work: Path, paths=tuple(PATHS)) -> list[str]:
+    """Every case through TFLM and edgec (reference and each C path): the cases that differ, described."""
+    bad, models = [], []
+    for case in case_list:
+        model = write(case)
+        f = work / f"{case.name}.tflite"
+        work.mkdir(parents=True, exist_ok=True)
+        f.write_bytes(model)
+        want = tflm(model, case.x)
+        got = np.stack([np.asarray(reference.run(importer.load(f, case.name), xi.reshape(-1))).reshape(-1)
+                        for xi in case.x])
+        if not np.array_equal(got, want):
+            bad.append(f"{case.name} reference: max diff {int(np.abs(got.astype(int) - want).max())}")
+        models.append((f, want))
+    for path in paths:
+        graphs = [importer.load(f, c.name) for (f, _), c in zip(models, case_list)]
+        outs = run_c(graphs, [c.x for c in case_list], work / path, path)
+        for (f, want), c, got in zip(models, case_list, outs):
+            if not np.array_equal(got, want):
+                bad.append(f"{c.name} {path}: max diff {int(np.abs(got.astype(int) - want).max())}")
+    return bad
+
+
+if __name__ == "__main__":      # the long sweep: python tests/tflite_oracle.py --cases 3000 [--seed 1]
+    import argparse
+    import tempfile
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cases", type=int, default=3000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--batch", type=int, default=150)
+    a = ap.parse_args()
+    failures, done = [], 0
+    for s in range(math.ceil(a.cases / a.batch)):
+        batch = cases(a.seed * 100000 + s, min(a.batch, a.cases - done))
+        failures += check(batch, Path(tempfile.mkdtemp(prefix="edgec-oracle-")))
+        done += len(batch)
+        print(f"{done} cases, {len(failures)} differ", flush=True)
+    print("\n".join(failures[:50]))
+    sys.exit(1 if failures else 0)
