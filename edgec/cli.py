@@ -29,13 +29,13 @@ def _count(minimum: int):
 
 
 def _seconds(text: str) -> float:
-    """argparse type: a finite number of seconds > 0."""
+    """argparse type: a finite number of seconds >= 0."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a number of seconds >= 0")
     return value
 
 
@@ -229,6 +229,7 @@ def cmd_completion(args) -> int:
     import shtab
 
     print(shtab.complete(parser(), shell=args.shell))
+    return 0
 
 
 def cmd_mlperf(args) -> int:

@@ -13,16 +13,17 @@ from dataclasses import dataclass
 
 OK, MISS, INFO = "ok", "MISS", "info"
 
-# USB VID:PID of the debug probes / USB devices of edgec's real board profiles
-USB_BOARDS = {
-    (0x0483, 0x374B): "nucleo-f446re, nucleo-l4r5zi (ST-LINK/V2-1)",
-    (0x0483, 0x374E): "nucleo-h743zi2 (ST-LINK/V3)",
-    (0x0483, 0x3752): "nucleo-h743zi2 (ST-LINK/V2-1)",
-    (0x0483, 0x3753): "nucleo-h743zi2 (ST-LINK/V3)",
-    (0x2341, 0x805A): "nano33ble", (0x2341, 0x005A): "nano33ble (bootloader)",
-    (0x2E8A, 0x000A): "rpi-pico", (0x2E8A, 0x0005): "rpi-pico (MicroPython)",
-    (0x303A, 0x1001): "esp32-s3 (USB serial/JTAG)",
-}
+def usb_boards() -> dict[tuple[int, int], str]:
+    """USB (VID, PID) -> the board profiles whose serial port has it ([flash] usb in boards/*.toml: the same
+    table `--port auto` uses)."""
+    from edgec.targets.boards import list_boards
+
+    found: dict[tuple[int, int], list[str]] = {}
+    for board in list_boards():
+        for ids in board.flash.usb:
+            vid, pid = (int(part, 16) for part in ids.split(":"))
+            found.setdefault((vid, pid), []).append(board.name)
+    return {key: ", ".join(names) for key, names in found.items()}
 
 
 @dataclass(frozen=True)
@@ -95,9 +96,10 @@ def serial_checks() -> list[Check]:
     if not ports:
         return [Check(INFO, "serial ports", "none seen (emulated and host boards need none)", required=False)]
     checks = []
+    boards = usb_boards()
     for p in ports:
         ids = f"{p.vid:04X}:{p.pid:04X}" if p.vid is not None and p.pid is not None else "no USB ids"
-        board = USB_BOARDS.get((p.vid, p.pid))
+        board = boards.get((p.vid, p.pid))
         match = f"matches board profile {board}" if board else "no edgec board profile matches"
         checks.append(Check(INFO, f"serial port {p.device}", f"{ids} {p.description or ''}; {match}", required=False))
     return checks

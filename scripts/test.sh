@@ -7,4 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CI="${CI:-}"
-exec .venv/bin/python -m pytest -q "$@"
+# One pytest worker per core (pytest-xdist), a test file's tests on one worker (its module fixtures, e.g. a
+# firmware build, are made once); `scripts/test.sh -n 0` runs serially.  The long randomized sweeps (marker
+# `sweep`, e.g. 1,000 single-operator cases against TFLite Micro) run with `scripts/test.sh -m sweep`.
+exec .venv/bin/python -m pytest -q -n auto --dist loadfile -m "not sweep" "$@"

@@ -42,7 +42,7 @@ def test_doctor_names_the_board_a_serial_port_belongs_to(monkeypatch):
     monkeypatch.setattr(list_ports, "comports", lambda: ports)
     acm, usb = [c.line() for c in doctor.serial_checks()]
     assert acm == "[info] serial port /dev/ttyACM0: 0483:374B STM32 STLink; matches board profile " \
-                  "nucleo-f446re, nucleo-l4r5zi (ST-LINK/V2-1)"
+                  "nucleo-f446re, nucleo-l4r5zi"
     assert "1A86:7523" in usb and "no edgec board profile matches" in usb
 
 

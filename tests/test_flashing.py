@@ -295,7 +295,6 @@ def test_edgec_flash_with_no_probe_attached(tiny_elf, tmp_path):
 @pytest.mark.parametrize("old,new,needle", [
     ('usb = ["0483:374b"]', 'usb = ["374b"]', "'flash.usb' entry '374b' must be a USB VID:PID"),
     ('probe = "openocd"', 'probe = "jtag"', "field 'flash.probe' is 'jtag'; it must be one of"),
-    ('probe = "openocd"', '', "missing field 'flash.probe'"),
 ])
 def test_flash_table_of_a_profile_is_checked(old, new, needle, tmp_path):
     text = load_board("nucleo-f446re").path.read_text()
@@ -303,6 +302,15 @@ def test_flash_table_of_a_profile_is_checked(old, new, needle, tmp_path):
     (tmp_path / "b.toml").write_text(text.replace(old, new))
     with pytest.raises(EdgecError, match=re.escape(needle)):
         load_board(str(tmp_path / "b.toml"))
+
+
+def test_a_real_board_profile_without_a_probe_uploads_with_platformio(tmp_path):
+    """A user's own real-board profile with no [flash] table keeps working: PlatformIO's upload target."""
+    text = load_board("nucleo-f446re").path.read_text()
+    head = text[:text.index("[flash]")]
+    (tmp_path / "b.toml").write_text(head)
+    board = load_board(str(tmp_path / "b.toml"))
+    assert board.flash.probe == "pio" and board.flash.usb == ()
 
 
 def test_emulator_deviations_are_named_ones(tmp_path):

@@ -173,7 +173,7 @@ def test_a_rebuild_during_the_bench_gets_no_old_report(quantized_folder, tmp_pat
         (tmp_path / "new").rename(outdir)                # what staged_folder does: a new folder in its place
         return {"model": "old"}
     monkeypatch.setattr(runner, "run", bench_while_rebuilt)
-    result = api.bench(folder, CANCER / "test.npz", report_dir=folder)
+    result = api.bench(folder, CANCER / "test.npz", report_dir=folder, flash=False)
     assert result["report_files"] == [] and not (folder / "bench-report.json").exists()
 
 

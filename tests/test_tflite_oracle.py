@@ -5,7 +5,7 @@ softmax betas) run by the `tflite-micro` interpreter and by edgec's NumPy refere
 fast kernels (portable C and the Arm DSP path with its intrinsics emulated) must agree bit for bit.
 
 The default run is a small fixed sample; the long sweep is `python tests/tflite_oracle.py --cases 3000`
-(or `pytest -m slow tests/test_tflite_oracle.py`, 1000 cases).
+(or `pytest -m sweep tests/test_tflite_oracle.py`, 1000 cases).
 """
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def test_oracle_sees_a_wrong_kernel(tmp_path):
     assert not np.array_equal(softmax.softmax_s8(rows, softmax.softmax_table(scale, 1.0)), want)
 
 
-@pytest.mark.slow
+@pytest.mark.sweep
 def test_thousand_cases_match_tflm(tmp_path):
     bad = []
     for batch in range(5):

@@ -60,8 +60,9 @@ class QuantOptions:
             raise EdgecError(f"--percentile {self.percentile} is out of range; give a value in (50, 100], e.g. 99.99")
         if not (isinstance(self.sensitivity_samples, int) and self.sensitivity_samples >= 0):
             raise EdgecError(f"--sensitivity-samples {self.sensitivity_samples}: give a whole number >= 0")
-        if not (self.auto_seconds > 0 and self.auto_seconds != float("inf")):    # NaN fails the first test
-            raise EdgecError(f"--auto-seconds {self.auto_seconds}: give a positive number of seconds")
+        if not (self.auto_seconds >= 0 and self.auto_seconds != float("inf")):    # NaN fails the first test
+            raise EdgecError(f"--auto-seconds {self.auto_seconds}: give a number of seconds >= 0 "
+                             "(0: keep auto-model's choice, no per-tensor search)")
 
 
 @dataclass

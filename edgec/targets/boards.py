@@ -241,14 +241,15 @@ def _regions(data: dict, path: Path) -> tuple[Region, ...]:
 
 
 def _flash_settings(data: dict, local: bool, path: Path) -> FlashSettings:
-    """[flash]; emulated boards and the host start their program ("emulator"), real boards must name a probe."""
+    """[flash]; emulated boards and the host start their program ("emulator"); a real board without a probe
+    (e.g. a user's own profile) uploads with PlatformIO's upload target and its upload_protocol ("pio")."""
     table = _get(data, "flash", dict, "", path, default={})
     _check_keys(table, _TABLE_KEYS["flash"], "flash.", path)
     usb = _str_list(table, "usb", "flash.", path)
     for u in usb:
         if not re.match(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{4}$", u):
             raise EdgecError(f"board profile {path}: 'flash.usb' entry {u!r} must be a USB VID:PID like '0483:374b'")
-    default = "emulator" if local else None
+    default = "emulator" if local else "pio"
     return FlashSettings(probe=_choice(table, "probe", tuple(PROBES), "flash.", path, default=default),
                          usb=tuple(u.lower() for u in usb), openocd=_str_list(table, "openocd", "flash.", path),
                          pyocd_target=_get(table, "pyocd_target", str, "flash.", path, default=""),
