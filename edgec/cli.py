@@ -8,45 +8,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import math
 
 from edgec import __version__
-from edgec import children, outputs
+from edgec import argtypes, children, outputs
 from edgec.errors import EdgecError
-
-
-def _count(minimum: int):
-    """argparse type: an integer >= minimum."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{value} is less than {minimum}")
-        return value
-    return parse
-
-
-def _seconds(text: str) -> float:
-    """argparse type: a finite number of seconds >= 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"{text} is not a number of seconds >= 0")
-    return value
-
-
-def _percent(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if not math.isfinite(value) or not 0 < value <= 100:
-        raise argparse.ArgumentTypeError(f"{text} is not a percentile in (0, 100]")
-    return value
 
 
 BOARD_HELP = ("board name (see `edgec boards`) or a board .toml file (required unless the project settings give "
@@ -74,7 +39,7 @@ def _add_quant_options(p: argparse.ArgumentParser) -> None:
                    help="activation range estimation (default minmax; auto-model picks the method whose INT8 "
                         "output is closest to float on held-out calibration samples, auto then refines it tensor "
                         "by tensor)")
-    p.add_argument("--percentile", type=_percent, default=99.99, help="percentile of --method percentile (99.99)")
+    p.add_argument("--percentile", type=argtypes.percent, default=99.99, help="percentile of --method percentile (99.99)")
     p.add_argument("--per-tensor", action="store_true", help="one weight scale per layer instead of per channel")
     p.add_argument("--bias-correction", nargs="?", const="quantized", default=False, choices=["quantized", "float"],
                    help="remove the mean output shift quantization causes in every layer, measured on the "
@@ -83,9 +48,9 @@ def _add_quant_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--equalize", action="store_true",
                    help="cross-layer equalization of conv pairs (depthwise-separable networks)")
     p.add_argument("--no-cache", action="store_true", help="recalibrate even if the statistics are cached")
-    p.add_argument("--sensitivity-samples", type=_count(0), default=16,
+    p.add_argument("--sensitivity-samples", type=argtypes.count(0), default=16,
                    help="calibration samples the per-layer sensitivity report uses (0: no report)")
-    p.add_argument("--auto-seconds", type=_seconds, default=20.0,
+    p.add_argument("--auto-seconds", type=argtypes.seconds, default=20.0,
                    help="time budget of --method auto's per-tensor search (default 20 s)")
     p.add_argument("--int16", action="append", metavar="NODE[,NODE...]",
                    help="run these layers (ONNX node names, as the sensitivity table shows them) with int16 "
@@ -405,7 +370,7 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("bench", help="run test data on the device and report accuracy and latency")
     r.add_argument("outdir", help="a build folder made by `edgec build`")
     r.add_argument("--data", required=True, help=".npz with x and optional integer labels y")
-    r.add_argument("--limit", type=_count(1), help="use only the first N samples")
+    r.add_argument("--limit", type=argtypes.count(1), help="use only the first N samples")
     r.add_argument("--port", default="auto", help="serial port of the board (default auto: a real board's port "
                    "found by its USB VID:PID; an emulated board's from the emulator)")
     r.add_argument("--json", help="also write the JSON report to this file ('-': to stdout, for CI)")

@@ -66,8 +66,9 @@ def exp_on_negative_values(a, integer_bits: int):
     return np.where(a == 0, I32_MAX, result)
 
 
-def one_over_one_plus_x(a):
-    """one_over_one_plus_x_for_x_in_0_1 (Q0.31 in and out): Newton-Raphson, three steps."""
+def _newton_reciprocal(a):
+    """The Newton-Raphson core both of gemmlowp's 1/(1+x) helpers share (x in Q0.31): three steps towards
+    1/(1+x) in Q2.29."""
     a = np.asarray(a, np.int64)
     s = a + I32_MAX
     half = np.where(s >= 0, (s + 1) // 2, -((-s + 1) // 2))
@@ -75,19 +76,17 @@ def one_over_one_plus_x(a):
     for _ in range(3):
         one_minus = wrap32((1 << 29) - srdhm(half, x))
         x = wrap32(x + sat_shl(srdhm(x, one_minus), 2))
-    return sat_shl(x, 1)
+    return x
+
+
+def one_over_one_plus_x(a):
+    """one_over_one_plus_x_for_x_in_0_1 (Q0.31 in and out): Newton-Raphson, three steps."""
+    return sat_shl(_newton_reciprocal(a), 1)
 
 
 def one_minus_x_over_one_plus_x(a):
     """one_minus_x_over_one_plus_x_for_x_in_0_1 (Q0.31 in and out)."""
-    a = np.asarray(a, np.int64)
-    s = a + I32_MAX
-    half = np.where(s >= 0, (s + 1) // 2, -((-s + 1) // 2))
-    x = wrap32(1515870810 + srdhm(half, -1010580540))
-    for _ in range(3):
-        one_minus = wrap32((1 << 29) - srdhm(half, x))
-        x = wrap32(x + sat_shl(srdhm(x, one_minus), 2))
-    return sat_shl(wrap32(x - (1 << 29)), 2)
+    return sat_shl(wrap32(_newton_reciprocal(a) - (1 << 29)), 2)
 
 
 def logistic(a, integer_bits: int):

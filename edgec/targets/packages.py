@@ -22,7 +22,7 @@ from typing import Callable
 
 from edgec.errors import EdgecError
 from edgec.targets.boards import Board, list_boards
-from edgec.targets.pio import core_dir, platforms_dir
+from edgec.targets.pio import core_dir, install_tool_package, platforms_dir
 
 ARM_TOOLCHAIN = "toolchain-gccarmnoneeabi"
 # what STM32duino 2.12's PlatformIO builder asks for ("~1.120301.0"); Debian 12 ships gcc 12.2.1
@@ -133,19 +133,8 @@ def make_toolchain_shim(core: Path | None = None) -> Path:
     (work / "bin").mkdir()
     for tool in sorted(bindir.glob(f"{ARM_TOOLCHAIN_PREFIX}*")):
         (work / "bin" / tool.name).symlink_to(tool)
-    (work / "package.json").write_text(json.dumps({
-        "name": ARM_TOOLCHAIN, "version": ARM_TOOLCHAIN_VERSION, "system": "*",
-        "description": f"links to the system's {ARM_TOOLCHAIN_PREFIX}gcc in {bindir} (made by edgec)"}))
-    (work / ".piopm").write_text(json.dumps({
-        "type": "tool", "name": ARM_TOOLCHAIN, "version": ARM_TOOLCHAIN_VERSION,
-        "spec": {"owner": "platformio", "id": None, "name": ARM_TOOLCHAIN, "requirements": None, "uri": None}}))
-    if dest.exists():
-        shutil.rmtree(dest, ignore_errors=True)
-    try:
-        work.rename(dest)
-    except OSError:               # another edgec process made it meanwhile
-        shutil.rmtree(work, ignore_errors=True)
-    return dest
+    return install_tool_package(work, dest, ARM_TOOLCHAIN, ARM_TOOLCHAIN_VERSION,
+                                f"links to the system's {ARM_TOOLCHAIN_PREFIX}gcc in {bindir} (made by edgec)")
 
 
 def _platform_folder(core: Path, platform: str) -> Path:

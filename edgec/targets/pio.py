@@ -97,18 +97,24 @@ def ensure_scons(core: Path | None = None) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=".tool-scons-", dir=dest.parent))
     shutil.copytree(src, tmp / "SCons", ignore=shutil.ignore_patterns("__pycache__"))
     (tmp / "scons.py").write_text("from SCons.Script.Main import main\n\nmain()\n")
-    (tmp / "package.json").write_text(json.dumps({
-        "name": "tool-scons", "version": version,
-        "description": "SCons from the Python package installed with edgec", "system": "*"}))
-    (tmp / ".piopm").write_text(json.dumps({
-        "type": "tool", "name": "tool-scons", "version": version,
-        "spec": {"owner": "platformio", "id": None, "name": "tool-scons", "requirements": None, "uri": None}}))
+    return install_tool_package(tmp, dest, "tool-scons", version,
+                                "SCons from the Python package installed with edgec")
+
+
+def install_tool_package(work: Path, dest: Path, name: str, version: str, description: str) -> Path:
+    """Finish a PlatformIO tool package made in `work` (a temporary folder beside `dest`): its package.json and
+    .piopm, then moved into place as `dest` (replacing an older one); returns dest."""
+    (work / "package.json").write_text(json.dumps({
+        "name": name, "version": version, "description": description, "system": "*"}))
+    (work / ".piopm").write_text(json.dumps({
+        "type": "tool", "name": name, "version": version,
+        "spec": {"owner": "platformio", "id": None, "name": name, "requirements": None, "uri": None}}))
     if dest.exists():
         shutil.rmtree(dest, ignore_errors=True)
     try:
-        tmp.rename(dest)
+        work.rename(dest)
     except OSError:               # another edgec process installed it meanwhile
-        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
     return dest
 
 
