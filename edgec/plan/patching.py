@@ -26,8 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from edgec.ir import Graph, Op
-
-STAGE_KINDS = ("conv2d", "depthwise_conv2d", "add")
+from edgec.ops.registry import ROW_BAND_OPS
 CALL_COST = 600          # instructions of one more kernel call (setup, the first rows of a rolling window)
 ALIGN = 16
 
@@ -84,17 +83,21 @@ def _image(graph: Graph, tensor: str) -> bool:
 
 
 def eligible(graph: Graph, op: Op) -> bool:
-    """Whether `op` can run in row bands: an int8 conv/depthwise/add over [1, H, W, C] images."""
-    if op.kind not in STAGE_KINDS or not all(_image(graph, t) for t in (*op.inputs, op.output)):
+    """Whether `op` can run in row bands: an int8 ROW_BAND_OPS kind over [1, H, W, C] images."""
+    if op.kind not in ROW_BAND_OPS or not all(_image(graph, t) for t in (*op.inputs, op.output)):
         return False
-    if op.kind == "add":
+    if _elementwise(op):
         return all(graph.tensors[t].shape == graph.tensors[op.output].shape for t in op.inputs)
     return int(op.params.get("depth_multiplier", 1)) >= 1 and int(op.params["dil_h"]) == 1
 
 
+def _elementwise(op: Op) -> bool:
+    return ROW_BAND_OPS.get(op.kind) == "elementwise"
+
+
 def input_rows(op: Op, o0: int, o1: int) -> list[tuple[int, int]]:
     """Rows [lo, hi) of each input that output rows [o0, o1) read (clipped to the image)."""
-    if op.kind == "add":
+    if _elementwise(op):
         return [(o0, o1)] * len(op.inputs)
     p = op.params
     s, pt, kh, ih = int(p["stride_h"]), int(p["pad_top"]), int(p["k_h"]), int(p["in_h"])
@@ -113,7 +116,7 @@ def band_params(op: Op, o0: int, o1: int) -> dict:
 def band_op(graph: Graph, op: Op, o0: int, o1: int) -> Op:
     """A copy of `op` computing output rows [o0, o1) only: its params and fast-kernel params for the band."""
     out = graph.tensors[op.output]
-    if op.kind == "add":
+    if _elementwise(op):
         n = (o1 - o0) * (out.size // out.shape[1])
         params = dict(op.params, n=n)
         low = dict(op.lowered, params=dict(op.lowered["params"], n=n)) if op.lowered else None
@@ -211,8 +214,8 @@ def _share_output_with_input(graph: Graph, stage: Stage, calls: list[Call]) -> N
     for x in dict.fromkeys(outside):
         if x == graph.output or any(x in op.inputs for op in ops[stage.last + 1:]):
             continue
-        if any(op.output == x and op.kind not in STAGE_KINDS for op in ops) or \
-                any(x in op.inputs and op.kind not in STAGE_KINDS for op in ops):
+        if any(op.output == x and op.kind not in ROW_BAND_OPS for op in ops) or \
+                any(x in op.inputs and op.kind not in ROW_BAND_OPS for op in ops):
             continue                         # a view or a reader that is not a band kernel: keep it whole
         rx, ry = row_bytes(graph, x), row_bytes(graph, final)
         gap = 0
