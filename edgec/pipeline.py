@@ -77,5 +77,6 @@ def schedule_and_plan(graph: Graph, guard: int = 0, ram_budget: int | None = Non
             f"~{summary['arena_bytes']:,} B, ~{summary['extra_instructions_estimate']:,} more instructions "
             "per inference (estimate)")
     plan = planner.plan(graph, guard=guard, stages=stages)
+    plan.ram_choice = summary
     planner.check_plan(graph, plan)
     return plan

@@ -77,6 +77,8 @@ def _ops_for_template(graph: Graph, plan: Plan) -> tuple[list[dict], list[dict]]
     for stage in plan.stages:          # patch-based stages: the first op's call runs the whole stage
         for k in stage.ops:
             by_index[k]["struct"], by_index[k]["call"] = None, ""
+            if k != stage.last:      # never whole in the arena: only a window of its rows (0 bytes to capture)
+                by_index[k]["output_bytes"] = 0
         by_index[stage.first]["call"] = patched.stage_block(graph, plan, stage, arrays_of(by_index), bands)
     return arrays, ops, bands
 

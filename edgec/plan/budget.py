@@ -3,7 +3,7 @@ plan with patch-based stages (edgec/plan/patching.py) that does.
 
 `memory_ladder(graph)` walks from the fastest plan towards the smallest: each rung adds the stage (ops,
 rows per band) that lowers the arena most at the moment the arena peaks, as long as the arena shrinks.
-Each rung is (arena bytes, estimated extra instructions, stages); `choose` takes the first rung whose
+Each rung is (arena bytes, estimated extra instructions, stages); `choose` takes the cheapest rung whose
 arena plus `overhead` (the firmware's other RAM) fits, or says which RAM is the least it can reach.
 """
 from __future__ import annotations
@@ -103,11 +103,15 @@ def choose(graph: Graph, ram_budget: int | None, board_ram: int | None, overhead
     if limit is None or base.arena_bytes + overhead <= limit:
         return [], {"stages": 0, "arena_bytes": base.arena_bytes}
     ladder = memory_ladder(graph)
-    for rung in ladder:
-        if rung.arena_bytes + overhead <= limit:
-            return rung.stages, {"stages": len(rung.stages), "arena_bytes": rung.arena_bytes,
-                                 "extra_instructions_estimate": rung.extra_instructions,
-                                 "schedule": rung.describe(graph), "fastest_arena_bytes": base.arena_bytes}
+    trade_off = [{"arena_bytes": r.arena_bytes, "extra_instructions_estimate": r.extra_instructions,
+                  "schedule": r.describe(graph)} for r in ladder]
+    fitting = [r for r in ladder if r.arena_bytes + overhead <= limit]
+    if fitting:
+        rung = min(fitting, key=lambda r: (r.extra_instructions, r.arena_bytes))
+        return rung.stages, {"stages": len(rung.stages), "arena_bytes": rung.arena_bytes,
+                             "extra_instructions_estimate": rung.extra_instructions,
+                             "schedule": rung.describe(graph), "fastest_arena_bytes": base.arena_bytes,
+                             "limit_bytes": limit, "overhead_bytes": overhead, "trade_off": trade_off}
     low = min(ladder, key=lambda r: (r.arena_bytes, r.extra_instructions))
     cost = f"~{low.extra_instructions:,} more instructions per inference"
     if baseline_instructions:

@@ -75,6 +75,7 @@ class Plan:
     stages: list[Stage] = field(default_factory=list)    # patch-based stages (edgec/plan/patching.py)
     stage_outputs: dict[int, int] = field(default_factory=dict)   # stage's first op -> where it writes its
                                                                   # output, when not at the output's offset
+    ram_choice: dict = field(default_factory=dict)   # edgec/plan/budget.choose's summary: the RAM trade-off
 
     def live_bytes(self, n_ops: int) -> list[int]:
         """Bytes live at each op index 0..n_ops-1 (before alignment)."""
@@ -85,6 +86,7 @@ class Plan:
                 **({"guard_bytes": self.guard_bytes} if self.guard_bytes else {}),
                 "method": self.method, "optimal": self.optimal, "planning_ms": round(self.planning_s * 1e3, 2),
                 **({"patched_stages": [s.report for s in self.stages]} if self.stages else {}),
+                **({"ram_choice": self.ram_choice} if self.ram_choice else {}),
                 "buffers": [{"tensors": b.tensors, "offset": b.offset, "size": b.size, "first_op": b.first,
                              "last_op": b.last, **({"scratch_op": b.scratch_op} if b.scratch_op is not None else {})}
                             for b in self.buffers]}
