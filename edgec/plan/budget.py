@@ -92,31 +92,31 @@ def memory_ladder(graph: Graph) -> list[Rung]:
     return rungs
 
 
-def choose(graph: Graph, ram_budget: int | None, board_ram: int | None, overhead: int = 0,
-           baseline_instructions: int | None = None) -> tuple[list, dict]:
-    """The stages of the plan to build and a summary for the log and plan.json.
+def choose(graph: Graph, ram_budget: int | None, board_ram: int | None, overhead: int = 0) -> tuple[list, dict]:
+    """The stages of the plan to build and a summary for the log and plan.json (`ram_choice`).
 
     ram_budget: bytes of RAM the whole firmware may use (arena + `overhead`); None: the board's RAM, and
-    then the fastest plan whenever it fits."""
+    then the fastest plan whenever it fits, else the smallest (the fit check refuses it if still too big)."""
     limit = ram_budget if ram_budget is not None else board_ram
     base = planner.plan(graph, exact=False)
     if limit is None or base.arena_bytes + overhead <= limit:
         return [], {"stages": 0, "arena_bytes": base.arena_bytes}
     ladder = memory_ladder(graph)
-    trade_off = [{"arena_bytes": r.arena_bytes, "extra_instructions_estimate": r.extra_instructions,
-                  "schedule": r.describe(graph)} for r in ladder]
+
+    def summary(rung: Rung) -> dict:
+        return {"stages": len(rung.stages), "arena_bytes": rung.arena_bytes,
+                "extra_instructions_estimate": rung.extra_instructions, "schedule": rung.describe(graph),
+                "fastest_arena_bytes": base.arena_bytes, "limit_bytes": limit, "overhead_bytes": overhead,
+                "trade_off": [{"arena_bytes": r.arena_bytes, "extra_instructions_estimate": r.extra_instructions,
+                               "schedule": r.describe(graph)} for r in ladder]}
     fitting = [r for r in ladder if r.arena_bytes + overhead <= limit]
     if fitting:
         rung = min(fitting, key=lambda r: (r.extra_instructions, r.arena_bytes))
-        return rung.stages, {"stages": len(rung.stages), "arena_bytes": rung.arena_bytes,
-                             "extra_instructions_estimate": rung.extra_instructions,
-                             "schedule": rung.describe(graph), "fastest_arena_bytes": base.arena_bytes,
-                             "limit_bytes": limit, "overhead_bytes": overhead, "trade_off": trade_off}
+        return rung.stages, summary(rung)
     low = min(ladder, key=lambda r: (r.arena_bytes, r.extra_instructions))
-    cost = f"~{low.extra_instructions:,} more instructions per inference"
-    if baseline_instructions:
-        cost += f" ({low.extra_instructions / baseline_instructions:+.1%})"
-    what = "--ram-budget" if ram_budget is not None else "the board's RAM"
-    raise EdgecError(f"{graph.name} does not fit {what} of {limit:,} B: the smallest RAM edgec reaches is "
+    if ram_budget is None:       # the board is too small even so: the fit check says it with its numbers
+        return low.stages, summary(low)
+    raise EdgecError(f"{graph.name} does not fit --ram-budget of {limit:,} B: the smallest RAM edgec reaches is "
                      f"{low.arena_bytes + overhead:,} B ({low.arena_bytes:,} B of arena + {overhead:,} B of "
-                     f"firmware; {low.describe(graph)}, {cost}); give a larger budget or a board with more RAM")
+                     f"firmware; {low.describe(graph)}, ~{low.extra_instructions:,} more instructions per "
+                     "inference); give a larger budget")
