@@ -71,6 +71,9 @@ def schedule_and_plan(graph: Graph, guard: int = 0, ram_budget: int | None = Non
     reachable; without it, the fastest plan when it fits `board_ram` (else the memory-saving one)."""
     lower_graph(graph)
     graph.ops = planner.schedule(graph)
+    if guard and ram_budget is not None:
+        raise EdgecError("--arena-guard and --ram-budget do not go together: the guard's canaries watch whole "
+                         "layers; build the guarded debug firmware without --ram-budget")
     stages, summary = ([], {}) if guard else budget.choose(graph, ram_budget, board_ram, overhead)
     if stages:
         log(f"{graph.name}: {summary['schedule']}: arena {summary['fastest_arena_bytes']:,} -> "

@@ -69,7 +69,7 @@ def scheduled(model):
     return graph, xq
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(LAYER, min_size=1, max_size=4))
 def test_every_stage_of_random_networks_is_bit_exact_on_the_arena(layers):
     graph, xq = scheduled(network(layers, HEIGHT, WIDTH))
@@ -119,8 +119,9 @@ def test_generated_c_of_a_patched_plan_is_bit_exact(res_net, tmp_path):
     cmodel.generate(graph, p, tmp_path, graph.name)
     assert "patched stage" in (tmp_path / f"{graph.name}.c").read_text()
     want = np.stack([reference.run(graph, q).reshape(-1) for q in xq])
-    got = run_generated_c(tmp_path, graph.name, xq.reshape(len(xq), -1), want.shape[1])
-    assert np.array_equal(got, want)
+    for flags in (("-O2",), ("-O2", "-DEDGEC_EMULATE_DSP")):      # the portable and the Arm DSP fast path
+        got = run_generated_c(tmp_path, graph.name, xq.reshape(len(xq), -1), want.shape[1], flags=flags)
+        assert np.array_equal(got, want), flags
 
 
 def test_budget_keeps_the_fastest_plan_when_it_fits(res_net):
@@ -151,3 +152,10 @@ def test_cli_ram_budget_fails_before_writing_anything(tmp_path):
     assert last.startswith("edgec: error: ") and "--ram-budget of 1,000 B" in last, proc.stderr
     assert "smallest RAM edgec reaches is" in last
     assert not out.exists()
+
+
+def test_ram_budget_refuses_the_arena_guard(res_net):
+    from edgec.pipeline import schedule_and_plan
+    graph, _ = res_net
+    with pytest.raises(EdgecError, match="--arena-guard and --ram-budget"):
+        schedule_and_plan(graph, guard=16, ram_budget=1 << 20)
