@@ -88,7 +88,9 @@ def eligible(graph: Graph, op: Op) -> bool:
         return False
     if _elementwise(op):
         return all(graph.tensors[t].shape == graph.tensors[op.output].shape for t in op.inputs)
-    return int(op.params.get("depth_multiplier", 1)) >= 1 and int(op.params["dil_h"]) == 1
+    if op.lowered and not ("k4" in op.lowered["params"] or "rows" in op.lowered["params"]):
+        return False      # a fast kernel band_op cannot restrict to rows (the global average pool)
+    return int(op.params.get("dil_h", 1)) == 1
 
 
 def _elementwise(op: Op) -> bool:
