@@ -177,3 +177,32 @@ def test_ram_budget_refuses_the_arena_guard(res_net):
     graph, _ = res_net
     with pytest.raises(EdgecError, match="--arena-guard and --ram-budget"):
         schedule_and_plan(graph, guard=16, ram_budget=1 << 20)
+
+
+SWEEP_MODELS = {"kws": "kws_dscnn_fp32.onnx", "vww": "vww_mobilenetv1_025_fp32.onnx",
+                "ic": "ic_resnet8_fp32.onnx", "ad": "ad_fc_autoencoder_fp32.onnx"}
+TOTAL_RAM_LIMIT, SLOWDOWN_LIMIT = 40960, 1.15
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("key", sorted(SWEEP_MODELS))
+def test_mlperf_model_in_40_kib_on_the_emulated_m4(key, tmp_path):
+    """Issue 16's acceptance on qemu-cortex-m4: with --ram-budget 40960 the firmware's static RAM plus the
+    stack measured on the device is at most 40,960 B, the output bit-exact with the reference, and at most
+    1.15x the fastest plan's instructions (benchmarks/ram_budget.py prints the table)."""
+    from conftest import MLPERF, require_mlperf
+    from edgec import api
+    require_mlperf(MLPERF / SWEEP_MODELS[key])
+    golden = np.load(MLPERF / "data" / f"golden_{key}.npz")
+    data = tmp_path / "x.npz"
+    np.savez(data, x=golden["x_fp32"])
+    runs = {}
+    for budget_bytes in (None, TOTAL_RAM_LIMIT):
+        out = tmp_path / f"build-{budget_bytes}"
+        api.build(MLPERF / SWEEP_MODELS[key], data, "qemu-cortex-m4", out, ram_budget=budget_bytes)
+        runs[budget_bytes] = api.bench(out, data, limit=2, report_dir=None)
+    small, fast = runs[TOTAL_RAM_LIMIT], runs[None]
+    m = small["memory"]
+    assert m["static_ram_bytes"] + m["stack_used_bytes"] <= TOTAL_RAM_LIMIT, m
+    assert small["agreement"]["device_vs_reference"] == 1.0
+    assert small["latency"]["median"] <= SLOWDOWN_LIMIT * fast["latency"]["median"]
