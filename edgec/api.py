@@ -55,12 +55,13 @@ def write_quant_report(result: ptq.QuantResult, options: ptq.QuantOptions, folde
 def build(model_path: str | Path, calib_path: str | Path | None, board: str, outdir: str | Path | None = None,
           log: Log = _quiet, firmware: bool = True, options: ptq.QuantOptions | None = None,
           protocol: str = "edgec", mlperf_model: str | None = None, arena_guard: bool = False,
-          mlperf_mode: str = "performance", mlperf_baud: int | None = None) -> dict:
+          mlperf_mode: str = "performance", mlperf_baud: int | None = None, ram_budget: int | None = None) -> dict:
     """Model + calibration data -> build folder with model library, project, firmware and report (a quantized
     .tflite model needs no calibration data: calib_path None).
     protocol "mlperf" builds a firmware for the MLPerf Tiny runner instead of edgec's bench link
     (mlperf_mode performance or energy, mlperf_baud: see edgec/targets/mlperf_firmware.py).
-    arena_guard: a debug build that checks after every layer that no layer wrote outside its buffer."""
+    arena_guard: a debug build that checks after every layer that no layer wrote outside its buffer.
+    ram_budget: bytes of RAM the whole firmware may use (edgec/plan/budget.py picks the schedule)."""
     from edgec.targets import firmware as fw
 
     model_path = Path(model_path)
@@ -74,7 +75,8 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
         check_mode(the_board, mlperf_mode, mlperf_baud)
     model, quant = calibrate_model(model_path, calib_path, options, log)
     graph = quant.graph
-    plan = schedule_and_plan(graph, guard.GUARD_BYTES if arena_guard else 0)
+    plan = schedule_and_plan(graph, guard.GUARD_BYTES if arena_guard else 0, **fit.ram_limits(graph, the_board, ram_budget),
+                             log=log)
     if quant.sensitivity:
         log("sensitivity (worst first; SQNR of INT8 vs float, higher is better):\n"
             + sens.table(quant.sensitivity, 10))
@@ -130,15 +132,16 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
 
 def export(model_path: str | Path, calib_path: str | Path | None, board: str, fmt: str, outdir: str | Path,
            log: Log = _quiet, options: ptq.QuantOptions | None = None, name: str | None = None,
-           lib_version: str | None = None, maintainer: str | None = None, url: str | None = None) -> dict:
+           lib_version: str | None = None, maintainer: str | None = None, url: str | None = None,
+           ram_budget: int | None = None) -> dict:
     """Model + calibration data (none for a quantized .tflite) -> a self-contained model library for `board`
     (see edgec/codegen/export.py):
     name is the C prefix (default from the file name), lib_version the manifests' version (default edgec's),
-    maintainer and url the Arduino/PlatformIO metadata."""
+    maintainer and url the Arduino/PlatformIO metadata, ram_budget as for build."""
     from edgec.codegen.export import export as export_library
 
     return export_library(model_path, calib_path, board, fmt, outdir, log=log, options=options, name=name,
-                          lib_version=lib_version, maintainer=maintainer, url=url)
+                          lib_version=lib_version, maintainer=maintainer, url=url, ram_budget=ram_budget)
 
 
 def _io_info(graph: Graph, tensor: str, shape) -> dict:

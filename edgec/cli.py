@@ -99,7 +99,7 @@ def cmd_build(args) -> int:
 
     report = api.build(args.model, args.calib, args.board, args.output, log=_log, options=_quant_options(args),
                        protocol=args.protocol, mlperf_model=args.mlperf_model, arena_guard=args.arena_guard,
-                       mlperf_mode=args.mlperf_mode, mlperf_baud=args.mlperf_baud)
+                       mlperf_mode=args.mlperf_mode, mlperf_baud=args.mlperf_baud, ram_budget=args.ram_budget)
     m = report["memory"]
     print(f"built {report['model']} for {report['board']}: arena {m['arena_bytes']:,} B, "
           f"weights {m['weights_bytes']:,} B, firmware flash {m['flash_bytes']:,} B, RAM {m['ram_bytes']:,} B")
@@ -111,7 +111,7 @@ def cmd_export(args) -> int:
 
     m = api.export(args.model, args.calib, args.board, args.format, args.output, log=_log,
                    options=_quant_options(args), name=args.name, lib_version=args.lib_version,
-                   maintainer=args.maintainer, url=args.url)
+                   maintainer=args.maintainer, url=args.url, ram_budget=args.ram_budget)
     print(f"exported {m['model']} for {m['board']} as a {m['format']} library in {args.output}: "
           f"arena {m['arena_bytes']:,} B, weights {m['weights_bytes']:,} B, example {m['example']}")
     return 0
@@ -303,6 +303,13 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"edgec: error: {' '.join(message.split())} (see `{self.prog} --help`)\n")
 
 
+def _add_ram_budget(p) -> None:
+    p.add_argument("--ram-budget", type=argtypes.count(1), metavar="BYTES",
+                   help="RAM the whole firmware may use (arena + static RAM + stack): edgec picks the fastest "
+                        "schedule that fits (patch-based execution of the early layers if needed) or says the "
+                        "least RAM it can reach")
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="edgec", description="Float ONNX model + calibration set -> INT8 firmware, "
                                 "built, flashed and benchmarked on a microcontroller board.")
@@ -316,6 +323,7 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--board", help=BOARD_HELP)
     b.add_argument("-o", "--output", help="build folder (default build/<model>-<board>)")
     _add_quant_options(b)
+    _add_ram_budget(b)
     b.add_argument("--protocol", choices=["edgec", "mlperf"], default="edgec",
                    help="the firmware's serial protocol: edgec's bench link (default) or the MLPerf Tiny "
                         "runner's (name%%, profile%%, db load N%%, infer N W%%, results%%)")
@@ -358,6 +366,7 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--maintainer", help="library maintainer, 'Name <email>' (library.properties, library.json)")
     e.add_argument("--url", help="the library's home page (library.properties, library.json)")
     _add_quant_options(e)
+    _add_ram_budget(e)
     e.set_defaults(func=cmd_export)
 
     c = sub.add_parser("calibrate", help="calibrate and quantize a model; print where INT8 loses accuracy")

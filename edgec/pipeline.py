@@ -11,7 +11,7 @@ from edgec.codegen.lowering import lower_graph
 from edgec.errors import EdgecError
 from edgec.frontend import canonicalize, loader, tflite
 from edgec.ir import Graph
-from edgec.plan import planner
+from edgec.plan import budget, planner
 from edgec.progress import Progress
 from edgec.quant import ptq
 from edgec.templating import model_c_name
@@ -60,12 +60,26 @@ def compile_model(model_path: str | Path, calib_path: str | Path, log: Log = qui
     return model, result.graph, schedule_and_plan(result.graph)
 
 
-def schedule_and_plan(graph: Graph, guard: int = 0):
+def schedule_and_plan(graph: Graph, guard: int = 0, ram_budget: int | None = None, board_ram: int | None = None,
+                      overhead: int = 0, log: Log = quiet):
     """Lower the ops onto the fast kernels where they can run there (their constants and scratch), put the
     ops in the execution order with the smallest memory peak and plan the arena (guard > 0: with the arena
-    guard's canaries, see edgec/plan/guard.py)."""
+    guard's canaries, see edgec/plan/guard.py).
+
+    RAM: with `ram_budget` (bytes for the whole firmware: arena + `overhead`), the cheapest schedule that
+    fits, patch-based stages if needed (edgec/plan/budget.py), or an EdgecError naming the least RAM
+    reachable; without it, the fastest plan when it fits `board_ram` (else the memory-saving one)."""
     lower_graph(graph)
     graph.ops = planner.schedule(graph)
-    plan = planner.plan(graph, guard=guard)
+    if guard and ram_budget is not None:
+        raise EdgecError("--arena-guard and --ram-budget do not go together: the guard's canaries watch whole "
+                         "layers; build the guarded debug firmware without --ram-budget")
+    stages, summary = ([], {}) if guard else budget.choose(graph, ram_budget, board_ram, overhead)
+    if stages:
+        log(f"{graph.name}: {summary['schedule']}: arena {summary['fastest_arena_bytes']:,} -> "
+            f"~{summary['arena_bytes']:,} B, ~{summary['extra_instructions_estimate']:,} more instructions "
+            "per inference (estimate)")
+    plan = planner.plan(graph, guard=guard, stages=stages)
+    plan.ram_choice = summary
     planner.check_plan(graph, plan)
     return plan

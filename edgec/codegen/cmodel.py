@@ -17,6 +17,7 @@ from edgec import __version__, cheader
 from edgec.ir import Graph
 from edgec.ops.opdef import CallSite
 from edgec.ops.registry import REGISTRY, graph_macs
+from edgec.codegen import patched
 from edgec.plan import guard
 from edgec.plan.planner import Plan
 from edgec.quant.artifact import graph_hash
@@ -67,17 +68,30 @@ def _ops_for_template(graph: Graph, plan: Plan) -> tuple[list[dict], list[dict]]
             call = d.int16.c_call(op, site) if dtype == "int16" and d.int16 is not None else d.c_call(op, site)
         finally:
             op.lowered = saved
-        ops.append({"index": i, "kind": op.kind, "name": op.name, "prefix": prefix, "call": call,
+        ops.append({"index": i, "kind": op.kind, "name": op.name, "prefix": prefix, "call": call, "arrays": names,
                     "struct": low["struct"] if low else d.struct, "params": low["params"] if low else op.params,
                     "inputs": [plan.offsets[t] for t in op.inputs], "output": plan.offsets[op.output],
                     "output_bytes": graph.tensors[op.output].nbytes})
-    return arrays, ops
+    bands = []
+    by_index = {o["index"]: o for o in ops}
+    for stage in plan.stages:          # patch-based stages: the first op's call runs the whole stage
+        for k in stage.ops:
+            by_index[k]["struct"], by_index[k]["call"] = None, ""
+            if k != stage.last:      # never whole in the arena: only a window of its rows (0 bytes to capture)
+                by_index[k]["output_bytes"] = 0
+        by_index[stage.first]["call"] = patched.stage_block(graph, plan, stage, arrays_of(by_index), bands)
+    return arrays, ops, bands
+
+
+def arrays_of(by_index: dict) -> dict:
+    """op index -> the C names of its constant arrays (as the op's call site gives them)."""
+    return {i: o["arrays"] for i, o in by_index.items()}
 
 
 def generate(graph: Graph, plan: Plan, out_dir: Path, name: str) -> list[Path]:
     """Write the model library into out_dir; returns the files written."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    arrays, ops = _ops_for_template(graph, plan)
+    arrays, ops, bands = _ops_for_template(graph, plan)
     tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
     ctx = dict(name=name, NAME=name.upper(), version=__version__, graph=graph, arrays=arrays, ops=ops,
                arena_bytes=plan.arena_bytes, model_hash=graph_hash(graph),
@@ -86,7 +100,7 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str) -> list[Path]:
                input_scale=repr(float(tin.scale)), input_zp=tin.zero_point,
                output_scale=repr(float(tout.scale)), output_zp=tout.zero_point,
                input_shape=list(graph.input_onnx_shape), output_shape=list(graph.output_onnx_shape),
-               macs=graph_macs(graph), guards=[], guard_status=guard.STATUS_BASE)
+               macs=graph_macs(graph), guards=[], guard_status=guard.STATUS_BASE, bands=bands)
     harness = []
     if plan.guard_bytes:   # the arena guard's debug build (edgec/plan/guard.py)
         ctx["guards"] = guard.regions(graph, plan)

@@ -31,7 +31,7 @@ import numpy as np
 
 from edgec import __version__
 from edgec.codegen import cmodel as codegen
-from edgec.pipeline import compile_model
+from edgec.pipeline import calibrate_model, schedule_and_plan
 from edgec.ops.registry import graph_macs
 from edgec.templating import environment
 from edgec.targets import fit
@@ -91,7 +91,8 @@ def check_metadata(name: str | None, lib_version: str | None) -> None:
 
 def export(model_path: str | Path, calib_path: str | Path | None, board_name: str, fmt: str, outdir: str | Path,
            log: Callable[[str], None] = lambda _: None, options=None, name: str | None = None,
-           lib_version: str | None = None, maintainer: str | None = None, url: str | None = None) -> dict:
+           lib_version: str | None = None, maintainer: str | None = None, url: str | None = None,
+           ram_budget: int | None = None) -> dict:
     """Quantize the model and write it as a library in `fmt` layout into outdir; returns the export manifest."""
 
     if fmt not in FORMATS:
@@ -99,7 +100,9 @@ def export(model_path: str | Path, calib_path: str | Path | None, board_name: st
     check_metadata(name, lib_version)
     board = load_board(board_name)
     outdir = check_output_folder(outdir, (model_path, calib_path))     # before any work
-    _, graph, plan = compile_model(model_path, calib_path, log, options)     # options: ptq.QuantOptions
+    _, quant = calibrate_model(model_path, calib_path, options, log)        # options: ptq.QuantOptions
+    graph = quant.graph
+    plan = schedule_and_plan(graph, **fit.ram_limits(graph, board, ram_budget), log=log)
     graph.name = name = name or graph.name
     fit.check(graph, plan, board)
     meta = {"lib_version": lib_version or __version__, "maintainer": maintainer, "url": url}

@@ -205,7 +205,7 @@ def lower_add(op: Op) -> dict | None:
 
 OPS = [
     OpDef("add", "elementwise", quantize_add, run_add, float_add, c_add, struct="edgec_add_params",
-          in_place=True, fuses_activation=True, lower=lower_add, code_bytes=580),
+          in_place=True, fuses_activation=True, lower=lower_add, code_bytes=580, row_bands="elementwise"),
     OpDef("binary", "elementwise", quantize_binary, run_binary, float_binary, c_binary, fuses_activation=True),
 ]
 

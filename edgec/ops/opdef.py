@@ -70,3 +70,6 @@ class OpDef:
     bias_correction: bool = False                # --bias-correction corrects its bias (weighted ops)
     equalize: Equalize | None = None             # cross-layer equalization (--equalize) of its weights
     code_bytes: int = 1024                       # estimate of its kernel's code (fit check before building)
+    row_bands: str | None = None                 # runs on row bands of [1,H,W,C] images (patch-based stages,
+                                                 # edgec/plan/patching.py): "window" (k_h, stride_h, pad_top,
+                                                 # in_h, out_h params) or "elementwise" (n params)

@@ -102,9 +102,9 @@ def lower_avg_pool(op: Op) -> dict | None:
 
 OPS = [
     OpDef("max_pool", "pool", quantize_pool, run_max_pool, float_pool, c_max_pool, struct="edgec_pool_params",
-          fuses_activation=True, qparams="input", code_bytes=440),
+          fuses_activation=True, qparams="input", code_bytes=440, row_bands="window"),
     OpDef("avg_pool", "pool", quantize_pool, run_avg_pool, float_pool, c_avg_pool, struct="edgec_pool_params",
-          fuses_activation=True, qparams="input", lower=lower_avg_pool, code_bytes=440),
+          fuses_activation=True, qparams="input", lower=lower_avg_pool, code_bytes=440, row_bands="window"),
 ]
 
 

@@ -40,6 +40,7 @@ SUPPORTED_OPS = frozenset(IMPORTERS) | DRIVER_OPS
 # per-kind tables the stages use, derived from the registry
 ALIAS_OPS = frozenset(k for k, d in REGISTRY.items() if d.alias)
 IN_PLACE_OPS = frozenset(k for k, d in REGISTRY.items() if d.in_place)
+ROW_BAND_OPS = {k: d.row_bands for k, d in REGISTRY.items() if d.row_bands}
 FUSABLE = frozenset(k for k, d in REGISTRY.items() if d.fuses_activation)
 WEIGHT_AXIS = {k: d.weight_axis for k, d in REGISTRY.items() if d.weight_axis is not None}
 SAME_QPARAMS_OPS = frozenset(k for k, d in REGISTRY.items() if d.qparams == "input")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from edgec.ir import Graph, Op
 from edgec.ops.registry import ALIAS_OPS, IN_PLACE_OPS
+from edgec.plan.patching import Stage, window_bytes
 
 ALIGN = 16
 # Kernels that may write their output over an input of the same size at the same offset (output == input
@@ -46,6 +47,8 @@ class Buffer:
     last: int               # index of the last op that reads it (len(ops): the model output)
     offset: int = 0
     scratch_op: int | None = None   # a scratch buffer: the index of the op that uses it
+    inner: dict[str, int] = field(default_factory=dict)   # tensor -> offset inside the buffer (default 0)
+    stage_output: int | None = None   # where the stage starting at this op index writes its output (patching)
 
     @property
     def label(self) -> str:
@@ -69,6 +72,10 @@ class Plan:
     optimal: bool = False         # arena_bytes is proven minimal for this order and these buffers
     planning_s: float = 0.0
     guard_bytes: int = 0          # arena guard (edgec/plan/guard.py): canary bytes before and after every buffer
+    stages: list[Stage] = field(default_factory=list)    # patch-based stages (edgec/plan/patching.py)
+    stage_outputs: dict[int, int] = field(default_factory=dict)   # stage's first op -> where it writes its
+                                                                  # output, when not at the output's offset
+    ram_choice: dict = field(default_factory=dict)   # edgec/plan/budget.choose's summary: the RAM trade-off
 
     def live_bytes(self, n_ops: int) -> list[int]:
         """Bytes live at each op index 0..n_ops-1 (before alignment)."""
@@ -78,6 +85,8 @@ class Plan:
         return {"arena_bytes": self.arena_bytes, "alignment": ALIGN, "lower_bound_bytes": self.lower_bound_bytes,
                 **({"guard_bytes": self.guard_bytes} if self.guard_bytes else {}),
                 "method": self.method, "optimal": self.optimal, "planning_ms": round(self.planning_s * 1e3, 2),
+                **({"patched_stages": [s.report for s in self.stages]} if self.stages else {}),
+                **({"ram_choice": self.ram_choice} if self.ram_choice else {}),
                 "buffers": [{"tensors": b.tensors, "offset": b.offset, "size": b.size, "first_op": b.first,
                              "last_op": b.last, **({"scratch_op": b.scratch_op} if b.scratch_op is not None else {})}
                             for b in self.buffers]}
@@ -122,9 +131,12 @@ def in_place_input(graph: Graph, op: Op, groups: _Groups, dies_here) -> str | No
     return None
 
 
-def buffers(graph: Graph, in_place: bool = True) -> list[Buffer]:
-    """The buffers of the graph in its current op order, with their lifetimes (offsets not yet set)."""
+def buffers(graph: Graph, in_place: bool = True, stages: list[Stage] = ()) -> list[Buffer]:
+    """The buffers of the graph in its current op order, with their lifetimes (offsets not yet set).
+    With patch-based `stages` (edgec/plan/patching.py), a tensor inside a stage is its window of rows, the
+    stage's output lives from the stage's first op, and the stage's ops share one scratch buffer."""
     n = len(graph.ops)
+    staged = {k for st in stages for k in st.ops}
     groups = alias_groups(graph)
     last_read = {name: -1 for name in graph.tensors}
     for i, op in enumerate(graph.ops):
@@ -140,7 +152,7 @@ def buffers(graph: Graph, in_place: bool = True) -> list[Buffer]:
         for i, op in enumerate(graph.ops):
             def dies_here(root, i=i):
                 return max(last_read[m] for m in members[root]) == i
-            name = in_place_input(graph, op, groups, dies_here)
+            name = None if i in staged else in_place_input(graph, op, groups, dies_here)
             if name is not None:
                 root, out_root = groups.find(name), groups.find(op.output)
                 groups.union(root, out_root)
@@ -156,11 +168,30 @@ def buffers(graph: Graph, in_place: bool = True) -> list[Buffer]:
         for name in (op.output, *op.inputs):
             b = by_root[groups.find(name)]
             b.first, b.last = min(b.first, i), max(b.last, i)
-    bufs = [b for b in by_root.values() if b.first <= b.last]   # tensors no op touches need no bytes
+    extra = []
+    for st in stages:
+        for t in st.windows:     # all alive while the stage runs its bands
+            w = by_root[groups.find(t)]
+            w.size, w.first, w.last = window_bytes(graph, st, t), st.first, st.last
+        out = by_root[groups.find(graph.ops[st.last].output)]
+        if st.input is None:
+            out.first = min(out.first, st.first)
+            continue
+        # the output is written over the input's rows nothing reads any more, then moved to its own buffer
+        # after the stage (no move when the placement puts both at the same offset)
+        x = by_root.pop(groups.find(st.input))
+        extra.append(Buffer(tensors=x.tensors, size=max(out.size, st.gap + x.size), first=min(x.first, st.first),
+                            last=st.last, inner={t: st.gap for t in x.tensors}, stage_output=st.first))
+        out.first = st.last + 1
+    bufs = [b for b in by_root.values() if b.first <= b.last] + extra   # tensors no op touches: no bytes
     for i, op in enumerate(graph.ops):
         scratch = int(op.attrs.get("scratch_bytes", 0) or 0)
-        if scratch > 0:
+        if scratch > 0 and i not in staged:
             bufs.append(Buffer(tensors=[], size=scratch, first=i, last=i, scratch_op=i))
+    for st in stages:
+        if st.scratch_bytes:
+            bufs.append(Buffer(tensors=[], size=st.scratch_bytes, first=st.first, last=st.last,
+                               scratch_op=st.first))
     return bufs
 
 
@@ -398,14 +429,14 @@ def place(bufs: list[Buffer], exact: bool = True, guard: int = 0) -> tuple[int, 
     return arena, method, optimal
 
 
-def plan(graph: Graph, exact: bool = True, guard: int = 0) -> Plan:
+def plan(graph: Graph, exact: bool = True, guard: int = 0, stages: list[Stage] = ()) -> Plan:
     """The memory plan of the graph in its current op order (see `schedule` to choose the order).
     guard > 0: the arena guard's layout (edgec/plan/guard.py): `guard` canary bytes at both ends of the arena
     and before and after every buffer, private to the buffer while it lives."""
     start = time.perf_counter()
     best = None
     for in_place in (True, False):
-        bufs = buffers(graph, in_place)
+        bufs = buffers(graph, in_place, stages)
         arena, method, optimal = place(bufs, exact and in_place, guard)   # the exact search once
         if best is None or arena < best[1]:
             best = (bufs, arena, method + ("" if in_place else ", no in-place"), optimal)
@@ -416,11 +447,16 @@ def plan(graph: Graph, exact: bool = True, guard: int = 0) -> Plan:
         for b in bufs:
             b.offset += guard
         arena += 2 * guard
-    offsets = {name: b.offset for b in bufs for name in b.tensors}
+    offsets = {name: b.offset + b.inner.get(name, 0) for b in bufs for name in b.tensors}
     scratch = {b.scratch_op: b.offset for b in bufs if b.scratch_op is not None}
+    stage_outputs = {b.stage_output: b.offset for b in bufs if b.stage_output is not None}
+    for st in stages:
+        if st.first in scratch:
+            scratch.update({k: scratch[st.first] for k in st.ops})
     return Plan(arena_bytes=arena, offsets=offsets, buffers=sorted(bufs, key=lambda b: (b.first, b.offset)),
                 scratch=scratch, lower_bound_bytes=peak_live_bytes(bufs), method=method, optimal=optimal,
-                planning_s=time.perf_counter() - start, guard_bytes=guard)
+                planning_s=time.perf_counter() - start, guard_bytes=guard, stages=list(stages),
+                stage_outputs=stage_outputs)
 
 
 def check_plan(graph: Graph, p: Plan) -> None:
@@ -433,10 +469,11 @@ def check_plan(graph: Graph, p: Plan) -> None:
         for b in p.buffers[i + 1:]:
             if a.overlaps_in_time(b):
                 assert a.offset + a.size + g <= b.offset - g or b.offset + b.size + g <= a.offset - g, (a, b)
+    staged = {k for st in p.stages for k in st.ops}
     for i, op in enumerate(graph.ops):
         out = p.offsets[op.output]
         for name in op.inputs:
-            if p.offsets[name] == out and op.kind not in ALIAS_OPS:
+            if p.offsets[name] == out and op.kind not in ALIAS_OPS and i not in staged:
                 assert op.kind in IN_PLACE_OPS, f"op {i} ({op.kind}) would run in place"
-        if i in p.scratch:
+        if i in p.scratch and i not in staged:
             assert int(op.attrs.get("scratch_bytes", 0)) > 0

@@ -71,6 +71,22 @@ def estimate(graph: Graph, plan: Plan, board: Board) -> dict:
             "flash": dict(flash, total=sum(flash.values()), board=board.flash_bytes)}
 
 
+# --ram-budget counts the RAM the firmware really uses: its static RAM and the stack it touches, not the
+# stack the linker script reserves. The bench firmware's stack high-water mark on qemu-cortex-m4 stays below
+# this (the deepest kernel frame plus the link's handlers); an assumption until the device measures it.
+BUDGET_STACK_BYTES = 2048
+
+
+def ram_limits(graph: Graph, board: Board, ram_budget: int | None) -> dict:
+    """What the planner may spend on the arena (edgec/pipeline.schedule_and_plan's ram arguments): with a
+    budget, the budget beside the firmware's other static RAM and the stack it uses; else the board's RAM
+    beside everything the fit check counts."""
+    if ram_budget is not None:
+        return {"ram_budget": ram_budget, "overhead": runtime_ram_bytes(graph) + BUDGET_STACK_BYTES}
+    return {"board_ram": board.ram_bytes, "overhead": runtime_ram_bytes(graph) + board_stack_bytes(board)
+            + board.reserved_ram_bytes}
+
+
 def _b(n: int) -> str:
     return f"{n:,} B"
 

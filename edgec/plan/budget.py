@@ -1,0 +1,122 @@
+"""Choosing the schedule under a RAM budget: the fastest plan (whole layers) when it fits, else the cheapest
+plan with patch-based stages (edgec/plan/patching.py) that does.
+
+`memory_ladder(graph)` walks from the fastest plan towards the smallest: each rung adds the stage (ops,
+rows per band) that lowers the arena most at the moment the arena peaks, as long as the arena shrinks.
+Each rung is (arena bytes, estimated extra instructions, stages); `choose` takes the cheapest rung whose
+arena plus `overhead` (the firmware's other RAM) fits, or says which RAM is the least it can reach.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from edgec.errors import EdgecError
+from edgec.ir import Graph
+from edgec.plan import patching, planner
+
+MAX_STAGE_OPS = 10
+BAND_ROWS = (1, 2, 4)
+MAX_STAGES = 4
+BEAM = 3
+
+
+@dataclass
+class Rung:
+    arena_bytes: int
+    extra_instructions: int
+    stages: list
+
+    def describe(self, graph: Graph) -> str:
+        parts = [f"ops {s.first}-{s.last} in bands of {s.rows} row{'s' if s.rows > 1 else ''}" for s in self.stages]
+        return "whole layers" if not parts else "patched " + ", ".join(parts)
+
+
+def _peak_time(p: planner.Plan) -> int:
+    lo = min(b.first for b in p.buffers)
+    hi = max(b.last for b in p.buffers)
+    load = [0] * (hi - lo + 1)
+    for b in p.buffers:
+        for t in range(b.first - lo, b.last - lo + 1):
+            load[t] += planner._align(b.size)
+    return lo + load.index(max(load))
+
+
+def _candidates(graph: Graph, rung: Rung, cache: dict) -> list[Rung]:
+    """The rungs one more stage (one row per band) covering the moment the arena peaks gives."""
+    n = len(graph.ops)
+    t = _peak_time(planner.plan(graph, exact=False, stages=rung.stages))
+    used = {k for s in rung.stages for k in s.ops}
+    out = []
+    for a in range(max(0, t - MAX_STAGE_OPS + 1), min(t, n - 1) + 1):
+        for b in range(max(a, t), min(n, a + MAX_STAGE_OPS)):
+            if any(k in used for k in range(a, b + 1)) or not patching.can_stage(graph, a, b):
+                continue
+            if (a, b, 1) not in cache:
+                cache[(a, b, 1)] = patching.build_stage(graph, a, b, 1)
+            st = cache[(a, b, 1)]
+            stages = sorted(rung.stages + [st], key=lambda s: s.first)
+            out.append(Rung(planner.plan(graph, exact=False, stages=stages).arena_bytes,
+                            rung.extra_instructions + patching.extra_cost(graph, st), stages))
+    return out
+
+
+def _fewer_calls(graph: Graph, rung: Rung, cache: dict) -> Rung:
+    """The same stages with more rows per band (fewer calls) where that does not grow the arena."""
+    for i, st in enumerate(rung.stages):
+        for rows in BAND_ROWS[1:]:
+            key = (st.first, st.last, rows)
+            if key not in cache:
+                cache[key] = patching.build_stage(graph, st.first, st.last, rows)
+            stages = rung.stages[:i] + [cache[key]] + rung.stages[i + 1:]
+            arena = planner.plan(graph, exact=False, stages=stages).arena_bytes
+            if arena <= rung.arena_bytes:
+                cost = sum(patching.extra_cost(graph, s) for s in stages)
+                rung = Rung(arena, cost, stages)
+    return rung
+
+
+def memory_ladder(graph: Graph) -> list[Rung]:
+    """Plans from the fastest to the smallest (see the module doc): a beam search adding one stage at a
+    time where the arena peaks."""
+    base = planner.plan(graph, exact=False)
+    rungs = [Rung(base.arena_bytes, 0, [])]
+    cache: dict = {}
+    beam = [rungs[0]]
+    for _ in range(MAX_STAGES):
+        nxt = sorted((c for r in beam for c in _candidates(graph, r, cache)),
+                     key=lambda r: (r.arena_bytes, r.extra_instructions))[:BEAM]
+        if not nxt or nxt[0].arena_bytes >= rungs[-1].arena_bytes:
+            break
+        rungs.append(_fewer_calls(graph, nxt[0], cache))
+        beam = nxt
+    return rungs
+
+
+def choose(graph: Graph, ram_budget: int | None, board_ram: int | None, overhead: int = 0) -> tuple[list, dict]:
+    """The stages of the plan to build and a summary for the log and plan.json (`ram_choice`).
+
+    ram_budget: bytes of RAM the whole firmware may use (arena + `overhead`); None: the board's RAM, and
+    then the fastest plan whenever it fits, else the smallest (the fit check refuses it if still too big)."""
+    limit = ram_budget if ram_budget is not None else board_ram
+    base = planner.plan(graph, exact=False)
+    if limit is None or base.arena_bytes + overhead <= limit:
+        return [], {"stages": 0, "arena_bytes": base.arena_bytes}
+    ladder = memory_ladder(graph)
+
+    def summary(rung: Rung) -> dict:
+        return {"stages": len(rung.stages), "arena_bytes": rung.arena_bytes,
+                "extra_instructions_estimate": rung.extra_instructions, "schedule": rung.describe(graph),
+                "fastest_arena_bytes": base.arena_bytes, "limit_bytes": limit, "overhead_bytes": overhead,
+                "trade_off": [{"arena_bytes": r.arena_bytes, "extra_instructions_estimate": r.extra_instructions,
+                               "schedule": r.describe(graph)} for r in ladder]}
+    fitting = [r for r in ladder if r.arena_bytes + overhead <= limit]
+    if fitting:
+        rung = min(fitting, key=lambda r: (r.extra_instructions, r.arena_bytes))
+        return rung.stages, summary(rung)
+    low = min(ladder, key=lambda r: (r.arena_bytes, r.extra_instructions))
+    if ram_budget is None:       # the board is too small even so: the fit check says it with its numbers
+        return low.stages, summary(low)
+    raise EdgecError(f"{graph.name} does not fit --ram-budget of {limit:,} B: the smallest RAM edgec reaches is "
+                     f"{low.arena_bytes + overhead:,} B ({low.arena_bytes:,} B of arena + {overhead:,} B of "
+                     f"firmware; {low.describe(graph)}, ~{low.extra_instructions:,} more instructions per "
+                     "inference); give a larger budget")
