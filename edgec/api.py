@@ -74,7 +74,7 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
         check_mode(the_board, mlperf_mode, mlperf_baud)
     model, quant = calibrate_model(model_path, calib_path, options, log)
     graph = quant.graph
-    plan = schedule_and_plan(graph, guard.GUARD_BYTES if arena_guard else 0)
+    plan = fit.place_in_regions(graph, schedule_and_plan(graph, guard.GUARD_BYTES if arena_guard else 0), the_board)
     if quant.sensitivity:
         log("sensitivity (worst first; SQNR of INT8 vs float, higher is better):\n"
             + sens.table(quant.sensitivity, 10))

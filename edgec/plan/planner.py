@@ -69,6 +69,7 @@ class Plan:
     optimal: bool = False         # arena_bytes is proven minimal for this order and these buffers
     planning_s: float = 0.0
     guard_bytes: int = 0          # arena guard (edgec/plan/guard.py): canary bytes before and after every buffer
+    pieces: list = field(default_factory=list)   # RAM regions (edgec/plan/regions.py); empty: one arena
 
     def live_bytes(self, n_ops: int) -> list[int]:
         """Bytes live at each op index 0..n_ops-1 (before alignment)."""
@@ -80,7 +81,8 @@ class Plan:
                 "method": self.method, "optimal": self.optimal, "planning_ms": round(self.planning_s * 1e3, 2),
                 "buffers": [{"tensors": b.tensors, "offset": b.offset, "size": b.size, "first_op": b.first,
                              "last_op": b.last, **({"scratch_op": b.scratch_op} if b.scratch_op is not None else {})}
-                            for b in self.buffers]}
+                            for b in self.buffers],
+                **({"regions": [p.to_json() for p in self.pieces]} if self.pieces else {})}
 
 
 # ---------------------------------------------------------------- buffers and lifetimes
