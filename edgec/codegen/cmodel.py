@@ -19,7 +19,7 @@ from edgec.ops.opdef import CallSite
 from edgec.ops.registry import REGISTRY, graph_macs
 from edgec.plan import guard
 from edgec.plan.planner import Plan
-from edgec.plan.regions import c_pieces, c_pointer
+from edgec.plan.regions import REGIONS_LD_SUFFIX, c_pieces, c_pointer, linker_script
 from edgec.quant.artifact import graph_hash
 from edgec.templating import environment
 
@@ -100,6 +100,10 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str) -> list[Path]:
     for template, filename in (("model.h.j2", f"{name}.h"), ("model.c.j2", f"{name}.c")):
         path = out_dir / filename
         path.write_text(env.get_template(template).render(**ctx))
+        written.append(path)
+    if any(piece.section for piece in plan.pieces):     # arena pieces in other RAM regions: where the linker puts them
+        path = out_dir / f"{name}{REGIONS_LD_SUFFIX}"
+        path.write_text(linker_script(plan))
         written.append(path)
     for source, f in cheader.library_files(harness):
         (out_dir / f).parent.mkdir(exist_ok=True)

@@ -25,6 +25,7 @@ from edgec.ir import Graph
 from edgec.plan.planner import ALIGN, Buffer, Plan, place
 
 SCRATCH_HEAT = 4.0
+REGIONS_LD_SUFFIX = "_regions.ld"   # NAME_regions.ld beside the model library: the linker script of the pieces
 
 
 @dataclass(frozen=True)
