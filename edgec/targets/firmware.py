@@ -25,7 +25,7 @@ from edgec.plan.regions import REGIONS_LD_SUFFIX
 LINK_FILES = ("edgec_link.c", "edgec_link.h")
 # A board with a vendor framework gets edgec's board API from these (boards/platforms/common/) plus a
 # rendered templates/<framework>_main.cpp.j2; edgec's local platforms bring their own BSP.
-HARNESS_FILES = ("edgec_board.h", "edgec_ticks_mcu.c")
+HARNESS_FILES = ("edgec_board.h", "edgec_ticks_mcu.c", "edgec_stack_mcu.c")
 # the benchmark firmware's protocol: edgec's framed link, or the MLPerf Tiny runner's text protocol
 PROTOCOLS = {"edgec": ("bench_main.c.j2", LINK_FILES),
              "mlperf": ("mlperf_main.c.j2", ("edgec_mlperf.c", "edgec_mlperf.h"))}
@@ -91,6 +91,7 @@ def harness_build_flags(board: Board) -> list[str]:
         # a whole link frame (edgec_link.c FRAME_MAX, ~270 B on the wire) fits STM32duino's Serial receive buffer
         # (64 B by default: bytes arriving faster than the harness read them were dropped and resent)
         flags.append("-DSERIAL_RX_BUFFER_SIZE=512")
+        flags.append("-DEDGEC_STACK_NEWLIB_ESTACK")     # stack high-water mark by painting (edgec_stack_mcu.c)
     return flags + ["-fstack-usage", "-Wl,--print-memory-usage"]
 
 

@@ -27,8 +27,9 @@ from edgec import cheader
 
 # Static RAM of the benchmark firmware besides the arena: serial-link frames and counters (edgec_link.c,
 # board.c) plus a 4-byte tick counter per layer for the profile. Measured on qemu-cortex-m4
-# (arm-none-eabi-gcc 12, -O2): .data + .bss - arena = 1,168 + 4 x layers bytes on the four MLPerf models.
-RUNTIME_RAM_BYTES = 1168
+# (arm-none-eabi-gcc 12, -O2): .data + .bss - arena = 640 + 4 x layers bytes on the four MLPerf models
+# (1,168 before the link kept two frame buffers instead of four).
+RUNTIME_RAM_BYTES = 640
 RUNTIME_RAM_PER_LAYER_BYTES = 4
 
 
