@@ -79,3 +79,20 @@ def test_device_ram_is_static_plus_measured_stack(split_build):
     assert 0 < m["stack_used_bytes"] < m["stack_reserved_bytes"] < m["static_ram_bytes"] + m["stack_reserved_bytes"]
     assert m["total_ram_bytes"] == m["static_ram_bytes"] + m["stack_used_bytes"]
     assert m["total_ram_bytes"] < load_board("qemu-cortex-m4-split").ram_bytes + SECOND_REGION_BYTES
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("key", ["vww", "ic"])
+def test_mlperf_models_too_big_for_one_region_run_bit_exact_over_two(key, mlperf_build):
+    """Acceptance-scale: VWW and IC, whose arenas fit neither 48 KB region of qemu-cortex-m4-split alone, built
+    with the profile as shipped and run bit-exact over both regions."""
+    report, out, test = mlperf_build(key, "qemu-cortex-m4-split")
+    board = load_board("qemu-cortex-m4-split")
+    plan = json.loads((out / "plan.json").read_text())
+    assert len(plan["regions"]) == 2 and all(r["bytes"] > 0 for r in plan["regions"])
+    assert report["memory"]["arena_bytes"] > max(r.size for r in board.arena_regions()) - fit.board_stack_bytes(board)
+    r = api.bench(out, test)
+    assert r["agreement"]["device_vs_reference"] == 1.0
+    print(f"\n[{key} on qemu-cortex-m4-split] regions {[(x['region'], x['bytes']) for x in plan['regions']]}, "
+          f"static RAM {r['memory']['static_ram_bytes']:,} B, stack {r['memory']['stack_used_bytes']} B, "
+          f"{r['latency']['median']:,.0f} instructions")
