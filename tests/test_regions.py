@@ -119,3 +119,13 @@ def test_the_fit_check_counts_each_region(tmp_path):
                                          regions.Space("SSRAM3", ".edgec_ssram3", 10 ** 6, 0, 0x20200000, 64)])
     with pytest.raises(EdgecError, match="SSRAM3"):
         fit.check(graph, split, board)
+
+
+def test_the_bench_report_shows_each_regions_piece():
+    from edgec.bench.report import memory_rows
+    est = {"ram": {"arena": 100, "runtime": 10, "stack": 20, "framework": 0, "total": 130, "board": 1000,
+                   "regions": {"DTCM": {"arena": 4624, "board": 131072, "section": ".edgec_dtcm"}}}}
+    rows = {what: (value, note) for what, value, note in memory_rows({"fit_estimate": est})}
+    assert rows["fit estimate before building: arena in RAM region DTCM"] == \
+        ("4,624 B", "linker section .edgec_dtcm; the region has 131,072 B")
+    assert "regions" not in rows["fit estimate before building: ram"][1]
