@@ -126,7 +126,7 @@ def plan_row(models: Path, key: str, calib: Path) -> dict:
 
 
 def _n(v) -> str:
-    return "n/a" if v is None else f"{v:,}"
+    return "n/a" if v is None else f"{round(v):,}"
 
 
 def table(rows: list[dict], budget: int | None) -> list[str]:
@@ -143,7 +143,7 @@ def table(rows: list[dict], budget: int | None) -> list[str]:
         cells = [r["title"], _n(r["bound"]), _n(r["arena"]), _n(d.get("static")), _n(d.get("stack")),
                  _n(d.get("total")), _n(d.get("insns"))]
         if budget is not None:
-            cells += [_n(b.get("arena")), _n(b.get("total")), cost if b else r.get("budget_note", "n/a")]
+            cells += [_n(b.get("arena")), _n(b.get("total")), cost]
         tflm = r["tflm"]
         cells += [f"{tflm['total']:,} ({tflm['source']})", f"{ISSUE_TFLM_ARENA[r['key']]:,}",
                   f"{ISSUE_TFLM_TOTAL[r['key']]:,}"]
