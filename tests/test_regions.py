@@ -129,3 +129,22 @@ def test_the_bench_report_shows_each_regions_piece():
     assert rows["fit estimate before building: arena in RAM region DTCM"] == \
         ("4,624 B", "linker section .edgec_dtcm; the region has 131,072 B")
     assert "regions" not in rows["fit estimate before building: ram"][1]
+
+
+def test_when_heat_order_fragments_too_much_the_one_arena_is_cut_instead():
+    """Regions whose sizes add up to the one arena: placing by heat alone can overflow (each piece needs its own
+    peak); at some cut only the cut of the one-arena plan fits, and the result never overflows more than by heat."""
+    graph, _, plan = _planned()
+    ends = sorted({b.offset + planner._align(b.size) for b in plan.buffers} - {plan.arena_bytes})
+    rescued = 0
+    for cut in ends:
+        spaces = [regions.Space("A", "", cut, speed=1), regions.Space("B", ".edgec_b", plan.arena_bytes - cut)]
+        by_heat = [[], []]
+        regions._by_heat(graph, planner.plan(graph).buffers, spaces, [0, 1], by_heat)
+        heat_overflow = regions._overflow(by_heat, spaces)
+        split = regions.assign(graph, planner.plan(graph), spaces)
+        planner.check_plan(graph, split)
+        overflow = sum(max(p.bytes - s.capacity, 0) for p, s in zip(split.pieces, spaces))
+        assert overflow <= heat_overflow
+        rescued += heat_overflow > 0 and overflow == 0 and "cut at the regions' sizes" in split.method
+    assert rescued >= 1

@@ -14,7 +14,10 @@ base_k)` (`c_pointer`).
 Placement: buffers by heat (accesses per byte: every op that writes or reads the buffer, scratch counted
 SCRATCH_HEAT times because a kernel's im2col columns are re-read for every output channel), hottest first,
 each into the fastest region whose piece still fits when re-planned with that buffer (planner.place); a
-buffer that fits nowhere goes where it overflows least, and the fit check (edgec/targets/fit.py) names it.
+buffer that fits nowhere goes where it overflows least. Pieces planned apart can need more bytes in all than
+the one arena (each must hold its own peak): when the placement by heat overflows a region, the one-arena
+plan cut at the regions' sizes (fastest region from offset 0, the buffers a boundary cuts placed by heat) is
+tried and kept if it overflows less; what still does not fit, the fit check (edgec/targets/fit.py) names.
 """
 from __future__ import annotations
 
@@ -76,16 +79,11 @@ def _fits(bufs: list[Buffer], capacity: int) -> tuple[bool, int]:
     return arena <= capacity, arena
 
 
-def assign(graph: Graph, plan: Plan, spaces: list[Space], exact: bool = True) -> Plan:
-    """The plan with its buffers spread over `spaces` (see the module text); a plan for one space, or one
-    with the arena guard, is returned as it was (one piece: the default arena)."""
-    usable = [s for s in spaces if s.capacity > 0]
-    if len(usable) < 2 or plan.guard_bytes:
-        return plan
-    order = sorted(range(len(usable)), key=lambda k: (-usable[k].speed, k))    # fastest first, then listed order
-    chosen: list[list[Buffer]] = [[] for _ in usable]
-    bufs = sorted(plan.buffers, key=lambda b: (-heat(graph, b), b.size, b.first))
-    for b in bufs:
+def _by_heat(graph: Graph, bufs: list[Buffer], usable: list[Space], order: list[int],
+             chosen: list[list[Buffer]]) -> None:
+    """Each buffer, hottest first, into the fastest region whose re-planned piece still fits it; a buffer
+    that fits nowhere into the region it overflows least."""
+    for b in sorted(bufs, key=lambda b: (-heat(graph, b), b.size, b.first)):
         overflow = {}                   # region -> bytes it would be short with b in it
         for k in order:
             ok, arena = _fits(chosen[k] + [b], usable[k].capacity)
@@ -95,6 +93,42 @@ def assign(graph: Graph, plan: Plan, spaces: list[Space], exact: bool = True) ->
         else:
             k = min(overflow, key=overflow.get)
         chosen[k].append(b)
+
+
+def _by_address(graph: Graph, plan: Plan, usable: list[Space], order: list[int]) -> list[list[Buffer]]:
+    """The one-arena plan cut at the regions' capacities (fastest region from offset 0): a buffer that lies
+    wholly inside a region's stretch of offsets goes there; the ones cut by a boundary go by heat."""
+    chosen: list[list[Buffer]] = [[] for _ in usable]
+    stretches, start = [], 0
+    for k in order:
+        stretches.append((k, start, start + usable[k].capacity))
+        start += usable[k].capacity
+    cut = []
+    for b in plan.buffers:
+        k = next((k for k, lo, hi in stretches if lo <= b.offset and b.offset + _align(b.size) <= hi), None)
+        (cut.append(b) if k is None else chosen[k].append(b))
+    _by_heat(graph, cut, usable, order, chosen)
+    return chosen
+
+
+def _overflow(chosen: list[list[Buffer]], usable: list[Space]) -> int:
+    return sum(max(_fits(c, s.capacity)[1] - s.capacity, 0) for c, s in zip(chosen, usable))
+
+
+def assign(graph: Graph, plan: Plan, spaces: list[Space], exact: bool = True) -> Plan:
+    """The plan with its buffers spread over `spaces` (see the module text); a plan for one space, or one
+    with the arena guard, is returned as it was (one piece: the default arena)."""
+    usable = [s for s in spaces if s.capacity > 0]
+    if len(usable) < 2 or plan.guard_bytes:
+        return plan
+    order = sorted(range(len(usable)), key=lambda k: (-usable[k].speed, k))    # fastest first, then listed order
+    chosen: list[list[Buffer]] = [[] for _ in usable]
+    _by_heat(graph, plan.buffers, usable, order, chosen)
+    how = "hottest buffers in the fastest"
+    if _overflow(chosen, usable):       # by heat the pieces fragment too much: cut the one arena instead
+        by_address = _by_address(graph, plan, usable, order)
+        if _overflow(by_address, usable) < _overflow(chosen, usable):
+            chosen, how = by_address, "the one-arena plan cut at the regions' sizes"
     pieces, base = [], 0
     for k in range(len(usable)):        # pieces in the profile's order: the default region's first
         s = usable[k]
@@ -112,7 +146,7 @@ def assign(graph: Graph, plan: Plan, spaces: list[Space], exact: bool = True) ->
     plan.offsets = {name: b.offset for b in plan.buffers for name in b.tensors}
     plan.scratch = {b.scratch_op: b.offset for b in plan.buffers if b.scratch_op is not None}
     plan.buffers.sort(key=lambda b: (b.first, b.offset))
-    plan.method += f"; {len(used)} RAM regions, hottest buffers in the fastest"
+    plan.method += f"; {len(used)} RAM regions, {how}"
     plan.optimal = False
     return plan
 
