@@ -1,18 +1,31 @@
-"""RAM of the four MLPerf Tiny models: edgec's arena against the live-set lower bound and TFLM's arena.
+"""RAM of the four MLPerf Tiny models: what a user pays on the device with edgec, against the bounds and TFLM.
 
-    .venv/bin/python benchmarks/memory.py [--models DIR] [--no-firmware]
+    .venv/bin/python benchmarks/memory.py [--models DIR] [--only kws,ic] [--no-firmware]
+                                          [--ram-budget BYTES] [--json FILE] [--md FILE]
 
-For each model: edgec's arena (activations and scratch, everything), the live-set lower bound (largest sum
-of int8 tensors live at one op, views shared, no in-place reuse), planning time (schedule + plan), and with
-firmware built for qemu-cortex-m4 the firmware's static RAM (.data + .bss of the ELF) plus the stack: gcc's
--fstack-usage estimate and the high-water mark measured on the emulated device (stack painting, one bench run).
-TFLM is measured with the `tflite-micro` PyPI package (`pip install tflite-micro`, x86 reference kernels)
-on the official int8 .tflite files: its RecordingMicroAllocator prints the arena it used. The issue's
-reference numbers (TFLM with CMSIS-NN on a Cortex-M4) are printed next to them, labelled as such.
+Per model: the live-set lower bound (largest sum of int8 tensors live at one op, views shared, no in-place
+reuse), edgec's arena (activations and scratch, everything), planning time, and with firmware built for
+qemu-cortex-m4 (default): the firmware's static RAM (.data + .bss of the ELF, arena included), the stack
+high-water mark measured on the emulated device (stack painting, reported over the bench link), the total
+device RAM (their sum) and the latency (emulated instructions per inference, exact under QEMU -icount).
+
+--ram-budget BYTES builds each model a second time with that budget passed to `edgec build` (api.build's
+`ram_budget`, issue 16's memory-saving plans) and adds its arena, total RAM and latency cost (its
+instructions / the default plan's); an edgec without that option says so and leaves the columns empty.
+Any other build option can be passed the same way (BUILD_OPTIONS below).
+
+TFLM's figures, each with its source:
+- "TFLM x86": measured here if the `tflite-micro` PyPI package is installed (x86 reference kernels, the
+  official int8 .tflite files; its RecordingMicroAllocator prints the arena), else the same measurement as
+  recorded in ../shared/docs/landscape.md section 2 (tflite-micro 0.dev20261023 wheel);
+- "TFLM M4 (issue 5)": TFLM + CMSIS-NN on a Cortex-M4, smallest working arena and arena + static RAM + stack,
+  the reference numbers of edgec's issue 5 (not measured here).
 """
 from __future__ import annotations
 
 import argparse
+import inspect
+import json
 import re
 import subprocess
 import sys
@@ -32,6 +45,7 @@ from edgec.quant import quantize
 from edgec.data import load_dataset
 
 ROOT = Path(__file__).resolve().parent.parent
+BOARD = "qemu-cortex-m4"
 MODELS = {"kws": ("KWS DS-CNN", "kws_dscnn_fp32", "kws_dscnn_int8"),
           "vww": ("VWW MobileNetV1-0.25", "vww_mobilenetv1_025_fp32", "vww_mobilenetv1_025_int8"),
           "ic": ("IC ResNet-8", "ic_resnet8_fp32", "ic_resnet8_int8"),
@@ -39,6 +53,12 @@ MODELS = {"kws": ("KWS DS-CNN", "kws_dscnn_fp32", "kws_dscnn_int8"),
 # Issue 5's table (TFLM with CMSIS-NN on a Cortex-M4): smallest working arena, and arena + static RAM + stack.
 ISSUE_TFLM_ARENA = {"kws": 22832, "vww": 100720, "ic": 55008, "ad": 3024}
 ISSUE_TFLM_TOTAL = {"kws": 25476, "vww": 103364, "ic": 57652, "ad": 4968}
+# ../shared/docs/landscape.md section 2, "TFLM arena_used_bytes, x86-64 reference kernels, tflite-micro
+# 0.dev20261023 wheel [measured here]": total / head (non-persistent) / tail (persistent)
+LANDSCAPE_TFLM_X86 = {"kws": (24272, 16000, 8272), "vww": (103680, 73728, 29952), "ic": (55984, 49152, 6832),
+                      "ad": (3984, 768, 3216)}
+# build options this script can pass through to api.build (command-line flag -> keyword)
+BUILD_OPTIONS = {"ram_budget": "--ram-budget"}
 
 TFLM_SCRIPT = r"""
 import sys, numpy as np
@@ -53,7 +73,7 @@ interp.print_allocations()
 
 
 def tflm_arena(tflite: Path) -> tuple[dict | None, str]:
-    """TFLM's arena (total, head = activations, tail = persistent) or None and why not."""
+    """TFLM's arena measured here (total, head = activations, tail = persistent) or None and why not."""
     proc = subprocess.run([sys.executable, "-c", TFLM_SCRIPT, str(tflite)], capture_output=True, text=True,
                           timeout=300)
     text = proc.stdout + proc.stderr
@@ -72,76 +92,117 @@ def find_models(arg: str | None) -> Path:
     sys.exit("MLPerf Tiny models not found; pass --models DIR")
 
 
+def build_options_accepted() -> set[str]:
+    return set(inspect.signature(api.build).parameters)
+
+
+def device_run(model_path: Path, calib: Path, out: Path, **options) -> dict:
+    """Build for BOARD with these options, bench 2 samples: static RAM, measured stack, total, latency."""
+    report = api.build(model_path, calib, BOARD, out, **options)
+    r = api.bench(out, calib, limit=2, report_dir=None)
+    m = r["memory"]
+    assert r["agreement"]["device_vs_reference"] == 1.0, f"{model_path.name}: device output differs from the reference"
+    return {"arena": report["memory"]["arena_bytes"], "static": m["static_ram_bytes"],
+            "stack_est": m.get("stack_estimate_bytes"), "stack": m["stack_used_bytes"], "total": m["total_ram_bytes"],
+            "insns": r["latency"]["median"], "in_ram": m.get("model_ram_symbols")}
+
+
+def plan_row(models: Path, key: str, calib: Path) -> dict:
+    title, onnx_name, _ = MODELS[key]
+    model = loader.load_model(models / f"{onnx_name}.onnx")
+    graph = canonicalize.canonicalize(model, onnx_name)
+    bound = planner.live_set_lower_bound(graph)
+    data = load_dataset(calib, graph.input_onnx_shape)
+    ranges = calibrate.calibrate(model, data.x, [t.source for t in graph.tensors.values()])
+    quantize.quantize(graph, ranges)
+    lowering.lower_graph(graph)
+    start = time.perf_counter()
+    graph.ops = planner.schedule(graph)
+    plan = planner.plan(graph)
+    plan_s = time.perf_counter() - start
+    planner.check_plan(graph, plan)
+    return {"key": key, "title": title, "arena": plan.arena_bytes, "bound": bound, "plan_ms": plan_s * 1e3,
+            "optimal": plan.optimal, "method": plan.method}
+
+
+def _n(v) -> str:
+    return "n/a" if v is None else f"{round(v):,}"
+
+
+def table(rows: list[dict], budget: int | None) -> list[str]:
+    """The per-model table as Markdown lines."""
+    cols = ["model", "bound", "edgec arena", "static RAM", "stack (measured)", "total device RAM",
+            "insns / inference"]
+    if budget is not None:
+        cols += [f"arena @ {budget:,}", f"total @ {budget:,}", "latency cost"]
+    cols += ["TFLM x86 arena", "TFLM M4 arena (issue 5)", "TFLM M4 total (issue 5)"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        d, b = r.get("device") or {}, r.get("budget") or {}
+        cost = (f"{b['insns'] / d['insns']:.3f}x" if b.get("insns") and d.get("insns") else "n/a")
+        cells = [r["title"], _n(r["bound"]), _n(r["arena"]), _n(d.get("static")), _n(d.get("stack")),
+                 _n(d.get("total")), _n(d.get("insns"))]
+        if budget is not None:
+            cells += [_n(b.get("arena")), _n(b.get("total")), cost]
+        tflm = r["tflm"]
+        cells += [f"{tflm['total']:,} ({tflm['source']})", f"{ISSUE_TFLM_ARENA[r['key']]:,}",
+                  f"{ISSUE_TFLM_TOTAL[r['key']]:,}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", help="folder with the MLPerf Tiny .onnx/.tflite files and data/")
-    ap.add_argument("--no-firmware", action="store_true", help="skip the qemu-cortex-m4 firmware builds")
+    ap.add_argument("--only", default=",".join(MODELS), help="comma-separated subset of kws,vww,ic,ad")
+    ap.add_argument("--no-firmware", action="store_true", help=f"skip the {BOARD} firmware builds")
+    ap.add_argument("--ram-budget", type=int, help="also build with this RAM budget (bytes) and compare")
+    ap.add_argument("--json", help="write the rows as JSON here")
+    ap.add_argument("--md", help="write the Markdown table here")
     args = ap.parse_args()
     models = find_models(args.models)
-    rows, notes = [], []
+    keys = [k for k in args.only.split(",") if k]
+    unknown = [k for k in keys if k not in MODELS]
+    if unknown:
+        sys.exit(f"unknown model(s) {', '.join(unknown)}: choose from {', '.join(MODELS)}")
+    budget_options = {"ram_budget": args.ram_budget} if args.ram_budget is not None else {}
+    missing = sorted(set(budget_options) - build_options_accepted())
+    budget_note = (f"this edgec's build has no {', '.join(BUILD_OPTIONS[m] for m in missing)} (issue 16, items 1-3)"
+                   if missing else "")
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for key, (title, onnx_name, tflite_name) in MODELS.items():
-            model_path = models / f"{onnx_name}.onnx"
+        for key in keys:
             calib = Path(tmp) / f"{key}.npz"
             np.savez(calib, x=np.load(models / "data" / f"golden_{key}.npz")["x_fp32"])
-            model = loader.load_model(model_path)
-            graph = canonicalize.canonicalize(model, onnx_name)
-            bound = planner.live_set_lower_bound(graph)
-            data = load_dataset(calib, graph.input_onnx_shape)
-            ranges = calibrate.calibrate(model, data.x, [t.source for t in graph.tensors.values()])
-            quantize.quantize(graph, ranges)
-            lowering.lower_graph(graph)
-            start = time.perf_counter()
-            graph.ops = planner.schedule(graph)
-            plan = planner.plan(graph)
-            plan_s = time.perf_counter() - start
-            planner.check_plan(graph, plan)
-            row = {"title": title, "arena": plan.arena_bytes, "bound": bound, "plan_ms": plan_s * 1e3,
-                   "optimal": plan.optimal, "method": plan.method}
+            row = plan_row(models, key, calib)
+            model_path = models / f"{MODELS[key][1]}.onnx"
             if not args.no_firmware:
-                out = Path(tmp) / f"build-{key}"
-                mem = api.build(model_path, calib, "qemu-cortex-m4", out)["memory"]
-                measured = api.bench(out, calib, limit=2, report_dir=None)["memory"]["stack_used_bytes"]
-                row.update(static=mem["static_ram_bytes"], stack=mem["stack_estimate_bytes"],
-                           total=mem["total_ram_bytes"], in_ram=mem["model_ram_symbols"], measured=measured,
-                           total_measured=mem["static_ram_bytes"] + measured if measured is not None else None)
-            tflm, why = tflm_arena(models / f"{tflite_name}.tflite")
+                row["device"] = device_run(model_path, calib, Path(tmp) / f"build-{key}")
+                if budget_options and not missing:
+                    row["budget"] = device_run(model_path, calib, Path(tmp) / f"budget-{key}", **budget_options)
+                elif budget_options:
+                    row["budget_note"] = budget_note
+            tflm, why = tflm_arena(models / f"{MODELS[key][2]}.tflite")
             if tflm is None:
-                notes.append(f"{title}: TFLM not measured ({why})")
+                total, head, tail = LANDSCAPE_TFLM_X86[key]
+                tflm = {"total": total, "head": head, "tail": tail, "source": "landscape.md",
+                        "not_measured_here": why}
+            else:
+                tflm["source"] = "measured"
             row["tflm"] = tflm
-            row["issue_arena"], row["issue_total"] = ISSUE_TFLM_ARENA[key], ISSUE_TFLM_TOTAL[key]
             rows.append(row)
-
-    def n(v):
-        return "n/a" if v is None else f"{v:,}"
-
-    print("RAM in bytes. edgec: arena planned for the int8 graph; bound: live-set lower bound.")
-    print("TFLM x86: tflite-micro wheel (reference kernels), total = head (activations) + tail (persistent).")
-    print("TFLM M4 (issue): reference numbers from issue 5, TFLM + CMSIS-NN on a Cortex-M4, not measured here.\n")
-    head = (f"{'model':22} {'edgec arena':>11} {'bound':>7} {'+/-bound':>8} {'plan ms':>7}  "
-            f"{'TFLM x86 total':>14} {'head':>7} {'tail':>6}  {'TFLM M4 arena (issue)':>21}")
-    print(head)
-    print("-" * len(head))
-    for r in rows:
-        t = r["tflm"] or {}
-        print(f"{r['title']:22} {r['arena']:>11,} {r['bound']:>7,} {r['arena'] - r['bound']:>+8,} "
-              f"{r['plan_ms']:>7.1f}  {n(t.get('total')):>14} {n(t.get('head')):>7} {n(t.get('tail')):>6}  "
-              f"{r['issue_arena']:>21,}")
-    if not args.no_firmware:
-        print("\nTotal RAM of the qemu-cortex-m4 benchmark firmware: static RAM (.data + .bss from the ELF, arena "
-              "included, the reserved stack region not) + stack, estimated (gcc -fstack-usage, deepest call chain) "
-              "and measured (high-water mark by stack painting on the emulated device).")
-        head = (f"{'model':22} {'static RAM':>10} {'stack est.':>10} {'measured':>8} {'total':>8}  "
-                f"{'TFLM total (issue)':>18}  model symbols in RAM")
-        print(head)
-        print("-" * len(head))
-        for r in rows:
-            print(f"{r['title']:22} {r['static']:>10,} {n(r['stack']):>10} {n(r['measured']):>8} "
-                  f"{n(r['total_measured']):>8}  {r['issue_total']:>18,}  {', '.join(r['in_ram'] or [])}")
+            print(f"{row['title']}: done", file=sys.stderr, flush=True)
+    lines = table(rows, args.ram_budget)
+    print(f"RAM in bytes, firmware for {BOARD} (edgec's bench harness); latency in emulated instructions.")
+    print("\n".join(lines))
     print("\nPlanner: " + "; ".join(f"{r['title']}: {r['method']}{' (optimal)' if r['optimal'] else ''}"
                                     for r in rows))
-    for note in notes:
-        print(note)
+    if budget_note and budget_options:
+        print(f"--ram-budget: {budget_note}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    if args.md:
+        Path(args.md).write_text("\n".join(lines) + "\n")
     return 0
 
 

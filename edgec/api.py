@@ -77,6 +77,8 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     graph = quant.graph
     plan = schedule_and_plan(graph, guard.GUARD_BYTES if arena_guard else 0, **fit.ram_limits(graph, the_board, ram_budget),
                              log=log)
+    if not plan.stages:     # patched stages are planned for one region: their windows are not re-placed
+        plan = fit.place_in_regions(graph, plan, the_board)
     if quant.sensitivity:
         log("sensitivity (worst first; SQNR of INT8 vs float, higher is better):\n"
             + sens.table(quant.sensitivity, 10))

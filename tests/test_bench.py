@@ -56,6 +56,7 @@ def test_profile_sums_to_the_whole_inference_on_qemu(builds, tmp_path):
     assert conv["units"] == max(x["units"] for x in p["layers"])     # the biggest conv dominates
     m = r["memory"]
     assert 0 < m["stack_used_bytes"] < m["stack_reserved_bytes"] == 8192
+    assert m["total_ram_bytes"] == m["static_ram_bytes"] + m["stack_used_bytes"] and "stack_used_note" not in m
     lat = r["latency"]
     assert lat["ms"]["median"] == pytest.approx(lat["median"] / 25e6 * 1e3)
     assert "estimate" in lat["ms"]["basis"]
@@ -115,6 +116,7 @@ def test_bench_report_score_and_compare_layers_on_host(builds, tmp_path):
     assert r["score"]["device"] == r["score"]["int8_reference"] and r["score"]["device"]["n"] == 30
     assert r["divergence"]["first_divergent_layer"] is None
     assert r["memory"]["stack_used_bytes"] is None                   # host: not measured, said so
+    assert r["memory"]["total_ram_bytes"] is None and "host" in r["memory"]["stack_used_note"]
     assert r["latency"]["ms"]["basis"] == "host wall clock"
     assert r["link"]["throughput_bytes_per_s"] > 0 and r["link"]["retransmissions"] == 0
     saved = json.loads((tmp_path / "rep" / "bench-report.json").read_text())

@@ -30,8 +30,9 @@ CASES = [  # (board, example): cancer_conv1d everywhere (fast), digits_cnn on th
 
 def test_every_emulated_board_has_an_end_to_end_case():
     emulated = {b.name for b in list_boards() if b.emulated}
-    # qemu-cortex-m4: tests/test_e2e.py; qemu-stm32f405 (the STM32duino harness): tests/test_gdb_flashing.py
-    assert emulated == {b for b, _ in CASES} | {"qemu-cortex-m4", "qemu-stm32f405"}
+    # qemu-cortex-m4: tests/test_e2e.py; qemu-stm32f405 (the STM32duino harness): tests/test_gdb_flashing.py;
+    # qemu-cortex-m4-split (an arena over two RAM regions): tests/test_regions_device.py
+    assert emulated == {b for b, _ in CASES} | {"qemu-cortex-m4", "qemu-stm32f405", "qemu-cortex-m4-split"}
 
 
 @pytest.mark.parametrize("board,example", CASES)

@@ -86,6 +86,9 @@ def test_stm32f405_flashed_through_qemus_gdb_stub_and_benched_bit_exact(f405_bui
     size = elf_image.read_elf(f405_build / "project" / "firmware.elf").size
     assert r["flashed"]["verified"] and r["flashed"]["bytes"] == size and r["flashed"]["tool"] == "gdb-multiarch"
     assert r["agreement"]["device_vs_reference"] == 1.0 and r["samples"] == 30
+    m = r["memory"]                                # the STM32duino harness paints its stack (edgec_stack_mcu.c)
+    assert 0 < m["stack_used_bytes"] < m["stack_reserved_bytes"] < load_board("qemu-stm32f405").ram_bytes
+    assert m["total_ram_bytes"] == m["static_ram_bytes"] + m["stack_used_bytes"]
     lat = r["latency"]                             # QEMU has no DWT: not measured, never 0
     assert lat["median"] is None and "dwt-cyccnt counter read 0" in lat["not_measured"]
     saved = json.loads((tmp_path / "bench-report.json").read_text())

@@ -61,10 +61,10 @@ def test_parsers_survive_hypothesis_streams(harness, inputs):
 def test_the_harness_catches_an_off_by_one(tmp_path):
     """Not vacuous: the link with READ's bounds check off by one byte is caught by the protocol-shaped streams."""
     src = (REPO / "runtime_c" / "harness" / "edgec_link.c").read_text()
-    check = "if (!base || off > size || n > size - off) return 0;"
+    check = "if (!m->arena || off > m->arena_bytes || n > m->arena_bytes - off) return 0;"
     assert check in src
     broken = tmp_path / "edgec_link.c"
-    broken.write_text(src.replace(check, check.replace("n > size - off", "n > size - off + 1")))
+    broken.write_text(src.replace(check, check.replace("n > m->arena_bytes - off", "n > m->arena_bytes - off + 1")))
     exe = _build("link_harness.c", str(broken), tmp_path / "link")
     rng = np.random.default_rng(9)
     proc = subprocess.run([exe], input=pack([link_framed(rng, 30) for _ in range(3000)]), capture_output=True)

@@ -157,6 +157,9 @@ MEMORY_LABELS = {
                                    "in-place ops can go below it, alignment and kernel scratch above it"),
     "stack_estimate_bytes": ("stack, estimated", None), "stack_used_bytes": ("stack used, measured", None),
     "stack_reserved_bytes": ("stack reserved", None), "plan": ("arena plan", None), "picture": ("arena picture", None),
+    "static_ram_bytes": ("static RAM", "measured in the ELF: .data + .bss + arena pieces in other RAM regions"),
+    "total_ram_bytes": ("total device RAM", "static RAM + the stack used (measured on the device)"),
+    "stack_used_note": ("stack used, why not measured", None),
 }
 
 
@@ -170,9 +173,12 @@ def memory_rows(memory: dict) -> list[tuple[str, str, str]]:
     for key, value in memory.items():
         if key == "fit_estimate" and isinstance(value, dict):
             for part, d in value.items():
-                parts = " + ".join(f"{k} {_bytes(v)}" for k, v in d.items() if k not in ("total", "board"))
+                parts = " + ".join(f"{k} {_bytes(v)}" for k, v in d.items() if k not in ("total", "board", "regions"))
                 rows.append((f"fit estimate before building: {part}", _bytes(d.get("total")),
                              f"{parts}; the board has {_bytes(d.get('board'))}"))
+                for region, r in d.get("regions", {}).items():      # arena pieces in other RAM regions
+                    rows.append((f"fit estimate before building: arena in RAM region {region}", _bytes(r["arena"]),
+                                 f"linker section {r['section']}; the region has {_bytes(r['board'])}"))
             continue
         if key == "stack_estimate_method":
             continue

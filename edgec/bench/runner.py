@@ -125,7 +125,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         **({"tflite": checked} if checked else {}),
         "macs": report.get("macs"),
         "memory": {**report["memory"], "flash_bytes": flash, "ram_bytes": ram,
-                   "stack_used_bytes": max(stack) if stack else None,
+                   **device_ram(report["memory"], max(stack) if stack else None, board),
                    "stack_reserved_bytes": hello.get("stack_bytes") or None},
         "link": link_stats,
         **result,
@@ -134,6 +134,21 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
     median = result["latency"]["median"]
     result["latency"]["per_mac"] = median / macs if macs and median is not None else None
     return result
+
+
+def device_ram(build_memory: dict, stack_used: int | None, board) -> dict:
+    """The RAM the user pays on the device: the firmware's static RAM (.data + .bss + arena pieces, from the
+    ELF) plus the stack high-water mark the device measured (painted at boot, reported over the link);
+    total_ram_bytes is None, with the reason, on boards that do not measure the stack."""
+    static = build_memory.get("static_ram_bytes")
+    out = {"static_ram_bytes": static, "stack_used_bytes": stack_used,
+           "total_ram_bytes": static + stack_used if static is not None and stack_used is not None else None}
+    if stack_used is None:
+        out["stack_used_note"] = (f"board {board.name} does not measure its stack high-water mark (only edgec's "
+                                  "emulated boards paint the stack); the build's estimate is stack_estimate_bytes")
+    elif static is None:
+        out["stack_used_note"] = "no static RAM figure for this firmware (a host program): no total"
+    return out
 
 
 # ---- quality: classification or error metrics, and a user's own score ----

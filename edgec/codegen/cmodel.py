@@ -20,6 +20,7 @@ from edgec.ops.registry import REGISTRY, graph_macs
 from edgec.codegen import patched
 from edgec.plan import guard
 from edgec.plan.planner import Plan
+from edgec.plan.regions import REGIONS_LD_SUFFIX, c_pieces, c_pointer, linker_script
 from edgec.quant.artifact import graph_hash
 from edgec.templating import environment
 
@@ -60,9 +61,9 @@ def _ops_for_template(graph: Graph, plan: Plan) -> tuple[list[dict], list[dict]]
             names[key] = f"{prefix}_{key}"
             arrays.append(_array(names[key], a, records=bool(low) and key == "rq"))
         dtype = graph.tensors[op.output].dtype
-        site = CallSite(prefix=prefix, inputs=[f"arena.bytes + {plan.offsets[t]}" for t in op.inputs],
-                        output=f"arena.bytes + {plan.offsets[op.output]}", arrays=names,
-                        scratch=None if scratch is None else f"arena.bytes + {scratch}", dtype=dtype)
+        site = CallSite(prefix=prefix, inputs=[c_pointer(plan, plan.offsets[t]) for t in op.inputs],
+                        output=c_pointer(plan, plan.offsets[op.output]), arrays=names,
+                        scratch=None if scratch is None else c_pointer(plan, scratch), dtype=dtype)
         saved, op.lowered = op.lowered, low
         try:
             call = d.int16.c_call(op, site) if dtype == "int16" and d.int16 is not None else d.c_call(op, site)
@@ -94,8 +95,9 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str) -> list[Path]:
     arrays, ops, bands = _ops_for_template(graph, plan)
     tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
     ctx = dict(name=name, NAME=name.upper(), version=__version__, graph=graph, arrays=arrays, ops=ops,
-               arena_bytes=plan.arena_bytes, model_hash=graph_hash(graph),
-               input_offset=plan.offsets[graph.input], output_offset=plan.offsets[graph.output],
+               arena_bytes=plan.arena_bytes, pieces=c_pieces(plan), model_hash=graph_hash(graph),
+               input_pointer=c_pointer(plan, plan.offsets[graph.input]),
+               output_pointer=c_pointer(plan, plan.offsets[graph.output]),
                input_bytes=tin.nbytes, output_bytes=tout.nbytes,
                input_scale=repr(float(tin.scale)), input_zp=tin.zero_point,
                output_scale=repr(float(tout.scale)), output_zp=tout.zero_point,
@@ -112,6 +114,10 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str) -> list[Path]:
     for template, filename in (("model.h.j2", f"{name}.h"), ("model.c.j2", f"{name}.c")):
         path = out_dir / filename
         path.write_text(env.get_template(template).render(**ctx))
+        written.append(path)
+    if any(piece.section for piece in plan.pieces):     # arena pieces in other RAM regions: where the linker puts them
+        path = out_dir / f"{name}{REGIONS_LD_SUFFIX}"
+        path.write_text(linker_script(plan))
         written.append(path)
     for source, f in cheader.library_files(harness):
         (out_dir / f).parent.mkdir(exist_ok=True)

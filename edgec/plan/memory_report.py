@@ -1,7 +1,7 @@
 """The memory plan for people: a picture of the arena over time and a summary of where the bytes go.
 
 `memory.svg` (rendered from templates/memory.svg.j2, no plotting library): one rectangle per buffer,
-op index across, arena offset up, the peak marked. `summary()` names the peak op and the biggest tensors
+op index across, arena offset up, the peak marked; an arena in several RAM regions shows each region's piece. `summary()` names the peak op and the biggest tensors
 and layers; the fit check quotes it when a model does not fit.
 """
 from __future__ import annotations
@@ -81,6 +81,8 @@ def render_svg(graph: Graph, plan: Plan, title: str = "") -> str:
                arena_bytes=plan.arena_bytes, arena_label=_kib(plan.arena_bytes),
                bound_label=_kib(plan.lower_bound_bytes), method=plan.method, optimal=plan.optimal,
                yticks=[{"y": y(v), "label": _kib(v)} for v in _ticks(plan.arena_bytes)],
+               regions=[{"y": y(p.base), "top": y(p.base + p.bytes), "label": f"{p.name}: {_kib(p.bytes)}"
+                         f"{' (' + p.section + ')' if p.section else ''}"} for p in plan.pieces],
                peak={"x0": x(info["peak_op"]), "x1": x(info["peak_op"] + 1), "y": y(info["peak_bytes"]),
                      "op": info["peak_op"], "kind": info["peak_op_kind"], "bytes": info["peak_bytes"],
                      "label": _kib(info["peak_bytes"])} if n else None)

@@ -76,6 +76,7 @@ class Plan:
     stage_outputs: dict[int, int] = field(default_factory=dict)   # stage's first op -> where it writes its
                                                                   # output, when not at the output's offset
     ram_choice: dict = field(default_factory=dict)   # edgec/plan/budget.choose's summary: the RAM trade-off
+    pieces: list = field(default_factory=list)   # RAM regions (edgec/plan/regions.py); empty: one arena
 
     def live_bytes(self, n_ops: int) -> list[int]:
         """Bytes live at each op index 0..n_ops-1 (before alignment)."""
@@ -89,7 +90,8 @@ class Plan:
                 **({"ram_choice": self.ram_choice} if self.ram_choice else {}),
                 "buffers": [{"tensors": b.tensors, "offset": b.offset, "size": b.size, "first_op": b.first,
                              "last_op": b.last, **({"scratch_op": b.scratch_op} if b.scratch_op is not None else {})}
-                            for b in self.buffers]}
+                            for b in self.buffers],
+                **({"regions": [p.to_json() for p in self.pieces]} if self.pieces else {})}
 
 
 # ---------------------------------------------------------------- buffers and lifetimes

@@ -70,7 +70,8 @@ PROBES = {
     "esptool": "esptool over the ESP32's serial port",
     "gdb": "any GDB server (--gdb HOST:PORT): gdb-multiarch loads, verifies, resets and detaches",
 }
-_REGION_KEYS = {"name", "kind", "origin", "size", "note"}
+_REGION_KEYS = {"name", "kind", "origin", "size", "note", "speed", "section"}
+_SECTION_RE = re.compile(r"^\.edgec_[a-z0-9_]+$")
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,8 @@ class Region:
     origin: int
     size: int
     note: str = ""
+    speed: int = 0     # RAM: relative speed, bigger = faster (the planner puts the hottest buffers there)
+    section: str = ""  # RAM after the first: the linker section edgec places an arena piece in ("" = unused)
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,12 @@ class Board:
     def region(self, kind: str) -> Region | None:
         """The region the build puts code ("flash") or data ("ram") in, if the profile lists regions."""
         return next((r for r in self.regions if r.kind == kind), None)
+
+    def arena_regions(self) -> tuple[Region, ...]:
+        """The RAM regions the model's arena may use: the first (the firmware's data) and every later one with a
+        linker section."""
+        first = self.region("ram")
+        return tuple(r for r in self.regions if r.kind == "ram" and (r is first or r.section))
 
     def ticks_to_units(self, ticks: int) -> float:
         """Convert a device tick count into the board's timing unit (see `timing_unit`)."""
@@ -233,10 +242,20 @@ def _regions(data: dict, path: Path) -> tuple[Region, ...]:
         _check_keys(r, _REGION_KEYS, where, path)
         region = Region(name=_get(r, "name", str, where, path), kind=_choice(r, "kind", ("flash", "ram"), where, path),
                         origin=_get(r, "origin", int, where, path), size=_get(r, "size", int, where, path),
-                        note=_get(r, "note", str, where, path, default=""))
+                        note=_get(r, "note", str, where, path, default=""),
+                        speed=_get(r, "speed", int, where, path, default=0),
+                        section=_get(r, "section", str, where, path, default=""))
         if region.size <= 0 or region.origin < 0:
             raise EdgecError(f"board profile {path}: region '{region.name}' needs a positive size and origin >= 0")
+        if region.section and (region.kind != "ram" or not _SECTION_RE.match(region.section)
+                               or not any(r.kind == "ram" for r in regions)):
+            raise EdgecError(f"board profile {path}: region '{region.name}' has section {region.section!r}; a "
+                             "section ('.edgec_' and lower-case letters, digits or '_', like '.edgec_dtcm') is for a RAM region after the first, which holds the "
+                             "firmware's own data")
         regions.append(region)
+    names = [r.section for r in regions if r.section]
+    if len(set(names)) != len(names):
+        raise EdgecError(f"board profile {path}: two RAM regions name the same section; give each its own")
     return tuple(regions)
 
 

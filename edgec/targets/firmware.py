@@ -20,11 +20,12 @@ from edgec.errors import EdgecError
 from edgec.targets import packages
 from edgec.targets.pio import OFFLINE_HINT, core_dir, registry_reachable, run_pio
 from edgec.resources import resource_dir
+from edgec.plan.regions import REGIONS_LD_SUFFIX
 
 LINK_FILES = ("edgec_link.c", "edgec_link.h")
 # A board with a vendor framework gets edgec's board API from these (boards/platforms/common/) plus a
 # rendered templates/<framework>_main.cpp.j2; edgec's local platforms bring their own BSP.
-HARNESS_FILES = ("edgec_board.h", "edgec_ticks_mcu.c")
+HARNESS_FILES = ("edgec_board.h", "edgec_ticks_mcu.c", "edgec_stack_mcu.c")
 # the benchmark firmware's protocol: edgec's framed link, or the MLPerf Tiny runner's text protocol
 PROTOCOLS = {"edgec": ("bench_main.c.j2", LINK_FILES),
              "mlperf": ("mlperf_main.c.j2", ("edgec_mlperf.c", "edgec_mlperf.h"))}
@@ -90,6 +91,7 @@ def harness_build_flags(board: Board) -> list[str]:
         # a whole link frame (edgec_link.c FRAME_MAX, ~270 B on the wire) fits STM32duino's Serial receive buffer
         # (64 B by default: bytes arriving faster than the harness read them were dropped and resent)
         flags.append("-DSERIAL_RX_BUFFER_SIZE=512")
+        flags.append("-DEDGEC_STACK_NEWLIB_ESTACK")     # stack high-water mark by painting (edgec_stack_mcu.c)
     return flags + ["-fstack-usage", "-Wl,--print-memory-usage"]
 
 
@@ -154,8 +156,13 @@ def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: 
         for name in HARNESS_FILES:
             shutil.copy2(common / name, src / name)
         (src / "main.cpp").write_text(_render(f"{board.framework}_main.cpp.j2", **values))
+    build_flags = harness_build_flags(board)
+    regions_ld = model_dir / f"{model_name}{REGIONS_LD_SUFFIX}"
+    if regions_ld.is_file():    # arena pieces in other RAM regions: a second linker script places them
+        shutil.copy2(regions_ld, project_dir / "edgec_regions.ld")
+        build_flags.append("-Wl,-T,$PROJECT_DIR/edgec_regions.ld")
     ini = _render("platformio.ini.j2", env_name=env_name(board), platform=platform_spec(board),
-                  board_options=board_options(board), build_flags=harness_build_flags(board),
+                  board_options=board_options(board), build_flags=build_flags,
                   src_flags=src_build_flags(board), build_cache_dir=core_dir() / "build-cache" if board.framework else None,
                   **values)
     (project_dir / "platformio.ini").write_text(ini)

@@ -4,7 +4,8 @@ Before: RAM = arena (exact, from the plan) + the benchmark runtime's static RAM 
 reserve; flash = constants (exact: weights, biases, multipliers, shifts, tables) + a code estimate.
 Too big: `check` raises one EdgecError line with the numbers, the biggest tensors and layers, and what to try.
 
-After (`measure`): from the firmware ELF, the static RAM (.data + .bss), the stack estimate from gcc's
+After (`measure`): from the firmware ELF, the static RAM (.data + .bss + the arena pieces other RAM regions
+hold, sections .edgec_*), the stack estimate from gcc's
 `-fstack-usage` files along the deepest call chain of the firmware, and the check that no constant of the
 model library sits in RAM (the arena is the model's only RAM symbol).
 """
@@ -20,13 +21,15 @@ from edgec.targets.firmware import _run_size as _run   # binutils, with a clear 
 from edgec.ir import Graph
 from edgec.ops.registry import ALIAS_OPS, KERNEL_CODE_BYTES
 from edgec.plan.memory_report import summary
-from edgec.plan.planner import Plan
+from edgec.plan.planner import Plan, check_plan
+from edgec.plan.regions import Space, assign
 from edgec import cheader
 
 # Static RAM of the benchmark firmware besides the arena: serial-link frames and counters (edgec_link.c,
 # board.c) plus a 4-byte tick counter per layer for the profile. Measured on qemu-cortex-m4
-# (arm-none-eabi-gcc 12, -O2): .data + .bss - arena = 1,168 + 4 x layers bytes on the four MLPerf models.
-RUNTIME_RAM_BYTES = 1168
+# (arm-none-eabi-gcc 12, -O2): .data + .bss - arena = 640 + 4 x layers bytes on the four MLPerf models
+# (1,168 before the link kept two frame buffers instead of four).
+RUNTIME_RAM_BYTES = 640
 RUNTIME_RAM_PER_LAYER_BYTES = 4
 
 
@@ -62,13 +65,48 @@ def code_estimate(graph: Graph) -> int:
             + sum(KERNEL_CODE_BYTES.get(k, UNKNOWN_KERNEL_CODE_BYTES) for k in kinds))
 
 
+def region_spaces(graph: Graph, board: Board) -> list[Space]:
+    """The board's RAM regions as the arena may use them (edgec/plan/regions.py): the first region minus what
+    the firmware takes there besides the arena (runtime, stack, framework), every later one with a section whole."""
+    first = board.region("ram")
+    others = board.arena_regions()[1:] if first else ()
+    if not others:
+        return []
+    own = runtime_ram_bytes(graph) + board_stack_bytes(board) + board.reserved_ram_bytes
+    return [Space(first.name, "", max(board.ram_bytes - own, 0), first.speed, first.origin, first.size)] + \
+        [Space(r.name, r.section, r.size, r.speed, r.origin, r.size) for r in others]
+
+
+def place_in_regions(graph: Graph, plan: Plan, board: Board) -> Plan:
+    """The plan spread over the board's RAM regions when it lists more than one the arena may use (the hottest
+    buffers in the fastest region, see edgec/plan/regions.py); otherwise the plan as it was."""
+    spaces = region_spaces(graph, board)
+    if not spaces:
+        return plan
+    plan = assign(graph, plan, spaces)
+    check_plan(graph, plan)
+    return plan
+
+
+def _default_arena_bytes(plan: Plan) -> int:
+    """Arena bytes in the first RAM region (beside .data, .bss and the stack)."""
+    if not plan.pieces:
+        return plan.arena_bytes
+    return sum(p.bytes for p in plan.pieces if not p.section)
+
+
 def estimate(graph: Graph, plan: Plan, board: Board) -> dict:
-    """RAM and flash the firmware needs, by part, against the board's."""
-    ram = {"arena": plan.arena_bytes, "runtime": runtime_ram_bytes(graph), "stack": board_stack_bytes(board),
+    """RAM and flash the firmware needs, by part, against the board's; with arena pieces in other RAM regions,
+    ram.regions has each one's bytes against its region's size."""
+    ram = {"arena": _default_arena_bytes(plan), "runtime": runtime_ram_bytes(graph), "stack": board_stack_bytes(board),
            "framework": board.reserved_ram_bytes}
     flash = {"constants": graph.weights_bytes(), "code": code_estimate(graph), "framework": board.reserved_flash_bytes}
-    return {"ram": dict(ram, total=sum(ram.values()), board=board.ram_bytes),
-            "flash": dict(flash, total=sum(flash.values()), board=board.flash_bytes)}
+    est = {"ram": dict(ram, total=sum(ram.values()), board=board.ram_bytes),
+           "flash": dict(flash, total=sum(flash.values()), board=board.flash_bytes)}
+    others = [p for p in plan.pieces if p.section]
+    if others:
+        est["ram"]["regions"] = {p.name: {"arena": p.bytes, "board": p.size, "section": p.section} for p in others}
+    return est
 
 
 # --ram-budget counts the RAM the firmware really uses: its static RAM and the stack it touches, not the
@@ -83,6 +121,9 @@ def ram_limits(graph: Graph, board: Board, ram_budget: int | None) -> dict:
     beside everything the fit check counts."""
     if ram_budget is not None:
         return {"ram_budget": ram_budget, "overhead": runtime_ram_bytes(graph) + BUDGET_STACK_BYTES}
+    spaces = region_spaces(graph, board)
+    if spaces:      # several RAM regions: the fastest plan fits when the arena fits their sum (placed later)
+        return {"board_ram": sum(s.capacity for s in spaces), "overhead": 0}
     return {"board_ram": board.ram_bytes, "overhead": runtime_ram_bytes(graph) + board_stack_bytes(board)
             + board.reserved_ram_bytes}
 
@@ -111,6 +152,11 @@ def check(graph: Graph, plan: Plan, board: Board) -> dict:
             f"{_b(ram['total'] - ram['board'])} "
             f"short; biggest tensors: {tensors}; peak layers: {layers}; try a smaller input resolution or fewer "
             f"channels around those layers, or a board with more RAM")
+    for region, part in ram.get("regions", {}).items():
+        if part["arena"] > part["board"]:
+            raise EdgecError(f"{where}: its arena piece in RAM region {region} needs {_b(part['arena'])} but the "
+                             f"region has {_b(part['board'])}; give the board's profile bigger regions or a board "
+                             "with more RAM")
     if flash["total"] > flash["board"]:
         layers = sorted(((sum(a.nbytes for a in op.arrays.values()), i) for i, op in enumerate(graph.ops)),
                         reverse=True)[:3]
@@ -224,7 +270,7 @@ def measure(project: Path, program: Path, model: str, host: bool) -> dict:
     sections = {}
     for line in _run(["arm-none-eabi-size", "-A", "-d", str(program)]).splitlines():
         parts = line.split()
-        if len(parts) >= 2 and parts[0] in (".data", ".bss") and parts[1].isdigit():
+        if len(parts) >= 2 and (parts[0] in (".data", ".bss") or parts[0].startswith(".edgec_")) and parts[1].isdigit():
             sections[parts[0]] = int(parts[1])
     static = sum(sections.values())
     kernels = [Path(f).stem for f in cheader.runtime_files() if f.endswith(".c")]     # the runtime's objects

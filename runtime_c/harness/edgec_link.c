@@ -17,11 +17,14 @@ enum { NAK_CORRUPT = 1, NAK_UNKNOWN = 2, NAK_ARGS = 3, NAK_TOO_LONG = 4 };
 #define FRAME_MAX (2 + EDGEC_LINK_MAX_PAYLOAD + 2)
 #define WIRE_MAX (FRAME_MAX + FRAME_MAX / 254 + 2)
 
-static uint8_t rx_wire[WIRE_MAX];
-static uint8_t rx_frame[WIRE_MAX];    /* decoding never grows data */
+/* Two frame buffers in all (the harness's static RAM counts against the board's): a request is decoded in
+ * place in `wire` (COBS never grows data when decoding), and a reply is encoded into `wire` too, after its
+ * handler has read the request.  The last reply stays decoded in tx_frame and is re-encoded if the host
+ * repeats its request. */
+static uint8_t wire[WIRE_MAX];
 static uint8_t tx_frame[FRAME_MAX];
-static uint8_t tx_wire[WIRE_MAX + 1];
-static size_t tx_wire_len;         /* the last reply, resent if the host repeats its request */
+static size_t tx_frame_len;        /* payload bytes of the last reply in tx_frame; 0: none to resend */
+static uint8_t tx_frame_type;
 static int last_seq = -1, last_type = -1;
 
 uint16_t edgec_link_crc16(const uint8_t *data, size_t n)
@@ -56,7 +59,7 @@ size_t edgec_link_cobs_decode(const uint8_t *in, size_t n, uint8_t *out)
     while (i < n) {
         uint8_t code = in[i];
         if (code == 0 || i + code > n) return (size_t)-1;
-        memcpy(out + o, in + i + 1, (size_t)code - 1u);
+        memmove(out + o, in + i + 1, (size_t)code - 1u);    /* out may be in: decoding in place */
         o += (size_t)code - 1u;
         i += code;
         if (code < 0xFF && i < n) out[o++] = 0;
@@ -82,10 +85,12 @@ static size_t send_frame(uint8_t *frame, uint8_t *wire, uint8_t type, uint8_t se
     return n;
 }
 
-/* reply with the payload in tx_frame[2..2+len); kept in tx_wire in case the host repeats the request */
+/* reply with the payload in tx_frame[2..2+len); kept there in case the host repeats the request */
 static void reply(uint8_t type, uint8_t seq, size_t len)
 {
-    tx_wire_len = send_frame(tx_frame, tx_wire, type, seq, len);
+    send_frame(tx_frame, wire, type, seq, len);
+    tx_frame_type = type;
+    tx_frame_len = len + 1u;           /* + 1: a reply with an empty payload is still a reply */
 }
 
 /* NAKs use their own buffers so the cached reply survives them */
@@ -159,15 +164,26 @@ static size_t run_timed(const edgec_link_model *m, int profile, uint8_t *out)
     return 20;
 }
 
+/* arena bytes [off, off+n), or NULL if out of range */
+static const int8_t *arena_bytes_at(const edgec_link_model *m, uint32_t off, uint32_t n)
+{
+    if (!m->arena || off > m->arena_bytes || n > m->arena_bytes - off) return 0;
+    return m->arena_at ? m->arena_at(off, n) : m->arena + off;
+}
+
 /* READ: copy bytes [off, off+n) of a region into out; 0 if out of range */
 static int read_region(const edgec_link_model *m, uint8_t region, uint32_t off, uint32_t n, uint8_t *out)
 {
     if (n > EDGEC_LINK_MAX_PAYLOAD) return 0;
-    if (region == REGION_OUTPUT || region == REGION_ARENA) {
-        const int8_t *base = region == REGION_OUTPUT ? m->output : m->arena;
-        uint32_t size = region == REGION_OUTPUT ? m->output_bytes : m->arena_bytes;
-        if (!base || off > size || n > size - off) return 0;
-        memcpy(out, base + off, n);
+    if (region == REGION_OUTPUT) {
+        if (!m->output || off > m->output_bytes || n > m->output_bytes - off) return 0;
+        memcpy(out, m->output + off, n);
+        return 1;
+    }
+    if (region == REGION_ARENA) {
+        const int8_t *at = arena_bytes_at(m, off, n);
+        if (!at) return 0;
+        memcpy(out, at, n);
         return 1;
     }
     if (region == REGION_LAYER_TICKS) {     /* u32 little-endian per layer, addressed in bytes */
@@ -194,9 +210,8 @@ static size_t put_str(uint8_t *p, size_t room, const char *s)
 static void handle(const edgec_link_model *m, uint8_t type, uint8_t seq, const uint8_t *p, size_t len)
 {
     uint8_t *out = tx_frame + 2;
-    if (type != T_SYNC && (int)seq == last_seq && (int)type == last_type && tx_wire_len) {
-        edgec_uart_write(tx_wire, tx_wire_len);      /* the host lost our reply: resend it */
-        edgec_uart_flush();
+    if (type != T_SYNC && (int)seq == last_seq && (int)type == last_type && tx_frame_len) {
+        send_frame(tx_frame, wire, tx_frame_type, seq, tx_frame_len - 1u);   /* the host lost our reply: resend it */
         return;
     }
     switch (type) {
@@ -244,7 +259,8 @@ static void handle(const edgec_link_model *m, uint8_t type, uint8_t seq, const u
         uint16_t in_crc = edgec_link_crc16((const uint8_t *)m->input, m->input_bytes);
         int status = run_until(m, layer);
         uint32_t off = m->layer_output_offsets[layer], n = m->layer_output_bytes[layer];
-        uint16_t crc = edgec_link_crc16((const uint8_t *)m->arena + off, n);
+        const int8_t *at = arena_bytes_at(m, off, n);
+        uint16_t crc = at ? edgec_link_crc16((const uint8_t *)at, n) : 0u;
         put_u32(out, (uint32_t)status);
         out[4] = (uint8_t)in_crc; out[5] = (uint8_t)(in_crc >> 8);
         put_u32(out + 6, off);
@@ -287,21 +303,22 @@ void edgec_link_serve(const edgec_link_model *m)
     for (;;) {
         uint8_t c = (uint8_t)edgec_uart_getc();
         if (c != 0) {
-            if (n < sizeof rx_wire) rx_wire[n++] = c; else overflow = 1;
+            if (n < sizeof wire) wire[n++] = c; else overflow = 1;
             continue;
         }
         if (n == 0 && !overflow) continue;            /* empty frame: resynchronisation only */
         if (overflow) {
             nak(0, NAK_TOO_LONG, 0);
         } else {
-            size_t len = edgec_link_cobs_decode(rx_wire, n, rx_frame);
+            uint8_t *frame = wire;
+            size_t len = edgec_link_cobs_decode(wire, n, frame);
             int ok = len != (size_t)-1 && len >= 4 && len <= FRAME_MAX &&
-                     edgec_link_crc16(rx_frame, len - 2) == (uint16_t)(rx_frame[len - 2] | rx_frame[len - 1] << 8);
+                     edgec_link_crc16(frame, len - 2) == (uint16_t)(frame[len - 2] | frame[len - 1] << 8);
             if (ok) {
-                handle(m, rx_frame[0], rx_frame[1], rx_frame + 2, len - 4);
+                handle(m, frame[0], frame[1], frame + 2, len - 4);
             } else {
                 int some = len != (size_t)-1 && len >= 2;   /* best guess of what was rejected */
-                nak(some ? rx_frame[1] : 0, NAK_CORRUPT, some ? rx_frame[0] : 0);
+                nak(some ? frame[1] : 0, NAK_CORRUPT, some ? frame[0] : 0);
             }
         }
         n = 0;

@@ -25,6 +25,9 @@ typedef struct {
      * answer NAK (bad arguments). */
     const int8_t *arena;
     uint32_t arena_bytes;
+    /* the arena bytes [offset, offset + n) or NULL (NAME_arena_at: an arena in pieces in several RAM regions);
+     * NULL here: arena + offset */
+    const int8_t *(*arena_at)(uint32_t offset, uint32_t n);
     uint32_t layer_count;
     const uint32_t *layer_output_offsets;
     const uint32_t *layer_output_bytes;

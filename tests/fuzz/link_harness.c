@@ -83,6 +83,7 @@ static int serve(const uint8_t *stream, size_t n)
     m.input = input; m.input_bytes = IN_BYTES;
     m.output = arena + 590; m.output_bytes = OUT_BYTES;
     m.invoke = invoke; m.arena = arena; m.arena_bytes = ARENA_BYTES; m.layer_count = LAYERS;
+    m.arena_at = 0;
     m.layer_output_offsets = offsets; m.layer_output_bytes = sizes;
     m.invoke_with_hook = invoke_with_hook; m.layer_ticks = ticks;
     feed = stream; feed_len = n; feed_pos = 0; reply_len = 0; replies = 0;
