@@ -43,9 +43,10 @@ static void edgec_copy(int8_t *dst, const int8_t *src, int32_t n)
 #define EDGEC_CONV_CHUNK 16 /* output channels accumulated before they are requantized */
 
 /* The k4 int8 taps of output pixel (oy, ox) in weight order [ky][kx][ic]; padded taps hold the input
- * zero point (whose contribution the folded bias removes), taps past k_h*k_w*in_c hold 0. */
-static const int8_t *edgec_conv_taps(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t oy,
-                                     int32_t ox, int8_t *row)
+ * zero point (whose contribution the folded bias removes), taps past k_h*k_w*in_c hold 0 (declared in
+ * edgec_fast_support.h: fast/edgec_conv_blocked_fast.c reads its taps the same way). */
+const int8_t *edgec_conv_taps(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t oy, int32_t ox,
+                              int8_t *row)
 {
     const int32_t in_c = p->in_c, in_w = p->in_w, k_w = p->k_w, span = k_w * in_c;
     const int32_t iy0 = oy * p->stride_h - p->pad_top, ix0 = ox * p->stride_w - p->pad_left;

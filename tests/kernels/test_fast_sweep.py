@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import ctypes
 import math
+from functools import partial
 
 import numpy as np
 import pytest
 
 from ckernels import act, i8, make, ptr, requant_params
-from edgec.codegen import lowering
+from edgec.codegen import lowering, specialize
 from edgec.ir import Op
 from edgec.ops import binary, conv, dense, pool
 
@@ -117,7 +118,8 @@ def _requant(rng, n, taps):
     return bias, mult, shift
 
 
-def conv_cases(rng, lib, n):
+def conv_cases(rng, lib, n, variant=specialize.GENERIC):
+    """variant: the generic im2col kernel or one of its speed variants (edgec/codegen/specialize.py)."""
     for _ in range(n):
         in_c, out_c = channels(rng), channels(rng)
         k_h, k_w = (int(v) for v in rng.integers(1, 6, size=2))
@@ -134,6 +136,7 @@ def conv_cases(rng, lib, n):
             yield False
             continue
         assert low["kernel"] == "edgec_conv2d_im2col_s8"
+        low = specialize.apply(low, variant)
         want = conv.run_conv(op, [x])
         got = run_fast(lib, low, x, out_size=want.size).reshape(want.shape)
         assert np.array_equal(got, want), p
@@ -215,7 +218,8 @@ def avg_pool_cases(rng, lib, n):
         yield True
 
 
-SWEEPS = {"conv2d_im2col": (conv_cases, 300), "depthwise_conv2d_3x3": (depthwise_cases, 300),
+SWEEPS = {"conv2d_im2col": (conv_cases, 300), "conv2d_blocked": (partial(conv_cases, variant="blocked"), 300),
+          "depthwise_conv2d_3x3": (depthwise_cases, 300),
           "fully_connected_packed": (fc_cases, 300), "add_lut": (add_cases, 300),
           "avg_pool_global": (avg_pool_cases, 200)}
 

@@ -1,0 +1,65 @@
+"""Kernel variants chosen per layer after the fast lowering (edgec/codegen/lowering.py): `--optimize speed` (the
+default) runs each op on its fastest variant, `--optimize size` keeps the generic fast kernels (the smallest code).
+
+A variant is the same op on another kernel with the same params struct and its constants repacked in the order
+that kernel's inner loop reads them (runtime_c/fast/). Variants of one op are bit-exact with each other (the same
+integer sums and requantization records), so a build may pick any of them: by default the first one listed, or
+the one a tuning log (edgec/codegen/tuning.py) measured fastest on the board.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.ir import Op
+from edgec.ops import fast
+
+OPTIMIZE_CHOICES = ("speed", "size")
+GENERIC = "generic"
+
+
+def blocked_conv(lowered: dict) -> dict:
+    """The im2col convolution with 2 pixels x 2 channels in registers (edgec_conv2d_blocked_s8): for each pair of
+    output channels (an odd last one paired with zeros) and each group of 4 taps t0..t3, the int16 values
+    t0, t2, t1, t3 of the first channel then of the second (the words SMLAD takes beside the widened input)."""
+    p = lowered["params"]
+    k4, out_c = p["k4"], p["out_c"]
+    w = lowered["arrays"]["fw"].view(np.int8).reshape(out_c, k4).astype(np.int16)
+    if out_c % 2:
+        w = np.concatenate([w, np.zeros((1, k4), np.int16)])
+    w = w.reshape(-1, 2, k4 // 4, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
+    return {**lowered, "kernel": "edgec_conv2d_blocked_s8", "scratch_bytes": 5 * k4 + 16,
+            "arrays": {**lowered["arrays"], "fw": fast.words(np.ascontiguousarray(w))}}
+
+
+# kernel of the generic lowering -> (variant name, builder), fastest first by default
+SPEED_VARIANTS = {"edgec_conv2d_im2col_s8": (("blocked", blocked_conv),)}
+
+
+def variants(lowered: dict | None) -> list[str]:
+    """The variant names an op lowered this way can run: the generic kernel first, then the speed variants."""
+    if not lowered:
+        return []
+    return [GENERIC] + [name for name, _ in SPEED_VARIANTS.get(lowered["kernel"], ())]
+
+
+def apply(lowered: dict, variant: str) -> dict:
+    """The lowering of one op on a named variant (GENERIC: unchanged)."""
+    if variant == GENERIC:
+        return lowered
+    build = dict(SPEED_VARIANTS.get(lowered["kernel"], ()))[variant]
+    return build(lowered)
+
+
+def default_variant(lowered: dict | None, optimize: str) -> str:
+    """What a build uses without a tuning record: the first speed variant, or the generic kernel for size."""
+    names = variants(lowered)
+    return names[1] if optimize == "speed" and len(names) > 1 else GENERIC
+
+
+def specialize(op: Op, optimize: str, choice: str | None = None) -> None:
+    """Put op.lowered on its variant: `choice` (a tuning record) if it is one of its variants, else the default."""
+    names = variants(op.lowered)
+    if not names:
+        return
+    variant = choice if choice in names and optimize == "speed" else default_variant(op.lowered, optimize)
+    op.lowered = {**apply(op.lowered, variant), "variant": variant}
