@@ -152,8 +152,8 @@ void edgec_conv2d_im2col_s8(const edgec_conv2d_im2col_params *p, const int8_t *i
                             const edgec_rq *rq, int8_t *scratch, int8_t *output);
 
 /* fast, `--optimize speed`: the same convolution with 2 output pixels x 2 output channels in registers and the
- * weights widened to int16 at build time (edgec/codegen/specialize.py). scratch: k4 * 5 + 16 bytes, 4-byte
- * aligned. */
+ * weights widened to int16 at build time (edgec/codegen/specialize.py). scratch: 4 * k8 + k4 bytes (k8: k4
+ * rounded up to a multiple of 8), 4-byte aligned. */
 void edgec_conv2d_blocked_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                              const edgec_rq *rq, int8_t *scratch, int8_t *output);
 

@@ -19,15 +19,18 @@ GENERIC = "generic"
 
 def blocked_conv(lowered: dict) -> dict:
     """The im2col convolution with 2 pixels x 2 channels in registers (edgec_conv2d_blocked_s8): for each pair of
-    output channels (an odd last one paired with zeros) and each group of 4 taps t0..t3, the int16 values
-    t0, t2, t1, t3 of the first channel then of the second (the words SMLAD takes beside the widened input)."""
+    output channels (an odd last one paired with a copy of itself) and each group of 4 taps t0..t3 (zero
+    weights pad the groups to an even count), the int16 values t0, t2, t1, t3 of the first channel then of the
+    second (the words SMLAD takes beside the widened input)."""
     p = lowered["params"]
     k4, out_c = p["k4"], p["out_c"]
-    w = lowered["arrays"]["fw"].view(np.int8).reshape(out_c, k4).astype(np.int16)
+    k8 = (k4 + 7) // 8 * 8
+    w = np.zeros((out_c + out_c % 2, k8), np.int16)
+    w[:out_c, :k4] = lowered["arrays"]["fw"].view(np.int8).reshape(out_c, k4)
     if out_c % 2:
-        w = np.concatenate([w, np.zeros((1, k4), np.int16)])
-    w = w.reshape(-1, 2, k4 // 4, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
-    return {**lowered, "kernel": "edgec_conv2d_blocked_s8", "scratch_bytes": 5 * k4 + 16,
+        w[out_c] = w[out_c - 1]
+    w = w.reshape(-1, 2, k8 // 4, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
+    return {**lowered, "kernel": "edgec_conv2d_blocked_s8", "scratch_bytes": 4 * k8 + k4,
             "arrays": {**lowered["arrays"], "fw": fast.words(np.ascontiguousarray(w))}}
 
 
