@@ -17,6 +17,7 @@ from edgec.errors import EdgecError
 from edgec.quant import artifact
 from edgec.frontend import canonicalize
 from edgec.codegen import cmodel as codegen
+from edgec.codegen import specialize, tuning
 from edgec.targets import fit
 from edgec.frontend import loader
 from edgec.plan import memory_report
@@ -55,12 +56,17 @@ def write_quant_report(result: ptq.QuantResult, options: ptq.QuantOptions, folde
 def build(model_path: str | Path, calib_path: str | Path | None, board: str, outdir: str | Path | None = None,
           log: Log = _quiet, firmware: bool = True, options: ptq.QuantOptions | None = None,
           protocol: str = "edgec", mlperf_model: str | None = None, arena_guard: bool = False,
-          mlperf_mode: str = "performance", mlperf_baud: int | None = None) -> dict:
+          mlperf_mode: str = "performance", mlperf_baud: int | None = None, optimize: str = "speed",
+          tuning_log: str | Path | None = None, choose=None) -> dict:
     """Model + calibration data -> build folder with model library, project, firmware and report (a quantized
     .tflite model needs no calibration data: calib_path None).
     protocol "mlperf" builds a firmware for the MLPerf Tiny runner instead of edgec's bench link
     (mlperf_mode performance or energy, mlperf_baud: see edgec/targets/mlperf_firmware.py).
-    arena_guard: a debug build that checks after every layer that no layer wrote outside its buffer."""
+    arena_guard: a debug build that checks after every layer that no layer wrote outside its buffer.
+    optimize "speed" (per-layer specialized kernels) or "size" (the generic kernels: edgec/codegen/specialize.py);
+    with speed, each layer the tuning log (tuning_log, default ~/.cache/edgec/tuning.json: edgec/codegen/tuning.py)
+    has a record for on this board runs the variant recorded there; `choose` (op, generic lowering) -> variant
+    overrides the log (edgec tune's measuring builds)."""
     from edgec.targets import firmware as fw
 
     model_path = Path(model_path)
@@ -74,7 +80,15 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
         check_mode(the_board, mlperf_mode, mlperf_baud)
     model, quant = calibrate_model(model_path, calib_path, options, log)
     graph = quant.graph
-    plan = schedule_and_plan(graph, guard.GUARD_BYTES if arena_guard else 0)
+    tuned: dict[str, str] = {}
+    if choose is None and optimize == "speed":
+        log_path = Path(tuning_log) if tuning_log else tuning.default_path()
+        choose = tuning.chooser(the_board.name, tuning.load(log_path), tuned)
+    plan = schedule_and_plan(graph, guard.GUARD_BYTES if arena_guard else 0, optimize, choose)
+    speed = dict(specialize.summary(graph.ops), mode=optimize, tuned_layers=len(tuned))
+    log(f"--optimize {optimize}: " + ", ".join(f"{n} ops on {v}" for v, n in sorted(speed['variants'].items()))
+        + (f" ({len(tuned)} chosen by the tuning log)" if tuned else "")
+        + f"; the specialized kernels' constants cost {speed['extra_constant_bytes']:,} bytes of flash")
     if quant.sensitivity:
         log("sensitivity (worst first; SQNR of INT8 vs float, higher is better):\n"
             + sens.table(quant.sensitivity, 10))
@@ -109,6 +123,7 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
                        "live_set_lower_bound_bytes": planner.live_set_lower_bound(graph),
                        "plan": "plan.json", "picture": memory_report.SVG, "fit_estimate": budget},
             "firmware": None, "protocol": protocol, "arena_guard": arena_guard,
+            "optimize": speed,
             **({"mlperf": dict(mlperf, model=mlperf_model)} if mlperf else {}),
             "quantization": write_quant_report(quant, options, work, name),
             "warnings": quant.warnings,
@@ -130,7 +145,8 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
 
 def export(model_path: str | Path, calib_path: str | Path | None, board: str, fmt: str, outdir: str | Path,
            log: Log = _quiet, options: ptq.QuantOptions | None = None, name: str | None = None,
-           lib_version: str | None = None, maintainer: str | None = None, url: str | None = None) -> dict:
+           lib_version: str | None = None, maintainer: str | None = None, url: str | None = None,
+           optimize: str = "speed") -> dict:
     """Model + calibration data (none for a quantized .tflite) -> a self-contained model library for `board`
     (see edgec/codegen/export.py):
     name is the C prefix (default from the file name), lib_version the manifests' version (default edgec's),
@@ -138,7 +154,7 @@ def export(model_path: str | Path, calib_path: str | Path | None, board: str, fm
     from edgec.codegen.export import export as export_library
 
     return export_library(model_path, calib_path, board, fmt, outdir, log=log, options=options, name=name,
-                          lib_version=lib_version, maintainer=maintainer, url=url)
+                          lib_version=lib_version, maintainer=maintainer, url=url, optimize=optimize)
 
 
 def _io_info(graph: Graph, tensor: str, shape) -> dict:

@@ -54,17 +54,18 @@ def calibrate_model(model_path: str | Path, calib_path: str | Path | None, optio
 
 
 def compile_model(model_path: str | Path, calib_path: str | Path, log: Log = quiet,
-                  options: ptq.QuantOptions | None = None):
+                  options: ptq.QuantOptions | None = None, optimize: str = "speed"):
     """Load, canonicalize, calibrate and quantize: returns (onnx model, quantized graph, plan)."""
     model, result = calibrate_model(model_path, calib_path, options, log)
-    return model, result.graph, schedule_and_plan(result.graph)
+    return model, result.graph, schedule_and_plan(result.graph, optimize=optimize)
 
 
-def schedule_and_plan(graph: Graph, guard: int = 0):
-    """Lower the ops onto the fast kernels where they can run there (their constants and scratch), put the
-    ops in the execution order with the smallest memory peak and plan the arena (guard > 0: with the arena
-    guard's canaries, see edgec/plan/guard.py)."""
-    lower_graph(graph)
+def schedule_and_plan(graph: Graph, guard: int = 0, optimize: str = "speed", choose=None):
+    """Lower the ops onto the fast kernels where they can run there (their constants and scratch; optimize
+    "speed" or "size" and a per-op variant chooser: edgec/codegen/lowering.py), put the ops in the execution
+    order with the smallest memory peak and plan the arena (guard > 0: with the arena guard's canaries, see
+    edgec/plan/guard.py)."""
+    lower_graph(graph, optimize, choose)
     graph.ops = planner.schedule(graph)
     plan = planner.plan(graph, guard=guard)
     planner.check_plan(graph, plan)

@@ -91,15 +91,17 @@ def check_metadata(name: str | None, lib_version: str | None) -> None:
 
 def export(model_path: str | Path, calib_path: str | Path | None, board_name: str, fmt: str, outdir: str | Path,
            log: Callable[[str], None] = lambda _: None, options=None, name: str | None = None,
-           lib_version: str | None = None, maintainer: str | None = None, url: str | None = None) -> dict:
-    """Quantize the model and write it as a library in `fmt` layout into outdir; returns the export manifest."""
+           lib_version: str | None = None, maintainer: str | None = None, url: str | None = None,
+           optimize: str = "speed") -> dict:
+    """Quantize the model and write it as a library in `fmt` layout into outdir; returns the export manifest
+    (optimize: "speed" or "size", edgec/codegen/specialize.py)."""
 
     if fmt not in FORMATS:
         raise EdgecError(f"unknown export format '{fmt}': use one of {', '.join(FORMATS)}")
     check_metadata(name, lib_version)
     board = load_board(board_name)
     outdir = check_output_folder(outdir, (model_path, calib_path))     # before any work
-    _, graph, plan = compile_model(model_path, calib_path, log, options)     # options: ptq.QuantOptions
+    _, graph, plan = compile_model(model_path, calib_path, log, options, optimize)     # options: ptq.QuantOptions
     graph.name = name = name or graph.name
     fit.check(graph, plan, board)
     meta = {"lib_version": lib_version or __version__, "maintainer": maintainer, "url": url}

@@ -8,6 +8,9 @@ the one a tuning log (edgec/codegen/tuning.py) measured fastest on the board.
 """
 from __future__ import annotations
 
+import hashlib
+import json
+
 import numpy as np
 
 from edgec.ir import Op
@@ -65,4 +68,32 @@ def specialize(op: Op, optimize: str, choice: str | None = None) -> None:
     if not names:
         return
     variant = choice if choice in names and optimize == "speed" else default_variant(op.lowered, optimize)
-    op.lowered = {**apply(op.lowered, variant), "variant": variant}
+    chosen = apply(op.lowered, variant)
+    extra = constant_bytes(chosen) - constant_bytes(op.lowered)
+    op.lowered = {**chosen, "variant": variant, "variants": names, "extra_bytes": extra,
+                  "signature": signature(op, op.lowered)}
+
+
+def signature(op: Op, generic: dict) -> str:
+    """A layer's timing signature (the tuning log's key beside the board): its kind, its generic fast kernel and
+    that kernel's params (every shape, stride, padding and zero point; not the weights' values), hashed."""
+    text = json.dumps([op.kind, generic["kernel"], generic["params"]], sort_keys=True)
+    return f"{op.kind}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+def constant_bytes(lowered: dict) -> int:
+    """Bytes of a lowering's constant arrays (what the generated code holds in flash)."""
+    return sum(a.nbytes for a in lowered["arrays"].values())
+
+
+def summary(ops) -> dict:
+    """What the speed variants cost: how many ops run on each variant and the flash their repacked constants
+    add over the generic kernels' (the `--optimize size` build)."""
+    ops = list(ops)
+    lowered = [op.lowered for op in ops if op.lowered and "variant" in op.lowered]
+    counts: dict[str, int] = {}
+    for low in lowered:
+        counts[low["variant"]] = counts.get(low["variant"], 0) + 1
+    return {"variants": counts, "extra_constant_bytes": sum(low["extra_bytes"] for low in lowered),
+            "layers": {low_op.name: {k: low_op.lowered[k] for k in ("variant", "variants", "signature")}
+                       for low_op in ops if low_op.lowered and len(low_op.lowered.get("variants", ())) > 1}}
