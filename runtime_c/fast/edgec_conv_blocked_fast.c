@@ -5,6 +5,7 @@
  * per 4 input channels of the 2x2 block, 4 LDRD and 8 SMLAD (16 MACs). A 1x1, stride-1, unpadded
  * convolution widens the input pixels themselves (no im2col copy). The requantization follows each block
  * directly, from registers. */
+#include "edgec_conv_taps.h"
 #include "edgec_fast_support.h"
 
 /* Weights: for each pair of output channels (c, c + 1; an odd last channel paired with a copy of itself), for each

@@ -132,9 +132,4 @@ EDGEC_INLINE void edgec_widen(uint32_t v, edgec_w32 *dst)
 #endif
 }
 
-/* The k4 int8 taps of output pixel (oy, ox) of an im2col convolution, in weight order [ky][kx][ic] (built in
- * row, k4 bytes, unless they are the input pixel itself): fast/edgec_conv_fast.c. */
-const int8_t *edgec_conv_taps(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t oy, int32_t ox,
-                              int8_t *row);
-
 #endif /* EDGEC_FAST_SUPPORT_H */
