@@ -75,15 +75,15 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     inputs = (model_path, calib_path)
     check_output_folder(outdir, inputs)      # before any work: edgec only ever replaces a folder it wrote
     options = options or ptq.QuantOptions()
+    tuned: dict[str, str] = {}
+    if choose is None and optimize == "speed":    # a damaged log is refused before any work
+        log_path = Path(tuning_log) if tuning_log else tuning.default_path()
+        choose = tuning.chooser(the_board.name, tuning.load(log_path), tuned)
     if protocol == "mlperf":
         from edgec.targets.mlperf_firmware import check_mode
         check_mode(the_board, mlperf_mode, mlperf_baud)
     model, quant = calibrate_model(model_path, calib_path, options, log)
     graph = quant.graph
-    tuned: dict[str, str] = {}
-    if choose is None and optimize == "speed":
-        log_path = Path(tuning_log) if tuning_log else tuning.default_path()
-        choose = tuning.chooser(the_board.name, tuning.load(log_path), tuned)
     plan = schedule_and_plan(graph, guard.GUARD_BYTES if arena_guard else 0, optimize, choose)
     speed = dict(specialize.summary(graph.ops), mode=optimize, tuned_layers=len(tuned))
     log(f"--optimize {optimize}: " + ", ".join(f"{n} ops on {v}" for v, n in sorted(speed['variants'].items()))
