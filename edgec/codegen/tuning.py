@@ -6,7 +6,7 @@ A record is keyed by the board's name and the layer's signature: its kind, its g
 kernel's params (every shape, stride, padding and zero point the timing depends on; not the weights' values).
 The log is one JSON file, by default ~/.cache/edgec/tuning.json (or $EDGEC_CACHE_DIR/tuning.json):
 
-    {"version": 1, "records": {"<board>/<signature>": {"variant": "blocked", "kind": "conv2d",
+    {"version": 1, "records": {"<board>/<signature>": {"variant": "blocked", "kind": "<op kind>",
                                                        "units": {"generic": 733200, "blocked": 624640},
                                                        "unit": "emulated instructions"}}}
 """
