@@ -206,6 +206,11 @@ void edgec_fully_connected_packed_s8(const edgec_fully_connected_packed_params *
                                      const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
                                      int8_t *output);
 
+/* fast, `--optimize speed`: the same layout with the weights widened to int16 at build time (each group of 4 as
+ * (w0, w2) (w1, w3), edgec/codegen/specialize.py). scratch: k4 * 2 bytes, 4-byte aligned. */
+void edgec_fully_connected_wide_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
+                                   const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
+
 /* ================================================================ pooling
  * edgec_pool.c; fast variant in fast/edgec_pool_fast.c */
 

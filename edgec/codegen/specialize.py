@@ -37,8 +37,17 @@ def blocked_conv(lowered: dict) -> dict:
             "arrays": {**lowered["arrays"], "fw": fast.words(np.ascontiguousarray(w))}}
 
 
+def wide_fc(lowered: dict) -> dict:
+    """The packed fully connected layer on int16 weights (edgec_fully_connected_wide_s8): the same order, each group
+    of 4 weights w0..w3 of a row as the int16 values w0, w2, w1, w3."""
+    w = lowered["arrays"]["fw"].view(np.int8).astype(np.int16).reshape(-1, 4)[:, [0, 2, 1, 3]]
+    return {**lowered, "kernel": "edgec_fully_connected_wide_s8",
+            "arrays": {**lowered["arrays"], "fw": fast.words(np.ascontiguousarray(w))}}
+
+
 # kernel of the generic lowering -> (variant name, builder), fastest first by default
-SPEED_VARIANTS = {"edgec_conv2d_im2col_s8": (("blocked", blocked_conv),)}
+SPEED_VARIANTS = {"edgec_conv2d_im2col_s8": (("blocked", blocked_conv),),
+                  "edgec_fully_connected_packed_s8": (("wide", wide_fc),)}
 
 
 def variants(lowered: dict | None) -> list[str]:

@@ -166,7 +166,7 @@ def depthwise_cases(rng, lib, n):
         yield True
 
 
-def fc_cases(rng, lib, n):
+def fc_cases(rng, lib, n, variant=specialize.GENERIC):
     for _ in range(n):
         n_in, n_out = int(rng.integers(1, 400)), channels(rng)
         zi, zo = zero_point(rng), zero_point(rng)
@@ -179,6 +179,7 @@ def fc_cases(rng, lib, n):
         if low is None:
             yield False
             continue
+        low = specialize.apply(low, variant)
         want = dense.run_fc(op, [x])
         assert np.array_equal(run_fast(lib, low, x, out_size=want.size), want), p
         yield True
@@ -220,7 +221,8 @@ def avg_pool_cases(rng, lib, n):
 
 SWEEPS = {"conv2d_im2col": (conv_cases, 300), "conv2d_blocked": (partial(conv_cases, variant="blocked"), 300),
           "depthwise_conv2d_3x3": (depthwise_cases, 300),
-          "fully_connected_packed": (fc_cases, 300), "add_lut": (add_cases, 300),
+          "fully_connected_packed": (fc_cases, 300), "fully_connected_wide": (partial(fc_cases, variant="wide"), 300),
+          "add_lut": (add_cases, 300),
           "avg_pool_global": (avg_pool_cases, 200)}
 
 
