@@ -33,7 +33,7 @@ from edgec.ir import Graph
 from edgec.ops.registry import graph_macs
 from edgec.staging import staged_folder
 from edgec.outputs import check_output_folder
-from edgec.pipeline import Log, calibrate_model, compile_model, model_name, schedule_and_plan  # noqa: F401
+from edgec.pipeline import Log, calibrate_model, compile_model, model_name, plan_to_fit, schedule_and_plan  # noqa: F401
 from edgec.pipeline import quiet as _quiet
 from edgec.targets.build_folder import REPORT, check_hello, load_build
 
@@ -84,8 +84,10 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
         check_mode(the_board, mlperf_mode, mlperf_baud)
     model, quant = calibrate_model(model_path, calib_path, options, log)
     graph = quant.graph
-    plan = schedule_and_plan(graph, guard.GUARD_BYTES if arena_guard else 0, optimize, choose)
-    speed = dict(specialize.summary(graph.ops), mode=optimize, tuned_layers=len(tuned))
+    # before anything is written: does it fit the board?
+    plan, budget, optimize = plan_to_fit(graph, the_board, guard.GUARD_BYTES if arena_guard else 0, optimize, choose,
+                                         log)
+    speed = dict(specialize.summary(graph.ops), mode=optimize, tuned_layers=len(tuned) if optimize == "speed" else 0)
     log(f"--optimize {optimize}: " + ", ".join(f"{n} ops on {v}" for v, n in sorted(speed['variants'].items()))
         + (f" ({len(tuned)} chosen by the tuning log)" if tuned else "")
         + f"; the specialized kernels' constants cost {speed['extra_constant_bytes']:,} bytes of flash")
@@ -95,7 +97,6 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     name = graph.name
     log(f"{name}: {len(graph.ops)} ops, {graph_macs(graph):,} MACs, arena {plan.arena_bytes:,} bytes, "
         f"weights {graph.weights_bytes():,} bytes")
-    budget = fit.check(graph, plan, the_board)   # before anything is written: does it fit the board?
     mlperf = None
     if protocol == "mlperf":
         from edgec.targets.mlperf_firmware import settings as mlperf_settings

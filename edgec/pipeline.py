@@ -70,3 +70,24 @@ def schedule_and_plan(graph: Graph, guard: int = 0, optimize: str = "speed", cho
     plan = planner.plan(graph, guard=guard)
     planner.check_plan(graph, plan)
     return plan
+
+
+def plan_to_fit(graph: Graph, board, guard: int = 0, optimize: str = "speed", choose=None,
+                log: Log = quiet) -> tuple:
+    """schedule_and_plan, then the board's fit check (edgec/targets/fit.py): returns (plan, fit estimate, the
+    optimize mode used). When the speed variants' widened weights do not fit but the generic kernels do, the
+    build falls back to them (`--optimize size`) and says so; if neither fits, the generic build's error."""
+    from edgec.targets import fit        # fit imports nothing of the pipeline: no cycle
+
+    plan = schedule_and_plan(graph, guard, optimize, choose)
+    try:
+        return plan, fit.check(graph, plan, board), optimize
+    except EdgecError:
+        if optimize != "speed":
+            raise
+    plan = schedule_and_plan(graph, guard, "size")
+    budget = fit.check(graph, plan, board)
+    log(f"the speed variants' weights do not fit board {board.name}: built on the generic kernels "
+        "(--optimize size)")
+    return plan, budget, "size"
+

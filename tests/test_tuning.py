@@ -40,7 +40,7 @@ def test_tuning_log_record_chooses_the_variant(tmp_path):
     """A record for (board, layer signature) overrides the default variant; another board's record does not."""
     default, _ = _build(tmp_path, "default")
     layers = default["optimize"]["layers"]
-    assert layers and all(v["variant"] == "blocked" for v in layers.values())
+    assert layers and all(v["variant"] == v["variants"][1] for v in layers.values())     # the first speed variant
     first = sorted(layers)[0]
     sig = layers[first]["signature"]
     log = tmp_path / "log.json"
@@ -50,7 +50,7 @@ def test_tuning_log_record_chooses_the_variant(tmp_path):
     report = api.build(MODEL, CALIB, "qemu-cortex-m4", out, firmware=False, tuning_log=log)
     got = report["optimize"]["layers"]
     assert got[first]["variant"] == "generic" and report["optimize"]["tuned_layers"] == 1
-    assert all(got[n]["variant"] == "blocked" for n in got if n != first)
+    assert all(got[n]["variant"] == layers[n]["variant"] for n in got if n != first)
 
 
 def test_damaged_tuning_log_is_one_line(tmp_path):
@@ -96,7 +96,7 @@ def test_tune_keeps_the_fastest_variant_and_a_build_reuses_it(tmp_path, monkeypa
     first = sorted(r["name"] for r in result["layers"])[0]
     chosen = {r["name"]: r["variant"] for r in result["layers"]}
     assert len(chosen) >= 2 and len(records) >= 1 and all(k.startswith("qemu-cortex-m4/") for k in records)
-    assert chosen[first] == "generic" and all(v == "blocked" for n, v in chosen.items() if n != first)
+    assert chosen[first] == "generic" and all(v != "generic" for n, v in chosen.items() if n != first)
     gains = {r["name"]: r["gain"] for r in result["layers"]}
     assert gains[first] == 0 and all(abs(g - 0.2) < 1e-9 for n, g in gains.items() if n != first)
     assert "blocked" in tune.table(result)
@@ -124,5 +124,27 @@ def test_tune_on_the_host_board(tmp_path):
     records = json.loads(log.read_text())["records"]
     assert result["layers"] and all(k.startswith("host/") for k in records)
     for row in result["layers"]:
-        assert set(row["units"]) == {"generic", "blocked"}
+        assert len(row["units"]) == 2 and "generic" in row["units"]
         assert row["units"][row["variant"]] == min(row["units"].values())
+
+
+def test_speed_falls_back_to_the_generic_kernels_when_its_weights_do_not_fit(tmp_path):
+    """A board with room for the generic kernels' weights but not for the widened ones: the default build
+    succeeds on the generic kernels and says so; --optimize size on a board too small for either still fails."""
+    from edgec.targets.boards import load_board
+    size, _ = _build(tmp_path, "size", optimize="size")
+    speed, _ = _build(tmp_path, "speed")
+    room = (size["memory"]["fit_estimate"]["flash"]["total"] + speed["memory"]["fit_estimate"]["flash"]["total"]) // 2
+    text = load_board("qemu-cortex-m4").path.read_text()
+    board = tmp_path / "mid.toml"
+    board.write_text(text.replace('name = "qemu-cortex-m4"', 'name = "mid-flash"')
+                     .replace(f"flash_bytes = {load_board('qemu-cortex-m4').flash_bytes}", f"flash_bytes = {room}"))
+    assert load_board(str(board)).flash_bytes == room
+    said = []
+    report = api.build(MODEL, CALIB, str(board), tmp_path / "mid", firmware=False, log=said.append,
+                       tuning_log=tmp_path / "none.json")
+    assert report["optimize"]["mode"] == "size" and set(report["optimize"]["variants"]) == {"generic"}
+    assert any("do not fit board mid-flash" in s for s in said)
+    board.write_text(board.read_text().replace(f"flash_bytes = {room}", "flash_bytes = 8192"))
+    with pytest.raises(EdgecError, match="does not fit board mid-flash"):
+        api.build(MODEL, CALIB, str(board), tmp_path / "tiny", firmware=False, tuning_log=tmp_path / "none.json")

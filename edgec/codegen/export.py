@@ -31,10 +31,9 @@ import numpy as np
 
 from edgec import __version__
 from edgec.codegen import cmodel as codegen
-from edgec.pipeline import compile_model
+from edgec.pipeline import compile_model, plan_to_fit
 from edgec.ops.registry import graph_macs
 from edgec.templating import environment
-from edgec.targets import fit
 from edgec.quant import scheme
 from edgec.quant import reference
 from edgec.targets.boards import Board, load_board
@@ -101,9 +100,9 @@ def export(model_path: str | Path, calib_path: str | Path | None, board_name: st
     check_metadata(name, lib_version)
     board = load_board(board_name)
     outdir = check_output_folder(outdir, (model_path, calib_path))     # before any work
-    _, graph, plan = compile_model(model_path, calib_path, log, options, optimize)     # options: ptq.QuantOptions
+    _, graph, _ = compile_model(model_path, calib_path, log, options, optimize)     # options: ptq.QuantOptions
     graph.name = name = name or graph.name
-    fit.check(graph, plan, board)
+    plan = plan_to_fit(graph, board, optimize=optimize, log=log)[0]     # the generic kernels if speed's do not fit
     meta = {"lib_version": lib_version or __version__, "maintainer": maintainer, "url": url}
     if fmt in ("arduino", "platformio") and not (maintainer and url):
         log(f"{fmt} metadata: give --maintainer and --url before publishing the library (the manifest names "
