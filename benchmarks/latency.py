@@ -54,7 +54,7 @@ def code_bytes(elf: Path) -> int | None:
                if len(f) == 4 and f[2] in "tT" and not re.match(r"op\d+_|.*_layer_(names|kinds|output)", f[3]))
 
 
-def run(models, boards, samples, root: Path, layers: bool) -> dict:
+def run(models, boards, samples, root: Path, layers: bool, optimize: str = "speed") -> dict:
     results = {"rows": [], "layers": {}}
     for key in models:
         golden = np.load(MLPERF / "data" / f"golden_{key}.npz")
@@ -64,7 +64,7 @@ def run(models, boards, samples, root: Path, layers: bool) -> dict:
             out = root / f"{key}-{board}"
             row = {"model": key, "board": board}
             try:
-                rep = api.build(MLPERF / MODELS[key], data, board, out)
+                rep = api.build(MLPERF / MODELS[key], data, board, out, optimize=optimize)
             except EdgecError as e:
                 row["error"] = str(e)
                 results["rows"].append(row)
@@ -162,6 +162,7 @@ def main() -> None:
     ap.add_argument("--boards", default="qemu-cortex-m4,host,qemu-cortex-m3,qemu-cortex-m3-large")
     ap.add_argument("--samples", type=int, default=2, help="golden samples benchmarked per model (default 2)")
     ap.add_argument("--layers", action="store_true", help="per-layer breakdown on qemu-cortex-m4")
+    ap.add_argument("--optimize", choices=["speed", "size"], default="speed", help="edgec build --optimize (speed)")
     ap.add_argument("--json", help="write the results as JSON")
     ap.add_argument("--md", help="write the tables as a Markdown page (docs/performance.md)")
     ap.add_argument("--keep", help="build folder to keep (default: a temporary one)")
@@ -169,7 +170,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="edgec-latency-") as tmp:
         root = Path(args.keep) if args.keep else Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
-        results = run(args.models.split(","), args.boards.split(","), args.samples, root, args.layers)
+        results = run(args.models.split(","), args.boards.split(","), args.samples, root, args.layers, args.optimize)
     print_tables(results)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))

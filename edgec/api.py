@@ -17,6 +17,7 @@ from edgec.errors import EdgecError
 from edgec.quant import artifact
 from edgec.frontend import canonicalize
 from edgec.codegen import cmodel as codegen
+from edgec.codegen import specialize, tuning
 from edgec.targets import fit
 from edgec.frontend import loader
 from edgec.plan import memory_report
@@ -32,7 +33,7 @@ from edgec.ir import Graph
 from edgec.ops.registry import graph_macs
 from edgec.staging import staged_folder
 from edgec.outputs import check_output_folder
-from edgec.pipeline import Log, calibrate_model, compile_model, model_name, schedule_and_plan  # noqa: F401
+from edgec.pipeline import Log, calibrate_model, compile_model, model_name, plan_to_fit, schedule_and_plan  # noqa: F401
 from edgec.pipeline import quiet as _quiet
 from edgec.targets.build_folder import REPORT, check_hello, load_build
 
@@ -55,13 +56,18 @@ def write_quant_report(result: ptq.QuantResult, options: ptq.QuantOptions, folde
 def build(model_path: str | Path, calib_path: str | Path | None, board: str, outdir: str | Path | None = None,
           log: Log = _quiet, firmware: bool = True, options: ptq.QuantOptions | None = None,
           protocol: str = "edgec", mlperf_model: str | None = None, arena_guard: bool = False,
-          mlperf_mode: str = "performance", mlperf_baud: int | None = None, ram_budget: int | None = None) -> dict:
+          mlperf_mode: str = "performance", mlperf_baud: int | None = None, ram_budget: int | None = None,
+          optimize: str = "speed", tuning_log: str | Path | None = None, choose=None) -> dict:
     """Model + calibration data -> build folder with model library, project, firmware and report (a quantized
     .tflite model needs no calibration data: calib_path None).
     protocol "mlperf" builds a firmware for the MLPerf Tiny runner instead of edgec's bench link
     (mlperf_mode performance or energy, mlperf_baud: see edgec/targets/mlperf_firmware.py).
     arena_guard: a debug build that checks after every layer that no layer wrote outside its buffer.
-    ram_budget: bytes of RAM the whole firmware may use (edgec/plan/budget.py picks the schedule)."""
+    ram_budget: bytes of RAM the whole firmware may use (edgec/plan/budget.py picks the schedule).
+    optimize "speed" (per-layer specialized kernels) or "size" (the generic kernels: edgec/codegen/specialize.py);
+    with speed, each layer the tuning log (tuning_log, default ~/.cache/edgec/tuning.json: edgec/codegen/tuning.py)
+    has a record for on this board runs the variant recorded there; `choose` (op, generic lowering) -> variant
+    overrides the log (edgec tune's measuring builds)."""
     from edgec.targets import firmware as fw
 
     model_path = Path(model_path)
@@ -70,22 +76,28 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     inputs = (model_path, calib_path)
     check_output_folder(outdir, inputs)      # before any work: edgec only ever replaces a folder it wrote
     options = options or ptq.QuantOptions()
+    tuned: dict[str, str] = {}
+    if choose is None and optimize == "speed":    # a damaged log is refused before any work
+        log_path = Path(tuning_log) if tuning_log else tuning.default_path()
+        choose = tuning.chooser(the_board.name, tuning.load(log_path), tuned)
     if protocol == "mlperf":
         from edgec.targets.mlperf_firmware import check_mode
         check_mode(the_board, mlperf_mode, mlperf_baud)
     model, quant = calibrate_model(model_path, calib_path, options, log)
     graph = quant.graph
-    plan = schedule_and_plan(graph, guard.GUARD_BYTES if arena_guard else 0, **fit.ram_limits(graph, the_board, ram_budget),
-                             log=log)
-    if not plan.stages:     # patched stages are planned for one region: their windows are not re-placed
-        plan = fit.place_in_regions(graph, plan, the_board)
+    # before anything is written: does it fit the board?
+    plan, budget, optimize = plan_to_fit(graph, the_board, guard.GUARD_BYTES if arena_guard else 0, optimize, choose,
+                                         log, ram_budget)
+    speed = dict(specialize.summary(graph.ops), mode=optimize, tuned_layers=len(tuned) if optimize == "speed" else 0)
+    log(f"--optimize {optimize}: " + ", ".join(f"{n} ops on {v}" for v, n in sorted(speed['variants'].items()))
+        + (f" ({len(tuned)} chosen by the tuning log)" if tuned else "")
+        + f"; the specialized kernels' constants cost {speed['extra_constant_bytes']:,} bytes of flash")
     if quant.sensitivity:
         log("sensitivity (worst first; SQNR of INT8 vs float, higher is better):\n"
             + sens.table(quant.sensitivity, 10))
     name = graph.name
     log(f"{name}: {len(graph.ops)} ops, {graph_macs(graph):,} MACs, arena {plan.arena_bytes:,} bytes, "
         f"weights {graph.weights_bytes():,} bytes")
-    budget = fit.check(graph, plan, the_board)   # before anything is written: does it fit the board?
     mlperf = None
     if protocol == "mlperf":
         from edgec.targets.mlperf_firmware import settings as mlperf_settings
@@ -113,6 +125,7 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
                        "live_set_lower_bound_bytes": planner.live_set_lower_bound(graph),
                        "plan": "plan.json", "picture": memory_report.SVG, "fit_estimate": budget},
             "firmware": None, "protocol": protocol, "arena_guard": arena_guard,
+            "optimize": speed,
             **({"mlperf": dict(mlperf, model=mlperf_model)} if mlperf else {}),
             "quantization": write_quant_report(quant, options, work, name),
             "warnings": quant.warnings,
@@ -135,7 +148,7 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
 def export(model_path: str | Path, calib_path: str | Path | None, board: str, fmt: str, outdir: str | Path,
            log: Log = _quiet, options: ptq.QuantOptions | None = None, name: str | None = None,
            lib_version: str | None = None, maintainer: str | None = None, url: str | None = None,
-           ram_budget: int | None = None) -> dict:
+           ram_budget: int | None = None, optimize: str = "speed") -> dict:
     """Model + calibration data (none for a quantized .tflite) -> a self-contained model library for `board`
     (see edgec/codegen/export.py):
     name is the C prefix (default from the file name), lib_version the manifests' version (default edgec's),
@@ -143,7 +156,8 @@ def export(model_path: str | Path, calib_path: str | Path | None, board: str, fm
     from edgec.codegen.export import export as export_library
 
     return export_library(model_path, calib_path, board, fmt, outdir, log=log, options=options, name=name,
-                          lib_version=lib_version, maintainer=maintainer, url=url, ram_budget=ram_budget)
+                          lib_version=lib_version, maintainer=maintainer, url=url, ram_budget=ram_budget,
+                          optimize=optimize)
 
 
 def _io_info(graph: Graph, tensor: str, shape) -> dict:

@@ -94,12 +94,35 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
+def _add_model_args(p) -> None:
+    p.add_argument("model", help="float ONNX model, or a fully quantized INT8 .tflite model")
+    p.add_argument("--calib", help=".npz with x (N, *input shape without batch); not for a quantized .tflite")
+    p.add_argument("--board", required=p.prog.endswith(" tune"), help=BOARD_HELP)
+
+
+def _add_optimize(p) -> None:
+    p.add_argument("--optimize", choices=["speed", "size"], default="speed",
+                   help="speed (default): per-layer specialized kernels (more flash for repacked weights); "
+                        "size: the generic kernels")
+
+
+def cmd_tune(args) -> int:
+    from edgec import tune
+
+    print(tune.summary(args.model, args.calib, args.board, getattr(args, "data", None), args.tuning_log,
+                       _quant_options(args), only_missing=args.command == "build", log=_log))
+    return 0
+
+
 def cmd_build(args) -> int:
     from edgec import api
 
+    if args.tune:
+        cmd_tune(args)
     report = api.build(args.model, args.calib, args.board, args.output, log=_log, options=_quant_options(args),
                        protocol=args.protocol, mlperf_model=args.mlperf_model, arena_guard=args.arena_guard,
-                       mlperf_mode=args.mlperf_mode, mlperf_baud=args.mlperf_baud, ram_budget=args.ram_budget)
+                       mlperf_mode=args.mlperf_mode, mlperf_baud=args.mlperf_baud, optimize=args.optimize, ram_budget=args.ram_budget,
+                       tuning_log=args.tuning_log)
     m = report["memory"]
     print(f"built {report['model']} for {report['board']}: arena {m['arena_bytes']:,} B, "
           f"weights {m['weights_bytes']:,} B, firmware flash {m['flash_bytes']:,} B, RAM {m['ram_bytes']:,} B")
@@ -111,7 +134,7 @@ def cmd_export(args) -> int:
 
     m = api.export(args.model, args.calib, args.board, args.format, args.output, log=_log,
                    options=_quant_options(args), name=args.name, lib_version=args.lib_version,
-                   maintainer=args.maintainer, url=args.url, ram_budget=args.ram_budget)
+                   maintainer=args.maintainer, url=args.url, ram_budget=args.ram_budget, optimize=args.optimize)
     print(f"exported {m['model']} for {m['board']} as a {m['format']} library in {args.output}: "
           f"arena {m['arena_bytes']:,} B, weights {m['weights_bytes']:,} B, example {m['example']}")
     return 0
@@ -318,9 +341,7 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     b = sub.add_parser("build", help="quantize a model and build its firmware")
-    b.add_argument("model", help="float ONNX model, or a fully quantized INT8 .tflite model")
-    b.add_argument("--calib", help=".npz with x (N, *input shape without batch); not for a quantized .tflite")
-    b.add_argument("--board", help=BOARD_HELP)
+    _add_model_args(b)
     b.add_argument("-o", "--output", help="build folder (default build/<model>-<board>)")
     _add_quant_options(b)
     _add_ram_budget(b)
@@ -335,6 +356,10 @@ def parser() -> argparse.ArgumentParser:
                         "9,600 baud, timestamps pulse the board profile's [mlperf] timestamp_pin)")
     b.add_argument("--mlperf-baud", type=int, help="with --protocol mlperf: the UART baud rate (default: 9600 in "
                    "energy mode, else the board profile's [mlperf] baud or serial.baud)")
+    _add_optimize(b)
+    b.add_argument("--tune", action="store_true", help="measure the kernel variants of layers the tuning log has "
+                   "no record for (edgec tune) first")
+    b.add_argument("--tuning-log", help="the tuning log (default ~/.cache/edgec/tuning.json)")
     b.add_argument("--arena-guard", action="store_true",
                    help="debug build: canaries around the arena and every buffer, checked after every layer; "
                         "a layer writing outside its buffer stops the run and the bench names it")
@@ -355,12 +380,11 @@ def parser() -> argparse.ArgumentParser:
     m.set_defaults(func=cmd_mlperf)
 
     e = sub.add_parser("export", help="write a quantized model as a library for your own firmware")
-    e.add_argument("model", help="float ONNX model, or a fully quantized INT8 .tflite model")
-    e.add_argument("--calib", help=".npz with x (N, *input shape without batch); not for a quantized .tflite")
-    e.add_argument("--board", help=BOARD_HELP)
+    _add_model_args(e)
     e.add_argument("--format", required=True, choices=["c", "platformio", "arduino", "cmake"],
                    help="library layout: plain C files, PlatformIO library, Arduino library, CMake/Zephyr module")
     e.add_argument("-o", "--output", required=True, help="folder to write the library into")
+    _add_optimize(e)
     e.add_argument("--name", help="C prefix of every symbol and the library's name (default: from the model file)")
     e.add_argument("--lib-version", help="the library's version in its manifests (default: edgec's version)")
     e.add_argument("--maintainer", help="library maintainer, 'Name <email>' (library.properties, library.json)")
@@ -368,6 +392,14 @@ def parser() -> argparse.ArgumentParser:
     _add_quant_options(e)
     _add_ram_budget(e)
     e.set_defaults(func=cmd_export)
+
+    t = sub.add_parser("tune", help="time every layer's kernel variants on the board; the fastest bit-exact ones "
+                       "go into the tuning log that later builds for the board use")
+    _add_model_args(t)
+    t.add_argument("--data", help=".npz with x to time the layers on (default: the calibration set)")
+    t.add_argument("--tuning-log", help="the tuning log to add to (default ~/.cache/edgec/tuning.json)")
+    _add_quant_options(t)
+    t.set_defaults(func=cmd_tune)
 
     c = sub.add_parser("calibrate", help="calibrate and quantize a model; print where INT8 loses accuracy")
     c.add_argument("model", help="float ONNX model")

@@ -54,22 +54,24 @@ def calibrate_model(model_path: str | Path, calib_path: str | Path | None, optio
 
 
 def compile_model(model_path: str | Path, calib_path: str | Path, log: Log = quiet,
-                  options: ptq.QuantOptions | None = None):
+                  options: ptq.QuantOptions | None = None, optimize: str = "speed"):
     """Load, canonicalize, calibrate and quantize: returns (onnx model, quantized graph, plan)."""
     model, result = calibrate_model(model_path, calib_path, options, log)
-    return model, result.graph, schedule_and_plan(result.graph)
+    return model, result.graph, schedule_and_plan(result.graph, optimize=optimize)
 
 
-def schedule_and_plan(graph: Graph, guard: int = 0, ram_budget: int | None = None, board_ram: int | None = None,
-                      overhead: int = 0, log: Log = quiet):
-    """Lower the ops onto the fast kernels where they can run there (their constants and scratch), put the
-    ops in the execution order with the smallest memory peak and plan the arena (guard > 0: with the arena
-    guard's canaries, see edgec/plan/guard.py).
+def schedule_and_plan(graph: Graph, guard: int = 0, optimize: str = "speed", choose=None,
+                      ram_budget: int | None = None, board_ram: int | None = None, overhead: int = 0,
+                      log: Log = quiet):
+    """Lower the ops onto the fast kernels where they can run there (their constants and scratch; optimize
+    "speed" or "size" and a per-op variant chooser: edgec/codegen/lowering.py), put the ops in the execution
+    order with the smallest memory peak and plan the arena (guard > 0: with the arena guard's canaries, see
+    edgec/plan/guard.py).
 
     RAM: with `ram_budget` (bytes for the whole firmware: arena + `overhead`), the cheapest schedule that
     fits, patch-based stages if needed (edgec/plan/budget.py), or an EdgecError naming the least RAM
     reachable; without it, the fastest plan when it fits `board_ram` (else the memory-saving one)."""
-    lower_graph(graph)
+    lower_graph(graph, optimize, choose)
     graph.ops = planner.schedule(graph)
     if guard and ram_budget is not None:
         raise EdgecError("--arena-guard and --ram-budget do not go together: the guard's canaries watch whole "
@@ -83,3 +85,30 @@ def schedule_and_plan(graph: Graph, guard: int = 0, ram_budget: int | None = Non
     plan.ram_choice = summary
     planner.check_plan(graph, plan)
     return plan
+
+
+def plan_to_fit(graph: Graph, board, guard: int = 0, optimize: str = "speed", choose=None,
+                log: Log = quiet, ram_budget: int | None = None) -> tuple:
+    """schedule_and_plan under the board's RAM or `ram_budget` (spread over its RAM regions), then its fit check (edgec/targets/fit.py): returns (plan, fit estimate, the
+    optimize mode used). When the speed variants' widened weights do not fit but the generic kernels do, the
+    build falls back to them (`--optimize size`) and says so; if neither fits, the generic build's error."""
+    from edgec.targets import fit        # fit imports nothing of the pipeline: no cycle
+
+    def planned(mode):
+        plan = schedule_and_plan(graph, guard, mode, choose, **fit.ram_limits(graph, board, ram_budget), log=log)
+        if not plan.stages:     # patched stages are planned for one region: their windows are not re-placed
+            plan = fit.place_in_regions(graph, plan, board)
+        return plan
+
+    plan = planned(optimize)
+    try:
+        return plan, fit.check(graph, plan, board), optimize
+    except EdgecError:
+        if optimize != "speed":
+            raise
+    plan = planned("size")
+    budget = fit.check(graph, plan, board)
+    log(f"the speed variants' weights do not fit board {board.name}: built on the generic kernels "
+        "(--optimize size)")
+    return plan, budget, "size"
+

@@ -151,6 +151,12 @@ typedef struct {
 void edgec_conv2d_im2col_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                             const edgec_rq *rq, int8_t *scratch, int8_t *output);
 
+/* fast, `--optimize speed`: the same convolution with 2 output pixels x 2 output channels in registers and the
+ * weights widened to int16 at build time (edgec/codegen/specialize.py). scratch: 4 * k8 + k4 bytes (k8: k4
+ * rounded up to a multiple of 8), 4-byte aligned. */
+void edgec_conv2d_blocked_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                             const edgec_rq *rq, int8_t *scratch, int8_t *output);
+
 /* fast: depthwise 3x3 (depth multiplier 1, c a multiple of 4, stride 1 or 2 on both axes), 4 channels at
  * a time, over a rolling window of 3 input rows widened to int16 and laid out so that one SMLAD
  * does two taps of one channel. scratch: 36 * ((out_cols-1)*stride + 3) bytes, 4-byte aligned.
@@ -199,6 +205,11 @@ typedef struct {
 void edgec_fully_connected_packed_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                      const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
                                      int8_t *output);
+
+/* fast, `--optimize speed`: the same layout with the weights widened to int16 at build time (each group of 4 as
+ * (w0, w2) (w1, w3), edgec/codegen/specialize.py). scratch: k4 * 2 bytes, 4-byte aligned. */
+void edgec_fully_connected_wide_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
+                                   const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
 
 /* ================================================================ pooling
  * edgec_pool.c; fast variant in fast/edgec_pool_fast.c */

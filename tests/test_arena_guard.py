@@ -11,7 +11,7 @@ import pytest
 
 from conftest import EXAMPLES, host_compiler, library_sources, run_generated_c
 from edgec import api
-from edgec import cli
+from edgec import cli, pipeline
 from edgec.codegen import cmodel as codegen
 from edgec.plan import guard
 from edgec.plan import planner
@@ -106,15 +106,15 @@ def test_buffer_planned_too_small_is_named_by_the_bench_on_the_host_board(tmp_pa
     the host board stops with one line naming the layer that wrote past its buffer."""
     victim = {}
 
-    def wrong_plan(graph, guard_bytes=0):
-        plan = real(graph, guard_bytes)
+    def wrong_plan(graph, guard_bytes=0, *lowering):
+        plan = real(graph, guard_bytes, *lowering)
         conv = [op for op in graph.ops if op.kind == "conv2d"][1]
         _buffer(plan, conv.output).size -= 8
         victim.update(layer=_layer_of(graph, conv.output), name=conv.name)
         return plan
 
-    real = api.schedule_and_plan
-    monkeypatch.setattr(api, "schedule_and_plan", wrong_plan)
+    real = pipeline.schedule_and_plan
+    monkeypatch.setattr(pipeline, "schedule_and_plan", wrong_plan)      # what api.build plans with
     out = tmp_path / "build"
     assert cli.main(["build", str(DIGITS / "model.onnx"), "--calib", str(DIGITS / "calib.npz"), "--board", "host",
                      "-o", str(out), "--arena-guard", "--sensitivity-samples", "0"]) == 0

@@ -31,10 +31,9 @@ import numpy as np
 
 from edgec import __version__
 from edgec.codegen import cmodel as codegen
-from edgec.pipeline import calibrate_model, schedule_and_plan
+from edgec.pipeline import compile_model, plan_to_fit
 from edgec.ops.registry import graph_macs
 from edgec.templating import environment
-from edgec.targets import fit
 from edgec.quant import scheme
 from edgec.quant import reference
 from edgec.targets.boards import Board, load_board
@@ -92,19 +91,18 @@ def check_metadata(name: str | None, lib_version: str | None) -> None:
 def export(model_path: str | Path, calib_path: str | Path | None, board_name: str, fmt: str, outdir: str | Path,
            log: Callable[[str], None] = lambda _: None, options=None, name: str | None = None,
            lib_version: str | None = None, maintainer: str | None = None, url: str | None = None,
-           ram_budget: int | None = None) -> dict:
-    """Quantize the model and write it as a library in `fmt` layout into outdir; returns the export manifest."""
+           ram_budget: int | None = None, optimize: str = "speed") -> dict:
+    """Quantize the model and write it as a library in `fmt` layout into outdir; returns the export manifest
+    (optimize: "speed" or "size", edgec/codegen/specialize.py)."""
 
     if fmt not in FORMATS:
         raise EdgecError(f"unknown export format '{fmt}': use one of {', '.join(FORMATS)}")
     check_metadata(name, lib_version)
     board = load_board(board_name)
     outdir = check_output_folder(outdir, (model_path, calib_path))     # before any work
-    _, quant = calibrate_model(model_path, calib_path, options, log)        # options: ptq.QuantOptions
-    graph = quant.graph
-    plan = schedule_and_plan(graph, **fit.ram_limits(graph, board, ram_budget), log=log)
+    _, graph, _ = compile_model(model_path, calib_path, log, options, optimize)     # options: ptq.QuantOptions
     graph.name = name = name or graph.name
-    fit.check(graph, plan, board)
+    plan = plan_to_fit(graph, board, optimize=optimize, log=log, ram_budget=ram_budget)[0]     # the generic kernels if speed's do not fit
     meta = {"lib_version": lib_version or __version__, "maintainer": maintainer, "url": url}
     if fmt in ("arduino", "platformio") and not (maintainer and url):
         log(f"{fmt} metadata: give --maintainer and --url before publishing the library (the manifest names "

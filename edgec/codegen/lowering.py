@@ -5,10 +5,14 @@ the packing); ops it declines keep their portable reference kernels.
 """
 from __future__ import annotations
 
+from typing import Callable
+
+from edgec.codegen import specialize
 from edgec.ir import Graph, Op
 from edgec.ops.registry import REGISTRY
 
 SCRATCH_ALIGN = 16
+Chooser = Callable[[Op, dict], "str | None"]
 
 
 def lower(op: Op) -> dict | None:
@@ -17,12 +21,16 @@ def lower(op: Op) -> dict | None:
     return fn(op) if fn else None
 
 
-def lower_graph(graph: Graph) -> None:
+def lower_graph(graph: Graph, optimize: str = "speed", choose: Chooser | None = None) -> None:
     """Choose the fast kernel of every op that has one: op.lowered holds its call data and constants
-    (what the generated code will contain), op.attrs['scratch_bytes'] its scratch memory (for the planner)."""
+    (what the generated code will contain), op.attrs['scratch_bytes'] its scratch memory (for the planner).
+    optimize "speed" puts each op on its fastest variant (`choose(op, generic lowering)`: the variant's name,
+    e.g. from a tuning log, or None for the default), "size" keeps the generic fast kernels
+    (edgec/codegen/specialize.py)."""
     for op in graph.ops:
         int8 = all(graph.tensors[t].dtype == "int8" for t in (*op.inputs, op.output))
         op.lowered = lower(op) if int8 else None       # int16 layers keep their 16x8 kernels
+        specialize.specialize(op, optimize, choose(op, op.lowered) if choose and op.lowered else None)
         if op.lowered and op.lowered["scratch_bytes"]:
             size = op.lowered["scratch_bytes"]
             op.attrs["scratch_bytes"] = (size + SCRATCH_ALIGN - 1) // SCRATCH_ALIGN * SCRATCH_ALIGN

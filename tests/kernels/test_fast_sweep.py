@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import ctypes
 import math
+from functools import partial
 
 import numpy as np
 import pytest
 
 from ckernels import act, i8, make, ptr, requant_params
-from edgec.codegen import lowering
+from edgec.codegen import lowering, specialize
 from edgec.ir import Op
 from edgec.ops import binary, conv, dense, pool
 
@@ -117,7 +118,8 @@ def _requant(rng, n, taps):
     return bias, mult, shift
 
 
-def conv_cases(rng, lib, n):
+def conv_cases(rng, lib, n, variant=specialize.GENERIC):
+    """variant: the generic im2col kernel or one of its speed variants (edgec/codegen/specialize.py)."""
     for _ in range(n):
         in_c, out_c = channels(rng), channels(rng)
         k_h, k_w = (int(v) for v in rng.integers(1, 6, size=2))
@@ -134,6 +136,7 @@ def conv_cases(rng, lib, n):
             yield False
             continue
         assert low["kernel"] == "edgec_conv2d_im2col_s8"
+        low = specialize.apply(low, variant)
         want = conv.run_conv(op, [x])
         got = run_fast(lib, low, x, out_size=want.size).reshape(want.shape)
         assert np.array_equal(got, want), p
@@ -163,7 +166,7 @@ def depthwise_cases(rng, lib, n):
         yield True
 
 
-def fc_cases(rng, lib, n):
+def fc_cases(rng, lib, n, variant=specialize.GENERIC):
     for _ in range(n):
         n_in, n_out = int(rng.integers(1, 400)), channels(rng)
         zi, zo = zero_point(rng), zero_point(rng)
@@ -176,6 +179,7 @@ def fc_cases(rng, lib, n):
         if low is None:
             yield False
             continue
+        low = specialize.apply(low, variant)
         want = dense.run_fc(op, [x])
         assert np.array_equal(run_fast(lib, low, x, out_size=want.size), want), p
         yield True
@@ -215,8 +219,10 @@ def avg_pool_cases(rng, lib, n):
         yield True
 
 
-SWEEPS = {"conv2d_im2col": (conv_cases, 300), "depthwise_conv2d_3x3": (depthwise_cases, 300),
-          "fully_connected_packed": (fc_cases, 300), "add_lut": (add_cases, 300),
+SWEEPS = {"conv2d_im2col": (conv_cases, 300), "conv2d_blocked": (partial(conv_cases, variant="blocked"), 300),
+          "depthwise_conv2d_3x3": (depthwise_cases, 300),
+          "fully_connected_packed": (fc_cases, 300), "fully_connected_wide": (partial(fc_cases, variant="wide"), 300),
+          "add_lut": (add_cases, 300),
           "avg_pool_global": (avg_pool_cases, 200)}
 
 

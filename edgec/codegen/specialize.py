@@ -1,0 +1,108 @@
+"""Kernel variants chosen per layer after the fast lowering (edgec/codegen/lowering.py): `--optimize speed` (the
+default) runs each op on its fastest variant, `--optimize size` keeps the generic fast kernels (the smallest code).
+
+A variant is the same op on another kernel with the same params struct and its constants repacked in the order
+that kernel's inner loop reads them (runtime_c/fast/). Variants of one op are bit-exact with each other (the same
+integer sums and requantization records), so a build may pick any of them: by default the first one listed, or
+the one a tuning log (edgec/codegen/tuning.py) measured fastest on the board.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+
+from edgec.ir import Op
+from edgec.ops import fast
+
+OPTIMIZE_CHOICES = ("speed", "size")
+GENERIC = "generic"
+
+
+def blocked_conv(lowered: dict) -> dict:
+    """The im2col convolution with 2 pixels x 2 channels in registers (edgec_conv2d_blocked_s8): for each pair of
+    output channels (an odd last one paired with a copy of itself) and each group of 4 taps t0..t3 (zero
+    weights pad the groups to an even count), the int16 values t0, t2, t1, t3 of the first channel then of the
+    second (the words SMLAD takes beside the widened input)."""
+    p = lowered["params"]
+    k4, out_c = p["k4"], p["out_c"]
+    k8 = (k4 + 7) // 8 * 8
+    w = np.zeros((out_c + out_c % 2, k8), np.int16)
+    w[:out_c, :k4] = lowered["arrays"]["fw"].view(np.int8).reshape(out_c, k4)
+    if out_c % 2:
+        w[out_c] = w[out_c - 1]
+    w = w.reshape(-1, 2, k8 // 4, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
+    return {**lowered, "kernel": "edgec_conv2d_blocked_s8", "scratch_bytes": 4 * k8 + k4,
+            "arrays": {**lowered["arrays"], "fw": fast.words(np.ascontiguousarray(w))}}
+
+
+def wide_fc(lowered: dict) -> dict:
+    """The packed fully connected layer on int16 weights (edgec_fully_connected_wide_s8): the same order, each group
+    of 4 weights w0..w3 of a row as the int16 values w0, w2, w1, w3."""
+    w = lowered["arrays"]["fw"].view(np.int8).astype(np.int16).reshape(-1, 4)[:, [0, 2, 1, 3]]
+    return {**lowered, "kernel": "edgec_fully_connected_wide_s8",
+            "arrays": {**lowered["arrays"], "fw": fast.words(np.ascontiguousarray(w))}}
+
+
+# kernel of the generic lowering -> (variant name, builder), fastest first by default
+SPEED_VARIANTS = {"edgec_conv2d_im2col_s8": (("blocked", blocked_conv),),
+                  "edgec_fully_connected_packed_s8": (("wide", wide_fc),)}
+
+
+def variants(lowered: dict | None) -> list[str]:
+    """The variant names an op lowered this way can run: the generic kernel first, then the speed variants."""
+    if not lowered:
+        return []
+    return [GENERIC] + [name for name, _ in SPEED_VARIANTS.get(lowered["kernel"], ())]
+
+
+def apply(lowered: dict, variant: str) -> dict:
+    """The lowering of one op on a named variant (GENERIC: unchanged)."""
+    if variant == GENERIC:
+        return lowered
+    build = dict(SPEED_VARIANTS.get(lowered["kernel"], ()))[variant]
+    return build(lowered)
+
+
+def default_variant(lowered: dict | None, optimize: str) -> str:
+    """What a build uses without a tuning record: the first speed variant, or the generic kernel for size."""
+    names = variants(lowered)
+    return names[1] if optimize == "speed" and len(names) > 1 else GENERIC
+
+
+def specialize(op: Op, optimize: str, choice: str | None = None) -> None:
+    """Put op.lowered on its variant: `choice` (a tuning record) if it is one of its variants, else the default."""
+    names = variants(op.lowered)
+    if not names:
+        return
+    variant = choice if choice in names and optimize == "speed" else default_variant(op.lowered, optimize)
+    chosen = apply(op.lowered, variant)
+    extra = constant_bytes(chosen) - constant_bytes(op.lowered)
+    op.lowered = {**chosen, "variant": variant, "variants": names, "extra_bytes": extra,
+                  "signature": signature(op, op.lowered)}
+
+
+def signature(op: Op, generic: dict) -> str:
+    """A layer's timing signature (the tuning log's key beside the board): its kind, its generic fast kernel and
+    that kernel's params (every shape, stride, padding and zero point; not the weights' values), hashed."""
+    text = json.dumps([op.kind, generic["kernel"], generic["params"]], sort_keys=True)
+    return f"{op.kind}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+def constant_bytes(lowered: dict) -> int:
+    """Bytes of a lowering's constant arrays (what the generated code holds in flash)."""
+    return sum(a.nbytes for a in lowered["arrays"].values())
+
+
+def summary(ops) -> dict:
+    """What the speed variants cost: how many ops run on each variant and the flash their repacked constants
+    add over the generic kernels' (the `--optimize size` build)."""
+    ops = list(ops)
+    lowered = [op.lowered for op in ops if op.lowered and "variant" in op.lowered]
+    counts: dict[str, int] = {}
+    for low in lowered:
+        counts[low["variant"]] = counts.get(low["variant"], 0) + 1
+    return {"variants": counts, "extra_constant_bytes": sum(low["extra_bytes"] for low in lowered),
+            "layers": {low_op.name: {k: low_op.lowered[k] for k in ("variant", "variants", "signature")}
+                       for low_op in ops if low_op.lowered and len(low_op.lowered.get("variants", ())) > 1}}
