@@ -27,6 +27,7 @@ from edgec.frontend import qdq
 from edgec.frontend import support
 from edgec.frontend import tflite
 from edgec.quant import sensitivity as sens
+from edgec.codegen.mve import has_mve
 from edgec.targets.boards import load_board
 from edgec.ir import Graph
 from edgec.ops.registry import graph_macs
@@ -74,7 +75,7 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
         check_mode(the_board, mlperf_mode, mlperf_baud)
     model, quant = calibrate_model(model_path, calib_path, options, log)
     graph = quant.graph
-    plan = schedule_and_plan(graph, guard.GUARD_BYTES if arena_guard else 0)
+    plan = schedule_and_plan(graph, guard.GUARD_BYTES if arena_guard else 0, mve=has_mve(the_board))
     if quant.sensitivity:
         log("sensitivity (worst first; SQNR of INT8 vs float, higher is better):\n"
             + sens.table(quant.sensitivity, 10))

@@ -60,11 +60,11 @@ def compile_model(model_path: str | Path, calib_path: str | Path, log: Log = qui
     return model, result.graph, schedule_and_plan(result.graph)
 
 
-def schedule_and_plan(graph: Graph, guard: int = 0):
+def schedule_and_plan(graph: Graph, guard: int = 0, mve: bool = False):
     """Lower the ops onto the fast kernels where they can run there (their constants and scratch), put the
     ops in the execution order with the smallest memory peak and plan the arena (guard > 0: with the arena
-    guard's canaries, see edgec/plan/guard.py)."""
-    lower_graph(graph)
+    guard's canaries, see edgec/plan/guard.py; mve: onto the Helium kernels, edgec/codegen/mve.py)."""
+    lower_graph(graph, mve)
     graph.ops = planner.schedule(graph)
     plan = planner.plan(graph, guard=guard)
     planner.check_plan(graph, plan)

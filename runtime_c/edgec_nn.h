@@ -165,6 +165,16 @@ typedef struct {
 void edgec_depthwise_conv2d_3x3_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
                                    const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
 
+/* Helium (MVE, Cortex-M55; fast/edgec_conv_mve.c, compiled for Helium cores only, chosen by
+ * edgec/codegen/mve.py for boards whose profile has fpu = "fp+mve"): the same params structs.
+ * Convolution: weights [out_c][k4] int8, 4 output pixels by one channel (VMLADAVA); scratch 4*k_h*k_w*in_c
+ * bytes. Depthwise 3x3: weights [3][3][c] int8 in the sweep orientation, 4 channels per vector; no scratch. */
+void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                         const edgec_rq *rq, int8_t *scratch, int8_t *output);
+void edgec_depthwise_conv2d_3x3_mve_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
+                                       const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
+                                       int8_t *output);
+
 /* ================================================================ fully connected and matrix product
  * edgec_fully_connected.c; fast variant in fast/edgec_fully_connected_fast.c */
 
@@ -199,6 +209,11 @@ typedef struct {
 void edgec_fully_connected_packed_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                      const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
                                      int8_t *output);
+
+/* Helium (MVE; fast/edgec_fully_connected_mve.c): weights [out_features][k4] int8, 4 rows at a time; no
+ * scratch. */
+void edgec_fully_connected_mve_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
+                                  const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
 
 /* ================================================================ pooling
  * edgec_pool.c; fast variant in fast/edgec_pool_fast.c */

@@ -5,6 +5,7 @@ the packing); ops it declines keep their portable reference kernels.
 """
 from __future__ import annotations
 
+from edgec.codegen.mve import lower_mve
 from edgec.ir import Graph, Op
 from edgec.ops.registry import REGISTRY
 
@@ -17,12 +18,15 @@ def lower(op: Op) -> dict | None:
     return fn(op) if fn else None
 
 
-def lower_graph(graph: Graph) -> None:
+def lower_graph(graph: Graph, mve: bool = False) -> None:
     """Choose the fast kernel of every op that has one: op.lowered holds its call data and constants
-    (what the generated code will contain), op.attrs['scratch_bytes'] its scratch memory (for the planner)."""
+    (what the generated code will contain), op.attrs['scratch_bytes'] its scratch memory (for the planner).
+    mve: the board's core has Helium (edgec/codegen/mve.py)."""
     for op in graph.ops:
         int8 = all(graph.tensors[t].dtype == "int8" for t in (*op.inputs, op.output))
         op.lowered = lower(op) if int8 else None       # int16 layers keep their 16x8 kernels
+        if mve and op.lowered:
+            op.lowered = lower_mve(op, op.lowered)
         if op.lowered and op.lowered["scratch_bytes"]:
             size = op.lowered["scratch_bytes"]
             op.attrs["scratch_bytes"] = (size + SCRATCH_ALIGN - 1) // SCRATCH_ALIGN * SCRATCH_ALIGN

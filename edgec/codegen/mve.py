@@ -1,0 +1,44 @@
+"""Lowering onto the Helium (MVE) kernels (runtime_c/fast/edgec_*_mve.c) for boards whose core has them
+(profile fpu "fp+mve": Cortex-M55), a third path beside the DSP and portable fast kernels.
+
+It starts from the family's generic lowering (edgec/ops/<family>.py `lower`: folded bias, requantization
+records, the checks that the fast path is exact) and changes the kernel and, where Helium reads them in
+another order, the packed weights:
+- convolution: the same [out_c][k4] int8 rows (VMLADAVA takes 16 raw int8 taps of one pixel at a time);
+  scratch: 4 pixels' taps, int8, no widening;
+- depthwise 3x3: int8 [3][3][c] in the sweep orientation (4 channels per vector) instead of doubled int16;
+- fully connected: plain rows [out][k4] instead of blocks of 4 interleaved rows.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.ir import Op
+from edgec.ops import fast
+
+MVE_FPU = "fp+mve"
+
+
+def has_mve(board) -> bool:
+    """Does the board's core run Helium (its profile's cpu/fpu fields)?"""
+    return board is not None and board.fpu == MVE_FPU
+
+
+def lower_mve(op: Op, lowered: dict) -> dict:
+    """The Helium kernel for an op the generic lowering accepted (the generic one where there is none)."""
+    kernel, params, arrays = lowered["kernel"], lowered["params"], lowered["arrays"]
+    if kernel == "edgec_conv2d_im2col_s8":
+        k = params["k_h"] * params["k_w"] * params["in_c"]
+        return {**lowered, "kernel": "edgec_conv2d_mve_s8", "scratch_bytes": 4 * k}
+    if kernel == "edgec_depthwise_conv2d_3x3_s8":
+        c = params["c"]
+        w = (arrays["fw"].view("<i2").reshape(c, 3, 3) // 2).astype(np.int8)    # undo the DSP path's doubling
+        return {**lowered, "kernel": "edgec_depthwise_conv2d_3x3_mve_s8", "scratch_bytes": 0,
+                "arrays": {"fw": fast.words(np.ascontiguousarray(w.transpose(1, 2, 0))), "rq": arrays["rq"]}}
+    if kernel == "edgec_fully_connected_packed_s8":
+        n_out, n_in, k4 = params["out_features"], params["in_features"], params["k4"]
+        wp = np.zeros((n_out, k4), np.int8)
+        wp[:, :n_in] = op.arrays["weights"].reshape(n_out, n_in)
+        return {**lowered, "kernel": "edgec_fully_connected_mve_s8", "scratch_bytes": 0,
+                "arrays": {"fw": fast.words(wp), "rq": arrays["rq"]}}
+    return lowered

@@ -1,0 +1,146 @@
+/* edgec Helium (MVE) convolutions (declared in edgec_nn.h, machinery in edgec_mve_support.h): convolution as
+ * int8 dot products of 4 output pixels by one output channel (VMLADAVA, 16 taps per instruction, no
+ * widening), and depthwise 3x3 with 4 channels per vector. Compiled only for Helium cores (EDGEC_MVE). */
+#include "edgec_mve_support.h"
+
+#ifdef EDGEC_MVE
+/* ---------------------------------------------------------------- copies, 16 bytes per vector */
+static void edgec_mve_copy(int8_t *dst, const int8_t *src, int32_t n)
+{
+    for (; n > 0; n -= 16, dst += 16, src += 16) {
+        const mve_pred16_t p = vctp8q((uint32_t)n);
+        vstrbq_p_s8(dst, vldrbq_z_s8(src, p), p);
+    }
+}
+
+static void edgec_mve_fill(int8_t *dst, int8_t value, int32_t n)
+{
+    const int8x16_t v = vdupq_n_s8(value);
+    for (; n > 0; n -= 16, dst += 16) vstrbq_p_s8(dst, v, vctp8q((uint32_t)n));
+}
+
+/* ---------------------------------------------------------------- convolution */
+/* The k_h*k_w*in_c int8 taps of output pixel (oy, ox) in weight order [ky][kx][ic]: the input pixel itself
+ * for a 1x1 kernel, else gathered into row with padded taps holding the input zero point (which the folded
+ * bias removes). */
+static const int8_t *edgec_mve_taps(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t oy,
+                                    int32_t ox, int8_t *row)
+{
+    const int32_t in_c = p->in_c, in_w = p->in_w, k_w = p->k_w, span = k_w * in_c;
+    const int32_t iy0 = oy * p->stride_h - p->pad_top, ix0 = ox * p->stride_w - p->pad_left;
+    const int8_t zp = (int8_t)p->input_zp;
+    int32_t kx0 = ix0 < 0 ? -ix0 : 0, kx1 = in_w - ix0 < k_w ? in_w - ix0 : k_w;
+    int32_t ky;
+    int8_t *r = row;
+    if (p->k_h == 1 && k_w == 1 && iy0 >= 0 && iy0 < p->in_h && ix0 >= 0 && ix0 < in_w) {
+        return input + (iy0 * in_w + ix0) * in_c;
+    }
+    if (kx1 < kx0) kx1 = kx0;
+    for (ky = 0; ky < p->k_h; ++ky, r += span) {
+        const int32_t iy = iy0 + ky;
+        if (iy < 0 || iy >= p->in_h || kx1 == kx0) {
+            edgec_mve_fill(r, zp, span);
+            continue;
+        }
+        if (kx0 > 0) edgec_mve_fill(r, zp, kx0 * in_c);
+        edgec_mve_copy(r + kx0 * in_c, input + (iy * in_w + ix0 + kx0) * in_c, (kx1 - kx0) * in_c);
+        if (kx1 < k_w) edgec_mve_fill(r + kx1 * in_c, zp, (k_w - kx1) * in_c);
+    }
+    return row;
+}
+
+/* Every output channel of 4 pixels (taps x0..x3; `valid` of them stored, at o, o + out_c, ...). */
+static EDGEC_NOINLINE void edgec_mve_conv_pixels(const int8_t *x0, const int8_t *x1, const int8_t *x2,
+                                                 const int8_t *x3, const int8_t *w, int32_t k, int32_t k4,
+                                                 const edgec_rq *q, int32_t out_c, int8_t *o, int32_t valid,
+                                                 int32x4_t lo, int32x4_t hi)
+{
+    const uint32x4_t offs = vmulq_n_u32(vidupq_n_u32(0u, 1), (uint32_t)out_c);
+    const mve_pred16_t keep = vctp32q((uint32_t)valid);
+    int32_t m;
+    for (m = out_c; m > 0; --m, ++q, w += k4, ++o) {
+        const int32x4_t acc = edgec_mve_dot4(w, x0, x1, x2, x3, k, vdupq_n_s32(q->bias));
+        vstrbq_scatter_offset_p_s32(o, offs, edgec_mve_requant(acc, edgec_mve_rq_one(q), lo, hi), keep);
+    }
+}
+
+void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                         const edgec_rq *rq, int8_t *scratch, int8_t *output)
+{
+    const int32_t k = p->k_h * p->k_w * p->in_c, n = p->out_h * p->out_w, out_w = p->out_w, out_c = p->out_c;
+    const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
+    int32_t pix, j;
+    for (pix = 0; pix < n; pix += 4) {
+        const int32_t valid = n - pix < 4 ? n - pix : 4;
+        const int8_t *x[4];
+        for (j = 0; j < 4; ++j) { /* a short last block repeats its last pixel */
+            x[j] = j < valid ? edgec_mve_taps(p, input, (pix + j) / out_w, (pix + j) % out_w, scratch + j * k)
+                             : x[valid - 1];
+        }
+        edgec_mve_conv_pixels(x[0], x[1], x[2], x[3], (const int8_t *)(const void *)weights, k, p->k4, rq, out_c,
+                              output + pix * out_c, valid, lo, hi);
+    }
+}
+
+/* ---------------------------------------------------------------- depthwise 3x3 */
+/* acc + x * w lane by lane (Helium's VMLA takes a scalar factor: a multiply and an add) */
+#define EDGEC_MVE_MLA(acc, x, w) vaddq_s32((acc), vmulq_s32((x), (w)))
+/* One output pixel of 4 channels whose 3x3 window is inside the input (x: its top-left tap). */
+#define EDGEC_MVE_DW_TAPS(acc, x, rs, cs)                                                          \
+    do {                                                                                           \
+        (acc) = EDGEC_MVE_MLA((acc), vldrbq_s32(x), w0);                                               \
+        (acc) = EDGEC_MVE_MLA((acc), vldrbq_s32((x) + (cs)), w1);                                      \
+        (acc) = EDGEC_MVE_MLA((acc), vldrbq_s32((x) + 2 * (cs)), w2);                                  \
+        (acc) = EDGEC_MVE_MLA((acc), vldrbq_s32((x) + (rs)), w3);                                      \
+        (acc) = EDGEC_MVE_MLA((acc), vldrbq_s32((x) + (rs) + (cs)), w4);                               \
+        (acc) = EDGEC_MVE_MLA((acc), vldrbq_s32((x) + (rs) + 2 * (cs)), w5);                           \
+        (acc) = EDGEC_MVE_MLA((acc), vldrbq_s32((x) + 2 * (rs)), w6);                                  \
+        (acc) = EDGEC_MVE_MLA((acc), vldrbq_s32((x) + 2 * (rs) + (cs)), w7);                           \
+        (acc) = EDGEC_MVE_MLA((acc), vldrbq_s32((x) + 2 * (rs) + 2 * (cs)), w8);                       \
+    } while (0)
+
+/* Weights [3][3][c] int8 in the sweep orientation of edgec_depthwise_conv2d_3x3_params (rows x cols). */
+void edgec_depthwise_conv2d_3x3_mve_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
+                                       const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
+                                       int8_t *output)
+{
+    const int32_t c = p->c, s = p->stride, rs = p->in_row_step, cs = p->in_col_step, rows = p->rows;
+    const int32_t cols = p->cols, pt = p->pad_top, pl = p->pad_left, n = p->out_cols;
+    const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max), zp = vdupq_n_s32(p->input_zp);
+    const int8_t *wt = (const int8_t *)(const void *)weights;
+    /* output columns [ox0, ox1) have their whole window inside the input's columns */
+    int32_t ox0 = (pl + s - 1) / s, ox1 = cols - 3 + pl < 0 ? 0 : (cols - 3 + pl) / s + 1;
+    int32_t cg, oy, ox, t;
+    (void)scratch;
+    if (ox1 > n) ox1 = n;
+    if (ox0 > ox1) ox0 = ox1;
+    for (cg = 0; cg < c; cg += 4) {
+        const edgec_mve_rq q = edgec_mve_rq_four(rq + cg);
+        const int32x4_t bias = edgec_mve_bias_four(rq + cg);
+        const int32x4_t w0 = vldrbq_s32(wt + cg), w1 = vldrbq_s32(wt + c + cg), w2 = vldrbq_s32(wt + 2 * c + cg);
+        const int32x4_t w3 = vldrbq_s32(wt + 3 * c + cg), w4 = vldrbq_s32(wt + 4 * c + cg);
+        const int32x4_t w5 = vldrbq_s32(wt + 5 * c + cg), w6 = vldrbq_s32(wt + 6 * c + cg);
+        const int32x4_t w7 = vldrbq_s32(wt + 7 * c + cg), w8 = vldrbq_s32(wt + 8 * c + cg);
+        for (oy = 0; oy < p->out_rows; ++oy) {
+            const int32_t r0 = oy * s - pt;
+            int8_t *o = output + oy * p->out_row_step + cg;
+            const int inside = r0 >= 0 && r0 + 3 <= rows;
+            for (ox = 0; ox < n; ++ox, o += p->out_col_step) {
+                int32x4_t acc = bias;
+                if (inside && ox >= ox0 && ox < ox1) {
+                    const int8_t *x = input + r0 * rs + (ox * s - pl) * cs + cg;
+                    EDGEC_MVE_DW_TAPS(acc, x, rs, cs);
+                } else { /* taps outside the input read the zero point */
+                    const int32x4_t wk[9] = {w0, w1, w2, w3, w4, w5, w6, w7, w8};
+                    for (t = 0; t < 9; ++t) {
+                        const int32_t r = r0 + t / 3, col = ox * s - pl + t % 3;
+                        const int in = r >= 0 && r < rows && col >= 0 && col < cols;
+                        acc = EDGEC_MVE_MLA(acc, in ? vldrbq_s32(input + r * rs + col * cs + cg) : zp, wk[t]);
+                    }
+                }
+                vstrbq_s32(o, edgec_mve_requant(acc, q, lo, hi));
+            }
+        }
+    }
+}
+#endif /* EDGEC_MVE */

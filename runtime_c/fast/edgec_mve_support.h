@@ -1,0 +1,91 @@
+/* edgec Helium (MVE) kernels' shared machinery (private to fast/; the kernels are declared in ../edgec_nn.h):
+ * the requantization of four int32 accumulators at once, bit-exact with edgec_rq_value() of
+ * edgec_fast_support.h. EDGEC_MVE is set where the compiler targets Helium's integer instructions
+ * (__ARM_FEATURE_MVE: -mcpu=cortex-m55 with the board's FPU, see boards/qemu-cortex-m55.toml); elsewhere the
+ * _mve kernels are not compiled (edgec/codegen/mve.py lowers onto them only for such boards). */
+#ifndef EDGEC_MVE_SUPPORT_H
+#define EDGEC_MVE_SUPPORT_H
+
+#include "edgec_fast_support.h"
+
+#if defined(__ARM_FEATURE_MVE) && !defined(EDGEC_NO_MVE)
+#define EDGEC_MVE 1
+#include <arm_mve.h>
+
+/* The requantization constants of four lanes (one output channel broadcast, or four channels). */
+typedef struct {
+    int32x4_t mult, khi, neg, nshift; /* nshift = -shift: VSHL by a negative count shifts right */
+} edgec_mve_rq;
+
+EDGEC_INLINE edgec_mve_rq edgec_mve_rq_one(const edgec_rq *q)
+{
+    edgec_mve_rq r;
+    r.mult = vdupq_n_s32(q->mult);
+    r.khi = vdupq_n_s32(q->khi);
+    r.neg = vdupq_n_s32(q->neg);
+    r.nshift = vdupq_n_s32(-q->shift);
+    return r;
+}
+
+/* Four consecutive records q[0..3] (edgec_rq is five int32: gather with a stride of 5 words). */
+EDGEC_INLINE edgec_mve_rq edgec_mve_rq_four(const edgec_rq *q)
+{
+    const uint32x4_t offs = vmulq_n_u32(vidupq_n_u32(0u, 1), 5u);
+    const int32_t *base = (const int32_t *)(const void *)q;
+    edgec_mve_rq r;
+    r.mult = vldrwq_gather_shifted_offset_s32(base + 1, offs);
+    r.khi = vldrwq_gather_shifted_offset_s32(base + 2, offs);
+    r.neg = vldrwq_gather_shifted_offset_s32(base + 3, offs);
+    r.nshift = vnegq_s32(vldrwq_gather_shifted_offset_s32(base + 4, offs));
+    return r;
+}
+
+/* The biases of four consecutive records. */
+EDGEC_INLINE int32x4_t edgec_mve_bias_four(const edgec_rq *q)
+{
+    return vldrwq_gather_shifted_offset_s32((const int32_t *)(const void *)q, vmulq_n_u32(vidupq_n_u32(0u, 1), 5u));
+}
+
+/* Four dot products of k int8 values, lane j: init[j] + sum(s[i] * vj[i]), 16 products per VMLADAVA (the
+ * last, partial block with predicated loads: nothing is read past k). Convolution: s is one output
+ * channel's weights and vj four pixels' taps; fully connected: s is the input and vj four weight rows. */
+EDGEC_INLINE int32x4_t edgec_mve_dot4(const int8_t *s, const int8_t *v0, const int8_t *v1, const int8_t *v2,
+                                      const int8_t *v3, int32_t k, int32x4_t init)
+{
+    int32_t a0 = vgetq_lane_s32(init, 0), a1 = vgetq_lane_s32(init, 1);
+    int32_t a2 = vgetq_lane_s32(init, 2), a3 = vgetq_lane_s32(init, 3);
+    int32x4_t r;
+    for (; k >= 16; k -= 16, s += 16, v0 += 16, v1 += 16, v2 += 16, v3 += 16) {
+        const int8x16_t sv = vldrbq_s8(s);
+        a0 = vmladavaq_s8(a0, vldrbq_s8(v0), sv);
+        a1 = vmladavaq_s8(a1, vldrbq_s8(v1), sv);
+        a2 = vmladavaq_s8(a2, vldrbq_s8(v2), sv);
+        a3 = vmladavaq_s8(a3, vldrbq_s8(v3), sv);
+    }
+    if (k > 0) {
+        const mve_pred16_t p = vctp8q((uint32_t)k);
+        const int8x16_t sv = vldrbq_z_s8(s, p); /* 0 in the lanes past k */
+        a0 = vmladavaq_s8(a0, vldrbq_z_s8(v0, p), sv);
+        a1 = vmladavaq_s8(a1, vldrbq_z_s8(v1, p), sv);
+        a2 = vmladavaq_s8(a2, vldrbq_z_s8(v2, p), sv);
+        a3 = vmladavaq_s8(a3, vldrbq_z_s8(v3, p), sv);
+    }
+    r = vdupq_n_s32(a0);
+    r = vsetq_lane_s32(a1, r, 1);
+    r = vsetq_lane_s32(a2, r, 2);
+    return vsetq_lane_s32(a3, r, 3);
+}
+
+/* (((2*acc*mult + 2^31) >> 32) + khi + (acc < 0 ? neg : 0)) >> shift, clamped to [lo, hi]: VRMULH is
+ * SMMLAR without its addend. */
+EDGEC_INLINE int32x4_t edgec_mve_requant(int32x4_t acc, edgec_mve_rq r, int32x4_t lo, int32x4_t hi)
+{
+    const int32x4_t t = vaddq_s32(acc, acc);
+    int32x4_t v = vaddq_s32(vrmulhq_s32(t, r.mult), r.khi);
+    v = vaddq_s32(v, vandq_s32(vshrq_n_s32(t, 31), r.neg));
+    v = vshlq_s32(v, r.nshift);
+    return vminq_s32(vmaxq_s32(v, lo), hi);
+}
+#endif
+
+#endif /* EDGEC_MVE_SUPPORT_H */
