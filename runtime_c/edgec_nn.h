@@ -168,7 +168,8 @@ void edgec_depthwise_conv2d_3x3_s8(const edgec_depthwise_conv2d_3x3_params *p, c
 /* Helium (MVE, Cortex-M55; fast/edgec_conv_mve.c, compiled for Helium cores only, chosen by
  * edgec/codegen/mve.py for boards whose profile has fpu = "fp+mve"): the same params structs.
  * Convolution: weights [out_c][k4] int8, 4 output pixels by one channel (VMLADAVA); scratch 4*k_h*k_w*in_c
- * bytes. Depthwise 3x3: weights [3][3][c] int8 in the sweep orientation, 4 channels per vector; no scratch. */
+ * bytes. Depthwise 3x3: weights [3][3][c] int8 in the sweep orientation, 4 channels per vector; scratch
+ * 12 * ((out_cols - 1) * stride + 3) bytes. */
 void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                          const edgec_rq *rq, int8_t *scratch, int8_t *output);
 void edgec_depthwise_conv2d_3x3_mve_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,

@@ -7,6 +7,7 @@ another order, the packed weights:
 - convolution: the same [out_c][k4] int8 rows (VMLADAVA takes 16 raw int8 taps of one pixel at a time);
   scratch: 4 pixels' taps, int8, no widening;
 - depthwise 3x3: int8 [3][3][c] in the sweep orientation (4 channels per vector) instead of doubled int16;
+  scratch: a strip of 3 input rows of 4 channels;
 - fully connected: plain rows [out][k4] instead of blocks of 4 interleaved rows.
 """
 from __future__ import annotations
@@ -33,7 +34,8 @@ def lower_mve(op: Op, lowered: dict) -> dict:
     if kernel == "edgec_depthwise_conv2d_3x3_s8":
         c = params["c"]
         w = (arrays["fw"].view("<i2").reshape(c, 3, 3) // 2).astype(np.int8)    # undo the DSP path's doubling
-        return {**lowered, "kernel": "edgec_depthwise_conv2d_3x3_mve_s8", "scratch_bytes": 0,
+        width = (params["out_cols"] - 1) * params["stride"] + 3
+        return {**lowered, "kernel": "edgec_depthwise_conv2d_3x3_mve_s8", "scratch_bytes": 12 * width,
                 "arrays": {"fw": fast.words(np.ascontiguousarray(w.transpose(1, 2, 0))), "rq": arrays["rq"]}}
     if kernel == "edgec_fully_connected_packed_s8":
         n_out, n_in, k4 = params["out_features"], params["in_features"], params["k4"]
