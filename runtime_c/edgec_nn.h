@@ -167,7 +167,9 @@ void edgec_depthwise_conv2d_3x3_s8(const edgec_depthwise_conv2d_3x3_params *p, c
 
 /* Helium (MVE, Cortex-M55; fast/edgec_conv_mve.c, compiled for Helium cores only, chosen by
  * edgec/codegen/mve.py for boards whose profile has fpu = "fp+mve"): the same params structs.
- * Convolution: weights [out_c][k4] int8, 4 output pixels by one channel (VMLADAVA); scratch 4*k_h*k_w*in_c
+ * Convolution: weights [out_c][k4] int8 (k4 = k_h*k_w*in_c rounded up to 16, zero padded), 4 output pixels
+ * by one channel (VMLADAVA), rq regrouped as [out_c / 4][field][4] (edgec/codegen/mve.py rq_vectors); scratch
+ * 64 * ceil(out_c / 4) + 4 * k4
  * bytes. Depthwise 3x3: weights [3][3][c] int8 in the sweep orientation, 4 channels per vector; scratch
  * 12 * ((out_cols - 1) * stride + 3) bytes. */
 void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,

@@ -4,8 +4,10 @@
 It starts from the family's generic lowering (edgec/ops/<family>.py `lower`: folded bias, requantization
 records, the checks that the fast path is exact) and changes the kernel and, where Helium reads them in
 another order, the packed weights:
-- convolution: the same [out_c][k4] int8 rows (VMLADAVA takes 16 raw int8 taps of one pixel at a time);
-  scratch: 4 pixels' taps, int8, no widening;
+- convolution: [out_c][k16] int8 rows, k rounded up to 16 and zero padded (VMLADAVA takes 16 raw int8 taps of
+  one pixel at a time; the k4 field holds k16), the
+  requantization records regrouped 4 channels per vector (`rq_vectors`); scratch: every channel's accumulators
+  of 4 pixels, and their taps (int8, no widening);
 - depthwise 3x3: int8 [3][3][c] in the sweep orientation (4 channels per vector) instead of doubled int16;
   scratch: a strip of 3 input rows of 4 channels;
 - fully connected: plain rows [out][k4] instead of blocks of 4 interleaved rows.
@@ -25,12 +27,26 @@ def has_mve(board) -> bool:
     return board is not None and board.fpu == MVE_FPU
 
 
+def rq_vectors(rq: np.ndarray) -> np.ndarray:
+    """edgec_rq records [n][5] regrouped for 4-lane vector loads: [ceil(n/4)][field][4] (missing channels 0),
+    returned as records [4 * ceil(n/4)][5] (the array type the generated code declares)."""
+    n = len(rq)
+    padded = np.zeros((-(-n // 4) * 4, 5), np.int32)
+    padded[:n] = rq
+    return np.ascontiguousarray(padded.reshape(-1, 4, 5).transpose(0, 2, 1)).reshape(-1, 5)
+
+
 def lower_mve(op: Op, lowered: dict) -> dict:
     """The Helium kernel for an op the generic lowering accepted (the generic one where there is none)."""
     kernel, params, arrays = lowered["kernel"], lowered["params"], lowered["arrays"]
     if kernel == "edgec_conv2d_im2col_s8":
         k = params["k_h"] * params["k_w"] * params["in_c"]
-        return {**lowered, "kernel": "edgec_conv2d_mve_s8", "scratch_bytes": 4 * k}
+        k16 = -(-k // 16) * 16
+        wp = np.zeros((params["out_c"], k16), np.int8)
+        wp[:, :k] = op.arrays["weights"].reshape(params["out_c"], k)
+        return {**lowered, "kernel": "edgec_conv2d_mve_s8", "params": {**params, "k4": k16},
+                "scratch_bytes": 64 * -(-params["out_c"] // 4) + 4 * k16,
+                "arrays": {"fw": fast.words(wp), "rq": rq_vectors(arrays["rq"])}}
     if kernel == "edgec_depthwise_conv2d_3x3_s8":
         c = params["c"]
         w = (arrays["fw"].view("<i2").reshape(c, 3, 3) // 2).astype(np.int8)    # undo the DSP path's doubling

@@ -23,7 +23,7 @@ static void edgec_mve_fill(int8_t *dst, int8_t value, int32_t n)
 
 /* ---------------------------------------------------------------- convolution */
 /* The k_h*k_w*in_c int8 taps of output pixel (oy, ox) in weight order [ky][kx][ic]: the input pixel itself
- * for a 1x1 kernel, else gathered into row with padded taps holding the input zero point (which the folded
+ * for a 1x1 kernel over a multiple of 16 channels, else gathered into row with padded taps holding the input zero point (which the folded
  * bias removes). */
 static const int8_t *edgec_mve_taps(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t oy,
                                     int32_t ox, int8_t *row)
@@ -34,7 +34,7 @@ static const int8_t *edgec_mve_taps(const edgec_conv2d_im2col_params *p, const i
     int32_t kx0 = ix0 < 0 ? -ix0 : 0, kx1 = in_w - ix0 < k_w ? in_w - ix0 : k_w;
     int32_t ky;
     int8_t *r = row;
-    if (p->k_h == 1 && k_w == 1 && iy0 >= 0 && iy0 < p->in_h && ix0 >= 0 && ix0 < in_w) {
+    if (p->k_h == 1 && k_w == 1 && (in_c & 15) == 0 && iy0 >= 0 && iy0 < p->in_h && ix0 >= 0 && ix0 < in_w) {
         return input + (iy0 * in_w + ix0) * in_c;
     }
     if (kx1 < kx0) kx1 = kx0;
@@ -51,36 +51,94 @@ static const int8_t *edgec_mve_taps(const edgec_conv2d_im2col_params *p, const i
     return row;
 }
 
-/* Every output channel of 4 pixels (taps x0..x3; `valid` of them stored, at o, o + out_c, ...). */
-static EDGEC_NOINLINE void edgec_mve_conv_pixels(const int8_t *x0, const int8_t *x1, const int8_t *x2,
-                                                 const int8_t *x3, const int8_t *w, int32_t k, int32_t k4,
-                                                 const edgec_rq *q, int32_t out_c, int8_t *o, int32_t valid,
-                                                 int32x4_t lo, int32x4_t hi)
+/* acc[4 * oc + j]: the dot products of output channel oc's weights with the taps xj of pixel j, oc < out_c, over
+ * k16 taps (k rounded up to 16: the weights are 0 past k, whatever the taps hold there). */
+static EDGEC_NOINLINE void edgec_mve_conv_macs(const int8_t *const *x, const int8_t *w, int32_t k16, int32_t out_c,
+                                               int32_t *acc)
 {
-    const uint32x4_t offs = vmulq_n_u32(vidupq_n_u32(0u, 1), (uint32_t)out_c);
-    const mve_pred16_t keep = vctp32q((uint32_t)valid);
-    int32_t m;
-    for (m = out_c; m > 0; --m, ++q, w += k4, ++o) {
-        const int32x4_t acc = edgec_mve_dot4(w, x0, x1, x2, x3, k, vdupq_n_s32(q->bias));
-        vstrbq_scatter_offset_p_s32(o, offs, edgec_mve_requant(acc, edgec_mve_rq_one(q), lo, hi), keep);
+    {
+        const int32_t more = (k16 >> 4) - 1; /* blocks of 16 taps after the first */
+        int32_t a0, a1, a2, a3;
+        const int8_t *v0, *v1, *v2, *v3;
+        __asm__ volatile("0:\n"
+                         "ldrd %[v0], %[v1], [%[x]]\n" /* (LDM would need the registers in ascending order) */
+                         "ldrd %[v2], %[v3], [%[x], #8]\n"
+                         "vldrb.u8 q0, [%[w]], #16\n"
+                         "vldrb.u8 q1, [%[v0]], #16\n"
+                         "vmladav.s8 %[a0], q1, q0\n"
+                         "vldrb.u8 q2, [%[v1]], #16\n"
+                         "vmladav.s8 %[a1], q2, q0\n"
+                         "vldrb.u8 q3, [%[v2]], #16\n"
+                         "vmladav.s8 %[a2], q3, q0\n"
+                         "vldrb.u8 q1, [%[v3]], #16\n"
+                         "vmladav.s8 %[a3], q1, q0\n"
+                         "ldr lr, %[more]\n"
+                         "wls lr, lr, 2f\n"
+                         "1:\n"
+                         "vldrb.u8 q0, [%[w]], #16\n"
+                         "vldrb.u8 q1, [%[v0]], #16\n"
+                         "vmladava.s8 %[a0], q1, q0\n"
+                         "vldrb.u8 q2, [%[v1]], #16\n"
+                         "vmladava.s8 %[a1], q2, q0\n"
+                         "vldrb.u8 q3, [%[v2]], #16\n"
+                         "vmladava.s8 %[a2], q3, q0\n"
+                         "vldrb.u8 q1, [%[v3]], #16\n"
+                         "vmladava.s8 %[a3], q1, q0\n"
+                         "le lr, 1b\n"
+                         "2:\n"
+                         "strd %[a0], %[a1], [%[acc]], #8\n"
+                         "strd %[a2], %[a3], [%[acc]], #8\n"
+                         "subs %[m], %[m], #1\n"
+                         "bne 0b\n"
+                         : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [v0] "=&r"(v0),
+                           [v1] "=&r"(v1), [v2] "=&r"(v2), [v3] "=&r"(v3), [w] "+&r"(w), [acc] "+&r"(acc),
+                           [m] "+&r"(out_c)
+                         : [x] "r"(x), [more] "m"(more)
+                         : "q0", "q1", "q2", "q3", "lr", "memory", "cc");
     }
 }
 
+/* The requantized outputs of `valid` pixels (o, o + out_c, ...) from acc[4 * oc + pixel]; rq4 holds the
+ * records of 4 channels at a time as vectors: [out_c / 4][bias, mult, khi, neg, shift][4] (edgec/codegen/mve.py). */
+static EDGEC_NOINLINE void edgec_mve_conv_requant(const int32_t *acc, const int32_t *rq4, int32_t out_c, int8_t *o,
+                                                  int32_t valid, int32x4_t lo, int32x4_t hi)
+{
+    int32_t oc;
+    for (oc = 0; oc < out_c; oc += 4, acc += 16, rq4 += 20, o += 4) {
+        const mve_pred16_t keep = vctp32q((uint32_t)(out_c - oc));
+        const int32x4x4_t a = vld4q_s32(acc); /* a.val[j]: pixel j of the 4 channels */
+        const int32x4_t bias = vldrwq_s32(rq4);
+        edgec_mve_rq q;
+        q.mult = vldrwq_s32(rq4 + 4);
+        q.khi = vldrwq_s32(rq4 + 8);
+        q.neg = vldrwq_s32(rq4 + 12);
+        q.nshift = vnegq_s32(vldrwq_s32(rq4 + 16));
+        vstrbq_p_s32(o, edgec_mve_requant(vaddq_s32(a.val[0], bias), q, lo, hi), keep);
+        if (valid > 1) vstrbq_p_s32(o + out_c, edgec_mve_requant(vaddq_s32(a.val[1], bias), q, lo, hi), keep);
+        if (valid > 2) vstrbq_p_s32(o + 2 * out_c, edgec_mve_requant(vaddq_s32(a.val[2], bias), q, lo, hi), keep);
+        if (valid > 3) vstrbq_p_s32(o + 3 * out_c, edgec_mve_requant(vaddq_s32(a.val[3], bias), q, lo, hi), keep);
+    }
+}
+
+/* Weights [out_c][k16] (k16 = p->k4: k_h*k_w*in_c rounded up to 16, zero padded). scratch: the accumulators,
+ * 64 * ceil(out_c / 4) bytes (16-byte aligned), then 4 pixels' taps (4 * k16). */
 void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                          const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
-    const int32_t k = p->k_h * p->k_w * p->in_c, n = p->out_h * p->out_w, out_w = p->out_w, out_c = p->out_c;
+    const int32_t n = p->out_h * p->out_w, out_w = p->out_w, out_c = p->out_c;
     const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
+    int32_t *acc = (int32_t *)(void *)scratch;
+    int8_t *rows = scratch + 64 * ((out_c + 3) / 4);
     int32_t pix, j;
     for (pix = 0; pix < n; pix += 4) {
         const int32_t valid = n - pix < 4 ? n - pix : 4;
         const int8_t *x[4];
         for (j = 0; j < 4; ++j) { /* a short last block repeats its last pixel */
-            x[j] = j < valid ? edgec_mve_taps(p, input, (pix + j) / out_w, (pix + j) % out_w, scratch + j * k)
+            x[j] = j < valid ? edgec_mve_taps(p, input, (pix + j) / out_w, (pix + j) % out_w, rows + j * p->k4)
                              : x[valid - 1];
         }
-        edgec_mve_conv_pixels(x[0], x[1], x[2], x[3], (const int8_t *)(const void *)weights, k, p->k4, rq, out_c,
-                              output + pix * out_c, valid, lo, hi);
+        edgec_mve_conv_macs(x, (const int8_t *)(const void *)weights, p->k4, out_c, acc);
+        edgec_mve_conv_requant(acc, (const int32_t *)(const void *)rq, out_c, output + pix * out_c, valid, lo, hi);
     }
 }
 

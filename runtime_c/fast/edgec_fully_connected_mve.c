@@ -16,14 +16,13 @@ void edgec_fully_connected_mve_s8(const edgec_fully_connected_packed_params *p, 
         const int32_t valid = n_out - r < 4 ? n_out - r : 4; /* a short last block reads its first row again */
         const int8_t *w1 = w + (valid > 1 ? k4 : 0), *w2 = w + (valid > 2 ? 2 * k4 : 0);
         const int8_t *w3 = w + (valid > 3 ? 3 * k4 : 0);
-        int32x4_t acc;
+        int32_t a[4];
+        edgec_mve_dot4(input, w, w1, w2, w3, n_in, a);
         if (valid == 4) {
-            acc = edgec_mve_dot4(input, w, w1, w2, w3, n_in, edgec_mve_bias_four(rq + r));
+            const int32x4_t acc = vaddq_s32(vld1q_s32(a), edgec_mve_bias_four(rq + r));
             vstrbq_s32(output + r, edgec_mve_requant(acc, edgec_mve_rq_four(rq + r), lo, hi));
         } else { /* the last rows, one requantization record each */
-            int32_t a[4], j;
-            acc = edgec_mve_dot4(input, w, w1, w2, w3, n_in, vdupq_n_s32(0));
-            vst1q_s32(a, acc);
+            int32_t j;
             for (j = 0; j < valid; ++j) {
                 const edgec_rq *q = rq + r + j;
                 output[r + j] = edgec_out(a[j] + q->bias, q, p->act_min == -128 && p->act_max == 127,

@@ -48,15 +48,13 @@ EDGEC_INLINE int32x4_t edgec_mve_bias_four(const edgec_rq *q)
     return vldrwq_gather_shifted_offset_s32((const int32_t *)(const void *)q, vmulq_n_u32(vidupq_n_u32(0u, 1), 5u));
 }
 
-/* Four dot products of k int8 values, lane j: init[j] + sum(s[i] * vj[i]), 16 products per VMLADAVA (the
- * last, partial block with predicated loads: nothing is read past k). Convolution: s is one output
- * channel's weights and vj four pixels' taps; fully connected: s is the input and vj four weight rows. */
-EDGEC_INLINE int32x4_t edgec_mve_dot4(const int8_t *s, const int8_t *v0, const int8_t *v1, const int8_t *v2,
-                                      const int8_t *v3, int32_t k, int32x4_t init)
+/* Four dot products of k int8 values, out[j] = sum(s[i] * vj[i]), 16 products per VMLADAVA (the last, partial
+ * block with predicated loads: nothing is read past k). Convolution: s is one output channel's weights and
+ * vj four pixels' taps; fully connected: s is the input and vj four weight rows. */
+EDGEC_INLINE void edgec_mve_dot4(const int8_t *s, const int8_t *v0, const int8_t *v1, const int8_t *v2,
+                                 const int8_t *v3, int32_t k, int32_t *out)
 {
-    int32_t a0 = vgetq_lane_s32(init, 0), a1 = vgetq_lane_s32(init, 1);
-    int32_t a2 = vgetq_lane_s32(init, 2), a3 = vgetq_lane_s32(init, 3);
-    int32x4_t r;
+    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
     if (k >= 16) { /* the whole blocks: 10 instructions per 64 products (gcc 12 neither post-increments nor
                     * keeps the four pointers apart in registers by itself) */
         __asm__("dls lr, %[n]\n"
@@ -85,19 +83,18 @@ EDGEC_INLINE int32x4_t edgec_mve_dot4(const int8_t *s, const int8_t *v0, const i
         a2 = vmladavaq_s8(a2, vldrbq_z_s8(v2, p), sv);
         a3 = vmladavaq_s8(a3, vldrbq_z_s8(v3, p), sv);
     }
-    r = vdupq_n_s32(a0);
-    r = vsetq_lane_s32(a1, r, 1);
-    r = vsetq_lane_s32(a2, r, 2);
-    return vsetq_lane_s32(a3, r, 3);
+    out[0] = a0;
+    out[1] = a1;
+    out[2] = a2;
+    out[3] = a3;
 }
 
-/* (((2*acc*mult + 2^31) >> 32) + khi + (acc < 0 ? neg : 0)) >> shift, clamped to [lo, hi]: VRMULH is
- * SMMLAR without its addend. */
+/* (((2*acc*mult + 2^31) >> 32) + khi + (acc < 0 ? neg : 0)) >> shift, clamped to [lo, hi]: VQRDMULH is
+ * SMMLAR without its addend (it saturates only for acc = mult = INT32_MIN, which |acc| < 2^30 rules out). */
 EDGEC_INLINE int32x4_t edgec_mve_requant(int32x4_t acc, edgec_mve_rq r, int32x4_t lo, int32x4_t hi)
 {
-    const int32x4_t t = vaddq_s32(acc, acc);
-    int32x4_t v = vaddq_s32(vrmulhq_s32(t, r.mult), r.khi);
-    v = vaddq_s32(v, vandq_s32(vshrq_n_s32(t, 31), r.neg));
+    int32x4_t v = vaddq_s32(vqrdmulhq_s32(acc, r.mult), r.khi);
+    v = vaddq_s32(v, vandq_s32(vshrq_n_s32(acc, 31), r.neg));
     v = vshlq_s32(v, r.nshift);
     return vminq_s32(vmaxq_s32(v, lo), hi);
 }
