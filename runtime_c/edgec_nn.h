@@ -170,8 +170,8 @@ void edgec_depthwise_conv2d_3x3_s8(const edgec_depthwise_conv2d_3x3_params *p, c
  * Convolution: weights [out_c][k4] int8 (k4 = k_h*k_w*in_c rounded up to 16, zero padded), 4 output pixels
  * by one channel (VMLADAVA), rq regrouped as [out_c / 4][field][4] (edgec/codegen/mve.py rq_vectors); scratch
  * 64 * ceil(out_c / 4) + 4 * k4
- * bytes. Depthwise 3x3: weights [3][3][c] int8 in the sweep orientation, 4 channels per vector; scratch
- * 12 * ((out_cols - 1) * stride + 3) bytes. */
+ * bytes. Depthwise 3x3: weights [3][3][c] int8 in the sweep orientation, one channel and 4 output pixels per
+ * vector; scratch 3 * ((out_cols - 1) * stride + 3 + 16) bytes. */
 void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                          const edgec_rq *rq, int8_t *scratch, int8_t *output);
 void edgec_depthwise_conv2d_3x3_mve_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
