@@ -1,0 +1,66 @@
+"""The Helium (MVE) kernels (runtime_c/fast/edgec_*_mve.c, lowered by edgec/codegen/mve.py) bit for bit with the
+NumPy reference on the emulated Cortex-M55 (QEMU mps3-an547): one firmware of random layers covering their
+paths (a 3-channel first convolution whose taps are not a multiple of 16, 1x1 convolutions reading the input
+pixel directly and through the tap copy, depthwise 3x3 at stride 1 and 2 with padding on every side, a
+clamped activation range, a short last block of pixels and of rows), benchmarked on random inputs.
+The four MLPerf Tiny models on the same board: benchmarks/latency.py --boards qemu-cortex-m55."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from conftest import make_model, save
+from edgec import api
+from edgec.codegen import mve
+from edgec.targets.boards import load_board
+
+
+def random_layers():
+    rng = np.random.default_rng(15)
+    w = {"w1": rng.normal(0, .3, (16, 3, 3, 3)), "w2": rng.normal(0, .4, (16, 1, 3, 3)),
+         "w3": rng.normal(0, .3, (32, 16, 1, 1)), "w4": rng.normal(0, .4, (32, 1, 3, 3)),
+         "w5": rng.normal(0, .3, (12, 32, 1, 1)), "wf": rng.normal(0, .2, (12 * 4 * 2, 7))}
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),                 # 27 taps
+             helper.make_node("Relu", ["a"], ["b"]),                                          # clamped range
+             helper.make_node("Conv", ["b", "w2"], ["c"], group=16, pads=[1, 1, 1, 1]),      # depthwise, stride 1
+             helper.make_node("Conv", ["c", "w3"], ["d"]),                                    # 1x1 on 16 channels
+             helper.make_node("Conv", ["d", "w4"], ["e"], group=32, strides=[2, 2], pads=[1, 0, 1, 1]),
+             helper.make_node("Conv", ["e", "w5"], ["f"]),                                    # 1x1 on 32 channels
+             helper.make_node("Flatten", ["f"], ["g"]),
+             helper.make_node("MatMul", ["g", "wf"], ["y"])]                                  # 7 rows
+    inits = {k: v.astype(np.float32) for k, v in w.items()}
+    return make_model(nodes, ("x", [1, 3, 7, 5]), ("y", [1, 7]), inits)
+
+
+@pytest.fixture(scope="module")
+def m55_build(tmp_path_factory):
+    d = tmp_path_factory.mktemp("mve")
+    model = save(random_layers(), d)
+    rng = np.random.default_rng(1)
+    np.savez(d / "calib.npz", x=rng.normal(0, 1, (32, 3, 7, 5)).astype(np.float32))
+    np.savez(d / "test.npz", x=rng.normal(0, 1.2, (12, 3, 7, 5)).astype(np.float32))
+    api.build(model, d / "calib.npz", "qemu-cortex-m55", d / "build")
+    return d
+
+
+def test_mve_kernels_bit_exact_on_emulated_m55(m55_build):
+    code = (m55_build / "build" / "model" / f"{m55_build.name}.c").read_text()   # the model: named after its folder
+    for kernel in ("edgec_conv2d_mve_s8(", "edgec_depthwise_conv2d_3x3_mve_s8(", "edgec_fully_connected_mve_s8("):
+        assert kernel in code
+    r = api.bench(m55_build / "build", m55_build / "test.npz")
+    assert r["samples"] == 12 and r["agreement"]["device_vs_reference"] == 1.0
+    assert r["latency"]["cycles_estimate"]["median"] > r["latency"]["median"] * 0.9
+
+
+def test_only_helium_boards_lower_onto_mve():
+    assert mve.has_mve(load_board("qemu-cortex-m55"))
+    assert not any(mve.has_mve(load_board(b)) for b in ("qemu-cortex-m4", "qemu-cortex-m7", "host"))
+
+
+def test_rq_vectors_group_four_channels_per_field():
+    rq = np.arange(6 * 5, dtype=np.int32).reshape(6, 5)           # records of 6 channels
+    v = mve.rq_vectors(rq).reshape(-1)
+    assert v.size == 2 * 20
+    assert list(v[:4]) == list(rq[:4, 0]) and list(v[4:8]) == list(rq[:4, 1])    # biases, then multipliers
+    assert list(v[20:22]) == list(rq[4:, 0]) and list(v[22:24]) == [0, 0]         # the missing channels: 0
