@@ -232,6 +232,9 @@ void edgec_avg_pool_s8(const edgec_pool_params *p, const int8_t *input, int8_t *
 /* fast: average over all pixels of [pixels][c] (global average pooling), TFLite rounding. */
 void edgec_avg_pool_global_s8(int32_t pixels, int32_t c, int32_t act_min, int32_t act_max,
                               const int8_t *input, int8_t *output);
+/* Helium (MVE; fast/edgec_pool_mve.c): the same, 4 channels per vector. */
+void edgec_avg_pool_global_mve_s8(int32_t pixels, int32_t c, int32_t act_min, int32_t act_max,
+                                  const int8_t *input, int8_t *output);
 
 /* ================================================================ elementwise
  * edgec_elementwise.c; fast variant in fast/edgec_elementwise_fast.c */

@@ -10,7 +10,8 @@ another order, the packed weights:
   of 4 pixels, and their taps (int8, no widening);
 - depthwise 3x3: int8 [3][3][c] in the sweep orientation instead of doubled int16 (one channel at a time, 4
   output pixels per vector); scratch: a strip of 3 input rows of one channel;
-- fully connected: plain rows [out][k4] instead of blocks of 4 interleaved rows.
+- fully connected: plain rows [out][k4] instead of blocks of 4 interleaved rows;
+- global average pooling: 4 channels per vector, nothing packed.
 """
 from __future__ import annotations
 
@@ -59,4 +60,6 @@ def lower_mve(op: Op, lowered: dict) -> dict:
         wp[:, :n_in] = op.arrays["weights"].reshape(n_out, n_in)
         return {**lowered, "kernel": "edgec_fully_connected_mve_s8", "scratch_bytes": 0,
                 "arrays": {"fw": fast.words(wp), "rq": arrays["rq"]}}
+    if kernel == "edgec_avg_pool_global_s8":
+        return {**lowered, "kernel": "edgec_avg_pool_global_mve_s8"}
     return lowered

@@ -2,7 +2,8 @@
 NumPy reference on the emulated Cortex-M55 (QEMU mps3-an547): one firmware of random layers covering their
 paths (a 3-channel first convolution whose taps are not a multiple of 16, 1x1 convolutions reading the input
 pixel directly and through the tap copy, depthwise 3x3 at stride 1 and 2 with padding on every side, a
-clamped activation range, a short last block of pixels and of rows), benchmarked on random inputs.
+clamped activation range, a short last block of pixels and of rows, fully connected layers of 96 and 12 inputs,
+global average pooling), benchmarked on random inputs.
 The four MLPerf Tiny models on the same board: benchmarks/latency.py --boards qemu-cortex-m55."""
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ def random_layers():
     rng = np.random.default_rng(15)
     w = {"w1": rng.normal(0, .3, (16, 3, 3, 3)), "w2": rng.normal(0, .4, (16, 1, 3, 3)),
          "w3": rng.normal(0, .3, (32, 16, 1, 1)), "w4": rng.normal(0, .4, (32, 1, 3, 3)),
-         "w5": rng.normal(0, .3, (12, 32, 1, 1)), "wf": rng.normal(0, .2, (12 * 4 * 2, 7))}
+         "w5": rng.normal(0, .3, (12, 32, 1, 1)), "wf": rng.normal(0, .2, (12 * 4 * 2, 7)),
+         "wg": rng.normal(0, .5, (12, 7))}
     nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),                 # 27 taps
              helper.make_node("Relu", ["a"], ["b"]),                                          # clamped range
              helper.make_node("Conv", ["b", "w2"], ["c"], group=16, pads=[1, 1, 1, 1]),      # depthwise, stride 1
@@ -28,7 +30,11 @@ def random_layers():
              helper.make_node("Conv", ["d", "w4"], ["e"], group=32, strides=[2, 2], pads=[1, 0, 1, 1]),
              helper.make_node("Conv", ["e", "w5"], ["f"]),                                    # 1x1 on 32 channels
              helper.make_node("Flatten", ["f"], ["g"]),
-             helper.make_node("MatMul", ["g", "wf"], ["y"])]                                  # 7 rows
+             helper.make_node("MatMul", ["g", "wf"], ["h"]),                                  # 7 rows
+             helper.make_node("GlobalAveragePool", ["f"], ["i"]),
+             helper.make_node("Flatten", ["i"], ["j"]),
+             helper.make_node("MatMul", ["j", "wg"], ["k"]),                                  # 12 inputs
+             helper.make_node("Add", ["h", "k"], ["y"])]
     inits = {k: v.astype(np.float32) for k, v in w.items()}
     return make_model(nodes, ("x", [1, 3, 7, 5]), ("y", [1, 7]), inits)
 
@@ -46,7 +52,8 @@ def m55_build(tmp_path_factory):
 
 def test_mve_kernels_bit_exact_on_emulated_m55(m55_build):
     code = (m55_build / "build" / "model" / f"{m55_build.name}.c").read_text()   # the model: named after its folder
-    for kernel in ("edgec_conv2d_mve_s8(", "edgec_depthwise_conv2d_3x3_mve_s8(", "edgec_fully_connected_mve_s8("):
+    for kernel in ("edgec_conv2d_mve_s8(", "edgec_depthwise_conv2d_3x3_mve_s8(", "edgec_fully_connected_mve_s8(",
+                   "edgec_avg_pool_global_mve_s8("):
         assert kernel in code
     r = api.bench(m55_build / "build", m55_build / "test.npz")
     assert r["samples"] == 12 and r["agreement"]["device_vs_reference"] == 1.0
