@@ -3,6 +3,8 @@
  * widening), and depthwise 3x3 with 4 channels per vector. Compiled only for Helium cores (EDGEC_MVE). */
 #include "edgec_mve_support.h"
 
+#include <string.h>
+
 
 #ifdef EDGEC_MVE
 /* ---------------------------------------------------------------- copies, 16 bytes per vector */
@@ -142,6 +144,9 @@ void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *inpu
 }
 
 /* ---------------------------------------------------------------- depthwise 3x3 */
+/* Rows of at least this many outputs go one channel at a time (4 outputs per vector), shorter ones 4 channels
+ * at a time (the per-channel set-up would dominate). */
+#define EDGEC_MVE_DW_PLANE_COLS 16
 /* One channel at a time, 4 output pixels per vector: each tap is one widening load of 4 neighbouring input
  * values and one VMLA by the tap's weight (a scalar), over a rolling strip of 3 input rows of that channel
  * (int8, the zero point in the padding). */
@@ -249,12 +254,10 @@ static EDGEC_NOINLINE void edgec_mve_dw_plane_outputs(const int8_t *r0, const in
     }
 }
 
-/* Weights [3][3][c] int8 in the sweep orientation of edgec_depthwise_conv2d_3x3_params (rows x cols). scratch:
- * 3 strip rows of width = (out_cols - 1) * stride + 3 bytes, plus 16 (the last block of 4 outputs reads up to
- * 6 columns past them), 12 * width bytes in all. */
-void edgec_depthwise_conv2d_3x3_mve_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
-                                       const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
-                                       int8_t *output)
+/* Long rows: one channel at a time (above). scratch: 3 strip rows of width = (out_cols - 1) * stride + 3
+ * bytes, plus 16 each (the last block of 4 outputs reads up to 6 columns past them). */
+static void edgec_mve_dw_planes(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
+                                const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
     const int32_t c = p->c, s = p->stride, rows = p->rows, cols = p->cols, n = p->out_cols, pl = p->pad_left;
     const int32_t width = (n - 1) * s + 3, pitch = width + 16;
@@ -285,6 +288,95 @@ void edgec_depthwise_conv2d_3x3_mve_s8(const edgec_depthwise_conv2d_3x3_params *
                                        scratch + (((r0 + 2) % 3 + 3) % 3) * pitch, n, s, &k,
                                        output + oy * p->out_row_step + ch, p->out_col_step);
         }
+    }
+}
+/* acc + x * w lane by lane (Helium's VMLA takes a scalar factor: a multiply and an add) */
+#define EDGEC_MVE_MLA(acc, x, w) vaddq_s32((acc), vmulq_s32((x), (w)))
+
+/* Strip columns [x0, x1) of input row src (4 channels) into a strip row; the others keep the zero point. */
+static void edgec_mve_dw_row(const int8_t *src, int32_t col_step, int32_t x0, int32_t x1, edgec_w32 *dst)
+{
+    int32_t j;
+    for (j = x0; j < x1; ++j, src += col_step) {
+        uint32_t v;
+        memcpy(&v, src, 4); /* one LDR (unaligned words are allowed) */
+        dst[j] = v;
+    }
+}
+
+/* One output row of 4 channels from three strip rows (4 int8 per column), n outputs `s` columns apart. */
+static EDGEC_NOINLINE void edgec_mve_dw_outputs(const int8_t *r0, const int8_t *r1, const int8_t *r2, int32_t n,
+                                                int32_t s, const int8_t *wt, int32_t c, const edgec_rq *rq,
+                                                int8_t *o, int32_t out_step, int32_t lo, int32_t hi)
+{
+    const int32x4_t w0 = vldrbq_s32(wt), w1 = vldrbq_s32(wt + c), w2 = vldrbq_s32(wt + 2 * c);
+    const int32x4_t w3 = vldrbq_s32(wt + 3 * c), w4 = vldrbq_s32(wt + 4 * c), w5 = vldrbq_s32(wt + 5 * c);
+    const int32x4_t w6 = vldrbq_s32(wt + 6 * c), w7 = vldrbq_s32(wt + 7 * c), w8 = vldrbq_s32(wt + 8 * c);
+    const edgec_mve_rq q = edgec_mve_rq_four(rq);
+    const int32x4_t bias = edgec_mve_bias_four(rq), vlo = vdupq_n_s32(lo), vhi = vdupq_n_s32(hi);
+    const int32_t step = 4 * s;
+    for (; n > 0; --n, r0 += step, r1 += step, r2 += step, o += out_step) {
+        int32x4_t acc = EDGEC_MVE_MLA(bias, vldrbq_s32(r0), w0);
+        acc = EDGEC_MVE_MLA(acc, vldrbq_s32(r0 + 4), w1);
+        acc = EDGEC_MVE_MLA(acc, vldrbq_s32(r0 + 8), w2);
+        acc = EDGEC_MVE_MLA(acc, vldrbq_s32(r1), w3);
+        acc = EDGEC_MVE_MLA(acc, vldrbq_s32(r1 + 4), w4);
+        acc = EDGEC_MVE_MLA(acc, vldrbq_s32(r1 + 8), w5);
+        acc = EDGEC_MVE_MLA(acc, vldrbq_s32(r2), w6);
+        acc = EDGEC_MVE_MLA(acc, vldrbq_s32(r2 + 4), w7);
+        acc = EDGEC_MVE_MLA(acc, vldrbq_s32(r2 + 8), w8);
+        vstrbq_s32(o, edgec_mve_requant(acc, q, vlo, vhi));
+    }
+}
+
+/* Short rows (few output columns, many channels): 4 channels per vector (each tap a widening load, a multiply
+ * and an add), for each group of 4 channels over a rolling strip of three input rows (4 int8 per column, the
+ * zero point in the padding): 3 * 4 * ((out_cols - 1) * stride + 3) bytes of scratch. */
+static void edgec_mve_dw_channel_groups(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
+                                        const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
+                                        int8_t *output)
+{
+    const int32_t c = p->c, s = p->stride, rows = p->rows, cols = p->cols, n = p->out_cols, pl = p->pad_left;
+    const int32_t width = (n - 1) * s + 3;
+    /* strip columns [0, width) are input columns [-pl, width - pl); those in [x0, x1) are inside */
+    const int32_t x0 = pl < width ? pl : width;
+    const int32_t x1 = cols + pl < width ? (cols + pl < x0 ? x0 : cols + pl) : width;
+    const uint32_t zp4 = (uint32_t)(uint8_t)(int8_t)p->input_zp * 0x01010101u;
+    edgec_w32 *strip = (edgec_w32 *)(void *)scratch;
+    int32_t cg, oy, r, j;
+    for (cg = 0; cg < c; cg += 4) {
+        int32_t next = -p->pad_top; /* the next input row the strip does not hold yet */
+        for (j = 0; j < 3 * width; ++j) strip[j] = zp4;
+        for (oy = 0; oy < p->out_rows; ++oy) {
+            const int32_t r0 = oy * s - p->pad_top;
+            for (r = next > r0 ? next : r0; r < r0 + 3; ++r) {
+                edgec_w32 *row = strip + ((r % 3 + 3) % 3) * width;
+                if (r >= 0 && r < rows) {
+                    edgec_mve_dw_row(input + r * p->in_row_step + (x0 - pl) * p->in_col_step + cg, p->in_col_step,
+                                     x0, x1, row);
+                } else {
+                    for (j = x0; j < x1; ++j) row[j] = zp4;
+                }
+            }
+            next = r0 + 3;
+            edgec_mve_dw_outputs((const int8_t *)(strip + ((r0 % 3 + 3) % 3) * width),
+                                 (const int8_t *)(strip + (((r0 + 1) % 3 + 3) % 3) * width),
+                                 (const int8_t *)(strip + (((r0 + 2) % 3 + 3) % 3) * width), n, s,
+                                 (const int8_t *)(const void *)weights + cg, c, rq + cg,
+                                 output + oy * p->out_row_step + cg, p->out_col_step, p->act_min, p->act_max);
+        }
+    }
+}
+/* Weights [3][3][c] int8 in the sweep orientation of edgec_depthwise_conv2d_3x3_params (rows x cols); scratch:
+ * the larger of the two strips above. */
+void edgec_depthwise_conv2d_3x3_mve_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
+                                       const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
+                                       int8_t *output)
+{
+    if (p->out_cols < EDGEC_MVE_DW_PLANE_COLS) {
+        edgec_mve_dw_channel_groups(p, input, weights, rq, scratch, output);
+    } else {
+        edgec_mve_dw_planes(p, input, weights, rq, scratch, output);
     }
 }
 #endif /* EDGEC_MVE */
