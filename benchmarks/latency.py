@@ -9,8 +9,9 @@ For every model and board: build (calibrated on the golden inputs' x_fp32, NHWC 
 bench on the device (bit-exactness against the NumPy reference), and print MACs, emulated instructions
 per inference (QEMU -icount: exact; host: ns), instructions per MAC, the ratio to the TFLM reference
 numbers of issue 6 (qemu-cortex-m4: TFLM + CMSIS-NN; the Cortex-M3 boards, portable C path: TFLM reference
-kernels; issue 15: qemu-cortex-m55, Helium kernels: TFLM + CMSIS-NN's MVE kernels; qemu-cortex-m3-large is an M3 with 4 MB of code memory, for the models a 256 KB part cannot hold), the
-cycle estimate of the QEMU plugin on the Arm emulated boards (edgec/bench/cycles.py) and the code
+kernels; qemu-cortex-m3-large is an M3 with 4 MB of code memory, for the models a 256 KB part cannot hold)
+and issue 15 (qemu-cortex-m55, Helium kernels: TFLM + CMSIS-NN's MVE kernels), the cycle estimate of the
+QEMU plugin on the Arm emulated boards (edgec/bench/cycles.py) and the code
 bytes of the firmware (all functions, from `nm`, excluding weights and other constants). With --layers,
 the per-layer breakdown on qemu-cortex-m4 from `edgec bench --profile` (the bench firmware's PROFILE command).
 """

@@ -24,7 +24,7 @@ static void edgec_mve_fill(int8_t *dst, int8_t value, int32_t n)
 
 /* ---------------------------------------------------------------- convolution */
 /* The k_h*k_w*in_c int8 taps of output pixel (oy, ox) in weight order [ky][kx][ic]: the input pixel itself
- * for a 1x1 kernel over a multiple of 16 channels, else gathered into row with padded taps holding the input zero point (which the folded
+ * for a 1x1 kernel (unless the k4 bytes read from there would pass the input's end), else gathered into row with padded taps holding the input zero point (which the folded
  * bias removes). */
 static const int8_t *edgec_mve_taps(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t oy,
                                     int32_t ox, int8_t *row)
@@ -35,8 +35,15 @@ static const int8_t *edgec_mve_taps(const edgec_conv2d_im2col_params *p, const i
     int32_t kx0 = ix0 < 0 ? -ix0 : 0, kx1 = in_w - ix0 < k_w ? in_w - ix0 : k_w;
     int32_t ky;
     int8_t *r = row;
-    if (p->k_h == 1 && k_w == 1 && (in_c & 15) == 0 && iy0 >= 0 && iy0 < p->in_h && ix0 >= 0 && ix0 < in_w) {
-        return input + (iy0 * in_w + ix0) * in_c;
+    if (p->k_h == 1 && k_w == 1 && iy0 >= 0 && iy0 < p->in_h && ix0 >= 0 && ix0 < in_w &&
+        (iy0 * in_w + ix0) * in_c + p->k4 <= p->in_h * in_w * in_c) {
+        return input + (iy0 * in_w + ix0) * in_c; /* past in_c: the next pixel's values, times zero weights */
+    }
+    if (span <= 16 && kx0 == 0 && kx1 == k_w && iy0 >= 0 && iy0 + p->k_h <= p->in_h) { /* inside, short rows */
+        const mve_pred16_t keep = vctp8q((uint32_t)span);
+        const int8_t *src = input + (iy0 * in_w + ix0) * in_c;
+        for (ky = 0; ky < p->k_h; ++ky, r += span, src += in_w * in_c) vstrbq_p_s8(r, vldrbq_z_s8(src, keep), keep);
+        return row;
     }
     if (kx1 < kx0) kx1 = kx0;
     for (ky = 0; ky < p->k_h; ++ky, r += span) {
