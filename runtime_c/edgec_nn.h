@@ -272,6 +272,9 @@ typedef struct {
 
 void edgec_add_lut_s8(const edgec_add_lut_params *p, const int32_t *lut1, const int32_t *lut2,
                       const edgec_rq *rq, const int8_t *input1, const int8_t *input2, int8_t *output);
+/* Helium (MVE; fast/edgec_elementwise_mve.c): the same, 4 values per vector (table gathers). */
+void edgec_add_lut_mve_s8(const edgec_add_lut_params *p, const int32_t *lut1, const int32_t *lut2,
+                          const edgec_rq *rq, const int8_t *input1, const int8_t *input2, int8_t *output);
 
 /* ================================================================ softmax
  * edgec_softmax.c */

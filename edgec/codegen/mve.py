@@ -12,7 +12,8 @@ another order, the packed weights:
   a time, 4 output pixels per vector; short rows: 4 channels per vector); scratch: a strip of 3 input rows
   of one channel or of 4;
 - fully connected: plain rows [out][k4] instead of blocks of 4 interleaved rows;
-- global average pooling: 4 channels per vector, nothing packed.
+- add (the two inputs' 256-entry tables gathered 4 values at a time) and global average pooling (4 channels
+  per vector): nothing re-packed.
 """
 from __future__ import annotations
 
@@ -61,6 +62,8 @@ def lower_mve(op: Op, lowered: dict) -> dict:
         wp[:, :n_in] = op.arrays["weights"].reshape(n_out, n_in)
         return {**lowered, "kernel": "edgec_fully_connected_mve_s8", "scratch_bytes": 0,
                 "arrays": {"fw": fast.words(wp), "rq": arrays["rq"]}}
+    if kernel == "edgec_add_lut_s8":
+        return {**lowered, "kernel": "edgec_add_lut_mve_s8"}
     if kernel == "edgec_avg_pool_global_s8":
         return {**lowered, "kernel": "edgec_avg_pool_global_mve_s8"}
     return lowered

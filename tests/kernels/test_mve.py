@@ -5,7 +5,7 @@ pixel directly (on 16 and on 24 channels, reading into the next pixel) and throu
 pixels of 24 channels), depthwise 3x3 at stride 1 and 2 with padding on every side, on long
 rows (one channel at a time) and short ones (4 channels at a time), a
 clamped activation range, a short last block of pixels and of rows, fully connected layers of 96 and 12 inputs,
-global average pooling), benchmarked on random inputs.
+global average pooling, an add of 7 values), benchmarked on random inputs.
 The four MLPerf Tiny models on the same board: benchmarks/latency.py --boards qemu-cortex-m55."""
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def m55_build(tmp_path_factory):
 def test_mve_kernels_bit_exact_on_emulated_m55(m55_build):
     code = (m55_build / "build" / "model" / f"{m55_build.name}.c").read_text()   # the model: named after its folder
     for kernel in ("edgec_conv2d_mve_s8(", "edgec_depthwise_conv2d_3x3_mve_s8(", "edgec_fully_connected_mve_s8(",
-                   "edgec_avg_pool_global_mve_s8("):
+                   "edgec_avg_pool_global_mve_s8(", "edgec_add_lut_mve_s8("):
         assert kernel in code
     r = api.bench(m55_build / "build", m55_build / "test.npz")
     assert r["samples"] == 12 and r["agreement"]["device_vs_reference"] == 1.0
