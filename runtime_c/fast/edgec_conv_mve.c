@@ -39,10 +39,24 @@ static const int8_t *edgec_mve_taps(const edgec_conv2d_im2col_params *p, const i
         (iy0 * in_w + ix0) * in_c + p->k4 <= p->in_h * in_w * in_c) {
         return input + (iy0 * in_w + ix0) * in_c; /* past in_c: the next pixel's values, times zero weights */
     }
-    if (span <= 16 && kx0 == 0 && kx1 == k_w && iy0 >= 0 && iy0 + p->k_h <= p->in_h) { /* inside, short rows */
-        const mve_pred16_t keep = vctp8q((uint32_t)span);
+    if (kx0 == 0 && kx1 == k_w && iy0 >= 0 && iy0 + p->k_h <= p->in_h) { /* inside: a copy per kernel row */
         const int8_t *src = input + (iy0 * in_w + ix0) * in_c;
-        for (ky = 0; ky < p->k_h; ++ky, r += span, src += in_w * in_c) vstrbq_p_s8(r, vldrbq_z_s8(src, keep), keep);
+        if (span <= 16) {
+            const mve_pred16_t keep = vctp8q((uint32_t)span);
+            for (ky = 0; ky < p->k_h; ++ky, r += span, src += in_w * in_c) {
+                vstrbq_p_s8(r, vldrbq_z_s8(src, keep), keep);
+            }
+        } else {
+            for (ky = 0; ky < p->k_h; ++ky, src += in_w * in_c) {
+                const int8_t *s = src;
+                int32_t n;
+                for (n = span; n > 0; n -= 16, r += 16, s += 16) {
+                    const mve_pred16_t keep = vctp8q((uint32_t)n);
+                    vstrbq_p_s8(r, vldrbq_z_s8(s, keep), keep);
+                }
+                r += n; /* n <= 0: back to the end of this row's span */
+            }
+        }
         return row;
     }
     if (kx1 < kx0) kx1 = kx0;

@@ -1,8 +1,8 @@
 """The Helium (MVE) kernels (runtime_c/fast/edgec_*_mve.c, lowered by edgec/codegen/mve.py) bit for bit with the
 NumPy reference on the emulated Cortex-M55 (QEMU mps3-an547): one firmware of random layers covering their
-paths (a 3-channel first convolution whose taps are not a multiple of 16, 1x1 convolutions reading the input
-pixel directly (on 16 and on 24 channels, reading into the next pixel) and through the tap copy (the last
-pixels of 24 channels), depthwise 3x3 at stride 1 and 2 with padding on every side, on long
+paths (a 3-channel first convolution whose taps are not a multiple of 16, a 3x3 one on 16 channels, a 1x1 one
+reading the input pixel directly (24 channels: reading into the next pixel) and through the tap copy (its
+last pixels), depthwise 3x3 at stride 1 and 2 with padding on every side, on long
 rows (one channel at a time) and short ones (4 channels at a time), a
 clamped activation range, a short last block of pixels and of rows, fully connected layers of 96 and 12 inputs,
 global average pooling, an add of 7 values), benchmarked on random inputs.
@@ -22,14 +22,14 @@ from edgec.targets.boards import load_board
 def random_layers():
     rng = np.random.default_rng(15)
     w = {"w1": rng.normal(0, .3, (16, 3, 3, 3)), "w2": rng.normal(0, .4, (16, 1, 3, 3)),
-         "w3": rng.normal(0, .3, (24, 16, 1, 1)), "w4": rng.normal(0, .4, (24, 1, 3, 3)),
+         "w3": rng.normal(0, .15, (24, 16, 3, 3)), "w4": rng.normal(0, .4, (24, 1, 3, 3)),
          "w5": rng.normal(0, .3, (12, 24, 1, 1)), "w6": rng.normal(0, .4, (12, 1, 3, 3)),
          "wf": rng.normal(0, .2, (12 * 2 * 8, 7)),
          "wg": rng.normal(0, .5, (12, 7))}
     nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),                 # 27 taps
              helper.make_node("Relu", ["a"], ["b"]),                                          # clamped range
              helper.make_node("Conv", ["b", "w2"], ["c"], group=16, pads=[1, 1, 1, 1]),      # depthwise s1: 34 wide
-             helper.make_node("Conv", ["c", "w3"], ["d"]),                                    # 1x1 on 16 channels
+             helper.make_node("Conv", ["c", "w3"], ["d"], pads=[1, 1, 1, 1]),                 # 3x3 on 16: 48-byte rows
              helper.make_node("Conv", ["d", "w4"], ["e"], group=24, strides=[2, 2], pads=[1, 0, 1, 1]),  # 17 wide
              helper.make_node("Conv", ["e", "w5"], ["e5"]),                                   # 1x1 on 24: 32 bytes read
              helper.make_node("Conv", ["e5", "w6"], ["f"], group=12, strides=[2, 2], pads=[1, 0, 1, 1]),  # 8 wide
