@@ -288,15 +288,17 @@ static void edgec_mve_dw_planes(const edgec_depthwise_conv2d_3x3_params *p, cons
     const int8_t zp = (int8_t)p->input_zp;
     edgec_mve_dw_channel k;
     int32_t ch, oy, r;
+    edgec_mve_fill(scratch, zp, 3 * pitch); /* the padding columns keep it: rows write [x0, x1) only */
     for (ch = 0; ch < c; ++ch) {
         int32_t next = -p->pad_top; /* the next input row the strip does not hold yet */
         edgec_mve_dw_setup(&k, (const int8_t *)(const void *)weights + ch, c, rq + ch, p->act_min, p->act_max,
                            p->out_col_step);
-        edgec_mve_fill(scratch, zp, 3 * pitch);
         for (oy = 0; oy < p->out_rows; ++oy) {
-            const int32_t r0 = oy * s - p->pad_top;
+            const int32_t r0 = oy * s - p->pad_top, m = (r0 % 3 + 3) % 3; /* slot of row r0 + i: (m + i) mod 3 */
+            int8_t *const s0 = scratch + m * pitch, *const s1 = scratch + (m == 2 ? 0 : m + 1) * pitch;
+            int8_t *const s2 = scratch + (m == 0 ? 2 : m - 1) * pitch;
             for (r = next > r0 ? next : r0; r < r0 + 3; ++r) {
-                int8_t *row = scratch + ((r % 3 + 3) % 3) * pitch;
+                int8_t *row = r == r0 ? s0 : (r == r0 + 1 ? s1 : s2);
                 if (r >= 0 && r < rows) {
                     edgec_mve_dw_plane_row(input + r * p->in_row_step + (x0 - pl) * p->in_col_step + ch,
                                            p->in_col_step, x1 - x0, row + x0);
@@ -305,9 +307,7 @@ static void edgec_mve_dw_planes(const edgec_depthwise_conv2d_3x3_params *p, cons
                 }
             }
             next = r0 + 3;
-            edgec_mve_dw_plane_outputs(scratch + ((r0 % 3 + 3) % 3) * pitch, scratch + (((r0 + 1) % 3 + 3) % 3) * pitch,
-                                       scratch + (((r0 + 2) % 3 + 3) % 3) * pitch, n, s, &k,
-                                       output + oy * p->out_row_step + ch, p->out_col_step);
+            edgec_mve_dw_plane_outputs(s0, s1, s2, n, s, &k, output + oy * p->out_row_step + ch, p->out_col_step);
         }
     }
 }
