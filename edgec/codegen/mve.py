@@ -4,8 +4,8 @@
 It starts from the family's generic lowering (edgec/ops/<family>.py `lower`: folded bias, requantization
 records, the checks that the fast path is exact) and changes the kernel and, where Helium reads them in
 another order, the packed weights:
-- convolution: [out_c][k16] int8 rows, k rounded up to 16 and zero padded (VMLADAVA takes 16 raw int8 taps of
-  one pixel at a time; the k4 field holds k16), the
+- convolution: pairs of output channels, [pair][k16 / 16][2][16] int8, k rounded up to 16 and zero padded
+  (VMLADAVA takes 16 raw int8 taps of one pixel at a time; the k4 field holds k16), the
   requantization records regrouped 4 channels per vector (`rq_vectors`); scratch: every channel's accumulators
   of 4 pixels, and their taps (int8, no widening);
 - depthwise 3x3: int8 [3][3][c] in the sweep orientation instead of doubled int16 (long rows: one channel at
@@ -44,12 +44,13 @@ def lower_mve(op: Op, lowered: dict) -> dict:
     kernel, params, arrays = lowered["kernel"], lowered["params"], lowered["arrays"]
     if kernel == "edgec_conv2d_im2col_s8":
         k = params["k_h"] * params["k_w"] * params["in_c"]
-        k16 = -(-k // 16) * 16
-        wp = np.zeros((params["out_c"], k16), np.int8)
-        wp[:, :k] = op.arrays["weights"].reshape(params["out_c"], k)
+        k16, pairs = -(-k // 16) * 16, -(-params["out_c"] // 2)
+        wp = np.zeros((2 * pairs, k16), np.int8)
+        wp[:params["out_c"], :k] = op.arrays["weights"].reshape(params["out_c"], k)
+        wp = wp.reshape(pairs, 2, k16 // 16, 16).transpose(0, 2, 1, 3)        # [pair][block][channel][16]
         return {**lowered, "kernel": "edgec_conv2d_mve_s8", "params": {**params, "k4": k16},
                 "scratch_bytes": 64 * -(-params["out_c"] // 4) + 4 * k16,
-                "arrays": {"fw": fast.words(wp), "rq": rq_vectors(arrays["rq"])}}
+                "arrays": {"fw": fast.words(np.ascontiguousarray(wp)), "rq": rq_vectors(arrays["rq"])}}
     if kernel == "edgec_depthwise_conv2d_3x3_s8":
         c = params["c"]
         w = (arrays["fw"].view("<i2").reshape(c, 3, 3) // 2).astype(np.int8)    # undo the DSP path's doubling

@@ -73,51 +73,61 @@ static const int8_t *edgec_mve_taps(const edgec_conv2d_im2col_params *p, const i
     return row;
 }
 
-/* acc[4 * oc + j]: the dot products of output channel oc's weights with the taps xj of pixel j, oc < out_c, over
- * k16 taps (k rounded up to 16: the weights are 0 past k, whatever the taps hold there). */
-static EDGEC_NOINLINE void edgec_mve_conv_macs(const int8_t *const *x, const int8_t *w, int32_t k16, int32_t out_c,
+/* acc[4 * oc + j]: the dot products of output channel oc's weights with the taps xj of pixel j < 3, for the
+ * channel pairs (oc, oc + 1) < 2 * pairs, over k16 taps (k rounded up to 16: the weights are 0 past k, whatever
+ * the taps hold there). Weights [pair][k16 / 16][2][16]: each 16-tap block of the two channels side by side, so
+ * one pointer walks them. 12 instructions per 96 products (two weight vectors, three pixels' taps, six
+ * VMLADAVA); gcc 12 neither post-increments nor keeps this many pointers and accumulators in registers. */
+static EDGEC_NOINLINE void edgec_mve_conv_macs(const int8_t *const *xp, const int8_t *w, int32_t k16, int32_t pairs,
                                                int32_t *acc)
 {
-    {
-        const int32_t more = (k16 >> 4) - 1; /* blocks of 16 taps after the first */
-        int32_t a0, a1, a2, a3;
-        const int8_t *v0, *v1, *v2, *v3;
-        __asm__ volatile("0:\n"
-                         "ldrd %[v0], %[v1], [%[x]]\n" /* (LDM would need the registers in ascending order) */
-                         "ldrd %[v2], %[v3], [%[x], #8]\n"
-                         "vldrb.u8 q0, [%[w]], #16\n"
-                         "vldrb.u8 q1, [%[v0]], #16\n"
-                         "vmladav.s8 %[a0], q1, q0\n"
-                         "vldrb.u8 q2, [%[v1]], #16\n"
-                         "vmladav.s8 %[a1], q2, q0\n"
-                         "vldrb.u8 q3, [%[v2]], #16\n"
-                         "vmladav.s8 %[a2], q3, q0\n"
-                         "vldrb.u8 q1, [%[v3]], #16\n"
-                         "vmladav.s8 %[a3], q1, q0\n"
-                         "ldr lr, %[more]\n"
-                         "wls lr, lr, 2f\n"
-                         "1:\n"
-                         "vldrb.u8 q0, [%[w]], #16\n"
-                         "vldrb.u8 q1, [%[v0]], #16\n"
-                         "vmladava.s8 %[a0], q1, q0\n"
-                         "vldrb.u8 q2, [%[v1]], #16\n"
-                         "vmladava.s8 %[a1], q2, q0\n"
-                         "vldrb.u8 q3, [%[v2]], #16\n"
-                         "vmladava.s8 %[a2], q3, q0\n"
-                         "vldrb.u8 q1, [%[v3]], #16\n"
-                         "vmladava.s8 %[a3], q1, q0\n"
-                         "le lr, 1b\n"
-                         "2:\n"
-                         "strd %[a0], %[a1], [%[acc]], #8\n"
-                         "strd %[a2], %[a3], [%[acc]], #8\n"
-                         "subs %[m], %[m], #1\n"
-                         "bne 0b\n"
-                         : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [v0] "=&r"(v0),
-                           [v1] "=&r"(v1), [v2] "=&r"(v2), [v3] "=&r"(v3), [w] "+&r"(w), [acc] "+&r"(acc),
-                           [m] "+&r"(out_c)
-                         : [x] "r"(x), [more] "m"(more)
-                         : "q0", "q1", "q2", "q3", "lr", "memory", "cc");
-    }
+    const int32_t more = (k16 >> 4) - 1;
+    const int8_t *x0 = xp[0], *x1 = xp[1], *x2 = xp[2];
+    int32_t a0, a1, a2, b0, b1, b2;
+    const int8_t *v0, *v1, *v2;
+    __asm__ volatile("0:\n"
+                     "ldr %[v0], %[x0]\n"
+                     "ldr %[v1], %[x1]\n"
+                     "ldr %[v2], %[x2]\n"
+                     "vldrb.u8 q0, [%[w]], #16\n"
+                     "vldrb.u8 q1, [%[w]], #16\n"
+                     "vldrb.u8 q2, [%[v0]], #16\n"
+                     "vmladav.s8 %[a0], q2, q0\n"
+                     "vmladav.s8 %[b0], q2, q1\n"
+                     "vldrb.u8 q3, [%[v1]], #16\n"
+                     "vmladav.s8 %[a1], q3, q0\n"
+                     "vmladav.s8 %[b1], q3, q1\n"
+                     "vldrb.u8 q2, [%[v2]], #16\n"
+                     "vmladav.s8 %[a2], q2, q0\n"
+                     "vmladav.s8 %[b2], q2, q1\n"
+                     "ldr lr, %[more]\n"
+                     "wls lr, lr, 2f\n"
+                     "1:\n"
+                     "vldrb.u8 q0, [%[w]], #16\n"
+                     "vldrb.u8 q1, [%[w]], #16\n"
+                     "vldrb.u8 q2, [%[v0]], #16\n"
+                     "vmladava.s8 %[a0], q2, q0\n"
+                     "vmladava.s8 %[b0], q2, q1\n"
+                     "vldrb.u8 q3, [%[v1]], #16\n"
+                     "vmladava.s8 %[a1], q3, q0\n"
+                     "vmladava.s8 %[b1], q3, q1\n"
+                     "vldrb.u8 q2, [%[v2]], #16\n"
+                     "vmladava.s8 %[a2], q2, q0\n"
+                     "vmladava.s8 %[b2], q2, q1\n"
+                     "le lr, 1b\n"
+                     "2:\n"
+                     "strd %[a0], %[a1], [%[acc]]\n"
+                     "str %[a2], [%[acc], #8]\n"
+                     "strd %[b0], %[b1], [%[acc], #16]\n"
+                     "str %[b2], [%[acc], #24]\n"
+                     "add %[acc], #32\n"
+                     "subs %[m], #1\n"
+                     "bne 0b\n"
+                     : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [b0] "=&Te"(b0), [b1] "=&Te"(b1),
+                       [b2] "=&Te"(b2), [v0] "=&r"(v0), [v1] "=&r"(v1), [v2] "=&r"(v2), [w] "+&r"(w),
+                       [acc] "+&r"(acc), [m] "+&r"(pairs)
+                     : [x0] "m"(x0), [x1] "m"(x1), [x2] "m"(x2), [more] "m"(more)
+                     : "q0", "q1", "q2", "q3", "lr", "memory", "cc");
 }
 
 /* The requantized outputs of `valid` pixels (o, o + out_c, ...) from acc[4 * oc + pixel]; rq4 holds the
@@ -142,8 +152,8 @@ static EDGEC_NOINLINE void edgec_mve_conv_requant(const int32_t *acc, const int3
     }
 }
 
-/* Weights [out_c][k16] (k16 = p->k4: k_h*k_w*in_c rounded up to 16, zero padded). scratch: the accumulators,
- * 64 * ceil(out_c / 4) bytes (16-byte aligned), then 4 pixels' taps (4 * k16). */
+/* Weights: see edgec_mve_conv_macs (k16 = p->k4: k_h*k_w*in_c rounded up to 16, zero padded). scratch: the
+ * accumulators, 64 * ceil(out_c / 4) bytes (16-byte aligned), then 3 pixels' taps (3 * k16; 4 * k16 given). */
 void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                          const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
@@ -152,14 +162,14 @@ void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *inpu
     int32_t *acc = (int32_t *)(void *)scratch;
     int8_t *rows = scratch + 64 * ((out_c + 3) / 4);
     int32_t pix, j;
-    for (pix = 0; pix < n; pix += 4) {
-        const int32_t valid = n - pix < 4 ? n - pix : 4;
-        const int8_t *x[4];
-        for (j = 0; j < 4; ++j) { /* a short last block repeats its last pixel */
+    for (pix = 0; pix < n; pix += 3) {
+        const int32_t valid = n - pix < 3 ? n - pix : 3;
+        const int8_t *x[3];
+        for (j = 0; j < 3; ++j) { /* a short last block repeats its last pixel */
             x[j] = j < valid ? edgec_mve_taps(p, input, (pix + j) / out_w, (pix + j) % out_w, rows + j * p->k4)
                              : x[valid - 1];
         }
-        edgec_mve_conv_macs(x, (const int8_t *)(const void *)weights, p->k4, out_c, acc);
+        edgec_mve_conv_macs(x, (const int8_t *)(const void *)weights, p->k4, (out_c + 1) / 2, acc);
         edgec_mve_conv_requant(acc, (const int32_t *)(const void *)rq, out_c, output + pix * out_c, valid, lo, hi);
     }
 }

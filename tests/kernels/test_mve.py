@@ -2,7 +2,7 @@
 NumPy reference on the emulated Cortex-M55 (QEMU mps3-an547): one firmware of random layers covering their
 paths (a 3-channel first convolution whose taps are not a multiple of 16, a 3x3 one on 16 channels, a 1x1 one
 reading the input pixel directly (24 channels: reading into the next pixel) and through the tap copy (its
-last pixels), depthwise 3x3 at stride 1 and 2 with padding on every side, on long
+last pixels), a 1x1 one with an odd number of output channels, depthwise 3x3 at stride 1 and 2 with padding on every side, on long
 rows (one channel at a time) and short ones (4 channels at a time), a
 clamped activation range, a short last block of pixels and of rows, fully connected layers of 96 and 12 inputs,
 global average pooling, an add of 7 values), benchmarked on random inputs.
@@ -25,7 +25,7 @@ def random_layers():
          "w3": rng.normal(0, .15, (24, 16, 3, 3)), "w4": rng.normal(0, .4, (24, 1, 3, 3)),
          "w5": rng.normal(0, .3, (12, 24, 1, 1)), "w6": rng.normal(0, .4, (12, 1, 3, 3)),
          "wf": rng.normal(0, .2, (12 * 2 * 8, 7)),
-         "wg": rng.normal(0, .5, (12, 7))}
+         "wg": rng.normal(0, .5, (12, 7)), "w7": rng.normal(0, .3, (5, 12, 1, 1)), "wh": rng.normal(0, .5, (5, 7))}
     nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),                 # 27 taps
              helper.make_node("Relu", ["a"], ["b"]),                                          # clamped range
              helper.make_node("Conv", ["b", "w2"], ["c"], group=16, pads=[1, 1, 1, 1]),      # depthwise s1: 34 wide
@@ -38,7 +38,12 @@ def random_layers():
              helper.make_node("GlobalAveragePool", ["f"], ["i"]),
              helper.make_node("Flatten", ["i"], ["j"]),
              helper.make_node("MatMul", ["j", "wg"], ["k"]),                                  # 12 inputs
-             helper.make_node("Add", ["h", "k"], ["y"])]
+             helper.make_node("Conv", ["e5", "w7"], ["l"]),                                   # 5 channels: odd
+             helper.make_node("GlobalAveragePool", ["l"], ["m"]),
+             helper.make_node("Flatten", ["m"], ["n"]),
+             helper.make_node("MatMul", ["n", "wh"], ["o"]),
+             helper.make_node("Add", ["h", "k"], ["hk"]),
+             helper.make_node("Add", ["hk", "o"], ["y"])]
     inits = {k: v.astype(np.float32) for k, v in w.items()}
     return make_model(nodes, ("x", [1, 3, 5, 34]), ("y", [1, 7]), inits)
 
