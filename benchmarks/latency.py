@@ -80,7 +80,8 @@ def run(models, boards, samples, root: Path, layers: bool) -> dict:
             r = api.bench(out, data, limit=samples, profile=profiled, report_dir=None)
             _, _, elf = api.load_build(out)
             row.update(macs=rep["macs"], latency=r["latency"]["median"], unit=r["latency"]["unit"],
-                       per_mac=r["latency"]["per_mac"], cycles=(r["latency"].get("cycles_estimate") or {}).get("median"),
+                       per_mac=r["latency"]["per_mac"],
+                       cycles=(r["latency"].get("cycles_estimate") or {}).get("median"),
                        agreement=r["agreement"]["device_vs_reference"],
                        code_bytes=code_bytes(elf), arena_bytes=rep["memory"]["arena_bytes"],
                        weights_bytes=rep["memory"]["weights_bytes"], flash_bytes=rep["memory"]["flash_bytes"])
@@ -131,7 +132,8 @@ def layer_tables(results: dict) -> str:
 
 NOTE = ("reference: issue 6 (qemu-cortex-m4: TFLM + CMSIS-NN; Cortex-M3 boards: TFLM reference kernels), "
         "issue 15 (qemu-cortex-m55: TFLM + CMSIS-NN's MVE kernels); cycles est. = the QEMU plugin's Cortex-M cycle "
-        "estimate (edgec/bench/cycles.py, not a measurement); exact = fraction of samples byte-identical to the NumPy reference; code B = functions in the firmware")
+        "estimate (edgec/bench/cycles.py, not a measurement); exact = fraction of samples byte-identical to the "
+        "NumPy reference; code B = functions in the firmware")
 
 
 def print_tables(results: dict) -> None:

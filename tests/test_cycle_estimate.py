@@ -57,7 +57,8 @@ def expected(ws: int) -> tuple[int, int]:
     taken = 2 + ws
     mark = taken + 1                                     # refill, bx lr
     first = taken + 1 + (2 + ws) + 1 + 1 + 1 + 1 + 1     # refill, movs, ldr literal, ldr ldr str (pipelined), subs, bne
-    again = 9 * (taken + 2 + 1 + 1 + 1 + 1)              # bne taken 9 times: ldr (after a branch: 2), ldr, str, subs, bne
+    again = 9 * (taken + 2 + 1 + 1 + 1 + 1)              # bne taken 9 times: ldr (after a branch: 2), ldr, str,
+    #                                                      subs, bne
     tail = (1 + 3) + (1 + 3) + 1                         # push, pop (3 registers each), bl
     insns = 1 + 7 + 9 * 5 + 3
     return insns, mark + first + again + tail

@@ -55,7 +55,8 @@ def lower_mve(op: Op, lowered: dict) -> dict:
         c = params["c"]
         w = (arrays["fw"].view("<i2").reshape(c, 3, 3) // 2).astype(np.int8)    # undo the DSP path's doubling
         width = (params["out_cols"] - 1) * params["stride"] + 3
-        return {**lowered, "kernel": "edgec_depthwise_conv2d_3x3_mve_s8", "scratch_bytes": max(3 * (width + 16), 12 * width),
+        return {**lowered, "kernel": "edgec_depthwise_conv2d_3x3_mve_s8",
+                "scratch_bytes": max(3 * (width + 16), 12 * width),
                 "arrays": {"fw": fast.words(np.ascontiguousarray(w.transpose(1, 2, 0))), "rq": arrays["rq"]}}
     if kernel == "edgec_fully_connected_packed_s8":
         n_out, n_in, k4 = params["out_features"], params["in_features"], params["k4"]

@@ -24,8 +24,8 @@ static void edgec_mve_fill(int8_t *dst, int8_t value, int32_t n)
 
 /* ---------------------------------------------------------------- convolution */
 /* The k_h*k_w*in_c int8 taps of output pixel (oy, ox) in weight order [ky][kx][ic]: the input pixel itself
- * for a 1x1 kernel (unless the k4 bytes read from there would pass the input's end), else gathered into row with padded taps holding the input zero point (which the folded
- * bias removes). */
+ * for a 1x1 kernel (unless the k4 bytes read from there would pass the input's end), else gathered into row
+ * with padded taps holding the input zero point (which the folded bias removes). */
 static const int8_t *edgec_mve_taps(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t oy,
                                     int32_t ox, int8_t *row)
 {
@@ -238,9 +238,11 @@ static EDGEC_NOINLINE void edgec_mve_dw_plane_outputs(const int8_t *r0, const in
                          "vmov q0, q7\n"
 #define EDGEC_MVE_DW_TAP(row, off, at) "vldrb.s32 q1, [%[" row "], #" off "]\n" "ldr %[t], [%[k], #" at "]\n" \
                                        "vmla.s32 q0, q1, %[t]\n"
-                         EDGEC_MVE_DW_TAP("r0", "0", "80") EDGEC_MVE_DW_TAP("r0", "1", "84") EDGEC_MVE_DW_TAP("r0", "2", "88")
-                         EDGEC_MVE_DW_TAP("r1", "0", "92") EDGEC_MVE_DW_TAP("r1", "1", "96") EDGEC_MVE_DW_TAP("r1", "2", "100")
-                         EDGEC_MVE_DW_TAP("r2", "0", "104") EDGEC_MVE_DW_TAP("r2", "1", "108") EDGEC_MVE_DW_TAP("r2", "2", "112")
+                         EDGEC_MVE_DW_TAP("r0", "0", "80") EDGEC_MVE_DW_TAP("r0", "1", "84")
+                         EDGEC_MVE_DW_TAP("r0", "2", "88") EDGEC_MVE_DW_TAP("r1", "0", "92")
+                         EDGEC_MVE_DW_TAP("r1", "1", "96") EDGEC_MVE_DW_TAP("r1", "2", "100")
+                         EDGEC_MVE_DW_TAP("r2", "0", "104") EDGEC_MVE_DW_TAP("r2", "1", "108")
+                         EDGEC_MVE_DW_TAP("r2", "2", "112")
 #undef EDGEC_MVE_DW_TAP
                          "add %[r0], #4\n"
                          "add %[r1], #4\n"

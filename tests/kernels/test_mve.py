@@ -1,11 +1,11 @@
 """The Helium (MVE) kernels (runtime_c/fast/edgec_*_mve.c, lowered by edgec/codegen/mve.py) bit for bit with the
 NumPy reference on the emulated Cortex-M55 (QEMU mps3-an547): one firmware of random layers covering their
-paths (a 3-channel first convolution whose taps are not a multiple of 16, a 3x3 one on 16 channels, a 1x1 one
-reading the input pixel directly (24 channels: reading into the next pixel) and through the tap copy (its
-last pixels), a 1x1 one with an odd number of output channels, depthwise 3x3 at stride 1 and 2 with padding on every side, on long
-rows (one channel at a time) and short ones (4 channels at a time), a
-clamped activation range, a short last block of pixels and of rows, fully connected layers of 96 and 12 inputs,
-global average pooling, an add of 7 values), benchmarked on random inputs.
+paths, benchmarked on random inputs: a 3-channel first convolution whose taps are not a multiple of 16, a 3x3
+one on 16 channels, a 1x1 one reading the input pixel directly (24 channels: reading into the next pixel) and
+through the tap copy (its last pixels), a 1x1 one with an odd number of output channels, depthwise 3x3 at
+stride 1 and 2 with padding on every side on long rows (one channel at a time) and short ones (4 channels at
+a time), a clamped activation range, short last blocks of pixels and of rows, fully connected layers of 96
+and 12 inputs, global average pooling and adds.
 The four MLPerf Tiny models on the same board: benchmarks/latency.py --boards qemu-cortex-m55."""
 from __future__ import annotations
 
