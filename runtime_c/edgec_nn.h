@@ -172,7 +172,7 @@ void edgec_depthwise_conv2d_3x3_s8(const edgec_depthwise_conv2d_3x3_params *p, c
  * [out_c / 4][field][4] (edgec/codegen/mve.py rq_vectors); scratch 64 * ceil(out_c / 4) + 4 * k4
  * bytes. Depthwise 3x3: weights [3][3][c] int8 in the sweep orientation, one channel and 4 output pixels per
  * vector (rows of 16 outputs or more) or 4 channels per vector; scratch: with width = (out_cols - 1) * stride
- * + 3, the larger of 3 * (width + 16) and 12 * width bytes. */
+ * + 3, the larger of 4 * (width + 16) and 12 * width bytes. */
 void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                          const edgec_rq *rq, int8_t *scratch, int8_t *output);
 void edgec_depthwise_conv2d_3x3_mve_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,

@@ -9,8 +9,8 @@ another order, the packed weights:
   requantization records regrouped 4 channels per vector (`rq_vectors`); scratch: every channel's accumulators
   of 4 pixels, and their taps (int8, no widening);
 - depthwise 3x3: int8 [3][3][c] in the sweep orientation instead of doubled int16 (long rows: one channel at
-  a time, 4 output pixels per vector; short rows: 4 channels per vector); scratch: a strip of 3 input rows
-  of one channel or of 4;
+  a time, 4 output pixels per vector; short rows: 4 channels per vector); scratch: a strip of 4 input rows
+  of one channel or 3 of 4 channels;
 - fully connected: plain rows [out][k4] instead of blocks of 4 interleaved rows;
 - add (the two inputs' 256-entry tables gathered 4 values at a time) and global average pooling (4 channels
   per vector): nothing re-packed.
@@ -56,7 +56,7 @@ def lower_mve(op: Op, lowered: dict) -> dict:
         w = (arrays["fw"].view("<i2").reshape(c, 3, 3) // 2).astype(np.int8)    # undo the DSP path's doubling
         width = (params["out_cols"] - 1) * params["stride"] + 3
         return {**lowered, "kernel": "edgec_depthwise_conv2d_3x3_mve_s8",
-                "scratch_bytes": max(3 * (width + 16), 12 * width),
+                "scratch_bytes": max(4 * (width + 16), 12 * width),
                 "arrays": {"fw": fast.words(np.ascontiguousarray(w.transpose(1, 2, 0))), "rq": arrays["rq"]}}
     if kernel == "edgec_fully_connected_packed_s8":
         n_out, n_in, k4 = params["out_features"], params["in_features"], params["k4"]

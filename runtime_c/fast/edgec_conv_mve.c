@@ -287,8 +287,80 @@ static EDGEC_NOINLINE void edgec_mve_dw_plane_outputs(const int8_t *r0, const in
     }
 }
 
-/* Long rows: one channel at a time (above). scratch: 3 strip rows of width = (out_cols - 1) * stride + 3
- * bytes, plus 16 each (the last block of 4 outputs reads up to 6 columns past them). */
+/* Two output rows (o, o2) of one channel at stride 1 from strip rows r0..r3: each weight is loaded once for both
+ * rows and each input vector serves both (one less load per tap than two single rows). */
+static EDGEC_NOINLINE void edgec_mve_dw_plane_two_rows(const int8_t *r0, const int8_t *r1, const int8_t *r2,
+                                                       const int8_t *r3, int32_t n, const edgec_mve_dw_channel *k,
+                                                       int8_t *o, int8_t *o2, int32_t out_step)
+{
+    const int32_t nb = (n + 3) >> 2;
+    int32_t t, left = n;
+    __asm__ volatile("vldrw.32 q7, [%[k]]\n"
+                     "vldrw.32 q6, [%[k], #16]\n"
+                     "vldrw.32 q5, [%[k], #32]\n"
+                     "vldrw.32 q4, [%[k], #48]\n"
+                     "ldr lr, %[nb]\n"
+                     "dls lr, lr\n"
+                     "1:\n"
+                     "vmov q0, q7\n"
+                     "vmov q2, q7\n"
+/* kernel column `off`: rows 0..3 alternate in q1/q3; weight (ky, off) at `a`, `b`, `c` for ky = 0, 1, 2 */
+#define EDGEC_MVE_DW_COL(off, a, b, c)                                                             \
+    "vldrb.s32 q1, [%[r0], #" off "]\n"                                                            \
+    "ldr %[t], [%[k], #" a "]\n"                                                                   \
+    "vldrb.s32 q3, [%[r1], #" off "]\n"                                                            \
+    "vmla.s32 q0, q1, %[t]\n"                                                                      \
+    "vmla.s32 q2, q3, %[t]\n"                                                                      \
+    "ldr %[t], [%[k], #" b "]\n"                                                                   \
+    "vldrb.s32 q1, [%[r2], #" off "]\n"                                                            \
+    "vmla.s32 q0, q3, %[t]\n"                                                                      \
+    "vmla.s32 q2, q1, %[t]\n"                                                                      \
+    "ldr %[t], [%[k], #" c "]\n"                                                                   \
+    "vldrb.s32 q3, [%[r3], #" off "]\n"                                                            \
+    "vmla.s32 q0, q1, %[t]\n"                                                                      \
+    "vmla.s32 q2, q3, %[t]\n"
+                     EDGEC_MVE_DW_COL("0", "80", "92", "104")
+                     EDGEC_MVE_DW_COL("1", "84", "96", "108")
+                     EDGEC_MVE_DW_COL("2", "88", "100", "112")
+#undef EDGEC_MVE_DW_COL
+                     "add %[r0], #4\n"
+                     "add %[r1], #4\n"
+                     "add %[r2], #4\n"
+                     "add %[r3], #4\n"
+                     "ldr %[t], [%[k], #64]\n" /* mult */
+                     "vqrdmulh.s32 q1, q0, %[t]\n"
+                     "vqrdmulh.s32 q3, q2, %[t]\n"
+                     "ldr %[t], [%[k], #68]\n" /* khi */
+                     "vadd.i32 q1, q1, %[t]\n"
+                     "vadd.i32 q3, q3, %[t]\n"
+                     "vshr.s32 q0, q0, #31\n"
+                     "vshr.s32 q2, q2, #31\n"
+                     "ldr %[t], [%[k], #72]\n" /* negneg */
+                     "vmla.s32 q1, q0, %[t]\n"
+                     "vmla.s32 q3, q2, %[t]\n"
+                     "ldr %[t], [%[k], #76]\n" /* nshift */
+                     "vshl.s32 q1, %[t]\n"
+                     "vshl.s32 q3, %[t]\n"
+                     "vmax.s32 q1, q1, q6\n"
+                     "vmax.s32 q3, q3, q6\n"
+                     "vmin.s32 q1, q1, q5\n"
+                     "vmin.s32 q3, q3, q5\n"
+                     "vctp.32 %[left]\n"
+                     "vpstt\n"
+                     "vstrbt.32 q1, [%[o], q4]\n"
+                     "vstrbt.32 q3, [%[o2], q4]\n"
+                     "subs %[left], #4\n"
+                     "add %[o], %[ostep]\n"
+                     "add %[o2], %[ostep]\n"
+                     "le lr, 1b\n"
+                     : [r0] "+&l"(r0), [r1] "+&l"(r1), [r2] "+&l"(r2), [r3] "+&l"(r3), /* widening loads: r0-r7 */
+                       [o] "+&r"(o), [o2] "+&r"(o2), [t] "=&r"(t), [left] "+&r"(left)
+                     : [k] "r"(k), [nb] "m"(nb), [ostep] "r"(4 * out_step)
+                     : "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "lr", "memory", "cc");
+}
+
+/* Long rows: one channel at a time (above). scratch: 4 strip rows (3 at stride 2) of width = (out_cols - 1) *
+ * stride + 3 bytes, plus 16 each (the last block of 4 outputs reads up to 6 columns past them). */
 static void edgec_mve_dw_planes(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
                                 const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
@@ -300,17 +372,18 @@ static void edgec_mve_dw_planes(const edgec_depthwise_conv2d_3x3_params *p, cons
     const int8_t zp = (int8_t)p->input_zp;
     edgec_mve_dw_channel k;
     int32_t ch, oy, r;
-    edgec_mve_fill(scratch, zp, 3 * pitch); /* the padding columns keep it: rows write [x0, x1) only */
+    const int32_t slots = s == 1 ? 4 : 3; /* stride 1: two output rows at a time read 4 input rows */
+    edgec_mve_fill(scratch, zp, slots * pitch); /* the padding columns keep it: rows write [x0, x1) only */
     for (ch = 0; ch < c; ++ch) {
         int32_t next = -p->pad_top; /* the next input row the strip does not hold yet */
         edgec_mve_dw_setup(&k, (const int8_t *)(const void *)weights + ch, c, rq + ch, p->act_min, p->act_max,
                            p->out_col_step);
-        for (oy = 0; oy < p->out_rows; ++oy) {
-            const int32_t r0 = oy * s - p->pad_top, m = (r0 % 3 + 3) % 3; /* slot of row r0 + i: (m + i) mod 3 */
-            int8_t *const s0 = scratch + m * pitch, *const s1 = scratch + (m == 2 ? 0 : m + 1) * pitch;
-            int8_t *const s2 = scratch + (m == 0 ? 2 : m - 1) * pitch;
-            for (r = next > r0 ? next : r0; r < r0 + 3; ++r) {
-                int8_t *row = r == r0 ? s0 : (r == r0 + 1 ? s1 : s2);
+        for (oy = 0; oy < p->out_rows; oy += (s == 1 ? 2 : 1)) {
+            const int32_t r0 = oy * s - p->pad_top, two = s == 1 && oy + 1 < p->out_rows;
+            int8_t *slot[4];
+            for (r = 0; r < slots; ++r) slot[r] = scratch + (((r0 + r) % slots + slots) % slots) * pitch;
+            for (r = next > r0 ? next : r0; r < r0 + 3 + two; ++r) {
+                int8_t *row = slot[r - r0];
                 if (r >= 0 && r < rows) {
                     edgec_mve_dw_plane_row(input + r * p->in_row_step + (x0 - pl) * p->in_col_step + ch,
                                            p->in_col_step, x1 - x0, row + x0);
@@ -318,8 +391,15 @@ static void edgec_mve_dw_planes(const edgec_depthwise_conv2d_3x3_params *p, cons
                     edgec_mve_fill(row + x0, zp, x1 - x0);
                 }
             }
-            next = r0 + 3;
-            edgec_mve_dw_plane_outputs(s0, s1, s2, n, s, &k, output + oy * p->out_row_step + ch, p->out_col_step);
+            next = r0 + 3 + two;
+            if (two) {
+                int8_t *const o = output + oy * p->out_row_step + ch;
+                edgec_mve_dw_plane_two_rows(slot[0], slot[1], slot[2], slot[3], n, &k, o, o + p->out_row_step,
+                                            p->out_col_step);
+            } else {
+                edgec_mve_dw_plane_outputs(slot[0], slot[1], slot[2], n, s, &k, output + oy * p->out_row_step + ch,
+                                           p->out_col_step);
+            }
         }
     }
 }
