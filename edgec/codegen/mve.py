@@ -1,6 +1,9 @@
 """Lowering onto the Helium (MVE) kernels (runtime_c/fast/edgec_*_mve.c) for boards whose core has them
 (profile fpu "fp+mve": Cortex-M55), a third path beside the DSP and portable fast kernels.
 
+Only `edgec build` lowers onto them (it compiles with the board's flags); `edgec export` keeps the DSP/portable
+kernels, as an exported library may be compiled without Helium flags (the _mve kernels would then be missing).
+
 It starts from the family's generic lowering (edgec/ops/<family>.py `lower`: folded bias, requantization
 records, the checks that the fast path is exact) and changes the kernel and, where Helium reads them in
 another order, the packed weights:
