@@ -165,8 +165,9 @@ typedef struct {
 void edgec_depthwise_conv2d_3x3_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
                                    const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
 
-/* Helium (MVE, Cortex-M55; fast/edgec_conv_mve.c, compiled for Helium cores only, chosen by
- * edgec/codegen/mve.py for boards whose profile has fpu = "fp+mve"): the same params structs.
+/* Helium (MVE, Cortex-M55; fast/edgec_conv_mve.c and fast/edgec_conv_depthwise_mve.c, compiled for Helium
+ * cores only, chosen by edgec/codegen/mve.py for boards whose profile has fpu = "fp+mve"): the same params
+ * structs.
  * Convolution: weights [ceil(out_c / 2)][k4 / 16][2][16] int8 (pairs of channels, block by block; k4 =
  * k_h*k_w*in_c rounded up to 16, zero padded), 3 output pixels by 2 channels (VMLADAVA), rq regrouped as
  * [out_c / 4][field][4] (edgec/codegen/mve.py rq_vectors); scratch 64 * ceil(out_c / 4) + 4 * k4

@@ -12,6 +12,21 @@
 #define EDGEC_MVE 1
 #include <arm_mve.h>
 
+/* n bytes of src to dst, and n bytes of value, 16 per vector (the last block predicated). */
+EDGEC_INLINE void edgec_mve_copy(int8_t *dst, const int8_t *src, int32_t n)
+{
+    for (; n > 0; n -= 16, dst += 16, src += 16) {
+        const mve_pred16_t p = vctp8q((uint32_t)n);
+        vstrbq_p_s8(dst, vldrbq_z_s8(src, p), p);
+    }
+}
+
+EDGEC_INLINE void edgec_mve_fill(int8_t *dst, int8_t value, int32_t n)
+{
+    const int8x16_t v = vdupq_n_s8(value);
+    for (; n > 0; n -= 16, dst += 16) vstrbq_p_s8(dst, v, vctp8q((uint32_t)n));
+}
+
 /* The requantization constants of four lanes (one output channel broadcast, or four channels). */
 typedef struct {
     int32x4_t mult, khi, neg, nshift; /* nshift = -shift: VSHL by a negative count shifts right */
