@@ -68,17 +68,15 @@ static EDGEC_NOINLINE void edgec_mve_dw_plane_outputs(const int8_t *r0, const in
                          "dls lr, lr\n"
                          "1:\n"
                          "vmov q0, q7\n"
-#define EDGEC_MVE_DW_TAP(row, off, at) "vldrb.s32 q1, [%[" row "], #" off "]\n" "ldr %[t], [%[k], #" at "]\n" \
-                                       "vmla.s32 q0, q1, %[t]\n"
-                         EDGEC_MVE_DW_TAP("r0", "0", "80") EDGEC_MVE_DW_TAP("r0", "1", "84")
-                         EDGEC_MVE_DW_TAP("r0", "2", "88") EDGEC_MVE_DW_TAP("r1", "0", "92")
-                         EDGEC_MVE_DW_TAP("r1", "1", "96") EDGEC_MVE_DW_TAP("r1", "2", "100")
-                         EDGEC_MVE_DW_TAP("r2", "0", "104") EDGEC_MVE_DW_TAP("r2", "1", "108")
-                         EDGEC_MVE_DW_TAP("r2", "2", "112")
+#define EDGEC_MVE_DW_TAP(addr, at) "vldrb.s32 q1, " addr "\n" "ldr %[t], [%[k], #" at "]\n" \
+                                   "vmla.s32 q0, q1, %[t]\n"
+/* columns 1 and 2 first: column 0's loads then step the row pointers (post-increment) */
+                         EDGEC_MVE_DW_TAP("[%[r0], #1]", "84") EDGEC_MVE_DW_TAP("[%[r0], #2]", "88")
+                         EDGEC_MVE_DW_TAP("[%[r1], #1]", "96") EDGEC_MVE_DW_TAP("[%[r1], #2]", "100")
+                         EDGEC_MVE_DW_TAP("[%[r2], #1]", "108") EDGEC_MVE_DW_TAP("[%[r2], #2]", "112")
+                         EDGEC_MVE_DW_TAP("[%[r0]], #4", "80") EDGEC_MVE_DW_TAP("[%[r1]], #4", "92")
+                         EDGEC_MVE_DW_TAP("[%[r2]], #4", "104")
 #undef EDGEC_MVE_DW_TAP
-                         "add %[r0], #4\n"
-                         "add %[r1], #4\n"
-                         "add %[r2], #4\n"
                          "vqrdmulh.s32 q1, q0, %[mult]\n"
                          "vadd.i32 q1, q1, %[khi]\n"
                          "vshr.s32 q2, q0, #31\n"
@@ -136,29 +134,26 @@ static EDGEC_NOINLINE void edgec_mve_dw_plane_two_rows(const int8_t *r0, const i
                      "1:\n"
                      "vmov q0, q7\n"
                      "vmov q2, q7\n"
-/* kernel column `off`: rows 0..3 alternate in q1/q3; weight (ky, off) at `a`, `b`, `c` for ky = 0, 1, 2 */
-#define EDGEC_MVE_DW_COL(off, a, b, c)                                                             \
-    "vldrb.s32 q1, [%[r0], #" off "]\n"                                                            \
+/* one kernel column: rows 0..3 (addresses a0..a3) alternate in q1/q3; its weights for ky = 0, 1, 2 at a, b, c;
+ * columns 1 and 2 first: column 0's loads then step the row pointers (post-increment) */
+#define EDGEC_MVE_DW_COL(a0, a1, a2, a3, a, b, c)                                                 \
+    "vldrb.s32 q1, " a0 "\n"                                                                       \
     "ldr %[t], [%[k], #" a "]\n"                                                                   \
-    "vldrb.s32 q3, [%[r1], #" off "]\n"                                                            \
+    "vldrb.s32 q3, " a1 "\n"                                                                       \
     "vmla.s32 q0, q1, %[t]\n"                                                                      \
     "vmla.s32 q2, q3, %[t]\n"                                                                      \
     "ldr %[t], [%[k], #" b "]\n"                                                                   \
-    "vldrb.s32 q1, [%[r2], #" off "]\n"                                                            \
+    "vldrb.s32 q1, " a2 "\n"                                                                       \
     "vmla.s32 q0, q3, %[t]\n"                                                                      \
     "vmla.s32 q2, q1, %[t]\n"                                                                      \
     "ldr %[t], [%[k], #" c "]\n"                                                                   \
-    "vldrb.s32 q3, [%[r3], #" off "]\n"                                                            \
+    "vldrb.s32 q3, " a3 "\n"                                                                       \
     "vmla.s32 q0, q1, %[t]\n"                                                                      \
     "vmla.s32 q2, q3, %[t]\n"
-                     EDGEC_MVE_DW_COL("0", "80", "92", "104")
-                     EDGEC_MVE_DW_COL("1", "84", "96", "108")
-                     EDGEC_MVE_DW_COL("2", "88", "100", "112")
+                     EDGEC_MVE_DW_COL("[%[r0], #1]", "[%[r1], #1]", "[%[r2], #1]", "[%[r3], #1]", "84", "96", "108")
+                     EDGEC_MVE_DW_COL("[%[r0], #2]", "[%[r1], #2]", "[%[r2], #2]", "[%[r3], #2]", "88", "100", "112")
+                     EDGEC_MVE_DW_COL("[%[r0]], #4", "[%[r1]], #4", "[%[r2]], #4", "[%[r3]], #4", "80", "92", "104")
 #undef EDGEC_MVE_DW_COL
-                     "add %[r0], #4\n"
-                     "add %[r1], #4\n"
-                     "add %[r2], #4\n"
-                     "add %[r3], #4\n"
                      "ldr %[t], [%[k], #64]\n" /* mult */
                      "vqrdmulh.s32 q1, q0, %[t]\n"
                      "vqrdmulh.s32 q3, q2, %[t]\n"
