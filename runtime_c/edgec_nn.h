@@ -170,7 +170,8 @@ void edgec_depthwise_conv2d_3x3_s8(const edgec_depthwise_conv2d_3x3_params *p, c
  * structs.
  * Convolution: weights [ceil(out_c / 2)][k4 / 16][2][16] int8 (pairs of channels, block by block; k4 =
  * k_h*k_w*in_c rounded up to 16, zero padded), 3 output pixels by 2 channels (VMLADAVA), rq regrouped as
- * [out_c / 4][field][4] (edgec/codegen/mve.py rq_vectors); scratch 64 * ceil(out_c / 4) + 4 * k4
+ * [out_c / 4][field][4] with the shift negated (edgec/codegen/mve.py rq_vectors); scratch
+ * 64 * ceil(out_c / 4) + 4 * k4
  * bytes. Depthwise 3x3: weights [3][3][c] int8 in the sweep orientation, one channel and 4 output pixels per
  * vector (rows of 16 outputs or more) or 4 channels per vector; scratch: with width = (out_cols - 1) * stride
  * + 3, the larger of 4 * (width + 16) and 12 * width bytes. */

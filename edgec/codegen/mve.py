@@ -35,10 +35,12 @@ def has_mve(board) -> bool:
 
 def rq_vectors(rq: np.ndarray) -> np.ndarray:
     """edgec_rq records [n][5] regrouped for 4-lane vector loads: [ceil(n/4)][field][4] (missing channels 0),
-    returned as records [4 * ceil(n/4)][5] (the array type the generated code declares)."""
+    the shift negated (VSHL by a negative count shifts right), returned as records [4 * ceil(n/4)][5] (the
+    array type the generated code declares)."""
     n = len(rq)
     padded = np.zeros((-(-n // 4) * 4, 5), np.int32)
     padded[:n] = rq
+    padded[:, 4] = -padded[:, 4]
     return np.ascontiguousarray(padded.reshape(-1, 4, 5).transpose(0, 2, 1)).reshape(-1, 5)
 
 

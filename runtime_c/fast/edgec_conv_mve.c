@@ -129,26 +129,35 @@ static EDGEC_NOINLINE void edgec_mve_conv_macs(const int8_t *const *xp, const in
 }
 
 /* The requantized outputs of `valid` pixels (o, o + out_c, ...) from acc[4 * oc + pixel]; rq4 holds the
- * records of 4 channels at a time as vectors: [out_c / 4][bias, mult, khi, neg, shift][4] (edgec/codegen/mve.py). */
+ * records of 4 channels at a time as vectors: [out_c / 4][bias, mult, khi, neg, -shift][4] (edgec/codegen/mve.py).
+ * A pixel's 4 channels are one gather (stride 4 words): no register-hungry de-interleave. */
+#define EDGEC_MVE_RQ_PIXEL(j) edgec_mve_requant(vaddq_s32(vldrwq_gather_shifted_offset_s32(acc + (j), offs), bias), \
+                                                q, lo, hi)
 static EDGEC_NOINLINE void edgec_mve_conv_requant(const int32_t *acc, const int32_t *rq4, int32_t out_c, int8_t *o,
                                                   int32_t valid, int32x4_t lo, int32x4_t hi)
 {
+    const uint32x4_t offs = vidupq_n_u32(0u, 4);
     int32_t oc;
     for (oc = 0; oc < out_c; oc += 4, acc += 16, rq4 += 20, o += 4) {
-        const mve_pred16_t keep = vctp32q((uint32_t)(out_c - oc));
-        const int32x4x4_t a = vld4q_s32(acc); /* a.val[j]: pixel j of the 4 channels */
         const int32x4_t bias = vldrwq_s32(rq4);
         edgec_mve_rq q;
         q.mult = vldrwq_s32(rq4 + 4);
         q.khi = vldrwq_s32(rq4 + 8);
         q.neg = vldrwq_s32(rq4 + 12);
-        q.nshift = vnegq_s32(vldrwq_s32(rq4 + 16));
-        vstrbq_p_s32(o, edgec_mve_requant(vaddq_s32(a.val[0], bias), q, lo, hi), keep);
-        if (valid > 1) vstrbq_p_s32(o + out_c, edgec_mve_requant(vaddq_s32(a.val[1], bias), q, lo, hi), keep);
-        if (valid > 2) vstrbq_p_s32(o + 2 * out_c, edgec_mve_requant(vaddq_s32(a.val[2], bias), q, lo, hi), keep);
-        if (valid > 3) vstrbq_p_s32(o + 3 * out_c, edgec_mve_requant(vaddq_s32(a.val[3], bias), q, lo, hi), keep);
+        q.nshift = vldrwq_s32(rq4 + 16);
+        if (out_c - oc >= 4) {
+            vstrbq_s32(o, EDGEC_MVE_RQ_PIXEL(0));
+            if (valid > 1) vstrbq_s32(o + out_c, EDGEC_MVE_RQ_PIXEL(1));
+            if (valid > 2) vstrbq_s32(o + 2 * out_c, EDGEC_MVE_RQ_PIXEL(2));
+        } else { /* the last 1-3 channels */
+            const mve_pred16_t keep = vctp32q((uint32_t)(out_c - oc));
+            vstrbq_p_s32(o, EDGEC_MVE_RQ_PIXEL(0), keep);
+            if (valid > 1) vstrbq_p_s32(o + out_c, EDGEC_MVE_RQ_PIXEL(1), keep);
+            if (valid > 2) vstrbq_p_s32(o + 2 * out_c, EDGEC_MVE_RQ_PIXEL(2), keep);
+        }
     }
 }
+#undef EDGEC_MVE_RQ_PIXEL
 
 /* Weights: see edgec_mve_conv_macs (k16 = p->k4: k_h*k_w*in_c rounded up to 16, zero padded). scratch: the
  * accumulators, 64 * ceil(out_c / 4) bytes (16-byte aligned), then 3 pixels' taps (3 * k16; 4 * k16 given). */

@@ -82,3 +82,4 @@ def test_rq_vectors_group_four_channels_per_field():
     assert v.size == 2 * 20
     assert list(v[:4]) == list(rq[:4, 0]) and list(v[4:8]) == list(rq[:4, 1])    # biases, then multipliers
     assert list(v[20:22]) == list(rq[4:, 0]) and list(v[22:24]) == [0, 0]         # the missing channels: 0
+    assert list(v[16:20]) == list(-rq[:4, 4])                                        # shifts negated
