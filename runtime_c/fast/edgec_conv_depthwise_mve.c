@@ -35,14 +35,18 @@ typedef struct {
     int32_t mult, khi, negneg, nshift, w[9];
 } edgec_mve_dw_channel;
 
-static void edgec_mve_dw_setup(edgec_mve_dw_channel *k, const int8_t *w, int32_t c, const edgec_rq *q, int32_t lo,
-                               int32_t hi, int32_t out_step)
+/* The layer's constants (lo, hi, offsets) once, then each channel's (edgec_mve_dw_channel_setup). */
+static void edgec_mve_dw_layer_setup(edgec_mve_dw_channel *k, int32_t lo, int32_t hi, int32_t out_step)
 {
-    int32_t t;
-    k->bias = vdupq_n_s32(q->bias);
     k->lo = vdupq_n_s32(lo);
     k->hi = vdupq_n_s32(hi);
     k->offsets = vreinterpretq_s32_u32(vmulq_n_u32(vidupq_n_u32(0u, 1), (uint32_t)out_step));
+}
+
+static void edgec_mve_dw_setup(edgec_mve_dw_channel *k, const int8_t *w, int32_t c, const edgec_rq *q)
+{
+    int32_t t;
+    k->bias = vdupq_n_s32(q->bias);
     k->mult = q->mult;
     k->khi = q->khi;
     k->negneg = -q->neg;
@@ -201,10 +205,10 @@ static void edgec_mve_dw_planes(const edgec_depthwise_conv2d_3x3_params *p, cons
     int32_t ch, oy, r;
     const int32_t slots = s == 1 ? 4 : 3; /* stride 1: two output rows at a time read 4 input rows */
     edgec_mve_fill(scratch, zp, slots * pitch); /* the padding columns keep it: rows write [x0, x1) only */
+    edgec_mve_dw_layer_setup(&k, p->act_min, p->act_max, p->out_col_step);
     for (ch = 0; ch < c; ++ch) {
         int32_t next = -p->pad_top; /* the next input row the strip does not hold yet */
-        edgec_mve_dw_setup(&k, (const int8_t *)(const void *)weights + ch, c, rq + ch, p->act_min, p->act_max,
-                           p->out_col_step);
+        edgec_mve_dw_setup(&k, (const int8_t *)(const void *)weights + ch, c, rq + ch);
         for (oy = 0; oy < p->out_rows; oy += (s == 1 ? 2 : 1)) {
             const int32_t r0 = oy * s - p->pad_top, two = s == 1 && oy + 1 < p->out_rows;
             int8_t *slot[4];

@@ -168,13 +168,21 @@ void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *inpu
     const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
     int32_t *acc = (int32_t *)(void *)scratch;
     int8_t *rows = scratch + 64 * ((out_c + 3) / 4);
+    /* a pointwise layer over whole blocks of 16 channels reads every pixel's taps in place */
+    const int direct = p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+                       p->pad_left == 0 && p->in_w == out_w && p->k4 == p->in_c;
     int32_t pix, j;
     for (pix = 0; pix < n; pix += 3) {
         const int32_t valid = n - pix < 3 ? n - pix : 3;
         const int8_t *x[3];
         for (j = 0; j < 3; ++j) { /* a short last block repeats its last pixel */
-            x[j] = j < valid ? edgec_mve_taps(p, input, (pix + j) / out_w, (pix + j) % out_w, rows + j * p->k4)
-                             : x[valid - 1];
+            if (j >= valid) {
+                x[j] = x[valid - 1];
+            } else if (direct) {
+                x[j] = input + (pix + j) * p->in_c;
+            } else {
+                x[j] = edgec_mve_taps(p, input, (pix + j) / out_w, (pix + j) % out_w, rows + j * p->k4);
+            }
         }
         edgec_mve_conv_macs(x, (const int8_t *)(const void *)weights, p->k4, (out_c + 1) / 2, acc);
         edgec_mve_conv_requant(acc, (const int32_t *)(const void *)rq, out_c, output + pix * out_c, valid, lo, hi);

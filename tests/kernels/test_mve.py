@@ -2,10 +2,10 @@
 NumPy reference on the emulated Cortex-M55 (QEMU mps3-an547): one firmware of random layers covering their
 paths, benchmarked on random inputs: a 3-channel first convolution whose taps are not a multiple of 16, a 3x3
 one on 16 channels, a 1x1 one reading the input pixel directly (24 channels: reading into the next pixel) and
-through the tap copy (its last pixels), a 1x1 one with an odd number of output channels, depthwise 3x3 at
+through the tap copy (its last pixels), a 1x1 one on 16 channels (taps in place) with an odd number of outputs, depthwise 3x3 at
 stride 1 and 2 with padding on every side on long rows (one channel at a time) and short ones (4 channels at
-a time), a clamped activation range, short last blocks of pixels and of rows, fully connected layers of 96
-and 12 inputs, global average pooling and adds.
+a time), a clamped activation range, short last blocks of pixels and of rows, fully connected layers of 256
+and 16 inputs, global average pooling and adds.
 The four MLPerf Tiny models on the same board: benchmarks/latency.py --boards qemu-cortex-m55."""
 from __future__ import annotations
 
@@ -24,22 +24,22 @@ def random_layers():
     rng = np.random.default_rng(15)
     w = {"w1": rng.normal(0, .3, (16, 3, 3, 3)), "w2": rng.normal(0, .4, (16, 1, 3, 3)),
          "w3": rng.normal(0, .15, (24, 16, 3, 3)), "w4": rng.normal(0, .4, (24, 1, 3, 3)),
-         "w5": rng.normal(0, .3, (12, 24, 1, 1)), "w6": rng.normal(0, .4, (12, 1, 3, 3)),
-         "wf": rng.normal(0, .2, (12 * 2 * 8, 7)),
-         "wg": rng.normal(0, .5, (12, 7)), "w7": rng.normal(0, .3, (5, 12, 1, 1)), "wh": rng.normal(0, .5, (5, 7))}
+         "w5": rng.normal(0, .3, (16, 24, 1, 1)), "w6": rng.normal(0, .4, (16, 1, 3, 3)),
+         "wf": rng.normal(0, .2, (16 * 2 * 8, 7)),
+         "wg": rng.normal(0, .5, (16, 7)), "w7": rng.normal(0, .3, (5, 16, 1, 1)), "wh": rng.normal(0, .5, (5, 7))}
     nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),                 # 27 taps
              helper.make_node("Relu", ["a"], ["b"]),                                          # clamped range
              helper.make_node("Conv", ["b", "w2"], ["c"], group=16, pads=[1, 1, 1, 1]),      # depthwise s1: 34 wide
              helper.make_node("Conv", ["c", "w3"], ["d"], pads=[1, 1, 1, 1]),                 # 3x3 on 16: 48-byte rows
              helper.make_node("Conv", ["d", "w4"], ["e"], group=24, strides=[2, 2], pads=[1, 0, 1, 1]),  # 17 wide
              helper.make_node("Conv", ["e", "w5"], ["e5"]),                                   # 1x1 on 24: 32 bytes read
-             helper.make_node("Conv", ["e5", "w6"], ["f"], group=12, strides=[2, 2], pads=[1, 0, 1, 1]),  # 8 wide
+             helper.make_node("Conv", ["e5", "w6"], ["f"], group=16, strides=[2, 2], pads=[1, 0, 1, 1]),  # 8 wide
              helper.make_node("Flatten", ["f"], ["g"]),
              helper.make_node("MatMul", ["g", "wf"], ["h"]),                                  # 7 rows
              helper.make_node("GlobalAveragePool", ["f"], ["i"]),
              helper.make_node("Flatten", ["i"], ["j"]),
-             helper.make_node("MatMul", ["j", "wg"], ["k"]),                                  # 12 inputs
-             helper.make_node("Conv", ["e5", "w7"], ["l"]),                                   # 5 channels: odd
+             helper.make_node("MatMul", ["j", "wg"], ["k"]),                                  # 16 inputs
+             helper.make_node("Conv", ["e5", "w7"], ["l"]),                                   # 1x1 on 16 (in place), 5 channels: odd
              helper.make_node("GlobalAveragePool", ["l"], ["m"]),
              helper.make_node("Flatten", ["m"], ["n"]),
              helper.make_node("MatMul", ["n", "wh"], ["o"]),
