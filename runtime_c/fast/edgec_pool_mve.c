@@ -1,6 +1,6 @@
 /* edgec Helium (MVE) global average pooling (declared in edgec_nn.h): the sums of 8 channels per vector (int16;
- * 4 in int32 past 256 pixels), one widening load and one add per pixel; then TFLite's rounded division per channel. Compiled only for Helium
- * cores (EDGEC_MVE). */
+ * 4 in int32 past 256 pixels), one widening load and one add per pixel; then TFLite's rounded division per
+ * channel. Compiled only for Helium cores (EDGEC_MVE). */
 #include "edgec_mve_support.h"
 
 #ifdef EDGEC_MVE

@@ -2,9 +2,9 @@
 NumPy reference on the emulated Cortex-M55 (QEMU mps3-an547): one firmware of random layers covering their
 paths, benchmarked on random inputs: a 3-channel first convolution whose taps are not a multiple of 16, a 3x3
 one on 16 channels, a 1x1 one reading the input pixel directly (24 channels: reading into the next pixel) and
-through the tap copy (its last pixels), a 1x1 one on 16 channels (taps in place) with an odd number of outputs, depthwise 3x3 at
-stride 1 and 2 with padding on every side on long rows (one channel at a time) and short ones (4 channels at
-a time), a clamped activation range, short last blocks of pixels and of rows, fully connected layers of 256
+through the tap copy (its last pixels), a 1x1 one on 16 channels (taps in place) with an odd number of
+outputs, depthwise 3x3 at stride 1 and 2 with padding on every side on long rows (one channel at a time) and
+short ones (4 channels at a time), a clamped activation range, short last blocks of pixels and of rows, fully connected layers of 256
 and 16 inputs, global average pooling and adds.
 The four MLPerf Tiny models on the same board: benchmarks/latency.py --boards qemu-cortex-m55."""
 from __future__ import annotations
@@ -39,7 +39,7 @@ def random_layers():
              helper.make_node("GlobalAveragePool", ["f"], ["i"]),
              helper.make_node("Flatten", ["i"], ["j"]),
              helper.make_node("MatMul", ["j", "wg"], ["k"]),                                  # 16 inputs
-             helper.make_node("Conv", ["e5", "w7"], ["l"]),                                   # 1x1 on 16 (in place), 5 channels: odd
+             helper.make_node("Conv", ["e5", "w7"], ["l"]),                                   # 16 -> 5 channels
              helper.make_node("GlobalAveragePool", ["l"], ["m"]),
              helper.make_node("Flatten", ["m"], ["n"]),
              helper.make_node("MatMul", ["n", "wh"], ["o"]),
