@@ -4,8 +4,8 @@ paths, benchmarked on random inputs: a 3-channel first convolution whose taps ar
 one on 16 channels, a 1x1 one reading the input pixel directly (24 channels: reading into the next pixel) and
 through the tap copy (its last pixels), a 1x1 one on 16 channels (taps in place) with an odd number of
 outputs, depthwise 3x3 at stride 1 and 2 with padding on every side on long rows (one channel at a time) and
-short ones (4 channels at a time), a clamped activation range, short last blocks of pixels and of rows, fully connected layers of 256
-and 16 inputs, global average pooling and adds.
+short ones (4 channels at a time), a clamped activation range, short last blocks of pixels and of rows, fully
+connected layers of 256 and 16 inputs, global average pooling and adds.
 The four MLPerf Tiny models on the same board: benchmarks/latency.py --boards qemu-cortex-m55."""
 from __future__ import annotations
 
