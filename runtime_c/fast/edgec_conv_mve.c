@@ -168,9 +168,11 @@ void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *inpu
     const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
     int32_t *acc = (int32_t *)(void *)scratch;
     int8_t *rows = scratch + 64 * ((out_c + 3) / 4);
-    /* a pointwise layer over whole blocks of 16 channels reads every pixel's taps in place */
-    const int direct = p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
-                       p->pad_left == 0 && p->in_w == out_w && p->k4 == p->in_c;
+    /* a pointwise layer reads its taps in place (past in_c: the next pixel's, times zero weights), except
+     * where the k4 bytes would pass the input's end */
+    const int pointwise = p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+                          p->pad_left == 0 && p->in_w == out_w;
+    const int32_t in_place = pointwise && n * p->in_c >= p->k4 ? (n * p->in_c - p->k4) / p->in_c : -1; /* last */
     int32_t pix, j;
     for (pix = 0; pix < n; pix += 3) {
         const int32_t valid = n - pix < 3 ? n - pix : 3;
@@ -178,7 +180,7 @@ void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *inpu
         for (j = 0; j < 3; ++j) { /* a short last block repeats its last pixel */
             if (j >= valid) {
                 x[j] = x[valid - 1];
-            } else if (direct) {
+            } else if (pix + j <= in_place) {
                 x[j] = input + (pix + j) * p->in_c;
             } else {
                 x[j] = edgec_mve_taps(p, input, (pix + j) / out_w, (pix + j) % out_w, rows + j * p->k4);
