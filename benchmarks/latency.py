@@ -1,6 +1,7 @@
 """Latency of the four MLPerf Tiny models on the emulated boards (and the host), per inference and per layer.
 
-    .venv/bin/python benchmarks/latency.py                      # qemu-cortex-m4, host, both Cortex-M3 boards
+    .venv/bin/python benchmarks/latency.py                      # qemu-cortex-m4, -m55, host, both Cortex-M3 boards
+    .venv/bin/python benchmarks/latency.py --boards qemu-cortex-m55   # the Helium kernels vs TFLM + CMSIS-NN MVE
     .venv/bin/python benchmarks/latency.py --boards qemu-cortex-m4 --models kws,ic --layers
     .venv/bin/python benchmarks/latency.py --layers --md docs/performance.md   # the published tables
 
@@ -8,7 +9,9 @@ For every model and board: build (calibrated on the golden inputs' x_fp32, NHWC 
 bench on the device (bit-exactness against the NumPy reference), and print MACs, emulated instructions
 per inference (QEMU -icount: exact; host: ns), instructions per MAC, the ratio to the TFLM reference
 numbers of issue 6 (qemu-cortex-m4: TFLM + CMSIS-NN; the Cortex-M3 boards, portable C path: TFLM reference
-kernels; qemu-cortex-m3-large is an M3 with 4 MB of code memory, for the models a 256 KB part cannot hold) and the code
+kernels; qemu-cortex-m3-large is an M3 with 4 MB of code memory, for the models a 256 KB part cannot hold)
+and issue 15 (qemu-cortex-m55, Helium kernels: TFLM + CMSIS-NN's MVE kernels), the cycle estimate of the
+QEMU plugin on the Arm emulated boards (edgec/bench/cycles.py) and the code
 bytes of the firmware (all functions, from `nm`, excluding weights and other constants). With --layers,
 the per-layer breakdown on qemu-cortex-m4 from `edgec bench --profile` (the bench firmware's PROFILE command).
 """
@@ -38,8 +41,11 @@ MODELS = {"kws": "kws_dscnn_fp32.onnx", "vww": "vww_mobilenetv1_025_fp32.onnx",
 # issue 6: QEMU 7.2 mps2-an386 -icount shift=0, emulated instructions per inference
 TFLM_CMSIS = {"kws": 7_699_303, "vww": 24_102_775, "ic": 29_864_026, "ad": 583_260}
 TFLM_REF = {"kws": 43_040_879, "vww": 100_250_960, "ic": 107_400_335, "ad": 1_952_682}
+# issue 15: TFLM + CMSIS-NN's Helium (MVE) kernels, QEMU 7.2 mps3-an547, gcc 12.2 -mcpu=cortex-m55
+TFLM_CMSIS_MVE = {"kws": 1_813_494, "vww": 6_559_155, "ic": 4_912_677, "ad": 150_289}
 TARGET = {"qemu-cortex-m4": (TFLM_CMSIS, 0.7, "TFLM+CMSIS-NN"), "qemu-cortex-m3": (TFLM_REF, 0.5, "TFLM ref"),
-          "qemu-cortex-m3-large": (TFLM_REF, 0.5, "TFLM ref")}
+          "qemu-cortex-m3-large": (TFLM_REF, 0.5, "TFLM ref"),
+          "qemu-cortex-m55": (TFLM_CMSIS_MVE, 0.7, "TFLM+CMSIS-NN (MVE)")}
 
 
 def code_bytes(elf: Path) -> int | None:
@@ -74,7 +80,9 @@ def run(models, boards, samples, root: Path, layers: bool, optimize: str = "spee
             r = api.bench(out, data, limit=samples, profile=profiled, report_dir=None)
             _, _, elf = api.load_build(out)
             row.update(macs=rep["macs"], latency=r["latency"]["median"], unit=r["latency"]["unit"],
-                       per_mac=r["latency"]["per_mac"], agreement=r["agreement"]["device_vs_reference"],
+                       per_mac=r["latency"]["per_mac"],
+                       cycles=(r["latency"].get("cycles_estimate") or {}).get("median"),
+                       agreement=r["agreement"]["device_vs_reference"],
                        code_bytes=code_bytes(elf), arena_bytes=rep["memory"]["arena_bytes"],
                        weights_bytes=rep["memory"]["weights_bytes"], flash_bytes=rep["memory"]["flash_bytes"])
             if board in TARGET:
@@ -88,20 +96,21 @@ def run(models, boards, samples, root: Path, layers: bool, optimize: str = "spee
 
 def summary_table(results: dict) -> str:
     """The per-model, per-board table as Markdown (printed as is: it reads as plain text too)."""
-    lines = ["| model | board | MACs | per inference | unit | per MAC | reference | ratio | target | exact | code B "
-             "| arena B |", "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| model | board | MACs | per inference | unit | per MAC | reference | ratio | target | cycles est. "
+             "| exact | code B | arena B |", "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results["rows"]:
         if "error" in r:
             m = re.search(r"needs (?:about )?([\d,]+ B of \w+).*?the board has ([\d,]+ B)", r["error"])
             why = f"does not fit: needs {m[1]}, has {m[2]}" if m else f"does not build: {r['error'][:80]}"
-            lines.append(f"| {r['model']} | {r['board']} | {why} |" + " |" * 9)
+            lines.append(f"| {r['model']} | {r['board']} | {why} |" + " |" * 10)
             continue
         unit = "insns" if r["unit"] == "emulated instructions" else r["unit"]
         ref = f"{r['reference']:,d}" if "reference" in r else ""
         ratio = f"{r['ratio']:.2f}" if "ratio" in r else ""
         target = f"<= {TARGET[r['board']][1]:.1f}" if r["board"] in TARGET else ""
+        cycles = f"{r['cycles']:,.0f}" if r.get("cycles") else ""
         lines.append(f"| {r['model']} | {r['board']} | {r['macs']:,d} | {r['latency']:,.0f} | {unit} | "
-                     f"{r['per_mac']:.2f} | {ref} | {ratio} | {target} | {r['agreement']:.2f} | "
+                     f"{r['per_mac']:.2f} | {ref} | {ratio} | {target} | {cycles} | {r['agreement']:.2f} | "
                      f"{r['code_bytes'] or 0:,d} | {r['arena_bytes']:,d} |")
     return "\n".join(lines)
 
@@ -121,8 +130,10 @@ def layer_tables(results: dict) -> str:
     return "\n".join(out)
 
 
-NOTE = ("reference: issue 6 (qemu-cortex-m4: TFLM + CMSIS-NN; Cortex-M3 boards: TFLM reference kernels); "
-        "exact = fraction of samples byte-identical to the NumPy reference; code B = functions in the firmware")
+NOTE = ("reference: issue 6 (qemu-cortex-m4: TFLM + CMSIS-NN; Cortex-M3 boards: TFLM reference kernels), "
+        "issue 15 (qemu-cortex-m55: TFLM + CMSIS-NN's MVE kernels); cycles est. = the QEMU plugin's Cortex-M cycle "
+        "estimate (edgec/bench/cycles.py, not a measurement); exact = fraction of samples byte-identical to the "
+        "NumPy reference; code B = functions in the firmware")
 
 
 def print_tables(results: dict) -> None:
@@ -140,7 +151,10 @@ times are wall-clock ns on the shared development machine and noisy).
 For each model and board: MACs, emulated instructions per inference (the median over the benchmarked
 golden samples), instructions per MAC, the reference count from issue 6 (QEMU 7.2 mps2-an386, TFLM with
 CMSIS-NN on the Cortex-M4; TFLM reference kernels on the Cortex-M3 boards, where edgec runs its portable
-C path), the ratio and its target, *exact* (the fraction of samples whose device output is
+C path; issue 15: TFLM with CMSIS-NN's Helium (MVE) kernels on the Cortex-M55, QEMU 7.2 mps3-an547, where
+edgec runs its MVE kernels), the ratio and its target, *cycles est.* (a Cortex-M cycle estimate from the QEMU
+plugin of edgec/bench/cycles.py: Cortex-M4 TRM timings per executed instruction, Helium instructions 2 beats,
+0 flash wait states; an estimate, not a measurement), *exact* (the fraction of samples whose device output is
 byte-identical to the NumPy integer reference), the bytes of code in the firmware (all functions,
 weights and other constants excluded: startup, serial link, benchmark harness, kernels, the model's
 invoke; on the host, the whole native test executable) and the arena. `qemu-cortex-m3` is the
@@ -159,7 +173,7 @@ From `edgec bench --profile` (the firmware's PROFILE command: the counter read a
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=",".join(MODELS))
-    ap.add_argument("--boards", default="qemu-cortex-m4,host,qemu-cortex-m3,qemu-cortex-m3-large")
+    ap.add_argument("--boards", default="qemu-cortex-m4,qemu-cortex-m55,host,qemu-cortex-m3,qemu-cortex-m3-large")
     ap.add_argument("--samples", type=int, default=2, help="golden samples benchmarked per model (default 2)")
     ap.add_argument("--layers", action="store_true", help="per-layer breakdown on qemu-cortex-m4")
     ap.add_argument("--optimize", choices=["speed", "size"], default="speed", help="edgec build --optimize (speed)")

@@ -62,16 +62,16 @@ def compile_model(model_path: str | Path, calib_path: str | Path, log: Log = qui
 
 def schedule_and_plan(graph: Graph, guard: int = 0, optimize: str = "speed", choose=None,
                       ram_budget: int | None = None, board_ram: int | None = None, overhead: int = 0,
-                      log: Log = quiet):
+                      log: Log = quiet, mve: bool = False):
     """Lower the ops onto the fast kernels where they can run there (their constants and scratch; optimize
     "speed" or "size" and a per-op variant chooser: edgec/codegen/lowering.py), put the ops in the execution
     order with the smallest memory peak and plan the arena (guard > 0: with the arena guard's canaries, see
-    edgec/plan/guard.py).
+    edgec/plan/guard.py; mve: onto the Helium kernels, edgec/codegen/mve.py).
 
     RAM: with `ram_budget` (bytes for the whole firmware: arena + `overhead`), the cheapest schedule that
     fits, patch-based stages if needed (edgec/plan/budget.py), or an EdgecError naming the least RAM
     reachable; without it, the fastest plan when it fits `board_ram` (else the memory-saving one)."""
-    lower_graph(graph, optimize, choose)
+    lower_graph(graph, optimize, choose, mve)
     graph.ops = planner.schedule(graph)
     if guard and ram_budget is not None:
         raise EdgecError("--arena-guard and --ram-budget do not go together: the guard's canaries watch whole "
@@ -88,14 +88,17 @@ def schedule_and_plan(graph: Graph, guard: int = 0, optimize: str = "speed", cho
 
 
 def plan_to_fit(graph: Graph, board, guard: int = 0, optimize: str = "speed", choose=None,
-                log: Log = quiet, ram_budget: int | None = None) -> tuple:
+                log: Log = quiet, ram_budget: int | None = None, helium: bool = True) -> tuple:
     """schedule_and_plan under the board's RAM or `ram_budget` (spread over its RAM regions), then its fit check (edgec/targets/fit.py): returns (plan, fit estimate, the
     optimize mode used). When the speed variants' widened weights do not fit but the generic kernels do, the
-    build falls back to them (`--optimize size`) and says so; if neither fits, the generic build's error."""
+    build falls back to them (`--optimize size`) and says so; if neither fits, the generic build's error.
+    helium False keeps a Helium board on the DSP kernels (an export may be compiled without Helium flags)."""
+    from edgec.codegen.mve import has_mve
     from edgec.targets import fit        # fit imports nothing of the pipeline: no cycle
 
     def planned(mode):
-        plan = schedule_and_plan(graph, guard, mode, choose, **fit.ram_limits(graph, board, ram_budget), log=log)
+        plan = schedule_and_plan(graph, guard, mode, choose, **fit.ram_limits(graph, board, ram_budget), log=log,
+                                 mve=helium and has_mve(board))
         if not plan.stages:     # patched stages are planned for one region: their windows are not re-placed
             plan = fit.place_in_regions(graph, plan, board)
         return plan

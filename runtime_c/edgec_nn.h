@@ -171,6 +171,22 @@ typedef struct {
 void edgec_depthwise_conv2d_3x3_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
                                    const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
 
+/* Helium (MVE, Cortex-M55; fast/edgec_conv_mve.c and fast/edgec_conv_depthwise_mve.c, compiled for Helium
+ * cores only, chosen by edgec/codegen/mve.py for boards whose profile has fpu = "fp+mve"): the same params
+ * structs.
+ * Convolution: weights [ceil(out_c / 2)][k4 / 16][2][16] int8 (pairs of channels, block by block; k4 =
+ * k_h*k_w*in_c rounded up to 16, zero padded), 3 output pixels by 2 channels (VMLADAVA), rq regrouped as
+ * [out_c / 4][field][4] with the shift negated (edgec/codegen/mve.py rq_vectors); scratch
+ * 64 * ceil(out_c / 4) + 4 * k4
+ * bytes. Depthwise 3x3: weights [3][3][c] int8 in the sweep orientation, one channel and 4 output pixels per
+ * vector (rows of 16 outputs or more) or 4 channels per vector; scratch: with width = (out_cols - 1) * stride
+ * + 3, the larger of 4 * (width + 16) and 12 * width bytes. */
+void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                         const edgec_rq *rq, int8_t *scratch, int8_t *output);
+void edgec_depthwise_conv2d_3x3_mve_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
+                                       const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
+                                       int8_t *output);
+
 /* ================================================================ fully connected and matrix product
  * edgec_fully_connected.c; fast variant in fast/edgec_fully_connected_fast.c */
 
@@ -211,6 +227,11 @@ void edgec_fully_connected_packed_s8(const edgec_fully_connected_packed_params *
 void edgec_fully_connected_wide_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                    const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
 
+/* Helium (MVE; fast/edgec_fully_connected_mve.c): weights [out_features][k4] int8, 4 rows at a time; no
+ * scratch. */
+void edgec_fully_connected_mve_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
+                                  const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
+
 /* ================================================================ pooling
  * edgec_pool.c; fast variant in fast/edgec_pool_fast.c */
 
@@ -225,6 +246,9 @@ void edgec_avg_pool_s8(const edgec_pool_params *p, const int8_t *input, int8_t *
 /* fast: average over all pixels of [pixels][c] (global average pooling), TFLite rounding. */
 void edgec_avg_pool_global_s8(int32_t pixels, int32_t c, int32_t act_min, int32_t act_max,
                               const int8_t *input, int8_t *output);
+/* Helium (MVE; fast/edgec_pool_mve.c): the same, 4 channels per vector. */
+void edgec_avg_pool_global_mve_s8(int32_t pixels, int32_t c, int32_t act_min, int32_t act_max,
+                                  const int8_t *input, int8_t *output);
 
 /* ================================================================ elementwise
  * edgec_elementwise.c; fast variant in fast/edgec_elementwise_fast.c */
@@ -261,6 +285,9 @@ typedef struct {
 
 void edgec_add_lut_s8(const edgec_add_lut_params *p, const int32_t *lut1, const int32_t *lut2,
                       const edgec_rq *rq, const int8_t *input1, const int8_t *input2, int8_t *output);
+/* Helium (MVE; fast/edgec_elementwise_mve.c): the same, 4 values per vector (table gathers). */
+void edgec_add_lut_mve_s8(const edgec_add_lut_params *p, const int32_t *lut1, const int32_t *lut2,
+                          const edgec_rq *rq, const int8_t *input1, const int8_t *input2, int8_t *output);
 
 /* ================================================================ softmax
  * edgec_softmax.c */

@@ -41,3 +41,5 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "WARNING: Location" || true
 .venv/bin/python -m pip install -q -e '.[test,flash]' 2>&1 | grep -v "WARNING: Location" || true
 .venv/bin/edgec --version
+# the cycle-estimate QEMU plugin (edgec/bench/cycles.py; boards/platforms/edgec-qemu/plugins/edgec_cycles.c)
+.venv/bin/python -m edgec.bench.cycles

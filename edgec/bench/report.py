@@ -242,6 +242,10 @@ def summary_lines(r: dict) -> list[str]:
     else:
         lines.append(f"latency: median {lat['median']:,.0f} {lat['unit']}{ms_text}; p90 {lat['p90']:,.0f}, "
                      f"min {lat['min']:,.0f}, max {lat['max']:,.0f}{per_mac}")
+    if lat.get("cycles_estimate"):
+        c = lat["cycles_estimate"]
+        lines.append(f"cycle estimate: median {c['median']:,.0f} cycles ({c['cycles_per_instruction']:.2f} per "
+                     f"instruction; {c['model']})")
     m = r["memory"]
     stack = (f", stack used {m['stack_used_bytes']:,} of {m['stack_reserved_bytes']:,} B"
              if m.get("stack_used_bytes") is not None else ", stack not measured on this board")

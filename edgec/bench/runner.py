@@ -13,12 +13,15 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.util
+import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
+from edgec.bench import cycles
 from edgec.quant import artifact
 from edgec.quant import calibrate
 from edgec.frontend import loader
@@ -84,7 +87,10 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
     stack = []
     progress = Progress(f"bench on {board.name}", n)
     result: dict = {}
-    with open_device(board, firmware, port, gdb_load=gdb_load) as dev:
+    scratch = Path(tempfile.mkdtemp(prefix="edgec-cycles-"))
+    plugin_out = scratch / "windows.txt"     # the cycle-estimate plugin's timed windows (edgec/bench/cycles.py)
+    plugin = cycles.qemu_args(board, firmware, plugin_out) if port in (None, "auto") else []
+    with open_device(board, firmware, port, gdb_load=gdb_load, emulator_args=tuple(plugin)) as dev:
         link = dev.link
         hello = link.hello()
         check_hello(hello, report, outdir)
@@ -113,6 +119,8 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         # an emulated or host board's "UART" is a loopback TCP socket: no baud rate limits it
         local = board.serial_port in (PORT_EMULATOR, PORT_PROGRAM)
         link_stats = link.stats.to_json(None if local else board.serial_baud)
+    estimate = cycles.summary(cycles.read_windows(plugin_out), n) if plugin else None
+    shutil.rmtree(scratch, ignore_errors=True)
     flash, ram = firmware_sizes(firmware, host=firmware.suffix != ".elf", prefix=board.toolchain_prefix or "")
     units = np.array([board.ticks_to_units(int(t)) for t in ticks])
     result = {
@@ -121,7 +129,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         **_quality(graph, data.y, float_out, ref_out, dev_out, data.x, score, score_fn),
         "agreement": {"device_vs_reference": float(np.mean(np.all(dev_out == ref_out, axis=1))),
                       "mismatched_samples": [int(i) for i in mismatched[:100]]},
-        "latency": latency_stats(units, board),
+        "latency": {**latency_stats(units, board), "cycles_estimate": estimate},
         **({"tflite": checked} if checked else {}),
         "macs": report.get("macs"),
         "memory": {**report["memory"], "flash_bytes": flash, "ram_bytes": ram,

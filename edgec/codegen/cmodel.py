@@ -63,7 +63,7 @@ def _ops_for_template(graph: Graph, plan: Plan) -> tuple[list[dict], list[dict]]
         dtype = graph.tensors[op.output].dtype
         site = CallSite(prefix=prefix, inputs=[c_pointer(plan, plan.offsets[t]) for t in op.inputs],
                         output=c_pointer(plan, plan.offsets[op.output]), arrays=names,
-                        scratch=None if scratch is None else c_pointer(plan, scratch), dtype=dtype)
+                        scratch="(int8_t *)0" if scratch is None else c_pointer(plan, scratch), dtype=dtype)
         saved, op.lowered = op.lowered, low
         try:
             call = d.int16.c_call(op, site) if dtype == "int16" and d.int16 is not None else d.c_call(op, site)

@@ -102,7 +102,8 @@ def export(model_path: str | Path, calib_path: str | Path | None, board_name: st
     outdir = check_output_folder(outdir, (model_path, calib_path))     # before any work
     _, graph, _ = compile_model(model_path, calib_path, log, options, optimize)     # options: ptq.QuantOptions
     graph.name = name = name or graph.name
-    plan = plan_to_fit(graph, board, optimize=optimize, log=log, ram_budget=ram_budget)[0]     # the generic kernels if speed's do not fit
+    plan = plan_to_fit(graph, board, optimize=optimize, log=log, ram_budget=ram_budget,     # the generic kernels
+                       helium=False)[0]        # if speed's do not fit; DSP kernels: no Helium flags assumed
     meta = {"lib_version": lib_version or __version__, "maintainer": maintainer, "url": url}
     if fmt in ("arduino", "platformio") and not (maintainer and url):
         log(f"{fmt} metadata: give --maintainer and --url before publishing the library (the manifest names "

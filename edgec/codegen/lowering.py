@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Callable
 
 from edgec.codegen import specialize
+from edgec.codegen.mve import lower_mve
 from edgec.ir import Graph, Op
 from edgec.ops.registry import REGISTRY
 
@@ -21,16 +22,21 @@ def lower(op: Op) -> dict | None:
     return fn(op) if fn else None
 
 
-def lower_graph(graph: Graph, optimize: str = "speed", choose: Chooser | None = None) -> None:
+def lower_graph(graph: Graph, optimize: str = "speed", choose: Chooser | None = None, mve: bool = False) -> None:
     """Choose the fast kernel of every op that has one: op.lowered holds its call data and constants
     (what the generated code will contain), op.attrs['scratch_bytes'] its scratch memory (for the planner).
+    mve (the board's core has Helium): the Helium kernel where there is one (edgec/codegen/mve.py); otherwise
     optimize "speed" puts each op on its fastest variant (`choose(op, generic lowering)`: the variant's name,
     e.g. from a tuning log, or None for the default), "size" keeps the generic fast kernels
     (edgec/codegen/specialize.py)."""
     for op in graph.ops:
         int8 = all(graph.tensors[t].dtype == "int8" for t in (*op.inputs, op.output))
         op.lowered = lower(op) if int8 else None       # int16 layers keep their 16x8 kernels
-        specialize.specialize(op, optimize, choose(op, op.lowered) if choose and op.lowered else None)
+        helium = lower_mve(op, op.lowered) if mve and op.lowered else op.lowered
+        if helium is not op.lowered:
+            op.lowered = helium
+        else:
+            specialize.specialize(op, optimize, choose(op, op.lowered) if choose and op.lowered else None)
         if op.lowered and op.lowered["scratch_bytes"]:
             size = op.lowered["scratch_bytes"]
             op.attrs["scratch_bytes"] = (size + SCRATCH_ALIGN - 1) // SCRATCH_ALIGN * SCRATCH_ALIGN

@@ -98,9 +98,11 @@ def _free_tcp_port() -> int:
         return s.getsockname()[1]
 
 
-def _start_qemu(board: Board, firmware: Path, gdb_port: int | None = None) -> tuple[_Process, str]:
-    """QEMU running `firmware`, or with gdb_port: halted, with an empty flash and its GDB stub on that port."""
-    argv = list(board.emulator_command)
+def _start_qemu(board: Board, firmware: Path, gdb_port: int | None = None,
+                extra: tuple[str, ...] = ()) -> tuple[_Process, str]:
+    """QEMU running `firmware`, or with gdb_port: halted, with an empty flash and its GDB stub on that port
+    (extra: more QEMU arguments, e.g. edgec/bench/cycles.py's plugin)."""
+    argv = list(board.emulator_command) + list(extra)
     if shutil.which(argv[0]) is None:
         raise EdgecError(f"{argv[0]} not found: install QEMU (e.g. apt-get install qemu-system-arm) "
                          f"to run board '{board.name}'")
@@ -120,13 +122,15 @@ def _start_program(board: Board, firmware: Path) -> tuple[_Process, str]:
     return proc, proc.wait_for_match(STARTUP_TIMEOUT).group(1)
 
 
-def open_serial(board: Board, firmware: Path | None, port: str | None = None, gdb_load=None, baud: int | None = None):
+def open_serial(board: Board, firmware: Path | None, port: str | None = None, gdb_load=None, baud: int | None = None,
+                emulator_args: tuple[str, ...] = ()):
     """Run `firmware` for `board` (or, with `port`, use a board already flashed) and open its serial port:
     (pyserial object, started process or None).  The caller closes both (Device does).
     A real board's port "auto" (or none) is found from the profile's USB IDs (edgec/device/ports.py).
     gdb_load(address): on an emulated board, start the emulator halted with an empty flash and its GDB stub,
     and let gdb_load write the firmware through that stub before the board runs.
-    baud: instead of the profile's serial.baud (an MLPerf firmware's own rate)."""
+    baud: instead of the profile's serial.baud (an MLPerf firmware's own rate).
+    emulator_args: more arguments for a QEMU board's emulator."""
     process = None
     try:
         local = board.serial_port in (PORT_EMULATOR, PORT_PROGRAM)
@@ -141,10 +145,12 @@ def open_serial(board: Board, firmware: Path | None, port: str | None = None, gd
                     raise EdgecError(f"firmware {firmware} does not exist; build it first (edgec build)")
                 if gdb_load is not None and board.serial_port == PORT_EMULATOR:
                     gdb_port = _free_tcp_port()
-                    process, url = _start_qemu(board, firmware, gdb_port)
+                    process, url = _start_qemu(board, firmware, gdb_port, tuple(emulator_args))
                 else:
-                    start = _start_qemu if board.serial_port == PORT_EMULATOR else _start_program
-                    process, url = start(board, firmware)
+                    if board.serial_port == PORT_EMULATOR:
+                        process, url = _start_qemu(board, firmware, extra=tuple(emulator_args))
+                    else:
+                        process, url = _start_program(board, firmware)
                     gdb_load = None
         try:
             ser = serial.serial_for_url(url, baudrate=baud or board.serial_baud, timeout=0.05)
@@ -164,10 +170,10 @@ def open_serial(board: Board, firmware: Path | None, port: str | None = None, gd
 
 
 def open_device(board: Board, firmware: Path | None, port: str | None = None, timeout: float = 2.0,
-                gdb_load=None) -> Device:
+                gdb_load=None, emulator_args: tuple[str, ...] = ()) -> Device:
     """Run `firmware` for `board` (or, with `port`, talk to a board already flashed) and sync the link
-    (gdb_load: see open_serial)."""
-    ser, process = open_serial(board, firmware, port, gdb_load)
+    (gdb_load, emulator_args: see open_serial)."""
+    ser, process = open_serial(board, firmware, port, gdb_load, emulator_args=emulator_args)
     try:
         link = Link(ser, timeout=timeout, describe=f"board '{board.name}'")
         try:

@@ -1,0 +1,99 @@
+"""The cycle-estimate QEMU plugin (boards/platforms/edgec-qemu/plugins/edgec_cycles.c, edgec/bench/cycles.py) on a
+tiny hand-written Cortex-M4 firmware whose estimate follows by hand from the timing rules the plugin states
+(Arm's Cortex-M3/M4 TRM instruction timings), and its place in a bench report."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import require
+from edgec.bench import cycles
+
+# Between two calls of `mark` (the window): the first `mark` call's `bx lr`, a 10-iteration loop of two loads
+# and a store, a PUSH and a POP of 3 registers, and the call of `mark` that closes the window.
+FIRMWARE = r"""
+    .syntax unified
+    .thumb
+    .section .vectors, "a"
+    .word 0x20010000
+    .word _start + 1
+    .text
+    .thumb_func
+    .global _start
+_start:
+    bl start
+    bl mark
+    movs r0, #10
+    ldr r1, =0x20000100     @ not a MOV immediate: a literal load
+loop:
+    ldr r2, [r1]
+    ldr r3, [r1, #4]
+    str r2, [r1, #8]
+    subs r0, #1
+    bne loop
+    push {r4, r5, r6}
+    pop {r4, r5, r6}
+    bl mark
+    movs r0, #0x18          @ semihosting SYS_EXIT, ADP_Stopped_ApplicationExit
+    ldr r1, =0x20026
+    bkpt 0xab
+    .thumb_func
+start:
+    bx lr
+    .thumb_func
+mark:
+    bx lr
+    .pool
+"""
+
+
+def expected(ws: int) -> tuple[int, int]:
+    """(instructions, cycles) of the window, from the rules: data processing 1; a load/store single 2, or 1
+    right after another one (pipelined); PUSH/POP 1 + registers; a taken branch 2 more (pipeline refill) plus
+    the wait states, paid by the instruction it lands on; a literal load also pays the wait states. So the
+    opening `bl mark`'s refill is in the window (it lands on `mark`), the closing one's is not."""
+    taken = 2 + ws
+    mark = taken + 1                                     # refill, bx lr
+    first = taken + 1 + (2 + ws) + 1 + 1 + 1 + 1 + 1     # refill, movs, ldr literal, ldr ldr str (pipelined), subs, bne
+    again = 9 * (taken + 2 + 1 + 1 + 1 + 1)              # bne taken 9 times: ldr (after a branch: 2), ldr, str,
+    #                                                      subs, bne
+    tail = (1 + 3) + (1 + 3) + 1                         # push, pop (3 registers each), bl
+    insns = 1 + 7 + 9 * 5 + 3
+    return insns, mark + first + again + tail
+
+
+@pytest.fixture(scope="module")
+def firmware(tmp_path_factory):
+    require(shutil.which("arm-none-eabi-gcc") is not None, "arm-none-eabi-gcc", "bash scripts/setup.sh")
+    require(shutil.which("qemu-system-arm") is not None, "qemu-system-arm", "bash scripts/setup.sh")
+    d = tmp_path_factory.mktemp("cycles")
+    (d / "fw.S").write_text(FIRMWARE)
+    subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", "-nostdlib", "-Wl,--section-start=.vectors=0x0",
+                    "-Wl,-Ttext=0x100", "-o", str(d / "fw.elf"), str(d / "fw.S")],
+                   check=True)
+    return d / "fw.elf"
+
+
+def run(elf, tmp_path, ws: int, core: str = "m4") -> list[tuple[int, int]]:
+    plugin = cycles.build_plugin()
+    assert plugin is not None, "no host C compiler for the plugin"
+    out = tmp_path / f"windows-{ws}.txt"
+    start, mark = cycles.symbol_address(elf, "start"), cycles.symbol_address(elf, "mark")
+    subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-display", "none", "-monitor", "none", "-nodefaults",
+                    "-semihosting-config", "enable=on,target=native", "-icount", "shift=0", "-kernel", str(elf),
+                    "-plugin", f"{plugin},out={out},start={start:#x},mark={mark:#x},core={core},ws={ws}"],
+                   check=True, timeout=60, capture_output=True)
+    return cycles.read_windows(out)
+
+
+@pytest.mark.parametrize("ws", [0, 3])
+def test_known_loop_estimate(firmware, tmp_path, ws):
+    assert run(firmware, tmp_path, ws) == [expected(ws)]
+
+
+def test_summary_takes_the_plain_invokes_first():
+    s = cycles.summary([(100, 250), (100, 260), (100, 270), (5, 9)], 3)
+    assert s["median"] == 260 and s["cycles_per_instruction"] == 2.6 and "estimate" in s["model"]
+    assert cycles.summary([(100, 250)], 2) is None
