@@ -29,7 +29,12 @@ def _quant_options(args):
     return QuantOptions(method=args.method, percentile=args.percentile, per_channel=not args.per_tensor,
                         bias_correction=args.bias_correction, equalize=args.equalize, cache=not args.no_cache,
                         sensitivity_samples=args.sensitivity_samples, auto_seconds=args.auto_seconds,
-                        int16=tuple(n for arg in args.int16 or () for n in arg.split(",") if n.strip()))
+                        int16=_names(args.int16), weights=args.weights, int4=_names(args.int4))
+
+
+def _names(values) -> tuple[str, ...]:
+    """NODE[,NODE...] arguments (repeatable) as one tuple of names."""
+    return tuple(n for arg in values or () for n in arg.split(",") if n.strip())
 
 
 def _add_quant_options(p: argparse.ArgumentParser) -> None:
@@ -55,6 +60,11 @@ def _add_quant_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--int16", action="append", metavar="NODE[,NODE...]",
                    help="run these layers (ONNX node names, as the sensitivity table shows them) with int16 "
                         "activations (TFLite 16x8); name a layer and the layer reading it to keep its output int16")
+    p.add_argument("--weights", choices=("int8", "int4"), default="int8",
+                   help="weight precision: int4 packs every conv, depthwise and fully connected layer's weights "
+                        "two per byte (symmetric per channel, [-7, 7])")
+    p.add_argument("--int4", action="append", metavar="NODE[,NODE...]",
+                   help="int4 weights for these layers only (ONNX node names, as the sensitivity table shows them)")
 
 
 def _add_gate_options(p: argparse.ArgumentParser) -> None:

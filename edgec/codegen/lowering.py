@@ -6,6 +6,7 @@ the packing); ops it declines keep their portable reference kernels.
 from __future__ import annotations
 
 from edgec.ir import Graph, Op
+from edgec.ops import int4
 from edgec.ops.registry import REGISTRY
 
 SCRATCH_ALIGN = 16
@@ -14,7 +15,7 @@ SCRATCH_ALIGN = 16
 def lower(op: Op) -> dict | None:
     """The fast kernel of one quantized int8 op (its call data and constants), or None."""
     fn = REGISTRY[op.kind].lower
-    return fn(op) if fn else None
+    return fn(op) if fn and not int4.is_int4(op) else None     # int4 layers: the portable s4 kernels
 
 
 def lower_graph(graph: Graph) -> None:

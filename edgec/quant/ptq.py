@@ -20,6 +20,7 @@ from edgec.quant import calibrate
 from edgec.quant import equalize
 from edgec.quant import floatref
 from edgec.quant import int16
+from edgec.quant import int4layers
 from edgec.quant import numerics
 from edgec.quant import reference
 from edgec.quant import sensitivity
@@ -48,6 +49,8 @@ class QuantOptions:
     sensitivity_samples: int = 16      # 0: no sensitivity report
     int16: tuple[str, ...] = ()        # ONNX node names run with int16 activations (edgec/int16.py)
     auto_seconds: float = autorange.BUDGET_S   # time budget of auto's per-tensor search
+    weights: str = "int8"              # "int4": every layer that can takes int4 weights (edgec/quant/int4layers.py)
+    int4: tuple[str, ...] = ()         # ONNX node names with int4 weights
 
     def check(self) -> None:
         if self.method not in ALL_METHODS:
@@ -111,6 +114,7 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
     options.check()
     numerics.check_finite(graph)
     wide = int16.check_names(graph, options.int16)      # before the calibration: a typo fails fast
+    four = int4layers.chosen(graph, options.weights, options.int4, tuple(wide))
     stream = SampleStream(calib_path, graph.input_onnx_shape)
     rescale = equalize.equalize(graph) if options.equalize else None
     if rescale is not None:
@@ -130,6 +134,8 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
     if wide:
         converters = int16.mark(graph, wide)
         log(f"int16 activations (16x8) for {', '.join(wide)}; {converters} int8<->int16 conversions")
+    if four:
+        log(f"int4 weights for {int4layers.mark(graph, four)} layers")
     method, scores, search = options.method, {}, None
     ranges = {**stats.ranges(method, options.percentile), **own_ranges} if method in METHODS else None
     if method in AUTO_METHODS:

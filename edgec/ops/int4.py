@@ -1,0 +1,69 @@
+"""int4 weights (`--weights int4`, `--int4 NODE`): the weight format of conv2d, depthwise_conv2d and
+fully_connected layers whose attrs['weight_bits'] is 4.
+
+Symmetric per output channel in [-7, 7] (the narrow range, as TFLite's int8 weights use [-127, 127]; TFLite
+and CMSIS-NN's int4 kernels take the same values), packed two per byte in the flattened weight order of the
+int8 layout (OHWI, [k_h][k_w][out_c], [out][in]) with TFLite's PackInt4ValuesDensely nibble order: value 2i
+in the low nibble of byte i (edgec/quant/scheme.py pack_int4). The quantizer (scheme.weighted) stores them as
+op.arrays['weights4'] in place of 'weights'; everything else of the layer (int32 bias, per-channel Q31
+requantization) is the int8 scheme's.
+
+The NumPy twin unpacks the packed bytes and runs the kind's int8 twin; the C kernels (`edgec_*_s4` in the
+kinds' own family files) unpack nibble by nibble in their inner loop. The fast kernels (runtime_c/fast/) do
+not take int4 layers: they run the portable s4 kernels on every target.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from edgec.ir import Op
+from edgec.ops import cemit
+from edgec.ops.opdef import CallSite
+from edgec.ops.registry import REGISTRY
+from edgec.quant.scheme import unpack_int4
+
+# kind -> C kernel taking packed int4 weights (runtime_c/edgec_nn.h)
+KERNELS = {"conv2d": "edgec_conv2d_s4", "depthwise_conv2d": "edgec_depthwise_conv2d_s4",
+           "fully_connected": "edgec_fully_connected_s4"}
+KINDS = tuple(KERNELS)
+
+
+def is_int4(op: Op) -> bool:
+    """Whether a quantized op has packed int4 weights."""
+    return "weights4" in op.arrays
+
+
+def weight_shape(op: Op) -> tuple[int, ...]:
+    """The int8 layout's weight shape, from the op's integer parameters."""
+    p = op.params
+    if op.kind == "conv2d":
+        return (int(p["out_c"]), int(p["k_h"]), int(p["k_w"]), int(p["in_c"]))
+    if op.kind == "depthwise_conv2d":
+        return (int(p["k_h"]), int(p["k_w"]), int(p["out_c"]))
+    return (int(p["out_features"]), int(p["in_features"]))
+
+
+def unpacked(op: Op) -> np.ndarray:
+    """The layer's int4 weights as int8 values, in the int8 layout."""
+    shape = weight_shape(op)
+    return unpack_int4(op.arrays["weights4"], int(np.prod(shape))).reshape(shape)
+
+
+def run(op: Op, inputs: list) -> np.ndarray:
+    """The NumPy twin: the kind's int8 twin on the unpacked weights (the C does the same arithmetic)."""
+    arrays = {k: v for k, v in op.arrays.items() if k != "weights4"}
+    twin = dataclasses.replace(op, arrays={**arrays, "weights": unpacked(op)}, lowered=None)
+    return REGISTRY[op.kind].run(twin, inputs)
+
+
+def c_call(op: Op, site: CallSite) -> str:
+    """The s4 kernel's call: the reference kernel's arguments with the packed weights."""
+    return cemit.weighted_call(KERNELS[op.kind], site.prefix, site.inputs[0],
+                               {**site.arrays, "weights": site.arrays["weights4"]}, site.output)
+
+
+def int8_weight_bytes(op: Op) -> int:
+    """Bytes the layer's weights would take as int8 (the saving of int4 is measured against it)."""
+    return int(np.prod(weight_shape(op)))
