@@ -119,3 +119,17 @@ def test_int4_names_one_layer_and_reports_bad_names():
     with pytest.raises(EdgecError, match="also --int16"):
         api.calibrate_model(DIGITS / "model.onnx", DIGITS / "calib.npz",
                             ptq.QuantOptions(int4=("/fc/Gemm",), int16=("/fc/Gemm",), sensitivity_samples=0))
+
+
+def test_sensitivity_shows_each_layers_cost_at_4_bits(digits_int4):
+    """The int4 column of the int8 model's table is what the int4 model's own table measures for the layer."""
+    from edgec.quant import sensitivity
+    x = np.load(DIGITS / "calib.npz")["x"][:4]
+    rows8 = {r["layer"]: r for r in sensitivity.analyse(digits_int4["int8"], x)}
+    rows4 = {r["layer"]: r for r in sensitivity.analyse(digits_int4["int4"], x)}
+    weighted = [n for n, r in rows8.items() if r["kind"] in int4.KINDS]
+    assert len(weighted) == 4 and rows8["/Add"]["int4_output_db"] is None
+    for n in weighted:
+        assert rows8[n]["int4_output_db"] == rows4[n]["isolated_output_db"]
+        assert rows8[n]["int4_output_db"] < rows8[n]["isolated_output_db"] - 3     # 4 bits cost more than 8
+    assert "int4 -> output dB" in sensitivity.table(list(rows8.values()))
