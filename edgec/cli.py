@@ -51,7 +51,7 @@ def _add_quant_options(p: argparse.ArgumentParser) -> None:
                         "calibration set with the inputs the quantized layer really sees (default) or, with "
                         "'float', the shift of the weights' rounding alone on float inputs")
     p.add_argument("--equalize", action="store_true",
-                   help="cross-layer equalization of conv pairs (depthwise-separable networks)")
+                   help="cross-layer equalization of conv pairs (also through ReLU and max/average pooling)")
     p.add_argument("--no-cache", action="store_true", help="recalibrate even if the statistics are cached")
     p.add_argument("--sensitivity-samples", type=argtypes.count(0), default=16,
                    help="calibration samples the per-layer sensitivity report uses (0: no report)")
