@@ -29,7 +29,8 @@ def _quant_options(args):
     return QuantOptions(method=args.method, percentile=args.percentile, per_channel=not args.per_tensor,
                         bias_correction=args.bias_correction, equalize=args.equalize, cache=not args.no_cache,
                         sensitivity_samples=args.sensitivity_samples, auto_seconds=args.auto_seconds,
-                        int16=_names(args.int16), weights=args.weights, int4=_names(args.int4))
+                        int16=_names(args.int16), weights=args.weights, int4=_names(args.int4),
+                        max_accuracy_drop=args.max_accuracy_drop, val=args.val)
 
 
 def _names(values) -> tuple[str, ...]:
@@ -65,6 +66,10 @@ def _add_quant_options(p: argparse.ArgumentParser) -> None:
                         "two per byte (symmetric per channel, [-7, 7])")
     p.add_argument("--int4", action="append", metavar="NODE[,NODE...]",
                    help="int4 weights for these layers only (ONNX node names, as the sensitivity table shows them)")
+    p.add_argument("--max-accuracy-drop", type=argtypes.finite, metavar="PTS",
+                   help="choose int4 weights and int16 activations layer by layer: the smallest flash whose top-1 "
+                        "stays within PTS points of float (on --val, else on the calibration set's held-out split)")
+    p.add_argument("--val", metavar="DATA.npz", help="labelled samples (x, y) --max-accuracy-drop is measured on")
 
 
 def _add_gate_options(p: argparse.ArgumentParser) -> None:
