@@ -189,7 +189,10 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
     result = QuantResult(graph=graph, method=method, ranges=ranges, scores=scores, search=search,
                          samples=stats.samples,
                          calib_seconds=stats.seconds, cached=stats.cached, batch=stats.batch, mixed=mixed,
-                         warnings=numerics.warnings(graph, ranges))
+                         warnings=numerics.warnings(graph, ranges) + ([] if mixed is None or mixed.within_budget else [
+                             f"--max-accuracy-drop {options.max_accuracy_drop:g}: no mix of int16 activations and "
+                             f"int4 weights kept within the budget ({100 * mixed.lost:.1f} % of the predictions "
+                             "changed against float at best); check the model with the sensitivity table"]))
     for w in result.warnings:
         log(f"warning: {w}")
     if options.sensitivity_samples > 0:
