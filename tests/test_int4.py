@@ -133,3 +133,9 @@ def test_sensitivity_shows_each_layers_cost_at_4_bits(digits_int4):
         assert rows8[n]["int4_output_db"] == rows4[n]["isolated_output_db"]
         assert rows8[n]["int4_output_db"] < rows8[n]["isolated_output_db"] - 3     # 4 bits cost more than 8
     assert "int4 -> output dB" in sensitivity.table(list(rows8.values()))
+
+
+def test_build_report_lists_int4_layers(tmp_path):
+    report = api.build(DIGITS / "model.onnx", DIGITS / "calib.npz", "host", tmp_path / "b", firmware=False,
+                       options=ptq.QuantOptions(int4=("/fc/Gemm", "/dw/Conv"), sensitivity_samples=0))
+    assert report["quantization"]["int4_layers"] == ["/dw/Conv", "/fc/Gemm"]

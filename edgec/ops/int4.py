@@ -15,18 +15,21 @@ not take int4 layers: they run the portable s4 kernels on every target.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 
+from edgec import cheader
 from edgec.ir import Op
 from edgec.ops import cemit
 from edgec.ops.opdef import CallSite
 from edgec.ops.registry import REGISTRY
 from edgec.quant.scheme import unpack_int4
 
-# kind -> C kernel taking packed int4 weights (runtime_c/edgec_nn.h)
-KERNELS = {"conv2d": "edgec_conv2d_s4", "depthwise_conv2d": "edgec_depthwise_conv2d_s4",
-           "fully_connected": "edgec_fully_connected_s4"}
+_HEADER = (cheader.runtime_dir() / "edgec_nn.h").read_text()
+# weighted kind -> its C kernel taking packed int4 weights, `edgec_<kind>_s4`, where edgec_nn.h declares one
+KERNELS = {k: f"edgec_{k}_s4" for k, d in REGISTRY.items()
+           if d.weight_axis is not None and re.search(rf"\bedgec_{k}_s4\(", _HEADER)}
 KINDS = tuple(KERNELS)
 
 
@@ -38,11 +41,11 @@ def is_int4(op: Op) -> bool:
 def weight_shape(op: Op) -> tuple[int, ...]:
     """The int8 layout's weight shape, from the op's integer parameters."""
     p = op.params
-    if op.kind == "conv2d":
-        return (int(p["out_c"]), int(p["k_h"]), int(p["k_w"]), int(p["in_c"]))
-    if op.kind == "depthwise_conv2d":
+    if "out_features" in p:                                   # [out][in]
+        return (int(p["out_features"]), int(p["in_features"]))
+    if REGISTRY[op.kind].weight_axis == -1:                   # depthwise: [k_h][k_w][out_c]
         return (int(p["k_h"]), int(p["k_w"]), int(p["out_c"]))
-    return (int(p["out_features"]), int(p["in_features"]))
+    return (int(p["out_c"]), int(p["k_h"]), int(p["k_w"]), int(p["in_c"]))     # OHWI
 
 
 def unpacked(op: Op) -> np.ndarray:

@@ -20,8 +20,8 @@ import numpy as np
 from edgec.ir import Graph, Op
 from edgec.ops.registry import REGISTRY
 
-# channel-wise ops that commute with a positive per-channel scale (their fused clamp permitting)
-PASS_THROUGH = frozenset({"max_pool", "avg_pool"})
+# channel-wise ops that commute with a positive per-channel scale (their fused clamp permitting): pooling
+PASS_THROUGH = frozenset(k for k, d in REGISTRY.items() if d.family == "pool")
 
 
 def _homogeneous(op: Op) -> bool:

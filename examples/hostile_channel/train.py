@@ -116,9 +116,9 @@ def main():
     path = os.path.join(HERE, "model.onnx")
     export(p, h1, path)
     pick = rng.choice(len(x_tr), 256, replace=False)
-    np.savez(os.path.join(HERE, "calib.npz"), x=x_tr[pick].reshape(-1, 1, 8, 8), y=y_tr[pick])
-    np.savez(os.path.join(HERE, "val.npz"), x=x_val.reshape(-1, 1, 8, 8), y=y_val)
-    np.savez(os.path.join(HERE, "test.npz"), x=x_te.reshape(-1, 1, 8, 8), y=y_te)
+    np.savez_compressed(os.path.join(HERE, "calib.npz"), x=x_tr[pick].reshape(-1, 1, 8, 8), y=y_tr[pick])
+    np.savez_compressed(os.path.join(HERE, "val.npz"), x=x_val.reshape(-1, 1, 8, 8), y=y_val)
+    np.savez_compressed(os.path.join(HERE, "test.npz"), x=x_te.reshape(-1, 1, 8, 8), y=y_te)
     print(f"float top-1 on the test set: {100 * accuracy(path, x_te.reshape(-1, 1, 8, 8), y_te):.1f} %")
 
 
