@@ -73,7 +73,7 @@ def ort_static_int8(model: Path, calib: Path, x, y) -> float:
     return float(np.mean(np.array(pred) == y))
 
 
-def accuracies(folder: Path, with_ort: bool):
+def accuracies(folder: Path, with_ort: bool, val: Path | None = None):
     model, calib = folder / "model.onnx", folder / "calib.npz"
     test = np.load(folder / "test.npz")
     x, y = test["x"], test["y"]
@@ -83,7 +83,9 @@ def accuracies(folder: Path, with_ort: bool):
     if with_ort:
         print(f"  onnxruntime static INT8 (QDQ, MinMax): {100 * ort_static_int8(model, calib, x, y):.1f} %")
     for label, opts in (("edgec int8 (default)", {}), ("edgec --weights int4", {"weights": "int4"}),
-                        ("edgec --max-accuracy-drop 1", {"max_accuracy_drop": 1.0})):
+                        ("edgec --max-accuracy-drop 1", {"max_accuracy_drop": 1.0}),
+                        *([("edgec --max-accuracy-drop 1 --val " + val.name, {"max_accuracy_drop": 1.0,
+                                                                             "val": str(val)})] if val else [])):
         res = quantized(model, calib, **opts)
         mix = f" [{res.mixed.summary()}]" if res.mixed else ""
         print(f"  {label}: {100 * top1(res.graph, x, y):.1f} %, constants {res.graph.weights_bytes():,} B{mix}")
@@ -102,7 +104,8 @@ def main() -> int:
             np.savez(calib, x=golden["x_fp32"].astype(np.float32))
             sizes("kws_dscnn", KWS / "kws_dscnn_fp32.onnx", calib)
     accuracies(digits, with_ort=False)
-    accuracies(REPO / "examples" / "hostile_channel", with_ort=True)
+    hostile = REPO / "examples" / "hostile_channel"
+    accuracies(hostile, with_ort=True, val=hostile / "val.npz")
     return 0
 
 
