@@ -108,3 +108,17 @@ def test_acceptance_digits_budget_and_int4_sizes(tmp_path):
             tensors[weights] = sum(a.nbytes for op in g.ops for k, a in (op.lowered["arrays"] if op.lowered
                                    else op.arrays).items() if k in ("weights", "weights4", "fw"))
         assert tensors["int4"] <= 0.55 * tensors["int8"], (model, tensors)
+
+
+def test_project_settings_take_the_precision_options(tmp_path, monkeypatch):
+    from edgec import cli, config
+    (tmp_path / "edgec.toml").write_text('weights = "int4"\nint4 = ["fc1"]\nmax-accuracy-drop = 0.5\n')
+    monkeypatch.chdir(tmp_path)
+    args = cli.parser().parse_args(argv := ["calibrate", str(HOSTILE / "model.onnx"), "--calib", "c.npz"])
+    args.model = str(tmp_path / "model.onnx")         # settings are found beside the model
+    config.apply(args, cli.parser, argv)
+    options = cli._quant_options(args)
+    assert (options.weights, options.int4, options.max_accuracy_drop) == ("int4", ("fc1",), 0.5)
+    (tmp_path / "edgec.toml").write_text('weights = "int3"\n')
+    with pytest.raises(EdgecError, match="weights = 'int3': choose one of int8, int4"):
+        config.apply(args, cli.parser, argv)
