@@ -221,6 +221,12 @@ void edgec_fully_connected_packed_s8(const edgec_fully_connected_packed_params *
                                      const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
                                      int8_t *output);
 
+/* fast: fully connected with int4 weights, one row at a time; k4 here is in_features rounded up to 8, the
+ * weights k4 / 8 words per row (nibble order: edgec/ops/int4.py lower_fc). scratch: k4 * 2 bytes, aligned. */
+void edgec_fully_connected_packed_s4(const edgec_fully_connected_packed_params *p, const int8_t *input,
+                                     const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
+                                     int8_t *output);
+
 /* ================================================================ pooling
  * edgec_pool.c; fast variant in fast/edgec_pool_fast.c */
 

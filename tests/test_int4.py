@@ -139,3 +139,44 @@ def test_build_report_lists_int4_layers(tmp_path):
     report = api.build(DIGITS / "model.onnx", DIGITS / "calib.npz", "host", tmp_path / "b", firmware=False,
                        options=ptq.QuantOptions(int4=("/fc/Gemm", "/dw/Conv"), sensitivity_samples=0))
     assert report["quantization"]["int4_layers"] == ["/dw/Conv", "/fc/Gemm"]
+
+
+@pytest.mark.parametrize("path", ["portable", "dsp-emulated"])
+def test_fast_fully_connected_s4_bit_exact(ck, ck_dsp, path):
+    """The fast int4 kernel (edgec/ops/int4.py lower_fc) on both inner-loop paths, odd sizes included."""
+    from edgec.ir import Op
+    lib = (ck if path == "portable" else ck_dsp).lib
+    rng = np.random.default_rng(43)
+    checked = 0
+    for _ in range(150):
+        n_in, n_out = int(rng.integers(1, 100)), int(rng.integers(1, 20))
+        zi, zo = (int(v) for v in rng.integers(-128, 128, size=2))
+        p = dict(in_features=n_in, out_features=n_out, input_zp=zi, output_zp=zo, act_min=-128, act_max=127)
+        w = rng.integers(-8, 8, size=(n_out, n_in)).astype(np.int8)
+        mult, shift = requant_params(rng, n_out, 700.0 * np.sqrt(n_in))
+        bias = rng.integers(-20000, 20000, size=n_out).astype(np.int32)
+        op = Op(kind="fully_connected", name="fc", inputs=["x"], output="y", params=p,
+                arrays=dict(weights4=scheme.pack_int4(w), bias=bias, mult=mult, shift=shift))
+        low = int4.lower(op)
+        if low is None:                       # a multiplier outside the fast path
+            continue
+        x = i8(rng, n_in)
+        got = np.zeros(n_out, np.int8)
+        scratch = np.zeros(low["scratch_bytes"] + 16, np.int8)
+        rq = np.ascontiguousarray(low["arrays"]["rq"], np.int32)
+        lib.edgec_fully_connected_packed_s4(ctypes.byref(make(low["struct"], low["params"])), ptr(x),
+                                            ptr(low["arrays"]["fw"]), ptr(rq), ptr(scratch), ptr(got))
+        assert np.array_equal(got, dense.fully_connected_s8(p, x, w, bias, mult, shift))
+        checked += 1
+    assert checked > 100
+
+
+def test_digits_int4_fast_path_generated_c_is_bit_exact(digits_int4, tmp_path):
+    from edgec.codegen import lowering
+    import copy
+    g = copy.deepcopy(digits_int4["int4"])
+    lowering.lower_graph(g)
+    assert [op.lowered["kernel"] for op in g.ops if op.lowered and int4.is_int4(op)] == \
+        ["edgec_fully_connected_packed_s4"]
+    x = np.load(DIGITS / "test.npz")["x"][:20]
+    check_generated_c(g, x, tmp_path, flags=("-O1", "-DEDGEC_EMULATE_DSP"))

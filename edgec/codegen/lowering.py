@@ -15,7 +15,9 @@ SCRATCH_ALIGN = 16
 def lower(op: Op) -> dict | None:
     """The fast kernel of one quantized int8 op (its call data and constants), or None."""
     fn = REGISTRY[op.kind].lower
-    return fn(op) if fn and not int4.is_int4(op) else None     # int4 layers: the portable s4 kernels
+    if int4.is_int4(op):
+        return int4.lower(op)          # int4 layers: their own fast kernels, where there is one
+    return fn(op) if fn else None
 
 
 def lower_graph(graph: Graph) -> None:
