@@ -44,6 +44,11 @@ def write_quant_report(result: ptq.QuantResult, options: ptq.QuantOptions, folde
     entry = {"method": result.method, "method_label": result.label, "per_channel": options.per_channel, "bias_correction": options.bias_correction,
              "equalize": options.equalize, "calibration_samples": result.samples,
              "calibration_seconds": round(result.calib_seconds, 3), "quant_params": "quant.json"}
+    four = [op.name for op in result.graph.ops if "weights4" in op.arrays]
+    if four:
+        entry["int4_layers"] = four
+    if result.mixed:
+        entry["mixed_precision"] = {k: v for k, v in result.mixed.to_json().items() if k != "trials"}
     if result.sensitivity:
         (folder / "sensitivity.json").write_text(json.dumps(result.sensitivity, indent=1))
         sens.write_svg(result.sensitivity, folder / "sensitivity.svg", f"{title}: where INT8 loses accuracy")

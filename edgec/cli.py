@@ -29,7 +29,13 @@ def _quant_options(args):
     return QuantOptions(method=args.method, percentile=args.percentile, per_channel=not args.per_tensor,
                         bias_correction=args.bias_correction, equalize=args.equalize, cache=not args.no_cache,
                         sensitivity_samples=args.sensitivity_samples, auto_seconds=args.auto_seconds,
-                        int16=tuple(n for arg in args.int16 or () for n in arg.split(",") if n.strip()))
+                        int16=_names(args.int16), weights=args.weights, int4=_names(args.int4),
+                        max_accuracy_drop=args.max_accuracy_drop, val=args.val)
+
+
+def _names(values) -> tuple[str, ...]:
+    """NODE[,NODE...] arguments (repeatable) as one tuple of names."""
+    return tuple(n for arg in values or () for n in arg.split(",") if n.strip())
 
 
 def _add_quant_options(p: argparse.ArgumentParser) -> None:
@@ -46,7 +52,7 @@ def _add_quant_options(p: argparse.ArgumentParser) -> None:
                         "calibration set with the inputs the quantized layer really sees (default) or, with "
                         "'float', the shift of the weights' rounding alone on float inputs")
     p.add_argument("--equalize", action="store_true",
-                   help="cross-layer equalization of conv pairs (depthwise-separable networks)")
+                   help="cross-layer equalization of conv pairs (also through ReLU and max/average pooling)")
     p.add_argument("--no-cache", action="store_true", help="recalibrate even if the statistics are cached")
     p.add_argument("--sensitivity-samples", type=argtypes.count(0), default=16,
                    help="calibration samples the per-layer sensitivity report uses (0: no report)")
@@ -55,6 +61,15 @@ def _add_quant_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--int16", action="append", metavar="NODE[,NODE...]",
                    help="run these layers (ONNX node names, as the sensitivity table shows them) with int16 "
                         "activations (TFLite 16x8); name a layer and the layer reading it to keep its output int16")
+    p.add_argument("--weights", choices=("int8", "int4"), default="int8",
+                   help="weight precision: int4 packs every conv, depthwise and fully connected layer's weights "
+                        "two per byte (symmetric per channel, [-7, 7])")
+    p.add_argument("--int4", action="append", metavar="NODE[,NODE...]",
+                   help="int4 weights for these layers only (ONNX node names, as the sensitivity table shows them)")
+    p.add_argument("--max-accuracy-drop", type=argtypes.finite, metavar="PTS",
+                   help="choose int4 weights and int16 activations layer by layer: the smallest flash whose top-1 "
+                        "stays within PTS points of float (on --val, else on the calibration set's held-out split)")
+    p.add_argument("--val", metavar="DATA.npz", help="labelled samples (x, y) --max-accuracy-drop is measured on")
 
 
 def _add_gate_options(p: argparse.ArgumentParser) -> None:

@@ -88,6 +88,15 @@ static inline int64_t edgec_round_pot64(int64_t v, int32_t bits)
 }
 
 /* First tap index k in [0, k_max) with 0 <= origin + k*dil, and one past the last with origin + k*dil < size. */
+/* Value i of int4 weights packed two per byte (value 2k in the low nibble of byte k, TFLite's
+ * PackInt4ValuesDensely order), sign-extended. */
+static inline int32_t edgec_int4_at(const int8_t *packed, int32_t i)
+{
+    const uint32_t b = (uint8_t)packed[i >> 1];
+    const uint32_t n = (i & 1) ? (b >> 4) : (b & 15u);
+    return (int32_t)(n ^ 8u) - 8;
+}
+
 static inline int32_t edgec_tap_begin(int32_t origin, int32_t dil)
 {
     return origin >= 0 ? 0 : (-origin + dil - 1) / dil;
@@ -134,6 +143,14 @@ void edgec_depthwise_conv2d_s8(const edgec_conv_params *p, const int8_t *input, 
 void edgec_group_conv2d_s8(const edgec_conv_params *p, int32_t groups, const int8_t *input,
                            const int8_t *weights, const int32_t *bias, const int32_t *mult,
                            const int32_t *shift, int8_t *output);
+
+/* int4 weights (edgec/ops/int4.py): the int8 kernels' layouts, values in [-8, 7] packed two per byte
+ * (edgec_int4_at); everything else as the s8 kernels. */
+void edgec_conv2d_s4(const edgec_conv_params *p, const int8_t *input, const int8_t *weights,
+                     const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *output);
+void edgec_depthwise_conv2d_s4(const edgec_conv_params *p, const int8_t *input, const int8_t *weights,
+                               const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                               int8_t *output);
 
 void edgec_conv2d_s16(const edgec_conv_params *p, const int16_t *input, const int8_t *weights,
                       const int64_t *bias, const int32_t *mult, const int32_t *shift, int16_t *output);
@@ -198,6 +215,10 @@ typedef struct {
 void edgec_fully_connected_s8(const edgec_fully_connected_params *p, const int8_t *input, const int8_t *weights,
                               const int32_t *bias, const int32_t *mult, const int32_t *shift,
                               int8_t *output);
+/* int4 weights [out_features][in_features], packed two per byte (edgec_int4_at). */
+void edgec_fully_connected_s4(const edgec_fully_connected_params *p, const int8_t *input, const int8_t *weights,
+                              const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                              int8_t *output);
 /* `rows` rows through one fully connected layer. */
 void edgec_fully_connected_rows_s8(const edgec_fully_connected_params *p, int32_t rows, const int8_t *input,
                                    const int8_t *weights, const int32_t *bias, const int32_t *mult,
@@ -231,6 +252,12 @@ void edgec_fully_connected_wide_s8(const edgec_fully_connected_packed_params *p,
  * scratch. */
 void edgec_fully_connected_mve_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                   const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
+
+/* fast: fully connected with int4 weights, one row at a time; k4 here is in_features rounded up to 8, the
+ * weights k4 / 8 words per row (nibble order: edgec/ops/int4.py lower_fc). scratch: k4 * 2 bytes, aligned. */
+void edgec_fully_connected_packed_s4(const edgec_fully_connected_packed_params *p, const int8_t *input,
+                                     const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
+                                     int8_t *output);
 
 /* ================================================================ pooling
  * edgec_pool.c; fast variant in fast/edgec_pool_fast.c */

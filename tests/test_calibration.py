@@ -228,6 +228,38 @@ def test_equalization_keeps_the_float_function_and_helps_per_tensor_weights(tmp_
     assert cle > plain + 6.0, (plain, cle)
 
 
+def _conv_relu_pool_conv():
+    """conv (badly scaled channels) -> ReLU -> MaxPool 2x2 -> ReLU -> conv 3x3 (scaled the other way)."""
+    r = np.random.default_rng(6)
+    scales = np.array([0.02, 0.1, 1.0, 6.0, 0.3], np.float32)
+    w1 = (r.standard_normal((5, 2, 3, 3)) * scales[:, None, None, None]).astype(np.float32)
+    w2 = (r.standard_normal((3, 5, 3, 3)) / scales[None, :, None, None]).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["a"], pads=[1, 1, 1, 1], name="conv1"),
+             helper.make_node("Relu", ["a"], ["ra"], name="relu1"),
+             helper.make_node("MaxPool", ["ra"], ["p"], kernel_shape=[2, 2], strides=[2, 2], name="pool"),
+             helper.make_node("Relu", ["p"], ["rp"], name="relu2"),
+             helper.make_node("Conv", ["rp", "w2", "b2"], ["y"], pads=[1, 1, 1, 1], name="conv2")]
+    inits = {"w1": w1, "b1": 0.05 * scales, "w2": w2, "b2": np.zeros(3, np.float32)}
+    return make_model(nodes, ("x", [1, 2, 8, 8]), ("y", [1, 3, 4, 4]), inits)
+
+
+def test_equalization_works_through_relu_and_max_pooling(tmp_path):
+    model = _conv_relu_pool_conv()
+    graph = canonicalize.canonicalize(model, "m")
+    assert "max_pool" in [op.kind for op in graph.ops]
+    before = copy.deepcopy(graph)
+    factors = equalize.equalize(graph)
+    assert [(a.name, b.name) for a, b in equalize.pairs(graph)] == [("conv1", "conv2")]
+    assert len(factors) == 2            # conv1's output and the pool's output are both rescaled
+    x = rng.random((3, 2, 8, 8), dtype=np.float32)
+    for xi in x:
+        assert np.allclose(floatref.run(graph, xi)[graph.output], floatref.run(before, xi)[before.output], atol=1e-4)
+    files = _files(tmp_path, model, shape=(2, 8, 8))
+    plain = _sqnr(model, files, ptq.QuantOptions(per_channel=False, sensitivity_samples=0))
+    cle = _sqnr(model, files, ptq.QuantOptions(per_channel=False, equalize=True, sensitivity_samples=0))
+    assert cle > plain + 6.0, (plain, cle)
+
+
 def test_build_writes_quant_params_and_sensitivity_plot(tmp_path):
     out = tmp_path / "b"
     report = api.build(EXAMPLES / "cancer_conv1d" / "model.onnx", EXAMPLES / "cancer_conv1d" / "calib.npz", "host",

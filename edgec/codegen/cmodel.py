@@ -15,6 +15,7 @@ import numpy as np
 
 from edgec import __version__, cheader
 from edgec.ir import Graph
+from edgec.ops import int4
 from edgec.ops.opdef import CallSite
 from edgec.ops.registry import REGISTRY, graph_macs
 from edgec.codegen import patched
@@ -45,7 +46,8 @@ def _array(cname: str, a: np.ndarray, records: bool) -> dict:
 def _ops_for_template(graph: Graph, plan: Plan) -> tuple[list[dict], list[dict]]:
     """The constant arrays and the layers of the generated file: every op that is not an alias, with its
     C call from its registry entry (edgec/ops/): the fast kernel where lowering chose one (and the plan
-    gave it its scratch), the 16x8 variant for an int16 output, else the reference kernel."""
+    gave it its scratch), the 16x8 variant for an int16 output, the s4 kernel for packed int4 weights
+    (edgec/ops/int4.py), else the reference kernel."""
     arrays, ops = [], []
     for i, op in enumerate(graph.ops):
         d = REGISTRY[op.kind]
@@ -66,7 +68,8 @@ def _ops_for_template(graph: Graph, plan: Plan) -> tuple[list[dict], list[dict]]
                         scratch="(int8_t *)0" if scratch is None else c_pointer(plan, scratch), dtype=dtype)
         saved, op.lowered = op.lowered, low
         try:
-            call = d.int16.c_call(op, site) if dtype == "int16" and d.int16 is not None else d.c_call(op, site)
+            call = (d.int16.c_call(op, site) if dtype == "int16" and d.int16 is not None
+                    else int4.c_call(op, site) if int4.is_int4(op) and not low else d.c_call(op, site))
         finally:
             op.lowered = saved
         ops.append({"index": i, "kind": op.kind, "name": op.name, "prefix": prefix, "call": call, "arrays": names,

@@ -10,6 +10,7 @@ from typing import Callable
 from edgec.codegen import specialize
 from edgec.codegen.mve import lower_mve
 from edgec.ir import Graph, Op
+from edgec.ops import int4
 from edgec.ops.registry import REGISTRY
 
 SCRATCH_ALIGN = 16
@@ -19,6 +20,8 @@ Chooser = Callable[[Op, dict], "str | None"]
 def lower(op: Op) -> dict | None:
     """The fast kernel of one quantized int8 op (its call data and constants), or None."""
     fn = REGISTRY[op.kind].lower
+    if int4.is_int4(op):
+        return int4.lower(op)          # int4 layers: their own fast kernels, where there is one
     return fn(op) if fn else None
 
 

@@ -1,11 +1,12 @@
-"""Cross-layer equalization (Nagel et al., 2019) for depthwise-separable networks.
+"""Cross-layer equalization (Nagel et al., 2019): conv pairs, depthwise-separable or not.
 
-For a pair conv -> (ReLU) -> conv whose middle tensor feeds nothing else, channel c of the first
-layer is divided by s_c and the matching input channel of the second multiplied by s_c, with
-s_c = sqrt(r1_c / r2_c) (r = largest |weight| of the channel): both layers' channels then share
-the same weight range, which per-tensor and depthwise per-channel weights quantize much better.
-ReLU is positively homogeneous, so the float function is unchanged; a clamp at a finite upper bound
-(ReLU6) is not, so such pairs are skipped.
+For a pair conv -> (ReLU) -> [max/average pooling (+ ReLU)]... -> conv whose middle tensors feed nothing
+else, channel c of the first layer is divided by s_c and the matching input channel of the second
+multiplied by s_c, with s_c = sqrt(r1_c / r2_c) (r = largest |weight| of the channel): both layers'
+channels then share the same weight range, which per-tensor and depthwise per-channel weights quantize
+much better. ReLU, max pooling and average pooling work channel by channel and commute with a positive
+scale (max(s a, s b) = s max(a, b)), so the float function is unchanged; a clamp at a finite upper bound
+(ReLU6) does not, so such pairs are skipped.
 
 The canonical graph changes, the ONNX model does not: `equalize` returns the per-channel factors
 by which each middle tensor's ONNX value must be multiplied before calibration observes it.
@@ -19,16 +20,39 @@ import numpy as np
 from edgec.ir import Graph, Op
 from edgec.ops.registry import REGISTRY
 
+# channel-wise ops that commute with a positive per-channel scale (their fused clamp permitting): pooling
+PASS_THROUGH = frozenset(k for k, d in REGISTRY.items() if d.family == "pool")
+
+
+def _homogeneous(op: Op) -> bool:
+    """Whether op's fused activation commutes with a positive scale: none, or ReLU."""
+    lo, hi = op.attrs.get("act", (-math.inf, math.inf))
+    return hi == math.inf and lo in (0.0, -math.inf)
+
+
+def chain(graph: Graph, op: Op) -> tuple[list[Op], Op] | None:
+    """(pass-through ops, second layer) after an equalizable first layer `op`, or None."""
+    middle, t = [], op.output
+    while t != graph.output:
+        users = graph.consumers(t)
+        if len(users) != 1 or users[0].inputs[0] != t:
+            return None
+        u = users[0]
+        if REGISTRY[u.kind].equalize is not None:
+            return middle, u
+        if u.kind not in PASS_THROUGH or not _homogeneous(u) or len(u.inputs) != 1:
+            return None
+        middle.append(u)
+        t = u.output
+    return None
+
+
 def pairs(graph: Graph) -> list[tuple[Op, Op]]:
     """(first, second) conv pairs that can be equalized."""
     found = []
     for op in graph.ops:
-        lo, hi = op.attrs.get("act", (-math.inf, math.inf))
-        if REGISTRY[op.kind].equalize is None or hi != math.inf or lo not in (0.0, -math.inf) or op.output == graph.output:
-            continue
-        users = graph.consumers(op.output)
-        if len(users) == 1 and REGISTRY[users[0].kind].equalize and users[0].inputs[0] == op.output:
-            found.append((op, users[0]))
+        if REGISTRY[op.kind].equalize is not None and _homogeneous(op) and chain(graph, op) is not None:
+            found.append((op, chain(graph, op)[1]))
     return found
 
 
@@ -44,6 +68,7 @@ def equalize(graph: Graph, iterations: int = 20) -> dict[str, tuple[int, np.ndar
             s = np.clip(s, 1e-3, 1e3)
             ea.scale_out(a, s)
             eb.scale_in(b, s)
-            src = graph.tensors[a.output].source
-            factor[src] = factor.get(src, np.ones_like(s)) / s
+            between = dict.fromkeys(graph.tensors[m.output].source for m in [a, *chain(graph, a)[0]])
+            for src in between:                         # every ONNX value between the two layers is scaled
+                factor[src] = factor.get(src, np.ones_like(s)) / s
     return {src: (1, f) for src, f in factor.items()}

@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -16,14 +17,16 @@ import onnx
 
 from edgec.quant import autorange
 from edgec.quant import biascorr
+from edgec.quant import budget
 from edgec.quant import calibrate
 from edgec.quant import equalize
 from edgec.quant import floatref
 from edgec.quant import int16
+from edgec.quant import int4layers
 from edgec.quant import numerics
 from edgec.quant import reference
 from edgec.quant import sensitivity
-from edgec.data import SampleStream
+from edgec.data import SampleStream, load_dataset
 from edgec.errors import EdgecError
 from edgec.ir import SYNTHETIC, Graph
 from edgec.quant.quantize import quantize
@@ -48,6 +51,10 @@ class QuantOptions:
     sensitivity_samples: int = 16      # 0: no sensitivity report
     int16: tuple[str, ...] = ()        # ONNX node names run with int16 activations (edgec/int16.py)
     auto_seconds: float = autorange.BUDGET_S   # time budget of auto's per-tensor search
+    weights: str = "int8"              # "int4": every layer that can takes int4 weights (edgec/quant/int4layers.py)
+    int4: tuple[str, ...] = ()         # ONNX node names with int4 weights
+    max_accuracy_drop: float | None = None   # points of top-1: edgec chooses int4 / int16 layers (budget.py)
+    val: str | None = None             # labelled data the budget is measured on (else the calibration held-out split)
 
     def check(self) -> None:
         if self.method not in ALL_METHODS:
@@ -63,6 +70,15 @@ class QuantOptions:
         if not (self.auto_seconds >= 0 and self.auto_seconds != float("inf")):    # NaN fails the first test
             raise EdgecError(f"--auto-seconds {self.auto_seconds}: give a number of seconds >= 0 "
                              "(0: keep auto-model's choice, no per-tensor search)")
+        if self.max_accuracy_drop is not None:
+            if not 0 <= self.max_accuracy_drop < 100:
+                raise EdgecError(f"--max-accuracy-drop {self.max_accuracy_drop}: give points of top-1 accuracy "
+                                 "in [0, 100), e.g. 1")
+            if self.int16 or self.int4 or self.weights != "int8":
+                raise EdgecError("--max-accuracy-drop chooses the int4 and int16 layers itself; "
+                                 "leave out --int16, --int4 and --weights int4")
+        elif self.val is not None:
+            raise EdgecError("--val is the labelled data of --max-accuracy-drop; give both or neither")
 
 
 @dataclass
@@ -78,6 +94,7 @@ class QuantResult:
     cached: bool = False
     batch: int = 1
     warnings: list[str] = field(default_factory=list)          # numeric hazards (edgec/quant/numerics.py)
+    mixed: budget.Choice | None = None                          # --max-accuracy-drop's choice
 
     @property
     def label(self) -> str:
@@ -102,7 +119,8 @@ class QuantResult:
                                      "scale": t.scale, "zero_point": t.zero_point, "dtype": t.dtype,
                                      "method": self.tensor_method(t.source)}
                             for t in g.tensors.values()},
-                "sensitivity": self.sensitivity}
+                "sensitivity": self.sensitivity,
+                **({"mixed_precision": self.mixed.to_json()} if self.mixed else {})}
 
 
 def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: QuantOptions,
@@ -111,7 +129,15 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
     options.check()
     numerics.check_finite(graph)
     wide = int16.check_names(graph, options.int16)      # before the calibration: a typo fails fast
+    four = int4layers.chosen(graph, options.weights, options.int4, tuple(wide))
     stream = SampleStream(calib_path, graph.input_onnx_shape)
+    held = None
+    if options.max_accuracy_drop is not None and options.val is None:   # the budget's held-out split
+        held = load_dataset(calib_path, graph.input_onnx_shape)
+        keep = len(held.x) - min(budget.HOLDOUT, len(held.x) // 4)
+        y = budget.labels(held.y, len(held.x), str(calib_path))[keep:]
+        held = (held.x[keep:], y, f"calibration held-out (the last {len(y)} of {calib_path})")
+        stream = SampleStream(calib_path, graph.input_onnx_shape, limit=keep)
     rescale = equalize.equalize(graph) if options.equalize else None
     if rescale is not None:
         log(f"cross-layer equalization: {len(rescale)} layer pairs")
@@ -130,22 +156,43 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
     if wide:
         converters = int16.mark(graph, wide)
         log(f"int16 activations (16x8) for {', '.join(wide)}; {converters} int8<->int16 conversions")
+    if four:
+        log(f"int4 weights for {int4layers.mark(graph, four)} layers")
     method, scores, search = options.method, {}, None
     ranges = {**stats.ranges(method, options.percentile), **own_ranges} if method in METHODS else None
     if method in AUTO_METHODS:
         method, scores, search = _auto(graph, stats, options, stream, own_ranges, log)
         by_method = {m: stats.ranges(m, options.percentile) for m in METHODS}
         ranges = {**(autorange.ranges_of(search, by_method) if search else by_method[method]), **own_ranges}
-    quantize(graph, ranges, options.per_channel)
+    bias_x = _first(stream, BIAS_SAMPLES) if options.bias_correction == "quantized" else None
+
+    def finish(g: Graph) -> int:
+        return biascorr.correct_quantized(g, ranges, bias_x, options.per_channel) if bias_x is not None else 0
+    mixed = None
+    if options.max_accuracy_drop is not None:
+        if held is None:
+            val = load_dataset(options.val, graph.input_onnx_shape, limit=budget.EVAL_LIMIT)
+            held = (val.x, budget.labels(val.y, len(val.x), str(options.val)), str(options.val))
+        x_eval, y_eval, where = held
+        chosen, mixed = budget.search(copy.deepcopy(graph), ranges, options.per_channel, x_eval, y_eval,
+                                      calibrate.run_float(model, x_eval[:budget.EVAL_LIMIT]),
+                                      options.max_accuracy_drop, where, finish, log)
+        graph.__dict__.update(chosen.__dict__)
+        log(mixed.summary())
+    else:
+        quantize(graph, ranges, options.per_channel)
+        n = finish(graph)
+        if bias_x is not None:
+            log(f"bias correction: {n} layers, on the quantized model's own activations")
     if graph.fixed_qparams:
         log(qdq_summary(graph))
-    if options.bias_correction == "quantized":
-        n = biascorr.correct_quantized(graph, ranges, _first(stream, BIAS_SAMPLES), options.per_channel)
-        log(f"bias correction: {n} layers, on the quantized model's own activations")
     result = QuantResult(graph=graph, method=method, ranges=ranges, scores=scores, search=search,
                          samples=stats.samples,
-                         calib_seconds=stats.seconds, cached=stats.cached, batch=stats.batch,
-                         warnings=numerics.warnings(graph, ranges))
+                         calib_seconds=stats.seconds, cached=stats.cached, batch=stats.batch, mixed=mixed,
+                         warnings=numerics.warnings(graph, ranges) + ([] if mixed is None or mixed.within_budget else [
+                             f"--max-accuracy-drop {options.max_accuracy_drop:g}: no mix of int16 activations and "
+                             f"int4 weights kept within the budget ({100 * mixed.lost:.1f} % of the predictions "
+                             "changed against float at best); check the model with the sensitivity table"]))
     for w in result.warnings:
         log(f"warning: {w}")
     if options.sensitivity_samples > 0:

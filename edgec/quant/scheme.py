@@ -122,24 +122,31 @@ def act_range16(op: Op, out: Tensor) -> dict:
     return {"act_min": qmin, "act_max": max(qmin, qmax)}
 
 
-def quantize_weights(w: np.ndarray, channel_axis: int, per_channel: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """Symmetric int8 weights and their scale for every output channel (one shared scale if not per_channel)."""
+def quantize_weights(w: np.ndarray, channel_axis: int, per_channel: bool = True,
+                     qmax: int = 127) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric int8 weights in [-qmax, qmax] and their scale for every output channel (one shared scale if
+    not per_channel); qmax 7 for int4 weights."""
     w = np.asarray(w, np.float64)
     axes = tuple(a for a in range(w.ndim) if a != channel_axis % w.ndim)
     wmax = np.max(np.abs(w), axis=axes)
     if not per_channel:
         wmax = np.full_like(wmax, np.max(wmax))
-    w_scale = np.where(wmax > 0, wmax / 127.0, 1.0)
+    w_scale = np.where(wmax > 0, wmax / float(qmax), 1.0)
     shape = [1] * w.ndim
     shape[channel_axis] = -1
-    return np.clip(np.round(w / w_scale.reshape(shape)), -127, 127).astype(np.int8), w_scale
+    return np.clip(np.round(w / w_scale.reshape(shape)), -qmax, qmax).astype(np.int8), w_scale
 
 
 def weighted(op: Op, inp: Tensor, out: Tensor, channel_axis: int) -> None:
-    """op.arrays weights (int8), bias (int32), mult and shift (per output channel) of a weighted op."""
+    """op.arrays weights (int8), bias (int32), mult and shift (per output channel) of a weighted op.
+    An op with attrs['weight_bits'] 4 gets int4 weights instead: in [-7, 7], packed two per byte
+    (op.arrays['weights4'], pack_int4)."""
     if not np.all(np.isfinite(op.attrs["weights"])):
         raise EdgecError(f"node '{op.name}': weights contain NaN or Inf")
-    if "weight_scale" in op.attrs:      # a QDQ model's own weight scales (edgec/frontend/qdq.py)
+    four = op.attrs.get("weight_bits", 8) == 4
+    if four:        # (a QDQ model's int8 weight scales do not apply to 4-bit weights)
+        wq, w_scale = quantize_weights(op.attrs["weights"], channel_axis, op.attrs.get("per_channel", True), 7)
+    elif "weight_scale" in op.attrs:      # a QDQ model's own weight scales (edgec/frontend/qdq.py)
         w_scale = np.asarray(op.attrs["weight_scale"], np.float64)
         shape = [1] * op.attrs["weights"].ndim
         shape[channel_axis] = -1
@@ -150,6 +157,27 @@ def weighted(op: Op, inp: Tensor, out: Tensor, channel_axis: int) -> None:
     mult, shift = zip(*(quantize_multiplier(s / out.scale) for s in bias_scale))
     bq = accumulator_safe_bias(wq, channel_axis, op.attrs["bias"].astype(np.float64) / bias_scale, mult)
     op.arrays.update(weights=wq, bias=bq, mult=np.array(mult, np.int32), shift=np.array(shift, np.int32))
+    op.arrays.pop("weights4", None)
+    if four:
+        op.arrays["weights4"] = pack_int4(op.arrays.pop("weights"))
+
+
+def pack_int4(w: np.ndarray) -> np.ndarray:
+    """int4 values (in [-8, 7], any shape) packed two per byte in their flattened order, TFLite's
+    PackInt4ValuesDensely layout: value 2i in the low nibble of byte i, value 2i+1 in the high one (an
+    odd count leaves the last high nibble 0)."""
+    v = np.asarray(w, np.int64).reshape(-1)
+    if v.size % 2:
+        v = np.append(v, 0)
+    nib = (v & 0xF).astype(np.uint8)
+    return (nib[0::2] | (nib[1::2] << 4)).view(np.int8)
+
+
+def unpack_int4(packed: np.ndarray, count: int) -> np.ndarray:
+    """The first `count` int4 values of pack_int4's bytes, as int8 (sign-extended nibbles)."""
+    b = np.asarray(packed, np.int8).view(np.uint8).reshape(-1)
+    nib = np.stack([b & 0xF, b >> 4], axis=1).reshape(-1)[:count].astype(np.int16)
+    return ((nib ^ 8) - 8).astype(np.int8)
 
 
 def accumulator_safe_bias(wq: np.ndarray, channel_axis: int, bias: np.ndarray, mult) -> np.ndarray:

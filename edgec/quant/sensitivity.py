@@ -6,11 +6,14 @@ For every layer that computes (reshape/transpose only move bytes), over a few ca
   vs float: the error this layer adds by itself;
 - isolated, at the output: the model's output when only this layer runs in INT8, vs float: how much
   of the model's output quality this one layer costs. The table is sorted on it, worst first.
+- int4, at the output: the same with this layer's weights at 4 bits (edgec/ops/int4.py; layers that can take
+  int4 weights): what `--int4 LAYER` would cost.
 
 SQNR = 10 log10(sum(float^2) / sum((float - int8)^2)) in dB; higher is better, +20 dB per 10x less error.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -20,6 +23,7 @@ from edgec.quant import floatref
 from edgec.quant import reference
 from edgec.templating import environment
 from edgec.ir import Graph
+from edgec.ops import int4
 from edgec.ops.registry import REGISTRY
 from edgec.quant.scheme import dequantize, quantize_input
 
@@ -34,6 +38,15 @@ def sqnr_db(signal: float, noise: float) -> float:
     return float(min(MAX_DB, 10.0 * math.log10(signal / noise)))
 
 
+def _int4_op(graph: Graph, four):
+    """fn(op, float inputs) -> float output of the op with int4 weights (`four`), by the reference kernel."""
+    def run(op, inputs):
+        q = [quantize_input(graph.tensors[t], x) for t, x in zip(op.inputs, inputs)]
+        out = graph.tensors[op.output]
+        return dequantize(out, reference.run_op(four, q, out.shape, out.dtype))
+    return run
+
+
 def _int8_op(graph: Graph):
     """fn(op, float inputs) -> float output of the op run by the INT8 reference kernel."""
     def run(op, inputs):
@@ -43,12 +56,25 @@ def _int8_op(graph: Graph):
     return run
 
 
+def with_int4_weights(graph: Graph, op):
+    """A copy of a quantized op with its weights requantized to int4 (the graph's scales unchanged)."""
+    four = dataclasses.replace(op, attrs={**op.attrs, "weight_bits": 4}, params={}, arrays={}, lowered=None)
+    REGISTRY[op.kind].quantize(four, [graph.tensors[t] for t in op.inputs], graph.tensors[op.output])
+    return four
+
+
+def _int4_candidates(graph: Graph, layers: list[int]) -> dict[int, object]:
+    return {i: with_int4_weights(graph, graph.ops[i]) for i in layers
+            if graph.ops[i].kind in int4.KINDS and graph.tensors[graph.ops[i].output].dtype == "int8"}
+
+
 def analyse(graph: Graph, samples: np.ndarray) -> list[dict]:
     """Per-layer SQNR rows (quantized graph with its float attributes, float input samples)."""
     # views and data movement, and the int8 <-> int16 conversions (edgec/quant/int16.py), are not layers here
     layers = [i for i, op in enumerate(graph.ops) if REGISTRY[op.kind].sensitivity]
-    sums = {i: np.zeros(6) for i in layers}     # signal, noise: cumulative, isolated, at the output
+    sums = {i: np.zeros(8) for i in layers}     # signal, noise: cumulative, isolated, at the output, int4 at out
     emulate = _int8_op(graph)
+    fours = _int4_candidates(graph, layers)
     tin = graph.tensors[graph.input]
     for x in samples:
         fl = floatref.run(graph, x)
@@ -60,25 +86,33 @@ def analyse(graph: Graph, samples: np.ndarray) -> list[dict]:
             cum = dequantize(graph.tensors[op.output], q[op.output])
             iso = emulate(op, [fl[t] for t in op.inputs])
             at_out = floatref.run(graph, x, override={i: emulate}, env=fl, start=i)[graph.output]
-            sig = float(np.sum(f.astype(np.float64) ** 2))
+            sig, out_sig = float(np.sum(f.astype(np.float64) ** 2)), float(np.sum(out_f.astype(np.float64) ** 2))
             sums[i] += [sig, float(np.sum((f - cum) ** 2.0)), sig, float(np.sum((f - iso) ** 2.0)),
-                        float(np.sum(out_f.astype(np.float64) ** 2)), float(np.sum((out_f - at_out) ** 2.0))]
+                        out_sig, float(np.sum((out_f - at_out) ** 2.0)), 0.0, 0.0]
+            if i in fours:
+                run4 = _int4_op(graph, fours[i])
+                at4 = floatref.run(graph, x, override={i: run4}, env=fl, start=i)[graph.output]
+                sums[i][6:] += [out_sig, float(np.sum((out_f - at4) ** 2.0))]
     rows = []
     for i in layers:
         op, s = graph.ops[i], sums[i]
         rows.append({"index": i, "layer": op.name, "kind": op.kind, "tensor": op.output,
                      "cumulative_db": round(sqnr_db(s[0], s[1]), 2), "isolated_db": round(sqnr_db(s[2], s[3]), 2),
-                     "isolated_output_db": round(sqnr_db(s[4], s[5]), 2)})
+                     "isolated_output_db": round(sqnr_db(s[4], s[5]), 2),
+                     "int4_output_db": round(sqnr_db(s[6], s[7]), 2) if i in fours else None})
     rows.sort(key=lambda r: (r["isolated_output_db"], r["isolated_db"]))
     return rows
 
 
 def table(rows: list[dict], limit: int | None = None) -> str:
     """The rows as a text table, worst first."""
-    lines = [f"{'layer':40} {'kind':17} {'isolated dB':>11} {'-> output dB':>12} {'cumulative dB':>13}"]
+    lines = [f"{'layer':40} {'kind':17} {'isolated dB':>11} {'-> output dB':>12} {'cumulative dB':>13} "
+             f"{'int4 -> output dB':>17}"]
     for r in rows[:limit]:
+        four = r.get("int4_output_db")
         lines.append(f"{r['layer'][-40:]:40} {r['kind']:17} {r['isolated_db']:11.1f} "
-                     f"{r['isolated_output_db']:12.1f} {r['cumulative_db']:13.1f}")
+                     f"{r['isolated_output_db']:12.1f} {r['cumulative_db']:13.1f} "
+                     f"{'-' if four is None else f'{four:.1f}':>17}")
     return "\n".join(lines)
 
 

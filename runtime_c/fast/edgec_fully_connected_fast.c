@@ -103,3 +103,50 @@ void edgec_fully_connected_packed_s8(const edgec_fully_connected_packed_params *
         output[r] = edgec_out(a0, rq + r, lo == -128 && hi == 127, lo, hi);
     }
 }
+
+/* int4 weights (edgec/ops/int4.py lower_fc): row r is k4 / 8 words of 8 nibbles; the nibbles of a word, low
+ * first, are the weights of inputs 0, 1, 4, 5, 2, 3, 6, 7 of its group of 8, so that the int16 pairs of
+ * edgec_widen ((x0, x2), (x1, x3), (x4, x6), (x5, x7)) meet (n0, n4), (n1, n5), (n2, n6), (n3, n7). */
+#ifdef EDGEC_DSP
+EDGEC_INLINE uint32_t edgec_ror(uint32_t v, int s) { return (v >> s) | (v << (32 - s)); }
+/* nibbles 0 and 4 (k = 0) or 1 and 5 (k = 1) of v as two int16 lanes; v = w ror 8 gives 2, 6 and 3, 7 */
+#define EDGEC_NIBBLES_LO(v) E_SXTB16(edgec_ror(E_SXTB16((v) << 4), 4))
+#define EDGEC_NIBBLES_HI(v) E_SXTB16(edgec_ror(E_SXTB16(v), 4))
+#endif
+
+void edgec_fully_connected_packed_s4(const edgec_fully_connected_packed_params *p, const int8_t *input,
+                                     const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output)
+{
+    const int32_t n_in = p->in_features, groups = p->k4 >> 3, lo = p->act_min, hi = p->act_max;
+    const int full = lo == -128 && hi == 127;
+    edgec_w32 *xw = (edgec_w32 *)(void *)scratch;
+    int32_t g, r;
+    for (g = 0; 4 * g < p->k4; ++g) { /* inputs widened 4 at a time; those past n_in are 0 */
+        uint32_t v = 0;
+        for (r = 0; r < 4 && 4 * g + r < n_in; ++r) v |= (uint32_t)(uint8_t)input[4 * g + r] << (8 * r);
+        edgec_widen(v, xw + 2 * g);
+    }
+    for (r = 0; r < p->out_features; ++r) {
+        const uint32_t *w = weights + r * groups;
+        const edgec_w32 *x = xw;
+        int32_t acc = rq[r].bias;
+        for (g = 0; g < groups; ++g, x += 4) {
+            const uint32_t v = w[g];
+#ifdef EDGEC_DSP
+            const uint32_t u = edgec_ror(v, 8);
+            acc = E_SMLAD(EDGEC_NIBBLES_LO(v), x[0], acc);
+            acc = E_SMLAD(EDGEC_NIBBLES_HI(v), x[1], acc);
+            acc = E_SMLAD(EDGEC_NIBBLES_LO(u), x[2], acc);
+            acc = E_SMLAD(EDGEC_NIBBLES_HI(u), x[3], acc);
+#else
+            const edgec_h16 *xs = (const edgec_h16 *)(const void *)x;
+            int32_t k;
+            for (k = 0; k < 4; ++k) { /* input word k meets nibbles k and k + 4 */
+                acc += xs[2 * k] * ((int32_t)(((v >> (4 * k)) & 15u) ^ 8u) - 8) +
+                       xs[2 * k + 1] * ((int32_t)(((v >> (4 * k + 16)) & 15u) ^ 8u) - 8);
+            }
+#endif
+        }
+        output[r] = edgec_out(acc, rq + r, full, lo, hi);
+    }
+}

@@ -1,0 +1,100 @@
+"""int4 weights (`--weights int4`, `--int4 NODE`): the weight format of conv2d, depthwise_conv2d and
+fully_connected layers whose attrs['weight_bits'] is 4.
+
+Symmetric per output channel in [-7, 7] (the narrow range, as TFLite's int8 weights use [-127, 127]; TFLite
+and CMSIS-NN's int4 kernels take the same values), packed two per byte in the flattened weight order of the
+int8 layout (OHWI, [k_h][k_w][out_c], [out][in]) with TFLite's PackInt4ValuesDensely nibble order: value 2i
+in the low nibble of byte i (edgec/quant/scheme.py pack_int4). The quantizer (scheme.weighted) stores them as
+op.arrays['weights4'] in place of 'weights'; everything else of the layer (int32 bias, per-channel Q31
+requantization) is the int8 scheme's.
+
+The NumPy twin unpacks the packed bytes and runs the kind's int8 twin; the C kernels (`edgec_*_s4` in the
+kinds' own family files) unpack nibble by nibble in their inner loop. The fast path (runtime_c/fast/):
+fully connected layers lower to edgec_fully_connected_packed_s4 (`lower_fc`: the Arm DSP path unpacks 8
+nibbles into four int16 pairs with SXTB16 and multiplies them with SMLAD); int4 convolutions keep the
+portable s4 kernels.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+
+from edgec import cheader
+from edgec.ir import Op
+from edgec.ops import cemit, fast
+from edgec.ops.opdef import CallSite
+from edgec.ops.registry import REGISTRY
+from edgec.quant.scheme import pack_int4 as scheme_pack, unpack_int4
+
+_HEADER = (cheader.runtime_dir() / "edgec_nn.h").read_text()
+# weighted kind -> its C kernel taking packed int4 weights, `edgec_<kind>_s4`, where edgec_nn.h declares one
+KERNELS = {k: f"edgec_{k}_s4" for k, d in REGISTRY.items()
+           if d.weight_axis is not None and re.search(rf"\bedgec_{k}_s4\(", _HEADER)}
+KINDS = tuple(KERNELS)
+
+
+def is_int4(op: Op) -> bool:
+    """Whether a quantized op has packed int4 weights."""
+    return "weights4" in op.arrays
+
+
+def weight_shape(op: Op) -> tuple[int, ...]:
+    """The int8 layout's weight shape, from the op's integer parameters."""
+    p = op.params
+    if "out_features" in p:                                   # [out][in]
+        return (int(p["out_features"]), int(p["in_features"]))
+    if REGISTRY[op.kind].weight_axis == -1:                   # depthwise: [k_h][k_w][out_c]
+        return (int(p["k_h"]), int(p["k_w"]), int(p["out_c"]))
+    return (int(p["out_c"]), int(p["k_h"]), int(p["k_w"]), int(p["in_c"]))     # OHWI
+
+
+def unpacked(op: Op) -> np.ndarray:
+    """The layer's int4 weights as int8 values, in the int8 layout."""
+    shape = weight_shape(op)
+    return unpack_int4(op.arrays["weights4"], int(np.prod(shape))).reshape(shape)
+
+
+def run(op: Op, inputs: list) -> np.ndarray:
+    """The NumPy twin: the kind's int8 twin on the unpacked weights (the C does the same arithmetic)."""
+    arrays = {k: v for k, v in op.arrays.items() if k != "weights4"}
+    twin = dataclasses.replace(op, arrays={**arrays, "weights": unpacked(op)}, lowered=None)
+    return REGISTRY[op.kind].run(twin, inputs)
+
+
+def c_call(op: Op, site: CallSite) -> str:
+    """The s4 kernel's call: the reference kernel's arguments with the packed weights."""
+    return cemit.weighted_call(KERNELS[op.kind], site.prefix, site.inputs[0],
+                               {**site.arrays, "weights": site.arrays["weights4"]}, site.output)
+
+
+def int8_weight_bytes(op: Op) -> int:
+    """Bytes the layer's weights would take as int8 (the saving of int4 is measured against it)."""
+    return int(np.prod(weight_shape(op)))
+
+
+# nibble k of a word of 8 holds input PERM8[k] of its group of 8: the int16 pairs edgec_widen makes of the
+# inputs, (x0, x2), (x1, x3), (x4, x6), (x5, x7), meet the nibble pairs SXTB16 unpacks, (n0, n4) ... (n3, n7)
+PERM8 = np.array([0, 1, 4, 5, 2, 3, 6, 7])
+
+
+def lower(op: Op) -> dict | None:
+    """The fast kernel of an int4 layer, or None (convolutions: the portable s4 kernels)."""
+    return lower_fc(op) if "out_features" in op.params and op.kind in KINDS else None
+
+
+def lower_fc(op: Op) -> dict | None:
+    """edgec_fully_connected_packed_s4: rows of in_features rounded up to 8, nibbles in PERM8 order."""
+    w = unpacked(op)
+    got = fast.conv_like(op, w)
+    if got is None:
+        return None
+    n_out, n_in = w.shape
+    k8 = (n_in + 7) // 8 * 8
+    wp = np.zeros((n_out, k8), np.int8)
+    wp[:, :n_in] = w
+    wp = wp.reshape(n_out, k8 // 8, 8)[:, :, PERM8]
+    params = {"in_features": n_in, "out_features": n_out, **got[0], "k4": k8}
+    return {"kernel": "edgec_fully_connected_packed_s4", "struct": "edgec_fully_connected_packed_params",
+            "params": params, "arrays": {"fw": fast.words(scheme_pack(wp)), "rq": got[1]}, "scratch_bytes": 2 * k8}

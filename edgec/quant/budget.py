@@ -1,0 +1,160 @@
+"""Mixed precision by accuracy budget (`--max-accuracy-drop PTS`): layer by layer, int4 weights where they are
+harmless and int16 activations where int8 hurts, the smallest flash (then the fewest int16 layers, the slower
+ones) whose top-1 accuracy stays within PTS points of the float model's.
+
+The budget bounds the samples whose top-1 class changes against the float model's (a sample lost counts, and
+so does one gained: on a few hundred samples, gains on some samples paying for losses on others are mostly
+noise, and the changed predictions are what carries over to unseen data). They are counted on labelled samples kept apart from calibration: `--val DATA.npz` (x and y), else the calibration set's held-out split (its last samples, which the ranges then leave out; the set needs y). Every
+candidate reuses the calibration statistics (the same ranges) and is scored by the NumPy integer reference
+(edgec/quant/reference.py, what the C computes bit for bit) on at most EVAL_LIMIT samples:
+
+1. int8 activations and weights everywhere. If that misses the budget, layers get int16 activations
+   (edgec/quant/int16.py), most sensitive first (the sensitivity table's isolated output SQNR), each with the
+   layers reading its output (so the wide tensor stays int16), kept if they help, until it is met (at most
+   INT16_TRIALS tries; if it never is, the mix that loses fewest samples is kept, with a warning).
+2. Then int4 weights (edgec/ops/int4.py): all remaining int4-capable layers at once if that stays in the
+   budget, else one layer at a time, the cheapest at 4 bits first (the table's int4 column), each kept if
+   the mix stays within the budget.
+"""
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from edgec.errors import EdgecError
+from edgec.ir import Graph
+from edgec.quant import floatref, int16, int4layers, reference, sensitivity
+from edgec.quant.quantize import quantize
+from edgec.quant.scheme import quantize_input
+
+EVAL_LIMIT = 512          # samples each candidate is scored on
+HOLDOUT = 128             # calibration samples held out for the budget (at most a quarter of the set)
+INT16_TRIALS = 6          # int16 layers tried before giving up on the budget
+RANK_SAMPLES = 8          # samples the sensitivity ranking runs on
+
+
+@dataclass
+class Choice:
+    """What the search chose and what it measured (quant.json's `mixed_precision`)."""
+
+    max_drop_points: float
+    evaluated_on: str
+    samples: int
+    float_accuracy: float
+    int8_accuracy: float
+    accuracy: float = 0.0
+    lost: float = 0.0                  # fraction of the samples whose top-1 class the choice changes against float
+    int4: list[str] = field(default_factory=list)
+    int16: list[str] = field(default_factory=list)
+    weights_bytes_int8: int = 0
+    weights_bytes: int = 0
+    within_budget: bool = True
+    trials: list[dict] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in vars(self).items()}
+
+    def summary(self) -> str:
+        return (f"mixed precision: {len(self.int4)} layers int4 weights, {len(self.int16)} layers int16 activations; "
+                f"top-1 {100 * self.accuracy:.1f} % (float {100 * self.float_accuracy:.1f} %, int8 "
+                f"{100 * self.int8_accuracy:.1f} %, budget -{self.max_drop_points:g} points) on {self.samples} "
+                f"{self.evaluated_on} samples; weights {self.weights_bytes:,} B (int8 {self.weights_bytes_int8:,} B)"
+                + ("" if self.within_budget else "; the budget could not be met"))
+
+
+def labels(y, n: int, where: str) -> np.ndarray:
+    """Integer labels for n samples, or one error saying what the budget needs."""
+    if y is None or len(y) < n:
+        raise EdgecError(f"--max-accuracy-drop needs labelled samples: {where} has no integer labels y; "
+                         "give --val DATA.npz with x and y (or add y to the calibration file)")
+    return np.asarray(y[:n], np.int64)
+
+
+def top1(outputs: np.ndarray, y: np.ndarray) -> float:
+    return float(np.mean(np.argmax(outputs.reshape(len(y), -1), axis=1) == y))
+
+
+def _with_readers(graph: Graph, name: str) -> list[str]:
+    """The layer and the int16-capable layers that read its output: its int16 output then stays int16
+    (a lone int16 layer's output goes back to int8 before an int8 reader, which loses what int16 kept)."""
+    ok = set(int16.candidates(graph))
+    outs = {op.output for op in graph.ops if op.name == name}
+    readers = [op.name for op in graph.ops if op.name in ok and set(op.inputs) & outs]
+    return list(dict.fromkeys([name, *readers]))
+
+
+def search(float_graph: Graph, ranges: dict, per_channel: bool, x: np.ndarray, y: np.ndarray,
+           float_out: np.ndarray, max_drop: float, evaluated_on: str, finish: Callable[[Graph], None] = lambda g: None,
+           log: Callable[[str], None] = lambda _: None) -> tuple[Graph, Choice]:
+    """The chosen quantized graph and the record of the choice. float_graph is the canonical float graph
+    (not modified), float_out the float model's outputs on x; `finish` runs after quantize on every candidate
+    (bias correction)."""
+    t0 = time.monotonic()
+    x, y, float_out = x[:EVAL_LIMIT], y[:EVAL_LIMIT], float_out[:EVAL_LIMIT]
+    float_pred = np.argmax(float_out.reshape(len(y), -1), axis=1)
+    allowed = max_drop / 100.0 + 1e-9
+
+    def build(wide: list[str], four: list[str]) -> Graph:
+        g = copy.deepcopy(float_graph)
+        if wide:
+            int16.mark(g, wide)
+        int4layers.mark(g, four)
+        quantize(g, ranges, per_channel)
+        finish(g)
+        return g
+
+    def trial(what: str, wide: list[str], four: list[str]) -> tuple[Graph, float, float]:
+        """Build and score a candidate: (graph, top-1, the fraction of samples whose top-1 class is not float's)."""
+        g = build(wide, four)
+        xq = quantize_input(g.tensors[g.input], x)
+        pred = np.argmax(np.stack([reference.run(g, q).reshape(-1) for q in xq]), axis=1)
+        acc, lost = float(np.mean(pred == y)), float(np.mean(pred != float_pred))
+        choice.trials.append({"trial": what, "accuracy": round(acc, 4), "lost": round(lost, 4),
+                              "weights_bytes": g.weights_bytes(), "within_budget": lost <= allowed})
+        log(f"accuracy budget: trial {len(choice.trials)}: {what}: top-1 {100 * acc:.1f} %, {100 * lost:.1f} % of "
+            f"the predictions changed against float ({'within' if lost <= allowed else 'outside'} the budget)")
+        return g, acc, lost
+
+    if len(y) * max_drop / 100.0 < 2:
+        log(f"accuracy budget: {len(y)} samples: {max_drop:g} points allow fewer than 2 changed predictions, a "
+            "coarse and noisy measure; give --val DATA.npz with a few hundred labelled samples for a reliable choice")
+    choice = Choice(max_drop_points=max_drop, evaluated_on=evaluated_on, samples=len(y),
+                    float_accuracy=top1(float_out, y), int8_accuracy=0.0)
+    best, acc, lost = trial("int8", [], [])
+    choice.int8_accuracy, choice.weights_bytes_int8 = acc, best.weights_bytes()
+    rows = [] if floatref.supported(best) else sensitivity.analyse(best, x[:RANK_SAMPLES])
+    wide: list[str] = []
+    if lost > allowed:                   # 1. int16 activations where int8 hurts, worst layer first
+        order = [r["layer"] for r in rows if r["layer"] in int16.candidates(float_graph)] or \
+            int16.candidates(float_graph)           # (no float reference to rank them: graph order)
+        for name in order[:INT16_TRIALS]:
+            more = [n for n in _with_readers(float_graph, name) if n not in wide]
+            if not more:
+                continue
+            g, a, m = trial(f"int16 {', '.join(wide + more)}", wide + more, [])
+            if m < lost:
+                wide, best, acc, lost = wide + more, g, a, m
+            if lost <= allowed:
+                break
+    four: list[str] = []
+    if lost <= allowed:                  # 2. int4 weights where harmless, cheapest at 4 bits first
+        cost = {r["layer"]: r.get("int4_output_db") for r in rows}
+        order = sorted(int4layers.candidates(float_graph, tuple(wide)), key=lambda n: -(cost.get(n) or 0.0))
+        if order:
+            g, a, m = trial("int4 " + ", ".join(order), wide, order)
+            if m <= allowed:
+                best, acc, lost, four = g, a, m, order
+            else:
+                for name in order:
+                    g, a, m = trial(f"int4 {', '.join(four + [name])}", wide, four + [name])
+                    if m <= allowed:
+                        best, acc, lost, four = g, a, m, four + [name]
+    choice.accuracy, choice.lost, choice.int4, choice.int16 = acc, lost, four, wide
+    choice.weights_bytes, choice.within_budget = best.weights_bytes(), lost <= allowed
+    choice.seconds = round(time.monotonic() - t0, 2)
+    return best, choice
