@@ -187,3 +187,20 @@ def write(result: dict, report_dir: Path) -> list[Path]:
     grid = {(c["model"], c["board"]): c for c in result["cells"]}
     outputs.write_text(html_path, environment().get_template("matrix.html.j2").render(result=result, grid=grid))
     return [json_path, html_path]
+
+
+def summary_lines(result: dict) -> list[str]:
+    """The matrix as text: one line per cell."""
+    lines = [f"bench matrix: {len(result['cells'])} cells ({len(result['models'])} model(s) x "
+             f"{len(result['boards'])} board(s)) in {result['wall_seconds']} s"]
+    for c in result["cells"]:
+        head = f"  {c['model']} on {c['board']} ({len(c['units'])} unit(s)): "
+        if "samples" in c:
+            acc = "n/a" if c["accuracy"] is None else f"{100 * c['accuracy']:.2f}%"
+            med = c["latency"]["median"]
+            head += (f"accuracy {acc}, agreement {100 * c['agreement']:.2f}%, median "
+                     f"{'n/a' if med is None else f'{med:,.0f}'} {c['latency']['unit']}")
+            if "spread" in c and c["spread"]["relative"] is not None:
+                head += f", unit spread {100 * c['spread']['relative']:.2f}%"
+        lines.append(head + "".join(f"; {f['unit']} FAILED: {f['error']}" for f in c["failed"]))
+    return lines

@@ -238,3 +238,22 @@ def bench_on_place(name: str, build: Path, data: Path, coordinator: str | None =
         r = bench(build, data, port=place.url, flash=False, log=lambda m: log(f"[{name}] {m}"), **bench_options)
         r["labgrid"] = {"place": name, "port": place.url, "flashed": record}
         return r
+
+
+def flash_on_place(name: str, build: Path, coordinator: str | None = None, log: Log = _quiet) -> dict:
+    """`edgec flash --labgrid PLACE`: acquire, flash through the place's resource, power-cycle, check that the
+    board answers with this build's model, release."""
+    from edgec.device.device import open_device
+    from edgec.targets.build_folder import check_hello, load_build
+
+    report, board, firmware = load_build(build)
+    with acquired(name, coordinator, log) as place:
+        if place.board and place.board != board.name:
+            raise EdgecError(f"labgrid place '{name}' carries board '{place.board}' but {build} is built for "
+                             f"'{board.name}'; pick a place with tag board={board.name}")
+        record = flash_place(place, firmware, Path(build), log)
+        power_cycle(place, log)
+        with open_device(board, None, place.url) as dev:
+            hello = dev.link.hello()
+            check_hello(hello, report, build)
+    return {**hello, "flashed": record}
