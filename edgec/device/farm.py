@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import io
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
@@ -73,7 +74,9 @@ class Place:
 
 
 class Session:
-    """A labgrid ClientSession on its own event loop (one per thread: the matrix runs places in parallel)."""
+    """A labgrid ClientSession on its own event loop.  One per coordinator and process, shared by the matrix's
+    threads under a lock: gRPC shares one connection among a process's channels to one address, and the
+    coordinator refuses a second client stream on it."""
 
     def __init__(self, coordinator: str | None = None):
         client = _client()
@@ -90,16 +93,17 @@ class Session:
                              f"(labgrid-coordinator) or give its address (--coordinator or ${ENV_COORDINATOR})") from None
 
     def _call(self, coro_fn, place: str):
-        self.client.args.place = place
         try:
-            with contextlib.redirect_stdout(io.StringIO()):
+            with _LOCK, contextlib.redirect_stdout(io.StringIO()):
+                self.client.args.place = place
                 return self.loop.run_until_complete(coro_fn())
         except Exception as e:
             raise EdgecError(f"labgrid place '{place}': {e}") from None
 
     def place_info(self, name: str):
         try:
-            return self.client.get_place(name)
+            with _LOCK:
+                return self.client.get_place(name)
         except Exception as e:
             raise EdgecError(f"labgrid place '{name}': {e} (coordinator {self.address})") from None
 
@@ -110,15 +114,41 @@ class Session:
         self._call(self.client.release, name)
 
     def resources(self, name: str) -> dict:
-        return self.client.get_target_resources(self.place_info(name))
+        info = self.place_info(name)
+        with _LOCK:
+            return self.client.get_target_resources(info)
 
     def close(self) -> None:
+        """Drop one user of the shared session; the last one closes it."""
+        with _LOCK:
+            self.users -= 1
+            if self.users > 0:
+                return
+            _SESSIONS.pop(self.address, None)
+            self._close()
+
+    def _close(self) -> None:
         try:
             self.loop.run_until_complete(self.client.stop())
             self.loop.run_until_complete(self.client.close())
         except Exception:      # closing a session whose coordinator went away: nothing left to do
             pass
         self.loop.close()
+
+
+_LOCK = threading.RLock()
+_SESSIONS: dict[str, Session] = {}
+
+
+def session(coordinator: str | None = None) -> Session:
+    """The process's session with this coordinator (close() it when done: it counts its users)."""
+    address = coordinator_address(coordinator)
+    with _LOCK:
+        if address not in _SESSIONS:
+            _SESSIONS[address] = Session(address)
+            _SESSIONS[address].users = 0
+        _SESSIONS[address].users += 1
+        return _SESSIONS[address]
 
 
 def serial_url(resources: dict) -> str | None:
@@ -138,33 +168,33 @@ def serial_url(resources: dict) -> str | None:
 
 def place_boards(names: list[str], coordinator: str | None = None) -> dict[str, str | None]:
     """{place: its board tag} (an unknown place fails here, before anything is acquired)."""
-    session = Session(coordinator)
+    lab = session(coordinator)
     try:
-        return {n: (session.place_info(n).tags or {}).get("board") for n in names}
+        return {n: (lab.place_info(n).tags or {}).get("board") for n in names}
     finally:
-        session.close()
+        lab.close()
 
 
 @contextlib.contextmanager
 def acquired(name: str, coordinator: str | None = None, log: Log = _quiet) -> Iterator[Place]:
     """Acquire the place, yield what edgec needs of it, release it whatever happens."""
-    session = Session(coordinator)
+    lab = session(coordinator)
     try:
-        session.acquire(name)
+        lab.acquire(name)
         try:
             log(f"labgrid: acquired place {name}")
-            info = session.place_info(name)
-            resources = session.resources(name)
+            info = lab.place_info(name)
+            resources = lab.resources(name)
             url = serial_url(resources)
             if url is None:
                 raise EdgecError(f"labgrid place '{name}' has no serial port resource (NetworkSerialPort, "
                                  "RawSerialPort or USBSerialPort); add one to its exporter and match it")
-            yield Place(name, (info.tags or {}).get("board"), url, resources, session)
+            yield Place(name, (info.tags or {}).get("board"), url, resources, lab)
         finally:
-            session.release(name)
+            lab.release(name)
             log(f"labgrid: released place {name}")
     finally:
-        session.close()
+        lab.close()
 
 
 def _driver(place: Place, classes: dict):
