@@ -5,6 +5,7 @@ emulated boards (QEMU's UART on a pty) over RFC2217 with ser2net, `edgec bench -
 Two tiny models are built once for two emulated boards and shared by every test here."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -139,11 +140,8 @@ def acquired_by(coordinator: str, place: str) -> str:
 def lab(farm_builds, tmp_path_factory):
     """Three running emulated boards exported by a labgrid exporter: places m4-a and m4-b (tiny_a on
     qemu-cortex-m4), m3 (tiny_a on qemu-cortex-m3); yields (coordinator, {place: QEMU process})."""
-    try:
-        import labgrid  # noqa: F401
-        have_labgrid = shutil.which(str(VENV_BIN / "labgrid-coordinator")) is not None
-    except ImportError:
-        have_labgrid = False
+    have_labgrid = (importlib.util.find_spec("labgrid") is not None
+                    and shutil.which(str(VENV_BIN / "labgrid-coordinator")) is not None)
     require(have_labgrid, "labgrid", "pip install 'edgec[farm]' (scripts/setup.sh does)")
     ser2net = shutil.which("ser2net") or ("/usr/sbin/ser2net" if os.path.exists("/usr/sbin/ser2net") else None)
     require(ser2net is not None, "ser2net", "apt-get install ser2net (scripts/setup.sh does)")
