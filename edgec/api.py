@@ -225,21 +225,26 @@ def flash(outdir: str | Path, port: str | None = None, log: Log = _quiet, probe:
 def bench(outdir: str | Path, data_path: str | Path, limit: int | None = None, port: str | None = None,
           log: Log = _quiet, profile: bool = False, compare_layers: bool = False, score: str | None = None,
           report_dir: str | Path | None = None, flash: bool = True, probe: str | None = None,
-          gdb: str | None = None, drive: str | Path | None = None) -> dict:
+          gdb: str | None = None, drive: str | Path | None = None, dataset_in_flash: bool = False,
+          units: int = 1, max_chunk: int | None = None) -> dict:
     """Run the test data on the device: accuracy or error, agreement with the INT8 reference, latency,
     memory and link statistics; with profile, time per layer; with compare_layers (and automatically
     when a device output differs from the reference) the first layer whose output differs.
     The firmware is written into the board first (see flash_step) unless flash is False.
-    With report_dir, also write bench-report.json and report.html there (edgec/bench/runner.py, edgec/bench/report.py)."""
+    With report_dir, also write bench-report.json and report.html there (edgec/bench/runner.py, edgec/bench/report.py).
+    dataset_in_flash: the inputs are compiled into firmware images (max_chunk per image, default as many as fit)
+    run on `units` devices in parallel, each image flashed/started per chunk (edgec/bench/dataset_flash.py)."""
     from edgec.bench import runner as bench_stage
     from edgec.bench import report as report_stage
 
     if report_dir is not None:
         report_stage.check_report_dir(Path(report_dir))     # before the bench, not after it
     build_id = _folder_id(outdir)
+    flash = flash and not dataset_in_flash          # dataset images are written chunk by chunk
     record, gdb_load = flash_step(outdir, probe, port, gdb, drive, log) if flash else ({}, None)
     result = bench_stage.run(outdir, data_path, limit=limit, port=port, profile=profile,
-                             compare_layers=compare_layers, score=score, log=log, gdb_load=gdb_load)
+                             compare_layers=compare_layers, score=score, log=log, gdb_load=gdb_load,
+                             dataset_in_flash=dataset_in_flash, units=units, max_chunk=max_chunk)
     result["flashed"] = record or None
     if report_dir is not None and _folder_id(outdir) != build_id:
         # rebuilt meanwhile (edgec build replaces the folder as a whole): this report belongs to the old build

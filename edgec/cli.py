@@ -10,7 +10,7 @@ import json
 import sys
 
 from edgec import __version__
-from edgec import argtypes, children, outputs
+from edgec import argtypes, children, cli_farm, outputs
 from edgec.errors import EdgecError
 
 
@@ -161,6 +161,9 @@ def cmd_bench(args) -> int:
     from edgec.bench import gates as bench_gates
     from edgec.bench import report
 
+    outdirs, args.outdir = args.outdir, args.outdir[0]
+    if cli_farm.is_matrix(args, outdirs):
+        return cli_farm.cmd_bench_matrix(args, outdirs, _log)
     gates = bench_gates.parse_gates(args.min_accuracy, args.min_agreement, args.max_latency, args.max_ram)
     bench_gates.check_measurable(gates, args.outdir, args.data, junit=args.junit)
     report_dir = None if args.no_report else (args.report or args.outdir)
@@ -169,7 +172,8 @@ def cmd_bench(args) -> int:
     json_file = outputs.check_output_file(args.json, (args.data,)) if args.json and not to_stdout else None
     r = api.bench(args.outdir, args.data, limit=args.limit, port=args.port, log=_log, profile=args.profile,
                   compare_layers=args.compare_layers, score=args.score, report_dir=report_dir,
-                  flash=not args.no_flash, probe=args.probe, gdb=args.gdb, drive=args.drive)
+                  flash=not args.no_flash, probe=args.probe, gdb=args.gdb, drive=args.drive,
+                  dataset_in_flash=args.dataset_in_flash, max_chunk=args.chunk)
     if json_file is not None:
         outputs.write_json(json_file, r)
     out = sys.stderr if to_stdout else sys.stdout     # with --json -, stdout carries only the JSON
@@ -203,6 +207,8 @@ def _add_probe_options(p) -> None:
 def cmd_flash(args) -> int:
     from edgec import api
 
+    if cli_farm.places_of(args, [args.outdir]):
+        return cli_farm.cmd_flash_place(args, _log)
     hello = api.flash(args.outdir, port=args.port, log=_log, probe=args.probe, gdb=args.gdb, drive=args.drive)
     if hello.get("protocol") == "mlperf":
         print(f"flashed: the device answers the MLPerf Tiny runner as {hello.get('name')}, model "
@@ -424,7 +430,8 @@ def parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_calibrate)
 
     r = sub.add_parser("bench", help="run test data on the device and report accuracy and latency")
-    r.add_argument("outdir", help="a build folder made by `edgec build`")
+    r.add_argument("outdir", nargs="+", help="a build folder made by `edgec build` (several: a model x board "
+                   "matrix run in parallel, one matrix report)")
     r.add_argument("--data", required=True, help=".npz with x and optional integer labels y")
     r.add_argument("--limit", type=argtypes.count(1), help="use only the first N samples")
     r.add_argument("--port", default="auto", help="serial port of the board (default auto: a real board's port "
@@ -443,12 +450,14 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--no-flash", action="store_true", help="the board already runs this build: do not flash it first")
     _add_probe_options(r)
     _add_gate_options(r)
+    cli_farm.add_bench_options(r)
     r.set_defaults(func=cmd_bench)
 
     f = sub.add_parser("flash", help="write a build's firmware into the board (emulated: start it) and check it answers")
     f.add_argument("outdir")
     f.add_argument("--port", default="auto", help="serial port of the board (default auto: found by its USB VID:PID)")
     _add_probe_options(f)
+    cli_farm.add_flash_options(f)
     f.set_defaults(func=cmd_flash)
 
     cf = sub.add_parser("config", help="print the settings in effect for a model and where each comes from "

@@ -92,8 +92,9 @@ def start_dirs(args: argparse.Namespace) -> list[Path]:
     if getattr(args, "model", None):
         dirs.append(Path(args.model).parent)
     elif getattr(args, "outdir", None):
+        outdir = args.outdir[0] if isinstance(args.outdir, list) else args.outdir    # bench takes several
         try:
-            report = json.loads((Path(args.outdir) / "build-report.json").read_text())
+            report = json.loads((Path(outdir) / "build-report.json").read_text())
             dirs.append(Path(report["model_file"]).parent)
         except (OSError, ValueError, KeyError, TypeError):
             pass

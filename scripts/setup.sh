@@ -18,6 +18,8 @@ command -v openocd >/dev/null || need+=(openocd)
 command -v st-flash >/dev/null || need+=(stlink-tools)
 command -v gdb-multiarch >/dev/null || need+=(gdb-multiarch)
 command -v cmake >/dev/null || need+=(cmake)
+# a labgrid exporter serves serial ports over RFC2217 with ser2net (edgec bench --labgrid; tests/test_farm.py)
+command -v ser2net >/dev/null || [ -x /usr/sbin/ser2net ] || need+=(ser2net)
 command -v gcc >/dev/null || need+=(gcc)
 command -v clang >/dev/null || need+=(clang)
 python3 -c "import venv, ensurepip" 2>/dev/null || need+=(python3-venv)
@@ -39,7 +41,7 @@ fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "WARNING: Location" || true
-.venv/bin/python -m pip install -q -e '.[test,flash]' 2>&1 | grep -v "WARNING: Location" || true
+.venv/bin/python -m pip install -q -e '.[test,flash,farm]' 2>&1 | grep -v "WARNING: Location" || true
 .venv/bin/edgec --version
 # the cycle-estimate QEMU plugin (edgec/bench/cycles.py; boards/platforms/edgec-qemu/plugins/edgec_cycles.c)
 .venv/bin/python -m edgec.bench.cycles

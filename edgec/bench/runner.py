@@ -52,10 +52,12 @@ def layers(graph: Graph) -> list[Op]:
 
 def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, port: str | None = None,
         profile: bool = False, compare_layers: bool = False, score: str | None = None,
-        log: Log = _quiet, gdb_load=None) -> dict:
+        log: Log = _quiet, gdb_load=None, dataset_in_flash: bool = False, units: int = 1,
+        max_chunk: int | None = None) -> dict:
     """Run the test data on the device of a build folder and return the bench report (a plain dict).
-    gdb_load: load the firmware through an emulator's GDB stub (edgec/device/device.py open_serial)."""
-    from edgec.device.device import open_device
+    gdb_load: load the firmware through an emulator's GDB stub (edgec/device/device.py open_serial).
+    dataset_in_flash: the inputs go into firmware images, max_chunk (default: as many as fit) per image, run on
+    `units` devices in parallel (edgec/bench/dataset_flash.py) while the references are computed."""
     from edgec.targets.firmware import firmware_sizes
 
     outdir = Path(outdir)
@@ -71,6 +73,17 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
     n = len(data.x)
     tin = graph.tensors[graph.input]
     xq = scheme.quantize_input(tin, data.x)
+    pool = job = None
+    if dataset_in_flash:
+        if profile or compare_layers:
+            raise EdgecError("--profile and --compare-layers talk to the bench firmware over the link; run them "
+                             "without --dataset-in-flash")
+        from concurrent.futures import ThreadPoolExecutor
+        from edgec.bench import dataset_flash
+        pool = ThreadPoolExecutor(1)
+        job = pool.submit(dataset_flash.run, outdir, board, report, xq, units, [port] * units if port else None,
+                          max_chunk, log)
+    t_ref = time.monotonic()
     ref_out = np.stack([reference.run(graph, xq[i]).reshape(-1) for i in range(n)])
     checked = None
     if (outdir / "model.tflite").is_file():     # a quantized .tflite: its own integer reference, and TFLite Micro's
@@ -82,11 +95,56 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
     else:
         log(f"reference: float (onnxruntime) and int8 (NumPy) on {n} samples")
         float_out = calibrate.run_float(loader.load_model(outdir / "model.onnx"), data.x).reshape(n, -1)
-    dev_out = np.zeros_like(ref_out)
-    ticks = np.zeros(n, np.int64)
+    t_ref = time.monotonic() - t_ref
     stack = []
     progress = Progress(f"bench on {board.name}", n)
     result: dict = {}
+    if job is not None:
+        try:
+            ran = job.result()
+        finally:
+            pool.shutdown()
+        dev_out, ticks, hello, estimate = ran["outputs"], ran["ticks"], {}, None
+        mismatched = np.flatnonzero(np.any(dev_out != ref_out, axis=1))
+        link_stats = {"mode": "dataset-in-flash", "firmware": ran["firmware"], "chunk_samples": ran["chunk_samples"], "chunks": ran["chunks"],
+                      "units": ran["units"], "wall_s": round(ran["wall_s"], 3), "reference_s": round(t_ref, 3),
+                      "input_bytes_in_images": int(xq.nbytes), **ran["phases"].to_json()}
+    else:
+        dev_out, ticks, stack, hello, mismatched, link_stats, board, estimate = _run_over_link(
+            outdir, report, graph, board, firmware, port, gdb_load, xq, ref_out, profile, compare_layers, result,
+            progress, log)
+    flash, ram = firmware_sizes(firmware, host=firmware.suffix != ".elf", prefix=board.toolchain_prefix or "")
+    measured = np.array([board.ticks_to_units(int(t)) for t in ticks])
+    result = {
+        "board": board.name, "clock_hz": board.clock_hz, "model": report["model"], "model_hash": report["model_hash"], "samples": n,
+        "data": str(Path(data_path)),
+        **_quality(graph, data.y, float_out, ref_out, dev_out, data.x, score, score_fn),
+        "agreement": {"device_vs_reference": float(np.mean(np.all(dev_out == ref_out, axis=1))),
+                      "mismatched_samples": [int(i) for i in mismatched[:100]]},
+        "latency": {**latency_stats(measured, board), "cycles_estimate": estimate},
+        **({"tflite": checked} if checked else {}),
+        "macs": report.get("macs"),
+        "memory": {**report["memory"], "flash_bytes": flash, "ram_bytes": ram,
+                   **device_ram(report["memory"], max(stack) if stack else None, board),
+                   "stack_reserved_bytes": hello.get("stack_bytes") or None},
+        "link": link_stats,
+        **result,
+    }
+    macs = report.get("macs") or 0
+    median = result["latency"]["median"]
+    result["latency"]["per_mac"] = median / macs if macs and median is not None else None
+    return result
+
+
+def _run_over_link(outdir, report, graph, board, firmware, port, gdb_load, xq, ref_out, profile, compare_layers,
+                   result, progress, log):
+    """Every input over the serial link, one at a time (with the profile and divergence finder on request)."""
+    from edgec.device.device import open_device
+
+    n = len(xq)
+    dev_out = np.zeros_like(ref_out)
+    ticks = np.zeros(n, np.int64)
+    stack = []
     scratch = Path(tempfile.mkdtemp(prefix="edgec-cycles-"))
     plugin_out = scratch / "windows.txt"     # the cycle-estimate plugin's timed windows (edgec/bench/cycles.py)
     plugin = cycles.qemu_args(board, firmware, plugin_out) if port in (None, "auto") else []
@@ -121,27 +179,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         link_stats = link.stats.to_json(None if local else board.serial_baud)
     estimate = cycles.summary(cycles.read_windows(plugin_out), n) if plugin else None
     shutil.rmtree(scratch, ignore_errors=True)
-    flash, ram = firmware_sizes(firmware, host=firmware.suffix != ".elf", prefix=board.toolchain_prefix or "")
-    units = np.array([board.ticks_to_units(int(t)) for t in ticks])
-    result = {
-        "board": board.name, "clock_hz": board.clock_hz, "model": report["model"], "model_hash": report["model_hash"], "samples": n,
-        "data": str(Path(data_path)),
-        **_quality(graph, data.y, float_out, ref_out, dev_out, data.x, score, score_fn),
-        "agreement": {"device_vs_reference": float(np.mean(np.all(dev_out == ref_out, axis=1))),
-                      "mismatched_samples": [int(i) for i in mismatched[:100]]},
-        "latency": {**latency_stats(units, board), "cycles_estimate": estimate},
-        **({"tflite": checked} if checked else {}),
-        "macs": report.get("macs"),
-        "memory": {**report["memory"], "flash_bytes": flash, "ram_bytes": ram,
-                   **device_ram(report["memory"], max(stack) if stack else None, board),
-                   "stack_reserved_bytes": hello.get("stack_bytes") or None},
-        "link": link_stats,
-        **result,
-    }
-    macs = report.get("macs") or 0
-    median = result["latency"]["median"]
-    result["latency"]["per_mac"] = median / macs if macs and median is not None else None
-    return result
+    return dev_out, ticks, stack, hello, mismatched, link_stats, board, estimate
 
 
 def device_ram(build_memory: dict, stack_used: int | None, board) -> dict:

@@ -3,6 +3,7 @@ table's address, a raw binary image and a UF2 file (the RP2040's drag-and-drop f
 little-endian ELF only (every Arm and RISC-V microcontroller edgec builds for)."""
 from __future__ import annotations
 
+import shutil
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,3 +109,55 @@ def write_uf2(image: Image, dest: Path, family: str = "rp2040") -> int:
         out += header + chunk.ljust(476, b"\0") + struct.pack("<I", 0x0AB16F30)
     dest.write_bytes(bytes(out))
     return len(blocks)
+
+
+SHT_SYMTAB = 2
+
+
+def _section_headers(raw: bytes) -> list[tuple]:
+    """(name offset, type, flags, address, file offset, size, link) of every section of a 32- or 64-bit
+    little-endian ELF."""
+    wide = raw[4] == 2
+    shoff, = struct.unpack_from("<Q" if wide else "<I", raw, 40 if wide else 32)
+    shentsize, shnum = struct.unpack_from("<HH", raw, 58 if wide else 46)
+    fmt = "<IIQQQQI" if wide else "<IIIIIII"
+    return [struct.unpack_from(fmt, raw, shoff + i * shentsize) for i in range(shnum)]
+
+
+def symbol_range(path: Path, symbol: str) -> tuple[int, int]:
+    """(file offset, size) of a defined data symbol's bytes in an ELF (32- or 64-bit, little-endian): where
+    a tool writes new contents for a constant without rebuilding (the dataset-in-flash blob)."""
+    raw = Path(path).read_bytes()
+    if raw[:4] != b"\x7fELF" or raw[5] != 1:
+        raise EdgecError(f"{path} is not a little-endian ELF")
+    wide = raw[4] == 2
+    headers = _section_headers(raw)
+    want = symbol.encode()
+    for _name, sh_type, _flags, _addr, off, size, link in headers:
+        if sh_type != SHT_SYMTAB:
+            continue
+        strtab = headers[link][4]
+        entsize = 24 if wide else 16
+        for at in range(off, off + size, entsize):
+            if wide:
+                name, _info, _other, shndx, value, sym_size = struct.unpack_from("<IBBHQQ", raw, at)
+            else:
+                name, value, sym_size, _info, _other, shndx = struct.unpack_from("<IIIBBH", raw, at)
+            if raw[strtab + name:raw.index(b"\0", strtab + name)] != want or not 0 < shndx < len(headers):
+                continue
+            _n, sec_type, _f, sec_addr, sec_off, sec_size, _l = headers[shndx]
+            if sec_type == SHT_NOBITS or not sec_addr <= value <= value + sym_size <= sec_addr + sec_size:
+                break
+            return sec_off + value - sec_addr, sym_size
+    raise EdgecError(f"{path} has no initialized symbol {symbol}; rebuild the firmware")
+
+
+def patch_symbol(path: Path, symbol: str, data: bytes, dest: Path) -> None:
+    """Copy the ELF `path` to `dest` with the first len(data) bytes of `symbol` replaced by `data`."""
+    offset, size = symbol_range(path, symbol)
+    if len(data) > size:
+        raise EdgecError(f"{len(data):,} bytes do not fit {symbol} ({size:,} bytes) in {path}")
+    raw = bytearray(Path(path).read_bytes())
+    raw[offset:offset + len(data)] = data
+    dest.write_bytes(bytes(raw))
+    shutil.copymode(path, dest)           # a host board's program stays executable

@@ -53,12 +53,12 @@ EMULATOR_DEVIATIONS = {
 FRAMEWORKS = ("", "arduino")   # "" = edgec's own local platform (no vendor framework)
 _TOP_KEYS = {"name", "description", "cpu", "fpu", "dsp", "clock_hz", "ram_bytes", "flash_bytes", "emulated",
              "tested_on_hardware", "cpu_flags", "reserved_ram_bytes", "reserved_flash_bytes", "memory",
-             "platformio", "serial", "timing", "emulator", "flash", "mlperf"}
+             "platformio", "serial", "timing", "emulator", "flash", "mlperf", "labgrid"}
 _TABLE_KEYS = {"platformio": {"platform", "board", "framework", "build_flags", "options"},
                "serial": {"baud", "port"}, "timing": {"method", "unit", "tick_hz", "units_per_tick"},
                "emulator": {"command", "deviations"},
                "flash": {"probe", "usb", "openocd", "pyocd_target", "esptool_chip", "connect"},
-               "mlperf": {"baud", "timestamp_pin"}}
+               "mlperf": {"baud", "timestamp_pin"}, "labgrid": {"place", "coordinator"}}
 # how edgec writes a firmware into a board ([flash] probe, or `--probe`); edgec/device/flash.py runs them
 PROBES = {
     "emulator": "start the emulator with the firmware (emulated boards)",
@@ -133,6 +133,8 @@ class Board:
     flash: FlashSettings = FlashSettings()
     mlperf_baud: int = 0            # [mlperf] baud: the MLPerf Tiny performance-mode baud (0 = serial.baud)
     mlperf_timestamp_pin: str = ""  # [mlperf] timestamp_pin: the EEMBC energy-mode timestamp GPIO (e.g. "D7")
+    labgrid_place: str = ""         # [labgrid] place: the board farm place bench/flash acquire (edgec/device/farm.py)
+    labgrid_coordinator: str = ""   # [labgrid] coordinator: HOST:PORT (default $LG_COORDINATOR)
     path: Path = field(default=Path(), compare=False)
 
     @property
@@ -284,8 +286,9 @@ def _parse(data: dict, path: Path) -> Board:
     emulated = _get(data, "emulated", bool, "", path)
     emulator = _get(data, "emulator", dict, "", path, default={}) if emulated else {}
     mlperf = _get(data, "mlperf", dict, "", path, default={})
+    labgrid = _get(data, "labgrid", dict, "", path, default={})
     for key, table in (("platformio", pio), ("serial", serial), ("timing", timing), ("emulator", emulator),
-                       ("mlperf", mlperf)):
+                       ("mlperf", mlperf), ("labgrid", labgrid)):
         _check_keys(table, _TABLE_KEYS[key], key + ".", path)
     name = _get(data, "name", str, "", path)
     if not _NAME_RE.match(name):
@@ -325,6 +328,8 @@ def _parse(data: dict, path: Path) -> Board:
         flash=_flash_settings(data, emulated or serial.get("port") in (PORT_EMULATOR, PORT_PROGRAM), path),
         mlperf_baud=_get(mlperf, "baud", int, "mlperf.", path, default=0),
         mlperf_timestamp_pin=_get(mlperf, "timestamp_pin", str, "mlperf.", path, default=""),
+        labgrid_place=_get(labgrid, "place", str, "labgrid.", path, default=""),
+        labgrid_coordinator=_get(labgrid, "coordinator", str, "labgrid.", path, default=""),
         path=path,
     )
     _check(board, path)

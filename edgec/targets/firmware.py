@@ -28,7 +28,9 @@ LINK_FILES = ("edgec_link.c", "edgec_link.h")
 HARNESS_FILES = ("edgec_board.h", "edgec_ticks_mcu.c", "edgec_stack_mcu.c")
 # the benchmark firmware's protocol: edgec's framed link, or the MLPerf Tiny runner's text protocol
 PROTOCOLS = {"edgec": ("bench_main.c.j2", LINK_FILES),
-             "mlperf": ("mlperf_main.c.j2", ("edgec_mlperf.c", "edgec_mlperf.h"))}
+             "mlperf": ("mlperf_main.c.j2", ("edgec_mlperf.c", "edgec_mlperf.h")),
+             # the test inputs compiled into the image (edgec/bench/dataset_flash.py)
+             "dataset": ("dataset_main.c.j2", ("edgec_dataset.c", "edgec_dataset.h"))}
 # counters that tick at the core clock: the firmware reports the clock it really runs at (CMSIS SystemCoreClock)
 CORE_CLOCK_TIMERS = ("dwt-cyccnt",)
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -116,10 +118,11 @@ def _render(template: str, **values) -> str:
 
 
 def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: str, protocol: str = "edgec",
-                  mlperf_model: str | None = None, mlperf: dict | None = None) -> Path:
+                  mlperf_model: str | None = None, mlperf: dict | None = None, dataset_bytes: int = 0) -> Path:
     """Render a PlatformIO project building the model library in model_dir with the benchmark main
     (protocol "edgec": edgec's serial link; "mlperf": the MLPerf Tiny runner's protocol, configured by
-    `mlperf`, edgec.targets.mlperf_firmware.settings)."""
+    `mlperf`, edgec.targets.mlperf_firmware.settings; "dataset": the test inputs in a dataset_bytes blob in
+    flash, edgec/bench/dataset_flash.py)."""
     project_dir, model_dir = Path(project_dir), Path(model_dir)
     if not _IDENT_RE.match(model_name):
         raise EdgecError(f"model name '{model_name}' is not a C identifier")
@@ -148,7 +151,7 @@ def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: 
     if protocol == "mlperf" and mlperf is None:
         raise EdgecError("an MLPerf firmware needs its settings (edgec.targets.mlperf_firmware.settings)")
     values = dict(name=model_name, NAME=model_name.upper(), board=board, mlperf_model=mlperf_model,
-                  mlperf=mlperf if protocol == "mlperf" else None)
+                  mlperf=mlperf if protocol == "mlperf" else None, dataset_bytes=dataset_bytes)
     main_file = "bench_main.c" if board.framework else "main.c"
     (src / main_file).write_text(_render(main_template, **values))
     if board.framework:
