@@ -5,17 +5,13 @@ Errors a user can cause print one line ("edgec: error: ...") and exit 2;
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
-from edgec import __version__
-from edgec import argtypes, children, cli_farm, outputs
+from edgec import children, cli_farm, cli_parser, outputs
 from edgec.errors import EdgecError
 
 
-BOARD_HELP = ("board name (see `edgec boards`) or a board .toml file (required unless the project settings give "
-              "one: `edgec config`)")
 CONFIGURED = ("build", "export", "calibrate", "bench", "flash", "config")   # commands that read project settings
 
 
@@ -36,51 +32,6 @@ def _quant_options(args):
 def _names(values) -> tuple[str, ...]:
     """NODE[,NODE...] arguments (repeatable) as one tuple of names."""
     return tuple(n for arg in values or () for n in arg.split(",") if n.strip())
-
-
-def _add_quant_options(p: argparse.ArgumentParser) -> None:
-    from edgec.quant.ptq import ALL_METHODS
-
-    p.add_argument("--method", default="minmax", choices=ALL_METHODS,
-                   help="activation range estimation (default minmax; auto-model picks the method whose INT8 "
-                        "output is closest to float on held-out calibration samples, auto then refines it tensor "
-                        "by tensor)")
-    p.add_argument("--percentile", type=argtypes.percent, default=99.99, help="percentile of --method percentile (99.99)")
-    p.add_argument("--per-tensor", action="store_true", help="one weight scale per layer instead of per channel")
-    p.add_argument("--bias-correction", nargs="?", const="quantized", default=False, choices=["quantized", "float"],
-                   help="remove the mean output shift quantization causes in every layer, measured on the "
-                        "calibration set with the inputs the quantized layer really sees (default) or, with "
-                        "'float', the shift of the weights' rounding alone on float inputs")
-    p.add_argument("--equalize", action="store_true",
-                   help="cross-layer equalization of conv pairs (also through ReLU and max/average pooling)")
-    p.add_argument("--no-cache", action="store_true", help="recalibrate even if the statistics are cached")
-    p.add_argument("--sensitivity-samples", type=argtypes.count(0), default=16,
-                   help="calibration samples the per-layer sensitivity report uses (0: no report)")
-    p.add_argument("--auto-seconds", type=argtypes.seconds, default=20.0,
-                   help="time budget of --method auto's per-tensor search (default 20 s)")
-    p.add_argument("--int16", action="append", metavar="NODE[,NODE...]",
-                   help="run these layers (ONNX node names, as the sensitivity table shows them) with int16 "
-                        "activations (TFLite 16x8); name a layer and the layer reading it to keep its output int16")
-    p.add_argument("--weights", choices=("int8", "int4"), default="int8",
-                   help="weight precision: int4 packs every conv, depthwise and fully connected layer's weights "
-                        "two per byte (symmetric per channel, [-7, 7])")
-    p.add_argument("--int4", action="append", metavar="NODE[,NODE...]",
-                   help="int4 weights for these layers only (ONNX node names, as the sensitivity table shows them)")
-    p.add_argument("--max-accuracy-drop", type=argtypes.finite, metavar="PTS",
-                   help="choose int4 weights and int16 activations layer by layer: the smallest flash whose top-1 "
-                        "stays within PTS points of float (on --val, else on the calibration set's held-out split)")
-    p.add_argument("--val", metavar="DATA.npz", help="labelled samples (x, y) --max-accuracy-drop is measured on")
-
-
-def _add_gate_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("CI gates (a failed gate prints one line and exits 1; see edgec/bench/gates.py)")
-    g.add_argument("--min-accuracy", metavar="FRACTION", help="device top-1 accuracy at least this (0.9 or 90%%)")
-    g.add_argument("--min-agreement", metavar="FRACTION",
-                   help="fraction of samples bit-identical to the INT8 reference at least this (1.0: all)")
-    g.add_argument("--max-latency", metavar="LIMIT", help="median latency at most this: a number in the board's "
-                   "unit (cycles, instructions, ns) or a time (5ms, 800us)")
-    g.add_argument("--max-ram", metavar="BYTES", help="firmware static RAM at most this (65536, 64KiB)")
-    g.add_argument("--junit", metavar="FILE", help="write a JUnit XML report: a test case per gate and per metric")
 
 
 def cmd_calibrate(args) -> int:
@@ -107,18 +58,6 @@ def cmd_calibrate(args) -> int:
         outputs.write_json(out, result.to_json(options))
         print(f"wrote {out}")
     return 0
-
-
-def _add_model_args(p) -> None:
-    p.add_argument("model", help="float ONNX model, or a fully quantized INT8 .tflite model")
-    p.add_argument("--calib", help=".npz with x (N, *input shape without batch); not for a quantized .tflite")
-    p.add_argument("--board", required=p.prog.endswith(" tune"), help=BOARD_HELP)
-
-
-def _add_optimize(p) -> None:
-    p.add_argument("--optimize", choices=["speed", "size"], default="speed",
-                   help="speed (default): per-layer specialized kernels (more flash for repacked weights); "
-                        "size: the generic kernels")
 
 
 def cmd_tune(args) -> int:
@@ -191,17 +130,6 @@ def cmd_bench(args) -> int:
     if to_stdout:
         print(json.dumps(r, indent=1))
     return 1 if bench_gates.failures(outcomes) else 0
-
-
-def _add_probe_options(p) -> None:
-    from edgec.targets.boards import PROBES
-
-    p.add_argument("--probe", choices=[k for k in PROBES if k != "emulator"],
-                   help="how to write the firmware (default: the board profile's [flash] probe): "
-                        + "; ".join(f"{k}: {v}" for k, v in PROBES.items() if k != "emulator"))
-    p.add_argument("--gdb", metavar="HOST:PORT", help="the GDB server for --probe gdb (default localhost:3333; an "
-                   "emulated board without it: edgec starts the emulator halted and loads through its GDB stub)")
-    p.add_argument("--drive", metavar="DIR", help="the RP2040's BOOTSEL drive for --probe uf2 (default: looked for)")
 
 
 def cmd_flash(args) -> int:
@@ -340,163 +268,9 @@ def cmd_packages(args) -> int:
     return 0
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with edgec's one-line errors (the usage stays behind --help)."""
-
-    def error(self, message: str):
-        self.exit(2, f"edgec: error: {' '.join(message.split())} (see `{self.prog} --help`)\n")
-
-
-def _add_ram_budget(p) -> None:
-    p.add_argument("--ram-budget", type=argtypes.count(1), metavar="BYTES",
-                   help="RAM the whole firmware may use (arena + static RAM + stack): edgec picks the fastest "
-                        "schedule that fits (patch-based execution of the early layers if needed) or says the "
-                        "least RAM it can reach")
-
-
-def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="edgec", description="Float ONNX model + calibration set -> INT8 firmware, "
-                                "built, flashed and benchmarked on a microcontroller board.")
-    p.add_argument("--version", action="version", version=f"edgec {__version__}")
-    p.add_argument("--debug", action="store_true", help="show tracebacks of errors")
-    sub = p.add_subparsers(dest="command", required=True)
-
-    b = sub.add_parser("build", help="quantize a model and build its firmware")
-    _add_model_args(b)
-    b.add_argument("-o", "--output", help="build folder (default build/<model>-<board>)")
-    _add_quant_options(b)
-    _add_ram_budget(b)
-    b.add_argument("--protocol", choices=["edgec", "mlperf"], default="edgec",
-                   help="the firmware's serial protocol: edgec's bench link (default) or the MLPerf Tiny "
-                        "runner's (name%%, profile%%, db load N%%, infer N W%%, results%%)")
-    b.add_argument("--mlperf-model", help="with --protocol mlperf: the m-model-[...] name the runner sees "
-                   "(kws01, vww01, ad01, ic01: the device then takes that benchmark's official input "
-                   "encoding and prints its results format; default: the model's name, raw int8 input)")
-    b.add_argument("--mlperf-mode", choices=["performance", "energy"], default="performance",
-                   help="with --protocol mlperf: performance (m-lap-us timestamps) or energy (EEMBC energy mode: "
-                        "9,600 baud, timestamps pulse the board profile's [mlperf] timestamp_pin)")
-    b.add_argument("--mlperf-baud", type=int, help="with --protocol mlperf: the UART baud rate (default: 9600 in "
-                   "energy mode, else the board profile's [mlperf] baud or serial.baud)")
-    _add_optimize(b)
-    b.add_argument("--tune", action="store_true", help="measure the kernel variants of layers the tuning log has "
-                   "no record for (edgec tune) first")
-    b.add_argument("--tuning-log", help="the tuning log (default ~/.cache/edgec/tuning.json)")
-    b.add_argument("--arena-guard", action="store_true",
-                   help="debug build: canaries around the arena and every buffer, checked after every layer; "
-                        "a layer writing outside its buffer stops the run and the bench names it")
-    b.set_defaults(func=cmd_build)
-
-    m = sub.add_parser("mlperf", help="run the MLPerf Tiny runner's accuracy or performance flow on a "
-                       "--protocol mlperf build")
-    m.add_argument("build", help="build folder (edgec build --protocol mlperf --mlperf-model kws01|vww01|ic01|ad01)")
-    m.add_argument("--dataset", required=True, help="folder with <model>/y_labels.csv and its files (the runner's "
-                   "layout, inputs in the official encodings)")
-    m.add_argument("--mode", choices=["accuracy", "performance"], default="accuracy")
-    m.add_argument("--results", help="folder for <model>/<mode>/results.txt and results.json "
-                   "(default BUILD/mlperf-results)")
-    m.add_argument("--port", help="serial port of a real board (emulated boards are started by edgec)")
-    m.add_argument("--window-seconds", type=float, default=10.0,
-                   help="performance: each window runs long enough to last this long on the board (rules: 10)")
-    m.add_argument("--limit", type=int, help="accuracy: only the first N files")
-    m.set_defaults(func=cmd_mlperf)
-
-    e = sub.add_parser("export", help="write a quantized model as a library for your own firmware")
-    _add_model_args(e)
-    e.add_argument("--format", required=True, choices=["c", "platformio", "arduino", "cmake"],
-                   help="library layout: plain C files, PlatformIO library, Arduino library, CMake/Zephyr module")
-    e.add_argument("-o", "--output", required=True, help="folder to write the library into")
-    _add_optimize(e)
-    e.add_argument("--name", help="C prefix of every symbol and the library's name (default: from the model file)")
-    e.add_argument("--lib-version", help="the library's version in its manifests (default: edgec's version)")
-    e.add_argument("--maintainer", help="library maintainer, 'Name <email>' (library.properties, library.json)")
-    e.add_argument("--url", help="the library's home page (library.properties, library.json)")
-    _add_quant_options(e)
-    _add_ram_budget(e)
-    e.set_defaults(func=cmd_export)
-
-    t = sub.add_parser("tune", help="time every layer's kernel variants on the board; the fastest bit-exact ones "
-                       "go into the tuning log that later builds for the board use")
-    _add_model_args(t)
-    t.add_argument("--data", help=".npz with x to time the layers on (default: the calibration set)")
-    t.add_argument("--tuning-log", help="the tuning log to add to (default ~/.cache/edgec/tuning.json)")
-    _add_quant_options(t)
-    t.set_defaults(func=cmd_tune)
-
-    c = sub.add_parser("calibrate", help="calibrate and quantize a model; print where INT8 loses accuracy")
-    c.add_argument("model", help="float ONNX model")
-    c.add_argument("--calib", required=True, help=".npz with x (N, *input shape without batch)")
-    c.add_argument("-o", "--output", help="write the quantization parameters and sensitivity to this JSON file")
-    _add_quant_options(c)
-    c.set_defaults(func=cmd_calibrate)
-
-    r = sub.add_parser("bench", help="run test data on the device and report accuracy and latency")
-    r.add_argument("outdir", nargs="+", help="a build folder made by `edgec build` (several: a model x board "
-                   "matrix run in parallel, one matrix report)")
-    r.add_argument("--data", required=True, help=".npz with x and optional integer labels y")
-    r.add_argument("--limit", type=argtypes.count(1), help="use only the first N samples")
-    r.add_argument("--port", default="auto", help="serial port of the board (default auto: a real board's port "
-                   "found by its USB VID:PID; an emulated board's from the emulator)")
-    r.add_argument("--json", help="also write the JSON report to this file ('-': to stdout, for CI)")
-    r.add_argument("--profile", action="store_true", help="time every layer on the device (table and chart)")
-    r.add_argument("--compare-layers", action="store_true",
-                   help="read every layer's output back for one sample and name the first that differs from "
-                        "the reference (done automatically when a device output differs)")
-    r.add_argument("--score", metavar="MODULE:FUNCTION",
-                   help="your own metric: a function fn(outputs, labels, inputs) -> number or dict, named as "
-                        "module:function or path/to/file.py:function")
-    r.add_argument("--report", metavar="DIR", help="where to write report.html and bench-report.json "
-                   "(default: the build folder)")
-    r.add_argument("--no-report", action="store_true", help="write neither report.html nor bench-report.json")
-    r.add_argument("--no-flash", action="store_true", help="the board already runs this build: do not flash it first")
-    _add_probe_options(r)
-    _add_gate_options(r)
-    cli_farm.add_bench_options(r)
-    r.set_defaults(func=cmd_bench)
-
-    f = sub.add_parser("flash", help="write a build's firmware into the board (emulated: start it) and check it answers")
-    f.add_argument("outdir")
-    f.add_argument("--port", default="auto", help="serial port of the board (default auto: found by its USB VID:PID)")
-    _add_probe_options(f)
-    cli_farm.add_flash_options(f)
-    f.set_defaults(func=cmd_flash)
-
-    cf = sub.add_parser("config", help="print the settings in effect for a model and where each comes from "
-                        "(command line, edgec.toml / pyproject.toml [tool.edgec], default)")
-    cf.add_argument("model", nargs="?", help="the model whose folder's settings to show (default: this folder's)")
-    cf.add_argument("--board", help=BOARD_HELP)
-    _add_quant_options(cf)
-    _add_gate_options(cf)
-    cf.set_defaults(func=cmd_config)
-
-    d = sub.add_parser("doctor", help="check this machine: toolchains, QEMU, PlatformIO, serial ports, Chromium")
-    d.set_defaults(func=cmd_doctor)
-    comp = sub.add_parser("completion", help="print a shell completion script: "
-                          "`edgec completion bash > ~/.local/share/bash-completion/completions/edgec`")
-    comp.add_argument("shell", choices=["bash", "zsh", "tcsh"])
-    comp.set_defaults(func=cmd_completion)
-
-    bo = sub.add_parser("boards", help="list board profiles")
-    bo.add_argument("--json", action="store_true")
-    bo.set_defaults(func=cmd_boards)
-
-    pk = sub.add_parser("packages", help="offline PlatformIO packages: install a bundle, make one, list them")
-    pk_sub = pk.add_subparsers(dest="action", required=True)
-    pki = pk_sub.add_parser("install", help="install an offline bundle (.tar.xz) into edgec's PlatformIO core")
-    pki.add_argument("bundle")
-    pkb = pk_sub.add_parser("bundle", help="pack the platforms and packages boards build with (after an online "
-                            "build) into a bundle for machines without internet")
-    pkb.add_argument("--board", action="extend", nargs="+", required=True, help="board names or .toml files")
-    pkb.add_argument("-o", "--output", required=True, help="the bundle to write (.tar.xz)")
-    pkb.add_argument("--core", help="PlatformIO core dir to take them from (default: edgec's own)")
-    pkl = pk_sub.add_parser("list", help="installed platforms and packages; which boards build offline")
-    pkl.add_argument("--json", action="store_true")
-    pk.set_defaults(func=cmd_packages)
-
-    i = sub.add_parser("inspect", help="ops, shapes, parameters, MACs and support status of a model")
-    i.add_argument("model")
-    i.add_argument("--json", action="store_true")
-    i.set_defaults(func=cmd_inspect)
-    return p
+def parser():
+    """The argument parser (edgec/cli_parser.py) wired to the commands below."""
+    return cli_parser.parser({name[len("cmd_"):]: fn for name, fn in globals().items() if name.startswith("cmd_")})
 
 
 def main(argv: list[str] | None = None) -> int:
