@@ -317,6 +317,23 @@ typedef struct {
 } edgec_cumsum_params;
 void edgec_cumsum_s8(const edgec_cumsum_params *p, const int8_t *input, int8_t *output);
 
+/* ================================================================ recurrent
+ * edgec_recurrent.c: ONNX LSTM (gru 0, gates i o f c) and GRU (gru 1, gates z r h) over [steps][input_size],
+ * one direction (reverse: last step first), batch 1. Weights int8 per row ([gates*hidden][input_size] and
+ * [gates*hidden][hidden]), gate pre-activations int16 Q3.12 (x part: rq(bias_x + w_x.x, mult_x, shift_x) + wb;
+ * h part: rq(w_h.h, mult_h, shift_h) + rb), sigmoid/tanh by 513-entry int16 tables, hidden state int16 Q0.15,
+ * cell state int16 Q4.11; output int8 (rq(h, out_mult, out_shift) + output_zp) of every step
+ * ([steps][hidden], sequence_out) or of the last one. scratch: 4*(gates+1)*hidden + 6*hidden bytes, aligned. */
+typedef struct {
+    int32_t steps, input_size, hidden, gru, reverse, linear_before_reset, sequence_out, out_mult, out_shift,
+        output_zp;
+} edgec_recurrent_params;
+void edgec_recurrent_s8(const edgec_recurrent_params *p, const int8_t *w_x, const int8_t *w_h,
+                        const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
+                        const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
+                        const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                        const int16_t *tanh_table, const int8_t *input, void *scratch, int8_t *output);
+
 /* ================================================================ resize
  * edgec_resize.c */
 

@@ -12,6 +12,7 @@ from edgec.errors import EdgecError
 from edgec.limits import check_bytes
 from edgec.frontend import fold, functions, opsets, qdq
 from edgec.frontend.fold import static_shape  # noqa: F401  (edgec.api and tests read loader.static_shape)
+from edgec.ops import recurrent
 from edgec.ops.registry import SUPPORTED_OPS
 
 
@@ -86,6 +87,7 @@ def prepare(model: onnx.ModelProto, where: str | Path = "model") -> onnx.ModelPr
     _pin_batch(model, where)
     model = opsets.upgrade(model, where)     # below opset 11: converted; above what onnx knows: refused
     model = qdq.strip(model)        # a QDQ model: the float model it describes + its quantization
+    recurrent.to_time_major(model)  # batch-first LSTM/GRU (layout 1): onnxruntime runs only layout 0
     try:
         onnx.checker.check_model(model)
         model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
