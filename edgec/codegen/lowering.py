@@ -23,8 +23,9 @@ def lower_graph(graph: Graph) -> None:
     for op in graph.ops:
         int8 = all(graph.tensors[t].dtype == "int8" for t in (*op.inputs, op.output))
         op.lowered = lower(op) if int8 else None       # int16 layers keep their 16x8 kernels
-        if op.lowered and op.lowered["scratch_bytes"]:
-            size = op.lowered["scratch_bytes"]
+        reference = REGISTRY[op.kind].scratch
+        size = op.lowered["scratch_bytes"] if op.lowered else reference(op) if reference else 0
+        if size:
             op.attrs["scratch_bytes"] = (size + SCRATCH_ALIGN - 1) // SCRATCH_ALIGN * SCRATCH_ALIGN
         else:
             op.attrs.pop("scratch_bytes", None)

@@ -1,5 +1,6 @@
-"""`lstm` and `gru`: ONNX LSTM and GRU over a sequence fixed at build time (batch 1, one direction per op; a
-bidirectional layer is two ops and a concat), quantized the way TFLite's integer LSTM is: int8 input and
+"""`lstm` and `gru`: ONNX LSTM and GRU over a sequence fixed at build time (any batch the model fixes, one
+direction per op; a bidirectional layer is two ops and a concat; layout 1 is rewritten to layout 0 between
+Transposes at load, `to_time_major`), quantized the way TFLite's integer LSTM is: int8 input and
 output, int8 per-row weights, gate pre-activations in int16 Q3.12, gate activations (sigmoid, tanh) in int16
 Q0.15 by TFLite's 513-entry int16 table with linear interpolation, the LSTM cell state in int16 Q4.11 (a fixed
 power-of-two scale). Unlike TFLite, the hidden state fed back to the next step stays int16 Q0.15 (TFLite feeds
@@ -73,8 +74,9 @@ def quantize_recurrent(op: Op, ins: list[Tensor], out: Tensor) -> None:
     mult_x, shift_x = _multipliers(x.scale * np.asarray(sx) * (1 << GATE_BITS))
     mult_h, shift_h = _multipliers(np.asarray(sh) * 2.0 ** (GATE_BITS - STATE_BITS))
     out_mult, out_shift = quantize_multiplier(2.0 ** -STATE_BITS / out.scale)
-    op.params = dict(steps=a["steps"], input_size=a["input_size"], hidden=a["hidden"], gru=int(op.kind == "gru"),
-                     reverse=a["reverse"], linear_before_reset=a.get("linear_before_reset", 0),
+    op.params = dict(steps=a["steps"], batch=a.get("batch", 1), input_size=a["input_size"], hidden=a["hidden"],
+                     gru=int(op.kind == "gru"), reverse=a["reverse"],
+                     linear_before_reset=a.get("linear_before_reset", 0),
                      sequence_out=a["sequence_out"], out_mult=out_mult, out_shift=out_shift,
                      output_zp=out.zero_point)
     op.arrays.update(
@@ -96,42 +98,42 @@ def _sat16(v):
 
 
 def recurrent_s8(p: dict, arr: dict, x) -> np.ndarray:
-    """The whole sequence; int8 output of every step ([steps][hidden]) or of the last one ([hidden])."""
+    """The whole sequence of [steps][batch][input_size]; int8 output of every step ([steps][batch][hidden]) or
+    of the last one ([batch][hidden])."""
     steps, n_in, hid, gru = int(p["steps"]), int(p["input_size"]), int(p["hidden"]), bool(p["gru"])
-    g = 3 if gru else 4
-    xs = np.asarray(x, np.int8).reshape(steps, n_in).astype(np.int64)
+    batch, g = int(p["batch"]), 3 if gru else 4
+    xs = np.asarray(x, np.int8).reshape(steps, batch, n_in).astype(np.int64)
     wx = np.asarray(arr["w_x"], np.int64).reshape(g * hid, n_in)
     wh = np.asarray(arr["w_h"], np.int64).reshape(g * hid, hid)
     sig, tnh = arr["sigmoid"], arr["tanh"]
-    h = np.asarray(arr["init_h"], np.int64).copy()
-    c = np.asarray(arr["init_c"], np.int64).copy()
-    ys = np.zeros((steps, hid), np.int64)
+    mh, sh, rb = arr["mult_h"], arr["shift_h"], np.asarray(arr["rb"], np.int64)
+    h = np.asarray(arr["init_h"], np.int64).reshape(batch, hid).copy()
+    c = np.asarray(arr["init_c"], np.int64).reshape(batch, hid).copy()
+    ys = np.zeros((steps, batch, hid), np.int64)
+
+    def rq_h(v, rows):
+        return np.asarray(requantize(v.astype(np.int32), mh[rows], sh[rows]), np.int64) + rb[rows]
+
     for k in range(steps):
         t = steps - 1 - k if p["reverse"] else k
-        px = np.asarray(requantize((wx @ xs[t] + arr["bias_x"]).astype(np.int32), arr["mult_x"], arr["shift_x"]),
+        px = np.asarray(requantize((xs[t] @ wx.T + arr["bias_x"]).astype(np.int32), arr["mult_x"], arr["shift_x"]),
                         np.int64) + arr["wb"]
         if not gru:
-            ph = requantize((wh @ h).astype(np.int32), arr["mult_h"], arr["shift_h"]) + arr["rb"]
-            pre = _sat16(px + ph)
-            i, o, f = (lookup16(sig, pre[q * hid:(q + 1) * hid]) for q in range(3))
-            gg = lookup16(tnh, pre[3 * hid:])
+            pre = _sat16(px + rq_h(h @ wh.T, slice(None)))
+            i, o, f = (lookup16(sig, pre[:, q * hid:(q + 1) * hid]) for q in range(3))
+            gg = lookup16(tnh, pre[:, 3 * hid:])
             c = _sat16(_rshift_round(f * c, STATE_BITS) + _rshift_round(i * gg, 2 * STATE_BITS - CELL_BITS))
             h = _rshift_round(o * lookup16(tnh, _sat16(c << (GATE_BITS - CELL_BITS))), STATE_BITS)
         else:
-            zr = slice(0, 2 * hid)
-            ph = requantize((wh[zr] @ h).astype(np.int32), arr["mult_h"][zr], arr["shift_h"][zr]) + arr["rb"][zr]
-            pre = _sat16(px[zr] + ph)
-            z, r = lookup16(sig, pre[:hid]), lookup16(sig, pre[hid:])
-            nr = slice(2 * hid, 3 * hid)
+            zr, nr = slice(0, 2 * hid), slice(2 * hid, 3 * hid)
+            pre = _sat16(px[:, zr] + rq_h(h @ wh[zr].T, zr))
+            z, r = lookup16(sig, pre[:, :hid]), lookup16(sig, pre[:, hid:])
             px = np.clip(px, -2 ** 31, 2 ** 31 - 1)
             if p["linear_before_reset"]:
-                hn = requantize((wh[nr] @ h).astype(np.int32), arr["mult_h"][nr], arr["shift_h"][nr]) + arr["rb"][nr]
-                hn = np.clip(hn, -2 ** 31, 2 ** 31 - 1)
-                npre = px[nr] + _rshift_round(r * hn, STATE_BITS)
+                hn = np.clip(rq_h(h @ wh[nr].T, nr), -2 ** 31, 2 ** 31 - 1)
+                npre = px[:, nr] + _rshift_round(r * hn, STATE_BITS)
             else:
-                rh = _rshift_round(r * h, STATE_BITS)
-                npre = px[nr] + requantize((wh[nr] @ rh).astype(np.int32), arr["mult_h"][nr], arr["shift_h"][nr]) \
-                    + arr["rb"][nr]
+                npre = px[:, nr] + rq_h(_rshift_round(r * h, STATE_BITS) @ wh[nr].T, nr)
             n = lookup16(tnh, _sat16(npre))
             h = _rshift_round((32768 - z) * n + z * h, STATE_BITS)
         ys[t] = h
@@ -139,7 +141,7 @@ def recurrent_s8(p: dict, arr: dict, x) -> np.ndarray:
     q = np.clip(q, -128, 127).astype(np.int8)
     if p["sequence_out"]:
         return q.reshape(-1)
-    return q[0 if p["reverse"] else steps - 1]
+    return q[0 if p["reverse"] else steps - 1].reshape(-1)
 
 
 def run_recurrent(op: Op, inputs: list) -> np.ndarray:
@@ -153,28 +155,29 @@ def _sigmoid(v):
 
 def float_recurrent(op: Op, inputs: list) -> np.ndarray:
     a = op.attrs
-    steps, hid = a["steps"], a["hidden"]
-    xs = np.asarray(inputs[0], np.float64).reshape(steps, a["input_size"])
+    steps, hid, batch = a["steps"], a["hidden"], a.get("batch", 1)
+    xs = np.asarray(inputs[0], np.float64).reshape(steps, batch, a["input_size"])
     W, R, Wb, Rb = (np.asarray(a[k], np.float64) for k in ("W", "R", "Wb", "Rb"))
-    h, c = np.asarray(a["init_h"], np.float64).copy(), np.asarray(a["init_c"], np.float64).copy()
-    ys = np.zeros((steps, hid))
+    h = np.asarray(a["init_h"], np.float64).reshape(batch, hid).copy()
+    c = np.asarray(a["init_c"], np.float64).reshape(batch, hid).copy()
+    ys = np.zeros((steps, batch, hid))
     for k in range(steps):
         t = steps - 1 - k if a["reverse"] else k
-        px = W @ xs[t] + Wb
+        px = xs[t] @ W.T + Wb
         if op.kind == "lstm":
-            pre = px + R @ h + Rb
-            i, o, f = (_sigmoid(pre[q * hid:(q + 1) * hid]) for q in range(3))
-            c = f * c + i * np.tanh(pre[3 * hid:])
+            pre = px + h @ R.T + Rb
+            i, o, f = (_sigmoid(pre[:, q * hid:(q + 1) * hid]) for q in range(3))
+            c = f * c + i * np.tanh(pre[:, 3 * hid:])
             h = o * np.tanh(c)
         else:
-            pre = px[:2 * hid] + R[:2 * hid] @ h + Rb[:2 * hid]
-            z, r = _sigmoid(pre[:hid]), _sigmoid(pre[hid:])
+            pre = px[:, :2 * hid] + h @ R[:2 * hid].T + Rb[:2 * hid]
+            z, r = _sigmoid(pre[:, :hid]), _sigmoid(pre[:, hid:])
             Rn, Rbn = R[2 * hid:], Rb[2 * hid:]
-            hn = r * (Rn @ h + Rbn) if a.get("linear_before_reset", 0) else Rn @ (r * h) + Rbn
-            n = np.tanh(px[2 * hid:] + hn)
+            hn = r * (h @ Rn.T + Rbn) if a.get("linear_before_reset", 0) else (r * h) @ Rn.T + Rbn
+            n = np.tanh(px[:, 2 * hid:] + hn)
             h = (1 - z) * n + z * h
         ys[t] = h
-    return ys.reshape(-1) if a["sequence_out"] else ys[0 if a["reverse"] else steps - 1]
+    return ys.reshape(-1) if a["sequence_out"] else ys[0 if a["reverse"] else steps - 1].reshape(-1)
 
 
 # ---- C ------------------------------------------------------------------------------------------
@@ -182,9 +185,10 @@ ARRAYS = ("w_x", "w_h", "bias_x", "mult_x", "shift_x", "mult_h", "shift_h", "wb"
           "sigmoid", "tanh")
 
 
-def scratch_bytes(gates: int, hidden: int) -> int:
-    """int32 pre-activations [gates*hidden] and n-gate recurrent part [hidden], int16 h, c, r*h [hidden]."""
-    return 4 * (gates + 1) * hidden + 2 * 3 * hidden
+def scratch_bytes(gates: int, hidden: int, batch: int = 1) -> int:
+    """int32 pre-activations [gates*hidden] and n-gate recurrent part [hidden], int16 h and c [batch][hidden],
+    int16 r*h [hidden]."""
+    return 4 * (gates + 1) * hidden + 2 * (2 * batch + 1) * hidden
 
 
 def c_recurrent(op: Op, site: CallSite) -> str:
@@ -196,11 +200,15 @@ def c_recurrent(op: Op, site: CallSite) -> str:
 
 def _macs(op: Op, out: Tensor) -> int:
     a = op.attrs
-    return int(a["steps"] * GATES[op.kind] * a["hidden"] * (a["input_size"] + a["hidden"]))
+    return int(a["steps"] * a.get("batch", 1) * GATES[op.kind] * a["hidden"] * (a["input_size"] + a["hidden"]))
+
+
+def _scratch(op: Op) -> int:
+    return scratch_bytes(GATES[op.kind], op.attrs["hidden"], op.attrs.get("batch", 1))
 
 
 OPS = [OpDef(kind, "recurrent", quantize_recurrent, run_recurrent, float_recurrent, c_recurrent, macs=_macs,
-             code_bytes=2400) for kind in ("lstm", "gru")]
+             scratch=_scratch, code_bytes=2400) for kind in ("lstm", "gru")]
 
 
 # ---- ONNX import
@@ -239,35 +247,37 @@ def to_time_major(model) -> int:
     return count
 
 
-def _initial_state(cx, node, i, dirs, hid):
-    """A constant initial state (zeros when absent) as [dirs][hid]; an error when it is computed."""
+def _initial_state(cx, node, i, dirs, size):
+    """A constant initial state (zeros when absent) as [dirs][batch * hidden]; an error when it is computed."""
     if len(node.input) <= i or not node.input[i]:
-        return np.zeros((dirs, hid))
+        return np.zeros((dirs, size))
     if node.input[i] not in cx.consts:
         raise node_error(node, f"its initial state '{node.input[i]}' must be a constant (an initial state "
                                "computed on the device or given as a model input is not supported yet)")
-    return np.asarray(cx.consts[node.input[i]], np.float64).reshape(dirs, hid)
+    return np.asarray(cx.consts[node.input[i]], np.float64).reshape(dirs, size)
 
 
 def import_recurrent(cx, node):
-    """LSTM / GRU: forward, reverse or bidirectional (two ops and a concat); layout 0 or 1; batch 1."""
+    """LSTM / GRU: forward, reverse or bidirectional (two ops and a concat), layout 0 (to_time_major rewrote
+    layout 1 at load)."""
     kind = node.op_type.lower()
     gates = GATES[kind]
     shape = cx.shape(node.input[0], node)
-    layout = int(cx.attr(node, "layout", 0))
-    steps, batch, n_in = (shape[1], shape[0], shape[2]) if layout else (shape[0], shape[1], shape[2])
+    if int(cx.attr(node, "layout", 0)):
+        raise node_error(node, "layout 1 reached the importer (edgec.frontend.loader.prepare rewrites it)")
+    steps, batch, n_in = shape
     direction = cx.attr(node, "direction", b"forward")
     direction = direction.decode() if isinstance(direction, bytes) else direction
     dirs = 2 if direction == "bidirectional" else 1
     W, R = (np.asarray(cx.const_input(node, i), np.float64) for i in (1, 2))
     hid = int(R.shape[-1])
-    _check_limits(cx, node, kind, batch, hid)
+    _check_limits(cx, node, kind, hid)
     B = np.asarray(cx.const_input(node, 3, np.zeros((dirs, 2 * gates * hid))), np.float64)
     seq_lens = cx.const_input(node, 4)
     if seq_lens is not None and np.any(np.asarray(seq_lens) != steps):
         raise node_error(node, f"sequence_lens must all be the sequence length ({steps}) when given")
-    init_h = _initial_state(cx, node, 5, dirs, hid)
-    init_c = _initial_state(cx, node, 6, dirs, hid) if kind == "lstm" else np.zeros((dirs, hid))
+    init_h = _initial_state(cx, node, 5, dirs, batch * hid)
+    init_c = _initial_state(cx, node, 6, dirs, batch * hid) if kind == "lstm" else np.zeros((dirs, batch * hid))
     used = [bool(o) and bool(cx.real_uses(o)) for o in (list(node.output) + ["", "", ""])[:3]]
     if used[2]:
         raise node_error(node, "its last cell state output Y_c is used; edgec computes Y or Y_h only")
@@ -281,23 +291,21 @@ def import_recurrent(cx, node):
     for d in range(dirs):
         src = value if dirs == 1 else f"edgec:{value}:{'forward' if d == 0 else 'reverse'}"
         out = cx.new_tensor(src.replace(":", "_"), tuple(oshape) if dirs == 1 else
-                            ((steps, hid) if seq_out else (hid,)), src)
-        cx.emit(kind, node, [x], out, steps=steps, input_size=n_in, hidden=hid, W=W[d], R=R[d],
+                            ((steps, batch, hid) if seq_out else (batch, hid)), src)
+        cx.emit(kind, node, [x], out, steps=steps, batch=batch, input_size=n_in, hidden=hid, W=W[d], R=R[d],
                 Wb=B[d, :gates * hid], Rb=B[d, gates * hid:], init_h=init_h[d], init_c=init_c[d],
                 reverse=int(direction == "reverse" or d == 1), sequence_out=seq_out,
                 linear_before_reset=int(cx.attr(node, "linear_before_reset", 0)),
-                scratch_bytes=scratch_bytes(gates, hid))
+                scratch_bytes=scratch_bytes(gates, hid, batch))
         parts.append(out)
-    if dirs == 2:       # [rows][2][hid]: each row's forward then reverse state (ONNX's num_directions axis)
+    if dirs == 2:       # [rows][2][batch * hid]: each row's forward then reverse states (ONNX's num_directions)
         out = cx.new_tensor(value, tuple(oshape), value)
-        concat.emit_concat(cx, node, parts, out, outer=steps if seq_out else 1, chunks=[hid, hid])
+        concat.emit_concat(cx, node, parts, out, outer=steps if seq_out else 1, chunks=[batch * hid] * 2)
         parts = [out]
     cx.values[value] = (parts[0], movement.identity(len(oshape)))
 
 
-def _check_limits(cx, node, kind, batch, hid):
-    if batch != 1:
-        raise node_error(node, f"batch {batch}: edgec runs {kind.upper()} on batch 1")
+def _check_limits(cx, node, kind, hid):
     acts = cx.attr(node, "activations")
     default = [b"Sigmoid", b"Tanh", b"Tanh"] if kind == "lstm" else [b"Sigmoid", b"Tanh"]
     if acts and [a if isinstance(a, bytes) else a.encode() for a in acts][:len(default)] != default:

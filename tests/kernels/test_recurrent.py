@@ -20,19 +20,19 @@ from edgec.ops import recurrent
 from edgec.quant import calibrate, floatref, quantize, reference, scheme
 
 
-def _op(r, kind, steps, n_in, hid, reverse=0, lbr=0, sequence_out=1, init=False):
+def _op(r, kind, steps, n_in, hid, reverse=0, lbr=0, sequence_out=1, init=False, batch=1):
     g = recurrent.GATES[kind]
     s = float(r.uniform(0.3, 1.0)) / np.sqrt(hid + n_in)
     attrs = dict(steps=steps, input_size=n_in, hidden=hid, W=r.normal(0, s, (g * hid, n_in)),
                  R=r.normal(0, s, (g * hid, hid)), Wb=r.normal(0, 0.3, g * hid), Rb=r.normal(0, 0.3, g * hid),
-                 init_h=r.uniform(-0.9, 0.9, hid) if init else np.zeros(hid),
-                 init_c=r.uniform(-2, 2, hid) if init else np.zeros(hid),
+                 init_h=r.uniform(-0.9, 0.9, batch * hid) if init else np.zeros(batch * hid),
+                 init_c=r.uniform(-2, 2, batch * hid) if init else np.zeros(batch * hid), batch=batch,
                  reverse=reverse, sequence_out=sequence_out, linear_before_reset=lbr)
     return Op(kind=kind, name=kind, inputs=["x"], output="y", attrs=attrs)
 
 
 def _quantized(r, op):
-    x = Tensor("x", (op.attrs["steps"], op.attrs["input_size"]), "x", float(r.uniform(0.005, 0.05)),
+    x = Tensor("x", (op.attrs["steps"], op.attrs["batch"], op.attrs["input_size"]), "x", float(r.uniform(0.005, 0.05)),
                int(r.integers(-20, 20)))
     y = Tensor("y", (1,), "y", float(r.uniform(0.004, 0.01)), int(r.integers(-10, 10)))
     recurrent.quantize_recurrent(op, [x], y)
@@ -43,8 +43,8 @@ def _c_run(ck, op, xq):
     p, a = op.params, op.arrays
     g = recurrent.GATES[op.kind]
     arrays = [np.ascontiguousarray(a[k]) for k in recurrent.ARRAYS]
-    scratch = np.zeros(recurrent.scratch_bytes(g, p["hidden"]) // 4 + 1, np.int32)
-    out = np.full(p["steps"] * p["hidden"] if p["sequence_out"] else p["hidden"], 99, np.int8)
+    scratch = np.zeros(recurrent.scratch_bytes(g, p["hidden"], p["batch"]) // 4 + 1, np.int32)
+    out = np.full((p["steps"] if p["sequence_out"] else 1) * p["batch"] * p["hidden"], 99, np.int8)
     ck.lib.edgec_recurrent_s8(ctypes.byref(make("edgec_recurrent_params", p)), *[ptr(v) for v in arrays],
                               ptr(np.ascontiguousarray(xq, np.int8)), ptr(scratch), ptr(out))
     return out
@@ -55,10 +55,11 @@ def test_kernel_matches_twin(ck, kind, lbr):
     r = np.random.default_rng({"lstm": 1, "gru": 2}[kind] + 10 * lbr)
     for case in range(40):
         steps, n_in, hid = int(r.integers(1, 9)), int(r.integers(1, 12)), int(r.integers(1, 20))
+        batch = int(r.integers(1, 4))
         op = _op(r, kind, steps, n_in, hid, reverse=case % 2, lbr=lbr, sequence_out=(case // 2) % 2,
-                 init=case % 3 == 0)
+                 init=case % 3 == 0, batch=batch)
         _quantized(r, op)
-        xq = r.integers(-128, 128, steps * n_in).astype(np.int8)
+        xq = r.integers(-128, 128, steps * batch * n_in).astype(np.int8)
         np.testing.assert_array_equal(_c_run(ck, op, xq), recurrent.recurrent_s8(op.params, op.arrays, xq),
                                       err_msg=f"case {case}")
 
@@ -162,3 +163,48 @@ def test_cell_state_output_is_refused():
 
 
 del itertools
+
+
+def _unrolled_lstm(steps=4, n_in=3, hid=5):
+    """An LSTM as exporters unroll it: per step Slice, MatMul, Add, Split, Sigmoid, Tanh, Mul (no LSTM node)."""
+    r = np.random.default_rng(4)
+    s = 0.8 / np.sqrt(hid)
+    inits = {"W": r.normal(0, s, (n_in, 4 * hid)), "R": r.normal(0, s, (hid, 4 * hid)), "b": r.normal(0, 0.2, 4 * hid),
+             "h0": np.zeros((1, hid)), "c0": np.zeros((1, hid)), "axes": np.array([1], np.int64)}
+    nodes, h, c = [], "h0", "c0"
+    for t in range(steps):
+        inits[f"s{t}"], inits[f"e{t}"] = np.array([t], np.int64), np.array([t + 1], np.int64)
+        p = f"t{t}_"
+        nodes += [helper.make_node("Slice", ["x", f"s{t}", f"e{t}", "axes"], [p + "x3"], name=p + "slice"),
+                  helper.make_node("Squeeze", [p + "x3", "axes"], [p + "x"], name=p + "squeeze"),
+                  helper.make_node("MatMul", [p + "x", "W"], [p + "wx"], name=p + "wx"),
+                  helper.make_node("MatMul", [h, "R"], [p + "rh"], name=p + "rh"),
+                  helper.make_node("Add", [p + "wx", p + "rh"], [p + "a0"], name=p + "add0"),
+                  helper.make_node("Add", [p + "a0", "b"], [p + "a"], name=p + "add1"),
+                  helper.make_node("Split", [p + "a"], [p + g for g in "iofg"], axis=1, name=p + "split"),
+                  helper.make_node("Sigmoid", [p + "i"], [p + "si"], name=p + "si"),
+                  helper.make_node("Sigmoid", [p + "o"], [p + "so"], name=p + "so"),
+                  helper.make_node("Sigmoid", [p + "f"], [p + "sf"], name=p + "sf"),
+                  helper.make_node("Tanh", [p + "g"], [p + "tg"], name=p + "tg"),
+                  helper.make_node("Mul", [p + "sf", c], [p + "fc"], name=p + "fc"),
+                  helper.make_node("Mul", [p + "si", p + "tg"], [p + "ig"], name=p + "ig"),
+                  helper.make_node("Add", [p + "fc", p + "ig"], [p + "c"], name=p + "c"),
+                  helper.make_node("Tanh", [p + "c"], [p + "tc"], name=p + "tc"),
+                  helper.make_node("Mul", [p + "so", p + "tc"], [p + "h"], name=p + "h")]
+        h, c = p + "h", p + "c"
+    nodes[-1].output[0] = "y"
+    return make_model(nodes, ("x", [1, steps, n_in]), ("y", [1, hid]), inits, opset=13)
+
+
+def test_unrolled_lstm_builds_bit_exact(tmp_path):
+    """The unrolled form runs on the existing kinds (fully connected, binary, lut) and tracks onnxruntime."""
+    model = _unrolled_lstm()
+    x = np.random.default_rng(2).uniform(-1, 1, (32, 4, 3)).astype(np.float32)
+    graph = canonicalize.canonicalize(model, "unrolled_lstm")
+    want = calibrate.run_float(model, x[:1])[0]
+    ranges = calibrate.calibrate(model, x, [t.source for t in graph.tensors.values()])
+    quantize.quantize(graph, ranges)
+    tout = graph.tensors[graph.output]
+    got = scheme.dequantize(tout, reference.run(graph, scheme.quantize_input(graph.tensors[graph.input], x[0])))
+    assert np.abs(got.reshape(want.shape) - want).max() <= 4 * tout.scale + 0.03
+    check_generated_c(graph, x[:4], tmp_path)
