@@ -131,10 +131,11 @@ void edgec_recurrent_s8(const edgec_recurrent_params *p, const int8_t *w_x, cons
             int16_t *hb = h + b * hid;
             recurrent_step(p, w_x, w_h, bias_x, mult_x, shift_x, mult_h, shift_h, wb, rb, sigmoid, tanh_table,
                            input + (t * batch + b) * p->input_size, pre, hn, rh, hb, c + b * hid);
-            if (p->sequence_out || step == steps - 1) {
-                int8_t *y = output + (p->sequence_out ? t * batch * hid : 0) + b * hid;
+            if (p->output == 0 || step == steps - 1) {     /* every step's h, or the last h or c */
+                const int16_t *state = p->output == 2 ? c + b * hid : hb;
+                int8_t *y = output + (p->output == 0 ? t * batch * hid : 0) + b * hid;
                 for (j = 0; j < hid; ++j) {
-                    const int32_t q = edgec_requantize(hb[j], p->out_mult, p->out_shift) + p->output_zp;
+                    const int32_t q = edgec_requantize(state[j], p->out_mult, p->out_shift) + p->output_zp;
                     y[j] = (int8_t)edgec_clamp(q, -128, 127);
                 }
             }

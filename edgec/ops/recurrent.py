@@ -28,6 +28,7 @@ STATE_BITS = 15         # gate activations and the hidden state: int16 Q0.15
 CELL_BITS = 11          # LSTM cell state: int16 Q4.11 (|c| < 16)
 MAX_HIDDEN = 512        # 127 * 32768 * hidden stays inside the int32 recurrent accumulator
 GATES = {"lstm": 4, "gru": 3}
+OUT_SEQUENCE, OUT_LAST_HIDDEN, OUT_LAST_CELL = 0, 1, 2   # the op's output: ONNX's Y, Y_h or Y_c
 
 
 # ---- int16 tables (TFLite's LUTPopulate / lut_lookup_with_interpolation for int16) ------------------
@@ -73,11 +74,12 @@ def quantize_recurrent(op: Op, ins: list[Tensor], out: Tensor) -> None:
     wx, wh = np.asarray(wx, np.int8), np.asarray(wh, np.int8)
     mult_x, shift_x = _multipliers(x.scale * np.asarray(sx) * (1 << GATE_BITS))
     mult_h, shift_h = _multipliers(np.asarray(sh) * 2.0 ** (GATE_BITS - STATE_BITS))
-    out_mult, out_shift = quantize_multiplier(2.0 ** -STATE_BITS / out.scale)
+    state_bits = CELL_BITS if a["output"] == OUT_LAST_CELL else STATE_BITS
+    out_mult, out_shift = quantize_multiplier(2.0 ** -state_bits / out.scale)
     op.params = dict(steps=a["steps"], batch=a.get("batch", 1), input_size=a["input_size"], hidden=a["hidden"],
                      gru=int(op.kind == "gru"), reverse=a["reverse"],
                      linear_before_reset=a.get("linear_before_reset", 0),
-                     sequence_out=a["sequence_out"], out_mult=out_mult, out_shift=out_shift,
+                     output=a["output"], out_mult=out_mult, out_shift=out_shift,
                      output_zp=out.zero_point)
     op.arrays.update(
         w_x=wx, w_h=wh, bias_x=(-int(x.zero_point) * wx.astype(np.int64).sum(axis=1)).astype(np.int32),
@@ -98,8 +100,8 @@ def _sat16(v):
 
 
 def recurrent_s8(p: dict, arr: dict, x) -> np.ndarray:
-    """The whole sequence of [steps][batch][input_size]; int8 output of every step ([steps][batch][hidden]) or
-    of the last one ([batch][hidden])."""
+    """The whole sequence of [steps][batch][input_size]; int8 hidden state of every step
+    ([steps][batch][hidden]), or the last hidden or cell state ([batch][hidden]), as p["output"] says."""
     steps, n_in, hid, gru = int(p["steps"]), int(p["input_size"]), int(p["hidden"]), bool(p["gru"])
     batch, g = int(p["batch"]), 3 if gru else 4
     xs = np.asarray(x, np.int8).reshape(steps, batch, n_in).astype(np.int64)
@@ -137,11 +139,10 @@ def recurrent_s8(p: dict, arr: dict, x) -> np.ndarray:
             n = lookup16(tnh, _sat16(npre))
             h = _rshift_round((32768 - z) * n + z * h, STATE_BITS)
         ys[t] = h
-    q = requantize(ys.astype(np.int32), p["out_mult"], p["out_shift"]) + int(p["output_zp"])
-    q = np.clip(q, -128, 127).astype(np.int8)
-    if p["sequence_out"]:
-        return q.reshape(-1)
-    return q[0 if p["reverse"] else steps - 1].reshape(-1)
+    last = ys[0 if p["reverse"] else steps - 1]
+    out = {OUT_SEQUENCE: ys, OUT_LAST_HIDDEN: last, OUT_LAST_CELL: c}[int(p["output"])]
+    q = requantize(out.astype(np.int32), p["out_mult"], p["out_shift"]) + int(p["output_zp"])
+    return np.clip(q, -128, 127).astype(np.int8).reshape(-1)
 
 
 def run_recurrent(op: Op, inputs: list) -> np.ndarray:
@@ -177,7 +178,8 @@ def float_recurrent(op: Op, inputs: list) -> np.ndarray:
             n = np.tanh(px[:, 2 * hid:] + hn)
             h = (1 - z) * n + z * h
         ys[t] = h
-    return ys.reshape(-1) if a["sequence_out"] else ys[0 if a["reverse"] else steps - 1].reshape(-1)
+    last = ys[0 if a["reverse"] else steps - 1]
+    return {OUT_SEQUENCE: ys, OUT_LAST_HIDDEN: last, OUT_LAST_CELL: c}[a["output"]].reshape(-1)
 
 
 # ---- C ------------------------------------------------------------------------------------------
@@ -218,6 +220,7 @@ def to_time_major(model) -> int:
     returns how many it rewrote. The Transposes of batch 1 are views on the device."""
     from onnx import helper
     nodes, count = [], 0
+    read = {i for n in model.graph.node for i in n.input} | {o.name for o in model.graph.output}
     for node in model.graph.node:
         layout = [a for a in node.attribute if a.name == "layout"]
         if node.op_type not in ("LSTM", "GRU", "RNN") or node.domain not in ("", "ai.onnx") or not layout \
@@ -235,7 +238,9 @@ def to_time_major(model) -> int:
                 node.input[i] = name
         after = []
         for i, perm in ((0, [2, 0, 1, 3]), (1, [1, 0, 2]), (2, [1, 0, 2])):
-            if len(node.output) > i and node.output[i]:
+            if len(node.output) > i and node.output[i] and node.output[i] not in read:
+                node.output[i] = ""         # not used: no Transpose (and the importer computes nothing for it)
+            elif len(node.output) > i and node.output[i]:
                 name = f"{node.output[i]}__time_major"
                 after.append(helper.make_node("Transpose", [name], [node.output[i]], perm=perm,
                                               name=f"{tag}/to_batch_first_{i}"))
@@ -278,31 +283,28 @@ def import_recurrent(cx, node):
         raise node_error(node, f"sequence_lens must all be the sequence length ({steps}) when given")
     init_h = _initial_state(cx, node, 5, dirs, batch * hid)
     init_c = _initial_state(cx, node, 6, dirs, batch * hid) if kind == "lstm" else np.zeros((dirs, batch * hid))
-    used = [bool(o) and bool(cx.real_uses(o)) for o in (list(node.output) + ["", "", ""])[:3]]
-    if used[2]:
-        raise node_error(node, "its last cell state output Y_c is used; edgec computes Y or Y_h only")
-    if used[0] and used[1]:
-        raise node_error(node, "both its outputs Y and Y_h are used; edgec computes one of them per layer")
-    seq_out = int(used[0] or not used[1])
-    value = node.output[0 if seq_out else 1]
-    oshape = cx.shape(value, node)
+    outputs = [k for k, o in enumerate(node.output[:3]) if o and cx.real_uses(o)] or [0]
     x = cx.as_layout(node.input[0], movement.identity(3), node)
-    parts = []
-    for d in range(dirs):
-        src = value if dirs == 1 else f"edgec:{value}:{'forward' if d == 0 else 'reverse'}"
-        out = cx.new_tensor(src.replace(":", "_"), tuple(oshape) if dirs == 1 else
-                            ((steps, batch, hid) if seq_out else (batch, hid)), src)
-        cx.emit(kind, node, [x], out, steps=steps, batch=batch, input_size=n_in, hidden=hid, W=W[d], R=R[d],
-                Wb=B[d, :gates * hid], Rb=B[d, gates * hid:], init_h=init_h[d], init_c=init_c[d],
-                reverse=int(direction == "reverse" or d == 1), sequence_out=seq_out,
-                linear_before_reset=int(cx.attr(node, "linear_before_reset", 0)),
-                scratch_bytes=scratch_bytes(gates, hid, batch))
-        parts.append(out)
-    if dirs == 2:       # [rows][2][batch * hid]: each row's forward then reverse states (ONNX's num_directions)
-        out = cx.new_tensor(value, tuple(oshape), value)
-        concat.emit_concat(cx, node, parts, out, outer=steps if seq_out else 1, chunks=[batch * hid] * 2)
-        parts = [out]
-    cx.values[value] = (parts[0], movement.identity(len(oshape)))
+    for k in outputs:       # Y, Y_h, Y_c: one op (per direction) each, the recurrence run again for each
+        value = node.output[k]
+        oshape = cx.shape(value, node)
+        parts = []
+        for d in range(dirs):
+            src = value if dirs == 1 else f"edgec:{value}:{'forward' if d == 0 else 'reverse'}"
+            out = cx.new_tensor(src.replace(":", "_"), tuple(oshape) if dirs == 1 else
+                                ((steps, batch, hid) if k == OUT_SEQUENCE else (batch, hid)), src)
+            cx.emit(kind, node, [x], out, steps=steps, batch=batch, input_size=n_in, hidden=hid, W=W[d], R=R[d],
+                    Wb=B[d, :gates * hid], Rb=B[d, gates * hid:], init_h=init_h[d], init_c=init_c[d],
+                    reverse=int(direction == "reverse" or d == 1), output=k,
+                    linear_before_reset=int(cx.attr(node, "linear_before_reset", 0)),
+                    scratch_bytes=scratch_bytes(gates, hid, batch))
+            parts.append(out)
+        if dirs == 2:   # [rows][2][batch * hid]: each row's forward then reverse states (ONNX's num_directions)
+            out = cx.new_tensor(value, tuple(oshape), value)
+            concat.emit_concat(cx, node, parts, out, outer=steps if k == OUT_SEQUENCE else 1,
+                               chunks=[batch * hid] * 2)
+            parts = [out]
+        cx.values[value] = (parts[0], movement.identity(len(oshape)))
 
 
 def _check_limits(cx, node, kind, hid):

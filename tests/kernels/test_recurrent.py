@@ -20,14 +20,14 @@ from edgec.ops import recurrent
 from edgec.quant import calibrate, floatref, quantize, reference, scheme
 
 
-def _op(r, kind, steps, n_in, hid, reverse=0, lbr=0, sequence_out=1, init=False, batch=1):
+def _op(r, kind, steps, n_in, hid, reverse=0, lbr=0, output=0, init=False, batch=1):
     g = recurrent.GATES[kind]
     s = float(r.uniform(0.3, 1.0)) / np.sqrt(hid + n_in)
     attrs = dict(steps=steps, input_size=n_in, hidden=hid, W=r.normal(0, s, (g * hid, n_in)),
                  R=r.normal(0, s, (g * hid, hid)), Wb=r.normal(0, 0.3, g * hid), Rb=r.normal(0, 0.3, g * hid),
                  init_h=r.uniform(-0.9, 0.9, batch * hid) if init else np.zeros(batch * hid),
                  init_c=r.uniform(-2, 2, batch * hid) if init else np.zeros(batch * hid), batch=batch,
-                 reverse=reverse, sequence_out=sequence_out, linear_before_reset=lbr)
+                 reverse=reverse, output=output, linear_before_reset=lbr)
     return Op(kind=kind, name=kind, inputs=["x"], output="y", attrs=attrs)
 
 
@@ -44,7 +44,7 @@ def _c_run(ck, op, xq):
     g = recurrent.GATES[op.kind]
     arrays = [np.ascontiguousarray(a[k]) for k in recurrent.ARRAYS]
     scratch = np.zeros(recurrent.scratch_bytes(g, p["hidden"], p["batch"]) // 4 + 1, np.int32)
-    out = np.full((p["steps"] if p["sequence_out"] else 1) * p["batch"] * p["hidden"], 99, np.int8)
+    out = np.full((p["steps"] if p["output"] == 0 else 1) * p["batch"] * p["hidden"], 99, np.int8)
     ck.lib.edgec_recurrent_s8(ctypes.byref(make("edgec_recurrent_params", p)), *[ptr(v) for v in arrays],
                               ptr(np.ascontiguousarray(xq, np.int8)), ptr(scratch), ptr(out))
     return out
@@ -56,7 +56,7 @@ def test_kernel_matches_twin(ck, kind, lbr):
     for case in range(40):
         steps, n_in, hid = int(r.integers(1, 9)), int(r.integers(1, 12)), int(r.integers(1, 20))
         batch = int(r.integers(1, 4))
-        op = _op(r, kind, steps, n_in, hid, reverse=case % 2, lbr=lbr, sequence_out=(case // 2) % 2,
+        op = _op(r, kind, steps, n_in, hid, reverse=case % 2, lbr=lbr, output=(case // 2) % (3 if kind == "lstm" else 2),
                  init=case % 3 == 0, batch=batch)
         _quantized(r, op)
         xq = r.integers(-128, 128, steps * batch * n_in).astype(np.int8)
@@ -105,7 +105,7 @@ def _rnn_model(kind, steps=7, n_in=5, hid=6, direction="forward", layout=0, init
         nodes.append(helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0, 2], name="to_time_major"))
         ins[0] = "xt"
     yshape = [1, steps, dirs, hid] if output == "Y" else [1, dirs, hid]
-    outs = ["y", ""] if output == "Y" else ["", "y"]
+    outs = {"Y": ["y"], "Y_h": ["", "y"], "Y_c": ["", "", "y"]}[output]
     if not layout:      # and a Transpose back to batch first after it
         outs = [o and "yt" for o in outs]
         nodes_after = [helper.make_node("Transpose", ["yt"], ["y"], perm=[2, 0, 1, 3] if output == "Y" else [1, 0, 2],
@@ -120,7 +120,8 @@ def _rnn_model(kind, steps=7, n_in=5, hid=6, direction="forward", layout=0, init
 
 CASES = [("lstm", "forward", 0, False, "Y", 0), ("lstm", "reverse", 1, True, "Y_h", 0),
          ("lstm", "bidirectional", 0, True, "Y", 0), ("gru", "forward", 1, False, "Y_h", 1),
-         ("gru", "forward", 0, True, "Y", 0), ("gru", "bidirectional", 1, False, "Y_h", 1)]
+         ("gru", "forward", 0, True, "Y", 0), ("gru", "bidirectional", 1, False, "Y_h", 1),
+         ("lstm", "forward", 1, True, "Y_c", 0), ("lstm", "bidirectional", 0, False, "Y_c", 0)]
 
 
 @pytest.mark.parametrize("kind,direction,layout,init,output,lbr", CASES)
@@ -147,18 +148,6 @@ def test_limits_name_the_node(change, match):
     model = _rnn_model("lstm")
     model.graph.node[1].attribute.extend([helper.make_attribute(k, v) for k, v in change.items()])
     with pytest.raises(EdgecError, match=f"node 'rnn'.*{match}"):
-        canonicalize.canonicalize(model, "m")
-
-
-def test_cell_state_output_is_refused():
-    model = _rnn_model("lstm")
-    node = model.graph.node[1]
-    node.output[:] = ["y", "", "yc"]
-    model.graph.output[0].name = "yc"
-    del model.graph.output[0].type.tensor_type.shape.dim[:]
-    for d in (1, 1, 6):
-        model.graph.output[0].type.tensor_type.shape.dim.add().dim_value = d
-    with pytest.raises(EdgecError, match="node 'rnn'.*Y_c"):
         canonicalize.canonicalize(model, "m")
 
 
