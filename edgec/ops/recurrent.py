@@ -201,7 +201,7 @@ def c_recurrent(op: Op, site: CallSite) -> str:
 
 
 def _macs(op: Op, out: Tensor) -> int:
-    a = op.attrs
+    a = op.params or op.attrs       # (a saved build's graph keeps the params, not the float attributes)
     return int(a["steps"] * a.get("batch", 1) * GATES[op.kind] * a["hidden"] * (a["input_size"] + a["hidden"]))
 
 

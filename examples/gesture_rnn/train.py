@@ -245,8 +245,8 @@ def main():
     x_test, y_test = gestures(1000, seed=2)
     np.savez(os.path.join(HERE, "calib.npz"), x=x_train[:256], y=y_train[:256])
     np.savez(os.path.join(HERE, "test.npz"), x=x_test, y=y_test)
-    for kind, seed in (("lstm", 0), ("gru", 0)):
-        p = train(kind, x_train.astype(np.float64), y_train, seed)
+    for kind, lr in (("lstm", 0.02), ("gru", 0.01)):
+        p = train(kind, x_train.astype(np.float64), y_train, seed=0, lr=lr)
         logits, _ = forward(p, kind, x_test.astype(np.float64))
         path = os.path.join(HERE, f"{kind}.onnx")
         export(p, kind, path)
