@@ -382,6 +382,24 @@ typedef struct {
 } edgec_cumsum_params;
 void edgec_cumsum_s8(const edgec_cumsum_params *p, const int8_t *input, int8_t *output);
 
+/* ================================================================ recurrent
+ * edgec_recurrent.c: ONNX LSTM (gru 0, gates i o f c) and GRU (gru 1, gates z r h) over
+ * [steps][batch][input_size], one direction (reverse: last step first). Weights int8 per row
+ * ([gates*hidden][input_size] and [gates*hidden][hidden]), gate pre-activations int16 Q3.12 (x part: rq(bias_x + w_x.x, mult_x, shift_x) + wb;
+ * h part: rq(w_h.h, mult_h, shift_h) + rb), sigmoid/tanh by 513-entry int16 tables, hidden state int16 Q0.15,
+ * cell state int16 Q4.11 (initial states init_h, init_c [batch][hidden]); output int8 (rq(state, out_mult,
+ * out_shift) + output_zp): output 0 h of every step ([steps][batch][hidden]), 1 the last h, 2 the last c
+ * ([batch][hidden]). scratch: 4*(gates+1)*hidden + 2*(2*batch+1)*hidden bytes, 4-byte aligned. */
+typedef struct {
+    int32_t steps, batch, input_size, hidden, gru, reverse, linear_before_reset, output, out_mult, out_shift,
+        output_zp;
+} edgec_recurrent_params;
+void edgec_recurrent_s8(const edgec_recurrent_params *p, const int8_t *w_x, const int8_t *w_h,
+                        const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
+                        const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
+                        const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                        const int16_t *tanh_table, const int8_t *input, void *scratch, int8_t *output);
+
 /* ================================================================ resize
  * edgec_resize.c */
 

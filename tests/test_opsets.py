@@ -10,7 +10,7 @@ from onnx import TensorProto, helper, numpy_helper, version_converter
 
 from conftest import make_model, save
 from edgec import api
-from edgec.frontend import loader
+from edgec.frontend import canonicalize, loader
 from edgec.frontend import opsets
 from edgec.quant import quantize
 from edgec.quant import scheme
@@ -177,8 +177,37 @@ def _io_model(n_in, n_out, dims=(1, 4)):
 def test_what_edgec_cannot_take_is_one_clear_line(tmp_path, n_in, n_out, dims, message):
     path = save(_io_model(n_in, n_out, dims), tmp_path)
     with pytest.raises(EdgecError, match=message) as err:
-        loader.load_model(path)
+        canonicalize.canonicalize(loader.load_model(path), "io")
     assert "\n" not in str(err.value)
+
+
+def test_io_limit_and_unsupported_nodes_are_one_error(tmp_path):
+    """Two inputs, two outputs, a NonMaxSuppression and a Loop whose trip count is computed: one error lists
+    the model's input/output limit and both nodes (operator and node name), before anything is built."""
+    f = TensorProto.FLOAT
+    body = helper.make_graph([helper.make_node("Identity", ["c_in"], ["c_out"]),
+                              helper.make_node("Relu", ["v_in"], ["v_out"])], "body",
+                             [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                              helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("v_in", f, [1, 1, 4])],
+                             [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("v_out", f, [1, 1, 4])])
+    nodes = [helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["sel"], name="nms"),
+             helper.make_node("ReduceMax", ["scores"], ["m"], name="rmax", keepdims=0),
+             helper.make_node("Cast", ["m"], ["trip"], to=TensorProto.INT64, name="trip_count"),
+             helper.make_node("Loop", ["trip", "", "scores"], ["looped"], body=body, name="loop"),
+             helper.make_node("Relu", ["scores"], ["y"], name="relu")]
+    graph = helper.make_graph(nodes, "det", [helper.make_tensor_value_info("boxes", f, [1, 4, 4]),
+                                             helper.make_tensor_value_info("scores", f, [1, 1, 4])],
+                              [helper.make_tensor_value_info("y", f, [1, 1, 4]),
+                               helper.make_tensor_value_info("sel", TensorProto.INT64, [None, 3])])
+    path = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), tmp_path)
+    with pytest.raises(EdgecError) as err:
+        canonicalize.canonicalize(loader.load_model(path), "det")
+    msg = str(err.value)
+    assert "\n" not in msg
+    for part in ("NonMaxSuppression (nms", "Loop (loop", "2 inputs and 2 outputs", "nothing was built"):
+        assert part in msg, (part, msg)
 
 
 def test_a_dynamic_batch_is_pinned_to_one(tmp_path):

@@ -40,8 +40,9 @@ def lower_graph(graph: Graph, optimize: str = "speed", choose: Chooser | None = 
             op.lowered = helium
         else:
             specialize.specialize(op, optimize, choose(op, op.lowered) if choose and op.lowered else None)
-        if op.lowered and op.lowered["scratch_bytes"]:
-            size = op.lowered["scratch_bytes"]
+        reference = REGISTRY[op.kind].scratch
+        size = op.lowered["scratch_bytes"] if op.lowered else reference(op) if reference else 0
+        if size:
             op.attrs["scratch_bytes"] = (size + SCRATCH_ALIGN - 1) // SCRATCH_ALIGN * SCRATCH_ALIGN
         else:
             op.attrs.pop("scratch_bytes", None)

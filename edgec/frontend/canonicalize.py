@@ -25,7 +25,7 @@ from edgec.errors import EdgecError, node_error
 from edgec.frontend import qdq
 from edgec.frontend.fold import static_shape
 from edgec.frontend.loader import graph_inputs
-from edgec.frontend.support import CONTROL_FLOW, Problem, problems_message
+from edgec.frontend.support import CONTROL_FLOW, Problem, io_limit, problems_message
 from edgec.ir import Graph, Op, Tensor
 from edgec.ops import movement
 from edgec.ops.registry import FUSABLE, IMPORTERS, SUPPORTED_OPS, WEIGHT_AXIS
@@ -192,16 +192,21 @@ class _Canonicalizer:
 
     # ---- main loop -----------------------------------------------------------------------
     def run(self) -> Graph:
-        (inp,) = graph_inputs(self.model)
-        shape = self.shapes.get(inp.name)
-        elem = inp.type.tensor_type.elem_type
-        if elem != onnx.TensorProto.FLOAT:
-            raise EdgecError(f"input '{inp.name}' is {onnx.TensorProto.DataType.Name(elem)}; edgec takes float "
-                             "models (quantized ONNX models come later)")
-        name = self.new_tensor(inp.name, shape, inp.name)
-        self.values[inp.name] = (name, movement.identity(len(shape)))
-        self.graph.input = name
-        self.graph.input_onnx_shape = shape
+        inputs = graph_inputs(self.model)
+        limit = io_limit(self.model, inputs)
+        if limit is not None:       # listed with every node edgec cannot build (the survey goes on)
+            self.problems.append(limit)
+        for k, inp in enumerate(inputs):
+            shape = self.shapes.get(inp.name)
+            elem = inp.type.tensor_type.elem_type
+            if elem != onnx.TensorProto.FLOAT:
+                raise EdgecError(f"input '{inp.name}' is {onnx.TensorProto.DataType.Name(elem)}; edgec takes float "
+                                 "models (quantized ONNX models come later)")
+            name = self.new_tensor(inp.name, shape, inp.name)
+            self.values[inp.name] = (name, movement.identity(len(shape)))
+            if k == 0:
+                self.graph.input = name
+                self.graph.input_onnx_shape = shape
         for i, node in enumerate(self.model.graph.node):
             self._node_or_problem(i, node)
         if self.problems:   # the graph is only surveyed (edgec inspect): no output checks

@@ -44,7 +44,7 @@ PARAM_INPUTS = {
     "InstanceNormalization": {1, 2}, "LayerNormalization": {1, 2}, "Reshape": {1}, "Slice": {1, 2, 3, 4},
     "Gather": {1}, "Tile": {1}, "Expand": {1}, "Split": {1}, "Squeeze": {1}, "Unsqueeze": {1},
     "ReduceMean": {1}, "ReduceSum": {1}, "ReduceMax": {1}, "ReduceMin": {1}, "ReduceL1": {1},
-    "ReduceSumSquare": {1}, "MatMul": set(), "Pow": set(),
+    "ReduceSumSquare": {1}, "MatMul": set(), "Pow": set(), "LSTM": {1, 2, 3, 4, 5, 6, 7}, "GRU": {1, 2, 3, 4, 5},
 }
 FLOAT_RTOL, FLOAT_ATOL = 1e-3, 1e-4
 INT8_SCALES = 3.0      # int8 result within 3 output steps of the expected value...

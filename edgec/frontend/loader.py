@@ -12,6 +12,7 @@ from edgec.errors import EdgecError
 from edgec.limits import check_bytes
 from edgec.frontend import fold, functions, opsets, qdq
 from edgec.frontend.fold import static_shape  # noqa: F401  (edgec.api and tests read loader.static_shape)
+from edgec.ops import recurrent
 from edgec.ops.registry import SUPPORTED_OPS
 
 
@@ -86,6 +87,7 @@ def prepare(model: onnx.ModelProto, where: str | Path = "model") -> onnx.ModelPr
     _pin_batch(model, where)
     model = opsets.upgrade(model, where)     # below opset 11: converted; above what onnx knows: refused
     model = qdq.strip(model)        # a QDQ model: the float model it describes + its quantization
+    recurrent.to_time_major(model)  # batch-first LSTM/GRU (layout 1): onnxruntime runs only layout 0
     try:
         onnx.checker.check_model(model)
         model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
@@ -107,13 +109,10 @@ def graph_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
 
 
 def _pin_batch(model: onnx.ModelProto, path) -> None:
-    inputs = graph_inputs(model)
-    if len(inputs) != 1 or len(model.graph.output) != 1:
-        names = ", ".join(f"'{v.name}'" for v in (inputs if len(inputs) != 1 else model.graph.output))
-        what = "inputs" if len(inputs) != 1 else "outputs"
-        raise EdgecError(f"{path}: the model has {len(inputs)} inputs and {len(model.graph.output)} outputs "
-                         f"({what} {names}); edgec builds models with exactly one input and one output: "
-                         "export a wrapper that concatenates the inputs (or keeps one output)")
+    inputs = graph_inputs(model)     # (several inputs or outputs: a limit canonicalize lists with the rest)
+    if not inputs or not model.graph.output:
+        raise EdgecError(f"{path}: the model has {len(inputs)} inputs and {len(model.graph.output)} outputs; "
+                         "edgec builds models that compute an output from an input")
     for vi in list(inputs) + list(model.graph.output):
         dims = vi.type.tensor_type.shape.dim
         if vi.type.tensor_type.HasField("shape") and not dims and vi in inputs:

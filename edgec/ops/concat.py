@@ -63,6 +63,12 @@ OPS = [OpDef("concat", "movement", quantize_concat, run_concat, float_concat, c_
 
 
 # ---- ONNX import
+def emit_concat(cx, node, tensors: list[str], out: str, outer: int, chunks: list[int]) -> Op:
+    """A concat of canonical tensors [outer][chunk_i] into `out` (for importers that build one, e.g. LSTM's
+    two directions)."""
+    return cx.emit("concat", node, tensors, out, outer=outer, chunks=chunks)
+
+
 def import_concat(cx, node):
     y = node.output[0]
     yshape = cx.shape(y, node)

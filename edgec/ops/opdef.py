@@ -64,6 +64,7 @@ class OpDef:
     fixed_qparams: Callable[[Op], tuple[float, int] | None] | None = None
     macs: Callable[[Op, Tensor], int] | None = None   # multiply-accumulates of one inference
     lower: Callable[[Op], dict | None] | None = None  # fast kernel (edgec/codegen/lowering.py), if any
+    scratch: Callable[[Op], int] | None = None   # scratch bytes its reference kernel needs (state of a recurrence)
     int16: Int16 | None = None                   # 16x8 variant (--int16)
     sensitivity: bool = True                     # listed in the per-layer sensitivity report
     distribution: bool = False                   # output is a probability distribution (or its log)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from edgec.errors import node_error
+from edgec.ir import SYNTHETIC
 from edgec.ops import movement
 
 
@@ -113,7 +114,7 @@ def import_gather(cx, node):
         fns = [(lambda m: np.arange(m)) for _ in shape]
         fns[axis] = lambda m: idx
         return movement.remap_axes(cx, node, x, y, fns)
-    mid = y + "__gathered"
+    mid = SYNTHETIC + y + "__gathered"     # edgec's own tensor (a scalar index's axis kept): not an ONNX value
     cx.shapes[mid] = tuple(shape[:axis]) + (idx.size,) + tuple(shape[axis + 1:])
     flat = idx.reshape(-1)
     fns = [(lambda m: np.arange(m)) for _ in shape]

@@ -1,0 +1,144 @@
+/* edgec LSTM and GRU (ONNX LSTM, GRU; one direction), portable C99. Bit-exact with edgec/ops/recurrent.py.
+ * int8 input and output, int8 weights per row, gate pre-activations int16 Q3.12, gate activations and hidden
+ * state int16 Q0.15 (TFLite's 513-entry int16 tables with interpolation), LSTM cell state int16 Q4.11. */
+#include "edgec_nn.h"
+
+#define EDGEC_GATE_BITS 12
+#define EDGEC_STATE_BITS 15
+#define EDGEC_CELL_BITS 11
+
+/* floor((v + 2^(bits-1)) / 2^bits), without right-shifting a negative value */
+static int64_t rshift_round(int64_t v, int32_t bits)
+{
+    const int64_t r = v + ((int64_t)1 << (bits - 1));
+    return r >= 0 ? r >> bits : ~((~r) >> bits);
+}
+
+static int32_t sat16(int64_t v)
+{
+    return v < -32768 ? -32768 : (v > 32767 ? 32767 : (int32_t)v);
+}
+
+/* TFLite lut_lookup_with_interpolation (int16): entry (v >> 7) + 256 and the next, by the low 7 bits */
+static int32_t lookup16(const int16_t *table, int32_t v)
+{
+    const int32_t idx = ((v + 32768) >> 7);
+    const int32_t base = table[idx];
+    const int32_t delta = (int32_t)rshift_round((int64_t)(table[idx + 1] - base) * ((v + 32768) & 0x7F), 7);
+    return sat16((int64_t)base + delta);
+}
+
+static int32_t dot_s8(const int8_t *w, const int8_t *x, int32_t n, int32_t acc)
+{
+    int32_t k;
+    for (k = 0; k < n; ++k) {
+        acc += (int32_t)w[k] * (int32_t)x[k];
+    }
+    return acc;
+}
+
+static int32_t dot_s16(const int8_t *w, const int16_t *h, int32_t n)
+{
+    int32_t k, acc = 0;
+    for (k = 0; k < n; ++k) {
+        acc += (int32_t)w[k] * (int32_t)h[k];
+    }
+    return acc;
+}
+
+/* One step of one sequence of the batch: h, c updated in place from input x (scratch: pre, hn, rh). */
+static void recurrent_step(const edgec_recurrent_params *p, const int8_t *w_x, const int8_t *w_h,
+                           const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
+                           const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
+                           const int16_t *sigmoid, const int16_t *tanh_table, const int8_t *x, int32_t *pre,
+                           int32_t *hn, int16_t *rh, int16_t *h, int16_t *c)
+{
+    const int32_t hid = p->hidden, n_in = p->input_size;
+    const int32_t gates = p->gru ? 3 : 4;
+    int32_t j;
+    for (j = 0; j < gates * hid; ++j) {
+        const int32_t ax = dot_s8(w_x + j * n_in, x, n_in, bias_x[j]);
+        int64_t v = (int64_t)edgec_requantize(ax, mult_x[j], shift_x[j]) + wb[j];
+        if (!p->gru || j < 2 * hid) {
+            v += (int64_t)edgec_requantize(dot_s16(w_h + j * hid, h, hid), mult_h[j], shift_h[j]) + rb[j];
+            v = sat16(v);
+        }
+        pre[j] = (int32_t)(v < INT32_MIN ? INT32_MIN : (v > INT32_MAX ? INT32_MAX : v));
+    }
+    if (!p->gru) {
+        for (j = 0; j < hid; ++j) {
+            const int64_t i_g = lookup16(sigmoid, pre[j]);
+            const int64_t o_g = lookup16(sigmoid, pre[hid + j]);
+            const int64_t f_g = lookup16(sigmoid, pre[2 * hid + j]);
+            const int64_t g_g = lookup16(tanh_table, pre[3 * hid + j]);
+            const int32_t cell = sat16(rshift_round(f_g * c[j], EDGEC_STATE_BITS) +
+                                       rshift_round(i_g * g_g, 2 * EDGEC_STATE_BITS - EDGEC_CELL_BITS));
+            const int32_t tc = lookup16(tanh_table, sat16((int64_t)cell * (1 << (EDGEC_GATE_BITS - EDGEC_CELL_BITS))));
+            c[j] = (int16_t)cell;
+            h[j] = (int16_t)rshift_round(o_g * tc, EDGEC_STATE_BITS);
+        }
+        return;
+    }
+    for (j = 0; j < hid; ++j) {
+        const int32_t r = lookup16(sigmoid, pre[hid + j]);
+        const int32_t row = 2 * hid + j;
+        if (p->linear_before_reset) {
+            int64_t v = (int64_t)edgec_requantize(dot_s16(w_h + row * hid, h, hid), mult_h[row], shift_h[row]) +
+                        rb[row];
+            v = v < INT32_MIN ? INT32_MIN : (v > INT32_MAX ? INT32_MAX : v);
+            hn[j] = (int32_t)rshift_round((int64_t)r * v, EDGEC_STATE_BITS);
+        } else {
+            rh[j] = (int16_t)rshift_round((int64_t)r * h[j], EDGEC_STATE_BITS);
+        }
+    }
+    for (j = 0; j < hid; ++j) {
+        const int32_t row = 2 * hid + j;
+        const int64_t z = lookup16(sigmoid, pre[j]);
+        int64_t v = pre[row];
+        if (p->linear_before_reset) {
+            v += hn[j];
+        } else {
+            v += (int64_t)edgec_requantize(dot_s16(w_h + row * hid, rh, hid), mult_h[row], shift_h[row]) + rb[row];
+        }
+        hn[j] = (int32_t)rshift_round((32768 - z) * lookup16(tanh_table, sat16(v)) + z * h[j], EDGEC_STATE_BITS);
+    }
+    for (j = 0; j < hid; ++j) {
+        h[j] = (int16_t)hn[j];
+    }
+}
+
+void edgec_recurrent_s8(const edgec_recurrent_params *p, const int8_t *w_x, const int8_t *w_h,
+                        const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
+                        const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
+                        const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                        const int16_t *tanh_table, const int8_t *input, void *scratch, int8_t *output)
+{
+    const int32_t hid = p->hidden, steps = p->steps, batch = p->batch;
+    const int32_t gates = p->gru ? 3 : 4;
+    int32_t *pre = (int32_t *)scratch;             /* [gates * hid] */
+    int32_t *hn = pre + gates * hid;               /* [hid] */
+    int16_t *h = (int16_t *)(void *)(hn + hid);    /* [batch][hid] */
+    int16_t *c = h + batch * hid;                  /* [batch][hid] */
+    int16_t *rh = c + batch * hid;                 /* [hid] */
+    int32_t step, b, j;
+    for (j = 0; j < batch * hid; ++j) {
+        h[j] = init_h[j];
+        c[j] = init_c[j];
+    }
+    for (step = 0; step < steps; ++step) {
+        const int32_t t = p->reverse ? steps - 1 - step : step;
+        for (b = 0; b < batch; ++b) {
+            int16_t *hb = h + b * hid;
+            recurrent_step(p, w_x, w_h, bias_x, mult_x, shift_x, mult_h, shift_h, wb, rb, sigmoid, tanh_table,
+                           input + (t * batch + b) * p->input_size, pre, hn, rh, hb, c + b * hid);
+            if (p->output == 0 || step == steps - 1) {     /* every step's h, or the last h or c */
+                const int16_t *state = p->output == 2 ? c + b * hid : hb;
+                int8_t *y = output + (p->output == 0 ? t * batch * hid : 0) + b * hid;
+                for (j = 0; j < hid; ++j) {
+                    const int32_t q = edgec_requantize(state[j], p->out_mult, p->out_shift) + p->output_zp;
+                    y[j] = (int8_t)edgec_clamp(q, -128, 127);
+                }
+            }
+        }
+    }
+}
