@@ -163,6 +163,8 @@ def to_onnx(p, path):
         n("ReduceMean", ["n2", "axis1"], ["pooled"], keepdims=0),
         n("Gemm", ["pooled", "Wc", "bc"], ["output"]),
     ]
+    for node in nodes:
+        node.name = node.output[0]                     # layers show in edgec's reports by their output's name
     axis1 = numpy_helper.from_array(np.array([1], np.int64), "axis1")
     inits = [f32[k] for k in p] + list(ints.values()) + [scale, axis1]
     graph = helper.make_graph(nodes, "transformer_digits",

@@ -1,5 +1,6 @@
 """The fully connected family (runtime_c/edgec_fully_connected.c) against its NumPy twins, bit for bit: fully
-connected (int8 and 16x8), `rows` rows through one layer, batched matmul of two activations. The fast
+connected (int8 and 16x8), `rows` rows through one layer, batched matmul of two activations (edgec_matmul.c; tests/kernels/test_matmul.py has its strided and fast
+forms). The fast
 fully connected kernel runs in the generated models of tests/kernels/test_fast_models.py."""
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from ckernels import (act, eq, fully_connected_s16_and_conversion_cases, group_conv_fc_rows_matmul_cases, i8, make,
                       ptr, requant_params)
-from edgec.ops import dense
+from edgec.ops import dense, matmul
 
 
 def test_fully_connected_random(ck):
@@ -38,7 +39,7 @@ def test_fully_connected_rows_and_matmul(ck, seed):
     assert np.array_equal(out, want.reshape(-1))
     out = np.zeros(12, np.int8)
     ck.lib.edgec_matmul_s8(ctypes.byref(make("edgec_matmul_params", m)), ptr(a), ptr(b), ptr(out))
-    assert np.array_equal(out, dense.matmul_s8(m, a, b))
+    assert np.array_equal(out, matmul.matmul_s8(m, a, b))
 
 
 def test_fully_connected_s16_bit_exact(ck):
