@@ -193,6 +193,10 @@ typedef struct {
 void edgec_fully_connected_packed_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                      const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
                                      int8_t *output);
+/* `rows` rows through the fast fully connected layer (same packing and scratch). */
+void edgec_fully_connected_packed_rows_s8(const edgec_fully_connected_packed_params *p, int32_t rows,
+                                          const int8_t *input, const uint32_t *weights, const edgec_rq *rq,
+                                          int8_t *scratch, int8_t *output);
 
 /* ================================================================ matrix product of two activations
  * edgec_matmul.c; fast variant in fast/edgec_matmul_fast.c. out[b][i][j] = sum_k (a[b][i][k] - a_zp) *

@@ -101,6 +101,9 @@ def c_fc16(op: Op, site: CallSite) -> str:
 
 
 def c_fc_rows(op: Op, site: CallSite) -> str:
+    if op.lowered:
+        return (f"edgec_fully_connected_packed_rows_s8(&{site.prefix}_params, {op.params['rows']}, {site.inputs[0]}, "
+                f"{site.prefix}_fw, {site.prefix}_rq, {site.scratch}, {site.output});")
     n = site.arrays
     call = (f"edgec_fully_connected_rows_s8(&p, {op.params['rows']}, {site.inputs[0]}, {n['weights']}, "
             f"{n['bias']}, {n['mult']}, {n['shift']}, {site.output});")
@@ -128,14 +131,26 @@ def lower_fc(op: Op) -> dict | None:
             "arrays": {"fw": fast.words(packed), "rq": got[1]}, "scratch_bytes": 2 * k4}
 
 
+def lower_fc_rows(op: Op) -> dict | None:
+    """Every row through the fast fully connected kernel (the same packing)."""
+    low = lower_fc(op)
+    return low and {**low, "kernel": "edgec_fully_connected_packed_rows_s8"}
+
+
+def _macs(op: Op) -> int:
+    return int(op.attrs.get("weights", op.arrays.get("weights")).size)
+
+
 OPS = [
     OpDef("fully_connected", "fully_connected", quantize_fc, run_fc, float_fc, c_fc,
           struct="edgec_fully_connected_params",
           fuses_activation=True, weight_axis=0, bias_correction=True,
-          macs=lambda op, out: int(op.attrs.get("weights", op.arrays.get("weights")).size),
+          macs=lambda op, out: _macs(op),
           lower=lower_fc, int16=Int16(quantize_fc16, run_fc16, c_fc16), code_bytes=1000),
     OpDef("fully_connected_rows", "fully_connected", quantize_fc_rows, run_fc_rows, float_fc_rows, c_fc_rows,
-          fuses_activation=True, weight_axis=0),
+          fuses_activation=True, weight_axis=0,
+          macs=lambda op, out: _macs(op) * int(op.attrs.get("rows", op.params.get("rows", 1))),
+          lower=lower_fc_rows),
 ]
 
 
