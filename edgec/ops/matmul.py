@@ -173,7 +173,7 @@ def import_activation_matmul(cx, node):
             a_batch_stride=va[1], a_row_stride=va[2], a_col_stride=va[3],
             b_batch_stride=vb[1], b_row_stride=vb[2], b_col_stride=vb[3],
             out_batch_stride=ostrides[0], out_row_stride=ostrides[1], out_col_stride=ostrides[2], act=NO_ACT)
-    cx.values[y] = (out, want)
+    cx.values[y] = (out, want if sy else ())          # a 1-D x 1-D product is a scalar
 
 
 ONNX: dict = {}     # ONNX MatMul is imported by edgec/ops/dense.py, which hands two activations to the above
