@@ -1,4 +1,4 @@
-/* edgec fully connected layers and matrix products, portable C99: int8 and 16x8. Bit-exact with
+/* edgec fully connected layers, portable C99: int8 and 16x8. Bit-exact with
  * edgec/ops/dense.py. */
 #include "edgec_nn.h"
 
@@ -61,23 +61,5 @@ void edgec_fully_connected_s16(const edgec_fully_connected_params *p, const int1
             acc += (int64_t)input[i] * w[i];
         }
         output[o] = (int16_t)edgec_clamp(edgec_requantize64(acc, mult[o], shift[o]), p->act_min, p->act_max);
-    }
-}
-
-void edgec_matmul_s8(const edgec_matmul_params *p, const int8_t *a, const int8_t *b, int8_t *output)
-{
-    int32_t bt, i, j, k;
-    for (bt = 0; bt < p->batch; ++bt) {
-        const int8_t *am = a + bt * p->a_batch_stride, *bm = b + bt * p->b_batch_stride;
-        for (i = 0; i < p->m; ++i) {
-            for (j = 0; j < p->n; ++j) {
-                int32_t acc = 0;
-                for (k = 0; k < p->k; ++k) {
-                    acc += ((int32_t)am[i * p->k + k] - p->a_zp) * ((int32_t)bm[k * p->n + j] - p->b_zp);
-                }
-                acc = edgec_requantize(acc, p->mult, p->shift) + p->output_zp;
-                *output++ = (int8_t)edgec_clamp(acc, p->act_min, p->act_max);
-            }
-        }
     }
 }

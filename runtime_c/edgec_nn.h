@@ -227,12 +227,6 @@ void edgec_fully_connected_s16(const edgec_fully_connected_params *p, const int1
                                const int64_t *bias, const int32_t *mult, const int32_t *shift,
                                int16_t *output);
 
-/* [batch][m][k] x [batch][k][n] of two activations (a batch stride of 0 broadcasts). */
-typedef struct {
-    int32_t batch, m, k, n, a_batch_stride, b_batch_stride, a_zp, b_zp, mult, shift, output_zp,
-        act_min, act_max;
-} edgec_matmul_params;
-void edgec_matmul_s8(const edgec_matmul_params *p, const int8_t *a, const int8_t *b, int8_t *output);
 
 /* fast: fully connected, 4 output rows at a time. scratch: k4 * 2 bytes, 4-byte aligned. */
 typedef struct {
@@ -242,6 +236,31 @@ typedef struct {
 void edgec_fully_connected_packed_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                      const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
                                      int8_t *output);
+/* `rows` rows through the fast fully connected layer (same packing and scratch). */
+void edgec_fully_connected_packed_rows_s8(const edgec_fully_connected_packed_params *p, int32_t rows,
+                                          const int8_t *input, const uint32_t *weights, const edgec_rq *rq,
+                                          int8_t *scratch, int8_t *output);
+
+/* ================================================================ matrix product of two activations
+ * edgec_matmul.c; fast variant in fast/edgec_matmul_fast.c. out[b][i][j] = sum_k (a[b][i][k] - a_zp) *
+ * (b[b][k][j] - b_zp), requantized; every index goes through its stride (elements): batch, row, column of a,
+ * b and the output (a batch stride of 0 broadcasts), so transposed operands and outputs need no copy. */
+typedef struct {
+    int32_t batch, m, k, n, a_batch_stride, a_row_stride, a_col_stride, b_batch_stride, b_row_stride,
+        b_col_stride, out_batch_stride, out_row_stride, out_col_stride, a_zp, b_zp, mult, shift, output_zp,
+        act_min, act_max;
+} edgec_matmul_params;
+void edgec_matmul_s8(const edgec_matmul_params *p, const int8_t *a, const int8_t *b, int8_t *output);
+
+/* fast: the same product with one edgec_rq requantization (rq_*; zero point folded into rq_khi).
+ * scratch: 2 * (k rounded up to even) * (n + 2) bytes, 4-byte aligned. */
+typedef struct {
+    int32_t batch, m, k, n, a_batch_stride, a_row_stride, a_col_stride, b_batch_stride, b_row_stride,
+        b_col_stride, out_batch_stride, out_row_stride, out_col_stride, a_zp, b_zp, act_min, act_max, rq_mult,
+        rq_khi, rq_neg, rq_shift;
+} edgec_matmul_fast_params;
+void edgec_matmul_fast_s8(const edgec_matmul_fast_params *p, const int8_t *a, const int8_t *b, int8_t *scratch,
+                          int8_t *output);
 
 /* fast, `--optimize speed`: the same layout with the weights widened to int16 at build time (each group of 4 as
  * (w0, w2) (w1, w3), edgec/codegen/specialize.py). scratch: k4 * 2 bytes, 4-byte aligned. */

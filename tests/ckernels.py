@@ -250,7 +250,8 @@ def group_conv_fc_rows_matmul_cases(seed):
     fb, fm, fs = r.integers(-500, 500, nout).astype(np.int32), mult[:1].repeat(nout), shift[:1].repeat(nout)
     fc_rows = (q, rows, x, w, fb, fm, fs)
     mm_mult, mm_shift = scheme.quantize_multiplier(0.002)
-    m = dict(batch=2, m=3, k=4, n=2, a_batch_stride=12, b_batch_stride=0, a_zp=-5, b_zp=7, mult=mm_mult,
+    m = dict(batch=2, m=3, k=4, n=2, a_batch_stride=12, a_row_stride=4, a_col_stride=1, b_batch_stride=0,
+             b_row_stride=2, b_col_stride=1, out_batch_stride=6, out_row_stride=2, out_col_stride=1, a_zp=-5, b_zp=7, mult=mm_mult,
              shift=mm_shift, output_zp=1, act_min=-128, act_max=127)
     a, b = i8_uniform(r, 24), i8_uniform(r, 8)
     return group_conv, fc_rows, (m, a, b)

@@ -1,5 +1,6 @@
-"""Matrix products: `fully_connected` (one row x constant [out][in] weights), `fully_connected_rows` (many rows x
-the same weights) and `matmul` (two activations, batched), int8 and (fully_connected) TFLite 16x8; kernels in
+"""Matrix products with constant weights: `fully_connected` (one row x [out][in] weights), `fully_connected_rows`
+(many rows x the same weights), int8 and (fully_connected) TFLite 16x8 (a MatMul of two activations is
+edgec/ops/matmul.py's); kernels in
 runtime_c/edgec_fully_connected.c, the fast fully connected one in runtime_c/fast/. A Flatten of a channels-last
 tensor feeding a Gemm/MatMul permutes the weight columns instead of moving the data.
 """
@@ -9,9 +10,9 @@ import numpy as np
 
 from edgec.errors import node_error
 from edgec.ir import NO_ACT, Op, Tensor
-from edgec.ops import cemit, fast, movement
+from edgec.ops import cemit, fast, matmul, movement
 from edgec.ops.opdef import CallSite, Int16, OpDef
-from edgec.quant.scheme import act_range, finish, finish16, quantize_multiplier, requantize, weighted, weighted16
+from edgec.quant.scheme import act_range, finish, finish16, weighted, weighted16
 
 
 # ---- quantize ---------------------------------------------------------------------------------
@@ -29,14 +30,6 @@ def quantize_fc_rows(op: Op, ins: list[Tensor], out: Tensor) -> None:
 
 def quantize_fc16(op: Op, ins: list[Tensor], out: Tensor) -> None:
     weighted16(op, ins, out, 0)
-
-
-def quantize_matmul(op: Op, ins: list[Tensor], out: Tensor) -> None:
-    a = op.attrs
-    mult, shift = quantize_multiplier(ins[0].scale * ins[1].scale / out.scale)
-    op.params = dict(batch=a["batch"], m=a["m"], k=a["k"], n=a["n"], a_batch_stride=a["a_batch_stride"],
-                     b_batch_stride=a["b_batch_stride"], a_zp=ins[0].zero_point, b_zp=ins[1].zero_point,
-                     mult=mult, shift=shift, output_zp=out.zero_point, **act_range(op, out))
 
 
 # ---- NumPy integer twins ------------------------------------------------------------------------
@@ -61,21 +54,6 @@ def fully_connected_s16(p: dict, x, w, bias, mult, shift) -> np.ndarray:
     return finish16(w @ x + np.asarray(bias, np.int64), mult, shift, p)
 
 
-def matmul_s8(p: dict, a, b) -> np.ndarray:
-    """[batch][m][k] x [batch][k][n] (a batch stride of 0 broadcasts), one multiplier."""
-    bt, m, k, n = (int(p[f]) for f in ("batch", "m", "k", "n"))
-    a = np.asarray(a, np.int8).reshape(-1)
-    b = np.asarray(b, np.int8).reshape(-1)
-    out = []
-    for i in range(bt):
-        am = a[i * int(p["a_batch_stride"]):][:m * k].reshape(m, k).astype(np.int64) - int(p["a_zp"])
-        bm = b[i * int(p["b_batch_stride"]):][:k * n].reshape(k, n).astype(np.int64) - int(p["b_zp"])
-        out.append((am @ bm).astype(np.int32))
-    acc = np.stack(out)
-    y = requantize(acc, p["mult"], p["shift"]).astype(np.int64) + int(p["output_zp"])
-    return np.clip(y, int(p["act_min"]), int(p["act_max"])).astype(np.int8).reshape(-1)
-
-
 def run_fc(op: Op, inputs: list) -> np.ndarray:
     a = op.arrays
     return fully_connected_s8(op.params, inputs[0].reshape(-1), a["weights"], a["bias"], a["mult"], a["shift"])
@@ -89,10 +67,6 @@ def run_fc16(op: Op, inputs: list) -> np.ndarray:
 def run_fc_rows(op: Op, inputs: list) -> np.ndarray:
     p, a = op.params, op.arrays
     return fully_connected_rows_s8(p, p["rows"], inputs[0], a["weights"], a["bias"], a["mult"], a["shift"])
-
-
-def run_matmul(op: Op, inputs: list) -> np.ndarray:
-    return matmul_s8(op.params, inputs[0], inputs[1])
 
 
 # ---- float --------------------------------------------------------------------------------------
@@ -115,17 +89,6 @@ def float_fc_rows(op: Op, inputs: list):
     return _act(inputs[0].reshape(a["rows"], -1) @ np.asarray(a["weights"], np.float64).T + a["bias"], op)
 
 
-def float_matmul(op: Op, inputs: list):
-    p = op.attrs
-    a, b = inputs[0].reshape(-1), inputs[1].reshape(-1)
-    out = []
-    for i in range(p["batch"]):
-        am = a[i * p["a_batch_stride"]:][:p["m"] * p["k"]].reshape(p["m"], p["k"])
-        bm = b[i * p["b_batch_stride"]:][:p["k"] * p["n"]].reshape(p["k"], p["n"])
-        out.append(am @ bm)
-    return _act(np.stack(out), op)
-
-
 # ---- C ------------------------------------------------------------------------------------------
 def c_fc(op: Op, site: CallSite) -> str:
     if op.lowered:
@@ -138,15 +101,13 @@ def c_fc16(op: Op, site: CallSite) -> str:
 
 
 def c_fc_rows(op: Op, site: CallSite) -> str:
+    if op.lowered:
+        return (f"edgec_fully_connected_packed_rows_s8(&{site.prefix}_params, {op.params['rows']}, {site.inputs[0]}, "
+                f"{site.prefix}_fw, {site.prefix}_rq, {site.scratch}, {site.output});")
     n = site.arrays
     call = (f"edgec_fully_connected_rows_s8(&p, {op.params['rows']}, {site.inputs[0]}, {n['weights']}, "
             f"{n['bias']}, {n['mult']}, {n['shift']}, {site.output});")
     return cemit.with_params("edgec_fully_connected_params", op.params, call, only_fields=True)
-
-
-def c_matmul(op: Op, site: CallSite) -> str:
-    call = f"edgec_matmul_s8(&p, {site.inputs[0]}, {site.inputs[1]}, {site.output});"
-    return cemit.with_params("edgec_matmul_params", op.params, call)
 
 
 # ---- fast kernel --------------------------------------------------------------------------------
@@ -170,15 +131,26 @@ def lower_fc(op: Op) -> dict | None:
             "arrays": {"fw": fast.words(packed), "rq": got[1]}, "scratch_bytes": 2 * k4}
 
 
+def lower_fc_rows(op: Op) -> dict | None:
+    """Every row through the fast fully connected kernel (the same packing)."""
+    low = lower_fc(op)
+    return low and {**low, "kernel": "edgec_fully_connected_packed_rows_s8"}
+
+
+def _macs(op: Op) -> int:
+    return int(op.attrs.get("weights", op.arrays.get("weights")).size)
+
+
 OPS = [
     OpDef("fully_connected", "fully_connected", quantize_fc, run_fc, float_fc, c_fc,
           struct="edgec_fully_connected_params",
           fuses_activation=True, weight_axis=0, bias_correction=True,
-          macs=lambda op, out: int(op.attrs.get("weights", op.arrays.get("weights")).size),
+          macs=lambda op, out: _macs(op),
           lower=lower_fc, int16=Int16(quantize_fc16, run_fc16, c_fc16), code_bytes=1000),
     OpDef("fully_connected_rows", "fully_connected", quantize_fc_rows, run_fc_rows, float_fc_rows, c_fc_rows,
-          fuses_activation=True, weight_axis=0),
-    OpDef("matmul", "fully_connected", quantize_matmul, run_matmul, float_matmul, c_matmul, fuses_activation=True),
+          fuses_activation=True, weight_axis=0,
+          macs=lambda op, out: _macs(op) * int(op.attrs.get("rows", op.params.get("rows", 1))),
+          lower=lower_fc_rows),
 ]
 
 
@@ -245,34 +217,11 @@ def _transposed(cx, node, x):
 def import_matmul(cx, node):
     a, b = node.input
     if a not in cx.consts and b not in cx.consts:
-        return _matmul(cx, node, a, b, node.output[0])
+        return matmul.import_activation_matmul(cx, node)
     if b not in cx.consts or cx.consts[b].ndim < 2 or int(np.prod(cx.consts[b].shape[:-2])) != 1:
         raise node_error(node, "MatMul is supported as activation x constant 2-D matrix, or of two activations")
     w = cx.consts[b].astype(np.float32).reshape(cx.consts[b].shape[-2:]).T
     _dense(cx, node, a, w, np.zeros(w.shape[0], np.float32))
-
-
-def _matmul(cx, node, a, b, y):
-    """Two activations: [.., m, k] x [.., k, n]."""
-    sa, sb, sy = cx.shape(a, node), cx.shape(b, node), cx.shape(y, node)
-    sa = (1,) + tuple(sa) if len(sa) == 1 else sa                   # a vector is a 1-row / 1-column matrix
-    sb = tuple(sb) + (1,) if len(sb) == 1 else sb
-    sy = tuple(sa[:-1]) + (sb[-1],) if len(sa) == 2 and len(sb) == 2 else sy
-    if len(sy) < 2:
-        sy = (1,) * (2 - len(sy)) + tuple(sy)
-    ba, bb = int(np.prod(sa[:-2], dtype=np.int64)), int(np.prod(sb[:-2], dtype=np.int64))
-    batch = int(np.prod(sy[:-2], dtype=np.int64))
-    if (ba != batch and ba != 1) or (bb != batch and bb != 1) or \
-            (ba == batch and bb == batch and tuple(sa[:-2]) != tuple(sb[:-2]) and len(sa) == len(sb)):
-        raise node_error(node, f"MatMul batch broadcasting {list(sa)} x {list(sb)} is not supported")
-    ta = cx.as_layout(a, tuple(range(len(cx.shape(a, node)))), node)
-    tb = cx.as_layout(b, tuple(range(len(cx.shape(b, node)))), node)
-    m, k, n = sa[-2], sa[-1], sb[-1]
-    sy = cx.shape(y, node)
-    out = cx.new_tensor(y, tuple(sy) or (1,), y)
-    cx.emit("matmul", node, [ta, tb], out, batch=batch, m=m, k=k, n=n,
-            a_batch_stride=m * k if ba > 1 else 0, b_batch_stride=k * n if bb > 1 else 0, act=NO_ACT)
-    cx.values[y] = (out, tuple(range(len(sy))))
 
 
 ONNX = {"Gemm": import_gemm, "MatMul": import_matmul}

@@ -14,11 +14,11 @@ Adding an operator: docs/design.md, "Adding an operator".
 from __future__ import annotations
 
 from edgec.ir import Graph, Op
-from edgec.ops import (binary, concat, conv, convert, cumsum, dense, lut, movement, pool, rearrange, recurrent, reduce,
-                       resize, softmax)
+from edgec.ops import (binary, concat, conv, convert, cumsum, dense, lut, matmul, movement, pool, rearrange, recurrent,
+                       reduce, resize, softmax)
 from edgec.ops.opdef import OpDef
 
-MODULES = (movement, concat, rearrange, lut, pool, conv, dense, binary, softmax, reduce, cumsum, resize, convert,
+MODULES = (movement, concat, rearrange, lut, pool, conv, dense, matmul, binary, softmax, reduce, cumsum, resize, convert,
            recurrent)
 
 REGISTRY: dict[str, OpDef] = {}

@@ -150,3 +150,14 @@ void edgec_fully_connected_packed_s4(const edgec_fully_connected_packed_params *
         output[r] = edgec_out(acc, rq + r, full, lo, hi);
     }
 }
+
+void edgec_fully_connected_packed_rows_s8(const edgec_fully_connected_packed_params *p, int32_t rows,
+                                          const int8_t *input, const uint32_t *weights, const edgec_rq *rq,
+                                          int8_t *scratch, int8_t *output)
+{
+    int32_t r;
+    for (r = 0; r < rows; ++r) {
+        edgec_fully_connected_packed_s8(p, input + r * p->in_features, weights, rq, scratch,
+                                        output + r * p->out_features);
+    }
+}

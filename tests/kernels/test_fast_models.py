@@ -58,3 +58,18 @@ def test_random_layers_sanitized(path, tmp_path):
     assert sum(lowering.lower(op) is not None for op in graph.ops) >= 4
     check_generated_c(graph, x, tmp_path, flags=PATHS[path] + ("-g", "-fsanitize=address,undefined",
                                                                "-fno-sanitize-recover=all"))
+
+
+def test_transformer_example_attention_fast_and_views(tmp_path):
+    """examples/transformer_digits (one post-norm encoder block, two heads): the attention products run on the
+    fast matmul kernel reading Q, K^T and V where they lie (no layout copies left: the head Transposes are
+    views), the projections on the fast fully connected kernel, bit for bit on the DSP path (intrinsics
+    emulated; the portable path: tests/kernels/test_matmul.py). Accuracy against float: `edgec bench`."""
+    ex = EXAMPLES / "transformer_digits"
+    _, graph, _ = api.compile_model(ex / "model.onnx", ex / "calib.npz")
+    kinds = [op.kind for op in graph.ops]
+    assert kinds.count("matmul") == 2 and "transpose" not in kinds
+    assert all(op.lowered for op in graph.ops if op.kind in ("matmul", "fully_connected_rows"))
+    from edgec.data import load_dataset
+    data = load_dataset(ex / "test.npz", graph.input_onnx_shape, 12)
+    check_generated_c(graph, data.x, tmp_path, flags=PATHS["dsp-emulated"])

@@ -1,5 +1,6 @@
 """The fully connected family (runtime_c/edgec_fully_connected.c) against its NumPy twins, bit for bit: fully
-connected (int8 and 16x8), `rows` rows through one layer, batched matmul of two activations. The fast
+connected (int8 and 16x8), `rows` rows through one layer, batched matmul of two activations (edgec_matmul.c; tests/kernels/test_matmul.py has its strided and fast
+forms). The fast
 fully connected kernel runs in the generated models of tests/kernels/test_fast_models.py."""
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pytest
 
 from ckernels import (act, eq, fully_connected_s16_and_conversion_cases, group_conv_fc_rows_matmul_cases, i8, make,
                       ptr, requant_params)
-from edgec.ops import dense
+from edgec.ir import Op
+from edgec.ops import dense, matmul
 
 
 def test_fully_connected_random(ck):
@@ -38,7 +40,7 @@ def test_fully_connected_rows_and_matmul(ck, seed):
     assert np.array_equal(out, want.reshape(-1))
     out = np.zeros(12, np.int8)
     ck.lib.edgec_matmul_s8(ctypes.byref(make("edgec_matmul_params", m)), ptr(a), ptr(b), ptr(out))
-    assert np.array_equal(out, dense.matmul_s8(m, a, b))
+    assert np.array_equal(out, matmul.matmul_s8(m, a, b))
 
 
 def test_fully_connected_s16_bit_exact(ck):
@@ -47,3 +49,32 @@ def test_fully_connected_s16_bit_exact(ck):
         ck.lib.edgec_fully_connected_s16(ctypes.byref(make("edgec_fully_connected_params", p)), ptr(x), ptr(w),
                                          ptr(bias), ptr(mult), ptr(shift), ptr(got))
         assert np.array_equal(got, dense.fully_connected_s16(p, x, w, bias, mult, shift))
+
+
+@pytest.mark.parametrize("path", ["ck", "ck_dsp"])
+def test_fully_connected_packed_rows(request, path):
+    """fully_connected_rows lowered onto the fast kernel, row by row: the twin's output on both fast paths."""
+    lib = request.getfixturevalue(path).lib
+    rng = np.random.default_rng(21)
+    ran = 0
+    for _ in range(60):
+        rows, n_in, n_out = int(rng.integers(1, 9)), int(rng.integers(1, 70)), int(rng.integers(1, 20))
+        zi, zo = (int(v) for v in rng.integers(-128, 128, size=2))
+        lo, hi = act(rng, zo)
+        q = dict(in_features=n_in, out_features=n_out, input_zp=zi, output_zp=zo, act_min=lo, act_max=hi, rows=rows)
+        mult, shift = requant_params(rng, n_out, 5500.0 * math.sqrt(n_in))
+        x, w = i8(rng, rows * n_in), i8(rng, (n_out, n_in))
+        bias = rng.integers(-5000, 5000, size=n_out).astype(np.int32)
+        op = Op("fully_connected_rows", "fc", [], "y", params=q,
+                arrays=dict(weights=w, bias=bias, mult=mult, shift=shift))
+        low = dense.lower_fc_rows(op)
+        if low is None:
+            continue
+        out = np.zeros(rows * n_out, np.int8)
+        scratch = np.zeros(low["scratch_bytes"] // 4 + 1, np.uint32)
+        fw, rq = low["arrays"]["fw"], np.ascontiguousarray(low["arrays"]["rq"], np.int32)
+        lib.edgec_fully_connected_packed_rows_s8(ctypes.byref(make(low["struct"], low["params"])), rows, ptr(x),
+                                                 ptr(fw), ptr(rq), ptr(scratch), ptr(out))
+        assert np.array_equal(out, dense.fully_connected_rows_s8(q, rows, x, w, bias, mult, shift).reshape(-1))
+        ran += 1
+    assert ran >= 40

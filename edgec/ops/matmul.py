@@ -1,0 +1,179 @@
+"""`matmul`: the product of two activations ([batch][m][k] x [batch][k][n], one multiplier), attention's scores
+(Q x K^T) and context (P x V). Every operand and the output is read/written through strides (element units:
+batch, row, column), so the Transposes and head Reshapes of multi-head attention around it are views, not
+copies: the importer takes its operands in whatever layout they are, and writes its output in the layout its
+single Transpose reader wants. Reference kernel runtime_c/edgec_matmul.c, the DSP one (int16-widened operands,
+B transposed into scratch, SMLAD 2x2 blocks) runtime_c/fast/edgec_matmul_fast.c.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.errors import node_error
+from edgec.ir import NO_ACT, Op, Tensor
+from edgec.ops import cemit, fast, movement
+from edgec.ops.opdef import CallSite, OpDef
+from edgec.quant.scheme import act_range, quantize_multiplier, requantize
+
+STRIDES = ("a_batch_stride", "a_row_stride", "a_col_stride", "b_batch_stride", "b_row_stride", "b_col_stride",
+           "out_batch_stride", "out_row_stride", "out_col_stride")
+
+
+# ---- quantize ---------------------------------------------------------------------------------
+def quantize_matmul(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    a = op.attrs
+    mult, shift = quantize_multiplier(ins[0].scale * ins[1].scale / out.scale)
+    op.params = dict(batch=a["batch"], m=a["m"], k=a["k"], n=a["n"], **{s: a[s] for s in STRIDES},
+                     a_zp=ins[0].zero_point, b_zp=ins[1].zero_point,
+                     mult=mult, shift=shift, output_zp=out.zero_point, **act_range(op, out))
+
+
+# ---- strided views ----------------------------------------------------------------------------
+def _gather(flat, batch, rows, cols, bs, rs, cs):
+    idx = (np.arange(batch)[:, None, None] * bs + np.arange(rows)[None, :, None] * rs
+           + np.arange(cols)[None, None, :] * cs)
+    return flat[idx]
+
+
+def _operands(p: dict, a, b):
+    bt, m, k, n = (int(p[f]) for f in ("batch", "m", "k", "n"))
+    am = _gather(np.asarray(a).reshape(-1), bt, m, k, *(int(p[s]) for s in STRIDES[0:3]))
+    bm = _gather(np.asarray(b).reshape(-1), bt, k, n, *(int(p[s]) for s in STRIDES[3:6]))
+    return am, bm
+
+
+def _scatter(p: dict, y: np.ndarray) -> np.ndarray:
+    bt, m, n = y.shape
+    idx = _gather(np.arange(y.size), bt, m, n, *(int(p[s]) for s in STRIDES[6:9]))
+    out = np.empty(y.size, y.dtype)
+    out[idx.reshape(-1)] = y.reshape(-1)
+    return out
+
+
+# ---- NumPy integer twin -------------------------------------------------------------------------
+def matmul_s8(p: dict, a, b) -> np.ndarray:
+    """[batch][m][k] x [batch][k][n] through the strides (a batch stride of 0 broadcasts), one multiplier."""
+    am, bm = _operands(p, np.asarray(a, np.int8), np.asarray(b, np.int8))
+    acc = np.matmul(am.astype(np.int64) - int(p["a_zp"]), bm.astype(np.int64) - int(p["b_zp"])).astype(np.int32)
+    y = requantize(acc, p["mult"], p["shift"]).astype(np.int64) + int(p["output_zp"])
+    return _scatter(p, np.clip(y, int(p["act_min"]), int(p["act_max"])).astype(np.int8))
+
+
+def run_matmul(op: Op, inputs: list) -> np.ndarray:
+    return matmul_s8(op.params, inputs[0], inputs[1])
+
+
+def float_matmul(op: Op, inputs: list):
+    am, bm = _operands(op.attrs, np.asarray(inputs[0], np.float64), np.asarray(inputs[1], np.float64))
+    lo, hi = op.attrs.get("act", (-np.inf, np.inf))
+    return _scatter(op.attrs, np.clip(np.matmul(am, bm), lo, hi))
+
+
+def macs(op: Op, out: Tensor) -> int:
+    a = op.attrs if "batch" in op.attrs else op.params     # a build folder's graph keeps only params
+    return int(a["batch"] * a["m"] * a["k"] * a["n"])
+
+
+# ---- C ------------------------------------------------------------------------------------------
+def c_matmul(op: Op, site: CallSite) -> str:
+    if op.lowered:
+        call = (f"edgec_matmul_fast_s8(&p, {site.inputs[0]}, {site.inputs[1]}, {site.scratch}, "
+                f"{site.output});")
+        return cemit.with_params("edgec_matmul_fast_params", op.lowered["params"], call)
+    call = f"edgec_matmul_s8(&p, {site.inputs[0]}, {site.inputs[1]}, {site.output});"
+    return cemit.with_params("edgec_matmul_params", op.params, call, only_fields=True)
+
+
+def lower_matmul(op: Op) -> dict | None:
+    """The DSP kernel: operands minus their zero points fit int16, |acc| < 2^30 for k below 16,000; the
+    requantization is the fast kernels' one record (declined for a multiplier above 1)."""
+    p = op.params
+    k2 = (int(p["k"]) + 1) // 2 * 2
+    if int(p["k"]) * 255 * 255 >= fast.ACC_LIMIT:
+        return None
+    rq = fast.rq_records(np.zeros(1), np.array([p["mult"]]), np.array([p["shift"]]), int(p["output_zp"]))
+    if rq is None:
+        return None
+    keep = ("batch", "m", "k", "n", *STRIDES, "a_zp", "b_zp", "act_min", "act_max")
+    params = {f: int(p[f]) for f in keep}
+    params.update(rq_mult=int(rq[0, 1]), rq_khi=int(rq[0, 2]), rq_neg=int(rq[0, 3]), rq_shift=int(rq[0, 4]))
+    return {"kernel": "edgec_matmul_fast_s8", "struct": None, "params": params, "arrays": {},
+            "scratch_bytes": 2 * k2 * (int(p["n"]) + 2)}
+
+
+OPS = [
+    OpDef("matmul", "matmul", quantize_matmul, run_matmul, float_matmul, c_matmul, fuses_activation=True,
+          macs=macs, lower=lower_matmul, code_bytes=900),
+]
+
+
+# ---- ONNX import (a MatMul of two activations; edgec/ops/dense.py takes constant weights)
+def _matrix_strides(cx, value, node, shape, batch):
+    """(tensor, batch stride, row stride, column stride) reading ONNX value `value` of `shape` ([.., rows, cols])
+    where it lies, or None if its batch axes are not one arithmetic sequence of offsets."""
+    tensor, _, strides = movement.axis_strides(cx, value, node)
+    if len(cx.shape(value, node)) == 1:                 # a vector: one row (a) or one column (b)
+        return (tensor, 0, 0, 1) if shape[0] == 1 else (tensor, 0, 1, 0)
+    live = [a for a in range(len(shape) - 2) if shape[a] != 1]
+    for x, y in zip(live, live[1:]):
+        if strides[x] != strides[y] * shape[y]:
+            return None
+    nb = int(np.prod([shape[a] for a in live], dtype=np.int64))
+    bstride = strides[live[-1]] if live and nb == batch else 0
+    return tensor, bstride, strides[-2] if shape[-2] != 1 else 0, strides[-1] if shape[-1] != 1 else 0
+
+
+def _output_layout(cx, y, rank):
+    """The layout to write y in: the one its single Transpose reader makes an identity (so the Transpose and
+    the Reshape after it are views), else y's own."""
+    readers = cx.readers.get(y, [])
+    if rank >= 3 and len(readers) == 1 and readers[0].op_type == "Transpose" and cx.single_use(y):
+        t = [int(i) for i in cx.attr(readers[0], "perm", list(range(rank))[::-1])]
+        if sorted(t) == list(range(rank)) and t[-1] == rank - 1:
+            return tuple(t)
+    return movement.identity(rank)
+
+
+def _output_strides(cx, y, oshape, vector, batch, m, n):
+    """(layout of y, its (batch, row, column) strides): the layout its Transpose reader wants if its batch axes
+    stay one arithmetic sequence there, else contiguous [batch][m][n]."""
+    rank = len(oshape)
+    if not vector and rank >= 2:
+        want = _output_layout(cx, y, rank)
+        ostr = movement.contiguous_strides([oshape[i] for i in want])
+        axis = {ax: ostr[pos] for pos, ax in enumerate(want)}
+        live = [ax for ax in range(rank - 2) if oshape[ax] != 1]
+        if all(axis[x] == axis[z] * oshape[z] for x, z in zip(live, live[1:])):
+            return want, (axis[live[-1]] if live else 0, axis[rank - 2], axis[rank - 1])
+    return movement.identity(rank), (m * n if batch > 1 else 0, n, 1)
+
+
+def import_activation_matmul(cx, node):
+    """Two activations: [.., m, k] x [.., k, n], read in place through strides."""
+    a, b, y = node.input[0], node.input[1], node.output[0]
+    sa0, sb0, sy = cx.shape(a, node), cx.shape(b, node), cx.shape(y, node)
+    sa = (1,) + tuple(sa0) if len(sa0) == 1 else tuple(sa0)       # a vector is a 1-row / 1-column matrix
+    sb = tuple(sb0) + (1,) if len(sb0) == 1 else tuple(sb0)
+    ba, bb = int(np.prod(sa[:-2], dtype=np.int64)), int(np.prod(sb[:-2], dtype=np.int64))
+    batch = max(ba, bb)
+    if (ba != batch and ba != 1) or (bb != batch and bb != 1) or \
+            (ba == batch and bb == batch and tuple(sa[:-2]) != tuple(sb[:-2]) and len(sa) == len(sb)):
+        raise node_error(node, f"MatMul batch broadcasting {list(sa)} x {list(sb)} is not supported")
+    m, k, n = sa[-2], sa[-1], sb[-1]
+    va = _matrix_strides(cx, a, node, sa, batch)
+    if va is None:
+        va = (cx.as_layout(a, movement.identity(len(sa0)), node), m * k if ba > 1 else 0, k, 1)
+    vb = _matrix_strides(cx, b, node, sb, batch)
+    if vb is None:
+        vb = (cx.as_layout(b, movement.identity(len(sb0)), node), k * n if bb > 1 else 0, n, 1)
+    oshape = tuple(sy) or (1,)
+    want, ostrides = _output_strides(cx, y, oshape, len(sa0) == 1 or len(sb0) == 1, batch, m, n)
+    out = cx.new_tensor(y, tuple(oshape[i] for i in want), y)
+    cx.emit("matmul", node, [va[0], vb[0]], out, batch=batch, m=m, k=k, n=n,
+            a_batch_stride=va[1], a_row_stride=va[2], a_col_stride=va[3],
+            b_batch_stride=vb[1], b_row_stride=vb[2], b_col_stride=vb[3],
+            out_batch_stride=ostrides[0], out_row_stride=ostrides[1], out_col_stride=ostrides[2], act=NO_ACT)
+    cx.values[y] = (out, want if sy else ())          # a 1-D x 1-D product is a scalar
+
+
+ONNX: dict = {}     # ONNX MatMul is imported by edgec/ops/dense.py, which hands two activations to the above

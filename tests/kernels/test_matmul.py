@@ -1,0 +1,97 @@
+"""The matmul family (runtime_c/edgec_matmul.c and fast/edgec_matmul_fast.c) against its NumPy twin, bit for
+bit: products of two activations read and written through strides (transposed operands, a broadcast batch, a
+transposed output), on the reference kernel, the fast kernel's portable path and its DSP path (intrinsics
+emulated in C), and the lowering's checks."""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+
+from ckernels import make, ptr
+from edgec.ir import Op
+from edgec.ops import matmul
+from edgec.quant.scheme import quantize_multiplier
+
+
+def _case(rng):
+    """Random sizes, zero points and a layout for each operand: row-major or transposed, batch broadcast or
+    not; the output contiguous or transposed ([m][batch][n], as attention's context is read back)."""
+    batch, m, k, n = (int(v) for v in rng.integers(1, 7, 4))
+    p = dict(batch=batch, m=m, k=k, n=n)
+    a_bc, b_bc = rng.random() < 0.2, rng.random() < 0.2
+    if rng.random() < 0.5:
+        p.update(a_batch_stride=m * k, a_row_stride=k, a_col_stride=1)
+    else:
+        p.update(a_batch_stride=m * k, a_row_stride=1, a_col_stride=m)
+    if rng.random() < 0.5:
+        p.update(b_batch_stride=k * n, b_row_stride=n, b_col_stride=1)
+    else:                                                     # K^T read in K's own layout [n][k]
+        p.update(b_batch_stride=k * n, b_row_stride=1, b_col_stride=k)
+    p["a_batch_stride"] *= 0 if a_bc else 1
+    p["b_batch_stride"] *= 0 if b_bc else 1
+    if rng.random() < 0.5:
+        p.update(out_batch_stride=m * n, out_row_stride=n, out_col_stride=1)
+    else:
+        p.update(out_batch_stride=n, out_row_stride=batch * n, out_col_stride=1)
+    mult, shift = quantize_multiplier(float(rng.uniform(0.0005, 0.02)))
+    zo = int(rng.integers(-20, 20))
+    lo = -128 if rng.random() < 0.5 else int(rng.integers(-128, zo + 1))
+    p.update(a_zp=int(rng.integers(-128, 128)), b_zp=int(rng.integers(-128, 128)), mult=mult, shift=shift,
+             output_zp=zo, act_min=lo, act_max=127)
+    a = rng.integers(-128, 128, (1 if a_bc else batch) * m * k).astype(np.int8)
+    b = rng.integers(-128, 128, (1 if b_bc else batch) * k * n).astype(np.int8)
+    return p, a, b
+
+
+def _fast(lib, p, a, b):
+    low = matmul.lower_matmul(Op("matmul", "mm", [], "y", params=p))
+    assert low is not None
+    out = np.zeros(p["batch"] * p["m"] * p["n"], np.int8)
+    scratch = np.zeros(low["scratch_bytes"] // 4 + 1, np.uint32)
+    lib.edgec_matmul_fast_s8(ctypes.byref(make("edgec_matmul_fast_params", low["params"])), ptr(a), ptr(b),
+                             ptr(scratch), ptr(out))
+    return out
+
+
+def test_matmul_strided_reference_and_fast_portable(ck):
+    rng = np.random.default_rng(17)
+    for _ in range(300):
+        p, a, b = _case(rng)
+        want = matmul.matmul_s8(p, a, b)
+        out = np.zeros_like(want)
+        ck.lib.edgec_matmul_s8(ctypes.byref(make("edgec_matmul_params", p)), ptr(a), ptr(b), ptr(out))
+        assert np.array_equal(out, want), p
+        assert np.array_equal(_fast(ck.lib, p, a, b), want), p
+
+
+def test_matmul_fast_dsp_path(ck_dsp):
+    rng = np.random.default_rng(18)
+    for _ in range(300):
+        p, a, b = _case(rng)
+        assert np.array_equal(_fast(ck_dsp.lib, p, a, b), matmul.matmul_s8(p, a, b)), p
+
+
+def test_matmul_twin_is_the_float_product():
+    """The twin's strides mean what they say: a transposed B and a transposed output give numpy's product."""
+    rng = np.random.default_rng(3)
+    a = rng.integers(-128, 128, (2, 3, 5)).astype(np.int8)
+    bt = rng.integers(-128, 128, (2, 4, 5)).astype(np.int8)            # B^T stored [batch][n][k]
+    mult, shift = quantize_multiplier(0.25)
+    p = dict(batch=2, m=3, k=5, n=4, a_batch_stride=15, a_row_stride=5, a_col_stride=1, b_batch_stride=20,
+             b_row_stride=1, b_col_stride=5, out_batch_stride=4, out_row_stride=8, out_col_stride=1,
+             a_zp=0, b_zp=0, mult=mult, shift=shift, output_zp=0, act_min=-128, act_max=127)
+    want = np.clip(np.rint(np.matmul(a.astype(np.int64), bt.transpose(0, 2, 1).astype(np.int64)) / 4), -128, 127)
+    got = matmul.matmul_s8(p, a, bt).reshape(3, 2, 4).transpose(1, 0, 2)   # written [m][batch][n]
+    assert np.abs(got.astype(np.int64) - want).max() <= 1
+
+
+@pytest.mark.parametrize("k, scale", [(20000, 0.001), (8, 3.0)])
+def test_matmul_lowering_declines(k, scale):
+    """A k that could overflow the accumulator's 2^30 bound, or a multiplier above 1, keeps the reference."""
+    mult, shift = quantize_multiplier(scale)
+    p = dict(batch=1, m=2, k=k, n=2, a_batch_stride=0, a_row_stride=k, a_col_stride=1, b_batch_stride=0,
+             b_row_stride=2, b_col_stride=1, out_batch_stride=0, out_row_stride=2, out_col_stride=1, a_zp=0,
+             b_zp=0, mult=mult, shift=shift, output_zp=0, act_min=-128, act_max=127)
+    assert matmul.lower_matmul(Op("matmul", "mm", [], "y", params=p)) is None
