@@ -106,8 +106,8 @@ def test_buffer_planned_too_small_is_named_by_the_bench_on_the_host_board(tmp_pa
     the host board stops with one line naming the layer that wrote past its buffer."""
     victim = {}
 
-    def wrong_plan(graph, guard_bytes=0, *lowering):
-        plan = real(graph, guard_bytes, *lowering)
+    def wrong_plan(graph, guard_bytes=0, *lowering, **ram):
+        plan = real(graph, guard_bytes, *lowering, **ram)
         conv = [op for op in graph.ops if op.kind == "conv2d"][1]
         _buffer(plan, conv.output).size -= 8
         victim.update(layer=_layer_of(graph, conv.output), name=conv.name)

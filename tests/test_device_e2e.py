@@ -34,6 +34,7 @@ int fake_invoke(void);
 extern const uint32_t fake_layer_output_offsets[2];
 extern const uint32_t fake_layer_output_bytes[2];
 int8_t *fake_arena(void);
+const int8_t *fake_arena_at(uint32_t offset, uint32_t n);
 int fake_invoke_with_hook(void (*after_layer)(uint32_t layer, void *ctx), void *ctx);
 #endif
 """
@@ -47,6 +48,7 @@ static int8_t arena[FAKE_ARENA_BYTES] __attribute__((aligned(16)));
 int8_t *fake_input(void) { return arena; }
 int8_t *fake_output(void) { return arena + FAKE_INPUT_BYTES; }
 int8_t *fake_arena(void) { return arena; }
+const int8_t *fake_arena_at(uint32_t offset, uint32_t n) { return offset + n <= FAKE_ARENA_BYTES ? arena + offset : 0; }
 /* layer 0: 1000 spins (work, so ticks > 0); layer 1: the output */
 const uint32_t fake_layer_output_offsets[2] = {FAKE_INPUT_BYTES, FAKE_INPUT_BYTES};
 const uint32_t fake_layer_output_bytes[2] = {0, FAKE_OUTPUT_BYTES};

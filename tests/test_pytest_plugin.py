@@ -13,6 +13,7 @@ from edgec.testing import cache_key
 
 pytest_plugins = ["pytester"]
 CANCER = EXAMPLES / "cancer_conv1d"
+NO_LABGRID = ("-p", "no:labgrid")     # labgrid's own pytest plugin (the farm extra) rewrites the summary pytester reads
 EXAMPLE = EXAMPLES / "pytest_on_device" / "test_cancer_on_device.py"
 
 USER_TEST = f'''
@@ -69,20 +70,20 @@ def test_plugin_is_registered_through_the_pytest11_entry_point():
 
 def test_user_project_with_only_a_test_file_on_host(pytester, build_dir):
     pytester.makepyfile(test_model=USER_TEST)
-    result = pytester.runpytest("--edgec-build-dir", str(build_dir), "-p", "no:cacheprovider")
+    result = pytester.runpytest("--edgec-build-dir", str(build_dir), "-p", "no:cacheprovider", *NO_LABGRID)
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(["*edgec: model *no-such-model.onnx does not exist*"])
     assert "Traceback" not in result.stdout.str().split("test_a_missing_model")[-1]
     (folder,) = [p for p in build_dir.iterdir() if p.name.startswith("cancer_conv1d-host-")]
 
-    again = pytester.runpytest(str(EXAMPLE), "--edgec-build-dir", str(build_dir), "-p", "no:cacheprovider")
+    again = pytester.runpytest(str(EXAMPLE), "--edgec-build-dir", str(build_dir), "-p", "no:cacheprovider", *NO_LABGRID)
     again.assert_outcomes(passed=4)                   # the shipped example, on the same (cached) host build
     assert [p for p in build_dir.iterdir() if p.name.startswith("cancer_conv1d-host-")] == [folder]
 
 
 def test_shipped_example_on_qemu_cortex_m4(pytester, build_dir):
     result = pytester.runpytest(str(EXAMPLE), "--edgec-board", "qemu-cortex-m4", "--edgec-build-dir", str(build_dir),
-                                "-p", "no:cacheprovider")
+                                "-p", "no:cacheprovider", *NO_LABGRID)
     result.assert_outcomes(passed=4)
     assert "edgec: board qemu-cortex-m4" in result.stdout.str()
 
@@ -91,7 +92,7 @@ def test_board_from_project_settings_or_option(pytester):
     """(With neither, the board is host: test_user_project_with_only_a_test_file_on_host.)"""
     def expect(board, *args):
         pytester.makepyfile(test_board=f"def test_board(edgec_board):\n    assert edgec_board == {board!r}\n")
-        pytester.runpytest(*args).assert_outcomes(passed=1)
+        pytester.runpytest(*args, *NO_LABGRID).assert_outcomes(passed=1)
 
     (pytester.path / "edgec.toml").write_text('board = "qemu-cortex-m3"\n')
     expect("qemu-cortex-m3")

@@ -8,7 +8,9 @@
 #include <stdint.h>
 
 #if defined(EDGEC_STACK_NEWLIB_ESTACK)
-#include <unistd.h>
+#include <stddef.h>
+
+void *sbrk(ptrdiff_t increment);     /* newlib's; <unistd.h> hides it under -std=c99 (strict ISO C) */
 
 #define STACK_PAINT 0x5AC35AC3u
 extern uint32_t _estack;
