@@ -3,8 +3,9 @@
  * in the TFLite reference kernels. */
 #include "edgec_nn.h"
 
-void edgec_conv2d_s8(const edgec_conv_params *p, const int8_t *input, const int8_t *weights,
-                     const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *output)
+static void edgec_conv2d_any(const edgec_conv_params *p, const int8_t *input, const int8_t *weights,
+                             const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *output,
+                             int packed)
 {
     const int32_t in_w = p->in_w, in_c = p->in_c, out_c = p->out_c;
     const int32_t k_h = p->k_h, k_w = p->k_w, dil_h = p->dil_h, dil_w = p->dil_w;
@@ -19,79 +20,7 @@ void edgec_conv2d_s8(const edgec_conv_params *p, const int8_t *input, const int8
             const int32_t kx0 = edgec_tap_begin(ix0, dil_w);
             const int32_t kx1 = edgec_tap_end(ix0, dil_w, in_w, k_w);
             for (oc = 0; oc < out_c; ++oc) {
-                const int8_t *w_oc = weights + (int32_t)oc * k_h * k_w * in_c;
-                int32_t acc = 0;
-                for (ky = ky0; ky < ky1; ++ky) {
-                    const int32_t iy = iy0 + ky * dil_h;
-                    for (kx = kx0; kx < kx1; ++kx) {
-                        const int32_t ix = ix0 + kx * dil_w;
-                        const int8_t *x = input + (iy * in_w + ix) * in_c;
-                        const int8_t *w = w_oc + (ky * k_w + kx) * in_c;
-                        for (ic = 0; ic < in_c; ++ic) {
-                            acc += ((int32_t)x[ic] - input_zp) * (int32_t)w[ic];
-                        }
-                    }
-                }
-                acc += bias[oc];
-                acc = edgec_requantize(acc, mult[oc], shift[oc]) + p->output_zp;
-                *output++ = (int8_t)edgec_clamp(acc, p->act_min, p->act_max);
-            }
-        }
-    }
-}
-
-void edgec_depthwise_conv2d_s8(const edgec_conv_params *p, const int8_t *input, const int8_t *weights,
-                               const int32_t *bias, const int32_t *mult, const int32_t *shift,
-                               int8_t *output)
-{
-    const int32_t in_w = p->in_w, in_c = p->in_c, out_c = p->out_c, dm = p->depth_multiplier;
-    const int32_t k_w = p->k_w, dil_h = p->dil_h, dil_w = p->dil_w;
-    const int32_t input_zp = p->input_zp;
-    int32_t oy, ox, oc, ky, kx;
-    for (oy = 0; oy < p->out_h; ++oy) {
-        const int32_t iy0 = oy * p->stride_h - p->pad_top;
-        const int32_t ky0 = edgec_tap_begin(iy0, dil_h);
-        const int32_t ky1 = edgec_tap_end(iy0, dil_h, p->in_h, p->k_h);
-        for (ox = 0; ox < p->out_w; ++ox) {
-            const int32_t ix0 = ox * p->stride_w - p->pad_left;
-            const int32_t kx0 = edgec_tap_begin(ix0, dil_w);
-            const int32_t kx1 = edgec_tap_end(ix0, dil_w, in_w, k_w);
-            for (oc = 0; oc < out_c; ++oc) {
-                const int32_t ic = oc / dm;
-                int32_t acc = 0;
-                for (ky = ky0; ky < ky1; ++ky) {
-                    const int32_t iy = iy0 + ky * dil_h;
-                    for (kx = kx0; kx < kx1; ++kx) {
-                        const int32_t ix = ix0 + kx * dil_w;
-                        const int32_t xv = (int32_t)input[(iy * in_w + ix) * in_c + ic] - input_zp;
-                        acc += xv * (int32_t)weights[(ky * k_w + kx) * out_c + oc];
-                    }
-                }
-                acc += bias[oc];
-                acc = edgec_requantize(acc, mult[oc], shift[oc]) + p->output_zp;
-                *output++ = (int8_t)edgec_clamp(acc, p->act_min, p->act_max);
-            }
-        }
-    }
-}
-
-void edgec_conv2d_s4(const edgec_conv_params *p, const int8_t *input, const int8_t *weights,
-                     const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *output)
-{
-    const int32_t in_w = p->in_w, in_c = p->in_c, out_c = p->out_c;
-    const int32_t k_h = p->k_h, k_w = p->k_w, dil_h = p->dil_h, dil_w = p->dil_w;
-    const int32_t input_zp = p->input_zp;
-    int32_t oy, ox, oc, ky, kx, ic;
-    for (oy = 0; oy < p->out_h; ++oy) {
-        const int32_t iy0 = oy * p->stride_h - p->pad_top;
-        const int32_t ky0 = edgec_tap_begin(iy0, dil_h);
-        const int32_t ky1 = edgec_tap_end(iy0, dil_h, p->in_h, k_h);
-        for (ox = 0; ox < p->out_w; ++ox) {
-            const int32_t ix0 = ox * p->stride_w - p->pad_left;
-            const int32_t kx0 = edgec_tap_begin(ix0, dil_w);
-            const int32_t kx1 = edgec_tap_end(ix0, dil_w, in_w, k_w);
-            for (oc = 0; oc < out_c; ++oc) {
-                const int32_t w_oc = oc * k_h * k_w * in_c;       /* index of the channel's first value */
+                const int32_t w_oc = oc * k_h * k_w * in_c;       /* index of the channel's first weight */
                 int32_t acc = 0;
                 for (ky = ky0; ky < ky1; ++ky) {
                     const int32_t iy = iy0 + ky * dil_h;
@@ -100,7 +29,7 @@ void edgec_conv2d_s4(const edgec_conv_params *p, const int8_t *input, const int8
                         const int8_t *x = input + (iy * in_w + ix) * in_c;
                         const int32_t w = w_oc + (ky * k_w + kx) * in_c;
                         for (ic = 0; ic < in_c; ++ic) {
-                            acc += ((int32_t)x[ic] - input_zp) * edgec_int4_at(weights, w + ic);
+                            acc += ((int32_t)x[ic] - input_zp) * edgec_weight_at(weights, w + ic, packed);
                         }
                     }
                 }
@@ -112,9 +41,9 @@ void edgec_conv2d_s4(const edgec_conv_params *p, const int8_t *input, const int8
     }
 }
 
-void edgec_depthwise_conv2d_s4(const edgec_conv_params *p, const int8_t *input, const int8_t *weights,
-                               const int32_t *bias, const int32_t *mult, const int32_t *shift,
-                               int8_t *output)
+static void edgec_depthwise_conv2d_any(const edgec_conv_params *p, const int8_t *input, const int8_t *weights,
+                                       const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                                       int8_t *output, int packed)
 {
     const int32_t in_w = p->in_w, in_c = p->in_c, out_c = p->out_c, dm = p->depth_multiplier;
     const int32_t k_w = p->k_w, dil_h = p->dil_h, dil_w = p->dil_w;
@@ -136,7 +65,7 @@ void edgec_depthwise_conv2d_s4(const edgec_conv_params *p, const int8_t *input, 
                     for (kx = kx0; kx < kx1; ++kx) {
                         const int32_t ix = ix0 + kx * dil_w;
                         const int32_t xv = (int32_t)input[(iy * in_w + ix) * in_c + ic] - input_zp;
-                        acc += xv * edgec_int4_at(weights, (ky * k_w + kx) * out_c + oc);
+                        acc += xv * edgec_weight_at(weights, (ky * k_w + kx) * out_c + oc, packed);
                     }
                 }
                 acc += bias[oc];
@@ -145,6 +74,32 @@ void edgec_depthwise_conv2d_s4(const edgec_conv_params *p, const int8_t *input, 
             }
         }
     }
+}
+
+void edgec_conv2d_s8(const edgec_conv_params *p, const int8_t *input, const int8_t *weights,
+                     const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *output)
+{
+    edgec_conv2d_any(p, input, weights, bias, mult, shift, output, 0);
+}
+
+void edgec_depthwise_conv2d_s8(const edgec_conv_params *p, const int8_t *input, const int8_t *weights,
+                               const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                               int8_t *output)
+{
+    edgec_depthwise_conv2d_any(p, input, weights, bias, mult, shift, output, 0);
+}
+
+void edgec_conv2d_s4(const edgec_conv_params *p, const int8_t *input, const int8_t *weights,
+                     const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *output)
+{
+    edgec_conv2d_any(p, input, weights, bias, mult, shift, output, 1);
+}
+
+void edgec_depthwise_conv2d_s4(const edgec_conv_params *p, const int8_t *input, const int8_t *weights,
+                               const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                               int8_t *output)
+{
+    edgec_depthwise_conv2d_any(p, input, weights, bias, mult, shift, output, 1);
 }
 
 void edgec_group_conv2d_s8(const edgec_conv_params *p, int32_t groups, const int8_t *input,

@@ -2,17 +2,17 @@
  * edgec/ops/dense.py. */
 #include "edgec_nn.h"
 
-void edgec_fully_connected_s8(const edgec_fully_connected_params *p, const int8_t *input, const int8_t *weights,
-                              const int32_t *bias, const int32_t *mult, const int32_t *shift,
-                              int8_t *output)
+static void edgec_fully_connected_any(const edgec_fully_connected_params *p, const int8_t *input,
+                                      const int8_t *weights, const int32_t *bias, const int32_t *mult,
+                                      const int32_t *shift, int8_t *output, int packed)
 {
     const int32_t n_in = p->in_features, input_zp = p->input_zp;
     int32_t o, i;
     for (o = 0; o < p->out_features; ++o) {
-        const int8_t *w = weights + o * n_in;
+        const int32_t w = o * n_in;        /* index of the row's first weight */
         int32_t acc = 0;
         for (i = 0; i < n_in; ++i) {
-            acc += ((int32_t)input[i] - input_zp) * (int32_t)w[i];
+            acc += ((int32_t)input[i] - input_zp) * edgec_weight_at(weights, w + i, packed);
         }
         acc += bias[o];
         acc = edgec_requantize(acc, mult[o], shift[o]) + p->output_zp;
@@ -20,22 +20,18 @@ void edgec_fully_connected_s8(const edgec_fully_connected_params *p, const int8_
     }
 }
 
+void edgec_fully_connected_s8(const edgec_fully_connected_params *p, const int8_t *input, const int8_t *weights,
+                              const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                              int8_t *output)
+{
+    edgec_fully_connected_any(p, input, weights, bias, mult, shift, output, 0);
+}
+
 void edgec_fully_connected_s4(const edgec_fully_connected_params *p, const int8_t *input, const int8_t *weights,
                               const int32_t *bias, const int32_t *mult, const int32_t *shift,
                               int8_t *output)
 {
-    const int32_t n_in = p->in_features, input_zp = p->input_zp;
-    int32_t o, i;
-    for (o = 0; o < p->out_features; ++o) {
-        const int32_t w = o * n_in;        /* index of the row's first value */
-        int32_t acc = 0;
-        for (i = 0; i < n_in; ++i) {
-            acc += ((int32_t)input[i] - input_zp) * edgec_int4_at(weights, w + i);
-        }
-        acc += bias[o];
-        acc = edgec_requantize(acc, mult[o], shift[o]) + p->output_zp;
-        output[o] = (int8_t)edgec_clamp(acc, p->act_min, p->act_max);
-    }
+    edgec_fully_connected_any(p, input, weights, bias, mult, shift, output, 1);
 }
 
 void edgec_fully_connected_rows_s8(const edgec_fully_connected_params *p, int32_t rows, const int8_t *input,

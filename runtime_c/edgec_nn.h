@@ -97,6 +97,13 @@ static inline int32_t edgec_int4_at(const int8_t *packed, int32_t i)
     return (int32_t)(n ^ 8u) - 8;
 }
 
+/* The weight at index i: int8, or int4 packed two per byte (edgec_int4_at); `packed` is a constant at every
+ * call, so a reference kernel shared by the s8 and s4 entry points compiles to one loop for each. */
+static inline int32_t edgec_weight_at(const int8_t *weights, int32_t i, int packed)
+{
+    return packed ? edgec_int4_at(weights, i) : (int32_t)weights[i];
+}
+
 static inline int32_t edgec_tap_begin(int32_t origin, int32_t dil)
 {
     return origin >= 0 ? 0 : (-origin + dil - 1) / dil;
