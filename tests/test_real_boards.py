@@ -39,6 +39,8 @@ int edgec_uart_try_getc(void) { return rx; }
 int edgec_uart_getc(void) { return rx; }
 void edgec_exit(int code) { (void)code; for (;;) { } }
 uint32_t SystemCoreClock = 16000000u;    /* CMSIS: the framework's clock set-up keeps it current */
+extern uint8_t _end;                     /* the framework's syscalls: newlib's heap starts after .bss */
+void *_sbrk(ptrdiff_t n) { static uint8_t *top = &_end; uint8_t *old = top; top += n; return old; }
 int main(void) { return edgec_bench_main(); }
 """
 
@@ -68,7 +70,8 @@ SECTIONS {{
   .text : {{ *(.text*) *(.rodata*) . = ALIGN(4); }} > FLASH
   .ARM.exidx : {{ *(.ARM.exidx*) }} > FLASH
   .data : {{ *(.data*) . = ALIGN(4); }} > RAM AT > FLASH
-  .bss (NOLOAD) : {{ *(.bss*) *(COMMON) . = ALIGN(4); }} > RAM
+  .bss (NOLOAD) : {{ *(.bss*) *(COMMON) . = ALIGN(4); _end = .; }} > RAM
+  _estack = ORIGIN(RAM) + LENGTH(RAM);     /* STM32duino's linker scripts: the stack's top */
 }}
 """
 
