@@ -315,41 +315,46 @@ void edgec_depthwise_conv2d_3x3_s8(const edgec_depthwise_conv2d_3x3_params *p, c
 #define EDGEC_DWF_ONE(acc) EDGEC_DWF_AT(acc, 0)
 #endif
 
-/* requantize the doubled accumulator t and store it at *o; `clamp` of v_ (mult, khi, neg, shift, lo, hi: locals) */
-#define EDGEC_DWF_STORE(t, o, clamp)                                                               \
+/* requantize the doubled accumulator t and store it at *o; `clamp` of v_, `fix` the correction for a negative t
+ * (the record's neg: one row function per value). The record's fields are read where they are used (the int8
+ * stores may alias them, so the compiler reloads them anyway: no registers held for them). */
+#define EDGEC_DWF_STORE(t, o, clamp, fix)                                                            \
     do {                                                                                           \
-        int32_t v_ = (E_SMMLAR((t), mult, khi) + (((t) >> 31) & neg)) >> shift;                   \
+        int32_t v_ = (E_SMMLAR((t), q->mult, q->khi) + fix(t)) >> q->shift;                        \
         *(o) = (int8_t)(clamp);                                                                    \
     } while (0)
 
 /* One output row of one channel: n outputs, x its record in strip column 0, wk its 6 words; two outputs per
  * step (stride 1 shares columns 1 and 2 between them, stride 2 column 2). */
-#define EDGEC_DWF_ROW(name, clamp)                                                                 \
+#define EDGEC_DWF_ROW(name, clamp, fix)                                                            \
     static EDGEC_HOT void name(const edgec_w32 *x, int32_t n, int32_t stride, const edgec_w32 *wk, \
                                const edgec_rq *q, int8_t *out, int32_t step, int32_t lo, int32_t hi) \
     {                                                                                              \
         EDGEC_DWF_DECL                                                                             \
-        const int32_t mult = q->mult, khi = q->khi, neg = q->neg, shift = q->shift;                \
         const edgec_w32 *const end = x + 8 * stride * (n & ~1); /* 8 words a column */                                   \
         if (stride == 1) {                                                                         \
-            for (; x < end; x += 16, out += 2 * step) {                                            \
+            for (; x < end; x += 16) {                                            \
                 int32_t a0 = bias, a1 = bias;                                                      \
                 EDGEC_DWF_PAIR1(a0, a1);                                                           \
-                EDGEC_DWF_STORE(a0, out, clamp);                                                   \
-                EDGEC_DWF_STORE(a1, out + step, clamp);                                            \
+                EDGEC_DWF_STORE(a0, out, clamp, fix);                                                 \
+                out += step;                                                                       \
+                EDGEC_DWF_STORE(a1, out, clamp, fix);                                                 \
+                out += step;                                                                       \
             }                                                                                      \
         } else {                                                                                   \
-            for (; x < end; x += 32, out += 2 * step) {                                            \
+            for (; x < end; x += 32) {                                            \
                 int32_t a0 = bias, a1 = bias;                                                      \
                 EDGEC_DWF_PAIR2(a0, a1);                                                           \
-                EDGEC_DWF_STORE(a0, out, clamp);                                                   \
-                EDGEC_DWF_STORE(a1, out + step, clamp);                                            \
+                EDGEC_DWF_STORE(a0, out, clamp, fix);                                                 \
+                out += step;                                                                       \
+                EDGEC_DWF_STORE(a1, out, clamp, fix);                                                 \
+                out += step;                                                                       \
             }                                                                                      \
         }                                                                                          \
         if (n & 1) {                                                                               \
             int32_t a0 = bias;                                                                     \
             EDGEC_DWF_ONE(a0);                                                                     \
-            EDGEC_DWF_STORE(a0, out, clamp);                                                       \
+            EDGEC_DWF_STORE(a0, out, clamp, fix);                                                     \
         }                                                                                          \
         (void)lo;                                                                                  \
         (void)hi;                                                                                  \
@@ -394,9 +399,14 @@ void edgec_depthwise_conv2d_3x3_s8(const edgec_depthwise_conv2d_3x3_params *p, c
         EDGEC_DWF_AT(a1, 8);                                                                       \
     } while (0)
 #endif
-EDGEC_DWF_ROW(edgec_dwf_row_full, EDGEC_SAT8(v_))
-EDGEC_DWF_ROW(edgec_dwf_row_floor, EDGEC_SAT8(v_ < lo ? lo : v_)) /* hi == 127 (e.g. ReLU) */
-EDGEC_DWF_ROW(edgec_dwf_row_clamped, v_ < lo ? lo : (v_ > hi ? hi : v_))
+#define EDGEC_DWF_NEG(t) ((t) >> 31) /* neg == -1 */
+#define EDGEC_DWF_NONNEG(t) 0        /* neg == 0 */
+EDGEC_DWF_ROW(edgec_dwf_row_full, EDGEC_SAT8(v_), EDGEC_DWF_NEG)
+EDGEC_DWF_ROW(edgec_dwf_row_full_nonneg, EDGEC_SAT8(v_), EDGEC_DWF_NONNEG)
+EDGEC_DWF_ROW(edgec_dwf_row_clamped, v_ < lo ? lo : (v_ > hi ? hi : v_), EDGEC_DWF_NEG)
+EDGEC_DWF_ROW(edgec_dwf_row_clamped_nonneg, v_ < lo ? lo : (v_ > hi ? hi : v_), EDGEC_DWF_NONNEG)
+typedef void (*edgec_dwf_row)(const edgec_w32 *, int32_t, int32_t, const edgec_w32 *, const edgec_rq *, int8_t *,
+                              int32_t, int32_t, int32_t);
 
 void edgec_depthwise_conv2d_3x3_fused_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
                                          const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output)
@@ -406,8 +416,9 @@ void edgec_depthwise_conv2d_3x3_fused_s8(const edgec_depthwise_conv2d_3x3_params
     const int32_t x0 = pl < width ? pl : width;
     const int32_t x1 = cols + pl < width ? (cols + pl < x0 ? x0 : cols + pl) : width;
     int16_t *win = (int16_t *)(void *)scratch;
-    void (*row)(const edgec_w32 *, int32_t, int32_t, const edgec_w32 *, const edgec_rq *, int8_t *, int32_t, int32_t,
-                int32_t) = hi != 127 ? edgec_dwf_row_clamped : (lo == -128 ? edgec_dwf_row_full : edgec_dwf_row_floor);
+    const int full = lo == -128 && hi == 127;
+    const edgec_dwf_row row_neg = full ? edgec_dwf_row_full : edgec_dwf_row_clamped;
+    const edgec_dwf_row row_nonneg = full ? edgec_dwf_row_full_nonneg : edgec_dwf_row_clamped_nonneg;
     int32_t cg, oy, r, k;
     for (cg = 0; cg < c; cg += 4) {
         int32_t next = -p->pad_top;
@@ -424,7 +435,7 @@ void edgec_depthwise_conv2d_3x3_fused_s8(const edgec_depthwise_conv2d_3x3_params
             }
             next = r0 + 3;
             for (k = 0; k < 4; ++k) {
-                row((const edgec_w32 *)(const void *)win + 2 * k, n, s, (const edgec_w32 *)weights + 18 * (cg + k) + 6 * rot,
+                (rq[cg + k].neg ? row_neg : row_nonneg)((const edgec_w32 *)(const void *)win + 2 * k, n, s, (const edgec_w32 *)weights + 18 * (cg + k) + 6 * rot,
                     rq + cg + k, output + oy * p->out_row_step + cg + k, p->out_col_step, lo, hi);
             }
         }
