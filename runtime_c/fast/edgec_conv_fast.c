@@ -324,37 +324,43 @@ void edgec_depthwise_conv2d_3x3_s8(const edgec_depthwise_conv2d_3x3_params *p, c
         *(o) = (int8_t)(clamp);                                                                    \
     } while (0)
 
-/* One output row of one channel: n outputs, x its record in strip column 0, wk its 6 words; two outputs per
- * step (stride 1 shares columns 1 and 2 between them, stride 2 column 2). */
+/* One output row of the 4 channels of a group: n outputs each; x: channel 0's record in strip column 0 (channel k's
+ * is 2 words further per k), wk: channel 0's 6 words for this row's rotation (channel k's 18 * k further), out:
+ * channel 0's first output. Two outputs per step (stride 1 shares columns 1 and 2 between them, stride 2 column 2). */
 #define EDGEC_DWF_ROW(name, clamp, fix)                                                            \
-    static EDGEC_HOT void name(const edgec_w32 *x, int32_t n, int32_t stride, const edgec_w32 *wk, \
-                               const edgec_rq *q, int8_t *out, int32_t step, int32_t lo, int32_t hi) \
+    static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, int32_t stride, const edgec_w32 *wk,\
+                               const edgec_rq *q, int8_t *out0, int32_t step, int32_t lo, int32_t hi) \
     {                                                                                              \
-        EDGEC_DWF_DECL                                                                             \
-        const edgec_w32 *const end = x + 8 * stride * (n & ~1); /* 8 words a column */                                   \
-        if (stride == 1) {                                                                         \
-            for (; x < end; x += 16) {                                            \
-                int32_t a0 = bias, a1 = bias;                                                      \
-                EDGEC_DWF_PAIR1(a0, a1);                                                           \
-                EDGEC_DWF_STORE(a0, out, clamp, fix);                                                 \
-                out += step;                                                                       \
-                EDGEC_DWF_STORE(a1, out, clamp, fix);                                                 \
-                out += step;                                                                       \
+        const int32_t span = 8 * stride * (n & ~1); /* 8 words a column */                        \
+        int32_t k;                                                                                 \
+        for (k = 0; k < 4; ++k, x0 += 2, wk += 18, ++q, ++out0) {                                  \
+            const edgec_w32 *x = x0, *const end = x0 + span;                                       \
+            int8_t *out = out0;                                                                    \
+            EDGEC_DWF_DECL                                                                         \
+            if (stride == 1) {                                                                     \
+                for (; x < end; x += 16) {                                                         \
+                    int32_t a0 = bias, a1 = bias;                                                  \
+                    EDGEC_DWF_PAIR1(a0, a1);                                                       \
+                    EDGEC_DWF_STORE(a0, out, clamp, fix);                                          \
+                    out += step;                                                                   \
+                    EDGEC_DWF_STORE(a1, out, clamp, fix);                                          \
+                    out += step;                                                                   \
+                }                                                                                  \
+            } else {                                                                               \
+                for (; x < end; x += 32) {                                                         \
+                    int32_t a0 = bias, a1 = bias;                                                  \
+                    EDGEC_DWF_PAIR2(a0, a1);                                                       \
+                    EDGEC_DWF_STORE(a0, out, clamp, fix);                                          \
+                    out += step;                                                                   \
+                    EDGEC_DWF_STORE(a1, out, clamp, fix);                                          \
+                    out += step;                                                                   \
+                }                                                                                  \
             }                                                                                      \
-        } else {                                                                                   \
-            for (; x < end; x += 32) {                                            \
-                int32_t a0 = bias, a1 = bias;                                                      \
-                EDGEC_DWF_PAIR2(a0, a1);                                                           \
-                EDGEC_DWF_STORE(a0, out, clamp, fix);                                                 \
-                out += step;                                                                       \
-                EDGEC_DWF_STORE(a1, out, clamp, fix);                                                 \
-                out += step;                                                                       \
+            if (n & 1) {                                                                           \
+                int32_t a0 = bias;                                                                 \
+                EDGEC_DWF_ONE(a0);                                                                 \
+                EDGEC_DWF_STORE(a0, out, clamp, fix);                                              \
             }                                                                                      \
-        }                                                                                          \
-        if (n & 1) {                                                                               \
-            int32_t a0 = bias;                                                                     \
-            EDGEC_DWF_ONE(a0);                                                                     \
-            EDGEC_DWF_STORE(a0, out, clamp, fix);                                                     \
         }                                                                                          \
         (void)lo;                                                                                  \
         (void)hi;                                                                                  \
@@ -399,12 +405,12 @@ void edgec_depthwise_conv2d_3x3_s8(const edgec_depthwise_conv2d_3x3_params *p, c
         EDGEC_DWF_AT(a1, 8);                                                                       \
     } while (0)
 #endif
-#define EDGEC_DWF_NEG(t) ((t) >> 31) /* neg == -1 */
-#define EDGEC_DWF_NONNEG(t) 0        /* neg == 0 */
+#define EDGEC_DWF_NEG(t) ((t) >> 31)       /* every neg of the group == -1 (the usual case: shift > 0) */
+#define EDGEC_DWF_ANYNEG(t) ((t) >> 31 & q->neg) /* the record's own */
 EDGEC_DWF_ROW(edgec_dwf_row_full, EDGEC_SAT8(v_), EDGEC_DWF_NEG)
-EDGEC_DWF_ROW(edgec_dwf_row_full_nonneg, EDGEC_SAT8(v_), EDGEC_DWF_NONNEG)
+EDGEC_DWF_ROW(edgec_dwf_row_full_anyneg, EDGEC_SAT8(v_), EDGEC_DWF_ANYNEG)
 EDGEC_DWF_ROW(edgec_dwf_row_clamped, v_ < lo ? lo : (v_ > hi ? hi : v_), EDGEC_DWF_NEG)
-EDGEC_DWF_ROW(edgec_dwf_row_clamped_nonneg, v_ < lo ? lo : (v_ > hi ? hi : v_), EDGEC_DWF_NONNEG)
+EDGEC_DWF_ROW(edgec_dwf_row_clamped_anyneg, v_ < lo ? lo : (v_ > hi ? hi : v_), EDGEC_DWF_ANYNEG)
 typedef void (*edgec_dwf_row)(const edgec_w32 *, int32_t, int32_t, const edgec_w32 *, const edgec_rq *, int8_t *,
                               int32_t, int32_t, int32_t);
 
@@ -418,9 +424,10 @@ void edgec_depthwise_conv2d_3x3_fused_s8(const edgec_depthwise_conv2d_3x3_params
     int16_t *win = (int16_t *)(void *)scratch;
     const int full = lo == -128 && hi == 127;
     const edgec_dwf_row row_neg = full ? edgec_dwf_row_full : edgec_dwf_row_clamped;
-    const edgec_dwf_row row_nonneg = full ? edgec_dwf_row_full_nonneg : edgec_dwf_row_clamped_nonneg;
+    const edgec_dwf_row row_anyneg = full ? edgec_dwf_row_full_anyneg : edgec_dwf_row_clamped_anyneg;
     int32_t cg, oy, r, k;
     for (cg = 0; cg < c; cg += 4) {
+        const int negs = rq[cg].neg + rq[cg + 1].neg + rq[cg + 2].neg + rq[cg + 3].neg != -4;
         int32_t next = -p->pad_top;
         for (k = 0; k < 3; ++k) {
             edgec_dw_load_row(p, input, 0, x0, k, win, 0);
@@ -434,10 +441,9 @@ void edgec_depthwise_conv2d_3x3_fused_s8(const edgec_depthwise_conv2d_3x3_params
                 edgec_dw_load_row(p, src, x0, x1, (r % 3 + 3) % 3, win, valid);
             }
             next = r0 + 3;
-            for (k = 0; k < 4; ++k) {
-                (rq[cg + k].neg ? row_neg : row_nonneg)((const edgec_w32 *)(const void *)win + 2 * k, n, s, (const edgec_w32 *)weights + 18 * (cg + k) + 6 * rot,
-                    rq + cg + k, output + oy * p->out_row_step + cg + k, p->out_col_step, lo, hi);
-            }
+            (negs ? row_anyneg : row_neg)((const edgec_w32 *)(const void *)win, n, s,
+                                          (const edgec_w32 *)weights + 18 * cg + 6 * rot, rq + cg,
+                                          output + oy * p->out_row_step + cg, p->out_col_step, lo, hi);
         }
     }
 }
