@@ -241,3 +241,19 @@ def test_sweep_reaches_large_and_odd_channel_counts():
     rng = np.random.default_rng(0)
     drawn = np.array([channels(rng) for _ in range(600)])
     assert drawn.max() > 100 and np.mean(drawn % 4 != 0) > 0.5 and np.sum(drawn > 64) > 50
+
+
+def test_depthwise_speed_variant_is_the_default_and_size_keeps_the_generic_kernel():
+    """`--optimize speed` puts a depthwise 3x3 on its fused variant (its per-rotation weights cost flash, reported),
+    `--optimize size` keeps the generic kernel; both are variants `edgec tune` can choose between."""
+    rng = np.random.default_rng(7)
+    p = _conv_params(rng, 6, 6, 8, 8, _geometry(rng, 6, 6, 3, 3, 1, 1))
+    op = weighted_op("depthwise_conv2d", p, i8(rng, (3, 3, 8)), *_requant(rng, 8, 9))
+    kernels = {}
+    for optimize in specialize.OPTIMIZE_CHOICES:
+        op.lowered = lowering.lower(op)
+        specialize.specialize(op, optimize)
+        kernels[optimize] = op.lowered["kernel"]
+        assert op.lowered["variants"] == ["generic", "fused"]
+        assert (op.lowered["extra_bytes"] > 0) == (optimize == "speed")
+    assert kernels == {"speed": "edgec_depthwise_conv2d_3x3_fused_s8", "size": "edgec_depthwise_conv2d_3x3_s8"}
