@@ -304,7 +304,7 @@ void edgec_depthwise_conv2d_3x3_s8(const edgec_depthwise_conv2d_3x3_params *p, c
 #else
 #define EDGEC_DWF_DECL                                                                             \
     const edgec_h16 *h_ = (const edgec_h16 *)(const void *)wk;                                     \
-    const int32_t a0w = h_[0], b0w = h_[1], a1w = h_[2], b1w = h_[3], a2w = h_[4], b2w = h_[5];     \
+    const int32_t a0w = h_[0], b0w = h_[1], a1w = h_[2], b1w = h_[3], a2w = h_[4], b2w = h_[5];    \
     const int32_t c0w = h_[6], c1w = h_[7], c2w = h_[8], bias = (int32_t)wk[5];
 #define EDGEC_DWF_AT(acc, o)                                                                       \
     do {                                                                                           \
@@ -318,7 +318,7 @@ void edgec_depthwise_conv2d_3x3_s8(const edgec_depthwise_conv2d_3x3_params *p, c
 /* requantize the doubled accumulator t and store it at *o; `clamp` of v_, `fix` the correction for a negative t
  * (the record's neg: one row function per value). The record's fields are read where they are used (the int8
  * stores may alias them, so the compiler reloads them anyway: no registers held for them). */
-#define EDGEC_DWF_STORE(t, o, clamp, fix)                                                            \
+#define EDGEC_DWF_STORE(t, o, clamp, fix)                                                          \
     do {                                                                                           \
         int32_t v_ = (E_SMMLAR((t), q->mult, q->khi) + fix(t)) >> q->shift;                        \
         *(o) = (int8_t)(clamp);                                                                    \
@@ -328,10 +328,10 @@ void edgec_depthwise_conv2d_3x3_s8(const edgec_depthwise_conv2d_3x3_params *p, c
  * is 2 words further per k), wk: channel 0's 6 words for this row's rotation (channel k's 18 * k further), out:
  * channel 0's first output. Two outputs per step (stride 1 shares columns 1 and 2 between them, stride 2 column 2). */
 #define EDGEC_DWF_ROW(name, clamp, fix)                                                            \
-    static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, int32_t stride, const edgec_w32 *wk,\
+    static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, int32_t stride, const edgec_w32 *wk, \
                                const edgec_rq *q, int8_t *out0, int32_t step, int32_t lo, int32_t hi) \
     {                                                                                              \
-        const int32_t span = 8 * stride * (n & ~1); /* 8 words a column */                        \
+        const int32_t span = 8 * stride * (n & ~1); /* 8 words a column */                         \
         int32_t k;                                                                                 \
         for (k = 0; k < 4; ++k, x0 += 2, wk += 18, ++q, ++out0) {                                  \
             const edgec_w32 *x = x0, *const end = x0 + span;                                       \
