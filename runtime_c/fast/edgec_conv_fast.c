@@ -414,6 +414,31 @@ EDGEC_DWF_ROW(edgec_dwf_row_clamped_anyneg, v_ < lo ? lo : (v_ > hi ? hi : v_), 
 typedef void (*edgec_dwf_row)(const edgec_w32 *, int32_t, int32_t, const edgec_w32 *, const edgec_rq *, int8_t *,
                               int32_t, int32_t, int32_t);
 
+/* Input row `src` into slot `slot` of strip columns [x0, x1), as edgec_dw_load_row does, two columns a step. */
+static EDGEC_NOINLINE void edgec_dwf_load_row(const int8_t *src, int32_t cs, int32_t x0, int32_t x1, int32_t slot,
+                                              int16_t *win)
+{
+    edgec_h16 *d = (edgec_h16 *)win + 16 * x0 + slot;
+    edgec_h16 *const end = d + 16 * ((x1 - x0) & ~1);
+    for (; d < end; d += 32, src += 2 * cs) {
+        const int8_t *s2 = src + cs;
+        d[0] = src[0];
+        d[4] = src[1];
+        d[8] = src[2];
+        d[12] = src[3];
+        d[16] = s2[0];
+        d[20] = s2[1];
+        d[24] = s2[2];
+        d[28] = s2[3];
+    }
+    if ((x1 - x0) & 1) {
+        d[0] = src[0];
+        d[4] = src[1];
+        d[8] = src[2];
+        d[12] = src[3];
+    }
+}
+
 void edgec_depthwise_conv2d_3x3_fused_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
                                          const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
@@ -437,8 +462,12 @@ void edgec_depthwise_conv2d_3x3_fused_s8(const edgec_depthwise_conv2d_3x3_params
             const int32_t r0 = oy * s - p->pad_top, rot = (r0 % 3 + 3) % 3;
             for (r = next > r0 ? next : r0; r < r0 + 3; ++r) {
                 const int valid = r >= 0 && r < rows;
-                const int8_t *src = valid ? input + r * p->in_row_step + (x0 - pl) * p->in_col_step + cg : input;
-                edgec_dw_load_row(p, src, x0, x1, (r % 3 + 3) % 3, win, valid);
+                if (valid) {
+                    edgec_dwf_load_row(input + r * p->in_row_step + (x0 - pl) * p->in_col_step + cg, p->in_col_step,
+                                       x0, x1, (r % 3 + 3) % 3, win);
+                } else {
+                    edgec_dw_load_row(p, input, x0, x1, (r % 3 + 3) % 3, win, 0);
+                }
             }
             next = r0 + 3;
             (negs ? row_anyneg : row_neg)((const edgec_w32 *)(const void *)win, n, s,
