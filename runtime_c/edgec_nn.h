@@ -211,6 +211,13 @@ void edgec_depthwise_conv2d_3x3_mve_s8(const edgec_depthwise_conv2d_3x3_params *
                                        const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
                                        int8_t *output);
 
+/* fast, `--optimize speed`: the same depthwise 3x3 with its weights packed at build time for each rotation of
+ * the window (per channel and rotation 6 words: the SMLAD pairs, the third row's taps and the doubled bias;
+ * edgec/codegen/specialize.py) and each output requantized from its register as soon as it is summed.
+ * scratch: 32 * ((out_cols-1)*stride + 3) bytes, 4-byte aligned. */
+void edgec_depthwise_conv2d_3x3_fused_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
+                                         const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
+
 /* ================================================================ fully connected and matrix product
  * edgec_fully_connected.c; fast variant in fast/edgec_fully_connected_fast.c */
 

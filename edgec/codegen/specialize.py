@@ -45,9 +45,35 @@ def wide_fc(lowered: dict) -> dict:
             "arrays": {**lowered["arrays"], "fw": fast.words(np.ascontiguousarray(w))}}
 
 
+def _half(v) -> np.ndarray:
+    """int16 values as the low 16 bits of uint32 words."""
+    return (np.asarray(v, np.int64) & 0xFFFF).astype(np.uint32)
+
+
+def fused_depthwise(lowered: dict) -> dict:
+    """The depthwise 3x3 with requantization fused into the store (edgec_depthwise_conv2d_3x3_fused_s8): per
+    channel and rotation rot of the window (slot i holds kernel row (i - rot) mod 3; rows a, b, c in slots 0, 1, 2)
+    the 6 words (a0, b0) (a1, b1) (a2, b2) (c0, c1) (c2, 0) and 2 * bias, the weights the doubled int16 values of
+    the generic lowering."""
+    w = lowered["arrays"]["fw"].view(np.int16).reshape(-1, 3, 3).astype(np.int32)   # [c][ky][kx], doubled
+    bias2 = 2 * lowered["arrays"]["rq"].reshape(-1, 5)[:, 0].astype(np.int64)
+    words = np.zeros((len(w), 3, 6), np.uint32)
+    for rot in range(3):
+        a, b, c = (w[:, (3 + i - rot) % 3] for i in range(3))
+        for kx in range(3):
+            words[:, rot, kx] = _half(a[:, kx]) | _half(b[:, kx]) << 16
+        words[:, rot, 3] = _half(c[:, 0]) | _half(c[:, 1]) << 16
+        words[:, rot, 4] = _half(c[:, 2])
+        words[:, rot, 5] = (bias2 & 0xFFFFFFFF).astype(np.uint32)
+    width = (lowered["params"]["out_cols"] - 1) * lowered["params"]["stride"] + 3
+    return {**lowered, "kernel": "edgec_depthwise_conv2d_3x3_fused_s8", "scratch_bytes": 32 * width,
+            "arrays": {**lowered["arrays"], "fw": words.reshape(-1)}}
+
+
 # kernel of the generic lowering -> (variant name, builder), fastest first by default
 SPEED_VARIANTS = {"edgec_conv2d_im2col_s8": (("blocked", blocked_conv),),
-                  "edgec_fully_connected_packed_s8": (("wide", wide_fc),)}
+                  "edgec_fully_connected_packed_s8": (("wide", wide_fc),),
+                  "edgec_depthwise_conv2d_3x3_s8": (("fused", fused_depthwise),)}
 
 
 def variants(lowered: dict | None) -> list[str]:

@@ -143,7 +143,8 @@ def conv_cases(rng, lib, n, variant=specialize.GENERIC):
         yield True
 
 
-def depthwise_cases(rng, lib, n):
+def depthwise_cases(rng, lib, n, variant=specialize.GENERIC):
+    """variant: the generic depthwise 3x3 or its speed variant (requantization fused into the store)."""
     for _ in range(n):
         c = 4 * int(rng.integers(1, 33)) if rng.random() < 0.4 else 4 * int(rng.integers(1, 4))
         stride = int(rng.integers(1, 3))
@@ -160,6 +161,7 @@ def depthwise_cases(rng, lib, n):
             yield False
             continue
         assert low["kernel"] == "edgec_depthwise_conv2d_3x3_s8"
+        low = specialize.apply(low, variant)
         want = conv.run_conv(op, [x])
         got = run_fast(lib, low, x, out_size=want.size).reshape(want.shape)
         assert np.array_equal(got, want), p
@@ -221,6 +223,7 @@ def avg_pool_cases(rng, lib, n):
 
 SWEEPS = {"conv2d_im2col": (conv_cases, 300), "conv2d_blocked": (partial(conv_cases, variant="blocked"), 300),
           "depthwise_conv2d_3x3": (depthwise_cases, 300),
+          "depthwise_conv2d_3x3_fused": (partial(depthwise_cases, variant="fused"), 300),
           "fully_connected_packed": (fc_cases, 300), "fully_connected_wide": (partial(fc_cases, variant="wide"), 300),
           "add_lut": (add_cases, 300),
           "avg_pool_global": (avg_pool_cases, 200)}
@@ -238,3 +241,19 @@ def test_sweep_reaches_large_and_odd_channel_counts():
     rng = np.random.default_rng(0)
     drawn = np.array([channels(rng) for _ in range(600)])
     assert drawn.max() > 100 and np.mean(drawn % 4 != 0) > 0.5 and np.sum(drawn > 64) > 50
+
+
+def test_depthwise_speed_variant_is_the_default_and_size_keeps_the_generic_kernel():
+    """`--optimize speed` puts a depthwise 3x3 on its fused variant (its per-rotation weights cost flash, reported),
+    `--optimize size` keeps the generic kernel; both are variants `edgec tune` can choose between."""
+    rng = np.random.default_rng(7)
+    p = _conv_params(rng, 6, 6, 8, 8, _geometry(rng, 6, 6, 3, 3, 1, 1))
+    op = weighted_op("depthwise_conv2d", p, i8(rng, (3, 3, 8)), *_requant(rng, 8, 9))
+    kernels = {}
+    for optimize in specialize.OPTIMIZE_CHOICES:
+        op.lowered = lowering.lower(op)
+        specialize.specialize(op, optimize)
+        kernels[optimize] = op.lowered["kernel"]
+        assert op.lowered["variants"] == ["generic", "fused"]
+        assert (op.lowered["extra_bytes"] > 0) == (optimize == "speed")
+    assert kernels == {"speed": "edgec_depthwise_conv2d_3x3_fused_s8", "size": "edgec_depthwise_conv2d_3x3_s8"}
