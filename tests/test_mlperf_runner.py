@@ -116,7 +116,9 @@ def run_runner(tmp_path: Path, url: str, *runs) -> list[tuple[list, str]]:
     return out
 
 
-@pytest.mark.parametrize("key", [k if k in ("kws", "ad") else pytest.param(k, marks=pytest.mark.slow) for k in KEYS])
+# KWS and AD in the default run; VWW and IC (about a minute more) with the sweeps (scripts/test.sh -m sweep)
+@pytest.mark.parametrize("key", [k if k in ("kws", "ad") else pytest.param(k, marks=[pytest.mark.slow, pytest.mark.sweep])
+                                 for k in KEYS])
 def test_official_runner_accuracy_and_performance(key, runner_build, tmp_path):
     require_runner()
     out, graph, dataset = runner_build(key)

@@ -139,8 +139,8 @@ def test_kws_on_cortex_m4_is_tflm_bit_exact(tmp_path):
     assert r["samples"] == len(want)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("key", list(MODELS))
+@pytest.mark.slow       # KWS and AD in the default run, VWW and IC with the sweeps (scripts/test.sh -m sweep)
+@pytest.mark.parametrize("key", [k if k in ("kws", "ad") else pytest.param(k, marks=pytest.mark.sweep) for k in MODELS])
 def test_cortex_m4_bit_exact_and_as_fast_as_onnx(key, tmp_path, mlperf_build):
     """All four on the emulated Cortex-M4: bit-exact with TFLM, and within 0.1 % of the instructions of edgec's
     build of the float ONNX model (the same build mlperf_build shares with test_mlperf_models)."""

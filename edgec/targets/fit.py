@@ -18,6 +18,7 @@ from pathlib import Path
 from edgec.targets.boards import Board
 from edgec.errors import EdgecError
 from edgec.targets.firmware import _run_size as _run   # binutils, with a clear error when missing
+from edgec.codegen.specialize import variant_code_bytes
 from edgec.ir import Graph
 from edgec.ops.registry import ALIAS_OPS, KERNEL_CODE_BYTES
 from edgec.plan.memory_report import summary
@@ -62,7 +63,7 @@ def code_estimate(graph: Graph) -> int:
     ops = [op for op in graph.ops if op.kind not in ALIAS_OPS]
     kinds = {op.kind for op in ops}
     return (CODE_BASE_BYTES + CODE_PER_OP_BYTES * len(ops)
-            + sum(KERNEL_CODE_BYTES.get(k, UNKNOWN_KERNEL_CODE_BYTES) for k in kinds))
+            + sum(KERNEL_CODE_BYTES.get(k, UNKNOWN_KERNEL_CODE_BYTES) for k in kinds) + variant_code_bytes(ops))
 
 
 def region_spaces(graph: Graph, board: Board) -> list[Space]:
