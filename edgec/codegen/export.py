@@ -31,7 +31,7 @@ import numpy as np
 
 from edgec import __version__
 from edgec.codegen import cmodel as codegen
-from edgec.pipeline import compile_model, plan_to_fit
+from edgec.pipeline import calibrate_model, plan_to_fit
 from edgec.ops.registry import graph_macs
 from edgec.templating import environment
 from edgec.quant import scheme
@@ -100,7 +100,7 @@ def export(model_path: str | Path, calib_path: str | Path | None, board_name: st
     check_metadata(name, lib_version)
     board = load_board(board_name)
     outdir = check_output_folder(outdir, (model_path, calib_path))     # before any work
-    _, graph, _ = compile_model(model_path, calib_path, log, options, optimize)     # options: ptq.QuantOptions
+    graph = calibrate_model(model_path, calib_path, options, log)[1].graph     # options: ptq.QuantOptions
     graph.name = name = name or graph.name
     plan = plan_to_fit(graph, board, optimize=optimize, log=log, ram_budget=ram_budget,     # the generic kernels
                        helium=False)[0]        # if speed's do not fit; DSP kernels: no Helium flags assumed
