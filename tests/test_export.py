@@ -14,8 +14,6 @@ from onnx import helper
 from conftest import EXAMPLES, REPO, host_compiler, library_sources, make_model, save
 from edgec import api
 from edgec.quant import artifact
-from edgec.codegen import cmodel as codegen
-from edgec.quant import quantize
 from edgec.quant import scheme
 from edgec.quant import reference
 from edgec.targets.boards import load_board

@@ -20,7 +20,6 @@ from edgec.codegen import cmodel as codegen
 from edgec.codegen import lowering
 from edgec.plan import planner
 from edgec.quant import ptq
-from edgec.quant import quantize
 from edgec.quant import scheme
 from edgec.quant import reference
 from edgec.errors import EdgecError

@@ -8,7 +8,6 @@ import pytest
 from conftest import EXAMPLES, assert_clean_error, edgec
 from edgec import api
 from edgec.quant import artifact
-from edgec.quant import quantize
 from edgec.quant import scheme
 from edgec.quant import reference
 from edgec.data import load_dataset

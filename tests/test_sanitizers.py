@@ -16,7 +16,6 @@ from onnx import helper
 from conftest import DRIVER, EXAMPLES, MLPERF, REPO, host_compiler, make_model, require_mlperf, save
 from edgec import api
 from edgec.codegen import cmodel as codegen
-from edgec.quant import quantize
 from edgec.quant import scheme
 from edgec.quant import reference
 from edgec import cheader
