@@ -28,7 +28,7 @@ test_layer_normalization_3d_axis1_epsilon test_rms_normalization_2d_axis1 test_c
 
 @pytest.fixture(scope="module")
 def cases():
-    return {c.name: c for c in C.node_cases()}
+    return {c.name: c for c in C.node_cases(skip_exports=C.SLOW_REFUSED_EXPORTS)}
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,8 @@ from edgec.targets.boards import load_board
 from edgec import cheader
 from edgec.data import load_dataset
 from edgec.errors import EdgecError
-from edgec.codegen.export import MARKER, c_bytes
+from edgec.codegen.export import MARKER
+from edgec.templating import c_bytes
 from edgec.targets.firmware import board_options, platform_spec
 from edgec.targets.pio import run_pio
 

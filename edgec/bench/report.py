@@ -192,8 +192,6 @@ def memory_rows(memory: dict) -> list[tuple[str, str, str]]:
 
 def render_html(result: dict, build_dir: Path) -> str:
     env = environment()
-    env.filters["num"] = lambda v, d=0: "n/a" if v is None else f"{v:,.{d}f}"
-    env.filters["pct"] = lambda v: "n/a" if v is None else f"{100 * v:.2f}%"
     return env.get_template("report.html.j2").render(r=result, plots=plots(result, build_dir),
                                                       summary=summary_lines(result),
                                                       memory_rows=memory_rows(result.get("memory", {})))

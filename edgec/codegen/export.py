@@ -49,18 +49,6 @@ _IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _VERSION_RE = re.compile(r"[0-9]+(\.[0-9]+){0,3}")
 
 
-def c_bytes(values, per_line: int = 16) -> str:
-    """int8 values as the body of a C array initializer."""
-    flat = [str(int(v)) for v in np.asarray(values).reshape(-1)]
-    return ",\n".join("    " + ", ".join(flat[i:i + per_line]) for i in range(0, len(flat), per_line))
-
-
-def _env():
-    env = environment()
-    env.filters["c_bytes"] = c_bytes
-    return env
-
-
 def _example_sample(graph, calib_path) -> tuple[np.ndarray, np.ndarray]:
     """The first calibration sample, quantized, and the reference output for it (no calibration data, a
     quantized .tflite: the input filled with its zero point)."""
@@ -132,7 +120,7 @@ def _write(work: Path, graph, plan, board: Board, fmt: str, model_path: Path, ca
                weights_bytes=graph.weights_bytes(), macs=graph_macs(graph), model_hash=_model_hash(graph),
                files=lib_files, runtime_sources=[f for f in runtime if f.endswith(".c")],
                runtime_hashes=[(f, _sha256(src / f)) for f in runtime], input=xq, expected=expected)
-    env = _env()
+    env = environment()
 
     def render(template: str, dest: Path) -> None:
         dest.parent.mkdir(parents=True, exist_ok=True)

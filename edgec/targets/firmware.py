@@ -5,6 +5,8 @@ the build folders of all its environments.
 """
 from __future__ import annotations
 
+import functools
+
 import os
 import re
 import secrets
@@ -111,10 +113,15 @@ def src_build_flags(board: Board) -> list[str]:
     return ["-std=c99", "-Wall", "-Wextra", "-Werror", "-fstack-usage", "-frecord-gcc-switches"]
 
 
+@functools.lru_cache(maxsize=None)
+def _project_environment() -> jinja2.Environment:
+    """Project templates keep their blank lines (no trim_blocks); one environment, templates compiled once."""
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
+                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+
+
 def _render(template: str, **values) -> str:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
-                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    return env.get_template(template).render(**values)
+    return _project_environment().get_template(template).render(**values)
 
 
 def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: str, protocol: str = "edgec",
