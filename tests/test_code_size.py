@@ -10,7 +10,9 @@ import pytest
 
 from conftest import EXAMPLES
 from edgec import api
+from edgec.bench.report import memory_rows
 from edgec.targets import code_size, fit
+from edgec.targets.code_size import summary_line
 
 DIGITS = EXAMPLES / "digits_cnn"
 READELF = "arm-none-eabi-readelf"
@@ -69,3 +71,6 @@ def test_code_is_reported_by_part(size_build):
     assert code["total"] == sum(sizes.values())
     # the weights are constants, not code
     assert code["total"] < report["memory"]["flash_bytes"] - report["memory"]["weights_bytes"]
+    rows = {what: value for what, value, _ in memory_rows(report["memory"])}
+    assert rows["code (functions) of the model library + runtime"] == f"{code['model_and_runtime']:,} B"
+    assert summary_line(code).startswith(f"code {code['total']:,} B: model + runtime {code['model_and_runtime']:,} B")
