@@ -74,3 +74,17 @@ def test_code_is_reported_by_part(size_build):
     rows = {what: value for what, value, _ in memory_rows(report["memory"])}
     assert rows["code (functions) of the model library + runtime"] == f"{code['model_and_runtime']:,} B"
     assert summary_line(code).startswith(f"code {code['total']:,} B: model + runtime {code['model_and_runtime']:,} B")
+
+
+def test_the_size_middleware_covers_every_protocol_harness():
+    """The PlatformIO script compiles at -Os exactly the protocols' harness sources (edgec/targets/firmware.py)."""
+    import ast
+
+    from edgec.resources import resource_dir
+    from edgec.targets.firmware import HARNESS_SIZE_SCRIPT, PROTOCOLS
+
+    script = resource_dir("boards") / "platforms" / "common" / HARNESS_SIZE_SCRIPT
+    tree = ast.parse(script.read_text())
+    listed = next(ast.literal_eval(n.value) for n in tree.body
+                  if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "HARNESS_SOURCES")
+    assert set(listed) == {f for _, files in PROTOCOLS.values() for f in files if f.endswith(".c")}
