@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/latency.py --boards qemu-cortex-m55   # the Helium kernels vs TFLM + CMSIS-NN MVE
     .venv/bin/python benchmarks/latency.py --boards qemu-cortex-m4 --models kws,ic --layers
     .venv/bin/python benchmarks/latency.py --layers --md docs/performance.md   # the published tables
+    .venv/bin/python benchmarks/latency.py --boards qemu-cortex-m4 --optimize speed,size   # both builds side by side
 
 For every model and board: build (calibrated on the golden inputs' x_fp32, NHWC like the ONNX files),
 bench on the device (bit-exactness against the NumPy reference), and print MACs, emulated instructions
@@ -11,9 +12,12 @@ per inference (QEMU -icount: exact; host: ns), instructions per MAC, the ratio t
 numbers of issue 6 (qemu-cortex-m4: TFLM + CMSIS-NN; the Cortex-M3 boards, portable C path: TFLM reference
 kernels; qemu-cortex-m3-large is an M3 with 4 MB of code memory, for the models a 256 KB part cannot hold)
 and issue 15 (qemu-cortex-m55, Helium kernels: TFLM + CMSIS-NN's MVE kernels), the cycle estimate of the
-QEMU plugin on the Arm emulated boards (edgec/bench/cycles.py) and the code
-bytes of the firmware (all functions, from `nm`, excluding weights and other constants). With --layers,
-the per-layer breakdown on qemu-cortex-m4 from `edgec bench --profile` (the bench firmware's PROFILE command).
+QEMU plugin on the Arm emulated boards (edgec/bench/cycles.py; there are no TFLM cycle figures, so the ratio
+compares instructions only), the code bytes (functions, weights and other constants excluded) of the whole
+firmware and of the model library + runtime alone (what an application embeds; the rest is the benchmark
+harness, startup and the C library: edgec/targets/code_size.py), and the firmware's flash. --optimize takes
+speed, size or both (speed,size: one row per build). With --layers, the per-layer breakdown on
+qemu-cortex-m4 from `edgec bench --profile` (the bench firmware's PROFILE command).
 """
 from __future__ import annotations
 
@@ -49,7 +53,8 @@ TARGET = {"qemu-cortex-m4": (TFLM_CMSIS, 0.7, "TFLM+CMSIS-NN"), "qemu-cortex-m3"
 
 
 def code_bytes(elf: Path) -> int | None:
-    """Bytes of all functions in a firmware ELF (nm symbol types t/T), i.e. flash for code without data."""
+    """Bytes of all functions in a program (nm symbol types t/T), i.e. flash for code without data: for the host
+    executable, which has no code-by-part accounting (the Arm firmware's come from the build report)."""
     nm = "arm-none-eabi-nm" if elf.suffix == ".elf" else "nm"
     try:
         out = subprocess.run([nm, "-S", "--size-sort", str(elf)], check=True, capture_output=True, text=True).stdout
@@ -61,57 +66,72 @@ def code_bytes(elf: Path) -> int | None:
 
 
 def run(models, boards, samples, root: Path, layers: bool, optimize: str = "speed") -> dict:
+    """Build and bench every model on every board, once per --optimize mode (a comma-separated list)."""
     results = {"rows": [], "layers": {}}
+    modes = optimize.split(",")
     for key in models:
         golden = np.load(MLPERF / "data" / f"golden_{key}.npz")
         data = root / f"{key}.npz"
         np.savez(data, x=golden["x_fp32"])           # NHWC, the layout of the (non-_nchw) ONNX files
         for board in boards:
-            out = root / f"{key}-{board}"
-            row = {"model": key, "board": board}
-            try:
-                rep = api.build(MLPERF / MODELS[key], data, board, out, optimize=optimize)
-            except EdgecError as e:
-                row["error"] = str(e)
+            for mode in modes:
+                row = measure(key, board, mode, data, root, samples, layers and mode == modes[0], results)
                 results["rows"].append(row)
-                print(f"{key:4s} {board:20s} does not build: {e}", file=sys.stderr)
-                continue
-            profiled = layers and board == "qemu-cortex-m4"
-            r = api.bench(out, data, limit=samples, profile=profiled, report_dir=None)
-            _, _, elf = api.load_build(out)
-            row.update(macs=rep["macs"], latency=r["latency"]["median"], unit=r["latency"]["unit"],
-                       per_mac=r["latency"]["per_mac"],
-                       cycles=(r["latency"].get("cycles_estimate") or {}).get("median"),
-                       agreement=r["agreement"]["device_vs_reference"],
-                       code_bytes=code_bytes(elf), arena_bytes=rep["memory"]["arena_bytes"],
-                       weights_bytes=rep["memory"]["weights_bytes"], flash_bytes=rep["memory"]["flash_bytes"])
-            if board in TARGET:
-                ref = TARGET[board][0][key]
-                row.update(reference=ref, ratio=row["latency"] / ref)
-            results["rows"].append(row)
-            if profiled:
-                results["layers"][key] = dict(r["profile"], board=board)
     return results
+
+
+def measure(key: str, board: str, mode: str, data: Path, root: Path, samples: int, layers: bool,
+            results: dict) -> dict:
+    """One row: build the model for the board with --optimize mode, bench it (per layer too with `layers` on
+    qemu-cortex-m4, into results["layers"])."""
+    out = root / f"{key}-{board}-{mode}"
+    row = {"model": key, "board": board, "optimize": mode}
+    try:
+        rep = api.build(MLPERF / MODELS[key], data, board, out, optimize=mode)
+    except EdgecError as e:
+        print(f"{key:4s} {board:20s} {mode} does not build: {e}", file=sys.stderr)
+        return dict(row, error=str(e))
+    profiled = layers and board == "qemu-cortex-m4"
+    r = api.bench(out, data, limit=samples, profile=profiled, report_dir=None)
+    _, _, elf = api.load_build(out)
+    code = rep["memory"].get("code") or {}
+    row.update(macs=rep["macs"], latency=r["latency"]["median"], unit=r["latency"]["unit"],
+               per_mac=r["latency"]["per_mac"],
+               cycles=(r["latency"].get("cycles_estimate") or {}).get("median"),
+               agreement=r["agreement"]["device_vs_reference"],
+               code_bytes=code.get("total") or code_bytes(elf), model_code_bytes=code.get("model_and_runtime"),
+               code_by_part=code or None, arena_bytes=rep["memory"]["arena_bytes"],
+               weights_bytes=rep["memory"]["weights_bytes"], flash_bytes=rep["memory"]["flash_bytes"])
+    if board in TARGET:
+        ref = TARGET[board][0][key]
+        row.update(reference=ref, ratio=row["latency"] / ref)
+    if profiled:
+        results["layers"][key] = dict(r["profile"], board=board)
+    return row
 
 
 def summary_table(results: dict) -> str:
     """The per-model, per-board table as Markdown (printed as is: it reads as plain text too)."""
-    lines = ["| model | board | MACs | per inference | unit | per MAC | reference | ratio | target | cycles est. "
-             "| exact | code B | arena B |", "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| model | board | optimize | MACs | per inference | unit | per MAC | reference | ratio | target "
+             "| cycles est. | cycles/MAC | exact | code B | model + runtime code B | flash B | arena B |",
+             "|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results["rows"]:
         if "error" in r:
             m = re.search(r"needs (?:about )?([\d,]+ B of \w+).*?the board has ([\d,]+ B)", r["error"])
             why = f"does not fit: needs {m[1]}, has {m[2]}" if m else f"does not build: {r['error'][:80]}"
-            lines.append(f"| {r['model']} | {r['board']} | {why} |" + " |" * 10)
+            lines.append(f"| {r['model']} | {r['board']} | {r.get('optimize', '')} | {why} |" + " |" * 13)
             continue
         unit = "insns" if r["unit"] == "emulated instructions" else r["unit"]
         ref = f"{r['reference']:,d}" if "reference" in r else ""
         ratio = f"{r['ratio']:.2f}" if "ratio" in r else ""
         target = f"<= {TARGET[r['board']][1]:.1f}" if r["board"] in TARGET else ""
         cycles = f"{r['cycles']:,.0f}" if r.get("cycles") else ""
-        lines.append(f"| {r['model']} | {r['board']} | {r['macs']:,d} | {r['latency']:,.0f} | {unit} | "
-                     f"{r['per_mac']:.2f} | {ref} | {ratio} | {target} | {cycles} | {r['agreement']:.2f} | "
-                     f"{r['code_bytes'] or 0:,d} | {r['arena_bytes']:,d} |")
+        cycles_per_mac = f"{r['cycles'] / r['macs']:.2f}" if r.get("cycles") and r["macs"] else ""
+        model_code = f"{r['model_code_bytes']:,d}" if r.get("model_code_bytes") else ""
+        lines.append(f"| {r['model']} | {r['board']} | {r.get('optimize', '')} | {r['macs']:,d} | "
+                     f"{r['latency']:,.0f} | {unit} | {r['per_mac']:.2f} | {ref} | {ratio} | {target} | {cycles} | "
+                     f"{cycles_per_mac} | {r['agreement']:.2f} | {r['code_bytes'] or 0:,d} | {model_code} | "
+                     f"{r['flash_bytes'] or 0:,d} | {r['arena_bytes']:,d} |")
     return "\n".join(lines)
 
 
@@ -131,9 +151,12 @@ def layer_tables(results: dict) -> str:
 
 
 NOTE = ("reference: issue 6 (qemu-cortex-m4: TFLM + CMSIS-NN; Cortex-M3 boards: TFLM reference kernels), "
-        "issue 15 (qemu-cortex-m55: TFLM + CMSIS-NN's MVE kernels); cycles est. = the QEMU plugin's Cortex-M cycle "
-        "estimate (edgec/bench/cycles.py, not a measurement); exact = fraction of samples byte-identical to the "
-        "NumPy reference; code B = functions in the firmware")
+        "issue 15 (qemu-cortex-m55: TFLM + CMSIS-NN's MVE kernels), in instructions; ratio = instructions / "
+        "reference instructions; cycles est. = the QEMU plugin's Cortex-M cycle estimate (edgec/bench/cycles.py, "
+        "not a measurement): there are no TFLM cycle figures, so it has no ratio to TFLM and is not comparable "
+        "to the reference; exact = fraction of samples byte-identical to the NumPy reference; code B = functions "
+        "in the firmware (model + runtime + benchmark harness + startup + C library); model + runtime code B = "
+        "the functions an application embeds; flash B = the whole firmware image (code, weights, constants)")
 
 
 def print_tables(results: dict) -> None:
@@ -152,12 +175,15 @@ For each model and board: MACs, emulated instructions per inference (the median 
 golden samples), instructions per MAC, the reference count from issue 6 (QEMU 7.2 mps2-an386, TFLM with
 CMSIS-NN on the Cortex-M4; TFLM reference kernels on the Cortex-M3 boards, where edgec runs its portable
 C path; issue 15: TFLM with CMSIS-NN's Helium (MVE) kernels on the Cortex-M55, QEMU 7.2 mps3-an547, where
-edgec runs its MVE kernels), the ratio and its target, *cycles est.* (a Cortex-M cycle estimate from the QEMU
-plugin of edgec/bench/cycles.py: Cortex-M4 TRM timings per executed instruction, Helium instructions 2 beats,
-0 flash wait states; an estimate, not a measurement), *exact* (the fraction of samples whose device output is
-byte-identical to the NumPy integer reference), the bytes of code in the firmware (all functions,
-weights and other constants excluded: startup, serial link, benchmark harness, kernels, the model's
-invoke; on the host, the whole native test executable) and the arena. `qemu-cortex-m3` is the
+edgec runs its MVE kernels), the ratio (in instructions) and its target, *cycles est.* (a Cortex-M cycle
+estimate from the QEMU plugin of edgec/bench/cycles.py: Cortex-M4 TRM timings per executed instruction, Helium
+instructions 2 beats, 0 flash wait states; an estimate, not a measurement; there are no TFLM cycle figures, so
+it has no ratio to the reference and is not comparable to it) and per MAC, *exact* (the fraction of samples
+whose device output is byte-identical to the NumPy integer reference), the bytes of code in the firmware (all
+functions, weights and other constants excluded: startup, serial link, benchmark harness, kernels, the model's
+invoke; on the host, the whole native test executable), the code of the model library + runtime alone (what
+an application embeds, edgec/targets/code_size.py), the firmware's flash (code, weights and other constants)
+and the arena. `qemu-cortex-m3` is the
 256 KB lm3s6965, which cannot hold VWW and AD;
 `qemu-cortex-m3-large` is QEMU's mps2-an385, the same Cortex-M3 with 4 MB of code memory.
 
@@ -170,13 +196,21 @@ From `edgec bench --profile` (the firmware's PROFILE command: the counter read a
 """
 
 
+def optimize_modes(text: str) -> str:
+    modes = text.split(",")
+    if not modes or any(m not in ("speed", "size") for m in modes) or len(set(modes)) != len(modes):
+        raise argparse.ArgumentTypeError(f"'{text}': give speed, size or speed,size")
+    return text
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--boards", default="qemu-cortex-m4,qemu-cortex-m55,host,qemu-cortex-m3,qemu-cortex-m3-large")
     ap.add_argument("--samples", type=int, default=2, help="golden samples benchmarked per model (default 2)")
     ap.add_argument("--layers", action="store_true", help="per-layer breakdown on qemu-cortex-m4")
-    ap.add_argument("--optimize", choices=["speed", "size"], default="speed", help="edgec build --optimize (speed)")
+    ap.add_argument("--optimize", default="speed", type=optimize_modes,
+                    help="edgec build --optimize: speed (default), size, or speed,size (a row per build)")
     ap.add_argument("--json", help="write the results as JSON")
     ap.add_argument("--md", help="write the tables as a Markdown page (docs/performance.md)")
     ap.add_argument("--keep", help="build folder to keep (default: a temporary one)")

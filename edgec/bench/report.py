@@ -180,6 +180,14 @@ def memory_rows(memory: dict) -> list[tuple[str, str, str]]:
                     rows.append((f"fit estimate before building: arena in RAM region {region}", _bytes(r["arena"]),
                                  f"linker section {r['section']}; the region has {_bytes(r['board'])}"))
             continue
+        if key == "code" and isinstance(value, dict):         # edgec/targets/code_size.py
+            rows.append(("code (functions) of the model library + runtime", _bytes(value["model_and_runtime"]),
+                         "what an application embeds, besides the C library functions it calls"))
+            rows.append(("code (functions) of the whole firmware", _bytes(value["total"]),
+                         f"model {_bytes(value['model'])} + runtime {_bytes(value['runtime'])} + benchmark harness "
+                         f"{_bytes(value['harness'])} + startup and board support {_bytes(value['board'])} + "
+                         f"C library {_bytes(value['libraries'])}"))
+            continue
         if key == "stack_estimate_method":
             continue
         label, note = MEMORY_LABELS.get(key, (key.replace("_", " "), None))

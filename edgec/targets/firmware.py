@@ -28,6 +28,8 @@ LINK_FILES = ("edgec_link.c", "edgec_link.h")
 # A board with a vendor framework gets edgec's board API from these (boards/platforms/common/) plus a
 # rendered templates/<framework>_main.cpp.j2; edgec's local platforms bring their own BSP.
 HARNESS_FILES = ("edgec_board.h", "edgec_ticks_mcu.c", "edgec_stack_mcu.c")
+# PlatformIO extra script (boards/platforms/common/) that compiles the harness for size on every board
+HARNESS_SIZE_SCRIPT = "edgec_harness_size.py"
 # the benchmark firmware's protocol: edgec's framed link, or the MLPerf Tiny runner's text protocol
 PROTOCOLS = {"edgec": ("bench_main.c.j2", LINK_FILES),
              "mlperf": ("mlperf_main.c.j2", ("edgec_mlperf.c", "edgec_mlperf.h")),
@@ -161,8 +163,9 @@ def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: 
                   mlperf=mlperf if protocol == "mlperf" else None, dataset_bytes=dataset_bytes)
     main_file = "bench_main.c" if board.framework else "main.c"
     (src / main_file).write_text(_render(main_template, **values))
+    common = resource_dir("boards") / "platforms" / "common"
+    shutil.copy2(common / HARNESS_SIZE_SCRIPT, project_dir / HARNESS_SIZE_SCRIPT)
     if board.framework:
-        common = resource_dir("boards") / "platforms" / "common"
         for name in HARNESS_FILES:
             shutil.copy2(common / name, src / name)
         (src / "main.cpp").write_text(_render(f"{board.framework}_main.cpp.j2", **values))
@@ -173,7 +176,7 @@ def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: 
         build_flags.append("-Wl,-T,$PROJECT_DIR/edgec_regions.ld")
     ini = _render("platformio.ini.j2", env_name=env_name(board), platform=platform_spec(board),
                   board_options=board_options(board), build_flags=build_flags,
-                  src_flags=src_build_flags(board), build_cache_dir=core_dir() / "build-cache" if board.framework else None,
+                  src_flags=src_build_flags(board), extra_script=HARNESS_SIZE_SCRIPT, build_cache_dir=core_dir() / "build-cache" if board.framework else None,
                   **values)
     (project_dir / "platformio.ini").write_text(ini)
     return project_dir

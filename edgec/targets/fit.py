@@ -18,6 +18,7 @@ from pathlib import Path
 from edgec.targets.boards import Board
 from edgec.errors import EdgecError
 from edgec.targets.firmware import _run_size as _run   # binutils, with a clear error when missing
+from edgec.targets.code_size import code_by_part
 from edgec.codegen.specialize import variant_code_bytes
 from edgec.ir import Graph
 from edgec.ops.registry import ALIAS_OPS, KERNEL_CODE_BYTES
@@ -260,7 +261,8 @@ def optimization_level(obj: Path, readelf: str = "arm-none-eabi-readelf") -> str
 
 
 def measure(project: Path, program: Path, model: str, host: bool) -> dict:
-    """Static RAM, stack estimate and the flash-not-RAM check of a built firmware."""
+    """Static RAM, stack estimate, the flash-not-RAM check and the code by part (edgec/targets/code_size.py)
+    of a built firmware."""
     build_dir = next((d for d in (Path(project) / ".pio" / "build").glob("*") if d.is_dir()), None)
     frames = stack_usage(build_dir) if build_dir else {}
     stack = stack_estimate(frames, model)
@@ -278,7 +280,8 @@ def measure(project: Path, program: Path, model: str, host: bool) -> dict:
     objects = objects_of(build_dir, (model, *kernels)) if build_dir else []
     model_in_ram = sorted(set(ram) & defined_symbols(objects)) if objects else None
     model_obj = objects_of(build_dir, (model,)) if build_dir else []
-    result.update({"static_ram_bytes": static, "model_ram_symbols": model_in_ram,
+    code = code_by_part(build_dir, program, model) if build_dir else None
+    result.update({"code": code, "static_ram_bytes": static, "model_ram_symbols": model_in_ram,
                    "total_ram_bytes": static + stack if stack is not None else None,
                    "model_optimization": optimization_level(model_obj[0]) if model_obj else None})
     return result

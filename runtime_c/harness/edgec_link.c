@@ -57,11 +57,11 @@ size_t edgec_link_cobs_decode(const uint8_t *in, size_t n, uint8_t *out)
 {
     size_t i = 0, o = 0;
     while (i < n) {
-        uint8_t code = in[i];
-        if (code == 0 || i + code > n) return (size_t)-1;
-        memmove(out + o, in + i + 1, (size_t)code - 1u);    /* out may be in: decoding in place */
-        o += (size_t)code - 1u;
-        i += code;
+        uint8_t code = in[i++];
+        if (code == 0 || code - 1u > n - i) return (size_t)-1;
+        /* byte by byte, front to back: out may be in (decoding in place; o never passes i). No memmove: it
+         * brought 254 B of newlib into every firmware for a copy of at most 254 bytes. */
+        for (uint8_t k = 1; k < code; k++) out[o++] = in[i++];
         if (code < 0xFF && i < n) out[o++] = 0;
     }
     return o;
