@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edgec import __version__
+from edgec import __version__, ports
 from edgec.errors import EdgecError
 from edgec.quant import artifact
 from edgec.frontend import canonicalize
@@ -125,6 +125,7 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
             "macs": graph_macs(graph), "ops": len(graph.ops),
             "input": _io_info(graph, graph.input, graph.input_onnx_shape),
             "output": _io_info(graph, graph.output, graph.output_onnx_shape),
+            **({"ports": ports.describe(graph)} if ports.multi(graph) else {}),
             "memory": {"arena_bytes": plan.arena_bytes, "weights_bytes": graph.weights_bytes(),
                        "flash_bytes": None, "ram_bytes": None,
                        "live_set_lower_bound_bytes": planner.live_set_lower_bound(graph),

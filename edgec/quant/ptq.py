@@ -26,6 +26,7 @@ from edgec.quant import int4layers
 from edgec.quant import numerics
 from edgec.quant import reference
 from edgec.quant import sensitivity
+from edgec import ports
 from edgec.data import SampleStream, load_dataset
 from edgec.errors import EdgecError
 from edgec.ir import SYNTHETIC, Graph
@@ -130,7 +131,11 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
     numerics.check_finite(graph)
     wide = int16.check_names(graph, options.int16)      # before the calibration: a typo fails fast
     four = int4layers.chosen(graph, options.weights, options.int4, tuple(wide))
-    stream = SampleStream(calib_path, graph.input_onnx_shape)
+    if ports.multi(graph) and (options.method in AUTO_METHODS or options.max_accuracy_drop is not None):
+        raise EdgecError(f"{'--max-accuracy-drop' if options.max_accuracy_drop is not None else '--calibration ' + options.method}"
+                         f" judges one output against float; this model has {len(graph.inputs)} inputs and "
+                         f"{len(graph.outputs)} outputs: use --calibration minmax, percentile, entropy or mse")
+    stream = ports.sample_stream(calib_path, graph)
     held = None
     if options.max_accuracy_drop is not None and options.val is None:   # the budget's held-out split
         held = load_dataset(calib_path, graph.input_onnx_shape)
