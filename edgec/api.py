@@ -104,6 +104,9 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     log(f"{name}: {len(graph.ops)} ops, {graph_macs(graph):,} MACs, arena {plan.arena_bytes:,} bytes, "
         f"weights {graph.weights_bytes():,} bytes")
     mlperf = None
+    if protocol != "edgec" and ports.multi(graph):
+        raise EdgecError(f"--protocol {protocol} sends one input and reads one output; this model has "
+                         f"{len(graph.inputs)} inputs and {len(graph.outputs)} outputs: build it with edgec's own link")
     if protocol == "mlperf":
         from edgec.targets.mlperf_firmware import settings as mlperf_settings
         mlperf_model = mlperf_model or name

@@ -49,8 +49,10 @@ def cmd_calibrate(args) -> int:
     print(f"calibrated on {result.samples} samples {source}; method {result.label}"
           + (" (auto: " + ", ".join(f"{m} {s:.1f} dB" for m, s in result.scores.items()) + ")" if result.scores else ""))
     g = result.graph
-    t_in = g.tensors[g.input]
-    print(f"input scale {t_in.scale:.6g}, zero point {t_in.zero_point}")
+    for name in g.inputs:
+        t_in = g.tensors[name]
+        label = f"input {g.port_names[name]}" if name in g.port_names else "input"
+        print(f"{label} scale {t_in.scale:.6g}, zero point {t_in.zero_point}")
     if result.sensitivity:
         print("sensitivity, worst first (SQNR of INT8 vs float in dB, higher is better):")
         print(sens.table(result.sensitivity))

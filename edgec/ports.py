@@ -36,8 +36,10 @@ class Port:
 
     @property
     def c_name(self) -> str:
-        """The name's C identifier part (NAME_input_<c_name>())."""
-        return c_identifier(self.name)
+        """The name's C identifier part (NAME_input_<c_name>()); the names the single-I/O API already uses
+        (NAME_input_scale, NAME_input_zero_point) get `_port` added."""
+        ident = c_identifier(self.name)
+        return f"{ident}_port" if ident in ("scale", "zero_point") else ident
 
     def of(self, packed: np.ndarray) -> np.ndarray:
         """This port's part of packed samples (N, total) -> (N, *onnx shape without batch)."""
