@@ -307,6 +307,8 @@ def inspect_model(model_path: str | Path) -> dict:
             "input": {"name": loader.graph_inputs(model)[0].name,
                       "shape": list(shapes.get(loader.graph_inputs(model)[0].name) or [])},
             "output": {"name": model.graph.output[0].name, "shape": list(shapes.get(model.graph.output[0].name) or [])},
+            "inputs": [{"name": v.name, "shape": list(shapes.get(v.name) or [])} for v in loader.graph_inputs(model)],
+            "outputs": [{"name": v.name, "shape": list(shapes.get(v.name) or [])} for v in model.graph.output],
             "parameters": int(sum(np.prod(i.dims) for i in model.graph.initializer)),
             "nodes": nodes, "problems": [p.to_json() for p in problems],
             "unsupported": [p.label for p in problems if p.unsupported],

@@ -150,12 +150,14 @@ def describe(graph: Graph) -> dict:
 
 # ---- data files ----
 
-def load_data(path, graph: Graph, limit: int | None = None, float_labels: bool = False) -> Dataset:
-    """The data file of this model: `x` (one input) or `x_<name>` for each input, packed (several)."""
+def load_data(path, graph: Graph, limit: int | None = None, float_labels: bool = False,
+              labels: bool = True) -> Dataset:
+    """The data file of this model: `x` (one input) or `x_<name>` for each input, packed (several); with
+    labels, `y` or `y_<name>` of the outputs that have them (float targets too with float_labels)."""
     if not multi(graph):
         return load_dataset(path, graph.input_onnx_shape, limit, float_labels=float_labels)
-    return load_named(path, [(p.name, p.onnx_shape) for p in inputs(graph)], [p.name for p in outputs(graph)],
-                      limit, float_labels=float_labels)
+    return load_named(path, [(p.name, p.onnx_shape) for p in inputs(graph)],
+                      [p.name for p in outputs(graph)] if labels else [], limit, float_labels=float_labels)
 
 
 def sample_stream(path, graph: Graph, limit: int | None = None):
@@ -163,7 +165,7 @@ def sample_stream(path, graph: Graph, limit: int | None = None):
     packed (several)."""
     if not multi(graph):
         return SampleStream(path, graph.input_onnx_shape, limit=limit)
-    return LoadedStream(load_data(path, graph), limit)
+    return LoadedStream(load_data(path, graph, labels=False), limit)
 
 
 def output_view(graph: Graph, port: Port) -> Graph:

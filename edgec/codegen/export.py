@@ -67,7 +67,7 @@ def _example_sample(graph, calib_path) -> tuple[np.ndarray, np.ndarray]:
     if calib_path is None:
         xq = np.full(tin.size, tin.zero_point, np.int8)
         return xq, np.asarray(reference.run(graph, xq)).reshape(-1)
-    x = ports.load_data(calib_path, graph, limit=1).x
+    x = ports.load_data(calib_path, graph, limit=1, labels=False).x
     xq = ports.quantize_inputs(graph, x)[0]
     return xq.reshape(-1), np.asarray(reference.run(graph, xq)).reshape(-1)
 
