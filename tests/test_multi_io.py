@@ -1,0 +1,244 @@
+"""Models with several inputs and outputs (edgec/ports.py): each stage on a two-input, two-output model, the
+generated C's per-name API bit-exact on every output (also fed its own state back, as a stateful model is
+run), the data files' x_<name> / y_<name> arrays and their one-line errors, and one emulated Cortex-M4 bench
+that compares each output."""
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from conftest import assert_clean_error, edgec, host_compiler, library_sources, save
+from edgec import api, pipeline, ports
+from edgec.codegen import cmodel
+from edgec.errors import EdgecError
+from edgec.frontend import canonicalize, loader
+from edgec.plan import arena_run
+from edgec.quant import calibrate, reference
+
+F = TensorProto.FLOAT
+
+
+def stateful_model(seed: int = 0) -> onnx.ModelProto:
+    """features [1,8] and state [1,4] in; class probabilities [1,3] and the next state [1,4] out (a recurrent
+    cell unrolled by its caller: the state output is fed back as the state input)."""
+    rng = np.random.default_rng(seed)
+    w = {"Wf": rng.normal(0, 0.4, (8, 16)), "Ws": rng.normal(0, 0.4, (4, 16)), "b": rng.normal(0, 0.1, 16),
+         "Wc": rng.normal(0, 0.4, (16, 3)), "Wn": rng.normal(0, 0.4, (16, 4))}
+    inits = [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in w.items()]
+    nodes = [helper.make_node("MatMul", ["features", "Wf"], ["a"], name="fc_features"),
+             helper.make_node("Gemm", ["state", "Ws", "b"], ["s"], name="fc_state"),
+             helper.make_node("Add", ["a", "s"], ["h0"], name="mix"),
+             helper.make_node("Relu", ["h0"], ["h"], name="relu"),
+             helper.make_node("MatMul", ["h", "Wc"], ["logits"], name="head_class"),
+             helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=1),
+             helper.make_node("MatMul", ["h", "Wn"], ["n"], name="head_state"),
+             helper.make_node("Tanh", ["n"], ["next_state"], name="tanh")]
+    graph = helper.make_graph(nodes, "stateful", [helper.make_tensor_value_info("features", F, [1, 8]),
+                                                  helper.make_tensor_value_info("state", F, [1, 4])],
+                              [helper.make_tensor_value_info("probs", F, [1, 3]),
+                               helper.make_tensor_value_info("next_state", F, [1, 4])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def data_file(path, n=48, seed=1, **override):
+    rng = np.random.default_rng(seed)
+    arrays = {"x_features": rng.normal(0, 3.0, (n, 8)).astype(np.float32),     # wide range
+              "x_state": rng.uniform(-0.5, 0.5, (n, 4)).astype(np.float32),    # narrow range
+              "y_probs": rng.integers(0, 3, n)}
+    arrays.update(override)
+    np.savez(path, **{k: v for k, v in arrays.items() if v is not None})
+    return path
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """(folder, quantized graph, plan, float model) of the stateful model, quantized once."""
+    d = tmp_path_factory.mktemp("multi_io")
+    path = save(stateful_model(), d)
+    model, graph, plan = pipeline.compile_model(path, data_file(d / "calib.npz"))
+    return d, graph, plan, model
+
+
+def test_loader_keeps_every_input_and_output_by_name(tmp_path):
+    g = canonicalize.canonicalize(loader.load_model(save(stateful_model(), tmp_path)), "m")
+    assert [g.port_names[t] for t in g.inputs] == ["features", "state"]
+    assert [g.port_names[t] for t in g.outputs] == ["probs", "next_state"]
+    assert [g.onnx_shape(t) for t in g.inputs + g.outputs] == [(1, 8), (1, 4), (1, 3), (1, 4)]
+    assert [p.start for p in ports.outputs(g)] == [0, 3]
+
+
+def test_quantization_gives_each_input_and_output_its_own_scale(built):
+    _, g, _, _ = built
+    f, s = (g.tensors[t] for t in g.inputs)
+    assert f.scale > 5 * s.scale            # features span about +-10, the state +-0.5
+    probs, state = (g.tensors[t] for t in g.outputs)
+    assert (probs.scale, probs.zero_point) == (1 / 256, -128)      # softmax's fixed quantization
+    assert state.scale < 2 / 255 * 1.01                              # tanh's range
+
+
+def test_reference_matches_float_on_every_output(built):
+    d, g, _, model = built
+    data = ports.load_data(d / "calib.npz", g)
+    want = calibrate.run_float(model, data.x)
+    got = ports.dequantize_outputs(g, np.stack([reference.run(g, q) for q in ports.quantize_inputs(g, data.x)]))
+    assert got.shape == want.shape == (48, 7)
+    for p in ports.outputs(g):
+        err = np.abs(got[:, p.start:p.start + p.size] - want[:, p.start:p.start + p.size]).max()
+        assert err < 0.1 * 255 * g.tensors[p.tensor].scale, (p.name, err)     # within 10 % of its full scale
+
+
+def test_plan_keeps_outputs_apart_and_the_planned_calls_match_the_reference(built):
+    d, g, plan, _ = built
+    spans = [(plan.offsets[t], plan.offsets[t] + g.tensors[t].nbytes) for t in g.outputs]
+    assert spans[0][1] <= spans[1][0] or spans[1][1] <= spans[0][0], spans
+    xq = ports.quantize_inputs(g, ports.load_data(d / "calib.npz", g).x)
+    for q in xq[:8]:
+        assert np.array_equal(arena_run.run(g, plan, q), reference.run(g, q))
+    # both inputs are written before the first call: neither may share bytes with the other
+    a, b = ([plan.offsets[t], plan.offsets[t] + g.tensors[t].nbytes] for t in g.inputs)
+    assert a[1] <= b[0] or b[1] <= a[0]
+
+
+DRIVER = r"""
+#include <stdio.h>
+#include <string.h>
+#include "%(name)s.h"
+/* stdin: the initial state, then per step the features; stdout: per step probs then next_state. The state
+   output goes back into the state input, as a stateful model is run. */
+int main(void)
+{
+    int8_t state[%(NAME)s_INPUT_STATE_BYTES];
+    if (fread(state, 1, sizeof state, stdin) != sizeof state) return 3;
+    for (;;) {
+        size_t got = fread(%(name)s_input_features(), 1, %(NAME)s_INPUT_FEATURES_BYTES, stdin);
+        if (got == 0) return 0;
+        if (got != %(NAME)s_INPUT_FEATURES_BYTES) return 3;
+        memcpy(%(name)s_input_state(), state, sizeof state);
+        if (%(name)s_invoke() != 0) return 4;
+        fwrite(%(name)s_output_probs(), 1, %(NAME)s_OUTPUT_PROBS_BYTES, stdout);
+        fwrite(%(name)s_output_next_state(), 1, %(NAME)s_OUTPUT_NEXT_STATE_BYTES, stdout);
+        memcpy(state, %(name)s_output_next_state(), sizeof state);
+    }
+}
+"""
+
+
+def test_generated_c_api_by_name_is_bit_exact_on_every_output_with_its_state_fed_back(built, tmp_path):
+    """The per-name C API of a stateful model, run 48 steps with the state output fed back as the state input
+    (the int8 bytes copied as they are, in C and in the reference alike: the wiring and the bit-exactness
+    across steps are under test, not the meaning of the state's scale)."""
+    d, g, plan, _ = built
+    lib = tmp_path / "lib"
+    cmodel.generate(g, plan, lib, "stateful")
+    header = (lib / "stateful.h").read_text()
+    f, s = ports.inputs(g)
+    assert re.search(rf"#define STATEFUL_INPUT_FEATURES_SCALE {re.escape(repr(float(g.tensors[f.tensor].scale)))}f", header)
+    assert "#define STATEFUL_OUTPUT_COUNT 2u" in header and "int8_t *stateful_output_next_state(void);" in header
+    (tmp_path / "driver.c").write_text(DRIVER % {"name": "stateful", "NAME": "STATEFUL"})
+    exe = tmp_path / "driver"
+    called = set(re.findall(r"\b(edgec_\w+)\(", (lib / "stateful.c").read_text()))
+    sources = [f for f in library_sources(lib) if f.endswith("stateful.c") or     # only the kernel files it calls
+               any(re.search(rf"^\S.*\b{c}\(", Path(f).read_text(), re.M) for c in called)]
+    subprocess.run([host_compiler(), "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1", "-I", str(lib),
+                    *sources, str(tmp_path / "driver.c"), "-o", str(exe), "-lm"],
+                   check=True, capture_output=True, text=True)
+    xq = ports.quantize_inputs(g, ports.load_data(d / "calib.npz", g).x)
+    state, want = xq[0, 8:].copy(), []
+    for q in xq:                               # the reference, stepped the same way
+        out = reference.run(g, np.concatenate([q[:8], state]))
+        want.append(out)
+        state = out[3:].copy()
+    stdin = xq[0, 8:].tobytes() + b"".join(q[:8].tobytes() for q in xq)
+    proc = subprocess.run([str(exe)], input=stdin, capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+    got = np.frombuffer(proc.stdout, np.int8).reshape(len(xq), 7)
+    assert np.array_equal(got, np.stack(want))
+    assert len({tuple(w[3:]) for w in want}) > 10      # the state really changes from step to step
+
+
+def test_single_io_models_keep_their_api_and_record(tmp_path):
+    """A one-input, one-output model declares none of the per-name API and its quantized record has no ports."""
+    from conftest import make_model
+    w = np.random.default_rng(0).normal(size=(4, 3)).astype(np.float32)
+    path = save(make_model([helper.make_node("MatMul", ["x", "w"], ["y"])], ("x", [1, 4]), ("y", [1, 3]), {"w": w}),
+                tmp_path)
+    np.savez(tmp_path / "c.npz", x=np.random.default_rng(1).normal(size=(16, 4)).astype(np.float32))
+    _, g, plan = pipeline.compile_model(path, tmp_path / "c.npz")
+    assert not ports.multi(g)
+    cmodel.generate(g, plan, tmp_path / "lib", "single")
+    assert "_INPUT_COUNT" not in (tmp_path / "lib" / "single.h").read_text()
+    from edgec.quant import artifact
+    assert "ports" not in artifact.graph_to_json(g)
+
+
+def test_data_file_of_several_inputs(built, tmp_path):
+    d, g, _, _ = built
+    good = ports.load_data(data_file(tmp_path / "ok.npz", y_next_state=np.zeros((48, 4), np.float32)), g,
+                           float_labels=True)
+    assert good.x.shape == (48, 12) and set(good.ys) == {"probs", "next_state"}
+    for override, needle in (({"x_state": None}, "has no array 'x_state' for the model input 'state'"),
+                             ({"x_state": np.zeros((48, 5), np.float32)}, "x_state has shape [48, 5] but the model takes [1, 4]"),
+                             ({"x_state": np.zeros((40, 4), np.float32)}, "x_state has 40 samples but x_features has 48"),
+                             ({"y_probs": np.zeros(7, np.int64)}, "y_probs has 7 rows but the inputs have 48")):
+        with pytest.raises(EdgecError, match=re.escape(needle)):
+            ports.load_data(data_file(tmp_path / "bad.npz", **override), g)
+
+
+def test_a_mismatched_data_file_is_a_one_line_error_before_anything_is_written(tmp_path):
+    path = save(stateful_model(), tmp_path)
+    bad = data_file(tmp_path / "bad.npz", x_features=None, x=np.zeros((48, 8), np.float32))
+    proc = edgec("build", path, "--calib", bad, "--board", "host", "-o", tmp_path / "out")
+    assert_clean_error(proc, "has no array 'x_features' for the model input 'features'", "x_features=..., x_state=...")
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_output_that_is_an_input_or_another_output_is_refused(tmp_path):
+    m = stateful_model()
+    m.graph.node.append(helper.make_node("Identity", ["state"], ["state_copy"], name="passthrough"))
+    m.graph.output.append(helper.make_tensor_value_info("state_copy", F, [1, 4]))
+    with pytest.raises(EdgecError, match="output 'state_copy' is the input itself"):
+        canonicalize.canonicalize(loader.load_model(save(m, tmp_path)), "m")
+
+
+def test_options_that_judge_one_output_refuse_several(tmp_path):
+    from edgec.quant.ptq import QuantOptions
+    path = save(stateful_model(), tmp_path)
+    with pytest.raises(EdgecError, match="this model has 2 inputs and 2 outputs: use --calibration minmax"):
+        pipeline.calibrate_model(path, data_file(tmp_path / "c.npz"), QuantOptions(method="auto"))
+
+
+def test_output_names_that_collide_in_c_are_refused(tmp_path):
+    m = stateful_model()
+    for node in m.graph.node:
+        node.output[:] = ["Probs" if o == "next_state" else o for o in node.output]
+    m.graph.output[1].name = "Probs"        # 'probs' and 'Probs' are both stateful_output_probs() in C
+    g = canonicalize.canonicalize(loader.load_model(save(m, tmp_path)), "m")
+    with pytest.raises(EdgecError, match="outputs 'probs' and 'Probs' both become the C name 'probs'"):
+        ports.c_context(g, lambda t: "p")
+
+
+@pytest.fixture(scope="module")
+def m4_bench(tmp_path_factory):
+    """The example two-input, two-head model built for the emulated Cortex-M4 and benched once."""
+    example = Path(__file__).resolve().parent.parent / "examples" / "diabetes_multitask"
+    out = tmp_path_factory.mktemp("m4") / "build"
+    api.build(example / "model.onnx", example / "calib.npz", "qemu-cortex-m4", out)
+    return api.bench(out, example / "test.npz", limit=24)
+
+
+def test_emulated_board_bench_compares_each_output(m4_bench):
+    r = m4_bench
+    assert r["task"] == "multi-output" and set(r["outputs"]) == {"risk", "progress"}
+    risk, progress = r["outputs"]["risk"], r["outputs"]["progress"]
+    assert risk["agreement"]["device_vs_reference"] == 1.0 and progress["agreement"]["device_vs_reference"] == 1.0
+    assert risk["task"] == "classification" and risk["accuracy"]["device"] > 0.6
+    assert abs(risk["accuracy"]["device"] - risk["accuracy"]["float"]) <= 0.05
+    assert progress["task"] == "regression" and progress["error"]["against"] == "labels"
+    assert progress["error"]["device"]["mse"] < 1.0            # better than predicting the mean
+    assert r["latency"]["median"] > 0
