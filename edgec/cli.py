@@ -226,8 +226,10 @@ def cmd_inspect(args) -> int:
     if args.json:
         print(json.dumps(info, indent=1))
         return 0 if not info["problems"] else 1
-    print(f"{info['model']}: opset {info['opset']}, input {info['input']['name']} {info['input']['shape']}, "
-          f"output {info['output']['name']} {info['output']['shape']}, {info['parameters']:,} parameters")
+    ins, outs = info.get("inputs", [info["input"]]), info.get("outputs", [info["output"]])
+    print(f"{info['model']}: opset {info['opset']}, input{'s' * (len(ins) > 1)} "
+          + ", ".join(f"{v['name']} {v['shape']}" for v in ins) + f", output{'s' * (len(outs) > 1)} "
+          + ", ".join(f"{v['name']} {v['shape']}" for v in outs) + f", {info['parameters']:,} parameters")
     print(f"{'node':40} {'op':20} {'input shape':22} {'output shape':18} {'params':>9}  supported")
     for n in info["nodes"]:
         status = "yes" if n["supported"] else ("NO" if n["problem"]["kind"] == "unsupported" else "LIMIT")

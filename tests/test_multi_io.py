@@ -224,16 +224,16 @@ def test_output_names_that_collide_in_c_are_refused(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def m4_bench(tmp_path_factory):
-    """The example two-input, two-head model built for the emulated Cortex-M4 and benched once."""
+def m4_build(tmp_path_factory):
+    """The example two-input, two-head model built for the emulated Cortex-M4 once: (build folder, bench report)."""
     example = Path(__file__).resolve().parent.parent / "examples" / "diabetes_multitask"
     out = tmp_path_factory.mktemp("m4") / "build"
     api.build(example / "model.onnx", example / "calib.npz", "qemu-cortex-m4", out)
-    return api.bench(out, example / "test.npz", limit=24)
+    return out, api.bench(out, example / "test.npz", limit=24)
 
 
-def test_emulated_board_bench_compares_each_output(m4_bench):
-    r = m4_bench
+def test_emulated_board_bench_compares_each_output(m4_build):
+    r = m4_build[1]
     assert r["task"] == "multi-output" and set(r["outputs"]) == {"risk", "progress"}
     risk, progress = r["outputs"]["risk"], r["outputs"]["progress"]
     assert risk["agreement"]["device_vs_reference"] == 1.0 and progress["agreement"]["device_vs_reference"] == 1.0
@@ -242,3 +242,18 @@ def test_emulated_board_bench_compares_each_output(m4_bench):
     assert progress["task"] == "regression" and progress["error"]["against"] == "labels"
     assert progress["error"]["device"]["mse"] < 1.0            # better than predicting the mean
     assert r["latency"]["median"] > 0
+
+
+def test_model_device_takes_and_returns_each_input_and_output_by_name(m4_build):
+    from edgec.testing import ModelDevice
+    example = Path(__file__).resolve().parent.parent / "examples" / "diabetes_multitask"
+    with np.load(example / "test.npz") as d:
+        sample = {"clinical": d["x_clinical"][3], "serum": d["x_serum"][3]}
+    with ModelDevice(m4_build[0]) as dev:
+        got, want, fl = dev.run(sample), dev.reference(sample), dev.float_model(sample)
+        with pytest.raises(EdgecError, match="inputs clinical, serum"):
+            dev.run({"clinical": sample["clinical"]})
+    assert set(got.int8) == {"risk", "progress"} and got.int8["progress"].shape == (1,)
+    for name in ("risk", "progress"):
+        assert np.array_equal(got.int8[name], want.int8[name])
+        assert np.abs(got.float[name] - fl[name]).max() < 0.1
