@@ -229,7 +229,7 @@ def m4_build(tmp_path_factory):
     example = Path(__file__).resolve().parent.parent / "examples" / "diabetes_multitask"
     out = tmp_path_factory.mktemp("m4") / "build"
     api.build(example / "model.onnx", example / "calib.npz", "qemu-cortex-m4", out)
-    return out, api.bench(out, example / "test.npz", limit=24)
+    return out, api.bench(out, example / "test.npz", limit=24, report_dir=out)
 
 
 def test_emulated_board_bench_compares_each_output(m4_build):
@@ -242,6 +242,12 @@ def test_emulated_board_bench_compares_each_output(m4_build):
     assert progress["task"] == "regression" and progress["error"]["against"] == "labels"
     assert progress["error"]["device"]["mse"] < 1.0            # better than predicting the mean
     assert r["latency"]["median"] > 0
+    from edgec.bench.report import summary_lines
+    lines = summary_lines(r)
+    assert any(line.startswith("output risk (classification): accuracy") for line in lines)
+    assert any(line.startswith("output progress: device identical to the int8 reference on 100.00%") for line in lines)
+    html = (m4_build[0] / "report.html").read_text()
+    assert "risk: device top-1" in html and "progress: device MSE vs labels" in html
 
 
 def test_model_device_takes_and_returns_each_input_and_output_by_name(m4_build):
