@@ -162,6 +162,37 @@ def test_generated_c_api_by_name_is_bit_exact_on_every_output_with_its_state_fed
     assert len({tuple(w[3:]) for w in want}) > 10      # the state really changes from step to step
 
 
+def test_c_export_carries_the_per_name_api_and_its_example_checks_every_output(tmp_path):
+    path = save(stateful_model(), tmp_path)
+    m = api.export(path, data_file(tmp_path / "c.npz"), "host", "c", tmp_path / "lib", name="stateful")
+    lib = tmp_path / "lib"
+    readme = (lib / "README.md").read_text()
+    for port in ("input `features`", "input `state`", "output `probs`", "output `next_state`"):
+        assert port in readme, port
+    assert "`stateful_output_next_state()`" in readme
+    called = set(re.findall(r"\b(edgec_\w+)\(", (lib / "stateful.c").read_text()))
+    sources = [f for f in library_sources(lib) if f.endswith("stateful.c") or
+               any(re.search(rf"^\S.*\b{c}\(", Path(f).read_text(), re.M) for c in called)]
+    objects = tmp_path / "obj"
+    objects.mkdir()
+    subprocess.run([host_compiler(), "-std=c99", "-Wall", "-Wextra", "-Werror", "-O1", "-c", "-I", str(lib), *sources],
+                   cwd=objects, check=True, capture_output=True, text=True)
+    exe = tmp_path / "example"
+
+    def run_example() -> subprocess.CompletedProcess:
+        subprocess.run([host_compiler(), "-std=c99", "-Wall", "-Wextra", "-Werror", "-I", str(lib), str(lib / m["example"]),
+                        *map(str, objects.glob("*.o")), "-o", str(exe), "-lm"], check=True, capture_output=True, text=True)
+        return subprocess.run([str(exe)], capture_output=True, text=True)
+    proc = run_example()
+    assert proc.returncode == 0 and "identical to the reference" in proc.stdout, proc.stdout
+    # the example data is packed: a byte changed in the second output's expected values is noticed
+    data = lib / "example" / "stateful_example_data.h"
+    text = data.read_text()
+    last = re.findall(r"-?\d+", text.split("stateful_example_expected")[1])[-1]
+    data.write_text(text[:text.rindex(last)] + str((int(last) + 1) % 100) + text[text.rindex(last) + len(last):])
+    assert run_example().returncode == 2
+
+
 def test_single_io_models_keep_their_api_and_record(tmp_path):
     """A one-input, one-output model declares none of the per-name API and its quantized record has no ports."""
     from conftest import make_model
