@@ -174,3 +174,41 @@ def output_view(graph: Graph, port: Port) -> Graph:
     last = max((i for i, op in enumerate(graph.ops) if op.output == port.tensor), default=len(graph.ops) - 1)
     return dataclasses.replace(graph, output=port.tensor, output_onnx_shape=port.onnx_shape, more_outputs=[],
                                ops=graph.ops[:last + 1])
+
+
+# ---- a stateful model's state: an output fed back as an input ----
+
+def state_pairs(graph: Graph, specs: tuple[str, ...]) -> list[tuple[Port, Port]]:
+    """--state OUTPUT=INPUT: (output, input) pairs whose bytes the caller copies from one to the other."""
+    outs, ins = {p.name: p for p in outputs(graph)}, {p.name: p for p in inputs(graph)}
+    pairs = []
+    for spec in specs:
+        out, sep, inp = spec.partition("=")
+        if not sep or out not in outs or inp not in ins:
+            raise EdgecError(f"--state {spec}: expected OUTPUT=INPUT naming an output and an input of the model "
+                             f"(outputs: {', '.join(outs)}; inputs: {', '.join(ins)})")
+        if outs[out].onnx_shape != ins[inp].onnx_shape:
+            raise EdgecError(f"--state {spec}: output {out} is {list(outs[out].onnx_shape)} but input {inp} is "
+                             f"{list(ins[inp].onnx_shape)}; a state goes back into an input of its own shape")
+        pairs.append((outs[out], ins[inp]))
+    return pairs
+
+
+def tie_ranges(graph: Graph, ranges: dict, pairs: list[tuple[Port, Port]]) -> dict:
+    """Each state output and its input calibrated to the union of their ranges, so both get one scale and zero
+    point and the output's bytes can be copied into the input as they are."""
+    ranges = dict(ranges)
+    for out, inp in pairs:
+        a, b = graph.tensors[out.tensor].source, graph.tensors[inp.tensor].source
+        ranges[a] = ranges[b] = (min(ranges[a][0], ranges[b][0]), max(ranges[a][1], ranges[b][1]))
+    return ranges
+
+
+def check_tied(graph: Graph, pairs: list[tuple[Port, Port]]) -> None:
+    for out, inp in pairs:
+        a, b = graph.tensors[out.tensor], graph.tensors[inp.tensor]
+        if (a.scale, a.zero_point, a.dtype) != (b.scale, b.zero_point, b.dtype):
+            raise EdgecError(f"--state {out.name}={inp.name}: the operator writing {out.name} fixes its quantization "
+                             f"(scale {a.scale:.6g}, zero point {a.zero_point}), which the input {inp.name} does not "
+                             f"have (scale {b.scale:.6g}, zero point {b.zero_point}); requantize the state in your code "
+                             "instead of naming it in --state")

@@ -58,10 +58,13 @@ def data_file(path, n=48, seed=1, **override):
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """(folder, quantized graph, plan, float model) of the stateful model, quantized once."""
+    """(folder, quantized graph, plan, float model) of the stateful model, quantized once, its next_state output
+    and its state input quantized alike (--state next_state=state)."""
+    from edgec.quant.ptq import QuantOptions
     d = tmp_path_factory.mktemp("multi_io")
     path = save(stateful_model(), d)
-    model, graph, plan = pipeline.compile_model(path, data_file(d / "calib.npz"))
+    model, graph, plan = pipeline.compile_model(path, data_file(d / "calib.npz"),
+                                                options=QuantOptions(state=("next_state=state",)))
     return d, graph, plan, model
 
 
@@ -80,6 +83,17 @@ def test_quantization_gives_each_input_and_output_its_own_scale(built):
     probs, state = (g.tensors[t] for t in g.outputs)
     assert (probs.scale, probs.zero_point) == (1 / 256, -128)      # softmax's fixed quantization
     assert state.scale < 2 / 255 * 1.01                              # tanh's range
+    assert (state.scale, state.zero_point) == (s.scale, s.zero_point)   # --state next_state=state
+
+
+def test_state_pairs_are_checked_before_calibration(tmp_path):
+    from edgec.quant.ptq import QuantOptions
+    path = save(stateful_model(), tmp_path)
+    for spec, needle in (("next=state", "expected OUTPUT=INPUT naming an output and an input of the model "
+                                        "(outputs: probs, next_state; inputs: features, state)"),
+                         ("probs=state", "output probs is [1, 3] but input state is [1, 4]")):
+        with pytest.raises(EdgecError, match=re.escape(needle)):
+            pipeline.calibrate_model(path, tmp_path / "absent.npz", QuantOptions(state=(spec,)))
 
 
 def test_reference_matches_float_on_every_output(built):
@@ -130,10 +144,10 @@ int main(void)
 
 
 def test_generated_c_api_by_name_is_bit_exact_on_every_output_with_its_state_fed_back(built, tmp_path):
-    """The per-name C API of a stateful model, run 48 steps with the state output fed back as the state input
-    (the int8 bytes copied as they are, in C and in the reference alike: the wiring and the bit-exactness
-    across steps are under test, not the meaning of the state's scale)."""
-    d, g, plan, _ = built
+    """The per-name C API of a stateful model, run 48 steps with the state output's bytes copied into the state
+    input (one quantization: --state next_state=state): bit-exact with the reference stepped the same way, and
+    close to the float model stepped in float."""
+    d, g, plan, model = built
     lib = tmp_path / "lib"
     cmodel.generate(g, plan, lib, "stateful")
     header = (lib / "stateful.h").read_text()
@@ -160,6 +174,15 @@ def test_generated_c_api_by_name_is_bit_exact_on_every_output_with_its_state_fed
     got = np.frombuffer(proc.stdout, np.int8).reshape(len(xq), 7)
     assert np.array_equal(got, np.stack(want))
     assert len({tuple(w[3:]) for w in want}) > 10      # the state really changes from step to step
+    x = ports.load_data(d / "calib.npz", g).x
+    h, probs = x[0, 8:], []
+    for row in x:                                      # the float model, its state fed back in float
+        y = calibrate.run_float(model, np.concatenate([row[:8], h])[None])[0]
+        probs.append(y[:3])
+        h = y[3:]
+    deq = ports.dequantize_outputs(g, got)
+    # 0.015 here; the same bytes copied between an output and an input quantized apart drift to 0.047
+    assert np.abs(deq[:, :3] - np.stack(probs)).mean() < 0.03
 
 
 def test_c_export_carries_the_per_name_api_and_its_example_checks_every_output(tmp_path):
