@@ -13,7 +13,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from conftest import assert_clean_error, edgec, host_compiler, library_sources, save
+from conftest import assert_clean_error, host_compiler, library_sources, save
 from edgec import api, pipeline, ports
 from edgec.codegen import cmodel
 from edgec.errors import EdgecError
@@ -244,10 +244,14 @@ def test_data_file_of_several_inputs(built, tmp_path):
             ports.load_data(data_file(tmp_path / "bad.npz", **override), g)
 
 
-def test_a_mismatched_data_file_is_a_one_line_error_before_anything_is_written(tmp_path):
+def test_a_mismatched_data_file_is_a_one_line_error_before_anything_is_written(tmp_path, capsys):
+    from types import SimpleNamespace
+    from edgec import cli
     path = save(stateful_model(), tmp_path)
     bad = data_file(tmp_path / "bad.npz", x_features=None, x=np.zeros((48, 8), np.float32))
-    proc = edgec("build", path, "--calib", bad, "--board", "host", "-o", tmp_path / "out")
+    code = cli.main(["build", str(path), "--calib", str(bad), "--board", "host", "-o", str(tmp_path / "out")])
+    out, err = capsys.readouterr()
+    proc = SimpleNamespace(returncode=code, stdout=out, stderr=err)      # the CLI in-process: no interpreter start
     assert_clean_error(proc, "has no array 'x_features' for the model input 'features'", "x_features=..., x_state=...")
     assert not (tmp_path / "out").exists()
 
