@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edgec import __version__
+from edgec import __version__, ports
 from edgec.errors import EdgecError
 from edgec.quant import artifact
 from edgec.frontend import canonicalize
@@ -104,6 +104,9 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     log(f"{name}: {len(graph.ops)} ops, {graph_macs(graph):,} MACs, arena {plan.arena_bytes:,} bytes, "
         f"weights {graph.weights_bytes():,} bytes")
     mlperf = None
+    if protocol != "edgec" and ports.multi(graph):
+        raise EdgecError(f"--protocol {protocol} sends one input and reads one output; this model has "
+                         f"{len(graph.inputs)} inputs and {len(graph.outputs)} outputs: build it with edgec's own link")
     if protocol == "mlperf":
         from edgec.targets.mlperf_firmware import settings as mlperf_settings
         mlperf_model = mlperf_model or name
@@ -125,6 +128,7 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
             "macs": graph_macs(graph), "ops": len(graph.ops),
             "input": _io_info(graph, graph.input, graph.input_onnx_shape),
             "output": _io_info(graph, graph.output, graph.output_onnx_shape),
+            **({"ports": ports.describe(graph)} if ports.multi(graph) else {}),
             "memory": {"arena_bytes": plan.arena_bytes, "weights_bytes": graph.weights_bytes(),
                        "flash_bytes": None, "ram_bytes": None,
                        "live_set_lower_bound_bytes": planner.live_set_lower_bound(graph),
@@ -303,6 +307,8 @@ def inspect_model(model_path: str | Path) -> dict:
             "input": {"name": loader.graph_inputs(model)[0].name,
                       "shape": list(shapes.get(loader.graph_inputs(model)[0].name) or [])},
             "output": {"name": model.graph.output[0].name, "shape": list(shapes.get(model.graph.output[0].name) or [])},
+            "inputs": [{"name": v.name, "shape": list(shapes.get(v.name) or [])} for v in loader.graph_inputs(model)],
+            "outputs": [{"name": v.name, "shape": list(shapes.get(v.name) or [])} for v in model.graph.output],
             "parameters": int(sum(np.prod(i.dims) for i in model.graph.initializer)),
             "nodes": nodes, "problems": [p.to_json() for p in problems],
             "unsupported": [p.label for p in problems if p.unsupported],

@@ -26,7 +26,7 @@ def _quant_options(args):
                         bias_correction=args.bias_correction, equalize=args.equalize, cache=not args.no_cache,
                         sensitivity_samples=args.sensitivity_samples, auto_seconds=args.auto_seconds,
                         int16=_names(args.int16), weights=args.weights, int4=_names(args.int4),
-                        max_accuracy_drop=args.max_accuracy_drop, val=args.val)
+                        max_accuracy_drop=args.max_accuracy_drop, val=args.val, state=_names(args.state))
 
 
 def _names(values) -> tuple[str, ...]:
@@ -49,8 +49,10 @@ def cmd_calibrate(args) -> int:
     print(f"calibrated on {result.samples} samples {source}; method {result.label}"
           + (" (auto: " + ", ".join(f"{m} {s:.1f} dB" for m, s in result.scores.items()) + ")" if result.scores else ""))
     g = result.graph
-    t_in = g.tensors[g.input]
-    print(f"input scale {t_in.scale:.6g}, zero point {t_in.zero_point}")
+    for name in g.inputs:
+        t_in = g.tensors[name]
+        label = f"input {g.port_names[name]}" if name in g.port_names else "input"
+        print(f"{label} scale {t_in.scale:.6g}, zero point {t_in.zero_point}")
     if result.sensitivity:
         print("sensitivity, worst first (SQNR of INT8 vs float in dB, higher is better):")
         print(sens.table(result.sensitivity))
@@ -227,8 +229,10 @@ def cmd_inspect(args) -> int:
     if args.json:
         print(json.dumps(info, indent=1))
         return 0 if not info["problems"] else 1
-    print(f"{info['model']}: opset {info['opset']}, input {info['input']['name']} {info['input']['shape']}, "
-          f"output {info['output']['name']} {info['output']['shape']}, {info['parameters']:,} parameters")
+    ins, outs = info.get("inputs", [info["input"]]), info.get("outputs", [info["output"]])
+    print(f"{info['model']}: opset {info['opset']}, input{'s' * (len(ins) > 1)} "
+          + ", ".join(f"{v['name']} {v['shape']}" for v in ins) + f", output{'s' * (len(outs) > 1)} "
+          + ", ".join(f"{v['name']} {v['shape']}" for v in outs) + f", {info['parameters']:,} parameters")
     print(f"{'node':40} {'op':20} {'input shape':22} {'output shape':18} {'params':>9}  supported")
     for n in info["nodes"]:
         status = "yes" if n["supported"] else ("NO" if n["problem"]["kind"] == "unsupported" else "LIMIT")

@@ -43,6 +43,9 @@ def add_quant_options(p: argparse.ArgumentParser) -> None:
                    help="choose int4 weights and int16 activations layer by layer: the smallest flash whose top-1 "
                         "stays within PTS points of float (on --val, else on the calibration set's held-out split)")
     p.add_argument("--val", metavar="DATA.npz", help="labelled samples (x, y) --max-accuracy-drop is measured on")
+    p.add_argument("--state", action="append", metavar="OUTPUT=INPUT[,...]",
+                   help="a stateful model: this output goes back into this input; both get one scale and zero "
+                        "point (the union of their calibrated ranges), so the bytes can be copied as they are")
 
 
 def add_gate_options(p: argparse.ArgumentParser) -> None:

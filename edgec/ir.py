@@ -71,6 +71,28 @@ class Graph:
     # ONNX value -> (scale, zero point) given by the model itself (a QDQ model, edgec/frontend/qdq.py): quantize
     # takes these instead of calibrated ranges
     fixed_qparams: dict[str, tuple[float, int]] = field(default_factory=dict)
+    # A model with several inputs or outputs (edgec/ports.py): the ones after the first (`input`, `output`), in
+    # the ONNX model's order, and of every input and output tensor its ONNX value name and ONNX shape
+    more_inputs: list[str] = field(default_factory=list)
+    more_outputs: list[str] = field(default_factory=list)
+    port_names: dict[str, str] = field(default_factory=dict)
+    port_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+    @property
+    def inputs(self) -> list[str]:
+        """Every input tensor, in the ONNX model's order."""
+        return [self.input, *self.more_inputs]
+
+    @property
+    def outputs(self) -> list[str]:
+        """Every output tensor, in the ONNX model's order."""
+        return [self.output, *self.more_outputs]
+
+    def onnx_shape(self, tensor: str) -> tuple[int, ...]:
+        """The ONNX shape (batch included) of an input or output tensor."""
+        if tensor in self.port_shapes:
+            return self.port_shapes[tensor]
+        return self.input_onnx_shape if tensor == self.input else self.output_onnx_shape
 
     def producer(self, tensor: str) -> Op | None:
         for op in self.ops:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from edgec import ports
 from edgec.errors import EdgecError
 from edgec.ir import DTYPES
 
@@ -33,6 +34,7 @@ CACHE_KEY = "edgec-cache-key.json"
 class Output:
     int8: np.ndarray           # quantized output, shaped like the model's output without the batch dimension
     float: np.ndarray          # the same dequantized with the output scale and zero point
+    # (a model with several outputs: both are {output name: array}, each output with its own scale and zero point)
     units: float | None = None  # the device's time for this inference in the board's unit (None: reference)
 
 
@@ -114,9 +116,12 @@ class ModelDevice:
 
     def quantize(self, x) -> np.ndarray:
         """One sample -> its int8 input, shaped like the model's input without the batch dimension (integer
-        arrays are taken as already quantized)."""
+        arrays are taken as already quantized). A model with several inputs takes {input name: sample} and
+        returns them packed (edgec/ports.py)."""
         from edgec.quant import scheme
 
+        if ports.multi(self.graph):
+            return self._packed(x)
         x = np.asarray(x)
         shape = tuple(self.graph.input_onnx_shape[1:])
         if x.shape not in (shape, (1, *shape)):
@@ -125,9 +130,30 @@ class ModelDevice:
             return x.reshape(shape).astype(DTYPES[self.graph.tensors[self.graph.input].dtype])
         return scheme.quantize_input(self.graph.tensors[self.graph.input], x.reshape(shape))
 
+    def _packed(self, x) -> np.ndarray:
+        from edgec.quant import scheme
+
+        want = ports.inputs(self.graph)
+        if not isinstance(x, dict) or set(x) != {p.name for p in want}:
+            raise EdgecError(f"this model takes {{input name: sample}} for its inputs {', '.join(p.name for p in want)}; "
+                             f"got {sorted(x) if isinstance(x, dict) else type(x).__name__}")
+        parts = []
+        for p in want:
+            a, t = np.asarray(x[p.name]), self.graph.tensors[p.tensor]
+            if a.size != p.size:
+                raise EdgecError(f"input {p.name}: shape {a.shape}, the model takes one sample shaped {p.onnx_shape[1:]}")
+            parts.append(a.reshape(-1).astype(np.int8) if np.issubdtype(a.dtype, np.integer)
+                         else scheme.quantize_input(t, a.reshape(-1)))
+        return np.concatenate(parts)
+
     def _output(self, q: np.ndarray, units=None) -> Output:
         from edgec.quant import scheme
 
+        if ports.multi(self.graph):
+            q = np.asarray(q, np.int8).reshape(-1)
+            by_name = {p.name: q[p.start:p.start + p.size].reshape(p.onnx_shape[1:]) for p in ports.outputs(self.graph)}
+            return Output(by_name, {p.name: scheme.dequantize(self.graph.tensors[p.tensor], by_name[p.name]).astype(np.float32)
+                                    for p in ports.outputs(self.graph)}, units)
         t = self.graph.tensors[self.graph.output]
         q = np.asarray(q, DTYPES[t.dtype]).reshape(self.graph.output_onnx_shape[1:])
         return Output(q, scheme.dequantize(t, q).astype(np.float32), units)
@@ -136,7 +162,8 @@ class ModelDevice:
         """Run one sample on the device: its int8 output, dequantized output and time."""
         r = self.device.link.run_checked(self.quantize(x).tobytes())
         t = self.graph.tensors[self.graph.output]
-        return self._output(np.frombuffer(r["output"], DTYPES[t.dtype]), self.board.ticks_to_units(int(r["ticks"])))
+        dtype = np.int8 if ports.multi(self.graph) else DTYPES[t.dtype]
+        return self._output(np.frombuffer(r["output"], dtype), self.board.ticks_to_units(int(r["ticks"])))
 
     def reference(self, x) -> Output:
         """edgec's NumPy integer reference for the same sample: the device must match it bit for bit."""
@@ -149,9 +176,13 @@ class ModelDevice:
         from edgec.quant import calibrate
         from edgec.frontend import loader
 
-        x = np.asarray(x, np.float32).reshape(1, *self.graph.input_onnx_shape[1:])
         if self._onnx_model is None:
             self._onnx_model = loader.load_model(self.build_dir / "model.onnx")
+        if ports.multi(self.graph):       # {input name: sample} -> {output name: output}
+            packed = np.concatenate([np.asarray(x[p.name], np.float32).reshape(-1) for p in ports.inputs(self.graph)])
+            y = calibrate.run_float(self._onnx_model, packed[None])[0]
+            return {p.name: y[p.start:p.start + p.size].reshape(p.onnx_shape[1:]) for p in ports.outputs(self.graph)}
+        x = np.asarray(x, np.float32).reshape(1, *self.graph.input_onnx_shape[1:])
         return calibrate.run_float(self._onnx_model, x).reshape(self.graph.output_onnx_shape[1:])
 
     # ---- time ----

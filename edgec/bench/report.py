@@ -211,22 +211,32 @@ def _pct(v) -> str:
     return "n/a (no labels)" if v is None else f"{100 * v:.2f}%"
 
 
+def _quality_lines(r: dict) -> list[str]:
+    """Accuracy (classification) or error (regression) of one output."""
+    if r["task"] == "classification" and r["accuracy"]["device"] is None:
+        t = r["agreement_top1"]
+        return [f"no labels: top-1 agrees with the float model on {100 * t['device_vs_float']:.2f}% of "
+                f"samples (int8 reference {100 * t['int8_vs_float']:.2f}%)"]
+    if r["task"] == "classification":
+        a = r["accuracy"]
+        return [f"accuracy: float {_pct(a['float'])}, int8 reference {_pct(a['int8_reference'])}, "
+                f"device {_pct(a['device'])}"]
+    e = r["error"]
+    parts = [f"{k.replace('_', ' ')} MSE {v['mse']:.4g} (max {v['max_abs']:.4g})" for k, v in e.items()
+             if isinstance(v, dict)]
+    return [f"error against the {e['against']}: " + ", ".join(parts)]
+
+
 def summary_lines(r: dict) -> list[str]:
     """The short summary: what ran, how well, how fast, how big."""
     lines = [f"model {r['model']} on {r['board']}, {r['samples']} samples ({r['task']})"]
-    if r["task"] == "classification" and r["accuracy"]["device"] is None:
-        t = r["agreement_top1"]
-        lines.append(f"no labels: top-1 agrees with the float model on {100 * t['device_vs_float']:.2f}% of "
-                     f"samples (int8 reference {100 * t['int8_vs_float']:.2f}%)")
-    elif r["task"] == "classification":
-        a = r["accuracy"]
-        lines.append(f"accuracy: float {_pct(a['float'])}, int8 reference {_pct(a['int8_reference'])}, "
-                     f"device {_pct(a['device'])}")
+    if r["task"] == "multi-output":      # a model with several outputs: each on its own
+        for name, q in r["outputs"].items():
+            lines += [f"output {name} ({q['task']}): {line}" for line in _quality_lines(q)]
+            lines.append(f"output {name}: device identical to the int8 reference on "
+                         f"{100 * q['agreement']['device_vs_reference']:.2f}% of samples")
     else:
-        e = r["error"]
-        parts = [f"{k.replace('_', ' ')} MSE {v['mse']:.4g} (max {v['max_abs']:.4g})" for k, v in e.items()
-                 if isinstance(v, dict)]
-        lines.append(f"error against the {e['against']}: " + ", ".join(parts))
+        lines += _quality_lines(r)
     if "score" in r:
         s = r["score"]
         lines.append(f"score {s['name']}: " + ", ".join(f"{k.replace('_', ' ')} {_score(v)}" for k, v in s.items()

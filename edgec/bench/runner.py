@@ -21,6 +21,7 @@ from typing import Callable
 
 import numpy as np
 
+from edgec import ports
 from edgec.bench import cycles
 from edgec.quant import artifact
 from edgec.quant import calibrate
@@ -29,7 +30,6 @@ from edgec.frontend import tflite
 from edgec.quant import scheme
 from edgec.quant import reference
 from edgec.targets.boards import PORT_EMULATOR, PORT_PROGRAM, Board
-from edgec.data import load_dataset
 from edgec.errors import EdgecError
 from edgec.ir import DTYPES, Graph, Op
 from edgec.ops.registry import ALIAS_OPS, REGISTRY, op_macs
@@ -68,12 +68,18 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
                          "rebuild without --protocol for edgec bench")
     graph = artifact.load_graph(outdir)
     score_fn = load_score(score) if score else None
-    data = load_dataset(data_path, graph.input_onnx_shape, limit, float_labels=True)
-    check_labels(graph, data.y, data_path)      # before any work: a bad label would bend the numbers silently
+    data = ports.load_data(data_path, graph, limit, float_labels=True)
+    for view, labels in _labelled_outputs(graph, data):    # before any work: a bad label would bend the numbers
+        check_labels(view, labels, data_path)
     n = len(data.x)
-    tin = graph.tensors[graph.input]
-    xq = scheme.quantize_input(tin, data.x)
+    xq = ports.quantize_inputs(graph, data.x)     # several inputs: packed, as the link writes them
     pool = job = None
+    if score and ports.multi(graph):
+        raise EdgecError(f"--score {score}: a score function takes one output; this model has {len(graph.outputs)} "
+                         "(the report gives accuracy or error and bit-exactness per output)")
+    if dataset_in_flash and ports.multi(graph):
+        raise EdgecError("--dataset-in-flash runs models with one input and one output; this one has "
+                         f"{len(graph.inputs)} inputs and {len(graph.outputs)} outputs: bench it over the link")
     if dataset_in_flash:
         if profile or compare_layers:
             raise EdgecError("--profile and --compare-layers talk to the bench firmware over the link; run them "
@@ -118,7 +124,8 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
     result = {
         "board": board.name, "clock_hz": board.clock_hz, "model": report["model"], "model_hash": report["model_hash"], "samples": n,
         "data": str(Path(data_path)),
-        **_quality(graph, data.y, float_out, ref_out, dev_out, data.x, score, score_fn),
+        **(_quality_per_output(graph, data, float_out, ref_out, dev_out) if ports.multi(graph) else
+           _quality(graph, data.y, float_out, ref_out, dev_out, data.x, score, score_fn)),
         "agreement": {"device_vs_reference": float(np.mean(np.all(dev_out == ref_out, axis=1))),
                       "mismatched_samples": [int(i) for i in mismatched[:100]]},
         "latency": {**latency_stats(measured, board), "cycles_estimate": estimate},
@@ -264,6 +271,26 @@ def _quality(graph, labels, float_out, ref_out, dev_out, x, score_name, score_fn
         q["score"] = {"name": score_name,
                       **{k: _call_score(score_name, score_fn, v.reshape(shape), labels, x) for k, v in outs.items()}}
     return q
+
+
+def _labelled_outputs(graph: Graph, data) -> list[tuple[Graph, np.ndarray | None]]:
+    """(the graph as if it had only that output, its labels or None) of every output."""
+    if not ports.multi(graph):
+        return [(graph, data.y)]
+    return [(ports.output_view(graph, p), (data.ys or {}).get(p.name)) for p in ports.outputs(graph)]
+
+
+def _quality_per_output(graph: Graph, data, float_out, ref_out, dev_out) -> dict:
+    """Each output of a model with several on its own: quality (accuracy or error, with its labels y_<name>
+    where the data file has them) and bit-exactness."""
+    per = {}
+    for p, (view, labels) in zip(ports.outputs(graph), _labelled_outputs(graph, data)):
+        part = slice(p.start, p.start + p.size)
+        ref, dev = ref_out[:, part], dev_out[:, part]
+        per[p.name] = {**_quality(view, labels, float_out[:, part], ref, dev, data.x, None, None),
+                       "agreement": {"device_vs_reference": float(np.mean(np.all(dev == ref, axis=1))),
+                                     "mismatched_samples": [int(i) for i in np.flatnonzero(np.any(dev != ref, axis=1))[:100]]}}
+    return {"task": "multi-output", "outputs": per}
 
 
 def confusion(truth: np.ndarray, predicted: np.ndarray, classes: int) -> list[list[int]]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edgec import __version__, cheader
+from edgec import __version__, cheader, ports
 from edgec.ir import Graph
 from edgec.ops import int4
 from edgec.ops.opdef import CallSite
@@ -105,7 +105,8 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str) -> list[Path]:
                input_scale=repr(float(tin.scale)), input_zp=tin.zero_point,
                output_scale=repr(float(tout.scale)), output_zp=tout.zero_point,
                input_shape=list(graph.input_onnx_shape), output_shape=list(graph.output_onnx_shape),
-               macs=graph_macs(graph), guards=[], guard_status=guard.STATUS_BASE, bands=bands)
+               macs=graph_macs(graph), guards=[], guard_status=guard.STATUS_BASE, bands=bands,
+               ports=ports.c_context(graph, lambda t: c_pointer(plan, plan.offsets[t])))
     harness = []
     if plan.guard_bytes:   # the arena guard's debug build (edgec/plan/guard.py)
         ctx["guards"] = guard.regions(graph, plan)

@@ -29,17 +29,15 @@ from typing import Callable
 
 import numpy as np
 
-from edgec import __version__
+from edgec import __version__, ports
 from edgec.codegen import cmodel as codegen
 from edgec.pipeline import calibrate_model, plan_to_fit
 from edgec.ops.registry import graph_macs
 from edgec.templating import environment
-from edgec.quant import scheme
 from edgec.quant import reference
 from edgec.targets.boards import Board, load_board
 from edgec.staging import staged_folder
 from edgec.outputs import check_output_folder
-from edgec.data import load_dataset
 from edgec.errors import EdgecError
 from edgec.templating import model_c_name
 
@@ -51,13 +49,14 @@ _VERSION_RE = re.compile(r"[0-9]+(\.[0-9]+){0,3}")
 
 def _example_sample(graph, calib_path) -> tuple[np.ndarray, np.ndarray]:
     """The first calibration sample, quantized, and the reference output for it (no calibration data, a
-    quantized .tflite: the input filled with its zero point)."""
+    quantized .tflite: the input filled with its zero point); several inputs and outputs: packed, in the
+    model's order (edgec/ports.py)."""
     tin = graph.tensors[graph.input]
     if calib_path is None:
         xq = np.full(tin.size, tin.zero_point, np.int8)
         return xq, np.asarray(reference.run(graph, xq)).reshape(-1)
-    x = load_dataset(calib_path, graph.input_onnx_shape, limit=1).x
-    xq = scheme.quantize_input(tin, x)[0]
+    x = ports.load_data(calib_path, graph, limit=1, labels=False).x
+    xq = ports.quantize_inputs(graph, x)[0]
     return xq.reshape(-1), np.asarray(reference.run(graph, xq)).reshape(-1)
 
 
@@ -119,7 +118,8 @@ def _write(work: Path, graph, plan, board: Board, fmt: str, model_path: Path, ca
                output_scale=float(tout.scale), output_zp=tout.zero_point, arena_bytes=plan.arena_bytes,
                weights_bytes=graph.weights_bytes(), macs=graph_macs(graph), model_hash=_model_hash(graph),
                files=lib_files, runtime_sources=[f for f in runtime if f.endswith(".c")],
-               runtime_hashes=[(f, _sha256(src / f)) for f in runtime], input=xq, expected=expected)
+               runtime_hashes=[(f, _sha256(src / f)) for f in runtime], input=xq, expected=expected,
+               ports=ports.describe(graph) if ports.multi(graph) else None)
     env = environment()
 
     def render(template: str, dest: Path) -> None:

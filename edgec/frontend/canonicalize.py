@@ -25,7 +25,7 @@ from edgec.errors import EdgecError, node_error
 from edgec.frontend import qdq
 from edgec.frontend.fold import static_shape
 from edgec.frontend.loader import graph_inputs
-from edgec.frontend.support import CONTROL_FLOW, Problem, io_limit, problems_message
+from edgec.frontend.support import CONTROL_FLOW, Problem, problems_message
 from edgec.ir import Graph, Op, Tensor
 from edgec.ops import movement
 from edgec.ops.registry import FUSABLE, IMPORTERS, SUPPORTED_OPS, WEIGHT_AXIS
@@ -193,9 +193,6 @@ class _Canonicalizer:
     # ---- main loop -----------------------------------------------------------------------
     def run(self) -> Graph:
         inputs = graph_inputs(self.model)
-        limit = io_limit(self.model, inputs)
-        if limit is not None:       # listed with every node edgec cannot build (the survey goes on)
-            self.problems.append(limit)
         for k, inp in enumerate(inputs):
             shape = self.shapes.get(inp.name)
             elem = inp.type.tensor_type.elem_type
@@ -207,34 +204,49 @@ class _Canonicalizer:
             if k == 0:
                 self.graph.input = name
                 self.graph.input_onnx_shape = shape
+            else:
+                self.graph.more_inputs.append(name)
+            if len(inputs) > 1 or len(self.model.graph.output) > 1:
+                self.graph.port_names[name], self.graph.port_shapes[name] = inp.name, shape
         for i, node in enumerate(self.model.graph.node):
             self._node_or_problem(i, node)
         if self.problems:   # the graph is only surveyed (edgec inspect): no output checks
             self.graph.output = self.values.get(self.model.graph.output[0].name, ("", None))[0]
             return self.graph
-        out = self.model.graph.output[0].name
-        if out in self.consts:
-            raise EdgecError(f"output '{out}' is a constant: the model computes nothing from its input")
-        oshape = self.shape(out, self.model.graph.node[-1])
-        tensor = self.as_layout(out, movement.identity(len(oshape)), self.model.graph.node[-1])
-        if tensor == self.graph.input:
-            raise EdgecError(f"output '{out}' is the input itself: the model computes nothing")
-        self.graph.output = tensor
-        self.graph.output_onnx_shape = oshape
+        for k, vi in enumerate(self.model.graph.output):
+            self._output(k, vi.name)
         self._prune()
         movement.merge_remaps(self.graph)
         movement.ensure_kernel(self)
         return self.graph
 
+    def _output(self, k: int, out: str) -> None:
+        """The model's k-th output, in its ONNX layout."""
+        if out in self.consts:
+            raise EdgecError(f"output '{out}' is a constant: the model computes nothing from its input")
+        oshape = self.shape(out, self.model.graph.node[-1])
+        tensor = self.as_layout(out, movement.identity(len(oshape)), self.model.graph.node[-1])
+        if tensor in self.graph.inputs:
+            raise EdgecError(f"output '{out}' is the input itself: the model computes nothing")
+        if tensor in self.graph.outputs[:k]:
+            raise EdgecError(f"output '{out}' is the same tensor as an earlier output; export the model with "
+                             "each output computed once")
+        if k == 0:
+            self.graph.output, self.graph.output_onnx_shape = tensor, oshape
+        else:
+            self.graph.more_outputs.append(tensor)
+        if len(graph_inputs(self.model)) > 1 or len(self.model.graph.output) > 1:
+            self.graph.port_names[tensor], self.graph.port_shapes[tensor] = out, oshape
+
     def _prune(self) -> None:
-        """Drop ops whose results nobody uses."""
-        live, keep = {self.graph.output}, []
+        """Drop ops whose results nobody uses (every input stays, used or not)."""
+        live, keep = set(self.graph.outputs), []
         for op in reversed(self.graph.ops):
             if op.output in live:
                 keep.append(op)
                 live.update(op.inputs)
         self.graph.ops = keep[::-1]
-        self.graph.tensors = {k: v for k, v in self.graph.tensors.items() if k in live}
+        self.graph.tensors = {k: v for k, v in self.graph.tensors.items() if k in live or k in self.graph.inputs}
 
     def _node_or_problem(self, index: int, node: onnx.NodeProto) -> None:
         """Canonicalize one node; a node edgec cannot build is recorded as a problem and the survey goes

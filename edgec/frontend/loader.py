@@ -109,7 +109,7 @@ def graph_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
 
 
 def _pin_batch(model: onnx.ModelProto, path) -> None:
-    inputs = graph_inputs(model)     # (several inputs or outputs: a limit canonicalize lists with the rest)
+    inputs = graph_inputs(model)
     if not inputs or not model.graph.output:
         raise EdgecError(f"{path}: the model has {len(inputs)} inputs and {len(model.graph.output)} outputs; "
                          "edgec builds models that compute an output from an input")

@@ -20,15 +20,6 @@ class Problem:
         self.detail = self.what[len(prefix):] if self.what.startswith(prefix) else self.what
         self.label = f"{self.op} ({self.node}, opset {self.opset})"
 
-    @classmethod
-    def of_model(cls, model: onnx.ModelProto, what: str) -> "Problem":
-        """A limit of the whole model (not of one node), e.g. its number of inputs and outputs."""
-        p = cls.__new__(cls)
-        p.node, p.op, p.opset, p.unsupported = "(model)", "(graph)", opset_of(model, ""), False
-        p.what = p.detail = what
-        p.label = "model"
-        return p
-
     def __str__(self) -> str:
         return f"{self.label}: {self.detail}"
 
@@ -54,18 +45,6 @@ def unsupported_reason(node: onnx.NodeProto) -> str:
     if node.op_type.startswith("QLinear") or node.op_type in ("ConvInteger", "MatMulInteger"):
         return "integer operator (QOperator format): quantize with QuantFormat.QDQ, or give edgec the float model"
     return "unsupported operator"
-
-
-def io_limit(model: onnx.ModelProto, inputs: list) -> "Problem | None":
-    """The model-level limit on inputs and outputs (one of each), or None."""
-    outputs = list(model.graph.output)
-    if len(inputs) == 1 and len(outputs) == 1:
-        return None
-    names = ", ".join(f"'{v.name}'" for v in (inputs if len(inputs) != 1 else outputs))
-    what = "inputs" if len(inputs) != 1 else "outputs"
-    return Problem.of_model(model, f"the model has {len(inputs)} inputs and {len(outputs)} outputs ({what} {names}); "
-                                   "edgec builds models with exactly one input and one output: export a wrapper "
-                                   "that concatenates the inputs (or keeps one output)")
 
 
 def problems_message(found: list[Problem]) -> str:

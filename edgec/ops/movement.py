@@ -259,7 +259,7 @@ def merge_remaps(g) -> None:
         for op2 in g.ops:
             src = op2.inputs[0] if op2.kind == "remap" else None
             op1 = g.producer(src) if src else None
-            if op1 is None or op1.kind != "remap" or src == g.output or len(g.consumers(src)) != 1:
+            if op1 is None or op1.kind != "remap" or src in g.outputs or len(g.consumers(src)) != 1:
                 continue
             both = compose_remaps(op1.attrs, op2.attrs)
             if both is None:

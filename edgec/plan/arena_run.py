@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgec import ports
 from edgec.ir import DTYPES, Graph
 from edgec.ops.registry import ALIAS_OPS
 from edgec.plan.patching import Call, Move, band_op, row_bytes
@@ -51,10 +52,11 @@ def move_offsets(graph: Graph, plan: Plan, move: Move) -> tuple[int, int, int]:
 
 
 def run(graph: Graph, plan: Plan, x_q: np.ndarray) -> np.ndarray:
-    """One int8 input (the model input's ONNX layout) through the plan's calls; returns the output."""
+    """One int8 input (the model input's ONNX layout; several: packed) through the plan's calls; returns the
+    output (several: packed)."""
     arena = Arena(plan.arena_bytes)
-    tin = graph.tensors[graph.input]
-    arena.write(plan.offsets[graph.input], np.asarray(x_q, np.int8).reshape(tin.shape))
+    for t, x in ports.feed(graph, x_q, np.int8).items():
+        arena.write(plan.offsets[t], x)
     starts = {st.first: st for st in plan.stages}
     skip = {k for st in plan.stages for k in st.ops}
     for i, op in enumerate(graph.ops):
@@ -65,8 +67,8 @@ def run(graph: Graph, plan: Plan, x_q: np.ndarray) -> np.ndarray:
         ins = [arena.read(plan.offsets[t], graph.tensors[t].shape, graph.tensors[t].dtype) for t in op.inputs]
         out = graph.tensors[op.output]
         arena.write(plan.offsets[op.output], run_op(op, ins, out.shape, out.dtype))
-    tout = graph.tensors[graph.output]
-    return arena.read(plan.offsets[graph.output], tout.shape, tout.dtype).reshape(graph.output_onnx_shape)
+    return ports.result(graph, {t: arena.read(plan.offsets[t], graph.tensors[t].shape, graph.tensors[t].dtype)
+                                for t in graph.outputs})
 
 
 def stage_output_move(graph: Graph, plan: Plan, stage) -> tuple[int, int, int] | None:

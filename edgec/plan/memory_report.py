@@ -65,8 +65,8 @@ def render_svg(graph: Graph, plan: Plan, title: str = "") -> str:
 
     rects = []
     for b in plan.buffers:
-        kind = ("scratch" if b.scratch_op is not None else "input" if graph.input in b.tensors
-                else "output" if graph.output in b.tensors else "tensor")
+        kind = ("scratch" if b.scratch_op is not None else "input" if set(graph.inputs) & set(b.tensors)
+                else "output" if set(graph.outputs) & set(b.tensors) else "tensor")
         names = ", ".join(b.tensors) if b.tensors else b.label
         rects.append({"x": x(b.first), "y": y(b.offset + b.size), "w": round(x(b.last + 1) - x(b.first), 2),
                       "h": round(max(y(b.offset) - y(b.offset + b.size), 0.5), 2), "color": COLORS[kind],

@@ -155,7 +155,7 @@ def can_stage(graph: Graph, first: int, last: int) -> bool:
                 return False
             if t == final and first <= k <= last:
                 return False
-    return final != graph.input and all(t != graph.output for t in inside - {final})
+    return final not in graph.inputs and all(t not in graph.outputs for t in inside - {final})
 
 
 def build_stage(graph: Graph, first: int, last: int, rows: int) -> Stage:
@@ -214,7 +214,7 @@ def _share_output_with_input(graph: Graph, stage: Stage, calls: list[Call]) -> N
     final = ops[stage.last].output
     outside = [t for k in stage.ops for t in ops[k].inputs if t not in stage.windows]
     for x in dict.fromkeys(outside):
-        if x == graph.output or any(x in op.inputs for op in ops[stage.last + 1:]):
+        if x in graph.outputs or any(x in op.inputs for op in ops[stage.last + 1:]):
             continue
         if any(op.output == x and op.kind not in ROW_BAND_OPS for op in ops) or \
                 any(x in op.inputs and op.kind not in ROW_BAND_OPS for op in ops):

@@ -144,7 +144,8 @@ def buffers(graph: Graph, in_place: bool = True, stages: list[Stage] = ()) -> li
     for i, op in enumerate(graph.ops):
         for name in op.inputs:
             last_read[name] = i
-    last_read[graph.output] = n
+    for name in graph.outputs:
+        last_read[name] = n
     if in_place:
         members = {name: [name] for name in graph.tensors}
         for name in graph.tensors:
@@ -164,8 +165,10 @@ def buffers(graph: Graph, in_place: bool = True, stages: list[Stage] = ()) -> li
         b = by_root.setdefault(groups.find(name), Buffer(tensors=[], size=0, first=n, last=-1))
         b.tensors.append(name)
         b.size = max(b.size, t.nbytes)
-    by_root[groups.find(graph.input)].first = -1
-    by_root[groups.find(graph.output)].last = n
+    for name in graph.inputs:
+        by_root[groups.find(name)].first = -1
+    for name in graph.outputs:
+        by_root[groups.find(name)].last = n
     for i, op in enumerate(graph.ops):
         for name in (op.output, *op.inputs):
             b = by_root[groups.find(name)]
@@ -237,7 +240,8 @@ def schedule(graph: Graph) -> list[Op]:
     for i, op in enumerate(ops):
         for t in op.inputs:
             readers[gid[groups.find(t)]] |= 1 << i
-    out_g, in_g = gid[groups.find(graph.output)], gid[groups.find(graph.input)]
+    out_gs = {gid[groups.find(t)] for t in graph.outputs}
+    in_gs = {gid[groups.find(t)] for t in graph.inputs}
     writer = {op.output: i for i, op in enumerate(ops)}
     preds = [0] * n
     for i, op in enumerate(ops):
@@ -259,19 +263,19 @@ def schedule(graph: Graph) -> list[Op]:
             overwritten = None
             if op.kind in IN_PLACE_OPS:
                 overwritten = in_place_input(graph, op, groups,
-                                             lambda r: r != groups.find(graph.output)
+                                             lambda r: gid[r] not in out_gs
                                              and readers[gid[r]] & ~now == 0)
             if overwritten is None:
                 during += size[g_out]
-            if readers[g_out] or g_out == out_g:    # an output nobody reads is free again after its op
+            if readers[g_out] or g_out in out_gs:    # an output nobody reads is free again after its op
                 after += size[g_out]
         for t in set(op.inputs):
             g = gid[groups.find(t)]
-            if g != out_g and readers[g] & ~now == 0 and readers[g] & (1 << i):
+            if g not in out_gs and readers[g] & ~now == 0 and readers[g] & (1 << i):
                 after -= size[g]
         return during, after
 
-    start_live = size[in_g]
+    start_live = sum(size[g] for g in in_gs)
     # states: done-set -> (peak so far, live now, order)
     layer = {0: (start_live, start_live, ())}
     work = 0

@@ -17,7 +17,10 @@ from edgec.ir import Graph, Op, Tensor
 
 
 def graph_to_json(graph: Graph) -> dict:
-    return {
+    ports = {"ports": {"more_inputs": graph.more_inputs, "more_outputs": graph.more_outputs,
+                       "names": graph.port_names, "shapes": {k: list(v) for k, v in graph.port_shapes.items()}}} \
+        if graph.port_names else {}      # several inputs or outputs (a single-I/O model's record is unchanged)
+    return {**ports,
         "name": graph.name, "input": graph.input, "output": graph.output,
         "input_onnx_shape": list(graph.input_onnx_shape), "output_onnx_shape": list(graph.output_onnx_shape),
         "tensors": [{"name": t.name, "shape": list(t.shape), "source": t.source, "scale": t.scale,
@@ -55,7 +58,11 @@ def load_graph(folder: Path) -> Graph:
                   arrays={k: arrays[f"{i}.{k}"] for k in o["arrays"]}) for i, o in enumerate(meta["ops"])]
         return Graph(name=meta["name"], tensors=tensors, ops=ops, input=meta["input"], output=meta["output"],
                      input_onnx_shape=tuple(meta["input_onnx_shape"]),
-                     output_onnx_shape=tuple(meta["output_onnx_shape"]))
+                     output_onnx_shape=tuple(meta["output_onnx_shape"]),
+                     more_inputs=meta.get("ports", {}).get("more_inputs", []),
+                     more_outputs=meta.get("ports", {}).get("more_outputs", []),
+                     port_names=meta.get("ports", {}).get("names", {}),
+                     port_shapes={k: tuple(v) for k, v in meta.get("ports", {}).get("shapes", {}).items()})
     except Exception as exc:    # missing, truncated (zip, zlib, npy) or edited (JSON of the wrong shape)
         raise EdgecError(f"{folder}: the quantized model record is missing or damaged ({type(exc).__name__}: {exc}); "
                          "run `edgec build` again") from None

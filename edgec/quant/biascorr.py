@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgec import ports
 from edgec.quant import floatref
 from edgec.quant import reference
 from edgec.ir import Graph, Op
 from edgec.ops.registry import BIAS_CORRECTABLE, REGISTRY, WEIGHT_AXIS
 from edgec.quant.quantize import quantize
-from edgec.quant.scheme import dequantize, quantize_input, quantize_weights
+from edgec.quant.scheme import dequantize, quantize_weights
 
 VARIANTS = ("quantized", "float")
 
@@ -69,9 +70,7 @@ def correct_quantized(graph: Graph, ranges: dict, samples: np.ndarray, per_chann
         env = floatref.run(graph, x)
         for op in ops:
             target[id(op)] += _channel_mean(op, env[op.inputs[0]], None)
-    tin = graph.tensors[graph.input]
-    xq = quantize_input(tin, samples)
-    envs = [{graph.input: q.reshape(tin.shape)} for q in xq]
+    envs = [ports.feed(graph, q) for q in ports.quantize_inputs(graph, samples)]
     for op in graph.ops:
         if op.kind in BIAS_CORRECTABLE:
             w = _dequantized_weights(op, per_channel)

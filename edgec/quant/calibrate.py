@@ -72,8 +72,8 @@ def batched_session(model: onnx.ModelProto, outputs: Iterable[str]):
     """A session of a copy of `model` with a dynamic batch dimension returning `outputs` too,
     or None when the model cannot run batches (e.g. a Reshape to a fixed [1, ...])."""
     m = onnx.ModelProto.FromString(model.SerializeToString())
-    inp = graph_inputs(m)[0]
-    inp.type.tensor_type.shape.dim[0].dim_param = "batch"
+    for inp in graph_inputs(m):
+        inp.type.tensor_type.shape.dim[0].dim_param = "batch"
     del m.graph.value_info[:]
     names = list(dict.fromkeys([o.name for o in m.graph.output] + list(outputs)))
     del m.graph.output[:]
@@ -84,12 +84,35 @@ def batched_session(model: onnx.ModelProto, outputs: Iterable[str]):
         return None
 
 
+def feeds(model: onnx.ModelProto, x: np.ndarray) -> dict[str, np.ndarray]:
+    """onnxruntime's feed for samples x (N, *input shape without batch); a model with several inputs takes
+    them packed (N, total), each flattened in its ONNX layout, in the model's order (edgec/ports.py)."""
+    inputs = graph_inputs(model)
+    if len(inputs) == 1:
+        return {inputs[0].name: x}
+    out, start = {}, 0
+    for vi in inputs:
+        shape = [d.dim_value for d in vi.type.tensor_type.shape.dim[1:]]
+        size = int(np.prod(shape, dtype=np.int64))
+        out[vi.name] = np.ascontiguousarray(x[:, start:start + size]).reshape(len(x), *shape)
+        start += size
+    return out
+
+
+def _packed_outputs(model: onnx.ModelProto, results: list[np.ndarray]) -> np.ndarray:
+    """The model's output (one) or its outputs packed (several) from one batch's results."""
+    if len(model.graph.output) == 1:
+        o = results[0]
+        return np.reshape(o, (1,)) if np.ndim(o) == 0 else o    # rank 0: one per sample
+    return np.concatenate([np.reshape(o, (len(o), -1)) for o in results[:len(model.graph.output)]], axis=1)
+
+
 def run_float(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
-    """Float outputs of the model for every sample of x (N, *input shape without batch)."""
+    """Float outputs of the model for every sample of x (N, *input shape without batch; several inputs:
+    packed); several outputs come packed (N, total)."""
     sess = float_session(model)
-    name = sess.get_inputs()[0].name
-    outs = [sess.run(None, {name: x[i:i + 1]})[0] for i in range(len(x))]
-    return np.concatenate([np.reshape(o, (1,)) if np.ndim(o) == 0 else o for o in outs])   # rank 0: one per sample
+    outs = [_packed_outputs(model, sess.run(None, feeds(model, x[i:i + 1]))) for i in range(len(x))]
+    return np.concatenate(outs)
 
 
 def calibrate(model: onnx.ModelProto, x: np.ndarray, values: Iterable[str],
@@ -151,8 +174,6 @@ def collect(model: onnx.ModelProto, stream, values: Iterable[str], histograms: b
     channel scales of cross-layer equalization, which changes the canonical graph but not the ONNX one)."""
     t0 = time.monotonic()
     values = list(dict.fromkeys(values))
-    inp = graph_inputs(model)[0].name
-    out_name = model.graph.output[0].name
     n = stream.n
     holdout = min(holdout, n // 2)
     sess, size = _pick_session(model, values, stream, batch)
@@ -163,8 +184,11 @@ def collect(model: onnx.ModelProto, stream, values: Iterable[str], histograms: b
     done = 0
 
     def run(x):
-        return dict(zip(names, sess.run(None, {inp: x}))) if size > 1 else \
-            {k: np.concatenate(v) for k, v in _per_sample(sess, names, inp, x).items()}
+        return dict(zip(names, sess.run(None, feeds(model, x)))) if size > 1 else \
+            {k: np.concatenate(v) for k, v in _per_sample(sess, names, model, x).items()}
+
+    def outputs(results):
+        return _packed_outputs(model, [results[o.name] for o in model.graph.output])
 
     def observed(results, i):
         for name, r in results.items():
@@ -180,7 +204,7 @@ def collect(model: onnx.ModelProto, stream, values: Iterable[str], histograms: b
     hi: dict[str, float] = {}
     for i, x in stream.batches(size):
         results = run(x)
-        results[inp] = x
+        results.update(feeds(model, x))
         for name, r in observed(results, i):
             a, b = float(r.min()), float(r.max())
             if not (np.isfinite(a) and np.isfinite(b)):
@@ -201,8 +225,8 @@ def collect(model: onnx.ModelProto, stream, values: Iterable[str], histograms: b
             split = max(0, min(len(x), n - holdout - i))     # rows before the held-out part
             if split < len(x):
                 held_x.append(x[split:])
-                held_y.append(results[out_name][split:])
-            results[inp] = x
+                held_y.append(outputs(results)[split:])
+            results.update(feeds(model, x))
             for name, r in observed(results, i):
                 if hi[name] - lo[name] <= 0:
                     continue
@@ -219,10 +243,10 @@ def collect(model: onnx.ModelProto, stream, values: Iterable[str], histograms: b
     return stats
 
 
-def _per_sample(sess, names, inp, x):
+def _per_sample(sess, names, model, x):
     out: dict[str, list] = {k: [] for k in names}
     for j in range(len(x)):
-        for k, r in zip(names, sess.run(None, {inp: x[j:j + 1]})):
+        for k, r in zip(names, sess.run(None, feeds(model, x[j:j + 1]))):
             out[k].append(np.reshape(r, (1,)) if np.ndim(r) == 0 else r)    # a rank-0 value: one per sample
     return out
 
@@ -235,18 +259,17 @@ def _pick_session(model, values, stream, batch):
     sess = batched_session(model, values)
     if sess is None:
         return single, 1
-    inp = graph_inputs(model)[0].name
     _, x = next(iter(stream.batches(2)))
     import onnxruntime as ort
     quiet = ort.RunOptions()
     quiet.log_severity_level = 4       # a model that cannot run batches is expected: no error on stderr
     try:
-        got = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, {inp: x}, quiet)))
+        got = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds(model, x), quiet)))
     except Exception:
         return single, 1
     names = [o.name for o in single.get_outputs()]
     for j in range(len(x)):
-        for k, r in zip(names, single.run(None, {inp: x[j:j + 1]})):
+        for k, r in zip(names, single.run(None, feeds(model, x[j:j + 1]))):
             if k not in got or got[k].shape[1:] != r.shape[1:] or \
                     not np.allclose(got[k][j:j + 1], r, rtol=1e-4, atol=1e-5):
                 return single, 1

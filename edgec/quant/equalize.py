@@ -33,7 +33,7 @@ def _homogeneous(op: Op) -> bool:
 def chain(graph: Graph, op: Op) -> tuple[list[Op], Op] | None:
     """(pass-through ops, second layer) after an equalizable first layer `op`, or None."""
     middle, t = [], op.output
-    while t != graph.output:
+    while t not in graph.outputs:
         users = graph.consumers(t)
         if len(users) != 1 or users[0].inputs[0] != t:
             return None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgec import ports
 from edgec.ir import Graph, Op
 from edgec.ops.registry import FLOAT_KINDS, REGISTRY
 
@@ -33,7 +34,7 @@ def run(graph: Graph, x: np.ndarray, override: dict | None = None, env: dict | N
     `override` {op index: fn(op, inputs) -> output} replaces ops (e.g. by their int8 emulation);
     `env` + `start` reuse the tensors of an earlier run and recompute only ops[start:]."""
     env = dict(env) if env is not None else {}
-    env[graph.input] = np.asarray(x, np.float64).reshape(graph.tensors[graph.input].shape)
+    env.update(ports.feed(graph, x, np.float64))
     for i, op in enumerate(graph.ops[start:], start):
         ins = [env[t] for t in op.inputs]
         y = override[i](op, ins) if override and i in override else run_op(op, ins)
@@ -43,7 +44,7 @@ def run(graph: Graph, x: np.ndarray, override: dict | None = None, env: dict | N
 
 def output(graph: Graph, x: np.ndarray) -> np.ndarray:
     """The float output for one input, in the model output's ONNX layout."""
-    return run(graph, x)[graph.output].reshape(graph.output_onnx_shape)
+    return ports.result(graph, run(graph, x))
 
 
 def ranges(graph: Graph, xs: np.ndarray, sources) -> dict[str, tuple[float, float]]:

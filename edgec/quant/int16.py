@@ -63,14 +63,14 @@ def mark(graph: Graph, names) -> int:
     for op in graph.ops:
         if id(op) in chosen:
             native16.add(op.output)
-        elif (REGISTRY[op.kind].alias and op.inputs[0] in native16 and op.output != graph.output
+        elif (REGISTRY[op.kind].alias and op.inputs[0] in native16 and op.output not in graph.outputs
               and readers.get(op.output) and all(id(r) in chosen for r in readers[op.output])):
             native16.add(op.output)
             views.add(id(op))
     wide = native16 | {t for op in graph.ops if id(op) in chosen for t in op.inputs}
 
     def needs_int8(t: str) -> bool:
-        return t == graph.output or any(id(r) not in chosen and id(r) not in views for r in readers.get(t, []))
+        return t in graph.outputs or any(id(r) not in chosen and id(r) not in views for r in readers.get(t, []))
 
     for t in [t for t in graph.tensors if t in wide]:      # graph order: the same model every run
         src = graph.tensors[t]
@@ -82,7 +82,7 @@ def mark(graph: Graph, names) -> int:
         converters += 1
         return Op(kind=CONVERT, name=f"{t} to int16", inputs=[t], output=t + SUFFIX)
 
-    ops = [to16(graph.input)] if graph.input in wide else []
+    ops = [to16(t) for t in graph.inputs if t in wide]
     for op in graph.ops:
         out = op.output
         if id(op) in chosen or id(op) in views:

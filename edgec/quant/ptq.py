@@ -26,6 +26,7 @@ from edgec.quant import int4layers
 from edgec.quant import numerics
 from edgec.quant import reference
 from edgec.quant import sensitivity
+from edgec import ports
 from edgec.data import SampleStream, load_dataset
 from edgec.errors import EdgecError
 from edgec.ir import SYNTHETIC, Graph
@@ -55,6 +56,7 @@ class QuantOptions:
     int4: tuple[str, ...] = ()         # ONNX node names with int4 weights
     max_accuracy_drop: float | None = None   # points of top-1: edgec chooses int4 / int16 layers (budget.py)
     val: str | None = None             # labelled data the budget is measured on (else the calibration held-out split)
+    state: tuple[str, ...] = ()        # OUTPUT=INPUT: a state fed back, both quantized alike (edgec/ports.py)
 
     def check(self) -> None:
         if self.method not in ALL_METHODS:
@@ -130,7 +132,12 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
     numerics.check_finite(graph)
     wide = int16.check_names(graph, options.int16)      # before the calibration: a typo fails fast
     four = int4layers.chosen(graph, options.weights, options.int4, tuple(wide))
-    stream = SampleStream(calib_path, graph.input_onnx_shape)
+    if ports.multi(graph) and (options.method in AUTO_METHODS or options.max_accuracy_drop is not None):
+        raise EdgecError(f"{'--max-accuracy-drop' if options.max_accuracy_drop is not None else '--calibration ' + options.method}"
+                         f" judges one output against float; this model has {len(graph.inputs)} inputs and "
+                         f"{len(graph.outputs)} outputs: use --calibration minmax, percentile, entropy or mse")
+    states = ports.state_pairs(graph, options.state)      # before the calibration: a typo fails fast
+    stream = ports.sample_stream(calib_path, graph)
     held = None
     if options.max_accuracy_drop is not None and options.val is None:   # the budget's held-out split
         held = load_dataset(calib_path, graph.input_onnx_shape)
@@ -164,6 +171,8 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
         method, scores, search = _auto(graph, stats, options, stream, own_ranges, log)
         by_method = {m: stats.ranges(m, options.percentile) for m in METHODS}
         ranges = {**(autorange.ranges_of(search, by_method) if search else by_method[method]), **own_ranges}
+    if states:
+        ranges = ports.tie_ranges(graph, ranges, states)
     bias_x = _first(stream, BIAS_SAMPLES) if options.bias_correction == "quantized" else None
 
     def finish(g: Graph) -> int:
@@ -184,6 +193,7 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
         n = finish(graph)
         if bias_x is not None:
             log(f"bias correction: {n} layers, on the quantized model's own activations")
+    ports.check_tied(graph, states)
     if graph.fixed_qparams:
         log(qdq_summary(graph))
     result = QuantResult(graph=graph, method=method, ranges=ranges, scores=scores, search=search,

@@ -35,7 +35,8 @@ def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: 
                              "check the calibration data and the model's weights")
         t.scale, t.zero_point = (qparams16 if t.dtype == "int16" else qparams_from_range)(lo, hi)
 
-    from_range(graph.tensors[graph.input])
+    for name in graph.inputs:
+        from_range(graph.tensors[name])
     for op in graph.ops:
         op.attrs["per_channel"] = per_channel
         out = graph.tensors[op.output]

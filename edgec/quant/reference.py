@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgec import ports
 from edgec.ir import DTYPES, Graph, Op
 from edgec.ops import int4
 from edgec.ops.registry import REGISTRY
@@ -18,13 +19,15 @@ def run_op(op: Op, inputs: list[np.ndarray], out_shape: tuple[int, ...], out_dty
 
 
 def run(graph: Graph, x_q: np.ndarray, keep_all: bool = False):
-    """Run one int8 input (ONNX layout of the model input, batch included or not).
+    """Run one int8 input (ONNX layout of the model input, batch included or not; a model with several
+    inputs: the packed inputs, edgec/ports.py).
 
-    Returns the int8 output (ONNX layout) or, with keep_all, every tensor by name (int16 ones as int16)."""
-    env = {graph.input: np.asarray(x_q, np.int8).reshape(graph.tensors[graph.input].shape)}
+    Returns the int8 output (ONNX layout; several outputs: packed) or, with keep_all, every tensor by name
+    (int16 ones as int16)."""
+    env = ports.feed(graph, x_q, np.int8)
     for op in graph.ops:
         out = graph.tensors[op.output]
         env[op.output] = run_op(op, [env[i] for i in op.inputs], out.shape, out.dtype)
     if keep_all:
         return env
-    return env[graph.output].reshape(graph.output_onnx_shape)
+    return ports.result(graph, env)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from edgec import ports
 from edgec.quant import floatref
 from edgec.quant import reference
 from edgec.templating import environment
@@ -75,23 +76,22 @@ def analyse(graph: Graph, samples: np.ndarray) -> list[dict]:
     sums = {i: np.zeros(8) for i in layers}     # signal, noise: cumulative, isolated, at the output, int4 at out
     emulate = _int8_op(graph)
     fours = _int4_candidates(graph, layers)
-    tin = graph.tensors[graph.input]
     for x in samples:
         fl = floatref.run(graph, x)
-        q = reference.run(graph, quantize_input(tin, x), keep_all=True)
-        out_f = fl[graph.output]
+        q = reference.run(graph, ports.quantize_inputs(graph, x[None])[0], keep_all=True)
+        out_f = ports.result(graph, fl)        # several outputs: all of them, packed
         for i in layers:
             op = graph.ops[i]
             f = fl[op.output]
             cum = dequantize(graph.tensors[op.output], q[op.output])
             iso = emulate(op, [fl[t] for t in op.inputs])
-            at_out = floatref.run(graph, x, override={i: emulate}, env=fl, start=i)[graph.output]
+            at_out = ports.result(graph, floatref.run(graph, x, override={i: emulate}, env=fl, start=i))
             sig, out_sig = float(np.sum(f.astype(np.float64) ** 2)), float(np.sum(out_f.astype(np.float64) ** 2))
             sums[i] += [sig, float(np.sum((f - cum) ** 2.0)), sig, float(np.sum((f - iso) ** 2.0)),
                         out_sig, float(np.sum((out_f - at_out) ** 2.0)), 0.0, 0.0]
             if i in fours:
                 run4 = _int4_op(graph, fours[i])
-                at4 = floatref.run(graph, x, override={i: run4}, env=fl, start=i)[graph.output]
+                at4 = ports.result(graph, floatref.run(graph, x, override={i: run4}, env=fl, start=i))
                 sums[i][6:] += [out_sig, float(np.sum((out_f - at4) ** 2.0))]
     rows = []
     for i in layers:

@@ -27,14 +27,18 @@ static size_t tx_frame_len;        /* payload bytes of the last reply in tx_fram
 static uint8_t tx_frame_type;
 static int last_seq = -1, last_type = -1;
 
-uint16_t edgec_link_crc16(const uint8_t *data, size_t n)
+static uint16_t crc16_update(uint16_t crc, const uint8_t *data, size_t n)
 {
-    uint16_t crc = 0xFFFF;
     while (n--) {
         crc ^= (uint16_t)(*data++) << 8;
         for (int i = 0; i < 8; i++) crc = (uint16_t)((crc & 0x8000u) ? ((unsigned)crc << 1) ^ 0x1021u : (unsigned)crc << 1);
     }
     return crc;
+}
+
+uint16_t edgec_link_crc16(const uint8_t *data, size_t n)
+{
+    return crc16_update(0xFFFF, data, n);
 }
 
 size_t edgec_link_cobs_encode(const uint8_t *in, size_t n, uint8_t *out)
@@ -136,10 +140,50 @@ static int run_until(const edgec_link_model *m, uint32_t layer)
     return status != 0 ? status : -1;
 }
 
+/* The model's input (output) as the link sees it: one buffer, or the parts of a model with several, in order. */
+static uint32_t parts_of(const edgec_link_model *m, int output, edgec_link_part *one, const edgec_link_part **parts)
+{
+    uint32_t count = output ? m->output_part_count : m->input_part_count;
+    if (count) {
+        *parts = output ? m->output_parts : m->input_parts;
+        return count;
+    }
+    one->data = output ? (int8_t *)(uintptr_t)m->output : m->input;
+    one->bytes = output ? m->output_bytes : m->input_bytes;
+    *parts = one;
+    return 1u;
+}
+
+static uint16_t crc_of(const edgec_link_model *m, int output)
+{
+    edgec_link_part one;
+    const edgec_link_part *parts;
+    uint32_t count = parts_of(m, output, &one, &parts);
+    uint16_t crc = 0xFFFF;
+    for (uint32_t i = 0; i < count; i++) crc = crc16_update(crc, (const uint8_t *)parts[i].data, parts[i].bytes);
+    return crc;
+}
+
+/* Bytes [off, off + n) of the input (from `from` into the model) or of the output (into `to`); the caller
+ * checked the range against the total. */
+static void copy_at(const edgec_link_model *m, int output, uint32_t off, const uint8_t *from, uint8_t *to, uint32_t n)
+{
+    edgec_link_part one;
+    const edgec_link_part *parts;
+    uint32_t count = parts_of(m, output, &one, &parts);
+    for (uint32_t i = 0; i < count && n; i++) {
+        if (off >= parts[i].bytes) { off -= parts[i].bytes; continue; }
+        uint32_t k = parts[i].bytes - off < n ? parts[i].bytes - off : n;
+        if (from) { memcpy(parts[i].data + off, from, k); from += k; }
+        else { memcpy(to, parts[i].data + off, k); to += k; }
+        n -= k; off = 0;
+    }
+}
+
 /* INVOKE and PROFILE reply: status i32, ticks u64, input crc16, output crc16, stack used i32 */
 static size_t run_timed(const edgec_link_model *m, int profile, uint8_t *out)
 {
-    uint16_t in_crc = edgec_link_crc16((const uint8_t *)m->input, m->input_bytes);
+    uint16_t in_crc = crc_of(m, 0);
     profile_ctx ctx;
     int status;
     edgec_stack_paint();
@@ -154,7 +198,7 @@ static size_t run_timed(const edgec_link_model *m, int profile, uint8_t *out)
     }
     uint64_t dt = edgec_ticks() - t0;
     int32_t stack = edgec_stack_used();
-    uint16_t out_crc = edgec_link_crc16((const uint8_t *)m->output, m->output_bytes);
+    uint16_t out_crc = crc_of(m, 1);
     put_u32(out, (uint32_t)status);
     put_u32(out + 4, (uint32_t)dt);
     put_u32(out + 8, (uint32_t)(dt >> 32));
@@ -176,8 +220,8 @@ static int read_region(const edgec_link_model *m, uint8_t region, uint32_t off, 
 {
     if (n > EDGEC_LINK_MAX_PAYLOAD) return 0;
     if (region == REGION_OUTPUT) {
-        if (!m->output || off > m->output_bytes || n > m->output_bytes - off) return 0;
-        memcpy(out, m->output + off, n);
+        if ((!m->output && !m->output_part_count) || off > m->output_bytes || n > m->output_bytes - off) return 0;
+        copy_at(m, 1, off, 0, out, n);
         return 1;
     }
     if (region == REGION_ARENA) {
@@ -240,7 +284,7 @@ static void handle(const edgec_link_model *m, uint8_t type, uint8_t seq, const u
         if (len < 4) { nak(seq, NAK_ARGS, type); return; }
         uint32_t off = get_u32(p), n = (uint32_t)(len - 4);
         if (off > m->input_bytes || n > m->input_bytes - off) { nak(seq, NAK_ARGS, type); return; }
-        memcpy(m->input + off, p + 4, n);
+        copy_at(m, 0, off, p + 4, 0, n);
         put_u32(out, off);
         out[4] = (uint8_t)n; out[5] = (uint8_t)(n >> 8);
         reply(T_WRITE_INPUT | T_REPLY, seq, 6);
@@ -256,7 +300,7 @@ static void handle(const edgec_link_model *m, uint8_t type, uint8_t seq, const u
     case T_CAPTURE: {    /* layer u32 -> status i32, input crc16, offset u32, bytes u32, crc16 of the layer output */
         if (len != 4 || !m->invoke_with_hook || get_u32(p) >= m->layer_count) { nak(seq, NAK_ARGS, type); return; }
         uint32_t layer = get_u32(p);
-        uint16_t in_crc = edgec_link_crc16((const uint8_t *)m->input, m->input_bytes);
+        uint16_t in_crc = crc_of(m, 0);
         int status = run_until(m, layer);
         uint32_t off = m->layer_output_offsets[layer], n = m->layer_output_bytes[layer];
         const int8_t *at = arena_bytes_at(m, off, n);
@@ -284,7 +328,7 @@ static void handle(const edgec_link_model *m, uint8_t type, uint8_t seq, const u
             nak(seq, NAK_ARGS, type);
             return;
         }
-        memcpy(out, m->output + off, n);
+        copy_at(m, 1, off, 0, out, n);
         reply(T_READ_OUTPUT | T_REPLY, seq, n);
         break;
     }

@@ -11,6 +11,13 @@
 #define EDGEC_LINK_PROTOCOL_VERSION 2
 #define EDGEC_LINK_MAX_PAYLOAD 256
 
+/* One input or output of a model with several: the link's input (output) is all of them, one after the other,
+ * in the model's order (edgec/ports.py: the packed layout). */
+typedef struct {
+    int8_t *data;
+    uint32_t bytes;
+} edgec_link_part;
+
 typedef struct {
     const char *model_name;     /* the model's C name */
     const char *model_hash;     /* 16 hex digits identifying the quantized model */
@@ -33,6 +40,12 @@ typedef struct {
     const uint32_t *layer_output_bytes;
     int (*invoke_with_hook)(void (*after_layer)(uint32_t layer, void *ctx), void *ctx);
     uint32_t *layer_ticks;      /* layer_count entries: PROFILE writes each layer's ticks here */
+    /* A model with several inputs or outputs: its parts (input_bytes / output_bytes are then their totals and
+     * input / output are not used); 0 parts: the one input and output above. */
+    const edgec_link_part *input_parts;
+    uint32_t input_part_count;
+    const edgec_link_part *output_parts;
+    uint32_t output_part_count;
 } edgec_link_model;
 
 /* Serve the host's commands forever (never returns). */

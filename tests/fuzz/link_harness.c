@@ -86,6 +86,7 @@ static int serve(const uint8_t *stream, size_t n)
     m.arena_at = 0;
     m.layer_output_offsets = offsets; m.layer_output_bytes = sizes;
     m.invoke_with_hook = invoke_with_hook; m.layer_ticks = ticks;
+    m.input_parts = m.output_parts = 0; m.input_part_count = m.output_part_count = 0;
     feed = stream; feed_len = n; feed_pos = 0; reply_len = 0; replies = 0;
     if (!setjmp(dry)) edgec_link_serve(&m);
     free(input); free(arena); free(ticks);

@@ -1,0 +1,214 @@
+"""A model's inputs and outputs by name, and the packed layout that carries several of them as one vector.
+
+A model with one input and one output is fed and read as it always was: an array in the ONNX input's
+shape, an array in the output's shape.  A model with several inputs or outputs (multi-task heads, a
+detector's box and score heads, a stateful model that takes its state back) keeps each by its ONNX name
+(`Port`); where one vector is needed (the data set's samples, the serial link, the bench's comparisons)
+the ports are *packed*: each flattened in its ONNX layout and concatenated in the ONNX model's order.
+A packed int8 sample is what the bench firmware's link writes into the inputs, one after the other, and
+reads back from the outputs (runtime_c/harness/edgec_link.c, `edgec_link_part`).
+
+Data files: `x_<input name>` / `y_<output name>` for several inputs/outputs; `x` / `y` for one.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from edgec.data import Dataset, LoadedStream, SampleStream, load_dataset, load_named
+from edgec.errors import EdgecError
+from edgec.ir import Graph
+from edgec.quant.scheme import dequantize, quantize_input
+from edgec.templating import c_identifier
+
+
+@dataclass(frozen=True)
+class Port:
+    """One input or output of the model."""
+
+    name: str                     # ONNX value name
+    tensor: str                   # the graph tensor holding it
+    onnx_shape: tuple[int, ...]   # batch included
+    start: int                    # first element in the packed vector
+    size: int                     # elements
+
+    @property
+    def c_name(self) -> str:
+        """The name's C identifier part (NAME_input_<c_name>()); the names the single-I/O API already uses
+        (NAME_input_scale, NAME_input_zero_point) get `_port` added."""
+        ident = c_identifier(self.name)
+        return f"{ident}_port" if ident in ("scale", "zero_point") else ident
+
+    def of(self, packed: np.ndarray) -> np.ndarray:
+        """This port's part of packed samples (N, total) -> (N, *onnx shape without batch)."""
+        packed = np.asarray(packed)
+        return packed[:, self.start:self.start + self.size].reshape(len(packed), *self.onnx_shape[1:])
+
+
+def multi(graph: Graph) -> bool:
+    """Whether the model has more than one input or more than one output."""
+    return bool(graph.more_inputs or graph.more_outputs)
+
+
+def _ports(graph: Graph, tensors: list[str]) -> list[Port]:
+    out, start = [], 0
+    for t in tensors:
+        shape = tuple(graph.onnx_shape(t))
+        size = int(np.prod(shape[1:], dtype=np.int64))
+        out.append(Port(graph.port_names.get(t, graph.tensors[t].source), t, shape, start, size))
+        start += size
+    return out
+
+
+def inputs(graph: Graph) -> list[Port]:
+    return _ports(graph, graph.inputs)
+
+
+def outputs(graph: Graph) -> list[Port]:
+    return _ports(graph, graph.outputs)
+
+
+def packed_size(ports: list[Port]) -> int:
+    return sum(p.size for p in ports)
+
+
+def feed(graph: Graph, x: np.ndarray, dtype=None) -> dict[str, np.ndarray]:
+    """{input tensor: array in its shape} for one sample: x is the input itself (one input) or the packed
+    inputs (several)."""
+    x = np.asarray(x) if dtype is None else np.asarray(x, dtype)
+    if not graph.more_inputs:
+        return {graph.input: x.reshape(graph.tensors[graph.input].shape)}
+    flat = x.reshape(-1)
+    ports = inputs(graph)
+    if flat.size != packed_size(ports):
+        raise EdgecError(f"a sample of the model's {len(ports)} inputs has {flat.size} values; the inputs "
+                         f"({', '.join(p.name for p in ports)}) take {packed_size(ports)}")
+    return {p.tensor: flat[p.start:p.start + p.size].reshape(graph.tensors[p.tensor].shape) for p in ports}
+
+
+def result(graph: Graph, env: dict[str, np.ndarray]) -> np.ndarray:
+    """The output of one run (ONNX layout) or, with several outputs, the packed outputs."""
+    if not graph.more_outputs:
+        return env[graph.output].reshape(graph.output_onnx_shape)
+    return np.concatenate([env[t].reshape(-1) for t in graph.outputs])
+
+
+def quantize_inputs(graph: Graph, x: np.ndarray) -> np.ndarray:
+    """Float samples (N, *input shape) or packed (N, total) -> int8, each input with its own scale and zero
+    point (the host's rounding: NumPy's half to even)."""
+    if not graph.more_inputs:
+        return quantize_input(graph.tensors[graph.input], x)
+    return np.concatenate([quantize_input(graph.tensors[p.tensor], p.of(x)).reshape(len(x), -1)
+                           for p in inputs(graph)], axis=1)
+
+
+def dequantize_outputs(graph: Graph, q: np.ndarray) -> np.ndarray:
+    """Integer outputs (N, ...) or packed (N, total) -> float, each output with its own scale and zero point."""
+    if not graph.more_outputs:
+        return dequantize(graph.tensors[graph.output], q)
+    q = np.asarray(q).reshape(len(q), -1)
+    return np.concatenate([dequantize(graph.tensors[p.tensor], q[:, p.start:p.start + p.size])
+                           for p in outputs(graph)], axis=1)
+
+
+def check_names(ports: list[Port], what: str) -> None:
+    """Two names that become the same C identifier would declare one function twice."""
+    seen: dict[str, str] = {}
+    for p in ports:
+        if p.c_name in seen:
+            raise EdgecError(f"{what}s '{seen[p.c_name]}' and '{p.name}' both become the C name '{p.c_name}'; "
+                             f"rename one of them in the ONNX model")
+        seen[p.c_name] = p.name
+
+
+def c_context(graph: Graph, pointer) -> dict | None:
+    """What the C templates declare for each input and output of a model with several (None: one of each);
+    pointer(tensor) is the C expression of a tensor's place in the arena."""
+    if not multi(graph):
+        return None
+
+    def one(p: Port) -> dict:
+        t = graph.tensors[p.tensor]
+        return {"c": p.c_name, "C": p.c_name.upper(), "name": p.name, "bytes": t.nbytes, "scale": repr(float(t.scale)),
+                "zero_point": t.zero_point, "shape": list(p.onnx_shape), "pointer": pointer(p.tensor)}
+    ins, outs = inputs(graph), outputs(graph)
+    check_names(ins, "input")
+    check_names(outs, "output")
+    return {"inputs": [one(p) for p in ins], "outputs": [one(p) for p in outs]}
+
+
+def describe(graph: Graph) -> dict:
+    """Every input and output with its quantization, for build.json, the summary and the exports."""
+    def one(p: Port) -> dict:
+        t = graph.tensors[p.tensor]
+        return {"name": p.name, "c_name": p.c_name, "shape": list(p.onnx_shape), "bytes": t.nbytes,
+                "scale": t.scale, "zero_point": t.zero_point, "offset": p.start}
+    return {"inputs": [one(p) for p in inputs(graph)], "outputs": [one(p) for p in outputs(graph)]}
+
+
+# ---- data files ----
+
+def load_data(path, graph: Graph, limit: int | None = None, float_labels: bool = False,
+              labels: bool = True) -> Dataset:
+    """The data file of this model: `x` (one input) or `x_<name>` for each input, packed (several); with
+    labels, `y` or `y_<name>` of the outputs that have them (float targets too with float_labels)."""
+    if not multi(graph):
+        return load_dataset(path, graph.input_onnx_shape, limit, float_labels=float_labels)
+    return load_named(path, [(p.name, p.onnx_shape) for p in inputs(graph)],
+                      [p.name for p in outputs(graph)] if labels else [], limit, float_labels=float_labels)
+
+
+def sample_stream(path, graph: Graph, limit: int | None = None):
+    """The calibration samples in batches: streamed from the file (one input and one output), or loaded and
+    packed (several)."""
+    if not multi(graph):
+        return SampleStream(path, graph.input_onnx_shape, limit=limit)
+    return LoadedStream(load_data(path, graph, labels=False), limit)
+
+
+def output_view(graph: Graph, port: Port) -> Graph:
+    """The graph as if `port` were its only output (its ops up to the one that writes it): what the bench's
+    per-output quality (task, classes) looks at."""
+    last = max((i for i, op in enumerate(graph.ops) if op.output == port.tensor), default=len(graph.ops) - 1)
+    return dataclasses.replace(graph, output=port.tensor, output_onnx_shape=port.onnx_shape, more_outputs=[],
+                               ops=graph.ops[:last + 1])
+
+
+# ---- a stateful model's state: an output fed back as an input ----
+
+def state_pairs(graph: Graph, specs: tuple[str, ...]) -> list[tuple[Port, Port]]:
+    """--state OUTPUT=INPUT: (output, input) pairs whose bytes the caller copies from one to the other."""
+    outs, ins = {p.name: p for p in outputs(graph)}, {p.name: p for p in inputs(graph)}
+    pairs = []
+    for spec in specs:
+        out, sep, inp = spec.partition("=")
+        if not sep or out not in outs or inp not in ins:
+            raise EdgecError(f"--state {spec}: expected OUTPUT=INPUT naming an output and an input of the model "
+                             f"(outputs: {', '.join(outs)}; inputs: {', '.join(ins)})")
+        if outs[out].onnx_shape != ins[inp].onnx_shape:
+            raise EdgecError(f"--state {spec}: output {out} is {list(outs[out].onnx_shape)} but input {inp} is "
+                             f"{list(ins[inp].onnx_shape)}; a state goes back into an input of its own shape")
+        pairs.append((outs[out], ins[inp]))
+    return pairs
+
+
+def tie_ranges(graph: Graph, ranges: dict, pairs: list[tuple[Port, Port]]) -> dict:
+    """Each state output and its input calibrated to the union of their ranges, so both get one scale and zero
+    point and the output's bytes can be copied into the input as they are."""
+    ranges = dict(ranges)
+    for out, inp in pairs:
+        a, b = graph.tensors[out.tensor].source, graph.tensors[inp.tensor].source
+        ranges[a] = ranges[b] = (min(ranges[a][0], ranges[b][0]), max(ranges[a][1], ranges[b][1]))
+    return ranges
+
+
+def check_tied(graph: Graph, pairs: list[tuple[Port, Port]]) -> None:
+    for out, inp in pairs:
+        a, b = graph.tensors[out.tensor], graph.tensors[inp.tensor]
+        if (a.scale, a.zero_point, a.dtype) != (b.scale, b.zero_point, b.dtype):
+            raise EdgecError(f"--state {out.name}={inp.name}: the operator writing {out.name} fixes its quantization "
+                             f"(scale {a.scale:.6g}, zero point {a.zero_point}), which the input {inp.name} does not "
+                             f"have (scale {b.scale:.6g}, zero point {b.zero_point}); requantize the state in your code "
+                             "instead of naming it in --state")
