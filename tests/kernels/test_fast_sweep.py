@@ -118,14 +118,16 @@ def _requant(rng, n, taps):
     return bias, mult, shift
 
 
-def conv_cases(rng, lib, n, variant=specialize.GENERIC):
-    """variant: the generic im2col kernel or one of its speed variants (edgec/codegen/specialize.py)."""
+def conv_cases(rng, lib, n, variant=specialize.GENERIC, pointwise=False):
+    """variant: the generic im2col kernel or one of its speed variants (edgec/codegen/specialize.py);
+    pointwise: only 1x1, stride-1, unpadded convolutions (odd pixel and channel counts included)."""
     for _ in range(n):
         in_c, out_c = channels(rng), channels(rng)
-        k_h, k_w = (int(v) for v in rng.integers(1, 6, size=2))
+        k_h, k_w = (1, 1) if pointwise else (int(v) for v in rng.integers(1, 6, size=2))
         side = 24 if in_c * out_c < 256 else 7          # big images with few channels, small ones with many
         in_h, in_w = (int(v) for v in rng.integers(1, side + 1, size=2))
-        win = _geometry(rng, in_h, in_w, k_h, k_w, *(int(v) for v in rng.integers(1, 4, size=2)))
+        strides = (1, 1) if pointwise else (int(v) for v in rng.integers(1, 4, size=2))
+        win = _geometry(rng, in_h, in_w, k_h, k_w, *strides)
         if win is None:
             continue
         p = _conv_params(rng, in_h, in_w, in_c, out_c, win)
@@ -222,9 +224,11 @@ def avg_pool_cases(rng, lib, n):
 
 
 SWEEPS = {"conv2d_im2col": (conv_cases, 300), "conv2d_blocked": (partial(conv_cases, variant="blocked"), 300),
+          "conv2d_pointwise": (partial(conv_cases, variant="pointwise", pointwise=True), 300),
           "depthwise_conv2d_3x3": (depthwise_cases, 300),
           "depthwise_conv2d_3x3_fused": (partial(depthwise_cases, variant="fused"), 300),
           "fully_connected_packed": (fc_cases, 300), "fully_connected_wide": (partial(fc_cases, variant="wide"), 300),
+          "fully_connected_rows8": (partial(fc_cases, variant="rows8"), 300),
           "add_lut": (add_cases, 300),
           "avg_pool_global": (avg_pool_cases, 200)}
 
