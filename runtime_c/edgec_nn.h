@@ -180,10 +180,10 @@ void edgec_conv2d_im2col_s8(const edgec_conv2d_im2col_params *p, const int8_t *i
  * rounded up to a multiple of 8), 4-byte aligned. */
 void edgec_conv2d_blocked_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                              const edgec_rq *rq, int8_t *scratch, int8_t *output);
-/* fast, `--optimize speed`: a 1x1, stride-1, unpadded convolution with 2 output pixels x 4 output channels in
- * registers, doubled int16 weights (edgec/codegen/register_blocks.py). scratch: 4 * k8 bytes, 4-byte aligned. */
-void edgec_conv2d_pointwise_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
-                               const edgec_rq *rq, int8_t *scratch, int8_t *output);
+/* fast, `--optimize speed`: the same convolution with 2 output pixels x 4 output channels in registers, doubled
+ * int16 weights (edgec/codegen/register_blocks.py). scratch: 4 * k8 + k4 bytes, 4-byte aligned. */
+void edgec_conv2d_blocked4_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                              const edgec_rq *rq, int8_t *scratch, int8_t *output);
 
 /* fast: depthwise 3x3 (depth multiplier 1, c a multiple of 4, stride 1 or 2 on both axes), 4 channels at
  * a time, over a rolling window of 3 input rows widened to int16 and laid out so that one SMLAD

@@ -1,5 +1,6 @@
 """Weight packing of the speed variants that keep more outputs in registers (edgec/codegen/specialize.py lists
-them): the 1x1 convolution with 2 pixels x 4 channels (runtime_c/fast/edgec_conv_pointwise_fast.c) and the fully
+them): the convolution with 2 pixels x 4 channels (runtime_c/fast/edgec_conv_blocked4_fast.c; offered for 1x1
+convolutions and single-channel inputs, edgec/codegen/specialize.py) and the fully
 connected layer with 8 rows a pass (fast/edgec_fully_connected_rows8_fast.c).
 
 Both double the int16 weights and the biases at build time (|acc| < 2^30, edgec/ops/fast.py, so 2 * acc fits
@@ -13,11 +14,12 @@ import numpy as np
 from edgec.ops import fast
 
 
-def is_pointwise(lowered: dict) -> bool:
-    """An im2col convolution lowering that is a 1x1, stride-1, unpadded convolution."""
+def pointwise_or_single_channel(lowered: dict) -> bool:
+    """An im2col convolution lowering that is a 1x1, stride-1, unpadded convolution or reads a single channel
+    (where blocked4 was measured faster than the blocked kernel: MLPerf Tiny KWS)."""
     p = lowered["params"]
-    return (p["k_h"], p["k_w"], p["stride_h"], p["stride_w"], p["pad_top"], p["pad_left"]) == (1, 1, 1, 1, 0, 0) \
-        and p["in_w"] == p["out_w"] and p["in_h"] == p["out_h"]
+    pointwise = (p["k_h"], p["k_w"], p["stride_h"], p["stride_w"], p["pad_top"], p["pad_left"]) == (1, 1, 1, 1, 0, 0)
+    return pointwise or p["in_c"] == 1
 
 
 def _padded(a: np.ndarray, n: int) -> np.ndarray:
@@ -42,8 +44,8 @@ def _blocks(w: np.ndarray, rq: np.ndarray, block: int, pair_order) -> tuple[np.n
     return np.concatenate([bias, body], axis=1).reshape(-1), np.ascontiguousarray(rq)
 
 
-def pointwise_conv(lowered: dict) -> dict:
-    """edgec_conv2d_pointwise_s8: blocks of 4 output channels; per group of 4 input channels (groups padded with
+def blocked4_conv(lowered: dict) -> dict:
+    """edgec_conv2d_blocked4_s8: blocks of 4 output channels; per group of 4 input channels (groups padded with
     zero weights to an even count) the words (w0, w2) of channels 0..3, then (w1, w3) of channels 0..3."""
     p = lowered["params"]
     k4, out_c = p["k4"], p["out_c"]
@@ -52,7 +54,7 @@ def pointwise_conv(lowered: dict) -> dict:
     w[:, :k4] = lowered["arrays"]["fw"].view(np.int8).reshape(out_c, k4)
     words, rq = _blocks(w, lowered["arrays"]["rq"], 4, lambda g: g[..., [0, 2, 1, 3]].reshape(
         *g.shape[:2], 4, 2, 2).transpose(0, 1, 3, 2, 4))
-    return {**lowered, "kernel": "edgec_conv2d_pointwise_s8", "scratch_bytes": 4 * k8,
+    return {**lowered, "kernel": "edgec_conv2d_blocked4_s8", "scratch_bytes": 4 * k8 + k4,
             "arrays": {**lowered["arrays"], "fw": words, "rq": rq}}
 
 

@@ -72,16 +72,16 @@ def fused_depthwise(lowered: dict) -> dict:
 
 
 # kernel of the generic lowering -> (variant name, builder), fastest first by default
-SPEED_VARIANTS = {"edgec_conv2d_im2col_s8": (("pointwise", register_blocks.pointwise_conv), ("blocked", blocked_conv)),
+SPEED_VARIANTS = {"edgec_conv2d_im2col_s8": (("blocked4", register_blocks.blocked4_conv), ("blocked", blocked_conv)),
                   "edgec_fully_connected_packed_s8": (("rows8", register_blocks.rows8_fc), ("wide", wide_fc)),
                   "edgec_depthwise_conv2d_3x3_s8": (("fused", fused_depthwise),)}
 
 
 # code each speed variant links in beside the generic kernels (arm-none-eabi-gcc -O2, Cortex-M4: its row
 # functions and packing-free loops; measured on the MLPerf Tiny builds), for the fit check's code estimate
-VARIANT_CODE_BYTES = {"blocked": 1024, "wide": 512, "fused": 2048, "pointwise": 2048, "rows8": 1536}
+VARIANT_CODE_BYTES = {"blocked": 1024, "wide": 512, "fused": 2048, "blocked4": 2560, "rows8": 1536}
 # the variants that take only some of their kernel's lowerings (the others take every one)
-APPLIES = {"pointwise": register_blocks.is_pointwise}
+APPLIES = {"blocked4": register_blocks.pointwise_or_single_channel}
 
 
 def variant_code_bytes(ops) -> int:

@@ -1,10 +1,10 @@
-/* edgec speed-optimized 1x1 convolution (declared in edgec_nn.h; a `--optimize speed` variant,
- * edgec/codegen/specialize.py): stride 1, no padding, any channel counts. 2 output pixels x 4 output channels
- * in registers: each k-step (2 input channels) is one LDRD of both pixels' int16 words, two LDRD of the 4
- * channels' weight words and 8 SMLAD (16 MACs; the blocked kernel needs 12 instructions for them). The input
- * pixels are widened to int16 once per pixel pair, interleaved so that one LDRD reads both pixels. The weights
+/* edgec speed-optimized convolution, 2 output pixels x 4 output channels in registers (declared in edgec_nn.h;
+ * a `--optimize speed` variant, edgec/codegen/specialize.py, for 1x1 convolutions and single-channel inputs): each k-step (2 input channels) is one LDRD of both pixels' int16 words, two LDRD of the 4
+ * channels' weight words and 8 SMLAD (16 MACs; the blocked kernel needs 12 instructions for them). The taps of
+ * the two pixels (edgec_conv_taps: the input pixel itself for a 1x1 convolution) are widened to int16 once, interleaved so that one LDRD reads both pixels. The weights
  * and biases are doubled at build time, so the accumulators hold 2 * acc, the value the requantization's
  * SMMLAR takes (no shift per output); the biases come from the weight stream. */
+#include "edgec_conv_taps.h"
 #include "edgec_fast_support.h"
 
 /* Weights: for each block of 4 output channels (the last block padded with copies of the last channel, the
@@ -98,11 +98,11 @@
         (void)lo;                                                                                  \
         (void)hi;                                                                                  \
     }
-EDGEC_PW_PIXELS(edgec_pointwise_pixels_full, EDGEC_SAT8(v_))
-EDGEC_PW_PIXELS(edgec_pointwise_pixels_clamped, v_ < lo ? lo : (v_ > hi ? hi : v_))
+EDGEC_PW_PIXELS(edgec_blocked4_pixels_full, EDGEC_SAT8(v_))
+EDGEC_PW_PIXELS(edgec_blocked4_pixels_clamped, v_ < lo ? lo : (v_ > hi ? hi : v_))
 
 /* One group of 4 input values as the column words of pixel j: (x0, x2) at c[0], (x1, x3) at c[2]. */
-EDGEC_INLINE void edgec_pw_column(uint32_t v, edgec_w32 *c)
+EDGEC_INLINE void edgec_b4_column(uint32_t v, edgec_w32 *c)
 {
 #ifdef EDGEC_DSP
     c[0] = E_SXTB16(v);
@@ -116,34 +116,26 @@ EDGEC_INLINE void edgec_pw_column(uint32_t v, edgec_w32 *c)
 #endif
 }
 
-void edgec_conv2d_pointwise_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+void edgec_conv2d_blocked4_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                                const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
-    const int32_t in_c = p->in_c, out_c = p->out_c, n = p->out_h * p->out_w, groups = p->k4 >> 2;
+    const int32_t out_c = p->out_c, out_w = p->out_w, n = p->out_h * out_w, groups = p->k4 >> 2;
     const int32_t k8 = (p->k4 + 7) & ~7;
     const int full = p->act_min == -128 && p->act_max == 127;
-    const int words = (in_c & 3) == 0 && ((uintptr_t)input & 3) == 0;
     edgec_w32 *cols = (edgec_w32 *)(void *)scratch;
+    int8_t *row = scratch + 4 * k8;
     const int32_t blocks = out_c >> 2, rest = out_c & 3;
     void (*const pixels)(const edgec_w32 *, int32_t, const edgec_w32 *, const edgec_rq *, int32_t, int8_t *, int8_t *,
-                         int32_t, int32_t) = full ? edgec_pointwise_pixels_full : edgec_pointwise_pixels_clamped;
+                         int32_t, int32_t) = full ? edgec_blocked4_pixels_full : edgec_blocked4_pixels_clamped;
     int32_t pix, j, g, i;
     for (g = 4 * groups; g < k8; ++g) cols[g] = 0; /* a padding group's columns: zero weights, zero values */
     for (pix = 0; pix < n; pix += 2) {
         const int two = n - pix > 1;
         for (j = 0; j < 2; ++j) { /* a lone last pixel fills both columns */
-            const int8_t *px = input + (pix + (two ? j : 0)) * in_c;
+            const int32_t q = pix + (two ? j : 0);
+            const edgec_w32 *t = (const edgec_w32 *)(const void *)edgec_conv_taps(p, input, q / out_w, q % out_w, row);
             edgec_w32 *c = cols + j;
-            if (words) {
-                const edgec_w32 *t = (const edgec_w32 *)(const void *)px;
-                for (g = groups; g > 0; --g, c += 4) edgec_pw_column(*t++, c);
-            } else {
-                for (g = 0; g < groups; ++g, c += 4) {
-                    uint32_t v = 0;
-                    for (i = 0; i < 4 && 4 * g + i < in_c; ++i) v |= (uint32_t)(uint8_t)px[4 * g + i] << (8 * i);
-                    edgec_pw_column(v, c);
-                }
-            }
+            for (g = groups; g > 0; --g, c += 4) edgec_b4_column(*t++, c);
         }
         pixels(cols, k8, (const edgec_w32 *)weights, rq, blocks, output + pix * out_c, output + (pix + two) * out_c,
                p->act_min, p->act_max);
