@@ -122,6 +122,8 @@ void edgec_conv2d_blocked4_s8(const edgec_conv2d_im2col_params *p, const int8_t 
     const int32_t out_c = p->out_c, out_w = p->out_w, n = p->out_h * out_w, groups = p->k4 >> 2;
     const int32_t k8 = (p->k4 + 7) & ~7;
     const int full = p->act_min == -128 && p->act_max == 127;
+    const int pointwise = p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+                          p->pad_left == 0 && (p->in_c & 3) == 0 && p->in_w == out_w;
     edgec_w32 *cols = (edgec_w32 *)(void *)scratch;
     int8_t *row = scratch + 4 * k8;
     const int32_t blocks = out_c >> 2, rest = out_c & 3;
@@ -133,7 +135,8 @@ void edgec_conv2d_blocked4_s8(const edgec_conv2d_im2col_params *p, const int8_t 
         const int two = n - pix > 1;
         for (j = 0; j < 2; ++j) { /* a lone last pixel fills both columns */
             const int32_t q = pix + (two ? j : 0);
-            const edgec_w32 *t = (const edgec_w32 *)(const void *)edgec_conv_taps(p, input, q / out_w, q % out_w, row);
+            const edgec_w32 *t = (const edgec_w32 *)(const void *)(
+                pointwise ? input + q * p->in_c : edgec_conv_taps(p, input, q / out_w, q % out_w, row));
             edgec_w32 *c = cols + j;
             for (g = groups; g > 0; --g, c += 4) edgec_b4_column(*t++, c);
         }
