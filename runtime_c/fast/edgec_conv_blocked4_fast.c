@@ -56,6 +56,50 @@
         EDGEC_PW_STEP(4 * (g) + 2, 8 * (g) + 4);                                                   \
     } while (0)
 
+/* The chunks of 16 input channels (columns cols .. end16). The Arm build runs them as one block of assembly:
+ * the 14 registers it needs are all the core has (8 accumulators, 4 operands, 2 pointers; the end is read from
+ * the stack), which gcc's allocation of the C loop does not manage without spills. */
+#ifdef EDGEC_DSP_NATIVE
+#define EDGEC_PW_ASM_STEP                                                                          \
+    "ldrd %[xa], %[xb], [%[x]], #8\n\t"                                                           \
+    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                           \
+    "smlad %[a0], %[xa], %[wa], %[a0]\n\t"                                                        \
+    "smlad %[b0], %[xb], %[wa], %[b0]\n\t"                                                        \
+    "smlad %[a1], %[xa], %[wb], %[a1]\n\t"                                                        \
+    "smlad %[b1], %[xb], %[wb], %[b1]\n\t"                                                        \
+    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                           \
+    "smlad %[a2], %[xa], %[wa], %[a2]\n\t"                                                        \
+    "smlad %[b2], %[xb], %[wa], %[b2]\n\t"                                                        \
+    "smlad %[a3], %[xa], %[wb], %[a3]\n\t"                                                        \
+    "smlad %[b3], %[xb], %[wb], %[b3]\n\t"
+#define EDGEC_PW_CHUNKS16()                                                                        \
+    do {                                                                                           \
+        if (x < end16) {                                                                           \
+            __asm__ volatile("1:\n\t" EDGEC_PW_ASM_STEP EDGEC_PW_ASM_STEP EDGEC_PW_ASM_STEP        \
+                             EDGEC_PW_ASM_STEP EDGEC_PW_ASM_STEP EDGEC_PW_ASM_STEP EDGEC_PW_ASM_STEP \
+                             EDGEC_PW_ASM_STEP "ldr %[xa], %[end]\n\t"                              \
+                             "cmp %[x], %[xa]\n\t"                                                 \
+                             "bne 1b\n\t"                                                          \
+                             : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3),         \
+                               [b0] "+r"(b0), [b1] "+r"(b1), [b2] "+r"(b2), [b3] "+r"(b3),         \
+                               [x] "+r"(x), [w] "+r"(w), [xa] "=&r"(xa), [xb] "=&r"(xb),           \
+                               [wa] "=&r"(wa), [wb] "=&r"(wb)                                      \
+                             : [end] "m"(end16)                                                    \
+                             : "cc", "memory");                                                    \
+        }                                                                                          \
+    } while (0)
+#else
+#define EDGEC_PW_CHUNKS16()                                                                        \
+    do {                                                                                           \
+        for (; x < end16; x += 16, w += 32) {                                                      \
+            EDGEC_PW_GROUP(0);                                                                     \
+            EDGEC_PW_GROUP(1);                                                                     \
+            EDGEC_PW_GROUP(2);                                                                     \
+            EDGEC_PW_GROUP(3);                                                                     \
+        }                                                                                          \
+    } while (0)
+#endif
+
 /* Requantize channel d's accumulators (doubled) of both pixels with record q[d] and store them at o0[d], o1[d]. */
 #define EDGEC_PW_STORE(acc0, acc1, d, clamp)                                                      \
     do {                                                                                           \
@@ -79,12 +123,8 @@
             int32_t b0 = a0, b1 = a1, b2 = a2, b3 = a3;                                            \
             const edgec_w32 *x = cols;                                                             \
             EDGEC_PW_REGS                                                                          \
-            for (w += 4; x < end16; x += 16, w += 32) {                                            \
-                EDGEC_PW_GROUP(0);                                                                 \
-                EDGEC_PW_GROUP(1);                                                                 \
-                EDGEC_PW_GROUP(2);                                                                 \
-                EDGEC_PW_GROUP(3);                                                                 \
-            }                                                                                      \
+            w += 4;                                                                                \
+            EDGEC_PW_CHUNKS16();                                                                   \
             if (k8 & 8) {                                                                          \
                 EDGEC_PW_GROUP(0);                                                                 \
                 EDGEC_PW_GROUP(1);                                                                 \
