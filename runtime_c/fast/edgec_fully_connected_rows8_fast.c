@@ -55,37 +55,79 @@
     } while (0)
 #endif
 
-#define EDGEC_FC8_OUT(acc, r) out[(r)] = edgec_clamp_act(                                         \
-    (E_SMMLAR((acc), rq[(r)].mult, rq[(r)].khi) + (((acc) >> 31) & rq[(r)].neg)) >> rq[(r)].shift, full, lo, hi)
+/* requantize row r's (doubled) accumulator and store it; `clamp` of v_ to the activation range */
+#define EDGEC_FC8_OUT(acc, r, clamp)                                                               \
+    do {                                                                                           \
+        const int32_t v_ = (E_SMMLAR((acc), rq[(r)].mult, rq[(r)].khi) + (((acc) >> 31) & rq[(r)].neg)) >> \
+                           rq[(r)].shift;                                                          \
+        out[(r)] = (int8_t)(clamp);                                                                \
+    } while (0)
 
-static EDGEC_HOT void edgec_fc8_blocks(const edgec_w32 *xw, int32_t groups, int32_t blocks, const edgec_w32 *w,
-                                       const edgec_rq *rq, int8_t *out, int32_t lo, int32_t hi)
-{
-    const int full = lo == -128 && hi == 127;
-    const edgec_w32 *const xend = xw + 2 * (groups & ~1);
-    for (; blocks > 0; --blocks, rq += 8, out += 8) {
-        const edgec_w32 *x = xw;
-        int32_t a0 = (int32_t)w[0], a1 = (int32_t)w[1], a2 = (int32_t)w[2], a3 = (int32_t)w[3];
-        int32_t a4 = (int32_t)w[4], a5 = (int32_t)w[5], a6 = (int32_t)w[6], a7 = (int32_t)w[7];
-        for (w += 8; x < xend; x += 4, w += 32) {
-            EDGEC_FC8_GROUP(0, 0);
-            EDGEC_BARRIER();
-            EDGEC_FC8_GROUP(2, 16);
-        }
-        if (groups & 1) {
-            EDGEC_FC8_GROUP(0, 0);
-            w += 16;
-        }
-        EDGEC_FC8_OUT(a0, 0);
-        EDGEC_FC8_OUT(a1, 1);
-        EDGEC_FC8_OUT(a2, 2);
-        EDGEC_FC8_OUT(a3, 3);
-        EDGEC_FC8_OUT(a4, 4);
-        EDGEC_FC8_OUT(a5, 5);
-        EDGEC_FC8_OUT(a6, 6);
-        EDGEC_FC8_OUT(a7, 7);
+/* The chunks of 4 groups (inputs x .. end4). The Arm build runs them as one block of assembly (8 accumulators, 4
+ * operands and 2 pointers: all 14 registers; the end is read from the stack). */
+#ifdef EDGEC_DSP_NATIVE
+#define EDGEC_FC8_ASM_ROW(acc)                                                                     \
+    "ldrd %[wl], %[wh], [%[w]], #8\n\t"                                                           \
+    "smlad %[" #acc "], %[wl], %[xl], %[" #acc "]\n\t"                                             \
+    "smlad %[" #acc "], %[wh], %[xh], %[" #acc "]\n\t"
+#define EDGEC_FC8_ASM_GROUP                                                                        \
+    "ldrd %[xl], %[xh], [%[x]], #8\n\t" EDGEC_FC8_ASM_ROW(a0) EDGEC_FC8_ASM_ROW(a1) EDGEC_FC8_ASM_ROW(a2) \
+        EDGEC_FC8_ASM_ROW(a3) EDGEC_FC8_ASM_ROW(a4) EDGEC_FC8_ASM_ROW(a5) EDGEC_FC8_ASM_ROW(a6)       \
+            EDGEC_FC8_ASM_ROW(a7)
+#define EDGEC_FC8_CHUNKS4()                                                                        \
+    do {                                                                                           \
+        if (x < end4) {                                                                            \
+            uint32_t xl, xh, wl, wh;                                                               \
+            __asm__ volatile("1:\n\t" EDGEC_FC8_ASM_GROUP EDGEC_FC8_ASM_GROUP EDGEC_FC8_ASM_GROUP  \
+                             EDGEC_FC8_ASM_GROUP "ldr %[xl], %[end]\n\t"                            \
+                             "cmp %[x], %[xl]\n\t"                                                 \
+                             "bne 1b\n\t"                                                          \
+                             : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3),         \
+                               [a4] "+r"(a4), [a5] "+r"(a5), [a6] "+r"(a6), [a7] "+r"(a7),         \
+                               [x] "+r"(x), [w] "+r"(w), [xl] "=&r"(xl), [xh] "=&r"(xh),           \
+                               [wl] "=&r"(wl), [wh] "=&r"(wh)                                      \
+                             : [end] "m"(end4)                                                     \
+                             : "cc", "memory");                                                    \
+        }                                                                                          \
+    } while (0)
+#else
+#define EDGEC_FC8_CHUNKS4()                                                                        \
+    do {                                                                                           \
+        for (; x < end4; x += 8, w += 64) {                                                        \
+            EDGEC_FC8_GROUP(0, 0);                                                                 \
+            EDGEC_FC8_GROUP(2, 16);                                                                \
+            EDGEC_FC8_GROUP(4, 32);                                                                \
+            EDGEC_FC8_GROUP(6, 48);                                                                \
+        }                                                                                          \
+    } while (0)
+#endif
+
+#define EDGEC_FC8_BLOCKS(name, clamp)                                                              \
+    static EDGEC_HOT void name(const edgec_w32 *xw, int32_t groups, int32_t blocks, const edgec_w32 *w, \
+                               const edgec_rq *rq, int8_t *out, int32_t lo, int32_t hi)            \
+    {                                                                                              \
+        const edgec_w32 *end4 = xw + 2 * (groups & ~3), *const end = xw + 2 * groups;              \
+        for (; blocks > 0; --blocks, rq += 8, out += 8) {                                          \
+            const edgec_w32 *x = xw;                                                               \
+            int32_t a0 = (int32_t)w[0], a1 = (int32_t)w[1], a2 = (int32_t)w[2], a3 = (int32_t)w[3];    \
+            int32_t a4 = (int32_t)w[4], a5 = (int32_t)w[5], a6 = (int32_t)w[6], a7 = (int32_t)w[7];    \
+            w += 8;                                                                                \
+            EDGEC_FC8_CHUNKS4();                                                                   \
+            for (; x < end; x += 2, w += 16) EDGEC_FC8_GROUP(0, 0);                                \
+            EDGEC_FC8_OUT(a0, 0, clamp);                                                           \
+            EDGEC_FC8_OUT(a1, 1, clamp);                                                           \
+            EDGEC_FC8_OUT(a2, 2, clamp);                                                           \
+            EDGEC_FC8_OUT(a3, 3, clamp);                                                           \
+            EDGEC_FC8_OUT(a4, 4, clamp);                                                           \
+            EDGEC_FC8_OUT(a5, 5, clamp);                                                           \
+            EDGEC_FC8_OUT(a6, 6, clamp);                                                           \
+            EDGEC_FC8_OUT(a7, 7, clamp);                                                           \
+        }                                                                                          \
+        (void)lo;                                                                                  \
+        (void)hi;                                                                                  \
     }
-}
+EDGEC_FC8_BLOCKS(edgec_fc8_blocks_full, EDGEC_SAT8(v_))
+EDGEC_FC8_BLOCKS(edgec_fc8_blocks_clamped, v_ < lo ? lo : (v_ > hi ? hi : v_))
 
 void edgec_fully_connected_rows8_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                     const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output)
@@ -105,10 +147,12 @@ void edgec_fully_connected_rows8_s8(const edgec_fully_connected_packed_params *p
             edgec_widen(v, xw + 2 * g);
         }
     }
-    edgec_fc8_blocks(xw, groups, blocks, (const edgec_w32 *)weights, rq, output, lo, hi);
+    void (*const run)(const edgec_w32 *, int32_t, int32_t, const edgec_w32 *, const edgec_rq *, int8_t *, int32_t,
+                      int32_t) = lo == -128 && hi == 127 ? edgec_fc8_blocks_full : edgec_fc8_blocks_clamped;
+    run(xw, groups, blocks, (const edgec_w32 *)weights, rq, output, lo, hi);
     if (rest) { /* the padded last block through a buffer: the copies of the last row are not stored */
         int8_t t[8];
-        edgec_fc8_blocks(xw, groups, 1, (const edgec_w32 *)weights + blocks * (8 + 16 * groups), rq + 8 * blocks, t,
+        run(xw, groups, 1, (const edgec_w32 *)weights + blocks * (8 + 16 * groups), rq + 8 * blocks, t,
                          lo, hi);
         for (i = 0; i < rest; ++i) output[8 * blocks + i] = t[i];
     }
