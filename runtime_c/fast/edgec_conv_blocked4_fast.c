@@ -28,24 +28,30 @@
     } while (0)
 #define EDGEC_PW_REGS uint32_t xa, xb, wa, wb;
 #else
-/* the same k-step by halves: xs_ = pixel 0's two values then pixel 1's, ws_ = two values per channel */
+/* the same k-step by halves: xs_ = pixel 0's two values then pixel 1's, ws_ = two values per channel; one half
+ * at a time for the 8 accumulators (the registers a Cortex-M3 has) */
+#define EDGEC_PW_HALF(h)                                                                           \
+    do {                                                                                           \
+        const int32_t p_ = xs_[(h)], r_ = xs_[2 + (h)];                                            \
+        int32_t u_ = ws_[(h)];                                                                     \
+        a0 += p_ * u_;                                                                             \
+        b0 += r_ * u_;                                                                             \
+        u_ = ws_[2 + (h)];                                                                         \
+        a1 += p_ * u_;                                                                             \
+        b1 += r_ * u_;                                                                             \
+        u_ = ws_[4 + (h)];                                                                         \
+        a2 += p_ * u_;                                                                             \
+        b2 += r_ * u_;                                                                             \
+        u_ = ws_[6 + (h)];                                                                         \
+        a3 += p_ * u_;                                                                             \
+        b3 += r_ * u_;                                                                             \
+    } while (0)
 #define EDGEC_PW_STEP(xo, wo)                                                                      \
     do {                                                                                           \
         const edgec_h16 *xs_ = (const edgec_h16 *)(const void *)(x + (xo));                        \
         const edgec_h16 *ws_ = (const edgec_h16 *)(const void *)(w + (wo));                        \
-        const int32_t p0_ = xs_[0], p1_ = xs_[1], r0_ = xs_[2], r1_ = xs_[3];                      \
-        int32_t u_ = ws_[0], v_ = ws_[1];                                                          \
-        a0 += p0_ * u_ + p1_ * v_;                                                                 \
-        b0 += r0_ * u_ + r1_ * v_;                                                                 \
-        u_ = ws_[2], v_ = ws_[3];                                                                  \
-        a1 += p0_ * u_ + p1_ * v_;                                                                 \
-        b1 += r0_ * u_ + r1_ * v_;                                                                 \
-        u_ = ws_[4], v_ = ws_[5];                                                                  \
-        a2 += p0_ * u_ + p1_ * v_;                                                                 \
-        b2 += r0_ * u_ + r1_ * v_;                                                                 \
-        u_ = ws_[6], v_ = ws_[7];                                                                  \
-        a3 += p0_ * u_ + p1_ * v_;                                                                 \
-        b3 += r0_ * u_ + r1_ * v_;                                                                 \
+        EDGEC_PW_HALF(0);                                                                          \
+        EDGEC_PW_HALF(1);                                                                          \
     } while (0)
 #define EDGEC_PW_REGS
 #endif
@@ -88,15 +94,10 @@
                              : "cc", "memory");                                                    \
         }                                                                                          \
     } while (0)
-#else
+#else /* a group at a time: the 8-step unrolling costs a portable build more code than it saves */
 #define EDGEC_PW_CHUNKS16()                                                                        \
     do {                                                                                           \
-        for (; x < end16; x += 16, w += 32) {                                                      \
-            EDGEC_PW_GROUP(0);                                                                     \
-            EDGEC_PW_GROUP(1);                                                                     \
-            EDGEC_PW_GROUP(2);                                                                     \
-            EDGEC_PW_GROUP(3);                                                                     \
-        }                                                                                          \
+        for (; x < end16; x += 4, w += 8) EDGEC_PW_GROUP(0);                                       \
     } while (0)
 #endif
 
