@@ -65,7 +65,7 @@
 /* The chunks of 16 input channels (columns cols .. end16). The Arm build runs them as one block of assembly:
  * the 14 registers it needs are all the core has (8 accumulators, 4 operands, 2 pointers; the end is read from
  * the stack), which gcc's allocation of the C loop does not manage without spills. */
-#ifdef EDGEC_DSP_NATIVE
+#if defined(EDGEC_DSP_NATIVE) && !defined(__clang__) /* clang cannot give an asm statement 14 registers */
 #define EDGEC_PW_ASM_STEP                                                                          \
     "ldrd %[xa], %[xb], [%[x]], #8\n\t"                                                           \
     "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                           \

@@ -65,7 +65,7 @@
 
 /* The chunks of 4 groups (inputs x .. end4). The Arm build runs them as one block of assembly (8 accumulators, 4
  * operands and 2 pointers: all 14 registers; the end is read from the stack). */
-#ifdef EDGEC_DSP_NATIVE
+#if defined(EDGEC_DSP_NATIVE) && !defined(__clang__) /* clang cannot give an asm statement 14 registers */
 #define EDGEC_FC8_ASM_ROW(acc)                                                                     \
     "ldrd %[wl], %[wh], [%[w]], #8\n\t"                                                           \
     "smlad %[" #acc "], %[wl], %[xl], %[" #acc "]\n\t"                                             \
