@@ -180,6 +180,10 @@ void edgec_conv2d_im2col_s8(const edgec_conv2d_im2col_params *p, const int8_t *i
  * rounded up to a multiple of 8), 4-byte aligned. */
 void edgec_conv2d_blocked_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                              const edgec_rq *rq, int8_t *scratch, int8_t *output);
+/* fast, `--optimize speed`: the same convolution with 2 output pixels x 4 output channels in registers, doubled
+ * int16 weights (edgec/codegen/register_blocks.py). scratch: 4 * k8 + k4 bytes, 4-byte aligned. */
+void edgec_conv2d_blocked4_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                              const edgec_rq *rq, int8_t *scratch, int8_t *output);
 
 /* fast: depthwise 3x3 (depth multiplier 1, c a multiple of 4, stride 1 or 2 on both axes), 4 channels at
  * a time, over a rolling window of 3 input rows widened to int16 and laid out so that one SMLAD
@@ -280,6 +284,10 @@ void edgec_matmul_fast_s8(const edgec_matmul_fast_params *p, const int8_t *a, co
  * (w0, w2) (w1, w3), edgec/codegen/specialize.py). scratch: k4 * 2 bytes, 4-byte aligned. */
 void edgec_fully_connected_wide_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                    const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
+/* fast, `--optimize speed`: 8 rows a pass over doubled int16 weights (edgec/codegen/register_blocks.py).
+ * scratch: k4 * 2 bytes, 4-byte aligned. */
+void edgec_fully_connected_rows8_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
+                                    const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
 
 /* Helium (MVE; fast/edgec_fully_connected_mve.c): weights [out_features][k4] int8, 4 rows at a time; no
  * scratch. */

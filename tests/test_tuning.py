@@ -91,7 +91,7 @@ def test_tune_keeps_the_fastest_variant_and_a_build_reuses_it(tmp_path, monkeypa
     log = tmp_path / "tuning.json"
     rounds = _fake_board(monkeypatch)
     result = tune.tune(MODEL, CALIB, "qemu-cortex-m4", tuning_log=log)
-    assert len(rounds) == tune.rounds() == 2
+    assert len(rounds) == tune.rounds() == 3          # generic, then up to two speed variants (conv, fully connected)
     records = json.loads(log.read_text())["records"]
     first = sorted(r["name"] for r in result["layers"])[0]
     chosen = {r["name"]: r["variant"] for r in result["layers"]}
@@ -111,20 +111,20 @@ def test_tune_keeps_the_fastest_variant_and_a_build_reuses_it(tmp_path, monkeypa
 def test_tune_discards_a_round_that_is_not_bit_exact(tmp_path, monkeypatch):
     _fake_board(monkeypatch, exact_rounds=(0,))
     result = tune.tune(MODEL, CALIB, "qemu-cortex-m4", tuning_log=tmp_path / "log.json")
-    assert result["discarded_rounds"] == [1]
+    assert result["discarded_rounds"] == list(range(1, tune.rounds()))
     assert all(r["variant"] == "generic" and set(r["units"]) == {"generic"} for r in result["layers"])
 
 
 @pytest.mark.sweep
 def test_tune_on_the_host_board(tmp_path):
-    """The real thing on the host board (about 35 s: two builds and benches): every layer measured on both
-    variants, the faster one recorded."""
+    """The real thing on the host board (about 50 s: three builds and benches): every layer measured on each of
+    its variants, the fastest one recorded."""
     log = tmp_path / "tuning.json"
     result = tune.tune(MODEL, CALIB, "host", tuning_log=log, samples=1)
     records = json.loads(log.read_text())["records"]
     assert result["layers"] and all(k.startswith("host/") for k in records)
     for row in result["layers"]:
-        assert len(row["units"]) == 2 and "generic" in row["units"]
+        assert len(row["units"]) >= 2 and "generic" in row["units"]
         assert row["units"][row["variant"]] == min(row["units"].values())
 
 

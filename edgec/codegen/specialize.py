@@ -13,6 +13,7 @@ import json
 
 import numpy as np
 
+from edgec.codegen import register_blocks
 from edgec.ir import Op
 from edgec.ops import fast
 
@@ -71,14 +72,17 @@ def fused_depthwise(lowered: dict) -> dict:
 
 
 # kernel of the generic lowering -> (variant name, builder), fastest first by default
-SPEED_VARIANTS = {"edgec_conv2d_im2col_s8": (("blocked", blocked_conv),),
-                  "edgec_fully_connected_packed_s8": (("wide", wide_fc),),
+SPEED_VARIANTS = {"edgec_conv2d_im2col_s8": (("blocked4", register_blocks.blocked4_conv), ("blocked", blocked_conv)),
+                  "edgec_fully_connected_packed_s8": (("rows8", register_blocks.rows8_fc), ("wide", wide_fc)),
                   "edgec_depthwise_conv2d_3x3_s8": (("fused", fused_depthwise),)}
 
 
 # code each speed variant links in beside the generic kernels (arm-none-eabi-gcc -O2, Cortex-M4: its row
-# functions and packing-free loops; measured on the MLPerf Tiny builds), for the fit check's code estimate
-VARIANT_CODE_BYTES = {"blocked": 1024, "wide": 512, "fused": 2048}
+# functions and packing-free loops; measured on the MLPerf Tiny builds; blocked4 and rows8: their files' text on
+# the Cortex-M3, the larger of the two cores), for the fit check's code estimate
+VARIANT_CODE_BYTES = {"blocked": 1024, "wide": 512, "fused": 2048, "blocked4": 4096, "rows8": 4864}
+# the variants that take only some of their kernel's lowerings (the others take every one)
+APPLIES = {"blocked4": register_blocks.pointwise_or_single_channel}
 
 
 def variant_code_bytes(ops) -> int:
@@ -90,7 +94,8 @@ def variants(lowered: dict | None) -> list[str]:
     """The variant names an op lowered this way can run: the generic kernel first, then the speed variants."""
     if not lowered:
         return []
-    return [GENERIC] + [name for name, _ in SPEED_VARIANTS.get(lowered["kernel"], ())]
+    return [GENERIC] + [name for name, _ in SPEED_VARIANTS.get(lowered["kernel"], ())
+                        if APPLIES.get(name, bool)(lowered)]
 
 
 def apply(lowered: dict, variant: str) -> dict:

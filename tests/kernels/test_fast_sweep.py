@@ -118,14 +118,16 @@ def _requant(rng, n, taps):
     return bias, mult, shift
 
 
-def conv_cases(rng, lib, n, variant=specialize.GENERIC):
-    """variant: the generic im2col kernel or one of its speed variants (edgec/codegen/specialize.py)."""
+def conv_cases(rng, lib, n, variant=specialize.GENERIC, pointwise=False):
+    """variant: the generic im2col kernel or one of its speed variants (edgec/codegen/specialize.py);
+    pointwise: only 1x1, stride-1, unpadded convolutions (odd pixel and channel counts included)."""
     for _ in range(n):
         in_c, out_c = channels(rng), channels(rng)
-        k_h, k_w = (int(v) for v in rng.integers(1, 6, size=2))
+        k_h, k_w = (1, 1) if pointwise else (int(v) for v in rng.integers(1, 6, size=2))
         side = 24 if in_c * out_c < 256 else 7          # big images with few channels, small ones with many
         in_h, in_w = (int(v) for v in rng.integers(1, side + 1, size=2))
-        win = _geometry(rng, in_h, in_w, k_h, k_w, *(int(v) for v in rng.integers(1, 4, size=2)))
+        strides = (1, 1) if pointwise else (int(v) for v in rng.integers(1, 4, size=2))
+        win = _geometry(rng, in_h, in_w, k_h, k_w, *strides)
         if win is None:
             continue
         p = _conv_params(rng, in_h, in_w, in_c, out_c, win)
@@ -222,9 +224,12 @@ def avg_pool_cases(rng, lib, n):
 
 
 SWEEPS = {"conv2d_im2col": (conv_cases, 300), "conv2d_blocked": (partial(conv_cases, variant="blocked"), 300),
+          "conv2d_blocked4": (partial(conv_cases, variant="blocked4"), 200),
+          "conv2d_blocked4_pointwise": (partial(conv_cases, variant="blocked4", pointwise=True), 200),
           "depthwise_conv2d_3x3": (depthwise_cases, 300),
           "depthwise_conv2d_3x3_fused": (partial(depthwise_cases, variant="fused"), 300),
           "fully_connected_packed": (fc_cases, 300), "fully_connected_wide": (partial(fc_cases, variant="wide"), 300),
+          "fully_connected_rows8": (partial(fc_cases, variant="rows8"), 300),
           "add_lut": (add_cases, 300),
           "avg_pool_global": (avg_pool_cases, 200)}
 
@@ -257,3 +262,27 @@ def test_depthwise_speed_variant_is_the_default_and_size_keeps_the_generic_kerne
         assert op.lowered["variants"] == ["generic", "fused"]
         assert (op.lowered["extra_bytes"] > 0) == (optimize == "speed")
     assert kernels == {"speed": "edgec_depthwise_conv2d_3x3_fused_s8", "size": "edgec_depthwise_conv2d_3x3_s8"}
+
+
+def test_register_blocked_variants_are_offered_where_they_were_measured_faster():
+    """blocked4 (2 pixels x 4 channels) is the default for 1x1 convolutions and single-channel inputs and is not
+    offered for other convolutions (they keep the blocked kernel); rows8 is the fully connected default; both
+    stay choices for `edgec tune` beside the kernels they displace, and `--optimize size` keeps the generic ones."""
+    rng = np.random.default_rng(11)
+
+    def conv_op(k, in_c):
+        p = _conv_params(rng, 5, 5, in_c, 6, _geometry(rng, 5, 5, k, k, 1, 1))
+        return weighted_op("conv2d", p, i8(rng, (6, k, k, in_c)), *_requant(rng, 6, k * k * in_c))
+
+    fc = Op("fully_connected", "fc", ["x"], "y", arrays=dict(zip(("weights", "bias", "mult", "shift"),
+                                                                 (i8(rng, (10, 12)), *_requant(rng, 10, 12)))),
+            params=dict(in_features=12, out_features=10, input_zp=3, output_zp=-128, act_min=-128, act_max=127))
+    cases = [(conv_op(1, 8), ["generic", "blocked4", "blocked"]), (conv_op(3, 1), ["generic", "blocked4", "blocked"]),
+             (conv_op(3, 3), ["generic", "blocked"]), (fc, ["generic", "rows8", "wide"])]
+    for op, names in cases:
+        for optimize in specialize.OPTIMIZE_CHOICES:
+            op.lowered = lowering.lower(op)
+            specialize.specialize(op, optimize)
+            assert op.lowered["variants"] == names
+            assert op.lowered["variant"] == (names[1] if optimize == "speed" else "generic")
+            assert (op.lowered["extra_bytes"] > 0) == (optimize == "speed")

@@ -1,0 +1,196 @@
+/* edgec speed-optimized convolution, 2 output pixels x 4 output channels in registers (declared in edgec_nn.h;
+ * a `--optimize speed` variant, edgec/codegen/specialize.py, for 1x1 convolutions and single-channel inputs): each k-step (2 input channels) is one LDRD of both pixels' int16 words, two LDRD of the 4
+ * channels' weight words and 8 SMLAD (16 MACs; the blocked kernel needs 12 instructions for them). The taps of
+ * the two pixels (edgec_conv_taps: the input pixel itself for a 1x1 convolution) are widened to int16 once, interleaved so that one LDRD reads both pixels. The weights
+ * and biases are doubled at build time, so the accumulators hold 2 * acc, the value the requantization's
+ * SMMLAR takes (no shift per output); the biases come from the weight stream. */
+#include "edgec_conv_taps.h"
+#include "edgec_fast_support.h"
+
+/* Weights: for each block of 4 output channels (the last block padded with copies of the last channel, the
+ * requantization records too), the 4 doubled biases, then for each group of 4 input channels (x0..x3; groups padded with zero weights to an even
+ * count) the doubled int16 words (w0, w2) of channels 0..3 then (w1, w3) of channels 0..3.
+ * Columns: for each group, (x0, x2) of pixel 0 and of pixel 1, then (x1, x3) of pixel 0 and of pixel 1. */
+#ifdef EDGEC_DSP
+#define EDGEC_PW_STEP(xo, wo)                                                                      \
+    do {                                                                                           \
+        E_LDRD(xa, xb, x, (xo));                                                                   \
+        E_LDRD(wa, wb, w, (wo));                                                                   \
+        a0 = E_SMLAD(xa, wa, a0);                                                                  \
+        b0 = E_SMLAD(xb, wa, b0);                                                                  \
+        a1 = E_SMLAD(xa, wb, a1);                                                                  \
+        b1 = E_SMLAD(xb, wb, b1);                                                                  \
+        E_LDRD(wa, wb, w, (wo) + 2);                                                               \
+        a2 = E_SMLAD(xa, wa, a2);                                                                  \
+        b2 = E_SMLAD(xb, wa, b2);                                                                  \
+        a3 = E_SMLAD(xa, wb, a3);                                                                  \
+        b3 = E_SMLAD(xb, wb, b3);                                                                  \
+    } while (0)
+#define EDGEC_PW_REGS uint32_t xa, xb, wa, wb;
+#else
+/* the same k-step by halves: xs_ = pixel 0's two values then pixel 1's, ws_ = two values per channel; one half
+ * at a time for the 8 accumulators (the registers a Cortex-M3 has) */
+#define EDGEC_PW_HALF(h)                                                                           \
+    do {                                                                                           \
+        const int32_t p_ = xs_[(h)], r_ = xs_[2 + (h)];                                            \
+        int32_t u_ = ws_[(h)];                                                                     \
+        a0 += p_ * u_;                                                                             \
+        b0 += r_ * u_;                                                                             \
+        u_ = ws_[2 + (h)];                                                                         \
+        a1 += p_ * u_;                                                                             \
+        b1 += r_ * u_;                                                                             \
+        u_ = ws_[4 + (h)];                                                                         \
+        a2 += p_ * u_;                                                                             \
+        b2 += r_ * u_;                                                                             \
+        u_ = ws_[6 + (h)];                                                                         \
+        a3 += p_ * u_;                                                                             \
+        b3 += r_ * u_;                                                                             \
+    } while (0)
+#define EDGEC_PW_STEP(xo, wo)                                                                      \
+    do {                                                                                           \
+        const edgec_h16 *xs_ = (const edgec_h16 *)(const void *)(x + (xo));                        \
+        const edgec_h16 *ws_ = (const edgec_h16 *)(const void *)(w + (wo));                        \
+        EDGEC_PW_HALF(0);                                                                          \
+        EDGEC_PW_HALF(1);                                                                          \
+    } while (0)
+#define EDGEC_PW_REGS
+#endif
+/* group g of a chunk: column words 4g.., weight words 8g.. */
+#define EDGEC_PW_GROUP(g)                                                                          \
+    do {                                                                                           \
+        EDGEC_PW_STEP(4 * (g), 8 * (g));                                                           \
+        EDGEC_PW_STEP(4 * (g) + 2, 8 * (g) + 4);                                                   \
+    } while (0)
+
+/* The chunks of 16 input channels (columns cols .. end16). The Arm build runs them as one block of assembly:
+ * the 14 registers it needs are all the core has (8 accumulators, 4 operands, 2 pointers; the end is read from
+ * the stack), which gcc's allocation of the C loop does not manage without spills. */
+#if defined(EDGEC_DSP_NATIVE) && !defined(__clang__) /* clang cannot give an asm statement 14 registers */
+#define EDGEC_PW_ASM_STEP                                                                          \
+    "ldrd %[xa], %[xb], [%[x]], #8\n\t"                                                           \
+    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                           \
+    "smlad %[a0], %[xa], %[wa], %[a0]\n\t"                                                        \
+    "smlad %[b0], %[xb], %[wa], %[b0]\n\t"                                                        \
+    "smlad %[a1], %[xa], %[wb], %[a1]\n\t"                                                        \
+    "smlad %[b1], %[xb], %[wb], %[b1]\n\t"                                                        \
+    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                           \
+    "smlad %[a2], %[xa], %[wa], %[a2]\n\t"                                                        \
+    "smlad %[b2], %[xb], %[wa], %[b2]\n\t"                                                        \
+    "smlad %[a3], %[xa], %[wb], %[a3]\n\t"                                                        \
+    "smlad %[b3], %[xb], %[wb], %[b3]\n\t"
+#define EDGEC_PW_CHUNKS16()                                                                        \
+    do {                                                                                           \
+        if (x < end16) {                                                                           \
+            __asm__ volatile("1:\n\t" EDGEC_PW_ASM_STEP EDGEC_PW_ASM_STEP EDGEC_PW_ASM_STEP        \
+                             EDGEC_PW_ASM_STEP EDGEC_PW_ASM_STEP EDGEC_PW_ASM_STEP EDGEC_PW_ASM_STEP \
+                             EDGEC_PW_ASM_STEP "ldr %[xa], %[end]\n\t"                              \
+                             "cmp %[x], %[xa]\n\t"                                                 \
+                             "bne 1b\n\t"                                                          \
+                             : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3),         \
+                               [b0] "+r"(b0), [b1] "+r"(b1), [b2] "+r"(b2), [b3] "+r"(b3),         \
+                               [x] "+r"(x), [w] "+r"(w), [xa] "=&r"(xa), [xb] "=&r"(xb),           \
+                               [wa] "=&r"(wa), [wb] "=&r"(wb)                                      \
+                             : [end] "m"(end16)                                                    \
+                             : "cc", "memory");                                                    \
+        }                                                                                          \
+    } while (0)
+#else /* a group at a time: the 8-step unrolling costs a portable build more code than it saves */
+#define EDGEC_PW_CHUNKS16()                                                                        \
+    do {                                                                                           \
+        for (; x < end16; x += 4, w += 8) EDGEC_PW_GROUP(0);                                       \
+    } while (0)
+#endif
+
+/* Requantize channel d's accumulators (doubled) of both pixels with record q[d] and store them at o0[d], o1[d]. */
+#define EDGEC_PW_STORE(acc0, acc1, d, clamp)                                                      \
+    do {                                                                                           \
+        const edgec_rq *r_ = q + (d);                                                              \
+        const int32_t m_ = r_->mult, k_ = r_->khi, n_ = r_->neg, s_ = r_->shift;                   \
+        int32_t v_ = (E_SMMLAR((acc0), m_, k_) + (((acc0) >> 31) & n_)) >> s_;                     \
+        o0[(d)] = (int8_t)(clamp);                                                                 \
+        v_ = (E_SMMLAR((acc1), m_, k_) + (((acc1) >> 31) & n_)) >> s_;                             \
+        o1[(d)] = (int8_t)(clamp);                                                                 \
+    } while (0)
+
+/* `blocks` blocks of 4 output channels of 2 pixels (columns cols .. cols + k8); `clamp` of v_ to the activation
+ * range. */
+#define EDGEC_PW_PIXELS(name, clamp)                                                               \
+    static EDGEC_HOT void name(const edgec_w32 *cols, int32_t k8, const edgec_w32 *w, const edgec_rq *q, \
+                               int32_t blocks, int8_t *o0, int8_t *o1, int32_t lo, int32_t hi)     \
+    {                                                                                              \
+        const edgec_w32 *const end16 = cols + (k8 & ~15);                                          \
+        for (; blocks > 0; --blocks, q += 4, o0 += 4, o1 += 4) {                                   \
+            int32_t a0 = (int32_t)w[0], a1 = (int32_t)w[1], a2 = (int32_t)w[2], a3 = (int32_t)w[3];    \
+            int32_t b0 = a0, b1 = a1, b2 = a2, b3 = a3;                                            \
+            const edgec_w32 *x = cols;                                                             \
+            EDGEC_PW_REGS                                                                          \
+            w += 4;                                                                                \
+            EDGEC_PW_CHUNKS16();                                                                   \
+            if (k8 & 8) {                                                                          \
+                EDGEC_PW_GROUP(0);                                                                 \
+                EDGEC_PW_GROUP(1);                                                                 \
+                w += 16;                                                                           \
+            }                                                                                      \
+            EDGEC_PW_STORE(a0, b0, 0, clamp);                                                      \
+            EDGEC_PW_STORE(a1, b1, 1, clamp);                                                      \
+            EDGEC_PW_STORE(a2, b2, 2, clamp);                                                      \
+            EDGEC_PW_STORE(a3, b3, 3, clamp);                                                      \
+        }                                                                                          \
+        (void)lo;                                                                                  \
+        (void)hi;                                                                                  \
+    }
+EDGEC_PW_PIXELS(edgec_blocked4_pixels_full, EDGEC_SAT8(v_))
+EDGEC_PW_PIXELS(edgec_blocked4_pixels_clamped, v_ < lo ? lo : (v_ > hi ? hi : v_))
+
+/* One group of 4 input values as the column words of pixel j: (x0, x2) at c[0], (x1, x3) at c[2]. */
+EDGEC_INLINE void edgec_b4_column(uint32_t v, edgec_w32 *c)
+{
+#ifdef EDGEC_DSP
+    c[0] = E_SXTB16(v);
+    c[2] = E_SXTB16_ROR8(v);
+#else
+    edgec_h16 *d0 = (edgec_h16 *)(void *)c, *d2 = (edgec_h16 *)(void *)(c + 2);
+    d0[0] = (int16_t)(int8_t)(uint8_t)(v & 0xffu);
+    d0[1] = (int16_t)(int8_t)(uint8_t)((v >> 16) & 0xffu);
+    d2[0] = (int16_t)(int8_t)(uint8_t)((v >> 8) & 0xffu);
+    d2[1] = (int16_t)(int8_t)(uint8_t)(v >> 24);
+#endif
+}
+
+void edgec_conv2d_blocked4_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                               const edgec_rq *rq, int8_t *scratch, int8_t *output)
+{
+    const int32_t out_c = p->out_c, out_w = p->out_w, n = p->out_h * out_w, groups = p->k4 >> 2;
+    const int32_t k8 = (p->k4 + 7) & ~7;
+    const int full = p->act_min == -128 && p->act_max == 127;
+    const int pointwise = p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+                          p->pad_left == 0 && (p->in_c & 3) == 0 && p->in_w == out_w;
+    edgec_w32 *cols = (edgec_w32 *)(void *)scratch;
+    int8_t *row = scratch + 4 * k8;
+    const int32_t blocks = out_c >> 2, rest = out_c & 3;
+    void (*const pixels)(const edgec_w32 *, int32_t, const edgec_w32 *, const edgec_rq *, int32_t, int8_t *, int8_t *,
+                         int32_t, int32_t) = full ? edgec_blocked4_pixels_full : edgec_blocked4_pixels_clamped;
+    int32_t pix, j, g, i;
+    for (g = 4 * groups; g < k8; ++g) cols[g] = 0; /* a padding group's columns: zero weights, zero values */
+    for (pix = 0; pix < n; pix += 2) {
+        const int two = n - pix > 1;
+        for (j = 0; j < 2; ++j) { /* a lone last pixel fills both columns */
+            const int32_t q = pix + (two ? j : 0);
+            const edgec_w32 *t = (const edgec_w32 *)(const void *)(
+                pointwise ? input + q * p->in_c : edgec_conv_taps(p, input, q / out_w, q % out_w, row));
+            edgec_w32 *c = cols + j;
+            for (g = groups; g > 0; --g, c += 4) edgec_b4_column(*t++, c);
+        }
+        pixels(cols, k8, (const edgec_w32 *)weights, rq, blocks, output + pix * out_c, output + (pix + two) * out_c,
+               p->act_min, p->act_max);
+        if (rest) { /* the padded last block through a buffer: the copies of the last channel are not stored */
+            int8_t t[8];
+            pixels(cols, k8, (const edgec_w32 *)weights + blocks * (4 + 2 * k8), rq + 4 * blocks, 1, t, t + 4,
+                   p->act_min, p->act_max);
+            for (i = 0; i < rest; ++i) {
+                output[pix * out_c + 4 * blocks + i] = t[i];
+                output[(pix + two) * out_c + 4 * blocks + i] = t[4 + i];
+            }
+        }
+    }
+}
