@@ -143,6 +143,29 @@ def conv_cases(rng, lib, n, variant=specialize.GENERIC):
         yield True
 
 
+def pointwise_cases(rng, lib, n):
+    """1x1 convolutions on the pointwise variant: dot products from 1 to 300 taps (none, one or several whole
+    bodies of 64 taps and every remainder), odd channel and pixel counts, strides 1 and 2."""
+    for _ in range(n):
+        in_c = int(rng.integers(1, 301)) if rng.random() < 0.3 else int(rng.integers(1, 70))
+        out_c = channels(rng, 40)
+        in_h, in_w = (int(v) for v in rng.integers(1, 8, size=2))
+        win = _geometry(rng, in_h, in_w, 1, 1, *(int(v) for v in rng.integers(1, 3, size=2)))
+        p = _conv_params(rng, in_h, in_w, in_c, out_c, win)
+        x, w = i8(rng, (in_h, in_w, in_c)), i8(rng, (out_c, 1, 1, in_c))
+        op = weighted_op("conv2d", p, w, *_requant(rng, out_c, in_c))
+        low = lowering.lower(op)
+        if low is None:
+            yield False
+            continue
+        assert specialize.variants(low) == ["generic", "pointwise", "blocked"]
+        low = specialize.apply(low, "pointwise")
+        want = conv.run_conv(op, [x])
+        got = run_fast(lib, low, x, out_size=want.size).reshape(want.shape)
+        assert np.array_equal(got, want), p
+        yield True
+
+
 def depthwise_cases(rng, lib, n, variant=specialize.GENERIC):
     """variant: the generic depthwise 3x3 or its speed variant (requantization fused into the store)."""
     for _ in range(n):
@@ -222,6 +245,8 @@ def avg_pool_cases(rng, lib, n):
 
 
 SWEEPS = {"conv2d_im2col": (conv_cases, 300), "conv2d_blocked": (partial(conv_cases, variant="blocked"), 300),
+          "conv2d_pointwise": (partial(conv_cases, variant="pointwise"), 200),
+          "conv2d_pointwise_1x1": (pointwise_cases, 300),
           "depthwise_conv2d_3x3": (depthwise_cases, 300),
           "depthwise_conv2d_3x3_fused": (partial(depthwise_cases, variant="fused"), 300),
           "fully_connected_packed": (fc_cases, 300), "fully_connected_wide": (partial(fc_cases, variant="wide"), 300),
