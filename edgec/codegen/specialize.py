@@ -40,7 +40,7 @@ def blocked_conv(lowered: dict) -> dict:
 def pointwise_conv(lowered: dict) -> dict:
     """The blocked convolution with no loop over the taps (edgec_conv2d_pointwise_s8, for 1x1 convolutions): the
     blocked order without padding the groups to an even count, the weights and the records' bias doubled (the
-    accumulator is then the 2 * acc the requantization multiplies)."""
+    accumulator is then the 2 * acc the requantization multiplies), an odd last record followed by a copy."""
     p = lowered["params"]
     k4, out_c = p["k4"], p["out_c"]
     w = np.zeros((out_c + out_c % 2, k4), np.int16)
@@ -48,8 +48,8 @@ def pointwise_conv(lowered: dict) -> dict:
     if out_c % 2:
         w[out_c] = w[out_c - 1]
     w = w.reshape(-1, 2, k4 // 4, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
-    rq = lowered["arrays"]["rq"].copy()
-    rq.reshape(-1, 5)[:, 0] *= 2
+    rq = lowered["arrays"]["rq"].reshape(-1, 5)
+    rq = np.concatenate([rq, rq[-1:]] if out_c % 2 else [rq]) * np.array([2, 1, 1, 1, 1], rq.dtype)
     return {**lowered, "kernel": "edgec_conv2d_pointwise_s8", "scratch_bytes": 5 * k4,
             "arrays": {**lowered["arrays"], "fw": fast.words(np.ascontiguousarray(w)), "rq": rq}}
 

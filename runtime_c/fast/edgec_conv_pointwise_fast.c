@@ -84,15 +84,14 @@
         o1[d] = (int8_t)(clamp);                                                                   \
     } while (0)
 
-/* All output channels of 2 pixels (columns `cols`, `groups` groups of 4 taps); `clamp` of v_ to the activation
- * range. The records' bias fields hold 2 * bias. */
+/* All output channels of 2 pixels (columns `cols`, `groups` groups of 4 taps; records q .. qend - 1, their bias
+ * fields 2 * bias, an odd count followed by a copy of the last); `clamp` of v_ to the activation range. */
 #define EDGEC_PW_PIXELS(name, clamp)                                                               \
     static EDGEC_HOT void name(const edgec_w32 *cols, int32_t groups, const edgec_w32 *w, const edgec_rq *q, \
-                               int32_t out_c, int8_t *o0, int8_t *o1, int32_t lo, int32_t hi)      \
+                               const edgec_rq *qend, int8_t *o0, int8_t *o1, int32_t lo, int32_t hi) \
     {                                                                                              \
-        for (; out_c > 0; out_c -= 2, q += 2, o0 += 2, o1 += 2) {                                  \
-            const int32_t d1 = out_c > 1; /* channel c + 1 goes to o + 1, a copy to o + 0 */       \
-            int32_t a00 = q[0].bias, a01 = q[d1].bias, a10 = a00, a11 = a01, g = groups;           \
+        for (;; q += 2, o0 += 2, o1 += 2) {                                                        \
+            int32_t a00 = q[0].bias, a01 = q[1].bias, a10 = a00, a11 = a01, g = groups;            \
             const edgec_w32 *x = cols;                                                             \
             EDGEC_PW_REGS                                                                          \
             for (;; g -= 16, x += 64, w += 64) { /* whole bodies of 16 groups, then the rest */     \
@@ -101,7 +100,9 @@
             }                                                                                      \
             w += 4 * g;                                                                            \
             EDGEC_PW_STORE(a00, a10, q, 0, clamp);                                                 \
-            EDGEC_PW_STORE(a01, a11, q + d1, d1, clamp);                                           \
+            if (q + 1 == qend) break; /* an odd last channel: its pair is a copy */                \
+            EDGEC_PW_STORE(a01, a11, q + 1, 1, clamp);                                             \
+            if (q + 2 == qend) break;                                                              \
         }                                                                                          \
         (void)lo;                                                                                  \
         (void)hi;                                                                                  \
@@ -117,20 +118,31 @@ void edgec_conv2d_pointwise_s8(const edgec_conv2d_im2col_params *p, const int8_t
     const int full = p->act_min == -128 && p->act_max == 127;
     const int plain = p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
                       p->pad_left == 0 && (in_c & 3) == 0 && p->in_w == out_w;
+    void (*pixels)(const edgec_w32 *, int32_t, const edgec_w32 *, const edgec_rq *, const edgec_rq *, int8_t *,
+                   int8_t *, int32_t, int32_t) = full ? edgec_pointwise_pixels_full : edgec_pointwise_pixels_clamped;
     edgec_w32 *cols = (edgec_w32 *)(void *)scratch;
     int8_t *row = scratch + 4 * k4;
     int32_t pix, j, g;
     for (pix = 0; pix < n; pix += 2) {
-        const int two = n - pix > 1;
-        for (j = 0; j < 2; ++j) { /* a lone last pixel fills both columns */
-            const int32_t q = pix + (two ? j : 0);
-            const edgec_w32 *t = (const edgec_w32 *)(const void *)(
-                plain ? input + q * in_c : edgec_conv_taps(p, input, q / out_w, q % out_w, row));
-            edgec_w32 *c = cols + 2 * j;
-            for (g = groups; g > 0; --g, c += 4) edgec_widen(*t++, c);
+        const int32_t second = n - pix > 1 ? pix + 1 : pix; /* a lone last pixel fills both columns */
+        edgec_w32 *c = cols;
+        if (plain) { /* both pixels' taps are input words: widen them side by side */
+            const edgec_w32 *t0 = (const edgec_w32 *)(const void *)(input + pix * in_c);
+            const edgec_w32 *t1 = (const edgec_w32 *)(const void *)(input + second * in_c);
+            for (g = groups; g > 0; --g, c += 4) {
+                edgec_widen(*t0++, c);
+                edgec_widen(*t1++, c + 2);
+            }
+        } else {
+            for (j = 0; j < 2; ++j, c = cols + 2) {
+                const int32_t q = j ? second : pix;
+                const edgec_w32 *t =
+                    (const edgec_w32 *)(const void *)edgec_conv_taps(p, input, q / out_w, q % out_w, row);
+                edgec_w32 *d = c;
+                for (g = groups; g > 0; --g, d += 4) edgec_widen(*t++, d);
+            }
         }
-        (full ? edgec_pointwise_pixels_full : edgec_pointwise_pixels_clamped)(
-            cols, groups, (const edgec_w32 *)weights, rq, out_c, output + pix * out_c, output + (pix + two) * out_c,
-            p->act_min, p->act_max);
+        pixels(cols, groups, (const edgec_w32 *)weights, rq, rq + out_c, output + pix * out_c,
+               output + second * out_c, p->act_min, p->act_max);
     }
 }
