@@ -74,19 +74,22 @@
     case 1: EDGEC_PW_GROUP(0);                                                                     \
     }
 
-/* Requantize the doubled accumulators t0, t1 of one channel (record q) of both pixels into o0[d], o1[d]. */
-#define EDGEC_PW_STORE(t0, t1, q, d, clamp)                                                       \
+/* Requantize the doubled accumulators t0, t1 of one channel (record q) of both pixels into o0[d], o1[d]; `fix` the
+ * correction for a negative accumulator. */
+#define EDGEC_PW_STORE(t0, t1, q, d, clamp, fix)                                                  \
     do {                                                                                           \
-        const int32_t m_ = (q)->mult, k_ = (q)->khi, n_ = (q)->neg, s_ = (q)->shift;               \
-        int32_t v_ = (E_SMMLAR((t0), m_, k_) + (((t0) >> 31) & n_)) >> s_;                         \
+        const int32_t m_ = (q)->mult, k_ = (q)->khi, s_ = (q)->shift;                              \
+        int32_t v_ = (E_SMMLAR((t0), m_, k_) + fix(t0, q)) >> s_;                                  \
         o0[d] = (int8_t)(clamp);                                                                   \
-        v_ = (E_SMMLAR((t1), m_, k_) + (((t1) >> 31) & n_)) >> s_;                                 \
+        v_ = (E_SMMLAR((t1), m_, k_) + fix(t1, q)) >> s_;                                          \
         o1[d] = (int8_t)(clamp);                                                                   \
     } while (0)
+#define EDGEC_PW_NEG(t, q) ((t) >> 31)                  /* every record's neg is -1 (shift > 0: the usual case) */
+#define EDGEC_PW_ANYNEG(t, q) (((t) >> 31) & (q)->neg)  /* the record's own */
 
 /* All output channels of 2 pixels (columns `cols`, `groups` groups of 4 taps; records q .. qend - 1, their bias
- * fields 2 * bias, an odd count followed by a copy of the last); `clamp` of v_ to the activation range. */
-#define EDGEC_PW_PIXELS(name, clamp)                                                               \
+ * fields 2 * bias, an odd count followed by a copy of the last); `clamp` of v_ to the activation range, `fix` the negative accumulators' correction. */
+#define EDGEC_PW_PIXELS(name, clamp, fix)                                                               \
     static EDGEC_HOT void name(const edgec_w32 *cols, int32_t groups, const edgec_w32 *w, const edgec_rq *q, \
                                const edgec_rq *qend, int8_t *o0, int8_t *o1, int32_t lo, int32_t hi) \
     {                                                                                              \
@@ -99,30 +102,33 @@
                 if (g <= 16) break;                                                                \
             }                                                                                      \
             w += 4 * g;                                                                            \
-            EDGEC_PW_STORE(a00, a10, q, 0, clamp);                                                 \
+            EDGEC_PW_STORE(a00, a10, q, 0, clamp, fix);                                                 \
             if (q + 1 == qend) break; /* an odd last channel: its pair is a copy */                \
-            EDGEC_PW_STORE(a01, a11, q + 1, 1, clamp);                                             \
+            EDGEC_PW_STORE(a01, a11, q + 1, 1, clamp, fix);                                             \
             if (q + 2 == qend) break;                                                              \
         }                                                                                          \
         (void)lo;                                                                                  \
         (void)hi;                                                                                  \
     }
-EDGEC_PW_PIXELS(edgec_pointwise_pixels_full, EDGEC_SAT8(v_))
-EDGEC_PW_PIXELS(edgec_pointwise_pixels_clamped, v_ < lo ? lo : (v_ > hi ? hi : v_))
+/* two instances: the usual layer (all of int8, every neg -1) and any other (the full range is a clamp too) */
+EDGEC_PW_PIXELS(edgec_pointwise_pixels_full, EDGEC_SAT8(v_), EDGEC_PW_NEG)
+EDGEC_PW_PIXELS(edgec_pointwise_pixels_any, v_ < lo ? lo : (v_ > hi ? hi : v_), EDGEC_PW_ANYNEG)
 
 void edgec_conv2d_pointwise_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                                const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
     const int32_t k4 = p->k4, groups = k4 >> 2, out_c = p->out_c, out_w = p->out_w;
     const int32_t in_c = p->in_c, n = p->out_h * out_w;
-    const int full = p->act_min == -128 && p->act_max == 127;
+    int full = p->act_min == -128 && p->act_max == 127;
     const int plain = p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
                       p->pad_left == 0 && (in_c & 3) == 0 && p->in_w == out_w;
     void (*pixels)(const edgec_w32 *, int32_t, const edgec_w32 *, const edgec_rq *, const edgec_rq *, int8_t *,
-                   int8_t *, int32_t, int32_t) = full ? edgec_pointwise_pixels_full : edgec_pointwise_pixels_clamped;
+                   int8_t *, int32_t, int32_t);
     edgec_w32 *cols = (edgec_w32 *)(void *)scratch;
     int8_t *row = scratch + 4 * k4;
     int32_t pix, j, g;
+    for (j = 0; j < out_c; ++j) full &= rq[j].neg == -1;
+    pixels = full ? edgec_pointwise_pixels_full : edgec_pointwise_pixels_any;
     for (pix = 0; pix < n; pix += 2) {
         const int32_t second = n - pix > 1 ? pix + 1 : pix; /* a lone last pixel fills both columns */
         edgec_w32 *c = cols;
