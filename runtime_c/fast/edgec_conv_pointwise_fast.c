@@ -110,16 +110,18 @@
         (void)lo;                                                                                  \
         (void)hi;                                                                                  \
     }
-/* two instances: the usual layer (all of int8, every neg -1) and any other (the full range is a clamp too) */
+/* the full int8 range with every neg -1 (the usual layer), or some neg 0; any other range (both kinds of neg) */
 EDGEC_PW_PIXELS(edgec_pointwise_pixels_full, EDGEC_SAT8(v_), EDGEC_PW_NEG)
-EDGEC_PW_PIXELS(edgec_pointwise_pixels_any, v_ < lo ? lo : (v_ > hi ? hi : v_), EDGEC_PW_ANYNEG)
+EDGEC_PW_PIXELS(edgec_pointwise_pixels_full_anyneg, EDGEC_SAT8(v_), EDGEC_PW_ANYNEG)
+EDGEC_PW_PIXELS(edgec_pointwise_pixels_clamped, v_ < lo ? lo : (v_ > hi ? hi : v_), EDGEC_PW_ANYNEG)
 
 void edgec_conv2d_pointwise_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                                const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
     const int32_t k4 = p->k4, groups = k4 >> 2, out_c = p->out_c, out_w = p->out_w;
     const int32_t in_c = p->in_c, n = p->out_h * out_w;
-    int full = p->act_min == -128 && p->act_max == 127;
+    const int full = p->act_min == -128 && p->act_max == 127;
+    int negs = 1;
     const int plain = p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
                       p->pad_left == 0 && (in_c & 3) == 0 && p->in_w == out_w;
     void (*pixels)(const edgec_w32 *, int32_t, const edgec_w32 *, const edgec_rq *, const edgec_rq *, int8_t *,
@@ -127,8 +129,9 @@ void edgec_conv2d_pointwise_s8(const edgec_conv2d_im2col_params *p, const int8_t
     edgec_w32 *cols = (edgec_w32 *)(void *)scratch;
     int8_t *row = scratch + 4 * k4;
     int32_t pix, j, g;
-    for (j = 0; j < out_c; ++j) full &= rq[j].neg == -1;
-    pixels = full ? edgec_pointwise_pixels_full : edgec_pointwise_pixels_any;
+    for (j = 0; j < out_c; ++j) negs &= rq[j].neg == -1;
+    pixels = !full ? edgec_pointwise_pixels_clamped
+                   : negs ? edgec_pointwise_pixels_full : edgec_pointwise_pixels_full_anyneg;
     for (pix = 0; pix < n; pix += 2) {
         const int32_t second = n - pix > 1 ? pix + 1 : pix; /* a lone last pixel fills both columns */
         edgec_w32 *c = cols;
