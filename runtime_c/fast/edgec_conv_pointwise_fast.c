@@ -177,8 +177,8 @@ void edgec_conv2d_pointwise_s8(const edgec_conv2d_im2col_params *p, const int8_t
     for (pix = 0; pix < n; pix += 2) { /* an im2col row per pixel, one call per pair */
         job.pixels = n - pix > 1 ? 2 : 1;
         job.out = output + pix * out_c;
-        for (j = 0; j < 2; ++j) { /* a lone last pixel fills both columns */
-            const int32_t q = pix + (j < job.pixels ? j : 0);
+        for (j = 0; j < job.pixels; ++j) {
+            const int32_t q = pix + j;
             const edgec_w32 *t =
                 (const edgec_w32 *)(const void *)edgec_conv_taps(p, input, q / out_w, q % out_w, row);
             edgec_w32 *d = job.cols + 2 * j;
