@@ -87,56 +87,28 @@
 #define EDGEC_PW_NEG(t, q) ((t) >> 31)                  /* every record's neg is -1 (shift > 0: the usual case) */
 #define EDGEC_PW_ANYNEG(t, q) (((t) >> 31) & (q)->neg)  /* the record's own */
 
-/* One call's work: `pixels` output pixels from `out` on, 2 at a time (a lone last one fills both columns); their
- * columns are widened from `in` (`words` words a pixel) or, with in NULL (then pixels <= 2), already in cols. */
-typedef struct {
-    edgec_w32 *cols;
-    const edgec_w32 *in, *w;
-    const edgec_rq *q, *qend;
-    int8_t *out;
-    int32_t words, groups, pixels, out_c, lo, hi;
-} edgec_pw_job;
-
-/* All output channels of the job's pixels (records q .. qend - 1, their bias fields 2 * bias, an odd count
- * followed by a copy of the last); `clamp` of v_ to the activation range, `fix` the negative accumulators'
- * correction. */
-#define EDGEC_PW_PIXELS(name, clamp, fix)                                                          \
-    static EDGEC_HOT void name(const edgec_pw_job *job)                                            \
+/* All output channels of 2 pixels (columns `cols`, `groups` groups of 4 taps; records q .. qend - 1, their bias
+ * fields 2 * bias, an odd count followed by a copy of the last); `clamp` of v_ to the activation range, `fix` the negative accumulators' correction. */
+#define EDGEC_PW_PIXELS(name, clamp, fix)                                                               \
+    static EDGEC_HOT void name(const edgec_w32 *cols, int32_t groups, const edgec_w32 *w, const edgec_rq *q, \
+                               const edgec_rq *qend, int8_t *o0, int8_t *o1, int32_t lo, int32_t hi) \
     {                                                                                              \
-        const edgec_w32 *in = job->in;                                                             \
-        int8_t *out = job->out;                                                                    \
-        int32_t left;                                                                              \
-        for (left = job->pixels; left > 0; left -= 2, out += 2 * job->out_c) {                     \
-            const int32_t lo = job->lo, hi = job->hi, two = left > 1;                              \
-            const edgec_rq *q = job->q;                                                            \
-            const edgec_w32 *w = job->w;                                                           \
-            int8_t *o0 = out, *o1 = out + (two ? job->out_c : 0);                                  \
-            if (in) { /* both pixels' taps are input words: widen them side by side */            \
-                const edgec_w32 *t1 = in + (two ? job->words : 0);                                 \
-                edgec_w32 *c = job->cols, *const cend = c + 4 * job->groups;                       \
-                for (; c < cend; c += 4) {                                                         \
-                    edgec_widen(*in++, c);                                                         \
-                    edgec_widen(*t1++, c + 2);                                                     \
-                }                                                                                  \
-                in = t1;                                                                           \
+        for (;; q += 2, o0 += 2, o1 += 2) {                                                        \
+            int32_t a00 = q[0].bias, a01 = q[1].bias, a10 = a00, a11 = a01, g = groups;            \
+            const edgec_w32 *x = cols;                                                             \
+            EDGEC_PW_REGS                                                                          \
+            for (;; g -= 16, x += 64, w += 64) { /* whole bodies of 16 groups, then the rest */     \
+                EDGEC_PW_GROUPS(g)                                                                 \
+                if (g <= 16) break;                                                                \
             }                                                                                      \
-            for (;; q += 2, o0 += 2, o1 += 2) {                                                    \
-                int32_t a00 = q[0].bias, a01 = q[1].bias, a10 = a00, a11 = a01, g = job->groups;   \
-                const edgec_w32 *x = job->cols;                                                    \
-                EDGEC_PW_REGS                                                                      \
-                for (;; g -= 16, x += 64, w += 64) { /* whole bodies of 16 groups, then the rest */ \
-                    EDGEC_PW_GROUPS(g)                                                             \
-                    if (g <= 16) break;                                                            \
-                }                                                                                  \
-                w += 4 * g;                                                                        \
-                EDGEC_PW_STORE(a00, a10, q, 0, clamp, fix);                                        \
-                if (q + 1 == job->qend) break; /* an odd last channel: its pair is a copy */       \
-                EDGEC_PW_STORE(a01, a11, q + 1, 1, clamp, fix);                                    \
-                if (q + 2 == job->qend) break;                                                     \
-            }                                                                                      \
-            (void)lo;                                                                              \
-            (void)hi;                                                                              \
+            w += 4 * g;                                                                            \
+            EDGEC_PW_STORE(a00, a10, q, 0, clamp, fix);                                                 \
+            if (q + 1 == qend) break; /* an odd last channel: its pair is a copy */                \
+            EDGEC_PW_STORE(a01, a11, q + 1, 1, clamp, fix);                                             \
+            if (q + 2 == qend) break;                                                              \
         }                                                                                          \
+        (void)lo;                                                                                  \
+        (void)hi;                                                                                  \
     }
 /* the full int8 range with every neg -1 (the usual layer), or some neg 0; any other range (both kinds of neg) */
 EDGEC_PW_PIXELS(edgec_pointwise_pixels_full, EDGEC_SAT8(v_), EDGEC_PW_NEG)
@@ -146,44 +118,40 @@ EDGEC_PW_PIXELS(edgec_pointwise_pixels_clamped, v_ < lo ? lo : (v_ > hi ? hi : v
 void edgec_conv2d_pointwise_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                                const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
-    const int32_t k4 = p->k4, out_c = p->out_c, out_w = p->out_w, in_c = p->in_c, n = p->out_h * out_w;
+    const int32_t k4 = p->k4, groups = k4 >> 2, out_c = p->out_c, out_w = p->out_w;
+    const int32_t in_c = p->in_c, n = p->out_h * out_w;
+    const int full = p->act_min == -128 && p->act_max == 127;
+    int negs = 1;
     const int plain = p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
                       p->pad_left == 0 && (in_c & 3) == 0 && p->in_w == out_w;
-    edgec_pw_job job;
-    void (*pixels)(const edgec_pw_job *);
+    void (*pixels)(const edgec_w32 *, int32_t, const edgec_w32 *, const edgec_rq *, const edgec_rq *, int8_t *,
+                   int8_t *, int32_t, int32_t);
+    edgec_w32 *cols = (edgec_w32 *)(void *)scratch;
     int8_t *row = scratch + 4 * k4;
-    int32_t pix, j, g, negs = 1;
+    int32_t pix, j, g;
     for (j = 0; j < out_c; ++j) negs &= rq[j].neg == -1;
-    pixels = !(p->act_min == -128 && p->act_max == 127) ? edgec_pointwise_pixels_clamped
-             : negs                                      ? edgec_pointwise_pixels_full
-                                                         : edgec_pointwise_pixels_full_anyneg;
-    job.cols = (edgec_w32 *)(void *)scratch;
-    job.w = (const edgec_w32 *)weights;
-    job.q = rq;
-    job.qend = rq + out_c;
-    job.words = in_c >> 2;
-    job.groups = k4 >> 2;
-    job.out_c = out_c;
-    job.lo = p->act_min;
-    job.hi = p->act_max;
-    if (plain) { /* one call: the pixels widen their own input words */
-        job.in = (const edgec_w32 *)(const void *)input;
-        job.out = output;
-        job.pixels = n;
-        pixels(&job);
-        return;
-    }
-    job.in = NULL;
-    for (pix = 0; pix < n; pix += 2) { /* an im2col row per pixel, one call per pair */
-        job.pixels = n - pix > 1 ? 2 : 1;
-        job.out = output + pix * out_c;
-        for (j = 0; j < job.pixels; ++j) {
-            const int32_t q = pix + j;
-            const edgec_w32 *t =
-                (const edgec_w32 *)(const void *)edgec_conv_taps(p, input, q / out_w, q % out_w, row);
-            edgec_w32 *d = job.cols + 2 * j;
-            for (g = job.groups; g > 0; --g, d += 4) edgec_widen(*t++, d);
+    pixels = !full ? edgec_pointwise_pixels_clamped
+                   : negs ? edgec_pointwise_pixels_full : edgec_pointwise_pixels_full_anyneg;
+    for (pix = 0; pix < n; pix += 2) {
+        const int32_t second = n - pix > 1 ? pix + 1 : pix; /* a lone last pixel fills both columns */
+        edgec_w32 *c = cols;
+        if (plain) { /* both pixels' taps are input words: widen them side by side */
+            const edgec_w32 *t0 = (const edgec_w32 *)(const void *)(input + pix * in_c);
+            const edgec_w32 *t1 = (const edgec_w32 *)(const void *)(input + second * in_c);
+            for (g = groups; g > 0; --g, c += 4) {
+                edgec_widen(*t0++, c);
+                edgec_widen(*t1++, c + 2);
+            }
+        } else {
+            for (j = 0; j < 2; ++j, c = cols + 2) {
+                const int32_t q = j ? second : pix;
+                const edgec_w32 *t =
+                    (const edgec_w32 *)(const void *)edgec_conv_taps(p, input, q / out_w, q % out_w, row);
+                edgec_w32 *d = c;
+                for (g = groups; g > 0; --g, d += 4) edgec_widen(*t++, d);
+            }
         }
-        pixels(&job);
+        pixels(cols, groups, (const edgec_w32 *)weights, rq, rq + out_c, output + pix * out_c,
+               output + second * out_c, p->act_min, p->act_max);
     }
 }
