@@ -323,15 +323,6 @@ void edgec_depthwise_conv2d_3x3_s8(const edgec_depthwise_conv2d_3x3_params *p, c
         int32_t v_ = (E_SMMLAR((t), q->mult, q->khi) + fix(t)) >> q->shift;                        \
         *(o) = (int8_t)(clamp);                                                                    \
     } while (0)
-/* the same for the two outputs of a step, the record's fields read once for both */
-#define EDGEC_DWF_STORE2(t0, t1, o, clamp, fix)                                                    \
-    do {                                                                                           \
-        const int32_t m_ = q->mult, k_ = q->khi, s_ = q->shift;                                    \
-        int32_t v_ = (E_SMMLAR((t0), m_, k_) + fix(t0)) >> s_;                                     \
-        (o)[0] = (int8_t)(clamp);                                                                  \
-        v_ = (E_SMMLAR((t1), m_, k_) + fix(t1)) >> s_;                                             \
-        (o)[step] = (int8_t)(clamp);                                                               \
-    } while (0)
 
 /* One output row of the 4 channels of a group: n outputs each; x: channel 0's record in strip column 0 (channel k's
  * is 2 words further per k), wk: channel 0's 6 words for this row's rotation (channel k's 18 * k further), out:
@@ -350,15 +341,19 @@ void edgec_depthwise_conv2d_3x3_s8(const edgec_depthwise_conv2d_3x3_params *p, c
                 for (; x < end; x += 16) {                                                         \
                     int32_t a0 = bias, a1 = bias;                                                  \
                     EDGEC_DWF_PAIR1(a0, a1);                                                       \
-                    EDGEC_DWF_STORE2(a0, a1, out, clamp, fix);                                     \
-                    out += 2 * step;                                                               \
+                    EDGEC_DWF_STORE(a0, out, clamp, fix);                                          \
+                    out += step;                                                                   \
+                    EDGEC_DWF_STORE(a1, out, clamp, fix);                                          \
+                    out += step;                                                                   \
                 }                                                                                  \
             } else {                                                                               \
                 for (; x < end; x += 32) {                                                         \
                     int32_t a0 = bias, a1 = bias;                                                  \
                     EDGEC_DWF_PAIR2(a0, a1);                                                       \
-                    EDGEC_DWF_STORE2(a0, a1, out, clamp, fix);                                     \
-                    out += 2 * step;                                                               \
+                    EDGEC_DWF_STORE(a0, out, clamp, fix);                                          \
+                    out += step;                                                                   \
+                    EDGEC_DWF_STORE(a1, out, clamp, fix);                                          \
+                    out += step;                                                                   \
                 }                                                                                  \
             }                                                                                      \
             if (n & 1) {                                                                           \
