@@ -326,39 +326,25 @@ void edgec_depthwise_conv2d_3x3_s8(const edgec_depthwise_conv2d_3x3_params *p, c
 
 /* One output row of the 4 channels of a group: n outputs each; x: channel 0's record in strip column 0 (channel k's
  * is 2 words further per k), wk: channel 0's 6 words for this row's rotation (channel k's 18 * k further), out:
- * channel 0's first output. Stride 1: three outputs per step (sharing columns 1 to 3), then a pair or one; stride 2:
- * two per step (sharing column 2), then one. */
+ * channel 0's first output. Two outputs per step (stride 1 shares columns 1 and 2 between them, stride 2 column 2). */
 #define EDGEC_DWF_ROW(name, clamp, fix)                                                            \
     static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, int32_t stride, const edgec_w32 *wk, \
                                const edgec_rq *q, int8_t *out0, int32_t step, int32_t lo, int32_t hi) \
     {                                                                                              \
         const int32_t span = 8 * stride * (n & ~1); /* 8 words a column */                         \
-        const int32_t rest = stride == 1 ? n % 3 : n & 1; /* outputs after the whole steps */        \
         int32_t k;                                                                                 \
         for (k = 0; k < 4; ++k, x0 += 2, wk += 18, ++q, ++out0) {                                  \
             const edgec_w32 *x = x0, *const end = x0 + span;                                       \
             int8_t *out = out0;                                                                    \
             EDGEC_DWF_DECL                                                                         \
             if (stride == 1) {                                                                     \
-                const edgec_w32 *const end3 = x0 + 24 * (n / 3); /* three outputs a step, then pairs */ \
-                for (; x < end3; x += 24) {                                                        \
-                    int32_t a0 = bias, a1 = bias, a2 = bias;                                       \
-                    EDGEC_DWF_TRIPLE1(a0, a1, a2);                                                 \
-                    EDGEC_DWF_STORE(a0, out, clamp, fix);                                          \
-                    out += step;                                                                   \
-                    EDGEC_DWF_STORE(a1, out, clamp, fix);                                          \
-                    out += step;                                                                   \
-                    EDGEC_DWF_STORE(a2, out, clamp, fix);                                          \
-                    out += step;                                                                   \
-                }                                                                                  \
-                if (rest == 2) {                                                                   \
+                for (; x < end; x += 16) {                                                         \
                     int32_t a0 = bias, a1 = bias;                                                  \
                     EDGEC_DWF_PAIR1(a0, a1);                                                       \
                     EDGEC_DWF_STORE(a0, out, clamp, fix);                                          \
                     out += step;                                                                   \
                     EDGEC_DWF_STORE(a1, out, clamp, fix);                                          \
                     out += step;                                                                   \
-                    x += 16;                                                                       \
                 }                                                                                  \
             } else {                                                                               \
                 for (; x < end; x += 32) {                                                         \
@@ -370,7 +356,7 @@ void edgec_depthwise_conv2d_3x3_s8(const edgec_depthwise_conv2d_3x3_params *p, c
                     out += step;                                                                   \
                 }                                                                                  \
             }                                                                                      \
-            if (rest == 1) {                                                                       \
+            if (n & 1) {                                                                           \
                 int32_t a0 = bias;                                                                 \
                 EDGEC_DWF_ONE(a0);                                                                 \
                 EDGEC_DWF_STORE(a0, out, clamp, fix);                                              \
@@ -393,23 +379,6 @@ void edgec_depthwise_conv2d_3x3_s8(const edgec_depthwise_conv2d_3x3_params *p, c
         EDGEC_DWF_COL(3);                                                                          \
         EDGEC_DWF_K2(a1);                                                                          \
     } while (0)
-#define EDGEC_DWF_TRIPLE1(a0, a1, a2)                                                              \
-    do {                                                                                           \
-        EDGEC_DWF_COL(0);                                                                          \
-        EDGEC_DWF_K0(a0);                                                                          \
-        EDGEC_DWF_COL(1);                                                                          \
-        EDGEC_DWF_K1(a0);                                                                          \
-        EDGEC_DWF_K0(a1);                                                                          \
-        EDGEC_DWF_COL(2);                                                                          \
-        EDGEC_DWF_K2(a0);                                                                          \
-        EDGEC_DWF_K1(a1);                                                                          \
-        EDGEC_DWF_K0(a2);                                                                          \
-        EDGEC_DWF_COL(3);                                                                          \
-        EDGEC_DWF_K2(a1);                                                                          \
-        EDGEC_DWF_K1(a2);                                                                          \
-        EDGEC_DWF_COL(4);                                                                          \
-        EDGEC_DWF_K2(a2);                                                                          \
-    } while (0)
 #define EDGEC_DWF_PAIR2(a0, a1)                                                                    \
     do {                                                                                           \
         EDGEC_DWF_COL(0);                                                                          \
@@ -429,12 +398,6 @@ void edgec_depthwise_conv2d_3x3_s8(const edgec_depthwise_conv2d_3x3_params *p, c
     do {                                                                                           \
         EDGEC_DWF_AT(a0, 0);                                                                       \
         EDGEC_DWF_AT(a1, 4);                                                                       \
-    } while (0)
-#define EDGEC_DWF_TRIPLE1(a0, a1, a2)                                                              \
-    do {                                                                                           \
-        EDGEC_DWF_AT(a0, 0);                                                                       \
-        EDGEC_DWF_AT(a1, 4);                                                                       \
-        EDGEC_DWF_AT(a2, 8);                                                                       \
     } while (0)
 #define EDGEC_DWF_PAIR2(a0, a1)                                                                    \
     do {                                                                                           \
