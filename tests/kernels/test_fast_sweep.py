@@ -261,6 +261,19 @@ def test_fast_kernel_random_sweep(kernel, lib):
     assert sweep(fn(rng, lib, n)) >= n // 2
 
 
+def test_pointwise_variant_is_the_default_for_1x1_convolutions_only():
+    """`--optimize speed` puts a 1x1 convolution on the pointwise variant (blocked stays a choice for `edgec tune`);
+    any other convolution is not offered it and keeps blocked."""
+    rng = np.random.default_rng(3)
+    for k, want in ((1, ["generic", "pointwise", "blocked"]), (3, ["generic", "blocked"])):
+        p = _conv_params(rng, 6, 6, 8, 5, dict(k_h=k, k_w=k, stride_h=1, stride_w=1, dil_h=1, dil_w=1, pad_top=0,
+                                               pad_left=0, out_h=7 - k, out_w=7 - k))
+        low = lowering.lower(weighted_op("conv2d", p, i8(rng, (5, k, k, 8)), *_requant(rng, 5, k * k * 8)))
+        assert specialize.variants(low) == want
+        assert specialize.default_variant(low, "speed") == want[1] and specialize.default_variant(low, "size") == "generic"
+    assert specialize.apply(low, "blocked")["kernel"] == "edgec_conv2d_blocked_s8"
+
+
 def test_sweep_reaches_large_and_odd_channel_counts():
     """The draw itself: counts up to 128, many of them not multiples of 4."""
     rng = np.random.default_rng(0)
