@@ -53,24 +53,34 @@
 #define EDGEC_PW_REGS
 #endif
 
+/* a switch case that goes on into the next one, said so for the compilers that check */
+#if defined(__has_attribute)
+#if __has_attribute(fallthrough)
+#define EDGEC_FALLTHROUGH __attribute__((fallthrough))
+#endif
+#endif
+#ifndef EDGEC_FALLTHROUGH
+#define EDGEC_FALLTHROUGH ((void)0)
+#endif
+
 /* groups 0 .. n-1 of the current body (n in 1..16; more: all 16), highest first: cases fall through */
 #define EDGEC_PW_GROUPS(n)                                                                         \
     switch (n) {                                                                                   \
-    default: EDGEC_PW_GROUP(15); /* fall through */                                                \
-    case 15: EDGEC_PW_GROUP(14); /* fall through */                                                \
-    case 14: EDGEC_PW_GROUP(13); /* fall through */                                                \
-    case 13: EDGEC_PW_GROUP(12); /* fall through */                                                \
-    case 12: EDGEC_PW_GROUP(11); /* fall through */                                                \
-    case 11: EDGEC_PW_GROUP(10); /* fall through */                                                \
-    case 10: EDGEC_PW_GROUP(9); /* fall through */                                                 \
-    case 9: EDGEC_PW_GROUP(8); /* fall through */                                                  \
-    case 8: EDGEC_PW_GROUP(7); /* fall through */                                                  \
-    case 7: EDGEC_PW_GROUP(6); /* fall through */                                                  \
-    case 6: EDGEC_PW_GROUP(5); /* fall through */                                                  \
-    case 5: EDGEC_PW_GROUP(4); /* fall through */                                                  \
-    case 4: EDGEC_PW_GROUP(3); /* fall through */                                                  \
-    case 3: EDGEC_PW_GROUP(2); /* fall through */                                                  \
-    case 2: EDGEC_PW_GROUP(1); /* fall through */                                                  \
+    default: EDGEC_PW_GROUP(15); EDGEC_FALLTHROUGH;                                                \
+    case 15: EDGEC_PW_GROUP(14); EDGEC_FALLTHROUGH;                                                \
+    case 14: EDGEC_PW_GROUP(13); EDGEC_FALLTHROUGH;                                                \
+    case 13: EDGEC_PW_GROUP(12); EDGEC_FALLTHROUGH;                                                \
+    case 12: EDGEC_PW_GROUP(11); EDGEC_FALLTHROUGH;                                                \
+    case 11: EDGEC_PW_GROUP(10); EDGEC_FALLTHROUGH;                                                \
+    case 10: EDGEC_PW_GROUP(9); EDGEC_FALLTHROUGH;                                                 \
+    case 9: EDGEC_PW_GROUP(8); EDGEC_FALLTHROUGH;                                                  \
+    case 8: EDGEC_PW_GROUP(7); EDGEC_FALLTHROUGH;                                                  \
+    case 7: EDGEC_PW_GROUP(6); EDGEC_FALLTHROUGH;                                                  \
+    case 6: EDGEC_PW_GROUP(5); EDGEC_FALLTHROUGH;                                                  \
+    case 5: EDGEC_PW_GROUP(4); EDGEC_FALLTHROUGH;                                                  \
+    case 4: EDGEC_PW_GROUP(3); EDGEC_FALLTHROUGH;                                                  \
+    case 3: EDGEC_PW_GROUP(2); EDGEC_FALLTHROUGH;                                                  \
+    case 2: EDGEC_PW_GROUP(1); EDGEC_FALLTHROUGH;                                                  \
     case 1: EDGEC_PW_GROUP(0);                                                                     \
     }
 
