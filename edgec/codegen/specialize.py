@@ -38,6 +38,23 @@ def blocked_conv(lowered: dict) -> dict:
             "arrays": {**lowered["arrays"], "fw": fast.words(np.ascontiguousarray(w))}}
 
 
+def pointwise_conv(lowered: dict) -> dict:
+    """The blocked convolution with no loop over the taps (edgec_conv2d_pointwise_s8, for 1x1 convolutions): the
+    blocked order without padding the groups to an even count, the weights and the records' bias doubled (the
+    accumulator is then the 2 * acc the requantization multiplies), an odd last record followed by a copy."""
+    p = lowered["params"]
+    k4, out_c = p["k4"], p["out_c"]
+    w = np.zeros((out_c + out_c % 2, k4), np.int16)
+    w[:out_c] = 2 * lowered["arrays"]["fw"].view(np.int8).reshape(out_c, k4).astype(np.int16)
+    if out_c % 2:
+        w[out_c] = w[out_c - 1]
+    w = w.reshape(-1, 2, k4 // 4, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
+    rq = lowered["arrays"]["rq"].reshape(-1, 5)
+    rq = np.concatenate([rq, rq[-1:]] if out_c % 2 else [rq]) * np.array([2, 1, 1, 1, 1], rq.dtype)
+    return {**lowered, "kernel": "edgec_conv2d_pointwise_s8", "scratch_bytes": 5 * k4,
+            "arrays": {**lowered["arrays"], "fw": fast.words(np.ascontiguousarray(w)), "rq": rq}}
+
+
 def wide_fc(lowered: dict) -> dict:
     """The packed fully connected layer on int16 weights (edgec_fully_connected_wide_s8): the same order, each group
     of 4 weights w0..w3 of a row as the int16 values w0, w2, w1, w3."""
@@ -72,7 +89,8 @@ def fused_depthwise(lowered: dict) -> dict:
 
 
 # kernel of the generic lowering -> (variant name, builder), fastest first by default
-SPEED_VARIANTS = {"edgec_conv2d_im2col_s8": (("blocked4", register_blocks.blocked4_conv), ("blocked", blocked_conv)),
+SPEED_VARIANTS = {"edgec_conv2d_im2col_s8": (("blocked4", register_blocks.blocked4_conv), ("pointwise", pointwise_conv),
+                                             ("blocked", blocked_conv)),
                   "edgec_fully_connected_packed_s8": (("rows8", register_blocks.rows8_fc), ("wide", wide_fc)),
                   "edgec_depthwise_conv2d_3x3_s8": (("fused", fused_depthwise),)}
 
@@ -80,9 +98,10 @@ SPEED_VARIANTS = {"edgec_conv2d_im2col_s8": (("blocked4", register_blocks.blocke
 # code each speed variant links in beside the generic kernels (arm-none-eabi-gcc -O2, Cortex-M4: its row
 # functions and packing-free loops; measured on the MLPerf Tiny builds; blocked4 and rows8: their files' text on
 # the Cortex-M3, the larger of the two cores), for the fit check's code estimate
-VARIANT_CODE_BYTES = {"blocked": 1024, "wide": 512, "fused": 2048, "blocked4": 4096, "rows8": 4864}
+VARIANT_CODE_BYTES = {"blocked": 1024, "wide": 512, "fused": 2048, "blocked4": 4096, "rows8": 4864, "pointwise": 4400}
 # the variants that take only some of their kernel's lowerings (the others take every one)
-APPLIES = {"blocked4": register_blocks.pointwise_or_single_channel}
+APPLIES = {"blocked4": register_blocks.pointwise_or_single_channel,
+           "pointwise": lambda lowered: lowered["params"]["k_h"] == 1 and lowered["params"]["k_w"] == 1}
 
 
 def variant_code_bytes(ops) -> int:

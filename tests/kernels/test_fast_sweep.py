@@ -145,6 +145,29 @@ def conv_cases(rng, lib, n, variant=specialize.GENERIC, pointwise=False):
         yield True
 
 
+def pointwise_cases(rng, lib, n):
+    """1x1 convolutions on the pointwise variant: dot products from 1 to 300 taps (none, one or several whole
+    bodies of 64 taps and every remainder), odd channel and pixel counts, strides 1 and 2."""
+    for _ in range(n):
+        in_c = int(rng.integers(1, 301)) if rng.random() < 0.3 else int(rng.integers(1, 70))
+        out_c = channels(rng, 40)
+        in_h, in_w = (int(v) for v in rng.integers(1, 8, size=2))
+        win = _geometry(rng, in_h, in_w, 1, 1, *(int(v) for v in rng.integers(1, 3, size=2)))
+        p = _conv_params(rng, in_h, in_w, in_c, out_c, win)
+        x, w = i8(rng, (in_h, in_w, in_c)), i8(rng, (out_c, 1, 1, in_c))
+        op = weighted_op("conv2d", p, w, *_requant(rng, out_c, in_c))
+        low = lowering.lower(op)
+        if low is None:
+            yield False
+            continue
+        assert specialize.variants(low) == ["generic", "pointwise", "blocked"]
+        low = specialize.apply(low, "pointwise")
+        want = conv.run_conv(op, [x])
+        got = run_fast(lib, low, x, out_size=want.size).reshape(want.shape)
+        assert np.array_equal(got, want), p
+        yield True
+
+
 def depthwise_cases(rng, lib, n, variant=specialize.GENERIC):
     """variant: the generic depthwise 3x3 or its speed variant (requantization fused into the store)."""
     for _ in range(n):
@@ -226,6 +249,8 @@ def avg_pool_cases(rng, lib, n):
 SWEEPS = {"conv2d_im2col": (conv_cases, 300), "conv2d_blocked": (partial(conv_cases, variant="blocked"), 300),
           "conv2d_blocked4": (partial(conv_cases, variant="blocked4"), 200),
           "conv2d_blocked4_pointwise": (partial(conv_cases, variant="blocked4", pointwise=True), 200),
+          "conv2d_pointwise": (partial(conv_cases, variant="pointwise"), 200),
+          "conv2d_pointwise_1x1": (pointwise_cases, 300),
           "depthwise_conv2d_3x3": (depthwise_cases, 300),
           "depthwise_conv2d_3x3_fused": (partial(depthwise_cases, variant="fused"), 300),
           "fully_connected_packed": (fc_cases, 300), "fully_connected_wide": (partial(fc_cases, variant="wide"), 300),
@@ -239,6 +264,19 @@ def test_fast_kernel_random_sweep(kernel, lib):
     fn, n = SWEEPS[kernel]
     rng = np.random.default_rng(sorted(SWEEPS).index(kernel) + 500)
     assert sweep(fn(rng, lib, n)) >= n // 2
+
+
+def test_pointwise_variant_is_offered_for_1x1_convolutions_only():
+    """A 1x1 convolution is offered the pointwise variant (after blocked4, the `--optimize speed` default; blocked
+    stays a choice for `edgec tune`); any other convolution of several channels is offered neither."""
+    rng = np.random.default_rng(3)
+    for k, want in ((1, ["generic", "blocked4", "pointwise", "blocked"]), (3, ["generic", "blocked"])):
+        p = _conv_params(rng, 6, 6, 8, 5, dict(k_h=k, k_w=k, stride_h=1, stride_w=1, dil_h=1, dil_w=1, pad_top=0,
+                                               pad_left=0, out_h=7 - k, out_w=7 - k))
+        low = lowering.lower(weighted_op("conv2d", p, i8(rng, (5, k, k, 8)), *_requant(rng, 5, k * k * 8)))
+        assert specialize.variants(low) == want
+        assert specialize.default_variant(low, "speed") == want[1] and specialize.default_variant(low, "size") == "generic"
+    assert specialize.apply(low, "blocked")["kernel"] == "edgec_conv2d_blocked_s8"
 
 
 def test_sweep_reaches_large_and_odd_channel_counts():
@@ -277,7 +315,7 @@ def test_register_blocked_variants_are_offered_where_they_were_measured_faster()
     fc = Op("fully_connected", "fc", ["x"], "y", arrays=dict(zip(("weights", "bias", "mult", "shift"),
                                                                  (i8(rng, (10, 12)), *_requant(rng, 10, 12)))),
             params=dict(in_features=12, out_features=10, input_zp=3, output_zp=-128, act_min=-128, act_max=127))
-    cases = [(conv_op(1, 8), ["generic", "blocked4", "blocked"]), (conv_op(3, 1), ["generic", "blocked4", "blocked"]),
+    cases = [(conv_op(1, 8), ["generic", "blocked4", "pointwise", "blocked"]), (conv_op(3, 1), ["generic", "blocked4", "blocked"]),
              (conv_op(3, 3), ["generic", "blocked"]), (fc, ["generic", "rows8", "wide"])]
     for op, names in cases:
         for optimize in specialize.OPTIMIZE_CHOICES:
