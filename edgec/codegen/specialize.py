@@ -37,6 +37,31 @@ def blocked_conv(lowered: dict) -> dict:
             "arrays": {**lowered["arrays"], "fw": fast.words(np.ascontiguousarray(w))}}
 
 
+def window_conv(lowered: dict) -> dict:
+    """The convolution without im2col (edgec_conv2d_window_s8): the blocked kernel's weight order, but each
+    channel's taps as [ky][kx][c4] with the input channels padded to c4 (a multiple of 4) by zero weights, the
+    order of the input rows the kernel widens into scratch (k_h rows of (out_w - 1) * stride_w + k_w pixels)."""
+    p = lowered["params"]
+    k_h, k_w, in_c, out_c = p["k_h"], p["k_w"], p["in_c"], p["out_c"]
+    c4 = (in_c + 3) // 4 * 4
+    taps = k_h * k_w * in_c
+    w = np.zeros((out_c + out_c % 2, k_h, k_w, c4), np.int16)
+    w[:out_c, :, :, :in_c] = lowered["arrays"]["fw"].view(np.int8).reshape(out_c, -1)[:, :taps].reshape(
+        out_c, k_h, k_w, in_c)
+    if out_c % 2:
+        w[out_c] = w[out_c - 1]
+    w = w.reshape(-1, 2, k_h * k_w * c4 // 4, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
+    width = (p["out_w"] - 1) * p["stride_w"] + k_w
+    return {**lowered, "kernel": "edgec_conv2d_window_s8", "scratch_bytes": 2 * k_h * width * c4,
+            "arrays": {**lowered["arrays"], "fw": fast.words(np.ascontiguousarray(w))}}
+
+
+def window_fits(lowered: dict) -> bool:
+    """The window kernel is for kernels larger than 1x1 (a 1x1 convolution reads its pixels without im2col)."""
+    p = lowered["params"]
+    return p["k_h"] * p["k_w"] > 1
+
+
 def wide_fc(lowered: dict) -> dict:
     """The packed fully connected layer on int16 weights (edgec_fully_connected_wide_s8): the same order, each group
     of 4 weights w0..w3 of a row as the int16 values w0, w2, w1, w3."""
@@ -71,14 +96,16 @@ def fused_depthwise(lowered: dict) -> dict:
 
 
 # kernel of the generic lowering -> (variant name, builder), fastest first by default
-SPEED_VARIANTS = {"edgec_conv2d_im2col_s8": (("blocked", blocked_conv),),
+SPEED_VARIANTS = {"edgec_conv2d_im2col_s8": (("window", window_conv), ("blocked", blocked_conv)),
                   "edgec_fully_connected_packed_s8": (("wide", wide_fc),),
                   "edgec_depthwise_conv2d_3x3_s8": (("fused", fused_depthwise),)}
 
 
 # code each speed variant links in beside the generic kernels (arm-none-eabi-gcc -O2, Cortex-M4: its row
 # functions and packing-free loops; measured on the MLPerf Tiny builds), for the fit check's code estimate
-VARIANT_CODE_BYTES = {"blocked": 1024, "wide": 512, "fused": 2048}
+VARIANT_CODE_BYTES = {"blocked": 1024, "window": 3072, "wide": 512, "fused": 2048}
+# variants that take only some layers of their kernel (the others list every layer)
+VARIANT_FITS = {"window": window_fits}
 
 
 def variant_code_bytes(ops) -> int:
@@ -90,7 +117,8 @@ def variants(lowered: dict | None) -> list[str]:
     """The variant names an op lowered this way can run: the generic kernel first, then the speed variants."""
     if not lowered:
         return []
-    return [GENERIC] + [name for name, _ in SPEED_VARIANTS.get(lowered["kernel"], ())]
+    return [GENERIC] + [name for name, _ in SPEED_VARIANTS.get(lowered["kernel"], ())
+                        if VARIANT_FITS.get(name, lambda _low: True)(lowered)]
 
 
 def apply(lowered: dict, variant: str) -> dict:
