@@ -1,29 +1,28 @@
 /* edgec speed-optimized convolution without im2col (declared in edgec_nn.h; chosen by `--optimize speed`, the
- * default, for kernels larger than 1x1): the input rows a kernel window covers are widened to int16 once each,
- * into a ring of k_h rows in scratch (padding pixels and rows hold the input zero point, whose contribution the
- * folded bias removes; the channels padded to a multiple of 4), and the dot products read the taps of one
- * kernel row straight from there: k_w * c4 int16 values that lie side by side in a widened row. 2 output
- * pixels x 2 output channels in registers, as in fast/edgec_conv_blocked_fast.c, whose weight order this kernel
- * shares except that each pixel's taps are [ky][kx][c4] (edgec/codegen/specialize.py): per 4 taps of the 2x2
- * block, 4 LDRD and 8 SMLAD, and no copy of the taps per output pixel. The requantization follows each block
- * directly, from registers. */
+ * default, for kernels larger than 1x1). The input rows a window covers are widened to int16 once each, into a
+ * ring of row slots in scratch, pixel by pixel in pairs: entry i of a row holds the c4 channels of pixel i and of
+ * pixel i + stride_w, group of 4 channels by group (the two pixels of an output pair; the channels padded to c4,
+ * a multiple of 4; pixels outside the image hold the input zero point, whose contribution the folded bias
+ * removes). The taps of one kernel row of both output pixels are then k_w entries side by side, read with one
+ * pointer as fast/edgec_conv_blocked_fast.c reads its im2col columns: 2 output pixels x 2 output channels in
+ * registers, per 4 taps 4 LDRD and 8 SMLAD, and no copy of the taps per output pixel. Weights: the blocked
+ * kernel's order with each channel's taps as [ky][kx][c4] (edgec/codegen/specialize.py). The requantization
+ * follows each block directly, from registers. */
 #include "edgec_fast_support.h"
 
-#include <string.h>
-
-/* One group of 4 taps of both pixels (xa, xb: 2 words each) and both channels (w: 2 words of channel c, then 2
- * of channel c + 1), at word offsets `off` (input) and 2 * off (weights). */
+/* One group of 4 taps of both pixels (x: 2 words of pixel 0, then 2 of pixel 1) and both channels (w: 2 words of
+ * channel c, then 2 of channel c + 1), at word offset `off`. */
 #ifdef EDGEC_DSP
 #define EDGEC_WIN_GROUP(off)                                                                       \
     do {                                                                                           \
-        E_LDRD(x0, x1, xa, (off));                                                                 \
-        E_LDRD(wa, wb, w, 2 * (off));                                                              \
-        E_LDRD(x2, x3, xb, (off));                                                                 \
+        E_LDRD(x0, x1, x, (off));                                                                  \
+        E_LDRD(wa, wb, w, (off));                                                                  \
+        E_LDRD(x2, x3, x, (off) + 2);                                                              \
         a00 = E_SMLAD(x0, wa, a00);                                                                \
         a00 = E_SMLAD(x1, wb, a00);                                                                \
         a10 = E_SMLAD(x2, wa, a10);                                                                \
         a10 = E_SMLAD(x3, wb, a10);                                                                \
-        E_LDRD(wa, wb, w, 2 * (off) + 2);                                                          \
+        E_LDRD(wa, wb, w, (off) + 2);                                                              \
         a01 = E_SMLAD(x0, wa, a01);                                                                \
         a01 = E_SMLAD(x1, wb, a01);                                                                \
         a11 = E_SMLAD(x2, wa, a11);                                                                \
@@ -41,9 +40,9 @@
     } while (0)
 #define EDGEC_WIN_GROUP(off)                                                                       \
     do {                                                                                           \
-        const edgec_h16 *xs_ = (const edgec_h16 *)(const void *)(xa + (off));                      \
-        const edgec_h16 *ys_ = (const edgec_h16 *)(const void *)(xb + (off));                      \
-        const edgec_h16 *ws_ = (const edgec_h16 *)(const void *)(w + 2 * (off));                   \
+        const edgec_h16 *xs_ = (const edgec_h16 *)(const void *)(x + (off));                       \
+        const edgec_h16 *ys_ = (const edgec_h16 *)(const void *)(x + (off) + 2);                   \
+        const edgec_h16 *ws_ = (const edgec_h16 *)(const void *)(w + (off));                       \
         EDGEC_WIN_TAP(0);                                                                          \
         EDGEC_WIN_TAP(1);                                                                          \
         EDGEC_WIN_TAP(2);                                                                          \
@@ -52,122 +51,135 @@
 #define EDGEC_WIN_REGS
 #endif
 
-/* Requantize one channel (record q) of both pixels, store at o0[d], o1[d]. */
+/* Requantize one channel (record q) of both pixels, store at o1[d] then o0[d] (a lone last pixel's o1 is o0:
+ * pixel 0's value stays). */
 #define EDGEC_WIN_STORE(acc0, acc1, q, d, clamp)                                                  \
     do {                                                                                           \
         const int32_t m_ = (q)->mult, k_ = (q)->khi, n_ = (q)->neg, s_ = (q)->shift;               \
         const int32_t t0_ = (acc0) * 2, t1_ = (acc1) * 2;                                          \
-        int32_t v_ = (E_SMMLAR(t0_, m_, k_) + ((t0_ >> 31) & n_)) >> s_;                           \
-        o0[d] = (int8_t)(clamp);                                                                   \
-        v_ = (E_SMMLAR(t1_, m_, k_) + ((t1_ >> 31) & n_)) >> s_;                                   \
+        int32_t v_ = (E_SMMLAR(t1_, m_, k_) + ((t1_ >> 31) & n_)) >> s_;                           \
         o1[d] = (int8_t)(clamp);                                                                   \
+        v_ = (E_SMMLAR(t0_, m_, k_) + ((t0_ >> 31) & n_)) >> s_;                                   \
+        o0[d] = (int8_t)(clamp);                                                                   \
     } while (0)
 
-/* All output channels of 2 pixels: pixel 0's taps of kernel row 0 start at x, pixel 1's at x + b; seg words per
- * kernel row, rows row_words apart. */
-#define EDGEC_WIN_PIXELS(name, clamp, seg_words)                                                   \
-    static EDGEC_HOT void name(const edgec_w32 *x, int32_t b, int32_t k_h, int32_t seg, int32_t row_words,  \
-                               const edgec_w32 *w, const edgec_rq *q, int32_t out_c, int8_t *o0, int8_t *o1, \
-                               int32_t lo, int32_t hi)                                             \
+/* All output channels of 2 pixels whose taps (2 words of pixel 0 then 2 of pixel 1 per group of 4) are the n words
+ * from x0 (a multiple of 8). */
+#define EDGEC_WIN_PIXELS(name, clamp, n_words)                                                     \
+    static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, const edgec_w32 *w, const edgec_rq *q,          \
+                               int32_t out_c, int8_t *o0, int8_t *o1, int32_t lo, int32_t hi)      \
     {                                                                                              \
-        const int32_t skip = row_words - (seg_words);                                              \
+        const edgec_w32 *const end = x0 + (n_words);                                               \
         for (; out_c > 0; out_c -= 2, q += 2, o0 += 2, o1 += 2) {                                  \
             const int32_t d1 = out_c > 1; /* channel c + 1 goes to o + 1, a copy to o + 0 */       \
-            int32_t a00 = q[0].bias, a01 = q[d1].bias, a10 = a00, a11 = a01, ky;                   \
-            const edgec_w32 *xa = x, *xb = x + b;                                                  \
-            for (ky = k_h; ky > 0; --ky, xa += skip, xb += skip) {                                 \
-                const edgec_w32 *end = xa + ((seg_words) & ~3);                                    \
-                EDGEC_WIN_REGS                                                                     \
-                for (; xa < end; xa += 4, xb += 4, w += 8) {                                       \
-                    EDGEC_WIN_GROUP(0);                                                            \
-                    EDGEC_WIN_GROUP(2);                                                            \
-                }                                                                                  \
-                if ((seg_words) & 2) {                                                             \
-                    EDGEC_WIN_GROUP(0);                                                            \
-                    xa += 2;                                                                       \
-                    xb += 2;                                                                       \
-                    w += 4;                                                                        \
-                }                                                                                  \
+            int32_t a00 = q[0].bias, a01 = q[d1].bias, a10 = a00, a11 = a01;                       \
+            const edgec_w32 *x = x0;                                                               \
+            EDGEC_WIN_REGS                                                                         \
+            for (; x < end; x += 8, w += 8) {                                                      \
+                EDGEC_WIN_GROUP(0);                                                                \
+                EDGEC_WIN_GROUP(4);                                                                \
             }                                                                                      \
             EDGEC_WIN_STORE(a00, a10, q, 0, clamp);                                                \
             EDGEC_WIN_STORE(a01, a11, q + d1, d1, clamp);                                          \
         }                                                                                          \
-        (void)seg;                                                                                 \
+        (void)n;                                                                                   \
         (void)lo;                                                                                  \
         (void)hi;                                                                                  \
     }
 #define EDGEC_WIN_CLAMP (v_ < lo ? lo : (v_ > hi ? hi : v_))
-EDGEC_WIN_PIXELS(edgec_window_pixels_full, EDGEC_SAT8(v_), seg)
-EDGEC_WIN_PIXELS(edgec_window_pixels_clamped, EDGEC_WIN_CLAMP, seg)
-/* 3 or 4 input channels, k_w = 3 (the first layer of an image model): 6 words per kernel row, unrolled */
-EDGEC_WIN_PIXELS(edgec_window_pixels_rgb_full, EDGEC_SAT8(v_), 6)
-EDGEC_WIN_PIXELS(edgec_window_pixels_rgb_clamped, EDGEC_WIN_CLAMP, 6)
+EDGEC_WIN_PIXELS(edgec_window_pixels_full, EDGEC_SAT8(v_), n)
+EDGEC_WIN_PIXELS(edgec_window_pixels_clamped, EDGEC_WIN_CLAMP, n)
+/* 3 or 4 input channels, a 3x3 kernel (the first layer of an image model): 9 groups and a padding one, a loop the
+ * compiler knows the length of */
+EDGEC_WIN_PIXELS(edgec_window_pixels_rgb_full, EDGEC_SAT8(v_), 40)
+EDGEC_WIN_PIXELS(edgec_window_pixels_rgb_clamped, EDGEC_WIN_CLAMP, 40)
 
-typedef void (*edgec_window_pixels_fn)(const edgec_w32 *, int32_t, int32_t, int32_t, int32_t, const edgec_w32 *,
-                                       const edgec_rq *, int32_t, int8_t *, int8_t *, int32_t, int32_t);
+typedef void (*edgec_window_pixels_fn)(const edgec_w32 *, int32_t, const edgec_w32 *, const edgec_rq *, int32_t,
+                                       int8_t *, int8_t *, int32_t, int32_t);
 
-/* Input row iy (a padding row outside the image) widened into dst: wp pixels from ix = -pad_left, c4 int16 each
- * in the order of edgec_widen. */
+/* Input channels c..c+3 of pixel (iy, ix) as one int8 word: the zero point outside the image, 0 past in_c. */
+static uint32_t edgec_window_word(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t ix,
+                                  int32_t c)
+{
+    const int8_t *s = input + (iy * p->in_w + ix) * p->in_c + c;
+    uint32_t v = 0;
+    int32_t j;
+    if (iy < 0 || iy >= p->in_h || ix < 0 || ix >= p->in_w) return (uint32_t)(uint8_t)(int8_t)p->input_zp * 0x01010101u;
+    for (j = 3; j >= 0; --j) v = (v << 8) | (c + j < p->in_c ? (uint8_t)s[j] : 0u);
+    return v;
+}
+
+/* Input row iy (a padding row outside the image) widened into dst in pairs: for i < wp, pixel i and pixel
+ * i + stride_w (counted from ix = -pad_left), group of 4 channels by group, 2 words each. */
 static void edgec_window_row(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t wp,
                              int32_t c4, edgec_w32 *dst)
 {
-    const int32_t in_c = p->in_c, in_w = p->in_w, x0 = -p->pad_left;
-    const uint32_t zp = (uint32_t)(uint8_t)(int8_t)p->input_zp * 0x01010101u;
-    const int inside = iy >= 0 && iy < p->in_h;
-    int32_t ix = x0, first = inside ? (x0 < 0 ? 0 : x0) : x0 + wp, last = inside ? x0 + wp : x0;
-    int32_t c;
-    if (last > in_w) last = in_w;
-    if (last < first) last = first;
-    for (; ix < first; ++ix) {
-        for (c = 0; c < c4; c += 4, dst += 2) edgec_widen(zp, dst);
-    }
-    if (ix < last) {
-        const int8_t *s = input + (iy * in_w + ix) * in_c;
-        if ((in_c & 3) == 0) {
-            const edgec_w32 *v = (const edgec_w32 *)(const void *)s;
-            for (c = (last - ix) * in_c; c > 0; c -= 4, dst += 2) edgec_widen(*v++, dst);
+    const int32_t in_c = p->in_c, in_w = p->in_w, s = p->stride_w, x0 = -p->pad_left;
+    const int aligned = (in_c & 3) == 0 && iy >= 0 && iy < p->in_h;
+    int32_t i, c;
+    for (i = 0; i < wp; ++i) {
+        const int32_t ix = x0 + i;
+        if (aligned && ix >= 0 && ix + s < in_w) { /* both pixels inside: word by word */
+            const edgec_w32 *u = (const edgec_w32 *)(const void *)(input + (iy * in_w + ix) * in_c);
+            const edgec_w32 *v = (const edgec_w32 *)(const void *)((const int8_t *)u + s * in_c);
+            for (c = c4; c > 0; c -= 4, dst += 4) {
+                edgec_widen(*u++, dst);
+                edgec_widen(*v++, dst + 2);
+            }
         } else {
-            for (; ix < last; ++ix, s += in_c) {
-                for (c = 0; c < c4; c += 4, dst += 2) {
-                    uint32_t v = 0;
-                    int32_t j;
-                    for (j = 3; j >= 0; --j) v = (v << 8) | (c + j < in_c ? (uint8_t)s[c + j] : 0u);
-                    edgec_widen(v, dst);
-                }
+            for (c = 0; c < c4; c += 4, dst += 4) {
+                edgec_widen(edgec_window_word(p, input, iy, ix, c), dst);
+                edgec_widen(edgec_window_word(p, input, iy, ix + s, c), dst + 2);
             }
         }
-        ix = last;
     }
-    for (; ix < x0 + wp; ++ix) {
-        for (c = 0; c < c4; c += 4, dst += 2) edgec_widen(zp, dst);
+}
+
+/* n words (a multiple of 4) from src to dst */
+static void edgec_window_copy(edgec_w32 *dst, const edgec_w32 *src, int32_t n)
+{
+    for (; n > 0; n -= 4, dst += 4, src += 4) {
+        uint32_t a, b, c, d;
+        E_LDRD(a, b, src, 0);
+        E_LDRD(c, d, src, 2);
+        dst[0] = a;
+        dst[1] = b;
+        dst[2] = c;
+        dst[3] = d;
     }
 }
 
 void edgec_conv2d_window_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                             const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
-    const int32_t c4 = (p->in_c + 3) & ~3, k_h = p->k_h, out_w = p->out_w, out_c = p->out_c;
-    const int32_t wp = (out_w - 1) * p->stride_w + p->k_w, row_words = wp * c4 / 2, step = p->stride_w * c4 / 2;
-    const int32_t seg = p->k_w * c4 / 2, sh = p->stride_h;
+    const int32_t c4 = (p->in_c + 3) & ~3, k_h = p->k_h, out_w = p->out_w, out_c = p->out_c, sh = p->stride_h;
+    const int32_t wp = (out_w - 1) * p->stride_w + p->k_w, row_words = wp * c4, step = p->stride_w * c4;
+    const int32_t seg = p->k_w * c4, n = (k_h * seg + 7) & ~7;
     const int full = p->act_min == -128 && p->act_max == 127;
-    const edgec_window_pixels_fn pixels = seg == 6 ? (full ? edgec_window_pixels_rgb_full
-                                                           : edgec_window_pixels_rgb_clamped)
-                                                   : (full ? edgec_window_pixels_full : edgec_window_pixels_clamped);
-    edgec_w32 *rows = (edgec_w32 *)(void *)scratch; /* input rows iy0 .. iy0 + k_h - 1, widened */
-    int32_t oy, ox, r;
+    const edgec_window_pixels_fn pixels = n == 40 ? (full ? edgec_window_pixels_rgb_full
+                                                          : edgec_window_pixels_rgb_clamped)
+                                                  : (full ? edgec_window_pixels_full : edgec_window_pixels_clamped);
+    /* 2 k_h - 1 row slots: input row iy in slot j = (iy + pad_top) % k_h and again in slot j + k_h (if there is
+     * one), so that the k_h rows of every window lie row_words apart from slot (iy0 + pad_top) % k_h on; then
+     * the n words of the 2 pixels' taps, gathered */
+    edgec_w32 *ring = (edgec_w32 *)(void *)scratch, *cols = ring + (2 * k_h - 1) * row_words;
+    int32_t next = -p->pad_top, oy, ox, ky;
+    for (ky = k_h * seg; ky < n; ++ky) cols[ky] = 0; /* the padding group (zero weights) */
     for (oy = 0; oy < p->out_h; ++oy) {
         const int32_t iy0 = oy * sh - p->pad_top;
-        r = 0;
-        if (oy > 0 && sh < k_h) { /* the rows the last window shares with this one move up */
-            r = k_h - sh;
-            memmove(rows, rows + sh * row_words, (size_t)(r * row_words) * 4u);
+        const edgec_w32 *x;
+        if (next < iy0) next = iy0;
+        for (; next < iy0 + k_h; ++next) {
+            const int32_t j = (next + p->pad_top) % k_h;
+            edgec_window_row(p, input, next, wp, c4, ring + j * row_words);
+            if (j < k_h - 1) edgec_window_copy(ring + (j + k_h) * row_words, ring + j * row_words, row_words);
         }
-        for (; r < k_h; ++r) edgec_window_row(p, input, iy0 + r, wp, c4, rows + r * row_words);
-        for (ox = 0; ox < out_w; ox += 2) {
+        x = ring + ((iy0 + p->pad_top) % k_h) * row_words;
+        for (ox = 0; ox < out_w; ox += 2, x += 2 * step) {
             const int two = out_w - ox > 1; /* a lone last pixel is computed twice and stored once */
             int8_t *o = output + (oy * out_w + ox) * out_c;
-            pixels(rows + ox * step, two * step, k_h, seg, row_words, (const edgec_w32 *)weights, rq, out_c, o,
-                   o + two * out_c, p->act_min, p->act_max);
+            for (ky = 0; ky < k_h; ++ky) edgec_window_copy(cols + ky * seg, x + ky * row_words, seg);
+            pixels(cols, n, (const edgec_w32 *)weights, rq, out_c, o, o + two * out_c, p->act_min, p->act_max);
         }
     }
 }
