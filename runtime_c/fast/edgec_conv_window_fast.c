@@ -69,15 +69,22 @@
     static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, const edgec_w32 *w, const edgec_rq *q,          \
                                int32_t out_c, int8_t *o0, int8_t *o1, int32_t lo, int32_t hi)      \
     {                                                                                              \
-        const edgec_w32 *const end = x0 + (n_words);                                               \
+        const edgec_w32 *const end = x0 + ((n_words) & ~15);                                       \
         for (; out_c > 0; out_c -= 2, q += 2, o0 += 2, o1 += 2) {                                  \
             const int32_t d1 = out_c > 1; /* channel c + 1 goes to o + 1, a copy to o + 0 */       \
             int32_t a00 = q[0].bias, a01 = q[d1].bias, a10 = a00, a11 = a01;                       \
             const edgec_w32 *x = x0;                                                               \
             EDGEC_WIN_REGS                                                                         \
-            for (; x < end; x += 8, w += 8) {                                                      \
+            for (; x < end; x += 16, w += 16) {                                                    \
                 EDGEC_WIN_GROUP(0);                                                                \
                 EDGEC_WIN_GROUP(4);                                                                \
+                EDGEC_WIN_GROUP(8);                                                                \
+                EDGEC_WIN_GROUP(12);                                                               \
+            }                                                                                      \
+            if ((n_words) & 8) {                                                                   \
+                EDGEC_WIN_GROUP(0);                                                                \
+                EDGEC_WIN_GROUP(4);                                                                \
+                w += 8;                                                                            \
             }                                                                                      \
             EDGEC_WIN_STORE(a00, a10, q, 0, clamp);                                                \
             EDGEC_WIN_STORE(a01, a11, q + d1, d1, clamp);                                          \
@@ -97,6 +104,71 @@ EDGEC_WIN_PIXELS(edgec_window_pixels_rgb_clamped, EDGEC_WIN_CLAMP, 40)
 typedef void (*edgec_window_pixels_fn)(const edgec_w32 *, int32_t, const edgec_w32 *, const edgec_rq *, int32_t,
                                        int8_t *, int8_t *, int32_t, int32_t);
 
+/* Block moves: LDM/STM move 8 or 4 words in one instruction each (fixed registers: the list must ascend). */
+#ifdef EDGEC_DSP_NATIVE
+EDGEC_INLINE void edgec_win_move8(edgec_w32 **dst, const edgec_w32 **src)
+{
+    register uint32_t r4 __asm__("r4"), r5 __asm__("r5"), r6 __asm__("r6"), r8 __asm__("r8");
+    register uint32_t r10 __asm__("r10"), r11 __asm__("r11"), r12 __asm__("r12"), r14 __asm__("r14");
+    __asm__ volatile("ldmia %[s]!, {%[a], %[b], %[c], %[d], %[e], %[f], %[g], %[h]}\n\t"
+                     "stmia %[o]!, {%[a], %[b], %[c], %[d], %[e], %[f], %[g], %[h]}"
+                     : [s] "+r"(*src), [o] "+r"(*dst), [a] "=&r"(r4), [b] "=&r"(r5), [c] "=&r"(r6), [d] "=&r"(r8),
+                       [e] "=&r"(r10), [f] "=&r"(r11), [g] "=&r"(r12), [h] "=&r"(r14)
+                     :
+                     : "memory");
+}
+EDGEC_INLINE void edgec_win_move4(edgec_w32 **dst, const edgec_w32 **src)
+{
+    register uint32_t r4 __asm__("r4"), r5 __asm__("r5"), r6 __asm__("r6"), r8 __asm__("r8");
+    __asm__ volatile("ldmia %[s]!, {%[a], %[b], %[c], %[d]}\n\t"
+                     "stmia %[o]!, {%[a], %[b], %[c], %[d]}"
+                     : [s] "+r"(*src), [o] "+r"(*dst), [a] "=&r"(r4), [b] "=&r"(r5), [c] "=&r"(r6), [d] "=&r"(r8)
+                     :
+                     : "memory");
+}
+/* the int8 words x, y (4 channels of the pair's two pixels) widened: 4 words stored at *dst (advanced) */
+EDGEC_INLINE void edgec_win_widen2(edgec_w32 **dst, uint32_t x, uint32_t y)
+{
+    register uint32_t r4 __asm__("r4"), r5 __asm__("r5"), r6 __asm__("r6"), r8 __asm__("r8");
+    __asm__ volatile("sxtb16 %[a], %[x]\n\tsxtb16 %[b], %[x], ror #8\n\t"
+                     "sxtb16 %[c], %[y]\n\tsxtb16 %[d], %[y], ror #8\n\t"
+                     "stmia %[o]!, {%[a], %[b], %[c], %[d]}"
+                     : [o] "+r"(*dst), [a] "=&r"(r4), [b] "=&r"(r5), [c] "=&r"(r6), [d] "=&r"(r8)
+                     : [x] "r"(x), [y] "r"(y)
+                     : "memory");
+}
+#else
+EDGEC_INLINE void edgec_win_move4(edgec_w32 **dst, const edgec_w32 **src)
+{
+    edgec_w32 *d = *dst;
+    const edgec_w32 *s = *src;
+    d[0] = s[0];
+    d[1] = s[1];
+    d[2] = s[2];
+    d[3] = s[3];
+    *dst = d + 4;
+    *src = s + 4;
+}
+EDGEC_INLINE void edgec_win_move8(edgec_w32 **dst, const edgec_w32 **src)
+{
+    edgec_win_move4(dst, src);
+    edgec_win_move4(dst, src);
+}
+EDGEC_INLINE void edgec_win_widen2(edgec_w32 **dst, uint32_t x, uint32_t y)
+{
+    edgec_widen(x, *dst);
+    edgec_widen(y, *dst + 2);
+    *dst += 4;
+}
+#endif
+
+/* n words (a multiple of 4) from src to dst */
+static void edgec_window_copy(edgec_w32 *dst, const edgec_w32 *src, int32_t n)
+{
+    for (; n >= 8; n -= 8) edgec_win_move8(&dst, &src);
+    if (n) edgec_win_move4(&dst, &src);
+}
+
 /* Input channels c..c+3 of pixel (iy, ix) as one int8 word: the zero point outside the image, 0 past in_c. */
 static uint32_t edgec_window_word(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t ix,
                                   int32_t c)
@@ -109,43 +181,42 @@ static uint32_t edgec_window_word(const edgec_conv2d_im2col_params *p, const int
     return v;
 }
 
+/* The 3 channels of the pixel at s as an int8 word (the 4th 0). */
+static uint32_t edgec_window_rgb(const int8_t *s)
+{
+    return (uint32_t)(uint8_t)s[0] | (uint32_t)(uint8_t)s[1] << 8 | (uint32_t)(uint8_t)s[2] << 16;
+}
+
 /* Input row iy (a padding row outside the image) widened into dst in pairs: for i < wp, pixel i and pixel
  * i + stride_w (counted from ix = -pad_left), group of 4 channels by group, 2 words each. */
 static void edgec_window_row(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t wp,
                              int32_t c4, edgec_w32 *dst)
 {
     const int32_t in_c = p->in_c, in_w = p->in_w, s = p->stride_w, x0 = -p->pad_left;
-    const int aligned = (in_c & 3) == 0 && iy >= 0 && iy < p->in_h;
+    const int row = iy >= 0 && iy < p->in_h, aligned = row && (in_c & 3) == 0, rgb = row && in_c == 3;
     int32_t i, c;
     for (i = 0; i < wp; ++i) {
         const int32_t ix = x0 + i;
-        if (aligned && ix >= 0 && ix + s < in_w) { /* both pixels inside: word by word */
-            const edgec_w32 *u = (const edgec_w32 *)(const void *)(input + (iy * in_w + ix) * in_c);
-            const edgec_w32 *v = (const edgec_w32 *)(const void *)((const int8_t *)u + s * in_c);
-            for (c = c4; c > 0; c -= 4, dst += 4) {
-                edgec_widen(*u++, dst);
-                edgec_widen(*v++, dst + 2);
+        if ((aligned || rgb) && ix >= 0 && ix + s < in_w) { /* both pixels inside: word by word */
+            const int8_t *u8 = input + (iy * in_w + ix) * in_c;
+            if (rgb) {
+                edgec_win_widen2(&dst, edgec_window_rgb(u8), edgec_window_rgb(u8 + s * 3));
+                continue;
+            }
+            {
+                const edgec_w32 *u = (const edgec_w32 *)(const void *)u8;
+                const edgec_w32 *v = (const edgec_w32 *)(const void *)(u8 + s * in_c);
+                for (c = c4; c > 0; c -= 4) {
+                    const uint32_t a = *u++, b = *v++;
+                    edgec_win_widen2(&dst, a, b);
+                }
             }
         } else {
-            for (c = 0; c < c4; c += 4, dst += 4) {
-                edgec_widen(edgec_window_word(p, input, iy, ix, c), dst);
-                edgec_widen(edgec_window_word(p, input, iy, ix + s, c), dst + 2);
+            for (c = 0; c < c4; c += 4) {
+                const uint32_t a = edgec_window_word(p, input, iy, ix, c), b = edgec_window_word(p, input, iy, ix + s, c);
+                edgec_win_widen2(&dst, a, b);
             }
         }
-    }
-}
-
-/* n words (a multiple of 4) from src to dst */
-static void edgec_window_copy(edgec_w32 *dst, const edgec_w32 *src, int32_t n)
-{
-    for (; n > 0; n -= 4, dst += 4, src += 4) {
-        uint32_t a, b, c, d;
-        E_LDRD(a, b, src, 0);
-        E_LDRD(c, d, src, 2);
-        dst[0] = a;
-        dst[1] = b;
-        dst[2] = c;
-        dst[3] = d;
     }
 }
 
