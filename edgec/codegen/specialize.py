@@ -41,8 +41,8 @@ def window_conv(lowered: dict) -> dict:
     """The convolution without im2col (edgec_conv2d_window_s8): the blocked kernel's weight order, but each
     channel's taps as [ky][kx][c4] with the input channels padded to c4 (a multiple of 4) by zero weights, the
     order of the input rows the kernel widens into scratch (a ring of 2 k_h - 1 rows of (out_w - 1) * stride_w + k_w
-    entries, each 2 * c4 int16: a pixel and the one stride_w to its right), a zero group padding the groups of 4
-    taps to an even count; then the n words the kernel gathers the taps of 2 output pixels into."""
+    entries, each 2 * c4 int16: a pixel and the one stride_w to its right), then the k_h * k_w * c4 words the
+    kernel gathers the taps of 2 output pixels into."""
     p = lowered["params"]
     k_h, k_w, in_c, out_c = p["k_h"], p["k_w"], p["in_c"], p["out_c"]
     c4 = (in_c + 3) // 4 * 4
@@ -52,12 +52,10 @@ def window_conv(lowered: dict) -> dict:
         out_c, k_h, k_w, in_c)
     if out_c % 2:
         w[out_c] = w[out_c - 1]
-    groups = k_h * k_w * c4 // 4
-    w = np.concatenate([w.reshape(-1, 2, groups, 4), np.zeros((len(w) // 2, 2, groups % 2, 4), np.int16)], axis=2)
-    w = w[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
+    w = w.reshape(-1, 2, k_h * k_w * c4 // 4, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
     width = (p["out_w"] - 1) * p["stride_w"] + k_w
-    cols = (groups + groups % 2) * 4
-    return {**lowered, "kernel": "edgec_conv2d_window_s8", "scratch_bytes": 4 * ((2 * k_h - 1) * width * c4 + cols),
+    scratch = 4 * ((2 * k_h - 1) * width + k_h * k_w) * c4
+    return {**lowered, "kernel": "edgec_conv2d_window_s8", "scratch_bytes": scratch,
             "arrays": {**lowered["arrays"], "fw": fast.words(np.ascontiguousarray(w))}}
 
 

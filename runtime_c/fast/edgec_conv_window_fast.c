@@ -63,29 +63,54 @@
         o0[d] = (int8_t)(clamp);                                                                   \
     } while (0)
 
+/* The dot products of the n words of taps from x (a multiple of 4) with the weights at w (both advanced). */
+#define EDGEC_WIN_TAPS                                                                             \
+    do {                                                                                           \
+        const edgec_w32 *const end = x + (n & ~15);                                                \
+        for (; x < end; x += 16, w += 16) {                                                        \
+            EDGEC_WIN_GROUP(0);                                                                    \
+            EDGEC_WIN_GROUP(4);                                                                    \
+            EDGEC_WIN_GROUP(8);                                                                    \
+            EDGEC_WIN_GROUP(12);                                                                   \
+        }                                                                                          \
+        if (n & 8) {                                                                               \
+            EDGEC_WIN_GROUP(0);                                                                    \
+            EDGEC_WIN_GROUP(4);                                                                    \
+            x += 8;                                                                                \
+            w += 8;                                                                                \
+        }                                                                                          \
+        if (n & 4) {                                                                               \
+            EDGEC_WIN_GROUP(0);                                                                    \
+            w += 4;                                                                                \
+        }                                                                                          \
+    } while (0)
+/* 3 or 4 input channels and a 3x3 kernel (the first layer of an image model): the 9 groups, unrolled */
+#define EDGEC_WIN_TAPS_RGB                                                                         \
+    do {                                                                                           \
+        EDGEC_WIN_GROUP(0);                                                                        \
+        EDGEC_WIN_GROUP(4);                                                                        \
+        EDGEC_WIN_GROUP(8);                                                                        \
+        EDGEC_WIN_GROUP(12);                                                                       \
+        EDGEC_WIN_GROUP(16);                                                                       \
+        EDGEC_WIN_GROUP(20);                                                                       \
+        EDGEC_WIN_GROUP(24);                                                                       \
+        EDGEC_WIN_GROUP(28);                                                                       \
+        EDGEC_WIN_GROUP(32);                                                                       \
+        w += 36;                                                                                   \
+    } while (0)
+
 /* All output channels of 2 pixels whose taps (2 words of pixel 0 then 2 of pixel 1 per group of 4) are the n words
- * from x0 (a multiple of 8). */
-#define EDGEC_WIN_PIXELS(name, clamp, n_words)                                                     \
+ * from x0; `taps` is one of the two above. */
+#define EDGEC_WIN_PIXELS(name, clamp, taps)                                                        \
     static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, const edgec_w32 *w, const edgec_rq *q,          \
                                int32_t out_c, int8_t *o0, int8_t *o1, int32_t lo, int32_t hi)      \
     {                                                                                              \
-        const edgec_w32 *const end = x0 + ((n_words) & ~15);                                       \
         for (; out_c > 0; out_c -= 2, q += 2, o0 += 2, o1 += 2) {                                  \
             const int32_t d1 = out_c > 1; /* channel c + 1 goes to o + 1, a copy to o + 0 */       \
             int32_t a00 = q[0].bias, a01 = q[d1].bias, a10 = a00, a11 = a01;                       \
             const edgec_w32 *x = x0;                                                               \
             EDGEC_WIN_REGS                                                                         \
-            for (; x < end; x += 16, w += 16) {                                                    \
-                EDGEC_WIN_GROUP(0);                                                                \
-                EDGEC_WIN_GROUP(4);                                                                \
-                EDGEC_WIN_GROUP(8);                                                                \
-                EDGEC_WIN_GROUP(12);                                                               \
-            }                                                                                      \
-            if ((n_words) & 8) {                                                                   \
-                EDGEC_WIN_GROUP(0);                                                                \
-                EDGEC_WIN_GROUP(4);                                                                \
-                w += 8;                                                                            \
-            }                                                                                      \
+            taps;                                                                                  \
             EDGEC_WIN_STORE(a00, a10, q, 0, clamp);                                                \
             EDGEC_WIN_STORE(a01, a11, q + d1, d1, clamp);                                          \
         }                                                                                          \
@@ -94,12 +119,10 @@
         (void)hi;                                                                                  \
     }
 #define EDGEC_WIN_CLAMP (v_ < lo ? lo : (v_ > hi ? hi : v_))
-EDGEC_WIN_PIXELS(edgec_window_pixels_full, EDGEC_SAT8(v_), n)
-EDGEC_WIN_PIXELS(edgec_window_pixels_clamped, EDGEC_WIN_CLAMP, n)
-/* 3 or 4 input channels, a 3x3 kernel (the first layer of an image model): 9 groups and a padding one, a loop the
- * compiler knows the length of */
-EDGEC_WIN_PIXELS(edgec_window_pixels_rgb_full, EDGEC_SAT8(v_), 40)
-EDGEC_WIN_PIXELS(edgec_window_pixels_rgb_clamped, EDGEC_WIN_CLAMP, 40)
+EDGEC_WIN_PIXELS(edgec_window_pixels_full, EDGEC_SAT8(v_), EDGEC_WIN_TAPS)
+EDGEC_WIN_PIXELS(edgec_window_pixels_clamped, EDGEC_WIN_CLAMP, EDGEC_WIN_TAPS)
+EDGEC_WIN_PIXELS(edgec_window_pixels_rgb_full, EDGEC_SAT8(v_), EDGEC_WIN_TAPS_RGB)
+EDGEC_WIN_PIXELS(edgec_window_pixels_rgb_clamped, EDGEC_WIN_CLAMP, EDGEC_WIN_TAPS_RGB)
 
 typedef void (*edgec_window_pixels_fn)(const edgec_w32 *, int32_t, const edgec_w32 *, const edgec_rq *, int32_t,
                                        int8_t *, int8_t *, int32_t, int32_t);
@@ -225,17 +248,16 @@ void edgec_conv2d_window_s8(const edgec_conv2d_im2col_params *p, const int8_t *i
 {
     const int32_t c4 = (p->in_c + 3) & ~3, k_h = p->k_h, out_w = p->out_w, out_c = p->out_c, sh = p->stride_h;
     const int32_t wp = (out_w - 1) * p->stride_w + p->k_w, row_words = wp * c4, step = p->stride_w * c4;
-    const int32_t seg = p->k_w * c4, n = (k_h * seg + 7) & ~7;
+    const int32_t seg = p->k_w * c4, n = k_h * seg;
     const int full = p->act_min == -128 && p->act_max == 127;
-    const edgec_window_pixels_fn pixels = n == 40 ? (full ? edgec_window_pixels_rgb_full
+    const edgec_window_pixels_fn pixels = n == 36 ? (full ? edgec_window_pixels_rgb_full
                                                           : edgec_window_pixels_rgb_clamped)
                                                   : (full ? edgec_window_pixels_full : edgec_window_pixels_clamped);
     /* 2 k_h - 1 row slots: input row iy in slot j = (iy + pad_top) % k_h and again in slot j + k_h (if there is
      * one), so that the k_h rows of every window lie row_words apart from slot (iy0 + pad_top) % k_h on; then
-     * the n words of the 2 pixels' taps, gathered */
+     * the n words of the 2 pixels' taps, gathered (n = 36: 3 or 4 channels, 3x3) */
     edgec_w32 *ring = (edgec_w32 *)(void *)scratch, *cols = ring + (2 * k_h - 1) * row_words;
     int32_t next = -p->pad_top, oy, ox, ky;
-    for (ky = k_h * seg; ky < n; ++ky) cols[ky] = 0; /* the padding group (zero weights) */
     for (oy = 0; oy < p->out_h; ++oy) {
         const int32_t iy0 = oy * sh - p->pad_top;
         const edgec_w32 *x;

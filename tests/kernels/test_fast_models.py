@@ -31,7 +31,7 @@ def test_example_uses_fast_kernels_on_both_paths(path, tmp_path):
     x = load_dataset(EXAMPLES / "digits_cnn" / "test.npz", graph.input_onnx_shape, 64).x
     check_generated_c(graph, x, tmp_path, flags=PATHS[path])
     text = next(tmp_path.glob("digits_cnn.c")).read_text()
-    assert "edgec_conv2d_blocked_s8(" in text and "edgec_fully_connected_wide_s8(" in text   # --optimize speed
+    assert "edgec_conv2d_window_s8(" in text and "edgec_fully_connected_wide_s8(" in text   # --optimize speed
 
 
 @pytest.mark.parametrize("path", sorted(PATHS))
