@@ -258,3 +258,52 @@ def test_depthwise_speed_variant_is_the_default_and_size_keeps_the_generic_kerne
         assert op.lowered["variants"] == ["generic", "fused"]
         assert (op.lowered["extra_bytes"] > 0) == (optimize == "speed")
     assert kernels == {"speed": "edgec_depthwise_conv2d_3x3_fused_s8", "size": "edgec_depthwise_conv2d_3x3_s8"}
+
+
+WINDOW_SHAPES = [  # (in_c, out_c, k_h, k_w, stride, in_h, in_w): every widening path of the window kernel
+    (3, 16, 3, 3, 1, 9, 11),     # 3 channels, 3x3: the unrolled 9-group path, odd output width
+    (3, 8, 3, 3, 2, 12, 13),     # the same at stride 2 (VWW's first layer)
+    (4, 5, 3, 3, 2, 7, 9),       # 4 channels: word-aligned rows, 9 groups, odd out_c
+    (3, 3, 1, 9, 1, 4, 12),      # 36 words of taps but not 3x3
+    (5, 7, 3, 3, 1, 6, 7),       # 5 channels: padded to 8 by zero weights, byte by byte
+    (16, 6, 3, 3, 1, 5, 6),      # 16 channels: the 4-group loop
+    (12, 2, 5, 5, 3, 11, 10),    # 12 channels, 5x5, stride 3 (more rows than the stride moves on)
+    (8, 1, 2, 3, 4, 9, 9),       # stride larger than the kernel: rows skipped, one output channel
+]
+
+
+@pytest.mark.parametrize("shape", WINDOW_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_window_conv_widening_paths_at_saturating_values(shape, lib):
+    """The window variant against the NumPy twin on the shapes that reach each of its widening paths, with inputs
+    and weights at the int8 limits and zero points at both ends (padding pixels hold the zero point)."""
+    in_c, out_c, k_h, k_w, stride, in_h, in_w = shape
+    rng = np.random.default_rng(in_c * 100 + out_c)
+    for extreme, zp in ((0, 127), (1, -128), (2, 5), (3, -7)):
+        pad = dict(k_h=k_h, k_w=k_w, stride_h=stride, stride_w=stride, dil_h=1, dil_w=1, pad_top=k_h // 2,
+                   pad_left=k_w // 2)
+        out_h = (in_h + 2 * (k_h // 2) - k_h) // stride + 1
+        out_w = (in_w + 2 * (k_w // 2) - k_w) // stride + 1
+        p = dict(pad, out_h=out_h, out_w=out_w, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, input_zp=zp,
+                 output_zp=-zp // 2, act_min=-128 if extreme % 2 else -zp // 2, act_max=127, depth_multiplier=1)
+        x, w = i8(rng, (in_h, in_w, in_c), extreme), i8(rng, (out_c, k_h, k_w, in_c), 3 - extreme)
+        op = weighted_op("conv2d", p, w, *_requant(rng, out_c, k_h * k_w * in_c))
+        low = specialize.apply(lowering.lower(op), "window")
+        want = conv.run_conv(op, [x])
+        assert np.array_equal(run_fast(lib, low, x, out_size=want.size).reshape(want.shape), want), (shape, zp)
+
+
+def test_window_variant_is_the_default_for_kernels_larger_than_1x1():
+    """`--optimize speed` puts a 3x3 convolution on the window variant (blocked stays a variant `edgec tune` can
+    choose); a 1x1 convolution keeps the blocked one; `--optimize size` the generic kernel."""
+    rng = np.random.default_rng(3)
+    got = {}
+    for k in (3, 1):
+        p = _conv_params(rng, 6, 6, 8, 8, _geometry(rng, 6, 6, k, k, 1, 1))
+        op = weighted_op("conv2d", p, i8(rng, (8, k, k, 8)), *_requant(rng, 8, 9 * k * k))
+        for optimize in specialize.OPTIMIZE_CHOICES:
+            op.lowered = lowering.lower(op)
+            specialize.specialize(op, optimize)
+            got[k, optimize] = op.lowered["variant"], tuple(op.lowered["variants"])
+    assert got == {(3, "speed"): ("window", ("generic", "window", "blocked")),
+                   (3, "size"): ("generic", ("generic", "window", "blocked")),
+                   (1, "speed"): ("blocked", ("generic", "blocked")), (1, "size"): ("generic", ("generic", "blocked"))}
