@@ -121,8 +121,13 @@
 #define EDGEC_WIN_CLAMP (v_ < lo ? lo : (v_ > hi ? hi : v_))
 EDGEC_WIN_PIXELS(edgec_window_pixels_full, EDGEC_SAT8(v_), EDGEC_WIN_TAPS)
 EDGEC_WIN_PIXELS(edgec_window_pixels_clamped, EDGEC_WIN_CLAMP, EDGEC_WIN_TAPS)
+#ifdef EDGEC_DSP /* the portable path's unrolled copy would cost more code than it saves time */
 EDGEC_WIN_PIXELS(edgec_window_pixels_rgb_full, EDGEC_SAT8(v_), EDGEC_WIN_TAPS_RGB)
 EDGEC_WIN_PIXELS(edgec_window_pixels_rgb_clamped, EDGEC_WIN_CLAMP, EDGEC_WIN_TAPS_RGB)
+#else
+#define edgec_window_pixels_rgb_full edgec_window_pixels_full
+#define edgec_window_pixels_rgb_clamped edgec_window_pixels_clamped
+#endif
 
 typedef void (*edgec_window_pixels_fn)(const edgec_w32 *, int32_t, const edgec_w32 *, const edgec_rq *, int32_t,
                                        int8_t *, int8_t *, int32_t, int32_t);
