@@ -182,8 +182,7 @@ void edgec_conv2d_blocked_s8(const edgec_conv2d_im2col_params *p, const int8_t *
                              const edgec_rq *rq, int8_t *scratch, int8_t *output);
 /* fast, `--optimize speed`, kernels larger than 1x1: the same 2x2 blocking without im2col, over a ring of input
  * rows widened to int16 once each, in pixel pairs (channels padded to c4, a multiple of 4;
- * fast/edgec_conv_window_fast.c). scratch: 4 * ((2 k_h - 1) * ((out_w - 1) * stride_w + k_w) + k_h * k_w) * c4
- * bytes, 4-byte aligned. */
+ * fast/edgec_conv_window_fast.c). scratch: 4 * k_h * ((out_w - 1) * stride_w + 2 k_w) * c4 bytes, 4-byte aligned. */
 void edgec_conv2d_window_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                             const edgec_rq *rq, int8_t *scratch, int8_t *output);
 

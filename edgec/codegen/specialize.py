@@ -40,7 +40,7 @@ def blocked_conv(lowered: dict) -> dict:
 def window_conv(lowered: dict) -> dict:
     """The convolution without im2col (edgec_conv2d_window_s8): the blocked kernel's weight order, but each
     channel's taps as [ky][kx][c4] with the input channels padded to c4 (a multiple of 4) by zero weights, the
-    order of the input rows the kernel widens into scratch (a ring of 2 k_h - 1 rows of (out_w - 1) * stride_w + k_w
+    order of the input rows the kernel widens into scratch (a ring of k_h rows of (out_w - 1) * stride_w + k_w
     entries, each 2 * c4 int16: a pixel and the one stride_w to its right), then the k_h * k_w * c4 words the
     kernel gathers the taps of 2 output pixels into."""
     p = lowered["params"]
@@ -54,7 +54,7 @@ def window_conv(lowered: dict) -> dict:
         w[out_c] = w[out_c - 1]
     w = w.reshape(-1, 2, k_h * k_w * c4 // 4, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
     width = (p["out_w"] - 1) * p["stride_w"] + k_w
-    scratch = 4 * ((2 * k_h - 1) * width + k_h * k_w) * c4
+    scratch = 4 * (k_h * width + k_h * k_w) * c4
     return {**lowered, "kernel": "edgec_conv2d_window_s8", "scratch_bytes": scratch,
             "arrays": {**lowered["arrays"], "fw": fast.words(np.ascontiguousarray(w))}}
 

@@ -1,6 +1,6 @@
 /* edgec speed-optimized convolution without im2col (declared in edgec_nn.h; chosen by `--optimize speed`, the
  * default, for kernels larger than 1x1). The input rows a window covers are widened to int16 once each, into a
- * ring of row slots in scratch, pixel by pixel in pairs: entry i of a row holds the c4 channels of pixel i and of
+ * ring of k_h row slots in scratch, pixel by pixel in pairs: entry i of a row holds the c4 channels of pixel i and of
  * pixel i + stride_w, group of 4 channels by group (the two pixels of an output pair; the channels padded to c4,
  * a multiple of 4; pixels outside the image hold the input zero point, whose contribution the folded bias
  * removes). The taps of one kernel row of both output pixels are then k_w entries side by side, read with one
@@ -258,25 +258,26 @@ void edgec_conv2d_window_s8(const edgec_conv2d_im2col_params *p, const int8_t *i
     const edgec_window_pixels_fn pixels = n == 36 ? (full ? edgec_window_pixels_rgb_full
                                                           : edgec_window_pixels_rgb_clamped)
                                                   : (full ? edgec_window_pixels_full : edgec_window_pixels_clamped);
-    /* 2 k_h - 1 row slots: input row iy in slot j = (iy + pad_top) % k_h and again in slot j + k_h (if there is
-     * one), so that the k_h rows of every window lie row_words apart from slot (iy0 + pad_top) % k_h on; then
-     * the n words of the 2 pixels' taps, gathered (n = 36: 3 or 4 channels, 3x3) */
-    edgec_w32 *ring = (edgec_w32 *)(void *)scratch, *cols = ring + (2 * k_h - 1) * row_words;
+    /* k_h row slots: input row iy in slot (iy + pad_top) % k_h; then the n words of the 2 pixels' taps, gathered
+     * (n = 36: 3 or 4 channels, 3x3) */
+    edgec_w32 *ring = (edgec_w32 *)(void *)scratch, *cols = ring + k_h * row_words;
     int32_t next = -p->pad_top, oy, ox, ky;
     for (oy = 0; oy < p->out_h; ++oy) {
         const int32_t iy0 = oy * sh - p->pad_top;
-        const edgec_w32 *x;
+        int32_t top;
         if (next < iy0) next = iy0;
         for (; next < iy0 + k_h; ++next) {
-            const int32_t j = (next + p->pad_top) % k_h;
-            edgec_window_row(p, input, next, wp, c4, ring + j * row_words);
-            if (j < k_h - 1) edgec_window_copy(ring + (j + k_h) * row_words, ring + j * row_words, row_words);
+            edgec_window_row(p, input, next, wp, c4, ring + ((next + p->pad_top) % k_h) * row_words);
         }
-        x = ring + ((iy0 + p->pad_top) % k_h) * row_words;
-        for (ox = 0; ox < out_w; ox += 2, x += 2 * step) {
+        top = (iy0 + p->pad_top) % k_h; /* the slot of the window's first row */
+        for (ox = 0; ox < out_w; ox += 2) {
             const int two = out_w - ox > 1; /* a lone last pixel is computed twice and stored once */
             int8_t *o = output + (oy * out_w + ox) * out_c;
-            for (ky = 0; ky < k_h; ++ky) edgec_window_copy(cols + ky * seg, x + ky * row_words, seg);
+            int32_t j = top;
+            for (ky = 0; ky < k_h; ++ky) {
+                edgec_window_copy(cols + ky * seg, ring + j * row_words + ox * step, seg);
+                j = j + 1 == k_h ? 0 : j + 1;
+            }
             pixels(cols, n, (const edgec_w32 *)weights, rq, out_c, o, o + two * out_c, p->act_min, p->act_max);
         }
     }
