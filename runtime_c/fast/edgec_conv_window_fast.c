@@ -201,10 +201,11 @@ static void edgec_window_copy(edgec_w32 *dst, const edgec_w32 *src, int32_t n)
 static uint32_t edgec_window_word(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t ix,
                                   int32_t c)
 {
-    const int8_t *s = input + (iy * p->in_w + ix) * p->in_c + c;
+    const int8_t *s;
     uint32_t v = 0;
     int32_t j;
     if (iy < 0 || iy >= p->in_h || ix < 0 || ix >= p->in_w) return (uint32_t)(uint8_t)(int8_t)p->input_zp * 0x01010101u;
+    s = input + (iy * p->in_w + ix) * p->in_c + c; /* only for a pixel inside the image */
     for (j = 3; j >= 0; --j) v = (v << 8) | (c + j < p->in_c ? (uint8_t)s[j] : 0u);
     return v;
 }
