@@ -60,9 +60,12 @@ def window_conv(lowered: dict) -> dict:
 
 
 def window_fits(lowered: dict) -> bool:
-    """The window kernel is for kernels larger than 1x1 (a 1x1 convolution reads its pixels without im2col)."""
+    """The window kernel is for kernels larger than 1x1 (a 1x1 convolution reads its pixels without im2col) whose
+    channels padded to a multiple of 4 add at most a third more taps (1 or 2 input channels, as in KWS's first
+    layer, would multiply its work: the im2col kernels pack their taps densely)."""
     p = lowered["params"]
-    return p["k_h"] * p["k_w"] > 1
+    c4 = (p["in_c"] + 3) // 4 * 4
+    return p["k_h"] * p["k_w"] > 1 and 3 * c4 <= 4 * p["in_c"]
 
 
 def wide_fc(lowered: dict) -> dict:

@@ -294,16 +294,19 @@ def test_window_conv_widening_paths_at_saturating_values(shape, lib):
 
 def test_window_variant_is_the_default_for_kernels_larger_than_1x1():
     """`--optimize speed` puts a 3x3 convolution on the window variant (blocked stays a variant `edgec tune` can
-    choose); a 1x1 convolution keeps the blocked one; `--optimize size` the generic kernel."""
+    choose); a 1x1 convolution, or one with 1 or 2 input channels (padded to 4 they would multiply the work), keeps
+    the blocked one; `--optimize size` the generic kernel."""
     rng = np.random.default_rng(3)
     got = {}
-    for k in (3, 1):
-        p = _conv_params(rng, 6, 6, 8, 8, _geometry(rng, 6, 6, k, k, 1, 1))
-        op = weighted_op("conv2d", p, i8(rng, (8, k, k, 8)), *_requant(rng, 8, 9 * k * k))
+    for k, in_c in ((3, 8), (1, 8), (3, 2), (3, 3)):
+        p = _conv_params(rng, 6, 6, in_c, 8, _geometry(rng, 6, 6, k, k, 1, 1))
+        op = weighted_op("conv2d", p, i8(rng, (8, k, k, in_c)), *_requant(rng, 8, k * k * in_c))
         for optimize in specialize.OPTIMIZE_CHOICES:
             op.lowered = lowering.lower(op)
             specialize.specialize(op, optimize)
-            got[k, optimize] = op.lowered["variant"], tuple(op.lowered["variants"])
-    assert got == {(3, "speed"): ("window", ("generic", "window", "blocked")),
-                   (3, "size"): ("generic", ("generic", "window", "blocked")),
-                   (1, "speed"): ("blocked", ("generic", "blocked")), (1, "size"): ("generic", ("generic", "blocked"))}
+            got[k, in_c, optimize] = op.lowered["variant"], tuple(op.lowered["variants"])
+    window, blocked = ("generic", "window", "blocked"), ("generic", "blocked")
+    assert got == {(3, 8, "speed"): ("window", window), (3, 8, "size"): ("generic", window),
+                   (1, 8, "speed"): ("blocked", blocked), (1, 8, "size"): ("generic", blocked),
+                   (3, 2, "speed"): ("blocked", blocked), (3, 2, "size"): ("generic", blocked),
+                   (3, 3, "speed"): ("window", window), (3, 3, "size"): ("generic", window)}
