@@ -191,6 +191,12 @@ void edgec_conv2d_blocked4_s8(const edgec_conv2d_im2col_params *p, const int8_t 
 void edgec_conv2d_pointwise_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                                const edgec_rq *rq, int8_t *scratch, int8_t *output);
 
+/* fast, `--optimize speed`, kernels larger than 1x1: the same 2x2 blocking without im2col, over a ring of input
+ * rows widened to int16 once each, in pixel pairs (channels padded to c4, a multiple of 4;
+ * fast/edgec_conv_window_fast.c). scratch: 4 * k_h * ((out_w - 1) * stride_w + 2 k_w) * c4 bytes, 4-byte aligned. */
+void edgec_conv2d_window_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                            const edgec_rq *rq, int8_t *scratch, int8_t *output);
+
 /* fast: depthwise 3x3 (depth multiplier 1, c a multiple of 4, stride 1 or 2 on both axes), 4 channels at
  * a time, over a rolling window of 3 input rows widened to int16 and laid out so that one SMLAD
  * does two taps of one channel. scratch: 36 * ((out_cols-1)*stride + 3) bytes, 4-byte aligned.

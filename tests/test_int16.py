@@ -164,7 +164,8 @@ def test_int8_models_do_not_link_the_s16_kernels(files, tmp_path):
     run_generated_c(tmp_path, g.name, xq.reshape(len(xq), -1), g.tensors[g.output].size,
                     flags=("-O2", "-ffunction-sections", "-fdata-sections", "-Wl,--gc-sections"))
     symbols = subprocess.run(["nm", str(tmp_path / "driver_gcc")], capture_output=True, text=True, check=True).stdout
-    assert any(k in symbols for k in ("edgec_conv2d_s8", "edgec_conv2d_im2col_s8", "edgec_conv2d_blocked_s8"))
+    assert any(k in symbols for k in ("edgec_conv2d_s8", "edgec_conv2d_im2col_s8", "edgec_conv2d_blocked_s8",
+                                         "edgec_conv2d_window_s8"))
     assert not [s for s in symbols.split() if s.startswith("edgec_") and "s16" in s], symbols
 
 

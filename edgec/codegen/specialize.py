@@ -55,6 +55,37 @@ def pointwise_conv(lowered: dict) -> dict:
             "arrays": {**lowered["arrays"], "fw": fast.words(np.ascontiguousarray(w)), "rq": rq}}
 
 
+def window_conv(lowered: dict) -> dict:
+    """The convolution without im2col (edgec_conv2d_window_s8): the blocked kernel's weight order, but each
+    channel's taps as [ky][kx][c4] with the input channels padded to c4 (a multiple of 4) by zero weights, the
+    order of the input rows the kernel widens into scratch (a ring of k_h rows of (out_w - 1) * stride_w + k_w
+    entries, each 2 * c4 int16: a pixel and the one stride_w to its right), then the k_h * k_w * c4 words the
+    kernel gathers the taps of 2 output pixels into."""
+    p = lowered["params"]
+    k_h, k_w, in_c, out_c = p["k_h"], p["k_w"], p["in_c"], p["out_c"]
+    c4 = (in_c + 3) // 4 * 4
+    taps = k_h * k_w * in_c
+    w = np.zeros((out_c + out_c % 2, k_h, k_w, c4), np.int16)
+    w[:out_c, :, :, :in_c] = lowered["arrays"]["fw"].view(np.int8).reshape(out_c, -1)[:, :taps].reshape(
+        out_c, k_h, k_w, in_c)
+    if out_c % 2:
+        w[out_c] = w[out_c - 1]
+    w = w.reshape(-1, 2, k_h * k_w * c4 // 4, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
+    width = (p["out_w"] - 1) * p["stride_w"] + k_w
+    scratch = 4 * (k_h * width + k_h * k_w) * c4
+    return {**lowered, "kernel": "edgec_conv2d_window_s8", "scratch_bytes": scratch,
+            "arrays": {**lowered["arrays"], "fw": fast.words(np.ascontiguousarray(w))}}
+
+
+def window_fits(lowered: dict) -> bool:
+    """The window kernel is for kernels larger than 1x1 (a 1x1 convolution reads its pixels without im2col) whose
+    channels padded to a multiple of 4 add at most a third more taps (1 or 2 input channels, as in KWS's first
+    layer, would multiply its work: the im2col kernels pack their taps densely)."""
+    p = lowered["params"]
+    c4 = (p["in_c"] + 3) // 4 * 4
+    return p["k_h"] * p["k_w"] > 1 and 3 * c4 <= 4 * p["in_c"]
+
+
 def wide_fc(lowered: dict) -> dict:
     """The packed fully connected layer on int16 weights (edgec_fully_connected_wide_s8): the same order, each group
     of 4 weights w0..w3 of a row as the int16 values w0, w2, w1, w3."""
@@ -89,8 +120,8 @@ def fused_depthwise(lowered: dict) -> dict:
 
 
 # kernel of the generic lowering -> (variant name, builder), fastest first by default
-SPEED_VARIANTS = {"edgec_conv2d_im2col_s8": (("blocked4", register_blocks.blocked4_conv), ("pointwise", pointwise_conv),
-                                             ("blocked", blocked_conv)),
+SPEED_VARIANTS = {"edgec_conv2d_im2col_s8": (("blocked4", register_blocks.blocked4_conv), ("window", window_conv),
+                                             ("pointwise", pointwise_conv), ("blocked", blocked_conv)),
                   "edgec_fully_connected_packed_s8": (("rows8", register_blocks.rows8_fc), ("wide", wide_fc)),
                   "edgec_depthwise_conv2d_3x3_s8": (("fused", fused_depthwise),)}
 
@@ -98,9 +129,10 @@ SPEED_VARIANTS = {"edgec_conv2d_im2col_s8": (("blocked4", register_blocks.blocke
 # code each speed variant links in beside the generic kernels (arm-none-eabi-gcc -O2, Cortex-M4: its row
 # functions and packing-free loops; measured on the MLPerf Tiny builds; blocked4 and rows8: their files' text on
 # the Cortex-M3, the larger of the two cores), for the fit check's code estimate
-VARIANT_CODE_BYTES = {"blocked": 1024, "wide": 512, "fused": 2048, "blocked4": 4096, "rows8": 4864, "pointwise": 4400}
+VARIANT_CODE_BYTES = {"blocked": 1024, "window": 4288, "wide": 512, "fused": 2048, "blocked4": 4096, "rows8": 4864,
+                      "pointwise": 4400}
 # the variants that take only some of their kernel's lowerings (the others take every one)
-APPLIES = {"blocked4": register_blocks.pointwise_or_single_channel,
+APPLIES = {"blocked4": register_blocks.pointwise_or_single_channel, "window": window_fits,
            "pointwise": lambda lowered: lowered["params"]["k_h"] == 1 and lowered["params"]["k_w"] == 1}
 
 

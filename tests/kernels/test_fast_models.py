@@ -31,7 +31,8 @@ def test_example_uses_fast_kernels_on_both_paths(path, tmp_path):
     x = load_dataset(EXAMPLES / "digits_cnn" / "test.npz", graph.input_onnx_shape, 64).x
     check_generated_c(graph, x, tmp_path, flags=PATHS[path])
     text = next(tmp_path.glob("digits_cnn.c")).read_text()
-    assert "edgec_conv2d_blocked4_s8(" in text and "edgec_fully_connected_rows8_s8(" in text   # --optimize speed
+    assert all(f"edgec_{kernel}_s8(" in text for kernel in ("conv2d_blocked4", "conv2d_window",
+                                                             "fully_connected_rows8"))   # --optimize speed
 
 
 @pytest.mark.parametrize("path", sorted(PATHS))

@@ -160,7 +160,7 @@ def pointwise_cases(rng, lib, n):
         if low is None:
             yield False
             continue
-        assert specialize.variants(low) == ["generic", "pointwise", "blocked"]
+        assert "pointwise" in specialize.variants(low) and specialize.variants(low)[-1] == "blocked"
         low = specialize.apply(low, "pointwise")
         want = conv.run_conv(op, [x])
         got = run_fast(lib, low, x, out_size=want.size).reshape(want.shape)
@@ -251,6 +251,7 @@ SWEEPS = {"conv2d_im2col": (conv_cases, 300), "conv2d_blocked": (partial(conv_ca
           "conv2d_blocked4_pointwise": (partial(conv_cases, variant="blocked4", pointwise=True), 200),
           "conv2d_pointwise": (partial(conv_cases, variant="pointwise"), 200),
           "conv2d_pointwise_1x1": (pointwise_cases, 300),
+          "conv2d_window": (partial(conv_cases, variant="window"), 300),
           "depthwise_conv2d_3x3": (depthwise_cases, 300),
           "depthwise_conv2d_3x3_fused": (partial(depthwise_cases, variant="fused"), 300),
           "fully_connected_packed": (fc_cases, 300), "fully_connected_wide": (partial(fc_cases, variant="wide"), 300),
@@ -268,9 +269,9 @@ def test_fast_kernel_random_sweep(kernel, lib):
 
 def test_pointwise_variant_is_offered_for_1x1_convolutions_only():
     """A 1x1 convolution is offered the pointwise variant (after blocked4, the `--optimize speed` default; blocked
-    stays a choice for `edgec tune`); any other convolution of several channels is offered neither."""
+    stays a choice for `edgec tune`); a 3x3 convolution of several channels is offered neither (window is its default)."""
     rng = np.random.default_rng(3)
-    for k, want in ((1, ["generic", "blocked4", "pointwise", "blocked"]), (3, ["generic", "blocked"])):
+    for k, want in ((1, ["generic", "blocked4", "pointwise", "blocked"]), (3, ["generic", "window", "blocked"])):
         p = _conv_params(rng, 6, 6, 8, 5, dict(k_h=k, k_w=k, stride_h=1, stride_w=1, dil_h=1, dil_w=1, pad_top=0,
                                                pad_left=0, out_h=7 - k, out_w=7 - k))
         low = lowering.lower(weighted_op("conv2d", p, i8(rng, (5, k, k, 8)), *_requant(rng, 5, k * k * 8)))
@@ -304,7 +305,7 @@ def test_depthwise_speed_variant_is_the_default_and_size_keeps_the_generic_kerne
 
 def test_register_blocked_variants_are_offered_where_they_were_measured_faster():
     """blocked4 (2 pixels x 4 channels) is the default for 1x1 convolutions and single-channel inputs and is not
-    offered for other convolutions (they keep the blocked kernel); rows8 is the fully connected default; both
+    offered for other convolutions (they run on window, or on blocked where window does not fit); rows8 is the fully connected default; both
     stay choices for `edgec tune` beside the kernels they displace, and `--optimize size` keeps the generic ones."""
     rng = np.random.default_rng(11)
 
@@ -315,8 +316,9 @@ def test_register_blocked_variants_are_offered_where_they_were_measured_faster()
     fc = Op("fully_connected", "fc", ["x"], "y", arrays=dict(zip(("weights", "bias", "mult", "shift"),
                                                                  (i8(rng, (10, 12)), *_requant(rng, 10, 12)))),
             params=dict(in_features=12, out_features=10, input_zp=3, output_zp=-128, act_min=-128, act_max=127))
-    cases = [(conv_op(1, 8), ["generic", "blocked4", "pointwise", "blocked"]), (conv_op(3, 1), ["generic", "blocked4", "blocked"]),
-             (conv_op(3, 3), ["generic", "blocked"]), (fc, ["generic", "rows8", "wide"])]
+    cases = [(conv_op(1, 8), ["generic", "blocked4", "pointwise", "blocked"]),
+             (conv_op(3, 1), ["generic", "blocked4", "blocked"]), (conv_op(3, 3), ["generic", "window", "blocked"]),
+             (conv_op(3, 2), ["generic", "blocked"]), (fc, ["generic", "rows8", "wide"])]
     for op, names in cases:
         for optimize in specialize.OPTIMIZE_CHOICES:
             op.lowered = lowering.lower(op)
@@ -324,3 +326,56 @@ def test_register_blocked_variants_are_offered_where_they_were_measured_faster()
             assert op.lowered["variants"] == names
             assert op.lowered["variant"] == (names[1] if optimize == "speed" else "generic")
             assert (op.lowered["extra_bytes"] > 0) == (optimize == "speed")
+
+
+WINDOW_SHAPES = [  # (in_c, out_c, k_h, k_w, stride, in_h, in_w): every widening path of the window kernel
+    (3, 16, 3, 3, 1, 9, 11),     # 3 channels, 3x3: the unrolled 9-group path, odd output width
+    (3, 8, 3, 3, 2, 12, 13),     # the same at stride 2 (VWW's first layer)
+    (4, 5, 3, 3, 2, 7, 9),       # 4 channels: word-aligned rows, 9 groups, odd out_c
+    (3, 3, 1, 9, 1, 4, 12),      # 36 words of taps but not 3x3
+    (5, 7, 3, 3, 1, 6, 7),       # 5 channels: padded to 8 by zero weights, byte by byte
+    (16, 6, 3, 3, 1, 5, 6),      # 16 channels: the 4-group loop
+    (12, 2, 5, 5, 3, 11, 10),    # 12 channels, 5x5, stride 3 (more rows than the stride moves on)
+    (8, 1, 2, 3, 4, 9, 9),       # stride larger than the kernel: rows skipped, one output channel
+]
+
+
+@pytest.mark.parametrize("shape", WINDOW_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_window_conv_widening_paths_at_saturating_values(shape, lib):
+    """The window variant against the NumPy twin on the shapes that reach each of its widening paths, with inputs
+    and weights at the int8 limits and zero points at both ends (padding pixels hold the zero point)."""
+    in_c, out_c, k_h, k_w, stride, in_h, in_w = shape
+    rng = np.random.default_rng(in_c * 100 + out_c)
+    for extreme, zp in ((0, 127), (1, -128), (2, 5), (3, -7)):
+        pad = dict(k_h=k_h, k_w=k_w, stride_h=stride, stride_w=stride, dil_h=1, dil_w=1, pad_top=k_h // 2,
+                   pad_left=k_w // 2)
+        out_h = (in_h + 2 * (k_h // 2) - k_h) // stride + 1
+        out_w = (in_w + 2 * (k_w // 2) - k_w) // stride + 1
+        p = dict(pad, out_h=out_h, out_w=out_w, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, input_zp=zp,
+                 output_zp=-zp // 2, act_min=-128 if extreme % 2 else -zp // 2, act_max=127, depth_multiplier=1)
+        x, w = i8(rng, (in_h, in_w, in_c), extreme), i8(rng, (out_c, k_h, k_w, in_c), 3 - extreme)
+        op = weighted_op("conv2d", p, w, *_requant(rng, out_c, k_h * k_w * in_c))
+        low = specialize.apply(lowering.lower(op), "window")
+        want = conv.run_conv(op, [x])
+        assert np.array_equal(run_fast(lib, low, x, out_size=want.size).reshape(want.shape), want), (shape, zp)
+
+
+def test_window_variant_is_the_default_for_kernels_larger_than_1x1():
+    """`--optimize speed` puts a 3x3 convolution on the window variant (blocked stays a variant `edgec tune` can
+    choose); a 1x1 convolution is not offered it (blocked4 is its default), nor one with 1 or 2 input channels
+    (padded to 4 they would multiply the work); `--optimize size` keeps the generic kernel."""
+    rng = np.random.default_rng(3)
+    got = {}
+    for k, in_c in ((3, 8), (1, 8), (3, 2), (3, 3)):
+        p = _conv_params(rng, 6, 6, in_c, 8, _geometry(rng, 6, 6, k, k, 1, 1))
+        op = weighted_op("conv2d", p, i8(rng, (8, k, k, in_c)), *_requant(rng, 8, k * k * in_c))
+        for optimize in specialize.OPTIMIZE_CHOICES:
+            op.lowered = lowering.lower(op)
+            specialize.specialize(op, optimize)
+            got[k, in_c, optimize] = op.lowered["variant"], tuple(op.lowered["variants"])
+    window, blocked = ("generic", "window", "blocked"), ("generic", "blocked")
+    pointwise = ("generic", "blocked4", "pointwise", "blocked")
+    assert got == {(3, 8, "speed"): ("window", window), (3, 8, "size"): ("generic", window),
+                   (1, 8, "speed"): ("blocked4", pointwise), (1, 8, "size"): ("generic", pointwise),
+                   (3, 2, "speed"): ("blocked", blocked), (3, 2, "size"): ("generic", blocked),
+                   (3, 3, "speed"): ("window", window), (3, 3, "size"): ("generic", window)}

@@ -1,0 +1,285 @@
+/* edgec speed-optimized convolution without im2col (declared in edgec_nn.h; chosen by `--optimize speed`, the
+ * default, for kernels larger than 1x1). The input rows a window covers are widened to int16 once each, into a
+ * ring of k_h row slots in scratch, pixel by pixel in pairs: entry i of a row holds the c4 channels of pixel i and of
+ * pixel i + stride_w, group of 4 channels by group (the two pixels of an output pair; the channels padded to c4,
+ * a multiple of 4; pixels outside the image hold the input zero point, whose contribution the folded bias
+ * removes). The taps of one kernel row of both output pixels are then k_w entries side by side, read with one
+ * pointer as fast/edgec_conv_blocked_fast.c reads its im2col columns: 2 output pixels x 2 output channels in
+ * registers, per 4 taps 4 LDRD and 8 SMLAD, and no copy of the taps per output pixel. Weights: the blocked
+ * kernel's order with each channel's taps as [ky][kx][c4] (edgec/codegen/specialize.py). The requantization
+ * follows each block directly, from registers. */
+#include "edgec_fast_support.h"
+
+/* One group of 4 taps of both pixels (x: 2 words of pixel 0, then 2 of pixel 1) and both channels (w: 2 words of
+ * channel c, then 2 of channel c + 1), at word offset `off`. */
+#ifdef EDGEC_DSP
+#define EDGEC_WIN_GROUP(off)                                                                       \
+    do {                                                                                           \
+        E_LDRD(x0, x1, x, (off));                                                                  \
+        E_LDRD(wa, wb, w, (off));                                                                  \
+        E_LDRD(x2, x3, x, (off) + 2);                                                              \
+        a00 = E_SMLAD(x0, wa, a00);                                                                \
+        a00 = E_SMLAD(x1, wb, a00);                                                                \
+        a10 = E_SMLAD(x2, wa, a10);                                                                \
+        a10 = E_SMLAD(x3, wb, a10);                                                                \
+        E_LDRD(wa, wb, w, (off) + 2);                                                              \
+        a01 = E_SMLAD(x0, wa, a01);                                                                \
+        a01 = E_SMLAD(x1, wb, a01);                                                                \
+        a11 = E_SMLAD(x2, wa, a11);                                                                \
+        a11 = E_SMLAD(x3, wb, a11);                                                                \
+    } while (0)
+#define EDGEC_WIN_REGS uint32_t x0, x1, x2, x3, wa, wb;
+#else
+#define EDGEC_WIN_TAP(i)                                                                           \
+    do {                                                                                           \
+        const int32_t p_ = xs_[(i)], r_ = ys_[(i)], u_ = ws_[(i)], v_ = ws_[4 + (i)];              \
+        a00 += p_ * u_;                                                                            \
+        a10 += r_ * u_;                                                                            \
+        a01 += p_ * v_;                                                                            \
+        a11 += r_ * v_;                                                                            \
+    } while (0)
+#define EDGEC_WIN_GROUP(off)                                                                       \
+    do {                                                                                           \
+        const edgec_h16 *xs_ = (const edgec_h16 *)(const void *)(x + (off));                       \
+        const edgec_h16 *ys_ = (const edgec_h16 *)(const void *)(x + (off) + 2);                   \
+        const edgec_h16 *ws_ = (const edgec_h16 *)(const void *)(w + (off));                       \
+        EDGEC_WIN_TAP(0);                                                                          \
+        EDGEC_WIN_TAP(1);                                                                          \
+        EDGEC_WIN_TAP(2);                                                                          \
+        EDGEC_WIN_TAP(3);                                                                          \
+    } while (0)
+#define EDGEC_WIN_REGS
+#endif
+
+/* Requantize one channel (record q) of both pixels, store at o1[d] then o0[d] (a lone last pixel's o1 is o0:
+ * pixel 0's value stays). */
+#define EDGEC_WIN_STORE(acc0, acc1, q, d, clamp)                                                  \
+    do {                                                                                           \
+        const int32_t m_ = (q)->mult, k_ = (q)->khi, n_ = (q)->neg, s_ = (q)->shift;               \
+        const int32_t t0_ = (acc0) * 2, t1_ = (acc1) * 2;                                          \
+        int32_t v_ = (E_SMMLAR(t1_, m_, k_) + ((t1_ >> 31) & n_)) >> s_;                           \
+        o1[d] = (int8_t)(clamp);                                                                   \
+        v_ = (E_SMMLAR(t0_, m_, k_) + ((t0_ >> 31) & n_)) >> s_;                                   \
+        o0[d] = (int8_t)(clamp);                                                                   \
+    } while (0)
+
+/* The dot products of the n words of taps from x (a multiple of 4) with the weights at w (both advanced). */
+#define EDGEC_WIN_TAPS                                                                             \
+    do {                                                                                           \
+        const edgec_w32 *const end = x + (n & ~15);                                                \
+        for (; x < end; x += 16, w += 16) {                                                        \
+            EDGEC_WIN_GROUP(0);                                                                    \
+            EDGEC_WIN_GROUP(4);                                                                    \
+            EDGEC_WIN_GROUP(8);                                                                    \
+            EDGEC_WIN_GROUP(12);                                                                   \
+        }                                                                                          \
+        if (n & 8) {                                                                               \
+            EDGEC_WIN_GROUP(0);                                                                    \
+            EDGEC_WIN_GROUP(4);                                                                    \
+            x += 8;                                                                                \
+            w += 8;                                                                                \
+        }                                                                                          \
+        if (n & 4) {                                                                               \
+            EDGEC_WIN_GROUP(0);                                                                    \
+            w += 4;                                                                                \
+        }                                                                                          \
+    } while (0)
+/* 3 or 4 input channels and a 3x3 kernel (the first layer of an image model): the 9 groups, unrolled */
+#define EDGEC_WIN_TAPS_RGB                                                                         \
+    do {                                                                                           \
+        EDGEC_WIN_GROUP(0);                                                                        \
+        EDGEC_WIN_GROUP(4);                                                                        \
+        EDGEC_WIN_GROUP(8);                                                                        \
+        EDGEC_WIN_GROUP(12);                                                                       \
+        EDGEC_WIN_GROUP(16);                                                                       \
+        EDGEC_WIN_GROUP(20);                                                                       \
+        EDGEC_WIN_GROUP(24);                                                                       \
+        EDGEC_WIN_GROUP(28);                                                                       \
+        EDGEC_WIN_GROUP(32);                                                                       \
+        w += 36;                                                                                   \
+    } while (0)
+
+/* All output channels of 2 pixels whose taps (2 words of pixel 0 then 2 of pixel 1 per group of 4) are the n words
+ * from x0; `taps` is one of the two above. */
+#define EDGEC_WIN_PIXELS(name, clamp, taps)                                                        \
+    static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, const edgec_w32 *w, const edgec_rq *q,          \
+                               int32_t out_c, int8_t *o0, int8_t *o1, int32_t lo, int32_t hi)      \
+    {                                                                                              \
+        for (; out_c > 0; out_c -= 2, q += 2, o0 += 2, o1 += 2) {                                  \
+            const int32_t d1 = out_c > 1; /* channel c + 1 goes to o + 1, a copy to o + 0 */       \
+            int32_t a00 = q[0].bias, a01 = q[d1].bias, a10 = a00, a11 = a01;                       \
+            const edgec_w32 *x = x0;                                                               \
+            EDGEC_WIN_REGS                                                                         \
+            taps;                                                                                  \
+            EDGEC_WIN_STORE(a00, a10, q, 0, clamp);                                                \
+            EDGEC_WIN_STORE(a01, a11, q + d1, d1, clamp);                                          \
+        }                                                                                          \
+        (void)n;                                                                                   \
+        (void)lo;                                                                                  \
+        (void)hi;                                                                                  \
+    }
+#define EDGEC_WIN_CLAMP (v_ < lo ? lo : (v_ > hi ? hi : v_))
+EDGEC_WIN_PIXELS(edgec_window_pixels_full, EDGEC_SAT8(v_), EDGEC_WIN_TAPS)
+EDGEC_WIN_PIXELS(edgec_window_pixels_clamped, EDGEC_WIN_CLAMP, EDGEC_WIN_TAPS)
+#ifdef EDGEC_DSP /* the portable path's unrolled copy would cost more code than it saves time */
+EDGEC_WIN_PIXELS(edgec_window_pixels_rgb_full, EDGEC_SAT8(v_), EDGEC_WIN_TAPS_RGB)
+EDGEC_WIN_PIXELS(edgec_window_pixels_rgb_clamped, EDGEC_WIN_CLAMP, EDGEC_WIN_TAPS_RGB)
+#else
+#define edgec_window_pixels_rgb_full edgec_window_pixels_full
+#define edgec_window_pixels_rgb_clamped edgec_window_pixels_clamped
+#endif
+
+typedef void (*edgec_window_pixels_fn)(const edgec_w32 *, int32_t, const edgec_w32 *, const edgec_rq *, int32_t,
+                                       int8_t *, int8_t *, int32_t, int32_t);
+
+/* Block moves: LDM/STM move 8 or 4 words in one instruction each (fixed registers: the list must ascend). */
+#ifdef EDGEC_DSP_NATIVE
+EDGEC_INLINE void edgec_win_move8(edgec_w32 **dst, const edgec_w32 **src)
+{
+    register uint32_t r4 __asm__("r4"), r5 __asm__("r5"), r6 __asm__("r6"), r8 __asm__("r8");
+    register uint32_t r10 __asm__("r10"), r11 __asm__("r11"), r12 __asm__("r12"), r14 __asm__("r14");
+    __asm__ volatile("ldmia %[s]!, {%[a], %[b], %[c], %[d], %[e], %[f], %[g], %[h]}\n\t"
+                     "stmia %[o]!, {%[a], %[b], %[c], %[d], %[e], %[f], %[g], %[h]}"
+                     : [s] "+r"(*src), [o] "+r"(*dst), [a] "=&r"(r4), [b] "=&r"(r5), [c] "=&r"(r6), [d] "=&r"(r8),
+                       [e] "=&r"(r10), [f] "=&r"(r11), [g] "=&r"(r12), [h] "=&r"(r14)
+                     :
+                     : "memory");
+}
+EDGEC_INLINE void edgec_win_move4(edgec_w32 **dst, const edgec_w32 **src)
+{
+    register uint32_t r4 __asm__("r4"), r5 __asm__("r5"), r6 __asm__("r6"), r8 __asm__("r8");
+    __asm__ volatile("ldmia %[s]!, {%[a], %[b], %[c], %[d]}\n\t"
+                     "stmia %[o]!, {%[a], %[b], %[c], %[d]}"
+                     : [s] "+r"(*src), [o] "+r"(*dst), [a] "=&r"(r4), [b] "=&r"(r5), [c] "=&r"(r6), [d] "=&r"(r8)
+                     :
+                     : "memory");
+}
+/* the int8 words x, y (4 channels of the pair's two pixels) widened: 4 words stored at *dst (advanced) */
+EDGEC_INLINE void edgec_win_widen2(edgec_w32 **dst, uint32_t x, uint32_t y)
+{
+    register uint32_t r4 __asm__("r4"), r5 __asm__("r5"), r6 __asm__("r6"), r8 __asm__("r8");
+    __asm__ volatile("sxtb16 %[a], %[x]\n\tsxtb16 %[b], %[x], ror #8\n\t"
+                     "sxtb16 %[c], %[y]\n\tsxtb16 %[d], %[y], ror #8\n\t"
+                     "stmia %[o]!, {%[a], %[b], %[c], %[d]}"
+                     : [o] "+r"(*dst), [a] "=&r"(r4), [b] "=&r"(r5), [c] "=&r"(r6), [d] "=&r"(r8)
+                     : [x] "r"(x), [y] "r"(y)
+                     : "memory");
+}
+#else
+EDGEC_INLINE void edgec_win_move4(edgec_w32 **dst, const edgec_w32 **src)
+{
+    edgec_w32 *d = *dst;
+    const edgec_w32 *s = *src;
+    d[0] = s[0];
+    d[1] = s[1];
+    d[2] = s[2];
+    d[3] = s[3];
+    *dst = d + 4;
+    *src = s + 4;
+}
+EDGEC_INLINE void edgec_win_move8(edgec_w32 **dst, const edgec_w32 **src)
+{
+    edgec_win_move4(dst, src);
+    edgec_win_move4(dst, src);
+}
+EDGEC_INLINE void edgec_win_widen2(edgec_w32 **dst, uint32_t x, uint32_t y)
+{
+    edgec_widen(x, *dst);
+    edgec_widen(y, *dst + 2);
+    *dst += 4;
+}
+#endif
+
+/* n words (a multiple of 4) from src to dst */
+static void edgec_window_copy(edgec_w32 *dst, const edgec_w32 *src, int32_t n)
+{
+    for (; n >= 8; n -= 8) edgec_win_move8(&dst, &src);
+    if (n) edgec_win_move4(&dst, &src);
+}
+
+/* Input channels c..c+3 of pixel (iy, ix) as one int8 word: the zero point outside the image, 0 past in_c. */
+static uint32_t edgec_window_word(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t ix,
+                                  int32_t c)
+{
+    const int8_t *s;
+    uint32_t v = 0;
+    int32_t j;
+    if (iy < 0 || iy >= p->in_h || ix < 0 || ix >= p->in_w) return (uint32_t)(uint8_t)(int8_t)p->input_zp * 0x01010101u;
+    s = input + (iy * p->in_w + ix) * p->in_c + c; /* only for a pixel inside the image */
+    for (j = 3; j >= 0; --j) v = (v << 8) | (c + j < p->in_c ? (uint8_t)s[j] : 0u);
+    return v;
+}
+
+/* The 3 channels of the pixel at s as an int8 word (the 4th 0). */
+static uint32_t edgec_window_rgb(const int8_t *s)
+{
+    return (uint32_t)(uint8_t)s[0] | (uint32_t)(uint8_t)s[1] << 8 | (uint32_t)(uint8_t)s[2] << 16;
+}
+
+/* Input row iy (a padding row outside the image) widened into dst in pairs: for i < wp, pixel i and pixel
+ * i + stride_w (counted from ix = -pad_left), group of 4 channels by group, 2 words each. */
+static void edgec_window_row(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t wp,
+                             int32_t c4, edgec_w32 *dst)
+{
+    const int32_t in_c = p->in_c, in_w = p->in_w, s = p->stride_w, x0 = -p->pad_left;
+    const int row = iy >= 0 && iy < p->in_h, aligned = row && (in_c & 3) == 0, rgb = row && in_c == 3;
+    int32_t i, c;
+    for (i = 0; i < wp; ++i) {
+        const int32_t ix = x0 + i;
+        if ((aligned || rgb) && ix >= 0 && ix + s < in_w) { /* both pixels inside: word by word */
+            const int8_t *u8 = input + (iy * in_w + ix) * in_c;
+            if (rgb) {
+                edgec_win_widen2(&dst, edgec_window_rgb(u8), edgec_window_rgb(u8 + s * 3));
+                continue;
+            }
+            {
+                const edgec_w32 *u = (const edgec_w32 *)(const void *)u8;
+                const edgec_w32 *v = (const edgec_w32 *)(const void *)(u8 + s * in_c);
+                for (c = c4; c > 0; c -= 4) {
+                    const uint32_t a = *u++, b = *v++;
+                    edgec_win_widen2(&dst, a, b);
+                }
+            }
+        } else {
+            for (c = 0; c < c4; c += 4) {
+                const uint32_t a = edgec_window_word(p, input, iy, ix, c), b = edgec_window_word(p, input, iy, ix + s, c);
+                edgec_win_widen2(&dst, a, b);
+            }
+        }
+    }
+}
+
+void edgec_conv2d_window_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                            const edgec_rq *rq, int8_t *scratch, int8_t *output)
+{
+    const int32_t c4 = (p->in_c + 3) & ~3, k_h = p->k_h, out_w = p->out_w, out_c = p->out_c, sh = p->stride_h;
+    const int32_t wp = (out_w - 1) * p->stride_w + p->k_w, row_words = wp * c4, step = p->stride_w * c4;
+    const int32_t seg = p->k_w * c4, n = k_h * seg;
+    const int full = p->act_min == -128 && p->act_max == 127;
+    const edgec_window_pixels_fn pixels = n == 36 ? (full ? edgec_window_pixels_rgb_full
+                                                          : edgec_window_pixels_rgb_clamped)
+                                                  : (full ? edgec_window_pixels_full : edgec_window_pixels_clamped);
+    /* k_h row slots: input row iy in slot (iy + pad_top) % k_h; then the n words of the 2 pixels' taps, gathered
+     * (n = 36: 3 or 4 channels, 3x3) */
+    edgec_w32 *ring = (edgec_w32 *)(void *)scratch, *cols = ring + k_h * row_words;
+    int32_t next = -p->pad_top, oy, ox, ky;
+    for (oy = 0; oy < p->out_h; ++oy) {
+        const int32_t iy0 = oy * sh - p->pad_top;
+        int32_t top;
+        if (next < iy0) next = iy0;
+        for (; next < iy0 + k_h; ++next) {
+            edgec_window_row(p, input, next, wp, c4, ring + ((next + p->pad_top) % k_h) * row_words);
+        }
+        top = (iy0 + p->pad_top) % k_h; /* the slot of the window's first row */
+        for (ox = 0; ox < out_w; ox += 2) {
+            const int two = out_w - ox > 1; /* a lone last pixel is computed twice and stored once */
+            int8_t *o = output + (oy * out_w + ox) * out_c;
+            int32_t j = top;
+            for (ky = 0; ky < k_h; ++ky) {
+                edgec_window_copy(cols + ky * seg, ring + j * row_words + ox * step, seg);
+                j = j + 1 == k_h ? 0 : j + 1;
+            }
+            pixels(cols, n, (const edgec_w32 *)weights, rq, out_c, o, o + two * out_c, p->act_min, p->act_max);
+        }
+    }
+}
