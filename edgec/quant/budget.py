@@ -63,7 +63,7 @@ class Choice:
         return (f"mixed precision: {len(self.int4)} layers int4 weights, {len(self.int16)} layers int16 activations; "
                 f"top-1 {100 * self.accuracy:.1f} % (float {100 * self.float_accuracy:.1f} %, int8 "
                 f"{100 * self.int8_accuracy:.1f} %, budget -{self.max_drop_points:g} points) on {self.samples} "
-                f"{self.evaluated_on} samples; weights {self.weights_bytes:,} B (int8 {self.weights_bytes_int8:,} B)"
+                f"{self.evaluated_on} samples; constants {self.weights_bytes:,} B (int8 {self.weights_bytes_int8:,} B)"
                 + ("" if self.within_budget else "; the budget could not be met"))
 
 
