@@ -286,6 +286,14 @@ void edgec_fully_connected_wide_s8(const edgec_fully_connected_packed_params *p,
 void edgec_fully_connected_mve_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                   const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
 
+/* fast: the im2col convolution and the depthwise 3x3 with int4 weights (fast/edgec_conv_fast.c; nibble order:
+ * edgec/ops/int4.py lower_conv, lower_depthwise). scratch: the s8 kernels' (depthwise: plus 18 * c bytes in
+ * front, the widened weights). */
+void edgec_conv2d_im2col_s4(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                            const edgec_rq *rq, int8_t *scratch, int8_t *output);
+void edgec_depthwise_conv2d_3x3_s4(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
+                                   const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
+
 /* fast: fully connected with int4 weights, one row at a time; k4 here is in_features rounded up to 8, the
  * weights k4 / 8 words per row (nibble order: edgec/ops/int4.py lower_fc). scratch: k4 * 2 bytes, aligned. */
 void edgec_fully_connected_packed_s4(const edgec_fully_connected_packed_params *p, const int8_t *input,
