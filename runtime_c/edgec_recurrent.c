@@ -14,6 +14,13 @@ static int64_t rshift_round(int64_t v, int32_t bits)
     return r >= 0 ? r >> bits : ~((~r) >> bits);
 }
 
+/* the same in 32 bits, for products of two int16 values (|v| < 2^31 - 2^(bits-1)) */
+static int32_t rshift_round32(int32_t v, int32_t bits)
+{
+    const int32_t r = v + ((int32_t)1 << (bits - 1));
+    return r >= 0 ? r >> bits : ~((~r) >> bits);
+}
+
 static int32_t sat16(int64_t v)
 {
     return v < -32768 ? -32768 : (v > 32767 ? 32767 : (int32_t)v);
@@ -24,8 +31,8 @@ static int32_t lookup16(const int16_t *table, int32_t v)
 {
     const int32_t idx = ((v + 32768) >> 7);
     const int32_t base = table[idx];
-    const int32_t delta = (int32_t)rshift_round((int64_t)(table[idx + 1] - base) * ((v + 32768) & 0x7F), 7);
-    return sat16((int64_t)base + delta);
+    const int32_t delta = rshift_round32((table[idx + 1] - base) * ((v + 32768) & 0x7F), 7);
+    return sat16(base + delta);
 }
 
 static int32_t dot_s8(const int8_t *w, const int8_t *x, int32_t n, int32_t acc)
@@ -93,15 +100,16 @@ static void recurrent_step(const edgec_recurrent_params *p, const edgec_recurren
     }
     if (!p->gru) {
         for (j = 0; j < hid; ++j) {
-            const int64_t i_g = lookup16(sigmoid, pre[j]);
-            const int64_t o_g = lookup16(sigmoid, pre[hid + j]);
-            const int64_t f_g = lookup16(sigmoid, pre[2 * hid + j]);
-            const int64_t g_g = lookup16(tanh_table, pre[3 * hid + j]);
-            const int32_t cell = sat16(rshift_round(f_g * c[j], EDGEC_STATE_BITS) +
-                                       rshift_round(i_g * g_g, 2 * EDGEC_STATE_BITS - EDGEC_CELL_BITS));
+            /* gates in [0, 32767] or [-32768, 32767], states int16: every product fits 32 bits */
+            const int32_t i_g = lookup16(sigmoid, pre[j]);
+            const int32_t o_g = lookup16(sigmoid, pre[hid + j]);
+            const int32_t f_g = lookup16(sigmoid, pre[2 * hid + j]);
+            const int32_t g_g = lookup16(tanh_table, pre[3 * hid + j]);
+            const int32_t cell = sat16((int64_t)rshift_round32(f_g * c[j], EDGEC_STATE_BITS) +
+                                       rshift_round32(i_g * g_g, 2 * EDGEC_STATE_BITS - EDGEC_CELL_BITS));
             const int32_t tc = lookup16(tanh_table, sat16((int64_t)cell * (1 << (EDGEC_GATE_BITS - EDGEC_CELL_BITS))));
             c[j] = (int16_t)cell;
-            h[j] = (int16_t)rshift_round(o_g * tc, EDGEC_STATE_BITS);
+            h[j] = (int16_t)rshift_round32(o_g * tc, EDGEC_STATE_BITS);
         }
         return;
     }
@@ -113,20 +121,20 @@ static void recurrent_step(const edgec_recurrent_params *p, const edgec_recurren
             const int64_t v = (int64_t)edgec_requantize(hn[j], w->mult_h[row], w->shift_h[row]) + w->rb[row];
             hn[j] = (int32_t)rshift_round((int64_t)r * clamp32(v), EDGEC_STATE_BITS);
         } else {
-            rh[j] = (int16_t)rshift_round((int64_t)r * h[j], EDGEC_STATE_BITS);
+            rh[j] = (int16_t)rshift_round32(r * h[j], EDGEC_STATE_BITS);
         }
     }
     if (!p->linear_before_reset) w->mv_h(w, 2 * hid, hid, rh, hn);
     for (j = 0; j < hid; ++j) {
         const int32_t row = 2 * hid + j;
-        const int64_t z = lookup16(sigmoid, pre[j]);
+        const int32_t z = lookup16(sigmoid, pre[j]);      /* (32768 - z) * n + z * h: |.| <= 2^30 */
         int64_t v = pre[row];
         if (p->linear_before_reset) {
             v += hn[j];
         } else {
             v += (int64_t)edgec_requantize(hn[j], w->mult_h[row], w->shift_h[row]) + w->rb[row];
         }
-        h[j] = (int16_t)rshift_round((32768 - z) * lookup16(tanh_table, sat16(v)) + z * h[j], EDGEC_STATE_BITS);
+        h[j] = (int16_t)rshift_round32((32768 - z) * lookup16(tanh_table, sat16(v)) + z * h[j], EDGEC_STATE_BITS);
     }
 }
 
