@@ -53,13 +53,16 @@ static int32_t dot_s16(const int8_t *w, const int16_t *h, int32_t n)
     return acc;
 }
 
-/* The portable matrix products: rows [row0, row0 + rows) of w_x . x (plus bias_x) and of w_h . h. */
+/* The portable matrix products, requantized: rows [row0, row0 + rows) of rq(bias_x + w_x . x, mult_x, shift_x)
+ * and of rq(w_h . h, mult_h, shift_h). */
 static void mv_x_portable(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int8_t *x, int32_t *out)
 {
     const int8_t *wx = (const int8_t *)w->w_x;
     int32_t r;
     for (r = 0; r < rows; ++r) {
-        out[r] = dot_s8(wx + (row0 + r) * w->x_stride, x, w->input_size, w->bias_x[row0 + r]);
+        const int32_t j = row0 + r;
+        out[r] = edgec_requantize(dot_s8(wx + j * w->x_stride, x, w->input_size, w->bias_x[j]), w->mult_x[j],
+                                  w->shift_x[j]);
     }
 }
 
@@ -68,7 +71,8 @@ static void mv_h_portable(const edgec_recurrent_weights *w, int32_t row0, int32_
     const int8_t *wh = (const int8_t *)w->w_h;
     int32_t r;
     for (r = 0; r < rows; ++r) {
-        out[r] = dot_s16(wh + (row0 + r) * w->h_stride, h, w->hidden);
+        const int32_t j = row0 + r;
+        out[r] = edgec_requantize(dot_s16(wh + j * w->h_stride, h, w->hidden), w->mult_h[j], w->shift_h[j]);
     }
 }
 
@@ -85,14 +89,14 @@ static void recurrent_step(const edgec_recurrent_params *p, const edgec_recurren
     const int32_t gates = p->gru ? 3 : 4;
     const int16_t *sigmoid = w->sigmoid, *tanh_table = w->tanh_table;
     int32_t j, q;
-    w->mv_x(w, 0, gates * hid, x, pre);               /* bias_x + w_x . x, every gate row */
+    w->mv_x(w, 0, gates * hid, x, pre);               /* rq(bias_x + w_x . x), every gate row */
     for (q = 0; q < gates; ++q) {                     /* + the h part, gate by gate (GRU: z and r) */
         const int with_h = !p->gru || q < 2;
         if (with_h) w->mv_h(w, q * hid, hid, h, hn);
         for (j = q * hid; j < (q + 1) * hid; ++j) {
-            int64_t v = (int64_t)edgec_requantize(pre[j], w->mult_x[j], w->shift_x[j]) + w->wb[j];
+            int64_t v = (int64_t)pre[j] + w->wb[j];
             if (with_h) {
-                v += (int64_t)edgec_requantize(hn[j - q * hid], w->mult_h[j], w->shift_h[j]) + w->rb[j];
+                v += (int64_t)hn[j - q * hid] + w->rb[j];
                 v = sat16(v);
             }
             pre[j] = clamp32(v);
@@ -118,7 +122,7 @@ static void recurrent_step(const edgec_recurrent_params *p, const edgec_recurren
         const int32_t r = lookup16(sigmoid, pre[hid + j]);
         const int32_t row = 2 * hid + j;
         if (p->linear_before_reset) {
-            const int64_t v = (int64_t)edgec_requantize(hn[j], w->mult_h[row], w->shift_h[row]) + w->rb[row];
+            const int64_t v = (int64_t)hn[j] + w->rb[row];
             hn[j] = (int32_t)rshift_round((int64_t)r * clamp32(v), EDGEC_STATE_BITS);
         } else {
             rh[j] = (int16_t)rshift_round32(r * h[j], EDGEC_STATE_BITS);
@@ -132,7 +136,7 @@ static void recurrent_step(const edgec_recurrent_params *p, const edgec_recurren
         if (p->linear_before_reset) {
             v += hn[j];
         } else {
-            v += (int64_t)edgec_requantize(hn[j], w->mult_h[row], w->shift_h[row]) + w->rb[row];
+            v += (int64_t)hn[j] + w->rb[row];
         }
         h[j] = (int16_t)rshift_round32((32768 - z) * lookup16(tanh_table, sat16(v)) + z * h[j], EDGEC_STATE_BITS);
     }
@@ -194,6 +198,8 @@ void edgec_recurrent_s8(const edgec_recurrent_params *p, const int8_t *w_x, cons
     w.init_c = init_c;
     w.sigmoid = sigmoid;
     w.tanh_table = tanh_table;
+    w.rq_x = (const int32_t *)0;
+    w.rq_h = (const int32_t *)0;
     w.work = (void *)0;
     w.mv_x = mv_x_portable;
     w.mv_h = mv_h_portable;

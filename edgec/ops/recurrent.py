@@ -197,8 +197,10 @@ def scratch_bytes(gates: int, hidden: int, batch: int = 1) -> int:
 def c_recurrent(op: Op, site: CallSite) -> str:
     n = site.arrays
     arrays = ", ".join(n[k] for k in ARRAYS)
-    kernel = op.lowered["kernel"] if op.lowered else "edgec_recurrent_s8"
-    call = f"{kernel}(&p, {arrays},\n        {site.inputs[0]}, {site.scratch}, {site.output});"
+    none = "(const int32_t *)0"
+    kernel, records = (op.lowered["kernel"], f"{n.get('rq_x', none)}, {n.get('rq_h', none)}, ") if op.lowered \
+        else ("edgec_recurrent_s8", "")
+    call = f"{kernel}(&p, {arrays}, {records}\n        {site.inputs[0]}, {site.scratch}, {site.output});"
     return cemit.with_params("edgec_recurrent_params", op.params, call)
 
 
@@ -212,11 +214,22 @@ def _padded_rows(w: np.ndarray) -> np.ndarray:
 
 def lower_recurrent(op: Op) -> dict:
     """edgec_recurrent_fast_s8 (runtime_c/fast/edgec_recurrent_fast.c): the same arrays with the weight rows
-    padded to words; scratch: the portable kernel's (rounded to 4) and the products' laid-out vectors."""
+    padded to words, plus the fast requantization records of each product (rq_x, rq_h; left out, and the
+    reference requantization used, when a multiplier or an accumulator is outside what they take); scratch: the portable kernel's (rounded to 4) and the
+    products' laid-out vectors."""
     p = op.params
     g, hid, n_in = GATES[op.kind], int(p["hidden"]), int(p["input_size"])
-    arrays = {**op.arrays, "w_x": _padded_rows(np.asarray(op.arrays["w_x"]).reshape(g * hid, n_in)),
-              "w_h": _padded_rows(np.asarray(op.arrays["w_h"]).reshape(g * hid, hid))}
+    wx = np.asarray(op.arrays["w_x"], np.int64).reshape(g * hid, n_in)
+    wh = np.asarray(op.arrays["w_h"], np.int64).reshape(g * hid, hid)
+    bias = np.asarray(op.arrays["bias_x"], np.int64)
+    records = {}
+    for key, acc, m, s in (("rq_x", np.abs(bias) + 128 * np.abs(wx).sum(axis=1), "mult_x", "shift_x"),
+                           ("rq_h", 32768 * np.abs(wh).sum(axis=1), "mult_h", "shift_h")):
+        rq = fast.rq_records(np.zeros(g * hid), op.arrays[m], op.arrays[s])
+        if rq is not None and np.all(acc < fast.ACC_LIMIT):      # (the records take |accumulator| < 2^30)
+            records[key] = rq.reshape(-1)
+    arrays = {**op.arrays, "w_x": _padded_rows(wx.astype(np.int8)), "w_h": _padded_rows(wh.astype(np.int8)),
+              **records}
     own = (scratch_bytes(g, hid, int(p["batch"])) + 3) // 4 * 4
     return {"kernel": "edgec_recurrent_fast_s8", "struct": None, "params": dict(p), "arrays": arrays,
             "scratch_bytes": own + 2 * ((n_in + 3) // 4 * 4 + (hid + 3) // 4 * 4)}

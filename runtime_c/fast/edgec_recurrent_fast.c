@@ -2,7 +2,7 @@
  * (edgec_recurrent_run, ../edgec_recurrent.c) with its gate matrix products on SMLAD. Weight rows are
  * zero-padded to whole words at build time (edgec/ops/recurrent.py lower_recurrent) and stay int8; the vector
  * (x, or the int16 hidden state) is laid out once per product as int16 pairs (v0, v2), (v1, v3) per group of
- * 4, which meet SXTB16's (w0, w2) and its rotated (w1, w3). */
+ * 4, which meet SXTB16's (w0, w2) and its rotated (w1, w3); each row requantized by its edgec_rq record. */
 #include "edgec_fast_support.h"
 
 /* acc + row . vector over `groups` groups of 4 (the vector laid out as above) */
@@ -34,7 +34,11 @@ static void edgec_rnn_mv_x(const edgec_recurrent_weights *w, int32_t row0, int32
         for (r = 0; r < 4 && 4 * g + r < n; ++r) v |= (uint32_t)(uint8_t)x[4 * g + r] << (8 * r);
         edgec_widen(v, xv + 2 * g);
     }
-    for (r = 0; r < rows; ++r, wx += groups) out[r] = edgec_rnn_dot(wx, xv, groups, w->bias_x[row0 + r]);
+    for (r = 0; r < rows; ++r, wx += groups) {
+        const int32_t j = row0 + r, acc = edgec_rnn_dot(wx, xv, groups, w->bias_x[j]);
+        const int32_t *q = w->rq_x + 5 * j;       /* (no records: a multiplier over 1, the reference's) */
+        out[r] = w->rq_x ? edgec_rq_value(acc, q[1], q[2], q[3], q[4]) : edgec_requantize(acc, w->mult_x[j], w->shift_x[j]);
+    }
 }
 
 static void edgec_rnn_mv_h(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int16_t *h,
@@ -50,14 +54,19 @@ static void edgec_rnn_mv_h(const edgec_recurrent_weights *w, int32_t row0, int32
         hv[2 * g] = e[0] | e[2] << 16;
         hv[2 * g + 1] = e[1] | e[3] << 16;
     }
-    for (r = 0; r < rows; ++r, wh += groups) out[r] = edgec_rnn_dot(wh, hv, groups, 0);
+    for (r = 0; r < rows; ++r, wh += groups) {
+        const int32_t j = row0 + r, acc = edgec_rnn_dot(wh, hv, groups, 0);
+        const int32_t *q = w->rq_h + 5 * j;
+        out[r] = w->rq_h ? edgec_rq_value(acc, q[1], q[2], q[3], q[4]) : edgec_requantize(acc, w->mult_h[j], w->shift_h[j]);
+    }
 }
 
 void edgec_recurrent_fast_s8(const edgec_recurrent_params *p, const uint32_t *w_x, const uint32_t *w_h,
                              const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
                              const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
                              const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
-                             const int16_t *tanh_table, const int8_t *input, void *scratch, int8_t *output)
+                             const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h,
+                             const int8_t *input, void *scratch, int8_t *output)
 {
     const int32_t hid = p->hidden, gates = p->gru ? 3 : 4;
     const int32_t own = (4 * (gates + 1) * hid + 2 * (2 * p->batch + 1) * hid + 3) & ~3;
@@ -79,6 +88,8 @@ void edgec_recurrent_fast_s8(const edgec_recurrent_params *p, const uint32_t *w_
     w.init_c = init_c;
     w.sigmoid = sigmoid;
     w.tanh_table = tanh_table;
+    w.rq_x = rq_x;
+    w.rq_h = rq_h;
     w.work = (int8_t *)scratch + own;
     w.mv_x = edgec_rnn_mv_x;
     w.mv_h = edgec_rnn_mv_h;
