@@ -18,8 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from edgec import api
-from edgec.codegen import lowering
-from edgec.ops import int4
+from edgec.codegen import constants, lowering
 from edgec.quant import calibrate, ptq, reference, scheme
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,28 +30,21 @@ def top1(graph, x, y) -> float:
     return float(np.mean([int(np.argmax(reference.run(graph, q))) == t for q, t in zip(xq, y)]))
 
 
-def weight_tensor_bytes(graph) -> int:
-    """Bytes of the weight tensors alone (packed int4, int8, or a fast kernel's packing)."""
-    total = 0
-    for op in graph.ops:
-        arrays = op.lowered["arrays"] if op.lowered else op.arrays
-        total += sum(a.nbytes for k, a in arrays.items() if k in ("weights", "weights4", "fw"))
-    return total
-
-
-def quantized(model, calib, **options):
+def quantized(model, calib, optimize="speed", **options):
     graph = api.calibrate_model(model, calib, ptq.QuantOptions(sensitivity_samples=0, **options),
                                 log=lambda m: print("  " + m, file=sys.stderr) if "trial" in m else None)[1]
-    lowering.lower_graph(graph.graph)
+    lowering.lower_graph(graph.graph, optimize)
     return graph
 
 
 def sizes(name, model, calib):
-    g8, g4 = quantized(model, calib).graph, quantized(model, calib, weights="int4").graph
-    print(f"{name}: constants in flash int8 {g8.weights_bytes():,} B, int4 {g4.weights_bytes():,} B "
-          f"({100 * g4.weights_bytes() / g8.weights_bytes():.1f} %); weight tensors int8 {weight_tensor_bytes(g8):,} B, "
-          f"int4 {weight_tensor_bytes(g4):,} B ({100 * weight_tensor_bytes(g4) / weight_tensor_bytes(g8):.1f} %); "
-          f"{sum(int4.is_int4(op) for op in g4.ops)} int4 layers")
+    """The build summary's constants (edgec/codegen/constants.py) for int8 and int4, each --optimize mode."""
+    for optimize in ("size", "speed"):
+        b8, b4 = (constants.breakdown(quantized(model, calib, optimize, **w).graph) for w in ({}, {"weights": "int4"}))
+        print(f"{name} --optimize {optimize}: weights int8 {b8['weights']:,} B, int4 {b4['weights']:,} B "
+              f"({100 * b4['weights'] / b8['weights']:.1f} %); all constants int8 {b8['total']:,} B, int4 "
+              f"{b4['total']:,} B ({100 * b4['total'] / b8['total']:.1f} %); int4 build: "
+              + constants.describe(b4))
 
 
 def ort_static_int8(model: Path, calib: Path, x, y) -> float:

@@ -17,7 +17,7 @@ from edgec.errors import EdgecError
 from edgec.quant import artifact
 from edgec.frontend import canonicalize
 from edgec.codegen import cmodel as codegen
-from edgec.codegen import specialize, tuning
+from edgec.codegen import constants, specialize, tuning
 from edgec.targets import fit
 from edgec.frontend import loader
 from edgec.plan import memory_report
@@ -101,8 +101,9 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
         log("sensitivity (worst first; SQNR of INT8 vs float, higher is better):\n"
             + sens.table(quant.sensitivity, 10))
     name = graph.name
+    flash_constants = constants.breakdown(graph)
     log(f"{name}: {len(graph.ops)} ops, {graph_macs(graph):,} MACs, arena {plan.arena_bytes:,} bytes, "
-        f"weights {graph.weights_bytes():,} bytes")
+        + constants.describe(flash_constants))
     mlperf = None
     if protocol != "edgec" and ports.multi(graph):
         raise EdgecError(f"--protocol {protocol} sends one input and reads one output; this model has "
@@ -129,7 +130,8 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
             "input": _io_info(graph, graph.input, graph.input_onnx_shape),
             "output": _io_info(graph, graph.output, graph.output_onnx_shape),
             **({"ports": ports.describe(graph)} if ports.multi(graph) else {}),
-            "memory": {"arena_bytes": plan.arena_bytes, "weights_bytes": graph.weights_bytes(),
+            "memory": {"arena_bytes": plan.arena_bytes, "weights_bytes": flash_constants["total"],
+                       "constants": flash_constants,
                        "flash_bytes": None, "ram_bytes": None,
                        "live_set_lower_bound_bytes": planner.live_set_lower_bound(graph),
                        "plan": "plan.json", "picture": memory_report.SVG, "fit_estimate": budget},

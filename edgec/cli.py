@@ -81,7 +81,8 @@ def cmd_build(args) -> int:
                        tuning_log=args.tuning_log)
     m = report["memory"]
     print(f"built {report['model']} for {report['board']}: arena {m['arena_bytes']:,} B, "
-          f"weights {m['weights_bytes']:,} B, firmware flash {m['flash_bytes']:,} B, RAM {m['ram_bytes']:,} B")
+          f"constants {m['weights_bytes']:,} B (weights {m['constants']['weights']:,} B), firmware flash "
+          f"{m['flash_bytes']:,} B, RAM {m['ram_bytes']:,} B")
     if m.get("code"):
         from edgec.targets.code_size import summary_line
         print(summary_line(m["code"]))

@@ -306,6 +306,14 @@ void edgec_fully_connected_rows8_s8(const edgec_fully_connected_packed_params *p
 void edgec_fully_connected_mve_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                   const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
 
+/* fast: the im2col convolution and the depthwise 3x3 with int4 weights (fast/edgec_conv_fast.c; nibble order:
+ * edgec/ops/int4.py lower_conv, lower_depthwise). scratch: the s8 kernels' (depthwise: plus 18 * c bytes in
+ * front, the widened weights). */
+void edgec_conv2d_im2col_s4(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                            const edgec_rq *rq, int8_t *scratch, int8_t *output);
+void edgec_depthwise_conv2d_3x3_s4(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
+                                   const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
+
 /* fast: fully connected with int4 weights, one row at a time; k4 here is in_features rounded up to 8, the
  * weights k4 / 8 words per row (nibble order: edgec/ops/int4.py lower_fc). scratch: k4 * 2 bytes, aligned. */
 void edgec_fully_connected_packed_s4(const edgec_fully_connected_packed_params *p, const int8_t *input,
@@ -452,6 +460,37 @@ void edgec_recurrent_s8(const edgec_recurrent_params *p, const int8_t *w_x, cons
                         const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
                         const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
                         const int16_t *tanh_table, const int8_t *input, void *scratch, int8_t *output);
+
+/* The recurrence with its requantized matrix products behind two functions (rows [row0, row0 + rows) of
+ * rq(w_x . x + bias_x, mult_x, shift_x) and of rq(w_h . h, mult_h, shift_h)), so that the portable kernel above
+ * and the DSP-path kernel below share every other line. */
+typedef struct edgec_recurrent_weights edgec_recurrent_weights;
+struct edgec_recurrent_weights {
+    const void *w_x, *w_h;
+    int32_t x_stride, h_stride, input_size, hidden;    /* strides: bytes per weight row */
+    const int32_t *bias_x, *mult_x, *shift_x, *mult_h, *shift_h, *wb, *rb;
+    const int16_t *init_h, *init_c, *sigmoid, *tanh_table;
+    const int32_t *rq_x, *rq_h;                        /* the fast kernel's edgec_rq records, 5 int32 a row */
+    void *work;                                        /* the products' own scratch */
+    void (*mv_x)(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int8_t *x, int32_t *out);
+    void (*mv_h)(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int16_t *h, int32_t *out);
+};
+void edgec_recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_weights *w, const int8_t *input,
+                         void *scratch, int8_t *output);
+
+/* fast (fast/edgec_recurrent_fast.c; edgec/ops/recurrent.py lower_recurrent): the same recurrence with each
+ * weight row zero-padded to a multiple of 4 (words), multiplied with SMLAD on the Arm DSP path: x widened to
+ * int16 pairs (x0, x2), (x1, x3) once per step, h laid out the same way once per product, each weight word
+ * split by SXTB16 into (w0, w2), (w1, w3); int8 weights stay int8 in flash; requantized by the fast kernels'
+ * one-multiply records (rq_x, rq_h: edgec_rq's 5 fields a row, bias 0; a null pointer: the reference
+ * requantization, for a product whose multipliers or accumulators the records do not take). scratch: the portable kernel's,
+ * rounded up to 4 bytes, plus 2 * (k4(input_size) + k4(hidden)) bytes. */
+void edgec_recurrent_fast_s8(const edgec_recurrent_params *p, const uint32_t *w_x, const uint32_t *w_h,
+                             const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
+                             const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
+                             const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                             const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h,
+                             const int8_t *input, void *scratch, int8_t *output);
 
 /* ================================================================ resize
  * edgec_resize.c */

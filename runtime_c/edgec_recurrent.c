@@ -14,6 +14,13 @@ static int64_t rshift_round(int64_t v, int32_t bits)
     return r >= 0 ? r >> bits : ~((~r) >> bits);
 }
 
+/* the same in 32 bits, for products of two int16 values (|v| < 2^31 - 2^(bits-1)) */
+static int32_t rshift_round32(int32_t v, int32_t bits)
+{
+    const int32_t r = v + ((int32_t)1 << (bits - 1));
+    return r >= 0 ? r >> bits : ~((~r) >> bits);
+}
+
 static int32_t sat16(int64_t v)
 {
     return v < -32768 ? -32768 : (v > 32767 ? 32767 : (int32_t)v);
@@ -24,8 +31,8 @@ static int32_t lookup16(const int16_t *table, int32_t v)
 {
     const int32_t idx = ((v + 32768) >> 7);
     const int32_t base = table[idx];
-    const int32_t delta = (int32_t)rshift_round((int64_t)(table[idx + 1] - base) * ((v + 32768) & 0x7F), 7);
-    return sat16((int64_t)base + delta);
+    const int32_t delta = rshift_round32((table[idx + 1] - base) * ((v + 32768) & 0x7F), 7);
+    return sat16(base + delta);
 }
 
 static int32_t dot_s8(const int8_t *w, const int8_t *x, int32_t n, int32_t acc)
@@ -46,72 +53,97 @@ static int32_t dot_s16(const int8_t *w, const int16_t *h, int32_t n)
     return acc;
 }
 
-/* One step of one sequence of the batch: h, c updated in place from input x (scratch: pre, hn, rh). */
-static void recurrent_step(const edgec_recurrent_params *p, const int8_t *w_x, const int8_t *w_h,
-                           const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
-                           const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
-                           const int16_t *sigmoid, const int16_t *tanh_table, const int8_t *x, int32_t *pre,
-                           int32_t *hn, int16_t *rh, int16_t *h, int16_t *c)
+/* The portable matrix products, requantized: rows [row0, row0 + rows) of rq(bias_x + w_x . x, mult_x, shift_x)
+ * and of rq(w_h . h, mult_h, shift_h). */
+static void mv_x_portable(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int8_t *x, int32_t *out)
 {
-    const int32_t hid = p->hidden, n_in = p->input_size;
+    const int8_t *wx = (const int8_t *)w->w_x;
+    int32_t r;
+    for (r = 0; r < rows; ++r) {
+        const int32_t j = row0 + r;
+        out[r] = edgec_requantize(dot_s8(wx + j * w->x_stride, x, w->input_size, w->bias_x[j]), w->mult_x[j],
+                                  w->shift_x[j]);
+    }
+}
+
+static void mv_h_portable(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int16_t *h, int32_t *out)
+{
+    const int8_t *wh = (const int8_t *)w->w_h;
+    int32_t r;
+    for (r = 0; r < rows; ++r) {
+        const int32_t j = row0 + r;
+        out[r] = edgec_requantize(dot_s16(wh + j * w->h_stride, h, w->hidden), w->mult_h[j], w->shift_h[j]);
+    }
+}
+
+static int32_t clamp32(int64_t v)
+{
+    return (int32_t)(v < INT32_MIN ? INT32_MIN : (v > INT32_MAX ? INT32_MAX : v));
+}
+
+/* One step of one sequence of the batch: h, c updated in place from input x (scratch: pre, hn, rh). */
+static void recurrent_step(const edgec_recurrent_params *p, const edgec_recurrent_weights *w, const int8_t *x,
+                           int32_t *pre, int32_t *hn, int16_t *rh, int16_t *h, int16_t *c)
+{
+    const int32_t hid = p->hidden;
     const int32_t gates = p->gru ? 3 : 4;
-    int32_t j;
-    for (j = 0; j < gates * hid; ++j) {
-        const int32_t ax = dot_s8(w_x + j * n_in, x, n_in, bias_x[j]);
-        int64_t v = (int64_t)edgec_requantize(ax, mult_x[j], shift_x[j]) + wb[j];
-        if (!p->gru || j < 2 * hid) {
-            v += (int64_t)edgec_requantize(dot_s16(w_h + j * hid, h, hid), mult_h[j], shift_h[j]) + rb[j];
-            v = sat16(v);
+    const int16_t *sigmoid = w->sigmoid, *tanh_table = w->tanh_table;
+    int32_t j, q;
+    w->mv_x(w, 0, gates * hid, x, pre);               /* rq(bias_x + w_x . x), every gate row */
+    for (q = 0; q < gates; ++q) {                     /* + the h part, gate by gate (GRU: z and r) */
+        const int with_h = !p->gru || q < 2;
+        if (with_h) w->mv_h(w, q * hid, hid, h, hn);
+        for (j = q * hid; j < (q + 1) * hid; ++j) {
+            int64_t v = (int64_t)pre[j] + w->wb[j];
+            if (with_h) {
+                v += (int64_t)hn[j - q * hid] + w->rb[j];
+                v = sat16(v);
+            }
+            pre[j] = clamp32(v);
         }
-        pre[j] = (int32_t)(v < INT32_MIN ? INT32_MIN : (v > INT32_MAX ? INT32_MAX : v));
     }
     if (!p->gru) {
         for (j = 0; j < hid; ++j) {
-            const int64_t i_g = lookup16(sigmoid, pre[j]);
-            const int64_t o_g = lookup16(sigmoid, pre[hid + j]);
-            const int64_t f_g = lookup16(sigmoid, pre[2 * hid + j]);
-            const int64_t g_g = lookup16(tanh_table, pre[3 * hid + j]);
-            const int32_t cell = sat16(rshift_round(f_g * c[j], EDGEC_STATE_BITS) +
-                                       rshift_round(i_g * g_g, 2 * EDGEC_STATE_BITS - EDGEC_CELL_BITS));
+            /* gates in [0, 32767] or [-32768, 32767], states int16: every product fits 32 bits */
+            const int32_t i_g = lookup16(sigmoid, pre[j]);
+            const int32_t o_g = lookup16(sigmoid, pre[hid + j]);
+            const int32_t f_g = lookup16(sigmoid, pre[2 * hid + j]);
+            const int32_t g_g = lookup16(tanh_table, pre[3 * hid + j]);
+            const int32_t cell = sat16((int64_t)rshift_round32(f_g * c[j], EDGEC_STATE_BITS) +
+                                       rshift_round32(i_g * g_g, 2 * EDGEC_STATE_BITS - EDGEC_CELL_BITS));
             const int32_t tc = lookup16(tanh_table, sat16((int64_t)cell * (1 << (EDGEC_GATE_BITS - EDGEC_CELL_BITS))));
             c[j] = (int16_t)cell;
-            h[j] = (int16_t)rshift_round(o_g * tc, EDGEC_STATE_BITS);
+            h[j] = (int16_t)rshift_round32(o_g * tc, EDGEC_STATE_BITS);
         }
         return;
     }
+    if (p->linear_before_reset) w->mv_h(w, 2 * hid, hid, h, hn);
     for (j = 0; j < hid; ++j) {
         const int32_t r = lookup16(sigmoid, pre[hid + j]);
         const int32_t row = 2 * hid + j;
         if (p->linear_before_reset) {
-            int64_t v = (int64_t)edgec_requantize(dot_s16(w_h + row * hid, h, hid), mult_h[row], shift_h[row]) +
-                        rb[row];
-            v = v < INT32_MIN ? INT32_MIN : (v > INT32_MAX ? INT32_MAX : v);
-            hn[j] = (int32_t)rshift_round((int64_t)r * v, EDGEC_STATE_BITS);
+            const int64_t v = (int64_t)hn[j] + w->rb[row];
+            hn[j] = (int32_t)rshift_round((int64_t)r * clamp32(v), EDGEC_STATE_BITS);
         } else {
-            rh[j] = (int16_t)rshift_round((int64_t)r * h[j], EDGEC_STATE_BITS);
+            rh[j] = (int16_t)rshift_round32(r * h[j], EDGEC_STATE_BITS);
         }
     }
+    if (!p->linear_before_reset) w->mv_h(w, 2 * hid, hid, rh, hn);
     for (j = 0; j < hid; ++j) {
         const int32_t row = 2 * hid + j;
-        const int64_t z = lookup16(sigmoid, pre[j]);
+        const int32_t z = lookup16(sigmoid, pre[j]);      /* (32768 - z) * n + z * h: |.| <= 2^30 */
         int64_t v = pre[row];
         if (p->linear_before_reset) {
             v += hn[j];
         } else {
-            v += (int64_t)edgec_requantize(dot_s16(w_h + row * hid, rh, hid), mult_h[row], shift_h[row]) + rb[row];
+            v += (int64_t)hn[j] + w->rb[row];
         }
-        hn[j] = (int32_t)rshift_round((32768 - z) * lookup16(tanh_table, sat16(v)) + z * h[j], EDGEC_STATE_BITS);
-    }
-    for (j = 0; j < hid; ++j) {
-        h[j] = (int16_t)hn[j];
+        h[j] = (int16_t)rshift_round32((32768 - z) * lookup16(tanh_table, sat16(v)) + z * h[j], EDGEC_STATE_BITS);
     }
 }
 
-void edgec_recurrent_s8(const edgec_recurrent_params *p, const int8_t *w_x, const int8_t *w_h,
-                        const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
-                        const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
-                        const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
-                        const int16_t *tanh_table, const int8_t *input, void *scratch, int8_t *output)
+void edgec_recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_weights *w, const int8_t *input,
+                         void *scratch, int8_t *output)
 {
     const int32_t hid = p->hidden, steps = p->steps, batch = p->batch;
     const int32_t gates = p->gru ? 3 : 4;
@@ -122,15 +154,14 @@ void edgec_recurrent_s8(const edgec_recurrent_params *p, const int8_t *w_x, cons
     int16_t *rh = c + batch * hid;                 /* [hid] */
     int32_t step, b, j;
     for (j = 0; j < batch * hid; ++j) {
-        h[j] = init_h[j];
-        c[j] = init_c[j];
+        h[j] = w->init_h[j];
+        c[j] = w->init_c[j];
     }
     for (step = 0; step < steps; ++step) {
         const int32_t t = p->reverse ? steps - 1 - step : step;
         for (b = 0; b < batch; ++b) {
             int16_t *hb = h + b * hid;
-            recurrent_step(p, w_x, w_h, bias_x, mult_x, shift_x, mult_h, shift_h, wb, rb, sigmoid, tanh_table,
-                           input + (t * batch + b) * p->input_size, pre, hn, rh, hb, c + b * hid);
+            recurrent_step(p, w, input + (t * batch + b) * p->input_size, pre, hn, rh, hb, c + b * hid);
             if (p->output == 0 || step == steps - 1) {     /* every step's h, or the last h or c */
                 const int16_t *state = p->output == 2 ? c + b * hid : hb;
                 int8_t *y = output + (p->output == 0 ? t * batch * hid : 0) + b * hid;
@@ -141,4 +172,36 @@ void edgec_recurrent_s8(const edgec_recurrent_params *p, const int8_t *w_x, cons
             }
         }
     }
+}
+
+void edgec_recurrent_s8(const edgec_recurrent_params *p, const int8_t *w_x, const int8_t *w_h,
+                        const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
+                        const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
+                        const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                        const int16_t *tanh_table, const int8_t *input, void *scratch, int8_t *output)
+{
+    edgec_recurrent_weights w;
+    w.w_x = w_x;
+    w.w_h = w_h;
+    w.x_stride = p->input_size;
+    w.h_stride = p->hidden;
+    w.input_size = p->input_size;
+    w.hidden = p->hidden;
+    w.bias_x = bias_x;
+    w.mult_x = mult_x;
+    w.shift_x = shift_x;
+    w.mult_h = mult_h;
+    w.shift_h = shift_h;
+    w.wb = wb;
+    w.rb = rb;
+    w.init_h = init_h;
+    w.init_c = init_c;
+    w.sigmoid = sigmoid;
+    w.tanh_table = tanh_table;
+    w.rq_x = (const int32_t *)0;
+    w.rq_h = (const int32_t *)0;
+    w.work = (void *)0;
+    w.mv_x = mv_x_portable;
+    w.mv_h = mv_h_portable;
+    edgec_recurrent_run(p, &w, input, scratch, output);
 }

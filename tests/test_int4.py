@@ -176,7 +176,7 @@ def test_digits_int4_fast_path_generated_c_is_bit_exact(digits_int4, tmp_path):
     import copy
     g = copy.deepcopy(digits_int4["int4"])
     lowering.lower_graph(g)
-    assert [op.lowered["kernel"] for op in g.ops if op.lowered and int4.is_int4(op)] == \
-        ["edgec_fully_connected_packed_s4"]
+    assert {op.lowered["kernel"] for op in g.ops if op.lowered and int4.is_int4(op)} == \
+        {"edgec_fully_connected_packed_s4", "edgec_conv2d_im2col_s4", "edgec_depthwise_conv2d_3x3_s4"}
     x = np.load(DIGITS / "test.npz")["x"][:20]
     check_generated_c(g, x, tmp_path, flags=("-O1", "-DEDGEC_EMULATE_DSP"))

@@ -149,7 +149,7 @@ def _inline_svg(path: Path) -> str:
 
 MEMORY_LABELS = {
     "arena_bytes": ("arena (activations and scratch)", "the planner's arena; plan.json has every buffer's offset"),
-    "weights_bytes": ("weights and constants", "flash"),
+    "weights_bytes": ("constants in flash (weights, biases, tables)", "the rows below split it by kind"),
     "flash_bytes": ("firmware flash", "measured in the ELF"),
     "ram_bytes": ("firmware static RAM", "measured in the ELF: .data + .bss + reserved stack"),
     "live_set_lower_bound_bytes": ("live tensors at the peak, ONNX order, no in-place reuse",
@@ -163,8 +163,24 @@ MEMORY_LABELS = {
 }
 
 
+CONSTANT_LABELS = {"weights": "weight tensors", "biases_requantization": "biases and requantization",
+                   "lookup_tables": "lookup tables", "other": "other constants"}
+CONSTANT_NOTES = {"weights": "as stored: int4 packed two per byte, int8, or a fast kernel's packing",
+                  "biases_requantization": "int32 biases, Q31 multipliers and shifts",
+                  "lookup_tables": "activation, Add rescaling, softmax and gate tables"}
+
+
 def _bytes(v) -> str:
     return "n/a" if v is None else f"{v:,} B" if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+
+
+def _constants_text(m: dict) -> str:
+    c = m.get("constants")
+    if not isinstance(c, dict):          # a report from before the breakdown
+        return f"constants {m['weights_bytes']:,} B"
+    tables = f", lookup tables {c['lookup_tables']:,} B" if c.get("lookup_tables") else ""
+    return (f"constants {c['total']:,} B: weights {c['weights']:,} B, biases and requantization "
+            f"{c['biases_requantization']:,} B{tables}" + (f", other {c['other']:,} B" if c.get("other") else ""))
 
 
 def memory_rows(memory: dict) -> list[tuple[str, str, str]]:
@@ -187,6 +203,9 @@ def memory_rows(memory: dict) -> list[tuple[str, str, str]]:
                          f"model {_bytes(value['model'])} + runtime {_bytes(value['runtime'])} + benchmark harness "
                          f"{_bytes(value['harness'])} + startup and board support {_bytes(value['board'])} + "
                          f"C library {_bytes(value['libraries'])}"))
+        if key == "constants" and isinstance(value, dict):     # edgec/codegen/constants.py's breakdown
+            rows += [(f"constants: {CONSTANT_LABELS[k]}", _bytes(v), CONSTANT_NOTES.get(k, ""))
+                     for k, v in value.items() if k in CONSTANT_LABELS]
             continue
         if key == "stack_estimate_method":
             continue
@@ -266,7 +285,7 @@ def summary_lines(r: dict) -> list[str]:
     stack = (f", stack used {m['stack_used_bytes']:,} of {m['stack_reserved_bytes']:,} B"
              if m.get("stack_used_bytes") is not None else ", stack not measured on this board")
     lines.append(f"memory: firmware flash {m['flash_bytes']:,} B, RAM {m['ram_bytes']:,} B "
-                 f"(arena {m['arena_bytes']:,} B, weights {m['weights_bytes']:,} B){stack}")
+                 f"(arena {m['arena_bytes']:,} B, {_constants_text(m)}){stack}")
     ln = r.get("link")
     if ln and ln.get("throughput_bytes_per_s"):
         rate = (f" ({100 * ln['fraction_of_line_rate']:.0f}% of the {ln['line_bytes_per_s'] / 1e3:.1f} kB/s "

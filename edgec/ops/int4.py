@@ -11,8 +11,10 @@ requantization) is the int8 scheme's.
 The NumPy twin unpacks the packed bytes and runs the kind's int8 twin; the C kernels (`edgec_*_s4` in the
 kinds' own family files) unpack nibble by nibble in their inner loop. The fast path (runtime_c/fast/):
 fully connected layers lower to edgec_fully_connected_packed_s4 (`lower_fc`: the Arm DSP path unpacks 8
-nibbles into four int16 pairs with SXTB16 and multiplies them with SMLAD); int4 convolutions keep the
-portable s4 kernels.
+nibbles into four int16 pairs with SXTB16 and multiplies them with SMLAD), convolutions to
+edgec_conv2d_im2col_s4 (`lower_conv`: the s8 im2col with the same nibble unpacking) and depthwise 3x3 to
+edgec_depthwise_conv2d_3x3_s4 (`lower_depthwise`: the weights, 9 per channel, widened into scratch once per
+call, then the s8 kernel); other convolutions keep the portable s4 kernels.
 """
 from __future__ import annotations
 
@@ -80,8 +82,54 @@ PERM8 = np.array([0, 1, 4, 5, 2, 3, 6, 7])
 
 
 def lower(op: Op) -> dict | None:
-    """The fast kernel of an int4 layer, or None (convolutions: the portable s4 kernels)."""
-    return lower_fc(op) if "out_features" in op.params and op.kind in KINDS else None
+    """The fast kernel of an int4 layer, or None (the portable s4 kernel)."""
+    if op.kind not in KINDS:
+        return None
+    if "out_features" in op.params:
+        return lower_fc(op)
+    return lower_depthwise(op) if REGISTRY[op.kind].weight_axis == -1 else lower_conv(op)
+
+
+def _int8_lowering(op: Op) -> dict | None:
+    """The kind's int8 fast kernel for the unpacked weights (its params, scratch and requantization records)."""
+    twin = dataclasses.replace(op, arrays={**{k: v for k, v in op.arrays.items() if k != "weights4"},
+                                           "weights": unpacked(op)}, lowered=None)
+    return REGISTRY[op.kind].lower(twin)
+
+
+def nibble_words(w: np.ndarray) -> np.ndarray:
+    """Rows of int4 values [rows][k] as rows of k rounded up to 8 in PERM8 order, 8 nibbles a word."""
+    rows, k = w.shape
+    k8 = (k + 7) // 8 * 8
+    wp = np.zeros((rows, k8), np.int8)
+    wp[:, :k] = w
+    return fast.words(scheme_pack(wp.reshape(rows, k8 // 8, 8)[:, :, PERM8]))
+
+
+def lower_conv(op: Op) -> dict | None:
+    """edgec_conv2d_im2col_s4: the s8 im2col kernel's params; each output channel's k4 taps as (k4 + 4) / 8
+    words of nibbles (nibble_words)."""
+    low = _int8_lowering(op)
+    if low is None or low["kernel"] != "edgec_conv2d_im2col_s8":
+        return None
+    k4 = low["params"]["k4"]
+    w = unpacked(op).reshape(low["params"]["out_c"], -1)
+    wp = np.zeros((w.shape[0], k4), np.int8)
+    wp[:, :w.shape[1]] = w
+    return {**low, "kernel": "edgec_conv2d_im2col_s4", "arrays": {**low["arrays"], "fw": nibble_words(wp)}}
+
+
+def lower_depthwise(op: Op) -> dict | None:
+    """edgec_depthwise_conv2d_3x3_s4: the s8 kernel's [c][3][3] weights (in its sweep orientation) packed two
+    per byte; the kernel widens them into 18 * c bytes of scratch in front of the s8 kernel's."""
+    low = _int8_lowering(op)
+    if low is None or low["kernel"] != "edgec_depthwise_conv2d_3x3_s8":
+        return None
+    w = low["arrays"]["fw"].view(np.int16) // 2           # the s8 kernel's weights, doubled: halve them
+    packed = scheme_pack(w.astype(np.int8))
+    packed = np.concatenate([packed, np.zeros(-packed.size % 4, np.int8)])
+    return {**low, "kernel": "edgec_depthwise_conv2d_3x3_s4", "arrays": {**low["arrays"], "fw": fast.words(packed)},
+            "scratch_bytes": low["scratch_bytes"] + 18 * int(low["params"]["c"])}
 
 
 def lower_fc(op: Op) -> dict | None:
@@ -92,9 +140,6 @@ def lower_fc(op: Op) -> dict | None:
         return None
     n_out, n_in = w.shape
     k8 = (n_in + 7) // 8 * 8
-    wp = np.zeros((n_out, k8), np.int8)
-    wp[:, :n_in] = w
-    wp = wp.reshape(n_out, k8 // 8, 8)[:, :, PERM8]
     params = {"in_features": n_in, "out_features": n_out, **got[0], "k4": k8}
     return {"kernel": "edgec_fully_connected_packed_s4", "struct": "edgec_fully_connected_packed_params",
-            "params": params, "arrays": {"fw": fast.words(scheme_pack(wp)), "rq": got[1]}, "scratch_bytes": 2 * k8}
+            "params": params, "arrays": {"fw": nibble_words(w), "rq": got[1]}, "scratch_bytes": 2 * k8}

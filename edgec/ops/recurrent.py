@@ -4,7 +4,8 @@ Transposes at load, `to_time_major`), quantized the way TFLite's integer LSTM is
 output, int8 per-row weights, gate pre-activations in int16 Q3.12, gate activations (sigmoid, tanh) in int16
 Q0.15 by TFLite's 513-entry int16 table with linear interpolation, the LSTM cell state in int16 Q4.11 (a fixed
 power-of-two scale). Unlike TFLite, the hidden state fed back to the next step stays int16 Q0.15 (TFLite feeds
-back its int8 output); only what leaves the op is requantized to int8. Kernel: runtime_c/edgec_recurrent.c.
+back its int8 output); only what leaves the op is requantized to int8. Kernels: runtime_c/edgec_recurrent.c (portable), and
+runtime_c/fast/edgec_recurrent_fast.c (`lower_recurrent`: the same recurrence, its gate matrix products on SMLAD).
 
 Per step t (ONNX gate order: LSTM i, o, f, c; GRU z, r, h), with rq = TFLite's Q31 requantization:
   pre[j] = rq(bias_x[j] + W[j]·x_t, mult_x[j], shift_x[j]) + wb[j] + rq(R[j]·h, mult_h[j], shift_h[j]) + rb[j]
@@ -19,7 +20,7 @@ import numpy as np
 
 from edgec.errors import node_error
 from edgec.ir import Op, Tensor
-from edgec.ops import cemit, concat, movement
+from edgec.ops import cemit, concat, fast, movement
 from edgec.ops.opdef import CallSite, OpDef
 from edgec.quant.scheme import quantize_multiplier, quantize_weights, requantize
 
@@ -196,8 +197,42 @@ def scratch_bytes(gates: int, hidden: int, batch: int = 1) -> int:
 def c_recurrent(op: Op, site: CallSite) -> str:
     n = site.arrays
     arrays = ", ".join(n[k] for k in ARRAYS)
-    call = f"edgec_recurrent_s8(&p, {arrays},\n        {site.inputs[0]}, {site.scratch}, {site.output});"
+    none = "(const int32_t *)0"
+    kernel, records = (op.lowered["kernel"], f"{n.get('rq_x', none)}, {n.get('rq_h', none)}, ") if op.lowered \
+        else ("edgec_recurrent_s8", "")
+    call = f"{kernel}(&p, {arrays}, {records}\n        {site.inputs[0]}, {site.scratch}, {site.output});"
     return cemit.with_params("edgec_recurrent_params", op.params, call)
+
+
+def _padded_rows(w: np.ndarray) -> np.ndarray:
+    """int8 weight rows zero-padded to whole words, as words (the fast kernel's layout)."""
+    rows, k = w.shape
+    wp = np.zeros((rows, (k + 3) // 4 * 4), np.int8)
+    wp[:, :k] = w
+    return fast.words(wp)
+
+
+def lower_recurrent(op: Op) -> dict:
+    """edgec_recurrent_fast_s8 (runtime_c/fast/edgec_recurrent_fast.c): the same arrays with the weight rows
+    padded to words, plus the fast requantization records of each product (rq_x, rq_h; left out, and the
+    reference requantization used, when a multiplier or an accumulator is outside what they take); scratch: the portable kernel's (rounded to 4) and the
+    products' laid-out vectors."""
+    p = op.params
+    g, hid, n_in = GATES[op.kind], int(p["hidden"]), int(p["input_size"])
+    wx = np.asarray(op.arrays["w_x"], np.int64).reshape(g * hid, n_in)
+    wh = np.asarray(op.arrays["w_h"], np.int64).reshape(g * hid, hid)
+    bias = np.asarray(op.arrays["bias_x"], np.int64)
+    records = {}
+    for key, acc, m, s in (("rq_x", np.abs(bias) + 128 * np.abs(wx).sum(axis=1), "mult_x", "shift_x"),
+                           ("rq_h", 32768 * np.abs(wh).sum(axis=1), "mult_h", "shift_h")):
+        rq = fast.rq_records(np.zeros(g * hid), op.arrays[m], op.arrays[s])
+        if rq is not None and np.all(acc < fast.ACC_LIMIT):      # (the records take |accumulator| < 2^30)
+            records[key] = rq.reshape(-1)
+    arrays = {**op.arrays, "w_x": _padded_rows(wx.astype(np.int8)), "w_h": _padded_rows(wh.astype(np.int8)),
+              **records}
+    own = (scratch_bytes(g, hid, int(p["batch"])) + 3) // 4 * 4
+    return {"kernel": "edgec_recurrent_fast_s8", "struct": None, "params": dict(p), "arrays": arrays,
+            "scratch_bytes": own + 2 * ((n_in + 3) // 4 * 4 + (hid + 3) // 4 * 4)}
 
 
 def _macs(op: Op, out: Tensor) -> int:
@@ -210,7 +245,7 @@ def _scratch(op: Op) -> int:
 
 
 OPS = [OpDef(kind, "recurrent", quantize_recurrent, run_recurrent, float_recurrent, c_recurrent, macs=_macs,
-             scratch=_scratch, code_bytes=2400) for kind in ("lstm", "gru")]
+             scratch=_scratch, lower=lower_recurrent, code_bytes=2400) for kind in ("lstm", "gru")]
 
 
 # ---- ONNX import

@@ -4,9 +4,15 @@ ones) whose top-1 accuracy stays within PTS points of the float model's.
 
 The budget bounds the samples whose top-1 class changes against the float model's (a sample lost counts, and
 so does one gained: on a few hundred samples, gains on some samples paying for losses on others are mostly
-noise, and the changed predictions are what carries over to unseen data). They are counted on labelled samples kept apart from calibration: `--val DATA.npz` (x and y), else the calibration set's held-out split (its last samples, which the ranges then leave out; the set needs y). Every
-candidate reuses the calibration statistics (the same ranges) and is scored by the NumPy integer reference
-(edgec/quant/reference.py, what the C computes bit for bit) on at most EVAL_LIMIT samples:
+noise, and the changed predictions are what carries over to unseen data). They are counted on labelled samples:
+`--val DATA.npz` (x and y, kept apart from calibration), else the whole calibration set (it needs y), whose
+ranges then come from its first three quarters only. Calibration samples are often training samples, whose
+float margins are wider than unseen data's: a model can change none of their predictions and still lose
+points on its test set. So on the calibration set a prediction counts as changed when SAFETY times the
+measured quantization error of the outputs would change it (float + SAFETY * (quantized - float)): the error
+itself carries over to unseen data (its SQNR is the same on training and test samples), the margins do not.
+Every candidate reuses the calibration statistics (the same ranges) and is scored by the NumPy integer
+reference (edgec/quant/reference.py, what the C computes bit for bit) on at most EVAL_LIMIT samples:
 
 1. int8 activations and weights everywhere. If that misses the budget, layers get int16 activations
    (edgec/quant/int16.py), most sensitive first (the sensitivity table's isolated output SQNR), each with the
@@ -32,7 +38,8 @@ from edgec.quant.quantize import quantize
 from edgec.quant.scheme import quantize_input
 
 EVAL_LIMIT = 512          # samples each candidate is scored on
-HOLDOUT = 128             # calibration samples held out for the budget (at most a quarter of the set)
+HOLDOUT = 128             # calibration samples the ranges leave out (at most a quarter of the set)
+SAFETY = 3.0              # on the calibration set, the quantization error a prediction must withstand
 INT16_TRIALS = 6          # int16 layers tried before giving up on the budget
 RANK_SAMPLES = 8          # samples the sensitivity ranking runs on
 
@@ -48,6 +55,7 @@ class Choice:
     int8_accuracy: float
     accuracy: float = 0.0
     lost: float = 0.0                  # fraction of the samples whose top-1 class the choice changes against float
+    safety_factor: float = 1.0         # times the measured output error a prediction must withstand (SAFETY)
     int4: list[str] = field(default_factory=list)
     int16: list[str] = field(default_factory=list)
     weights_bytes_int8: int = 0
@@ -63,7 +71,9 @@ class Choice:
         return (f"mixed precision: {len(self.int4)} layers int4 weights, {len(self.int16)} layers int16 activations; "
                 f"top-1 {100 * self.accuracy:.1f} % (float {100 * self.float_accuracy:.1f} %, int8 "
                 f"{100 * self.int8_accuracy:.1f} %, budget -{self.max_drop_points:g} points) on {self.samples} "
-                f"{self.evaluated_on} samples; weights {self.weights_bytes:,} B (int8 {self.weights_bytes_int8:,} B)"
+                f"{self.evaluated_on} samples"
+                + (f", predictions under {self.safety_factor:g}x the quantization error" if self.safety_factor != 1 else "")
+                + f"; constants {self.weights_bytes:,} B (int8 {self.weights_bytes_int8:,} B)"
                 + ("" if self.within_budget else "; the budget could not be met"))
 
 
@@ -88,15 +98,25 @@ def _with_readers(graph: Graph, name: str) -> list[str]:
     return list(dict.fromkeys([name, *readers]))
 
 
+def changed(float_out: np.ndarray, q: np.ndarray, scale: float, zero_point: int, safety: float) -> np.ndarray:
+    """Per sample: does the top-1 class differ from float's when the quantized outputs q (int, [n, classes])
+    carry `safety` times their measured error? (safety 1: the quantized model's own top-1.)"""
+    f = float_out.reshape(len(q), -1)
+    if safety == 1.0:
+        return np.argmax(q, axis=1) != np.argmax(f, axis=1)
+    error = (q.astype(np.float64) - zero_point) * scale - f
+    return np.argmax(f + safety * error, axis=1) != np.argmax(f, axis=1)
+
+
 def search(float_graph: Graph, ranges: dict, per_channel: bool, x: np.ndarray, y: np.ndarray,
            float_out: np.ndarray, max_drop: float, evaluated_on: str, finish: Callable[[Graph], None] = lambda g: None,
-           log: Callable[[str], None] = lambda _: None) -> tuple[Graph, Choice]:
+           log: Callable[[str], None] = lambda _: None, safety: float = 1.0) -> tuple[Graph, Choice]:
     """The chosen quantized graph and the record of the choice. float_graph is the canonical float graph
     (not modified), float_out the float model's outputs on x; `finish` runs after quantize on every candidate
-    (bias correction)."""
+    (bias correction); safety the error factor predictions must withstand (SAFETY on the calibration set)."""
     t0 = time.monotonic()
     x, y, float_out = x[:EVAL_LIMIT], y[:EVAL_LIMIT], float_out[:EVAL_LIMIT]
-    float_pred = np.argmax(float_out.reshape(len(y), -1), axis=1)
+    amplified = f" under {safety:g}x the quantization error" if safety != 1.0 else ""
     allowed = max_drop / 100.0 + 1e-9
 
     def build(wide: list[str], four: list[str]) -> Graph:
@@ -112,19 +132,22 @@ def search(float_graph: Graph, ranges: dict, per_channel: bool, x: np.ndarray, y
         """Build and score a candidate: (graph, top-1, the fraction of samples whose top-1 class is not float's)."""
         g = build(wide, four)
         xq = quantize_input(g.tensors[g.input], x)
-        pred = np.argmax(np.stack([reference.run(g, q).reshape(-1) for q in xq]), axis=1)
-        acc, lost = float(np.mean(pred == y)), float(np.mean(pred != float_pred))
+        q = np.stack([reference.run(g, q).reshape(-1) for q in xq])
+        out = g.tensors[g.output]
+        acc = float(np.mean(np.argmax(q, axis=1) == y))
+        lost = float(np.mean(changed(float_out, q, float(out.scale), int(out.zero_point), safety)))
         choice.trials.append({"trial": what, "accuracy": round(acc, 4), "lost": round(lost, 4),
                               "weights_bytes": g.weights_bytes(), "within_budget": lost <= allowed})
         log(f"accuracy budget: trial {len(choice.trials)}: {what}: top-1 {100 * acc:.1f} %, {100 * lost:.1f} % of "
-            f"the predictions changed against float ({'within' if lost <= allowed else 'outside'} the budget)")
+            f"the predictions changed against float{amplified} ({'within' if lost <= allowed else 'outside'} "
+            "the budget)")
         return g, acc, lost
 
     if len(y) * max_drop / 100.0 < 2:
         log(f"accuracy budget: {len(y)} samples: {max_drop:g} points allow fewer than 2 changed predictions, a "
             "coarse and noisy measure; give --val DATA.npz with a few hundred labelled samples for a reliable choice")
     choice = Choice(max_drop_points=max_drop, evaluated_on=evaluated_on, samples=len(y),
-                    float_accuracy=top1(float_out, y), int8_accuracy=0.0)
+                    float_accuracy=top1(float_out, y), int8_accuracy=0.0, safety_factor=safety)
     best, acc, lost = trial("int8", [], [])
     choice.int8_accuracy, choice.weights_bytes_int8 = acc, best.weights_bytes()
     rows = [] if floatref.supported(best) else sensitivity.analyse(best, x[:RANK_SAMPLES])

@@ -142,8 +142,8 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
     if options.max_accuracy_drop is not None and options.val is None:   # the budget's held-out split
         held = load_dataset(calib_path, graph.input_onnx_shape)
         keep = len(held.x) - min(budget.HOLDOUT, len(held.x) // 4)
-        y = budget.labels(held.y, len(held.x), str(calib_path))[keep:]
-        held = (held.x[keep:], y, f"calibration held-out (the last {len(y)} of {calib_path})")
+        y = budget.labels(held.y, len(held.x), str(calib_path))
+        held = (held.x, y, f"calibration (all of {calib_path}; ranges from its first {keep})")
         stream = SampleStream(calib_path, graph.input_onnx_shape, limit=keep)
     rescale = equalize.equalize(graph) if options.equalize else None
     if rescale is not None:
@@ -185,7 +185,8 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
         x_eval, y_eval, where = held
         chosen, mixed = budget.search(copy.deepcopy(graph), ranges, options.per_channel, x_eval, y_eval,
                                       calibrate.run_float(model, x_eval[:budget.EVAL_LIMIT]),
-                                      options.max_accuracy_drop, where, finish, log)
+                                      options.max_accuracy_drop, where, finish, log,
+                                      safety=1.0 if options.val else budget.SAFETY)
         graph.__dict__.update(chosen.__dict__)
         log(mixed.summary())
     else:

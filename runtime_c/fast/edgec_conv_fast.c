@@ -476,3 +476,91 @@ void edgec_depthwise_conv2d_3x3_fused_s8(const edgec_depthwise_conv2d_3x3_params
         }
     }
 }
+
+/* ---------------------------------------------------------------- int4 weights (edgec/ops/int4.py) */
+/* im2col convolution with int4 weights: the s8 kernel's 4-pixel im2col, each output channel's weights
+ * (k4 + 4) / 8 words of 8 nibbles in PERM8 order, so that one word meets two column groups: (n0, n4) and
+ * (n1, n5) the (x0, x2) and (x1, x3) words of the first, the word rotated by 8 bits the second (a short last
+ * group: its low half only). */
+#ifdef EDGEC_DSP
+#define EDGEC_CONV4_GROUP(v, x, off)                                                               \
+    do {                                                                                           \
+        const uint32_t wl_ = EDGEC_NIBBLES_LO(v), wh_ = EDGEC_NIBBLES_HI(v);                       \
+        EDGEC_CONV_PIX(a0, x, (off));                                                              \
+        EDGEC_CONV_PIX(a1, x, (off) + 2);                                                          \
+        EDGEC_CONV_PIX(a2, x, (off) + 4);                                                          \
+        EDGEC_CONV_PIX(a3, x, (off) + 6);                                                          \
+    } while (0)
+#else
+#define EDGEC_CONV4_GROUP(v, x, off)                                                               \
+    do {                                                                                           \
+        const edgec_h16 *xs_ = (const edgec_h16 *)(const void *)((x) + (off));                     \
+        const int32_t w0 = EDGEC_NIBBLE(v, 0), w2 = EDGEC_NIBBLE(v, 4);                            \
+        const int32_t w1 = EDGEC_NIBBLE(v, 1), w3 = EDGEC_NIBBLE(v, 5);                            \
+        EDGEC_CONV_PIX(a0, xs_);                                                                   \
+        EDGEC_CONV_PIX(a1, xs_ + 4);                                                               \
+        EDGEC_CONV_PIX(a2, xs_ + 8);                                                               \
+        EDGEC_CONV_PIX(a3, xs_ + 12);                                                              \
+    } while (0)
+#endif
+
+static EDGEC_HOT void edgec_conv_macs_s4(const edgec_w32 *cols, int32_t groups, const uint32_t *w,
+                                         const edgec_rq *q, int32_t m, int32_t *acc)
+{
+    for (; m > 0; --m, ++q, acc += 4) {
+        const edgec_w32 *x = cols;
+        int32_t a0 = q->bias, a1 = a0, a2 = a0, a3 = a0, g;
+        for (g = groups >> 1; g > 0; --g, x += 16) {
+            const uint32_t v = *w++, u = edgec_ror(v, 8);
+            EDGEC_CONV4_GROUP(v, x, 0);
+            EDGEC_CONV4_GROUP(u, x, 8);
+        }
+        if (groups & 1) {
+            const uint32_t v = *w++;
+            EDGEC_CONV4_GROUP(v, x, 0);
+        }
+        acc[0] = a0;
+        acc[1] = a1;
+        acc[2] = a2;
+        acc[3] = a3;
+    }
+}
+
+void edgec_conv2d_im2col_s4(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                            const edgec_rq *rq, int8_t *scratch, int8_t *output)
+{
+    const int32_t k4 = p->k4, groups = k4 >> 2, words = (groups + 1) >> 1, out_c = p->out_c, out_w = p->out_w;
+    const int32_t in_c = p->in_c, n = p->out_h * out_w;
+    const int pointwise = p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+                          p->pad_left == 0 && (in_c & 3) == 0 && p->in_w == out_w;
+    edgec_w32 *cols = (edgec_w32 *)(void *)scratch;
+    int8_t *row = scratch + 8 * k4;
+    int32_t *acc = (int32_t *)(void *)(scratch + 9 * k4);
+    int32_t pix, j, oc;
+    for (pix = 0; pix < n; pix += 4) {
+        const int32_t valid = n - pix < 4 ? n - pix : 4;
+        for (j = 0; j < 4; ++j) {
+            const int32_t q = pix + (j < valid ? j : valid - 1);
+            edgec_conv_cols(pointwise ? input + q * in_c : edgec_conv_taps(p, input, q / out_w, q % out_w, row),
+                            groups, cols + 2 * j);
+        }
+        for (oc = 0; oc < out_c; oc += EDGEC_CONV_CHUNK) {
+            const int32_t m = out_c - oc < EDGEC_CONV_CHUNK ? out_c - oc : EDGEC_CONV_CHUNK;
+            edgec_conv_macs_s4(cols, groups, weights + oc * words, rq + oc, m, acc);
+            edgec_conv_requant(acc, m, rq + oc, output + pix * out_c + oc, out_c, valid, p->act_min, p->act_max);
+        }
+    }
+}
+
+/* depthwise 3x3 with int4 weights: the c * 9 weights (the s8 kernel's [c][3][3] order, two per byte, low
+ * nibble first) are widened once per call into the first 18 * c bytes of scratch, doubled as the s8 kernel
+ * takes them; the s8 kernel runs on the rest of scratch. */
+void edgec_depthwise_conv2d_3x3_s4(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
+                                   const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output)
+{
+    const int32_t taps = 9 * p->c;
+    edgec_h16 *w16 = (edgec_h16 *)(void *)scratch;
+    int32_t i;
+    for (i = 0; i < taps; ++i) w16[i] = (int16_t)(2 * EDGEC_NIBBLE(weights[i >> 3], i & 7));
+    edgec_depthwise_conv2d_3x3_s8(p, input, (const uint32_t *)(const void *)w16, rq, scratch + 2 * taps, output);
+}

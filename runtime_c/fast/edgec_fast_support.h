@@ -132,4 +132,14 @@ EDGEC_INLINE void edgec_widen(uint32_t v, edgec_w32 *dst)
 #endif
 }
 
+/* int4 weights, 8 nibbles a word (edgec/ops/int4.py PERM8 order) */
+EDGEC_INLINE uint32_t edgec_ror(uint32_t v, int s) { return (v >> s) | (v << (32 - s)); }
+#ifdef EDGEC_DSP
+/* nibbles 0 and 4 (LO) or 1 and 5 (HI) of v as two int16 lanes; v ror 8 gives 2, 6 and 3, 7 */
+#define EDGEC_NIBBLES_LO(v) E_SXTB16(edgec_ror(E_SXTB16((v) << 4), 4))
+#define EDGEC_NIBBLES_HI(v) E_SXTB16(edgec_ror(E_SXTB16(v), 4))
+#endif
+/* nibble k of v as a signed value in [-8, 7] */
+#define EDGEC_NIBBLE(v, k) ((int32_t)((((v) >> (4 * (k))) & 15u) ^ 8u) - 8)
+
 #endif /* EDGEC_FAST_SUPPORT_H */

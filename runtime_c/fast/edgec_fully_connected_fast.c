@@ -107,12 +107,7 @@ void edgec_fully_connected_packed_s8(const edgec_fully_connected_packed_params *
 /* int4 weights (edgec/ops/int4.py lower_fc): row r is k4 / 8 words of 8 nibbles; the nibbles of a word, low
  * first, are the weights of inputs 0, 1, 4, 5, 2, 3, 6, 7 of its group of 8, so that the int16 pairs of
  * edgec_widen ((x0, x2), (x1, x3), (x4, x6), (x5, x7)) meet (n0, n4), (n1, n5), (n2, n6), (n3, n7). */
-#ifdef EDGEC_DSP
-EDGEC_INLINE uint32_t edgec_ror(uint32_t v, int s) { return (v >> s) | (v << (32 - s)); }
-/* nibbles 0 and 4 (k = 0) or 1 and 5 (k = 1) of v as two int16 lanes; v = w ror 8 gives 2, 6 and 3, 7 */
-#define EDGEC_NIBBLES_LO(v) E_SXTB16(edgec_ror(E_SXTB16((v) << 4), 4))
-#define EDGEC_NIBBLES_HI(v) E_SXTB16(edgec_ror(E_SXTB16(v), 4))
-#endif
+/* (EDGEC_NIBBLES_LO / _HI: edgec_fast_support.h) */
 
 void edgec_fully_connected_packed_s4(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                      const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output)

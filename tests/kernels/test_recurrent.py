@@ -200,3 +200,34 @@ def test_unrolled_lstm_builds_bit_exact(tmp_path):
     got = scheme.dequantize(tout, reference.run(graph, scheme.quantize_input(graph.tensors[graph.input], x[0])))
     assert np.abs(got.reshape(want.shape) - want).max() <= 4 * tout.scale + 0.03
     check_generated_c(graph, x[:4], tmp_path)
+
+
+@pytest.mark.parametrize("path", ["portable", "dsp-emulated"])
+@pytest.mark.parametrize("kind,lbr", [("lstm", 0), ("gru", 0), ("gru", 1)])
+def test_fast_kernel_matches_twin(ck, ck_dsp, path, kind, lbr):
+    """edgec_recurrent_fast_s8 (lower_recurrent: rows padded to words, products on SMLAD) on both inner-loop
+    paths, odd input and hidden sizes (half-full words), guard bytes after scratch and output."""
+    lib = (ck if path == "portable" else ck_dsp).lib
+    r = np.random.default_rng(170 + {"lstm": 1, "gru": 2}[kind] + 10 * lbr)
+    ran = 0
+    for case in range(25):
+        steps, n_in, hid, batch = int(r.integers(1, 7)), int(r.integers(1, 14)), int(r.integers(1, 23)), int(r.integers(1, 3))
+        op = _op(r, kind, steps, n_in, hid, reverse=case % 2, lbr=lbr, output=(case // 2) % (3 if kind == "lstm" else 2),
+                 init=case % 3 == 0, batch=batch)
+        _quantized(r, op)
+        xq = r.integers(-128, 128, size=steps * batch * n_in).astype(np.int8)
+        low = recurrent.lower_recurrent(op)
+        ran += "rq_x" in low["arrays"]        # (a multiplier over 1: no records, the reference requantization)
+        low["arrays"].pop(("rq_h", "rq_x")[case % 2] if case % 4 == 3 else "none", None)   # that path too
+        want = recurrent.recurrent_s8(op.params, op.arrays, xq)
+        guard, n_scratch = 64, low["scratch_bytes"]
+        raw = np.full(n_scratch + guard + 16, 0x5A, np.int8)
+        scratch = raw[(-raw.ctypes.data) % 16:]                  # 16-byte aligned, as the planner places it
+        out = np.full(want.size + guard, 99, np.int8)
+        arrays = [np.ascontiguousarray(low["arrays"][k]) for k in recurrent.ARRAYS]
+        records = [ptr(np.ascontiguousarray(low["arrays"][k])) if k in low["arrays"] else None for k in ("rq_x", "rq_h")]
+        lib.edgec_recurrent_fast_s8(ctypes.byref(make("edgec_recurrent_params", op.params)), *[ptr(v) for v in arrays],
+                                    *records, ptr(xq), ptr(scratch), ptr(out))
+        assert np.array_equal(out[:want.size], want), (kind, case)
+        assert np.all(out[want.size:] == 99) and np.all(scratch[n_scratch:n_scratch + guard] == 0x5A)
+    assert ran >= 15, ran

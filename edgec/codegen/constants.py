@@ -1,0 +1,55 @@
+"""What the generated model keeps in flash as constant data, by kind: the weight tensors (packed int4, int8,
+or a fast kernel's own packing of them), the biases and requantization constants (int32 bias, Q31
+multipliers and shifts, a fast kernel's per-channel records), the lookup tables (activation tables, an
+Add's per-input rescaling tables, softmax's exp/log tables, a recurrent op's sigmoid/tanh), and the rest
+(a constant operand, index and offset tables, initial states). The sum is every constant array the C
+file declares (edgec/codegen/cmodel.py takes the same arrays), so `weights` means the weight tensors alone.
+"""
+from __future__ import annotations
+
+import re
+
+from edgec.ir import Graph, Op
+from edgec.ops.registry import REGISTRY
+
+KINDS = ("weights", "biases_requantization", "lookup_tables", "other")
+LABELS = {"weights": "weights", "biases_requantization": "biases and requantization",
+          "lookup_tables": "lookup tables", "other": "other constants"}
+WEIGHTS = {"weights", "weights4", "fw", "w_x", "w_h"}
+BIASES = {"bias", "mult", "shift", "rq", "bias_x", "mult_x", "shift_x", "mult_h", "shift_h", "wb", "rb"}
+TABLES = re.compile(r"^(table\d*|lut\d+|exp_table|log_table|sigmoid|tanh)$")
+
+
+def kind_of(key: str) -> str:
+    """The kind of constant an op's array key holds (an unknown key counts as `other`, never dropped)."""
+    if key in WEIGHTS:
+        return "weights"
+    if key in BIASES:
+        return "biases_requantization"
+    return "lookup_tables" if TABLES.match(key) else "other"
+
+
+def op_arrays(op: Op) -> dict:
+    """The constant arrays the C call of op declares (a fast kernel's own when lowering chose one)."""
+    if op.lowered:
+        return op.lowered["arrays"]
+    d = REGISTRY.get(op.kind)
+    return {**op.arrays, **(d.c_arrays(op) if d is not None and d.c_arrays else {})}
+
+
+def breakdown(graph: Graph) -> dict:
+    """Bytes of constants in flash by kind, and their total."""
+    out = dict.fromkeys(KINDS, 0)
+    for op in graph.ops:
+        if REGISTRY.get(op.kind) is not None and REGISTRY[op.kind].alias:
+            continue
+        for key, a in op_arrays(op).items():
+            out[kind_of(key)] += int(a.nbytes)
+    out["total"] = sum(out[k] for k in KINDS)
+    return out
+
+
+def describe(b: dict) -> str:
+    """'constants 12,345 bytes: weights 9,000, biases and requantization 2,000, lookup tables 1,345'."""
+    parts = [f"{LABELS[k]} {b[k]:,}" for k in KINDS if b[k] or k == "weights"]
+    return f"constants {b['total']:,} bytes in flash: " + ", ".join(parts)
