@@ -28,10 +28,15 @@ void edgec_softmax_s8(int32_t rows, int32_t cols, const uint32_t *exp_table, con
         int8_t *y = output + r * cols;
         int32_t m;
         const uint64_t sum = edgec_exp_sum(x, cols, exp_table, &m), two_sum = 2u * sum;
+        /* q = floor(num / two_sum), num = e * 512 + sum < 2^34 + cols * 2^24: one 64-bit division per row,
+         * not per element. r = floor(2^48 / two_sum) makes (num * r) >> 48 either q or q - 1 (num < 2^48),
+         * and one multiply tells which: exact, the same q as the division. */
+        const uint64_t r = ((uint64_t)1 << 48) / two_sum;
         for (i = 0; i < cols; ++i) {
-            const uint64_t e = exp_table[m - x[i]];
-            const int32_t q = (int32_t)((e * 512u + sum) / two_sum) - 128;
-            y[i] = (int8_t)(q > 127 ? 127 : q);
+            const uint64_t num = (uint64_t)exp_table[m - x[i]] * 512u + sum;
+            uint64_t q = (num * r) >> 48;
+            q += (q + 1u) * two_sum <= num;
+            y[i] = (int8_t)(q > 255u ? 127 : (int32_t)q - 128);
         }
     }
 }
