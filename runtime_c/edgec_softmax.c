@@ -28,14 +28,21 @@ void edgec_softmax_s8(int32_t rows, int32_t cols, const uint32_t *exp_table, con
         int8_t *y = output + r * cols;
         int32_t m;
         const uint64_t sum = edgec_exp_sum(x, cols, exp_table, &m), two_sum = 2u * sum;
-        /* q = floor(num / two_sum), num = e * 512 + sum < 2^34 + cols * 2^24: one 64-bit division per row,
-         * not per element. r = floor(2^48 / two_sum) makes (num * r) >> 48 either q or q - 1 (num < 2^48),
-         * and one multiply tells which: exact, the same q as the division. */
-        const uint64_t r = ((uint64_t)1 << 48) / two_sum;
-        for (i = 0; i < cols; ++i) {
-            const uint64_t num = (uint64_t)exp_table[m - x[i]] * 512u + sum;
-            uint64_t q = (num * r) >> 48;
-            q += (q + 1u) * two_sum <= num;
+        /* q = floor(num / two_sum), num = e * 512 + sum, without a division per element: recip <= 2^48 /
+         * two_sum (one 32-bit division per row) is close enough, when the table's entry 0 is 2^24 (so
+         * two_sum >= 2^25) and none is larger, that (num * recip) >> 48 is q or q - 1; one multiply tells
+         * which. The same q as the division, bit for bit. */
+        const uint32_t recip = 0xffffffffu / ((uint32_t)(two_sum >> 16) + 1u);
+        const uint64_t base = sum * recip;
+        for (i = 0; i < cols && two_sum < (1u << 25); ++i) {      /* a table without exp(0) = 2^24 */
+            const int32_t q = (int32_t)(((uint64_t)exp_table[m - x[i]] * 512u + sum) / two_sum) - 128;
+            y[i] = (int8_t)(q > 127 ? 127 : q);
+        }
+        for (; i < cols; ++i) {
+            const uint32_t e = exp_table[m - x[i]];
+            const uint64_t num = (uint64_t)e * 512u + sum;
+            uint32_t q = (uint32_t)((((uint64_t)e * recip << 9) + base) >> 48);
+            q += (uint64_t)(q + 1u) * two_sum <= num;
             y[i] = (int8_t)(q > 255u ? 127 : (int32_t)q - 128);
         }
     }
