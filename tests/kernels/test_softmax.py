@@ -39,8 +39,9 @@ def test_softmax_random(ck):
 
 
 def test_softmax_division_by_row_reciprocal(ck):
-    """The C kernel divides by one reciprocal per row with a one-step correction: the same quotient as the
-    twin's division for any table (not only monotone exp tables: every 2^-48 rounding case), short and long rows,
+    """The C kernel divides by one reciprocal per row with a one-step correction (32-bit for rows summing below
+    2^32, 64-bit beyond): the same quotient as the twin's division for any table (not only monotone exp
+    tables: every rounding case of the reciprocal), short and long rows,
     and sums whose quotient lands exactly on an integer (a table entry of 0 next to the maximum's 2^24)."""
     rng = np.random.default_rng(51)
     for cols in (1, 2, 3, 8, 17, 255, 4000):
