@@ -27,7 +27,7 @@ void edgec_layer_norm_s8(const edgec_layer_norm_params *p, const int16_t *gamma,
         const int8_t *x = input + r * cols;
         int8_t *y = output + r * cols;
         int32_t s1 = 0, s2 = 0, e = 0, sh;
-        int64_t v, half;
+        int64_t v, step, base;
         uint32_t inv;
         for (i = 0; i < cols; ++i) {
             const int32_t d = x[i] - zp;
@@ -46,9 +46,11 @@ void edgec_layer_norm_s8(const edgec_layer_norm_params *p, const int16_t *gamma,
         }
         inv = 0x80000000u / edgec_isqrt30((uint32_t)v);
         sh = 31 - p->frac_bits - e;
-        half = (int64_t)1 << (sh - 1);
+        /* (cols * d - s1) * inv + 2^(sh-1) as d * step + base: one 32x32 -> 64-bit multiply-add per value */
+        step = (int64_t)cols * inv;
+        base = ((int64_t)1 << (sh - 1)) - (int64_t)(s1 + cols * zp) * inv;
         for (i = 0; i < cols; ++i) {
-            const int64_t t = (int64_t)(cols * (x[i] - zp) - s1) * inv + half;
+            const int64_t t = x[i] * step + base;
             /* floor division by 2^sh, without right-shifting a negative value */
             const int64_t q = t >= 0 ? t >> sh : ~((~t) >> sh);
             const int32_t n = (int32_t)(q < -32768 ? -32768 : (q > 32767 ? 32767 : q));

@@ -12,8 +12,16 @@ static inline uint64_t edgec_exp_sum(const int8_t *x, int32_t cols, const uint32
     for (i = 0; i < cols; ++i) {
         m = x[i] > m ? x[i] : m;
     }
-    for (i = 0; i < cols; ++i) {
-        sum += exp_table[m - x[i]];
+    if (cols < 256) {      /* entries are at most 2^24: the sum fits 32 bits */
+        uint32_t sum32 = 0;
+        for (i = 0; i < cols; ++i) {
+            sum32 += exp_table[m - x[i]];
+        }
+        sum = sum32;
+    } else {
+        for (i = 0; i < cols; ++i) {
+            sum += exp_table[m - x[i]];
+        }
     }
     *max = m;
     return sum;
