@@ -20,18 +20,20 @@ FOLDED = {"Shape", "Size", "ConstantOfShape", "Range"}     # in bodies: computed
 
 def expand_functions(model: onnx.ModelProto, supported: set[str], takes_whole: dict | None = None) -> bool:
     """Replace (in place) every node edgec lacks whose ONNX function body it can build; True if any was.
-    takes_whole: op type -> (node, input rank) -> whether edgec's importer takes that node as it is."""
+    takes_whole: op type -> (node, input rank, constant names) -> whether edgec's importer takes that node as it
+    is."""
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
     g = model.graph
     types = {vi.name: vi.type for vi in list(g.value_info) + list(g.input) + list(g.output)}
     for init in g.initializer:
         types[init.name] = helper.make_tensor_type_proto(init.data_type, list(init.dims))
+    consts = {i.name for i in g.initializer} | {o for n in g.node if n.op_type == "Constant" for o in n.output}
     nodes, changed = [], False
     for k, node in enumerate(g.node):
         body = None
         whole = (takes_whole or {}).get(node.op_type)
         if node.domain in ("", "ai.onnx") and (node.op_type not in supported or
-                                               (whole is not None and not whole(node, _rank(types, node)))):
+                                               (whole is not None and not whole(node, _rank(types, node), consts))):
             body = _body(node, opset, types)
         if body is None or not all(n.op_type in supported | FOLDED for n in body.node):
             nodes.append(node)

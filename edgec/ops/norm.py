@@ -102,11 +102,13 @@ OPS = [
 
 
 # ---- ONNX import
-def takes_whole(node, rank: int | None) -> bool:
-    """Whether `import_layer_norm` takes this LayerNormalization as one op (else its function body is built)."""
+def takes_whole(node, rank: int | None, consts=None) -> bool:
+    """Whether `import_layer_norm` takes this LayerNormalization as one op (else its function body is built):
+    over the last axis, Scale and B constants, no Mean/InvStdDev output."""
     axis = next((a.i for a in node.attribute if a.name == "axis"), -1)
     last = axis == -1 or (rank is not None and axis == rank - 1)
-    return last and len([o for o in node.output if o]) == 1
+    params = all(v in consts for v in node.input[1:] if v) if consts is not None else True
+    return last and params and len([o for o in node.output if o]) == 1
 
 
 def import_layer_norm(cx, node):

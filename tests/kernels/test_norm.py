@@ -65,23 +65,27 @@ def test_twin_tracks_float():
         assert np.abs(got - want).max() <= 1.5 * s_out, cols
 
 
-def _model(shape, axis, mean_output=False):
-    c = shape[axis]
+def _model(shape, axis, mean_output=False, computed_scale=False):
     r = np.random.default_rng(1)
     inits = {"w": r.normal(0, 0.5, (shape[-1], shape[-1])), "g": r.normal(1, 0.2, shape[axis:]),
              "b": r.normal(0, 0.2, shape[axis:])}
     outs = ["y", "mean"] if mean_output else ["y"]
-    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
-             helper.make_node("LayerNormalization", ["h", "g", "b"], outs, axis=axis, epsilon=1e-5, name="ln")]
-    assert c > 0
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm")]
+    if computed_scale:          # a Scale computed in the graph: the body takes it (folded), not the fused op
+        nodes.append(helper.make_node("Sigmoid", ["g0"], ["g"], name="gate"))
+        inits["g0"] = inits.pop("g")
+    nodes.append(helper.make_node("LayerNormalization", ["h", "g", "b"], outs, axis=axis, epsilon=1e-5, name="ln"))
     return make_model(nodes, ("x", list(shape)), ("y", list(shape)), inits, opset=17)
 
 
-@pytest.mark.parametrize("shape,axis,mean_output,whole", [((1, 6, 16), 2, False, True), ((1, 4, 6), 1, False, False),
-                                                          ((1, 5, 8), -1, True, False)])
-def test_onnx_layer_norm_taken_whole_or_expanded(shape, axis, mean_output, whole):
-    """Over the last axis, one op; over another axis or with its Mean output asked for, its function body."""
-    graph = canonicalize.canonicalize(loader.prepare(_model(shape, axis, mean_output), "ln_model"), "ln_model")
+@pytest.mark.parametrize("shape,axis,mean_output,computed,whole", [
+    ((1, 6, 16), 2, False, False, True), ((1, 4, 6), 1, False, False, False), ((1, 5, 8), -1, True, False, False),
+    ((1, 5, 8), -1, False, True, False)])
+def test_onnx_layer_norm_taken_whole_or_expanded(shape, axis, mean_output, computed, whole):
+    """Over the last axis, one op; over another axis, with its Mean output asked for or with a Scale computed at
+    run time, its function body."""
+    model = loader.prepare(_model(shape, axis, mean_output, computed), "ln_model")
+    graph = canonicalize.canonicalize(model, "ln_model")
     assert (sum(op.kind == "layer_norm" for op in graph.ops) == 1) == whole
     assert (len(graph.ops) == 2) == whole
 
