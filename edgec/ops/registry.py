@@ -2,7 +2,7 @@
 knows about it: ONNX import, quantizer, NumPy integer twin, float run, C call, fast-kernel lowering, int16
 variant and properties.
 
-Each family module of edgec/ops (conv, dense, pool, binary, lut, softmax, movement, reduce, resize, convert)
+Each family module of edgec/ops (conv, dense, matmul, pool, binary, lut, softmax, norm, movement, reduce, resize, ...)
 defines its kinds as `OPS = [OpDef(...), ...]` and its ONNX importers as `ONNX = {op_type: import_x}`, where
 `import_x(cx, node)` turns one ONNX node into canonical ops through the canonicalizer `cx`
 (edgec/frontend/canonicalize.py: its public methods are the importers' API).
