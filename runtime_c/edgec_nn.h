@@ -377,6 +377,15 @@ void edgec_add_lut_s8(const edgec_add_lut_params *p, const int32_t *lut1, const 
 void edgec_add_lut_mve_s8(const edgec_add_lut_params *p, const int32_t *lut1, const int32_t *lut2,
                           const edgec_rq *rq, const int8_t *input1, const int8_t *input2, int8_t *output);
 
+/* ================================================================ layer normalization
+ * edgec_norm.c. Over the last axis of [rows][cols]: integer statistics in one pass, the normalized values int16
+ * with frac_bits fraction bits, times gamma (int16) plus beta (int32), requantized (edgec/ops/norm.py). */
+typedef struct {
+    int32_t rows, cols, input_zp, eps_q, frac_bits, mult, shift, output_zp, act_min, act_max;
+} edgec_layer_norm_params;
+void edgec_layer_norm_s8(const edgec_layer_norm_params *p, const int16_t *gamma, const int32_t *beta,
+                         const int8_t *input, int8_t *output);
+
 /* ================================================================ softmax
  * edgec_softmax.c */
 

@@ -12,8 +12,16 @@ static inline uint64_t edgec_exp_sum(const int8_t *x, int32_t cols, const uint32
     for (i = 0; i < cols; ++i) {
         m = x[i] > m ? x[i] : m;
     }
-    for (i = 0; i < cols; ++i) {
-        sum += exp_table[m - x[i]];
+    if (cols < 256) {      /* entries are at most 2^24: the sum fits 32 bits */
+        uint32_t sum32 = 0;
+        for (i = 0; i < cols; ++i) {
+            sum32 += exp_table[m - x[i]];
+        }
+        sum = sum32;
+    } else {
+        for (i = 0; i < cols; ++i) {
+            sum += exp_table[m - x[i]];
+        }
     }
     *max = m;
     return sum;
@@ -28,10 +36,34 @@ void edgec_softmax_s8(int32_t rows, int32_t cols, const uint32_t *exp_table, con
         int8_t *y = output + r * cols;
         int32_t m;
         const uint64_t sum = edgec_exp_sum(x, cols, exp_table, &m), two_sum = 2u * sum;
-        for (i = 0; i < cols; ++i) {
-            const uint64_t e = exp_table[m - x[i]];
-            const int32_t q = (int32_t)((e * 512u + sum) / two_sum) - 128;
+        /* q = floor(num / two_sum), num = e * 512 + sum, without a division per element: recip <= 2^48 /
+         * two_sum (one 32-bit division per row) is close enough, when the table's entry 0 is 2^24 (so
+         * two_sum >= 2^25) and none is larger, that (num * recip) >> 48 is q or q - 1; one multiply tells
+         * which. The same q as the division, bit for bit. A sum below 2^32 does it with recip32 <= 2^40 / sum:
+         * q = round(256 e / sum) is (e * recip32 + 2^31) >> 32 or one more, when (2q + 1) sum <= 512 e. */
+        for (i = 0; i < cols && two_sum < (1u << 25); ++i) {      /* a table without exp(0) = 2^24 */
+            const int32_t q = (int32_t)(((uint64_t)exp_table[m - x[i]] * 512u + sum) / two_sum) - 128;
             y[i] = (int8_t)(q > 127 ? 127 : q);
+        }
+        if (sum >> 32 == 0) {     /* rows of up to 255 values: the same in 32-bit words (mostly) */
+            const uint32_t s32 = (uint32_t)sum, recip32 = 0xffffffffu / ((s32 >> 8) + 1u);
+            for (; i < cols; ++i) {
+                const uint32_t e = exp_table[m - x[i]];
+                uint32_t q = (uint32_t)(((uint64_t)e * recip32 + 0x80000000u) >> 32);
+                q += (uint64_t)(2u * q + 1u) * s32 <= (uint64_t)e << 9;
+                y[i] = (int8_t)(q > 255u ? 127 : (int32_t)q - 128);
+            }
+        }
+        if (i < cols) {
+            const uint32_t recip = 0xffffffffu / ((uint32_t)(two_sum >> 16) + 1u);
+            const uint64_t base = sum * recip;
+            for (; i < cols; ++i) {
+                const uint32_t e = exp_table[m - x[i]];
+                const uint64_t num = (uint64_t)e * 512u + sum;
+                uint32_t q = (uint32_t)((((uint64_t)e * recip << 9) + base) >> 48);
+                q += (uint64_t)(q + 1u) * two_sum <= num;
+                y[i] = (int8_t)(q > 255u ? 127 : (int32_t)q - 128);
+            }
         }
     }
 }

@@ -122,13 +122,14 @@ def test_unsupported_operators_on_constants_are_folded():
 
 
 def test_operators_defined_as_onnx_functions_are_expanded_or_named():
-    """LayerNormalization is built from its ONNX function body (its nodes carry its name); GreaterOrEqual's body
-    needs operators edgec lacks, so it stays and is named itself."""
+    """A LayerNormalization over two axes is built from its ONNX function body (its nodes carry its name; over
+    the last axis alone it is one layer_norm op, tests/kernels/test_norm.py); GreaterOrEqual's body needs
+    operators edgec lacks, so it stays and is named itself."""
     rng = np.random.default_rng(1)
-    nodes = [helper.make_node("LayerNormalization", ["x", "g", "b"], ["n"], axis=-1, name="ln"),
+    nodes = [helper.make_node("LayerNormalization", ["x", "g", "b"], ["n"], axis=1, name="ln"),
              helper.make_node("Relu", ["n"], ["y"], name="relu")]
     model = make_model(nodes, ("x", [1, 6, 16]), ("y", [1, 6, 16]),
-                       {"g": rng.uniform(0.5, 1.5, 16), "b": rng.normal(size=16)}, opset=17)
+                       {"g": rng.uniform(0.5, 1.5, (6, 16)), "b": rng.normal(size=(6, 16))}, opset=17)
     assert "LayerNormalization" not in {n.op_type for n in model.graph.node}
     graph, found = canonicalize.survey(model, "m")
     assert found == [] and {op.kind for op in graph.ops} >= {"reduce", "binary"}

@@ -27,7 +27,7 @@ from edgec.frontend.fold import static_shape
 from edgec.frontend.loader import graph_inputs
 from edgec.frontend.support import CONTROL_FLOW, Problem, problems_message
 from edgec.ir import Graph, Op, Tensor
-from edgec.ops import movement
+from edgec.ops import matmul, movement
 from edgec.ops.registry import FUSABLE, IMPORTERS, SUPPORTED_OPS, WEIGHT_AXIS
 
 
@@ -217,6 +217,7 @@ class _Canonicalizer:
             self._output(k, vi.name)
         self._prune()
         movement.merge_remaps(self.graph)
+        matmul.read_through_views(self.graph)    # attention's q/k/v slices and 1/sqrt(d): no copies
         movement.ensure_kernel(self)
         return self.graph
 

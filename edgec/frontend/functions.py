@@ -18,17 +18,22 @@ EXPANDED = {"LayerNormalization", "RMSNormalization", "CenterCropPad", "ReduceL2
 FOLDED = {"Shape", "Size", "ConstantOfShape", "Range"}     # in bodies: computed at build time only
 
 
-def expand_functions(model: onnx.ModelProto, supported: set[str]) -> bool:
-    """Replace (in place) every node edgec lacks whose ONNX function body it can build; True if any was."""
+def expand_functions(model: onnx.ModelProto, supported: set[str], takes_whole: dict | None = None) -> bool:
+    """Replace (in place) every node edgec lacks whose ONNX function body it can build; True if any was.
+    takes_whole: op type -> (node, input rank, constant names) -> whether edgec's importer takes that node as it
+    is."""
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
     g = model.graph
     types = {vi.name: vi.type for vi in list(g.value_info) + list(g.input) + list(g.output)}
     for init in g.initializer:
         types[init.name] = helper.make_tensor_type_proto(init.data_type, list(init.dims))
+    consts = {i.name for i in g.initializer} | {o for n in g.node if n.op_type == "Constant" for o in n.output}
     nodes, changed = [], False
     for k, node in enumerate(g.node):
         body = None
-        if node.domain in ("", "ai.onnx") and node.op_type not in supported:
+        whole = (takes_whole or {}).get(node.op_type)
+        if node.domain in ("", "ai.onnx") and (node.op_type not in supported or
+                                               (whole is not None and not whole(node, _rank(types, node), consts))):
             body = _body(node, opset, types)
         if body is None or not all(n.op_type in supported | FOLDED for n in body.node):
             nodes.append(node)
@@ -39,6 +44,11 @@ def expand_functions(model: onnx.ModelProto, supported: set[str]) -> bool:
         del g.node[:]
         g.node.extend(nodes)
     return changed
+
+
+def _rank(types: dict, node: onnx.NodeProto) -> int | None:
+    t = types.get(node.input[0]) if node.input else None
+    return len(t.tensor_type.shape.dim) if t is not None and t.tensor_type.HasField("shape") else None
 
 
 def _body(node: onnx.NodeProto, opset: int | None, types: dict) -> onnx.FunctionProto | None:

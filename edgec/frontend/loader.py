@@ -13,7 +13,7 @@ from edgec.limits import check_bytes
 from edgec.frontend import fold, functions, opsets, qdq
 from edgec.frontend.fold import static_shape  # noqa: F401  (edgec.api and tests read loader.static_shape)
 from edgec.ops import recurrent
-from edgec.ops.registry import SUPPORTED_OPS
+from edgec.ops.registry import SUPPORTED_OPS, TAKES_WHOLE
 
 
 def load_model(path: str | Path) -> onnx.ModelProto:
@@ -91,7 +91,7 @@ def prepare(model: onnx.ModelProto, where: str | Path = "model") -> onnx.ModelPr
     try:
         onnx.checker.check_model(model)
         model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
-        if functions.expand_functions(model, SUPPORTED_OPS):   # e.g. LayerNormalization: its ONNX body
+        if functions.expand_functions(model, SUPPORTED_OPS, TAKES_WHOLE):   # e.g. LayerNormalization: its ONNX body
             model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
         model = fold.fold_constants(model)   # shapes computed in the graph (PyTorch's exporter): folded
     except EdgecError:

@@ -242,15 +242,16 @@ def _add_constant(cx, node, x, c):
     prod = cx.fusable_producer(x)
     xshape = cx.shape(x, node)
     per_channel = None
-    try:
-        full = np.broadcast_to(c.astype(np.float32), xshape).reshape(xshape[0], xshape[1], -1) \
-            if len(xshape) >= 3 else np.broadcast_to(c.astype(np.float32), xshape).reshape(1, -1, 1)
-        if np.all(full == full[:, :, :1]):
-            per_channel = full[0, :, 0].copy()
-    except ValueError:
-        pass
+    if prod is not None and xshape:      # weighted ops write channels last: the bias runs along that axis
+        axis = cx.values[x][1][-1]
+        try:
+            full = np.moveaxis(np.broadcast_to(c.astype(np.float32), xshape), axis, -1).reshape(-1, xshape[axis])
+            if np.all(full == full[:1]):
+                per_channel = full[0].copy()
+        except ValueError:
+            pass
     if prod is None or not cx.is_weighted(prod.kind) or prod.attrs["act"] != NO_ACT or per_channel is None \
-            or tuple(cx.shape(node.output[0], node)) != tuple(xshape):
+            or per_channel.size != np.asarray(prod.attrs["bias"]).size or tuple(cx.shape(node.output[0], node)) != tuple(xshape):
         return False
     prod.attrs["bias"] = (prod.attrs["bias"] + per_channel).astype(np.float32)
     cx.rename_output(prod, x, node.output[0], cx.values[x][1])

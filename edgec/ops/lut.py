@@ -172,6 +172,19 @@ def table(fn: str, params: dict, consts, in_scale: float, in_zp: int, out_scale:
     return np.asarray(rows, np.int8).reshape(-1)
 
 
+def scalar_factor(op: Op) -> float | None:
+    """c when `op` is x * c (or x / c) for one positive constant c, else None: a product reading x instead may
+    scale its own multiplier by c."""
+    a = op.attrs
+    if op.kind != "lut" or a.get("fn") not in ("mul_c", "div_c") or a.get("count", 1) != 1 or a.get("fparams") \
+            or a.get("consts") is None or np.asarray(a["consts"]).size != 1:
+        return None
+    c = float(np.asarray(a["consts"]).reshape(-1)[0])
+    if not np.isfinite(c) or c <= 0:
+        return None
+    return c if a["fn"] == "mul_c" else 1.0 / c
+
+
 # ---- ONNX import
 def emit_lut(cx, node, x, y, fn, params=None, consts=None, count=1, inner=1) -> None:
     """y = fn(x) as a table (`count` tables, one per constant, each used for `inner` elements in a row)."""

@@ -11,7 +11,7 @@ import numpy as np
 
 from edgec.errors import node_error
 from edgec.ir import NO_ACT, Op, Tensor
-from edgec.ops import cemit, fast, movement
+from edgec.ops import cemit, fast, lut, movement
 from edgec.ops.opdef import CallSite, OpDef
 from edgec.quant.scheme import act_range, quantize_multiplier, requantize
 
@@ -22,8 +22,9 @@ STRIDES = ("a_batch_stride", "a_row_stride", "a_col_stride", "b_batch_stride", "
 # ---- quantize ---------------------------------------------------------------------------------
 def quantize_matmul(op: Op, ins: list[Tensor], out: Tensor) -> None:
     a = op.attrs
-    mult, shift = quantize_multiplier(ins[0].scale * ins[1].scale / out.scale)
+    mult, shift = quantize_multiplier(a.get("alpha", 1.0) * ins[0].scale * ins[1].scale / out.scale)
     op.params = dict(batch=a["batch"], m=a["m"], k=a["k"], n=a["n"], **{s: a[s] for s in STRIDES},
+                     a_offset=a.get("a_offset", 0), b_offset=a.get("b_offset", 0),
                      a_zp=ins[0].zero_point, b_zp=ins[1].zero_point,
                      mult=mult, shift=shift, output_zp=out.zero_point, **act_range(op, out))
 
@@ -37,8 +38,8 @@ def _gather(flat, batch, rows, cols, bs, rs, cs):
 
 def _operands(p: dict, a, b):
     bt, m, k, n = (int(p[f]) for f in ("batch", "m", "k", "n"))
-    am = _gather(np.asarray(a).reshape(-1), bt, m, k, *(int(p[s]) for s in STRIDES[0:3]))
-    bm = _gather(np.asarray(b).reshape(-1), bt, k, n, *(int(p[s]) for s in STRIDES[3:6]))
+    am = _gather(np.asarray(a).reshape(-1)[int(p.get("a_offset", 0)):], bt, m, k, *(int(p[s]) for s in STRIDES[0:3]))
+    bm = _gather(np.asarray(b).reshape(-1)[int(p.get("b_offset", 0)):], bt, k, n, *(int(p[s]) for s in STRIDES[3:6]))
     return am, bm
 
 
@@ -66,7 +67,7 @@ def run_matmul(op: Op, inputs: list) -> np.ndarray:
 def float_matmul(op: Op, inputs: list):
     am, bm = _operands(op.attrs, np.asarray(inputs[0], np.float64), np.asarray(inputs[1], np.float64))
     lo, hi = op.attrs.get("act", (-np.inf, np.inf))
-    return _scatter(op.attrs, np.clip(np.matmul(am, bm), lo, hi))
+    return _scatter(op.attrs, np.clip(np.matmul(am, bm) * op.attrs.get("alpha", 1.0), lo, hi))
 
 
 def macs(op: Op, out: Tensor) -> int:
@@ -75,12 +76,17 @@ def macs(op: Op, out: Tensor) -> int:
 
 
 # ---- C ------------------------------------------------------------------------------------------
+def _operand(pointer: str, offset) -> str:
+    return f"{pointer} + {int(offset)}" if int(offset) else pointer
+
+
 def c_matmul(op: Op, site: CallSite) -> str:
+    a = _operand(site.inputs[0], op.params.get("a_offset", 0))
+    b = _operand(site.inputs[1], op.params.get("b_offset", 0))
     if op.lowered:
-        call = (f"edgec_matmul_fast_s8(&p, {site.inputs[0]}, {site.inputs[1]}, {site.scratch}, "
-                f"{site.output});")
+        call = f"edgec_matmul_fast_s8(&p, {a}, {b}, {site.scratch}, {site.output});"
         return cemit.with_params("edgec_matmul_fast_params", op.lowered["params"], call)
-    call = f"edgec_matmul_s8(&p, {site.inputs[0]}, {site.inputs[1]}, {site.output});"
+    call = f"edgec_matmul_s8(&p, {a}, {b}, {site.output});"
     return cemit.with_params("edgec_matmul_params", op.params, call, only_fields=True)
 
 
@@ -105,6 +111,62 @@ OPS = [
     OpDef("matmul", "matmul", quantize_matmul, run_matmul, float_matmul, c_matmul, fuses_activation=True,
           macs=macs, lower=lower_matmul, code_bytes=900),
 ]
+
+
+# ---- after the graph is built: operands read where their bytes already are
+def read_through_views(g) -> None:
+    """Each operand of a product that is a slice/reshape/permutation of another tensor (a Split of the fused
+    in_proj, a head Reshape) or that tensor times one positive constant (q / sqrt(d)) is read in place through
+    an offset and strides, the constant going into the product's multiplier; ops left without readers go."""
+    for op in [o for o in g.ops if o.kind == "matmul"]:
+        for i, (first, size) in enumerate(((0, (op.attrs["m"], op.attrs["k"])), (3, (op.attrs["k"], op.attrs["n"])))):
+            _read_through(g, op, i, first, size)
+    live, keep = {g.output}, []
+    for o in reversed(g.ops):
+        if o.output in live:
+            keep.append(o)
+            live.update(o.inputs)
+    g.ops = keep[::-1]
+    g.tensors = {k: v for k, v in g.tensors.items() if k in live}
+
+
+def _read_through(g, op: Op, i: int, first: int, size: tuple) -> None:
+    a, side = op.attrs, "ab"[i]
+    strides = [int(a[s]) for s in STRIDES[first:first + 3]]
+    idx = int(a.get(f"{side}_offset", 0)) + _gather(np.arange(g.tensors[op.inputs[i]].size), int(a["batch"]),
+                                                   int(size[0]), int(size[1]), *strides)
+    tensor, alpha = op.inputs[i], 1.0
+    while tensor != g.input and tensor != g.output:
+        prod = g.producer(tensor)
+        if prod is None:
+            break
+        factor = lut.scalar_factor(prod)
+        moved = None if factor is not None else movement.source_index(prod, g.tensors[tensor].size)
+        if factor is None and moved is None:
+            break
+        idx = idx if moved is None else moved[idx]
+        alpha *= 1.0 if factor is None else factor
+        tensor = prod.inputs[0]
+    if tensor == op.inputs[i]:
+        return
+    fit = _affine(idx)
+    if fit is None:
+        return
+    op.inputs[i] = tensor
+    a[f"{side}_offset"] = fit[0]
+    for name, st in zip(STRIDES[first:first + 3], fit[1:]):
+        a[name] = st
+    a["alpha"] = a.get("alpha", 1.0) * alpha
+
+
+def _affine(idx: np.ndarray):
+    """(offset, batch, row, column strides) with idx[b, r, c] = offset + b*bs + r*rs + c*cs, or None."""
+    base = int(idx[0, 0, 0])
+    st = [int(idx[tuple(int(ax == d) for d in range(3))]) - base if idx.shape[ax] > 1 else 0 for ax in range(3)]
+    grid = np.indices(idx.shape)
+    if not np.array_equal(idx, base + sum(s * g for s, g in zip(st, grid))):
+        return None
+    return base, *st
 
 
 # ---- ONNX import (a MatMul of two activations; edgec/ops/dense.py takes constant weights)

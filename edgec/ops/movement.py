@@ -250,6 +250,23 @@ def ensure_kernel(cx) -> None:
         cx.graph.output = out
 
 
+def source_index(op: Op, size: int) -> np.ndarray | None:
+    """For an op that only moves bytes (a view, or a remap without padding): the flat index in its input of
+    each of its `size` output elements, else None (a kernel may then read the input in place)."""
+    if op.kind == "reshape":
+        return np.arange(size, dtype=np.int64)
+    if op.kind != "remap":
+        return None
+    dims = [int(d) for d in op.attrs["dims"]]
+    total = np.zeros(dims, np.int64)
+    for k, t in enumerate(op.attrs["tables"]):
+        shape = [1] * len(dims)
+        shape[k] = dims[k]
+        total = total + np.asarray(t, np.int64).reshape(shape)
+    total = total.reshape(-1)
+    return total if total.size == size and total.min() >= 0 else None
+
+
 def merge_remaps(g) -> None:
     """A remap reading only another remap's output becomes one remap (Slice -> Slice -> Resize, Pad ->
     Slice, ... as exporters write them): one pass over the data instead of several."""

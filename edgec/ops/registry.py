@@ -2,7 +2,7 @@
 knows about it: ONNX import, quantizer, NumPy integer twin, float run, C call, fast-kernel lowering, int16
 variant and properties.
 
-Each family module of edgec/ops (conv, dense, pool, binary, lut, softmax, movement, reduce, resize, convert)
+Each family module of edgec/ops (conv, dense, matmul, pool, binary, lut, softmax, norm, movement, reduce, resize, ...)
 defines its kinds as `OPS = [OpDef(...), ...]` and its ONNX importers as `ONNX = {op_type: import_x}`, where
 `import_x(cx, node)` turns one ONNX node into canonical ops through the canonicalizer `cx`
 (edgec/frontend/canonicalize.py: its public methods are the importers' API).
@@ -14,12 +14,12 @@ Adding an operator: docs/design.md, "Adding an operator".
 from __future__ import annotations
 
 from edgec.ir import Graph, Op
-from edgec.ops import (binary, concat, conv, convert, cumsum, dense, lut, matmul, movement, pool, rearrange, recurrent,
-                       reduce, resize, softmax)
+from edgec.ops import (binary, concat, conv, convert, cumsum, dense, lut, matmul, movement, norm, pool, rearrange,
+                       recurrent, reduce, resize, softmax)
 from edgec.ops.opdef import OpDef
 
 MODULES = (movement, concat, rearrange, lut, pool, conv, dense, matmul, binary, softmax, reduce, cumsum, resize, convert,
-           recurrent)
+           recurrent, norm)
 
 REGISTRY: dict[str, OpDef] = {}
 for _m in MODULES:
@@ -36,6 +36,9 @@ assert len(IMPORTERS) == sum(len(_m.ONNX) for _m in MODULES), "an ONNX op type i
 TFLITE_IMPORTERS = {op: fn for _m in MODULES for op, fn in getattr(_m, "TFLITE", {}).items()}
 DRIVER_OPS = {"Constant", "Shape"}     # the canonicalizer handles these itself (constants at build time)
 SUPPORTED_OPS = frozenset(IMPORTERS) | DRIVER_OPS
+# ONNX op type -> `takes_whole(node, rank)`: whether its importer takes this node, else the loader builds the
+# operator's ONNX function body (edgec/frontend/functions.py)
+TAKES_WHOLE = {op: fn for _m in MODULES for op, fn in getattr(_m, "TAKES_WHOLE", {}).items()}
 
 
 # per-kind tables the stages use, derived from the registry

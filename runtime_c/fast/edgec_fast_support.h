@@ -56,6 +56,14 @@ EDGEC_INLINE uint32_t E_SXTB16_ROR8(uint32_t x)
     __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
     return r;
 }
+/* SXTAB16: the same two bytes added to the two int16 lanes of a (no carry between lanes) */
+#define E_SXTAB16(a, x) ((uint32_t)__sxtab16((int32_t)(a), (int32_t)(x)))
+EDGEC_INLINE uint32_t E_SXTAB16_ROR8(uint32_t a, uint32_t x)
+{
+    uint32_t r;
+    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(x));
+    return r;
+}
 /* Two words at p + off in one LDRD (gcc 12 splits 64-bit loads into two LDRs in these loops). */
 #define E_LDRD(lo, hi, p, off)                                                                     \
     __asm__("ldrd %0, %1, [%2, %3]"                                                                \
@@ -71,6 +79,12 @@ EDGEC_INLINE uint32_t E_SXTB16(uint32_t x)
            ((uint32_t)(uint16_t)(int16_t)(int8_t)(uint8_t)((x >> 16) & 0xffu) << 16);
 }
 EDGEC_INLINE uint32_t E_SXTB16_ROR8(uint32_t x) { return E_SXTB16((x >> 8) | (x << 24)); }
+EDGEC_INLINE uint32_t E_SXTAB16(uint32_t a, uint32_t x)
+{
+    const uint32_t w = E_SXTB16(x);
+    return ((a + w) & 0xffffu) | ((((a >> 16) + (w >> 16)) & 0xffffu) << 16);
+}
+EDGEC_INLINE uint32_t E_SXTAB16_ROR8(uint32_t a, uint32_t x) { return E_SXTAB16(a, (x >> 8) | (x << 24)); }
 EDGEC_INLINE int32_t E_SMLAD(uint32_t a, uint32_t b, int32_t acc)
 {
     return acc + e_lo(a) * e_lo(b) + e_hi(a) * e_hi(b);

@@ -3,6 +3,8 @@
  * transposed ([n][k], k even) in scratch, so every dot product reads two contiguous int16 rows; A's rows are
  * widened the same way two at a time; a 2x2 block of outputs takes 4 SMLADs per 2 k-steps. Any strides
  * (element units) on A, B and the output, so a Transpose before or after the product is a view, not a copy. */
+#include <string.h>
+
 #include "edgec_fast_support.h"
 
 #ifdef EDGEC_DSP
@@ -13,11 +15,32 @@
 #define EDGEC_MM_DOT(acc, x, y) ((acc) += EDGEC_MM_LO(x) * EDGEC_MM_LO(y) + EDGEC_MM_HI(x) * EDGEC_MM_HI(y))
 #endif
 
-/* `len` int8 values at stride `stride`, minus zp, as int16 (padded with one 0 to an even count). */
+/* `len` int8 values at stride `stride`, minus zp, as int16 (padded with one 0 to an even count), each full
+ * group of 4 in the order SXTB16 makes (x0, x2, x1, x3): both operands of a dot product are widened the same
+ * way, so the order does not change the sum. A contiguous run (stride 1) takes 4 values per word on the DSP
+ * path (SXTAB16 adds -zp to both lanes). */
 static void edgec_mm_widen(const int8_t *src, int32_t stride, int32_t len, int32_t zp, int16_t *dst)
 {
-    int32_t i;
-    for (i = 0; i < len; ++i, src += stride) dst[i] = (int16_t)((int32_t)*src - zp);
+    int32_t i = 0;
+#ifdef EDGEC_DSP
+    if (stride == 1) {
+        const uint32_t nzp = (uint32_t)(uint16_t)(int16_t)-zp * 0x00010001u;
+        edgec_w32 *d = (edgec_w32 *)(void *)dst;
+        for (; i + 4 <= len; i += 4, src += 4, d += 2) {
+            uint32_t v;
+            memcpy(&v, src, 4);
+            d[0] = E_SXTAB16(nzp, v);
+            d[1] = E_SXTAB16_ROR8(nzp, v);
+        }
+    }
+#endif
+    for (; i + 4 <= len; i += 4, src += 4 * stride) {
+        dst[i] = (int16_t)((int32_t)src[0] - zp);
+        dst[i + 1] = (int16_t)((int32_t)src[2 * stride] - zp);
+        dst[i + 2] = (int16_t)((int32_t)src[stride] - zp);
+        dst[i + 3] = (int16_t)((int32_t)src[3 * stride] - zp);
+    }
+    for (; i < len; ++i, src += stride) dst[i] = (int16_t)((int32_t)*src - zp);
     if (len & 1) dst[len] = 0;
 }
 

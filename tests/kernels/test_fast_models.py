@@ -70,6 +70,14 @@ def test_transformer_example_attention_fast_and_views(tmp_path):
     _, graph, _ = api.compile_model(ex / "model.onnx", ex / "calib.npz")
     kinds = [op.kind for op in graph.ops]
     assert kinds.count("matmul") == 2 and "transpose" not in kinds
+    # in_proj's bias is its own (no table per channel), q, k and v are read where in_proj wrote them (no Split
+    # copies) and q's 1/sqrt(8) is in the scores' multiplier (no table): in_proj, scores, softmax, context
+    attention = kinds[kinds.index("fully_connected_rows", 1):kinds.index("matmul") + 3]
+    assert attention == ["fully_connected_rows", "matmul", "softmax", "matmul"], attention
+    scores = next(op for op in graph.ops if op.kind == "matmul")
+    assert scores.inputs[0] == scores.inputs[1] and scores.attrs["b_offset"] == 16
+    assert scores.attrs["alpha"] == pytest.approx(8 ** -0.5)
+    assert kinds.count("layer_norm") == 2 and kinds.count("reduce") == 1    # each LayerNormalization: one op
     assert all(op.lowered for op in graph.ops if op.kind in ("matmul", "fully_connected_rows"))
     from edgec.data import load_dataset
     data = load_dataset(ex / "test.npz", graph.input_onnx_shape, 12)

@@ -18,7 +18,8 @@ from edgec.quant.scheme import quantize_multiplier
 def _case(rng):
     """Random sizes, zero points and a layout for each operand: row-major or transposed, batch broadcast or
     not; the output contiguous or transposed ([m][batch][n], as attention's context is read back)."""
-    batch, m, k, n = (int(v) for v in rng.integers(1, 7, 4))
+    batch, m, n = (int(v) for v in rng.integers(1, 7, 3))
+    k = int(rng.integers(1, 14))      # groups of 4 widened together (contiguous: one word each) and the rest
     p = dict(batch=batch, m=m, k=k, n=n)
     a_bc, b_bc = rng.random() < 0.2, rng.random() < 0.2
     if rng.random() < 0.5:
@@ -95,3 +96,35 @@ def test_matmul_lowering_declines(k, scale):
              b_row_stride=2, b_col_stride=1, out_batch_stride=0, out_row_stride=2, out_col_stride=1, a_zp=0,
              b_zp=0, mult=mult, shift=shift, output_zp=0, act_min=-128, act_max=127)
     assert matmul.lower_matmul(Op("matmul", "mm", [], "y", params=p)) is None
+
+
+@pytest.mark.parametrize("scale", [0.5, -0.5])
+def test_operands_read_where_they_lie(scale, tmp_path):
+    """q and k Split from one activation and q scaled by a constant: with a positive constant both products'
+    operands are the Split's input itself (offset 0 and 6 into each row, the constant in the multiplier: no
+    copy, no table); a negative one keeps its table (a scale must stay positive). The reference kernel takes
+    the offsets (no lowering here), bit for bit against the twin, and the result tracks onnxruntime."""
+    from onnx import helper
+    from conftest import check_generated_c, make_model
+    from edgec.frontend import canonicalize
+    from edgec.quant import calibrate, quantize, reference, scheme
+    nodes = [helper.make_node("Split", ["x", "split"], ["q", "k"], axis=-1, name="split"),
+             helper.make_node("Mul", ["q", "c"], ["qs"], name="qs"),
+             helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1], name="kt"),
+             helper.make_node("MatMul", ["qs", "kt"], ["y"], name="scores")]
+    model = make_model(nodes, ("x", [1, 5, 12]), ("y", [1, 5, 5]),
+                       {"split": np.array([6, 6], np.int64), "c": np.array(scale, np.float32)})
+    graph = canonicalize.canonicalize(model, "qk")
+    mm = graph.ops[-1]
+    assert mm.inputs[1] == graph.input and mm.attrs["b_offset"] == 6
+    assert (mm.inputs[0] == graph.input and mm.attrs["alpha"] == scale) == (scale > 0)
+    assert (len(graph.ops) == 1) == (scale > 0)
+    if scale < 0:
+        return
+    x = np.random.default_rng(4).normal(0, 1, (16, 5, 12)).astype(np.float32)
+    quantize.quantize(graph, calibrate.calibrate(model, x, [t.source for t in graph.tensors.values()]))
+    want = calibrate.run_float(model, x[:1])[0]
+    got = scheme.dequantize(graph.tensors[graph.output],
+                            reference.run(graph, scheme.quantize_input(graph.tensors[graph.input], x[0])))
+    assert np.abs(got.reshape(want.shape) - want).max() <= 0.05 * np.ptp(want)
+    check_generated_c(graph, x[:4], tmp_path)

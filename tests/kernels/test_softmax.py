@@ -38,6 +38,20 @@ def test_softmax_random(ck):
     assert np.max(np.abs(got - np.minimum(f, 255 / 256))) <= 1 / 256 + 1e-6
 
 
+def test_softmax_division_by_row_reciprocal(ck):
+    """The C kernel divides by one reciprocal per row with a one-step correction (32-bit for rows summing below
+    2^32, 64-bit beyond): the same quotient as the twin's division for any table (not only monotone exp
+    tables: every rounding case of the reciprocal), short and long rows,
+    and sums whose quotient lands exactly on an integer (a table entry of 0 next to the maximum's 2^24)."""
+    rng = np.random.default_rng(51)
+    for cols in (1, 2, 3, 8, 17, 255, 4000):
+        table = rng.integers(0, (1 << 24) + 1, 256).astype(np.uint32)
+        table[0] = 1 << 24
+        table[rng.integers(1, 256, 20)] = 0
+        x = i8(rng, (max(2, 3000 // cols), cols))
+        eq(ck.softmax_s8(x, table), softmax.softmax_s8(x, table))
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_log_softmax(ck, seed):
     (p, s_in, s_out, x, et, lt), _ = log_softmax_resize_cases(seed)

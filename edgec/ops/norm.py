@@ -1,0 +1,133 @@
+"""`layer_norm`: ONNX LayerNormalization over the last axis as one op, int8 in and out, in one pass over each row
+with integer statistics (kernel runtime_c/edgec_norm.c). A LayerNormalization edgec cannot take whole (another
+axis, its Mean/InvStdDev outputs asked for) is expanded into its ONNX function body as before
+(edgec/frontend/functions.py asks `takes_whole`).
+
+The arithmetic, per row of C values x (input zero point z, scale s): d = x - z, S1 = sum d, S2 = sum d^2 (int32),
+V = C*S2 - S1^2 + E with E = round(C^2 * epsilon / s^2), so that (x_i - mean) / sqrt(var + epsilon) is exactly
+(C*d_i - S1) / sqrt(V). sqrt(V) is an integer square root of V scaled by 4^e into [2^28, 2^30) (a 15-bit root),
+its reciprocal inv = 2^31 // root one 32-bit division; the normalized value n_i = (C*d_i - S1) * inv >> sh is
+int16 with F fraction bits (F keeps |n| < 2^15: |normalized| < sqrt(C)). Then gamma and beta as one int16
+multiply and an int32 add (gamma scaled by 2^k, beta by 2^(F+k)), requantized to the output.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from edgec.errors import node_error
+from edgec.ir import NO_ACT, Op, Tensor
+from edgec.ops import cemit, movement
+from edgec.ops.opdef import CallSite, OpDef
+from edgec.quant.scheme import act_range, quantize_multiplier, requantize
+
+EPS_MAX = (1 << 31) - 1     # E is an int32 (an epsilon this large against the input's scale swamps the variance)
+
+
+# ---- quantize ---------------------------------------------------------------------------------
+def frac_bits(cols: int) -> int:
+    """Fraction bits of the normalized values: |n| < sqrt(C) * 2^F <= 2^15."""
+    return 15 - max(0, math.ceil(0.5 * math.log2(cols))) if cols > 1 else 15
+
+
+def quantize_layer_norm(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    a, x = op.attrs, ins[0]
+    cols = int(a["cols"])
+    f = frac_bits(cols)
+    g = np.asarray(a["gamma"], np.float64)
+    b = np.asarray(a["beta"], np.float64)
+    gmax = float(np.abs(g).max())
+    k = min(24, math.floor(math.log2(32767.0 / gmax))) if gmax > 0 else 0
+    while True:
+        gq = np.round(g * 2.0 ** k)
+        bq = np.round(b * 2.0 ** (f + k))
+        mult, shift = quantize_multiplier(2.0 ** -(f + k) / out.scale)
+        if (np.abs(bq).max(initial=0) <= (1 << 30) and mult != 0) or k < -30:
+            break
+        k -= 1
+    eps = min(round(cols * cols * float(a["epsilon"]) / (x.scale * x.scale)), EPS_MAX)
+    op.params = dict(rows=int(a["rows"]), cols=cols, input_zp=x.zero_point, eps_q=int(eps), frac_bits=f,
+                     mult=mult, shift=shift, output_zp=out.zero_point, **act_range(op, out))
+    op.arrays["gamma"] = np.clip(gq, -32767, 32767).astype(np.int16)
+    op.arrays["beta"] = np.clip(bq, -(1 << 30), 1 << 30).astype(np.int32)
+
+
+# ---- NumPy integer twin -------------------------------------------------------------------------
+def layer_norm_s8(p: dict, x, gamma, beta) -> np.ndarray:
+    rows, cols = int(p["rows"]), int(p["cols"])
+    d = np.asarray(x, np.int8).reshape(rows, cols).astype(np.int64) - int(p["input_zp"])
+    s1, s2 = d.sum(axis=1), (d * d).sum(axis=1)
+    v = np.maximum(cols * s2 - s1 * s1 + int(p["eps_q"]), 1)
+    n = np.empty((rows, cols), np.int64)
+    for r in range(rows):
+        vr, e = int(v[r]), 0
+        while vr < (1 << 28):
+            vr, e = vr << 2, e + 1
+        while vr >= (1 << 30):
+            vr, e = vr >> 2, e - 1
+        inv = (1 << 31) // math.isqrt(vr)
+        sh = 31 - int(p["frac_bits"]) - e
+        n[r] = (((cols * d[r] - s1[r]) * inv) + (1 << (sh - 1))) >> sh
+    n = np.clip(n, -32768, 32767)
+    acc = n * np.asarray(gamma, np.int64) + np.asarray(beta, np.int64)
+    y = requantize(acc, p["mult"], p["shift"]).astype(np.int64) + int(p["output_zp"])
+    return np.clip(y, int(p["act_min"]), int(p["act_max"])).astype(np.int8).reshape(-1)
+
+
+def run_layer_norm(op: Op, inputs: list) -> np.ndarray:
+    return layer_norm_s8(op.params, inputs[0], op.arrays["gamma"], op.arrays["beta"])
+
+
+def float_layer_norm(op: Op, inputs: list):
+    a = op.attrs
+    x = np.asarray(inputs[0], np.float64).reshape(int(a["rows"]), int(a["cols"]))
+    z = x - x.mean(axis=1, keepdims=True)
+    y = z / np.sqrt((z * z).mean(axis=1, keepdims=True) + float(a["epsilon"])) * a["gamma"] + a["beta"]
+    lo, hi = a.get("act", NO_ACT)
+    return np.clip(y, lo, hi).reshape(-1)
+
+
+# ---- C ------------------------------------------------------------------------------------------
+def c_layer_norm(op: Op, site: CallSite) -> str:
+    call = (f"edgec_layer_norm_s8(&p, {site.arrays['gamma']}, {site.arrays['beta']}, {site.inputs[0]}, "
+            f"{site.output});")
+    return cemit.with_params("edgec_layer_norm_params", op.params, call)
+
+
+OPS = [
+    OpDef("layer_norm", "norm", quantize_layer_norm, run_layer_norm, float_layer_norm, c_layer_norm,
+          fuses_activation=True, in_place=True, code_bytes=600),
+]
+
+
+# ---- ONNX import
+def takes_whole(node, rank: int | None, consts=None) -> bool:
+    """Whether `import_layer_norm` takes this LayerNormalization as one op (else its function body is built):
+    over the last axis, Scale and B constants, no Mean/InvStdDev output."""
+    axis = next((a.i for a in node.attribute if a.name == "axis"), -1)
+    last = axis == -1 or (rank is not None and axis == rank - 1)
+    params = all(v in consts for v in node.input[1:] if v) if consts is not None else True
+    return last and params and len([o for o in node.output if o]) == 1
+
+
+def import_layer_norm(cx, node):
+    x, y = node.input[0], node.output[0]
+    shape = cx.shape(x, node)
+    if not takes_whole(node, len(shape)) or not shape:
+        raise node_error(node, "LayerNormalization is taken over the last axis only, without Mean/InvStdDev")
+    cols = int(shape[-1])
+    gamma = np.broadcast_to(np.asarray(cx.const_input(node, 1), np.float64).reshape(-1), (cols,)).copy()
+    beta = np.broadcast_to(np.asarray(cx.const_input(node, 2, np.zeros(1)), np.float64).reshape(-1), (cols,)).copy()
+    tensor, perm = cx.activation(x, node)
+    if perm[-1] != len(shape) - 1:          # each row's values must lie together
+        perm = movement.identity(len(shape))
+        tensor = cx.as_layout(x, perm, node)
+    out = cx.new_tensor(y, cx.graph.tensors[tensor].shape, y)
+    cx.emit("layer_norm", node, [tensor], out, rows=int(np.prod(shape, dtype=np.int64)) // cols, cols=cols,
+            gamma=gamma, beta=beta, epsilon=float(cx.attr(node, "epsilon", 1e-5)), act=NO_ACT)
+    cx.values[y] = (out, perm)
+
+
+ONNX = {"LayerNormalization": import_layer_norm}
+TAKES_WHOLE = {"LayerNormalization": takes_whole}

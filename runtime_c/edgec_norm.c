@@ -1,0 +1,61 @@
+/* edgec layer normalization over the last axis, portable C99, one pass of integer statistics per row.
+ * Bit-exact with edgec/ops/norm.py (the arithmetic is described there). */
+#include "edgec_nn.h"
+
+/* floor(sqrt(v)) for v in [2^28, 2^30): 15 steps of the bit-by-bit method */
+static uint32_t edgec_isqrt30(uint32_t v)
+{
+    uint32_t root = 0, bit = 1u << 28;
+    while (bit != 0) {
+        if (v >= root + bit) {
+            v -= root + bit;
+            root = (root >> 1) + bit;
+        } else {
+            root >>= 1;
+        }
+        bit >>= 2;
+    }
+    return root;
+}
+
+void edgec_layer_norm_s8(const edgec_layer_norm_params *p, const int16_t *gamma, const int32_t *beta,
+                         const int8_t *input, int8_t *output)
+{
+    const int32_t cols = p->cols, zp = p->input_zp;
+    int32_t r, i;
+    for (r = 0; r < p->rows; ++r) {
+        const int8_t *x = input + r * cols;
+        int8_t *y = output + r * cols;
+        int32_t s1 = 0, s2 = 0, e = 0, sh;
+        int64_t v, step, base;
+        uint32_t inv;
+        for (i = 0; i < cols; ++i) {
+            const int32_t d = x[i] - zp;
+            s1 += d;
+            s2 += d * d;
+        }
+        v = (int64_t)cols * s2 - (int64_t)s1 * s1 + p->eps_q;
+        if (v < 1) v = 1;
+        while (v < ((int64_t)1 << 28)) {
+            v <<= 2;
+            ++e;
+        }
+        while (v >= ((int64_t)1 << 30)) {
+            v >>= 2;
+            --e;
+        }
+        inv = 0x80000000u / edgec_isqrt30((uint32_t)v);
+        sh = 31 - p->frac_bits - e;
+        /* (cols * d - s1) * inv + 2^(sh-1) as d * step + base: one 32x32 -> 64-bit multiply-add per value */
+        step = (int64_t)cols * inv;
+        base = ((int64_t)1 << (sh - 1)) - (int64_t)(s1 + cols * zp) * inv;
+        for (i = 0; i < cols; ++i) {
+            const int64_t t = x[i] * step + base;
+            /* floor division by 2^sh, without right-shifting a negative value */
+            const int64_t q = t >= 0 ? t >> sh : ~((~t) >> sh);
+            const int32_t n = (int32_t)(q < -32768 ? -32768 : (q > 32767 ? 32767 : q));
+            const int32_t acc = edgec_requantize(n * gamma[i] + beta[i], p->mult, p->shift) + p->output_zp;
+            y[i] = (int8_t)edgec_clamp(acc, p->act_min, p->act_max);
+        }
+    }
+}
