@@ -108,3 +108,13 @@ class Graph:
         where an op has one)."""
         return int(sum(a.nbytes for op in self.ops
                        for a in (op.lowered["arrays"] if op.lowered else op.arrays).values()))
+
+    def prune(self) -> None:
+        """Drop ops whose results no output needs, and tensors nothing reads (every input stays, used or not)."""
+        live, keep = set(self.outputs), []
+        for op in reversed(self.ops):
+            if op.output in live:
+                keep.append(op)
+                live.update(op.inputs)
+        self.ops = keep[::-1]
+        self.tensors = {k: v for k, v in self.tensors.items() if k in live or k in self.inputs}

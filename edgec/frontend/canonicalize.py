@@ -215,7 +215,7 @@ class _Canonicalizer:
             return self.graph
         for k, vi in enumerate(self.model.graph.output):
             self._output(k, vi.name)
-        self._prune()
+        self.graph.prune()
         movement.merge_remaps(self.graph)
         matmul.read_through_views(self.graph)    # attention's q/k/v slices and 1/sqrt(d): no copies
         movement.ensure_kernel(self)
@@ -238,16 +238,6 @@ class _Canonicalizer:
             self.graph.more_outputs.append(tensor)
         if len(graph_inputs(self.model)) > 1 or len(self.model.graph.output) > 1:
             self.graph.port_names[tensor], self.graph.port_shapes[tensor] = out, oshape
-
-    def _prune(self) -> None:
-        """Drop ops whose results nobody uses (every input stays, used or not)."""
-        live, keep = set(self.graph.outputs), []
-        for op in reversed(self.graph.ops):
-            if op.output in live:
-                keep.append(op)
-                live.update(op.inputs)
-        self.graph.ops = keep[::-1]
-        self.graph.tensors = {k: v for k, v in self.graph.tensors.items() if k in live or k in self.graph.inputs}
 
     def _node_or_problem(self, index: int, node: onnx.NodeProto) -> None:
         """Canonicalize one node; a node edgec cannot build is recorded as a problem and the survey goes

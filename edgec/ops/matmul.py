@@ -121,13 +121,7 @@ def read_through_views(g) -> None:
     for op in [o for o in g.ops if o.kind == "matmul"]:
         for i, (first, size) in enumerate(((0, (op.attrs["m"], op.attrs["k"])), (3, (op.attrs["k"], op.attrs["n"])))):
             _read_through(g, op, i, first, size)
-    live, keep = {g.output}, []
-    for o in reversed(g.ops):
-        if o.output in live:
-            keep.append(o)
-            live.update(o.inputs)
-    g.ops = keep[::-1]
-    g.tensors = {k: v for k, v in g.tensors.items() if k in live}
+    g.prune()
 
 
 def _read_through(g, op: Op, i: int, first: int, size: tuple) -> None:
@@ -136,7 +130,7 @@ def _read_through(g, op: Op, i: int, first: int, size: tuple) -> None:
     idx = int(a.get(f"{side}_offset", 0)) + _gather(np.arange(g.tensors[op.inputs[i]].size), int(a["batch"]),
                                                    int(size[0]), int(size[1]), *strides)
     tensor, alpha = op.inputs[i], 1.0
-    while tensor != g.input and tensor != g.output:
+    while tensor not in g.inputs and tensor not in g.outputs:
         prod = g.producer(tensor)
         if prod is None:
             break
