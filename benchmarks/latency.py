@@ -47,8 +47,8 @@ TFLM_CMSIS = {"kws": 7_699_303, "vww": 24_102_775, "ic": 29_864_026, "ad": 583_2
 TFLM_REF = {"kws": 43_040_879, "vww": 100_250_960, "ic": 107_400_335, "ad": 1_952_682}
 # issue 15: TFLM + CMSIS-NN's Helium (MVE) kernels, QEMU 7.2 mps3-an547, gcc 12.2 -mcpu=cortex-m55
 TFLM_CMSIS_MVE = {"kws": 1_813_494, "vww": 6_559_155, "ic": 4_912_677, "ad": 150_289}
-TARGET = {"qemu-cortex-m4": (TFLM_CMSIS, 0.7, "TFLM+CMSIS-NN"), "qemu-cortex-m3": (TFLM_REF, 0.5, "TFLM ref"),
-          "qemu-cortex-m3-large": (TFLM_REF, 0.5, "TFLM ref"),
+TARGET = {"qemu-cortex-m4": (TFLM_CMSIS, 0.45, "TFLM+CMSIS-NN"), "qemu-cortex-m3": (TFLM_REF, 0.35, "TFLM ref"),
+          "qemu-cortex-m3-large": (TFLM_REF, 0.35, "TFLM ref"),
           "qemu-cortex-m55": (TFLM_CMSIS_MVE, 0.7, "TFLM+CMSIS-NN (MVE)")}
 
 
@@ -124,7 +124,7 @@ def summary_table(results: dict) -> str:
         unit = "insns" if r["unit"] == "emulated instructions" else r["unit"]
         ref = f"{r['reference']:,d}" if "reference" in r else ""
         ratio = f"{r['ratio']:.2f}" if "ratio" in r else ""
-        target = f"<= {TARGET[r['board']][1]:.1f}" if r["board"] in TARGET else ""
+        target = f"<= {TARGET[r['board']][1]:g}" if r["board"] in TARGET else ""
         cycles = f"{r['cycles']:,.0f}" if r.get("cycles") else ""
         cycles_per_mac = f"{r['cycles'] / r['macs']:.2f}" if r.get("cycles") and r["macs"] else ""
         model_code = f"{r['model_code_bytes']:,d}" if r.get("model_code_bytes") else ""
