@@ -20,6 +20,7 @@ FAKE_H = """\
 #define FAKE_H
 #include <stdint.h>
 #define FAKE_ARENA_BYTES 1024
+#define FAKE_ARENA_PIECES 1u
 #define FAKE_INPUT_BYTES 600
 #define FAKE_OUTPUT_BYTES 300
 #define FAKE_MODEL_HASH "0123456789abcdef"
