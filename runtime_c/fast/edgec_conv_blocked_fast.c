@@ -5,6 +5,7 @@
  * per 4 input channels of the 2x2 block, 4 LDRD and 8 SMLAD (16 MACs). A 1x1, stride-1, unpadded
  * convolution widens the input pixels themselves (no im2col copy). The requantization follows each block
  * directly, from registers. */
+#include "edgec_conv_block2x2.h"
 #include "edgec_conv_taps.h"
 #include "edgec_fast_support.h"
 
@@ -14,55 +15,6 @@
  * pixel 1's (a padded group's columns are never written: their zero weights cancel whatever they hold).
  * One call: all output channels of 2 pixels, requantized from registers and stored to o0[c], o1[c] (for a
  * lone last pixel o1 == o0: the same value stored twice). */
-#ifdef EDGEC_DSP
-#define EDGEC_BLK_GROUP(off)                                                                       \
-    do {                                                                                           \
-        E_LDRD(xa, xb, x, (off));                                                                  \
-        E_LDRD(wa, wb, w, (off));                                                                  \
-        E_LDRD(xc, xd, x, (off) + 2);                                                              \
-        a00 = E_SMLAD(xa, wa, a00);                                                                \
-        a00 = E_SMLAD(xb, wb, a00);                                                                \
-        a10 = E_SMLAD(xc, wa, a10);                                                                \
-        a10 = E_SMLAD(xd, wb, a10);                                                                \
-        E_LDRD(wa, wb, w, (off) + 2);                                                              \
-        a01 = E_SMLAD(xa, wa, a01);                                                                \
-        a01 = E_SMLAD(xb, wb, a01);                                                                \
-        a11 = E_SMLAD(xc, wa, a11);                                                                \
-        a11 = E_SMLAD(xd, wb, a11);                                                                \
-    } while (0)
-#else
-/* tap i of the group for both pixels and both channels (unrolled by hand: gcc keeps a 4-step loop) */
-#define EDGEC_BLK_TAP(i)                                                                           \
-    do {                                                                                           \
-        const int32_t p_ = xs_[(i)], r_ = xs_[4 + (i)], u_ = ws_[(i)], v_ = ws_[4 + (i)];          \
-        a00 += p_ * u_;                                                                            \
-        a10 += r_ * u_;                                                                            \
-        a01 += p_ * v_;                                                                            \
-        a11 += r_ * v_;                                                                            \
-    } while (0)
-#define EDGEC_BLK_GROUP(off)                                                                       \
-    do {                                                                                           \
-        const edgec_h16 *xs_ = (const edgec_h16 *)(const void *)(x + (off));                       \
-        const edgec_h16 *ws_ = (const edgec_h16 *)(const void *)(w + (off));                       \
-        EDGEC_BLK_TAP(0);                                                                          \
-        EDGEC_BLK_TAP(1);                                                                          \
-        EDGEC_BLK_TAP(2);                                                                          \
-        EDGEC_BLK_TAP(3);                                                                          \
-    } while (0)
-#endif
-
-/* Requantize the accumulators of one channel (record q) of both pixels and store them at o0[d], o1[d]: the
- * record's fields are loaded once for the two. */
-#define EDGEC_BLK_STORE(acc0, acc1, q, d, clamp)                                                  \
-    do {                                                                                           \
-        const int32_t m_ = (q)->mult, k_ = (q)->khi, n_ = (q)->neg, s_ = (q)->shift;               \
-        const int32_t t0_ = (acc0) * 2, t1_ = (acc1) * 2;                                          \
-        int32_t v_ = (E_SMMLAR(t0_, m_, k_) + ((t0_ >> 31) & n_)) >> s_;                           \
-        o0[d] = (int8_t)(clamp);                                                                   \
-        v_ = (E_SMMLAR(t1_, m_, k_) + ((t1_ >> 31) & n_)) >> s_;                                   \
-        o1[d] = (int8_t)(clamp);                                                                   \
-    } while (0)
-
 /* All output channels of 2 pixels; `clamp` of v_ to the activation range. */
 #define EDGEC_BLK_PIXELS(name, clamp)                                                              \
     static EDGEC_HOT void name(const edgec_w32 *cols, const edgec_w32 *cend, const edgec_w32 *w,   \
@@ -73,22 +25,17 @@
             const int32_t d1 = out_c > 1; /* channel c + 1 goes to o + 1, a copy to o + 0 */       \
             int32_t a00 = q[0].bias, a01 = q[d1].bias, a10 = a00, a11 = a01;                       \
             const edgec_w32 *x = cols;                                                             \
-            EDGEC_BLK_REGS                                                                         \
+            EDGEC_2X2_REGS                                                                         \
             for (; x < cend; x += 8, w += 8) {                                                     \
-                EDGEC_BLK_GROUP(0);                                                                \
-                EDGEC_BLK_GROUP(4);                                                                \
+                EDGEC_2X2_GROUP(0);                                                                \
+                EDGEC_2X2_GROUP(4);                                                                \
             }                                                                                      \
-            EDGEC_BLK_STORE(a00, a10, q, 0, clamp);                                                \
-            EDGEC_BLK_STORE(a01, a11, q + d1, d1, clamp);                                          \
+            EDGEC_2X2_STORE(a00 * 2, o0, a10 * 2, o1, q, 0, clamp, EDGEC_NEG_ANY);                                        \
+            EDGEC_2X2_STORE(a01 * 2, o0, a11 * 2, o1, q + d1, d1, clamp, EDGEC_NEG_ANY);                                        \
         }                                                                                          \
         (void)lo;                                                                                  \
         (void)hi;                                                                                  \
     }
-#ifdef EDGEC_DSP
-#define EDGEC_BLK_REGS uint32_t xa, xb, xc, xd, wa, wb;
-#else
-#define EDGEC_BLK_REGS
-#endif
 EDGEC_BLK_PIXELS(edgec_blocked_pixels_full, EDGEC_SAT8(v_))
 EDGEC_BLK_PIXELS(edgec_blocked_pixels_clamped, v_ < lo ? lo : (v_ > hi ? hi : v_))
 

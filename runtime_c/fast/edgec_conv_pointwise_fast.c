@@ -9,50 +9,13 @@
  *     requantization multiplies (no shift per output) and the bias seeds the first SMLAD;
  *   - the requantization records of a channel pair are read once for both pixels.
  * Any convolution runs on it (an im2col row per pixel where it is not a plain 1x1); the build uses it for 1x1. */
+#include "edgec_conv_block2x2.h"
 #include "edgec_conv_taps.h"
 #include "edgec_fast_support.h"
 
 /* Weights: for each pair of output channels (c, c + 1; an odd last channel paired with a copy of itself), for each
  * group of 4 taps (t0..t3), the doubled int16 words (w0, w2) (w1, w3) of channel c then of channel c + 1.
  * Columns: for each group, pixel 0's widened words (x0, x2) (x1, x3), then pixel 1's. */
-#ifdef EDGEC_DSP
-#define EDGEC_PW_GROUP(i)                                                                          \
-    do {                                                                                           \
-        E_LDRD(xa, xb, x, 4 * (i));                                                                \
-        E_LDRD(wa, wb, w, 4 * (i));                                                                \
-        E_LDRD(xc, xd, x, 4 * (i) + 2);                                                            \
-        a00 = E_SMLAD(xa, wa, a00);                                                                \
-        a00 = E_SMLAD(xb, wb, a00);                                                                \
-        a10 = E_SMLAD(xc, wa, a10);                                                                \
-        a10 = E_SMLAD(xd, wb, a10);                                                                \
-        E_LDRD(wa, wb, w, 4 * (i) + 2);                                                            \
-        a01 = E_SMLAD(xa, wa, a01);                                                                \
-        a01 = E_SMLAD(xb, wb, a01);                                                                \
-        a11 = E_SMLAD(xc, wa, a11);                                                                \
-        a11 = E_SMLAD(xd, wb, a11);                                                                \
-    } while (0)
-#define EDGEC_PW_REGS uint32_t xa, xb, xc, xd, wa, wb;
-#else
-#define EDGEC_PW_TAP(i)                                                                            \
-    do {                                                                                           \
-        const int32_t p_ = xs_[(i)], r_ = xs_[4 + (i)], u_ = ws_[(i)], v_ = ws_[4 + (i)];          \
-        a00 += p_ * u_;                                                                            \
-        a10 += r_ * u_;                                                                            \
-        a01 += p_ * v_;                                                                            \
-        a11 += r_ * v_;                                                                            \
-    } while (0)
-#define EDGEC_PW_GROUP(i)                                                                          \
-    do {                                                                                           \
-        const edgec_h16 *xs_ = (const edgec_h16 *)(const void *)(x + 4 * (i));                     \
-        const edgec_h16 *ws_ = (const edgec_h16 *)(const void *)(w + 4 * (i));                     \
-        EDGEC_PW_TAP(0);                                                                           \
-        EDGEC_PW_TAP(1);                                                                           \
-        EDGEC_PW_TAP(2);                                                                           \
-        EDGEC_PW_TAP(3);                                                                           \
-    } while (0)
-#define EDGEC_PW_REGS
-#endif
-
 /* a switch case that goes on into the next one, said so for the compilers that check */
 #if defined(__has_attribute)
 #if __has_attribute(fallthrough)
@@ -66,36 +29,23 @@
 /* groups 0 .. n-1 of the current body (n in 1..16; more: all 16), highest first: cases fall through */
 #define EDGEC_PW_GROUPS(n)                                                                         \
     switch (n) {                                                                                   \
-    default: EDGEC_PW_GROUP(15); EDGEC_FALLTHROUGH;                                                \
-    case 15: EDGEC_PW_GROUP(14); EDGEC_FALLTHROUGH;                                                \
-    case 14: EDGEC_PW_GROUP(13); EDGEC_FALLTHROUGH;                                                \
-    case 13: EDGEC_PW_GROUP(12); EDGEC_FALLTHROUGH;                                                \
-    case 12: EDGEC_PW_GROUP(11); EDGEC_FALLTHROUGH;                                                \
-    case 11: EDGEC_PW_GROUP(10); EDGEC_FALLTHROUGH;                                                \
-    case 10: EDGEC_PW_GROUP(9); EDGEC_FALLTHROUGH;                                                 \
-    case 9: EDGEC_PW_GROUP(8); EDGEC_FALLTHROUGH;                                                  \
-    case 8: EDGEC_PW_GROUP(7); EDGEC_FALLTHROUGH;                                                  \
-    case 7: EDGEC_PW_GROUP(6); EDGEC_FALLTHROUGH;                                                  \
-    case 6: EDGEC_PW_GROUP(5); EDGEC_FALLTHROUGH;                                                  \
-    case 5: EDGEC_PW_GROUP(4); EDGEC_FALLTHROUGH;                                                  \
-    case 4: EDGEC_PW_GROUP(3); EDGEC_FALLTHROUGH;                                                  \
-    case 3: EDGEC_PW_GROUP(2); EDGEC_FALLTHROUGH;                                                  \
-    case 2: EDGEC_PW_GROUP(1); EDGEC_FALLTHROUGH;                                                  \
-    case 1: EDGEC_PW_GROUP(0);                                                                     \
+    default: EDGEC_2X2_GROUP(60); EDGEC_FALLTHROUGH;                                                \
+    case 15: EDGEC_2X2_GROUP(56); EDGEC_FALLTHROUGH;                                                \
+    case 14: EDGEC_2X2_GROUP(52); EDGEC_FALLTHROUGH;                                                \
+    case 13: EDGEC_2X2_GROUP(48); EDGEC_FALLTHROUGH;                                                \
+    case 12: EDGEC_2X2_GROUP(44); EDGEC_FALLTHROUGH;                                                \
+    case 11: EDGEC_2X2_GROUP(40); EDGEC_FALLTHROUGH;                                                \
+    case 10: EDGEC_2X2_GROUP(36); EDGEC_FALLTHROUGH;                                                 \
+    case 9: EDGEC_2X2_GROUP(32); EDGEC_FALLTHROUGH;                                                  \
+    case 8: EDGEC_2X2_GROUP(28); EDGEC_FALLTHROUGH;                                                  \
+    case 7: EDGEC_2X2_GROUP(24); EDGEC_FALLTHROUGH;                                                  \
+    case 6: EDGEC_2X2_GROUP(20); EDGEC_FALLTHROUGH;                                                  \
+    case 5: EDGEC_2X2_GROUP(16); EDGEC_FALLTHROUGH;                                                  \
+    case 4: EDGEC_2X2_GROUP(12); EDGEC_FALLTHROUGH;                                                  \
+    case 3: EDGEC_2X2_GROUP(8); EDGEC_FALLTHROUGH;                                                  \
+    case 2: EDGEC_2X2_GROUP(4); EDGEC_FALLTHROUGH;                                                  \
+    case 1: EDGEC_2X2_GROUP(0);                                                                     \
     }
-
-/* Requantize the doubled accumulators t0, t1 of one channel (record q) of both pixels into o0[d], o1[d]; `fix` the
- * correction for a negative accumulator. */
-#define EDGEC_PW_STORE(t0, t1, q, d, clamp, fix)                                                  \
-    do {                                                                                           \
-        const int32_t m_ = (q)->mult, k_ = (q)->khi, s_ = (q)->shift;                              \
-        int32_t v_ = (E_SMMLAR((t0), m_, k_) + fix(t0, q)) >> s_;                                  \
-        o0[d] = (int8_t)(clamp);                                                                   \
-        v_ = (E_SMMLAR((t1), m_, k_) + fix(t1, q)) >> s_;                                          \
-        o1[d] = (int8_t)(clamp);                                                                   \
-    } while (0)
-#define EDGEC_PW_NEG(t, q) ((t) >> 31)                  /* every record's neg is -1 (shift > 0: the usual case) */
-#define EDGEC_PW_ANYNEG(t, q) (((t) >> 31) & (q)->neg)  /* the record's own */
 
 /* All output channels of 2 pixels (columns `cols`, `groups` groups of 4 taps; records q .. qend - 1, their bias
  * fields 2 * bias, an odd count followed by a copy of the last); `clamp` of v_ to the activation range, `fix` the negative accumulators' correction. */
@@ -106,24 +56,24 @@
         for (;; q += 2, o0 += 2, o1 += 2) {                                                        \
             int32_t a00 = q[0].bias, a01 = q[1].bias, a10 = a00, a11 = a01, g = groups;            \
             const edgec_w32 *x = cols;                                                             \
-            EDGEC_PW_REGS                                                                          \
+            EDGEC_2X2_REGS                                                                          \
             for (;; g -= 16, x += 64, w += 64) { /* whole bodies of 16 groups, then the rest */     \
                 EDGEC_PW_GROUPS(g)                                                                 \
                 if (g <= 16) break;                                                                \
             }                                                                                      \
             w += 4 * g;                                                                            \
-            EDGEC_PW_STORE(a00, a10, q, 0, clamp, fix);                                                 \
+            EDGEC_2X2_STORE(a00, o0, a10, o1, q, 0, clamp, fix);                                                \
             if (q + 1 == qend) break; /* an odd last channel: its pair is a copy */                \
-            EDGEC_PW_STORE(a01, a11, q + 1, 1, clamp, fix);                                             \
+            EDGEC_2X2_STORE(a01, o0, a11, o1, q + 1, 1, clamp, fix);                                            \
             if (q + 2 == qend) break;                                                              \
         }                                                                                          \
         (void)lo;                                                                                  \
         (void)hi;                                                                                  \
     }
 /* the full int8 range with every neg -1 (the usual layer), or some neg 0; any other range (both kinds of neg) */
-EDGEC_PW_PIXELS(edgec_pointwise_pixels_full, EDGEC_SAT8(v_), EDGEC_PW_NEG)
-EDGEC_PW_PIXELS(edgec_pointwise_pixels_full_anyneg, EDGEC_SAT8(v_), EDGEC_PW_ANYNEG)
-EDGEC_PW_PIXELS(edgec_pointwise_pixels_clamped, v_ < lo ? lo : (v_ > hi ? hi : v_), EDGEC_PW_ANYNEG)
+EDGEC_PW_PIXELS(edgec_pointwise_pixels_full, EDGEC_SAT8(v_), EDGEC_NEG_ALL)
+EDGEC_PW_PIXELS(edgec_pointwise_pixels_full_anyneg, EDGEC_SAT8(v_), EDGEC_NEG_ANY)
+EDGEC_PW_PIXELS(edgec_pointwise_pixels_clamped, v_ < lo ? lo : (v_ > hi ? hi : v_), EDGEC_NEG_ANY)
 
 void edgec_conv2d_pointwise_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                                const edgec_rq *rq, int8_t *scratch, int8_t *output)

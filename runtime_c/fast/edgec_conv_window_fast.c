@@ -8,94 +8,42 @@
  * registers, per 4 taps 4 LDRD and 8 SMLAD, and no copy of the taps per output pixel. Weights: the blocked
  * kernel's order with each channel's taps as [ky][kx][c4] (edgec/codegen/specialize.py). The requantization
  * follows each block directly, from registers. */
+#include "edgec_conv_block2x2.h"
 #include "edgec_fast_support.h"
-
-/* One group of 4 taps of both pixels (x: 2 words of pixel 0, then 2 of pixel 1) and both channels (w: 2 words of
- * channel c, then 2 of channel c + 1), at word offset `off`. */
-#ifdef EDGEC_DSP
-#define EDGEC_WIN_GROUP(off)                                                                       \
-    do {                                                                                           \
-        E_LDRD(x0, x1, x, (off));                                                                  \
-        E_LDRD(wa, wb, w, (off));                                                                  \
-        E_LDRD(x2, x3, x, (off) + 2);                                                              \
-        a00 = E_SMLAD(x0, wa, a00);                                                                \
-        a00 = E_SMLAD(x1, wb, a00);                                                                \
-        a10 = E_SMLAD(x2, wa, a10);                                                                \
-        a10 = E_SMLAD(x3, wb, a10);                                                                \
-        E_LDRD(wa, wb, w, (off) + 2);                                                              \
-        a01 = E_SMLAD(x0, wa, a01);                                                                \
-        a01 = E_SMLAD(x1, wb, a01);                                                                \
-        a11 = E_SMLAD(x2, wa, a11);                                                                \
-        a11 = E_SMLAD(x3, wb, a11);                                                                \
-    } while (0)
-#define EDGEC_WIN_REGS uint32_t x0, x1, x2, x3, wa, wb;
-#else
-#define EDGEC_WIN_TAP(i)                                                                           \
-    do {                                                                                           \
-        const int32_t p_ = xs_[(i)], r_ = ys_[(i)], u_ = ws_[(i)], v_ = ws_[4 + (i)];              \
-        a00 += p_ * u_;                                                                            \
-        a10 += r_ * u_;                                                                            \
-        a01 += p_ * v_;                                                                            \
-        a11 += r_ * v_;                                                                            \
-    } while (0)
-#define EDGEC_WIN_GROUP(off)                                                                       \
-    do {                                                                                           \
-        const edgec_h16 *xs_ = (const edgec_h16 *)(const void *)(x + (off));                       \
-        const edgec_h16 *ys_ = (const edgec_h16 *)(const void *)(x + (off) + 2);                   \
-        const edgec_h16 *ws_ = (const edgec_h16 *)(const void *)(w + (off));                       \
-        EDGEC_WIN_TAP(0);                                                                          \
-        EDGEC_WIN_TAP(1);                                                                          \
-        EDGEC_WIN_TAP(2);                                                                          \
-        EDGEC_WIN_TAP(3);                                                                          \
-    } while (0)
-#define EDGEC_WIN_REGS
-#endif
-
-/* Requantize one channel (record q) of both pixels, store at o1[d] then o0[d] (a lone last pixel's o1 is o0:
- * pixel 0's value stays). */
-#define EDGEC_WIN_STORE(acc0, acc1, q, d, clamp)                                                  \
-    do {                                                                                           \
-        const int32_t m_ = (q)->mult, k_ = (q)->khi, n_ = (q)->neg, s_ = (q)->shift;               \
-        const int32_t t0_ = (acc0) * 2, t1_ = (acc1) * 2;                                          \
-        int32_t v_ = (E_SMMLAR(t1_, m_, k_) + ((t1_ >> 31) & n_)) >> s_;                           \
-        o1[d] = (int8_t)(clamp);                                                                   \
-        v_ = (E_SMMLAR(t0_, m_, k_) + ((t0_ >> 31) & n_)) >> s_;                                   \
-        o0[d] = (int8_t)(clamp);                                                                   \
-    } while (0)
 
 /* The dot products of the n words of taps from x (a multiple of 4) with the weights at w (both advanced). */
 #define EDGEC_WIN_TAPS                                                                             \
     do {                                                                                           \
         const edgec_w32 *const end = x + (n & ~15);                                                \
         for (; x < end; x += 16, w += 16) {                                                        \
-            EDGEC_WIN_GROUP(0);                                                                    \
-            EDGEC_WIN_GROUP(4);                                                                    \
-            EDGEC_WIN_GROUP(8);                                                                    \
-            EDGEC_WIN_GROUP(12);                                                                   \
+            EDGEC_2X2_GROUP(0);                                                                    \
+            EDGEC_2X2_GROUP(4);                                                                    \
+            EDGEC_2X2_GROUP(8);                                                                    \
+            EDGEC_2X2_GROUP(12);                                                                   \
         }                                                                                          \
         if (n & 8) {                                                                               \
-            EDGEC_WIN_GROUP(0);                                                                    \
-            EDGEC_WIN_GROUP(4);                                                                    \
+            EDGEC_2X2_GROUP(0);                                                                    \
+            EDGEC_2X2_GROUP(4);                                                                    \
             x += 8;                                                                                \
             w += 8;                                                                                \
         }                                                                                          \
         if (n & 4) {                                                                               \
-            EDGEC_WIN_GROUP(0);                                                                    \
+            EDGEC_2X2_GROUP(0);                                                                    \
             w += 4;                                                                                \
         }                                                                                          \
     } while (0)
 /* 3 or 4 input channels and a 3x3 kernel (the first layer of an image model): the 9 groups, unrolled */
 #define EDGEC_WIN_TAPS_RGB                                                                         \
     do {                                                                                           \
-        EDGEC_WIN_GROUP(0);                                                                        \
-        EDGEC_WIN_GROUP(4);                                                                        \
-        EDGEC_WIN_GROUP(8);                                                                        \
-        EDGEC_WIN_GROUP(12);                                                                       \
-        EDGEC_WIN_GROUP(16);                                                                       \
-        EDGEC_WIN_GROUP(20);                                                                       \
-        EDGEC_WIN_GROUP(24);                                                                       \
-        EDGEC_WIN_GROUP(28);                                                                       \
-        EDGEC_WIN_GROUP(32);                                                                       \
+        EDGEC_2X2_GROUP(0);                                                                        \
+        EDGEC_2X2_GROUP(4);                                                                        \
+        EDGEC_2X2_GROUP(8);                                                                        \
+        EDGEC_2X2_GROUP(12);                                                                       \
+        EDGEC_2X2_GROUP(16);                                                                       \
+        EDGEC_2X2_GROUP(20);                                                                       \
+        EDGEC_2X2_GROUP(24);                                                                       \
+        EDGEC_2X2_GROUP(28);                                                                       \
+        EDGEC_2X2_GROUP(32);                                                                       \
         w += 36;                                                                                   \
     } while (0)
 
@@ -109,10 +57,10 @@
             const int32_t d1 = out_c > 1; /* channel c + 1 goes to o + 1, a copy to o + 0 */       \
             int32_t a00 = q[0].bias, a01 = q[d1].bias, a10 = a00, a11 = a01;                       \
             const edgec_w32 *x = x0;                                                               \
-            EDGEC_WIN_REGS                                                                         \
+            EDGEC_2X2_REGS                                                                         \
             taps;                                                                                  \
-            EDGEC_WIN_STORE(a00, a10, q, 0, clamp);                                                \
-            EDGEC_WIN_STORE(a01, a11, q + d1, d1, clamp);                                          \
+            EDGEC_2X2_STORE(a10 * 2, o1, a00 * 2, o0, q, 0, clamp, EDGEC_NEG_ANY);                                        \
+            EDGEC_2X2_STORE(a11 * 2, o1, a01 * 2, o0, q + d1, d1, clamp, EDGEC_NEG_ANY);                                        \
         }                                                                                          \
         (void)n;                                                                                   \
         (void)lo;                                                                                  \
