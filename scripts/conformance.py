@@ -36,11 +36,9 @@ def main() -> int:
     args = ap.parse_args()
     t0 = time.time()
     cases = C.node_cases()
-    results = []
     with tempfile.TemporaryDirectory(prefix="edgec-conf-") as tmp:
         objs = None if args.no_c else C.runtime_objects(Path(tmp) / "obj")
-        for case in cases:
-            results += C.run_case(case, None if args.no_c else Path(tmp) / "c", objs)
+        results = C.run_cases(cases, None if args.no_c else Path(tmp) / "c", objs)
     elapsed = time.time() - t0
     write_doc(Path(args.out), results, cases, not args.no_c, elapsed)
     passing = sorted(f"{r.case}/{r.output}" for r in results if r.passed)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import ctypes
 import math
-import subprocess
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
+import hostcc
 from edgec import cheader
 from edgec.quant import scheme
 from edgec.ops import softmax
@@ -49,11 +49,9 @@ def build_library(folder: Path, flags: tuple[str, ...] = ()) -> Path:
     fast-kernel path (-DEDGEC_EMULATE_DSP: the Arm DSP inner loops with their intrinsics emulated in C)."""
     (folder / "shim.c").write_text(SHIM)
     so = folder / "libedgec_runtime.so"
-    cmd = ["gcc", "-O2", *WARN, *flags, "-fPIC", "-shared", "-fsanitize=undefined", "-fno-sanitize-recover=all",
-           f"-I{RUNTIME}", *runtime_sources(), str(folder / "shim.c"), "-o", str(so)]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    assert r.returncode == 0 and not r.stderr, r.stderr
-    return so
+    return hostcc.build([*runtime_sources(), folder / "shim.c"], RUNTIME, so, "gcc",
+                        ["-O2", *WARN, *flags, "-fPIC", "-fsanitize=undefined", "-fno-sanitize-recover=all",
+                         f"-I{RUNTIME}"], link_flags=("-shared",))
 
 
 # ---------------------------------------------------------------- parameter structs, pointers

@@ -11,6 +11,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+import hostcc
 from edgec.codegen import cmodel
 from edgec.frontend import loader
 from edgec.plan import planner
@@ -57,6 +58,13 @@ def require_mlperf(path: Path) -> None:
 def missing_test_material() -> list[str]:
     """The files of ../shared the suite reads that are not there."""
     return [str(MLPERF / f) for f in MLPERF_FILES if not (MLPERF / f).is_file()]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _runtime_object_cache(tmp_path_factory, worker_id):
+    """tests/hostcc.py's object cache, in the run's temporary root (shared by the xdist workers)."""
+    root = tmp_path_factory.getbasetemp()
+    hostcc.use_cache((root.parent if worker_id != "master" else root) / "runtime-objects")
 
 
 def pytest_sessionstart(session):
@@ -118,16 +126,19 @@ def library_sources(lib_dir: Path) -> list[str]:
     return sorted(str(p) for p in lib_dir.glob("*.c")) + sorted(str(p) for p in lib_dir.glob("fast/*.c"))
 
 
+WARN = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic")
+# ASan + UBSan, every report fatal; every sanitized host build uses exactly these, so tests/hostcc.py's cached
+# runtime objects serve them all
+SANITIZE = ("-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer")
+
+
 def run_generated_c(lib_dir: Path, name: str, inputs: np.ndarray, out_bytes: int, cc: str = "gcc",
                     flags: tuple[str, ...] = ("-O2",)) -> np.ndarray:
     """Compile a generated model library with a stdin/stdout driver on the host and run all inputs."""
     driver = lib_dir / "driver_main.c"
     driver.write_text(DRIVER % {"name": name, "NAME": name.upper()})
     exe = lib_dir / f"driver_{Path(cc).name}"
-    sources = library_sources(lib_dir)
-    cmd = [host_compiler(cc), "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", *flags,
-           "-I", str(lib_dir), *sources, "-o", str(exe), "-lm"]
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    hostcc.build(library_sources(lib_dir), lib_dir, exe, host_compiler(cc), [*WARN, *flags, "-I", str(lib_dir)])
     proc = subprocess.run([str(exe)], input=np.ascontiguousarray(inputs, np.int8).tobytes(), capture_output=True)
     assert proc.returncode == 0, proc.stderr.decode()
     assert proc.stderr == b"", proc.stderr.decode()

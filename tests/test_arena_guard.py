@@ -9,7 +9,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import EXAMPLES, host_compiler, library_sources, run_generated_c
+import hostcc
+from conftest import EXAMPLES, SANITIZE, WARN, host_compiler, library_sources, run_generated_c
 from edgec import api
 from edgec import cli, pipeline
 from edgec.codegen import cmodel as codegen
@@ -55,9 +56,7 @@ def _invoke_status(graph, plan, tmp_path) -> int:
         'int main(void) { memset(%s_input(), 0, %s_INPUT_BYTES); printf("%%d\\n", %s_invoke()); return 0; }\n'
         % (graph.name, graph.name, graph.name.upper(), graph.name))
     exe = tmp_path / "status"
-    subprocess.run([host_compiler(), "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1", "-g",
-                    "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-I", str(tmp_path),
-                    *library_sources(tmp_path), "-o", str(exe), "-lm"], check=True)
+    hostcc.build(library_sources(tmp_path), tmp_path, exe, host_compiler(), [*WARN, *SANITIZE, "-I", str(tmp_path)])
     return int(subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout)
 
 
@@ -80,7 +79,7 @@ def test_guarded_model_is_bit_exact_and_reports_success(tmp_path):
     want = np.stack([reference.run(graph, q).reshape(-1) for q in xq])
     # the driver fails on a non-zero invoke status: the guard finds nothing on a correct plan
     got = run_generated_c(tmp_path, graph.name, xq.reshape(len(xq), -1), want.shape[1],
-                          flags=("-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"))
+                          flags=SANITIZE)
     assert np.array_equal(got, want)
     assert _invoke_status(graph, plan, tmp_path / "status") == 0
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import EXAMPLE_NAMES, EXAMPLES, check_generated_c
+from conftest import EXAMPLE_NAMES, EXAMPLES, SANITIZE, check_generated_c
 from synthetic_models import MODELS, quantized
 from edgec import api
 from edgec.codegen import cmodel as codegen
@@ -28,8 +28,7 @@ def test_examples_bit_exact_gcc_and_clang_sanitized(example, tmp_path):
     _, graph, _ = api.compile_model(EXAMPLES / example / "model.onnx", EXAMPLES / example / "calib.npz")
     test = load_dataset(EXAMPLES / example / "test.npz", graph.input_onnx_shape)
     check_generated_c(graph, test.x, tmp_path / "gcc")
-    check_generated_c(graph, test.x[:64], tmp_path / "clang", cc="clang",
-                      flags=("-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"))
+    check_generated_c(graph, test.x[:64], tmp_path / "clang", cc="clang", flags=SANITIZE)
 
 
 def test_generated_library_is_const_and_malloc_free(tmp_path):

@@ -75,10 +75,9 @@ def test_unsupported_case_gives_a_reason(cases):
 @pytest.mark.slow
 def test_every_recorded_case_still_passes(cases, objs, tmp_path):
     failed, ran = [], set()
-    for case in cases.values():
-        for r in C.run_case(case, tmp_path / "c", objs):
-            ran.add(f"{r.case}/{r.output}")
-            if f"{r.case}/{r.output}" in EXPECTED and not r.passed:
-                failed.append(f"{r.case}/{r.output}: {r.reason}")
+    for r in C.run_cases(cases.values(), tmp_path / "c", objs):
+        ran.add(f"{r.case}/{r.output}")
+        if f"{r.case}/{r.output}" in EXPECTED and not r.passed:
+            failed.append(f"{r.case}/{r.output}: {r.reason}")
     assert not failed, failed[:20]
     assert EXPECTED <= ran, f"recorded case outputs that did not run: {sorted(EXPECTED - ran)[:20]}"

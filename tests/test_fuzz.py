@@ -105,7 +105,8 @@ def test_any_node_name_gives_clean_c(tmp_path):
     """Node names land in generated C strings and comments: comment ends, newlines, trigraphs, quotes,
     non-ASCII and very long names still compile warning-free (gcc and clang, -pedantic) and round-trip."""
     import numpy as np
-    from conftest import library_sources, run_generated_c
+    import hostcc
+    from conftest import WARN, library_sources, run_generated_c
     from edgec import api
     from edgec.codegen import cmodel as codegen
     for seed in range(3):
@@ -123,9 +124,8 @@ def test_any_node_name_gives_clean_c(tmp_path):
         for cc in ("gcc", "clang"):
             run_generated_c(folder / "lib", graph.name, x, graph.tensors[graph.output].size, cc=cc)
         exe = folder / "names"
-        subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I", str(folder / "lib"),
-                        str(driver), str(folder / "lib" / f"{graph.name}.c"),
-                        *[s for s in library_sources(folder / "lib") if "/edgec_" in s], "-o", str(exe), "-lm"],
-                       check=True)
+        library = [s for s in library_sources(folder / "lib") if not s.endswith("driver_main.c")]
+        hostcc.build([driver, *library], folder / "lib", exe, "gcc",
+                     [*WARN, "-I", str(folder / "lib")])
         got = subprocess.run([str(exe)], capture_output=True, check=True).stdout.split(b"\0")[:-1]
         assert got == [n.encode()[:255].split(b"\0")[0] for n in names]   # a NUL ends a C string

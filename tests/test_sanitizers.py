@@ -2,18 +2,19 @@
 -fsanitize=address,undefined and run over its test data: no sanitizer report, output bit-exact with the NumPy
 reference. The C (model library, every runtime file: fast kernels on the portable path and with the Arm DSP
 path emulated, extended kernels, link, MLPerf runner, arena guard) is clean under -Wall -Wextra -Werror
--pedantic with gcc and clang. The runtime is compiled once per variant; each model once."""
+-pedantic with gcc and clang. The runtime is compiled once per variant for the whole run (tests/hostcc.py)."""
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from onnx import helper
 
-from conftest import DRIVER, EXAMPLES, MLPERF, REPO, host_compiler, make_model, require_mlperf, save
+import hostcc
+from conftest import (DRIVER, EXAMPLES, MLPERF, REPO, SANITIZE, WARN, host_compiler, library_sources, make_model,
+                      require_mlperf, save)
 from edgec import api
 from edgec.codegen import cmodel as codegen
 from edgec.quant import scheme
@@ -21,8 +22,6 @@ from edgec.quant import reference
 from edgec import cheader
 from edgec.data import load_dataset
 
-WARN = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic")
-SAN = ("-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer")
 VARIANTS = {"portable": (), "dsp-emulated": ("-DEDGEC_EMULATE_DSP",)}
 # model -> (onnx file, test data: .npz with x, or (MLPerf golden .npz, NCHW?)), samples run under the sanitizers
 MODELS = {
@@ -42,21 +41,6 @@ def _run(cmd, **kw):
     proc = subprocess.run([str(c) for c in cmd], capture_output=True, **kw)
     assert proc.returncode == 0, (cmd[0], proc.stderr.decode(errors="replace")[-3000:])
     return proc
-
-
-@pytest.fixture(scope="module")
-def san_runtime(tmp_path_factory):
-    """The model runtime compiled once per variant with gcc under ASan/UBSan."""
-    root = tmp_path_factory.mktemp("san_runtime")
-    src = REPO / "runtime_c"
-    objs = {}
-    for variant, flags in VARIANTS.items():
-        objs[variant] = []
-        for f in (f for f in cheader.runtime_files() if f.endswith(".c")):
-            o = root / f"{variant}_{Path(f).stem}.o"
-            _run([host_compiler("gcc"), *WARN, *SAN, *flags, "-c", src / f, "-o", o])
-            objs[variant].append(o)
-    return objs
 
 
 def _test_data(model: str, x_shape) -> np.ndarray:
@@ -80,15 +64,15 @@ def _calib(model: str, tmp_path):
 
 
 @pytest.mark.parametrize("model", list(MODELS))
-def test_generated_c_is_sanitizer_and_warning_clean(model, san_runtime, tmp_path):
+def test_generated_c_is_sanitizer_and_warning_clean(model, tmp_path):
     onnx_path = MODELS[model][0]
     if not onnx_path.is_file():
         require_mlperf(onnx_path)
     _, graph, plan = api.compile_model(onnx_path, _calib(model, tmp_path))
-    _check(graph, plan, _test_data(model, graph.input_onnx_shape), model in RUN_DSP, san_runtime, tmp_path)
+    _check(graph, plan, _test_data(model, graph.input_onnx_shape), model in RUN_DSP, tmp_path)
 
 
-def test_extended_kernels_are_sanitizer_clean(san_runtime, tmp_path):
+def test_extended_kernels_are_sanitizer_clean(tmp_path):
     """The extended kernels at run time: a small net through every one of them."""
     path = save(ext_model(), tmp_path)
     x = np.random.default_rng(1).normal(0, 1, (48, 3, 4, 4)).astype(np.float32)
@@ -96,10 +80,10 @@ def test_extended_kernels_are_sanitizer_clean(san_runtime, tmp_path):
     _, graph, plan = api.compile_model(path, tmp_path / "calib.npz")
     kinds = {op.kind for op in graph.ops}
     assert {"lut", "concat", "group_conv2d", "resize_linear", "reduce", "binary", "log_softmax"} <= kinds, kinds
-    _check(graph, plan, x[32:], True, san_runtime, tmp_path)
+    _check(graph, plan, x[32:], True, tmp_path)
 
 
-def _check(graph, plan, x, dsp: bool, san_runtime, tmp_path) -> None:
+def _check(graph, plan, x, dsp: bool, tmp_path) -> None:
     lib = tmp_path / "lib"
     codegen.generate(graph, plan, lib, graph.name)
     (lib / "driver_main.c").write_text(DRIVER % {"name": graph.name, "NAME": graph.name.upper()})
@@ -110,7 +94,7 @@ def _check(graph, plan, x, dsp: bool, san_runtime, tmp_path) -> None:
     _run([host_compiler("clang"), *WARN, "-O1", "-fsyntax-only", "-I", lib, model_c, driver])
     for variant in ("portable", "dsp-emulated") if dsp else ("portable",):
         exe = tmp_path / f"model_{variant}"
-        _run([host_compiler("gcc"), *WARN, *SAN, "-I", lib, model_c, driver, *san_runtime[variant], "-o", exe, "-lm"])
+        hostcc.build(library_sources(lib), lib, exe, host_compiler("gcc"), [*WARN, *SANITIZE, *VARIANTS[variant], "-I", lib])
         proc = _run([exe], input=xq.reshape(len(xq), -1).tobytes(), env={"ASAN_OPTIONS": "detect_leaks=1",
                                                                           "UBSAN_OPTIONS": "print_stacktrace=1"})
         assert proc.stderr == b"", proc.stderr.decode(errors="replace")

@@ -7,7 +7,6 @@ script for the long sweep (`python tests/tflite_oracle.py --cases 3000`).
 from __future__ import annotations
 
 import math
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,9 @@ import tflite
 from tflite.BuiltinOperator import BuiltinOperator as OPS
 from tflite.BuiltinOptions import BuiltinOptions as OPTIONS
 
+from edgec import cheader
 from edgec.codegen import cmodel
+from edgec.codegen import hostrun
 from edgec.frontend import tflite as importer
 from edgec.pipeline import schedule_and_plan
 from edgec.plan import planner
@@ -354,47 +355,19 @@ def tflm(model: bytes, x: np.ndarray) -> np.ndarray:
     return np.stack(outs)
 
 
-DRIVER_CASE = """    while (fread(%(name)s_input(), 1, %(NAME)s_INPUT_BYTES, stdin) == %(NAME)s_INPUT_BYTES) {
-        if (%(name)s_invoke() != 0) return 4;
-        fwrite(%(name)s_output(), 1, %(NAME)s_OUTPUT_BYTES, stdout);
-        if (--n_%(name)s == 0) break;
-    }
-"""
-
-
 def run_c(graphs: list, xs: list, work: Path, path: str) -> list[np.ndarray]:
     """The generated C of many models, compiled into one host program (kernel `path`), over their inputs."""
-    work.mkdir(parents=True, exist_ok=True)
-    sources, body, decls = [], [], []
-    for k, g in enumerate(graphs):
-        d = work / g.name
+    models = []
+    for g in graphs:
         if path == "reference":
             g.ops = planner.schedule(g)
             plan = planner.plan(g)
         else:
             plan = schedule_and_plan(g)
-        files = cmodel.generate(g, plan, d, g.name)
-        sources.append(str(d / f"{g.name}.c"))
-        if k == 0:
-            runtime = [str(d / f) for f in map(str, files) if f.endswith(".c") and not f.endswith(f"{g.name}.c")]
-        decls.append(f'#include "{g.name}/{g.name}.h"\nstatic int n_{g.name} = {len(xs[k])};')
-        body.append(DRIVER_CASE % {"name": g.name, "NAME": g.name.upper()})
-    main = work / "oracle_main.c"
-    main.write_text("#include <stdio.h>\n" + "\n".join(decls) + "\nint main(void)\n{\n" + "".join(body)
-                    + "    return 0;\n}\n")
-    exe = work / "oracle"
-    inc = [f"-I{work / graphs[0].name}"]
-    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", *PATHS[path], *inc, f"-I{work}", str(main),
-                    *sources, *runtime, "-o", str(exe), "-lm"], check=True, capture_output=True, text=True)
-    data = b"".join(np.ascontiguousarray(x, np.int8).tobytes() for x in xs)
-    proc = subprocess.run([str(exe)], input=data, capture_output=True, check=True)
-    got = np.frombuffer(proc.stdout, np.int8)
-    outs, off = [], 0
-    for g, x in zip(graphs, xs):
-        n = len(x) * g.tensors[g.output].size
-        outs.append(got[off:off + n].reshape(len(x), -1))
-        off += n
-    return outs
+        cmodel.generate(g, plan, work / g.name, g.name, runtime=False)
+        models.append(hostrun.HostModel(g.name, work / g.name, g.tensors[g.output].nbytes))
+    runtime = [cheader.runtime_dir() / f for f in cheader.runtime_files() if f.endswith(".c")]
+    return hostrun.run_models(models, xs, work, [*PATHS[path], f"-I{cheader.runtime_dir()}"], runtime)
 
 
 def check(case_list: list[Case], work: Path, paths=tuple(PATHS)) -> list[str]:

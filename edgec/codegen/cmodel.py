@@ -92,8 +92,9 @@ def arrays_of(by_index: dict) -> dict:
     return {i: o["arrays"] for i, o in by_index.items()}
 
 
-def generate(graph: Graph, plan: Plan, out_dir: Path, name: str) -> list[Path]:
-    """Write the model library into out_dir; returns the files written."""
+def generate(graph: Graph, plan: Plan, out_dir: Path, name: str, runtime: bool = True) -> list[Path]:
+    """Write the model library into out_dir, with a copy of the C runtime unless `runtime` is False (callers
+    that link one compiled runtime into many models); returns the files written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     arrays, ops, bands = _ops_for_template(graph, plan)
     tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
@@ -123,7 +124,7 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str) -> list[Path]:
         path = out_dir / f"{name}{REGIONS_LD_SUFFIX}"
         path.write_text(linker_script(plan))
         written.append(path)
-    for source, f in cheader.library_files(harness):
+    for source, f in cheader.library_files(harness) if runtime else ():
         (out_dir / f).parent.mkdir(exist_ok=True)
         shutil.copyfile(source, out_dir / f)
         written.append(out_dir / f)

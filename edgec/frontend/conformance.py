@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
+import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from edgec.frontend import canonicalize
 from edgec.codegen import cmodel as codegen
+from edgec.codegen import hostrun
 from edgec.codegen import lowering
 from edgec.quant import floatref
 from edgec.frontend import loader
@@ -175,6 +177,21 @@ def _close(got, want, rtol, atol):
 
 def run_case(case, c_dir: Path | None = None, runtime_objs: list[Path] | None = None) -> list[Result]:
     """Run every output of every data set of one case; one Result per output."""
+    return run_cases([case], c_dir, runtime_objs)
+
+
+def run_cases(cases, c_dir: Path | None = None, runtime_objs: list[Path] | None = None,
+              batch: int = 64) -> list[Result]:
+    """run_case over many cases; their generated C is compiled `batch` libraries at a time into one program."""
+    results, pending = [], []
+    for case in cases:
+        results += _run_case(case, pending.append if c_dir is not None else None)
+    for start in range(0, len(pending), batch):
+        _check_c(pending[start:start + batch], c_dir / f"batch{start // batch}", runtime_objs)
+    return results
+
+
+def _run_case(case, c_check) -> list[Result]:
     op = op_under_test(case)
     results = []
     inputs, outputs = case.data_sets[0]
@@ -182,12 +199,17 @@ def run_case(case, c_dir: Path | None = None, runtime_objs: list[Path] | None = 
         res = Result(case=case.name, op=op, output=case.model.graph.output[k].name)
         results.append(res)
         try:
-            _run_output(case, inputs, k, _array(want), res, c_dir, runtime_objs)
-        except EdgecError as exc:
-            res.reason = str(exc)
-        except Exception as exc:    # a defect of edgec: keep going, report it
-            res.reason = f"edgec error {type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
+            _run_output(case, inputs, k, _array(want), res, c_check)
+        except Exception as exc:
+            _failed(res, exc)
     return results
+
+
+def _failed(res: Result, exc: Exception) -> None:
+    if isinstance(exc, EdgecError):
+        res.reason = str(exc)
+    else:    # a defect of edgec: keep going, report it
+        res.reason = f"edgec error {type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
 
 
 def _array(value) -> np.ndarray:
@@ -197,7 +219,7 @@ def _array(value) -> np.ndarray:
         raise EdgecError("output is a sequence, not a tensor") from None
 
 
-def _run_output(case, inputs, k, want, res: Result, c_dir, runtime_objs) -> None:
+def _run_output(case, inputs, k, want, res: Result, c_check) -> None:
     if want.dtype.kind not in "fiub" or want.dtype == np.bool_:
         raise EdgecError(f"output is {want.dtype}; edgec computes numbers")
     model, x = adapt(case, inputs, k)
@@ -230,10 +252,33 @@ def _run_output(case, inputs, k, want, res: Result, c_dir, runtime_objs) -> None
     res.int8_ok = err <= tol + 1e-9
     if not res.int8_ok:
         res.reason = f"int8 error {err:.3g} exceeds tolerance {tol:.3g}"
-    if c_dir is not None:
-        res.c_ok = bool(np.array_equal(run_c(graph, xq, c_dir, runtime_objs), np.asarray(yq, np.int8).reshape(-1)))
+    if c_check is not None:
+        c_check((graph, xq, yq, res))
+
+
+def _check_c(pending: list, work: Path, runtime_objs: list[Path] | None) -> None:
+    """The generated C of (graph, xq, yq, result)s compiled into one program: each result's c_ok. A batch that
+    does not compile or run is retried a library at a time, so the failure is charged to its own case."""
+    objs = runtime_objs or runtime_objects(work / "obj")
+    models, xs = [], []
+    try:
+        for k, (graph, xq, _, _) in enumerate(pending):
+            models.append(_generate(graph, work / f"m{k}", f"m{k}"))
+            xs.append(np.asarray(xq, np.int8).reshape(1, -1))
+        outs = hostrun.run_models(models, xs, work, [*C_FLAGS, f"-I{cheader.runtime_dir()}"], objs)
+    except Exception:
+        if len(pending) == 1:
+            return _failed(pending[0][3], sys.exc_info()[1])
+        for k, one in enumerate(pending):
+            _check_c([one], work / f"one{k}", objs)
+        return
+    for (_, _, yq, res), got in zip(pending, outs):
+        res.c_ok = bool(np.array_equal(got.reshape(-1), np.asarray(yq, np.int8).reshape(-1)))
         if not res.c_ok:
             res.reason = "generated C differs from the integer reference"
+
+
+C_FLAGS = ["-O1", "-pedantic"]
 
 
 def runtime_objects(work: Path, cc: str = "gcc") -> list[Path]:
@@ -242,40 +287,18 @@ def runtime_objects(work: Path, cc: str = "gcc") -> list[Path]:
     objs = []
     for f in (f for f in cheader.runtime_files() if f.endswith(".c")):
         o = work / (Path(f).stem + ".o")
-        subprocess.run([cc, "-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", "-pedantic", "-c",
+        subprocess.run([cc, "-std=c99", *C_FLAGS, "-Wall", "-Wextra", "-Werror", "-c",
                         str(cheader.runtime_dir() / f), "-o", str(o)], check=True, capture_output=True)
         objs.append(o)
     return objs
 
 
-DRIVER = r"""
-#include <stdio.h>
-#include "case.h"
-int main(void)
-{
-    if (fread(case_input(), 1, CASE_INPUT_BYTES, stdin) != CASE_INPUT_BYTES) return 3;
-    if (case_invoke() != 0) return 4;
-    fwrite(case_output(), 1, CASE_OUTPUT_BYTES, stdout);
-    return 0;
-}
-"""
-
-
-def run_c(graph, xq: np.ndarray, work: Path, runtime_objs: list[Path] | None, cc: str = "gcc") -> np.ndarray:
-    """Generate the model library, compile it with a stdin/stdout driver on this host, run one input."""
-    work.mkdir(parents=True, exist_ok=True)
+def _generate(graph, work: Path, name: str) -> hostrun.HostModel:
     lowering.lower_graph(graph)
     plan = planner.plan(graph)
     planner.check_plan(graph, plan)
-    codegen.generate(graph, plan, work, "case")
-    (work / "main.c").write_text(DRIVER)
-    objs = runtime_objs or runtime_objects(work / "obj", cc)
-    exe = work / "case.exe"
-    subprocess.run([cc, "-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I", str(work),
-                    str(work / "case.c"), str(work / "main.c"), *map(str, objs), "-o", str(exe), "-lm"],
-                   check=True, capture_output=True, text=True)
-    proc = subprocess.run([str(exe)], input=np.asarray(xq, np.int8).tobytes(), capture_output=True, check=True)
-    return np.frombuffer(proc.stdout, np.int8)
+    codegen.generate(graph, plan, work, name, runtime=False)
+    return hostrun.HostModel(name, work, graph.tensors[graph.output].nbytes)
 
 
 def case_hash(case) -> str:

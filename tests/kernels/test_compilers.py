@@ -9,7 +9,8 @@ import subprocess
 import numpy as np
 
 from ckernels import RUNTIME, WARN, conv_case, i8, requant_params, runtime_sources
-from conftest import in_ci, require
+import hostcc
+from conftest import SANITIZE, in_ci, require
 from edgec import cheader
 from edgec.ops import binary
 from edgec.ops import conv
@@ -96,10 +97,7 @@ def test_sanitizers(tmp_path):
     src.append("int main(void) {\n" + "\n".join(body) + "\nreturn 0;\n}\n")
     (tmp_path / "driver.c").write_text("".join(src))
     exe = tmp_path / "driver"
-    cmd = ["clang", "-O1", "-g", *WARN, "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-           "-fno-omit-frame-pointer", f"-I{RUNTIME}", *runtime_sources(), str(tmp_path / "driver.c"), "-o", str(exe)]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    assert r.returncode == 0 and not r.stderr, r.stderr
+    hostcc.build([*runtime_sources(), tmp_path / "driver.c"], RUNTIME, exe, "clang", [*WARN, *SANITIZE, f"-I{RUNTIME}"])
     r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stderr == "", r.stderr
     lines = r.stdout.strip().split("\n")

@@ -12,7 +12,7 @@ import pytest
 
 from ckernels import (act16, as_c, conv_case, eq, group_conv_fc_rows_matmul_cases, i8, i16, make, ptr,
                       requant_params, requant_params16, window)
-from conftest import check_generated_c
+from conftest import SANITIZE, check_generated_c
 from synthetic_models import quantized
 from edgec.ops import conv
 from edgec.codegen import lowering
@@ -203,5 +203,4 @@ def test_depthwise_3x3_strides_orientations_and_clamps_sanitized(path, tmp_path)
     # input (rows, cols) in the sweep orientation: the tall images' are transposed
     assert [(low["params"]["rows"], low["params"]["cols"]) for low in lowered] == [(6, 13), (6, 13), (6, 3), (4, 5),
                                                                                     (1, 3)]
-    check_generated_c(graph, x, tmp_path, flags=PATHS[path] + ("-g", "-fsanitize=address,undefined",
-                                                               "-fno-sanitize-recover=all"))
+    check_generated_c(graph, x, tmp_path, flags=SANITIZE + PATHS[path][1:])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import EXAMPLES, check_generated_c
+from conftest import EXAMPLES, SANITIZE, check_generated_c
 from edgec import api
 from synthetic_models import MODELS, quantized
 from edgec.codegen import lowering
@@ -57,8 +57,7 @@ def test_random_layers_sanitized(path, tmp_path):
     onnx.checker.check_model(model)
     graph, x = quantized(model, (3, 9, 5), n=16)
     assert sum(lowering.lower(op) is not None for op in graph.ops) >= 4
-    check_generated_c(graph, x, tmp_path, flags=PATHS[path] + ("-g", "-fsanitize=address,undefined",
-                                                               "-fno-sanitize-recover=all"))
+    check_generated_c(graph, x, tmp_path, flags=SANITIZE + PATHS[path][1:])
 
 
 def test_transformer_example_attention_fast_and_views(tmp_path):

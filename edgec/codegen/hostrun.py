@@ -1,0 +1,53 @@
+"""Many generated model libraries compiled into one host program and run over their inputs.
+
+Compiling a model library with a driver of its own costs about a quarter of a second of compiler start-up
+and linking per model. ONNX's node tests (edgec/frontend/conformance.py) and the TFLite oracle
+(tests/tflite_oracle.py) run hundreds of small models, so they build them a batch at a time: every library
+keeps its own name (so its symbols do not collide), one driver calls them in turn over stdin/stdout.
+"""
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+DRIVER_CASE = """    for (n = 0; n < %(count)d; ++n) {
+        if (fread(%(name)s_input(), 1, %(NAME)s_INPUT_BYTES, stdin) != %(NAME)s_INPUT_BYTES) return 3;
+        if (%(name)s_invoke() != 0) return 4;
+        fwrite(%(name)s_output(), 1, %(NAME)s_OUTPUT_BYTES, stdout);
+    }
+"""
+
+
+@dataclass
+class HostModel:
+    name: str              # the C name the library was generated with
+    directory: Path        # where cmodel.generate wrote it
+    output_bytes: int
+
+
+def run_models(models: list[HostModel], xs: list[np.ndarray], work: Path, cflags: list[str],
+               runtime: list[Path]) -> list[np.ndarray]:
+    """Compile the libraries with `runtime` (kernel sources or objects) into one program and run model k over
+    the rows of xs[k] (int8); returns each model's outputs, one row per input. Raises CalledProcessError if the
+    program does not compile or fails."""
+    work.mkdir(parents=True, exist_ok=True)
+    decls = [f'#include "{m.directory.relative_to(work)}/{m.name}.h"' for m in models]
+    body = [DRIVER_CASE % {"name": m.name, "NAME": m.name.upper(), "count": len(x)} for m, x in zip(models, xs)]
+    main = work / "batch_main.c"
+    main.write_text("#include <stdio.h>\n" + "\n".join(decls) + "\nint main(void)\n{\n    int n;\n"
+                    + "".join(body) + "    return 0;\n}\n")
+    exe = work / "batch.exe"
+    sources = [str(m.directory / f"{m.name}.c") for m in models]
+    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", *cflags, f"-I{work}", str(main), *sources,
+                    *map(str, runtime), "-o", str(exe), "-lm"], check=True, capture_output=True, text=True)
+    data = b"".join(np.ascontiguousarray(x, np.int8).tobytes() for x in xs)
+    got = np.frombuffer(subprocess.run([str(exe)], input=data, capture_output=True, check=True).stdout, np.int8)
+    outs, off = [], 0
+    for m, x in zip(models, xs):
+        n = len(x) * m.output_bytes
+        outs.append(got[off:off + n].reshape(len(x), m.output_bytes))
+        off += n
+    return outs
