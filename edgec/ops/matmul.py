@@ -3,8 +3,8 @@
 batch, row, column), so the Transposes and head Reshapes of multi-head attention around it are views, not
 copies: the importer takes its operands in whatever layout they are, and writes its output in the layout its
 single Transpose reader wants. Reference kernel runtime_c/edgec_matmul.c, the DSP one (int16-widened operands,
-B transposed into scratch once per batch with column pairs interleaved, SMLAD 2x2 blocks, one requantization
-pass per row) runtime_c/fast/edgec_matmul_fast.c.
+B transposed into scratch once per batch with column pairs interleaved, A read in place with its zero point
+folded into column-sum corrections, SMLAD 2x2 blocks, one requantization pass per row) runtime_c/fast/edgec_matmul_fast.c.
 """
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def lower_matmul(op: Op) -> dict | None:
     """The DSP kernel: operands minus their zero points fit int16, |acc| < 2^30 for k below 16,000; the
     requantization is the fast kernels' one record (declined for a multiplier above 1)."""
     p = op.params
-    words, pairs = (int(p["k"]) + 3) // 4 * 2, (int(p["n"]) + 1) // 2
+    groups, pairs = (int(p["k"]) + 3) // 4, (int(p["n"]) + 1) // 2
     if int(p["k"]) * 255 * 255 >= fast.ACC_LIMIT:
         return None
     rq = fast.rq_records(np.zeros(1), np.array([p["mult"]]), np.array([p["shift"]]), int(p["output_zp"]))
@@ -105,7 +105,7 @@ def lower_matmul(op: Op) -> dict | None:
     params = {f: int(p[f]) for f in keep}
     params.update(rq_mult=int(rq[0, 1]), rq_khi=int(rq[0, 2]), rq_neg=int(rq[0, 3]), rq_shift=int(rq[0, 4]))
     return {"kernel": "edgec_matmul_fast_s8", "struct": None, "params": params, "arrays": {},
-            "scratch_bytes": 4 * (2 * pairs * words + 2 * words + 4 * pairs)}   # B^T, a row pair, its sums
+            "scratch_bytes": 16 * groups * pairs + 24 * pairs + 8 * groups}   # B^T, bias, sums, a row pair
 
 
 OPS = [

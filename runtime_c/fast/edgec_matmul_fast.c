@@ -1,10 +1,13 @@
 /* edgec fast matrix product of two activations (attention's scores and context), declared in edgec_nn.h,
- * machinery in edgec_fast_support.h. Per batch: B is widened to int16 minus its zero point once and laid out
- * transposed, two columns interleaved word by word ([n/2][k/2][2] words: one LDRD reads word t of both
- * columns); A is widened two rows at a time the same way. A 2x2 block of outputs takes two LDRDs and 4 SMLADs
- * per 2 k-steps with nothing but its 4 accumulators and 3 pointers live; a row pair's accumulators go to
- * scratch and one tight pass requantizes them. k is padded with zeros to a multiple of 4 (an even number of
- * words: the inner loop takes two at a time), n to even (a zero column). Any strides (element units) on A, B
+ * machinery in edgec_fast_support.h. Per batch, B is widened once to int16 minus its zero point and laid out
+ * transposed, k in groups of 4 (zero-padded), two columns interleaved: for column pair c and group g the
+ * words (b0, b2) of column 2c, of column 2c+1, then (b1, b3) of each ([n/2][k/4][4] words), so one LDRD reads
+ * the same word of both columns; the column sums of the widened B go to scratch too. A is read in place, 4
+ * int8 values a load, split by SXTB16 into (a0, a2) and (a1, a3) without its zero point, which comes out of
+ * the inner loop: sum (a - za)(b - zb) = sum a (b - zb) - za * colsum, the accumulators start at -za * colsum.
+ * A 2x2 block of outputs takes 2 loads of A, 4 SXTB16, 2 LDRDs of B and 8 SMLADs per 4 k-steps; a row pair's
+ * sums go to scratch and one tight pass per row requantizes them. A whose rows are not contiguous runs of a
+ * multiple of 4 values is copied two rows at a time into scratch first. Any strides (element units) on A, B
  * and the output, so a Transpose before or after the product is a view, not a copy. */
 #include <string.h>
 
@@ -12,10 +15,15 @@
 
 #ifdef EDGEC_DSP
 #define EDGEC_MM_DOT(acc, x, y) ((acc) = E_SMLAD((x), (y), (acc)))
+#define EDGEC_MM_EVEN(u) E_SXTB16(u)
+#define EDGEC_MM_ODD(u) E_SXTB16_ROR8(u)
 #else
 #define EDGEC_MM_LO(w) ((int32_t)(int16_t)(uint16_t)((w) & 0xffffu))
 #define EDGEC_MM_HI(w) ((int32_t)(int16_t)(uint16_t)((w) >> 16))
 #define EDGEC_MM_DOT(acc, x, y) ((acc) += EDGEC_MM_LO(x) * EDGEC_MM_LO(y) + EDGEC_MM_HI(x) * EDGEC_MM_HI(y))
+#define EDGEC_MM_BYTE(u, s) ((uint32_t)(uint16_t)(int16_t)(int8_t)(uint8_t)(((u) >> (s)) & 0xffu))
+#define EDGEC_MM_EVEN(u) (EDGEC_MM_BYTE(u, 0) | EDGEC_MM_BYTE(u, 16) << 16)
+#define EDGEC_MM_ODD(u) (EDGEC_MM_BYTE(u, 8) | EDGEC_MM_BYTE(u, 24) << 16)
 #endif
 
 /* Two int8 values (minus zp) as one word of two int16 lanes, lo = first: pure integer arithmetic, so the
@@ -25,128 +33,158 @@ EDGEC_INLINE uint32_t edgec_mm_pair(int32_t x, int32_t y, int32_t zp)
     return (uint32_t)(uint16_t)(int16_t)(x - zp) | ((uint32_t)(uint16_t)(int16_t)(y - zp) << 16);
 }
 
-/* `count` vectors of `len` int8 values (vector v at src + v * vs, its values `es` apart), minus zp, as
- * `words` words of int16 pairs each (zeros past len), vectors interleaved in pairs: word w of vector v at
- * dst[(v / 2) * 2 * words + 2 * w + v % 2]. Each full group of 4 values becomes (x0, x2), (x1, x3), the order
- * SXTB16 makes, a last 2 or 3 (x0, x1), (x2, 0), a last 1 (x0, 0); both operands of a dot product are widened
- * by this function with the same len, so the pairing does not change the sum. On the DSP path SXTAB16 adds -zp
- * to both lanes: a contiguous vector takes 4 values per load, a strided one 2 per SXTAB16. */
-static void edgec_mm_widen(const int8_t *src, int32_t vs, int32_t es, int32_t count, int32_t len, int32_t zp,
-                           edgec_w32 *dst, int32_t words)
+/* One column of B (k values `rs` apart) minus zp into d (its words 4 apart: (b0, b2) at d[0], (b1, b3) at d[2]
+ * per group of 4, zeros past k); returns the column's sum minus zp. */
+EDGEC_INLINE int32_t edgec_mm_widen_column(const int8_t *s, int32_t rs, int32_t k, int32_t zp, edgec_w32 *d)
 {
-    const int32_t groups = len >> 2, rest = len & 3, pad = words - 2 * groups - ((rest + 1) >> 1);
+    const int32_t full = k >> 2, rest = k & 3;
+    int32_t g, sum = 0;
 #ifdef EDGEC_DSP
     const uint32_t nzp = (uint32_t)(uint16_t)(int16_t)-zp * 0x00010001u;
-#endif
-    int32_t v, g;
-    for (v = 0; v < count; ++v) {
-        const int8_t *s = src + v * vs;
-        edgec_w32 *d = dst + (v >> 1) * 2 * words + (v & 1);
-#ifdef EDGEC_DSP
-        if (es == 1) {
-            for (g = 0; g < groups; ++g, s += 4, d += 4) {
-                uint32_t x;
-                memcpy(&x, s, 4);
-                d[0] = E_SXTAB16(nzp, x);
-                d[2] = E_SXTAB16_ROR8(nzp, x);
-            }
-        } else {
-            for (g = 0; g < groups; ++g, s += 4 * es, d += 4) {
-                d[0] = E_SXTAB16(nzp, (uint32_t)(uint8_t)s[0] | (uint32_t)(uint8_t)s[2 * es] << 16);
-                d[2] = E_SXTAB16(nzp, (uint32_t)(uint8_t)s[es] | (uint32_t)(uint8_t)s[3 * es] << 16);
-            }
+    if (rs == 1) {
+        for (g = 0; g < full; ++g, s += 4, d += 4) {
+            uint32_t x, e, o;
+            memcpy(&x, s, 4);
+            d[0] = e = E_SXTAB16(nzp, x);
+            d[2] = o = E_SXTAB16_ROR8(nzp, x);
+            sum = E_SMLAD(e, 0x00010001u, sum);
+            sum = E_SMLAD(o, 0x00010001u, sum);
         }
+    } else {
+        for (g = 0; g < full; ++g, s += 4 * rs, d += 4) {
+            const uint32_t e = E_SXTAB16(nzp, (uint32_t)(uint8_t)s[0] | (uint32_t)(uint8_t)s[2 * rs] << 16);
+            const uint32_t o = E_SXTAB16(nzp, (uint32_t)(uint8_t)s[rs] | (uint32_t)(uint8_t)s[3 * rs] << 16);
+            d[0] = e;
+            d[2] = o;
+            sum = E_SMLAD(e, 0x00010001u, sum);
+            sum = E_SMLAD(o, 0x00010001u, sum);
+        }
+    }
 #else
-        for (g = 0; g < groups; ++g, s += 4 * es, d += 4) {
-            d[0] = edgec_mm_pair(s[0], s[2 * es], zp);
-            d[2] = edgec_mm_pair(s[es], s[3 * es], zp);
-        }
+    for (g = 0; g < full; ++g, s += 4 * rs, d += 4) {
+        d[0] = edgec_mm_pair(s[0], s[2 * rs], zp);
+        d[2] = edgec_mm_pair(s[rs], s[3 * rs], zp);
+        sum += s[0] + s[rs] + s[2 * rs] + s[3 * rs] - 4 * zp;
+    }
 #endif
-        if (rest) {
-            d[0] = edgec_mm_pair(s[0], rest > 1 ? s[es] : zp, zp);
-            d += 2;
-            if (rest == 3) {
-                d[0] = edgec_mm_pair(s[2 * es], zp, zp);
-                d += 2;
-            }
-        }
-        for (g = 0; g < pad; ++g, d += 2) d[0] = 0;
+    if (rest) {
+        const int32_t v0 = s[0], v1 = rest > 1 ? s[rs] : zp, v2 = rest > 2 ? s[2 * rs] : zp;
+        d[0] = edgec_mm_pair(v0, v2, zp);
+        d[2] = edgec_mm_pair(v1, zp, zp);
+        sum += v0 + v1 + v2 - 3 * zp;
+    }
+    return sum;
+}
+
+/* B ([k][n] through its strides) minus zp into bt (layout above; a last odd column zeroed) and -za * (the sum
+ * of each widened column) into bias. */
+static void edgec_mm_widen_b(const int8_t *b, int32_t rs, int32_t cs, int32_t k, int32_t n, int32_t zp, int32_t za,
+                             int32_t groups, edgec_w32 *bt, int32_t *bias)
+{
+    int32_t j, g;
+    for (j = 0; j < n; ++j) {
+        bias[j] = -za * edgec_mm_widen_column(b + j * cs, rs, k, zp, bt + (j >> 1) * 4 * groups + (j & 1));
+    }
+    if (n & 1) {
+        edgec_w32 *d = bt + (n >> 1) * 4 * groups + 1;
+        for (g = 0; g < groups; ++g, d += 4) d[0] = d[2] = 0;
+        bias[n] = 0;
     }
 }
 
-/* Rows pair `ar` ([words][2]: word t of row 0, of row 1) times the column pairs of `bt` ([npairs][words][2]);
- * the accumulators of row 0 to acc0[0..2*npairs), of row 1 to acc1. words is even. */
-static EDGEC_HOT void edgec_mm_dots(const edgec_w32 *ar, const edgec_w32 *bt, int32_t words, int32_t npairs,
-                                    int32_t *acc0, int32_t *acc1)
+/* Rows r0 and r1 of A (contiguous, 4 * groups values, d = r1 - r0) times every column pair of bt: each pair's
+ * 2x2 block to acc as row 0's two sums, then row 1's. */
+static EDGEC_HOT void edgec_mm_dots(const int8_t *r0, int32_t d, int32_t groups, const edgec_w32 *bt,
+                                    const int32_t *bias, int32_t npairs, int32_t *acc)
 {
-    const edgec_w32 *const end = ar + 2 * words;
-    int32_t jp;
-    for (jp = 0; jp < npairs; ++jp, acc0 += 2, acc1 += 2) {
-        const edgec_w32 *x = ar;
-        int32_t a00 = 0, a01 = 0, a10 = 0, a11 = 0;
+    const int8_t *const end = r0 + 4 * groups;
+    int32_t *const stop = acc + 4 * npairs;
+    for (; acc != stop; acc += 4, bias += 2) {
+        const int8_t *x = r0;
+        int32_t a00 = bias[0], a01 = bias[1], a10 = a00, a11 = a01;
         do {
-            uint32_t x0, x1, y0, y1;
-            E_LDRD(x0, x1, x, 0);
+            uint32_t u0, u1, y0, y1;
+            memcpy(&u0, x, 4);
+            memcpy(&u1, x + d, 4);
             E_LDRD(y0, y1, bt, 0);
-            EDGEC_MM_DOT(a00, x0, y0);
-            EDGEC_MM_DOT(a01, x0, y1);
-            EDGEC_MM_DOT(a10, x1, y0);
-            EDGEC_MM_DOT(a11, x1, y1);
-            E_LDRD(x0, x1, x, 2);
+            EDGEC_MM_DOT(a00, EDGEC_MM_EVEN(u0), y0);
+            EDGEC_MM_DOT(a01, EDGEC_MM_EVEN(u0), y1);
+            EDGEC_MM_DOT(a10, EDGEC_MM_EVEN(u1), y0);
+            EDGEC_MM_DOT(a11, EDGEC_MM_EVEN(u1), y1);
             E_LDRD(y0, y1, bt, 2);
-            EDGEC_MM_DOT(a00, x0, y0);
-            EDGEC_MM_DOT(a01, x0, y1);
-            EDGEC_MM_DOT(a10, x1, y0);
-            EDGEC_MM_DOT(a11, x1, y1);
+            EDGEC_MM_DOT(a00, EDGEC_MM_ODD(u0), y0);
+            EDGEC_MM_DOT(a01, EDGEC_MM_ODD(u0), y1);
+            EDGEC_MM_DOT(a10, EDGEC_MM_ODD(u1), y0);
+            EDGEC_MM_DOT(a11, EDGEC_MM_ODD(u1), y1);
             x += 4;
             bt += 4;
         } while (x != end);
-        acc0[0] = a00;
-        acc0[1] = a01;
-        acc1[0] = a10;
-        acc1[1] = a11;
+        acc[0] = a00;
+        acc[1] = a01;
+        acc[2] = a10;
+        acc[3] = a11;
     }
 }
 
-/* n accumulators requantized to the output, `os` elements apart. */
+/* One output row of n values, `os` elements apart, from its sums in acc (two a column pair, 4 apart). */
 static EDGEC_HOT void edgec_mm_requantize(const int32_t *acc, int32_t n, const edgec_matmul_fast_params *p,
                                           int8_t *out)
 {
     const int32_t mult = p->rq_mult, khi = p->rq_khi, neg = p->rq_neg, shift = p->rq_shift, os = p->out_col_stride;
     const int32_t lo = p->act_min, hi = p->act_max;
-    const int32_t *const end = acc + n;
+    const int32_t *const end = acc + 4 * (n >> 1);
     if (lo == -128 && hi == 127) {
-        for (; acc != end; ++acc, out += os) *out = (int8_t)EDGEC_SAT8(edgec_rq_value(*acc, mult, khi, neg, shift));
-    } else {
-        for (; acc != end; ++acc, out += os) {
-            const int32_t v = edgec_rq_value(*acc, mult, khi, neg, shift);
-            *out = (int8_t)(v < lo ? lo : (v > hi ? hi : v));
+        for (; acc != end; acc += 4, out += 2 * os) {
+            const int32_t v0 = edgec_rq_value(acc[0], mult, khi, neg, shift);
+            const int32_t v1 = edgec_rq_value(acc[1], mult, khi, neg, shift);
+            out[0] = (int8_t)EDGEC_SAT8(v0);
+            out[os] = (int8_t)EDGEC_SAT8(v1);
         }
+    } else {
+        for (; acc != end; acc += 4, out += 2 * os) {
+            const int32_t v0 = edgec_rq_value(acc[0], mult, khi, neg, shift);
+            const int32_t v1 = edgec_rq_value(acc[1], mult, khi, neg, shift);
+            out[0] = (int8_t)(v0 < lo ? lo : (v0 > hi ? hi : v0));
+            out[os] = (int8_t)(v1 < lo ? lo : (v1 > hi ? hi : v1));
+        }
+    }
+    if (n & 1) {
+        const int32_t v = edgec_rq_value(acc[0], mult, khi, neg, shift);
+        out[0] = (int8_t)(v < lo ? lo : (v > hi ? hi : v));
     }
 }
 
 void edgec_matmul_fast_s8(const edgec_matmul_fast_params *p, const int8_t *a, const int8_t *b, int8_t *scratch,
                           int8_t *output)
 {
-    const int32_t m = p->m, k = p->k, n = p->n, words = ((k + 3) >> 2) << 1, npairs = (n + 1) >> 1;
-    edgec_w32 *bt = (edgec_w32 *)(void *)scratch, *ar = bt + 2 * npairs * words;
-    int32_t *acc = (int32_t *)(void *)(ar + 2 * words);
-    int32_t bi, i;
+    const int32_t m = p->m, k = p->k, n = p->n, groups = (k + 3) >> 2, npairs = (n + 1) >> 1;
+    const int32_t rs = p->a_row_stride, cs = p->a_col_stride, in_place = cs == 1 && (k & 3) == 0;
+    edgec_w32 *bt = (edgec_w32 *)(void *)scratch;
+    int32_t *bias = (int32_t *)(void *)(bt + 4 * groups * npairs), *acc = bias + 2 * npairs;
+    int8_t *rows = (int8_t *)(void *)(acc + 4 * npairs);
+    int32_t bi, i, t;
     for (bi = 0; bi < p->batch; ++bi) {
-        const int8_t *ab = a + bi * p->a_batch_stride, *bb = b + bi * p->b_batch_stride;
+        const int8_t *ab = a + bi * p->a_batch_stride;
         int8_t *ob = output + bi * p->out_batch_stride;
         if (bi == 0 || p->b_batch_stride != 0) {
-            edgec_mm_widen(bb, p->b_col_stride, p->b_row_stride, n, k, p->b_zp, bt, words);
-            if (n & 1) edgec_mm_widen(bb, 0, 1, 1, 0, 0, bt + (n >> 1) * 2 * words + 1, words);   /* a zero column */
+            edgec_mm_widen_b(b + bi * p->b_batch_stride, p->b_row_stride, p->b_col_stride, k, n, p->b_zp, p->a_zp,
+                             groups, bt, bias);
         }
         for (i = 0; i < m; i += 2) {
             const int two = i + 1 < m;
-            /* two rows (the last one twice when m is odd) */
-            edgec_mm_widen(ab + i * p->a_row_stride, two ? p->a_row_stride : 0, p->a_col_stride, 2, k, p->a_zp, ar,
-                           words);
-            edgec_mm_dots(ar, bt, words, npairs, acc, acc + 2 * npairs);
+            const int8_t *r0 = ab + i * rs;
+            int32_t d = two ? rs : 0;
+            if (!in_place) {    /* the two rows as contiguous runs, padded with the zero point (times B's 0s) */
+                for (t = 0; t < 4 * groups; ++t) {
+                    rows[t] = t < k ? r0[t * cs] : (int8_t)0;
+                    rows[4 * groups + t] = t < k ? r0[d + t * cs] : (int8_t)0;
+                }
+                r0 = rows;
+                d = 4 * groups;
+            }
+            edgec_mm_dots(r0, d, groups, bt, bias, npairs, acc);
             edgec_mm_requantize(acc, n, p, ob + i * p->out_row_stride);
-            if (two) edgec_mm_requantize(acc + 2 * npairs, n, p, ob + (i + 1) * p->out_row_stride);
+            if (two) edgec_mm_requantize(acc + 2, n, p, ob + (i + 1) * p->out_row_stride);
         }
     }
 }
