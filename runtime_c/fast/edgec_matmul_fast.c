@@ -126,31 +126,42 @@ static EDGEC_HOT void edgec_mm_dots(const int8_t *r0, int32_t d, int32_t groups,
     }
 }
 
-/* One output row of n values, `os` elements apart, from its sums in acc (two a column pair, 4 apart). */
-static EDGEC_HOT void edgec_mm_requantize(const int32_t *acc, int32_t n, const edgec_matmul_fast_params *p,
-                                          int8_t *out)
+/* Two output rows of n values (o0, o1; `os` elements apart) from a row pair's sums (a column pair's 2x2 block
+ * 4 apart: row 0's two, row 1's two). */
+EDGEC_INLINE void edgec_mm_requantize(const int32_t *acc, int32_t n, const edgec_matmul_fast_params *p, int8_t *o0,
+                                      int8_t *o1)
 {
     const int32_t mult = p->rq_mult, khi = p->rq_khi, neg = p->rq_neg, shift = p->rq_shift, os = p->out_col_stride;
     const int32_t lo = p->act_min, hi = p->act_max;
     const int32_t *const end = acc + 4 * (n >> 1);
     if (lo == -128 && hi == 127) {
-        for (; acc != end; acc += 4, out += 2 * os) {
+        for (; acc != end; acc += 4, o0 += 2 * os, o1 += 2 * os) {
             const int32_t v0 = edgec_rq_value(acc[0], mult, khi, neg, shift);
             const int32_t v1 = edgec_rq_value(acc[1], mult, khi, neg, shift);
-            out[0] = (int8_t)EDGEC_SAT8(v0);
-            out[os] = (int8_t)EDGEC_SAT8(v1);
+            const int32_t v2 = edgec_rq_value(acc[2], mult, khi, neg, shift);
+            const int32_t v3 = edgec_rq_value(acc[3], mult, khi, neg, shift);
+            o0[0] = (int8_t)EDGEC_SAT8(v0);
+            o0[os] = (int8_t)EDGEC_SAT8(v1);
+            o1[0] = (int8_t)EDGEC_SAT8(v2);
+            o1[os] = (int8_t)EDGEC_SAT8(v3);
         }
     } else {
-        for (; acc != end; acc += 4, out += 2 * os) {
+        for (; acc != end; acc += 4, o0 += 2 * os, o1 += 2 * os) {
             const int32_t v0 = edgec_rq_value(acc[0], mult, khi, neg, shift);
             const int32_t v1 = edgec_rq_value(acc[1], mult, khi, neg, shift);
-            out[0] = (int8_t)(v0 < lo ? lo : (v0 > hi ? hi : v0));
-            out[os] = (int8_t)(v1 < lo ? lo : (v1 > hi ? hi : v1));
+            const int32_t v2 = edgec_rq_value(acc[2], mult, khi, neg, shift);
+            const int32_t v3 = edgec_rq_value(acc[3], mult, khi, neg, shift);
+            o0[0] = (int8_t)(v0 < lo ? lo : (v0 > hi ? hi : v0));
+            o0[os] = (int8_t)(v1 < lo ? lo : (v1 > hi ? hi : v1));
+            o1[0] = (int8_t)(v2 < lo ? lo : (v2 > hi ? hi : v2));
+            o1[os] = (int8_t)(v3 < lo ? lo : (v3 > hi ? hi : v3));
         }
     }
     if (n & 1) {
-        const int32_t v = edgec_rq_value(acc[0], mult, khi, neg, shift);
-        out[0] = (int8_t)(v < lo ? lo : (v > hi ? hi : v));
+        const int32_t v0 = edgec_rq_value(acc[0], mult, khi, neg, shift);
+        const int32_t v2 = edgec_rq_value(acc[2], mult, khi, neg, shift);
+        o0[0] = (int8_t)(v0 < lo ? lo : (v0 > hi ? hi : v0));
+        o1[0] = (int8_t)(v2 < lo ? lo : (v2 > hi ? hi : v2));
     }
 }
 
@@ -174,7 +185,7 @@ void edgec_matmul_fast_s8(const edgec_matmul_fast_params *p, const int8_t *a, co
             const int two = i + 1 < m;
             const int8_t *r0 = ab + i * rs;
             int32_t d = two ? rs : 0;
-            if (!in_place) {    /* the two rows as contiguous runs, padded with the zero point (times B's 0s) */
+            if (!in_place) {    /* the two rows as contiguous runs (the padding meets B's zeros) */
                 for (t = 0; t < 4 * groups; ++t) {
                     rows[t] = t < k ? r0[t * cs] : (int8_t)0;
                     rows[4 * groups + t] = t < k ? r0[d + t * cs] : (int8_t)0;
@@ -183,8 +194,8 @@ void edgec_matmul_fast_s8(const edgec_matmul_fast_params *p, const int8_t *a, co
                 d = 4 * groups;
             }
             edgec_mm_dots(r0, d, groups, bt, bias, npairs, acc);
-            edgec_mm_requantize(acc, n, p, ob + i * p->out_row_stride);
-            if (two) edgec_mm_requantize(acc + 2, n, p, ob + (i + 1) * p->out_row_stride);
+            /* an odd m's last row: row 1 is row 0 again, written twice */
+            edgec_mm_requantize(acc, n, p, ob + i * p->out_row_stride, ob + (two ? i + 1 : i) * p->out_row_stride);
         }
     }
 }
