@@ -110,7 +110,7 @@ def lower_matmul(op: Op) -> dict | None:
 
 OPS = [
     OpDef("matmul", "matmul", quantize_matmul, run_matmul, float_matmul, c_matmul, fuses_activation=True,
-          macs=macs, lower=lower_matmul, code_bytes=900),
+          macs=macs, lower=lower_matmul, code_bytes=1800),   # the fast kernel: 1.6-1.9 KB on M3/M4
 ]
 
 

@@ -17,6 +17,7 @@
 #define EDGEC_MM_DOT(acc, x, y) ((acc) = E_SMLAD((x), (y), (acc)))
 #define EDGEC_MM_EVEN(u) E_SXTB16(u)
 #define EDGEC_MM_ODD(u) E_SXTB16_ROR8(u)
+#define EDGEC_MM_LOAD4(u, x) memcpy(&(u), (x), 4) /* Arm: little-endian, as every DSP-path kernel assumes */
 #else
 #define EDGEC_MM_LO(w) ((int32_t)(int16_t)(uint16_t)((w) & 0xffffu))
 #define EDGEC_MM_HI(w) ((int32_t)(int16_t)(uint16_t)((w) >> 16))
@@ -24,6 +25,10 @@
 #define EDGEC_MM_BYTE(u, s) ((uint32_t)(uint16_t)(int16_t)(int8_t)(uint8_t)(((u) >> (s)) & 0xffu))
 #define EDGEC_MM_EVEN(u) (EDGEC_MM_BYTE(u, 0) | EDGEC_MM_BYTE(u, 16) << 16)
 #define EDGEC_MM_ODD(u) (EDGEC_MM_BYTE(u, 8) | EDGEC_MM_BYTE(u, 24) << 16)
+/* value by value: the same word on any byte order (a little-endian compiler makes it one load) */
+#define EDGEC_MM_LOAD4(u, x)                                                                                  \
+    ((u) = (uint32_t)(uint8_t)(x)[0] | (uint32_t)(uint8_t)(x)[1] << 8 | (uint32_t)(uint8_t)(x)[2] << 16 |     \
+           (uint32_t)(uint8_t)(x)[3] << 24)
 #endif
 
 /* Two int8 values (minus zp) as one word of two int16 lanes, lo = first: pure integer arithmetic, so the
@@ -104,8 +109,8 @@ static EDGEC_HOT void edgec_mm_dots(const int8_t *r0, int32_t d, int32_t groups,
         int32_t a00 = bias[0], a01 = bias[1], a10 = a00, a11 = a01;
         do {
             uint32_t u0, u1, y0, y1;
-            memcpy(&u0, x, 4);
-            memcpy(&u1, x + d, 4);
+            EDGEC_MM_LOAD4(u0, x);
+            EDGEC_MM_LOAD4(u1, x + d);
             E_LDRD(y0, y1, bt, 0);
             EDGEC_MM_DOT(a00, EDGEC_MM_EVEN(u0), y0);
             EDGEC_MM_DOT(a01, EDGEC_MM_EVEN(u0), y1);
