@@ -2,9 +2,10 @@
 (Q x K^T) and context (P x V). Every operand and the output is read/written through strides (element units:
 batch, row, column), so the Transposes and head Reshapes of multi-head attention around it are views, not
 copies: the importer takes its operands in whatever layout they are, and writes its output in the layout its
-single Transpose reader wants. Reference kernel runtime_c/edgec_matmul.c, the DSP one (int16-widened operands,
-B transposed into scratch once per batch with column pairs interleaved, A read in place with its zero point
-folded into column-sum corrections, SMLAD 2x2 blocks, one requantization pass per row) runtime_c/fast/edgec_matmul_fast.c.
+single Transpose reader wants. Reference kernel runtime_c/edgec_matmul.c; the DSP one,
+runtime_c/fast/edgec_matmul_fast.c: B widened to int16 and transposed into scratch once per batch (column pairs
+interleaved), A read in place with its zero point folded into column-sum corrections, SMLAD 2x2 blocks, one
+requantization pass per row pair.
 """
 from __future__ import annotations
 
