@@ -283,7 +283,8 @@ typedef struct {
 void edgec_matmul_s8(const edgec_matmul_params *p, const int8_t *a, const int8_t *b, int8_t *output);
 
 /* fast: the same product with one edgec_rq requantization (rq_*; zero point folded into rq_khi).
- * scratch: 2 * (k rounded up to even) * (n + 2) bytes, 4-byte aligned. */
+ * scratch: 16 * G * P + 24 * P + 8 * G bytes, 4-byte aligned (G = k / 4 rounded up, P = n / 2 rounded up):
+ * B^T widened, its column corrections, a row pair's sums, a row pair of A when A's rows are not contiguous. */
 typedef struct {
     int32_t batch, m, k, n, a_batch_stride, a_row_stride, a_col_stride, b_batch_stride, b_row_stride,
         b_col_stride, out_batch_stride, out_row_stride, out_col_stride, a_zp, b_zp, act_min, act_max, rq_mult,

@@ -46,6 +46,22 @@ def test_material_is_what_the_examples_export():
             assert len([f for f in ALL if f.startswith(f"{folder}/pytorch/{kind}_") and exporter in f]) == 2
 
 
+def _assert_attention_reads_in_place(graph):
+    """q, k and v reach the two attention products through the exporters' unflatten + unbind (Reshape,
+    Unsqueeze, Transpose, Squeeze, Gather), head Reshapes and Transposes, and q and k^T each times
+    sqrt(1/sqrt(dh)): all of it is read where in_proj wrote it (offsets and strides), both scale factors in the
+    scores' multiplier, so nothing but views lies between in_proj and the products."""
+    kinds = [op.kind for op in graph.ops]
+    assert kinds.count("matmul") == 2 and not {"remap", "transpose", "concat"} & set(kinds), kinds
+    scores, context = [op for op in graph.ops if op.kind == "matmul"]
+    in_proj = graph.producer(scores.inputs[0])
+    assert in_proj.kind == "fully_connected_rows" and in_proj.attrs["weights"].shape[0] == 48
+    assert scores.inputs == [in_proj.output, in_proj.output] and context.inputs[1] == in_proj.output
+    assert (scores.attrs["a_offset"], scores.attrs["b_offset"], context.attrs["b_offset"]) == (0, 16, 32)
+    assert graph.producer(context.inputs[0]).kind == "softmax"
+    assert scores.attrs["alpha"] == pytest.approx(1 / np.sqrt(8)) and context.attrs.get("alpha", 1.0) == 1.0
+
+
 @pytest.mark.parametrize("rel", DEFAULT)
 def test_export_bit_exact_and_accurate_on_host(rel, tmp_path):
     model = EXAMPLES / rel
@@ -53,6 +69,8 @@ def test_export_bit_exact_and_accurate_on_host(rel, tmp_path):
     _, graph, plan = api.compile_model(model, folder / "calib.npz")
     if model.stem.startswith(("lstm", "gru")):      # the recurrence stays one layer whatever the exporter wrote
         assert [op.kind for op in graph.ops].count(model.stem.split("_")[0]) == 1
+    else:
+        _assert_attention_reads_in_place(graph)
     test = load_dataset(folder / "test.npz", graph.input_onnx_shape)
     cmodel.generate(graph, plan, tmp_path, graph.name)
     tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]

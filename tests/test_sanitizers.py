@@ -27,6 +27,9 @@ VARIANTS = {"portable": (), "dsp-emulated": ("-DEDGEC_EMULATE_DSP",)}
 MODELS = {
     "digits_cnn": (EXAMPLES / "digits_cnn" / "model.onnx", EXAMPLES / "digits_cnn" / "test.npz", 32),
     "cancer_conv1d": (EXAMPLES / "cancer_conv1d" / "model.onnx", EXAMPLES / "cancer_conv1d" / "test.npz", 32),
+    # the attention products' fast kernel (q/k/v read in place in in_proj's output) in a real PyTorch export
+    "mha_pytorch": (EXAMPLES / "transformer_digits" / "pytorch" / "mha_bf_dynamo.onnx",
+                    EXAMPLES / "transformer_digits" / "test.npz", 16),
     "ad_fc_autoencoder_fp32": (MLPERF / "ad_fc_autoencoder_fp32.onnx", ("ad", False), 12),
     "kws_dscnn_fp32": (MLPERF / "kws_dscnn_fp32.onnx", ("kws", False), 4),
     "kws_dscnn_fp32_nchw": (MLPERF / "kws_dscnn_fp32_nchw.onnx", ("kws", True), 4),
@@ -35,7 +38,7 @@ MODELS = {
     "vww_mobilenetv1_025_fp32": (MLPERF / "vww_mobilenetv1_025_fp32.onnx", ("vww", False), 1),
     "vww_mobilenetv1_025_fp32_nchw": (MLPERF / "vww_mobilenetv1_025_fp32_nchw.onnx", ("vww", True), 1),
 }
-RUN_DSP = {"digits_cnn", "kws_dscnn_fp32", "ic_resnet8_fp32"}   # also run on the emulated DSP path
+RUN_DSP = {"digits_cnn", "kws_dscnn_fp32", "ic_resnet8_fp32", "mha_pytorch"}   # also run on the emulated DSP path
 
 def _run(cmd, **kw):
     proc = subprocess.run([str(c) for c in cmd], capture_output=True, **kw)

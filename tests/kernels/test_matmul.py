@@ -19,7 +19,7 @@ def _case(rng):
     """Random sizes, zero points and a layout for each operand: row-major or transposed, batch broadcast or
     not; the output contiguous or transposed ([m][batch][n], as attention's context is read back)."""
     batch, m, n = (int(v) for v in rng.integers(1, 7, 3))
-    k = int(rng.integers(1, 14))      # groups of 4 widened together (contiguous: one word each) and the rest
+    k = int(rng.integers(1, 14))      # groups of 4 widened together and a rest of 0-3 (k padded to 4)
     p = dict(batch=batch, m=m, k=k, n=n)
     a_bc, b_bc = rng.random() < 0.2, rng.random() < 0.2
     if rng.random() < 0.5:
@@ -50,9 +50,11 @@ def _fast(lib, p, a, b):
     low = matmul.lower_matmul(Op("matmul", "mm", [], "y", params=p))
     assert low is not None
     out = np.zeros(p["batch"] * p["m"] * p["n"], np.int8)
-    scratch = np.zeros(low["scratch_bytes"] // 4 + 1, np.uint32)
+    assert low["scratch_bytes"] % 4 == 0
+    scratch = np.full(low["scratch_bytes"] // 4 + 4, 0x5A5A5A5A, np.uint32)   # garbage, then 16 guard bytes
     lib.edgec_matmul_fast_s8(ctypes.byref(make("edgec_matmul_fast_params", low["params"])), ptr(a), ptr(b),
                              ptr(scratch), ptr(out))
+    assert np.all(scratch[-4:] == 0x5A5A5A5A), "the kernel wrote past the scratch the lowering asked for"
     return out
 
 
