@@ -35,45 +35,53 @@ static int32_t lookup16(const int16_t *table, int32_t v)
     return sat16(base + delta);
 }
 
-static int32_t dot_s8(const int8_t *w, const int8_t *x, int32_t n, int32_t acc)
-{
-    int32_t k;
-    for (k = 0; k < n; ++k) {
-        acc += (int32_t)w[k] * (int32_t)x[k];
-    }
-    return acc;
-}
-
-static int32_t dot_s16(const int8_t *w, const int16_t *h, int32_t n)
-{
-    int32_t k, acc = 0;
-    for (k = 0; k < n; ++k) {
-        acc += (int32_t)w[k] * (int32_t)h[k];
-    }
-    return acc;
-}
-
 /* The portable matrix products, requantized: rows [row0, row0 + rows) of rq(bias_x + w_x . x, mult_x, shift_x)
- * and of rq(w_h . h, mult_h, shift_h). */
-static void mv_x_portable(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int8_t *x, int32_t *out)
+ * and of rq(w_h . h, mult_h, shift_h); weights int8 (packed 0) or int4 packed two per byte (packed 1, a
+ * constant at each call: one loop each). */
+static inline void mv_x_rows(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int8_t *x,
+                             int32_t *out, int packed)
 {
     const int8_t *wx = (const int8_t *)w->w_x;
-    int32_t r;
+    int32_t r, k;
     for (r = 0; r < rows; ++r) {
-        const int32_t j = row0 + r;
-        out[r] = edgec_requantize(dot_s8(wx + j * w->x_stride, x, w->input_size, w->bias_x[j]), w->mult_x[j],
-                                  w->shift_x[j]);
+        const int32_t j = row0 + r, base = j * w->x_stride;
+        int32_t acc = w->bias_x[j];
+        for (k = 0; k < w->input_size; ++k) acc += edgec_weight_at(wx, base + k, packed) * (int32_t)x[k];
+        out[r] = edgec_requantize(acc, w->mult_x[j], w->shift_x[j]);
     }
 }
 
-static void mv_h_portable(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int16_t *h, int32_t *out)
+static inline void mv_h_rows(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int16_t *h,
+                             int32_t *out, int packed)
 {
     const int8_t *wh = (const int8_t *)w->w_h;
-    int32_t r;
+    int32_t r, k;
     for (r = 0; r < rows; ++r) {
-        const int32_t j = row0 + r;
-        out[r] = edgec_requantize(dot_s16(wh + j * w->h_stride, h, w->hidden), w->mult_h[j], w->shift_h[j]);
+        const int32_t j = row0 + r, base = j * w->h_stride;
+        int32_t acc = 0;
+        for (k = 0; k < w->hidden; ++k) acc += edgec_weight_at(wh, base + k, packed) * (int32_t)h[k];
+        out[r] = edgec_requantize(acc, w->mult_h[j], w->shift_h[j]);
     }
+}
+
+static void mv_x_s8(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int8_t *x, int32_t *out)
+{
+    mv_x_rows(w, row0, rows, x, out, 0);
+}
+
+static void mv_h_s8(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int16_t *h, int32_t *out)
+{
+    mv_h_rows(w, row0, rows, h, out, 0);
+}
+
+static void mv_x_s4(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int8_t *x, int32_t *out)
+{
+    mv_x_rows(w, row0, rows, x, out, 1);
+}
+
+static void mv_h_s4(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int16_t *h, int32_t *out)
+{
+    mv_h_rows(w, row0, rows, h, out, 1);
 }
 
 static int32_t clamp32(int64_t v)
@@ -89,10 +97,10 @@ static void recurrent_step(const edgec_recurrent_params *p, const edgec_recurren
     const int32_t gates = p->gru ? 3 : 4;
     const int16_t *sigmoid = w->sigmoid, *tanh_table = w->tanh_table;
     int32_t j, q;
-    w->mv_x(w, 0, gates * hid, x, pre);               /* rq(bias_x + w_x . x), every gate row */
+    w->mv->mv_x(w, 0, gates * hid, x, pre);               /* rq(bias_x + w_x . x), every gate row */
     for (q = 0; q < gates; ++q) {                     /* + the h part, gate by gate (GRU: z and r) */
         const int with_h = !p->gru || q < 2;
-        if (with_h) w->mv_h(w, q * hid, hid, h, hn);
+        if (with_h) w->mv->mv_h(w, q * hid, hid, h, hn);
         for (j = q * hid; j < (q + 1) * hid; ++j) {
             int64_t v = (int64_t)pre[j] + w->wb[j];
             if (with_h) {
@@ -117,7 +125,7 @@ static void recurrent_step(const edgec_recurrent_params *p, const edgec_recurren
         }
         return;
     }
-    if (p->linear_before_reset) w->mv_h(w, 2 * hid, hid, h, hn);
+    if (p->linear_before_reset) w->mv->mv_h(w, 2 * hid, hid, h, hn);
     for (j = 0; j < hid; ++j) {
         const int32_t r = lookup16(sigmoid, pre[hid + j]);
         const int32_t row = 2 * hid + j;
@@ -128,7 +136,7 @@ static void recurrent_step(const edgec_recurrent_params *p, const edgec_recurren
             rh[j] = (int16_t)rshift_round32(r * h[j], EDGEC_STATE_BITS);
         }
     }
-    if (!p->linear_before_reset) w->mv_h(w, 2 * hid, hid, rh, hn);
+    if (!p->linear_before_reset) w->mv->mv_h(w, 2 * hid, hid, rh, hn);
     for (j = 0; j < hid; ++j) {
         const int32_t row = 2 * hid + j;
         const int32_t z = lookup16(sigmoid, pre[j]);      /* (32768 - z) * n + z * h: |.| <= 2^30 */
@@ -142,8 +150,8 @@ static void recurrent_step(const edgec_recurrent_params *p, const edgec_recurren
     }
 }
 
-void edgec_recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_weights *w, const int8_t *input,
-                         void *scratch, int8_t *output)
+static void recurrent_sequence(const edgec_recurrent_params *p, const edgec_recurrent_weights *w,
+                               const int8_t *input, void *scratch, int8_t *output)
 {
     const int32_t hid = p->hidden, steps = p->steps, batch = p->batch;
     const int32_t gates = p->gru ? 3 : 4;
@@ -174,19 +182,25 @@ void edgec_recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_
     }
 }
 
-void edgec_recurrent_s8(const edgec_recurrent_params *p, const int8_t *w_x, const int8_t *w_h,
-                        const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
-                        const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
-                        const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
-                        const int16_t *tanh_table, const int8_t *input, void *scratch, int8_t *output)
+static const edgec_recurrent_products PORTABLE_S8 = {mv_x_s8, mv_h_s8, 1};
+static const edgec_recurrent_products PORTABLE_S4 = {mv_x_s4, mv_h_s4, 1};
+
+void edgec_recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_products *mv, const void *w_x,
+                         const void *w_h, const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
+                         const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
+                         const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                         const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h, const int8_t *input,
+                         void *scratch, int8_t *output)
 {
+    const int32_t hid = p->hidden, gates = p->gru ? 3 : 4;
     edgec_recurrent_weights w;
+    w.mv = mv;
     w.w_x = w_x;
     w.w_h = w_h;
-    w.x_stride = p->input_size;
-    w.h_stride = p->hidden;
+    w.x_stride = (p->input_size + mv->pad - 1) / mv->pad * mv->pad;
+    w.h_stride = (hid + mv->pad - 1) / mv->pad * mv->pad;
     w.input_size = p->input_size;
-    w.hidden = p->hidden;
+    w.hidden = hid;
     w.bias_x = bias_x;
     w.mult_x = mult_x;
     w.shift_x = shift_x;
@@ -198,10 +212,28 @@ void edgec_recurrent_s8(const edgec_recurrent_params *p, const int8_t *w_x, cons
     w.init_c = init_c;
     w.sigmoid = sigmoid;
     w.tanh_table = tanh_table;
-    w.rq_x = (const int32_t *)0;
-    w.rq_h = (const int32_t *)0;
-    w.work = (void *)0;
-    w.mv_x = mv_x_portable;
-    w.mv_h = mv_h_portable;
-    edgec_recurrent_run(p, &w, input, scratch, output);
+    w.rq_x = rq_x;
+    w.rq_h = rq_h;
+    w.work = (int8_t *)scratch + ((4 * (gates + 1) * hid + 2 * (2 * p->batch + 1) * hid + 3) & ~3);
+    recurrent_sequence(p, &w, input, scratch, output);
+}
+
+void edgec_recurrent_s8(const edgec_recurrent_params *p, const int8_t *w_x, const int8_t *w_h,
+                        const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
+                        const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
+                        const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                        const int16_t *tanh_table, const int8_t *input, void *scratch, int8_t *output)
+{
+    edgec_recurrent_run(p, &PORTABLE_S8, w_x, w_h, bias_x, mult_x, shift_x, mult_h, shift_h, wb, rb, init_h, init_c,
+                        sigmoid, tanh_table, (const int32_t *)0, (const int32_t *)0, input, scratch, output);
+}
+
+void edgec_recurrent_s4(const edgec_recurrent_params *p, const int8_t *w_x, const int8_t *w_h,
+                        const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
+                        const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
+                        const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                        const int16_t *tanh_table, const int8_t *input, void *scratch, int8_t *output)
+{
+    edgec_recurrent_run(p, &PORTABLE_S4, w_x, w_h, bias_x, mult_x, shift_x, mult_h, shift_h, wb, rb, init_h, init_c,
+                        sigmoid, tanh_table, (const int32_t *)0, (const int32_t *)0, input, scratch, output);
 }

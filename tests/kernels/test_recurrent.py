@@ -16,7 +16,7 @@ from conftest import check_generated_c, make_model
 from edgec.errors import EdgecError
 from edgec.frontend import canonicalize
 from edgec.ir import Op, Tensor
-from edgec.ops import recurrent
+from edgec.ops import int4, recurrent
 from edgec.quant import calibrate, floatref, quantize, reference, scheme
 
 
@@ -31,7 +31,8 @@ def _op(r, kind, steps, n_in, hid, reverse=0, lbr=0, output=0, init=False, batch
     return Op(kind=kind, name=kind, inputs=["x"], output="y", attrs=attrs)
 
 
-def _quantized(r, op):
+def _quantized(r, op, bits=8):
+    op.attrs["weight_bits"] = bits
     x = Tensor("x", (op.attrs["steps"], op.attrs["batch"], op.attrs["input_size"]), "x", float(r.uniform(0.005, 0.05)),
                int(r.integers(-20, 20)))
     y = Tensor("y", (1,), "y", float(r.uniform(0.004, 0.01)), int(r.integers(-10, 10)))
@@ -42,23 +43,27 @@ def _quantized(r, op):
 def _c_run(ck, op, xq):
     p, a = op.params, op.arrays
     g = recurrent.GATES[op.kind]
-    arrays = [np.ascontiguousarray(a[k]) for k in recurrent.ARRAYS]
+    arrays = [np.ascontiguousarray(a[k + "4"] if k + "4" in a else a[k]) for k in recurrent.ARRAYS]
     scratch = np.zeros(recurrent.scratch_bytes(g, p["hidden"], p["batch"]) // 4 + 1, np.int32)
     out = np.full((p["steps"] if p["output"] == 0 else 1) * p["batch"] * p["hidden"], 99, np.int8)
-    ck.lib.edgec_recurrent_s8(ctypes.byref(make("edgec_recurrent_params", p)), *[ptr(v) for v in arrays],
-                              ptr(np.ascontiguousarray(xq, np.int8)), ptr(scratch), ptr(out))
+    kernel = ck.lib.edgec_recurrent_s4 if int4.is_int4(op) else ck.lib.edgec_recurrent_s8
+    kernel(ctypes.byref(make("edgec_recurrent_params", p)), *[ptr(v) for v in arrays],
+           ptr(np.ascontiguousarray(xq, np.int8)), ptr(scratch), ptr(out))
     return out
 
 
+@pytest.mark.parametrize("bits", [8, 4])
 @pytest.mark.parametrize("kind,lbr", [("lstm", 0), ("gru", 0), ("gru", 1)])
-def test_kernel_matches_twin(ck, kind, lbr):
-    r = np.random.default_rng({"lstm": 1, "gru": 2}[kind] + 10 * lbr)
-    for case in range(40):
+def test_kernel_matches_twin(ck, kind, lbr, bits):
+    """edgec_recurrent_s8, and edgec_recurrent_s4 with int4 W and R (odd sizes: rows that start mid-byte)."""
+    r = np.random.default_rng({"lstm": 1, "gru": 2}[kind] + 10 * lbr + bits)
+    for case in range(40 if bits == 8 else 20):
         steps, n_in, hid = int(r.integers(1, 9)), int(r.integers(1, 12)), int(r.integers(1, 20))
         batch = int(r.integers(1, 4))
         op = _op(r, kind, steps, n_in, hid, reverse=case % 2, lbr=lbr, output=(case // 2) % (3 if kind == "lstm" else 2),
                  init=case % 3 == 0, batch=batch)
-        _quantized(r, op)
+        _quantized(r, op, bits)
+        assert int4.is_int4(op) == (bits == 4)
         xq = r.integers(-128, 128, steps * batch * n_in).astype(np.int8)
         np.testing.assert_array_equal(_c_run(ck, op, xq), recurrent.recurrent_s8(op.params, op.arrays, xq),
                                       err_msg=f"case {case}")
@@ -203,21 +208,26 @@ def test_unrolled_lstm_builds_bit_exact(tmp_path):
 
 
 @pytest.mark.parametrize("path", ["portable", "dsp-emulated"])
-@pytest.mark.parametrize("kind,lbr", [("lstm", 0), ("gru", 0), ("gru", 1)])
-def test_fast_kernel_matches_twin(ck, ck_dsp, path, kind, lbr):
-    """edgec_recurrent_fast_s8 (lower_recurrent: rows padded to words, products on SMLAD) on both inner-loop
-    paths, odd input and hidden sizes (half-full words), guard bytes after scratch and output."""
+@pytest.mark.parametrize("kind,lbr,bits", [("lstm", 0, 8), ("gru", 0, 8), ("gru", 1, 8), ("lstm", 0, 4),
+                                           ("gru", 1, 4)])
+def test_fast_kernel_matches_twin(ck, ck_dsp, path, kind, lbr, bits):
+    """edgec_recurrent_fast_s8 (lower_recurrent: rows padded to words, products on SMLAD) and
+    edgec_recurrent_fast_s4 (int4: rows padded to 8, 8 nibbles a word) on both inner-loop paths, odd input and
+    hidden sizes (part-full words), guard bytes after scratch and output."""
     lib = (ck if path == "portable" else ck_dsp).lib
-    r = np.random.default_rng(170 + {"lstm": 1, "gru": 2}[kind] + 10 * lbr)
-    ran = 0
-    for case in range(25):
+    r = np.random.default_rng(170 + {"lstm": 1, "gru": 2}[kind] + 10 * lbr + bits)
+    ran, cases = 0, 25 if bits == 8 else 16
+    for case in range(cases):
         steps, n_in, hid, batch = int(r.integers(1, 7)), int(r.integers(1, 14)), int(r.integers(1, 23)), int(r.integers(1, 3))
         op = _op(r, kind, steps, n_in, hid, reverse=case % 2, lbr=lbr, output=(case // 2) % (3 if kind == "lstm" else 2),
                  init=case % 3 == 0, batch=batch)
-        _quantized(r, op)
+        _quantized(r, op, bits)
         xq = r.integers(-128, 128, size=steps * batch * n_in).astype(np.int8)
         low = recurrent.lower_recurrent(op)
-        ran += "rq_x" in low["arrays"]        # (a multiplier over 1: no records, the reference requantization)
+        assert low["kernel"] == f"edgec_recurrent_fast_s{bits}"
+        # (a multiplier over 1: no records, the reference requantization; int4's larger weight scales put the
+        # input products there)
+        ran += ("rq_x" if bits == 8 else "rq_h") in low["arrays"]
         low["arrays"].pop(("rq_h", "rq_x")[case % 2] if case % 4 == 3 else "none", None)   # that path too
         want = recurrent.recurrent_s8(op.params, op.arrays, xq)
         guard, n_scratch = 64, low["scratch_bytes"]
@@ -226,8 +236,8 @@ def test_fast_kernel_matches_twin(ck, ck_dsp, path, kind, lbr):
         out = np.full(want.size + guard, 99, np.int8)
         arrays = [np.ascontiguousarray(low["arrays"][k]) for k in recurrent.ARRAYS]
         records = [ptr(np.ascontiguousarray(low["arrays"][k])) if k in low["arrays"] else None for k in ("rq_x", "rq_h")]
-        lib.edgec_recurrent_fast_s8(ctypes.byref(make("edgec_recurrent_params", op.params)), *[ptr(v) for v in arrays],
-                                    *records, ptr(xq), ptr(scratch), ptr(out))
+        getattr(lib, low["kernel"])(ctypes.byref(make("edgec_recurrent_params", op.params)),
+                                    *[ptr(v) for v in arrays], *records, ptr(xq), ptr(scratch), ptr(out))
         assert np.array_equal(out[:want.size], want), (kind, case)
         assert np.all(out[want.size:] == 99) and np.all(scratch[n_scratch:n_scratch + guard] == 0x5A)
-    assert ran >= 15, ran
+    assert ran >= cases * 3 // 5, ran
