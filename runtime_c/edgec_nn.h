@@ -486,6 +486,7 @@ struct edgec_recurrent_products {
     void (*mv_x)(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int8_t *x, int32_t *out);
     void (*mv_h)(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int16_t *h, int32_t *out);
     int32_t pad;                                       /* stored rows are padded to a multiple of pad weights */
+    int32_t packed;                                    /* 0: int8 weights, 1: int4 packed two per byte */
 };
 struct edgec_recurrent_weights {
     const edgec_recurrent_products *mv;

@@ -35,53 +35,34 @@ static int32_t lookup16(const int16_t *table, int32_t v)
     return sat16(base + delta);
 }
 
-/* The portable matrix products, requantized: rows [row0, row0 + rows) of rq(bias_x + w_x . x, mult_x, shift_x)
- * and of rq(w_h . h, mult_h, shift_h); weights int8 (packed 0) or int4 packed two per byte (packed 1, a
- * constant at each call: one loop each). */
-static inline void mv_x_rows(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int8_t *x,
-                             int32_t *out, int packed)
+/* The portable matrix products, requantized: rows [row0, row0 + rows) of rq(bias + wm . v, mult, shift), v the
+ * int8 x or (x null) the int16 h; weights int8, or int4 packed two per byte (mv->packed). */
+static void rows_portable(const edgec_recurrent_weights *w, const void *wm, int32_t stride, int32_t n, const int8_t *x,
+                          const int16_t *h, const int32_t *bias, const int32_t *mult, const int32_t *shift, int32_t row0,
+                          int32_t rows, int32_t *out)
 {
-    const int8_t *wx = (const int8_t *)w->w_x;
+    const int packed = w->mv->packed;
     int32_t r, k;
     for (r = 0; r < rows; ++r) {
-        const int32_t j = row0 + r, base = j * w->x_stride;
-        int32_t acc = w->bias_x[j];
-        for (k = 0; k < w->input_size; ++k) acc += edgec_weight_at(wx, base + k, packed) * (int32_t)x[k];
-        out[r] = edgec_requantize(acc, w->mult_x[j], w->shift_x[j]);
+        const int32_t j = row0 + r, base = j * stride;
+        int32_t acc = bias ? bias[j] : 0;
+        for (k = 0; k < n; ++k) acc += edgec_weight_at((const int8_t *)wm, base + k, packed) * (x ? x[k] : h[k]);
+        out[r] = edgec_requantize(acc, mult[j], shift[j]);
     }
 }
 
-static inline void mv_h_rows(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int16_t *h,
-                             int32_t *out, int packed)
+static void mv_x_portable(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int8_t *x,
+                          int32_t *out)
 {
-    const int8_t *wh = (const int8_t *)w->w_h;
-    int32_t r, k;
-    for (r = 0; r < rows; ++r) {
-        const int32_t j = row0 + r, base = j * w->h_stride;
-        int32_t acc = 0;
-        for (k = 0; k < w->hidden; ++k) acc += edgec_weight_at(wh, base + k, packed) * (int32_t)h[k];
-        out[r] = edgec_requantize(acc, w->mult_h[j], w->shift_h[j]);
-    }
+    rows_portable(w, w->w_x, w->x_stride, w->input_size, x, (const int16_t *)0, w->bias_x, w->mult_x, w->shift_x,
+                  row0, rows, out);
 }
 
-static void mv_x_s8(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int8_t *x, int32_t *out)
+static void mv_h_portable(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int16_t *h,
+                          int32_t *out)
 {
-    mv_x_rows(w, row0, rows, x, out, 0);
-}
-
-static void mv_h_s8(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int16_t *h, int32_t *out)
-{
-    mv_h_rows(w, row0, rows, h, out, 0);
-}
-
-static void mv_x_s4(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int8_t *x, int32_t *out)
-{
-    mv_x_rows(w, row0, rows, x, out, 1);
-}
-
-static void mv_h_s4(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int16_t *h, int32_t *out)
-{
-    mv_h_rows(w, row0, rows, h, out, 1);
+    rows_portable(w, w->w_h, w->h_stride, w->hidden, (const int8_t *)0, h, (const int32_t *)0, w->mult_h, w->shift_h,
+                  row0, rows, out);
 }
 
 static int32_t clamp32(int64_t v)
@@ -182,8 +163,8 @@ static void recurrent_sequence(const edgec_recurrent_params *p, const edgec_recu
     }
 }
 
-static const edgec_recurrent_products PORTABLE_S8 = {mv_x_s8, mv_h_s8, 1};
-static const edgec_recurrent_products PORTABLE_S4 = {mv_x_s4, mv_h_s4, 1};
+static const edgec_recurrent_products PORTABLE_S8 = {mv_x_portable, mv_h_portable, 1, 0};
+static const edgec_recurrent_products PORTABLE_S4 = {mv_x_portable, mv_h_portable, 1, 1};
 
 void edgec_recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_products *mv, const void *w_x,
                          const void *w_h, const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,

@@ -119,7 +119,7 @@ def recurrent_s8(p: dict, arr: dict, x) -> np.ndarray:
     """The whole sequence of [steps][batch][input_size]; int8 hidden state of every step
     ([steps][batch][hidden]), or the last hidden or cell state ([batch][hidden]), as p["output"] says."""
     steps, n_in, hid, gru = int(p["steps"]), int(p["input_size"]), int(p["hidden"]), bool(p["gru"])
-    batch, g = int(p["batch"]), 3 if gru else 4
+    batch = int(p["batch"])
     xs = np.asarray(x, np.int8).reshape(steps, batch, n_in).astype(np.int64)
     wx, wh = matrices(p, arr)
     sig, tnh = arr["sigmoid"], arr["tanh"]

@@ -7,59 +7,50 @@
  * record. */
 #include "edgec_fast_support.h"
 
-/* acc + row . vector over `words` words of weights (the vector laid out as above); int8 weights (packed 0: a
- * word is 4 of them) or int4 (packed 1: a word is 8), `packed` a constant at each call */
-EDGEC_INLINE int32_t edgec_rnn_dot(const edgec_w32 *w, const edgec_w32 *v, int32_t words, int32_t acc, int packed)
+/* acc + row . vector over `words` words of int8 weights, 4 a word (the vector laid out as above) */
+static EDGEC_HOT int32_t edgec_rnn_dot8(const edgec_w32 *w, const edgec_w32 *v, int32_t words, int32_t acc)
 {
-    for (; words > 0; --words) {
+    for (; words > 0; --words, v += 2) {
         const uint32_t wv = *w++;
 #ifdef EDGEC_DSP
-        if (packed) {
-            const uint32_t u = edgec_ror(wv, 8);
-            acc = E_SMLAD(EDGEC_NIBBLES_LO(wv), v[0], acc);
-            acc = E_SMLAD(EDGEC_NIBBLES_HI(wv), v[1], acc);
-            acc = E_SMLAD(EDGEC_NIBBLES_LO(u), v[2], acc);
-            acc = E_SMLAD(EDGEC_NIBBLES_HI(u), v[3], acc);
-            v += 4;
-        } else {
-            acc = E_SMLAD(E_SXTB16(wv), v[0], acc);
-            acc = E_SMLAD(E_SXTB16_ROR8(wv), v[1], acc);
-            v += 2;
-        }
+        acc = E_SMLAD(E_SXTB16(wv), v[0], acc);
+        acc = E_SMLAD(E_SXTB16_ROR8(wv), v[1], acc);
 #else
         const edgec_h16 *s = (const edgec_h16 *)(const void *)v;
-        int32_t k;
-        if (packed) {
-            for (k = 0; k < 4; ++k) acc += s[2 * k] * EDGEC_NIBBLE(wv, k) + s[2 * k + 1] * EDGEC_NIBBLE(wv, k + 4);
-            v += 4;
-        } else {
-            acc += s[0] * (int32_t)(int8_t)(uint8_t)(wv & 0xffu) + s[1] * (int32_t)(int8_t)(uint8_t)((wv >> 16) & 0xffu) +
-                   s[2] * (int32_t)(int8_t)(uint8_t)((wv >> 8) & 0xffu) + s[3] * (int32_t)(int8_t)(uint8_t)(wv >> 24);
-            v += 2;
-        }
+        acc += s[0] * (int32_t)(int8_t)(uint8_t)(wv & 0xffu) + s[1] * (int32_t)(int8_t)(uint8_t)((wv >> 16) & 0xffu) +
+               s[2] * (int32_t)(int8_t)(uint8_t)((wv >> 8) & 0xffu) + s[3] * (int32_t)(int8_t)(uint8_t)(wv >> 24);
 #endif
     }
     return acc;
 }
 
-/* rows [row0, row0 + rows) of rq(bias + w . v), v laid out in `vec` (stride / 2 words), requantized by the
- * records rq (a null pointer: by the reference requantization, mult and shift) */
-EDGEC_INLINE void edgec_rnn_rows(const edgec_w32 *wrows, int32_t stride, const edgec_w32 *vec, const int32_t *bias,
-                                 const int32_t *rq, const int32_t *mult, const int32_t *shift, int32_t row0,
-                                 int32_t rows, int32_t *out, int packed)
+/* the same over words of int4 weights, 8 nibbles a word in PERM8 order (as edgec_fully_connected_packed_s4) */
+static EDGEC_HOT int32_t edgec_rnn_dot4(const edgec_w32 *w, const edgec_w32 *v, int32_t words, int32_t acc)
+{
+    for (; words > 0; --words, v += 4) acc = edgec_dot_nibbles(*w++, v, acc);
+    return acc;
+}
+
+/* rows [row0, row0 + rows) of rq(bias + w . v), v laid out in `vec`, rows of `stride` weights (int8, or int4
+ * when packed), requantized by the records rq (a null pointer: by the reference requantization, mult and
+ * shift) */
+static void edgec_rnn_rows(const edgec_w32 *wrows, int32_t stride, int packed, const edgec_w32 *vec,
+                           const int32_t *bias, const int32_t *rq, const int32_t *mult, const int32_t *shift,
+                           int32_t row0, int32_t rows, int32_t *out)
 {
     const int32_t words = packed ? stride >> 3 : stride >> 2;
     const edgec_w32 *w = wrows + row0 * words;
     int32_t r;
     for (r = 0; r < rows; ++r, w += words) {
-        const int32_t j = row0 + r, acc = edgec_rnn_dot(w, vec, words, bias ? bias[j] : 0, packed);
+        const int32_t j = row0 + r, b = bias ? bias[j] : 0;
+        const int32_t acc = packed ? edgec_rnn_dot4(w, vec, words, b) : edgec_rnn_dot8(w, vec, words, b);
         const int32_t *q = rq + 5 * j;
         out[r] = rq ? edgec_rq_value(acc, q[1], q[2], q[3], q[4]) : edgec_requantize(acc, mult[j], shift[j]);
     }
 }
 
-EDGEC_INLINE void edgec_rnn_mv_x(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int8_t *x,
-                                 int32_t *out, int packed)
+static void edgec_rnn_mv_x(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int8_t *x,
+                           int32_t *out)
 {
     const int32_t n = w->input_size;
     edgec_w32 *xv = (edgec_w32 *)w->work;
@@ -69,12 +60,12 @@ EDGEC_INLINE void edgec_rnn_mv_x(const edgec_recurrent_weights *w, int32_t row0,
         for (r = 0; r < 4 && 4 * g + r < n; ++r) v |= (uint32_t)(uint8_t)x[4 * g + r] << (8 * r);
         edgec_widen(v, xv + 2 * g);
     }
-    edgec_rnn_rows((const edgec_w32 *)w->w_x, w->x_stride, xv, w->bias_x, w->rq_x, w->mult_x, w->shift_x, row0, rows,
-                   out, packed);
+    edgec_rnn_rows((const edgec_w32 *)w->w_x, w->x_stride, w->mv->packed, xv, w->bias_x, w->rq_x, w->mult_x,
+                   w->shift_x, row0, rows, out);
 }
 
-EDGEC_INLINE void edgec_rnn_mv_h(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int16_t *h,
-                                 int32_t *out, int packed)
+static void edgec_rnn_mv_h(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int16_t *h,
+                           int32_t *out)
 {
     const int32_t n = w->hidden;
     edgec_w32 *hv = (edgec_w32 *)w->work + (w->x_stride >> 1);
@@ -85,36 +76,12 @@ EDGEC_INLINE void edgec_rnn_mv_h(const edgec_recurrent_weights *w, int32_t row0,
         hv[2 * g] = e[0] | e[2] << 16;
         hv[2 * g + 1] = e[1] | e[3] << 16;
     }
-    edgec_rnn_rows((const edgec_w32 *)w->w_h, w->h_stride, hv, (const int32_t *)0, w->rq_h, w->mult_h, w->shift_h,
-                   row0, rows, out, packed);
+    edgec_rnn_rows((const edgec_w32 *)w->w_h, w->h_stride, w->mv->packed, hv, (const int32_t *)0, w->rq_h, w->mult_h,
+                   w->shift_h, row0, rows, out);
 }
 
-static void edgec_rnn_mv_x_s8(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int8_t *x,
-                              int32_t *out)
-{
-    edgec_rnn_mv_x(w, row0, rows, x, out, 0);
-}
-
-static void edgec_rnn_mv_h_s8(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int16_t *h,
-                              int32_t *out)
-{
-    edgec_rnn_mv_h(w, row0, rows, h, out, 0);
-}
-
-static void edgec_rnn_mv_x_s4(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int8_t *x,
-                              int32_t *out)
-{
-    edgec_rnn_mv_x(w, row0, rows, x, out, 1);
-}
-
-static void edgec_rnn_mv_h_s4(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int16_t *h,
-                              int32_t *out)
-{
-    edgec_rnn_mv_h(w, row0, rows, h, out, 1);
-}
-
-static const edgec_recurrent_products EDGEC_RNN_FAST_S8 = {edgec_rnn_mv_x_s8, edgec_rnn_mv_h_s8, 4};
-static const edgec_recurrent_products EDGEC_RNN_FAST_S4 = {edgec_rnn_mv_x_s4, edgec_rnn_mv_h_s4, 8};
+static const edgec_recurrent_products EDGEC_RNN_FAST_S8 = {edgec_rnn_mv_x, edgec_rnn_mv_h, 4, 0};
+static const edgec_recurrent_products EDGEC_RNN_FAST_S4 = {edgec_rnn_mv_x, edgec_rnn_mv_h, 8, 1};
 
 void edgec_recurrent_fast_s8(const edgec_recurrent_params *p, const uint32_t *w_x, const uint32_t *w_h,
                              const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
