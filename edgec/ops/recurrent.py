@@ -240,8 +240,12 @@ def lower_recurrent(op: Op) -> dict:
     records = {}
     for key, acc, m, s in (("rq_x", np.abs(bias) + 128 * np.abs(wx).sum(axis=1), "mult_x", "shift_x"),
                            ("rq_h", 32768 * np.abs(wh).sum(axis=1), "mult_h", "shift_h")):
-        rq = fast.rq_records(np.zeros(g * hid), op.arrays[m], op.arrays[s])
-        if rq is not None and np.all(acc < fast.ACC_LIMIT):      # (the records take |accumulator| < 2^30)
+        # a multiplier over 1 (shift > 0): the accumulator shifted left first (record field 0), which is what
+        # TFLite's MultiplyByQuantizedMultiplier does, then the record of the multiplier with no shift
+        left = np.maximum(np.asarray(op.arrays[s], np.int64), 0)
+        rq = fast.rq_records(np.zeros(g * hid), op.arrays[m], np.asarray(op.arrays[s], np.int64) - left)
+        if rq is not None and np.all(acc * (1 << left) < fast.ACC_LIMIT):     # (records take |acc| < 2^30)
+            rq[:, 0] = left
             records[key] = rq.reshape(-1)
     pack, pad = (fast.nibble_words, 8) if four else (_padded_rows, 4)
     arrays = {**{k: v for k, v in op.arrays.items() if k not in ("w_x4", "w_h4")},

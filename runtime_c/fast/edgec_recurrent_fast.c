@@ -8,7 +8,7 @@
 #include "edgec_fast_support.h"
 
 /* acc + row . vector over `words` words of int8 weights, 4 a word (the vector laid out as above) */
-static EDGEC_HOT int32_t edgec_rnn_dot8(const edgec_w32 *w, const edgec_w32 *v, int32_t words, int32_t acc)
+EDGEC_INLINE int32_t edgec_rnn_dot8(const edgec_w32 *w, const edgec_w32 *v, int32_t words, int32_t acc)
 {
     for (; words > 0; --words, v += 2) {
         const uint32_t wv = *w++;
@@ -24,6 +24,27 @@ static EDGEC_HOT int32_t edgec_rnn_dot8(const edgec_w32 *w, const edgec_w32 *v, 
     return acc;
 }
 
+/* two rows at once (w0 and w1 = w0 + words), each vector word loaded once for both */
+static EDGEC_HOT void edgec_rnn_dot8x2(const edgec_w32 *w0, const edgec_w32 *v, int32_t words, int32_t *acc)
+{
+    const edgec_w32 *w1 = w0 + words;
+    int32_t a0 = acc[0], a1 = acc[1];
+#ifdef EDGEC_DSP
+    for (; words > 0; --words, v += 2) {
+        const uint32_t x0 = v[0], x1 = v[1], p = *w0++, q = *w1++;
+        a0 = E_SMLAD(E_SXTB16(p), x0, a0);
+        a1 = E_SMLAD(E_SXTB16(q), x0, a1);
+        a0 = E_SMLAD(E_SXTB16_ROR8(p), x1, a0);
+        a1 = E_SMLAD(E_SXTB16_ROR8(q), x1, a1);
+    }
+#else
+    a0 = edgec_rnn_dot8(w0, v, words, a0);
+    a1 = edgec_rnn_dot8(w1, v, words, a1);
+#endif
+    acc[0] = a0;
+    acc[1] = a1;
+}
+
 /* the same over words of int4 weights, 8 nibbles a word in PERM8 order (as edgec_fully_connected_packed_s4) */
 static EDGEC_HOT int32_t edgec_rnn_dot4(const edgec_w32 *w, const edgec_w32 *v, int32_t words, int32_t acc)
 {
@@ -31,21 +52,38 @@ static EDGEC_HOT int32_t edgec_rnn_dot4(const edgec_w32 *w, const edgec_w32 *v, 
     return acc;
 }
 
-/* rows [row0, row0 + rows) of rq(bias + w . v), v laid out in `vec`, rows of `stride` weights (int8, or int4
- * when packed), requantized by the records rq (a null pointer: by the reference requantization, mult and
- * shift) */
+/* row j's requantization: by its record (q[0]: a left shift for a multiplier over 1, q[1..4] as edgec_rq's) or,
+ * without records, the reference requantization */
+EDGEC_INLINE int32_t edgec_rnn_rq(int32_t acc, const int32_t *rq, const int32_t *mult, const int32_t *shift, int32_t j)
+{
+    const int32_t *q = rq + 5 * j;
+    return rq ? edgec_rq_value(acc * (1 << q[0]), q[1], q[2], q[3], q[4]) : edgec_requantize(acc, mult[j], shift[j]);
+}
+
+/* rows [row0, row0 + rows) of rq(bias + w . v), v laid out in `vec`, rows of `stride` weights (int8, two rows
+ * at a time, or int4 when packed) */
 static void edgec_rnn_rows(const edgec_w32 *wrows, int32_t stride, int packed, const edgec_w32 *vec,
                            const int32_t *bias, const int32_t *rq, const int32_t *mult, const int32_t *shift,
                            int32_t row0, int32_t rows, int32_t *out)
 {
     const int32_t words = packed ? stride >> 3 : stride >> 2;
     const edgec_w32 *w = wrows + row0 * words;
-    int32_t r;
-    for (r = 0; r < rows; ++r, w += words) {
+    int32_t r = 0;
+    if (!packed) {
+        for (; r + 1 < rows; r += 2, w += 2 * words) {
+            int32_t acc[2];
+            const int32_t j = row0 + r;
+            acc[0] = bias ? bias[j] : 0;
+            acc[1] = bias ? bias[j + 1] : 0;
+            edgec_rnn_dot8x2(w, vec, words, acc);
+            out[r] = edgec_rnn_rq(acc[0], rq, mult, shift, j);
+            out[r + 1] = edgec_rnn_rq(acc[1], rq, mult, shift, j + 1);
+        }
+    }
+    for (; r < rows; ++r, w += words) {
         const int32_t j = row0 + r, b = bias ? bias[j] : 0;
         const int32_t acc = packed ? edgec_rnn_dot4(w, vec, words, b) : edgec_rnn_dot8(w, vec, words, b);
-        const int32_t *q = rq + 5 * j;
-        out[r] = rq ? edgec_rq_value(acc, q[1], q[2], q[3], q[4]) : edgec_requantize(acc, mult[j], shift[j]);
+        out[r] = edgec_rnn_rq(acc, rq, mult, shift, j);
     }
 }
 
