@@ -26,13 +26,13 @@ static int32_t sat16(int64_t v)
     return v < -32768 ? -32768 : (v > 32767 ? 32767 : (int32_t)v);
 }
 
-/* TFLite lut_lookup_with_interpolation (int16): entry (v >> 7) + 256 and the next, by the low 7 bits */
+/* TFLite lut_lookup_with_interpolation (int16): entry (v >> 7) + 256 and the next, by the low 7 bits (v in
+ * int16; the result lies between the two entries, so TFLite's final saturation never acts and is left out) */
 static int32_t lookup16(const int16_t *table, int32_t v)
 {
-    const int32_t idx = ((v + 32768) >> 7);
-    const int32_t base = table[idx];
-    const int32_t delta = rshift_round32((table[idx + 1] - base) * ((v + 32768) & 0x7F), 7);
-    return sat16(base + delta);
+    const int32_t u = v + 32768;
+    const int32_t base = table[u >> 7];
+    return base + rshift_round32((table[(u >> 7) + 1] - base) * (u & 0x7F), 7);
 }
 
 /* The portable matrix products, requantized: rows [row0, row0 + rows) of rq(bias + wm . v, mult, shift), v the
