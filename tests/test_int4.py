@@ -218,3 +218,13 @@ def test_sensitivity_shows_the_lstm_cost_at_4_bits(gesture_int4):
     assert rows8["/rnn/LSTM"]["int4_output_db"] is not None
     assert rows8["/rnn/LSTM"]["int4_output_db"] < rows8["/rnn/LSTM"]["isolated_output_db"] - 3
     assert rows8["/rnn/LSTM"]["int4_output_db"] == rows4["/rnn/LSTM"]["isolated_output_db"]
+
+
+def test_macs_of_an_int4_layer_read_back_from_a_build(digits_int4):
+    """A saved build's ops keep no float weights and an int4 layer no int8 ones: its MACs (bench --profile) come
+    from its parameters."""
+    import dataclasses
+    from edgec.ops.registry import op_macs
+    g = digits_int4["int4"]
+    op = next(o for o in g.ops if o.kind == "fully_connected" and int4.is_int4(o))
+    assert op_macs(g, dataclasses.replace(op, attrs={})) == op_macs(g, op) > 0
