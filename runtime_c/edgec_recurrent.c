@@ -26,6 +26,12 @@ static int32_t sat16(int64_t v)
     return v < -32768 ? -32768 : (v > 32767 ? 32767 : (int32_t)v);
 }
 
+/* the same for an int32 (one SSAT on Arm) */
+static int32_t sat16_32(int32_t v)
+{
+    return v < -32768 ? -32768 : (v > 32767 ? 32767 : v);
+}
+
 /* TFLite lut_lookup_with_interpolation (int16): entry (v >> 7) + 256 and the next, by the low 7 bits (v in
  * int16; the result lies between the two entries, so TFLite's final saturation never acts and is left out) */
 static int32_t lookup16(const int16_t *table, int32_t v)
@@ -80,16 +86,14 @@ static void recurrent_step(const edgec_recurrent_params *p, const edgec_recurren
     int32_t j, q;
     w->mv->mv_x(w, 0, gates * hid, x, pre);               /* rq(bias_x + w_x . x), every gate row */
     for (q = 0; q < gates; ++q) {                     /* + the h part, gate by gate (GRU: z and r) */
-        const int with_h = !p->gru || q < 2;
-        if (with_h) w->mv->mv_h(w, q * hid, hid, h, hn);
-        for (j = q * hid; j < (q + 1) * hid; ++j) {
-            int64_t v = (int64_t)pre[j] + w->wb[j];
-            if (with_h) {
-                v += (int64_t)hn[j - q * hid] + w->rb[j];
-                v = sat16(v);
-            }
-            pre[j] = clamp32(v);
+        int32_t *g = pre + q * hid;
+        const int32_t *wb = w->wb + q * hid, *rb = w->rb + q * hid;
+        if (p->gru && q == 2) {                       /* (GRU's n gate: its h part comes below) */
+            for (j = 0; j < hid; ++j) g[j] = clamp32((int64_t)g[j] + wb[j]);
+            break;
         }
+        w->mv->mv_h(w, q * hid, hid, h, hn);
+        for (j = 0; j < hid; ++j) g[j] = sat16((int64_t)g[j] + wb[j] + hn[j] + rb[j]);
     }
     if (!p->gru) {
         for (j = 0; j < hid; ++j) {
@@ -98,9 +102,9 @@ static void recurrent_step(const edgec_recurrent_params *p, const edgec_recurren
             const int32_t o_g = lookup16(sigmoid, pre[hid + j]);
             const int32_t f_g = lookup16(sigmoid, pre[2 * hid + j]);
             const int32_t g_g = lookup16(tanh_table, pre[3 * hid + j]);
-            const int32_t cell = sat16((int64_t)rshift_round32(f_g * c[j], EDGEC_STATE_BITS) +
-                                       rshift_round32(i_g * g_g, 2 * EDGEC_STATE_BITS - EDGEC_CELL_BITS));
-            const int32_t tc = lookup16(tanh_table, sat16((int64_t)cell * (1 << (EDGEC_GATE_BITS - EDGEC_CELL_BITS))));
+            const int32_t cell = sat16_32(rshift_round32(f_g * c[j], EDGEC_STATE_BITS) +
+                                          rshift_round32(i_g * g_g, 2 * EDGEC_STATE_BITS - EDGEC_CELL_BITS));
+            const int32_t tc = lookup16(tanh_table, sat16_32(cell * (1 << (EDGEC_GATE_BITS - EDGEC_CELL_BITS))));
             c[j] = (int16_t)cell;
             h[j] = (int16_t)rshift_round32(o_g * tc, EDGEC_STATE_BITS);
         }
