@@ -209,7 +209,8 @@ def test_lstm_matrices_take_int4_weights_bit_exact_in_generated_c(gesture_int4, 
     assert constants.breakdown(g4)["weights"] <= 0.55 * constants.breakdown(g8)["weights"]
     lowering.lower_graph(g4)
     assert next(op for op in g4.ops if op.kind == "lstm").lowered["kernel"] == "edgec_recurrent_fast_s4"
-    check_generated_c(g4, np.load(GESTURE / "test.npz")["x"][:6], tmp_path)
+    check_generated_c(g4, np.load(GESTURE / "test.npz")["x"][:6], tmp_path,
+                      flags=("-O0", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"))
 
 
 def test_sensitivity_shows_the_lstm_cost_at_4_bits(gesture_int4):
