@@ -332,7 +332,7 @@ def test_port_names_are_read_without_needing_the_tensor():
     assert [p.name for p in ports.outputs(g)] == ["y"]
 
 
-def test_sensitivity_reports_each_layers_effect_on_each_output(built):
+def test_sensitivity_reports_each_layers_effect_on_each_output(built, tmp_path):
     """Each layer's SQNR at each output on its own (a head touches only its output) and, as the row's value,
     the worst output's; the table shows every output's column."""
     _, graph, _, _ = built
@@ -348,3 +348,5 @@ def test_sensitivity_reports_each_layers_effect_on_each_output(built):
         rows["head_state"]["outputs"]["next_state"]["isolated_output_db"]
     text = sensitivity.table(list(rows.values()))
     assert "-> probs dB" in text and "-> next_state dB" in text
+    sensitivity.write_svg(list(rows.values()), tmp_path / "s.svg", "m")
+    assert "worst of the outputs probs, next_state" in (tmp_path / "s.svg").read_text()

@@ -151,4 +151,7 @@ def write_svg(rows: list[dict], path: Path, title: str) -> None:
                      "cum": max(0.0, min(r["cumulative_db"], 80.0)) / top,
                      "iso_db": r["isolated_output_db"], "cum_db": r["cumulative_db"]})
     ticks = [{"x": t / top, "label": str(t)} for t in range(0, int(top) + 1, 10)]
+    names = list(rows[0].get("outputs", {})) if rows else []
+    if names:           # several outputs: the bars are the worst output's (sensitivity.json has each one's)
+        title += f" (at the worst of the outputs {', '.join(names)})"
     path.write_text(environment().get_template("sensitivity.svg.j2").render(title=title, bars=bars, ticks=ticks))
