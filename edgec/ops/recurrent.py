@@ -247,6 +247,8 @@ def lower_recurrent(op: Op) -> dict:
         if rq is not None and np.all(acc * (1 << left) < fast.ACC_LIMIT):     # (records take |acc| < 2^30)
             rq[:, 0] = left
             records[key] = rq.reshape(-1)
+    if four and (16 * 128 * np.abs(wx).sum(axis=1).max() >= 2 ** 31 or 16 * 32768 * np.abs(wh).sum(axis=1).max() >= 2 ** 31):
+        return None     # (the int4 DSP path sums 16 times each product in int32: the portable s4 kernel instead)
     pack, pad = (fast.nibble_words, 8) if four else (_padded_rows, 4)
     arrays = {**{k: v for k, v in op.arrays.items() if k not in ("w_x4", "w_h4")},
               "w_x": pack(wx.astype(np.int8)), "w_h": pack(wh.astype(np.int8)), **records}
