@@ -195,9 +195,9 @@ def gesture_int4():
     return out
 
 
-def test_lstm_matrices_take_int4_weights_bit_exact_in_generated_c(gesture_int4, tmp_path):
-    """--weights int4 packs the LSTM's W and R (and the head's weights) two per byte; the generated C, on the fast
-    s4 kernel, is bit-exact with the NumPy twin."""
+def test_lstm_matrices_take_int4_weights(gesture_int4):
+    """--weights int4 packs the LSTM's W and R (and the head's weights) two per byte, the weights <= 55 % of int8,
+    and lowers the LSTM onto the fast s4 kernel."""
     from edgec.codegen import constants, lowering
     from edgec.quant import int4layers
     g4, g8 = gesture_int4["int4"].graph, gesture_int4["int8"].graph
@@ -209,8 +209,7 @@ def test_lstm_matrices_take_int4_weights_bit_exact_in_generated_c(gesture_int4, 
     assert constants.breakdown(g4)["weights"] <= 0.55 * constants.breakdown(g8)["weights"]
     lowering.lower_graph(g4)
     assert next(op for op in g4.ops if op.kind == "lstm").lowered["kernel"] == "edgec_recurrent_fast_s4"
-    check_generated_c(g4, np.load(GESTURE / "test.npz")["x"][:6], tmp_path,
-                      flags=("-O0", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"))
+    # (generated C of an int4 LSTM, bit-exact: tests/kernels/test_recurrent.py test_onnx_end_to_end)
 
 
 def test_sensitivity_shows_the_lstm_cost_at_4_bits(gesture_int4):
