@@ -509,8 +509,9 @@ void edgec_recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_
  * weight row zero-padded to a multiple of 4 (words), multiplied with SMLAD on the Arm DSP path: x widened to
  * int16 pairs (x0, x2), (x1, x3) once per step, h laid out the same way once per product, each weight word
  * split by SXTB16 into (w0, w2), (w1, w3); int8 weights stay int8 in flash; requantized by the fast kernels'
- * one-multiply records (rq_x, rq_h: edgec_rq's 5 fields a row, bias 0; a null pointer: the reference
- * requantization, for a product whose multipliers or accumulators the records do not take). scratch: the portable kernel's,
+ * one-multiply records (rq_x, rq_h: edgec_rq's 5 fields a row, its bias field the left shift of a multiplier
+ * over 1, applied to the accumulator first; a null pointer: the reference requantization, for a product whose
+ * multipliers or accumulators the records do not take). scratch: the portable kernel's,
  * rounded up to 4 bytes, plus 2 * (k4(input_size) + k4(hidden)) bytes. */
 void edgec_recurrent_fast_s8(const edgec_recurrent_params *p, const uint32_t *w_x, const uint32_t *w_h,
                              const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,

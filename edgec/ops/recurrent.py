@@ -226,12 +226,13 @@ def _padded_rows(w: np.ndarray) -> np.ndarray:
     return fast.words(wp)
 
 
-def lower_recurrent(op: Op) -> dict:
+def lower_recurrent(op: Op) -> dict | None:
     """edgec_recurrent_fast_s8 (runtime_c/fast/edgec_recurrent_fast.c): the same arrays with the weight rows
     padded to words (int4 weights, edgec_recurrent_fast_s4: rows padded to 8 and 8 nibbles a word in
-    fast.nibble_words' order), plus the fast requantization records of each product (rq_x, rq_h; left out, and the
-    reference requantization used, when a multiplier or an accumulator is outside what they take); scratch: the portable kernel's (rounded to 4) and the
-    products' laid-out vectors."""
+    fast.nibble_words' order), plus the fast requantization records of each product (rq_x, rq_h; field 0 the
+    left shift of a multiplier over 1; left out, and the reference requantization used, when a multiplier or an
+    accumulator is outside what they take); scratch: the portable kernel's (rounded to 4) and the products'
+    laid-out vectors. None (the portable s4 kernel) for int4 rows whose 16-fold sums could leave int32."""
     p = op.params
     g, hid, n_in = GATES[op.kind], int(p["hidden"]), int(p["input_size"])
     wx, wh = matrices(p, op.arrays)
