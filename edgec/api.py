@@ -30,6 +30,7 @@ from edgec.frontend import tflite
 from edgec.quant import sensitivity as sens
 from edgec.targets.boards import load_board
 from edgec.ir import Graph
+from edgec.ops import int4
 from edgec.ops.registry import graph_macs
 from edgec.staging import staged_folder
 from edgec.outputs import check_output_folder
@@ -44,7 +45,7 @@ def write_quant_report(result: ptq.QuantResult, options: ptq.QuantOptions, folde
     entry = {"method": result.method, "method_label": result.label, "per_channel": options.per_channel, "bias_correction": options.bias_correction,
              "equalize": options.equalize, "calibration_samples": result.samples,
              "calibration_seconds": round(result.calib_seconds, 3), "quant_params": "quant.json"}
-    four = [op.name for op in result.graph.ops if "weights4" in op.arrays]
+    four = [op.name for op in result.graph.ops if int4.is_int4(op)]
     if four:
         entry["int4_layers"] = four
     if result.mixed:

@@ -35,8 +35,8 @@ def add_quant_options(p: argparse.ArgumentParser) -> None:
                    help="run these layers (ONNX node names, as the sensitivity table shows them) with int16 "
                         "activations (TFLite 16x8); name a layer and the layer reading it to keep its output int16")
     p.add_argument("--weights", choices=("int8", "int4"), default="int8",
-                   help="weight precision: int4 packs every conv, depthwise and fully connected layer's weights "
-                        "two per byte (symmetric per channel, [-7, 7])")
+                   help="weight precision: int4 packs every conv, depthwise, fully connected and LSTM/GRU layer's "
+                        "weights two per byte (symmetric per channel, [-7, 7])")
     p.add_argument("--int4", action="append", metavar="NODE[,NODE...]",
                    help="int4 weights for these layers only (ONNX node names, as the sensitivity table shows them)")
     p.add_argument("--max-accuracy-drop", type=argtypes.finite, metavar="PTS",

@@ -57,7 +57,8 @@ def _ports(graph: Graph, tensors: list[str]) -> list[Port]:
     for t in tensors:
         shape = tuple(graph.onnx_shape(t))
         size = int(np.prod(shape[1:], dtype=np.int64))
-        out.append(Port(graph.port_names.get(t, graph.tensors[t].source), t, shape, start, size))
+        name = graph.port_names[t] if t in graph.port_names else graph.tensors[t].source   # (lazily: a named
+        out.append(Port(name, t, shape, start, size))                                        # port needs no tensor)
         start += size
     return out
 

@@ -470,32 +470,60 @@ void edgec_recurrent_s8(const edgec_recurrent_params *p, const int8_t *w_x, cons
                         const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
                         const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
                         const int16_t *tanh_table, const int8_t *input, void *scratch, int8_t *output);
+/* The same with int4 weights (--weights int4, --int4 NODE): w_x and w_h in [-7, 7], each matrix packed two per
+ * byte in its flattened [gates*hidden][columns] order (edgec_int4_at). */
+void edgec_recurrent_s4(const edgec_recurrent_params *p, const int8_t *w_x, const int8_t *w_h,
+                        const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
+                        const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
+                        const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                        const int16_t *tanh_table, const int8_t *input, void *scratch, int8_t *output);
 
 /* The recurrence with its requantized matrix products behind two functions (rows [row0, row0 + rows) of
- * rq(w_x . x + bias_x, mult_x, shift_x) and of rq(w_h . h, mult_h, shift_h)), so that the portable kernel above
- * and the DSP-path kernel below share every other line. */
+ * rq(w_x . x + bias_x, mult_x, shift_x) and of rq(w_h . h, mult_h, shift_h)): every kernel above and below is
+ * edgec_recurrent_run with its own products, and shares every other line. */
 typedef struct edgec_recurrent_weights edgec_recurrent_weights;
-struct edgec_recurrent_weights {
-    const void *w_x, *w_h;
-    int32_t x_stride, h_stride, input_size, hidden;    /* strides: bytes per weight row */
-    const int32_t *bias_x, *mult_x, *shift_x, *mult_h, *shift_h, *wb, *rb;
-    const int16_t *init_h, *init_c, *sigmoid, *tanh_table;
-    const int32_t *rq_x, *rq_h;                        /* the fast kernel's edgec_rq records, 5 int32 a row */
-    void *work;                                        /* the products' own scratch */
+typedef struct edgec_recurrent_products edgec_recurrent_products;
+struct edgec_recurrent_products {
     void (*mv_x)(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int8_t *x, int32_t *out);
     void (*mv_h)(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int16_t *h, int32_t *out);
+    int32_t pad;                                       /* stored rows are padded to a multiple of pad weights */
+    int32_t packed;                                    /* 0: int8 weights, 1: int4 packed two per byte */
 };
-void edgec_recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_weights *w, const int8_t *input,
+struct edgec_recurrent_weights {
+    const edgec_recurrent_products *mv;
+    const void *w_x, *w_h;
+    int32_t x_stride, h_stride, input_size, hidden;    /* strides: weights per stored row */
+    const int32_t *bias_x, *mult_x, *shift_x, *mult_h, *shift_h, *wb, *rb;
+    const int16_t *init_h, *init_c, *sigmoid, *tanh_table;
+    const int32_t *rq_x, *rq_h;                        /* the fast kernels' edgec_rq records, 5 int32 a row */
+    void *work;                                        /* the products' own scratch, after the recurrence's */
+};
+/* (rq_x, rq_h: null for the portable kernels) */
+void edgec_recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_products *mv, const void *w_x,
+                         const void *w_h, const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
+                         const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
+                         const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                         const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h, const int8_t *input,
                          void *scratch, int8_t *output);
 
 /* fast (fast/edgec_recurrent_fast.c; edgec/ops/recurrent.py lower_recurrent): the same recurrence with each
  * weight row zero-padded to a multiple of 4 (words), multiplied with SMLAD on the Arm DSP path: x widened to
  * int16 pairs (x0, x2), (x1, x3) once per step, h laid out the same way once per product, each weight word
  * split by SXTB16 into (w0, w2), (w1, w3); int8 weights stay int8 in flash; requantized by the fast kernels'
- * one-multiply records (rq_x, rq_h: edgec_rq's 5 fields a row, bias 0; a null pointer: the reference
- * requantization, for a product whose multipliers or accumulators the records do not take). scratch: the portable kernel's,
+ * one-multiply records (rq_x, rq_h: edgec_rq's 5 fields a row, its bias field the left shift of a multiplier
+ * over 1, applied to the accumulator first; a null pointer: the reference requantization, for a product whose
+ * multipliers or accumulators the records do not take). scratch: the portable kernel's,
  * rounded up to 4 bytes, plus 2 * (k4(input_size) + k4(hidden)) bytes. */
 void edgec_recurrent_fast_s8(const edgec_recurrent_params *p, const uint32_t *w_x, const uint32_t *w_h,
+                             const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
+                             const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
+                             const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                             const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h,
+                             const int8_t *input, void *scratch, int8_t *output);
+/* The same with int4 weights: each row zero-padded to a multiple of 8, 8 nibbles a word in edgec/ops/int4.py's
+ * PERM8 order (as edgec_fully_connected_packed_s4); scratch: the portable kernel's rounded up to 4 bytes, plus
+ * 2 * (k8(input_size) + k8(hidden)) bytes. */
+void edgec_recurrent_fast_s4(const edgec_recurrent_params *p, const uint32_t *w_x, const uint32_t *w_h,
                              const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
                              const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
                              const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,

@@ -26,54 +26,49 @@ static int32_t sat16(int64_t v)
     return v < -32768 ? -32768 : (v > 32767 ? 32767 : (int32_t)v);
 }
 
-/* TFLite lut_lookup_with_interpolation (int16): entry (v >> 7) + 256 and the next, by the low 7 bits */
+/* the same for an int32 (one SSAT on Arm) */
+static int32_t sat16_32(int32_t v)
+{
+    return v < -32768 ? -32768 : (v > 32767 ? 32767 : v);
+}
+
+/* TFLite lut_lookup_with_interpolation (int16): entry (v >> 7) + 256 and the next, by the low 7 bits (v in
+ * int16; the result lies between the two entries, so TFLite's final saturation never acts and is left out) */
 static int32_t lookup16(const int16_t *table, int32_t v)
 {
-    const int32_t idx = ((v + 32768) >> 7);
-    const int32_t base = table[idx];
-    const int32_t delta = rshift_round32((table[idx + 1] - base) * ((v + 32768) & 0x7F), 7);
-    return sat16(base + delta);
+    const int32_t u = v + 32768;
+    const int32_t base = table[u >> 7];
+    return base + rshift_round32((table[(u >> 7) + 1] - base) * (u & 0x7F), 7);
 }
 
-static int32_t dot_s8(const int8_t *w, const int8_t *x, int32_t n, int32_t acc)
+/* The portable matrix products, requantized: rows [row0, row0 + rows) of rq(bias + wm . v, mult, shift), v the
+ * int8 x or (x null) the int16 h; weights int8, or int4 packed two per byte (mv->packed). */
+static void rows_portable(const edgec_recurrent_weights *w, const void *wm, int32_t stride, int32_t n, const int8_t *x,
+                          const int16_t *h, const int32_t *bias, const int32_t *mult, const int32_t *shift, int32_t row0,
+                          int32_t rows, int32_t *out)
 {
-    int32_t k;
-    for (k = 0; k < n; ++k) {
-        acc += (int32_t)w[k] * (int32_t)x[k];
-    }
-    return acc;
-}
-
-static int32_t dot_s16(const int8_t *w, const int16_t *h, int32_t n)
-{
-    int32_t k, acc = 0;
-    for (k = 0; k < n; ++k) {
-        acc += (int32_t)w[k] * (int32_t)h[k];
-    }
-    return acc;
-}
-
-/* The portable matrix products, requantized: rows [row0, row0 + rows) of rq(bias_x + w_x . x, mult_x, shift_x)
- * and of rq(w_h . h, mult_h, shift_h). */
-static void mv_x_portable(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int8_t *x, int32_t *out)
-{
-    const int8_t *wx = (const int8_t *)w->w_x;
-    int32_t r;
+    const int packed = w->mv->packed;
+    int32_t r, k;
     for (r = 0; r < rows; ++r) {
-        const int32_t j = row0 + r;
-        out[r] = edgec_requantize(dot_s8(wx + j * w->x_stride, x, w->input_size, w->bias_x[j]), w->mult_x[j],
-                                  w->shift_x[j]);
+        const int32_t j = row0 + r, base = j * stride;
+        int32_t acc = bias ? bias[j] : 0;
+        for (k = 0; k < n; ++k) acc += edgec_weight_at((const int8_t *)wm, base + k, packed) * (x ? x[k] : h[k]);
+        out[r] = edgec_requantize(acc, mult[j], shift[j]);
     }
 }
 
-static void mv_h_portable(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int16_t *h, int32_t *out)
+static void mv_x_portable(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int8_t *x,
+                          int32_t *out)
 {
-    const int8_t *wh = (const int8_t *)w->w_h;
-    int32_t r;
-    for (r = 0; r < rows; ++r) {
-        const int32_t j = row0 + r;
-        out[r] = edgec_requantize(dot_s16(wh + j * w->h_stride, h, w->hidden), w->mult_h[j], w->shift_h[j]);
-    }
+    rows_portable(w, w->w_x, w->x_stride, w->input_size, x, (const int16_t *)0, w->bias_x, w->mult_x, w->shift_x,
+                  row0, rows, out);
+}
+
+static void mv_h_portable(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int16_t *h,
+                          int32_t *out)
+{
+    rows_portable(w, w->w_h, w->h_stride, w->hidden, (const int8_t *)0, h, (const int32_t *)0, w->mult_h, w->shift_h,
+                  row0, rows, out);
 }
 
 static int32_t clamp32(int64_t v)
@@ -89,18 +84,16 @@ static void recurrent_step(const edgec_recurrent_params *p, const edgec_recurren
     const int32_t gates = p->gru ? 3 : 4;
     const int16_t *sigmoid = w->sigmoid, *tanh_table = w->tanh_table;
     int32_t j, q;
-    w->mv_x(w, 0, gates * hid, x, pre);               /* rq(bias_x + w_x . x), every gate row */
+    w->mv->mv_x(w, 0, gates * hid, x, pre);               /* rq(bias_x + w_x . x), every gate row */
     for (q = 0; q < gates; ++q) {                     /* + the h part, gate by gate (GRU: z and r) */
-        const int with_h = !p->gru || q < 2;
-        if (with_h) w->mv_h(w, q * hid, hid, h, hn);
-        for (j = q * hid; j < (q + 1) * hid; ++j) {
-            int64_t v = (int64_t)pre[j] + w->wb[j];
-            if (with_h) {
-                v += (int64_t)hn[j - q * hid] + w->rb[j];
-                v = sat16(v);
-            }
-            pre[j] = clamp32(v);
+        int32_t *g = pre + q * hid;
+        const int32_t *wb = w->wb + q * hid, *rb = w->rb + q * hid;
+        if (p->gru && q == 2) {                       /* (GRU's n gate: its h part comes below) */
+            for (j = 0; j < hid; ++j) g[j] = clamp32((int64_t)g[j] + wb[j]);
+            break;
         }
+        w->mv->mv_h(w, q * hid, hid, h, hn);
+        for (j = 0; j < hid; ++j) g[j] = sat16((int64_t)g[j] + wb[j] + hn[j] + rb[j]);
     }
     if (!p->gru) {
         for (j = 0; j < hid; ++j) {
@@ -109,15 +102,15 @@ static void recurrent_step(const edgec_recurrent_params *p, const edgec_recurren
             const int32_t o_g = lookup16(sigmoid, pre[hid + j]);
             const int32_t f_g = lookup16(sigmoid, pre[2 * hid + j]);
             const int32_t g_g = lookup16(tanh_table, pre[3 * hid + j]);
-            const int32_t cell = sat16((int64_t)rshift_round32(f_g * c[j], EDGEC_STATE_BITS) +
-                                       rshift_round32(i_g * g_g, 2 * EDGEC_STATE_BITS - EDGEC_CELL_BITS));
-            const int32_t tc = lookup16(tanh_table, sat16((int64_t)cell * (1 << (EDGEC_GATE_BITS - EDGEC_CELL_BITS))));
+            const int32_t cell = sat16_32(rshift_round32(f_g * c[j], EDGEC_STATE_BITS) +
+                                          rshift_round32(i_g * g_g, 2 * EDGEC_STATE_BITS - EDGEC_CELL_BITS));
+            const int32_t tc = lookup16(tanh_table, sat16_32(cell * (1 << (EDGEC_GATE_BITS - EDGEC_CELL_BITS))));
             c[j] = (int16_t)cell;
             h[j] = (int16_t)rshift_round32(o_g * tc, EDGEC_STATE_BITS);
         }
         return;
     }
-    if (p->linear_before_reset) w->mv_h(w, 2 * hid, hid, h, hn);
+    if (p->linear_before_reset) w->mv->mv_h(w, 2 * hid, hid, h, hn);
     for (j = 0; j < hid; ++j) {
         const int32_t r = lookup16(sigmoid, pre[hid + j]);
         const int32_t row = 2 * hid + j;
@@ -128,7 +121,7 @@ static void recurrent_step(const edgec_recurrent_params *p, const edgec_recurren
             rh[j] = (int16_t)rshift_round32(r * h[j], EDGEC_STATE_BITS);
         }
     }
-    if (!p->linear_before_reset) w->mv_h(w, 2 * hid, hid, rh, hn);
+    if (!p->linear_before_reset) w->mv->mv_h(w, 2 * hid, hid, rh, hn);
     for (j = 0; j < hid; ++j) {
         const int32_t row = 2 * hid + j;
         const int32_t z = lookup16(sigmoid, pre[j]);      /* (32768 - z) * n + z * h: |.| <= 2^30 */
@@ -142,8 +135,8 @@ static void recurrent_step(const edgec_recurrent_params *p, const edgec_recurren
     }
 }
 
-void edgec_recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_weights *w, const int8_t *input,
-                         void *scratch, int8_t *output)
+static void recurrent_sequence(const edgec_recurrent_params *p, const edgec_recurrent_weights *w,
+                               const int8_t *input, void *scratch, int8_t *output)
 {
     const int32_t hid = p->hidden, steps = p->steps, batch = p->batch;
     const int32_t gates = p->gru ? 3 : 4;
@@ -174,19 +167,25 @@ void edgec_recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_
     }
 }
 
-void edgec_recurrent_s8(const edgec_recurrent_params *p, const int8_t *w_x, const int8_t *w_h,
-                        const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
-                        const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
-                        const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
-                        const int16_t *tanh_table, const int8_t *input, void *scratch, int8_t *output)
+static const edgec_recurrent_products PORTABLE_S8 = {mv_x_portable, mv_h_portable, 1, 0};
+static const edgec_recurrent_products PORTABLE_S4 = {mv_x_portable, mv_h_portable, 1, 1};
+
+void edgec_recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_products *mv, const void *w_x,
+                         const void *w_h, const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
+                         const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
+                         const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                         const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h, const int8_t *input,
+                         void *scratch, int8_t *output)
 {
+    const int32_t hid = p->hidden, gates = p->gru ? 3 : 4;
     edgec_recurrent_weights w;
+    w.mv = mv;
     w.w_x = w_x;
     w.w_h = w_h;
-    w.x_stride = p->input_size;
-    w.h_stride = p->hidden;
+    w.x_stride = (p->input_size + mv->pad - 1) / mv->pad * mv->pad;
+    w.h_stride = (hid + mv->pad - 1) / mv->pad * mv->pad;
     w.input_size = p->input_size;
-    w.hidden = p->hidden;
+    w.hidden = hid;
     w.bias_x = bias_x;
     w.mult_x = mult_x;
     w.shift_x = shift_x;
@@ -198,10 +197,28 @@ void edgec_recurrent_s8(const edgec_recurrent_params *p, const int8_t *w_x, cons
     w.init_c = init_c;
     w.sigmoid = sigmoid;
     w.tanh_table = tanh_table;
-    w.rq_x = (const int32_t *)0;
-    w.rq_h = (const int32_t *)0;
-    w.work = (void *)0;
-    w.mv_x = mv_x_portable;
-    w.mv_h = mv_h_portable;
-    edgec_recurrent_run(p, &w, input, scratch, output);
+    w.rq_x = rq_x;
+    w.rq_h = rq_h;
+    w.work = (int8_t *)scratch + ((4 * (gates + 1) * hid + 2 * (2 * p->batch + 1) * hid + 3) & ~3);
+    recurrent_sequence(p, &w, input, scratch, output);
+}
+
+void edgec_recurrent_s8(const edgec_recurrent_params *p, const int8_t *w_x, const int8_t *w_h,
+                        const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
+                        const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
+                        const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                        const int16_t *tanh_table, const int8_t *input, void *scratch, int8_t *output)
+{
+    edgec_recurrent_run(p, &PORTABLE_S8, w_x, w_h, bias_x, mult_x, shift_x, mult_h, shift_h, wb, rb, init_h, init_c,
+                        sigmoid, tanh_table, (const int32_t *)0, (const int32_t *)0, input, scratch, output);
+}
+
+void edgec_recurrent_s4(const edgec_recurrent_params *p, const int8_t *w_x, const int8_t *w_h,
+                        const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
+                        const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
+                        const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                        const int16_t *tanh_table, const int8_t *input, void *scratch, int8_t *output)
+{
+    edgec_recurrent_run(p, &PORTABLE_S4, w_x, w_h, bias_x, mult_x, shift_x, mult_h, shift_h, wb, rb, init_h, init_c,
+                        sigmoid, tanh_table, (const int32_t *)0, (const int32_t *)0, input, scratch, output);
 }

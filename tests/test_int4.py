@@ -180,3 +180,51 @@ def test_digits_int4_fast_path_generated_c_is_bit_exact(digits_int4, tmp_path):
         {"edgec_fully_connected_packed_s4", "edgec_conv2d_im2col_s4", "edgec_depthwise_conv2d_3x3_s4"}
     x = np.load(DIGITS / "test.npz")["x"][:20]
     check_generated_c(g, x, tmp_path, flags=("-O1", "-DEDGEC_EMULATE_DSP"))
+
+
+GESTURE = REPO / "examples" / "gesture_rnn"
+
+
+@pytest.fixture(scope="module")
+def gesture_int4():
+    """The gesture LSTM quantized with int8 and with int4 weights (a 4-sample sensitivity report each)."""
+    out = {}
+    for weights in ("int8", "int4"):
+        options = ptq.QuantOptions(weights=weights, sensitivity_samples=4)
+        out[weights] = api.calibrate_model(GESTURE / "lstm.onnx", GESTURE / "calib.npz", options)[1]
+    return out
+
+
+def test_lstm_matrices_take_int4_weights(gesture_int4):
+    """--weights int4 packs the LSTM's W and R (and the head's weights) two per byte, the weights <= 55 % of int8,
+    and lowers the LSTM onto the fast s4 kernel."""
+    from edgec.codegen import constants, lowering
+    from edgec.quant import int4layers
+    g4, g8 = gesture_int4["int4"].graph, gesture_int4["int8"].graph
+    assert "/rnn/LSTM" in int4layers.candidates(g8)          # (so --max-accuracy-drop may choose it too)
+    lstm = next(op for op in g4.ops if op.kind == "lstm")
+    assert int4.is_int4(lstm) and "w_x" not in lstm.arrays
+    assert lstm.arrays["w_x4"].nbytes + lstm.arrays["w_h4"].nbytes == 4 * 24 * 3 // 2 + 4 * 24 * 24 // 2
+    assert int4.int8_weight_bytes(lstm) == 4 * 24 * (3 + 24)
+    assert constants.breakdown(g4)["weights"] <= 0.55 * constants.breakdown(g8)["weights"]
+    lowering.lower_graph(g4)
+    assert next(op for op in g4.ops if op.kind == "lstm").lowered["kernel"] == "edgec_recurrent_fast_s4"
+    # (generated C of an int4 LSTM, bit-exact: tests/kernels/test_recurrent.py test_onnx_end_to_end)
+
+
+def test_sensitivity_shows_the_lstm_cost_at_4_bits(gesture_int4):
+    rows8 = {r["layer"]: r for r in gesture_int4["int8"].sensitivity}
+    rows4 = {r["layer"]: r for r in gesture_int4["int4"].sensitivity}
+    assert rows8["/rnn/LSTM"]["int4_output_db"] is not None
+    assert rows8["/rnn/LSTM"]["int4_output_db"] < rows8["/rnn/LSTM"]["isolated_output_db"] - 3
+    assert rows8["/rnn/LSTM"]["int4_output_db"] == rows4["/rnn/LSTM"]["isolated_output_db"]
+
+
+def test_macs_of_an_int4_layer_read_back_from_a_build(digits_int4):
+    """A saved build's ops keep no float weights and an int4 layer no int8 ones: its MACs (bench --profile) come
+    from its parameters."""
+    import dataclasses
+    from edgec.ops.registry import op_macs
+    g = digits_int4["int4"]
+    op = next(o for o in g.ops if o.kind == "fully_connected" and int4.is_int4(o))
+    assert op_macs(g, dataclasses.replace(op, attrs={})) == op_macs(g, op) > 0

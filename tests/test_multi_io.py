@@ -19,7 +19,8 @@ from edgec.codegen import cmodel
 from edgec.errors import EdgecError
 from edgec.frontend import canonicalize, loader
 from edgec.plan import arena_run
-from edgec.quant import calibrate, reference
+from edgec.ir import Graph
+from edgec.quant import calibrate, reference, sensitivity
 
 F = TensorProto.FLOAT
 
@@ -321,3 +322,31 @@ def test_model_device_takes_and_returns_each_input_and_output_by_name(m4_build):
     for name in ("risk", "progress"):
         assert np.array_equal(got.int8[name], want.int8[name])
         assert np.abs(got.float[name] - fl[name]).max() < 0.1
+
+
+def test_port_names_are_read_without_needing_the_tensor():
+    """A port known by name needs no graph tensor (the name's default is evaluated only when it is missing)."""
+    g = Graph("m", {}, [], "in0", "out0", more_inputs=["in1"], port_names={"in0": "a", "in1": "b", "out0": "y"},
+              port_shapes={"in0": (1, 2), "in1": (1, 3), "out0": (1, 4)})
+    assert [(p.name, p.start, p.size) for p in ports.inputs(g)] == [("a", 0, 2), ("b", 2, 3)]
+    assert [p.name for p in ports.outputs(g)] == ["y"]
+
+
+def test_sensitivity_reports_each_layers_effect_on_each_output(built, tmp_path):
+    """Each layer's SQNR at each output on its own (a head touches only its output) and, as the row's value,
+    the worst output's; the table shows every output's column."""
+    _, graph, _, _ = built
+    x = np.random.default_rng(3).normal(0, 1, (4, 12)).astype(np.float32)
+    rows = {r["layer"]: r for r in sensitivity.analyse(graph, x)}
+    for r in rows.values():
+        assert set(r["outputs"]) == {"probs", "next_state"}
+        assert r["isolated_output_db"] == min(o["isolated_output_db"] for o in r["outputs"].values())
+    assert rows["head_class"]["outputs"]["next_state"]["isolated_output_db"] == sensitivity.MAX_DB
+    assert rows["head_state"]["outputs"]["probs"]["isolated_output_db"] == sensitivity.MAX_DB
+    assert rows["head_state"]["outputs"]["next_state"]["isolated_output_db"] < 60
+    assert rows["head_state"]["outputs"]["next_state"]["int4_output_db"] < \
+        rows["head_state"]["outputs"]["next_state"]["isolated_output_db"]
+    text = sensitivity.table(list(rows.values()))
+    assert "-> probs dB" in text and "-> next_state dB" in text
+    sensitivity.write_svg(list(rows.values()), tmp_path / "s.svg", "m")
+    assert "worst of the outputs probs, next_state" in (tmp_path / "s.svg").read_text()

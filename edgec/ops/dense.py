@@ -138,7 +138,8 @@ def lower_fc_rows(op: Op) -> dict | None:
 
 
 def _macs(op: Op) -> int:
-    return int(op.attrs.get("weights", op.arrays.get("weights")).size)
+    w = op.attrs.get("weights", op.arrays.get("weights"))     # (a saved int4 build has neither: its params)
+    return int(w.size) if w is not None else int(op.params["in_features"]) * int(op.params["out_features"])
 
 
 OPS = [

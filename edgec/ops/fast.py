@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from edgec.ir import Op
-from edgec.quant.scheme import requantize
+from edgec.quant.scheme import pack_int4, requantize
 
 RQ_FIELDS = ("bias", "mult", "khi", "neg", "shift")
 ACC_LIMIT = 1 << 30
@@ -98,3 +98,17 @@ def run_rq(acc: np.ndarray, rq: np.ndarray) -> np.ndarray:
     mult, khi, neg, sh = (rq[..., i].astype(np.int64) for i in range(1, 5))
     hi = ((2 * acc * mult + (khi << 32) + (1 << 31)) >> 32) + np.where(acc < 0, neg, 0)
     return (hi >> sh).astype(np.int32)
+
+
+# nibble k of a word of 8 holds input PERM8[k] of its group of 8: the int16 pairs edgec_widen makes of the
+# inputs, (x0, x2), (x1, x3), (x4, x6), (x5, x7), meet the nibble pairs SXTB16 unpacks, (n0, n4) ... (n3, n7)
+PERM8 = np.array([0, 1, 4, 5, 2, 3, 6, 7])
+
+
+def nibble_words(w: np.ndarray) -> np.ndarray:
+    """Rows of int4 values [rows][k] as rows of k rounded up to 8 in PERM8 order, 8 nibbles a word."""
+    rows, k = w.shape
+    k8 = (k + 7) // 8 * 8
+    wp = np.zeros((rows, k8), np.int8)
+    wp[:, :k] = w
+    return words(pack_int4(wp.reshape(rows, k8 // 8, 8)[:, :, PERM8]))

@@ -1,5 +1,7 @@
 """int4 weights (`--weights int4`, `--int4 NODE`): the weight format of conv2d, depthwise_conv2d and
-fully_connected layers whose attrs['weight_bits'] is 4.
+fully_connected layers whose attrs['weight_bits'] is 4, and the dispatch to the kinds that pack their own
+(`OpDef.int4_weights`: lstm and gru, edgec/ops/recurrent.py, whose W and R matrices are packed the same way
+as 'w_x4' and 'w_h4').
 
 Symmetric per output channel in [-7, 7] (the narrow range, as TFLite's int8 weights use [-127, 127]; TFLite
 and CMSIS-NN's int4 kernels take the same values), packed two per byte in the flattened weight order of the
@@ -34,12 +36,15 @@ _HEADER = (cheader.runtime_dir() / "edgec_nn.h").read_text()
 # weighted kind -> its C kernel taking packed int4 weights, `edgec_<kind>_s4`, where edgec_nn.h declares one
 KERNELS = {k: f"edgec_{k}_s4" for k, d in REGISTRY.items()
            if d.weight_axis is not None and re.search(rf"\bedgec_{k}_s4\(", _HEADER)}
-KINDS = tuple(KERNELS)
+# kinds whose own registry entry quantizes, runs, calls and lowers int4 weights
+OWN = tuple(k for k, d in REGISTRY.items() if d.int4_weights is not None)
+KINDS = tuple(KERNELS) + OWN
+PACKED_KEYS = ("weights4", "w_x4", "w_h4")      # the arrays that hold packed int4 weights
 
 
 def is_int4(op: Op) -> bool:
     """Whether a quantized op has packed int4 weights."""
-    return "weights4" in op.arrays
+    return any(k in op.arrays for k in PACKED_KEYS)
 
 
 def weight_shape(op: Op) -> tuple[int, ...]:
@@ -60,6 +65,8 @@ def unpacked(op: Op) -> np.ndarray:
 
 def run(op: Op, inputs: list) -> np.ndarray:
     """The NumPy twin: the kind's int8 twin on the unpacked weights (the C does the same arithmetic)."""
+    if op.kind in OWN:
+        return REGISTRY[op.kind].run(op, inputs)
     arrays = {k: v for k, v in op.arrays.items() if k != "weights4"}
     twin = dataclasses.replace(op, arrays={**arrays, "weights": unpacked(op)}, lowered=None)
     return REGISTRY[op.kind].run(twin, inputs)
@@ -67,24 +74,25 @@ def run(op: Op, inputs: list) -> np.ndarray:
 
 def c_call(op: Op, site: CallSite) -> str:
     """The s4 kernel's call: the reference kernel's arguments with the packed weights."""
+    if op.kind in OWN:
+        return REGISTRY[op.kind].c_call(op, site)
     return cemit.weighted_call(KERNELS[op.kind], site.prefix, site.inputs[0],
                                {**site.arrays, "weights": site.arrays["weights4"]}, site.output)
 
 
 def int8_weight_bytes(op: Op) -> int:
     """Bytes the layer's weights would take as int8 (the saving of int4 is measured against it)."""
+    if op.kind in OWN:
+        return REGISTRY[op.kind].int4_weights(op)
     return int(np.prod(weight_shape(op)))
-
-
-# nibble k of a word of 8 holds input PERM8[k] of its group of 8: the int16 pairs edgec_widen makes of the
-# inputs, (x0, x2), (x1, x3), (x4, x6), (x5, x7), meet the nibble pairs SXTB16 unpacks, (n0, n4) ... (n3, n7)
-PERM8 = np.array([0, 1, 4, 5, 2, 3, 6, 7])
 
 
 def lower(op: Op) -> dict | None:
     """The fast kernel of an int4 layer, or None (the portable s4 kernel)."""
     if op.kind not in KINDS:
         return None
+    if op.kind in OWN:
+        return REGISTRY[op.kind].lower(op)
     if "out_features" in op.params:
         return lower_fc(op)
     return lower_depthwise(op) if REGISTRY[op.kind].weight_axis == -1 else lower_conv(op)
@@ -97,18 +105,9 @@ def _int8_lowering(op: Op) -> dict | None:
     return REGISTRY[op.kind].lower(twin)
 
 
-def nibble_words(w: np.ndarray) -> np.ndarray:
-    """Rows of int4 values [rows][k] as rows of k rounded up to 8 in PERM8 order, 8 nibbles a word."""
-    rows, k = w.shape
-    k8 = (k + 7) // 8 * 8
-    wp = np.zeros((rows, k8), np.int8)
-    wp[:, :k] = w
-    return fast.words(scheme_pack(wp.reshape(rows, k8 // 8, 8)[:, :, PERM8]))
-
-
 def lower_conv(op: Op) -> dict | None:
     """edgec_conv2d_im2col_s4: the s8 im2col kernel's params; each output channel's k4 taps as (k4 + 4) / 8
-    words of nibbles (nibble_words)."""
+    words of nibbles (fast.nibble_words)."""
     low = _int8_lowering(op)
     if low is None or low["kernel"] != "edgec_conv2d_im2col_s8":
         return None
@@ -116,7 +115,7 @@ def lower_conv(op: Op) -> dict | None:
     w = unpacked(op).reshape(low["params"]["out_c"], -1)
     wp = np.zeros((w.shape[0], k4), np.int8)
     wp[:, :w.shape[1]] = w
-    return {**low, "kernel": "edgec_conv2d_im2col_s4", "arrays": {**low["arrays"], "fw": nibble_words(wp)}}
+    return {**low, "kernel": "edgec_conv2d_im2col_s4", "arrays": {**low["arrays"], "fw": fast.nibble_words(wp)}}
 
 
 def lower_depthwise(op: Op) -> dict | None:
@@ -142,4 +141,4 @@ def lower_fc(op: Op) -> dict | None:
     k8 = (n_in + 7) // 8 * 8
     params = {"in_features": n_in, "out_features": n_out, **got[0], "k4": k8}
     return {"kernel": "edgec_fully_connected_packed_s4", "struct": "edgec_fully_connected_packed_params",
-            "params": params, "arrays": {"fw": nibble_words(w), "rq": got[1]}, "scratch_bytes": 2 * k8}
+            "params": params, "arrays": {"fw": fast.nibble_words(w), "rq": got[1]}, "scratch_bytes": 2 * k8}

@@ -66,6 +66,9 @@ class OpDef:
     lower: Callable[[Op], dict | None] | None = None  # fast kernel (edgec/codegen/lowering.py), if any
     scratch: Callable[[Op], int] | None = None   # scratch bytes its reference kernel needs (state of a recurrence)
     int16: Int16 | None = None                   # 16x8 variant (--int16)
+    int4_weights: Callable[[Op], int] | None = None  # a kind that packs its own int4 weights (--weights int4:
+                                                 # its quantizer, twin, C call and lowering take
+                                                 # attrs['weight_bits'] 4): how many weights an op has
     sensitivity: bool = True                     # listed in the per-layer sensitivity report
     distribution: bool = False                   # output is a probability distribution (or its log)
     bias_correction: bool = False                # --bias-correction corrects its bias (weighted ops)

@@ -4,7 +4,9 @@ Transposes at load, `to_time_major`), quantized the way TFLite's integer LSTM is
 output, int8 per-row weights, gate pre-activations in int16 Q3.12, gate activations (sigmoid, tanh) in int16
 Q0.15 by TFLite's 513-entry int16 table with linear interpolation, the LSTM cell state in int16 Q4.11 (a fixed
 power-of-two scale). Unlike TFLite, the hidden state fed back to the next step stays int16 Q0.15 (TFLite feeds
-back its int8 output); only what leaves the op is requantized to int8. Kernels: runtime_c/edgec_recurrent.c (portable), and
+back its int8 output); only what leaves the op is requantized to int8. With attrs['weight_bits'] 4 (`--weights
+int4`, `--int4 NODE`) W and R are int4 in [-7, 7] per row, each packed two per byte in its flattened order
+(arrays 'w_x4', 'w_h4' in place of 'w_x', 'w_h'; kernels edgec_recurrent_s4 / edgec_recurrent_fast_s4). Kernels: runtime_c/edgec_recurrent.c (portable), and
 runtime_c/fast/edgec_recurrent_fast.c (`lower_recurrent`: the same recurrence, its gate matrix products on SMLAD).
 
 Per step t (ONNX gate order: LSTM i, o, f, c; GRU z, r, h), with rq = TFLite's Q31 requantization:
@@ -22,7 +24,7 @@ from edgec.errors import node_error
 from edgec.ir import Op, Tensor
 from edgec.ops import cemit, concat, fast, movement
 from edgec.ops.opdef import CallSite, OpDef
-from edgec.quant.scheme import quantize_multiplier, quantize_weights, requantize
+from edgec.quant.scheme import pack_int4, quantize_multiplier, quantize_weights, requantize, unpack_int4
 
 GATE_BITS = 12          # gate pre-activations: int16 Q3.12
 STATE_BITS = 15         # gate activations and the hidden state: int16 Q0.15
@@ -69,9 +71,9 @@ def _multipliers(real) -> tuple[np.ndarray, np.ndarray]:
 
 def quantize_recurrent(op: Op, ins: list[Tensor], out: Tensor) -> None:
     a, x = op.attrs, ins[0]
-    per_channel = a.get("per_channel", True)
-    wx, sx = quantize_weights(a["W"], 0, per_channel)
-    wh, sh = quantize_weights(a["R"], 0, per_channel)
+    per_channel, four = a.get("per_channel", True), a.get("weight_bits", 8) == 4
+    wx, sx = quantize_weights(a["W"], 0, per_channel, 7 if four else 127)
+    wh, sh = quantize_weights(a["R"], 0, per_channel, 7 if four else 127)
     wx, wh = np.asarray(wx, np.int8), np.asarray(wh, np.int8)
     mult_x, shift_x = _multipliers(x.scale * np.asarray(sx) * (1 << GATE_BITS))
     mult_h, shift_h = _multipliers(np.asarray(sh) * 2.0 ** (GATE_BITS - STATE_BITS))
@@ -88,6 +90,19 @@ def quantize_recurrent(op: Op, ins: list[Tensor], out: Tensor) -> None:
         init_h=np.clip(np.round(np.asarray(a["init_h"]) * (1 << STATE_BITS)), -32768, 32767).astype(np.int16),
         init_c=np.clip(np.round(np.asarray(a["init_c"]) * (1 << CELL_BITS)), -32768, 32767).astype(np.int16),
         sigmoid=sigmoid_table(), tanh=tanh_table())
+    for key in ("w_x", "w_h"):
+        op.arrays.pop(key + "4", None)
+        if four:
+            op.arrays[key + "4"] = pack_int4(op.arrays.pop(key))
+
+
+def matrices(p: dict, arr: dict) -> tuple[np.ndarray, np.ndarray]:
+    """W [gates*hidden][input_size] and R [gates*hidden][hidden] as int64 values (int8, or int4 unpacked)."""
+    rows, n_in, hid = (3 if p["gru"] else 4) * int(p["hidden"]), int(p["input_size"]), int(p["hidden"])
+    if "w_x4" in arr:
+        return (unpack_int4(arr["w_x4"], rows * n_in).reshape(rows, n_in).astype(np.int64),
+                unpack_int4(arr["w_h4"], rows * hid).reshape(rows, hid).astype(np.int64))
+    return np.asarray(arr["w_x"], np.int64).reshape(rows, n_in), np.asarray(arr["w_h"], np.int64).reshape(rows, hid)
 
 
 # ---- NumPy integer twin (bit-exact with runtime_c/edgec_recurrent.c) ---------------------------------
@@ -104,10 +119,9 @@ def recurrent_s8(p: dict, arr: dict, x) -> np.ndarray:
     """The whole sequence of [steps][batch][input_size]; int8 hidden state of every step
     ([steps][batch][hidden]), or the last hidden or cell state ([batch][hidden]), as p["output"] says."""
     steps, n_in, hid, gru = int(p["steps"]), int(p["input_size"]), int(p["hidden"]), bool(p["gru"])
-    batch, g = int(p["batch"]), 3 if gru else 4
+    batch = int(p["batch"])
     xs = np.asarray(x, np.int8).reshape(steps, batch, n_in).astype(np.int64)
-    wx = np.asarray(arr["w_x"], np.int64).reshape(g * hid, n_in)
-    wh = np.asarray(arr["w_h"], np.int64).reshape(g * hid, hid)
+    wx, wh = matrices(p, arr)
     sig, tnh = arr["sigmoid"], arr["tanh"]
     mh, sh, rb = arr["mult_h"], arr["shift_h"], np.asarray(arr["rb"], np.int64)
     h = np.asarray(arr["init_h"], np.int64).reshape(batch, hid).copy()
@@ -196,10 +210,10 @@ def scratch_bytes(gates: int, hidden: int, batch: int = 1) -> int:
 
 def c_recurrent(op: Op, site: CallSite) -> str:
     n = site.arrays
-    arrays = ", ".join(n[k] for k in ARRAYS)
+    arrays = ", ".join(n.get(k + "4", n.get(k)) for k in ARRAYS)     # (int4: the packed w_x4, w_h4)
     none = "(const int32_t *)0"
     kernel, records = (op.lowered["kernel"], f"{n.get('rq_x', none)}, {n.get('rq_h', none)}, ") if op.lowered \
-        else ("edgec_recurrent_s8", "")
+        else ("edgec_recurrent_s4" if "w_x4" in op.arrays else "edgec_recurrent_s8", "")
     call = f"{kernel}(&p, {arrays}, {records}\n        {site.inputs[0]}, {site.scratch}, {site.output});"
     return cemit.with_params("edgec_recurrent_params", op.params, call)
 
@@ -212,27 +226,37 @@ def _padded_rows(w: np.ndarray) -> np.ndarray:
     return fast.words(wp)
 
 
-def lower_recurrent(op: Op) -> dict:
+def lower_recurrent(op: Op) -> dict | None:
     """edgec_recurrent_fast_s8 (runtime_c/fast/edgec_recurrent_fast.c): the same arrays with the weight rows
-    padded to words, plus the fast requantization records of each product (rq_x, rq_h; left out, and the
-    reference requantization used, when a multiplier or an accumulator is outside what they take); scratch: the portable kernel's (rounded to 4) and the
-    products' laid-out vectors."""
+    padded to words (int4 weights, edgec_recurrent_fast_s4: rows padded to 8 and 8 nibbles a word in
+    fast.nibble_words' order), plus the fast requantization records of each product (rq_x, rq_h; field 0 the
+    left shift of a multiplier over 1; left out, and the reference requantization used, when a multiplier or an
+    accumulator is outside what they take); scratch: the portable kernel's (rounded to 4) and the products'
+    laid-out vectors. None (the portable s4 kernel) for int4 rows whose 16-fold sums could leave int32."""
     p = op.params
     g, hid, n_in = GATES[op.kind], int(p["hidden"]), int(p["input_size"])
-    wx = np.asarray(op.arrays["w_x"], np.int64).reshape(g * hid, n_in)
-    wh = np.asarray(op.arrays["w_h"], np.int64).reshape(g * hid, hid)
+    wx, wh = matrices(p, op.arrays)
+    four = "w_x4" in op.arrays
     bias = np.asarray(op.arrays["bias_x"], np.int64)
     records = {}
     for key, acc, m, s in (("rq_x", np.abs(bias) + 128 * np.abs(wx).sum(axis=1), "mult_x", "shift_x"),
                            ("rq_h", 32768 * np.abs(wh).sum(axis=1), "mult_h", "shift_h")):
-        rq = fast.rq_records(np.zeros(g * hid), op.arrays[m], op.arrays[s])
-        if rq is not None and np.all(acc < fast.ACC_LIMIT):      # (the records take |accumulator| < 2^30)
+        # a multiplier over 1 (shift > 0): the accumulator shifted left first (record field 0), which is what
+        # TFLite's MultiplyByQuantizedMultiplier does, then the record of the multiplier with no shift
+        left = np.maximum(np.asarray(op.arrays[s], np.int64), 0)
+        rq = fast.rq_records(np.zeros(g * hid), op.arrays[m], np.asarray(op.arrays[s], np.int64) - left)
+        if rq is not None and np.all(acc * (1 << left) < fast.ACC_LIMIT):     # (records take |acc| < 2^30)
+            rq[:, 0] = left
             records[key] = rq.reshape(-1)
-    arrays = {**op.arrays, "w_x": _padded_rows(wx.astype(np.int8)), "w_h": _padded_rows(wh.astype(np.int8)),
-              **records}
+    if four and (16 * 128 * np.abs(wx).sum(axis=1).max() >= 2 ** 31 or 16 * 32768 * np.abs(wh).sum(axis=1).max() >= 2 ** 31):
+        return None     # (the int4 DSP path sums 16 times each product in int32: the portable s4 kernel instead)
+    pack, pad = (fast.nibble_words, 8) if four else (_padded_rows, 4)
+    arrays = {**{k: v for k, v in op.arrays.items() if k not in ("w_x4", "w_h4")},
+              "w_x": pack(wx.astype(np.int8)), "w_h": pack(wh.astype(np.int8)), **records}
     own = (scratch_bytes(g, hid, int(p["batch"])) + 3) // 4 * 4
-    return {"kernel": "edgec_recurrent_fast_s8", "struct": None, "params": dict(p), "arrays": arrays,
-            "scratch_bytes": own + 2 * ((n_in + 3) // 4 * 4 + (hid + 3) // 4 * 4)}
+    return {"kernel": "edgec_recurrent_fast_s4" if four else "edgec_recurrent_fast_s8", "struct": None,
+            "params": dict(p), "arrays": arrays,
+            "scratch_bytes": own + 2 * (-(-n_in // pad) * pad + -(-hid // pad) * pad)}
 
 
 def _macs(op: Op, out: Tensor) -> int:
@@ -240,12 +264,17 @@ def _macs(op: Op, out: Tensor) -> int:
     return int(a["steps"] * a.get("batch", 1) * GATES[op.kind] * a["hidden"] * (a["input_size"] + a["hidden"]))
 
 
+def _weight_count(op: Op) -> int:
+    p = op.params
+    return GATES[op.kind] * int(p["hidden"]) * (int(p["input_size"]) + int(p["hidden"]))
+
+
 def _scratch(op: Op) -> int:
     return scratch_bytes(GATES[op.kind], op.attrs["hidden"], op.attrs.get("batch", 1))
 
 
 OPS = [OpDef(kind, "recurrent", quantize_recurrent, run_recurrent, float_recurrent, c_recurrent, macs=_macs,
-             scratch=_scratch, lower=lower_recurrent, code_bytes=2400) for kind in ("lstm", "gru")]
+             scratch=_scratch, lower=lower_recurrent, int4_weights=_weight_count, code_bytes=2400) for kind in ("lstm", "gru")]
 
 
 # ---- ONNX import

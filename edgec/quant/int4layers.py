@@ -1,6 +1,6 @@
 """Which layers get int4 weights (`--weights int4`: every layer that can, `--int4 NODE,...`: the named ones).
 
-A layer can if its kind has an int4 kernel (edgec/ops/int4.py: conv2d, depthwise_conv2d, fully_connected)
+A layer can if its kind has an int4 kernel (edgec/ops/int4.py: conv2d, depthwise_conv2d, fully_connected, lstm, gru)
 and it keeps int8 activations (a 16x8 layer, `--int16`, takes int8 weights). `mark` sets the float op's
 attrs['weight_bits'] to 4 before quantization; the quantizer does the rest (edgec/quant/scheme.py).
 """

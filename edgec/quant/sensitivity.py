@@ -7,7 +7,11 @@ For every layer that computes (reshape/transpose only move bytes), over a few ca
 - isolated, at the output: the model's output when only this layer runs in INT8, vs float: how much
   of the model's output quality this one layer costs. The table is sorted on it, worst first.
 - int4, at the output: the same with this layer's weights at 4 bits (edgec/ops/int4.py; layers that can take
-  int4 weights): what `--int4 LAYER` would cost.
+  int4 weights, LSTM/GRU included): what `--int4 LAYER` would cost.
+
+A model with several outputs (edgec/ports.py): both output columns are measured on each output on its own
+(`outputs`: {output name: {"isolated_output_db", "int4_output_db"}}), and the row's own values are the worst
+output's, so that a layer that only hurts a small-valued head is not hidden by a large-valued one.
 
 SQNR = 10 log10(sum(float^2) / sum((float - int8)^2)) in dB; higher is better, +20 dB per 10x less error.
 """
@@ -69,11 +73,20 @@ def _int4_candidates(graph: Graph, layers: list[int]) -> dict[int, object]:
             if graph.ops[i].kind in int4.KINDS and graph.tensors[graph.ops[i].output].dtype == "int8"}
 
 
+def _output_sums(graph: Graph, out_f: np.ndarray, got: np.ndarray) -> np.ndarray:
+    """[signal, noise] of every output (edgec/ports.py: the packed outputs split per output)."""
+    outs = ports.outputs(graph)
+    f, g = np.asarray(out_f, np.float64).reshape(1, -1), np.asarray(got, np.float64).reshape(1, -1)
+    return np.array([[np.sum(p.of(f) ** 2), np.sum((p.of(f) - p.of(g)) ** 2)] for p in outs])
+
+
 def analyse(graph: Graph, samples: np.ndarray) -> list[dict]:
     """Per-layer SQNR rows (quantized graph with its float attributes, float input samples)."""
     # views and data movement, and the int8 <-> int16 conversions (edgec/quant/int16.py), are not layers here
     layers = [i for i, op in enumerate(graph.ops) if REGISTRY[op.kind].sensitivity]
-    sums = {i: np.zeros(8) for i in layers}     # signal, noise: cumulative, isolated, at the output, int4 at out
+    names = [p.name for p in ports.outputs(graph)]
+    sums = {i: np.zeros(4) for i in layers}     # signal, noise: cumulative, isolated
+    at_out = {i: np.zeros((2, len(names), 2)) for i in layers}     # int8 / int4, output, signal / noise
     emulate = _int8_op(graph)
     fours = _int4_candidates(graph, layers)
     for x in samples:
@@ -85,34 +98,46 @@ def analyse(graph: Graph, samples: np.ndarray) -> list[dict]:
             f = fl[op.output]
             cum = dequantize(graph.tensors[op.output], q[op.output])
             iso = emulate(op, [fl[t] for t in op.inputs])
-            at_out = ports.result(graph, floatref.run(graph, x, override={i: emulate}, env=fl, start=i))
-            sig, out_sig = float(np.sum(f.astype(np.float64) ** 2)), float(np.sum(out_f.astype(np.float64) ** 2))
-            sums[i] += [sig, float(np.sum((f - cum) ** 2.0)), sig, float(np.sum((f - iso) ** 2.0)),
-                        out_sig, float(np.sum((out_f - at_out) ** 2.0)), 0.0, 0.0]
+            sig = float(np.sum(f.astype(np.float64) ** 2))
+            sums[i] += [sig, float(np.sum((f - cum) ** 2.0)), sig, float(np.sum((f - iso) ** 2.0))]
+            got = ports.result(graph, floatref.run(graph, x, override={i: emulate}, env=fl, start=i))
+            at_out[i][0] += _output_sums(graph, out_f, got)
             if i in fours:
                 run4 = _int4_op(graph, fours[i])
                 at4 = ports.result(graph, floatref.run(graph, x, override={i: run4}, env=fl, start=i))
-                sums[i][6:] += [out_sig, float(np.sum((out_f - at4) ** 2.0))]
+                at_out[i][1] += _output_sums(graph, out_f, at4)
     rows = []
     for i in layers:
         op, s = graph.ops[i], sums[i]
-        rows.append({"index": i, "layer": op.name, "kind": op.kind, "tensor": op.output,
-                     "cumulative_db": round(sqnr_db(s[0], s[1]), 2), "isolated_db": round(sqnr_db(s[2], s[3]), 2),
-                     "isolated_output_db": round(sqnr_db(s[4], s[5]), 2),
-                     "int4_output_db": round(sqnr_db(s[6], s[7]), 2) if i in fours else None})
+        db = [[round(sqnr_db(*at_out[i][b, k]), 2) for k in range(len(names))] for b in (0, 1)]
+        row = {"index": i, "layer": op.name, "kind": op.kind, "tensor": op.output,
+               "cumulative_db": round(sqnr_db(s[0], s[1]), 2), "isolated_db": round(sqnr_db(s[2], s[3]), 2),
+               "isolated_output_db": min(db[0]), "int4_output_db": min(db[1]) if i in fours else None}
+        if len(names) > 1:
+            row["outputs"] = {n: {"isolated_output_db": db[0][k], "int4_output_db": db[1][k] if i in fours else None}
+                              for k, n in enumerate(names)}
+        rows.append(row)
     rows.sort(key=lambda r: (r["isolated_output_db"], r["isolated_db"]))
     return rows
 
 
 def table(rows: list[dict], limit: int | None = None) -> str:
-    """The rows as a text table, worst first."""
-    lines = [f"{'layer':40} {'kind':17} {'isolated dB':>11} {'-> output dB':>12} {'cumulative dB':>13} "
-             f"{'int4 -> output dB':>17}"]
+    """The rows as a text table, worst first; a model with several outputs gets the two output columns of each
+    output after them (int8 / int4), and its own output columns are the worst output's."""
+    names = list(rows[0].get("outputs", {})) if rows else []
+    lines = [f"(several outputs: '-> output' is the worst of {', '.join(names)}; each one's follows)"] if names else []
+    lines.append(f"{'layer':40} {'kind':17} {'isolated dB':>11} {'-> output dB':>12} {'cumulative dB':>13} "
+                 f"{'int4 -> output dB':>17}" + "".join(f"  -> {n[-20:]} dB int8/int4" for n in names))
+
+    def db(v):
+        return "-" if v is None else f"{v:.1f}"
     for r in rows[:limit]:
-        four = r.get("int4_output_db")
+        per = r.get("outputs", {})
         lines.append(f"{r['layer'][-40:]:40} {r['kind']:17} {r['isolated_db']:11.1f} "
                      f"{r['isolated_output_db']:12.1f} {r['cumulative_db']:13.1f} "
-                     f"{'-' if four is None else f'{four:.1f}':>17}")
+                     f"{db(r.get('int4_output_db')):>17}"
+                     + "".join(f"  {db(per[n]['isolated_output_db']) + ' / ' + db(per[n]['int4_output_db']):>{len(n[-20:]) + 16}}"
+                               for n in names if n in per))
     return "\n".join(lines)
 
 
@@ -126,4 +151,7 @@ def write_svg(rows: list[dict], path: Path, title: str) -> None:
                      "cum": max(0.0, min(r["cumulative_db"], 80.0)) / top,
                      "iso_db": r["isolated_output_db"], "cum_db": r["cumulative_db"]})
     ticks = [{"x": t / top, "label": str(t)} for t in range(0, int(top) + 1, 10)]
+    names = list(rows[0].get("outputs", {})) if rows else []
+    if names:           # several outputs: the bars are the worst output's (sensitivity.json has each one's)
+        title += f" (at the worst of the outputs {', '.join(names)})"
     path.write_text(environment().get_template("sensitivity.svg.j2").render(title=title, bars=bars, ticks=ticks))

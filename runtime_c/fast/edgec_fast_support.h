@@ -156,4 +156,24 @@ EDGEC_INLINE uint32_t edgec_ror(uint32_t v, int s) { return (v >> s) | (v << (32
 /* nibble k of v as a signed value in [-8, 7] */
 #define EDGEC_NIBBLE(v, k) ((int32_t)((((v) >> (4 * (k))) & 15u) ^ 8u) - 8)
 
+/* acc + the 8 int4 weights of word v (PERM8 order) times the 8 inputs of x, 4 words of int16 pairs as
+ * edgec_widen lays them out */
+EDGEC_INLINE int32_t edgec_dot_nibbles(uint32_t v, const edgec_w32 *x, int32_t acc)
+{
+#ifdef EDGEC_DSP
+    const uint32_t u = edgec_ror(v, 8);
+    acc = E_SMLAD(EDGEC_NIBBLES_LO(v), x[0], acc);
+    acc = E_SMLAD(EDGEC_NIBBLES_HI(v), x[1], acc);
+    acc = E_SMLAD(EDGEC_NIBBLES_LO(u), x[2], acc);
+    return E_SMLAD(EDGEC_NIBBLES_HI(u), x[3], acc);
+#else
+    const edgec_h16 *xs = (const edgec_h16 *)(const void *)x;
+    int32_t k;
+    for (k = 0; k < 4; ++k) { /* input word k meets nibbles k and k + 4 */
+        acc += xs[2 * k] * EDGEC_NIBBLE(v, k) + xs[2 * k + 1] * EDGEC_NIBBLE(v, k + 4);
+    }
+    return acc;
+#endif
+}
+
 #endif /* EDGEC_FAST_SUPPORT_H */

@@ -125,23 +125,7 @@ void edgec_fully_connected_packed_s4(const edgec_fully_connected_packed_params *
         const uint32_t *w = weights + r * groups;
         const edgec_w32 *x = xw;
         int32_t acc = rq[r].bias;
-        for (g = 0; g < groups; ++g, x += 4) {
-            const uint32_t v = w[g];
-#ifdef EDGEC_DSP
-            const uint32_t u = edgec_ror(v, 8);
-            acc = E_SMLAD(EDGEC_NIBBLES_LO(v), x[0], acc);
-            acc = E_SMLAD(EDGEC_NIBBLES_HI(v), x[1], acc);
-            acc = E_SMLAD(EDGEC_NIBBLES_LO(u), x[2], acc);
-            acc = E_SMLAD(EDGEC_NIBBLES_HI(u), x[3], acc);
-#else
-            const edgec_h16 *xs = (const edgec_h16 *)(const void *)x;
-            int32_t k;
-            for (k = 0; k < 4; ++k) { /* input word k meets nibbles k and k + 4 */
-                acc += xs[2 * k] * ((int32_t)(((v >> (4 * k)) & 15u) ^ 8u) - 8) +
-                       xs[2 * k + 1] * ((int32_t)(((v >> (4 * k + 16)) & 15u) ^ 8u) - 8);
-            }
-#endif
-        }
+        for (g = 0; g < groups; ++g, x += 4) acc = edgec_dot_nibbles(w[g], x, acc);
         output[r] = edgec_out(acc, rq + r, full, lo, hi);
     }
 }

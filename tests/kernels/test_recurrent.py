@@ -14,9 +14,10 @@ from onnx import helper
 from ckernels import make, ptr
 from conftest import check_generated_c, make_model
 from edgec.errors import EdgecError
+from edgec.codegen import lowering
 from edgec.frontend import canonicalize
 from edgec.ir import Op, Tensor
-from edgec.ops import recurrent
+from edgec.ops import int4, recurrent
 from edgec.quant import calibrate, floatref, quantize, reference, scheme
 
 
@@ -31,7 +32,8 @@ def _op(r, kind, steps, n_in, hid, reverse=0, lbr=0, output=0, init=False, batch
     return Op(kind=kind, name=kind, inputs=["x"], output="y", attrs=attrs)
 
 
-def _quantized(r, op):
+def _quantized(r, op, bits=8):
+    op.attrs["weight_bits"] = bits
     x = Tensor("x", (op.attrs["steps"], op.attrs["batch"], op.attrs["input_size"]), "x", float(r.uniform(0.005, 0.05)),
                int(r.integers(-20, 20)))
     y = Tensor("y", (1,), "y", float(r.uniform(0.004, 0.01)), int(r.integers(-10, 10)))
@@ -42,23 +44,27 @@ def _quantized(r, op):
 def _c_run(ck, op, xq):
     p, a = op.params, op.arrays
     g = recurrent.GATES[op.kind]
-    arrays = [np.ascontiguousarray(a[k]) for k in recurrent.ARRAYS]
+    arrays = [np.ascontiguousarray(a[k + "4"] if k + "4" in a else a[k]) for k in recurrent.ARRAYS]
     scratch = np.zeros(recurrent.scratch_bytes(g, p["hidden"], p["batch"]) // 4 + 1, np.int32)
     out = np.full((p["steps"] if p["output"] == 0 else 1) * p["batch"] * p["hidden"], 99, np.int8)
-    ck.lib.edgec_recurrent_s8(ctypes.byref(make("edgec_recurrent_params", p)), *[ptr(v) for v in arrays],
-                              ptr(np.ascontiguousarray(xq, np.int8)), ptr(scratch), ptr(out))
+    kernel = ck.lib.edgec_recurrent_s4 if int4.is_int4(op) else ck.lib.edgec_recurrent_s8
+    kernel(ctypes.byref(make("edgec_recurrent_params", p)), *[ptr(v) for v in arrays],
+           ptr(np.ascontiguousarray(xq, np.int8)), ptr(scratch), ptr(out))
     return out
 
 
+@pytest.mark.parametrize("bits", [8, 4])
 @pytest.mark.parametrize("kind,lbr", [("lstm", 0), ("gru", 0), ("gru", 1)])
-def test_kernel_matches_twin(ck, kind, lbr):
-    r = np.random.default_rng({"lstm": 1, "gru": 2}[kind] + 10 * lbr)
-    for case in range(40):
+def test_kernel_matches_twin(ck, kind, lbr, bits):
+    """edgec_recurrent_s8, and edgec_recurrent_s4 with int4 W and R (odd sizes: rows that start mid-byte)."""
+    r = np.random.default_rng({"lstm": 1, "gru": 2}[kind] + 10 * lbr + bits)
+    for case in range(40 if bits == 8 else 20):
         steps, n_in, hid = int(r.integers(1, 9)), int(r.integers(1, 12)), int(r.integers(1, 20))
         batch = int(r.integers(1, 4))
         op = _op(r, kind, steps, n_in, hid, reverse=case % 2, lbr=lbr, output=(case // 2) % (3 if kind == "lstm" else 2),
                  init=case % 3 == 0, batch=batch)
-        _quantized(r, op)
+        _quantized(r, op, bits)
+        assert int4.is_int4(op) == (bits == 4)
         xq = r.integers(-128, 128, steps * batch * n_in).astype(np.int8)
         np.testing.assert_array_equal(_c_run(ck, op, xq), recurrent.recurrent_s8(op.params, op.arrays, xq),
                                       err_msg=f"case {case}")
@@ -119,8 +125,10 @@ def _rnn_model(kind, steps=7, n_in=5, hid=6, direction="forward", layout=0, init
 
 
 SWEEP = pytest.mark.sweep       # the same paths in other combinations: outside the default run
-CASES = [("lstm", "bidirectional", 0, True, "Y", 0), ("gru", "forward", 1, False, "Y_h", 1),
-         ("lstm", "reverse", 1, True, "Y_c", 0), ("gru", "bidirectional", 0, True, "Y", 0),
+CASES = [("lstm", "bidirectional", 0, True, "Y", 4),      # lbr 4: int4 weights (an LSTM has no linear_before_reset)
+         ("gru", "forward", 1, False, "Y_h", 1), ("lstm", "reverse", 1, True, "Y_c", 0),
+         ("gru", "bidirectional", 0, True, "Y", 0),
+         pytest.param("lstm", "bidirectional", 0, True, "Y", 0, marks=SWEEP),
          pytest.param("lstm", "forward", 0, False, "Y", 0, marks=SWEEP),
          pytest.param("lstm", "reverse", 1, True, "Y_h", 0, marks=SWEEP),
          pytest.param("gru", "bidirectional", 1, False, "Y_h", 1, marks=SWEEP),
@@ -129,10 +137,15 @@ CASES = [("lstm", "bidirectional", 0, True, "Y", 0), ("gru", "forward", 1, False
 
 @pytest.mark.parametrize("kind,direction,layout,init,output,lbr", CASES)
 def test_onnx_end_to_end(kind, direction, layout, init, output, lbr, tmp_path):
-    model = _rnn_model(kind, direction=direction, layout=layout, init=init, output=output, lbr=lbr)
+    """(lbr 4: an LSTM with int4 weights, generated on the fast s4 kernel; the kernels under UBSan: the tests
+    above.)"""
+    bits = 4 if lbr == 4 else 8
+    model = _rnn_model(kind, direction=direction, layout=layout, init=init, output=output, lbr=lbr % 4)
     shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
     x = np.random.default_rng(1).uniform(-1, 1, [16] + shape[1:]).astype(np.float32)
     graph = canonicalize.canonicalize(model, f"{kind}_model")
+    for op in graph.ops:
+        op.attrs["weight_bits"] = bits
     want = calibrate.run_float(model, x[:1])[0]
     np.testing.assert_allclose(floatref.output(graph, x[0]).reshape(want.shape), want, atol=1e-5)
     ranges = calibrate.calibrate(model, x, [t.source for t in graph.tensors.values() if not t.source.startswith("edgec:")])
@@ -140,7 +153,11 @@ def test_onnx_end_to_end(kind, direction, layout, init, output, lbr, tmp_path):
     quantize.quantize(graph, ranges)
     tout = graph.tensors[graph.output]
     got = scheme.dequantize(tout, reference.run(graph, scheme.quantize_input(graph.tensors[graph.input], x[0])))
-    assert np.abs(got.reshape(want.shape) - want).max() <= 4 * tout.scale + 0.03
+    assert np.abs(got.reshape(want.shape) - want).max() <= 4 * tout.scale + (0.03 if bits == 8 else 0.15)
+    if bits == 4:
+        assert all(int4.is_int4(op) for op in graph.ops if op.kind == kind)
+        lowering.lower_graph(graph)
+        assert {op.lowered["kernel"] for op in graph.ops if op.kind == kind} == {"edgec_recurrent_fast_s4"}
     check_generated_c(graph, x[:4], tmp_path)
 
 
@@ -203,21 +220,29 @@ def test_unrolled_lstm_builds_bit_exact(tmp_path):
 
 
 @pytest.mark.parametrize("path", ["portable", "dsp-emulated"])
-@pytest.mark.parametrize("kind,lbr", [("lstm", 0), ("gru", 0), ("gru", 1)])
-def test_fast_kernel_matches_twin(ck, ck_dsp, path, kind, lbr):
-    """edgec_recurrent_fast_s8 (lower_recurrent: rows padded to words, products on SMLAD) on both inner-loop
-    paths, odd input and hidden sizes (half-full words), guard bytes after scratch and output."""
+@pytest.mark.parametrize("kind,lbr,bits", [("lstm", 0, 8), ("gru", 0, 8), ("gru", 1, 8), ("lstm", 0, 4),
+                                           ("gru", 1, 4)])
+def test_fast_kernel_matches_twin(ck, ck_dsp, path, kind, lbr, bits):
+    """edgec_recurrent_fast_s8 (lower_recurrent: rows padded to words, products on SMLAD) and
+    edgec_recurrent_fast_s4 (int4: rows padded to 8, 8 nibbles a word) on both inner-loop paths, odd input and
+    hidden sizes (part-full words), guard bytes after scratch and output."""
     lib = (ck if path == "portable" else ck_dsp).lib
-    r = np.random.default_rng(170 + {"lstm": 1, "gru": 2}[kind] + 10 * lbr)
-    ran = 0
-    for case in range(25):
+    r = np.random.default_rng(170 + {"lstm": 1, "gru": 2}[kind] + 10 * lbr + bits)
+    ran, left, cases = 0, 0, 25 if bits == 8 else 16
+    for case in range(cases):
         steps, n_in, hid, batch = int(r.integers(1, 7)), int(r.integers(1, 14)), int(r.integers(1, 23)), int(r.integers(1, 3))
         op = _op(r, kind, steps, n_in, hid, reverse=case % 2, lbr=lbr, output=(case // 2) % (3 if kind == "lstm" else 2),
                  init=case % 3 == 0, batch=batch)
-        _quantized(r, op)
+        if case % 5 == 4:
+            op.attrs["W"] *= 30         # input multipliers over 1
+        _quantized(r, op, bits)
         xq = r.integers(-128, 128, size=steps * batch * n_in).astype(np.int8)
         low = recurrent.lower_recurrent(op)
-        ran += "rq_x" in low["arrays"]        # (a multiplier over 1: no records, the reference requantization)
+        assert low["kernel"] == f"edgec_recurrent_fast_s{bits}"
+        # (records: for a multiplier over 1 with the accumulator shifted left first; none where that could reach
+        # 2^30, then the reference requantization)
+        ran += ("rq_x" if bits == 8 else "rq_h") in low["arrays"]
+        left += "rq_x" in low["arrays"] and low["arrays"]["rq_x"].reshape(-1, 5)[:, 0].max() > 0
         low["arrays"].pop(("rq_h", "rq_x")[case % 2] if case % 4 == 3 else "none", None)   # that path too
         want = recurrent.recurrent_s8(op.params, op.arrays, xq)
         guard, n_scratch = 64, low["scratch_bytes"]
@@ -226,8 +251,8 @@ def test_fast_kernel_matches_twin(ck, ck_dsp, path, kind, lbr):
         out = np.full(want.size + guard, 99, np.int8)
         arrays = [np.ascontiguousarray(low["arrays"][k]) for k in recurrent.ARRAYS]
         records = [ptr(np.ascontiguousarray(low["arrays"][k])) if k in low["arrays"] else None for k in ("rq_x", "rq_h")]
-        lib.edgec_recurrent_fast_s8(ctypes.byref(make("edgec_recurrent_params", op.params)), *[ptr(v) for v in arrays],
-                                    *records, ptr(xq), ptr(scratch), ptr(out))
+        getattr(lib, low["kernel"])(ctypes.byref(make("edgec_recurrent_params", op.params)),
+                                    *[ptr(v) for v in arrays], *records, ptr(xq), ptr(scratch), ptr(out))
         assert np.array_equal(out[:want.size], want), (kind, case)
         assert np.all(out[want.size:] == 99) and np.all(scratch[n_scratch:n_scratch + guard] == 0x5A)
-    assert ran >= 15, ran
+    assert ran >= cases // 2 and left >= 2, (ran, left)    # (left: records of multipliers over 1)
