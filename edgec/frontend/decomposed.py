@@ -31,6 +31,7 @@ from edgec.ops import lut
 ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Pow", "Erf", "Tanh"}
 GRID = np.linspace(-8.0, 8.0, 321)
 TOLERANCE = 1e-6
+MAX_NODES = 24          # a GELU is at most a dozen nodes: a larger elementwise cone is something else
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 _EVAL = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide, "Pow": np.power,
          "Erf": _erf, "Tanh": np.tanh}
@@ -92,7 +93,7 @@ def _cone(g: _Nodes, sinks: set[int], stop: str | None) -> tuple[set[int], set[s
                     continue
                 if all(r in cone for r in g.readers[v]):
                     cone.add(p)
-                    changed = True
+                    changed = len(cone) <= MAX_NODES
     inside = {o for k in cone for o in g.nodes[k].output}
     leaves = {v for k in cone for v in g.nodes[k].input if v and v not in g.consts and v not in inside}
     return cone, leaves
@@ -116,7 +117,7 @@ def _gelu_at(g: _Nodes, anchor: int):
     if not _elementwise(g, anchor):
         return None
     cone, leaves = _cone(g, {anchor}, None)
-    if len(leaves) != 1:
+    if len(leaves) != 1 or len(cone) > MAX_NODES:
         return None
     x = next(iter(leaves))
     approximate = "none" if g.nodes[anchor].op_type == "Erf" else "tanh"
@@ -126,7 +127,7 @@ def _gelu_at(g: _Nodes, anchor: int):
         if r is None or not g.plain(r, {"Add", "Sub", "Mul", "Div"}) or not _elementwise(g, r):
             return None
         sub, leaves = _cone(g, sub | {r}, x)
-        if leaves != {x}:
+        if leaves != {x} or len(sub) > MAX_NODES:
             return None
         cur = g.nodes[r].output[0]
         if _computes(g, sub, x, cur, approximate):
