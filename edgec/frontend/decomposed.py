@@ -44,8 +44,9 @@ class _Nodes:
         self.nodes, self.shapes, self.outputs = list(nodes), shapes, set(outputs)
         self.consts = dict(consts)
         for n in self.nodes:
-            if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
-                self.consts[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+            if n.op_type == "Constant" and n.attribute and n.attribute[0].name in ("value", "value_float", "value_floats"):
+                v = helper.get_attribute_value(n.attribute[0])
+                self.consts[n.output[0]] = numpy_helper.to_array(v) if isinstance(v, onnx.TensorProto) else np.asarray(v)
         self.producer = {o: k for k, n in enumerate(self.nodes) for o in n.output if o}
         self.readers: dict[str, list[int]] = {}
         for k, n in enumerate(self.nodes):
