@@ -46,6 +46,7 @@ def main() -> None:
             graph, options = api.compile_model(model, calib)[1], None
             if mode == "int16-softmax":
                 options = ptq.QuantOptions(int16=tuple(op.name for op in graph.ops if op.kind == "softmax"))
+                graph = api.compile_model(model, calib, options=options)[1]
             out = Path(tmp) / str(k)
             api.build(model, calib, args.board, out, options=options)
             r = api.bench(out, FOLDER / "test.npz")
