@@ -395,6 +395,12 @@ void edgec_layer_norm_s8(const edgec_layer_norm_params *p, const int16_t *gamma,
 void edgec_softmax_s8(int32_t rows, int32_t cols, const uint32_t *exp_table, const int8_t *input,
                       int8_t *output);
 
+/* The int16 softmax (--int16 on a Softmax): int16 input (symmetric), output Q0.15 (scale 1/32768, zero
+ * point 0). exp_hi[h] = round(exp(-256 h s) * 2^15), exp_lo[l] = round(exp(-l s) * 2^15): the exp of the
+ * difference d = max - x is (exp_hi[d >> 8] * exp_lo[d & 255] + 2^14) >> 15; one reciprocal 2^46 / sum per row. */
+void edgec_softmax_s16(int32_t rows, int32_t cols, const uint16_t *exp_hi, const uint16_t *exp_lo,
+                       const int16_t *input, int16_t *output);
+
 /* Log-softmax over the last axis of [rows][cols]; exp_table as softmax's, log_table[i] =
  * log2(1 + (i + 0.5) / 256) in Q16; k_in = s_in / s_out and k_ln = 1 / s_out in Q16. */
 typedef struct {

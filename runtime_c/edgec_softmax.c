@@ -68,6 +68,39 @@ void edgec_softmax_s8(int32_t rows, int32_t cols, const uint32_t *exp_table, con
     }
 }
 
+/* Q15 exp of the difference d (0..65535) from the row's max: the product of the two tables' entries. */
+static inline uint32_t edgec_exp16(uint32_t d, const uint16_t *exp_hi, const uint16_t *exp_lo)
+{
+    return ((uint32_t)exp_hi[d >> 8] * exp_lo[d & 255u] + (1u << 14)) >> 15;
+}
+
+/* The row's exps are computed twice (for the sum, then for the outputs) rather than kept: the output may be
+ * the input (in place), and no scratch is needed. The max's exp is 2^15, so sum >= 2^15 and recip <= 2^31;
+ * cols <= 65536 keeps sum <= 2^31. */
+void edgec_softmax_s16(int32_t rows, int32_t cols, const uint16_t *exp_hi, const uint16_t *exp_lo,
+                       const int16_t *input, int16_t *output)
+{
+    int32_t r, i;
+    for (r = 0; r < rows; ++r) {
+        const int16_t *x = input + r * cols;
+        int16_t *y = output + r * cols;
+        int32_t m = -32768;
+        uint32_t sum = 0, recip;
+        for (i = 0; i < cols; ++i) {
+            m = x[i] > m ? x[i] : m;
+        }
+        for (i = 0; i < cols; ++i) {
+            sum += edgec_exp16((uint32_t)(m - x[i]), exp_hi, exp_lo);
+        }
+        recip = (uint32_t)(((uint64_t)1 << 46) / sum);
+        for (i = 0; i < cols; ++i) {
+            const uint32_t q = (uint32_t)(((uint64_t)edgec_exp16((uint32_t)(m - x[i]), exp_hi, exp_lo) * recip
+                                           + (1u << 30)) >> 31);
+            y[i] = (int16_t)(q > 32767u ? 32767 : q);
+        }
+    }
+}
+
 void edgec_log_softmax_s8(const edgec_log_softmax_params *p, const uint32_t *exp_table,
                           const int32_t *log_table, const int8_t *input, int8_t *output)
 {

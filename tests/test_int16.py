@@ -193,3 +193,35 @@ def test_export_takes_int16_and_ships_the_s16_kernels(files, tmp_path):
     manifest = json.loads((tmp_path / "lib" / "edgec-export.json").read_text())
     assert "edgec_convert.c" in manifest["runtime_files"]
     assert "edgec_conv2d_s16(" in (tmp_path / "lib" / "sensitive.c").read_text()
+
+
+def test_int16_softmax_is_bit_exact(tmp_path):
+    """--int16 on a Softmax: its input converted to int16, Q0.15 probabilities out (converted back for the int8
+    reader), the generated C bit-exact with the reference and closer to float than the int8 softmax; the accuracy
+    budget still chooses among the weighted layers only."""
+    from conftest import check_generated_c
+    from edgec.quant import floatref, int16
+
+    rng = np.random.default_rng(4)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["s"], name="scores"),
+             helper.make_node("Softmax", ["s"], ["p"], axis=-1, name="attn"),
+             helper.make_node("MatMul", ["p", "v"], ["y"], name="ctx")]
+    model = make_model(nodes, ("x", [1, 6, 8]), ("y", [1, 6, 4]), {"w": rng.normal(size=(8, 16)),
+                                                                    "v": rng.normal(size=(16, 4))})
+    path = save(model, tmp_path)
+    calib, x = tmp_path / "calib.npz", rng.normal(size=(48, 6, 8)).astype(np.float32)
+    np.savez(calib, x=x[:32])
+    graphs = {wide: api.calibrate_model(path, calib, ptq.QuantOptions(int16=wide))[1].graph for wide in ((), ("attn",))}
+    graph = graphs[("attn",)]
+    soft = next(op for op in graph.ops if op.name == "attn")
+    out = graph.tensors[soft.output]
+    assert graph.tensors[soft.inputs[0]].dtype == out.dtype == "int16"
+    assert (out.scale, out.zero_point) == (1 / 32768, 0) and set(soft.arrays) == {"exp_hi", "exp_lo"}
+    assert [op.kind for op in graph.ops].count("requantize") == 2 and int16.candidates(graph) == []
+    check_generated_c(graph, x[32:], tmp_path / "c", flags=("-O0",))     # (-O2 compiles 3x longer)
+    err = {}
+    for wide, g in graphs.items():
+        xq = scheme.quantize_input(g.tensors[g.input], x[32:])
+        got = np.stack([scheme.dequantize(g.tensors[g.output], reference.run(g, q)) for q in xq])
+        err[wide] = np.abs(got.reshape(16, -1) - np.stack([floatref.output(g, s[None]).reshape(-1) for s in x[32:]])).mean()
+    assert err[("attn",)] < err[()]

@@ -25,7 +25,8 @@ from edgec.plan.regions import REGIONS_LD_SUFFIX, c_pieces, c_pointer, linker_sc
 from edgec.quant.artifact import graph_hash
 from edgec.templating import environment
 
-_CTYPES = {np.int8: "int8_t", np.int16: "int16_t", np.int32: "int32_t", np.uint32: "uint32_t", np.int64: "int64_t"}
+_CTYPES = {np.int8: "int8_t", np.int16: "int16_t", np.uint16: "uint16_t", np.int32: "int32_t", np.uint32: "uint32_t",
+           np.int64: "int64_t"}
 
 
 def _c_array(values: np.ndarray, per_line: int = 24) -> str:

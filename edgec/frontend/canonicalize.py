@@ -7,6 +7,8 @@ What happens here:
   a function in the family module of the canonical op kind it produces; the canonicalizer is
   the `cx` they build on: the graph, the ONNX values, their shapes and layouts, and the
   methods below without a leading underscore;
+- operators the exporter wrote as several nodes (GELU, LayerNorm: edgec/frontend/decomposed.py) are read as
+  the one node they are;
 - Relu and Clip fuse into the op that produces their input, a BatchNormalization or a constant
   Add into the Conv/Gemm before it (the importers ask `fuse_activation`, `is_weighted`);
 - NCHW graphs run channels-last: every tensor carries the permutation from its
@@ -22,7 +24,7 @@ import onnx
 from onnx import numpy_helper
 
 from edgec.errors import EdgecError, node_error
-from edgec.frontend import qdq
+from edgec.frontend import decomposed, qdq
 from edgec.frontend.fold import static_shape
 from edgec.frontend.loader import graph_inputs
 from edgec.frontend.support import CONTROL_FLOW, Problem, problems_message
@@ -71,9 +73,12 @@ class _Canonicalizer:
         self.values: dict[str, tuple[str, tuple[int, ...]]] = {}
         self.layout_cache: dict[tuple[str, tuple[int, ...]], str] = {}
         self.feature_perm: dict[str, np.ndarray] = {}   # flattened channels-last tensors
+        # (index in the model, node): decomposed GELUs and LayerNorms as one node each
+        self.nodes, fused_consts = decomposed.fuse(model, self.consts, self.shapes, self.opset)
+        self.consts.update(fused_consts)
         self.uses: dict[str, list[str]] = {}
         self.readers: dict[str, list[onnx.NodeProto]] = {}
-        for node in model.graph.node:
+        for _, node in self.nodes:
             for i in node.input:
                 self.uses.setdefault(i, []).append(node.op_type)
                 self.readers.setdefault(i, []).append(node)
@@ -208,7 +213,7 @@ class _Canonicalizer:
                 self.graph.more_inputs.append(name)
             if len(inputs) > 1 or len(self.model.graph.output) > 1:
                 self.graph.port_names[name], self.graph.port_shapes[name] = inp.name, shape
-        for i, node in enumerate(self.model.graph.node):
+        for i, node in self.nodes:
             self._node_or_problem(i, node)
         if self.problems:   # the graph is only surveyed (edgec inspect): no output checks
             self.graph.output = self.values.get(self.model.graph.output[0].name, ("", None))[0]

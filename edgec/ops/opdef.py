@@ -31,6 +31,7 @@ class Int16:
     quantize: Quantizer
     run: Callable[[Op, list], np.ndarray]
     c_call: Callable[[Op, CallSite], str]
+    layer: bool = False          # an unweighted kind `--int16 NODE` may name too (softmax); weighted kinds always
 
 
 @dataclass(frozen=True)

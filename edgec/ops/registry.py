@@ -49,6 +49,10 @@ FUSABLE = frozenset(k for k, d in REGISTRY.items() if d.fuses_activation)
 WEIGHT_AXIS = {k: d.weight_axis for k, d in REGISTRY.items() if d.weight_axis is not None}
 SAME_QPARAMS_OPS = frozenset(k for k, d in REGISTRY.items() if d.qparams == "input")
 INT16_KINDS = tuple(k for k, d in REGISTRY.items() if d.int16 is not None and d.weight_axis is not None)
+# the kinds `--int16 NODE` may name: the 16x8 weighted layers (the accuracy budget's candidates) and the others
+# whose int16 variant is a layer of its own (softmax: int16 scores in, Q0.15 probabilities out)
+INT16_NAMEABLE = INT16_KINDS + tuple(k for k, d in REGISTRY.items() if d.int16 is not None and d.int16.layer
+                                     and k not in INT16_KINDS)
 KERNEL_CODE_BYTES = {k: d.code_bytes for k, d in REGISTRY.items()}
 FLOAT_KINDS = frozenset(k for k, d in REGISTRY.items() if d.run_float is not None)
 BIAS_CORRECTABLE = frozenset(k for k, d in REGISTRY.items() if d.bias_correction)

@@ -1,6 +1,12 @@
 """`softmax` and `log_softmax` over the last axis of [rows][cols] (the reduced axes brought innermost by a layout
 change when they are not), with a build-time exp table: edgec's LUT softmax, output fixed at scale 1/256 and zero
 point -128 like TFLite's; kernels in runtime_c/edgec_softmax.c.
+
+The int16 variant (`--int16 NODE` on a Softmax, edgec/quant/int16.py): int16 scores (symmetric) in, probabilities
+out in Q0.15 (scale 1/32768, zero point 0). The exp of the difference d = max - x (0..65535) is the product of two
+build-time Q15 tables, exp_hi[d >> 8] * exp_lo[d & 255] (exp(-(256 h + l) s) = exp(-256 h s) exp(-l s)), the row's
+sum S of those Q15 exps (>= 2^15: the max's is 2^15) one reciprocal floor(2^46 / S) per row, each output
+(e * recip + 2^30) >> 31, at most 32767.
 """
 from __future__ import annotations
 
@@ -10,7 +16,7 @@ import numpy as np
 from edgec.errors import EdgecError
 from edgec.ir import Op, Tensor
 from edgec.ops import cemit, gemmlowp
-from edgec.ops.opdef import CallSite, OpDef
+from edgec.ops.opdef import CallSite, Int16, OpDef
 from edgec.quant.scheme import quantize_multiplier
 
 
@@ -62,6 +68,24 @@ def tflite_exp_table(mult: int, shift: int, diff_min: int) -> np.ndarray:
     return np.where(used, e, 0).astype(np.int32)
 
 
+def exp16_tables(input_scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """(exp_hi, exp_lo): round(exp(-256 h s) * 2^15) and round(exp(-l s) * 2^15), h, l = 0..255, as uint16."""
+    k = np.arange(256, dtype=np.float64)
+    hi = np.round(np.exp(-256.0 * k * float(input_scale)) * 32768.0)
+    lo = np.round(np.exp(-k * float(input_scale)) * 32768.0)
+    return hi.astype(np.uint16), lo.astype(np.uint16)
+
+
+def quantize_softmax16(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    """The int16 variant: tables from the int16 input's scale; the output is Q0.15."""
+    if int(op.attrs["cols"]) > 1 << 16:     # the row's sum of Q15 exps stays within 32 bits
+        raise EdgecError(f"node '{op.name}': an int16 softmax over {op.attrs['cols']} values (at most 65536)")
+    out.scale, out.zero_point = 1.0 / 32768.0, 0
+    op.params = dict(rows=op.attrs["rows"], cols=op.attrs["cols"])
+    op.arrays.pop("exp_table", None)
+    op.arrays["exp_hi"], op.arrays["exp_lo"] = exp16_tables(ins[0].scale)
+
+
 def quantize_log_softmax(op: Op, ins: list[Tensor], out: Tensor) -> None:
     a, x = op.attrs, ins[0]
     k_in, k_ln = round(x.scale / out.scale * 65536), round(65536 / out.scale)
@@ -82,6 +106,17 @@ def softmax_s8(x, exp_table) -> np.ndarray:
     q = (e * np.uint64(512) + s) // (np.uint64(2) * s)
     out = q.astype(np.int64) - 128
     return np.clip(out, -128, 127).astype(np.int8).reshape(x.shape)
+
+
+def softmax_s16(x, exp_hi, exp_lo) -> np.ndarray:
+    """The int16 softmax over the last axis: int16 in, Q0.15 out (see the module's docstring)."""
+    x = np.asarray(x, np.int16)
+    x2 = x.reshape(-1, x.shape[-1]).astype(np.int64)
+    d = x2.max(axis=1, keepdims=True) - x2
+    e = (np.asarray(exp_hi, np.int64)[d >> 8] * np.asarray(exp_lo, np.int64)[d & 255] + (1 << 14)) >> 15
+    recip = (np.int64(1) << 46) // e.sum(axis=1, keepdims=True)
+    y = (e * recip + (1 << 30)) >> 31
+    return np.minimum(y, 32767).astype(np.int16).reshape(x.shape)
 
 
 def softmax_tflite_s8(p: dict, exp_table, x) -> np.ndarray:
@@ -131,6 +166,11 @@ def run_softmax(op: Op, inputs: list) -> np.ndarray:
     return softmax_s8(inputs[0].reshape(p["rows"], p["cols"]), op.arrays["exp_table"])
 
 
+def run_softmax16(op: Op, inputs: list) -> np.ndarray:
+    p = op.params
+    return softmax_s16(np.asarray(inputs[0]).reshape(p["rows"], p["cols"]), op.arrays["exp_hi"], op.arrays["exp_lo"])
+
+
 def run_log_softmax(op: Op, inputs: list) -> np.ndarray:
     return log_softmax_s8(op.params, op.arrays["exp_table"], op.arrays["log_table"], inputs[0])
 
@@ -153,6 +193,12 @@ def c_softmax(op: Op, site: CallSite) -> str:
             f"        {site.output});")
 
 
+def c_softmax16(op: Op, site: CallSite) -> str:
+    p, a = op.params, site.arrays
+    return (f"edgec_softmax_s16({p['rows']}, {p['cols']}, {a['exp_hi']}, {a['exp_lo']},\n"
+            f"        {cemit.i16(site.inputs[0], const=True)}, {cemit.i16(site.output)});")
+
+
 def c_log_softmax(op: Op, site: CallSite) -> str:
     n = site.arrays
     call = f"edgec_log_softmax_s8(&p, {n['exp_table']}, {n['log_table']}, {site.inputs[0]}, {site.output});"
@@ -161,7 +207,8 @@ def c_log_softmax(op: Op, site: CallSite) -> str:
 
 OPS = [
     OpDef("softmax", "softmax", quantize_softmax, run_softmax, lambda op, ins: _float(op, ins[0], False),
-          c_softmax, in_place=True, distribution=True, qparams="fixed", fixed_qparams=lambda op: (1.0 / 256.0, -128), code_bytes=920),
+          c_softmax, in_place=True, distribution=True, qparams="fixed", fixed_qparams=lambda op: (1.0 / 256.0, -128),
+          int16=Int16(quantize_softmax16, run_softmax16, c_softmax16, layer=True), code_bytes=920),
     OpDef("log_softmax", "softmax", quantize_log_softmax, run_log_softmax, lambda op, ins: _float(op, ins[0], True),
           c_log_softmax, distribution=True),
 ]

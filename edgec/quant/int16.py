@@ -23,20 +23,22 @@ from edgec.errors import EdgecError
 from edgec.ir import Graph, Op, Tensor
 from edgec.ops.convert import KIND as CONVERT            # the int8 <-> int16 conversion op
 from edgec.ops.registry import INT16_KINDS as KINDS      # op kinds with a 16x8 kernel
+from edgec.ops.registry import INT16_NAMEABLE            # and those --int16 may name besides (softmax)
 from edgec.ops.registry import REGISTRY
 
 SUFFIX = ":s16"
 
 
-def candidates(graph: Graph) -> list[str]:
-    """Node names that can run with int16 activations, in graph order."""
-    return list(dict.fromkeys(op.name for op in graph.ops if op.kind in KINDS))
+def candidates(graph: Graph, kinds=KINDS) -> list[str]:
+    """Node names of 16x8 layers (the accuracy budget's choice), in graph order; with kinds=INT16_NAMEABLE,
+    every node --int16 may name (a softmax too)."""
+    return list(dict.fromkeys(op.name for op in graph.ops if op.kind in kinds))
 
 
 def check_names(graph: Graph, names) -> list[str]:
     """The distinct names, or one EdgecError naming the bad ones and listing the valid ones."""
     names = list(dict.fromkeys(n.strip() for n in names if n and n.strip()))
-    valid = candidates(graph)
+    valid = candidates(graph, INT16_NAMEABLE)
     bad = [n for n in names if n not in valid]
     if bad:
         known = {op.name: op.kind for op in graph.ops}
@@ -53,7 +55,7 @@ def mark(graph: Graph, names) -> int:
     names = set(check_names(graph, names))
     if not names:
         return 0
-    chosen = {id(op) for op in graph.ops if op.name in names and op.kind in KINDS}
+    chosen = {id(op) for op in graph.ops if op.name in names and op.kind in INT16_NAMEABLE}
     readers: dict[str, list[Op]] = {}
     for op in graph.ops:
         for t in op.inputs:

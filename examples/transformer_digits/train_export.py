@@ -8,10 +8,15 @@ each with BOTH of PyTorch's ONNX exporters:
 
 Each is exported with batch_first=True (`_bf`, fixed batch 1) and batch_first=False (`_sf`: the same trained
 weights in a module that runs the block sequence-first, exported with a dynamic batch axis), by the
-TorchScript exporter (`dynamo=False`, opset 17) and the torch.export-based one (`dynamo=True`).
+TorchScript exporter (`dynamo=False`, opset 17) and the torch.export-based one (`dynamo=True`). The encoder with
+batch_first=True is also exported by TorchScript at opset 14 (`encoder_bf_torchscript_opset14.onnx`): opset 14 has no
+LayerNormalization, so the exporter writes each nn.LayerNorm as ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add.
 
 Needs torch (not a dependency of edgec; it runs in a separate venv, see README.md):
-    /work/torchenv/bin/python examples/transformer_digits/train_export.py
+    /work/torchenv/bin/python examples/transformer_digits/train_export.py [--only FILE.onnx ...]
+
+`--only` writes just the files named (training only the models they need) and updates their entries in
+float_accuracy.json; training is deterministic, so the weights are those of the full run.
 
 Data: scikit-learn's digits, pixels / 16, split 70/30 stratified with random_state=0 as train.py does (the
 committed test.npz is that test split, and is checked to be). Writes pytorch/*.onnx and
@@ -19,6 +24,7 @@ pytorch/float_accuracy.json (onnxruntime's top-1 on test.npz for each file). Det
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 
@@ -81,7 +87,7 @@ def train(kind, x, y, epochs=150, batch=32, lr=3e-3):
     return model.eval()
 
 
-def export(model, path, dynamo: bool, dynamic_batch: bool):
+def export(model, path, dynamo: bool, dynamic_batch: bool, opset: int = 17):
     x = torch.zeros(1, T, F)
     kw = {}
     if dynamic_batch and dynamo:
@@ -90,7 +96,7 @@ def export(model, path, dynamo: bool, dynamic_batch: bool):
     elif dynamic_batch:
         kw["dynamic_axes"] = {"input": {0: "batch"}, "output": {0: "batch"}}
     torch.onnx.export(model, (x,), path, dynamo=dynamo, input_names=["input"], output_names=["output"],
-                      **({} if dynamo else {"opset_version": 17}), **kw)
+                      **({} if dynamo else {"opset_version": opset}), **kw)
     onnx.checker.check_model(onnx.load(path))
 
 
@@ -100,7 +106,20 @@ def float_accuracy(path, x, y):
     return float(np.mean(out.argmax(1) == y)), out
 
 
+def variants(kind: str):
+    """(file name, batch_first, exporter, opset) of every file written for a model kind."""
+    for batch_first in (True, False):
+        for exporter in ("torchscript", "dynamo"):
+            yield f"{kind}_{'bf' if batch_first else 'sf'}_{exporter}.onnx", batch_first, exporter, 17
+    if kind == "encoder":       # LayerNorm decomposed (no LayerNormalization before opset 17)
+        yield "encoder_bf_torchscript_opset14.onnx", True, "torchscript", 14
+
+
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", nargs="+", metavar="FILE", help="write only these files (e.g. "
+                        "encoder_bf_torchscript_opset14.onnx)")
+    only = parser.parse_args().only
     torch.set_num_threads(1)
     os.makedirs(OUT, exist_ok=True)
     digits = load_digits()
@@ -109,25 +128,30 @@ def main():
     x_tr, x_te, y_tr, y_te = train_test_split(x, y, test_size=0.3, stratify=y, random_state=0)
     test = np.load(os.path.join(HERE, "test.npz"))
     assert np.array_equal(test["x"], x_te) and np.array_equal(test["y"], y_te), "test.npz is not the split"
+    acc_path = os.path.join(OUT, "float_accuracy.json")
     acc = {}
+    if only and os.path.exists(acc_path):
+        with open(acc_path) as f:
+            acc = json.load(f)["float_top1"]
     for kind in ("encoder", "mha"):
+        files = [v for v in variants(kind) if not only or v[0] in only]
+        if not files:
+            continue
         trained = train(kind, x_tr, y_tr)
         with torch.no_grad():
             want = trained(torch.from_numpy(x_te)).numpy()
-        for batch_first in (True, False):
+        for name, batch_first, exporter, opset in files:
             model = DigitsTransformer(kind, batch_first)
             model.load_state_dict(trained.state_dict())
             model.eval()
-            for exporter in ("torchscript", "dynamo"):
-                name = f"{kind}_{'bf' if batch_first else 'sf'}_{exporter}.onnx"
-                path = os.path.join(OUT, name)
-                export(model, path, exporter == "dynamo", dynamic_batch=not batch_first)
-                acc[name], out = float_accuracy(path, x_te, y_te)
-                assert np.abs(out - want).max() < 1e-4, f"{name}: onnxruntime disagrees with torch"
-                print(f"{name}: onnxruntime float top-1 {acc[name] * 100:.2f} % on {len(y_te)} test digits")
+            path = os.path.join(OUT, name)
+            export(model, path, exporter == "dynamo", dynamic_batch=not batch_first, opset=opset)
+            acc[name], out = float_accuracy(path, x_te, y_te)
+            assert np.abs(out - want).max() < 1e-4, f"{name}: onnxruntime disagrees with torch"
+            print(f"{name}: onnxruntime float top-1 {acc[name] * 100:.2f} % on {len(y_te)} test digits")
     meta = {"torch": torch.__version__, "onnx": onnx.__version__, "onnxruntime": ort.__version__,
             "float_top1": acc}
-    with open(os.path.join(OUT, "float_accuracy.json"), "w") as f:
+    with open(acc_path, "w") as f:
         json.dump(meta, f, indent=1, sort_keys=True)
 
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from ckernels import eq, i8, log_softmax_resize_cases, make, ptr
+from ckernels import I32, eq, i8, i16, log_softmax_resize_cases, make, ptr
 from edgec.ops import softmax
 
 
@@ -50,6 +50,23 @@ def test_softmax_division_by_row_reciprocal(ck):
         table[rng.integers(1, 256, 20)] = 0
         x = i8(rng, (max(2, 3000 // cols), cols))
         eq(ck.softmax_s8(x, table), softmax.softmax_s8(x, table))
+
+
+def test_softmax_s16(ck):
+    """The int16 softmax (int16 in, Q0.15 out): C and twin bit for bit on random scales, shapes and values (all
+    equal, extremes), and within 2^-14 of float softmax of the int16 input."""
+    rng = np.random.default_rng(52)
+    for k in range(60):
+        scale = float(np.exp(rng.uniform(math.log(1e-5), math.log(1e-2))))
+        hi, lo = softmax.exp16_tables(scale)
+        x = i16(rng, (int(rng.integers(1, 6)), int(rng.integers(1, 700 if k % 10 else 5000))))
+        want = softmax.softmax_s16(x, hi, lo)
+        got = np.zeros_like(x)
+        ck.lib.edgec_softmax_s16(I32(x.shape[0]), I32(x.shape[1]), ptr(hi), ptr(lo), ptr(x), ptr(got))
+        np.testing.assert_array_equal(got, want)
+        z = scale * (x.astype(np.float64) - x.max(axis=1, keepdims=True))
+        f = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+        assert np.abs(want / 32768.0 - np.minimum(f, 32767 / 32768)).max() <= 2.0 ** -14
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -1,0 +1,151 @@
+"""Decomposed GELU and LayerNorm read as one node at canonicalization (edgec/frontend/decomposed.py): the exporters'
+node patterns and their variants become one `lut` gelu table / one `layer_norm` op computing what the nodes compute
+(onnxruntime on the same model), and near misses (a wrong constant, an intermediate read elsewhere, another axis)
+stay as they are. The real files: the digits encoder exported by TorchScript at opset 17 (GELU decomposed) and 14
+(LayerNorm decomposed too) builds into the same quantized model as its dynamo export's one-node form."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import helper
+
+from conftest import EXAMPLES, make_model
+from edgec import api
+from edgec.data import load_dataset
+from edgec.frontend import canonicalize
+from edgec.quant import floatref, reference, scheme
+
+R2, K = math.sqrt(2.0), math.sqrt(2.0 / math.pi)
+D = 12
+
+
+def _node(op, ins, out, **kw):
+    return helper.make_node(op, ins, [out], name=out, **kw)
+
+
+def _model(body, y, consts, opset=13, extra_out=None):
+    """x [1, 3, D] -> MatMul w -> h -> body(h) -> y -> MatMul w2 -> out."""
+    rng = np.random.default_rng(0)
+    consts = {"w": rng.normal(size=(D, D)), "w2": rng.normal(size=(D, D)), **consts}
+    nodes = [_node("MatMul", ["x", "w"], "h")] + body + [_node("MatMul", [y, "w2"], "out")]
+    if extra_out:
+        nodes.append(_node("Relu", [extra_out], "out2"))
+        nodes.append(_node("Add", ["out", "out2"], "out3"))
+    return make_model(nodes, ("x", [1, 3, D]), ("out3" if extra_out else "out", [1, 3, D]),
+                      {k: np.asarray(v, np.int64 if k == "axes" else np.float32) for k, v in consts.items()}, opset=opset)
+
+
+def _kinds(model):
+    graph = canonicalize.canonicalize(model, "m")
+    return graph, [op.kind + (f"/{op.attrs['fn']}" if op.kind == "lut" else "") for op in graph.ops]
+
+
+def _same_as_onnxruntime(model, graph):
+    x = np.random.default_rng(1).normal(size=(1, 3, D)).astype(np.float32) * 2
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(floatref.output(graph, x).reshape(want.shape), want, rtol=1e-4, atol=1e-4)
+
+
+ERF = [_node("Div", ["h", "r2"], "d"), _node("Erf", ["d"], "e"), _node("Add", ["e", "one"], "a"),
+       _node("Mul", ["h", "a"], "m"), _node("Mul", ["m", "half"], "y")]
+GELUS = {   # name: (nodes, constants, approximate)
+    "torchscript": (ERF, {"r2": R2, "one": 1.0, "half": 0.5}, "none"),
+    "mul_inverse_half_first": ([_node("Mul", ["inv", "h"], "d"), _node("Erf", ["d"], "e"),
+                                _node("Add", ["one", "e"], "a"), _node("Mul", ["h", "half"], "hh"),
+                                _node("Mul", ["a", "hh"], "y")], {"inv": 1 / R2, "one": 1.0, "half": 0.5}, "none"),
+    "half_of_the_sum": ([_node("Div", ["h", "r2"], "d"), _node("Erf", ["d"], "e"), _node("Add", ["e", "one"], "a"),
+                         _node("Div", ["a", "two"], "ah"), _node("Mul", ["ah", "h"], "y")],
+                        {"r2": R2, "one": 1.0, "two": 2.0}, "none"),
+    "tanh_pow": ([_node("Pow", ["h", "three"], "c"), _node("Mul", ["c", "k1"], "c1"), _node("Add", ["h", "c1"], "s"),
+                  _node("Mul", ["s", "k"], "u"), _node("Tanh", ["u"], "t"), _node("Add", ["t", "one"], "a"),
+                  _node("Mul", ["h", "a"], "m"), _node("Mul", ["half", "m"], "y")],
+                 {"three": 3.0, "k1": 0.044715, "k": K, "one": 1.0, "half": 0.5}, "tanh"),
+    "tanh_cube_by_muls": ([_node("Mul", ["h", "h"], "sq"), _node("Mul", ["sq", "h"], "c"),
+                           _node("Mul", ["k1", "c"], "c1"), _node("Add", ["c1", "h"], "s"), _node("Mul", ["k", "s"], "u"),
+                           _node("Tanh", ["u"], "t"), _node("Add", ["one", "t"], "a"), _node("Mul", ["a", "half"], "ah"),
+                           _node("Mul", ["h", "ah"], "y")],
+                          {"k1": 0.044715, "k": K, "one": 1.0, "half": 0.5}, "tanh"),
+}
+
+
+@pytest.mark.parametrize("name", GELUS)
+def test_decomposed_gelu_is_one_table(name):
+    nodes, consts, approximate = GELUS[name]
+    model = _model(nodes, "y", consts)
+    graph, kinds = _kinds(model)
+    assert kinds == ["fully_connected_rows", "lut/gelu", "fully_connected_rows"]
+    gelu = graph.ops[1]
+    assert gelu.attrs["fparams"] == {"approximate": approximate}
+    _same_as_onnxruntime(model, graph)
+
+
+def test_near_misses_stay_as_they_are():
+    """A halving by 0.6, a value inside the pattern read elsewhere, the tanh form with another coefficient."""
+    wrong = _model(ERF, "y", {"r2": R2, "one": 1.0, "half": 0.6})
+    assert "lut/gelu" not in _kinds(wrong)[1]
+    _same_as_onnxruntime(wrong, _kinds(wrong)[0])
+    shared = _model(ERF, "y", {"r2": R2, "one": 1.0, "half": 0.5}, extra_out="a")
+    assert "lut/gelu" not in _kinds(shared)[1] and "lut/erf" in _kinds(shared)[1]
+    nodes, consts, _ = GELUS["tanh_pow"]
+    assert "lut/gelu" not in _kinds(_model(nodes, "y", {**consts, "k1": 0.05}))[1]
+
+
+def _layer_norm(square="pow", divide="div", gamma=True, beta=True, axes_input=False):
+    consts = {"eps": 1e-5, "two": 2.0}
+    if axes_input:
+        consts["axes"] = np.array([-1], np.int64)
+    ax = {} if axes_input else {"axes": [-1]}
+    mean_in = ["axes"] if axes_input else []
+    nodes = [_node("ReduceMean", ["h"] + mean_in, "mu", **ax), _node("Sub", ["h", "mu"], "dx"),
+             _node("Pow", ["dx", "two"], "sq") if square == "pow" else _node("Mul", ["dx", "dx"], "sq"),
+             _node("ReduceMean", ["sq"] + mean_in, "var", **ax), _node("Add", ["var", "eps"], "ve"),
+             _node("Sqrt", ["ve"], "sd")]
+    nodes += [_node("Div", ["dx", "sd"], "n")] if divide == "div" else \
+        [_node("Reciprocal", ["sd"], "inv"), _node("Mul", ["inv", "dx"], "n")]
+    y = "n"
+    rng = np.random.default_rng(2)
+    if gamma:
+        consts["g"] = rng.uniform(0.5, 1.5, D)
+        nodes.append(_node("Mul", [y, "g"], "ng"))
+        y = "ng"
+    if beta:
+        consts["b"] = rng.normal(size=(1, 1, D))
+        nodes.append(_node("Add", ["b", y], "nb"))
+        y = "nb"
+    return nodes, y, consts
+
+
+@pytest.mark.parametrize("variant", [dict(), dict(square="mul", divide="reciprocal"), dict(gamma=False),
+                                     dict(beta=False, axes_input=True)])
+def test_decomposed_layer_norm_is_one_op(variant):
+    nodes, y, consts = _layer_norm(**variant)
+    model = _model(nodes, y, consts, opset=18 if variant.get("axes_input") else 13)
+    graph, kinds = _kinds(model)
+    assert kinds == ["fully_connected_rows", "layer_norm", "fully_connected_rows"]
+    assert graph.ops[1].attrs["epsilon"] == pytest.approx(1e-5)
+    _same_as_onnxruntime(model, graph)
+
+
+def test_layer_norm_over_another_axis_stays():
+    nodes, y, consts = _layer_norm()
+    nodes[0] = _node("ReduceMean", ["h"], "mu", axes=[1])
+    model = _model(nodes, y, consts)
+    assert "layer_norm" not in _kinds(model)[1]
+    _same_as_onnxruntime(model, _kinds(model)[0])
+
+
+def test_torchscript_exports_build_the_one_node_model():
+    """The encoder by TorchScript at opset 17 (GELU decomposed) and 14 (LayerNorms too) and by dynamo (Gelu and
+    LayerNormalization nodes): the same layers, and the two TorchScript files the same quantized model."""
+    folder = EXAMPLES / "transformer_digits"
+    runs = {}
+    for name in ("encoder_bf_torchscript", "encoder_bf_torchscript_opset14", "encoder_bf_dynamo"):
+        _, graph, _ = api.compile_model(folder / "pytorch" / f"{name}.onnx", folder / "calib.npz")
+        kinds = [op.kind + (f"/{op.attrs['fn']}" if op.kind == "lut" else "") for op in graph.ops]
+        assert kinds.count("lut/gelu") == 1 and kinds.count("layer_norm") == 2 and len(kinds) == 20, kinds
+        x = scheme.quantize_input(graph.tensors[graph.input], load_dataset(folder / "test.npz", graph.input_onnx_shape).x[:8])
+        runs[name] = np.stack([reference.run(graph, q) for q in x])
+    assert np.array_equal(runs["encoder_bf_torchscript"], runs["encoder_bf_torchscript_opset14"])
