@@ -43,7 +43,7 @@ def _runtime_key(src: Path, root: Path, cc: str, flags: list[str]) -> str | None
     files = cheader.runtime_files()
     if rel not in files:
         return None
-    digest = hashlib.sha256("\0".join([cc, *_without_includes(flags), rel]).encode())
+    digest = hashlib.sha256("\0".join([Path(cc).name, *_without_includes(flags), rel]).encode())
     for f in [rel] + [h for h in files if h.endswith(".h")]:
         path = root / f
         digest.update(path.read_bytes() if path.is_file() else b"-")

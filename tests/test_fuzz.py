@@ -126,6 +126,6 @@ def test_any_node_name_gives_clean_c(tmp_path):
         exe = folder / "names"
         library = [s for s in library_sources(folder / "lib") if not s.endswith("driver_main.c")]
         hostcc.build([driver, *library], folder / "lib", exe, "gcc",
-                     [*WARN, "-I", str(folder / "lib")])
+                     [*WARN, "-O2", "-I", str(folder / "lib")])
         got = subprocess.run([str(exe)], capture_output=True, check=True).stdout.split(b"\0")[:-1]
         assert got == [n.encode()[:255].split(b"\0")[0] for n in names]   # a NUL ends a C string
