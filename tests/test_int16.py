@@ -218,7 +218,7 @@ def test_int16_softmax_is_bit_exact(tmp_path):
     assert graph.tensors[soft.inputs[0]].dtype == out.dtype == "int16"
     assert (out.scale, out.zero_point) == (1 / 32768, 0) and set(soft.arrays) == {"exp_hi", "exp_lo"}
     assert [op.kind for op in graph.ops].count("requantize") == 2 and int16.candidates(graph) == []
-    check_generated_c(graph, x[32:], tmp_path / "c", flags=("-O0",))     # (-O2 compiles 3x longer)
+    check_generated_c(graph, x[32:], tmp_path / "c")
     err = {}
     for wide, g in graphs.items():
         xq = scheme.quantize_input(g.tensors[g.input], x[32:])

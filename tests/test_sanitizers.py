@@ -142,10 +142,10 @@ def test_every_runtime_file_is_warning_clean(cc, tmp_path):
     assert {f for f in cheader.runtime_files() if f.endswith(".c")} | \
         {"harness/edgec_link.c", "harness/edgec_mlperf.c", "harness/edgec_guard.c", "harness/edgec_dataset.c"} == rel
     assert len({p.name for p in sources}) == len(sources)   # no two share a name: object files and archives key on it
-    for variant, flags in VARIANTS.items():
-        for src in sources:
-            _run([host_compiler(cc), *WARN, "-O2", *flags, "-I", include, "-c", src, "-o",
-                  tmp_path / f"{variant}_{src.stem}.o"])
+    for variant, flags in VARIANTS.items():   # runtime files: the run's shared objects of these flags (tests/hostcc.py)
+        (tmp_path / variant).mkdir()
+        hostcc.objects(sources, REPO / "runtime_c", host_compiler(cc), [*WARN, "-O2", *flags, "-I", include],
+                       tmp_path / variant)
     # the public header is C++-clean too (extern "C"), for Arduino sketches and C++ firmware
     (tmp_path / "nn.cpp").write_text('#include "edgec_nn.h"\n')
     _run([host_compiler("g++" if cc == "gcc" else "clang++"), "-fsyntax-only", "-Wall", "-Wextra", "-Werror",
