@@ -98,14 +98,20 @@ def run_transpose(op: Op, inputs: list) -> np.ndarray:
 # ---- float --------------------------------------------------------------------------------------
 
 
-def float_remap(op: Op, inputs: list):
-    dims = list(op.attrs["dims"])
+def remap_indices(op: Op) -> np.ndarray:
+    """The input index each output element of a remap reads (flat, output order; negative: the pad value): the
+    sum of its per-axis tables."""
+    dims = [int(d) for d in op.attrs["dims"]]
     total = np.zeros(dims, np.int64)
     for k, t in enumerate(op.attrs["tables"]):
         shape = [1] * len(dims)
         shape[k] = dims[k]
         total = total + np.asarray(t, np.int64).reshape(shape)
-    total = total.reshape(-1)
+    return total.reshape(-1)
+
+
+def float_remap(op: Op, inputs: list):
+    total = remap_indices(op)
     return np.where(total >= 0, inputs[0].reshape(-1)[np.maximum(total, 0)], op.attrs["pad"])
 
 
@@ -257,13 +263,7 @@ def source_index(op: Op, size: int) -> np.ndarray | None:
         return np.arange(size, dtype=np.int64)
     if op.kind != "remap":
         return None
-    dims = [int(d) for d in op.attrs["dims"]]
-    total = np.zeros(dims, np.int64)
-    for k, t in enumerate(op.attrs["tables"]):
-        shape = [1] * len(dims)
-        shape[k] = dims[k]
-        total = total + np.asarray(t, np.int64).reshape(shape)
-    total = total.reshape(-1)
+    total = remap_indices(op)
     return total if total.size == size and total.min() >= 0 else None
 
 
