@@ -1,17 +1,31 @@
-"""Snapshot the generated model C of the reference models, and compare two snapshots.
+"""Snapshot the generated model C of every reference model, and compare two snapshots: the check that a
+refactoring left the generated code byte-identical.
 
-    python scripts/generated_c.py snapshot DIR            # write DIR/<case>/<file> for every case
+    python scripts/generated_c.py snapshot DIR [--repo CHECKOUT] [--jobs 2] [--only SUBSTRING]
     python scripts/generated_c.py compare OLD NEW [--renames scripts/c_renames.txt]
 
-Cases: both examples and the seven MLPerf Tiny ONNX files (../shared/models/mlperf_tiny) exported as a C
-library for host, qemu-cortex-m4 and qemu-cortex-m3-large (a Cortex-M3 with room for VWW), plus the digits example with int16 layers and with the
-arena guard. `compare` says whether every model .c/.h is byte-identical once #include lines are dropped and
-the rename map (`old new` per line: C identifiers renamed on purpose) is applied to the old text.
-It uses only edgec.api and the CLI, so a snapshot of an older checkout compares with a newer one.
+Cases (the acceptance matrix of a refactoring): every example model (examples/*/*.onnx and the PyTorch
+exports in examples/*/pytorch), the seven MLPerf Tiny ONNX files and the four INT8 .tflite files
+(../shared/models/mlperf_tiny), each on host, qemu-cortex-m4, qemu-cortex-m3 and qemu-cortex-m55, built
+(`api.build(..., firmware=False)`: the build path, Helium kernels on the M55) with the default options,
+`--optimize size`, `--int16` on the first weighted layer, `--weights int4` and `--ram-budget 40960`, plus an
+`edgec export --format c` on the M55 (the export keeps the DSP kernels). The .tflite files take their own
+quantization, so only the default, size and RAM-budget builds apply to them. A case edgec refuses (a model
+that does not fit the board, say) is snapshotted as its one-line error, which must not change either.
+
+`--repo` imports edgec from another checkout (a snapshot of main before a change, for example), so both
+snapshots come from the same script. Calibration statistics are cached in a folder of the snapshot run's own;
+no tuning log is read, and the sensitivity report (which does not change the code) is not computed.
+
+`compare` says whether every model .c/.h and every error is byte-identical once #include lines are dropped
+and the rename map (`old new` per line: C identifiers renamed on purpose) is applied to the old text.
 """
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import json
+import os
 import re
 import subprocess
 import sys
@@ -22,7 +36,38 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 MLPERF = REPO.parent / "shared" / "models" / "mlperf_tiny"
-BOARDS = ["host", "qemu-cortex-m4", "qemu-cortex-m3-large"]   # (the small M3 cannot hold VWW)
+BOARDS = ["host", "qemu-cortex-m4", "qemu-cortex-m3", "qemu-cortex-m55"]
+RAM_BUDGET = 40960
+OPTION_SETS = ("default", "size", "int16", "int4", "ram")
+
+# one case, run in a fresh interpreter inside the checkout being snapshotted (argv: model calib board out
+# option-set first-weighted-node)
+_RUN = r"""
+import sys, traceback
+from pathlib import Path
+from edgec import api
+from edgec.errors import EdgecError
+from edgec.quant.ptq import QuantOptions
+model, calib, board, out, kind, node = sys.argv[1:7]
+calib = None if calib == "-" else calib
+opts = QuantOptions(sensitivity_samples=0)
+kw = {}
+if kind == "size":
+    kw["optimize"] = "size"
+elif kind == "int16":
+    opts.int16 = (node,)
+elif kind == "int4":
+    opts.weights = "int4"
+elif kind == "ram":
+    kw["ram_budget"] = int(sys.argv[7])
+try:
+    if kind == "export":
+        api.export(model, calib, board, "c", out, options=opts)
+    else:
+        api.build(model, calib, board, out, firmware=False, options=opts, tuning_log=str(Path(out).parent / "none.json"), **kw)
+except EdgecError as e:
+    Path(out + ".error").write_text(str(e).replace(str(Path(out).parent), "<tmp>") + "\n")
+"""
 
 
 def _mlperf_calib(key: str, channels_first: bool, out: Path) -> Path:
@@ -33,50 +78,87 @@ def _mlperf_calib(key: str, channels_first: bool, out: Path) -> Path:
     return out
 
 
-def cases(tmp: Path):
+def first_weighted_node(model: Path) -> str:
+    """The name of the first Conv/Gemm/MatMul node with a name (the --int16 case's layer)."""
+    import onnx
+    m = onnx.load(str(model), load_external_data=False)
+    for n in m.graph.node:
+        if n.op_type in ("Conv", "Gemm", "MatMul") and n.name:
+            return n.name
+    return ""
+
+
+def models(tmp: Path):
+    """(case name, model, calibration file or None)."""
     ex = REPO / "examples"
-    models = [("digits_cnn", ex / "digits_cnn" / "model.onnx", ex / "digits_cnn" / "calib.npz"),
-              ("cancer_conv1d", ex / "cancer_conv1d" / "model.onnx", ex / "cancer_conv1d" / "calib.npz")]
+    for model in sorted(ex.glob("*/*.onnx")) + sorted(ex.glob("*/pytorch/*.onnx")):
+        folder = model.parent if model.parent.name != "pytorch" else model.parent.parent
+        name = f"{folder.name}-{model.stem}" if model.parent.name != "pytorch" else f"{folder.name}-pytorch-{model.stem}"
+        yield name, model, folder / "calib.npz"
     for key, stem in (("kws", "kws_dscnn_fp32"), ("vww", "vww_mobilenetv1_025_fp32"), ("ic", "ic_resnet8_fp32"),
                       ("ad", "ad_fc_autoencoder_fp32")):
         for cf in (False, True):
             path = MLPERF / f"{stem}{'_nchw' if cf else ''}.onnx"
             if path.exists():
-                models.append((path.stem, path, _mlperf_calib(key, cf, tmp / f"{path.stem}.npz")))
-    for name, model, calib in models:
+                yield path.stem, path, _mlperf_calib(key, cf, tmp / f"{path.stem}.npz")
+    for path in sorted(MLPERF.glob("*.tflite")):
+        yield path.stem, path, None
+
+
+def cases(tmp: Path, only: str | None):
+    for name, model, calib in models(tmp):
+        tflite = model.suffix == ".tflite"
+        node = "" if tflite else first_weighted_node(model)
         for board in BOARDS:
-            yield f"{name}-{board}", model, calib, board, []
-    digits = models[0]
-    yield "digits_cnn-int16", digits[1], digits[2], "qemu-cortex-m4", ["--int16", "/conv2/Conv,/dw/Conv"]
-    yield "digits_cnn-guard", digits[1], digits[2], "qemu-cortex-m4", ["--arena-guard"]
+            for kind in OPTION_SETS:
+                if tflite and kind in ("int16", "int4"):
+                    continue
+                if kind == "int16" and not node:
+                    continue
+                case = f"{name}@{board}@{kind}"
+                if only is None or only in case:
+                    yield case, model, calib, board, kind, node
+        case = f"{name}@qemu-cortex-m55@export"
+        if only is None or only in case:
+            yield case, model, calib, "qemu-cortex-m55", "export", node
 
 
-def snapshot(dest: Path) -> None:
+def _one(repo: Path, dest: Path, tmp: Path, env: dict, case, model, calib, board, kind, node) -> str:
+    out = tmp / case.replace("@", "_")
+    cmd = [sys.executable, "-c", _RUN, str(model), str(calib) if calib else "-", board, str(out), kind, node,
+           str(RAM_BUDGET)]
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=repo, env=env)
+    (dest / case).mkdir(parents=True, exist_ok=True)
+    if r.returncode:
+        (dest / case / "CRASH.txt").write_text(r.stdout + r.stderr)
+        return f"{case}: CRASHED (see {dest / case / 'CRASH.txt'})"
+    err = Path(str(out) + ".error")
+    if err.exists():
+        (dest / case / "ERROR.txt").write_text(err.read_text())
+        return f"{case}: error: {err.read_text().strip()[:120]}"
+    lib = out if kind == "export" else out / "model"
+    mine = [f for f in lib.iterdir() if f.suffix in (".c", ".h", ".ld") and not f.name.startswith("edgec_")
+            and not f.name.startswith("main") and "example" not in f.name]
+    for f in mine:
+        (dest / case / f.name).write_bytes(f.read_bytes())
+    return f"{case}: {', '.join(sorted(f.name for f in mine))}"
+
+
+def snapshot(dest: Path, repo: Path, jobs: int, only: str | None) -> int:
     dest.mkdir(parents=True, exist_ok=True)
-    edgec = [sys.executable, "-m", "edgec"]
-    with tempfile.TemporaryDirectory() as t:
+    with tempfile.TemporaryDirectory(prefix="edgec-snapshot-") as t:
         tmp = Path(t)
-        for case, model, calib, board, extra in cases(tmp):
-            out = tmp / case
-            if "--arena-guard" in extra:
-                code = ("import sys; from edgec import api; "
-                        "api.build(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], firmware=False, arena_guard=True)")
-                cmd = [sys.executable, "-c", code, str(model), str(calib), board, str(out)]
-                lib = out / "model"
-            else:
-                cmd = edgec + ["export", str(model), "--calib", str(calib), "--board", board, "--format", "c",
-                               "-o", str(out)] + extra
-                lib = out
-            r = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp)
-            if r.returncode:
-                sys.exit(f"{case}: {' '.join(cmd)} failed:\n{r.stdout}{r.stderr}")
-            files = [f for f in lib.rglob("*.[ch]") if f.parent == lib or f.parent.name == "model"]
-            mine = [f for f in files if not f.name.startswith("edgec_") and not f.name.startswith("main")
-                    and "example" not in f.name]
-            (dest / case).mkdir(exist_ok=True)
-            for f in mine:
-                (dest / case / f.name).write_bytes(f.read_bytes())
-            print(f"{case}: {', '.join(sorted(f.name for f in mine))}", flush=True)
+        env = dict(os.environ, EDGEC_CACHE_DIR=str(tmp / "cache"), PYTHONPATH=str(repo))
+        todo = list(cases(tmp, only))
+        crashed = 0
+        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(_one, repo, dest, tmp, env, *c) for c in todo]
+            for i, f in enumerate(concurrent.futures.as_completed(futures), 1):
+                line = f.result()
+                crashed += "CRASHED" in line
+                print(f"[{i}/{len(todo)}] {line}", flush=True)
+    (dest / "cases.json").write_text(json.dumps(sorted(c[0] for c in todo), indent=1))
+    return 1 if crashed else 0
 
 
 def _normal(text: str, renames: list[tuple[str, str]]) -> str:
@@ -89,33 +171,42 @@ def _normal(text: str, renames: list[tuple[str, str]]) -> str:
 def compare(old: Path, new: Path, renames_file: Path | None) -> int:
     renames = []
     if renames_file and renames_file.exists():
-        renames = [tuple(l.split()[:2]) for l in renames_file.read_text().splitlines()
-                   if l.strip() and not l.startswith("#")]
-    bad = 0
-    for case in sorted(p.name for p in old.iterdir()):
-        for f in sorted((old / case).iterdir()):
-            g = new / case / f.name
-            if not g.exists():
-                print(f"MISSING {case}/{f.name}"); bad += 1; continue
-            a = _normal(f.read_text(), renames)
-            b = _normal(g.read_text(), [])
-            if a != b:
-                print(f"DIFFERS {case}/{f.name}"); bad += 1
-    print(f"{'all identical' if not bad else f'{bad} file(s) differ'} "
-          f"({sum(1 for _ in old.rglob('*.[ch]'))} files, #include lines dropped, {len(renames)} renames)")
+        renames = [tuple(line.split()[:2]) for line in renames_file.read_text().splitlines()
+                   if line.strip() and not line.startswith("#")]
+    bad, files = 0, 0
+    for case in sorted(p.name for p in old.iterdir() if p.is_dir()):
+        names = sorted({f.name for f in (old / case).iterdir()} | {f.name for f in (new / case).iterdir()}
+                       if (new / case).is_dir() else {f.name for f in (old / case).iterdir()})
+        for name in names:
+            f, g = old / case / name, new / case / name
+            files += 1
+            if not f.exists() or not g.exists():
+                print(f"{'MISSING' if f.exists() else 'EXTRA'} {case}/{name}")
+                bad += 1
+                continue
+            if _normal(f.read_text(), renames) != _normal(g.read_text(), []):
+                print(f"DIFFERS {case}/{name}")
+                bad += 1
+    print(f"{'all identical' if not bad else f'{bad} file(s) differ'} ({files} files in "
+          f"{sum(1 for p in old.iterdir() if p.is_dir())} cases, #include lines dropped, {len(renames)} renames)")
     return 1 if bad else 0
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("snapshot"); s.add_argument("dest", type=Path)
-    c = sub.add_parser("compare"); c.add_argument("old", type=Path); c.add_argument("new", type=Path)
+    s = sub.add_parser("snapshot")
+    s.add_argument("dest", type=Path)
+    s.add_argument("--repo", type=Path, default=REPO, help="the checkout whose edgec makes the C (default this one)")
+    s.add_argument("--jobs", type=int, default=2)
+    s.add_argument("--only", help="only the cases whose name contains this")
+    c = sub.add_parser("compare")
+    c.add_argument("old", type=Path)
+    c.add_argument("new", type=Path)
     c.add_argument("--renames", type=Path, default=REPO / "scripts" / "c_renames.txt")
     a = ap.parse_args()
     if a.cmd == "snapshot":
-        snapshot(a.dest)
-        return 0
+        return snapshot(a.dest, a.repo.resolve(), a.jobs, a.only)
     return compare(a.old, a.new, a.renames)
 
 
