@@ -39,7 +39,7 @@ from edgec import api
 from edgec.quant import calibrate
 from edgec.frontend import canonicalize
 from edgec.frontend import loader
-from edgec.codegen import lowering
+from edgec.lower import lowering
 from edgec.plan import planner
 from edgec.quant import quantize
 from edgec.data import load_dataset

@@ -18,8 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from edgec import api
-from edgec.codegen import constants, lowering
-from edgec.quant import calibrate, ptq, reference, scheme
+from edgec.codegen import constants
+from edgec.lower import lowering
+from edgec.quant import calibrate, ptq, reference
+from edgec.fixedpoint import scheme
 
 REPO = Path(__file__).resolve().parent.parent
 KWS = REPO.parent / "shared" / "models" / "mlperf_tiny"

@@ -17,7 +17,8 @@ from edgec.errors import EdgecError
 from edgec.quant import artifact
 from edgec.frontend import canonicalize
 from edgec.codegen import cmodel as codegen
-from edgec.codegen import constants, specialize, tuning
+from edgec.codegen import constants
+from edgec.lower import specialize, tuning_records
 from edgec.targets import fit
 from edgec.frontend import loader
 from edgec.plan import memory_report
@@ -69,9 +70,9 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     protocol "mlperf" builds a firmware for the MLPerf Tiny runner instead of edgec's bench link
     (mlperf_mode performance or energy, mlperf_baud: see edgec/targets/mlperf_firmware.py).
     arena_guard: a debug build that checks after every layer that no layer wrote outside its buffer.
-    ram_budget: bytes of RAM the whole firmware may use (edgec/plan/budget.py picks the schedule).
-    optimize "speed" (per-layer specialized kernels) or "size" (the generic kernels: edgec/codegen/specialize.py);
-    with speed, each layer the tuning log (tuning_log, default ~/.cache/edgec/tuning.json: edgec/codegen/tuning.py)
+    ram_budget: bytes of RAM the whole firmware may use (edgec/plan/ram_budget.py picks the schedule).
+    optimize "speed" (per-layer specialized kernels) or "size" (the generic kernels: edgec/lower/specialize.py);
+    with speed, each layer the tuning log (tuning_log, default ~/.cache/edgec/tuning.json: edgec/lower/tuning_records.py)
     has a record for on this board runs the variant recorded there; `choose` (op, generic lowering) -> variant
     overrides the log (edgec tune's measuring builds)."""
     from edgec.targets import firmware as fw
@@ -84,8 +85,8 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     options = options or ptq.QuantOptions()
     tuned: dict[str, str] = {}
     if choose is None and optimize == "speed":    # a damaged log is refused before any work
-        log_path = Path(tuning_log) if tuning_log else tuning.default_path()
-        choose = tuning.chooser(the_board.name, tuning.load(log_path), tuned)
+        log_path = Path(tuning_log) if tuning_log else tuning_records.default_path()
+        choose = tuning_records.chooser(the_board.name, tuning_records.load(log_path), tuned)
     if protocol == "mlperf":
         from edgec.targets.mlperf_firmware import check_mode
         check_mode(the_board, mlperf_mode, mlperf_baud)
@@ -162,10 +163,10 @@ def export(model_path: str | Path, calib_path: str | Path | None, board: str, fm
            lib_version: str | None = None, maintainer: str | None = None, url: str | None = None,
            ram_budget: int | None = None, optimize: str = "speed") -> dict:
     """Model + calibration data (none for a quantized .tflite) -> a self-contained model library for `board`
-    (see edgec/codegen/export.py):
+    (see edgec/export.py):
     name is the C prefix (default from the file name), lib_version the manifests' version (default edgec's),
     maintainer and url the Arduino/PlatformIO metadata, ram_budget as for build."""
-    from edgec.codegen.export import export as export_library
+    from edgec.export import export as export_library
 
     return export_library(model_path, calib_path, board, fmt, outdir, log=log, options=options, name=name,
                           lib_version=lib_version, maintainer=maintainer, url=url, ram_budget=ram_budget,

@@ -1,5 +1,5 @@
 """The command line's board-farm and many-boards options of `edgec bench` and `edgec flash` (kept apart from
-cli.py, a thin shell over edgec.api, edgec.bench.matrix and edgec.device.farm)."""
+cli.py, a thin shell over edgec.api, edgec.matrix and edgec.farm)."""
 from __future__ import annotations
 
 import json
@@ -62,7 +62,7 @@ def is_matrix(args, outdirs) -> bool:
 
 def cmd_bench_matrix(args, outdirs, log) -> int:
     """`edgec bench` over several builds / units / places: one aggregated report; exit 1 when a cell failed."""
-    from edgec.bench import matrix
+    from edgec import matrix
 
     report_dir = None if args.no_report else (args.report or ".")
     options = dict(limit=args.limit, flash=not args.no_flash)
@@ -88,7 +88,7 @@ def cmd_bench_matrix(args, outdirs, log) -> int:
 
 
 def cmd_flash_place(args, log) -> int:
-    from edgec.device import farm
+    from edgec import farm
 
     places = places_of(args, [args.outdir])
     for place in places:

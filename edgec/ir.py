@@ -56,7 +56,7 @@ class Op:
     attrs: dict = field(default_factory=dict)
     params: dict = field(default_factory=dict)
     arrays: dict = field(default_factory=dict)
-    lowered: dict | None = None     # the fast kernel chosen for this op (edgec/codegen/lowering.py), if any
+    lowered: dict | None = None     # the fast kernel chosen for this op (edgec/lower/lowering.py), if any
 
 
 @dataclass

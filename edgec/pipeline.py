@@ -1,5 +1,5 @@
 """The compile pipeline, stage by stage: an ONNX file and calibration data -> canonical graph
-(edgec/frontend) -> quantized graph (edgec/quant) -> lowered onto the fast kernels (edgec/codegen/lowering.py)
+(edgec/frontend) -> quantized graph (edgec/quant) -> lowered onto the fast kernels (edgec/lower/lowering.py)
 -> scheduled and planned (edgec/plan). edgec.api builds, exports and benches on top of it; the exporter
 and the tools call it directly."""
 from __future__ import annotations
@@ -7,11 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from edgec.codegen.lowering import lower_graph
+from edgec.lower.lowering import lower_graph
 from edgec.errors import EdgecError
 from edgec.frontend import canonicalize, loader, tflite
 from edgec.ir import Graph
-from edgec.plan import budget, planner
+from edgec.plan import planner
+from edgec.plan.ram_budget import choose as choose_ram_schedule
 from edgec.progress import Progress
 from edgec.quant import ptq
 from edgec.templating import model_c_name
@@ -64,19 +65,19 @@ def schedule_and_plan(graph: Graph, guard: int = 0, optimize: str = "speed", cho
                       ram_budget: int | None = None, board_ram: int | None = None, overhead: int = 0,
                       log: Log = quiet, mve: bool = False):
     """Lower the ops onto the fast kernels where they can run there (their constants and scratch; optimize
-    "speed" or "size" and a per-op variant chooser: edgec/codegen/lowering.py), put the ops in the execution
+    "speed" or "size" and a per-op variant chooser: edgec/lower/lowering.py), put the ops in the execution
     order with the smallest memory peak and plan the arena (guard > 0: with the arena guard's canaries, see
-    edgec/plan/guard.py; mve: onto the Helium kernels, edgec/codegen/mve.py).
+    edgec/plan/guard.py; mve: onto the Helium kernels, edgec/lower/mve.py).
 
     RAM: with `ram_budget` (bytes for the whole firmware: arena + `overhead`), the cheapest schedule that
-    fits, patch-based stages if needed (edgec/plan/budget.py), or an EdgecError naming the least RAM
+    fits, patch-based stages if needed (edgec/plan/ram_budget.py), or an EdgecError naming the least RAM
     reachable; without it, the fastest plan when it fits `board_ram` (else the memory-saving one)."""
     lower_graph(graph, optimize, choose, mve)
     graph.ops = planner.schedule(graph)
     if guard and ram_budget is not None:
         raise EdgecError("--arena-guard and --ram-budget do not go together: the guard's canaries watch whole "
                          "layers; build the guarded debug firmware without --ram-budget")
-    stages, summary = ([], {}) if guard else budget.choose(graph, ram_budget, board_ram, overhead)
+    stages, summary = ([], {}) if guard else choose_ram_schedule(graph, ram_budget, board_ram, overhead)
     if stages:
         log(f"{graph.name}: {summary['schedule']}: arena {summary['fastest_arena_bytes']:,} -> "
             f"~{summary['arena_bytes']:,} B, ~{summary['extra_instructions_estimate']:,} more instructions "
@@ -93,7 +94,7 @@ def plan_to_fit(graph: Graph, board, guard: int = 0, optimize: str = "speed", ch
     optimize mode used). When the speed variants' widened weights do not fit but the generic kernels do, the
     build falls back to them (`--optimize size`) and says so; if neither fits, the generic build's error.
     helium False keeps a Helium board on the DSP kernels (an export may be compiled without Helium flags)."""
-    from edgec.codegen.mve import has_mve
+    from edgec.lower.mve import has_mve
     from edgec.targets import fit        # fit imports nothing of the pipeline: no cycle
 
     def planned(mode):

@@ -20,7 +20,7 @@ import numpy as np
 from edgec.data import Dataset, LoadedStream, SampleStream, load_dataset, load_named
 from edgec.errors import EdgecError
 from edgec.ir import Graph
-from edgec.quant.scheme import dequantize, quantize_input
+from edgec.fixedpoint.scheme import dequantize, quantize_input
 from edgec.templating import c_identifier
 
 

@@ -118,7 +118,7 @@ class ModelDevice:
         """One sample -> its int8 input, shaped like the model's input without the batch dimension (integer
         arrays are taken as already quantized). A model with several inputs takes {input name: sample} and
         returns them packed (edgec/ports.py)."""
-        from edgec.quant import scheme
+        from edgec.fixedpoint import scheme
 
         if ports.multi(self.graph):
             return self._packed(x)
@@ -131,7 +131,7 @@ class ModelDevice:
         return scheme.quantize_input(self.graph.tensors[self.graph.input], x.reshape(shape))
 
     def _packed(self, x) -> np.ndarray:
-        from edgec.quant import scheme
+        from edgec.fixedpoint import scheme
 
         want = ports.inputs(self.graph)
         if not isinstance(x, dict) or set(x) != {p.name for p in want}:
@@ -147,7 +147,7 @@ class ModelDevice:
         return np.concatenate(parts)
 
     def _output(self, q: np.ndarray, units=None) -> Output:
-        from edgec.quant import scheme
+        from edgec.fixedpoint import scheme
 
         if ports.multi(self.graph):
             q = np.asarray(q, np.int8).reshape(-1)

@@ -1,9 +1,9 @@
-"""`edgec tune`: on-target auto-tuning of the per-layer kernel variants (edgec/codegen/specialize.py).
+"""`edgec tune`: on-target auto-tuning of the per-layer kernel variants (edgec/lower/specialize.py).
 
 For round i, one firmware runs every layer on its i-th variant (the generic kernel in round 0; a layer with fewer
 variants repeats its generic one); the board's PROFILE command (edgec bench --profile) times each layer on its
 own, on a few samples. A round whose outputs are not byte-identical to the NumPy reference is discarded whole.
-Each layer keeps its fastest variant; the choice goes into the tuning log (edgec/codegen/tuning.py) under the
+Each layer keeps its fastest variant; the choice goes into the tuning log (edgec/lower/tuning_records.py) under the
 board and the layer's signature, where every later `edgec build` for that board finds it without measuring.
 The rounds are few (one per variant of the layer with the most): a tune costs a few builds and benches.
 """
@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from edgec import api
-from edgec.codegen import specialize, tuning
+from edgec.lower import specialize, tuning_records
 from edgec.errors import EdgecError
 from edgec.pipeline import Log, quiet
 from edgec.targets.boards import load_board
@@ -39,9 +39,9 @@ def missing_layers(model_path, calib_path, board: str, tuning_log: str | Path | 
                    log: Log = quiet) -> int:
     """How many of the model's layers with variants have no record in the log for this board."""
     _, graph, _ = api.compile_model(model_path, calib_path, log, options, optimize="speed")
-    records = tuning.load(Path(tuning_log) if tuning_log else tuning.default_path())
+    records = tuning_records.load(Path(tuning_log) if tuning_log else tuning_records.default_path())
     sigs = specialize.summary(graph.ops)["layers"].values()
-    return sum(tuning.key(board, s["signature"]) not in records for s in sigs)
+    return sum(tuning_records.key(board, s["signature"]) not in records for s in sigs)
 
 
 def tune(model_path: str | Path, calib_path: str | Path | None, board: str, data_path: str | Path | None = None,
@@ -54,8 +54,8 @@ def tune(model_path: str | Path, calib_path: str | Path | None, board: str, data
     if data_path is None:
         raise EdgecError("edgec tune: give --data FILE.npz (inputs x to time the layers on); a quantized .tflite "
                          "model has no calibration set to use instead")
-    path = Path(tuning_log) if tuning_log else tuning.default_path()
-    records = tuning.load(path)              # a damaged log is refused before any work
+    path = Path(tuning_log) if tuning_log else tuning_records.default_path()
+    records = tuning_records.load(path)              # a damaged log is refused before any work
     start = time.monotonic()
     measured: dict[str, dict] = {}           # op name -> {"kind", "signature", "units": {variant: units}}
     discarded = []
@@ -89,12 +89,12 @@ def tune(model_path: str | Path, calib_path: str | Path | None, board: str, data
     rows = []
     for name, m in measured.items():
         best = min(m["units"], key=lambda v: m["units"][v])
-        records[tuning.key(the_board.name, m["signature"])] = {"variant": best, "kind": m["kind"],
+        records[tuning_records.key(the_board.name, m["signature"])] = {"variant": best, "kind": m["kind"],
                                                                "units": m["units"], "unit": unit}
         generic = m["units"].get(specialize.GENERIC)
         rows.append({"name": name, "kind": m["kind"], "variant": best, "units": m["units"],
                      "gain": (1 - m["units"][best] / generic) if generic else None})
-    tuning.save(path, records)
+    tuning_records.save(path, records)
     return {"seconds": time.monotonic() - start, "log": str(path), "unit": unit, "layers": rows,
             "discarded_rounds": discarded, "board": the_board.name}
 

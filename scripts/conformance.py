@@ -21,8 +21,9 @@ import onnx
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))     # the ONNX node-test harness (tests/onnx_node_tests.py)
 
-from edgec.frontend import conformance as C  # noqa: E402
+import onnx_node_tests as C  # noqa: E402
 from edgec.ops.registry import SUPPORTED_OPS as CANONICAL_OPS  # noqa: E402
 from edgec.frontend.functions import EXPANDED  # noqa: E402
 

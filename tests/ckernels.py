@@ -17,7 +17,7 @@ import numpy as np
 
 import hostcc
 from edgec import cheader
-from edgec.quant import scheme
+from edgec.fixedpoint import scheme
 from edgec.ops import softmax
 
 RUNTIME = Path(__file__).resolve().parent.parent / "runtime_c"

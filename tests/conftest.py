@@ -15,7 +15,8 @@ import hostcc
 from edgec.codegen import cmodel
 from edgec.frontend import loader
 from edgec.plan import planner
-from edgec.quant import reference, scheme
+from edgec.quant import reference
+from edgec.fixedpoint import scheme
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"

@@ -11,7 +11,7 @@ from conftest import make_model
 from edgec.quant import calibrate
 from edgec.frontend import canonicalize
 from edgec.quant import quantize
-from edgec.codegen import lowering
+from edgec.lower import lowering
 
 rng = np.random.default_rng(0)
 

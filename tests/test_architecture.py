@@ -1,5 +1,6 @@
-"""The layout the code promises (docs/design.md): no import cycles in edgec/ (module-level or inside
-functions), no module over 500 lines, no history names (`_ext`), one home per operator (a canonical op
+"""The layout the code promises (docs/design.md): imports point down the declared layers (shared code and
+TFLite's fixed-point arithmetic at the bottom, the operator registry, the pipeline's stages in their order, the
+application on top) and never in a cycle (module-level or inside functions), no module over 500 lines, no history names (`_ext`), one home per operator (a canonical op
 kind's name appears as a string only in its own edgec/ops module), and tests that mirror the code: no test
 module imports another (shared helpers live in conftest.py or in modules named after what they hold:
 ckernels.py, synthetic_models.py, faulty_serial.py)."""
@@ -71,6 +72,63 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
             if found:
                 return found
     return None
+
+
+# The layers of edgec/, bottom first: a module may import modules of its own layer and of the layers below it,
+# never of a layer above (a later stage of the pipeline, or the application). Every module belongs to one layer:
+# a new module is placed here.
+LAYERS = (
+    ("shared", ("edgec", "edgec.errors", "edgec.ir", "edgec.settings", "edgec.limits", "edgec.progress",
+                "edgec.resources", "edgec.cheader", "edgec.templating", "edgec.svgplot", "edgec.data",
+                "edgec.children", "edgec.staging", "edgec.outputs")),
+    ("fixed-point arithmetic", ("edgec.fixedpoint",)),
+    ("model inputs and outputs", ("edgec.ports",)),
+    ("operators and kernels", ("edgec.ops",)),
+    ("load and canonicalize", ("edgec.frontend",)),
+    ("quantize", ("edgec.quant",)),
+    ("lower", ("edgec.lower",)),
+    ("plan", ("edgec.plan",)),
+    ("generate C", ("edgec.codegen",)),
+    ("build", ("edgec.targets",)),
+    ("device", ("edgec.device",)),
+    ("bench", ("edgec.bench",)),
+    ("application", ("edgec.pipeline", "edgec.api", "edgec.export", "edgec.tune", "edgec.farm", "edgec.matrix",
+                     "edgec.cli", "edgec.cli_parser", "edgec.cli_farm", "edgec.argtypes", "edgec.config",
+                     "edgec.doctor", "edgec.testing", "edgec.pytest_plugin", "edgec.__main__")),
+)
+
+
+def layer_of(module: str) -> int | None:
+    """The index in LAYERS of a module (the longest declared prefix that names it or its package)."""
+    best, length = None, -1
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > length and \
+                    (prefix != "edgec" or module == "edgec"):
+                best, length = i, len(prefix)
+    return best
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """'a (layer) -> b (layer)' for every import of a module of a higher layer, and every undeclared module."""
+    bad = [f"{m}: not in any layer of LAYERS" for m in sorted(graph) if layer_of(m) is None]
+    for m in sorted(graph):
+        for t in sorted(graph[m]):
+            lm, lt = layer_of(m), layer_of(t)
+            if lm is not None and lt is not None and lt > lm:
+                bad.append(f"{m} ({LAYERS[lm][0]}) -> {t} ({LAYERS[lt][0]})")
+    return bad
+
+
+def test_imports_point_down_the_layers():
+    bad = upward_imports(_imports(_modules()))
+    assert not bad, "imports up the layers (tests/test_architecture.py LAYERS):\n" + "\n".join(bad)
+
+
+def test_checker_finds_an_upward_import():
+    assert upward_imports({"edgec.ops.conv": {"edgec.quant.ptq"}, "edgec.quant.ptq": {"edgec.ops.conv"}}) == \
+        ["edgec.ops.conv (operators and kernels) -> edgec.quant.ptq (quantize)"]
+    assert upward_imports({"edgec.nowhere": set()}) == ["edgec.nowhere: not in any layer of LAYERS"]
 
 
 def test_no_import_cycles():

@@ -16,7 +16,7 @@ from edgec import cli, pipeline
 from edgec.codegen import cmodel as codegen
 from edgec.plan import guard
 from edgec.plan import planner
-from edgec.quant import scheme
+from edgec.fixedpoint import scheme
 from edgec.quant import reference
 from edgec.data import load_dataset
 

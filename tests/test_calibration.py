@@ -20,7 +20,7 @@ from edgec.quant import ranges
 from edgec.quant import sensitivity
 from edgec.data import SampleStream, load_dataset
 from edgec.errors import EdgecError
-from edgec.quant.scheme import qparams_from_range
+from edgec.fixedpoint.scheme import qparams_from_range
 
 rng = np.random.default_rng(7)
 

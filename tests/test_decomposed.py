@@ -16,7 +16,8 @@ from conftest import EXAMPLES, make_model
 from edgec import api
 from edgec.data import load_dataset
 from edgec.frontend import canonicalize
-from edgec.quant import floatref, reference, scheme
+from edgec.quant import floatref, reference
+from edgec.fixedpoint import scheme
 
 R2, K = math.sqrt(2.0), math.sqrt(2.0 / math.pi)
 D = 12

@@ -14,13 +14,13 @@ from onnx import helper
 from conftest import EXAMPLES, REPO, host_compiler, library_sources, make_model, save
 from edgec import api
 from edgec.quant import artifact
-from edgec.quant import scheme
+from edgec.fixedpoint import scheme
 from edgec.quant import reference
 from edgec.targets.boards import load_board
 from edgec import cheader
 from edgec.data import load_dataset
 from edgec.errors import EdgecError
-from edgec.codegen.export import MARKER
+from edgec.export import MARKER
 from edgec.templating import c_bytes
 from edgec.targets.firmware import board_options, platform_spec
 from edgec.targets.pio import run_pio

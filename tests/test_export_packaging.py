@@ -14,7 +14,8 @@ import pytest
 
 from conftest import DRIVER, EXAMPLES, assert_clean_error, host_compiler
 from edgec import api, cli
-from edgec.quant import reference, scheme
+from edgec.quant import reference
+from edgec.fixedpoint import scheme
 
 CANCER = EXAMPLES / "cancer_conv1d"
 ARDUINO_BOARD = "nucleo-l4r5zi"       # an Arduino-framework board: the c/cmake examples stay plain C

@@ -23,7 +23,7 @@ from onnx import helper
 
 from conftest import edgec, make_model, require, save
 from edgec import api
-from edgec.bench import matrix
+from edgec import matrix
 from edgec.targets.boards import load_board
 
 BOARDS = ("qemu-cortex-m4", "qemu-cortex-m3")

@@ -16,7 +16,7 @@ import pytest
 from conftest import assert_clean_error, edgec
 from edgec.device import flash as flashing
 from edgec.device import image as elf_image
-from edgec.device.ports import find_port
+from edgec.device.serial_ports import find_port
 from edgec.errors import EdgecError
 from edgec.targets.boards import load_board
 

@@ -16,7 +16,8 @@ from edgec.bench import runner
 from edgec.errors import EdgecError
 from edgec.frontend import loader
 from edgec.pipeline import compile_model
-from edgec.quant import artifact, calibrate, reference, scheme
+from edgec.quant import artifact, calibrate, reference
+from edgec.fixedpoint import scheme
 from edgec.quant.ptq import QuantOptions
 from edgec.targets.build_folder import load_build
 

@@ -17,10 +17,10 @@ from edgec import api
 from edgec.quant import artifact
 from edgec.quant import calibrate
 from edgec.codegen import cmodel as codegen
-from edgec.codegen import lowering
+from edgec.lower import lowering
 from edgec.plan import planner
 from edgec.quant import ptq
-from edgec.quant import scheme
+from edgec.fixedpoint import scheme
 from edgec.quant import reference
 from edgec.errors import EdgecError
 

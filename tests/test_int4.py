@@ -14,7 +14,8 @@ from conftest import REPO, check_generated_c
 from edgec import api
 from edgec.errors import EdgecError
 from edgec.ops import conv, dense, int4
-from edgec.quant import ptq, scheme
+from edgec.quant import ptq
+from edgec.fixedpoint import scheme
 
 DIGITS = REPO / "examples" / "digits_cnn"
 
@@ -172,7 +173,7 @@ def test_fast_fully_connected_s4_bit_exact(ck, ck_dsp, path):
 
 
 def test_digits_int4_fast_path_generated_c_is_bit_exact(digits_int4, tmp_path):
-    from edgec.codegen import lowering
+    from edgec.lower import lowering
     import copy
     g = copy.deepcopy(digits_int4["int4"])
     lowering.lower_graph(g)
@@ -198,7 +199,8 @@ def gesture_int4():
 def test_lstm_matrices_take_int4_weights(gesture_int4):
     """--weights int4 packs the LSTM's W and R (and the head's weights) two per byte, the weights <= 55 % of int8,
     and lowers the LSTM onto the fast s4 kernel."""
-    from edgec.codegen import constants, lowering
+    from edgec.codegen import constants
+    from edgec.lower import lowering
     from edgec.quant import int4layers
     g4, g8 = gesture_int4["int4"].graph, gesture_int4["int8"].graph
     assert "/rnn/LSTM" in int4layers.candidates(g8)          # (so --max-accuracy-drop may choose it too)

@@ -1,4 +1,4 @@
-"""Mixed precision by accuracy budget (--max-accuracy-drop, edgec/quant/budget.py) on examples/hostile_channel:
+"""Mixed precision by accuracy budget (--max-accuracy-drop, edgec/quant/accuracy_budget.py) on examples/hostile_channel:
 a digits MLP whose first hidden layer has one channel 50x larger than the rest (onnxruntime's static INT8 loses
 over 5 points on it: benchmarks/mixed_precision.py). The budget gives that tensor int16 (with the layer that
 reads it), int4 weights where harmless, and the chosen mix stays within 1 point of float on the test set; the
@@ -15,7 +15,8 @@ from conftest import REPO, assert_clean_error, edgec
 from edgec import api
 from edgec.errors import EdgecError
 from edgec.ops import int4
-from edgec.quant import artifact, budget, calibrate, ptq, reference, scheme
+from edgec.quant import artifact, accuracy_budget, calibrate, ptq, reference
+from edgec.fixedpoint import scheme
 
 HOSTILE = REPO / "examples" / "hostile_channel"
 
@@ -57,7 +58,7 @@ def test_budget_widens_the_hostile_tensor_and_stays_within_one_point(budgeted):
 
 def test_budget_on_the_calibration_set_keeps_the_split_out_of_the_ranges_and_stays_within_one_point():
     """Without --val: the ranges come from the first three quarters, every calibration sample is scored with
-    budget.SAFETY times the quantization error (these samples were seen in training: at 1x, int4 everywhere
+    accuracy_budget.SAFETY times the quantization error (these samples were seen in training: at 1x, int4 everywhere
     changes none of them and loses 2.6 points on the test set), and the chosen mix keeps the test set within
     1 point of float."""
     logs = []
@@ -66,7 +67,7 @@ def test_budget_on_the_calibration_set_keeps_the_split_out_of_the_ranges_and_sta
     n = len(np.load(HOSTILE / "calib.npz")["y"])
     assert res.samples == n - n // 4 and res.mixed.samples == n
     assert res.mixed.within_budget and res.mixed.evaluated_on.startswith("calibration")
-    assert res.mixed.safety_factor == budget.SAFETY > 1
+    assert res.mixed.safety_factor == accuracy_budget.SAFETY > 1
     assert any("trial 1: int8" in m and "outside the budget" in m for m in logs)    # 1x would have said within
     assert "fc1" in res.mixed.int16 and res.mixed.int4
     test = np.load(HOSTILE / "test.npz")
@@ -78,10 +79,10 @@ def test_budget_on_the_calibration_set_keeps_the_split_out_of_the_ranges_and_sta
 def test_changed_predictions_under_a_safety_factor():
     f = np.array([[2.0, 1.0, 0.0], [0.0, 3.0, 0.5]])
     q = np.array([[13, 12, 10], [10, 40, 16]])          # scale 0.1, zero point 10: [[.3, .2, 0], [0, 3, .6]]
-    assert not budget.changed(f, q, 0.1, 10, 1.0).any()
+    assert not accuracy_budget.changed(f, q, 0.1, 10, 1.0).any()
     # error of sample 0: [-1.7, -0.8, 0]: at 3x the float margin of 1 is gone (2 - 5.1 < 1 - 2.4)
-    assert budget.changed(f, q, 0.1, 10, 3.0).tolist() == [True, False]
-    assert budget.changed(f, q, 0.1, 10, 1.0).tolist() == [False, False]
+    assert accuracy_budget.changed(f, q, 0.1, 10, 3.0).tolist() == [True, False]
+    assert accuracy_budget.changed(f, q, 0.1, 10, 1.0).tolist() == [False, False]
 
 
 def test_budget_requests_that_cannot_work_fail_with_one_line(tmp_path):
@@ -108,7 +109,8 @@ def test_acceptance_digits_budget_and_int4_sizes(tmp_path):
     """Issue 17's acceptance on the host: digits with --max-accuracy-drop 1 within 1 point of float on its whole
     test set; --weights int4 at most 55 % of int8's weight tensors on digits and KWS (constants: reported)."""
     from conftest import mlperf_calibration, require_mlperf, MLPERF
-    from edgec.codegen import constants, lowering
+    from edgec.codegen import constants
+    from edgec.lower import lowering
     digits = REPO / "examples" / "digits_cnn"
     _, res = api.calibrate_model(digits / "model.onnx", digits / "calib.npz",
                                  ptq.QuantOptions(max_accuracy_drop=1.0, sensitivity_samples=0))

@@ -8,7 +8,7 @@ import pytest
 from conftest import EXAMPLES, assert_clean_error, edgec
 from edgec import api
 from edgec.quant import artifact
-from edgec.quant import scheme
+from edgec.fixedpoint import scheme
 from edgec.quant import reference
 from edgec.data import load_dataset
 from edgec.errors import EdgecError

@@ -17,9 +17,10 @@ import numpy as np
 from conftest import EXAMPLES, edgec, assert_clean_error
 from edgec import api
 from edgec.bench import mlperf_run
-from edgec.device import mlperf_encoding as enc
+from edgec.targets import mlperf_encoding as enc
 from edgec.device.mlperf import open_mlperf
-from edgec.quant import artifact, reference, scheme
+from edgec.quant import artifact, reference
+from edgec.fixedpoint import scheme
 
 DIGITS = EXAMPLES / "digits_cnn"
 PIN_RE = re.compile(r"EDGEC_TIMESTAMP_PIN ([01]) (\d+)")

@@ -4,7 +4,7 @@ official encodings made from ../shared/models/mlperf_tiny/data (KWS int8 MFCCs a
 scale/zero point, IC/VWW uint8 pixels, AD float32 log-mel segments of 2,560 B).  Only the runner's device
 discovery is replaced by a pyserial URL (tests/mlperf_runner_driver.py).  Every m-results line the runner
 reads equals edgec's host twin: the device's conversion to the model's input quantization
-(edgec.device.mlperf_encoding), the NumPy INT8 reference, and the reference firmware's result format
+(edgec.targets.mlperf_encoding), the NumPy INT8 reference, and the reference firmware's result format
 (AD: the on-device anomaly score).  `edgec mlperf` runs the same flow from edgec itself.
 
 One firmware per benchmark for the module; few samples (AD: short clips) to keep it fast.
@@ -22,7 +22,7 @@ import pytest
 
 from conftest import MLPERF, MLPERF_MODELS, edgec, mlperf_calibration, mlperf_samples, require_mlperf
 from edgec import api
-from edgec.device import mlperf_encoding as enc
+from edgec.targets import mlperf_encoding as enc
 from edgec.device.mlperf import open_for_runner
 from edgec.quant import artifact, reference
 

@@ -12,7 +12,7 @@ from edgec import api
 from edgec.frontend import canonicalize
 from edgec.quant import quantize
 from edgec.errors import EdgecError
-from edgec.quant import scheme
+from edgec.fixedpoint import scheme
 
 DIGITS = EXAMPLES / "digits_cnn"
 

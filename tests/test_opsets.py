@@ -12,7 +12,7 @@ from conftest import make_model, save
 from edgec import api
 from edgec.frontend import canonicalize, loader
 from edgec.frontend import opsets
-from edgec.quant import scheme
+from edgec.fixedpoint import scheme
 from edgec.quant import reference
 from edgec.errors import EdgecError
 

@@ -1,4 +1,4 @@
-"""Patch-based execution (edgec/plan/patching.py) and the RAM budget (edgec/plan/budget.py, --ram-budget):
+"""Patch-based execution (edgec/plan/patching.py) and the RAM budget (edgec/plan/ram_budget.py, --ram-budget):
 random networks run band by band on the planned arena are bit-exact with the whole-layer reference
 (strides, padding, residual branches inside the stage), the generated C too, and the budget picks,
 keeps or refuses plans as documented."""
@@ -12,8 +12,9 @@ from onnx import helper
 from conftest import edgec, run_generated_c, save
 from edgec.codegen import cmodel
 from edgec.errors import EdgecError
-from edgec.plan import arena_run, budget, patching, planner
-from edgec.quant import reference, scheme
+from edgec.plan import arena_run, ram_budget, patching, planner
+from edgec.quant import reference
+from edgec.fixedpoint import scheme
 from synthetic_models import W, quantized
 
 LAYER = st.one_of(
@@ -127,9 +128,9 @@ def res_net():
 def test_generated_c_of_a_patched_plan_is_bit_exact(res_net, tmp_path):
     graph, xq = res_net
     fastest = planner.plan(graph)
-    ladder = budget.memory_ladder(graph)
+    ladder = ram_budget.memory_ladder(graph)
     assert ladder[-1].arena_bytes < fastest.arena_bytes
-    stages, summary = budget.choose(graph, ladder[-1].arena_bytes, None)
+    stages, summary = ram_budget.choose(graph, ladder[-1].arena_bytes, None)
     assert stages and summary["arena_bytes"] <= ladder[-1].arena_bytes
     p = planner.plan(graph, stages=stages)
     planner.check_plan(graph, p)
@@ -145,17 +146,17 @@ def test_generated_c_of_a_patched_plan_is_bit_exact(res_net, tmp_path):
 def test_budget_keeps_the_fastest_plan_when_it_fits(res_net):
     graph, _ = res_net
     fastest = planner.plan(graph, exact=False).arena_bytes
-    assert budget.choose(graph, None, fastest) == ([], {"stages": 0, "arena_bytes": fastest})
-    assert budget.choose(graph, fastest + 100, None, overhead=100)[0] == []
-    stages, _ = budget.choose(graph, None, fastest - 1)      # the board is too small: the memory-saving plan
+    assert ram_budget.choose(graph, None, fastest) == ([], {"stages": 0, "arena_bytes": fastest})
+    assert ram_budget.choose(graph, fastest + 100, None, overhead=100)[0] == []
+    stages, _ = ram_budget.choose(graph, None, fastest - 1)      # the board is too small: the memory-saving plan
     assert stages
 
 
 def test_budget_too_small_names_the_least_ram_reachable(res_net):
     graph, _ = res_net
-    least = budget.memory_ladder(graph)[-1].arena_bytes
+    least = ram_budget.memory_ladder(graph)[-1].arena_bytes
     with pytest.raises(EdgecError, match=rf"smallest RAM edgec reaches is {least + 50:,} B"):
-        budget.choose(graph, least + 49, None, overhead=50)
+        ram_budget.choose(graph, least + 49, None, overhead=50)
 
 
 def test_cli_ram_budget_fails_before_writing_anything(tmp_path):

@@ -14,7 +14,7 @@ from synthetic_models import MODELS, cnn_nchw, nhwc_tf2onnx, quantized
 from edgec.quant import calibrate
 from edgec.frontend import canonicalize
 from edgec.plan import planner
-from edgec.quant import scheme
+from edgec.fixedpoint import scheme
 from edgec.quant import reference
 from edgec.errors import EdgecError
 

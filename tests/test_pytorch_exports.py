@@ -17,7 +17,8 @@ from conftest import EXAMPLES, run_generated_c
 from edgec import api
 from edgec.codegen import cmodel
 from edgec.data import load_dataset
-from edgec.quant import reference, scheme
+from edgec.quant import reference
+from edgec.fixedpoint import scheme
 
 FOLDERS = {"lstm": "gesture_rnn", "gru": "gesture_rnn", "encoder": "transformer_digits", "mha": "transformer_digits"}
 ALL = sorted(p.relative_to(EXAMPLES).as_posix() for f in set(FOLDERS.values())

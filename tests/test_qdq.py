@@ -14,7 +14,7 @@ from edgec.quant import artifact
 from edgec.frontend import loader
 from edgec.frontend import qdq
 from edgec.errors import EdgecError
-from edgec.quant import scheme
+from edgec.fixedpoint import scheme
 
 DIGITS = EXAMPLES / "digits_cnn"
 

@@ -8,8 +8,8 @@ import pytest
 
 from edgec.ir import Graph, Op, Tensor
 from edgec.quant.quantize import quantize
-from edgec.quant.scheme import dequantize, qparams_from_range, quantize_input
-from edgec.quant import scheme
+from edgec.fixedpoint.scheme import dequantize, qparams_from_range, quantize_input
+from edgec.fixedpoint import scheme
 
 
 @pytest.mark.parametrize("lo,hi", [(-1.0, 1.0), (0.0, 6.0), (0.5, 3.0), (-4.0, -1.0), (-0.01, 250.0)])

@@ -7,10 +7,12 @@ import pytest
 
 from conftest import run_generated_c
 from synthetic_models import cnn_nchw, quantized
-from edgec.codegen import cmodel, lowering
+from edgec.codegen import cmodel
+from edgec.lower import lowering
 from edgec.errors import EdgecError
 from edgec.plan import planner, regions
-from edgec.quant import reference, scheme
+from edgec.quant import reference
+from edgec.fixedpoint import scheme
 from edgec.targets import fit
 from edgec.targets.boards import load_board, load_board_file
 

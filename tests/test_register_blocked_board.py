@@ -1,4 +1,4 @@
-"""blocked4 and rows8 (edgec/codegen/register_blocks.py) as the emulated Cortex-M4 runs them: their assembly loops
+"""blocked4 and rows8 (edgec/lower/register_blocks.py) as the emulated Cortex-M4 runs them: their assembly loops
 exist only in the Arm build (the host tests, tests/kernels/test_fast_sweep.py, run the same kernels' C), so a
 small model with awkward shapes goes through the real firmware, bit for bit with the NumPy reference: a
 single-channel convolution (10 outputs: a partial last block of 4), a 1x1 convolution on 10 input channels (not a

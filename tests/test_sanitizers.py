@@ -17,7 +17,7 @@ from conftest import (DRIVER, EXAMPLES, MLPERF, REPO, SANITIZE, WARN, host_compi
                       require_mlperf, save)
 from edgec import api
 from edgec.codegen import cmodel as codegen
-from edgec.quant import scheme
+from edgec.fixedpoint import scheme
 from edgec.quant import reference
 from edgec import cheader
 from edgec.data import load_dataset

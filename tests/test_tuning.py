@@ -1,5 +1,5 @@
-"""Per-layer kernel variants (edgec/codegen/specialize.py), `--optimize speed|size`, and the tuning log that
-`edgec tune` writes and later builds read (edgec/codegen/tuning.py, edgec/tune.py). The variants' bit-exactness:
+"""Per-layer kernel variants (edgec/lower/specialize.py), `--optimize speed|size`, and the tuning log that
+`edgec tune` writes and later builds read (edgec/lower/tuning_records.py, edgec/tune.py). The variants' bit-exactness:
 tests/kernels/test_fast_sweep.py (each variant alone on random shapes) and tests/kernels/test_fast_models.py
 (generated models, which build on the speed variants by default)."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from conftest import EXAMPLES, assert_clean_error, edgec
 from edgec import api, tune
-from edgec.codegen import tuning
+from edgec.lower import tuning_records
 from edgec.errors import EdgecError
 from edgec.targets.build_folder import REPORT
 
@@ -44,8 +44,8 @@ def test_tuning_log_record_chooses_the_variant(tmp_path):
     first = sorted(layers)[0]
     sig = layers[first]["signature"]
     log = tmp_path / "log.json"
-    tuning.save(log, {tuning.key("qemu-cortex-m4", sig): {"variant": "generic"},
-                      tuning.key("host", layers[sorted(layers)[-1]]["signature"]): {"variant": "generic"}})
+    tuning_records.save(log, {tuning_records.key("qemu-cortex-m4", sig): {"variant": "generic"},
+                      tuning_records.key("host", layers[sorted(layers)[-1]]["signature"]): {"variant": "generic"}})
     out = tmp_path / "tuned"
     report = api.build(MODEL, CALIB, "qemu-cortex-m4", out, firmware=False, tuning_log=log)
     got = report["optimize"]["layers"]
@@ -57,7 +57,7 @@ def test_damaged_tuning_log_is_one_line(tmp_path):
     log = tmp_path / "log.json"
     log.write_text("{not json")
     with pytest.raises(EdgecError, match="not an edgec tuning log"):
-        tuning.load(log)
+        tuning_records.load(log)
     proc = edgec("build", MODEL, "--calib", CALIB, "--board", "host", "-o", tmp_path / "b", "--tuning-log", log)
     assert_clean_error(proc, str(log), "tuning log")
     assert not (tmp_path / "b").exists()

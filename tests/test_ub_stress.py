@@ -17,7 +17,8 @@ from conftest import DRIVER, REPO, host_compiler, make_model, save
 from edgec import cheader
 from edgec.codegen import cmodel
 from edgec.pipeline import compile_model
-from edgec.quant import reference, scheme
+from edgec.quant import reference
+from edgec.fixedpoint import scheme
 from edgec.quant.ptq import QuantOptions
 
 UBSAN = ("-std=c99", "-O0", "-fsanitize=undefined", "-fno-sanitize-recover=all", "-Wall", "-Wextra",

@@ -19,7 +19,7 @@ from tflite.BuiltinOptions import BuiltinOptions as OPTIONS
 
 from edgec import cheader
 from edgec.codegen import cmodel
-from edgec.codegen import hostrun
+import hostrun
 from edgec.frontend import tflite as importer
 from edgec.pipeline import schedule_and_plan
 from edgec.plan import planner

@@ -27,7 +27,7 @@ from edgec.quant import artifact
 from edgec.quant import calibrate
 from edgec.frontend import loader
 from edgec.frontend import tflite
-from edgec.quant import scheme
+from edgec.fixedpoint import scheme
 from edgec.quant import reference
 from edgec.targets.boards import PORT_EMULATOR, PORT_PROGRAM, Board
 from edgec.errors import EdgecError

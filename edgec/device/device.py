@@ -22,7 +22,7 @@ from edgec.targets.boards import PORT_EMULATOR, PORT_PROGRAM, Board
 from edgec import children
 from edgec.errors import EdgecError
 from edgec.device.link import Link
-from edgec.device.ports import AUTO, find_port
+from edgec.device.serial_ports import AUTO, find_port
 
 _QEMU_PORT_RE = re.compile(r"tcp:[\d.]+:(\d+)")
 _PROGRAM_RE = re.compile(r"^EDGEC_SERIAL (\S+)")
@@ -126,7 +126,7 @@ def open_serial(board: Board, firmware: Path | None, port: str | None = None, gd
                 emulator_args: tuple[str, ...] = ()):
     """Run `firmware` for `board` (or, with `port`, use a board already flashed) and open its serial port:
     (pyserial object, started process or None).  The caller closes both (Device does).
-    A real board's port "auto" (or none) is found from the profile's USB IDs (edgec/device/ports.py).
+    A real board's port "auto" (or none) is found from the profile's USB IDs (edgec/device/serial_ports.py).
     gdb_load(address): on an emulated board, start the emulator halted with an empty flash and its GDB stub,
     and let gdb_load write the firmware through that stub before the board runs.
     baud: instead of the profile's serial.baud (an MLPerf firmware's own rate).

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edgec.device import image as elf_image
-from edgec.device.ports import AUTO, find_port
+from edgec.device.serial_ports import AUTO, find_port
 from edgec.errors import EdgecError
 from edgec.targets.boards import PROBES, Board
 from edgec.targets.firmware import env_name

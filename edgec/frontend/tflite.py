@@ -225,7 +225,7 @@ class _Importer:
                  per_tensor_float32: bool = False) -> tuple[dict, np.ndarray, np.ndarray]:
         """The file's integers of a weighted op (weights as given, int32 bias, Q31 multipliers and shifts as
         TFLM's Prepare computes them) and the float weights and bias they stand for."""
-        from edgec.quant.scheme import quantize_multiplier
+        from edgec.fixedpoint.scheme import quantize_multiplier
 
         scales, zps, _ = self.qparams(op.Inputs(1))
         if self.sg.Tensors(op.Inputs(1)).Type() != INT8 or np.any(zps != 0):

@@ -19,7 +19,7 @@ from edgec.ops import cemit, fast, movement
 from edgec.ops.lut import emit_lut, is_table
 from edgec.ops.movement import RANK, offsets
 from edgec.ops.opdef import CallSite, OpDef
-from edgec.quant.scheme import act_range, qparams_from_range, quantize_multiplier, requantize
+from edgec.fixedpoint.scheme import act_range, qparams_from_range, quantize_multiplier, requantize
 
 
 ADD_LEFT_SHIFT = 20

@@ -12,7 +12,7 @@ from edgec.errors import node_error
 from edgec.ir import Op, Tensor
 from edgec.ops import cemit, movement
 from edgec.ops.opdef import CallSite, OpDef
-from edgec.quant.scheme import requant_table
+from edgec.fixedpoint.scheme import requant_table
 
 
 def quantize_concat(op: Op, ins: list[Tensor], out: Tensor) -> None:

@@ -15,7 +15,7 @@ from edgec.ir import NO_ACT, Op, Tensor
 from edgec.ops import cemit, fast, movement
 from edgec.ops.lut import per_channel_affine
 from edgec.ops.opdef import CallSite, Equalize, Int16, OpDef
-from edgec.quant.scheme import act_range, finish, finish16, weighted, weighted16
+from edgec.fixedpoint.scheme import act_range, finish, finish16, weighted, weighted16
 
 
 CONV_CHUNK = 16          # EDGEC_CONV_CHUNK in the fast conv kernel: output channels accumulated at a time

@@ -17,7 +17,7 @@ from edgec.ir import Op, Tensor
 from edgec.ops import movement
 from edgec.ops.cemit import i16
 from edgec.ops.opdef import CallSite, Int16, OpDef
-from edgec.quant.scheme import quantize_multiplier, requantize
+from edgec.fixedpoint.scheme import quantize_multiplier, requantize
 
 
 KIND = "requantize"

@@ -12,7 +12,7 @@ from edgec.errors import node_error
 from edgec.ir import Op, Tensor
 from edgec.ops import cemit
 from edgec.ops.opdef import CallSite, OpDef
-from edgec.quant.scheme import act_range, quantize_multiplier, requantize
+from edgec.fixedpoint.scheme import act_range, quantize_multiplier, requantize
 
 MAX_N = 1 << 23      # |sum of n (x - zero point)| < 2^31 in the int32 accumulator
 

@@ -12,7 +12,7 @@ from edgec.errors import node_error
 from edgec.ir import NO_ACT, Op, Tensor
 from edgec.ops import cemit, fast, matmul, movement
 from edgec.ops.opdef import CallSite, Int16, OpDef
-from edgec.quant.scheme import act_range, finish, finish16, weighted, weighted16
+from edgec.fixedpoint.scheme import act_range, finish, finish16, weighted, weighted16
 
 
 # ---- quantize ---------------------------------------------------------------------------------

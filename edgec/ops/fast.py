@@ -1,5 +1,5 @@
 """Build-time packing shared by the fast kernels (runtime_c/fast/): each op family lowers its own ops
-(`OpDef.lower`) with these helpers; edgec/codegen/lowering.py runs the lowering after quantization.
+(`OpDef.lower`) with these helpers; edgec/lower/lowering.py runs the lowering after quantization.
 
 For each op the fast kernels can run bit-exactly, its family's `lower(op)` returns the C params struct, the
 constant arrays (weights padded and reordered for the inner loops, one requantization record per
@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from edgec.ir import Op
-from edgec.quant.scheme import pack_int4, requantize
+from edgec.fixedpoint.scheme import pack_int4, requantize
 
 RQ_FIELDS = ("bias", "mult", "khi", "neg", "shift")
 ACC_LIMIT = 1 << 30

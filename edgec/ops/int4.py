@@ -6,7 +6,7 @@ as 'w_x4' and 'w_h4').
 Symmetric per output channel in [-7, 7] (the narrow range, as TFLite's int8 weights use [-127, 127]; TFLite
 and CMSIS-NN's int4 kernels take the same values), packed two per byte in the flattened weight order of the
 int8 layout (OHWI, [k_h][k_w][out_c], [out][in]) with TFLite's PackInt4ValuesDensely nibble order: value 2i
-in the low nibble of byte i (edgec/quant/scheme.py pack_int4). The quantizer (scheme.weighted) stores them as
+in the low nibble of byte i (edgec/fixedpoint/scheme.py pack_int4). The quantizer (scheme.weighted) stores them as
 op.arrays['weights4'] in place of 'weights'; everything else of the layer (int32 bias, per-channel Q31
 requantization) is the int8 scheme's.
 
@@ -30,7 +30,7 @@ from edgec.ir import Op
 from edgec.ops import cemit, fast
 from edgec.ops.opdef import CallSite
 from edgec.ops.registry import REGISTRY
-from edgec.quant.scheme import pack_int4 as scheme_pack, unpack_int4
+from edgec.fixedpoint.scheme import pack_int4 as scheme_pack, unpack_int4
 
 _HEADER = (cheader.runtime_dir() / "edgec_nn.h").read_text()
 # weighted kind -> its C kernel taking packed int4 weights, `edgec_<kind>_s4`, where edgec_nn.h declares one

@@ -257,8 +257,8 @@ def tflite_table(name: str, scale: float, zp: int) -> np.ndarray:
     """TFLite Micro's int8 LOGISTIC / TANH (reference_integer_ops) of every int8 input, as a table: the input
     rescaled into Q4.27 by a multiplier from frexp (not QuantizeMultiplier), gemmlowp's logistic or tanh, a
     rounding shift into the fixed output quantization; inputs beyond the radius saturate."""
-    from edgec.ops import gemmlowp
-    from edgec.quant.scheme import requantize
+    from edgec.fixedpoint import gemmlowp
+    from edgec.fixedpoint.scheme import requantize
 
     q, shift = math.frexp(float(scale) * (1 << 27))
     mult = int(math.copysign(math.floor(abs(q * (1 << 31)) + 0.5), q))
@@ -290,8 +290,8 @@ def _i16(v):
 def hard_swish_table(in_scale: float, in_zp: int, out_scale: float, out_zp: int) -> np.ndarray:
     """TFLite's int8 HARD_SWISH (reference_ops::HardSwish and its Prepare: float32 scales, int16 fixed-point
     multipliers) of every int8 input."""
-    from edgec.ops import gemmlowp
-    from edgec.quant.scheme import quantize_multiplier
+    from edgec.fixedpoint import gemmlowp
+    from edgec.fixedpoint.scheme import quantize_multiplier
 
     f32 = np.float32
     hires = f32(1.0 / 128.0) * f32(in_scale)
@@ -337,7 +337,7 @@ RELUS = {"RELU": (0.0, None), "RELU6": (0.0, 6.0)}      # (TFLM has no RELU_N1_T
 def relu_table(name: str, in_scale: float, in_zp: int, out_scale: float, out_zp: int) -> np.ndarray:
     """TFLite Micro's int8 RELU (ReluQuantized: requantize, then the clamp of CalculateReluOpData) and RELU6
     (Relu6Quantized: a clamp on the input's grid, whatever the output's quantization) of every int8 input."""
-    from edgec.quant.scheme import quantize_multiplier, requantize
+    from edgec.fixedpoint.scheme import quantize_multiplier, requantize
 
     mult, shift = quantize_multiplier(float(in_scale) / float(out_scale))
     lo, hi = RELUS[name]

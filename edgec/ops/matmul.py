@@ -15,7 +15,7 @@ from edgec.errors import node_error
 from edgec.ir import NO_ACT, Op, Tensor
 from edgec.ops import cemit, fast, lut, movement
 from edgec.ops.opdef import CallSite, OpDef
-from edgec.quant.scheme import act_range, quantize_multiplier, requantize
+from edgec.fixedpoint.scheme import act_range, quantize_multiplier, requantize
 
 STRIDES = ("a_batch_stride", "a_row_stride", "a_col_stride", "b_batch_stride", "b_row_stride", "b_col_stride",
            "out_batch_stride", "out_row_stride", "out_col_stride")

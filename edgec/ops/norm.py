@@ -20,7 +20,7 @@ from edgec.errors import node_error
 from edgec.ir import NO_ACT, Op, Tensor
 from edgec.ops import cemit, movement
 from edgec.ops.opdef import CallSite, OpDef
-from edgec.quant.scheme import act_range, quantize_multiplier, requantize
+from edgec.fixedpoint.scheme import act_range, quantize_multiplier, requantize
 
 EPS_MAX = (1 << 31) - 1     # E is an int32 (an epsilon this large against the input's scale swamps the variance)
 

@@ -64,7 +64,7 @@ class OpDef:
                                                  # first input's) or "fixed" (fixed_qparams(op))
     fixed_qparams: Callable[[Op], tuple[float, int] | None] | None = None
     macs: Callable[[Op, Tensor], int] | None = None   # multiply-accumulates of one inference
-    lower: Callable[[Op], dict | None] | None = None  # fast kernel (edgec/codegen/lowering.py), if any
+    lower: Callable[[Op], dict | None] | None = None  # fast kernel (edgec/lower/lowering.py), if any
     scratch: Callable[[Op], int] | None = None   # scratch bytes its reference kernel needs (state of a recurrence)
     int16: Int16 | None = None                   # 16x8 variant (--int16)
     int4_weights: Callable[[Op], int] | None = None  # a kind that packs its own int4 weights (--weights int4:

@@ -14,7 +14,7 @@ from edgec.ops import movement
 from edgec.ops.conv import float_windows, pad_windows, spatial, window
 from edgec.ops.opdef import CallSite, OpDef
 from edgec.ops.reduce import reduce
-from edgec.quant.scheme import act_range
+from edgec.fixedpoint.scheme import act_range
 
 
 # ---- quantize ---------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from edgec.errors import node_error
 from edgec.ir import Op, Tensor
 from edgec.ops import cemit, concat, fast, movement
 from edgec.ops.opdef import CallSite, OpDef
-from edgec.quant.scheme import pack_int4, quantize_multiplier, quantize_weights, requantize, unpack_int4
+from edgec.fixedpoint.scheme import pack_int4, quantize_multiplier, quantize_weights, requantize, unpack_int4
 
 GATE_BITS = 12          # gate pre-activations: int16 Q3.12
 STATE_BITS = 15         # gate activations and the hidden state: int16 Q0.15

@@ -12,7 +12,7 @@ from edgec.ir import Op, SYNTHETIC, Tensor
 from edgec.ops import cemit, movement
 from edgec.ops.lut import emit_lut
 from edgec.ops.opdef import CallSite, OpDef
-from edgec.quant.scheme import quantize_multiplier, requantize
+from edgec.fixedpoint.scheme import quantize_multiplier, requantize
 
 
 REDUCE_KINDS = {"sum": 0, "max": 1, "min": 2, "argmax": 3, "argmin": 4}

@@ -15,9 +15,10 @@ import numpy as np
 
 from edgec.errors import EdgecError
 from edgec.ir import Op, Tensor
-from edgec.ops import cemit, gemmlowp
+from edgec.ops import cemit
+from edgec.fixedpoint import gemmlowp
 from edgec.ops.opdef import CallSite, Int16, OpDef
-from edgec.quant.scheme import quantize_multiplier
+from edgec.fixedpoint.scheme import quantize_multiplier
 
 
 SCALED_DIFF_BITS = 5     # TFLite softmax: integer bits of the rescaled input difference (Q5.26)

@@ -24,7 +24,7 @@ from edgec.quant import sensitivity
 from edgec.ir import Graph
 from edgec.ops.registry import own_qparams
 from edgec.quant.quantize import quantize
-from edgec.quant.scheme import dequantize, quantize_input
+from edgec.fixedpoint.scheme import dequantize, quantize_input
 from edgec.quant.ranges import METHODS
 
 MIN_GAIN_DB = 0.05        # a per-tensor change must gain at least this much held-out SQNR ...

@@ -24,7 +24,7 @@ from edgec.quant import reference
 from edgec.ir import Graph, Op
 from edgec.ops.registry import BIAS_CORRECTABLE, REGISTRY, WEIGHT_AXIS
 from edgec.quant.quantize import quantize
-from edgec.quant.scheme import dequantize, quantize_weights
+from edgec.fixedpoint.scheme import dequantize, quantize_weights
 
 VARIANTS = ("quantized", "float")
 

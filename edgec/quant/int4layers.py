@@ -2,7 +2,7 @@
 
 A layer can if its kind has an int4 kernel (edgec/ops/int4.py: conv2d, depthwise_conv2d, fully_connected, lstm, gru)
 and it keeps int8 activations (a 16x8 layer, `--int16`, takes int8 weights). `mark` sets the float op's
-attrs['weight_bits'] to 4 before quantization; the quantizer does the rest (edgec/quant/scheme.py).
+attrs['weight_bits'] to 4 before quantization; the quantizer does the rest (edgec/fixedpoint/scheme.py).
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ import onnx
 
 from edgec.quant import autorange
 from edgec.quant import biascorr
-from edgec.quant import budget
+from edgec.quant import accuracy_budget
 from edgec.quant import calibrate
 from edgec.quant import equalize
 from edgec.quant import floatref
@@ -31,7 +31,7 @@ from edgec.data import SampleStream, load_dataset
 from edgec.errors import EdgecError
 from edgec.ir import SYNTHETIC, Graph
 from edgec.quant.quantize import quantize
-from edgec.quant.scheme import dequantize, quantize_input
+from edgec.fixedpoint.scheme import dequantize, quantize_input
 from edgec.quant.ranges import METHODS
 
 AUTO_METHODS = ("auto", "auto-model")       # per tensor (from the best per-model method), per model
@@ -54,7 +54,7 @@ class QuantOptions:
     auto_seconds: float = autorange.BUDGET_S   # time budget of auto's per-tensor search
     weights: str = "int8"              # "int4": every layer that can takes int4 weights (edgec/quant/int4layers.py)
     int4: tuple[str, ...] = ()         # ONNX node names with int4 weights
-    max_accuracy_drop: float | None = None   # points of top-1: edgec chooses int4 / int16 layers (budget.py)
+    max_accuracy_drop: float | None = None   # points of top-1: edgec chooses int4 / int16 layers (accuracy_budget.py)
     val: str | None = None             # labelled data the budget is measured on (else the calibration held-out split)
     state: tuple[str, ...] = ()        # OUTPUT=INPUT: a state fed back, both quantized alike (edgec/ports.py)
 
@@ -96,7 +96,7 @@ class QuantResult:
     cached: bool = False
     batch: int = 1
     warnings: list[str] = field(default_factory=list)          # numeric hazards (edgec/quant/numerics.py)
-    mixed: budget.Choice | None = None                          # --max-accuracy-drop's choice
+    mixed: accuracy_budget.Choice | None = None                          # --max-accuracy-drop's choice
 
     @property
     def label(self) -> str:
@@ -141,8 +141,8 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
     held = None
     if options.max_accuracy_drop is not None and options.val is None:   # the budget's held-out split
         held = load_dataset(calib_path, graph.input_onnx_shape)
-        keep = len(held.x) - min(budget.HOLDOUT, len(held.x) // 4)
-        y = budget.labels(held.y, len(held.x), str(calib_path))
+        keep = len(held.x) - min(accuracy_budget.HOLDOUT, len(held.x) // 4)
+        y = accuracy_budget.labels(held.y, len(held.x), str(calib_path))
         held = (held.x, y, f"calibration (all of {calib_path}; ranges from its first {keep})")
         stream = SampleStream(calib_path, graph.input_onnx_shape, limit=keep)
     rescale = equalize.equalize(graph) if options.equalize else None
@@ -180,13 +180,13 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: Qu
     mixed = None
     if options.max_accuracy_drop is not None:
         if held is None:
-            val = load_dataset(options.val, graph.input_onnx_shape, limit=budget.EVAL_LIMIT)
-            held = (val.x, budget.labels(val.y, len(val.x), str(options.val)), str(options.val))
+            val = load_dataset(options.val, graph.input_onnx_shape, limit=accuracy_budget.EVAL_LIMIT)
+            held = (val.x, accuracy_budget.labels(val.y, len(val.x), str(options.val)), str(options.val))
         x_eval, y_eval, where = held
-        chosen, mixed = budget.search(copy.deepcopy(graph), ranges, options.per_channel, x_eval, y_eval,
-                                      calibrate.run_float(model, x_eval[:budget.EVAL_LIMIT]),
+        chosen, mixed = accuracy_budget.search(copy.deepcopy(graph), ranges, options.per_channel, x_eval, y_eval,
+                                      calibrate.run_float(model, x_eval[:accuracy_budget.EVAL_LIMIT]),
                                       options.max_accuracy_drop, where, finish, log,
-                                      safety=1.0 if options.val else budget.SAFETY)
+                                      safety=1.0 if options.val else accuracy_budget.SAFETY)
         graph.__dict__.update(chosen.__dict__)
         log(mixed.summary())
     else:

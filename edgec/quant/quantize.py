@@ -1,5 +1,5 @@
 """Quantization of the canonical graph: float graph + value ranges -> INT8 graph (TFLite INT8 scheme,
-edgec/quant/scheme.py).
+edgec/fixedpoint/scheme.py).
 
 Every tensor gets its scale and zero point (from its calibrated range, from its input's for ops that keep
 it, or fixed by the op, such as softmax's 1/256), then every op its integer parameters from its registry
@@ -13,7 +13,7 @@ from edgec.errors import EdgecError
 from edgec.ir import Graph, Tensor
 from edgec.ops import registry
 from edgec.ops.registry import REGISTRY
-from edgec.quant.scheme import MultiplierRangeError, qparams16, qparams_from_range
+from edgec.fixedpoint.scheme import MultiplierRangeError, qparams16, qparams_from_range
 
 
 def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: bool = True) -> Graph:

@@ -30,7 +30,7 @@ from edgec.templating import environment
 from edgec.ir import Graph
 from edgec.ops import int4
 from edgec.ops.registry import REGISTRY
-from edgec.quant.scheme import dequantize, quantize_input
+from edgec.fixedpoint.scheme import dequantize, quantize_input
 
 MAX_DB = 120.0
 

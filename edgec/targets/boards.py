@@ -133,7 +133,7 @@ class Board:
     flash: FlashSettings = FlashSettings()
     mlperf_baud: int = 0            # [mlperf] baud: the MLPerf Tiny performance-mode baud (0 = serial.baud)
     mlperf_timestamp_pin: str = ""  # [mlperf] timestamp_pin: the EEMBC energy-mode timestamp GPIO (e.g. "D7")
-    labgrid_place: str = ""         # [labgrid] place: the board farm place bench/flash acquire (edgec/device/farm.py)
+    labgrid_place: str = ""         # [labgrid] place: the board farm place bench/flash acquire (edgec/farm.py)
     labgrid_coordinator: str = ""   # [labgrid] coordinator: HOST:PORT (default $LG_COORDINATOR)
     path: Path = field(default=Path(), compare=False)
 

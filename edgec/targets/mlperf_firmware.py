@@ -1,10 +1,10 @@
 """What an MLPerf Tiny firmware (`edgec build --protocol mlperf`) is configured with: the benchmark's
-official input encoding and result format (edgec.device.mlperf_encoding), the mode (performance:
+official input encoding and result format (edgec.targets.mlperf_encoding), the mode (performance:
 m-lap-us timestamps; energy: the EEMBC timestamp pin and the energy monitor's 9,600 baud) and the baud
 rate (option, else the board profile's [mlperf] baud, else its serial.baud)."""
 from __future__ import annotations
 
-from edgec.device import mlperf_encoding as enc
+from edgec.targets import mlperf_encoding as enc
 from edgec.errors import EdgecError
 from edgec.ir import Graph
 from edgec.targets.boards import Board

@@ -15,8 +15,8 @@ from ckernels import (act16, as_c, conv_case, eq, group_conv_fc_rows_matmul_case
 from conftest import SANITIZE, check_generated_c
 from synthetic_models import quantized
 from edgec.ops import conv
-from edgec.codegen import lowering
-from edgec.quant import scheme
+from edgec.lower import lowering
+from edgec.fixedpoint import scheme
 
 PATHS = {"portable": ("-O2",), "dsp-emulated": ("-O2", "-DEDGEC_EMULATE_DSP")}
 
@@ -197,7 +197,7 @@ def test_depthwise_3x3_strides_orientations_and_clamps_sanitized(path, tmp_path)
     dws[1].params.update(act_min=-100, act_max=20)   # narrower than int8: the C and the reference clamp
     lowering.lower_graph(graph)
     lowered = [op.lowered for op in dws]
-    # the default (--optimize speed) variant: requantization fused into the store (edgec/codegen/specialize.py)
+    # the default (--optimize speed) variant: requantization fused into the store (edgec/lower/specialize.py)
     assert all(low and low["kernel"] == "edgec_depthwise_conv2d_3x3_fused_s8" for low in lowered)
     assert [low["params"]["stride"] for low in lowered] == [1, 2, 1, 2, 1]
     # input (rows, cols) in the sweep orientation: the tall images' are transposed

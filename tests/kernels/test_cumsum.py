@@ -16,7 +16,8 @@ from conftest import check_generated_c, make_model
 from edgec.errors import EdgecError
 from edgec.frontend import canonicalize
 from edgec.ops import cumsum
-from edgec.quant import calibrate, floatref, quantize, reference, scheme
+from edgec.quant import calibrate, floatref, quantize, reference
+from edgec.fixedpoint import scheme
 
 
 def _params(r, outer, n, inner, exclusive, reverse):

@@ -12,7 +12,7 @@ import pytest
 from ckernels import act, eq, i8, i8_uniform, make, ptr
 from edgec.ops import binary
 from edgec.ops import lut
-from edgec.quant import scheme
+from edgec.fixedpoint import scheme
 
 SEEDS = range(12)
 

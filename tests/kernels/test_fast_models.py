@@ -1,4 +1,4 @@
-"""The fast kernels (runtime_c/fast/ via edgec/codegen/lowering.py) in whole generated models on the host, bit for bit
+"""The fast kernels (runtime_c/fast/ via edgec/lower/lowering.py) in whole generated models on the host, bit for bit
 with the NumPy reference, through both inner-loop paths (portable C, and the Arm DSP path with its intrinsics
 emulated in C). Their one-multiply requantization: tests/kernels/test_requantize.py; the depthwise 3x3 kernel's
 cases: test_conv.py. The real DSP build is checked on the emulated Cortex-M4 by tests/test_e2e.py."""
@@ -10,7 +10,7 @@ import pytest
 from conftest import EXAMPLES, SANITIZE, check_generated_c
 from edgec import api
 from synthetic_models import MODELS, quantized
-from edgec.codegen import lowering
+from edgec.lower import lowering
 
 PATHS = {"portable": ("-O2",), "dsp-emulated": ("-O2", "-DEDGEC_EMULATE_DSP")}
 

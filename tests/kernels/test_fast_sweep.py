@@ -2,7 +2,7 @@
 replaces, bit for bit, on both inner-loop paths (portable C, and the Arm DSP path with its intrinsics emulated in
 C): channel counts up to 128 and not multiples of 4, strides, asymmetric padding, narrowed activation ranges,
 extreme inputs, zero points at the int8 limits, the largest and smallest multipliers and shifts the fast
-requantization takes. Each case is lowered the way a build lowers it (edgec/codegen/lowering.py), so the packing of
+requantization takes. Each case is lowered the way a build lowers it (edgec/lower/lowering.py), so the packing of
 weights and requantization records is under test too; scratch and output buffers carry guard bytes the
 kernel must not touch (the scratch size the planner reserves is enough). A case the lowering declines
 is not swept; each test checks that nearly all of its cases were lowered, so the sweep cannot go empty."""
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from ckernels import act, i8, make, ptr, requant_params
-from edgec.codegen import lowering, specialize
+from edgec.lower import lowering, specialize
 from edgec.ir import Op
 from edgec.ops import binary, conv, dense, pool
 
@@ -119,7 +119,7 @@ def _requant(rng, n, taps):
 
 
 def conv_cases(rng, lib, n, variant=specialize.GENERIC, pointwise=False):
-    """variant: the generic im2col kernel or one of its speed variants (edgec/codegen/specialize.py);
+    """variant: the generic im2col kernel or one of its speed variants (edgec/lower/specialize.py);
     pointwise: only 1x1, stride-1, unpadded convolutions (odd pixel and channel counts included)."""
     for _ in range(n):
         in_c, out_c = channels(rng), channels(rng)

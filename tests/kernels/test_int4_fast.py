@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from ckernels import conv_case, i8, make, ptr, requant_params, window
-from edgec.codegen import lowering
+from edgec.lower import lowering
 from edgec.ir import Op
 from edgec.ops import int4
-from edgec.quant import scheme
+from edgec.fixedpoint import scheme
 
 GUARD, CANARY = 64, 0x5A
 

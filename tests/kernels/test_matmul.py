@@ -12,7 +12,7 @@ import pytest
 from ckernels import make, ptr
 from edgec.ir import Op
 from edgec.ops import matmul
-from edgec.quant.scheme import quantize_multiplier
+from edgec.fixedpoint.scheme import quantize_multiplier
 
 
 def _case(rng):
@@ -109,7 +109,8 @@ def test_operands_read_where_they_lie(scale, tmp_path):
     from onnx import helper
     from conftest import check_generated_c, make_model
     from edgec.frontend import canonicalize
-    from edgec.quant import calibrate, quantize, reference, scheme
+    from edgec.quant import calibrate, quantize, reference
+    from edgec.fixedpoint import scheme
     nodes = [helper.make_node("Split", ["x", "split"], ["q", "k"], axis=-1, name="split"),
              helper.make_node("Mul", ["q", "c"], ["qs"], name="qs"),
              helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1], name="kt"),

@@ -1,4 +1,4 @@
-"""The Helium (MVE) kernels (runtime_c/fast/edgec_*_mve.c, lowered by edgec/codegen/mve.py) bit for bit with the
+"""The Helium (MVE) kernels (runtime_c/fast/edgec_*_mve.c, lowered by edgec/lower/mve.py) bit for bit with the
 NumPy reference on the emulated Cortex-M55 (QEMU mps3-an547): one firmware of random layers covering their
 paths, benchmarked on random inputs: a 3-channel first convolution whose taps are not a multiple of 16, a 3x3
 one on 16 channels, a 1x1 one reading the input pixel directly (24 channels: reading into the next pixel) and
@@ -16,7 +16,7 @@ from onnx import helper
 from conftest import make_model, save
 from edgec import api
 from edgec.bench.report import summary_lines
-from edgec.codegen import mve
+from edgec.lower import mve
 from edgec.targets.boards import load_board
 
 

@@ -15,7 +15,8 @@ from conftest import check_generated_c, make_model
 from edgec.frontend import canonicalize, loader
 from edgec.ir import Op, Tensor
 from edgec.ops import norm
-from edgec.quant import calibrate, quantize, reference, scheme
+from edgec.quant import calibrate, quantize, reference
+from edgec.fixedpoint import scheme
 
 
 def _quantized_op(r, rows, cols, spread):

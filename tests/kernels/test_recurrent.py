@@ -14,11 +14,12 @@ from onnx import helper
 from ckernels import make, ptr
 from conftest import check_generated_c, make_model
 from edgec.errors import EdgecError
-from edgec.codegen import lowering
+from edgec.lower import lowering
 from edgec.frontend import canonicalize
 from edgec.ir import Op, Tensor
 from edgec.ops import int4, recurrent
-from edgec.quant import calibrate, floatref, quantize, reference, scheme
+from edgec.quant import calibrate, floatref, quantize, reference
+from edgec.fixedpoint import scheme
 
 
 def _op(r, kind, steps, n_in, hid, reverse=0, lbr=0, output=0, init=False, batch=1):

@@ -9,7 +9,7 @@ import pytest
 
 from ckernels import make, ptr
 from edgec.ops import reduce
-from edgec.quant import scheme
+from edgec.fixedpoint import scheme
 
 rng = np.random.default_rng(3)
 

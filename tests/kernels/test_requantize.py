@@ -10,7 +10,7 @@ import numpy as np
 
 from ckernels import I32
 from edgec.ops import fast
-from edgec.quant import scheme
+from edgec.fixedpoint import scheme
 
 
 def _tflite_requantize(x, m, s):

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from edgec.codegen import specialize
-from edgec.codegen.mve import lower_mve
+from edgec.lower import specialize
+from edgec.lower.mve import lower_mve
 from edgec.ir import Graph, Op
 from edgec.ops import int4
 from edgec.ops.registry import REGISTRY
@@ -28,10 +28,10 @@ def lower(op: Op) -> dict | None:
 def lower_graph(graph: Graph, optimize: str = "speed", choose: Chooser | None = None, mve: bool = False) -> None:
     """Choose the fast kernel of every op that has one: op.lowered holds its call data and constants
     (what the generated code will contain), op.attrs['scratch_bytes'] its scratch memory (for the planner).
-    mve (the board's core has Helium): the Helium kernel where there is one (edgec/codegen/mve.py); otherwise
+    mve (the board's core has Helium): the Helium kernel where there is one (edgec/lower/mve.py); otherwise
     optimize "speed" puts each op on its fastest variant (`choose(op, generic lowering)`: the variant's name,
     e.g. from a tuning log, or None for the default), "size" keeps the generic fast kernels
-    (edgec/codegen/specialize.py)."""
+    (edgec/lower/specialize.py)."""
     for op in graph.ops:
         int8 = all(graph.tensors[t].dtype == "int8" for t in (*op.inputs, op.output))
         op.lowered = lower(op) if int8 else None       # int16 layers keep their 16x8 kernels

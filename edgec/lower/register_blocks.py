@@ -1,6 +1,6 @@
-"""Weight packing of the speed variants that keep more outputs in registers (edgec/codegen/specialize.py lists
+"""Weight packing of the speed variants that keep more outputs in registers (edgec/lower/specialize.py lists
 them): the convolution with 2 pixels x 4 channels (runtime_c/fast/edgec_conv_blocked4_fast.c; offered for 1x1
-convolutions and single-channel inputs, edgec/codegen/specialize.py) and the fully
+convolutions and single-channel inputs, edgec/lower/specialize.py) and the fully
 connected layer with 8 rows a pass (fast/edgec_fully_connected_rows8_fast.c).
 
 Both double the int16 weights and the biases at build time (|acc| < 2^30, edgec/ops/fast.py, so 2 * acc fits

@@ -84,7 +84,7 @@ def run(builds: list[str | Path], data_path: str | Path, places: list[str] | Non
         check_report_dir(Path(report_dir))
     place_boards = None
     if places:
-        from edgec.device import farm
+        from edgec import farm
         place_boards = farm.place_boards(places, coordinator)
     unit_list = plan(builds, places, units, place_boards)
     bench = bench or api.bench
@@ -108,7 +108,7 @@ def run(builds: list[str | Path], data_path: str | Path, places: list[str] | Non
             started = time.monotonic()
             try:
                 if u.place is not None:
-                    from edgec.device import farm
+                    from edgec import farm
                     r = farm.bench_on_place(u.place, u.build, u.data, coordinator, bench=bench, log=log,
                                             **bench_options)
                 else:

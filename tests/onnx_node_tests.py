@@ -28,13 +28,13 @@ from onnx import TensorProto, helper, numpy_helper
 
 from edgec.frontend import canonicalize
 from edgec.codegen import cmodel as codegen
-from edgec.codegen import hostrun
-from edgec.codegen import lowering
+import hostrun
+from edgec.lower import lowering
 from edgec.quant import floatref
 from edgec.frontend import loader
 from edgec.plan import planner
 from edgec.quant import quantize
-from edgec.quant import scheme
+from edgec.fixedpoint import scheme
 from edgec.quant import reference
 from edgec.errors import EdgecError
 from edgec import cheader

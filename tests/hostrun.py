@@ -1,7 +1,7 @@
 """Many generated model libraries compiled into one host program and run over their inputs.
 
 Compiling a model library with a driver of its own costs about a quarter of a second of compiler start-up
-and linking per model. ONNX's node tests (edgec/frontend/conformance.py) and the TFLite oracle
+and linking per model. ONNX's node tests (tests/onnx_node_tests.py) and the TFLite oracle
 (tests/tflite_oracle.py) run hundreds of small models, so they build them a batch at a time: every library
 keeps its own name (so its symbols do not collide), one driver calls them in turn over stdin/stdout.
 """

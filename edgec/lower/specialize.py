@@ -1,10 +1,10 @@
-"""Kernel variants chosen per layer after the fast lowering (edgec/codegen/lowering.py): `--optimize speed` (the
+"""Kernel variants chosen per layer after the fast lowering (edgec/lower/lowering.py): `--optimize speed` (the
 default) runs each op on its fastest variant, `--optimize size` keeps the generic fast kernels (the smallest code).
 
 A variant is the same op on another kernel with the same params struct and its constants repacked in the order
 that kernel's inner loop reads them (runtime_c/fast/). Variants of one op are bit-exact with each other (the same
 integer sums and requantization records), so a build may pick any of them: by default the first one listed, or
-the one a tuning log (edgec/codegen/tuning.py) measured fastest on the board.
+the one a tuning log (edgec/lower/tuning_records.py) measured fastest on the board.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import json
 
 import numpy as np
 
-from edgec.codegen import register_blocks
+from edgec.lower import register_blocks
 from edgec.ir import Op
 from edgec.ops import fast
 

@@ -35,7 +35,7 @@ from edgec.errors import EdgecError
 from edgec.ir import Graph
 from edgec.quant import floatref, int16, int4layers, reference, sensitivity
 from edgec.quant.quantize import quantize
-from edgec.quant.scheme import quantize_input
+from edgec.fixedpoint.scheme import quantize_input
 
 EVAL_LIMIT = 512          # samples each candidate is scored on
 HOLDOUT = 128             # calibration samples the ranges leave out (at most a quarter of the set)
