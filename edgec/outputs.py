@@ -1,6 +1,6 @@
 """What edgec may write and replace: every output path is checked before any work starts.
 
-Rules (README: "What edgec writes and deletes"):
+Rules (docs/building.md, "What edgec writes and deletes"):
 - an output folder (`build -o`, `export -o`) may be replaced only when it does not exist, is empty, or
   holds edgec's marker file (`MARKER`, or the report an earlier edgec version left there);
 - an output file (`--json`, `calibrate -o`, the bench report) may be overwritten only when it does not
