@@ -1,4 +1,4 @@
-"""1,000 VWW-size samples benched on an emulated board with the dataset-in-flash mode (issue 20's acceptance).
+"""1,000 VWW-size samples benched on an emulated board with the dataset-in-flash mode.
 
     EDGEC_PLATFORMIO_HOME=... .venv/bin/python benchmarks/dataset_flash.py [--samples 1000] [--units 2]
         [--board qemu-cortex-m4] [--work /tmp/edgec-dataset-flash]

@@ -10,7 +10,7 @@ high-water mark measured on the emulated device (stack painting, reported over t
 device RAM (their sum) and the latency (emulated instructions per inference, exact under QEMU -icount).
 
 --ram-budget BYTES builds each model a second time with that budget passed to `edgec build` (api.build's
-`ram_budget`, issue 16's memory-saving plans) and adds its arena, total RAM and latency cost (its
+`ram_budget`: the memory-saving plans of edgec/plan/ram_budget.py) and adds its arena, total RAM and latency cost (its
 instructions / the default plan's); an edgec without that option says so and leaves the columns empty.
 Any other build option can be passed the same way (BUILD_OPTIONS below).
 
@@ -18,8 +18,8 @@ TFLM's figures, each with its source:
 - "TFLM x86": measured here if the `tflite-micro` PyPI package is installed (x86 reference kernels, the
   official int8 .tflite files; its RecordingMicroAllocator prints the arena), else the same measurement as
   recorded in ../shared/docs/landscape.md section 2 (tflite-micro 0.dev20261023 wheel);
-- "TFLM M4 (issue 5)": TFLM + CMSIS-NN on a Cortex-M4, smallest working arena and arena + static RAM + stack,
-  the reference numbers of edgec's issue 5 (not measured here).
+- "TFLM M4 (reference)": TFLM + CMSIS-NN on a Cortex-M4, smallest working arena and arena + static RAM + stack,
+  reference numbers measured once by hand (docs/memory.md; not measured here).
 """
 from __future__ import annotations
 
@@ -50,9 +50,9 @@ MODELS = {"kws": ("KWS DS-CNN", "kws_dscnn_fp32", "kws_dscnn_int8"),
           "vww": ("VWW MobileNetV1-0.25", "vww_mobilenetv1_025_fp32", "vww_mobilenetv1_025_int8"),
           "ic": ("IC ResNet-8", "ic_resnet8_fp32", "ic_resnet8_int8"),
           "ad": ("AD FC autoencoder", "ad_fc_autoencoder_fp32", "ad_fc_autoencoder_int8")}
-# Issue 5's table (TFLM with CMSIS-NN on a Cortex-M4): smallest working arena, and arena + static RAM + stack.
-ISSUE_TFLM_ARENA = {"kws": 22832, "vww": 100720, "ic": 55008, "ad": 3024}
-ISSUE_TFLM_TOTAL = {"kws": 25476, "vww": 103364, "ic": 57652, "ad": 4968}
+# The hand-measured reference table (TFLM with CMSIS-NN on a Cortex-M4): smallest working arena, and arena + static RAM + stack.
+REFERENCE_TFLM_ARENA = {"kws": 22832, "vww": 100720, "ic": 55008, "ad": 3024}
+REFERENCE_TFLM_TOTAL = {"kws": 25476, "vww": 103364, "ic": 57652, "ad": 4968}
 # ../shared/docs/landscape.md section 2, "TFLM arena_used_bytes, x86-64 reference kernels, tflite-micro
 # 0.dev20261023 wheel [measured here]": total / head (non-persistent) / tail (persistent)
 LANDSCAPE_TFLM_X86 = {"kws": (24272, 16000, 8272), "vww": (103680, 73728, 29952), "ic": (55984, 49152, 6832),
@@ -135,7 +135,7 @@ def table(rows: list[dict], budget: int | None) -> list[str]:
             "insns / inference"]
     if budget is not None:
         cols += [f"arena @ {budget:,}", f"total @ {budget:,}", "latency cost"]
-    cols += ["TFLM x86 arena", "TFLM M4 arena (issue 5)", "TFLM M4 total (issue 5)"]
+    cols += ["TFLM x86 arena", "TFLM M4 arena (reference)", "TFLM M4 total (reference)"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         d, b = r.get("device") or {}, r.get("budget") or {}
@@ -145,8 +145,8 @@ def table(rows: list[dict], budget: int | None) -> list[str]:
         if budget is not None:
             cells += [_n(b.get("arena")), _n(b.get("total")), cost]
         tflm = r["tflm"]
-        cells += [f"{tflm['total']:,} ({tflm['source']})", f"{ISSUE_TFLM_ARENA[r['key']]:,}",
-                  f"{ISSUE_TFLM_TOTAL[r['key']]:,}"]
+        cells += [f"{tflm['total']:,} ({tflm['source']})", f"{REFERENCE_TFLM_ARENA[r['key']]:,}",
+                  f"{REFERENCE_TFLM_TOTAL[r['key']]:,}"]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -167,7 +167,7 @@ def main() -> int:
         sys.exit(f"unknown model(s) {', '.join(unknown)}: choose from {', '.join(MODELS)}")
     budget_options = {"ram_budget": args.ram_budget} if args.ram_budget is not None else {}
     missing = sorted(set(budget_options) - build_options_accepted())
-    budget_note = (f"this edgec's build has no {', '.join(BUILD_OPTIONS[m] for m in missing)} (issue 16, items 1-3)"
+    budget_note = (f"this edgec's build has no {', '.join(BUILD_OPTIONS[m] for m in missing)} (the RAM budget's options)"
                    if missing else "")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

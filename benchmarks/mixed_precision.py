@@ -1,4 +1,4 @@
-"""Acceptance measurements of int4 weights and mixed precision (issue 17, items 4 and 5), on the host with the
+"""Measurements of int4 weights and mixed precision by accuracy budget, on the host with the
 NumPy integer reference (bit-exact with the generated C):
 
 - weights: `--weights int4` against int8 on the digits example and MLPerf Tiny KWS (constants the generated

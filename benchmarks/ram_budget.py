@@ -1,4 +1,4 @@
-"""The four MLPerf Tiny models under a RAM budget (issue 16): fastest plan against `--ram-budget`.
+"""The four MLPerf Tiny models under a RAM budget: fastest plan against `--ram-budget`.
 
     .venv/bin/python benchmarks/ram_budget.py [--budget 40960] [--models kws,vww,ic,ad] [--samples 2]
 

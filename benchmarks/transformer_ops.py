@@ -1,4 +1,4 @@
-"""Measurements of issue 17 item 2's GELU / LayerNorm recognition and int16 softmax on the transformer digits
+"""Measurements of the decomposed GELU / LayerNorm recognition and int16 softmax on the transformer digits
 examples: each file built for a board and benched on the 540 test digits (device vs NumPy reference, top-1,
 emulated instructions per inference):
 

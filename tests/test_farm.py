@@ -1,4 +1,4 @@
-"""Many boards at once and board farms (issue 20): the dataset-in-flash mode (inputs compiled into firmware
+"""Many boards at once and board farms: the dataset-in-flash mode (inputs compiled into firmware
 images, chunk by chunk, shared out among emulators), the model x board matrix run in parallel on emulated
 boards, and a labgrid board farm on loopback: a coordinator, an exporter serving the serial ports of running
 emulated boards (QEMU's UART on a pty) over RFC2217 with ser2net, `edgec bench --labgrid` on its places.

@@ -27,7 +27,7 @@ def test_table_has_device_ram_budget_and_sourced_tflm_columns():
     got = dict(zip(cols, cells))
     assert got["total device RAM"] == "18,176" and got["insns / inference"] == "4,377,320"
     assert got["arena @ 40,960"] == "12,000" and got["latency cost"] == f"{4800000 / 4377320:.3f}x"
-    assert got["TFLM x86 arena"] == "24,272 (landscape.md)" and got["TFLM M4 total (issue 5)"] == "25,476"
+    assert got["TFLM x86 arena"] == "24,272 (landscape.md)" and got["TFLM M4 total (reference)"] == "25,476"
     assert "arena @ 40,960" not in m.table([row], None)[0]
 
 

@@ -106,7 +106,7 @@ def test_cli_takes_the_budget_options():
 
 @pytest.mark.sweep
 def test_acceptance_digits_budget_and_int4_sizes(tmp_path):
-    """Issue 17's acceptance on the host: digits with --max-accuracy-drop 1 within 1 point of float on its whole
+    """On the host: digits with --max-accuracy-drop 1 within 1 point of float on its whole
     test set; --weights int4 at most 55 % of int8's weight tensors on digits and KWS (constants: reported)."""
     from conftest import mlperf_calibration, require_mlperf, MLPERF
     from edgec.codegen import constants

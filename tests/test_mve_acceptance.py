@@ -1,4 +1,4 @@
-"""Issue 15's Cortex-M55 acceptance (marker sweep, outside the default run: scripts/test.sh -m sweep): each MLPerf
+"""The Cortex-M55's Helium kernels on the MLPerf Tiny models (marker sweep, outside the default run: scripts/test.sh -m sweep): each MLPerf
 Tiny model on qemu-cortex-m55 through the Helium kernels, bit-exact with the NumPy reference on every golden
 sample, in at most 0.7x the emulated instructions of TFLM + CMSIS-NN's MVE kernels on the same emulator (built
 as benchmarks/latency.py builds them: calibrated on the golden inputs).

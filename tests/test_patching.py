@@ -188,7 +188,7 @@ TOTAL_RAM_LIMIT, SLOWDOWN_LIMIT = 40960, 1.15
 @pytest.mark.sweep
 @pytest.mark.parametrize("key", sorted(SWEEP_MODELS))
 def test_mlperf_model_in_40_kib_on_the_emulated_m4(key, tmp_path):
-    """Issue 16's acceptance on qemu-cortex-m4: with --ram-budget 40960 the firmware's static RAM plus the
+    """On qemu-cortex-m4: with --ram-budget 40960 the firmware's static RAM plus the
     stack measured on the device is at most 40,960 B, the output bit-exact with the reference, and at most
     1.15x the fastest plan's instructions (benchmarks/ram_budget.py prints the table)."""
     from conftest import MLPERF, require_mlperf
