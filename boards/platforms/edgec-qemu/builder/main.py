@@ -1,6 +1,6 @@
 # edgec-qemu PlatformIO builder: a bare-metal ELF for a QEMU machine, built with the system
 # toolchain (Debian gcc-arm-none-eabi + newlib for Cortex-M, gcc-riscv64-unknown-elf + picolibc for
-# RV32); `pio run -t upload` starts QEMU.  edgec itself starts QEMU (edgec/device.py); pio is only
+# RV32); `pio run -t upload` starts QEMU.  edgec itself starts QEMU (edgec/device/device.py); pio is only
 # the build step there.  The board manifest's build.arch ("arm" or "riscv") picks toolchain and BSP.
 import os
 
