@@ -18,9 +18,10 @@ from pathlib import Path
 from edgec.resources import resource_dir
 
 HEADER = "edgec_nn.h"
-# The fast kernels: a subfolder of runtime_c/ and of every model library, one file per family, named
-# edgec_<family>_fast.c rather than after the family alone: archivers name members by base name (arduino-cli adds
-# a dot_a_linkage library's objects one `ar rcs` at a time, so a second edgec_conv.c.o would replace the first).
+# The fast kernels: a subfolder of runtime_c/ and of every model library, each file named after the kernel(s) it
+# holds (fast/edgec_conv2d_im2col.c: edgec_conv2d_im2col_s8 and _s4). Base names are unique across runtime_c/:
+# archivers name members by base name (arduino-cli adds a dot_a_linkage library's objects one `ar rcs` at a time,
+# so a second edgec_conv.c.o would replace the first).
 FAST_DIR = "fast"
 HARNESS_DIR = "harness"     # the firmware harness, apart from the model kernels
 

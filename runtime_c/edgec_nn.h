@@ -2,7 +2,7 @@
  *
  * Every kernel, every parameter struct and the inline helpers, grouped by family; each family's kernels live
  * in the file named after it (edgec_conv.c, edgec_fully_connected.c, ...), int8 and int16 variants together,
- * and its fast variants in the file of the same family in fast/ (fast/edgec_conv_fast.c, ...).
+ * and its fast variants in fast/, a file named after the kernel(s) it holds (fast/edgec_conv2d_im2col.c, ...).
  *
  * Numerics follow the TFLite / TFLM reference kernels and are bit-exact with the NumPy twins
  * (the twins in the family modules of edgec/ops/; the fast kernels with the same functions via
@@ -128,7 +128,7 @@ typedef struct {
 } edgec_rq;
 
 /* ================================================================ convolution
- * edgec_conv.c; fast variants in fast/edgec_conv_fast.c */
+ * edgec_conv.c; fast variants in fast/edgec_conv2d_*.c and fast/edgec_depthwise_conv2d_3x3*.c */
 
 /* Convolution / depthwise convolution. Output (oy, ox) reads input row
  * oy*stride_h - pad_top + ky*dil_h (same for x); padded taps contribute nothing.
@@ -193,7 +193,7 @@ void edgec_conv2d_pointwise_s8(const edgec_conv2d_im2col_params *p, const int8_t
 
 /* fast, `--optimize speed`, kernels larger than 1x1: the same 2x2 blocking without im2col, over a ring of input
  * rows widened to int16 once each, in pixel pairs (channels padded to c4, a multiple of 4;
- * fast/edgec_conv_window_fast.c). scratch: 4 * k_h * ((out_w - 1) * stride_w + 2 k_w) * c4 bytes, 4-byte aligned. */
+ * fast/edgec_conv2d_window.c). scratch: 4 * k_h * ((out_w - 1) * stride_w + 2 k_w) * c4 bytes, 4-byte aligned. */
 void edgec_conv2d_window_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                             const edgec_rq *rq, int8_t *scratch, int8_t *output);
 
@@ -211,7 +211,7 @@ typedef struct {
 void edgec_depthwise_conv2d_3x3_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
                                    const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
 
-/* Helium (MVE, Cortex-M55; fast/edgec_conv_mve.c and fast/edgec_conv_depthwise_mve.c, compiled for Helium
+/* Helium (MVE, Cortex-M55; fast/edgec_conv2d_mve.c and fast/edgec_depthwise_conv2d_3x3_mve.c, compiled for Helium
  * cores only, chosen by edgec/codegen/mve.py for boards whose profile has fpu = "fp+mve"): the same params
  * structs.
  * Convolution: weights [ceil(out_c / 2)][k4 / 16][2][16] int8 (pairs of channels, block by block; k4 =
@@ -235,7 +235,7 @@ void edgec_depthwise_conv2d_3x3_fused_s8(const edgec_depthwise_conv2d_3x3_params
                                          const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
 
 /* ================================================================ fully connected and matrix product
- * edgec_fully_connected.c; fast variant in fast/edgec_fully_connected_fast.c */
+ * edgec_fully_connected.c; fast variants in fast/edgec_fully_connected_*.c */
 
 typedef struct {
     int32_t in_features, out_features, input_zp, output_zp, act_min, act_max;
@@ -307,7 +307,8 @@ void edgec_fully_connected_rows8_s8(const edgec_fully_connected_packed_params *p
 void edgec_fully_connected_mve_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                   const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
 
-/* fast: the im2col convolution and the depthwise 3x3 with int4 weights (fast/edgec_conv_fast.c; nibble order:
+/* fast: the im2col convolution and the depthwise 3x3 with int4 weights (fast/edgec_conv2d_im2col.c,
+ * fast/edgec_depthwise_conv2d_3x3.c; nibble order:
  * edgec/ops/int4.py lower_conv, lower_depthwise). scratch: the s8 kernels' (depthwise: plus 18 * c bytes in
  * front, the widened weights). */
 void edgec_conv2d_im2col_s4(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
@@ -322,7 +323,7 @@ void edgec_fully_connected_packed_s4(const edgec_fully_connected_packed_params *
                                      int8_t *output);
 
 /* ================================================================ pooling
- * edgec_pool.c; fast variant in fast/edgec_pool_fast.c */
+ * edgec_pool.c; fast variant in fast/edgec_avg_pool_global.c */
 
 typedef struct {
     int32_t in_h, in_w, c, out_h, out_w, k_h, k_w, stride_h, stride_w, pad_top, pad_left, act_min,
@@ -335,12 +336,12 @@ void edgec_avg_pool_s8(const edgec_pool_params *p, const int8_t *input, int8_t *
 /* fast: average over all pixels of [pixels][c] (global average pooling), TFLite rounding. */
 void edgec_avg_pool_global_s8(int32_t pixels, int32_t c, int32_t act_min, int32_t act_max,
                               const int8_t *input, int8_t *output);
-/* Helium (MVE; fast/edgec_pool_mve.c): the same, 4 channels per vector. */
+/* Helium (MVE; fast/edgec_avg_pool_global_mve.c): the same, 4 channels per vector. */
 void edgec_avg_pool_global_mve_s8(int32_t pixels, int32_t c, int32_t act_min, int32_t act_max,
                                   const int8_t *input, int8_t *output);
 
 /* ================================================================ elementwise
- * edgec_elementwise.c; fast variant in fast/edgec_elementwise_fast.c */
+ * edgec_elementwise.c; fast variant in fast/edgec_add_lut.c */
 
 typedef struct {
     int32_t n, input1_zp, input1_mult, input1_shift, input2_zp, input2_mult, input2_shift,
@@ -374,7 +375,7 @@ typedef struct {
 
 void edgec_add_lut_s8(const edgec_add_lut_params *p, const int32_t *lut1, const int32_t *lut2,
                       const edgec_rq *rq, const int8_t *input1, const int8_t *input2, int8_t *output);
-/* Helium (MVE; fast/edgec_elementwise_mve.c): the same, 4 values per vector (table gathers). */
+/* Helium (MVE; fast/edgec_add_lut_mve.c): the same, 4 values per vector (table gathers). */
 void edgec_add_lut_mve_s8(const edgec_add_lut_params *p, const int32_t *lut1, const int32_t *lut2,
                           const edgec_rq *rq, const int8_t *input1, const int8_t *input2, int8_t *output);
 

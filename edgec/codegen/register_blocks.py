@@ -1,7 +1,7 @@
 """Weight packing of the speed variants that keep more outputs in registers (edgec/codegen/specialize.py lists
-them): the convolution with 2 pixels x 4 channels (runtime_c/fast/edgec_conv_blocked4_fast.c; offered for 1x1
+them): the convolution with 2 pixels x 4 channels (runtime_c/fast/edgec_conv2d_blocked4.c; offered for 1x1
 convolutions and single-channel inputs, edgec/codegen/specialize.py) and the fully
-connected layer with 8 rows a pass (fast/edgec_fully_connected_rows8_fast.c).
+connected layer with 8 rows a pass (fast/edgec_fully_connected_rows8.c).
 
 Both double the int16 weights and the biases at build time (|acc| < 2^30, edgec/ops/fast.py, so 2 * acc fits
 an int32): the accumulators then hold the doubled sum the requantization's SMMLAR takes. Both pad the last

@@ -1,5 +1,5 @@
 /* edgec fast convolutions' taps (private to fast/): the k4 int8 taps of one output pixel of an im2col convolution,
- * shared by fast/edgec_conv_fast.c and fast/edgec_conv_blocked_fast.c. Static: each kernel file gets its own
+ * shared by fast/edgec_conv2d_im2col.c and fast/edgec_conv2d_blocked.c. Static: each kernel file gets its own
  * copy, inlined where the compiler likes (the generic kernel compiles to the same code as before the speed
  * variants existed, so `--optimize size` firmware is no bigger). */
 #ifndef EDGEC_CONV_TAPS_H

@@ -1,4 +1,5 @@
-"""The convolution family (runtime_c/edgec_conv.c, fast/edgec_conv_fast.c) against its NumPy twins, bit for bit:
+"""The convolution family (runtime_c/edgec_conv.c, fast/edgec_conv2d_im2col.c, fast/edgec_depthwise_conv2d_3x3*.c)
+against its NumPy twins, bit for bit:
 conv2d and depthwise (int8 and 16x8) and grouped conv on random shapes, and the fast depthwise 3x3 through
 generated models on both inner-loop paths (the fast im2col conv: tests/kernels/test_fast_models.py)."""
 from __future__ import annotations
