@@ -1,7 +1,7 @@
 /* edgec convolutions, portable C99: conv2d, depthwise and grouped, int8 and 16x8. Bit-exact with
  * edgec/ops/conv.py. Accumulation is int32 (int8) or int64 (16x8) as
  * in the TFLite reference kernels. */
-#include "edgec_nn.h"
+#include "edgec_nn_support.h"
 
 static void edgec_conv2d_any(const edgec_conv_params *p, const int8_t *input, const int8_t *weights,
                              const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *output,

@@ -1,6 +1,6 @@
 /* edgec type conversions, portable C99: int8 <-> int16 at the boundaries of 16x8 layers. Bit-exact with
  * edgec/ops/convert.py. */
-#include "edgec_nn.h"
+#include "edgec_nn_support.h"
 
 void edgec_requantize_s8_s16(int32_t n, const int8_t *input, int32_t input_zp, int32_t mult, int32_t shift,
                              int16_t *output)

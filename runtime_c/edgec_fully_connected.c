@@ -1,6 +1,6 @@
 /* edgec fully connected layers, portable C99: int8 and 16x8. Bit-exact with
  * edgec/ops/dense.py. */
-#include "edgec_nn.h"
+#include "edgec_nn_support.h"
 
 static void edgec_fully_connected_any(const edgec_fully_connected_params *p, const int8_t *input,
                                       const int8_t *weights, const int32_t *bias, const int32_t *mult,

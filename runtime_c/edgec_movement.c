@@ -1,6 +1,6 @@
 /* edgec data movement, portable C99: transpose, index maps (slice, pad, gather, ...), concatenation.
  * Bit-exact with edgec/ops/movement.py and concat.py. */
-#include "edgec_nn.h"
+#include "edgec_nn_support.h"
 
 void edgec_transpose_s8(const int32_t dims[4], const int32_t perm[4], const int8_t *input,
                         int8_t *output)

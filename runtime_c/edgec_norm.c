@@ -1,6 +1,6 @@
 /* edgec layer normalization over the last axis, portable C99, one pass of integer statistics per row.
  * Bit-exact with edgec/ops/norm.py (the arithmetic is described there). */
-#include "edgec_nn.h"
+#include "edgec_nn_support.h"
 
 /* floor(sqrt(v)) for v in [2^28, 2^30): 15 steps of the bit-by-bit method */
 static uint32_t edgec_isqrt30(uint32_t v)

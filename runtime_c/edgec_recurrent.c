@@ -1,7 +1,7 @@
 /* edgec LSTM and GRU (ONNX LSTM, GRU; one direction), portable C99. Bit-exact with edgec/ops/recurrent.py.
  * int8 input and output, int8 weights per row, gate pre-activations int16 Q3.12, gate activations and hidden
  * state int16 Q0.15 (TFLite's 513-entry int16 tables with interpolation), LSTM cell state int16 Q4.11. */
-#include "edgec_nn.h"
+#include "edgec_nn_support.h"
 
 #define EDGEC_GATE_BITS 12
 #define EDGEC_STATE_BITS 15

@@ -1,5 +1,5 @@
 /* edgec resize, portable C99. Bit-exact with edgec/ops/resize.py. */
-#include "edgec_nn.h"
+#include "edgec_nn_support.h"
 
 void edgec_resize_linear_s8(const edgec_resize_params *p, const int32_t *idx, const int32_t *frac,
                             const int8_t *input, int8_t *output)

@@ -1,7 +1,7 @@
 /* edgec softmax and log-softmax, portable C99. Bit-exact with edgec/ops/softmax.py. */
 #include <limits.h>
 
-#include "edgec_nn.h"
+#include "edgec_nn_support.h"
 
 /* The largest value m of one row of cols values and the sum of exp_table[m - x[i]] over the row
  * (at most cols * 2^24): what softmax and log-softmax both start from. */

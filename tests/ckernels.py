@@ -1,7 +1,7 @@
 """The C runtime behind ctypes, for the kernel tests (tests/kernels/, tests/test_planner.py); not a test module.
 
-`build_library` compiles every runtime file (runtime_c/*.c and fast/) plus a shim exporting the header's inline
-requantization helpers into one shared library, warning-free and under UBSan; the session fixture `ck`
+`build_library` compiles every runtime file (runtime_c/*.c and fast/) plus a shim exporting the inline
+requantization helpers of edgec_nn_support.h into one shared library, warning-free and under UBSan; the session fixture `ck`
 (tests/conftest.py) holds it as a `CKernels`, whose methods have the NumPy twins' signatures
 (edgec/ops/) and whose `.lib` calls any kernel directly. Parameter structs are built from the
 layout edgec_nn.h itself declares (edgec/cheader.py). Below: the random cases the families' tests share.
@@ -25,7 +25,7 @@ WARN = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 I32 = ctypes.c_int32
 
 SHIM = r"""
-#include "edgec_nn.h"
+#include "edgec_nn_support.h"
 void edgec_test_requantize(int32_t n, const int32_t *acc, const int32_t *mult, const int32_t *shift,
                            int32_t *out)
 {

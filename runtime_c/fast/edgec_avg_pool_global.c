@@ -1,5 +1,5 @@
 /* edgec fast global average pooling (declared in edgec_nn.h). */
-#include "../edgec_nn.h"
+#include "../edgec_nn_support.h"
 
 void edgec_avg_pool_global_s8(int32_t pixels, int32_t c, int32_t act_min, int32_t act_max,
                               const int8_t *input, int8_t *output)

@@ -6,7 +6,7 @@
 #ifndef EDGEC_FAST_SUPPORT_H
 #define EDGEC_FAST_SUPPORT_H
 
-#include "../edgec_nn.h"
+#include "../edgec_nn_support.h"
 
 /* EDGEC_HOT: an inner loop already written in issue order; gcc's pre-allocation scheduler would hoist
  * loads and run out of registers (spills) */
