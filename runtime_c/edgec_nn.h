@@ -43,7 +43,10 @@
 extern "C" {
 #endif
 
-#define EDGEC_RANK 6 /* the rank of the broadcasting and index-map kernels (binary, remap) */
+#define EDGEC_RANK 6        /* the rank of the broadcasting and index-map kernels (binary, remap) */
+#define EDGEC_CONV_CHUNK 16 /* output channels the fast im2col convolution accumulates before requantizing */
+/* the larger of two sizes (the buffer-size functions' one helper: edgec/cheader.py buffer_size reads them) */
+#define EDGEC_MAX(a, b) ((a) > (b) ? (a) : (b))
 
 /* Requantization of one output channel by the fast kernels: with acc the int32 accumulator (bias included),
  *   out = (((2*acc*mult + khi * 2^32 + 2^31) >> 32) + (acc < 0 ? neg : 0)) >> shift
@@ -92,7 +95,7 @@ void edgec_depthwise_conv2d_s16(const edgec_conv_params *p, const int16_t *input
                                 int16_t *output);
 
 /* fast: convolution (any kernel size, stride, padding; dilation 1) as a matrix product over an int16
- * im2col of 4 output pixels at a time. scratch: k4 * 9 + 256 bytes, 4-byte aligned. */
+ * im2col of 4 output pixels at a time. scratch: edgec_conv2d_im2col_s8_get_buffer_size. */
 typedef struct {
     int32_t in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, stride_h, stride_w, pad_top, pad_left,
         input_zp, output_zp, act_min, act_max, k4;
@@ -100,32 +103,54 @@ typedef struct {
 
 void edgec_conv2d_im2col_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                             const edgec_rq *rq, int8_t *scratch, int8_t *output);
+/* the im2col columns (8 * k4), one pixel's taps (k4), the accumulators of EDGEC_CONV_CHUNK channels x 4 pixels */
+static inline int32_t edgec_conv2d_im2col_s8_get_buffer_size(const edgec_conv2d_im2col_params *p)
+{
+    return 9 * p->k4 + 16 * EDGEC_CONV_CHUNK;
+}
 
 /* fast, `--optimize speed`: the same convolution with 2 output pixels x 2 output channels in registers and the
- * weights widened to int16 at build time (edgec/codegen/specialize.py). scratch: 4 * k8 + k4 bytes (k8: k4
- * rounded up to a multiple of 8), 4-byte aligned. */
+ * weights widened to int16 at build time (edgec/codegen/specialize.py). */
 void edgec_conv2d_blocked_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                              const edgec_rq *rq, int8_t *scratch, int8_t *output);
+/* two pixels' int16 taps (k4 rounded up to 8, times 4 bytes) and one pixel's int8 taps (k4) */
+static inline int32_t edgec_conv2d_blocked_s8_get_buffer_size(const edgec_conv2d_im2col_params *p)
+{
+    return 4 * ((p->k4 + 7) / 8 * 8) + p->k4;
+}
 /* fast, `--optimize speed`: the same convolution with 2 output pixels x 4 output channels in registers, doubled
- * int16 weights (edgec/codegen/register_blocks.py). scratch: 4 * k8 + k4 bytes, 4-byte aligned. */
+ * int16 weights (edgec/codegen/register_blocks.py). */
 void edgec_conv2d_blocked4_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                               const edgec_rq *rq, int8_t *scratch, int8_t *output);
+static inline int32_t edgec_conv2d_blocked4_s8_get_buffer_size(const edgec_conv2d_im2col_params *p)
+{
+    return 4 * ((p->k4 + 7) / 8 * 8) + p->k4;
+}
 
 /* fast, `--optimize speed` on 1x1 convolutions: the blocked convolution with no loop over the taps (an unrolled body
- * of 64 taps entered part-way) and the weights and bias doubled at build time (edgec/codegen/specialize.py).
- * scratch: 5 * k4 bytes, 4-byte aligned. */
+ * of 64 taps entered part-way) and the weights and bias doubled at build time (edgec/codegen/specialize.py). */
 void edgec_conv2d_pointwise_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                                const edgec_rq *rq, int8_t *scratch, int8_t *output);
+static inline int32_t edgec_conv2d_pointwise_s8_get_buffer_size(const edgec_conv2d_im2col_params *p)
+{
+    return 5 * p->k4;
+}
 
 /* fast, `--optimize speed`, kernels larger than 1x1: the same 2x2 blocking without im2col, over a ring of input
  * rows widened to int16 once each, in pixel pairs (channels padded to c4, a multiple of 4;
- * fast/edgec_conv2d_window.c). scratch: 4 * k_h * ((out_w - 1) * stride_w + 2 k_w) * c4 bytes, 4-byte aligned. */
+ * fast/edgec_conv2d_window.c). */
 void edgec_conv2d_window_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                             const edgec_rq *rq, int8_t *scratch, int8_t *output);
+/* a ring of k_h widened rows of (out_w - 1) * stride_w + k_w entries and the k_h * k_w gathered taps, each c4
+ * pairs of int16 (c4: in_c rounded up to 4) */
+static inline int32_t edgec_conv2d_window_s8_get_buffer_size(const edgec_conv2d_im2col_params *p)
+{
+    return 4 * (p->k_h * ((p->out_w - 1) * p->stride_w + p->k_w) + p->k_h * p->k_w) * ((p->in_c + 3) / 4 * 4);
+}
 
 /* fast: depthwise 3x3 (depth multiplier 1, c a multiple of 4, stride 1 or 2 on both axes), 4 channels at
  * a time, over a rolling window of 3 input rows widened to int16 and laid out so that one SMLAD
- * does two taps of one channel. scratch: 36 * ((out_cols-1)*stride + 3) bytes, 4-byte aligned.
+ * does two taps of one channel.
  * "Sweep" orientation: the kernel walks `rows` x `cols` where a row is the longer of the image's two axes
  * (for an image taller than wide, rows are the image's columns and the weights are transposed at build
  * time); steps are in bytes. */
@@ -136,29 +161,47 @@ typedef struct {
 
 void edgec_depthwise_conv2d_3x3_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
                                    const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
+/* the window (32 bytes per strip column, (out_cols - 1) * stride + 3 columns) and one row's accumulators */
+static inline int32_t edgec_depthwise_conv2d_3x3_s8_get_buffer_size(const edgec_depthwise_conv2d_3x3_params *p)
+{
+    return 32 * ((p->out_cols - 1) * p->stride + 3) + 4 * p->out_cols;
+}
 
 /* Helium (MVE, Cortex-M55; fast/edgec_conv2d_mve.c and fast/edgec_depthwise_conv2d_3x3_mve.c, compiled for Helium
  * cores only, chosen by edgec/codegen/mve.py for boards whose profile has fpu = "fp+mve"): the same params
  * structs.
  * Convolution: weights [ceil(out_c / 2)][k4 / 16][2][16] int8 (pairs of channels, block by block; k4 =
  * k_h*k_w*in_c rounded up to 16, zero padded), 3 output pixels by 2 channels (VMLADAVA), rq regrouped as
- * [out_c / 4][field][4] with the shift negated (edgec/codegen/mve.py rq_vectors); scratch
- * 64 * ceil(out_c / 4) + 4 * k4
- * bytes. Depthwise 3x3: weights [3][3][c] int8 in the sweep orientation, one channel and 4 output pixels per
- * vector (rows of 16 outputs or more) or 4 channels per vector; scratch: with width = (out_cols - 1) * stride
- * + 3, the larger of 4 * (width + 16) and 12 * width bytes. */
+ * [out_c / 4][field][4] with the shift negated (edgec/codegen/mve.py rq_vectors). Depthwise 3x3: weights
+ * [3][3][c] int8 in the sweep orientation, one channel and 4 output pixels per vector (rows of 16 outputs or
+ * more) or 4 channels per vector. */
 void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                          const edgec_rq *rq, int8_t *scratch, int8_t *output);
+/* every channel's accumulators of 3 pixels (64 bytes per 4 channels) and 3 pixels' taps (k4: taps rounded to 16) */
+static inline int32_t edgec_conv2d_mve_s8_get_buffer_size(const edgec_conv2d_im2col_params *p)
+{
+    return 64 * ((p->out_c + 3) / 4) + 4 * p->k4;
+}
 void edgec_depthwise_conv2d_3x3_mve_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
                                        const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
                                        int8_t *output);
+/* with width = (out_cols - 1) * stride + 3: a strip of input rows (4 * (width + 16)) or 4 channels' window
+ * (12 * width), whichever path is larger */
+static inline int32_t edgec_depthwise_conv2d_3x3_mve_s8_get_buffer_size(const edgec_depthwise_conv2d_3x3_params *p)
+{
+    return EDGEC_MAX(4 * ((p->out_cols - 1) * p->stride + 3 + 16), 12 * ((p->out_cols - 1) * p->stride + 3));
+}
 
 /* fast, `--optimize speed`: the same depthwise 3x3 with its weights packed at build time for each rotation of
  * the window (per channel and rotation 6 words: the SMLAD pairs, the third row's taps and the doubled bias;
- * edgec/codegen/specialize.py) and each output requantized from its register as soon as it is summed.
- * scratch: 32 * ((out_cols-1)*stride + 3) bytes, 4-byte aligned. */
+ * edgec/codegen/specialize.py) and each output requantized from its register as soon as it is summed. */
 void edgec_depthwise_conv2d_3x3_fused_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
                                          const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
+/* the window alone (no accumulator row) */
+static inline int32_t edgec_depthwise_conv2d_3x3_fused_s8_get_buffer_size(const edgec_depthwise_conv2d_3x3_params *p)
+{
+    return 32 * ((p->out_cols - 1) * p->stride + 3);
+}
 
 /* ================================================================ fully connected and matrix product
  * edgec_fully_connected.c; fast variants in fast/edgec_fully_connected_*.c */
@@ -184,7 +227,7 @@ void edgec_fully_connected_s16(const edgec_fully_connected_params *p, const int1
                                int16_t *output);
 
 
-/* fast: fully connected, 4 output rows at a time. scratch: k4 * 2 bytes, 4-byte aligned. */
+/* fast: fully connected, 4 output rows at a time. */
 typedef struct {
     int32_t in_features, out_features, output_zp, act_min, act_max, k4;
 } edgec_fully_connected_packed_params;
@@ -192,10 +235,19 @@ typedef struct {
 void edgec_fully_connected_packed_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                      const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
                                      int8_t *output);
+/* the input widened to int16 */
+static inline int32_t edgec_fully_connected_packed_s8_get_buffer_size(const edgec_fully_connected_packed_params *p)
+{
+    return 2 * p->k4;
+}
 /* `rows` rows through the fast fully connected layer (same packing and scratch). */
 void edgec_fully_connected_packed_rows_s8(const edgec_fully_connected_packed_params *p, int32_t rows,
                                           const int8_t *input, const uint32_t *weights, const edgec_rq *rq,
                                           int8_t *scratch, int8_t *output);
+static inline int32_t edgec_fully_connected_packed_rows_s8_get_buffer_size(const edgec_fully_connected_packed_params *p)
+{
+    return 2 * p->k4;
+}
 
 /* ================================================================ matrix product of two activations
  * edgec_matmul.c; fast variant in fast/edgec_matmul_fast.c. out[b][i][j] = sum_k (a[b][i][k] - a_zp) *
@@ -208,9 +260,7 @@ typedef struct {
 } edgec_matmul_params;
 void edgec_matmul_s8(const edgec_matmul_params *p, const int8_t *a, const int8_t *b, int8_t *output);
 
-/* fast: the same product with one edgec_rq requantization (rq_*; zero point folded into rq_khi).
- * scratch: 16 * G * P + 24 * P + 8 * G bytes, 4-byte aligned (G = k / 4 rounded up, P = n / 2 rounded up):
- * B^T widened, its column corrections, a row pair's sums, a row pair of A when A's rows are not contiguous. */
+/* fast: the same product with one edgec_rq requantization (rq_*; zero point folded into rq_khi). */
 typedef struct {
     int32_t batch, m, k, n, a_batch_stride, a_row_stride, a_col_stride, b_batch_stride, b_row_stride,
         b_col_stride, out_batch_stride, out_row_stride, out_col_stride, a_zp, b_zp, act_min, act_max, rq_mult,
@@ -218,35 +268,60 @@ typedef struct {
 } edgec_matmul_fast_params;
 void edgec_matmul_fast_s8(const edgec_matmul_fast_params *p, const int8_t *a, const int8_t *b, int8_t *scratch,
                           int8_t *output);
+/* with G = k / 4 and P = n / 2 rounded up: B^T widened (16 * G * P), its column corrections and a row pair's
+ * sums (24 * P), a row pair of A when A's rows are not contiguous (8 * G) */
+static inline int32_t edgec_matmul_fast_s8_get_buffer_size(const edgec_matmul_fast_params *p)
+{
+    return 16 * ((p->k + 3) / 4) * ((p->n + 1) / 2) + 24 * ((p->n + 1) / 2) + 8 * ((p->k + 3) / 4);
+}
 
 /* fast, `--optimize speed`: the same layout with the weights widened to int16 at build time (each group of 4 as
- * (w0, w2) (w1, w3), edgec/codegen/specialize.py). scratch: k4 * 2 bytes, 4-byte aligned. */
+ * (w0, w2) (w1, w3), edgec/codegen/specialize.py). */
 void edgec_fully_connected_wide_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                    const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
-/* fast, `--optimize speed`: 8 rows a pass over doubled int16 weights (edgec/codegen/register_blocks.py).
- * scratch: k4 * 2 bytes, 4-byte aligned. */
+static inline int32_t edgec_fully_connected_wide_s8_get_buffer_size(const edgec_fully_connected_packed_params *p)
+{
+    return 2 * p->k4;
+}
+/* fast, `--optimize speed`: 8 rows a pass over doubled int16 weights (edgec/codegen/register_blocks.py). */
 void edgec_fully_connected_rows8_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                     const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
+static inline int32_t edgec_fully_connected_rows8_s8_get_buffer_size(const edgec_fully_connected_packed_params *p)
+{
+    return 2 * p->k4;
+}
 
 /* Helium (MVE; fast/edgec_fully_connected_mve.c): weights [out_features][k4] int8, 4 rows at a time; no
- * scratch. */
+ * scratch (the argument is there for the fast kernels' one signature). */
 void edgec_fully_connected_mve_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                   const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
 
 /* fast: the im2col convolution and the depthwise 3x3 with int4 weights (fast/edgec_conv2d_im2col.c,
  * fast/edgec_depthwise_conv2d_3x3.c; nibble order:
- * edgec/ops/int4.py lower_conv, lower_depthwise). scratch: the s8 kernels' (depthwise: plus 18 * c bytes in
- * front, the widened weights). */
+ * edgec/ops/int4.py lower_conv, lower_depthwise). */
 void edgec_conv2d_im2col_s4(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                             const edgec_rq *rq, int8_t *scratch, int8_t *output);
+static inline int32_t edgec_conv2d_im2col_s4_get_buffer_size(const edgec_conv2d_im2col_params *p)
+{
+    return edgec_conv2d_im2col_s8_get_buffer_size(p);
+}
 void edgec_depthwise_conv2d_3x3_s4(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
                                    const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
+/* the weights widened to int16 (18 * c bytes) in front of the s8 kernel's scratch */
+static inline int32_t edgec_depthwise_conv2d_3x3_s4_get_buffer_size(const edgec_depthwise_conv2d_3x3_params *p)
+{
+    return 18 * p->c + edgec_depthwise_conv2d_3x3_s8_get_buffer_size(p);
+}
 
 /* fast: fully connected with int4 weights, one row at a time; k4 here is in_features rounded up to 8, the
- * weights k4 / 8 words per row (nibble order: edgec/ops/int4.py lower_fc). scratch: k4 * 2 bytes, aligned. */
+ * weights k4 / 8 words per row (nibble order: edgec/ops/int4.py lower_fc). */
 void edgec_fully_connected_packed_s4(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                      const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
                                      int8_t *output);
+static inline int32_t edgec_fully_connected_packed_s4_get_buffer_size(const edgec_fully_connected_packed_params *p)
+{
+    return 2 * p->k4;
+}
 
 /* ================================================================ pooling
  * edgec_pool.c; fast variant in fast/edgec_avg_pool_global.c */
@@ -393,7 +468,7 @@ void edgec_cumsum_s8(const edgec_cumsum_params *p, const int8_t *input, int8_t *
  * h part: rq(w_h.h, mult_h, shift_h) + rb), sigmoid/tanh by 513-entry int16 tables, hidden state int16 Q0.15,
  * cell state int16 Q4.11 (initial states init_h, init_c [batch][hidden]); output int8 (rq(state, out_mult,
  * out_shift) + output_zp): output 0 h of every step ([steps][batch][hidden]), 1 the last h, 2 the last c
- * ([batch][hidden]). scratch: 4*(gates+1)*hidden + 2*(2*batch+1)*hidden bytes, 4-byte aligned. */
+ * ([batch][hidden]). */
 typedef struct {
     int32_t steps, batch, input_size, hidden, gru, reverse, linear_before_reset, output, out_mult, out_shift,
         output_zp;
@@ -403,6 +478,11 @@ void edgec_recurrent_s8(const edgec_recurrent_params *p, const int8_t *w_x, cons
                         const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
                         const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
                         const int16_t *tanh_table, const int8_t *input, void *scratch, int8_t *output);
+/* int32 pre-activations of the gates + 1 rows (gates: 4 - gru) and int16 h, c [batch][hidden] and r*h */
+static inline int32_t edgec_recurrent_s8_get_buffer_size(const edgec_recurrent_params *p)
+{
+    return 4 * (4 - p->gru + 1) * p->hidden + 2 * (2 * p->batch + 1) * p->hidden;
+}
 /* The same with int4 weights (--weights int4, --int4 NODE): w_x and w_h in [-7, 7], each matrix packed two per
  * byte in its flattened [gates*hidden][columns] order (edgec_int4_at). */
 void edgec_recurrent_s4(const edgec_recurrent_params *p, const int8_t *w_x, const int8_t *w_h,
@@ -410,6 +490,10 @@ void edgec_recurrent_s4(const edgec_recurrent_params *p, const int8_t *w_x, cons
                         const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
                         const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
                         const int16_t *tanh_table, const int8_t *input, void *scratch, int8_t *output);
+static inline int32_t edgec_recurrent_s4_get_buffer_size(const edgec_recurrent_params *p)
+{
+    return edgec_recurrent_s8_get_buffer_size(p);
+}
 
 /* fast (fast/edgec_recurrent_fast.c; edgec/ops/recurrent.py lower_recurrent): the same recurrence with each
  * weight row zero-padded to a multiple of 4 (words), multiplied with SMLAD on the Arm DSP path: x widened to
@@ -417,23 +501,31 @@ void edgec_recurrent_s4(const edgec_recurrent_params *p, const int8_t *w_x, cons
  * split by SXTB16 into (w0, w2), (w1, w3); int8 weights stay int8 in flash; requantized by the fast kernels'
  * one-multiply records (rq_x, rq_h: edgec_rq's 5 fields a row, its bias field the left shift of a multiplier
  * over 1, applied to the accumulator first; a null pointer: the reference requantization, for a product whose
- * multipliers or accumulators the records do not take). scratch: the portable kernel's,
- * rounded up to 4 bytes, plus 2 * (k4(input_size) + k4(hidden)) bytes. */
+ * multipliers or accumulators the records do not take). */
 void edgec_recurrent_fast_s8(const edgec_recurrent_params *p, const uint32_t *w_x, const uint32_t *w_h,
                              const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
                              const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
                              const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
                              const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h,
                              const int8_t *input, void *scratch, int8_t *output);
+/* the portable kernel's (rounded up to 4 bytes), then x and h laid out as int16 pairs (rows padded to 4) */
+static inline int32_t edgec_recurrent_fast_s8_get_buffer_size(const edgec_recurrent_params *p)
+{
+    return (edgec_recurrent_s8_get_buffer_size(p) + 3) / 4 * 4 + 2 * ((p->input_size + 3) / 4 * 4 + (p->hidden + 3) / 4 * 4);
+}
 /* The same with int4 weights: each row zero-padded to a multiple of 8, 8 nibbles a word in edgec/ops/int4.py's
- * PERM8 order (as edgec_fully_connected_packed_s4); scratch: the portable kernel's rounded up to 4 bytes, plus
- * 2 * (k8(input_size) + k8(hidden)) bytes. */
+ * PERM8 order (as edgec_fully_connected_packed_s4). */
 void edgec_recurrent_fast_s4(const edgec_recurrent_params *p, const uint32_t *w_x, const uint32_t *w_h,
                              const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
                              const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
                              const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
                              const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h,
                              const int8_t *input, void *scratch, int8_t *output);
+/* the portable kernel's (rounded up to 4 bytes), then x and h laid out as int16 pairs (rows padded to 8) */
+static inline int32_t edgec_recurrent_fast_s4_get_buffer_size(const edgec_recurrent_params *p)
+{
+    return (edgec_recurrent_s8_get_buffer_size(p) + 3) / 4 * 4 + 2 * ((p->input_size + 7) / 8 * 8 + (p->hidden + 7) / 8 * 8);
+}
 
 /* ================================================================ resize
  * edgec_resize.c */

@@ -45,7 +45,6 @@ static void edgec_copy(int8_t *dst, const int8_t *src, int32_t n)
 }
 
 /* ---------------------------------------------------------------- convolution */
-#define EDGEC_CONV_CHUNK 16 /* output channels accumulated before they are requantized */
 
 /* The k4 int8 taps of output pixel (oy, ox) in weight order [ky][kx][ic]; padded taps hold the input
  * zero point (whose contribution the folded bias removes), taps past k_h*k_w*in_c hold 0. */
