@@ -18,8 +18,8 @@ static uint32_t edgec_isqrt30(uint32_t v)
     return root;
 }
 
-void edgec_layer_norm_s8(const edgec_layer_norm_params *p, const int16_t *gamma, const int32_t *beta,
-                         const int8_t *input, int8_t *output)
+void edgec_layer_norm_s8(const edgec_layer_norm_params *p, const int8_t *input, const int16_t *gamma,
+                         const int32_t *beta, int8_t *output)
 {
     const int32_t cols = p->cols, zp = p->input_zp;
     int32_t r, i;

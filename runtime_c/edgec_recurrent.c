@@ -177,7 +177,7 @@ void edgec_recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_
                          const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h, const int8_t *input,
                          void *scratch, int8_t *output)
 {
-    const int32_t hid = p->hidden, gates = p->gru ? 3 : 4;
+    const int32_t hid = p->hidden;
     edgec_recurrent_weights w;
     w.mv = mv;
     w.w_x = w_x;
@@ -199,25 +199,25 @@ void edgec_recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_
     w.tanh_table = tanh_table;
     w.rq_x = rq_x;
     w.rq_h = rq_h;
-    w.work = (int8_t *)scratch + ((4 * (gates + 1) * hid + 2 * (2 * p->batch + 1) * hid + 3) & ~3);
+    w.work = (int8_t *)scratch + ((edgec_recurrent_s8_get_buffer_size(p) + 3) & ~3);
     recurrent_sequence(p, &w, input, scratch, output);
 }
 
-void edgec_recurrent_s8(const edgec_recurrent_params *p, const int8_t *w_x, const int8_t *w_h,
+void edgec_recurrent_s8(const edgec_recurrent_params *p, const int8_t *input, const int8_t *w_x, const int8_t *w_h,
                         const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
                         const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
                         const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
-                        const int16_t *tanh_table, const int8_t *input, void *scratch, int8_t *output)
+                        const int16_t *tanh_table, void *scratch, int8_t *output)
 {
     edgec_recurrent_run(p, &PORTABLE_S8, w_x, w_h, bias_x, mult_x, shift_x, mult_h, shift_h, wb, rb, init_h, init_c,
                         sigmoid, tanh_table, (const int32_t *)0, (const int32_t *)0, input, scratch, output);
 }
 
-void edgec_recurrent_s4(const edgec_recurrent_params *p, const int8_t *w_x, const int8_t *w_h,
+void edgec_recurrent_s4(const edgec_recurrent_params *p, const int8_t *input, const int8_t *w_x, const int8_t *w_h,
                         const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
                         const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
                         const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
-                        const int16_t *tanh_table, const int8_t *input, void *scratch, int8_t *output)
+                        const int16_t *tanh_table, void *scratch, int8_t *output)
 {
     edgec_recurrent_run(p, &PORTABLE_S4, w_x, w_h, bias_x, mult_x, shift_x, mult_h, shift_h, wb, rb, init_h, init_c,
                         sigmoid, tanh_table, (const int32_t *)0, (const int32_t *)0, input, scratch, output);

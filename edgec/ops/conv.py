@@ -217,9 +217,9 @@ def c_conv16(op: Op, site: CallSite) -> str:
 
 def c_group_conv(op: Op, site: CallSite) -> str:
     n = site.arrays
-    call = (f"edgec_group_conv2d_s8(&p, {op.params['groups']}, {site.inputs[0]}, {n['weights']}, {n['bias']}, "
+    call = (f"edgec_group_conv2d_s8(&p, {site.inputs[0]}, {n['weights']}, {n['bias']}, "
             f"{n['mult']}, {n['shift']}, {site.output});")
-    return cemit.with_params("edgec_conv_params", op.params, call, only_fields=True)
+    return cemit.with_params("edgec_group_conv2d_params", op.params, call, only_fields=True)
 
 
 # ---- fast kernels -------------------------------------------------------------------------------

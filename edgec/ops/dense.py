@@ -103,12 +103,12 @@ def c_fc16(op: Op, site: CallSite) -> str:
 
 def c_fc_rows(op: Op, site: CallSite) -> str:
     if op.lowered:
-        return (f"edgec_fully_connected_packed_rows_s8(&{site.prefix}_params, {op.params['rows']}, {site.inputs[0]}, "
+        return (f"edgec_fully_connected_packed_rows_s8(&{site.prefix}_params, {site.inputs[0]}, "
                 f"{site.prefix}_fw, {site.prefix}_rq, {site.scratch}, {site.output});")
     n = site.arrays
-    call = (f"edgec_fully_connected_rows_s8(&p, {op.params['rows']}, {site.inputs[0]}, {n['weights']}, "
+    call = (f"edgec_fully_connected_rows_s8(&p, {site.inputs[0]}, {n['weights']}, "
             f"{n['bias']}, {n['mult']}, {n['shift']}, {site.output});")
-    return cemit.with_params("edgec_fully_connected_params", op.params, call, only_fields=True)
+    return cemit.with_params("edgec_fully_connected_rows_params", op.params, call, only_fields=True)
 
 
 # ---- fast kernel --------------------------------------------------------------------------------
@@ -135,8 +135,12 @@ def lower_fc(op: Op) -> dict | None:
 def lower_fc_rows(op: Op) -> dict | None:
     """Every row through the fast fully connected kernel (the same packing)."""
     low = lower_fc(op)
-    return low and {**low, "kernel": "edgec_fully_connected_packed_rows_s8",
-                    "scratch_bytes": cheader.buffer_size("edgec_fully_connected_packed_rows_s8", low["params"])}
+    if low is None:
+        return None
+    params = {**low["params"], "rows": int(op.params["rows"])}
+    return {**low, "kernel": "edgec_fully_connected_packed_rows_s8",
+            "struct": "edgec_fully_connected_packed_rows_params", "params": params,
+            "scratch_bytes": cheader.buffer_size("edgec_fully_connected_packed_rows_s8", params)}
 
 
 def _macs(op: Op) -> int:

@@ -215,7 +215,7 @@ def c_recurrent(op: Op, site: CallSite) -> str:
     none = "(const int32_t *)0"
     kernel, records = (op.lowered["kernel"], f"{n.get('rq_x', none)}, {n.get('rq_h', none)}, ") if op.lowered \
         else ("edgec_recurrent_s4" if "w_x4" in op.arrays else "edgec_recurrent_s8", "")
-    call = f"{kernel}(&p, {arrays}, {records}\n        {site.inputs[0]}, {site.scratch}, {site.output});"
+    call = f"{kernel}(&p, {site.inputs[0]}, {arrays}, {records}\n        {site.scratch}, {site.output});"
     return cemit.with_params("edgec_recurrent_params", op.params, call)
 
 

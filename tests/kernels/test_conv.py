@@ -92,9 +92,8 @@ def test_reference_speed():
 @pytest.mark.parametrize("seed", range(6))
 def test_group_conv(ck, seed):
     (p, x, w, bias, mult, shift), _, _ = group_conv_fc_rows_matmul_cases(seed)
-    g, oc = p["groups"], p["out_c"]
-    out = np.zeros(3 * 2 * oc, np.int8)
-    ck.lib.edgec_group_conv2d_s8(ctypes.byref(make("edgec_conv_params", p)), g, ptr(x), ptr(w), ptr(bias),
+    out = np.zeros(3 * 2 * p["out_c"], np.int8)
+    ck.lib.edgec_group_conv2d_s8(ctypes.byref(make("edgec_group_conv2d_params", p)), ptr(x), ptr(w), ptr(bias),
                                  ptr(mult), ptr(shift), ptr(out))
     assert np.array_equal(out, conv.group_conv2d_s8(p, x, w, bias, mult, shift).reshape(-1))
 
