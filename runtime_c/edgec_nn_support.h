@@ -101,8 +101,9 @@ static inline int32_t edgec_tap_end(int32_t origin, int32_t dil, int32_t size, i
  * edgec_recurrent.c (the portable products) and fast/edgec_recurrent_fast.c (the SMLAD ones) */
 
 /* The recurrence with its requantized matrix products behind two functions (rows [row0, row0 + rows) of
- * rq(w_x . x + bias_x, mult_x, shift_x) and of rq(w_h . h, mult_h, shift_h)): every kernel above and below is
- * edgec_recurrent_run with its own products, and shares every other line. */
+ * rq(w_x . x + bias_x, mult_x, shift_x) and of rq(w_h . h, mult_h, shift_h)): the four LSTM / GRU kernels of
+ * edgec_nn.h (edgec_recurrent_s8, _s4, edgec_recurrent_fast_s8, _s4) are edgec_recurrent_run with their own
+ * products, and share every other line. */
 typedef struct edgec_recurrent_weights edgec_recurrent_weights;
 typedef struct edgec_recurrent_products edgec_recurrent_products;
 struct edgec_recurrent_products {
