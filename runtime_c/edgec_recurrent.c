@@ -177,7 +177,7 @@ void edgec_recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_
                          const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h, const int8_t *input,
                          void *scratch, int8_t *output)
 {
-    const int32_t hid = p->hidden;
+    const int32_t hid = p->hidden, gates = p->gru ? 3 : 4;
     edgec_recurrent_weights w;
     w.mv = mv;
     w.w_x = w_x;
@@ -199,7 +199,9 @@ void edgec_recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_
     w.tanh_table = tanh_table;
     w.rq_x = rq_x;
     w.rq_h = rq_h;
-    w.work = (int8_t *)scratch + ((edgec_recurrent_s8_get_buffer_size(p) + 3) & ~3);
+    /* after the recurrence's own scratch, edgec_recurrent_s8_get_buffer_size(p) rounded up to 4, written out: the
+     * call would make gcc stop inlining recurrent_sequence here (200 bytes more code on the Cortex-M4) */
+    w.work = (int8_t *)scratch + ((4 * (gates + 1) * hid + 2 * (2 * p->batch + 1) * hid + 3) & ~3);
     recurrent_sequence(p, &w, input, scratch, output);
 }
 
