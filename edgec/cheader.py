@@ -1,12 +1,12 @@
-"""The C runtime as Python sees it: the parameter structs of its one public header and the files a model
-library ships.
+"""The C runtime as Python sees it: the parameter structs and scratch sizes of its public header and the files a
+model library ships.
 
 runtime_c/edgec_nn.h is the one source of the kernels' parameter layouts: `struct_fields` reads its
 `typedef struct { int32_t a, b, c[EDGEC_RANK]; ... } name;` definitions (with the header's `#define`
 constants) into ordered field lists, for the generated C's initializers (edgec/ops/cemit.py) and the tests' ctypes
-structures. `library_files` lists the runtime files a model library carries: edgec_nn.h, every kernel family
-file (int8 and int16 kernels together; the linker drops what a model does not call) and the fast kernels in
-fast/, plus harness files the caller names (the arena guard), copied flat. The firmware harness (serial link,
+structures. `library_files` lists the runtime files a model library carries: edgec_nn.h, the kernels' support
+header edgec_nn_support.h, every kernel family file (int8 and int16 kernels together; the linker drops what a
+model does not call) and the fast kernels in fast/, plus harness files the caller names (the arena guard), copied flat. The firmware harness (serial link,
 MLPerf runner, arena guard) lives in runtime_c/harness/ and is never part of a model library otherwise.
 
 edgec_nn.h is also the one source of the kernels' scratch sizes: each kernel that takes a scratch buffer has a
@@ -87,7 +87,7 @@ def field_names(name: str) -> list[str]:
 
 def runtime_files() -> list[str]:
     """The runtime files every model library ships, as paths relative to runtime_c/ and to the library folder
-    (the same relative path in both): edgec_nn.h, the kernel family files, fast/."""
+    (the same relative path in both): edgec_nn.h, edgec_nn_support.h, the kernel family files, fast/."""
     root = runtime_dir()
     files = [p for folder in (root, root / FAST_DIR) for p in folder.iterdir() if p.suffix in (".c", ".h")]
     return sorted(p.relative_to(root).as_posix() for p in files)
