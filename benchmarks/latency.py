@@ -8,14 +8,16 @@
 
 For every model and board: build (calibrated on the golden inputs' x_fp32, NHWC like the ONNX files),
 bench on the device (bit-exactness against the NumPy reference), and print MACs, emulated instructions
-per inference (QEMU -icount: exact; host: ns), instructions per MAC, the ratio to the TFLM reference
-numbers of issue 6 (qemu-cortex-m4: TFLM + CMSIS-NN; the Cortex-M3 boards, portable C path: TFLM reference
-kernels; qemu-cortex-m3-large is an M3 with 4 MB of code memory, for the models a 256 KB part cannot hold)
-and issue 15 (qemu-cortex-m55, Helium kernels: TFLM + CMSIS-NN's MVE kernels), the cycle estimate of the
-QEMU plugin on the Arm emulated boards (edgec/bench/cycles.py; there are no TFLM cycle figures, so the ratio
-compares instructions only), the code bytes (functions, weights and other constants excluded) of the whole
-firmware and of the model library + runtime alone (what an application embeds; the rest is the benchmark
-harness, startup and the C library: edgec/targets/code_size.py), and the firmware's flash. --optimize takes
+per inference (QEMU -icount read through SysTick: exact to one tick, 40 instructions on the M3/M4 boards; host:
+ns; the JSON rows also hold the QEMU plugin's count of every executed instruction, `plugin_instructions`),
+instructions per MAC, the ratio to TFLM's figures for the same models measured the same way (qemu-cortex-m4:
+TFLM + CMSIS-NN; the Cortex-M3 boards, portable C path: TFLM's reference kernels; qemu-cortex-m3-large is an
+M3 with 4 MB of code memory, for the models a 256 KB part cannot hold; qemu-cortex-m55, Helium kernels: TFLM +
+CMSIS-NN's MVE kernels), the cycle estimate of the QEMU plugin on the Arm emulated boards
+(edgec/bench/cycles.py; there are no TFLM cycle figures, so the ratio compares instructions only), the code
+bytes (functions, weights and other constants excluded) of the whole firmware and of the model library +
+runtime alone (what an application embeds; the rest is the benchmark harness, startup and the C library:
+edgec/targets/code_size.py), and the firmware's flash. --optimize takes
 speed, size or both (speed,size: one row per build). With --layers, the per-layer breakdown on
 qemu-cortex-m4 from `edgec bench --profile` (the bench firmware's PROFILE command).
 """
@@ -37,15 +39,14 @@ sys.path.insert(0, str(REPO))
 from edgec import api  # noqa: E402
 from edgec.errors import EdgecError  # noqa: E402
 
-MLPERF = REPO.parent.parent / "shared" / "models" / "mlperf_tiny"
-if not MLPERF.is_dir():
-    MLPERF = Path("/work/shared/models/mlperf_tiny")
+MLPERF = REPO.parent / "shared" / "models" / "mlperf_tiny"      # the shared folder beside the checkout
 MODELS = {"kws": "kws_dscnn_fp32.onnx", "vww": "vww_mobilenetv1_025_fp32.onnx",
           "ic": "ic_resnet8_fp32.onnx", "ad": "ad_fc_autoencoder_fp32.onnx"}
-# issue 6: QEMU 7.2 mps2-an386 -icount shift=0, emulated instructions per inference
+# TFLM with CMSIS-NN's kernels (TFLM_CMSIS) and with its reference kernels (TFLM_REF) on the same models: QEMU 7.2
+# mps2-an386 -icount shift=0, emulated instructions per inference
 TFLM_CMSIS = {"kws": 7_699_303, "vww": 24_102_775, "ic": 29_864_026, "ad": 583_260}
 TFLM_REF = {"kws": 43_040_879, "vww": 100_250_960, "ic": 107_400_335, "ad": 1_952_682}
-# issue 15: TFLM + CMSIS-NN's Helium (MVE) kernels, QEMU 7.2 mps3-an547, gcc 12.2 -mcpu=cortex-m55
+# TFLM + CMSIS-NN's Helium (MVE) kernels, QEMU 7.2 mps3-an547, gcc 12.2 -mcpu=cortex-m55
 TFLM_CMSIS_MVE = {"kws": 1_813_494, "vww": 6_559_155, "ic": 4_912_677, "ad": 150_289}
 TARGET = {"qemu-cortex-m4": (TFLM_CMSIS, 0.45, "TFLM+CMSIS-NN"), "qemu-cortex-m3": (TFLM_REF, 0.35, "TFLM ref"),
           "qemu-cortex-m3-large": (TFLM_REF, 0.35, "TFLM ref"),
@@ -98,6 +99,7 @@ def measure(key: str, board: str, mode: str, data: Path, root: Path, samples: in
     row.update(macs=rep["macs"], latency=r["latency"]["median"], unit=r["latency"]["unit"],
                per_mac=r["latency"]["per_mac"],
                cycles=(r["latency"].get("cycles_estimate") or {}).get("median"),
+               plugin_instructions=(r["latency"].get("cycles_estimate") or {}).get("plugin_instructions_median"),
                agreement=r["agreement"]["device_vs_reference"],
                code_bytes=code.get("total") or code_bytes(elf), model_code_bytes=code.get("model_and_runtime"),
                code_by_part=code or None, arena_bytes=rep["memory"]["arena_bytes"],
@@ -150,8 +152,8 @@ def layer_tables(results: dict) -> str:
     return "\n".join(out)
 
 
-NOTE = ("reference: issue 6 (qemu-cortex-m4: TFLM + CMSIS-NN; Cortex-M3 boards: TFLM reference kernels), "
-        "issue 15 (qemu-cortex-m55: TFLM + CMSIS-NN's MVE kernels), in instructions; ratio = instructions / "
+NOTE = ("reference: TFLM on the same emulator (qemu-cortex-m4: TFLM + CMSIS-NN; Cortex-M3 boards: TFLM "
+        "reference kernels; qemu-cortex-m55: TFLM + CMSIS-NN's MVE kernels), in instructions; ratio = instructions / "
         "reference instructions; cycles est. = the QEMU plugin's Cortex-M cycle estimate (edgec/bench/cycles.py, "
         "not a measurement): there are no TFLM cycle figures, so it has no ratio to TFLM and is not comparable "
         "to the reference; exact = fraction of samples byte-identical to the NumPy reference; code B = functions "
@@ -172,9 +174,9 @@ Produced by `{cmd}` (one run; QEMU `-icount shift=0` instruction counts are exac
 times are wall-clock ns on the shared development machine and noisy).
 
 For each model and board: MACs, emulated instructions per inference (the median over the benchmarked
-golden samples), instructions per MAC, the reference count from issue 6 (QEMU 7.2 mps2-an386, TFLM with
+golden samples), instructions per MAC, TFLM's count for the same model (QEMU 7.2 mps2-an386, TFLM with
 CMSIS-NN on the Cortex-M4; TFLM reference kernels on the Cortex-M3 boards, where edgec runs its portable
-C path; issue 15: TFLM with CMSIS-NN's Helium (MVE) kernels on the Cortex-M55, QEMU 7.2 mps3-an547, where
+C path; TFLM with CMSIS-NN's Helium (MVE) kernels on the Cortex-M55, QEMU 7.2 mps3-an547, where
 edgec runs its MVE kernels), the ratio (in instructions) and its target, *cycles est.* (a Cortex-M cycle
 estimate from the QEMU plugin of edgec/bench/cycles.py: Cortex-M4 TRM timings per executed instruction, Helium
 instructions 2 beats, 0 flash wait states; an estimate, not a measurement; there are no TFLM cycle figures, so

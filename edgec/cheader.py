@@ -1,16 +1,22 @@
-"""The C runtime as Python sees it: the parameter structs of its one public header and the files a model
-library ships.
+"""The C runtime as Python sees it: the parameter structs and scratch sizes of its public header and the files a
+model library ships.
 
 runtime_c/edgec_nn.h is the one source of the kernels' parameter layouts: `struct_fields` reads its
 `typedef struct { int32_t a, b, c[EDGEC_RANK]; ... } name;` definitions (with the header's `#define`
 constants) into ordered field lists, for the generated C's initializers (edgec/ops/cemit.py) and the tests' ctypes
-structures. `library_files` lists the runtime files a model library carries: edgec_nn.h, every kernel family
-file (int8 and int16 kernels together; the linker drops what a model does not call) and the fast kernels in
-fast/, plus harness files the caller names (the arena guard), copied flat. The firmware harness (serial link,
+structures. `library_files` lists the runtime files a model library carries: edgec_nn.h, the kernels' support
+header edgec_nn_support.h, every kernel family file (int8 and int16 kernels together; the linker drops what a
+model does not call) and the fast kernels in fast/, plus harness files the caller names (the arena guard), copied flat. The firmware harness (serial link,
 MLPerf runner, arena guard) lives in runtime_c/harness/ and is never part of a model library otherwise.
+
+edgec_nn.h is also the one source of the kernels' scratch sizes: each kernel that takes a scratch buffer has a
+`static inline int32_t edgec_<kernel>_get_buffer_size(const <params> *p) { return <expression>; }`, and
+`buffer_size` evaluates that expression for a params dict (the planner's scratch_bytes), so the Python side never
+restates a formula. tests/kernels/test_buffer_size.py checks it against the compiled C functions.
 """
 from __future__ import annotations
 
+import ast
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -18,9 +24,10 @@ from pathlib import Path
 from edgec.resources import resource_dir
 
 HEADER = "edgec_nn.h"
-# The fast kernels: a subfolder of runtime_c/ and of every model library, one file per family, named
-# edgec_<family>_fast.c rather than after the family alone: archivers name members by base name (arduino-cli adds
-# a dot_a_linkage library's objects one `ar rcs` at a time, so a second edgec_conv.c.o would replace the first).
+# The fast kernels: a subfolder of runtime_c/ and of every model library, each file named after the kernel(s) it
+# holds (fast/edgec_conv2d_im2col.c: edgec_conv2d_im2col_s8 and _s4). Base names are unique across runtime_c/:
+# archivers name members by base name (arduino-cli adds a dot_a_linkage library's objects one `ar rcs` at a time,
+# so a second edgec_conv.c.o would replace the first).
 FAST_DIR = "fast"
 HARNESS_DIR = "harness"     # the firmware harness, apart from the model kernels
 
@@ -28,6 +35,9 @@ _DEFINE = re.compile(r"^\s*#define\s+(\w+)\s+(\d+)\b", re.M)
 _STRUCT = re.compile(r"typedef\s+struct\s*\{(?P<body>[^{}]*)\}\s*(?P<name>\w+)\s*;")
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 _FIELD = re.compile(r"^(\w+)(?:\[(\w+)\])?$")
+_BUFFER = re.compile(r"static\s+inline\s+int32_t\s+(\w+)_get_buffer_size\s*\(\s*const\s+(\w+)\s*\*\s*p\s*\)\s*"
+                     r"\{\s*return\s+([^;{}]+);\s*\}")
+_KERNEL = re.compile(r"^void\s+(edgec_\w+)\s*\(", re.M)
 
 
 def runtime_dir() -> Path:
@@ -77,7 +87,7 @@ def field_names(name: str) -> list[str]:
 
 def runtime_files() -> list[str]:
     """The runtime files every model library ships, as paths relative to runtime_c/ and to the library folder
-    (the same relative path in both): edgec_nn.h, the kernel family files, fast/."""
+    (the same relative path in both): edgec_nn.h, edgec_nn_support.h, the kernel family files, fast/."""
     root = runtime_dir()
     files = [p for folder in (root, root / FAST_DIR) for p in folder.iterdir() if p.suffix in (".c", ".h")]
     return sorted(p.relative_to(root).as_posix() for p in files)
@@ -88,3 +98,87 @@ def library_files(harness: tuple[str, ...] | list[str] = ()) -> list[tuple[Path,
     plus the named files of runtime_c/harness/ (e.g. guard.RUNTIME_FILES), copied flat."""
     root = runtime_dir()
     return [(root / f, f) for f in runtime_files()] + [(root / HARNESS_DIR / f, f) for f in harness]
+
+
+# ---------------------------------------------------------------- scratch sizes
+@lru_cache(maxsize=None)
+def _buffer_functions(header: Path) -> tuple[dict[str, tuple[str, str]], frozenset[str], dict[str, int]]:
+    """(kernel -> (params struct, C expression) of its _get_buffer_size, every kernel the header declares, the
+    header's #define constants)."""
+    text = _COMMENT.sub(" ", header.read_text())
+    functions = {m.group(1): (m.group(2), " ".join(m.group(3).split())) for m in _BUFFER.finditer(text)}
+    defines = {name: int(value) for name, value in _DEFINE.findall(text)}
+    return functions, frozenset(_KERNEL.findall(text)), defines
+
+
+def buffer_functions() -> dict[str, tuple[str, str]]:
+    """Every edgec_<kernel>_get_buffer_size of edgec_nn.h: kernel -> (params struct, its return expression)."""
+    return dict(_buffer_functions(runtime_dir() / HEADER)[0])
+
+
+def buffer_size(kernel: str, params: dict) -> int:
+    """The scratch bytes `kernel` needs for these params: its edgec_<kernel>_get_buffer_size(&params) of
+    edgec_nn.h, evaluated here (0 for a kernel the header declares without one). `params` needs only the fields
+    the expression reads. Refuses (ValueError) anything but integer + - * / % ( ), EDGEC_MAX and calls of other
+    buffer-size functions with the same p, division or remainder of a negative value, and a result that
+    would overflow the C function's int32_t."""
+    functions, kernels, defines = _buffer_functions(runtime_dir() / HEADER)
+    if kernel not in functions:
+        if kernel in kernels:
+            return 0
+        raise KeyError(f"{HEADER} declares no kernel {kernel}")
+    return evaluate(functions[kernel][1], params, defines, kernel)
+
+
+def evaluate(expr: str, params: dict, defines: dict[str, int], kernel: str = "") -> int:
+    """The value of one buffer-size expression of C (fields p->x from params), as the C function computes it."""
+    source = re.sub(r"\bp\s*->\s*(\w+)", r"_p_\1", expr)
+    try:
+        tree = ast.parse(source, mode="eval")
+    except SyntaxError:
+        raise ValueError(f"{kernel}_get_buffer_size: cannot evaluate '{expr}' (only + - * / % ( ), EDGEC_MAX, "
+                         f"integer fields of p and #define constants)") from None
+    return _evaluate(tree.body, kernel, expr, params, defines)
+
+
+_BINARY = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+           ast.Div: lambda a, b: a // b, ast.Mod: lambda a, b: a % b}
+
+
+def _evaluate(node, kernel: str, expr: str, params: dict, defines: dict[str, int]) -> int:
+    def refuse(what: str):
+        raise ValueError(f"{kernel}_get_buffer_size: {what} in '{expr}'")
+
+    def ev(n) -> int:
+        if isinstance(n, ast.Constant) and type(n.value) is int:
+            v = n.value
+        elif isinstance(n, ast.Name) and n.id.startswith("_p_"):
+            field = n.id[3:]
+            if field not in params:
+                raise KeyError(f"{kernel}_get_buffer_size reads p->{field}: missing from the params")
+            v = int(params[field])
+        elif isinstance(n, ast.Name) and n.id in defines:
+            v = defines[n.id]
+        elif isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.USub, ast.UAdd)):
+            v = -ev(n.operand) if isinstance(n.op, ast.USub) else ev(n.operand)
+        elif isinstance(n, ast.BinOp) and type(n.op) in _BINARY:
+            a, b = ev(n.left), ev(n.right)
+            if isinstance(n.op, (ast.Div, ast.Mod)) and (a < 0 or b <= 0):   # C truncates; floor = trunc here
+                refuse(f"{'division' if isinstance(n.op, ast.Div) else 'remainder'} of {a} by {b}")
+            v = _BINARY[type(n.op)](a, b)
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and not n.keywords:
+            name, args = n.func.id, n.args
+            if name == "EDGEC_MAX" and len(args) == 2:
+                v = max(ev(args[0]), ev(args[1]))
+            elif name.endswith("_get_buffer_size") and len(args) == 1 and isinstance(args[0], ast.Name) \
+                    and args[0].id == "p":
+                v = buffer_size(name[:-len("_get_buffer_size")], params)
+            else:
+                refuse(f"a call of {name}")
+        else:
+            refuse(f"'{ast.unparse(n)}'")
+        if not -2 ** 31 <= v < 2 ** 31:
+            refuse(f"a value outside int32_t ({v})")
+        return v
+
+    return ev(node)

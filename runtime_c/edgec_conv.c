@@ -1,7 +1,7 @@
 /* edgec convolutions, portable C99: conv2d, depthwise and grouped, int8 and 16x8. Bit-exact with
  * edgec/ops/conv.py. Accumulation is int32 (int8) or int64 (16x8) as
  * in the TFLite reference kernels. */
-#include "edgec_nn.h"
+#include "edgec_nn_support.h"
 
 static void edgec_conv2d_any(const edgec_conv_params *p, const int8_t *input, const int8_t *weights,
                              const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *output,
@@ -102,11 +102,10 @@ void edgec_depthwise_conv2d_s4(const edgec_conv_params *p, const int8_t *input, 
     edgec_depthwise_conv2d_any(p, input, weights, bias, mult, shift, output, 1);
 }
 
-void edgec_group_conv2d_s8(const edgec_conv_params *p, int32_t groups, const int8_t *input,
-                           const int8_t *weights, const int32_t *bias, const int32_t *mult,
-                           const int32_t *shift, int8_t *output)
+void edgec_group_conv2d_s8(const edgec_group_conv2d_params *p, const int8_t *input, const int8_t *weights,
+                           const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *output)
 {
-    const int32_t in_w = p->in_w, in_c = p->in_c, out_c = p->out_c;
+    const int32_t in_w = p->in_w, in_c = p->in_c, out_c = p->out_c, groups = p->groups;
     const int32_t gic = in_c / groups, goc = out_c / groups;
     const int32_t k_h = p->k_h, k_w = p->k_w, dil_h = p->dil_h, dil_w = p->dil_w;
     int32_t oy, ox, oc, ky, kx, ic;

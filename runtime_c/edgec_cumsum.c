@@ -1,5 +1,5 @@
 /* edgec running sums (ONNX CumSum), portable C99. Bit-exact with edgec/ops/cumsum.py. */
-#include "edgec_nn.h"
+#include "edgec_nn_support.h"
 
 void edgec_cumsum_s8(const edgec_cumsum_params *p, const int8_t *input, int8_t *output)
 {

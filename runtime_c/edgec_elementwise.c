@@ -1,6 +1,6 @@
 /* edgec elementwise kernels, portable C99: add, broadcasting binary ops, lookup tables. Bit-exact with
  * edgec/ops/binary.py and lut.py. */
-#include "edgec_nn.h"
+#include "edgec_nn_support.h"
 
 void edgec_add_s8(const edgec_add_params *p, const int8_t *input1, const int8_t *input2,
                   int8_t *output)
@@ -69,7 +69,7 @@ void edgec_binary_s8(const edgec_binary_params *p, const int8_t *a, const int8_t
     }
 }
 
-void edgec_lut_s8(const edgec_lut_params *p, const int8_t *table, const int8_t *input, int8_t *output)
+void edgec_lut_s8(const edgec_lut_params *p, const int8_t *input, const int8_t *table, int8_t *output)
 {
     const int32_t count = p->count, inner = p->inner;
     const int32_t outer = p->n / (count * inner);

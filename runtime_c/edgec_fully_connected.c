@@ -1,6 +1,6 @@
 /* edgec fully connected layers, portable C99: int8 and 16x8. Bit-exact with
  * edgec/ops/dense.py. */
-#include "edgec_nn.h"
+#include "edgec_nn_support.h"
 
 static void edgec_fully_connected_any(const edgec_fully_connected_params *p, const int8_t *input,
                                       const int8_t *weights, const int32_t *bias, const int32_t *mult,
@@ -34,14 +34,16 @@ void edgec_fully_connected_s4(const edgec_fully_connected_params *p, const int8_
     edgec_fully_connected_any(p, input, weights, bias, mult, shift, output, 1);
 }
 
-void edgec_fully_connected_rows_s8(const edgec_fully_connected_params *p, int32_t rows, const int8_t *input,
+void edgec_fully_connected_rows_s8(const edgec_fully_connected_rows_params *p, const int8_t *input,
                                    const int8_t *weights, const int32_t *bias, const int32_t *mult,
                                    const int32_t *shift, int8_t *output)
 {
+    const edgec_fully_connected_params row = {p->in_features, p->out_features, p->input_zp, p->output_zp,
+                                              p->act_min, p->act_max};
     int32_t r;
-    for (r = 0; r < rows; ++r) {
-        edgec_fully_connected_s8(p, input + r * p->in_features, weights, bias, mult, shift,
-                                 output + r * p->out_features);
+    for (r = 0; r < p->rows; ++r) {
+        edgec_fully_connected_s8(&row, input + r * row.in_features, weights, bias, mult, shift,
+                                 output + r * row.out_features);
     }
 }
 

@@ -1,6 +1,6 @@
 /* edgec matrix product of two activations, portable C99 (strided operands and output). Bit-exact with
  * edgec/ops/matmul.py. */
-#include "edgec_nn.h"
+#include "edgec_nn_support.h"
 
 void edgec_matmul_s8(const edgec_matmul_params *p, const int8_t *a, const int8_t *b, int8_t *output)
 {

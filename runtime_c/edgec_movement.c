@@ -1,10 +1,10 @@
 /* edgec data movement, portable C99: transpose, index maps (slice, pad, gather, ...), concatenation.
  * Bit-exact with edgec/ops/movement.py and concat.py. */
-#include "edgec_nn.h"
+#include "edgec_nn_support.h"
 
-void edgec_transpose_s8(const int32_t dims[4], const int32_t perm[4], const int8_t *input,
-                        int8_t *output)
+void edgec_transpose_s8(const edgec_transpose_params *p, const int8_t *input, int8_t *output)
 {
+    const int32_t *dims = p->dims, *perm = p->perm;
     int32_t in_stride[4], s[4], od[4];
     int32_t k, i0, i1, i2, i3;
     in_stride[3] = 1;
@@ -27,7 +27,7 @@ void edgec_transpose_s8(const int32_t dims[4], const int32_t perm[4], const int8
     }
 }
 
-void edgec_remap_s8(const edgec_remap_params *p, const int32_t *offsets, const int8_t *input,
+void edgec_remap_s8(const edgec_remap_params *p, const int8_t *input, const int32_t *offsets,
                     int8_t *output)
 {
     const int32_t *d = p->dims;
@@ -55,7 +55,7 @@ void edgec_remap_s8(const edgec_remap_params *p, const int32_t *offsets, const i
     }
 }
 
-void edgec_concat_part_s8(const edgec_concat_params *p, const int8_t *table, const int8_t *input,
+void edgec_concat_part_s8(const edgec_concat_params *p, const int8_t *input, const int8_t *table,
                           int8_t *output)
 {
     int32_t o, j;

@@ -1,8 +1,15 @@
-/* edgec neural-network kernels: the one public header of the C runtime (C99, no allocation, no I/O).
+/* edgec neural-network kernels: the public header of the C runtime (C99, no allocation, no I/O).
  *
- * Every kernel, every parameter struct and the inline helpers, grouped by family; each family's kernels live
- * in the file named after it (edgec_conv.c, edgec_fully_connected.c, ...), int8 and int16 variants together,
- * and its fast variants in the file of the same family in fast/ (fast/edgec_conv_fast.c, ...).
+ * What an application or a kernel user calls, one section per family: the parameter structs, every kernel's
+ * prototype, the size of the scratch buffer of every kernel that takes one (edgec_<kernel>_get_buffer_size) and
+ * the constants a caller needs. The kernel files share the internals of edgec_nn_support.h (inline
+ * requantization helpers, int4 nibble access, the recurrence's function table); the generated model code
+ * includes this header alone. Each family's reference kernels live in the file named after it (edgec_conv.c,
+ * edgec_fully_connected.c, ...), int8 and int16 variants together; the fast kernels in fast/, each file named
+ * after the kernel(s) it holds (fast/edgec_conv2d_im2col.c holds edgec_conv2d_im2col_s8 and _s4, ...).
+ *
+ * Every kernel takes its arguments in one order: the params struct, the input(s), the constant arrays (weights,
+ * requantization, tables), the scratch buffer, the output.
  *
  * Numerics follow the TFLite / TFLM reference kernels and are bit-exact with the NumPy twins
  * (the twins in the family modules of edgec/ops/; the fast kernels with the same functions via
@@ -24,7 +31,9 @@
  *   conv   weights [out_c][k4] int8, k4 = k_h*k_w*in_c rounded up to 4, zero padded
  *   fc     weights in blocks of 4 rows: [block][k4/4][row 0..3][4 int8], remaining rows [row][k4]
  *   dw3x3  weights [c][3][3] int16, in the kernel's sweep orientation (see edgec_depthwise_conv2d_3x3_params)
- * Scratch memory (planned into the arena): see edgec/codegen/lowering.py scratch_bytes(). */
+ * Scratch buffers (planned into the arena by edgec/plan/planner.py) are 4-byte aligned; their sizes in bytes are
+ * the kernels' edgec_<kernel>_get_buffer_size(&params), which edgec/cheader.py buffer_size reads for the
+ * planner (each is one `return <expression>;` of the params' fields and this header's #define constants). */
 #ifndef EDGEC_NN_H
 #define EDGEC_NN_H
 
@@ -34,90 +43,10 @@
 extern "C" {
 #endif
 
-#define EDGEC_RANK 6 /* the rank of the broadcasting and index-map kernels (binary, remap) */
-
-/* ================================================================ inline helpers */
-
-/* TFLite MultiplyByQuantizedMultiplier: SaturatingRoundingDoublingHighMul(acc << left, mult)
- * followed by RoundingDivideByPOT(., right), with shift > 0 meaning a left shift.
- * Valid shifts are -31..30. Free of undefined behaviour (no shifts of negative values); the one
- * implementation-defined step is the int64 -> int32 cast of acc << left, which wraps (as in TFLite's
- * int32 arithmetic) on gcc/clang/arm-none-eabi-gcc and never overflows for valid inputs. */
-static inline int32_t edgec_requantize(int32_t acc, int32_t mult, int32_t shift)
-{
-    const int32_t left = shift > 0 ? shift : 0;
-    const int32_t right = shift > 0 ? 0 : -shift;
-    const int32_t x = (int32_t)((int64_t)acc * ((int64_t)1 << left));
-    int32_t hi;
-    int32_t mask, remainder, threshold, floored;
-    if (x == INT32_MIN && mult == INT32_MIN) {
-        hi = INT32_MAX;
-    } else {
-        const int64_t ab = (int64_t)x * (int64_t)mult;
-        const int64_t nudge = ab >= 0 ? ((int64_t)1 << 30) : (1 - ((int64_t)1 << 30));
-        hi = (int32_t)((ab + nudge) / ((int64_t)1 << 31)); /* C division truncates toward zero */
-    }
-    mask = (int32_t)(((uint32_t)1 << right) - 1u);
-    remainder = hi & mask;
-    threshold = (mask >> 1) + (hi < 0 ? 1 : 0);
-    floored = hi >= 0 ? (hi >> right) : ~((~hi) >> right); /* arithmetic shift, portably */
-    return floored + (remainder > threshold ? 1 : 0);
-}
-
-/* TFLite MultiplyByQuantizedMultiplier(int64_t, int32_t, int) of the 16x8 kernels: the Q31 multiplier
- * reduced to Q15, one rounding right shift by 15 - shift (shift in -31..7, |acc| < 2^47). */
-static inline int32_t edgec_requantize64(int64_t acc, int32_t mult, int32_t shift)
-{
-    const int64_t reduced = mult < 0x7FFF0000 ? ((int64_t)mult + (1 << 15)) / ((int64_t)1 << 16) : 0x7FFF;
-    const int32_t total = 15 - shift;
-    const int64_t r = acc * reduced + ((int64_t)1 << (total - 1));
-    /* floor division by 2^total, without right-shifting a negative value */
-    return (int32_t)(r >= 0 ? r >> total : ~((~r) >> total));
-}
-
-static inline int32_t edgec_clamp(int32_t v, int32_t lo, int32_t hi)
-{
-    return v < lo ? lo : (v > hi ? hi : v);
-}
-
-/* Round half away from zero of v / 2^bits. */
-static inline int64_t edgec_round_pot64(int64_t v, int32_t bits)
-{
-    const int64_t half = (int64_t)1 << (bits - 1);
-    return v >= 0 ? (v + half) >> bits : -((-v + half) >> bits);
-}
-
-/* First tap index k in [0, k_max) with 0 <= origin + k*dil, and one past the last with origin + k*dil < size. */
-/* Value i of int4 weights packed two per byte (value 2k in the low nibble of byte k, TFLite's
- * PackInt4ValuesDensely order), sign-extended. */
-static inline int32_t edgec_int4_at(const int8_t *packed, int32_t i)
-{
-    const uint32_t b = (uint8_t)packed[i >> 1];
-    const uint32_t n = (i & 1) ? (b >> 4) : (b & 15u);
-    return (int32_t)(n ^ 8u) - 8;
-}
-
-/* The weight at index i: int8, or int4 packed two per byte (edgec_int4_at); `packed` is a constant at every
- * call, so a reference kernel shared by the s8 and s4 entry points compiles to one loop for each. */
-static inline int32_t edgec_weight_at(const int8_t *weights, int32_t i, int packed)
-{
-    return packed ? edgec_int4_at(weights, i) : (int32_t)weights[i];
-}
-
-static inline int32_t edgec_tap_begin(int32_t origin, int32_t dil)
-{
-    return origin >= 0 ? 0 : (-origin + dil - 1) / dil;
-}
-
-static inline int32_t edgec_tap_end(int32_t origin, int32_t dil, int32_t size, int32_t k_max)
-{
-    int32_t end;
-    if (size - origin <= 0) {
-        return 0;
-    }
-    end = (size - origin + dil - 1) / dil;
-    return end < k_max ? end : k_max;
-}
+#define EDGEC_RANK 6        /* the rank of the broadcasting and index-map kernels (binary, remap) */
+#define EDGEC_CONV_CHUNK 16 /* output channels the fast im2col convolution accumulates before requantizing */
+/* the larger of two sizes (the buffer-size functions' one helper: edgec/cheader.py buffer_size reads them) */
+#define EDGEC_MAX(a, b) ((a) > (b) ? (a) : (b))
 
 /* Requantization of one output channel by the fast kernels: with acc the int32 accumulator (bias included),
  *   out = (((2*acc*mult + khi * 2^32 + 2^31) >> 32) + (acc < 0 ? neg : 0)) >> shift
@@ -128,148 +57,254 @@ typedef struct {
 } edgec_rq;
 
 /* ================================================================ convolution
- * edgec_conv.c; fast variants in fast/edgec_conv_fast.c */
-
-/* Convolution / depthwise convolution. Output (oy, ox) reads input row
- * oy*stride_h - pad_top + ky*dil_h (same for x); padded taps contribute nothing.
- * depth_multiplier is used only by the depthwise kernels (out_c = in_c * depth_multiplier).
- * The 16x8 kernels take the same struct; their zero points must be 0 and act_min/act_max are int16 bounds. */
+ * edgec_conv.c. Output (oy, ox) reads input row oy*stride_h - pad_top + ky*dil_h (same for x); padded taps
+ * contribute nothing; bias/mult/shift per output channel. depth_multiplier is used only by the depthwise kernels
+ * (out_c = in_c * depth_multiplier). The 16x8 kernels take the same struct; their zero points must be 0 and
+ * act_min/act_max are int16 bounds. int4 weights (_s4, edgec/ops/int4.py): the int8 layouts, values in [-8, 7]
+ * packed two per byte (value 2k in the low nibble of byte k). */
 typedef struct {
     int32_t in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, stride_h, stride_w, dil_h, dil_w,
         pad_top, pad_left, input_zp, output_zp, act_min, act_max, depth_multiplier;
 } edgec_conv_params;
 
-/* weights OHWI [out_c][k_h][k_w][in_c]; bias/mult/shift per output channel. */
+/* Convolution, weights OHWI [out_c][k_h][k_w][in_c]. */
 void edgec_conv2d_s8(const edgec_conv_params *p, const int8_t *input, const int8_t *weights,
                      const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *output);
-/* weights [k_h][k_w][out_c]; output channel oc reads input channel oc / depth_multiplier. */
+void edgec_conv2d_s4(const edgec_conv_params *p, const int8_t *input, const int8_t *weights,
+                     const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *output);
+void edgec_conv2d_s16(const edgec_conv_params *p, const int16_t *input, const int8_t *weights,
+                      const int64_t *bias, const int32_t *mult, const int32_t *shift, int16_t *output);
+/* Depthwise convolution, weights [k_h][k_w][out_c]; output channel oc reads input channel oc / depth_multiplier. */
 void edgec_depthwise_conv2d_s8(const edgec_conv_params *p, const int8_t *input, const int8_t *weights,
                                const int32_t *bias, const int32_t *mult, const int32_t *shift,
                                int8_t *output);
-/* Grouped convolution: weights [out_c][k_h][k_w][in_c / groups]. */
-void edgec_group_conv2d_s8(const edgec_conv_params *p, int32_t groups, const int8_t *input,
-                           const int8_t *weights, const int32_t *bias, const int32_t *mult,
-                           const int32_t *shift, int8_t *output);
-
-/* int4 weights (edgec/ops/int4.py): the int8 kernels' layouts, values in [-8, 7] packed two per byte
- * (edgec_int4_at); everything else as the s8 kernels. */
-void edgec_conv2d_s4(const edgec_conv_params *p, const int8_t *input, const int8_t *weights,
-                     const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *output);
 void edgec_depthwise_conv2d_s4(const edgec_conv_params *p, const int8_t *input, const int8_t *weights,
                                const int32_t *bias, const int32_t *mult, const int32_t *shift,
                                int8_t *output);
-
-void edgec_conv2d_s16(const edgec_conv_params *p, const int16_t *input, const int8_t *weights,
-                      const int64_t *bias, const int32_t *mult, const int32_t *shift, int16_t *output);
 void edgec_depthwise_conv2d_s16(const edgec_conv_params *p, const int16_t *input, const int8_t *weights,
                                 const int64_t *bias, const int32_t *mult, const int32_t *shift,
                                 int16_t *output);
 
-/* fast: convolution (any kernel size, stride, padding; dilation 1) as a matrix product over an int16
- * im2col of 4 output pixels at a time. scratch: k4 * 9 + 256 bytes, 4-byte aligned. */
+/* Grouped convolution: edgec_conv_params' fields (no depth multiplier) and the number of groups. */
+typedef struct {
+    int32_t in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, stride_h, stride_w, dil_h, dil_w,
+        pad_top, pad_left, input_zp, output_zp, act_min, act_max, groups;
+} edgec_group_conv2d_params;
+
+/* weights [out_c][k_h][k_w][in_c / groups]; output channel oc reads the input channels of group
+ * oc / (out_c / groups). */
+void edgec_group_conv2d_s8(const edgec_group_conv2d_params *p, const int8_t *input, const int8_t *weights,
+                           const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *output);
+
+/* ================================================================ fast convolution
+ * fast/edgec_conv2d_*.c, chosen by edgec/codegen/lowering.py (any kernel size, stride, padding; dilation 1). The
+ * input zero point is folded into rq's bias (edgec_rq, one record per output channel); padded taps read the zero
+ * point itself. weights: [out_c][k4] int8 as words, k4 = k_h*k_w*in_c rounded up to 4, zero padded (the
+ * speed variants repack them, edgec/codegen/specialize.py and register_blocks.py). */
 typedef struct {
     int32_t in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, stride_h, stride_w, pad_top, pad_left,
         input_zp, output_zp, act_min, act_max, k4;
 } edgec_conv2d_im2col_params;
 
+/* A matrix product over an int16 im2col of 4 output pixels at a time (fast/edgec_conv2d_im2col.c). */
 void edgec_conv2d_im2col_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                             const edgec_rq *rq, int8_t *scratch, int8_t *output);
+/* the im2col columns (8 * k4), one pixel's taps (k4), the accumulators of EDGEC_CONV_CHUNK channels x 4 pixels */
+static inline int32_t edgec_conv2d_im2col_s8_get_buffer_size(const edgec_conv2d_im2col_params *p)
+{
+    return 9 * p->k4 + 16 * EDGEC_CONV_CHUNK;
+}
+/* The same with int4 weights: each channel's k4 taps as (k4 + 4) / 8 words of 8 nibbles (edgec/ops/int4.py
+ * lower_conv). */
+void edgec_conv2d_im2col_s4(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                            const edgec_rq *rq, int8_t *scratch, int8_t *output);
+static inline int32_t edgec_conv2d_im2col_s4_get_buffer_size(const edgec_conv2d_im2col_params *p)
+{
+    return edgec_conv2d_im2col_s8_get_buffer_size(p);
+}
 
-/* fast, `--optimize speed`: the same convolution with 2 output pixels x 2 output channels in registers and the
- * weights widened to int16 at build time (edgec/codegen/specialize.py). scratch: 4 * k8 + k4 bytes (k8: k4
- * rounded up to a multiple of 8), 4-byte aligned. */
+/* `--optimize speed`: 2 output pixels x 2 output channels in registers, the weights widened to int16 at build
+ * time (fast/edgec_conv2d_blocked.c). */
 void edgec_conv2d_blocked_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                              const edgec_rq *rq, int8_t *scratch, int8_t *output);
-/* fast, `--optimize speed`: the same convolution with 2 output pixels x 4 output channels in registers, doubled
- * int16 weights (edgec/codegen/register_blocks.py). scratch: 4 * k8 + k4 bytes, 4-byte aligned. */
+/* two pixels' int16 taps (k4 rounded up to 8, times 4 bytes) and one pixel's int8 taps (k4) */
+static inline int32_t edgec_conv2d_blocked_s8_get_buffer_size(const edgec_conv2d_im2col_params *p)
+{
+    return 4 * ((p->k4 + 7) / 8 * 8) + p->k4;
+}
+/* `--optimize speed`: 2 output pixels x 4 output channels in registers, doubled int16 weights
+ * (fast/edgec_conv2d_blocked4.c). */
 void edgec_conv2d_blocked4_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                               const edgec_rq *rq, int8_t *scratch, int8_t *output);
-
-/* fast, `--optimize speed` on 1x1 convolutions: the blocked convolution with no loop over the taps (an unrolled body
- * of 64 taps entered part-way) and the weights and bias doubled at build time (edgec/codegen/specialize.py).
- * scratch: 5 * k4 bytes, 4-byte aligned. */
+static inline int32_t edgec_conv2d_blocked4_s8_get_buffer_size(const edgec_conv2d_im2col_params *p)
+{
+    return 4 * ((p->k4 + 7) / 8 * 8) + p->k4;
+}
+/* `--optimize speed`, 1x1 convolutions: the blocked convolution with no loop over the taps (an unrolled body of
+ * 64 taps entered part-way), weights and bias doubled at build time (fast/edgec_conv2d_pointwise.c). */
 void edgec_conv2d_pointwise_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                                const edgec_rq *rq, int8_t *scratch, int8_t *output);
-
-/* fast, `--optimize speed`, kernels larger than 1x1: the same 2x2 blocking without im2col, over a ring of input
- * rows widened to int16 once each, in pixel pairs (channels padded to c4, a multiple of 4;
- * fast/edgec_conv_window_fast.c). scratch: 4 * k_h * ((out_w - 1) * stride_w + 2 k_w) * c4 bytes, 4-byte aligned. */
+static inline int32_t edgec_conv2d_pointwise_s8_get_buffer_size(const edgec_conv2d_im2col_params *p)
+{
+    return 5 * p->k4;
+}
+/* `--optimize speed`, kernels larger than 1x1: the 2x2 blocking without im2col, over a ring of input rows
+ * widened to int16 once each, in pixel pairs, channels padded to c4, a multiple of 4 (fast/edgec_conv2d_window.c). */
 void edgec_conv2d_window_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                             const edgec_rq *rq, int8_t *scratch, int8_t *output);
+/* a ring of k_h widened rows of (out_w - 1) * stride_w + k_w entries and the k_h * k_w gathered taps, each c4
+ * pairs of int16 (c4: in_c rounded up to 4) */
+static inline int32_t edgec_conv2d_window_s8_get_buffer_size(const edgec_conv2d_im2col_params *p)
+{
+    return 4 * (p->k_h * ((p->out_w - 1) * p->stride_w + p->k_w) + p->k_h * p->k_w) * ((p->in_c + 3) / 4 * 4);
+}
+/* Helium (MVE, Cortex-M55; fast/edgec_conv2d_mve.c, compiled for Helium cores only, chosen by
+ * edgec/codegen/mve.py): weights [ceil(out_c / 2)][k4 / 16][2][16] int8 (pairs of channels, block by block; k4
+ * here: k_h*k_w*in_c rounded up to 16), 3 output pixels by 2 channels (VMLADAVA), rq regrouped as
+ * [out_c / 4][field][4] with the shift negated (edgec/codegen/mve.py rq_vectors). */
+void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                         const edgec_rq *rq, int8_t *scratch, int8_t *output);
+/* every channel's accumulators of 3 pixels (64 bytes per 4 channels) and 3 pixels' taps (k4: taps rounded to 16) */
+static inline int32_t edgec_conv2d_mve_s8_get_buffer_size(const edgec_conv2d_im2col_params *p)
+{
+    return 64 * ((p->out_c + 3) / 4) + 4 * p->k4;
+}
 
-/* fast: depthwise 3x3 (depth multiplier 1, c a multiple of 4, stride 1 or 2 on both axes), 4 channels at
- * a time, over a rolling window of 3 input rows widened to int16 and laid out so that one SMLAD
- * does two taps of one channel. scratch: 36 * ((out_cols-1)*stride + 3) bytes, 4-byte aligned.
- * "Sweep" orientation: the kernel walks `rows` x `cols` where a row is the longer of the image's two axes
- * (for an image taller than wide, rows are the image's columns and the weights are transposed at build
- * time); steps are in bytes. */
+/* ================================================================ fast depthwise 3x3
+ * fast/edgec_depthwise_conv2d_3x3*.c: depth multiplier 1, c a multiple of 4, stride 1 or 2 on both axes, over a
+ * rolling window of 3 input rows widened to int16. "Sweep" orientation: the kernel walks `rows` x `cols` where a
+ * row is the longer of the image's two axes (for an image taller than wide, rows are the image's columns and the
+ * weights are transposed at build time); steps are in bytes. The input zero point is folded into rq's bias. */
 typedef struct {
     int32_t rows, cols, c, out_rows, out_cols, stride, pad_top, pad_left, in_row_step, in_col_step,
         out_row_step, out_col_step, input_zp, act_min, act_max;
 } edgec_depthwise_conv2d_3x3_params;
 
+/* 4 channels at a time, one SMLAD two taps of one channel; weights [c][3][3] int16, doubled, in the sweep
+ * orientation (fast/edgec_depthwise_conv2d_3x3.c). */
 void edgec_depthwise_conv2d_3x3_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
                                    const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
-
-/* Helium (MVE, Cortex-M55; fast/edgec_conv_mve.c and fast/edgec_conv_depthwise_mve.c, compiled for Helium
- * cores only, chosen by edgec/codegen/mve.py for boards whose profile has fpu = "fp+mve"): the same params
- * structs.
- * Convolution: weights [ceil(out_c / 2)][k4 / 16][2][16] int8 (pairs of channels, block by block; k4 =
- * k_h*k_w*in_c rounded up to 16, zero padded), 3 output pixels by 2 channels (VMLADAVA), rq regrouped as
- * [out_c / 4][field][4] with the shift negated (edgec/codegen/mve.py rq_vectors); scratch
- * 64 * ceil(out_c / 4) + 4 * k4
- * bytes. Depthwise 3x3: weights [3][3][c] int8 in the sweep orientation, one channel and 4 output pixels per
- * vector (rows of 16 outputs or more) or 4 channels per vector; scratch: with width = (out_cols - 1) * stride
- * + 3, the larger of 4 * (width + 16) and 12 * width bytes. */
-void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
-                         const edgec_rq *rq, int8_t *scratch, int8_t *output);
+/* the window (32 bytes per strip column, (out_cols - 1) * stride + 3 columns) and one row's accumulators */
+static inline int32_t edgec_depthwise_conv2d_3x3_s8_get_buffer_size(const edgec_depthwise_conv2d_3x3_params *p)
+{
+    return 32 * ((p->out_cols - 1) * p->stride + 3) + 4 * p->out_cols;
+}
+/* The same with int4 weights: the [c][3][3] weights two per byte (edgec/ops/int4.py lower_depthwise). */
+void edgec_depthwise_conv2d_3x3_s4(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
+                                   const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
+/* the weights widened to int16 (18 * c bytes) in front of the s8 kernel's scratch */
+static inline int32_t edgec_depthwise_conv2d_3x3_s4_get_buffer_size(const edgec_depthwise_conv2d_3x3_params *p)
+{
+    return 18 * p->c + edgec_depthwise_conv2d_3x3_s8_get_buffer_size(p);
+}
+/* `--optimize speed`: the weights packed for each rotation of the window (per channel and rotation 6 words: the
+ * SMLAD pairs, the third row's taps and the doubled bias; edgec/codegen/specialize.py), each output requantized
+ * from its register as soon as it is summed (fast/edgec_depthwise_conv2d_3x3_fused.c). */
+void edgec_depthwise_conv2d_3x3_fused_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
+                                         const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
+/* the window alone (no accumulator row) */
+static inline int32_t edgec_depthwise_conv2d_3x3_fused_s8_get_buffer_size(const edgec_depthwise_conv2d_3x3_params *p)
+{
+    return 32 * ((p->out_cols - 1) * p->stride + 3);
+}
+/* Helium (MVE; fast/edgec_depthwise_conv2d_3x3_mve.c): weights [3][3][c] int8 in the sweep orientation, one
+ * channel and 4 output pixels per vector (rows of 16 outputs or more) or 4 channels per vector. */
 void edgec_depthwise_conv2d_3x3_mve_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
                                        const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
                                        int8_t *output);
+/* with width = (out_cols - 1) * stride + 3: a strip of input rows (4 * (width + 16)) or 4 channels' window
+ * (12 * width), whichever path is larger */
+static inline int32_t edgec_depthwise_conv2d_3x3_mve_s8_get_buffer_size(const edgec_depthwise_conv2d_3x3_params *p)
+{
+    return EDGEC_MAX(4 * ((p->out_cols - 1) * p->stride + 3 + 16), 12 * ((p->out_cols - 1) * p->stride + 3));
+}
 
-/* fast, `--optimize speed`: the same depthwise 3x3 with its weights packed at build time for each rotation of
- * the window (per channel and rotation 6 words: the SMLAD pairs, the third row's taps and the doubled bias;
- * edgec/codegen/specialize.py) and each output requantized from its register as soon as it is summed.
- * scratch: 32 * ((out_cols-1)*stride + 3) bytes, 4-byte aligned. */
-void edgec_depthwise_conv2d_3x3_fused_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
-                                         const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
-
-/* ================================================================ fully connected and matrix product
- * edgec_fully_connected.c; fast variant in fast/edgec_fully_connected_fast.c */
-
+/* ================================================================ fully connected
+ * edgec_fully_connected.c: weights [out_features][in_features] (int4: packed two per byte), bias/mult/shift per
+ * output. */
 typedef struct {
     int32_t in_features, out_features, input_zp, output_zp, act_min, act_max;
 } edgec_fully_connected_params;
 
-/* weights [out_features][in_features]. */
 void edgec_fully_connected_s8(const edgec_fully_connected_params *p, const int8_t *input, const int8_t *weights,
                               const int32_t *bias, const int32_t *mult, const int32_t *shift,
                               int8_t *output);
-/* int4 weights [out_features][in_features], packed two per byte (edgec_int4_at). */
 void edgec_fully_connected_s4(const edgec_fully_connected_params *p, const int8_t *input, const int8_t *weights,
                               const int32_t *bias, const int32_t *mult, const int32_t *shift,
                               int8_t *output);
-/* `rows` rows through one fully connected layer. */
-void edgec_fully_connected_rows_s8(const edgec_fully_connected_params *p, int32_t rows, const int8_t *input,
-                                   const int8_t *weights, const int32_t *bias, const int32_t *mult,
-                                   const int32_t *shift, int8_t *output);
 void edgec_fully_connected_s16(const edgec_fully_connected_params *p, const int16_t *input, const int8_t *weights,
                                const int64_t *bias, const int32_t *mult, const int32_t *shift,
                                int16_t *output);
 
+/* `rows` rows ([rows][in_features] -> [rows][out_features]) through one fully connected layer. */
+typedef struct {
+    int32_t in_features, out_features, input_zp, output_zp, act_min, act_max, rows;
+} edgec_fully_connected_rows_params;
 
-/* fast: fully connected, 4 output rows at a time. scratch: k4 * 2 bytes, 4-byte aligned. */
+void edgec_fully_connected_rows_s8(const edgec_fully_connected_rows_params *p, const int8_t *input,
+                                   const int8_t *weights, const int32_t *bias, const int32_t *mult,
+                                   const int32_t *shift, int8_t *output);
+
+/* ================================================================ fast fully connected
+ * fast/edgec_fully_connected_*.c: the input zero point folded into rq's bias (edgec_rq, one record per row);
+ * weights in blocks of 4 rows, [block][k4/4][row 0..3][4 int8], remaining rows [row][k4] (k4: in_features
+ * rounded up to 4, zero padded; the speed variants repack them). */
 typedef struct {
     int32_t in_features, out_features, output_zp, act_min, act_max, k4;
 } edgec_fully_connected_packed_params;
 
+/* 4 rows at a time (fast/edgec_fully_connected_packed.c). */
 void edgec_fully_connected_packed_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                      const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
                                      int8_t *output);
-/* `rows` rows through the fast fully connected layer (same packing and scratch). */
-void edgec_fully_connected_packed_rows_s8(const edgec_fully_connected_packed_params *p, int32_t rows,
-                                          const int8_t *input, const uint32_t *weights, const edgec_rq *rq,
-                                          int8_t *scratch, int8_t *output);
+/* the input widened to int16 */
+static inline int32_t edgec_fully_connected_packed_s8_get_buffer_size(const edgec_fully_connected_packed_params *p)
+{
+    return 2 * p->k4;
+}
+/* int4 weights, one row at a time; k4 here is in_features rounded up to 8, the weights k4 / 8 words per row
+ * (nibble order: edgec/ops/int4.py lower_fc). */
+void edgec_fully_connected_packed_s4(const edgec_fully_connected_packed_params *p, const int8_t *input,
+                                     const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
+                                     int8_t *output);
+static inline int32_t edgec_fully_connected_packed_s4_get_buffer_size(const edgec_fully_connected_packed_params *p)
+{
+    return 2 * p->k4;
+}
+/* `--optimize speed`: the same layout with the weights widened to int16 at build time (each group of 4 as
+ * (w0, w2) (w1, w3), edgec/codegen/specialize.py; fast/edgec_fully_connected_wide.c). */
+void edgec_fully_connected_wide_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
+                                   const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
+static inline int32_t edgec_fully_connected_wide_s8_get_buffer_size(const edgec_fully_connected_packed_params *p)
+{
+    return 2 * p->k4;
+}
+/* `--optimize speed`: 8 rows a pass over doubled int16 weights (edgec/codegen/register_blocks.py;
+ * fast/edgec_fully_connected_rows8.c). */
+void edgec_fully_connected_rows8_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
+                                    const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
+static inline int32_t edgec_fully_connected_rows8_s8_get_buffer_size(const edgec_fully_connected_packed_params *p)
+{
+    return 2 * p->k4;
+}
+/* Helium (MVE; fast/edgec_fully_connected_mve.c): weights [out_features][k4] int8, 4 rows at a time; no scratch
+ * (the argument keeps the fast kernels' one signature). */
+void edgec_fully_connected_mve_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
+                                  const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
+
+/* `rows` rows through the packed fully connected layer (the same packing; fast/edgec_fully_connected_packed.c). */
+typedef struct {
+    int32_t in_features, out_features, output_zp, act_min, act_max, k4, rows;
+} edgec_fully_connected_packed_rows_params;
+
+void edgec_fully_connected_packed_rows_s8(const edgec_fully_connected_packed_rows_params *p, const int8_t *input,
+                                          const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
+                                          int8_t *output);
+static inline int32_t edgec_fully_connected_packed_rows_s8_get_buffer_size(
+    const edgec_fully_connected_packed_rows_params *p)
+{
+    return 2 * p->k4;
+}
 
 /* ================================================================ matrix product of two activations
  * edgec_matmul.c; fast variant in fast/edgec_matmul_fast.c. out[b][i][j] = sum_k (a[b][i][k] - a_zp) *
@@ -282,9 +317,7 @@ typedef struct {
 } edgec_matmul_params;
 void edgec_matmul_s8(const edgec_matmul_params *p, const int8_t *a, const int8_t *b, int8_t *output);
 
-/* fast: the same product with one edgec_rq requantization (rq_*; zero point folded into rq_khi).
- * scratch: 16 * G * P + 24 * P + 8 * G bytes, 4-byte aligned (G = k / 4 rounded up, P = n / 2 rounded up):
- * B^T widened, its column corrections, a row pair's sums, a row pair of A when A's rows are not contiguous. */
+/* fast: the same product with one edgec_rq requantization (rq_*; the output zero point folded into rq_khi). */
 typedef struct {
     int32_t batch, m, k, n, a_batch_stride, a_row_stride, a_col_stride, b_batch_stride, b_row_stride,
         b_col_stride, out_batch_stride, out_row_stride, out_col_stride, a_zp, b_zp, act_min, act_max, rq_mult,
@@ -292,38 +325,15 @@ typedef struct {
 } edgec_matmul_fast_params;
 void edgec_matmul_fast_s8(const edgec_matmul_fast_params *p, const int8_t *a, const int8_t *b, int8_t *scratch,
                           int8_t *output);
-
-/* fast, `--optimize speed`: the same layout with the weights widened to int16 at build time (each group of 4 as
- * (w0, w2) (w1, w3), edgec/codegen/specialize.py). scratch: k4 * 2 bytes, 4-byte aligned. */
-void edgec_fully_connected_wide_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
-                                   const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
-/* fast, `--optimize speed`: 8 rows a pass over doubled int16 weights (edgec/codegen/register_blocks.py).
- * scratch: k4 * 2 bytes, 4-byte aligned. */
-void edgec_fully_connected_rows8_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
-                                    const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
-
-/* Helium (MVE; fast/edgec_fully_connected_mve.c): weights [out_features][k4] int8, 4 rows at a time; no
- * scratch. */
-void edgec_fully_connected_mve_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
-                                  const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
-
-/* fast: the im2col convolution and the depthwise 3x3 with int4 weights (fast/edgec_conv_fast.c; nibble order:
- * edgec/ops/int4.py lower_conv, lower_depthwise). scratch: the s8 kernels' (depthwise: plus 18 * c bytes in
- * front, the widened weights). */
-void edgec_conv2d_im2col_s4(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
-                            const edgec_rq *rq, int8_t *scratch, int8_t *output);
-void edgec_depthwise_conv2d_3x3_s4(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
-                                   const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
-
-/* fast: fully connected with int4 weights, one row at a time; k4 here is in_features rounded up to 8, the
- * weights k4 / 8 words per row (nibble order: edgec/ops/int4.py lower_fc). scratch: k4 * 2 bytes, aligned. */
-void edgec_fully_connected_packed_s4(const edgec_fully_connected_packed_params *p, const int8_t *input,
-                                     const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
-                                     int8_t *output);
+/* with G = k / 4 and P = n / 2 rounded up: B^T widened (16 * G * P), its column corrections and a row pair's
+ * sums (24 * P), a row pair of A when A's rows are not contiguous (8 * G) */
+static inline int32_t edgec_matmul_fast_s8_get_buffer_size(const edgec_matmul_fast_params *p)
+{
+    return 16 * ((p->k + 3) / 4) * ((p->n + 1) / 2) + 24 * ((p->n + 1) / 2) + 8 * ((p->k + 3) / 4);
+}
 
 /* ================================================================ pooling
- * edgec_pool.c; fast variant in fast/edgec_pool_fast.c */
-
+ * edgec_pool.c; fast variants in fast/edgec_avg_pool_global*.c */
 typedef struct {
     int32_t in_h, in_w, c, out_h, out_w, k_h, k_w, stride_h, stride_w, pad_top, pad_left, act_min,
         act_max;
@@ -332,21 +342,23 @@ typedef struct {
 void edgec_max_pool_s8(const edgec_pool_params *p, const int8_t *input, int8_t *output);
 void edgec_avg_pool_s8(const edgec_pool_params *p, const int8_t *input, int8_t *output);
 
-/* fast: average over all pixels of [pixels][c] (global average pooling), TFLite rounding. */
-void edgec_avg_pool_global_s8(int32_t pixels, int32_t c, int32_t act_min, int32_t act_max,
-                              const int8_t *input, int8_t *output);
-/* Helium (MVE; fast/edgec_pool_mve.c): the same, 4 channels per vector. */
-void edgec_avg_pool_global_mve_s8(int32_t pixels, int32_t c, int32_t act_min, int32_t act_max,
-                                  const int8_t *input, int8_t *output);
+/* Global average pooling: the average over all pixels of [pixels][c], TFLite rounding. */
+typedef struct {
+    int32_t pixels, c, act_min, act_max;
+} edgec_avg_pool_global_params;
+
+void edgec_avg_pool_global_s8(const edgec_avg_pool_global_params *p, const int8_t *input, int8_t *output);
+/* Helium (MVE; fast/edgec_avg_pool_global_mve.c): the same, 4 channels per vector. */
+void edgec_avg_pool_global_mve_s8(const edgec_avg_pool_global_params *p, const int8_t *input, int8_t *output);
 
 /* ================================================================ elementwise
- * edgec_elementwise.c; fast variant in fast/edgec_elementwise_fast.c */
-
+ * edgec_elementwise.c; fast variants in fast/edgec_add_lut*.c */
 typedef struct {
     int32_t n, input1_zp, input1_mult, input1_shift, input2_zp, input2_mult, input2_shift,
         output_mult, output_shift, output_zp, left_shift, act_min, act_max;
 } edgec_add_params;
 
+/* Add of two [n] tensors, TFLite's scheme (inputs rescaled after << left_shift, the sum requantized). */
 void edgec_add_s8(const edgec_add_params *p, const int8_t *input1, const int8_t *input2,
                   int8_t *output);
 
@@ -364,19 +376,19 @@ void edgec_binary_s8(const edgec_binary_params *p, const int8_t *a, const int8_t
 typedef struct {
     int32_t n, count, inner;
 } edgec_lut_params;
-void edgec_lut_s8(const edgec_lut_params *p, const int8_t *table, const int8_t *input, int8_t *output);
+void edgec_lut_s8(const edgec_lut_params *p, const int8_t *input, const int8_t *table, int8_t *output);
 
 /* fast: add where lut1/lut2[v + 128] is input v rescaled to the common scale (TFLite's first two
- * requantizations, done at build time); the sum is requantized with rq (bias unused). */
+ * requantizations, done at build time); the sum is requantized with rq (bias unused; fast/edgec_add_lut.c). */
 typedef struct {
     int32_t n, output_zp, act_min, act_max;
 } edgec_add_lut_params;
 
-void edgec_add_lut_s8(const edgec_add_lut_params *p, const int32_t *lut1, const int32_t *lut2,
-                      const edgec_rq *rq, const int8_t *input1, const int8_t *input2, int8_t *output);
-/* Helium (MVE; fast/edgec_elementwise_mve.c): the same, 4 values per vector (table gathers). */
-void edgec_add_lut_mve_s8(const edgec_add_lut_params *p, const int32_t *lut1, const int32_t *lut2,
-                          const edgec_rq *rq, const int8_t *input1, const int8_t *input2, int8_t *output);
+void edgec_add_lut_s8(const edgec_add_lut_params *p, const int8_t *input1, const int8_t *input2, const int32_t *lut1,
+                      const int32_t *lut2, const edgec_rq *rq, int8_t *output);
+/* Helium (MVE; fast/edgec_add_lut_mve.c): the same, 4 values per vector (table gathers). */
+void edgec_add_lut_mve_s8(const edgec_add_lut_params *p, const int8_t *input1, const int8_t *input2,
+                          const int32_t *lut1, const int32_t *lut2, const edgec_rq *rq, int8_t *output);
 
 /* ================================================================ layer normalization
  * edgec_norm.c. Over the last axis of [rows][cols]: integer statistics in one pass, the normalized values int16
@@ -384,30 +396,31 @@ void edgec_add_lut_mve_s8(const edgec_add_lut_params *p, const int32_t *lut1, co
 typedef struct {
     int32_t rows, cols, input_zp, eps_q, frac_bits, mult, shift, output_zp, act_min, act_max;
 } edgec_layer_norm_params;
-void edgec_layer_norm_s8(const edgec_layer_norm_params *p, const int16_t *gamma, const int32_t *beta,
-                         const int8_t *input, int8_t *output);
+void edgec_layer_norm_s8(const edgec_layer_norm_params *p, const int8_t *input, const int16_t *gamma,
+                         const int32_t *beta, int8_t *output);
 
 /* ================================================================ softmax
- * edgec_softmax.c */
+ * edgec_softmax.c: over the last axis of [rows][cols]. */
+typedef struct {
+    int32_t rows, cols;
+} edgec_softmax_params;
 
-/* Softmax over the last axis of [rows][cols]; exp_table[d] = round(exp(-d*scale*beta) * 2^24).
- * Output scale 1/256, zero point -128. */
-void edgec_softmax_s8(int32_t rows, int32_t cols, const uint32_t *exp_table, const int8_t *input,
+/* exp_table[d] = round(exp(-d*scale*beta) * 2^24). Output scale 1/256, zero point -128. */
+void edgec_softmax_s8(const edgec_softmax_params *p, const int8_t *input, const uint32_t *exp_table,
                       int8_t *output);
-
 /* The int16 softmax (--int16 on a Softmax): int16 input (symmetric), output Q0.15 (scale 1/32768, zero
  * point 0). exp_hi[h] = round(exp(-256 h s) * 2^15), exp_lo[l] = round(exp(-l s) * 2^15): the exp of the
  * difference d = max - x is (exp_hi[d >> 8] * exp_lo[d & 255] + 2^14) >> 15; one reciprocal 2^46 / sum per row. */
-void edgec_softmax_s16(int32_t rows, int32_t cols, const uint16_t *exp_hi, const uint16_t *exp_lo,
-                       const int16_t *input, int16_t *output);
+void edgec_softmax_s16(const edgec_softmax_params *p, const int16_t *input, const uint16_t *exp_hi,
+                       const uint16_t *exp_lo, int16_t *output);
 
-/* Log-softmax over the last axis of [rows][cols]; exp_table as softmax's, log_table[i] =
- * log2(1 + (i + 0.5) / 256) in Q16; k_in = s_in / s_out and k_ln = 1 / s_out in Q16. */
+/* Log-softmax; exp_table as softmax's, log_table[i] = log2(1 + (i + 0.5) / 256) in Q16; k_in = s_in / s_out and
+ * k_ln = 1 / s_out in Q16. */
 typedef struct {
     int32_t rows, cols, k_in, k_ln, output_zp;
 } edgec_log_softmax_params;
-void edgec_log_softmax_s8(const edgec_log_softmax_params *p, const uint32_t *exp_table,
-                          const int32_t *log_table, const int8_t *input, int8_t *output);
+void edgec_log_softmax_s8(const edgec_log_softmax_params *p, const int8_t *input, const uint32_t *exp_table,
+                          const int32_t *log_table, int8_t *output);
 
 /* TFLite's own int8 softmax (reference_ops::Softmax, as TFLite Micro runs it), for .tflite models:
  * exp_table[d] = gemmlowp's fixed-point exp (Q0.31) of the difference -d from the row's max rescaled into
@@ -416,30 +429,31 @@ void edgec_log_softmax_s8(const edgec_log_softmax_params *p, const uint32_t *exp
 typedef struct {
     int32_t rows, cols, diff_min;
 } edgec_softmax_tflite_params;
-void edgec_softmax_tflite_s8(const edgec_softmax_tflite_params *p, const int32_t *exp_table, const int8_t *input,
+void edgec_softmax_tflite_s8(const edgec_softmax_tflite_params *p, const int8_t *input, const int32_t *exp_table,
                              int8_t *output);
 
 /* ================================================================ data movement
  * edgec_movement.c */
 
-/* Rank-4 transpose (pad lower ranks with leading 1s): like numpy.transpose(x, perm). */
-void edgec_transpose_s8(const int32_t dims[4], const int32_t perm[4], const int8_t *input,
-                        int8_t *output);
+/* Rank-4 transpose (pad lower ranks with leading 1s): like numpy.transpose(x, perm) of x with shape dims. */
+typedef struct {
+    int32_t dims[4], perm[4];
+} edgec_transpose_params;
+void edgec_transpose_s8(const edgec_transpose_params *p, const int8_t *input, int8_t *output);
 
 /* Separable index map: out[i0..i5] = in[sum_k offsets[start[k] + i_k]], or pad_value when the
  * sum is negative (an axis entry of -2^27 marks padding). */
 typedef struct {
     int32_t dims[EDGEC_RANK], start[EDGEC_RANK], pad_value;
 } edgec_remap_params;
-void edgec_remap_s8(const edgec_remap_params *p, const int32_t *offsets, const int8_t *input,
-                    int8_t *output);
+void edgec_remap_s8(const edgec_remap_params *p, const int8_t *input, const int32_t *offsets, int8_t *output);
 
 /* One input of a concatenation: out[o * out_stride + out_offset + j] = in[o * chunk + j]
  * (through table[in + 128] when table is not NULL). */
 typedef struct {
     int32_t outer, chunk, out_stride, out_offset;
 } edgec_concat_params;
-void edgec_concat_part_s8(const edgec_concat_params *p, const int8_t *table, const int8_t *input,
+void edgec_concat_part_s8(const edgec_concat_params *p, const int8_t *input, const int8_t *table,
                           int8_t *output);
 
 /* ================================================================ reduction
@@ -462,55 +476,36 @@ void edgec_cumsum_s8(const edgec_cumsum_params *p, const int8_t *input, int8_t *
 /* ================================================================ recurrent
  * edgec_recurrent.c: ONNX LSTM (gru 0, gates i o f c) and GRU (gru 1, gates z r h) over
  * [steps][batch][input_size], one direction (reverse: last step first). Weights int8 per row
- * ([gates*hidden][input_size] and [gates*hidden][hidden]), gate pre-activations int16 Q3.12 (x part: rq(bias_x + w_x.x, mult_x, shift_x) + wb;
- * h part: rq(w_h.h, mult_h, shift_h) + rb), sigmoid/tanh by 513-entry int16 tables, hidden state int16 Q0.15,
- * cell state int16 Q4.11 (initial states init_h, init_c [batch][hidden]); output int8 (rq(state, out_mult,
- * out_shift) + output_zp): output 0 h of every step ([steps][batch][hidden]), 1 the last h, 2 the last c
- * ([batch][hidden]). scratch: 4*(gates+1)*hidden + 2*(2*batch+1)*hidden bytes, 4-byte aligned. */
+ * ([gates*hidden][input_size] and [gates*hidden][hidden]), gate pre-activations int16 Q3.12 (x part:
+ * rq(bias_x + w_x.x, mult_x, shift_x) + wb; h part: rq(w_h.h, mult_h, shift_h) + rb), sigmoid/tanh by 513-entry
+ * int16 tables, hidden state int16 Q0.15, cell state int16 Q4.11 (initial states init_h, init_c
+ * [batch][hidden]); output int8 (rq(state, out_mult, out_shift) + output_zp): output 0 h of every step
+ * ([steps][batch][hidden]), 1 the last h, 2 the last c ([batch][hidden]). */
 typedef struct {
     int32_t steps, batch, input_size, hidden, gru, reverse, linear_before_reset, output, out_mult, out_shift,
         output_zp;
 } edgec_recurrent_params;
-void edgec_recurrent_s8(const edgec_recurrent_params *p, const int8_t *w_x, const int8_t *w_h,
+void edgec_recurrent_s8(const edgec_recurrent_params *p, const int8_t *input, const int8_t *w_x, const int8_t *w_h,
                         const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
                         const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
                         const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
-                        const int16_t *tanh_table, const int8_t *input, void *scratch, int8_t *output);
+                        const int16_t *tanh_table, void *scratch, int8_t *output);
+/* int32 pre-activations of the gates + 1 rows (gates: 4 - gru) and int16 h, c [batch][hidden] and r*h */
+static inline int32_t edgec_recurrent_s8_get_buffer_size(const edgec_recurrent_params *p)
+{
+    return 4 * (4 - p->gru + 1) * p->hidden + 2 * (2 * p->batch + 1) * p->hidden;
+}
 /* The same with int4 weights (--weights int4, --int4 NODE): w_x and w_h in [-7, 7], each matrix packed two per
- * byte in its flattened [gates*hidden][columns] order (edgec_int4_at). */
-void edgec_recurrent_s4(const edgec_recurrent_params *p, const int8_t *w_x, const int8_t *w_h,
+ * byte in its flattened [gates*hidden][columns] order. */
+void edgec_recurrent_s4(const edgec_recurrent_params *p, const int8_t *input, const int8_t *w_x, const int8_t *w_h,
                         const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
                         const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
                         const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
-                        const int16_t *tanh_table, const int8_t *input, void *scratch, int8_t *output);
-
-/* The recurrence with its requantized matrix products behind two functions (rows [row0, row0 + rows) of
- * rq(w_x . x + bias_x, mult_x, shift_x) and of rq(w_h . h, mult_h, shift_h)): every kernel above and below is
- * edgec_recurrent_run with its own products, and shares every other line. */
-typedef struct edgec_recurrent_weights edgec_recurrent_weights;
-typedef struct edgec_recurrent_products edgec_recurrent_products;
-struct edgec_recurrent_products {
-    void (*mv_x)(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int8_t *x, int32_t *out);
-    void (*mv_h)(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int16_t *h, int32_t *out);
-    int32_t pad;                                       /* stored rows are padded to a multiple of pad weights */
-    int32_t packed;                                    /* 0: int8 weights, 1: int4 packed two per byte */
-};
-struct edgec_recurrent_weights {
-    const edgec_recurrent_products *mv;
-    const void *w_x, *w_h;
-    int32_t x_stride, h_stride, input_size, hidden;    /* strides: weights per stored row */
-    const int32_t *bias_x, *mult_x, *shift_x, *mult_h, *shift_h, *wb, *rb;
-    const int16_t *init_h, *init_c, *sigmoid, *tanh_table;
-    const int32_t *rq_x, *rq_h;                        /* the fast kernels' edgec_rq records, 5 int32 a row */
-    void *work;                                        /* the products' own scratch, after the recurrence's */
-};
-/* (rq_x, rq_h: null for the portable kernels) */
-void edgec_recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_products *mv, const void *w_x,
-                         const void *w_h, const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
-                         const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
-                         const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
-                         const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h, const int8_t *input,
-                         void *scratch, int8_t *output);
+                        const int16_t *tanh_table, void *scratch, int8_t *output);
+static inline int32_t edgec_recurrent_s4_get_buffer_size(const edgec_recurrent_params *p)
+{
+    return edgec_recurrent_s8_get_buffer_size(p);
+}
 
 /* fast (fast/edgec_recurrent_fast.c; edgec/ops/recurrent.py lower_recurrent): the same recurrence with each
  * weight row zero-padded to a multiple of 4 (words), multiplied with SMLAD on the Arm DSP path: x widened to
@@ -518,23 +513,33 @@ void edgec_recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_
  * split by SXTB16 into (w0, w2), (w1, w3); int8 weights stay int8 in flash; requantized by the fast kernels'
  * one-multiply records (rq_x, rq_h: edgec_rq's 5 fields a row, its bias field the left shift of a multiplier
  * over 1, applied to the accumulator first; a null pointer: the reference requantization, for a product whose
- * multipliers or accumulators the records do not take). scratch: the portable kernel's,
- * rounded up to 4 bytes, plus 2 * (k4(input_size) + k4(hidden)) bytes. */
-void edgec_recurrent_fast_s8(const edgec_recurrent_params *p, const uint32_t *w_x, const uint32_t *w_h,
-                             const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
-                             const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
-                             const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
-                             const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h,
-                             const int8_t *input, void *scratch, int8_t *output);
+ * multipliers or accumulators the records do not take). */
+void edgec_recurrent_fast_s8(const edgec_recurrent_params *p, const int8_t *input, const uint32_t *w_x,
+                             const uint32_t *w_h, const int32_t *bias_x, const int32_t *mult_x,
+                             const int32_t *shift_x, const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb,
+                             const int32_t *rb, const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                             const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h, void *scratch,
+                             int8_t *output);
+/* the portable kernel's (rounded up to 4 bytes), then x and h laid out as int16 pairs (rows padded to 4) */
+static inline int32_t edgec_recurrent_fast_s8_get_buffer_size(const edgec_recurrent_params *p)
+{
+    return (edgec_recurrent_s8_get_buffer_size(p) + 3) / 4 * 4 +
+           2 * ((p->input_size + 3) / 4 * 4 + (p->hidden + 3) / 4 * 4);
+}
 /* The same with int4 weights: each row zero-padded to a multiple of 8, 8 nibbles a word in edgec/ops/int4.py's
- * PERM8 order (as edgec_fully_connected_packed_s4); scratch: the portable kernel's rounded up to 4 bytes, plus
- * 2 * (k8(input_size) + k8(hidden)) bytes. */
-void edgec_recurrent_fast_s4(const edgec_recurrent_params *p, const uint32_t *w_x, const uint32_t *w_h,
-                             const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
-                             const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
-                             const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
-                             const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h,
-                             const int8_t *input, void *scratch, int8_t *output);
+ * PERM8 order (as edgec_fully_connected_packed_s4). */
+void edgec_recurrent_fast_s4(const edgec_recurrent_params *p, const int8_t *input, const uint32_t *w_x,
+                             const uint32_t *w_h, const int32_t *bias_x, const int32_t *mult_x,
+                             const int32_t *shift_x, const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb,
+                             const int32_t *rb, const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                             const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h, void *scratch,
+                             int8_t *output);
+/* the portable kernel's (rounded up to 4 bytes), then x and h laid out as int16 pairs (rows padded to 8) */
+static inline int32_t edgec_recurrent_fast_s4_get_buffer_size(const edgec_recurrent_params *p)
+{
+    return (edgec_recurrent_s8_get_buffer_size(p) + 3) / 4 * 4 +
+           2 * ((p->input_size + 7) / 8 * 8 + (p->hidden + 7) / 8 * 8);
+}
 
 /* ================================================================ resize
  * edgec_resize.c */
@@ -544,17 +549,19 @@ void edgec_recurrent_fast_s4(const edgec_recurrent_params *p, const uint32_t *w_
 typedef struct {
     int32_t in_h, in_w, c, out_h, out_w;
 } edgec_resize_params;
-void edgec_resize_linear_s8(const edgec_resize_params *p, const int32_t *idx, const int32_t *frac,
-                            const int8_t *input, int8_t *output);
+void edgec_resize_linear_s8(const edgec_resize_params *p, const int8_t *input, const int32_t *idx,
+                            const int32_t *frac, int8_t *output);
 
 /* ================================================================ type conversion
  * edgec_convert.c */
 
-/* Boundary conversions: int8 (zero point zp) <-> int16 (zero point 0), by a Q31 multiplier + shift. */
-void edgec_requantize_s8_s16(int32_t n, const int8_t *input, int32_t input_zp, int32_t mult, int32_t shift,
-                             int16_t *output);
-void edgec_requantize_s16_s8(int32_t n, const int16_t *input, int32_t output_zp, int32_t mult, int32_t shift,
-                             int8_t *output);
+/* Boundary conversions of n values between int8 (zero point zero_point) and int16 (zero point 0), by a Q31
+ * multiplier + shift. */
+typedef struct {
+    int32_t n, zero_point, mult, shift;
+} edgec_requantize_params;
+void edgec_requantize_s8_s16(const edgec_requantize_params *p, const int8_t *input, int16_t *output);
+void edgec_requantize_s16_s8(const edgec_requantize_params *p, const int16_t *input, int8_t *output);
 
 #ifdef __cplusplus
 }

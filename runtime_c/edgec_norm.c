@@ -1,6 +1,6 @@
 /* edgec layer normalization over the last axis, portable C99, one pass of integer statistics per row.
  * Bit-exact with edgec/ops/norm.py (the arithmetic is described there). */
-#include "edgec_nn.h"
+#include "edgec_nn_support.h"
 
 /* floor(sqrt(v)) for v in [2^28, 2^30): 15 steps of the bit-by-bit method */
 static uint32_t edgec_isqrt30(uint32_t v)
@@ -18,8 +18,8 @@ static uint32_t edgec_isqrt30(uint32_t v)
     return root;
 }
 
-void edgec_layer_norm_s8(const edgec_layer_norm_params *p, const int16_t *gamma, const int32_t *beta,
-                         const int8_t *input, int8_t *output)
+void edgec_layer_norm_s8(const edgec_layer_norm_params *p, const int8_t *input, const int16_t *gamma,
+                         const int32_t *beta, int8_t *output)
 {
     const int32_t cols = p->cols, zp = p->input_zp;
     int32_t r, i;

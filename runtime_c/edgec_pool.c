@@ -1,5 +1,5 @@
 /* edgec pooling, portable C99. Bit-exact with edgec/ops/pool.py. */
-#include "edgec_nn.h"
+#include "edgec_nn_support.h"
 
 void edgec_max_pool_s8(const edgec_pool_params *p, const int8_t *input, int8_t *output)
 {

@@ -1,7 +1,7 @@
 /* edgec LSTM and GRU (ONNX LSTM, GRU; one direction), portable C99. Bit-exact with edgec/ops/recurrent.py.
  * int8 input and output, int8 weights per row, gate pre-activations int16 Q3.12, gate activations and hidden
  * state int16 Q0.15 (TFLite's 513-entry int16 tables with interpolation), LSTM cell state int16 Q4.11. */
-#include "edgec_nn.h"
+#include "edgec_nn_support.h"
 
 #define EDGEC_GATE_BITS 12
 #define EDGEC_STATE_BITS 15
@@ -199,25 +199,27 @@ void edgec_recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_
     w.tanh_table = tanh_table;
     w.rq_x = rq_x;
     w.rq_h = rq_h;
+    /* after the recurrence's own scratch, edgec_recurrent_s8_get_buffer_size(p) rounded up to 4, written out: the
+     * call would make gcc stop inlining recurrent_sequence here (200 bytes more code on the Cortex-M4) */
     w.work = (int8_t *)scratch + ((4 * (gates + 1) * hid + 2 * (2 * p->batch + 1) * hid + 3) & ~3);
     recurrent_sequence(p, &w, input, scratch, output);
 }
 
-void edgec_recurrent_s8(const edgec_recurrent_params *p, const int8_t *w_x, const int8_t *w_h,
+void edgec_recurrent_s8(const edgec_recurrent_params *p, const int8_t *input, const int8_t *w_x, const int8_t *w_h,
                         const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
                         const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
                         const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
-                        const int16_t *tanh_table, const int8_t *input, void *scratch, int8_t *output)
+                        const int16_t *tanh_table, void *scratch, int8_t *output)
 {
     edgec_recurrent_run(p, &PORTABLE_S8, w_x, w_h, bias_x, mult_x, shift_x, mult_h, shift_h, wb, rb, init_h, init_c,
                         sigmoid, tanh_table, (const int32_t *)0, (const int32_t *)0, input, scratch, output);
 }
 
-void edgec_recurrent_s4(const edgec_recurrent_params *p, const int8_t *w_x, const int8_t *w_h,
+void edgec_recurrent_s4(const edgec_recurrent_params *p, const int8_t *input, const int8_t *w_x, const int8_t *w_h,
                         const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
                         const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
                         const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
-                        const int16_t *tanh_table, const int8_t *input, void *scratch, int8_t *output)
+                        const int16_t *tanh_table, void *scratch, int8_t *output)
 {
     edgec_recurrent_run(p, &PORTABLE_S4, w_x, w_h, bias_x, mult_x, shift_x, mult_h, shift_h, wb, rb, init_h, init_c,
                         sigmoid, tanh_table, (const int32_t *)0, (const int32_t *)0, input, scratch, output);

@@ -1,5 +1,5 @@
 /* edgec reductions, portable C99. Bit-exact with edgec/ops/reduce.py. */
-#include "edgec_nn.h"
+#include "edgec_nn_support.h"
 
 void edgec_reduce_s8(const edgec_reduce_params *p, const int8_t *input, int8_t *output)
 {

@@ -1,8 +1,8 @@
 /* edgec resize, portable C99. Bit-exact with edgec/ops/resize.py. */
-#include "edgec_nn.h"
+#include "edgec_nn_support.h"
 
-void edgec_resize_linear_s8(const edgec_resize_params *p, const int32_t *idx, const int32_t *frac,
-                            const int8_t *input, int8_t *output)
+void edgec_resize_linear_s8(const edgec_resize_params *p, const int8_t *input, const int32_t *idx,
+                            const int32_t *frac, int8_t *output)
 {
     const int32_t c = p->c, in_w = p->in_w, oh = p->out_h, ow = p->out_w;
     const int32_t *y0 = idx, *y1 = idx + oh, *x0 = idx + 2 * oh, *x1 = idx + 2 * oh + ow;

@@ -1,7 +1,7 @@
 /* edgec softmax and log-softmax, portable C99. Bit-exact with edgec/ops/softmax.py. */
 #include <limits.h>
 
-#include "edgec_nn.h"
+#include "edgec_nn_support.h"
 
 /* The largest value m of one row of cols values and the sum of exp_table[m - x[i]] over the row
  * (at most cols * 2^24): what softmax and log-softmax both start from. */
@@ -27,9 +27,10 @@ static inline uint64_t edgec_exp_sum(const int8_t *x, int32_t cols, const uint32
     return sum;
 }
 
-void edgec_softmax_s8(int32_t rows, int32_t cols, const uint32_t *exp_table, const int8_t *input,
+void edgec_softmax_s8(const edgec_softmax_params *p, const int8_t *input, const uint32_t *exp_table,
                       int8_t *output)
 {
+    const int32_t rows = p->rows, cols = p->cols;
     int32_t r, i;
     for (r = 0; r < rows; ++r) {
         const int8_t *x = input + r * cols;
@@ -77,9 +78,10 @@ static inline uint32_t edgec_exp16(uint32_t d, const uint16_t *exp_hi, const uin
 /* The row's exps are computed twice (for the sum, then for the outputs) rather than kept: the output may be
  * the input (in place), and no scratch is needed. The max's exp is 2^15, so sum >= 2^15 and recip <= 2^31;
  * cols <= 65536 keeps sum <= 2^31. */
-void edgec_softmax_s16(int32_t rows, int32_t cols, const uint16_t *exp_hi, const uint16_t *exp_lo,
-                       const int16_t *input, int16_t *output)
+void edgec_softmax_s16(const edgec_softmax_params *p, const int16_t *input, const uint16_t *exp_hi,
+                       const uint16_t *exp_lo, int16_t *output)
 {
+    const int32_t rows = p->rows, cols = p->cols;
     int32_t r, i;
     for (r = 0; r < rows; ++r) {
         const int16_t *x = input + r * cols;
@@ -101,8 +103,8 @@ void edgec_softmax_s16(int32_t rows, int32_t cols, const uint16_t *exp_hi, const
     }
 }
 
-void edgec_log_softmax_s8(const edgec_log_softmax_params *p, const uint32_t *exp_table,
-                          const int32_t *log_table, const int8_t *input, int8_t *output)
+void edgec_log_softmax_s8(const edgec_log_softmax_params *p, const int8_t *input, const uint32_t *exp_table,
+                          const int32_t *log_table, int8_t *output)
 {
     int32_t r, i;
     for (r = 0; r < p->rows; ++r) {
@@ -173,7 +175,7 @@ static int32_t edgec_one_over_one_plus_x(int32_t a) /* Q0.31 in [0, 1) -> Q0.31 
 
 /* The table holds 0 where a difference is below diff_min: such an element adds nothing to the sum and
  * outputs -128, as TFLite's skipped ones (so no test of diff_min here). Exps and the reciprocal are >= 0. */
-void edgec_softmax_tflite_s8(const edgec_softmax_tflite_params *p, const int32_t *exp_table, const int8_t *input,
+void edgec_softmax_tflite_s8(const edgec_softmax_tflite_params *p, const int8_t *input, const int32_t *exp_table,
                              int8_t *output)
 {
     int32_t r, i;

@@ -2,7 +2,7 @@
 refactoring left the generated code byte-identical.
 
     python scripts/generated_c.py snapshot DIR [--repo CHECKOUT] [--jobs 2] [--only SUBSTRING]
-    python scripts/generated_c.py compare OLD NEW [--renames scripts/c_renames.txt]
+    python scripts/generated_c.py compare OLD NEW [--renames scripts/c_renames.txt] [--rewrites scripts/c_rewrites.txt]
 
 Cases (the acceptance matrix of a refactoring): every example model (examples/*/*.onnx and the PyTorch
 exports in examples/*/pytorch), the seven MLPerf Tiny ONNX files and the four INT8 .tflite files
@@ -18,7 +18,9 @@ snapshots come from the same script. Calibration statistics are cached in a fold
 no tuning log is read, and the sensitivity report (which does not change the code) is not computed.
 
 `compare` says whether every model .c/.h and every error is byte-identical once #include lines are dropped
-and the rename map (`old new` per line: C identifiers renamed on purpose) is applied to the old text.
+and the rename map (`old new` per line: C identifiers renamed on purpose) and then the rewrite rules (a documented
+regex -> replacement per call-shape change made on purpose: an argument order, loose arguments becoming a params
+block; the format is in scripts/c_rewrites.txt) are applied to the old text.
 """
 from __future__ import annotations
 
@@ -161,18 +163,52 @@ def snapshot(dest: Path, repo: Path, jobs: int, only: str | None) -> int:
     return 1 if crashed else 0
 
 
-def _normal(text: str, renames: list[tuple[str, str]]) -> str:
+# placeholders of the rewrite rules: one C argument (no comma outside parentheses), an integer literal
+_PLACEHOLDERS = {"{ARG}": r"((?:[^,()]|\([^()]*\))+)", "{INT}": r"(-?\d+)"}
+
+
+def read_rewrites(path: Path | None) -> list[tuple[re.Pattern, str]]:
+    """The rules of a rewrite file: `old: REGEX` then `new: REPLACEMENT` lines (comments start with #)."""
+    if not path or not path.exists():
+        return []
+    rules, pending = [], None
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if line.startswith("old: "):
+            pattern = line[len("old: "):]
+            for name, regex in _PLACEHOLDERS.items():
+                pattern = pattern.replace(name, regex)
+            pending = re.compile(pattern, re.M)
+        elif line.startswith("new: ") and pending is not None:
+            rules.append((pending, line[len("new: "):]))
+            pending = None
+        elif line.strip() and not line.startswith("#"):
+            raise ValueError(f"{path}:{number}: neither a comment nor an old:/new: line")
+    if pending is not None:
+        raise ValueError(f"{path}: an old: line without its new: line")
+    return rules
+
+
+def _normal(text: str, renames: list[tuple[str, str]], rewrites=(), counts: list | None = None) -> str:
     text = "\n".join(line for line in text.splitlines() if not line.startswith("#include"))
     for old, new in renames:
         text = re.sub(rf"\b{re.escape(old)}\b", new, text)
+    for k, (pattern, replacement) in enumerate(rewrites):
+        for _ in range(10000):       # until it no longer matches (a rule may span what an earlier match skipped)
+            text, n = pattern.subn(replacement, text)
+            if counts is not None:
+                counts[k] += n
+            if not n:
+                break
     return text
 
 
-def compare(old: Path, new: Path, renames_file: Path | None) -> int:
+def compare(old: Path, new: Path, renames_file: Path | None, rewrites_file: Path | None = None) -> int:
     renames = []
     if renames_file and renames_file.exists():
         renames = [tuple(line.split()[:2]) for line in renames_file.read_text().splitlines()
                    if line.strip() and not line.startswith("#")]
+    rewrites = read_rewrites(rewrites_file)
+    counts = [0] * len(rewrites)
     bad, files = 0, 0
     for case in sorted(p.name for p in old.iterdir() if p.is_dir()):
         names = sorted({f.name for f in (old / case).iterdir()} | {f.name for f in (new / case).iterdir()}
@@ -184,11 +220,12 @@ def compare(old: Path, new: Path, renames_file: Path | None) -> int:
                 print(f"{'MISSING' if f.exists() else 'EXTRA'} {case}/{name}")
                 bad += 1
                 continue
-            if _normal(f.read_text(), renames) != _normal(g.read_text(), []):
+            if _normal(f.read_text(), renames, rewrites, counts) != _normal(g.read_text(), []):
                 print(f"DIFFERS {case}/{name}")
                 bad += 1
     print(f"{'all identical' if not bad else f'{bad} file(s) differ'} ({files} files in "
-          f"{sum(1 for p in old.iterdir() if p.is_dir())} cases, #include lines dropped, {len(renames)} renames)")
+          f"{sum(1 for p in old.iterdir() if p.is_dir())} cases, #include lines dropped, {len(renames)} renames, "
+          f"{len(rewrites)} rewrite rules applied {sum(counts)} times: {counts})")
     return 1 if bad else 0
 
 
@@ -204,10 +241,11 @@ def main() -> int:
     c.add_argument("old", type=Path)
     c.add_argument("new", type=Path)
     c.add_argument("--renames", type=Path, default=REPO / "scripts" / "c_renames.txt")
+    c.add_argument("--rewrites", type=Path, default=REPO / "scripts" / "c_rewrites.txt")
     a = ap.parse_args()
     if a.cmd == "snapshot":
         return snapshot(a.dest, a.repo.resolve(), a.jobs, a.only)
-    return compare(a.old, a.new, a.renames)
+    return compare(a.old, a.new, a.renames, a.rewrites)
 
 
 if __name__ == "__main__":

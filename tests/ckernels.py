@@ -1,8 +1,8 @@
 """The C runtime behind ctypes, for the kernel tests (tests/kernels/, tests/test_planner.py); not a test module.
 
-`build_library` compiles every runtime file (runtime_c/*.c and fast/) plus a shim exporting the header's inline
-requantization helpers into one shared library, warning-free and under UBSan; the session fixture `ck`
-(tests/conftest.py) holds it as a `CKernels`, whose methods have the NumPy twins' signatures
+`build_library` compiles every runtime file (runtime_c/*.c and fast/) plus a shim exporting the inline
+requantization helpers of edgec_nn_support.h into one shared library, warning-free and under UBSan; the session
+fixture `ck` (tests/conftest.py) holds it as a `CKernels`, whose methods have the NumPy twins' signatures
 (edgec/ops/) and whose `.lib` calls any kernel directly. Parameter structs are built from the
 layout edgec_nn.h itself declares (edgec/cheader.py). Below: the random cases the families' tests share.
 """
@@ -25,7 +25,7 @@ WARN = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 I32 = ctypes.c_int32
 
 SHIM = r"""
-#include "edgec_nn.h"
+#include "edgec_nn_support.h"
 void edgec_test_requantize(int32_t n, const int32_t *acc, const int32_t *mult, const int32_t *shift,
                            int32_t *out)
 {
@@ -122,7 +122,8 @@ class CKernels:
         x = np.ascontiguousarray(x, np.int8)
         table = np.ascontiguousarray(table, np.uint32)
         out = np.zeros_like(x)
-        self.lib.edgec_softmax_s8(I32(x.shape[0]), I32(x.shape[1]), ptr(table), ptr(x), ptr(out))
+        self.lib.edgec_softmax_s8(ctypes.byref(make("edgec_softmax_params", dict(rows=x.shape[0], cols=x.shape[1]))),
+                                  ptr(x), ptr(table), ptr(out))
         return out
 
     def transpose_s8(self, x, perm):
@@ -131,7 +132,8 @@ class CKernels:
         dims = np.array([1] * (4 - r) + list(x.shape), np.int32)
         perm4 = np.array(list(range(4 - r)) + [int(q) + 4 - r for q in perm], np.int32)
         out = np.zeros(dims[perm4], np.int8)
-        self.lib.edgec_transpose_s8(ptr(dims), ptr(perm4), ptr(x), ptr(out))
+        self.lib.edgec_transpose_s8(ctypes.byref(make("edgec_transpose_params", dict(dims=dims, perm=perm4))), ptr(x),
+                                    ptr(out))
         return out.reshape([x.shape[q] for q in perm])
 
     def requantize(self, acc, mult, shift):

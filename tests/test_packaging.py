@@ -17,8 +17,8 @@ def test_wheel_carries_data_and_builds(tmp_path):
     (wheel,) = dist.glob("edgec-*.whl")
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
-    for folder in ("templates/model.c.j2", "boards/qemu-cortex-m4.toml", "runtime_c/edgec_nn.h", "runtime_c/fast/edgec_conv_fast.c",
-                   "runtime_c/harness/edgec_link.c",
+    for folder in ("templates/model.c.j2", "boards/qemu-cortex-m4.toml", "runtime_c/edgec_nn.h",
+                   "runtime_c/fast/edgec_conv2d_im2col.c", "runtime_c/harness/edgec_link.c",
                    "boards/platforms/edgec-qemu/builder/main.py"):
         assert (site / "edgec" / "_data" / folder).is_file(), folder
     (entry_points,) = site.glob("edgec-*.dist-info/entry_points.txt")

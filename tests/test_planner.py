@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ckernels import I32, make, ptr
+from ckernels import make, ptr
 from conftest import require_mlperf, MLPERF
 from planner_oracle import best_arena, min_arena, orders, peak
 from edgec.ir import Graph, Op, Tensor
@@ -239,7 +239,8 @@ def test_in_place_kernels_are_safe_in_place(ck):
         want = softmax.softmax_s8(x, table)
         buf = np.ascontiguousarray(x)
         tab = np.ascontiguousarray(table, np.uint32)
-        ck.lib.edgec_softmax_s8(I32(rows), I32(cols), ptr(tab), ptr(buf), ptr(buf))
+        ck.lib.edgec_softmax_s8(ctypes.byref(make("edgec_softmax_params", dict(rows=rows, cols=cols))), ptr(buf),
+                                ptr(tab), ptr(buf))
         assert np.array_equal(buf, want)
 
 

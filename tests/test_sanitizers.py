@@ -146,7 +146,7 @@ def test_every_runtime_file_is_warning_clean(cc, tmp_path):
         (tmp_path / variant).mkdir()
         hostcc.objects(sources, REPO / "runtime_c", host_compiler(cc), [*WARN, "-O2", *flags, "-I", include],
                        tmp_path / variant)
-    # the public header is C++-clean too (extern "C"), for Arduino sketches and C++ firmware
-    (tmp_path / "nn.cpp").write_text('#include "edgec_nn.h"\n')
+    # the headers are C++-clean too (extern "C"), for Arduino sketches and C++ firmware
+    (tmp_path / "nn.cpp").write_text('#include "edgec_nn.h"\n#include "edgec_nn_support.h"\n')
     _run([host_compiler("g++" if cc == "gcc" else "clang++"), "-fsyntax-only", "-Wall", "-Wextra", "-Werror",
           "-I", REPO / "runtime_c", tmp_path / "nn.cpp"])

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgec import cheader
 from edgec.ir import Op
 from edgec.ops import fast
 
@@ -54,20 +55,20 @@ def lower_mve(op: Op, lowered: dict) -> dict:
         wp[:params["out_c"], :k] = op.arrays["weights"].reshape(params["out_c"], k)
         wp = wp.reshape(pairs, 2, k16 // 16, 16).transpose(0, 2, 1, 3)        # [pair][block][channel][16]
         return {**lowered, "kernel": "edgec_conv2d_mve_s8", "params": {**params, "k4": k16},
-                "scratch_bytes": 64 * -(-params["out_c"] // 4) + 4 * k16,
+                "scratch_bytes": cheader.buffer_size("edgec_conv2d_mve_s8", {**params, "k4": k16}),
                 "arrays": {"fw": fast.words(np.ascontiguousarray(wp)), "rq": rq_vectors(arrays["rq"])}}
     if kernel == "edgec_depthwise_conv2d_3x3_s8":
         c = params["c"]
         w = (arrays["fw"].view("<i2").reshape(c, 3, 3) // 2).astype(np.int8)    # undo the DSP path's doubling
-        width = (params["out_cols"] - 1) * params["stride"] + 3
         return {**lowered, "kernel": "edgec_depthwise_conv2d_3x3_mve_s8",
-                "scratch_bytes": max(4 * (width + 16), 12 * width),
+                "scratch_bytes": cheader.buffer_size("edgec_depthwise_conv2d_3x3_mve_s8", params),
                 "arrays": {"fw": fast.words(np.ascontiguousarray(w.transpose(1, 2, 0))), "rq": arrays["rq"]}}
     if kernel == "edgec_fully_connected_packed_s8":
         n_out, n_in, k4 = params["out_features"], params["in_features"], params["k4"]
         wp = np.zeros((n_out, k4), np.int8)
         wp[:, :n_in] = op.arrays["weights"].reshape(n_out, n_in)
-        return {**lowered, "kernel": "edgec_fully_connected_mve_s8", "scratch_bytes": 0,
+        return {**lowered, "kernel": "edgec_fully_connected_mve_s8",
+                "scratch_bytes": cheader.buffer_size("edgec_fully_connected_mve_s8", params),
                 "arrays": {"fw": fast.words(wp), "rq": arrays["rq"]}}
     if kernel == "edgec_add_lut_s8":
         return {**lowered, "kernel": "edgec_add_lut_mve_s8"}

@@ -1,7 +1,7 @@
 """Weight packing of the speed variants that keep more outputs in registers (edgec/lower/specialize.py lists
-them): the convolution with 2 pixels x 4 channels (runtime_c/fast/edgec_conv_blocked4_fast.c; offered for 1x1
+them): the convolution with 2 pixels x 4 channels (runtime_c/fast/edgec_conv2d_blocked4.c; offered for 1x1
 convolutions and single-channel inputs, edgec/lower/specialize.py) and the fully
-connected layer with 8 rows a pass (fast/edgec_fully_connected_rows8_fast.c).
+connected layer with 8 rows a pass (fast/edgec_fully_connected_rows8.c).
 
 Both double the int16 weights and the biases at build time (|acc| < 2^30, edgec/ops/fast.py, so 2 * acc fits
 an int32): the accumulators then hold the doubled sum the requantization's SMMLAR takes. Both pad the last
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgec import cheader
 from edgec.ops import fast
 
 
@@ -54,7 +55,8 @@ def blocked4_conv(lowered: dict) -> dict:
     w[:, :k4] = lowered["arrays"]["fw"].view(np.int8).reshape(out_c, k4)
     words, rq = _blocks(w, lowered["arrays"]["rq"], 4, lambda g: g[..., [0, 2, 1, 3]].reshape(
         *g.shape[:2], 4, 2, 2).transpose(0, 1, 3, 2, 4))
-    return {**lowered, "kernel": "edgec_conv2d_blocked4_s8", "scratch_bytes": 4 * k8 + k4,
+    return {**lowered, "kernel": "edgec_conv2d_blocked4_s8",
+            "scratch_bytes": cheader.buffer_size("edgec_conv2d_blocked4_s8", p),
             "arrays": {**lowered["arrays"], "fw": words, "rq": rq}}
 
 
@@ -73,4 +75,6 @@ def rows8_fc(lowered: dict) -> dict:
     rows 0..7."""
     words, rq = _blocks(fc_rows(lowered).astype(np.int16), lowered["arrays"]["rq"], 8,
                         lambda g: g[..., [0, 2, 1, 3]])
-    return {**lowered, "kernel": "edgec_fully_connected_rows8_s8", "arrays": {**lowered["arrays"], "fw": words, "rq": rq}}
+    return {**lowered, "kernel": "edgec_fully_connected_rows8_s8",
+            "arrays": {**lowered["arrays"], "fw": words, "rq": rq},
+            "scratch_bytes": cheader.buffer_size("edgec_fully_connected_rows8_s8", lowered["params"])}

@@ -13,6 +13,7 @@ import json
 
 import numpy as np
 
+from edgec import cheader
 from edgec.lower import register_blocks
 from edgec.ir import Op
 from edgec.ops import fast
@@ -34,7 +35,8 @@ def blocked_conv(lowered: dict) -> dict:
     if out_c % 2:
         w[out_c] = w[out_c - 1]
     w = w.reshape(-1, 2, k8 // 4, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
-    return {**lowered, "kernel": "edgec_conv2d_blocked_s8", "scratch_bytes": 4 * k8 + k4,
+    return {**lowered, "kernel": "edgec_conv2d_blocked_s8",
+            "scratch_bytes": cheader.buffer_size("edgec_conv2d_blocked_s8", p),
             "arrays": {**lowered["arrays"], "fw": fast.words(np.ascontiguousarray(w))}}
 
 
@@ -51,7 +53,8 @@ def pointwise_conv(lowered: dict) -> dict:
     w = w.reshape(-1, 2, k4 // 4, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
     rq = lowered["arrays"]["rq"].reshape(-1, 5)
     rq = np.concatenate([rq, rq[-1:]] if out_c % 2 else [rq]) * np.array([2, 1, 1, 1, 1], rq.dtype)
-    return {**lowered, "kernel": "edgec_conv2d_pointwise_s8", "scratch_bytes": 5 * k4,
+    return {**lowered, "kernel": "edgec_conv2d_pointwise_s8",
+            "scratch_bytes": cheader.buffer_size("edgec_conv2d_pointwise_s8", p),
             "arrays": {**lowered["arrays"], "fw": fast.words(np.ascontiguousarray(w)), "rq": rq}}
 
 
@@ -71,9 +74,8 @@ def window_conv(lowered: dict) -> dict:
     if out_c % 2:
         w[out_c] = w[out_c - 1]
     w = w.reshape(-1, 2, k_h * k_w * c4 // 4, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
-    width = (p["out_w"] - 1) * p["stride_w"] + k_w
-    scratch = 4 * (k_h * width + k_h * k_w) * c4
-    return {**lowered, "kernel": "edgec_conv2d_window_s8", "scratch_bytes": scratch,
+    return {**lowered, "kernel": "edgec_conv2d_window_s8",
+            "scratch_bytes": cheader.buffer_size("edgec_conv2d_window_s8", p),
             "arrays": {**lowered["arrays"], "fw": fast.words(np.ascontiguousarray(w))}}
 
 
@@ -91,6 +93,7 @@ def wide_fc(lowered: dict) -> dict:
     of 4 weights w0..w3 of a row as the int16 values w0, w2, w1, w3."""
     w = lowered["arrays"]["fw"].view(np.int8).astype(np.int16).reshape(-1, 4)[:, [0, 2, 1, 3]]
     return {**lowered, "kernel": "edgec_fully_connected_wide_s8",
+            "scratch_bytes": cheader.buffer_size("edgec_fully_connected_wide_s8", lowered["params"]),
             "arrays": {**lowered["arrays"], "fw": fast.words(np.ascontiguousarray(w))}}
 
 
@@ -114,8 +117,8 @@ def fused_depthwise(lowered: dict) -> dict:
         words[:, rot, 3] = _half(c[:, 0]) | _half(c[:, 1]) << 16
         words[:, rot, 4] = _half(c[:, 2])
         words[:, rot, 5] = (bias2 & 0xFFFFFFFF).astype(np.uint32)
-    width = (lowered["params"]["out_cols"] - 1) * lowered["params"]["stride"] + 3
-    return {**lowered, "kernel": "edgec_depthwise_conv2d_3x3_fused_s8", "scratch_bytes": 32 * width,
+    return {**lowered, "kernel": "edgec_depthwise_conv2d_3x3_fused_s8",
+            "scratch_bytes": cheader.buffer_size("edgec_depthwise_conv2d_3x3_fused_s8", lowered["params"]),
             "arrays": {**lowered["arrays"], "fw": words.reshape(-1)}}
 
 

@@ -174,8 +174,8 @@ def c_add(op: Op, site: CallSite) -> str:
     x, y = site.inputs
     if op.lowered:
         pre = site.prefix
-        return (f"{op.lowered['kernel']}(&{pre}_params, {pre}_lut1, {pre}_lut2, {pre}_rq, {x}, "
-                f"{y}, {site.output});")
+        return (f"{op.lowered['kernel']}(&{pre}_params, {x}, {y}, {pre}_lut1, {pre}_lut2, {pre}_rq, "
+                f"{site.output});")
     return f"edgec_add_s8(&{site.prefix}_params, {x}, {y},\n        {site.output});"
 
 

@@ -55,7 +55,7 @@ def c_concat(op: Op, site: CallSite) -> str:
     for i, (part, t) in enumerate(zip(op.params["parts"], site.inputs)):
         table = site.arrays.get(f"table{i}", "0")
         lines.append(f"{{ static const edgec_concat_params p = {cemit.struct_init(part)}; "
-                     f"edgec_concat_part_s8(&p, {table}, {t}, {site.output}); }}")
+                     f"edgec_concat_part_s8(&p, {t}, {table}, {site.output}); }}")
     return "\n    ".join(lines)
 
 

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgec import cheader
 from edgec.errors import node_error
 from edgec.ir import NO_ACT, Op, Tensor
 from edgec.ops import cemit, fast, movement
 from edgec.ops.lut import per_channel_affine
 from edgec.ops.opdef import CallSite, Equalize, Int16, OpDef
 from edgec.fixedpoint.scheme import act_range, finish, finish16, weighted, weighted16
-
-
-CONV_CHUNK = 16          # EDGEC_CONV_CHUNK in the fast conv kernel: output channels accumulated at a time
 
 
 # ---- windows (shared with edgec/ops/pool.py) -------------------------------------------------
@@ -219,9 +217,9 @@ def c_conv16(op: Op, site: CallSite) -> str:
 
 def c_group_conv(op: Op, site: CallSite) -> str:
     n = site.arrays
-    call = (f"edgec_group_conv2d_s8(&p, {op.params['groups']}, {site.inputs[0]}, {n['weights']}, {n['bias']}, "
+    call = (f"edgec_group_conv2d_s8(&p, {site.inputs[0]}, {n['weights']}, {n['bias']}, "
             f"{n['mult']}, {n['shift']}, {site.output});")
-    return cemit.with_params("edgec_conv_params", op.params, call, only_fields=True)
+    return cemit.with_params("edgec_group_conv2d_params", op.params, call, only_fields=True)
 
 
 # ---- fast kernels -------------------------------------------------------------------------------
@@ -241,7 +239,8 @@ def lower_conv(op: Op) -> dict | None:
             "input_zp").split()
     params = {**{k: int(p[k]) for k in keys}, **got[0], "k4": k4}
     return {"kernel": "edgec_conv2d_im2col_s8", "struct": "edgec_conv2d_im2col_params", "params": params,
-            "arrays": {"fw": fast.words(wp), "rq": got[1]}, "scratch_bytes": 9 * k4 + 16 * CONV_CHUNK}
+            "arrays": {"fw": fast.words(wp), "rq": got[1]},
+            "scratch_bytes": cheader.buffer_size("edgec_conv2d_im2col_s8", params)}
 
 
 def lower_depthwise(op: Op) -> dict | None:
@@ -265,11 +264,10 @@ def lower_depthwise(op: Op) -> dict | None:
               "pad_top": h[2], "pad_left": wd[2], "in_row_step": steps[0], "in_col_step": steps[1],
               "out_row_step": steps[2], "out_col_step": steps[3], "input_zp": int(p["input_zp"]),
               "act_min": got[0]["act_min"], "act_max": got[0]["act_max"]}
-    width = (wd[1] - 1) * p["stride_h"] + 3
     return {"kernel": "edgec_depthwise_conv2d_3x3_s8", "struct": "edgec_depthwise_conv2d_3x3_params",
             "params": params,
             "arrays": {"fw": fast.words((2 * wk.astype(np.int16)).astype(np.int16)), "rq": got[1]},
-            "scratch_bytes": 32 * width + 4 * wd[1]}
+            "scratch_bytes": cheader.buffer_size("edgec_depthwise_conv2d_3x3_s8", params)}
 
 
 # ---- cross-layer equalization -------------------------------------------------------------------

@@ -15,7 +15,7 @@ import onnx
 from edgec.errors import node_error
 from edgec.ir import Op, Tensor
 from edgec.ops import movement
-from edgec.ops.cemit import i16
+from edgec.ops.cemit import i16, with_params
 from edgec.ops.opdef import CallSite, Int16, OpDef
 from edgec.fixedpoint.scheme import quantize_multiplier, requantize
 
@@ -52,15 +52,13 @@ def _run_to8(op: Op, inputs: list) -> np.ndarray:
 
 
 def _c_to16(op: Op, site: CallSite) -> str:
-    p = op.params
-    return (f"edgec_requantize_s8_s16({p['n']}, {site.inputs[0]}, {p['zero_point']}, {p['mult']}, "
-            f"{p['shift']}, {i16(site.output)});")
+    call = f"edgec_requantize_s8_s16(&p, {site.inputs[0]}, {i16(site.output)});"
+    return with_params("edgec_requantize_params", op.params, call, only_fields=True)
 
 
 def _c_to8(op: Op, site: CallSite) -> str:
-    p = op.params
-    return (f"edgec_requantize_s16_s8({p['n']}, {i16(site.inputs[0], const=True)}, {p['zero_point']}, "
-            f"{p['mult']}, {p['shift']}, {site.output});")
+    call = f"edgec_requantize_s16_s8(&p, {i16(site.inputs[0], const=True)}, {site.output});"
+    return with_params("edgec_requantize_params", op.params, call, only_fields=True)
 
 
 # the main entry converts int16 -> int8; its int16 variant (an int16 output) int8 -> int16

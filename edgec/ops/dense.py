@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgec import cheader
 from edgec.errors import node_error
 from edgec.ir import NO_ACT, Op, Tensor
 from edgec.ops import cemit, fast, matmul, movement
@@ -102,12 +103,12 @@ def c_fc16(op: Op, site: CallSite) -> str:
 
 def c_fc_rows(op: Op, site: CallSite) -> str:
     if op.lowered:
-        return (f"edgec_fully_connected_packed_rows_s8(&{site.prefix}_params, {op.params['rows']}, {site.inputs[0]}, "
+        return (f"edgec_fully_connected_packed_rows_s8(&{site.prefix}_params, {site.inputs[0]}, "
                 f"{site.prefix}_fw, {site.prefix}_rq, {site.scratch}, {site.output});")
     n = site.arrays
-    call = (f"edgec_fully_connected_rows_s8(&p, {op.params['rows']}, {site.inputs[0]}, {n['weights']}, "
+    call = (f"edgec_fully_connected_rows_s8(&p, {site.inputs[0]}, {n['weights']}, "
             f"{n['bias']}, {n['mult']}, {n['shift']}, {site.output});")
-    return cemit.with_params("edgec_fully_connected_params", op.params, call, only_fields=True)
+    return cemit.with_params("edgec_fully_connected_rows_params", op.params, call, only_fields=True)
 
 
 # ---- fast kernel --------------------------------------------------------------------------------
@@ -127,14 +128,19 @@ def lower_fc(op: Op) -> dict | None:
     packed = np.concatenate([head.reshape(-1), wp[blocks:].reshape(-1)]).astype(np.int8)
     params = {"in_features": n_in, "out_features": n_out, **got[0], "k4": k4}
     return {"kernel": "edgec_fully_connected_packed_s8", "struct": "edgec_fully_connected_packed_params",
-            "params": params,
-            "arrays": {"fw": fast.words(packed), "rq": got[1]}, "scratch_bytes": 2 * k4}
+            "params": params, "arrays": {"fw": fast.words(packed), "rq": got[1]},
+            "scratch_bytes": cheader.buffer_size("edgec_fully_connected_packed_s8", params)}
 
 
 def lower_fc_rows(op: Op) -> dict | None:
     """Every row through the fast fully connected kernel (the same packing)."""
     low = lower_fc(op)
-    return low and {**low, "kernel": "edgec_fully_connected_packed_rows_s8"}
+    if low is None:
+        return None
+    params = {**low["params"], "rows": int(op.params["rows"])}
+    return {**low, "kernel": "edgec_fully_connected_packed_rows_s8",
+            "struct": "edgec_fully_connected_packed_rows_params", "params": params,
+            "scratch_bytes": cheader.buffer_size("edgec_fully_connected_packed_rows_s8", params)}
 
 
 def _macs(op: Op) -> int:

@@ -115,7 +115,8 @@ def lower_conv(op: Op) -> dict | None:
     w = unpacked(op).reshape(low["params"]["out_c"], -1)
     wp = np.zeros((w.shape[0], k4), np.int8)
     wp[:, :w.shape[1]] = w
-    return {**low, "kernel": "edgec_conv2d_im2col_s4", "arrays": {**low["arrays"], "fw": fast.nibble_words(wp)}}
+    return {**low, "kernel": "edgec_conv2d_im2col_s4", "arrays": {**low["arrays"], "fw": fast.nibble_words(wp)},
+            "scratch_bytes": cheader.buffer_size("edgec_conv2d_im2col_s4", low["params"])}
 
 
 def lower_depthwise(op: Op) -> dict | None:
@@ -128,7 +129,7 @@ def lower_depthwise(op: Op) -> dict | None:
     packed = scheme_pack(w.astype(np.int8))
     packed = np.concatenate([packed, np.zeros(-packed.size % 4, np.int8)])
     return {**low, "kernel": "edgec_depthwise_conv2d_3x3_s4", "arrays": {**low["arrays"], "fw": fast.words(packed)},
-            "scratch_bytes": low["scratch_bytes"] + 18 * int(low["params"]["c"])}
+            "scratch_bytes": cheader.buffer_size("edgec_depthwise_conv2d_3x3_s4", low["params"])}
 
 
 def lower_fc(op: Op) -> dict | None:
@@ -141,4 +142,5 @@ def lower_fc(op: Op) -> dict | None:
     k8 = (n_in + 7) // 8 * 8
     params = {"in_features": n_in, "out_features": n_out, **got[0], "k4": k8}
     return {"kernel": "edgec_fully_connected_packed_s4", "struct": "edgec_fully_connected_packed_params",
-            "params": params, "arrays": {"fw": fast.nibble_words(w), "rq": got[1]}, "scratch_bytes": 2 * k8}
+            "params": params, "arrays": {"fw": fast.nibble_words(w), "rq": got[1]},
+            "scratch_bytes": cheader.buffer_size("edgec_fully_connected_packed_s4", params)}

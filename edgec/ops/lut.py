@@ -47,7 +47,7 @@ def float_lut(op: Op, inputs: list):
 
 
 def c_lut(op: Op, site: CallSite) -> str:
-    call = f"edgec_lut_s8(&p, {site.arrays['table']}, {site.inputs[0]}, {site.output});"
+    call = f"edgec_lut_s8(&p, {site.inputs[0]}, {site.arrays['table']}, {site.output});"
     return cemit.with_params("edgec_lut_params", op.params, call)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgec import cheader
 from edgec.errors import node_error
 from edgec.ir import NO_ACT, Op, Tensor
 from edgec.ops import cemit, fast, lut, movement
@@ -96,7 +97,6 @@ def lower_matmul(op: Op) -> dict | None:
     """The DSP kernel: operands minus their zero points fit int16, |acc| < 2^30 for k below 16,000; the
     requantization is the fast kernels' one record (declined for a multiplier above 1)."""
     p = op.params
-    groups, pairs = (int(p["k"]) + 3) // 4, (int(p["n"]) + 1) // 2
     if int(p["k"]) * 255 * 255 >= fast.ACC_LIMIT:
         return None
     rq = fast.rq_records(np.zeros(1), np.array([p["mult"]]), np.array([p["shift"]]), int(p["output_zp"]))
@@ -106,7 +106,7 @@ def lower_matmul(op: Op) -> dict | None:
     params = {f: int(p[f]) for f in keep}
     params.update(rq_mult=int(rq[0, 1]), rq_khi=int(rq[0, 2]), rq_neg=int(rq[0, 3]), rq_shift=int(rq[0, 4]))
     return {"kernel": "edgec_matmul_fast_s8", "struct": None, "params": params, "arrays": {},
-            "scratch_bytes": 16 * groups * pairs + 24 * pairs + 8 * groups}   # B^T, bias, sums, a row pair
+            "scratch_bytes": cheader.buffer_size("edgec_matmul_fast_s8", params)}
 
 
 OPS = [

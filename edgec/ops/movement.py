@@ -119,16 +119,12 @@ def float_remap(op: Op, inputs: list):
 
 
 def c_transpose(op: Op, site: CallSite) -> str:
-    n = site.arrays
-    return f"edgec_transpose_s8({n['dims']}, {n['perm']}, {site.inputs[0]}, {site.output});"
-
-
-def transpose_arrays(op: Op) -> dict:
-    return {k: np.array(op.params[k], np.int32) for k in ("dims", "perm")}
+    call = f"edgec_transpose_s8(&p, {site.inputs[0]}, {site.output});"
+    return cemit.with_params("edgec_transpose_params", op.params, call, only_fields=True)
 
 
 def c_remap(op: Op, site: CallSite) -> str:
-    call = f"edgec_remap_s8(&p, {site.arrays['offsets']}, {site.inputs[0]}, {site.output});"
+    call = f"edgec_remap_s8(&p, {site.inputs[0]}, {site.arrays['offsets']}, {site.output});"
     return cemit.with_params("edgec_remap_params", op.params, call)
 
 
@@ -139,7 +135,7 @@ OPS = [
     OpDef("reshape", "movement", _nothing, lambda op, inputs: inputs[0], lambda op, inputs: inputs[0], None,
           alias=True, qparams="input", int16=_VIEW16, sensitivity=False),
     OpDef("transpose", "movement", quantize_transpose, run_transpose,
-          lambda op, inputs: np.transpose(inputs[0], op.attrs["perm"]), c_transpose, c_arrays=transpose_arrays,
+          lambda op, inputs: np.transpose(inputs[0], op.attrs["perm"]), c_transpose,
           qparams="input", sensitivity=False, code_bytes=400),
     OpDef("remap", "movement", quantize_remap, lambda op, inputs: remap_s8(op.params, op.arrays["offsets"], inputs[0]),
           float_remap, c_remap, qparams="input"),

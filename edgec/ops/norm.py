@@ -90,7 +90,7 @@ def float_layer_norm(op: Op, inputs: list):
 
 # ---- C ------------------------------------------------------------------------------------------
 def c_layer_norm(op: Op, site: CallSite) -> str:
-    call = (f"edgec_layer_norm_s8(&p, {site.arrays['gamma']}, {site.arrays['beta']}, {site.inputs[0]}, "
+    call = (f"edgec_layer_norm_s8(&p, {site.inputs[0]}, {site.arrays['gamma']}, {site.arrays['beta']}, "
             f"{site.output});")
     return cemit.with_params("edgec_layer_norm_params", op.params, call)
 

@@ -10,7 +10,7 @@ import onnx
 
 from edgec.errors import node_error
 from edgec.ir import NO_ACT, Op, SYNTHETIC, Tensor
-from edgec.ops import movement
+from edgec.ops import cemit, movement
 from edgec.ops.conv import float_windows, pad_windows, spatial, window
 from edgec.ops.opdef import CallSite, OpDef
 from edgec.ops.reduce import reduce
@@ -83,9 +83,8 @@ def c_max_pool(op: Op, site: CallSite) -> str:
 
 def c_avg_pool(op: Op, site: CallSite) -> str:
     if op.lowered:
-        q = op.lowered["params"]
-        return (f"{op.lowered['kernel']}({q['pixels']}, {q['c']}, {q['act_min']}, {q['act_max']}, "
-                f"{site.inputs[0]}, {site.output});")
+        call = f"{op.lowered['kernel']}(&p, {site.inputs[0]}, {site.output});"
+        return cemit.with_params("edgec_avg_pool_global_params", op.lowered["params"], call)
     return f"edgec_avg_pool_s8(&{site.prefix}_params, {site.inputs[0]}, {site.output});"
 
 

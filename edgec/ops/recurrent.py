@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgec import cheader
 from edgec.errors import node_error
 from edgec.ir import Op, Tensor
 from edgec.ops import cemit, concat, fast, movement
@@ -204,8 +205,8 @@ ARRAYS = ("w_x", "w_h", "bias_x", "mult_x", "shift_x", "mult_h", "shift_h", "wb"
 
 def scratch_bytes(gates: int, hidden: int, batch: int = 1) -> int:
     """int32 pre-activations [gates*hidden] and n-gate recurrent part [hidden], int16 h and c [batch][hidden],
-    int16 r*h [hidden]."""
-    return 4 * (gates + 1) * hidden + 2 * (2 * batch + 1) * hidden
+    int16 r*h [hidden] (edgec_recurrent_s8_get_buffer_size; gates 3: a GRU)."""
+    return cheader.buffer_size("edgec_recurrent_s8", {"gru": int(gates == 3), "hidden": hidden, "batch": batch})
 
 
 def c_recurrent(op: Op, site: CallSite) -> str:
@@ -214,7 +215,7 @@ def c_recurrent(op: Op, site: CallSite) -> str:
     none = "(const int32_t *)0"
     kernel, records = (op.lowered["kernel"], f"{n.get('rq_x', none)}, {n.get('rq_h', none)}, ") if op.lowered \
         else ("edgec_recurrent_s4" if "w_x4" in op.arrays else "edgec_recurrent_s8", "")
-    call = f"{kernel}(&p, {arrays}, {records}\n        {site.inputs[0]}, {site.scratch}, {site.output});"
+    call = f"{kernel}(&p, {site.inputs[0]}, {arrays}, {records}\n        {site.scratch}, {site.output});"
     return cemit.with_params("edgec_recurrent_params", op.params, call)
 
 
@@ -234,7 +235,7 @@ def lower_recurrent(op: Op) -> dict | None:
     accumulator is outside what they take); scratch: the portable kernel's (rounded to 4) and the products'
     laid-out vectors. None (the portable s4 kernel) for int4 rows whose 16-fold sums could leave int32."""
     p = op.params
-    g, hid, n_in = GATES[op.kind], int(p["hidden"]), int(p["input_size"])
+    g, hid = GATES[op.kind], int(p["hidden"])
     wx, wh = matrices(p, op.arrays)
     four = "w_x4" in op.arrays
     bias = np.asarray(op.arrays["bias_x"], np.int64)
@@ -250,13 +251,12 @@ def lower_recurrent(op: Op) -> dict | None:
             records[key] = rq.reshape(-1)
     if four and (16 * 128 * np.abs(wx).sum(axis=1).max() >= 2 ** 31 or 16 * 32768 * np.abs(wh).sum(axis=1).max() >= 2 ** 31):
         return None     # (the int4 DSP path sums 16 times each product in int32: the portable s4 kernel instead)
-    pack, pad = (fast.nibble_words, 8) if four else (_padded_rows, 4)
+    pack = fast.nibble_words if four else _padded_rows
     arrays = {**{k: v for k, v in op.arrays.items() if k not in ("w_x4", "w_h4")},
               "w_x": pack(wx.astype(np.int8)), "w_h": pack(wh.astype(np.int8)), **records}
-    own = (scratch_bytes(g, hid, int(p["batch"])) + 3) // 4 * 4
-    return {"kernel": "edgec_recurrent_fast_s4" if four else "edgec_recurrent_fast_s8", "struct": None,
-            "params": dict(p), "arrays": arrays,
-            "scratch_bytes": own + 2 * (-(-n_in // pad) * pad + -(-hid // pad) * pad)}
+    kernel = "edgec_recurrent_fast_s4" if four else "edgec_recurrent_fast_s8"
+    return {"kernel": kernel, "struct": None, "params": dict(p), "arrays": arrays,
+            "scratch_bytes": cheader.buffer_size(kernel, p)}
 
 
 def _macs(op: Op, out: Tensor) -> int:

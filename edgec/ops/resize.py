@@ -52,7 +52,7 @@ def float_resize(op: Op, inputs: list):
 
 def c_resize(op: Op, site: CallSite) -> str:
     n = site.arrays
-    call = f"edgec_resize_linear_s8(&p, {n['idx']}, {n['frac']}, {site.inputs[0]}, {site.output});"
+    call = f"edgec_resize_linear_s8(&p, {site.inputs[0]}, {n['idx']}, {n['frac']}, {site.output});"
     return cemit.with_params("edgec_resize_params", op.params, call)
 
 

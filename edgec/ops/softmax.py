@@ -189,20 +189,21 @@ def c_softmax(op: Op, site: CallSite) -> str:
     p = op.params
     if "diff_min" in p:
         return cemit.with_params("edgec_softmax_tflite_params", p, f"edgec_softmax_tflite_s8(&p, "
-                                 f"{site.arrays['exp_table']}, {site.inputs[0]}, {site.output});")
-    return (f"edgec_softmax_s8({p['rows']}, {p['cols']}, {site.arrays['exp_table']}, {site.inputs[0]},\n"
-            f"        {site.output});")
+                                 f"{site.inputs[0]}, {site.arrays['exp_table']}, {site.output});")
+    call = f"edgec_softmax_s8(&p, {site.inputs[0]}, {site.arrays['exp_table']}, {site.output});"
+    return cemit.with_params("edgec_softmax_params", p, call, only_fields=True)
 
 
 def c_softmax16(op: Op, site: CallSite) -> str:
     p, a = op.params, site.arrays
-    return (f"edgec_softmax_s16({p['rows']}, {p['cols']}, {a['exp_hi']}, {a['exp_lo']},\n"
-            f"        {cemit.i16(site.inputs[0], const=True)}, {cemit.i16(site.output)});")
+    call = (f"edgec_softmax_s16(&p, {cemit.i16(site.inputs[0], const=True)}, {a['exp_hi']}, {a['exp_lo']},\n"
+            f"        {cemit.i16(site.output)});")
+    return cemit.with_params("edgec_softmax_params", p, call, only_fields=True)
 
 
 def c_log_softmax(op: Op, site: CallSite) -> str:
     n = site.arrays
-    call = f"edgec_log_softmax_s8(&p, {n['exp_table']}, {n['log_table']}, {site.inputs[0]}, {site.output});"
+    call = f"edgec_log_softmax_s8(&p, {site.inputs[0]}, {n['exp_table']}, {n['log_table']}, {site.output});"
     return cemit.with_params("edgec_log_softmax_params", op.params, call)
 
 

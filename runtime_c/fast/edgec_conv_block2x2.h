@@ -1,5 +1,5 @@
 /* edgec fast convolutions' 2 x 2 register block (private to fast/): 2 output pixels x 2 output channels, shared by
- * fast/edgec_conv_blocked_fast.c, fast/edgec_conv_window_fast.c and fast/edgec_conv_pointwise_fast.c. Macros only:
+ * fast/edgec_conv2d_blocked.c, fast/edgec_conv2d_window.c and fast/edgec_conv2d_pointwise.c. Macros only:
  * they expand inside each kernel's loop, over its accumulators a00 (pixel 0, channel c), a01 (pixel 0, channel
  * c + 1), a10, a11 (pixel 1), its tap pointer x and its weight pointer w (both edgec_w32 *). */
 #ifndef EDGEC_CONV_BLOCK2X2_H

@@ -1,5 +1,5 @@
 /* edgec fast convolutions' taps (private to fast/): the k4 int8 taps of one output pixel of an im2col convolution,
- * shared by fast/edgec_conv_fast.c and fast/edgec_conv_blocked_fast.c. Static: each kernel file gets its own
+ * shared by fast/edgec_conv2d_im2col.c and fast/edgec_conv2d_blocked.c. Static: each kernel file gets its own
  * copy, inlined where the compiler likes (the generic kernel compiles to the same code as before the speed
  * variants existed, so `--optimize size` firmware is no bigger). */
 #ifndef EDGEC_CONV_TAPS_H
@@ -45,7 +45,6 @@ static void edgec_copy(int8_t *dst, const int8_t *src, int32_t n)
 }
 
 /* ---------------------------------------------------------------- convolution */
-#define EDGEC_CONV_CHUNK 16 /* output channels accumulated before they are requantized */
 
 /* The k4 int8 taps of output pixel (oy, ox) in weight order [ky][kx][ic]; padded taps hold the input
  * zero point (whose contribution the folded bias removes), taps past k_h*k_w*in_c hold 0. */

@@ -6,7 +6,7 @@
 #ifndef EDGEC_FAST_SUPPORT_H
 #define EDGEC_FAST_SUPPORT_H
 
-#include "../edgec_nn.h"
+#include "../edgec_nn_support.h"
 
 /* EDGEC_HOT: an inner loop already written in issue order; gcc's pre-allocation scheduler would hoist
  * loads and run out of registers (spills) */
@@ -25,6 +25,13 @@
 #define EDGEC_NOINLINE
 #define EDGEC_ALIAS
 #define EDGEC_INLINE static inline
+#endif
+/* EDGEC_NOCLONE: a static helper of several kernel files compiled to the same body in each, whatever constant
+ * arguments one file's calls pass (gcc would otherwise clone or specialize a file's copy for them) */
+#if defined(__GNUC__) && !defined(__clang__)
+#define EDGEC_NOCLONE __attribute__((noclone, used))
+#else
+#define EDGEC_NOCLONE
 #endif
 
 typedef uint32_t EDGEC_ALIAS edgec_w32; /* a 4-byte aligned word of int8 or int16 data */

@@ -136,23 +136,23 @@ static void edgec_rnn_mv_h(const edgec_recurrent_weights *w, int32_t row0, int32
 static const edgec_recurrent_products EDGEC_RNN_FAST_S8 = {edgec_rnn_mv_x, edgec_rnn_mv_h, 4, 0};
 static const edgec_recurrent_products EDGEC_RNN_FAST_S4 = {edgec_rnn_mv_x, edgec_rnn_mv_h, 8, 1};
 
-void edgec_recurrent_fast_s8(const edgec_recurrent_params *p, const uint32_t *w_x, const uint32_t *w_h,
-                             const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
-                             const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
-                             const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
-                             const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h,
-                             const int8_t *input, void *scratch, int8_t *output)
+void edgec_recurrent_fast_s8(const edgec_recurrent_params *p, const int8_t *input, const uint32_t *w_x,
+                             const uint32_t *w_h, const int32_t *bias_x, const int32_t *mult_x,
+                             const int32_t *shift_x, const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb,
+                             const int32_t *rb, const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                             const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h, void *scratch,
+                             int8_t *output)
 {
     edgec_recurrent_run(p, &EDGEC_RNN_FAST_S8, w_x, w_h, bias_x, mult_x, shift_x, mult_h, shift_h, wb, rb, init_h,
                         init_c, sigmoid, tanh_table, rq_x, rq_h, input, scratch, output);
 }
 
-void edgec_recurrent_fast_s4(const edgec_recurrent_params *p, const uint32_t *w_x, const uint32_t *w_h,
-                             const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
-                             const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
-                             const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
-                             const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h,
-                             const int8_t *input, void *scratch, int8_t *output)
+void edgec_recurrent_fast_s4(const edgec_recurrent_params *p, const int8_t *input, const uint32_t *w_x,
+                             const uint32_t *w_h, const int32_t *bias_x, const int32_t *mult_x,
+                             const int32_t *shift_x, const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb,
+                             const int32_t *rb, const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                             const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h, void *scratch,
+                             int8_t *output)
 {
     edgec_recurrent_run(p, &EDGEC_RNN_FAST_S4, w_x, w_h, bias_x, mult_x, shift_x, mult_h, shift_h, wb, rb, init_h,
                         init_c, sigmoid, tanh_table, rq_x, rq_h, input, scratch, output);

@@ -86,12 +86,13 @@ def test_sanitizers(tmp_path):
     body.append("edgec_add_s8(&pa, aa, ab, ad);")
     emit("ad", 50, binary.add_s8(pa, a, b))
     tab, sx = softmax.softmax_table(0.07), i8(rng, (3, 11), 3)
-    src += [_c_array("tab", "uint32_t", tab), _c_array("sx", "int8_t", sx)]
-    body.append("edgec_softmax_s8(3, 11, tab, sx, so);")
+    src += [_c_array("tab", "uint32_t", tab), _c_array("sx", "int8_t", sx),
+            "static const edgec_softmax_params sp = {3, 11};\n"]
+    body.append("edgec_softmax_s8(&sp, sx, tab, so);")
     emit("so", 33, softmax.softmax_s8(sx, tab))
     tx = i8(rng, (2, 3, 4, 5), 3)
-    src += [_c_array("tx", "int8_t", tx), "static const int32_t td[4] = {2, 3, 4, 5}, tp[4] = {3, 1, 0, 2};\n"]
-    body.append("edgec_transpose_s8(td, tp, tx, to);")
+    src += [_c_array("tx", "int8_t", tx), "static const edgec_transpose_params tp = {{2, 3, 4, 5}, {3, 1, 0, 2}};\n"]
+    body.append("edgec_transpose_s8(&tp, tx, to);")
     emit("to", 120, movement.transpose_s8(tx, [3, 1, 0, 2]))
     src.append("static void dump(const int8_t *v, int n) { int i; for (i = 0; i < n; ++i) printf(\"%d \", v[i]); printf(\"\\n\"); }\n")
     src.append("int main(void) {\n" + "\n".join(body) + "\nreturn 0;\n}\n")

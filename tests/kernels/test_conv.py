@@ -1,4 +1,5 @@
-"""The convolution family (runtime_c/edgec_conv.c, fast/edgec_conv_fast.c) against its NumPy twins, bit for bit:
+"""The convolution family (runtime_c/edgec_conv.c, fast/edgec_conv2d_im2col.c, fast/edgec_depthwise_conv2d_3x3*.c)
+against its NumPy twins, bit for bit:
 conv2d and depthwise (int8 and 16x8) and grouped conv on random shapes, and the fast depthwise 3x3 through
 generated models on both inner-loop paths (the fast im2col conv: tests/kernels/test_fast_models.py)."""
 from __future__ import annotations
@@ -91,9 +92,8 @@ def test_reference_speed():
 @pytest.mark.parametrize("seed", range(6))
 def test_group_conv(ck, seed):
     (p, x, w, bias, mult, shift), _, _ = group_conv_fc_rows_matmul_cases(seed)
-    g, oc = p["groups"], p["out_c"]
-    out = np.zeros(3 * 2 * oc, np.int8)
-    ck.lib.edgec_group_conv2d_s8(ctypes.byref(make("edgec_conv_params", p)), g, ptr(x), ptr(w), ptr(bias),
+    out = np.zeros(3 * 2 * p["out_c"], np.int8)
+    ck.lib.edgec_group_conv2d_s8(ctypes.byref(make("edgec_group_conv2d_params", p)), ptr(x), ptr(w), ptr(bias),
                                  ptr(mult), ptr(shift), ptr(out))
     assert np.array_equal(out, conv.group_conv2d_s8(p, x, w, bias, mult, shift).reshape(-1))
 

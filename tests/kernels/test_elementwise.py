@@ -42,7 +42,7 @@ def test_lut(ck, seed):
     table = lut.table(fn, {}, r.standard_normal(count), 0.05, int(r.integers(-20, 20)), 0.02, -3)
     x = i8_uniform(r, p["n"])
     out = np.zeros(p["n"], np.int8)
-    ck.lib.edgec_lut_s8(ctypes.byref(make("edgec_lut_params", p)), ptr(table), ptr(x), ptr(out))
+    ck.lib.edgec_lut_s8(ctypes.byref(make("edgec_lut_params", p)), ptr(x), ptr(table), ptr(out))
     assert np.array_equal(out, lut.lut_s8(p, table, x))
 
 

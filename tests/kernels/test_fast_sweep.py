@@ -53,12 +53,12 @@ def run_fast(lib, low: dict, *inputs: np.ndarray, out_size: int) -> np.ndarray:
     out, out_full = guarded(out_size)
     args = [ptr(np.ascontiguousarray(x, np.int8)) for x in inputs]
     if low["kernel"] == "edgec_avg_pool_global_s8":
-        q = low["params"]
-        lib.edgec_avg_pool_global_s8(q["pixels"], q["c"], q["act_min"], q["act_max"], *args, ptr(out))
+        lib.edgec_avg_pool_global_s8(ctypes.byref(make("edgec_avg_pool_global_params", low["params"])), *args,
+                                     ptr(out))
     elif low["kernel"] == "edgec_add_lut_s8":
         a = low["arrays"]
-        lib.edgec_add_lut_s8(ctypes.byref(make(low["struct"], low["params"])), ptr(a["lut1"]), ptr(a["lut2"]),
-                             ptr(np.ascontiguousarray(a["rq"], np.int32)), *args, ptr(out))
+        lib.edgec_add_lut_s8(ctypes.byref(make(low["struct"], low["params"])), *args, ptr(a["lut1"]), ptr(a["lut2"]),
+                             ptr(np.ascontiguousarray(a["rq"], np.int32)), ptr(out))
     else:
         scratch, scratch_full = guarded(low["scratch_bytes"])
         lib[low["kernel"]](ctypes.byref(make(low["struct"], low["params"])), *args,

@@ -34,8 +34,8 @@ def test_fully_connected_random(ck):
 def test_fully_connected_rows_and_matmul(ck, seed):
     _, (q, rows, x, w, fb, fm, fs), (m, a, b) = group_conv_fc_rows_matmul_cases(seed)
     out = np.zeros(rows * q["out_features"], np.int8)
-    ck.lib.edgec_fully_connected_rows_s8(ctypes.byref(make("edgec_fully_connected_params", q)), rows, ptr(x), ptr(w),
-                                         ptr(fb), ptr(fm), ptr(fs), ptr(out))
+    ck.lib.edgec_fully_connected_rows_s8(ctypes.byref(make("edgec_fully_connected_rows_params", dict(q, rows=rows))),
+                                         ptr(x), ptr(w), ptr(fb), ptr(fm), ptr(fs), ptr(out))
     want = dense.fully_connected_rows_s8(q, rows, x, w, fb, fm, fs)
     assert np.array_equal(out, want.reshape(-1))
     out = np.zeros(12, np.int8)
@@ -73,7 +73,7 @@ def test_fully_connected_packed_rows(request, path):
         out = np.zeros(rows * n_out, np.int8)
         scratch = np.zeros(low["scratch_bytes"] // 4 + 1, np.uint32)
         fw, rq = low["arrays"]["fw"], np.ascontiguousarray(low["arrays"]["rq"], np.int32)
-        lib.edgec_fully_connected_packed_rows_s8(ctypes.byref(make(low["struct"], low["params"])), rows, ptr(x),
+        lib.edgec_fully_connected_packed_rows_s8(ctypes.byref(make(low["struct"], low["params"])), ptr(x),
                                                  ptr(fw), ptr(rq), ptr(scratch), ptr(out))
         assert np.array_equal(out, dense.fully_connected_rows_s8(q, rows, x, w, bias, mult, shift).reshape(-1))
         ran += 1

@@ -1,4 +1,5 @@
-"""The int4 fast convolutions (edgec/ops/int4.py lower_conv, lower_depthwise; runtime_c/fast/edgec_conv_fast.c):
+"""The int4 fast convolutions (edgec/ops/int4.py lower_conv, lower_depthwise;
+runtime_c/fast/edgec_conv2d_im2col.c, edgec_depthwise_conv2d_3x3.c):
 lowered the way a build lowers them, run on both inner-loop paths (portable C, and the Arm DSP path with its
 intrinsics emulated in C) on random shapes with odd tap counts (words half full), padding, strides, narrowed
 activation ranges, guard bytes after scratch and output; bit for bit with the NumPy twin of the int4 layer."""

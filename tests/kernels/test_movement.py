@@ -33,7 +33,7 @@ def test_remap_and_concat(ck, seed):
     offsets = np.concatenate(tables).astype(np.int32)
     x = i8_uniform(r, n_in)
     out = np.zeros(int(np.prod(dims)), np.int8)
-    ck.lib.edgec_remap_s8(ctypes.byref(make("edgec_remap_params", p)), ptr(offsets), ptr(x), ptr(out))
+    ck.lib.edgec_remap_s8(ctypes.byref(make("edgec_remap_params", p)), ptr(x), ptr(offsets), ptr(out))
     assert np.array_equal(out, movement.remap_s8(p, offsets, x))
     outer, c1, c2 = (int(v) for v in r.integers(1, 5, 3))
     table = i8_uniform(r, 256)
@@ -41,7 +41,7 @@ def test_remap_and_concat(ck, seed):
     for k, (chunk, off, t) in enumerate(((c1, 0, None), (c2, c1, table))):
         q = dict(outer=outer, chunk=chunk, out_stride=c1 + c2, out_offset=off)
         xi = i8_uniform(r, outer * chunk)
-        ck.lib.edgec_concat_part_s8(ctypes.byref(make("edgec_concat_params", q)), ptr(t) if t is not None else None,
-                                    ptr(xi), ptr(got))
+        ck.lib.edgec_concat_part_s8(ctypes.byref(make("edgec_concat_params", q)), ptr(xi),
+                                    ptr(t) if t is not None else None, ptr(got))
         concat.concat_part_s8(q, t, xi, want)
     assert np.array_equal(got, want)

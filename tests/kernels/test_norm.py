@@ -32,8 +32,8 @@ def _quantized_op(r, rows, cols, spread):
 
 def _c(lib, op, x):
     out = np.full(x.size, 99, np.int8)
-    lib.edgec_layer_norm_s8(ctypes.byref(make("edgec_layer_norm_params", op.params)), ptr(op.arrays["gamma"]),
-                            ptr(op.arrays["beta"]), ptr(x), ptr(out))
+    lib.edgec_layer_norm_s8(ctypes.byref(make("edgec_layer_norm_params", op.params)), ptr(x),
+                            ptr(op.arrays["gamma"]), ptr(op.arrays["beta"]), ptr(out))
     return out
 
 

@@ -49,8 +49,8 @@ def _c_run(ck, op, xq):
     scratch = np.zeros(recurrent.scratch_bytes(g, p["hidden"], p["batch"]) // 4 + 1, np.int32)
     out = np.full((p["steps"] if p["output"] == 0 else 1) * p["batch"] * p["hidden"], 99, np.int8)
     kernel = ck.lib.edgec_recurrent_s4 if int4.is_int4(op) else ck.lib.edgec_recurrent_s8
-    kernel(ctypes.byref(make("edgec_recurrent_params", p)), *[ptr(v) for v in arrays],
-           ptr(np.ascontiguousarray(xq, np.int8)), ptr(scratch), ptr(out))
+    kernel(ctypes.byref(make("edgec_recurrent_params", p)), ptr(np.ascontiguousarray(xq, np.int8)),
+           *[ptr(v) for v in arrays], ptr(scratch), ptr(out))
     return out
 
 
@@ -252,8 +252,8 @@ def test_fast_kernel_matches_twin(ck, ck_dsp, path, kind, lbr, bits):
         out = np.full(want.size + guard, 99, np.int8)
         arrays = [np.ascontiguousarray(low["arrays"][k]) for k in recurrent.ARRAYS]
         records = [ptr(np.ascontiguousarray(low["arrays"][k])) if k in low["arrays"] else None for k in ("rq_x", "rq_h")]
-        getattr(lib, low["kernel"])(ctypes.byref(make("edgec_recurrent_params", op.params)),
-                                    *[ptr(v) for v in arrays], *records, ptr(xq), ptr(scratch), ptr(out))
+        getattr(lib, low["kernel"])(ctypes.byref(make("edgec_recurrent_params", op.params)), ptr(xq),
+                                    *[ptr(v) for v in arrays], *records, ptr(scratch), ptr(out))
         assert np.array_equal(out[:want.size], want), (kind, case)
         assert np.all(out[want.size:] == 99) and np.all(scratch[n_scratch:n_scratch + guard] == 0x5A)
     assert ran >= cases // 2 and left >= 2, (ran, left)    # (left: records of multipliers over 1)

@@ -14,5 +14,5 @@ from edgec.ops import resize
 def test_resize_linear(ck, seed):
     _, (q, idx, frac, x) = log_softmax_resize_cases(seed)
     out = np.zeros(70, np.int8)
-    ck.lib.edgec_resize_linear_s8(ctypes.byref(make("edgec_resize_params", q)), ptr(idx), ptr(frac), ptr(x), ptr(out))
+    ck.lib.edgec_resize_linear_s8(ctypes.byref(make("edgec_resize_params", q)), ptr(x), ptr(idx), ptr(frac), ptr(out))
     assert np.array_equal(out, resize.resize_linear_s8(q, idx, frac, x))

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from ckernels import I32, eq, i8, i16, log_softmax_resize_cases, make, ptr
+from ckernels import eq, i8, i16, log_softmax_resize_cases, make, ptr
 from edgec.ops import softmax
 
 
@@ -62,7 +62,8 @@ def test_softmax_s16(ck):
         x = i16(rng, (int(rng.integers(1, 6)), int(rng.integers(1, 700 if k % 10 else 5000))))
         want = softmax.softmax_s16(x, hi, lo)
         got = np.zeros_like(x)
-        ck.lib.edgec_softmax_s16(I32(x.shape[0]), I32(x.shape[1]), ptr(hi), ptr(lo), ptr(x), ptr(got))
+        ck.lib.edgec_softmax_s16(ctypes.byref(make("edgec_softmax_params", dict(rows=x.shape[0], cols=x.shape[1]))),
+                                 ptr(x), ptr(hi), ptr(lo), ptr(got))
         np.testing.assert_array_equal(got, want)
         z = scale * (x.astype(np.float64) - x.max(axis=1, keepdims=True))
         f = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
@@ -73,7 +74,7 @@ def test_softmax_s16(ck):
 def test_log_softmax(ck, seed):
     (p, s_in, s_out, x, et, lt), _ = log_softmax_resize_cases(seed)
     out = np.zeros(x.size, np.int8)
-    ck.lib.edgec_log_softmax_s8(ctypes.byref(make("edgec_log_softmax_params", p)), ptr(et), ptr(lt), ptr(x), ptr(out))
+    ck.lib.edgec_log_softmax_s8(ctypes.byref(make("edgec_log_softmax_params", p)), ptr(x), ptr(et), ptr(lt), ptr(out))
     want = softmax.log_softmax_s8(p, et, lt, x)
     assert np.array_equal(out, want)
     z = x.reshape(3, -1).astype(np.float64) * s_in           # and it is a log-softmax

@@ -3,8 +3,8 @@
  * read through a pointer inside the loop would be read again after every store. */
 #include "edgec_fast_support.h"
 
-void edgec_add_lut_s8(const edgec_add_lut_params *p, const int32_t *lut1, const int32_t *lut2,
-                      const edgec_rq *rq, const int8_t *input1, const int8_t *input2, int8_t *output)
+void edgec_add_lut_s8(const edgec_add_lut_params *p, const int8_t *input1, const int8_t *input2, const int32_t *lut1,
+                      const int32_t *lut2, const edgec_rq *rq, int8_t *output)
 {
     const int32_t *l1 = lut1 + 128, *l2 = lut2 + 128;
     const int32_t lo = p->act_min, hi = p->act_max, n = p->n;

@@ -4,7 +4,7 @@
  * pixel i + stride_w, group of 4 channels by group (the two pixels of an output pair; the channels padded to c4,
  * a multiple of 4; pixels outside the image hold the input zero point, whose contribution the folded bias
  * removes). The taps of one kernel row of both output pixels are then k_w entries side by side, read with one
- * pointer as fast/edgec_conv_blocked_fast.c reads its im2col columns: 2 output pixels x 2 output channels in
+ * pointer as fast/edgec_conv2d_blocked.c reads its im2col columns: 2 output pixels x 2 output channels in
  * registers, per 4 taps 4 LDRD and 8 SMLAD, and no copy of the taps per output pixel. Weights: the blocked
  * kernel's order with each channel's taps as [ky][kx][c4] (edgec/codegen/specialize.py). The requantization
  * follows each block directly, from registers. */

@@ -1,9 +1,9 @@
 /* edgec fast global average pooling (declared in edgec_nn.h). */
-#include "../edgec_nn.h"
+#include "../edgec_nn_support.h"
 
-void edgec_avg_pool_global_s8(int32_t pixels, int32_t c, int32_t act_min, int32_t act_max,
-                              const int8_t *input, int8_t *output)
+void edgec_avg_pool_global_s8(const edgec_avg_pool_global_params *p, const int8_t *input, int8_t *output)
 {
+    const int32_t pixels = p->pixels, c = p->c, act_min = p->act_min, act_max = p->act_max;
     int32_t ch, i;
     for (ch = 0; ch < c; ++ch) {
         const int8_t *x = input + ch;

@@ -1,6 +1,6 @@
 /* edgec Helium (MVE) convolution (declared in edgec_nn.h, machinery in edgec_mve_support.h): int8 dot products
  * of 3 output pixels by 2 output channels (VMLADAVA, 16 taps per instruction, no widening), then a vector
- * requantization pass. Depthwise 3x3: edgec_conv_depthwise_mve.c. Compiled only for Helium cores (EDGEC_MVE). */
+ * requantization pass. Depthwise 3x3: edgec_depthwise_conv2d_3x3_mve.c. Compiled only for Helium cores (EDGEC_MVE). */
 #include "edgec_mve_support.h"
 
 #ifdef EDGEC_MVE

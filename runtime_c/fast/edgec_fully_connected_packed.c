@@ -130,13 +130,15 @@ void edgec_fully_connected_packed_s4(const edgec_fully_connected_packed_params *
     }
 }
 
-void edgec_fully_connected_packed_rows_s8(const edgec_fully_connected_packed_params *p, int32_t rows,
-                                          const int8_t *input, const uint32_t *weights, const edgec_rq *rq,
-                                          int8_t *scratch, int8_t *output)
+void edgec_fully_connected_packed_rows_s8(const edgec_fully_connected_packed_rows_params *p, const int8_t *input,
+                                          const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
+                                          int8_t *output)
 {
+    const edgec_fully_connected_packed_params row = {p->in_features, p->out_features, p->output_zp, p->act_min,
+                                                     p->act_max, p->k4};
     int32_t r;
-    for (r = 0; r < rows; ++r) {
-        edgec_fully_connected_packed_s8(p, input + r * p->in_features, weights, rq, scratch,
-                                        output + r * p->out_features);
+    for (r = 0; r < p->rows; ++r) {
+        edgec_fully_connected_packed_s8(&row, input + r * row.in_features, weights, rq, scratch,
+                                        output + r * row.out_features);
     }
 }

@@ -4,8 +4,8 @@
 #include "edgec_mve_support.h"
 
 #ifdef EDGEC_MVE
-void edgec_add_lut_mve_s8(const edgec_add_lut_params *p, const int32_t *lut1, const int32_t *lut2,
-                          const edgec_rq *rq, const int8_t *input1, const int8_t *input2, int8_t *output)
+void edgec_add_lut_mve_s8(const edgec_add_lut_params *p, const int8_t *input1, const int8_t *input2,
+                          const int32_t *lut1, const int32_t *lut2, const edgec_rq *rq, int8_t *output)
 {
     const edgec_mve_rq q = edgec_mve_rq_one(rq);
     const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);

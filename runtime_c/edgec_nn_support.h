@@ -1,0 +1,136 @@
+/* edgec neural-network kernels' support header: what the kernel files share and a caller of the kernels does not
+ * need (C99, no allocation, no I/O). Every kernel file of runtime_c/ includes it (the fast kernels through
+ * fast/edgec_fast_support.h); the generated model code and applications include edgec_nn.h alone.
+ *
+ * The inline requantization, rounding and clamping helpers (TFLite's arithmetic), int4 nibble access, the window
+ * helpers of the reference kernels, and the recurrence's function table (edgec_recurrent_run and the products
+ * behind it, shared by the portable and fast LSTM / GRU kernels). */
+#ifndef EDGEC_NN_SUPPORT_H
+#define EDGEC_NN_SUPPORT_H
+
+#include "edgec_nn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ================================================================ requantization, rounding, clamping */
+
+/* TFLite MultiplyByQuantizedMultiplier: SaturatingRoundingDoublingHighMul(acc << left, mult)
+ * followed by RoundingDivideByPOT(., right), with shift > 0 meaning a left shift.
+ * Valid shifts are -31..30. Free of undefined behaviour (no shifts of negative values); the one
+ * implementation-defined step is the int64 -> int32 cast of acc << left, which wraps (as in TFLite's
+ * int32 arithmetic) on gcc/clang/arm-none-eabi-gcc and never overflows for valid inputs. */
+static inline int32_t edgec_requantize(int32_t acc, int32_t mult, int32_t shift)
+{
+    const int32_t left = shift > 0 ? shift : 0;
+    const int32_t right = shift > 0 ? 0 : -shift;
+    const int32_t x = (int32_t)((int64_t)acc * ((int64_t)1 << left));
+    int32_t hi;
+    int32_t mask, remainder, threshold, floored;
+    if (x == INT32_MIN && mult == INT32_MIN) {
+        hi = INT32_MAX;
+    } else {
+        const int64_t ab = (int64_t)x * (int64_t)mult;
+        const int64_t nudge = ab >= 0 ? ((int64_t)1 << 30) : (1 - ((int64_t)1 << 30));
+        hi = (int32_t)((ab + nudge) / ((int64_t)1 << 31)); /* C division truncates toward zero */
+    }
+    mask = (int32_t)(((uint32_t)1 << right) - 1u);
+    remainder = hi & mask;
+    threshold = (mask >> 1) + (hi < 0 ? 1 : 0);
+    floored = hi >= 0 ? (hi >> right) : ~((~hi) >> right); /* arithmetic shift, portably */
+    return floored + (remainder > threshold ? 1 : 0);
+}
+
+/* TFLite MultiplyByQuantizedMultiplier(int64_t, int32_t, int) of the 16x8 kernels: the Q31 multiplier
+ * reduced to Q15, one rounding right shift by 15 - shift (shift in -31..7, |acc| < 2^47). */
+static inline int32_t edgec_requantize64(int64_t acc, int32_t mult, int32_t shift)
+{
+    const int64_t reduced = mult < 0x7FFF0000 ? ((int64_t)mult + (1 << 15)) / ((int64_t)1 << 16) : 0x7FFF;
+    const int32_t total = 15 - shift;
+    const int64_t r = acc * reduced + ((int64_t)1 << (total - 1));
+    /* floor division by 2^total, without right-shifting a negative value */
+    return (int32_t)(r >= 0 ? r >> total : ~((~r) >> total));
+}
+
+static inline int32_t edgec_clamp(int32_t v, int32_t lo, int32_t hi)
+{
+    return v < lo ? lo : (v > hi ? hi : v);
+}
+
+/* Round half away from zero of v / 2^bits. */
+static inline int64_t edgec_round_pot64(int64_t v, int32_t bits)
+{
+    const int64_t half = (int64_t)1 << (bits - 1);
+    return v >= 0 ? (v + half) >> bits : -((-v + half) >> bits);
+}
+
+/* Value i of int4 weights packed two per byte (value 2k in the low nibble of byte k, TFLite's
+ * PackInt4ValuesDensely order), sign-extended. */
+static inline int32_t edgec_int4_at(const int8_t *packed, int32_t i)
+{
+    const uint32_t b = (uint8_t)packed[i >> 1];
+    const uint32_t n = (i & 1) ? (b >> 4) : (b & 15u);
+    return (int32_t)(n ^ 8u) - 8;
+}
+
+/* The weight at index i: int8, or int4 packed two per byte (edgec_int4_at); `packed` is a constant at every
+ * call, so a reference kernel shared by the s8 and s4 entry points compiles to one loop for each. */
+static inline int32_t edgec_weight_at(const int8_t *weights, int32_t i, int packed)
+{
+    return packed ? edgec_int4_at(weights, i) : (int32_t)weights[i];
+}
+
+/* First tap index k in [0, k_max) with 0 <= origin + k*dil, and one past the last with origin + k*dil < size. */
+static inline int32_t edgec_tap_begin(int32_t origin, int32_t dil)
+{
+    return origin >= 0 ? 0 : (-origin + dil - 1) / dil;
+}
+
+static inline int32_t edgec_tap_end(int32_t origin, int32_t dil, int32_t size, int32_t k_max)
+{
+    int32_t end;
+    if (size - origin <= 0) {
+        return 0;
+    }
+    end = (size - origin + dil - 1) / dil;
+    return end < k_max ? end : k_max;
+}
+
+/* ================================================================ recurrence
+ * edgec_recurrent.c (the portable products) and fast/edgec_recurrent_fast.c (the SMLAD ones) */
+
+/* The recurrence with its requantized matrix products behind two functions (rows [row0, row0 + rows) of
+ * rq(w_x . x + bias_x, mult_x, shift_x) and of rq(w_h . h, mult_h, shift_h)): the four LSTM / GRU kernels of
+ * edgec_nn.h (edgec_recurrent_s8, _s4, edgec_recurrent_fast_s8, _s4) are edgec_recurrent_run with their own
+ * products, and share every other line. */
+typedef struct edgec_recurrent_weights edgec_recurrent_weights;
+typedef struct edgec_recurrent_products edgec_recurrent_products;
+struct edgec_recurrent_products {
+    void (*mv_x)(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int8_t *x, int32_t *out);
+    void (*mv_h)(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int16_t *h, int32_t *out);
+    int32_t pad;                                       /* stored rows are padded to a multiple of pad weights */
+    int32_t packed;                                    /* 0: int8 weights, 1: int4 packed two per byte */
+};
+struct edgec_recurrent_weights {
+    const edgec_recurrent_products *mv;
+    const void *w_x, *w_h;
+    int32_t x_stride, h_stride, input_size, hidden;    /* strides: weights per stored row */
+    const int32_t *bias_x, *mult_x, *shift_x, *mult_h, *shift_h, *wb, *rb;
+    const int16_t *init_h, *init_c, *sigmoid, *tanh_table;
+    const int32_t *rq_x, *rq_h;                        /* the fast kernels' edgec_rq records, 5 int32 a row */
+    void *work;                                        /* the products' own scratch, after the recurrence's */
+};
+/* (rq_x, rq_h: null for the portable kernels) */
+void edgec_recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_products *mv, const void *w_x,
+                         const void *w_h, const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
+                         const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
+                         const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                         const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h, const int8_t *input,
+                         void *scratch, int8_t *output);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EDGEC_NN_SUPPORT_H */
