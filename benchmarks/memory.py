@@ -115,7 +115,7 @@ def plan_row(models: Path, key: str, calib: Path) -> dict:
     data = load_dataset(calib, graph.input_onnx_shape)
     ranges = calibrate.calibrate(model, data.x, [t.source for t in graph.tensors.values()])
     quantize.quantize(graph, ranges)
-    lowering.lower_graph(graph)
+    graph = lowering.lower_graph(graph)
     start = time.perf_counter()
     graph.ops = planner.schedule(graph)
     plan = planner.plan(graph)

@@ -18,7 +18,7 @@ from edgec.quant import artifact
 from edgec.frontend import canonicalize
 from edgec.codegen import cmodel as codegen
 from edgec.codegen import constants
-from edgec.lower import specialize, tuning_records
+from edgec.lower import lowering, tuning_records
 from edgec.targets import fit
 from edgec.frontend import loader
 from edgec.plan import memory_report
@@ -31,7 +31,7 @@ from edgec.frontend import tflite
 from edgec.quant import sensitivity as sens
 from edgec.targets.boards import load_board
 from edgec.ir import Graph
-from edgec.ops import int4
+from edgec.ops.select import int4_weights
 from edgec.ops.registry import graph_macs
 from edgec.staging import staged_folder
 from edgec.outputs import check_output_folder
@@ -46,7 +46,7 @@ def write_quant_report(result: ptq.QuantResult, options: ptq.QuantOptions, folde
     entry = {"method": result.method, "method_label": result.label, "per_channel": options.per_channel, "bias_correction": options.bias_correction,
              "equalize": options.equalize, "calibration_samples": result.samples,
              "calibration_seconds": round(result.calib_seconds, 3), "quant_params": "quant.json"}
-    four = [op.name for op in result.graph.ops if int4.is_int4(op)]
+    four = [op.name for op in result.graph.ops if int4_weights(op)]
     if four:
         entry["int4_layers"] = four
     if result.mixed:
@@ -71,7 +71,7 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     (mlperf_mode performance or energy, mlperf_baud: see edgec/targets/mlperf_firmware.py).
     arena_guard: a debug build that checks after every layer that no layer wrote outside its buffer.
     ram_budget: bytes of RAM the whole firmware may use (edgec/plan/ram_budget.py picks the schedule).
-    optimize "speed" (per-layer specialized kernels) or "size" (the generic kernels: edgec/lower/specialize.py);
+    optimize "speed" (per-layer specialized kernels) or "size" (the generic kernels: edgec/ops/select.py);
     with speed, each layer the tuning log (tuning_log, default ~/.cache/edgec/tuning.json: edgec/lower/tuning_records.py)
     has a record for on this board runs the variant recorded there; `choose` (op, generic lowering) -> variant
     overrides the log (edgec tune's measuring builds)."""
@@ -95,7 +95,7 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     # before anything is written: does it fit the board?
     plan, budget, optimize = plan_to_fit(graph, the_board, guard.GUARD_BYTES if arena_guard else 0, optimize, choose,
                                          log, ram_budget)
-    speed = dict(specialize.summary(graph.ops), mode=optimize, tuned_layers=len(tuned) if optimize == "speed" else 0)
+    speed = dict(lowering.summary(graph.ops), mode=optimize, tuned_layers=len(tuned) if optimize == "speed" else 0)
     log(f"--optimize {optimize}: " + ", ".join(f"{n} ops on {v}" for v, n in sorted(speed['variants'].items()))
         + (f" ({len(tuned)} chosen by the tuning log)" if tuned else "")
         + f"; the specialized kernels' constants cost {speed['extra_constant_bytes']:,} bytes of flash")

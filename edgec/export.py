@@ -80,7 +80,7 @@ def export(model_path: str | Path, calib_path: str | Path | None, board_name: st
            lib_version: str | None = None, maintainer: str | None = None, url: str | None = None,
            ram_budget: int | None = None, optimize: str = "speed") -> dict:
     """Quantize the model and write it as a library in `fmt` layout into outdir; returns the export manifest
-    (optimize: "speed" or "size", edgec/lower/specialize.py)."""
+    (optimize: "speed" or "size", edgec/ops/select.py)."""
 
     if fmt not in FORMATS:
         raise EdgecError(f"unknown export format '{fmt}': use one of {', '.join(FORMATS)}")

@@ -56,7 +56,8 @@ class Op:
     attrs: dict = field(default_factory=dict)
     params: dict = field(default_factory=dict)
     arrays: dict = field(default_factory=dict)
-    lowered: dict | None = None     # the fast kernel chosen for this op (edgec/lower/lowering.py), if any
+    lowering: "Lowering | None" = None   # the kernel it runs on, its params and constants (edgec/ops/kernel.py),
+                                         # set by the lower stage (edgec/lower/lowering.py); None: not lowered
 
 
 @dataclass
@@ -107,7 +108,7 @@ class Graph:
         """Bytes of constant data the generated model keeps in flash (the fast kernels' own packing
         where an op has one)."""
         return int(sum(a.nbytes for op in self.ops
-                       for a in (op.lowered["arrays"] if op.lowered else op.arrays).values()))
+                       for a in (op.lowering.arrays if op.lowering is not None else op.arrays).values()))
 
     def prune(self) -> None:
         """Drop ops whose results no output needs, and tensors nothing reads (every input stays, used or not)."""

@@ -64,16 +64,15 @@ def compile_model(model_path: str | Path, calib_path: str | Path, log: Log = qui
 def schedule_and_plan(graph: Graph, guard: int = 0, optimize: str = "speed", choose=None,
                       ram_budget: int | None = None, board_ram: int | None = None, overhead: int = 0,
                       log: Log = quiet, mve: bool = False):
-    """Lower the ops onto the fast kernels where they can run there (their constants and scratch; optimize
-    "speed" or "size" and a per-op variant chooser: edgec/lower/lowering.py), put the ops in the execution
-    order with the smallest memory peak and plan the arena (guard > 0: with the arena guard's canaries, see
-    edgec/plan/guard.py; mve: onto the Helium kernels, edgec/lower/mve.py).
+    """Lower every op onto the kernel that will run it (the fast kernels where they take it: their constants and
+    scratch; optimize "speed" or "size" and a per-op variant chooser: edgec/lower/lowering.py), put the ops in the
+    execution order with the smallest memory peak and plan the arena (guard > 0: with the arena guard's canaries, see
+    edgec/plan/guard.py; mve: onto the Helium kernels where there is one, edgec/ops/select.py).
 
     RAM: with `ram_budget` (bytes for the whole firmware: arena + `overhead`), the cheapest schedule that
     fits, patch-based stages if needed (edgec/plan/ram_budget.py), or an EdgecError naming the least RAM
     reachable; without it, the fastest plan when it fits `board_ram` (else the memory-saving one)."""
-    lower_graph(graph, optimize, choose, mve)
-    graph.ops = planner.schedule(graph)
+    graph.ops = planner.schedule(lower_graph(graph, optimize, choose, mve))
     if guard and ram_budget is not None:
         raise EdgecError("--arena-guard and --ram-budget do not go together: the guard's canaries watch whole "
                          "layers; build the guarded debug firmware without --ram-budget")
@@ -94,7 +93,7 @@ def plan_to_fit(graph: Graph, board, guard: int = 0, optimize: str = "speed", ch
     optimize mode used). When the speed variants' widened weights do not fit but the generic kernels do, the
     build falls back to them (`--optimize size`) and says so; if neither fits, the generic build's error.
     helium False keeps a Helium board on the DSP kernels (an export may be compiled without Helium flags)."""
-    from edgec.lower.mve import has_mve
+    from edgec.lower.lowering import has_mve
     from edgec.targets import fit        # fit imports nothing of the pipeline: no cycle
 
     def planned(mode):

@@ -1,4 +1,5 @@
-"""`edgec tune`: on-target auto-tuning of the per-layer kernel variants (edgec/lower/specialize.py).
+"""`edgec tune`: on-target auto-tuning of the per-layer kernel variants (the speed variants of the fast kernels,
+edgec/ops/select.py).
 
 For round i, one firmware runs every layer on its i-th variant (the generic kernel in round 0; a layer with fewer
 variants repeats its generic one); the board's PROFILE command (edgec bench --profile) times each layer on its
@@ -14,8 +15,10 @@ import time
 from pathlib import Path
 
 from edgec import api
-from edgec.lower import specialize, tuning_records
+from edgec.lower import lowering, tuning_records
 from edgec.errors import EdgecError
+from edgec.ops.kernel import GENERIC
+from edgec.ops.registry import VARIANTS
 from edgec.pipeline import Log, quiet
 from edgec.targets.boards import load_board
 
@@ -25,13 +28,13 @@ PROFILE_SAMPLES = 2
 def rounds() -> int:
     """Builds a tune may need: one per variant of the kernel with the most (a model needs one per variant of its
     layer with the most: tune stops there)."""
-    return 1 + max((len(v) for v in specialize.SPEED_VARIANTS.values()), default=0)
+    return 1 + max((len(v) for v in VARIANTS.values()), default=0)
 
 
 def _round_chooser(i: int):
-    def choose(op, generic: dict) -> str:
-        names = specialize.variants(generic)
-        return names[i] if i < len(names) else specialize.GENERIC
+    def choose(op, generic) -> str:
+        names = generic.variants
+        return names[i] if i < len(names) else GENERIC
     return choose
 
 
@@ -40,7 +43,7 @@ def missing_layers(model_path, calib_path, board: str, tuning_log: str | Path | 
     """How many of the model's layers with variants have no record in the log for this board."""
     _, graph, _ = api.compile_model(model_path, calib_path, log, options, optimize="speed")
     records = tuning_records.load(Path(tuning_log) if tuning_log else tuning_records.default_path())
-    sigs = specialize.summary(graph.ops)["layers"].values()
+    sigs = lowering.summary(graph.ops)["layers"].values()
     return sum(tuning_records.key(board, s["signature"]) not in records for s in sigs)
 
 
@@ -91,7 +94,7 @@ def tune(model_path: str | Path, calib_path: str | Path | None, board: str, data
         best = min(m["units"], key=lambda v: m["units"][v])
         records[tuning_records.key(the_board.name, m["signature"])] = {"variant": best, "kind": m["kind"],
                                                                "units": m["units"], "unit": unit}
-        generic = m["units"].get(specialize.GENERIC)
+        generic = m["units"].get(GENERIC)
         rows.append({"name": name, "kind": m["kind"], "variant": best, "units": m["units"],
                      "gain": (1 - m["units"][best] / generic) if generic else None})
     tuning_records.save(path, records)
@@ -103,7 +106,7 @@ def table(result: dict) -> str:
     """The per-layer outcome as text: generic vs chosen variant and the gain."""
     lines = [f"{'layer':40s} {'kind':18s} {'generic':>12s} {'chosen':>10s} {'units':>12s} {'gain':>6s}"]
     for r in result["layers"]:
-        g = r["units"].get(specialize.GENERIC)
+        g = r["units"].get(GENERIC)
         generic = f"{g:,.0f}" if g is not None else ""
         gain = f"{r['gain']:.0%}" if r["gain"] is not None else ""
         lines.append(f"{r['name'][-40:]:40s} {r['kind']:18s} {generic:>12s} {r['variant']:>10s} "

@@ -294,7 +294,7 @@ def runtime_objects(work: Path, cc: str = "gcc") -> list[Path]:
 
 
 def _generate(graph, work: Path, name: str) -> hostrun.HostModel:
-    lowering.lower_graph(graph)
+    graph = lowering.lower_graph(graph)
     plan = planner.plan(graph)
     planner.check_plan(graph, plan)
     codegen.generate(graph, plan, work, name, runtime=False)

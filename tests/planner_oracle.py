@@ -10,6 +10,7 @@ import itertools
 
 from edgec.ir import Graph
 from edgec.ops.registry import ALIAS_OPS, IN_PLACE_OPS
+from edgec.plan.patching import scratch_bytes
 
 
 def orders(g: Graph):
@@ -41,7 +42,7 @@ def lifetimes(g: Graph):
     pairs = [(i, root[t], root[op.output]) for i, op in enumerate(g.ops) if op.kind in IN_PLACE_OPS
              for t in dict.fromkeys(op.inputs) if root[t] != root[op.output] and life[root[t]][2] == i
              and g.tensors[t].nbytes == g.tensors[op.output].nbytes == life[root[t]][0] == life[root[op.output]][0]]
-    scratch = {i: int(op.attrs.get("scratch_bytes", 0)) for i, op in enumerate(g.ops) if op.attrs.get("scratch_bytes")}
+    scratch = {i: scratch_bytes(g, op) for i, op in enumerate(g.ops) if scratch_bytes(g, op)}
     return life, pairs, scratch
 
 

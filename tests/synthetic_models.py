@@ -99,5 +99,4 @@ def quantized(model, shape, n=64):
     graph = canonicalize.canonicalize(model, "m")
     ranges = calibrate.calibrate(model, x, [t.source for t in graph.tensors.values()])
     quantize.quantize(graph, ranges)
-    lowering.lower_graph(graph)      # the fast kernels, as a build does before planning
-    return graph, x
+    return lowering.lower_graph(graph), x      # the fast kernels, as a build does before planning

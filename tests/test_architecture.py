@@ -1,16 +1,19 @@
-"""The layout the code promises (docs/design.md): imports point down the declared layers (shared code and
-TFLite's fixed-point arithmetic at the bottom, the operator registry, the pipeline's stages in their order, the
-application on top) and never in a cycle (module-level or inside functions), no module over 500 lines, no history names (`_ext`), one home per operator (a canonical op
-kind's name appears as a string only in its own edgec/ops module), and tests that mirror the code: no test
-module imports another (shared helpers live in conftest.py or in modules named after what they hold:
-ckernels.py, synthetic_models.py, faulty_serial.py)."""
+"""The layout the code promises (docs/design.md): imports point down the declared layers (shared code and TFLite's
+fixed-point arithmetic at the bottom, the operator registry, the pipeline's stages in their order, the application
+on top) and never in a cycle (module-level or inside functions), no module over 500 lines, no history names
+(`_ext`), one home per operator (a canonical op kind's name appears as a string only in its own edgec/ops module or
+package), one home per kernel (a C kernel's name appears as a string only in the family that declares its record,
+and the records and runtime_c/ define the same kernels), and tests that mirror the code: no test module imports
+another (shared helpers live in conftest.py or in modules named after what they hold: ckernels.py,
+synthetic_models.py, faulty_serial.py)."""
 from __future__ import annotations
 
 import ast
 import re
+import sys
 from pathlib import Path
 
-from edgec.ops.registry import MODULES, REGISTRY
+from edgec.ops.registry import FAMILY_OF_KERNEL, KERNELS, MODULES, REGISTRY
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
@@ -147,17 +150,82 @@ def test_no_history_names():
     assert not bad, bad
 
 
+def _family_files(module) -> set[Path]:
+    """The files of a family: its module, or every module of its package."""
+    path = Path(module.__file__).resolve()
+    return set(path.parent.rglob("*.py")) if path.name == "__init__.py" else {path}
+
+
 def test_one_home_per_operator():
-    """A kind's string literal is named by its own family module only (stages ask the registry)."""
-    home = {d.kind: Path(m.__file__).resolve() for m in MODULES for d in m.OPS}
+    """A kind's string literal is named by its own family module (or package) only (stages ask the registry)."""
+    home = {d.kind: _family_files(m) for m in MODULES for d in m.OPS}
     assert set(home) == set(REGISTRY)
     found = {}
     for p in PKG.rglob("*.py"):
         text = p.read_text()
         for kind, own in home.items():
-            if p.resolve() != own and re.search(rf"""["']{re.escape(kind)}["']""", text):
+            if p.resolve() not in own and re.search(rf"""["']{re.escape(kind)}["']""", text):
                 found.setdefault(kind, []).append(str(p.relative_to(REPO)))
     assert not found, f"op kinds named outside their ops module: {found}"
+
+
+KERNEL_NAME = re.compile(r"\bedgec_[a-z0-9_]*_s(?:4|8|16)\b")
+
+
+def kernel_names_in(source: str) -> set[str]:
+    """The C kernel names (edgec_..._s8, _s16, _s4) in a module's string literals, f-strings included; docstrings
+    and comments do not count."""
+    tree = ast.parse(source)
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.body
+                  and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    return {name for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            and id(n) not in docstrings for name in KERNEL_NAME.findall(n.value)}
+
+
+def test_one_home_per_kernel():
+    """A C kernel's name appears as a string only in the family (module or package) that declares its record
+    (edgec/ops/kernel.py): the stages ask edgec/ops/select.py, never dispatch on a kernel's name."""
+    homes = {name: _family_files(sys.modules[module]) for name, module in FAMILY_OF_KERNEL.items()}
+    found = {}
+    for p in sorted(PKG.rglob("*.py")):
+        for name in kernel_names_in(p.read_text()):
+            if name not in homes or p.resolve() not in homes[name]:
+                found.setdefault(name, []).append(str(p.relative_to(REPO)))
+    assert not found, f"C kernels named outside the family that declares them (or declared by none): {found}"
+
+
+def test_kernel_name_finder():
+    """The finder itself: literals and f-strings count, docstrings and comments do not."""
+    source = ('"""Runs edgec_conv2d_s8."""\ndef f(k):\n    """edgec_lut_s8"""\n    # edgec_add_s8\n'
+              '    return f"edgec_requantize_s8_s16({k})", "edgec_fully_connected_packed_s4", "edgec_x"\n')
+    assert kernel_names_in(source) == {"edgec_requantize_s8_s16", "edgec_fully_connected_packed_s4"}
+
+
+# functions of runtime_c/ the Python side never emits a call to (a kernel's helpers)
+NOT_KERNELS = {"edgec_recurrent_run"}
+
+
+def runtime_functions() -> set[str]:
+    """The functions runtime_c/*.c and runtime_c/fast/*.c define with external linkage."""
+    names = set()
+    for path in sorted((REPO / "runtime_c").glob("*.c")) + sorted((REPO / "runtime_c" / "fast").glob("*.c")):
+        text = re.sub(r"/\*.*?\*/", "", path.read_text(), flags=re.S)
+        for m in re.finditer(r"^([A-Za-z_][\w \t*]*?)\b(edgec_\w+)\s*\([^;{]*\)\s*\{", text, flags=re.M):
+            words = m.group(1).split()
+            if "static" not in words and "EDGEC_INLINE" not in words:
+                names.add(m.group(2))
+    return names
+
+
+def test_kernel_records_and_runtime_define_the_same_kernels():
+    """Every kernel record names a function runtime_c/ defines, and every function runtime_c/ defines is a
+    kernel record's (but the deliberate exceptions: helpers the generated code never calls)."""
+    defined = runtime_functions()
+    records = {k.name for k in KERNELS}
+    assert records - defined == set(), "kernel records with no function in runtime_c/"
+    assert defined - records == NOT_KERNELS, "runtime_c/ functions with no kernel record (or NOT_KERNELS entry)"
+    assert "edgec_conv2d_im2col_s8" in defined and "edgec_recurrent_run" in defined   # (the finder finds both)
 
 
 def test_every_kind_has_its_family_kernel_file():

@@ -94,7 +94,7 @@ def test_int16_on_the_sensitive_layers_raises_output_sqnr(files):
 def test_rewrite_converts_only_at_chain_ends_and_plans_bytes(files):
     _, path, calib, _ = files
     g = _quantize(path, calib, ("convA", "dw", "pw", "fc"), samples=0).graph
-    lowering.lower_graph(g)                                     # (the build's next step)
+    g = lowering.lower_graph(g)                                 # (the build's next step)
     conv = [op for op in g.ops if op.kind == "requantize"]
     assert [(g.tensors[op.inputs[0]].dtype, g.tensors[op.output].dtype) for op in conv] == \
         [("int8", "int16"), ("int16", "int8")]
@@ -105,7 +105,7 @@ def test_rewrite_converts_only_at_chain_ends_and_plans_bytes(files):
         if op.kind in ("conv2d", "depthwise_conv2d", "fully_connected"):
             t = g.tensors[op.output]
             assert t.dtype == "int16" and t.zero_point == 0 and op.arrays["bias"].dtype == np.int64
-            assert op.lowered is None                             # no fast kernel for an int16 layer
+            assert op.lowering.kernel.precision == "int16"        # no fast kernel for an int16 layer: its 16x8 one
     plan = planner.plan(g)
     by_tensor = {t: b for b in plan.buffers for t in b.tensors}
     for name, t in g.tensors.items():
@@ -113,9 +113,9 @@ def test_rewrite_converts_only_at_chain_ends_and_plans_bytes(files):
             assert by_tensor[name].size >= t.size * (2 if t.dtype == "int16" else 1)
     # the int8 layers of a partly int16 model keep their fast kernels
     g2 = _quantize(path, calib, ("dw",), samples=0).graph
-    lowering.lower_graph(g2)
-    assert [op.lowered is not None for op in g2.ops if op.name == "pw"] == [True]
-    assert [op.lowered for op in g2.ops if op.name == "dw"] == [None]
+    g2 = lowering.lower_graph(g2)
+    assert [op.lowering.kernel.role != "reference" for op in g2.ops if op.name == "pw"] == [True]
+    assert [op.lowering.kernel.name for op in g2.ops if op.name == "dw"] == ["edgec_depthwise_conv2d_s16"]
 
 
 def test_bad_names_give_one_clear_error_listing_the_valid_ones(files):

@@ -1,4 +1,5 @@
-"""int4 weights (--weights int4, --int4 NODE; edgec/ops/int4.py): TFLite's nibble order, the s4 C kernels
+"""int4 weights (--weights int4, --int4 NODE; the `_s4` kernel records of edgec/ops/conv/, dense.py, recurrent.py):
+TFLite's nibble order, the s4 C kernels
 bit-exact with the NumPy twins on random cases, a whole model (the digits example) bit-exact in generated C
 with its weight arrays halved, the selection of layers and its errors, and the sensitivity table's 4-bit
 column."""
@@ -13,7 +14,9 @@ from ckernels import conv_case, i8, make, ptr, requant_params
 from conftest import REPO, check_generated_c
 from edgec import api
 from edgec.errors import EdgecError
-from edgec.ops import conv, dense, int4
+from edgec.ops import conv, dense, select
+from edgec.ops.kernel import FAST
+from edgec.ops.registry import INT4_KINDS
 from edgec.quant import ptq
 from edgec.fixedpoint import scheme
 
@@ -89,10 +92,11 @@ def digits_int4():
 
 def test_digits_int4_generated_c_is_bit_exact_and_weights_halve(digits_int4, tmp_path):
     g4, g8 = digits_int4["int4"], digits_int4["int8"]
-    four = [op for op in g4.ops if int4.is_int4(op)]
+    four = [op for op in g4.ops if select.int4_weights(op)]
     assert {op.kind for op in four} == {"conv2d", "depthwise_conv2d", "fully_connected"}
     packed = sum(op.arrays["weights4"].nbytes for op in four)
-    assert packed == sum((int4.int8_weight_bytes(op) + 1) // 2 for op in four)
+    int8_weights = {op.name: op.arrays["weights"].size for op in g8.ops if "weights" in op.arrays}
+    assert packed == sum((int8_weights[op.name] + 1) // 2 for op in four)
     assert g4.weights_bytes() < 0.6 * g8.weights_bytes()
     x = np.load(DIGITS / "test.npz")["x"][:40]
     check_generated_c(g4, x, tmp_path, flags=("-O1", "-fsanitize=undefined", "-fno-sanitize-recover=all"))
@@ -113,7 +117,7 @@ def test_digits_int4_keeps_accuracy_near_int8(digits_int4):
 def test_int4_names_one_layer_and_reports_bad_names():
     options = ptq.QuantOptions(int4=("/fc/Gemm",), sensitivity_samples=0)
     g = api.calibrate_model(DIGITS / "model.onnx", DIGITS / "calib.npz", options)[1].graph
-    assert [op.name for op in g.ops if int4.is_int4(op)] == ["/fc/Gemm"]
+    assert [op.name for op in g.ops if select.int4_weights(op)] == ["/fc/Gemm"]
     with pytest.raises(EdgecError, match=r"--int4 '/nope' \(no such node\).*/conv1/Conv"):
         api.calibrate_model(DIGITS / "model.onnx", DIGITS / "calib.npz",
                             ptq.QuantOptions(int4=("/nope",), sensitivity_samples=0))
@@ -128,7 +132,7 @@ def test_sensitivity_shows_each_layers_cost_at_4_bits(digits_int4):
     x = np.load(DIGITS / "calib.npz")["x"][:4]
     rows8 = {r["layer"]: r for r in sensitivity.analyse(digits_int4["int8"], x)}
     rows4 = {r["layer"]: r for r in sensitivity.analyse(digits_int4["int4"], x)}
-    weighted = [n for n, r in rows8.items() if r["kind"] in int4.KINDS]
+    weighted = [n for n, r in rows8.items() if r["kind"] in INT4_KINDS]
     assert len(weighted) == 4 and rows8["/Add"]["int4_output_db"] is None
     for n in weighted:
         assert rows8[n]["int4_output_db"] == rows4[n]["isolated_output_db"]
@@ -144,7 +148,7 @@ def test_build_report_lists_int4_layers(tmp_path):
 
 @pytest.mark.parametrize("path", ["portable", "dsp-emulated"])
 def test_fast_fully_connected_s4_bit_exact(ck, ck_dsp, path):
-    """The fast int4 kernel (edgec/ops/int4.py lower_fc) on both inner-loop paths, odd sizes included."""
+    """The fast int4 kernel (edgec/ops/dense.py lower_fc4) on both inner-loop paths, odd sizes included."""
     from edgec.ir import Op
     lib = (ck if path == "portable" else ck_dsp).lib
     rng = np.random.default_rng(43)
@@ -158,15 +162,16 @@ def test_fast_fully_connected_s4_bit_exact(ck, ck_dsp, path):
         bias = rng.integers(-20000, 20000, size=n_out).astype(np.int32)
         op = Op(kind="fully_connected", name="fc", inputs=["x"], output="y", params=p,
                 arrays=dict(weights4=scheme.pack_int4(w), bias=bias, mult=mult, shift=shift))
-        low = int4.lower(op)
+        low = select.fast(op)
         if low is None:                       # a multiplier outside the fast path
             continue
+        assert low.kernel.name == "edgec_fully_connected_packed_s4"
         x = i8(rng, n_in)
         got = np.zeros(n_out, np.int8)
-        scratch = np.zeros(low["scratch_bytes"] + 16, np.int8)
-        rq = np.ascontiguousarray(low["arrays"]["rq"], np.int32)
-        lib.edgec_fully_connected_packed_s4(ctypes.byref(make(low["struct"], low["params"])), ptr(x),
-                                            ptr(low["arrays"]["fw"]), ptr(rq), ptr(scratch), ptr(got))
+        scratch = np.zeros(low.scratch_bytes + 16, np.int8)
+        rq = np.ascontiguousarray(low.arrays["rq"], np.int32)
+        lib.edgec_fully_connected_packed_s4(ctypes.byref(make(low.struct, low.params)), ptr(x),
+                                            ptr(low.arrays["fw"]), ptr(rq), ptr(scratch), ptr(got))
         assert np.array_equal(got, dense.fully_connected_s8(p, x, w, bias, mult, shift))
         checked += 1
     assert checked > 100
@@ -175,9 +180,9 @@ def test_fast_fully_connected_s4_bit_exact(ck, ck_dsp, path):
 def test_digits_int4_fast_path_generated_c_is_bit_exact(digits_int4, tmp_path):
     from edgec.lower import lowering
     import copy
-    g = copy.deepcopy(digits_int4["int4"])
-    lowering.lower_graph(g)
-    assert {op.lowered["kernel"] for op in g.ops if op.lowered and int4.is_int4(op)} == \
+    g = lowering.lower_graph(copy.deepcopy(digits_int4["int4"]))
+    assert {op.lowering.kernel.name for op in g.ops if op.lowering and op.lowering.kernel.role == FAST
+            and select.int4_weights(op)} == \
         {"edgec_fully_connected_packed_s4", "edgec_conv2d_im2col_s4", "edgec_depthwise_conv2d_3x3_s4"}
     x = np.load(DIGITS / "test.npz")["x"][:20]
     check_generated_c(g, x, tmp_path, flags=("-O1", "-DEDGEC_EMULATE_DSP"))
@@ -205,12 +210,13 @@ def test_lstm_matrices_take_int4_weights(gesture_int4):
     g4, g8 = gesture_int4["int4"].graph, gesture_int4["int8"].graph
     assert "/rnn/LSTM" in int4layers.candidates(g8)          # (so --max-accuracy-drop may choose it too)
     lstm = next(op for op in g4.ops if op.kind == "lstm")
-    assert int4.is_int4(lstm) and "w_x" not in lstm.arrays
+    assert select.int4_weights(lstm) and "w_x" not in lstm.arrays
     assert lstm.arrays["w_x4"].nbytes + lstm.arrays["w_h4"].nbytes == 4 * 24 * 3 // 2 + 4 * 24 * 24 // 2
-    assert int4.int8_weight_bytes(lstm) == 4 * 24 * (3 + 24)
+    lstm8 = next(op for op in g8.ops if op.kind == "lstm")
+    assert lstm8.arrays["w_x"].size + lstm8.arrays["w_h"].size == 4 * 24 * (3 + 24)
     assert constants.breakdown(g4)["weights"] <= 0.55 * constants.breakdown(g8)["weights"]
-    lowering.lower_graph(g4)
-    assert next(op for op in g4.ops if op.kind == "lstm").lowered["kernel"] == "edgec_recurrent_fast_s4"
+    g4 = lowering.lower_graph(g4)
+    assert next(op for op in g4.ops if op.kind == "lstm").lowering.kernel.name == "edgec_recurrent_fast_s4"
     # (generated C of an int4 LSTM, bit-exact: tests/kernels/test_recurrent.py test_onnx_end_to_end)
 
 
@@ -228,5 +234,5 @@ def test_macs_of_an_int4_layer_read_back_from_a_build(digits_int4):
     import dataclasses
     from edgec.ops.registry import op_macs
     g = digits_int4["int4"]
-    op = next(o for o in g.ops if o.kind == "fully_connected" and int4.is_int4(o))
+    op = next(o for o in g.ops if o.kind == "fully_connected" and select.int4_weights(o))
     assert op_macs(g, dataclasses.replace(op, attrs={})) == op_macs(g, op) > 0

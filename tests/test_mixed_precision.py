@@ -14,7 +14,7 @@ import pytest
 from conftest import REPO, assert_clean_error, edgec
 from edgec import api
 from edgec.errors import EdgecError
-from edgec.ops import int4
+from edgec.ops import select
 from edgec.quant import artifact, accuracy_budget, calibrate, ptq, reference
 from edgec.fixedpoint import scheme
 
@@ -45,7 +45,7 @@ def test_budget_widens_the_hostile_tensor_and_stays_within_one_point(budgeted):
     assert mix["weights_bytes"] < mix["weights_bytes_int8"]
     assert any("trial 1: int8" in m and "outside the budget" in m for m in logs)    # int8 alone did not do
     graph = artifact.load_graph(out)
-    assert {op.name for op in graph.ops if int4.is_int4(op)} == set(mix["int4"])
+    assert {op.name for op in graph.ops if select.int4_weights(op)} == set(mix["int4"])
     test = np.load(HOSTILE / "test.npz")
     import onnx
     fl = calibrate.run_float(onnx.load(HOSTILE / "model.onnx"), test["x"])
@@ -126,8 +126,7 @@ def test_acceptance_digits_budget_and_int4_sizes(tmp_path):
             tensors = {}
             for weights in ("int8", "int4"):
                 g = api.calibrate_model(model, data, ptq.QuantOptions(weights=weights, sensitivity_samples=0))[1].graph
-                lowering.lower_graph(g, optimize)
-                tensors[weights] = constants.breakdown(g)["weights"]
+                tensors[weights] = constants.breakdown(lowering.lower_graph(g, optimize))["weights"]
             assert tensors["int4"] <= 0.55 * tensors["int8"], (model, optimize, tensors)
 
 

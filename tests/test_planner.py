@@ -19,15 +19,21 @@ from conftest import require_mlperf, MLPERF
 from planner_oracle import best_arena, min_arena, orders, peak
 from edgec.ir import Graph, Op, Tensor
 from edgec.ops import binary, softmax
+from edgec.ops.kernel import REFERENCE, Kernel, Lowering
 from edgec.ops.registry import ALIAS_OPS, IN_PLACE_OPS
 from edgec.plan import planner
+from edgec.plan.patching import scratch_bytes
+
+# a kernel that asks for scratch (the planner reads only a lowering's scratch bytes)
+SCRATCH_KERNEL = Kernel("planner_test_kernel", ("conv2d",), REFERENCE, lambda op, low, site: "",
+                        run=lambda op, inputs: inputs[0])
 
 
 def make_graph(sizes: dict[str, int], ops: list[tuple], inp: str = "x", out: str | None = None) -> Graph:
     """A graph from {tensor: bytes} and (kind, [inputs], output[, scratch bytes]) tuples."""
     tensors = {n: Tensor(n, (1, s), n) for n, s in sizes.items()}
     graph_ops = [Op(kind=o[0], name=f"op_{o[2]}", inputs=list(o[1]), output=o[2],
-                    attrs={"scratch_bytes": o[3]} if len(o) > 3 else {}) for o in ops]
+                    lowering=Lowering(SCRATCH_KERNEL, {}, {}, o[3]) if len(o) > 3 else None) for o in ops]
     return Graph("g", tensors, graph_ops, inp, out or ops[-1][2])
 
 
@@ -57,7 +63,7 @@ def simulate(graph: Graph, plan: planner.Plan) -> None:
             assert plan.offsets[op.output] == plan.offsets[op.inputs[0]]
             value[op.output] = value[op.inputs[0]]
             continue
-        scratch = int(op.attrs.get("scratch_bytes", 0))
+        scratch = scratch_bytes(graph, op)
         if scratch:
             off = plan.scratch[i]
             assert 0 <= off and off + scratch <= plan.arena_bytes
@@ -345,7 +351,7 @@ def test_random_graphs_with_the_arena_guard_keep_canaries_private(g):
     simulate(g, p)
     n = len(g.ops)
     regions = guard.regions(g, p)
-    assert any(b.scratch_op is not None for b in p.buffers) or all(not op.attrs for op in g.ops)
+    assert any(b.scratch_op is not None for b in p.buffers) or all(op.lowering is None for op in g.ops)
     for off, size, first, last in regions:
         assert 0 <= off and off + size <= p.arena_bytes
         for b in p.buffers:

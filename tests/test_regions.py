@@ -19,7 +19,7 @@ from edgec.targets.boards import load_board, load_board_file
 
 def _planned():
     graph, x = quantized(*cnn_nchw())
-    lowering.lower_graph(graph, "size")     # the generic kernels: buffer sizes these tests' cuts were chosen for
+    graph = lowering.lower_graph(graph, "size")   # the generic kernels: buffer sizes these tests' cuts were chosen for
     graph.ops = planner.schedule(graph)
     return graph, x, planner.plan(graph)
 

@@ -1,9 +1,9 @@
-"""blocked4 and rows8 (edgec/lower/register_blocks.py) as the emulated Cortex-M4 runs them: their assembly loops
-exist only in the Arm build (the host tests, tests/kernels/test_fast_sweep.py, run the same kernels' C), so a
-small model with awkward shapes goes through the real firmware, bit for bit with the NumPy reference: a
+"""blocked4 and rows8 (edgec/ops/conv/im2col.py, edgec/ops/dense.py) as the emulated Cortex-M4 runs them: their
+assembly loops exist only in the Arm build (the host tests, tests/kernels/test_fast_sweep.py, run the same kernels'
+C), so a small model with awkward shapes goes through the real firmware, bit for bit with the NumPy reference: a
 single-channel convolution (10 outputs: a partial last block of 4), a 1x1 convolution on 10 input channels (not a
-multiple of 4: the taps path), one on 20 (a chunk of 16 and a tail of 8, 7 outputs), and a fully connected layer
-on 105 inputs (not whole words) to 13 outputs (a partial block of 8)."""
+multiple of 4: the taps path), one on 20 (a chunk of 16 and a tail of 8, 7 outputs), and a fully connected layer on
+105 inputs (not whole words) to 13 outputs (a partial block of 8)."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
-"""Per-layer kernel variants (edgec/lower/specialize.py), `--optimize speed|size`, and the tuning log that
+"""Per-layer kernel variants (the speed variants' records in edgec/ops/, chosen by edgec/ops/select.py),
+`--optimize speed|size`, and the tuning log that
 `edgec tune` writes and later builds read (edgec/lower/tuning_records.py, edgec/tune.py). The variants' bit-exactness:
 tests/kernels/test_fast_sweep.py (each variant alone on random shapes) and tests/kernels/test_fast_models.py
 (generated models, which build on the speed variants by default)."""

@@ -15,9 +15,10 @@ import numpy as np
 
 from edgec import __version__, cheader, ports
 from edgec.ir import Graph
-from edgec.ops import int4
+from edgec.ops.kernel import REFERENCE
 from edgec.ops.opdef import CallSite
 from edgec.ops.registry import REGISTRY, graph_macs
+from edgec.ops.select import lowering_of
 from edgec.codegen import patched
 from edgec.plan import guard
 from edgec.plan.planner import Plan
@@ -45,36 +46,31 @@ def _array(cname: str, a: np.ndarray, records: bool) -> dict:
 
 
 def _ops_for_template(graph: Graph, plan: Plan) -> tuple[list[dict], list[dict]]:
-    """The constant arrays and the layers of the generated file: every op that is not an alias, with its
-    C call from its registry entry (edgec/ops/): the fast kernel where lowering chose one (and the plan
-    gave it its scratch), the 16x8 variant for an int16 output, the s4 kernel for packed int4 weights
-    (edgec/ops/int4.py), else the reference kernel."""
+    """The constant arrays and the layers of the generated file: every op that is not an alias, with the C call
+    of the kernel its lowering puts it on (edgec/ops/kernel.py; a graph that was not lowered: the reference
+    kernels), the plan giving it its scratch."""
     arrays, ops = [], []
     for i, op in enumerate(graph.ops):
-        d = REGISTRY[op.kind]
-        if d.alias:
+        if REGISTRY[op.kind].alias:
             assert plan.offsets[op.output] == plan.offsets[op.inputs[0]]
             continue
         prefix = f"op{i}"
         scratch = plan.scratch.get(i)
-        low = op.lowered if op.lowered and (scratch is not None or not op.lowered["scratch_bytes"]) else None
-        own = low["arrays"] if low else {**op.arrays, **(d.c_arrays(op) if d.c_arrays else {})}
+        low = lowering_of(graph, op)
+        assert scratch is not None or not low.scratch_bytes, f"op {i}: the plan gave its kernel no scratch"
+        fast = low.kernel.role != REFERENCE
+        own = {**low.arrays, **(low.kernel.c_arrays(op) if low.kernel.c_arrays else {})}
         names = {}
         for key, a in own.items():
             names[key] = f"{prefix}_{key}"
-            arrays.append(_array(names[key], a, records=bool(low) and key == "rq"))
+            arrays.append(_array(names[key], a, records=fast and key == "rq"))
         dtype = graph.tensors[op.output].dtype
         site = CallSite(prefix=prefix, inputs=[c_pointer(plan, plan.offsets[t]) for t in op.inputs],
                         output=c_pointer(plan, plan.offsets[op.output]), arrays=names,
                         scratch="(int8_t *)0" if scratch is None else c_pointer(plan, scratch), dtype=dtype)
-        saved, op.lowered = op.lowered, low
-        try:
-            call = (d.int16.c_call(op, site) if dtype == "int16" and d.int16 is not None
-                    else int4.c_call(op, site) if int4.is_int4(op) and not low else d.c_call(op, site))
-        finally:
-            op.lowered = saved
+        call = low.kernel.call(op, low, site)
         ops.append({"index": i, "kind": op.kind, "name": op.name, "prefix": prefix, "call": call, "arrays": names,
-                    "struct": low["struct"] if low else d.struct, "params": low["params"] if low else op.params,
+                    "struct": low.struct, "params": low.params,
                     "inputs": [plan.offsets[t] for t in op.inputs], "output": plan.offsets[op.output],
                     "output_bytes": graph.tensors[op.output].nbytes})
     bands = []

@@ -11,6 +11,7 @@ import re
 
 from edgec.ir import Graph, Op
 from edgec.ops.registry import REGISTRY
+from edgec.ops.select import lowering_of
 
 KINDS = ("weights", "biases_requantization", "lookup_tables", "other")
 LABELS = {"weights": "weights", "biases_requantization": "biases and requantization",
@@ -29,12 +30,12 @@ def kind_of(key: str) -> str:
     return "lookup_tables" if TABLES.match(key) else "other"
 
 
-def op_arrays(op: Op) -> dict:
-    """The constant arrays the C call of op declares (a fast kernel's own when lowering chose one)."""
-    if op.lowered:
-        return op.lowered["arrays"]
-    d = REGISTRY.get(op.kind)
-    return {**op.arrays, **(d.c_arrays(op) if d is not None and d.c_arrays else {})}
+def op_arrays(graph: Graph, op: Op) -> dict:
+    """The constant arrays the C call of op declares (its lowering's: a fast kernel's own packing, or the op's)."""
+    low = lowering_of(graph, op)
+    if low is None:             # (a survey's placeholders for unsupported nodes)
+        return op.arrays
+    return {**low.arrays, **(low.kernel.c_arrays(op) if low.kernel.c_arrays else {})}
 
 
 def breakdown(graph: Graph) -> dict:
@@ -43,7 +44,7 @@ def breakdown(graph: Graph) -> dict:
     for op in graph.ops:
         if REGISTRY.get(op.kind) is not None and REGISTRY[op.kind].alias:
             continue
-        for key, a in op_arrays(op).items():
+        for key, a in op_arrays(graph, op).items():
             out[kind_of(key)] += int(a.nbytes)
     out["total"] = sum(out[k] for k in KINDS)
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from edgec.ir import Graph
 from edgec.ops.opdef import CallSite
-from edgec.ops.registry import REGISTRY
+from edgec.ops.select import lowering_of
 from edgec.plan.arena_run import move_offsets, stage_output_move, stage_pointers
 from edgec.plan.patching import Call, band_op
 from edgec.plan.planner import Plan
@@ -29,11 +29,9 @@ def stage_block(graph: Graph, plan: Plan, stage, arrays: dict, bands: list) -> s
             lines.append(_memmove(dst, src, n) + f"   /* drop {step.drop} row(s) of a window */")
             continue
         i = step.op
-        op = graph.ops[i]
-        d = REGISTRY[op.kind]
-        band = band_op(graph, op, *step.rows)
-        struct = band.lowered["struct"] if band.lowered else d.struct
-        params = band.lowered["params"] if band.lowered else band.params
+        band = band_op(graph, graph.ops[i], *step.rows)
+        low = lowering_of(graph, band)
+        struct, params = low.struct, low.params
         key = (i, struct, tuple(params.items()))
         if key not in known:
             known[key] = f"op{i}_band{sum(b['index'] == i for b in bands)}_params"
@@ -41,7 +39,7 @@ def stage_block(graph: Graph, plan: Plan, stage, arrays: dict, bands: list) -> s
         ins, out = stage_pointers(graph, plan, stage, j, step)
         site = CallSite(prefix=f"op{i}", inputs=[f"arena.bytes + {o}" for o in ins], output=f"arena.bytes + {out}",
                         arrays=arrays[i], scratch=None if i not in plan.scratch else f"arena.bytes + {plan.scratch[i]}")
-        call = d.c_call(band, site).replace(f"&op{i}_params", f"&{known[key]}")
+        call = low.kernel.call(band, low, site).replace(f"&op{i}_params", f"&{known[key]}")
         lines.append(call)
     move = stage_output_move(graph, plan, stage)
     if move:

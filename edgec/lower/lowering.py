@@ -1,48 +1,57 @@
-"""Lowering onto the fast kernels (runtime_c/fast/), an explicit step after quantization and before
-planning: each op whose registry entry has a `lower` and whose tensors are int8 gets `op.lowered` (the
-fast kernel's name, params struct, packed constant arrays and scratch size, edgec/ops/fast.py explains
-the packing); ops it declines keep their portable reference kernels.
+"""The lower stage, an explicit step after quantization and before planning: every op of the quantized graph put
+on the kernel that will run it (edgec/ops/select.py decides: the reference, 16x8 or int4-weight kernel, the fast
+kernel where one takes the op, its speed variant or Helium kernel), as a new graph whose ops carry their
+`Lowering` (edgec/ops/kernel.py: the kernel, its params and packed constant arrays, its scratch; what the
+generated code will contain and the planner reserves). The speed variants' summary and code estimate are read
+back from those lowerings.
+
+Only `edgec build` lowers onto the Helium kernels (it compiles with the board's flags); `edgec export` keeps the
+DSP/portable kernels, as an exported library may be compiled without Helium flags (the _mve kernels would then
+be missing).
 """
 from __future__ import annotations
 
-from typing import Callable
+import dataclasses
 
-from edgec.lower import specialize
-from edgec.lower.mve import lower_mve
-from edgec.ir import Graph, Op
-from edgec.ops import int4
-from edgec.ops.registry import REGISTRY
+from edgec.ir import Graph
+from edgec.ops import select
+from edgec.ops.kernel import VARIANT
 
-SCRATCH_ALIGN = 16
-Chooser = Callable[[Op, dict], "str | None"]
+Chooser = select.Chooser
+MVE_FPU = "fp+mve"
 
 
-def lower(op: Op) -> dict | None:
-    """The fast kernel of one quantized int8 op (its call data and constants), or None."""
-    fn = REGISTRY[op.kind].lower
-    if int4.is_int4(op):
-        return int4.lower(op)          # int4 layers: their own fast kernels, where there is one
-    return fn(op) if fn else None
+def has_mve(board) -> bool:
+    """Does the board's core run Helium (its profile's cpu/fpu fields)?"""
+    return board is not None and board.fpu == MVE_FPU
 
 
-def lower_graph(graph: Graph, optimize: str = "speed", choose: Chooser | None = None, mve: bool = False) -> None:
-    """Choose the fast kernel of every op that has one: op.lowered holds its call data and constants
-    (what the generated code will contain), op.attrs['scratch_bytes'] its scratch memory (for the planner).
-    mve (the board's core has Helium): the Helium kernel where there is one (edgec/lower/mve.py); otherwise
-    optimize "speed" puts each op on its fastest variant (`choose(op, generic lowering)`: the variant's name,
-    e.g. from a tuning log, or None for the default), "size" keeps the generic fast kernels
-    (edgec/lower/specialize.py)."""
-    for op in graph.ops:
-        int8 = all(graph.tensors[t].dtype == "int8" for t in (*op.inputs, op.output))
-        op.lowered = lower(op) if int8 else None       # int16 layers keep their 16x8 kernels
-        helium = lower_mve(op, op.lowered) if mve and op.lowered else op.lowered
-        if helium is not op.lowered:
-            op.lowered = helium
-        else:
-            specialize.specialize(op, optimize, choose(op, op.lowered) if choose and op.lowered else None)
-        reference = REGISTRY[op.kind].scratch
-        size = op.lowered["scratch_bytes"] if op.lowered else reference(op) if reference else 0
-        if size:
-            op.attrs["scratch_bytes"] = (size + SCRATCH_ALIGN - 1) // SCRATCH_ALIGN * SCRATCH_ALIGN
-        else:
-            op.attrs.pop("scratch_bytes", None)
+def lower_graph(graph: Graph, optimize: str = "speed", choose: Chooser | None = None, mve: bool = False) -> Graph:
+    """The graph with every op on the kernel it will run (`op.lowering`, None for views): optimize "speed" puts
+    each op on its fastest variant (`choose(op, generic lowering)`: the variant's name, e.g. from a tuning log, or
+    None for the default), "size" keeps the generic fast kernels; mve (the board's core has Helium): the Helium
+    kernel where there is one."""
+    options = select.Options(optimize=optimize, helium=mve, choose=choose)
+    ops = [dataclasses.replace(op, lowering=select.select(op, options, select.dtypes(graph, op))) for op in graph.ops]
+    return dataclasses.replace(graph, ops=ops)
+
+
+def summary(ops) -> dict:
+    """What the speed variants cost: how many ops run on each variant and the flash their repacked constants
+    add over the generic kernels' (the `--optimize size` build)."""
+    ops = list(ops)
+    chosen = [op.lowering for op in ops if op.lowering is not None and op.lowering.variant is not None]
+    counts: dict[str, int] = {}
+    for low in chosen:
+        counts[low.variant] = counts.get(low.variant, 0) + 1
+    return {"variants": counts, "extra_constant_bytes": sum(low.extra_bytes for low in chosen),
+            "layers": {op.name: {"variant": op.lowering.variant, "variants": list(op.lowering.variants),
+                                 "signature": op.lowering.signature}
+                       for op in ops if op.lowering is not None and len(op.lowering.variants) > 1}}
+
+
+def variant_code_bytes(ops) -> int:
+    """The code the speed variants the ops run on add, each variant counted once (the fit check)."""
+    kernels = {op.lowering.kernel for op in ops if op.lowering is not None and op.lowering.kernel.role == VARIANT}
+    return sum(k.code_bytes or 0 for k in kernels)
+

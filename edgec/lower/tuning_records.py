@@ -1,4 +1,4 @@
-"""The tuning log: which kernel variant (edgec/lower/specialize.py) each layer runs fastest on a board, as
+"""The tuning log: which kernel variant (edgec/ops/select.py) each layer runs fastest on a board, as
 measured by `edgec tune` (edgec/tune.py), so later builds reuse the choice without measuring again (like TVM's
 tuning records).
 
@@ -16,9 +16,9 @@ import json
 import os
 from pathlib import Path
 
-from edgec.lower import specialize
 from edgec.errors import EdgecError
 from edgec.ir import Op
+from edgec.ops.kernel import Lowering
 
 VERSION = 1
 
@@ -57,9 +57,9 @@ def save(path: Path, records: dict) -> None:
 def chooser(board: str, records: dict, used: dict | None = None):
     """A variant chooser for lower_graph (edgec/lower/lowering.py): each layer's variant from the log's
     records for this board (None where there is none); `used` collects op name -> variant of the records used."""
-    def choose(op: Op, generic: dict) -> str | None:
-        rec = records.get(key(board, specialize.signature(op, generic)))
-        if rec is None or rec.get("variant") not in specialize.variants(generic):
+    def choose(op: Op, generic: Lowering) -> str | None:
+        rec = records.get(key(board, generic.signature))
+        if rec is None or rec.get("variant") not in generic.variants:
             return None
         if used is not None:
             used[op.name] = rec["variant"]

@@ -18,6 +18,7 @@ from edgec.ir import NO_ACT, Op, SYNTHETIC, Tensor
 from edgec.ops import cemit, fast, movement
 from edgec.ops.lut import emit_lut, is_table
 from edgec.ops.movement import RANK, offsets
+from edgec.ops.kernel import FAST, HELIUM, MVE, REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, OpDef
 from edgec.fixedpoint.scheme import act_range, qparams_from_range, quantize_multiplier, requantize
 
@@ -169,24 +170,26 @@ def float_binary(op: Op, inputs: list):
         return _act(_FLOAT[a["op"]](x.reshape(a["a_shape"]), y.reshape(a["b_shape"])), op)
 
 
-# ---- C ------------------------------------------------------------------------------------------
-def c_add(op: Op, site: CallSite) -> str:
+# ---- kernels -------------------------------------------------------------------------------------
+def c_add(op: Op, low, site: CallSite) -> str:
     x, y = site.inputs
-    if op.lowered:
-        pre = site.prefix
-        return (f"{op.lowered['kernel']}(&{pre}_params, {x}, {y}, {pre}_lut1, {pre}_lut2, {pre}_rq, "
-                f"{site.output});")
-    return f"edgec_add_s8(&{site.prefix}_params, {x}, {y},\n        {site.output});"
+    return f"{low.kernel.name}(&{site.prefix}_params, {x}, {y},\n        {site.output});"
 
 
-def c_binary(op: Op, site: CallSite) -> str:
+def c_add_lut(op: Op, low, site: CallSite) -> str:
+    x, y = site.inputs
+    pre = site.prefix
+    return (f"{low.kernel.name}(&{pre}_params, {x}, {y}, {pre}_lut1, {pre}_lut2, {pre}_rq, "
+            f"{site.output});")
+
+
+def c_binary(op: Op, low, site: CallSite) -> str:
     a, b = _operands(op, site.inputs, site.arrays.get("const"))
-    return cemit.with_params("edgec_binary_params", op.params, f"edgec_binary_s8(&p, {a}, {b}, {site.output});")
+    return cemit.with_params("edgec_binary_params", op.params, f"{low.kernel.name}(&p, {a}, {b}, {site.output});")
 
 
-# ---- fast kernel --------------------------------------------------------------------------------
-def lower_add(op: Op) -> dict | None:
-    """Add with a 256-entry table per input for its rescaling."""
+def lower_add(op: Op):
+    """Add with a 256-entry table per input for its rescaling (runtime_c/fast/edgec_elementwise_fast.c)."""
     p = op.params
     v = np.arange(-128, 128, dtype=np.int64)
     ls = 1 << int(p["left_shift"])
@@ -198,15 +201,21 @@ def lower_add(op: Op) -> dict | None:
     if rq is None:
         return None
     params = {k: int(p[k]) for k in ("n", "output_zp", "act_min", "act_max")}
-    return {"kernel": "edgec_add_lut_s8", "struct": "edgec_add_lut_params", "params": params,
-            "arrays": {"lut1": lut1.astype(np.int32), "lut2": lut2.astype(np.int32), "rq": rq},
-            "scratch_bytes": 0}
+    return params, {"lut1": lut1.astype(np.int32), "lut2": lut2.astype(np.int32), "rq": rq}
 
+
+ADD = Kernel("edgec_add_s8", ("add",), REFERENCE, c_add, run=run_add, struct="edgec_add_params", code_bytes=580)
+BINARY = Kernel("edgec_binary_s8", ("binary",), REFERENCE, c_binary, run=run_binary)
+ADD_LUT = Kernel("edgec_add_lut_s8", ("add",), FAST, c_add_lut, lower=lower_add, struct="edgec_add_lut_params")
+ADD_LUT_MVE = Kernel("edgec_add_lut_mve_s8", ("add",), HELIUM, c_add_lut, base=ADD_LUT, isa=MVE,
+                     lower=lambda op, base: (base.params, base.arrays),   # the tables gathered 4 values at a time
+                     struct="edgec_add_lut_params")
+KERNELS = [ADD, BINARY, ADD_LUT, ADD_LUT_MVE]
 
 OPS = [
-    OpDef("add", "elementwise", quantize_add, run_add, float_add, c_add, struct="edgec_add_params",
-          in_place=True, fuses_activation=True, lower=lower_add, code_bytes=580, row_bands="elementwise"),
-    OpDef("binary", "elementwise", quantize_binary, run_binary, float_binary, c_binary, fuses_activation=True),
+    OpDef("add", "elementwise", quantize_add, float_add, in_place=True, fuses_activation=True,
+          row_bands="elementwise"),
+    OpDef("binary", "elementwise", quantize_binary, float_binary, fuses_activation=True),
 ]
 
 

@@ -1,5 +1,5 @@
-"""Helpers the ops' C calls share (`OpDef.c_call`): struct initializers, int16 pointer casts, a call with its
-own parameters."""
+"""Helpers the kernels' C calls share (`Kernel.call`, edgec/ops/kernel.py): struct initializers, int16 pointer
+casts, a call with its own parameters, the calls of the weighted kernels."""
 from __future__ import annotations
 
 from edgec.cheader import field_names
@@ -41,3 +41,24 @@ def weighted_call16(kernel: str, prefix: str, x: str, arrays: dict, output: str)
 def fast_weighted_call(kernel: str, prefix: str, x: str, scratch: str, output: str) -> str:
     """The call of a fast weighted kernel (packed weights `fw`, requantization records `rq`, scratch)."""
     return f"{kernel}(&{prefix}_params, {x}, {prefix}_fw, {prefix}_rq, {scratch}, {output});"
+
+
+def weighted(op, low, site) -> str:
+    """`Kernel.call` of a reference weighted kernel (its params struct at file scope, the op's own arrays)."""
+    return weighted_call(low.kernel.name, site.prefix, site.inputs[0], site.arrays, site.output)
+
+
+def weighted16(op, low, site) -> str:
+    """`Kernel.call` of a 16x8 weighted kernel."""
+    return weighted_call16(low.kernel.name, site.prefix, site.inputs[0], site.arrays, site.output)
+
+
+def weighted4(op, low, site) -> str:
+    """`Kernel.call` of an int4-weight reference kernel: the int8 kernel's arguments with the packed weights."""
+    arrays = {**site.arrays, "weights": site.arrays["weights4"]}
+    return weighted_call(low.kernel.name, site.prefix, site.inputs[0], arrays, site.output)
+
+
+def fast_weighted(op, low, site) -> str:
+    """`Kernel.call` of a fast weighted kernel (and of its speed variants and Helium kernel)."""
+    return fast_weighted_call(low.kernel.name, site.prefix, site.inputs[0], site.scratch, site.output)

@@ -11,6 +11,7 @@ import numpy as np
 from edgec.errors import node_error
 from edgec.ir import Op, Tensor
 from edgec.ops import cemit, movement
+from edgec.ops.kernel import REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, OpDef
 from edgec.fixedpoint.scheme import requant_table
 
@@ -50,16 +51,17 @@ def float_concat(op: Op, inputs: list):
     return np.concatenate([i.reshape(outer, -1) for i in inputs], axis=1)
 
 
-def c_concat(op: Op, site: CallSite) -> str:
+def c_concat(op: Op, low, site: CallSite) -> str:
     lines = []
     for i, (part, t) in enumerate(zip(op.params["parts"], site.inputs)):
         table = site.arrays.get(f"table{i}", "0")
         lines.append(f"{{ static const edgec_concat_params p = {cemit.struct_init(part)}; "
-                     f"edgec_concat_part_s8(&p, {t}, {table}, {site.output}); }}")
+                     f"{low.kernel.name}(&p, {t}, {table}, {site.output}); }}")
     return "\n    ".join(lines)
 
 
-OPS = [OpDef("concat", "movement", quantize_concat, run_concat, float_concat, c_concat)]
+OPS = [OpDef("concat", "movement", quantize_concat, float_concat)]
+KERNELS = [Kernel("edgec_concat_part_s8", ("concat",), REFERENCE, c_concat, run=run_concat)]
 
 
 # ---- ONNX import

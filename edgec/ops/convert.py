@@ -16,7 +16,8 @@ from edgec.errors import node_error
 from edgec.ir import Op, Tensor
 from edgec.ops import movement
 from edgec.ops.cemit import i16, with_params
-from edgec.ops.opdef import CallSite, Int16, OpDef
+from edgec.ops.kernel import INT16, REFERENCE, Kernel
+from edgec.ops.opdef import CallSite, OpDef
 from edgec.fixedpoint.scheme import quantize_multiplier, requantize
 
 
@@ -51,19 +52,20 @@ def _run_to8(op: Op, inputs: list) -> np.ndarray:
     return requantize_s16_s8(inputs[0].reshape(-1), p["zero_point"], p["mult"], p["shift"])
 
 
-def _c_to16(op: Op, site: CallSite) -> str:
-    call = f"edgec_requantize_s8_s16(&p, {site.inputs[0]}, {i16(site.output)});"
+def _c_to16(op: Op, low, site: CallSite) -> str:
+    call = f"{low.kernel.name}(&p, {site.inputs[0]}, {i16(site.output)});"
     return with_params("edgec_requantize_params", op.params, call, only_fields=True)
 
 
-def _c_to8(op: Op, site: CallSite) -> str:
-    call = f"edgec_requantize_s16_s8(&p, {i16(site.inputs[0], const=True)}, {site.output});"
+def _c_to8(op: Op, low, site: CallSite) -> str:
+    call = f"{low.kernel.name}(&p, {i16(site.inputs[0], const=True)}, {site.output});"
     return with_params("edgec_requantize_params", op.params, call, only_fields=True)
 
 
-# the main entry converts int16 -> int8; its int16 variant (an int16 output) int8 -> int16
-OPS = [OpDef(KIND, "convert", quantize_requantize, _run_to8, lambda op, inputs: inputs[0], _c_to8,
-             int16=Int16(lambda op, ins, out: None, _run_to16, _c_to16), sensitivity=False)]
+OPS = [OpDef(KIND, "convert", quantize_requantize, lambda op, inputs: inputs[0], sensitivity=False)]
+# the int8 one (an int8 output) converts int16 -> int8; the int16 one (an int16 output) int8 -> int16
+KERNELS = [Kernel("edgec_requantize_s16_s8", (KIND,), REFERENCE, _c_to8, run=_run_to8),
+           Kernel("edgec_requantize_s8_s16", (KIND,), REFERENCE, _c_to16, precision=INT16, run=_run_to16)]
 
 
 # ---- ONNX import

@@ -11,6 +11,7 @@ import numpy as np
 from edgec.errors import node_error
 from edgec.ir import Op, Tensor
 from edgec.ops import cemit
+from edgec.ops.kernel import REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, OpDef
 from edgec.fixedpoint.scheme import act_range, quantize_multiplier, requantize
 
@@ -56,11 +57,13 @@ def float_cumsum(op: Op, inputs: list):
 
 
 # ---- C ------------------------------------------------------------------------------------------
-def c_cumsum(op: Op, site: CallSite) -> str:
-    return cemit.with_params("edgec_cumsum_params", op.params, f"edgec_cumsum_s8(&p, {site.inputs[0]}, {site.output});")
+def c_cumsum(op: Op, low, site: CallSite) -> str:
+    call = f"{low.kernel.name}(&p, {site.inputs[0]}, {site.output});"
+    return cemit.with_params("edgec_cumsum_params", op.params, call)
 
 
-OPS = [OpDef("cumsum", "cumsum", quantize_cumsum, run_cumsum, float_cumsum, c_cumsum, code_bytes=300)]
+OPS = [OpDef("cumsum", "cumsum", quantize_cumsum, float_cumsum)]
+KERNELS = [Kernel("edgec_cumsum_s8", ("cumsum",), REFERENCE, c_cumsum, run=run_cumsum, code_bytes=300)]
 
 
 # ---- ONNX import

@@ -1,19 +1,20 @@
 """Matrix products with constant weights: `fully_connected` (one row x [out][in] weights), `fully_connected_rows`
-(many rows x the same weights), int8 and (fully_connected) TFLite 16x8 (a MatMul of two activations is
-edgec/ops/matmul.py's); kernels in
-runtime_c/edgec_fully_connected.c, the fast fully connected one in runtime_c/fast/. A Flatten of a channels-last
-tensor feeding a Gemm/MatMul permutes the weight columns instead of moving the data.
+(many rows x the same weights), int8 and (fully_connected) TFLite 16x8 and int4 weights (a MatMul of two
+activations is edgec/ops/matmul.py's). Its kernels, as records (edgec/ops/kernel.py): the reference ones in
+runtime_c/edgec_fully_connected.c; the fast fully connected one (4 rows at a time) in runtime_c/fast/ with its
+speed variants rows8 and wide, its Helium and int4 kernels, and the fast one of many rows. A Flatten of a
+channels-last tensor feeding a Gemm/MatMul permutes the weight columns instead of moving the data.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from edgec import cheader
 from edgec.errors import node_error
 from edgec.ir import NO_ACT, Op, Tensor
 from edgec.ops import cemit, fast, matmul, movement
+from edgec.ops.kernel import FAST, HELIUM, INT4, INT16, MVE, REFERENCE, VARIANT, Kernel
 from edgec.ops.opdef import CallSite, Int16, OpDef
-from edgec.fixedpoint.scheme import act_range, finish, finish16, weighted, weighted16
+from edgec.fixedpoint.scheme import act_range, finish, finish16, unpack_int4, weighted, weighted16
 
 
 # ---- quantize ---------------------------------------------------------------------------------
@@ -90,29 +91,44 @@ def float_fc_rows(op: Op, inputs: list):
     return _act(inputs[0].reshape(a["rows"], -1) @ np.asarray(a["weights"], np.float64).T + a["bias"], op)
 
 
-# ---- C ------------------------------------------------------------------------------------------
-def c_fc(op: Op, site: CallSite) -> str:
-    if op.lowered:
-        return cemit.fast_weighted_call(op.lowered["kernel"], site.prefix, site.inputs[0], site.scratch, site.output)
-    return cemit.weighted_call("edgec_fully_connected_s8", site.prefix, site.inputs[0], site.arrays, site.output)
+# ---- the reference kernels (runtime_c/edgec_fully_connected.c) -------------------------------------------------
+def int4_weights(op: Op) -> bool:
+    """Whether a quantized fully connected layer has packed int4 weights (`--weights int4`: the format of
+    edgec/ops/conv/reference.py, rows [out][in] flattened)."""
+    return "weights4" in op.arrays
 
 
-def c_fc16(op: Op, site: CallSite) -> str:
-    return cemit.weighted_call16("edgec_fully_connected_s16", site.prefix, site.inputs[0], site.arrays, site.output)
+def unpacked(op: Op) -> np.ndarray:
+    """A layer's int4 weights as int8 values [out][in]."""
+    n_out, n_in = int(op.params["out_features"]), int(op.params["in_features"])
+    return unpack_int4(op.arrays["weights4"], n_out * n_in).reshape(n_out, n_in)
 
 
-def c_fc_rows(op: Op, site: CallSite) -> str:
-    if op.lowered:
-        return (f"edgec_fully_connected_packed_rows_s8(&{site.prefix}_params, {site.inputs[0]}, "
-                f"{site.prefix}_fw, {site.prefix}_rq, {site.scratch}, {site.output});")
+def run_fc4(op: Op, inputs: list) -> np.ndarray:
+    """The int4 layer's twin: the int8 twin on the unpacked weights."""
+    a = op.arrays
+    return fully_connected_s8(op.params, inputs[0].reshape(-1), unpacked(op), a["bias"], a["mult"], a["shift"])
+
+
+def c_fc_rows(op: Op, low, site: CallSite) -> str:
     n = site.arrays
-    call = (f"edgec_fully_connected_rows_s8(&p, {site.inputs[0]}, {n['weights']}, "
+    call = (f"{low.kernel.name}(&p, {site.inputs[0]}, {n['weights']}, "
             f"{n['bias']}, {n['mult']}, {n['shift']}, {site.output});")
     return cemit.with_params("edgec_fully_connected_rows_params", op.params, call, only_fields=True)
 
 
-# ---- fast kernel --------------------------------------------------------------------------------
-def lower_fc(op: Op) -> dict | None:
+STRUCT = "edgec_fully_connected_params"
+FC = Kernel("edgec_fully_connected_s8", ("fully_connected",), REFERENCE, cemit.weighted, run=run_fc, struct=STRUCT,
+            code_bytes=1000)
+FC_16 = Kernel("edgec_fully_connected_s16", ("fully_connected",), REFERENCE, cemit.weighted16, precision=INT16,
+               run=run_fc16, struct=STRUCT)
+FC_4 = Kernel("edgec_fully_connected_s4", ("fully_connected",), REFERENCE, cemit.weighted4, precision=INT4,
+              applies=int4_weights, run=run_fc4, struct=STRUCT)
+FC_ROWS = Kernel("edgec_fully_connected_rows_s8", ("fully_connected_rows",), REFERENCE, c_fc_rows, run=run_fc_rows)
+
+
+# ---- the fast kernels (runtime_c/fast/edgec_fully_connected_fast.c), speed variants, Helium ---------------------
+def lower_fc(op: Op):
     """4 rows at a time over weights packed [block of 4 rows][group of 4 inputs][row][4]."""
     p, a = op.params, op.arrays
     w = a["weights"].reshape(p["out_features"], p["in_features"])
@@ -127,20 +143,84 @@ def lower_fc(op: Op) -> dict | None:
     head = wp[:blocks].reshape(-1, 4, k4 // 4, 4).transpose(0, 2, 1, 3)   # [block][group][row][4]
     packed = np.concatenate([head.reshape(-1), wp[blocks:].reshape(-1)]).astype(np.int8)
     params = {"in_features": n_in, "out_features": n_out, **got[0], "k4": k4}
-    return {"kernel": "edgec_fully_connected_packed_s8", "struct": "edgec_fully_connected_packed_params",
-            "params": params, "arrays": {"fw": fast.words(packed), "rq": got[1]},
-            "scratch_bytes": cheader.buffer_size("edgec_fully_connected_packed_s8", params)}
+    return params, {"fw": fast.words(packed), "rq": got[1]}
 
 
-def lower_fc_rows(op: Op) -> dict | None:
+def c_fc_packed_rows(op: Op, low, site: CallSite) -> str:
     """Every row through the fast fully connected kernel (the same packing)."""
-    low = lower_fc(op)
-    if low is None:
+    return (f"{low.kernel.name}(&{site.prefix}_params, {site.inputs[0]}, "
+            f"{site.prefix}_fw, {site.prefix}_rq, {site.scratch}, {site.output});")
+
+
+def packed_rows(base) -> np.ndarray:
+    """The [out_features][k4] int8 weights of the packed fully connected lowering (`lower_fc`)."""
+    p = base.params
+    n_out, k4 = p["out_features"], p["k4"]
+    raw = base.arrays["fw"].view(np.int8)
+    blocks = n_out // 4 * 4
+    head = raw[:blocks * k4].reshape(-1, k4 // 4, 4, 4).transpose(0, 2, 1, 3).reshape(blocks, k4)
+    return np.concatenate([head, raw[blocks * k4:].reshape(-1, k4)])
+
+
+def rows8_fc(op: Op, base):
+    """edgec_fully_connected_rows8_s8 (fast/edgec_fully_connected_rows8.c, 8 rows a pass): blocks of 8 rows;
+    per group of 4 inputs the words (w0, w2) (w1, w3) of rows 0..7 (fast.blocks: doubled weights and biases)."""
+    words, rq = fast.blocks(packed_rows(base).astype(np.int16), base.arrays["rq"], 8, lambda g: g[..., [0, 2, 1, 3]])
+    return base.params, {**base.arrays, "fw": words, "rq": rq}
+
+
+def wide_fc(op: Op, base):
+    """The packed fully connected layer on int16 weights (edgec_fully_connected_wide_s8): the same order, each group
+    of 4 weights w0..w3 of a row as the int16 values w0, w2, w1, w3."""
+    w = base.arrays["fw"].view(np.int8).astype(np.int16).reshape(-1, 4)[:, [0, 2, 1, 3]]
+    return base.params, {**base.arrays, "fw": fast.words(np.ascontiguousarray(w))}
+
+
+def mve_fc(op: Op, base):
+    """edgec_fully_connected_mve_s8: plain rows [out][k4] instead of blocks of 4 interleaved rows."""
+    p = base.params
+    n_out, n_in, k4 = p["out_features"], p["in_features"], p["k4"]
+    wp = np.zeros((n_out, k4), np.int8)
+    wp[:, :n_in] = op.arrays["weights"].reshape(n_out, n_in)
+    return p, {"fw": fast.words(wp), "rq": base.arrays["rq"]}
+
+
+def lower_fc4(op: Op):
+    """edgec_fully_connected_packed_s4: rows of in_features rounded up to 8, nibbles in PERM8 order (the Arm DSP
+    path unpacks 8 nibbles into four int16 pairs with SXTB16 and multiplies them with SMLAD)."""
+    w = unpacked(op)
+    got = fast.conv_like(op, w)
+    if got is None:
         return None
-    params = {**low["params"], "rows": int(op.params["rows"])}
-    return {**low, "kernel": "edgec_fully_connected_packed_rows_s8",
-            "struct": "edgec_fully_connected_packed_rows_params", "params": params,
-            "scratch_bytes": cheader.buffer_size("edgec_fully_connected_packed_rows_s8", params)}
+    n_out, n_in = w.shape
+    k8 = (n_in + 7) // 8 * 8
+    params = {"in_features": n_in, "out_features": n_out, **got[0], "k4": k8}
+    return params, {"fw": fast.nibble_words(w), "rq": got[1]}
+
+
+def lower_fc_rows(op: Op):
+    """Every row through the packed fully connected kernel: its packing, and the row count in its params."""
+    got = lower_fc(op)
+    return None if got is None else ({**got[0], "rows": int(op.params["rows"])}, got[1])
+
+
+PACKED_STRUCT = "edgec_fully_connected_packed_params"
+PACKED = Kernel("edgec_fully_connected_packed_s8", ("fully_connected",), FAST, cemit.fast_weighted, lower=lower_fc,
+                struct=PACKED_STRUCT)
+# code each speed variant links in beside the generic kernels (arm-none-eabi-gcc -O2, Cortex-M4; rows8: its file's
+# text), for the fit check's code estimate
+ROWS8 = Kernel("edgec_fully_connected_rows8_s8", ("fully_connected",), VARIANT, cemit.fast_weighted, base=PACKED,
+               variant="rows8", lower=rows8_fc, struct=PACKED_STRUCT, code_bytes=2428)
+WIDE = Kernel("edgec_fully_connected_wide_s8", ("fully_connected",), VARIANT, cemit.fast_weighted, base=PACKED,
+              variant="wide", lower=wide_fc, struct=PACKED_STRUCT, code_bytes=512)
+FC_MVE = Kernel("edgec_fully_connected_mve_s8", ("fully_connected",), HELIUM, cemit.fast_weighted, base=PACKED,
+                isa=MVE, lower=mve_fc, struct=PACKED_STRUCT)
+PACKED_ROWS = Kernel("edgec_fully_connected_packed_rows_s8", ("fully_connected_rows",), FAST, c_fc_packed_rows,
+                     lower=lower_fc_rows, struct="edgec_fully_connected_packed_rows_params")
+PACKED_4 = Kernel("edgec_fully_connected_packed_s4", ("fully_connected",), FAST, cemit.fast_weighted, precision=INT4,
+                  lower=lower_fc4, struct=PACKED_STRUCT)
+
+KERNELS = [FC, FC_16, FC_4, FC_ROWS, PACKED, ROWS8, WIDE, FC_MVE, PACKED_ROWS, PACKED_4]
 
 
 def _macs(op: Op) -> int:
@@ -149,15 +229,10 @@ def _macs(op: Op) -> int:
 
 
 OPS = [
-    OpDef("fully_connected", "fully_connected", quantize_fc, run_fc, float_fc, c_fc,
-          struct="edgec_fully_connected_params",
-          fuses_activation=True, weight_axis=0, bias_correction=True,
-          macs=lambda op, out: _macs(op),
-          lower=lower_fc, int16=Int16(quantize_fc16, run_fc16, c_fc16), code_bytes=1000),
-    OpDef("fully_connected_rows", "fully_connected", quantize_fc_rows, run_fc_rows, float_fc_rows, c_fc_rows,
-          fuses_activation=True, weight_axis=0,
-          macs=lambda op, out: _macs(op) * int(op.attrs.get("rows", op.params.get("rows", 1))),
-          lower=lower_fc_rows),
+    OpDef("fully_connected", "fully_connected", quantize_fc, float_fc, fuses_activation=True, weight_axis=0,
+          bias_correction=True, macs=lambda op, out: _macs(op), int16=Int16(quantize_fc16)),
+    OpDef("fully_connected_rows", "fully_connected", quantize_fc_rows, float_fc_rows, fuses_activation=True,
+          weight_axis=0, macs=lambda op, out: _macs(op) * int(op.attrs.get("rows", op.params.get("rows", 1)))),
 ]
 
 

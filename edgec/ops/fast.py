@@ -1,10 +1,10 @@
-"""Build-time packing shared by the fast kernels (runtime_c/fast/): each op family lowers its own ops
-(`OpDef.lower`) with these helpers; edgec/lower/lowering.py runs the lowering after quantization.
+"""Build-time packing shared by the fast kernels (runtime_c/fast/): each op family packs its own ops for its
+kernels (the `lower` of its kernel records, edgec/ops/kernel.py) with these helpers; edgec/lower/lowering.py
+runs the lowering after quantization.
 
-For each op the fast kernels can run bit-exactly, its family's `lower(op)` returns the C params struct, the
-constant arrays (weights padded and reordered for the inner loops, one requantization record per
-output channel, lookup tables) and the scratch memory the kernel needs; ops it returns None for
-keep the portable reference kernels.
+For each op a fast kernel can run bit-exactly, the kernel's `lower(op)` returns the C params struct's fields and
+the constant arrays (weights padded and reordered for the inner loops, one requantization record per output
+channel, lookup tables); ops it returns None for keep the portable reference kernels.
 
 What moves from run time to build time:
 - the input zero point: sum((x - zp) * w) + bias == sum(x * w) + (bias - zp * sum(w)), with padded
@@ -112,3 +112,30 @@ def nibble_words(w: np.ndarray) -> np.ndarray:
     wp = np.zeros((rows, k8), np.int8)
     wp[:, :k] = w
     return words(pack_int4(wp.reshape(rows, k8 // 8, 8)[:, :, PERM8]))
+
+
+# ---- the register-blocked speed variants (conv blocked4, fully connected rows8) ---------------------------------
+# Both double the int16 weights and the biases at build time (|acc| < 2^30, so 2 * acc fits an int32): the
+# accumulators then hold the doubled sum the requantization's SMMLAR takes. Both pad the last block of outputs
+# with copies of the last output, its requantization record included (the kernels never store the copies).
+
+def padded(a: np.ndarray, n: int) -> np.ndarray:
+    """a with its last row repeated up to n rows."""
+    return np.concatenate([a, np.repeat(a[-1:], n - len(a), axis=0)]) if n > len(a) else a
+
+
+def doubled_words(v: np.ndarray) -> np.ndarray:
+    """int16 values (doubled int8 weights) as little-endian words, C order."""
+    return words(np.ascontiguousarray(2 * v.astype(np.int16)))
+
+
+def blocks(w: np.ndarray, rq: np.ndarray, block: int, pair_order) -> tuple[np.ndarray, np.ndarray]:
+    """The word stream of `block`-output blocks: per block the doubled biases, then per group of 4 inputs the
+    doubled int16 weights in `pair_order` (an index array over [group][output][4] -> the kernel's order)."""
+    n = (len(w) + block - 1) // block * block
+    w, rq = padded(w, n), padded(rq, n)
+    groups = w.shape[1] // 4
+    bias = (2 * rq[:, 0].astype(np.int64)).astype(np.int32).reshape(-1, block).view(np.uint32)
+    g = w.reshape(-1, block, groups, 4).transpose(0, 2, 1, 3)               # [block][group][output][4]
+    body = doubled_words(pair_order(g)).reshape(n // block, -1)
+    return np.concatenate([bias, body], axis=1).reshape(-1), np.ascontiguousarray(rq)

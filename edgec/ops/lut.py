@@ -16,6 +16,7 @@ import numpy as np
 from edgec.errors import node_error
 from edgec.ir import Op, Tensor
 from edgec.ops import cemit, movement
+from edgec.ops.kernel import REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, OpDef
 
 
@@ -46,12 +47,13 @@ def float_lut(op: Op, inputs: list):
     return apply(a["fn"], xs, cs, a["fparams"])
 
 
-def c_lut(op: Op, site: CallSite) -> str:
-    call = f"edgec_lut_s8(&p, {site.inputs[0]}, {site.arrays['table']}, {site.output});"
+def c_lut(op: Op, low, site: CallSite) -> str:
+    call = f"{low.kernel.name}(&p, {site.inputs[0]}, {site.arrays['table']}, {site.output});"
     return cemit.with_params("edgec_lut_params", op.params, call)
 
 
-OPS = [OpDef("lut", "elementwise", quantize_lut, run_lut, float_lut, c_lut)]
+OPS = [OpDef("lut", "elementwise", quantize_lut, float_lut)]
+KERNELS = [Kernel("edgec_lut_s8", ("lut",), REFERENCE, c_lut, run=run_lut)]
 
 
 def is_table(op) -> bool:

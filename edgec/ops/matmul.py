@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgec import cheader
 from edgec.errors import node_error
 from edgec.ir import NO_ACT, Op, Tensor
 from edgec.ops import cemit, fast, lut, movement
+from edgec.ops.kernel import FAST, REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, OpDef
 from edgec.fixedpoint.scheme import act_range, quantize_multiplier, requantize
 
@@ -83,17 +83,21 @@ def _operand(pointer: str, offset) -> str:
     return f"{pointer} + {int(offset)}" if int(offset) else pointer
 
 
-def c_matmul(op: Op, site: CallSite) -> str:
+def c_matmul(op: Op, low, site: CallSite) -> str:
     a = _operand(site.inputs[0], op.params.get("a_offset", 0))
     b = _operand(site.inputs[1], op.params.get("b_offset", 0))
-    if op.lowered:
-        call = f"edgec_matmul_fast_s8(&p, {a}, {b}, {site.scratch}, {site.output});"
-        return cemit.with_params("edgec_matmul_fast_params", op.lowered["params"], call)
-    call = f"edgec_matmul_s8(&p, {a}, {b}, {site.output});"
+    call = f"{low.kernel.name}(&p, {a}, {b}, {site.output});"
     return cemit.with_params("edgec_matmul_params", op.params, call, only_fields=True)
 
 
-def lower_matmul(op: Op) -> dict | None:
+def c_matmul_fast(op: Op, low, site: CallSite) -> str:
+    a = _operand(site.inputs[0], op.params.get("a_offset", 0))
+    b = _operand(site.inputs[1], op.params.get("b_offset", 0))
+    call = f"{low.kernel.name}(&p, {a}, {b}, {site.scratch}, {site.output});"
+    return cemit.with_params("edgec_matmul_fast_params", low.params, call)
+
+
+def lower_matmul(op: Op):
     """The DSP kernel: operands minus their zero points fit int16, |acc| < 2^30 for k below 16,000; the
     requantization is the fast kernels' one record (declined for a multiplier above 1)."""
     p = op.params
@@ -105,14 +109,15 @@ def lower_matmul(op: Op) -> dict | None:
     keep = ("batch", "m", "k", "n", *STRIDES, "a_zp", "b_zp", "act_min", "act_max")
     params = {f: int(p[f]) for f in keep}
     params.update(rq_mult=int(rq[0, 1]), rq_khi=int(rq[0, 2]), rq_neg=int(rq[0, 3]), rq_shift=int(rq[0, 4]))
-    return {"kernel": "edgec_matmul_fast_s8", "struct": None, "params": params, "arrays": {},
-            "scratch_bytes": cheader.buffer_size("edgec_matmul_fast_s8", params)}
+    return params, {}
 
 
-OPS = [
-    OpDef("matmul", "matmul", quantize_matmul, run_matmul, float_matmul, c_matmul, fuses_activation=True,
-          macs=macs, lower=lower_matmul, code_bytes=1800),   # the fast kernel: 1.6-1.9 KB on M3/M4
-]
+MATMUL = Kernel("edgec_matmul_s8", ("matmul",), REFERENCE, c_matmul, run=run_matmul,
+                code_bytes=1800)          # the fast kernel: 1.6-1.9 KB on M3/M4
+MATMUL_FAST = Kernel("edgec_matmul_fast_s8", ("matmul",), FAST, c_matmul_fast, lower=lower_matmul)
+KERNELS = [MATMUL, MATMUL_FAST]
+
+OPS = [OpDef("matmul", "matmul", quantize_matmul, float_matmul, fuses_activation=True, macs=macs)]
 
 
 # ---- after the graph is built: operands read where their bytes already are

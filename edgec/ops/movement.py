@@ -18,7 +18,8 @@ import numpy as np
 from edgec.errors import EdgecError, node_error
 from edgec.ir import Op, Tensor
 from edgec.ops import cemit
-from edgec.ops.opdef import CallSite, Int16, OpDef
+from edgec.ops.kernel import REFERENCE, Kernel
+from edgec.ops.opdef import CallSite, OpDef
 
 
 RANK = 6                  # remap / binary work on up to 6 dimensions (EDGEC_RANK)
@@ -118,27 +119,27 @@ def float_remap(op: Op, inputs: list):
 # ---- C ------------------------------------------------------------------------------------------
 
 
-def c_transpose(op: Op, site: CallSite) -> str:
-    call = f"edgec_transpose_s8(&p, {site.inputs[0]}, {site.output});"
+def c_transpose(op: Op, low, site: CallSite) -> str:
+    call = f"{low.kernel.name}(&p, {site.inputs[0]}, {site.output});"
     return cemit.with_params("edgec_transpose_params", op.params, call, only_fields=True)
 
 
-def c_remap(op: Op, site: CallSite) -> str:
-    call = f"edgec_remap_s8(&p, {site.inputs[0]}, {site.arrays['offsets']}, {site.output});"
+def c_remap(op: Op, low, site: CallSite) -> str:
+    call = f"{low.kernel.name}(&p, {site.inputs[0]}, {site.arrays['offsets']}, {site.output});"
     return cemit.with_params("edgec_remap_params", op.params, call)
 
 
-_VIEW16 = Int16(_nothing, lambda op, inputs: np.asarray(inputs[0], np.int16), None)
-
-
-OPS = [
-    OpDef("reshape", "movement", _nothing, lambda op, inputs: inputs[0], lambda op, inputs: inputs[0], None,
-          alias=True, qparams="input", int16=_VIEW16, sensitivity=False),
-    OpDef("transpose", "movement", quantize_transpose, run_transpose,
-          lambda op, inputs: np.transpose(inputs[0], op.attrs["perm"]), c_transpose,
-          qparams="input", sensitivity=False, code_bytes=400),
-    OpDef("remap", "movement", quantize_remap, lambda op, inputs: remap_s8(op.params, op.arrays["offsets"], inputs[0]),
-          float_remap, c_remap, qparams="input"),
+OPS = [     # (a reshape is a view: no kernel, its output the input's bytes, int8 or int16)
+    OpDef("reshape", "movement", _nothing, lambda op, inputs: inputs[0], alias=True, qparams="input",
+          sensitivity=False),
+    OpDef("transpose", "movement", quantize_transpose, lambda op, inputs: np.transpose(inputs[0], op.attrs["perm"]),
+          qparams="input", sensitivity=False),
+    OpDef("remap", "movement", quantize_remap, float_remap, qparams="input"),
+]
+KERNELS = [
+    Kernel("edgec_transpose_s8", ("transpose",), REFERENCE, c_transpose, run=run_transpose, code_bytes=400),
+    Kernel("edgec_remap_s8", ("remap",), REFERENCE, c_remap,
+           run=lambda op, inputs: remap_s8(op.params, op.arrays["offsets"], inputs[0])),
 ]
 
 

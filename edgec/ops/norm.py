@@ -19,6 +19,7 @@ import numpy as np
 from edgec.errors import node_error
 from edgec.ir import NO_ACT, Op, Tensor
 from edgec.ops import cemit, movement
+from edgec.ops.kernel import REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, OpDef
 from edgec.fixedpoint.scheme import act_range, quantize_multiplier, requantize
 
@@ -89,16 +90,14 @@ def float_layer_norm(op: Op, inputs: list):
 
 
 # ---- C ------------------------------------------------------------------------------------------
-def c_layer_norm(op: Op, site: CallSite) -> str:
-    call = (f"edgec_layer_norm_s8(&p, {site.inputs[0]}, {site.arrays['gamma']}, {site.arrays['beta']}, "
+def c_layer_norm(op: Op, low, site: CallSite) -> str:
+    call = (f"{low.kernel.name}(&p, {site.inputs[0]}, {site.arrays['gamma']}, {site.arrays['beta']}, "
             f"{site.output});")
     return cemit.with_params("edgec_layer_norm_params", op.params, call)
 
 
-OPS = [
-    OpDef("layer_norm", "norm", quantize_layer_norm, run_layer_norm, float_layer_norm, c_layer_norm,
-          fuses_activation=True, in_place=True, code_bytes=600),
-]
+OPS = [OpDef("layer_norm", "norm", quantize_layer_norm, float_layer_norm, fuses_activation=True, in_place=True)]
+KERNELS = [Kernel("edgec_layer_norm_s8", ("layer_norm",), REFERENCE, c_layer_norm, run=run_layer_norm, code_bytes=600)]
 
 
 # ---- ONNX import

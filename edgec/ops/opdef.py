@@ -1,4 +1,5 @@
-"""`OpDef`: the registry entry of one canonical op kind (edgec/ops/registry.py collects them)."""
+"""`OpDef`: the registry entry of one canonical op kind (edgec/ops/registry.py collects them); its kernels are
+records of their own (edgec/ops/kernel.py), beside it in its family."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,23 +15,23 @@ Twin = Callable[[Op, "list[np.ndarray]"], np.ndarray]
 
 @dataclass
 class CallSite:
-    """Where one op's C call runs: C expressions of its arena buffers and the names of its constant arrays."""
+    """Where one op's C call runs (`Kernel.call`): C expressions of its arena buffers and the names of its
+    constant arrays."""
 
     prefix: str                  # "op<index>": the op's C names start with it
     inputs: list[str]            # C expressions of the input buffers (int8_t *)
     output: str                  # C expression of the output buffer
-    arrays: dict[str, str]       # op.arrays key (or lowered array key) -> C array name
+    arrays: dict[str, str]       # the lowering's array key -> C array name
     scratch: str | None = None   # C expression of the op's scratch buffer, if the plan gave it one
     dtype: str = "int8"          # the output tensor's dtype
 
 
 @dataclass(frozen=True)
 class Int16:
-    """A kind's TFLite 16x8 variant (`--int16`): quantizer run after the int8 one, twin and C call."""
+    """A kind's TFLite 16x8 quantization (`--int16`): its quantizer, run after the int8 one (the 16x8 kernels
+    are records with precision int16 in the kind's family)."""
 
     quantize: Quantizer
-    run: Callable[[Op, list], np.ndarray]
-    c_call: Callable[[Op, CallSite], str]
     layer: bool = False          # an unweighted kind `--int16 NODE` may name too (softmax); weighted kinds always
 
 
@@ -46,17 +47,15 @@ class Equalize:
 
 @dataclass(frozen=True)
 class OpDef:
-    """Everything Python knows about one canonical op kind (docs/design.md, "The operator registry")."""
+    """Everything Python knows about one canonical op kind but its kernels (docs/design.md, "The operator
+    registry"; the kernels: edgec/ops/kernel.py)."""
 
     kind: str                                    # canonical op kind (ir.Op.kind)
     family: str                                  # C kernel family: runtime_c/edgec_<family>.c
     quantize: Quantizer                          # fills op.params (C struct fields) and op.arrays (constants)
-    run: Twin                                    # bit-exact NumPy integer twin: int8 inputs -> int8 output
     run_float: Twin | None                       # float run of the canonical op (calibration, sensitivity)
-    c_call: Callable[[Op, CallSite], str] | None  # the C statement (None: an alias, no code)
-    struct: str | None = None                    # params struct the generated file declares at file scope
-    c_arrays: Callable[[Op], dict] | None = None  # constant arrays the C call needs beyond op.arrays
-    alias: bool = False                          # output is the input's bytes (a view: no code, same buffer)
+    alias: bool = False                          # output is the input's bytes (a view: no code, no kernel, same
+                                                 # buffer)
     in_place: bool = False                       # may write its output over its first input
     fuses_activation: bool = False               # a following Relu/Clip becomes its clamp
     weight_axis: int | None = None               # weighted op: the output-channel axis of attrs['weights']
@@ -64,17 +63,11 @@ class OpDef:
                                                  # first input's) or "fixed" (fixed_qparams(op))
     fixed_qparams: Callable[[Op], tuple[float, int] | None] | None = None
     macs: Callable[[Op, Tensor], int] | None = None   # multiply-accumulates of one inference
-    lower: Callable[[Op], dict | None] | None = None  # fast kernel (edgec/lower/lowering.py), if any
-    scratch: Callable[[Op], int] | None = None   # scratch bytes its reference kernel needs (state of a recurrence)
-    int16: Int16 | None = None                   # 16x8 variant (--int16)
-    int4_weights: Callable[[Op], int] | None = None  # a kind that packs its own int4 weights (--weights int4:
-                                                 # its quantizer, twin, C call and lowering take
-                                                 # attrs['weight_bits'] 4): how many weights an op has
+    int16: Int16 | None = None                   # 16x8 quantization (--int16)
     sensitivity: bool = True                     # listed in the per-layer sensitivity report
     distribution: bool = False                   # output is a probability distribution (or its log)
     bias_correction: bool = False                # --bias-correction corrects its bias (weighted ops)
     equalize: Equalize | None = None             # cross-layer equalization (--equalize) of its weights
-    code_bytes: int = 1024                       # estimate of its kernel's code (fit check before building)
     row_bands: str | None = None                 # runs on row bands of [1,H,W,C] images (patch-based stages,
                                                  # edgec/plan/patching.py): "window" (k_h, stride_h, pad_top,
                                                  # in_h, out_h params) or "elementwise" (n params)

@@ -1,7 +1,7 @@
 """Pooling: `max_pool` and `avg_pool` windows over channels-last tensors (1-D pools run as 2-D ones of height 1),
-keeping the input's quantization; kernels in runtime_c/edgec_pool.c, the global average pool's fast one in
-runtime_c/fast/. Global pools and a ReduceMean over the spatial axes are pools of the whole plane; an AveragePool
-that counts its padding pads explicitly first (a remap).
+keeping the input's quantization; kernels in runtime_c/edgec_pool.c, the global average pool's fast one (and its
+Helium one) in runtime_c/fast/. Global pools and a ReduceMean over the spatial axes are pools of the whole plane;
+an AveragePool that counts its padding pads explicitly first (a remap).
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from edgec.errors import node_error
 from edgec.ir import NO_ACT, Op, SYNTHETIC, Tensor
 from edgec.ops import cemit, movement
 from edgec.ops.conv import float_windows, pad_windows, spatial, window
+from edgec.ops.kernel import FAST, HELIUM, MVE, REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, OpDef
 from edgec.ops.reduce import reduce
 from edgec.fixedpoint.scheme import act_range
@@ -76,34 +77,37 @@ def float_pool(op: Op, inputs: list):
     return np.clip(np.nan_to_num(y), lo, hi)
 
 
-# ---- C ------------------------------------------------------------------------------------------
-def c_max_pool(op: Op, site: CallSite) -> str:
-    return f"edgec_max_pool_s8(&{site.prefix}_params, {site.inputs[0]}, {site.output});"
+# ---- kernels -------------------------------------------------------------------------------------
+def c_pool(op: Op, low, site: CallSite) -> str:
+    return f"{low.kernel.name}(&{site.prefix}_params, {site.inputs[0]}, {site.output});"
 
 
-def c_avg_pool(op: Op, site: CallSite) -> str:
-    if op.lowered:
-        call = f"{op.lowered['kernel']}(&p, {site.inputs[0]}, {site.output});"
-        return cemit.with_params("edgec_avg_pool_global_params", op.lowered["params"], call)
-    return f"edgec_avg_pool_s8(&{site.prefix}_params, {site.inputs[0]}, {site.output});"
+def c_global(op: Op, low, site: CallSite) -> str:
+    call = f"{low.kernel.name}(&p, {site.inputs[0]}, {site.output});"
+    return cemit.with_params("edgec_avg_pool_global_params", low.params, call)
 
 
-def lower_avg_pool(op: Op) -> dict | None:
-    """A global average pool (one window over the whole input) on the fast kernel."""
+def lower_avg_pool(op: Op):
+    """A global average pool (one window over the whole input) on the fast kernel (runtime_c/fast/)."""
     p = op.params
     if not (p["out_h"] == 1 and p["out_w"] == 1 and p["k_h"] == p["in_h"] and p["k_w"] == p["in_w"]
             and p["pad_top"] == 0 and p["pad_left"] == 0):
         return None
-    return {"kernel": "edgec_avg_pool_global_s8", "struct": None,
-            "params": {"pixels": p["in_h"] * p["in_w"], "c": p["c"], "act_min": p["act_min"],
-                       "act_max": p["act_max"]}, "arrays": {}, "scratch_bytes": 0}
+    return {"pixels": p["in_h"] * p["in_w"], "c": p["c"], "act_min": p["act_min"], "act_max": p["act_max"]}, {}
 
+
+MAX_POOL = Kernel("edgec_max_pool_s8", ("max_pool",), REFERENCE, c_pool, run=run_max_pool, struct="edgec_pool_params",
+                  code_bytes=440)
+AVG_POOL = Kernel("edgec_avg_pool_s8", ("avg_pool",), REFERENCE, c_pool, run=run_avg_pool, struct="edgec_pool_params",
+                  code_bytes=440)
+GLOBAL = Kernel("edgec_avg_pool_global_s8", ("avg_pool",), FAST, c_global, lower=lower_avg_pool)
+GLOBAL_MVE = Kernel("edgec_avg_pool_global_mve_s8", ("avg_pool",), HELIUM, c_global, base=GLOBAL, isa=MVE,
+                    lower=lambda op, base: (base.params, base.arrays))      # 4 channels per vector: nothing repacked
+KERNELS = [MAX_POOL, AVG_POOL, GLOBAL, GLOBAL_MVE]
 
 OPS = [
-    OpDef("max_pool", "pool", quantize_pool, run_max_pool, float_pool, c_max_pool, struct="edgec_pool_params",
-          fuses_activation=True, qparams="input", code_bytes=440, row_bands="window"),
-    OpDef("avg_pool", "pool", quantize_pool, run_avg_pool, float_pool, c_avg_pool, struct="edgec_pool_params",
-          fuses_activation=True, qparams="input", lower=lower_avg_pool, code_bytes=440, row_bands="window"),
+    OpDef("max_pool", "pool", quantize_pool, float_pool, fuses_activation=True, qparams="input", row_bands="window"),
+    OpDef("avg_pool", "pool", quantize_pool, float_pool, fuses_activation=True, qparams="input", row_bands="window"),
 ]
 
 

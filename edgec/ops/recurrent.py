@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgec import cheader
 from edgec.errors import node_error
 from edgec.ir import Op, Tensor
 from edgec.ops import cemit, concat, fast, movement
+from edgec.ops.kernel import FAST, INT4, REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, OpDef
 from edgec.fixedpoint.scheme import pack_int4, quantize_multiplier, quantize_weights, requantize, unpack_int4
 
@@ -203,19 +203,12 @@ ARRAYS = ("w_x", "w_h", "bias_x", "mult_x", "shift_x", "mult_h", "shift_h", "wb"
           "sigmoid", "tanh")
 
 
-def scratch_bytes(gates: int, hidden: int, batch: int = 1) -> int:
-    """int32 pre-activations [gates*hidden] and n-gate recurrent part [hidden], int16 h and c [batch][hidden],
-    int16 r*h [hidden] (edgec_recurrent_s8_get_buffer_size; gates 3: a GRU)."""
-    return cheader.buffer_size("edgec_recurrent_s8", {"gru": int(gates == 3), "hidden": hidden, "batch": batch})
-
-
-def c_recurrent(op: Op, site: CallSite) -> str:
+def c_recurrent(op: Op, low, site: CallSite) -> str:
     n = site.arrays
     arrays = ", ".join(n.get(k + "4", n.get(k)) for k in ARRAYS)     # (int4: the packed w_x4, w_h4)
     none = "(const int32_t *)0"
-    kernel, records = (op.lowered["kernel"], f"{n.get('rq_x', none)}, {n.get('rq_h', none)}, ") if op.lowered \
-        else ("edgec_recurrent_s4" if "w_x4" in op.arrays else "edgec_recurrent_s8", "")
-    call = f"{kernel}(&p, {site.inputs[0]}, {arrays}, {records}\n        {site.scratch}, {site.output});"
+    records = f"{n.get('rq_x', none)}, {n.get('rq_h', none)}, " if low.kernel.role == FAST else ""
+    call = f"{low.kernel.name}(&p, {site.inputs[0]}, {arrays}, {records}\n        {site.scratch}, {site.output});"
     return cemit.with_params("edgec_recurrent_params", op.params, call)
 
 
@@ -227,13 +220,13 @@ def _padded_rows(w: np.ndarray) -> np.ndarray:
     return fast.words(wp)
 
 
-def lower_recurrent(op: Op) -> dict | None:
+def lower_recurrent(op: Op):
     """edgec_recurrent_fast_s8 (runtime_c/fast/edgec_recurrent_fast.c): the same arrays with the weight rows
     padded to words (int4 weights, edgec_recurrent_fast_s4: rows padded to 8 and 8 nibbles a word in
     fast.nibble_words' order), plus the fast requantization records of each product (rq_x, rq_h; field 0 the
     left shift of a multiplier over 1; left out, and the reference requantization used, when a multiplier or an
-    accumulator is outside what they take); scratch: the portable kernel's (rounded to 4) and the products'
-    laid-out vectors. None (the portable s4 kernel) for int4 rows whose 16-fold sums could leave int32."""
+    accumulator is outside what they take). None (the portable s4 kernel) for int4 rows whose 16-fold sums could
+    leave int32."""
     p = op.params
     g, hid = GATES[op.kind], int(p["hidden"])
     wx, wh = matrices(p, op.arrays)
@@ -254,9 +247,21 @@ def lower_recurrent(op: Op) -> dict | None:
     pack = fast.nibble_words if four else _padded_rows
     arrays = {**{k: v for k, v in op.arrays.items() if k not in ("w_x4", "w_h4")},
               "w_x": pack(wx.astype(np.int8)), "w_h": pack(wh.astype(np.int8)), **records}
-    kernel = "edgec_recurrent_fast_s4" if four else "edgec_recurrent_fast_s8"
-    return {"kernel": kernel, "struct": None, "params": dict(p), "arrays": arrays,
-            "scratch_bytes": cheader.buffer_size(kernel, p)}
+    return dict(p), arrays
+
+
+def int4_weights(op: Op) -> bool:
+    """Whether a quantized recurrence has packed int4 W and R."""
+    return "w_x4" in op.arrays
+
+
+KINDS = ("lstm", "gru")
+RECURRENT = Kernel("edgec_recurrent_s8", KINDS, REFERENCE, c_recurrent, run=run_recurrent, code_bytes=2400)
+RECURRENT_4 = Kernel("edgec_recurrent_s4", KINDS, REFERENCE, c_recurrent, precision=INT4, applies=int4_weights,
+                     run=run_recurrent)
+RECURRENT_FAST = Kernel("edgec_recurrent_fast_s8", KINDS, FAST, c_recurrent, lower=lower_recurrent)
+RECURRENT_FAST_4 = Kernel("edgec_recurrent_fast_s4", KINDS, FAST, c_recurrent, precision=INT4, lower=lower_recurrent)
+KERNELS = [RECURRENT, RECURRENT_4, RECURRENT_FAST, RECURRENT_FAST_4]
 
 
 def _macs(op: Op, out: Tensor) -> int:
@@ -264,17 +269,7 @@ def _macs(op: Op, out: Tensor) -> int:
     return int(a["steps"] * a.get("batch", 1) * GATES[op.kind] * a["hidden"] * (a["input_size"] + a["hidden"]))
 
 
-def _weight_count(op: Op) -> int:
-    p = op.params
-    return GATES[op.kind] * int(p["hidden"]) * (int(p["input_size"]) + int(p["hidden"]))
-
-
-def _scratch(op: Op) -> int:
-    return scratch_bytes(GATES[op.kind], op.attrs["hidden"], op.attrs.get("batch", 1))
-
-
-OPS = [OpDef(kind, "recurrent", quantize_recurrent, run_recurrent, float_recurrent, c_recurrent, macs=_macs,
-             scratch=_scratch, lower=lower_recurrent, int4_weights=_weight_count, code_bytes=2400) for kind in ("lstm", "gru")]
+OPS = [OpDef(kind, "recurrent", quantize_recurrent, float_recurrent, macs=_macs) for kind in KINDS]
 
 
 # ---- ONNX import
@@ -360,8 +355,7 @@ def import_recurrent(cx, node):
             cx.emit(kind, node, [x], out, steps=steps, batch=batch, input_size=n_in, hidden=hid, W=W[d], R=R[d],
                     Wb=B[d, :gates * hid], Rb=B[d, gates * hid:], init_h=init_h[d], init_c=init_c[d],
                     reverse=int(direction == "reverse" or d == 1), output=k,
-                    linear_before_reset=int(cx.attr(node, "linear_before_reset", 0)),
-                    scratch_bytes=scratch_bytes(gates, hid, batch))
+                    linear_before_reset=int(cx.attr(node, "linear_before_reset", 0)))
             parts.append(out)
         if dirs == 2:   # [rows][2][batch * hid]: each row's forward then reverse states (ONNX's num_directions)
             out = cx.new_tensor(value, tuple(oshape), value)

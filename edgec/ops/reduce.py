@@ -11,6 +11,7 @@ from edgec.errors import node_error
 from edgec.ir import Op, SYNTHETIC, Tensor
 from edgec.ops import cemit, movement
 from edgec.ops.lut import emit_lut
+from edgec.ops.kernel import REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, OpDef
 from edgec.fixedpoint.scheme import quantize_multiplier, requantize
 
@@ -78,12 +79,14 @@ def float_reduce(op: Op, inputs: list):
     return {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}[kind](x, axis=1)
 
 
-def c_reduce(op: Op, site: CallSite) -> str:
-    return cemit.with_params("edgec_reduce_params", op.params, f"edgec_reduce_s8(&p, {site.inputs[0]}, {site.output});")
+def c_reduce(op: Op, low, site: CallSite) -> str:
+    call = f"{low.kernel.name}(&p, {site.inputs[0]}, {site.output});"
+    return cemit.with_params("edgec_reduce_params", op.params, call)
 
 
-OPS = [OpDef("reduce", "reduce", quantize_reduce, lambda op, inputs: reduce_s8(op.params, inputs[0]), float_reduce,
-             c_reduce, qparams="fixed", fixed_qparams=fixed_qparams)]
+OPS = [OpDef("reduce", "reduce", quantize_reduce, float_reduce, qparams="fixed", fixed_qparams=fixed_qparams)]
+KERNELS = [Kernel("edgec_reduce_s8", ("reduce",), REFERENCE, c_reduce,
+                  run=lambda op, inputs: reduce_s8(op.params, inputs[0]))]
 
 
 # ---- ONNX import

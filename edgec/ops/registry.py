@@ -1,13 +1,14 @@
 """The operator registry: one `OpDef` (edgec/ops/opdef.py) per canonical op kind, holding everything Python
-knows about it: ONNX import, quantizer, NumPy integer twin, float run, C call, fast-kernel lowering, int16
-variant and properties.
+knows about it but its kernels (ONNX import, quantizers, float run, properties), and one `Kernel`
+(edgec/ops/kernel.py) per C entry point the generated code may call (its twin, packing, scratch and C call).
 
-Each family module of edgec/ops (conv, dense, matmul, pool, binary, lut, softmax, norm, movement, reduce, resize, ...)
-defines its kinds as `OPS = [OpDef(...), ...]` and its ONNX importers as `ONNX = {op_type: import_x}`, where
-`import_x(cx, node)` turns one ONNX node into canonical ops through the canonicalizer `cx`
-(edgec/frontend/canonicalize.py: its public methods are the importers' API).
-The pipeline stages look an op up here (`REGISTRY[op.kind]`) instead of branching on its kind, and every
-per-kind table they need is derived below.
+Each family module (or package) of edgec/ops (conv, dense, matmul, pool, binary, lut, softmax, norm, movement,
+reduce, resize, ...) defines its kinds as `OPS = [OpDef(...), ...]`, its kernels as `KERNELS = [Kernel(...), ...]`
+and its ONNX importers as `ONNX = {op_type: import_x}`, where `import_x(cx, node)` turns one ONNX node into
+canonical ops through the canonicalizer `cx` (edgec/frontend/canonicalize.py: its public methods are the
+importers' API). The pipeline stages look an op up here (`REGISTRY[op.kind]`) instead of branching on its kind,
+every per-kind table they need is derived below, and the kernel an op runs on is chosen by edgec/ops/select.py
+from the records collected here.
 
 Adding an operator: docs/design.md, "Adding an operator".
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 from edgec.ir import Graph, Op
 from edgec.ops import (binary, concat, conv, convert, cumsum, dense, lut, matmul, movement, norm, pool, rearrange,
                        recurrent, reduce, resize, softmax)
+from edgec.ops.kernel import DEFAULT_CODE_BYTES, FAST, HELIUM, INT4, INT8, INT16, REFERENCE, VARIANT, Kernel
 from edgec.ops.opdef import OpDef
 
 MODULES = (movement, concat, rearrange, lut, pool, conv, dense, matmul, binary, softmax, reduce, cumsum, resize, convert,
@@ -40,6 +42,30 @@ SUPPORTED_OPS = frozenset(IMPORTERS) | DRIVER_OPS
 # operator's ONNX function body (edgec/frontend/functions.py)
 TAKES_WHOLE = {op: fn for _m in MODULES for op, fn in getattr(_m, "TAKES_WHOLE", {}).items()}
 
+# every kernel record, in its family's order (a fast kernel's speed variants fastest first)
+KERNELS: list[Kernel] = [k for _m in MODULES for k in getattr(_m, "KERNELS", [])]
+KERNEL: dict[str, Kernel] = {k.name: k for k in KERNELS}
+assert len(KERNEL) == len(KERNELS), "a C kernel declared twice"
+FAMILY_OF_KERNEL = {k.name: _m.__name__ for _m in MODULES for k in getattr(_m, "KERNELS", [])}
+# (kind, precision) -> its reference kernels (the first that applies to an op runs it) and default fast kernels
+REFERENCES: dict[tuple[str, str], list[Kernel]] = {}
+FASTS: dict[tuple[str, str], list[Kernel]] = {}
+for _k in KERNELS:
+    assert all(kind in REGISTRY for kind in _k.kinds), (_k.name, _k.kinds)
+    for _kind in _k.kinds:
+        if _k.role in (REFERENCE, FAST):
+            (REFERENCES if _k.role == REFERENCE else FASTS).setdefault((_kind, _k.precision), []).append(_k)
+# a fast kernel -> its speed variants (in order) and its Helium kernel
+VARIANTS: dict[Kernel, list[Kernel]] = {}
+HELIUM_OF: dict[Kernel, Kernel] = {}
+for _k in KERNELS:
+    if _k.role == VARIANT:
+        VARIANTS.setdefault(_k.base, []).append(_k)
+    elif _k.role == HELIUM:
+        assert _k.base not in HELIUM_OF, _k.name
+        HELIUM_OF[_k.base] = _k
+assert all(d.alias or (k, INT8) in REFERENCES for k, d in REGISTRY.items()), "a kind without an int8 kernel"
+
 
 # per-kind tables the stages use, derived from the registry
 ALIAS_OPS = frozenset(k for k, d in REGISTRY.items() if d.alias)
@@ -48,12 +74,17 @@ ROW_BAND_OPS = {k: d.row_bands for k, d in REGISTRY.items() if d.row_bands}
 FUSABLE = frozenset(k for k, d in REGISTRY.items() if d.fuses_activation)
 WEIGHT_AXIS = {k: d.weight_axis for k, d in REGISTRY.items() if d.weight_axis is not None}
 SAME_QPARAMS_OPS = frozenset(k for k, d in REGISTRY.items() if d.qparams == "input")
-INT16_KINDS = tuple(k for k, d in REGISTRY.items() if d.int16 is not None and d.weight_axis is not None)
+INT16_KINDS = tuple(k for k, d in REGISTRY.items() if (k, INT16) in REFERENCES and d.int16 is not None
+                    and d.weight_axis is not None)
 # the kinds `--int16 NODE` may name: the 16x8 weighted layers (the accuracy budget's candidates) and the others
 # whose int16 variant is a layer of its own (softmax: int16 scores in, Q0.15 probabilities out)
 INT16_NAMEABLE = INT16_KINDS + tuple(k for k, d in REGISTRY.items() if d.int16 is not None and d.int16.layer
                                      and k not in INT16_KINDS)
-KERNEL_CODE_BYTES = {k: d.code_bytes for k, d in REGISTRY.items()}
+# the kinds with a kernel taking packed int4 weights (--weights int4; edgec/quant/int4layers.py)
+INT4_KINDS = tuple(k for k in REGISTRY if (k, INT4) in REFERENCES)
+# fit-check code estimate of each kind, whichever of its kernels runs: its first int8 reference kernel's
+KERNEL_CODE_BYTES = {k: (REFERENCES[k, INT8][0].code_bytes if (k, INT8) in REFERENCES else None) or DEFAULT_CODE_BYTES
+                     for k in REGISTRY}
 FLOAT_KINDS = frozenset(k for k, d in REGISTRY.items() if d.run_float is not None)
 BIAS_CORRECTABLE = frozenset(k for k, d in REGISTRY.items() if d.bias_correction)
 

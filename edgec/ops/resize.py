@@ -11,6 +11,7 @@ import onnx
 from edgec.errors import node_error
 from edgec.ir import Op, Tensor
 from edgec.ops import cemit, movement
+from edgec.ops.kernel import REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, OpDef
 from edgec.ops.softmax import _round_div_pot
 
@@ -50,15 +51,15 @@ def float_resize(op: Op, inputs: list):
     return top * (1 - fy) + bot * fy
 
 
-def c_resize(op: Op, site: CallSite) -> str:
+def c_resize(op: Op, low, site: CallSite) -> str:
     n = site.arrays
-    call = f"edgec_resize_linear_s8(&p, {site.inputs[0]}, {n['idx']}, {n['frac']}, {site.output});"
+    call = f"{low.kernel.name}(&p, {site.inputs[0]}, {n['idx']}, {n['frac']}, {site.output});"
     return cemit.with_params("edgec_resize_params", op.params, call)
 
 
-OPS = [OpDef("resize_linear", "resize", quantize_resize,
-             lambda op, inputs: resize_linear_s8(op.params, op.arrays["idx"], op.arrays["frac"], inputs[0]),
-             float_resize, c_resize, qparams="input")]
+OPS = [OpDef("resize_linear", "resize", quantize_resize, float_resize, qparams="input")]
+KERNELS = [Kernel("edgec_resize_linear_s8", ("resize_linear",), REFERENCE, c_resize,
+                  run=lambda op, inputs: resize_linear_s8(op.params, op.arrays["idx"], op.arrays["frac"], inputs[0]))]
 
 
 # ---- ONNX import

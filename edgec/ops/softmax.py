@@ -17,6 +17,7 @@ from edgec.errors import EdgecError
 from edgec.ir import Op, Tensor
 from edgec.ops import cemit
 from edgec.fixedpoint import gemmlowp
+from edgec.ops.kernel import INT16, REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, Int16, OpDef
 from edgec.fixedpoint.scheme import quantize_multiplier
 
@@ -162,9 +163,11 @@ def log_softmax_s8(p: dict, exp_table, log_table, x) -> np.ndarray:
 
 def run_softmax(op: Op, inputs: list) -> np.ndarray:
     p = op.params
-    if "diff_min" in p:
-        return softmax_tflite_s8(p, op.arrays["exp_table"], inputs[0])
     return softmax_s8(inputs[0].reshape(p["rows"], p["cols"]), op.arrays["exp_table"])
+
+
+def run_softmax_tflite(op: Op, inputs: list) -> np.ndarray:
+    return softmax_tflite_s8(op.params, op.arrays["exp_table"], inputs[0])
 
 
 def run_softmax16(op: Op, inputs: list) -> np.ndarray:
@@ -185,34 +188,48 @@ def _float(op: Op, x, log: bool):
 
 
 # ---- C ------------------------------------------------------------------------------------------
-def c_softmax(op: Op, site: CallSite) -> str:
+def c_softmax(op: Op, low, site: CallSite) -> str:
     p = op.params
-    if "diff_min" in p:
-        return cemit.with_params("edgec_softmax_tflite_params", p, f"edgec_softmax_tflite_s8(&p, "
-                                 f"{site.inputs[0]}, {site.arrays['exp_table']}, {site.output});")
-    call = f"edgec_softmax_s8(&p, {site.inputs[0]}, {site.arrays['exp_table']}, {site.output});"
+    call = f"{low.kernel.name}(&p, {site.inputs[0]}, {site.arrays['exp_table']}, {site.output});"
     return cemit.with_params("edgec_softmax_params", p, call, only_fields=True)
 
 
-def c_softmax16(op: Op, site: CallSite) -> str:
+def c_softmax_tflite(op: Op, low, site: CallSite) -> str:
+    return cemit.with_params("edgec_softmax_tflite_params", op.params, f"{low.kernel.name}(&p, "
+                             f"{site.inputs[0]}, {site.arrays['exp_table']}, {site.output});")
+
+
+def c_softmax16(op: Op, low, site: CallSite) -> str:
     p, a = op.params, site.arrays
-    call = (f"edgec_softmax_s16(&p, {cemit.i16(site.inputs[0], const=True)}, {a['exp_hi']}, {a['exp_lo']},\n"
+    call = (f"{low.kernel.name}(&p, {cemit.i16(site.inputs[0], const=True)}, {a['exp_hi']}, {a['exp_lo']},\n"
             f"        {cemit.i16(site.output)});")
     return cemit.with_params("edgec_softmax_params", p, call, only_fields=True)
 
 
-def c_log_softmax(op: Op, site: CallSite) -> str:
+def c_log_softmax(op: Op, low, site: CallSite) -> str:
     n = site.arrays
-    call = f"edgec_log_softmax_s8(&p, {site.inputs[0]}, {n['exp_table']}, {n['log_table']}, {site.output});"
+    call = f"{low.kernel.name}(&p, {site.inputs[0]}, {n['exp_table']}, {n['log_table']}, {site.output});"
     return cemit.with_params("edgec_log_softmax_params", op.params, call)
 
 
+def _tflite(op: Op) -> bool:
+    """A softmax with TFLite's arithmetic (`arithmetic="tflite"`, its importer's choice)."""
+    return "diff_min" in op.params
+
+
 OPS = [
-    OpDef("softmax", "softmax", quantize_softmax, run_softmax, lambda op, ins: _float(op, ins[0], False),
-          c_softmax, in_place=True, distribution=True, qparams="fixed", fixed_qparams=lambda op: (1.0 / 256.0, -128),
-          int16=Int16(quantize_softmax16, run_softmax16, c_softmax16, layer=True), code_bytes=920),
-    OpDef("log_softmax", "softmax", quantize_log_softmax, run_log_softmax, lambda op, ins: _float(op, ins[0], True),
-          c_log_softmax, distribution=True),
+    OpDef("softmax", "softmax", quantize_softmax, lambda op, ins: _float(op, ins[0], False), in_place=True,
+          distribution=True, qparams="fixed", fixed_qparams=lambda op: (1.0 / 256.0, -128),
+          int16=Int16(quantize_softmax16, layer=True)),
+    OpDef("log_softmax", "softmax", quantize_log_softmax, lambda op, ins: _float(op, ins[0], True), distribution=True),
+]
+KERNELS = [
+    Kernel("edgec_softmax_s8", ("softmax",), REFERENCE, c_softmax, applies=lambda op: not _tflite(op), run=run_softmax,
+           code_bytes=920),
+    Kernel("edgec_softmax_tflite_s8", ("softmax",), REFERENCE, c_softmax_tflite, applies=_tflite,
+           run=run_softmax_tflite, code_bytes=920),
+    Kernel("edgec_softmax_s16", ("softmax",), REFERENCE, c_softmax16, precision=INT16, run=run_softmax16),
+    Kernel("edgec_log_softmax_s8", ("log_softmax",), REFERENCE, c_log_softmax, run=run_log_softmax),
 ]
 
 

@@ -23,12 +23,24 @@ in instructions (CALL_COST per extra call, a byte moved ~ one instruction).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from edgec.ir import Graph, Op
+from edgec.ops.kernel import REFERENCE
 from edgec.ops.registry import ROW_BAND_OPS
+from edgec.ops.select import lowering_of
 CALL_COST = 600          # instructions of one more kernel call (setup, the first rows of a rolling window)
 ALIGN = 16
+SCRATCH_ALIGN = 16       # a kernel's scratch buffer: its bytes rounded up to this
+
+
+def scratch_bytes(graph: Graph, op: Op) -> int:
+    """The scratch buffer the planner reserves for an op's kernel: what its lowering asks for, rounded up to
+    SCRATCH_ALIGN (0: none)."""
+    low = lowering_of(graph, op)
+    size = low.scratch_bytes if low is not None else 0
+    return (size + SCRATCH_ALIGN - 1) // SCRATCH_ALIGN * SCRATCH_ALIGN
 
 
 @dataclass
@@ -88,7 +100,8 @@ def eligible(graph: Graph, op: Op) -> bool:
         return False
     if _elementwise(op):
         return all(graph.tensors[t].shape == graph.tensors[op.output].shape for t in op.inputs)
-    if op.lowered and not ("k4" in op.lowered["params"] or "rows" in op.lowered["params"]):
+    low = op.lowering
+    if low is not None and low.kernel.role != REFERENCE and not ("k4" in low.params or "rows" in low.params):
         return False      # a fast kernel band_op cannot restrict to rows (the global average pool)
     return int(op.params.get("dil_h", 1)) == 1
 
@@ -116,27 +129,31 @@ def band_params(op: Op, o0: int, o1: int) -> dict:
 
 
 def band_op(graph: Graph, op: Op, o0: int, o1: int) -> Op:
-    """A copy of `op` computing output rows [o0, o1) only: its params and fast-kernel params for the band."""
+    """A copy of `op` computing output rows [o0, o1) only: its params and its lowering's params for the band (a
+    new Lowering; a reference kernel's params are the op's)."""
     out = graph.tensors[op.output]
+    low = op.lowering
     if _elementwise(op):
         n = (o1 - o0) * (out.size // out.shape[1])
         params = dict(op.params, n=n)
-        low = dict(op.lowered, params=dict(op.lowered["params"], n=n)) if op.lowered else None
+        lp = None if low is None else dict(low.params, n=n)
     else:
         params = band_params(op, o0, o1)
-        low = None
-        if op.lowered:
-            lp = dict(op.lowered["params"])
-            if "k4" in lp:                                   # the im2col conv
-                lp.update(in_h=params["in_h"], out_h=params["out_h"], pad_top=params["pad_top"])
-            elif lp["rows"] == int(op.params["in_h"]) and lp["out_rows"] == int(op.params["out_h"]) \
-                    and int(op.params["out_h"]) <= int(op.params["out_w"]):   # depthwise sweeping rows
-                lp.update(rows=params["in_h"], out_rows=params["out_h"], pad_top=params["pad_top"])
-            else:                                            # depthwise sweeping the image's columns
-                lp.update(cols=params["in_h"], out_cols=params["out_h"], pad_left=params["pad_top"])
-            low = dict(op.lowered, params=lp)
-    return Op(kind=op.kind, name=op.name, inputs=op.inputs, output=op.output, attrs=op.attrs,
-              params=params, arrays=op.arrays, lowered=low)
+        lp = None if low is None else params if low.kernel.role == REFERENCE else _fast_band(op, low.params, params)
+    return dataclasses.replace(op, params=params, lowering=None if low is None else low.replace(params=lp))
+
+
+def _fast_band(op: Op, fast: dict, params: dict) -> dict:
+    """A fast window kernel's params for the band whose convolution params are `params`."""
+    lp = dict(fast)
+    if "k4" in lp:                                           # the im2col conv
+        lp.update(in_h=params["in_h"], out_h=params["out_h"], pad_top=params["pad_top"])
+    elif lp["rows"] == int(op.params["in_h"]) and lp["out_rows"] == int(op.params["out_h"]) \
+            and int(op.params["out_h"]) <= int(op.params["out_w"]):   # depthwise sweeping rows
+        lp.update(rows=params["in_h"], out_rows=params["out_h"], pad_top=params["pad_top"])
+    else:                                                    # depthwise sweeping the image's columns
+        lp.update(cols=params["in_h"], out_cols=params["out_h"], pad_left=params["pad_top"])
+    return lp
 
 
 # ---------------------------------------------------------------- one stage's schedule
@@ -201,7 +218,7 @@ def build_stage(graph: Graph, first: int, last: int, rows: int) -> Stage:
         stage.steps.append(c)
         stage.bases.append(dict(base))
     stage.windows = cap
-    stage.scratch_bytes = max(int(ops[k].attrs.get("scratch_bytes", 0) or 0) for k in stage.ops)
+    stage.scratch_bytes = max(scratch_bytes(graph, ops[k]) for k in stage.ops)
     _share_output_with_input(graph, stage, calls)
     stage.report = stage.describe(graph)
     return stage

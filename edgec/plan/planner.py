@@ -7,7 +7,8 @@ Three steps, each chosen to make the arena small:
 2. `buffers(graph)`: what needs bytes, and when. A tensor lives from the op that writes it to the last op
    that reads it (the model input from before the first op, the output to after the last). Views
    (`ALIAS_OPS`) share their input's bytes. An op in `IN_PLACE_OPS` writes its output over an input of the
-   same size that dies at that op. `op.attrs["scratch_bytes"]` is a buffer that lives during its op only.
+   same size that dies at that op. The scratch its kernel asks for (`op.lowering.scratch_bytes`, aligned) is a
+   buffer that lives during its op only.
 3. `plan(graph)`: offsets (the NP-hard "dynamic storage allocation" problem). Several greedy heuristics run
    and the best is kept; if it is above the lower bound (the largest sum of bytes live at one op) and the
    graph is small, a branch-and-bound search over placements finds the optimum or proves the heuristic's.
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 
 from edgec.ir import Graph, Op
 from edgec.ops.registry import ALIAS_OPS, IN_PLACE_OPS
-from edgec.plan.patching import Stage, window_bytes
+from edgec.plan.patching import Stage, scratch_bytes, window_bytes
 
 ALIGN = 16
 # Kernels that may write their output over an input of the same size at the same offset (output == input
@@ -190,7 +191,7 @@ def buffers(graph: Graph, in_place: bool = True, stages: list[Stage] = ()) -> li
         out.first = st.last + 1
     bufs = [b for b in by_root.values() if b.first <= b.last] + extra   # tensors no op touches: no bytes
     for i, op in enumerate(graph.ops):
-        scratch = int(op.attrs.get("scratch_bytes", 0) or 0)
+        scratch = scratch_bytes(graph, op)
         if scratch > 0 and i not in staged:
             bufs.append(Buffer(tensors=[], size=scratch, first=i, last=i, scratch_op=i))
     for st in stages:
@@ -251,7 +252,7 @@ def schedule(graph: Graph) -> list[Op]:
                 preds[i] |= 1 << producer[g]
             if t in writer:          # a view is an op too: its readers wait for it
                 preds[i] |= 1 << writer[t]
-    scratch = [int(op.attrs.get("scratch_bytes", 0) or 0) for op in ops]
+    scratch = [scratch_bytes(graph, op) for op in ops]
 
     def step(done: int, live: int, i: int) -> tuple[int, int]:
         """(bytes live while op i runs, bytes live after it) from the set `done` of executed ops."""
@@ -482,4 +483,4 @@ def check_plan(graph: Graph, p: Plan) -> None:
             if p.offsets[name] == out and op.kind not in ALIAS_OPS and i not in staged:
                 assert op.kind in IN_PLACE_OPS, f"op {i} ({op.kind}) would run in place"
         if i in p.scratch and i not in staged:
-            assert int(op.attrs.get("scratch_bytes", 0)) > 0
+            assert scratch_bytes(graph, op) > 0

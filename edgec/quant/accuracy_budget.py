@@ -18,7 +18,7 @@ reference (edgec/quant/reference.py, what the C computes bit for bit) on at most
    (edgec/quant/int16.py), most sensitive first (the sensitivity table's isolated output SQNR), each with the
    layers reading its output (so the wide tensor stays int16), kept if they help, until it is met (at most
    INT16_TRIALS tries; if it never is, the mix that loses fewest samples is kept, with a warning).
-2. Then int4 weights (edgec/ops/int4.py): all remaining int4-capable layers at once if that stays in the
+2. Then int4 weights (edgec/quant/int4layers.py): all remaining int4-capable layers at once if that stays in the
    budget, else one layer at a time, the cheapest at 4 bits first (the table's int4 column), each kept if
    the mix stays within the budget.
 """

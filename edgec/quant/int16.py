@@ -3,8 +3,8 @@
 A layer named with `--int16 NODE` (an ONNX node name, as the sensitivity table shows it) reads and
 writes int16 activations: symmetric (zero point 0, scale = max|range| / 32767), int8 symmetric
 per-channel weights as everywhere, an int64 bias (kept within +-2^40 so the int64 accumulator stays
-inside what the 64-bit requantization takes), and the kinds' 16x8 variants (`OpDef.int16` in edgec/ops/:
-quantizer, NumPy twin, C call). The model's input and output stay int8 at the API.
+inside what the 64-bit requantization takes), and the kinds' 16x8 quantizers (`OpDef.int16`) and kernels (the
+records of precision int16 in their families, edgec/ops/kernel.py). The model's input and output stay int8 at the API.
 
 `mark(graph, names)` rewrites the float canonical graph before quantization:
 - the chosen ops' input and output tensors get int16 twins (`<name>:s16`, dtype "int16");

@@ -1,6 +1,7 @@
 """Which layers get int4 weights (`--weights int4`: every layer that can, `--int4 NODE,...`: the named ones).
 
-A layer can if its kind has an int4 kernel (edgec/ops/int4.py: conv2d, depthwise_conv2d, fully_connected, lstm, gru)
+A layer can if its kind has an int4-weight kernel (registry.INT4_KINDS: conv2d, depthwise_conv2d, fully_connected,
+lstm, gru)
 and it keeps int8 activations (a 16x8 layer, `--int16`, takes int8 weights). `mark` sets the float op's
 attrs['weight_bits'] to 4 before quantization; the quantizer does the rest (edgec/fixedpoint/scheme.py).
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from edgec.errors import EdgecError
 from edgec.ir import Graph
-from edgec.ops.int4 import KINDS
+from edgec.ops.registry import INT4_KINDS as KINDS
 
 WEIGHTS = ("int8", "int4")
 

@@ -1,20 +1,18 @@
-"""The NumPy integer reference of a quantized graph: what the C must match bit for bit. Each op runs on
-its registry entry's integer twin (edgec/ops/), its 16x8 variant where its output is int16, the int4 twin
-(edgec/ops/int4.py) where its weights are packed int4."""
+"""The NumPy integer reference of a quantized graph: what the C must match bit for bit. Each op runs on the
+integer twin of its reference kernel (edgec/ops/select.py `reference`: the 16x8 one where its output is int16,
+the int4-weight one where its weights are packed int4, else the int8 one)."""
 from __future__ import annotations
 
 import numpy as np
 
 from edgec import ports
 from edgec.ir import DTYPES, Graph, Op
-from edgec.ops import int4
-from edgec.ops.registry import REGISTRY
+from edgec.ops import select
 
 
 def run_op(op: Op, inputs: list[np.ndarray], out_shape: tuple[int, ...], out_dtype: str = "int8") -> np.ndarray:
     """One op on its integer reference kernel; out_dtype is its output tensor's dtype."""
-    d = REGISTRY[op.kind]
-    run = d.int16.run if out_dtype == "int16" and d.int16 is not None else int4.run if int4.is_int4(op) else d.run
+    run = select.twin(op, out_dtype)
     return np.asarray(run(op, inputs), DTYPES[out_dtype]).reshape(out_shape)
 
 

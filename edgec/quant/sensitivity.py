@@ -6,7 +6,7 @@ For every layer that computes (reshape/transpose only move bytes), over a few ca
   vs float: the error this layer adds by itself;
 - isolated, at the output: the model's output when only this layer runs in INT8, vs float: how much
   of the model's output quality this one layer costs. The table is sorted on it, worst first.
-- int4, at the output: the same with this layer's weights at 4 bits (edgec/ops/int4.py; layers that can take
+- int4, at the output: the same with this layer's weights at 4 bits (registry.INT4_KINDS; layers that can take
   int4 weights, LSTM/GRU included): what `--int4 LAYER` would cost.
 
 A model with several outputs (edgec/ports.py): both output columns are measured on each output on its own
@@ -28,7 +28,7 @@ from edgec.quant import floatref
 from edgec.quant import reference
 from edgec.templating import environment
 from edgec.ir import Graph
-from edgec.ops import int4
+from edgec.ops.registry import INT4_KINDS
 from edgec.ops.registry import REGISTRY
 from edgec.fixedpoint.scheme import dequantize, quantize_input
 
@@ -63,14 +63,14 @@ def _int8_op(graph: Graph):
 
 def with_int4_weights(graph: Graph, op):
     """A copy of a quantized op with its weights requantized to int4 (the graph's scales unchanged)."""
-    four = dataclasses.replace(op, attrs={**op.attrs, "weight_bits": 4}, params={}, arrays={}, lowered=None)
+    four = dataclasses.replace(op, attrs={**op.attrs, "weight_bits": 4}, params={}, arrays={}, lowering=None)
     REGISTRY[op.kind].quantize(four, [graph.tensors[t] for t in op.inputs], graph.tensors[op.output])
     return four
 
 
 def _int4_candidates(graph: Graph, layers: list[int]) -> dict[int, object]:
     return {i: with_int4_weights(graph, graph.ops[i]) for i in layers
-            if graph.ops[i].kind in int4.KINDS and graph.tensors[graph.ops[i].output].dtype == "int8"}
+            if graph.ops[i].kind in INT4_KINDS and graph.tensors[graph.ops[i].output].dtype == "int8"}
 
 
 def _output_sums(graph: Graph, out_f: np.ndarray, got: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ from edgec.targets.boards import Board
 from edgec.errors import EdgecError
 from edgec.targets.firmware import _run_size as _run   # binutils, with a clear error when missing
 from edgec.targets.code_size import code_by_part
-from edgec.lower.specialize import variant_code_bytes
+from edgec.lower.lowering import variant_code_bytes
 from edgec.ir import Graph
 from edgec.ops.registry import ALIAS_OPS, KERNEL_CODE_BYTES
 from edgec.plan.memory_report import summary

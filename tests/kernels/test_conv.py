@@ -195,12 +195,12 @@ def test_depthwise_3x3_strides_orientations_and_clamps_sanitized(path, tmp_path)
     dws = [op for op in graph.ops if op.kind == "depthwise_conv2d"]
     assert len(dws) == len(layers)
     dws[1].params.update(act_min=-100, act_max=20)   # narrower than int8: the C and the reference clamp
-    lowering.lower_graph(graph)
-    lowered = [op.lowered for op in dws]
-    # the default (--optimize speed) variant: requantization fused into the store (edgec/lower/specialize.py)
-    assert all(low and low["kernel"] == "edgec_depthwise_conv2d_3x3_fused_s8" for low in lowered)
-    assert [low["params"]["stride"] for low in lowered] == [1, 2, 1, 2, 1]
+    graph = lowering.lower_graph(graph)
+    lowered = [op.lowering for op in graph.ops if op.kind == "depthwise_conv2d"]
+    # the default (--optimize speed) variant: requantization fused into the store (edgec/ops/conv/depthwise3x3.py)
+    assert all(low.kernel.name == "edgec_depthwise_conv2d_3x3_fused_s8" for low in lowered)
+    assert [low.params["stride"] for low in lowered] == [1, 2, 1, 2, 1]
     # input (rows, cols) in the sweep orientation: the tall images' are transposed
-    assert [(low["params"]["rows"], low["params"]["cols"]) for low in lowered] == [(6, 13), (6, 13), (6, 3), (4, 5),
+    assert [(low.params["rows"], low.params["cols"]) for low in lowered] == [(6, 13), (6, 13), (6, 3), (4, 5),
                                                                                     (1, 3)]
     check_generated_c(graph, x, tmp_path, flags=SANITIZE + PATHS[path][1:])

@@ -1,4 +1,4 @@
-"""The fast kernels (runtime_c/fast/ via edgec/lower/lowering.py) in whole generated models on the host, bit for bit
+"""The fast kernels (runtime_c/fast/, chosen by edgec/ops/select.py) in whole generated models on the host, bit for bit
 with the NumPy reference, through both inner-loop paths (portable C, and the Arm DSP path with its intrinsics
 emulated in C). Their one-multiply requantization: tests/kernels/test_requantize.py; the depthwise 3x3 kernel's
 cases: test_conv.py. The real DSP build is checked on the emulated Cortex-M4 by tests/test_e2e.py."""
@@ -10,7 +10,8 @@ import pytest
 from conftest import EXAMPLES, SANITIZE, check_generated_c
 from edgec import api
 from synthetic_models import MODELS, quantized
-from edgec.lower import lowering
+from edgec.ops import select
+from edgec.ops.kernel import FAST
 
 PATHS = {"portable": ("-O2",), "dsp-emulated": ("-O2", "-DEDGEC_EMULATE_DSP")}
 
@@ -56,7 +57,7 @@ def test_random_layers_sanitized(path, tmp_path):
     model = make_model(nodes, ("x", [1, 3, 9, 5]), ("y", [1, 5]), {"w1": w1, "w2": w2, "w3": w3, "wf": wf})
     onnx.checker.check_model(model)
     graph, x = quantized(model, (3, 9, 5), n=16)
-    assert sum(lowering.lower(op) is not None for op in graph.ops) >= 4
+    assert sum(select.fast(op, select.dtypes(graph, op)) is not None for op in graph.ops if op.lowering) >= 4
     check_generated_c(graph, x, tmp_path, flags=SANITIZE + PATHS[path][1:])
 
 
@@ -77,7 +78,7 @@ def test_transformer_example_attention_fast_and_views(tmp_path):
     assert scores.inputs[0] == scores.inputs[1] and scores.attrs["b_offset"] == 16
     assert scores.attrs["alpha"] == pytest.approx(8 ** -0.5)
     assert kinds.count("layer_norm") == 2 and kinds.count("reduce") == 1    # each LayerNormalization: one op
-    assert all(op.lowered for op in graph.ops if op.kind in ("matmul", "fully_connected_rows"))
+    assert all(op.lowering.kernel.role == FAST for op in graph.ops if op.kind in ("matmul", "fully_connected_rows"))
     from edgec.data import load_dataset
     data = load_dataset(ex / "test.npz", graph.input_onnx_shape, 12)
     check_generated_c(graph, data.x, tmp_path, flags=PATHS["dsp-emulated"])

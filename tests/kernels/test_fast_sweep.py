@@ -2,7 +2,7 @@
 replaces, bit for bit, on both inner-loop paths (portable C, and the Arm DSP path with its intrinsics emulated in
 C): channel counts up to 128 and not multiples of 4, strides, asymmetric padding, narrowed activation ranges,
 extreme inputs, zero points at the int8 limits, the largest and smallest multipliers and shifts the fast
-requantization takes. Each case is lowered the way a build lowers it (edgec/lower/lowering.py), so the packing of
+requantization takes. Each case is lowered the way a build lowers it (edgec/ops/select.py), so the packing of
 weights and requantization records is under test too; scratch and output buffers carry guard bytes the
 kernel must not touch (the scratch size the planner reserves is enough). A case the lowering declines
 is not swept; each test checks that nearly all of its cases were lowered, so the sweep cannot go empty."""
@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from ckernels import act, i8, make, ptr, requant_params
-from edgec.lower import lowering, specialize
 from edgec.ir import Op
-from edgec.ops import binary, conv, dense, pool
+from edgec.ops import binary, conv, dense, pool, select
+from edgec.ops.kernel import GENERIC
 
 PATHS = ["portable", "dsp-emulated"]
 GUARD = 64                      # bytes after each buffer the kernel must leave alone
@@ -47,25 +47,25 @@ def channels(rng, top=128) -> int:
     return int(rng.integers(1, top + 1)) if rng.random() < 0.35 else int(rng.integers(1, 13))
 
 
-def run_fast(lib, low: dict, *inputs: np.ndarray, out_size: int) -> np.ndarray:
-    """Call a lowered op's fast kernel the way the generated code does (cemit.fast_weighted_call and the
-    families' c_call); returns its output, after checking the guard bytes of scratch and output."""
+def run_fast(lib, low, *inputs: np.ndarray, out_size: int) -> np.ndarray:
+    """Call a lowered op's fast kernel the way the generated code does (the kernel records' `call`); returns its
+    output, after checking the guard bytes of scratch and output."""
     out, out_full = guarded(out_size)
     args = [ptr(np.ascontiguousarray(x, np.int8)) for x in inputs]
-    if low["kernel"] == "edgec_avg_pool_global_s8":
-        lib.edgec_avg_pool_global_s8(ctypes.byref(make("edgec_avg_pool_global_params", low["params"])), *args,
-                                     ptr(out))
-    elif low["kernel"] == "edgec_add_lut_s8":
-        a = low["arrays"]
-        lib.edgec_add_lut_s8(ctypes.byref(make(low["struct"], low["params"])), *args, ptr(a["lut1"]), ptr(a["lut2"]),
+    name = low.kernel.name
+    if name == "edgec_avg_pool_global_s8":
+        lib.edgec_avg_pool_global_s8(ctypes.byref(make("edgec_avg_pool_global_params", low.params)), *args, ptr(out))
+    elif name == "edgec_add_lut_s8":
+        a = low.arrays
+        lib.edgec_add_lut_s8(ctypes.byref(make(low.struct, low.params)), *args, ptr(a["lut1"]), ptr(a["lut2"]),
                              ptr(np.ascontiguousarray(a["rq"], np.int32)), ptr(out))
     else:
-        scratch, scratch_full = guarded(low["scratch_bytes"])
-        lib[low["kernel"]](ctypes.byref(make(low["struct"], low["params"])), *args,
-                           ptr(np.ascontiguousarray(low["arrays"]["fw"], np.uint32)),
-                           ptr(np.ascontiguousarray(low["arrays"]["rq"], np.int32)), ptr(scratch), ptr(out))
-        assert untouched(scratch_full, scratch.size), f"{low['kernel']} wrote past its {scratch.size} scratch bytes"
-    assert untouched(out_full, out_size), f"{low['kernel']} wrote past its output"
+        scratch, scratch_full = guarded(low.scratch_bytes)
+        lib[name](ctypes.byref(make(low.struct, low.params)), *args,
+                  ptr(np.ascontiguousarray(low.arrays["fw"], np.uint32)),
+                  ptr(np.ascontiguousarray(low.arrays["rq"], np.int32)), ptr(scratch), ptr(out))
+        assert untouched(scratch_full, scratch.size), f"{name} wrote past its {scratch.size} scratch bytes"
+    assert untouched(out_full, out_size), f"{name} wrote past its output"
     return out.copy()
 
 
@@ -118,8 +118,9 @@ def _requant(rng, n, taps):
     return bias, mult, shift
 
 
-def conv_cases(rng, lib, n, variant=specialize.GENERIC, pointwise=False):
-    """variant: the generic im2col kernel or one of its speed variants (edgec/lower/specialize.py);
+def conv_cases(rng, lib, n, variant=GENERIC, pointwise=False):
+    """variant: the generic im2col kernel or one of its speed variants (edgec/ops/conv/im2col.py; applied to every
+    case, where a build would offer it or not);
     pointwise: only 1x1, stride-1, unpadded convolutions (odd pixel and channel counts included)."""
     for _ in range(n):
         in_c, out_c = channels(rng), channels(rng)
@@ -133,12 +134,12 @@ def conv_cases(rng, lib, n, variant=specialize.GENERIC, pointwise=False):
         p = _conv_params(rng, in_h, in_w, in_c, out_c, win)
         x, w = i8(rng, (in_h, in_w, in_c)), i8(rng, (out_c, k_h, k_w, in_c))
         op = weighted_op("conv2d", p, w, *_requant(rng, out_c, k_h * k_w * in_c))
-        low = lowering.lower(op)
+        low = select.fast(op)
         if low is None:
             yield False
             continue
-        assert low["kernel"] == "edgec_conv2d_im2col_s8"
-        low = specialize.apply(low, variant)
+        assert low.kernel.name == "edgec_conv2d_im2col_s8"
+        low = select.variant(op, low, variant)
         want = conv.run_conv(op, [x])
         got = run_fast(lib, low, x, out_size=want.size).reshape(want.shape)
         assert np.array_equal(got, want), p
@@ -156,19 +157,20 @@ def pointwise_cases(rng, lib, n):
         p = _conv_params(rng, in_h, in_w, in_c, out_c, win)
         x, w = i8(rng, (in_h, in_w, in_c)), i8(rng, (out_c, 1, 1, in_c))
         op = weighted_op("conv2d", p, w, *_requant(rng, out_c, in_c))
-        low = lowering.lower(op)
+        low = select.fast(op)
         if low is None:
             yield False
             continue
-        assert "pointwise" in specialize.variants(low) and specialize.variants(low)[-1] == "blocked"
-        low = specialize.apply(low, "pointwise")
+        names = select.select(op, select.Options()).variants
+        assert "pointwise" in names and names[-1] == "blocked"
+        low = select.variant(op, low, "pointwise")
         want = conv.run_conv(op, [x])
         got = run_fast(lib, low, x, out_size=want.size).reshape(want.shape)
         assert np.array_equal(got, want), p
         yield True
 
 
-def depthwise_cases(rng, lib, n, variant=specialize.GENERIC):
+def depthwise_cases(rng, lib, n, variant=GENERIC):
     """variant: the generic depthwise 3x3 or its speed variant (requantization fused into the store)."""
     for _ in range(n):
         c = 4 * int(rng.integers(1, 33)) if rng.random() < 0.4 else 4 * int(rng.integers(1, 4))
@@ -181,19 +183,19 @@ def depthwise_cases(rng, lib, n, variant=specialize.GENERIC):
         p = _conv_params(rng, in_h, in_w, c, c, win)
         x, w = i8(rng, (in_h, in_w, c)), i8(rng, (3, 3, c))
         op = weighted_op("depthwise_conv2d", p, w, *_requant(rng, c, 9))
-        low = lowering.lower(op)
+        low = select.fast(op)
         if low is None:
             yield False
             continue
-        assert low["kernel"] == "edgec_depthwise_conv2d_3x3_s8"
-        low = specialize.apply(low, variant)
+        assert low.kernel.name == "edgec_depthwise_conv2d_3x3_s8"
+        low = select.variant(op, low, variant)
         want = conv.run_conv(op, [x])
         got = run_fast(lib, low, x, out_size=want.size).reshape(want.shape)
         assert np.array_equal(got, want), p
         yield True
 
 
-def fc_cases(rng, lib, n, variant=specialize.GENERIC):
+def fc_cases(rng, lib, n, variant=GENERIC):
     for _ in range(n):
         n_in, n_out = int(rng.integers(1, 400)), channels(rng)
         zi, zo = zero_point(rng), zero_point(rng)
@@ -202,11 +204,11 @@ def fc_cases(rng, lib, n, variant=specialize.GENERIC):
         x, w = i8(rng, n_in), i8(rng, (n_out, n_in))
         op = Op("fully_connected", "sweep", ["x"], "y", params=p,
                 arrays=dict(zip(("weights", "bias", "mult", "shift"), (w, *_requant(rng, n_out, n_in)))))
-        low = lowering.lower(op)
+        low = select.fast(op)
         if low is None:
             yield False
             continue
-        low = specialize.apply(low, variant)
+        low = select.variant(op, low, variant)
         want = dense.run_fc(op, [x])
         assert np.array_equal(run_fast(lib, low, x, out_size=want.size), want), p
         yield True
@@ -220,7 +222,7 @@ def add_cases(rng, lib, n):
         p = dict(binary.add_params(float(s1), z1, float(s2), z2, float(so), zo), n=size)
         p["act_min"], p["act_max"] = act(rng, zo)
         op = Op("add", "sweep", ["a", "b"], "y", params=p)
-        low = lowering.lower(op)
+        low = select.fast(op)
         if low is None:
             yield False
             continue
@@ -238,8 +240,8 @@ def avg_pool_cases(rng, lib, n):
         p = dict(in_h=in_h, in_w=in_w, c=c, out_h=1, out_w=1, k_h=in_h, k_w=in_w, stride_h=1, stride_w=1,
                  pad_top=0, pad_left=0, act_min=lo, act_max=hi)
         op = Op("avg_pool", "sweep", ["x"], "y", params=p)
-        low = lowering.lower(op)
-        assert low is not None and low["kernel"] == "edgec_avg_pool_global_s8"
+        low = select.fast(op)
+        assert low is not None and low.kernel.name == "edgec_avg_pool_global_s8"
         x = i8(rng, (in_h, in_w, c))
         want = pool.run_avg_pool(op, [x])
         assert np.array_equal(run_fast(lib, low, x, out_size=want.size).reshape(want.shape), want), p
@@ -274,10 +276,11 @@ def test_pointwise_variant_is_offered_for_1x1_convolutions_only():
     for k, want in ((1, ["generic", "blocked4", "pointwise", "blocked"]), (3, ["generic", "window", "blocked"])):
         p = _conv_params(rng, 6, 6, 8, 5, dict(k_h=k, k_w=k, stride_h=1, stride_w=1, dil_h=1, dil_w=1, pad_top=0,
                                                pad_left=0, out_h=7 - k, out_w=7 - k))
-        low = lowering.lower(weighted_op("conv2d", p, i8(rng, (5, k, k, 8)), *_requant(rng, 5, k * k * 8)))
-        assert specialize.variants(low) == want
-        assert specialize.default_variant(low, "speed") == want[1] and specialize.default_variant(low, "size") == "generic"
-    assert specialize.apply(low, "blocked")["kernel"] == "edgec_conv2d_blocked_s8"
+        op = weighted_op("conv2d", p, i8(rng, (5, k, k, 8)), *_requant(rng, 5, k * k * 8))
+        speed, size = (select.select(op, select.Options(optimize=o)) for o in ("speed", "size"))
+        assert list(speed.variants) == want and list(size.variants) == want
+        assert speed.variant == want[1] and size.variant == "generic"
+    assert select.variant(op, select.fast(op), "blocked").kernel.name == "edgec_conv2d_blocked_s8"
 
 
 def test_sweep_reaches_large_and_odd_channel_counts():
@@ -294,12 +297,11 @@ def test_depthwise_speed_variant_is_the_default_and_size_keeps_the_generic_kerne
     p = _conv_params(rng, 6, 6, 8, 8, _geometry(rng, 6, 6, 3, 3, 1, 1))
     op = weighted_op("depthwise_conv2d", p, i8(rng, (3, 3, 8)), *_requant(rng, 8, 9))
     kernels = {}
-    for optimize in specialize.OPTIMIZE_CHOICES:
-        op.lowered = lowering.lower(op)
-        specialize.specialize(op, optimize)
-        kernels[optimize] = op.lowered["kernel"]
-        assert op.lowered["variants"] == ["generic", "fused"]
-        assert (op.lowered["extra_bytes"] > 0) == (optimize == "speed")
+    for optimize in select.OPTIMIZE_CHOICES:
+        low = select.select(op, select.Options(optimize=optimize))
+        kernels[optimize] = low.kernel.name
+        assert low.variants == ("generic", "fused")
+        assert (low.extra_bytes > 0) == (optimize == "speed")
     assert kernels == {"speed": "edgec_depthwise_conv2d_3x3_fused_s8", "size": "edgec_depthwise_conv2d_3x3_s8"}
 
 
@@ -320,12 +322,11 @@ def test_register_blocked_variants_are_offered_where_they_were_measured_faster()
              (conv_op(3, 1), ["generic", "blocked4", "blocked"]), (conv_op(3, 3), ["generic", "window", "blocked"]),
              (conv_op(3, 2), ["generic", "blocked"]), (fc, ["generic", "rows8", "wide"])]
     for op, names in cases:
-        for optimize in specialize.OPTIMIZE_CHOICES:
-            op.lowered = lowering.lower(op)
-            specialize.specialize(op, optimize)
-            assert op.lowered["variants"] == names
-            assert op.lowered["variant"] == (names[1] if optimize == "speed" else "generic")
-            assert (op.lowered["extra_bytes"] > 0) == (optimize == "speed")
+        for optimize in select.OPTIMIZE_CHOICES:
+            low = select.select(op, select.Options(optimize=optimize))
+            assert list(low.variants) == names
+            assert low.variant == (names[1] if optimize == "speed" else "generic")
+            assert (low.extra_bytes > 0) == (optimize == "speed")
 
 
 WINDOW_SHAPES = [  # (in_c, out_c, k_h, k_w, stride, in_h, in_w): every widening path of the window kernel
@@ -355,7 +356,7 @@ def test_window_conv_widening_paths_at_saturating_values(shape, lib):
                  output_zp=-zp // 2, act_min=-128 if extreme % 2 else -zp // 2, act_max=127, depth_multiplier=1)
         x, w = i8(rng, (in_h, in_w, in_c), extreme), i8(rng, (out_c, k_h, k_w, in_c), 3 - extreme)
         op = weighted_op("conv2d", p, w, *_requant(rng, out_c, k_h * k_w * in_c))
-        low = specialize.apply(lowering.lower(op), "window")
+        low = select.variant(op, select.fast(op), "window")
         want = conv.run_conv(op, [x])
         assert np.array_equal(run_fast(lib, low, x, out_size=want.size).reshape(want.shape), want), (shape, zp)
 
@@ -369,10 +370,9 @@ def test_window_variant_is_the_default_for_kernels_larger_than_1x1():
     for k, in_c in ((3, 8), (1, 8), (3, 2), (3, 3)):
         p = _conv_params(rng, 6, 6, in_c, 8, _geometry(rng, 6, 6, k, k, 1, 1))
         op = weighted_op("conv2d", p, i8(rng, (8, k, k, in_c)), *_requant(rng, 8, k * k * in_c))
-        for optimize in specialize.OPTIMIZE_CHOICES:
-            op.lowered = lowering.lower(op)
-            specialize.specialize(op, optimize)
-            got[k, in_c, optimize] = op.lowered["variant"], tuple(op.lowered["variants"])
+        for optimize in select.OPTIMIZE_CHOICES:
+            low = select.select(op, select.Options(optimize=optimize))
+            got[k, in_c, optimize] = low.variant, low.variants
     window, blocked = ("generic", "window", "blocked"), ("generic", "blocked")
     pointwise = ("generic", "blocked4", "pointwise", "blocked")
     assert got == {(3, 8, "speed"): ("window", window), (3, 8, "size"): ("generic", window),

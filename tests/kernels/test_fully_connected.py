@@ -13,7 +13,7 @@ import pytest
 from ckernels import (act, eq, fully_connected_s16_and_conversion_cases, group_conv_fc_rows_matmul_cases, i8, make,
                       ptr, requant_params)
 from edgec.ir import Op
-from edgec.ops import dense, matmul
+from edgec.ops import dense, matmul, select
 
 
 def test_fully_connected_random(ck):
@@ -67,13 +67,14 @@ def test_fully_connected_packed_rows(request, path):
         bias = rng.integers(-5000, 5000, size=n_out).astype(np.int32)
         op = Op("fully_connected_rows", "fc", [], "y", params=q,
                 arrays=dict(weights=w, bias=bias, mult=mult, shift=shift))
-        low = dense.lower_fc_rows(op)
+        low = select.fast(op)
         if low is None:
             continue
+        assert low.kernel.name == "edgec_fully_connected_packed_rows_s8"
         out = np.zeros(rows * n_out, np.int8)
-        scratch = np.zeros(low["scratch_bytes"] // 4 + 1, np.uint32)
-        fw, rq = low["arrays"]["fw"], np.ascontiguousarray(low["arrays"]["rq"], np.int32)
-        lib.edgec_fully_connected_packed_rows_s8(ctypes.byref(make(low["struct"], low["params"])), ptr(x),
+        scratch = np.zeros(low.scratch_bytes // 4 + 1, np.uint32)
+        fw, rq = low.arrays["fw"], np.ascontiguousarray(low.arrays["rq"], np.int32)
+        lib.edgec_fully_connected_packed_rows_s8(ctypes.byref(make(low.struct, low.params)), ptr(x),
                                                  ptr(fw), ptr(rq), ptr(scratch), ptr(out))
         assert np.array_equal(out, dense.fully_connected_rows_s8(q, rows, x, w, bias, mult, shift).reshape(-1))
         ran += 1

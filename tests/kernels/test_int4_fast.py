@@ -1,4 +1,4 @@
-"""The int4 fast convolutions (edgec/ops/int4.py lower_conv, lower_depthwise;
+"""The int4 fast convolutions (edgec/ops/conv/im2col.py, depthwise3x3.py;
 runtime_c/fast/edgec_conv2d_im2col.c, edgec_depthwise_conv2d_3x3.c):
 lowered the way a build lowers them, run on both inner-loop paths (portable C, and the Arm DSP path with its
 intrinsics emulated in C) on random shapes with odd tap counts (words half full), padding, strides, narrowed
@@ -11,9 +11,8 @@ import numpy as np
 import pytest
 
 from ckernels import conv_case, i8, make, ptr, requant_params, window
-from edgec.lower import lowering
 from edgec.ir import Op
-from edgec.ops import int4
+from edgec.ops import select
 from edgec.fixedpoint import scheme
 
 GUARD, CANARY = 64, 0x5A
@@ -34,17 +33,17 @@ def _run(lib, kind, p, x, w, bias, mult, shift):
     """(the lowered kernel's name, its output, the int4 layer's NumPy twin output), or None if not lowered."""
     op = Op(kind, "case", ["x"], "y", params=p,
             arrays=dict(weights4=scheme.pack_int4(w), bias=bias, mult=mult, shift=shift))
-    low = lowering.lower(op)
+    low = select.fast(op)
     if low is None:
         return None
-    want = int4.run(op, [x]).reshape(-1)
+    want = select.twin(op)(op, [x]).reshape(-1)
     out, out_full = _guarded(want.size)
-    scratch, scratch_full = _guarded(low["scratch_bytes"])
-    lib[low["kernel"]](ctypes.byref(make(low["struct"], low["params"])), ptr(np.ascontiguousarray(x, np.int8)),
-                       ptr(np.ascontiguousarray(low["arrays"]["fw"], np.uint32)),
-                       ptr(np.ascontiguousarray(low["arrays"]["rq"], np.int32)), ptr(scratch), ptr(out))
-    assert np.all(scratch_full[scratch.size:] == CANARY) and np.all(out_full[out.size:] == CANARY), low["kernel"]
-    return low["kernel"], out.copy(), want
+    scratch, scratch_full = _guarded(low.scratch_bytes)
+    lib[low.kernel.name](ctypes.byref(make(low.struct, low.params)), ptr(np.ascontiguousarray(x, np.int8)),
+                         ptr(np.ascontiguousarray(low.arrays["fw"], np.uint32)),
+                         ptr(np.ascontiguousarray(low.arrays["rq"], np.int32)), ptr(scratch), ptr(out))
+    assert np.all(scratch_full[scratch.size:] == CANARY) and np.all(out_full[out.size:] == CANARY), low.kernel.name
+    return low.kernel.name, out.copy(), want
 
 
 def test_conv_im2col_s4_bit_exact(lib):

@@ -11,7 +11,7 @@ import pytest
 
 from ckernels import make, ptr
 from edgec.ir import Op
-from edgec.ops import matmul
+from edgec.ops import matmul, select
 from edgec.fixedpoint.scheme import quantize_multiplier
 
 
@@ -47,12 +47,12 @@ def _case(rng):
 
 
 def _fast(lib, p, a, b):
-    low = matmul.lower_matmul(Op("matmul", "mm", [], "y", params=p))
-    assert low is not None
+    low = select.fast(Op("matmul", "mm", [], "y", params=p))
+    assert low is not None and low.kernel.name == "edgec_matmul_fast_s8"
     out = np.zeros(p["batch"] * p["m"] * p["n"], np.int8)
-    assert low["scratch_bytes"] % 4 == 0
-    scratch = np.full(low["scratch_bytes"] // 4 + 4, 0x5A5A5A5A, np.uint32)   # garbage, then 16 guard bytes
-    lib.edgec_matmul_fast_s8(ctypes.byref(make("edgec_matmul_fast_params", low["params"])), ptr(a), ptr(b),
+    assert low.scratch_bytes % 4 == 0
+    scratch = np.full(low.scratch_bytes // 4 + 4, 0x5A5A5A5A, np.uint32)   # garbage, then 16 guard bytes
+    lib.edgec_matmul_fast_s8(ctypes.byref(make("edgec_matmul_fast_params", low.params)), ptr(a), ptr(b),
                              ptr(scratch), ptr(out))
     assert np.all(scratch[-4:] == 0x5A5A5A5A), "the kernel wrote past the scratch the lowering asked for"
     return out
@@ -97,7 +97,8 @@ def test_matmul_lowering_declines(k, scale):
     p = dict(batch=1, m=2, k=k, n=2, a_batch_stride=0, a_row_stride=k, a_col_stride=1, b_batch_stride=0,
              b_row_stride=2, b_col_stride=1, out_batch_stride=0, out_row_stride=2, out_col_stride=1, a_zp=0,
              b_zp=0, mult=mult, shift=shift, output_zp=0, act_min=-128, act_max=127)
-    assert matmul.lower_matmul(Op("matmul", "mm", [], "y", params=p)) is None
+    op = Op("matmul", "mm", [], "y", params=p)
+    assert select.fast(op) is None and select.select(op, select.Options()).kernel.name == "edgec_matmul_s8"
 
 
 @pytest.mark.parametrize("scale", [0.5, -0.5])

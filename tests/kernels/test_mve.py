@@ -1,4 +1,5 @@
-"""The Helium (MVE) kernels (runtime_c/fast/edgec_*_mve.c, lowered by edgec/lower/mve.py) bit for bit with the
+"""The Helium (MVE) kernels (runtime_c/fast/edgec_*_mve.c, their records beside the fast kernels they replace in
+edgec/ops/, chosen by edgec/ops/select.py on a Helium board) bit for bit with the
 NumPy reference on the emulated Cortex-M55 (QEMU mps3-an547): one firmware of random layers covering their
 paths, benchmarked on random inputs: a 3-channel first convolution whose taps are not a multiple of 16, a 3x3
 one on 16 channels, a 1x1 one reading the input pixel directly (24 channels: reading into the next pixel) and
@@ -16,7 +17,8 @@ from onnx import helper
 from conftest import make_model, save
 from edgec import api
 from edgec.bench.report import summary_lines
-from edgec.lower import mve
+from edgec.lower.lowering import has_mve
+from edgec.ops.conv.im2col import rq_vectors
 from edgec.targets.boards import load_board
 
 
@@ -72,13 +74,13 @@ def test_mve_kernels_bit_exact_on_emulated_m55(m55_build):
 
 
 def test_only_helium_boards_lower_onto_mve():
-    assert mve.has_mve(load_board("qemu-cortex-m55"))
-    assert not any(mve.has_mve(load_board(b)) for b in ("qemu-cortex-m4", "qemu-cortex-m7", "host"))
+    assert has_mve(load_board("qemu-cortex-m55"))
+    assert not any(has_mve(load_board(b)) for b in ("qemu-cortex-m4", "qemu-cortex-m7", "host"))
 
 
 def test_rq_vectors_group_four_channels_per_field():
     rq = np.arange(6 * 5, dtype=np.int32).reshape(6, 5)           # records of 6 channels
-    v = mve.rq_vectors(rq).reshape(-1)
+    v = rq_vectors(rq).reshape(-1)
     assert v.size == 2 * 20
     assert list(v[:4]) == list(rq[:4, 0]) and list(v[4:8]) == list(rq[:4, 1])    # biases, then multipliers
     assert list(v[20:22]) == list(rq[4:, 0]) and list(v[22:24]) == [0, 0]         # the missing channels: 0

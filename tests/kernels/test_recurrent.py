@@ -13,11 +13,12 @@ from onnx import helper
 
 from ckernels import make, ptr
 from conftest import check_generated_c, make_model
+from edgec import cheader
 from edgec.errors import EdgecError
 from edgec.lower import lowering
 from edgec.frontend import canonicalize
 from edgec.ir import Op, Tensor
-from edgec.ops import int4, recurrent
+from edgec.ops import recurrent, select
 from edgec.quant import calibrate, floatref, quantize, reference
 from edgec.fixedpoint import scheme
 
@@ -44,11 +45,10 @@ def _quantized(r, op, bits=8):
 
 def _c_run(ck, op, xq):
     p, a = op.params, op.arrays
-    g = recurrent.GATES[op.kind]
     arrays = [np.ascontiguousarray(a[k + "4"] if k + "4" in a else a[k]) for k in recurrent.ARRAYS]
-    scratch = np.zeros(recurrent.scratch_bytes(g, p["hidden"], p["batch"]) // 4 + 1, np.int32)
+    scratch = np.zeros(cheader.buffer_size("edgec_recurrent_s8", p) // 4 + 1, np.int32)
     out = np.full((p["steps"] if p["output"] == 0 else 1) * p["batch"] * p["hidden"], 99, np.int8)
-    kernel = ck.lib.edgec_recurrent_s4 if int4.is_int4(op) else ck.lib.edgec_recurrent_s8
+    kernel = ck.lib.edgec_recurrent_s4 if select.int4_weights(op) else ck.lib.edgec_recurrent_s8
     kernel(ctypes.byref(make("edgec_recurrent_params", p)), ptr(np.ascontiguousarray(xq, np.int8)),
            *[ptr(v) for v in arrays], ptr(scratch), ptr(out))
     return out
@@ -65,7 +65,7 @@ def test_kernel_matches_twin(ck, kind, lbr, bits):
         op = _op(r, kind, steps, n_in, hid, reverse=case % 2, lbr=lbr, output=(case // 2) % (3 if kind == "lstm" else 2),
                  init=case % 3 == 0, batch=batch)
         _quantized(r, op, bits)
-        assert int4.is_int4(op) == (bits == 4)
+        assert select.int4_weights(op) == (bits == 4)
         xq = r.integers(-128, 128, steps * batch * n_in).astype(np.int8)
         np.testing.assert_array_equal(_c_run(ck, op, xq), recurrent.recurrent_s8(op.params, op.arrays, xq),
                                       err_msg=f"case {case}")
@@ -156,9 +156,9 @@ def test_onnx_end_to_end(kind, direction, layout, init, output, lbr, tmp_path):
     got = scheme.dequantize(tout, reference.run(graph, scheme.quantize_input(graph.tensors[graph.input], x[0])))
     assert np.abs(got.reshape(want.shape) - want).max() <= 4 * tout.scale + (0.03 if bits == 8 else 0.15)
     if bits == 4:
-        assert all(int4.is_int4(op) for op in graph.ops if op.kind == kind)
-        lowering.lower_graph(graph)
-        assert {op.lowered["kernel"] for op in graph.ops if op.kind == kind} == {"edgec_recurrent_fast_s4"}
+        assert all(select.int4_weights(op) for op in graph.ops if op.kind == kind)
+        graph = lowering.lower_graph(graph)
+        assert {op.lowering.kernel.name for op in graph.ops if op.kind == kind} == {"edgec_recurrent_fast_s4"}
     check_generated_c(graph, x[:4], tmp_path)
 
 
@@ -224,7 +224,7 @@ def test_unrolled_lstm_builds_bit_exact(tmp_path):
 @pytest.mark.parametrize("kind,lbr,bits", [("lstm", 0, 8), ("gru", 0, 8), ("gru", 1, 8), ("lstm", 0, 4),
                                            ("gru", 1, 4)])
 def test_fast_kernel_matches_twin(ck, ck_dsp, path, kind, lbr, bits):
-    """edgec_recurrent_fast_s8 (lower_recurrent: rows padded to words, products on SMLAD) and
+    """edgec_recurrent_fast_s8 (recurrent.lower_recurrent: rows padded to words, products on SMLAD) and
     edgec_recurrent_fast_s4 (int4: rows padded to 8, 8 nibbles a word) on both inner-loop paths, odd input and
     hidden sizes (part-full words), guard bytes after scratch and output."""
     lib = (ck if path == "portable" else ck_dsp).lib
@@ -238,22 +238,23 @@ def test_fast_kernel_matches_twin(ck, ck_dsp, path, kind, lbr, bits):
             op.attrs["W"] *= 30         # input multipliers over 1
         _quantized(r, op, bits)
         xq = r.integers(-128, 128, size=steps * batch * n_in).astype(np.int8)
-        low = recurrent.lower_recurrent(op)
-        assert low["kernel"] == f"edgec_recurrent_fast_s{bits}"
+        low = select.fast(op)
+        assert low.kernel.name == f"edgec_recurrent_fast_s{bits}"
         # (records: for a multiplier over 1 with the accumulator shifted left first; none where that could reach
         # 2^30, then the reference requantization)
-        ran += ("rq_x" if bits == 8 else "rq_h") in low["arrays"]
-        left += "rq_x" in low["arrays"] and low["arrays"]["rq_x"].reshape(-1, 5)[:, 0].max() > 0
-        low["arrays"].pop(("rq_h", "rq_x")[case % 2] if case % 4 == 3 else "none", None)   # that path too
+        packed = dict(low.arrays)
+        ran += ("rq_x" if bits == 8 else "rq_h") in packed
+        left += "rq_x" in packed and packed["rq_x"].reshape(-1, 5)[:, 0].max() > 0
+        packed.pop(("rq_h", "rq_x")[case % 2] if case % 4 == 3 else "none", None)   # that path too
         want = recurrent.recurrent_s8(op.params, op.arrays, xq)
-        guard, n_scratch = 64, low["scratch_bytes"]
+        guard, n_scratch = 64, low.scratch_bytes
         raw = np.full(n_scratch + guard + 16, 0x5A, np.int8)
         scratch = raw[(-raw.ctypes.data) % 16:]                  # 16-byte aligned, as the planner places it
         out = np.full(want.size + guard, 99, np.int8)
-        arrays = [np.ascontiguousarray(low["arrays"][k]) for k in recurrent.ARRAYS]
-        records = [ptr(np.ascontiguousarray(low["arrays"][k])) if k in low["arrays"] else None for k in ("rq_x", "rq_h")]
-        getattr(lib, low["kernel"])(ctypes.byref(make("edgec_recurrent_params", op.params)), ptr(xq),
-                                    *[ptr(v) for v in arrays], *records, ptr(scratch), ptr(out))
+        arrays = [np.ascontiguousarray(packed[k]) for k in recurrent.ARRAYS]
+        records = [ptr(np.ascontiguousarray(packed[k])) if k in packed else None for k in ("rq_x", "rq_h")]
+        getattr(lib, low.kernel.name)(ctypes.byref(make("edgec_recurrent_params", op.params)), ptr(xq),
+                                      *[ptr(v) for v in arrays], *records, ptr(scratch), ptr(out))
         assert np.array_equal(out[:want.size], want), (kind, case)
         assert np.all(out[want.size:] == 99) and np.all(scratch[n_scratch:n_scratch + guard] == 0x5A)
     assert ran >= cases // 2 and left >= 2, (ran, left)    # (left: records of multipliers over 1)

@@ -1,0 +1,46 @@
+"""Convolutions over channels-last tensors: `conv2d` (OHWI weights), `depthwise_conv2d` ([k_h][k_w][c] weights,
+depth multiplier) and `group_conv2d`, int8, (conv2d, depthwise) TFLite 16x8 and int4 weights; 1-D convolutions
+run as 2-D ones of height 1.
+
+The family, module by module: `importers` (ONNX Conv, ConvTranspose, BatchNormalization; TFLite CONV_2D,
+DEPTHWISE_CONV_2D), `twins` (quantizers, NumPy twins, float run, equalization), `windows` (the taps of a window,
+shared with the pools) and its kernels as records (edgec/ops/kernel.py): `reference` (runtime_c/edgec_conv.c:
+int8, 16x8, int4), `im2col` (the fast convolution, runtime_c/fast/, its speed variants blocked4, window,
+pointwise and blocked, its Helium and int4 kernels), `depthwise3x3` (the fast depthwise 3x3, its fused speed
+variant, its Helium and int4 kernels).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.ops.conv import depthwise3x3, im2col, reference
+from edgec.ops.conv.importers import (conv_from, import_batch_normalization, import_conv, import_conv_transpose,
+                                      import_tflite_conv, spatial, window)
+from edgec.ops.conv.twins import (EQUALIZE, conv2d_s8, conv2d_s16, depthwise_conv2d_s8, depthwise_conv2d_s16,
+                                  float_conv, group_conv2d_s8, quantize_conv, quantize_conv16, quantize_group_conv,
+                                  run_conv, run_conv16)
+from edgec.ops.conv.windows import float_windows, pad_windows
+from edgec.ops.opdef import Int16, OpDef
+
+__all__ = ["conv2d_s8", "conv2d_s16", "conv_from", "depthwise_conv2d_s8", "depthwise_conv2d_s16", "float_conv",
+           "float_windows", "group_conv2d_s8", "pad_windows", "run_conv", "run_conv16", "spatial", "window"]
+
+
+def _weights(op):
+    return op.attrs.get("weights", op.arrays.get("weights"))
+
+
+OPS = [
+    OpDef("conv2d", "conv", quantize_conv, float_conv, fuses_activation=True, weight_axis=0, bias_correction=True,
+          equalize=EQUALIZE, macs=lambda op, out: out.size * int(np.prod(_weights(op).shape[1:])),
+          int16=Int16(quantize_conv16), row_bands="window"),
+    OpDef("depthwise_conv2d", "conv", quantize_conv, float_conv, fuses_activation=True, weight_axis=-1,
+          bias_correction=True, equalize=EQUALIZE, row_bands="window",
+          macs=lambda op, out: out.size * int(np.prod(_weights(op).shape[:2])), int16=Int16(quantize_conv16)),
+    OpDef("group_conv2d", "conv", quantize_group_conv, float_conv, fuses_activation=True, weight_axis=0),
+]
+KERNELS = reference.KERNELS + im2col.KERNELS + depthwise3x3.KERNELS
+
+ONNX = {"Conv": import_conv, "ConvTranspose": import_conv_transpose,
+        "BatchNormalization": import_batch_normalization}
+TFLITE = {"CONV_2D": import_tflite_conv, "DEPTHWISE_CONV_2D": import_tflite_conv}

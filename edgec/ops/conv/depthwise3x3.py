@@ -1,0 +1,101 @@
+"""The fast depthwise 3x3 convolution (runtime_c/fast/edgec_conv_fast.c: a rolling window of three input rows
+widened to int16 in a layout where one SMLAD does two taps of one channel, swept along the image's longer axis),
+its speed variant with the requantization fused into the store, its Helium kernel
+(fast/edgec_conv_depthwise_mve.c) and its int4-weight twin, as kernel records."""
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.ir import Op
+from edgec.ops import cemit, fast
+from edgec.ops.conv.reference import with_int8_weights
+from edgec.ops.kernel import FAST, HELIUM, INT4, MVE, VARIANT, Kernel
+from edgec.fixedpoint.scheme import pack_int4
+
+STRUCT = "edgec_depthwise_conv2d_3x3_params"
+
+
+def lower_3x3(op: Op):
+    """Depthwise 3x3: the kernel sweeps along the longer output axis (rows x cols, cols >= rows);
+    weights [c][3][3] int16 in that orientation, times two (the kernel requantizes doubled sums)."""
+    p = op.params
+    if not (p["k_h"] == 3 and p["k_w"] == 3 and p["dil_h"] == 1 and p["dil_w"] == 1 and p["depth_multiplier"] == 1
+            and p["in_c"] % 4 == 0 and p["stride_h"] == p["stride_w"] and p["stride_h"] in (1, 2)):
+        return None
+    c = p["out_c"]
+    w = op.arrays["weights"].reshape(3, 3, c)                 # [ky][kx][c]
+    got = fast.conv_like(op, w.reshape(9, c).T)
+    if got is None:
+        return None
+    h, wd = (p["in_h"], p["out_h"], p["pad_top"]), (p["in_w"], p["out_w"], p["pad_left"])
+    steps = (p["in_w"] * c, c, p["out_w"] * c, c)               # bytes between rows, columns (in, out)
+    wk = w.transpose(2, 0, 1)                                  # [c][ky][kx]
+    if p["out_h"] > p["out_w"]:                                # sweep down the image's columns
+        h, wd, steps, wk = wd, h, (steps[1], steps[0], steps[3], steps[2]), wk.transpose(0, 2, 1)
+    params = {"rows": h[0], "cols": wd[0], "c": c, "out_rows": h[1], "out_cols": wd[1], "stride": p["stride_h"],
+              "pad_top": h[2], "pad_left": wd[2], "in_row_step": steps[0], "in_col_step": steps[1],
+              "out_row_step": steps[2], "out_col_step": steps[3], "input_zp": int(p["input_zp"]),
+              "act_min": got[0]["act_min"], "act_max": got[0]["act_max"]}
+    return params, {"fw": fast.words((2 * wk.astype(np.int16)).astype(np.int16)), "rq": got[1]}
+
+
+def _width(p) -> int:
+    """Input pixels of the window along the sweep."""
+    return (p["out_cols"] - 1) * p["stride"] + 3
+
+
+def _half(v) -> np.ndarray:
+    """int16 values as the low 16 bits of uint32 words."""
+    return (np.asarray(v, np.int64) & 0xFFFF).astype(np.uint32)
+
+
+def fused_3x3(op: Op, base):
+    """The depthwise 3x3 with requantization fused into the store (edgec_depthwise_conv2d_3x3_fused_s8): per
+    channel and rotation rot of the window (slot i holds kernel row (i - rot) mod 3; rows a, b, c in slots 0, 1, 2)
+    the 6 words (a0, b0) (a1, b1) (a2, b2) (c0, c1) (c2, 0) and 2 * bias, the weights the doubled int16 values of
+    the generic lowering."""
+    w = base.arrays["fw"].view(np.int16).reshape(-1, 3, 3).astype(np.int32)   # [c][ky][kx], doubled
+    bias2 = 2 * base.arrays["rq"].reshape(-1, 5)[:, 0].astype(np.int64)
+    words = np.zeros((len(w), 3, 6), np.uint32)
+    for rot in range(3):
+        a, b, c = (w[:, (3 + i - rot) % 3] for i in range(3))
+        for kx in range(3):
+            words[:, rot, kx] = _half(a[:, kx]) | _half(b[:, kx]) << 16
+        words[:, rot, 3] = _half(c[:, 0]) | _half(c[:, 1]) << 16
+        words[:, rot, 4] = _half(c[:, 2])
+        words[:, rot, 5] = (bias2 & 0xFFFFFFFF).astype(np.uint32)
+    return base.params, {**base.arrays, "fw": words.reshape(-1)}
+
+
+def mve_3x3(op: Op, base):
+    """edgec_depthwise_conv2d_3x3_mve_s8: int8 [3][3][c] in the sweep orientation instead of doubled int16 (long
+    rows: one channel at a time, 4 output pixels per vector; short rows: 4 channels per vector)."""
+    c = base.params["c"]
+    w = (base.arrays["fw"].view("<i2").reshape(c, 3, 3) // 2).astype(np.int8)    # undo the DSP path's doubling
+    return base.params, {"fw": fast.words(np.ascontiguousarray(w.transpose(1, 2, 0))), "rq": base.arrays["rq"]}
+
+
+def lower_3x3_4(op: Op):
+    """edgec_depthwise_conv2d_3x3_s4: the s8 kernel's [c][3][3] weights (in its sweep orientation) packed two
+    per byte; the kernel widens them into 18 * c bytes of scratch in front of the s8 kernel's."""
+    low = lower_3x3(with_int8_weights(op))
+    if low is None:
+        return None
+    params, arrays = low
+    w = arrays["fw"].view(np.int16) // 2           # the s8 kernel's weights, doubled: halve them
+    packed = pack_int4(w.astype(np.int8))
+    packed = np.concatenate([packed, np.zeros(-packed.size % 4, np.int8)])
+    return params, {**arrays, "fw": fast.words(packed)}
+
+
+DEPTHWISE_3X3 = Kernel("edgec_depthwise_conv2d_3x3_s8", ("depthwise_conv2d",), FAST, cemit.fast_weighted,
+                       lower=lower_3x3, struct=STRUCT)
+# code the speed variant links in beside the generic kernels (arm-none-eabi-gcc -O2, Cortex-M4), for the fit check
+FUSED = Kernel("edgec_depthwise_conv2d_3x3_fused_s8", ("depthwise_conv2d",), VARIANT, cemit.fast_weighted,
+               base=DEPTHWISE_3X3, variant="fused", lower=fused_3x3, struct=STRUCT, code_bytes=2048)
+DEPTHWISE_MVE = Kernel("edgec_depthwise_conv2d_3x3_mve_s8", ("depthwise_conv2d",), HELIUM, cemit.fast_weighted,
+                       base=DEPTHWISE_3X3, isa=MVE, lower=mve_3x3, struct=STRUCT)
+DEPTHWISE_3X3_4 = Kernel("edgec_depthwise_conv2d_3x3_s4", ("depthwise_conv2d",), FAST, cemit.fast_weighted,
+                         precision=INT4, lower=lower_3x3_4, struct=STRUCT)
+
+KERNELS = [DEPTHWISE_3X3, FUSED, DEPTHWISE_MVE, DEPTHWISE_3X3_4]

@@ -1,0 +1,190 @@
+"""The fast convolution (runtime_c/fast/edgec_conv_fast.c: an int16 im2col of 4 pixels times 16 output channels,
+SMLAD on sign-extended pairs, then one requantization pass; any kernel size, no dilation), its speed variants
+(their own files in runtime_c/fast/), its Helium kernel (fast/edgec_conv_mve.c) and its int4-weight twin, as
+kernel records.
+
+A speed variant is the same op on another kernel with the same params struct and its constants repacked in the
+order that kernel's inner loop reads them; the variants of one op are bit-exact with each other (the same
+integer sums and requantization records), so a build may pick any of them (edgec/ops/select.py): the first one
+that applies, or the one a tuning log measured fastest on the board. Declared fastest first.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.ir import Op
+from edgec.ops import cemit, fast
+from edgec.ops.conv.reference import unpacked, with_int8_weights
+from edgec.ops.kernel import FAST, HELIUM, INT4, MVE, VARIANT, Kernel
+
+CONV_CHUNK = 16          # EDGEC_CONV_CHUNK in the fast conv kernel: output channels accumulated at a time
+STRUCT = "edgec_conv2d_im2col_params"
+
+
+def lower_im2col(op: Op):
+    """The im2col kernel (any kernel size, no dilation): each output channel's taps padded to k4 bytes, the
+    requantization records."""
+    p, a = op.params, op.arrays
+    if p["dil_h"] != 1 or p["dil_w"] != 1:
+        return None
+    w = a["weights"].reshape(p["out_c"], -1)
+    got = fast.conv_like(op, w)
+    if got is None:
+        return None
+    k4 = fast.k4(w.shape[1])
+    wp = np.zeros((w.shape[0], k4), np.int8)
+    wp[:, :w.shape[1]] = w
+    keys = ("in_h in_w in_c out_h out_w out_c k_h k_w stride_h stride_w pad_top pad_left "
+            "input_zp").split()
+    params = {**{k: int(p[k]) for k in keys}, **got[0], "k4": k4}
+    return params, {"fw": fast.words(wp), "rq": got[1]}
+
+
+def _k8(p) -> int:
+    return (p["k4"] + 7) // 8 * 8
+
+
+def _taps(base) -> np.ndarray:
+    """The im2col lowering's [out_c][k4] int8 weights."""
+    return base.arrays["fw"].view(np.int8).reshape(base.params["out_c"], base.params["k4"])
+
+
+# ---- the speed variants
+def pointwise_or_single_channel(base) -> bool:
+    """A 1x1, stride-1, unpadded convolution or one that reads a single channel (where blocked4 was measured
+    faster than the blocked kernel: MLPerf Tiny KWS)."""
+    p = base.params
+    pointwise = (p["k_h"], p["k_w"], p["stride_h"], p["stride_w"], p["pad_top"], p["pad_left"]) == (1, 1, 1, 1, 0, 0)
+    return pointwise or p["in_c"] == 1
+
+
+def blocked4_conv(op: Op, base):
+    """edgec_conv2d_blocked4_s8 (fast/edgec_conv_blocked4_fast.c, 2 pixels x 4 channels in registers): blocks of
+    4 output channels; per group of 4 input channels (groups padded with zero weights to an even count) the
+    words (w0, w2) of channels 0..3, then (w1, w3) of channels 0..3 (fast.blocks: doubled weights and biases)."""
+    p = base.params
+    w = np.zeros((p["out_c"], _k8(p)), np.int16)
+    w[:, :p["k4"]] = _taps(base)
+    words, rq = fast.blocks(w, base.arrays["rq"], 4, lambda g: g[..., [0, 2, 1, 3]].reshape(
+        *g.shape[:2], 4, 2, 2).transpose(0, 1, 3, 2, 4))
+    return p, {**base.arrays, "fw": words, "rq": rq}
+
+
+def window_fits(base) -> bool:
+    """The window kernel is for kernels larger than 1x1 (a 1x1 convolution reads its pixels without im2col) whose
+    channels padded to a multiple of 4 add at most a third more taps (1 or 2 input channels, as in KWS's first
+    layer, would multiply its work: the im2col kernels pack their taps densely)."""
+    p = base.params
+    c4 = (p["in_c"] + 3) // 4 * 4
+    return p["k_h"] * p["k_w"] > 1 and 3 * c4 <= 4 * p["in_c"]
+
+
+def window_conv(op: Op, base):
+    """The convolution without im2col (edgec_conv2d_window_s8): the blocked kernel's weight order, but each
+    channel's taps as [ky][kx][c4] with the input channels padded to c4 (a multiple of 4) by zero weights, the
+    order of the input rows the kernel widens into scratch (a ring of k_h rows of (out_w - 1) * stride_w + k_w
+    entries, each 2 * c4 int16: a pixel and the one stride_w to its right), then the k_h * k_w * c4 words the
+    kernel gathers the taps of 2 output pixels into."""
+    p = base.params
+    k_h, k_w, in_c, out_c = p["k_h"], p["k_w"], p["in_c"], p["out_c"]
+    c4 = (in_c + 3) // 4 * 4
+    taps = k_h * k_w * in_c
+    w = np.zeros((out_c + out_c % 2, k_h, k_w, c4), np.int16)
+    w[:out_c, :, :, :in_c] = _taps(base)[:, :taps].reshape(out_c, k_h, k_w, in_c)
+    if out_c % 2:
+        w[out_c] = w[out_c - 1]
+    w = w.reshape(-1, 2, k_h * k_w * c4 // 4, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
+    return p, {**base.arrays, "fw": fast.words(np.ascontiguousarray(w))}
+
+
+def pointwise_conv(op: Op, base):
+    """The blocked convolution with no loop over the taps (edgec_conv2d_pointwise_s8, for 1x1 convolutions): the
+    blocked order without padding the groups to an even count, the weights and the records' bias doubled (the
+    accumulator is then the 2 * acc the requantization multiplies), an odd last record followed by a copy."""
+    p = base.params
+    k4, out_c = p["k4"], p["out_c"]
+    w = np.zeros((out_c + out_c % 2, k4), np.int16)
+    w[:out_c] = 2 * _taps(base).astype(np.int16)
+    if out_c % 2:
+        w[out_c] = w[out_c - 1]
+    w = w.reshape(-1, 2, k4 // 4, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
+    rq = base.arrays["rq"].reshape(-1, 5)
+    rq = np.concatenate([rq, rq[-1:]] if out_c % 2 else [rq]) * np.array([2, 1, 1, 1, 1], rq.dtype)
+    return p, {**base.arrays, "fw": fast.words(np.ascontiguousarray(w)), "rq": rq}
+
+
+def blocked_conv(op: Op, base):
+    """The im2col convolution with 2 pixels x 2 channels in registers (edgec_conv2d_blocked_s8): for each pair of
+    output channels (an odd last one paired with a copy of itself) and each group of 4 taps t0..t3 (zero
+    weights pad the groups to an even count), the int16 values t0, t2, t1, t3 of the first channel then of the
+    second (the words SMLAD takes beside the widened input)."""
+    p = base.params
+    k8, out_c = _k8(p), p["out_c"]
+    w = np.zeros((out_c + out_c % 2, k8), np.int16)
+    w[:out_c, :p["k4"]] = _taps(base)
+    if out_c % 2:
+        w[out_c] = w[out_c - 1]
+    w = w.reshape(-1, 2, k8 // 4, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
+    return p, {**base.arrays, "fw": fast.words(np.ascontiguousarray(w))}
+
+
+# ---- Helium
+def rq_vectors(rq: np.ndarray) -> np.ndarray:
+    """edgec_rq records [n][5] regrouped for 4-lane vector loads: [ceil(n/4)][field][4] (missing channels 0),
+    the shift negated (VSHL by a negative count shifts right), returned as records [4 * ceil(n/4)][5] (the
+    array type the generated code declares)."""
+    n = len(rq)
+    padded = np.zeros((-(-n // 4) * 4, 5), np.int32)
+    padded[:n] = rq
+    padded[:, 4] = -padded[:, 4]
+    return np.ascontiguousarray(padded.reshape(-1, 4, 5).transpose(0, 2, 1)).reshape(-1, 5)
+
+
+def mve_conv(op: Op, base):
+    """edgec_conv2d_mve_s8: pairs of output channels, [pair][k16 / 16][2][16] int8, k rounded up to 16 and zero
+    padded (VMLADAVA takes 16 raw int8 taps of one pixel at a time; the k4 field holds k16), the requantization
+    records regrouped 4 channels per vector."""
+    params = base.params
+    k = params["k_h"] * params["k_w"] * params["in_c"]
+    k16, pairs = -(-k // 16) * 16, -(-params["out_c"] // 2)
+    wp = np.zeros((2 * pairs, k16), np.int8)
+    wp[:params["out_c"], :k] = op.arrays["weights"].reshape(params["out_c"], k)
+    wp = wp.reshape(pairs, 2, k16 // 16, 16).transpose(0, 2, 1, 3)        # [pair][block][channel][16]
+    return {**params, "k4": k16}, {"fw": fast.words(np.ascontiguousarray(wp)), "rq": rq_vectors(base.arrays["rq"])}
+
+
+# ---- int4 weights
+def lower_im2col4(op: Op):
+    """edgec_conv2d_im2col_s4: the s8 im2col kernel's params; each output channel's k4 taps as (k4 + 4) / 8
+    words of nibbles (fast.nibble_words)."""
+    low = lower_im2col(with_int8_weights(op))
+    if low is None:
+        return None
+    params, arrays = low
+    w = unpacked(op).reshape(params["out_c"], -1)
+    wp = np.zeros((w.shape[0], params["k4"]), np.int8)
+    wp[:, :w.shape[1]] = w
+    return params, {**arrays, "fw": fast.nibble_words(wp)}
+
+
+IM2COL = Kernel("edgec_conv2d_im2col_s8", ("conv2d",), FAST, cemit.fast_weighted, lower=lower_im2col,
+                struct=STRUCT)
+# code each speed variant links in beside the generic kernels (arm-none-eabi-gcc -O2, Cortex-M4: its row
+# functions and packing-free loops; measured on the MLPerf Tiny builds; blocked4: its file's text; their portable
+# C on the Cortex-M3 is up to twice that), for the fit check's code estimate
+BLOCKED4 = Kernel("edgec_conv2d_blocked4_s8", ("conv2d",), VARIANT, cemit.fast_weighted, base=IM2COL,
+                  variant="blocked4", applies=pointwise_or_single_channel, lower=blocked4_conv, struct=STRUCT,
+                  code_bytes=3312)
+WINDOW = Kernel("edgec_conv2d_window_s8", ("conv2d",), VARIANT, cemit.fast_weighted, base=IM2COL, variant="window",
+                applies=window_fits, lower=window_conv, struct=STRUCT, code_bytes=4288)
+POINTWISE = Kernel("edgec_conv2d_pointwise_s8", ("conv2d",), VARIANT, cemit.fast_weighted, base=IM2COL,
+                   variant="pointwise", applies=lambda base: base.params["k_h"] == 1 and base.params["k_w"] == 1,
+                   lower=pointwise_conv, struct=STRUCT, code_bytes=4400)
+BLOCKED = Kernel("edgec_conv2d_blocked_s8", ("conv2d",), VARIANT, cemit.fast_weighted, base=IM2COL,
+                 variant="blocked", lower=blocked_conv, struct=STRUCT, code_bytes=1024)
+CONV_MVE = Kernel("edgec_conv2d_mve_s8", ("conv2d",), HELIUM, cemit.fast_weighted, base=IM2COL, isa=MVE,
+                  lower=mve_conv, struct=STRUCT)
+IM2COL_4 = Kernel("edgec_conv2d_im2col_s4", ("conv2d",), FAST, cemit.fast_weighted, precision=INT4,
+                  lower=lower_im2col4, struct=STRUCT)
+
+KERNELS = [IM2COL, BLOCKED4, WINDOW, POINTWISE, BLOCKED, CONV_MVE, IM2COL_4]

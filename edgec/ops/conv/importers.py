@@ -1,0 +1,190 @@
+"""ONNX and TFLite import of the convolutions: Conv and ConvTranspose (zero insertion by a remap, then a
+stride-1 convolution with the flipped kernel) through one emission that decides the kind from the groups,
+BatchNormalization (folded into the Conv/Gemm before it, or a 1x1 depthwise convolution, or per-channel tables
+over a batch), CONV_2D and DEPTHWISE_CONV_2D. `window` and `spatial` serve the pools too."""
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.errors import node_error
+from edgec.ir import NO_ACT
+from edgec.ops import movement
+from edgec.ops.lut import per_channel_affine
+
+
+# ---- ONNX import
+def window(cx, node, in_shape, out_shape, kernel, strides, dil):
+    """(pad_top, pad_left) for a 1-D or 2-D window over a channels-last tensor."""
+    nsp = len(kernel)
+    auto = cx.attr(node, "auto_pad", b"NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else auto
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        begins = []
+        for i in range(nsp):
+            total = max((out_shape[2 + i] - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 - in_shape[2 + i], 0)
+            begins.append(total // 2 if auto == "SAME_UPPER" else total - total // 2)
+    elif auto == "VALID":
+        begins = [0] * nsp
+    else:
+        pads = list(cx.attr(node, "pads", [0] * (2 * nsp)))
+        begins = pads[:nsp]
+    if any(p < 0 for p in begins):
+        raise node_error(node, "negative padding is not supported")
+    return (0, begins[0]) if nsp == 1 else (begins[0], begins[1])
+
+
+def spatial(cx, node, x):
+    """Input/output sizes as (h, w, c) for a 1-D (h = 1) or 2-D NCHW op."""
+    in_shape, out_shape = cx.shape(x, node), cx.shape(node.output[0], node)
+    if len(in_shape) not in (3, 4) or in_shape[0] != 1:
+        raise node_error(node, f"input shape {list(in_shape)} is not [1, C, L] or [1, C, H, W]")
+    if len(in_shape) == 3:
+        return in_shape, out_shape, (1, in_shape[2], in_shape[1]), (1, out_shape[2], out_shape[1])
+    return (in_shape, out_shape, (in_shape[2], in_shape[3], in_shape[1]),
+            (out_shape[2], out_shape[3], out_shape[1]))
+
+
+def import_conv(cx, node):
+    x, w_name = node.input[0], node.input[1]
+    x, extra = cx.padded_for_conv.get(x, (x, (0, 0)))    # a zero Pad before the conv: its padding
+    if w_name not in cx.consts:
+        raise node_error(node, "the weights are not constant")
+    w = cx.consts[w_name].astype(np.float32)
+    bias = cx.consts[node.input[2]].astype(np.float32) if len(node.input) > 2 and node.input[2] else \
+        np.zeros(w.shape[0], np.float32)
+    in_shape, out_shape, _, _ = spatial(cx, node, x)     # checks the ranks
+    nsp = len(in_shape) - 2
+    kernel = list(w.shape[2:])
+    strides = list(cx.attr(node, "strides", [1] * nsp))
+    dil = list(cx.attr(node, "dilations", [1] * nsp))
+    pad_top, pad_left = window(cx, node, in_shape, out_shape, kernel, strides, dil)
+    begins = [pad_left + extra[1]] if nsp == 1 else [pad_top + extra[0], pad_left + extra[1]]
+    conv_from(cx, node, x, node.output[0], w, bias, strides, dil, begins, cx.attr(node, "group", 1))
+
+
+def import_conv_transpose(cx, node):
+    x, y = node.input[0], node.output[0]
+    w = cx.const_input(node, 1).astype(np.float32)          # [C_in, C_out/g, k...]
+    shape, yshape = cx.shape(x, node), cx.shape(y, node)
+    nsp = len(shape) - 2
+    if shape[0] != 1:
+        raise node_error(node, f"batch {shape[0]}: convolutions run on a batch of 1")
+    if nsp not in (1, 2):
+        raise node_error(node, "only 1-D and 2-D ConvTranspose are supported")
+    g = int(cx.attr(node, "group", 1))
+    kernel = list(w.shape[2:])
+    strides = list(cx.attr(node, "strides", [1] * nsp))
+    dil = list(cx.attr(node, "dilations", [1] * nsp))
+    outpad = list(cx.attr(node, "output_padding", [0] * nsp))
+    auto = cx.attr(node, "auto_pad", b"NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else auto
+    pads = list(cx.attr(node, "pads", [0] * (2 * nsp)))
+    begins = []
+    for i in range(nsp):
+        total = strides[i] * (shape[2 + i] - 1) + outpad[i] + (kernel[i] - 1) * dil[i] + 1 - yshape[2 + i]
+        if auto in ("SAME_UPPER", "SAME_LOWER"):
+            begins.append(total // 2 if auto == "SAME_UPPER" else total - total // 2)
+        elif auto == "VALID":
+            begins.append(0)
+        else:
+            begins.append(pads[i])
+    # zero insertion + padding: a stride-1 convolution with the flipped kernel gives the result
+    mid = y + "__upsampled"
+    mshape = tuple(shape[:2]) + tuple(yshape[2 + i] + (kernel[i] - 1) * dil[i] for i in range(nsp))
+    cx.shapes[mid] = mshape
+
+    def fn(i):
+        lead = (kernel[i] - 1) * dil[i] - begins[i]
+
+        def idx(m):
+            j = np.arange(m) - lead
+            ok = (j >= 0) & (j % strides[i] == 0) & (j // strides[i] < shape[2 + i])
+            return np.where(ok, j // strides[i], -1)
+        return idx
+    movement.remap_axes(cx, node, x, mid, [lambda m: np.arange(m), lambda m: np.arange(m)] +
+                        [fn(i) for i in range(nsp)])
+    cx.graph.tensors[cx.values[mid][0]].source = x
+    cin, cog = w.shape[0], w.shape[1]
+    wt = w.reshape((g, cin // g, cog) + w.shape[2:]).swapaxes(1, 2).reshape((g * cog, cin // g) + w.shape[2:])
+    wt = np.flip(wt, axis=tuple(range(2, 2 + nsp))).copy()
+    bias = cx.const_input(node, 2, np.zeros(g * cog, np.float32))
+    conv_from(cx, node, mid, y, wt, np.asarray(bias, np.float32), [1] * nsp, dil, [0] * nsp, g)
+
+
+def conv_from(cx, node, x, y, w, bias, strides, dil, begins, group):
+    """A convolution of ONNX value x (NCHW / NCW) with weights [oc, ic/g, k...] into y."""
+    in_shape, out_shape = cx.shape(x, node), cx.shape(y, node)
+    nsp = len(in_shape) - 2
+    kernel = list(w.shape[2:])
+    ic, oc = in_shape[1], out_shape[1]
+    if nsp == 1:
+        w = w[:, :, None, :]
+        kernel, strides, dil, begins = [1] + kernel, [1] + list(strides), [1] + list(dil), [0] + list(begins)
+        ihwc, ohwc = (1, in_shape[2], ic), (1, out_shape[2], oc)
+    else:
+        ihwc, ohwc = (in_shape[2], in_shape[3], ic), (out_shape[2], out_shape[3], oc)
+    cl = (0,) + tuple(range(2, len(in_shape))) + (1,)
+    xin = cx.as_layout(x, cl, node)
+    out = cx.new_tensor(y, (1,) + tuple(out_shape[2:]) + (oc,), y)
+    common = dict(bias=bias, in_hwc=ihwc, out_hwc=ohwc, kernel=tuple(kernel), stride=tuple(strides),
+                  dilation=tuple(dil), pad=tuple(begins), act=NO_ACT)
+    if group == 1:
+        cx.emit("conv2d", node, [xin], out, weights=w.transpose(0, 2, 3, 1).copy(), **common)
+    elif group == ic and w.shape[1] == 1:
+        cx.emit("depthwise_conv2d", node, [xin], out, weights=w[:, 0].transpose(1, 2, 0).copy(),
+                depth_multiplier=oc // ic, **common)
+    else:
+        cx.emit("group_conv2d", node, [xin], out, weights=w.transpose(0, 2, 3, 1).copy(), groups=group,
+                **common)
+    cx.values[y] = (out, cl)
+
+
+def import_batch_normalization(cx, node):
+    x = node.input[0]
+    if cx.attr(node, "training_mode", 0) or any(o for o in node.output[1:]):
+        raise node_error(node, "training-mode BatchNormalization is not supported (export in eval mode)")
+    for i in node.input[1:5]:
+        if i not in cx.consts:
+            raise node_error(node, f"parameter '{i}' is not constant (training-mode BatchNorm?)")
+    gamma, beta, mean, var = (cx.consts[i].astype(np.float64) for i in node.input[1:5])
+    eps = float(cx.attr(node, "epsilon", 1e-5))
+    s = gamma / np.sqrt(var + eps)
+    shift = beta - mean * s
+    prod = cx.fusable_producer(x)
+    if prod is not None and cx.is_weighted(prod.kind) and prod.attrs["act"] == NO_ACT:
+        w = prod.attrs["weights"].astype(np.float64)
+        if prod.kind == "depthwise_conv2d":
+            w = w * s
+        else:
+            w = w * s.reshape((-1,) + (1,) * (w.ndim - 1))
+        prod.attrs["weights"] = w.astype(np.float32)
+        prod.attrs.pop("weight_scale", None)     # a QDQ model's scales were for the unfolded weights
+        prod.attrs["bias"] = (prod.attrs["bias"] * s + shift).astype(np.float32)
+        cx.rename_output(prod, x, node.output[0], cx.values[x][1])
+        return
+    # A BatchNorm edgec cannot fold: a 1x1 depthwise convolution does the same.
+    in_shape = cx.shape(x, node)
+    if in_shape[0] != 1:   # per-channel tables instead of a convolution over a batch of 1
+        return per_channel_affine(cx, node, x, s, shift)
+    c = in_shape[1]
+    hwc = (in_shape[2], in_shape[3], c) if len(in_shape) == 4 else (1, int(np.prod(in_shape[2:])), c)
+    xin = cx.as_layout(x, movement.channels_last(len(in_shape)), node)
+    out = cx.new_tensor(node.output[0], cx.graph.tensors[xin].shape, node.output[0])
+    cx.emit("depthwise_conv2d", node, [xin], out, weights=s.reshape(1, 1, c).astype(np.float32),
+            bias=shift.astype(np.float32), in_hwc=hwc, out_hwc=hwc, kernel=(1, 1), stride=(1, 1),
+            dilation=(1, 1), pad=(0, 0), act=NO_ACT, depth_multiplier=1)
+    cx.values[node.output[0]] = (out, movement.channels_last(len(in_shape)))
+
+
+# ---- TFLite import (edgec/frontend/tflite.py)
+def import_tflite_conv(tx, op):
+    """CONV_2D (OHWI weights) and DEPTHWISE_CONV_2D ([1][k_h][k_w][out_c] weights), per-channel int8."""
+    o, depthwise, x, wq = tx.options(op), tx.op_name(op) == "DEPTHWISE_CONV_2D", tx.input(op, 0), tx.const(op, 1)
+    (_, ih, iw, ic), (_, oh, ow, oc), out = tx.tensor(x).shape, tx.shape(op.Outputs(0)), tx.output(op)
+    win = tx.window(o, (ih, iw), (oh, ow), wq.shape[1:3])
+    arrays, w, b = tx.weighted(op, wq[0] if depthwise else wq, -1 if depthwise else 0, 2, out)
+    extra = {"depth_multiplier": oc // ic} if depthwise else {}
+    tx.emit("depthwise_conv2d" if depthwise else "conv2d", op, [x], out, arrays,
+            tx.act_range(op, out, o.FusedActivationFunction()), weights=w, bias=b, in_hwc=(ih, iw, ic),
+            out_hwc=(oh, ow, oc), **win, **extra)
+

@@ -1,0 +1,151 @@
+"""Kernels as data: one `Kernel` record per C entry point edgec emits, declared beside its op family (the
+family's `KERNELS` list, collected by edgec/ops/registry.py), and the `Lowering` that puts one op on one kernel.
+
+A family declares its kernels the way CMSIS-NN and IREE keep the variants of a kernel beside it: the reference
+kernels (int8, the TFLite 16x8 `_s16` ones, the int4-weight `_s4` ones), the default fast kernels
+(runtime_c/fast/), the speed variants that repack a fast kernel's constants for another inner loop, and the
+Helium (MVE) kernels. Which one runs an op is decided in one place, edgec/ops/select.py; the stages read the
+op's `Lowering` (edgec/lower/lowering.py sets it on every op, a new graph).
+
+A record says what the kernel runs (kinds, precision, the ISA it needs), when it applies (`applies`), how its
+constants are packed (`lower`), its scratch memory (`scratch_bytes`: the C runtime's
+`edgec_<kernel>_get_buffer_size` of its params, read by edgec/cheader.py, the one definition), its params struct,
+its code estimate for the fit check, its NumPy twin (reference kernels; a fast kernel is bit-exact with its
+precision's reference twin) and how its C call is written (`call`).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from edgec import cheader
+from edgec.ir import Op
+
+# roles
+REFERENCE = "reference"      # the portable kernel of a kind and precision (runtime_c/edgec_<family>.c)
+FAST = "fast"                # the default fast kernel (runtime_c/fast/), where it applies and its lowering succeeds
+VARIANT = "variant"          # a speed variant of a fast kernel (--optimize speed, edgec tune): its constants repacked
+HELIUM = "helium"            # the Helium (MVE) kernel of a fast kernel (boards whose core has it)
+ROLES = (REFERENCE, FAST, VARIANT, HELIUM)
+# precisions
+INT8 = "int8"                # int8 activations and weights
+INT16 = "int16"              # TFLite 16x8: int16 activations (the op's output tensor is int16), int8 weights
+INT4 = "int4"                # int8 activations, packed int4 weights
+PRECISIONS = (INT8, INT16, INT4)
+# instruction sets
+ANY = "any"                  # any core (portable C, with an Arm DSP path where the core has one)
+MVE = "helium"               # compiled only under __ARM_FEATURE_MVE (Cortex-M55)
+
+GENERIC = "generic"          # the variant name of the default fast kernel (the tuning log, the build report)
+DEFAULT_CODE_BYTES = 1024    # a kind's code estimate when its reference kernel gives none
+
+
+@dataclass(frozen=True, eq=False)
+class Kernel:
+    """One C entry point of runtime_c/ the generated code may call."""
+
+    name: str                                     # the C function
+    kinds: tuple[str, ...]                        # the op kinds it runs
+    role: str                                     # REFERENCE, FAST, VARIANT or HELIUM
+    call: Callable                                # (op, Lowering, CallSite) -> the C statement
+    precision: str = INT8                         # INT8, INT16 or INT4
+    isa: str = ANY                                # ANY or MVE
+    base: Kernel | None = None                    # a variant's or Helium kernel's fast kernel, whose lowering it
+                                                  # repacks
+    variant: str | None = None                    # a speed variant's name (tuning log, --optimize summary)
+    applies: Callable | None = None               # when it applies (None: always): of the op (reference, fast) or
+                                                  # of the base kernel's Lowering (variant, Helium)
+    lower: Callable | None = None                 # how its constants are packed: fast: op -> (params, arrays) or
+                                                  # None (declined); variant, Helium: (op, base Lowering) ->
+                                                  # (params, arrays); reference: none (the op's own)
+    struct: str | None = None                     # params struct the generated file declares at file scope (None:
+                                                  # the call declares its own, or takes none)
+    run: Callable | None = None                   # the NumPy twin (op, inputs) -> output: reference kernels
+    c_arrays: Callable | None = None              # constant arrays the C call needs beyond the lowering's, from
+                                                  # the op (declared by the C file, not counted as weights)
+    code_bytes: int | None = None                 # fit-check code estimate: a reference int8 kernel's stands for its
+                                                  # kinds whichever of their kernels runs; a speed variant's is
+                                                  # counted on top, once per build; None: inside its kind's
+
+    def __post_init__(self):
+        assert self.role in ROLES and self.precision in PRECISIONS and self.isa in (ANY, MVE), self.name
+        assert (self.base is not None) == (self.role in (VARIANT, HELIUM)), self.name
+        assert (self.variant is not None) == (self.role == VARIANT), self.name
+        assert (self.run is not None) == (self.role == REFERENCE), self.name
+        assert (self.lower is None) == (self.role == REFERENCE), self.name
+
+    def lowering(self, op: Op, base: Lowering | None = None) -> Lowering | None:
+        """The op on this kernel: a reference kernel takes the op's own params and arrays, a fast kernel its
+        packing (None where it declines the op), a variant or Helium kernel repacks `base` (its base kernel's
+        lowering of the op)."""
+        if self.role == REFERENCE:
+            params, arrays = op.params, op.arrays
+        else:
+            packed = self.lower(op) if self.role == FAST else self.lower(op, base)
+            if packed is None:
+                return None
+            params, arrays = packed
+        return Lowering(self, frozen(params), frozen(arrays, arrays=True), self.scratch_bytes(params))
+
+    def scratch_bytes(self, params: Mapping) -> int:
+        """The scratch bytes a call with these params needs: the kernel's edgec_<kernel>_get_buffer_size in
+        edgec_nn.h (0 where it has none)."""
+        return cheader.buffer_size(self.name, params)
+
+
+@dataclass(frozen=True, eq=False)
+class Lowering:
+    """An op put on one kernel: what the generated code holds for it and the scratch its call needs. Every op
+    but a view has one (edgec/lower/lowering.py); read-only, like everything the stages pass on."""
+
+    kernel: Kernel
+    params: Mapping[str, Any]                     # the params struct's fields (read-only)
+    arrays: Mapping[str, np.ndarray]              # the constant arrays the C file declares (read-only)
+    scratch_bytes: int = 0                        # as the kernel gives them (the planner aligns the buffer)
+    variant: str | None = None                    # the speed variant it runs (GENERIC: the default fast kernel);
+                                                  # None: no choice was made (reference, Helium)
+    variants: tuple[str, ...] = ()                # the variants the op was offered, GENERIC first
+    extra_bytes: int = 0                          # constant bytes the variant adds over the default fast kernel
+    signature: str | None = None                  # the tuning log's key of the layer (with the board)
+
+    @property
+    def struct(self) -> str | None:
+        """The params struct the generated file declares for the call."""
+        return self.kernel.struct
+
+    def replace(self, **changes) -> Lowering:
+        """A copy with some fields changed (params and arrays made read-only)."""
+        if "params" in changes:
+            changes["params"] = frozen(changes["params"])
+        if "arrays" in changes:
+            changes["arrays"] = frozen(changes["arrays"], arrays=True)
+        return dataclasses.replace(self, **changes)
+
+    def __deepcopy__(self, memo):      # immutable: a copied graph shares it
+        return self
+
+    def __copy__(self):
+        return self
+
+
+def frozen(mapping: Mapping, arrays: bool = False) -> Mapping:
+    """A read-only copy of a mapping; with arrays, its values as read-only views (the op's own arrays stay
+    writable)."""
+    if isinstance(mapping, MappingProxyType) and not arrays:
+        return mapping
+    items = dict(mapping)
+    if arrays:
+        for key, a in items.items():
+            if isinstance(a, np.ndarray) and a.flags.writeable:
+                items[key] = a.view()
+                items[key].flags.writeable = False
+    return MappingProxyType(items)
+
+
+def constant_bytes(low: Lowering) -> int:
+    """Bytes of a lowering's constant arrays (what the generated code holds in flash for it)."""
+    return sum(a.nbytes for a in low.arrays.values())

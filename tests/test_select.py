@@ -1,0 +1,145 @@
+"""The kernel selector (edgec/ops/select.py), the one place that decides which kernel runs an op: precision (int16
+output > packed int4 weights > int8), the reference kernel where nothing faster takes the op, the default fast
+kernel, then `--optimize speed` (a speed variant: the tuning log's choice where it names one offered for the op,
+else the first that applies) or `size` (none), and the Helium kernel on a Helium target only. Also the typed,
+read-only lowering it returns and the lower stage that applies it to a graph (a new graph)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edgec.fixedpoint.scheme import pack_int4
+from edgec.ir import Graph, Op, Tensor
+from edgec.lower import lowering
+from edgec.ops import select
+from edgec.ops.kernel import FAST, GENERIC, HELIUM, INT4, INT8, INT16, REFERENCE, VARIANT
+from edgec.ops.registry import KERNELS, VARIANTS
+from edgec.quant import reference
+
+INT8_TENSORS = ("int8", "int8")
+SPEED, SIZE, HELIUM_SPEED = select.Options(), select.Options(optimize="size"), select.Options(helium=True)
+
+
+def conv_op(k: int = 3, in_c: int = 8, out_c: int = 6, dilation: int = 1, four: bool = False) -> Op:
+    """A quantized conv2d on a 7x7 image (stride 1, no padding), int8 or int4 weights, in the fast path's range."""
+    rng = np.random.default_rng(k * 100 + in_c * 10 + dilation)
+    out = 7 - (k - 1) * dilation
+    p = dict(in_h=7, in_w=7, in_c=in_c, out_h=out, out_w=out, out_c=out_c, k_h=k, k_w=k, stride_h=1, stride_w=1,
+             dil_h=dilation, dil_w=dilation, pad_top=0, pad_left=0, input_zp=3, output_zp=-5, act_min=-128,
+             act_max=127, depth_multiplier=1)
+    w = rng.integers(-7 if four else -100, 8 if four else 101, size=(out_c, k, k, in_c)).astype(np.int8)
+    arrays = dict(bias=rng.integers(-2000, 2000, out_c).astype(np.int32),
+                  mult=np.full(out_c, 1_500_000_000, np.int32), shift=np.full(out_c, -9, np.int32))
+    arrays.update(weights4=pack_int4(w)) if four else arrays.update(weights=w)
+    return Op("conv2d", "conv", ["x"], "y", params=p, arrays=arrays)
+
+
+def test_precedence_int16_over_int4_over_int8():
+    """An int16 output takes the 16x8 kernel even where the weights are int4; int4 weights the _s4 kernels; else
+    int8. The reference run (the twin) and the lowering agree on it."""
+    four, eight = conv_op(four=True), conv_op()
+    assert select.precision(four, "int16") == INT16 and select.precision(four) == INT4
+    assert select.precision(eight) == INT8 and select.precision(eight, "int16") == INT16
+    assert select.reference(four, "int16").name == "edgec_conv2d_s16"
+    assert select.reference(four).name == "edgec_conv2d_s4" and select.reference(eight).name == "edgec_conv2d_s8"
+    sixteen = select.select(four, SPEED, ("int16", "int16"))       # no fast kernel takes an int16 layer
+    assert sixteen.kernel.name == "edgec_conv2d_s16" and sixteen.kernel.role == REFERENCE
+    assert select.select(four, SPEED, INT8_TENSORS).kernel.name == "edgec_conv2d_im2col_s4"
+    assert select.select(four, select.REFERENCE_ONLY, INT8_TENSORS).kernel.name == "edgec_conv2d_s4"
+    assert select.twin(four) is select.reference(four).run
+    x = np.random.default_rng(0).integers(-128, 128, (7, 7, 8)).astype(np.int8)
+    unpacked = conv_op()       # the same values as int8 weights: the int4 twin is the int8 twin on them
+    unpacked.arrays["weights"] = np.clip(unpacked.arrays["weights"], -7, 7)
+    four.arrays["weights4"] = pack_int4(unpacked.arrays["weights"])
+    assert np.array_equal(reference.run_op(four, [x], (1, 5, 5, 6)), reference.run_op(unpacked, [x], (1, 5, 5, 6)))
+
+
+def test_speed_runs_the_first_variant_that_applies_and_size_the_generic_kernel():
+    for op, names in ((conv_op(3, 8), ("generic", "window", "blocked")),
+                      (conv_op(1, 8), ("generic", "blocked4", "pointwise", "blocked"))):
+        speed, size = select.select(op, SPEED, INT8_TENSORS), select.select(op, SIZE, INT8_TENSORS)
+        assert speed.variants == size.variants == names
+        assert speed.variant == names[1] and speed.kernel.role == VARIANT and speed.extra_bytes > 0
+        assert size.variant == GENERIC and size.kernel.name == "edgec_conv2d_im2col_s8" and size.extra_bytes == 0
+        assert speed.signature == size.signature and speed.signature.startswith("conv2d-")
+        assert speed.kernel.base is size.kernel and speed.struct == size.struct
+
+
+def test_tuning_choice_is_honoured_only_when_it_names_an_offered_variant():
+    op = conv_op(3, 8)
+    seen = []
+
+    def choosing(name):
+        def choose(o, generic):
+            seen.append(generic)
+            return name
+        return select.Options(choose=choose)
+    assert select.select(op, choosing("blocked"), INT8_TENSORS).kernel.name == "edgec_conv2d_blocked_s8"
+    assert select.select(op, choosing(GENERIC), INT8_TENSORS).kernel.name == "edgec_conv2d_im2col_s8"
+    for name in ("pointwise", "blocked4", "no-such-variant", None):     # not offered for a 3x3 convolution
+        assert select.select(op, choosing(name), INT8_TENSORS).variant == "window"
+    size = select.Options(optimize="size", choose=lambda o, generic: "blocked")
+    assert select.select(op, size, INT8_TENSORS).variant == GENERIC
+    # the chooser sees the generic lowering with the variants offered and the layer's signature (the log's key)
+    assert all(g.kernel.name == "edgec_conv2d_im2col_s8" and g.variants == ("generic", "window", "blocked")
+               and g.signature == seen[0].signature for g in seen)
+
+
+def test_helium_kernels_only_on_helium_targets():
+    op = conv_op(3, 8)
+    helium = select.select(op, HELIUM_SPEED, INT8_TENSORS)
+    assert helium.kernel.name == "edgec_conv2d_mve_s8" and helium.kernel.role == HELIUM
+    assert helium.variant is None and helium.variants == ()            # no speed variant beside it
+    assert all(select.select(op, o, INT8_TENSORS).kernel.role != HELIUM for o in (SPEED, SIZE))
+    # where the fast kernel has no Helium one (int4 weights), a Helium target keeps it and its variants' choice
+    four = select.select(conv_op(four=True), HELIUM_SPEED, INT8_TENSORS)
+    assert four.kernel.name == "edgec_conv2d_im2col_s4" and four.variants == (GENERIC,)
+    assert all(k.isa == "helium" for k in KERNELS if k.role == HELIUM)
+
+
+def test_reference_kernel_where_the_fast_lowering_declines():
+    """A dilated convolution: the im2col kernel declines it, so it runs on the reference kernel with its own
+    params and arrays (read-only), no variant, no signature."""
+    op = conv_op(3, 4, dilation=2)
+    assert select.fast(op) is None
+    low = select.select(op, SPEED, INT8_TENSORS)
+    assert low.kernel.name == "edgec_conv2d_s8" and low.kernel.role == REFERENCE and low.struct == "edgec_conv_params"
+    assert dict(low.params) == op.params and low.arrays.keys() == op.arrays.keys() and low.scratch_bytes == 0
+    assert low.variant is None and low.signature is None
+    assert select.select(conv_op(), SPEED, ("int8", "int16")).kernel.role == REFERENCE    # not all int8: no fast
+
+
+def test_lowering_is_read_only_and_leaves_the_op_writable():
+    op = conv_op()
+    for low in (select.select(op, SPEED, INT8_TENSORS), select.select(op, select.REFERENCE_ONLY, INT8_TENSORS)):
+        with pytest.raises(TypeError):
+            low.params["k_h"] = 5
+        with pytest.raises(ValueError):
+            next(iter(low.arrays.values()))[0] = 1
+        with pytest.raises(AttributeError):
+            low.scratch_bytes = 0
+    op.arrays["weights"][0] = 1                  # the op's own arrays stay writable
+
+
+def test_lower_stage_returns_a_new_graph_with_every_op_lowered():
+    tensors = {n: Tensor(n, (1, 7, 7, 8) if n == "x" else (1, 5, 5, 6), n, 0.1, 0) for n in ("x", "y", "r")}
+    op = conv_op()
+    view = Op("reshape", "view", ["y"], "r")
+    graph = Graph("g", tensors, [op, view], "x", "r")
+    lowered = lowering.lower_graph(graph)
+    assert lowered is not graph and graph.ops == [op, view] and op.lowering is None and view.lowering is None
+    assert lowered.ops[0].lowering.variant == "window" and lowered.ops[1].lowering is None     # a view: no code
+    assert lowered.ops[0].params is op.params and lowered.tensors is graph.tensors
+    assert select.lowering_of(graph, op).kernel.name == "edgec_conv2d_s8"       # not lowered: the reference kernel
+    assert lowering.summary(lowered.ops)["variants"] == {"window": 1}
+
+
+def test_every_variant_and_helium_kernel_repacks_a_default_fast_kernel():
+    """The selector finds a variant through its base: every base is a default fast kernel of the same kinds and
+    precision, and a variant's name is unique beside its base's other variants."""
+    for k in KERNELS:
+        if k.role in (VARIANT, HELIUM):
+            assert k.base.role == FAST and k.base.precision == k.precision and set(k.kinds) <= set(k.base.kinds)
+    for base, variants in VARIANTS.items():
+        names = [v.variant for v in variants]
+        assert len(set(names)) == len(names) and GENERIC not in names
