@@ -1,5 +1,5 @@
 /* edgec convolutions, portable C99: conv2d, depthwise and grouped, int8 and 16x8. Bit-exact with
- * edgec/ops/conv.py. Accumulation is int32 (int8) or int64 (16x8) as
+ * edgec/ops/conv/. Accumulation is int32 (int8) or int64 (16x8) as
  * in the TFLite reference kernels. */
 #include "edgec_nn_support.h"
 

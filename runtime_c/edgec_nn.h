@@ -13,12 +13,12 @@
  *
  * Numerics follow the TFLite / TFLM reference kernels and are bit-exact with the NumPy twins
  * (the twins in the family modules of edgec/ops/; the fast kernels with the same functions via
- * edgec/codegen/lowering.py). Activations are contiguous and without a batch dimension, NHWC for images; int8
+ * their kernel records, edgec/ops/). Activations are contiguous and without a batch dimension, NHWC for images; int8
  * unless the kernel's name ends in _s16 (16x8: int16 activations with zero point 0, int8 weights, int64
  * bias). Parameter structs are passed by const pointer so generated code can keep them `static const` (in
  * flash); their fields are all int32_t, and edgec/cheader.py reads their layout from this file.
  *
- * The fast kernels (fast/, chosen per op at build time by edgec/codegen/lowering.py) move work to build time: the
+ * The fast kernels (fast/, chosen per op at build time by edgec/ops/select.py) move work to build time: the
  * input zero point is folded into the bias (padded taps read the zero point itself), weights are
  * padded/reordered for the inner loops, and requantization uses one record per output channel (edgec_rq)
  * that turns TFLite's two rounding steps into one 64-bit multiply-add and a shift. Two inner-loop paths,
@@ -27,7 +27,7 @@
  *   - portable C (Cortex-M0/M3, RISC-V, host), blocked the same way.
  * Define EDGEC_EMULATE_DSP to run the DSP path on any compiler with C emulations of the intrinsics
  * (tests), EDGEC_NO_DSP to force the portable path on a DSP core.
- * Their layouts (all built by edgec/codegen/lowering.py; words are little-endian):
+ * Their layouts (all built by their kernel records' packing in edgec/ops/; words are little-endian):
  *   conv   weights [out_c][k4] int8, k4 = k_h*k_w*in_c rounded up to 4, zero padded
  *   fc     weights in blocks of 4 rows: [block][k4/4][row 0..3][4 int8], remaining rows [row][k4]
  *   dw3x3  weights [c][3][3] int16, in the kernel's sweep orientation (see edgec_depthwise_conv2d_3x3_params)
@@ -60,7 +60,7 @@ typedef struct {
  * edgec_conv.c. Output (oy, ox) reads input row oy*stride_h - pad_top + ky*dil_h (same for x); padded taps
  * contribute nothing; bias/mult/shift per output channel. depth_multiplier is used only by the depthwise kernels
  * (out_c = in_c * depth_multiplier). The 16x8 kernels take the same struct; their zero points must be 0 and
- * act_min/act_max are int16 bounds. int4 weights (_s4, edgec/ops/int4.py): the int8 layouts, values in [-8, 7]
+ * act_min/act_max are int16 bounds. int4 weights (_s4, the families' int4 kernel records): the int8 layouts, values in [-8, 7]
  * packed two per byte (value 2k in the low nibble of byte k). */
 typedef struct {
     int32_t in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, stride_h, stride_w, dil_h, dil_w,
@@ -97,10 +97,10 @@ void edgec_group_conv2d_s8(const edgec_group_conv2d_params *p, const int8_t *inp
                            const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *output);
 
 /* ================================================================ fast convolution
- * fast/edgec_conv2d_*.c, chosen by edgec/codegen/lowering.py (any kernel size, stride, padding; dilation 1). The
+ * fast/edgec_conv2d_*.c, chosen by edgec/ops/select.py (any kernel size, stride, padding; dilation 1). The
  * input zero point is folded into rq's bias (edgec_rq, one record per output channel); padded taps read the zero
  * point itself. weights: [out_c][k4] int8 as words, k4 = k_h*k_w*in_c rounded up to 4, zero padded (the
- * speed variants repack them, edgec/codegen/specialize.py and register_blocks.py). */
+ * speed variants repack them, edgec/ops/conv/im2col.py). */
 typedef struct {
     int32_t in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, stride_h, stride_w, pad_top, pad_left,
         input_zp, output_zp, act_min, act_max, k4;
@@ -114,7 +114,7 @@ static inline int32_t edgec_conv2d_im2col_s8_get_buffer_size(const edgec_conv2d_
 {
     return 9 * p->k4 + 16 * EDGEC_CONV_CHUNK;
 }
-/* The same with int4 weights: each channel's k4 taps as (k4 + 4) / 8 words of 8 nibbles (edgec/ops/int4.py
+/* The same with int4 weights: each channel's k4 taps as (k4 + 4) / 8 words of 8 nibbles (edgec/ops/conv/im2col.py
  * lower_conv). */
 void edgec_conv2d_im2col_s4(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                             const edgec_rq *rq, int8_t *scratch, int8_t *output);
@@ -159,9 +159,9 @@ static inline int32_t edgec_conv2d_window_s8_get_buffer_size(const edgec_conv2d_
     return 4 * (p->k_h * ((p->out_w - 1) * p->stride_w + p->k_w) + p->k_h * p->k_w) * ((p->in_c + 3) / 4 * 4);
 }
 /* Helium (MVE, Cortex-M55; fast/edgec_conv2d_mve.c, compiled for Helium cores only, chosen by
- * edgec/codegen/mve.py): weights [ceil(out_c / 2)][k4 / 16][2][16] int8 (pairs of channels, block by block; k4
+ * edgec/ops/conv/im2col.py): weights [ceil(out_c / 2)][k4 / 16][2][16] int8 (pairs of channels, block by block; k4
  * here: k_h*k_w*in_c rounded up to 16), 3 output pixels by 2 channels (VMLADAVA), rq regrouped as
- * [out_c / 4][field][4] with the shift negated (edgec/codegen/mve.py rq_vectors). */
+ * [out_c / 4][field][4] with the shift negated (edgec/ops/conv/im2col.py rq_vectors). */
 void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                          const edgec_rq *rq, int8_t *scratch, int8_t *output);
 /* every channel's accumulators of 3 pixels (64 bytes per 4 channels) and 3 pixels' taps (k4: taps rounded to 16) */
@@ -189,7 +189,7 @@ static inline int32_t edgec_depthwise_conv2d_3x3_s8_get_buffer_size(const edgec_
 {
     return 32 * ((p->out_cols - 1) * p->stride + 3) + 4 * p->out_cols;
 }
-/* The same with int4 weights: the [c][3][3] weights two per byte (edgec/ops/int4.py lower_depthwise). */
+/* The same with int4 weights: the [c][3][3] weights two per byte (edgec/ops/conv/depthwise3x3.py lower_3x3_4). */
 void edgec_depthwise_conv2d_3x3_s4(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
                                    const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
 /* the weights widened to int16 (18 * c bytes) in front of the s8 kernel's scratch */
@@ -198,7 +198,7 @@ static inline int32_t edgec_depthwise_conv2d_3x3_s4_get_buffer_size(const edgec_
     return 18 * p->c + edgec_depthwise_conv2d_3x3_s8_get_buffer_size(p);
 }
 /* `--optimize speed`: the weights packed for each rotation of the window (per channel and rotation 6 words: the
- * SMLAD pairs, the third row's taps and the doubled bias; edgec/codegen/specialize.py), each output requantized
+ * SMLAD pairs, the third row's taps and the doubled bias; edgec/ops/conv/depthwise3x3.py), each output requantized
  * from its register as soon as it is summed (fast/edgec_depthwise_conv2d_3x3_fused.c). */
 void edgec_depthwise_conv2d_3x3_fused_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
                                          const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
@@ -263,7 +263,7 @@ static inline int32_t edgec_fully_connected_packed_s8_get_buffer_size(const edge
     return 2 * p->k4;
 }
 /* int4 weights, one row at a time; k4 here is in_features rounded up to 8, the weights k4 / 8 words per row
- * (nibble order: edgec/ops/int4.py lower_fc). */
+ * (nibble order: edgec/ops/dense.py lower_fc4). */
 void edgec_fully_connected_packed_s4(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                      const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
                                      int8_t *output);
@@ -272,14 +272,14 @@ static inline int32_t edgec_fully_connected_packed_s4_get_buffer_size(const edge
     return 2 * p->k4;
 }
 /* `--optimize speed`: the same layout with the weights widened to int16 at build time (each group of 4 as
- * (w0, w2) (w1, w3), edgec/codegen/specialize.py; fast/edgec_fully_connected_wide.c). */
+ * (w0, w2) (w1, w3), edgec/ops/dense.py; fast/edgec_fully_connected_wide.c). */
 void edgec_fully_connected_wide_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                    const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
 static inline int32_t edgec_fully_connected_wide_s8_get_buffer_size(const edgec_fully_connected_packed_params *p)
 {
     return 2 * p->k4;
 }
-/* `--optimize speed`: 8 rows a pass over doubled int16 weights (edgec/codegen/register_blocks.py;
+/* `--optimize speed`: 8 rows a pass over doubled int16 weights (edgec/ops/dense.py;
  * fast/edgec_fully_connected_rows8.c). */
 void edgec_fully_connected_rows8_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                     const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
@@ -526,7 +526,7 @@ static inline int32_t edgec_recurrent_fast_s8_get_buffer_size(const edgec_recurr
     return (edgec_recurrent_s8_get_buffer_size(p) + 3) / 4 * 4 +
            2 * ((p->input_size + 3) / 4 * 4 + (p->hidden + 3) / 4 * 4);
 }
-/* The same with int4 weights: each row zero-padded to a multiple of 8, 8 nibbles a word in edgec/ops/int4.py's
+/* The same with int4 weights: each row zero-padded to a multiple of 8, 8 nibbles a word in edgec/ops/fast.py's
  * PERM8 order (as edgec_fully_connected_packed_s4). */
 void edgec_recurrent_fast_s4(const edgec_recurrent_params *p, const int8_t *input, const uint32_t *w_x,
                              const uint32_t *w_h, const int32_t *bias_x, const int32_t *mult_x,

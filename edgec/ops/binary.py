@@ -189,7 +189,7 @@ def c_binary(op: Op, low, site: CallSite) -> str:
 
 
 def lower_add(op: Op):
-    """Add with a 256-entry table per input for its rescaling (runtime_c/fast/edgec_elementwise_fast.c)."""
+    """Add with a 256-entry table per input for its rescaling (runtime_c/fast/edgec_add_lut.c)."""
     p = op.params
     v = np.arange(-128, 128, dtype=np.int64)
     ls = 1 << int(p["left_shift"])

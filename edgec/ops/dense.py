@@ -127,7 +127,7 @@ FC_4 = Kernel("edgec_fully_connected_s4", ("fully_connected",), REFERENCE, cemit
 FC_ROWS = Kernel("edgec_fully_connected_rows_s8", ("fully_connected_rows",), REFERENCE, c_fc_rows, run=run_fc_rows)
 
 
-# ---- the fast kernels (runtime_c/fast/edgec_fully_connected_fast.c), speed variants, Helium ---------------------
+# ---- the fast kernels (runtime_c/fast/edgec_fully_connected_packed.c), speed variants, Helium ---------------------
 def lower_fc(op: Op):
     """4 rows at a time over weights packed [block of 4 rows][group of 4 inputs][row][4]."""
     p, a = op.params, op.arrays

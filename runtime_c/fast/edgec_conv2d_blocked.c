@@ -1,7 +1,7 @@
 /* edgec speed-optimized convolution (declared in edgec_nn.h; chosen by `--optimize speed`, the default): the
  * im2col convolution with 2 output pixels x 2 output channels in registers. Each input word is loaded once
  * for two channels and each weight word once for two pixels; the weights are widened to int16 at build time
- * in the order the inner loop reads them (edgec/codegen/specialize.py), so the loop is loads and SMLADs only:
+ * in the order the inner loop reads them (edgec/ops/conv/im2col.py), so the loop is loads and SMLADs only:
  * per 4 input channels of the 2x2 block, 4 LDRD and 8 SMLAD (16 MACs). A 1x1, stride-1, unpadded
  * convolution widens the input pixels themselves (no im2col copy). The requantization follows each block
  * directly, from registers. */

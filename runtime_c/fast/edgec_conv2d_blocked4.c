@@ -1,5 +1,5 @@
 /* edgec speed-optimized convolution, 2 output pixels x 4 output channels in registers (declared in edgec_nn.h;
- * a `--optimize speed` variant, edgec/codegen/specialize.py, for 1x1 convolutions and single-channel inputs): each k-step (2 input channels) is one LDRD of both pixels' int16 words, two LDRD of the 4
+ * a `--optimize speed` variant, edgec/ops/conv/im2col.py, for 1x1 convolutions and single-channel inputs): each k-step (2 input channels) is one LDRD of both pixels' int16 words, two LDRD of the 4
  * channels' weight words and 8 SMLAD (16 MACs; the blocked kernel needs 12 instructions for them). The taps of
  * the two pixels (edgec_conv_taps: the input pixel itself for a 1x1 convolution) are widened to int16 once, interleaved so that one LDRD reads both pixels. The weights
  * and biases are doubled at build time, so the accumulators hold 2 * acc, the value the requantization's

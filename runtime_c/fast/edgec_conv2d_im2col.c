@@ -110,7 +110,7 @@ void edgec_conv2d_im2col_s8(const edgec_conv2d_im2col_params *p, const int8_t *i
     }
 }
 
-/* ---------------------------------------------------------------- int4 weights (edgec/ops/int4.py) */
+/* ---------------------------------------------------------------- int4 weights (edgec/ops/conv/im2col.py) */
 /* im2col convolution with int4 weights: the s8 kernel's 4-pixel im2col, each output channel's weights
  * (k4 + 4) / 8 words of 8 nibbles in PERM8 order, so that one word meets two column groups: (n0, n4) and
  * (n1, n5) the (x0, x2) and (x1, x3) words of the first, the word rotated by 8 bits the second (a short last

@@ -129,7 +129,7 @@ static EDGEC_NOINLINE void edgec_mve_conv_macs(const int8_t *const *xp, const in
 }
 
 /* The requantized outputs of `valid` pixels (o, o + out_c, ...) from acc[4 * oc + pixel]; rq4 holds the
- * records of 4 channels at a time as vectors: [out_c / 4][bias, mult, khi, neg, -shift][4] (edgec/codegen/mve.py).
+ * records of 4 channels at a time as vectors: [out_c / 4][bias, mult, khi, neg, -shift][4] (edgec/ops/conv/im2col.py rq_vectors).
  * A pixel's 4 channels are one gather (stride 4 words): no register-hungry de-interleave. */
 #define EDGEC_MVE_RQ_PIXEL(j) edgec_mve_requant(vaddq_s32(vldrwq_gather_shifted_offset_s32(acc + (j), offs), bias), \
                                                 q, lo, hi)

@@ -1,5 +1,5 @@
 /* edgec speed-optimized convolution for short dot products (declared in edgec_nn.h; the `pointwise` variant of
- * `--optimize speed`, edgec/codegen/specialize.py): 2 output pixels x 2 output channels in registers like
+ * `--optimize speed`, edgec/ops/conv/im2col.py): 2 output pixels x 2 output channels in registers like
  * edgec_conv2d_blocked_s8, but with no loop over the taps and a cheaper store, for the 1x1 convolutions of
  * MobileNets whose dot products are short (8..64 taps), where the per-output work used to dominate:
  *   - the taps are not looped over: the unrolled body of 16 groups of 4 taps is entered part-way (a switch whose

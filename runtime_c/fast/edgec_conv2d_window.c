@@ -6,7 +6,7 @@
  * removes). The taps of one kernel row of both output pixels are then k_w entries side by side, read with one
  * pointer as fast/edgec_conv2d_blocked.c reads its im2col columns: 2 output pixels x 2 output channels in
  * registers, per 4 taps 4 LDRD and 8 SMLAD, and no copy of the taps per output pixel. Weights: the blocked
- * kernel's order with each channel's taps as [ky][kx][c4] (edgec/codegen/specialize.py). The requantization
+ * kernel's order with each channel's taps as [ky][kx][c4] (edgec/ops/conv/im2col.py). The requantization
  * follows each block directly, from registers. */
 #include "edgec_conv_block2x2.h"
 #include "edgec_fast_support.h"

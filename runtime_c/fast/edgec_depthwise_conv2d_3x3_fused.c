@@ -1,11 +1,11 @@
 /* edgec speed-optimized depthwise 3x3 convolution (declared in edgec_nn.h; the `fused` variant of
- * `--optimize speed`, edgec/codegen/specialize.py; machinery in edgec_fast_support.h and
+ * `--optimize speed`, edgec/ops/conv/depthwise3x3.py; machinery in edgec_fast_support.h and
  * edgec_depthwise_conv2d_3x3_window.h): edgec_depthwise_conv2d_3x3_fused_s8. */
 #include "edgec_depthwise_conv2d_3x3_window.h"
 #include "edgec_fast_support.h"
 
 /* The window and rotation of edgec_depthwise_conv2d_3x3_s8, but the weights are packed at build time for each
- * of the three rotations (edgec/codegen/specialize.py): per channel and rotation 6 words p0, p1, p2, q01, q2,
+ * of the three rotations (edgec/ops/conv/depthwise3x3.py): per channel and rotation 6 words p0, p1, p2, q01, q2,
  * 2 * bias (3 LDRD), and each output is requantized from its register and stored as soon as its 9 taps are summed
  * (no accumulator row, no per-row weight packing, one call per channel and output row). */
 #ifdef EDGEC_DSP

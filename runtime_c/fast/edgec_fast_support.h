@@ -153,7 +153,7 @@ EDGEC_INLINE void edgec_widen(uint32_t v, edgec_w32 *dst)
 #endif
 }
 
-/* int4 weights, 8 nibbles a word (edgec/ops/int4.py PERM8 order) */
+/* int4 weights, 8 nibbles a word (edgec/ops/fast.py PERM8 order) */
 EDGEC_INLINE uint32_t edgec_ror(uint32_t v, int s) { return (v >> s) | (v << (32 - s)); }
 #ifdef EDGEC_DSP
 /* nibbles 0 and 4 (LO) or 1 and 5 (HI) of v as two int16 lanes; v ror 8 gives 2, 6 and 3, 7 */

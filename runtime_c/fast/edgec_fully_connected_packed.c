@@ -104,7 +104,7 @@ void edgec_fully_connected_packed_s8(const edgec_fully_connected_packed_params *
     }
 }
 
-/* int4 weights (edgec/ops/int4.py lower_fc): row r is k4 / 8 words of 8 nibbles; the nibbles of a word, low
+/* int4 weights (edgec/ops/dense.py lower_fc4): row r is k4 / 8 words of 8 nibbles; the nibbles of a word, low
  * first, are the weights of inputs 0, 1, 4, 5, 2, 3, 6, 7 of its group of 8, so that the int16 pairs of
  * edgec_widen ((x0, x2), (x1, x3), (x4, x6), (x5, x7)) meet (n0, n4), (n1, n5), (n2, n6), (n3, n7). */
 /* (EDGEC_NIBBLES_LO / _HI: edgec_fast_support.h) */

@@ -1,5 +1,5 @@
 /* edgec speed-optimized fully connected layer, 8 rows a pass (declared in edgec_nn.h; a `--optimize speed`
- * variant, edgec/codegen/specialize.py): the input vector is widened to int16 once, and each load of it
+ * variant, edgec/ops/dense.py): the input vector is widened to int16 once, and each load of it
  * serves 8 rows: per group of 4 inputs, 1 LDRD of the input and 8 LDRD + 16 SMLAD for the rows (32 MACs; the
  * wide kernel's 4 rows need 13 instructions for 16). Weights and biases are doubled at build time, so the
  * accumulators hold 2 * acc, what the requantization's SMMLAR takes; the biases come from the weight stream.

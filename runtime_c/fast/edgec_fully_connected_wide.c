@@ -1,6 +1,6 @@
 /* edgec speed-optimized fully connected layer (declared in edgec_nn.h; chosen by `--optimize speed`, the default):
  * the packed kernel's layout with every group of 4 weights widened to int16 at build time in the order SMLAD
- * pairs them with the widened input (w0, w2) (w1, w3) (edgec/codegen/specialize.py): per group of 4 inputs and
+ * pairs them with the widened input (w0, w2) (w1, w3) (edgec/ops/dense.py): per group of 4 inputs and
  * 4 rows, 5 LDRD and 8 SMLAD, no sign extension at run time. */
 #include "edgec_fast_support.h"
 

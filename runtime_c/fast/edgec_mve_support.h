@@ -2,7 +2,7 @@
  * the requantization of four int32 accumulators at once, bit-exact with edgec_rq_value() of
  * edgec_fast_support.h. EDGEC_MVE is set where the compiler targets Helium's integer instructions
  * (__ARM_FEATURE_MVE: -mcpu=cortex-m55 with the board's FPU, see boards/qemu-cortex-m55.toml); elsewhere the
- * _mve kernels are not compiled (edgec/codegen/mve.py lowers onto them only for such boards). */
+ * _mve kernels are not compiled (edgec/ops/select.py puts ops on them only for such boards). */
 #ifndef EDGEC_MVE_SUPPORT_H
 #define EDGEC_MVE_SUPPORT_H
 

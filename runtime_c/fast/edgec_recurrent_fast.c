@@ -1,7 +1,7 @@
 /* edgec fast LSTM / GRU (declared in edgec_nn.h, machinery in edgec_fast_support.h): the portable recurrence
  * (edgec_recurrent_run, ../edgec_recurrent.c) with its gate matrix products on SMLAD. Weight rows are
  * zero-padded at build time (edgec/ops/recurrent.py lower_recurrent): int8 rows to whole words, int4 rows to
- * whole words of 8 nibbles (edgec/ops/int4.py PERM8 order). The vector (x, or the int16 hidden state) is laid
+ * whole words of 8 nibbles (edgec/ops/fast.py PERM8 order). The vector (x, or the int16 hidden state) is laid
  * out once per product as int16 pairs (v0, v2), (v1, v3) per group of 4, which meet SXTB16's (w0, w2) and its
  * rotated (w1, w3), or the nibble pairs of EDGEC_NIBBLES_LO / _HI; each row requantized by its edgec_rq
  * record. */

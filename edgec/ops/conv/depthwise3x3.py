@@ -1,7 +1,7 @@
-"""The fast depthwise 3x3 convolution (runtime_c/fast/edgec_conv_fast.c: a rolling window of three input rows
+"""The fast depthwise 3x3 convolution (runtime_c/fast/edgec_depthwise_conv2d_3x3.c: a rolling window of three input rows
 widened to int16 in a layout where one SMLAD does two taps of one channel, swept along the image's longer axis),
 its speed variant with the requantization fused into the store, its Helium kernel
-(fast/edgec_conv_depthwise_mve.c) and its int4-weight twin, as kernel records."""
+(fast/edgec_depthwise_conv2d_3x3_mve.c) and its int4-weight twin, as kernel records."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,6 +1,6 @@
-"""The fast convolution (runtime_c/fast/edgec_conv_fast.c: an int16 im2col of 4 pixels times 16 output channels,
+"""The fast convolution (runtime_c/fast/edgec_conv2d_im2col.c: an int16 im2col of 4 pixels times 16 output channels,
 SMLAD on sign-extended pairs, then one requantization pass; any kernel size, no dilation), its speed variants
-(their own files in runtime_c/fast/), its Helium kernel (fast/edgec_conv_mve.c) and its int4-weight twin, as
+(their own files in runtime_c/fast/), its Helium kernel (fast/edgec_conv2d_mve.c) and its int4-weight twin, as
 kernel records.
 
 A speed variant is the same op on another kernel with the same params struct and its constants repacked in the
@@ -59,7 +59,7 @@ def pointwise_or_single_channel(base) -> bool:
 
 
 def blocked4_conv(op: Op, base):
-    """edgec_conv2d_blocked4_s8 (fast/edgec_conv_blocked4_fast.c, 2 pixels x 4 channels in registers): blocks of
+    """edgec_conv2d_blocked4_s8 (fast/edgec_conv2d_blocked4.c, 2 pixels x 4 channels in registers): blocks of
     4 output channels; per group of 4 input channels (groups padded with zero weights to an even count) the
     words (w0, w2) of channels 0..3, then (w1, w3) of channels 0..3 (fast.blocks: doubled weights and biases)."""
     p = base.params
