@@ -19,7 +19,7 @@ import numpy as np
 
 from edgec import api
 from edgec.codegen import constants
-from edgec.lower import lowering
+from edgec import pipeline
 from edgec.quant import calibrate, ptq, reference
 from edgec.fixedpoint import scheme
 
@@ -35,7 +35,7 @@ def top1(graph, x, y) -> float:
 def quantized(model, calib, optimize="speed", **options):
     graph = api.calibrate_model(model, calib, ptq.QuantOptions(sensitivity_samples=0, **options),
                                 log=lambda m: print("  " + m, file=sys.stderr) if "trial" in m else None)[1]
-    lowering.lower_graph(graph.graph, optimize)
+    graph.graph = pipeline.lower(graph.graph, optimize)
     return graph
 
 

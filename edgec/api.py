@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -31,6 +32,7 @@ from edgec.frontend import tflite
 from edgec.quant import sensitivity as sens
 from edgec.targets.boards import load_board
 from edgec.ir import Graph
+from edgec.settings import Settings
 from edgec.ops import int4
 from edgec.ops.registry import graph_macs
 from edgec.staging import staged_folder
@@ -64,7 +66,8 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
           log: Log = _quiet, firmware: bool = True, options: ptq.QuantOptions | None = None,
           protocol: str = "edgec", mlperf_model: str | None = None, arena_guard: bool = False,
           mlperf_mode: str = "performance", mlperf_baud: int | None = None, ram_budget: int | None = None,
-          optimize: str = "speed", tuning_log: str | Path | None = None, choose=None) -> dict:
+          optimize: str = "speed", tuning_log: str | Path | None = None, choose=None,
+          settings: Settings | None = None) -> dict:
     """Model + calibration data -> build folder with model library, project, firmware and report (a quantized
     .tflite model needs no calibration data: calib_path None).
     protocol "mlperf" builds a firmware for the MLPerf Tiny runner instead of edgec's bench link
@@ -74,7 +77,8 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     optimize "speed" (per-layer specialized kernels) or "size" (the generic kernels: edgec/lower/specialize.py);
     with speed, each layer the tuning log (tuning_log, default ~/.cache/edgec/tuning.json: edgec/lower/tuning_records.py)
     has a record for on this board runs the variant recorded there; `choose` (op, generic lowering) -> variant
-    overrides the log (edgec tune's measuring builds)."""
+    overrides the log (edgec tune's measuring builds). settings: the environment's (edgec/settings.py), read
+    here when not given."""
     from edgec.targets import firmware as fw
 
     model_path = Path(model_path)
@@ -82,19 +86,19 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     outdir = Path(outdir) if outdir else Path("build") / f"{model_name(model_path)}-{the_board.name}"
     inputs = (model_path, calib_path)
     check_output_folder(outdir, inputs)      # before any work: edgec only ever replaces a folder it wrote
-    options = options or ptq.QuantOptions()
+    settings = settings or Settings.from_environment()
+    options = (options or ptq.QuantOptions()).normalized()     # as the report states them
     tuned: dict[str, str] = {}
     if choose is None and optimize == "speed":    # a damaged log is refused before any work
-        log_path = Path(tuning_log) if tuning_log else tuning_records.default_path()
+        log_path = Path(tuning_log) if tuning_log else settings.tuning_log
         choose = tuning_records.chooser(the_board.name, tuning_records.load(log_path), tuned)
     if protocol == "mlperf":
         from edgec.targets.mlperf_firmware import check_mode
         check_mode(the_board, mlperf_mode, mlperf_baud)
-    model, quant = calibrate_model(model_path, calib_path, options, log)
-    graph = quant.graph
+    model, quant = calibrate_model(model_path, calib_path, options, log, settings)
     # before anything is written: does it fit the board?
-    plan, budget, optimize = plan_to_fit(graph, the_board, guard.GUARD_BYTES if arena_guard else 0, optimize, choose,
-                                         log, ram_budget)
+    graph, plan, budget, optimize = plan_to_fit(quant.graph, the_board, guard.GUARD_BYTES if arena_guard else 0,
+                                                optimize, choose, log, ram_budget)
     speed = dict(specialize.summary(graph.ops), mode=optimize, tuned_layers=len(tuned) if optimize == "speed" else 0)
     log(f"--optimize {optimize}: " + ", ".join(f"{n} ops on {v}" for v, n in sorted(speed['variants'].items()))
         + (f" ({len(tuned)} chosen by the tuning log)" if tuned else "")
@@ -161,16 +165,16 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
 def export(model_path: str | Path, calib_path: str | Path | None, board: str, fmt: str, outdir: str | Path,
            log: Log = _quiet, options: ptq.QuantOptions | None = None, name: str | None = None,
            lib_version: str | None = None, maintainer: str | None = None, url: str | None = None,
-           ram_budget: int | None = None, optimize: str = "speed") -> dict:
+           ram_budget: int | None = None, optimize: str = "speed", settings: Settings | None = None) -> dict:
     """Model + calibration data (none for a quantized .tflite) -> a self-contained model library for `board`
     (see edgec/export.py):
     name is the C prefix (default from the file name), lib_version the manifests' version (default edgec's),
-    maintainer and url the Arduino/PlatformIO metadata, ram_budget as for build."""
+    maintainer and url the Arduino/PlatformIO metadata, ram_budget and settings as for build."""
     from edgec.export import export as export_library
 
     return export_library(model_path, calib_path, board, fmt, outdir, log=log, options=options, name=name,
                           lib_version=lib_version, maintainer=maintainer, url=url, ram_budget=ram_budget,
-                          optimize=optimize)
+                          optimize=optimize, settings=settings or Settings.from_environment())
 
 
 def _io_info(graph: Graph, tensor: str, shape) -> dict:
@@ -280,7 +284,7 @@ def mlperf(outdir: str | Path, dataset: str | Path, mode: str = "accuracy", resu
     return mlperf_run.run(outdir, dataset, mode, results_dir, port, window_seconds, limit=limit, log=log)
 
 
-def inspect_model(model_path: str | Path) -> dict:
+def inspect_model(model_path: str | Path, settings: Settings | None = None) -> dict:
     """Ops, shapes, parameters, MACs, an arena estimate and the support status of every node, without
     building anything: every unsupported node and every node beyond a limit is listed (`problems`)."""
     model_path = Path(model_path)
@@ -288,10 +292,10 @@ def inspect_model(model_path: str | Path) -> dict:
         graph, info = tflite.survey(model_path, model_name(model_path))
         info.update(macs=graph_macs(graph), canonical_ops=len(graph.ops), arena_bytes_estimate=None)
         if not info["problems"]:
-            graph.ops = planner.schedule(graph)
+            graph = graph.replace_ops(planner.schedule(graph))
             info["arena_bytes_estimate"] = planner.plan(graph).arena_bytes
         return info
-    model = loader.load_model(model_path)
+    model = loader.load_model(model_path, (settings or Settings.from_environment()).memory_limit)
     shapes = {vi.name: loader.static_shape(vi) for vi in
               list(model.graph.value_info) + list(model.graph.input) + list(model.graph.output)}
     inits = {i.name: i for i in model.graph.initializer}
@@ -322,10 +326,9 @@ def inspect_model(model_path: str | Path) -> dict:
         info["qdq"] = {"activations": len(given["clips"]), "weights": len(given["weights"])}   # Q/DQ pairs, DQ constants
     info["macs"] = graph_macs(graph)            # of the nodes edgec can build, when some it cannot
     info["canonical_ops"] = len(graph.ops)
-    for t in graph.tensors.values():
-        t.scale, t.zero_point = 1.0, 0
+    graph = graph.replace_tensors({k: dataclasses.replace(t, scale=1.0, zero_point=0) for k, t in graph.tensors.items()})
     try:
-        graph.ops = planner.schedule(graph)
+        graph = graph.replace_ops(planner.schedule(graph))
         info["arena_bytes_estimate"] = planner.plan(graph).arena_bytes
     except Exception:
         if not problems:

@@ -156,7 +156,7 @@ def test_fast_fully_connected_s4_bit_exact(ck, ck_dsp, path):
         w = rng.integers(-8, 8, size=(n_out, n_in)).astype(np.int8)
         mult, shift = requant_params(rng, n_out, 700.0 * np.sqrt(n_in))
         bias = rng.integers(-20000, 20000, size=n_out).astype(np.int32)
-        op = Op(kind="fully_connected", name="fc", inputs=["x"], output="y", params=p,
+        op = Op(kind="fully_connected", name="fc", inputs=("x",), output="y", params=p,
                 arrays=dict(weights4=scheme.pack_int4(w), bias=bias, mult=mult, shift=shift))
         low = int4.lower(op)
         if low is None:                       # a multiplier outside the fast path
@@ -173,10 +173,8 @@ def test_fast_fully_connected_s4_bit_exact(ck, ck_dsp, path):
 
 
 def test_digits_int4_fast_path_generated_c_is_bit_exact(digits_int4, tmp_path):
-    from edgec.lower import lowering
-    import copy
-    g = copy.deepcopy(digits_int4["int4"])
-    lowering.lower_graph(g)
+    from edgec import pipeline
+    g = pipeline.lower(digits_int4["int4"])         # a new graph: the fixture's stays as it is
     assert {op.lowered["kernel"] for op in g.ops if op.lowered and int4.is_int4(op)} == \
         {"edgec_fully_connected_packed_s4", "edgec_conv2d_im2col_s4", "edgec_depthwise_conv2d_3x3_s4"}
     x = np.load(DIGITS / "test.npz")["x"][:20]
@@ -200,7 +198,7 @@ def test_lstm_matrices_take_int4_weights(gesture_int4):
     """--weights int4 packs the LSTM's W and R (and the head's weights) two per byte, the weights <= 55 % of int8,
     and lowers the LSTM onto the fast s4 kernel."""
     from edgec.codegen import constants
-    from edgec.lower import lowering
+    from edgec import pipeline
     from edgec.quant import int4layers
     g4, g8 = gesture_int4["int4"].graph, gesture_int4["int8"].graph
     assert "/rnn/LSTM" in int4layers.candidates(g8)          # (so --max-accuracy-drop may choose it too)
@@ -209,7 +207,7 @@ def test_lstm_matrices_take_int4_weights(gesture_int4):
     assert lstm.arrays["w_x4"].nbytes + lstm.arrays["w_h4"].nbytes == 4 * 24 * 3 // 2 + 4 * 24 * 24 // 2
     assert int4.int8_weight_bytes(lstm) == 4 * 24 * (3 + 24)
     assert constants.breakdown(g4)["weights"] <= 0.55 * constants.breakdown(g8)["weights"]
-    lowering.lower_graph(g4)
+    g4 = pipeline.lower(g4)
     assert next(op for op in g4.ops if op.kind == "lstm").lowered["kernel"] == "edgec_recurrent_fast_s4"
     # (generated C of an int4 LSTM, bit-exact: tests/kernels/test_recurrent.py test_onnx_end_to_end)
 

@@ -8,6 +8,7 @@ offsets of the plan.
 """
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -67,12 +68,9 @@ def _ops_for_template(graph: Graph, plan: Plan) -> tuple[list[dict], list[dict]]
         site = CallSite(prefix=prefix, inputs=[c_pointer(plan, plan.offsets[t]) for t in op.inputs],
                         output=c_pointer(plan, plan.offsets[op.output]), arrays=names,
                         scratch="(int8_t *)0" if scratch is None else c_pointer(plan, scratch), dtype=dtype)
-        saved, op.lowered = op.lowered, low
-        try:
-            call = (d.int16.c_call(op, site) if dtype == "int16" and d.int16 is not None
-                    else int4.c_call(op, site) if int4.is_int4(op) and not low else d.c_call(op, site))
-        finally:
-            op.lowered = saved
+        called = op if low is op.lowered else dataclasses.replace(op, lowered=low)    # (ops are immutable)
+        call = (d.int16.c_call(called, site) if dtype == "int16" and d.int16 is not None
+                else int4.c_call(called, site) if int4.is_int4(called) and not low else d.c_call(called, site))
         ops.append({"index": i, "kind": op.kind, "name": op.name, "prefix": prefix, "call": call, "arrays": names,
                     "struct": low["struct"] if low else d.struct, "params": low["params"] if low else op.params,
                     "inputs": [plan.offsets[t] for t in op.inputs], "output": plan.offsets[op.output],

@@ -66,7 +66,7 @@ def float_windows(x, a, fill):
 def quantize_conv(op: Op, ins: list[Tensor], out: Tensor) -> None:
     (ih, iw, ic), (oh, ow, oc) = op.attrs["in_hwc"], op.attrs["out_hwc"]
     weighted(op, ins[0], out, _axis(op))
-    op.params = dict(in_h=ih, in_w=iw, in_c=ic, out_h=oh, out_w=ow, out_c=oc,
+    op.params.update(in_h=ih, in_w=iw, in_c=ic, out_h=oh, out_w=ow, out_c=oc,
                      k_h=op.attrs["kernel"][0], k_w=op.attrs["kernel"][1],
                      stride_h=op.attrs["stride"][0], stride_w=op.attrs["stride"][1],
                      dil_h=op.attrs["dilation"][0], dil_w=op.attrs["dilation"][1],
@@ -407,7 +407,7 @@ def import_conv_transpose(cx, node):
         return idx
     movement.remap_axes(cx, node, x, mid, [lambda m: np.arange(m), lambda m: np.arange(m)] +
                         [fn(i) for i in range(nsp)])
-    cx.graph.tensors[cx.values[mid][0]].source = x
+    cx.graph.retensor(cx.values[mid][0], source=x)
     cin, cog = w.shape[0], w.shape[1]
     wt = w.reshape((g, cin // g, cog) + w.shape[2:]).swapaxes(1, 2).reshape((g * cog, cin // g) + w.shape[2:])
     wt = np.flip(wt, axis=tuple(range(2, 2 + nsp))).copy()
