@@ -11,6 +11,7 @@ NumPy integer reference (bit-exact with the generated C):
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import tempfile
 from pathlib import Path
@@ -33,10 +34,9 @@ def top1(graph, x, y) -> float:
 
 
 def quantized(model, calib, optimize="speed", **options):
-    graph = api.calibrate_model(model, calib, ptq.QuantOptions(sensitivity_samples=0, **options),
-                                log=lambda m: print("  " + m, file=sys.stderr) if "trial" in m else None)[1]
-    graph.graph = pipeline.lower(graph.graph, optimize)
-    return graph
+    result = api.calibrate_model(model, calib, ptq.QuantOptions(sensitivity_samples=0, **options),
+                                 log=lambda m: print("  " + m, file=sys.stderr) if "trial" in m else None)[1]
+    return dataclasses.replace(result, graph=pipeline.lower(result.graph, optimize))
 
 
 def sizes(name, model, calib):

@@ -149,10 +149,11 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
         }
         if firmware:
             log(f"building firmware for {the_board.name} with PlatformIO")
-            project = fw.write_project(work / "project", the_board, lib, name, protocol, mlperf_model, mlperf)
+            project = fw.write_project(work / "project", the_board, lib, name, protocol, mlperf_model, mlperf,
+                                       core=settings.platformio_home)
             # the build log of a failed build must outlive the scratch folder: it waits beside OUTDIR
             failed_log = outdir.parent / f"{outdir.name}.build-failed.log"
-            result = fw.build_firmware(project, the_board, log=log, log_file=failed_log)
+            result = fw.build_firmware(project, the_board, settings, log=log, log_file=failed_log)
             report["memory"]["flash_bytes"] = result.flash_bytes
             report["memory"]["ram_bytes"] = result.ram_bytes
             report["memory"]["linker_region_usage"] = result.linker_usage or None
@@ -183,7 +184,7 @@ def _io_info(graph: Graph, tensor: str, shape) -> dict:
 
 
 def flash_step(outdir: str | Path, probe: str | None = None, port: str | None = None, gdb: str | None = None,
-               drive: str | Path | None = None, log: Log = _quiet):
+               drive: str | Path | None = None, log: Log = _quiet, settings: Settings | None = None):
     """Write a build's firmware into its board before talking to it (edgec/device/flash.py).
     Returns (the flash record: a dict filled once the firmware is written, gdb_load for open_device or None).
     An emulated board with no probe asked for starts its emulator with the firmware (nothing to write);
@@ -192,13 +193,14 @@ def flash_step(outdir: str | Path, probe: str | None = None, port: str | None = 
 
     _, board, firmware = load_build(outdir)
     probe = probe or board.flash.probe
+    pio_core = (settings or Settings.from_environment()).platformio_home
     record: dict = {}
     if probe == "emulator" and board.flash.probe == "emulator":
         return record, None
 
     def write(address: str | None = None) -> None:
         result = flashing.flash_firmware(board, firmware, firmware.parent, probe, port=port, gdb=address or gdb,
-                                         drive=Path(drive) if drive else None, log=log)
+                                         drive=Path(drive) if drive else None, log=log, pio_core=pio_core)
         record.update(result.to_json())
 
     if board.flash.probe == "emulator" and probe == "gdb" and gdb is None and port in (None, "auto"):
@@ -211,13 +213,13 @@ def flash_step(outdir: str | Path, probe: str | None = None, port: str | None = 
 
 
 def flash(outdir: str | Path, port: str | None = None, log: Log = _quiet, probe: str | None = None,
-          gdb: str | None = None, drive: str | Path | None = None) -> dict:
+          gdb: str | None = None, drive: str | Path | None = None, settings: Settings | None = None) -> dict:
     """Write the build's firmware into its board (the profile's probe, or `probe`), then check it answers with
     the right model; the answer carries `flashed` (tool, bytes, verified, message) when something was written."""
     from edgec.device.device import open_device
 
     report, board, firmware = load_build(outdir)
-    record, gdb_load = flash_step(outdir, probe, port, gdb, drive, log)
+    record, gdb_load = flash_step(outdir, probe, port, gdb, drive, log, settings)
     if report.get("protocol") == "mlperf":
         from edgec.device.mlperf import open_mlperf
         if gdb_load is not None:
@@ -238,25 +240,27 @@ def bench(outdir: str | Path, data_path: str | Path, limit: int | None = None, p
           log: Log = _quiet, profile: bool = False, compare_layers: bool = False, score: str | None = None,
           report_dir: str | Path | None = None, flash: bool = True, probe: str | None = None,
           gdb: str | None = None, drive: str | Path | None = None, dataset_in_flash: bool = False,
-          units: int = 1, max_chunk: int | None = None) -> dict:
+          units: int = 1, max_chunk: int | None = None, settings: Settings | None = None) -> dict:
     """Run the test data on the device: accuracy or error, agreement with the INT8 reference, latency,
     memory and link statistics; with profile, time per layer; with compare_layers (and automatically
     when a device output differs from the reference) the first layer whose output differs.
     The firmware is written into the board first (see flash_step) unless flash is False.
     With report_dir, also write bench-report.json and report.html there (edgec/bench/runner.py, edgec/bench/report.py).
     dataset_in_flash: the inputs are compiled into firmware images (max_chunk per image, default as many as fit)
-    run on `units` devices in parallel, each image flashed/started per chunk (edgec/bench/dataset_flash.py)."""
+    run on `units` devices in parallel, each image flashed/started per chunk (edgec/bench/dataset_flash.py).
+    settings: the environment's (edgec/settings.py), read here when not given."""
     from edgec.bench import runner as bench_stage
     from edgec.bench import report as report_stage
 
     if report_dir is not None:
         report_stage.check_report_dir(Path(report_dir))     # before the bench, not after it
+    settings = settings or Settings.from_environment()
     build_id = _folder_id(outdir)
     flash = flash and not dataset_in_flash          # dataset images are written chunk by chunk
-    record, gdb_load = flash_step(outdir, probe, port, gdb, drive, log) if flash else ({}, None)
+    record, gdb_load = flash_step(outdir, probe, port, gdb, drive, log, settings) if flash else ({}, None)
     result = bench_stage.run(outdir, data_path, limit=limit, port=port, profile=profile,
                              compare_layers=compare_layers, score=score, log=log, gdb_load=gdb_load,
-                             dataset_in_flash=dataset_in_flash, units=units, max_chunk=max_chunk)
+                             dataset_in_flash=dataset_in_flash, units=units, max_chunk=max_chunk, settings=settings)
     result["flashed"] = record or None
     if report_dir is not None and _folder_id(outdir) != build_id:
         # rebuilt meanwhile (edgec build replaces the folder as a whole): this report belongs to the old build
@@ -337,19 +341,22 @@ def inspect_model(model_path: str | Path, settings: Settings | None = None) -> d
     return info
 
 
-def packages_install(bundle: str | Path, log: Log = _quiet) -> dict:
+def packages_install(bundle: str | Path, log: Log = _quiet, settings: Settings | None = None) -> dict:
     """Seed edgec's PlatformIO core from an offline bundle (see edgec/targets/packages.py)."""
     from edgec.targets import packages
-    return packages.install_bundle(Path(bundle), log=log)
+    return packages.install_bundle(Path(bundle), (settings or Settings.from_environment()).platformio_home, log=log)
 
 
-def packages_bundle(boards: list[str], output: str | Path, core: str | Path | None = None, log: Log = _quiet) -> list[str]:
-    """Pack the PlatformIO platforms and packages these boards build with into an offline bundle."""
+def packages_bundle(boards: list[str], output: str | Path, core: str | Path | None = None, log: Log = _quiet,
+                    settings: Settings | None = None) -> list[str]:
+    """Pack the PlatformIO platforms and packages these boards build with (in `core`, default edgec's own)
+    into an offline bundle."""
     from edgec.targets import packages
-    return packages.bundle([load_board(b) for b in boards], Path(output), Path(core) if core else None, log=log)
+    core = Path(core) if core else (settings or Settings.from_environment()).platformio_home
+    return packages.bundle([load_board(b) for b in boards], Path(output), core, log=log)
 
 
-def packages_status() -> dict:
+def packages_status(settings: Settings | None = None) -> dict:
     """Installed PlatformIO platforms/packages and, per board profile, what it lacks to build offline."""
     from edgec.targets import packages
-    return packages.status()
+    return packages.status((settings or Settings.from_environment()).platformio_home)

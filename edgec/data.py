@@ -245,7 +245,7 @@ class Samples:
     def labels(self) -> np.ndarray | None:
         """The file's integer labels `y` (int64, one per sample of the file), None when it has none; an
         EdgecError when y is not one integer label per sample of x."""
-        if "y" not in _names(self._zip):
+        if "y" not in _names(self._zip) or "x" not in _names(self._zip):     # (several inputs: x_<name>)
             return None
         try:
             with self._zip.open("x.npy") as f:
