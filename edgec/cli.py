@@ -59,7 +59,7 @@ def cmd_calibrate(args) -> int:
         print("sensitivity, worst first (SQNR of INT8 vs float in dB, higher is better):")
         print(sens.table(result.sensitivity))
     if out is not None:
-        outputs.write_json(out, result.to_json(options))
+        outputs.write_json(out, result.to_json(options.normalized()))     # as quantize_model took them
         print(f"wrote {out}")
     return 0
 
