@@ -39,7 +39,7 @@ from edgec import api
 from edgec.quant import calibrate
 from edgec.frontend import canonicalize
 from edgec.frontend import loader
-from edgec.lower import lowering
+from edgec import pipeline
 from edgec.plan import planner
 from edgec.quant import quantize
 from edgec.data import load_dataset
@@ -114,10 +114,10 @@ def plan_row(models: Path, key: str, calib: Path) -> dict:
     bound = planner.live_set_lower_bound(graph)
     data = load_dataset(calib, graph.input_onnx_shape)
     ranges = calibrate.calibrate(model, data.x, [t.source for t in graph.tensors.values()])
-    quantize.quantize(graph, ranges)
-    graph = lowering.lower_graph(graph)
+    graph = quantize.quantize(graph, ranges)
+    graph = pipeline.lower(graph)
     start = time.perf_counter()
-    graph.ops = planner.schedule(graph)
+    graph = graph.replace_ops(planner.schedule(graph))
     plan = planner.plan(graph)
     plan_s = time.perf_counter() - start
     planner.check_plan(graph, plan)

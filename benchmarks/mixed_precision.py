@@ -20,7 +20,7 @@ import numpy as np
 
 from edgec import api
 from edgec.codegen import constants
-from edgec.lower import lowering
+from edgec import pipeline
 from edgec.quant import calibrate, ptq, reference
 from edgec.fixedpoint import scheme
 
@@ -36,7 +36,7 @@ def top1(graph, x, y) -> float:
 def quantized(model, calib, optimize="speed", **options):
     result = api.calibrate_model(model, calib, ptq.QuantOptions(sensitivity_samples=0, **options),
                                  log=lambda m: print("  " + m, file=sys.stderr) if "trial" in m else None)[1]
-    return dataclasses.replace(result, graph=lowering.lower_graph(result.graph, optimize))
+    return dataclasses.replace(result, graph=pipeline.lower(result.graph, optimize))
 
 
 def sizes(name, model, calib):

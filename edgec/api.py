@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -31,6 +32,7 @@ from edgec.frontend import tflite
 from edgec.quant import sensitivity as sens
 from edgec.targets.boards import load_board
 from edgec.ir import Graph
+from edgec.settings import Settings
 from edgec.ops.select import int4_weights
 from edgec.ops.registry import graph_macs
 from edgec.staging import staged_folder
@@ -64,7 +66,8 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
           log: Log = _quiet, firmware: bool = True, options: ptq.QuantOptions | None = None,
           protocol: str = "edgec", mlperf_model: str | None = None, arena_guard: bool = False,
           mlperf_mode: str = "performance", mlperf_baud: int | None = None, ram_budget: int | None = None,
-          optimize: str = "speed", tuning_log: str | Path | None = None, choose=None) -> dict:
+          optimize: str = "speed", tuning_log: str | Path | None = None, choose=None,
+          settings: Settings | None = None) -> dict:
     """Model + calibration data -> build folder with model library, project, firmware and report (a quantized
     .tflite model needs no calibration data: calib_path None).
     protocol "mlperf" builds a firmware for the MLPerf Tiny runner instead of edgec's bench link
@@ -74,7 +77,8 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     optimize "speed" (per-layer specialized kernels) or "size" (the generic kernels: edgec/ops/select.py);
     with speed, each layer the tuning log (tuning_log, default ~/.cache/edgec/tuning.json: edgec/lower/tuning_records.py)
     has a record for on this board runs the variant recorded there; `choose` (op, generic lowering) -> variant
-    overrides the log (edgec tune's measuring builds)."""
+    overrides the log (edgec tune's measuring builds). settings: the environment's (edgec/settings.py), read
+    here when not given."""
     from edgec.targets import firmware as fw
 
     model_path = Path(model_path)
@@ -82,19 +86,19 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     outdir = Path(outdir) if outdir else Path("build") / f"{model_name(model_path)}-{the_board.name}"
     inputs = (model_path, calib_path)
     check_output_folder(outdir, inputs)      # before any work: edgec only ever replaces a folder it wrote
-    options = options or ptq.QuantOptions()
+    settings = settings or Settings.from_environment()
+    options = (options or ptq.QuantOptions()).normalized()     # as the report states them
     tuned: dict[str, str] = {}
     if choose is None and optimize == "speed":    # a damaged log is refused before any work
-        log_path = Path(tuning_log) if tuning_log else tuning_records.default_path()
+        log_path = Path(tuning_log) if tuning_log else settings.tuning_log
         choose = tuning_records.chooser(the_board.name, tuning_records.load(log_path), tuned)
     if protocol == "mlperf":
         from edgec.targets.mlperf_firmware import check_mode
         check_mode(the_board, mlperf_mode, mlperf_baud)
-    model, quant = calibrate_model(model_path, calib_path, options, log)
-    graph = quant.graph
+    model, quant = calibrate_model(model_path, calib_path, options, log, settings)
     # before anything is written: does it fit the board?
-    plan, budget, optimize = plan_to_fit(graph, the_board, guard.GUARD_BYTES if arena_guard else 0, optimize, choose,
-                                         log, ram_budget)
+    graph, plan, budget, optimize = plan_to_fit(quant.graph, the_board, guard.GUARD_BYTES if arena_guard else 0,
+                                                optimize, choose, log, ram_budget)
     speed = dict(lowering.summary(graph.ops), mode=optimize, tuned_layers=len(tuned) if optimize == "speed" else 0)
     log(f"--optimize {optimize}: " + ", ".join(f"{n} ops on {v}" for v, n in sorted(speed['variants'].items()))
         + (f" ({len(tuned)} chosen by the tuning log)" if tuned else "")
@@ -145,10 +149,11 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
         }
         if firmware:
             log(f"building firmware for {the_board.name} with PlatformIO")
-            project = fw.write_project(work / "project", the_board, lib, name, protocol, mlperf_model, mlperf)
+            project = fw.write_project(work / "project", the_board, lib, name, protocol, mlperf_model, mlperf,
+                                       core=settings.platformio_home)
             # the build log of a failed build must outlive the scratch folder: it waits beside OUTDIR
             failed_log = outdir.parent / f"{outdir.name}.build-failed.log"
-            result = fw.build_firmware(project, the_board, log=log, log_file=failed_log)
+            result = fw.build_firmware(project, the_board, settings, log=log, log_file=failed_log)
             report["memory"]["flash_bytes"] = result.flash_bytes
             report["memory"]["ram_bytes"] = result.ram_bytes
             report["memory"]["linker_region_usage"] = result.linker_usage or None
@@ -161,16 +166,16 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
 def export(model_path: str | Path, calib_path: str | Path | None, board: str, fmt: str, outdir: str | Path,
            log: Log = _quiet, options: ptq.QuantOptions | None = None, name: str | None = None,
            lib_version: str | None = None, maintainer: str | None = None, url: str | None = None,
-           ram_budget: int | None = None, optimize: str = "speed") -> dict:
+           ram_budget: int | None = None, optimize: str = "speed", settings: Settings | None = None) -> dict:
     """Model + calibration data (none for a quantized .tflite) -> a self-contained model library for `board`
     (see edgec/export.py):
     name is the C prefix (default from the file name), lib_version the manifests' version (default edgec's),
-    maintainer and url the Arduino/PlatformIO metadata, ram_budget as for build."""
+    maintainer and url the Arduino/PlatformIO metadata, ram_budget and settings as for build."""
     from edgec.export import export as export_library
 
     return export_library(model_path, calib_path, board, fmt, outdir, log=log, options=options, name=name,
                           lib_version=lib_version, maintainer=maintainer, url=url, ram_budget=ram_budget,
-                          optimize=optimize)
+                          optimize=optimize, settings=settings or Settings.from_environment())
 
 
 def _io_info(graph: Graph, tensor: str, shape) -> dict:
@@ -179,7 +184,7 @@ def _io_info(graph: Graph, tensor: str, shape) -> dict:
 
 
 def flash_step(outdir: str | Path, probe: str | None = None, port: str | None = None, gdb: str | None = None,
-               drive: str | Path | None = None, log: Log = _quiet):
+               drive: str | Path | None = None, log: Log = _quiet, settings: Settings | None = None):
     """Write a build's firmware into its board before talking to it (edgec/device/flash.py).
     Returns (the flash record: a dict filled once the firmware is written, gdb_load for open_device or None).
     An emulated board with no probe asked for starts its emulator with the firmware (nothing to write);
@@ -188,13 +193,14 @@ def flash_step(outdir: str | Path, probe: str | None = None, port: str | None = 
 
     _, board, firmware = load_build(outdir)
     probe = probe or board.flash.probe
+    pio_core = (settings or Settings.from_environment()).platformio_home
     record: dict = {}
     if probe == "emulator" and board.flash.probe == "emulator":
         return record, None
 
     def write(address: str | None = None) -> None:
         result = flashing.flash_firmware(board, firmware, firmware.parent, probe, port=port, gdb=address or gdb,
-                                         drive=Path(drive) if drive else None, log=log)
+                                         drive=Path(drive) if drive else None, log=log, pio_core=pio_core)
         record.update(result.to_json())
 
     if board.flash.probe == "emulator" and probe == "gdb" and gdb is None and port in (None, "auto"):
@@ -207,13 +213,13 @@ def flash_step(outdir: str | Path, probe: str | None = None, port: str | None = 
 
 
 def flash(outdir: str | Path, port: str | None = None, log: Log = _quiet, probe: str | None = None,
-          gdb: str | None = None, drive: str | Path | None = None) -> dict:
+          gdb: str | None = None, drive: str | Path | None = None, settings: Settings | None = None) -> dict:
     """Write the build's firmware into its board (the profile's probe, or `probe`), then check it answers with
     the right model; the answer carries `flashed` (tool, bytes, verified, message) when something was written."""
     from edgec.device.device import open_device
 
     report, board, firmware = load_build(outdir)
-    record, gdb_load = flash_step(outdir, probe, port, gdb, drive, log)
+    record, gdb_load = flash_step(outdir, probe, port, gdb, drive, log, settings)
     if report.get("protocol") == "mlperf":
         from edgec.device.mlperf import open_mlperf
         if gdb_load is not None:
@@ -234,25 +240,27 @@ def bench(outdir: str | Path, data_path: str | Path, limit: int | None = None, p
           log: Log = _quiet, profile: bool = False, compare_layers: bool = False, score: str | None = None,
           report_dir: str | Path | None = None, flash: bool = True, probe: str | None = None,
           gdb: str | None = None, drive: str | Path | None = None, dataset_in_flash: bool = False,
-          units: int = 1, max_chunk: int | None = None) -> dict:
+          units: int = 1, max_chunk: int | None = None, settings: Settings | None = None) -> dict:
     """Run the test data on the device: accuracy or error, agreement with the INT8 reference, latency,
     memory and link statistics; with profile, time per layer; with compare_layers (and automatically
     when a device output differs from the reference) the first layer whose output differs.
     The firmware is written into the board first (see flash_step) unless flash is False.
     With report_dir, also write bench-report.json and report.html there (edgec/bench/runner.py, edgec/bench/report.py).
     dataset_in_flash: the inputs are compiled into firmware images (max_chunk per image, default as many as fit)
-    run on `units` devices in parallel, each image flashed/started per chunk (edgec/bench/dataset_flash.py)."""
+    run on `units` devices in parallel, each image flashed/started per chunk (edgec/bench/dataset_flash.py).
+    settings: the environment's (edgec/settings.py), read here when not given."""
     from edgec.bench import runner as bench_stage
     from edgec.bench import report as report_stage
 
     if report_dir is not None:
         report_stage.check_report_dir(Path(report_dir))     # before the bench, not after it
+    settings = settings or Settings.from_environment()
     build_id = _folder_id(outdir)
     flash = flash and not dataset_in_flash          # dataset images are written chunk by chunk
-    record, gdb_load = flash_step(outdir, probe, port, gdb, drive, log) if flash else ({}, None)
+    record, gdb_load = flash_step(outdir, probe, port, gdb, drive, log, settings) if flash else ({}, None)
     result = bench_stage.run(outdir, data_path, limit=limit, port=port, profile=profile,
                              compare_layers=compare_layers, score=score, log=log, gdb_load=gdb_load,
-                             dataset_in_flash=dataset_in_flash, units=units, max_chunk=max_chunk)
+                             dataset_in_flash=dataset_in_flash, units=units, max_chunk=max_chunk, settings=settings)
     result["flashed"] = record or None
     if report_dir is not None and _folder_id(outdir) != build_id:
         # rebuilt meanwhile (edgec build replaces the folder as a whole): this report belongs to the old build
@@ -280,7 +288,7 @@ def mlperf(outdir: str | Path, dataset: str | Path, mode: str = "accuracy", resu
     return mlperf_run.run(outdir, dataset, mode, results_dir, port, window_seconds, limit=limit, log=log)
 
 
-def inspect_model(model_path: str | Path) -> dict:
+def inspect_model(model_path: str | Path, settings: Settings | None = None) -> dict:
     """Ops, shapes, parameters, MACs, an arena estimate and the support status of every node, without
     building anything: every unsupported node and every node beyond a limit is listed (`problems`)."""
     model_path = Path(model_path)
@@ -288,10 +296,10 @@ def inspect_model(model_path: str | Path) -> dict:
         graph, info = tflite.survey(model_path, model_name(model_path))
         info.update(macs=graph_macs(graph), canonical_ops=len(graph.ops), arena_bytes_estimate=None)
         if not info["problems"]:
-            graph.ops = planner.schedule(graph)
+            graph = graph.replace_ops(planner.schedule(graph))
             info["arena_bytes_estimate"] = planner.plan(graph).arena_bytes
         return info
-    model = loader.load_model(model_path)
+    model = loader.load_model(model_path, (settings or Settings.from_environment()).memory_limit)
     shapes = {vi.name: loader.static_shape(vi) for vi in
               list(model.graph.value_info) + list(model.graph.input) + list(model.graph.output)}
     inits = {i.name: i for i in model.graph.initializer}
@@ -322,10 +330,9 @@ def inspect_model(model_path: str | Path) -> dict:
         info["qdq"] = {"activations": len(given["clips"]), "weights": len(given["weights"])}   # Q/DQ pairs, DQ constants
     info["macs"] = graph_macs(graph)            # of the nodes edgec can build, when some it cannot
     info["canonical_ops"] = len(graph.ops)
-    for t in graph.tensors.values():
-        t.scale, t.zero_point = 1.0, 0
+    graph = graph.replace_tensors({k: dataclasses.replace(t, scale=1.0, zero_point=0) for k, t in graph.tensors.items()})
     try:
-        graph.ops = planner.schedule(graph)
+        graph = graph.replace_ops(planner.schedule(graph))
         info["arena_bytes_estimate"] = planner.plan(graph).arena_bytes
     except Exception:
         if not problems:
@@ -334,19 +341,22 @@ def inspect_model(model_path: str | Path) -> dict:
     return info
 
 
-def packages_install(bundle: str | Path, log: Log = _quiet) -> dict:
+def packages_install(bundle: str | Path, log: Log = _quiet, settings: Settings | None = None) -> dict:
     """Seed edgec's PlatformIO core from an offline bundle (see edgec/targets/packages.py)."""
     from edgec.targets import packages
-    return packages.install_bundle(Path(bundle), log=log)
+    return packages.install_bundle(Path(bundle), (settings or Settings.from_environment()).platformio_home, log=log)
 
 
-def packages_bundle(boards: list[str], output: str | Path, core: str | Path | None = None, log: Log = _quiet) -> list[str]:
-    """Pack the PlatformIO platforms and packages these boards build with into an offline bundle."""
+def packages_bundle(boards: list[str], output: str | Path, core: str | Path | None = None, log: Log = _quiet,
+                    settings: Settings | None = None) -> list[str]:
+    """Pack the PlatformIO platforms and packages these boards build with (in `core`, default edgec's own)
+    into an offline bundle."""
     from edgec.targets import packages
-    return packages.bundle([load_board(b) for b in boards], Path(output), Path(core) if core else None, log=log)
+    core = Path(core) if core else (settings or Settings.from_environment()).platformio_home
+    return packages.bundle([load_board(b) for b in boards], Path(output), core, log=log)
 
 
-def packages_status() -> dict:
+def packages_status(settings: Settings | None = None) -> dict:
     """Installed PlatformIO platforms/packages and, per board profile, what it lacks to build offline."""
     from edgec.targets import packages
-    return packages.status()
+    return packages.status((settings or Settings.from_environment()).platformio_home)

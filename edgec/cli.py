@@ -13,6 +13,8 @@ from edgec.errors import EdgecError
 
 
 CONFIGURED = ("build", "export", "calibrate", "bench", "flash", "config")   # commands that read project settings
+# commands that read the environment's settings (edgec/settings.py: once, into args.env)
+ENVIRONMENT = ("build", "export", "calibrate", "tune", "bench", "flash", "doctor", "inspect", "packages")
 
 
 def _log(msg: str) -> None:
@@ -44,7 +46,7 @@ def cmd_calibrate(args) -> int:
         raise EdgecError(f"{args.model}: a quantized .tflite model has its own quantization, there is nothing to "
                          "calibrate; build it directly (edgec build MODEL.tflite --board BOARD)")
     out = outputs.check_output_file(args.output, (args.model, args.calib)) if args.output else None
-    _, result = api.calibrate_model(args.model, args.calib, options, log=_log)
+    _, result = api.calibrate_model(args.model, args.calib, options, log=_log, settings=args.env)
     source = "from the cache" if result.cached else f"in {result.calib_seconds:.1f} s"
     print(f"calibrated on {result.samples} samples {source}; method {result.label}"
           + (" (auto: " + ", ".join(f"{m} {s:.1f} dB" for m, s in result.scores.items()) + ")" if result.scores else ""))
@@ -57,7 +59,7 @@ def cmd_calibrate(args) -> int:
         print("sensitivity, worst first (SQNR of INT8 vs float in dB, higher is better):")
         print(sens.table(result.sensitivity))
     if out is not None:
-        outputs.write_json(out, result.to_json(options))
+        outputs.write_json(out, result.to_json(options.normalized()))     # as quantize_model took them
         print(f"wrote {out}")
     return 0
 
@@ -66,7 +68,7 @@ def cmd_tune(args) -> int:
     from edgec import tune
 
     print(tune.summary(args.model, args.calib, args.board, getattr(args, "data", None), args.tuning_log,
-                       _quant_options(args), only_missing=args.command == "build", log=_log))
+                       _quant_options(args), only_missing=args.command == "build", log=_log, settings=args.env))
     return 0
 
 
@@ -78,7 +80,7 @@ def cmd_build(args) -> int:
     report = api.build(args.model, args.calib, args.board, args.output, log=_log, options=_quant_options(args),
                        protocol=args.protocol, mlperf_model=args.mlperf_model, arena_guard=args.arena_guard,
                        mlperf_mode=args.mlperf_mode, mlperf_baud=args.mlperf_baud, optimize=args.optimize, ram_budget=args.ram_budget,
-                       tuning_log=args.tuning_log)
+                       tuning_log=args.tuning_log, settings=args.env)
     m = report["memory"]
     print(f"built {report['model']} for {report['board']}: arena {m['arena_bytes']:,} B, "
           f"constants {m['weights_bytes']:,} B (weights {m['constants']['weights']:,} B), firmware flash "
@@ -94,7 +96,8 @@ def cmd_export(args) -> int:
 
     m = api.export(args.model, args.calib, args.board, args.format, args.output, log=_log,
                    options=_quant_options(args), name=args.name, lib_version=args.lib_version,
-                   maintainer=args.maintainer, url=args.url, ram_budget=args.ram_budget, optimize=args.optimize)
+                   maintainer=args.maintainer, url=args.url, ram_budget=args.ram_budget, optimize=args.optimize,
+                   settings=args.env)
     print(f"exported {m['model']} for {m['board']} as a {m['format']} library in {args.output}: "
           f"arena {m['arena_bytes']:,} B, weights {m['weights_bytes']:,} B, example {m['example']}")
     return 0
@@ -118,7 +121,7 @@ def cmd_bench(args) -> int:
     r = api.bench(args.outdir, args.data, limit=args.limit, port=args.port, log=_log, profile=args.profile,
                   compare_layers=args.compare_layers, score=args.score, report_dir=report_dir,
                   flash=not args.no_flash, probe=args.probe, gdb=args.gdb, drive=args.drive,
-                  dataset_in_flash=args.dataset_in_flash, max_chunk=args.chunk)
+                  dataset_in_flash=args.dataset_in_flash, max_chunk=args.chunk, settings=args.env)
     if json_file is not None:
         outputs.write_json(json_file, r)
     out = sys.stderr if to_stdout else sys.stdout     # with --json -, stdout carries only the JSON
@@ -143,7 +146,8 @@ def cmd_flash(args) -> int:
 
     if cli_farm.places_of(args, [args.outdir]):
         return cli_farm.cmd_flash_place(args, _log)
-    hello = api.flash(args.outdir, port=args.port, log=_log, probe=args.probe, gdb=args.gdb, drive=args.drive)
+    hello = api.flash(args.outdir, port=args.port, log=_log, probe=args.probe, gdb=args.gdb, drive=args.drive,
+                      settings=args.env)
     if hello.get("protocol") == "mlperf":
         print(f"flashed: the device answers the MLPerf Tiny runner as {hello.get('name')}, model "
               f"{hello.get('model')} ({hello.get('profile')}) on {hello.get('board')}")
@@ -163,7 +167,7 @@ def cmd_config(args) -> int:
 def cmd_doctor(args) -> int:
     from edgec import doctor
 
-    lines, code = doctor.report()
+    lines, code = doctor.report(args.env)
     print("\n".join(lines))
     return code
 
@@ -226,7 +230,7 @@ def _size(n: int) -> str:
 def cmd_inspect(args) -> int:
     from edgec import api
 
-    info = api.inspect_model(args.model)
+    info = api.inspect_model(args.model, settings=args.env)
     if args.json:
         print(json.dumps(info, indent=1))
         return 0 if not info["problems"] else 1
@@ -257,14 +261,14 @@ def cmd_packages(args) -> int:
     from edgec import api
 
     if args.action == "install":
-        done = api.packages_install(args.bundle, log=_log)
+        done = api.packages_install(args.bundle, log=_log, settings=args.env)
         print(f"installed {len(done['installed'])}, already there {len(done['kept'])}: "
               + ", ".join(done["installed"] + done["kept"]))
     elif args.action == "bundle":
-        packed = api.packages_bundle(args.board, args.output, args.core, log=_log)
+        packed = api.packages_bundle(args.board, args.output, args.core, log=_log, settings=args.env)
         print(f"wrote {args.output}: {', '.join(packed)}")
     else:
-        info = api.packages_status()
+        info = api.packages_status(settings=args.env)
         if args.json:
             print(json.dumps(info, indent=1))
             return 0
@@ -286,6 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     previous = children.signals_raise()   # SIGTERM/SIGHUP clean up like Ctrl-C: no child, no staging folder left
     try:
+        if args.command in ENVIRONMENT:
+            from edgec.settings import Settings
+            args.env = Settings.from_environment()
         if args.command in CONFIGURED:
             from edgec import config
             args.settings = config.apply(args, parser, argv)

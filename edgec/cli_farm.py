@@ -49,11 +49,14 @@ def places_of(args, outdirs) -> list[str]:
     return found
 
 
-def coordinator_of(args, outdirs) -> str | None:
+def coordinator_of(args, outdirs) -> str:
+    """--coordinator, else the builds' profile's [labgrid] coordinator, else the environment's (args.env: the
+    Settings the command read, $LG_COORDINATOR or 127.0.0.1:20408)."""
     if args.coordinator:
         return args.coordinator
     from edgec.targets.build_folder import load_build
-    return next((c for c in (load_build(o)[1].labgrid_coordinator for o in outdirs) if c), None)
+    return next((c for c in (load_build(o)[1].labgrid_coordinator for o in outdirs) if c),
+                args.env.labgrid_coordinator)
 
 
 def is_matrix(args, outdirs) -> bool:
@@ -65,7 +68,7 @@ def cmd_bench_matrix(args, outdirs, log) -> int:
     from edgec import matrix
 
     report_dir = None if args.no_report else (args.report or ".")
-    options = dict(limit=args.limit, flash=not args.no_flash)
+    options = dict(limit=args.limit, flash=not args.no_flash, settings=args.env)
     units = args.units
     if args.dataset_in_flash:      # the units share each build's chunks instead of each running all the data
         options.update(dataset_in_flash=True, max_chunk=args.chunk, units=units)

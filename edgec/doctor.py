@@ -10,6 +10,9 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
+
+from edgec.settings import Settings
 
 OK, MISS, INFO = "ok", "MISS", "info"
 
@@ -63,7 +66,7 @@ def python_check() -> Check:
                  + ("" if ok else "; edgec needs Python 3.10 or newer"))
 
 
-def platformio_checks() -> list[Check]:
+def platformio_checks(core: Path) -> list[Check]:
     from edgec.errors import EdgecError
     from edgec.targets import pio
 
@@ -71,12 +74,12 @@ def platformio_checks() -> list[Check]:
         import platformio
     except ImportError:
         return [Check(MISS, "PlatformIO core", "not installed in this Python; pip install 'platformio>=6.1,<7'")]
-    checks = [Check(OK, "PlatformIO core", f"{platformio.__version__} (edgec's core dir {pio.core_dir()})")]
+    checks = [Check(OK, "PlatformIO core", f"{platformio.__version__} (edgec's core dir {core})")]
     try:
         want = pio.scons_package_version()
     except EdgecError as e:
         return checks + [Check(MISS, "PlatformIO tool-scons", str(e))]
-    have = pio.core_dir() / "packages" / "tool-scons" / "package.json"
+    have = core / "packages" / "tool-scons" / "package.json"
     try:
         import SCons
         scons = f"from the SCons {SCons.__version__} Python package"
@@ -114,7 +117,7 @@ def chromium_check() -> Check:
                  "(apt-get install chromium)", required=False)
 
 
-def run_checks() -> list[Check]:
+def run_checks(settings: Settings) -> list[Check]:
     checks = [python_check(),
               _tool("host C compiler", ["gcc", "--version"], "the host board and exported C", "apt-get install gcc"),
               _tool("Arm toolchain", ["arm-none-eabi-gcc", "--version"], "Cortex-M boards",
@@ -126,13 +129,14 @@ def run_checks() -> list[Check]:
               _tool("QEMU RISC-V", ["qemu-system-riscv32", "--version"], "the qemu-riscv32 board",
                     "apt-get install qemu-system-misc", required=False),
               _tool("CMake", ["cmake", "--version"], "building cmake exports", "apt-get install cmake", required=False),
-              *platformio_checks(), *serial_checks(), chromium_check()]
+              *platformio_checks(settings.platformio_home), *serial_checks(), chromium_check()]
     return checks
 
 
-def report() -> tuple[list[str], int]:
-    """The doctor's lines and its exit code: 1 when something required is missing."""
-    checks = run_checks()
+def report(settings: Settings | None = None) -> tuple[list[str], int]:
+    """The doctor's lines and its exit code: 1 when something required is missing (settings: the
+    environment's, read here when not given)."""
+    checks = run_checks(settings or Settings.from_environment())
     missing = [c for c in checks if c.verdict == MISS and c.required]
     verdict = (f"edgec doctor: {len(missing)} required component(s) missing" if missing
                else "edgec doctor: ready (every required component found)")

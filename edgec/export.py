@@ -21,6 +21,7 @@ files are identical across exports of one edgec version (each build system links
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -31,7 +32,8 @@ import numpy as np
 
 from edgec import __version__, ports
 from edgec.codegen import cmodel as codegen
-from edgec.pipeline import calibrate_model, plan_to_fit
+from edgec.pipeline import calibrated, plan_to_fit
+from edgec.settings import Settings
 from edgec.ops.registry import graph_macs
 from edgec.templating import environment
 from edgec.quant import reference
@@ -47,15 +49,15 @@ _IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _VERSION_RE = re.compile(r"[0-9]+(\.[0-9]+){0,3}")
 
 
-def _example_sample(graph, calib_path) -> tuple[np.ndarray, np.ndarray]:
-    """The first calibration sample, quantized, and the reference output for it (no calibration data, a
+def _example_sample(graph, samples) -> tuple[np.ndarray, np.ndarray]:
+    """The first calibration sample, quantized, and the reference output for it (no calibration samples, a
     quantized .tflite: the input filled with its zero point); several inputs and outputs: packed, in the
     model's order (edgec/ports.py)."""
     tin = graph.tensors[graph.input]
-    if calib_path is None:
+    if samples is None:
         xq = np.full(tin.size, tin.zero_point, np.int8)
         return xq, np.asarray(reference.run(graph, xq)).reshape(-1)
-    x = ports.load_data(calib_path, graph, limit=1, labels=False).x
+    x = samples.first(1)
     xq = ports.quantize_inputs(graph, x)[0]
     return xq.reshape(-1), np.asarray(reference.run(graph, xq)).reshape(-1)
 
@@ -78,30 +80,36 @@ def check_metadata(name: str | None, lib_version: str | None) -> None:
 def export(model_path: str | Path, calib_path: str | Path | None, board_name: str, fmt: str, outdir: str | Path,
            log: Callable[[str], None] = lambda _: None, options=None, name: str | None = None,
            lib_version: str | None = None, maintainer: str | None = None, url: str | None = None,
-           ram_budget: int | None = None, optimize: str = "speed") -> dict:
+           ram_budget: int | None = None, optimize: str = "speed", settings: Settings | None = None) -> dict:
     """Quantize the model and write it as a library in `fmt` layout into outdir; returns the export manifest
-    (optimize: "speed" or "size", edgec/ops/select.py)."""
+    (optimize: "speed" or "size", edgec/ops/select.py; settings: the environment's, read here when not
+    given)."""
 
     if fmt not in FORMATS:
         raise EdgecError(f"unknown export format '{fmt}': use one of {', '.join(FORMATS)}")
     check_metadata(name, lib_version)
     board = load_board(board_name)
     outdir = check_output_folder(outdir, (model_path, calib_path))     # before any work
-    graph = calibrate_model(model_path, calib_path, options, log)[1].graph     # options: ptq.QuantOptions
-    graph.name = name = name or graph.name
-    plan = plan_to_fit(graph, board, optimize=optimize, log=log, ram_budget=ram_budget,     # the generic kernels
-                       helium=False)[0]        # if speed's do not fit; DSP kernels: no Helium flags assumed
+    with calibrated(model_path, calib_path, options, log, settings or Settings.from_environment()) as \
+            (_, result, samples):                                   # options: ptq.QuantOptions
+        graph = dataclasses.replace(result.graph, name=name or result.graph.name)
+        example = _example_sample(graph, samples)       # the calibration file's first sample
+    name = graph.name
+    graph, plan = plan_to_fit(graph, board, optimize=optimize, log=log, ram_budget=ram_budget,   # the generic
+                              helium=False)[:2]     # kernels if speed's do not fit; DSP kernels: no Helium flags
     meta = {"lib_version": lib_version or __version__, "maintainer": maintainer, "url": url}
     if fmt in ("arduino", "platformio") and not (maintainer and url):
         log(f"{fmt} metadata: give --maintainer and --url before publishing the library (the manifest names "
             "edgec as its author until then)")
     with staged_folder(outdir, "export", (model_path, calib_path)) as work:
-        manifest = _write(work, graph, plan, board, fmt, Path(model_path), calib_path and Path(calib_path), meta)
+        manifest = _write(work, graph, plan, board, fmt, Path(model_path), calib_path and Path(calib_path), meta,
+                          example)
     log(f"exported {name} for {board.name} as a {fmt} library in {outdir}")
     return manifest
 
 
-def _write(work: Path, graph, plan, board: Board, fmt: str, model_path: Path, calib_path: Path, meta: dict) -> dict:
+def _write(work: Path, graph, plan, board: Board, fmt: str, model_path: Path, calib_path: Path, meta: dict,
+           example: tuple[np.ndarray, np.ndarray]) -> dict:
     from edgec.targets.firmware import board_options, env_name
 
     name = graph.name
@@ -109,7 +117,7 @@ def _write(work: Path, graph, plan, board: Board, fmt: str, model_path: Path, ca
     lib_files = [p.relative_to(src).as_posix() for p in codegen.generate(graph, plan, src, name)]   # fast/...
     runtime = [f for f in lib_files if f not in (f"{name}.c", f"{name}.h")]
     tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
-    xq, expected = _example_sample(graph, calib_path)
+    xq, expected = example
     local = board.local_platform_dir is not None
     ctx = dict(name=name, NAME=name.upper(), version=__version__, **meta, board=board, fmt=fmt,
                local=local, model_file=model_path.name, calib_file=calib_path.name if calib_path else "(none: quantized .tflite)",

@@ -16,16 +16,15 @@ import argparse
 import asyncio
 import contextlib
 import io
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
 from edgec.errors import EdgecError
+from edgec.settings import Settings
 
-ENV_COORDINATOR = "LG_COORDINATOR"
-DEFAULT_COORDINATOR = "127.0.0.1:20408"
+ENV_COORDINATOR = "LG_COORDINATOR"          # (read by edgec/settings.py)
 SERIAL_RESOURCES = ("NetworkSerialPort", "RawSerialPort", "USBSerialPort")
 # labgrid resource class -> the labgrid driver that uses it
 POWER_DRIVERS = {"NetworkPowerPort": "NetworkPowerDriver", "PDUDaemonPort": "PDUDaemonDriver",
@@ -42,7 +41,9 @@ def _quiet(_: str) -> None:
 
 
 def coordinator_address(coordinator: str | None = None) -> str:
-    return coordinator or os.environ.get(ENV_COORDINATOR) or DEFAULT_COORDINATOR
+    """The coordinator given (the command line and the build's profile resolve it with the environment's
+    settings), else the environment's: $LG_COORDINATOR, else 127.0.0.1:20408 (a Python caller's default)."""
+    return coordinator or Settings.from_environment().labgrid_coordinator
 
 
 def _client():

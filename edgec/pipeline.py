@@ -1,20 +1,39 @@
-"""The compile pipeline, stage by stage: an ONNX file and calibration data -> canonical graph
-(edgec/frontend) -> quantized graph (edgec/quant) -> lowered onto the fast kernels (edgec/lower/lowering.py)
--> scheduled and planned (edgec/plan). edgec.api builds, exports and benches on top of it; the exporter
-and the tools call it directly."""
+"""The compile pipeline, stage by stage: each stage a function from one value to the next, none changing a value
+an earlier stage still holds (edgec/ir.py's Graph, Op and Tensor are immutable):
+
+    load           .onnx path                                  -> checked onnx.ModelProto   (edgec/frontend/loader.py)
+    canonicalize   ModelProto, name                            -> canonical Graph           (edgec/frontend/canonicalize.py)
+    quantize       ModelProto, canonical Graph, Samples, QuantOptions -> QuantResult (.graph quantized) (edgec/quant/ptq.py)
+    lower          quantized Graph, optimize, chooser, mve     -> lowered Graph             (edgec/lower/lowering.py)
+    plan           lowered Graph, RAM limits                   -> (scheduled Graph, Plan)   (edgec/plan/)
+    C sources      scheduled Graph, Plan, folder, name         -> model library files       (edgec/codegen/cmodel.py)
+    project        board, model library                        -> PlatformIO project        (edgec/targets/firmware.py)
+    firmware       project, board, Settings                    -> Firmware                  (edgec/targets/firmware.py)
+    report         all of the above                            -> build-report.json         (edgec/api.py)
+
+A .tflite model enters at quantize (edgec/frontend/tflite.py reads the quantized graph). The calibration file
+is opened once (`calibrated`: edgec/data.py's Samples) and the environment read once by the caller
+(edgec/settings.py). edgec.api builds, exports and benches on top of this; the exporter and the tools call it
+directly."""
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
+import onnx
+
+from edgec import ports
 from edgec.lower.lowering import lower_graph
 from edgec.errors import EdgecError
 from edgec.frontend import canonicalize, loader, tflite
 from edgec.ir import Graph
+from edgec.limits import DEFAULT as DEFAULT_MEMORY_LIMIT
 from edgec.plan import planner
 from edgec.plan.ram_budget import choose as choose_ram_schedule
 from edgec.progress import Progress
 from edgec.quant import ptq
+from edgec.settings import Settings
 from edgec.templating import model_c_name
 
 Log = Callable[[str], None]
@@ -32,47 +51,45 @@ def model_name(model_path: Path) -> str:
     return model_c_name(stem)
 
 
-def calibrate_model(model_path: str | Path, calib_path: str | Path | None, options: ptq.QuantOptions | None = None,
-                    log: Log = quiet) -> tuple:
-    """Load, canonicalize, calibrate and quantize: returns (onnx model, ptq.QuantResult). A fully quantized
-    .tflite model is imported with its own quantization instead (edgec/frontend/tflite.py): (None, result),
-    no calibration data needed."""
-    model_path = Path(model_path)
-    if tflite.is_tflite(model_path):
-        if calib_path is not None:
-            log(f"{model_path.name} is quantized already: its own quantization is used, --calib is not read")
-        graph = tflite.load(model_path, model_name(model_path))
-        log(f"{model_path.name}: TFLite INT8 model, {len(graph.ops)} ops with the file's quantization")
-        return None, ptq.QuantResult(graph=graph, method="tflite", ranges={})
-    model = loader.load_model(model_path)
-    if calib_path is None:
-        raise EdgecError(f"{model_path}: a float model needs calibration data: give --calib FILE.npz with x "
-                         "(N, *input shape) (only a quantized .tflite model builds without)")
-    graph = canonicalize.canonicalize(model, model_name(model_path))
-    result = ptq.quantize_model(model, graph, calib_path, options or ptq.QuantOptions(), log=log,
-                                progress=Progress("calibrate", 1))
-    return model, result
+# ---- the stages -----------------------------------------------------------------------------------
+
+def load(model_path: str | Path, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> onnx.ModelProto:
+    """load: an .onnx file -> its checked, shape-inferred model (batch 1)."""
+    return loader.load_model(model_path, memory_limit)
 
 
-def compile_model(model_path: str | Path, calib_path: str | Path, log: Log = quiet,
-                  options: ptq.QuantOptions | None = None, optimize: str = "speed"):
-    """Load, canonicalize, calibrate and quantize: returns (onnx model, quantized graph, plan)."""
-    model, result = calibrate_model(model_path, calib_path, options, log)
-    return model, result.graph, schedule_and_plan(result.graph, optimize=optimize)
+def canonical(model: onnx.ModelProto, name: str) -> Graph:
+    """canonicalize: ModelProto -> the canonical float Graph."""
+    return canonicalize.canonicalize(model, name)
+
+
+def quantize(model: onnx.ModelProto, graph: Graph, samples, options: ptq.QuantOptions, log: Log = quiet,
+             cache_dir: Path | None = None) -> ptq.QuantResult:
+    """quantize: canonical Graph + calibration Samples + options -> QuantResult (a new, quantized graph)."""
+    return ptq.quantize_model(model, graph, samples, options, log=log, progress=Progress("calibrate", 1),
+                              cache_dir=cache_dir)
+
+
+def lower(graph: Graph, optimize: str = "speed", choose=None, mve: bool = False) -> Graph:
+    """lower: quantized Graph -> a new Graph whose ops carry the kernel each runs on (`op.lowering`: its params,
+    packed constants and scratch; edgec/lower/lowering.py, edgec/ops/select.py); `graph` is not changed."""
+    return lower_graph(graph, optimize, choose, mve)
 
 
 def schedule_and_plan(graph: Graph, guard: int = 0, optimize: str = "speed", choose=None,
                       ram_budget: int | None = None, board_ram: int | None = None, overhead: int = 0,
-                      log: Log = quiet, mve: bool = False):
-    """Lower every op onto the kernel that will run it (the fast kernels where they take it: their constants and
-    scratch; optimize "speed" or "size" and a per-op variant chooser: edgec/lower/lowering.py), put the ops in the
-    execution order with the smallest memory peak and plan the arena (guard > 0: with the arena guard's canaries, see
-    edgec/plan/guard.py; mve: onto the Helium kernels where there is one, edgec/ops/select.py).
+                      log: Log = quiet, mve: bool = False) -> tuple[Graph, planner.Plan]:
+    """lower + plan: the quantized graph lowered onto the kernels that will run each op (the fast kernels where they
+    take it: their constants and scratch; optimize "speed" or "size" and a per-op variant chooser:
+    edgec/lower/lowering.py), its ops put in the execution order with the smallest memory peak, and the arena
+    planned (guard > 0: with the arena guard's canaries, see edgec/plan/guard.py; mve: onto the Helium kernels where
+    there is one, edgec/ops/select.py). Returns (the scheduled graph, its plan); `graph` is not changed.
 
     RAM: with `ram_budget` (bytes for the whole firmware: arena + `overhead`), the cheapest schedule that
     fits, patch-based stages if needed (edgec/plan/ram_budget.py), or an EdgecError naming the least RAM
     reachable; without it, the fastest plan when it fits `board_ram` (else the memory-saving one)."""
-    graph.ops = planner.schedule(lower_graph(graph, optimize, choose, mve))
+    graph = lower(graph, optimize, choose, mve)
+    graph = graph.replace_ops(planner.schedule(graph))
     if guard and ram_budget is not None:
         raise EdgecError("--arena-guard and --ram-budget do not go together: the guard's canaries watch whole "
                          "layers; build the guarded debug firmware without --ram-budget")
@@ -84,34 +101,78 @@ def schedule_and_plan(graph: Graph, guard: int = 0, optimize: str = "speed", cho
     plan = planner.plan(graph, guard=guard, stages=stages)
     plan.ram_choice = summary
     planner.check_plan(graph, plan)
-    return plan
+    return graph, plan
 
 
 def plan_to_fit(graph: Graph, board, guard: int = 0, optimize: str = "speed", choose=None,
                 log: Log = quiet, ram_budget: int | None = None, helium: bool = True) -> tuple:
-    """schedule_and_plan under the board's RAM or `ram_budget` (spread over its RAM regions), then its fit check (edgec/targets/fit.py): returns (plan, fit estimate, the
-    optimize mode used). When the speed variants' widened weights do not fit but the generic kernels do, the
-    build falls back to them (`--optimize size`) and says so; if neither fits, the generic build's error.
-    helium False keeps a Helium board on the DSP kernels (an export may be compiled without Helium flags)."""
+    """schedule_and_plan under the board's RAM or `ram_budget` (spread over its RAM regions), then its fit
+    check (edgec/targets/fit.py): returns (scheduled graph, plan, fit estimate, the optimize mode used). When
+    the speed variants' widened weights do not fit but the generic kernels do, the build falls back to them
+    (`--optimize size`: the quantized graph lowered again) and says so; if neither fits, the generic build's
+    error. helium False keeps a Helium board on the DSP kernels (an export may be compiled without Helium
+    flags)."""
     from edgec.lower.lowering import has_mve
     from edgec.targets import fit        # fit imports nothing of the pipeline: no cycle
 
     def planned(mode):
-        plan = schedule_and_plan(graph, guard, mode, choose, **fit.ram_limits(graph, board, ram_budget), log=log,
-                                 mve=helium and has_mve(board))
+        lowered, plan = schedule_and_plan(graph, guard, mode, choose, **fit.ram_limits(graph, board, ram_budget),
+                                          log=log, mve=helium and has_mve(board))
         if not plan.stages:     # patched stages are planned for one region: their windows are not re-placed
-            plan = fit.place_in_regions(graph, plan, board)
-        return plan
+            plan = fit.place_in_regions(lowered, plan, board)
+        return lowered, plan
 
-    plan = planned(optimize)
+    lowered, plan = planned(optimize)
     try:
-        return plan, fit.check(graph, plan, board), optimize
+        return lowered, plan, fit.check(lowered, plan, board), optimize
     except EdgecError:
         if optimize != "speed":
             raise
-    plan = planned("size")
-    budget = fit.check(graph, plan, board)
+    lowered, plan = planned("size")
+    budget = fit.check(lowered, plan, board)
     log(f"the speed variants' weights do not fit board {board.name}: built on the generic kernels "
         "(--optimize size)")
-    return plan, budget, "size"
+    return lowered, plan, budget, "size"
 
+
+# ---- the front half chained -------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def calibrated(model_path: str | Path, calib_path: str | Path | None, options: ptq.QuantOptions | None = None,
+               log: Log = quiet, settings: Settings | None = None) -> Iterator[tuple]:
+    """load -> canonicalize -> quantize, the calibration file opened once: yields (onnx model, QuantResult,
+    the calibration Samples, open until the block ends). A fully quantized .tflite model is imported with its
+    own quantization instead (edgec/frontend/tflite.py): (None, result, None), no calibration data needed.
+    settings: the environment's (read here when not given)."""
+    settings = settings or Settings.from_environment()
+    model_path = Path(model_path)
+    if tflite.is_tflite(model_path):
+        if calib_path is not None:
+            log(f"{model_path.name} is quantized already: its own quantization is used, --calib is not read")
+        graph = tflite.load(model_path, model_name(model_path))
+        log(f"{model_path.name}: TFLite INT8 model, {len(graph.ops)} ops with the file's quantization")
+        yield None, ptq.QuantResult(graph=graph, method="tflite", ranges={}), None
+        return
+    model = load(model_path, settings.memory_limit)
+    if calib_path is None:
+        raise EdgecError(f"{model_path}: a float model needs calibration data: give --calib FILE.npz with x "
+                         "(N, *input shape) (only a quantized .tflite model builds without)")
+    graph = canonical(model, model_name(model_path))
+    options = ptq.check_options(graph, options or ptq.QuantOptions())    # a typo fails before the data is read
+    with ports.open_calibration(calib_path, graph, settings.memory_limit) as samples:
+        yield model, quantize(model, graph, samples, options, log, settings.calib_cache), samples
+
+
+def calibrate_model(model_path: str | Path, calib_path: str | Path | None, options: ptq.QuantOptions | None = None,
+                    log: Log = quiet, settings: Settings | None = None) -> tuple:
+    """Load, canonicalize, calibrate and quantize: returns (onnx model, ptq.QuantResult); (None, result) for a
+    quantized .tflite model (see `calibrated`)."""
+    with calibrated(model_path, calib_path, options, log, settings) as (model, result, _):
+        return model, result
+
+
+def compile_model(model_path: str | Path, calib_path: str | Path, log: Log = quiet,
+                  options: ptq.QuantOptions | None = None, optimize: str = "speed", settings: Settings | None = None):
+    """Load, canonicalize, calibrate, quantize, lower and plan: returns (onnx model, the scheduled graph, plan)."""
+    model, result = calibrate_model(model_path, calib_path, options, log, settings)
+    return (model, *schedule_and_plan(result.graph, optimize=optimize))

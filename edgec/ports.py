@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from edgec.data import Dataset, LoadedStream, SampleStream, load_dataset, load_named
+from edgec.data import Dataset, Samples, load_dataset, load_named, open_named_samples, open_samples
+from edgec.limits import DEFAULT as DEFAULT_MEMORY_LIMIT
 from edgec.errors import EdgecError
 from edgec.ir import Graph
 from edgec.fixedpoint.scheme import dequantize, quantize_input
@@ -152,28 +153,29 @@ def describe(graph: Graph) -> dict:
 # ---- data files ----
 
 def load_data(path, graph: Graph, limit: int | None = None, float_labels: bool = False,
-              labels: bool = True) -> Dataset:
+              labels: bool = True, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> Dataset:
     """The data file of this model: `x` (one input) or `x_<name>` for each input, packed (several); with
     labels, `y` or `y_<name>` of the outputs that have them (float targets too with float_labels)."""
     if not multi(graph):
-        return load_dataset(path, graph.input_onnx_shape, limit, float_labels=float_labels)
+        return load_dataset(path, graph.input_onnx_shape, limit, float_labels=float_labels, memory_limit=memory_limit)
     return load_named(path, [(p.name, p.onnx_shape) for p in inputs(graph)],
-                      [p.name for p in outputs(graph)] if labels else [], limit, float_labels=float_labels)
+                      [p.name for p in outputs(graph)] if labels else [], limit, float_labels=float_labels,
+                      memory_limit=memory_limit)
 
 
-def sample_stream(path, graph: Graph, limit: int | None = None):
-    """The calibration samples in batches: streamed from the file (one input and one output), or loaded and
-    packed (several)."""
+def open_calibration(path, graph: Graph, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> Samples:
+    """The calibration samples of this model, the file opened once (edgec/data.py): streamed from it (one
+    input), or loaded and packed (several)."""
     if not multi(graph):
-        return SampleStream(path, graph.input_onnx_shape, limit=limit)
-    return LoadedStream(load_data(path, graph, labels=False), limit)
+        return open_samples(path, graph.input_onnx_shape, memory_limit)
+    return open_named_samples(path, [(p.name, p.onnx_shape) for p in inputs(graph)], memory_limit)
 
 
 def output_view(graph: Graph, port: Port) -> Graph:
     """The graph as if `port` were its only output (its ops up to the one that writes it): what the bench's
     per-output quality (task, classes) looks at."""
     last = max((i for i, op in enumerate(graph.ops) if op.output == port.tensor), default=len(graph.ops) - 1)
-    return dataclasses.replace(graph, output=port.tensor, output_onnx_shape=port.onnx_shape, more_outputs=[],
+    return dataclasses.replace(graph, output=port.tensor, output_onnx_shape=port.onnx_shape, more_outputs=(),
                                ops=graph.ops[:last + 1])
 
 

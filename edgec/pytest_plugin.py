@@ -58,7 +58,15 @@ def edgec_board(pytestconfig) -> str:
 
 
 @pytest.fixture(scope="session")
-def edgec_build(pytestconfig, edgec_board):
+def edgec_settings():
+    """The environment's settings (edgec/settings.py: cache, PlatformIO core, ...), read once per session."""
+    from edgec.settings import Settings
+
+    return _edgec_call(Settings.from_environment)
+
+
+@pytest.fixture(scope="session")
+def edgec_build(pytestconfig, edgec_board, edgec_settings):
     """edgec_build(model, calib, **quant_options) -> build folder (cached by a hash of its inputs)."""
     from edgec.testing import build_cached
 
@@ -72,12 +80,12 @@ def edgec_build(pytestconfig, edgec_board):
 
     def build(model, calib, **options) -> Path:
         model, calib = (p if Path(p).is_absolute() else rootpath / p for p in (model, calib))
-        return _edgec_call(build_cached, model, calib, edgec_board, root, **options)
+        return _edgec_call(build_cached, model, calib, edgec_board, root, settings=edgec_settings, **options)
     return build
 
 
 @pytest.fixture(scope="session")
-def edgec_device(pytestconfig, edgec_build):
+def edgec_device(pytestconfig, edgec_build, edgec_settings):
     """edgec_device(model, calib, **quant_options) -> a running edgec.testing.ModelDevice, one per build."""
     from edgec.testing import ModelDevice
 
@@ -87,7 +95,7 @@ def edgec_device(pytestconfig, edgec_build):
     def get(model, calib, **options) -> ModelDevice:
         folder = edgec_build(model, calib, **options)
         if folder not in devices:
-            devices[folder] = _edgec_call(ModelDevice, folder, port)
+            devices[folder] = _edgec_call(ModelDevice, folder, port, edgec_settings)
         return devices[folder]
     yield get
     for dev in devices.values():

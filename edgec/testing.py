@@ -26,6 +26,7 @@ import numpy as np
 from edgec import ports
 from edgec.errors import EdgecError
 from edgec.ir import DTYPES
+from edgec.settings import Settings
 
 CACHE_KEY = "edgec-cache-key.json"
 
@@ -67,9 +68,10 @@ def cache_key(model: str | Path, calib: str | Path, board: str, options: dict) -
 
 
 def build_cached(model: str | Path, calib: str | Path, board: str, build_root: str | Path, log=None,
-                 **options) -> Path:
+                 settings: Settings | None = None, **options) -> Path:
     """The build folder for (model, calibration set, board, options) under build_root: built once, then
-    reused by every later call (and session) with the same inputs. options: edgec.quant.ptq.QuantOptions fields."""
+    reused by every later call (and session) with the same inputs. options: edgec.quant.ptq.QuantOptions fields;
+    settings: the environment's (edgec/settings.py), read here when not given."""
     from edgec import api
     from edgec.pipeline import model_name
     from edgec.quant.ptq import QuantOptions
@@ -86,7 +88,8 @@ def build_cached(model: str | Path, calib: str | Path, board: str, build_root: s
     stamp = folder / CACHE_KEY
     if stamp.is_file() and json.loads(stamp.read_text()).get("key") == key:
         return folder
-    api.build(model, calib, board, folder, log=log or (lambda _: None), options=quant)
+    api.build(model, calib, board, folder, log=log or (lambda _: None), options=quant,
+              settings=settings or Settings.from_environment())
     stamp.write_text(json.dumps({"key": key}) + "\n")
     return folder
 
@@ -95,12 +98,13 @@ class ModelDevice:
     """A build folder's firmware running (QEMU, host program) or a flashed real board at `port`, its link
     synchronised and checked to run this build's model."""
 
-    def __init__(self, build_dir: str | Path, port: str | None = None):
+    def __init__(self, build_dir: str | Path, port: str | None = None, settings: Settings | None = None):
         from edgec.device.device import open_device
         from edgec.quant import artifact
         from edgec.targets.build_folder import check_hello, load_build
 
         self.build_dir = Path(build_dir)
+        self.settings = settings or Settings.from_environment()     # (the float model's memory limit)
         self.report, self.board, firmware = load_build(self.build_dir)
         self.graph = artifact.load_graph(self.build_dir)
         self._onnx_model = None
@@ -177,7 +181,7 @@ class ModelDevice:
         from edgec.frontend import loader
 
         if self._onnx_model is None:
-            self._onnx_model = loader.load_model(self.build_dir / "model.onnx")
+            self._onnx_model = loader.load_model(self.build_dir / "model.onnx", self.settings.memory_limit)
         if ports.multi(self.graph):       # {input name: sample} -> {output name: output}
             packed = np.concatenate([np.asarray(x[p.name], np.float32).reshape(-1) for p in ports.inputs(self.graph)])
             y = calibrate.run_float(self._onnx_model, packed[None])[0]

@@ -20,6 +20,7 @@ from edgec.errors import EdgecError
 from edgec.ops.kernel import GENERIC
 from edgec.ops.registry import VARIANTS
 from edgec.pipeline import Log, quiet
+from edgec.settings import Settings
 from edgec.targets.boards import load_board
 
 PROFILE_SAMPLES = 2
@@ -39,17 +40,18 @@ def _round_chooser(i: int):
 
 
 def missing_layers(model_path, calib_path, board: str, tuning_log: str | Path | None = None, options=None,
-                   log: Log = quiet) -> int:
+                   log: Log = quiet, settings: Settings | None = None) -> int:
     """How many of the model's layers with variants have no record in the log for this board."""
-    _, graph, _ = api.compile_model(model_path, calib_path, log, options, optimize="speed")
-    records = tuning_records.load(Path(tuning_log) if tuning_log else tuning_records.default_path())
+    settings = settings or Settings.from_environment()
+    _, graph, _ = api.compile_model(model_path, calib_path, log, options, optimize="speed", settings=settings)
+    records = tuning_records.load(Path(tuning_log) if tuning_log else settings.tuning_log)
     sigs = lowering.summary(graph.ops)["layers"].values()
     return sum(tuning_records.key(board, s["signature"]) not in records for s in sigs)
 
 
 def tune(model_path: str | Path, calib_path: str | Path | None, board: str, data_path: str | Path | None = None,
          tuning_log: str | Path | None = None, samples: int = PROFILE_SAMPLES, options=None,
-         log: Log = quiet) -> dict:
+         log: Log = quiet, settings: Settings | None = None) -> dict:
     """Measure every variant of every layer on the board, store the fastest bit-exact one per layer in the
     tuning log; returns {"seconds", "log", "unit", "layers": [per-layer rows], "discarded_rounds"}."""
     the_board = load_board(board)
@@ -57,7 +59,8 @@ def tune(model_path: str | Path, calib_path: str | Path | None, board: str, data
     if data_path is None:
         raise EdgecError("edgec tune: give --data FILE.npz (inputs x to time the layers on); a quantized .tflite "
                          "model has no calibration set to use instead")
-    path = Path(tuning_log) if tuning_log else tuning_records.default_path()
+    settings = settings or Settings.from_environment()
+    path = Path(tuning_log) if tuning_log else settings.tuning_log
     records = tuning_records.load(path)              # a damaged log is refused before any work
     start = time.monotonic()
     measured: dict[str, dict] = {}           # op name -> {"kind", "signature", "units": {variant: units}}
@@ -69,9 +72,9 @@ def tune(model_path: str | Path, calib_path: str | Path | None, board: str, data
             out = Path(tmp) / f"round{i}"
             log(f"tune round {i + 1}/{total}: building")
             report = api.build(model_path, calib_path, the_board.name, out, log=quiet, options=options,
-                               optimize="speed", choose=_round_chooser(i))
+                               optimize="speed", choose=_round_chooser(i), settings=settings)
             total = min(total, max((len(v["variants"]) for v in report["optimize"]["layers"].values()), default=1))
-            result = api.bench(out, data_path, limit=samples, profile=True, log=quiet)
+            result = api.bench(out, data_path, limit=samples, profile=True, log=quiet, settings=settings)
             exact = result["agreement"]["device_vs_reference"]
             if exact < 1.0:
                 discarded.append(i)
@@ -115,10 +118,11 @@ def table(result: dict) -> str:
 
 
 def summary(model_path, calib_path, board: str, data_path=None, tuning_log=None, options=None,
-            only_missing: bool = False, log: Log = quiet) -> str:
+            only_missing: bool = False, log: Log = quiet, settings: Settings | None = None) -> str:
     """Tune (with only_missing: only if a layer has no record in the log yet) and say what happened."""
-    if only_missing and not missing_layers(model_path, calib_path, board, tuning_log, options, log):
+    settings = settings or Settings.from_environment()
+    if only_missing and not missing_layers(model_path, calib_path, board, tuning_log, options, log, settings):
         return "tuning: every layer with kernel variants has a record in the tuning log; nothing measured"
-    result = tune(model_path, calib_path, board, data_path, tuning_log, options=options, log=log)
+    result = tune(model_path, calib_path, board, data_path, tuning_log, options=options, log=log, settings=settings)
     return (table(result) + f"\ntuned {len(result['layers'])} layers on {result['board']} in "
             f"{result['seconds']:.0f} s; choices in {result['log']}")

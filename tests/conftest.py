@@ -265,10 +265,11 @@ def stm32duino():
     """The STM32duino bundle installed into edgec's PlatformIO core (idempotent), once per session: the
     NUCLEO profiles (and qemu-stm32f405) then build offline.  Returns the bundle's path.  Missing bundle:
     a failure in CI, a skip elsewhere."""
+    from edgec.settings import Settings
     from edgec.targets.packages import install_bundle
 
     bundle = require_stm32duino_bundle()
-    install_bundle(bundle)
+    install_bundle(bundle, Settings.from_environment().platformio_home)
     return bundle
 
 

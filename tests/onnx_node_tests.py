@@ -29,7 +29,7 @@ from onnx import TensorProto, helper, numpy_helper
 from edgec.frontend import canonicalize
 from edgec.codegen import cmodel as codegen
 import hostrun
-from edgec.lower import lowering
+from edgec import pipeline
 from edgec.quant import floatref
 from edgec.frontend import loader
 from edgec.plan import planner
@@ -240,7 +240,7 @@ def _run_output(case, inputs, k, want, res: Result, c_check) -> None:
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         ranges = floatref.graph_ranges(model, graph, x[None])
-    quantize.quantize(graph, ranges)
+    graph = quantize.quantize(graph, ranges)
     tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
     xq = scheme.quantize_input(tin, x)
     yq = reference.run(graph, xq)
@@ -294,7 +294,7 @@ def runtime_objects(work: Path, cc: str = "gcc") -> list[Path]:
 
 
 def _generate(graph, work: Path, name: str) -> hostrun.HostModel:
-    graph = lowering.lower_graph(graph)
+    graph = pipeline.lower(graph)
     plan = planner.plan(graph)
     planner.check_plan(graph, plan)
     codegen.generate(graph, plan, work, name, runtime=False)

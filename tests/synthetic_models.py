@@ -11,7 +11,7 @@ from conftest import make_model
 from edgec.quant import calibrate
 from edgec.frontend import canonicalize
 from edgec.quant import quantize
-from edgec.lower import lowering
+from edgec import pipeline
 
 rng = np.random.default_rng(0)
 
@@ -98,5 +98,6 @@ def quantized(model, shape, n=64):
     x = rng.standard_normal((n,) + shape).astype(np.float32)
     graph = canonicalize.canonicalize(model, "m")
     ranges = calibrate.calibrate(model, x, [t.source for t in graph.tensors.values()])
-    quantize.quantize(graph, ranges)
-    return lowering.lower_graph(graph), x      # the fast kernels, as a build does before planning
+    graph = quantize.quantize(graph, ranges)
+    graph = pipeline.lower(graph)      # the fast kernels, as a build does before planning
+    return graph, x

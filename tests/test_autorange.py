@@ -18,7 +18,7 @@ from edgec.quant import floatref
 from edgec.quant import ptq
 from edgec.quant import quantize
 from edgec.quant import ranges
-from edgec.data import SampleStream
+from edgec.data import open_samples
 
 
 @pytest.fixture(autouse=True)
@@ -61,8 +61,8 @@ def files(tmp_path):
 def test_search_from_a_poor_start_fixes_the_tensors_that_need_it(files):
     model, path, calib = files
     graph = canonicalize.canonicalize(model, "m")
-    stats = calibrate.collect(model, SampleStream(calib, graph.input_onnx_shape),
-                              [t.source for t in graph.tensors.values()], holdout=64)
+    with open_samples(calib, graph.input_onnx_shape) as samples:
+        stats = calibrate.collect(model, samples, [t.source for t in graph.tensors.values()], holdout=64)
     x = stats.holdout_x
     y = np.stack([floatref.run(graph, xi)[graph.output] for xi in x])
     fit = {m: stats.ranges(m, part="fit") for m in ranges.METHODS}

@@ -24,6 +24,7 @@ from edgec.bench import report
 from edgec.targets.boards import load_board
 from edgec.errors import EdgecError
 from edgec.targets.firmware import build_firmware
+from edgec.settings import Settings
 
 DIGITS = EXAMPLES / "digits_cnn"
 
@@ -81,7 +82,7 @@ def _break_one_weight(build, layer_index):
     else:
         new = "-127" if int(m.group(1)) >= 0 else "127"
     src.write_text(text[:m.start(1)] + new + text[m.end(1):])
-    fw = build_firmware(build / "project", load_board(rep["board"]), log=None)
+    fw = build_firmware(build / "project", load_board(rep["board"]), Settings.from_environment(), log=None)
     assert (build / rep["firmware"]).resolve() == fw.elf.resolve()
     return op.name
 

@@ -2,7 +2,6 @@
 equalization and the sensitivity report (which must single out a deliberately broken layer)."""
 from __future__ import annotations
 
-import copy
 import json
 
 import numpy as np
@@ -18,7 +17,7 @@ from edgec.quant import floatref
 from edgec.quant import ptq
 from edgec.quant import ranges
 from edgec.quant import sensitivity
-from edgec.data import SampleStream, load_dataset
+from edgec.data import load_dataset, open_samples
 from edgec.errors import EdgecError
 from edgec.fixedpoint.scheme import qparams_from_range
 
@@ -116,10 +115,12 @@ def test_stream_batches_match_the_file_and_compressed_files_stream_too(tmp_path)
     for save_fn in (np.savez, np.savez_compressed):
         path = tmp_path / f"{save_fn.__name__}.npz"
         save_fn(path, x=x, y=np.zeros(37, np.int64))
-        s = SampleStream(path, (1, 3, 8, 8))
-        got = np.concatenate([b for _, b in s.batches(8)])
-        assert s.n == 37 and np.array_equal(got, load_dataset(path, (1, 3, 8, 8)).x)
-        assert [i for i, _ in s.batches(16)] == [0, 16, 32]
+        with open_samples(path, (1, 3, 8, 8)) as s:
+            got = np.concatenate([b for _, b in s.batches(8)])
+            assert s.n == 37 and np.array_equal(got, load_dataset(path, (1, 3, 8, 8)).x)
+            assert [i for i, _ in s.batches(16)] == [0, 16, 32]
+            assert np.array_equal(s.first(5), got[:5]) and s.head(10).n == 10 and np.array_equal(s.labels(), np.zeros(37))
+            assert s.head(10).digest() == s.digest().replace(":37", ":10")
 
 
 def test_batched_and_per_sample_statistics_agree(tmp_path):
@@ -127,8 +128,9 @@ def test_batched_and_per_sample_statistics_agree(tmp_path):
     path, calib = _files(tmp_path, model, n=20)
     graph = canonicalize.canonicalize(model, "m")
     values = [t.source for t in graph.tensors.values()]
-    one = calibrate.collect(model, SampleStream(calib, graph.input_onnx_shape), values, batch=1, holdout=4)
-    many = calibrate.collect(model, SampleStream(calib, graph.input_onnx_shape), values, batch=8, holdout=4)
+    with open_samples(calib, graph.input_onnx_shape) as samples:
+        one = calibrate.collect(model, samples, values, batch=1, holdout=4)
+        many = calibrate.collect(model, samples, values, batch=8, holdout=4)
     assert one.batch == 1 and many.batch == 8
     for v in values:
         assert np.isclose(one.lo[v], many.lo[v], atol=1e-5) and np.isclose(one.hi[v], many.hi[v], atol=1e-5)
@@ -216,12 +218,11 @@ def _separable():
 def test_equalization_keeps_the_float_function_and_helps_per_tensor_weights(tmp_path):
     model = _separable()
     graph = canonicalize.canonicalize(model, "m")
-    before = copy.deepcopy(graph)
-    factors = equalize.equalize(graph)
+    equalized, factors = equalize.equalize(graph)
     assert len(factors) == 2 and len(equalize.pairs(graph)) == 2
     x = rng.random((3, 2, 6, 6), dtype=np.float32)
     for xi in x:
-        assert np.allclose(floatref.run(graph, xi)[graph.output], floatref.run(before, xi)[before.output], atol=1e-4)
+        assert np.allclose(floatref.run(equalized, xi)[graph.output], floatref.run(graph, xi)[graph.output], atol=1e-4)
     files = _files(tmp_path, model, shape=(2, 6, 6))
     plain = _sqnr(model, files, ptq.QuantOptions(per_channel=False, sensitivity_samples=0))
     cle = _sqnr(model, files, ptq.QuantOptions(per_channel=False, equalize=True, sensitivity_samples=0))
@@ -247,13 +248,12 @@ def test_equalization_works_through_relu_and_max_pooling(tmp_path):
     model = _conv_relu_pool_conv()
     graph = canonicalize.canonicalize(model, "m")
     assert "max_pool" in [op.kind for op in graph.ops]
-    before = copy.deepcopy(graph)
-    factors = equalize.equalize(graph)
+    equalized, factors = equalize.equalize(graph)
     assert [(a.name, b.name) for a, b in equalize.pairs(graph)] == [("conv1", "conv2")]
     assert len(factors) == 2            # conv1's output and the pool's output are both rescaled
     x = rng.random((3, 2, 8, 8), dtype=np.float32)
     for xi in x:
-        assert np.allclose(floatref.run(graph, xi)[graph.output], floatref.run(before, xi)[before.output], atol=1e-4)
+        assert np.allclose(floatref.run(equalized, xi)[graph.output], floatref.run(graph, xi)[graph.output], atol=1e-4)
     files = _files(tmp_path, model, shape=(2, 8, 8))
     plain = _sqnr(model, files, ptq.QuantOptions(per_channel=False, sensitivity_samples=0))
     cle = _sqnr(model, files, ptq.QuantOptions(per_channel=False, equalize=True, sensitivity_samples=0))

@@ -3,7 +3,6 @@ reported apart, adding up to every constant array the generated C declares; int4
 (the digits example, --optimize size and speed) while the residual Add's tables stay what they are."""
 from __future__ import annotations
 
-import copy
 import ctypes
 import re
 
@@ -28,8 +27,7 @@ def digits():
         q = calibrate_model(DIGITS / "model.onnx", DIGITS / "calib.npz",
                             ptq.QuantOptions(sensitivity_samples=0, weights=weights))[1]
         for optimize in ("size", "speed"):
-            g = copy.deepcopy(q.graph)
-            out[weights, optimize] = (g, schedule_and_plan(g, optimize=optimize))
+            out[weights, optimize] = schedule_and_plan(q.graph, optimize=optimize)
     return out
 
 

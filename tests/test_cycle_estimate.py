@@ -10,6 +10,7 @@ import pytest
 
 from conftest import require
 from edgec.bench import cycles
+from edgec.settings import Settings
 
 # Between two calls of `mark` (the window): the first `mark` call's `bx lr`, a 10-iteration loop of two loads
 # and a store, a PUSH and a POP of 3 registers, and the call of `mark` that closes the window.
@@ -77,7 +78,7 @@ def firmware(tmp_path_factory):
 
 
 def run(elf, tmp_path, ws: int, core: str = "m4") -> list[tuple[int, int]]:
-    plugin = cycles.build_plugin()
+    plugin = cycles.build_plugin(Settings.from_environment())
     assert plugin is not None, "no host C compiler for the plugin"
     out = tmp_path / f"windows-{ws}.txt"
     start, mark = cycles.symbol_address(elf, "start"), cycles.symbol_address(elf, "mark")

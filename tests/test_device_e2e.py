@@ -11,6 +11,7 @@ from edgec.targets.boards import load_board
 from edgec.device.device import open_device
 from edgec.errors import EdgecError
 from edgec.targets.firmware import build_firmware, write_project
+from edgec.settings import Settings
 
 BOARDS = ["host", "qemu-cortex-m4", "qemu-cortex-m3"]
 IN_BYTES, OUT_BYTES = 600, 300
@@ -82,8 +83,10 @@ def model_dir(tmp_path_factory):
 @pytest.fixture(scope="module", params=BOARDS)
 def built(request, model_dir, tmp_path_factory):
     board = load_board(request.param)
-    project = write_project(tmp_path_factory.mktemp(f"proj-{board.name}"), board, model_dir, "fake")
-    return board, build_firmware(project, board, log=None)
+    env = Settings.from_environment()
+    project = write_project(tmp_path_factory.mktemp(f"proj-{board.name}"), board, model_dir, "fake",
+                            core=env.platformio_home)
+    return board, build_firmware(project, board, env, log=None)
 
 
 def test_build_sizes(built):
@@ -215,7 +218,8 @@ units_per_tick = 1
 def test_real_board_gets_an_ordinary_project(model_dir, tmp_path):
     (tmp_path / "nucleo.toml").write_text(REAL_BOARD)
     board = load_board(str(tmp_path / "nucleo.toml"))
-    ini = (write_project(tmp_path / "proj", board, model_dir, "fake") / "platformio.ini").read_text()
+    ini = (write_project(tmp_path / "proj", board, model_dir, "fake", core=Settings.from_environment().platformio_home)
+           / "platformio.ini").read_text()
     assert "platform = ststm32@~17.3.0\n" in ini and "board = nucleo_l4r5zi\n" in ini
     assert "framework = arduino\n" in ini and "symlink://" not in ini
     with pytest.raises(EdgecError, match=r"lists no USB VID:PID for its serial port .*give the port \(--port"):

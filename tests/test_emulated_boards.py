@@ -16,6 +16,7 @@ from edgec.api import compile_model
 from edgec.targets.boards import list_boards, load_board
 from edgec.errors import EdgecError
 from edgec.targets.firmware import build_firmware, write_project
+from edgec.settings import Settings
 
 CASES = [  # (board, example): cancer_conv1d everywhere (fast), digits_cnn on the smallest RAM
     ("qemu-cortex-m3", "cancer_conv1d"),
@@ -78,6 +79,7 @@ def test_model_too_big_for_the_cortex_m0_is_refused(tmp_path):
     _, graph, plan = compile_model(path, calib)
     codegen.generate(graph, plan, tmp_path / "lib", graph.name)
     board = load_board("qemu-cortex-m0")
-    project = write_project(tmp_path / "project", board, tmp_path / "lib", graph.name)
+    env = Settings.from_environment()
+    project = write_project(tmp_path / "project", board, tmp_path / "lib", graph.name, core=env.platformio_home)
     with pytest.raises(EdgecError, match=r"region .RAM. overflowed by \d+ bytes"):
-        build_firmware(project, board, log=None)
+        build_firmware(project, board, env, log=None)

@@ -24,6 +24,7 @@ from edgec.export import MARKER
 from edgec.templating import c_bytes
 from edgec.targets.firmware import board_options, platform_spec
 from edgec.targets.pio import run_pio
+from edgec.settings import Settings
 
 MODELS = ["digits_cnn", "cancer_conv1d"]
 M4 = "qemu-cortex-m4"
@@ -126,7 +127,9 @@ def test_two_models_in_one_firmware_on_qemu_cortex_m4(pio_libs):
         inputs.append(f"static const int8_t {var}[{n}][{xq.shape[1]}] = {{\n{rows}\n}};")
     (src / "inputs.h").write_text("#include <stdint.h>\n" + "\n".join(inputs) + "\n")
     (src / "main.c").write_text(TWO_MODEL_MAIN)
-    output = run_pio(["run", "-e", "m4"], project, project / "build.log", log=None)
+    env = Settings.from_environment()
+    output = run_pio(["run", "-e", "m4"], project, project / "build.log", env.platformio_home, env.build_timeout,
+                     log=None)
     assert "libdigits_cnn.a" in output and "libcancer_conv1d.a" in output
     elf = project / ".pio" / "build" / "m4" / "firmware.elf"
     nm = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True).stdout

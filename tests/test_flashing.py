@@ -16,6 +16,7 @@ import pytest
 from conftest import assert_clean_error, edgec
 from edgec.device import flash as flashing
 from edgec.device import image as elf_image
+from edgec.settings import Settings
 from edgec.device.serial_ports import find_port
 from edgec.errors import EdgecError
 from edgec.targets.boards import load_board
@@ -113,7 +114,8 @@ def test_uf2_blocks_carry_the_image(tiny_elf, tmp_path):
 
 
 def _flash(board_name, tiny_elf, tmp_path, probe=None, **kw):
-    return flashing.flash_firmware(load_board(board_name), tiny_elf, tmp_path / "project", probe, **kw)
+    return flashing.flash_firmware(load_board(board_name), tiny_elf, tmp_path / "project", probe,
+                                   pio_core=Settings.from_environment().platformio_home, **kw)
 
 
 def test_openocd_program_verify_reset(fakes, tiny_elf, tmp_path):

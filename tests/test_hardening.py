@@ -19,6 +19,7 @@ from edgec.pipeline import compile_model
 from edgec.quant import artifact, calibrate, reference
 from edgec.fixedpoint import scheme
 from edgec.quant.ptq import QuantOptions
+from edgec.settings import Settings
 from edgec.targets.build_folder import load_build
 
 CANCER = EXAMPLES / "cancer_conv1d"
@@ -29,7 +30,7 @@ def test_a_damaged_calibration_cache_entry_is_recomputed(damage, tmp_path, monke
     monkeypatch.setenv("EDGEC_CACHE_DIR", str(tmp_path / "cache"))
     opts = QuantOptions(sensitivity_samples=0)
     api.calibrate_model(CANCER / "model.onnx", CANCER / "calib.npz", opts)
-    (entry,) = calibrate.cache_dir().glob("*.npz")
+    (entry,) = Settings.from_environment().calib_cache.glob("*.npz")
     data = entry.read_bytes()
     entry.write_bytes({"truncated": data[:len(data) // 2], "empty": b"", "garbage": b"PK\x03\x04" + bytes(99)}[damage])
     _, result = api.calibrate_model(CANCER / "model.onnx", CANCER / "calib.npz", opts)
@@ -187,7 +188,7 @@ def test_complex_data_and_bad_options_through_the_api(tmp_path):
         api.calibrate_model(CANCER / "model.onnx", calib, QuantOptions(sensitivity_samples=0))
     for bad in (dict(auto_seconds=float("nan")), dict(auto_seconds=-1.0), dict(sensitivity_samples=-1)):
         with pytest.raises(EdgecError, match="--auto-seconds|--sensitivity-samples"):
-            QuantOptions(**bad).check()
+            QuantOptions(**bad).checked()
 
 
 def test_cli_main_restores_the_signal_handlers(capsys):

@@ -17,7 +17,7 @@ from edgec import api
 from edgec.quant import artifact
 from edgec.quant import calibrate
 from edgec.codegen import cmodel as codegen
-from edgec.lower import lowering
+from edgec import pipeline
 from edgec.plan import planner
 from edgec.quant import ptq
 from edgec.fixedpoint import scheme
@@ -94,7 +94,7 @@ def test_int16_on_the_sensitive_layers_raises_output_sqnr(files):
 def test_rewrite_converts_only_at_chain_ends_and_plans_bytes(files):
     _, path, calib, _ = files
     g = _quantize(path, calib, ("convA", "dw", "pw", "fc"), samples=0).graph
-    g = lowering.lower_graph(g)                                 # (the build's next step)
+    g = pipeline.lower(g)                                 # (the build's next step)
     conv = [op for op in g.ops if op.kind == "requantize"]
     assert [(g.tensors[op.inputs[0]].dtype, g.tensors[op.output].dtype) for op in conv] == \
         [("int8", "int16"), ("int16", "int8")]
@@ -113,7 +113,7 @@ def test_rewrite_converts_only_at_chain_ends_and_plans_bytes(files):
             assert by_tensor[name].size >= t.size * (2 if t.dtype == "int16" else 1)
     # the int8 layers of a partly int16 model keep their fast kernels
     g2 = _quantize(path, calib, ("dw",), samples=0).graph
-    g2 = lowering.lower_graph(g2)
+    g2 = pipeline.lower(g2)
     assert [op.lowering.kernel.role != "reference" for op in g2.ops if op.name == "pw"] == [True]
     assert [op.lowering.kernel.name for op in g2.ops if op.name == "dw"] == ["edgec_depthwise_conv2d_s16"]
 
@@ -134,7 +134,7 @@ def test_bad_names_give_one_clear_error_listing_the_valid_ones(files):
 def test_generated_c_bit_exact_with_int16_layers(files, tmp_path, wide):
     _, path, calib, test = files
     g = _quantize(path, calib, wide, samples=0).graph
-    g.ops = planner.schedule(g)
+    g = g.replace_ops(planner.schedule(g))
     plan = planner.plan(g)
     planner.check_plan(g, plan)
     x = np.load(test)["x"]

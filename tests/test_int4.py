@@ -160,7 +160,7 @@ def test_fast_fully_connected_s4_bit_exact(ck, ck_dsp, path):
         w = rng.integers(-8, 8, size=(n_out, n_in)).astype(np.int8)
         mult, shift = requant_params(rng, n_out, 700.0 * np.sqrt(n_in))
         bias = rng.integers(-20000, 20000, size=n_out).astype(np.int32)
-        op = Op(kind="fully_connected", name="fc", inputs=["x"], output="y", params=p,
+        op = Op(kind="fully_connected", name="fc", inputs=("x",), output="y", params=p,
                 arrays=dict(weights4=scheme.pack_int4(w), bias=bias, mult=mult, shift=shift))
         low = select.fast(op)
         if low is None:                       # a multiplier outside the fast path
@@ -178,9 +178,8 @@ def test_fast_fully_connected_s4_bit_exact(ck, ck_dsp, path):
 
 
 def test_digits_int4_fast_path_generated_c_is_bit_exact(digits_int4, tmp_path):
-    from edgec.lower import lowering
-    import copy
-    g = lowering.lower_graph(copy.deepcopy(digits_int4["int4"]))
+    from edgec import pipeline
+    g = pipeline.lower(digits_int4["int4"])         # a new graph: the fixture's stays as it is
     assert {op.lowering.kernel.name for op in g.ops if op.lowering and op.lowering.kernel.role == FAST
             and select.int4_weights(op)} == \
         {"edgec_fully_connected_packed_s4", "edgec_conv2d_im2col_s4", "edgec_depthwise_conv2d_3x3_s4"}
@@ -205,7 +204,7 @@ def test_lstm_matrices_take_int4_weights(gesture_int4):
     """--weights int4 packs the LSTM's W and R (and the head's weights) two per byte, the weights <= 55 % of int8,
     and lowers the LSTM onto the fast s4 kernel."""
     from edgec.codegen import constants
-    from edgec.lower import lowering
+    from edgec import pipeline
     from edgec.quant import int4layers
     g4, g8 = gesture_int4["int4"].graph, gesture_int4["int8"].graph
     assert "/rnn/LSTM" in int4layers.candidates(g8)          # (so --max-accuracy-drop may choose it too)
@@ -215,7 +214,7 @@ def test_lstm_matrices_take_int4_weights(gesture_int4):
     lstm8 = next(op for op in g8.ops if op.kind == "lstm")
     assert lstm8.arrays["w_x"].size + lstm8.arrays["w_h"].size == 4 * 24 * (3 + 24)
     assert constants.breakdown(g4)["weights"] <= 0.55 * constants.breakdown(g8)["weights"]
-    g4 = lowering.lower_graph(g4)
+    g4 = pipeline.lower(g4)
     assert next(op for op in g4.ops if op.kind == "lstm").lowering.kernel.name == "edgec_recurrent_fast_s4"
     # (generated C of an int4 LSTM, bit-exact: tests/kernels/test_recurrent.py test_onnx_end_to_end)
 

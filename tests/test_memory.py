@@ -17,6 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 from conftest import EXAMPLES
 from edgec import api
 from edgec.data import load_dataset
+from edgec.settings import Settings
 from edgec.errors import EdgecError
 
 PEAK = 1 << 30
@@ -104,9 +105,10 @@ def test_only_the_rows_asked_for_are_read(tmp_path, monkeypatch):
     d = load_dataset(path, (1, 4), limit=3)
     assert d.x.shape == (3, 4) and list(d.y) == [0, 1, 2] and d.x[2, 0] == 8
     monkeypatch.setenv("EDGEC_MEMORY_LIMIT", "100")        # 3 rows of 16 B (+ their float32 copy) fit; 10 don't
-    assert load_dataset(path, (1, 4), limit=2).x.shape == (2, 4)
+    limit = Settings.from_environment().memory_limit
+    assert load_dataset(path, (1, 4), limit=2, memory_limit=limit).x.shape == (2, 4)
     with pytest.raises(EdgecError, match="memory limit"):
-        load_dataset(path, (1, 4))
+        load_dataset(path, (1, 4), memory_limit=limit)
     for bad in (0, -1):
         with pytest.raises(EdgecError, match="at least 1"):
             load_dataset(path, (1, 4), limit=bad)

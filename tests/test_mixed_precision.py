@@ -110,7 +110,7 @@ def test_acceptance_digits_budget_and_int4_sizes(tmp_path):
     test set; --weights int4 at most 55 % of int8's weight tensors on digits and KWS (constants: reported)."""
     from conftest import mlperf_calibration, require_mlperf, MLPERF
     from edgec.codegen import constants
-    from edgec.lower import lowering
+    from edgec import pipeline
     digits = REPO / "examples" / "digits_cnn"
     _, res = api.calibrate_model(digits / "model.onnx", digits / "calib.npz",
                                  ptq.QuantOptions(max_accuracy_drop=1.0, sensitivity_samples=0))
@@ -126,7 +126,7 @@ def test_acceptance_digits_budget_and_int4_sizes(tmp_path):
             tensors = {}
             for weights in ("int8", "int4"):
                 g = api.calibrate_model(model, data, ptq.QuantOptions(weights=weights, sensitivity_samples=0))[1].graph
-                tensors[weights] = constants.breakdown(lowering.lower_graph(g, optimize))["weights"]
+                tensors[weights] = constants.breakdown(pipeline.lower(g, optimize))["weights"]
             assert tensors["int4"] <= 0.55 * tensors["int8"], (model, optimize, tensors)
 
 

@@ -326,7 +326,7 @@ def test_model_device_takes_and_returns_each_input_and_output_by_name(m4_build):
 
 def test_port_names_are_read_without_needing_the_tensor():
     """A port known by name needs no graph tensor (the name's default is evaluated only when it is missing)."""
-    g = Graph("m", {}, [], "in0", "out0", more_inputs=["in1"], port_names={"in0": "a", "in1": "b", "out0": "y"},
+    g = Graph("m", {}, (), "in0", "out0", more_inputs=("in1",), port_names={"in0": "a", "in1": "b", "out0": "y"},
               port_shapes={"in0": (1, 2), "in1": (1, 3), "out0": (1, 4)})
     assert [(p.name, p.start, p.size) for p in ports.inputs(g)] == [("a", 0, 2), ("b", 2, 3)]
     assert [p.name for p in ports.outputs(g)] == ["y"]

@@ -69,7 +69,7 @@ def test_multiplier_out_of_range_is_an_edgec_error_naming_the_node(tmp_path):
     with pytest.raises(scheme.MultiplierRangeError):
         scheme.quantize_multiplier(1e40)
     with pytest.raises(EdgecError, match=r"node 'dense' \(fully_connected\): multiplier .* too large"):
-        quantize.quantize(graph, ranges)
+        graph = quantize.quantize(graph, ranges)
 
 
 def test_deep_dot_product_warns_of_accumulator_overflow(tmp_path):

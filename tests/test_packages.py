@@ -17,6 +17,7 @@ from edgec.errors import EdgecError
 from edgec.targets import packages, pio
 from edgec.targets.boards import load_board
 from edgec.targets.firmware import build_firmware
+from edgec.settings import Settings
 
 STM32_PLATFORM = {"name": "ststm32", "version": "19.6.0",
                   "frameworks": {"arduino": {"package": "framework-arduinoststm32"}},
@@ -59,59 +60,59 @@ def core(tmp_path, monkeypatch):
 
 def test_install_bundle_seeds_the_core_makes_the_toolchain_shim_and_is_idempotent(core, tmp_path):
     board = load_board("nucleo-f446re")
-    assert packages.missing(board) == ["platform ststm32"]
+    assert packages.missing(board, core) == ["platform ststm32"]
     archive = _bundle(tmp_path)
-    first = packages.install_bundle(archive)
+    first = packages.install_bundle(archive, core)
     assert set(first["installed"]) == {"platforms/ststm32", "packages/framework-arduinoststm32",
                                        "packages/framework-cmsis", "packages/toolchain-gccarmnoneeabi"}
     assert (pio.platforms_dir(core) / "ststm32" / "platform.json").is_file()
     gcc = core / "packages" / "toolchain-gccarmnoneeabi" / "bin" / "arm-none-eabi-gcc"
     assert gcc.is_symlink() and gcc.resolve() == Path(shutil.which("arm-none-eabi-gcc")).resolve()
     assert json.loads((gcc.parent.parent / ".piopm").read_text())["version"] == packages.ARM_TOOLCHAIN_VERSION
-    assert packages.missing(board) == []
-    assert packages.status()["boards"]["nucleo-f446re"] == []
+    assert packages.missing(board, core) == []
+    assert packages.status(core)["boards"]["nucleo-f446re"] == []
 
-    again = packages.install_bundle(archive)
+    again = packages.install_bundle(archive, core)
     assert again["installed"] == [] and len(again["kept"]) == 3
-    newer = packages.install_bundle(_bundle(tmp_path, version="4.21300.0"))
+    newer = packages.install_bundle(_bundle(tmp_path, version="4.21300.0"), core)
     assert newer["installed"] == ["packages/framework-arduinoststm32"]
-    assert packages.installed()["packages"]["framework-arduinoststm32"] == "4.21300.0"
+    assert packages.installed(core)["packages"]["framework-arduinoststm32"] == "4.21300.0"
 
 
 def test_missing_names_the_framework_and_toolchain_packages_of_an_installed_platform(core):
     _folder(pio.platforms_dir(core).parent, pio.platforms_dir(core).name, "ststm32", "19.6.0", STM32_PLATFORM)
-    lacking = packages.missing(load_board("nucleo-l4r5zi"))
+    lacking = packages.missing(load_board("nucleo-l4r5zi"), core)
     assert lacking == ["package toolchain-gccarmnoneeabi", "package framework-arduinoststm32"]
-    assert packages.missing(load_board("qemu-cortex-m4")) == []      # edgec's own platform needs nothing
+    assert packages.missing(load_board("qemu-cortex-m4"), core) == []      # edgec's own platform needs nothing
 
 
 def test_bundle_round_trip_leaves_the_toolchain_shim_out(core, tmp_path, monkeypatch):
-    packages.install_bundle(_bundle(tmp_path))
+    packages.install_bundle(_bundle(tmp_path), core)
     out = tmp_path / "made.tar.xz"
-    packed = packages.bundle([load_board("nucleo-f446re"), load_board("nucleo-h743zi2")], out)
+    packed = packages.bundle([load_board("nucleo-f446re"), load_board("nucleo-h743zi2")], out, core)
     assert packed == ["packages/framework-arduinoststm32", "packages/framework-cmsis", "platforms/ststm32"]
     with tarfile.open(out) as tar:
         assert not any("toolchain" in n for n in tar.getnames())
     with pytest.raises(EdgecError, match=r"cannot bundle rpi-pico: platform raspberrypi not installed"):
-        packages.bundle([load_board("rpi-pico")], tmp_path / "pico.tar.xz")
-    monkeypatch.setenv("EDGEC_PLATFORMIO_HOME", str(tmp_path / "other-core"))     # the machine without internet
-    packages.install_bundle(out)
-    assert packages.missing(load_board("nucleo-h743zi2")) == []
+        packages.bundle([load_board("rpi-pico")], tmp_path / "pico.tar.xz", core)
+    other = tmp_path / "other-core"                      # the machine without internet
+    packages.install_bundle(out, other)
+    assert packages.missing(load_board("nucleo-h743zi2"), other) == []
 
 
 def test_bad_bundles_are_one_line_errors(core, tmp_path):
     with pytest.raises(EdgecError, match="does not exist"):
-        packages.install_bundle(tmp_path / "nope.tar.xz")
+        packages.install_bundle(tmp_path / "nope.tar.xz", core)
     junk = tmp_path / "junk.tar.xz"
     junk.write_bytes(b"not a tar")
     with pytest.raises(EdgecError, match="not a readable tar archive"):
-        packages.install_bundle(junk)
+        packages.install_bundle(junk, core)
     bare = tmp_path / "bare"
     (bare / "packages" / "x").mkdir(parents=True)
     with tarfile.open(tmp_path / "bare.tar", "w") as tar:
         tar.add(bare / "packages", arcname="packages")
     with pytest.raises(EdgecError, match=r"packages/x has no \.piopm"):
-        packages.install_bundle(tmp_path / "bare.tar")
+        packages.install_bundle(tmp_path / "bare.tar", core)
     assert not (core / "packages" / "x").exists()
 
 
@@ -149,21 +150,22 @@ def test_a_failed_pio_run_keeps_its_log_where_the_error_says(tmp_path):
     (project / "platformio.ini").write_text("[env:qemu-cortex-m4]\nplatform = symlink:///nonexistent/platform\n")
     kept = tmp_path / "kept.log"
     with pytest.raises(EdgecError, match=rf"failed: .*\(full log: {kept}\)") as e:
-        build_firmware(project, load_board("qemu-cortex-m4"), log=None, log_file=kept)
+        build_firmware(project, load_board("qemu-cortex-m4"), Settings.from_environment(), log=None, log_file=kept)
     assert kept.is_file() and "nonexistent" in kept.read_text(), str(e.value)
 
 
 def test_a_pio_run_past_its_timeout_is_stopped(tmp_path, monkeypatch):
     monkeypatch.setenv("EDGEC_BUILD_TIMEOUT", "0.3")
+    env = Settings.from_environment()
     (tmp_path / "platformio.ini").write_text("[env:x]\nplatform = native\n")
     t0 = time.monotonic()
     with pytest.raises(EdgecError, match=r"timed out after 0 s .*EDGEC_BUILD_TIMEOUT"):
-        pio.run_pio(["run"], tmp_path, tmp_path / "build.log", log=None)
+        pio.run_pio(["run"], tmp_path, tmp_path / "build.log", env.platformio_home, env.build_timeout, log=None)
     assert time.monotonic() - t0 < 10
     assert "[edgec] timed out" in (tmp_path / "build.log").read_text()
     monkeypatch.setenv("EDGEC_BUILD_TIMEOUT", "soon")
     with pytest.raises(EdgecError, match="is not a number of seconds"):
-        pio.build_timeout()
+        Settings.from_environment()
 
 
 def test_pio_output_is_streamed_and_a_registry_error_says_how_to_work_offline(tmp_path, monkeypatch):
@@ -173,7 +175,8 @@ def test_pio_output_is_streamed_and_a_registry_error_says_how_to_work_offline(tm
     monkeypatch.setattr(pio, "PROGRESS_EVERY_S", 0.2)
     shown = []
     with pytest.raises(EdgecError, match=r"could not reach its registry: .*edgec packages install.*\(full log: "):
-        pio.run_pio(["run"], tmp_path, tmp_path / "log.txt", log=shown.append)
+        env = Settings.from_environment()
+        pio.run_pio(["run"], tmp_path, tmp_path / "log.txt", env.platformio_home, env.build_timeout, log=shown.append)
     assert "Platform Manager: Installing ststm32" in shown
     assert any(s.startswith("  ... still building: 1 files compiled in ") for s in shown), shown
     assert "HTTPClientError" in (tmp_path / "log.txt").read_text()

@@ -70,7 +70,7 @@ HEIGHT, WIDTH = 12, 10
 
 def scheduled(model):
     graph, x = quantized(model, (4, HEIGHT, WIDTH), n=8)
-    graph.ops = planner.schedule(graph)
+    graph = graph.replace_ops(planner.schedule(graph))
     xq = scheme.quantize_input(graph.tensors[graph.input], x[:2])
     return graph, xq
 

@@ -60,7 +60,7 @@ def _assert_attention_reads_in_place(graph):
     scores, context = [op for op in graph.ops if op.kind == "matmul"]
     in_proj = graph.producer(scores.inputs[0])
     assert in_proj.kind == "fully_connected_rows" and in_proj.attrs["weights"].shape[0] == 48
-    assert scores.inputs == [in_proj.output, in_proj.output] and context.inputs[1] == in_proj.output
+    assert scores.inputs == (in_proj.output, in_proj.output) and context.inputs[1] == in_proj.output
     assert (scores.attrs["a_offset"], scores.attrs["b_offset"], context.attrs["b_offset"]) == (0, 16, 32)
     assert graph.producer(context.inputs[0]).kind == "softmax"
     assert scores.attrs["alpha"] == pytest.approx(1 / np.sqrt(8)) and context.attrs.get("alpha", 1.0) == 1.0

@@ -31,8 +31,8 @@ def test_constant_zero_range_is_usable():
 
 def _fc_graph(weights, bias, act=(-math.inf, math.inf)):
     tensors = {"x": Tensor("x", (1, weights.shape[1]), "x"), "y": Tensor("y", (1, weights.shape[0]), "y")}
-    op = Op("fully_connected", "fc", ["x"], "y", attrs={"weights": weights, "bias": bias, "act": act})
-    return Graph("g", tensors, [op], "x", "y", (1, weights.shape[1]), (1, weights.shape[0]))
+    op = Op("fully_connected", "fc", ("x",), "y", attrs={"weights": weights, "bias": bias, "act": act})
+    return Graph("g", tensors, (op,), "x", "y", (1, weights.shape[1]), (1, weights.shape[0]))
 
 
 def test_per_channel_weights_and_bias():

@@ -21,6 +21,7 @@ from edgec.targets.boards import list_boards
 from edgec.errors import EdgecError
 from edgec.targets import fit
 from edgec.targets.firmware import harness_build_flags, write_project
+from edgec.settings import Settings
 
 REAL = [b for b in list_boards() if not b.emulated and b.cpu != "host"]
 EXPECTED = {"nucleo-l4r5zi", "nucleo-f446re", "nucleo-h743zi2", "rpi-pico", "nano33ble", "esp32-s3"}
@@ -125,7 +126,7 @@ def _compile_and_link(board, src, tmp_path):
 def test_real_board_project_compiles_with_its_cpu_flags_and_fits(board, digits_lib, tmp_path):
     lib, graph, plan = digits_lib
     name, arena, weights = graph.name, plan.arena_bytes, graph.weights_bytes()
-    project = write_project(tmp_path / "project", board, lib, name)
+    project = write_project(tmp_path / "project", board, lib, name, core=Settings.from_environment().platformio_home)
     ini = (project / "platformio.ini").read_text()
     assert f"platform = {board.pio_platform}\n" in ini and f"board = {board.pio_board}\n" in ini
     assert "framework = arduino\n" in ini and "symlink://" not in ini
@@ -172,9 +173,10 @@ def test_a_model_too_big_for_the_f446re_fails_its_link_but_fits_the_l4r5zi(tmp_p
     with pytest.raises(EdgecError, match=r"does not fit board nucleo-f446re: .* of RAM \(arena 131,\d\d\d B .*"
                                          r"\+ framework [\d,]+ B\) but the board has 131,072 B"):
         fit.check(graph, plan, boards["nucleo-f446re"])
-    f446 = write_project(tmp_path / "f446", boards["nucleo-f446re"], lib, graph.name) / "src"
+    core = Settings.from_environment().platformio_home
+    f446 = write_project(tmp_path / "f446", boards["nucleo-f446re"], lib, graph.name, core=core) / "src"
     with pytest.raises(AssertionError, match="region .RAM. overflowed"):
         _compile_and_link(boards["nucleo-f446re"], f446, tmp_path)
-    l4 = write_project(tmp_path / "l4", boards["nucleo-l4r5zi"], lib, graph.name) / "src"
+    l4 = write_project(tmp_path / "l4", boards["nucleo-l4r5zi"], lib, graph.name, core=core) / "src"
     flash_used, ram_used = _compile_and_link(boards["nucleo-l4r5zi"], l4, tmp_path)
     assert plan.arena_bytes < ram_used <= boards["nucleo-l4r5zi"].ram_bytes

@@ -8,7 +8,7 @@ import pytest
 from conftest import run_generated_c
 from synthetic_models import cnn_nchw, quantized
 from edgec.codegen import cmodel
-from edgec.lower import lowering
+from edgec import pipeline
 from edgec.errors import EdgecError
 from edgec.plan import planner, regions
 from edgec.quant import reference
@@ -19,8 +19,8 @@ from edgec.targets.boards import load_board, load_board_file
 
 def _planned():
     graph, x = quantized(*cnn_nchw())
-    graph = lowering.lower_graph(graph, "size")   # the generic kernels: buffer sizes these tests' cuts were chosen for
-    graph.ops = planner.schedule(graph)
+    graph = pipeline.lower(graph, "size")   # the generic kernels: buffer sizes these tests' cuts were chosen for
+    graph = graph.replace_ops(planner.schedule(graph))
     return graph, x, planner.plan(graph)
 
 

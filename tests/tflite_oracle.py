@@ -360,10 +360,10 @@ def run_c(graphs: list, xs: list, work: Path, path: str) -> list[np.ndarray]:
     models = []
     for g in graphs:
         if path == "reference":
-            g.ops = planner.schedule(g)
+            g = g.replace_ops(planner.schedule(g))
             plan = planner.plan(g)
         else:
-            plan = schedule_and_plan(g)
+            g, plan = schedule_and_plan(g)
         cmodel.generate(g, plan, work / g.name, g.name, runtime=False)
         models.append(hostrun.HostModel(g.name, work / g.name, g.tensors[g.output].nbytes))
     runtime = [cheader.runtime_dir() / f for f in cheader.runtime_files() if f.endswith(".c")]

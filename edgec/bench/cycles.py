@@ -9,9 +9,9 @@ cycle-accurate simulation: no caches, no M7 dual issue, no bus contention, fixed
 header). It answers "do the instructions a kernel change saved cost more cycles elsewhere?", not "how many
 milliseconds on a real board?".
 
-The plugin is compiled on first use with the host C compiler into edgec's cache (scripts/setup.sh does it once:
-`python -m edgec.bench.cycles`); QEMU 7.2 (Debian) supports plugins but ships no header, so the plugin declares
-the few API v1 functions it uses itself.
+The plugin is compiled on first use with the host C compiler ($CC, else cc or gcc: Settings.c_compiler) into
+edgec's cache (Settings.qemu_plugins; scripts/setup.sh does it once: `python -m edgec.bench.cycles`); QEMU 7.2
+(Debian) supports plugins but ships no header, so the plugin declares the few API v1 functions it uses itself.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from edgec.resources import resource_dir
+from edgec.settings import Settings
 
 WAIT_STATES = 0          # the emulated boards' code memory (SRAM/TCM in QEMU's MPS2/MPS3 machines)
 MODEL = ("Cortex-M4 timings from Arm's TRMs (M55: Helium instructions 2 beats), {ws} flash wait states on taken "
@@ -33,20 +34,19 @@ def plugin_source() -> Path:
     return resource_dir("boards") / "platforms" / "edgec-qemu" / "plugins" / "edgec_cycles.c"
 
 
-def plugin_path() -> Path:
+def plugin_path(settings: Settings) -> Path:
     """Where the compiled plugin of this source lives (the cache, keyed by the source's hash)."""
     digest = hashlib.sha256(plugin_source().read_bytes()).hexdigest()[:12]
-    cache = os.environ.get("EDGEC_CACHE_DIR")
-    root = Path(cache).expanduser() if cache else Path.home() / ".cache" / "edgec"
-    return root / "qemu-plugins" / f"edgec_cycles-{digest}.so"
+    return settings.qemu_plugins / f"edgec_cycles-{digest}.so"
 
 
-def build_plugin() -> Path | None:
-    """The compiled plugin, building it if needed; None where no host C compiler can (then no estimate)."""
-    target = plugin_path()
+def build_plugin(settings: Settings) -> Path | None:
+    """The compiled plugin, building it if needed (settings: the cache root and the C compiler); None where
+    no host C compiler can (then no estimate)."""
+    target = plugin_path(settings)
     if target.is_file():
         return target
-    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    cc = shutil.which(settings.c_compiler) or shutil.which("gcc")
     if cc is None:
         return None
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -72,7 +72,7 @@ def symbol_address(elf: Path, name: str, nm: str = "arm-none-eabi-nm") -> int | 
     return None
 
 
-def qemu_args(board, firmware: Path, out: Path) -> list[str]:
+def qemu_args(board, firmware: Path, out: Path, settings: Settings) -> list[str]:
     """QEMU arguments that load the plugin timing the bench harness's invokes (edgec_link.c: each one runs
     between edgec_ticks_align() and the second edgec_ticks() after it); [] where there is no estimate
     (not an Arm QEMU board, no compiler, or a firmware without the harness's symbols)."""
@@ -80,7 +80,7 @@ def qemu_args(board, firmware: Path, out: Path) -> list[str]:
         return []
     start = symbol_address(firmware, "edgec_ticks_align")
     mark = symbol_address(firmware, "edgec_ticks")
-    plugin = build_plugin() if start is not None and mark is not None else None
+    plugin = build_plugin(settings) if start is not None and mark is not None else None
     if plugin is None:
         return []
     core = "m55" if board.cpu == "cortex-m55" else "m4"
@@ -112,7 +112,7 @@ def summary(windows: list[tuple[int, int]], n: int) -> dict | None:
             "wait_states": WAIT_STATES, "model": MODEL.format(ws=WAIT_STATES)}
 
 
-if __name__ == "__main__":        # scripts/setup.sh: build the plugin once
-    path = build_plugin()
+if __name__ == "__main__":        # scripts/setup.sh: build the plugin once (a command of its own: it reads the
+    path = build_plugin(Settings.from_environment())    # environment's settings once, here)
     print(f"edgec cycle-estimate QEMU plugin: {path}" if path else "edgec cycle-estimate QEMU plugin: no C compiler")
     sys.exit(0 if path else 1)

@@ -8,7 +8,7 @@ chunk writes the chunk's samples into a copy of the ELF (edgec.device.image.patc
 replaced, no recompilation), flashes or starts it, and reads back only the outputs and the ticks of each run.
 Chunks are spread over `units` devices (emulators, or the units of a board farm) that run in parallel.
 
-    result = dataset_flash.run(outdir, board, report, xq, units=2)   # -> outputs, ticks, phases
+    result = dataset_flash.run(outdir, board, report, xq, units=2, settings=settings)   # -> outputs, ticks, phases
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ import serial
 
 from edgec.device.image import patch_symbol
 from edgec.errors import EdgecError
+from edgec.settings import Settings
 from edgec.targets.boards import PORT_EMULATOR, PORT_PROGRAM, Board
 
 BLOB_SYMBOL = "edgec_dataset_blob"
@@ -65,7 +66,7 @@ def chunk_samples(board: Board, report: dict, max_samples: int | None = None) ->
     return int(min(n, max_samples)) if max_samples else int(n)
 
 
-def build(outdir: Path, board: Board, report: dict, per_chunk: int, log: Log = _quiet) -> Path:
+def build(outdir: Path, board: Board, report: dict, per_chunk: int, settings: Settings, log: Log = _quiet) -> Path:
     """The dataset firmware of a build folder, built once per blob size (kept in OUTDIR/dataset-firmware)."""
     from edgec.targets import firmware as fw
 
@@ -78,8 +79,9 @@ def build(outdir: Path, board: Board, report: dict, per_chunk: int, log: Log = _
         if elf.is_file():
             return elf
     log(f"building the dataset-in-flash firmware for {board.name}: {per_chunk} inputs ({blob:,} B) per image")
-    fw.write_project(project, board, Path(outdir) / "model", report["model"], "dataset", dataset_bytes=blob)
-    result = fw.build_firmware(project, board, log=log)
+    fw.write_project(project, board, Path(outdir) / "model", report["model"], "dataset", dataset_bytes=blob,
+                     core=settings.platformio_home)
+    result = fw.build_firmware(project, board, settings, log=log)
     stamp.write_text(json.dumps(want))
     return result.elf
 
@@ -137,26 +139,29 @@ def read_stream(ser, count: int, chunk: int, out_bytes: int, model_hash: str, wh
     return rec[:, RECORD_HEAD:].copy().view(np.int8), ticks
 
 
-def _open_unit(board: Board, image: Path, port: str | None, log: Log):
+def _open_unit(board: Board, image: Path, port: str | None, settings: Settings, log: Log):
     """Start (emulated/host) or flash and open (real board) one unit running `image`."""
     from edgec.device.device import open_serial
 
     if board.serial_port in (PORT_EMULATOR, PORT_PROGRAM) and port in (None, "auto"):
         return open_serial(board, image)
     from edgec.device import flash as flashing
-    flashing.flash_firmware(board, image, image.parent, board.flash.probe, port=port, log=log)
+    flashing.flash_firmware(board, image, image.parent, board.flash.probe, port=port, log=log,
+                            pio_core=settings.platformio_home)
     return open_serial(board, None, port)
 
 
 def run(outdir: str | Path, board: Board, report: dict, xq: np.ndarray, units: int = 1,
-        ports: list[str | None] | None = None, max_chunk: int | None = None, log: Log = _quiet) -> dict:
+        ports: list[str | None] | None = None, max_chunk: int | None = None, log: Log = _quiet, *,
+        settings: Settings) -> dict:
     """Run every input of xq (int8, (n, ...)) on `units` devices, a chunk per image.  ports: one serial port per
-    unit for real boards (None: start emulators).  Returns outputs, ticks, chunk size, image and phases."""
+    unit for real boards (None: start emulators); settings: the application's (the firmware's PlatformIO core
+    and build timeout).  Returns outputs, ticks, chunk size, image and phases."""
     outdir = Path(outdir)
     n = len(xq)
     per_chunk = chunk_samples(board, report, max_chunk)
     per_chunk = min(per_chunk, max(1, -(-n // max(1, units))))     # every unit gets work
-    elf = build(outdir, board, report, chunk_samples(board, report, max_chunk), log)
+    elf = build(outdir, board, report, chunk_samples(board, report, max_chunk), settings, log)
     starts = list(range(0, n, per_chunk))
     out_bytes = report["output"]["bytes"]
     outputs = np.zeros((n, out_bytes), np.int8)
@@ -184,7 +189,7 @@ def run(outdir: str | Path, board: Board, report: dict, xq: np.ndarray, units: i
             patch_symbol(elf, BLOB_SYMBOL, blob, image)
             t1 = time.monotonic()
             try:
-                ser, process = _open_unit(board, image, ports[unit], log)
+                ser, process = _open_unit(board, image, ports[unit], settings, log)
                 try:
                     t2 = time.monotonic()
                     out, tk = read_stream(ser, len(samples), chunk, out_bytes, report["model_hash"], what)

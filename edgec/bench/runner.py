@@ -35,6 +35,7 @@ from edgec.ir import DTYPES, Graph, Op
 from edgec.ops.registry import ALIAS_OPS, REGISTRY, op_macs
 from edgec.ops.reduce import index_classes
 from edgec.progress import Progress
+from edgec.settings import Settings
 from edgec.targets.build_folder import check_hello, load_build
 
 Log = Callable[[str], None]
@@ -53,11 +54,13 @@ def layers(graph: Graph) -> list[Op]:
 def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, port: str | None = None,
         profile: bool = False, compare_layers: bool = False, score: str | None = None,
         log: Log = _quiet, gdb_load=None, dataset_in_flash: bool = False, units: int = 1,
-        max_chunk: int | None = None) -> dict:
+        max_chunk: int | None = None, *, settings: Settings) -> dict:
     """Run the test data on the device of a build folder and return the bench report (a plain dict).
     gdb_load: load the firmware through an emulator's GDB stub (edgec/device/device.py open_serial).
     dataset_in_flash: the inputs go into firmware images, max_chunk (default: as many as fit) per image, run on
-    `units` devices in parallel (edgec/bench/dataset_flash.py) while the references are computed."""
+    `units` devices in parallel (edgec/bench/dataset_flash.py) while the references are computed.
+    settings: the application's (edgec/settings.py): the memory limit, the cycle plugin's cache and compiler,
+    the dataset firmware's PlatformIO core."""
     from edgec.targets.firmware import firmware_sizes
 
     outdir = Path(outdir)
@@ -68,7 +71,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
                          "rebuild without --protocol for edgec bench")
     graph = artifact.load_graph(outdir)
     score_fn = load_score(score) if score else None
-    data = ports.load_data(data_path, graph, limit, float_labels=True)
+    data = ports.load_data(data_path, graph, limit, float_labels=True, memory_limit=settings.memory_limit)
     for view, labels in _labelled_outputs(graph, data):    # before any work: a bad label would bend the numbers
         check_labels(view, labels, data_path)
     n = len(data.x)
@@ -88,7 +91,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         from edgec.bench import dataset_flash
         pool = ThreadPoolExecutor(1)
         job = pool.submit(dataset_flash.run, outdir, board, report, xq, units, [port] * units if port else None,
-                          max_chunk, log)
+                          max_chunk, log, settings=settings)
     t_ref = time.monotonic()
     ref_out = np.stack([reference.run(graph, xq[i]).reshape(-1) for i in range(n)])
     checked = None
@@ -100,7 +103,8 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         float_out = scheme.dequantize(graph.tensors[graph.output], ref_out if tflm is None else tflm).reshape(n, -1)
     else:
         log(f"reference: float (onnxruntime) and int8 (NumPy) on {n} samples")
-        float_out = calibrate.run_float(loader.load_model(outdir / "model.onnx"), data.x).reshape(n, -1)
+        float_out = calibrate.run_float(loader.load_model(outdir / "model.onnx", settings.memory_limit),
+                                        data.x).reshape(n, -1)
     t_ref = time.monotonic() - t_ref
     stack = []
     progress = Progress(f"bench on {board.name}", n)
@@ -118,7 +122,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
     else:
         dev_out, ticks, stack, hello, mismatched, link_stats, board, estimate = _run_over_link(
             outdir, report, graph, board, firmware, port, gdb_load, xq, ref_out, profile, compare_layers, result,
-            progress, log)
+            progress, log, settings)
     flash, ram = firmware_sizes(firmware, host=firmware.suffix != ".elf", prefix=board.toolchain_prefix or "")
     measured = np.array([board.ticks_to_units(int(t)) for t in ticks])
     result = {
@@ -144,7 +148,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
 
 
 def _run_over_link(outdir, report, graph, board, firmware, port, gdb_load, xq, ref_out, profile, compare_layers,
-                   result, progress, log):
+                   result, progress, log, settings):
     """Every input over the serial link, one at a time (with the profile and divergence finder on request)."""
     from edgec.device.device import open_device
 
@@ -154,7 +158,7 @@ def _run_over_link(outdir, report, graph, board, firmware, port, gdb_load, xq, r
     stack = []
     scratch = Path(tempfile.mkdtemp(prefix="edgec-cycles-"))
     plugin_out = scratch / "windows.txt"     # the cycle-estimate plugin's timed windows (edgec/bench/cycles.py)
-    plugin = cycles.qemu_args(board, firmware, plugin_out) if port in (None, "auto") else []
+    plugin = cycles.qemu_args(board, firmware, plugin_out, settings) if port in (None, "auto") else []
     with open_device(board, firmware, port, gdb_load=gdb_load, emulator_args=tuple(plugin)) as dev:
         link = dev.link
         hello = link.hello()

@@ -66,6 +66,7 @@ class Request:
     port: str | None = None            # serial port (esptool, pio's upload port); None / "auto": from USB IDs
     gdb: str = DEFAULT_GDB             # HOST:PORT of a GDB server
     drive: Path | None = None          # the RP2040's BOOTSEL drive; None: looked for
+    pio_core: Path | None = None       # edgec's PlatformIO core (Settings.platformio_home), for `pio run -t upload`
 
     @property
     def work(self) -> Path:
@@ -130,11 +131,13 @@ def command(probe: str, req: Request) -> tuple[list[str], dict | None, Path | No
             argv += [offset, str(path)]
         return argv, None, None
     if probe == "pio":
-        ensure_scons()
+        if req.pio_core is None:
+            raise ValueError("flashing with pio needs edgec's PlatformIO core (pio_core)")
+        ensure_scons(req.pio_core)
         argv = [tool("pio", probe), "run", "-t", "upload", "-e", env_name(board)]
         if req.port not in (None, "", AUTO):
             argv += ["--upload-port", req.port]
-        return argv, pio_environ(), req.project
+        return argv, pio_environ(req.pio_core), req.project
     if probe == "gdb":
         img = elf_image.read_elf(elf)
         argv = [tool("gdb-multiarch", probe), "-nx", "-batch"]
@@ -227,15 +230,18 @@ def _flash_uf2(req: Request, roots=UF2_MOUNT_ROOTS, usb_root: Path = Path("/sys/
 
 
 def flash_firmware(board: Board, firmware: Path, project: Path, probe: str | None = None, port: str | None = None,
-                   gdb: str | None = None, drive: Path | None = None, log=None) -> FlashResult:
-    """Write `firmware` into `board` with `probe` (default: the profile's) and report what happened."""
+                   gdb: str | None = None, drive: Path | None = None, log=None,
+                   pio_core: Path | None = None) -> FlashResult:
+    """Write `firmware` into `board` with `probe` (default: the profile's) and report what happened (pio_core:
+    edgec's PlatformIO core, which the pio probe uploads with)."""
     probe = probe or board.flash.probe
     if probe == "emulator":
         raise EdgecError(f"board '{board.name}' is emulated: its emulator starts with the firmware (no probe needed); "
                          "--probe gdb loads it through the emulator's GDB stub")
     if probe not in PROBES:
         raise EdgecError(f"unknown probe '{probe}': choose one of {', '.join(p for p in PROBES if p != 'emulator')}")
-    req = Request(board, Path(firmware), Path(project), port=port, gdb=gdb or DEFAULT_GDB, drive=drive)
+    req = Request(board, Path(firmware), Path(project), port=port, gdb=gdb or DEFAULT_GDB, drive=drive,
+                  pio_core=pio_core)
     if probe == "uf2":
         result = _flash_uf2(req)
     else:

@@ -19,6 +19,8 @@ What happens here:
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import onnx
 from onnx import numpy_helper
@@ -28,7 +30,7 @@ from edgec.frontend import decomposed, qdq
 from edgec.frontend.fold import static_shape
 from edgec.frontend.loader import graph_inputs
 from edgec.frontend.support import CONTROL_FLOW, Problem, problems_message
-from edgec.ir import Graph, Op, Tensor
+from edgec.ir import Graph, GraphBuilder, Op, Tensor
 from edgec.ops import matmul, movement
 from edgec.ops.registry import FUSABLE, IMPORTERS, SUPPORTED_OPS, WEIGHT_AXIS
 
@@ -60,7 +62,7 @@ class _Canonicalizer:
 
     def __init__(self, model: onnx.ModelProto, name: str):
         self.model = model
-        self.graph = Graph(name=name, tensors={}, ops=[], input="", output="")
+        self.graph = GraphBuilder(name)        # handed out finished (immutable) by run()
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
         self.consts: dict[str, np.ndarray] = {
             i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
@@ -122,7 +124,7 @@ class _Canonicalizer:
 
     def emit(self, kind: str, node: onnx.NodeProto, inputs: list[str], out: str, **attrs) -> Op:
         """Append an op of `kind` made from `node` (a QDQ model's weight scales attached to weighted ones)."""
-        op = Op(kind=kind, name=node.name or kind, inputs=inputs, output=out, attrs=attrs)
+        op = Op(kind=kind, name=node.name or kind, inputs=tuple(inputs), output=out, attrs=attrs)
         if kind in WEIGHT_AXIS and self.qdq["weights"]:
             scale = qdq.weight_scale(self.qdq, node, WEIGHT_AXIS[kind], attrs["weights"])
             if scale is not None:
@@ -181,7 +183,7 @@ class _Canonicalizer:
         t = self.graph.tensors.pop(op.output)
         self.values.pop(value, None)
         name = self.new_tensor(new_source, t.shape, new_source)
-        op.output = name
+        self.graph.replace_op(op, dataclasses.replace(op, output=name))
         self.values[new_source] = (name, perm)
 
     def fuse_activation(self, node: onnx.NodeProto, lo: float, hi: float) -> bool:
@@ -217,14 +219,14 @@ class _Canonicalizer:
             self._node_or_problem(i, node)
         if self.problems:   # the graph is only surveyed (edgec inspect): no output checks
             self.graph.output = self.values.get(self.model.graph.output[0].name, ("", None))[0]
-            return self.graph
+            return self.graph.finish()
         for k, vi in enumerate(self.model.graph.output):
             self._output(k, vi.name)
         self.graph.prune()
         movement.merge_remaps(self.graph)
         matmul.read_through_views(self.graph)    # attention's q/k/v slices and 1/sqrt(d): no copies
         movement.ensure_kernel(self)
-        return self.graph
+        return self.graph.finish()
 
     def _output(self, k: int, out: str) -> None:
         """The model's k-th output, in its ONNX layout."""

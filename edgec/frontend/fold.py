@@ -14,19 +14,20 @@ import numpy as np
 import onnx
 from onnx import numpy_helper, shape_inference
 
-from edgec.limits import memory_limit
+from edgec.limits import DEFAULT as DEFAULT_MEMORY_LIMIT
 
 
 CONTROL_FLOW = {"If", "Loop", "Scan"}
 MAX_ROUNDS = 16
 
 
-def fold_constants(model: onnx.ModelProto) -> onnx.ModelProto:
-    """`model` with every build-time computation folded into initializers, shapes inferred again."""
+def fold_constants(model: onnx.ModelProto, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> onnx.ModelProto:
+    """`model` with every build-time computation folded into initializers, shapes inferred again (none that
+    would allocate more than memory_limit bytes)."""
     for _ in range(MAX_ROUNDS):
         if _all_static(model):
             return model
-        folded = _fold_once(model)
+        folded = _fold_once(model, memory_limit)
         if folded is None:
             return model
         model = shape_inference.infer_shapes(folded, strict_mode=True, data_prop=True)
@@ -57,7 +58,7 @@ def _all_static(model: onnx.ModelProto) -> bool:
     return all(shapes.get(o) is not None for n in model.graph.node for o in n.output if o and o not in inits)
 
 
-def _fold_once(model: onnx.ModelProto) -> onnx.ModelProto | None:
+def _fold_once(model: onnx.ModelProto, memory_limit: int) -> onnx.ModelProto | None:
     """One pass over the nodes; None when nothing could be folded."""
     from onnx.reference import ReferenceEvaluator
 
@@ -76,7 +77,7 @@ def _fold_once(model: onnx.ModelProto) -> onnx.ModelProto | None:
             start = _attr(n, "start", 0)
             end = _attr(n, "end", None)
             value = [np.array(shapes[n.input[0]][start:end], np.int64)]
-        elif all(i in consts or i == "" for i in n.input) and not _too_big(n, consts, shapes):
+        elif all(i in consts or i == "" for i in n.input) and not _too_big(n, consts, shapes, memory_limit):
             try:
                 inputs = [i for i in n.input if i]
                 graph = onnx.helper.make_graph(
@@ -112,11 +113,10 @@ def _fold_once(model: onnx.ModelProto) -> onnx.ModelProto | None:
     return folded
 
 
-def _too_big(n, consts: dict, shapes: dict) -> bool:
+def _too_big(n, consts: dict, shapes: dict, limit: int) -> bool:
     """Would folding this node allocate more than edgec's memory limit? (Left unfolded, the size check of
     the loader names it.)  From its static output shapes, or from the shape constant of the ops that make
     large tensors from small inputs."""
-    limit = memory_limit()
     sizes = [int(np.prod(shapes[o], dtype=np.int64)) for o in n.output if shapes.get(o) is not None]
     try:
         if n.op_type in ("ConstantOfShape", "Expand") and len(n.input) >= 1:

@@ -9,15 +9,16 @@ import onnx
 from onnx import numpy_helper, shape_inference
 
 from edgec.errors import EdgecError
-from edgec.limits import check_bytes
+from edgec.limits import DEFAULT as DEFAULT_MEMORY_LIMIT, check_bytes
 from edgec.frontend import fold, functions, opsets, qdq
 from edgec.frontend.fold import static_shape  # noqa: F401  (edgec.api and tests read loader.static_shape)
 from edgec.ops import recurrent
 from edgec.ops.registry import SUPPORTED_OPS, TAKES_WHOLE
 
 
-def load_model(path: str | Path) -> onnx.ModelProto:
-    """Load `path`, pin a dynamic batch dimension to 1 and infer every shape."""
+def load_model(path: str | Path, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> onnx.ModelProto:
+    """Load `path`, pin a dynamic batch dimension to 1 and infer every shape; no tensor of it may need more
+    than memory_limit bytes (Settings.memory_limit)."""
     path = Path(path)
     if not path.exists():
         raise EdgecError(f"{path}: no such file (give the path of a float .onnx model)")
@@ -46,7 +47,7 @@ def load_model(path: str | Path) -> onnx.ModelProto:
         except Exception as exc:  # dims that do not match the data, an unknown data type, ...
             raise EdgecError(f"{path}: initializer '{init.name}' is damaged ({_short(exc)}); "
                              "export the model again") from None
-    return prepare(model, path)
+    return prepare(model, path, memory_limit)
 
 
 def _all_tensors(model: onnx.ModelProto):
@@ -59,7 +60,7 @@ def _all_tensors(model: onnx.ModelProto):
             yield from a.tensors
 
 
-def check_sizes(model: onnx.ModelProto, where) -> None:
+def check_sizes(model: onnx.ModelProto, where, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> None:
     """Refuse, before anything is allocated, a model one of whose tensors (static shapes) would need more
     float32 memory than edgec's limit: calibration would run it in float."""
     g = model.graph
@@ -70,7 +71,7 @@ def check_sizes(model: onnx.ModelProto, where) -> None:
             n = producer.get(vi.name)
             node = f"node '{n.name or n.op_type}' ({n.op_type}) output" if n is not None else "input"
             check_bytes(4 * int(np.prod(shape, dtype=np.int64)), f"{where}: {node} '{vi.name}' {list(shape)}",
-                        "no microcontroller holds a tensor this large: make the model smaller")
+                        "no microcontroller holds a tensor this large: make the model smaller", memory_limit)
 
 
 def copy_model(src: str | Path, dst: str | Path) -> None:
@@ -82,7 +83,8 @@ def copy_model(src: str | Path, dst: str | Path) -> None:
         shutil.copyfile(src, dst)
 
 
-def prepare(model: onnx.ModelProto, where: str | Path = "model") -> onnx.ModelProto:
+def prepare(model: onnx.ModelProto, where: str | Path = "model",
+            memory_limit: int = DEFAULT_MEMORY_LIMIT) -> onnx.ModelProto:
     """Check a model, pin its batch dimension to 1 and infer every shape."""
     _pin_batch(model, where)
     model = opsets.upgrade(model, where)     # below opset 11: converted; above what onnx knows: refused
@@ -93,12 +95,12 @@ def prepare(model: onnx.ModelProto, where: str | Path = "model") -> onnx.ModelPr
         model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
         if functions.expand_functions(model, SUPPORTED_OPS, TAKES_WHOLE):   # e.g. LayerNormalization: its ONNX body
             model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
-        model = fold.fold_constants(model)   # shapes computed in the graph (PyTorch's exporter): folded
+        model = fold.fold_constants(model, memory_limit)   # shapes computed in the graph (PyTorch's exporter)
     except EdgecError:
         raise
     except Exception as exc:
         raise EdgecError(f"{where}: invalid ONNX model ({_short(exc)})") from None
-    check_sizes(model, where)
+    check_sizes(model, where, memory_limit)
     return model
 
 

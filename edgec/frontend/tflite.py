@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from edgec.errors import EdgecError
-from edgec.ir import NO_ACT, Graph, Op, Tensor
+from edgec.ir import NO_ACT, Graph, GraphBuilder, Op, Tensor
 
 IDENTIFIER = b"TFL3"
 INT8 = 9                 # tflite.TensorType
@@ -130,7 +130,7 @@ class _Importer:
             raise EdgecError(f"{path}: {model.SubgraphsLength()} subgraphs (control flow); edgec imports models "
                              "with one subgraph")
         self.sg = model.Subgraphs(0)
-        self.graph = Graph(name=name, tensors={}, ops=[], input="", output="")
+        self.graph = GraphBuilder(name)        # handed out finished (immutable) by run()
         self.names = BUILTIN_OPCODE2NAME
         self.values: dict[int, str] = {}          # TFLite tensor index -> canonical tensor
         self.problems: list[dict] = []          # what cannot be honoured, one entry per operator
@@ -261,7 +261,7 @@ class _Importer:
         """Append an op of `kind` made from `tflite_op`; `arrays`/`params`: the file's integers, which replace
         its quantizer's."""
         name = f"{self.op_name(tflite_op)}#{self.index}"
-        e = Op(kind=kind, name=name, inputs=inputs, output=out, attrs={"act": NO_ACT, **attrs})
+        e = Op(kind=kind, name=name, inputs=tuple(inputs), output=out, attrs={"act": NO_ACT, **attrs})
         self.graph.ops.append(e)
         self.given[name] = {"arrays": arrays or {}, "params": params or {}}
         return e
@@ -311,7 +311,7 @@ class _Importer:
         y = sg.Outputs(0) if sg.Outputs(0) not in edges else edges[sg.Outputs(0)]
         if self.problems and not strict:
             g.output = self.values.get(y, g.ops[-1].output if g.ops else g.input)
-            return g
+            return g.finish()
         if self.problems:
             raise EdgecError(f"{self.path}: edgec cannot honour {len(self.problems)} operator(s): "
                              + "; ".join(f"{p['op']} (operator #{p['index']}: {p['what']})" for p in self.problems)
@@ -321,7 +321,7 @@ class _Importer:
         g.output = self.values[y]
         g.output_onnx_shape = self.shape(sg.Outputs(0))
         self._quantize()
-        return g
+        return g.finish()
 
     def _edges(self) -> dict:
         """QUANTIZE of the float graph input / DEQUANTIZE to the float graph output: tensor maps, ops skipped."""
@@ -363,7 +363,8 @@ class _Importer:
         return name
 
     def _quantize(self) -> None:
-        """Every op's parameters from its kind's quantizer, then the file's integers in their place."""
+        """Every op's parameters from its kind's quantizer, then the file's integers in their place (on the ops
+        this import made, before the graph is handed out)."""
         from edgec.ops.registry import REGISTRY
 
         for op in self.graph.ops:

@@ -4,7 +4,8 @@ tuning records).
 
 A record is keyed by the board's name and the layer's signature: its kind, its generic fast kernel and that
 kernel's params (every shape, stride, padding and zero point the timing depends on; not the weights' values).
-The log is one JSON file, by default ~/.cache/edgec/tuning.json (or $EDGEC_CACHE_DIR/tuning.json):
+The log is one JSON file, by default ~/.cache/edgec/tuning.json (or $EDGEC_CACHE_DIR/tuning.json: Settings.tuning_log,
+edgec/settings.py, which the application passes as the log's path):
 
     {"version": 1, "records": {"<board>/<signature>": {"variant": "blocked", "kind": "<op kind>",
                                                        "units": {"generic": 733200, "blocked": 624640},
@@ -21,11 +22,6 @@ from edgec.ir import Op
 from edgec.ops.kernel import Lowering
 
 VERSION = 1
-
-
-def default_path() -> Path:
-    root = os.environ.get("EDGEC_CACHE_DIR")
-    return (Path(root) if root else Path.home() / ".cache" / "edgec") / "tuning.json"
 
 
 def key(board: str, sig: str) -> str:

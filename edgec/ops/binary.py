@@ -44,7 +44,7 @@ def add_params(s1: float, zp1: int, s2: float, zp2: int, so: float, zpo: int) ->
 def quantize_add(op: Op, ins: list[Tensor], out: Tensor) -> None:
     a, b = ins
     p = add_params(a.scale, a.zero_point, b.scale, b.zero_point, out.scale, out.zero_point)
-    op.params = dict(n=out.size, **{**p, **act_range(op, out)})
+    op.params.update(n=out.size, **{**p, **act_range(op, out)})
 
 
 def _strides6(shape, out_dims):
@@ -85,7 +85,7 @@ def quantize_binary(op: Op, ins: list[Tensor], out: Tensor) -> None:
         p["out_mult"], p["out_shift"] = quantize_multiplier(ta.scale / (tb.scale * out.scale * (1 << DIV_SHIFT)))
     p.update(act_range(op, out))
     p["_const_first"] = bool(a["const_first"])
-    op.params = p
+    op.params.update(p)
 
 
 # ---- NumPy integer twins ------------------------------------------------------------------------
@@ -281,7 +281,7 @@ def _fuse_gate(cx, node) -> bool:
             continue
         prod = cx.graph.producer(cx.values[s][0])
         tx, px = cx.values[x]
-        if prod is None or not is_table(prod) or prod.inputs != [tx] or cx.values[s][1] != px:
+        if prod is None or not is_table(prod) or prod.inputs != (tx,) or cx.values[s][1] != px:
             continue
         if prod.attrs["fn"] == "sigmoid":
             prod.attrs["fn"] = "silu"

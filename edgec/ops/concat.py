@@ -26,7 +26,7 @@ def quantize_concat(op: Op, ins: list[Tensor], out: Tensor) -> None:
             op.arrays[f"table{i}"] = requant_table(t.scale, t.zero_point, out.scale, out.zero_point)
         parts.append(dict(outer=a["outer"], chunk=chunk, out_stride=total, out_offset=off))
         off += chunk
-    op.params = dict(parts=parts)
+    op.params.update(parts=parts)
 
 
 def concat_part_s8(p: dict, table, x, out: np.ndarray) -> None:

@@ -27,7 +27,7 @@ KIND = "requantize"
 def quantize_requantize(op: Op, ins: list[Tensor], out: Tensor) -> None:
     mult, shift = quantize_multiplier(ins[0].scale / out.scale)
     zp = ins[0].zero_point if out.dtype == "int16" else out.zero_point
-    op.params = dict(n=out.size, zero_point=int(zp), mult=mult, shift=shift)
+    op.params.update(n=out.size, zero_point=int(zp), mult=mult, shift=shift)
 
 
 def requantize_s8_s16(x, input_zp: int, mult: int, shift: int) -> np.ndarray:

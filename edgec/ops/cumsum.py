@@ -22,7 +22,7 @@ MAX_N = 1 << 23      # |sum of n (x - zero point)| < 2^31 in the int32 accumulat
 def quantize_cumsum(op: Op, ins: list[Tensor], out: Tensor) -> None:
     a, x = op.attrs, ins[0]
     mult, shift = quantize_multiplier(x.scale / out.scale)
-    op.params = dict(outer=a["outer"], n=a["n"], inner=a["inner"], exclusive=a["exclusive"], reverse=a["reverse"],
+    op.params.update(outer=a["outer"], n=a["n"], inner=a["inner"], exclusive=a["exclusive"], reverse=a["reverse"],
                      input_zp=x.zero_point, mult=mult, shift=shift, output_zp=out.zero_point, **act_range(op, out))
 
 

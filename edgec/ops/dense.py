@@ -21,7 +21,7 @@ from edgec.fixedpoint.scheme import act_range, finish, finish16, unpack_int4, we
 def quantize_fc(op: Op, ins: list[Tensor], out: Tensor) -> None:
     weighted(op, ins[0], out, 0)
     n_out, n_in = op.attrs["weights"].shape
-    op.params = dict(in_features=n_in, out_features=n_out, input_zp=ins[0].zero_point,
+    op.params.update(in_features=n_in, out_features=n_out, input_zp=ins[0].zero_point,
                      output_zp=out.zero_point, **act_range(op, out))
 
 

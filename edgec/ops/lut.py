@@ -22,7 +22,7 @@ from edgec.ops.opdef import CallSite, OpDef
 
 def quantize_lut(op: Op, ins: list[Tensor], out: Tensor) -> None:
     a, x = op.attrs, ins[0]
-    op.params = dict(n=out.size, count=a["count"], inner=a["inner"])
+    op.params.update(n=out.size, count=a["count"], inner=a["inner"])
     op.arrays["table"] = table(a["fn"], a["fparams"], a["consts"], x.scale, x.zero_point,
                                            out.scale, out.zero_point)
 

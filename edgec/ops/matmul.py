@@ -9,6 +9,8 @@ requantization pass per row pair.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from edgec.errors import node_error
@@ -26,7 +28,7 @@ STRIDES = ("a_batch_stride", "a_row_stride", "a_col_stride", "b_batch_stride", "
 def quantize_matmul(op: Op, ins: list[Tensor], out: Tensor) -> None:
     a = op.attrs
     mult, shift = quantize_multiplier(a.get("alpha", 1.0) * ins[0].scale * ins[1].scale / out.scale)
-    op.params = dict(batch=a["batch"], m=a["m"], k=a["k"], n=a["n"], **{s: a[s] for s in STRIDES},
+    op.params.update(batch=a["batch"], m=a["m"], k=a["k"], n=a["n"], **{s: a[s] for s in STRIDES},
                      a_offset=a.get("a_offset", 0), b_offset=a.get("b_offset", 0),
                      a_zp=ins[0].zero_point, b_zp=ins[1].zero_point,
                      mult=mult, shift=shift, output_zp=out.zero_point, **act_range(op, out))
@@ -124,14 +126,16 @@ OPS = [OpDef("matmul", "matmul", quantize_matmul, float_matmul, fuses_activation
 def read_through_views(g) -> None:
     """Each operand of a product that is a slice/reshape/permutation of another tensor (a Split of the fused
     in_proj, a head Reshape) or that tensor times one positive constant (q / sqrt(d)) is read in place through
-    an offset and strides, the constant going into the product's multiplier; ops left without readers go."""
+    an offset and strides, the constant going into the product's multiplier; ops left without readers go
+    (g: the canonicalizer's ir.GraphBuilder)."""
     for op in [o for o in g.ops if o.kind == "matmul"]:
         for i, (first, size) in enumerate(((0, (op.attrs["m"], op.attrs["k"])), (3, (op.attrs["k"], op.attrs["n"])))):
-            _read_through(g, op, i, first, size)
+            op = _read_through(g, op, i, first, size)
     g.prune()
 
 
-def _read_through(g, op: Op, i: int, first: int, size: tuple) -> None:
+def _read_through(g, op: Op, i: int, first: int, size: tuple) -> Op:
+    """The product reading operand i through its views (the op in the builder now), or op as it was."""
     a, side = op.attrs, "ab"[i]
     strides = [int(a[s]) for s in STRIDES[first:first + 3]]
     idx = int(a.get(f"{side}_offset", 0)) + _gather(np.arange(g.tensors[op.inputs[i]].size), int(a["batch"]),
@@ -149,15 +153,16 @@ def _read_through(g, op: Op, i: int, first: int, size: tuple) -> None:
         alpha *= 1.0 if factor is None else factor
         tensor = prod.inputs[0]
     if tensor == op.inputs[i]:
-        return
+        return op
     fit = _affine(idx)
     if fit is None:
-        return
-    op.inputs[i] = tensor
+        return op
+    op = g.replace_op(op, dataclasses.replace(op, inputs=op.inputs[:i] + (tensor,) + op.inputs[i + 1:]))
     a[f"{side}_offset"] = fit[0]
     for name, st in zip(STRIDES[first:first + 3], fit[1:]):
         a[name] = st
     a["alpha"] = a.get("alpha", 1.0) * alpha
+    return op
 
 
 def _affine(idx: np.ndarray):

@@ -12,6 +12,7 @@ ConvTranspose's zero insertion). Chains of remaps are merged into one after the 
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import numpy as np
 
@@ -56,7 +57,7 @@ def quantize_transpose(op: Op, ins: list[Tensor], out: Tensor) -> None:
         perm = [squeezed.index(p) for p in keep]
         dims = [dims[i] for i in squeezed]
     lead = 4 - len(dims)
-    op.params = dict(dims=[1] * lead + dims, perm=list(range(lead)) + [p + lead for p in perm])
+    op.params.update(dims=[1] * lead + dims, perm=list(range(lead)) + [p + lead for p in perm])
 
 
 def quantize_remap(op: Op, ins: list[Tensor], out: Tensor) -> None:
@@ -65,7 +66,7 @@ def quantize_remap(op: Op, ins: list[Tensor], out: Tensor) -> None:
     tables = [np.zeros(1, np.int64)] * (RANK - len(a["tables"])) + list(a["tables"])
     start = np.cumsum([0] + [len(t) for t in tables[:-1]]).tolist()
     pad = int(np.clip(round(a["pad"] / x.scale) + x.zero_point, -128, 127))
-    op.params = dict(dims=dims, start=[int(s) for s in start], pad_value=pad)
+    op.params.update(dims=dims, start=[int(s) for s in start], pad_value=pad)
     op.arrays["offsets"] = np.concatenate(tables).astype(np.int32)
 
 
@@ -266,7 +267,8 @@ def source_index(op: Op, size: int) -> np.ndarray | None:
 
 def merge_remaps(g) -> None:
     """A remap reading only another remap's output becomes one remap (Slice -> Slice -> Resize, Pad ->
-    Slice, ... as exporters write them): one pass over the data instead of several."""
+    Slice, ... as exporters write them): one pass over the data instead of several (g: the canonicalizer's
+    ir.GraphBuilder)."""
     merged = True
     while merged:
         merged = False
@@ -279,7 +281,7 @@ def merge_remaps(g) -> None:
             if both is None:
                 continue
             op2.attrs["tables"], op2.attrs["pad"] = both
-            op2.inputs = list(op1.inputs)
+            g.replace_op(op2, dataclasses.replace(op2, inputs=op1.inputs))
             g.ops.remove(op1)
             del g.tensors[src]
             merged = True

@@ -48,7 +48,7 @@ def quantize_layer_norm(op: Op, ins: list[Tensor], out: Tensor) -> None:
             break
         k -= 1
     eps = min(round(cols * cols * float(a["epsilon"]) / (x.scale * x.scale)), EPS_MAX)
-    op.params = dict(rows=int(a["rows"]), cols=cols, input_zp=x.zero_point, eps_q=int(eps), frac_bits=f,
+    op.params.update(rows=int(a["rows"]), cols=cols, input_zp=x.zero_point, eps_q=int(eps), frac_bits=f,
                      mult=mult, shift=shift, output_zp=out.zero_point, **act_range(op, out))
     op.arrays["gamma"] = np.clip(gq, -32767, 32767).astype(np.int16)
     op.arrays["beta"] = np.clip(bq, -(1 << 30), 1 << 30).astype(np.int32)

@@ -33,6 +33,7 @@ class Int16:
 
     quantize: Quantizer
     layer: bool = False          # an unweighted kind `--int16 NODE` may name too (softmax); weighted kinds always
+    fixed_qparams: tuple[float, int] | None = None   # the int16 output's own (scale, zero point), if the kind fixes it
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from edgec.fixedpoint.scheme import act_range
 # ---- quantize ---------------------------------------------------------------------------------
 def quantize_pool(op: Op, ins: list[Tensor], out: Tensor) -> None:
     (ih, iw, c), (oh, ow, _) = op.attrs["in_hwc"], op.attrs["out_hwc"]
-    op.params = dict(in_h=ih, in_w=iw, c=c, out_h=oh, out_w=ow, k_h=op.attrs["kernel"][0],
+    op.params.update(in_h=ih, in_w=iw, c=c, out_h=oh, out_w=ow, k_h=op.attrs["kernel"][0],
                      k_w=op.attrs["kernel"][1], stride_h=op.attrs["stride"][0], stride_w=op.attrs["stride"][1],
                      pad_top=op.attrs["pad"][0], pad_left=op.attrs["pad"][1], **act_range(op, out))
 
@@ -168,7 +168,7 @@ def _pool_padded(cx, node, kind, kernel, strides, begins):
         fns.append(lambda m, i=i: np.where((np.arange(m) - begins[i] >= 0) & (np.arange(m) - begins[i] < shape[2 + i]),
                                            np.arange(m) - begins[i], -1))
     movement.remap_axes(cx, node, x, mid, fns)
-    cx.graph.tensors[cx.values[mid][0]].source = x
+    cx.graph.retensor(cx.values[mid][0], source=x)
     fake = onnx.helper.make_node("AveragePool", [mid], [y], name=node.name, kernel_shape=kernel,
                                  strides=strides)
     pool(cx, fake, kind, kernel, strides, (0, 0))

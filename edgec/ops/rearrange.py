@@ -176,7 +176,7 @@ def _space_depth(cx, node, to_space):
         if mode != "CRD":
             order = ["i", "j", "c", "h", "w"] if perm == (0, 1, 2, 3) else ["h", "w", "i", "j", "c"]
     out = movement.emit_remap(cx, node, tensor, y, [axes[k][0] for k in order], [axes[k][1](axes[k][0]) for k in order])
-    cx.graph.tensors[out].shape = tuple(cx.shape(y, node)[p] for p in perm)
+    cx.graph.retensor(out, shape=tuple(cx.shape(y, node)[p] for p in perm))
     cx.graph.ops[-1].attrs["dims"] = tuple(axes[k][0] for k in order)
     cx.values[y] = (out, perm)
 

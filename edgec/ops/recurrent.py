@@ -80,7 +80,7 @@ def quantize_recurrent(op: Op, ins: list[Tensor], out: Tensor) -> None:
     mult_h, shift_h = _multipliers(np.asarray(sh) * 2.0 ** (GATE_BITS - STATE_BITS))
     state_bits = CELL_BITS if a["output"] == OUT_LAST_CELL else STATE_BITS
     out_mult, out_shift = quantize_multiplier(2.0 ** -state_bits / out.scale)
-    op.params = dict(steps=a["steps"], batch=a.get("batch", 1), input_size=a["input_size"], hidden=a["hidden"],
+    op.params.update(steps=a["steps"], batch=a.get("batch", 1), input_size=a["input_size"], hidden=a["hidden"],
                      gru=int(op.kind == "gru"), reverse=a["reverse"],
                      linear_before_reset=a.get("linear_before_reset", 0),
                      output=a["output"], out_mult=out_mult, out_shift=out_shift,

@@ -40,7 +40,7 @@ def quantize_reduce(op: Op, ins: list[Tensor], out: Tensor) -> None:
     real = x.scale / out.scale / (n if kind == "mean" else 1)
     mult, shift = quantize_multiplier(real)
     code = REDUCE_KINDS["sum" if kind == "mean" else kind]
-    op.params = dict(outer=a["outer"], n=n, inner=a["inner"], kind=code, select_last=a["select_last"],
+    op.params.update(outer=a["outer"], n=n, inner=a["inner"], kind=code, select_last=a["select_last"],
                      input_zp=x.zero_point, mult=mult, shift=shift, output_zp=out.zero_point,
                      act_min=-128, act_max=127)
 
@@ -151,7 +151,7 @@ def _table_then_sum(cx, node, suffix, fn, consts=None):
     mid = node.output[0] + suffix
     cx.shapes[mid] = cx.shape(node.input[0], node)
     emit_lut(cx, node, node.input[0], mid, fn, consts=consts)
-    cx.graph.tensors[cx.values[mid][0]].source = SYNTHETIC + mid
+    cx.graph.retensor(cx.values[mid][0], source=SYNTHETIC + mid)
     fake = onnx.helper.make_node("ReduceSum", [mid] + list(node.input[1:]), list(node.output), name=node.name)
     fake.attribute.extend(node.attribute)
     reduce(cx, fake, "sum", _reduce_axes(cx, node, len(cx.shapes[mid])))

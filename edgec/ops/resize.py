@@ -19,7 +19,7 @@ from edgec.ops.softmax import _round_div_pot
 def quantize_resize(op: Op, ins: list[Tensor], out: Tensor) -> None:
     a = op.attrs
     (ih, iw, c), (oh, ow, _) = a["in_hwc"], a["out_hwc"]
-    op.params = dict(in_h=ih, in_w=iw, c=c, out_h=oh, out_w=ow)
+    op.params.update(in_h=ih, in_w=iw, c=c, out_h=oh, out_w=ow)
     op.arrays["idx"] = np.concatenate([a["y0"], a["y1"], a["x0"], a["x1"]]).astype(np.int32)
     op.arrays["frac"] = np.round(np.concatenate([a["fy"], a["fx"]]) * 1024).astype(np.int32)
 

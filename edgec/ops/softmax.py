@@ -41,7 +41,7 @@ def log2_table() -> np.ndarray:
 
 
 def quantize_softmax(op: Op, ins: list[Tensor], out: Tensor) -> None:
-    op.params = dict(rows=op.attrs["rows"], cols=op.attrs["cols"])
+    op.params.update(rows=op.attrs["rows"], cols=op.attrs["cols"])
     if op.attrs.get("arithmetic") == "tflite":       # a .tflite model's softmax: TFLite's own fixed-point one
         mult, shift, diff_min = tflite_softmax_scaling(ins[0].scale, op.attrs.get("beta", 1.0))
         op.params["diff_min"] = diff_min
@@ -79,11 +79,11 @@ def exp16_tables(input_scale: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def quantize_softmax16(op: Op, ins: list[Tensor], out: Tensor) -> None:
-    """The int16 variant: tables from the int16 input's scale; the output is Q0.15."""
+    """The int16 variant: tables from the int16 input's scale; the output is Q0.15 (Int16.fixed_qparams)."""
     if int(op.attrs["cols"]) > 1 << 16:     # the row's sum of Q15 exps stays within 32 bits
         raise EdgecError(f"node '{op.name}': an int16 softmax over {op.attrs['cols']} values (at most 65536)")
-    out.scale, out.zero_point = 1.0 / 32768.0, 0
-    op.params = dict(rows=op.attrs["rows"], cols=op.attrs["cols"])
+    op.params.clear()
+    op.params.update(rows=op.attrs["rows"], cols=op.attrs["cols"])
     op.arrays.pop("exp_table", None)
     op.arrays["exp_hi"], op.arrays["exp_lo"] = exp16_tables(ins[0].scale)
 
@@ -93,7 +93,7 @@ def quantize_log_softmax(op: Op, ins: list[Tensor], out: Tensor) -> None:
     k_in, k_ln = round(x.scale / out.scale * 65536), round(65536 / out.scale)
     if max(abs(k_in), k_ln) >= 2 ** 31:
         raise EdgecError(f"node '{op.name}': LogSoftmax output range too narrow for int8 (scale {out.scale})")
-    op.params = dict(rows=a["rows"], cols=a["cols"], k_in=int(k_in), k_ln=int(k_ln), output_zp=out.zero_point)
+    op.params.update(rows=a["rows"], cols=a["cols"], k_in=int(k_in), k_ln=int(k_ln), output_zp=out.zero_point)
     op.arrays["exp_table"] = np.asarray(softmax_table(x.scale), np.uint32)
     op.arrays["log_table"] = log2_table()
 
@@ -220,7 +220,7 @@ def _tflite(op: Op) -> bool:
 OPS = [
     OpDef("softmax", "softmax", quantize_softmax, lambda op, ins: _float(op, ins[0], False), in_place=True,
           distribution=True, qparams="fixed", fixed_qparams=lambda op: (1.0 / 256.0, -128),
-          int16=Int16(quantize_softmax16, layer=True)),
+          int16=Int16(quantize_softmax16, layer=True, fixed_qparams=(1.0 / 32768.0, 0))),
     OpDef("log_softmax", "softmax", quantize_log_softmax, lambda op, ins: _float(op, ins[0], True), distribution=True),
 ]
 KERNELS = [

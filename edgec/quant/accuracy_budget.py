@@ -24,7 +24,6 @@ reference (edgec/quant/reference.py, what the C computes bit for bit) on at most
 """
 from __future__ import annotations
 
-import copy
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -109,24 +108,20 @@ def changed(float_out: np.ndarray, q: np.ndarray, scale: float, zero_point: int,
 
 
 def search(float_graph: Graph, ranges: dict, per_channel: bool, x: np.ndarray, y: np.ndarray,
-           float_out: np.ndarray, max_drop: float, evaluated_on: str, finish: Callable[[Graph], None] = lambda g: None,
+           float_out: np.ndarray, max_drop: float, evaluated_on: str, finish: Callable[[Graph], Graph] = lambda g: g,
            log: Callable[[str], None] = lambda _: None, safety: float = 1.0) -> tuple[Graph, Choice]:
     """The chosen quantized graph and the record of the choice. float_graph is the canonical float graph
-    (not modified), float_out the float model's outputs on x; `finish` runs after quantize on every candidate
-    (bias correction); safety the error factor predictions must withstand (SAFETY on the calibration set)."""
+    (every candidate is made from it anew), float_out the float model's outputs on x; `finish` turns each
+    quantized candidate into the final one (bias correction); safety the error factor predictions must
+    withstand (SAFETY on the calibration set)."""
     t0 = time.monotonic()
     x, y, float_out = x[:EVAL_LIMIT], y[:EVAL_LIMIT], float_out[:EVAL_LIMIT]
     amplified = f" under {safety:g}x the quantization error" if safety != 1.0 else ""
     allowed = max_drop / 100.0 + 1e-9
 
     def build(wide: list[str], four: list[str]) -> Graph:
-        g = copy.deepcopy(float_graph)
-        if wide:
-            int16.mark(g, wide)
-        int4layers.mark(g, four)
-        quantize(g, ranges, per_channel)
-        finish(g)
-        return g
+        g = int16.mark(float_graph, wide)[0] if wide else float_graph
+        return finish(quantize(int4layers.mark(g, four)[0], ranges, per_channel))
 
     def trial(what: str, wide: list[str], four: list[str]) -> tuple[Graph, float, float]:
         """Build and score a candidate: (graph, top-1, the fraction of samples whose top-1 class is not float's)."""

@@ -54,13 +54,13 @@ def load_graph(folder: Path) -> Graph:
         tensors = {t["name"]: Tensor(name=t["name"], shape=tuple(t["shape"]), source=t["source"],
                                      scale=t["scale"], zero_point=t["zero_point"], dtype=t.get("dtype", "int8"))
                    for t in meta["tensors"]}
-        ops = [Op(kind=o["kind"], name=o["name"], inputs=o["inputs"], output=o["output"], params=o["params"],
+        ops = [Op(kind=o["kind"], name=o["name"], inputs=tuple(o["inputs"]), output=o["output"], params=o["params"],
                   arrays={k: arrays[f"{i}.{k}"] for k in o["arrays"]}) for i, o in enumerate(meta["ops"])]
-        return Graph(name=meta["name"], tensors=tensors, ops=ops, input=meta["input"], output=meta["output"],
+        return Graph(name=meta["name"], tensors=tensors, ops=tuple(ops), input=meta["input"], output=meta["output"],
                      input_onnx_shape=tuple(meta["input_onnx_shape"]),
                      output_onnx_shape=tuple(meta["output_onnx_shape"]),
-                     more_inputs=meta.get("ports", {}).get("more_inputs", []),
-                     more_outputs=meta.get("ports", {}).get("more_outputs", []),
+                     more_inputs=tuple(meta.get("ports", {}).get("more_inputs", ())),
+                     more_outputs=tuple(meta.get("ports", {}).get("more_outputs", ())),
                      port_names=meta.get("ports", {}).get("names", {}),
                      port_shapes={k: tuple(v) for k, v in meta.get("ports", {}).get("shapes", {}).items()})
     except Exception as exc:    # missing, truncated (zip, zlib, npy) or edited (JSON of the wrong shape)

@@ -6,14 +6,14 @@ judged by the INT8 model's output against float on held-out calibration samples.
 - per tensor (greedy coordinate search): start from that per-model choice; then, tensor by tensor in
   execution order, try each other method's range for that tensor alone and keep it when the held-out
   output SQNR improves by more than MIN_GAIN_DB and gets no worse on either half (interleaved folds)
-  of the held-out samples: a gain that only one half sees is noise of a small held-out set. A trial re-quantizes the graph (milliseconds) and
+  of the held-out samples: a gain that only one half sees is noise of a small held-out set. A trial quantizes the
+  float graph anew (milliseconds; quantize returns a new graph, the float one stays as it is) and
   reruns the integer reference only from the first op the tensor affects (the held-out samples'
   earlier tensors are reused). The search stops at its time budget; tensors it did not reach keep
   the per-model method, and the result says so.
 """
 from __future__ import annotations
 
-import copy
 import time
 from dataclasses import dataclass, field
 
@@ -71,11 +71,6 @@ def output_sqnr_of(graph: Graph, outputs: list[np.ndarray], y_float: np.ndarray,
     return total, [sensitivity.sqnr_db(float(sig[k::folds].sum()), float(noise[k::folds].sum())) for k in range(folds)]
 
 
-def _quantized(float_graph: Graph, ranges: Ranges, per_channel: bool) -> Graph:
-    g = copy.deepcopy(float_graph)
-    return quantize(g, ranges, per_channel)
-
-
 def _run(graph: Graph, x: np.ndarray, envs: list[dict] | None = None, start: int = 0) -> list[dict]:
     """Every tensor of the integer reference for each sample; with envs, ops before `start` are reused."""
     out = []
@@ -97,7 +92,7 @@ def per_model(graph: Graph, by_method: dict[str, Ranges], own: Ranges, x, y, per
     """(best method, {method: held-out output SQNR dB})."""
     scores = {}
     for m in METHODS:
-        g = _quantized(graph, {**by_method[m], **own}, per_channel)
+        g = quantize(graph, {**by_method[m], **own}, per_channel)
         scores[m] = round(output_sqnr_of(g, [e[g.output] for e in _run(g, x)], y), 2)
     return max(scores, key=lambda m: (scores[m], -METHODS.index(m))), scores
 
@@ -123,7 +118,7 @@ def per_tensor(graph: Graph, by_method: dict[str, Ranges], own: Ranges, x, y, st
     t0 = time.monotonic()
     choice = {s: start for s in by_method[start]}
     ranges = {**by_method[start], **own}
-    g = _quantized(graph, ranges, per_channel)
+    g = quantize(graph, ranges, per_channel)
     envs = _run(g, x)
     best, best_folds = output_sqnr_of(g, [e[g.output] for e in envs], y, FOLDS)
     order = searchable(graph, by_method)
@@ -138,7 +133,7 @@ def per_tensor(graph: Graph, by_method: dict[str, Ranges], own: Ranges, x, y, st
             if m == choice[src] or abs(lo - cur_lo) + abs(hi - cur_hi) <= SAME_RANGE * max(cur_hi - cur_lo, 1e-12):
                 continue
             trial_ranges = {**ranges, src: (lo, hi)}
-            tg = _quantized(graph, trial_ranges, per_channel)
+            tg = quantize(graph, trial_ranges, per_channel)
             trial_envs = _run(tg, x, envs, first_op)
             score, folds = output_sqnr_of(tg, [e[tg.output] for e in trial_envs], y, FOLDS)
             search.trials += 1

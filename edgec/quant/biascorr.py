@@ -16,6 +16,8 @@ compares against the original float model.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from edgec import ports
@@ -43,13 +45,17 @@ def _channel_mean(op: Op, x, weights) -> np.ndarray:
     return np.asarray(y).reshape(-1, n).mean(axis=0)
 
 
-def _set_bias(op: Op, bias: np.ndarray) -> None:
-    op.attrs.setdefault("float_bias", op.attrs["bias"])
-    op.attrs["bias"] = np.asarray(bias, np.float32)
+def _with_bias(op: Op, bias: np.ndarray) -> Op:
+    """The op anew with this float bias (its own float_bias kept: the original model's)."""
+    attrs = dict(op.attrs)
+    attrs.setdefault("float_bias", attrs["bias"])
+    attrs["bias"] = np.asarray(bias, np.float32)
+    return replace(op, attrs=attrs)
 
 
-def correct_float(graph: Graph, samples: np.ndarray, per_channel: bool = True) -> None:
-    """The float variant (before quantization): subtract E[(W_q - W) x] over float inputs x."""
+def correct_float(graph: Graph, samples: np.ndarray, per_channel: bool = True) -> Graph:
+    """The float variant (before quantization): the graph with E[(W_q - W) x] over float inputs x taken off
+    each correctable layer's bias."""
     ops = [op for op in graph.ops if op.kind in BIAS_CORRECTABLE]
     delta = {id(op): _dequantized_weights(op, per_channel) - op.attrs["weights"] for op in ops}
     shift = {id(op): np.zeros(len(op.attrs["bias"])) for op in ops}
@@ -57,28 +63,32 @@ def correct_float(graph: Graph, samples: np.ndarray, per_channel: bool = True) -
         env = floatref.run(graph, x)
         for op in ops:
             shift[id(op)] += _channel_mean(op, env[op.inputs[0]], delta[id(op)])
-    for op in ops:
-        _set_bias(op, op.attrs["bias"] - shift[id(op)] / len(samples))
+    return graph.replace_ops(_with_bias(op, op.attrs["bias"] - shift[id(op)] / len(samples)) if id(op) in shift
+                             else op for op in graph.ops)
 
 
-def correct_quantized(graph: Graph, ranges: dict, samples: np.ndarray, per_channel: bool = True) -> int:
-    """The quantized variant, on a graph `quantize(graph, ranges, per_channel)` has quantized (and
-    re-quantizes it). Returns the number of layers corrected."""
+def correct_quantized(graph: Graph, ranges: dict, samples: np.ndarray, per_channel: bool = True) -> tuple[Graph, int]:
+    """The quantized variant, on a graph `quantize(graph, ranges, per_channel)` has quantized: the corrected
+    graph (quantized again) and the number of layers corrected."""
     ops = [op for op in graph.ops if op.kind in BIAS_CORRECTABLE]
     target = {id(op): np.zeros(len(op.attrs["bias"])) for op in ops}
     for x in samples:                          # the float model's pre-activation means
         env = floatref.run(graph, x)
         for op in ops:
             target[id(op)] += _channel_mean(op, env[op.inputs[0]], None)
+    target = [target.get(id(op)) for op in graph.ops]        # by position: quantize makes every op anew
     envs = [ports.feed(graph, q) for q in ports.quantize_inputs(graph, samples)]
-    for op in graph.ops:
+    for k in range(len(graph.ops)):
+        op = graph.ops[k]
         if op.kind in BIAS_CORRECTABLE:
             w = _dequantized_weights(op, per_channel)
             t = graph.tensors[op.inputs[0]]
             seen = sum(_channel_mean(op, dequantize(t, env[op.inputs[0]]), w) for env in envs) / len(envs)
-            _set_bias(op, op.attrs["bias"] - (seen - target[id(op)] / len(samples)))
-            quantize(graph, ranges, per_channel)          # milliseconds; earlier ops come out the same
+            fixed = _with_bias(op, op.attrs["bias"] - (seen - target[k] / len(samples)))
+            graph = quantize(graph.replace_ops(graph.ops[:k] + (fixed,) + graph.ops[k + 1:]), ranges,
+                             per_channel)          # milliseconds; earlier ops come out the same
+            op = graph.ops[k]
         out = graph.tensors[op.output]
         for env in envs:
             env[op.output] = reference.run_op(op, [env[i] for i in op.inputs], out.shape, out.dtype)
-    return len(ops)
+    return graph, len(ops)

@@ -7,8 +7,9 @@ histogram over [min, max]; neither keeps activations or the whole data set in me
 few samples are held out (their histograms kept apart, their inputs and float outputs kept) so
 that `auto` can judge the range methods on data they were not fitted to.
 
-Statistics are cached under ~/.cache/edgec/calib (or $EDGEC_CACHE_DIR/calib), keyed by the
-model, the data file's content and the options that change them: a rebuild does not recalibrate.
+Statistics are cached in the folder the caller gives (Settings.calib_cache: ~/.cache/edgec/calib, or
+$EDGEC_CACHE_DIR/calib), keyed by the model, the data file's content and the options that change them: a
+rebuild does not recalibrate.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ import onnx
 
 from edgec import __version__
 from edgec.frontend import opsets
-from edgec.data import SampleStream
+from edgec.data import Samples
 from edgec.errors import EdgecError
 from edgec.frontend.loader import graph_inputs
 from edgec.quant.ranges import BINS, choose, histogram
@@ -152,7 +153,7 @@ class Stats:
 
 
 class _ArrayStream:
-    """SampleStream's interface over an array already in memory."""
+    """Samples' interface (edgec/data.py) over an array already in memory."""
 
     def __init__(self, x: np.ndarray):
         self.x, self.n = np.asarray(x, np.float32), len(x)
@@ -278,11 +279,6 @@ def _pick_session(model, values, stream, batch):
 
 # ---- cache -----------------------------------------------------------------------------------------
 
-def cache_dir() -> Path:
-    root = os.environ.get("EDGEC_CACHE_DIR")
-    return (Path(root) if root else Path.home() / ".cache" / "edgec") / "calib"
-
-
 def cache_key(model: onnx.ModelProto, data_digest: str, **options) -> str:
     h = hashlib.sha256()
     h.update(model.SerializeToString(deterministic=True))
@@ -339,16 +335,17 @@ def load_stats(path: Path) -> Stats | None:
         return None
 
 
-def collect_cached(model: onnx.ModelProto, stream: SampleStream, values: Iterable[str], histograms: bool,
-                   holdout: int, rescale=None, use_cache: bool = True, progress: Progress | None = None,
+def collect_cached(model: onnx.ModelProto, stream: Samples, values: Iterable[str], histograms: bool,
+                   holdout: int, rescale=None, cache_dir: Path | None = None, progress: Progress | None = None,
                    log: Callable[[str], None] | None = None) -> Stats:
-    """`collect`, reusing the statistics of an earlier run on the same model, data and options."""
+    """`collect`, reusing the statistics of an earlier run on the same model, data and options kept in
+    cache_dir (None: no cache)."""
     values = sorted(set(values))
     path = None
-    if use_cache:
+    if cache_dir is not None:
         key = cache_key(model, stream.digest(), values=values, holdout=holdout,
                         rescale={k: [a, f] for k, (a, f) in sorted((rescale or {}).items())})
-        path = cache_dir() / f"{key}.npz"
+        path = Path(cache_dir) / f"{key}.npz"
         cached = load_stats(path) if path.is_file() else None
         if cached is None and path.is_file():       # a damaged entry (edgec's own file): discard, recompute
             if log:

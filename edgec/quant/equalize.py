@@ -8,12 +8,14 @@ much better. ReLU, max pooling and average pooling work channel by channel and c
 scale (max(s a, s b) = s max(a, b)), so the float function is unchanged; a clamp at a finite upper bound
 (ReLU6) does not, so such pairs are skipped.
 
-The canonical graph changes, the ONNX model does not: `equalize` returns the per-channel factors
-by which each middle tensor's ONNX value must be multiplied before calibration observes it.
+`equalize` returns a new canonical graph (the pairs' ops made anew with their rescaled weights) and the
+per-channel factors by which each middle tensor's ONNX value must be multiplied before calibration observes
+it: the ONNX model, like the graph it was given, does not change.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -56,10 +58,13 @@ def pairs(graph: Graph) -> list[tuple[Op, Op]]:
     return found
 
 
-def equalize(graph: Graph, iterations: int = 20) -> dict[str, tuple[int, np.ndarray]]:
-    """Equalize every pair in place; returns {ONNX value: (axis 1, factor)} for calibration."""
+def equalize(graph: Graph, iterations: int = 20) -> tuple[Graph, dict[str, tuple[int, np.ndarray]]]:
+    """(the graph with every pair equalized, {ONNX value: (axis 1, factor)} for calibration)."""
     factor: dict[str, np.ndarray] = {}
-    todo = pairs(graph)
+    found = pairs(graph)
+    fresh = {id(op): replace(op, attrs=dict(op.attrs)) for pair in found for op in pair}   # rescaled below
+    graph = graph.replace_ops(fresh.get(id(op), op) for op in graph.ops)
+    todo = [(fresh[id(a)], fresh[id(b)]) for a, b in found]
     for _ in range(iterations):
         for a, b in todo:
             ea, eb = REGISTRY[a.kind].equalize, REGISTRY[b.kind].equalize
@@ -71,4 +76,4 @@ def equalize(graph: Graph, iterations: int = 20) -> dict[str, tuple[int, np.ndar
             between = dict.fromkeys(graph.tensors[m.output].source for m in [a, *chain(graph, a)[0]])
             for src in between:                         # every ONNX value between the two layers is scaled
                 factor[src] = factor.get(src, np.ones_like(s)) / s
-    return {src: (1, f) for src, f in factor.items()}
+    return graph, {src: (1, f) for src, f in factor.items()}

@@ -6,7 +6,7 @@ per-channel weights as everywhere, an int64 bias (kept within +-2^40 so the int6
 inside what the 64-bit requantization takes), and the kinds' 16x8 quantizers (`OpDef.int16`) and kernels (the
 records of precision int16 in their families, edgec/ops/kernel.py). The model's input and output stay int8 at the API.
 
-`mark(graph, names)` rewrites the float canonical graph before quantization:
+`mark(graph, names)` rewrites the float canonical graph before quantization (into a new graph):
 - the chosen ops' input and output tensors get int16 twins (`<name>:s16`, dtype "int16");
 - an int8 tensor an int16 layer reads is converted by a `requantize` op (int8 -> int16) placed after
   its producer; an int16 output that an int8 op (or the model output) reads is converted back
@@ -18,6 +18,8 @@ reference (the 16x8 kernels), the planner (bytes, not elements) and codegen (the
 kernels never take an int16 op.
 """
 from __future__ import annotations
+
+from dataclasses import replace
 
 from edgec.errors import EdgecError
 from edgec.ir import Graph, Op, Tensor
@@ -49,12 +51,12 @@ def check_names(graph: Graph, names) -> list[str]:
     return names
 
 
-def mark(graph: Graph, names) -> int:
-    """Rewrite `graph` (float, canonical, before quantize) so the named layers run with int16
-    activations; returns the number of conversion ops inserted."""
+def mark(graph: Graph, names) -> tuple[Graph, int]:
+    """`graph` (float, canonical, before quantize) rewritten so the named layers run with int16 activations,
+    and the number of conversion ops inserted."""
     names = set(check_names(graph, names))
     if not names:
-        return 0
+        return graph, 0
     chosen = {id(op) for op in graph.ops if op.name in names and op.kind in INT16_NAMEABLE}
     readers: dict[str, list[Op]] = {}
     for op in graph.ops:
@@ -74,33 +76,32 @@ def mark(graph: Graph, names) -> int:
     def needs_int8(t: str) -> bool:
         return t in graph.outputs or any(id(r) not in chosen and id(r) not in views for r in readers.get(t, []))
 
+    tensors = dict(graph.tensors)
     for t in [t for t in graph.tensors if t in wide]:      # graph order: the same model every run
         src = graph.tensors[t]
-        graph.tensors[t + SUFFIX] = Tensor(name=t + SUFFIX, shape=src.shape, source=src.source, dtype="int16")
+        tensors[t + SUFFIX] = Tensor(name=t + SUFFIX, shape=src.shape, source=src.source, dtype="int16")
     converters = 0
 
     def to16(t: str) -> Op:
         nonlocal converters
         converters += 1
-        return Op(kind=CONVERT, name=f"{t} to int16", inputs=[t], output=t + SUFFIX)
+        return Op(kind=CONVERT, name=f"{t} to int16", inputs=(t,), output=t + SUFFIX)
 
     ops = [to16(t) for t in graph.inputs if t in wide]
     for op in graph.ops:
         out = op.output
         if id(op) in chosen or id(op) in views:
-            op.inputs = [t + SUFFIX for t in op.inputs]
-            op.output = out + SUFFIX
+            op = replace(op, inputs=tuple(t + SUFFIX for t in op.inputs), output=out + SUFFIX)
         ops.append(op)
         if out in native16:
             if needs_int8(out):
                 converters += 1
-                ops.append(Op(kind=CONVERT, name=f"{out} to int8", inputs=[out + SUFFIX], output=out))
+                ops.append(Op(kind=CONVERT, name=f"{out} to int8", inputs=(out + SUFFIX,), output=out))
             else:
-                del graph.tensors[out]
+                del tensors[out]
         elif out in wide:
             ops.append(to16(out))
-    graph.ops = ops
-    return converters
+    return graph.replace_ops(ops, tensors), converters
 
 
 def is_int16(graph: Graph, op: Op) -> bool:

@@ -3,9 +3,12 @@
 A layer can if its kind has an int4-weight kernel (registry.INT4_KINDS: conv2d, depthwise_conv2d, fully_connected,
 lstm, gru)
 and it keeps int8 activations (a 16x8 layer, `--int16`, takes int8 weights). `mark` sets the float op's
-attrs['weight_bits'] to 4 before quantization; the quantizer does the rest (edgec/fixedpoint/scheme.py).
+attrs['weight_bits'] to 4 (in a new graph) before quantization; the quantizer does the rest
+(edgec/fixedpoint/scheme.py).
 """
 from __future__ import annotations
+
+from dataclasses import replace
 
 from edgec.errors import EdgecError
 from edgec.ir import Graph
@@ -44,13 +47,15 @@ def chosen(graph: Graph, weights: str, names, int16: tuple[str, ...] = ()) -> li
     return candidates(graph, int16) if weights == "int4" else listed
 
 
-def mark(graph: Graph, names) -> int:
-    """Give the named layers int4 weights (attrs['weight_bits'] = 4), the others int8; returns how many."""
+def mark(graph: Graph, names) -> tuple[Graph, int]:
+    """The graph with the named layers given int4 weights (attrs['weight_bits'] = 4), the others int8, and how
+    many took int4."""
     names = set(names)
-    n = 0
+    n, ops = 0, []
     for op in graph.ops:
         if op.kind in KINDS:
             four = op.name in names and graph.tensors[op.output].dtype == "int8"
-            op.attrs["weight_bits"] = 4 if four else 8
+            op = replace(op, attrs={**op.attrs, "weight_bits": 4 if four else 8})
             n += four
-    return n
+        ops.append(op)
+    return graph.replace_ops(ops), n

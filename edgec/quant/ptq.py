@@ -1,15 +1,18 @@
-"""Post-training quantization, the whole recipe: canonical float graph + calibration file -> INT8 graph.
+"""Post-training quantization, the whole recipe: canonical float graph + calibration samples -> INT8 graph.
 
     [cross-layer equalization] -> calibration statistics (streamed, cached) -> [bias correction, float
     variant] -> [int16 layers, edgec/int16.py] -> range method (minmax / percentile / entropy / mse;
     `auto-model`: the one whose INT8 output is closest to float on held-out calibration samples;
     `auto`: that, then refined tensor by tensor, edgec/quant/autorange.py) -> quantize -> [bias correction
     on the quantized model's own activations, edgec/quant/biascorr.py] -> [sensitivity report]
+
+Each step takes a graph and returns a new one: the canonical graph `quantize_model` is given stays as it
+is, and the searches (auto ranges, the accuracy budget) quantize that one graph as often as they need.
 """
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -27,7 +30,7 @@ from edgec.quant import numerics
 from edgec.quant import reference
 from edgec.quant import sensitivity
 from edgec import ports
-from edgec.data import SampleStream, load_dataset
+from edgec.data import Samples, load_dataset
 from edgec.errors import EdgecError
 from edgec.ir import SYNTHETIC, Graph
 from edgec.quant.quantize import quantize
@@ -58,29 +61,35 @@ class QuantOptions:
     val: str | None = None             # labelled data the budget is measured on (else the calibration held-out split)
     state: tuple[str, ...] = ()        # OUTPUT=INPUT: a state fed back, both quantized alike (edgec/ports.py)
 
-    def check(self) -> None:
-        if self.method not in ALL_METHODS:
-            raise EdgecError(f"unknown calibration method '{self.method}'; use one of {', '.join(ALL_METHODS)}")
-        if self.bias_correction is True:
-            self.bias_correction = "quantized"
-        if self.bias_correction not in (False, None, *biascorr.VARIANTS):
-            raise EdgecError(f"unknown bias correction '{self.bias_correction}'; use one of {', '.join(biascorr.VARIANTS)}")
-        if not 50.0 < self.percentile <= 100.0:
-            raise EdgecError(f"--percentile {self.percentile} is out of range; give a value in (50, 100], e.g. 99.99")
-        if not (isinstance(self.sensitivity_samples, int) and self.sensitivity_samples >= 0):
-            raise EdgecError(f"--sensitivity-samples {self.sensitivity_samples}: give a whole number >= 0")
-        if not (self.auto_seconds >= 0 and self.auto_seconds != float("inf")):    # NaN fails the first test
-            raise EdgecError(f"--auto-seconds {self.auto_seconds}: give a number of seconds >= 0 "
+    def checked(self) -> QuantOptions:
+        """These options checked (one EdgecError naming a bad one), as a new value with bias_correction
+        True spelled "quantized"."""
+        o = self.normalized()
+        if o.method not in ALL_METHODS:
+            raise EdgecError(f"unknown calibration method '{o.method}'; use one of {', '.join(ALL_METHODS)}")
+        if o.bias_correction not in (False, None, *biascorr.VARIANTS):
+            raise EdgecError(f"unknown bias correction '{o.bias_correction}'; use one of {', '.join(biascorr.VARIANTS)}")
+        if not 50.0 < o.percentile <= 100.0:
+            raise EdgecError(f"--percentile {o.percentile} is out of range; give a value in (50, 100], e.g. 99.99")
+        if not (isinstance(o.sensitivity_samples, int) and o.sensitivity_samples >= 0):
+            raise EdgecError(f"--sensitivity-samples {o.sensitivity_samples}: give a whole number >= 0")
+        if not (o.auto_seconds >= 0 and o.auto_seconds != float("inf")):    # NaN fails the first test
+            raise EdgecError(f"--auto-seconds {o.auto_seconds}: give a number of seconds >= 0 "
                              "(0: keep auto-model's choice, no per-tensor search)")
-        if self.max_accuracy_drop is not None:
-            if not 0 <= self.max_accuracy_drop < 100:
-                raise EdgecError(f"--max-accuracy-drop {self.max_accuracy_drop}: give points of top-1 accuracy "
+        if o.max_accuracy_drop is not None:
+            if not 0 <= o.max_accuracy_drop < 100:
+                raise EdgecError(f"--max-accuracy-drop {o.max_accuracy_drop}: give points of top-1 accuracy "
                                  "in [0, 100), e.g. 1")
-            if self.int16 or self.int4 or self.weights != "int8":
+            if o.int16 or o.int4 or o.weights != "int8":
                 raise EdgecError("--max-accuracy-drop chooses the int4 and int16 layers itself; "
                                  "leave out --int16, --int4 and --weights int4")
-        elif self.val is not None:
+        elif o.val is not None:
             raise EdgecError("--val is the labelled data of --max-accuracy-drop; give both or neither")
+        return o
+
+    def normalized(self) -> QuantOptions:
+        """A copy with bias_correction True spelled "quantized" (not checked)."""
+        return replace(self, bias_correction="quantized") if self.bias_correction is True else replace(self)
 
 
 @dataclass
@@ -125,99 +134,108 @@ class QuantResult:
                 **({"mixed_precision": self.mixed.to_json()} if self.mixed else {})}
 
 
-def quantize_model(model: onnx.ModelProto, graph: Graph, calib_path, options: QuantOptions,
-                   log: Callable[[str], None] = lambda _: None, progress=None) -> QuantResult:
-    """Calibrate and quantize `graph` (in place) as `options` say."""
-    options.check()
+def check_options(graph: Graph, options: QuantOptions) -> QuantOptions:
+    """The options checked against the canonical graph (node names, --state pairs...), before any data is
+    read: a typo fails fast. Returns them checked (QuantOptions.checked)."""
+    return _checked(graph, options)[0]
+
+
+def _checked(graph: Graph, options: QuantOptions):
+    """(checked options, int16 layers, int4 layers, state pairs)."""
+    options = options.checked()
     numerics.check_finite(graph)
-    wide = int16.check_names(graph, options.int16)      # before the calibration: a typo fails fast
+    wide = int16.check_names(graph, options.int16)
     four = int4layers.chosen(graph, options.weights, options.int4, tuple(wide))
     if ports.multi(graph) and (options.method in AUTO_METHODS or options.max_accuracy_drop is not None):
         raise EdgecError(f"{'--max-accuracy-drop' if options.max_accuracy_drop is not None else '--calibration ' + options.method}"
                          f" judges one output against float; this model has {len(graph.inputs)} inputs and "
                          f"{len(graph.outputs)} outputs: use --calibration minmax, percentile, entropy or mse")
-    states = ports.state_pairs(graph, options.state)      # before the calibration: a typo fails fast
-    stream = ports.sample_stream(calib_path, graph)
-    held = None
+    return options, wide, four, ports.state_pairs(graph, options.state)
+
+
+def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, options: QuantOptions,
+                   log: Callable[[str], None] = lambda _: None, progress=None,
+                   cache_dir: Path | None = None) -> QuantResult:
+    """Calibrate on `samples` (edgec/data.py: the calibration file, opened once by the caller) and quantize
+    the canonical `graph` as `options` say: the result holds a new, quantized graph (`graph` does not change).
+    cache_dir: where calibration statistics are cached (Settings.calib_cache), None: not cached."""
+    options, wide, four, states = _checked(graph, options)
+    stream, held = samples, None
     if options.max_accuracy_drop is not None and options.val is None:   # the budget's held-out split
-        held = load_dataset(calib_path, graph.input_onnx_shape)
-        keep = len(held.x) - min(accuracy_budget.HOLDOUT, len(held.x) // 4)
-        y = accuracy_budget.labels(held.y, len(held.x), str(calib_path))
-        held = (held.x, y, f"calibration (all of {calib_path}; ranges from its first {keep})")
-        stream = SampleStream(calib_path, graph.input_onnx_shape, limit=keep)
-    rescale = equalize.equalize(graph) if options.equalize else None
+        keep = samples.n - min(accuracy_budget.HOLDOUT, samples.n // 4)
+        y = accuracy_budget.labels(samples.labels(), samples.n, str(samples.path))
+        held = (samples.first(accuracy_budget.EVAL_LIMIT), y,
+                f"calibration (all of {samples.path}; ranges from its first {keep})")
+        stream = samples.head(keep)
+    g, rescale = equalize.equalize(graph) if options.equalize else (graph, None)
     if rescale is not None:
         log(f"cross-layer equalization: {len(rescale)} layer pairs")
     holdout = min(HOLDOUT, stream.n // 4) if options.method in AUTO_METHODS else 0
     log(f"calibrating on {stream.n} samples ({options.method})")
-    sources = {t.source for t in graph.tensors.values()}
+    sources = {t.source for t in g.tensors.values()}
     own = {s for s in sources if s.startswith(SYNTHETIC)}
     stats = calibrate.collect_cached(model, stream, sorted(sources - own),
                                      histograms=options.method != "minmax", holdout=holdout, rescale=rescale,
-                                     use_cache=options.cache, progress=progress, log=log)
+                                     cache_dir=cache_dir if options.cache else None, progress=progress, log=log)
     # tensors edgec made up (decomposed operators) are not ONNX values: their ranges come from edgec's
     # float interpreter (min/max over the first calibration samples)
-    own_ranges = floatref.ranges(graph, _first(stream, OWN_RANGE_SAMPLES), own) if own else {}
+    own_ranges = floatref.ranges(g, stream.first(OWN_RANGE_SAMPLES), own) if own else {}
     if options.bias_correction == "float":
-        biascorr.correct_float(graph, _first(stream, BIAS_SAMPLES), options.per_channel)
+        g = biascorr.correct_float(g, stream.first(BIAS_SAMPLES), options.per_channel)
     if wide:
-        converters = int16.mark(graph, wide)
+        g, converters = int16.mark(g, wide)
         log(f"int16 activations (16x8) for {', '.join(wide)}; {converters} int8<->int16 conversions")
     if four:
-        log(f"int4 weights for {int4layers.mark(graph, four)} layers")
+        g, n = int4layers.mark(g, four)
+        log(f"int4 weights for {n} layers")
     method, scores, search = options.method, {}, None
     ranges = {**stats.ranges(method, options.percentile), **own_ranges} if method in METHODS else None
     if method in AUTO_METHODS:
-        method, scores, search = _auto(graph, stats, options, stream, own_ranges, log)
+        method, scores, search = _auto(g, stats, options, stream, own_ranges, log)
         by_method = {m: stats.ranges(m, options.percentile) for m in METHODS}
         ranges = {**(autorange.ranges_of(search, by_method) if search else by_method[method]), **own_ranges}
     if states:
-        ranges = ports.tie_ranges(graph, ranges, states)
-    bias_x = _first(stream, BIAS_SAMPLES) if options.bias_correction == "quantized" else None
+        ranges = ports.tie_ranges(g, ranges, states)
+    bias_x = stream.first(BIAS_SAMPLES) if options.bias_correction == "quantized" else None
 
-    def finish(g: Graph) -> int:
-        return biascorr.correct_quantized(g, ranges, bias_x, options.per_channel) if bias_x is not None else 0
+    def finish(q: Graph) -> Graph:
+        return biascorr.correct_quantized(q, ranges, bias_x, options.per_channel)[0] if bias_x is not None else q
     mixed = None
     if options.max_accuracy_drop is not None:
         if held is None:
-            val = load_dataset(options.val, graph.input_onnx_shape, limit=accuracy_budget.EVAL_LIMIT)
+            val = load_dataset(options.val, graph.input_onnx_shape, limit=accuracy_budget.EVAL_LIMIT,
+                               memory_limit=samples.memory_limit)
             held = (val.x, accuracy_budget.labels(val.y, len(val.x), str(options.val)), str(options.val))
         x_eval, y_eval, where = held
-        chosen, mixed = accuracy_budget.search(copy.deepcopy(graph), ranges, options.per_channel, x_eval, y_eval,
-                                      calibrate.run_float(model, x_eval[:accuracy_budget.EVAL_LIMIT]),
-                                      options.max_accuracy_drop, where, finish, log,
-                                      safety=1.0 if options.val else accuracy_budget.SAFETY)
-        graph.__dict__.update(chosen.__dict__)
+        q, mixed = accuracy_budget.search(g, ranges, options.per_channel, x_eval, y_eval,
+                                          calibrate.run_float(model, x_eval[:accuracy_budget.EVAL_LIMIT]),
+                                          options.max_accuracy_drop, where, finish, log,
+                                          safety=1.0 if options.val else accuracy_budget.SAFETY)
         log(mixed.summary())
     else:
-        quantize(graph, ranges, options.per_channel)
-        n = finish(graph)
+        q = quantize(g, ranges, options.per_channel)
         if bias_x is not None:
+            q, n = biascorr.correct_quantized(q, ranges, bias_x, options.per_channel)
             log(f"bias correction: {n} layers, on the quantized model's own activations")
-    ports.check_tied(graph, states)
-    if graph.fixed_qparams:
-        log(qdq_summary(graph))
-    result = QuantResult(graph=graph, method=method, ranges=ranges, scores=scores, search=search,
+    ports.check_tied(q, states)
+    if q.fixed_qparams:
+        log(qdq_summary(q))
+    result = QuantResult(graph=q, method=method, ranges=ranges, scores=scores, search=search,
                          samples=stats.samples,
                          calib_seconds=stats.seconds, cached=stats.cached, batch=stats.batch, mixed=mixed,
-                         warnings=numerics.warnings(graph, ranges) + ([] if mixed is None or mixed.within_budget else [
+                         warnings=numerics.warnings(q, ranges) + ([] if mixed is None or mixed.within_budget else [
                              f"--max-accuracy-drop {options.max_accuracy_drop:g}: no mix of int16 activations and "
                              f"int4 weights kept within the budget ({100 * mixed.lost:.1f} % of the predictions "
                              "changed against float at best); check the model with the sensitivity table"]))
     for w in result.warnings:
         log(f"warning: {w}")
     if options.sensitivity_samples > 0:
-        missing = floatref.supported(graph)
+        missing = floatref.supported(q)
         if missing:
             log(f"sensitivity report skipped: no float reference for op kinds {', '.join(missing)}")
         else:
-            result.sensitivity = sensitivity.analyse(graph, _first(stream, options.sensitivity_samples))
+            result.sensitivity = sensitivity.analyse(q, stream.first(options.sensitivity_samples))
     return result
-
-
-def _first(stream: SampleStream, n: int) -> np.ndarray:
-    _, x = next(iter(stream.batches(n)))
-    return x
 
 
 def output_sqnr(graph: Graph, x: np.ndarray, y_float: np.ndarray) -> float:
@@ -229,12 +247,12 @@ def output_sqnr(graph: Graph, x: np.ndarray, y_float: np.ndarray) -> float:
     return sensitivity.sqnr_db(float(np.sum(want ** 2)), float(np.sum((want - got) ** 2)))
 
 
-def _auto(graph: Graph, stats, options: QuantOptions, stream, own_ranges: dict, log):
+def _auto(graph: Graph, stats, options: QuantOptions, stream: Samples, own_ranges: dict, log):
     """auto-model: the best range method for the whole model; auto: then the per-tensor search."""
     if stats.holdout_x is not None and len(stats.holdout_x):
         x, part = stats.holdout_x, "fit"
     else:  # too few samples to hold any out: judge on the calibration samples themselves
-        x, part = _first(stream, HOLDOUT), "all"
+        x, part = stream.first(HOLDOUT), "all"
     y = np.stack([floatref.run(graph, xi)[graph.output] for xi in x])
     by_method = {m: stats.ranges(m, options.percentile, part=part) for m in METHODS}
     method, scores = autorange.per_model(graph, by_method, own_ranges, x, y, options.per_channel)
@@ -249,9 +267,9 @@ def _auto(graph: Graph, stats, options: QuantOptions, stream, own_ranges: dict, 
     return method, scores, search
 
 
-def correct_bias(graph: Graph, samples: np.ndarray, per_channel: bool = True) -> None:
+def correct_bias(graph: Graph, samples: np.ndarray, per_channel: bool = True) -> Graph:
     """The float variant of bias correction (edgec/quant/biascorr.py), kept under its old name."""
-    biascorr.correct_float(graph, samples, per_channel)
+    return biascorr.correct_float(graph, samples, per_channel)
 
 
 def qdq_summary(graph: Graph) -> str:

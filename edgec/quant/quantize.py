@@ -8,6 +8,7 @@ entry's quantizer (edgec/ops/). Layers chosen for --int16 (edgec/quant/int16.py)
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from edgec.errors import EdgecError
 from edgec.ir import Graph, Tensor
@@ -17,38 +18,43 @@ from edgec.fixedpoint.scheme import MultiplierRangeError, qparams16, qparams_fro
 
 
 def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: bool = True) -> Graph:
-    """Fill in every tensor's quantization and every op's integer parameters (in place).
+    """The quantized graph: every tensor with its quantization and every op with its integer parameters, made
+    anew (`graph` is not changed, so a search may quantize one float graph many times).
 
     per_channel=False quantizes each layer's weights with one scale (still stored per channel).
     ONNX values in graph.fixed_qparams (a QDQ model's own) take those instead of their ranges."""
     fixed = graph.fixed_qparams
+    tensors = dict(graph.tensors)
 
-    def from_range(t: Tensor):
+    def from_range(name: str) -> Tensor:
+        t = tensors[name]
         if t.source in fixed and t.dtype != "int16":   # (--int16 on a QDQ tensor: int16 wins)
-            t.scale, t.zero_point = float(fixed[t.source][0]), int(fixed[t.source][1])
-            return
+            return _set(tensors, t, float(fixed[t.source][0]), int(fixed[t.source][1]))
         if t.source not in ranges:
             raise EdgecError(f"no calibration range for tensor '{t.source}'")
         lo, hi = ranges[t.source]
         if not (math.isfinite(lo) and math.isfinite(hi)):
             raise EdgecError(f"tensor '{t.source}': its calibration range [{lo}, {hi}] is not finite; "
                              "check the calibration data and the model's weights")
-        t.scale, t.zero_point = (qparams16 if t.dtype == "int16" else qparams_from_range)(lo, hi)
+        return _set(tensors, t, *(qparams16 if t.dtype == "int16" else qparams_from_range)(lo, hi))
 
     for name in graph.inputs:
-        from_range(graph.tensors[name])
-    for op in graph.ops:
-        op.attrs["per_channel"] = per_channel
-        out = graph.tensors[op.output]
-        src = graph.tensors[op.inputs[0]]
+        from_range(name)
+    ops = []
+    for old in graph.ops:
+        op = old.fresh(attrs={**old.attrs, "per_channel": per_channel}, lowered=None)   # filled in below
+        out = tensors[op.output]
+        src = tensors[op.inputs[0]]
         d = REGISTRY[op.kind]
         if d.qparams == "input":
-            out.scale, out.zero_point = src.scale, src.zero_point
+            out = _set(tensors, out, src.scale, src.zero_point)
+        elif out.dtype == "int16" and d.int16 is not None and d.int16.fixed_qparams is not None:
+            out = _set(tensors, out, *d.int16.fixed_qparams)        # a 16x8 layer's own output grid (softmax)
         elif registry.fixed_qparams(op) is not None:
-            out.scale, out.zero_point = registry.fixed_qparams(op)
+            out = _set(tensors, out, *registry.fixed_qparams(op))
         else:
-            from_range(out)
-        ins = [graph.tensors[i] for i in op.inputs]
+            out = from_range(op.output)
+        ins = [tensors[i] for i in op.inputs]
         try:
             d.quantize(op, ins, out)
             if out.dtype == "int16" and d.int16 is not None:     # a 16x8 layer (edgec/quant/int16.py)
@@ -56,4 +62,11 @@ def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: 
         except MultiplierRangeError as exc:   # a scale ratio no Q31 multiplier + shift can express
             raise EdgecError(f"node '{op.name}' ({op.kind}): {exc}; the scales of its input, weights and output "
                              "are too far apart (check the weights and the calibration data)") from None
-    return graph
+        ops.append(op)
+    return graph.replace_ops(ops, tensors)
+
+
+def _set(tensors: dict[str, Tensor], t: Tensor, scale: float, zero_point: int) -> Tensor:
+    """Tensor t with this quantization, in the new graph's tensors."""
+    tensors[t.name] = replace(t, scale=scale, zero_point=zero_point)
+    return tensors[t.name]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 
-import os
 import re
 import secrets
 import shutil
@@ -20,9 +19,10 @@ import jinja2
 from edgec.targets.boards import Board
 from edgec.errors import EdgecError
 from edgec.targets import packages
-from edgec.targets.pio import OFFLINE_HINT, core_dir, registry_reachable, run_pio
+from edgec.targets.pio import OFFLINE_HINT, registry_reachable, run_pio
 from edgec.resources import resource_dir
 from edgec.plan.regions import REGIONS_LD_SUFFIX
+from edgec.settings import Settings
 
 LINK_FILES = ("edgec_link.c", "edgec_link.h")
 # A board with a vendor framework gets edgec's board API from these (boards/platforms/common/) plus a
@@ -127,11 +127,13 @@ def _render(template: str, **values) -> str:
 
 
 def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: str, protocol: str = "edgec",
-                  mlperf_model: str | None = None, mlperf: dict | None = None, dataset_bytes: int = 0) -> Path:
+                  mlperf_model: str | None = None, mlperf: dict | None = None, dataset_bytes: int = 0, *,
+                  core: Path) -> Path:
     """Render a PlatformIO project building the model library in model_dir with the benchmark main
     (protocol "edgec": edgec's serial link; "mlperf": the MLPerf Tiny runner's protocol, configured by
     `mlperf`, edgec.targets.mlperf_firmware.settings; "dataset": the test inputs in a dataset_bytes blob in
-    flash, edgec/bench/dataset_flash.py)."""
+    flash, edgec/bench/dataset_flash.py); core: edgec's PlatformIO core (Settings.platformio_home), whose
+    build cache a vendor framework's build shares."""
     project_dir, model_dir = Path(project_dir), Path(model_dir)
     if not _IDENT_RE.match(model_name):
         raise EdgecError(f"model name '{model_name}' is not a C identifier")
@@ -176,7 +178,7 @@ def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: 
         build_flags.append("-Wl,-T,$PROJECT_DIR/edgec_regions.ld")
     ini = _render("platformio.ini.j2", env_name=env_name(board), platform=platform_spec(board),
                   board_options=board_options(board), build_flags=build_flags,
-                  src_flags=src_build_flags(board), extra_script=HARNESS_SIZE_SCRIPT, build_cache_dir=core_dir() / "build-cache" if board.framework else None,
+                  src_flags=src_build_flags(board), extra_script=HARNESS_SIZE_SCRIPT, build_cache_dir=Path(core) / "build-cache" if board.framework else None,
                   **values)
     (project_dir / "platformio.ini").write_text(ini)
     return project_dir
@@ -236,36 +238,40 @@ def linker_memory_usage(build_log: str) -> dict[str, int]:
     return {m["region"]: int(m["used"]) * scale[m["unit"]] for m in _LINKER_USAGE_RE.finditer(build_log)}
 
 
-def check_packages(board: Board, log_file: Path, log=print) -> None:
-    """Before `pio run`: the PlatformIO platform and packages the board needs.  Missing ones are downloaded
-    by PlatformIO when its registry is reachable; offline (or with EDGEC_OFFLINE=1) this fails at once,
-    naming them, instead of after PlatformIO's registry time-outs."""
-    lacking = packages.missing(board)
+def check_packages(board: Board, log_file: Path, settings: Settings, log=print) -> None:
+    """Before `pio run`: the PlatformIO platform and packages the board needs in edgec's core.  Missing ones
+    are downloaded by PlatformIO when its registry is reachable; offline (or with EDGEC_OFFLINE=1:
+    settings.offline) this fails at once, naming them, instead of after PlatformIO's registry time-outs."""
+    core = settings.platformio_home
+    lacking = packages.missing(board, core)
     if not lacking:
         return
     names = ", ".join(lacking)
-    if os.environ.get("EDGEC_OFFLINE") != "1" and registry_reachable():
+    if not settings.offline and registry_reachable():
         if log:
             log(f"{board.name}: PlatformIO downloads {names} (once; later builds work offline)")
         return
-    message = (f"board {board.name} needs PlatformIO's {names}, not installed in {core_dir()}, and PlatformIO's "
+    message = (f"board {board.name} needs PlatformIO's {names}, not installed in {core}, and PlatformIO's "
                f"registry cannot be reached; {OFFLINE_HINT}")
     log_file.parent.mkdir(parents=True, exist_ok=True)
-    log_file.write_text(f"[edgec] {message}\n[edgec] installed: {packages.installed()}\n")
+    log_file.write_text(f"[edgec] {message}\n[edgec] installed: {packages.installed(core)}\n")
     raise EdgecError(f"{message} (log: {log_file})")
 
 
-def build_firmware(project_dir: Path, board: Board, log=print, log_file: Path | None = None) -> Firmware:
-    """`pio run` the project; the firmware is also copied to project_dir/firmware.elf (host: firmware).
-    The build's output goes to log_file (default project_dir/build.log) and stays there when the build
-    fails; after a success it is moved to project_dir/build.log."""
+def build_firmware(project_dir: Path, board: Board, settings: Settings, log=print,
+                   log_file: Path | None = None) -> Firmware:
+    """`pio run` the project with edgec's PlatformIO core, offline flag and build timeout (settings); the
+    firmware is also copied to project_dir/firmware.elf (host: firmware). The build's output goes to log_file
+    (default project_dir/build.log) and stays there when the build fails; after a success it is moved to
+    project_dir/build.log."""
     project_dir = Path(project_dir)
     kept = project_dir / "build.log"
     log_file = Path(log_file) if log_file else kept
     if log:
         log(f"building firmware for {board.name} in {project_dir}")
-    check_packages(board, log_file, log)
-    output = run_pio(["run", "-e", env_name(board)], project_dir, log_file, log=log)
+    check_packages(board, log_file, settings, log)
+    output = run_pio(["run", "-e", env_name(board)], project_dir, log_file, settings.platformio_home,
+                     settings.build_timeout, log=log)
     if log_file != kept:
         shutil.move(log_file, kept)
     program = _program(project_dir / ".pio" / "build" / env_name(board))

@@ -2,7 +2,7 @@
 
 A bundle is a .tar.xz (or .tar.gz / .tar) in PlatformIO's own core-dir layout: `platforms/<name>/` and
 `packages/<name>/`, each with its `.piopm` (see ../shared/frameworks/README.md for the STM32duino one).
-`install_bundle` seeds edgec's PlatformIO core (`edgec.targets.pio.core_dir()`, EDGEC_PLATFORMIO_HOME):
+`install_bundle` seeds edgec's PlatformIO core (`core`: Settings.platformio_home, EDGEC_PLATFORMIO_HOME):
 platforms into this installation's platforms folder, packages beside tool-scons.  When the bundle carries no
 Arm toolchain, the toolchain PlatformIO asks for is made from the system's arm-none-eabi-gcc (Debian's
 gcc-arm-none-eabi): a package folder whose bin/ links to /usr/bin/arm-none-eabi-*.
@@ -22,7 +22,7 @@ from typing import Callable
 
 from edgec.errors import EdgecError
 from edgec.targets.boards import Board, list_boards
-from edgec.targets.pio import core_dir, install_tool_package, platforms_dir
+from edgec.targets.pio import install_tool_package, platforms_dir
 
 ARM_TOOLCHAIN = "toolchain-gccarmnoneeabi"
 # what STM32duino 2.12's PlatformIO builder asks for ("~1.120301.0"); Debian 12 ships gcc 12.2.1
@@ -42,9 +42,8 @@ def _piopm(folder: Path) -> dict | None:
         return None
 
 
-def installed(core: Path | None = None) -> dict[str, dict[str, str]]:
-    """{"platforms": {name: version}, "packages": {name: version}} in edgec's PlatformIO core."""
-    core = core or core_dir()
+def installed(core: Path) -> dict[str, dict[str, str]]:
+    """{"platforms": {name: version}, "packages": {name: version}} in edgec's PlatformIO core `core`."""
     found: dict[str, dict[str, str]] = {"platforms": {}, "packages": {}}
     for kind, folder in (("platforms", platforms_dir(core)), ("packages", core / "packages")):
         for sub in sorted(folder.glob("*")) if folder.is_dir() else ():
@@ -64,8 +63,8 @@ def _members(archive: Path) -> list[tarfile.TarInfo]:
         raise EdgecError(f"package bundle {archive} is not a readable tar archive: {e}") from None
 
 
-def install_bundle(archive: Path, log: Log | None = None) -> dict[str, list[str]]:
-    """Install an offline bundle into edgec's PlatformIO core (idempotent: folders whose .piopm already
+def install_bundle(archive: Path, core: Path, log: Log | None = None) -> dict[str, list[str]]:
+    """Install an offline bundle into edgec's PlatformIO core `core` (idempotent: folders whose .piopm already
     matches are kept).  Returns {"installed": [...], "kept": [...]} as "platforms/ststm32" entries."""
     log = log or _quiet
     archive = Path(archive)
@@ -83,7 +82,6 @@ def install_bundle(archive: Path, log: Log | None = None) -> dict[str, list[str]
     if unmarked:
         raise EdgecError(f"package bundle {archive}: {', '.join(unmarked)} has no .piopm, so PlatformIO would "
                          "not recognise it; make the bundle with `edgec packages bundle`")
-    core = core_dir()
     dest = {"platforms": platforms_dir(core), "packages": core / "packages"}
     for folder in dest.values():
         folder.mkdir(parents=True, exist_ok=True)
@@ -119,9 +117,8 @@ def install_bundle(archive: Path, log: Log | None = None) -> dict[str, list[str]
     return result
 
 
-def make_toolchain_shim(core: Path | None = None) -> Path:
-    """packages/toolchain-gccarmnoneeabi whose bin/ links to the system's arm-none-eabi-* programs."""
-    core = core or core_dir()
+def make_toolchain_shim(core: Path) -> Path:
+    """packages/toolchain-gccarmnoneeabi (in core) whose bin/ links to the system's arm-none-eabi-* programs."""
     gcc = shutil.which(f"{ARM_TOOLCHAIN_PREFIX}gcc")
     if gcc is None:
         raise EdgecError(f"{ARM_TOOLCHAIN_PREFIX}gcc is not installed: apt-get install gcc-arm-none-eabi "
@@ -150,13 +147,12 @@ def _platform_manifest(core: Path, platform: str) -> dict | None:
         return None
 
 
-def missing(board: Board, core: Path | None = None) -> list[str]:
+def missing(board: Board, core: Path) -> list[str]:
     """PlatformIO platform and packages a board's build needs that edgec's core lacks ([] = can build offline).
     Boards on edgec's own local platforms need none; a registry platform needs itself, its framework
     package and its toolchain (the `type: toolchain` package of its platform.json)."""
     if board.local_platform_dir is not None:
         return []
-    core = core or core_dir()
     platform = board.pio_platform.split("@")[0].strip()
     manifest = _platform_manifest(core, platform)
     if manifest is None:
@@ -171,19 +167,18 @@ def missing(board: Board, core: Path | None = None) -> list[str]:
     return [f"package {name}" for name in needed if name not in have]
 
 
-def status(core: Path | None = None) -> dict:
-    """What is installed, and for every board profile whether it can build offline (and what it lacks)."""
-    core = core or core_dir()
+def status(core: Path) -> dict:
+    """What is installed in core, and for every board profile whether it can build offline (and what it
+    lacks)."""
     boards = {b.name: missing(b, core) for b in list_boards()}
     return {"core_dir": str(core), **installed(core), "boards": boards}
 
 
-def bundle(boards: list[Board], output: Path, core: Path | None = None, log: Log | None = None) -> list[str]:
+def bundle(boards: list[Board], output: Path, core: Path, log: Log | None = None) -> list[str]:
     """Pack the platforms and packages these boards build with (from a core where an online build
     installed them) into OUTPUT (.tar.xz).  A toolchain that only links to system programs is left out:
     `install_bundle` makes it again on the other machine.  Returns the folders packed."""
     log = log or _quiet
-    core = core or core_dir()
     output = Path(output)
     folders: dict[str, Path] = {}
     for board in boards:

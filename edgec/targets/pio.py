@@ -1,11 +1,12 @@
 """PlatformIO, offline: edgec's own core dir, tool-scons from the installed SCons package, `pio` runs.
 
-edgec never touches the user's ~/.platformio: it uses ~/.cache/edgec/platformio (or
-$EDGEC_PLATFORMIO_HOME).  PlatformIO registers a local platform under its name (one
-`platforms/edgec-qemu.pio-link` per core dir), so two edgec installations (checkouts, worktrees,
-wheels) sharing that core dir would keep re-registering it under each other's builds; each
-installation therefore gets its own platforms folder, keyed by where its boards/ folder is.  PlatformIO's registry is not needed for edgec's local platforms: the
-one core package a build needs, tool-scons, is made from the `SCons` Python package edgec depends on.
+edgec never touches the user's ~/.platformio: it uses its own core dir, ~/.cache/edgec/platformio (or
+$EDGEC_PLATFORMIO_HOME: Settings.platformio_home, edgec/settings.py, which the caller passes as `core`).
+PlatformIO registers a local platform under its name (one `platforms/edgec-qemu.pio-link` per core dir), so two
+edgec installations (checkouts, worktrees, wheels) sharing that core dir would keep re-registering it under each
+other's builds; each installation therefore gets its own platforms folder, keyed by where its boards/ folder is.
+PlatformIO's registry is not needed for edgec's local platforms: the one core package a build needs, tool-scons,
+is made from the `SCons` Python package edgec depends on.
 """
 from __future__ import annotations
 
@@ -33,23 +34,18 @@ _ERROR_RE = re.compile(r"error|overflowed|undefined reference|not found|No such 
                        r"UnknownBoard|UnknownPlatform|PlatformioException", re.IGNORECASE)
 
 
-def core_dir() -> Path:
-    """edgec's private PlatformIO core dir."""
-    env = os.environ.get("EDGEC_PLATFORMIO_HOME")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "edgec" / "platformio"
-
-
-def platforms_dir(core: Path | None = None) -> Path:
-    """This installation's PlatformIO platforms folder (see the module docstring)."""
+def platforms_dir(core: Path) -> Path:
+    """This installation's PlatformIO platforms folder in edgec's core dir `core` (see the module docstring)."""
     key = hashlib.sha1(str(resource_dir("boards").resolve()).encode()).hexdigest()[:12]
-    return (core or core_dir()) / "platforms-by-install" / key
+    return core / "platforms-by-install" / key
 
 
-def pio_environ(core: Path | None = None) -> dict[str, str]:
-    """Environment for PlatformIO: private core dir, no telemetry, no update or prune checks."""
+def pio_environ(core: Path) -> dict[str, str]:
+    """Environment for PlatformIO (edgec's environment, passed on to the child): private core dir `core`, no
+    telemetry, no update or prune checks."""
     env = dict(os.environ)
     env.update({
-        "PLATFORMIO_CORE_DIR": str(core or core_dir()),
+        "PLATFORMIO_CORE_DIR": str(core),
         "PLATFORMIO_PLATFORMS_DIR": str(platforms_dir(core)),
         "PLATFORMIO_SETTING_ENABLE_TELEMETRY": "No",
         "PLATFORMIO_SETTING_CHECK_PLATFORMIO_INTERVAL": "3650",   # days between upgrade checks
@@ -80,9 +76,8 @@ def scons_package_version() -> str:
     return spec.lstrip("~^=>< ")
 
 
-def ensure_scons(core: Path | None = None) -> Path:
-    """Install tool-scons into the core dir from the installed SCons package (idempotent)."""
-    core = core or core_dir()
+def ensure_scons(core: Path) -> Path:
+    """Install tool-scons into the core dir `core` from the installed SCons package (idempotent)."""
     dest = core / "packages" / "tool-scons"
     piopm = dest / ".piopm"
     version = scons_package_version()
@@ -137,7 +132,6 @@ def _error_summary(output: str) -> str:
     return lines[-1] if lines else "no output"
 
 
-DEFAULT_TIMEOUT_S = 900.0
 PROGRESS_EVERY_S = 15.0      # a long build says how far it got this often
 # PlatformIO's lines worth showing while it works: its package downloads and installs, and the size summary
 _SHOWN_RE = re.compile(r"^(RAM:|Flash:|\S.* Manager: |Downloading|Unpacking|Installing)")
@@ -146,18 +140,6 @@ _NETWORK_RE = re.compile(r"HTTPClientError|Could not resolve|Max retries exceede
 OFFLINE_HINT = ("without internet, install an offline bundle with `edgec packages install BUNDLE` (e.g. "
                 "../shared/frameworks/stm32duino-offline.tar.xz, or one made with `edgec packages bundle` on a "
                 "connected machine), or connect once so PlatformIO can download them")
-
-
-def build_timeout() -> float:
-    """Seconds a `pio run` may take: $EDGEC_BUILD_TIMEOUT, else 900."""
-    text = os.environ.get("EDGEC_BUILD_TIMEOUT", "")
-    try:
-        value = float(text) if text else DEFAULT_TIMEOUT_S
-    except ValueError:
-        raise EdgecError(f"EDGEC_BUILD_TIMEOUT={text!r} is not a number of seconds") from None
-    if value <= 0:
-        raise EdgecError(f"EDGEC_BUILD_TIMEOUT={text!r} must be positive")
-    return value
 
 
 def _stream(cmd: list[str], project_dir: Path, core: Path, log, timeout: float) -> tuple[str, int | None]:
@@ -202,12 +184,11 @@ def _stream(cmd: list[str], project_dir: Path, core: Path, log, timeout: float) 
     return "".join(lines), (None if expired.is_set() else proc.returncode)
 
 
-def run_pio(args: list[str], project_dir: Path, log_file: Path, log=print, timeout: float | None = None) -> str:
-    """Run `pio <args>` in project_dir, saving its output to log_file; EdgecError on failure (and the log
-    stays in log_file, which the error names).  timeout: seconds, default build_timeout()."""
-    core = core_dir()
+def run_pio(args: list[str], project_dir: Path, log_file: Path, core: Path, timeout: float, log=print) -> str:
+    """Run `pio <args>` in project_dir with edgec's core dir `core`, saving its output to log_file; EdgecError on
+    failure (and the log stays in log_file, which the error names) or after `timeout` seconds
+    (Settings.build_timeout)."""
     ensure_scons(core)
-    timeout = build_timeout() if timeout is None else timeout
     cmd = pio_command() + list(args)
     log_file.parent.mkdir(parents=True, exist_ok=True)
     output, code = _stream(cmd, project_dir, core, log, timeout)
@@ -242,7 +223,7 @@ def registry_reachable(timeout: float = 3.0) -> bool:
     return bool(answer and answer[0])
 
 
-def register_local_platforms(core: Path | None = None) -> list[str]:
+def register_local_platforms(core: Path) -> list[str]:
     """Make edgec's local platforms (boards/platforms/<name>) known to PlatformIO by name, so a project can
     say `platform = edgec-qemu` (an exported example: no absolute path). Returns the names registered now."""
     done = []
@@ -258,9 +239,12 @@ def register_local_platforms(core: Path | None = None) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m edgec.targets.pio ARGS`: PlatformIO with edgec's offline set-up (for exported examples)."""
-    core = core_dir()
+    """`python -m edgec.targets.pio ARGS`: PlatformIO with edgec's offline set-up (for exported examples). A
+    command of its own: it reads the environment's settings (edgec/settings.py) once, here."""
+    from edgec.settings import Settings
+
     try:
+        core = Settings.from_environment().platformio_home
         ensure_scons(core)
         register_local_platforms(core)
     except EdgecError as e:

@@ -16,7 +16,7 @@ from ckernels import (act16, as_c, conv_case, eq, group_conv_fc_rows_matmul_case
 from conftest import SANITIZE, check_generated_c
 from synthetic_models import quantized
 from edgec.ops import conv
-from edgec.lower import lowering
+from edgec import pipeline
 from edgec.fixedpoint import scheme
 
 PATHS = {"portable": ("-O2",), "dsp-emulated": ("-O2", "-DEDGEC_EMULATE_DSP")}
@@ -195,7 +195,7 @@ def test_depthwise_3x3_strides_orientations_and_clamps_sanitized(path, tmp_path)
     dws = [op for op in graph.ops if op.kind == "depthwise_conv2d"]
     assert len(dws) == len(layers)
     dws[1].params.update(act_min=-100, act_max=20)   # narrower than int8: the C and the reference clamp
-    graph = lowering.lower_graph(graph)
+    graph = pipeline.lower(graph)
     lowered = [op.lowering for op in graph.ops if op.kind == "depthwise_conv2d"]
     # the default (--optimize speed) variant: requantization fused into the store (edgec/ops/conv/depthwise3x3.py)
     assert all(low.kernel.name == "edgec_depthwise_conv2d_3x3_fused_s8" for low in lowered)

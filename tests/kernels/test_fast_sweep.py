@@ -70,7 +70,7 @@ def run_fast(lib, low, *inputs: np.ndarray, out_size: int) -> np.ndarray:
 
 
 def weighted_op(kind: str, p: dict, w, bias, mult, shift) -> Op:
-    return Op(kind, "sweep", ["x"], "y", params=p, arrays=dict(weights=w, bias=bias, mult=mult, shift=shift))
+    return Op(kind, "sweep", ("x",), "y", params=p, arrays=dict(weights=w, bias=bias, mult=mult, shift=shift))
 
 
 def sweep(cases, lowered_share=0.9):
@@ -202,7 +202,7 @@ def fc_cases(rng, lib, n, variant=GENERIC):
         lo, hi = act(rng, zo)
         p = dict(in_features=n_in, out_features=n_out, input_zp=zi, output_zp=zo, act_min=lo, act_max=hi)
         x, w = i8(rng, n_in), i8(rng, (n_out, n_in))
-        op = Op("fully_connected", "sweep", ["x"], "y", params=p,
+        op = Op("fully_connected", "sweep", ("x",), "y", params=p,
                 arrays=dict(zip(("weights", "bias", "mult", "shift"), (w, *_requant(rng, n_out, n_in)))))
         low = select.fast(op)
         if low is None:
@@ -221,7 +221,7 @@ def add_cases(rng, lib, n):
         size = int(rng.integers(1, 700))
         p = dict(binary.add_params(float(s1), z1, float(s2), z2, float(so), zo), n=size)
         p["act_min"], p["act_max"] = act(rng, zo)
-        op = Op("add", "sweep", ["a", "b"], "y", params=p)
+        op = Op("add", "sweep", ("a", "b"), "y", params=p)
         low = select.fast(op)
         if low is None:
             yield False
@@ -239,7 +239,7 @@ def avg_pool_cases(rng, lib, n):
         lo, hi = act(rng, int(rng.integers(-128, 128)))
         p = dict(in_h=in_h, in_w=in_w, c=c, out_h=1, out_w=1, k_h=in_h, k_w=in_w, stride_h=1, stride_w=1,
                  pad_top=0, pad_left=0, act_min=lo, act_max=hi)
-        op = Op("avg_pool", "sweep", ["x"], "y", params=p)
+        op = Op("avg_pool", "sweep", ("x",), "y", params=p)
         low = select.fast(op)
         assert low is not None and low.kernel.name == "edgec_avg_pool_global_s8"
         x = i8(rng, (in_h, in_w, c))
@@ -290,6 +290,15 @@ def test_sweep_reaches_large_and_odd_channel_counts():
     assert drawn.max() > 100 and np.mean(drawn % 4 != 0) > 0.5 and np.sum(drawn > 64) > 50
 
 
+def _lowered(op, optimize: str) -> dict:
+    """op's lowering as a build makes it (edgec/pipeline.py: lower_graph, on its `optimize` variant)."""
+    from edgec import pipeline
+    from edgec.ir import Graph, Tensor
+
+    tensors = {t: Tensor(t, (1,), t) for t in (*op.inputs, op.output)}
+    return pipeline.lower(Graph("g", tensors, (op,), op.inputs[0], op.output), optimize).ops[0].lowered
+
+
 def test_depthwise_speed_variant_is_the_default_and_size_keeps_the_generic_kernel():
     """`--optimize speed` puts a depthwise 3x3 on its fused variant (its per-rotation weights cost flash, reported),
     `--optimize size` keeps the generic kernel; both are variants `edgec tune` can choose between."""
@@ -315,7 +324,7 @@ def test_register_blocked_variants_are_offered_where_they_were_measured_faster()
         p = _conv_params(rng, 5, 5, in_c, 6, _geometry(rng, 5, 5, k, k, 1, 1))
         return weighted_op("conv2d", p, i8(rng, (6, k, k, in_c)), *_requant(rng, 6, k * k * in_c))
 
-    fc = Op("fully_connected", "fc", ["x"], "y", arrays=dict(zip(("weights", "bias", "mult", "shift"),
+    fc = Op("fully_connected", "fc", ("x",), "y", arrays=dict(zip(("weights", "bias", "mult", "shift"),
                                                                  (i8(rng, (10, 12)), *_requant(rng, 10, 12)))),
             params=dict(in_features=12, out_features=10, input_zp=3, output_zp=-128, act_min=-128, act_max=127))
     cases = [(conv_op(1, 8), ["generic", "blocked4", "pointwise", "blocked"]),

@@ -65,7 +65,7 @@ def test_fully_connected_packed_rows(request, path):
         mult, shift = requant_params(rng, n_out, 5500.0 * math.sqrt(n_in))
         x, w = i8(rng, rows * n_in), i8(rng, (n_out, n_in))
         bias = rng.integers(-5000, 5000, size=n_out).astype(np.int32)
-        op = Op("fully_connected_rows", "fc", [], "y", params=q,
+        op = Op("fully_connected_rows", "fc", (), "y", params=q,
                 arrays=dict(weights=w, bias=bias, mult=mult, shift=shift))
         low = select.fast(op)
         if low is None:

@@ -31,7 +31,7 @@ def _guarded(n: int):
 
 def _run(lib, kind, p, x, w, bias, mult, shift):
     """(the lowered kernel's name, its output, the int4 layer's NumPy twin output), or None if not lowered."""
-    op = Op(kind, "case", ["x"], "y", params=p,
+    op = Op(kind, "case", ("x",), "y", params=p,
             arrays=dict(weights4=scheme.pack_int4(w), bias=bias, mult=mult, shift=shift))
     low = select.fast(op)
     if low is None:

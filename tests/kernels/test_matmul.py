@@ -47,7 +47,7 @@ def _case(rng):
 
 
 def _fast(lib, p, a, b):
-    low = select.fast(Op("matmul", "mm", [], "y", params=p))
+    low = select.fast(Op("matmul", "mm", (), "y", params=p))
     assert low is not None and low.kernel.name == "edgec_matmul_fast_s8"
     out = np.zeros(p["batch"] * p["m"] * p["n"], np.int8)
     assert low.scratch_bytes % 4 == 0
@@ -97,7 +97,7 @@ def test_matmul_lowering_declines(k, scale):
     p = dict(batch=1, m=2, k=k, n=2, a_batch_stride=0, a_row_stride=k, a_col_stride=1, b_batch_stride=0,
              b_row_stride=2, b_col_stride=1, out_batch_stride=0, out_row_stride=2, out_col_stride=1, a_zp=0,
              b_zp=0, mult=mult, shift=shift, output_zp=0, act_min=-128, act_max=127)
-    op = Op("matmul", "mm", [], "y", params=p)
+    op = Op("matmul", "mm", (), "y", params=p)
     assert select.fast(op) is None and select.select(op, select.Options()).kernel.name == "edgec_matmul_s8"
 
 
@@ -126,7 +126,7 @@ def test_operands_read_where_they_lie(scale, tmp_path):
     if scale < 0:
         return
     x = np.random.default_rng(4).normal(0, 1, (16, 5, 12)).astype(np.float32)
-    quantize.quantize(graph, calibrate.calibrate(model, x, [t.source for t in graph.tensors.values()]))
+    graph = quantize.quantize(graph, calibrate.calibrate(model, x, [t.source for t in graph.tensors.values()]))
     want = calibrate.run_float(model, x[:1])[0]
     got = scheme.dequantize(graph.tensors[graph.output],
                             reference.run(graph, scheme.quantize_input(graph.tensors[graph.input], x[0])))

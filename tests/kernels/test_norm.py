@@ -22,7 +22,7 @@ from edgec.fixedpoint import scheme
 def _quantized_op(r, rows, cols, spread):
     """A layer_norm op quantized for int8 inputs of scale s_in around an offset, as the quantizer makes it."""
     gamma, beta = r.normal(1, spread, cols), r.normal(0, spread, cols)
-    op = Op("layer_norm", "ln", ["x"], "y", attrs=dict(rows=rows, cols=cols, gamma=gamma, beta=beta,
+    op = Op("layer_norm", "ln", ("x",), "y", attrs=dict(rows=rows, cols=cols, gamma=gamma, beta=beta,
                                                         epsilon=float(r.choice([1e-5, 1e-3, 10.0]))))
     x = Tensor("x", (rows, cols), "x", float(r.uniform(0.001, 0.2)), int(r.integers(-128, 128)))
     y = Tensor("y", (rows, cols), "y", float(r.uniform(0.005, 0.1)), int(r.integers(-20, 20)))
@@ -56,7 +56,7 @@ def test_twin_tracks_float():
         gamma, beta = r.normal(1, 0.3, cols), r.normal(0, 0.3, cols)
         xf = r.normal(0.3, 1.0, (8, cols))
         s_in = float(np.abs(xf).max()) / 127
-        op = Op("layer_norm", "ln", ["x"], "y", attrs=dict(rows=8, cols=cols, gamma=gamma, beta=beta, epsilon=1e-5))
+        op = Op("layer_norm", "ln", ("x",), "y", attrs=dict(rows=8, cols=cols, gamma=gamma, beta=beta, epsilon=1e-5))
         want = norm.float_layer_norm(op, [xf])
         s_out = float(np.abs(want).max()) / 127
         norm.quantize_layer_norm(op, [Tensor("x", (8, cols), "x", s_in, 0)], Tensor("y", (8, cols), "y", s_out, 0))
@@ -98,7 +98,7 @@ def test_onnx_layer_norm_end_to_end(tmp_path):
     assert [op.kind for op in graph.ops][-1] == "layer_norm"
     x = np.random.default_rng(2).normal(0, 1, (32,) + shape[1:]).astype(np.float32)
     ranges = calibrate.calibrate(model, x, [t.source for t in graph.tensors.values()])
-    quantize.quantize(graph, ranges)
+    graph = quantize.quantize(graph, ranges)
     tout = graph.tensors[graph.output]
     for i in range(4):
         want = calibrate.run_float(model, x[i:i + 1])[0]

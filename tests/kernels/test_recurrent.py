@@ -15,7 +15,7 @@ from ckernels import make, ptr
 from conftest import check_generated_c, make_model
 from edgec import cheader
 from edgec.errors import EdgecError
-from edgec.lower import lowering
+from edgec import pipeline
 from edgec.frontend import canonicalize
 from edgec.ir import Op, Tensor
 from edgec.ops import recurrent, select
@@ -31,7 +31,7 @@ def _op(r, kind, steps, n_in, hid, reverse=0, lbr=0, output=0, init=False, batch
                  init_h=r.uniform(-0.9, 0.9, batch * hid) if init else np.zeros(batch * hid),
                  init_c=r.uniform(-2, 2, batch * hid) if init else np.zeros(batch * hid), batch=batch,
                  reverse=reverse, output=output, linear_before_reset=lbr)
-    return Op(kind=kind, name=kind, inputs=["x"], output="y", attrs=attrs)
+    return Op(kind=kind, name=kind, inputs=("x",), output="y", attrs=attrs)
 
 
 def _quantized(r, op, bits=8):
@@ -151,13 +151,13 @@ def test_onnx_end_to_end(kind, direction, layout, init, output, lbr, tmp_path):
     np.testing.assert_allclose(floatref.output(graph, x[0]).reshape(want.shape), want, atol=1e-5)
     ranges = calibrate.calibrate(model, x, [t.source for t in graph.tensors.values() if not t.source.startswith("edgec:")])
     ranges.update(floatref.ranges(graph, x, [t.source for t in graph.tensors.values() if t.source.startswith("edgec:")]))
-    quantize.quantize(graph, ranges)
+    graph = quantize.quantize(graph, ranges)
     tout = graph.tensors[graph.output]
     got = scheme.dequantize(tout, reference.run(graph, scheme.quantize_input(graph.tensors[graph.input], x[0])))
     assert np.abs(got.reshape(want.shape) - want).max() <= 4 * tout.scale + (0.03 if bits == 8 else 0.15)
     if bits == 4:
         assert all(select.int4_weights(op) for op in graph.ops if op.kind == kind)
-        graph = lowering.lower_graph(graph)
+        graph = pipeline.lower(graph)
         assert {op.lowering.kernel.name for op in graph.ops if op.kind == kind} == {"edgec_recurrent_fast_s4"}
     check_generated_c(graph, x[:4], tmp_path)
 
@@ -213,7 +213,7 @@ def test_unrolled_lstm_builds_bit_exact(tmp_path):
     graph = canonicalize.canonicalize(model, "unrolled_lstm")
     want = calibrate.run_float(model, x[:1])[0]
     ranges = calibrate.calibrate(model, x, [t.source for t in graph.tensors.values()])
-    quantize.quantize(graph, ranges)
+    graph = quantize.quantize(graph, ranges)
     tout = graph.tensors[graph.output]
     got = scheme.dequantize(tout, reference.run(graph, scheme.quantize_input(graph.tensors[graph.input], x[0])))
     assert np.abs(got.reshape(want.shape) - want).max() <= 4 * tout.scale + 0.03

@@ -103,7 +103,7 @@ def import_conv_transpose(cx, node):
         return idx
     movement.remap_axes(cx, node, x, mid, [lambda m: np.arange(m), lambda m: np.arange(m)] +
                         [fn(i) for i in range(nsp)])
-    cx.graph.tensors[cx.values[mid][0]].source = x
+    cx.graph.retensor(cx.values[mid][0], source=x)
     cin, cog = w.shape[0], w.shape[1]
     wt = w.reshape((g, cin // g, cog) + w.shape[2:]).swapaxes(1, 2).reshape((g * cog, cin // g) + w.shape[2:])
     wt = np.flip(wt, axis=tuple(range(2, 2 + nsp))).copy()

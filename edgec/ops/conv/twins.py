@@ -14,7 +14,7 @@ from edgec.fixedpoint.scheme import act_range, finish, finish16, weighted, weigh
 def quantize_conv(op: Op, ins: list[Tensor], out: Tensor) -> None:
     (ih, iw, ic), (oh, ow, oc) = op.attrs["in_hwc"], op.attrs["out_hwc"]
     weighted(op, ins[0], out, _axis(op))
-    op.params = dict(in_h=ih, in_w=iw, in_c=ic, out_h=oh, out_w=ow, out_c=oc,
+    op.params.update(in_h=ih, in_w=iw, in_c=ic, out_h=oh, out_w=ow, out_c=oc,
                      k_h=op.attrs["kernel"][0], k_w=op.attrs["kernel"][1],
                      stride_h=op.attrs["stride"][0], stride_w=op.attrs["stride"][1],
                      dil_h=op.attrs["dilation"][0], dil_w=op.attrs["dilation"][1],
