@@ -31,7 +31,7 @@ def conv_op(k: int = 3, in_c: int = 8, out_c: int = 6, dilation: int = 1, four: 
     arrays = dict(bias=rng.integers(-2000, 2000, out_c).astype(np.int32),
                   mult=np.full(out_c, 1_500_000_000, np.int32), shift=np.full(out_c, -9, np.int32))
     arrays.update(weights4=pack_int4(w)) if four else arrays.update(weights=w)
-    return Op("conv2d", "conv", ["x"], "y", params=p, arrays=arrays)
+    return Op("conv2d", "conv", ("x",), "y", params=p, arrays=arrays)
 
 
 def test_precedence_int16_over_int4_over_int8():
@@ -124,10 +124,10 @@ def test_lowering_is_read_only_and_leaves_the_op_writable():
 def test_lower_stage_returns_a_new_graph_with_every_op_lowered():
     tensors = {n: Tensor(n, (1, 7, 7, 8) if n == "x" else (1, 5, 5, 6), n, 0.1, 0) for n in ("x", "y", "r")}
     op = conv_op()
-    view = Op("reshape", "view", ["y"], "r")
-    graph = Graph("g", tensors, [op, view], "x", "r")
+    view = Op("reshape", "view", ("y",), "r")
+    graph = Graph("g", tensors, (op, view), "x", "r")
     lowered = lowering.lower_graph(graph)
-    assert lowered is not graph and graph.ops == [op, view] and op.lowering is None and view.lowering is None
+    assert lowered is not graph and graph.ops == (op, view) and op.lowering is None and view.lowering is None
     assert lowered.ops[0].lowering.variant == "window" and lowered.ops[1].lowering is None     # a view: no code
     assert lowered.ops[0].params is op.params and lowered.tensors is graph.tensors
     assert select.lowering_of(graph, op).kernel.name == "edgec_conv2d_s8"       # not lowered: the reference kernel

@@ -32,8 +32,8 @@ def lower_graph(graph: Graph, optimize: str = "speed", choose: Chooser | None = 
     None for the default), "size" keeps the generic fast kernels; mve (the board's core has Helium): the Helium
     kernel where there is one."""
     options = select.Options(optimize=optimize, helium=mve, choose=choose)
-    ops = [dataclasses.replace(op, lowering=select.select(op, options, select.dtypes(graph, op))) for op in graph.ops]
-    return dataclasses.replace(graph, ops=ops)
+    return graph.replace_ops(dataclasses.replace(op, lowering=select.select(op, options, select.dtypes(graph, op)))
+                             for op in graph.ops)
 
 
 def summary(ops) -> dict:

@@ -42,7 +42,7 @@ def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: 
         from_range(name)
     ops = []
     for old in graph.ops:
-        op = old.fresh(attrs={**old.attrs, "per_channel": per_channel}, lowered=None)   # filled in below
+        op = old.fresh(attrs={**old.attrs, "per_channel": per_channel}, lowering=None)   # filled in below
         out = tensors[op.output]
         src = tensors[op.inputs[0]]
         d = REGISTRY[op.kind]

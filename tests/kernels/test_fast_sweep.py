@@ -290,15 +290,6 @@ def test_sweep_reaches_large_and_odd_channel_counts():
     assert drawn.max() > 100 and np.mean(drawn % 4 != 0) > 0.5 and np.sum(drawn > 64) > 50
 
 
-def _lowered(op, optimize: str) -> dict:
-    """op's lowering as a build makes it (edgec/pipeline.py: lower_graph, on its `optimize` variant)."""
-    from edgec import pipeline
-    from edgec.ir import Graph, Tensor
-
-    tensors = {t: Tensor(t, (1,), t) for t in (*op.inputs, op.output)}
-    return pipeline.lower(Graph("g", tensors, (op,), op.inputs[0], op.output), optimize).ops[0].lowered
-
-
 def test_depthwise_speed_variant_is_the_default_and_size_keeps_the_generic_kernel():
     """`--optimize speed` puts a depthwise 3x3 on its fused variant (its per-rotation weights cost flash, reported),
     `--optimize size` keeps the generic kernel; both are variants `edgec tune` can choose between."""
