@@ -4,7 +4,7 @@ an earlier stage still holds (edgec/ir.py's Graph, Op and Tensor are immutable):
     load           .onnx path                                  -> checked onnx.ModelProto   (edgec/frontend/loader.py)
     canonicalize   ModelProto, name                            -> canonical Graph           (edgec/frontend/canonicalize.py)
     quantize       ModelProto, canonical Graph, Samples, QuantOptions -> QuantResult (.graph quantized) (edgec/quant/ptq.py)
-    lower          quantized Graph, optimize, chooser, mve     -> lowered Graph             (edgec/lower/lowering.py)
+    lower          quantized Graph, optimize, chooser, core    -> lowered Graph             (edgec/lower/lowering.py)
     plan           lowered Graph, RAM limits                   -> (scheduled Graph, Plan)   (edgec/plan/)
     C sources      scheduled Graph, Plan, folder, name         -> model library files       (edgec/codegen/cmodel.py)
     project        board, model library                        -> PlatformIO project        (edgec/targets/firmware.py)
@@ -70,25 +70,27 @@ def quantize(model: onnx.ModelProto, graph: Graph, samples, options: ptq.QuantOp
                               cache_dir=cache_dir)
 
 
-def lower(graph: Graph, optimize: str = "speed", choose=None, mve: bool = False) -> Graph:
+def lower(graph: Graph, optimize: str = "speed", choose=None, mve: bool = False, dsp: bool = False) -> Graph:
     """lower: quantized Graph -> a new Graph whose ops carry the kernel each runs on (`op.lowering`: its params,
-    packed constants and scratch; edgec/lower/lowering.py, edgec/ops/select.py); `graph` is not changed."""
-    return lower_graph(graph, optimize, choose, mve)
+    packed constants and scratch; edgec/lower/lowering.py, edgec/ops/select.py; mve, dsp: the core has Helium, the
+    Arm DSP extension); `graph` is not changed."""
+    return lower_graph(graph, optimize, choose, mve, dsp)
 
 
 def schedule_and_plan(graph: Graph, guard: int = 0, optimize: str = "speed", choose=None,
                       ram_budget: int | None = None, board_ram: int | None = None, overhead: int = 0,
-                      log: Log = quiet, mve: bool = False) -> tuple[Graph, planner.Plan]:
+                      log: Log = quiet, mve: bool = False, dsp: bool = False) -> tuple[Graph, planner.Plan]:
     """lower + plan: the quantized graph lowered onto the kernels that will run each op (the fast kernels where they
     take it: their constants and scratch; optimize "speed" or "size" and a per-op variant chooser:
     edgec/lower/lowering.py), its ops put in the execution order with the smallest memory peak, and the arena
     planned (guard > 0: with the arena guard's canaries, see edgec/plan/guard.py; mve: onto the Helium kernels where
-    there is one, edgec/ops/select.py). Returns (the scheduled graph, its plan); `graph` is not changed.
+    there is one, dsp: the variants that need the Arm DSP extension too, edgec/ops/select.py). Returns (the
+    scheduled graph, its plan); `graph` is not changed.
 
     RAM: with `ram_budget` (bytes for the whole firmware: arena + `overhead`), the cheapest schedule that
     fits, patch-based stages if needed (edgec/plan/ram_budget.py), or an EdgecError naming the least RAM
     reachable; without it, the fastest plan when it fits `board_ram` (else the memory-saving one)."""
-    graph = lower(graph, optimize, choose, mve)
+    graph = lower(graph, optimize, choose, mve, dsp)
     graph = graph.replace_ops(planner.schedule(graph))
     if guard and ram_budget is not None:
         raise EdgecError("--arena-guard and --ram-budget do not go together: the guard's canaries watch whole "
@@ -112,12 +114,12 @@ def plan_to_fit(graph: Graph, board, guard: int = 0, optimize: str = "speed", ch
     (`--optimize size`: the quantized graph lowered again) and says so; if neither fits, the generic build's
     error. helium False keeps a Helium board on the DSP kernels (an export may be compiled without Helium
     flags)."""
-    from edgec.lower.lowering import has_mve
+    from edgec.lower.lowering import has_arm_dsp, has_mve
     from edgec.targets import fit        # fit imports nothing of the pipeline: no cycle
 
     def planned(mode):
         lowered, plan = schedule_and_plan(graph, guard, mode, choose, **fit.ram_limits(graph, board, ram_budget),
-                                          log=log, mve=helium and has_mve(board))
+                                          log=log, mve=helium and has_mve(board), dsp=has_arm_dsp(board))
         if not plan.stages:     # patched stages are planned for one region: their windows are not re-placed
             plan = fit.place_in_regions(lowered, plan, board)
         return lowered, plan

@@ -26,12 +26,19 @@ def has_mve(board) -> bool:
     return board is not None and board.fpu == MVE_FPU
 
 
-def lower_graph(graph: Graph, optimize: str = "speed", choose: Chooser | None = None, mve: bool = False) -> Graph:
+def has_arm_dsp(board) -> bool:
+    """Does the board's core have the Arm DSP extension, the fast kernels' DSP path (its profile's dsp field on an
+    Arm core: other cores' SIMD extensions run the portable path)?"""
+    return board is not None and board.dsp and board.arch == "arm"
+
+
+def lower_graph(graph: Graph, optimize: str = "speed", choose: Chooser | None = None, mve: bool = False,
+                dsp: bool = False) -> Graph:
     """The graph with every op on the kernel it will run (`op.lowering`, None for views): optimize "speed" puts
     each op on its fastest variant (`choose(op, generic lowering)`: the variant's name, e.g. from a tuning log, or
     None for the default), "size" keeps the generic fast kernels; mve (the board's core has Helium): the Helium
-    kernel where there is one."""
-    options = select.Options(optimize=optimize, helium=mve, choose=choose)
+    kernel where there is one; dsp (it has the Arm DSP extension): the speed variants that need it too."""
+    options = select.Options(optimize=optimize, helium=mve, dsp=dsp, choose=choose)
     return graph.replace_ops(dataclasses.replace(op, lowering=select.select(op, options, select.dtypes(graph, op)))
                              for op in graph.ops)
 

@@ -38,6 +38,8 @@ INT4 = "int4"                # int8 activations, packed int4 weights
 PRECISIONS = (INT8, INT16, INT4)
 # instruction sets
 ANY = "any"                  # any core (portable C, with an Arm DSP path where the core has one)
+DSP = "dsp"                  # any core, but worth choosing only where its Arm DSP path compiles (__ARM_FEATURE_DSP:
+                             # Cortex-M4/M7/M33/M55): its portable path is correct everywhere, not faster there
 MVE = "helium"               # compiled only under __ARM_FEATURE_MVE (Cortex-M55)
 
 GENERIC = "generic"          # the variant name of the default fast kernel (the tuning log, the build report)
@@ -53,7 +55,7 @@ class Kernel:
     role: str                                     # REFERENCE, FAST, VARIANT or HELIUM
     call: Callable                                # (op, Lowering, CallSite) -> the C statement
     precision: str = INT8                         # INT8, INT16 or INT4
-    isa: str = ANY                                # ANY or MVE
+    isa: str = ANY                                # ANY, DSP or MVE
     base: Kernel | None = None                    # a variant's or Helium kernel's fast kernel, whose lowering it
                                                   # repacks
     variant: str | None = None                    # a speed variant's name (tuning log, --optimize summary)
@@ -72,7 +74,7 @@ class Kernel:
                                                   # counted on top, once per build; None: inside its kind's
 
     def __post_init__(self):
-        assert self.role in ROLES and self.precision in PRECISIONS and self.isa in (ANY, MVE), self.name
+        assert self.role in ROLES and self.precision in PRECISIONS and self.isa in (ANY, DSP, MVE), self.name
         assert (self.base is not None) == (self.role in (VARIANT, HELIUM)), self.name
         assert (self.variant is not None) == (self.role == VARIANT), self.name
         assert (self.run is not None) == (self.role == REFERENCE), self.name

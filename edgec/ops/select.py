@@ -11,7 +11,8 @@ collected by edgec/ops/registry.py).
 3. else the first default fast kernel whose lowering succeeds (the generic lowering), then
    - on a Helium target (`options.helium`), that kernel's Helium kernel where it has one;
    - otherwise its speed variant: with `options.optimize` "speed" the tuning log's choice (`options.choose(op,
-     generic lowering)`) if it names a variant offered for this op, else the first variant that applies; with
+     generic lowering)`) if it names a variant offered for this op, else the first variant that applies (a
+     variant that needs the Arm DSP extension, ISA `DSP`, only on a core that has it, `options.dsp`); with
      "size" none (the generic kernel). The lowering then records the variants offered, the choice, the constant
      bytes it adds and the layer's tuning signature.
 
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from edgec.ir import Graph, Op
-from edgec.ops.kernel import GENERIC, INT4, INT8, INT16, Kernel, Lowering, constant_bytes
+from edgec.ops.kernel import DSP, GENERIC, INT4, INT8, INT16, Kernel, Lowering, constant_bytes
 from edgec.ops.registry import FASTS, HELIUM_OF, REFERENCES, REGISTRY, VARIANTS
 
 OPTIMIZE_CHOICES = ("speed", "size")
@@ -41,6 +42,7 @@ class Options:
     fast: bool = True                  # False: every op on its reference kernel
     optimize: str = "speed"            # "speed": speed variants; "size": the default fast kernels (least code)
     helium: bool = False               # the board's core has Helium (MVE): the Helium kernels where there is one
+    dsp: bool = False                  # the board's core has the Arm DSP extension: the variants that need it too
     choose: Chooser | None = None      # (op, generic lowering) -> the variant to run, or None for the default
 
 
@@ -95,9 +97,11 @@ def fast(op: Op, dtypes: tuple[str, ...] | None = None) -> Lowering | None:
     return None
 
 
-def offered(generic: Lowering) -> list[Kernel]:
-    """The speed variants of a generic lowering that apply to it, fastest first."""
-    return [k for k in VARIANTS.get(generic.kernel, ()) if k.applies is None or k.applies(generic)]
+def offered(generic: Lowering, dsp: bool = False) -> list[Kernel]:
+    """The speed variants of a generic lowering that apply to it, fastest first (those that need the Arm DSP
+    extension only with `dsp`: the board's core has it)."""
+    return [k for k in VARIANTS.get(generic.kernel, ()) if (k.isa != DSP or dsp)
+            and (k.applies is None or k.applies(generic))]
 
 
 def variant(op: Op, generic: Lowering, name: str) -> Lowering:
@@ -127,7 +131,7 @@ def select(op: Op, options: Options = REFERENCE_ONLY, dtypes: tuple[str, ...] | 
         return reference(op, out_dtype).lowering(op)
     if options.helium and generic.kernel in HELIUM_OF:
         return HELIUM_OF[generic.kernel].lowering(op, generic)
-    names = (GENERIC, *(k.variant for k in offered(generic)))
+    names = (GENERIC, *(k.variant for k in offered(generic, options.dsp)))
     sig = signature(op, generic)
     generic = generic.replace(variant=GENERIC, variants=names, signature=sig)
     choice = options.choose(op, generic) if options.choose else None
