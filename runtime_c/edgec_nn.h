@@ -207,6 +207,17 @@ static inline int32_t edgec_depthwise_conv2d_3x3_fused_s8_get_buffer_size(const 
 {
     return 32 * ((p->out_cols - 1) * p->stride + 3);
 }
+/* `--optimize speed` on small images (a MobileNet's last layers; cores with the Arm DSP extension): the whole padded
+ * input of 4 channels widened once into records of 4 rows, each channel's weights in registers for all its outputs
+ * (per channel 7 words: the doubled int16 pairs (w[0][kx], w[1][kx]), (w[1][kx], w[2][kx]) and the doubled bias;
+ * edgec/ops/conv/depthwise3x3.py; fast/edgec_depthwise_conv2d_3x3_small.c). */
+void edgec_depthwise_conv2d_3x3_small_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
+                                         const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
+/* 32 bytes a tile column of every record row ((out_rows * stride + 1) / 2 of them, and a spare either side) */
+static inline int32_t edgec_depthwise_conv2d_3x3_small_s8_get_buffer_size(const edgec_depthwise_conv2d_3x3_params *p)
+{
+    return 32 * ((p->out_cols - 1) * p->stride + 3) * ((p->out_rows * p->stride + 1) / 2 + 2);
+}
 /* Helium (MVE; fast/edgec_depthwise_conv2d_3x3_mve.c): weights [3][3][c] int8 in the sweep orientation, one
  * channel and 4 output pixels per vector (rows of 16 outputs or more) or 4 channels per vector. */
 void edgec_depthwise_conv2d_3x3_mve_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,

@@ -171,7 +171,7 @@ def pointwise_cases(rng, lib, n):
 
 
 def depthwise_cases(rng, lib, n, variant=GENERIC):
-    """variant: the generic depthwise 3x3 or its speed variant (requantization fused into the store)."""
+    """variant: the generic depthwise 3x3 or one of its speed variants (fused, small)."""
     for _ in range(n):
         c = 4 * int(rng.integers(1, 33)) if rng.random() < 0.4 else 4 * int(rng.integers(1, 4))
         stride = int(rng.integers(1, 3))
@@ -256,6 +256,7 @@ SWEEPS = {"conv2d_im2col": (conv_cases, 300), "conv2d_blocked": (partial(conv_ca
           "conv2d_window": (partial(conv_cases, variant="window"), 300),
           "depthwise_conv2d_3x3": (depthwise_cases, 300),
           "depthwise_conv2d_3x3_fused": (partial(depthwise_cases, variant="fused"), 300),
+          "depthwise_conv2d_3x3_small": (partial(depthwise_cases, variant="small"), 300),
           "fully_connected_packed": (fc_cases, 300), "fully_connected_wide": (partial(fc_cases, variant="wide"), 300),
           "fully_connected_rows8": (partial(fc_cases, variant="rows8"), 300),
           "add_lut": (add_cases, 300),

@@ -1,6 +1,6 @@
 """The fast depthwise 3x3 convolution (runtime_c/fast/edgec_depthwise_conv2d_3x3.c: a rolling window of three input rows
 widened to int16 in a layout where one SMLAD does two taps of one channel, swept along the image's longer axis),
-its speed variant with the requantization fused into the store, its Helium kernel
+its speed variants (the requantization fused into the store; the whole small image widened at once), its Helium kernel
 (fast/edgec_depthwise_conv2d_3x3_mve.c) and its int4-weight twin, as kernel records."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 from edgec.ir import Op
 from edgec.ops import cemit, fast
 from edgec.ops.conv.reference import with_int8_weights
-from edgec.ops.kernel import FAST, HELIUM, INT4, MVE, VARIANT, Kernel
+from edgec.ops.kernel import DSP, FAST, HELIUM, INT4, MVE, VARIANT, Kernel
 from edgec.fixedpoint.scheme import pack_int4
 
 STRUCT = "edgec_depthwise_conv2d_3x3_params"
@@ -67,6 +67,28 @@ def fused_3x3(op: Op, base):
     return base.params, {**base.arrays, "fw": words.reshape(-1)}
 
 
+def small_3x3(op: Op, base):
+    """The depthwise 3x3 on a small image (edgec_depthwise_conv2d_3x3_small_s8): per channel, with w the generic
+    lowering's doubled int16 [3][3] weights (its sweep orientation), the 7 words (w[0][kx], w[1][kx]) for kx 0..2,
+    (w[1][kx], w[2][kx]) for kx 0..2 and 2 * bias."""
+    w = base.arrays["fw"].view(np.int16).reshape(-1, 3, 3).astype(np.int32)   # [c][ky][kx], doubled
+    bias2 = 2 * base.arrays["rq"].reshape(-1, 5)[:, 0].astype(np.int64)
+    words = np.zeros((len(w), 7), np.uint32)
+    for kx in range(3):
+        words[:, kx] = _half(w[:, 0, kx]) | _half(w[:, 1, kx]) << 16
+        words[:, 3 + kx] = _half(w[:, 1, kx]) | _half(w[:, 2, kx]) << 16
+    words[:, 6] = (bias2 & 0xFFFFFFFF).astype(np.uint32)
+    return base.params, {**base.arrays, "fw": words.reshape(-1)}
+
+
+def small_image(base) -> bool:
+    """Whether the whole-image kernel takes a layer: its widened image (the scratch) is at most half the layer's
+    input, as on the small images of a network's last layers (where it was measured faster than the rolling
+    window, and the arena does not grow)."""
+    p = base.params
+    return SMALL.scratch_bytes(p) <= p["rows"] * p["cols"] * p["c"] // 2
+
+
 def mve_3x3(op: Op, base):
     """edgec_depthwise_conv2d_3x3_mve_s8: int8 [3][3][c] in the sweep orientation instead of doubled int16 (long
     rows: one channel at a time, 4 output pixels per vector; short rows: 4 channels per vector)."""
@@ -90,7 +112,11 @@ def lower_3x3_4(op: Op):
 
 DEPTHWISE_3X3 = Kernel("edgec_depthwise_conv2d_3x3_s8", ("depthwise_conv2d",), FAST, cemit.fast_weighted,
                        lower=lower_3x3, struct=STRUCT)
-# code the speed variant links in beside the generic kernels (arm-none-eabi-gcc -O2, Cortex-M4), for the fit check
+# code each speed variant links in beside the generic kernels (arm-none-eabi-gcc -O2, Cortex-M4: its file's text), for
+# the fit check; the variants are offered in this order
+SMALL = Kernel("edgec_depthwise_conv2d_3x3_small_s8", ("depthwise_conv2d",), VARIANT, cemit.fast_weighted,
+               base=DEPTHWISE_3X3, variant="small", isa=DSP, applies=small_image, lower=small_3x3, struct=STRUCT,
+               code_bytes=4416)
 FUSED = Kernel("edgec_depthwise_conv2d_3x3_fused_s8", ("depthwise_conv2d",), VARIANT, cemit.fast_weighted,
                base=DEPTHWISE_3X3, variant="fused", lower=fused_3x3, struct=STRUCT, code_bytes=2048)
 DEPTHWISE_MVE = Kernel("edgec_depthwise_conv2d_3x3_mve_s8", ("depthwise_conv2d",), HELIUM, cemit.fast_weighted,
@@ -98,4 +124,4 @@ DEPTHWISE_MVE = Kernel("edgec_depthwise_conv2d_3x3_mve_s8", ("depthwise_conv2d",
 DEPTHWISE_3X3_4 = Kernel("edgec_depthwise_conv2d_3x3_s4", ("depthwise_conv2d",), FAST, cemit.fast_weighted,
                          precision=INT4, lower=lower_3x3_4, struct=STRUCT)
 
-KERNELS = [DEPTHWISE_3X3, FUSED, DEPTHWISE_MVE, DEPTHWISE_3X3_4]
+KERNELS = [DEPTHWISE_3X3, SMALL, FUSED, DEPTHWISE_MVE, DEPTHWISE_3X3_4]

@@ -1,0 +1,281 @@
+/* Depthwise 3x3 on small images (`--optimize speed`): edgec_depthwise_conv2d_3x3_small_s8.
+ *
+ * The generic kernel and its fused variant sweep a rolling window of three input rows, so every output row of every
+ * channel pays for a window rotation, a call and its weights' setup; on the 6x6 and 3x3 images of a MobileNet's last
+ * layers that is most of the work. Here the 4 channels of a group are widened to int16 once, the whole padded image,
+ * as records of four input rows:
+ *     tile[m][j][k] = (x[2m], x[2m + 1]), (x[2m + 2], x[2m + 3])     input rows 2m - pad_top .. of column
+ *                                                                    j - pad_left, channel cg + k (the zero point
+ *                                                                    outside the image), 32 bytes a column
+ * and each channel then runs all its outputs with its weights in registers, per kernel column kx the doubled int16
+ * pairs ab[kx] = (w[0][kx], w[1][kx]) and bc[kx] = (w[1][kx], w[2][kx]), one LDRD a kernel column. With stride 1
+ * record m gives output rows 2m and 2m + 1:
+ *     out[2m]     += SMLAD((x0, x1), ab) + x2 * w[2]     (x2: the low half of (x2, x3); w[2]: the high one of bc)
+ *     out[2m + 1] += SMLAD((x2, x3), bc) + w[0] * x1     (w[0]: the low half of ab; x1: the high one of (x0, x1))
+ * and with stride 2 it gives output row m by the first line.
+ *
+ * Weights (small_3x3 in edgec/ops/conv/depthwise3x3.py): per channel 7 words ab[0..2], bc[0..2], 2 * bias, the
+ * generic lowering's doubled weights (the sums are the doubled ones the requantization records take).
+ * Scratch: the records and a spare row on either side, 32 * ((out_cols - 1) * stride + 3) * (records + 2) bytes
+ * with records = (out_rows * stride + 1) / 2: (out_rows + 1) / 2 for stride 1, out_rows for stride 2
+ * (edgec_depthwise_conv2d_3x3_small_s8_get_buffer_size). */
+#include "edgec_fast_support.h"
+
+/* record rows of the tile */
+static int32_t edgec_dws_records(const edgec_depthwise_conv2d_3x3_params *p)
+{
+    return (p->out_rows * p->stride + 1) >> 1;
+}
+
+#ifdef EDGEC_DSP_NATIVE
+/* (low half of a, low half of b) and (high half of a, high half of b) in one instruction each */
+EDGEC_INLINE uint32_t edgec_dws_lows(uint32_t a, uint32_t b)
+{
+    uint32_t r;
+    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+EDGEC_INLINE uint32_t edgec_dws_highs(uint32_t a, uint32_t b)
+{
+    uint32_t r;
+    __asm__("pkhtb %0, %2, %1, asr #16" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+#else
+#define edgec_dws_lows(a, b) (((a) & 0xffffu) | (b) << 16)
+#define edgec_dws_highs(a, b) ((a) >> 16 | ((b) & 0xffff0000u))
+#endif
+
+/* The words (x[r], x[r + 1]) of 4 channels, n columns, from input rows a and b (a row outside the image: a
+ * zero-point word, stepping 0), into word 0 of each column record at lo and word 1 of each at hi. */
+static EDGEC_NOINLINE void edgec_dws_widen(const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int32_t n,
+                                           edgec_w32 *lo, edgec_w32 *hi)
+{
+    for (; n > 0; --n, a += sa, b += sb, lo += 8, hi += 8) {
+        const uint32_t va = *(const edgec_w32 *)(const void *)a, vb = *(const edgec_w32 *)(const void *)b;
+        uint32_t w;
+#ifdef EDGEC_DSP
+        const uint32_t ea = E_SXTB16(va), eb = E_SXTB16(vb);           /* channels 0, 2 */
+        const uint32_t oa = E_SXTB16_ROR8(va), ob = E_SXTB16_ROR8(vb); /* channels 1, 3 */
+        w = edgec_dws_lows(ea, eb);
+        lo[0] = hi[1] = w;
+        w = edgec_dws_lows(oa, ob);
+        lo[2] = hi[3] = w;
+        w = edgec_dws_highs(ea, eb);
+        lo[4] = hi[5] = w;
+        w = edgec_dws_highs(oa, ob);
+        lo[6] = hi[7] = w;
+#else
+        int32_t k;
+        for (k = 0; k < 4; ++k) {
+            w = (uint32_t)(uint16_t)(int16_t)(int8_t)(uint8_t)(va >> 8 * k) |
+                (uint32_t)(uint16_t)(int16_t)(int8_t)(uint8_t)(vb >> 8 * k) << 16;
+            lo[2 * k] = hi[2 * k + 1] = w;
+        }
+#endif
+    }
+}
+
+/* The tile of channels cg .. cg + 3 (input: channel cg's first byte): record rows 0 .. records - 1 from `tile` on,
+ * a spare row on either side (the halves no record reads); pair i of input rows is word 0 of record i and word 1
+ * of record i - 1 */
+static void edgec_dws_tile(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input, edgec_w32 *tile)
+{
+    const int32_t width = (p->out_cols - 1) * p->stride + 3, records = edgec_dws_records(p), cs = p->in_col_step;
+    const int32_t x0 = p->pad_left < width ? p->pad_left : width; /* tile columns [x0, x1) are inside */
+    const int32_t x1 = p->cols + p->pad_left < width ? (p->cols + p->pad_left < x0 ? x0 : p->cols + p->pad_left) : width;
+    const uint32_t z = (uint32_t)(uint8_t)p->input_zp * 0x01010101u; /* 4 zero-point bytes */
+    const uint32_t zz = ((uint32_t)(uint16_t)(int16_t)p->input_zp) * 0x00010001u;
+    const int8_t *const pad = (const int8_t *)(const void *)&z;
+    int32_t i, j;
+    for (i = 0; i < records; ++i) { /* the padded columns */
+        edgec_w32 *t = tile + 8 * width * i;
+        for (j = 0; j < 8 * x0; ++j) t[j] = zz;
+        for (j = 8 * x1; j < 8 * width; ++j) t[j] = zz;
+    }
+    for (i = 0; i <= records; ++i) {
+        const int32_t r = 2 * i - p->pad_top;
+        const int in_a = r >= 0 && r < p->rows, in_b = r + 1 >= 0 && r + 1 < p->rows;
+        const int8_t *a = in_a ? input + r * p->in_row_step + (x0 - p->pad_left) * cs : pad;
+        const int8_t *b = in_b ? input + (r + 1) * p->in_row_step + (x0 - p->pad_left) * cs : pad;
+        edgec_dws_widen(a, in_a ? cs : 0, b, in_b ? cs : 0, x1 - x0, tile + 8 * (width * i + x0),
+                        tile + 8 * (width * (i - 1) + x0));
+    }
+}
+
+/* the requantized doubled sum t, clamped by `clamp` of v_, stored at *o; `fix` the correction for a negative t */
+#define EDGEC_DWS_STORE(t, o, clamp, fix)                                                          \
+    do {                                                                                           \
+        const int32_t v_ = (E_SMMLAR((t), mult, khi) + fix(t)) >> shift;                           \
+        *(o) = (int8_t)(clamp);                                                                    \
+    } while (0)
+#define EDGEC_DWS_NEG(t) ((t) >> 31)             /* the record's neg is -1 (the usual case: shift > 0) */
+#define EDGEC_DWS_ANYNEG(t) ((t) >> 31 & neg)    /* the record's own */
+#define EDGEC_DWS_FULL EDGEC_SAT8(v_)            /* the activation range is all of int8 */
+#define EDGEC_DWS_CLAMP (v_ < lo ? lo : (v_ > hi ? hi : v_))
+
+#ifdef EDGEC_DSP
+#define EDGEC_DWS_WEIGHTS                                                                          \
+    const uint32_t ab0 = wk[0], ab1 = wk[1], ab2 = wk[2], bc0 = wk[3], bc1 = wk[4], bc2 = wk[5];   \
+    uint32_t a_, b_;
+/* kernel column kx (its record at x + 8 kx words) into output row 2m (t0) and, stride 1, 2m + 1 (t1) */
+#define EDGEC_DWS_TOP(kx) (t0 = E_SMLABT(b_, bc##kx, E_SMLAD(a_, ab##kx, t0)))
+#define EDGEC_DWS_LOW(kx) (t1 = E_SMLABT(ab##kx, a_, E_SMLAD(b_, bc##kx, t1)))
+#define EDGEC_DWS_SUM2                                                                             \
+    do {                                                                                           \
+        E_LDRD(a_, b_, x, 0);                                                                      \
+        EDGEC_DWS_TOP(0);                                                                          \
+        EDGEC_DWS_LOW(0);                                                                          \
+        E_LDRD(a_, b_, x, 8);                                                                      \
+        EDGEC_DWS_TOP(1);                                                                          \
+        EDGEC_DWS_LOW(1);                                                                          \
+        E_LDRD(a_, b_, x, 16);                                                                     \
+        EDGEC_DWS_TOP(2);                                                                          \
+        EDGEC_DWS_LOW(2);                                                                          \
+    } while (0)
+#define EDGEC_DWS_SUM1                                                                             \
+    do {                                                                                           \
+        E_LDRD(a_, b_, x, 0);                                                                      \
+        EDGEC_DWS_TOP(0);                                                                          \
+        E_LDRD(a_, b_, x, 8);                                                                      \
+        EDGEC_DWS_TOP(1);                                                                          \
+        E_LDRD(a_, b_, x, 16);                                                                     \
+        EDGEC_DWS_TOP(2);                                                                          \
+    } while (0)
+/* two horizontally adjacent outputs of one row (t0 at x, t1 `8 * stride` words on: stride 1 shares kernel columns 1
+ * and 2, stride 2 column 2) */
+#define EDGEC_DWS_RIGHT(kx) (t1 = E_SMLABT(b_, bc##kx, E_SMLAD(a_, ab##kx, t1)))
+#define EDGEC_DWS_ROW2_S1                                                                          \
+    do {                                                                                           \
+        E_LDRD(a_, b_, x, 0);                                                                      \
+        EDGEC_DWS_TOP(0);                                                                          \
+        E_LDRD(a_, b_, x, 8);                                                                      \
+        EDGEC_DWS_TOP(1);                                                                          \
+        EDGEC_DWS_RIGHT(0);                                                                        \
+        E_LDRD(a_, b_, x, 16);                                                                     \
+        EDGEC_DWS_TOP(2);                                                                          \
+        EDGEC_DWS_RIGHT(1);                                                                        \
+        E_LDRD(a_, b_, x, 24);                                                                     \
+        EDGEC_DWS_RIGHT(2);                                                                        \
+    } while (0)
+#define EDGEC_DWS_ROW2_S2                                                                          \
+    do {                                                                                           \
+        E_LDRD(a_, b_, x, 0);                                                                      \
+        EDGEC_DWS_TOP(0);                                                                          \
+        E_LDRD(a_, b_, x, 8);                                                                      \
+        EDGEC_DWS_TOP(1);                                                                          \
+        E_LDRD(a_, b_, x, 16);                                                                     \
+        EDGEC_DWS_TOP(2);                                                                          \
+        EDGEC_DWS_RIGHT(0);                                                                        \
+        E_LDRD(a_, b_, x, 24);                                                                     \
+        EDGEC_DWS_RIGHT(1);                                                                        \
+        E_LDRD(a_, b_, x, 32);                                                                     \
+        EDGEC_DWS_RIGHT(2);                                                                        \
+    } while (0)
+#else
+#define EDGEC_DWS_WEIGHTS                                                                          \
+    const edgec_h16 *h_ = (const edgec_h16 *)(const void *)wk; /* ab0 ab1 ab2 bc0 bc1 bc2 as int16 */ \
+    const int32_t w00 = h_[0], w10 = h_[1], w01 = h_[2], w11 = h_[3], w02 = h_[4], w12 = h_[5];    \
+    const int32_t w20 = h_[7], w21 = h_[9], w22 = h_[11];
+/* output row 2m + d of one output column from its kernel columns' records at x */
+#define EDGEC_DWS_AT(t, d)                                                                         \
+    do {                                                                                           \
+        const edgec_h16 *x_ = (const edgec_h16 *)(const void *)x + (d);                            \
+        (t) += x_[0] * w00 + x_[1] * w10 + x_[2] * w20 + x_[16] * w01 + x_[17] * w11 + x_[18] * w21 + \
+               x_[32] * w02 + x_[33] * w12 + x_[34] * w22;                                         \
+    } while (0)
+#define EDGEC_DWS_SUM2                                                                             \
+    do {                                                                                           \
+        EDGEC_DWS_AT(t0, 0);                                                                       \
+        EDGEC_DWS_AT(t1, 1);                                                                       \
+    } while (0)
+#define EDGEC_DWS_SUM1 EDGEC_DWS_AT(t0, 0)
+#define EDGEC_DWS_ROW2(s)                                                                          \
+    do {                                                                                           \
+        EDGEC_DWS_AT(t0, 0);                                                                       \
+        x += 8 * (s);                                                                              \
+        EDGEC_DWS_AT(t1, 0);                                                                       \
+        x -= 8 * (s);                                                                              \
+    } while (0)
+#define EDGEC_DWS_ROW2_S1 EDGEC_DWS_ROW2(1)
+#define EDGEC_DWS_ROW2_S2 EDGEC_DWS_ROW2(2)
+#endif
+
+/* Every output of one channel: record row m at x0 + m * span words (the channel's record of tile column 0), output
+ * column ox of a record row reads the columns from 8 * stride * ox words on; stride 1 and `two` record rows first:
+ * each gives output rows 2m and 2m + 1; then single output rows (stride 2: every record row; stride 1: the last of an
+ * odd count). */
+#define EDGEC_DWS_CHANNEL(name, clamp, fix)                                                        \
+    static EDGEC_HOT void name(const edgec_depthwise_conv2d_3x3_params *p, const edgec_w32 *x0, int32_t span, \
+                               const edgec_w32 *wk, const edgec_rq *q, int8_t *out)                \
+    {                                                                                              \
+        const int32_t mult = q->mult, khi = q->khi, neg = q->neg, shift = q->shift;                \
+        const int32_t bias = (int32_t)wk[6], rs = p->out_row_step, cs = p->out_col_step;           \
+        const int32_t lo = p->act_min, hi = p->act_max, cstep = 8 * p->stride, n = p->out_cols;    \
+        const int32_t two = p->stride == 1 ? p->out_rows >> 1 : 0, rows = p->out_rows - two;       \
+        int32_t m;                                                                                 \
+        EDGEC_DWS_WEIGHTS                                                                          \
+        for (m = 0; m < two; ++m, x0 += span, out += 2 * rs) {                                     \
+            const edgec_w32 *x = x0, *const end = x0 + n * cstep;                                  \
+            int8_t *o = out;                                                                       \
+            for (; x < end; x += cstep, o += cs) {                                                 \
+                int32_t t0 = bias, t1 = bias;                                                      \
+                EDGEC_DWS_SUM2;                                                                    \
+                EDGEC_DWS_STORE(t0, o, clamp, fix);                                                \
+                EDGEC_DWS_STORE(t1, o + rs, clamp, fix);                                           \
+            }                                                                                      \
+        }                                                                                          \
+        for (; m < rows; ++m, x0 += span, out += rs) {                                             \
+            const edgec_w32 *x = x0, *const end = x0 + (n & ~1) * cstep;                           \
+            int8_t *o = out;                                                                       \
+            if (cstep == 8) {                                                                      \
+                for (; x < end; x += 16, o += 2 * cs) {                                            \
+                    int32_t t0 = bias, t1 = bias;                                                  \
+                    EDGEC_DWS_ROW2_S1;                                                             \
+                    EDGEC_DWS_STORE(t0, o, clamp, fix);                                            \
+                    EDGEC_DWS_STORE(t1, o + cs, clamp, fix);                                       \
+                }                                                                                  \
+            } else {                                                                               \
+                for (; x < end; x += 32, o += 2 * cs) {                                            \
+                    int32_t t0 = bias, t1 = bias;                                                  \
+                    EDGEC_DWS_ROW2_S2;                                                             \
+                    EDGEC_DWS_STORE(t0, o, clamp, fix);                                            \
+                    EDGEC_DWS_STORE(t1, o + cs, clamp, fix);                                       \
+                }                                                                                  \
+            }                                                                                      \
+            if (n & 1) {                                                                           \
+                int32_t t0 = bias;                                                                 \
+                EDGEC_DWS_SUM1;                                                                    \
+                EDGEC_DWS_STORE(t0, o, clamp, fix);                                                \
+            }                                                                                      \
+        }                                                                                          \
+        (void)lo;                                                                                  \
+        (void)hi;                                                                                  \
+        (void)neg;                                                                                 \
+    }
+EDGEC_DWS_CHANNEL(edgec_dws_full, EDGEC_DWS_FULL, EDGEC_DWS_NEG)
+EDGEC_DWS_CHANNEL(edgec_dws_full_anyneg, EDGEC_DWS_FULL, EDGEC_DWS_ANYNEG)
+EDGEC_DWS_CHANNEL(edgec_dws_clamped, EDGEC_DWS_CLAMP, EDGEC_DWS_NEG)
+EDGEC_DWS_CHANNEL(edgec_dws_clamped_anyneg, EDGEC_DWS_CLAMP, EDGEC_DWS_ANYNEG)
+
+void edgec_depthwise_conv2d_3x3_small_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
+                                         const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output)
+{
+    const int32_t span = 8 * ((p->out_cols - 1) * p->stride + 3); /* words of one record row */
+    const int full = p->act_min == -128 && p->act_max == 127;
+    edgec_w32 *tile = (edgec_w32 *)(void *)scratch + span; /* (the spare row before) */
+    int32_t cg, k;
+    for (cg = 0; cg < p->c; cg += 4) {
+        edgec_dws_tile(p, input + cg, tile);
+        for (k = 0; k < 4; ++k) {
+            const edgec_rq *q = rq + cg + k;
+            const edgec_w32 *wk = (const edgec_w32 *)weights + 7 * (cg + k);
+            if (q->neg == -1) {
+                (full ? edgec_dws_full : edgec_dws_clamped)(p, tile + 2 * k, span, wk, q, output + cg + k);
+            } else {
+                (full ? edgec_dws_full_anyneg : edgec_dws_clamped_anyneg)(p, tile + 2 * k, span, wk, q,
+                                                                          output + cg + k);
+            }
+        }
+    }
+}
