@@ -35,9 +35,6 @@ from edgec.ops import matmul, movement
 from edgec.ops.registry import FUSABLE, IMPORTERS, SUPPORTED_OPS, WEIGHT_AXIS
 
 
-def unsupported_nodes(model: onnx.ModelProto) -> list[str]:
-    """'OpType (node name, opset N)' for every node edgec has no operator for, in graph order."""
-    return [p.label for p in survey(model, "model")[1] if p.unsupported]
 
 
 def survey(model: onnx.ModelProto, name: str) -> tuple[Graph, list[Problem]]:

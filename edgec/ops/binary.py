@@ -47,7 +47,7 @@ def quantize_add(op: Op, ins: list[Tensor], out: Tensor) -> None:
     op.params.update(n=out.size, **{**p, **act_range(op, out)})
 
 
-def _strides6(shape, out_dims):
+def _strides6(shape):
     shape = [1] * (RANK - len(shape)) + [int(d) for d in shape]
     strides, acc = [0] * RANK, 1
     for k in range(RANK - 1, -1, -1):
@@ -72,8 +72,8 @@ def quantize_binary(op: Op, ins: list[Tensor], out: Tensor) -> None:
         tensors.insert(0 if a["const_first"] else 1, const)
     ta, tb = tensors
     dims = [1] * (RANK - len(out_shape(op))) + list(out_shape(op))
-    p = dict(op=BINARY_OPS[a["op"]], dims=dims, a_stride=_strides6(a["a_shape"], dims),
-             b_stride=_strides6(a["b_shape"], dims), a_zp=ta.zero_point, b_zp=tb.zero_point,
+    p = dict(op=BINARY_OPS[a["op"]], dims=dims, a_stride=_strides6(a["a_shape"]),
+             b_stride=_strides6(a["b_shape"]), a_zp=ta.zero_point, b_zp=tb.zero_point,
              a_mult=0, a_shift=0, b_mult=0, b_shift=0, left_shift=ADD_LEFT_SHIFT, out_zp=out.zero_point)
     if a["op"] in ("add", "sub", "max", "min"):
         ap = add_params(ta.scale, ta.zero_point, tb.scale, tb.zero_point, out.scale, out.zero_point)

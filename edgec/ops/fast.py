@@ -25,7 +25,6 @@ import numpy as np
 from edgec.ir import Op
 from edgec.fixedpoint.scheme import pack_int4, requantize
 
-RQ_FIELDS = ("bias", "mult", "khi", "neg", "shift")
 ACC_LIMIT = 1 << 30
 MAX_RIGHT_SHIFT = 22     # keeps |hi word + zp * 2^shift| < 2^31 for |acc| < 2^30
 

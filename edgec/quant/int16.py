@@ -103,7 +103,3 @@ def mark(graph: Graph, names) -> tuple[Graph, int]:
             ops.append(to16(out))
     return graph.replace_ops(ops, tensors), converters
 
-
-def is_int16(graph: Graph, op: Op) -> bool:
-    """Whether op runs an int16 kernel (a 16x8 layer, an int16 view or a conversion)."""
-    return op.kind == CONVERT or graph.tensors[op.output].dtype == "int16"

@@ -1,7 +1,7 @@
 """Post-training quantization, the whole recipe: canonical float graph + calibration samples -> INT8 graph.
 
     [cross-layer equalization] -> calibration statistics (streamed, cached) -> [bias correction, float
-    variant] -> [int16 layers, edgec/int16.py] -> range method (minmax / percentile / entropy / mse;
+    variant] -> [int16 layers, edgec/quant/int16.py] -> range method (minmax / percentile / entropy / mse;
     `auto-model`: the one whose INT8 output is closest to float on held-out calibration samples;
     `auto`: that, then refined tensor by tensor, edgec/quant/autorange.py) -> quantize -> [bias correction
     on the quantized model's own activations, edgec/quant/biascorr.py] -> [sensitivity report]
@@ -53,7 +53,7 @@ class QuantOptions:
     equalize: bool = False
     cache: bool = True
     sensitivity_samples: int = 16      # 0: no sensitivity report
-    int16: tuple[str, ...] = ()        # ONNX node names run with int16 activations (edgec/int16.py)
+    int16: tuple[str, ...] = ()        # ONNX node names run with int16 activations (edgec/quant/int16.py)
     auto_seconds: float = autorange.BUDGET_S   # time budget of auto's per-tensor search
     weights: str = "int8"              # "int4": every layer that can takes int4 weights (edgec/quant/int4layers.py)
     int4: tuple[str, ...] = ()         # ONNX node names with int4 weights
@@ -267,9 +267,6 @@ def _auto(graph: Graph, stats, options: QuantOptions, stream: Samples, own_range
     return method, scores, search
 
 
-def correct_bias(graph: Graph, samples: np.ndarray, per_channel: bool = True) -> Graph:
-    """The float variant of bias correction (edgec/quant/biascorr.py), kept under its old name."""
-    return biascorr.correct_float(graph, samples, per_channel)
 
 
 def qdq_summary(graph: Graph) -> str:

@@ -39,9 +39,6 @@ def lower_3x3(op: Op):
     return params, {"fw": fast.words((2 * wk.astype(np.int16)).astype(np.int16)), "rq": got[1]}
 
 
-def _width(p) -> int:
-    """Input pixels of the window along the sweep."""
-    return (p["out_cols"] - 1) * p["stride"] + 3
 
 
 def _half(v) -> np.ndarray:

@@ -17,7 +17,6 @@ from edgec.ops import cemit, fast
 from edgec.ops.conv.reference import unpacked, with_int8_weights
 from edgec.ops.kernel import FAST, HELIUM, INT4, MVE, VARIANT, Kernel
 
-CONV_CHUNK = 16          # EDGEC_CONV_CHUNK in the fast conv kernel: output channels accumulated at a time
 STRUCT = "edgec_conv2d_im2col_params"
 
 
