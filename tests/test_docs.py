@@ -138,3 +138,36 @@ def test_cli_reference_is_up_to_date():
     current = (DOCS / "cli.md").read_text() if (DOCS / "cli.md").exists() else ""
     assert current == expected, ("docs/cli.md differs from the argument parser (edgec/cli_parser.py): "
                                  "regenerate it with `python scripts/cli_reference.py`")
+
+
+# A repository path named in prose, a comment or a docstring: a top folder of the repository, then a file name with
+# one of the extensions below (no wildcards); what a user writes for themselves (their own board file) is not ours.
+PATH_MENTION = re.compile(r"(?<![\w./-])((?:edgec|runtime_c|templates|boards|tests|scripts|benchmarks|examples|docs)"
+                          r"/[\w./-]*\.(?:py|c|h|md|j2|toml|json|sh|txt|ld\.in))(?![\w*])")
+USER_FILES = {"boards/my-board.toml"}
+SCANNED = ("edgec", "runtime_c", "templates", "boards", "tests", "scripts", "benchmarks", "docs", "examples")
+
+
+def stale_paths(root: Path = REPO) -> list[str]:
+    """'file: path' for every repository path a text file of the repository names that does not exist."""
+    bad = []
+    files = [root / "README.md"] + [p for d in SCANNED for p in sorted((root / d).rglob("*"))
+                                    if p.is_file() and p.suffix in (".py", ".c", ".h", ".md", ".j2", ".toml", ".sh")
+                                    and "__pycache__" not in p.parts and p != Path(__file__)]    # (its made-up cases)
+    for f in files:
+        for m in PATH_MENTION.finditer(f.read_text(errors="replace")):
+            if m.group(1) not in USER_FILES and not (root / m.group(1)).exists():
+                bad.append(f"{f.relative_to(root)}: {m.group(1)}")
+    return bad
+
+
+def test_every_path_the_repository_names_exists():
+    """Comments, docstrings and pages name files by their paths; a moved or renamed file must take them along."""
+    assert stale_paths() == []
+
+
+def test_the_path_check_finds_a_stale_path(tmp_path):
+    (tmp_path / "edgec").mkdir()
+    (tmp_path / "edgec" / "a.py").write_text('"""See edgec/b.py and edgec/a.py, and edgec/*_x.c."""\n')
+    (tmp_path / "README.md").write_text("The planner is `edgec/plan/gone.py`.\n")
+    assert stale_paths(tmp_path) == ["README.md: edgec/plan/gone.py", "edgec/a.py: edgec/b.py"]
