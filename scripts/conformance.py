@@ -5,7 +5,7 @@
 
 Writes docs/conformance.md (cases passed per operator, every failing case of a supported
 operator with its reason) and tests/conformance_expected.json (the passing case outputs,
-which tests/test_conformance.py keeps passing).
+which tests/test_onnx_node_tests.py keeps passing).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A pyserial-like wrapper that damages a byte stream (tests/test_link.py, test_bench.py)."""
+"""A pyserial-like wrapper that damages a byte stream (tests/test_link.py, test_bench_runner.py)."""
 import random
 
 

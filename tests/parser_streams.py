@@ -1,6 +1,6 @@
 """Byte streams for the device-side parser harnesses (tests/fuzz/*_harness.c): random, and built from the
 protocols' own commands with lengths and offsets at the edges of the stub model's buffers. Used by
-tests/test_parser_fuzz.py and, as libFuzzer's seed corpus, by scripts/fuzz_parsers.sh."""
+tests/test_harness_parsers.py and, as libFuzzer's seed corpus, by scripts/fuzz_parsers.sh."""
 from __future__ import annotations
 
 import struct

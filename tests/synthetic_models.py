@@ -1,7 +1,7 @@
 """Small models of the shapes exporters emit (PyTorch NCHW, 1-D conv, tf2onnx NHWC, NCHW output) and
 `quantized()`, which takes one through canonicalize + calibrate + quantize + lowering, as a build does.
 
-Shared by tests/test_pipeline.py, test_codegen.py and tests/kernels/test_fast_models.py."""
+Shared by tests/test_pipeline.py, test_cmodel.py and tests/kernels/test_fast_models.py."""
 from __future__ import annotations
 
 import numpy as np

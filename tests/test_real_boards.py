@@ -3,7 +3,7 @@ What can be checked offline, is: each profile yields an ordinary PlatformIO proj
 harness; on Arm cores the model library, the C runtime, the link protocol, the benchmark main and the
 cycle counter compile with the board's CPU flags (-Wall -Wextra -Werror) and link into the board's
 flash/RAM minus the framework's reserved share; the Arduino glue (main.cpp) compiles against a stub of
-the few Arduino calls it makes.  The vendor framework itself is compiled in tests/test_vendor_builds.py
+the few Arduino calls it makes.  The vendor framework itself is compiled in tests/test_firmware_vendor.py
 (the STM32 NUCLEO profiles, from the offline STM32duino bundle), and no profile claims hardware testing."""
 from __future__ import annotations
 

@@ -10,7 +10,7 @@
  * access outside them.
  *
  * Built with -DEDGEC_LIBFUZZER it is a libFuzzer target (scripts/fuzz_parsers.sh); otherwise main() reads
- * inputs from stdin as [u32 LE length][bytes]... (tests/test_parser_fuzz.py). */
+ * inputs from stdin as [u32 LE length][bytes]... (tests/test_harness_parsers.py). */
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>

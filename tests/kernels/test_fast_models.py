@@ -1,7 +1,7 @@
 """The fast kernels (runtime_c/fast/, chosen by edgec/ops/select.py) in whole generated models on the host, bit for bit
 with the NumPy reference, through both inner-loop paths (portable C, and the Arm DSP path with its intrinsics
 emulated in C). Their one-multiply requantization: tests/kernels/test_requantize.py; the depthwise 3x3 kernel's
-cases: test_conv.py. The real DSP build is checked on the emulated Cortex-M4 by tests/test_e2e.py."""
+cases: test_conv.py. The real DSP build is checked on the emulated Cortex-M4 by tests/test_examples.py."""
 from __future__ import annotations
 
 import numpy as np

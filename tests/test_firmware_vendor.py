@@ -121,7 +121,7 @@ def test_the_h743_arena_is_in_dtcm(nucleo_build):
 @pytest.mark.parametrize("board", NUCLEOS)
 def test_the_firmware_reports_the_clock_it_runs_at(board, nucleo_build):
     """edgec_tick_hz() returns CMSIS's SystemCoreClock (what the framework's clock set-up left there),
-    not a number from the profile; the bench converts cycles with it (tests/test_bench.py)."""
+    not a number from the profile; the bench converts cycles with it (tests/test_bench_runner.py)."""
     report, out = nucleo_build(board)
     ticks = next((out / "project" / ".pio" / "build").glob("*/src/edgec_ticks_mcu.c.o"))
     undefined = subprocess.run(["arm-none-eabi-nm", "-u", str(ticks)], capture_output=True, text=True).stdout

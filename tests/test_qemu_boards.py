@@ -1,4 +1,4 @@
-"""Every emulated board besides the Cortex-M4 (tests/test_e2e.py) runs an example end to end: built,
+"""Every emulated board besides the Cortex-M4 (tests/test_examples.py) runs an example end to end: built,
 flashed into QEMU, benchmarked on the full test set -- accuracy, bit-exactness, latency -- and a model
 too big for the 16 KB Cortex-M0 is refused with the linker's verdict."""
 from __future__ import annotations
@@ -32,7 +32,7 @@ SWEEP_CASES = [("qemu-cortex-m0", "cancer_conv1d")]
 
 def test_every_emulated_board_has_an_end_to_end_case():
     emulated = {b.name for b in list_boards() if b.emulated}
-    # qemu-cortex-m4: tests/test_e2e.py; qemu-stm32f405 (the STM32duino harness): tests/test_gdb_flashing.py;
+    # qemu-cortex-m4: tests/test_examples.py; qemu-stm32f405 (the STM32duino harness): tests/test_flash_gdb.py;
     # qemu-cortex-m4-split (an arena over two RAM regions): tests/test_regions_device.py
     assert emulated == {b for b, _ in CASES} | {"qemu-cortex-m4", "qemu-stm32f405", "qemu-cortex-m4-split"}
 
