@@ -306,7 +306,7 @@ def test_mlperf_arena_within_2k_of_the_live_set_bound(model):
     require_mlperf(path)
     g = canonicalize.canonicalize(loader.load_model(path), model)
     bound = planner.live_set_lower_bound(g)
-    assert bound == {"kws": 16000, "vww": 55296, "ic_": 49152, "ad_": 768}[model[:3]]   # the numbers
+    assert bound == {"kws": 16000, "vww": 55296, "ic_": 49152, "ad_": 768}[model[:3]]   # the live-set bounds of docs/memory.md
     g = g.replace_ops(planner.schedule(g))
     p = planner.plan(g)
     planner.check_plan(g, p)

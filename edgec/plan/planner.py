@@ -215,7 +215,7 @@ def peak_live_bytes(bufs: list[Buffer], aligned: bool = True) -> int:
 
 
 def live_set_lower_bound(graph: Graph) -> int:
-    """The issue's reference bound: largest sum of int8 tensors live at one op, in the graph's own order,
+    """The live-set reference bound: largest sum of int8 tensors live at one op, in the graph's own order,
     views shared but without in-place reuse, alignment or kernel scratch."""
     tensors_only = [b for b in buffers(graph, in_place=False) if b.scratch_op is None]
     return peak_live_bytes(tensors_only, aligned=False)
