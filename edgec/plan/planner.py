@@ -76,7 +76,7 @@ class Plan:
     stages: list[Stage] = field(default_factory=list)    # patch-based stages (edgec/plan/patching.py)
     stage_outputs: dict[int, int] = field(default_factory=dict)   # stage's first op -> where it writes its
                                                                   # output, when not at the output's offset
-    ram_choice: dict = field(default_factory=dict)   # edgec/plan/budget.choose's summary: the RAM trade-off
+    ram_choice: dict = field(default_factory=dict)   # edgec/plan/ram_budget.choose summary: the RAM trade-off
     pieces: list = field(default_factory=list)   # RAM regions (edgec/plan/regions.py); empty: one arena
 
     def live_bytes(self, n_ops: int) -> list[int]:
