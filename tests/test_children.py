@@ -42,9 +42,16 @@ def _procs_using(path) -> list[int]:
     return found
 
 
+def _default_signals() -> None:
+    """In the child: SIGHUP as a terminal leaves it, whatever the suite was started under (nohup ignores it,
+    and edgec keeps a signal it finds ignored ignored, as nohup asks)."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def _start(*args, cwd=None) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "edgec", *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=cwd, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, cwd=cwd, start_new_session=True,
+                            preexec_fn=_default_signals)
 
 
 def _wait_for_child(proc, root, timeout=60.0) -> None:
