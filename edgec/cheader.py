@@ -132,13 +132,19 @@ def buffer_size(kernel: str, params: dict) -> int:
 
 def evaluate(expr: str, params: dict, defines: dict[str, int], kernel: str = "") -> int:
     """The value of one buffer-size expression of C (fields p->x from params), as the C function computes it."""
-    source = re.sub(r"\bp\s*->\s*(\w+)", r"_p_\1", expr)
     try:
-        tree = ast.parse(source, mode="eval")
+        tree = _parsed(expr)
     except SyntaxError:
         raise ValueError(f"{kernel}_get_buffer_size: cannot evaluate '{expr}' (only + - * / % ( ), EDGEC_MAX, "
                          f"integer fields of p and #define constants)") from None
     return _evaluate(tree.body, kernel, expr, params, defines)
+
+
+@lru_cache(maxsize=None)
+def _parsed(expr: str) -> ast.Expression:
+    """A buffer-size expression as a Python expression tree (p->x read as the name _p_x), parsed once per
+    expression: the planner asks for every op of every build."""
+    return ast.parse(re.sub(r"\bp\s*->\s*(\w+)", r"_p_\1", expr), mode="eval")
 
 
 _BINARY = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,

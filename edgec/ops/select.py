@@ -134,10 +134,10 @@ def select(op: Op, options: Options = REFERENCE_ONLY, dtypes: tuple[str, ...] | 
     names = (GENERIC, *(k.variant for k in offered(generic, options.dsp)))
     sig = signature(op, generic)
     generic = generic.replace(variant=GENERIC, variants=names, signature=sig)
-    choice = options.choose(op, generic) if options.choose else None
     if options.optimize != "speed":
         name = GENERIC
     else:
+        choice = options.choose(op, generic) if options.choose else None
         name = choice if choice in names else names[1] if len(names) > 1 else GENERIC
     chosen = variant(op, generic, name)
     return chosen.replace(variant=name, variants=names, extra_bytes=constant_bytes(chosen) - constant_bytes(generic),

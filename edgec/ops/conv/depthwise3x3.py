@@ -39,11 +39,15 @@ def lower_3x3(op: Op):
     return params, {"fw": fast.words((2 * wk.astype(np.int16)).astype(np.int16)), "rq": got[1]}
 
 
-
-
 def _half(v) -> np.ndarray:
     """int16 values as the low 16 bits of uint32 words."""
     return (np.asarray(v, np.int64) & 0xFFFF).astype(np.uint32)
+
+
+def _doubled(base) -> tuple[np.ndarray, np.ndarray]:
+    """The generic lowering's doubled int16 weights [c][ky][kx] (its sweep orientation) and doubled biases."""
+    w = base.arrays["fw"].view(np.int16).reshape(-1, 3, 3).astype(np.int32)
+    return w, 2 * base.arrays["rq"].reshape(-1, 5)[:, 0].astype(np.int64)
 
 
 def fused_3x3(op: Op, base):
@@ -51,8 +55,7 @@ def fused_3x3(op: Op, base):
     channel and rotation rot of the window (slot i holds kernel row (i - rot) mod 3; rows a, b, c in slots 0, 1, 2)
     the 6 words (a0, b0) (a1, b1) (a2, b2) (c0, c1) (c2, 0) and 2 * bias, the weights the doubled int16 values of
     the generic lowering."""
-    w = base.arrays["fw"].view(np.int16).reshape(-1, 3, 3).astype(np.int32)   # [c][ky][kx], doubled
-    bias2 = 2 * base.arrays["rq"].reshape(-1, 5)[:, 0].astype(np.int64)
+    w, bias2 = _doubled(base)
     words = np.zeros((len(w), 3, 6), np.uint32)
     for rot in range(3):
         a, b, c = (w[:, (3 + i - rot) % 3] for i in range(3))
@@ -68,8 +71,7 @@ def small_3x3(op: Op, base):
     """The depthwise 3x3 on a small image (edgec_depthwise_conv2d_3x3_small_s8): per channel, with w the generic
     lowering's doubled int16 [3][3] weights (its sweep orientation), the 7 words (w[0][kx], w[1][kx]) for kx 0..2,
     (w[1][kx], w[2][kx]) for kx 0..2 and 2 * bias."""
-    w = base.arrays["fw"].view(np.int16).reshape(-1, 3, 3).astype(np.int32)   # [c][ky][kx], doubled
-    bias2 = 2 * base.arrays["rq"].reshape(-1, 5)[:, 0].astype(np.int64)
+    w, bias2 = _doubled(base)
     words = np.zeros((len(w), 7), np.uint32)
     for kx in range(3):
         words[:, kx] = _half(w[:, 0, kx]) | _half(w[:, 1, kx]) << 16
