@@ -1,0 +1,397 @@
+"""edgec and TensorFlow Lite Micro side by side, in one run, on the same emulated boards and the same input bytes.
+
+    .venv/bin/python benchmarks/peers.py                                   # the four MLPerf Tiny .tflite files, all boards
+    .venv/bin/python benchmarks/peers.py --only ad --boards qemu-cortex-m4 --json peers.json
+    .venv/bin/python benchmarks/peers.py --models tests/corpus --no-mlperf # every .tflite under a folder
+    .venv/bin/python benchmarks/peers.py --models corpus.json              # a manifest (below)
+    .venv/bin/python benchmarks/peers.py --md docs/performance.md          # rewrite the generated section of the doc
+
+For every model and board: edgec builds the .tflite for the board and benches it on QEMU (one sample); the
+TFLite Micro bundle of ../shared/peers (TFLM with its reference kernels and with CMSIS-NN, Helium on the M55,
+prebuilt for the same QEMU machines: its README) runs the same file on the same machine with the same input bytes.
+Per engine: exact emulated instructions per inference (both counted by a QEMU TCG plugin under -icount shift=0:
+edgec/bench/cycles.py's and the bundle's icount_markers), the arena (TFLM: the smallest that works), the total
+device RAM (static .data + .bss + arena + the measured stack high-water mark), the flash of the whole firmware
+(code, weights, constants; harness and C library included on both sides), and whether the output bytes are
+identical (edgec's device output equals its NumPy integer reference on the sample, checked by the bench, and
+that reference equals TFLM's bytes). For .tflite files they must be: a difference exits non-zero.
+
+The bundle is unpacked once into a cache folder ($EDGEC_PEERS_CACHE, else ~/.cache/edgec/peers), keyed by its
+hash; --bundle or $EDGEC_PEERS_BUNDLE names the tarball (default ../shared/peers/tflm-cmsisnn.tar.xz).
+
+--models takes a .tflite file, a folder (every .tflite under it) or a manifest: .json (a list of paths or of
+{"path", "name", "data"} objects, or {"models": [...]}, paths relative to the manifest) or .txt (a path a line).
+Input: the `data` file's first sample if given (x / x_int8 / x_<input name>; float data is quantized with the
+input's scale), else `<stem>.npz` or `<stem>.test.npz` beside the model, else a seeded pseudo-random int8 row;
+the MLPerf Tiny models get their golden x_int8 row 0.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from edgec import api, ports  # noqa: E402
+from edgec.errors import EdgecError  # noqa: E402
+from edgec.quant import artifact, reference  # noqa: E402
+
+SHARED = next((d / "shared" for d in (REPO.parent, REPO.parent.parent) if (d / "shared").is_dir()),
+              REPO.parent / "shared")
+MLPERF = Path(os.environ.get("EDGEC_MLPERF_DIR") or SHARED / "models" / "mlperf_tiny")
+MLPERF_MODELS = {"kws": "kws_dscnn_int8.tflite", "vww": "vww_mobilenetv1_025_int8.tflite",
+                 "ic": "ic_resnet8_int8.tflite", "ad": "ad_fc_autoencoder_int8.tflite"}
+DEFAULT_BUNDLE = SHARED / "peers" / "tflm-cmsisnn.tar.xz"
+BUNDLE_ROOT = "tflm-cmsisnn"          # the folder the tarball holds
+# edgec board -> the TFLM builds of the bundle for its core: (--cpu, --kernels, column label)
+CONFIGS = {"qemu-cortex-m4": [("cortex-m4", "reference", "TFLM ref"), ("cortex-m4", "cmsis_nn", "TFLM CMSIS-NN")],
+           "qemu-cortex-m55": [("cortex-m55", "cmsis_nn", "TFLM CMSIS-NN (Helium)")],
+           "qemu-cortex-m7": [("cortex-m7", "cmsis_nn", "TFLM CMSIS-NN")],
+           "qemu-cortex-m3-large": [("cortex-m3", "reference", "TFLM ref")]}
+SEED = 12345
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    path: Path
+    data: Path | None = None       # a data file (its first sample is the input)
+    golden: Path | None = None     # an MLPerf Tiny golden file (x_int8 row 0)
+
+
+# ---- models ----
+
+def mlperf_models(only: list[str] | None = None) -> list[Model]:
+    keys = only or list(MLPERF_MODELS)
+    return [Model(k, MLPERF / MLPERF_MODELS[k], golden=MLPERF / "data" / f"golden_{k}.npz") for k in keys]
+
+
+def _beside(path: Path) -> Path | None:
+    return next((p for p in (path.with_suffix(".npz"), path.with_name(path.stem + ".test.npz")) if p.is_file()), None)
+
+
+def corpus_models(arg: str | Path) -> list[Model]:
+    """The .tflite models of a file, a folder (recursively) or a manifest (.json or .txt)."""
+    src = Path(arg)
+    if src.is_dir():
+        return [Model(p.stem, p, _beside(p)) for p in sorted(src.rglob("*.tflite"))]
+    if not src.is_file():
+        raise EdgecError(f"--models {src}: no such file or folder; give a .tflite, a folder or a manifest")
+    if src.suffix == ".tflite":
+        return [Model(src.stem, src, _beside(src))]
+    if src.suffix == ".json":
+        entries = json.loads(src.read_text())
+        entries = entries.get("models", []) if isinstance(entries, dict) else entries
+    else:
+        entries = [line.strip() for line in src.read_text().splitlines() if line.strip() and not line.startswith("#")]
+    out = []
+    for e in entries:
+        e = {"path": e} if isinstance(e, str) else e
+        path = (src.parent / e["path"]).resolve()
+        if path.suffix != ".tflite":
+            continue                      # a corpus manifest may list ONNX files too: TFLM runs only .tflite
+        data = (src.parent / e["data"]).resolve() if e.get("data") else _beside(path)
+        out.append(Model(e.get("name") or path.stem, path, data))
+    return out
+
+
+# ---- the TFLM bundle ----
+
+def cache_root() -> Path:
+    if os.environ.get("EDGEC_PEERS_CACHE"):
+        return Path(os.environ["EDGEC_PEERS_CACHE"])
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "edgec" / "peers"
+
+
+def unpack_bundle(tarball: Path, cache: Path | None = None) -> Path:
+    """The bundle's folder in the cache, unpacked on first use (into a temporary folder renamed into place, so
+    concurrent runs and interrupted ones never see half a bundle)."""
+    if not tarball.is_file():
+        raise EdgecError(f"TFLite Micro bundle {tarball} not found; put ../shared/peers beside the checkout or "
+                         "pass --bundle (or set EDGEC_PEERS_BUNDLE)")
+    digest = hashlib.sha256(tarball.read_bytes()).hexdigest()[:16]
+    cache = cache or cache_root()
+    target = cache / f"{BUNDLE_ROOT}-{digest}"
+    if (target / BUNDLE_ROOT / "run_tflm.py").is_file():
+        return target / BUNDLE_ROOT
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".unpack-", dir=cache))
+    with tarfile.open(tarball) as tf:
+        tf.extractall(tmp, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+    try:
+        tmp.rename(target)
+    except OSError:                       # another run put it there first
+        subprocess.run(["rm", "-rf", str(tmp)], check=False)
+    if not (target / BUNDLE_ROOT / "run_tflm.py").is_file():
+        raise EdgecError(f"{tarball} did not unpack to {BUNDLE_ROOT}/run_tflm.py; is it the TFLM peer bundle?")
+    return target / BUNDLE_ROOT
+
+
+def run_tflm(bundle: Path, tflite: Path, cpu: str, kernels: str, board: str, inputs: Path, work: Path,
+             bisect: bool = True) -> dict:
+    """One run of the bundle's driver: its JSON line (with "error" if it failed)."""
+    cmd = [sys.executable, str(bundle / "run_tflm.py"), str(tflite), "--cpu", cpu, "--kernels", kernels,
+           "--board", board, "--input", str(inputs), "--runs", "1", "--keep", str(work)]
+    if not bisect:
+        cmd.append("--no-bisect")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("{")), None)
+    if line is None:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": f"run_tflm.py exited {proc.returncode}: {tail}"}
+    out = json.loads(line)
+    if proc.returncode != 0 and "error" not in out:
+        out["error"] = f"run_tflm.py exited {proc.returncode}"
+    return out
+
+
+# ---- the input bytes, and edgec's side ----
+
+def _first_row(arrays, graph) -> np.ndarray:
+    """Int8 packed input (1, total) from a data file's arrays (x, x_int8 or x_<name>)."""
+    keys = [p.name for p in ports.inputs(graph)]
+    if len(keys) == 1:
+        key = next(k for k in ("x_int8", "x", f"x_{keys[0]}") if k in arrays)
+        x = np.asarray(arrays[key][:1])
+        parts = [(graph.tensors[graph.input], x)]
+    else:
+        parts = [(graph.tensors[p.tensor], np.asarray(arrays[f"x_{p.name}"][:1])) for p in ports.inputs(graph)]
+    packed = []
+    for tensor, x in parts:
+        q = x if np.issubdtype(x.dtype, np.integer) else ports.quantize_input(tensor, x)
+        packed.append(np.asarray(q).reshape(1, -1))
+    return np.concatenate(packed, axis=1).astype(np.int8)
+
+
+def input_row(model: Model, graph) -> np.ndarray:
+    """The int8 input bytes both engines get, packed as edgec's link sends them: (1, total)."""
+    source = model.golden or model.data
+    if source is not None:
+        with np.load(source) as arrays:
+            return _first_row(arrays, graph)
+    total = ports.packed_size(ports.inputs(graph))
+    return np.random.default_rng(SEED).integers(-128, 128, (1, total)).astype(np.int8)
+
+
+def write_inputs(graph, xq: np.ndarray, folder: Path) -> tuple[Path, Path]:
+    """The same bytes for both: edgec's data file (float values that quantize back to exactly these bytes) and
+    TFLM's .npz (int8, x<i> in input order)."""
+    floats, ints = {}, {}
+    for i, p in enumerate(ports.inputs(graph)):
+        t = graph.tensors[p.tensor]
+        q = xq[:, p.start:p.start + p.size].reshape((1,) + tuple(p.onnx_shape[1:]))
+        floats["x" if len(ports.inputs(graph)) == 1 else f"x_{p.name}"] = (
+            (q.astype(np.float32) - np.float32(t.zero_point)) * np.float32(t.scale))
+        ints[f"x{i}"] = q
+    edgec_data, tflm_data = folder / "edgec-input.npz", folder / "tflm-input.npz"
+    np.savez(edgec_data, **floats)
+    np.savez(tflm_data, **ints)
+    back = ports.quantize_inputs(graph, ports.load_data(edgec_data, graph, labels=False).x)
+    if not np.array_equal(back.reshape(1, -1), xq):
+        raise EdgecError(f"{edgec_data}: the float input does not quantize back to the chosen bytes")
+    return edgec_data, tflm_data
+
+
+def run_edgec(model: Model, board: str, work: Path) -> tuple[dict, np.ndarray | None, Path | None]:
+    """Build and bench on the board: (figures, reference output bytes per output, TFLM's input file)."""
+    out = work / "edgec"
+    try:
+        rep = api.build(model.path, None, board, out)
+    except EdgecError as e:
+        return {"error": str(e)}, None, None
+    graph = artifact.load_graph(out)
+    xq = input_row(model, graph)
+    data, tflm_data = write_inputs(graph, xq, work)
+    r = api.bench(out, data, limit=1, report_dir=None)
+    estimate = r["latency"].get("cycles_estimate") or {}
+    code = rep["memory"].get("code") or {}
+    ref = np.asarray(reference.run(graph, xq[0])).reshape(-1)
+    figures = {"instructions": estimate.get("plugin_instructions_median") or r["latency"]["median"],
+               "exact_count": bool(estimate), "cycles_estimate": estimate.get("median"),
+               "arena_bytes": rep["memory"]["arena_bytes"], "ram_total_bytes": r["memory"].get("total_ram_bytes"),
+               "flash_bytes": r["memory"]["flash_bytes"], "engine_code_bytes": code.get("model_and_runtime"),
+               "stack_bytes": r["memory"].get("stack_used_bytes"), "macs": rep.get("macs"),
+               "device_vs_reference": r["agreement"]["device_vs_reference"]}
+    return figures, ref, tflm_data
+
+
+def same_outputs(ref: np.ndarray, tflm: dict) -> bool:
+    """edgec's reference output (the device's, when the bench found them equal) against TFLM's bytes."""
+    expected = b"".join(bytes.fromhex(o["hex"]) for o in tflm.get("outputs", []))
+    dtypes = [np.dtype(o["dtype"]) for o in tflm.get("outputs", [])]
+    if not dtypes or len(set(dtypes)) != 1:
+        return False
+    return ref.astype(dtypes[0]).tobytes() == expected
+
+
+def tflm_figures(j: dict) -> dict:
+    parts = j.get("code_by_part") or {}
+    return {"instructions": j["instructions"], "arena_bytes": j.get("arena_min_bytes") or j["arena_used_bytes"],
+            "arena_used_bytes": j["arena_used_bytes"], "ram_total_bytes": j["ram_total_bytes"],
+            "flash_bytes": j["flash_total_bytes"], "stack_bytes": j["stack_used_bytes"],
+            "engine_code_bytes": sum(parts.get(k, {}).get("text", 0) for k in ("tflm", "cmsis_nn")) or None}
+
+
+def measure(models: list[Model], boards: list[str], bundle: Path, kernels: set[str] | None = None,
+            bisect: bool = True, log=lambda s: print(s, file=sys.stderr, flush=True)) -> list[dict]:
+    rows = []
+    for model in models:
+        for board in boards:
+            row = {"model": model.name, "file": str(model.path), "board": board, "peers": []}
+            with tempfile.TemporaryDirectory(prefix="edgec-peers-") as tmp:
+                work = Path(tmp)
+                row["edgec"], ref, tflm_input = run_edgec(model, board, work)
+                if tflm_input is None:
+                    log(f"{model.name} {board}: edgec: {row['edgec']['error']}")
+                    rows.append(row)
+                    continue
+                for cpu, kern, label in CONFIGS[board]:
+                    if kernels and kern not in kernels:
+                        continue
+                    j = run_tflm(bundle, model.path, cpu, kern, board, tflm_input, work / f"tflm-{kern}", bisect)
+                    peer = {"engine": label, "cpu": cpu, "kernels": kern}
+                    if "error" in j:
+                        peer["error"] = j["error"]
+                    else:
+                        peer.update(tflm_figures(j), identical=row["edgec"]["device_vs_reference"] == 1.0
+                                    and same_outputs(ref, j))
+                        peer["ratio"] = row["edgec"]["instructions"] / peer["instructions"]
+                    row["peers"].append(peer)
+                    log(f"{model.name} {board} {label}: " + (peer.get("error") or
+                        f"edgec {row['edgec']['instructions']:,.0f} / TFLM {peer['instructions']:,} insns, "
+                        f"identical={peer['identical']}"))
+            rows.append(row)
+    return rows
+
+
+# ---- tables ----
+
+def _n(v) -> str:
+    return "" if v is None else f"{round(v):,}"
+
+
+def table(rows: list[dict]) -> str:
+    """One line per model, board and engine: edgec's line, then each TFLM build's with edgec's ratio to it."""
+    lines = ["| model | board | engine | instructions | edgec / this | arena B | total RAM B | flash B "
+             "| engine code B | outputs |", "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        e = r["edgec"]
+        if "error" in e:
+            lines.append(f"| {r['model']} | {r['board']} | edgec | does not build: {e['error'][:100]} | | | | | | |")
+            continue
+        lines.append(f"| {r['model']} | {r['board']} | edgec | {_n(e['instructions'])} | 1.00 | {_n(e['arena_bytes'])} "
+                     f"| {_n(e['ram_total_bytes'])} | {_n(e['flash_bytes'])} | {_n(e['engine_code_bytes'])} | "
+                     f"{'= reference' if e['device_vs_reference'] == 1.0 else 'DIFFERS from its reference'} |")
+        for p in r["peers"]:
+            if "error" in p:
+                lines.append(f"| {r['model']} | {r['board']} | {p['engine']} | does not run: {p['error'][:100]} "
+                             "| | | | | | |")
+                continue
+            lines.append(f"| {r['model']} | {r['board']} | {p['engine']} | {_n(p['instructions'])} | {p['ratio']:.2f} "
+                         f"| {_n(p['arena_bytes'])} | {_n(p['ram_total_bytes'])} | {_n(p['flash_bytes'])} "
+                         f"| {_n(p['engine_code_bytes'])} | {'identical' if p['identical'] else 'DIFFER'} |")
+    return "\n".join(lines)
+
+
+def ratio_table(rows: list[dict]) -> str:
+    """edgec's instructions / TFLM's, a model a line, a board and TFLM build a column."""
+    cols = [(b, label) for b in CONFIGS for _, _, label in CONFIGS[b]
+            if any(r["board"] == b and any(p["engine"] == label for p in r["peers"]) for r in rows)]
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    lines = ["| model | " + " | ".join(f"{b.removeprefix('qemu-')} vs {label}" for b, label in cols) + " |",
+             "|---|" + "---:|" * len(cols)]
+    for m in models:
+        cells = []
+        for b, label in cols:
+            p = next((p for r in rows if r["model"] == m and r["board"] == b for p in r["peers"]
+                      if p["engine"] == label), None)
+            cells.append("" if p is None else p.get("error", "")[:30] or f"{p['ratio']:.2f}")
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+NOTE = ("instructions: exact emulated instructions of one inference (QEMU -icount shift=0, counted by a TCG plugin "
+        "on both sides, the same input bytes); arena: edgec's planned arena, TFLM's smallest arena that works; total "
+        "RAM: .data + .bss + arena + measured stack high-water mark; flash: the whole firmware image (code, weights, "
+        "constants; harness and C library included); engine code: edgec's model library + runtime functions, TFLM's "
+        "library + CMSIS-NN .text; outputs: edgec's device output equals its NumPy reference, and that equals TFLM's "
+        "output bytes.")
+BEGIN, END = "<!-- peers.py: begin -->", "<!-- peers.py: end -->"
+
+
+def markdown(rows: list[dict], command: str) -> str:
+    return (f"{BEGIN}\nGenerated by `{command}` (one run).\n\n{ratio_table(rows)}\n\n{table(rows)}\n\n{NOTE}\n{END}")
+
+
+def write_doc(path: Path, text: str) -> None:
+    """Replace the generated section of a doc (between the markers), or append it."""
+    doc = path.read_text() if path.is_file() else ""
+    if BEGIN in doc and END in doc:
+        doc = doc[:doc.index(BEGIN)] + text + doc[doc.index(END) + len(END):]
+    else:
+        doc = doc.rstrip("\n") + "\n\n" + text + "\n"
+    path.write_text(doc)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--models", action="append", default=[], help=".tflite file, folder or manifest (repeatable)")
+    ap.add_argument("--no-mlperf", action="store_true", help="leave out the four MLPerf Tiny models")
+    ap.add_argument("--only", help="comma-separated model names to keep (kws,vww,ic,ad or corpus stems)")
+    ap.add_argument("--boards", default=",".join(CONFIGS), help=f"comma-separated, of {', '.join(CONFIGS)}")
+    ap.add_argument("--kernels", help="comma-separated TFLM kernels to run: reference, cmsis_nn (default both)")
+    ap.add_argument("--no-bisect", action="store_true", help="skip TFLM's smallest-arena search (arena = used)")
+    ap.add_argument("--bundle", default=os.environ.get("EDGEC_PEERS_BUNDLE") or str(DEFAULT_BUNDLE))
+    ap.add_argument("--json", help="write the rows as JSON here")
+    ap.add_argument("--md", help="write the tables into this Markdown file (between peers.py markers)")
+    args = ap.parse_args(argv)
+    try:
+        boards = [b for b in args.boards.split(",") if b]
+        unknown = [b for b in boards if b not in CONFIGS]
+        if unknown:
+            raise EdgecError(f"--boards: no TFLM build for {', '.join(unknown)}; choose from {', '.join(CONFIGS)}")
+        only = [k for k in (args.only or "").split(",") if k]
+        models = [] if args.no_mlperf else mlperf_models([k for k in only if k in MLPERF_MODELS] if only else None)
+        for m in args.models:
+            models += corpus_models(m)
+        models = [m for m in models if not only or m.name in only]
+        missing = [str(m.path) for m in models if not m.path.is_file()]
+        if missing:
+            raise EdgecError(f"model file(s) not found: {', '.join(missing)}")
+        if not models:
+            raise EdgecError("no models to run: check --models / --only")
+        bundle = unpack_bundle(Path(args.bundle))
+        kernels = set(args.kernels.split(",")) if args.kernels else None
+        rows = measure(models, boards, bundle, kernels, not args.no_bisect)
+    except EdgecError as e:
+        print(f"peers.py: error: {e}", file=sys.stderr)
+        return 2
+    print(ratio_table(rows) + "\n\n" + table(rows) + "\n\n" + NOTE)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    if args.md:
+        shown = " ".join(["benchmarks/peers.py"] + [a for a in (argv if argv is not None else sys.argv[1:])
+                                                      if not a.startswith("--md") and a != args.md])
+        write_doc(Path(args.md), markdown(rows, f".venv/bin/python {shown}"))
+    differ = [f"{r['model']}@{r['board']} vs {p['engine']}" for r in rows for p in r["peers"]
+              if "error" not in p and not p["identical"]]
+    if differ:
+        print(f"peers.py: error: outputs differ from TFLite Micro: {', '.join(differ)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
