@@ -10,10 +10,11 @@ For every model and board: build (calibrated on the golden inputs' x_fp32, NHWC 
 bench on the device (bit-exactness against the NumPy reference), and print MACs, emulated instructions
 per inference (QEMU -icount read through SysTick: exact to one tick, 40 instructions on the M3/M4 boards; host:
 ns; the JSON rows also hold the QEMU plugin's count of every executed instruction, `plugin_instructions`),
-instructions per MAC, the ratio to TFLM's figures for the same models measured the same way (qemu-cortex-m4:
-TFLM + CMSIS-NN; the Cortex-M3 boards, portable C path: TFLM's reference kernels; qemu-cortex-m3-large is an
-M3 with 4 MB of code memory, for the models a 256 KB part cannot hold; qemu-cortex-m55, Helium kernels: TFLM +
-CMSIS-NN's MVE kernels), the cycle estimate of the QEMU plugin on the Arm emulated boards
+instructions per MAC, the ratio to TFLM on the same models, run in the same invocation on the same QEMU machine
+by benchmarks/peers.py (the .tflite files, golden x_int8 row 0; qemu-cortex-m4 and -m7: TFLM + CMSIS-NN; the
+Cortex-M3 boards, portable C path: TFLM's reference kernels; qemu-cortex-m3-large is an M3 with 4 MB of code
+memory, for the models a 256 KB part cannot hold; qemu-cortex-m55, Helium kernels: TFLM + CMSIS-NN's MVE
+kernels; --no-peers leaves TFLM out), the cycle estimate of the QEMU plugin on the Arm emulated boards
 (edgec/bench/cycles.py; there are no TFLM cycle figures, so the ratio compares instructions only), the code
 bytes (functions, weights and other constants excluded) of the whole firmware and of the model library +
 runtime alone (what an application embeds; the rest is the benchmark harness, startup and the C library:
@@ -36,21 +37,35 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import peers  # noqa: E402
 from edgec import api  # noqa: E402
 from edgec.errors import EdgecError  # noqa: E402
 
 MLPERF = REPO.parent / "shared" / "models" / "mlperf_tiny"      # the shared folder beside the checkout
 MODELS = {"kws": "kws_dscnn_fp32.onnx", "vww": "vww_mobilenetv1_025_fp32.onnx",
           "ic": "ic_resnet8_fp32.onnx", "ad": "ad_fc_autoencoder_fp32.onnx"}
-# TFLM with CMSIS-NN's kernels (TFLM_CMSIS) and with its reference kernels (TFLM_REF) on the same models: QEMU 7.2
-# mps2-an386 -icount shift=0, emulated instructions per inference
-TFLM_CMSIS = {"kws": 7_699_303, "vww": 24_102_775, "ic": 29_864_026, "ad": 583_260}
-TFLM_REF = {"kws": 43_040_879, "vww": 100_250_960, "ic": 107_400_335, "ad": 1_952_682}
-# TFLM + CMSIS-NN's Helium (MVE) kernels, QEMU 7.2 mps3-an547, gcc 12.2 -mcpu=cortex-m55
-TFLM_CMSIS_MVE = {"kws": 1_813_494, "vww": 6_559_155, "ic": 4_912_677, "ad": 150_289}
-TARGET = {"qemu-cortex-m4": (TFLM_CMSIS, 0.45, "TFLM+CMSIS-NN"), "qemu-cortex-m3": (TFLM_REF, 0.35, "TFLM ref"),
-          "qemu-cortex-m3-large": (TFLM_REF, 0.35, "TFLM ref"),
-          "qemu-cortex-m55": (TFLM_CMSIS_MVE, 0.7, "TFLM+CMSIS-NN (MVE)")}
+# The peer each board is compared with, measured in the same run by benchmarks/peers.py (TFLM from
+# ../shared/peers on the same QEMU machine, the .tflite of the same model, golden x_int8 row 0): the board TFLM
+# runs on, its kernels, the target ratio (issue 32's acceptance) and the column label. Both Cortex-M3 boards
+# compare with TFLM's M3 build on mps2-an385 (qemu-cortex-m3-large): the lm3s6965's 256 KB hold only KWS and IC,
+# and the count is the same on both machines.
+TARGET = {"qemu-cortex-m4": ("qemu-cortex-m4", "cmsis_nn", 0.35, "TFLM+CMSIS-NN"),
+          "qemu-cortex-m3": ("qemu-cortex-m3-large", "reference", 0.35, "TFLM ref"),
+          "qemu-cortex-m3-large": ("qemu-cortex-m3-large", "reference", 0.35, "TFLM ref"),
+          "qemu-cortex-m7": ("qemu-cortex-m7", "cmsis_nn", 0.4, "TFLM+CMSIS-NN"),
+          "qemu-cortex-m55": ("qemu-cortex-m55", "cmsis_nn", 0.5, "TFLM+CMSIS-NN (MVE)")}
+PEERS_ON = True
+_PEER_RUNS: dict[tuple[str, str, str], dict] = {}
+
+
+def peer_instructions(key: str, board: str) -> dict:
+    """TFLM's figures for this model on this board's peer (benchmarks/peers.py), run once per script run."""
+    peer_board, kernels, _, _ = TARGET[board]
+    if (key, peer_board, kernels) not in _PEER_RUNS:
+        _PEER_RUNS[key, peer_board, kernels] = peers.tflm_mlperf(key, peer_board, kernels)
+    return _PEER_RUNS[key, peer_board, kernels]
 
 
 def code_bytes(elf: Path) -> int | None:
@@ -104,9 +119,12 @@ def measure(key: str, board: str, mode: str, data: Path, root: Path, samples: in
                code_bytes=code.get("total") or code_bytes(elf), model_code_bytes=code.get("model_and_runtime"),
                code_by_part=code or None, arena_bytes=rep["memory"]["arena_bytes"],
                weights_bytes=rep["memory"]["weights_bytes"], flash_bytes=rep["memory"]["flash_bytes"])
-    if board in TARGET:
-        ref = TARGET[board][0][key]
-        row.update(reference=ref, ratio=row["latency"] / ref)
+    if board in TARGET and PEERS_ON:
+        peer = peer_instructions(key, board)
+        if "error" in peer:
+            print(f"{key:4s} {board:20s} TFLM does not run: {peer['error']}", file=sys.stderr)
+        else:
+            row.update(reference=peer["instructions"], ratio=row["latency"] / peer["instructions"])
     if profiled:
         results["layers"][key] = dict(r["profile"], board=board)
     return row
@@ -126,7 +144,7 @@ def summary_table(results: dict) -> str:
         unit = "insns" if r["unit"] == "emulated instructions" else r["unit"]
         ref = f"{r['reference']:,d}" if "reference" in r else ""
         ratio = f"{r['ratio']:.2f}" if "ratio" in r else ""
-        target = f"<= {TARGET[r['board']][1]:g}" if r["board"] in TARGET else ""
+        target = f"<= {TARGET[r['board']][2]:g}" if r["board"] in TARGET else ""
         cycles = f"{r['cycles']:,.0f}" if r.get("cycles") else ""
         cycles_per_mac = f"{r['cycles'] / r['macs']:.2f}" if r.get("cycles") and r["macs"] else ""
         model_code = f"{r['model_code_bytes']:,d}" if r.get("model_code_bytes") else ""
@@ -152,7 +170,7 @@ def layer_tables(results: dict) -> str:
     return "\n".join(out)
 
 
-NOTE = ("reference: TFLM on the same emulator (qemu-cortex-m4: TFLM + CMSIS-NN; Cortex-M3 boards: TFLM "
+NOTE = ("reference: TFLM on the same emulator, run by benchmarks/peers.py (qemu-cortex-m4, -m7: TFLM + CMSIS-NN; Cortex-M3 boards: TFLM "
         "reference kernels; qemu-cortex-m55: TFLM + CMSIS-NN's MVE kernels), in instructions; ratio = instructions / "
         "reference instructions; cycles est. = the QEMU plugin's Cortex-M cycle estimate (edgec/bench/cycles.py, "
         "not a measurement): there are no TFLM cycle figures, so it has no ratio to TFLM and is not comparable "
@@ -174,10 +192,10 @@ Produced by `{cmd}` (one run; QEMU `-icount shift=0` instruction counts are exac
 times are wall-clock ns on the shared development machine and noisy).
 
 For each model and board: MACs, emulated instructions per inference (the median over the benchmarked
-golden samples), instructions per MAC, TFLM's count for the same model (QEMU 7.2 mps2-an386, TFLM with
-CMSIS-NN on the Cortex-M4; TFLM reference kernels on the Cortex-M3 boards, where edgec runs its portable
-C path; TFLM with CMSIS-NN's Helium (MVE) kernels on the Cortex-M55, QEMU 7.2 mps3-an547, where
-edgec runs its MVE kernels), the ratio (in instructions) and its target, *cycles est.* (a Cortex-M cycle
+golden samples), instructions per MAC, TFLM's count for the same model measured in the same run by
+benchmarks/peers.py (TFLM with CMSIS-NN on the Cortex-M4 and -M7; TFLM reference kernels on the Cortex-M3
+boards, where edgec runs its portable C path; TFLM with CMSIS-NN's Helium (MVE) kernels on the Cortex-M55,
+where edgec runs its MVE kernels; the .tflite file, golden x_int8 row 0, same QEMU machine), the ratio (in instructions) and its target, *cycles est.* (a Cortex-M cycle
 estimate from the QEMU plugin of edgec/bench/cycles.py: Cortex-M4 TRM timings per executed instruction, Helium
 instructions 2 beats, 0 flash wait states; an estimate, not a measurement; there are no TFLM cycle figures, so
 it has no ratio to the reference and is not comparable to it) and per MAC, *exact* (the fraction of samples
@@ -216,7 +234,10 @@ def main() -> None:
     ap.add_argument("--json", help="write the results as JSON")
     ap.add_argument("--md", help="write the tables as a Markdown page (docs/performance.md)")
     ap.add_argument("--keep", help="build folder to keep (default: a temporary one)")
+    ap.add_argument("--no-peers", action="store_true", help="do not run TFLM (benchmarks/peers.py): no ratios")
     args = ap.parse_args()
+    global PEERS_ON
+    PEERS_ON = not args.no_peers
     with tempfile.TemporaryDirectory(prefix="edgec-latency-") as tmp:
         root = Path(args.keep) if args.keep else Path(tmp)
         root.mkdir(parents=True, exist_ok=True)

@@ -18,8 +18,9 @@ TFLM's figures, each with its source:
 - "TFLM x86": measured here if the `tflite-micro` PyPI package is installed (x86 reference kernels, the
   official int8 .tflite files; its RecordingMicroAllocator prints the arena), else the same measurement as
   recorded in ../shared/docs/landscape.md section 2 (tflite-micro 0.dev20261023 wheel);
-- "TFLM M4 (reference)": TFLM + CMSIS-NN on a Cortex-M4, smallest working arena and arena + static RAM + stack,
-  reference numbers measured once by hand (docs/memory.md; not measured here).
+- "TFLM M4": TFLM + CMSIS-NN on qemu-cortex-m4, measured in the same run by benchmarks/peers.py (the bundle of
+  ../shared/peers, the .tflite file, golden x_int8 row 0): the smallest working arena, and the total device RAM
+  (.data + .bss + that arena + the measured stack), as edgec's total; --no-peers leaves it out.
 """
 from __future__ import annotations
 
@@ -44,15 +45,15 @@ from edgec.plan import planner
 from edgec.quant import quantize
 from edgec.data import load_dataset
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import peers  # noqa: E402  (benchmarks/peers.py: TFLM on the same emulator, same run)
+
 ROOT = Path(__file__).resolve().parent.parent
 BOARD = "qemu-cortex-m4"
 MODELS = {"kws": ("KWS DS-CNN", "kws_dscnn_fp32", "kws_dscnn_int8"),
           "vww": ("VWW MobileNetV1-0.25", "vww_mobilenetv1_025_fp32", "vww_mobilenetv1_025_int8"),
           "ic": ("IC ResNet-8", "ic_resnet8_fp32", "ic_resnet8_int8"),
           "ad": ("AD FC autoencoder", "ad_fc_autoencoder_fp32", "ad_fc_autoencoder_int8")}
-# The hand-measured reference table (TFLM with CMSIS-NN on a Cortex-M4): smallest working arena, and arena + static RAM + stack.
-REFERENCE_TFLM_ARENA = {"kws": 22832, "vww": 100720, "ic": 55008, "ad": 3024}
-REFERENCE_TFLM_TOTAL = {"kws": 25476, "vww": 103364, "ic": 57652, "ad": 4968}
 # ../shared/docs/landscape.md section 2, "TFLM arena_used_bytes, x86-64 reference kernels, tflite-micro
 # 0.dev20261023 wheel [measured here]": total / head (non-persistent) / tail (persistent)
 LANDSCAPE_TFLM_X86 = {"kws": (24272, 16000, 8272), "vww": (103680, 73728, 29952), "ic": (55984, 49152, 6832),
@@ -135,7 +136,7 @@ def table(rows: list[dict], budget: int | None) -> list[str]:
             "insns / inference"]
     if budget is not None:
         cols += [f"arena @ {budget:,}", f"total @ {budget:,}", "latency cost"]
-    cols += ["TFLM x86 arena", "TFLM M4 arena (reference)", "TFLM M4 total (reference)"]
+    cols += ["TFLM x86 arena", "TFLM M4 arena", "TFLM M4 total"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         d, b = r.get("device") or {}, r.get("budget") or {}
@@ -145,8 +146,8 @@ def table(rows: list[dict], budget: int | None) -> list[str]:
         if budget is not None:
             cells += [_n(b.get("arena")), _n(b.get("total")), cost]
         tflm = r["tflm"]
-        cells += [f"{tflm['total']:,} ({tflm['source']})", f"{REFERENCE_TFLM_ARENA[r['key']]:,}",
-                  f"{REFERENCE_TFLM_TOTAL[r['key']]:,}"]
+        m4 = r.get("tflm_m4") or {}
+        cells += [f"{tflm['total']:,} ({tflm['source']})", _n(m4.get("arena_bytes")), _n(m4.get("ram_total_bytes"))]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -157,6 +158,7 @@ def main() -> int:
     ap.add_argument("--only", default=",".join(MODELS), help="comma-separated subset of kws,vww,ic,ad")
     ap.add_argument("--no-firmware", action="store_true", help=f"skip the {BOARD} firmware builds")
     ap.add_argument("--ram-budget", type=int, help="also build with this RAM budget (bytes) and compare")
+    ap.add_argument("--no-peers", action="store_true", help="do not run TFLM on qemu-cortex-m4 (benchmarks/peers.py)")
     ap.add_argument("--json", help="write the rows as JSON here")
     ap.add_argument("--md", help="write the Markdown table here")
     args = ap.parse_args()
@@ -190,6 +192,8 @@ def main() -> int:
             else:
                 tflm["source"] = "measured"
             row["tflm"] = tflm
+            if not args.no_peers:
+                row["tflm_m4"] = peers.tflm_mlperf(key, BOARD, "cmsis_nn", bisect=True)
             rows.append(row)
             print(f"{row['title']}: done", file=sys.stderr, flush=True)
     lines = table(rows, args.ram_budget)

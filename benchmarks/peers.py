@@ -157,6 +157,21 @@ def run_tflm(bundle: Path, tflite: Path, cpu: str, kernels: str, board: str, inp
     return out
 
 
+def tflm_mlperf(key: str, board: str, kernels: str, bisect: bool = False) -> dict:
+    """TFLM on an MLPerf Tiny .tflite with its golden x_int8 row 0, built for this edgec board's core: the
+    figures of tflm_figures, or {"error": why} (what benchmarks/latency.py and memory.py compare with)."""
+    cpu = next((c for c, k, _ in CONFIGS[board] if k == kernels), None)
+    if cpu is None:
+        return {"error": f"the TFLM bundle has no {kernels} build for {board}"}
+    bundle = unpack_bundle(Path(os.environ.get("EDGEC_PEERS_BUNDLE") or DEFAULT_BUNDLE))
+    with tempfile.TemporaryDirectory(prefix="edgec-peers-") as tmp:
+        with np.load(MLPERF / "data" / f"golden_{key}.npz") as golden:
+            np.savez(Path(tmp) / "x.npz", x0=golden["x_int8"][:1])
+        j = run_tflm(bundle, MLPERF / MLPERF_MODELS[key], cpu, kernels, board, Path(tmp) / "x.npz",
+                     Path(tmp) / "work", bisect)
+    return j if "error" in j else tflm_figures(j)
+
+
 # ---- the input bytes, and edgec's side ----
 
 def _first_row(arrays, graph) -> np.ndarray:

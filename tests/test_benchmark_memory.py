@@ -1,5 +1,5 @@
 """benchmarks/memory.py's table: the device RAM columns, the --ram-budget columns and their latency cost, and
-where each TFLM figure comes from."""
+where each TFLM figure comes from (the M4 ones measured by benchmarks/peers.py, empty when TFLM did not run)."""
 from __future__ import annotations
 
 import importlib.util
@@ -20,15 +20,19 @@ def test_table_has_device_ram_budget_and_sourced_tflm_columns():
     row = {"key": "kws", "title": "KWS DS-CNN", "bound": 16000, "arena": 16976,
            "device": {"static": 17664, "stack": 512, "total": 18176, "insns": 4377320.0},
            "budget": {"arena": 12000, "total": 13000, "insns": 4800000.0},
-           "tflm": {"total": 24272, "source": "landscape.md"}}
+           "tflm": {"total": 24272, "source": "landscape.md"},
+           "tflm_m4": {"arena_bytes": 22832, "ram_total_bytes": 24996}}
     header, _, line = m.table([row], 40960)
     cells = [c.strip() for c in line.strip("|").split("|")]
     cols = [c.strip() for c in header.strip("|").split("|")]
     got = dict(zip(cols, cells))
     assert got["total device RAM"] == "18,176" and got["insns / inference"] == "4,377,320"
     assert got["arena @ 40,960"] == "12,000" and got["latency cost"] == f"{4800000 / 4377320:.3f}x"
-    assert got["TFLM x86 arena"] == "24,272 (landscape.md)" and got["TFLM M4 total (reference)"] == "25,476"
+    assert got["TFLM x86 arena"] == "24,272 (landscape.md)" and got["TFLM M4 arena"] == "22,832"
+    assert got["TFLM M4 total"] == "24,996"
     assert "arena @ 40,960" not in m.table([row], None)[0]
+    peerless = m.table([dict(row, tflm_m4={"error": "no bundle"})], None)[2]
+    assert peerless.endswith("| 24,272 (landscape.md) | n/a | n/a |"), peerless
 
 
 def test_the_budget_goes_through_to_the_build_when_edgec_has_it(monkeypatch):

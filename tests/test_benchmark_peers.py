@@ -1,0 +1,104 @@
+"""benchmarks/peers.py: edgec and TFLite Micro side by side. The end-to-end case runs the AD autoencoder on
+qemu-cortex-m4 against both TFLM builds of ../shared/peers and checks that the outputs are identical and that
+every figure was read (no speed assertions); the others check the model lists, the tables and the doc section."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import MLPERF, require, require_mlperf
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "peers.py"
+BUNDLE = MLPERF.parent.parent / "peers" / "tflm-cmsisnn.tar.xz"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("peers_benchmark", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module          # its dataclass looks its module up
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow        # about 20 s of CPU (an edgec build, three QEMU firmwares); 1-2 min on a loaded machine
+def test_ad_on_the_m4_matches_tflm_byte_for_byte_and_every_figure_is_read(tmp_path, monkeypatch):
+    require_mlperf(MLPERF / "ad_fc_autoencoder_int8.tflite")
+    require(BUNDLE.is_file(), str(BUNDLE), "put ../shared (with peers/tflm-cmsisnn.tar.xz) beside the clone")
+    require(shutil.which("qemu-system-arm") is not None and shutil.which("arm-none-eabi-g++") is not None,
+            "qemu-system-arm and arm-none-eabi-g++", "run scripts/setup.sh")
+    monkeypatch.setenv("EDGEC_PEERS_CACHE", str(tmp_path / "cache"))     # a fresh machine's first run
+    m = _load()
+    out = tmp_path / "peers.json"
+    assert m.main(["--only", "ad", "--boards", "qemu-cortex-m4", "--bundle", str(BUNDLE), "--json", str(out)]) == 0
+    [row] = json.loads(out.read_text())
+    e = row["edgec"]
+    assert row["model"] == "ad" and row["board"] == "qemu-cortex-m4" and e["device_vs_reference"] == 1.0
+    assert e["exact_count"] and e["macs"] == 264192
+    for key in ("instructions", "arena_bytes", "ram_total_bytes", "flash_bytes", "engine_code_bytes"):
+        assert isinstance(e[key], (int, float)) and e[key] > 0, (key, e)
+    assert [p["kernels"] for p in row["peers"]] == ["reference", "cmsis_nn"]
+    for p in row["peers"]:
+        assert "error" not in p and p["identical"] is True, p
+        assert isinstance(p["instructions"], int) and p["instructions"] > 0
+        assert p["arena_bytes"] >= p["arena_used_bytes"] > 0          # the smallest arena that works
+        assert p["ram_total_bytes"] > p["arena_bytes"] and p["flash_bytes"] > p["engine_code_bytes"] > 0
+        assert p["ratio"] == e["instructions"] / p["instructions"]
+    assert (tmp_path / "cache").is_dir() and len(list((tmp_path / "cache").iterdir())) == 1   # unpacked once, in place
+
+
+def test_models_come_from_a_folder_a_json_manifest_or_a_text_manifest(tmp_path):
+    m = _load()
+    (tmp_path / "a").mkdir()
+    for name in ("a/one.tflite", "two.tflite", "three.onnx"):
+        (tmp_path / name).write_bytes(b"")
+    (tmp_path / "two.npz").write_bytes(b"")
+    assert [(x.name, x.data) for x in m.corpus_models(tmp_path)] == [("one", None), ("two", tmp_path / "two.npz")]
+    manifest = tmp_path / "corpus.json"
+    manifest.write_text(json.dumps({"models": [{"path": "a/one.tflite", "name": "first", "data": "two.npz"},
+                                               "three.onnx", "two.tflite"]}))
+    got = m.corpus_models(manifest)
+    assert [(x.name, x.path, x.data) for x in got] == [("first", tmp_path / "a" / "one.tflite", tmp_path / "two.npz"),
+                                                       ("two", tmp_path / "two.tflite", tmp_path / "two.npz")]
+    listing = tmp_path / "corpus.txt"
+    listing.write_text("# corpus\na/one.tflite\n\n")
+    assert [x.path for x in m.corpus_models(listing)] == [tmp_path / "a" / "one.tflite"]
+
+
+def _rows():
+    edgec = {"instructions": 250.0, "arena_bytes": 2048, "ram_total_bytes": 3096, "flash_bytes": 9000,
+             "engine_code_bytes": 3014, "device_vs_reference": 1.0}
+    ref = {"engine": "TFLM ref", "kernels": "reference", "instructions": 1000, "arena_bytes": 2704,
+           "ram_total_bytes": 3828, "flash_bytes": 8000, "engine_code_bytes": 16184, "identical": True, "ratio": 0.25}
+    cmsis = dict(ref, engine="TFLM CMSIS-NN", kernels="cmsis_nn", instructions=500, ratio=0.5, identical=False)
+    return [{"model": "ad", "board": "qemu-cortex-m4", "edgec": edgec, "peers": [ref, cmsis]},
+            {"model": "big", "board": "qemu-cortex-m4", "edgec": {"error": "needs 5 MB of flash"}, "peers": []}]
+
+
+def test_tables_show_each_engine_its_ratio_and_whether_outputs_match():
+    m = _load()
+    lines = m.table(_rows()).splitlines()
+    assert lines[2].startswith("| ad | qemu-cortex-m4 | edgec | 250 | 1.00 | 2,048 | 3,096 | 9,000 | 3,014 |")
+    assert lines[3] == "| ad | qemu-cortex-m4 | TFLM ref | 1,000 | 0.25 | 2,704 | 3,828 | 8,000 | 16,184 | identical |"
+    assert lines[4].endswith("| 0.50 | 2,704 | 3,828 | 8,000 | 16,184 | DIFFER |")
+    assert "does not build: needs 5 MB of flash" in lines[5]
+    ratios = m.ratio_table(_rows()).splitlines()
+    assert ratios[0] == "| model | cortex-m4 vs TFLM ref | cortex-m4 vs TFLM CMSIS-NN |"
+    assert ratios[2] == "| ad | 0.25 | 0.50 |" and ratios[3] == "| big |  |  |"
+
+
+def test_the_doc_section_is_replaced_between_its_markers(tmp_path):
+    m = _load()
+    doc = tmp_path / "performance.md"
+    doc.write_text("# Title\n\nbefore\n")
+    m.write_doc(doc, m.markdown(_rows(), "python benchmarks/peers.py --only ad"))
+    first = doc.read_text()
+    assert first.startswith("# Title\n\nbefore\n\n" + m.BEGIN) and "`python benchmarks/peers.py --only ad`" in first
+    doc.write_text(first + "\nafter\n")
+    m.write_doc(doc, m.markdown(_rows()[:1], "python benchmarks/peers.py"))
+    second = doc.read_text()
+    assert second.count(m.BEGIN) == 1 and second.endswith(m.END + "\n\nafter\n") and "| big |" not in second
