@@ -102,3 +102,9 @@ def test_the_doc_section_is_replaced_between_its_markers(tmp_path):
     m.write_doc(doc, m.markdown(_rows()[:1], "python benchmarks/peers.py"))
     second = doc.read_text()
     assert second.count(m.BEGIN) == 1 and second.endswith(m.END + "\n\nafter\n") and "| big |" not in second
+
+
+def test_the_command_shown_with_the_tables_leaves_out_where_they_were_written():
+    m = _load()
+    assert m.shown_command(["--only", "ad", "--json", "x.json", "--md=docs/performance.md", "--no-bisect"]) == \
+        "benchmarks/peers.py --only ad --no-bisect"
