@@ -20,7 +20,8 @@ The bundle is unpacked once into a cache folder ($EDGEC_PEERS_CACHE, else ~/.cac
 hash; --bundle or $EDGEC_PEERS_BUNDLE names the tarball (default ../shared/peers/tflm-cmsisnn.tar.xz).
 
 --models takes a .tflite file, a folder (every .tflite under it) or a manifest: .json (a list of paths or of
-{"path", "name", "data"} objects, or {"models": [...]}, paths relative to the manifest) or .txt (a path a line).
+{"path" (or "file", "tflite", "model"), "name", "data"} objects, or {name: path or object}, either of them under
+"models"; paths relative to the manifest; other files than .tflite are left out) or .txt (a path a line).
 Input: the `data` file's first sample if given (x / x_int8 / x_<input name>; float data is quantized with the
 input's scale), else `<stem>.npz` or `<stem>.test.npz` beside the model, else a seeded pseudo-random int8 row;
 the MLPerf Tiny models get their golden x_int8 row 0.
@@ -61,6 +62,7 @@ CONFIGS = {"qemu-cortex-m4": [("cortex-m4", "reference", "TFLM ref"), ("cortex-m
            "qemu-cortex-m7": [("cortex-m7", "cmsis_nn", "TFLM CMSIS-NN")],
            "qemu-cortex-m3-large": [("cortex-m3", "reference", "TFLM ref")]}
 SEED = 12345
+PATH_KEYS = ("path", "file", "tflite", "model")      # what a manifest entry may call its file
 
 
 @dataclass(frozen=True)
@@ -93,13 +95,19 @@ def corpus_models(arg: str | Path) -> list[Model]:
         return [Model(src.stem, src, _beside(src))]
     if src.suffix == ".json":
         entries = json.loads(src.read_text())
-        entries = entries.get("models", []) if isinstance(entries, dict) else entries
+        entries = entries.get("models", entries) if isinstance(entries, dict) else entries
+        if isinstance(entries, dict):         # {name: path or entry}
+            entries = [dict(e, name=e.get("name", k)) if isinstance(e, dict) else {"path": e, "name": k}
+                       for k, e in entries.items()]
     else:
         entries = [line.strip() for line in src.read_text().splitlines() if line.strip() and not line.startswith("#")]
     out = []
     for e in entries:
         e = {"path": e} if isinstance(e, str) else e
-        path = (src.parent / e["path"]).resolve()
+        where = next((e[k] for k in PATH_KEYS if isinstance(e.get(k), str)), None)
+        if where is None:
+            raise EdgecError(f"{src}: entry {e} names no file ({', '.join(PATH_KEYS)})")
+        path = (src.parent / where).resolve()
         if path.suffix != ".tflite":
             continue                      # a corpus manifest may list ONNX files too: TFLM runs only .tflite
         data = (src.parent / e["data"]).resolve() if e.get("data") else _beside(path)

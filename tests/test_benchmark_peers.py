@@ -64,6 +64,10 @@ def test_models_come_from_a_folder_a_json_manifest_or_a_text_manifest(tmp_path):
     got = m.corpus_models(manifest)
     assert [(x.name, x.path, x.data) for x in got] == [("first", tmp_path / "a" / "one.tflite", tmp_path / "two.npz"),
                                                        ("two", tmp_path / "two.tflite", tmp_path / "two.npz")]
+    named = tmp_path / "named.json"
+    named.write_text(json.dumps({"first": "a/one.tflite", "second": {"file": "two.tflite"}}))
+    assert [(x.name, x.path) for x in m.corpus_models(named)] == [("first", tmp_path / "a" / "one.tflite"),
+                                                                 ("second", tmp_path / "two.tflite")]
     listing = tmp_path / "corpus.txt"
     listing.write_text("# corpus\na/one.tflite\n\n")
     assert [x.path for x in m.corpus_models(listing)] == [tmp_path / "a" / "one.tflite"]
@@ -108,3 +112,11 @@ def test_the_command_shown_with_the_tables_leaves_out_where_they_were_written():
     m = _load()
     assert m.shown_command(["--only", "ad", "--json", "x.json", "--md=docs/performance.md", "--no-bisect"]) == \
         "benchmarks/peers.py --only ad --no-bisect"
+
+
+def test_a_missing_bundle_is_one_clear_line(tmp_path, capsys):
+    m = _load()
+    (tmp_path / "one.tflite").write_bytes(b"")
+    assert m.main(["--no-mlperf", "--models", str(tmp_path), "--bundle", str(tmp_path / "none.tar.xz")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "none.tar.xz not found" in err and "--bundle" in err, err
