@@ -76,23 +76,38 @@ static EDGEC_NOINLINE void edgec_dws_widen(const int8_t *a, int32_t sa, const in
     }
 }
 
-/* The tile of channels cg .. cg + 3 (input: channel cg's first byte): record rows 0 .. records - 1 from `tile` on,
- * a spare row on either side (the halves no record reads); pair i of input rows is word 0 of record i and word 1
- * of record i - 1 */
-static void edgec_dws_tile(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input, edgec_w32 *tile)
+/* tile columns [x0, x1) hold the image, the others its zero point */
+#define EDGEC_DWS_COLUMNS(p, width)                                                                \
+    const int32_t x0 = (p)->pad_left < (width) ? (p)->pad_left : (width);                          \
+    const int32_t x1 = (p)->cols + (p)->pad_left < (width)                                         \
+                           ? ((p)->cols + (p)->pad_left < x0 ? x0 : (p)->cols + (p)->pad_left)     \
+                           : (width)
+
+/* The padded columns of record rows 0 .. records - 1, once for all channel groups: the widening writes only
+ * columns [x0, x1) (of these rows and of the spare rows), so they keep the zero point from group to group. */
+static void edgec_dws_pad(const edgec_depthwise_conv2d_3x3_params *p, edgec_w32 *tile)
 {
-    const int32_t width = (p->out_cols - 1) * p->stride + 3, records = edgec_dws_records(p), cs = p->in_col_step;
-    const int32_t x0 = p->pad_left < width ? p->pad_left : width; /* tile columns [x0, x1) are inside */
-    const int32_t x1 = p->cols + p->pad_left < width ? (p->cols + p->pad_left < x0 ? x0 : p->cols + p->pad_left) : width;
-    const uint32_t z = (uint32_t)(uint8_t)p->input_zp * 0x01010101u; /* 4 zero-point bytes */
+    const int32_t width = (p->out_cols - 1) * p->stride + 3, records = edgec_dws_records(p);
     const uint32_t zz = ((uint32_t)(uint16_t)(int16_t)p->input_zp) * 0x00010001u;
-    const int8_t *const pad = (const int8_t *)(const void *)&z;
     int32_t i, j;
-    for (i = 0; i < records; ++i) { /* the padded columns */
+    EDGEC_DWS_COLUMNS(p, width);
+    for (i = 0; i < records; ++i) {
         edgec_w32 *t = tile + 8 * width * i;
         for (j = 0; j < 8 * x0; ++j) t[j] = zz;
         for (j = 8 * x1; j < 8 * width; ++j) t[j] = zz;
     }
+}
+
+/* The tile of channels cg .. cg + 3 (input: channel cg's first byte; the padded columns set by edgec_dws_pad):
+ * record rows 0 .. records - 1 from `tile` on, a spare row on either side (the halves no record reads); pair i of
+ * input rows is word 0 of record i and word 1 of record i - 1 */
+static void edgec_dws_tile(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input, edgec_w32 *tile)
+{
+    const int32_t width = (p->out_cols - 1) * p->stride + 3, records = edgec_dws_records(p), cs = p->in_col_step;
+    const uint32_t z = (uint32_t)(uint8_t)p->input_zp * 0x01010101u; /* 4 zero-point bytes */
+    const int8_t *const pad = (const int8_t *)(const void *)&z;
+    int32_t i;
+    EDGEC_DWS_COLUMNS(p, width);
     for (i = 0; i <= records; ++i) {
         const int32_t r = 2 * i - p->pad_top;
         const int in_a = r >= 0 && r < p->rows, in_b = r + 1 >= 0 && r + 1 < p->rows;
@@ -265,6 +280,7 @@ void edgec_depthwise_conv2d_3x3_small_s8(const edgec_depthwise_conv2d_3x3_params
     const int full = p->act_min == -128 && p->act_max == 127;
     edgec_w32 *tile = (edgec_w32 *)(void *)scratch + span; /* (the spare row before) */
     int32_t cg, k;
+    edgec_dws_pad(p, tile);
     for (cg = 0; cg < p->c; cg += 4) {
         edgec_dws_tile(p, input + cg, tile);
         for (k = 0; k < 4; ++k) {
