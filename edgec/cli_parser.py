@@ -14,18 +14,21 @@ BOARD_HELP = ("board name (see `edgec boards`) or a board .toml file (required u
 def add_quant_options(p: argparse.ArgumentParser) -> None:
     from edgec.quant.ptq import ALL_METHODS
 
-    p.add_argument("--method", default="minmax", choices=ALL_METHODS,
-                   help="activation range estimation (default minmax; auto-model picks the method whose INT8 "
+    p.add_argument("--method", default=None, choices=ALL_METHODS,
+                   help="activation range estimation (default: minmax, or the method the default recipe measures "
+                        "better on held-out calibration samples; auto-model picks the method whose INT8 "
                         "output is closest to float on held-out calibration samples, auto then refines it tensor "
                         "by tensor)")
     p.add_argument("--percentile", type=argtypes.percent, default=99.99, help="percentile of --method percentile (99.99)")
     p.add_argument("--per-tensor", action="store_true", help="one weight scale per layer instead of per channel")
-    p.add_argument("--bias-correction", nargs="?", const="quantized", default=False, choices=["quantized", "float"],
-                   help="remove the mean output shift quantization causes in every layer, measured on the "
+    p.add_argument("--bias-correction", nargs="?", const="quantized", default=None,
+                   choices=["quantized", "float", "off"],
+                   help="(default: on when it measurably helps on held-out calibration samples; 'off': never) remove the mean output shift quantization causes in every layer, measured on the "
                         "calibration set with the inputs the quantized layer really sees (default) or, with "
                         "'float', the shift of the weights' rounding alone on float inputs")
-    p.add_argument("--equalize", action="store_true",
-                   help="cross-layer equalization of conv pairs (also through ReLU and max/average pooling)")
+    p.add_argument("--equalize", action=argparse.BooleanOptionalAction, default=None,
+                   help="cross-layer equalization of conv pairs (also through ReLU and max/average pooling); "
+                        "default: on when it measurably helps on held-out calibration samples")
     p.add_argument("--no-cache", action="store_true", help="recalibrate even if the statistics are cached")
     p.add_argument("--sensitivity-samples", type=argtypes.count(0), default=16,
                    help="calibration samples the per-layer sensitivity report uses (0: no report)")

@@ -118,8 +118,8 @@ def explicit_dests(make_parser, argv: list[str], command: str) -> set[str]:
 
 
 def _convert(action: argparse.Action, value, path: Path):
-    key = action.option_strings[-1]
-    if isinstance(action, argparse._StoreTrueAction):
+    key = action.option_strings[0 if isinstance(action, argparse.BooleanOptionalAction) else -1]
+    if isinstance(action, (argparse._StoreTrueAction, argparse.BooleanOptionalAction)):
         if not isinstance(value, bool):
             raise EdgecError(f"{path}: {key[2:]} must be true or false")
         return value

@@ -23,6 +23,7 @@ from edgec.quant import biascorr
 from edgec.quant import accuracy_budget
 from edgec.quant import calibrate
 from edgec.quant import equalize
+from edgec.quant import fixes as fixes_mod
 from edgec.quant import floatref
 from edgec.quant import int16
 from edgec.quant import int4layers
@@ -46,11 +47,11 @@ OWN_RANGE_SAMPLES = 256   # samples the ranges of edgec's own (non-ONNX) tensors
 
 @dataclass
 class QuantOptions:
-    method: str = "minmax"
+    method: str | None = None            # None: minmax, or the range method the default recipe measures better
     percentile: float = 99.99
     per_channel: bool = True
-    bias_correction: bool | str = False   # True / "quantized": on the INT8 model's own activations; "float"
-    equalize: bool = False
+    bias_correction: bool | str | None = None   # True / "quantized": on the INT8 model's own activations; "float";
+    equalize: bool | None = None                # None (both): the default recipe chooses (edgec/quant/fixes.py)
     cache: bool = True
     sensitivity_samples: int = 16      # 0: no sensitivity report
     int16: tuple[str, ...] = ()        # ONNX node names run with int16 activations (edgec/quant/int16.py)
@@ -61,11 +62,17 @@ class QuantOptions:
     val: str | None = None             # labelled data the budget is measured on (else the calibration held-out split)
     state: tuple[str, ...] = ()        # OUTPUT=INPUT: a state fed back, both quantized alike (edgec/ports.py)
 
+    @classmethod
+    def plain(cls, **kw) -> QuantOptions:
+        """The recipe without the default's choices: minmax ranges, no equalization, no bias correction
+        (what edgec did by default before edgec/quant/fixes.py), other options as given."""
+        return cls(**{"method": "minmax", "equalize": False, "bias_correction": False, **kw})
+
     def checked(self) -> QuantOptions:
         """These options checked (one EdgecError naming a bad one), as a new value with bias_correction
         True spelled "quantized"."""
         o = self.normalized()
-        if o.method not in ALL_METHODS:
+        if o.method is not None and o.method not in ALL_METHODS:
             raise EdgecError(f"unknown calibration method '{o.method}'; use one of {', '.join(ALL_METHODS)}")
         if o.bias_correction not in (False, None, *biascorr.VARIANTS):
             raise EdgecError(f"unknown bias correction '{o.bias_correction}'; use one of {', '.join(biascorr.VARIANTS)}")
@@ -106,6 +113,8 @@ class QuantResult:
     batch: int = 1
     warnings: list[str] = field(default_factory=list)          # numeric hazards (edgec/quant/numerics.py)
     mixed: accuracy_budget.Choice | None = None                          # --max-accuracy-drop's choice
+    fixes: fixes_mod.Fixes | None = None             # what the default recipe chose (edgec/quant/fixes.py)
+    options: QuantOptions | None = None              # the options as applied (the default recipe's choices in)
 
     @property
     def label(self) -> str:
@@ -131,6 +140,7 @@ class QuantResult:
                                      "method": self.tensor_method(t.source)}
                             for t in g.tensors.values()},
                 "sensitivity": self.sensitivity,
+                **({"fixes": self.fixes.to_json()} if self.fixes else {}),
                 **({"mixed_precision": self.mixed.to_json()} if self.mixed else {})}
 
 
@@ -167,6 +177,7 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
         held = (samples.first(accuracy_budget.EVAL_LIMIT), y,
                 f"calibration (all of {samples.path}; ranges from its first {keep})")
         stream = samples.head(keep)
+    options, chosen = _default_recipe(model, graph, stream, options, states, cache_dir, log)
     g, rescale = equalize.equalize(graph) if options.equalize else (graph, None)
     if rescale is not None:
         log(f"cross-layer equalization: {len(rescale)} layer pairs")
@@ -221,7 +232,7 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
     if q.fixed_qparams:
         log(qdq_summary(q))
     result = QuantResult(graph=q, method=method, ranges=ranges, scores=scores, search=search,
-                         samples=stats.samples,
+                         samples=stats.samples, fixes=chosen, options=options,
                          calib_seconds=stats.seconds, cached=stats.cached, batch=stats.batch, mixed=mixed,
                          warnings=numerics.warnings(q, ranges) + ([] if mixed is None or mixed.within_budget else [
                              f"--max-accuracy-drop {options.max_accuracy_drop:g}: no mix of int16 activations and "
@@ -236,6 +247,25 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
         else:
             result.sensitivity = sensitivity.analyse(q, stream.first(options.sensitivity_samples))
     return result
+
+
+def _default_recipe(model, graph: Graph, stream: Samples, options: QuantOptions, states, cache_dir, log):
+    """(the options with the open choices made, the record of them; None when none was open)."""
+    if not fixes_mod.open_choices(options.method, options.equalize, options.bias_correction):
+        return options, None
+    why = fixes_mod.not_judged(graph, stream.n, states)
+    if why:
+        chosen = fixes_mod.Fixes(judged=False, reason=why, method=options.method or "minmax",
+                                 equalize=bool(options.equalize), bias_correction=bool(options.bias_correction))
+    else:
+        chosen = fixes_mod.choose(model, graph, stream, options.method, options.equalize, options.bias_correction,
+                                  options.per_channel, options.percentile, cache_dir if options.cache else None,
+                                  log)
+    log(chosen.summary())
+    bias = options.bias_correction if options.bias_correction is not None else \
+        ("quantized" if chosen.bias_correction else False)
+    return replace(options, method=options.method or chosen.method, equalize=chosen.equalize,
+                   bias_correction=bias), chosen
 
 
 def output_sqnr(graph: Graph, x: np.ndarray, y_float: np.ndarray) -> float:
