@@ -92,10 +92,6 @@ def test_budget_requests_that_cannot_work_fail_with_one_line(tmp_path):
                              (dict(max_accuracy_drop=150.0), "in \\[0, 100\\)")):
         with pytest.raises(EdgecError, match=message):
             api.calibrate_model(model, calib, ptq.QuantOptions(sensitivity_samples=0, **options))
-    unlabelled = tmp_path / "x_only.npz"
-    np.savez(unlabelled, x=np.load(calib)["x"])
-    with pytest.raises(EdgecError, match="needs labelled samples.*--val"):
-        api.calibrate_model(model, unlabelled, ptq.QuantOptions(max_accuracy_drop=1.0, sensitivity_samples=0))
 
 
 def test_cli_takes_the_budget_options():

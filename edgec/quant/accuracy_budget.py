@@ -4,9 +4,10 @@ ones) whose top-1 accuracy stays within PTS points of the float model's.
 
 The budget bounds the samples whose top-1 class changes against the float model's (a sample lost counts, and
 so does one gained: on a few hundred samples, gains on some samples paying for losses on others are mostly
-noise, and the changed predictions are what carries over to unseen data). They are counted on labelled samples:
-`--val DATA.npz` (x and y, kept apart from calibration), else the whole calibration set (it needs y), whose
-ranges then come from its first three quarters only. Calibration samples are often training samples, whose
+noise, and the changed predictions are what carries over to unseen data). Counting them needs no label: they are
+counted on `--val DATA.npz` (kept apart from calibration), else on the calibration set, whose ranges then come from
+its first three quarters only; labels y, where the data has them, add the top-1 accuracy to the record (without
+them, "top-1" is agreement with the float model). Calibration samples are often training samples, whose
 float margins are wider than unseen data's: a model can change none of their predictions and still lose
 points on its test set. So on the calibration set a prediction counts as changed when SAFETY times the
 measured quantization error of the outputs would change it (float + SAFETY * (quantized - float)): the error
@@ -76,11 +77,14 @@ class Choice:
                 + ("" if self.within_budget else "; the budget could not be met"))
 
 
-def labels(y, n: int, where: str) -> np.ndarray:
-    """Integer labels for n samples, or one error saying what the budget needs."""
-    if y is None or len(y) < n:
-        raise EdgecError(f"--max-accuracy-drop needs labelled samples: {where} has no integer labels y; "
-                         "give --val DATA.npz with x and y (or add y to the calibration file)")
+def labels(y, n: int, where: str) -> np.ndarray | None:
+    """Integer labels for n samples; None when the data has none (the budget then counts the predictions that
+    change against the float model's, which needs no label); an error when y is too short."""
+    if y is None:
+        return None
+    if len(y) < n:
+        raise EdgecError(f"--max-accuracy-drop: {where} has {len(y)} labels y for {n} samples; give one integer "
+                         "label per sample, or none (the budget then counts predictions changed against float)")
     return np.asarray(y[:n], np.int64)
 
 
@@ -115,6 +119,9 @@ def search(float_graph: Graph, ranges: dict, per_channel: bool, x: np.ndarray, y
     quantized candidate into the final one (bias correction); safety the error factor predictions must
     withstand (SAFETY on the calibration set)."""
     t0 = time.monotonic()
+    if y is None:            # no labels: top-1 is agreement with the float model (what the budget bounds anyway)
+        y = np.argmax(float_out.reshape(len(float_out), -1), axis=1)
+        evaluated_on += " (no labels: top-1 is agreement with the float model)"
     x, y, float_out = x[:EVAL_LIMIT], y[:EVAL_LIMIT], float_out[:EVAL_LIMIT]
     amplified = f" under {safety:g}x the quantization error" if safety != 1.0 else ""
     allowed = max_drop / 100.0 + 1e-9

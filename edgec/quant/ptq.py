@@ -174,8 +174,8 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
     if options.max_accuracy_drop is not None and options.val is None:   # the budget's held-out split
         keep = samples.n - min(accuracy_budget.HOLDOUT, samples.n // 4)
         y = accuracy_budget.labels(samples.labels(), samples.n, str(samples.path))
-        held = (samples.first(accuracy_budget.EVAL_LIMIT), y,
-                f"calibration (all of {samples.path}; ranges from its first {keep})")
+        held = (fixes_mod.held_out(samples, keep), None if y is None else y[keep:],
+                f"held-out calibration (the last {samples.n - keep} of {samples.path}; ranges from its first {keep})")
         stream = samples.head(keep)
     options, chosen = _default_recipe(model, graph, stream, options, states, cache_dir, log)
     g, rescale = equalize.equalize(graph) if options.equalize else (graph, None)

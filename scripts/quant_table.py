@@ -1,0 +1,115 @@
+"""The default quantization recipe (edgec/quant/fixes.py) before and after, on the examples, the hostile models
+and the MLPerf Tiny models: docs/quantization.md's "Default recipe" table.
+
+Rows per model: float (onnxruntime); edgec plain (minmax ranges, no equalization, no bias correction: the default
+before the recipe); edgec default (the recipe: what it chose in the last column); onnxruntime quantize_static
+(QDQ, per-channel int8 weights, int8 activations, MinMax) on the same calibration file. edgec figures are the
+NumPy integer reference, which the generated C matches bit for bit. Accuracy is top-1 on the labelled test set
+where one exists; the MLPerf Tiny models ship only their golden samples (no labels): those rows are calibrated
+and measured on the same few samples (top-1 agreement with float and output SQNR, a sanity check, not an
+accuracy claim).
+
+    python scripts/quant_table.py [--md docs/quantization.md]
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from quantization import MLPERF, edgec_outputs, int8_outputs, ort_outputs, sqnr  # noqa: E402  (benchmarks/quantization.py)
+
+from edgec import api  # noqa: E402
+from edgec.frontend import loader  # noqa: E402
+from edgec.quant import calibrate, ptq  # noqa: E402
+
+EX = REPO / "examples"
+BEGIN, END = "<!-- quant_table.py begin -->", "<!-- quant_table.py end -->"
+
+
+def conv_outlier_model(tmp: Path) -> Path:
+    spec = importlib.util.spec_from_file_location("conv_outlier", EX / "hostile_channel" / "conv_outlier.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    path = tmp / "conv_outlier.onnx"
+    onnx.save(mod.conv_outlier(), str(path))
+    return path
+
+
+def sets(tmp: Path):
+    """(label, model, calibration file, x, y or None)."""
+    def test(d):
+        z = np.load(d / "test.npz")
+        return z["x"].astype(np.float32), z["y"]
+    out = [("digits_cnn", EX / "digits_cnn" / "model.onnx", EX / "digits_cnn" / "calib.npz", *test(EX / "digits_cnn")),
+           ("cancer_conv1d", EX / "cancer_conv1d" / "model.onnx", EX / "cancer_conv1d" / "calib.npz",
+            *test(EX / "cancer_conv1d")),
+           ("hostile: FC outlier (hostile_channel)", EX / "hostile_channel" / "model.onnx",
+            EX / "hostile_channel" / "calib.npz", *test(EX / "hostile_channel")),
+           ("hostile: conv outlier (conv_outlier.py)", conv_outlier_model(tmp), EX / "digits_cnn" / "calib.npz",
+            *test(EX / "digits_cnn"))]
+    for key, model in (("vww", "vww_mobilenetv1_025_fp32.onnx"), ("kws", "kws_dscnn_fp32.onnx"),
+                       ("ic", "ic_resnet8_fp32.onnx"), ("ad", "ad_fc_autoencoder_fp32.onnx")):
+        z = np.load(MLPERF / "data" / f"golden_{key}.npz")
+        x = z["x_fp32"].astype(np.float32)
+        path = tmp / f"{key}.npz"
+        np.savez(path, x=x)
+        out.append((f"{key} ({len(x)} golden samples)", MLPERF / model, path, x, None))
+    return out
+
+
+def rows_of(label, model_path, calib_path, x, y):
+    fl = calibrate.run_float(loader.load_model(model_path), x).reshape(len(x), -1)
+    calib_x = np.load(calib_path)["x"].astype(np.float32)
+
+    def row(name, out, chosen=""):
+        acc = None if y is None else 100 * float(np.mean(out.argmax(1) == y))
+        return (label, name, acc, 100 * float(np.mean(out.argmax(1) == fl.argmax(1))), sqnr(fl, out), chosen)
+    rows = [row("float", fl)]
+    out, _, _ = edgec_outputs(model_path, calib_path, x, method="minmax", equalize=False, bias_correction=False)
+    rows.append(row("edgec plain (minmax; the old default)", out))
+    _, res = api.calibrate_model(model_path, calib_path, ptq.QuantOptions(cache=False, sensitivity_samples=0))
+    f = res.fixes
+    chosen = (", ".join(f.chosen) or "nothing") if f and f.judged else f"plain ({f.reason})" if f else ""
+    rows.append(row("edgec default (recipe)", int8_outputs(res.graph, x), chosen))
+    out, _ = ort_outputs(model_path, calib_x, x, "MinMax")
+    rows.append(row("ORT quantize_static MinMax", out))
+    return rows
+
+
+def table(rows) -> str:
+    def f(v, spec):
+        return "n/a" if v is None else format(v, spec)
+    lines = ["| model | quantizer | top-1 % (test set) | agreement with float % | output SQNR dB | default chose |",
+             "|---|---|---:|---:|---:|---|"]
+    lines += [f"| {m} | {q} | {f(a, '.2f')} | {f(g, '.1f')} | {f(s, '.1f')} | {c} |" for m, q, a, g, s, c in rows]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--md", type=Path, help="replace the table between the markers in this Markdown file")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        rows = [r for s in sets(Path(d)) for r in rows_of(*s)]
+    text = table(rows)
+    print(text)
+    if args.md:
+        doc = args.md.read_text()
+        new = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: f"{BEGIN}\n{text}\n{END}", doc, flags=re.S)
+        if new == doc and BEGIN not in doc:
+            sys.exit(f"{args.md}: no {BEGIN} ... {END} markers; add them where the table goes")
+        args.md.write_text(new)
+
+
+if __name__ == "__main__":
+    main()
