@@ -56,7 +56,10 @@ def sets(tmp: Path):
            ("hostile: FC outlier (hostile_channel)", EX / "hostile_channel" / "model.onnx",
             EX / "hostile_channel" / "calib.npz", *test(EX / "hostile_channel")),
            ("hostile: conv outlier (conv_outlier.py)", conv_outlier_model(tmp), EX / "digits_cnn" / "calib.npz",
-            *test(EX / "digits_cnn"))]
+            *test(EX / "digits_cnn")),
+           *((f"hostile: {what} (hostile_mlps.py)", EX / "hostile_channel" / f"{name}.onnx",
+              EX / "hostile_channel" / "calib.npz", *test(EX / "hostile_channel"))
+             for what, name in (("residual add, mismatched ranges", "residual_add"), ("saturating Tanh", "saturating")))]
     for key, model in (("vww", "vww_mobilenetv1_025_fp32.onnx"), ("kws", "kws_dscnn_fp32.onnx"),
                        ("ic", "ic_resnet8_fp32.onnx"), ("ad", "ad_fc_autoencoder_fp32.onnx")):
         z = np.load(MLPERF / "data" / f"golden_{key}.npz")
@@ -64,6 +67,13 @@ def sets(tmp: Path):
         path = tmp / f"{key}.npz"
         np.savez(path, x=x)
         out.append((f"{key} ({len(x)} golden samples)", MLPERF / model, path, x, None))
+    # AD on real data: 196 windows of 5 log-mel frames of the one clip the repository ships; calibrated on the
+    # first 128, measured on the other 68
+    mel = np.load(MLPERF / "data" / "ad_normal_id_01_00000000_logmel_200x128.npy").astype(np.float32)
+    win = np.stack([mel[i:i + 5].reshape(-1) for i in range(len(mel) - 4)])
+    np.savez(tmp / "ad_windows.npz", x=win[:128])
+    out.append(("ad (128 log-mel windows; 68 others measured)", MLPERF / "ad_fc_autoencoder_fp32.onnx",
+                tmp / "ad_windows.npz", win[128:], None))
     return out
 
 

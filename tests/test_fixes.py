@@ -90,3 +90,19 @@ def test_build_report_and_quant_json_say_what_the_default_chose(tmp_path):
     assert quant["fixes"]["equalize"] is True and quant["options"]["equalize"] is True
     entry = json.dumps(report)
     assert '"fixes"' in entry and "cross-layer equalization" in entry
+
+
+HOSTILE = EXAMPLES / "hostile_channel"
+
+
+@pytest.mark.parametrize("name", ["model", "residual_add", "saturating"])
+def test_hostile_mlps_stay_within_one_point_of_float_by_default(name):
+    """An FC layer with a 50x outlier unit, a residual add of mismatched ranges, a saturating Tanh
+    (examples/hostile_channel: train.py, hostile_mlps.py): the default build on their test set."""
+    z = np.load(HOSTILE / "test.npz")
+    x, y = z["x"].astype(np.float32), z["y"]
+    path = HOSTILE / f"{name}.onnx"
+    float_top1 = 100 * float(np.mean(run_float(onnx.load(str(path)), x).argmax(1) == y))
+    _, res = api.calibrate_model(path, HOSTILE / "calib.npz", ptq.QuantOptions(cache=False, sensitivity_samples=0))
+    assert res.fixes.judged
+    assert _top1(res.graph, x, y) >= float_top1 - 1.0, res.fixes.summary()

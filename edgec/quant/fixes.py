@@ -38,8 +38,8 @@ from edgec.quant.quantize import quantize
 from edgec.quant.ranges import METHODS
 
 HOLD = 64              # held-out samples the decision is measured on (at most a quarter of the set)
-MIN_SAMPLES = 8        # fewer calibration samples: no held-out split worth the name, the plain recipe
-MIN_GAIN_DB = 0.3      # a fix must raise the held-out output SQNR by more than this ...
+MIN_SAMPLES = 16       # fewer calibration samples: no held-out split worth the name (under 4), the plain recipe
+MIN_GAIN_DB = 0.5      # a fix must raise the held-out output SQNR by more than this ...
 FOLDS = 2              # ... and lose nothing on either interleaved half of the held-out samples
 BUDGET_S = 60.0        # time the trials may take; the fixes not tried by then are left out (and said so)
 OUTLIER_RATIO = 8.0    # a channel whose weight range is this many times its layer's median: an outlier
