@@ -89,7 +89,7 @@ def test_changed_predictions_under_a_safety_factor():
 def test_budget_requests_that_cannot_work_fail_with_one_line(tmp_path):
     model, calib = HOSTILE / "model.onnx", HOSTILE / "calib.npz"
     for options, message in ((dict(max_accuracy_drop=1.0, int4=("fc1",)), "chooses the int4 and int16 layers"),
-                             (dict(val=str(HOSTILE / "val.npz")), "--val is the labelled data"),
+                             (dict(val=str(HOSTILE / "val.npz")), "--val is the data of --max-accuracy-drop"),
                              (dict(max_accuracy_drop=150.0), "in \\[0, 100\\)")):
         with pytest.raises(EdgecError, match=message):
             api.calibrate_model(model, calib, ptq.QuantOptions(sensitivity_samples=0, **options))
@@ -162,3 +162,25 @@ def test_budget_needs_no_labels(tmp_path, name):
     x, y = test["x"].astype(np.float32), test["y"]
     float_top1 = float(np.mean(calibrate.run_float(onnx.load(str(path)), x).argmax(1) == y))
     assert _top1(res.graph, x, y) >= float_top1 - 0.01
+
+
+def test_min_sqnr_budget_for_models_that_are_not_classifiers(tmp_path, capsys):
+    """--min-sqnr DB: the budget is the output SQNR against float on the held-out calibration samples; the search
+    widens layers until it holds, and the summary shows the trade-off it measured."""
+    unlabelled = tmp_path / "x_only.npz"
+    np.savez(unlabelled, x=np.load(HOSTILE / "calib.npz")["x"])
+    logs = []
+    _, res = api.calibrate_model(HOSTILE / "model.onnx", unlabelled,
+                                 ptq.QuantOptions(min_sqnr=25.0, sensitivity_samples=0, cache=False), log=logs.append)
+    mixed = res.mixed
+    int8 = mixed.trials[0]
+    assert int8["trial"] == "int8" and int8["sqnr_db"] < 25.0 and not int8["within_budget"]
+    assert mixed.within_budget and mixed.sqnr_db >= 25.0 and mixed.int16 and mixed.min_sqnr_db == 25.0
+    assert "output SQNR" in mixed.summary() and ">= 25 dB" in mixed.summary()
+    table = next(m for m in logs if m.startswith("accuracy budget: the trade-off measured"))
+    assert len(table.splitlines()) == len(mixed.trials) + 2 and "SQNR dB" in table
+    with pytest.raises(EdgecError, match="two budgets"):
+        api.calibrate_model(HOSTILE / "model.onnx", unlabelled, ptq.QuantOptions(min_sqnr=25.0, max_accuracy_drop=1.0))
+    r = edgec("calibrate", str(HOSTILE / "model.onnx"), "--calib", str(unlabelled), "--min-sqnr", "25",
+              "--int16", "fc1")
+    assert_clean_error(r, "--min-sqnr chooses")

@@ -59,6 +59,7 @@ class QuantOptions:
     weights: str = "int8"              # "int4": every layer that can takes int4 weights (edgec/quant/int4layers.py)
     int4: tuple[str, ...] = ()         # ONNX node names with int4 weights
     max_accuracy_drop: float | None = None   # points of top-1: edgec chooses int4 / int16 layers (accuracy_budget.py)
+    min_sqnr: float | None = None            # or a budget in output SQNR dB (models that are not classifiers)
     val: str | None = None             # labelled data the budget is measured on (else the calibration held-out split)
     state: tuple[str, ...] = ()        # OUTPUT=INPUT: a state fed back, both quantized alike (edgec/ports.py)
 
@@ -83,16 +84,30 @@ class QuantOptions:
         if not (o.auto_seconds >= 0 and o.auto_seconds != float("inf")):    # NaN fails the first test
             raise EdgecError(f"--auto-seconds {o.auto_seconds}: give a number of seconds >= 0 "
                              "(0: keep auto-model's choice, no per-tensor search)")
-        if o.max_accuracy_drop is not None:
-            if not 0 <= o.max_accuracy_drop < 100:
+        if o.min_sqnr is not None:
+            if o.max_accuracy_drop is not None:
+                raise EdgecError("--min-sqnr and --max-accuracy-drop are two budgets; give one of them")
+            if not -100 < o.min_sqnr < 120:
+                raise EdgecError(f"--min-sqnr {o.min_sqnr}: give the output SQNR in dB the model must keep, e.g. 30")
+        if o.budgeted:
+            if o.max_accuracy_drop is not None and not 0 <= o.max_accuracy_drop < 100:
                 raise EdgecError(f"--max-accuracy-drop {o.max_accuracy_drop}: give points of top-1 accuracy "
                                  "in [0, 100), e.g. 1")
             if o.int16 or o.int4 or o.weights != "int8":
-                raise EdgecError("--max-accuracy-drop chooses the int4 and int16 layers itself; "
+                raise EdgecError(f"{o.budget_flag} chooses the int4 and int16 layers itself; "
                                  "leave out --int16, --int4 and --weights int4")
         elif o.val is not None:
-            raise EdgecError("--val is the labelled data of --max-accuracy-drop; give both or neither")
+            raise EdgecError("--val is the data of --max-accuracy-drop (or --min-sqnr); give both or neither")
         return o
+
+    @property
+    def budgeted(self) -> bool:
+        """Whether edgec chooses int4 / int16 layers by a budget (--max-accuracy-drop or --min-sqnr)."""
+        return self.max_accuracy_drop is not None or self.min_sqnr is not None
+
+    @property
+    def budget_flag(self) -> str:
+        return "--min-sqnr" if self.min_sqnr is not None else "--max-accuracy-drop"
 
     def normalized(self) -> QuantOptions:
         """A copy with bias_correction True spelled "quantized" (not checked)."""
@@ -156,8 +171,8 @@ def _checked(graph: Graph, options: QuantOptions):
     numerics.check_finite(graph)
     wide = int16.check_names(graph, options.int16)
     four = int4layers.chosen(graph, options.weights, options.int4, tuple(wide))
-    if ports.multi(graph) and (options.method in AUTO_METHODS or options.max_accuracy_drop is not None):
-        raise EdgecError(f"{'--max-accuracy-drop' if options.max_accuracy_drop is not None else '--calibration ' + options.method}"
+    if ports.multi(graph) and (options.method in AUTO_METHODS or options.budgeted):
+        raise EdgecError(f"{options.budget_flag if options.budgeted else '--calibration ' + options.method}"
                          f" judges one output against float; this model has {len(graph.inputs)} inputs and "
                          f"{len(graph.outputs)} outputs: use --calibration minmax, percentile, entropy or mse")
     return options, wide, four, ports.state_pairs(graph, options.state)
@@ -171,7 +186,7 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
     cache_dir: where calibration statistics are cached (Settings.calib_cache), None: not cached."""
     options, wide, four, states = _checked(graph, options)
     stream, held = samples, None
-    if options.max_accuracy_drop is not None and options.val is None:   # the budget's held-out split
+    if options.budgeted and options.val is None:   # the budget's held-out split
         keep = samples.n - min(accuracy_budget.HOLDOUT, samples.n // 4)
         y = accuracy_budget.labels(samples.labels(), samples.n, str(samples.path))
         held = (fixes_mod.held_out(samples, keep), None if y is None else y[keep:],
@@ -212,7 +227,7 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
     def finish(q: Graph) -> Graph:
         return biascorr.correct_quantized(q, ranges, bias_x, options.per_channel)[0] if bias_x is not None else q
     mixed = None
-    if options.max_accuracy_drop is not None:
+    if options.budgeted:
         if held is None:
             val = load_dataset(options.val, graph.input_onnx_shape, limit=accuracy_budget.EVAL_LIMIT,
                                memory_limit=samples.memory_limit)
@@ -220,8 +235,10 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
         x_eval, y_eval, where = held
         q, mixed = accuracy_budget.search(g, ranges, options.per_channel, x_eval, y_eval,
                                           calibrate.run_float(model, x_eval[:accuracy_budget.EVAL_LIMIT]),
-                                          options.max_accuracy_drop, where, finish, log,
-                                          safety=1.0 if options.val else accuracy_budget.SAFETY)
+                                          options.max_accuracy_drop or 0.0, where, finish, log,
+                                          safety=1.0 if options.val else accuracy_budget.SAFETY,
+                                          min_sqnr=options.min_sqnr)
+        log("accuracy budget: the trade-off measured\n" + mixed.table())
         log(mixed.summary())
     else:
         q = quantize(g, ranges, options.per_channel)
@@ -235,9 +252,11 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
                          samples=stats.samples, fixes=chosen, options=options,
                          calib_seconds=stats.seconds, cached=stats.cached, batch=stats.batch, mixed=mixed,
                          warnings=numerics.warnings(q, ranges) + ([] if mixed is None or mixed.within_budget else [
-                             f"--max-accuracy-drop {options.max_accuracy_drop:g}: no mix of int16 activations and "
-                             f"int4 weights kept within the budget ({100 * mixed.lost:.1f} % of the predictions "
-                             "changed against float at best); check the model with the sensitivity table"]))
+                             f"{options.budget_flag} {options.min_sqnr if options.min_sqnr is not None else options.max_accuracy_drop:g}: "
+                             "no mix of int16 activations and int4 weights kept within the budget ("
+                             + (f"output SQNR {mixed.sqnr_db:.1f} dB" if options.min_sqnr is not None else
+                                f"{100 * mixed.lost:.1f} % of the predictions changed against float")
+                             + " at best); check the model with the sensitivity table"]))
     for w in result.warnings:
         log(f"warning: {w}")
     if options.sensitivity_samples > 0:
