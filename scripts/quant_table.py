@@ -2,8 +2,10 @@
 and the MLPerf Tiny models: docs/quantization.md's "Default recipe" table.
 
 Rows per model: float (onnxruntime); edgec plain (minmax ranges, no equalization, no bias correction: the default
-before the recipe); edgec default (the recipe: what it chose in the last column); onnxruntime quantize_static
-(QDQ, per-channel int8 weights, int8 activations, MinMax) on the same calibration file. edgec figures are the
+before the recipe); edgec default (the recipe: what it chose in the last column); for labelled models, edgec
+--max-accuracy-drop 1 given the calibration file without its labels; onnxruntime quantize_static (QDQ,
+per-channel int8 weights, int8 activations; MinMax, and Percentile for labelled models) on the same calibration
+file. edgec figures are the
 NumPy integer reference, which the generated C matches bit for bit. Accuracy is top-1 on the labelled test set
 where one exists; the MLPerf Tiny models ship only their golden samples (no labels): those rows are calibrated
 and measured on the same few samples (top-1 agreement with float and output SQNR, a sanity check, not an
@@ -36,12 +38,12 @@ EX = REPO / "examples"
 BEGIN, END = "<!-- quant_table.py begin -->", "<!-- quant_table.py end -->"
 
 
-def conv_outlier_model(tmp: Path) -> Path:
+def conv_outlier_model(tmp: Path, which: str = "conv_outlier") -> Path:
     spec = importlib.util.spec_from_file_location("conv_outlier", EX / "hostile_channel" / "conv_outlier.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    path = tmp / "conv_outlier.onnx"
-    onnx.save(mod.conv_outlier(), str(path))
+    path = tmp / f"{which}.onnx"
+    onnx.save(getattr(mod, which)(), str(path))
     return path
 
 
@@ -57,6 +59,8 @@ def sets(tmp: Path):
             EX / "hostile_channel" / "calib.npz", *test(EX / "hostile_channel")),
            ("hostile: conv outlier (conv_outlier.py)", conv_outlier_model(tmp), EX / "digits_cnn" / "calib.npz",
             *test(EX / "digits_cnn")),
+           ("hostile: depthwise outlier (conv_outlier.py)", conv_outlier_model(tmp, "depthwise_outlier"),
+            EX / "digits_cnn" / "calib.npz", *test(EX / "digits_cnn")),
            *((f"hostile: {what} (hostile_mlps.py)", EX / "hostile_channel" / f"{name}.onnx",
               EX / "hostile_channel" / "calib.npz", *test(EX / "hostile_channel"))
              for what, name in (("residual add, mismatched ranges", "residual_add"), ("saturating Tanh", "saturating")))]
@@ -91,8 +95,20 @@ def rows_of(label, model_path, calib_path, x, y):
     f = res.fixes
     chosen = (", ".join(f.chosen) or "nothing") if f and f.judged else f"plain ({f.reason})" if f else ""
     rows.append(row("edgec default (recipe)", int8_outputs(res.graph, x), chosen))
+    if y is not None:           # the budget on the calibration file without its labels
+        unlabelled = Path(tempfile.mkdtemp()) / "x_only.npz"
+        np.savez(unlabelled, x=calib_x)
+        _, res = api.calibrate_model(model_path, unlabelled, ptq.QuantOptions(cache=False, sensitivity_samples=0,
+                                                                              max_accuracy_drop=1.0))
+        m = res.mixed
+        rows.append(row("edgec --max-accuracy-drop 1, calibration file without labels", int8_outputs(res.graph, x),
+                        f"int16 {', '.join(m.int16) or '-'}; int4 {', '.join(m.int4) or '-'}; "
+                        + ("within" if m.within_budget else "outside") + " the budget on the held-out samples"))
     out, _ = ort_outputs(model_path, calib_x, x, "MinMax")
     rows.append(row("ORT quantize_static MinMax", out))
+    if y is not None:
+        out, _ = ort_outputs(model_path, calib_x, x, "Percentile")
+        rows.append(row("ORT quantize_static Percentile", out))
     return rows
 
 

@@ -17,12 +17,13 @@ from edgec.quant.calibrate import run_float
 DIGITS = EXAMPLES / "digits_cnn"
 
 
-def _conv_outlier(tmp_path):
+def _conv_outlier(tmp_path, which: str = "conv_outlier"):
+    """examples/hostile_channel/conv_outlier.py's model, made anew from the digits CNN."""
     spec = importlib.util.spec_from_file_location("conv_outlier", EXAMPLES / "hostile_channel" / "conv_outlier.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    path = tmp_path / "conv_outlier.onnx"
-    onnx.save(mod.conv_outlier(), str(path))
+    path = tmp_path / f"{which}.onnx"
+    onnx.save(getattr(mod, which)(), str(path))
     return path
 
 
@@ -38,14 +39,16 @@ def test_set():
     return z["x"].astype(np.float32), z["y"]
 
 
-def test_default_equalizes_the_conv_outlier_and_stays_within_one_point(tmp_path, test_set):
+@pytest.mark.parametrize("which, layer", [("conv_outlier", "/conv1/Conv"), ("depthwise_outlier", "/dw/Conv")])
+def test_default_equalizes_an_outlier_channel_and_stays_within_one_point(tmp_path, test_set, which, layer):
+    """A 50x channel after a conv or a depthwise conv (compensated in the next layer): the default equalizes."""
     x, y = test_set
-    path = _conv_outlier(tmp_path)
+    path = _conv_outlier(tmp_path, which)
     float_top1 = 100 * float(np.mean(run_float(onnx.load(str(path)), x).argmax(1) == y))
     _, res = api.calibrate_model(path, DIGITS / "calib.npz", ptq.QuantOptions(cache=False, sensitivity_samples=0))
     f = res.fixes
     assert f.judged and f.equalize and res.options.equalize is True, f.summary()
-    assert "outlier channels in /conv1/Conv" in " ".join(f.findings)
+    assert f"outlier channels in {layer}" in " ".join(f.findings)
     plain, eq = f.trials[0], next(t for t in f.trials if t["fix"] == "cross-layer equalization")
     assert eq["kept"] and eq["held_out_db"] > plain["held_out_db"] + 6       # the 50x channel costs >6 dB
     assert _top1(res.graph, x, y) >= float_top1 - 1.0
