@@ -44,11 +44,13 @@ def add_quant_options(p: argparse.ArgumentParser) -> None:
                    help="int4 weights for these layers only (ONNX node names, as the sensitivity table shows them)")
     p.add_argument("--max-accuracy-drop", type=argtypes.finite, metavar="PTS",
                    help="choose int4 weights and int16 activations layer by layer: the smallest flash whose top-1 "
-                        "stays within PTS points of float (on --val, else on the calibration set's held-out split)")
+                        "predictions change on at most PTS %% of the samples against float (on --val, else on the "
+                        "calibration set's held-out split; no labels needed)")
     p.add_argument("--min-sqnr", type=argtypes.finite, metavar="DB",
                    help="the budget of a model that is not a classifier: choose int4 weights and int16 activations "
                         "layer by layer, the smallest flash whose output SQNR against float stays at least DB dB")
-    p.add_argument("--val", metavar="DATA.npz", help="labelled samples (x, y) --max-accuracy-drop is measured on")
+    p.add_argument("--val", metavar="DATA.npz", help="samples (x, labels y optional) --max-accuracy-drop or --min-sqnr "
+                                                     "is measured on, kept apart from calibration")
     p.add_argument("--state", action="append", metavar="OUTPUT=INPUT[,...]",
                    help="a stateful model: this output goes back into this input; both get one scale and zero "
                         "point (the union of their calibrated ranges), so the bytes can be copied as they are")
