@@ -40,6 +40,9 @@ def add_quant_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--weights", choices=("int8", "int4"), default="int8",
                    help="weight precision: int4 packs every conv, depthwise, fully connected and LSTM/GRU layer's "
                         "weights two per byte (symmetric per channel, [-7, 7])")
+    p.add_argument("--rounding", choices=("nearest", "gptq"), default=None,
+                   help="weight rounding: gptq pushes each weight's rounding error onto the weights not yet rounded, "
+                        "learned from the calibration data (default for int4 weights: gptq; for int8: nearest)")
     p.add_argument("--int4", action="append", metavar="NODE[,NODE...]",
                    help="int4 weights for these layers only (ONNX node names, as the sensitivity table shows them)")
     p.add_argument("--max-accuracy-drop", type=argtypes.finite, metavar="PTS",

@@ -30,7 +30,7 @@ except ImportError:             # Python 3.10
 from edgec.errors import EdgecError
 
 # option name (as on the command line, without --) -> argparse dest
-SETTABLE = ("board", "method", "percentile", "per-tensor", "bias-correction", "equalize", "int16", "weights", "int4",
+SETTABLE = ("board", "method", "percentile", "per-tensor", "bias-correction", "equalize", "int16", "weights", "int4", "rounding",
             "max-accuracy-drop", "min-sqnr",
             "sensitivity-samples", "auto-seconds", "no-cache", "limit", "port", "min-accuracy", "min-agreement",
             "max-latency", "max-ram", "name", "lib-version", "maintainer", "url")

@@ -29,6 +29,7 @@ from edgec.quant import int16
 from edgec.quant import int4layers
 from edgec.quant import numerics
 from edgec.quant import reference
+from edgec.quant import rounding
 from edgec.quant import sensitivity
 from edgec import ports
 from edgec.data import Samples, load_dataset
@@ -60,6 +61,8 @@ class QuantOptions:
     int4: tuple[str, ...] = ()         # ONNX node names with int4 weights
     max_accuracy_drop: float | None = None   # points of top-1: edgec chooses int4 / int16 layers (accuracy_budget.py)
     min_sqnr: float | None = None            # or a budget in output SQNR dB (models that are not classifiers)
+    rounding: str | None = None              # weight rounding: "nearest", "gptq" (edgec/quant/rounding.py);
+                                             # None: gptq for int4 weights, nearest for int8
     val: str | None = None             # labelled data the budget is measured on (else the calibration held-out split)
     state: tuple[str, ...] = ()        # OUTPUT=INPUT: a state fed back, both quantized alike (edgec/ports.py)
 
@@ -75,6 +78,8 @@ class QuantOptions:
         o = self.normalized()
         if o.method is not None and o.method not in ALL_METHODS:
             raise EdgecError(f"unknown calibration method '{o.method}'; use one of {', '.join(ALL_METHODS)}")
+        if o.rounding not in (None, *rounding.MODES):
+            raise EdgecError(f"unknown weight rounding '{o.rounding}'; use one of {', '.join(rounding.MODES)}")
         if o.bias_correction not in (False, None, *biascorr.VARIANTS):
             raise EdgecError(f"unknown bias correction '{o.bias_correction}'; use one of {', '.join(biascorr.VARIANTS)}")
         if not 50.0 < o.percentile <= 100.0:
@@ -214,6 +219,9 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
     if four:
         g, n = int4layers.mark(g, four)
         log(f"int4 weights for {n} layers")
+    if options.per_channel and (options.rounding == "gptq" or (four and options.rounding is None)):
+        g, rounded = rounding.apply(g, stream.first(rounding.SAMPLES), options.rounding == "gptq", log)
+        log(f"weight rounding (GPTQ) for {len(rounded)} layers")
     method, scores, search = options.method, {}, None
     ranges = {**stats.ranges(method, options.percentile), **own_ranges} if method in METHODS else None
     if method in AUTO_METHODS:
