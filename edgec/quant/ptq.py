@@ -68,9 +68,10 @@ class QuantOptions:
 
     @classmethod
     def plain(cls, **kw) -> QuantOptions:
-        """The recipe without the default's choices: minmax ranges, no equalization, no bias correction
-        (what edgec did by default before edgec/quant/fixes.py), other options as given."""
-        return cls(**{"method": "minmax", "equalize": False, "bias_correction": False, **kw})
+        """The recipe without the default's choices: minmax ranges, no equalization, no bias correction, nearest
+        weight rounding (what edgec did by default before edgec/quant/fixes.py and rounding.py), other options
+        as given."""
+        return cls(**{"method": "minmax", "equalize": False, "bias_correction": False, "rounding": "nearest", **kw})
 
     def checked(self) -> QuantOptions:
         """These options checked (one EdgecError naming a bad one), as a new value with bias_correction
