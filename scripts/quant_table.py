@@ -36,6 +36,7 @@ from edgec.quant import calibrate, ptq  # noqa: E402
 
 EX = REPO / "examples"
 BEGIN, END = "<!-- quant_table.py begin -->", "<!-- quant_table.py end -->"
+BEGIN4, END4 = "<!-- quant_table.py int4 begin -->", "<!-- quant_table.py int4 end -->"
 
 
 def conv_outlier_model(tmp: Path, which: str = "conv_outlier") -> Path:
@@ -112,6 +113,26 @@ def rows_of(label, model_path, calib_path, x, y):
     return rows
 
 
+def int4_rows(label, model_path, calib_path, x, y):
+    """int4 weights everywhere, nearest rounding against GPTQ (edgec/quant/rounding.py), beside int8."""
+    fl = calibrate.run_float(loader.load_model(model_path), x).reshape(len(x), -1)
+    rows = []
+    for name, opts in (("int8 (default)", {}), ("int4, nearest rounding", {"weights": "int4", "rounding": "nearest"}),
+                       ("int4, GPTQ rounding (default for int4)", {"weights": "int4"})):
+        _, res = api.calibrate_model(model_path, calib_path, ptq.QuantOptions(cache=False, sensitivity_samples=0,
+                                                                              **opts))
+        out = int8_outputs(res.graph, x)
+        rows.append((label, name, 100 * float(np.mean(out.argmax(1) == y)), 100 * float(np.mean(fl.argmax(1) == y)),
+                     sqnr(fl, out)))
+    return rows
+
+
+def int4_table(rows) -> str:
+    lines = ["| model | weights | top-1 % (test set) | float top-1 % | output SQNR dB |", "|---|---|---:|---:|---:|"]
+    lines += [f"| {m} | {w} | {a:.2f} | {f:.2f} | {s:.1f} |" for m, w, a, f, s in rows]
+    return "\n".join(lines)
+
+
 def table(rows) -> str:
     def f(v, spec):
         return "n/a" if v is None else format(v, spec)
@@ -126,15 +147,19 @@ def main() -> None:
     ap.add_argument("--md", type=Path, help="replace the table between the markers in this Markdown file")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
-        rows = [r for s in sets(Path(d)) for r in rows_of(*s)]
-    text = table(rows)
-    print(text)
+        models = sets(Path(d))
+        rows = [r for s in models for r in rows_of(*s)]
+        rows4 = [r for s in models if s[0] in ("digits_cnn", "cancer_conv1d") or s[0].startswith("hostile: FC")
+                 for r in int4_rows(*s)]
+    text, text4 = table(rows), int4_table(rows4)
+    print(text + "\n\n" + text4)
     if args.md:
         doc = args.md.read_text()
-        new = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: f"{BEGIN}\n{text}\n{END}", doc, flags=re.S)
-        if new == doc and BEGIN not in doc:
-            sys.exit(f"{args.md}: no {BEGIN} ... {END} markers; add them where the table goes")
-        args.md.write_text(new)
+        for begin, end, t in ((BEGIN, END, text), (BEGIN4, END4, text4)):
+            if begin not in doc:
+                sys.exit(f"{args.md}: no {begin} ... {end} markers; add them where the table goes")
+            doc = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda _: f"{begin}\n{t}\n{end}", doc, flags=re.S)
+        args.md.write_text(doc)
 
 
 if __name__ == "__main__":

@@ -78,3 +78,18 @@ def test_no_board_anywhere_and_bad_files(tmp_path, monkeypatch, capsys):
                          ("board = [\n", "not valid TOML")):
         cfg.write_text(text)
         assert_clean_error(run(capsys, "config"), str(cfg), needle)
+
+
+def test_settings_force_the_default_recipes_choices(tmp_path, monkeypatch):
+    """equalize = false and bias-correction = "off" in the project settings turn the default recipe's fixes off
+    (edgec/quant/fixes.py), as --no-equalize and --bias-correction off do on the command line."""
+    (tmp_path / "edgec.toml").write_text('equalize = false\nbias-correction = "off"\nmethod = "minmax"\n')
+    monkeypatch.chdir(tmp_path)
+    args = cli.parser().parse_args(argv := ["calibrate", str(tmp_path / "model.onnx"), "--calib", "c.npz"])
+    config.apply(args, cli.parser, argv)
+    o = cli._quant_options(args)
+    assert (o.equalize, o.bias_correction, o.method) == (False, False, "minmax")
+    argv = ["calibrate", str(tmp_path / "model.onnx"), "--calib", "c.npz", "--equalize"]
+    args = cli.parser().parse_args(argv)
+    config.apply(args, cli.parser, argv)
+    assert cli._quant_options(args).equalize is True               # the command line wins
