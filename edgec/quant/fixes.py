@@ -71,11 +71,11 @@ class Fixes:
 
     def summary(self) -> str:
         if not self.judged:
-            return f"default quantization: minmax ranges, no equalization, no bias correction ({self.reason})"
+            return f"calibration (default recipe): minmax ranges, no equalization, no bias correction ({self.reason})"
         start = self.trials[0]["held_out_db"] if self.trials else 0.0
         end = max([t["held_out_db"] for t in self.trials if t["kept"]] or [start])
         what = ", ".join(self.chosen) or "nothing (minmax ranges as they are)"
-        return (f"default quantization: {what}; output SQNR {start:.1f} -> {end:.1f} dB on {self.held_out_samples} "
+        return (f"calibration (default recipe): {what}; output SQNR {start:.1f} -> {end:.1f} dB on {self.held_out_samples} "
                 f"held-out calibration samples (ranges from the other {self.fit_samples}; "
                 f"{len(self.trials)} trials, {self.seconds:.1f} s)"
                 + (f"; found: {'; '.join(self.findings)}" if self.findings else "")
@@ -154,16 +154,18 @@ def choose(model: onnx.ModelProto, graph: Graph, samples: Samples, method, equal
 
     plain = (graph, *stats_of(graph, None))
     fixes.findings = findings(graph, plain[1])
-    current = {"eq": plain, "method": fixes.method, "bias": fixes.bias_correction}
+    current = {"eq": plain, "method": fixes.method, "bias": bias or False}
     best = None
 
     def score(eq, m, b):
         g, st, own = eq
         ranges = {**st.ranges(m, percentile), **own}
+        if b == "float":                       # (given: the float variant, before quantization)
+            g = biascorr.correct_float(g, x_bias, per_channel)
         q = quantize(g, ranges, per_channel)
-        if b:
+        if b and b != "float":
             q = biascorr.correct_quantized(q, ranges, x_bias, per_channel)[0]
-        return autorange.output_sqnr_of(q, [e[q.output] for e in autorange._run(q, x_hold)], y_hold, FOLDS)
+        return autorange.output_sqnr_of(q, [e[q.output] for e in autorange.run_envs(q, x_hold)], y_hold, FOLDS)
 
     def trial(name: str, **change) -> bool:
         nonlocal best
@@ -175,7 +177,7 @@ def choose(model: onnx.ModelProto, graph: Graph, samples: Samples, method, equal
         kept = best is None or (total > best[0] + MIN_GAIN_DB and all(f >= b for f, b in zip(folds, best[1])))
         fixes.trials.append({"fix": name, "held_out_db": round(total, 2), "folds_db": [round(f, 2) for f in folds],
                              "kept": kept})
-        log(f"default quantization: {name}: held-out output SQNR {total:.1f} dB" + ("" if best is None else
+        log(f"calibration (default recipe): {name}: held-out output SQNR {total:.1f} dB" + ("" if best is None else
             f" ({'kept' if kept else 'not kept'}, best so far {best[0]:.1f} dB)"))
         if kept:
             best = (total, folds)
@@ -195,7 +197,7 @@ def choose(model: onnx.ModelProto, graph: Graph, samples: Samples, method, equal
         for m in METHODS[1:]:
             if trial(f"{m} ranges", method=m):
                 fixes.method = m
-    if bias is None and trial("bias correction", bias=True):
+    if bias is None and trial("bias correction", bias="quantized"):
         fixes.bias_correction = True
     fixes.seconds = time.monotonic() - t0
     return fixes
