@@ -158,6 +158,8 @@ def test_budget_needs_no_labels(tmp_path, name):
     assert mixed.within_budget == (name == "model")
     assert mixed.within_budget or any("could not" in w or "no mix" in w for w in res.warnings)
     assert mixed.samples == 64 and mixed.float_accuracy == 1.0        # the last quarter; top-1 = agreement
+    # the int4 layers it chose have GPTQ-rounded weights (edgec/quant/rounding.py), their own float ones kept
+    assert all("float_weights" in op.attrs for op in res.graph.ops if op.name in mixed.int4 and "weights" in op.attrs)
     test = np.load(HOSTILE / "test.npz")
     x, y = test["x"].astype(np.float32), test["y"]
     float_top1 = float(np.mean(calibrate.run_float(onnx.load(str(path)), x).argmax(1) == y))

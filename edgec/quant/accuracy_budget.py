@@ -24,12 +24,13 @@ samples) instead: a candidate is within the budget when its SQNR is at least DB;
 
 2. Then int4 weights (edgec/quant/int4layers.py): all remaining int4-capable layers at once if that stays in the
    budget, else one layer at a time, the cheapest at 4 bits first (the table's int4 column), each kept if
-   the mix stays within the budget.
+   the mix stays within the budget. Their weights are GPTQ-rounded (edgec/quant/rounding.py, unless
+   --rounding nearest), computed once per layer before the search.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -132,11 +133,13 @@ def changed(float_out: np.ndarray, q: np.ndarray, scale: float, zero_point: int,
 def search(float_graph: Graph, ranges: dict, per_channel: bool, x: np.ndarray, y: np.ndarray,
            float_out: np.ndarray, max_drop: float, evaluated_on: str, finish: Callable[[Graph], Graph] = lambda g: g,
            log: Callable[[str], None] = lambda _: None, safety: float = 1.0,
-           min_sqnr: float | None = None) -> tuple[Graph, Choice]:
+           min_sqnr: float | None = None, rounded: dict[str, np.ndarray] | None = None) -> tuple[Graph, Choice]:
     """The chosen quantized graph and the record of the choice. float_graph is the canonical float graph
     (every candidate is made from it anew), float_out the float model's outputs on x; `finish` turns each
     quantized candidate into the final one (bias correction); safety the error factor predictions must
-    withstand (SAFETY on the calibration set); min_sqnr: the budget in output SQNR dB instead (max_drop unused)."""
+    withstand (SAFETY on the calibration set); min_sqnr: the budget in output SQNR dB instead (max_drop unused);
+    rounded: {layer: float weights} of int4 layers rounded by edgec/quant/rounding.py (each layer's rounding
+    depends on float inputs only, so it is computed once for every candidate), used where a layer takes int4."""
     t0 = time.monotonic()
     if y is None:            # no labels: top-1 is agreement with the float model (what the budget bounds anyway)
         y = np.argmax(float_out.reshape(len(float_out), -1), axis=1)
@@ -150,8 +153,12 @@ def search(float_graph: Graph, ranges: dict, per_channel: bool, x: np.ndarray, y
         return lost if min_sqnr is None else -db
 
     def build(wide: list[str], four: list[str]) -> Graph:
-        g = int16.mark(float_graph, wide)[0] if wide else float_graph
-        return finish(quantize(int4layers.mark(g, four)[0], ranges, per_channel))
+        g = int4layers.mark(int16.mark(float_graph, wide)[0] if wide else float_graph, four)[0]
+        if rounded:
+            g = g.replace_ops(replace(op, attrs={**op.attrs, "weights": rounded[op.name],
+                                                 "float_weights": op.attrs.get("float_weights", op.attrs["weights"])})
+                              if op.name in rounded and op.attrs.get("weight_bits") == 4 else op for op in g.ops)
+        return finish(quantize(g, ranges, per_channel))
 
     def trial(what: str, wide: list[str], four: list[str]) -> tuple[Graph, float, float]:
         """Build and score a candidate: (graph, top-1, the fraction of samples whose top-1 class is not float's)."""

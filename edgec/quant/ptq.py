@@ -242,11 +242,16 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
                                memory_limit=samples.memory_limit)
             held = (val.x, accuracy_budget.labels(val.y, len(val.x), str(options.val)), str(options.val))
         x_eval, y_eval, where = held
+        rounded = None
+        if options.per_channel and options.rounding != "nearest":     # GPTQ for every layer int4 may take
+            every4, _ = int4layers.mark(g, int4layers.candidates(g))
+            r, names = rounding.apply(every4, stream.first(rounding.SAMPLES), False, log)
+            rounded = {op.name: op.attrs["weights"] for op in r.ops if op.name in names and "float_weights" in op.attrs}
         q, mixed = accuracy_budget.search(g, ranges, options.per_channel, x_eval, y_eval,
                                           calibrate.run_float(model, x_eval[:accuracy_budget.EVAL_LIMIT]),
                                           options.max_accuracy_drop or 0.0, where, finish, log,
                                           safety=1.0 if options.val else accuracy_budget.SAFETY,
-                                          min_sqnr=options.min_sqnr)
+                                          min_sqnr=options.min_sqnr, rounded=rounded)
         log("accuracy budget: the trade-off measured\n" + mixed.table())
         log(mixed.summary())
     else:
