@@ -31,7 +31,7 @@ from edgec.quant import calibrate
 from edgec.quant import int16
 from edgec.frontend import loader
 from edgec.quant import ptq
-from edgec import reference  # noqa: E402
+from edgec.quant import reference  # noqa: E402
 from edgec.fixedpoint.scheme import quantize_input  # noqa: E402
 
 MLPERF = next((p / "shared" / "models" / "mlperf_tiny" for p in REPO.parents

@@ -44,10 +44,13 @@ from edgec.targets.build_folder import REPORT, check_hello, load_build
 
 def write_quant_report(result: ptq.QuantResult, options: ptq.QuantOptions, folder: Path, title: str) -> dict:
     """quant.json, sensitivity.json and sensitivity.svg in `folder`; returns the build report's entry."""
+    options = result.options or options              # as applied: the default recipe's choices in
     (folder / "quant.json").write_text(json.dumps(result.to_json(options), indent=1))
     entry = {"method": result.method, "method_label": result.label, "per_channel": options.per_channel, "bias_correction": options.bias_correction,
              "equalize": options.equalize, "calibration_samples": result.samples,
              "calibration_seconds": round(result.calib_seconds, 3), "quant_params": "quant.json"}
+    if result.fixes:
+        entry["fixes"] = {k: v for k, v in result.fixes.to_json().items() if k != "trials"}
     four = [op.name for op in result.graph.ops if int4_weights(op)]
     if four:
         entry["int4_layers"] = four

@@ -25,10 +25,10 @@ def _quant_options(args):
     from edgec.quant.ptq import QuantOptions
 
     return QuantOptions(method=args.method, percentile=args.percentile, per_channel=not args.per_tensor,
-                        bias_correction=args.bias_correction, equalize=args.equalize, cache=not args.no_cache,
+                        bias_correction=False if args.bias_correction == "off" else args.bias_correction, equalize=args.equalize, cache=not args.no_cache,
                         sensitivity_samples=args.sensitivity_samples, auto_seconds=args.auto_seconds,
                         int16=_names(args.int16), weights=args.weights, int4=_names(args.int4),
-                        max_accuracy_drop=args.max_accuracy_drop, val=args.val, state=_names(args.state))
+                        max_accuracy_drop=args.max_accuracy_drop, min_sqnr=args.min_sqnr, rounding=args.rounding, val=args.val, state=_names(args.state))
 
 
 def _names(values) -> tuple[str, ...]:
@@ -59,7 +59,7 @@ def cmd_calibrate(args) -> int:
         print("sensitivity, worst first (SQNR of INT8 vs float in dB, higher is better):")
         print(sens.table(result.sensitivity))
     if out is not None:
-        outputs.write_json(out, result.to_json(options.normalized()))     # as quantize_model took them
+        outputs.write_json(out, result.to_json(result.options or options.normalized()))     # as applied
         print(f"wrote {out}")
     return 0
 

@@ -14,18 +14,21 @@ BOARD_HELP = ("board name (see `edgec boards`) or a board .toml file (required u
 def add_quant_options(p: argparse.ArgumentParser) -> None:
     from edgec.quant.ptq import ALL_METHODS
 
-    p.add_argument("--method", default="minmax", choices=ALL_METHODS,
-                   help="activation range estimation (default minmax; auto-model picks the method whose INT8 "
+    p.add_argument("--method", default=None, choices=ALL_METHODS,
+                   help="activation range estimation (default: minmax, or the method the default recipe measures "
+                        "better on held-out calibration samples; auto-model picks the method whose INT8 "
                         "output is closest to float on held-out calibration samples, auto then refines it tensor "
                         "by tensor)")
     p.add_argument("--percentile", type=argtypes.percent, default=99.99, help="percentile of --method percentile (99.99)")
     p.add_argument("--per-tensor", action="store_true", help="one weight scale per layer instead of per channel")
-    p.add_argument("--bias-correction", nargs="?", const="quantized", default=False, choices=["quantized", "float"],
-                   help="remove the mean output shift quantization causes in every layer, measured on the "
+    p.add_argument("--bias-correction", nargs="?", const="quantized", default=None,
+                   choices=["quantized", "float", "off"],
+                   help="(default: on when it measurably helps on held-out calibration samples; 'off': never) remove the mean output shift quantization causes in every layer, measured on the "
                         "calibration set with the inputs the quantized layer really sees (default) or, with "
                         "'float', the shift of the weights' rounding alone on float inputs")
-    p.add_argument("--equalize", action="store_true",
-                   help="cross-layer equalization of conv pairs (also through ReLU and max/average pooling)")
+    p.add_argument("--equalize", action=argparse.BooleanOptionalAction, default=None,
+                   help="cross-layer equalization of conv pairs (also through ReLU and max/average pooling); "
+                        "default: on when it measurably helps on held-out calibration samples")
     p.add_argument("--no-cache", action="store_true", help="recalibrate even if the statistics are cached")
     p.add_argument("--sensitivity-samples", type=argtypes.count(0), default=16,
                    help="calibration samples the per-layer sensitivity report uses (0: no report)")
@@ -37,12 +40,20 @@ def add_quant_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--weights", choices=("int8", "int4"), default="int8",
                    help="weight precision: int4 packs every conv, depthwise, fully connected and LSTM/GRU layer's "
                         "weights two per byte (symmetric per channel, [-7, 7])")
+    p.add_argument("--rounding", choices=("nearest", "gptq"), default=None,
+                   help="weight rounding: gptq pushes each weight's rounding error onto the weights not yet rounded, "
+                        "learned from the calibration data (default for int4 weights: gptq; for int8: nearest)")
     p.add_argument("--int4", action="append", metavar="NODE[,NODE...]",
                    help="int4 weights for these layers only (ONNX node names, as the sensitivity table shows them)")
     p.add_argument("--max-accuracy-drop", type=argtypes.finite, metavar="PTS",
                    help="choose int4 weights and int16 activations layer by layer: the smallest flash whose top-1 "
-                        "stays within PTS points of float (on --val, else on the calibration set's held-out split)")
-    p.add_argument("--val", metavar="DATA.npz", help="labelled samples (x, y) --max-accuracy-drop is measured on")
+                        "predictions change on at most PTS %% of the samples against float (on --val, else on the "
+                        "calibration set's held-out split; no labels needed)")
+    p.add_argument("--min-sqnr", type=argtypes.finite, metavar="DB",
+                   help="the budget of a model that is not a classifier: choose int4 weights and int16 activations "
+                        "layer by layer, the smallest flash whose output SQNR against float stays at least DB dB")
+    p.add_argument("--val", metavar="DATA.npz", help="samples (x, labels y optional) --max-accuracy-drop or --min-sqnr "
+                                                     "is measured on, kept apart from calibration")
     p.add_argument("--state", action="append", metavar="OUTPUT=INPUT[,...]",
                    help="a stateful model: this output goes back into this input; both get one scale and zero "
                         "point (the union of their calibrated ranges), so the bytes can be copied as they are")

@@ -30,8 +30,8 @@ except ImportError:             # Python 3.10
 from edgec.errors import EdgecError
 
 # option name (as on the command line, without --) -> argparse dest
-SETTABLE = ("board", "method", "percentile", "per-tensor", "bias-correction", "equalize", "int16", "weights", "int4",
-            "max-accuracy-drop",
+SETTABLE = ("board", "method", "percentile", "per-tensor", "bias-correction", "equalize", "int16", "weights", "int4", "rounding",
+            "max-accuracy-drop", "min-sqnr",
             "sensitivity-samples", "auto-seconds", "no-cache", "limit", "port", "min-accuracy", "min-agreement",
             "max-latency", "max-ram", "name", "lib-version", "maintainer", "url")
 DEFAULT, COMMAND_LINE = "default", "command line"
@@ -118,8 +118,8 @@ def explicit_dests(make_parser, argv: list[str], command: str) -> set[str]:
 
 
 def _convert(action: argparse.Action, value, path: Path):
-    key = action.option_strings[-1]
-    if isinstance(action, argparse._StoreTrueAction):
+    key = action.option_strings[0 if isinstance(action, argparse.BooleanOptionalAction) else -1]
+    if isinstance(action, (argparse._StoreTrueAction, argparse.BooleanOptionalAction)):
         if not isinstance(value, bool):
             raise EdgecError(f"{path}: {key[2:]} must be true or false")
         return value

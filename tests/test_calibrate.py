@@ -98,14 +98,15 @@ def _files(tmp_path, model, n=64, shape=(3, 8, 8), name="model"):
 
 def test_sensitivity_singles_out_the_broken_layer(tmp_path):
     path, calib = _files(tmp_path, _convnet(broken=True))
-    _, res = api.calibrate_model(path, calib, ptq.QuantOptions(per_channel=False, sensitivity_samples=8))
+    # the plain recipe: the default's own fixes (equalization) would repair the broken layer
+    _, res = api.calibrate_model(path, calib, ptq.QuantOptions.plain(per_channel=False, sensitivity_samples=8))
     rows = res.sensitivity
     worst, rest = rows[0], rows[1:]
     assert worst["layer"] == "convB", sensitivity.table(rows)
     assert worst["isolated_db"] < 10 and all(r["isolated_db"] > worst["isolated_db"] + 15 for r in rest)
     assert all(r["isolated_output_db"] > worst["isolated_output_db"] + 10 for r in rest)
     # per-channel weights repair most of it: the report shows the difference
-    _, fixed = api.calibrate_model(path, calib, ptq.QuantOptions(per_channel=True, sensitivity_samples=8))
+    _, fixed = api.calibrate_model(path, calib, ptq.QuantOptions.plain(per_channel=True, sensitivity_samples=8))
     conv_b = next(r for r in fixed.sensitivity if r["layer"] == "convB")
     assert conv_b["isolated_db"] > worst["isolated_db"] + 10
 
@@ -173,8 +174,8 @@ def _sqnr(model, calib, options):
 def test_bias_correction_reduces_output_error_of_coarse_weights(tmp_path):
     model = _convnet(broken=True)
     files = _files(tmp_path, model)
-    base = _sqnr(model, files, ptq.QuantOptions(per_channel=False, sensitivity_samples=0))
-    corrected = _sqnr(model, files, ptq.QuantOptions(per_channel=False, bias_correction=True, sensitivity_samples=0))
+    base = _sqnr(model, files, ptq.QuantOptions.plain(per_channel=False, sensitivity_samples=0))
+    corrected = _sqnr(model, files, ptq.QuantOptions.plain(per_channel=False, bias_correction=True, sensitivity_samples=0))
     assert corrected > base + 1.0, (base, corrected)
 
 
@@ -224,8 +225,8 @@ def test_equalization_keeps_the_float_function_and_helps_per_tensor_weights(tmp_
     for xi in x:
         assert np.allclose(floatref.run(equalized, xi)[graph.output], floatref.run(graph, xi)[graph.output], atol=1e-4)
     files = _files(tmp_path, model, shape=(2, 6, 6))
-    plain = _sqnr(model, files, ptq.QuantOptions(per_channel=False, sensitivity_samples=0))
-    cle = _sqnr(model, files, ptq.QuantOptions(per_channel=False, equalize=True, sensitivity_samples=0))
+    plain = _sqnr(model, files, ptq.QuantOptions.plain(per_channel=False, sensitivity_samples=0))
+    cle = _sqnr(model, files, ptq.QuantOptions.plain(per_channel=False, equalize=True, sensitivity_samples=0))
     assert cle > plain + 6.0, (plain, cle)
 
 
@@ -255,8 +256,8 @@ def test_equalization_works_through_relu_and_max_pooling(tmp_path):
     for xi in x:
         assert np.allclose(floatref.run(equalized, xi)[graph.output], floatref.run(graph, xi)[graph.output], atol=1e-4)
     files = _files(tmp_path, model, shape=(2, 8, 8))
-    plain = _sqnr(model, files, ptq.QuantOptions(per_channel=False, sensitivity_samples=0))
-    cle = _sqnr(model, files, ptq.QuantOptions(per_channel=False, equalize=True, sensitivity_samples=0))
+    plain = _sqnr(model, files, ptq.QuantOptions.plain(per_channel=False, sensitivity_samples=0))
+    cle = _sqnr(model, files, ptq.QuantOptions.plain(per_channel=False, equalize=True, sensitivity_samples=0))
     assert cle > plain + 6.0, (plain, cle)
 
 

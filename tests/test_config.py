@@ -49,7 +49,8 @@ def test_pyproject_settings_and_command_line_overrides(project, capsys):
     assert rows["board"] == ("host", f"pyproject.toml ({project / 'pyproject.toml'})")
     assert rows["method"][0] == "percentile" and rows["method"][1].startswith("pyproject.toml")
     assert rows["percentile"] == ("99.5", "command line") and rows["max-latency"] == ("3ms", "command line")
-    assert rows["equalize"] == ("false", "default") and rows["int16"][0] == '["conv1"]'
+    # not set: the default recipe chooses (edgec/quant/fixes.py)
+    assert rows["equalize"][0] == "(not" and rows["equalize"][1].endswith("default") and rows["int16"][0] == '["conv1"]'
 
     args = cli.parser().parse_args(argv := ["export", str(model), "--calib", "c.npz", "--format", "c", "-o", "x",
                                             "--method", "minmax"])
@@ -62,7 +63,7 @@ def test_edgec_toml_beside_the_model_wins(project, capsys):
     (project / "models" / "edgec.toml").write_text('board = "qemu-cortex-m4"\nbias_correction = "float"\n')
     rows = settings(run(capsys, "config", project / "models" / "model.onnx").stdout)
     assert rows["board"][0] == "qemu-cortex-m4" and rows["bias-correction"][0] == "float"
-    assert rows["method"] == ("minmax", "default")            # the pyproject.toml further up is not merged
+    assert rows["method"][0] == "(not" and rows["method"][1].endswith("default")   # the pyproject.toml further up is not merged
 
 
 def test_no_board_anywhere_and_bad_files(tmp_path, monkeypatch, capsys):
@@ -77,3 +78,18 @@ def test_no_board_anywhere_and_bad_files(tmp_path, monkeypatch, capsys):
                          ("board = [\n", "not valid TOML")):
         cfg.write_text(text)
         assert_clean_error(run(capsys, "config"), str(cfg), needle)
+
+
+def test_settings_force_the_default_recipes_choices(tmp_path, monkeypatch):
+    """equalize = false and bias-correction = "off" in the project settings turn the default recipe's fixes off
+    (edgec/quant/fixes.py), as --no-equalize and --bias-correction off do on the command line."""
+    (tmp_path / "edgec.toml").write_text('equalize = false\nbias-correction = "off"\nmethod = "minmax"\n')
+    monkeypatch.chdir(tmp_path)
+    args = cli.parser().parse_args(argv := ["calibrate", str(tmp_path / "model.onnx"), "--calib", "c.npz"])
+    config.apply(args, cli.parser, argv)
+    o = cli._quant_options(args)
+    assert (o.equalize, o.bias_correction, o.method) == (False, False, "minmax")
+    argv = ["calibrate", str(tmp_path / "model.onnx"), "--calib", "c.npz", "--equalize"]
+    args = cli.parser().parse_args(argv)
+    config.apply(args, cli.parser, argv)
+    assert cli._quant_options(args).equalize is True               # the command line wins

@@ -68,7 +68,7 @@ def files(tmp_path):
 
 
 def _quantize(path, calib, wide=(), samples=8):
-    return api.calibrate_model(path, calib, ptq.QuantOptions(sensitivity_samples=samples, int16=wide))[1]
+    return api.calibrate_model(path, calib, ptq.QuantOptions.plain(sensitivity_samples=samples, int16=wide))[1]
 
 
 def test_int16_on_the_sensitive_layers_raises_output_sqnr(files):

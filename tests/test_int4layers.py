@@ -85,7 +85,7 @@ def digits_int4():
     """The digits example quantized twice: int8 and int4 weights (no sensitivity report)."""
     out = {}
     for weights in ("int8", "int4"):
-        options = ptq.QuantOptions(weights=weights, sensitivity_samples=0)
+        options = ptq.QuantOptions.plain(weights=weights, sensitivity_samples=0)
         out[weights] = api.calibrate_model(DIGITS / "model.onnx", DIGITS / "calib.npz", options)[1].graph
     return out
 
@@ -195,7 +195,7 @@ def gesture_int4():
     """The gesture LSTM quantized with int8 and with int4 weights (a 4-sample sensitivity report each)."""
     out = {}
     for weights in ("int8", "int4"):
-        options = ptq.QuantOptions(weights=weights, sensitivity_samples=4)
+        options = ptq.QuantOptions.plain(weights=weights, sensitivity_samples=4)
         out[weights] = api.calibrate_model(GESTURE / "lstm.onnx", GESTURE / "calib.npz", options)[1]
     return out
 

@@ -80,7 +80,7 @@ def _act(y, op: Op):
 def float_fc(op: Op, inputs: list, weights=None, bias=None, act: bool = True):
     """The op in float, optionally with other weights/bias and without its fused activation."""
     a = op.attrs
-    w = np.asarray(a["weights"] if weights is None else weights, np.float64)
+    w = np.asarray(a.get("float_weights", a["weights"]) if weights is None else weights, np.float64)  # the model's own
     b = np.asarray(a.get("float_bias", a["bias"]) if bias is None else bias, np.float64)   # the model's own bias
     y = w @ np.asarray(inputs[0], np.float64).reshape(-1) + b
     return _act(y, op) if act else y

@@ -4,9 +4,10 @@ ones) whose top-1 accuracy stays within PTS points of the float model's.
 
 The budget bounds the samples whose top-1 class changes against the float model's (a sample lost counts, and
 so does one gained: on a few hundred samples, gains on some samples paying for losses on others are mostly
-noise, and the changed predictions are what carries over to unseen data). They are counted on labelled samples:
-`--val DATA.npz` (x and y, kept apart from calibration), else the whole calibration set (it needs y), whose
-ranges then come from its first three quarters only. Calibration samples are often training samples, whose
+noise, and the changed predictions are what carries over to unseen data). Counting them needs no label: they are
+counted on `--val DATA.npz` (kept apart from calibration), else on the calibration set, whose ranges then come from
+its first three quarters only; labels y, where the data has them, add the top-1 accuracy to the record (without
+them, "top-1" is agreement with the float model). Calibration samples are often training samples, whose
 float margins are wider than unseen data's: a model can change none of their predictions and still lose
 points on its test set. So on the calibration set a prediction counts as changed when SAFETY times the
 measured quantization error of the outputs would change it (float + SAFETY * (quantized - float)): the error
@@ -18,14 +19,18 @@ reference (edgec/quant/reference.py, what the C computes bit for bit) on at most
    (edgec/quant/int16.py), most sensitive first (the sensitivity table's isolated output SQNR), each with the
    layers reading its output (so the wide tensor stays int16), kept if they help, until it is met (at most
    INT16_TRIALS tries; if it never is, the mix that loses fewest samples is kept, with a warning).
+For a model that is not a classifier, `--min-sqnr DB` bounds the output SQNR against float (on the same held-out
+samples) instead: a candidate is within the budget when its SQNR is at least DB; the search is the same.
+
 2. Then int4 weights (edgec/quant/int4layers.py): all remaining int4-capable layers at once if that stays in the
    budget, else one layer at a time, the cheapest at 4 bits first (the table's int4 column), each kept if
-   the mix stays within the budget.
+   the mix stays within the budget. Their weights are GPTQ-rounded (edgec/quant/rounding.py, unless
+   --rounding nearest), computed once per layer before the search.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -62,11 +67,26 @@ class Choice:
     within_budget: bool = True
     trials: list[dict] = field(default_factory=list)
     seconds: float = 0.0
+    min_sqnr_db: float | None = None    # --min-sqnr: the budget is output SQNR (dB) instead of changed predictions
+    sqnr_db: float = 0.0               # the choice's output SQNR against float on the samples
 
     def to_json(self) -> dict:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in vars(self).items()}
 
+    def table(self) -> str:
+        """Every trial of the search: the trade-off it measured."""
+        lines = [f"{'trial':48} {'top-1 %':>7} {'changed %':>9} {'SQNR dB':>7} {'constants B':>11}  budget"]
+        for t in self.trials:
+            lines.append(f"{t['trial'][:48]:48} {100 * t['accuracy']:7.1f} {100 * t['lost']:9.1f} "
+                         f"{t['sqnr_db']:7.1f} {t['weights_bytes']:11,}  {'within' if t['within_budget'] else 'outside'}")
+        return "\n".join(lines)
+
     def summary(self) -> str:
+        if self.min_sqnr_db is not None:
+            return (f"mixed precision: {len(self.int4)} layers int4 weights, {len(self.int16)} layers int16 activations; "
+                    f"output SQNR {self.sqnr_db:.1f} dB (budget >= {self.min_sqnr_db:g} dB) on {self.samples} "
+                    f"{self.evaluated_on} samples; constants {self.weights_bytes:,} B (int8 {self.weights_bytes_int8:,} B)"
+                    + ("" if self.within_budget else "; the budget could not be met"))
         return (f"mixed precision: {len(self.int4)} layers int4 weights, {len(self.int16)} layers int16 activations; "
                 f"top-1 {100 * self.accuracy:.1f} % (float {100 * self.float_accuracy:.1f} %, int8 "
                 f"{100 * self.int8_accuracy:.1f} %, budget -{self.max_drop_points:g} points) on {self.samples} "
@@ -76,11 +96,14 @@ class Choice:
                 + ("" if self.within_budget else "; the budget could not be met"))
 
 
-def labels(y, n: int, where: str) -> np.ndarray:
-    """Integer labels for n samples, or one error saying what the budget needs."""
-    if y is None or len(y) < n:
-        raise EdgecError(f"--max-accuracy-drop needs labelled samples: {where} has no integer labels y; "
-                         "give --val DATA.npz with x and y (or add y to the calibration file)")
+def labels(y, n: int, where: str) -> np.ndarray | None:
+    """Integer labels for n samples; None when the data has none (the budget then counts the predictions that
+    change against the float model's, which needs no label); an error when y is too short."""
+    if y is None:
+        return None
+    if len(y) < n:
+        raise EdgecError(f"--max-accuracy-drop: {where} has {len(y)} labels y for {n} samples; give one integer "
+                         "label per sample, or none (the budget then counts predictions changed against float)")
     return np.asarray(y[:n], np.int64)
 
 
@@ -109,19 +132,33 @@ def changed(float_out: np.ndarray, q: np.ndarray, scale: float, zero_point: int,
 
 def search(float_graph: Graph, ranges: dict, per_channel: bool, x: np.ndarray, y: np.ndarray,
            float_out: np.ndarray, max_drop: float, evaluated_on: str, finish: Callable[[Graph], Graph] = lambda g: g,
-           log: Callable[[str], None] = lambda _: None, safety: float = 1.0) -> tuple[Graph, Choice]:
+           log: Callable[[str], None] = lambda _: None, safety: float = 1.0,
+           min_sqnr: float | None = None, rounded: dict[str, np.ndarray] | None = None) -> tuple[Graph, Choice]:
     """The chosen quantized graph and the record of the choice. float_graph is the canonical float graph
     (every candidate is made from it anew), float_out the float model's outputs on x; `finish` turns each
     quantized candidate into the final one (bias correction); safety the error factor predictions must
-    withstand (SAFETY on the calibration set)."""
+    withstand (SAFETY on the calibration set); min_sqnr: the budget in output SQNR dB instead (max_drop unused);
+    rounded: {layer: float weights} of int4 layers rounded by edgec/quant/rounding.py (each layer's rounding
+    depends on float inputs only, so it is computed once for every candidate), used where a layer takes int4."""
     t0 = time.monotonic()
+    if y is None:            # no labels: top-1 is agreement with the float model (what the budget bounds anyway)
+        y = np.argmax(float_out.reshape(len(float_out), -1), axis=1)
+        evaluated_on += " (no labels: top-1 is agreement with the float model)"
     x, y, float_out = x[:EVAL_LIMIT], y[:EVAL_LIMIT], float_out[:EVAL_LIMIT]
     amplified = f" under {safety:g}x the quantization error" if safety != 1.0 else ""
-    allowed = max_drop / 100.0 + 1e-9
+    allowed = max_drop / 100.0 + 1e-9 if min_sqnr is None else -min_sqnr
+
+    def badness(lost: float, db: float) -> float:
+        """What the budget bounds, lower is better: the changed fraction, or minus the SQNR."""
+        return lost if min_sqnr is None else -db
 
     def build(wide: list[str], four: list[str]) -> Graph:
-        g = int16.mark(float_graph, wide)[0] if wide else float_graph
-        return finish(quantize(int4layers.mark(g, four)[0], ranges, per_channel))
+        g = int4layers.mark(int16.mark(float_graph, wide)[0] if wide else float_graph, four)[0]
+        if rounded:
+            g = g.replace_ops(replace(op, attrs={**op.attrs, "weights": rounded[op.name],
+                                                 "float_weights": op.attrs.get("float_weights", op.attrs["weights"])})
+                              if op.name in rounded and op.attrs.get("weight_bits") == 4 else op for op in g.ops)
+        return finish(quantize(g, ranges, per_channel))
 
     def trial(what: str, wide: list[str], four: list[str]) -> tuple[Graph, float, float]:
         """Build and score a candidate: (graph, top-1, the fraction of samples whose top-1 class is not float's)."""
@@ -130,19 +167,25 @@ def search(float_graph: Graph, ranges: dict, per_channel: bool, x: np.ndarray, y
         q = np.stack([reference.run(g, q).reshape(-1) for q in xq])
         out = g.tensors[g.output]
         acc = float(np.mean(np.argmax(q, axis=1) == y))
-        lost = float(np.mean(changed(float_out, q, float(out.scale), int(out.zero_point), safety)))
-        choice.trials.append({"trial": what, "accuracy": round(acc, 4), "lost": round(lost, 4),
+        frac = float(np.mean(changed(float_out, q, float(out.scale), int(out.zero_point), safety)))
+        f = float_out.reshape(len(q), -1).astype(np.float64)
+        db = sensitivity.sqnr_db(float(np.sum(f ** 2)),
+                                 float(np.sum(((q - int(out.zero_point)) * float(out.scale) - f) ** 2)))
+        lost = badness(frac, db)
+        measured[id(g)] = (frac, db)     # (ids of live graphs: best's stays its own)
+        choice.trials.append({"trial": what, "accuracy": round(acc, 4), "lost": round(frac, 4), "sqnr_db": round(db, 2),
                               "weights_bytes": g.weights_bytes(), "within_budget": lost <= allowed})
-        log(f"accuracy budget: trial {len(choice.trials)}: {what}: top-1 {100 * acc:.1f} %, {100 * lost:.1f} % of "
-            f"the predictions changed against float{amplified} ({'within' if lost <= allowed else 'outside'} "
-            "the budget)")
+        log(f"accuracy budget: trial {len(choice.trials)}: {what}: top-1 {100 * acc:.1f} %, {100 * frac:.1f} % of "
+            f"the predictions changed against float{amplified}, output SQNR {db:.1f} dB "
+            f"({'within' if lost <= allowed else 'outside'} the budget)")
         return g, acc, lost
 
-    if len(y) * max_drop / 100.0 < 2:
+    measured: dict[int, tuple[float, float]] = {}
+    if min_sqnr is None and len(y) * max_drop / 100.0 < 2:
         log(f"accuracy budget: {len(y)} samples: {max_drop:g} points allow fewer than 2 changed predictions, a "
             "coarse and noisy measure; give --val DATA.npz with a few hundred labelled samples for a reliable choice")
     choice = Choice(max_drop_points=max_drop, evaluated_on=evaluated_on, samples=len(y),
-                    float_accuracy=top1(float_out, y), int8_accuracy=0.0, safety_factor=safety)
+                    float_accuracy=top1(float_out, y), int8_accuracy=0.0, safety_factor=safety, min_sqnr_db=min_sqnr)
     best, acc, lost = trial("int8", [], [])
     choice.int8_accuracy, choice.weights_bytes_int8 = acc, best.weights_bytes()
     rows = [] if floatref.supported(best) else sensitivity.analyse(best, x[:RANK_SAMPLES])
@@ -172,7 +215,8 @@ def search(float_graph: Graph, ranges: dict, per_channel: bool, x: np.ndarray, y
                     g, a, m = trial(f"int4 {', '.join(four + [name])}", wide, four + [name])
                     if m <= allowed:
                         best, acc, lost, four = g, a, m, four + [name]
-    choice.accuracy, choice.lost, choice.int4, choice.int16 = acc, lost, four, wide
+    choice.accuracy, choice.int4, choice.int16 = acc, four, wide
+    choice.lost, choice.sqnr_db = measured[id(best)]
     choice.weights_bytes, choice.within_budget = best.weights_bytes(), lost <= allowed
     choice.seconds = round(time.monotonic() - t0, 2)
     return best, choice

@@ -71,7 +71,7 @@ def output_sqnr_of(graph: Graph, outputs: list[np.ndarray], y_float: np.ndarray,
     return total, [sensitivity.sqnr_db(float(sig[k::folds].sum()), float(noise[k::folds].sum())) for k in range(folds)]
 
 
-def _run(graph: Graph, x: np.ndarray, envs: list[dict] | None = None, start: int = 0) -> list[dict]:
+def run_envs(graph: Graph, x: np.ndarray, envs: list[dict] | None = None, start: int = 0) -> list[dict]:
     """Every tensor of the integer reference for each sample; with envs, ops before `start` are reused."""
     out = []
     xq = quantize_input(graph.tensors[graph.input], x) if start == 0 or envs is None else None
@@ -93,7 +93,7 @@ def per_model(graph: Graph, by_method: dict[str, Ranges], own: Ranges, x, y, per
     scores = {}
     for m in METHODS:
         g = quantize(graph, {**by_method[m], **own}, per_channel)
-        scores[m] = round(output_sqnr_of(g, [e[g.output] for e in _run(g, x)], y), 2)
+        scores[m] = round(output_sqnr_of(g, [e[g.output] for e in run_envs(g, x)], y), 2)
     return max(scores, key=lambda m: (scores[m], -METHODS.index(m))), scores
 
 
@@ -119,7 +119,7 @@ def per_tensor(graph: Graph, by_method: dict[str, Ranges], own: Ranges, x, y, st
     choice = {s: start for s in by_method[start]}
     ranges = {**by_method[start], **own}
     g = quantize(graph, ranges, per_channel)
-    envs = _run(g, x)
+    envs = run_envs(g, x)
     best, best_folds = output_sqnr_of(g, [e[g.output] for e in envs], y, FOLDS)
     order = searchable(graph, by_method)
     search = Search(start=start, start_db=round(best, 2), final_db=round(best, 2), tensors=len(order))
@@ -134,7 +134,7 @@ def per_tensor(graph: Graph, by_method: dict[str, Ranges], own: Ranges, x, y, st
                 continue
             trial_ranges = {**ranges, src: (lo, hi)}
             tg = quantize(graph, trial_ranges, per_channel)
-            trial_envs = _run(tg, x, envs, first_op)
+            trial_envs = run_envs(tg, x, envs, first_op)
             score, folds = output_sqnr_of(tg, [e[tg.output] for e in trial_envs], y, FOLDS)
             search.trials += 1
             if score > best + MIN_GAIN_DB and all(f >= b for f, b in zip(folds, best_folds)):

@@ -23,11 +23,13 @@ from edgec.quant import biascorr
 from edgec.quant import accuracy_budget
 from edgec.quant import calibrate
 from edgec.quant import equalize
+from edgec.quant import fixes as fixes_mod
 from edgec.quant import floatref
 from edgec.quant import int16
 from edgec.quant import int4layers
 from edgec.quant import numerics
 from edgec.quant import reference
+from edgec.quant import rounding
 from edgec.quant import sensitivity
 from edgec import ports
 from edgec.data import Samples, load_dataset
@@ -46,11 +48,11 @@ OWN_RANGE_SAMPLES = 256   # samples the ranges of edgec's own (non-ONNX) tensors
 
 @dataclass
 class QuantOptions:
-    method: str = "minmax"
+    method: str | None = None            # None: minmax, or the range method the default recipe measures better
     percentile: float = 99.99
     per_channel: bool = True
-    bias_correction: bool | str = False   # True / "quantized": on the INT8 model's own activations; "float"
-    equalize: bool = False
+    bias_correction: bool | str | None = None   # True / "quantized": on the INT8 model's own activations; "float";
+    equalize: bool | None = None                # None (both): the default recipe chooses (edgec/quant/fixes.py)
     cache: bool = True
     sensitivity_samples: int = 16      # 0: no sensitivity report
     int16: tuple[str, ...] = ()        # ONNX node names run with int16 activations (edgec/quant/int16.py)
@@ -58,15 +60,27 @@ class QuantOptions:
     weights: str = "int8"              # "int4": every layer that can takes int4 weights (edgec/quant/int4layers.py)
     int4: tuple[str, ...] = ()         # ONNX node names with int4 weights
     max_accuracy_drop: float | None = None   # points of top-1: edgec chooses int4 / int16 layers (accuracy_budget.py)
+    min_sqnr: float | None = None            # or a budget in output SQNR dB (models that are not classifiers)
+    rounding: str | None = None              # weight rounding: "nearest", "gptq" (edgec/quant/rounding.py);
+                                             # None: gptq for int4 weights, nearest for int8
     val: str | None = None             # labelled data the budget is measured on (else the calibration held-out split)
     state: tuple[str, ...] = ()        # OUTPUT=INPUT: a state fed back, both quantized alike (edgec/ports.py)
+
+    @classmethod
+    def plain(cls, **kw) -> QuantOptions:
+        """The recipe without the default's choices: minmax ranges, no equalization, no bias correction, nearest
+        weight rounding (what edgec did by default before edgec/quant/fixes.py and rounding.py), other options
+        as given."""
+        return cls(**{"method": "minmax", "equalize": False, "bias_correction": False, "rounding": "nearest", **kw})
 
     def checked(self) -> QuantOptions:
         """These options checked (one EdgecError naming a bad one), as a new value with bias_correction
         True spelled "quantized"."""
         o = self.normalized()
-        if o.method not in ALL_METHODS:
+        if o.method is not None and o.method not in ALL_METHODS:
             raise EdgecError(f"unknown calibration method '{o.method}'; use one of {', '.join(ALL_METHODS)}")
+        if o.rounding not in (None, *rounding.MODES):
+            raise EdgecError(f"unknown weight rounding '{o.rounding}'; use one of {', '.join(rounding.MODES)}")
         if o.bias_correction not in (False, None, *biascorr.VARIANTS):
             raise EdgecError(f"unknown bias correction '{o.bias_correction}'; use one of {', '.join(biascorr.VARIANTS)}")
         if not 50.0 < o.percentile <= 100.0:
@@ -76,16 +90,30 @@ class QuantOptions:
         if not (o.auto_seconds >= 0 and o.auto_seconds != float("inf")):    # NaN fails the first test
             raise EdgecError(f"--auto-seconds {o.auto_seconds}: give a number of seconds >= 0 "
                              "(0: keep auto-model's choice, no per-tensor search)")
-        if o.max_accuracy_drop is not None:
-            if not 0 <= o.max_accuracy_drop < 100:
+        if o.min_sqnr is not None:
+            if o.max_accuracy_drop is not None:
+                raise EdgecError("--min-sqnr and --max-accuracy-drop are two budgets; give one of them")
+            if not -100 < o.min_sqnr < 120:
+                raise EdgecError(f"--min-sqnr {o.min_sqnr}: give the output SQNR in dB the model must keep, e.g. 30")
+        if o.budgeted:
+            if o.max_accuracy_drop is not None and not 0 <= o.max_accuracy_drop < 100:
                 raise EdgecError(f"--max-accuracy-drop {o.max_accuracy_drop}: give points of top-1 accuracy "
                                  "in [0, 100), e.g. 1")
             if o.int16 or o.int4 or o.weights != "int8":
-                raise EdgecError("--max-accuracy-drop chooses the int4 and int16 layers itself; "
+                raise EdgecError(f"{o.budget_flag} chooses the int4 and int16 layers itself; "
                                  "leave out --int16, --int4 and --weights int4")
         elif o.val is not None:
-            raise EdgecError("--val is the labelled data of --max-accuracy-drop; give both or neither")
+            raise EdgecError("--val is the data of --max-accuracy-drop (or --min-sqnr); give both or neither")
         return o
+
+    @property
+    def budgeted(self) -> bool:
+        """Whether edgec chooses int4 / int16 layers by a budget (--max-accuracy-drop or --min-sqnr)."""
+        return self.max_accuracy_drop is not None or self.min_sqnr is not None
+
+    @property
+    def budget_flag(self) -> str:
+        return "--min-sqnr" if self.min_sqnr is not None else "--max-accuracy-drop"
 
     def normalized(self) -> QuantOptions:
         """A copy with bias_correction True spelled "quantized" (not checked)."""
@@ -106,6 +134,8 @@ class QuantResult:
     batch: int = 1
     warnings: list[str] = field(default_factory=list)          # numeric hazards (edgec/quant/numerics.py)
     mixed: accuracy_budget.Choice | None = None                          # --max-accuracy-drop's choice
+    fixes: fixes_mod.Fixes | None = None             # what the default recipe chose (edgec/quant/fixes.py)
+    options: QuantOptions | None = None              # the options as applied (the default recipe's choices in)
 
     @property
     def label(self) -> str:
@@ -131,6 +161,7 @@ class QuantResult:
                                      "method": self.tensor_method(t.source)}
                             for t in g.tensors.values()},
                 "sensitivity": self.sensitivity,
+                **({"fixes": self.fixes.to_json()} if self.fixes else {}),
                 **({"mixed_precision": self.mixed.to_json()} if self.mixed else {})}
 
 
@@ -146,8 +177,8 @@ def _checked(graph: Graph, options: QuantOptions):
     numerics.check_finite(graph)
     wide = int16.check_names(graph, options.int16)
     four = int4layers.chosen(graph, options.weights, options.int4, tuple(wide))
-    if ports.multi(graph) and (options.method in AUTO_METHODS or options.max_accuracy_drop is not None):
-        raise EdgecError(f"{'--max-accuracy-drop' if options.max_accuracy_drop is not None else '--calibration ' + options.method}"
+    if ports.multi(graph) and (options.method in AUTO_METHODS or options.budgeted):
+        raise EdgecError(f"{options.budget_flag if options.budgeted else '--calibration ' + options.method}"
                          f" judges one output against float; this model has {len(graph.inputs)} inputs and "
                          f"{len(graph.outputs)} outputs: use --calibration minmax, percentile, entropy or mse")
     return options, wide, four, ports.state_pairs(graph, options.state)
@@ -161,12 +192,13 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
     cache_dir: where calibration statistics are cached (Settings.calib_cache), None: not cached."""
     options, wide, four, states = _checked(graph, options)
     stream, held = samples, None
-    if options.max_accuracy_drop is not None and options.val is None:   # the budget's held-out split
+    if options.budgeted and options.val is None:   # the budget's held-out split
         keep = samples.n - min(accuracy_budget.HOLDOUT, samples.n // 4)
         y = accuracy_budget.labels(samples.labels(), samples.n, str(samples.path))
-        held = (samples.first(accuracy_budget.EVAL_LIMIT), y,
-                f"calibration (all of {samples.path}; ranges from its first {keep})")
+        held = (fixes_mod.held_out(samples, keep), None if y is None else y[keep:],
+                f"held-out calibration (the last {samples.n - keep} of {samples.path}; ranges from its first {keep})")
         stream = samples.head(keep)
+    options, chosen = _default_recipe(model, graph, stream, options, states, cache_dir, log)
     g, rescale = equalize.equalize(graph) if options.equalize else (graph, None)
     if rescale is not None:
         log(f"cross-layer equalization: {len(rescale)} layer pairs")
@@ -188,6 +220,9 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
     if four:
         g, n = int4layers.mark(g, four)
         log(f"int4 weights for {n} layers")
+    if options.per_channel and (options.rounding == "gptq" or (four and options.rounding is None)):
+        g, rounded = rounding.apply(g, stream.first(rounding.SAMPLES), options.rounding == "gptq", log)
+        log(f"weight rounding (GPTQ) for {len(rounded)} layers")
     method, scores, search = options.method, {}, None
     ranges = {**stats.ranges(method, options.percentile), **own_ranges} if method in METHODS else None
     if method in AUTO_METHODS:
@@ -201,16 +236,23 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
     def finish(q: Graph) -> Graph:
         return biascorr.correct_quantized(q, ranges, bias_x, options.per_channel)[0] if bias_x is not None else q
     mixed = None
-    if options.max_accuracy_drop is not None:
+    if options.budgeted:
         if held is None:
             val = load_dataset(options.val, graph.input_onnx_shape, limit=accuracy_budget.EVAL_LIMIT,
                                memory_limit=samples.memory_limit)
             held = (val.x, accuracy_budget.labels(val.y, len(val.x), str(options.val)), str(options.val))
         x_eval, y_eval, where = held
+        rounded = None
+        if options.per_channel and options.rounding != "nearest":     # GPTQ for every layer int4 may take
+            every4, _ = int4layers.mark(g, int4layers.candidates(g))
+            r, names = rounding.apply(every4, stream.first(rounding.SAMPLES), False, log)
+            rounded = {op.name: op.attrs["weights"] for op in r.ops if op.name in names and "float_weights" in op.attrs}
         q, mixed = accuracy_budget.search(g, ranges, options.per_channel, x_eval, y_eval,
                                           calibrate.run_float(model, x_eval[:accuracy_budget.EVAL_LIMIT]),
-                                          options.max_accuracy_drop, where, finish, log,
-                                          safety=1.0 if options.val else accuracy_budget.SAFETY)
+                                          options.max_accuracy_drop or 0.0, where, finish, log,
+                                          safety=1.0 if options.val else accuracy_budget.SAFETY,
+                                          min_sqnr=options.min_sqnr, rounded=rounded)
+        log("accuracy budget: the trade-off measured\n" + mixed.table())
         log(mixed.summary())
     else:
         q = quantize(g, ranges, options.per_channel)
@@ -221,12 +263,14 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
     if q.fixed_qparams:
         log(qdq_summary(q))
     result = QuantResult(graph=q, method=method, ranges=ranges, scores=scores, search=search,
-                         samples=stats.samples,
+                         samples=stats.samples, fixes=chosen, options=options,
                          calib_seconds=stats.seconds, cached=stats.cached, batch=stats.batch, mixed=mixed,
                          warnings=numerics.warnings(q, ranges) + ([] if mixed is None or mixed.within_budget else [
-                             f"--max-accuracy-drop {options.max_accuracy_drop:g}: no mix of int16 activations and "
-                             f"int4 weights kept within the budget ({100 * mixed.lost:.1f} % of the predictions "
-                             "changed against float at best); check the model with the sensitivity table"]))
+                             f"{options.budget_flag} {options.min_sqnr if options.min_sqnr is not None else options.max_accuracy_drop:g}: "
+                             "no mix of int16 activations and int4 weights kept within the budget ("
+                             + (f"output SQNR {mixed.sqnr_db:.1f} dB" if options.min_sqnr is not None else
+                                f"{100 * mixed.lost:.1f} % of the predictions changed against float")
+                             + " at best); check the model with the sensitivity table"]))
     for w in result.warnings:
         log(f"warning: {w}")
     if options.sensitivity_samples > 0:
@@ -236,6 +280,25 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
         else:
             result.sensitivity = sensitivity.analyse(q, stream.first(options.sensitivity_samples))
     return result
+
+
+def _default_recipe(model, graph: Graph, stream: Samples, options: QuantOptions, states, cache_dir, log):
+    """(the options with the open choices made, the record of them; None when none was open)."""
+    if not fixes_mod.open_choices(options.method, options.equalize, options.bias_correction):
+        return options, None
+    why = fixes_mod.not_judged(graph, stream.n, states)
+    if why:
+        chosen = fixes_mod.Fixes(judged=False, reason=why, method=options.method or "minmax",
+                                 equalize=bool(options.equalize), bias_correction=bool(options.bias_correction))
+    else:
+        chosen = fixes_mod.choose(model, graph, stream, options.method, options.equalize, options.bias_correction,
+                                  options.per_channel, options.percentile, cache_dir if options.cache else None,
+                                  log)
+    log(chosen.summary())
+    bias = options.bias_correction if options.bias_correction is not None else \
+        ("quantized" if chosen.bias_correction else False)
+    return replace(options, method=options.method or chosen.method, equalize=chosen.equalize,
+                   bias_correction=bias), chosen
 
 
 def output_sqnr(graph: Graph, x: np.ndarray, y_float: np.ndarray) -> float:

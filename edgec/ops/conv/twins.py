@@ -127,7 +127,7 @@ def run_conv16(op: Op, inputs: list) -> np.ndarray:
 def float_conv(op: Op, inputs: list, weights=None, bias=None, act: bool = True):
     """The op in float, optionally with other weights/bias and without its fused activation."""
     a = op.attrs
-    w = np.asarray(a["weights"] if weights is None else weights, np.float64)
+    w = np.asarray(a.get("float_weights", a["weights"]) if weights is None else weights, np.float64)  # the model's own
     b = np.asarray(a.get("float_bias", a["bias"]) if bias is None else bias, np.float64)   # the model's own bias
     (ih, iw, ic), (oh, ow, oc) = a["in_hwc"], a["out_hwc"]
     tap = float_windows(inputs[0].reshape(ih, iw, ic), a, 0.0)

@@ -1,0 +1,203 @@
+"""The default quantization recipe: what hurts INT8 in this model, and which fixes measurably help.
+
+When the options leave them open (no --method, no --[no-]equalize, no --bias-correction), edgec chooses
+cross-layer equalization, a per-model range method and bias correction itself, each only when it raises the
+INT8 model's output SQNR against float on held-out calibration samples:
+
+- the calibration set is split: ranges (and everything else that is fitted) come from its first samples,
+  the decision is measured on its last HOLD (at most a quarter of the set), which no range has seen;
+- greedy, in this order, starting from the plain recipe (minmax ranges, nothing else):
+  1. cross-layer equalization (edgec/quant/equalize.py), when the model has conv pairs to equalize;
+  2. the range method (minmax / percentile / entropy / mse) whose held-out SQNR is highest;
+  3. bias correction on the quantized model's own activations (edgec/quant/biascorr.py);
+  a fix is kept when it gains more than MIN_GAIN_DB in total and loses nothing on either interleaved
+  half of the held-out samples (one half's gain alone is noise of a small held-out set);
+- what it saw (outlier channels, wide per-tensor ranges) and what it measured goes into the build
+  summary and quant.json (`fixes`).
+
+The final model is then quantized as if those options had been given (ranges over all calibration samples),
+so the generated C and the integer reference are the ones of explicit flags: bit-exact as ever. Models
+this does not judge (several outputs, a QDQ model's own scales, --state, fewer than MIN_SAMPLES samples)
+get the plain recipe, and the record says why.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import onnx
+
+from edgec import ports
+from edgec.data import Samples
+from edgec.ir import SYNTHETIC, Graph
+from edgec.quant import autorange, biascorr, calibrate, equalize, floatref
+from edgec.ops.registry import REGISTRY
+from edgec.quant.quantize import quantize
+from edgec.quant.ranges import METHODS
+
+HOLD = 64              # held-out samples the decision is measured on (at most a quarter of the set)
+MIN_SAMPLES = 16       # fewer calibration samples: no held-out split worth the name (under 4), the plain recipe
+MIN_GAIN_DB = 0.5      # a fix must raise the held-out output SQNR by more than this ...
+FOLDS = 2              # ... and lose nothing on either interleaved half of the held-out samples
+BUDGET_S = 60.0        # time the trials may take; the fixes not tried by then are left out (and said so)
+OUTLIER_RATIO = 8.0    # a channel whose weight range is this many times its layer's median: an outlier
+WIDE_RATIO = 4.0       # a tensor whose min/max range is this many times its 99.99th percentile range: wide
+BIAS_SAMPLES = 64
+OWN_RANGE_SAMPLES = 256
+
+
+@dataclass
+class Fixes:
+    """What the default recipe found and chose (quant.json's `fixes`)."""
+
+    equalize: bool = False
+    method: str = "minmax"
+    bias_correction: bool = False
+    judged: bool = True
+    reason: str = ""                               # why not judged, or what cut the trials short
+    findings: list[str] = field(default_factory=list)
+    trials: list[dict] = field(default_factory=list)   # {"fix", "held_out_db", "folds_db", "kept"}
+    fit_samples: int = 0
+    held_out_samples: int = 0
+    seconds: float = 0.0
+
+    @property
+    def chosen(self) -> list[str]:
+        return ((["cross-layer equalization"] if self.equalize else [])
+                + ([f"{self.method} ranges"] if self.method != "minmax" else [])
+                + (["bias correction"] if self.bias_correction else []))
+
+    def summary(self) -> str:
+        if not self.judged:
+            return f"calibration (default recipe): minmax ranges, no equalization, no bias correction ({self.reason})"
+        start = self.trials[0]["held_out_db"] if self.trials else 0.0
+        end = max([t["held_out_db"] for t in self.trials if t["kept"]] or [start])
+        what = ", ".join(self.chosen) or "nothing (minmax ranges as they are)"
+        return (f"calibration (default recipe): {what}; output SQNR {start:.1f} -> {end:.1f} dB on {self.held_out_samples} "
+                f"held-out calibration samples (ranges from the other {self.fit_samples}; "
+                f"{len(self.trials)} trials, {self.seconds:.1f} s)"
+                + (f"; found: {'; '.join(self.findings)}" if self.findings else "")
+                + (f"; {self.reason}" if self.reason else ""))
+
+    def to_json(self) -> dict:
+        return {**{k: (round(v, 3) if isinstance(v, float) else v) for k, v in vars(self).items()},
+                "chosen": self.chosen}
+
+
+def open_choices(method, equalize_opt, bias) -> bool:
+    """Whether the options leave any of the three choices to the default recipe (None: not given)."""
+    return method is None or equalize_opt is None or bias is None
+
+
+def not_judged(graph: Graph, n: int, states) -> str:
+    """Why the default recipe cannot judge this model ('' when it can)."""
+    if ports.multi(graph):
+        return "a model with several inputs or outputs"
+    if graph.fixed_qparams:
+        return "a QDQ model keeps its own scales"
+    if states:
+        return "a stateful model (--state)"
+    if n < MIN_SAMPLES:
+        return f"{n} calibration samples, fewer than {MIN_SAMPLES} (no held-out split)"
+    return ""
+
+
+def held_out(samples: Samples, keep: int) -> np.ndarray:
+    """The samples after the first `keep` (streamed, only those kept)."""
+    rows = [x[max(0, keep - i):] for i, x in samples.batches(256) if i + len(x) > keep]
+    return np.concatenate(rows)
+
+
+def findings(graph: Graph, stats) -> list[str]:
+    """What hurts INT8 here: outlier output channels of equalizable layers, tensors whose min/max range is
+    much wider than where their values are."""
+    found = []
+    for a, _ in equalize.pairs(graph):
+        r = np.asarray(REGISTRY[a.kind].equalize.out_range(a), np.float64)
+        med = float(np.median(r[r > 0])) if np.any(r > 0) else 0.0
+        if med > 0 and r.max() / med >= OUTLIER_RATIO:
+            found.append(f"outlier channels in {a.name} ({r.max() / med:.0f}x the median weight range)")
+    if stats.with_histograms:
+        mm, pc = stats.ranges("minmax", part="fit"), stats.ranges("percentile", 99.99, part="fit")
+        wide = [s for s in mm if (pc[s][1] - pc[s][0]) > 0 and
+                (mm[s][1] - mm[s][0]) / (pc[s][1] - pc[s][0]) >= WIDE_RATIO]
+        if wide:
+            found.append(f"{len(wide)} tensor{'s' if len(wide) > 1 else ''} with wide min/max ranges "
+                         f"({', '.join(wide[:3])}{', ...' if len(wide) > 3 else ''})")
+    return found
+
+
+def choose(model: onnx.ModelProto, graph: Graph, samples: Samples, method, equalize_opt, bias, per_channel: bool,
+           percentile: float, cache_dir, log: Callable[[str], None] = lambda _: None,
+           budget_s: float = BUDGET_S) -> Fixes:
+    """The fixes for this model: those the options give are kept as given, the open ones (None) measured."""
+    t0 = time.monotonic()
+    hold = min(HOLD, samples.n // 4)
+    keep = samples.n - hold
+    fixes = Fixes(fit_samples=keep, held_out_samples=hold, equalize=bool(equalize_opt),
+                  method=method or "minmax", bias_correction=bool(bias))
+    if fixes.method not in METHODS:      # auto / auto-model choose their ranges later: judged with minmax's
+        fixes.method = "minmax"
+    fit = samples.head(keep)
+    x_hold = held_out(samples, keep)
+    y_hold = calibrate.run_float(model, x_hold)
+    x_bias = fit.first(BIAS_SAMPLES)
+
+    def stats_of(g: Graph, rescale):
+        sources = {t.source for t in g.tensors.values()}
+        own = {s for s in sources if s.startswith(SYNTHETIC)}
+        st = calibrate.collect_cached(model, fit, sorted(sources - own), histograms=True, holdout=0,
+                                      rescale=rescale, cache_dir=cache_dir, log=log)
+        return st, (floatref.ranges(g, fit.first(OWN_RANGE_SAMPLES), own) if own else {})
+
+    plain = (graph, *stats_of(graph, None))
+    fixes.findings = findings(graph, plain[1])
+    current = {"eq": plain, "method": fixes.method, "bias": bias or False}
+    best = None
+
+    def score(eq, m, b):
+        g, st, own = eq
+        ranges = {**st.ranges(m, percentile), **own}
+        if b == "float":                       # (given: the float variant, before quantization)
+            g = biascorr.correct_float(g, x_bias, per_channel)
+        q = quantize(g, ranges, per_channel)
+        if b and b != "float":
+            q = biascorr.correct_quantized(q, ranges, x_bias, per_channel)[0]
+        return autorange.output_sqnr_of(q, [e[q.output] for e in autorange.run_envs(q, x_hold)], y_hold, FOLDS)
+
+    def trial(name: str, **change) -> bool:
+        nonlocal best
+        if time.monotonic() - t0 > budget_s:
+            fixes.reason = f"time budget of {budget_s:g} s reached before '{name}'"
+            return False
+        cand = {**current, **change}
+        total, folds = score(cand["eq"], cand["method"], cand["bias"])
+        kept = best is None or (total > best[0] + MIN_GAIN_DB and all(f >= b for f, b in zip(folds, best[1])))
+        fixes.trials.append({"fix": name, "held_out_db": round(total, 2), "folds_db": [round(f, 2) for f in folds],
+                             "kept": kept})
+        log(f"calibration (default recipe): {name}: held-out output SQNR {total:.1f} dB" + ("" if best is None else
+            f" ({'kept' if kept else 'not kept'}, best so far {best[0]:.1f} dB)"))
+        if kept:
+            best = (total, folds)
+            current.update(change)
+        return kept
+
+    if equalize_opt:
+        g_eq, rescale = equalize.equalize(graph)
+        current["eq"] = (g_eq, *stats_of(g_eq, rescale))
+    trial("plain (" + ", ".join([f"{current['method']} ranges"] + (["equalization"] if fixes.equalize else [])
+                                  + (["bias correction"] if fixes.bias_correction else [])) + ")")
+    if equalize_opt is None and equalize.pairs(graph):
+        g_eq, rescale = equalize.equalize(graph)
+        if trial("cross-layer equalization", eq=(g_eq, *stats_of(g_eq, rescale))):
+            fixes.equalize = True
+    if method is None:
+        for m in METHODS[1:]:
+            if trial(f"{m} ranges", method=m):
+                fixes.method = m
+    if bias is None and trial("bias correction", bias="quantized"):
+        fixes.bias_correction = True
+    fixes.seconds = time.monotonic() - t0
+    return fixes

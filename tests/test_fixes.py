@@ -1,0 +1,111 @@
+"""The default quantization recipe (edgec/quant/fixes.py): fixes chosen by held-out output SQNR, flags that force."""
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import numpy as np
+import onnx
+import pytest
+
+from conftest import EXAMPLES, check_generated_c
+from edgec import api
+from edgec.quant import fixes, ptq, reference
+from edgec.fixedpoint.scheme import quantize_input
+from edgec.quant.calibrate import run_float
+
+DIGITS = EXAMPLES / "digits_cnn"
+
+
+def _conv_outlier(tmp_path, which: str = "conv_outlier"):
+    """examples/hostile_channel/conv_outlier.py's model, made anew from the digits CNN."""
+    spec = importlib.util.spec_from_file_location("conv_outlier", EXAMPLES / "hostile_channel" / "conv_outlier.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    path = tmp_path / f"{which}.onnx"
+    onnx.save(getattr(mod, which)(), str(path))
+    return path
+
+
+def _top1(graph, x, y) -> float:
+    xq = quantize_input(graph.tensors[graph.input], x)
+    out = np.stack([reference.run(graph, q).reshape(-1) for q in xq])
+    return 100 * float(np.mean(out.argmax(1) == y))
+
+
+@pytest.fixture(scope="module")
+def test_set():
+    z = np.load(DIGITS / "test.npz")
+    return z["x"].astype(np.float32), z["y"]
+
+
+@pytest.mark.parametrize("which, layer", [("conv_outlier", "/conv1/Conv"), ("depthwise_outlier", "/dw/Conv")])
+def test_default_equalizes_an_outlier_channel_and_stays_within_one_point(tmp_path, test_set, which, layer):
+    """A 50x channel after a conv or a depthwise conv (compensated in the next layer): the default equalizes."""
+    x, y = test_set
+    path = _conv_outlier(tmp_path, which)
+    float_top1 = 100 * float(np.mean(run_float(onnx.load(str(path)), x).argmax(1) == y))
+    _, res = api.calibrate_model(path, DIGITS / "calib.npz", ptq.QuantOptions(cache=False, sensitivity_samples=0))
+    f = res.fixes
+    assert f.judged and f.equalize and res.options.equalize is True, f.summary()
+    assert f"outlier channels in {layer}" in " ".join(f.findings)
+    plain, eq = f.trials[0], next(t for t in f.trials if t["fix"] == "cross-layer equalization")
+    assert eq["kept"] and eq["held_out_db"] > plain["held_out_db"] + 6       # the 50x channel costs >6 dB
+    assert _top1(res.graph, x, y) >= float_top1 - 1.0
+    assert res.to_json(res.options)["fixes"]["chosen"][0] == "cross-layer equalization"
+    check_generated_c(res.graph, x[:64], tmp_path / "c")                      # the C still matches bit for bit
+
+
+def test_default_does_not_lose_accuracy_on_the_digits_example(test_set):
+    x, y = test_set
+    plain = api.calibrate_model(DIGITS / "model.onnx", DIGITS / "calib.npz",
+                                ptq.QuantOptions.plain(cache=False, sensitivity_samples=0))[1]
+    default = api.calibrate_model(DIGITS / "model.onnx", DIGITS / "calib.npz",
+                                  ptq.QuantOptions(cache=False, sensitivity_samples=0))[1]
+    assert default.fixes.judged and plain.fixes is None
+    kept = [t for t in default.fixes.trials if t["kept"]]
+    assert kept[-1]["held_out_db"] >= kept[0]["held_out_db"]
+    assert _top1(default.graph, x, y) >= _top1(plain.graph, x, y)
+
+
+def test_flags_force_the_choices(tmp_path):
+    path = _conv_outlier(tmp_path)
+    _, res = api.calibrate_model(path, DIGITS / "calib.npz",
+                                 ptq.QuantOptions(equalize=False, sensitivity_samples=0, cache=False))
+    assert not res.fixes.equalize and all(t["fix"] != "cross-layer equalization" for t in res.fixes.trials)
+    _, forced = api.calibrate_model(path, DIGITS / "calib.npz", ptq.QuantOptions.plain(sensitivity_samples=0))
+    assert forced.fixes is None and forced.method == "minmax" and forced.options.equalize is False
+
+
+def test_too_few_samples_keep_the_plain_recipe_and_say_why(tmp_path):
+    calib = tmp_path / "few.npz"
+    np.savez(calib, x=np.load(DIGITS / "calib.npz")["x"][:fixes.MIN_SAMPLES - 1])
+    _, res = api.calibrate_model(DIGITS / "model.onnx", calib, ptq.QuantOptions(sensitivity_samples=0, cache=False))
+    assert not res.fixes.judged and "fewer than" in res.fixes.reason and res.method == "minmax"
+    assert "no held-out split" in res.fixes.summary()
+
+
+def test_build_report_and_quant_json_say_what_the_default_chose(tmp_path):
+    out = tmp_path / "build"
+    report = api.build(_conv_outlier(tmp_path), DIGITS / "calib.npz", "host", out, firmware=False,
+                       options=ptq.QuantOptions(sensitivity_samples=0))
+    quant = json.loads((out / "quant.json").read_text())
+    assert quant["fixes"]["equalize"] is True and quant["options"]["equalize"] is True
+    entry = json.dumps(report)
+    assert '"fixes"' in entry and "cross-layer equalization" in entry
+
+
+HOSTILE = EXAMPLES / "hostile_channel"
+
+
+@pytest.mark.parametrize("name", ["model", "residual_add", "saturating"])
+def test_hostile_mlps_stay_within_one_point_of_float_by_default(name):
+    """An FC layer with a 50x outlier unit, a residual add of mismatched ranges, a saturating Tanh
+    (examples/hostile_channel: train.py, hostile_mlps.py): the default build on their test set."""
+    z = np.load(HOSTILE / "test.npz")
+    x, y = z["x"].astype(np.float32), z["y"]
+    path = HOSTILE / f"{name}.onnx"
+    float_top1 = 100 * float(np.mean(run_float(onnx.load(str(path)), x).argmax(1) == y))
+    _, res = api.calibrate_model(path, HOSTILE / "calib.npz", ptq.QuantOptions(cache=False, sensitivity_samples=0))
+    assert res.fixes.judged
+    assert _top1(res.graph, x, y) >= float_top1 - 1.0, res.fixes.summary()
