@@ -198,3 +198,73 @@ def test_damaged_files_are_one_line(tmp_path):
         except EdgecError:
             refused += 1
     assert refused > 20
+
+
+def _two_in_two_out(rng):
+    """Two int8 inputs [1,h,w,c], each with its own quantization; outputs ADD(x0, x1) and MAX_POOL(x1) (three
+    scales): TFLite's several inputs and outputs, in the file's order."""
+    h, w, c = (int(v) for v in rng.integers(2, 7, 3))
+    T, Node = oracle.T, oracle.Node
+    (s0, z0), (s1, z1), (s2, z2) = (oracle._act(rng, False) for _ in range(3))
+    tensors = [T((1, h, w, c), [s0], [z0]), T((1, h, w, c), [s1], [z1]), T((1, h, w, c), [s2], [z2]),
+               T((1, h - 1, w - 1, c), [s1], [z1])]
+    pool = ("Pool2DOptions", dict(Padding=1, StrideW=1, StrideH=1, FilterWidth=2, FilterHeight=2))
+    nodes = [Node("ADD", [0, 1], 2, ("AddOptions", dict(FusedActivationFunction=0))), Node("MAX_POOL_2D", [1], 3, pool)]
+    x = [rng.integers(-128, 128, (5, 1, h, w, c)).astype(np.int8) for _ in range(2)]
+    return oracle.Case("two_io", tensors, nodes, [1, 0], [3, 2]), x
+
+
+def test_several_inputs_and_outputs(tmp_path):
+    """A .tflite with two inputs and two outputs (listed in another order than their tensors) builds as an ONNX
+    model with several does: each port by its name, with its own quantization, in the file's order; the
+    reference and the generated C (the per-name API) reproduce TFLite Micro's outputs."""
+    rng = np.random.default_rng(3)
+    case, (x0, x1) = _two_in_two_out(rng)
+    path = tmp_path / "two_io.tflite"
+    path.write_bytes(oracle.write(case))
+    graph = importer.load(path, "two_io")
+    assert [graph.port_names[t] for t in graph.inputs] == ["t1", "t0"]
+    assert [graph.port_names[t] for t in graph.outputs] == ["t3", "t2"]
+    assert [(np.float32(graph.tensors[t].scale), graph.tensors[t].zero_point) for t in graph.inputs] == \
+        [(np.float32(case.tensors[i].scale[0]), case.tensors[i].zp[0]) for i in (1, 0)]
+    want = oracle.tflm(path.read_bytes(), [x1, x0])
+    packed = np.concatenate([x1.reshape(5, -1), x0.reshape(5, -1)], axis=1)
+    got = np.stack([np.asarray(reference.run(graph, xi)).reshape(-1) for xi in packed])
+    assert np.array_equal(got, want)
+    assert np.array_equal(importer.interpreter_outputs(path, packed), want)
+    c = oracle.run_c([graph], [packed], tmp_path / "c", "reference")[0]
+    assert np.array_equal(c, want)
+    info = api.inspect_model(path)
+    assert [p["name"] for p in info["inputs"]] == ["t1", "t0"] and [p["name"] for p in info["outputs"]] == ["t3", "t2"]
+
+
+def test_every_unsupported_operator_on_a_path_is_named(tmp_path):
+    """Issue 29, defect 2: SKIP_GRAM then LSH_PROJECTION on the same path, then a RELU: both unsupported operators
+    are named (the build error and inspect), not only the first with the second marked supported."""
+    T, Node = oracle.T, oracle.Node
+    tensors = [T((1, 8), [0.1], [0]) for _ in range(4)]
+    case = oracle.Case("chain", tensors, [Node("SKIP_GRAM", [0], 1), Node("LSH_PROJECTION", [1], 2),
+                                          Node("RELU", [2], 3)], 0, 3)
+    path = tmp_path / "chain.tflite"
+    path.write_bytes(oracle.write(case))
+    with pytest.raises(EdgecError, match="cannot honour 2 operator") as e:
+        importer.load(path, "chain")
+    assert "SKIP_GRAM (operator #0" in str(e.value) and "LSH_PROJECTION (operator #1" in str(e.value)
+    info = api.inspect_model(path)
+    assert [n["supported"] for n in info["nodes"]] == [False, False, True]
+    assert info["unsupported"] == ["SKIP_GRAM (SKIP_GRAM#0)", "LSH_PROJECTION (LSH_PROJECTION#1)"]
+    assert_clean_error(edgec("build", path, "--board", "host", "-o", tmp_path / "out"), "SKIP_GRAM", "LSH_PROJECTION")
+
+
+def test_an_operator_reading_a_variable_tensor_is_named(tmp_path):
+    """Issue 29, defect 3: an LSTM reads its state from a variable tensor (no data, computed by no operator): the
+    refusal names the operator, not "the graph output is not computed by any operator"."""
+    T, Node = oracle.T, oracle.Node
+    tensors = [T((1, 4, 8), [0.1], [0]), T((1, 4, 3), [0.1], [0]), T((1, 3), [0.1], [0])]
+    case = oracle.Case("lstm", tensors, [Node("UNIDIRECTIONAL_SEQUENCE_LSTM", [0, 2], 1)], 0, 1)
+    path = tmp_path / "lstm.tflite"
+    path.write_bytes(oracle.write(case))
+    with pytest.raises(EdgecError, match=r"UNIDIRECTIONAL_SEQUENCE_LSTM \(operator #0") as e:
+        importer.load(path, "lstm")
+    assert "not computed by any operator" not in str(e.value)
+    assert api.inspect_model(path)["nodes"][0]["supported"] is False

@@ -17,7 +17,7 @@ import tflite
 from tflite.BuiltinOperator import BuiltinOperator as OPS
 from tflite.BuiltinOptions import BuiltinOptions as OPTIONS
 
-from edgec import cheader
+from edgec import cheader, ports
 from edgec.codegen import cmodel
 import hostrun
 from edgec.frontend import tflite as importer
@@ -45,7 +45,7 @@ class T:
 class Node:
     op: str                    # BuiltinOperator name
     inputs: list               # indices into the model's tensor list (-1: absent)
-    output: int
+    output: int | list         # one index, or a list of them (an operator with several outputs)
     options: tuple | None = None   # (BuiltinOptions name, {field: value})
 
 
@@ -54,9 +54,9 @@ class Case:
     name: str
     tensors: list
     nodes: list
-    input: int
-    output: int
-    x: np.ndarray = field(default=None)     # int8 inputs [n, ...]
+    input: int | list          # the graph's input tensor, or a list of them (several inputs); likewise output
+    output: int | list
+    x: np.ndarray = field(default=None)     # int8 inputs [n, ...] (several inputs: packed, edgec/ports.py)
 
 
 # ---- writing a .tflite -----------------------------------------------------------------------------
@@ -65,6 +65,10 @@ def _vector(b, start, values, prepend):
     for v in reversed(values):
         prepend(v)
     return b.EndVector()
+
+
+def _list(v) -> list:
+    return [int(v)] if isinstance(v, (int, np.integer)) else [int(i) for i in v]
 
 
 def write(case: Case) -> bytes:
@@ -108,7 +112,7 @@ def write(case: Case) -> bytes:
                 getattr(tflite, f"{kind}Add{f}")(b, v)
             opts = getattr(tflite, f"{kind}End")(b)
         ins = _vector(b, tflite.OperatorStartInputsVector, n.inputs, b.PrependInt32)
-        outs = _vector(b, tflite.OperatorStartOutputsVector, [n.output], b.PrependInt32)
+        outs = _vector(b, tflite.OperatorStartOutputsVector, _list(n.output), b.PrependInt32)
         tflite.OperatorStart(b)
         tflite.OperatorAddOpcodeIndex(b, codes.index(n.op))
         tflite.OperatorAddInputs(b, ins)
@@ -119,8 +123,8 @@ def write(case: Case) -> bytes:
         ops.append(tflite.OperatorEnd(b))
     tvec = _vector(b, tflite.SubGraphStartTensorsVector, tensors, b.PrependUOffsetTRelative)
     ovec = _vector(b, tflite.SubGraphStartOperatorsVector, ops, b.PrependUOffsetTRelative)
-    ivec = _vector(b, tflite.SubGraphStartInputsVector, [case.input], b.PrependInt32)
-    yvec = _vector(b, tflite.SubGraphStartOutputsVector, [case.output], b.PrependInt32)
+    ivec = _vector(b, tflite.SubGraphStartInputsVector, _list(case.input), b.PrependInt32)
+    yvec = _vector(b, tflite.SubGraphStartOutputsVector, _list(case.output), b.PrependInt32)
     tflite.SubGraphStart(b)
     tflite.SubGraphAddTensors(b, tvec)
     tflite.SubGraphAddInputs(b, ivec)
@@ -343,15 +347,20 @@ def cases(seed: int, n: int) -> list[Case]:
 
 
 # ---- running ----------------------------------------------------------------------------------------
-def tflm(model: bytes, x: np.ndarray) -> np.ndarray:
+def tflm(model: bytes, x) -> np.ndarray:
+    """TFLite Micro's outputs [n, ...] for inputs x [n, ...]; several inputs: a list of arrays [n, ...], one per
+    input; several outputs: packed (each flattened, in the model's order)."""
     from tflite_micro.python.tflite_micro import runtime
 
     interp = runtime.Interpreter.from_bytes(model, arena_size=1 << 22)
+    xs = list(x) if isinstance(x, (list, tuple)) else [x]
+    n_out = tflite.Model.GetRootAsModel(model, 0).Subgraphs(0).OutputsLength()
     outs = []
-    for xi in x:
-        interp.set_input(xi, 0)
+    for i in range(len(xs[0])):
+        for k, xk in enumerate(xs):
+            interp.set_input(xk[i], k)
         interp.invoke()
-        outs.append(np.asarray(interp.get_output(0)).reshape(-1))
+        outs.append(np.concatenate([np.asarray(interp.get_output(k)).reshape(-1) for k in range(n_out)]))
     return np.stack(outs)
 
 
@@ -365,7 +374,8 @@ def run_c(graphs: list, xs: list, work: Path, path: str) -> list[np.ndarray]:
         else:
             g, plan = schedule_and_plan(g)
         cmodel.generate(g, plan, work / g.name, g.name, runtime=False)
-        models.append(hostrun.HostModel(g.name, work / g.name, g.tensors[g.output].nbytes))
+        models.append(hostrun.HostModel(g.name, work / g.name, sum(g.tensors[t].nbytes for t in g.outputs),
+                                        ports.multi(g)))
     runtime = [cheader.runtime_dir() / f for f in cheader.runtime_files() if f.endswith(".c")]
     return hostrun.run_models(models, xs, work, [*PATHS[path], f"-I{cheader.runtime_dir()}"], runtime)
 

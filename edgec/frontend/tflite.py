@@ -71,6 +71,8 @@ def survey(path: str | Path, name: str) -> tuple[Graph, dict]:
     info = {"model": str(path), "opset": f"tflite schema v{tx.model.Version()}", "format": "tflite",
             "input": {"name": tx._tname(sg.Inputs(0)), "shape": list(tx.shape(sg.Inputs(0)))},
             "output": {"name": tx._tname(sg.Outputs(0)), "shape": list(tx.shape(sg.Outputs(0)))},
+            "inputs": [{"name": tx._tname(i), "shape": list(tx.shape(i))} for i in sg.InputsAsNumpy()],
+            "outputs": [{"name": tx._tname(i), "shape": list(tx.shape(i))} for i in sg.OutputsAsNumpy()],
             "parameters": sum(r["params"] for r in rows), "nodes": rows, "problems": problems,
             "unsupported": [f"{p['op']} ({p['node']})" for p in problems if p["kind"] == "unsupported"],
             "limits": [f"{p['op']} ({p['node']}): {p['what']}" for p in problems if p["kind"] != "unsupported"]}
@@ -79,18 +81,25 @@ def survey(path: str | Path, name: str) -> tuple[Graph, dict]:
 
 def interpreter_outputs(path: str | Path, xq: np.ndarray) -> np.ndarray | None:
     """TFLite Micro's own outputs (its Python interpreter, the `tflite-micro` package, reference kernels) for
-    int8 inputs xq [n, ...]; None when the package is not installed."""
+    integer inputs xq [n, ...] (several inputs: packed, edgec/ports.py), several outputs packed the same way;
+    None when the package is not installed."""
     try:
         from tflite_micro.python.tflite_micro import runtime
     except ImportError:
         return None
+    import tflite
+
+    sg = tflite.Model.GetRootAsModel(Path(path).read_bytes(), 0).Subgraphs(0)
     interp = runtime.Interpreter.from_file(str(path))
-    shape = interp.get_input_details(0)["shape"]
+    ins = [interp.get_input_details(k) for k in range(sg.InputsLength())]
+    sizes = [int(np.prod(d["shape"])) for d in ins]
     outs = []
-    for x in xq:
-        interp.set_input(np.asarray(x, np.int8).reshape(shape), 0)
+    for x in np.asarray(xq).reshape(len(xq), -1):
+        for k, (d, part) in enumerate(zip(ins, np.split(x, np.cumsum(sizes)[:-1]))):
+            interp.set_input(np.asarray(part).astype(d["dtype"]).reshape(d["shape"]), k)
         interp.invoke()
-        outs.append(np.asarray(interp.get_output(0)).reshape(-1))
+        outs.append(np.concatenate([np.asarray(interp.get_output(k)).reshape(-1)
+                                    for k in range(sg.OutputsLength())]))
     return np.stack(outs)
 
 
@@ -281,58 +290,91 @@ class _Importer:
         from edgec.ops.registry import TFLITE_IMPORTERS
 
         sg, g = self.sg, self.graph
-        if sg.InputsLength() != 1 or sg.OutputsLength() != 1:
-            raise EdgecError(f"{self.path}: {sg.InputsLength()} inputs and {sg.OutputsLength()} outputs; edgec "
-                             "builds models with one input and one output")
         edges = self._edges()
-        x = sg.Inputs(0) if sg.Inputs(0) not in edges else edges[sg.Inputs(0)]
-        try:
-            g.input = self._activation(x)
-        except Unsupported as exc:
-            raise EdgecError(f"{self.path}: graph input: {exc}") from None
-        g.input_onnx_shape = self.shape(sg.Inputs(0))
+        several = sg.InputsLength() > 1 or sg.OutputsLength() > 1
+        for k in range(sg.InputsLength()):
+            i = sg.Inputs(k)
+            try:
+                t = self._activation(edges.get(i, i))
+            except Unsupported as exc:
+                raise EdgecError(f"{self.path}: graph input '{self._tname(i)}': {exc}") from None
+            if k == 0:
+                g.input, g.input_onnx_shape = t, self.shape(i)
+            else:
+                g.more_inputs.append(t)
+            if several:
+                g.port_names[t], g.port_shapes[t] = self._tname(i), self.shape(i)
+        poisoned: set[int] = set()        # tensors computed by (or after) an operator that could not be imported
         for self.index in range(sg.OperatorsLength()):
             op = sg.Operators(self.index)
             name = self.op_name(op)
-            if self.index in edges.get("ops", ()):
+            if self.index in edges["ops"]:
                 continue
-            if any(op.Inputs(k) >= 0 and op.Inputs(k) not in self.values and self._computed(op.Inputs(k))
-                   for k in range(op.InputsLength())):
-                continue                          # downstream of an operator already reported
+            after = any(op.Inputs(k) in poisoned for k in range(op.InputsLength()))
             try:
                 if name not in TFLITE_IMPORTERS:
                     raise Unsupported("operator not supported")
+                if after:                 # a supported operator on what could not be imported: not checked further
+                    poisoned.update(int(t) for t in op.OutputsAsNumpy())
+                    continue
                 TFLITE_IMPORTERS[name](self, op)
             except Unsupported as exc:
+                poisoned.update(int(t) for t in op.OutputsAsNumpy())
                 code = self.model.OperatorCodes(op.OpcodeIndex())
                 self.problems.append({"index": self.index, "node": f"{name}#{self.index}", "op": name,
                                       "opset": code.Version(), "what": str(exc),
                                       "kind": "unsupported" if name not in TFLITE_IMPORTERS else "limit"})
-        y = sg.Outputs(0) if sg.Outputs(0) not in edges else edges[sg.Outputs(0)]
+        ys = [sg.Outputs(k) for k in range(sg.OutputsLength())]
         if self.problems and not strict:
-            g.output = self.values.get(y, g.ops[-1].output if g.ops else g.input)
+            g.output = self.values.get(edges.get(ys[0], ys[0]), g.ops[-1].output if g.ops else g.input)
             return g.finish()
         if self.problems:
             raise EdgecError(f"{self.path}: edgec cannot honour {len(self.problems)} operator(s): "
                              + "; ".join(f"{p['op']} (operator #{p['index']}: {p['what']})" for p in self.problems)
                              + "; give edgec the float model (.onnx) instead")
-        if y not in self.values:
-            raise EdgecError(f"{self.path}: the graph output is not computed by any operator")
-        g.output = self.values[y]
-        g.output_onnx_shape = self.shape(sg.Outputs(0))
+        for k, o in enumerate(ys):
+            t = self._graph_output(o, edges.get(o, o), g.outputs[:k])
+            if k == 0:
+                g.output, g.output_onnx_shape = t, self.shape(o)
+            else:
+                g.more_outputs.append(t)
+            if several:
+                g.port_names[t], g.port_shapes[t] = self._tname(o), self.shape(o)
+        g.prune()
         self._quantize()
         return g.finish()
 
+    def _graph_output(self, index: int, y: int, earlier: list[str]) -> str:
+        """The canonical tensor of graph output `index` (held in TFLite tensor y; `earlier`: the outputs before
+        it); an error naming what is wrong with it."""
+        g, name = self.graph, self._tname(index)
+        if y not in self.values:
+            ops = [i for i in range(self.sg.OperatorsLength()) if y in self.sg.Operators(i).OutputsAsNumpy()]
+            what = f"computed by {self.op_name(self.sg.Operators(ops[0]))} (operator #{ops[0]}), which edgec " \
+                   "did not import" if ops else "a constant or a tensor no operator computes"
+            raise EdgecError(f"{self.path}: graph output '{name}' is {what}; export the model with outputs "
+                             "computed by its operators")
+        t = self.values[y]
+        if t in g.inputs:
+            raise EdgecError(f"{self.path}: graph output '{name}' is a graph input itself: the model computes "
+                             "nothing for it")
+        if t in earlier:
+            raise EdgecError(f"{self.path}: graph output '{name}' is the same tensor as an earlier output; "
+                             "export the model with each output computed once")
+        return t
+
     def _edges(self) -> dict:
-        """QUANTIZE of the float graph input / DEQUANTIZE to the float graph output: tensor maps, ops skipped."""
+        """QUANTIZE of a float graph input / DEQUANTIZE to a float graph output: tensor maps, ops skipped."""
         sg, edges = self.sg, {"ops": set()}
+        ins = {sg.Inputs(k) for k in range(sg.InputsLength())}
+        outs = {sg.Outputs(k) for k in range(sg.OutputsLength())}
         for i in range(sg.OperatorsLength()):
             op = sg.Operators(i)
             name = self.op_name(op)
-            if name == "QUANTIZE" and op.Inputs(0) == sg.Inputs(0) and self.sg.Tensors(op.Inputs(0)).Type() == 0:
+            if name == "QUANTIZE" and op.Inputs(0) in ins and self.sg.Tensors(op.Inputs(0)).Type() == 0:
                 edges[op.Inputs(0)] = op.Outputs(0)
                 edges["ops"].add(i)
-            elif name == "DEQUANTIZE" and op.Outputs(0) == sg.Outputs(0):
+            elif name == "DEQUANTIZE" and op.Outputs(0) in outs:
                 edges[op.Outputs(0)] = op.Inputs(0)
                 edges["ops"].add(i)
         return edges
