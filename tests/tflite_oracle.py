@@ -318,19 +318,39 @@ def activation_case(rng, name, extreme=False, op="LOGISTIC"):
     return Case(name, tensors, [Node(op, [0], 1)], 0, 1), True
 
 
+def mean_case(rng, name, extreme=False):
+    """MEAN over random axes of a rank 2-4 tensor, keep_dims or not; half of them Keras's global average pool
+    ([1,h,w,c] over axes 1 and 2); a third keep the input's quantization."""
+    if rng.random() < 0.5:
+        shape, axes = (1, int(rng.integers(1, 30)), int(rng.integers(1, 30)), int(rng.integers(1, 40))), [1, 2]
+    else:
+        r = int(rng.integers(2, 5))
+        shape = tuple(int(v) for v in rng.integers(1, 8, r))
+        axes = sorted({int(a) for a in rng.choice(r, int(rng.integers(1, r + 1)))})
+    keep = bool(rng.integers(0, 2))
+    (s, z), other = _act(rng, extreme), _act(rng, extreme)
+    ys, yz = (s, z) if rng.random() < 0.3 else other
+    out = tuple(1 if i in axes else d for i, d in enumerate(shape)) if keep else \
+        tuple(d for i, d in enumerate(shape) if i not in axes)
+    listed = [a - len(shape) if rng.random() < 0.3 else a for a in rng.permutation(axes)]    # any order, negative
+    tensors = [T(shape, [s], [z]), T((len(axes),), [1.0], [0], INT32, np.array(listed, np.int32)),
+               T(out or (1,), [ys], [yz])]
+    return Case(name, tensors, [Node("MEAN", [0, 1], 2, ("ReducerOptions", dict(KeepDims=keep)))], 0, 2), True
+
+
 MAKERS = {"conv": lambda r, n, e: conv_case(r, n, False, e), "depthwise": lambda r, n, e: conv_case(r, n, True, e),
           "fully_connected": fc_case, "avg_pool": lambda r, n, e: pool_case(r, n, True, e),
           "max_pool": lambda r, n, e: pool_case(r, n, False, e), "softmax": softmax_case, "add": add_case,
           "sub": lambda r, n, e: add_case(r, n, e, "SUB"), "mul": lambda r, n, e: add_case(r, n, e, "MUL"),
-          "concat": concat_case, "pad": pad_case, "logistic": activation_case, "tanh": lambda r, n, e: activation_case(r, n, e, "TANH"),
+          "concat": concat_case, "mean": mean_case, "pad": pad_case, "logistic": activation_case, "tanh": lambda r, n, e: activation_case(r, n, e, "TANH"),
           "hard_swish": lambda r, n, e: activation_case(r, n, e, "HARD_SWISH"),
           "relu": lambda r, n, e: activation_case(r, n, e, str(r.choice(["RELU", "RELU6"])))}
 
 
-def cases(seed: int, n: int) -> list[Case]:
-    """n valid random cases, every operator in turn, every third one with edge values."""
+def cases(seed: int, n: int, kinds: list[str] | None = None) -> list[Case]:
+    """n valid random cases, every operator (of `kinds`, default all) in turn, every third one with edge values."""
     rng = np.random.default_rng(seed)
-    out, kinds, i = [], list(MAKERS), 0
+    out, kinds, i = [], list(kinds or MAKERS), 0
     while len(out) < n:
         kind = kinds[i % len(kinds)]
         case, ok = MAKERS[kind](rng, f"c{seed}_{i}_{kind}", i % 3 == 2)

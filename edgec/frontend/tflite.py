@@ -205,6 +205,14 @@ class _Importer:
         """A new canonical int8 tensor for the operator's output 0, with the file's scale and zero point."""
         return self._activation(op.Outputs(0), shape)
 
+    def intermediate(self, like: str, shape: tuple[int, ...], suffix: str) -> str:
+        """A new tensor between two ops made from one operator, quantized as tensor `like`."""
+        t = self.graph.tensors[like]
+        name = f"{like}{suffix}"
+        self.graph.tensors[name] = Tensor(name=name, shape=tuple(shape), source=name, scale=t.scale,
+                                          zero_point=t.zero_point)
+        return name
+
     def act_range(self, op, out: str, fused: int) -> dict:
         """TFLite's CalculateActivationRangeQuantized: the int8 clamp of a fused activation (float32 math)."""
         if fused not in ACTIVATIONS:
@@ -266,10 +274,10 @@ class _Importer:
         return arrays, w, b
 
     def emit(self, kind: str, tflite_op, inputs: list[str], out: str, arrays: dict | None = None,
-             params: dict | None = None, **attrs) -> Op:
+             params: dict | None = None, part: str = "", **attrs) -> Op:
         """Append an op of `kind` made from `tflite_op`; `arrays`/`params`: the file's integers, which replace
-        its quantizer's."""
-        name = f"{self.op_name(tflite_op)}#{self.index}"
+        its quantizer's; `part`: a suffix of its name when one operator becomes several ops."""
+        name = f"{self.op_name(tflite_op)}#{self.index}{part}"
         e = Op(kind=kind, name=name, inputs=tuple(inputs), output=out, attrs={"act": NO_ACT, **attrs})
         self.graph.ops.append(e)
         self.given[name] = {"arrays": arrays or {}, "params": params or {}}
