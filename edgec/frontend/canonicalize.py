@@ -130,7 +130,9 @@ class _Canonicalizer:
         return op
 
     def shape(self, value: str, node: onnx.NodeProto) -> tuple[int, ...]:
-        """The static ONNX shape of `value`; an error naming `node` when it is not static."""
+        """The static ONNX shape of `value` (a constant's too); an error naming `node` when it is not static."""
+        if value not in self.shapes and value in self.consts:     # (folded at load or here: no value_info)
+            return tuple(int(d) for d in np.shape(self.consts[value]))
         if value not in self.shapes:
             raise node_error(node, f"the shape of '{value}' is not static; export the model with fixed shapes")
         return self.shapes[value]
