@@ -268,3 +268,47 @@ def test_an_operator_reading_a_variable_tensor_is_named(tmp_path):
         importer.load(path, "lstm")
     assert "not computed by any operator" not in str(e.value)
     assert api.inspect_model(path)["nodes"][0]["supported"] is False
+
+
+def _uint8_model(rng, out_uint8: bool):
+    """ST's model zoo's layout: a uint8 input, QUANTIZE to int8 (x - 128: same scale), an int8 layer (a 2x2
+    average pool), a QUANTIZE to another int8 scale, then (out_uint8) a QUANTIZE to a uint8 output."""
+    T, Node = oracle.T, oracle.Node
+    h, w, c = (int(v) for v in rng.integers(2, 9, 3))
+    s = float(np.float32(10 ** rng.uniform(-3, 0)))
+    (s2, z2), (s3, z3) = oracle._act(rng, True), oracle._act(rng, False)
+    pool = ("Pool2DOptions", dict(Padding=0, StrideW=1, StrideH=1, FilterWidth=2, FilterHeight=2))
+    tensors = [T((1, h, w, c), [s], [128], UINT8), T((1, h, w, c), [s], [0]), T((1, h, w, c), [s], [0]),
+               T((1, h, w, c), [s2], [z2])]
+    nodes = [Node("QUANTIZE", [0], 1), Node("AVERAGE_POOL_2D", [1], 2, pool), Node("QUANTIZE", [2], 3)]
+    if out_uint8:
+        tensors.append(T((1, h, w, c), [s3], [int(rng.integers(0, 256))], UINT8))
+        nodes.append(Node("QUANTIZE", [3], 4))
+    return oracle.Case("u8", tensors, nodes, 0, len(tensors) - 1), rng.integers(0, 256, (6, 1, h, w, c)).astype(np.uint8)
+
+
+UINT8 = 3       # tflite.TensorType
+
+
+@pytest.mark.parametrize("out_uint8", [False, True])
+def test_uint8_input_and_output(out_uint8, tmp_path):
+    """A uint8 graph input (the sensor's bytes) and QUANTIZE between uint8 and int8 and between int8 scales:
+    bit-identical with TFLite Micro on the reference and in generated C; the input port is uint8 with the file's
+    zero point."""
+    rng = np.random.default_rng(11 + out_uint8)
+    graphs, xs, wants = [], [], []
+    for k in range(6):
+        case, x = _uint8_model(rng, out_uint8)
+        path = tmp_path / f"u8_{k}.tflite"
+        path.write_bytes(oracle.write(case))
+        graph = importer.load(path, f"u8_{k}")
+        tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
+        assert (tin.dtype, tin.zero_point) == ("uint8", 128)
+        assert tout.dtype == ("uint8" if out_uint8 else "int8")
+        want = oracle.tflm(path.read_bytes(), x)
+        got = np.stack([np.asarray(reference.run(graph, xi.reshape(-1))).reshape(-1) for xi in x])
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+        graphs.append(graph), xs.append(x.reshape(len(x), -1)), wants.append(want)
+    for c, want in zip(oracle.run_c(graphs, xs, tmp_path / "c", "reference"), wants):
+        assert np.array_equal(c.view(want.dtype), want)
+    assert len({int(v) for o in wants for v in o.reshape(-1)}) > 50      # the outputs cover the range

@@ -27,7 +27,7 @@ from edgec.errors import EdgecError
 from edgec.ir import NO_ACT, Graph, GraphBuilder, Op, Tensor
 
 IDENTIFIER = b"TFL3"
-INT8 = 9                 # tflite.TensorType
+INT8, UINT8 = 9, 3       # tflite.TensorType
 TYPES = {0: np.float32, 2: np.int32, 3: np.uint8, 4: np.int64, 7: np.int16, 9: np.int8}
 ACTIVATIONS = {0: None, 1: (0.0, math.inf), 2: (-1.0, 1.0), 3: (0.0, 6.0)}   # NONE, RELU, RELU_N1_TO_1, RELU6
 
@@ -190,20 +190,25 @@ class _Importer:
             raise Unsupported(f"input {k} ('{self._tname(i)}') must be a constant of a numeric type")
         return np.frombuffer(data.tobytes(), TYPES[t.Type()]).reshape(self.shape(i))
 
-    def input(self, op, k: int = 0) -> str:
-        """The canonical tensor holding activation input k."""
+    def input(self, op, k: int = 0, dtypes: tuple[str, ...] = ("int8",)) -> str:
+        """The canonical tensor holding activation input k (of one of `dtypes`: a uint8 tensor only where the
+        importer says it takes one)."""
         i = op.Inputs(k)
         if i not in self.values:
             raise Unsupported(f"input {k} ('{self._tname(i)}') is a constant or an unknown tensor; edgec needs an "
                               "activation there")
+        if self.graph.tensors[self.values[i]].dtype not in dtypes:
+            raise Unsupported(f"input {k} ('{self._tname(i)}') is {self.graph.tensors[self.values[i]].dtype}; this "
+                              "operator takes int8 (uint8 goes through a QUANTIZE to int8 first)")
         return self.values[i]
 
     def tensor(self, name: str) -> Tensor:
         return self.graph.tensors[name]
 
-    def output(self, op, shape: tuple[int, ...] | None = None) -> str:
-        """A new canonical int8 tensor for the operator's output 0, with the file's scale and zero point."""
-        return self._activation(op.Outputs(0), shape)
+    def output(self, op, shape: tuple[int, ...] | None = None, dtypes: tuple[str, ...] = ("int8",)) -> str:
+        """A new canonical int8 tensor (or of one of `dtypes`) for the operator's output 0, with the file's scale
+        and zero point."""
+        return self._activation(op.Outputs(0), shape, dtypes)
 
     def intermediate(self, like: str, shape: tuple[int, ...], suffix: str) -> str:
         """A new tensor between two ops made from one operator, quantized as tensor `like`."""
@@ -303,7 +308,7 @@ class _Importer:
         for k in range(sg.InputsLength()):
             i = sg.Inputs(k)
             try:
-                t = self._activation(edges.get(i, i))
+                t = self._activation(edges.get(i, i), dtypes=("int8", "uint8"))
             except Unsupported as exc:
                 raise EdgecError(f"{self.path}: graph input '{self._tname(i)}': {exc}") from None
             if k == 0:
@@ -395,10 +400,12 @@ class _Importer:
         n = self.sg.Tensors(index).Name()
         return n.decode(errors="replace") if n else f"#{index}"
 
-    def _activation(self, index: int, shape=None) -> str:
+    def _activation(self, index: int, shape=None, dtypes: tuple[str, ...] = ("int8",)) -> str:
         t = self.sg.Tensors(index)
-        if t.Type() != INT8:
-            raise Unsupported(f"tensor '{self._tname(index)}' is {_type_name(t.Type())}; edgec runs int8 activations")
+        dtype = {INT8: "int8", UINT8: "uint8"}.get(t.Type())
+        if dtype not in dtypes:
+            raise Unsupported(f"tensor '{self._tname(index)}' is {_type_name(t.Type())}; edgec runs int8 activations"
+                              + (" (and takes uint8 in and out through a QUANTIZE)" if dtype == "uint8" else ""))
         scales, zps, _ = self.qparams(index)
         if scales.size != 1:
             raise Unsupported(f"tensor '{self._tname(index)}' has a scale per channel; activations are per tensor")
@@ -408,7 +415,7 @@ class _Importer:
             name, k = f"{base}_{k}", k + 1
         phys = tuple(shape if shape is not None else self.shape(index)) or (1,)
         self.graph.tensors[name] = Tensor(name=name, shape=phys, source=name, scale=float(scales[0]),
-                                          zero_point=int(zps[0]))
+                                          zero_point=int(zps[0]), dtype=dtype)
         self.values[index] = name
         return name
 
