@@ -312,3 +312,54 @@ def test_uint8_input_and_output(out_uint8, tmp_path):
     for c, want in zip(oracle.run_c(graphs, xs, tmp_path / "c", "reference"), wants):
         assert np.array_equal(c.view(want.dtype), want)
     assert len({int(v) for o in wants for v in o.reshape(-1)}) > 50      # the outputs cover the range
+
+
+def test_uint8_input_two_outputs_on_cortex_m4(tmp_path):
+    """End to end on the emulated Cortex-M4: a uint8 input (QUANTIZE to int8), two outputs (a MEAN of a 2x2
+    average pool, a 3x3 max pool): `edgec build` without --calib and `edgec bench` over the link: the device
+    equals the reference on every sample, and the reference equals TFLite Micro's interpreter."""
+    T, Node = oracle.T, oracle.Node
+    s = float(np.float32(1 / 255))
+    pool = lambda k: ("Pool2DOptions", dict(Padding=1, StrideW=1, StrideH=1, FilterWidth=k, FilterHeight=k))
+    tensors = [T((1, 12, 12, 3), [s], [128], UINT8), T((1, 12, 12, 3), [s], [0]), T((1, 11, 11, 3), [s], [0]),
+               T((1, 10, 10, 3), [s], [0]), T((1, 3), [float(np.float32(0.004))], [-5]),
+               T((2,), [1.0], [0], oracle.INT32, np.array([1, 2], np.int32))]
+    nodes = [Node("QUANTIZE", [0], 1), Node("AVERAGE_POOL_2D", [1], 2, pool(2)), Node("MAX_POOL_2D", [1], 3, pool(3)),
+             Node("MEAN", [2, 5], 4, ("ReducerOptions", dict(KeepDims=False)))]
+    path = tmp_path / "u8_two.tflite"
+    path.write_bytes(oracle.write(oracle.Case("u8_two", tensors, nodes, 0, [4, 3])))
+    data = tmp_path / "x.npz"
+    q = np.random.default_rng(4).integers(0, 256, (20, 12, 12, 3))
+    np.savez(data, x=((q - 128) * s).astype(np.float32))
+    proc = edgec("build", path, "--board", "qemu-cortex-m4", "-o", tmp_path / "build")
+    assert proc.returncode == 0, proc.stderr
+    assert "#define U8_TWO_INPUT_UINT8 1" in (tmp_path / "build" / "model" / "u8_two.h").read_text()
+    proc = edgec("bench", tmp_path / "build", "--data", data, "--json", "-", "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert r["agreement"]["device_vs_reference"] == 1.0 and r["samples"] == 20
+    assert r["tflite"] == {"interpreter": "tflite-micro", "reference_vs_interpreter": 1.0}
+
+
+def test_shape_computations_fold(tmp_path):
+    """Keras's Reshape of a model with batch None: SHAPE -> STRIDED_SLICE (the batch) -> PACK -> RESHAPE, integer
+    tensors computed at run time; edgec folds them at import (no op on the device) and reproduces TFLite Micro."""
+    T, Node, i32 = oracle.T, oracle.Node, oracle.INT32
+    rng = np.random.default_rng(8)
+    (s, z), (s2, z2) = oracle._act(rng, False), oracle._act(rng, False)
+    tensors = [T((1, 4, 6), [s], [z]), T((3,), [], [], i32), T((1,), [], [], i32, np.array([0], np.int32)),
+               T((1,), [], [], i32, np.array([1], np.int32)), T((), [], [], i32), T((), [], [], i32, np.array(24, np.int32)),
+               T((2,), [], [], i32), T((1, 24), [s], [z]), T((1, 24), [s2], [z2])]
+    nodes = [Node("SHAPE", [0], 1), Node("STRIDED_SLICE", [1, 2, 3, 3], 4, ("StridedSliceOptions", dict(ShrinkAxisMask=1))),
+             Node("PACK", [4, 5], 6, ("PackOptions", dict(ValuesCount=2, Axis=0))), Node("RESHAPE", [0, 6], 7),
+             Node("FULLY_CONNECTED", [7, 9, 10], 8, ("FullyConnectedOptions", dict(FusedActivationFunction=0)))]
+    wq, ws = oracle._weights(rng, (24, 24), 0, False)
+    tensors += [T((24, 24), ws[:1], [0], data=wq), T((24,), [s * ws[0]], [0], i32, oracle._bias(rng, 24, False))]
+    path = tmp_path / "shape.tflite"
+    path.write_bytes(oracle.write(oracle.Case("shape", tensors, nodes, 0, 8)))
+    graph = importer.load(path, "shape")
+    assert [op.kind for op in graph.ops] == ["reshape", "fully_connected"]
+    x = rng.integers(-128, 128, (5, 1, 4, 6)).astype(np.int8)
+    got = np.stack([np.asarray(reference.run(graph, xi.reshape(-1))).reshape(-1) for xi in x])
+    assert np.array_equal(got, oracle.tflm(path.read_bytes(), x))
+    assert all(n["supported"] for n in api.inspect_model(path)["nodes"])

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from edgec.errors import EdgecError
+from edgec.frontend import tflite_fold
 from edgec.ir import NO_ACT, Graph, GraphBuilder, Op, Tensor
 
 IDENTIFIER = b"TFL3"
@@ -144,6 +145,8 @@ class _Importer:
         self.values: dict[int, str] = {}          # TFLite tensor index -> canonical tensor
         self.problems: list[dict] = []          # what cannot be honoured, one entry per operator
         self.given: dict[str, dict] = {}          # op name -> the file's integers replacing the quantizer's
+        self.static: dict[int, np.ndarray] = {}   # TFLite tensor index -> its value, computed at import
+                                                  # (run-time shape computations: edgec/frontend/tflite_fold.py)
 
     # ---- the context importers build on (edgec/ops/<family>.py) ---------------------------
     def op_name(self, op) -> str:
@@ -184,6 +187,8 @@ class _Importer:
         if k >= op.InputsLength() or op.Inputs(k) < 0:
             return None
         i = op.Inputs(k)
+        if i in self.static:
+            return self.static[i]
         t = self.sg.Tensors(i)
         data = self.model.Buffers(t.Buffer()).DataAsNumpy() if t.Buffer() > 0 else 0
         if isinstance(data, int) or t.Type() not in TYPES:
@@ -324,6 +329,8 @@ class _Importer:
             if self.index in edges["ops"]:
                 continue
             after = any(op.Inputs(k) in poisoned for k in range(op.InputsLength()))
+            if not after and tflite_fold.fold(self, op):
+                continue                  # computed at import (a shape computation)
             try:
                 if name not in TFLITE_IMPORTERS:
                     raise Unsupported("operator not supported")
