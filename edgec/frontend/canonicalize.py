@@ -204,9 +204,12 @@ class _Canonicalizer:
             elem = inp.type.tensor_type.elem_type
             if elem != onnx.TensorProto.FLOAT:
                 raise EdgecError(f"input '{inp.name}' is {onnx.TensorProto.DataType.Name(elem)}; edgec takes float "
-                                 "models (quantized ONNX models come later)")
+                                 "inputs, and uint8/int8 inputs read only by a DequantizeLinear with a constant "
+                                 "per-tensor scale (a QDQ model)")
             name = self.new_tensor(inp.name, shape, inp.name)
             self.values[inp.name] = (name, movement.identity(len(shape)))
+            if self.qdq.get("integer_inputs", {}).get(inp.name) == "uint8":     # the device takes the bytes
+                name = self._uint8_port(inp.name, shape, name)
             if k == 0:
                 self.graph.input = name
                 self.graph.input_onnx_shape = shape
@@ -226,6 +229,15 @@ class _Canonicalizer:
         matmul.read_through_views(self.graph)    # attention's q/k/v slices and 1/sqrt(d): no copies
         movement.ensure_kernel(self)
         return self.graph.finish()
+
+    def _uint8_port(self, value: str, shape: tuple[int, ...], int8: str) -> str:
+        """A QDQ model's uint8 input (edgec/frontend/qdq.py): a uint8 tensor (the same grid, zero point + 128)
+        converted to the int8 tensor the graph reads by a `quantize` op; returns the uint8 tensor."""
+        port = self.new_tensor(value, shape, value)
+        self.graph.retensor(port, dtype="uint8")
+        self.emit("quantize", onnx.helper.make_node("Identity", [value], [value], name=f"{value} (uint8 input)"),
+                  [port], int8)
+        return port
 
     def _output(self, k: int, out: str) -> None:
         """The model's k-th output, in its ONNX layout."""
