@@ -179,6 +179,7 @@ def test_float_edges(tmp_path):
     want = oracle.tflm(path.read_bytes(), x)
     got = np.stack([np.asarray(reference.run(graph, qi.reshape(-1))).reshape(-1) for qi in q])
     assert np.array_equal((got.astype(np.float32) - tout.zero_point) * np.float32(tout.scale), want)
+    assert np.array_equal(importer.interpreter_outputs(path, q.reshape(len(q), -1)), got)   # (the bench's check)
 
 
 def test_damaged_files_are_one_line(tmp_path):

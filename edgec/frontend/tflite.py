@@ -82,25 +82,32 @@ def survey(path: str | Path, name: str) -> tuple[Graph, dict]:
 
 def interpreter_outputs(path: str | Path, xq: np.ndarray) -> np.ndarray | None:
     """TFLite Micro's own outputs (its Python interpreter, the `tflite-micro` package, reference kernels) for
-    integer inputs xq [n, ...] (several inputs: packed, edgec/ports.py), several outputs packed the same way;
-    None when the package is not installed."""
+    the integer inputs xq [n, ...] edgec's graph takes (several inputs: packed, edgec/ports.py), several outputs
+    packed the same way; a float input gets xq dequantized (its QUANTIZE gives xq back), a float output is
+    quantized back (its DEQUANTIZE is exact). None when the package is not installed."""
     try:
         from tflite_micro.python.tflite_micro import runtime
     except ImportError:
         return None
-    import tflite
-
-    sg = tflite.Model.GetRootAsModel(Path(path).read_bytes(), 0).Subgraphs(0)
+    graph = load(path, "interpreter")
     interp = runtime.Interpreter.from_file(str(path))
-    ins = [interp.get_input_details(k) for k in range(sg.InputsLength())]
-    sizes = [int(np.prod(d["shape"])) for d in ins]
+    ins = [(interp.get_input_details(k), graph.tensors[t]) for k, t in enumerate(graph.inputs)]
+    sizes = [int(np.prod(d["shape"])) for d, _ in ins]
     outs = []
     for x in np.asarray(xq).reshape(len(xq), -1):
-        for k, (d, part) in enumerate(zip(ins, np.split(x, np.cumsum(sizes)[:-1]))):
+        for k, ((d, t), part) in enumerate(zip(ins, np.split(x, np.cumsum(sizes)[:-1]))):
+            if d["dtype"] == np.float32:
+                part = (part.astype(np.float32) - np.float32(t.zero_point)) * np.float32(t.scale)
             interp.set_input(np.asarray(part).astype(d["dtype"]).reshape(d["shape"]), k)
         interp.invoke()
-        outs.append(np.concatenate([np.asarray(interp.get_output(k)).reshape(-1)
-                                    for k in range(sg.OutputsLength())]))
+        row = []
+        for k, t in enumerate(graph.outputs):
+            y = np.asarray(interp.get_output(k)).reshape(-1)
+            if y.dtype == np.float32:
+                tt = graph.tensors[t]
+                y = np.clip(np.rint(y / np.float32(tt.scale)) + tt.zero_point, -128, 127).astype(np.int8)
+            row.append(y)
+        outs.append(np.concatenate(row))
     return np.stack(outs)
 
 
