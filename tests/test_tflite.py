@@ -364,3 +364,15 @@ def test_shape_computations_fold(tmp_path):
     got = np.stack([np.asarray(reference.run(graph, xi.reshape(-1))).reshape(-1) for xi in x])
     assert np.array_equal(got, oracle.tflm(path.read_bytes(), x))
     assert all(n["supported"] for n in api.inspect_model(path)["nodes"])
+
+
+def test_shape_of_an_unsupported_operators_output_is_not_named(tmp_path):
+    """A SHAPE after an unsupported operator still folds (it reads the file's shape, not the values): only the
+    operator in the way is named."""
+    T, Node, i32 = oracle.T, oracle.Node, oracle.INT32
+    tensors = [T((1, 8), [0.1], [0]), T((1, 8), [0.1], [0]), T((2,), [], [], i32), T((1, 8), [0.1], [0])]
+    nodes = [Node("SKIP_GRAM", [0], 1), Node("SHAPE", [1], 2), Node("RESHAPE", [1, 2], 3)]
+    path = tmp_path / "shape_after.tflite"
+    path.write_bytes(oracle.write(oracle.Case("shape_after", tensors, nodes, 0, 3)))
+    with pytest.raises(EdgecError, match=r"cannot honour 1 operator\(s\): SKIP_GRAM \(operator #0"):
+        importer.load(path, "shape_after")

@@ -336,7 +336,7 @@ class _Importer:
             if self.index in edges["ops"]:
                 continue
             after = any(op.Inputs(k) in poisoned for k in range(op.InputsLength()))
-            if not after and tflite_fold.fold(self, op):
+            if tflite_fold.fold(self, op):   # (never reads an activation's values: poisoned inputs do not matter)
                 continue                  # computed at import (a shape computation)
             try:
                 if name not in TFLITE_IMPORTERS:
