@@ -376,3 +376,33 @@ def test_shape_of_an_unsupported_operators_output_is_not_named(tmp_path):
     path.write_bytes(oracle.write(oracle.Case("shape_after", tensors, nodes, 0, 3)))
     with pytest.raises(EdgecError, match=r"cannot honour 1 operator\(s\): SKIP_GRAM \(operator #0"):
         importer.load(path, "shape_after")
+
+
+def test_int16_input_and_output(tmp_path):
+    """An int16 graph input and output (zero point 0, as TFLite's int16 tensors): QUANTIZE int16 -> int8, an int8
+    layer, QUANTIZE int8 -> int16; bit-identical with TFLite Micro on the reference and in generated C."""
+    T, Node = oracle.T, oracle.Node
+    rng = np.random.default_rng(16)
+    graphs, xs, wants = [], [], []
+    for k in range(4):
+        h, w, c = (int(v) for v in rng.integers(2, 7, 3))
+        s16, (s8, z8), s_out = float(np.float32(10 ** rng.uniform(-5, -3))), oracle._act(rng, k % 2 == 1), \
+            float(np.float32(10 ** rng.uniform(-5, -2)))
+        pool = ("Pool2DOptions", dict(Padding=0, StrideW=1, StrideH=1, FilterWidth=2, FilterHeight=2))
+        tensors = [T((1, h, w, c), [s16], [0], INT16), T((1, h, w, c), [s8], [z8]), T((1, h, w, c), [s8], [z8]),
+                   T((1, h, w, c), [s_out], [0], INT16)]
+        nodes = [Node("QUANTIZE", [0], 1), Node("AVERAGE_POOL_2D", [1], 2, pool), Node("QUANTIZE", [2], 3)]
+        path = tmp_path / f"i16_{k}.tflite"
+        path.write_bytes(oracle.write(oracle.Case(f"i16_{k}", tensors, nodes, 0, 3)))
+        graph = importer.load(path, f"i16_{k}")
+        assert graph.tensors[graph.input].dtype == graph.tensors[graph.output].dtype == "int16"
+        x = rng.integers(-32768, 32768, (6, 1, h, w, c)).astype(np.int16)
+        want = oracle.tflm(path.read_bytes(), x)
+        got = np.stack([np.asarray(reference.run(graph, xi.reshape(-1))).reshape(-1) for xi in x])
+        assert got.dtype == want.dtype == np.int16 and np.array_equal(got, want)
+        graphs.append(graph), xs.append(x.reshape(len(x), -1).view(np.int8)), wants.append(want)
+    for c, want in zip(oracle.run_c(graphs, xs, tmp_path / "c", "reference"), wants):
+        assert np.array_equal(c.view(np.int16), want)
+
+
+INT16 = 7       # tflite.TensorType

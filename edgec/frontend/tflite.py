@@ -28,7 +28,7 @@ from edgec.frontend import tflite_fold
 from edgec.ir import NO_ACT, Graph, GraphBuilder, Op, Tensor
 
 IDENTIFIER = b"TFL3"
-INT8, UINT8 = 9, 3       # tflite.TensorType
+INT8, UINT8, INT16 = 9, 3, 7       # tflite.TensorType
 TYPES = {0: np.float32, 2: np.int32, 3: np.uint8, 4: np.int64, 7: np.int16, 9: np.int8}
 ACTIVATIONS = {0: None, 1: (0.0, math.inf), 2: (-1.0, 1.0), 3: (0.0, 6.0)}   # NONE, RELU, RELU_N1_TO_1, RELU6
 
@@ -320,7 +320,7 @@ class _Importer:
         for k in range(sg.InputsLength()):
             i = sg.Inputs(k)
             try:
-                t = self._activation(edges.get(i, i), dtypes=("int8", "uint8"))
+                t = self._activation(edges.get(i, i), dtypes=("int8", "uint8", "int16"))
             except Unsupported as exc:
                 raise EdgecError(f"{self.path}: graph input '{self._tname(i)}': {exc}") from None
             if k == 0:
@@ -367,6 +367,9 @@ class _Importer:
                 g.more_outputs.append(t)
             if several:
                 g.port_names[t], g.port_shapes[t] = self._tname(o), self.shape(o)
+        if several and any(g.tensors[t].dtype == "int16" for t in g.inputs + g.outputs):
+            raise EdgecError(f"{self.path}: an int16 input or output in a model with several inputs or outputs; "
+                             "edgec takes int16 ports only in a model with one input and one output")
         g.prune()
         self._quantize()
         return g.finish()
@@ -416,10 +419,10 @@ class _Importer:
 
     def _activation(self, index: int, shape=None, dtypes: tuple[str, ...] = ("int8",)) -> str:
         t = self.sg.Tensors(index)
-        dtype = {INT8: "int8", UINT8: "uint8"}.get(t.Type())
+        dtype = {INT8: "int8", UINT8: "uint8", INT16: "int16"}.get(t.Type())
         if dtype not in dtypes:
             raise Unsupported(f"tensor '{self._tname(index)}' is {_type_name(t.Type())}; edgec runs int8 activations"
-                              + (" (and takes uint8 in and out through a QUANTIZE)" if dtype == "uint8" else ""))
+                              + (f" (and takes {dtype} in and out through a QUANTIZE)" if dtype else ""))
         scales, zps, _ = self.qparams(index)
         if scales.size != 1:
             raise Unsupported(f"tensor '{self._tname(index)}' has a scale per channel; activations are per tensor")

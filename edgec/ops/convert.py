@@ -1,6 +1,6 @@
 """`requantize`: the conversion between an int8 tensor and its int16 twin where a 16x8 layer (--int16,
 edgec/quant/int16.py) meets int8 ones (TFLite's Requantize, Q31 multiplier + shift); `quantize`: TFLite's QUANTIZE
-between 8-bit types (int8 or uint8 in and out: a uint8 graph input the sensor's bytes go into, a uint8 graph
+between int8, uint8 and int16 (a uint8 graph input the sensor's bytes go into, a uint8 or int16 graph input or
 output, an int8 requantization anywhere), as TFLite Micro's Requantize computes it; kernels in
 runtime_c/edgec_convert.c.
 
@@ -68,17 +68,23 @@ def quantize_quantize8(op: Op, ins: list[Tensor], out: Tensor) -> None:
     """TFLM's QUANTIZE Prepare: the Q31 multiplier of input scale / output scale, in double."""
     mult, shift = quantize_multiplier(float(np.float64(np.float32(ins[0].scale)) / np.float64(np.float32(out.scale))))
     op.params.update(n=out.size, input_zp=int(ins[0].zero_point), mult=mult, shift=shift,
-                     output_zp=int(out.zero_point), input_unsigned=int(ins[0].dtype == "uint8"),
-                     output_unsigned=int(out.dtype == "uint8"))
+                     output_zp=int(out.zero_point), input_type=QUANTIZE_TYPES.index(ins[0].dtype),
+                     output_type=QUANTIZE_TYPES.index(out.dtype))
+
+
+QUANTIZE_TYPES = ("int8", "uint8", "int16")      # the C kernel's input_type / output_type codes
 
 
 def quantize8(p: dict, x) -> np.ndarray:
-    """TFLite Micro's Requantize between int8 and uint8: (x - input_zp) * (mult, shift) + output_zp, clamped to the
-    output type (x's bytes read as uint8 or int8 as the input is, whatever array type carries them)."""
+    """TFLite Micro's Requantize between int8, uint8 and int16: (x - input_zp) * (mult, shift) + output_zp, clamped
+    to the output type (an 8-bit input's bytes read as uint8 or int8 as the input is, whatever array type carries
+    them)."""
     v = np.asarray(x).astype(np.int64).reshape(-1)
-    v = (v & 0xFF) if p["input_unsigned"] else ((v + 128) & 0xFF) - 128
+    if p["input_type"] != 2:
+        v = (v & 0xFF) if p["input_type"] == 1 else ((v + 128) & 0xFF) - 128
     out = requantize(v - int(p["input_zp"]), p["mult"], p["shift"]).astype(np.int64) + int(p["output_zp"])
-    return np.clip(out, 0, 255).astype(np.uint8) if p["output_unsigned"] else np.clip(out, -128, 127).astype(np.int8)
+    t = np.dtype(QUANTIZE_TYPES[int(p["output_type"])])
+    return np.clip(out, np.iinfo(t).min, np.iinfo(t).max).astype(t)
 
 
 def _c_quantize8(op: Op, low, site: CallSite) -> str:
@@ -134,11 +140,12 @@ ONNX = {"Cast": import_cast, "CastLike": import_cast_like,
 
 # ---- TFLite import (edgec/frontend/tflite.py)
 def import_tflite_quantize(tx, op):
-    """QUANTIZE between 8-bit integer types (uint8 -> int8 after a uint8 graph input: x - 128 where the scales
-    agree; int8 -> uint8 before a uint8 output; int8 -> int8 requantization). The QUANTIZE of a float graph input
-    is the host's (edgec/frontend/tflite.py); float or int16 tensors anywhere else are refused."""
-    x = tx.input(op, 0, dtypes=("int8", "uint8"))
-    out = tx.output(op, dtypes=("int8", "uint8"))
+    """QUANTIZE between integer types (uint8 -> int8 after a uint8 graph input: x - 128 where the scales agree;
+    int8 -> uint8 before a uint8 output; int8 -> int8 requantization; int16 <-> int8 at an int16 graph input or
+    output). The QUANTIZE of a float graph input is the host's (edgec/frontend/tflite.py); uint8 or int16 tensors
+    into any other operator are refused."""
+    x = tx.input(op, 0, dtypes=QUANTIZE_TYPES)
+    out = tx.output(op, dtypes=QUANTIZE_TYPES)
     tx.emit("quantize", op, [x], out)
 
 
