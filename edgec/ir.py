@@ -25,8 +25,9 @@ import numpy as np
 
 # An op's `act` attribute (the interval its output is clamped to) when no activation is fused into it.
 NO_ACT = (-math.inf, math.inf)
-# Activation types: int8 everywhere, int16 where a layer runs TFLite's 16x8 scheme (edgec/quant/int16.py).
-DTYPES = {"int8": np.int8, "int16": np.int16}
+# Activation types: int8 everywhere, int16 where a layer runs TFLite's 16x8 scheme (edgec/quant/int16.py), uint8
+# only at a graph input or output a .tflite file gives so (converted to / from int8 by a `quantize`, edgec/ops/convert.py).
+DTYPES = {"int8": np.int8, "int16": np.int16, "uint8": np.uint8}
 # Source prefix of the tensors edgec makes itself (decomposed operators): onnxruntime never sees them, so the
 # float interpreter (edgec/quant/floatref.py) calibrates them.
 SYNTHETIC = "edgec:"

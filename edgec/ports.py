@@ -98,12 +98,17 @@ def result(graph: Graph, env: dict[str, np.ndarray]) -> np.ndarray:
 
 
 def quantize_inputs(graph: Graph, x: np.ndarray) -> np.ndarray:
-    """Float samples (N, *input shape) or packed (N, total) -> int8, each input with its own scale and zero
-    point (the host's rounding: NumPy's half to even)."""
+    """Float samples (N, *input shape) or packed (N, total) -> int8 (a uint8 input: uint8; packed: its bytes as
+    int8), each input with its own scale and zero point (the host's rounding: NumPy's half to even)."""
     if not graph.more_inputs:
         return quantize_input(graph.tensors[graph.input], x)
-    return np.concatenate([quantize_input(graph.tensors[p.tensor], p.of(x)).reshape(len(x), -1)
+    return np.concatenate([_bytes(quantize_input(graph.tensors[p.tensor], p.of(x))).reshape(len(x), -1)
                            for p in inputs(graph)], axis=1)
+
+
+def _bytes(q: np.ndarray) -> np.ndarray:
+    """A uint8 input's values as the int8 bytes of the packed vector (the same bytes)."""
+    return q.view(np.int8) if q.dtype == np.uint8 else q
 
 
 def dequantize_outputs(graph: Graph, q: np.ndarray) -> np.ndarray:
@@ -133,7 +138,8 @@ def c_context(graph: Graph, pointer) -> dict | None:
 
     def one(p: Port) -> dict:
         t = graph.tensors[p.tensor]
-        return {"c": p.c_name, "C": p.c_name.upper(), "name": p.name, "bytes": t.nbytes, "scale": repr(float(t.scale)),
+        return {"c": p.c_name, "C": p.c_name.upper(), "name": p.name, "bytes": t.nbytes, "dtype": t.dtype,
+                "scale": repr(float(t.scale)),
                 "zero_point": t.zero_point, "shape": list(p.onnx_shape), "pointer": pointer(p.tensor)}
     ins, outs = inputs(graph), outputs(graph)
     check_names(ins, "input")

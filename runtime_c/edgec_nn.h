@@ -574,6 +574,13 @@ typedef struct {
 void edgec_requantize_s8_s16(const edgec_requantize_params *p, const int8_t *input, int16_t *output);
 void edgec_requantize_s16_s8(const edgec_requantize_params *p, const int16_t *input, int8_t *output);
 
+/* TFLite's QUANTIZE between integer types (TFLM's Requantize): n values of input_type in, output_type out (0 int8,
+ * 1 uint8, 2 int16), (x - input_zp) by a Q31 multiplier + shift, plus output_zp, clamped to the output type. */
+typedef struct {
+    int32_t n, input_zp, mult, shift, output_zp, input_type, output_type;
+} edgec_quantize8_params;
+void edgec_quantize8(const edgec_quantize8_params *p, const void *input, void *output);
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,13 +19,24 @@ DRIVER_CASE = """    for (n = 0; n < %(count)d; ++n) {
         fwrite(%(name)s_output(), 1, %(NAME)s_OUTPUT_BYTES, stdout);
     }
 """
+# a model with several inputs and outputs: every input in turn from its table, every output likewise (packed)
+DRIVER_PORTS = """    for (n = 0; n < %(count)d; ++n) {
+        for (k = 0; k < %(NAME)s_INPUT_COUNT; ++k)
+            if (fread(%(name)s_inputs[k].data(), 1, %(name)s_inputs[k].bytes, stdin) != %(name)s_inputs[k].bytes)
+                return 3;
+        if (%(name)s_invoke() != 0) return 4;
+        for (k = 0; k < %(NAME)s_OUTPUT_COUNT; ++k)
+            fwrite(%(name)s_outputs[k].data(), 1, %(name)s_outputs[k].bytes, stdout);
+    }
+"""
 
 
 @dataclass
 class HostModel:
     name: str              # the C name the library was generated with
     directory: Path        # where cmodel.generate wrote it
-    output_bytes: int
+    output_bytes: int      # (several outputs: all of them)
+    ports: bool = False    # several inputs or outputs: read and written through the port tables
 
 
 def run_models(models: list[HostModel], xs: list[np.ndarray], work: Path, cflags: list[str],
@@ -35,9 +46,10 @@ def run_models(models: list[HostModel], xs: list[np.ndarray], work: Path, cflags
     program does not compile or fails."""
     work.mkdir(parents=True, exist_ok=True)
     decls = [f'#include "{m.directory.relative_to(work)}/{m.name}.h"' for m in models]
-    body = [DRIVER_CASE % {"name": m.name, "NAME": m.name.upper(), "count": len(x)} for m, x in zip(models, xs)]
+    body = [(DRIVER_PORTS if m.ports else DRIVER_CASE) % {"name": m.name, "NAME": m.name.upper(), "count": len(x)}
+            for m, x in zip(models, xs)]
     main = work / "batch_main.c"
-    main.write_text("#include <stdio.h>\n" + "\n".join(decls) + "\nint main(void)\n{\n    int n;\n"
+    main.write_text("#include <stdio.h>\n" + "\n".join(decls) + "\nint main(void)\n{\n    int n;\n    unsigned k = 0;\n    (void)k;\n"
                     + "".join(body) + "    return 0;\n}\n")
     exe = work / "batch.exe"
     sources = [str(m.directory / f"{m.name}.c") for m in models]

@@ -273,3 +273,24 @@ def test_build_writes_quant_params_and_sensitivity_plot(tmp_path):
     assert [r["isolated_output_db"] for r in rows] == sorted(r["isolated_output_db"] for r in rows)
     params = json.loads((out / "quant.json").read_text())
     assert params["input"]["scale"] == report["input"]["scale"]
+
+
+def test_one_image_input_and_several_outputs_calibrate(tmp_path):
+    """Issue 29, defect 1: one [1,3,8,8] input and two outputs (the logits and a feature map): the calibration
+    samples are packed (several outputs) and must reach onnxruntime in the input's shape, not as a flat vector
+    ("Invalid rank")."""
+    from onnx import TensorProto
+    from edgec import pipeline, ports
+    from edgec.quant import reference
+
+    model = _convnet()
+    model.graph.output.append(helper.make_tensor_value_info("rc", TensorProto.FLOAT, [1, 8, 8, 8]))
+    path, calib = _files(tmp_path, model)
+    _, graph, _ = pipeline.compile_model(path, calib)
+    assert [graph.port_names[t] for t in graph.outputs] == ["y", "rc"]
+    data = ports.load_data(calib, graph)
+    assert data.x.shape == (64, 3 * 8 * 8)
+    want = calibrate.run_float(model, data.x[:8])
+    got = ports.dequantize_outputs(graph, np.stack([reference.run(graph, q) for q in ports.quantize_inputs(graph, data.x[:8])]))
+    assert want.shape == got.shape == (8, 4 + 8 * 8 * 8)
+    assert np.abs(got - want).max() < 0.1 * np.abs(want).max()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from onnx import helper
+from onnx import helper, numpy_helper
 
 from conftest import make_model, save
 from edgec import api
@@ -154,3 +154,37 @@ def test_chained_index_maps_become_one(tmp_path):
         want = calibrate.run_float(m, x)
         got = np.stack([floatref.run(graph, xi[None])[graph.output].reshape(want.shape[1:]) for xi in x])
         np.testing.assert_array_equal(got, want)
+
+
+def torchscript_class_token():
+    """A ViT's class token as PyTorch's TorchScript exporter writes `cls.expand(x.shape[0], -1, -1)` at a fixed
+    input shape: ConstantOfShape -> Mul -> Equal -> Where -> Expand of constants, concatenated before the patch
+    embeddings; then the position embedding, the class token's row and a linear head."""
+    r = np.random.default_rng(5)
+    c = lambda name, v: helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.asarray(v), name))
+    nodes = [helper.make_node("Conv", ["input", "pw", "pb"], ["emb"], strides=[4, 4], name="/patch/Conv"),
+             c("flat", np.array([1, 16, 16], np.int64)), helper.make_node("Reshape", ["emb", "flat"], ["r"], name="/Reshape"),
+             helper.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 1], name="/Transpose"),
+             c("three", np.array([3], np.int64)), c("size", np.array([1, -1, -1], np.int64)), c("m1", np.array(-1, np.int64)),
+             helper.make_node("ConstantOfShape", ["three"], ["ones"], name="/ConstantOfShape",
+                              value=numpy_helper.from_array(np.array([1], np.int64))),
+             helper.make_node("Mul", ["ones", "m1"], ["neg"], name="/Mul"),
+             helper.make_node("Equal", ["size", "neg"], ["eq"], name="/Equal"),
+             helper.make_node("Where", ["eq", "ones", "size"], ["w"], name="/Where"),
+             helper.make_node("Expand", ["cls", "w"], ["clsx"], name="/Expand"),
+             helper.make_node("Concat", ["clsx", "t"], ["tokens"], axis=1, name="/Concat_1"),
+             helper.make_node("Add", ["tokens", "pos"], ["a"], name="/Add"), c("zero", np.array(0, np.int64)),
+             helper.make_node("Gather", ["a", "zero"], ["g"], axis=1, name="/Gather"),
+             helper.make_node("Gemm", ["g", "fw", "fb"], ["y"], transB=1, name="/fc/Gemm")]
+    inits = {"pw": r.standard_normal((16, 3, 4, 4)) * 0.2, "pb": np.zeros(16), "cls": r.standard_normal((1, 1, 16)),
+             "pos": r.standard_normal((1, 17, 16)) * 0.1, "fw": r.standard_normal((5, 16)) * 0.3, "fb": np.zeros(5)}
+    return make_model(nodes, ("input", [1, 3, 16, 16]), ("y", [1, 5]), inits, opset=17)
+
+
+def test_folded_class_token_has_a_static_shape(tmp_path):
+    """Issue 29, defect 5: the class token's chain folds to a constant at load; the Concat reading it was refused
+    with "the shape of '...' is not static" (a folded constant has no value_info). Its shape is the constant's:
+    whatever edgec says of the model now, it is not that."""
+    info = api.inspect_model(save(torchscript_class_token(), tmp_path))
+    assert not any("not static" in p["what"] for p in info["problems"]), info["problems"]
+    assert all(p["node"] == "/Concat_1" and "constant" in p["what"] for p in info["problems"]), info["problems"]

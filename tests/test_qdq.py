@@ -205,3 +205,45 @@ def test_one_quantize_read_by_several_dequantize_nodes(tmp_path):
     np.savez(calib, x=np.random.default_rng(0).uniform(-2, 2, size=(8, 8)).astype(np.float32))
     _, graph, _ = api.compile_model(path, calib)
     assert (graph.tensors[graph.input].scale, graph.tensors[graph.input].zero_point) == (np.float32(0.02), 3)
+
+
+def _uint8_input(path, out):
+    """The QDQ model as tf2onnx writes an image model: its input is uint8 (the QuantizeLinear of the float input
+    removed), read by the DequantizeLinear directly."""
+    m = onnx.load(str(path))
+    q = next(n for n in m.graph.node if n.op_type == "QuantizeLinear" and n.input[0] == "input")
+    for n in m.graph.node:
+        n.input[:] = ["input" if i == q.output[0] else i for i in n.input]
+    m.graph.node.remove(q)
+    m.graph.input[0].type.tensor_type.elem_type = TensorProto.UINT8
+    onnx.save(m, str(out))
+    return out
+
+
+def test_uint8_graph_input_then_dequantize(tmp_path):
+    """Issue 29, defect 4: a QDQ model whose input is uint8 read by DequantizeLinear (tf2onnx) builds; the device's
+    input port is uint8 with the model's zero point (the sensor's bytes go in as they are), converted to the int8
+    grid (x - 128) by a `quantize` op; on bytes u it computes exactly what the float-input QDQ model computes on
+    int8 u - 128, and it agrees with ONNX Runtime running the uint8 model."""
+    from edgec import pipeline
+    from edgec.quant import reference
+
+    path = ort_quantize(tmp_path, activation="QUInt8")
+    u8 = _uint8_input(path, tmp_path / "digits_u8.onnx")
+    _, acts, _ = ort_qparams(path)
+    _, graph, _ = pipeline.compile_model(u8, DIGITS / "calib.npz")
+    _, base, _ = pipeline.compile_model(path, DIGITS / "calib.npz")
+    port = graph.tensors[graph.input]
+    assert (port.dtype, port.scale, port.zero_point) == ("uint8", acts["input"][0], acts["input"][1])
+    assert graph.ops[0].kind == "quantize" and [op.kind for op in graph.ops[1:]] == [op.kind for op in base.ops]
+    x = np.load(DIGITS / "calib.npz")["x"][:40].astype(np.float32)
+    u = scheme.quantize_input(port, x)
+    assert u.dtype == np.uint8
+    got = np.stack([reference.run(graph, ui.reshape(-1)).reshape(-1) for ui in u])
+    want = np.stack([reference.run(base, (ui.astype(np.int16) - 128).astype(np.int8).reshape(-1)).reshape(-1)
+                     for ui in u])
+    assert np.array_equal(got, want)
+    sess = ort.InferenceSession(str(u8), providers=["CPUExecutionProvider"])
+    ort_out = np.concatenate([sess.run(None, {"input": ui[None]})[0] for ui in u]).reshape(len(u), -1)
+    ours = scheme.dequantize(graph.tensors[graph.output], got)
+    assert np.mean(ours.argmax(axis=1) == ort_out.argmax(axis=1)) >= 0.95

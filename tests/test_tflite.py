@@ -179,6 +179,7 @@ def test_float_edges(tmp_path):
     want = oracle.tflm(path.read_bytes(), x)
     got = np.stack([np.asarray(reference.run(graph, qi.reshape(-1))).reshape(-1) for qi in q])
     assert np.array_equal((got.astype(np.float32) - tout.zero_point) * np.float32(tout.scale), want)
+    assert np.array_equal(importer.interpreter_outputs(path, q.reshape(len(q), -1)), got)   # (the bench's check)
 
 
 def test_damaged_files_are_one_line(tmp_path):
@@ -198,3 +199,210 @@ def test_damaged_files_are_one_line(tmp_path):
         except EdgecError:
             refused += 1
     assert refused > 20
+
+
+def _two_in_two_out(rng):
+    """Two int8 inputs [1,h,w,c], each with its own quantization; outputs ADD(x0, x1) and MAX_POOL(x1) (three
+    scales): TFLite's several inputs and outputs, in the file's order."""
+    h, w, c = (int(v) for v in rng.integers(2, 7, 3))
+    T, Node = oracle.T, oracle.Node
+    (s0, z0), (s1, z1), (s2, z2) = (oracle._act(rng, False) for _ in range(3))
+    tensors = [T((1, h, w, c), [s0], [z0]), T((1, h, w, c), [s1], [z1]), T((1, h, w, c), [s2], [z2]),
+               T((1, h - 1, w - 1, c), [s1], [z1])]
+    pool = ("Pool2DOptions", dict(Padding=1, StrideW=1, StrideH=1, FilterWidth=2, FilterHeight=2))
+    nodes = [Node("ADD", [0, 1], 2, ("AddOptions", dict(FusedActivationFunction=0))), Node("MAX_POOL_2D", [1], 3, pool)]
+    x = [rng.integers(-128, 128, (5, 1, h, w, c)).astype(np.int8) for _ in range(2)]
+    return oracle.Case("two_io", tensors, nodes, [1, 0], [3, 2]), x
+
+
+def test_several_inputs_and_outputs(tmp_path):
+    """A .tflite with two inputs and two outputs (listed in another order than their tensors) builds as an ONNX
+    model with several does: each port by its name, with its own quantization, in the file's order; the
+    reference and the generated C (the per-name API) reproduce TFLite Micro's outputs."""
+    rng = np.random.default_rng(3)
+    case, (x0, x1) = _two_in_two_out(rng)
+    path = tmp_path / "two_io.tflite"
+    path.write_bytes(oracle.write(case))
+    graph = importer.load(path, "two_io")
+    assert [graph.port_names[t] for t in graph.inputs] == ["t1", "t0"]
+    assert [graph.port_names[t] for t in graph.outputs] == ["t3", "t2"]
+    assert [(np.float32(graph.tensors[t].scale), graph.tensors[t].zero_point) for t in graph.inputs] == \
+        [(np.float32(case.tensors[i].scale[0]), case.tensors[i].zp[0]) for i in (1, 0)]
+    want = oracle.tflm(path.read_bytes(), [x1, x0])
+    packed = np.concatenate([x1.reshape(5, -1), x0.reshape(5, -1)], axis=1)
+    got = np.stack([np.asarray(reference.run(graph, xi)).reshape(-1) for xi in packed])
+    assert np.array_equal(got, want)
+    assert np.array_equal(importer.interpreter_outputs(path, packed), want)
+    c = oracle.run_c([graph], [packed], tmp_path / "c", "reference")[0]
+    assert np.array_equal(c, want)
+    info = api.inspect_model(path)
+    assert [p["name"] for p in info["inputs"]] == ["t1", "t0"] and [p["name"] for p in info["outputs"]] == ["t3", "t2"]
+
+
+def test_every_unsupported_operator_on_a_path_is_named(tmp_path):
+    """Issue 29, defect 2: SKIP_GRAM then LSH_PROJECTION on the same path, then a RELU: both unsupported operators
+    are named (the build error and inspect), not only the first with the second marked supported."""
+    T, Node = oracle.T, oracle.Node
+    tensors = [T((1, 8), [0.1], [0]) for _ in range(4)]
+    case = oracle.Case("chain", tensors, [Node("SKIP_GRAM", [0], 1), Node("LSH_PROJECTION", [1], 2),
+                                          Node("RELU", [2], 3)], 0, 3)
+    path = tmp_path / "chain.tflite"
+    path.write_bytes(oracle.write(case))
+    with pytest.raises(EdgecError, match="cannot honour 2 operator") as e:
+        importer.load(path, "chain")
+    assert "SKIP_GRAM (operator #0" in str(e.value) and "LSH_PROJECTION (operator #1" in str(e.value)
+    info = api.inspect_model(path)
+    assert [n["supported"] for n in info["nodes"]] == [False, False, True]
+    assert info["unsupported"] == ["SKIP_GRAM (SKIP_GRAM#0)", "LSH_PROJECTION (LSH_PROJECTION#1)"]
+    assert_clean_error(edgec("build", path, "--board", "host", "-o", tmp_path / "out"), "SKIP_GRAM", "LSH_PROJECTION")
+
+
+def test_an_operator_reading_a_variable_tensor_is_named(tmp_path):
+    """Issue 29, defect 3: an LSTM reads its state from a variable tensor (no data, computed by no operator): the
+    refusal names the operator, not "the graph output is not computed by any operator"."""
+    T, Node = oracle.T, oracle.Node
+    tensors = [T((1, 4, 8), [0.1], [0]), T((1, 4, 3), [0.1], [0]), T((1, 3), [0.1], [0])]
+    case = oracle.Case("lstm", tensors, [Node("UNIDIRECTIONAL_SEQUENCE_LSTM", [0, 2], 1)], 0, 1)
+    path = tmp_path / "lstm.tflite"
+    path.write_bytes(oracle.write(case))
+    with pytest.raises(EdgecError, match=r"UNIDIRECTIONAL_SEQUENCE_LSTM \(operator #0") as e:
+        importer.load(path, "lstm")
+    assert "not computed by any operator" not in str(e.value)
+    assert api.inspect_model(path)["nodes"][0]["supported"] is False
+
+
+def _uint8_model(rng, out_uint8: bool):
+    """ST's model zoo's layout: a uint8 input, QUANTIZE to int8 (x - 128: same scale), an int8 layer (a 2x2
+    average pool), a QUANTIZE to another int8 scale, then (out_uint8) a QUANTIZE to a uint8 output."""
+    T, Node = oracle.T, oracle.Node
+    h, w, c = (int(v) for v in rng.integers(2, 9, 3))
+    s = float(np.float32(10 ** rng.uniform(-3, 0)))
+    (s2, z2), (s3, z3) = oracle._act(rng, True), oracle._act(rng, False)
+    pool = ("Pool2DOptions", dict(Padding=0, StrideW=1, StrideH=1, FilterWidth=2, FilterHeight=2))
+    tensors = [T((1, h, w, c), [s], [128], UINT8), T((1, h, w, c), [s], [0]), T((1, h, w, c), [s], [0]),
+               T((1, h, w, c), [s2], [z2])]
+    nodes = [Node("QUANTIZE", [0], 1), Node("AVERAGE_POOL_2D", [1], 2, pool), Node("QUANTIZE", [2], 3)]
+    if out_uint8:
+        tensors.append(T((1, h, w, c), [s3], [int(rng.integers(0, 256))], UINT8))
+        nodes.append(Node("QUANTIZE", [3], 4))
+    return oracle.Case("u8", tensors, nodes, 0, len(tensors) - 1), rng.integers(0, 256, (6, 1, h, w, c)).astype(np.uint8)
+
+
+UINT8 = 3       # tflite.TensorType
+
+
+@pytest.mark.parametrize("out_uint8", [False, True])
+def test_uint8_input_and_output(out_uint8, tmp_path):
+    """A uint8 graph input (the sensor's bytes) and QUANTIZE between uint8 and int8 and between int8 scales:
+    bit-identical with TFLite Micro on the reference and in generated C; the input port is uint8 with the file's
+    zero point."""
+    rng = np.random.default_rng(11 + out_uint8)
+    graphs, xs, wants = [], [], []
+    for k in range(6):
+        case, x = _uint8_model(rng, out_uint8)
+        path = tmp_path / f"u8_{k}.tflite"
+        path.write_bytes(oracle.write(case))
+        graph = importer.load(path, f"u8_{k}")
+        tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
+        assert (tin.dtype, tin.zero_point) == ("uint8", 128)
+        assert tout.dtype == ("uint8" if out_uint8 else "int8")
+        want = oracle.tflm(path.read_bytes(), x)
+        got = np.stack([np.asarray(reference.run(graph, xi.reshape(-1))).reshape(-1) for xi in x])
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+        graphs.append(graph), xs.append(x.reshape(len(x), -1)), wants.append(want)
+    for c, want in zip(oracle.run_c(graphs, xs, tmp_path / "c", "reference"), wants):
+        assert np.array_equal(c.view(want.dtype), want)
+    assert len({int(v) for o in wants for v in o.reshape(-1)}) > 50      # the outputs cover the range
+
+
+def test_uint8_input_two_outputs_on_cortex_m4(tmp_path):
+    """End to end on the emulated Cortex-M4: a uint8 input (QUANTIZE to int8), two outputs (a MEAN of a 2x2
+    average pool, a 3x3 max pool): `edgec build` without --calib and `edgec bench` over the link: the device
+    equals the reference on every sample, and the reference equals TFLite Micro's interpreter."""
+    T, Node = oracle.T, oracle.Node
+    s = float(np.float32(1 / 255))
+    pool = lambda k: ("Pool2DOptions", dict(Padding=1, StrideW=1, StrideH=1, FilterWidth=k, FilterHeight=k))
+    tensors = [T((1, 12, 12, 3), [s], [128], UINT8), T((1, 12, 12, 3), [s], [0]), T((1, 11, 11, 3), [s], [0]),
+               T((1, 10, 10, 3), [s], [0]), T((1, 3), [float(np.float32(0.004))], [-5]),
+               T((2,), [1.0], [0], oracle.INT32, np.array([1, 2], np.int32))]
+    nodes = [Node("QUANTIZE", [0], 1), Node("AVERAGE_POOL_2D", [1], 2, pool(2)), Node("MAX_POOL_2D", [1], 3, pool(3)),
+             Node("MEAN", [2, 5], 4, ("ReducerOptions", dict(KeepDims=False)))]
+    path = tmp_path / "u8_two.tflite"
+    path.write_bytes(oracle.write(oracle.Case("u8_two", tensors, nodes, 0, [4, 3])))
+    data = tmp_path / "x.npz"
+    q = np.random.default_rng(4).integers(0, 256, (20, 12, 12, 3))
+    np.savez(data, x=((q - 128) * s).astype(np.float32))
+    proc = edgec("build", path, "--board", "qemu-cortex-m4", "-o", tmp_path / "build")
+    assert proc.returncode == 0, proc.stderr
+    assert "#define U8_TWO_INPUT_UINT8 1" in (tmp_path / "build" / "model" / "u8_two.h").read_text()
+    proc = edgec("bench", tmp_path / "build", "--data", data, "--json", "-", "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert r["agreement"]["device_vs_reference"] == 1.0 and r["samples"] == 20
+    assert r["tflite"] == {"interpreter": "tflite-micro", "reference_vs_interpreter": 1.0}
+
+
+def test_shape_computations_fold(tmp_path):
+    """Keras's Reshape of a model with batch None: SHAPE -> STRIDED_SLICE (the batch) -> PACK -> RESHAPE, integer
+    tensors computed at run time; edgec folds them at import (no op on the device) and reproduces TFLite Micro."""
+    T, Node, i32 = oracle.T, oracle.Node, oracle.INT32
+    rng = np.random.default_rng(8)
+    (s, z), (s2, z2) = oracle._act(rng, False), oracle._act(rng, False)
+    tensors = [T((1, 4, 6), [s], [z]), T((3,), [], [], i32), T((1,), [], [], i32, np.array([0], np.int32)),
+               T((1,), [], [], i32, np.array([1], np.int32)), T((), [], [], i32), T((), [], [], i32, np.array(24, np.int32)),
+               T((2,), [], [], i32), T((1, 24), [s], [z]), T((1, 24), [s2], [z2])]
+    nodes = [Node("SHAPE", [0], 1), Node("STRIDED_SLICE", [1, 2, 3, 3], 4, ("StridedSliceOptions", dict(ShrinkAxisMask=1))),
+             Node("PACK", [4, 5], 6, ("PackOptions", dict(ValuesCount=2, Axis=0))), Node("RESHAPE", [0, 6], 7),
+             Node("FULLY_CONNECTED", [7, 9, 10], 8, ("FullyConnectedOptions", dict(FusedActivationFunction=0)))]
+    wq, ws = oracle._weights(rng, (24, 24), 0, False)
+    tensors += [T((24, 24), ws[:1], [0], data=wq), T((24,), [s * ws[0]], [0], i32, oracle._bias(rng, 24, False))]
+    path = tmp_path / "shape.tflite"
+    path.write_bytes(oracle.write(oracle.Case("shape", tensors, nodes, 0, 8)))
+    graph = importer.load(path, "shape")
+    assert [op.kind for op in graph.ops] == ["reshape", "fully_connected"]
+    x = rng.integers(-128, 128, (5, 1, 4, 6)).astype(np.int8)
+    got = np.stack([np.asarray(reference.run(graph, xi.reshape(-1))).reshape(-1) for xi in x])
+    assert np.array_equal(got, oracle.tflm(path.read_bytes(), x))
+    assert all(n["supported"] for n in api.inspect_model(path)["nodes"])
+
+
+def test_shape_of_an_unsupported_operators_output_is_not_named(tmp_path):
+    """A SHAPE after an unsupported operator still folds (it reads the file's shape, not the values): only the
+    operator in the way is named."""
+    T, Node, i32 = oracle.T, oracle.Node, oracle.INT32
+    tensors = [T((1, 8), [0.1], [0]), T((1, 8), [0.1], [0]), T((2,), [], [], i32), T((1, 8), [0.1], [0])]
+    nodes = [Node("SKIP_GRAM", [0], 1), Node("SHAPE", [1], 2), Node("RESHAPE", [1, 2], 3)]
+    path = tmp_path / "shape_after.tflite"
+    path.write_bytes(oracle.write(oracle.Case("shape_after", tensors, nodes, 0, 3)))
+    with pytest.raises(EdgecError, match=r"cannot honour 1 operator\(s\): SKIP_GRAM \(operator #0"):
+        importer.load(path, "shape_after")
+
+
+def test_int16_input_and_output(tmp_path):
+    """An int16 graph input and output (zero point 0, as TFLite's int16 tensors): QUANTIZE int16 -> int8, an int8
+    layer, QUANTIZE int8 -> int16; bit-identical with TFLite Micro on the reference and in generated C."""
+    T, Node = oracle.T, oracle.Node
+    rng = np.random.default_rng(16)
+    graphs, xs, wants = [], [], []
+    for k in range(4):
+        h, w, c = (int(v) for v in rng.integers(2, 7, 3))
+        s16, (s8, z8), s_out = float(np.float32(10 ** rng.uniform(-5, -3))), oracle._act(rng, k % 2 == 1), \
+            float(np.float32(10 ** rng.uniform(-5, -2)))
+        pool = ("Pool2DOptions", dict(Padding=0, StrideW=1, StrideH=1, FilterWidth=2, FilterHeight=2))
+        tensors = [T((1, h, w, c), [s16], [0], INT16), T((1, h, w, c), [s8], [z8]), T((1, h, w, c), [s8], [z8]),
+                   T((1, h, w, c), [s_out], [0], INT16)]
+        nodes = [Node("QUANTIZE", [0], 1), Node("AVERAGE_POOL_2D", [1], 2, pool), Node("QUANTIZE", [2], 3)]
+        path = tmp_path / f"i16_{k}.tflite"
+        path.write_bytes(oracle.write(oracle.Case(f"i16_{k}", tensors, nodes, 0, 3)))
+        graph = importer.load(path, f"i16_{k}")
+        assert graph.tensors[graph.input].dtype == graph.tensors[graph.output].dtype == "int16"
+        x = rng.integers(-32768, 32768, (6, 1, h, w, c)).astype(np.int16)
+        want = oracle.tflm(path.read_bytes(), x)
+        got = np.stack([np.asarray(reference.run(graph, xi.reshape(-1))).reshape(-1) for xi in x])
+        assert got.dtype == want.dtype == np.int16 and np.array_equal(got, want)
+        graphs.append(graph), xs.append(x.reshape(len(x), -1).view(np.int8)), wants.append(want)
+    for c, want in zip(oracle.run_c(graphs, xs, tmp_path / "c", "reference"), wants):
+        assert np.array_equal(c.view(np.int16), want)
+
+
+INT16 = 7       # tflite.TensorType

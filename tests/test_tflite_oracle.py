@@ -62,3 +62,13 @@ def test_thousand_cases_match_tflm(tmp_path):
     for batch in range(5):
         bad += oracle.check(oracle.cases(seed=1000 + batch, n=200), tmp_path / str(batch))
     assert not bad, bad[:20]
+
+
+def test_mean_matches_tflm(tmp_path):
+    """TFLite's MEAN (Keras GlobalAveragePooling2D, and any axes, keep_dims or not, the input's quantization
+    kept or changed, axes out of order and negative; a transpose first where the axes are not contiguous):
+    bit-identical with TFLite Micro on the reference and every C path."""
+    cases = oracle.cases(seed=29, n=36, kinds=["mean"])
+    assert any(c.tensors[0].scale != c.tensors[2].scale for c in cases)
+    bad = oracle.check(cases, tmp_path)
+    assert not bad, bad

@@ -17,7 +17,7 @@ import tflite
 from tflite.BuiltinOperator import BuiltinOperator as OPS
 from tflite.BuiltinOptions import BuiltinOptions as OPTIONS
 
-from edgec import cheader
+from edgec import cheader, ports
 from edgec.codegen import cmodel
 import hostrun
 from edgec.frontend import tflite as importer
@@ -45,7 +45,7 @@ class T:
 class Node:
     op: str                    # BuiltinOperator name
     inputs: list               # indices into the model's tensor list (-1: absent)
-    output: int
+    output: int | list         # one index, or a list of them (an operator with several outputs)
     options: tuple | None = None   # (BuiltinOptions name, {field: value})
 
 
@@ -54,9 +54,9 @@ class Case:
     name: str
     tensors: list
     nodes: list
-    input: int
-    output: int
-    x: np.ndarray = field(default=None)     # int8 inputs [n, ...]
+    input: int | list          # the graph's input tensor, or a list of them (several inputs); likewise output
+    output: int | list
+    x: np.ndarray = field(default=None)     # int8 inputs [n, ...] (several inputs: packed, edgec/ports.py)
 
 
 # ---- writing a .tflite -----------------------------------------------------------------------------
@@ -65,6 +65,10 @@ def _vector(b, start, values, prepend):
     for v in reversed(values):
         prepend(v)
     return b.EndVector()
+
+
+def _list(v) -> list:
+    return [int(v)] if isinstance(v, (int, np.integer)) else [int(i) for i in v]
 
 
 def write(case: Case) -> bytes:
@@ -108,7 +112,7 @@ def write(case: Case) -> bytes:
                 getattr(tflite, f"{kind}Add{f}")(b, v)
             opts = getattr(tflite, f"{kind}End")(b)
         ins = _vector(b, tflite.OperatorStartInputsVector, n.inputs, b.PrependInt32)
-        outs = _vector(b, tflite.OperatorStartOutputsVector, [n.output], b.PrependInt32)
+        outs = _vector(b, tflite.OperatorStartOutputsVector, _list(n.output), b.PrependInt32)
         tflite.OperatorStart(b)
         tflite.OperatorAddOpcodeIndex(b, codes.index(n.op))
         tflite.OperatorAddInputs(b, ins)
@@ -119,8 +123,8 @@ def write(case: Case) -> bytes:
         ops.append(tflite.OperatorEnd(b))
     tvec = _vector(b, tflite.SubGraphStartTensorsVector, tensors, b.PrependUOffsetTRelative)
     ovec = _vector(b, tflite.SubGraphStartOperatorsVector, ops, b.PrependUOffsetTRelative)
-    ivec = _vector(b, tflite.SubGraphStartInputsVector, [case.input], b.PrependInt32)
-    yvec = _vector(b, tflite.SubGraphStartOutputsVector, [case.output], b.PrependInt32)
+    ivec = _vector(b, tflite.SubGraphStartInputsVector, _list(case.input), b.PrependInt32)
+    yvec = _vector(b, tflite.SubGraphStartOutputsVector, _list(case.output), b.PrependInt32)
     tflite.SubGraphStart(b)
     tflite.SubGraphAddTensors(b, tvec)
     tflite.SubGraphAddInputs(b, ivec)
@@ -314,19 +318,39 @@ def activation_case(rng, name, extreme=False, op="LOGISTIC"):
     return Case(name, tensors, [Node(op, [0], 1)], 0, 1), True
 
 
+def mean_case(rng, name, extreme=False):
+    """MEAN over random axes of a rank 2-4 tensor, keep_dims or not; half of them Keras's global average pool
+    ([1,h,w,c] over axes 1 and 2); a third keep the input's quantization."""
+    if rng.random() < 0.5:
+        shape, axes = (1, int(rng.integers(1, 30)), int(rng.integers(1, 30)), int(rng.integers(1, 40))), [1, 2]
+    else:
+        r = int(rng.integers(2, 5))
+        shape = tuple(int(v) for v in rng.integers(1, 8, r))
+        axes = sorted({int(a) for a in rng.choice(r, int(rng.integers(1, r + 1)))})
+    keep = bool(rng.integers(0, 2))
+    (s, z), other = _act(rng, extreme), _act(rng, extreme)
+    ys, yz = (s, z) if rng.random() < 0.3 else other
+    out = tuple(1 if i in axes else d for i, d in enumerate(shape)) if keep else \
+        tuple(d for i, d in enumerate(shape) if i not in axes)
+    listed = [a - len(shape) if rng.random() < 0.3 else a for a in rng.permutation(axes)]    # any order, negative
+    tensors = [T(shape, [s], [z]), T((len(axes),), [1.0], [0], INT32, np.array(listed, np.int32)),
+               T(out or (1,), [ys], [yz])]
+    return Case(name, tensors, [Node("MEAN", [0, 1], 2, ("ReducerOptions", dict(KeepDims=keep)))], 0, 2), True
+
+
 MAKERS = {"conv": lambda r, n, e: conv_case(r, n, False, e), "depthwise": lambda r, n, e: conv_case(r, n, True, e),
           "fully_connected": fc_case, "avg_pool": lambda r, n, e: pool_case(r, n, True, e),
           "max_pool": lambda r, n, e: pool_case(r, n, False, e), "softmax": softmax_case, "add": add_case,
           "sub": lambda r, n, e: add_case(r, n, e, "SUB"), "mul": lambda r, n, e: add_case(r, n, e, "MUL"),
-          "concat": concat_case, "pad": pad_case, "logistic": activation_case, "tanh": lambda r, n, e: activation_case(r, n, e, "TANH"),
+          "concat": concat_case, "mean": mean_case, "pad": pad_case, "logistic": activation_case, "tanh": lambda r, n, e: activation_case(r, n, e, "TANH"),
           "hard_swish": lambda r, n, e: activation_case(r, n, e, "HARD_SWISH"),
           "relu": lambda r, n, e: activation_case(r, n, e, str(r.choice(["RELU", "RELU6"])))}
 
 
-def cases(seed: int, n: int) -> list[Case]:
-    """n valid random cases, every operator in turn, every third one with edge values."""
+def cases(seed: int, n: int, kinds: list[str] | None = None) -> list[Case]:
+    """n valid random cases, every operator (of `kinds`, default all) in turn, every third one with edge values."""
     rng = np.random.default_rng(seed)
-    out, kinds, i = [], list(MAKERS), 0
+    out, kinds, i = [], list(kinds or MAKERS), 0
     while len(out) < n:
         kind = kinds[i % len(kinds)]
         case, ok = MAKERS[kind](rng, f"c{seed}_{i}_{kind}", i % 3 == 2)
@@ -343,15 +367,20 @@ def cases(seed: int, n: int) -> list[Case]:
 
 
 # ---- running ----------------------------------------------------------------------------------------
-def tflm(model: bytes, x: np.ndarray) -> np.ndarray:
+def tflm(model: bytes, x) -> np.ndarray:
+    """TFLite Micro's outputs [n, ...] for inputs x [n, ...]; several inputs: a list of arrays [n, ...], one per
+    input; several outputs: packed (each flattened, in the model's order)."""
     from tflite_micro.python.tflite_micro import runtime
 
     interp = runtime.Interpreter.from_bytes(model, arena_size=1 << 22)
+    xs = list(x) if isinstance(x, (list, tuple)) else [x]
+    n_out = tflite.Model.GetRootAsModel(model, 0).Subgraphs(0).OutputsLength()
     outs = []
-    for xi in x:
-        interp.set_input(xi, 0)
+    for i in range(len(xs[0])):
+        for k, xk in enumerate(xs):
+            interp.set_input(xk[i], k)
         interp.invoke()
-        outs.append(np.asarray(interp.get_output(0)).reshape(-1))
+        outs.append(np.concatenate([np.asarray(interp.get_output(k)).reshape(-1) for k in range(n_out)]))
     return np.stack(outs)
 
 
@@ -365,7 +394,8 @@ def run_c(graphs: list, xs: list, work: Path, path: str) -> list[np.ndarray]:
         else:
             g, plan = schedule_and_plan(g)
         cmodel.generate(g, plan, work / g.name, g.name, runtime=False)
-        models.append(hostrun.HostModel(g.name, work / g.name, g.tensors[g.output].nbytes))
+        models.append(hostrun.HostModel(g.name, work / g.name, sum(g.tensors[t].nbytes for t in g.outputs),
+                                        ports.multi(g)))
     runtime = [cheader.runtime_dir() / f for f in cheader.runtime_files() if f.endswith(".c")]
     return hostrun.run_models(models, xs, work, [*PATHS[path], f"-I{cheader.runtime_dir()}"], runtime)
 

@@ -100,7 +100,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         tflm = tflite.interpreter_outputs(outdir / "model.tflite", xq)
         checked = {"interpreter": "tflite-micro" if tflm is not None else None,
                    "reference_vs_interpreter": None if tflm is None else float(np.mean(np.all(tflm == ref_out, axis=1)))}
-        float_out = scheme.dequantize(graph.tensors[graph.output], ref_out if tflm is None else tflm).reshape(n, -1)
+        float_out = ports.dequantize_outputs(graph, ref_out if tflm is None else tflm).reshape(n, -1)   # each its own
     else:
         log(f"reference: float (onnxruntime) and int8 (NumPy) on {n} samples")
         float_out = calibrate.run_float(loader.load_model(outdir / "model.onnx", settings.memory_limit),

@@ -99,7 +99,7 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str, runtime: bool =
                arena_bytes=plan.arena_bytes, pieces=c_pieces(plan), model_hash=graph_hash(graph),
                input_pointer=c_pointer(plan, plan.offsets[graph.input]),
                output_pointer=c_pointer(plan, plan.offsets[graph.output]),
-               input_bytes=tin.nbytes, output_bytes=tout.nbytes,
+               input_bytes=tin.nbytes, output_bytes=tout.nbytes, input_dtype=tin.dtype, output_dtype=tout.dtype,
                input_scale=repr(float(tin.scale)), input_zp=tin.zero_point,
                output_scale=repr(float(tout.scale)), output_zp=tout.zero_point,
                input_shape=list(graph.input_onnx_shape), output_shape=list(graph.output_onnx_shape),

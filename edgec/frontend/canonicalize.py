@@ -130,7 +130,9 @@ class _Canonicalizer:
         return op
 
     def shape(self, value: str, node: onnx.NodeProto) -> tuple[int, ...]:
-        """The static ONNX shape of `value`; an error naming `node` when it is not static."""
+        """The static ONNX shape of `value` (a constant's too); an error naming `node` when it is not static."""
+        if value not in self.shapes and value in self.consts:     # (folded at load or here: no value_info)
+            return tuple(int(d) for d in np.shape(self.consts[value]))
         if value not in self.shapes:
             raise node_error(node, f"the shape of '{value}' is not static; export the model with fixed shapes")
         return self.shapes[value]
@@ -202,9 +204,12 @@ class _Canonicalizer:
             elem = inp.type.tensor_type.elem_type
             if elem != onnx.TensorProto.FLOAT:
                 raise EdgecError(f"input '{inp.name}' is {onnx.TensorProto.DataType.Name(elem)}; edgec takes float "
-                                 "models (quantized ONNX models come later)")
+                                 "inputs, and uint8/int8 inputs read only by a DequantizeLinear with a constant "
+                                 "per-tensor scale (a QDQ model)")
             name = self.new_tensor(inp.name, shape, inp.name)
             self.values[inp.name] = (name, movement.identity(len(shape)))
+            if self.qdq.get("integer_inputs", {}).get(inp.name) == "uint8":     # the device takes the bytes
+                name = self._uint8_port(inp.name, shape, name)
             if k == 0:
                 self.graph.input = name
                 self.graph.input_onnx_shape = shape
@@ -224,6 +229,15 @@ class _Canonicalizer:
         matmul.read_through_views(self.graph)    # attention's q/k/v slices and 1/sqrt(d): no copies
         movement.ensure_kernel(self)
         return self.graph.finish()
+
+    def _uint8_port(self, value: str, shape: tuple[int, ...], int8: str) -> str:
+        """A QDQ model's uint8 input (edgec/frontend/qdq.py): a uint8 tensor (the same grid, zero point + 128)
+        converted to the int8 tensor the graph reads by a `quantize` op; returns the uint8 tensor."""
+        port = self.new_tensor(value, shape, value)
+        self.graph.retensor(port, dtype="uint8")
+        self.emit("quantize", onnx.helper.make_node("Identity", [value], [value], name=f"{value} (uint8 input)"),
+                  [port], int8)
+        return port
 
     def _output(self, k: int, out: str) -> None:
         """The model's k-th output, in its ONNX layout."""

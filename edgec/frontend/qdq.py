@@ -13,6 +13,9 @@ turns such a model back into the float model it describes, and remembers the qua
   Relu whose work the quantization's saturation does); its scale and zero point are fixed for x and
   for the pair's output: quantize takes them instead of calibrated ranges. uint8 activations are the
   same grid shifted by 128 (zero point - 128, the same scale); int16 and other types are refused.
+- a uint8 (or int8) graph input read by DequantizeLinear (tf2onnx's image input) becomes a float input with that
+  quantization fixed; the device's input port stays uint8 (the sensor's bytes), converted to int8 by a `quantize`
+  op (edgec/frontend/canonicalize.py); calibration and bench data are the float values the DequantizeLinear gives.
 
 What edgec's scheme cannot take is an EdgecError naming the node: asymmetric or uint8 weights (the
 kernels need symmetric int8 weights), 16-bit activations, per-axis activation scales. Where the
@@ -65,8 +68,14 @@ def strip(model: onnx.ModelProto) -> onnx.ModelProto:
     outputs = {o.name for o in g.output}
     acts, weights, clips = {}, {}, []
     nodes, inits, done = [], [], set()
+    ports = _integer_inputs(g, consts, readers)
     for n in g.node:
         if n.op_type == "DequantizeLinear" and n.output[0] in done:
+            continue
+        if n.op_type == "DequantizeLinear" and n.input[0] in ports:      # an integer graph input (tf2onnx)
+            scale, zp, _, _ = _activation_q(n, consts)
+            acts[n.input[0]] = acts[n.output[0]] = [scale, zp]
+            nodes.append(helper.make_node("Identity", [n.input[0]], [n.output[0]], name=n.name or f"{n.input[0]}__dq"))
             continue
         if n.op_type in QDQ_OPS and not all(i in consts for i in n.input[1:] if i):
             nodes.append(n)           # computed scales: not a QDQ model's quantization (the canonicalizer says so)
@@ -111,9 +120,28 @@ def strip(model: onnx.ModelProto) -> onnx.ModelProto:
     del g.input[:]
     g.input.extend(kept_inputs)
     del g.value_info[:]
-    meta = {"activations": acts, "weights": {k: v for k, v in weights.items() if k in used}, "clips": clips}
+    for i in g.input:
+        if i.name in ports:
+            i.type.tensor_type.elem_type = onnx.TensorProto.FLOAT
+    meta = {"activations": acts, "weights": {k: v for k, v in weights.items() if k in used}, "clips": clips,
+            "integer_inputs": ports}
     model.metadata_props.append(onnx.StringStringEntryProto(key=META, value=json.dumps(meta)))
     return model
+
+
+def _integer_inputs(g, consts, readers) -> dict[str, str]:
+    """{graph input: 'uint8' or 'int8'} of the integer inputs read only by DequantizeLinear nodes with constant
+    per-tensor quantization (tf2onnx's uint8 image input): the stripped model takes the float values they stand
+    for, and the device takes the integers (a uint8 input port, edgec/frontend/canonicalize.py)."""
+    types = {onnx.TensorProto.UINT8: "uint8", onnx.TensorProto.INT8: "int8"}
+    out = {}
+    for i in g.input:
+        users = readers.get(i.name, [])
+        if i.type.tensor_type.elem_type in types and i.name not in consts and users and all(
+                r.op_type == "DequantizeLinear" and r.input[0] == i.name and all(k in consts for k in r.input[1:] if k)
+                and np.asarray(consts[r.input[1]]).size == 1 for r in users):
+            out[i.name] = types[i.type.tensor_type.elem_type]
+    return out
 
 
 def _arr(consts, name, default=None):

@@ -24,10 +24,11 @@ from pathlib import Path
 import numpy as np
 
 from edgec.errors import EdgecError
+from edgec.frontend import tflite_fold
 from edgec.ir import NO_ACT, Graph, GraphBuilder, Op, Tensor
 
 IDENTIFIER = b"TFL3"
-INT8 = 9                 # tflite.TensorType
+INT8, UINT8, INT16 = 9, 3, 7       # tflite.TensorType
 TYPES = {0: np.float32, 2: np.int32, 3: np.uint8, 4: np.int64, 7: np.int16, 9: np.int8}
 ACTIVATIONS = {0: None, 1: (0.0, math.inf), 2: (-1.0, 1.0), 3: (0.0, 6.0)}   # NONE, RELU, RELU_N1_TO_1, RELU6
 
@@ -71,6 +72,8 @@ def survey(path: str | Path, name: str) -> tuple[Graph, dict]:
     info = {"model": str(path), "opset": f"tflite schema v{tx.model.Version()}", "format": "tflite",
             "input": {"name": tx._tname(sg.Inputs(0)), "shape": list(tx.shape(sg.Inputs(0)))},
             "output": {"name": tx._tname(sg.Outputs(0)), "shape": list(tx.shape(sg.Outputs(0)))},
+            "inputs": [{"name": tx._tname(i), "shape": list(tx.shape(i))} for i in sg.InputsAsNumpy()],
+            "outputs": [{"name": tx._tname(i), "shape": list(tx.shape(i))} for i in sg.OutputsAsNumpy()],
             "parameters": sum(r["params"] for r in rows), "nodes": rows, "problems": problems,
             "unsupported": [f"{p['op']} ({p['node']})" for p in problems if p["kind"] == "unsupported"],
             "limits": [f"{p['op']} ({p['node']}): {p['what']}" for p in problems if p["kind"] != "unsupported"]}
@@ -79,18 +82,32 @@ def survey(path: str | Path, name: str) -> tuple[Graph, dict]:
 
 def interpreter_outputs(path: str | Path, xq: np.ndarray) -> np.ndarray | None:
     """TFLite Micro's own outputs (its Python interpreter, the `tflite-micro` package, reference kernels) for
-    int8 inputs xq [n, ...]; None when the package is not installed."""
+    the integer inputs xq [n, ...] edgec's graph takes (several inputs: packed, edgec/ports.py), several outputs
+    packed the same way; a float input gets xq dequantized (its QUANTIZE gives xq back), a float output is
+    quantized back (its DEQUANTIZE is exact). None when the package is not installed."""
     try:
         from tflite_micro.python.tflite_micro import runtime
     except ImportError:
         return None
+    graph = load(path, "interpreter")
     interp = runtime.Interpreter.from_file(str(path))
-    shape = interp.get_input_details(0)["shape"]
+    ins = [(interp.get_input_details(k), graph.tensors[t]) for k, t in enumerate(graph.inputs)]
+    sizes = [int(np.prod(d["shape"])) for d, _ in ins]
     outs = []
-    for x in xq:
-        interp.set_input(np.asarray(x, np.int8).reshape(shape), 0)
+    for x in np.asarray(xq).reshape(len(xq), -1):
+        for k, ((d, t), part) in enumerate(zip(ins, np.split(x, np.cumsum(sizes)[:-1]))):
+            if d["dtype"] == np.float32:
+                part = (part.astype(np.float32) - np.float32(t.zero_point)) * np.float32(t.scale)
+            interp.set_input(np.asarray(part).astype(d["dtype"]).reshape(d["shape"]), k)
         interp.invoke()
-        outs.append(np.asarray(interp.get_output(0)).reshape(-1))
+        row = []
+        for k, t in enumerate(graph.outputs):
+            y = np.asarray(interp.get_output(k)).reshape(-1)
+            if y.dtype == np.float32:
+                tt = graph.tensors[t]
+                y = np.clip(np.rint(y / np.float32(tt.scale)) + tt.zero_point, -128, 127).astype(np.int8)
+            row.append(y)
+        outs.append(np.concatenate(row))
     return np.stack(outs)
 
 
@@ -135,6 +152,8 @@ class _Importer:
         self.values: dict[int, str] = {}          # TFLite tensor index -> canonical tensor
         self.problems: list[dict] = []          # what cannot be honoured, one entry per operator
         self.given: dict[str, dict] = {}          # op name -> the file's integers replacing the quantizer's
+        self.static: dict[int, np.ndarray] = {}   # TFLite tensor index -> its value, computed at import
+                                                  # (run-time shape computations: edgec/frontend/tflite_fold.py)
 
     # ---- the context importers build on (edgec/ops/<family>.py) ---------------------------
     def op_name(self, op) -> str:
@@ -175,26 +194,41 @@ class _Importer:
         if k >= op.InputsLength() or op.Inputs(k) < 0:
             return None
         i = op.Inputs(k)
+        if i in self.static:
+            return self.static[i]
         t = self.sg.Tensors(i)
         data = self.model.Buffers(t.Buffer()).DataAsNumpy() if t.Buffer() > 0 else 0
         if isinstance(data, int) or t.Type() not in TYPES:
             raise Unsupported(f"input {k} ('{self._tname(i)}') must be a constant of a numeric type")
         return np.frombuffer(data.tobytes(), TYPES[t.Type()]).reshape(self.shape(i))
 
-    def input(self, op, k: int = 0) -> str:
-        """The canonical tensor holding activation input k."""
+    def input(self, op, k: int = 0, dtypes: tuple[str, ...] = ("int8",)) -> str:
+        """The canonical tensor holding activation input k (of one of `dtypes`: a uint8 tensor only where the
+        importer says it takes one)."""
         i = op.Inputs(k)
         if i not in self.values:
             raise Unsupported(f"input {k} ('{self._tname(i)}') is a constant or an unknown tensor; edgec needs an "
                               "activation there")
+        if self.graph.tensors[self.values[i]].dtype not in dtypes:
+            raise Unsupported(f"input {k} ('{self._tname(i)}') is {self.graph.tensors[self.values[i]].dtype}; this "
+                              "operator takes int8 (uint8 goes through a QUANTIZE to int8 first)")
         return self.values[i]
 
     def tensor(self, name: str) -> Tensor:
         return self.graph.tensors[name]
 
-    def output(self, op, shape: tuple[int, ...] | None = None) -> str:
-        """A new canonical int8 tensor for the operator's output 0, with the file's scale and zero point."""
-        return self._activation(op.Outputs(0), shape)
+    def output(self, op, shape: tuple[int, ...] | None = None, dtypes: tuple[str, ...] = ("int8",)) -> str:
+        """A new canonical int8 tensor (or of one of `dtypes`) for the operator's output 0, with the file's scale
+        and zero point."""
+        return self._activation(op.Outputs(0), shape, dtypes)
+
+    def intermediate(self, like: str, shape: tuple[int, ...], suffix: str) -> str:
+        """A new tensor between two ops made from one operator, quantized as tensor `like`."""
+        t = self.graph.tensors[like]
+        name = f"{like}{suffix}"
+        self.graph.tensors[name] = Tensor(name=name, shape=tuple(shape), source=name, scale=t.scale,
+                                          zero_point=t.zero_point)
+        return name
 
     def act_range(self, op, out: str, fused: int) -> dict:
         """TFLite's CalculateActivationRangeQuantized: the int8 clamp of a fused activation (float32 math)."""
@@ -257,10 +291,10 @@ class _Importer:
         return arrays, w, b
 
     def emit(self, kind: str, tflite_op, inputs: list[str], out: str, arrays: dict | None = None,
-             params: dict | None = None, **attrs) -> Op:
+             params: dict | None = None, part: str = "", **attrs) -> Op:
         """Append an op of `kind` made from `tflite_op`; `arrays`/`params`: the file's integers, which replace
-        its quantizer's."""
-        name = f"{self.op_name(tflite_op)}#{self.index}"
+        its quantizer's; `part`: a suffix of its name when one operator becomes several ops."""
+        name = f"{self.op_name(tflite_op)}#{self.index}{part}"
         e = Op(kind=kind, name=name, inputs=tuple(inputs), output=out, attrs={"act": NO_ACT, **attrs})
         self.graph.ops.append(e)
         self.given[name] = {"arrays": arrays or {}, "params": params or {}}
@@ -281,58 +315,96 @@ class _Importer:
         from edgec.ops.registry import TFLITE_IMPORTERS
 
         sg, g = self.sg, self.graph
-        if sg.InputsLength() != 1 or sg.OutputsLength() != 1:
-            raise EdgecError(f"{self.path}: {sg.InputsLength()} inputs and {sg.OutputsLength()} outputs; edgec "
-                             "builds models with one input and one output")
         edges = self._edges()
-        x = sg.Inputs(0) if sg.Inputs(0) not in edges else edges[sg.Inputs(0)]
-        try:
-            g.input = self._activation(x)
-        except Unsupported as exc:
-            raise EdgecError(f"{self.path}: graph input: {exc}") from None
-        g.input_onnx_shape = self.shape(sg.Inputs(0))
+        several = sg.InputsLength() > 1 or sg.OutputsLength() > 1
+        for k in range(sg.InputsLength()):
+            i = sg.Inputs(k)
+            try:
+                t = self._activation(edges.get(i, i), dtypes=("int8", "uint8", "int16"))
+            except Unsupported as exc:
+                raise EdgecError(f"{self.path}: graph input '{self._tname(i)}': {exc}") from None
+            if k == 0:
+                g.input, g.input_onnx_shape = t, self.shape(i)
+            else:
+                g.more_inputs.append(t)
+            if several:
+                g.port_names[t], g.port_shapes[t] = self._tname(i), self.shape(i)
+        poisoned: set[int] = set()        # tensors computed by (or after) an operator that could not be imported
         for self.index in range(sg.OperatorsLength()):
             op = sg.Operators(self.index)
             name = self.op_name(op)
-            if self.index in edges.get("ops", ()):
+            if self.index in edges["ops"]:
                 continue
-            if any(op.Inputs(k) >= 0 and op.Inputs(k) not in self.values and self._computed(op.Inputs(k))
-                   for k in range(op.InputsLength())):
-                continue                          # downstream of an operator already reported
+            after = any(op.Inputs(k) in poisoned for k in range(op.InputsLength()))
+            if tflite_fold.fold(self, op):   # (never reads an activation's values: poisoned inputs do not matter)
+                continue                  # computed at import (a shape computation)
             try:
                 if name not in TFLITE_IMPORTERS:
                     raise Unsupported("operator not supported")
+                if after:                 # a supported operator on what could not be imported: not checked further
+                    poisoned.update(int(t) for t in op.OutputsAsNumpy())
+                    continue
                 TFLITE_IMPORTERS[name](self, op)
             except Unsupported as exc:
+                poisoned.update(int(t) for t in op.OutputsAsNumpy())
                 code = self.model.OperatorCodes(op.OpcodeIndex())
                 self.problems.append({"index": self.index, "node": f"{name}#{self.index}", "op": name,
                                       "opset": code.Version(), "what": str(exc),
                                       "kind": "unsupported" if name not in TFLITE_IMPORTERS else "limit"})
-        y = sg.Outputs(0) if sg.Outputs(0) not in edges else edges[sg.Outputs(0)]
+        ys = [sg.Outputs(k) for k in range(sg.OutputsLength())]
         if self.problems and not strict:
-            g.output = self.values.get(y, g.ops[-1].output if g.ops else g.input)
+            g.output = self.values.get(edges.get(ys[0], ys[0]), g.ops[-1].output if g.ops else g.input)
             return g.finish()
         if self.problems:
             raise EdgecError(f"{self.path}: edgec cannot honour {len(self.problems)} operator(s): "
                              + "; ".join(f"{p['op']} (operator #{p['index']}: {p['what']})" for p in self.problems)
                              + "; give edgec the float model (.onnx) instead")
-        if y not in self.values:
-            raise EdgecError(f"{self.path}: the graph output is not computed by any operator")
-        g.output = self.values[y]
-        g.output_onnx_shape = self.shape(sg.Outputs(0))
+        for k, o in enumerate(ys):
+            t = self._graph_output(o, edges.get(o, o), g.outputs[:k])
+            if k == 0:
+                g.output, g.output_onnx_shape = t, self.shape(o)
+            else:
+                g.more_outputs.append(t)
+            if several:
+                g.port_names[t], g.port_shapes[t] = self._tname(o), self.shape(o)
+        if several and any(g.tensors[t].dtype == "int16" for t in g.inputs + g.outputs):
+            raise EdgecError(f"{self.path}: an int16 input or output in a model with several inputs or outputs; "
+                             "edgec takes int16 ports only in a model with one input and one output")
+        g.prune()
         self._quantize()
         return g.finish()
 
+    def _graph_output(self, index: int, y: int, earlier: list[str]) -> str:
+        """The canonical tensor of graph output `index` (held in TFLite tensor y; `earlier`: the outputs before
+        it); an error naming what is wrong with it."""
+        g, name = self.graph, self._tname(index)
+        if y not in self.values:
+            ops = [i for i in range(self.sg.OperatorsLength()) if y in self.sg.Operators(i).OutputsAsNumpy()]
+            what = f"computed by {self.op_name(self.sg.Operators(ops[0]))} (operator #{ops[0]}), which edgec " \
+                   "did not import" if ops else "a constant or a tensor no operator computes"
+            raise EdgecError(f"{self.path}: graph output '{name}' is {what}; export the model with outputs "
+                             "computed by its operators")
+        t = self.values[y]
+        if t in g.inputs:
+            raise EdgecError(f"{self.path}: graph output '{name}' is a graph input itself: the model computes "
+                             "nothing for it")
+        if t in earlier:
+            raise EdgecError(f"{self.path}: graph output '{name}' is the same tensor as an earlier output; "
+                             "export the model with each output computed once")
+        return t
+
     def _edges(self) -> dict:
-        """QUANTIZE of the float graph input / DEQUANTIZE to the float graph output: tensor maps, ops skipped."""
+        """QUANTIZE of a float graph input / DEQUANTIZE to a float graph output: tensor maps, ops skipped."""
         sg, edges = self.sg, {"ops": set()}
+        ins = {sg.Inputs(k) for k in range(sg.InputsLength())}
+        outs = {sg.Outputs(k) for k in range(sg.OutputsLength())}
         for i in range(sg.OperatorsLength()):
             op = sg.Operators(i)
             name = self.op_name(op)
-            if name == "QUANTIZE" and op.Inputs(0) == sg.Inputs(0) and self.sg.Tensors(op.Inputs(0)).Type() == 0:
+            if name == "QUANTIZE" and op.Inputs(0) in ins and self.sg.Tensors(op.Inputs(0)).Type() == 0:
                 edges[op.Inputs(0)] = op.Outputs(0)
                 edges["ops"].add(i)
-            elif name == "DEQUANTIZE" and op.Outputs(0) == sg.Outputs(0):
+            elif name == "DEQUANTIZE" and op.Outputs(0) in outs:
                 edges[op.Outputs(0)] = op.Inputs(0)
                 edges["ops"].add(i)
         return edges
@@ -345,10 +417,12 @@ class _Importer:
         n = self.sg.Tensors(index).Name()
         return n.decode(errors="replace") if n else f"#{index}"
 
-    def _activation(self, index: int, shape=None) -> str:
+    def _activation(self, index: int, shape=None, dtypes: tuple[str, ...] = ("int8",)) -> str:
         t = self.sg.Tensors(index)
-        if t.Type() != INT8:
-            raise Unsupported(f"tensor '{self._tname(index)}' is {_type_name(t.Type())}; edgec runs int8 activations")
+        dtype = {INT8: "int8", UINT8: "uint8", INT16: "int16"}.get(t.Type())
+        if dtype not in dtypes:
+            raise Unsupported(f"tensor '{self._tname(index)}' is {_type_name(t.Type())}; edgec runs int8 activations"
+                              + (f" (and takes {dtype} in and out through a QUANTIZE)" if dtype else ""))
         scales, zps, _ = self.qparams(index)
         if scales.size != 1:
             raise Unsupported(f"tensor '{self._tname(index)}' has a scale per channel; activations are per tensor")
@@ -358,7 +432,7 @@ class _Importer:
             name, k = f"{base}_{k}", k + 1
         phys = tuple(shape if shape is not None else self.shape(index)) or (1,)
         self.graph.tensors[name] = Tensor(name=name, shape=phys, source=name, scale=float(scales[0]),
-                                          zero_point=int(zps[0]))
+                                          zero_point=int(zps[0]), dtype=dtype)
         self.values[index] = name
         return name
 

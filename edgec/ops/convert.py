@@ -1,5 +1,7 @@
 """`requantize`: the conversion between an int8 tensor and its int16 twin where a 16x8 layer (--int16,
-edgec/quant/int16.py) meets int8 ones (TFLite's Requantize, Q31 multiplier + shift); kernels in
+edgec/quant/int16.py) meets int8 ones (TFLite's Requantize, Q31 multiplier + shift); `quantize`: TFLite's QUANTIZE
+between int8, uint8 and int16 (a uint8 graph input the sensor's bytes go into, a uint8 or int16 graph input or
+output, an int8 requantization anywhere), as TFLite Micro's Requantize computes it; kernels in
 runtime_c/edgec_convert.c.
 
 Also the ONNX type conversions and build-time-only operators: a float Cast / CastLike is the tensor itself; Range
@@ -62,10 +64,45 @@ def _c_to8(op: Op, low, site: CallSite) -> str:
     return with_params("edgec_requantize_params", op.params, call, only_fields=True)
 
 
-OPS = [OpDef(KIND, "convert", quantize_requantize, lambda op, inputs: inputs[0], sensitivity=False)]
+def quantize_quantize8(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    """TFLM's QUANTIZE Prepare: the Q31 multiplier of input scale / output scale, in double."""
+    mult, shift = quantize_multiplier(float(np.float64(np.float32(ins[0].scale)) / np.float64(np.float32(out.scale))))
+    op.params.update(n=out.size, input_zp=int(ins[0].zero_point), mult=mult, shift=shift,
+                     output_zp=int(out.zero_point), input_type=QUANTIZE_TYPES.index(ins[0].dtype),
+                     output_type=QUANTIZE_TYPES.index(out.dtype))
+
+
+QUANTIZE_TYPES = ("int8", "uint8", "int16")      # the C kernel's input_type / output_type codes
+
+
+def quantize8(p: dict, x) -> np.ndarray:
+    """TFLite Micro's Requantize between int8, uint8 and int16: (x - input_zp) * (mult, shift) + output_zp, clamped
+    to the output type (an 8-bit input's bytes read as uint8 or int8 as the input is, whatever array type carries
+    them)."""
+    v = np.asarray(x).astype(np.int64).reshape(-1)
+    if p["input_type"] != 2:
+        v = (v & 0xFF) if p["input_type"] == 1 else ((v + 128) & 0xFF) - 128
+    out = requantize(v - int(p["input_zp"]), p["mult"], p["shift"]).astype(np.int64) + int(p["output_zp"])
+    t = np.dtype(QUANTIZE_TYPES[int(p["output_type"])])
+    return np.clip(out, np.iinfo(t).min, np.iinfo(t).max).astype(t)
+
+
+def _c_quantize8(op: Op, low, site: CallSite) -> str:
+    call = f"{low.kernel.name}(&p, {site.inputs[0]}, {site.output});"
+    return with_params("edgec_quantize8_params", op.params, call, only_fields=True)
+
+
+def float_quantize8(op: Op, inputs: list):
+    return inputs[0]
+
+
+OPS = [OpDef(KIND, "convert", quantize_requantize, lambda op, inputs: inputs[0], sensitivity=False),
+       OpDef("quantize", "convert", quantize_quantize8, float_quantize8, sensitivity=False)]
 # the int8 one (an int8 output) converts int16 -> int8; the int16 one (an int16 output) int8 -> int16
 KERNELS = [Kernel("edgec_requantize_s16_s8", (KIND,), REFERENCE, _c_to8, run=_run_to8),
-           Kernel("edgec_requantize_s8_s16", (KIND,), REFERENCE, _c_to16, precision=INT16, run=_run_to16)]
+           Kernel("edgec_requantize_s8_s16", (KIND,), REFERENCE, _c_to16, precision=INT16, run=_run_to16),
+           Kernel("edgec_quantize8", ("quantize",), REFERENCE, _c_quantize8,
+                  run=lambda op, inputs: quantize8(op.params, inputs[0]))]
 
 
 # ---- ONNX import
@@ -99,3 +136,22 @@ def import_quantize_linear(cx, node):
 ONNX = {"Cast": import_cast, "CastLike": import_cast_like,
         "Range": import_needs_constants, "ConstantOfShape": import_needs_constants,
         "QuantizeLinear": import_quantize_linear, "DequantizeLinear": import_quantize_linear}
+
+
+# ---- TFLite import (edgec/frontend/tflite.py)
+def import_tflite_quantize(tx, op):
+    """QUANTIZE between integer types (uint8 -> int8 after a uint8 graph input: x - 128 where the scales agree;
+    int8 -> uint8 before a uint8 output; int8 -> int8 requantization; int16 <-> int8 at an int16 graph input or
+    output). The QUANTIZE of a float graph input is the host's (edgec/frontend/tflite.py); uint8 or int16 tensors
+    into any other operator are refused."""
+    x = tx.input(op, 0, dtypes=QUANTIZE_TYPES)
+    out = tx.output(op, dtypes=QUANTIZE_TYPES)
+    tx.emit("quantize", op, [x], out)
+
+
+def import_tflite_dequantize(tx, op):
+    raise tx.unsupported("a float tensor inside the graph (edgec runs integer graphs: a DEQUANTIZE is taken only "
+                         "right before a float graph output, where the host dequantizes)")
+
+
+TFLITE = {"QUANTIZE": import_tflite_quantize, "DEQUANTIZE": import_tflite_dequantize}

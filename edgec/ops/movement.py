@@ -406,5 +406,19 @@ def import_tflite_pad(tx, op):
     tx.emit("remap", op, [x], out, None, {"pad_value": fill}, dims=dims, tables=tables, pad=0.0)
 
 
+def tflite_permute(tx, op, x: str, perm: list[int]) -> str:
+    """A new tensor holding x with its axes in the order perm (a remap), for an importer that needs another
+    layout first (TFLite's MEAN over axes that are not contiguous)."""
+    shape = tx.tensor(x).shape
+    if len(shape) > RANK:
+        raise tx.unsupported(f"a rank-{len(shape)} tensor in another axis order (edgec moves up to rank {RANK})")
+    strides = np.cumprod((1,) + shape[::-1])[-2::-1]
+    dims = tuple(shape[a] for a in perm)
+    mid = tx.intermediate(x, dims, "__permuted")
+    tx.emit("remap", op, [x], mid, None, {"pad_value": 0}, part=":permute", dims=dims, pad=0.0,
+            tables=[np.arange(shape[a]) * int(strides[a]) for a in perm])
+    return mid
+
+
 TFLITE = {"RESHAPE": import_tflite_reshape, "SQUEEZE": import_tflite_reshape, "EXPAND_DIMS": import_tflite_reshape,
           "PAD": import_tflite_pad, "PADV2": import_tflite_pad}

@@ -1,6 +1,7 @@
 """`reduce`: sum, mean, max, min, argmax, argmin over the middle axis of [outer][n][inner] (any ONNX axes, brought to
 one run of contiguous axes by a layout change when needed); kernel in runtime_c/edgec_reduce.c. Argmax/argmin
-output indices (scale 1, zero point 0). ReduceL1 and ReduceSumSquare are a table (abs, square) and a sum.
+output indices (scale 1, zero point 0). ReduceL1 and ReduceSumSquare are a table (abs, square) and a sum. TFLite's
+MEAN is a sum with TFLite Micro's own requantization (`mean_requantization`).
 """
 from __future__ import annotations
 
@@ -182,3 +183,40 @@ def import_arg_min(cx, node):
 ONNX = {"ReduceSum": import_reduce_sum, "ReduceMax": import_reduce_max, "ReduceMin": import_reduce_min,
         "ReduceL1": import_reduce_l1, "ReduceSumSquare": import_reduce_sum_square,
         "ArgMax": import_arg_max, "ArgMin": import_arg_min}
+
+
+# ---- TFLite import (edgec/frontend/tflite.py)
+def mean_requantization(in_scale: float, out_scale: float, n: int) -> tuple[int, int]:
+    """(multiplier, shift) of TFLite's int8 MEAN over n values (QuantizedMeanOrSum): the Q31 multiplier of
+    in_scale / out_scale (in double, as TFLM's Prepare), then 1/n folded in by integer division after shifting it
+    left by floor(log2 n) (at most 31, and at most 31 + its shift)."""
+    mult, shift = quantize_multiplier(float(np.float64(np.float32(in_scale)) / np.float64(np.float32(out_scale))))
+    left = min(n.bit_length() - 1, 31, 31 + shift)
+    return int((mult << left) // n), shift - left
+
+
+def import_tflite_mean(tx, op):
+    """MEAN (Keras GlobalAveragePooling, any axes, keep_dims or not) as TFLite Micro computes it for int8: the
+    sum of (x - input zero point) over the axes, requantized by `mean_requantization`, plus the output zero point;
+    a reduce over [outer][n][inner] (axes not contiguous: a transpose first, kept axes before reduced ones)."""
+    x, axes = tx.input(op, 0), tx.const(op, 1)
+    shape = tx.tensor(x).shape
+    if axes is None or axes.dtype != np.int32:
+        raise tx.unsupported("the axes must be a constant int32 tensor")
+    red = sorted({int(a) % len(shape) for a in axes.reshape(-1)})
+    out = tx.output(op)
+    moved = [a for a in range(len(shape)) if shape[a] > 1]
+    pos = [i for i, a in enumerate(moved) if a in red]
+    if pos and pos != list(range(pos[0], pos[0] + len(pos))):       # kept axes first, then the reduced ones
+        x = movement.tflite_permute(tx, op, x, [a for a in range(len(shape)) if a not in red] + red)
+        shape, red = tx.tensor(x).shape, list(range(len(shape) - len(red), len(shape)))
+    n = int(np.prod([shape[a] for a in red], dtype=np.int64))
+    span = [a for a in red if shape[a] > 1] or [len(shape)]       # (the size-1 axes among them move nothing)
+    outer = int(np.prod(shape[:span[0]], dtype=np.int64))
+    inner = int(np.prod(shape[span[-1] + 1:], dtype=np.int64))
+    mult, shift = mean_requantization(tx.tensor(x).scale, tx.tensor(out).scale, n)
+    tx.emit("reduce", op, [x], out, None, {"mult": mult, "shift": shift}, how="mean", outer=outer, n=n,
+            inner=inner, select_last=0)
+
+
+TFLITE = {"MEAN": import_tflite_mean}

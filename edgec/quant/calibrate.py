@@ -89,8 +89,11 @@ def feeds(model: onnx.ModelProto, x: np.ndarray) -> dict[str, np.ndarray]:
     """onnxruntime's feed for samples x (N, *input shape without batch); a model with several inputs takes
     them packed (N, total), each flattened in its ONNX layout, in the model's order (edgec/ports.py)."""
     inputs = graph_inputs(model)
-    if len(inputs) == 1:
-        return {inputs[0].name: x}
+    if len(inputs) == 1:      # (packed too when the model has several outputs: back to the input's shape)
+        shape = [d.dim_value for d in inputs[0].type.tensor_type.shape.dim[1:]]
+        fits = shape and all(d > 0 for d in shape) and x.ndim == 2 and x.shape[1] == int(np.prod(shape)) \
+            and len(shape) > 1
+        return {inputs[0].name: np.ascontiguousarray(x).reshape(len(x), *shape) if fits else x}
     out, start = {}, 0
     for vi in inputs:
         shape = [d.dim_value for d in vi.type.tensor_type.shape.dim[1:]]

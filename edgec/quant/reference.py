@@ -18,11 +18,12 @@ def run_op(op: Op, inputs: list[np.ndarray], out_shape: tuple[int, ...], out_dty
 
 def run(graph: Graph, x_q: np.ndarray, keep_all: bool = False):
     """Run one int8 input (ONNX layout of the model input, batch included or not; a model with several
-    inputs: the packed inputs, edgec/ports.py).
+    inputs: the packed inputs, edgec/ports.py; a uint8 or int16 input of a .tflite file: its values).
 
     Returns the int8 output (ONNX layout; several outputs: packed) or, with keep_all, every tensor by name
     (int16 ones as int16)."""
-    env = ports.feed(graph, x_q, np.int8)
+    wide = graph.tensors[graph.input].dtype == "int16" and not graph.more_inputs    # an int16 input port (.tflite)
+    env = ports.feed(graph, x_q, np.int16 if wide else np.int8)
     for op in graph.ops:
         out = graph.tensors[op.output]
         env[op.output] = run_op(op, [env[i] for i in op.inputs], out.shape, out.dtype)

@@ -22,3 +22,24 @@ def test_conversions_bit_exact(ck):
                                                                                            mult=m16, shift=s16))),
                                        ptr(x16), ptr(down))
         assert np.array_equal(down, convert.requantize_s16_s8(x16, zp16, m16, s16))
+
+
+def test_quantize8_bit_exact(ck):
+    """TFLite's QUANTIZE between int8, uint8 and int16 (every direction), random scales and zero points, every
+    8-bit input value (int16: a spread over its range): the C kernel and its twin agree."""
+    from edgec.fixedpoint.scheme import quantize_multiplier
+
+    rng = np.random.default_rng(29)
+    types = (np.int8, np.uint8, np.int16)
+    for k in range(72):
+        ti, to = k % 3, k // 3 % 3
+        x = (np.arange(256, dtype=np.uint8) if ti < 2 else
+             rng.integers(-32768, 32768, 256).astype(np.int16))
+        xin = x.view(np.int8) if ti == 0 else x
+        zp = lambda t: 0 if t == 2 else int(rng.integers(0, 256) if t == 1 else rng.integers(-128, 128))
+        m, s = quantize_multiplier(1.0 if k < 9 else float(10 ** rng.uniform(-3, 3)))
+        p = dict(n=256, input_zp=zp(ti), mult=m, shift=s, output_zp=zp(to), input_type=ti, output_type=to)
+        y = np.zeros(256, types[to])
+        ck.lib.edgec_quantize8(ctypes.byref(make("edgec_quantize8_params", p)), ptr(xin), ptr(y))
+        want = convert.quantize8(p, xin)
+        assert want.dtype == y.dtype and np.array_equal(y, want), p

@@ -1,0 +1,96 @@
+"""Run-time shape computations of a .tflite file folded at import, when the shapes are static.
+
+A Keras `Reshape` of a model whose batch is None exports as SHAPE(x) -> STRIDED_SLICE (the batch) -> PACK (with
+the other dimensions) -> RESHAPE(x, that): integer tensors computed at run time from a shape the file fixes
+anyway. `fold(tx, op)` evaluates such an operator with NumPy when every input is a constant or already folded (or,
+for SHAPE, has a static shape) and its outputs are integer tensors without quantization; its values then stand as
+constants for the operators that read them (`tx.const`), and nothing of it runs on the device. Quantized (int8)
+tensors are never folded here: their arithmetic is the importers'.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+INTEGER_TYPES = {2: np.int32, 4: np.int64, 6: np.bool_}      # tflite.TensorType INT32, INT64, BOOL
+ELEMENTWISE = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "FLOOR_DIV": np.floor_divide,
+               "MAXIMUM": np.maximum, "MINIMUM": np.minimum}
+
+
+def fold(tx, op) -> bool:
+    """Whether `op` was evaluated at build time (its outputs recorded in tx.static)."""
+    name = tx.op_name(op)
+    outs = [int(t) for t in op.OutputsAsNumpy()]
+    if not outs or any(tx.sg.Tensors(t).Type() not in INTEGER_TYPES or _quantized(tx, t) for t in outs):
+        return False
+    if name == "SHAPE":            # the file's shape (a batch of None is 1 in it, as TFLite Micro runs it)
+        return op.Inputs(0) >= 0 and _set(tx, outs, [np.array(tx.shape(op.Inputs(0)), np.int64)])
+    ins = []
+    for k in range(op.InputsLength()):
+        i = op.Inputs(k)
+        if i < 0:
+            ins.append(None)
+        elif i in tx.static:
+            ins.append(tx.static[i])
+        elif not tx._computed(i):
+            try:
+                ins.append(tx.const(op, k))
+            except type(tx.unsupported("")):      # not a numeric constant
+                return False
+        else:
+            return False
+    try:
+        value = _evaluate(tx, op, name, ins)
+    except (ValueError, IndexError, TypeError, ZeroDivisionError, FloatingPointError):
+        return False
+    return value is not None and _set(tx, outs, value)
+
+
+def _evaluate(tx, op, name: str, ins: list) -> list | None:
+    o = tx.options(op) if op.BuiltinOptionsType() else None
+    if name == "STRIDED_SLICE":
+        return [_strided_slice(o, *ins[:4])]
+    if name == "PACK":
+        return [np.stack(ins, axis=o.Axis())]
+    if name == "CONCATENATION":
+        return [np.concatenate([np.atleast_1d(v) for v in ins], axis=o.Axis())]
+    if name == "GATHER":
+        if o is not None and o.BatchDims() != 0:
+            return None
+        return [np.take(ins[0], ins[1], axis=o.Axis() if o is not None else 0)]
+    if name in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS", "CAST"):
+        return [ins[0]]                    # reshaped and typed by _set
+    if name in ELEMENTWISE:
+        return [ELEMENTWISE[name](ins[0], ins[1])]
+    return None
+
+
+def _strided_slice(o, x, begin, end, strides):
+    if o.EllipsisMask() or o.NewAxisMask():
+        return None
+    strides = np.ones(len(begin), np.int64) if strides is None else strides
+    offset = bool(o.Offset()) if hasattr(o, "Offset") else False
+    index = []
+    for k, (b, e, s) in enumerate(zip(begin.tolist(), end.tolist(), strides.tolist())):
+        if o.ShrinkAxisMask() >> k & 1:
+            index.append(int(b))
+            continue
+        e = b + e if offset else e
+        index.append(slice(None if o.BeginMask() >> k & 1 else int(b), None if o.EndMask() >> k & 1 else int(e),
+                           int(s)))
+    return np.asarray(x)[tuple(index)]
+
+
+def _set(tx, outs: list[int], values: list) -> bool:
+    for t, v in zip(outs, values):
+        if v is None:
+            return False
+        shape = tx.shape(t)
+        v = np.asarray(v).astype(INTEGER_TYPES[tx.sg.Tensors(t).Type()])
+        tx.static[t] = v.reshape(shape) if shape and int(np.prod(shape)) == v.size else v
+    return True
+
+
+def _quantized(tx, t: int) -> bool:
+    q = tx.sg.Tensors(t).Quantization()
+    return q is not None and q.ScaleLength() > 0
+
