@@ -25,8 +25,9 @@ import numpy as np
 
 # An op's `act` attribute (the interval its output is clamped to) when no activation is fused into it.
 NO_ACT = (-math.inf, math.inf)
-# Activation types: int8 everywhere, int16 where a layer runs TFLite's 16x8 scheme (edgec/quant/int16.py).
-DTYPES = {"int8": np.int8, "int16": np.int16}
+# Activation types: int8 everywhere, int16 where a layer runs TFLite's 16x8 scheme (edgec/quant/int16.py), float32
+# where an operator computes in float as TFLite Micro does (the detection post-processing, edgec/ops/detection.py).
+DTYPES = {"int8": np.int8, "int16": np.int16, "float32": np.float32}
 # Source prefix of the tensors edgec makes itself (decomposed operators): onnxruntime never sees them, so the
 # float interpreter (edgec/quant/floatref.py) calibrates them.
 SYNTHETIC = "edgec:"
