@@ -252,9 +252,9 @@ def import_tflite_detection(tx, op):
         raise tx.unsupported(f"{sshape[2]} class scores a box for {nc} classes (TFLM: the classes and at most one "
                              "background class)")
     iou = float(F32(o["nms_iou_threshold"]))
-    if not 0.0 < iou <= 1.0 or d < 0 or (regular and per_class <= 0):
-        raise tx.unsupported("nms_iou_threshold outside (0, 1], or max_detections / detections_per_class "
-                             "out of range (TFLM refuses them too)")
+    if not 0.0 < iou <= 1.0 or d < 1 or nc < 1 or (regular and per_class <= 0):
+        raise tx.unsupported(f"nms_iou_threshold {iou} outside (0, 1], or max_detections {d}, num_classes {nc} or "
+                             f"detections_per_class {per_class} below 1 (TFLM refuses or misreads them too)")
     if not regular and int(o["max_classes_per_detection"]) != 1:
         raise tx.unsupported("fast NMS with max_classes_per_detection other than 1 (TFLM writes those outside "
                              "its outputs)")

@@ -188,8 +188,9 @@ def _refused(tmp_path, case) -> str:
 
 
 def test_what_tflm_cannot_run_is_refused_in_one_line(tmp_path):
-    """Fast NMS with two classes a detection (TFLM writes those outside its outputs), and a model that gives
-    only some of the operator's outputs: refused, naming what and what to do."""
+    """Fast NMS with two classes a detection (TFLM writes those outside its outputs), a model that gives only
+    some of the operator's outputs, a dequantized tensor another operator reads too, an IoU threshold of 0:
+    refused in one line, naming what and what to do."""
     rng = np.random.default_rng(2)
     case = detection_case(rng, "random", False)[0]
     node = case.nodes[-1]
@@ -201,6 +202,15 @@ def test_what_tflm_cannot_run_is_refused_in_one_line(tmp_path):
     case.output = [5, 7]
     msg = _refused(tmp_path, case)
     assert "all 4 outputs" in msg and "\n" not in msg
+    case = detection_case(rng, "random", True)[0]          # a dequantized tensor read by another operator too
+    case.tensors.append(tflite_oracle.T(case.tensors[3].shape, [], [], F32))
+    case.nodes.append(tflite_oracle.Node("LOGISTIC", [3], 9))
+    case.output = [5, 6, 7, 8, 9]
+    msg = _refused(tmp_path, case)
+    assert "DEQUANTIZE" in msg and "only TFLite_Detection_PostProcess reads" in msg and "\n" not in msg
+    case = detection_case(rng, "random", True)[0]
+    case.nodes[-1].custom = flexbuffers.Dumps({**flexbuffers.Loads(case.nodes[-1].custom), "nms_iou_threshold": 0.0})
+    assert "nms_iou_threshold" in _refused(tmp_path, case)
 
 
 def ssd_head_case(rng, regular: bool, h: int = 4, w: int = 4, c: int = 8, a: int = 3, nc: int = 3):
