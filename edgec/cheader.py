@@ -37,7 +37,7 @@ _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 _FIELD = re.compile(r"^(\w+)(?:\[(\w+)\])?$")
 _BUFFER = re.compile(r"static\s+inline\s+int32_t\s+(\w+)_get_buffer_size\s*\(\s*const\s+(\w+)\s*\*\s*p\s*\)\s*"
                      r"\{\s*return\s+([^;{}]+);\s*\}")
-_KERNEL = re.compile(r"^void\s+(edgec_\w+)\s*\(", re.M)
+_KERNEL = re.compile(r"^(?:void|int)\s+(edgec_\w+)\s*\(", re.M)     # int: a kernel returning a status
 
 
 def runtime_dir() -> Path:

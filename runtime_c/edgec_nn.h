@@ -581,6 +581,30 @@ typedef struct {
 } edgec_quantize8_params;
 void edgec_quantize8(const edgec_quantize8_params *p, const void *input, void *output);
 
+/* ================================================================ detection post-processing
+ * edgec_detection.c. TFLite's TFLite_Detection_PostProcess custom operator, bit-identical with TFLite Micro's
+ * kernel (tensorflow/lite/micro/kernels/detection_postprocess.cc): int8 box encodings [num_boxes][box_stride]
+ * (y, x, h, w first) and class scores [num_boxes][score_stride] dequantized to float as TFLM's DEQUANTIZE does,
+ * decoded against the anchors [num_boxes][4] (y, x, h, w; float) in double as TFLM does, then fast NMS
+ * (regular_nms 0: each anchor's best class, max_classes_per_detection 1) or class-wise regular NMS (regular_nms
+ * 1: detections_per_class per class). score_stride - num_classes is 0 or 1 (a background class first).
+ * fparams (float): box_scale, score_scale, score_threshold, iou_threshold, y_scale, x_scale, h_scale, w_scale.
+ * output (float, TFLite's four outputs one after the other): boxes [max_detections][4] (ymin, xmin, ymax, xmax),
+ * classes [max_detections], scores [max_detections], the number of detections [1]; rows after that number are 0.
+ * Returns 0, or -1 where a decoded box is empty (ymin >= ymax or xmin >= xmax: TFLM's Invoke fails there). */
+typedef struct {
+    int32_t num_boxes, box_stride, num_classes, score_stride, max_detections, max_classes_per_detection,
+        detections_per_class, regular_nms, box_zp, score_zp;
+} edgec_detection_postprocess_params;
+int edgec_detection_postprocess_s8(const edgec_detection_postprocess_params *p, const int8_t *boxes,
+                                   const int8_t *scores, const float *anchors, const float *fparams, void *scratch,
+                                   float *output);
+/* decoded boxes and scores, the NMS's candidate lists (4-byte words), then one byte a box */
+static inline int32_t edgec_detection_postprocess_s8_get_buffer_size(const edgec_detection_postprocess_params *p)
+{
+    return 4 * ((8 + p->score_stride) * p->num_boxes + 5 * (p->max_detections + p->num_boxes)) + p->num_boxes;
+}
+
 #ifdef __cplusplus
 }
 #endif

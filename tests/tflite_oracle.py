@@ -47,6 +47,7 @@ class Node:
     inputs: list               # indices into the model's tensor list (-1: absent)
     output: int | list         # one index, or a list of them (an operator with several outputs)
     options: tuple | None = None   # (BuiltinOptions name, {field: value})
+    custom: bytes = b""        # a custom operator's options (flexbuffer); op is then "CUSTOM:<custom code>"
 
 
 @dataclass
@@ -111,6 +112,7 @@ def write(case: Case) -> bytes:
             for f, v in fields.items():
                 getattr(tflite, f"{kind}Add{f}")(b, v)
             opts = getattr(tflite, f"{kind}End")(b)
+        custom = b.CreateByteVector(n.custom) if n.custom else None
         ins = _vector(b, tflite.OperatorStartInputsVector, n.inputs, b.PrependInt32)
         outs = _vector(b, tflite.OperatorStartOutputsVector, _list(n.output), b.PrependInt32)
         tflite.OperatorStart(b)
@@ -120,6 +122,8 @@ def write(case: Case) -> bytes:
         if opts is not None:
             tflite.OperatorAddBuiltinOptionsType(b, getattr(OPTIONS, n.options[0]))
             tflite.OperatorAddBuiltinOptions(b, opts)
+        if custom is not None:
+            tflite.OperatorAddCustomOptions(b, custom)
         ops.append(tflite.OperatorEnd(b))
     tvec = _vector(b, tflite.SubGraphStartTensorsVector, tensors, b.PrependUOffsetTRelative)
     ovec = _vector(b, tflite.SubGraphStartOperatorsVector, ops, b.PrependUOffsetTRelative)
@@ -133,9 +137,13 @@ def write(case: Case) -> bytes:
     sg = tflite.SubGraphEnd(b)
     code_offsets = []
     for c in codes:
+        custom_code = b.CreateString(c.split(":", 1)[1]) if c.startswith("CUSTOM:") else None
+        code = OPS.CUSTOM if custom_code is not None else getattr(OPS, c)
         tflite.OperatorCodeStart(b)
-        tflite.OperatorCodeAddBuiltinCode(b, getattr(OPS, c))
-        tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(getattr(OPS, c), 127))
+        tflite.OperatorCodeAddBuiltinCode(b, code)
+        tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
+        if custom_code is not None:
+            tflite.OperatorCodeAddCustomCode(b, custom_code)
         tflite.OperatorCodeAddVersion(b, 1)
         code_offsets.append(tflite.OperatorCodeEnd(b))
     cvec = _vector(b, tflite.ModelStartOperatorCodesVector, code_offsets, b.PrependUOffsetTRelative)

@@ -70,6 +70,11 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
                          f"{report['protocol']}); drive it with that runner (edgec.device.mlperf.MlperfClient) or "
                          "rebuild without --protocol for edgec bench")
     graph = artifact.load_graph(outdir)
+    floats = [t for t in graph.outputs if graph.tensors[t].dtype != "int8"]
+    if floats:      # TFLite_Detection_PostProcess's detections (edgec/ops/detection.py)
+        raise EdgecError(f"{outdir}: output '{graph.port_names.get(floats[0], floats[0])}' is float32 (detections); "
+                         "edgec bench does not read float outputs yet: read them with the generated "
+                         f"{report['model']}_detections() or edgec's Python reference")
     score_fn = load_score(score) if score else None
     data = ports.load_data(data_path, graph, limit, float_labels=True, memory_limit=settings.memory_limit)
     for view, labels in _labelled_outputs(graph, data):    # before any work: a bad label would bend the numbers

@@ -15,6 +15,7 @@ import numpy as np
 
 from edgec import __version__, cheader, ports
 from edgec.ir import Graph
+from edgec.ops import detection
 from edgec.ops.kernel import REFERENCE
 from edgec.ops.opdef import CallSite
 from edgec.ops.registry import REGISTRY, graph_macs
@@ -27,10 +28,13 @@ from edgec.quant.artifact import graph_hash
 from edgec.templating import environment
 
 _CTYPES = {np.int8: "int8_t", np.int16: "int16_t", np.uint16: "uint16_t", np.int32: "int32_t", np.uint32: "uint32_t",
-           np.int64: "int64_t"}
+           np.int64: "int64_t", np.float32: "float"}
 
 
 def _c_array(values: np.ndarray, per_line: int = 24) -> str:
+    if values.dtype == np.float32:      # C99 hexadecimal literals: every bit as given
+        flat = [float(v).hex() + "f" for v in values.reshape(-1)]
+        return ",\n".join("    " + ", ".join(flat[i:i + 6]) for i in range(0, len(flat), 6))
     flat = [str(int(v)) + ("u" if values.dtype == np.uint32 else "") for v in values.reshape(-1)]
     if values.dtype == np.int32:
         flat = [f"({v})" if v == str(-2**31) else v for v in flat]
@@ -104,7 +108,8 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str, runtime: bool =
                output_scale=repr(float(tout.scale)), output_zp=tout.zero_point,
                input_shape=list(graph.input_onnx_shape), output_shape=list(graph.output_onnx_shape),
                macs=graph_macs(graph), guards=[], guard_status=guard.STATUS_BASE, bands=bands,
-               ports=ports.c_context(graph, lambda t: c_pointer(plan, plan.offsets[t])))
+               ports=ports.c_context(graph, lambda t: c_pointer(plan, plan.offsets[t])),
+               detections=detection.c_detections(graph, lambda t: c_pointer(plan, plan.offsets[t])))
     harness = []
     if plan.guard_bytes:   # the arena guard's debug build (edgec/plan/guard.py)
         ctx["guards"] = guard.regions(graph, plan)

@@ -154,6 +154,7 @@ class _Importer:
         self.given: dict[str, dict] = {}          # op name -> the file's integers replacing the quantizer's
         self.static: dict[int, np.ndarray] = {}   # TFLite tensor index -> its value, computed at import
                                                   # (run-time shape computations: edgec/frontend/tflite_fold.py)
+        self.parts: dict[int, str] = {}           # output of an operator with several, held packed in one tensor
 
     # ---- the context importers build on (edgec/ops/<family>.py) ---------------------------
     def op_name(self, op) -> str:
@@ -221,6 +222,16 @@ class _Importer:
         """A new canonical int8 tensor (or of one of `dtypes`) for the operator's output 0, with the file's scale
         and zero point."""
         return self._activation(op.Outputs(0), shape, dtypes)
+
+    def packed_outputs(self, op, size: int, dtype: str) -> str:
+        """One tensor (`size` values of `dtype`, named after output 0) holding all of the operator's outputs one
+        after the other, as edgec packs a model's outputs (edgec/ports.py): they must be the graph's outputs."""
+        name = self._tname(op.Outputs(0))
+        self.graph.tensors[name] = Tensor(name=name, shape=(size,), source=name, scale=1.0, zero_point=0,
+                                          dtype=dtype)
+        for k in range(op.OutputsLength()):
+            self.values[op.Outputs(k)] = self.parts[op.Outputs(k)] = name
+        return name
 
     def intermediate(self, like: str, shape: tuple[int, ...], suffix: str) -> str:
         """A new tensor between two ops made from one operator, quantized as tensor `like`."""
@@ -359,20 +370,45 @@ class _Importer:
             raise EdgecError(f"{self.path}: edgec cannot honour {len(self.problems)} operator(s): "
                              + "; ".join(f"{p['op']} (operator #{p['index']}: {p['what']})" for p in self.problems)
                              + "; give edgec the float model (.onnx) instead")
+        ys = self._packed(ys)
+        if several and len(ys) == 1 and sg.InputsLength() == 1:     # one input, one packed output
+            several = False
+            g.port_names.clear()
+            g.port_shapes.clear()
         for k, o in enumerate(ys):
             t = self._graph_output(o, edges.get(o, o), g.outputs[:k])
+            shape = (1, *g.tensors[t].shape) if o in self.parts else self.shape(o)   # packed: its own shape
             if k == 0:
-                g.output, g.output_onnx_shape = t, self.shape(o)
+                g.output, g.output_onnx_shape = t, shape
             else:
                 g.more_outputs.append(t)
             if several:
-                g.port_names[t], g.port_shapes[t] = self._tname(o), self.shape(o)
+                g.port_names[t], g.port_shapes[t] = self._tname(o), shape
         if several and any(g.tensors[t].dtype == "int16" for t in g.inputs + g.outputs):
             raise EdgecError(f"{self.path}: an int16 input or output in a model with several inputs or outputs; "
                              "edgec takes int16 ports only in a model with one input and one output")
         g.prune()
         self._quantize()
         return g.finish()
+
+    def _packed(self, ys: list[int]) -> list[int]:
+        """The graph outputs with an operator's packed outputs (`packed_outputs`) as one: its first; an error
+        unless they are all graph outputs, one after the other in the operator's order."""
+        out, k = [], 0
+        while k < len(ys):
+            if ys[k] not in self.parts:
+                out.append(ys[k])
+                k += 1
+                continue
+            t = self.parts[ys[k]]
+            group = [i for i, v in self.parts.items() if v == t]
+            if ys[k:k + len(group)] != group:
+                raise EdgecError(f"{self.path}: graph outputs '{self._tname(ys[k])}'...: edgec needs all "
+                                 f"{len(group)} outputs of the operator computing them as graph outputs, one "
+                                 "after the other in the operator's order; export the model with them so")
+            out.append(ys[k])
+            k += len(group)
+        return out
 
     def _graph_output(self, index: int, y: int, earlier: list[str]) -> str:
         """The canonical tensor of graph output `index` (held in TFLite tensor y; `earlier`: the outputs before

@@ -59,7 +59,7 @@ def test_every_kernel_taking_scratch_has_its_buffer_size():
     scratch; the argument keeps the fast kernels' one signature), which buffer_size gives 0 like every other
     kernel without one."""
     header = re.sub(r"/\*.*?\*/", " ", (RUNTIME / cheader.HEADER).read_text(), flags=re.S)
-    taking = {m.group(1) for m in re.finditer(r"^void\s+(edgec_\w+)\s*\(([^;]*?)\);", header, re.M | re.S)
+    taking = {m.group(1) for m in re.finditer(r"^(?:void|int)\s+(edgec_\w+)\s*\(([^;]*?)\);", header, re.M | re.S)
               if re.search(r"\bscratch\b", m.group(2))}
     assert taking - set(cheader.buffer_functions()) == {"edgec_fully_connected_mve_s8"}
     assert set(cheader.buffer_functions()) <= taking
