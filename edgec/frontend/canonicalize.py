@@ -31,7 +31,7 @@ from edgec.frontend.fold import static_shape
 from edgec.frontend.loader import graph_inputs
 from edgec.frontend.support import CONTROL_FLOW, Problem, problems_message
 from edgec.ir import Graph, GraphBuilder, Op, Tensor
-from edgec.ops import matmul, movement
+from edgec.ops import convert, matmul, movement
 from edgec.ops.registry import FUSABLE, IMPORTERS, SUPPORTED_OPS, WEIGHT_AXIS
 
 
@@ -235,7 +235,7 @@ class _Canonicalizer:
         converted to the int8 tensor the graph reads by a `quantize` op; returns the uint8 tensor."""
         port = self.new_tensor(value, shape, value)
         self.graph.retensor(port, dtype="uint8")
-        self.emit("quantize", onnx.helper.make_node("Identity", [value], [value], name=f"{value} (uint8 input)"),
+        self.emit(convert.QUANTIZE_KIND, onnx.helper.make_node("Identity", [value], [value], name=f"{value} (uint8 input)"),
                   [port], int8)
         return port
 

@@ -24,6 +24,7 @@ from edgec.fixedpoint.scheme import quantize_multiplier, requantize
 
 
 KIND = "requantize"
+QUANTIZE_KIND = "quantize"        # TFLite's QUANTIZE between integer types (uint8 / int8 / int16 ports)
 
 
 def quantize_requantize(op: Op, ins: list[Tensor], out: Tensor) -> None:
@@ -97,11 +98,11 @@ def float_quantize8(op: Op, inputs: list):
 
 
 OPS = [OpDef(KIND, "convert", quantize_requantize, lambda op, inputs: inputs[0], sensitivity=False),
-       OpDef("quantize", "convert", quantize_quantize8, float_quantize8, sensitivity=False)]
+       OpDef(QUANTIZE_KIND, "convert", quantize_quantize8, float_quantize8, sensitivity=False)]
 # the int8 one (an int8 output) converts int16 -> int8; the int16 one (an int16 output) int8 -> int16
 KERNELS = [Kernel("edgec_requantize_s16_s8", (KIND,), REFERENCE, _c_to8, run=_run_to8),
            Kernel("edgec_requantize_s8_s16", (KIND,), REFERENCE, _c_to16, precision=INT16, run=_run_to16),
-           Kernel("edgec_quantize8", ("quantize",), REFERENCE, _c_quantize8,
+           Kernel("edgec_quantize8", (QUANTIZE_KIND,), REFERENCE, _c_quantize8,
                   run=lambda op, inputs: quantize8(op.params, inputs[0]))]
 
 
@@ -146,7 +147,7 @@ def import_tflite_quantize(tx, op):
     into any other operator are refused."""
     x = tx.input(op, 0, dtypes=QUANTIZE_TYPES)
     out = tx.output(op, dtypes=QUANTIZE_TYPES)
-    tx.emit("quantize", op, [x], out)
+    tx.emit(QUANTIZE_KIND, op, [x], out)
 
 
 def import_tflite_dequantize(tx, op):

@@ -67,6 +67,9 @@ class OpDef:
     int16: Int16 | None = None                   # 16x8 quantization (--int16)
     sensitivity: bool = True                     # listed in the per-layer sensitivity report
     distribution: bool = False                   # output is a probability distribution (or its log)
+    adaptive_rounding: bool = False              # GPTQ rounding of its weights (edgec/quant/rounding.py): each
+                                                 # output a dot product of weights and an input patch, run_float
+                                                 # takes weights= and bias=
     bias_correction: bool = False                # --bias-correction corrects its bias (weighted ops)
     equalize: Equalize | None = None             # cross-layer equalization (--equalize) of its weights
     row_bands: str | None = None                 # runs on row bands of [1,H,W,C] images (patch-based stages,

@@ -86,6 +86,7 @@ INT4_KINDS = tuple(k for k in REGISTRY if (k, INT4) in REFERENCES)
 KERNEL_CODE_BYTES = {k: (REFERENCES[k, INT8][0].code_bytes if (k, INT8) in REFERENCES else None) or DEFAULT_CODE_BYTES
                      for k in REGISTRY}
 FLOAT_KINDS = frozenset(k for k, d in REGISTRY.items() if d.run_float is not None)
+ADAPTIVE_ROUNDING = frozenset(k for k, d in REGISTRY.items() if d.adaptive_rounding)
 BIAS_CORRECTABLE = frozenset(k for k, d in REGISTRY.items() if d.bias_correction)
 
 

@@ -26,9 +26,8 @@ import numpy as np
 
 from edgec.ir import Graph, Op
 from edgec.quant import floatref
-from edgec.ops.registry import REGISTRY
+from edgec.ops.registry import ADAPTIVE_ROUNDING as KINDS, REGISTRY
 
-KINDS = ("conv2d", "fully_connected")
 DAMP = 0.01               # H + DAMP * mean(diag H) * I: a well-conditioned inverse
 SAMPLES = 64              # calibration samples the layer inputs come from
 MAX_ROWS = 20000          # input patches H is estimated from (a random subset beyond)

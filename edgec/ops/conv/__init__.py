@@ -32,7 +32,7 @@ def _weights(op):
 
 OPS = [
     OpDef("conv2d", "conv", quantize_conv, float_conv, fuses_activation=True, weight_axis=0, bias_correction=True,
-          equalize=EQUALIZE, macs=lambda op, out: out.size * int(np.prod(_weights(op).shape[1:])),
+          adaptive_rounding=True, equalize=EQUALIZE, macs=lambda op, out: out.size * int(np.prod(_weights(op).shape[1:])),
           int16=Int16(quantize_conv16), row_bands="window"),
     OpDef("depthwise_conv2d", "conv", quantize_conv, float_conv, fuses_activation=True, weight_axis=-1,
           bias_correction=True, equalize=EQUALIZE, row_bands="window",
