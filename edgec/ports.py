@@ -134,7 +134,8 @@ def c_context(graph: Graph, pointer) -> dict | None:
     def one(p: Port) -> dict:
         t = graph.tensors[p.tensor]
         return {"c": p.c_name, "C": p.c_name.upper(), "name": p.name, "bytes": t.nbytes, "scale": repr(float(t.scale)),
-                "zero_point": t.zero_point, "shape": list(p.onnx_shape), "pointer": pointer(p.tensor)}
+                "zero_point": t.zero_point, "shape": list(p.onnx_shape), "pointer": pointer(p.tensor),
+                "elements": t.size, "bits": 16 if t.dtype == "int16" else 8, "scale_value": float(t.scale)}
     ins, outs = inputs(graph), outputs(graph)
     check_names(ins, "input")
     check_names(outs, "output")
