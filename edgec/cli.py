@@ -285,6 +285,17 @@ def parser():
     return cli_parser.parser({name[len("cmd_"):]: fn for name, fn in globals().items() if name.startswith("cmd_")})
 
 
+def _stdout_closed() -> int:
+    """The reader of our output went away (`edgec inspect ... | head`): stop quietly, as a shell tool does, with
+    128 + SIGPIPE; stdout goes to /dev/null so that the interpreter's final flush does not complain again."""
+    import os
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):    # no file descriptor behind stdout (an embedding caller's stream)
+        pass
+    return 141
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv)
@@ -299,7 +310,11 @@ def main(argv: list[str] | None = None) -> int:
             if args.command in ("build", "export") and not args.board:
                 raise EdgecError(f"no board: give --board (see `edgec boards`) or set board in an edgec.toml or "
                                  f"pyproject.toml [tool.edgec] beside {args.model}")
-        return args.func(args)
+        status = args.func(args)
+        sys.stdout.flush()     # here, not at exit: a closed pipe (`edgec inspect ... | head`) is handled below
+        return status
+    except BrokenPipeError:
+        return _stdout_closed()
     except EdgecError as exc:
         if args.debug:
             raise
