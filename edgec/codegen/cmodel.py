@@ -108,7 +108,10 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str, runtime: bool =
                input_elements=tin.size, output_elements=tout.size, input_bits=16 if tin.dtype == "int16" else 8,
                output_bits=16 if tout.dtype == "int16" else 8, input_scale_value=float(tin.scale),
                output_scale_value=float(tout.scale), abi_version=cheader.abi_version(),
-               lifetime=iolife.lifetime(graph, plan, name))
+               lifetime=iolife.lifetime(graph, plan, name),
+               ctx_api=not plan.pieces)   # the context API: one arena (not in pieces over several RAM regions)
+    if ctx["ctx_api"]:      # the one-call API's arena; `arena` names the arena a function runs on (model.c.j2)
+        ctx["pieces"][0]["cname"] = "static_arena"
     harness = []
     if plan.guard_bytes:   # the arena guard's debug build (edgec/plan/guard.py)
         ctx["guards"] = guard.regions(graph, plan)
