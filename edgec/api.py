@@ -177,6 +177,16 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     return report
 
 
+def export_build(build_dir: str | Path, fmt: str, outdir: str | Path, log: Log = _quiet, board: str | None = None,
+                 lib_version: str | None = None, maintainer: str | None = None, url: str | None = None) -> dict:
+    """A benched build folder -> its model library byte for byte, with the compile flags it was benched with, in
+    `fmt` layout (see edgec/export_build.py)."""
+    from edgec.export_build import export_build as export_benched
+
+    return export_benched(build_dir, fmt, outdir, log=log, board=board, lib_version=lib_version,
+                          maintainer=maintainer, url=url)
+
+
 def export(model_path: str | Path, calib_path: str | Path | None, board: str, fmt: str, outdir: str | Path,
            log: Log = _quiet, options: ptq.QuantOptions | None = None, name: str | None = None,
            lib_version: str | None = None, maintainer: str | None = None, url: str | None = None,
