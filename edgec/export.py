@@ -10,8 +10,8 @@ main), an example with one reference sample, and the manifest of the chosen buil
     cmake       DIR/CMakeLists.txt (add_subdirectory, or build + `cmake --install` for find_package(<name>) and
                 the target edgec::<name>), DIR/src/, DIR/examples/main.c; the same folder is a Zephyr module
                 (DIR/zephyr/: module.yml, CMakeLists.txt, Kconfig) and an ESP-IDF component
-                (idf_component_register; DIR/idf_component.yml) -- those two are written to their conventions
-                but not built by edgec's tests (no Zephyr or ESP-IDF SDK here)
+                (idf_component_register; DIR/idf_component.yml); the Zephyr module is built and run by
+                tests/test_export_zephyr.py (Zephyr 3.5.0, QEMU), the ESP-IDF component is not built here
 
 Options: `name` (the C prefix of every symbol, default from the model's file name), `lib_version` (the
 library's version in its manifests, default edgec's), `maintainer` and `url` (library.properties, library.json).

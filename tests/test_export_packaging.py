@@ -100,7 +100,7 @@ def test_zephyr_module_and_esp_idf_component_files(tmp_path):
     assert all(f'"{f}"' in idf for f in ["src/kws.c", *runtime_c]) and 'INCLUDE_DIRS "src"' in idf
     assert 'version: "0.1.0"' in (lib / "idf_component.yml").read_text()
     readme = (lib / "README.md").read_text()
-    assert "have **not been built**" in readme and "CONFIG_EDGEC_KWS=y" in readme
+    assert "has **not been built**" in readme and "Zephyr 3.5.0" in readme and "CONFIG_EDGEC_KWS=y" in readme
 
 
 def test_zephyr_names_are_prefixed_so_a_model_named_like_a_subsystem_does_not_enable_it(tmp_path):
