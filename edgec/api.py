@@ -42,6 +42,20 @@ from edgec.pipeline import quiet as _quiet
 from edgec.targets.build_folder import REPORT, check_hello, load_build
 
 
+QuantOptions = ptq.QuantOptions      # api.QuantOptions(...), or its fields as keywords of build and export
+
+
+def quant_options(options: ptq.QuantOptions | None, fields: dict) -> ptq.QuantOptions:
+    """`options` with the QuantOptions fields given as keywords (api.build(..., method="percentile")); a keyword
+    that is no field is refused as Python refuses an unknown keyword, naming the fields."""
+    names = {f.name for f in dataclasses.fields(ptq.QuantOptions)}
+    unknown = sorted(set(fields) - names)
+    if unknown:
+        raise TypeError(f"unexpected keyword argument {unknown[0]!r}: the quantization keywords are "
+                        f"{', '.join(sorted(names))} (edgec.api.QuantOptions)")
+    return dataclasses.replace(options or ptq.QuantOptions(), **fields)
+
+
 def write_quant_report(result: ptq.QuantResult, options: ptq.QuantOptions, folder: Path, title: str) -> dict:
     """quant.json, sensitivity.json and sensitivity.svg in `folder`; returns the build report's entry."""
     options = result.options or options              # as applied: the default recipe's choices in
@@ -70,7 +84,7 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
           protocol: str = "edgec", mlperf_model: str | None = None, arena_guard: bool = False,
           mlperf_mode: str = "performance", mlperf_baud: int | None = None, ram_budget: int | None = None,
           optimize: str = "speed", tuning_log: str | Path | None = None, choose=None,
-          settings: Settings | None = None) -> dict:
+          settings: Settings | None = None, **quantization) -> dict:
     """Model + calibration data -> build folder with model library, project, firmware and report (a quantized
     .tflite model needs no calibration data: calib_path None).
     protocol "mlperf" builds a firmware for the MLPerf Tiny runner instead of edgec's bench link
@@ -90,7 +104,7 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     inputs = (model_path, calib_path)
     check_output_folder(outdir, inputs)      # before any work: edgec only ever replaces a folder it wrote
     settings = settings or Settings.from_environment()
-    options = (options or ptq.QuantOptions()).normalized()     # as the report states them
+    options = quant_options(options, quantization).normalized()     # as the report states them
     tuned: dict[str, str] = {}
     if choose is None and optimize == "speed":    # a damaged log is refused before any work
         log_path = Path(tuning_log) if tuning_log else settings.tuning_log
@@ -166,17 +180,28 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     return report
 
 
+def export_build(build_dir: str | Path, fmt: str, outdir: str | Path, log: Log = _quiet, board: str | None = None,
+                 lib_version: str | None = None, maintainer: str | None = None, url: str | None = None) -> dict:
+    """A benched build folder -> its model library byte for byte, with the compile flags it was benched with, in
+    `fmt` layout (see edgec/export_build.py)."""
+    from edgec.export_build import export_build as export_benched
+
+    return export_benched(build_dir, fmt, outdir, log=log, board=board, lib_version=lib_version,
+                          maintainer=maintainer, url=url)
+
+
 def export(model_path: str | Path, calib_path: str | Path | None, board: str, fmt: str, outdir: str | Path,
            log: Log = _quiet, options: ptq.QuantOptions | None = None, name: str | None = None,
            lib_version: str | None = None, maintainer: str | None = None, url: str | None = None,
-           ram_budget: int | None = None, optimize: str = "speed", settings: Settings | None = None) -> dict:
+           ram_budget: int | None = None, optimize: str = "speed", settings: Settings | None = None,
+           **quantization) -> dict:
     """Model + calibration data (none for a quantized .tflite) -> a self-contained model library for `board`
-    (see edgec/export.py):
+    (see edgec/export.py); quantization options as `options` or as keywords (method="percentile", ...):
     name is the C prefix (default from the file name), lib_version the manifests' version (default edgec's),
     maintainer and url the Arduino/PlatformIO metadata, ram_budget and settings as for build."""
     from edgec.export import export as export_library
 
-    return export_library(model_path, calib_path, board, fmt, outdir, log=log, options=options, name=name,
+    return export_library(model_path, calib_path, board, fmt, outdir, log=log, options=quant_options(options, quantization), name=name,
                           lib_version=lib_version, maintainer=maintainer, url=url, ram_budget=ram_budget,
                           optimize=optimize, settings=settings or Settings.from_environment())
 

@@ -85,6 +85,14 @@ def field_names(name: str) -> list[str]:
     return [field for field, _ in struct_fields(name)]
 
 
+_ABI = re.compile(r"^#define\s+EDGEC_RUNTIME_ABI_VERSION\s+(\d+)\s*$", re.M)
+
+
+def abi_version() -> int:
+    """The runtime's ABI version (EDGEC_RUNTIME_ABI_VERSION of edgec_nn.h), which every generated model checks."""
+    return int(_ABI.search((runtime_dir() / HEADER).read_text()).group(1))
+
+
 def runtime_files() -> list[str]:
     """The runtime files every model library ships, as paths relative to runtime_c/ and to the library folder
     (the same relative path in both): edgec_nn.h, edgec_nn_support.h, the kernel family files, fast/."""

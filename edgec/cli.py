@@ -91,9 +91,28 @@ def cmd_build(args) -> int:
     return 0
 
 
+def _exports_a_build(args) -> bool:
+    from edgec.export_build import is_build_folder
+    return args.command == "export" and is_build_folder(args.model)
+
+
 def cmd_export(args) -> int:
     from edgec import api
+    from edgec.quant.ptq import QuantOptions
 
+    if _exports_a_build(args):    # the benched build as it is: nothing that would make another model
+        changed = [flag for flag, given in (("--calib", args.calib), ("--name", args.name),
+                                            ("--ram-budget", args.ram_budget), ("--optimize", args.optimize != "speed"),
+                                            ("quantization options", _quant_options(args) != QuantOptions()))
+                   if given]
+        if changed:
+            raise EdgecError(f"{args.model} is a build: its export is the model as it was built and benched, so "
+                             f"{', '.join(changed)} cannot apply; drop them, or export the model file with them")
+        m = api.export_build(args.model, args.format, args.output, log=_log, board=args.board,
+                             lib_version=args.lib_version, maintainer=args.maintainer, url=args.url)
+        print(f"exported the build {args.model} ({m['model']}, model hash {m['model_hash']}) as a {m['format']} "
+              f"library in {args.output}, compiled as benched: {' '.join(m['compile_flags'])}")
+        return 0
     m = api.export(args.model, args.calib, args.board, args.format, args.output, log=_log,
                    options=_quant_options(args), name=args.name, lib_version=args.lib_version,
                    maintainer=args.maintainer, url=args.url, ram_budget=args.ram_budget, optimize=args.optimize,
@@ -285,6 +304,17 @@ def parser():
     return cli_parser.parser({name[len("cmd_"):]: fn for name, fn in globals().items() if name.startswith("cmd_")})
 
 
+def _stdout_closed() -> int:
+    """The reader of our output went away (`edgec inspect ... | head`): stop quietly, as a shell tool does, with
+    128 + SIGPIPE; stdout goes to /dev/null so that the interpreter's final flush does not complain again."""
+    import os
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):    # no file descriptor behind stdout (an embedding caller's stream)
+        pass
+    return 141
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv)
@@ -296,10 +326,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.command in CONFIGURED:
             from edgec import config
             args.settings = config.apply(args, parser, argv)
-            if args.command in ("build", "export") and not args.board:
+            if args.command in ("build", "export") and not args.board and not _exports_a_build(args):
                 raise EdgecError(f"no board: give --board (see `edgec boards`) or set board in an edgec.toml or "
                                  f"pyproject.toml [tool.edgec] beside {args.model}")
-        return args.func(args)
+        status = args.func(args)
+        sys.stdout.flush()     # here, not at exit: a closed pipe (`edgec inspect ... | head`) is handled below
+        return status
+    except BrokenPipeError:
+        return _stdout_closed()
     except EdgecError as exc:
         if args.debug:
             raise

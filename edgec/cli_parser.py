@@ -154,8 +154,12 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     m.add_argument("--limit", type=int, help="accuracy: only the first N files")
     m.set_defaults(func=commands["mlperf"])
 
-    e = sub.add_parser("export", help="write a quantized model as a library for your own firmware")
+    e = sub.add_parser("export", help="write a quantized model, or a benched build exactly, as a library for your "
+                                      "own firmware")
     add_model_args(e)
+    next(a for a in e._actions if a.dest == "model").help = (
+        "float ONNX model, a fully quantized INT8 .tflite model, or a build folder (edgec build -o DIR): its model/ "
+        "byte for byte with the compile flags it was benched with (no --calib, --name, quantization options)")
     e.add_argument("--format", required=True, choices=["c", "platformio", "arduino", "cmake"],
                    help="library layout: plain C files, PlatformIO library, Arduino library, CMake/Zephyr module")
     e.add_argument("-o", "--output", required=True, help="folder to write the library into")

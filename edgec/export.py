@@ -10,8 +10,8 @@ main), an example with one reference sample, and the manifest of the chosen buil
     cmake       DIR/CMakeLists.txt (add_subdirectory, or build + `cmake --install` for find_package(<name>) and
                 the target edgec::<name>), DIR/src/, DIR/examples/main.c; the same folder is a Zephyr module
                 (DIR/zephyr/: module.yml, CMakeLists.txt, Kconfig) and an ESP-IDF component
-                (idf_component_register; DIR/idf_component.yml) -- those two are written to their conventions
-                but not built by edgec's tests (no Zephyr or ESP-IDF SDK here)
+                (idf_component_register; DIR/idf_component.yml); the Zephyr module is built and run by
+                tests/test_export_zephyr.py (Zephyr 3.5.0, QEMU), the ESP-IDF component is not built here
 
 Options: `name` (the C prefix of every symbol, default from the model's file name), `lib_version` (the
 library's version in its manifests, default edgec's), `maintainer` and `url` (library.properties, library.json).
@@ -49,7 +49,7 @@ _IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _VERSION_RE = re.compile(r"[0-9]+(\.[0-9]+){0,3}")
 
 
-def _example_sample(graph, samples) -> tuple[np.ndarray, np.ndarray]:
+def example_sample(graph, samples) -> tuple[np.ndarray, np.ndarray]:
     """The first calibration sample, quantized, and the reference output for it (no calibration samples, a
     quantized .tflite: the input filled with its zero point); several inputs and outputs: packed, in the
     model's order (edgec/ports.py)."""
@@ -93,7 +93,7 @@ def export(model_path: str | Path, calib_path: str | Path | None, board_name: st
     with calibrated(model_path, calib_path, options, log, settings or Settings.from_environment()) as \
             (_, result, samples):                                   # options: ptq.QuantOptions
         graph = dataclasses.replace(result.graph, name=name or result.graph.name)
-        example = _example_sample(graph, samples)       # the calibration file's first sample
+        example = example_sample(graph, samples)       # the calibration file's first sample
     name = graph.name
     graph, plan = plan_to_fit(graph, board, optimize=optimize, log=log, ram_budget=ram_budget,   # the generic
                               helium=False)[:2]     # kernels if speed's do not fit; DSP kernels: no Helium flags
@@ -102,28 +102,32 @@ def export(model_path: str | Path, calib_path: str | Path | None, board_name: st
         log(f"{fmt} metadata: give --maintainer and --url before publishing the library (the manifest names "
             "edgec as its author until then)")
     with staged_folder(outdir, "export", (model_path, calib_path)) as work:
-        manifest = _write(work, graph, plan, board, fmt, Path(model_path), calib_path and Path(calib_path), meta,
-                          example)
+        manifest = write_layout(work, graph, plan.arena_bytes, board, fmt, Path(model_path),
+                          Path(calib_path).name if calib_path else "(none: quantized .tflite)", meta, example,
+                          lambda src: codegen.generate(graph, plan, src, graph.name))
     log(f"exported {name} for {board.name} as a {fmt} library in {outdir}")
     return manifest
 
 
-def _write(work: Path, graph, plan, board: Board, fmt: str, model_path: Path, calib_path: Path, meta: dict,
-           example: tuple[np.ndarray, np.ndarray]) -> dict:
+def write_layout(work: Path, graph, arena_bytes: int, board: Board, fmt: str, model_path: Path, calib_file: str,
+           meta: dict, example: tuple[np.ndarray, np.ndarray], write_library: Callable[[Path], list[Path]],
+           flags: dict | None = None) -> dict:
+    """The library in `fmt` layout: write_library(src) writes the model library (generated, or a build's copied)
+    and returns its files; flags: the benched build's compile flags (edgec/export_build.py), or None."""
     from edgec.targets.firmware import board_options, env_name
 
     name = graph.name
     src = work if fmt == "c" else work / "src"
-    lib_files = [p.relative_to(src).as_posix() for p in codegen.generate(graph, plan, src, name)]   # fast/...
+    lib_files = [p.relative_to(src).as_posix() for p in write_library(src)]   # fast/...
     runtime = [f for f in lib_files if f not in (f"{name}.c", f"{name}.h")]
     tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
     xq, expected = example
     local = board.local_platform_dir is not None
     ctx = dict(name=name, NAME=name.upper(), version=__version__, **meta, board=board, fmt=fmt,
-               local=local, model_file=model_path.name, calib_file=calib_path.name if calib_path else "(none: quantized .tflite)",
+               local=local, model_file=model_path.name, calib_file=calib_file,
                input_shape=list(graph.input_onnx_shape), output_shape=list(graph.output_onnx_shape),
                input_bytes=tin.size, output_bytes=tout.size, input_scale=float(tin.scale), input_zp=tin.zero_point,
-               output_scale=float(tout.scale), output_zp=tout.zero_point, arena_bytes=plan.arena_bytes,
+               output_scale=float(tout.scale), output_zp=tout.zero_point, arena_bytes=arena_bytes, flags=flags,
                weights_bytes=graph.weights_bytes(), macs=graph_macs(graph), model_hash=_model_hash(graph),
                files=lib_files, runtime_sources=[f for f in runtime if f.endswith(".c")],
                runtime_hashes=[(f, _sha256(src / f)) for f in runtime], input=xq, expected=expected,
@@ -162,7 +166,9 @@ def _write(work: Path, graph, plan, board: Board, fmt: str, model_path: Path, ca
     render("README.md.j2", work / "README.md")
     manifest = {"edgec_version": __version__, "model": name, "model_hash": ctx["model_hash"], "board": board.name,
                 "format": fmt, "library_files": [str((src / f).relative_to(work)) for f in lib_files],
-                "runtime_files": dict(ctx["runtime_hashes"]), "arena_bytes": plan.arena_bytes,
+                "runtime_files": dict(ctx["runtime_hashes"]), "arena_bytes": arena_bytes,
+                **({"build": flags["build"], "compile_flags": flags["applied"], "target_flags": flags["target"]}
+                   if flags else {}),
                 "weights_bytes": ctx["weights_bytes"], "example": ctx["example_path"], "version": meta["lib_version"]}
     (work / MARKER).write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
@@ -181,6 +187,7 @@ def _library_json(ctx: dict) -> dict:
         **({"authors": [{"name": ctx["maintainer"], "maintainer": True}]} if ctx["maintainer"] else {}),
         **({"homepage": ctx["url"]} if ctx["url"] else {}),
         "frameworks": "*", "platforms": "*",
-        "build": {"srcDir": "src", "includeDir": "src", "libArchive": True},
+        "build": {"srcDir": "src", "includeDir": "src", "libArchive": True,
+                  **({"flags": ctx["flags"]["applied"]} if ctx["flags"] else {})},
         "export": {"exclude": ["examples/*/.pio"]},
     }

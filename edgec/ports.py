@@ -130,6 +130,13 @@ def check_names(ports: list[Port], what: str) -> None:
         seen[p.c_name] = p.name
 
 
+def c_number_type(dtype: str) -> dict:
+    """The float boundary helpers' name suffix and C type for a port of `dtype` (edgec_nn.h: edgec_quantize_f32_<suffix>,
+    edgec_dequantize_<suffix>_f32; a float32 port's "dequantization" is a copy)."""
+    return {"int8": {"suffix": "s8", "ctype": "int8_t"}, "uint8": {"suffix": "u8", "ctype": "uint8_t"},
+            "int16": {"suffix": "s16", "ctype": "int16_t"}, "float32": {"suffix": "f32", "ctype": "float"}}[dtype]
+
+
 def c_context(graph: Graph, pointer) -> dict | None:
     """What the C templates declare for each input and output of a model with several (None: one of each);
     pointer(tensor) is the C expression of a tensor's place in the arena."""
@@ -139,8 +146,9 @@ def c_context(graph: Graph, pointer) -> dict | None:
     def one(p: Port) -> dict:
         t = graph.tensors[p.tensor]
         return {"c": p.c_name, "C": p.c_name.upper(), "name": p.name, "bytes": t.nbytes, "dtype": t.dtype,
-                "scale": repr(float(t.scale)),
-                "zero_point": t.zero_point, "shape": list(p.onnx_shape), "pointer": pointer(p.tensor)}
+                "scale": repr(float(t.scale)), "zero_point": t.zero_point, "shape": list(p.onnx_shape),
+                "pointer": pointer(p.tensor), "elements": t.size, "q": c_number_type(t.dtype),
+                "scale_value": float(t.scale)}
     ins, outs = inputs(graph), outputs(graph)
     check_names(ins, "input")
     check_names(outs, "output")

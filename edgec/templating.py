@@ -63,6 +63,13 @@ def c_bytes(values, per_line: int = 16) -> str:
     return ",\n".join("    " + ", ".join(flat[i:i + per_line]) for i in range(0, len(flat), per_line))
 
 
+def c_float32(value) -> str:
+    """A C float literal of exactly the float32 that NumPy rounds `value` to (a hexadecimal literal: no decimal
+    rounding between the host and the C compiler), e.g. 0x1.95b3c4p-5f."""
+    mantissa, exponent = float(np.float32(value)).hex().split("p")
+    return f"{mantissa.rstrip('0').rstrip('.') if '.' in mantissa else mantissa}p{exponent}f"
+
+
 def number(value, digits: int = 0) -> str:
     """A report figure with thousands separators; n/a when it was not measured."""
     return "n/a" if value is None else f"{value:,.{digits}f}"
@@ -79,5 +86,5 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(c_string=c_string, c_comment=c_comment, c_bytes=c_bytes, num=number, pct=percent)
+    env.filters.update(c_float32=c_float32, c_string=c_string, c_comment=c_comment, c_bytes=c_bytes, num=number, pct=percent)
     return env

@@ -43,6 +43,13 @@
 extern "C" {
 #endif
 
+/* The runtime's ABI version: bumped whenever a params struct, a kernel's prototype or its numerics change.
+ * Every generated model checks it when compiled (#error naming both versions) and in its init: two models
+ * exported by different edgec versions cannot share one copy of the runtime by accident. */
+#define EDGEC_RUNTIME_ABI_VERSION 1
+/* ... and the version the runtime's objects were compiled with (edgec_runtime.c), for the check at init. */
+extern const int32_t edgec_runtime_abi_version;
+
 #define EDGEC_RANK 6        /* the rank of the broadcasting and index-map kernels (binary, remap) */
 #define EDGEC_CONV_CHUNK 16 /* output channels the fast im2col convolution accumulates before requantizing */
 /* the larger of two sizes (the buffer-size functions' one helper: edgec/cheader.py buffer_size reads them) */
@@ -603,6 +610,83 @@ int edgec_detection_postprocess_s8(const edgec_detection_postprocess_params *p, 
 static inline int32_t edgec_detection_postprocess_s8_get_buffer_size(const edgec_detection_postprocess_params *p)
 {
     return 4 * ((8 + p->score_stride) * p->num_boxes + 5 * (p->max_detections + p->num_boxes)) + p->num_boxes;
+}
+
+/* ================================================================ float boundary
+ * The float <-> integer quantization at a model's inputs and outputs, exactly as edgec's host reference does it
+ * (edgec/fixedpoint/scheme.py quantize_input and dequantize), in IEEE-754 binary32 arithmetic:
+ *   q = clamp(round_half_to_even(x / scale) + zero_point, lo, hi)     (x / scale one float32 division)
+ *   x = (float)(q - zero_point) * scale                               (one float32 multiplication)
+ * Ties (x / scale exactly k + 0.5) go to the even k, as NumPy's round does; NaN quantizes to lo. Bit-exact with
+ * the host when float arithmetic is IEEE binary32 (FLT_EVAL_METHOD 0, as on Arm, RISC-V and x86-64; not under
+ * -ffast-math, which may turn the division into a multiplication by 1/scale). The generated models call these
+ * from NAME_quantize_input() and NAME_dequantize_output(). */
+static inline int32_t edgec_round_half_even(float v)
+{
+    /* |v| <= 2^16 (the callers clamp): v - trunc(v) is exact */
+    int32_t i = (int32_t)v;
+    float r = v - (float)i;
+    if (r > 0.5f || (r == 0.5f && (i & 1))) {
+        ++i;
+    } else if (r < -0.5f || (r == -0.5f && (i & 1))) {
+        --i;
+    }
+    return i;
+}
+
+static inline int32_t edgec_quantize_f32(float x, float scale, int32_t zero_point, int32_t lo, int32_t hi)
+{
+    float v = x / scale;
+    int32_t q;
+    if (!(v >= -65536.0f)) v = -65536.0f;   /* NaN too */
+    if (v > 65536.0f) v = 65536.0f;
+    q = edgec_round_half_even(v) + zero_point;
+    return q < lo ? lo : (q > hi ? hi : q);
+}
+
+static inline void edgec_quantize_f32_s8(const float *x, int8_t *q, int32_t n, float scale, int32_t zero_point)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) q[i] = (int8_t)edgec_quantize_f32(x[i], scale, zero_point, -128, 127);
+}
+
+static inline void edgec_quantize_f32_s16(const float *x, int16_t *q, int32_t n, float scale, int32_t zero_point)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) q[i] = (int16_t)edgec_quantize_f32(x[i], scale, zero_point, -32768, 32767);
+}
+
+static inline void edgec_quantize_f32_u8(const float *x, uint8_t *q, int32_t n, float scale, int32_t zero_point)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) q[i] = (uint8_t)edgec_quantize_f32(x[i], scale, zero_point, 0, 255);
+}
+
+static inline void edgec_dequantize_u8_f32(const uint8_t *q, float *x, int32_t n, float scale, int32_t zero_point)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) x[i] = (float)((int32_t)q[i] - zero_point) * scale;
+}
+
+/* a float32 output (the detection post-processing's) is float already: copied */
+static inline void edgec_dequantize_f32_f32(const float *q, float *x, int32_t n, float scale, int32_t zero_point)
+{
+    int32_t i;
+    (void)scale;
+    (void)zero_point;
+    for (i = 0; i < n; ++i) x[i] = q[i];
+}
+
+static inline void edgec_dequantize_s8_f32(const int8_t *q, float *x, int32_t n, float scale, int32_t zero_point)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) x[i] = (float)((int32_t)q[i] - zero_point) * scale;
+}
+
+static inline void edgec_dequantize_s16_f32(const int16_t *q, float *x, int32_t n, float scale, int32_t zero_point)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) x[i] = (float)((int32_t)q[i] - zero_point) * scale;
 }
 
 #ifdef __cplusplus

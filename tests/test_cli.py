@@ -112,3 +112,22 @@ def test_build_bench_flash_on_host_through_the_cli(tmp_path):
     bench = edgec("bench", out, "--data", unlabeled, "--json", tmp_path / "r2.json")
     assert bench.returncode == 0, bench.stderr
     assert json.loads((tmp_path / "r2.json").read_text())["accuracy"]["device"] is None
+
+
+@pytest.mark.parametrize("command", [["inspect", str(EXAMPLES / "digits_cnn" / "model.onnx")], ["packages", "list"],
+                                     ["config"], ["boards"]])
+def test_output_into_a_closed_pipe_ends_quietly(command, tmp_path):
+    """`edgec inspect ... | head` ended in a BrokenPipeError traceback: with the pipe's reader gone before edgec
+    writes a byte (its read end closed before edgec starts, so no timing is involved), edgec exits 141
+    (128 + SIGPIPE) and says nothing on stderr."""
+    import os
+    import subprocess
+    import sys
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "edgec", *command], stdout=write, stderr=subprocess.PIPE,
+                              text=True, cwd=tmp_path, timeout=300)
+    finally:
+        os.close(write)
+    assert proc.stderr == "" and proc.returncode == 141, proc.stderr

@@ -189,7 +189,7 @@ def test_cmake_libraries_share_one_runtime_target(tmp_path):
         pytest.fail("cmake is not installed (apt-get install cmake)")
     for name in MODELS:
         export(name, "cmake", tmp_path / name)
-        assert (tmp_path / name / "zephyr" / "module.yml").read_text().count(f"name: {name}") == 1
+        assert (tmp_path / name / "zephyr" / "module.yml").read_text().count(f"name: edgec_{name}\n") == 1
     app = tmp_path / "app"
     app.mkdir()
     (app / "main.c").write_text(CMAKE_MAIN)

@@ -90,17 +90,34 @@ def test_zephyr_module_and_esp_idf_component_files(tmp_path):
     m = export("cmake", lib, name="kws")
     runtime_c = [f for f in m["library_files"] if f.endswith(".c") and f != "src/kws.c"]
     module = (lib / "zephyr" / "module.yml").read_text()
-    assert "name: kws" in module and "cmake: zephyr" in module and "kconfig: zephyr/Kconfig" in module
-    assert "config KWS\n\tbool" in (lib / "zephyr" / "Kconfig").read_text()
+    assert "name: edgec_kws\n" in module and "cmake: zephyr" in module and "kconfig: zephyr/Kconfig" in module
+    assert "config EDGEC_KWS\n\tbool" in (lib / "zephyr" / "Kconfig").read_text()
     zephyr_cmake = (lib / "zephyr" / "CMakeLists.txt").read_text()
-    assert zephyr_cmake.count("if(CONFIG_KWS)") == 1 and "zephyr_library_named(kws)" in zephyr_cmake
+    assert zephyr_cmake.count("if(CONFIG_EDGEC_KWS)") == 1 and "zephyr_library_named(edgec_kws)" in zephyr_cmake
     assert all(f"${{kws_root}}/{f}" in zephyr_cmake for f in runtime_c)
     top = (lib / "CMakeLists.txt").read_text()
     idf = top[top.index("idf_component_register("):top.index("return()")]
     assert all(f'"{f}"' in idf for f in ["src/kws.c", *runtime_c]) and 'INCLUDE_DIRS "src"' in idf
     assert 'version: "0.1.0"' in (lib / "idf_component.yml").read_text()
     readme = (lib / "README.md").read_text()
-    assert "have **not been built**" in readme and "CONFIG_KWS=y" in readme
+    assert "has **not been built**" in readme and "Zephyr 3.5.0" in readme and "CONFIG_EDGEC_KWS=y" in readme
+
+
+def test_zephyr_names_are_prefixed_so_a_model_named_like_a_subsystem_does_not_enable_it(tmp_path):
+    """A model named `adc` wrote `config ADC`, which is Zephyr's ADC driver: every Kconfig symbol, the module
+    and the Zephyr library names of an export carry the edgec prefix, and nothing else is declared."""
+    lib = tmp_path / "adc"
+    export("cmake", lib, name="adc")
+    kconfig = (lib / "zephyr" / "Kconfig").read_text()
+    symbols = [line.split()[1] for line in kconfig.splitlines() if line.startswith(("config ", "menuconfig "))]
+    assert symbols == ["EDGEC_ADC"]
+    zephyr_cmake = (lib / "zephyr" / "CMakeLists.txt").read_text()
+    assert "if(CONFIG_EDGEC_ADC)" in zephyr_cmake and "CONFIG_ADC" not in zephyr_cmake
+    libraries = [part.split(")")[0] for part in zephyr_cmake.split("zephyr_library_named(")[1:]]
+    assert libraries == ["edgec_runtime", "edgec_adc"]
+    module = (lib / "zephyr" / "module.yml").read_text()
+    assert [line for line in module.splitlines() if line.startswith("name:")] == ["name: edgec_adc"]
+    assert "CONFIG_EDGEC_ADC=y" in (lib / "README.md").read_text() and "CONFIG_ADC=" not in (lib / "README.md").read_text()
 
 
 def test_library_metadata_and_c_layout_on_an_arduino_board(tmp_path):

@@ -97,7 +97,7 @@ def test_mlperf_memory_on_qemu_cortex_m4(key, mlperf_builds):
     # within 2 KiB of the tensors' live-set bound, or of the peak with the speed kernels' scratch in it (IC's window
     # convolution widens 3 input rows into 7,104 B of scratch: its arena is 56,256 B instead of 49,872)
     assert mem["arena_bytes"] <= max(LIVE_SET_BOUND[key], plan["peak_bytes"]) + 2048
-    assert mem["model_ram_symbols"] == ["arena"]          # weights, multipliers, tables: all in flash
+    assert mem["model_ram_symbols"] == ["static_arena"]          # weights, multipliers, tables: all in flash
     assert 100 < mem["stack_estimate_bytes"] < 2048
     assert mem["static_ram_bytes"] >= mem["arena_bytes"]
     assert mem["total_ram_bytes"] == mem["static_ram_bytes"] + mem["stack_estimate_bytes"] < TFLM_TOTAL_RAM[key]

@@ -20,7 +20,7 @@ from edgec.ops.kernel import REFERENCE
 from edgec.ops.opdef import CallSite
 from edgec.ops.registry import REGISTRY, graph_macs
 from edgec.ops.select import lowering_of
-from edgec.codegen import patched
+from edgec.codegen import iolife, patched
 from edgec.plan import guard
 from edgec.plan.planner import Plan
 from edgec.plan.regions import REGIONS_LD_SUFFIX, c_pieces, c_pointer, linker_script
@@ -109,7 +109,14 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str, runtime: bool =
                input_shape=list(graph.input_onnx_shape), output_shape=list(graph.output_onnx_shape),
                macs=graph_macs(graph), guards=[], guard_status=guard.STATUS_BASE, bands=bands,
                ports=ports.c_context(graph, lambda t: c_pointer(plan, plan.offsets[t])),
-               detections=detection.c_detections(graph, lambda t: c_pointer(plan, plan.offsets[t])))
+               detections=detection.c_detections(graph, lambda t: c_pointer(plan, plan.offsets[t])),
+               input_elements=tin.size, output_elements=tout.size, input_q=ports.c_number_type(tin.dtype),
+               output_q=ports.c_number_type(tout.dtype), input_scale_value=float(tin.scale),
+               output_scale_value=float(tout.scale), abi_version=cheader.abi_version(),
+               lifetime=iolife.lifetime(graph, plan, name),
+               ctx_api=not plan.pieces)   # the context API: one arena (not in pieces over several RAM regions)
+    if ctx["ctx_api"]:      # the one-call API's arena; `arena` names the arena a function runs on (model.c.j2)
+        ctx["pieces"][0]["cname"] = "static_arena"
     harness = []
     if plan.guard_bytes:   # the arena guard's debug build (edgec/plan/guard.py)
         ctx["guards"] = guard.regions(graph, plan)

@@ -39,12 +39,18 @@ def qparams16(lo: float, hi: float) -> tuple[float, int]:
 
 
 def quantize_input(t: Tensor, x: np.ndarray) -> np.ndarray:
-    """Float input data -> int8 (int16 for an int16 tensor) with the tensor's quantization (as the host sends it)."""
+    """Float input data -> int8 (int16 for an int16 tensor) with the tensor's quantization (as the host sends it).
+
+    The one rule, which the generated C's NAME_quantize_input() follows bit for bit (runtime_c/edgec_nn.h,
+    edgec_quantize_f32) for float32 data (data files are loaded as float32): q = clip(round_half_to_even(x /
+    float32(scale)) + zero_point), one float32 division (NumPy keeps a float32 array's type against a Python float
+    scale, which it rounds to float32) and NumPy's round, half to even."""
     info = np.iinfo(DTYPES[t.dtype])
     return np.clip(np.round(x / t.scale) + t.zero_point, info.min, info.max).astype(DTYPES[t.dtype])
 
 
 def dequantize(t: Tensor, q: np.ndarray) -> np.ndarray:
+    """Integer output -> float32: (float32(q) - zero_point) * float32(scale), as NAME_dequantize_output() in C."""
     return (q.astype(np.float32) - t.zero_point) * np.float32(t.scale)
 
 

@@ -32,8 +32,10 @@ def graph_to_json(graph: Graph) -> dict:
 
 
 def graph_hash(graph: Graph) -> str:
-    """16 hex digits identifying the quantized model (structure, parameters and constants)."""
-    h = hashlib.sha256(json.dumps(graph_to_json(graph), sort_keys=True).encode())
+    """16 hex digits identifying the quantized model (structure, parameters and constants), whatever its C name
+    (--name): two exports of one model under two names, or a build and its export, have one hash."""
+    record = dict(graph_to_json(graph), name="")
+    h = hashlib.sha256(json.dumps(record, sort_keys=True).encode())
     for op in graph.ops:
         for key in sorted(op.arrays):
             a = np.ascontiguousarray(op.arrays[key])

@@ -228,7 +228,7 @@ FRAMEWORK_MAIN_BYTES = 16
 def stack_estimate(frames: dict[str, int], model: str) -> int | None:
     """Deepest stack of the benchmark firmware: its entry (main, or on framework boards main -> setup ->
     edgec_bench_main) -> edgec_link_serve -> (its command handler) -> NAME_invoke -> NAME_invoke_with_hook ->
-    the deepest kernel, plus an interrupt arriving there.  Kernels inline their helpers; libgcc's 64-bit
+    NAME_run (a model with the context API) -> the deepest kernel, plus an interrupt arriving there.  Kernels inline their helpers; libgcc's 64-bit
     division (softmax) is not in the .su files and is counted as 64 bytes. None when the files are missing
     (a build without -fstack-usage)."""
     if "edgec_bench_main" in frames:
@@ -242,6 +242,7 @@ def stack_estimate(frames: dict[str, int], model: str) -> int | None:
     chain = ["edgec_link_serve", "handle", f"{model}_invoke", f"{model}_invoke_with_hook"]
     if not all(f in frames for f in chain[:1] + chain[2:]):
         return None
+    chain.append(f"{model}_run")     # the layers' static function under both APIs (when the compiler kept it)
     kernels = [v for k, v in frames.items() if k.startswith("edgec_") and k.endswith("_s8")]
     isr = max((v for k, v in frames.items() if k.endswith("_Handler") or k.endswith("_irq_handler")), default=32)
     return entry + sum(frames.get(f, 0) for f in chain) + max(kernels, default=0) + 64 + EXCEPTION_FRAME_BYTES + isr
