@@ -95,7 +95,8 @@ LAYERS = (
     ("build", ("edgec.targets",)),
     ("device", ("edgec.device",)),
     ("bench", ("edgec.bench",)),
-    ("application", ("edgec.pipeline", "edgec.api", "edgec.export", "edgec.tune", "edgec.farm", "edgec.matrix",
+    ("application", ("edgec.pipeline", "edgec.api", "edgec.export", "edgec.export_build", "edgec.tune", "edgec.farm",
+                     "edgec.matrix",
                      "edgec.cli", "edgec.cli_parser", "edgec.cli_farm", "edgec.argtypes", "edgec.config",
                      "edgec.doctor", "edgec.testing", "edgec.pytest_plugin", "edgec.__main__")),
 )

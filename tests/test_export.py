@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
+from qemurun import run_qemu
 from conftest import EXAMPLES, REPO, host_compiler, library_sources, make_model, save
 from edgec import api
 from edgec.quant import artifact
@@ -32,14 +33,6 @@ M4 = "qemu-cortex-m4"
 
 def export(name, fmt, out, board=M4):
     return api.export(EXAMPLES / name / "model.onnx", EXAMPLES / name / "calib.npz", board, fmt, out)
-
-
-def run_qemu(board_name: str, elf, timeout=60) -> tuple[int, str]:
-    """Run a firmware that needs no input to its end (semihosting exit); UART0 -> stdout."""
-    board = load_board(board_name)
-    proc = subprocess.run(list(board.emulator_command) + ["-serial", "stdio", "-kernel", str(elf)],
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
-    return proc.returncode, proc.stdout
 
 
 def reference_outputs(name: str, n: int):

@@ -17,7 +17,9 @@ from edgec.settings import Settings
 from edgec.targets.boards import load_board
 from edgec.targets.firmware import board_options, platform_spec
 from edgec.targets.pio import run_pio
-from test_export import M4, run_qemu
+from qemurun import run_qemu
+
+M4 = "qemu-cortex-m4"
 
 MODELS = ["digits_cnn", "cancer_conv1d"]
 N = 4

@@ -158,7 +158,7 @@ def test_generated_c_api_by_name_is_bit_exact_on_every_output_with_its_state_fed
     (tmp_path / "driver.c").write_text(DRIVER % {"name": "stateful", "NAME": "STATEFUL"})
     exe = tmp_path / "driver"
     called = set(re.findall(r"\b(edgec_\w+)\(", (lib / "stateful.c").read_text()))
-    sources = [f for f in library_sources(lib) if f.endswith("stateful.c") or     # only the kernel files it calls
+    sources = [f for f in library_sources(lib) if f.endswith(("stateful.c", "edgec_runtime.c")) or     # only the kernel files it calls
                any(re.search(rf"^\S.*\b{c}\(", Path(f).read_text(), re.M) for c in called)]
     subprocess.run([host_compiler(), "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1", "-I", str(lib),
                     *sources, str(tmp_path / "driver.c"), "-o", str(exe), "-lm"],
@@ -195,7 +195,7 @@ def test_c_export_carries_the_per_name_api_and_its_example_checks_every_output(t
         assert port in readme, port
     assert "`stateful_output_next_state()`" in readme
     called = set(re.findall(r"\b(edgec_\w+)\(", (lib / "stateful.c").read_text()))
-    sources = [f for f in library_sources(lib) if f.endswith("stateful.c") or
+    sources = [f for f in library_sources(lib) if f.endswith(("stateful.c", "edgec_runtime.c")) or
                any(re.search(rf"^\S.*\b{c}\(", Path(f).read_text(), re.M) for c in called)]
     objects = tmp_path / "obj"
     objects.mkdir()
