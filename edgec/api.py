@@ -36,6 +36,7 @@ from edgec.settings import Settings
 from edgec.ops.select import int4_weights
 from edgec.ops.registry import graph_macs
 from edgec.staging import staged_folder
+from edgec import outputs
 from edgec.outputs import check_output_folder
 from edgec.pipeline import Log, calibrate_model, compile_model, model_name, plan_to_fit, schedule_and_plan  # noqa: F401
 from edgec.pipeline import quiet as _quiet
@@ -86,6 +87,9 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     outdir = Path(outdir) if outdir else Path("build") / f"{model_name(model_path)}-{the_board.name}"
     inputs = (model_path, calib_path)
     check_output_folder(outdir, inputs)      # before any work: edgec only ever replaces a folder it wrote
+    failed_log = outdir.parent / f"{outdir.name}.build-failed.log"
+    if firmware:      # the build log of a failed build waits beside OUTDIR: never over a user's file or a link
+        outputs.check_output_file(failed_log, inputs, what="failed-build log", folder_exists=False)
     settings = settings or Settings.from_environment()
     options = (options or ptq.QuantOptions()).normalized()     # as the report states them
     tuned: dict[str, str] = {}
@@ -152,7 +156,6 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
             project = fw.write_project(work / "project", the_board, lib, name, protocol, mlperf_model, mlperf,
                                        core=settings.platformio_home)
             # the build log of a failed build must outlive the scratch folder: it waits beside OUTDIR
-            failed_log = outdir.parent / f"{outdir.name}.build-failed.log"
             result = fw.build_firmware(project, the_board, settings, log=log, log_file=failed_log)
             report["memory"]["flash_bytes"] = result.flash_bytes
             report["memory"]["ram_bytes"] = result.ram_bytes

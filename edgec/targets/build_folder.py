@@ -20,7 +20,7 @@ def load_build(outdir: str | Path) -> tuple[dict, Board, Path]:
         report = json.loads(report_path.read_text())
         board_ref = report["board"]
         if not isinstance(board_ref, str) or not isinstance(report.get("firmware") or "", str) \
-                or not isinstance(report.get("model_hash", ""), str):
+                or not isinstance(report.get("model_hash"), str):
             raise ValueError("fields of the wrong type")
     except (OSError, ValueError, KeyError, TypeError):
         raise EdgecError(f"{report_path}: damaged build report; run `edgec build` again") from None

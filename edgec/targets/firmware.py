@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 
+import os
 import re
 import secrets
 import shutil
@@ -253,8 +254,9 @@ def check_packages(board: Board, log_file: Path, settings: Settings, log=print) 
         return
     message = (f"board {board.name} needs PlatformIO's {names}, not installed in {core}, and PlatformIO's "
                f"registry cannot be reached; {OFFLINE_HINT}")
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    log_file.write_text(f"[edgec] {message}\n[edgec] installed: {packages.installed(core)}\n")
+    from edgec import outputs
+    outputs.write_text(log_file, f"[edgec] {message}\n[edgec] installed: {packages.installed(core)}\n",
+                       what="build log")
     raise EdgecError(f"{message} (log: {log_file})")
 
 
@@ -269,11 +271,12 @@ def build_firmware(project_dir: Path, board: Board, settings: Settings, log=prin
     log_file = Path(log_file) if log_file else kept
     if log:
         log(f"building firmware for {board.name} in {project_dir}")
-    check_packages(board, log_file, settings, log)
-    output = run_pio(["run", "-e", env_name(board)], project_dir, log_file, settings.platformio_home,
-                     settings.build_timeout, log=log)
+    with packages.core_lock(settings.platformio_home, shared=True):      # no bundle install meanwhile
+        check_packages(board, log_file, settings, log)
+        output = run_pio(["run", "-e", env_name(board)], project_dir, log_file, settings.platformio_home,
+                         settings.build_timeout, log=log)
     if log_file != kept:
-        shutil.move(log_file, kept)
+        os.replace(log_file, kept)      # edgec's own log (outputs.write_text wrote it) into the build folder
     program = _program(project_dir / ".pio" / "build" / env_name(board))
     host = program.suffix != ".elf"
     dest = project_dir / ("firmware" if host else "firmware.elf")
