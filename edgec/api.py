@@ -176,9 +176,24 @@ def export(model_path: str | Path, calib_path: str | Path | None, board: str, fm
     maintainer and url the Arduino/PlatformIO metadata, ram_budget and settings as for build."""
     from edgec.export import export as export_library
 
+    for flag, value in (("--maintainer", maintainer), ("--url", url), ("--lib-version", lib_version)):
+        check_manifest_text(flag, value)
     return export_library(model_path, calib_path, board, fmt, outdir, log=log, options=options, name=name,
                           lib_version=lib_version, maintainer=maintainer, url=url, ram_budget=ram_budget,
                           optimize=optimize, settings=settings or Settings.from_environment())
+
+
+def check_manifest_text(flag: str, value: str | None) -> None:
+    """A value the library manifests quote (library.properties is key=value lines, idf_component.yml and
+    library.json quoted strings): one printable line without quotes or backslashes, or it would add keys or
+    break the file."""
+    if value is None:
+        return
+    bad = sorted({c for c in value if not c.isprintable() or c in '"\\'})
+    if bad or not value.strip() or len(value) > 200:
+        shown = ", ".join(repr(c) for c in bad) or "an empty or over-long value"
+        raise EdgecError(f"{flag} {value[:60]!r}: the library manifests cannot hold {shown}; give one printable "
+                         "line without quotes or backslashes")
 
 
 def _io_info(graph: Graph, tensor: str, shape) -> dict:

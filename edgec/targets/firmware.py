@@ -154,7 +154,7 @@ def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: 
         raise EdgecError(f"unknown benchmark protocol '{protocol}': choose {' or '.join(PROTOCOLS)}")
     main_template, runtime_files = PROTOCOLS[protocol]
     mlperf_model = mlperf_model or model_name
-    if not re.match(r"^[A-Za-z0-9_.-]{1,40}$", mlperf_model):
+    if protocol == "mlperf" and not re.match(r"^[A-Za-z0-9_.-]{1,40}$", mlperf_model):   # only the runner's limit
         raise EdgecError(f"MLPerf model name '{mlperf_model}' must be 1-40 letters, digits, '_', '.' or '-' "
                          "(e.g. kws01, vww01, ad01, ic01)")
     harness = resource_dir("runtime_c") / "harness"     # the firmware harness, never part of a model library
