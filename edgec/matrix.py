@@ -38,20 +38,10 @@ class Unit:
     data: Path | None = None    # its part of the test set (split) or the whole one
 
 
-def _slices(data_path: Path, parts: int, folder: Path) -> list[Path]:
-    """The test set cut into `parts` consecutive .npz files (x and, when present, y)."""
-    with np.load(data_path) as d:
-        arrays = {k: d[k] for k in ("x", "y") if k in d}
-    n = len(arrays["x"])
-    if n < parts:
-        raise EdgecError(f"{data_path}: {n} samples cannot be split over {parts} units; give more data or fewer units")
-    bounds = np.linspace(0, n, parts + 1).astype(int)
-    paths = []
-    for i in range(parts):
-        p = folder / f"part{i}.npz"
-        np.savez(p, **{k: v[bounds[i]:bounds[i + 1]] for k, v in arrays.items()})
-        paths.append(p)
-    return paths
+def _slices(data_path: Path, parts: int, folder: Path, memory_limit: int | None = None) -> list[Path]:
+    """The test set cut into `parts` consecutive .npz files (edgec/data.py: bounded, every sample array)."""
+    from edgec.data import DEFAULT_MEMORY_LIMIT, split_file
+    return split_file(data_path, parts, folder, memory_limit or DEFAULT_MEMORY_LIMIT)
 
 
 def plan(builds: list[Path], places: list[str] | None, units: int, place_boards: dict[str, str] | None = None) -> list[Unit]:
@@ -109,7 +99,8 @@ def run(builds: list[str | Path], data_path: str | Path, places: list[str] | Non
             if split and len(cell_units) > 1:
                 folder = Path(tmp) / f"cell{k}"
                 folder.mkdir()
-                parts = _slices(data_path, len(cell_units), folder)
+                settings = bench_options.get("settings")
+                parts = _slices(data_path, len(cell_units), folder, settings.memory_limit if settings else None)
             for u, part in zip(cell_units, parts):
                 u.data = part
 
