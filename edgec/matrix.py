@@ -184,6 +184,7 @@ def aggregate(model: str, board: str, entries: list[dict], split: bool) -> dict:
 
 
 def check_report_dir(report_dir: Path) -> None:
+    outputs.check_names(report_dir / HTML_NAME, "report folder")
     if report_dir.is_symlink() or (report_dir.exists() and not report_dir.is_dir()):
         raise EdgecError(f"report folder {report_dir} is not a folder; give another one with --report")
     for name in (JSON_NAME, HTML_NAME):

@@ -200,8 +200,8 @@ def _existing_ancestor(path: Path) -> Path:
     return p
 
 
-def _check_location(path: Path, what: str, extra: int = 0) -> None:
-    """The path's parent can hold it: names fit, parents are folders, the nearest existing one is writable."""
+def check_names(path: Path, what: str, extra: int = 0) -> None:
+    """Every name of the path fits the file system (first: before anything stats the path)."""
     absolute = Path(os.path.abspath(path))
     for part in absolute.parts[1:]:
         if len(part.encode()) + extra > _name_max(_existing_ancestor(absolute.parent)):
@@ -209,6 +209,12 @@ def _check_location(path: Path, what: str, extra: int = 0) -> None:
                              "choose a shorter name")
     if len(str(absolute).encode()) + extra >= 4096:
         raise EdgecError(f"{what} {path}: the path is too long for the file system; choose a shorter one")
+
+
+def _check_location(path: Path, what: str, extra: int = 0) -> None:
+    """The path's parent can hold it: names fit, parents are folders, the nearest existing one is writable."""
+    check_names(path, what, extra)
+    absolute = Path(os.path.abspath(path))
     base = _existing_ancestor(absolute.parent)
     if not base.is_dir():
         raise EdgecError(f"{what} {path}: {base} is a file, not a folder; choose another path")
@@ -232,6 +238,7 @@ def check_output_folder(outdir: str | Path, inputs=(), what: str = "output folde
     outdir = Path(outdir)
     if str(outdir).strip() == "":
         raise EdgecError(f"{what}: the name is empty; give a folder name with -o")
+    check_names(outdir, what, STAGING_EXTRA)
     if outdir.is_symlink():
         raise EdgecError(f"{what} {outdir} is a symbolic link; give a real folder with -o")
     resolved = outdir.resolve()
@@ -272,6 +279,7 @@ def check_output_file(path: str | Path, inputs=(), what: str = "output file", fo
     path = Path(path)
     if str(path).strip() == "":
         raise EdgecError(f"{what}: the name is empty; give a file name")
+    check_names(path, what, 16)
     if path.is_symlink():
         raise EdgecError(f"{what} {path} is a symbolic link; give a plain file name")
     target = _resolved(path)

@@ -78,7 +78,7 @@ def file_targets(world, here):
             "symlink to a user's file": link, "dangling symlink": dangling, "FIFO": fifo,
             "folder where a file is expected": folder, "the --data file": world / "inputs" / "test.npz",
             "the model": world / "inputs" / "model.onnx", "the build's own model.onnx": world / "build" / "model.onnx",
-            "the build's report": world / "build" / "build-report.json"}
+            "the build's report": world / "build" / "build-report.json", "a name over 255 bytes": here / ("x" * 300)}
 
 
 def folder_targets(world, here, inside=("notes.txt",)):
@@ -97,7 +97,7 @@ def folder_targets(world, here, inside=("notes.txt",)):
     afile = here / "afile"
     afile.write_text("mine")
     return {"user's folder": users, "fake edgec folder": fake, "symlink to a folder": link, "a file": afile,
-            "the inputs' folder": world / "inputs"}
+            "the inputs' folder": world / "inputs", "a name over 255 bytes": here / ("x" * 300)}
 
 
 def _data(w):

@@ -148,6 +148,7 @@ def check_results(out: Path, model: str, mode: str) -> Path:
     (not links, not files), itself new or one edgec wrote (edgec/outputs.py: never the official runner's)."""
     if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", model) or model in (".", ".."):
         raise EdgecError(f"the build's MLPerf model name {model!r} is not a plain name; build it again")
+    outputs.check_names(out / model / mode, "mlperf results folder", outputs.STAGING_EXTRA)
     for parent in (out, out / model):
         if parent.is_symlink() or (os.path.lexists(parent) and not parent.is_dir()):
             raise EdgecError(f"mlperf results folder {parent} is a file or a link, not a folder; give another "

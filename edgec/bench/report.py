@@ -23,6 +23,7 @@ def write(result: dict, build_dir: Path, report_dir: Path) -> list[Path]:
 
 def check_report_dir(report_dir: Path) -> tuple[Path, Path]:
     """The two report files, checked before the bench starts: edgec may write them (edgec/outputs.py)."""
+    outputs.check_names(report_dir / HTML_NAME, "report folder")
     if report_dir.is_symlink() or (report_dir.exists() and not report_dir.is_dir()):
         raise EdgecError(f"report folder {report_dir} is not a folder; give another one with --report")
     paths = report_dir / JSON_NAME, report_dir / HTML_NAME

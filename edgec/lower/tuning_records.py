@@ -34,7 +34,10 @@ def key(board: str, sig: str) -> str:
 def load(path: Path) -> dict:
     """The records of a tuning log ({} if the file does not exist); a record that is not what `edgec tune`
     writes (a variant name and its timings) makes the log one edgec refuses, in one line."""
+    from edgec import outputs
+
     path = Path(path)
+    outputs.check_names(path, "tuning log", 16)
     if path.is_symlink():
         raise EdgecError(f"tuning log {path} is a symbolic link; give the log itself with --tuning-log")
     if not path.exists():
