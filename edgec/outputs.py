@@ -398,19 +398,6 @@ def remove_made(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def remove_output(path: Path, what: str = "output folder") -> None:
-    """Delete an output folder or file, only when it is edgec's (its marker or its signature)."""
-    path = Path(path)
-    if not os.path.lexists(path):
-        return
-    if path.is_dir() and not path.is_symlink():
-        if not is_edgec_folder(path):
-            raise EdgecError(f"{what} {path} was not written by edgec; edgec does not delete it")
-    elif not is_edgec_file(path):
-        raise EdgecError(f"{what} {path} was not written by edgec; edgec does not delete it")
-    remove_made(path)
-
-
 def full_disk(exc: OSError) -> bool:
     return exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG,
                          errno.EBUSY, errno.EXDEV, errno.ENAMETOOLONG)

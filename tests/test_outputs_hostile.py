@@ -224,3 +224,22 @@ def test_signatures_and_markers_cannot_be_made_by_a_file_name(tmp_path):
     marker["entries"].append("users-file")
     (folder / MARKER).write_text(json.dumps(marker))       # an edited marker is not a valid one
     assert not outputs.is_edgec_folder(folder)
+
+
+def test_the_dataset_firmware_folder_is_never_a_users(world, tmp_path):
+    """bench --dataset-in-flash rebuilds BUILD/dataset-firmware (emptying its src/): a link put there to a
+    user's folder is refused, the user's src/ kept."""
+    from edgec.bench import dataset_flash
+    from edgec.errors import EdgecError
+    from edgec.settings import Settings
+    from edgec.targets.build_folder import load_build
+    build = tmp_path / "build"
+    shutil.copytree(world / "build", build, symlinks=True)
+    users = tmp_path / "users"
+    (users / "src").mkdir(parents=True)
+    (users / "src" / "main.c").write_text("years of work")
+    (build / dataset_flash.FOLDER).symlink_to(users, target_is_directory=True)
+    report, board, _ = load_build(build)
+    with pytest.raises(EdgecError, match="link or a file"):
+        dataset_flash.build(build, board, report, 4, Settings.from_environment())
+    assert (users / "src" / "main.c").read_text() == "years of work"

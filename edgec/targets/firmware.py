@@ -142,8 +142,9 @@ def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: 
         if not (model_dir / f"{model_name}{ext}").is_file():
             raise EdgecError(f"model library {model_dir} has no {model_name}{ext}; generate the model first")
     src = project_dir / "src"
-    if src.exists():
-        shutil.rmtree(src)
+    if src.exists() or src.is_symlink():
+        from edgec import outputs
+        outputs.remove_made(src)          # the sources an earlier write_project put there (a link: only the link)
     src.mkdir(parents=True)
     for f in sorted(model_dir.rglob("*")):     # the runtime's fast/ subfolder too: PlatformIO builds src/ recursively
         if f.is_file() and f.suffix in (".c", ".h"):
