@@ -20,6 +20,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -57,9 +58,21 @@ def _sha(data: bytes) -> str:
 
 # ---- signatures ----
 
+def _strict(value):
+    """`value` with NaN and infinities as null: what edgec writes is valid JSON for every reader."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v) for v in value]
+    return value
+
+
 def signed_json(data: dict) -> str:
-    """`data` as JSON with edgec's `edgec_version` first and its signature (`edgec_digest`) last."""
-    body = json.dumps({"edgec_version": __version__, **data}, indent=1)[:-2]      # without "\n}"
+    """`data` as JSON (strict: NaN and infinities become null) with edgec's `edgec_version` first and its
+    signature (`edgec_digest`) last."""
+    body = json.dumps(_strict({"edgec_version": __version__, **data}), indent=1, allow_nan=False)[:-2]
     return body + f',\n "{DIGEST_KEY}": "sha256:{_sha(body.encode())}"\n}}\n'
 
 

@@ -243,3 +243,13 @@ def test_the_dataset_firmware_folder_is_never_a_users(world, tmp_path):
     with pytest.raises(EdgecError, match="link or a file"):
         dataset_flash.build(build, board, report, 4, Settings.from_environment())
     assert (users / "src" / "main.c").read_text() == "years of work"
+
+
+def test_what_edgec_writes_is_strict_json(tmp_path):
+    """NaN or an infinity in a result (a --score metric, a latency of nothing) used to be written as NaN:
+    invalid JSON for every strict reader. They are null now."""
+    def strict(text):
+        return json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
+    path = outputs.write_json(tmp_path / "r.json", {"score": float("nan"), "per": [1.5, float("inf")],
+                                                    "nested": {"x": -float("inf")}})
+    assert strict(path.read_text())["per"] == [1.5, None] and outputs.is_edgec_file(path)
