@@ -36,6 +36,7 @@ from edgec.settings import Settings
 from edgec.ops.select import int4_weights
 from edgec.ops.registry import graph_macs
 from edgec.staging import staged_folder
+from edgec import outputs
 from edgec.outputs import check_output_folder
 from edgec.pipeline import Log, calibrate_model, compile_model, model_name, plan_to_fit, schedule_and_plan  # noqa: F401
 from edgec.pipeline import quiet as _quiet
@@ -103,6 +104,9 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     outdir = Path(outdir) if outdir else Path("build") / f"{model_name(model_path)}-{the_board.name}"
     inputs = (model_path, calib_path)
     check_output_folder(outdir, inputs)      # before any work: edgec only ever replaces a folder it wrote
+    failed_log = outdir.parent / f"{outdir.name}.build-failed.log"
+    if firmware:      # the build log of a failed build waits beside OUTDIR: never over a user's file or a link
+        outputs.check_output_file(failed_log, inputs, what="failed-build log", folder_exists=False)
     settings = settings or Settings.from_environment()
     options = quant_options(options, quantization).normalized()     # as the report states them
     tuned: dict[str, str] = {}
@@ -169,7 +173,6 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
             project = fw.write_project(work / "project", the_board, lib, name, protocol, mlperf_model, mlperf,
                                        core=settings.platformio_home)
             # the build log of a failed build must outlive the scratch folder: it waits beside OUTDIR
-            failed_log = outdir.parent / f"{outdir.name}.build-failed.log"
             result = fw.build_firmware(project, the_board, settings, log=log, log_file=failed_log)
             report["memory"]["flash_bytes"] = result.flash_bytes
             report["memory"]["ram_bytes"] = result.ram_bytes
@@ -201,9 +204,24 @@ def export(model_path: str | Path, calib_path: str | Path | None, board: str, fm
     maintainer and url the Arduino/PlatformIO metadata, ram_budget and settings as for build."""
     from edgec.export import export as export_library
 
-    return export_library(model_path, calib_path, board, fmt, outdir, log=log, options=quant_options(options, quantization), name=name,
-                          lib_version=lib_version, maintainer=maintainer, url=url, ram_budget=ram_budget,
+    for flag, value in (("--maintainer", maintainer), ("--url", url), ("--lib-version", lib_version)):
+        check_manifest_text(flag, value)
+    return export_library(model_path, calib_path, board, fmt, outdir, log=log,
+                          options=quant_options(options, quantization), name=name, lib_version=lib_version, maintainer=maintainer, url=url, ram_budget=ram_budget,
                           optimize=optimize, settings=settings or Settings.from_environment())
+
+
+def check_manifest_text(flag: str, value: str | None) -> None:
+    """A value the library manifests quote (library.properties is key=value lines, idf_component.yml and
+    library.json quoted strings): one printable line without quotes or backslashes, or it would add keys or
+    break the file."""
+    if value is None:
+        return
+    bad = sorted({c for c in value if not c.isprintable() or c in '"\\'})
+    if bad or not value.strip() or len(value) > 200:
+        shown = ", ".join(repr(c) for c in bad) or "an empty or over-long value"
+        raise EdgecError(f"{flag} {value[:60]!r}: the library manifests cannot hold {shown}; give one printable "
+                         "line without quotes or backslashes")
 
 
 def _io_info(graph: Graph, tensor: str, shape) -> dict:

@@ -36,6 +36,14 @@ def seconds(text: str) -> float:
     return value
 
 
+def positive_seconds(text: str) -> float:
+    """argparse type: a finite number of seconds > 0."""
+    value = finite(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a number of seconds > 0")
+    return value
+
+
 def percent(text: str) -> float:
     value = finite(text)
     if not 0 < value <= 100:

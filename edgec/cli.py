@@ -129,14 +129,17 @@ def cmd_bench(args) -> int:
     from edgec.bench import report
 
     outdirs, args.outdir = args.outdir, args.outdir[0]
-    if cli_farm.is_matrix(args, outdirs):
-        return cli_farm.cmd_bench_matrix(args, outdirs, _log)
     gates = bench_gates.parse_gates(args.min_accuracy, args.min_agreement, args.max_latency, args.max_ram)
-    bench_gates.check_measurable(gates, args.outdir, args.data, junit=args.junit)
-    report_dir = None if args.no_report else (args.report or args.outdir)
-    t0 = time.monotonic()
+    for outdir in outdirs:
+        bench_gates.check_measurable(gates, outdir, args.data, junit=args.junit)
     to_stdout = args.json == "-"
     json_file = outputs.check_output_file(args.json, (args.data,)) if args.json and not to_stdout else None
+    if json_file is not None and args.junit and outputs._resolved(args.json) == outputs._resolved(args.junit):
+        raise EdgecError(f"--json and --junit name the same file {args.junit}; give two file names")
+    if cli_farm.is_matrix(args, outdirs):
+        return cli_farm.cmd_bench_matrix(args, outdirs, _log, gates)
+    report_dir = None if args.no_report else (args.report or args.outdir)
+    t0 = time.monotonic()
     r = api.bench(args.outdir, args.data, limit=args.limit, port=args.port, log=_log, profile=args.profile,
                   compare_layers=args.compare_layers, score=args.score, report_dir=report_dir,
                   flash=not args.no_flash, probe=args.probe, gdb=args.gdb, drive=args.drive,
@@ -152,7 +155,8 @@ def cmd_bench(args) -> int:
         print(f"report: {', '.join(r['report_files'])}", file=out)
     outcomes = bench_gates.evaluate(gates, r)
     if args.junit:
-        print(f"junit: {bench_gates.write_junit(args.junit, r, outcomes, time.monotonic() - t0)}", file=out)
+        print(f"junit: {bench_gates.write_junit(args.junit, r, outcomes, time.monotonic() - t0, (args.data,))}",
+              file=out)
     for o in outcomes:
         print(o.line, file=out if o.passed else sys.stderr)
     if to_stdout:

@@ -63,9 +63,12 @@ def is_matrix(args, outdirs) -> bool:
     return len(outdirs) > 1 or args.units > 1 or bool(places_of(args, outdirs))
 
 
-def cmd_bench_matrix(args, outdirs, log) -> int:
-    """`edgec bench` over several builds / units / places: one aggregated report; exit 1 when a cell failed."""
+def cmd_bench_matrix(args, outdirs, log, gates=()) -> int:
+    """`edgec bench` over several builds / units / places: one aggregated report; the CI gates apply to every
+    unit of every build (and --junit has a test suite per unit); exit 1 when a cell or a gate failed."""
+    import time
     from edgec import matrix
+    from edgec.bench import gates as bench_gates
 
     report_dir = None if args.no_report else (args.report or ".")
     options = dict(limit=args.limit, flash=not args.no_flash, settings=args.env)
@@ -73,12 +76,23 @@ def cmd_bench_matrix(args, outdirs, log) -> int:
     if args.dataset_in_flash:      # the units share each build's chunks instead of each running all the data
         options.update(dataset_in_flash=True, max_chunk=args.chunk, units=units)
         units = 1
+    t0 = time.monotonic()
     r = matrix.run(outdirs, args.data, places=places_of(args, outdirs) or None, units=units, split=args.split,
-                   coordinator=coordinator_of(args, outdirs), log=log, report_dir=report_dir, **options)
+                   coordinator=coordinator_of(args, outdirs), log=log, report_dir=report_dir, gates=gates,
+                   **options)
     to_stdout = args.json == "-"
     out = sys.stderr if to_stdout else sys.stdout
     for line in matrix.summary_lines(r):
         print(line, file=out)
+    runs = r.pop("gate_runs", [])
+    if args.junit:
+        done = bench_gates.write_junit_runs(args.junit, runs, time.monotonic() - t0, (args.data,))
+        print(f"junit: {done}", file=out)
+    gate_failed = False
+    for result, outcomes, label in runs:
+        for o in outcomes:
+            gate_failed |= not o.passed
+            print(f"[{label}] {o.line}", file=out if o.passed else sys.stderr)
     if r.get("report_files"):
         print(f"report: {', '.join(r['report_files'])}", file=out)
     if args.json:
@@ -87,7 +101,7 @@ def cmd_bench_matrix(args, outdirs, log) -> int:
         else:
             from edgec import outputs
             outputs.write_json(outputs.check_output_file(args.json, (args.data,)), r)
-    return 0 if all(c["ok"] for c in r["cells"]) else 1
+    return 0 if all(c["ok"] for c in r["cells"]) and not gate_failed else 1
 
 
 def cmd_flash_place(args, log) -> int:

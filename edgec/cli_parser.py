@@ -149,9 +149,9 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     m.add_argument("--results", help="folder for <model>/<mode>/results.txt and results.json "
                    "(default BUILD/mlperf-results)")
     m.add_argument("--port", help="serial port of a real board (emulated boards are started by edgec)")
-    m.add_argument("--window-seconds", type=float, default=10.0,
+    m.add_argument("--window-seconds", type=argtypes.positive_seconds, default=10.0,
                    help="performance: each window runs long enough to last this long on the board (rules: 10)")
-    m.add_argument("--limit", type=int, help="accuracy: only the first N files")
+    m.add_argument("--limit", type=argtypes.count(1), help="accuracy: only the first N files")
     m.set_defaults(func=commands["mlperf"])
 
     e = sub.add_parser("export", help="write a quantized model, or a benched build exactly, as a library for your "

@@ -1,8 +1,12 @@
 """Project configuration: defaults for edgec's command-line options kept with the model.
 
 Where: an `edgec.toml` (top-level keys) or a `pyproject.toml` with a `[tool.edgec]` table, in the model's
-folder or one of its parents (for `bench`/`flash`: the build's model, then the current folder); the
-first folder that has either wins, edgec.toml before pyproject.toml. Keys are the long option names:
+folder or one of its parents within the model's project (for `bench`/`flash`: the build's model, then the
+current folder); the first folder that has either wins, edgec.toml before pyproject.toml.  The search stops
+at the project's root: a folder with .git or .hg, a file with `root = true`, the home folder; it never reads
+a world-writable folder (/tmp) or the file-system root.  Settings that run code or reach a device (board:
+a board file's build flags; port) are taken only from a file the user owns that nobody else may write.
+Keys are the long option names:
 
     [tool.edgec]
     board = "qemu-cortex-m4"
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +40,8 @@ SETTABLE = ("board", "method", "percentile", "per-tensor", "bias-correction", "e
             "sensitivity-samples", "auto-seconds", "no-cache", "limit", "port", "min-accuracy", "min-agreement",
             "max-latency", "max-ram", "name", "lib-version", "maintainer", "url")
 DEFAULT, COMMAND_LINE = "default", "command line"
+TRUSTED_ONLY = ("board", "port")           # settings that choose what runs: only from the user's own files
+ROOT_KEY = "root"                          # `root = true`: this file's folder is the project's root
 
 
 @dataclass
@@ -68,21 +75,54 @@ def _table(path: Path) -> dict | None:
     values = {}
     for key, value in data.items():
         name = key.replace("_", "-")
+        if name == ROOT_KEY:
+            if not isinstance(value, bool):
+                raise EdgecError(f"{path}: root must be true or false")
+            values[ROOT_KEY] = value
+            continue
         if name not in SETTABLE:
             raise EdgecError(f"{path}: unknown edgec setting '{key}'; known: {', '.join(SETTABLE)}")
         values[name.replace("-", "_")] = value
     return values
 
 
+def _shared(folder: Path) -> bool:
+    """A folder anyone may write into (/tmp): its files are nobody's project settings."""
+    try:
+        return bool(folder.stat().st_mode & 0o002)
+    except OSError:
+        return True
+
+
+def _check_trusted(path: Path, values: dict) -> None:
+    """board and port only from a file the user owns and only the user may write (edgec/config.py)."""
+    risky = [k for k in TRUSTED_ONLY if k in values]
+    if not risky:
+        return
+    st = path.stat()
+    why = ("is not yours" if st.st_uid != os.getuid() else
+           "may be written by others (group or world writable)" if st.st_mode & 0o022 else None)
+    if why:
+        raise EdgecError(f"{path} sets {', '.join(risky)} but {why}; edgec takes settings that choose a board or "
+                         f"a port only from your own files: chmod go-w {path}, or give --{risky[0]} on the command line")
+
+
 def find(start_dirs: list[Path]) -> ProjectConfig:
-    """The settings of the first folder (a start folder or one of its parents) with an edgec.toml or a
-    pyproject.toml holding [tool.edgec]; empty when there is none."""
+    """The settings of the first folder (a start folder or one of its parents, within the project: see the
+    module's docstring) with an edgec.toml or a pyproject.toml holding [tool.edgec]; empty when there is none."""
+    home = Path.home().resolve()
     for start in start_dirs:
         for folder in [start.resolve(), *start.resolve().parents]:
+            if folder == Path(folder.anchor) or _shared(folder):
+                break
             for name in ("edgec.toml", "pyproject.toml"):
                 path = folder / name
                 if path.is_file() and (values := _table(path)) is not None:
+                    values.pop(ROOT_KEY, None)
+                    _check_trusted(path, values)
                     return ProjectConfig(values, path)
+            if folder == home or any(os.path.lexists(folder / m) for m in (".git", ".hg")):
+                break
     return ProjectConfig()
 
 
@@ -170,7 +210,8 @@ def apply(args: argparse.Namespace, make_parser, argv: list[str]) -> dict[str, t
 def describe(effective: dict[str, tuple[object, str]], project: ProjectConfig) -> list[str]:
     """`edgec config`'s lines: every setting, its value and its source."""
     lines = [f"project settings: {project.path}" if project.path else
-             "project settings: none (no edgec.toml or pyproject.toml with [tool.edgec] beside the model or above)"]
+             "project settings: none (no edgec.toml or pyproject.toml with [tool.edgec] beside the model or above, "
+             "up to the project's root)"]
     width = max((len(k) for k in effective), default=0) + 2
     for dest, (value, source) in effective.items():
         shown = "(not set)" if value is None else json.dumps(value) if not isinstance(value, str) else value

@@ -123,6 +123,42 @@ def _load_named(path: Path, f: BinaryIO, inputs, outputs, limit, float_labels, m
     return Dataset(x=x, y=single, path=path, ys=ys if len(outputs) > 1 else None)
 
 
+def split_file(path: str | Path, parts: int, folder: Path, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> list[Path]:
+    """The data file cut into `parts` consecutive .npz files in `folder`: only its sample arrays (x, y, and
+    x_<input> / y_<output> of a model with several), each read with its size checked against the memory limit
+    before anything is allocated (a junk array is never read)."""
+    path = Path(path)
+    try:
+        with _open(path) as f, zipfile.ZipFile(f) as z:
+            names = [n for n in _names(z) if n in ("x", "y") or n.startswith(("x_", "y_"))]
+            if not any(n == "x" or n.startswith("x_") for n in names):
+                raise _no_x(path, _names(z))
+            arrays = {}
+            for n in names:
+                a, rows = _read_array(z, path, n, None, memory_limit=memory_limit)
+                if rows is None:
+                    raise EdgecError(f"{path}: {n} is a single number, not one row per sample")
+                arrays[n] = a
+    except EdgecError:
+        raise
+    except Exception as exc:  # a damaged file fails in many ways (zip, zlib, the npy header's Python literal)
+        raise _unreadable(path, exc) from None
+    rows = {len(a) for a in arrays.values()}
+    if len(rows) != 1:
+        raise EdgecError(f"{path}: its arrays ({', '.join(arrays)}) have different numbers of rows; every array "
+                         "needs one row per sample")
+    n = rows.pop()
+    if n < parts:
+        raise EdgecError(f"{path}: {n} samples cannot be split over {parts} units; give more data or fewer units")
+    bounds = np.linspace(0, n, parts + 1).astype(int)
+    out = []
+    for i in range(parts):
+        p = Path(folder) / f"part{i}.npz"
+        np.savez(p, **{k: v[bounds[i]:bounds[i + 1]] for k, v in arrays.items()})
+        out.append(p)
+    return out
+
+
 def _key(prefix: str, name: str, ports: list) -> str:
     """The array of a port in a data file: x / y for the only one, x_<name> / y_<name> for one of several."""
     return prefix if len(ports) == 1 else f"{prefix}_{name}"

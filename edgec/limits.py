@@ -20,7 +20,7 @@ def parse(raw: str) -> int:
     scale = _UNITS.get(text[-1], 1)
     try:
         value = int(float(text[:-1] if text[-1] in _UNITS else text) * scale)
-    except ValueError:
+    except (ValueError, OverflowError):       # "inf", "nan", "1e999"
         raise EdgecError(f"{ENV}={raw!r} is not a size (bytes, or a number with K, M or G)") from None
     if value <= 0:
         raise EdgecError(f"{ENV}={raw!r} must be positive")

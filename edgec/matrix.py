@@ -38,20 +38,10 @@ class Unit:
     data: Path | None = None    # its part of the test set (split) or the whole one
 
 
-def _slices(data_path: Path, parts: int, folder: Path) -> list[Path]:
-    """The test set cut into `parts` consecutive .npz files (x and, when present, y)."""
-    with np.load(data_path) as d:
-        arrays = {k: d[k] for k in ("x", "y") if k in d}
-    n = len(arrays["x"])
-    if n < parts:
-        raise EdgecError(f"{data_path}: {n} samples cannot be split over {parts} units; give more data or fewer units")
-    bounds = np.linspace(0, n, parts + 1).astype(int)
-    paths = []
-    for i in range(parts):
-        p = folder / f"part{i}.npz"
-        np.savez(p, **{k: v[bounds[i]:bounds[i + 1]] for k, v in arrays.items()})
-        paths.append(p)
-    return paths
+def _slices(data_path: Path, parts: int, folder: Path, memory_limit: int | None = None) -> list[Path]:
+    """The test set cut into `parts` consecutive .npz files (edgec/data.py: bounded, every sample array)."""
+    from edgec.data import DEFAULT_MEMORY_LIMIT, split_file
+    return split_file(data_path, parts, folder, memory_limit or DEFAULT_MEMORY_LIMIT)
 
 
 def plan(builds: list[Path], places: list[str] | None, units: int, place_boards: dict[str, str] | None = None) -> list[Unit]:
@@ -68,14 +58,23 @@ def plan(builds: list[Path], places: list[str] | None, units: int, place_boards:
             out += [Unit(Path(build), report["model"], board.name, p, place=p) for p in mine]
         else:
             out += [Unit(Path(build), report["model"], board.name, f"{board.name}#{i}") for i in range(units)]
+    # cells are keyed by build: two builds of one model for one board are two cells, named by their folder
+    builds_of: dict[tuple[str, str], set[Path]] = {}
+    for u in out:
+        builds_of.setdefault((u.model, u.board), set()).add(u.build)
+    for u in out:
+        if len(builds_of[(u.model, u.board)]) > 1:
+            u.model = f"{u.model} ({u.build})"
     return out
 
 
 def run(builds: list[str | Path], data_path: str | Path, places: list[str] | None = None, units: int = 1,
         split: bool = False, coordinator: str | None = None, log: Log = print, report_dir: str | Path | None = None,
-        bench: Callable | None = None, **bench_options) -> dict:
+        bench: Callable | None = None, gates=(), **bench_options) -> dict:
     """Bench every unit in parallel and aggregate (see the module's docstring).  bench_options go to api.bench
-    (limit, dataset_in_flash, ...); bench replaces api.bench (tests)."""
+    (limit, dataset_in_flash, ...); bench replaces api.bench (tests).  gates (edgec/bench/gates.py) are
+    evaluated on every unit's result: each cell says which failed, and `gate_runs` holds (result, outcomes,
+    unit label) per unit for the JUnit file (a unit that failed: a result with its `error`)."""
     from edgec import api
 
     builds = [Path(b) for b in builds]
@@ -94,13 +93,14 @@ def run(builds: list[str | Path], data_path: str | Path, places: list[str] | Non
     with tempfile.TemporaryDirectory(prefix="edgec-matrix-") as tmp:
         by_cell: dict[tuple[str, str], list[Unit]] = {}
         for u in unit_list:
-            by_cell.setdefault((u.model, u.board), []).append(u)
+            by_cell.setdefault((str(u.build), u.model, u.board), []).append(u)
         for k, cell_units in enumerate(by_cell.values()):
             parts = [data_path] * len(cell_units)
             if split and len(cell_units) > 1:
                 folder = Path(tmp) / f"cell{k}"
                 folder.mkdir()
-                parts = _slices(data_path, len(cell_units), folder)
+                settings = bench_options.get("settings")
+                parts = _slices(data_path, len(cell_units), folder, settings.memory_limit if settings else None)
             for u, part in zip(cell_units, parts):
                 u.data = part
 
@@ -128,15 +128,27 @@ def run(builds: list[str | Path], data_path: str | Path, places: list[str] | Non
             t.start()
         for t in threads:
             t.join()
-    cells = []
-    for (model, board), cell_units in by_cell.items():
+    from edgec.bench.gates import evaluate
+    cells, gate_runs = [], []
+    for (build, model, board), cell_units in by_cell.items():
         entries = [results[str(unit_list.index(u))] for u in cell_units]
-        cells.append(aggregate(model, board, entries, split))
+        cell = aggregate(model, board, entries, split)
+        cell["build"] = build
+        if gates:
+            cell["gates"] = []
+            for e in entries:
+                r = e["result"] if e["ok"] else {"model": model, "board": board, "error": e["error"]}
+                outcomes = evaluate(gates, r) if e["ok"] else []
+                gate_runs.append((r, outcomes, e["label"]))
+                cell["gates"] += [f"{e['label']}: {o.line}" for o in outcomes]
+                cell["gates_passed"] = cell.get("gates_passed", True) and e["ok"] and all(o.passed for o in outcomes)
+        cells.append(cell)
     out = {"data": str(data_path), "split": split, "wall_seconds": round(time.monotonic() - t0, 2),
            "models": sorted({c["model"] for c in cells}), "boards": sorted({c["board"] for c in cells}),
            "cells": cells}
     if report_dir is not None:
         out["report_files"] = [str(p) for p in write(out, Path(report_dir))]
+    out["gate_runs"] = gate_runs
     return out
 
 
@@ -172,7 +184,8 @@ def aggregate(model: str, board: str, entries: list[dict], split: bool) -> dict:
 
 
 def check_report_dir(report_dir: Path) -> None:
-    if report_dir.exists() and not report_dir.is_dir():
+    outputs.check_names(report_dir / HTML_NAME, "report folder")
+    if report_dir.is_symlink() or (report_dir.exists() and not report_dir.is_dir()):
         raise EdgecError(f"report folder {report_dir} is not a folder; give another one with --report")
     for name in (JSON_NAME, HTML_NAME):
         outputs.check_output_file(report_dir / name, what="matrix report", folder_exists=False)
@@ -181,11 +194,12 @@ def check_report_dir(report_dir: Path) -> None:
 def write(result: dict, report_dir: Path) -> list[Path]:
     from edgec.templating import environment
 
-    report_dir.mkdir(parents=True, exist_ok=True)
+    outputs.make_folder(report_dir, "report folder")
     json_path, html_path = report_dir / JSON_NAME, report_dir / HTML_NAME
-    outputs.write_json(json_path, result)
+    outputs.write_json(json_path, result, what="matrix report")
     grid = {(c["model"], c["board"]): c for c in result["cells"]}
-    outputs.write_text(html_path, environment().get_template("matrix.html.j2").render(result=result, grid=grid))
+    outputs.write_text(html_path, environment().get_template("matrix.html.j2").render(result=result, grid=grid),
+                       what="matrix report")
     return [json_path, html_path]
 
 

@@ -63,6 +63,9 @@ class Settings:
         whose value is not what it takes."""
         env = os.environ if environ is None else environ
         cache, pio = env.get("EDGEC_CACHE_DIR"), env.get("EDGEC_PLATFORMIO_HOME")
+        for name, value in (("EDGEC_CACHE_DIR", cache), ("EDGEC_PLATFORMIO_HOME", pio)):
+            if value and os.path.lexists(Path(value).expanduser()) and not Path(value).expanduser().is_dir():
+                raise EdgecError(f"{name}={value!r} is not a folder; point it at a folder (or unset it)")
         return cls(cache_root=Path(cache).expanduser() if cache else _home_cache(),
                    memory_limit=limits.parse(env.get(limits.ENV, "")),
                    platformio_home=Path(pio).expanduser() if pio else _home_cache() / "platformio",

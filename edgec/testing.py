@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edgec import ports
+from edgec import outputs, ports
 from edgec.errors import EdgecError
 from edgec.ir import DTYPES
 from edgec.settings import Settings
@@ -54,6 +54,24 @@ def _digest(path: Path) -> str:
     return h.hexdigest()
 
 
+def _external_digests(model: Path) -> dict[str, str]:
+    """The bytes of an ONNX model's external weight files (initializers stored beside the .onnx), by name."""
+    if model.suffix.lower() != ".onnx":
+        return {}
+    import onnx
+    try:
+        proto = onnx.load(str(model), load_external_data=False)
+    except Exception:                 # not loadable: the build names what is wrong with it
+        return {}
+    files = {}
+    for t in proto.graph.initializer:
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            name = next((e.value for e in t.external_data if e.key == "location"), "")
+            path = model.parent / name
+            files[name] = _digest(path) if path.is_file() else "missing"
+    return files
+
+
 def cache_key(model: str | Path, calib: str | Path, board: str, options: dict) -> str:
     """A hash of everything a build depends on: the model's and calibration set's bytes, the board (its
     profile's bytes when it is a file), the quantization options and the edgec version."""
@@ -61,7 +79,8 @@ def cache_key(model: str | Path, calib: str | Path, board: str, options: dict) -
     from edgec.targets.boards import load_board
 
     the_board = load_board(board)
-    parts = {"model": _digest(Path(model)), "calib": _digest(Path(calib)), "board": the_board.name,
+    parts = {"model": _digest(Path(model)), "external": _external_digests(Path(model)),
+             "calib": _digest(Path(calib)), "board": the_board.name,
              "board_file": _digest(Path(the_board.path)), "options": {k: repr(v) for k, v in sorted(options.items())},
              "edgec": __version__}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
@@ -86,12 +105,22 @@ def build_cached(model: str | Path, calib: str | Path, board: str, build_root: s
     key = cache_key(model, calib, board, options)
     folder = Path(build_root) / f"{model_name(Path(model))}-{board if '/' not in str(board) else Path(board).stem}-{key}"
     stamp = folder / CACHE_KEY
-    if stamp.is_file() and json.loads(stamp.read_text()).get("key") == key:
+    if _stamped_key(stamp) == key:
         return folder
     api.build(model, calib, board, folder, log=log or (lambda _: None), options=quant,
               settings=settings or Settings.from_environment())
-    stamp.write_text(json.dumps({"key": key}) + "\n")
+    outputs.add_entry(folder, CACHE_KEY)              # the stamp is edgec's too: the folder stays replaceable
+    outputs.write_json(stamp, {"key": key}, what="build cache stamp")
     return folder
+
+
+def _stamped_key(stamp: Path) -> str | None:
+    """The key a build folder was made for; None when the stamp is missing or damaged (then: build again)."""
+    try:
+        data = json.loads(stamp.read_text())
+    except (OSError, ValueError):
+        return None
+    return data.get("key") if isinstance(data, dict) else None
 
 
 class ModelDevice:

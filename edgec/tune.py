@@ -61,7 +61,7 @@ def tune(model_path: str | Path, calib_path: str | Path | None, board: str, data
                          "model has no calibration set to use instead")
     settings = settings or Settings.from_environment()
     path = Path(tuning_log) if tuning_log else settings.tuning_log
-    records = tuning_records.load(path)              # a damaged log is refused before any work
+    tuning_records.load(path)              # a damaged log is refused before any work
     start = time.monotonic()
     measured: dict[str, dict] = {}           # op name -> {"kind", "signature", "units": {variant: units}}
     discarded = []
@@ -92,7 +92,7 @@ def tune(model_path: str | Path, calib_path: str | Path | None, board: str, data
     if not measured:
         raise EdgecError(f"edgec tune: no layer of {Path(model_path).name} has kernel variants to choose from "
                          "(or no measuring round was bit-exact)")
-    rows = []
+    rows, records = [], {}
     for name, m in measured.items():
         best = min(m["units"], key=lambda v: m["units"][v])
         records[tuning_records.key(the_board.name, m["signature"])] = {"variant": best, "kind": m["kind"],

@@ -257,3 +257,13 @@ def test_cycles_become_milliseconds_at_the_clock_the_firmware_reports():
     assert device_clock(h743, {"tick_hz": 0}) is h743                     # no report: the profile's number
     qemu = load_board("qemu-cortex-m4")                                  # instruction counts are not cycles
     assert device_clock(qemu, {"tick_hz": 1}) is qemu
+
+
+def test_the_first_inference_waits_for_the_models_size_not_an_hour():
+    """A device that never answers the first inference: all tries together stay within ten minutes (it used
+    to be 600 s per try, six tries), and a small model is given up on in about a minute."""
+    from edgec.bench.runner import first_invoke_timeout
+    assert first_invoke_timeout({"macs": 10_000}, 5) * 6 <= 62
+    assert first_invoke_timeout({"macs": 10**12}, 5) * 6 <= 600
+    assert first_invoke_timeout({"macs": 10**8}, 5) > first_invoke_timeout({"macs": 10**4}, 5)
+    assert first_invoke_timeout({}, 5) == 10.0

@@ -294,3 +294,22 @@ def test_one_image_input_and_several_outputs_calibrate(tmp_path):
     got = ports.dequantize_outputs(graph, np.stack([reference.run(graph, q) for q in ports.quantize_inputs(graph, data.x[:8])]))
     assert want.shape == got.shape == (8, 4 + 8 * 8 * 8)
     assert np.abs(got - want).max() < 0.1 * np.abs(want).max()
+
+
+def test_a_scalar_output_model_calibrates_and_builds(tmp_path):
+    """A model whose output is rank 0 (ReduceMean over everything, keepdims=0): `inspect` says it is supported,
+    and calibrate and build used to stop with an IndexError (the batched session's check indexed the scalar)."""
+    import onnx
+    from onnx import TensorProto, numpy_helper
+    w = numpy_helper.from_array(np.random.RandomState(0).randn(8, 1).astype(np.float32), "w")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["m"]),
+                               helper.make_node("ReduceMean", ["m"], ["y"], keepdims=0)], "scalar_out",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "scalar_out.onnx")
+    np.savez(tmp_path / "calib.npz", x=np.random.RandomState(1).randn(32, 8).astype(np.float32))
+    report = api.build(tmp_path / "scalar_out.onnx", tmp_path / "calib.npz", "host", tmp_path / "out", firmware=False,
+                       options=ptq.QuantOptions(sensitivity_samples=0, cache=False))
+    assert report["output"]["shape"] == [] and report["output"]["bytes"] == 1

@@ -148,3 +148,23 @@ def test_the_edgec_command_gives_the_same_one_line(tmp_path, capsys):
     proc = edgec(*args)
     assert_clean_error(proc, "argument --format: invalid choice: 'zip'", "see `edgec export --help`")
     assert proc.stderr == run_cli(capsys, *args).stderr
+
+
+def test_fifos_and_bad_mlperf_numbers_are_one_line(tmp_path, capsys):
+    """build/inspect/calibrate of a FIFO used to block forever; mlperf --limit 0 / -1 (which silently dropped
+    the last file) and --window-seconds nan went on to run."""
+    import os
+    fifo = tmp_path / "model.onnx"
+    os.mkfifo(fifo)
+    calib = EXAMPLES / "cancer_conv1d" / "calib.npz"
+    for argv in (["inspect", fifo], ["calibrate", fifo, "--calib", calib],
+                 ["build", fifo, "--calib", calib, "--board", "host", "-o", tmp_path / "out"]):
+        assert cli.main([str(a) for a in argv]) == 2
+        err = capsys.readouterr().err
+        assert "not a regular file" in err and err.count("\n") == 1, err
+    for flag, value in (("--limit", "0"), ("--limit", "-1"), ("--window-seconds", "nan"), ("--window-seconds", "0")):
+        with pytest.raises(SystemExit) as e:
+            cli.main(["mlperf", str(tmp_path), "--dataset", str(tmp_path), flag, value])
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and flag in err and err.count("\n") == 1, err
+    assert not (tmp_path / "out").exists()

@@ -93,3 +93,55 @@ def test_settings_force_the_default_recipes_choices(tmp_path, monkeypatch):
     args = cli.parser().parse_args(argv)
     config.apply(args, cli.parser, argv)
     assert cli._quant_options(args).equalize is True               # the command line wins
+
+
+def _model_in(folder):
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(CANCER / "model.onnx", folder / "model.onnx")
+    return folder / "model.onnx"
+
+
+def test_settings_stop_at_the_projects_root_and_never_come_from_a_shared_folder(tmp_path, monkeypatch, capsys):
+    """A settings file in a shared parent (a world-writable folder like /tmp), above a repository root, or
+    above a `root = true` marker is not read: `edgec config` says no settings are in effect."""
+    monkeypatch.chdir(tmp_path)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "edgec.toml").write_text('board = "qemu-cortex-m4"\nmethod = "percentile"\n')
+    shared.chmod(0o1777)
+    for layout, needle in (("shared/project", None), ("repo/project", ".git"), ("marked/project", "root")):
+        top = tmp_path / layout.split("/")[0]
+        model = _model_in(tmp_path / layout)
+        if needle == ".git":
+            (top / "edgec.toml").write_text('board = "qemu-cortex-m4"\n')
+            (model.parent / ".git").mkdir()
+        elif needle == "root":
+            (top / "edgec.toml").write_text('board = "qemu-cortex-m4"\n')
+            (model.parent / "edgec.toml").write_text("root = true\n")
+        r = run(capsys, "config", model)
+        assert r.returncode == 0, r.stderr
+        rows = settings(r.stdout)
+        assert rows["board"][1].split() == ["set)", "default"] and rows["method"] == ("minmax", "default"), \
+            (layout, r.stdout)
+    monkeypatch.chdir(shared / "project")                 # the current folder's parents: the same rule
+    assert settings(run(capsys, "config").stdout)["board"][1].split() == ["set)", "default"]
+
+
+def test_board_and_port_only_from_the_users_own_files(tmp_path, monkeypatch, capsys):
+    """A group- or world-writable settings file (or one another user owns) may not choose the board or the
+    port: one line naming the file; other settings from it still apply."""
+    monkeypatch.chdir(tmp_path)
+    model = _model_in(tmp_path / "project")
+    cfg = model.parent / "edgec.toml"
+    cfg.write_text('board = "host"\nmethod = "percentile"\n')
+    cfg.chmod(0o664)
+    assert_clean_error(run(capsys, "config", model), str(cfg), "sets board", "chmod go-w")
+    cfg.write_text('method = "percentile"\n')
+    assert settings(run(capsys, "config", model).stdout)["method"][0] == "percentile"
+    cfg.write_text('board = "host"\n')
+    cfg.chmod(0o644)
+    assert settings(run(capsys, "config", model).stdout)["board"][0] == "host"
+    import os
+    if os.getuid() == 0:                  # root can give the file away: another user's file
+        os.chown(cfg, 4242, 4242)
+        assert_clean_error(run(capsys, "config", model), "is not yours")

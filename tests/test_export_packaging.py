@@ -149,3 +149,17 @@ def test_bad_name_and_version_are_exit_2(tmp_path, capsys):
         out, err = capsys.readouterr()
         assert_clean_error(SimpleNamespace(returncode=code, stdout=out, stderr=err), flag)
         assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("flag, value", [("--maintainer", "Me <me@example.com>\nname=evil"),
+                                         ("--url", 'https://example.com/"evil'),
+                                         ("--maintainer", "Me\r\nversion=9.9.9"), ("--lib-version", "1.0\\n")])
+def test_manifest_values_cannot_inject_keys_or_break_the_yaml(flag, value, tmp_path, capsys):
+    """--maintainer/--url/--lib-version end up in library.properties (key=value lines) and quoted strings of
+    idf_component.yml and library.json: a line break or a quote is refused before any work."""
+    out = tmp_path / "lib"
+    code = cli.main(["export", str(CANCER / "model.onnx"), "--calib", str(CANCER / "calib.npz"), "--board",
+                     "host", "--format", "arduino", "-o", str(out), flag, value])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and flag in err and "manifests cannot hold" in err, err
+    assert not out.exists()

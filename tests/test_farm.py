@@ -224,3 +224,23 @@ def test_a_board_killed_mid_run_fails_only_its_cell_and_no_place_stays_acquired(
     assert "at sample" in error or "cannot open serial port" in error, failed
     for place in ("m4-a", "m3"):
         assert acquired_by(coordinator, place) == "None"
+
+
+def test_split_reads_only_sample_arrays_bounded_and_keeps_every_input(tmp_path):
+    """--split cuts the data file with edgec's bounded reader: an array whose header claims more than the
+    memory limit is refused before anything is allocated; a multi-input file keeps x_<input> and y."""
+    import zipfile
+    from edgec.errors import EdgecError
+    multi = tmp_path / "multi.npz"
+    np.savez(multi, x_a=np.zeros((6, 2), np.float32), x_b=np.ones((6, 3), np.float32), y=np.arange(6))
+    parts = matrix._slices(multi, 2, tmp_path)
+    with np.load(parts[1]) as p:
+        assert sorted(p.files) == ["x_a", "x_b", "y"] and list(p["y"]) == [3, 4, 5]
+    bomb = tmp_path / "bomb.npz"
+    header = np.lib.format.header_data_from_array_1_0(np.zeros((1, 8), np.float32))
+    header["shape"] = (100_000_000, 8)
+    with zipfile.ZipFile(bomb, "w") as z, z.open("x.npy", "w") as f:
+        np.lib.format.write_array_header_1_0(f, header)
+        f.write(b"\0" * 64)                       # the rest is a claim
+    with pytest.raises(EdgecError, match="x"):
+        matrix._slices(bomb, 2, tmp_path, 1 << 30)

@@ -3,6 +3,8 @@
 against the structure JUnit consumers (Jenkins, GitLab, GitHub test reporters) read."""
 from __future__ import annotations
 
+import json
+import shutil
 import xml.etree.ElementTree as ET
 from types import SimpleNamespace
 
@@ -123,3 +125,34 @@ def test_gates_from_the_project_settings(host_build, tmp_path, monkeypatch, caps
     passed = in_process(capsys, "bench", host_build, "--data", CANCER / "test.npz", "--no-report",
                         "--min-accuracy", "0.5")
     assert passed.returncode == 0 and "gate --min-accuracy passed" in passed.stdout
+
+
+def test_a_gate_the_board_cannot_measure_fails_with_a_line_not_a_type_error():
+    """A board that reports no latency: --max-latency (board units or a time) fails saying so; the JUnit file
+    lists the metrics there are."""
+    r = report(median=None, ms=None)
+    for limit in ("1000", "1ms"):
+        (o,) = gates.evaluate(gates.parse_gates(max_latency=limit), r)
+        assert not o.passed and "not measured" in o.line and "cannot be checked" in o.line
+    root = ET.fromstring(gates.junit_xml(r, gates.evaluate(gates.parse_gates(max_latency="1000"), r)))
+    assert root.get("failures") == "1" and "latency.median_cycles" not in gates.metrics(r)
+
+
+def test_gates_and_junit_apply_to_every_unit_and_build_of_a_matrix(host_build, tmp_path, capsys):
+    """Several builds or --units N: every gate is evaluated on every unit (one JUnit suite each) and a failed
+    gate exits 1; two builds of one model on one board are two cells, not one with a "unit spread"."""
+    other = tmp_path / "other-build"
+    shutil.copytree(host_build, other, symlinks=True)
+    junit = tmp_path / "matrix.xml"
+    r = in_process(capsys, "bench", host_build, "--units", "2", "--data", CANCER / "test.npz", "--limit", "20",
+                   "--no-report", "--min-agreement", "1", "--max-latency", "1", "--junit", junit)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.count("gate --max-latency FAILED") == 2 and r.stdout.count("gate --min-agreement passed") == 2
+    root = ET.parse(junit).getroot()
+    assert len(root.findall("testsuite")) == 2 and root.get("failures") == "2"
+    r = in_process(capsys, "bench", host_build, other, "--data", CANCER / "test.npz", "--limit", "20",
+                   "--no-report", "--min-agreement", "1", "--json", tmp_path / "m.json")
+    assert r.returncode == 0, r.stderr
+    cells = json.loads((tmp_path / "m.json").read_text())["cells"]
+    assert len(cells) == 2 and {c["build"] for c in cells} == {str(host_build), str(other)}
+    assert all(c["gates_passed"] for c in cells)

@@ -120,3 +120,17 @@ def test_only_the_rows_asked_for_are_read(tmp_path, monkeypatch):
     np.savez(path, x=np.ones((2, 4), np.complex64))
     with pytest.raises(EdgecError, match="real numbers"):
         load_dataset(path, (1, 4))
+
+
+def test_environment_values_that_are_no_size_or_no_folder_are_one_line(tmp_path):
+    """EDGEC_MEMORY_LIMIT=inf and EDGEC_PLATFORMIO_HOME / EDGEC_CACHE_DIR naming a file used to be tracebacks."""
+    from edgec.errors import EdgecError
+    from edgec.settings import Settings
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    for env, needle in (({"EDGEC_MEMORY_LIMIT": "inf"}, "not a size"), ({"EDGEC_MEMORY_LIMIT": "1e999"}, "not a size"),
+                        ({"EDGEC_PLATFORMIO_HOME": str(afile)}, "not a folder"),
+                        ({"EDGEC_CACHE_DIR": str(afile)}, "not a folder")):
+        with pytest.raises(EdgecError, match=needle):
+            Settings.from_environment(env)
+    assert afile.read_text() == "mine"

@@ -69,6 +69,7 @@ class FakeDevice:
         self.mute = mute
         self.last = None                     # (seq, type, wire) of the last reply
         self.closed = False
+        self.ticks = 1234                    # what INVOKE reports
 
     # pyserial-like surface
     @property
@@ -152,7 +153,7 @@ class FakeDevice:
         elif ftype in (L.INVOKE, L.PROFILE):
             in_crc = L.crc16(bytes(self.input))
             self._run()
-            payload = struct.pack("<iQHHi", 0, 1234, in_crc, L.crc16(bytes(self.output)), -1)
+            payload = struct.pack("<iQHHi", 0, self.ticks, in_crc, L.crc16(bytes(self.output)), -1)
         elif ftype == L.CAPTURE:
             layer = struct.unpack("<I", p)[0]
             in_crc = L.crc16(bytes(self.input))
@@ -326,3 +327,24 @@ def test_garbage_flood_without_delimiters_is_dropped():
     x = os.urandom(600)
     assert link.run(x)[0] == expected(x)
     assert len(link._rx) <= L.RX_LIMIT
+
+
+def test_values_the_device_reports_are_checked_against_the_build():
+    """CRC-correct but impossible values: a huge tick count, an output size or layer count that is not the
+    build's. Each is one line naming the firmware, never a crash or a 4 GiB read."""
+    from edgec.errors import EdgecError
+    from edgec.targets.build_folder import check_hello
+    dev = FakeDevice()
+    dev.ticks = (1 << 64) - 1
+    link = L.Link(dev, timeout=0.2)
+    link.sync()
+    link.hello()
+    with pytest.raises(EdgecError, match="ticks for one inference"):
+        link.run(os.urandom(600))
+    report = {"model": "fake", "model_hash": "0123456789abcdef", "ops": 2,
+              "input": {"bytes": 600}, "output": {"bytes": 600}}
+    hello = dict(model="fake", model_hash="0123456789abcdef", input_bytes=600, output_bytes=600, layer_count=2)
+    check_hello(hello, report, "build")
+    for key, value in (("output_bytes", 0xFFFFFFFF), ("input_bytes", 7), ("layer_count", 1 << 31)):
+        with pytest.raises(EdgecError, match="flash"):
+            check_hello({**hello, key: value}, report, "build")

@@ -101,3 +101,24 @@ def test_window_sizing_and_scores():
     y = np.array([0, 0, 1, 1])
     assert mlperf_run.auc_ovr(y, np.array([[0.1], [0.4], [0.35], [0.8]])) == 0.75
     assert mlperf_run.accuracy_percent(np.array([[0.1, 0.9], [0.8, 0.2]]), np.array([1, 0])) == 100.0
+
+
+def test_the_runners_40_character_name_limit_is_only_for_mlperf_firmware(tmp_path):
+    """A model whose C name is longer than 40 characters builds edgec's own firmware; only an MLPerf firmware
+    (whose runner reads the name) is refused, naming --mlperf-model."""
+    import pytest
+    from edgec.errors import EdgecError
+    from edgec.settings import Settings
+    from edgec.targets.boards import load_board
+    from edgec.targets.firmware import write_project
+    name = "a_model_with_a_rather_long_descriptive_name_v2"
+    assert len(name) > 40
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    for ext in (".c", ".h"):
+        (lib / f"{name}{ext}").write_text("/* model */\n")
+    core = Settings.from_environment().platformio_home
+    project = write_project(tmp_path / "p", load_board("host"), lib, name, core=core)
+    assert (project / "platformio.ini").is_file()
+    with pytest.raises(EdgecError, match="MLPerf model name"):
+        write_project(tmp_path / "q", load_board("host"), lib, name, "mlperf", mlperf={"model": name}, core=core)

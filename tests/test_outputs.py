@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from conftest import EXAMPLES, assert_clean_error, edgec, host_compiler
-from edgec import api, cli
+from edgec import api, cli, outputs
 from edgec.templating import C_HEADERS, model_c_name
 from edgec import cheader
 from edgec.errors import EdgecError
@@ -78,13 +78,20 @@ def test_build_refuses_files_links_and_long_names(inputs, tmp_path):
 
 
 def test_an_empty_folder_or_an_earlier_build_is_replaced(inputs, tmp_path):
+    """An empty folder and edgec's own earlier build are replaced; a file the user put into that build folder
+    afterwards is not edgec's: the folder is then refused and the file kept."""
     out = tmp_path / "out"
     out.mkdir()
     api.build(inputs / "cancer.onnx", inputs / "calib.npz", "host", out, firmware=False)
     assert (out / MARKER).is_file() and (out / "build-report.json").is_file()
-    (out / "stale.txt").write_text("from the earlier build")
+    assert oct(out.stat().st_mode & 0o777) == oct(0o777 & ~outputs.umask())      # not mkdtemp's 0700
+    (out / "plan.json").write_text("edgec's file, changed: still edgec's entry")
     api.build(inputs / "cancer.onnx", inputs / "calib.npz", "host", out, firmware=False)
-    assert not (out / "stale.txt").exists() and (out / MARKER).is_file()
+    assert (out / MARKER).is_file() and (out / "plan.json").read_text().startswith("{")
+    (out / "stale.txt").write_text("the user's notes")
+    with pytest.raises(EdgecError, match="stale.txt, which edgec did not write"):
+        api.build(inputs / "cancer.onnx", inputs / "calib.npz", "host", out, firmware=False)
+    assert (out / "stale.txt").read_text() == "the user's notes"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []     # no staging, no old copy
 
 

@@ -190,3 +190,122 @@ def test_a_missing_stm32duino_bundle_fails_in_ci_and_skips_elsewhere(tmp_path, m
     monkeypatch.delenv("CI")
     with pytest.raises(pytest.skip.Exception, match="not present: the vendor-framework builds need it"):
         conftest.require_stm32duino_bundle()
+
+
+def _snapshot(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): (p.is_symlink(), p.read_bytes() if p.is_file() and not p.is_symlink() else None)
+            for p in sorted(folder.rglob("*"))}
+
+
+def _hostile(tmp_path: Path, name: str, kind: bytes = tarfile.REGTYPE, size: int = 0, linkname: str = "") -> Path:
+    """A bundle with a good package and one hostile member (written header by header: no sanitising)."""
+    archive = tmp_path / "hostile.tar"
+    with tarfile.open(archive, "w", format=tarfile.GNU_FORMAT) as tar:
+        for member, data in (("packages/good/.piopm", b'{"name": "good", "version": "1"}'),
+                             (name, b"x" * size)):
+            info = tarfile.TarInfo(member)
+            info.type, info.size, info.linkname = kind if member == name else tarfile.REGTYPE, len(data), linkname
+            if info.type in (tarfile.DIRTYPE, tarfile.SYMTYPE, tarfile.LNKTYPE, tarfile.CHRTYPE, tarfile.FIFOTYPE):
+                info.size, data = 0, b""
+            tar.addfile(info, __import__("io").BytesIO(data))
+    return archive
+
+
+@pytest.mark.parametrize("name, kind, linkname", [
+    ("packages/../X/.piopm", tarfile.REGTYPE, ""), ("packages/..", tarfile.DIRTYPE, ""),
+    ("platforms/../X/.piopm", tarfile.REGTYPE, ""), ("/etc/edgec-owned", tarfile.REGTYPE, ""),
+    ("packages/x/../../../outside", tarfile.REGTYPE, ""), ("packages/x/link", tarfile.SYMTYPE, "/etc/passwd"),
+    ("packages/x/hard", tarfile.LNKTYPE, "packages/good/.piopm"), ("packages/x/dev", tarfile.CHRTYPE, ""),
+    ("packages/x/fifo", tarfile.FIFOTYPE, ""), ("elsewhere/x/.piopm", tarfile.REGTYPE, ""),
+    ("packages/./x/.piopm", tarfile.REGTYPE, "")])
+def test_hostile_bundle_members_are_refused_before_anything_changes(name, kind, linkname, core, tmp_path):
+    """Every member is checked against the destination before anything is deleted or written: the core (an
+    installed platform and package, a user's file) is left exactly as it was."""
+    packages.install_bundle(_bundle(tmp_path), core)
+    (core / "mine.txt").write_text("the user's")
+    before = _snapshot(core)
+    with pytest.raises(EdgecError, match="nothing was installed|not a path inside") as e:
+        packages.install_bundle(_hostile(tmp_path, name, kind, linkname=linkname), core)
+    assert "\n" not in str(e.value)
+    assert _snapshot(core) == before and not (tmp_path / "outside").exists()
+
+
+def test_devices_and_absurd_sizes_are_not_bundles(core, tmp_path):
+    with pytest.raises(EdgecError, match="not a regular file"):
+        packages.install_bundle(Path("/dev/zero"), core)       # used to spin forever
+    huge = tmp_path / "huge.tar"
+    with tarfile.open(huge, "w") as tar:
+        info = tarfile.TarInfo("packages/x/blob")
+        info.size = packages.MAX_MEMBER_BYTES + 1
+        tar.addfile(info)                   # a header only: the size is a claim
+    with pytest.raises(EdgecError):
+        packages.install_bundle(huge, core)
+    assert not (core / "packages" / "x").exists()
+
+
+def test_a_failed_install_leaves_the_core_as_it_was(core, tmp_path, monkeypatch):
+    packages.install_bundle(_bundle(tmp_path), core)
+    before = _snapshot(core)
+    real, failed = Path.rename, []
+
+    def rename(self, target):
+        if Path(target).name == "framework-cmsis" and Path(target).parent.name == "packages" and not failed:
+            failed.append(target)
+            raise OSError(28, "No space left on device")      # moving in the second package of the install
+        return real(self, target)
+    monkeypatch.setattr(Path, "rename", rename)
+    newer = _bundle(tmp_path, version="4.21300.0")
+    root = tmp_path / "bundle-src-4.21300.0"
+    (root / "packages" / "framework-cmsis" / ".piopm").write_text(json.dumps({"name": "framework-cmsis",
+                                                                              "version": "9"}))
+    with tarfile.open(newer, "w:xz") as tar:
+        for kind in ("platforms", "packages"):
+            tar.add(root / kind, arcname=kind)
+    with pytest.raises(EdgecError, match="the core is as it was"):
+        packages.install_bundle(newer, core)
+    assert _snapshot(core) == before
+    assert packages.installed(core)["packages"]["framework-arduinoststm32"] == "4.21200.0"
+
+
+def test_an_install_holds_the_core_lock_builds_share(core, tmp_path, monkeypatch):
+    """While the bundle is unpacked and moved in, a build cannot take the core's shared lock."""
+    import fcntl
+    import os
+    seen = []
+    real = tarfile.TarFile.extractall
+
+    def extractall(self, *a, **k):
+        fd = os.open(core / ".edgec-core.lock", os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            seen.append("free")
+        except BlockingIOError:
+            seen.append("held")
+        finally:
+            os.close(fd)
+        return real(self, *a, **k)
+    monkeypatch.setattr(tarfile.TarFile, "extractall", extractall)
+    packages.install_bundle(_bundle(tmp_path), core)
+    assert seen == ["held"]
+
+
+def test_bundle_output_is_edgecs_own_file(core, tmp_path):
+    """bundle -o: a folder is refused before packing, a user's file is kept, no .partial is left; edgec's own
+    bundle is replaced."""
+    packages.install_bundle(_bundle(tmp_path), core)
+    board = [load_board("nucleo-f446re")]
+    folder = tmp_path / "out"
+    folder.mkdir()
+    mine = tmp_path / "mine.tar.xz"
+    mine.write_text("mine")
+    for target, needle in ((folder, "is a folder"), (mine, "not written by edgec")):
+        with pytest.raises(EdgecError, match=needle):
+            packages.bundle(board, target, core)
+    assert mine.read_text() == "mine" and list(folder.iterdir()) == []
+    ours = tmp_path / "ours.tar.xz"
+    for _ in range(2):
+        packages.bundle(board, ours, core)
+    assert [p.name for p in tmp_path.iterdir() if "partial" in p.name or p.name.startswith(".")] == []
+    other = tmp_path / "other-core"
+    packages.install_bundle(ours, other)
+    assert packages.missing(board[0], other) == []

@@ -108,3 +108,27 @@ def test_the_build_cache_key_follows_every_input(tmp_path):
     assert key != cache_key(CANCER / "model.onnx", calib, "host", {"method": "percentile"})
     np.savez(calib, x=np.load(CANCER / "calib.npz")["x"][:-1])
     assert key != cache_key(CANCER / "model.onnx", calib, "host", {})
+
+
+def test_the_cache_key_follows_external_weight_files_and_a_damaged_stamp_rebuilds(tmp_path):
+    """A model whose weights live in an external file: changing that file changes the key (it used to reuse
+    the stale build); a damaged stamp means "build again", not a crash of every test."""
+    import json
+    import onnx
+    from edgec.testing import CACHE_KEY, build_cached
+    folder = tmp_path / "m"
+    folder.mkdir()
+    model = onnx.load(str(CANCER / "model.onnx"))
+    onnx.save_model(model, str(folder / "model.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="weights.bin", size_threshold=0)
+    calib = CANCER / "calib.npz"
+    key = cache_key(folder / "model.onnx", calib, "host", {})
+    data = bytearray((folder / "weights.bin").read_bytes())
+    data[0] ^= 1
+    (folder / "weights.bin").write_bytes(bytes(data))
+    assert cache_key(folder / "model.onnx", calib, "host", {}) != key
+    root = tmp_path / "builds"
+    built = build_cached(CANCER / "model.onnx", calib, "host", root, sensitivity_samples=0)
+    (built / CACHE_KEY).write_text("{damaged")
+    assert build_cached(CANCER / "model.onnx", calib, "host", root, sensitivity_samples=0) == built
+    assert json.loads((built / CACHE_KEY).read_text())["key"]

@@ -150,3 +150,35 @@ def test_speed_falls_back_to_the_generic_kernels_when_its_weights_do_not_fit(tmp
     board.write_text(board.read_text().replace(f"flash_bytes = {room}", "flash_bytes = 8192"))
     with pytest.raises(EdgecError, match="does not fit board mid-flash"):
         api.build(MODEL, CALIB, str(board), tmp_path / "tiny", firmware=False, tuning_log=tmp_path / "none.json")
+
+
+def test_concurrent_tunes_keep_each_others_records_and_odd_records_are_refused(tmp_path, monkeypatch):
+    """Two tunes that read the log before either saved: both records are kept (a save merges with the log
+    under its lock); a record edgec did not write is one line, not a crash in a later build."""
+    import fcntl
+    import os
+    log = tmp_path / "tuning.json"
+    assert tuning_records.load(log) == {} and tuning_records.load(log) == {}       # both tunes start
+    rec = {"variant": "blocked", "kind": "Conv", "units": {"generic": 2, "blocked": 1}, "unit": "ns"}
+    tuning_records.save(log, {"host/a": rec})
+    held = []
+    real = os.replace
+
+    def replace(src, dst, *a, **k):        # while the log is replaced, another tune cannot take its lock
+        fd = os.open(tmp_path / ".tuning.json.lock", os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held.append(False)
+        except BlockingIOError:
+            held.append(True)
+        finally:
+            os.close(fd)
+        return real(src, dst, *a, **k)
+    monkeypatch.setattr(os, "replace", replace)
+    tuning_records.save(log, {"host/b": rec})
+    monkeypatch.undo()
+    assert set(tuning_records.load(log)) == {"host/a", "host/b"} and held == [True]
+    for odd in ('"blocked"', '{"units": 3}', '{"variant": 7}'):
+        log.write_text(f'{{"version": 1, "records": {{"host/z": {odd}}}}}')
+        with pytest.raises(EdgecError, match="not an edgec tuning log"):
+            tuning_records.load(log)

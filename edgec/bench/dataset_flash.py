@@ -72,6 +72,9 @@ def build(outdir: Path, board: Board, report: dict, per_chunk: int, settings: Se
 
     blob = BLOB_HEADER + per_chunk * report["input"]["bytes"]
     project = Path(outdir) / FOLDER
+    if project.is_symlink() or (project.exists() and not project.is_dir()):     # write_project empties its src/
+        raise EdgecError(f"{project} is a link or a file, not the folder edgec keeps the dataset firmware in; "
+                         f"remove it or build {outdir} again")
     stamp = project / "dataset.json"
     want = {"model_hash": report["model_hash"], "board": board.name, "blob_bytes": blob}
     if stamp.is_file() and json.loads(stamp.read_text()) == want:

@@ -98,10 +98,7 @@ def check_measurable(gates: list[Gate], outdir: str | Path, data_path: str | Pat
     from edgec.bench.runner import ms_basis
     from edgec.targets.build_folder import load_build
 
-    if junit is not None and not Path(junit).resolve().parent.is_dir():
-        raise EdgecError(f"--junit {junit}: folder {Path(junit).resolve().parent} does not exist")
-    if junit is not None and Path(junit).is_dir():
-        raise EdgecError(f"--junit {junit}: is a folder; give a file name like results.xml")
+    check_junit(junit, (data_path,))
     if not gates:
         return
     _, board, _ = load_build(outdir)
@@ -129,11 +126,14 @@ def _measure(gate: Gate, r: dict) -> tuple[float | None, str]:
         v = r["agreement"]["device_vs_reference"]
         return v, f"{100 * v:.2f}%"
     if gate.name == "max-latency":
-        lat = r["latency"]
+        lat = r.get("latency") or {}
         if gate.unit == "ms":
             v = (lat.get("ms") or {}).get("median")
-            return v, "n/a" if v is None else f"{v:.4g} ms"
-        return lat["median"], f"{lat['median']:,.0f} {lat['unit']}"
+        else:
+            v = lat.get("median")
+        if v is None:
+            return None, f"not measured (board {r.get('board')} reported no latency: the gate cannot be checked)"
+        return v, f"{v:.4g} ms" if gate.unit == "ms" else f"{v:,.0f} {lat.get('unit', '')}"
     v = r["memory"].get("ram_bytes")
     return v, "n/a" if v is None else f"{v:,} B"
 
@@ -166,10 +166,11 @@ def metrics(r: dict) -> dict[str, float]:
     for k, v in (r.get("accuracy") or {}).items():
         if v is not None:
             out[f"accuracy.{k}"] = v
-    lat = r["latency"]
+    lat = r.get("latency") or {}
     for k in ("median", "p90", "min", "max"):
-        out[f"latency.{k}_{lat['unit']}"] = lat[k]
-    if lat.get("ms"):
+        if lat.get(k) is not None:
+            out[f"latency.{k}_{lat.get('unit')}"] = lat[k]
+    if lat.get("ms") and lat["ms"].get("median") is not None:
         out["latency.median_ms"] = lat["ms"]["median"]
     for k in ("flash_bytes", "ram_bytes", "arena_bytes", "weights_bytes", "stack_used_bytes"):
         if r["memory"].get(k) is not None:
@@ -181,21 +182,41 @@ def junit_xml(r: dict, outcomes: list[Outcome], seconds: float = 0.0) -> str:
     """JUnit XML (the testsuites/testsuite/testcase/failure schema Jenkins, GitLab and GitHub actions read):
     one test case per gate (a failure element when it failed) and one per metric (always passing; the value
     is in its system-out and in the suite's properties)."""
+    return junit_suites_xml([(r, outcomes, "")], seconds)
+
+
+def junit_suites_xml(runs: list[tuple[dict, list[Outcome], str]], seconds: float = 0.0) -> str:
+    """JUnit XML with one test suite per bench run (a matrix: per build and unit, `label` naming it)."""
+    total = sum(1 if "error" in r else len(o) + len(metrics(r)) for r, o, _ in runs)
+    fails = sum(1 if "error" in r else len(failures(o)) for r, o, _ in runs)
+    root = ET.Element("testsuites", name="edgec", tests=str(total), failures=str(fails), errors="0",
+                      time=f"{seconds:.3f}")
+    for r, outcomes, label in runs:
+        _suite(root, r, outcomes, label, seconds)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _suite(root, r: dict, outcomes: list[Outcome], label: str, seconds: float) -> None:
+    if "error" in r:           # a matrix unit whose bench failed: one failing test case saying why
+        suite = ET.SubElement(root, "testsuite", name=f"edgec bench {r['model']} on {r['board']} ({label})",
+                              tests="1", failures="1", errors="0", skipped="0", time="0")
+        case = ET.SubElement(suite, "testcase", name="bench", classname=f"edgec.{r['model']}.{r['board']}.{label}")
+        ET.SubElement(case, "failure", message=r["error"], type="BenchFailed").text = r["error"]
+        return
     values = metrics(r)
-    suite_name = f"edgec bench {r['model']} on {r['board']}"
+    suite_name = f"edgec bench {r['model']} on {r['board']}" + (f" ({label})" if label else "")
     fails = failures(outcomes)
-    root = ET.Element("testsuites", name="edgec", tests=str(len(outcomes) + len(values)),
-                      failures=str(len(fails)), errors="0", time=f"{seconds:.3f}")
     suite = ET.SubElement(root, "testsuite", name=suite_name, tests=str(len(outcomes) + len(values)),
                           failures=str(len(fails)), errors="0", skipped="0", time=f"{seconds:.3f}",
                           timestamp=time.strftime("%Y-%m-%dT%H:%M:%S"))
     props = ET.SubElement(suite, "properties")
-    for k, v in (("model", r["model"]), ("model_hash", r["model_hash"]), ("board", r["board"]),
+    for k, v in (("model", r["model"]), ("model_hash", r.get("model_hash", "")), ("board", r["board"]),
                  ("samples", r["samples"]), ("data", r.get("data", ""))):
         ET.SubElement(props, "property", name=k, value=str(v))
     for k, v in values.items():
         ET.SubElement(props, "property", name=k, value=repr(float(v)))
-    classname = f"edgec.{r['model']}.{r['board']}"
+    classname = f"edgec.{r['model']}.{r['board']}" + (f".{label}" if label else "")
     for o in outcomes:
         case = ET.SubElement(suite, "testcase", name=f"gate {o.gate.name} {o.gate.text}", classname=classname,
                              time="0")
@@ -205,14 +226,19 @@ def junit_xml(r: dict, outcomes: list[Outcome], seconds: float = 0.0) -> str:
     for k, v in values.items():
         case = ET.SubElement(suite, "testcase", name=f"metric {k}", classname=classname, time="0")
         ET.SubElement(case, "system-out").text = f"{k} = {v!r}"
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def write_junit(path: str | Path, r: dict, outcomes: list[Outcome], seconds: float = 0.0) -> Path:
-    path = Path(path)
-    try:
-        path.write_text(junit_xml(r, outcomes, seconds))
-    except OSError as e:
-        raise EdgecError(f"--junit {path}: cannot write it: {e.strerror or e}") from None
-    return path
+def write_junit(path: str | Path, r: dict, outcomes: list[Outcome], seconds: float = 0.0, inputs=()) -> Path:
+    """The JUnit report through edgec's one writer (edgec/outputs.py: never a user's file, never through a link)."""
+    return write_junit_runs(path, [(r, outcomes, "")], seconds, inputs)
+
+
+def write_junit_runs(path: str | Path, runs, seconds: float = 0.0, inputs=()) -> Path:
+    from edgec import outputs
+    return outputs.write_text(Path(path), junit_suites_xml(runs, seconds), what="--junit file", inputs=inputs)
+
+
+def check_junit(junit, inputs=()) -> Path | None:
+    """The --junit file, checked before the bench (edgec/outputs.py: new, or a JUnit file edgec wrote)."""
+    from edgec import outputs
+    return None if junit is None else outputs.check_output_file(junit, inputs, what="--junit file")

@@ -15,12 +15,16 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
+import re
 from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 
+from edgec import outputs
 from edgec.device.mlperf import open_mlperf
+from edgec.staging import staged_folder
 from edgec.errors import EdgecError
 from edgec.targets.build_folder import load_build
 
@@ -139,6 +143,19 @@ def _performance(client, folder: Path, rows: list[dict], model: str, window_seco
             "median_throughput": median}, lines
 
 
+def check_results(out: Path, model: str, mode: str) -> Path:
+    """OUT/<model>/<mode>, the folder edgec writes results.txt and results.json into: its parents real folders
+    (not links, not files), itself new or one edgec wrote (edgec/outputs.py: never the official runner's)."""
+    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", model) or model in (".", ".."):
+        raise EdgecError(f"the build's MLPerf model name {model!r} is not a plain name; build it again")
+    outputs.check_names(out / model / mode, "mlperf results folder", outputs.STAGING_EXTRA)
+    for parent in (out, out / model):
+        if parent.is_symlink() or (os.path.lexists(parent) and not parent.is_dir()):
+            raise EdgecError(f"mlperf results folder {parent} is a file or a link, not a folder; give another "
+                             "folder with --results")
+    return outputs.check_output_folder(out / model / mode, what="mlperf results folder")
+
+
 def run(outdir: str | Path, dataset: str | Path, mode: str = "accuracy", results_dir: str | Path | None = None,
         port: str | None = None, window_seconds: float = MIN_WINDOW_SECONDS, warmups: int = 10,
         limit: int | None = None, log=print) -> dict:
@@ -152,6 +169,8 @@ def run(outdir: str | Path, dataset: str | Path, mode: str = "accuracy", results
         raise EdgecError(f"mode '{mode}' is not known: choose accuracy or performance (energy needs the EEMBC "
                          "energy monitor and its runner)")
     model = settings["model"]
+    out = Path(results_dir) if results_dir else Path(outdir) / "mlperf-results"
+    folder_out = check_results(out, model, mode)        # before the run, not after it
     folder = Path(dataset) / model
     rows = read_truth(folder)
     if not rows:
@@ -167,11 +186,10 @@ def run(outdir: str | Path, dataset: str | Path, mode: str = "accuracy", results
         else:
             result, lines = _performance(c, folder, rows, model, window_seconds, warmups)
     result.update(mode=mode, model=model, board=board.name, device=info, emulated=board.emulated)
-    out = Path(results_dir) if results_dir else Path(outdir) / "mlperf-results"
-    folder_out = out / model / mode
-    folder_out.mkdir(parents=True, exist_ok=True)
-    (folder_out / "results.txt").write_text("\n".join(lines) + "\n")
-    (folder_out / "results.json").write_text(json.dumps(result, indent=1))
+    outputs.make_folder(folder_out.parent, "mlperf results folder")
+    with staged_folder(folder_out, "mlperf-results", what="mlperf results folder") as work:
+        (work / "results.txt").write_text("\n".join(lines) + "\n")
+        (work / "results.json").write_text(json.dumps(result, indent=1))
     for line in lines:
         log(line)
     result["results_file"] = str(folder_out / "results.txt")

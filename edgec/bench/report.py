@@ -15,25 +15,18 @@ JSON_NAME, HTML_NAME = "bench-report.json", "report.html"
 def write(result: dict, build_dir: Path, report_dir: Path) -> list[Path]:
     """Write bench-report.json and report.html into report_dir; returns both paths."""
     json_path, html_path = check_report_dir(report_dir)
-    try:
-        report_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise EdgecError(f"could not create the report folder {report_dir} ({exc.strerror})") from None
-    outputs.write_json(json_path, result)
-    outputs.write_text(html_path, render_html(result, build_dir))
+    outputs.make_folder(report_dir, "report folder")
+    outputs.write_json(json_path, result, what="bench report")
+    outputs.write_text(html_path, render_html(result, build_dir), what="bench report")
     return [json_path, html_path]
 
 
 def check_report_dir(report_dir: Path) -> tuple[Path, Path]:
     """The two report files, checked before the bench starts: edgec may write them (edgec/outputs.py)."""
+    outputs.check_names(report_dir / HTML_NAME, "report folder")
     if report_dir.is_symlink() or (report_dir.exists() and not report_dir.is_dir()):
         raise EdgecError(f"report folder {report_dir} is not a folder; give another one with --report")
     paths = report_dir / JSON_NAME, report_dir / HTML_NAME
-    if report_dir.is_dir() and outputs.is_edgec_folder(report_dir):     # a build folder: its files are edgec's
-        for p in paths:
-            if p.is_symlink() or p.is_dir():
-                raise EdgecError(f"bench report {p} is a folder or a link; remove it or give --report another folder")
-        return paths
     return tuple(outputs.check_output_file(p, what="bench report", folder_exists=False) for p in paths)
 
 

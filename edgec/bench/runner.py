@@ -152,6 +152,14 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
     return result
 
 
+def first_invoke_timeout(report: dict, retries: int) -> float:
+    """Seconds one try of the first inference may take: from the model's size (a very slow emulator runs a
+    MAC in 20 instructions at 1 MIPS), so that a device that never answers fails within ten minutes over all
+    tries, not after an hour; later samples wait 20x the first one's time."""
+    macs = report.get("macs") if isinstance(report.get("macs"), (int, float)) else 0
+    return float(min(max(10.0, 2e-5 * macs + 10.0), 600.0 / (retries + 1)))
+
+
 def _run_over_link(outdir, report, graph, board, firmware, port, gdb_load, xq, ref_out, profile, compare_layers,
                    result, progress, log, settings):
     """Every input over the serial link, one at a time (with the profile and divergence finder on request)."""
@@ -170,6 +178,7 @@ def _run_over_link(outdir, report, graph, board, firmware, port, gdb_load, xq, r
         check_hello(hello, report, outdir)
         board = device_clock(board, hello, log)
         link.layer_names = [op.name for op in layers(graph)]
+        link.invoke_timeout = first_invoke_timeout(report, link.retries)
         for i in range(n):
             t0 = time.monotonic()
             try:

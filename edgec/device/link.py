@@ -128,6 +128,9 @@ def decode_frame(encoded: bytes) -> tuple[int, int, bytes]:
     return body[0], body[1], body[2:-2]
 
 
+MAX_TICKS = 1 << 53      # a tick count beyond this is not a measurement (and not exact as a float)
+
+
 class Link:
     """The host end of the link over any pyserial-like object (read, write, timeout, in_waiting).
 
@@ -322,6 +325,9 @@ class Link:
         for _ in range(self.retries + 1):
             self.write_input(input)
             status, ticks, in_crc, out_crc, stack = self._run(PROFILE if profile else INVOKE)
+            if ticks >= MAX_TICKS:
+                raise EdgecError(f"{self.describe} reported {ticks:,} ticks for one inference, which no run takes; "
+                                 "the firmware is damaged: flash it again")
             if status != 0:
                 raise EdgecError(f"model '{info['model']}' failed on {self.describe}: "
                                  f"{describe_status(status, self.layer_names)}")

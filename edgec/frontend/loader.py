@@ -24,6 +24,8 @@ def load_model(path: str | Path, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> on
         raise EdgecError(f"{path}: no such file (give the path of a float .onnx model)")
     if path.is_dir():
         raise EdgecError(f"{path}: is a folder, not an .onnx model file")
+    if not path.is_file():          # reading a FIFO or a device would block or never end
+        raise EdgecError(f"{path}: is not a regular file (a FIFO or a device); give an .onnx model file")
     if path.stat().st_size == 0:
         raise EdgecError(f"{path}: the file is empty (expected an ONNX model)")
     try:

@@ -41,6 +41,8 @@ def is_tflite(path: str | Path) -> bool:
     path = Path(path)
     if path.suffix.lower() == ".tflite":
         return True
+    if not path.is_file():          # a FIFO or device would block the read below
+        return False
     try:
         with open(path, "rb") as f:
             return f.read(8)[4:8] == IDENTIFIER

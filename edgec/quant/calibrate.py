@@ -274,7 +274,8 @@ def _pick_session(model, values, stream, batch):
     names = [o.name for o in single.get_outputs()]
     for j in range(len(x)):
         for k, r in zip(names, single.run(None, feeds(model, x[j:j + 1]))):
-            if k not in got or got[k].shape[1:] != r.shape[1:] or \
+            if k not in got or got[k].ndim == 0 or r.ndim == 0 or len(got[k]) != len(x) \
+                    or got[k].shape[1:] != r.shape[1:] or \
                     not np.allclose(got[k][j:j + 1], r, rtol=1e-4, atol=1e-5):
                 return single, 1
     return sess, batch

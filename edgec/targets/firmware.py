@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 
+import os
 import re
 import secrets
 import shutil
@@ -141,8 +142,9 @@ def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: 
         if not (model_dir / f"{model_name}{ext}").is_file():
             raise EdgecError(f"model library {model_dir} has no {model_name}{ext}; generate the model first")
     src = project_dir / "src"
-    if src.exists():
-        shutil.rmtree(src)
+    if src.exists() or src.is_symlink():
+        from edgec import outputs
+        outputs.remove_made(src)          # the sources an earlier write_project put there (a link: only the link)
     src.mkdir(parents=True)
     for f in sorted(model_dir.rglob("*")):     # the runtime's fast/ subfolder too: PlatformIO builds src/ recursively
         if f.is_file() and f.suffix in (".c", ".h"):
@@ -153,7 +155,7 @@ def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: 
         raise EdgecError(f"unknown benchmark protocol '{protocol}': choose {' or '.join(PROTOCOLS)}")
     main_template, runtime_files = PROTOCOLS[protocol]
     mlperf_model = mlperf_model or model_name
-    if not re.match(r"^[A-Za-z0-9_.-]{1,40}$", mlperf_model):
+    if protocol == "mlperf" and not re.match(r"^[A-Za-z0-9_.-]{1,40}$", mlperf_model):   # only the runner's limit
         raise EdgecError(f"MLPerf model name '{mlperf_model}' must be 1-40 letters, digits, '_', '.' or '-' "
                          "(e.g. kws01, vww01, ad01, ic01)")
     harness = resource_dir("runtime_c") / "harness"     # the firmware harness, never part of a model library
@@ -253,8 +255,9 @@ def check_packages(board: Board, log_file: Path, settings: Settings, log=print) 
         return
     message = (f"board {board.name} needs PlatformIO's {names}, not installed in {core}, and PlatformIO's "
                f"registry cannot be reached; {OFFLINE_HINT}")
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    log_file.write_text(f"[edgec] {message}\n[edgec] installed: {packages.installed(core)}\n")
+    from edgec import outputs
+    outputs.write_text(log_file, f"[edgec] {message}\n[edgec] installed: {packages.installed(core)}\n",
+                       what="build log")
     raise EdgecError(f"{message} (log: {log_file})")
 
 
@@ -269,11 +272,12 @@ def build_firmware(project_dir: Path, board: Board, settings: Settings, log=prin
     log_file = Path(log_file) if log_file else kept
     if log:
         log(f"building firmware for {board.name} in {project_dir}")
-    check_packages(board, log_file, settings, log)
-    output = run_pio(["run", "-e", env_name(board)], project_dir, log_file, settings.platformio_home,
-                     settings.build_timeout, log=log)
+    with packages.core_lock(settings.platformio_home, shared=True):      # no bundle install meanwhile
+        check_packages(board, log_file, settings, log)
+        output = run_pio(["run", "-e", env_name(board)], project_dir, log_file, settings.platformio_home,
+                         settings.build_timeout, log=log)
     if log_file != kept:
-        shutil.move(log_file, kept)
+        os.replace(log_file, kept)      # edgec's own log (outputs.write_text wrote it) into the build folder
     program = _program(project_dir / ".pio" / "build" / env_name(board))
     host = program.suffix != ".elf"
     dest = project_dir / ("firmware" if host else "firmware.elf")

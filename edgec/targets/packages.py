@@ -13,13 +13,20 @@ asks before running PlatformIO, so an offline build fails in seconds instead of 
 """
 from __future__ import annotations
 
+import fcntl
+import io
 import json
+import os
+import re
 import shutil
+import stat
 import tarfile
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
+from edgec import outputs
 from edgec.errors import EdgecError
 from edgec.targets.boards import Board, list_boards
 from edgec.targets.pio import install_tool_package, platforms_dir
@@ -53,27 +60,92 @@ def installed(core: Path) -> dict[str, dict[str, str]]:
     return found
 
 
+MAX_MEMBER_BYTES = 4 << 30          # one file of a toolchain is far smaller
+MAX_BUNDLE_BYTES = 16 << 30         # everything unpacked
+MAX_MEMBERS = 500_000
+_NAME_RE = re.compile(r"[A-Za-z0-9@+_.-]{1,200}")
+
+
 def _members(archive: Path) -> list[tarfile.TarInfo]:
+    """The bundle's members, every one checked before anything is written or deleted (an archive is untrusted
+    input): a relative path under platforms/<name>/ or packages/<name>/ without `..`, a plain file or folder
+    (no link, device or FIFO), sizes within bounds."""
     try:
-        with tarfile.open(archive) as tar:
-            return tar.getmembers()
+        st = archive.stat()
     except FileNotFoundError:
         raise EdgecError(f"package bundle {archive} does not exist") from None
+    except OSError as e:
+        raise EdgecError(f"package bundle {archive} cannot be read: {e.strerror or e}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise EdgecError(f"package bundle {archive} is not a regular file (a device, FIFO or folder); give the "
+                         ".tar.xz file `edgec packages bundle` wrote")
+    members, total = [], 0
+    try:
+        with tarfile.open(archive) as tar:
+            for m in tar:
+                members.append(m)
+                total += m.size
+                _check_member(archive, m)
+                if len(members) > MAX_MEMBERS or total > MAX_BUNDLE_BYTES:
+                    raise EdgecError(f"package bundle {archive} unpacks to more than {MAX_MEMBERS:,} files or "
+                                     f"{MAX_BUNDLE_BYTES >> 30} GiB; it is not an edgec bundle")
     except (tarfile.TarError, OSError, EOFError) as e:
         raise EdgecError(f"package bundle {archive} is not a readable tar archive: {e}") from None
+    return members
+
+
+def _check_member(archive: Path, m: tarfile.TarInfo) -> None:
+    parts = m.name.split("/")
+    while parts and parts[-1] == "":            # "packages/x/" (a folder)
+        parts.pop()
+    bad = (m.name.startswith("/") or "\\" in m.name or not parts or any(p in ("", ".", "..") for p in parts)
+           or "\0" in m.name)
+    if not bad and parts != [outputs.BUNDLE_MEMBER]:
+        bad = parts[0] not in ("platforms", "packages") or (len(parts) > 1 and not _NAME_RE.fullmatch(parts[1]))
+    if bad:
+        raise EdgecError(f"package bundle {archive}: member {m.name[:120]!r} is not a path inside platforms/<name>/ "
+                         "or packages/<name>/; nothing was installed (make bundles with `edgec packages bundle`)")
+    if not (m.isfile() or m.isdir()):
+        kind = "a link" if m.issym() or m.islnk() else "a device or FIFO"
+        raise EdgecError(f"package bundle {archive}: member {m.name[:120]!r} is {kind}; a bundle holds only files "
+                         "and folders: nothing was installed")
+    if m.size > MAX_MEMBER_BYTES:
+        raise EdgecError(f"package bundle {archive}: member {m.name[:120]!r} claims {m.size:,} bytes; nothing was "
+                         "installed")
+
+
+@contextmanager
+def core_lock(core: Path, shared: bool):
+    """The PlatformIO core's lock: builds hold it shared, `edgec packages install` exclusively, so an install
+    never changes the platforms and packages under a running build."""
+    core = Path(core)
+    core.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(core / ".edgec-core.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+    except OSError as e:
+        raise EdgecError(f"cannot lock edgec's PlatformIO core {core} ({e.strerror or e}); check "
+                         "EDGEC_PLATFORMIO_HOME") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def install_bundle(archive: Path, core: Path, log: Log | None = None) -> dict[str, list[str]]:
     """Install an offline bundle into edgec's PlatformIO core `core` (idempotent: folders whose .piopm already
-    matches are kept).  Returns {"installed": [...], "kept": [...]} as "platforms/ststm32" entries."""
+    matches are kept).  Transactional: every member is checked first; the replaced folders are moved aside and
+    moved back if anything fails, so a failed install leaves the core as it was.  Holds the core's lock
+    exclusively (no build runs meanwhile).  Returns {"installed": [...], "kept": [...]} as "platforms/ststm32"
+    entries."""
     log = log or _quiet
     archive = Path(archive)
     tops = {}
     for m in _members(archive):
-        parts = Path(m.name).parts
-        if len(parts) >= 2 and parts[0] in ("platforms", "packages"):
+        parts = [p for p in m.name.split("/") if p]
+        if len(parts) >= 2:
             tops.setdefault((parts[0], parts[1]), False)
-            if len(parts) == 3 and parts[2] == ".piopm":
+            if len(parts) == 3 and parts[2] == ".piopm" and m.isfile():
                 tops[(parts[0], parts[1])] = True
     if not tops:
         raise EdgecError(f"package bundle {archive} holds no platforms/ or packages/ folder; make one with "
@@ -83,37 +155,46 @@ def install_bundle(archive: Path, core: Path, log: Log | None = None) -> dict[st
         raise EdgecError(f"package bundle {archive}: {', '.join(unmarked)} has no .piopm, so PlatformIO would "
                          "not recognise it; make the bundle with `edgec packages bundle`")
     dest = {"platforms": platforms_dir(core), "packages": core / "packages"}
-    for folder in dest.values():
-        folder.mkdir(parents=True, exist_ok=True)
     result: dict[str, list[str]] = {"installed": [], "kept": []}
-    scratch = Path(tempfile.mkdtemp(prefix=".bundle-", dir=core))
-    try:
-        with tarfile.open(archive) as tar:
-            tar.extractall(scratch, filter="data")
-        for kind, name in sorted(tops):
-            new, target = scratch / kind / name, dest[kind] / name
-            if target.is_dir() and _piopm(target) == _piopm(new):
-                result["kept"].append(f"{kind}/{name}")
-                continue
-            if target.exists() or target.is_symlink():
-                shutil.rmtree(target) if target.is_dir() and not target.is_symlink() else target.unlink()
-            try:
+    with core_lock(core, shared=False):
+        for folder in dest.values():
+            outputs.make_folder(folder, "PlatformIO core folder")
+        scratch = outputs.scratch_folder(core, ".bundle-")
+        moved: list[tuple[Path, Path]] = []      # (target, where its old copy waits)
+        placed: list[Path] = []
+        try:
+            with tarfile.open(archive) as tar:
+                tar.extractall(scratch / "new", filter="data")
+            (scratch / "old").mkdir()
+            for kind, name in sorted(tops):
+                new, target = scratch / "new" / kind / name, dest[kind] / name
+                if target.is_dir() and not target.is_symlink() and _piopm(target) == _piopm(new):
+                    result["kept"].append(f"{kind}/{name}")
+                    continue
+                if os.path.lexists(target):
+                    aside = scratch / "old" / f"{kind}-{name}"
+                    target.rename(aside)
+                    moved.append((target, aside))
                 new.rename(target)
-            except OSError:
-                if _piopm(target) != _piopm(new):    # not another edgec process installing the same
-                    raise
-                result["kept"].append(f"{kind}/{name}")
-                continue
-            result["installed"].append(f"{kind}/{name}")
-            log(f"installed {kind}/{name} {(_piopm(target) or {}).get('version', '')}")
-    except (tarfile.TarError, OSError, EOFError) as e:
-        raise EdgecError(f"cannot install package bundle {archive} into {core}: {e}") from None
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    if ARM_TOOLCHAIN not in installed(core)["packages"] and shutil.which(f"{ARM_TOOLCHAIN_PREFIX}gcc"):
-        make_toolchain_shim(core)
-        result["installed"].append(f"packages/{ARM_TOOLCHAIN}")
-        log(f"made packages/{ARM_TOOLCHAIN} {ARM_TOOLCHAIN_VERSION} from the system's {ARM_TOOLCHAIN_PREFIX}gcc")
+                placed.append(target)
+                result["installed"].append(f"{kind}/{name}")
+            for entry in result["installed"]:
+                log(f"installed {entry} {(_piopm(dest[entry.split('/')[0]] / entry.split('/')[1]) or {}).get('version', '')}")
+        except BaseException as e:
+            for i, target in enumerate(reversed(placed)):    # undo: the core as it was
+                target.rename(scratch / "new" / f"undo-{i}-{target.name}")
+            for target, aside in reversed(moved):
+                aside.rename(target)
+            if isinstance(e, (tarfile.TarError, OSError, EOFError)):
+                raise EdgecError(f"cannot install package bundle {archive} into {core}: {e}; the core is as it "
+                                 "was") from None
+            raise
+        finally:
+            outputs.remove_made(scratch)
+        if ARM_TOOLCHAIN not in installed(core)["packages"] and shutil.which(f"{ARM_TOOLCHAIN_PREFIX}gcc"):
+            make_toolchain_shim(core)
+            result["installed"].append(f"packages/{ARM_TOOLCHAIN}")
+            log(f"made packages/{ARM_TOOLCHAIN} {ARM_TOOLCHAIN_VERSION} from the system's {ARM_TOOLCHAIN_PREFIX}gcc")
     return result
 
 
@@ -179,7 +260,7 @@ def bundle(boards: list[Board], output: Path, core: Path, log: Log | None = None
     installed them) into OUTPUT (.tar.xz).  A toolchain that only links to system programs is left out:
     `install_bundle` makes it again on the other machine.  Returns the folders packed."""
     log = log or _quiet
-    output = Path(output)
+    output = outputs.check_output_file(output, what="package bundle", folder_exists=False)   # before packing
     folders: dict[str, Path] = {}
     for board in boards:
         lacking = missing(board, core)
@@ -197,14 +278,20 @@ def bundle(boards: list[Board], output: Path, core: Path, log: Log | None = None
                 folders[f"packages/{name}"] = pkg
     if not folders:
         raise EdgecError("nothing to bundle: these boards use edgec's own local platforms, which need no packages")
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_name(f".{output.name}.partial")
+    outputs.make_folder(output.parent, "bundle folder")
     mode = "w:xz" if output.name.endswith((".xz", ".txz")) else "w:gz" if output.name.endswith(("gz", ".tgz")) else "w"
-    with tarfile.open(tmp, mode) as tar:
-        for arcname, folder in sorted(folders.items()):
-            log(f"adding {arcname}")
-            tar.add(folder, arcname=arcname, filter=lambda t: None if "__pycache__" in t.name else t)
-    tmp.replace(output)
+    stamp = outputs.signed_json({"written_by": "edgec", "kind": "package bundle", "folders": sorted(folders)}).encode()
+
+    def pack(f) -> None:
+        with tarfile.open(fileobj=f, mode=mode) as tar:
+            info = tarfile.TarInfo(outputs.BUNDLE_MEMBER)      # first: what makes the file one edgec wrote
+            info.size, info.mode = len(stamp), 0o644
+            tar.addfile(info, io.BytesIO(stamp))
+            for arcname, folder in sorted(folders.items()):
+                log(f"adding {arcname}")
+                tar.add(folder, arcname=arcname, filter=lambda t: None if "__pycache__" in t.name else t)
+
+    outputs.write_stream(output, pack, what="package bundle")
     return sorted(folders)
 
 

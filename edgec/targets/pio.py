@@ -190,10 +190,10 @@ def run_pio(args: list[str], project_dir: Path, log_file: Path, core: Path, time
     (Settings.build_timeout)."""
     ensure_scons(core)
     cmd = pio_command() + list(args)
-    log_file.parent.mkdir(parents=True, exist_ok=True)
+    from edgec import outputs
     output, code = _stream(cmd, project_dir, core, log, timeout)
-    log_file.write_text(f"$ {' '.join(cmd)}\n{output}" + (f"\n[edgec] timed out after {timeout:.0f} s\n"
-                                                           if code is None else ""))
+    outputs.write_text(log_file, f"$ {' '.join(cmd)}\n{output}" + (f"\n[edgec] timed out after {timeout:.0f} s\n"
+                                                                     if code is None else ""), what="build log")
     if code is None:
         raise EdgecError(f"`pio {' '.join(args)}` timed out after {timeout:.0f} s (log: {log_file}); give it longer "
                          "with EDGEC_BUILD_TIMEOUT=SECONDS")
