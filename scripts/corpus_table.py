@@ -1,0 +1,189 @@
+"""Build every model of the corpus (tests/corpus, docs/corpus.md) with edgec and print the table.
+
+    python scripts/corpus_table.py                 # host board
+    python scripts/corpus_table.py --all           # host and qemu-cortex-m4
+    python scripts/corpus_table.py --only NAME ... [--json out.json]
+
+Per model and board: does it build (or edgec's refusal line); a .tflite: are edgec's INT8 outputs bit-identical
+to TFLite Micro's stored outputs on every sample; a .onnx: SQNR (dB, worst output) of edgec's INT8 against
+ONNX Runtime's float, beside the SQNR of ONNX Runtime's own static INT8 of the same model; and the device (host
+C program or emulated board) bit-exact with edgec's NumPy reference (`edgec bench` agreement).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "corpus"))
+import manifest  # noqa: E402
+
+BOARDS = ("host", "qemu-cortex-m4")
+
+
+@dataclass
+class Row:
+    name: str
+    kind: str
+    format: str
+    board: str
+    status: str = "missing"           # built | refused | crashed | missing
+    message: str = ""                 # the refusal line, the traceback, or why the file is missing
+    tflm_identical: float | None = None   # fraction of samples bit-identical to TFLite Micro's stored outputs
+    sqnr_edgec: float | None = None   # dB, worst output, edgec INT8 vs ONNX Runtime float
+    sqnr_ort: float | None = None     # dB, worst output, ONNX Runtime static INT8 vs float
+    device_vs_reference: float | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def right(self) -> bool:
+        """Built and right: bit-identical to TFLM / as close to float as ORT's INT8 (or no tolerance
+        recorded), and the device bit-exact with the reference."""
+        if self.status != "built" or self.device_vs_reference != 1.0:
+            return False
+        if self.format == "tflite":
+            return self.tflm_identical == 1.0
+        return self.sqnr_edgec is not None and (self.sqnr_ort is None or self.sqnr_edgec >= self.sqnr_ort - 1e-9)
+
+
+def sqnr(ref: np.ndarray, got: np.ndarray) -> float:
+    ref, got = np.asarray(ref, np.float64).ravel(), np.asarray(got, np.float64).ravel()
+    noise = np.sum((ref - got) ** 2)
+    signal = np.sum(ref ** 2)
+    return float("inf") if noise == 0 else float(10 * np.log10(max(signal, 1e-30) / noise))
+
+
+def one_line(exc: BaseException) -> str:
+    return str(exc)
+
+
+def check(entry: dict, board: str, work: Path, bench: bool = True) -> Row:
+    """One model on one board."""
+    from edgec import api
+    from edgec import ports
+    from edgec.errors import EdgecError
+    from edgec.quant import artifact, reference
+
+    row = Row(entry["name"], entry["kind"], entry["format"], board)
+    path = manifest.CORPUS / entry["file"]
+    oracle_path = path.parent / "oracle.npz"
+    if not path.is_file():
+        row.message = f"not on disk: {entry['regenerate']}"
+        return row
+    if manifest.sha256(path) != entry["sha256"]:
+        row.message = "sha256 differs from the manifest's: the stored oracle is for other bytes"
+        return row
+    oracle = np.load(oracle_path) if oracle_path.is_file() else None
+    if oracle is None or "x" not in oracle:
+        row.message = "no oracle: " + (str(oracle["oracle"]) if oracle is not None else "run scripts/corpus/oracles.py")
+        return row
+    calib = path.parent / "calib.npz"
+    out = work / f"{entry['name']}-{board}"
+    try:
+        api.build(path, calib if entry["format"] == "onnx" else None, board, out)
+    except EdgecError as e:
+        row.status, row.message = "refused", one_line(e)
+        return row
+    except Exception:                    # noqa: BLE001  a crash is what the table exists to show
+        row.status, row.message = "crashed", traceback.format_exc()
+        return row
+    row.status = "built"
+    graph = artifact.load_graph(out)
+    x = oracle["x"]
+    xq = ports.quantize_inputs(graph, x)
+    ref = np.stack([np.asarray(reference.run(graph, xq[i])).reshape(-1) for i in range(len(x))])
+    if entry["format"] == "tflite":
+        if "x_q" in oracle and not np.array_equal(xq.reshape(oracle["x_q"].shape), oracle["x_q"]):
+            row.extra["input"] = "edgec's quantized input differs from the oracle's integer input"
+        k = 0
+        want = []
+        while f"y{k}" in oracle:
+            want.append(oracle[f"y{k}"].reshape(len(x), -1))
+            k += 1
+        want = np.concatenate(want, axis=1)
+        row.tflm_identical = float(np.mean(np.all(want.astype(np.int64) == ref.astype(np.int64), axis=1))) \
+            if want.shape == ref.shape else 0.0
+    else:
+        got = ports.dequantize_outputs(graph, ref).reshape(len(x), -1)
+        outs = ports.outputs(graph)
+        worst_e, worst_o = [], []
+        for k, port in enumerate(outs):
+            f = oracle[f"float{k}"].reshape(len(x), -1)
+            worst_e.append(sqnr(f, got[:, port.start:port.start + port.size]))
+            if f"ort_int8_{k}" in oracle:
+                worst_o.append(sqnr(f, oracle[f"ort_int8_{k}"].reshape(len(x), -1)))
+        row.sqnr_edgec = min(worst_e)
+        row.sqnr_ort = min(worst_o) if worst_o else None
+    if bench:
+        data = work / f"{entry['name']}-data.npz"
+        np.savez(data, x=x)
+        try:
+            r = api.bench(out, data)
+            row.device_vs_reference = r["agreement"]["device_vs_reference"]
+        except EdgecError as e:
+            row.extra["bench"] = one_line(e)
+        except Exception:                # noqa: BLE001
+            row.extra["bench"] = traceback.format_exc()
+    shutil.rmtree(out, ignore_errors=True)
+    return row
+
+
+def fmt_db(v):
+    return "" if v is None else ("inf" if v == float("inf") else f"{v:.1f}")
+
+
+def table(rows: list[Row]) -> str:
+    lines = ["| model | kind | board | builds | TFLM bit-identical | SQNR edgec / ORT INT8 (dB) | device = reference | refusal |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        tflm = "" if r.tflm_identical is None else f"{r.tflm_identical:.0%}"
+        sq = "" if r.sqnr_edgec is None else f"{fmt_db(r.sqnr_edgec)} / {fmt_db(r.sqnr_ort) or 'n/a'}"
+        dev = "" if r.device_vs_reference is None else f"{r.device_vs_reference:.0%}"
+        msg = r.message.strip().splitlines()[-1] if r.status == "crashed" else r.message
+        builds = {"built": "yes" + ("" if r.right else " (WRONG)"), "refused": "refused", "crashed": "CRASH",
+                  "missing": "missing"}[r.status]
+        lines.append(f"| {r.name} | {r.kind} | {r.board} | {builds} | {tflm} | {sq} | {dev} | {msg.replace('|', '/')} |")
+    return "\n".join(lines)
+
+
+def summary(rows: list[Row]) -> str:
+    out = []
+    for board in sorted({r.board for r in rows}):
+        rs = [r for r in rows if r.board == board]
+        built = [r for r in rs if r.status == "built"]
+        out.append(f"{board}: {len(built)} of {len(rs)} build, {sum(r.right for r in built)} of them right; "
+                   f"{sum(r.status == 'refused' for r in rs)} refused, {sum(r.status == 'crashed' for r in rs)} "
+                   f"crashed, {sum(r.status == 'missing' for r in rs)} missing")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--all", action="store_true", help="host and qemu-cortex-m4 (default: host)")
+    ap.add_argument("--only", nargs="*")
+    ap.add_argument("--json", type=Path, help="write the rows here too")
+    args = ap.parse_args(argv)
+    entries = [e for n, e in manifest.load().items() if not args.only or n in args.only]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="edgec-corpus-") as tmp:
+        for board in (BOARDS if args.all else BOARDS[:1]):
+            for e in entries:
+                rows.append(check(e, board, Path(tmp)))
+                print(f"{e['name']} on {board}: {rows[-1].status}", file=sys.stderr, flush=True)
+    print(table(rows))
+    print()
+    print(summary(rows))
+    if args.json:
+        args.json.write_text(json.dumps([asdict(r) for r in rows], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
