@@ -24,6 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "corpus"))
 import manifest  # noqa: E402
+from oracles import float_inputs  # noqa: E402
 
 BOARDS = ("host", "qemu-cortex-m4")
 
@@ -81,8 +82,12 @@ def check(entry: dict, board: str, work: Path, bench: bool = True) -> Row:
         row.message = "sha256 differs from the manifest's: the stored oracle is for other bytes"
         return row
     oracle = np.load(oracle_path) if oracle_path.is_file() else None
-    if oracle is None or "x" not in oracle:
+    if oracle is None or not ("x" in oracle or "x_q" in oracle):
         row.message = "no oracle: " + (str(oracle["oracle"]) if oracle is not None else "run scripts/corpus/oracles.py")
+        return row
+    if str(oracle["sha256"]) != entry["sha256"]:
+        row.message = ("the stored oracle was computed on other bytes (an exporter of another version?): "
+                       f"python scripts/corpus/oracles.py --force --only {entry['name']}")
         return row
     calib = path.parent / "calib.npz"
     out = work / f"{entry['name']}-{board}"
@@ -96,17 +101,23 @@ def check(entry: dict, board: str, work: Path, bench: bool = True) -> Row:
         return row
     row.status = "built"
     graph = artifact.load_graph(out)
-    x = oracle["x"]
+    x = float_inputs(oracle)
     xq = ports.quantize_inputs(graph, x)
     ref = np.stack([np.asarray(reference.run(graph, xq[i])).reshape(-1) for i in range(len(x))])
     if entry["format"] == "tflite":
         if "x_q" in oracle and not np.array_equal(xq.reshape(oracle["x_q"].shape), oracle["x_q"]):
             row.extra["input"] = "edgec's quantized input differs from the oracle's integer input"
-        k = 0
         want = []
-        while f"y{k}" in oracle:
-            want.append(oracle[f"y{k}"].reshape(len(x), -1))
-            k += 1
+        for k, port in enumerate(ports.outputs(graph)):
+            if f"y{k}" not in oracle:
+                break
+            y = oracle[f"y{k}"].reshape(len(x), -1)
+            if y.dtype.kind == "f":      # a float output (DEQUANTIZE at the end): TFLM's int8 values, exactly
+                t = graph.tensors[port.tensor]
+                scale = float(np.asarray(t.scale).reshape(-1)[0])
+                zp = int(np.asarray(t.zero_point).reshape(-1)[0])
+                y = np.clip(np.round(y.astype(np.float64) / scale) + zp, -128, 127)
+            want.append(y)
         want = np.concatenate(want, axis=1)
         row.tflm_identical = float(np.mean(np.all(want.astype(np.int64) == ref.astype(np.int64), axis=1))) \
             if want.shape == ref.shape else 0.0
@@ -147,6 +158,9 @@ def table(rows: list[Row]) -> str:
         sq = "" if r.sqnr_edgec is None else f"{fmt_db(r.sqnr_edgec)} / {fmt_db(r.sqnr_ort) or 'n/a'}"
         dev = "" if r.device_vs_reference is None else f"{r.device_vs_reference:.0%}"
         msg = r.message.strip().splitlines()[-1] if r.status == "crashed" else r.message
+        if "bench" in r.extra:
+            msg = ("bench CRASH: " if "Traceback" in r.extra["bench"] else "bench: ") \
+                + r.extra["bench"].strip().splitlines()[-1]
         builds = {"built": "yes" + ("" if r.right else " (WRONG)"), "refused": "refused", "crashed": "CRASH",
                   "missing": "missing"}[r.status]
         lines.append(f"| {r.name} | {r.kind} | {r.board} | {builds} | {tflm} | {sq} | {dev} | {msg.replace('|', '/')} |")
@@ -161,7 +175,36 @@ def summary(rows: list[Row]) -> str:
         out.append(f"{board}: {len(built)} of {len(rs)} build, {sum(r.right for r in built)} of them right; "
                    f"{sum(r.status == 'refused' for r in rs)} refused, {sum(r.status == 'crashed' for r in rs)} "
                    f"crashed, {sum(r.status == 'missing' for r in rs)} missing")
+        refusals: dict[str, int] = {}
+        for r in rs:
+            if r.status == "refused":
+                key = r.message.split(": ", 1)[-1]
+                refusals[key] = refusals.get(key, 0) + 1
+        out += [f"  refused {n}x: {k}" for k, n in sorted(refusals.items(), key=lambda kv: -kv[1])]
     return "\n".join(out)
+
+
+def provenance(entries: dict) -> str:
+    """The manifest as a markdown table: where each file comes from, under which license, committed or not."""
+    lines = ["| model | kind | file | source | license | committed |", "|---|---|---|---|---|---|"]
+    for e in entries.values():
+        src = e["source"]
+        where = (f"[{src['repository'].split('github.com/')[-1]}]({src['repository']}) `{src['path']}` @ "
+                 f"`{src['commit'][:10]}`" if "repository" in src else f"{src['exporter']}; {src['architecture']}")
+        lines.append(f"| {e['name']} | {e['kind']} | {e['format']} | {where} | {e['license']} | "
+                     f"{'yes' if e['committed'] else 'no: `' + e['regenerate'] + '`'} |")
+    return "\n".join(lines)
+
+
+def write_expected(rows: list[Row]) -> None:
+    """tests/corpus/expected.json: per model and board, 'builds' (it must go on building, and be right) or
+    'refused' (it may start to build). Rows of this run replace the file's rows for their models and boards."""
+    path = manifest.CORPUS / "expected.json"
+    expected = json.loads(path.read_text()) if path.is_file() else {}
+    for r in rows:
+        if r.status in ("built", "refused"):
+            expected.setdefault(r.name, {})[r.board] = "builds" if r.status == "built" and r.right else "refused"
+    path.write_text(json.dumps(dict(sorted(expected.items())), indent=1) + "\n")
 
 
 def main(argv=None) -> int:
@@ -169,7 +212,13 @@ def main(argv=None) -> int:
     ap.add_argument("--all", action="store_true", help="host and qemu-cortex-m4 (default: host)")
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--json", type=Path, help="write the rows here too")
+    ap.add_argument("--provenance", action="store_true", help="print the manifest as a table and stop")
+    ap.add_argument("--write-expected", action="store_true",
+                    help="record this run's outcome in tests/corpus/expected.json (what tests/test_corpus.py holds to)")
     args = ap.parse_args(argv)
+    if args.provenance:
+        print(provenance(manifest.load()))
+        return 0
     entries = [e for n, e in manifest.load().items() if not args.only or n in args.only]
     rows = []
     with tempfile.TemporaryDirectory(prefix="edgec-corpus-") as tmp:
@@ -180,6 +229,8 @@ def main(argv=None) -> int:
     print(table(rows))
     print()
     print(summary(rows))
+    if args.write_expected:
+        write_expected(rows)
     if args.json:
         args.json.write_text(json.dumps([asdict(r) for r in rows], indent=1))
     return 0

@@ -176,7 +176,7 @@ def export(name: str) -> None:
         fn = tf.function(lambda x: model(x, training=False))
         out = folder / "model.onnx"
         tf2onnx.convert.from_function(fn, input_signature=spec, opset=17, output_path=str(out))
-        np.savez_compressed(folder / "calib.npz", x=calib[:16])
+        manifest.save_calibration(folder, calib)
         how = f"tf2onnx {tf2onnx.__version__} (float), TensorFlow {tf.__version__}"
     manifest.record(name, kind, out, {"made_by": "scripts/corpus/export_tf.py", "architecture": origin,
                                       "exporter": how, "keras_batch": batch,

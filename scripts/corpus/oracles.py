@@ -6,7 +6,8 @@
   ONNX Runtime's own static INT8 (onnxruntime.quantization.quantize_static, QDQ, per-channel int8 weights,
   calibrated on the model's calib.npz) of the same model: the tolerance edgec's INT8 is measured against.
 
-Keys: x (float inputs, (N, *input shape)), x_q (the .tflite's integer inputs), y<k> (TFLM's raw outputs),
+Keys: x (a .onnx's float inputs, (N, *input shape)), x_q, x_scale, x_zero_point (a .tflite's integer inputs and
+the file's input quantization), y<k> (TFLM's raw outputs),
 float<k> and ort_int8_<k> (ONNX Runtime's outputs, per output k in the file's order); `oracle` says which
 interpreter made them or why none could.
 
@@ -25,6 +26,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import manifest  # noqa: E402
 
 SAMPLES = 4
+INPUT_BYTES = 256 * 1024     # stored inputs per model at most (fewer samples for large inputs), but one sample
+
+
+def samples(shape, itemsize: int) -> int:
+    return max(1, min(SAMPLES, INPUT_BYTES // (int(np.prod(shape[1:])) * itemsize)))
 _INT_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
 
 
@@ -48,19 +54,24 @@ def tflite_oracle(name: str, path: Path) -> dict:
     rng = _rng(name, 1)
     if dtype.name in _INT_RANGE:
         lo, hi = _INT_RANGE[dtype.name]
-        x_q = rng.integers(lo, hi + 1, (SAMPLES, *shape[1:]), endpoint=False).astype(dtype)
+        x_q = rng.integers(lo, hi + 1, (samples(shape, dtype.itemsize), *shape[1:])).astype(dtype)
         s, z = (float(scale[0]), int(zp[0])) if len(scale) else (1.0, 0)
-        x = ((x_q.astype(np.float64) - z) * s).astype(np.float32)
     else:
-        x = rng.standard_normal((SAMPLES, *shape[1:])).astype(dtype)
-        x_q = x
+        x_q, s, z = rng.standard_normal((samples(shape, dtype.itemsize), *shape[1:])).astype(dtype), 1.0, 0
     outs = []
     for xi in x_q:
         interp.set_input(xi.reshape(shape), 0)
         interp.invoke()
         outs.append([np.array(interp.get_output(k)) for k in range(n_outputs(path))])
     arrays = {f"y{k}": np.stack([o[k] for o in outs]) for k in range(len(outs[0]))}
-    return dict(x=x, x_q=x_q, oracle="tflite-micro", **arrays)
+    return dict(x_q=x_q, x_scale=s, x_zero_point=z, oracle="tflite-micro", **arrays)
+
+
+def float_inputs(oracle) -> np.ndarray:
+    """The oracle's inputs as float: a .tflite's integer inputs through the file's input quantization."""
+    if "x" in oracle:
+        return oracle["x"]
+    return ((oracle["x_q"].astype(np.float64) - int(oracle["x_zero_point"])) * float(oracle["x_scale"])).astype(np.float32)
 
 
 def onnx_inputs(path: Path, name: str):
@@ -77,15 +88,18 @@ def onnx_oracle(name: str, path: Path) -> dict:
     from onnxruntime import quantization as q
 
     input_name, shape = onnx_inputs(path, name)
+    n = samples(shape, 4)
     calib_file = path.parent / "calib.npz"
     if calib_file.is_file():
         calib = np.load(calib_file)["x"].astype(np.float32)
         rng = _rng(name, 2)      # test samples: other draws of the calibration set's distribution
-        x = (calib[:SAMPLES] + 0.1 * calib.std() * rng.standard_normal(calib[:SAMPLES].shape)).astype(np.float32)
+        x = (calib[:n] + 0.1 * calib.std() * rng.standard_normal(calib[:n].shape)).astype(np.float32)
+        if manifest.is_image(calib):       # pixels / 255, as the calibration images
+            x = (np.clip(np.round(x * 255), 0, 255) / 255).astype(np.float32)
     else:                        # a shipped model without data: images in [0, 1]
         calib = _rng(name, 3).uniform(0, 1, (16, *shape[1:])).astype(np.float32)
         np.savez_compressed(calib_file, x=calib)
-        x = _rng(name, 2).uniform(0, 1, (SAMPLES, *shape[1:])).astype(np.float32)
+        x = _rng(name, 2).uniform(0, 1, (n, *shape[1:])).astype(np.float32)
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     floats = [sess.run(None, {input_name: xi[None]}) for xi in x]
     arrays = {f"float{k}": np.stack([f[k] for f in floats]) for k in range(len(floats[0]))}
@@ -98,19 +112,30 @@ def onnx_oracle(name: str, path: Path) -> dict:
             xi = next(self.it, None)
             return None if xi is None else {input_name: xi[None]}
 
-    note = "onnxruntime float + onnxruntime quantize_static int8 (QDQ, per-channel)"
+    note = "onnxruntime float; quantize_static failed"
     with tempfile.TemporaryDirectory() as tmp:
         qpath = Path(tmp) / "int8.onnx"
-        try:
-            pre = Path(tmp) / "pre.onnx"
+        pre = Path(tmp) / "pre.onnx"
+        try:                     # ORT's recommended pre-processing (shape inference, fusions); without it if it fails
             q.quant_pre_process(str(path), str(pre))
-            q.quantize_static(str(pre), str(qpath), Reader(), quant_format=q.QuantFormat.QDQ, per_channel=True,
-                              activation_type=q.QuantType.QInt8, weight_type=q.QuantType.QInt8)
-            qs = ort.InferenceSession(str(qpath), providers=["CPUExecutionProvider"])
-            ints = [qs.run(None, {input_name: xi[None]}) for xi in x]
+        except Exception:        # noqa: BLE001
+            pre = path
+        # per-tensor last: an old opset's DequantizeLinear takes no axis (onnx2c's opset-8 MNIST)
+        for source, per_channel in [(pre, True), (path, True), (path, False)]:
+            try:
+                q.quantize_static(str(source), str(qpath), Reader(), quant_format=q.QuantFormat.QDQ,
+                                  per_channel=per_channel, activation_type=q.QuantType.QInt8,
+                                  weight_type=q.QuantType.QInt8)
+                qs = ort.InferenceSession(str(qpath), providers=["CPUExecutionProvider"])
+                ints = [qs.run(None, {input_name: xi[None]}) for xi in x]
+            except Exception as e:   # noqa: BLE001  recorded: the table says there is no tolerance for this model
+                note = (f"onnxruntime float; quantize_static failed: {type(e).__name__}: "
+                        f"{str(e).splitlines()[0][:160] if str(e) else ''}")
+                continue
             arrays.update({f"ort_int8_{k}": np.stack([f[k] for f in ints]) for k in range(len(ints[0]))})
-        except Exception as e:   # noqa: BLE001  recorded: the table says there is no tolerance for this model
-            note = f"onnxruntime float; quantize_static failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}"
+            note = ("onnxruntime float + onnxruntime quantize_static int8 (QDQ, "
+                    f"{'per-channel' if per_channel else 'per-tensor'} int8 weights)")
+            break
     return dict(x=x, oracle=note, **arrays)
 
 
