@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -42,6 +43,20 @@ class Row:
     sqnr_ort: float | None = None     # dB, worst output, ONNX Runtime static INT8 vs float
     device_vs_reference: float | None = None
     extra: dict = field(default_factory=dict)
+
+    @property
+    def exact(self) -> bool:
+        """Built, the device bit-exact with the reference and, a .tflite, bit-identical to its oracle."""
+        return (self.status == "built" and self.device_vs_reference == 1.0
+                and (self.format != "tflite" or self.tflm_identical == 1.0))
+
+    @property
+    def outcome(self) -> str:
+        """builds (right) | less-accurate (exact, but further from float than ORT's INT8) | wrong | refused |
+        crashed | missing."""
+        if self.status != "built":
+            return self.status
+        return "builds" if self.right else "less-accurate" if self.exact and self.sqnr_edgec is not None else "wrong"
 
     @property
     def right(self) -> bool:
@@ -119,6 +134,8 @@ def check(entry: dict, board: str, work: Path, bench: bool = True) -> Row:
                 y = np.clip(np.round(y.astype(np.float64) / scale) + zp, -128, 127)
             want.append(y)
         want = np.concatenate(want, axis=1)
+        if str(oracle["oracle"]) != "tflite-micro":
+            row.extra["oracle"] = str(oracle["oracle"])
         row.tflm_identical = float(np.mean(np.all(want.astype(np.int64) == ref.astype(np.int64), axis=1))) \
             if want.shape == ref.shape else 0.0
     else:
@@ -154,17 +171,25 @@ def table(rows: list[Row]) -> str:
     lines = ["| model | kind | board | builds | TFLM bit-identical | SQNR edgec / ORT INT8 (dB) | device = reference | refusal |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        tflm = "" if r.tflm_identical is None else f"{r.tflm_identical:.0%}"
+        tflm = "" if r.tflm_identical is None else f"{r.tflm_identical:.0%}" + (" (TF Lite)" if "oracle" in r.extra else "")
         sq = "" if r.sqnr_edgec is None else f"{fmt_db(r.sqnr_edgec)} / {fmt_db(r.sqnr_ort) or 'n/a'}"
         dev = "" if r.device_vs_reference is None else f"{r.device_vs_reference:.0%}"
         msg = r.message.strip().splitlines()[-1] if r.status == "crashed" else r.message
         if "bench" in r.extra:
             msg = ("bench CRASH: " if "Traceback" in r.extra["bench"] else "bench: ") \
                 + r.extra["bench"].strip().splitlines()[-1]
-        builds = {"built": "yes" + ("" if r.right else " (WRONG)"), "refused": "refused", "crashed": "CRASH",
-                  "missing": "missing"}[r.status]
+        builds = {"builds": "yes", "less-accurate": "yes (below ORT)", "wrong": "yes (WRONG)", "refused": "refused",
+                  "crashed": "CRASH", "missing": "missing"}[r.outcome]
         lines.append(f"| {r.name} | {r.kind} | {r.board} | {builds} | {tflm} | {sq} | {dev} | {msg.replace('|', '/')} |")
     return "\n".join(lines)
+
+
+def refusal_kind(message: str) -> str:
+    """A refusal line without what is particular to one model (its path, operator and tensor numbers, names)."""
+    line = re.sub(r"^\S*(/|\\)model\.(tflite|onnx): ", "", message)
+    line = re.sub(r"#\d+", "#N", line)
+    line = re.sub(r"(input|output): \S+", r"\1: NAME", line)
+    return line[:160]
 
 
 def summary(rows: list[Row]) -> str:
@@ -172,13 +197,15 @@ def summary(rows: list[Row]) -> str:
     for board in sorted({r.board for r in rows}):
         rs = [r for r in rows if r.board == board]
         built = [r for r in rs if r.status == "built"]
-        out.append(f"{board}: {len(built)} of {len(rs)} build, {sum(r.right for r in built)} of them right; "
+        out.append(f"{board}: {len(built)} of {len(rs)} build, {sum(r.right for r in built)} of them right, "
+                   f"{sum(r.outcome == 'less-accurate' for r in rs)} exact but further from float than ORT's INT8, "
+                   f"{sum(r.outcome == 'wrong' for r in rs)} wrong; "
                    f"{sum(r.status == 'refused' for r in rs)} refused, {sum(r.status == 'crashed' for r in rs)} "
                    f"crashed, {sum(r.status == 'missing' for r in rs)} missing")
         refusals: dict[str, int] = {}
         for r in rs:
             if r.status == "refused":
-                key = r.message.split(": ", 1)[-1]
+                key = refusal_kind(r.message)
                 refusals[key] = refusals.get(key, 0) + 1
         out += [f"  refused {n}x: {k}" for k, n in sorted(refusals.items(), key=lambda kv: -kv[1])]
     return "\n".join(out)
@@ -197,35 +224,56 @@ def provenance(entries: dict) -> str:
 
 
 def write_expected(rows: list[Row]) -> None:
-    """tests/corpus/expected.json: per model and board, 'builds' (it must go on building, and be right) or
-    'refused' (it may start to build). Rows of this run replace the file's rows for their models and boards."""
+    """tests/corpus/expected.json: per model and board, 'builds' (it must go on building, and be right),
+    'less-accurate' (it must go on building, bit-exact; its SQNR may not yet reach ORT's INT8), 'refused' (built
+    wrong or refused: it may start to build) or 'unmeasured'. Rows of this run replace the file's rows for their models and boards."""
     path = manifest.CORPUS / "expected.json"
     expected = json.loads(path.read_text()) if path.is_file() else {}
     for r in rows:
         if r.status in ("built", "refused"):
-            expected.setdefault(r.name, {})[r.board] = "builds" if r.status == "built" and r.right else "refused"
+            expected.setdefault(r.name, {})[r.board] = r.outcome if r.outcome in ("builds", "less-accurate") else "refused"
+    for name in manifest.load():         # not run yet on a board: nothing promised
+        for board in BOARDS:
+            expected.setdefault(name, {}).setdefault(board, "unmeasured")
     path.write_text(json.dumps(dict(sorted(expected.items())), indent=1) + "\n")
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--all", action="store_true", help="host and qemu-cortex-m4 (default: host)")
+    ap.add_argument("--board", choices=BOARDS, help="this board only")
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--json", type=Path, help="write the rows here too")
     ap.add_argument("--provenance", action="store_true", help="print the manifest as a table and stop")
     ap.add_argument("--write-expected", action="store_true",
                     help="record this run's outcome in tests/corpus/expected.json (what tests/test_corpus.py holds to)")
+    ap.add_argument("--rows", nargs="*", type=Path, help="print the table of rows saved by --json (later files "
+                    "replace earlier rows of the same model and board) instead of building")
     args = ap.parse_args(argv)
+    if args.rows:
+        merged = {}
+        for f in args.rows:
+            merged.update({(d["name"], d["board"]): Row(**d) for d in json.loads(f.read_text())})
+        order = list(manifest.load())
+        rows = sorted(merged.values(), key=lambda r: (r.board, order.index(r.name) if r.name in order else 0))
+        print(table(rows) + "\n\n" + summary(rows))
+        if args.write_expected:
+            write_expected(rows)
+        return 0
     if args.provenance:
         print(provenance(manifest.load()))
         return 0
     entries = [e for n, e in manifest.load().items() if not args.only or n in args.only]
+    if args.only:                       # in the order given
+        entries.sort(key=lambda e: args.only.index(e["name"]))
     rows = []
     with tempfile.TemporaryDirectory(prefix="edgec-corpus-") as tmp:
-        for board in (BOARDS if args.all else BOARDS[:1]):
+        for board in (BOARDS if args.all else [args.board or BOARDS[0]]):
             for e in entries:
                 rows.append(check(e, board, Path(tmp)))
                 print(f"{e['name']} on {board}: {rows[-1].status}", file=sys.stderr, flush=True)
+                if args.json:            # as it goes: a long run stopped half-way keeps what it measured
+                    args.json.write_text(json.dumps([asdict(r) for r in rows], indent=1))
     print(table(rows))
     print()
     print(summary(rows))

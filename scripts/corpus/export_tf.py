@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -189,12 +190,17 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*")
     args = ap.parse_args(argv)
-    for name in MODELS:
-        if not args.only or name in args.only:
-            try:
-                export(name)
-            except Exception as e:     # one exporter failure must not stop the others; it is reported
-                print(f"{name}: export failed: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
+    names = [n for n in MODELS if not args.only or n in args.only]
+    if len(names) == 1:
+        try:
+            export(names[0])
+        except Exception as e:         # reported, and the next model is exported
+            print(f"{names[0]}: export failed: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
+        return 0
+    for name in names:    # one process per model: TFLiteConverter crashed (SIGSEGV) on a second conversion
+        r = subprocess.run([sys.executable, __file__, "--only", name])
+        if r.returncode:
+            print(f"{name}: export failed: the exporter process ended with {r.returncode}")
     return 0
 
 

@@ -67,6 +67,29 @@ def tflite_oracle(name: str, path: Path) -> dict:
     return dict(x_q=x_q, x_scale=s, x_zero_point=z, oracle="tflite-micro", **arrays)
 
 
+def tensorflow_lite_oracle(name: str, path: Path) -> dict:
+    """TF Lite's interpreter, where TFLite Micro cannot run the file (run this script with TensorFlow's
+    environment: /work/venv-tf/bin/python scripts/corpus/oracles.py --tensorflow-lite --only NAME)."""
+    import tensorflow as tf
+
+    interp = tf.lite.Interpreter(model_path=str(path), experimental_op_resolver_type=(
+        tf.lite.experimental.OpResolverType.BUILTIN_REF))      # reference kernels, as TFLite Micro's
+    interp.allocate_tensors()
+    d = interp.get_input_details()[0]
+    dtype, shape = np.dtype(d["dtype"]), tuple(d["shape"])
+    s, z = d["quantization"]
+    rng = _rng(name, 1)
+    lo, hi = _INT_RANGE[dtype.name]
+    x_q = rng.integers(lo, hi + 1, (samples(shape, dtype.itemsize), *shape[1:])).astype(dtype)
+    outs = []
+    for xi in x_q:
+        interp.set_tensor(d["index"], xi.reshape(shape))
+        interp.invoke()
+        outs.append([np.array(interp.get_tensor(o["index"])) for o in interp.get_output_details()])
+    arrays = {f"y{k}": np.stack([o[k] for o in outs]) for k in range(len(outs[0]))}
+    return dict(x_q=x_q, x_scale=float(s), x_zero_point=int(z), oracle="tensorflow-lite (reference kernels)", **arrays)
+
+
 def float_inputs(oracle) -> np.ndarray:
     """The oracle's inputs as float: a .tflite's integer inputs through the file's input quantization."""
     if "x" in oracle:
@@ -143,16 +166,24 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--force", action="store_true")
+    ap.add_argument("--tensorflow-lite", action="store_true",
+                    help="the .tflite files TFLite Micro could not run, through TF Lite's interpreter")
     args = ap.parse_args(argv)
     for name, entry in manifest.load().items():
         if args.only and name not in args.only:
             continue
         path = manifest.CORPUS / entry["file"]
         out = path.parent / "oracle.npz"
-        if (out.is_file() and not args.force) or not path.is_file():
+        if args.tensorflow_lite:
+            if entry["format"] != "tflite" or not out.is_file() or not str(np.load(out)["oracle"]).startswith("none"):
+                continue
+        elif (out.is_file() and not args.force) or not path.is_file():
             continue
         try:
-            arrays = tflite_oracle(name, path) if entry["format"] == "tflite" else onnx_oracle(name, path)
+            if args.tensorflow_lite:
+                arrays = tensorflow_lite_oracle(name, path)
+            else:
+                arrays = tflite_oracle(name, path) if entry["format"] == "tflite" else onnx_oracle(name, path)
         except Exception as e:   # noqa: BLE001  recorded beside the model: the table shows it
             arrays = {"oracle": f"none: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"}
         arrays["sha256"] = entry["sha256"]
