@@ -180,7 +180,8 @@ def table(rows: list[Row]) -> str:
                 + r.extra["bench"].strip().splitlines()[-1]
         builds = {"builds": "yes", "less-accurate": "yes (below ORT)", "wrong": "yes (WRONG)", "refused": "refused",
                   "crashed": "CRASH", "missing": "missing"}[r.outcome]
-        lines.append(f"| {r.name} | {r.kind} | {r.board} | {builds} | {tflm} | {sq} | {dev} | {msg.replace('|', '/')} |")
+        msg = msg.replace(str(manifest.ROOT) + "/", "").replace("|", "/")     # paths relative to the repository
+        lines.append(f"| {r.name} | {r.kind} | {r.board} | {builds} | {tflm} | {sq} | {dev} | {msg} |")
     return "\n".join(lines)
 
 
