@@ -1,0 +1,196 @@
+"""Each corpus model's oracle, computed once and stored beside it (tests/corpus/<name>/oracle.npz):
+
+- a .tflite: a few input samples (integers over the input type's whole range, and the same as float through the
+  file's input quantization) and TFLite Micro's interpreter's outputs (`tflite_micro`, reference kernels);
+- a .onnx: a few input samples drawn like its calibration set, ONNX Runtime's float outputs, and the outputs of
+  ONNX Runtime's own static INT8 (onnxruntime.quantization.quantize_static, QDQ, per-channel int8 weights,
+  calibrated on the model's calib.npz) of the same model: the tolerance edgec's INT8 is measured against.
+
+Keys: x (a .onnx's float inputs, (N, *input shape)), x_q, x_scale, x_zero_point (a .tflite's integer inputs and
+the file's input quantization), y<k> (TFLM's raw outputs),
+float<k> and ort_int8_<k> (ONNX Runtime's outputs, per output k in the file's order); `oracle` says which
+interpreter made them or why none could.
+
+    python scripts/corpus/oracles.py [--only NAME ...] [--force]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import manifest  # noqa: E402
+
+SAMPLES = 4
+INPUT_BYTES = 256 * 1024     # stored inputs per model at most (fewer samples for large inputs), but one sample
+
+
+def samples(shape, itemsize: int) -> int:
+    return max(1, min(SAMPLES, INPUT_BYTES // (int(np.prod(shape[1:])) * itemsize)))
+_INT_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
+
+
+def _rng(name: str, salt: int = 0):
+    return np.random.default_rng(sum(map(ord, name)) + salt)
+
+
+def n_outputs(path: Path) -> int:
+    import tflite
+    return tflite.Model.GetRootAsModel(path.read_bytes(), 0).Subgraphs(0).OutputsLength()
+
+
+def tflite_oracle(name: str, path: Path) -> dict:
+    from tflite_micro.python.tflite_micro import runtime
+
+    interp = runtime.Interpreter.from_bytes(path.read_bytes(), arena_size=1 << 24)
+    details = interp.get_input_details(0)
+    dtype = np.dtype(details["dtype"])
+    shape = tuple(details["shape"])
+    scale, zp = details["quantization_parameters"]["scales"], details["quantization_parameters"]["zero_points"]
+    rng = _rng(name, 1)
+    if dtype.name in _INT_RANGE:
+        lo, hi = _INT_RANGE[dtype.name]
+        x_q = rng.integers(lo, hi + 1, (samples(shape, dtype.itemsize), *shape[1:])).astype(dtype)
+        s, z = (float(scale[0]), int(zp[0])) if len(scale) else (1.0, 0)
+    else:
+        x_q, s, z = rng.standard_normal((samples(shape, dtype.itemsize), *shape[1:])).astype(dtype), 1.0, 0
+    outs = []
+    for xi in x_q:
+        interp.set_input(xi.reshape(shape), 0)
+        interp.invoke()
+        outs.append([np.array(interp.get_output(k)) for k in range(n_outputs(path))])
+    arrays = {f"y{k}": np.stack([o[k] for o in outs]) for k in range(len(outs[0]))}
+    return dict(x_q=x_q, x_scale=s, x_zero_point=z, oracle="tflite-micro", **arrays)
+
+
+def tensorflow_lite_oracle(name: str, path: Path) -> dict:
+    """TF Lite's interpreter, where TFLite Micro cannot run the file (run this script with TensorFlow's
+    environment: /work/venv-tf/bin/python scripts/corpus/oracles.py --tensorflow-lite --only NAME)."""
+    import tensorflow as tf
+
+    interp = tf.lite.Interpreter(model_path=str(path), experimental_op_resolver_type=(
+        tf.lite.experimental.OpResolverType.BUILTIN_REF))      # reference kernels, as TFLite Micro's
+    interp.allocate_tensors()
+    d = interp.get_input_details()[0]
+    dtype, shape = np.dtype(d["dtype"]), tuple(d["shape"])
+    s, z = d["quantization"]
+    rng = _rng(name, 1)
+    lo, hi = _INT_RANGE[dtype.name]
+    x_q = rng.integers(lo, hi + 1, (samples(shape, dtype.itemsize), *shape[1:])).astype(dtype)
+    outs = []
+    for xi in x_q:
+        interp.set_tensor(d["index"], xi.reshape(shape))
+        interp.invoke()
+        outs.append([np.array(interp.get_tensor(o["index"])) for o in interp.get_output_details()])
+    arrays = {f"y{k}": np.stack([o[k] for o in outs]) for k in range(len(outs[0]))}
+    return dict(x_q=x_q, x_scale=float(s), x_zero_point=int(z), oracle="tensorflow-lite (reference kernels)", **arrays)
+
+
+def float_inputs(oracle) -> np.ndarray:
+    """The oracle's inputs as float: a .tflite's integer inputs through the file's input quantization."""
+    if "x" in oracle:
+        return oracle["x"]
+    return ((oracle["x_q"].astype(np.float64) - int(oracle["x_zero_point"])) * float(oracle["x_scale"])).astype(np.float32)
+
+
+def onnx_inputs(path: Path, name: str):
+    import onnx
+    model = onnx.load(str(path), load_external_data=False)
+    init = {i.name for i in model.graph.initializer}
+    first = [i for i in model.graph.input if i.name not in init][0]
+    shape = [d.dim_value or 1 for d in first.type.tensor_type.shape.dim]
+    return first.name, tuple(shape)
+
+
+def onnx_oracle(name: str, path: Path) -> dict:
+    import onnxruntime as ort
+    from onnxruntime import quantization as q
+
+    input_name, shape = onnx_inputs(path, name)
+    n = samples(shape, 4)
+    calib_file = path.parent / "calib.npz"
+    if calib_file.is_file():
+        calib = np.load(calib_file)["x"].astype(np.float32)
+        rng = _rng(name, 2)      # test samples: other draws of the calibration set's distribution
+        x = (calib[:n] + 0.1 * calib.std() * rng.standard_normal(calib[:n].shape)).astype(np.float32)
+        if manifest.is_image(calib):       # pixels / 255, as the calibration images
+            x = (np.clip(np.round(x * 255), 0, 255) / 255).astype(np.float32)
+    else:                        # a shipped model without data: images in [0, 1]
+        calib = _rng(name, 3).uniform(0, 1, (16, *shape[1:])).astype(np.float32)
+        np.savez_compressed(calib_file, x=calib)
+        x = _rng(name, 2).uniform(0, 1, (n, *shape[1:])).astype(np.float32)
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    floats = [sess.run(None, {input_name: xi[None]}) for xi in x]
+    arrays = {f"float{k}": np.stack([f[k] for f in floats]) for k in range(len(floats[0]))}
+
+    class Reader(q.CalibrationDataReader):
+        def __init__(self):
+            self.it = iter(calib)
+
+        def get_next(self):
+            xi = next(self.it, None)
+            return None if xi is None else {input_name: xi[None]}
+
+    note = "onnxruntime float; quantize_static failed"
+    with tempfile.TemporaryDirectory() as tmp:
+        qpath = Path(tmp) / "int8.onnx"
+        pre = Path(tmp) / "pre.onnx"
+        try:                     # ORT's recommended pre-processing (shape inference, fusions); without it if it fails
+            q.quant_pre_process(str(path), str(pre))
+        except Exception:        # noqa: BLE001
+            pre = path
+        # per-tensor last: an old opset's DequantizeLinear takes no axis (onnx2c's opset-8 MNIST)
+        for source, per_channel in [(pre, True), (path, True), (path, False)]:
+            try:
+                q.quantize_static(str(source), str(qpath), Reader(), quant_format=q.QuantFormat.QDQ,
+                                  per_channel=per_channel, activation_type=q.QuantType.QInt8,
+                                  weight_type=q.QuantType.QInt8)
+                qs = ort.InferenceSession(str(qpath), providers=["CPUExecutionProvider"])
+                ints = [qs.run(None, {input_name: xi[None]}) for xi in x]
+            except Exception as e:   # noqa: BLE001  recorded: the table says there is no tolerance for this model
+                note = (f"onnxruntime float; quantize_static failed: {type(e).__name__}: "
+                        f"{str(e).splitlines()[0][:160] if str(e) else ''}")
+                continue
+            arrays.update({f"ort_int8_{k}": np.stack([f[k] for f in ints]) for k in range(len(ints[0]))})
+            note = ("onnxruntime float + onnxruntime quantize_static int8 (QDQ, "
+                    f"{'per-channel' if per_channel else 'per-tensor'} int8 weights)")
+            break
+    return dict(x=x, oracle=note, **arrays)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", nargs="*")
+    ap.add_argument("--force", action="store_true")
+    ap.add_argument("--tensorflow-lite", action="store_true",
+                    help="the .tflite files TFLite Micro could not run, through TF Lite's interpreter")
+    args = ap.parse_args(argv)
+    for name, entry in manifest.load().items():
+        if args.only and name not in args.only:
+            continue
+        path = manifest.CORPUS / entry["file"]
+        out = path.parent / "oracle.npz"
+        if args.tensorflow_lite:
+            if entry["format"] != "tflite" or not out.is_file() or not str(np.load(out)["oracle"]).startswith("none"):
+                continue
+        elif (out.is_file() and not args.force) or not path.is_file():
+            continue
+        try:
+            if args.tensorflow_lite:
+                arrays = tensorflow_lite_oracle(name, path)
+            else:
+                arrays = tflite_oracle(name, path) if entry["format"] == "tflite" else onnx_oracle(name, path)
+        except Exception as e:   # noqa: BLE001  recorded beside the model: the table shows it
+            arrays = {"oracle": f"none: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"}
+        arrays["sha256"] = entry["sha256"]
+        np.savez_compressed(out, **{k: np.asarray(v) for k, v in arrays.items()})
+        print(f"{name}: {arrays['oracle']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""Fetch the corpus's files from public repositories, exactly as their authors ship them, at a pinned commit.
+
+    python scripts/corpus/repos.py                      # every file, from GitHub (raw files at the commit)
+    python scripts/corpus/repos.py --mirror DIR         # from local git mirrors DIR/<owner>+<name>/repo
+    python scripts/corpus/repos.py --only NAME ...      # some of them
+
+Files whose license allows it are committed (tests/corpus/<name>/model.*); those marked committed=False here
+(large ones) are kept out of the repository (tests/corpus/.gitignore) and fetched by this script. Each file's
+sha256 is checked against the manifest once recorded: the oracle beside it belongs to those bytes.
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import manifest  # noqa: E402
+
+TFLM = ("tensorflow/tflite-micro", "90b983c2b3f1480642e040bbd2ddb37b998f3424", "Apache-2.0")
+TINY = ("mlcommons/tiny", "1afd2c9820f795965a6134facd0b4dfae41ef23f", "Apache-2.0")
+TINYENGINE = ("mit-han-lab/tinyengine", "47bb283ce9d7e33c6fea623b3792726046dc9cfa", "MIT")
+ONNX2C = ("kraiskil/onnx2c", "ea045cc169e9338bc8fe5b54d5109d2f2828db44",
+          "onnx2c license ('You may use and distribute this software freely', LICENSE.txt)")
+
+# name, kind, (repository, commit, license), path in the repository, committed
+FILES = [
+    ("tflm_hello_world_int8", "regression", TFLM, "tensorflow/lite/micro/examples/hello_world/models/hello_world_int8.tflite", True),
+    ("tflm_micro_speech", "kws", TFLM, "tensorflow/lite/micro/examples/micro_speech/models/micro_speech_quantized.tflite", True),
+    ("tflm_person_detect", "classification", TFLM, "tensorflow/lite/micro/models/person_detect.tflite", True),
+    ("tflm_keyword_scrambled_8bit", "kws", TFLM, "tensorflow/lite/micro/models/keyword_scrambled_8bit.tflite", True),
+    ("tflm_mnist_lstm_int8", "sequence", TFLM, "tensorflow/lite/micro/examples/mnist_lstm/trained_lstm_int8.tflite", True),
+    ("tflm_micro_speech_lstm", "sequence", TFLM, "third_party/xtensa/examples/micro_speech_lstm/micro_speech_lstm.tflite", True),
+    ("tflm_dtln_noise_suppression", "sequence", TFLM, "tensorflow/lite/micro/examples/dtln/dtln_noise_suppression.tflite", True),
+    ("tflm_mobilenet_v2_from_pytorch", "classification", TFLM,
+     "third_party/xtensa/examples/pytorch_to_tflite/mobilenet_v2_quantized_1x3x224x224.tflite", False),
+    ("tiny_kws_ds_cnn", "kws", TINY, "benchmark/training/keyword_spotting/trained_models/kws_ref_model.tflite", True),
+    ("tiny_streaming_wakeword", "kws", TINY, "benchmark/training/streaming_wakeword/trained_models/str_ww_ref_model.tflite", True),
+    ("tiny_vww_mobilenet", "classification", TINY, "benchmark/training/visual_wake_words/trained_models/vww_96_int8.tflite", True),
+    ("tiny_ic_resnet8", "classification", TINY, "benchmark/training/image_classification/trained_models/pretrainedResnet_quant.tflite", True),
+    ("tiny_ic_resnet_large", "classification", TINY, "benchmark/training/image_classification/trained_models/pretrainedResnet_large_int8.tflite", True),
+    ("tiny_ad_autoencoder", "anomaly", TINY, "benchmark/training/anomaly_detection/trained_models/ad01_int8.tflite", True),
+    ("tiny_ad_toycar_micro", "anomaly", TINY,
+     "benchmark/training/anomaly_detection/trained_models/ToyCar/baseline_tf23/model/model_ToyCar_quant_fullint_micro.tflite", True),
+    ("tinyengine_mcunet_detection", "detection", TINYENGINE, "assets/detection.tflite", True),
+    ("tinyengine_mcunetv2_large", "classification", TINYENGINE, "assets/mcunetv2_large.tflite", True),
+    ("tinyengine_mcunet_vww", "classification", TINYENGINE, "assets/vww.tflite", True),
+    ("tinyengine_mnist_lenet", "classification", TINYENGINE, "experimental/mnist_demo/assets/ptq_mnist_lenet-300-100.tflite", True),
+    ("onnx2c_mnist", "classification", ONNX2C, "test/mnist/model.onnx", True),
+    ("onnx2c_atmega_mnist", "classification", ONNX2C, "examples/atmega_mnist/mnist.simplified.onnx", True),
+]
+
+
+def read(repo: str, commit: str, path: str, mirror: Path | None) -> bytes:
+    if mirror is not None:
+        git_dir = mirror / repo.replace("/", "+") / "repo"
+        return subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{commit}:{path}"], check=True,
+                              capture_output=True).stdout
+    with urllib.request.urlopen(f"https://raw.githubusercontent.com/{repo}/{commit}/{path}", timeout=120) as r:
+        return r.read()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mirror", type=Path, help="folder of git mirrors <owner>+<name>/repo")
+    ap.add_argument("--only", nargs="*", help="names to fetch")
+    ap.add_argument("--missing", action="store_true", help="only the files not on disk (the uncommitted ones)")
+    args = ap.parse_args(argv)
+    known = manifest.load()
+    for name, kind, (repo, commit, lic), path, committed in FILES:
+        if args.only and name not in args.only:
+            continue
+        out = manifest.CORPUS / name / ("model" + Path(path).suffix)
+        if args.missing and out.is_file():
+            continue
+        data = read(repo, commit, path, args.mirror)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(data)
+        if name in known and known[name]["sha256"] != manifest.sha256(out):
+            print(f"{name}: sha256 differs from the manifest's (the oracle was computed on other bytes)")
+            return 1
+        manifest.record(name, kind, out, {"repository": f"https://github.com/{repo}", "commit": commit,
+                                          "path": path}, lic, committed,
+                        f"python scripts/corpus/repos.py --only {name}")
+        print(f"{name}: {len(data):,} bytes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

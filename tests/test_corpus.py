@@ -1,0 +1,81 @@
+"""The corpus of real models (tests/corpus, docs/corpus.md) built with edgec: whatever builds is right
+(a .tflite bit-identical to TFLite Micro's stored outputs, a .onnx as close to float as ONNX Runtime's own static
+INT8 (unless recorded as 'less-accurate': a known gap, still bit-exact), the host C program bit-exact with
+edgec's NumPy reference), and whatever is refused is refused in one
+clean line, never a traceback. A model recorded in tests/corpus/expected.json as building must go on building;
+one recorded as refused (or not yet measured) may start to build (operators are being added), and must then
+be right.
+
+A few small models run in the default suite; every model under `sweep` (scripts/corpus_table.py prints the
+table of the same checks).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import require
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import corpus_table  # noqa: E402
+from corpus import manifest  # noqa: E402
+
+ENTRIES = manifest.load()
+EXPECTED = json.loads((manifest.CORPUS / "expected.json").read_text())
+# the default suite's subset: small files of each source and format, one refused
+FAST = ["tflm_hello_world_int8", "tiny_kws_ds_cnn", "onnx2c_atmega_mnist", "tinyengine_mcunet_detection"]
+
+
+def check(name: str, board: str, work: Path) -> corpus_table.Row:
+    entry = ENTRIES[name]
+    require((manifest.CORPUS / entry["file"]).is_file(), f"tests/corpus/{entry['file']}",
+            f"it is not committed (its license or size): {entry['regenerate']}")
+    row = corpus_table.check(entry, board, work)
+    assert row.status in ("built", "refused"), f"{name} on {board}: {row.status}: {row.message}"
+    if row.status == "refused":
+        line = row.message
+        assert line.strip() and "\n" not in line.strip() and "Traceback" not in line, \
+            f"{name}: the refusal is not one clean line: {line!r}"
+        assert EXPECTED[name][board] not in ("builds", "less-accurate"), \
+            f"{name} built on {board} before and is refused now: {line}"
+        return row
+    known_gap = EXPECTED[name][board] == "less-accurate"     # recorded: further from float than ORT's INT8
+    assert row.right or (known_gap and row.exact), (
+                       f"{name} on {board} builds but is not right: TFLM identical {row.tflm_identical}, "
+                       f"SQNR edgec {row.sqnr_edgec} vs ORT INT8 {row.sqnr_ort} dB, device = reference "
+                       f"{row.device_vs_reference}, {row.extra}")
+    return row
+
+
+def test_every_model_has_provenance_license_and_an_oracle():
+    assert len(ENTRIES) >= 50
+    assert set(EXPECTED) == set(ENTRIES)
+    for name, e in ENTRIES.items():
+        assert e["kind"] in manifest.KINDS and e["license"] and e["source"] and e["regenerate"], name
+        folder = manifest.CORPUS / name
+        assert (folder / "oracle.npz").is_file(), name
+        if e["committed"]:
+            assert manifest.sha256(manifest.CORPUS / e["file"]) == e["sha256"], name
+    assert set(manifest.KINDS) - {"regression"} <= {e["kind"] for e in ENTRIES.values()}
+
+
+def test_uncommitted_models_are_ignored_by_git():
+    ignored = (manifest.CORPUS / ".gitignore").read_text().split()
+    for e in ENTRIES.values():
+        assert (e["file"] in ignored) == (not e["committed"]), e["name"]
+
+
+@pytest.mark.parametrize("name", FAST)
+def test_fast_subset_on_host(name, tmp_path):
+    check(name, "host", tmp_path)
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("board", corpus_table.BOARDS)
+@pytest.mark.parametrize("name", sorted(ENTRIES))
+def test_corpus_model(name, board, tmp_path):
+    check(name, board, tmp_path)
