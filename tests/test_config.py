@@ -121,7 +121,7 @@ def test_settings_stop_at_the_projects_root_and_never_come_from_a_shared_folder(
         r = run(capsys, "config", model)
         assert r.returncode == 0, r.stderr
         rows = settings(r.stdout)
-        assert rows["board"][1].split() == ["set)", "default"] and rows["method"][1] == "default", \
+        assert rows["board"][1].split() == ["set)", "default"] and rows["method"][1].split() == ["set)", "default"], \
             (layout, r.stdout)
     monkeypatch.chdir(shared / "project")                 # the current folder's parents: the same rule
     assert settings(run(capsys, "config").stdout)["board"][1].split() == ["set)", "default"]
