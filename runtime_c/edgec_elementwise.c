@@ -34,6 +34,9 @@ static int32_t edgec_binary_one(const edgec_binary_params *p, int32_t a, int32_t
 {
     int32_t raw;
     const int32_t va = a - p->a_zp, vb = b - p->b_zp;
+    if (p->op >= 6) { /* TFLite's MAXIMUM / MINIMUM: of the int8 values themselves */
+        return p->op == 6 ? (a > b ? a : b) : (a < b ? a : b);
+    }
     if (p->op <= 3) {
         const int32_t ls = (int32_t)1 << p->left_shift;
         const int32_t sa = edgec_requantize(va * ls, p->a_mult, p->a_shift);

@@ -192,9 +192,9 @@ class _Importer:
     def tensor(self, name: str) -> Tensor:
         return self.graph.tensors[name]
 
-    def output(self, op, shape: tuple[int, ...] | None = None) -> str:
-        """A new canonical int8 tensor for the operator's output 0, with the file's scale and zero point."""
-        return self._activation(op.Outputs(0), shape)
+    def output(self, op, shape: tuple[int, ...] | None = None, k: int = 0) -> str:
+        """A new canonical int8 tensor for the operator's output k, with the file's scale and zero point."""
+        return self._activation(op.Outputs(k), shape)
 
     def act_range(self, op, out: str, fused: int) -> dict:
         """TFLite's CalculateActivationRangeQuantized: the int8 clamp of a fused activation (float32 math)."""
@@ -260,7 +260,10 @@ class _Importer:
              params: dict | None = None, **attrs) -> Op:
         """Append an op of `kind` made from `tflite_op`; `arrays`/`params`: the file's integers, which replace
         its quantizer's."""
-        name = f"{self.op_name(tflite_op)}#{self.index}"
+        name = base = f"{self.op_name(tflite_op)}#{self.index}"
+        k = 1
+        while name in self.given:                 # one TFLite operator made into several ops (SPLIT, ...)
+            name, k = f"{base}.{k}", k + 1
         e = Op(kind=kind, name=name, inputs=tuple(inputs), output=out, attrs={"act": NO_ACT, **attrs})
         self.graph.ops.append(e)
         self.given[name] = {"arrays": arrays or {}, "params": params or {}}
