@@ -177,6 +177,27 @@ def concat_const_case(rng, name, extreme=False):
     return Case(name, tensors, [Node("CONCATENATION", ins, 2, ("ConcatenationOptions", dict(Axis=1)))], 0, 2), True
 
 
+def reverse_case(rng, name, extreme=False):
+    rank = int(rng.integers(1, 5))
+    shape = _shape(rng, rank, 1, 6)
+    axes = rng.choice(rank, int(rng.integers(1, rank + 1)), replace=False).astype(np.int32)
+    return _one(rng, name, extreme, "REVERSE_V2", shape, shape, [axes], ("ReverseV2Options", {}))
+
+
+def gather_nd_case(rng, name, extreme=False):
+    rank = int(rng.integers(1, 5))
+    shape = _shape(rng, rank, 1, 5)
+    k = int(rng.integers(1, rank + 1))
+    lead = tuple(int(d) for d in rng.integers(1, 4, int(rng.integers(1, 3))))
+    idx = np.stack([rng.integers(0, shape[j], lead) for j in range(k)], axis=-1).astype(np.int32)
+    return _one(rng, name, extreme, "GATHER_ND", shape, lead + shape[k:], [idx], ("GatherNdOptions", {}))
+
+
+def zeros_like_case(rng, name, extreme=False):
+    shape = _shape(rng, int(rng.integers(1, 4)), 1, 6)
+    return _one(rng, name, extreme, "ZEROS_LIKE", shape, shape, [], ("ZerosLikeOptions", {}))
+
+
 def tile_expected(case: Case) -> np.ndarray:
     """TILE's result (TFLite Micro does not register TILE; TF Lite's kernel is numpy.tile of the bytes)."""
     mult = case.tensors[1].data
@@ -187,5 +208,6 @@ NUMPY_MAKERS = {"tile": (tile_case, tile_expected)}      # checked against numpy
 MAKERS = {"transpose": transpose_case, "broadcast_to": broadcast_to_case, "slice": slice_case,
           "strided_slice": strided_slice_case, "gather": gather_case, "depth_space": depth_space_case,
           "mirror_pad": mirror_pad_case, "split": split_case, "concat_const": concat_const_case,
+          "reverse": reverse_case, "gather_nd": gather_nd_case, "zeros_like": zeros_like_case,
           "resize_nearest": lambda r, n, e: _resize(r, n, e, "RESIZE_NEAREST_NEIGHBOR"),
           "resize_bilinear": lambda r, n, e: _resize(r, n, e, "RESIZE_BILINEAR")}

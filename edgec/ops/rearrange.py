@@ -282,7 +282,8 @@ def import_tflite_slice(tx, op):
 
 def import_tflite_strided_slice(tx, op):
     """STRIDED_SLICE of an activation with constant begin/end/strides (TFLite Micro's StartForAxis/StopForAxis:
-    masked ends run to the axis' end, a shrunk axis keeps its begin element)."""
+    masked ends run to the axis' end, a shrunk axis keeps its start element, the first one under a begin
+    mask)."""
     x, o = tx.input(op, 0), tx.options(op)
     shape = tx.tensor(x).shape
     begin, end, stride = (_ints(tx, op, k, w) for k, w in ((1, "begin"), (2, "end"), (3, "strides")))
@@ -290,8 +291,9 @@ def import_tflite_strided_slice(tx, op):
         raise tx.unsupported("an ellipsis, a new axis, offset=true, a zero stride or fewer indices than axes")
     axes = []
     for a, n in enumerate(shape):
-        if o.ShrinkAxisMask() >> a & 1:
-            i = begin[a] + n if begin[a] < 0 else begin[a]
+        if o.ShrinkAxisMask() >> a & 1:          # the start element (a begin mask: the axis' first one)
+            i = (0 if stride[a] > 0 else n - 1) if o.BeginMask() >> a & 1 else begin[a] + n if begin[a] < 0 \
+                else begin[a]
             if not 0 <= i < n:
                 raise tx.unsupported(f"index {begin[a]} outside axis {a} of size {n}")
             axes.append((np.array([i]), a))
@@ -360,7 +362,52 @@ def import_tflite_mirror_pad(tx, op):
     tflite_remap(tx, op, x, tx.output(op), axes)
 
 
+def import_tflite_reverse(tx, op):
+    """REVERSE_V2 along constant axes."""
+    x = tx.input(op, 0)
+    shape = tx.tensor(x).shape
+    axes = {a % len(shape) for a in _ints(tx, op, 1, "the axes")}
+    tflite_remap(tx, op, x, tx.output(op), [(np.arange(n)[::-1] if a in axes else np.arange(n), a)
+                                            for a, n in enumerate(shape)])
+
+
+def import_tflite_gather_nd(tx, op):
+    """GATHER_ND of an activation at constant indices [..., k]: each index picks a slice of the last rank - k
+    axes."""
+    x = tx.input(op, 0)
+    shape = tx.tensor(x).shape
+    idx = tx.const(op, 1)
+    if idx is None or idx.dtype.kind not in "iu" or idx.ndim < 1 or not 1 <= idx.shape[-1] <= len(shape):
+        raise tx.unsupported("the indices (input 1) must be a constant integer tensor [..., k], k <= rank")
+    k = idx.shape[-1]
+    flat = idx.reshape(-1, k).astype(np.int64)
+    if np.any(flat < 0) or np.any(flat >= np.asarray(shape[:k])):
+        raise tx.unsupported(f"indices outside the input shape {list(shape)}")
+    strides = movement.contiguous_strides(shape)
+    inner = int(np.prod(shape[k:], dtype=np.int64))
+    rows = (flat * np.asarray(strides[:k])).sum(axis=1) // max(inner, 1)
+    tflite_remap_flat(tx, op, x, tx.output(op), rows, inner)
+
+
+def tflite_remap_flat(tx, op, x: str, out: str, rows, inner: int) -> None:
+    """out[i][j] = x[rows[i] * inner + j] (x read as [size / inner][inner])."""
+    tables = [np.asarray(rows, np.int64) * inner, np.arange(inner, dtype=np.int64)]
+    if int(len(rows) * inner) != tx.tensor(out).size:
+        raise tx.unsupported(f"output shape {list(tx.tensor(out).shape)} does not match the operator's")
+    tx.same_qparams(x, out, tx.op_name(op))
+    tx.emit("remap", op, [x], out, None, None, dims=(len(rows), inner), tables=tables, pad=0.0)
+
+
+def import_tflite_zeros_like(tx, op):
+    """ZEROS_LIKE: int8 zeros (the value 0, whatever the zero point), an index map reading nothing."""
+    x, out = tx.input(op, 0), tx.output(op)
+    n = tx.tensor(out).size
+    tx.emit("remap", op, [x], out, None, {"pad_value": 0}, dims=(n,), tables=[np.full(n, movement.INVALID)],
+            pad=0.0)
+
+
 TFLITE = {"TRANSPOSE": import_tflite_transpose, "TILE": import_tflite_tile, "BROADCAST_TO": import_tflite_broadcast_to,
           "SLICE": import_tflite_slice, "STRIDED_SLICE": import_tflite_strided_slice, "GATHER": import_tflite_gather,
           "DEPTH_TO_SPACE": import_tflite_depth_to_space, "SPACE_TO_DEPTH": import_tflite_space_to_depth,
-          "MIRROR_PAD": import_tflite_mirror_pad}
+          "MIRROR_PAD": import_tflite_mirror_pad, "REVERSE_V2": import_tflite_reverse, "GATHER_ND": import_tflite_gather_nd,
+          "ZEROS_LIKE": import_tflite_zeros_like}
