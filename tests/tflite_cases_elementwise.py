@@ -1,7 +1,8 @@
-"""Random .tflite cases of TFLite's elementwise operators of two operands for the TFLite Micro oracle
-(tests/tflite_oracle.py): ADD, SUB, MUL, MAXIMUM, MINIMUM of an activation and a constant tensor (its own
+"""Random .tflite cases of TFLite's elementwise operators for the TFLite Micro oracle (tests/tflite_oracle.py):
+ADD, SUB, MUL, MAXIMUM, MINIMUM, SQUARED_DIFFERENCE of an activation and a constant tensor (its own
 quantization, broadcast along random axes, either operand order: a BatchNorm left as MUL + ADD is a per-channel
-one) and of two activations broadcast against each other (the second a SLICE of the first).
+one) and of two activations broadcast against each other (the second a SLICE of the first); REDUCE_MAX,
+REDUCE_MIN and SUM over random axes; ABS, LEAKY_RELU, ELU and PRELU (constant alphas of several shapes).
 """
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ import numpy as np
 from tflite_oracle import INT32, Case, Node, T, _act
 
 OPTIONS = {"ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions", "MAXIMUM": "MaximumMinimumOptions",
-           "MINIMUM": "MaximumMinimumOptions"}
+           "MINIMUM": "MaximumMinimumOptions", "SQUARED_DIFFERENCE": "SquaredDifferenceOptions"}
 
 
 def _options(rng, op):
-    if op in ("MAXIMUM", "MINIMUM"):
+    if op in ("MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE"):
         return (OPTIONS[op], {})
     return (OPTIONS[op], dict(FusedActivationFunction=int(rng.choice([0, 0, 1, 3]))))
 
@@ -64,6 +65,8 @@ def broadcast_case(rng, name, extreme=False, op=None):
 
 
 MAKERS = {"const_operand": const_operand_case, "broadcast": broadcast_case,
+          "squared_difference": lambda r, n, e: (const_operand_case if r.random() < 0.5 else broadcast_case)(
+              r, n, e, "SQUARED_DIFFERENCE"),
           "max_const": lambda r, n, e: const_operand_case(r, n, e, str(r.choice(["MAXIMUM", "MINIMUM"]))),
           "max_broadcast": lambda r, n, e: broadcast_case(r, n, e, str(r.choice(["MAXIMUM", "MINIMUM"])))}
 

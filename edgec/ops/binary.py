@@ -25,7 +25,9 @@ from edgec.fixedpoint.scheme import act_range, qparams_from_range, quantize_mult
 
 ADD_LEFT_SHIFT = 20
 BINARY_OPS = {"add": 0, "sub": 1, "max": 2, "min": 3, "mul": 4, "div": 5,
-              "max_raw": 6, "min_raw": 7}     # TFLite's MAXIMUM/MINIMUM: of the int8 values, nothing rescaled
+              "max_raw": 6, "min_raw": 7,     # TFLite's MAXIMUM/MINIMUM: of the int8 values, nothing rescaled
+              "sqdiff": 8}                    # TFLite's SQUARED_DIFFERENCE: add's rescaling (left shift 7), squared
+SQDIFF_LEFT_SHIFT = 7
 DIV_SHIFT = 16
 
 
@@ -80,6 +82,12 @@ def quantize_binary(op: Op, ins: list[Tensor], out: Tensor) -> None:
         ap = add_params(ta.scale, ta.zero_point, tb.scale, tb.zero_point, out.scale, out.zero_point)
         p.update(a_mult=ap["input1_mult"], a_shift=ap["input1_shift"], b_mult=ap["input2_mult"],
                  b_shift=ap["input2_shift"], out_mult=ap["output_mult"], out_shift=ap["output_shift"])
+    elif a["op"] == "sqdiff":       # TFLite's PrepareQuantized of SQUARED_DIFFERENCE
+        twice = 2.0 * max(ta.scale, tb.scale)
+        (p["a_mult"], p["a_shift"]), (p["b_mult"], p["b_shift"]) = (quantize_multiplier(ta.scale / twice),
+                                                                    quantize_multiplier(tb.scale / twice))
+        p["out_mult"], p["out_shift"] = quantize_multiplier(twice * twice / ((1 << 2 * SQDIFF_LEFT_SHIFT) * out.scale))
+        p["left_shift"] = SQDIFF_LEFT_SHIFT
     elif a["op"] == "mul":
         p["out_mult"], p["out_shift"] = quantize_multiplier(ta.scale * tb.scale / out.scale)
     else:
@@ -109,14 +117,15 @@ def binary_s8(p: dict, a, b) -> np.ndarray:
     va = np.asarray(a, np.int8).reshape(-1)[offsets(dims, p["a_stride"])].astype(np.int64) - int(p["a_zp"])
     vb = np.asarray(b, np.int8).reshape(-1)[offsets(dims, p["b_stride"])].astype(np.int64) - int(p["b_zp"])
     op = int(p["op"])
-    if op >= BINARY_OPS["max_raw"]:
+    if op in (BINARY_OPS["max_raw"], BINARY_OPS["min_raw"]):
         ra, rb = va + int(p["a_zp"]), vb + int(p["b_zp"])
         return (np.maximum(ra, rb) if op == BINARY_OPS["max_raw"] else np.minimum(ra, rb)).astype(np.int8)
-    if op <= BINARY_OPS["min"]:
+    if op <= BINARY_OPS["min"] or op == BINARY_OPS["sqdiff"]:
         ls = 1 << int(p["left_shift"])
         sa = requantize(va * ls, p["a_mult"], p["a_shift"]).astype(np.int64)
         sb = requantize(vb * ls, p["b_mult"], p["b_shift"]).astype(np.int64)
-        raw = [sa + sb, sa - sb, np.maximum(sa, sb), np.minimum(sa, sb)][op]
+        raw = (sa - sb) ** 2 if op == BINARY_OPS["sqdiff"] else [sa + sb, sa - sb, np.maximum(sa, sb),
+                                                                 np.minimum(sa, sb)][op]
     elif op == BINARY_OPS["mul"]:
         raw = va * vb
     else:
@@ -152,7 +161,8 @@ def run_binary(op: Op, inputs: list) -> np.ndarray:
 
 # ---- float --------------------------------------------------------------------------------------
 _FLOAT = {"add": np.add, "sub": np.subtract, "max": np.maximum, "min": np.minimum, "mul": np.multiply,
-          "div": np.divide, "max_raw": np.maximum, "min_raw": np.minimum}
+          "div": np.divide, "max_raw": np.maximum, "min_raw": np.minimum,
+          "sqdiff": lambda a, b: (a - b) ** 2}
 
 
 def _act(y, op: Op):

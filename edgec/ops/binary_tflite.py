@@ -1,9 +1,10 @@
 """The TFLite import of the elementwise ops of two operands (edgec/ops/binary.py's kinds `add` and `binary`):
-ADD, SUB, MUL, MAXIMUM and MINIMUM of two activations or of an activation and a constant tensor (a BatchNorm
+ADD, SUB, MUL, MAXIMUM, MINIMUM and SQUARED_DIFFERENCE of two activations or of an activation and a constant tensor (a BatchNorm
 left as MUL + ADD by the converter: a per-channel constant), with broadcasting over up to 6 dimensions.
 
 TFLite Micro's arithmetic: ADD/SUB rescale both operands after a left shift of 20 and requantize the sum (three
-multipliers), MUL requantizes the product (one), MAXIMUM/MINIMUM compare the int8 values themselves (the
+multipliers; SQUARED_DIFFERENCE squares the difference after a left shift of 7), MUL requantizes the product
+(one), MAXIMUM/MINIMUM compare the int8 values themselves (the
 converter gives inputs and output one quantization; nothing is rescaled). A constant operand keeps the file's
 int8 values and its own scale and zero point, as TFLite Micro reads it.
 """
@@ -17,7 +18,8 @@ from edgec.ops.movement import RANK
 
 OPS: list = []      # no kind of its own: the kinds are binary.py's
 ONNX: dict = {}
-KINDS = {"ADD": "add", "SUB": "sub", "MUL": "mul", "MAXIMUM": "max_raw", "MINIMUM": "min_raw"}
+KINDS = {"ADD": "add", "SUB": "sub", "MUL": "mul", "MAXIMUM": "max_raw", "MINIMUM": "min_raw",
+         "SQUARED_DIFFERENCE": "sqdiff"}
 
 
 def _operand(tx, op, k: int):
@@ -38,7 +40,7 @@ def _operand(tx, op, k: int):
 
 
 def import_tflite_binary(tx, op):
-    """ADD / SUB / MUL / MAXIMUM / MINIMUM (see the module doc); same-shape ADD of two activations is the `add`
+    """ADD / SUB / MUL / MAXIMUM / MINIMUM / SQUARED_DIFFERENCE (see the module doc); same-shape ADD of two activations is the `add`
     kind (its fast kernel), the others broadcast (`binary`)."""
     name, o = tx.op_name(op), tx.options(op)
     (a, ca), (b, cb) = _operand(tx, op, 0), _operand(tx, op, 1)
