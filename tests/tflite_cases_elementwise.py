@@ -118,3 +118,15 @@ def prelu_case(rng, name, extreme=False):
 
 MAKERS["unary"] = unary_case
 MAKERS["prelu"] = prelu_case
+
+
+def rsqrt_case(rng, name, extreme=False):
+    """RSQRT of non-negative inputs (TFLite Micro refuses values below the zero point): input zero point -128."""
+    shape = tuple(int(d) for d in rng.integers(1, 7, int(rng.integers(1, 4))))
+    xs = float(np.float32(10 ** rng.uniform(-3, 0)))
+    ys, yz = _act(rng, extreme)
+    tensors = [T(shape, [xs], [-128]), T(shape, [ys], [yz])]
+    return Case(name, tensors, [Node("RSQRT", [0], 1)], 0, 1), True
+
+
+MAKERS["rsqrt"] = rsqrt_case

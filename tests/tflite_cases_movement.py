@@ -180,7 +180,8 @@ def concat_const_case(rng, name, extreme=False):
 def reverse_case(rng, name, extreme=False):
     rank = int(rng.integers(1, 5))
     shape = _shape(rng, rank, 1, 6)
-    axes = rng.choice(rank, int(rng.integers(1, rank + 1)), replace=False).astype(np.int32)
+    lo = int(rng.integers(0, rank))
+    axes = np.arange(lo, int(rng.integers(lo, rank)) + 1, dtype=np.int32)    # TFLite Micro: a contiguous run
     return _one(rng, name, extreme, "REVERSE_V2", shape, shape, [axes], ("ReverseV2Options", {}))
 
 

@@ -1,5 +1,5 @@
 """The TFLite import of more elementwise int8 functions as tables (edgec/ops/lut.py's `lut` kind): ABS,
-LEAKY_RELU, PRELU (a constant alpha; one table per alpha along its axis) and ELU, each table the output TFLite
+LEAKY_RELU, PRELU (a constant alpha; one table per alpha along its axis), ELU and RSQRT, each table the output TFLite
 Micro's int8 kernel computes for each of the 256 inputs (its own integer or float32 arithmetic, below)."""
 from __future__ import annotations
 
@@ -62,6 +62,48 @@ def elu_table(s_in: float, zp_in: int, s_out: float, zp_out: int) -> np.ndarray:
     return _clip8(r.astype(np.int64) + zp_out)
 
 
+def inv_sqrt_multiplier(v: int) -> tuple[int, int]:
+    """TFLite's GetInvSqrtQuantizedMultiplierExp(v, reverse_shift -1): 1 / sqrt(v) as a Q31 multiplier and a
+    left shift, by gemmlowp's Newton-Raphson iteration in Q3.28 (F3) fixed point."""
+    from edgec.fixedpoint.gemmlowp import rdivpot, sat_shl, srdhm, wrap32
+
+    if v <= 1:
+        return (1 << 31) - 1, 0
+    shift = 11
+    while v >= 1 << 29:
+        v //= 4
+        shift += 1
+    pairs = (32 - int(v).bit_length() - 1) // 2 - 1      # CountLeadingZeros(v) - 1, in bit pairs, less one
+    shift -= pairs
+    v <<= 2 * pairs
+    half_input = int(rdivpot(v >> 1, 1))
+    x = 1 << 28                                            # F3 one
+    for _ in range(5):
+        x3 = int(sat_shl(srdhm(srdhm(x, x), x), 6))          # Rescale<3>(x * x * x): F9 -> F3
+        x = int(sat_shl(wrap32(srdhm((1 << 28) + (1 << 27), x) - srdhm(half_input, x3)), 3))
+    x = int(srdhm(x, 1518500250))                          # times sqrt(2) / 2 (F0)
+    if shift < 0:
+        x, shift = int(wrap32(x << -shift)), 0
+    return x, -shift
+
+
+def rsqrt_table(s_in: float, zp_in: int, s_out: float, zp_out: int) -> np.ndarray:
+    """TFLite Micro's RsqrtEvalQuantized: 0 -> 127; else 1 / sqrt(x - zp) (inv_sqrt_multiplier, shifted 20 bits
+    up), requantized by 1 / (sqrt(s_in) * s_out) (float32 product). Inputs below the zero point, which TFLite
+    Micro refuses at run time, give 127 too."""
+    f = np.float32
+    mult, shift = quantize_multiplier(1.0 / float(f(np.sqrt(f(s_in))) * f(s_out)))
+    out = []
+    for v in (_X - zp_in).tolist():
+        if v <= 0:
+            out.append(127)
+            continue
+        m, e = inv_sqrt_multiplier(v)
+        data = int(requantize(np.int64(1), m, e + 20))
+        out.append(int(requantize(np.int64(data), mult, shift - 20)) + zp_out)
+    return _clip8(np.asarray(out))
+
+
 def _unary(tx, op):
     x, out = tx.input(op, 0), tx.output(op)
     return x, out, tx.tensor(x), tx.tensor(out)
@@ -118,5 +160,14 @@ def import_tflite_prelu(tx, op):
     tx.emit("lut", op, [x], out, {"table": tables}, fn="prelu", fparams={}, consts=real, count=count, inner=inner)
 
 
-TFLITE = {"ABS": import_tflite_abs, "LEAKY_RELU": import_tflite_leaky_relu, "ELU": import_tflite_elu,
+def import_tflite_rsqrt(tx, op):
+    x, out, xt, t = _unary(tx, op)
+    try:
+        table = rsqrt_table(xt.scale, xt.zero_point, t.scale, t.zero_point)
+    except ValueError as exc:
+        raise tx.unsupported(str(exc)) from None
+    tx.emit("lut", op, [x], out, {"table": table}, fn="rsqrt", fparams={}, consts=None, count=1, inner=xt.size)
+
+
+TFLITE = {"RSQRT": import_tflite_rsqrt, "ABS": import_tflite_abs, "LEAKY_RELU": import_tflite_leaky_relu, "ELU": import_tflite_elu,
           "PRELU": import_tflite_prelu}
