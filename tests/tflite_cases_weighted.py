@@ -1,13 +1,15 @@
-"""Random .tflite cases of TFLite's BATCH_MATMUL for the TFLite Micro oracle (tests/tflite_oracle.py): the input
+"""Random .tflite cases of TFLite's BATCH_MATMUL and TRANSPOSE_CONV for the TFLite Micro oracle
+(tests/tflite_oracle.py). BATCH_MATMUL: the input
 x [batch..., m, k] against y, a LEAKY_RELU of x quantized apart from it (so the two operands have different scales
 and zero points), with adj_x / adj_y, or y transposed explicitly (TRANSPOSE), or a batch-1 operand broadcast
-(a SLICE of y).
+(a SLICE of y). TRANSPOSE_CONV: random strides, kernels, SAME/VALID padding, per-tensor and per-channel weights,
+with and without a bias, fused activations.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from tflite_oracle import INT32, Case, Node, T, _act
+from tflite_oracle import INT32, Case, Node, T, _act, _bias, _weights
 
 
 def batch_matmul_case(rng, name, extreme=False):
@@ -40,4 +42,26 @@ def batch_matmul_case(rng, name, extreme=False):
     return Case(name, tensors, nodes, 0, len(tensors) - 1), True
 
 
-MAKERS = {"batch_matmul": batch_matmul_case}
+def transpose_conv_case(rng, name, extreme=False):
+    ih, iw, ic = int(rng.integers(1, 7)), int(rng.integers(1, 7)), int(rng.choice([1, 2, 3, 8, 16]))
+    kh, kw, oc = int(rng.integers(1, 5)), int(rng.integers(1, 5)), int(rng.choice([1, 2, 5, 8]))
+    sh, sw = int(rng.integers(1, 3)), int(rng.integers(1, 3))
+    padding = int(rng.integers(0, 2))                      # SAME, VALID
+    oh, ow = (ih * sh, iw * sw) if padding == 0 else ((ih - 1) * sh + kh, (iw - 1) * sw + kw)
+    (xs, xz), (ys, yz) = _act(rng, extreme), _act(rng, extreme)
+    wq, ws = _weights(rng, (oc, kh, kw, ic), 0, extreme)
+    if not extreme:                                        # outputs spread over the int8 range
+        ys = float(np.float32(xs * max(ws) * (kh * kw * ic) ** 0.5 * 40 * 10 ** rng.uniform(-0.5, 0.5)))
+    tensors = [T((4,), [1.0], [0], INT32, np.array([1, oh, ow, oc], np.int32)),
+               T((oc, kh, kw, ic), ws, [0] * len(ws), data=wq), T((1, ih, iw, ic), [xs], [xz])]
+    ins = [0, 1, 2]
+    if rng.random() < 0.7:
+        tensors.append(T((oc,), [xs * s for s in ws], [0] * len(ws), INT32, _bias(rng, oc, extreme, ws)))
+        ins.append(3)
+    tensors.append(T((1, oh, ow, oc), [ys], [yz]))
+    opts = ("TransposeConvOptions", dict(Padding=padding, StrideH=sh, StrideW=sw,
+                                         FusedActivationFunction=int(rng.choice([0, 1, 3]))))
+    return Case(name, tensors, [Node("TRANSPOSE_CONV", ins, len(tensors) - 1, opts)], 2, len(tensors) - 1), True
+
+
+MAKERS = {"batch_matmul": batch_matmul_case, "transpose_conv": transpose_conv_case}
