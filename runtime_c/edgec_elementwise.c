@@ -34,11 +34,15 @@ static int32_t edgec_binary_one(const edgec_binary_params *p, int32_t a, int32_t
 {
     int32_t raw;
     const int32_t va = a - p->a_zp, vb = b - p->b_zp;
-    if (p->op <= 3) {
+    if (p->op == 6 || p->op == 7) { /* TFLite's MAXIMUM / MINIMUM: of the int8 values themselves */
+        return p->op == 6 ? (a > b ? a : b) : (a < b ? a : b);
+    }
+    if (p->op <= 3 || p->op == 8) {
         const int32_t ls = (int32_t)1 << p->left_shift;
         const int32_t sa = edgec_requantize(va * ls, p->a_mult, p->a_shift);
         const int32_t sb = edgec_requantize(vb * ls, p->b_mult, p->b_shift);
-        raw = p->op == 0 ? sa + sb : p->op == 1 ? sa - sb : p->op == 2 ? (sa > sb ? sa : sb) : (sa < sb ? sa : sb);
+        raw = p->op == 0 ? sa + sb : p->op == 1 ? sa - sb : p->op == 2 ? (sa > sb ? sa : sb) :
+              p->op == 3 ? (sa < sb ? sa : sb) : (sa - sb) * (sa - sb);
     } else if (p->op == 4) {
         raw = va * vb;
     } else {

@@ -7,6 +7,7 @@ every operator or quantization the importer cannot honour is named in one error;
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -406,3 +407,42 @@ def test_int16_input_and_output(tmp_path):
 
 
 INT16 = 7       # tflite.TensorType
+
+
+def test_operator_table_is_the_importers():
+    """docs/tflite-operators.md lists each builtin once (names TFLite's schema knows), and says "yes" for
+    exactly the operators the importer has (TILE, which TFLite Micro does not register, in its own sentence)."""
+    import re
+
+    from tflite.BuiltinOperator import BuiltinOperator
+
+    from edgec.ops.registry import TFLITE_IMPORTERS
+
+    text = (Path(__file__).parent.parent / "docs" / "tflite-operators.md").read_text()
+    rows = re.findall(r"^\| ([A-Z0-9_, ]+) \| (yes|no|partly) \|", text, re.M)
+    names = [(n.strip(), status) for ops, status in rows for n in ops.split(",")]
+    listed = [n for n, _ in names]
+    assert len(listed) == len(set(listed)) >= 100, sorted(n for n in listed if listed.count(n) > 1)
+    assert all(hasattr(BuiltinOperator, n) for n in listed), [n for n in listed if not hasattr(BuiltinOperator, n)]
+    yes = {n for n, status in names if status == "yes"}
+    own = set(TFLITE_IMPORTERS) - {"TILE"}
+    assert yes == own, (sorted(yes - own), sorted(own - yes))
+    assert "TILE" in TFLITE_IMPORTERS and "TILE" not in listed and "TILE is not registered" in text
+
+
+def test_operators_beyond_their_limits_are_named(tmp_path):
+    """A PRELU whose alpha varies over more values than edgec makes tables for, and a MAXIMUM whose inputs are
+    quantized unlike its output (TFLite Micro compares raw values), are refused in one error naming both."""
+    rng = np.random.default_rng(0)
+    T, Node = oracle.T, oracle.Node
+    alpha = rng.integers(-128, 128, (8, 8, 8)).astype(np.int8)
+    tensors = [T((1, 8, 8, 8), [0.1], [0]), T((8, 8, 8), [0.01], [0], data=alpha), T((1, 8, 8, 8), [0.1], [0]),
+               T((1, 8, 8, 8), [0.2], [3]), T((1, 8, 8, 8), [0.2], [3])]
+    case = oracle.Case("limits", tensors, [Node("PRELU", [0, 1], 2), Node("MAXIMUM", [2, 0], 3)], 0, 3)
+    f = tmp_path / "limits.tflite"
+    f.write_bytes(oracle.write(case))
+    with pytest.raises(EdgecError) as err:
+        importer.load(f, "limits")
+    msg = str(err.value)
+    assert "2 operator(s)" in msg and "PRELU (operator #0: alpha varies over 512 values" in msg, msg
+    assert "MAXIMUM (operator #1: MAXIMUM with different input and output quantization" in msg, msg

@@ -220,10 +220,10 @@ class _Importer:
     def tensor(self, name: str) -> Tensor:
         return self.graph.tensors[name]
 
-    def output(self, op, shape: tuple[int, ...] | None = None, dtypes: tuple[str, ...] = ("int8",)) -> str:
-        """A new canonical int8 tensor (or of one of `dtypes`) for the operator's output 0, with the file's scale
+    def output(self, op, shape: tuple[int, ...] | None = None, dtypes: tuple[str, ...] = ("int8",), k: int = 0) -> str:
+        """A new canonical int8 tensor (or of one of `dtypes`) for the operator's output k, with the file's scale
         and zero point."""
-        return self._activation(op.Outputs(0), shape, dtypes)
+        return self._activation(op.Outputs(k), shape, dtypes)
 
     def packed_outputs(self, op, size: int, dtype: str) -> str:
         """One tensor (`size` values of `dtype`, named after output 0) holding all of the operator's outputs one
@@ -307,7 +307,10 @@ class _Importer:
              params: dict | None = None, part: str = "", **attrs) -> Op:
         """Append an op of `kind` made from `tflite_op`; `arrays`/`params`: the file's integers, which replace
         its quantizer's; `part`: a suffix of its name when one operator becomes several ops."""
-        name = f"{self.op_name(tflite_op)}#{self.index}{part}"
+        name = base = f"{self.op_name(tflite_op)}#{self.index}{part}"
+        k = 1
+        while name in self.given:                 # one TFLite operator made into several ops (SPLIT, ...)
+            name, k = f"{base}.{k}", k + 1
         e = Op(kind=kind, name=name, inputs=tuple(inputs), output=out, attrs={"act": NO_ACT, **attrs})
         self.graph.ops.append(e)
         self.given[name] = {"arrays": arrays or {}, "params": params or {}}

@@ -24,7 +24,10 @@ from edgec.fixedpoint.scheme import act_range, qparams_from_range, quantize_mult
 
 
 ADD_LEFT_SHIFT = 20
-BINARY_OPS = {"add": 0, "sub": 1, "max": 2, "min": 3, "mul": 4, "div": 5}
+BINARY_OPS = {"add": 0, "sub": 1, "max": 2, "min": 3, "mul": 4, "div": 5,
+              "max_raw": 6, "min_raw": 7,     # TFLite's MAXIMUM/MINIMUM: of the int8 values, nothing rescaled
+              "sqdiff": 8}                    # TFLite's SQUARED_DIFFERENCE: add's rescaling (left shift 7), squared
+SQDIFF_LEFT_SHIFT = 7
 DIV_SHIFT = 16
 
 
@@ -79,6 +82,12 @@ def quantize_binary(op: Op, ins: list[Tensor], out: Tensor) -> None:
         ap = add_params(ta.scale, ta.zero_point, tb.scale, tb.zero_point, out.scale, out.zero_point)
         p.update(a_mult=ap["input1_mult"], a_shift=ap["input1_shift"], b_mult=ap["input2_mult"],
                  b_shift=ap["input2_shift"], out_mult=ap["output_mult"], out_shift=ap["output_shift"])
+    elif a["op"] == "sqdiff":       # TFLite's PrepareQuantized of SQUARED_DIFFERENCE
+        twice = 2.0 * max(ta.scale, tb.scale)
+        (p["a_mult"], p["a_shift"]), (p["b_mult"], p["b_shift"]) = (quantize_multiplier(ta.scale / twice),
+                                                                    quantize_multiplier(tb.scale / twice))
+        p["out_mult"], p["out_shift"] = quantize_multiplier(twice * twice / ((1 << 2 * SQDIFF_LEFT_SHIFT) * out.scale))
+        p["left_shift"] = SQDIFF_LEFT_SHIFT
     elif a["op"] == "mul":
         p["out_mult"], p["out_shift"] = quantize_multiplier(ta.scale * tb.scale / out.scale)
     else:
@@ -108,11 +117,15 @@ def binary_s8(p: dict, a, b) -> np.ndarray:
     va = np.asarray(a, np.int8).reshape(-1)[offsets(dims, p["a_stride"])].astype(np.int64) - int(p["a_zp"])
     vb = np.asarray(b, np.int8).reshape(-1)[offsets(dims, p["b_stride"])].astype(np.int64) - int(p["b_zp"])
     op = int(p["op"])
-    if op <= BINARY_OPS["min"]:
+    if op in (BINARY_OPS["max_raw"], BINARY_OPS["min_raw"]):
+        ra, rb = va + int(p["a_zp"]), vb + int(p["b_zp"])
+        return (np.maximum(ra, rb) if op == BINARY_OPS["max_raw"] else np.minimum(ra, rb)).astype(np.int8)
+    if op <= BINARY_OPS["min"] or op == BINARY_OPS["sqdiff"]:
         ls = 1 << int(p["left_shift"])
         sa = requantize(va * ls, p["a_mult"], p["a_shift"]).astype(np.int64)
         sb = requantize(vb * ls, p["b_mult"], p["b_shift"]).astype(np.int64)
-        raw = [sa + sb, sa - sb, np.maximum(sa, sb), np.minimum(sa, sb)][op]
+        raw = (sa - sb) ** 2 if op == BINARY_OPS["sqdiff"] else [sa + sb, sa - sb, np.maximum(sa, sb),
+                                                                 np.minimum(sa, sb)][op]
     elif op == BINARY_OPS["mul"]:
         raw = va * vb
     else:
@@ -148,7 +161,8 @@ def run_binary(op: Op, inputs: list) -> np.ndarray:
 
 # ---- float --------------------------------------------------------------------------------------
 _FLOAT = {"add": np.add, "sub": np.subtract, "max": np.maximum, "min": np.minimum, "mul": np.multiply,
-          "div": np.divide}
+          "div": np.divide, "max_raw": np.maximum, "min_raw": np.minimum,
+          "sqdiff": lambda a, b: (a - b) ** 2}
 
 
 def _act(y, op: Op):
@@ -418,22 +432,3 @@ ONNX = {
     "Add": import_add, "Sub": import_binary, "Mul": import_mul, "Div": import_binary, "Pow": import_binary,
     "Max": import_max, "Min": import_min, "Sum": import_sum, "Mean": import_mean, "PRelu": import_prelu,
 }
-
-
-# ---- TFLite import (edgec/frontend/tflite.py)
-def import_tflite_binary(tx, op):
-    """ADD / SUB / MUL of two int8 activations (TFLite's int8 arithmetic: Add's left shift 20 and three
-    multipliers, Mul's one); same shapes ADD is the `add` kind (fast kernel), others broadcast (`binary`)."""
-    name, o, a, b = tx.op_name(op), tx.options(op), tx.input(op, 0), tx.input(op, 1)
-    out = tx.output(op)
-    sa, sb = tx.tensor(a).shape, tx.tensor(b).shape
-    if len(sa) > RANK or len(sb) > RANK:
-        raise tx.unsupported(f"broadcasting over more than {RANK} dimensions")
-    act = tx.act_range(op, out, o.FusedActivationFunction() if o is not None else 0)
-    if name == "ADD" and sa == sb:
-        return tx.emit("add", op, [a, b], out, None, act)
-    tx.emit("binary", op, [a, b], out, None, act, op=name.lower(), a_shape=sa, b_shape=sb, const=None,
-            const_first=False)
-
-
-TFLITE = {"ADD": import_tflite_binary, "SUB": import_tflite_binary, "MUL": import_tflite_binary}

@@ -16,13 +16,23 @@ from edgec.ops.opdef import CallSite, OpDef
 from edgec.fixedpoint.scheme import requant_table
 
 
+def _parts(op: Op, inputs: list) -> list:
+    """The concatenated values in order: the op's inputs, with its constant parts (attrs or arrays `const<i>`)
+    in their places."""
+    consts = op.attrs.get("consts") or {}
+    it = iter(inputs)
+    return [consts[i] if i in consts else next(it) for i in range(len(op.attrs["chunks"]))]
+
+
 def quantize_concat(op: Op, ins: list[Tensor], out: Tensor) -> None:
     a = op.attrs
     total = sum(a["chunks"])
     parts, off = [], 0
-    for i, (t, chunk) in enumerate(zip(ins, a["chunks"])):
-        same = (t.scale, t.zero_point) == (out.scale, out.zero_point)
-        if not same:
+    for i, (t, chunk) in enumerate(zip(_parts(op, ins), a["chunks"])):
+        if not isinstance(t, Tensor):        # a constant part: stored in the output's quantization
+            q = np.round(np.asarray(t, np.float64) / out.scale) + out.zero_point
+            op.arrays[f"const{i}"] = np.clip(q, -128, 127).astype(np.int8).reshape(-1)
+        elif (t.scale, t.zero_point) != (out.scale, out.zero_point):
             op.arrays[f"table{i}"] = requant_table(t.scale, t.zero_point, out.scale, out.zero_point)
         parts.append(dict(outer=a["outer"], chunk=chunk, out_stride=total, out_offset=off))
         off += chunk
@@ -38,22 +48,28 @@ def concat_part_s8(p: dict, table, x, out: np.ndarray) -> None:
     view[:, int(p["out_offset"]):int(p["out_offset"]) + int(p["chunk"])] = x
 
 
+def _stored(op: Op, arrays, inputs: list) -> list:
+    """The parts in order: the inputs, with the stored constants (`const<i>` of arrays) in their places."""
+    it = iter(inputs)
+    return [arrays[f"const{i}"] if f"const{i}" in arrays else next(it) for i in range(len(op.params["parts"]))]
+
+
 def run_concat(op: Op, inputs: list) -> np.ndarray:
     p = op.params
     out = np.zeros(p["parts"][0]["outer"] * p["parts"][0]["out_stride"], np.int8)
-    for i, (part, t) in enumerate(zip(p["parts"], inputs)):
+    for i, (part, t) in enumerate(zip(p["parts"], _stored(op, op.arrays, inputs))):
         concat_part_s8(part, op.arrays.get(f"table{i}"), t, out)
     return out
 
 
 def float_concat(op: Op, inputs: list):
     outer = op.attrs["outer"]
-    return np.concatenate([i.reshape(outer, -1) for i in inputs], axis=1)
+    return np.concatenate([np.asarray(i, np.float32).reshape(outer, -1) for i in _parts(op, inputs)], axis=1)
 
 
 def c_concat(op: Op, low, site: CallSite) -> str:
     lines = []
-    for i, (part, t) in enumerate(zip(op.params["parts"], site.inputs)):
+    for i, (part, t) in enumerate(zip(op.params["parts"], _stored(op, site.arrays, site.inputs))):
         table = site.arrays.get(f"table{i}", "0")
         lines.append(f"{{ static const edgec_concat_params p = {cemit.struct_init(part)}; "
                      f"{low.kernel.name}(&p, {t}, {table}, {site.output}); }}")
@@ -114,18 +130,97 @@ ONNX = {"Concat": import_concat, "Split": import_split}
 
 # ---- TFLite import (edgec/frontend/tflite.py)
 def import_tflite_concatenation(tx, op):
-    """CONCATENATION of int8 activations quantized like the output (as TFLite Micro requires): a copy."""
+    """CONCATENATION of int8 activations and constants (a ViT's class token) quantized like the output (as
+    TFLite Micro requires): a copy, the constants' int8 values stored."""
     o = tx.options(op)
-    ins = [tx.input(op, k) for k in range(op.InputsLength())]
     out = tx.output(op)
-    for x in ins:
-        tx.same_qparams(x, out, "CONCATENATION")
+    ins, consts, real = [], {}, {}
+    for k in range(op.InputsLength()):
+        if op.Inputs(k) in tx.values:
+            ins.append(tx.input(op, k))
+            tx.same_qparams(ins[-1], out, "CONCATENATION")
+            continue
+        data = tx.const(op, k)
+        scales, zps, _ = tx.qparams(op.Inputs(k))
+        t = tx.tensor(out)
+        if data is None or data.dtype != np.int8 or scales.size != 1 or (float(scales[0]), int(zps[0])) != \
+                (t.scale, t.zero_point):
+            raise tx.unsupported(f"input {k} is a constant not quantized like the output")
+        consts[k] = np.ascontiguousarray(data).reshape(-1)
+        real[k] = ((data.astype(np.float64) - t.zero_point) * t.scale).astype(np.float32)
+    if not ins:
+        raise tx.unsupported("every input is a constant (nothing computed at run time)")
     if o.FusedActivationFunction() != 0:
         raise tx.unsupported("a fused activation on CONCATENATION")
     shape = tx.tensor(out).shape
     axis = o.Axis() % len(shape)
-    chunks = [int(np.prod(tx.tensor(x).shape[axis:], dtype=np.int64)) for x in ins]
-    tx.emit("concat", op, ins, out, outer=int(np.prod(shape[:axis], dtype=np.int64)), chunks=chunks)
+    shapes = [tx.shape(op.Inputs(k)) for k in range(op.InputsLength())]
+    chunks = [int(np.prod(s[axis:], dtype=np.int64)) for s in shapes]
+    tx.emit("concat", op, ins, out, {f"const{k}": v for k, v in consts.items()}, None,
+            outer=int(np.prod(shape[:axis], dtype=np.int64)), chunks=chunks, consts=real)
 
 
-TFLITE = {"CONCATENATION": import_tflite_concatenation}
+def import_tflite_pack(tx, op):
+    """PACK of activations quantized like the output: a concatenation along a new axis."""
+    o = tx.options(op)
+    ins = [tx.input(op, k) for k in range(op.InputsLength())]
+    out = tx.output(op)
+    for x in ins:
+        tx.same_qparams(x, out, "PACK")
+    shape = tx.tensor(out).shape
+    axis = o.Axis() % len(shape)
+    chunk = int(np.prod(tx.tensor(ins[0]).shape[axis:], dtype=np.int64)) if ins else 0
+    tx.emit("concat", op, ins, out, outer=int(np.prod(shape[:axis], dtype=np.int64)), chunks=[chunk] * len(ins))
+
+
+def _split(tx, op, x: str, axis: int, sizes: list[int]):
+    """One remap per output: the run of `sizes[i]` elements along `axis` (each output in its file shape: UNPACK
+    drops the axis)."""
+    from edgec.ops.rearrange import tflite_remap
+
+    shape = tx.tensor(x).shape
+    axis %= len(shape)
+    if sum(sizes) != shape[axis] or len(sizes) != op.OutputsLength() or min(sizes, default=0) < 0:
+        raise tx.unsupported(f"sizes {sizes} do not split axis {axis} of size {shape[axis]}")
+    start = 0
+    for k, n in enumerate(sizes):
+        axes = [(np.arange(d), a) for a, d in enumerate(shape)]
+        axes[axis] = (start + np.arange(n), axis)
+        tflite_remap(tx, op, x, tx.output(op, k=k), axes)
+        start += n
+
+
+def import_tflite_split(tx, op):
+    """SPLIT (axis, input): equal parts."""
+    axis, x, parts = tx.const(op, 0), tx.input(op, 1), op.OutputsLength()
+    if axis is None:
+        raise tx.unsupported("a constant axis")
+    shape = tx.tensor(x).shape
+    a = int(np.asarray(axis).reshape(-1)[0]) % len(shape)
+    if shape[a] % parts:
+        raise tx.unsupported(f"axis {a} of size {shape[a]} does not split into {parts} equal parts")
+    _split(tx, op, x, a, [shape[a] // parts] * parts)
+
+
+def import_tflite_split_v(tx, op):
+    """SPLIT_V (input, size_splits, axis): the given sizes, one of them -1 (the rest)."""
+    x, sizes, axis = tx.input(op, 0), tx.const(op, 1), tx.const(op, 2)
+    if sizes is None or axis is None:
+        raise tx.unsupported("constant size_splits and axis")
+    shape = tx.tensor(x).shape
+    a = int(np.asarray(axis).reshape(-1)[0]) % len(shape)
+    sizes = [int(v) for v in np.asarray(sizes).reshape(-1)]
+    if sizes.count(-1) == 1:
+        sizes[sizes.index(-1)] = shape[a] - sum(v for v in sizes if v != -1)
+    _split(tx, op, x, a, sizes)
+
+
+def import_tflite_unpack(tx, op):
+    """UNPACK: every slice along the axis, the axis dropped (the output's shape)."""
+    x, o = tx.input(op, 0), tx.options(op)
+    shape = tx.tensor(x).shape
+    _split(tx, op, x, o.Axis(), [1] * shape[o.Axis() % len(shape)])
+
+
+TFLITE = {"CONCATENATION": import_tflite_concatenation, "PACK": import_tflite_pack, "SPLIT": import_tflite_split,
+          "SPLIT_V": import_tflite_split_v, "UNPACK": import_tflite_unpack}

@@ -116,6 +116,7 @@ FUNCTIONS = {
     "log": lambda x, c: np.log(x),
     "sqrt": lambda x, c: np.sqrt(x),
     "reciprocal": lambda x, c: 1.0 / x,
+    "rsqrt": lambda x, c: 1.0 / np.sqrt(x),
     "abs": lambda x, c: np.abs(x),
     "neg": lambda x, c: -x,
     "erf": lambda x, c: _erf(x),

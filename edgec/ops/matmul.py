@@ -245,3 +245,42 @@ def import_activation_matmul(cx, node):
 
 
 ONNX: dict = {}     # ONNX MatMul is imported by edgec/ops/dense.py, which hands two activations to the above
+
+
+# ---- TFLite import (edgec/frontend/tflite.py)
+def import_tflite_batch_matmul(tx, op):
+    """BATCH_MATMUL of two int8 activations (adj_x / adj_y read as strides; batch dimensions equal, or all 1 on one
+    side: broadcast): TFLite Micro's arithmetic, the multiplier from the float32 product of the input scales
+    (GetQuantizedConvolutionMultipler)."""
+    o = tx.options(op)
+    a, b = tx.input(op, 0), tx.input(op, 1)
+    out = tx.output(op)
+    sa, sb = tx.tensor(a).shape, tx.tensor(b).shape
+    if not (2 <= len(sa) <= 5 and 2 <= len(sb) <= 5):
+        raise tx.unsupported("operands of rank 2 to 5")
+    adj_x, adj_y = (bool(o.AdjX()), bool(o.AdjY())) if o is not None else (False, False)
+    m, k = (sa[-1], sa[-2]) if adj_x else (sa[-2], sa[-1])
+    k2, n = (sb[-1], sb[-2]) if adj_y else (sb[-2], sb[-1])
+    ba, bb = int(np.prod(sa[:-2], dtype=np.int64)), int(np.prod(sb[:-2], dtype=np.int64))
+    r = max(len(sa), len(sb))
+    pa, pb = (1,) * (r - len(sa)) + tuple(sa[:-2]), (1,) * (r - len(sb)) + tuple(sb[:-2])
+    if k != k2 or not (pa == pb or ba == 1 or bb == 1):
+        raise tx.unsupported(f"shapes {list(sa)} and {list(sb)} (batch dimensions equal, or all 1 on one side)")
+    batch = max(ba, bb)
+    if tx.tensor(out).size != batch * m * n:
+        raise tx.unsupported(f"output shape {list(tx.tensor(out).shape)} is not [{batch}, {m}, {n}]")
+    ta, tb, to = tx.tensor(a), tx.tensor(b), tx.tensor(out)
+    real = float(np.float32(np.float32(ta.scale) * np.float32(tb.scale))) / float(to.scale)
+    try:
+        mult, shift = quantize_multiplier(real)
+    except ValueError as exc:
+        raise tx.unsupported(str(exc)) from None
+    strides = dict(a_batch_stride=m * k if ba > 1 else 0, a_row_stride=1 if adj_x else k,
+                   a_col_stride=m if adj_x else 1, b_batch_stride=k * n if bb > 1 else 0,
+                   b_row_stride=1 if adj_y else n, b_col_stride=k if adj_y else 1,
+                   out_batch_stride=m * n, out_row_stride=n, out_col_stride=1)
+    tx.emit("matmul", op, [a, b], out, None, {"mult": mult, "shift": shift}, batch=batch, m=m, k=k, n=n,
+            **strides)
+
+
+TFLITE = {"BATCH_MATMUL": import_tflite_batch_matmul}

@@ -219,4 +219,42 @@ def import_tflite_mean(tx, op):
             inner=inner, select_last=0)
 
 
-TFLITE = {"MEAN": import_tflite_mean}
+def import_tflite_reduce(tx, op):
+    """REDUCE_MAX / REDUCE_MIN (TFLite Micro: the int8 values themselves, input and output quantized alike) and SUM
+    (the sum less n times the zero point, requantized by the double scale ratio) over constant axes; axes not
+    next to each other are first brought together by a remap."""
+    from edgec.ops.rearrange import tflite_remap, tflite_scratch
+
+    name, x = tx.op_name(op), tx.input(op, 0)
+    shape = tx.tensor(x).shape
+    r = len(shape)
+    axes_in = tx.const(op, 1)
+    if axes_in is None or axes_in.dtype.kind not in "iu":
+        raise tx.unsupported("the axes (input 1) must be a constant integer tensor")
+    axes = sorted({int(a) % r for a in np.asarray(axes_in).reshape(-1)})
+    out = tx.output(op)
+    xt, ot = tx.tensor(x), tx.tensor(out)
+    how = {"REDUCE_MAX": "max", "REDUCE_MIN": "min", "SUM": "sum"}[name]
+    if how == "sum":
+        mult, shift = quantize_multiplier(float(xt.scale) / float(ot.scale))
+        params = dict(input_zp=xt.zero_point, mult=mult, shift=shift, output_zp=ot.zero_point)
+    else:
+        tx.same_qparams(x, out, name)                  # as TFLite Micro requires
+        params = dict(input_zp=0, mult=1 << 30, shift=1, output_zp=0)     # the int8 values as they are
+    live = [a for a in range(r) if shape[a] > 1]
+    red = [a for a in live if a in axes]
+    if red and red != live[live.index(red[0]):live.index(red[0]) + len(red)]:
+        order = [a for a in range(r) if a not in axes] + axes
+        mid = tflite_scratch(tx, x, [shape[a] for a in order], "together")
+        tflite_remap(tx, op, x, mid, [(np.arange(shape[a]), a) for a in order])
+        x, shape, axes = mid, tuple(shape[a] for a in order), list(range(r - len(axes), r))
+        live = [a for a in range(r) if shape[a] > 1]
+        red = [a for a in live if a in axes]
+    n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    first = red[0] if red else r
+    outer = int(np.prod(shape[:first], dtype=np.int64))
+    inner = int(np.prod(shape[first:], dtype=np.int64)) // n
+    tx.emit("reduce", op, [x], out, None, params, how=how, outer=outer, n=n, inner=inner, select_last=0)
+
+
+TFLITE = {"MEAN": import_tflite_mean, "REDUCE_MAX": import_tflite_reduce, "REDUCE_MIN": import_tflite_reduce, "SUM": import_tflite_reduce}

@@ -15,13 +15,13 @@ Adding an operator: docs/design.md, "Adding an operator".
 from __future__ import annotations
 
 from edgec.ir import Graph, Op
-from edgec.ops import (binary, concat, conv, convert, cumsum, dense, detection, lut, matmul, movement, norm, pool,
-                       rearrange, recurrent, reduce, resize, softmax)
+from edgec.ops import (binary, binary_tflite, concat, conv, convert, cumsum, dense, detection, lut, lut_tflite, matmul,
+                       movement, norm, pool, rearrange, recurrent, reduce, resize, softmax)
 from edgec.ops.kernel import DEFAULT_CODE_BYTES, FAST, HELIUM, INT4, INT8, INT16, REFERENCE, VARIANT, Kernel
 from edgec.ops.opdef import OpDef
 
-MODULES = (movement, concat, rearrange, lut, pool, conv, dense, matmul, binary, softmax, reduce, cumsum, resize, convert,
-           recurrent, norm, detection)
+MODULES = (movement, concat, rearrange, lut, lut_tflite, pool, conv, dense, matmul, binary, binary_tflite, softmax, reduce,
+           cumsum, resize, convert, recurrent, norm, detection)
 
 REGISTRY: dict[str, OpDef] = {}
 for _m in MODULES:

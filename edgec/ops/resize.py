@@ -117,3 +117,72 @@ def import_resize(cx, node):
 
 
 ONNX = {"Resize": import_resize, "Upsample": import_resize}
+
+
+# ---- TFLite import (edgec/frontend/tflite.py)
+def _tflite_resize_args(tx, op):
+    x = tx.input(op, 0)
+    shape = tx.tensor(x).shape
+    size = tx.const(op, 1)
+    o = tx.options(op)
+    if len(shape) != 4 or size is None or size.size != 2:
+        raise tx.unsupported("a 4-D NHWC input and a constant size [height, width]")
+    align, half = (bool(o.AlignCorners()), bool(o.HalfPixelCenters())) if o is not None else (False, False)
+    return x, shape, [int(v) for v in size.reshape(-1)], align, half
+
+
+def tflite_nearest(n_in: int, n_out: int, align: bool, half: bool) -> np.ndarray:
+    """TFLite's GetNearestNeighbor for every output index (its float32 arithmetic)."""
+    f = np.float32
+    scale = f(n_in - 1) / f(n_out - 1) if align and n_out > 1 else f(n_in) / f(n_out)
+    v = (np.arange(n_out, dtype=f) + f(0.5 if half else 0.0)) * scale
+    if align:                                   # TfLiteRound: half away from zero (v >= 0 here)
+        v = np.floor(v) + (v - np.floor(v) >= f(0.5))
+    else:
+        v = np.floor(v)
+    v = np.minimum(v.astype(np.int64), n_in - 1)
+    return np.maximum(v, 0) if half else v
+
+
+def import_tflite_resize_nearest(tx, op):
+    """RESIZE_NEAREST_NEIGHBOR: a remap (the bytes copied, as TFLite Micro does)."""
+    from edgec.ops.rearrange import tflite_remap
+
+    x, (n, h, w, c), (oh, ow), align, half = _tflite_resize_args(tx, op)
+    axes = [(np.arange(n), 0), (tflite_nearest(h, oh, align, half), 1), (tflite_nearest(w, ow, align, half), 2),
+            (np.arange(c), 3)]
+    tflite_remap(tx, op, x, tx.output(op), axes)
+
+
+def tflite_bilinear_axis(n_in: int, n_out: int, align: bool, half: bool):
+    """TFLite's ResizeBilinearInteger along one axis: the two source indices and the Q10 weight of the second
+    (ComputeInterpolationValuesInteger; C's truncating division)."""
+    scale = ((1 << 10) * n_in + n_out // 2) // n_out
+    if align and n_out > 1:
+        scale = ((1 << 10) * (n_in - 1) + (n_out - 1) // 2) // (n_out - 1)
+    v = np.arange(n_out, dtype=np.int64) * scale
+    if half:
+        v = v + scale // 2 - (1 << 9)
+    lo = np.maximum(np.trunc(v / 1024).astype(np.int64), 0)
+    hi = np.minimum(np.trunc((v + 1023) / 1024).astype(np.int64), n_in - 1)
+    return lo, hi, v - 1024 * lo
+
+
+def import_tflite_resize_bilinear(tx, op):
+    """RESIZE_BILINEAR on int8 (TFLite's integer kernel: Q10 weights, the raw int8 values interpolated, rounded
+    half away from zero): edgec's `resize_linear` with TFLite's source indices and weights."""
+    x, (n, h, w, c), (oh, ow), align, half = _tflite_resize_args(tx, op)
+    if n != 1:
+        raise tx.unsupported(f"batch {n} (RESIZE_BILINEAR runs on a batch of 1)")
+    if align and half:
+        raise tx.unsupported("align_corners and half_pixel_centers together")
+    out = tx.output(op)
+    tx.same_qparams(x, out, "RESIZE_BILINEAR")
+    y0, y1, fy = tflite_bilinear_axis(h, oh, align, half)
+    x0, x1, fx = tflite_bilinear_axis(w, ow, align, half)
+    frac = np.concatenate([fy, fx]).astype(np.int32)
+    tx.emit("resize_linear", op, [x], out, {"frac": frac}, None, in_hwc=(h, w, c), out_hwc=(oh, ow, c),
+            y0=y0, y1=y1, x0=x0, x1=x1, fy=fy / 1024.0, fx=fx / 1024.0)
+
+
+TFLITE = {"RESIZE_NEAREST_NEIGHBOR": import_tflite_resize_nearest, "RESIZE_BILINEAR": import_tflite_resize_bilinear}

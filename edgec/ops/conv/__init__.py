@@ -15,7 +15,7 @@ import numpy as np
 
 from edgec.ops.conv import depthwise3x3, im2col, reference
 from edgec.ops.conv.importers import (conv_from, import_batch_normalization, import_conv, import_conv_transpose,
-                                      import_tflite_conv, spatial, window)
+                                      import_tflite_conv, import_tflite_transpose_conv, spatial, window)
 from edgec.ops.conv.twins import (EQUALIZE, conv2d_s8, conv2d_s16, depthwise_conv2d_s8, depthwise_conv2d_s16,
                                   float_conv, group_conv2d_s8, quantize_conv, quantize_conv16, quantize_group_conv,
                                   run_conv, run_conv16)
@@ -43,4 +43,5 @@ KERNELS = reference.KERNELS + im2col.KERNELS + depthwise3x3.KERNELS
 
 ONNX = {"Conv": import_conv, "ConvTranspose": import_conv_transpose,
         "BatchNormalization": import_batch_normalization}
-TFLITE = {"CONV_2D": import_tflite_conv, "DEPTHWISE_CONV_2D": import_tflite_conv}
+TFLITE = {"CONV_2D": import_tflite_conv, "DEPTHWISE_CONV_2D": import_tflite_conv,
+          "TRANSPOSE_CONV": import_tflite_transpose_conv}

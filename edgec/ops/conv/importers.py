@@ -188,3 +188,54 @@ def import_tflite_conv(tx, op):
             tx.act_range(op, out, o.FusedActivationFunction()), weights=w, bias=b, in_hwc=(ih, iw, ic),
             out_hwc=(oh, ow, oc), **win, **extra)
 
+
+
+def import_tflite_transpose_conv(tx, op):
+    """TRANSPOSE_CONV (output_shape, OHWI weights, input, optional bias), per-channel int8: the input spread
+    `stride` apart with its zero point between (a remap; those taps add nothing, as in TFLite Micro's scatter),
+    then a stride-1 conv2d with the kernel flipped: the same int32 sums, requantized per channel as TFLM's
+    Prepare does (the double product of the scales)."""
+    from edgec.fixedpoint.scheme import quantize_multiplier
+    from edgec.ops.rearrange import tflite_remap, tflite_scratch
+
+    o, x, wq = tx.options(op), tx.input(op, 2), tx.const(op, 1)
+    xt = tx.tensor(x)
+    out = tx.output(op)
+    if len(xt.shape) != 4 or xt.shape[0] != 1 or wq is None or wq.dtype != np.int8 or wq.ndim != 4:
+        raise tx.unsupported("a [1, h, w, c] input and constant int8 OHWI weights")
+    (_, ih, iw, ic), (oc, kh, kw, wic), (_, oh, ow, oc2) = xt.shape, wq.shape, tx.tensor(out).shape
+    scales, zps, _ = tx.qparams(op.Inputs(1))
+    if wic != ic or oc2 != oc or np.any(zps != 0) or scales.size not in (1, oc):
+        raise tx.unsupported("weights [out_c, kh, kw, in_c], symmetric, one scale or one per output channel")
+    st = (o.StrideH(), o.StrideW())
+    pads = []
+    for n_out, k, s in zip((oh, ow), (kh, kw), st):        # ComputePaddingHeightWidth, the output as conv input
+        conv_out = (n_out + s - 1) // s if o.Padding() == 0 else (n_out - k + s) // s
+        pads.append(max(0, (conv_out - 1) * s + k - n_out) // 2)
+    if any(p > k - 1 for p, k in zip(pads, (kh, kw))):
+        raise tx.unsupported(f"padding {pads} beyond the kernel {kh}x{kw}")
+    axes = [(np.zeros(1, np.int64), 0)]
+    for a, (n_in, k, s, p, n_out) in enumerate(zip((ih, iw), (kh, kw), st, pads, (oh, ow))):
+        r = np.arange(n_out + k - 1) - (k - 1 - p)
+        axes.append((np.where((r >= 0) & (r % s == 0) & (r // s < n_in), r // s, -1), a + 1))
+    axes.append((np.arange(ic), 3))
+    spread = tflite_scratch(tx, x, (1, oh + kh - 1, ow + kw - 1, ic), "spread")
+    tflite_remap(tx, op, x, spread, axes, fill=xt.zero_point)
+    ws = np.broadcast_to(scales, (oc,)).astype(np.float32)
+    bias = tx.const(op, 3) if op.InputsLength() > 3 else None
+    bias = np.zeros(oc, np.int32) if bias is None else bias
+    if bias.dtype != np.int32 or bias.size != oc:
+        raise tx.unsupported(f"bias must be int32 with one value per output channel (got {bias.dtype} {bias.shape})")
+    try:
+        mult, shift = zip(*(quantize_multiplier(float(xt.scale) * float(s) / float(tx.tensor(out).scale)) for s in ws))
+    except ValueError as exc:
+        raise tx.unsupported(str(exc)) from None
+    flipped = np.ascontiguousarray(wq[:, ::-1, ::-1, :])
+    arrays = {"weights": flipped, "bias": bias.reshape(-1).astype(np.int32), "mult": np.asarray(mult, np.int32),
+              "shift": np.asarray(shift, np.int32)}
+    w = (flipped.astype(np.float64) * ws.astype(np.float64).reshape(-1, 1, 1, 1)).astype(np.float32)
+    b = (arrays["bias"].astype(np.float64) * float(xt.scale) * ws.astype(np.float64)).astype(np.float32)
+    fused = o.FusedActivationFunction() if hasattr(o, "FusedActivationFunction") else 0
+    tx.emit("conv2d", op, [spread], out, arrays, tx.act_range(op, out, fused), weights=w, bias=b,
+            in_hwc=(oh + kh - 1, ow + kw - 1, ic), out_hwc=(oh, ow, oc), kernel=(kh, kw), stride=(1, 1),
+            dilation=(1, 1), pad=(0, 0))

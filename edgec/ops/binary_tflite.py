@@ -1,0 +1,79 @@
+"""The TFLite import of the elementwise ops of two operands (edgec/ops/binary.py's kinds `add` and `binary`):
+ADD, SUB, MUL, MAXIMUM, MINIMUM and SQUARED_DIFFERENCE of two activations or of an activation and a constant tensor (a BatchNorm
+left as MUL + ADD by the converter: a per-channel constant), with broadcasting over up to 6 dimensions.
+
+TFLite Micro's arithmetic: ADD/SUB rescale both operands after a left shift of 20 and requantize the sum (three
+multipliers; SQUARED_DIFFERENCE squares the difference after a left shift of 7), MUL requantizes the product
+(one), MAXIMUM/MINIMUM compare the int8 values themselves (the
+converter gives inputs and output one quantization; nothing is rescaled). A constant operand keeps the file's
+int8 values and its own scale and zero point, as TFLite Micro reads it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.ir import NO_ACT, Op, Tensor
+from edgec.ops.binary import quantize_binary
+from edgec.ops.movement import RANK
+
+OPS: list = []      # no kind of its own: the kinds are binary.py's
+ONNX: dict = {}
+KINDS = {"ADD": "add", "SUB": "sub", "MUL": "mul", "MAXIMUM": "max_raw", "MINIMUM": "min_raw",
+         "SQUARED_DIFFERENCE": "sqdiff"}
+
+
+def _operand(tx, op, k: int):
+    """(canonical tensor, None) of an activation input, or (None, Tensor) of a constant one (its int8 values in
+    `data`, its file quantization)."""
+    i = op.Inputs(k)
+    if i in tx.values:
+        return tx.values[i], None
+    data = tx.const(op, k)
+    if data is None or data.dtype != np.int8:
+        raise tx.unsupported(f"input {k} must be an int8 activation or an int8 constant")
+    scales, zps, _ = tx.qparams(i)
+    if scales.size != 1:
+        raise tx.unsupported(f"constant input {k} has a scale per channel (TFLite's kernel takes one)")
+    t = Tensor(name=f"constant{k}", shape=data.shape or (1,), source="", scale=float(scales[0]),
+               zero_point=int(zps[0]))
+    return None, (t, np.ascontiguousarray(data))
+
+
+def import_tflite_binary(tx, op):
+    """ADD / SUB / MUL / MAXIMUM / MINIMUM / SQUARED_DIFFERENCE (see the module doc); same-shape ADD of two activations is the `add`
+    kind (its fast kernel), the others broadcast (`binary`)."""
+    name, o = tx.op_name(op), tx.options(op)
+    (a, ca), (b, cb) = _operand(tx, op, 0), _operand(tx, op, 1)
+    if ca is not None and cb is not None:
+        raise tx.unsupported("both operands are constants (nothing computed at run time)")
+    out = tx.output(op)
+    fused = o.FusedActivationFunction() if o is not None and hasattr(o, "FusedActivationFunction") else 0
+    act = tx.act_range(op, out, fused)
+    sa = tx.tensor(a).shape if ca is None else ca[0].shape
+    sb = tx.tensor(b).shape if cb is None else cb[0].shape
+    if len(sa) > RANK or len(sb) > RANK:
+        raise tx.unsupported(f"broadcasting over more than {RANK} dimensions")
+    if name == "ADD" and ca is None and cb is None and sa == sb:
+        return tx.emit("add", op, [a, b], out, None, act)
+    kind = KINDS[name]
+    attrs = dict(op=kind, a_shape=sa, b_shape=sb, const=None, const_first=False)
+    if ca is None and cb is None:
+        if kind.endswith("_raw"):
+            tx.same_qparams(a, out, name)
+            tx.same_qparams(b, out, name)
+        return tx.emit("binary", op, [a, b], out, None, act, **attrs)
+    (t, data), first = (ca, True) if ca is not None else (cb, False)
+    x = b if first else a
+    if kind.endswith("_raw"):
+        tx.same_qparams(x, out, name)
+        if (t.scale, t.zero_point) != (tx.tensor(out).scale, tx.tensor(out).zero_point):
+            raise tx.unsupported(f"{name} of a constant quantized unlike the output")
+    ins = [t, tx.tensor(x)] if first else [tx.tensor(x), t]
+    probe = Op(kind="binary", name="probe", inputs=(), output=out, attrs={**attrs, "act": NO_ACT})
+    quantize_binary(probe, ins, tx.tensor(out))          # the params of the file's two quantizations
+    params = {**probe.params, **act, "_const_first": first}
+    real = ((data.astype(np.float64) - t.zero_point) * t.scale).astype(np.float32)
+    tx.emit("binary", op, [x], out, {"const": data}, params, **{**attrs, "const": real, "const_first": first})
+
+
+TFLITE = {name: import_tflite_binary for name in KINDS}
