@@ -1,5 +1,5 @@
 /* edgec elementwise kernels, portable C99: add, broadcasting binary ops, lookup tables. Bit-exact with
- * edgec/ops/binary.py and lut.py. */
+ * edgec/ops/binary/__init__.py and lut.py. */
 #include "edgec_nn_support.h"
 
 void edgec_add_s8(const edgec_add_params *p, const int8_t *input1, const int8_t *input2,

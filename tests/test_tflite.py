@@ -425,7 +425,7 @@ def test_operator_table_is_the_importers():
     assert len(listed) == len(set(listed)) >= 100, sorted(n for n in listed if listed.count(n) > 1)
     assert all(hasattr(BuiltinOperator, n) for n in listed), [n for n in listed if not hasattr(BuiltinOperator, n)]
     yes = {n for n, status in names if status == "yes"}
-    own = set(TFLITE_IMPORTERS) - {"TILE"}
+    own = {n for n in TFLITE_IMPORTERS if not n.startswith("CUSTOM ")} - {"TILE"}
     assert yes == own, (sorted(yes - own), sorted(own - yes))
     assert "TILE" in TFLITE_IMPORTERS and "TILE" not in listed and "TILE is not registered" in text
 
@@ -438,7 +438,7 @@ def test_operators_beyond_their_limits_are_named(tmp_path):
     alpha = rng.integers(-128, 128, (8, 8, 8)).astype(np.int8)
     tensors = [T((1, 8, 8, 8), [0.1], [0]), T((8, 8, 8), [0.01], [0], data=alpha), T((1, 8, 8, 8), [0.1], [0]),
                T((1, 8, 8, 8), [0.2], [3]), T((1, 8, 8, 8), [0.2], [3])]
-    case = oracle.Case("limits", tensors, [Node("PRELU", [0, 1], 2), Node("MAXIMUM", [2, 0], 3)], 0, 3)
+    case = oracle.Case("limits", tensors, [Node("PRELU", [0, 1], 2), Node("MAXIMUM", [0, 0], 3)], 0, [2, 3])
     f = tmp_path / "limits.tflite"
     f.write_bytes(oracle.write(case))
     with pytest.raises(EdgecError) as err:

@@ -4,7 +4,7 @@
   -> Mul x -> Mul 0.5`; others multiply by 1/sqrt 2, halve before the product or halve the other factor, or write
   the tanh approximation `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` (Pow 3 or x*x*x). Run as they are, these
   are several tables and an int8 x int8 product (slower, and each rounds); as one `Gelu` node (approximate "none"
-  or "tanh") they are one table (edgec/ops/lut.py). A subgraph around an Erf or Tanh is taken when it has exactly
+  or "tanh") they are one table (edgec/ops/lut/__init__.py). A subgraph around an Erf or Tanh is taken when it has exactly
   one input x, is made of elementwise Add/Sub/Mul/Div/Pow/Erf/Tanh with scalar constants, none of its intermediate
   values is read outside it (nor is a model output), and it computes GELU: evaluated on a grid of x, within 1e-6
   (relative) of the exact function, so a wrong constant (0.6 for 0.5, another approximation) is left alone.

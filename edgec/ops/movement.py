@@ -406,6 +406,11 @@ def import_tflite_pad(tx, op):
     tx.emit("remap", op, [x], out, None, {"pad_value": fill}, dims=dims, tables=tables, pad=0.0)
 
 
+def emit_tflite_remap(tx, op, x: str, out: str, params: dict | None, **attrs) -> None:
+    """A remap of x into out made from TFLite operator op (the data-movement importers, edgec/ops/rearrange.py)."""
+    tx.emit("remap", op, [x], out, None, params, **attrs)
+
+
 def tflite_permute(tx, op, x: str, perm: list[int]) -> str:
     """A new tensor holding x with its axes in the order perm (a remap), for an importer that needs another
     layout first (TFLite's MEAN over axes that are not contiguous)."""

@@ -218,8 +218,8 @@ def tflite_remap(tx, op, x: str, out: str, axes: list, fill: int | None = None) 
     if int(np.prod(dims, dtype=np.int64)) != tx.tensor(out).size:
         raise tx.unsupported(f"output shape {list(tx.tensor(out).shape)} does not match the operator's {dims}")
     tx.same_qparams(x, out, tx.op_name(op))
-    tx.emit("remap", op, [x], out, None, None if fill is None else {"pad_value": int(fill)}, dims=tuple(dims),
-            tables=tables, pad=0.0)
+    movement.emit_tflite_remap(tx, op, x, out, None if fill is None else {"pad_value": int(fill)},
+                               dims=tuple(dims), tables=tables, pad=0.0)
 
 
 def tflite_scratch(tx, like: str, shape, suffix: str) -> str:
@@ -395,15 +395,15 @@ def tflite_remap_flat(tx, op, x: str, out: str, rows, inner: int) -> None:
     if int(len(rows) * inner) != tx.tensor(out).size:
         raise tx.unsupported(f"output shape {list(tx.tensor(out).shape)} does not match the operator's")
     tx.same_qparams(x, out, tx.op_name(op))
-    tx.emit("remap", op, [x], out, None, None, dims=(len(rows), inner), tables=tables, pad=0.0)
+    movement.emit_tflite_remap(tx, op, x, out, None, dims=(len(rows), inner), tables=tables, pad=0.0)
 
 
 def import_tflite_zeros_like(tx, op):
     """ZEROS_LIKE: int8 zeros (the value 0, whatever the zero point), an index map reading nothing."""
     x, out = tx.input(op, 0), tx.output(op)
     n = tx.tensor(out).size
-    tx.emit("remap", op, [x], out, None, {"pad_value": 0}, dims=(n,), tables=[np.full(n, movement.INVALID)],
-            pad=0.0)
+    movement.emit_tflite_remap(tx, op, x, out, {"pad_value": 0}, dims=(n,), tables=[np.full(n, movement.INVALID)],
+                               pad=0.0)
 
 
 TFLITE = {"TRANSPOSE": import_tflite_transpose, "TILE": import_tflite_tile, "BROADCAST_TO": import_tflite_broadcast_to,

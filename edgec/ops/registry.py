@@ -15,8 +15,10 @@ Adding an operator: docs/design.md, "Adding an operator".
 from __future__ import annotations
 
 from edgec.ir import Graph, Op
-from edgec.ops import (binary, binary_tflite, concat, conv, convert, cumsum, dense, detection, lut, lut_tflite, matmul,
-                       movement, norm, pool, rearrange, recurrent, reduce, resize, softmax)
+from edgec.ops import (binary, concat, conv, convert, cumsum, dense, detection, lut, matmul, movement, norm, pool,
+                       rearrange, recurrent, reduce, resize, softmax)
+from edgec.ops.binary import tflite as binary_tflite
+from edgec.ops.lut import tflite as lut_tflite
 from edgec.ops.kernel import DEFAULT_CODE_BYTES, FAST, HELIUM, INT4, INT8, INT16, REFERENCE, VARIANT, Kernel
 from edgec.ops.opdef import OpDef
 

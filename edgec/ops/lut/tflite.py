@@ -1,4 +1,4 @@
-"""The TFLite import of more elementwise int8 functions as tables (edgec/ops/lut.py's `lut` kind): ABS,
+"""The TFLite import of more elementwise int8 functions as tables (edgec/ops/lut/__init__.py's `lut` kind): ABS,
 LEAKY_RELU, PRELU (a constant alpha; one table per alpha along its axis), ELU and RSQRT, each table the output TFLite
 Micro's int8 kernel computes for each of the 256 inputs (its own integer or float32 arithmetic, below)."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 
 from edgec.fixedpoint.scheme import quantize_multiplier, requantize
 
-OPS: list = []      # no kind of its own: tables of lut.py's `lut` kind
+OPS: list = []      # no kind of its own: tables of the package's `lut` kind
 ONNX: dict = {}
 MAX_TABLES = 256    # PRELU: tables (256 bytes each) before an alpha varying along too many values is refused
 _X = np.arange(-128, 128, dtype=np.int64)

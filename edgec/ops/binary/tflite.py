@@ -1,4 +1,4 @@
-"""The TFLite import of the elementwise ops of two operands (edgec/ops/binary.py's kinds `add` and `binary`):
+"""The TFLite import of the elementwise ops of two operands (edgec/ops/binary/__init__.py's kinds `add` and `binary`):
 ADD, SUB, MUL, MAXIMUM, MINIMUM and SQUARED_DIFFERENCE of two activations or of an activation and a constant tensor (a BatchNorm
 left as MUL + ADD by the converter: a per-channel constant), with broadcasting over up to 6 dimensions.
 
@@ -16,7 +16,7 @@ from edgec.ir import NO_ACT, Op, Tensor
 from edgec.ops.binary import quantize_binary
 from edgec.ops.movement import RANK
 
-OPS: list = []      # no kind of its own: the kinds are binary.py's
+OPS: list = []      # no kind of its own: the kinds are the package's (__init__.py)
 ONNX: dict = {}
 KINDS = {"ADD": "add", "SUB": "sub", "MUL": "mul", "MAXIMUM": "max_raw", "MINIMUM": "min_raw",
          "SQUARED_DIFFERENCE": "sqdiff"}
