@@ -114,8 +114,11 @@ def _packed_outputs(model: onnx.ModelProto, results: list[np.ndarray]) -> np.nda
 def run_float(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
     """Float outputs of the model for every sample of x (N, *input shape without batch; several inputs:
     packed); several outputs come packed (N, total)."""
-    sess = float_session(model)
-    outs = [_packed_outputs(model, sess.run(None, feeds(model, x[i:i + 1]))) for i in range(len(x))]
+    try:
+        sess = float_session(model)
+        outs = [_packed_outputs(model, sess.run(None, feeds(model, x[i:i + 1]))) for i in range(len(x))]
+    except Exception as exc:      # onnxruntime refusing the user's model: one line (others unchanged)
+        raise ort_error(exc, "the float model failed on the calibration data") from None
     return np.concatenate(outs)
 
 
