@@ -258,6 +258,20 @@ def test_every_unsupported_operator_on_a_path_is_named(tmp_path):
     assert_clean_error(edgec("build", path, "--board", "host", "-o", tmp_path / "out"), "SKIP_GRAM", "LSH_PROJECTION")
 
 
+def test_many_refused_operators_name_every_kind(tmp_path):
+    """Twelve SKIP_GRAMs then an LSH_PROJECTION: operators of one kind with one reason share an entry, so the one-line
+    error (600 characters at most) names the last kind too instead of being cut off in the list."""
+    T, Node = oracle.T, oracle.Node
+    nodes = [Node("SKIP_GRAM", [k], k + 1) for k in range(12)] + [Node("LSH_PROJECTION", [12], 13)]
+    path = tmp_path / "many.tflite"
+    path.write_bytes(oracle.write(oracle.Case("many", [T((1, 8), [0.1], [0]) for _ in range(14)], nodes, 0, 13)))
+    with pytest.raises(EdgecError) as e:
+        importer.load(path, "many")
+    msg = str(e.value)
+    assert "cannot honour 13 operator(s): SKIP_GRAM (operators #0, #1, #2 and 9 more: operator not supported); " \
+           "LSH_PROJECTION (operator #12: operator not supported)" in msg and not msg.endswith("..."), msg
+
+
 def test_an_operator_reading_a_variable_tensor_is_named(tmp_path):
     """Issue 29, defect 3: an LSTM reads its state from a variable tensor (no data, computed by no operator): the
     refusal names the operator, not "the graph output is not computed by any operator"."""

@@ -60,3 +60,17 @@ def problems_message(found: list[Problem]) -> str:
         parts.append(f"{len(limits)} node{'s' if len(limits) > 1 else ''} beyond edgec's limits: "
                      + "; ".join(p.what for p in limits))
     return "; ".join(parts) + "; nothing was built (`edgec inspect MODEL` lists every node)"
+
+
+def problems_line(problems: list[dict]) -> str:
+    """Every operator kind in the way, once: operators of one kind with the same reason share an entry
+    ("REDUCE_PROD (operators #2, #5, #43 and 5 more: ...)"), so a long list does not cut off the last kinds."""
+    groups: dict[tuple, list[int]] = {}
+    for p in problems:
+        groups.setdefault((p["op"], p["what"]), []).append(p["index"])
+    parts = []
+    for (op, what), at in groups.items():
+        where = f"operator #{at[0]}" if len(at) == 1 else \
+            "operators " + ", ".join(f"#{i}" for i in at[:3]) + (f" and {len(at) - 3} more" if len(at) > 3 else "")
+        parts.append(f"{op} ({where}: {what})")
+    return "; ".join(parts)

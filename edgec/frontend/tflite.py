@@ -25,6 +25,7 @@ import numpy as np
 
 from edgec.errors import EdgecError
 from edgec.frontend import tflite_fold
+from edgec.frontend.support import problems_line
 from edgec.ir import NO_ACT, Graph, GraphBuilder, Op, Tensor
 
 IDENTIFIER = b"TFL3"
@@ -114,6 +115,7 @@ def interpreter_outputs(path: str | Path, xq: np.ndarray) -> np.ndarray | None:
 
 
 PROBLEM_KEYS = ("node", "op", "opset", "kind", "what")
+
 
 
 def _open(path: str | Path, name: str) -> "_Importer":
@@ -373,8 +375,7 @@ class _Importer:
             return g.finish()
         if self.problems:
             raise EdgecError(f"{self.path}: edgec cannot honour {len(self.problems)} operator(s): "
-                             + "; ".join(f"{p['op']} (operator #{p['index']}: {p['what']})" for p in self.problems)
-                             + "; give edgec the float model (.onnx) instead")
+                             + problems_line(self.problems) + "; give edgec the float model (.onnx) instead")
         ys = self._packed(ys)
         if several and len(ys) == 1 and sg.InputsLength() == 1:     # one input, one packed output
             several = False

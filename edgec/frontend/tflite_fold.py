@@ -2,10 +2,11 @@
 
 A Keras `Reshape` of a model whose batch is None exports as SHAPE(x) -> STRIDED_SLICE (the batch) -> PACK (with
 the other dimensions) -> RESHAPE(x, that): integer tensors computed at run time from a shape the file fixes
-anyway. `fold(tx, op)` evaluates such an operator with NumPy when every input is a constant or already folded (or,
-for SHAPE, has a static shape) and its outputs are integer tensors without quantization; its values then stand as
-constants for the operators that read them (`tx.const`), and nothing of it runs on the device. Quantized (int8)
-tensors are never folded here: their arithmetic is the importers'.
+anyway (a Keras Dense on a 3-D input: SHAPE -> GATHER -> REDUCE_PROD -> PACK). `fold(tx, op)` evaluates such
+an operator with NumPy when every input is a constant or already folded (or, for SHAPE, has a static shape) and
+its outputs are integer tensors without quantization; its values then stand as constants for the operators that
+read them (`tx.const`), and nothing of it runs on the device. Quantized (int8) tensors are never folded here:
+their arithmetic is the importers'.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import numpy as np
 INTEGER_TYPES = {2: np.int32, 4: np.int64, 6: np.bool_}      # tflite.TensorType INT32, INT64, BOOL
 ELEMENTWISE = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "FLOOR_DIV": np.floor_divide,
                "MAXIMUM": np.maximum, "MINIMUM": np.minimum}
+REDUCTIONS = {"REDUCE_PROD": np.prod, "SUM": np.sum, "REDUCE_MAX": np.max, "REDUCE_MIN": np.min}
 
 
 def fold(tx, op) -> bool:
@@ -61,6 +63,9 @@ def _evaluate(tx, op, name: str, ins: list) -> list | None:
         return [ins[0]]                    # reshaped and typed by _set
     if name in ELEMENTWISE:
         return [ELEMENTWISE[name](ins[0], ins[1])]
+    if name in REDUCTIONS:               # Keras's Flatten/Dense on a shape: the product of its dimensions
+        axes = tuple(int(a) % max(np.ndim(ins[0]), 1) for a in np.atleast_1d(ins[1]).tolist())
+        return [REDUCTIONS[name](ins[0], axis=axes, keepdims=bool(o is not None and o.KeepDims()))]
     return None
 
 

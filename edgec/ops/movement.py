@@ -383,6 +383,14 @@ def import_tflite_reshape(tx, op):
     x = tx.input(op, 0)
     out = tx.output(op)
     tx.same_qparams(x, out, tx.op_name(op))
+    if tx.op_name(op) == "RESHAPE" and op.InputsLength() > 1 and op.Inputs(1) >= 0 and op.Inputs(1) in tx.static:
+        dims = [int(d) for d in np.ravel(tx.static[op.Inputs(1)])]       # a shape computed (folded) at import
+        n, given = int(np.prod(tx.tensor(x).shape)), tx.tensor(out).shape
+        if -1 in dims and dims.count(-1) == 1 and int(np.prod([d for d in dims if d != -1])) > 0:
+            dims[dims.index(-1)] = n // int(np.prod([d for d in dims if d != -1]))
+        if int(np.prod(dims)) != int(np.prod(given)):
+            raise tx.unsupported(f"the shape computed for its output, {dims}, is not the file's {list(given)} (a "
+                                 "run-time shape the converter left unresolved); export with a fixed batch size")
     tx.emit("reshape", op, [x], out)
 
 

@@ -1,0 +1,62 @@
+"""Run-time shape computations folded at import (edgec/frontend/tflite_fold.py): what they compute reaches the
+operators that read it exactly as TFLite Micro computes it at run time, and a file shape that disagrees with it
+(a placeholder the converter left) is named."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edgec.errors import EdgecError
+from edgec.frontend import tflite as importer
+from edgec.quant import reference
+
+import tflite_oracle as oracle
+
+
+def _dense_on_3d(rng, reshaped_to):
+    """Keras's Dense on a [1, 4, 6] input with batch None: SHAPE -> GATHER (the leading dimensions) -> REDUCE_PROD,
+    GATHER (the last) -> REDUCE_PROD, PACK -> RESHAPE to [4, 6] -> FULLY_CONNECTED; `reshaped_to`: the shape the
+    file gives the RESHAPE's output."""
+    T, Node, i32 = oracle.T, oracle.Node, oracle.INT32
+    (s, z), (s2, z2) = oracle._act(rng, False), oracle._act(rng, False)
+    prod = ("ReducerOptions", dict(KeepDims=False))
+    tensors = [T((1, 4, 6), [s], [z]), T((3,), [], [], i32), T((2,), [], [], i32, np.array([0, 1], np.int32)),
+               T((2,), [], [], i32), T((1,), [], [], i32, np.array([0], np.int32)), T((), [], [], i32),
+               T((1,), [], [], i32, np.array([2], np.int32)), T((1,), [], [], i32), T((), [], [], i32),
+               T((2,), [], [], i32), T(reshaped_to, [s], [z]), T((4, 5), [s2], [z2])]
+    nodes = [Node("SHAPE", [0], 1), Node("GATHER", [1, 2], 3), Node("REDUCE_PROD", [3, 4], 5, prod),
+             Node("GATHER", [1, 6], 7), Node("REDUCE_PROD", [7, 4], 8, prod),
+             Node("PACK", [5, 8], 9, ("PackOptions", dict(ValuesCount=2, Axis=0))), Node("RESHAPE", [0, 9], 10),
+             Node("FULLY_CONNECTED", [10, 12, 13], 11, ("FullyConnectedOptions", dict(FusedActivationFunction=0)))]
+    wq, ws = oracle._weights(rng, (5, 6), 0, False)
+    tensors += [T((5, 6), ws[:1], [0], data=wq), T((5,), [s * ws[0]], [0], i32, oracle._bias(rng, 5, False))]
+    return oracle.Case("dense3d", tensors, nodes, 0, 11)
+
+
+def test_reduce_prod_of_a_shape_folds(tmp_path):
+    """REDUCE_PROD over a shape (Keras's Dense on a 3-D input) folds at import like the other shape computations;
+    the result is TFLite Micro's on the same file with the computed shape given as a constant (TFLite Micro has
+    no REDUCE_PROD)."""
+    rng = np.random.default_rng(9)
+    case = _dense_on_3d(rng, (4, 6))
+    path = tmp_path / "dense3d.tflite"
+    path.write_bytes(oracle.write(case))
+    graph = importer.load(path, "dense3d")
+    assert [op.kind for op in graph.ops] == ["reshape", "fully_connected_rows"]       # nothing else on the device
+    case.tensors[9] = oracle.T((2,), [], [], oracle.INT32, np.array([4, 6], np.int32))
+    case.nodes = case.nodes[-2:]
+    const = tmp_path / "const_shape.tflite"
+    const.write_bytes(oracle.write(case))
+    x = rng.integers(-128, 128, (5, 1, 4, 6)).astype(np.int8)
+    got = np.stack([np.asarray(reference.run(graph, xi.reshape(-1))).reshape(-1) for xi in x])
+    assert np.array_equal(got, oracle.tflm(const.read_bytes(), x).reshape(len(x), -1))
+
+
+def test_unresolved_run_time_shape_is_named(tmp_path):
+    """A RESHAPE whose file shape is a placeholder (TFLiteConverter's [1, 1] for a shape known only at run time)
+    is refused naming the shape its folded operand computes, not passed on to fail in the next operator."""
+    path = tmp_path / "placeholder.tflite"
+    path.write_bytes(oracle.write(_dense_on_3d(np.random.default_rng(9), (1, 1))))
+    with pytest.raises(EdgecError, match=r"RESHAPE \(operator #6: the shape computed for its output, \[4, 6\], is "
+                       r"not the file's \[1, 1\]"):
+        importer.load(path, "placeholder")
