@@ -1,0 +1,103 @@
+"""ONNX NonMaxSuppression (edgec/ops/nms.py, runtime_c/edgec_nms.c) against ONNX Runtime: random single-node
+models with float boxes and scores on int8 grids (what edgec's int8 activations stand for) run by onnxruntime, by
+the NumPy twin and by the C kernel: random cases, ties in the scores, every box overlapping every other, no box
+over the score threshold, max_output_boxes_per_class reached, both box formats, with and without a score
+threshold; then the ONNX import of such a model, its reference and its generated C on the host."""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+from ckernels import make, ptr
+from edgec import cheader
+from edgec.ops import nms
+
+MODES = ("random", "ties", "overlap", "none", "max")
+
+
+def nms_case(rng, mode: str, center_point_box: int, with_score_threshold: bool):
+    """(params, int8 boxes, int8 scores, fparams, ONNX model bytes) of one random case."""
+    nb, nc = int(rng.integers(1, 3)), int(rng.integers(1, 4))
+    n = int(rng.integers(1, 30)) if mode != "max" else int(rng.integers(10, 40))
+    most = int(rng.integers(1, 8)) if mode != "max" else int(rng.integers(1, 4))
+    bscale, bzp = float(np.float32(10 ** rng.uniform(-2, 0))), int(rng.integers(-40, 40))
+    sscale, szp = float(np.float32(1 / 256)), -128
+    boxes = rng.integers(-128, 128, (nb, n, 4)).astype(np.int8)
+    if center_point_box and rng.random() < 0.7:          # mostly positive widths and heights
+        boxes[..., 2:] = rng.integers(bzp + 1, 128, (nb, n, 2))
+    scores = rng.integers(-128, 128, (nb, nc, n)).astype(np.int8)
+    threshold = float(rng.uniform(0.0, 0.8))
+    iou = float(np.float32(rng.uniform(0.0, 1.0)))
+    if mode == "ties":
+        scores = rng.choice(rng.integers(-128, 128, 3), (nb, nc, n)).astype(np.int8)
+    elif mode == "overlap":                              # one box with an area, copied
+        boxes[:, 0] = [bzp, bzp, bzp + 50, bzp + 40] if center_point_box else [bzp - 50, bzp - 40, bzp + 30, bzp + 60]
+        boxes[:] = boxes[:, :1]
+    elif mode == "none":
+        threshold = 1.0
+    elif mode == "max":                                  # a row of small disjoint boxes: many kept
+        k = np.arange(n, dtype=np.int32)
+        boxes = np.zeros((nb, n, 4), np.int8)
+        if center_point_box:
+            boxes[..., 0], boxes[..., 1], boxes[..., 2], boxes[..., 3] = 3 * k - 64, 0, 2, 2
+        else:
+            boxes[..., 0], boxes[..., 1], boxes[..., 2], boxes[..., 3] = 0, 3 * k - 64, 2, 3 * k - 62
+        bzp, threshold = 0, 0.0
+    p = dict(num_batches=nb, num_classes=nc, num_boxes=n, max_per_class=min(most, n),
+             center_point_box=center_point_box, has_score_threshold=int(with_score_threshold), boxes_zp=bzp,
+             scores_zp=szp)
+    fparams = np.array([bscale, sscale, iou, threshold], np.float32)
+    inits = [helper.make_tensor("most", TensorProto.INT64, [1], [most]),
+             helper.make_tensor("iou", TensorProto.FLOAT, [1], [iou])]
+    ins = ["boxes", "scores", "most", "iou"]
+    if with_score_threshold:
+        inits.append(helper.make_tensor("thr", TensorProto.FLOAT, [1], [float(np.float32(threshold))]))
+        ins.append("thr")
+    node = helper.make_node("NonMaxSuppression", ins, ["sel"], center_point_box=center_point_box)
+    graph = helper.make_graph([node], "nms", [helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [nb, n, 4]),
+                                              helper.make_tensor_value_info("scores", TensorProto.FLOAT, [nb, nc, n])],
+                              [helper.make_tensor_value_info("sel", TensorProto.INT64, [None, 3])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    return p, boxes, scores, fparams, model.SerializeToString()
+
+
+def ort_run(p, boxes, scores, fparams, model: bytes) -> np.ndarray:
+    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    fb = (boxes.astype(np.float32) - np.float32(p["boxes_zp"])) * fparams[0]
+    fs = (scores.astype(np.float32) - np.float32(p["scores_zp"])) * fparams[1]
+    return sess.run(None, {"boxes": fb, "scores": fs})[0]
+
+
+def c_run(ck, p, boxes, scores, fparams) -> np.ndarray:
+    scratch = np.zeros(cheader.buffer_size("edgec_nms_s8", p) + 16, np.uint8)
+    out = np.full(3 * nms.max_selected(p) + 1, np.nan, np.float32)
+    ck.lib.edgec_nms_s8(ctypes.byref(make("edgec_nms_params", p)), ptr(boxes), ptr(scores), ptr(fparams),
+                        ptr(scratch), ptr(out))
+    return out
+
+
+@pytest.mark.parametrize("center_point_box", [0, 1])
+@pytest.mark.parametrize("mode", MODES)
+def test_twin_and_c_match_onnxruntime(ck, mode, center_point_box):
+    rng = np.random.default_rng(MODES.index(mode) * 2 + center_point_box)
+    selected = reached = 0
+    for k in range(40):
+        p, boxes, scores, fparams, model = nms_case(rng, mode, center_point_box, with_score_threshold=k % 4 != 3)
+        want = ort_run(p, boxes, scores, fparams, model)
+        got = nms.nms(p, boxes, scores, fparams)
+        np.testing.assert_array_equal(nms.selected(got, p), want)
+        np.testing.assert_array_equal(c_run(ck, p, boxes, scores, fparams).view(np.uint32), got.view(np.uint32))
+        selected += len(want)
+        counts = np.unique(want[:, :2], axis=0, return_counts=True)[1] if len(want) else np.zeros(0)
+        reached += int(np.any(counts == p["max_per_class"]))
+        if mode == "none" and p["has_score_threshold"]:
+            assert len(want) == 0                       # no score above 1.0
+        if mode == "overlap" and fparams[2] < 1:
+            assert np.all(counts == 1)                   # one box a class: it suppresses its copies
+    assert selected > 0                 # ("none": the cases without a score threshold select boxes)
+    if mode == "max":
+        assert reached >= 30
