@@ -73,10 +73,11 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
     graph = artifact.load_graph(outdir)
     boxes_d = detection.output_detections(graph)       # max_detections of a detection model's output, or None
     floats = [t for t in graph.outputs if graph.tensors[t].dtype == "float32"]
-    if floats and boxes_d is None:      # TFLite_Detection_PostProcess's detections beside other outputs
-        raise EdgecError(f"{outdir}: output '{graph.port_names.get(floats[0], floats[0])}' is float32 (detections) "
-                         "and the model has other outputs; edgec bench reads detections only as a model's one output: "
-                         f"read them with the generated {report['model']}_detections() or edgec's Python reference")
+    if floats and boxes_d is None:      # NMS's selected indices, or detections beside other outputs
+        raise EdgecError(f"{outdir}: output '{graph.port_names.get(floats[0], floats[0])}' is float32 (detections or "
+                         "NonMaxSuppression's selected boxes); edgec bench reads float outputs only as a "
+                         "TFLite_Detection_PostProcess model's one output: read it with the generated C or "
+                         "edgec's Python reference")
     if boxes_d is not None and (score or dataset_in_flash):
         raise EdgecError(f"{'--score' if score else '--dataset-in-flash'}: a detection model is benched over the link "
                          "with its own metrics (mAP, box agreement); run it without this option")

@@ -157,11 +157,13 @@ def import_nms(cx, node):
         raise node_error(node, f"{nb} batches x {nc} classes x {min(most, n)} boxes: too many to hold exactly")
     y = node.output[0]
     p = dict(num_batches=nb, num_classes=nc, num_boxes=n, max_per_class=min(most, n))
-    out = cx.new_tensor(y, (3 * max_selected(p) + 1,), y)
+    size = 3 * max_selected(p) + 1
+    out = cx.new_tensor(y, (1, size), y)
     cx.graph.tensors[out] = dataclasses.replace(cx.graph.tensors[out], dtype="float32", scale=1.0, zero_point=0)
     cx.emit("nms", node, [boxes, scores], out, **p, center_point_box=cpb, iou_threshold=iou,
             score_threshold=None if score is None else F32(score))
-    cx.values[y] = (out, (0,))
+    cx.values[y] = (out, (0, 1))
+    cx.shapes[y] = (1, size)        # edgec's static output: [selected (batch, class, box) ... | count]
 
 
 ONNX = {"NonMaxSuppression": import_nms}
