@@ -73,11 +73,15 @@ def ort_run(p, boxes, scores, fparams, model: bytes) -> np.ndarray:
 
 
 def c_run(ck, p, boxes, scores, fparams) -> np.ndarray:
-    scratch = np.zeros(cheader.buffer_size("edgec_nms_s8", p) + 16, np.uint8)
-    out = np.full(3 * nms.max_selected(p) + 1, np.nan, np.float32)
+    """The C kernel's output; its scratch (as big as the header's get_buffer_size says) and output are followed by
+    guard bytes it must not touch."""
+    size, total = cheader.buffer_size("edgec_nms_s8", p), 3 * nms.max_selected(p) + 1
+    scratch = np.full(size + 16, 0xA5, np.uint8)
+    out = np.full(total + 4, np.nan, np.float32)
     ck.lib.edgec_nms_s8(ctypes.byref(make("edgec_nms_params", p)), ptr(boxes), ptr(scores), ptr(fparams),
                         ptr(scratch), ptr(out))
-    return out
+    assert np.all(scratch[size:] == 0xA5) and np.all(np.isnan(out[total:]))
+    return out[:total]
 
 
 @pytest.mark.parametrize("center_point_box", [0, 1])
