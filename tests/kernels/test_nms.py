@@ -175,3 +175,46 @@ def test_what_edgec_cannot_bound_is_refused_in_one_line(tmp_path):
     assert "center_point_box" in refused(["boxes", "scores", "most"], [most], center_point_box=2)
     computed = [helper.make_node("ReduceMax", ["scores"], ["thr"], keepdims=0)]
     assert "constant" in refused(["boxes", "scores", "most", "", "thr"], [most], computed)
+
+
+@pytest.mark.slow
+def test_a_detector_tail_on_cortex_m4_matches_the_reference(tmp_path):
+    """Sigmoid scores and Relu boxes into NonMaxSuppression (two classes, at most 3 boxes a class, score and IoU
+    thresholds), built for the emulated Cortex-M4 and run over the serial link: every device output equals the
+    reference's bit for bit, and the reference's selection is onnxruntime's on the dequantized inputs of the
+    NMS (checked above)."""
+    import onnx
+
+    from edgec import api, ports
+    from edgec.device.device import open_device
+    from edgec.quant import artifact, reference
+    from edgec.targets.build_folder import load_build
+
+    n, c = 12, 2
+    inits = [helper.make_tensor("most", TensorProto.INT64, [1], [3]),
+             helper.make_tensor("iou", TensorProto.FLOAT, [1], [0.5]), helper.make_tensor("thr", TensorProto.FLOAT, [1], [0.8])]
+    nodes = [helper.make_node("Sigmoid", ["logits"], ["scores"]), helper.make_node("Relu", ["raw"], ["boxes"]),
+             helper.make_node("NonMaxSuppression", ["boxes", "scores", "most", "iou", "thr"], ["sel"])]
+    g = helper.make_graph(nodes, "nmsnet", [helper.make_tensor_value_info("raw", TensorProto.FLOAT, [1, n, 4]),
+                                            helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, c, n])],
+                          [helper.make_tensor_value_info("sel", TensorProto.INT64, [None, 3])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), tmp_path / "m.onnx")
+    rng = np.random.default_rng(0)
+    raw = rng.uniform(0, 1, (24, n, 4)).astype(np.float32)
+    raw[..., 2:] += raw[..., :2]
+    logits = rng.normal(-1, 2, (24, c, n)).astype(np.float32)
+    np.savez(tmp_path / "calib.npz", x_raw=raw, x_logits=logits)
+    out = tmp_path / "build"
+    api.build(tmp_path / "m.onnx", tmp_path / "calib.npz", "qemu-cortex-m4", out)
+    graph = artifact.load_graph(out)
+    xq = ports.quantize_inputs(graph, np.concatenate([raw.reshape(24, -1), logits.reshape(24, -1)], 1))
+    _, board, firmware = load_build(out)
+    counts = []
+    with open_device(board, firmware) as dev:
+        dev.link.hello()
+        for q in xq:
+            got = np.frombuffer(dev.link.run_checked(q.tobytes())["output"], np.float32)
+            want = np.asarray(reference.run(graph, q), np.float32).reshape(-1)
+            np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+            counts.append(int(want[-1]))
+    assert max(counts) > 0 and len(set(counts)) > 1        # boxes selected, not always as many
