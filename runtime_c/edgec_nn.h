@@ -615,6 +615,27 @@ static inline int32_t edgec_detection_postprocess_s8_get_buffer_size(const edgec
     return 4 * ((8 + p->score_stride) * p->num_boxes + 5 * (p->max_detections + p->num_boxes)) + p->num_boxes;
 }
 
+/* ================================================================ non-maximum suppression
+ * edgec_nms.c. ONNX NonMaxSuppression with static bounds, bit-identical with ONNX Runtime's CPU kernel: int8 boxes
+ * [num_batches][num_boxes][4] (center_point_box 0: two corners y, x, y, x; 1: x centre, y centre, width, height)
+ * and scores [num_batches][num_classes][num_boxes] dequantized to float ((float)(q - zp) * scale), then per batch
+ * and class the boxes with score > score_threshold (every box when has_score_threshold is 0), best first (equal
+ * scores: lower index first), each kept unless its IoU with a kept box of the class is > iou_threshold, at most
+ * max_per_class (<= num_boxes) a class. fparams (float): boxes_scale, scores_scale, iou_threshold,
+ * score_threshold. output (float): [num_batches * num_classes * max_per_class][3] (batch, class, box) then the
+ * number of rows selected; rows after that number are 0. */
+typedef struct {
+    int32_t num_batches, num_classes, num_boxes, max_per_class, center_point_box, has_score_threshold, boxes_zp,
+        scores_zp;
+} edgec_nms_params;
+void edgec_nms_s8(const edgec_nms_params *p, const int8_t *boxes, const int8_t *scores, const float *fparams,
+                  void *scratch, float *output);
+/* normalized boxes, areas and one class's scores (floats), two index lists and the kept boxes (int32) */
+static inline int32_t edgec_nms_s8_get_buffer_size(const edgec_nms_params *p)
+{
+    return 4 * (8 * p->num_boxes + p->max_per_class);
+}
+
 /* ================================================================ float boundary
  * The float <-> integer quantization at a model's inputs and outputs, exactly as edgec's host reference does it
  * (edgec/fixedpoint/scheme.py quantize_input and dequantize), in IEEE-754 binary32 arithmetic:

@@ -224,7 +224,10 @@ def _pct(v) -> str:
 
 
 def _quality_lines(r: dict) -> list[str]:
-    """Accuracy (classification) or error (regression) of one output."""
+    """Accuracy (classification), error (regression) or mAP and box agreement (detection) of one output."""
+    if r["task"] == "detection":
+        from edgec.bench.detections import lines
+        return lines(r)
     if r["task"] == "classification" and r["accuracy"]["device"] is None:
         t = r["agreement_top1"]
         return [f"no labels: top-1 agrees with the float model on {100 * t['device_vs_float']:.2f}% of "

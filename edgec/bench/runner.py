@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 
 from edgec import ports
-from edgec.bench import cycles
+from edgec.bench import cycles, detections
 from edgec.quant import artifact
 from edgec.quant import calibrate
 from edgec.frontend import loader
@@ -33,6 +33,7 @@ from edgec.targets.boards import PORT_EMULATOR, PORT_PROGRAM, Board
 from edgec.errors import EdgecError
 from edgec.ir import DTYPES, Graph, Op
 from edgec.ops.registry import ALIAS_OPS, REGISTRY, op_macs
+from edgec.ops import detection
 from edgec.ops.reduce import index_classes
 from edgec.progress import Progress
 from edgec.settings import Settings
@@ -70,13 +71,19 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
                          f"{report['protocol']}); drive it with that runner (edgec.device.mlperf.MlperfClient) or "
                          "rebuild without --protocol for edgec bench")
     graph = artifact.load_graph(outdir)
-    floats = [t for t in graph.outputs if graph.tensors[t].dtype != "int8"]
-    if floats:      # TFLite_Detection_PostProcess's detections (edgec/ops/detection.py)
-        raise EdgecError(f"{outdir}: output '{graph.port_names.get(floats[0], floats[0])}' is float32 (detections); "
-                         "edgec bench does not read float outputs yet: read them with the generated "
-                         f"{report['model']}_detections() or edgec's Python reference")
+    boxes_d = detection.output_detections(graph)       # max_detections of a detection model's output, or None
+    floats = [t for t in graph.outputs if graph.tensors[t].dtype == "float32"]
+    if floats and boxes_d is None:      # NMS's selected indices, or detections beside other outputs
+        raise EdgecError(f"{outdir}: output '{graph.port_names.get(floats[0], floats[0])}' is float32 (detections or "
+                         "NonMaxSuppression's selected boxes); edgec bench reads float outputs only as a "
+                         "TFLite_Detection_PostProcess model's one output: read it with the generated C or "
+                         "edgec's Python reference")
+    if boxes_d is not None and (score or dataset_in_flash):
+        raise EdgecError(f"{'--score' if score else '--dataset-in-flash'}: a detection model is benched over the link "
+                         "with its own metrics (mAP, box agreement); run it without this option")
     score_fn = load_score(score) if score else None
     data = ports.load_data(data_path, graph, limit, float_labels=True, memory_limit=settings.memory_limit)
+    truth = None if boxes_d is None else detections.load_truth(data_path, len(data.x))
     for view, labels in _labelled_outputs(graph, data):    # before any work: a bad label would bend the numbers
         check_labels(view, labels, data_path)
     n = len(data.x)
@@ -103,9 +110,13 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
     if (outdir / "model.tflite").is_file():     # a quantized .tflite: its own integer reference, and TFLite Micro's
         log(f"reference: int8 (NumPy), checked against the TFLite Micro interpreter where installed, on {n} samples")
         tflm = tflite.interpreter_outputs(outdir / "model.tflite", xq)
+        if tflm is not None and boxes_d is not None:   # rows past the count: undefined in TFLM's fast NMS
+            tflm = detection.defined(tflm, boxes_d)
         checked = {"interpreter": "tflite-micro" if tflm is not None else None,
-                   "reference_vs_interpreter": None if tflm is None else float(np.mean(np.all(tflm == ref_out, axis=1)))}
+                   "reference_vs_interpreter": None if tflm is None else float(np.mean(same_rows(tflm, ref_out)))}
         float_out = ports.dequantize_outputs(graph, ref_out if tflm is None else tflm).reshape(n, -1)   # each its own
+        if boxes_d is not None:        # the float model of a .tflite detector: TFLite Micro's boxes
+            float_out = tflm
     else:
         log(f"reference: float (onnxruntime) and int8 (NumPy) on {n} samples")
         float_out = calibrate.run_float(loader.load_model(outdir / "model.onnx", settings.memory_limit),
@@ -120,7 +131,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         finally:
             pool.shutdown()
         dev_out, ticks, hello, estimate = ran["outputs"], ran["ticks"], {}, None
-        mismatched = np.flatnonzero(np.any(dev_out != ref_out, axis=1))
+        mismatched = np.flatnonzero(~same_rows(dev_out, ref_out))
         link_stats = {"mode": "dataset-in-flash", "firmware": ran["firmware"], "chunk_samples": ran["chunk_samples"], "chunks": ran["chunks"],
                       "units": ran["units"], "wall_s": round(ran["wall_s"], 3), "reference_s": round(t_ref, 3),
                       "input_bytes_in_images": int(xq.nbytes), **ran["phases"].to_json()}
@@ -133,9 +144,11 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
     result = {
         "board": board.name, "clock_hz": board.clock_hz, "model": report["model"], "model_hash": report["model_hash"], "samples": n,
         "data": str(Path(data_path)),
-        **(_quality_per_output(graph, data, float_out, ref_out, dev_out) if ports.multi(graph) else
+        **(detections.quality(boxes_d, truth, float_out, ref_out, dev_out,
+                              "TFLite Micro" if checked else "onnxruntime") if boxes_d is not None else
+           _quality_per_output(graph, data, float_out, ref_out, dev_out) if ports.multi(graph) else
            _quality(graph, data.y, float_out, ref_out, dev_out, data.x, score, score_fn)),
-        "agreement": {"device_vs_reference": float(np.mean(np.all(dev_out == ref_out, axis=1))),
+        "agreement": {"device_vs_reference": float(np.mean(same_rows(dev_out, ref_out))),
                       "mismatched_samples": [int(i) for i in mismatched[:100]]},
         "latency": {**latency_stats(measured, board), "cycles_estimate": estimate},
         **({"tflite": checked} if checked else {}),
@@ -150,6 +163,14 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
     median = result["latency"]["median"]
     result["latency"]["per_mac"] = median / macs if macs and median is not None else None
     return result
+
+
+def same_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Whether each sample's outputs are identical bit for bit (float32 detections too: -0.0 is not 0.0)."""
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    if a.dtype == np.float32 and b.dtype == np.float32:
+        a, b = a.view(np.uint32), b.view(np.uint32)
+    return np.all(a == b, axis=1)
 
 
 def first_invoke_timeout(report: dict, retries: int) -> float:
@@ -187,12 +208,12 @@ def _run_over_link(outdir, report, graph, board, firmware, port, gdb_load, xq, r
                 raise EdgecError(f"{e} (at sample {i} of {n}; nothing of this sample was recorded)") from None
             if i == 0:       # a hung device is noticed after 20x the first sample's time, not 10 minutes
                 link.invoke_timeout = max(5.0, 20 * (time.monotonic() - t0))
-            dev_out[i] = np.frombuffer(r["output"], np.int8)
+            dev_out[i] = np.frombuffer(r["output"], dev_out.dtype)      # int8, or float32 detections
             ticks[i] = r["ticks"]
             if r["stack"] is not None:
                 stack.append(r["stack"])
             progress(i + 1)
-        mismatched = np.flatnonzero(np.any(dev_out != ref_out, axis=1))
+        mismatched = np.flatnonzero(~same_rows(dev_out, ref_out))
         if profile:
             result["profile"] = _profile(link, graph, board, xq[:PROFILE_SAMPLES], ticks[:PROFILE_SAMPLES], log)
         if compare_layers or len(mismatched):

@@ -84,10 +84,9 @@ def survey(path: str | Path, name: str) -> tuple[Graph, dict]:
 
 
 def interpreter_outputs(path: str | Path, xq: np.ndarray) -> np.ndarray | None:
-    """TFLite Micro's own outputs (its Python interpreter, the `tflite-micro` package, reference kernels) for
-    the integer inputs xq [n, ...] edgec's graph takes (several inputs: packed, edgec/ports.py), several outputs
-    packed the same way; a float input gets xq dequantized (its QUANTIZE gives xq back), a float output is
-    quantized back (its DEQUANTIZE is exact). None when the package is not installed."""
+    """TFLite Micro's outputs (its Python interpreter, package `tflite-micro`) for edgec's integer inputs xq [n, ...]
+    (several: packed, edgec/ports.py), several outputs packed the same way (float32 ones as they are); a float
+    input gets xq dequantized, a float output is quantized back (its DEQUANTIZE is exact). None: not installed."""
     try:
         from tflite_micro.python.tflite_micro import runtime
     except ImportError:
@@ -103,11 +102,12 @@ def interpreter_outputs(path: str | Path, xq: np.ndarray) -> np.ndarray | None:
                 part = (part.astype(np.float32) - np.float32(t.zero_point)) * np.float32(t.scale)
             interp.set_input(np.asarray(part).astype(d["dtype"]).reshape(d["shape"]), k)
         interp.invoke()
-        row = []
-        for k, t in enumerate(graph.outputs):
-            y = np.asarray(interp.get_output(k)).reshape(-1)
-            if y.dtype == np.float32:
-                tt = graph.tensors[t]
+        row, k = [], 0
+        for t in graph.outputs:
+            tt, y, k = graph.tensors[t], np.asarray(interp.get_output(k)).reshape(-1), k + 1
+            while tt.dtype == "float32" and y.size < tt.size:      # all the outputs packed in the tensor
+                y, k = np.concatenate([y, np.asarray(interp.get_output(k)).reshape(-1)]), k + 1
+            if tt.dtype != "float32" and y.dtype == np.float32:
                 y = np.clip(np.rint(y / np.float32(tt.scale)) + tt.zero_point, -128, 127).astype(np.int8)
             row.append(y)
         outs.append(np.concatenate(row))

@@ -167,6 +167,36 @@ def c_detections(graph, pointer) -> dict | None:
     return None
 
 
+def output_detections(graph) -> int | None:
+    """max_detections of the model's one output when this op computes it (its packed float32 detections, which
+    edgec bench reads as boxes), else None."""
+    if graph.more_outputs:
+        return None
+    op = next((o for o in graph.ops if o.output == graph.output), None)
+    return int(op.params["max_detections"]) if op is not None and op.kind == "detection_postprocess" else None
+
+
+def unpack(packed, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One sample's packed output [4D boxes | D classes | D scores | count] -> (boxes [n, 4] (ymin, xmin, ymax,
+    xmax), classes [n], scores [n]) of its n detections (the count, clipped to 0..D)."""
+    packed = np.asarray(packed, F32).reshape(-1)
+    count = packed[6 * d]
+    n = int(min(max(count, 0), d)) if np.isfinite(count) else 0
+    return packed[:4 * n].reshape(n, 4), packed[4 * d:4 * d + n], packed[5 * d:5 * d + n]
+
+
+def defined(packed, d: int) -> np.ndarray:
+    """The packed outputs [N, 6D+1] with the rows past each sample's count zeroed, as edgec writes them: TFLM's
+    fast NMS leaves them as its arena held them (undefined), so only the defined part is compared."""
+    out = np.array(packed, F32).reshape(len(packed), -1)
+    for row in out:
+        count = row[6 * d]
+        n = int(min(max(count, 0), d)) if np.isfinite(count) else 0
+        for start in (4 * n, 4 * d + n, 5 * d + n):
+            row[start:start + (4 * (d - n) if start == 4 * n else d - n)] = 0
+    return out
+
+
 OPS = [OpDef("detection_postprocess", "detection", quantize_detection, None, qparams="fixed",
              fixed_qparams=lambda op: (1.0, 0), sensitivity=False)]
 KERNELS = [Kernel("edgec_detection_postprocess_s8", ("detection_postprocess",), REFERENCE, c_detection,

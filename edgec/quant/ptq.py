@@ -204,7 +204,7 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
         log(f"cross-layer equalization: {len(rescale)} layer pairs")
     holdout = min(HOLDOUT, stream.n // 4) if options.method in AUTO_METHODS else 0
     log(f"calibrating on {stream.n} samples ({options.method})")
-    sources = {t.source for t in g.tensors.values()}
+    sources = {t.source for t in g.tensors.values() if t.dtype != "float32"}   # float32 (NMS's selection): no range
     own = {s for s in sources if s.startswith(SYNTHETIC)}
     stats = calibrate.collect_cached(model, stream, sorted(sources - own),
                                      histograms=options.method != "minmax", holdout=holdout, rescale=rescale,

@@ -333,8 +333,10 @@ def test_generated_detections_api_gives_the_structs(tmp_path):
 def test_ssd_head_on_cortex_m4_matches_tflm(tmp_path, regular):
     """The SSD-style head built for the emulated Cortex-M4 (single-precision FPU; the decoding's double and exp
     in software) and run over the serial link: every device output equals the reference's and TFLM's, bit for
-    bit; `edgec bench` says in one line that it does not read float outputs yet."""
-    from conftest import assert_clean_error, edgec
+    bit; `edgec bench` reads them as boxes: every sample bit-exact with the reference and TFLM's interpreter."""
+    import json
+
+    from conftest import edgec
     from edgec import api
     from edgec.device.device import open_device
     from edgec.targets.build_folder import load_build
@@ -360,7 +362,13 @@ def test_ssd_head_on_cortex_m4_matches_tflm(tmp_path, regular):
     assert int(want[:, -1].sum()) > 0
     data = tmp_path / "data.npz"
     np.savez(data, x=(x.astype(np.float32) + 3) * np.float32(0.02))
-    assert_clean_error(edgec("bench", out, "--data", data), "float32")
+    proc = edgec("bench", out, "--data", data, "--json", "-", "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert r["task"] == "detection" and r["agreement"]["device_vs_reference"] == 1.0
+    assert r["tflite"]["reference_vs_interpreter"] == 1.0
+    a = r["detection"]["agreement"]["device_vs_float"]
+    assert a["matched"] == a["identical_boxes"] == int(want[:, -1].sum()) and a["missed"] == a["extra"] == 0
 
 
 @pytest.mark.sweep

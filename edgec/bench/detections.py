@@ -1,0 +1,104 @@
+"""The bench of a detection model: its one output is TFLite_Detection_PostProcess's packed float32 detections
+(edgec/ops/detection.py: [4D boxes | D classes | D scores | count]).  The device's outputs are compared with the
+INT8 reference bit for bit as every model's are; on top of that, with ground-truth boxes in the data file, the
+mAP@0.5 and mAP@0.5:0.95 of the float model (for a .tflite: TFLite Micro's interpreter), the reference and the
+device (edgec/bench/detection_metrics.py); without them, how far the device's boxes agree with the reference's and
+the float model's.
+
+Ground truth in the data file (docs/benchmarking.md#detection-models), beside `x`:
+
+    boxes      float  [N, M, 4]  (ymin, xmin, ymax, xmax), in the model's output coordinates (SSD: 0..1)
+    labels     int    [N, M]     class numbers as the model outputs them (TFLite's: without the background)
+    box_count  int    [N]        how many of the M rows of each image are boxes (the rest is padding)
+"""
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from edgec.bench.detection_metrics import Detections, agreement, mean_average_precision
+from edgec.errors import EdgecError
+from edgec.ops import detection
+
+TRUTH_KEYS = ("boxes", "labels", "box_count")
+
+
+def of_outputs(packed: np.ndarray, d: int) -> list[Detections]:
+    """Every sample's detections from the packed outputs [N, 6D+1]."""
+    return [Detections.of(*detection.unpack(row, d)) for row in np.asarray(packed, np.float32)]
+
+
+def load_truth(path: str | Path, n: int) -> list[Detections] | None:
+    """The ground truth of the first n samples of the data file, or None when it has none; an error naming the
+    key when it is malformed."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            present = [k for k in TRUTH_KEYS if k in data.files]
+            if not present:
+                return None
+            if len(present) != len(TRUTH_KEYS):
+                missing = ", ".join(k for k in TRUTH_KEYS if k not in present)
+                raise EdgecError(f"{path}: ground-truth boxes need {', '.join(TRUTH_KEYS)}; {missing} missing "
+                                 "(docs/benchmarking.md#detection-models)")
+            boxes, labels, count = (data[k] for k in TRUTH_KEYS)
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        raise EdgecError(f"{path}: cannot read the ground-truth boxes ({type(exc).__name__}: {exc})") from None
+    m = boxes.shape[1] if boxes.ndim == 3 else -1
+    if boxes.ndim != 3 or boxes.shape[2] != 4 or len(boxes) < n or not np.issubdtype(boxes.dtype, np.number):
+        raise EdgecError(f"{path}: boxes must be numbers shaped [N, M, 4] for {n} samples, got {boxes.dtype} "
+                         f"{list(boxes.shape)}")
+    if labels.shape != boxes.shape[:2] or not np.issubdtype(labels.dtype, np.integer):
+        raise EdgecError(f"{path}: labels must be integers shaped {list(boxes.shape[:2])} (one per box), got "
+                         f"{labels.dtype} {list(labels.shape)}")
+    if count.shape != (len(boxes),) or not np.issubdtype(count.dtype, np.integer) or np.any((count < 0) | (count > m)):
+        raise EdgecError(f"{path}: box_count must be integers 0..{m} shaped [{len(boxes)}], got {count.dtype} "
+                         f"{list(count.shape)}")
+    if not np.all(np.isfinite(boxes)):
+        raise EdgecError(f"{path}: boxes contain NaN or Inf values")
+    return [Detections.of(boxes[i, :count[i]], labels[i, :count[i]]) for i in range(n)]
+
+
+def _counts(dets: list[Detections]) -> dict:
+    c = np.array([len(d) for d in dets])
+    return {"total": int(c.sum()), "mean": float(c.mean()) if c.size else 0.0, "max": int(c.max()) if c.size else 0}
+
+
+def quality(d: int, truth: list[Detections] | None, float_out: np.ndarray | None, ref_out: np.ndarray,
+            dev_out: np.ndarray, float_name: str) -> dict:
+    """The bench report's quality part of a detection model (task "detection")."""
+    outs = {"float": None if float_out is None else of_outputs(float_out, d),
+            "int8_reference": of_outputs(ref_out, d), "device": of_outputs(dev_out, d)}
+    q: dict = {"task": "detection", "detection": {
+        "max_detections": d, "float_model": float_name if float_out is not None else None,
+        "detections": {k: None if v is None else _counts(v) for k, v in outs.items()},
+        "ground_truth": None if truth is None else _counts(truth)}}
+    det = q["detection"]
+    if truth is not None:
+        det["map"] = {k: None if v is None else mean_average_precision(v, truth) for k, v in outs.items()}
+    det["agreement"] = {"device_vs_reference": agreement(outs["int8_reference"], outs["device"])}
+    if outs["float"] is not None:
+        det["agreement"]["device_vs_float"] = agreement(outs["float"], outs["device"])
+        det["agreement"]["int8_vs_float"] = agreement(outs["float"], outs["int8_reference"])
+    return q
+
+
+def lines(q: dict) -> list[str]:
+    """The text summary's lines of a detection model's quality."""
+    det, out = q["detection"], []
+    if det.get("map"):
+        m = det["map"]
+
+        def pct(r, key):
+            return "n/a" if r is None or r[key] is None else f"{100 * r[key]:.2f}"
+        out.append(f"mAP@0.5: float {pct(m['float'], 'map50')}, int8 reference {pct(m['int8_reference'], 'map50')}, "
+                   f"device {pct(m['device'], 'map50')}; mAP@0.5:0.95: float {pct(m['float'], 'map50_95')}, int8 "
+                   f"reference {pct(m['int8_reference'], 'map50_95')}, device {pct(m['device'], 'map50_95')} "
+                   f"({det['ground_truth']['total']} ground-truth boxes)")
+    for name, a in det["agreement"].items():
+        iou = a["iou"]
+        spread = f", IoU min {iou['min']:.3f} median {iou['median']:.3f}" if iou else ""
+        out.append(f"boxes {name.replace('_', ' ')}: {a['matched']} matched (IoU >= {a['min_iou']}), {a['missed']} "
+                   f"missed, {a['extra']} extra, {a['identical_boxes']} identical{spread}")
+    return out
