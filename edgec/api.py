@@ -13,13 +13,13 @@ from pathlib import Path
 
 import numpy as np
 
-from edgec import __version__, ports
+from edgec import __version__, board_fit, ports
 from edgec.errors import EdgecError
 from edgec.quant import artifact
 from edgec.frontend import canonicalize
 from edgec.codegen import cmodel as codegen
 from edgec.codegen import constants
-from edgec.lower import lowering, tuning_records
+from edgec.lower import lowering
 from edgec.targets import fit
 from edgec.frontend import loader
 from edgec.plan import memory_report
@@ -110,9 +110,8 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     settings = settings or Settings.from_environment()
     options = quant_options(options, quantization).normalized()     # as the report states them
     tuned: dict[str, str] = {}
-    if choose is None and optimize == "speed":    # a damaged log is refused before any work
-        log_path = Path(tuning_log) if tuning_log else settings.tuning_log
-        choose = tuning_records.chooser(the_board.name, tuning_records.load(log_path), tuned)
+    if choose is None:    # a damaged log is refused before any work (inspect --board chooses the same way)
+        choose = board_fit.build_chooser(the_board, optimize, tuning_log, settings, tuned)
     if protocol == "mlperf":
         from edgec.targets.mlperf_firmware import check_mode
         check_mode(the_board, mlperf_mode, mlperf_baud)
@@ -385,6 +384,14 @@ def inspect_model(model_path: str | Path, settings: Settings | None = None) -> d
             raise
         info["arena_bytes_estimate"] = None     # a partial graph the planner cannot order: no estimate
     return info
+
+
+def inspect_board(model_path: str | Path, board: str, calib_path=None, optimize: str = "speed", log: Log = _quiet,
+                  settings: Settings | None = None, **quantization) -> dict:
+    """Arena, scratch, RAM, flash and stack of the plan `build` would choose for `board`, and whether it fits,
+    without generating or building anything (edgec/board_fit.py)."""
+    return board_fit.inspect_board(model_path, board, calib_path, optimize, quant_options(None, quantization),
+                                   log=log, settings=settings)
 
 
 def packages_install(bundle: str | Path, log: Log = _quiet, settings: Settings | None = None) -> dict:

@@ -253,6 +253,11 @@ def _size(n: int) -> str:
 def cmd_inspect(args) -> int:
     from edgec import api
 
+    if args.board is not None:
+        return _inspect_board(args)
+    if args.calib is not None:
+        raise EdgecError("edgec inspect: --calib is read with --board only (it quantizes the model for the board's "
+                         "plan); add --board BOARD")
     info = api.inspect_model(args.model, settings=args.env)
     if args.json:
         print(json.dumps(info, indent=1))
@@ -278,6 +283,17 @@ def cmd_inspect(args) -> int:
           + (f"{arena:,} bytes" if arena is not None else "unknown")
           + (f" (of the nodes edgec can build; {len(info['problems'])} it cannot)" if info["problems"] else ""))
     return 0 if not info["problems"] else 1
+
+
+def _inspect_board(args) -> int:
+    from edgec import board_fit
+
+    info = board_fit.inspect_board(args.model, args.board, args.calib, args.optimize, log=_log, settings=args.env)
+    if args.json:
+        print(json.dumps(info, indent=1))
+    else:
+        print("\n".join(board_fit.lines(info)))
+    return 0 if info["fits"] else 1
 
 
 def cmd_packages(args) -> int:

@@ -253,5 +253,10 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     i = sub.add_parser("inspect", help="ops, shapes, parameters, MACs and support status of a model")
     i.add_argument("model")
     i.add_argument("--json", action="store_true")
+    i.add_argument("--board", help="also the arena, scratch, RAM, flash and stack of the plan `edgec build` would "
+                   "choose for this board (no firmware built), and whether the model fits")
+    i.add_argument("--optimize", choices=("speed", "size"), default="speed", help="with --board: as edgec build's")
+    i.add_argument("--calib", help="with --board: calibration data (.npz) for a float model (default: a few "
+                   "seeded random samples; sizes depend on types and shapes, not on ranges)")
     i.set_defaults(func=commands["inspect"])
     return p

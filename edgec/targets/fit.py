@@ -19,7 +19,7 @@ from edgec.targets.boards import Board
 from edgec.errors import EdgecError
 from edgec.targets.firmware import _run_size as _run   # binutils, with a clear error when missing
 from edgec.targets.code_size import code_by_part
-from edgec.lower.lowering import variant_code_bytes
+from edgec.lower.lowering import VARIANT, variant_code_bytes
 from edgec.ir import Graph
 from edgec.ops.registry import ALIAS_OPS, KERNEL_CODE_BYTES
 from edgec.plan.memory_report import summary
@@ -40,7 +40,10 @@ def runtime_ram_bytes(graph: Graph) -> int:
 # Code (flash besides the model's constants), calibrated on the four MLPerf Tiny models built for
 # qemu-cortex-m4 (within ~10%): startup, serial link, libc pieces, plus each kernel used once, plus the
 # call and parameter struct of every op. Layer-name strings are dropped by the linker unless used.
-CODE_BASE_BYTES = 2560
+# Base re-fitted (2,560 -> 3,360) once reference kernels that speed variants replace stopped being counted:
+# firmware flash within -1.2 .. +1.1 % on digits_cnn, cancer_conv1d and the four MLPerf Tiny int8 models
+# (tests/test_board_fit.py).
+CODE_BASE_BYTES = 3360
 CODE_PER_OP_BYTES = 192
 UNKNOWN_KERNEL_CODE_BYTES = 1024       # (a survey's placeholders for unsupported nodes)
 DEFAULT_STACK_BYTES = 4096    # when the board's platform does not say how much stack it reserves
@@ -62,7 +65,8 @@ def board_stack_bytes(board: Board) -> int:
 
 def code_estimate(graph: Graph) -> int:
     ops = [op for op in graph.ops if op.kind not in ALIAS_OPS]
-    kinds = {op.kind for op in ops}
+    # a kind's reference kernel is linked only when one of its ops runs on it (not when speed variants run all)
+    kinds = {op.kind for op in ops if op.lowering is None or op.lowering.kernel.role != VARIANT}
     return (CODE_BASE_BYTES + CODE_PER_OP_BYTES * len(ops)
             + sum(KERNEL_CODE_BYTES.get(k, UNKNOWN_KERNEL_CODE_BYTES) for k in kinds) + variant_code_bytes(ops))
 
