@@ -285,7 +285,7 @@ def bench(outdir: str | Path, data_path: str | Path, limit: int | None = None, p
           log: Log = _quiet, profile: bool = False, compare_layers: bool = False, score: str | None = None,
           report_dir: str | Path | None = None, flash: bool = True, probe: str | None = None,
           gdb: str | None = None, drive: str | Path | None = None, dataset_in_flash: bool = False,
-          units: int = 1, max_chunk: int | None = None, settings: Settings | None = None) -> dict:
+          units: int = 1, max_chunk: int | None = None, settings: Settings | None = None, gates=()) -> dict:
     """Run the test data on the device: accuracy or error, agreement with the INT8 reference, latency,
     memory and link statistics; with profile, time per layer; with compare_layers (and automatically
     when a device output differs from the reference) the first layer whose output differs.
@@ -293,7 +293,9 @@ def bench(outdir: str | Path, data_path: str | Path, limit: int | None = None, p
     With report_dir, also write bench-report.json and report.html there (edgec/bench/runner.py, edgec/bench/report.py).
     dataset_in_flash: the inputs are compiled into firmware images (max_chunk per image, default as many as fit)
     run on `units` devices in parallel, each image flashed/started per chunk (edgec/bench/dataset_flash.py).
-    settings: the environment's (edgec/settings.py), read here when not given."""
+    settings: the environment's (edgec/settings.py), read here when not given. gates: edgec/bench/gates.py's
+    parsed --min-accuracy ... --max-ram, evaluated into result["gates"] (and the report).
+    """
     from edgec.bench import runner as bench_stage
     from edgec.bench import report as report_stage
 
@@ -307,6 +309,10 @@ def bench(outdir: str | Path, data_path: str | Path, limit: int | None = None, p
                              compare_layers=compare_layers, score=score, log=log, gdb_load=gdb_load,
                              dataset_in_flash=dataset_in_flash, units=units, max_chunk=max_chunk, settings=settings)
     result["flashed"] = record or None
+    if gates:       # the CI gates' results go into the report (and the JSON) as the CLI prints them
+        from edgec.bench import gates as bench_gates
+        result["gates"] = [{"gate": o.gate.name, "limit": o.gate.text, "measured": o.measured, "passed": o.passed,
+                            "line": o.line} for o in bench_gates.evaluate(gates, result)]
     if report_dir is not None and _folder_id(outdir) != build_id:
         # rebuilt meanwhile (edgec build replaces the folder as a whole): this report belongs to the old build
         log(f"warning: {outdir} was rebuilt during the bench; no report written (bench the new build again)")

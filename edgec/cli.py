@@ -143,7 +143,7 @@ def cmd_bench(args) -> int:
     r = api.bench(args.outdir, args.data, limit=args.limit, port=args.port, log=_log, profile=args.profile,
                   compare_layers=args.compare_layers, score=args.score, report_dir=report_dir,
                   flash=not args.no_flash, probe=args.probe, gdb=args.gdb, drive=args.drive,
-                  dataset_in_flash=args.dataset_in_flash, max_chunk=args.chunk, settings=args.env)
+                  dataset_in_flash=args.dataset_in_flash, max_chunk=args.chunk, settings=args.env, gates=gates)
     if json_file is not None:
         outputs.write_json(json_file, r)
     out = sys.stderr if to_stdout else sys.stdout     # with --json -, stdout carries only the JSON

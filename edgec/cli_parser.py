@@ -66,7 +66,8 @@ def add_gate_options(p: argparse.ArgumentParser) -> None:
                    help="fraction of samples bit-identical to the INT8 reference at least this (1.0: all)")
     g.add_argument("--max-latency", metavar="LIMIT", help="median latency at most this: a number in the board's "
                    "unit (cycles, instructions, ns) or a time (5ms, 800us)")
-    g.add_argument("--max-ram", metavar="BYTES", help="firmware static RAM at most this (65536, 64KiB)")
+    g.add_argument("--max-ram", metavar="BYTES",
+                   help="firmware RAM (.data + .bss + reserved stack, as the ELF allocates it) at most this (65536, 64KiB)")
     g.add_argument("--junit", metavar="FILE", help="write a JUnit XML report: a test case per gate and per metric")
 
 
