@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from edgec import __version__, board_fit, ports
+from edgec import __version__, board_fit, host_reference, ports
+from edgec.array_data import accepts_arrays
 from edgec.errors import EdgecError
 from edgec.quant import artifact
 from edgec.frontend import canonicalize
@@ -80,6 +81,7 @@ def write_quant_report(result: ptq.QuantResult, options: ptq.QuantOptions, folde
     return entry
 
 
+@accepts_arrays("calib_path")
 def build(model_path: str | Path, calib_path: str | Path | None, board: str, outdir: str | Path | None = None,
           log: Log = _quiet, firmware: bool = True, options: ptq.QuantOptions | None = None,
           protocol: str = "edgec", mlperf_model: str | None = None, arena_guard: bool = False,
@@ -192,6 +194,7 @@ def export_build(build_dir: str | Path, fmt: str, outdir: str | Path, log: Log =
                           maintainer=maintainer, url=url)
 
 
+@accepts_arrays("calib_path")
 def export(model_path: str | Path, calib_path: str | Path | None, board: str, fmt: str, outdir: str | Path,
            log: Log = _quiet, options: ptq.QuantOptions | None = None, name: str | None = None,
            lib_version: str | None = None, maintainer: str | None = None, url: str | None = None,
@@ -281,6 +284,7 @@ def flash(outdir: str | Path, port: str | None = None, log: Log = _quiet, probe:
     return {**hello, "flashed": record} if record else hello
 
 
+@accepts_arrays("data_path")
 def bench(outdir: str | Path, data_path: str | Path, limit: int | None = None, port: str | None = None,
           log: Log = _quiet, profile: bool = False, compare_layers: bool = False, score: str | None = None,
           report_dir: str | Path | None = None, flash: bool = True, probe: str | None = None,
@@ -339,6 +343,24 @@ def mlperf(outdir: str | Path, dataset: str | Path, mode: str = "accuracy", resu
     return mlperf_run.run(outdir, dataset, mode, results_dir, port, window_seconds, limit=limit, log=log)
 
 
+@accepts_arrays("calib_path")
+def calibrate(model_path: str | Path, calib_path=None, options: ptq.QuantOptions | None = None, log: Log = _quiet,
+              settings: Settings | None = None, **quantization) -> ptq.QuantResult:
+    """Load, canonicalize, calibrate and quantize (`edgec calibrate`): the ptq.QuantResult (its .graph is the
+    quantized model api.reference runs). calib_path: an .npz, or the arrays themselves (x (N, *input shape), or a
+    dict of arrays by name for several inputs); None for a quantized .tflite. Quantization options as `options`
+    or keywords (method="percentile", ...)."""
+    return calibrate_model(model_path, calib_path, quant_options(options, quantization), log, settings)[1]
+
+
+def reference(build_or_graph, x, quantized: bool = False) -> host_reference.Reference:
+    """The host-only INT8 reference for one sample, bit-exact with the device: `build_or_graph` a build folder,
+    a quantized graph or api.calibrate's result; x the float input (ONNX layout; several inputs: packed), quantized
+    as NAME_quantize_input does, or its integer values with quantized=True. Returns (q: the integer output, y: its
+    float values) (edgec/host_reference.py)."""
+    return host_reference.run(build_or_graph, x, quantized)
+
+
 def inspect_model(model_path: str | Path, settings: Settings | None = None) -> dict:
     """Ops, shapes, parameters, MACs, an arena estimate and the support status of every node, without
     building anything: every unsupported node and every node beyond a limit is listed (`problems`)."""
@@ -392,6 +414,7 @@ def inspect_model(model_path: str | Path, settings: Settings | None = None) -> d
     return info
 
 
+@accepts_arrays("calib_path")
 def inspect_board(model_path: str | Path, board: str, calib_path=None, optimize: str = "speed", log: Log = _quiet,
                   settings: Settings | None = None, **quantization) -> dict:
     """Arena, scratch, RAM, flash and stack of the plan `build` would choose for `board`, and whether it fits,
