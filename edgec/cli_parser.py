@@ -57,6 +57,10 @@ def add_quant_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--state", action="append", metavar="OUTPUT=INPUT[,...]",
                    help="a stateful model: this output goes back into this input; both get one scale and zero "
                         "point (the union of their calibrated ranges), so the bytes can be copied as they are")
+    p.add_argument("--input-layout", choices=("nchw", "nhwc"),
+                   help="nhwc: an NCHW model's C input (NAME_input, the bench's link) takes channels-last data, so "
+                        "the device runs no input transpose; data files stay in the model's own layout (default: "
+                        "the model's)")
 
 
 def add_gate_options(p: argparse.ArgumentParser) -> None:
