@@ -13,6 +13,7 @@ layers from the data (then give --calib).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import tempfile
 from pathlib import Path
 
@@ -78,6 +79,7 @@ def inspect_board(model_path: str | Path, board: str, calib_path: str | Path | N
         if calib_path is None and not tflite.is_tflite(model_path):
             calib_path = stack.enter_context(random_calibration(model_path, settings))
             quantized_on = f"{RANDOM_SAMPLES} random samples (no --calib)"
+            options = dataclasses.replace(options or ptq.QuantOptions(), cache=False)   # nothing worth caching
         _, quant = calibrate_model(model_path, calib_path, options, log, settings)
     choose = build_chooser(the_board, optimize, tuning_log, settings)
     problem = None
