@@ -13,13 +13,14 @@ from pathlib import Path
 
 import numpy as np
 
-from edgec import __version__, ports
+from edgec import __version__, board_fit, host_reference, ports
+from edgec.array_data import accepts_arrays
 from edgec.errors import EdgecError
 from edgec.quant import artifact
 from edgec.frontend import canonicalize
 from edgec.codegen import cmodel as codegen
 from edgec.codegen import constants
-from edgec.lower import lowering, tuning_records
+from edgec.lower import lowering
 from edgec.targets import fit
 from edgec.frontend import loader
 from edgec.plan import memory_report
@@ -80,6 +81,7 @@ def write_quant_report(result: ptq.QuantResult, options: ptq.QuantOptions, folde
     return entry
 
 
+@accepts_arrays("calib_path")
 def build(model_path: str | Path, calib_path: str | Path | None, board: str, outdir: str | Path | None = None,
           log: Log = _quiet, firmware: bool = True, options: ptq.QuantOptions | None = None,
           protocol: str = "edgec", mlperf_model: str | None = None, arena_guard: bool = False,
@@ -110,9 +112,8 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     settings = settings or Settings.from_environment()
     options = quant_options(options, quantization).normalized()     # as the report states them
     tuned: dict[str, str] = {}
-    if choose is None and optimize == "speed":    # a damaged log is refused before any work
-        log_path = Path(tuning_log) if tuning_log else settings.tuning_log
-        choose = tuning_records.chooser(the_board.name, tuning_records.load(log_path), tuned)
+    if choose is None:    # a damaged log is refused before any work (inspect --board chooses the same way)
+        choose = board_fit.build_chooser(the_board, optimize, tuning_log, settings, tuned)
     if protocol == "mlperf":
         from edgec.targets.mlperf_firmware import check_mode
         check_mode(the_board, mlperf_mode, mlperf_baud)
@@ -193,6 +194,7 @@ def export_build(build_dir: str | Path, fmt: str, outdir: str | Path, log: Log =
                           maintainer=maintainer, url=url)
 
 
+@accepts_arrays("calib_path")
 def export(model_path: str | Path, calib_path: str | Path | None, board: str, fmt: str, outdir: str | Path,
            log: Log = _quiet, options: ptq.QuantOptions | None = None, name: str | None = None,
            lib_version: str | None = None, maintainer: str | None = None, url: str | None = None,
@@ -282,11 +284,12 @@ def flash(outdir: str | Path, port: str | None = None, log: Log = _quiet, probe:
     return {**hello, "flashed": record} if record else hello
 
 
+@accepts_arrays("data_path")
 def bench(outdir: str | Path, data_path: str | Path, limit: int | None = None, port: str | None = None,
           log: Log = _quiet, profile: bool = False, compare_layers: bool = False, score: str | None = None,
           report_dir: str | Path | None = None, flash: bool = True, probe: str | None = None,
           gdb: str | None = None, drive: str | Path | None = None, dataset_in_flash: bool = False,
-          units: int = 1, max_chunk: int | None = None, settings: Settings | None = None) -> dict:
+          units: int = 1, max_chunk: int | None = None, settings: Settings | None = None, gates=()) -> dict:
     """Run the test data on the device: accuracy or error, agreement with the INT8 reference, latency,
     memory and link statistics; with profile, time per layer; with compare_layers (and automatically
     when a device output differs from the reference) the first layer whose output differs.
@@ -294,7 +297,9 @@ def bench(outdir: str | Path, data_path: str | Path, limit: int | None = None, p
     With report_dir, also write bench-report.json and report.html there (edgec/bench/runner.py, edgec/bench/report.py).
     dataset_in_flash: the inputs are compiled into firmware images (max_chunk per image, default as many as fit)
     run on `units` devices in parallel, each image flashed/started per chunk (edgec/bench/dataset_flash.py).
-    settings: the environment's (edgec/settings.py), read here when not given."""
+    settings: the environment's (edgec/settings.py), read here when not given. gates: edgec/bench/gates.py's
+    parsed --min-accuracy ... --max-ram, evaluated into result["gates"] (and the report).
+    """
     from edgec.bench import runner as bench_stage
     from edgec.bench import report as report_stage
 
@@ -308,6 +313,10 @@ def bench(outdir: str | Path, data_path: str | Path, limit: int | None = None, p
                              compare_layers=compare_layers, score=score, log=log, gdb_load=gdb_load,
                              dataset_in_flash=dataset_in_flash, units=units, max_chunk=max_chunk, settings=settings)
     result["flashed"] = record or None
+    if gates:       # the CI gates' results go into the report (and the JSON) as the CLI prints them
+        from edgec.bench import gates as bench_gates
+        result["gates"] = [{"gate": o.gate.name, "limit": o.gate.text, "measured": o.measured, "passed": o.passed,
+                            "line": o.line} for o in bench_gates.evaluate(gates, result)]
     if report_dir is not None and _folder_id(outdir) != build_id:
         # rebuilt meanwhile (edgec build replaces the folder as a whole): this report belongs to the old build
         log(f"warning: {outdir} was rebuilt during the bench; no report written (bench the new build again)")
@@ -332,6 +341,24 @@ def mlperf(outdir: str | Path, dataset: str | Path, mode: str = "accuracy", resu
     from edgec.bench import mlperf_run
 
     return mlperf_run.run(outdir, dataset, mode, results_dir, port, window_seconds, limit=limit, log=log)
+
+
+@accepts_arrays("calib_path")
+def calibrate(model_path: str | Path, calib_path=None, options: ptq.QuantOptions | None = None, log: Log = _quiet,
+              settings: Settings | None = None, **quantization) -> ptq.QuantResult:
+    """Load, canonicalize, calibrate and quantize (`edgec calibrate`): the ptq.QuantResult (its .graph is the
+    quantized model api.reference runs). calib_path: an .npz, or the arrays themselves (x (N, *input shape), or a
+    dict of arrays by name for several inputs); None for a quantized .tflite. Quantization options as `options`
+    or keywords (method="percentile", ...)."""
+    return calibrate_model(model_path, calib_path, quant_options(options, quantization), log, settings)[1]
+
+
+def reference(build_or_graph, x, quantized: bool = False) -> host_reference.Reference:
+    """The host-only INT8 reference for one sample, bit-exact with the device: `build_or_graph` a build folder,
+    a quantized graph or api.calibrate's result; x the float input (ONNX layout; several inputs: packed), quantized
+    as NAME_quantize_input does, or its integer values with quantized=True. Returns (q: the integer output, y: its
+    float values) (edgec/host_reference.py)."""
+    return host_reference.run(build_or_graph, x, quantized)
 
 
 def inspect_model(model_path: str | Path, settings: Settings | None = None) -> dict:
@@ -385,6 +412,15 @@ def inspect_model(model_path: str | Path, settings: Settings | None = None) -> d
             raise
         info["arena_bytes_estimate"] = None     # a partial graph the planner cannot order: no estimate
     return info
+
+
+@accepts_arrays("calib_path")
+def inspect_board(model_path: str | Path, board: str, calib_path=None, optimize: str = "speed", log: Log = _quiet,
+                  settings: Settings | None = None, **quantization) -> dict:
+    """Arena, scratch, RAM, flash and stack of the plan `build` would choose for `board`, and whether it fits,
+    without generating or building anything (edgec/board_fit.py)."""
+    return board_fit.inspect_board(model_path, board, calib_path, optimize, quant_options(None, quantization),
+                                   log=log, settings=settings)
 
 
 def packages_install(bundle: str | Path, log: Log = _quiet, settings: Settings | None = None) -> dict:

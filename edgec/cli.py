@@ -28,7 +28,8 @@ def _quant_options(args):
                         bias_correction=False if args.bias_correction == "off" else args.bias_correction, equalize=args.equalize, cache=not args.no_cache,
                         sensitivity_samples=args.sensitivity_samples, auto_seconds=args.auto_seconds,
                         int16=_names(args.int16), weights=args.weights, int4=_names(args.int4),
-                        max_accuracy_drop=args.max_accuracy_drop, min_sqnr=args.min_sqnr, rounding=args.rounding, val=args.val, state=_names(args.state))
+                        max_accuracy_drop=args.max_accuracy_drop, min_sqnr=args.min_sqnr, rounding=args.rounding, val=args.val, state=_names(args.state),
+                        input_layout=args.input_layout)
 
 
 def _names(values) -> tuple[str, ...]:
@@ -143,7 +144,7 @@ def cmd_bench(args) -> int:
     r = api.bench(args.outdir, args.data, limit=args.limit, port=args.port, log=_log, profile=args.profile,
                   compare_layers=args.compare_layers, score=args.score, report_dir=report_dir,
                   flash=not args.no_flash, probe=args.probe, gdb=args.gdb, drive=args.drive,
-                  dataset_in_flash=args.dataset_in_flash, max_chunk=args.chunk, settings=args.env)
+                  dataset_in_flash=args.dataset_in_flash, max_chunk=args.chunk, settings=args.env, gates=gates)
     if json_file is not None:
         outputs.write_json(json_file, r)
     out = sys.stderr if to_stdout else sys.stdout     # with --json -, stdout carries only the JSON
@@ -253,6 +254,11 @@ def _size(n: int) -> str:
 def cmd_inspect(args) -> int:
     from edgec import api
 
+    if args.board is not None:
+        return _inspect_board(args)
+    if args.calib is not None:
+        raise EdgecError("edgec inspect: --calib is read with --board only (it quantizes the model for the board's "
+                         "plan); add --board BOARD")
     info = api.inspect_model(args.model, settings=args.env)
     if args.json:
         print(json.dumps(info, indent=1))
@@ -278,6 +284,17 @@ def cmd_inspect(args) -> int:
           + (f"{arena:,} bytes" if arena is not None else "unknown")
           + (f" (of the nodes edgec can build; {len(info['problems'])} it cannot)" if info["problems"] else ""))
     return 0 if not info["problems"] else 1
+
+
+def _inspect_board(args) -> int:
+    from edgec import board_fit
+
+    info = board_fit.inspect_board(args.model, args.board, args.calib, args.optimize, log=_log, settings=args.env)
+    if args.json:
+        print(json.dumps(info, indent=1))
+    else:
+        print("\n".join(board_fit.lines(info)))
+    return 0 if info["fits"] else 1
 
 
 def cmd_packages(args) -> int:

@@ -57,6 +57,10 @@ def add_quant_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--state", action="append", metavar="OUTPUT=INPUT[,...]",
                    help="a stateful model: this output goes back into this input; both get one scale and zero "
                         "point (the union of their calibrated ranges), so the bytes can be copied as they are")
+    p.add_argument("--input-layout", choices=("nchw", "nhwc"),
+                   help="nhwc: an NCHW model's C input (NAME_input, the bench's link) takes channels-last data, so "
+                        "the device runs no input transpose; data files stay in the model's own layout (default: "
+                        "the model's)")
 
 
 def add_gate_options(p: argparse.ArgumentParser) -> None:
@@ -66,7 +70,8 @@ def add_gate_options(p: argparse.ArgumentParser) -> None:
                    help="fraction of samples bit-identical to the INT8 reference at least this (1.0: all)")
     g.add_argument("--max-latency", metavar="LIMIT", help="median latency at most this: a number in the board's "
                    "unit (cycles, instructions, ns) or a time (5ms, 800us)")
-    g.add_argument("--max-ram", metavar="BYTES", help="firmware static RAM at most this (65536, 64KiB)")
+    g.add_argument("--max-ram", metavar="BYTES",
+                   help="firmware RAM (.data + .bss + reserved stack, as the ELF allocates it) at most this (65536, 64KiB)")
     g.add_argument("--junit", metavar="FILE", help="write a JUnit XML report: a test case per gate and per metric")
 
 
@@ -253,5 +258,10 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     i = sub.add_parser("inspect", help="ops, shapes, parameters, MACs and support status of a model")
     i.add_argument("model")
     i.add_argument("--json", action="store_true")
+    i.add_argument("--board", help="also the arena, scratch, RAM, flash and stack of the plan `edgec build` would "
+                   "choose for this board (no firmware built), and whether the model fits")
+    i.add_argument("--optimize", choices=("speed", "size"), default="speed", help="with --board: as edgec build's")
+    i.add_argument("--calib", help="with --board: calibration data (.npz) for a float model (default: a few "
+                   "seeded random samples; sizes depend on types and shapes, not on ranges)")
     i.set_defaults(func=commands["inspect"])
     return p

@@ -27,9 +27,9 @@ from edgec.outputs import check_output_folder
 from edgec.quant import artifact, reference
 from edgec.staging import staged_folder
 from edgec.targets.build_folder import REPORT, load_build
+from edgec.targets.elf import COMMAND_LINE_SECTION, recorded_switches
 from edgec.targets.fit import objects_of
 
-COMMAND_LINE_SECTION = ".GCC.command.line"
 # recorded flags that say nothing about the code (warnings, outputs, dependency files, edgec's bookkeeping)
 _NOT_CODE = ("-W", "-I", "-o", "-M", "-fstack-usage", "-frecord-gcc-switches", "-DEDGEC_BUILD_ID",
              "-fdiagnostics", "-dumpbase", "-auxbase", "-c")
@@ -42,10 +42,7 @@ def is_build_folder(path) -> bool:
 
 def recorded_command_line(obj: Path) -> list[str]:
     """The switches gcc recorded in an object (.GCC.command.line), in order; [] when it has none."""
-    from elftools.elf.elffile import ELFFile
-    with open(obj, "rb") as f:
-        section = ELFFile(f).get_section_by_name(COMMAND_LINE_SECTION)
-        data = section.data() if section is not None else b""
+    data = recorded_switches(obj)
     words = []
     for part in data.split(b"\0"):
         words += shlex.split(part.decode("utf-8", "replace"))

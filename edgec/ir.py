@@ -123,6 +123,9 @@ class Graph(_Queries):
     input: str
     output: str
     input_onnx_shape: tuple[int, ...] = ()
+    # the input tensor's physical axis order as ONNX axes: (0, 2, 3, 1) when an NCHW model takes its input
+    # channels-last (--input-layout nhwc, edgec/ports.py moves host data); () its ONNX layout
+    input_perm: tuple[int, ...] = ()
     output_onnx_shape: tuple[int, ...] = ()
     # ONNX value -> (scale, zero point) given by the model itself (a QDQ model, edgec/frontend/qdq.py): quantize
     # takes these instead of calibrated ranges
@@ -163,6 +166,7 @@ class GraphBuilder(_Queries):
         self.ops: list[Op] = []
         self.input, self.output = "", ""
         self.input_onnx_shape: tuple[int, ...] = ()
+        self.input_perm: tuple[int, ...] = ()
         self.output_onnx_shape: tuple[int, ...] = ()
         self.fixed_qparams: dict[str, tuple[float, int]] = {}
         self.more_inputs: list[str] = []
@@ -192,7 +196,7 @@ class GraphBuilder(_Queries):
 
     def finish(self) -> Graph:
         return Graph(name=self.name, tensors=dict(self.tensors), ops=tuple(self.ops), input=self.input,
-                     output=self.output, input_onnx_shape=tuple(self.input_onnx_shape),
+                     output=self.output, input_onnx_shape=tuple(self.input_onnx_shape), input_perm=tuple(self.input_perm),
                      output_onnx_shape=tuple(self.output_onnx_shape), fixed_qparams=dict(self.fixed_qparams),
                      more_inputs=tuple(self.more_inputs), more_outputs=tuple(self.more_outputs),
                      port_names=dict(self.port_names), port_shapes=dict(self.port_shapes))

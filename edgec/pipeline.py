@@ -58,9 +58,9 @@ def load(model_path: str | Path, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> on
     return loader.load_model(model_path, memory_limit)
 
 
-def canonical(model: onnx.ModelProto, name: str) -> Graph:
-    """canonicalize: ModelProto -> the canonical float Graph."""
-    return canonicalize.canonicalize(model, name)
+def canonical(model: onnx.ModelProto, name: str, input_layout: str | None = None) -> Graph:
+    """canonicalize: ModelProto -> the canonical float Graph (input_layout: see canonicalize.canonicalize)."""
+    return canonicalize.canonicalize(model, name, input_layout)
 
 
 def quantize(model: onnx.ModelProto, graph: Graph, samples, options: ptq.QuantOptions, log: Log = quiet,
@@ -159,7 +159,7 @@ def calibrated(model_path: str | Path, calib_path: str | Path | None, options: p
     if calib_path is None:
         raise EdgecError(f"{model_path}: a float model needs calibration data: give --calib FILE.npz with x "
                          "(N, *input shape) (only a quantized .tflite model builds without)")
-    graph = canonical(model, model_name(model_path))
+    graph = canonical(model, model_name(model_path), (options or ptq.QuantOptions()).input_layout)
     options = ptq.check_options(graph, options or ptq.QuantOptions())    # a typo fails before the data is read
     with ports.open_calibration(calib_path, graph, settings.memory_limit) as samples:
         yield model, quantize(model, graph, samples, options, log, settings.calib_cache), samples

@@ -81,6 +81,8 @@ def feed(graph: Graph, x: np.ndarray, dtype=None) -> dict[str, np.ndarray]:
     inputs (several)."""
     x = np.asarray(x) if dtype is None else np.asarray(x, dtype)
     if not graph.more_inputs:
+        if graph.input_perm:        # host data in the ONNX layout, the input tensor channels-last
+            x = x.reshape(graph.input_onnx_shape).transpose(graph.input_perm)
         return {graph.input: x.reshape(graph.tensors[graph.input].shape)}
     flat = x.reshape(-1)
     ports = inputs(graph)
@@ -88,6 +90,17 @@ def feed(graph: Graph, x: np.ndarray, dtype=None) -> dict[str, np.ndarray]:
         raise EdgecError(f"a sample of the model's {len(ports)} inputs has {flat.size} values; the inputs "
                          f"({', '.join(p.name for p in ports)}) take {packed_size(ports)}")
     return {p.tensor: flat[p.start:p.start + p.size].reshape(graph.tensors[p.tensor].shape) for p in ports}
+
+
+def device_order(graph: Graph, xq: np.ndarray) -> np.ndarray:
+    """Quantized samples (N, *ONNX input shape), or one sample, in the order the device's input takes them: as
+    they are, or channels-last for an input taken so (--input-layout nhwc: Graph.input_perm)."""
+    if not graph.input_perm:
+        return xq
+    one = xq.size == graph.tensors[graph.input].size
+    batch = xq.reshape((-1, *graph.input_onnx_shape[1:]))
+    moved = np.ascontiguousarray(batch.transpose(graph.input_perm))
+    return moved.reshape(graph.tensors[graph.input].shape) if one else moved
 
 
 def result(graph: Graph, env: dict[str, np.ndarray]) -> np.ndarray:

@@ -82,8 +82,10 @@ def histogram(values: list[float], title: str, unit: str, bins: int = 30, width:
     """A histogram of values, with vertical lines at the named marks (median, p90...)."""
     height, left, right, top, bottom = 260, 60, 48, 28, 42
     lo, hi = min(values), max(values)
-    if hi == lo:
-        lo, hi = lo - 0.5, hi + 0.5
+    same = hi == lo         # every sample the same (a deterministic emulator): one bar, one tick at its value
+    if same:
+        pad = max(abs(lo) * 0.05, 1.0)
+        lo, hi, bins = lo - pad, hi + pad, bins | 1     # an odd number of bins: the middle one centred on it
     edges = [lo + (hi - lo) * i / bins for i in range(bins + 1)]
     counts = [0] * bins
     for v in values:
@@ -105,11 +107,12 @@ def histogram(values: list[float], title: str, unit: str, bins: int = 30, width:
             body.append(f'<rect x="{x0 + 0.5:.1f}" y="{top + ph - h:.1f}" width="{max(x1 - x0 - 1, 0.5):.1f}" '
                         f'height="{h:.1f}" fill="{BLUE}"><title>{c} samples in [{fmt(edges[i])}, '
                         f'{fmt(edges[i + 1])})</title></rect>')
-    ticks = nice_ticks(lo, hi, 6)
+    ticks = [min(values)] if same else nice_ticks(lo, hi, 6)
     for t in ticks:
         if lo <= t <= hi:
+            label = (f"{t:,.0f}" if t == round(t) else f"{t:.4g}") if same else fmt_tick(t, ticks)
             body.append(f'<text x="{xs(t):.1f}" y="{top + ph + 16}" text-anchor="middle" fill="{GREY}">'
-                        f'{fmt_tick(t, ticks)}</text>')
+                        f'{label}</text>')
     for k, (name, v) in enumerate((marks or {}).items()):
         x = xs(v)
         body.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + ph}" stroke="{ORANGE}" '

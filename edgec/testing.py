@@ -193,7 +193,7 @@ class ModelDevice:
 
     def run(self, x) -> Output:
         """Run one sample on the device: its int8 output, dequantized output and time."""
-        r = self.device.link.run_checked(self.quantize(x).tobytes())
+        r = self.device.link.run_checked(ports.device_order(self.graph, self.quantize(x)).tobytes())
         t = self.graph.tensors[self.graph.output]
         dtype = np.int8 if ports.multi(self.graph) else DTYPES[t.dtype]
         return self._output(np.frombuffer(r["output"], dtype), self.board.ticks_to_units(int(r["ticks"])))
@@ -232,7 +232,8 @@ class ModelDevice:
         from edgec.bench.runner import layers, ms_basis, to_ms
 
         ops = layers(self.graph)
-        ticks = self.device.link.run_checked(self.quantize(x).tobytes(), profile=True)["layer_ticks"]
+        ticks = self.device.link.run_checked(ports.device_order(self.graph, self.quantize(x)).tobytes(),
+                                             profile=True)["layer_ticks"]
         rows = []
         for op, t in zip(ops, ticks):
             units = self.board.ticks_to_units(int(t))

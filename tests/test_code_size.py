@@ -5,6 +5,7 @@ application embeds (model + runtime) and the part only the benchmark firmware ha
 from __future__ import annotations
 
 import re
+import subprocess
 
 import pytest
 
@@ -15,7 +16,6 @@ from edgec.targets import code_size, fit
 from edgec.targets.code_size import summary_line
 
 DIGITS = EXAMPLES / "digits_cnn"
-READELF = "arm-none-eabi-readelf"
 
 
 @pytest.fixture(scope="module")
@@ -35,11 +35,13 @@ def test_size_build_links_only_the_kernels_the_model_calls(size_build):
     report, out, build_dir = size_build
     model = report["model"]
     calls = set(re.findall(r"\b(edgec_\w+)\s*\(", (out / "model" / f"{model}.c").read_text()))
-    linked = {name for name, _, _ in code_size.functions(out / report["firmware"], READELF)}
+    linked = {name for name, _, _ in code_size.functions(out / report["firmware"])}
     # the runtime's entry points (its global functions) that made it into the firmware
     runtime_globals = set()
     for obj in _objects(build_dir, "runtime", model):
-        for line in fit._run([READELF, "-sW", str(obj)]).splitlines():
+        out_text = subprocess.run(["arm-none-eabi-readelf", "-sW", str(obj)], check=True, capture_output=True,
+                                  text=True).stdout
+        for line in out_text.splitlines():
             f = line.split()
             if len(f) >= 8 and f[3] == "FUNC" and f[4] == "GLOBAL" and f[6] != "UND":
                 runtime_globals.add(f[7])
@@ -67,7 +69,7 @@ def test_code_is_reported_by_part(size_build):
     assert code["total"] == sum(code[p] for p in code_size.PARTS)
     assert code["model_and_runtime"] == code["model"] + code["runtime"]
     # every function of the firmware counted once: the sum of its distinct addresses' sizes
-    sizes = {addr: n for _, addr, n in code_size.functions(out / report["firmware"], READELF)}
+    sizes = {addr: n for _, addr, n in code_size.functions(out / report["firmware"])}
     assert code["total"] == sum(sizes.values())
     # the weights are constants, not code
     assert code["total"] < report["memory"]["flash_bytes"] - report["memory"]["weights_bytes"]

@@ -22,8 +22,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from edgec.errors import EdgecError
 from edgec.resources import resource_dir
 from edgec.settings import Settings
+from edgec.targets import elf
 
 WAIT_STATES = 0          # the emulated boards' code memory (SRAM/TCM in QEMU's MPS2/MPS3 machines)
 MODEL = ("Cortex-M4 timings from Arm's TRMs (M55: Helium instructions 2 beats), {ws} flash wait states on taken "
@@ -60,16 +62,12 @@ def build_plugin(settings: Settings) -> Path | None:
     return target
 
 
-def symbol_address(elf: Path, name: str, nm: str = "arm-none-eabi-nm") -> int | None:
+def symbol_address(path: Path, name: str) -> int | None:
+    """Where a function of the firmware starts (edgec/targets/elf.py); None when it has none or is unreadable."""
     try:
-        out = subprocess.run([nm, str(elf)], check=True, capture_output=True, text=True).stdout
-    except (OSError, subprocess.CalledProcessError):
+        return elf.code_address(path, name)
+    except EdgecError:
         return None
-    for line in out.splitlines():
-        f = line.split()
-        if len(f) == 3 and f[2] == name and f[1] in "tT":
-            return int(f[0], 16) & ~1
-    return None
 
 
 def qemu_args(board, firmware: Path, out: Path, settings: Settings) -> list[str]:

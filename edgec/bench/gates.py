@@ -10,7 +10,8 @@ What each gate measures:
     min-agreement  fraction of samples whose device output is bit-identical to the INT8 reference
     max-latency    median latency: a plain number is in the board's unit (cycles, instructions, ns);
                    "5ms", "800us", "1.5s" need a board whose unit converts to time (`edgec boards`)
-    max-ram        the firmware's static RAM (data + bss of the ELF): "65536", "64KiB", "64k", "1MiB"
+    max-ram        the firmware RAM the ELF allocates (.data + .bss + the reserved stack; report.html's
+                   "firmware RAM" row): "65536", "64KiB", "64k", "1MiB"
 """
 from __future__ import annotations
 

@@ -176,12 +176,50 @@ def _constants_text(m: dict) -> str:
             f"{c['biases_requantization']:,} B{tables}" + (f", other {c['other']:,} B" if c.get("other") else ""))
 
 
+RAM_LABEL = "firmware RAM (what --max-ram gates on)"
+# folded into the one RAM row when the ELF was measured: no second or third RAM figure beside it
+RAM_PARTS = ("ram_bytes", "static_ram_bytes", "total_ram_bytes", "stack_estimate_bytes", "stack_used_bytes",
+             "stack_reserved_bytes", "stack_estimate_method")
+
+
+def ram_row(memory: dict) -> tuple[str, str, str]:
+    """The one RAM figure (the ELF's allocated RAM, which --max-ram gates on) with its parts: the arena, the rest of
+    the static data (runtime, serial link, C library), the stack the linker reserves; then how much of that stack
+    is used (estimated from gcc's -fstack-usage, measured on the device) and the RAM it needs at least."""
+    ram, arena, static = memory.get("ram_bytes"), memory.get("arena_bytes"), memory.get("static_ram_bytes")
+    parts = []
+    if arena is not None and static is not None:
+        parts += [f"arena {_bytes(arena)}", f"other static data {_bytes(static - arena)}"]
+        if ram is not None and ram >= static:
+            parts.append(f"stack reserved {_bytes(ram - static)}")
+    note = (" + ".join(parts) + " (measured in the ELF)") if parts else "measured in the ELF: .data + .bss + reserved stack"
+    used = memory.get("stack_used_bytes")
+    if used is not None:
+        note += f"; stack used {_bytes(used)} (measured on the device)"
+    elif memory.get("stack_estimate_bytes") is not None:
+        note += f"; stack needed about {_bytes(memory['stack_estimate_bytes'])} ({memory.get('stack_estimate_method') or 'estimate'})"
+    if memory.get("total_ram_bytes") is not None:
+        note += f", so the firmware needs {_bytes(memory['total_ram_bytes'])} of it"
+    est = (memory.get("fit_estimate") or {}).get("ram")
+    if isinstance(est, dict) and est.get("total") is not None:
+        note += f"; estimated {_bytes(est['total'])} before building, of the board's {_bytes(est.get('board'))}"
+    return RAM_LABEL, _bytes(ram), note
+
+
 def memory_rows(memory: dict) -> list[tuple[str, str, str]]:
-    """The Memory table: (what, value, note) per entry; the fit estimate as its sums, never a raw dict."""
+    """The Memory table: (what, value, note) per entry; the fit estimate as its sums, never a raw dict; one RAM
+    figure (ram_row) with its parts when the firmware was measured."""
     rows = []
+    measured = memory.get("ram_bytes") is not None
     for key, value in memory.items():
+        if measured and key in RAM_PARTS:
+            if key == "ram_bytes":
+                rows.append(ram_row(memory))
+            continue
         if key == "fit_estimate" and isinstance(value, dict):
             for part, d in value.items():
+                if measured and part == "ram":      # in the RAM row's note
+                    continue
                 parts = " + ".join(f"{k} {_bytes(v)}" for k, v in d.items() if k not in ("total", "board", "regions"))
                 rows.append((f"fit estimate before building: {part}", _bytes(d.get("total")),
                              f"{parts}; the board has {_bytes(d.get('board'))}"))
@@ -196,6 +234,7 @@ def memory_rows(memory: dict) -> list[tuple[str, str, str]]:
                          f"model {_bytes(value['model'])} + runtime {_bytes(value['runtime'])} + benchmark harness "
                          f"{_bytes(value['harness'])} + startup and board support {_bytes(value['board'])} + "
                          f"C library {_bytes(value['libraries'])}"))
+            continue
         if key == "constants" and isinstance(value, dict):     # edgec/codegen/constants.py's breakdown
             rows += [(f"constants: {CONSTANT_LABELS[k]}", _bytes(v), CONSTANT_NOTES.get(k, ""))
                      for k, v in value.items() if k in CONSTANT_LABELS]
@@ -210,11 +249,49 @@ def memory_rows(memory: dict) -> list[tuple[str, str, str]]:
     return rows
 
 
+# the serial link's statistics (edgec/device/link.py Stats, edgec/bench/runner.py's dataset-in-flash run):
+# key -> (label, how its value reads)
+_B, _S, _N = (lambda v: _bytes(v)), (lambda v: f"{v:,.3g} s"), (lambda v: f"{v:,}")
+LINK_LABELS = {
+    "mode": ("how inputs reached the device", str),
+    "payload_bytes": ("payload moved (inputs, outputs, commands)", _B),
+    "wire_bytes": ("bytes on the wire (with framing and CRCs)", _B),
+    "io_seconds": ("time spent moving data", _S),
+    "throughput_bytes_per_s": ("payload throughput", lambda v: f"{v / 1e3:,.1f} kB/s"),
+    "retransmissions": ("frames sent again (timeout, NAK, bad CRC)", _N),
+    "sample_retries": ("samples run again (end-to-end CRC disagreed)", _N),
+    "line_bytes_per_s": ("nominal line rate (8N1)", lambda v: f"{v / 1e3:,.1f} kB/s"),
+    "fraction_of_line_rate": ("share of the line rate used", lambda v: f"{100 * v:.0f}%"),
+    "firmware": ("firmware images", str), "chunk_samples": ("samples per image", _N),
+    "chunks": ("images run", _N), "units": ("devices in parallel", _N), "wall_s": ("wall time", _S),
+    "reference_s": ("host reference time", _S), "input_bytes_in_images": ("input bytes compiled into images", _B),
+    "image_s": ("time building images", _S), "load_s": ("time loading images", _S), "run_s": ("time running", _S),
+    "result_bytes": ("result bytes read back", _B), "per_chunk": ("per image", str),
+}
+LINK_NONE = {"line_bytes_per_s": "n/a (a socket: no baud rate)", "fraction_of_line_rate": "n/a (a socket)",
+             "throughput_bytes_per_s": "n/a (no data moved)"}
+
+
+def link_rows(link: dict | None) -> list[tuple[str, str]]:
+    """The Serial link table: (what, value) with readable labels and units, never a raw key name."""
+    rows = []
+    for key, value in (link or {}).items():
+        label, shown = LINK_LABELS.get(key, (key.replace("_", " "), str))
+        if value is None:
+            rows.append((label, LINK_NONE.get(key, "n/a")))
+        elif isinstance(value, (list, dict)):
+            rows.append((label, f"{len(value)} entries (in bench-report.json)"))
+        else:
+            rows.append((label, shown(value)))
+    return rows
+
+
 def render_html(result: dict, build_dir: Path) -> str:
     env = environment()
     return env.get_template("report.html.j2").render(r=result, plots=plots(result, build_dir),
                                                       summary=summary_lines(result),
-                                                      memory_rows=memory_rows(result.get("memory", {})))
+                                                      memory_rows=memory_rows(result.get("memory", {})),
+                                                      link_rows=link_rows(result.get("link")))
 
 
 # ---- text ----

@@ -102,7 +102,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         from concurrent.futures import ThreadPoolExecutor
         from edgec.bench import dataset_flash
         pool = ThreadPoolExecutor(1)
-        job = pool.submit(dataset_flash.run, outdir, board, report, xq, units, [port] * units if port else None,
+        job = pool.submit(dataset_flash.run, outdir, board, report, ports.device_order(graph, xq), units, [port] * units if port else None,
                           max_chunk, log, settings=settings)
     t_ref = time.monotonic()
     ref_out = np.stack([reference.run(graph, xq[i]).reshape(-1) for i in range(n)])
@@ -203,7 +203,7 @@ def _run_over_link(outdir, report, graph, board, firmware, port, gdb_load, xq, r
         for i in range(n):
             t0 = time.monotonic()
             try:
-                r = link.run_checked(xq[i].tobytes())
+                r = link.run_checked(ports.device_order(graph, xq[i]).tobytes())
             except EdgecError as e:
                 raise EdgecError(f"{e} (at sample {i} of {n}; nothing of this sample was recorded)") from None
             if i == 0:       # a hung device is noticed after 20x the first sample's time, not 10 minutes
@@ -437,7 +437,8 @@ def _profile(link, graph: Graph, board: Board, xq: np.ndarray, whole_ticks: np.n
         raise EdgecError(f"the firmware has {link.info['layer_count']} layers but the build's model has "
                          f"{len(ops)}; rebuild (edgec build)")
     log(f"profiling {len(ops)} layers on {len(xq)} sample(s)")
-    per_sample = np.array([link.run_checked(x.tobytes(), profile=True)["layer_ticks"] for x in xq], np.int64)
+    per_sample = np.array([link.run_checked(ports.device_order(graph, x).tobytes(), profile=True)["layer_ticks"]
+                           for x in xq], np.int64)
     layer_ticks = np.median(per_sample, axis=0)
     total = float(layer_ticks.sum())
     whole = float(np.median(whole_ticks))
@@ -463,7 +464,8 @@ def find_divergence(link, graph: Graph, x_q: np.ndarray, sample: int) -> dict:
     for i, op in enumerate(ops):
         want = env[op.output].reshape(-1).astype(np.int32)
         t = graph.tensors[op.output]
-        got = np.frombuffer(link.capture(x_q.tobytes(), i), DTYPES[t.dtype]).astype(np.int32)
+        got = np.frombuffer(link.capture(ports.device_order(graph, x_q).tobytes(), i),
+                            DTYPES[t.dtype]).astype(np.int32)
         if got.size == 0 and want.size:     # inside a patch-based stage: never whole on the device
             rows.append({"index": i, "name": op.name, "kind": op.kind, "size": int(want.size), "differing": 0,
                          "max_abs_diff": 0, "max_abs_diff_float": 0.0,

@@ -106,7 +106,10 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str, runtime: bool =
                input_bytes=tin.nbytes, output_bytes=tout.nbytes, input_dtype=tin.dtype, output_dtype=tout.dtype,
                input_scale=repr(float(tin.scale)), input_zp=tin.zero_point,
                output_scale=repr(float(tout.scale)), output_zp=tout.zero_point,
-               input_shape=list(graph.input_onnx_shape), output_shape=list(graph.output_onnx_shape),
+               input_shape=list(tin.shape) if graph.input_perm else list(graph.input_onnx_shape),
+               input_layout=("channels-last (--input-layout nhwc; the ONNX model's is "
+                             f"{list(graph.input_onnx_shape)})" if graph.input_perm else "the ONNX model's layout"),
+               output_shape=list(graph.output_onnx_shape),
                macs=graph_macs(graph), guards=[], guard_status=guard.STATUS_BASE, bands=bands,
                ports=ports.c_context(graph, lambda t: c_pointer(plan, plan.offsets[t])),
                detections=detection.c_detections(graph, lambda t: c_pointer(plan, plan.offsets[t])),

@@ -46,8 +46,13 @@ def survey(model: onnx.ModelProto, name: str) -> tuple[Graph, list[Problem]]:
     return graph, canon.problems
 
 
-def canonicalize(model: onnx.ModelProto, name: str) -> Graph:
-    canon = _Canonicalizer(model, name)
+INPUT_LAYOUTS = ("nchw", "nhwc")
+
+
+def canonicalize(model: onnx.ModelProto, name: str, input_layout: str | None = None) -> Graph:
+    """input_layout "nhwc": an NCHW model's input taken channels-last (its first Conv reads it as it is: no input
+    transpose on the device); "nchw" or None: the input in the model's own layout."""
+    canon = _Canonicalizer(model, name, input_layout)
     graph = canon.run()
     if canon.problems:
         raise EdgecError(problems_message(canon.problems))
@@ -57,8 +62,9 @@ def canonicalize(model: onnx.ModelProto, name: str) -> Graph:
 class _Canonicalizer:
     """The state of one canonicalization, and the context (`cx`) the importers build on."""
 
-    def __init__(self, model: onnx.ModelProto, name: str):
+    def __init__(self, model: onnx.ModelProto, name: str, input_layout: str | None = None):
         self.model = model
+        self.input_layout = input_layout
         self.graph = GraphBuilder(name)        # handed out finished (immutable) by run()
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
         self.consts: dict[str, np.ndarray] = {
@@ -206,10 +212,13 @@ class _Canonicalizer:
                 raise EdgecError(f"input '{inp.name}' is {onnx.TensorProto.DataType.Name(elem)}; edgec takes float "
                                  "inputs, and uint8/int8 inputs read only by a DequantizeLinear with a constant "
                                  "per-tensor scale (a QDQ model)")
-            name = self.new_tensor(inp.name, shape, inp.name)
-            self.values[inp.name] = (name, movement.identity(len(shape)))
+            perm = self._input_perm(inp.name, shape, len(inputs))
+            name = self.new_tensor(inp.name, tuple(shape[a] for a in perm), inp.name)
+            self.values[inp.name] = (name, perm)
+            if perm != movement.identity(len(shape)):
+                self.graph.input_perm = perm
             if self.qdq.get("integer_inputs", {}).get(inp.name) == "uint8":     # the device takes the bytes
-                name = self._uint8_port(inp.name, shape, name)
+                name = self._uint8_port(inp.name, self.graph.tensors[name].shape, name)
             if k == 0:
                 self.graph.input = name
                 self.graph.input_onnx_shape = shape
@@ -229,6 +238,18 @@ class _Canonicalizer:
         matmul.read_through_views(self.graph)    # attention's q/k/v slices and 1/sqrt(d): no copies
         movement.ensure_kernel(self)
         return self.graph.finish()
+
+    def _input_perm(self, value: str, shape: tuple[int, ...], n_inputs: int) -> tuple[int, ...]:
+        """The input's physical axis order: channels-last with --input-layout nhwc, else its ONNX order."""
+        if self.input_layout in (None, "nchw"):
+            return movement.identity(len(shape))
+        if self.input_layout != "nhwc":
+            raise EdgecError(f"--input-layout {self.input_layout}: use one of {', '.join(INPUT_LAYOUTS)}")
+        if n_inputs > 1 or len(shape) < 3:
+            raise EdgecError(f"--input-layout nhwc: input '{value}' is {list(shape)}"
+                             + (" and the model has several inputs" if n_inputs > 1 else "")
+                             + "; it applies to a model with one NCHW input of rank 3 or more (N, C, spatial...)")
+        return movement.channels_last(len(shape))
 
     def _uint8_port(self, value: str, shape: tuple[int, ...], int8: str) -> str:
         """A QDQ model's uint8 input (edgec/frontend/qdq.py): a uint8 tensor (the same grid, zero point + 128)

@@ -23,6 +23,7 @@ def graph_to_json(graph: Graph) -> dict:
     return {**ports,
         "name": graph.name, "input": graph.input, "output": graph.output,
         "input_onnx_shape": list(graph.input_onnx_shape), "output_onnx_shape": list(graph.output_onnx_shape),
+        **({"input_perm": list(graph.input_perm)} if graph.input_perm else {}),
         "tensors": [{"name": t.name, "shape": list(t.shape), "source": t.source, "scale": t.scale,
                      "zero_point": t.zero_point, **({"dtype": t.dtype} if t.dtype != "int8" else {})}
                     for t in graph.tensors.values()],
@@ -59,7 +60,7 @@ def load_graph(folder: Path) -> Graph:
         ops = [Op(kind=o["kind"], name=o["name"], inputs=tuple(o["inputs"]), output=o["output"], params=o["params"],
                   arrays={k: arrays[f"{i}.{k}"] for k in o["arrays"]}) for i, o in enumerate(meta["ops"])]
         return Graph(name=meta["name"], tensors=tensors, ops=tuple(ops), input=meta["input"], output=meta["output"],
-                     input_onnx_shape=tuple(meta["input_onnx_shape"]),
+                     input_onnx_shape=tuple(meta["input_onnx_shape"]), input_perm=tuple(meta.get("input_perm", ())),
                      output_onnx_shape=tuple(meta["output_onnx_shape"]),
                      more_inputs=tuple(meta.get("ports", {}).get("more_inputs", ())),
                      more_outputs=tuple(meta.get("ports", {}).get("more_outputs", ())),

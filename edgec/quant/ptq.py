@@ -65,6 +65,7 @@ class QuantOptions:
                                              # None: gptq for int4 weights, nearest for int8
     val: str | None = None             # labelled data the budget is measured on (else the calibration held-out split)
     state: tuple[str, ...] = ()        # OUTPUT=INPUT: a state fed back, both quantized alike (edgec/ports.py)
+    input_layout: str | None = None    # "nhwc": an NCHW model's C input channels-last (edgec/frontend/canonicalize.py)
 
     @classmethod
     def plain(cls, **kw) -> QuantOptions:

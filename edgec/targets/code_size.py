@@ -18,24 +18,17 @@ from pathlib import Path
 
 from edgec import cheader
 from edgec.plan import guard
-from edgec.targets.firmware import HARNESS_FILES, PROTOCOLS, _run_size as _run
+from edgec.targets import elf
+from edgec.targets.firmware import HARNESS_FILES, PROTOCOLS
 
 PARTS = ("model", "runtime", "harness", "board", "libraries")
 # the generated benchmark main: main.c (edgec's platforms) or bench_main.c + main.cpp (framework boards)
 HARNESS_MAINS = ("main", "bench_main")
 
 
-def functions(elf: Path, readelf: str) -> list[tuple[str, int, int]]:
+def functions(path: Path) -> list[tuple[str, int, int]]:
     """(name, address, bytes) of every sized function of an ELF file (an object or a program)."""
-    out = _run([readelf, "-sW", str(elf)])
-    found = []
-    for line in out.splitlines():
-        f = line.split()      # Num: Value Size Type Bind Vis Ndx Name
-        if len(f) >= 8 and f[3] == "FUNC" and f[6] != "UND":
-            size = int(f[2], 0) if f[2].startswith("0x") else int(f[2])
-            if size:
-                found.append((f[7], int(f[1], 16), size))
-    return found
+    return elf.functions(path)
 
 
 def _object_stem(obj: Path) -> str:
@@ -58,17 +51,16 @@ def part_of_object(stem: str, model: str) -> str:
     return "harness" if stem in harness else "board"
 
 
-def code_by_part(build_dir: Path, program: Path, model: str, prefix: str = "arm-none-eabi-") -> dict:
+def code_by_part(build_dir: Path, program: Path, model: str) -> dict:
     """{part: bytes} of the program's functions (PARTS), with `total` and `model_and_runtime`."""
-    readelf = f"{prefix}readelf"
     owner: dict[tuple[str, int], str] = {}
     for obj in sorted(Path(build_dir).rglob("*.o")):
         part = part_of_object(_object_stem(obj), model)
-        for name, _, size in functions(obj, readelf):
+        for name, _, size in functions(obj):
             owner.setdefault((name, size), part)
     sizes = dict.fromkeys(PARTS, 0)
     seen = set()
-    for name, address, size in functions(program, readelf):
+    for name, address, size in functions(program):
         if address in seen:      # aliases (weak handlers, __aeabi_* names of one function) count once
             continue
         seen.add(address)

@@ -11,7 +11,6 @@ import os
 import re
 import secrets
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import jinja2
 
 from edgec.targets.boards import Board
 from edgec.errors import EdgecError
-from edgec.targets import packages
+from edgec.targets import elf, packages
 from edgec.targets.pio import OFFLINE_HINT, registry_reachable, run_pio
 from edgec.resources import resource_dir
 from edgec.plan.regions import REGIONS_LD_SUFFIX
@@ -193,37 +192,22 @@ def _program(build_dir: Path) -> Path:
     raise EdgecError(f"the build finished but left no firmware in {build_dir}; see the build log")
 
 
-def _run_size(argv: list[str]) -> str:
-    try:
-        return subprocess.run(argv, check=True, capture_output=True, text=True).stdout
-    except FileNotFoundError:
-        raise EdgecError(f"'{argv[0]}' not found: install binutils for this board (apt-get install "
-                         "binutils-arm-none-eabi / binutils-riscv64-unknown-elf / binutils)") from None
-    except subprocess.CalledProcessError as e:
-        raise EdgecError(f"'{' '.join(argv)}' failed: {e.stderr.strip()}") from None
+
+def section_table(program: Path, prefix: str = "") -> list[dict]:
+    """The ELF's sections: name, size, vma, lma and flags (ALLOC, LOAD as objdump -h names them), read by
+    edgec/targets/elf.py (prefix: unused, any target's ELF reads alike)."""
+    return [{"name": s.name, "size": s.size, "vma": s.vma, "lma": s.lma,
+             "flags": {f for f, on in (("ALLOC", s.alloc), ("LOAD", s.load), ("CODE", s.code)) if on}}
+            for s in elf.sections(program)]
 
 
-def section_table(program: Path, prefix: str = "arm-none-eabi-") -> list[dict]:
-    """The ELF's sections: name, size, vma, lma and flags (objdump -h)."""
-    out = _run_size([f"{prefix}objdump", "-h", "-w", str(program)])
-    sections = []
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) >= 7 and parts[0].isdigit() and parts[1].startswith("."):
-            flags = {f.strip(",") for f in parts[7:]} if len(parts) > 7 else set()
-            sections.append({"name": parts[1], "size": int(parts[2], 16), "vma": int(parts[3], 16),
-                             "lma": int(parts[4], 16), "flags": flags})
-    return sections
-
-
-def firmware_sizes(program: Path, host: bool, prefix: str = "arm-none-eabi-") -> tuple[int, int]:
-    """(flash_bytes, ram_bytes) of a built program (see Firmware); prefix = the board's toolchain."""
-    if host:   # Berkeley format: text data bss dec hex filename
-        line = _run_size(["size", "-B", "-d", str(program)]).splitlines()[1].split()
-        text, data, bss = (int(v) for v in line[:3])
+def firmware_sizes(program: Path, host: bool, prefix: str = "") -> tuple[int, int]:
+    """(flash_bytes, ram_bytes) of a built program (see Firmware)."""
+    if host:   # as `size -B` counts a host program: text + data, data + bss
+        text, data, bss = elf.berkeley_sizes(program)
         return text + data, data + bss
     flash = ram = 0
-    for sec in section_table(program, prefix):
+    for sec in section_table(program):
         if "ALLOC" not in sec["flags"]:
             continue
         stored = "LOAD" in sec["flags"]

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from edgec.targets.boards import Board
 from edgec.errors import EdgecError
-from edgec.targets.firmware import _run_size as _run   # binutils, with a clear error when missing
+from edgec.targets import elf
 from edgec.targets.code_size import code_by_part
-from edgec.lower.lowering import variant_code_bytes
+from edgec.lower.lowering import VARIANT, variant_code_bytes
 from edgec.ir import Graph
 from edgec.ops.registry import ALIAS_OPS, KERNEL_CODE_BYTES
 from edgec.plan.memory_report import summary
@@ -40,7 +40,10 @@ def runtime_ram_bytes(graph: Graph) -> int:
 # Code (flash besides the model's constants), calibrated on the four MLPerf Tiny models built for
 # qemu-cortex-m4 (within ~10%): startup, serial link, libc pieces, plus each kernel used once, plus the
 # call and parameter struct of every op. Layer-name strings are dropped by the linker unless used.
-CODE_BASE_BYTES = 2560
+# Base re-fitted (2,560 -> 3,360) once reference kernels that speed variants replace stopped being counted:
+# firmware flash within -1.2 .. +1.1 % on digits_cnn, cancer_conv1d and the four MLPerf Tiny int8 models
+# (tests/test_board_fit.py).
+CODE_BASE_BYTES = 3360
 CODE_PER_OP_BYTES = 192
 UNKNOWN_KERNEL_CODE_BYTES = 1024       # (a survey's placeholders for unsupported nodes)
 DEFAULT_STACK_BYTES = 4096    # when the board's platform does not say how much stack it reserves
@@ -62,7 +65,8 @@ def board_stack_bytes(board: Board) -> int:
 
 def code_estimate(graph: Graph) -> int:
     ops = [op for op in graph.ops if op.kind not in ALIAS_OPS]
-    kinds = {op.kind for op in ops}
+    # a kind's reference kernel is linked only when one of its ops runs on it (not when speed variants run all)
+    kinds = {op.kind for op in ops if op.lowering is None or op.lowering.kernel.role != VARIANT}
     return (CODE_BASE_BYTES + CODE_PER_OP_BYTES * len(ops)
             + sum(KERNEL_CODE_BYTES.get(k, UNKNOWN_KERNEL_CODE_BYTES) for k in kinds) + variant_code_bytes(ops))
 
@@ -172,29 +176,14 @@ def check(graph: Graph, plan: Plan, board: Board) -> dict:
 
 # ---------------------------------------------------------------- after the build
 
-_RAM_TYPES = set("bBdDcC")
-
-
-def ram_symbols(program: Path, nm: str = "arm-none-eabi-nm") -> dict[str, int]:
+def ram_symbols(program: Path) -> dict[str, int]:
     """{symbol: bytes} of everything the program keeps in .data/.bss (static RAM)."""
-    out = _run([nm, "-S", "-t", "d", str(program)])
-    symbols = {}
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) == 4 and parts[2] in _RAM_TYPES:
-            symbols[parts[3]] = int(parts[1])
-    return symbols
+    return elf.ram_symbols(program)
 
 
-def defined_symbols(objects: list[Path], nm: str = "arm-none-eabi-nm") -> set[str]:
+def defined_symbols(objects: list[Path]) -> set[str]:
     """Names defined by these object files (functions, constants and variables, static ones included)."""
-    names = set()
-    for obj in objects:
-        for line in _run([nm, str(obj)]).splitlines():
-            parts = line.split()
-            if len(parts) == 3 and parts[1] not in "Uuw":
-                names.add(parts[2])
-    return names
+    return set().union(*(elf.defined_names(o) for o in objects))
 
 
 def _su_function(where: str) -> str:
@@ -253,10 +242,10 @@ def objects_of(build_dir: Path, names) -> list[Path]:
     return [o for name in names for pattern in (f"{name}.o", f"{name}.c.o") for o in sorted(build_dir.rglob(pattern))]
 
 
-def optimization_level(obj: Path, readelf: str = "arm-none-eabi-readelf") -> str | None:
+def optimization_level(obj: Path) -> str | None:
     """The -O option gcc really applied to an object (the last one of its recorded command line,
     -frecord-gcc-switches), or None when the object has no record."""
-    out = _run([readelf, "-p", ".GCC.command.line", str(obj)])
+    out = " " + elf.recorded_switches(obj).replace(b"\0", b" ").decode("utf-8", "replace")
     levels = re.findall(r"\s(-O[0-3sgz]?|-Ofast)\b", out)
     return levels[-1] if levels else None
 
@@ -271,12 +260,8 @@ def measure(project: Path, program: Path, model: str, host: bool) -> dict:
     if host:
         return result
     ram = ram_symbols(program)
-    sections = {}
-    for line in _run(["arm-none-eabi-size", "-A", "-d", str(program)]).splitlines():
-        parts = line.split()
-        if len(parts) >= 2 and (parts[0] in (".data", ".bss") or parts[0].startswith(".edgec_")) and parts[1].isdigit():
-            sections[parts[0]] = int(parts[1])
-    static = sum(sections.values())
+    static = sum(s.size for s in elf.sections(program)
+                 if s.name in (".data", ".bss") or s.name.startswith(".edgec_"))
     kernels = [Path(f).stem for f in cheader.runtime_files() if f.endswith(".c")]     # the runtime's objects
     objects = objects_of(build_dir, (model, *kernels)) if build_dir else []
     model_in_ram = sorted(set(ram) & defined_symbols(objects)) if objects else None

@@ -1,0 +1,76 @@
+"""edgec/board_fit.py: `edgec inspect MODEL --board B` gives the arena the build plans, byte for byte, and a
+flash figure within 2 % of the built firmware's, without building anything; a model that does not fit says so."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import EXAMPLES, MLPERF, require_mlperf
+from edgec import api, board_fit, cli
+
+BOARD = "qemu-cortex-m4"
+CASES = {"digits_cnn": (EXAMPLES / "digits_cnn" / "model.onnx", EXAMPLES / "digits_cnn" / "calib.npz"),
+         "cancer_conv1d": (EXAMPLES / "cancer_conv1d" / "model.onnx", EXAMPLES / "cancer_conv1d" / "calib.npz"),
+         "ad": (MLPERF / "ad_fc_autoencoder_int8.tflite", None),
+         "kws": (MLPERF / "kws_dscnn_int8.tflite", None),
+         "ic": (MLPERF / "ic_resnet8_int8.tflite", None),
+         "vww": (MLPERF / "vww_mobilenetv1_025_int8.tflite", None)}
+
+
+def _agrees_with_build(key, tmp_path):
+    model, calib = CASES[key]
+    if calib is None:
+        require_mlperf(model)
+    info = board_fit.inspect_board(model, BOARD, calib)
+    built = api.build(model, calib, BOARD, tmp_path / key)["memory"]
+    assert info["fits"] and info["problem"] is None
+    assert info["arena_bytes"] == built["arena_bytes"] == info["ram"]["arena"]
+    assert info["flash"]["constants"] == built["weights_bytes"]
+    assert abs(info["flash"]["total"] - built["flash_bytes"]) <= 0.02 * built["flash_bytes"], \
+        (info["flash"], built["flash_bytes"])
+    assert 0 <= info["scratch_bytes"] <= info["arena_bytes"]
+
+
+@pytest.mark.parametrize("key", ["digits_cnn", "cancer_conv1d", "ad"])
+def test_inspect_board_agrees_with_the_build(key, tmp_path):
+    _agrees_with_build(key, tmp_path)
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("key", ["kws", "ic", "vww"])
+def test_inspect_board_agrees_with_the_build_mlperf(key, tmp_path):
+    _agrees_with_build(key, tmp_path)
+
+
+def test_random_calibration_gives_the_same_plan():
+    model, calib = CASES["digits_cnn"]
+    given = board_fit.inspect_board(model, BOARD, calib)
+    random = board_fit.inspect_board(model, BOARD)
+    assert "random" in random["quantized_on"]
+    assert (random["arena_bytes"], random["flash"]) == (given["arena_bytes"], given["flash"])
+    # the live-set bound the plain inspect printed is not the arena the build plans
+    assert given["live_set_lower_bound_bytes"] != given["arena_bytes"]
+
+
+def test_cli_says_whether_it_fits(capsys):
+    model, calib = CASES["digits_cnn"]
+    assert cli.main(["inspect", str(model), "--board", BOARD, "--calib", str(calib), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["fits"] and info["board"] == BOARD and info["optimize"] == "speed"
+    assert cli.main(["inspect", str(model), "--board", BOARD, "--optimize", "size", "--calib", str(calib)]) == 0
+    text = capsys.readouterr().out
+    assert "--optimize size" in text and "live-set lower bound" in text
+    assert text.rstrip().endswith("fits")
+    assert cli.main(["inspect", str(model), "--calib", str(calib)]) == 2
+    assert "--calib is read with --board only" in capsys.readouterr().err
+
+
+def test_a_model_too_big_for_the_board_is_reported_not_raised(capsys):
+    model = CASES["vww"][0]
+    require_mlperf(model)
+    info = board_fit.inspect_board(model, "qemu-cortex-m0")
+    assert not info["fits"] and "does not fit board" in info["problem"]
+    assert info["ram"]["total"] > info["ram"]["board"] or info["flash"]["total"] > info["flash"]["board"]
+    assert cli.main(["inspect", str(model), "--board", "qemu-cortex-m0"]) == 1
+    assert "does NOT fit" in capsys.readouterr().out
