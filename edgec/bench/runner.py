@@ -15,13 +15,14 @@ import importlib
 import importlib.util
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from edgec import ports
+from edgec import children, ports
 from edgec.bench import cycles
 from edgec.quant import artifact
 from edgec.quant import calibrate
@@ -81,7 +82,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         check_labels(view, labels, data_path)
     n = len(data.x)
     xq = ports.quantize_inputs(graph, data.x)     # several inputs: packed, as the link writes them
-    pool = job = None
+    pool = job = cancel = None
     if score and ports.multi(graph):
         raise EdgecError(f"--score {score}: a score function takes one output; this model has {len(graph.outputs)} "
                          "(the report gives accuracy or error and bit-exactness per output)")
@@ -94,29 +95,36 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
                              "without --dataset-in-flash")
         from concurrent.futures import ThreadPoolExecutor
         from edgec.bench import dataset_flash
-        pool = ThreadPoolExecutor(1)
+        pool, cancel = ThreadPoolExecutor(1), threading.Event()
         job = pool.submit(dataset_flash.run, outdir, board, report, xq, units, [port] * units if port else None,
-                          max_chunk, log, settings=settings)
-    t_ref = time.monotonic()
-    ref_out = np.stack([reference.run(graph, xq[i]).reshape(-1) for i in range(n)])
-    checked = None
-    if (outdir / "model.tflite").is_file():     # a quantized .tflite: its own integer reference, and TFLite Micro's
-        log(f"reference: int8 (NumPy), checked against the TFLite Micro interpreter where installed, on {n} samples")
-        tflm = tflite.interpreter_outputs(outdir / "model.tflite", xq)
-        checked = {"interpreter": "tflite-micro" if tflm is not None else None,
-                   "reference_vs_interpreter": None if tflm is None else float(np.mean(np.all(tflm == ref_out, axis=1)))}
-        float_out = ports.dequantize_outputs(graph, ref_out if tflm is None else tflm).reshape(n, -1)   # each its own
-    else:
-        log(f"reference: float (onnxruntime) and int8 (NumPy) on {n} samples")
-        float_out = calibrate.run_float(loader.load_model(outdir / "model.onnx", settings.memory_limit),
-                                        data.x).reshape(n, -1)
-    t_ref = time.monotonic() - t_ref
+                          max_chunk, log, settings=settings, cancel=cancel)
+    try:      # the dataset job runs beside this: an interrupt stops it, its chunks and their processes
+        t_ref = time.monotonic()
+        ref_out = np.stack([reference.run(graph, xq[i]).reshape(-1) for i in range(n)])
+        checked = None
+        if (outdir / "model.tflite").is_file():     # a quantized .tflite: its own integer reference, and TFLite Micro's
+            log(f"reference: int8 (NumPy), checked against the TFLite Micro interpreter where installed, on {n} samples")
+            tflm = tflite.interpreter_outputs(outdir / "model.tflite", xq)
+            checked = {"interpreter": "tflite-micro" if tflm is not None else None,
+                       "reference_vs_interpreter": None if tflm is None else float(np.mean(np.all(tflm == ref_out, axis=1)))}
+            float_out = ports.dequantize_outputs(graph, ref_out if tflm is None else tflm).reshape(n, -1)   # each its own
+        else:
+            log(f"reference: float (onnxruntime) and int8 (NumPy) on {n} samples")
+            float_out = calibrate.run_float(loader.load_model(outdir / "model.onnx", settings.memory_limit),
+                                            data.x).reshape(n, -1)
+        t_ref = time.monotonic() - t_ref
+    except BaseException:
+        _stop(pool, cancel)
+        raise
     stack = []
     progress = Progress(f"bench on {board.name}", n)
     result: dict = {}
     if job is not None:
         try:
             ran = job.result()
+        except BaseException:
+            _stop(pool, cancel)
+            raise
         finally:
             pool.shutdown()
         dev_out, ticks, hello, estimate = ran["outputs"], ran["ticks"], {}, None
@@ -150,6 +158,16 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
     median = result["latency"]["median"]
     result["latency"]["per_mac"] = median / macs if macs and median is not None else None
     return result
+
+
+def _stop(pool, cancel) -> None:
+    """An interrupt while dataset-in-flash chunks run: no chunk starts, the running ones' processes (emulators,
+    flashing tools) are killed, and the job ends before the interrupt goes on."""
+    if pool is None:
+        return
+    cancel.set()
+    children.kill_all()
+    pool.shutdown(wait=True)
 
 
 def first_invoke_timeout(report: dict, retries: int) -> float:
