@@ -184,6 +184,18 @@ def test_score_spec_errors(tmp_path):
     assert bench.load_score("json:dumps") is json.dumps
 
 
+def test_cycle_scratch_is_removed_when_the_device_fails(tmp_path, monkeypatch):
+    """The cycle plugin's edgec-cycles-* folder goes on every exit path (it stayed after a failed run)."""
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    board = load_board("qemu-cortex-m3")
+    with pytest.raises(EdgecError):
+        bench._run_over_link(tmp_path, {}, None, board, tmp_path / "missing.elf", None, None,
+                             np.zeros((1, 4), np.int8), np.zeros((1, 2), np.int8), False, False, {}, None,
+                             lambda m: None, Settings.from_environment())
+    assert list(tmp_path.glob("edgec-cycles-*")) == []
+
+
 def test_bench_over_a_noisy_link_records_only_right_samples(builds, monkeypatch):
     """The real host firmware behind a link that flips, drops, duplicates and inserts bytes: the bench
     retries, and every recorded output is still bit-identical to the reference."""

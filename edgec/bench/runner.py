@@ -11,9 +11,6 @@ output tensor back and compares it with the NumPy reference (reference.run(..., 
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import importlib.util
-import shutil
 import tempfile
 import threading
 import time
@@ -24,6 +21,7 @@ import numpy as np
 
 from edgec import children, ports
 from edgec.bench import cycles
+from edgec.bench.score import call_score, load_score
 from edgec.quant import artifact
 from edgec.quant import calibrate
 from edgec.frontend import loader
@@ -181,13 +179,19 @@ def first_invoke_timeout(report: dict, retries: int) -> float:
 def _run_over_link(outdir, report, graph, board, firmware, port, gdb_load, xq, ref_out, profile, compare_layers,
                    result, progress, log, settings):
     """Every input over the serial link, one at a time (with the profile and divergence finder on request)."""
+    with tempfile.TemporaryDirectory(prefix="edgec-cycles-") as scratch:   # removed on every exit path
+        return _link_session(outdir, report, graph, board, firmware, port, gdb_load, xq, ref_out, profile,
+                             compare_layers, result, progress, log, settings, Path(scratch))
+
+
+def _link_session(outdir, report, graph, board, firmware, port, gdb_load, xq, ref_out, profile, compare_layers,
+                  result, progress, log, settings, scratch: Path):
     from edgec.device.device import open_device
 
     n = len(xq)
     dev_out = np.zeros_like(ref_out)
     ticks = np.zeros(n, np.int64)
     stack = []
-    scratch = Path(tempfile.mkdtemp(prefix="edgec-cycles-"))
     plugin_out = scratch / "windows.txt"     # the cycle-estimate plugin's timed windows (edgec/bench/cycles.py)
     plugin = cycles.qemu_args(board, firmware, plugin_out, settings) if port in (None, "auto") else []
     with open_device(board, firmware, port, gdb_load=gdb_load, emulator_args=tuple(plugin)) as dev:
@@ -221,7 +225,6 @@ def _run_over_link(outdir, report, graph, board, firmware, port, gdb_load, xq, r
         local = board.serial_port in (PORT_EMULATOR, PORT_PROGRAM)
         link_stats = link.stats.to_json(None if local else board.serial_baud)
     estimate = cycles.summary(cycles.read_windows(plugin_out), n) if plugin else None
-    shutil.rmtree(scratch, ignore_errors=True)
     return dev_out, ticks, stack, hello, mismatched, link_stats, board, estimate
 
 
@@ -305,7 +308,7 @@ def _quality(graph, labels, float_out, ref_out, dev_out, x, score_name, score_fn
     if score_fn is not None:
         shape = (len(x), *graph.output_onnx_shape[1:])
         q["score"] = {"name": score_name,
-                      **{k: _call_score(score_name, score_fn, v.reshape(shape), labels, x) for k, v in outs.items()}}
+                      **{k: call_score(score_name, score_fn, v.reshape(shape), labels, x) for k, v in outs.items()}}
     return q
 
 
@@ -333,48 +336,6 @@ def confusion(truth: np.ndarray, predicted: np.ndarray, classes: int) -> list[li
     m = np.zeros((classes, classes), np.int64)
     np.add.at(m, (truth, predicted), 1)       # labels checked to be classes (check_labels)
     return m.tolist()
-
-
-def load_score(spec: str) -> Callable:
-    """`module:function` or `path/to/file.py:function` -> the function.
-
-    It is called as fn(outputs, labels, inputs) with float outputs shaped (N, *model output shape without
-    batch), the data file's y (or None) and x, and returns a number or a dict of numbers."""
-    target, sep, name = spec.rpartition(":")
-    if not sep or not target or not name.isidentifier():
-        raise EdgecError(f"--score {spec!r}: expected module:function or path/to/file.py:function")
-    try:
-        if target.endswith(".py"):
-            path = Path(target)
-            if not path.is_file():
-                raise EdgecError(f"--score {spec!r}: {path} does not exist")
-            loaded = importlib.util.spec_from_file_location(f"edgec_score_{path.stem}", path)
-            module = importlib.util.module_from_spec(loaded)
-            loaded.loader.exec_module(module)
-        else:
-            module = importlib.import_module(target)
-    except EdgecError:
-        raise
-    except Exception as e:      # the user's code: any failure to import is reported on one line
-        raise EdgecError(f"--score {spec!r}: cannot import {target}: {type(e).__name__}: {e}") from None
-    fn = getattr(module, name, None)
-    if not callable(fn):
-        raise EdgecError(f"--score {spec!r}: {target} has no function {name}")
-    return fn
-
-
-def _call_score(spec: str, fn: Callable, outputs, labels, x):
-    try:
-        value = fn(outputs, labels, x)
-    except Exception as e:
-        raise EdgecError(f"--score {spec!r} failed: {type(e).__name__}: {e}") from None
-    if isinstance(value, dict):
-        return {str(k): float(v) for k, v in value.items()}
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise EdgecError(f"--score {spec!r} returned {type(value).__name__}; return a number or a dict of "
-                         "numbers") from None
 
 
 # ---- latency ----
