@@ -2,8 +2,9 @@
 
 - `spawn` starts a child in its own process group under a small reaper (this file run as a script, standard
   library only): the kernel tells the reaper when edgec dies, even by SIGKILL (Linux PR_SET_PDEATHSIG), and the
-  reaper then kills the whole group, so grandchildren (scons under `pio`, QEMU under scons) die too, not only
-  the direct child.  `kill_group` ends the child and everything it started; `kill_all` every live group (an
+  reaper then kills the child's whole group, so grandchildren (scons under `pio`, QEMU under scons) die too,
+  not only the direct child; the child's TMPDIR is the reaper's own folder, removed when the group ends (the
+  .s files of a compiler killed mid-way).  `kill_group` ends the child and everything it started; `kill_all` every live group (an
   interrupt while worker threads run children: dataset-in-flash chunks, matrix cells).
 - `run` is subprocess.run over `spawn`: on any exception (an interrupt, a signal, a timeout) the whole
   group is killed before the exception goes on.
@@ -78,20 +79,31 @@ def spawn(argv, **kw) -> subprocess.Popen:
     starts.  The Popen is the reaper's; its exit code is the child's (128 + N when signal N ended the child)."""
     argv = [str(a) for a in argv]
     _check_program(argv[0], (kw.get("env") or os.environ).get("PATH"))
-    if sys.platform.startswith("linux"):
+    reaper = sys.platform.startswith("linux")
+    if reaper:
         argv = [sys.executable, "-I", "-S", _REAPER, str(os.getpid()), *argv]
     proc = subprocess.Popen(argv, start_new_session=True, preexec_fn=_die_with_parent(os.getpid()), **kw)
+    proc.edgec_reaper = reaper
     with _LIVE_LOCK:
         _LIVE.add(proc)
     return proc
 
 
-def kill_group(proc: subprocess.Popen, wait: float = 10) -> None:
-    """SIGKILL the child's process group (the child and everything it started) and reap the child."""
+def _end(proc: subprocess.Popen) -> None:
+    """Ask the reaper to kill its child's group and remove its TMPDIR (no reaper: SIGKILL the group)."""
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        if getattr(proc, "edgec_reaper", False):
+            os.kill(proc.pid, signal.SIGTERM)
+        else:
+            os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def kill_group(proc: subprocess.Popen, wait: float = 10) -> None:
+    """End the child's process group (the child and everything it started, and its temporary files) and reap
+    the child."""
+    _end(proc)
     with _LIVE_LOCK:
         _LIVE.discard(proc)
     try:
@@ -106,10 +118,7 @@ def kill_all() -> None:
     with _LIVE_LOCK:
         live = [p for p in _LIVE if p.returncode is None]
     for proc in live:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _end(proc)
 
 
 def run(argv, timeout: float | None = None, **kw) -> tuple[str, int]:
@@ -156,30 +165,48 @@ def restore(previous: dict) -> None:
 
 
 def _reap(parent: int, argv: list[str]) -> int:
-    """The reaper (see the module's docstring): run argv in this process group; when edgec dies or a signal
-    comes, kill the group.  Returns the exit code to pass on."""
-    def kill_group_and_exit(_signum=None, _frame=None):
-        os.killpg(0, signal.SIGKILL)
-        os._exit(137)
+    """The reaper (see the module's docstring): run argv in a process group of its own with a private TMPDIR
+    (a compiler's ccXXXX.s files); when the child ends, edgec dies (PR_SET_PDEATHSIG) or kill_group's SIGTERM
+    comes, kill the child's group and remove the folder.  Returns the exit code to pass on."""
+    import tempfile
+
+    tmp = tempfile.mkdtemp(prefix="edgec-tmp-")
+    child = None
+
+    def end_group() -> None:
+        if child is not None:
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    def stop(signum=signal.SIGKILL, _frame=None):
+        end_group()
+        os._exit(128 + int(signum))
+
+    def in_child() -> None:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, CAUGHT)
+        os.setpgrp()
 
     for s in CAUGHT:
-        signal.signal(s, kill_group_and_exit)
+        signal.signal(s, stop)
     prctl = _prctl()
     if prctl is not None:
         prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
     if os.getppid() != parent:
-        kill_group_and_exit()
+        stop()
+    signal.pthread_sigmask(signal.SIG_BLOCK, CAUGHT)      # no signal between the fork and knowing the child
     try:
-        child = subprocess.Popen(argv, restore_signals=True)
+        child = subprocess.Popen(argv, restore_signals=True, preexec_fn=in_child,
+                                 env={**os.environ, "TMPDIR": tmp})
     except OSError as e:
         sys.stderr.write(f"cannot start {argv[0]}: {e.strerror or e}\n")
-        return 127
-    while True:
-        try:
-            code = child.wait()
-            break
-        except InterruptedError:
-            continue
+        stop(127 - 128)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, CAUGHT)
+    code = child.wait()
+    end_group()                  # what the child left running, and its temporary files
     return code if code >= 0 else 128 - code
 
 

@@ -215,3 +215,20 @@ def test_interrupt_stops_dataset_in_flash_chunks(qemu_build, tmp_path):
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert err.count("done on unit") <= 2, err          # the chunks after the signal did not run
     assert _gone(build) == []
+
+
+def test_a_killed_compiler_leaves_no_temporary_files(tmp_path, monkeypatch):
+    """A compiler killed mid-way (an interrupted or timed-out build) leaves its ccXXXX.s in TMPDIR: each child
+    gets a TMPDIR of its own that goes with its group, whether it ends, is killed or edgec is killed."""
+    from edgec import children
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    script = 'echo asm > "${TMPDIR:-/tmp}/cc1.s"; echo "${TMPDIR:-/tmp}"; exec sleep 300'
+    proc = children.spawn(["sh", "-c", script], stdout=subprocess.PIPE, text=True)
+    folder = Path(proc.stdout.readline().strip())
+    assert (folder / "cc1.s").is_file()
+    children.kill_group(proc)
+    assert not (folder / "cc1.s").exists() and list(tmp_path.rglob("*.s")) == []
+    out, code = children.run(["sh", "-c", 'echo asm > "${TMPDIR:-/tmp}/cc2.s"; echo "${TMPDIR:-/tmp}"'],
+                             text=True)
+    assert code == 0 and not Path(out.strip(), "cc2.s").exists() and list(tmp_path.rglob("*.s")) == []
