@@ -80,6 +80,11 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         check_labels(view, labels, data_path)
     n = len(data.x)
     xq = ports.quantize_inputs(graph, data.x)     # several inputs: packed, as the link writes them
+    clipped = int(ports.saturated(graph, data.x).sum())
+    if clipped:     # the device and the reference both see the clipped values: agreement does not cover them
+        log(f"warning: {clipped} of {n} test inputs hold values beyond the input range the model was calibrated "
+            "for and are clipped on the device; agreement and accuracy do not cover what those values would "
+            "give: calibrate with data that spans the test data")
     pool = job = cancel = None
     if score and ports.multi(graph):
         raise EdgecError(f"--score {score}: a score function takes one output; this model has {len(graph.outputs)} "
@@ -141,6 +146,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         "data": str(Path(data_path)),
         **(_quality_per_output(graph, data, float_out, ref_out, dev_out) if ports.multi(graph) else
            _quality(graph, data.y, float_out, ref_out, dev_out, data.x, score, score_fn)),
+        "input_saturated_samples": clipped,
         "agreement": {"device_vs_reference": float(np.mean(np.all(dev_out == ref_out, axis=1))),
                       "mismatched_samples": [int(i) for i in mismatched[:100]]},
         "latency": {**latency_stats(measured, board), "cycles_estimate": estimate},
