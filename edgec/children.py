@@ -89,8 +89,8 @@ def spawn(argv, **kw) -> subprocess.Popen:
     return proc
 
 
-def _end(proc: subprocess.Popen) -> None:
-    """Ask the reaper to kill its child's group and remove its TMPDIR (no reaper: SIGKILL the group)."""
+def end(proc: subprocess.Popen) -> None:
+    """Without waiting: ask the reaper to kill its child's group and remove its TMPDIR (no reaper: SIGKILL the group)."""
     try:
         if getattr(proc, "edgec_reaper", False):
             os.kill(proc.pid, signal.SIGTERM)
@@ -103,7 +103,7 @@ def _end(proc: subprocess.Popen) -> None:
 def kill_group(proc: subprocess.Popen, wait: float = 10) -> None:
     """End the child's process group (the child and everything it started, and its temporary files) and reap
     the child."""
-    _end(proc)
+    end(proc)
     with _LIVE_LOCK:
         _LIVE.discard(proc)
     try:
@@ -118,7 +118,7 @@ def kill_all() -> None:
     with _LIVE_LOCK:
         live = [p for p in _LIVE if p.returncode is None]
     for proc in live:
-        _end(proc)
+        end(proc)
 
 
 def run(argv, timeout: float | None = None, **kw) -> tuple[str, int]:

@@ -227,10 +227,13 @@ def test_device_that_dies_or_hangs_mid_bench(builds):
     with open_device(board, firmware) as dev:          # hangs: stopped, the socket stays open
         dev.link.run(x)
         dev.link.timeout, dev.link.retries, dev.link.invoke_timeout = 0.1, 2, 0.1
-        os.killpg(dev._process.proc.pid, signal.SIGSTOP)
+        reaper = dev._process.proc.pid                 # edgec.children.spawn: the device runs under a reaper,
+        with open(f"/proc/{reaper}/task/{reaper}/children") as f:      # in a process group of its own
+            device = int(f.read().split()[0])
+        os.killpg(device, signal.SIGSTOP)
         with pytest.raises(EdgecError, match=r"stopped answering: no valid reply to WRITE_INPUT .* after 3 tries"):
             dev.link.run(x)
-        os.killpg(dev._process.proc.pid, signal.SIGCONT)
+        os.killpg(device, signal.SIGCONT)
     with open_device(board, firmware) as dev:          # dies: the connection is lost
         dev.link.run(x)
         dev._process.kill()

@@ -232,3 +232,17 @@ def test_a_killed_compiler_leaves_no_temporary_files(tmp_path, monkeypatch):
     out, code = children.run(["sh", "-c", 'echo asm > "${TMPDIR:-/tmp}/cc2.s"; echo "${TMPDIR:-/tmp}"'],
                              text=True)
     assert code == 0 and not Path(out.strip(), "cc2.s").exists() and list(tmp_path.rglob("*.s")) == []
+
+
+def test_a_firmware_build_past_its_timeout_leaves_nothing_running(tmp_path, monkeypatch):
+    """The build timeout ends PlatformIO and what it started (scons, compilers: a `sleep` here)."""
+    from edgec.errors import EdgecError
+    from edgec.settings import Settings
+    from edgec.targets import pio
+
+    marker = f"{os.getpid()}.4714"
+    monkeypatch.setattr(pio, "pio_command", lambda: ["sh", "-c", f"sleep {marker} & wait"])
+    env = Settings.from_environment()
+    with pytest.raises(EdgecError, match="timed out"):
+        pio.run_pio(["run"], tmp_path, tmp_path / "build.log", env.platformio_home, 1.0, log=None)
+    assert _gone_marker(marker) == []
