@@ -1,7 +1,11 @@
 """Child processes and signals: nothing edgec starts outlives it.
 
-- `spawn` starts a child in its own process group that the kernel kills when edgec dies, even by SIGKILL
-  (Linux PR_SET_PDEATHSIG); `kill_group` ends the child and everything it started.
+- `spawn` starts a child in its own process group under a small reaper (this file run as a script, standard
+  library only): the kernel tells the reaper when edgec dies, even by SIGKILL (Linux PR_SET_PDEATHSIG), and the
+  reaper then kills the child's whole group, so grandchildren (scons under `pio`, QEMU under scons) die too,
+  not only the direct child; the child's TMPDIR is the reaper's own folder, removed when the group ends (the
+  .s files of a compiler killed mid-way).  `kill_group` ends the child and everything it started; `kill_all` every live group (an
+  interrupt while worker threads run children: dataset-in-flash chunks, matrix cells).
 - `run` is subprocess.run over `spawn`: on any exception (an interrupt, a signal, a timeout) the whole
   group is killed before the exception goes on.
 - `signals_raise` turns SIGTERM and SIGHUP (a `timeout`, a CI cancellation, a closed terminal) into
@@ -11,10 +15,14 @@
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import threading
+import weakref
 
 PR_SET_PDEATHSIG = 1
 CAUGHT = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None)
@@ -50,21 +58,67 @@ def _die_with_parent(parent: int):
     return setup
 
 
+def _check_program(program: str, path: str | None) -> None:
+    """FileNotFoundError / PermissionError as Popen would raise them (the reaper starts the program later)."""
+    if "/" in program:
+        if not os.path.exists(program):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+        if not os.access(program, os.X_OK) or os.path.isdir(program):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
+    elif shutil.which(program, path=path) is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+
+
+_LIVE: "weakref.WeakSet[subprocess.Popen]" = weakref.WeakSet()
+_LIVE_LOCK = threading.Lock()
+_REAPER = os.path.abspath(__file__)
+
+
 def spawn(argv, **kw) -> subprocess.Popen:
-    """subprocess.Popen in a new process group (killed by kill_group) that dies with edgec."""
-    return subprocess.Popen(argv, start_new_session=True, preexec_fn=_die_with_parent(os.getpid()), **kw)
+    """subprocess.Popen in a new process group (killed by kill_group) that dies with edgec, with everything it
+    starts.  The Popen is the reaper's; its exit code is the child's (128 + N when signal N ended the child)."""
+    argv = [str(a) for a in argv]
+    _check_program(argv[0], (kw.get("env") or os.environ).get("PATH"))
+    reaper = sys.platform.startswith("linux")
+    if reaper:
+        argv = [sys.executable, "-I", "-S", _REAPER, str(os.getpid()), *argv]
+    proc = subprocess.Popen(argv, start_new_session=True, preexec_fn=_die_with_parent(os.getpid()), **kw)
+    proc.edgec_reaper = reaper
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
+    return proc
+
+
+def end(proc: subprocess.Popen) -> None:
+    """Without waiting: ask the reaper to kill its child's group and remove its TMPDIR (no reaper: SIGKILL the group)."""
+    try:
+        if getattr(proc, "edgec_reaper", False):
+            os.kill(proc.pid, signal.SIGTERM)
+        else:
+            os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def kill_group(proc: subprocess.Popen, wait: float = 10) -> None:
-    """SIGKILL the child's process group (the child and everything it started) and reap the child."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    """End the child's process group (the child and everything it started, and its temporary files) and reap
+    the child."""
+    end(proc)
+    with _LIVE_LOCK:
+        _LIVE.discard(proc)
     try:
         proc.wait(timeout=wait)
     except subprocess.TimeoutExpired:
         pass
+
+
+def kill_all() -> None:
+    """Kill every process group edgec started and has not reaped (an interrupt: the threads that wait for
+    them see them end and stop)."""
+    with _LIVE_LOCK:
+        live = [p for p in _LIVE if p.returncode is None]
+    for proc in live:
+        end(proc)
 
 
 def run(argv, timeout: float | None = None, **kw) -> tuple[str, int]:
@@ -108,3 +162,53 @@ def restore(previous: dict) -> None:
     for s, handler in previous.items():
         if handler is not None:
             signal.signal(s, handler)
+
+
+def _reap(parent: int, argv: list[str]) -> int:
+    """The reaper (see the module's docstring): run argv in a process group of its own with a private TMPDIR
+    (a compiler's ccXXXX.s files); when the child ends, edgec dies (PR_SET_PDEATHSIG) or kill_group's SIGTERM
+    comes, kill the child's group and remove the folder.  Returns the exit code to pass on."""
+    import tempfile
+
+    tmp = tempfile.mkdtemp(prefix="edgec-tmp-")
+    child = None
+
+    def end_group() -> None:
+        if child is not None:
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    def stop(signum=signal.SIGKILL, _frame=None):
+        end_group()
+        os._exit(128 + int(signum))
+
+    def in_child() -> None:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, CAUGHT)
+        os.setpgrp()
+
+    for s in CAUGHT:
+        signal.signal(s, stop)
+    prctl = _prctl()
+    if prctl is not None:
+        prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    if os.getppid() != parent:
+        stop()
+    signal.pthread_sigmask(signal.SIG_BLOCK, CAUGHT)      # no signal between the fork and knowing the child
+    try:
+        child = subprocess.Popen(argv, restore_signals=True, preexec_fn=in_child,
+                                 env={**os.environ, "TMPDIR": tmp})
+    except OSError as e:
+        sys.stderr.write(f"cannot start {argv[0]}: {e.strerror or e}\n")
+        stop(127 - 128)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, CAUGHT)
+    code = child.wait()
+    end_group()                  # what the child left running, and its temporary files
+    return code if code >= 0 else 128 - code
+
+
+if __name__ == "__main__":
+    sys.exit(_reap(int(sys.argv[1]), sys.argv[2:]))

@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-from edgec import outputs
+from edgec import children, outputs
 from edgec.errors import EdgecError
 from edgec.targets.build_folder import load_build
 
@@ -124,10 +124,14 @@ def run(builds: list[str | Path], data_path: str | Path, places: list[str] | Non
             log(f"[{u.label}] {u.model}: " + ("done" if entry["ok"] else f"FAILED: {entry['error']}"))
 
         threads = [threading.Thread(target=one, args=(i, u), daemon=True) for i, u in enumerate(unit_list)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        except BaseException:      # an interrupt: every cell's processes (builds, devices, flashing tools) end now
+            children.kill_all()
+            raise
     from edgec.bench.gates import evaluate
     cells, gate_runs = [], []
     for (build, model, board), cell_units in by_cell.items():

@@ -20,7 +20,7 @@ import numpy as np
 from edgec.data import Dataset, Samples, load_dataset, load_named, open_named_samples, open_samples
 from edgec.limits import DEFAULT as DEFAULT_MEMORY_LIMIT
 from edgec.errors import EdgecError
-from edgec.ir import Graph
+from edgec.ir import DTYPES, Graph
 from edgec.fixedpoint.scheme import dequantize, quantize_input
 from edgec.templating import c_identifier
 
@@ -117,6 +117,22 @@ def quantize_inputs(graph: Graph, x: np.ndarray) -> np.ndarray:
         return quantize_input(graph.tensors[graph.input], x)
     return np.concatenate([_bytes(quantize_input(graph.tensors[p.tensor], p.of(x))).reshape(len(x), -1)
                            for p in inputs(graph)], axis=1)
+
+
+def saturated(graph: Graph, x: np.ndarray) -> np.ndarray:
+    """Per sample: True where some input value lies beyond the range its input's scale and zero point can
+    hold (quantize_inputs clips it to the integer type's end, and the int8 reference sees the clipped value
+    too: agreement says nothing about such samples)."""
+    ports = inputs(graph) if graph.more_inputs else [None]
+    out = np.zeros(len(x), bool)
+    for p in ports:
+        t = graph.tensors[graph.input if p is None else p.tensor]
+        v = np.asarray(x if p is None else p.of(x))
+        info = np.iinfo(DTYPES[t.dtype])
+        with np.errstate(invalid="ignore", over="ignore"):
+            q = np.round(v / t.scale) + t.zero_point
+        out |= ((q < info.min) | (q > info.max)).reshape(len(x), -1).any(axis=1)
+    return out
 
 
 def _bytes(q: np.ndarray) -> np.ndarray:

@@ -28,15 +28,20 @@ C_HEADERS = frozenset("""assert complex ctype errno fenv float inttypes iso646 l
     wchar wctype unistd fcntl pthread sched semaphore strings alloca malloc memory endian features sys arm_math
     arm_acle arm_neon cmsis_compiler cmsis_gcc core_cm0 core_cm3 core_cm4 core_cm7 arduino wire spi hal main
     bench_main mlperf_main example model_data library config sdkconfig freertos task queue""".split())
+# target names CMake reserves (policy CMP0037): a model library called `all` or `install` would not configure
+CMAKE_TARGETS = frozenset("""all install test clean help package package_source edit_cache rebuild_cache depend
+    list_install_components preinstall all_build zero_check run_tests""".split())
 RESERVED_PREFIX = "edgec"     # the runtime's files and symbols: edgec_nn.h, edgec_conv.c, edgec_*()
 
 
 def model_c_name(text: str) -> str:
     """The C name of a model (its file names, symbols and macros): c_identifier(text), changed
     when that would collide with a runtime file or symbol (edgec_*), a C or platform header, a firmware source
-    (main) or a C/C++ keyword (`model_` put in front): a model called `stdint.onnx` must not shadow <stdint.h>."""
+    (main), a C/C++ keyword or a target name CMake reserves (`model_` put in front): a model called
+    `stdint.onnx` must not shadow <stdint.h>, one called `all.onnx` must not be CMake's target `all`."""
     name = c_identifier(text)
-    if name in C_KEYWORDS or name in C_HEADERS or name.startswith(RESERVED_PREFIX):
+    if (name in C_KEYWORDS or name in C_HEADERS or name.lower() in CMAKE_TARGETS
+            or name.startswith(RESERVED_PREFIX)):
         name = f"model_{name}"
     return name
 

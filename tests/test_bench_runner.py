@@ -184,6 +184,18 @@ def test_score_spec_errors(tmp_path):
     assert bench.load_score("json:dumps") is json.dumps
 
 
+def test_cycle_scratch_is_removed_when_the_device_fails(tmp_path, monkeypatch):
+    """The cycle plugin's edgec-cycles-* folder goes on every exit path (it stayed after a failed run)."""
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    board = load_board("qemu-cortex-m3")
+    with pytest.raises(EdgecError):
+        bench._run_over_link(tmp_path, {}, None, board, tmp_path / "missing.elf", None, None,
+                             np.zeros((1, 4), np.int8), np.zeros((1, 2), np.int8), False, False, {}, None,
+                             lambda m: None, Settings.from_environment())
+    assert list(tmp_path.glob("edgec-cycles-*")) == []
+
+
 def test_bench_over_a_noisy_link_records_only_right_samples(builds, monkeypatch):
     """The real host firmware behind a link that flips, drops, duplicates and inserts bytes: the bench
     retries, and every recorded output is still bit-identical to the reference."""
@@ -215,10 +227,13 @@ def test_device_that_dies_or_hangs_mid_bench(builds):
     with open_device(board, firmware) as dev:          # hangs: stopped, the socket stays open
         dev.link.run(x)
         dev.link.timeout, dev.link.retries, dev.link.invoke_timeout = 0.1, 2, 0.1
-        os.killpg(dev._process.proc.pid, signal.SIGSTOP)
+        reaper = dev._process.proc.pid                 # edgec.children.spawn: the device runs under a reaper,
+        with open(f"/proc/{reaper}/task/{reaper}/children") as f:      # in a process group of its own
+            device = int(f.read().split()[0])
+        os.killpg(device, signal.SIGSTOP)
         with pytest.raises(EdgecError, match=r"stopped answering: no valid reply to WRITE_INPUT .* after 3 tries"):
             dev.link.run(x)
-        os.killpg(dev._process.proc.pid, signal.SIGCONT)
+        os.killpg(device, signal.SIGCONT)
     with open_device(board, firmware) as dev:          # dies: the connection is lost
         dev.link.run(x)
         dev._process.kill()

@@ -12,9 +12,12 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
+
+import edgec
 
 from conftest import EXAMPLES
 from edgec import api
@@ -137,3 +140,109 @@ def test_emulator_dies_with_a_killed_edgec(qemu_build):
     proc.communicate(timeout=30)
     assert _gone(build) == []
 
+
+
+def _pids_with(marker: str) -> list[int]:
+    """Live (not zombie) processes whose command line contains `marker`."""
+    found = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    continue
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if marker in f.read().decode(errors="replace"):
+                    found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+def _gone_marker(marker: str, timeout: float = 10.0) -> list[int]:
+    """The processes still running after `timeout` s (killed, so that a failing test leaves none behind)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and _pids_with(marker):
+        time.sleep(0.05)
+    left = _pids_with(marker)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    return left
+
+
+def test_grandchildren_die_with_a_killed_edgec():
+    """SIGKILL of edgec: not only its child (a `pio` here a shell) but what that started (scons, QEMU; a
+    `sleep` here) ends: the reaper kills the whole group."""
+    marker = f"{os.getpid()}.4711"
+    parent = subprocess.Popen([sys.executable, "-c", (
+        f"import subprocess, sys, time\nsys.path.insert(0, {str(Path(edgec.__file__).parents[1])!r})\n"
+        "from edgec import children\n"
+        f"p = children.spawn(['sh', '-c', 'sleep {marker} & wait'])\n"
+        "print('started', flush=True)\ntime.sleep(600)\n")], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout.readline().strip() == "started"
+    end = time.monotonic() + 20
+    while not _pids_with(marker) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert _pids_with(marker)
+    parent.kill()
+    parent.wait()
+    assert _gone_marker(marker) == []
+
+
+def test_flashing_tool_timeout_kills_what_it_started(monkeypatch):
+    """A flashing tool past its timeout (`pio run -t upload` starting scons and QEMU): all of it is killed."""
+    from edgec.device import flash
+    from edgec.errors import EdgecError
+
+    marker = f"{os.getpid()}.4712"
+    monkeypatch.setattr(flash, "TIMEOUT", 1.0)
+    with pytest.raises(EdgecError, match="did not finish within"):
+        flash._run(["sh", "-c", f"sleep {marker} & wait"], None, None)
+    assert _gone_marker(marker) == []
+
+
+def test_interrupt_stops_dataset_in_flash_chunks(qemu_build, tmp_path):
+    """SIGTERM during --dataset-in-flash: no further chunk runs, no emulator is left, exit 143."""
+    build, data = qemu_build
+    proc = _start("bench", build, "--data", data, "--dataset-in-flash", "--chunk", "8", "--no-report")
+    total = None
+    for line in proc.stderr:
+        if "dataset-in-flash: chunk " in line:
+            total = int(line.split("chunk ")[1].split()[0].split("/")[1])
+            break
+    assert total is not None and total > 10
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert err.count("done on unit") <= 2, err          # the chunks after the signal did not run
+    assert _gone(build) == []
+
+
+def test_a_killed_compiler_leaves_no_temporary_files(tmp_path, monkeypatch):
+    """A compiler killed mid-way (an interrupted or timed-out build) leaves its ccXXXX.s in TMPDIR: each child
+    gets a TMPDIR of its own that goes with its group, whether it ends, is killed or edgec is killed."""
+    from edgec import children
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    script = 'echo asm > "${TMPDIR:-/tmp}/cc1.s"; echo "${TMPDIR:-/tmp}"; exec sleep 300'
+    proc = children.spawn(["sh", "-c", script], stdout=subprocess.PIPE, text=True)
+    folder = Path(proc.stdout.readline().strip())
+    assert (folder / "cc1.s").is_file()
+    children.kill_group(proc)
+    assert not (folder / "cc1.s").exists() and list(tmp_path.rglob("*.s")) == []
+    out, code = children.run(["sh", "-c", 'echo asm > "${TMPDIR:-/tmp}/cc2.s"; echo "${TMPDIR:-/tmp}"'],
+                             text=True)
+    assert code == 0 and not Path(out.strip(), "cc2.s").exists() and list(tmp_path.rglob("*.s")) == []
+
+
+def test_a_firmware_build_past_its_timeout_leaves_nothing_running(tmp_path, monkeypatch):
+    """The build timeout ends PlatformIO and what it started (scons, compilers: a `sleep` here)."""
+    from edgec.errors import EdgecError
+    from edgec.settings import Settings
+    from edgec.targets import pio
+
+    marker = f"{os.getpid()}.4714"
+    monkeypatch.setattr(pio, "pio_command", lambda: ["sh", "-c", f"sleep {marker} & wait"])
+    env = Settings.from_environment()
+    with pytest.raises(EdgecError, match="timed out"):
+        pio.run_pio(["run"], tmp_path, tmp_path / "build.log", env.platformio_home, 1.0, log=None)
+    assert _gone_marker(marker) == []

@@ -204,6 +204,22 @@ def test_cmake_libraries_share_one_runtime_target(tmp_path):
     assert subprocess.run([str(build / "app")]).returncode == 0
 
 
+@pytest.mark.parametrize("stem", ["all", "install"])
+def test_cmake_export_of_a_model_named_like_a_cmake_target_configures(stem, tmp_path):
+    """A model `all.onnx` or `install.onnx`: its library is not named like CMake's reserved targets (the
+    project did not configure)."""
+    if shutil.which("cmake") is None:
+        pytest.fail("cmake is not installed (apt-get install cmake)")
+    model = tmp_path / f"{stem}.onnx"
+    shutil.copy(EXAMPLES / "cancer_conv1d" / "model.onnx", model)
+    manifest = api.export(model, EXAMPLES / "cancer_conv1d" / "calib.npz", M4, "cmake", tmp_path / "lib")
+    assert manifest["model"] == f"model_{stem}"
+    env = {"CC": host_compiler("gcc"), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run(["cmake", "-S", str(tmp_path / "lib"), "-B", str(tmp_path / "build")],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_c_layout_example_compiles_clean_and_matches_the_reference(tmp_path):
     out = tmp_path / "lib"
     m = export("cancer_conv1d", "c", out, board="host")

@@ -156,3 +156,22 @@ def test_gates_and_junit_apply_to_every_unit_and_build_of_a_matrix(host_build, t
     cells = json.loads((tmp_path / "m.json").read_text())["cells"]
     assert len(cells) == 2 and {c["build"] for c in cells} == {str(host_build), str(other)}
     assert all(c["gates_passed"] for c in cells)
+
+
+def test_inputs_clipped_at_the_calibrated_range_are_warned(host_build, tmp_path):
+    """Test inputs far beyond the calibrated range are clipped on the device and in the reference alike: a
+    passing --min-agreement 1.0 must say so (it passed silently)."""
+    with np.load(CANCER / "test.npz") as d:
+        x, y = d["x"][:20], d["y"][:20]
+    x = x.copy()
+    x[:5] *= 1000.0
+    np.savez(tmp_path / "wide.npz", x=x, y=y)
+    r = edgec("bench", host_build, "--data", tmp_path / "wide.npz", "--no-report", "--min-agreement", "1",
+              "--json", tmp_path / "r.json")
+    assert r.returncode == 0, r.stderr
+    assert "5 of 20 test inputs" in r.stderr and "clipped" in r.stderr
+    gate = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.startswith("gate --min-agreement")]
+    assert gate and "5 of 20 test inputs were clipped" in gate[0]
+    assert json.loads((tmp_path / "r.json").read_text())["input_saturated_samples"] == 5
+    plain = edgec("bench", host_build, "--data", CANCER / "test.npz", "--limit", "20", "--no-report")
+    assert "clipped" not in plain.stderr

@@ -103,10 +103,12 @@ class Phases:
                 "result_bytes": self.result_bytes, "per_chunk": self.chunks}
 
 
-def _read_exact(ser, n: int, what: str) -> bytes:
+def _read_exact(ser, n: int, what: str, cancel: threading.Event | None = None) -> bytes:
     out = bytearray()
     last = time.monotonic()
     while len(out) < n:
+        if cancel is not None and cancel.is_set():
+            raise EdgecError(f"{what}: stopped (edgec was interrupted)")
         try:
             got = ser.read(n - len(out))
         except (serial.SerialException, OSError) as e:
@@ -120,17 +122,19 @@ def _read_exact(ser, n: int, what: str) -> bytes:
     return bytes(out)
 
 
-def read_stream(ser, count: int, chunk: int, out_bytes: int, model_hash: str, what: str) -> tuple[np.ndarray, np.ndarray]:
-    """Send 'G' and read one chunk's results: (outputs int8 (count, out_bytes), ticks int64 (count,))."""
+def read_stream(ser, count: int, chunk: int, out_bytes: int, model_hash: str, what: str,
+                cancel: threading.Event | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Send 'G' and read one chunk's results: (outputs int8 (count, out_bytes), ticks int64 (count,));
+    a set `cancel` stops the wait."""
     ser.write(b"G")
-    head = _read_exact(ser, STREAM_HEAD, what)
+    head = _read_exact(ser, STREAM_HEAD, what, cancel)
     magic, n, c, ob, _hz, hash_ = struct.unpack("<8sIIII16s", head)
     if magic != b"EDGECDS1":
         raise EdgecError(f"{what}: the device does not run a dataset firmware (answered {head[:8]!r})")
     if (n, c, ob) != (count, chunk, out_bytes) or hash_.decode("ascii", "replace") != model_hash:
         raise EdgecError(f"{what}: the image holds chunk {c} with {n} inputs of model {hash_!r}; expected chunk "
                          f"{chunk} with {count} of {model_hash}")
-    body = _read_exact(ser, count * (RECORD_HEAD + out_bytes) + TAIL, what)
+    body = _read_exact(ser, count * (RECORD_HEAD + out_bytes) + TAIL, what, cancel)
     if body[-TAIL:-2] != b"DONE" or struct.unpack("<H", body[-2:])[0] != crc16(body[:-TAIL]):
         raise EdgecError(f"{what}: the results arrived corrupted (CRC mismatch)")
     rec = np.frombuffer(body[:-TAIL], np.uint8).reshape(count, RECORD_HEAD + out_bytes)
@@ -156,10 +160,11 @@ def _open_unit(board: Board, image: Path, port: str | None, settings: Settings, 
 
 def run(outdir: str | Path, board: Board, report: dict, xq: np.ndarray, units: int = 1,
         ports: list[str | None] | None = None, max_chunk: int | None = None, log: Log = _quiet, *,
-        settings: Settings) -> dict:
+        settings: Settings, cancel: threading.Event | None = None) -> dict:
     """Run every input of xq (int8, (n, ...)) on `units` devices, a chunk per image.  ports: one serial port per
     unit for real boards (None: start emulators); settings: the application's (the firmware's PlatformIO core
-    and build timeout).  Returns outputs, ticks, chunk size, image and phases."""
+    and build timeout); cancel: set by the caller on an interrupt, no further chunk starts (the caller kills
+    the running ones' processes, edgec.children.kill_all).  Returns outputs, ticks, chunk size, image and phases."""
     outdir = Path(outdir)
     n = len(xq)
     per_chunk = chunk_samples(board, report, max_chunk)
@@ -177,10 +182,11 @@ def run(outdir: str | Path, board: Board, report: dict, xq: np.ndarray, units: i
     errors: list[str] = []
     ports = ports or [None] * units
     flat = xq.reshape(n, -1)
+    cancel = cancel or threading.Event()
 
     def worker(unit: int) -> None:
         image = outdir / FOLDER / f"chunk-unit{unit}{elf.suffix}"
-        while not errors:
+        while not errors and not cancel.is_set():
             try:
                 chunk, start = todo.get_nowait()
             except queue.Empty:
@@ -195,7 +201,7 @@ def run(outdir: str | Path, board: Board, report: dict, xq: np.ndarray, units: i
                 ser, process = _open_unit(board, image, ports[unit], settings, log)
                 try:
                     t2 = time.monotonic()
-                    out, tk = read_stream(ser, len(samples), chunk, out_bytes, report["model_hash"], what)
+                    out, tk = read_stream(ser, len(samples), chunk, out_bytes, report["model_hash"], what, cancel)
                 finally:
                     ser.close()
                     if process is not None:
@@ -223,6 +229,8 @@ def run(outdir: str | Path, board: Board, report: dict, xq: np.ndarray, units: i
         t.start()
     for t in threads:
         t.join()
+    if cancel.is_set():
+        raise KeyboardInterrupt
     if errors:
         raise EdgecError(errors[0])
     phases.chunks.sort(key=lambda c: c["chunk"])

@@ -125,7 +125,10 @@ def _measure(gate: Gate, r: dict) -> tuple[float | None, str]:
         return v, "n/a" if v is None else f"{100 * v:.2f}%"
     if gate.name == "min-agreement":
         v = r["agreement"]["device_vs_reference"]
-        return v, f"{100 * v:.2f}%"
+        clipped = r.get("input_saturated_samples") or 0
+        note = (f" (warning: {clipped} of {r.get('samples', '?')} test inputs were clipped at the calibrated input "
+                "range; agreement does not cover their values)") if clipped else ""
+        return v, f"{100 * v:.2f}%{note}"
     if gate.name == "max-latency":
         lat = r.get("latency") or {}
         if gate.unit == "ms":

@@ -11,18 +11,17 @@ output tensor back and compares it with the NumPy reference (reference.run(..., 
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import importlib.util
-import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from edgec import ports
+from edgec import children, ports
 from edgec.bench import cycles, detections
+from edgec.bench.score import call_score, load_score
 from edgec.quant import artifact
 from edgec.quant import calibrate
 from edgec.frontend import loader
@@ -88,7 +87,12 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         check_labels(view, labels, data_path)
     n = len(data.x)
     xq = ports.quantize_inputs(graph, data.x)     # several inputs: packed, as the link writes them
-    pool = job = None
+    clipped = int(ports.saturated(graph, data.x).sum())
+    if clipped:     # the device and the reference both see the clipped values: agreement does not cover them
+        log(f"warning: {clipped} of {n} test inputs hold values beyond the input range the model was calibrated "
+            "for and are clipped on the device; agreement and accuracy do not cover what those values would "
+            "give: calibrate with data that spans the test data")
+    pool = job = cancel = None
     if score and ports.multi(graph):
         raise EdgecError(f"--score {score}: a score function takes one output; this model has {len(graph.outputs)} "
                          "(the report gives accuracy or error and bit-exactness per output)")
@@ -101,33 +105,40 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
                              "without --dataset-in-flash")
         from concurrent.futures import ThreadPoolExecutor
         from edgec.bench import dataset_flash
-        pool = ThreadPoolExecutor(1)
-        job = pool.submit(dataset_flash.run, outdir, board, report, ports.device_order(graph, xq), units, [port] * units if port else None,
-                          max_chunk, log, settings=settings)
-    t_ref = time.monotonic()
-    ref_out = np.stack([reference.run(graph, xq[i]).reshape(-1) for i in range(n)])
-    checked = None
-    if (outdir / "model.tflite").is_file():     # a quantized .tflite: its own integer reference, and TFLite Micro's
-        log(f"reference: int8 (NumPy), checked against the TFLite Micro interpreter where installed, on {n} samples")
-        tflm = tflite.interpreter_outputs(outdir / "model.tflite", xq)
-        if tflm is not None and boxes_d is not None:   # rows past the count: undefined in TFLM's fast NMS
-            tflm = detection.defined(tflm, boxes_d)
-        checked = {"interpreter": "tflite-micro" if tflm is not None else None,
-                   "reference_vs_interpreter": None if tflm is None else float(np.mean(same_rows(tflm, ref_out)))}
-        float_out = ports.dequantize_outputs(graph, ref_out if tflm is None else tflm).reshape(n, -1)   # each its own
-        if boxes_d is not None:        # the float model of a .tflite detector: TFLite Micro's boxes
-            float_out = tflm
-    else:
-        log(f"reference: float (onnxruntime) and int8 (NumPy) on {n} samples")
-        float_out = calibrate.run_float(loader.load_model(outdir / "model.onnx", settings.memory_limit),
-                                        data.x).reshape(n, -1)
-    t_ref = time.monotonic() - t_ref
+        pool, cancel = ThreadPoolExecutor(1), threading.Event()
+        job = pool.submit(dataset_flash.run, outdir, board, report, ports.device_order(graph, xq), units,
+                          [port] * units if port else None, max_chunk, log, settings=settings, cancel=cancel)
+    try:      # the dataset job runs beside this: an interrupt stops it, its chunks and their processes
+        t_ref = time.monotonic()
+        ref_out = np.stack([reference.run(graph, xq[i]).reshape(-1) for i in range(n)])
+        checked = None
+        if (outdir / "model.tflite").is_file():     # a quantized .tflite: its own integer reference, and TFLite Micro's
+            log(f"reference: int8 (NumPy), checked against the TFLite Micro interpreter where installed, on {n} samples")
+            tflm = tflite.interpreter_outputs(outdir / "model.tflite", xq)
+            if tflm is not None and boxes_d is not None:   # rows past the count: undefined in TFLM's fast NMS
+                tflm = detection.defined(tflm, boxes_d)
+            checked = {"interpreter": "tflite-micro" if tflm is not None else None,
+                       "reference_vs_interpreter": None if tflm is None else float(np.mean(same_rows(tflm, ref_out)))}
+            float_out = ports.dequantize_outputs(graph, ref_out if tflm is None else tflm).reshape(n, -1)   # each its own
+            if boxes_d is not None:        # the float model of a .tflite detector: TFLite Micro's boxes
+                float_out = tflm
+        else:
+            log(f"reference: float (onnxruntime) and int8 (NumPy) on {n} samples")
+            float_out = calibrate.run_float(loader.load_model(outdir / "model.onnx", settings.memory_limit),
+                                            data.x).reshape(n, -1)
+        t_ref = time.monotonic() - t_ref
+    except BaseException:
+        _stop(pool, cancel)
+        raise
     stack = []
     progress = Progress(f"bench on {board.name}", n)
     result: dict = {}
     if job is not None:
         try:
             ran = job.result()
+        except BaseException:
+            _stop(pool, cancel)
+            raise
         finally:
             pool.shutdown()
         dev_out, ticks, hello, estimate = ran["outputs"], ran["ticks"], {}, None
@@ -148,6 +159,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
                               "TFLite Micro" if checked else "onnxruntime") if boxes_d is not None else
            _quality_per_output(graph, data, float_out, ref_out, dev_out) if ports.multi(graph) else
            _quality(graph, data.y, float_out, ref_out, dev_out, data.x, score, score_fn)),
+        "input_saturated_samples": clipped,
         "agreement": {"device_vs_reference": float(np.mean(same_rows(dev_out, ref_out))),
                       "mismatched_samples": [int(i) for i in mismatched[:100]]},
         "latency": {**latency_stats(measured, board), "cycles_estimate": estimate},
@@ -173,6 +185,16 @@ def same_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.all(a == b, axis=1)
 
 
+def _stop(pool, cancel) -> None:
+    """An interrupt while dataset-in-flash chunks run: no chunk starts, the running ones' processes (emulators,
+    flashing tools) are killed, and the job ends before the interrupt goes on."""
+    if pool is None:
+        return
+    cancel.set()
+    children.kill_all()
+    pool.shutdown(wait=True)
+
+
 def first_invoke_timeout(report: dict, retries: int) -> float:
     """Seconds one try of the first inference may take: from the model's size (a very slow emulator runs a
     MAC in 20 instructions at 1 MIPS), so that a device that never answers fails within ten minutes over all
@@ -184,13 +206,19 @@ def first_invoke_timeout(report: dict, retries: int) -> float:
 def _run_over_link(outdir, report, graph, board, firmware, port, gdb_load, xq, ref_out, profile, compare_layers,
                    result, progress, log, settings):
     """Every input over the serial link, one at a time (with the profile and divergence finder on request)."""
+    with tempfile.TemporaryDirectory(prefix="edgec-cycles-") as scratch:   # removed on every exit path
+        return _link_session(outdir, report, graph, board, firmware, port, gdb_load, xq, ref_out, profile,
+                             compare_layers, result, progress, log, settings, Path(scratch))
+
+
+def _link_session(outdir, report, graph, board, firmware, port, gdb_load, xq, ref_out, profile, compare_layers,
+                  result, progress, log, settings, scratch: Path):
     from edgec.device.device import open_device
 
     n = len(xq)
     dev_out = np.zeros_like(ref_out)
     ticks = np.zeros(n, np.int64)
     stack = []
-    scratch = Path(tempfile.mkdtemp(prefix="edgec-cycles-"))
     plugin_out = scratch / "windows.txt"     # the cycle-estimate plugin's timed windows (edgec/bench/cycles.py)
     plugin = cycles.qemu_args(board, firmware, plugin_out, settings) if port in (None, "auto") else []
     with open_device(board, firmware, port, gdb_load=gdb_load, emulator_args=tuple(plugin)) as dev:
@@ -224,7 +252,6 @@ def _run_over_link(outdir, report, graph, board, firmware, port, gdb_load, xq, r
         local = board.serial_port in (PORT_EMULATOR, PORT_PROGRAM)
         link_stats = link.stats.to_json(None if local else board.serial_baud)
     estimate = cycles.summary(cycles.read_windows(plugin_out), n) if plugin else None
-    shutil.rmtree(scratch, ignore_errors=True)
     return dev_out, ticks, stack, hello, mismatched, link_stats, board, estimate
 
 
@@ -308,7 +335,7 @@ def _quality(graph, labels, float_out, ref_out, dev_out, x, score_name, score_fn
     if score_fn is not None:
         shape = (len(x), *graph.output_onnx_shape[1:])
         q["score"] = {"name": score_name,
-                      **{k: _call_score(score_name, score_fn, v.reshape(shape), labels, x) for k, v in outs.items()}}
+                      **{k: call_score(score_name, score_fn, v.reshape(shape), labels, x) for k, v in outs.items()}}
     return q
 
 
@@ -336,48 +363,6 @@ def confusion(truth: np.ndarray, predicted: np.ndarray, classes: int) -> list[li
     m = np.zeros((classes, classes), np.int64)
     np.add.at(m, (truth, predicted), 1)       # labels checked to be classes (check_labels)
     return m.tolist()
-
-
-def load_score(spec: str) -> Callable:
-    """`module:function` or `path/to/file.py:function` -> the function.
-
-    It is called as fn(outputs, labels, inputs) with float outputs shaped (N, *model output shape without
-    batch), the data file's y (or None) and x, and returns a number or a dict of numbers."""
-    target, sep, name = spec.rpartition(":")
-    if not sep or not target or not name.isidentifier():
-        raise EdgecError(f"--score {spec!r}: expected module:function or path/to/file.py:function")
-    try:
-        if target.endswith(".py"):
-            path = Path(target)
-            if not path.is_file():
-                raise EdgecError(f"--score {spec!r}: {path} does not exist")
-            loaded = importlib.util.spec_from_file_location(f"edgec_score_{path.stem}", path)
-            module = importlib.util.module_from_spec(loaded)
-            loaded.loader.exec_module(module)
-        else:
-            module = importlib.import_module(target)
-    except EdgecError:
-        raise
-    except Exception as e:      # the user's code: any failure to import is reported on one line
-        raise EdgecError(f"--score {spec!r}: cannot import {target}: {type(e).__name__}: {e}") from None
-    fn = getattr(module, name, None)
-    if not callable(fn):
-        raise EdgecError(f"--score {spec!r}: {target} has no function {name}")
-    return fn
-
-
-def _call_score(spec: str, fn: Callable, outputs, labels, x):
-    try:
-        value = fn(outputs, labels, x)
-    except Exception as e:
-        raise EdgecError(f"--score {spec!r} failed: {type(e).__name__}: {e}") from None
-    if isinstance(value, dict):
-        return {str(k): float(v) for k, v in value.items()}
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise EdgecError(f"--score {spec!r} returned {type(value).__name__}; return a number or a dict of "
-                         "numbers") from None
 
 
 # ---- latency ----

@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from edgec import children
 from edgec.device import image as elf_image
 from edgec.device.serial_ports import AUTO, find_port
 from edgec.errors import EdgecError
@@ -148,14 +149,15 @@ def command(probe: str, req: Request) -> tuple[list[str], dict | None, Path | No
 
 
 def _run(argv: list[str], env: dict | None, cwd: Path | None) -> tuple[int, list[str]]:
+    # its own process group (pio -> scons -> QEMU), killed whole on a timeout, an interrupt or edgec's death
     try:
-        proc = subprocess.run(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, errors="replace", timeout=TIMEOUT)
+        out, code = children.run(argv, timeout=TIMEOUT, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                                 stderr=subprocess.STDOUT, text=True, errors="replace")
     except subprocess.TimeoutExpired:
         raise EdgecError(f"{Path(argv[0]).name} did not finish within {TIMEOUT:.0f} s") from None
     except OSError as e:
         raise EdgecError(f"cannot start {argv[0]}: {e.strerror or e}") from None
-    return proc.returncode, [ln.strip() for ln in proc.stdout.splitlines() if ln.strip()]
+    return code, [ln.strip() for ln in out.splitlines() if ln.strip()]
 
 
 def _failure(name: str, lines: list[str], req: Request, probe: str) -> EdgecError:

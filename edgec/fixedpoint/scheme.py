@@ -146,7 +146,10 @@ def quantize_weights(w: np.ndarray, channel_axis: int, per_channel: bool = True,
 def weighted(op: Op, inp: Tensor, out: Tensor, channel_axis: int) -> None:
     """op.arrays weights (int8), bias (int32), mult and shift (per output channel) of a weighted op.
     An op with attrs['weight_bits'] 4 gets int4 weights instead: in [-7, 7], packed two per byte
-    (op.arrays['weights4'], pack_int4)."""
+    (op.arrays['weights4'], pack_int4).  A .tflite's op keeps the file's integers (edgec/frontend/tflite.py):
+    nothing is derived from its float weights (a copy 8x their size)."""
+    if op.attrs.get("tflite") and "weights" in op.arrays and "mult" in op.arrays:
+        return
     if not np.all(np.isfinite(op.attrs["weights"])):
         raise EdgecError(f"node '{op.name}': weights contain NaN or Inf")
     four = op.attrs.get("weight_bits", 8) == 4

@@ -24,11 +24,11 @@ from pathlib import Path
 import numpy as np
 
 from edgec.errors import EdgecError
-from edgec.frontend import tflite_fold
+from edgec.frontend import tflite_file, tflite_fold
 from edgec.frontend.support import problems_line
 from edgec.ir import NO_ACT, Graph, GraphBuilder, Op, Tensor
 
-IDENTIFIER = b"TFL3"
+IDENTIFIER = tflite_file.IDENTIFIER
 INT8, UINT8, INT16 = 9, 3, 7       # tflite.TensorType
 TYPES = {0: np.float32, 2: np.int32, 3: np.uint8, 4: np.int64, 7: np.int16, 9: np.int8}
 ACTIVATIONS = {0: None, 1: (0.0, math.inf), 2: (-1.0, 1.0), 3: (0.0, 6.0)}   # NONE, RELU, RELU_N1_TO_1, RELU6
@@ -122,12 +122,10 @@ def _open(path: str | Path, name: str) -> "_Importer":
     import tflite
 
     path = Path(path)
-    if not path.is_file():
-        raise EdgecError(f"{path}: no such file (give the path of an INT8 .tflite model)")
-    buf = path.read_bytes()
-    if buf[4:8] != IDENTIFIER:
-        raise EdgecError(f"{path}: not a TFLite flatbuffer (no 'TFL3' identifier); give an INT8 .tflite model")
-    return _read(path, lambda: _Importer(tflite.Model.GetRootAsModel(buf, 0), path, name))
+    buf = tflite_file.read(path)          # memory-mapped: constants are views of the file, not copies
+    tx = _read(path, lambda: _Importer(tflite.Model.GetRootAsModel(buf, 0), path, name))
+    _read(path, lambda: tflite_file.check_tensors(tx.model, tx.sg, path))   # before any importer reads a field
+    return tx
 
 
 def _read(path: Path, fn):
@@ -205,7 +203,7 @@ class _Importer:
         data = self.model.Buffers(t.Buffer()).DataAsNumpy() if t.Buffer() > 0 else 0
         if isinstance(data, int) or t.Type() not in TYPES:
             raise Unsupported(f"input {k} ('{self._tname(i)}') must be a constant of a numeric type")
-        return np.frombuffer(data.tobytes(), TYPES[t.Type()]).reshape(self.shape(i))
+        return data.view(TYPES[t.Type()]).reshape(self.shape(i))     # a read-only view of the mapped file
 
     def input(self, op, k: int = 0, dtypes: tuple[str, ...] = ("int8",)) -> str:
         """The canonical tensor holding activation input k (of one of `dtypes`: a uint8 tensor only where the
@@ -301,7 +299,7 @@ class _Importer:
         shape[axis] = -1
         arrays = {"weights": np.ascontiguousarray(weights_q, np.int8), "bias": np.asarray(bias, np.int32).reshape(-1),
                   "mult": np.asarray(mult, np.int32), "shift": np.asarray(shift, np.int32)}
-        w = (weights_q.astype(np.float64) * ws.astype(np.float64).reshape(shape)).astype(np.float32)
+        w = np.multiply(weights_q, ws.reshape(shape), dtype=np.float32)   # exact as float64 then float32, 4x not 20x
         b = (arrays["bias"].astype(np.float64) * float(x.scale) * ws.astype(np.float64)).astype(np.float32)
         return arrays, w, b
 
@@ -485,11 +483,12 @@ class _Importer:
 
         for op in self.graph.ops:
             ins = [self.graph.tensors[i] for i in op.inputs]
-            REGISTRY[op.kind].quantize(op, ins, self.graph.tensors[op.output])
             given = self.given[op.name]
+            op.attrs["tflite"] = True             # weighted() keeps the file's weights (no float requantizing)
+            op.arrays.update(given["arrays"])
+            REGISTRY[op.kind].quantize(op, ins, self.graph.tensors[op.output])
             op.arrays.update(given["arrays"])
             op.params.update(given["params"])
-            op.attrs["tflite"] = True
 
 
 def _type_name(t: int) -> str:

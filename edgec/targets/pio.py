@@ -16,7 +16,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -154,10 +153,7 @@ def _stream(cmd: list[str], project_dir: Path, core: Path, log, timeout: float) 
 
     def kill() -> None:
         expired.set()
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:          # it ended meanwhile
-            pass
+        children.end(proc)       # the whole build (scons, compilers) and its temporary files
 
     def progress() -> None:
         while not done.wait(PROGRESS_EVERY_S):

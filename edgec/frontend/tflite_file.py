@@ -1,0 +1,84 @@
+"""A .tflite file as untrusted input: memory-mapped (not read into memory: the weights stay in the page cache
+and the importer's constants are views of it), and every tensor's fields checked before any importer reads
+them, each failure one line naming the tensor:
+
+- shape: no negative dimension, at most MAX_ELEMENTS elements;
+- buffer: an index into the model's buffers, holding exactly shape x element size bytes (or none);
+- quantization: scales finite and positive, zero points inside the tensor type's range, one zero point per
+  scale (or one for all, or none), a per-channel axis inside the shape with one scale per channel.
+
+    buf = tflite_file.read(path)                 # mmap, the TFL3 identifier checked
+    tflite_file.check_tensors(model, subgraph, path)
+"""
+from __future__ import annotations
+
+import math
+import mmap
+from pathlib import Path
+
+import numpy as np
+
+from edgec.errors import EdgecError
+
+IDENTIFIER = b"TFL3"
+MAX_ELEMENTS = 1 << 31          # a tensor larger than this holds no model a microcontroller runs
+# TensorType -> (element bytes, zero point range) of the types edgec reads
+ELEMENTS = {0: (4, None), 2: (4, (-2**31, 2**31 - 1)), 3: (1, (0, 255)), 4: (8, None), 7: (2, (-32768, 32767)),
+            9: (1, (-128, 127))}
+
+
+def read(path: Path):
+    """The file memory-mapped read-only (a bytes-like object the flatbuffer reads from)."""
+    if not path.is_file():
+        raise EdgecError(f"{path}: no such file (give the path of an INT8 .tflite model)")
+    with open(path, "rb") as f:
+        if f.read(8)[4:8] != IDENTIFIER:
+            raise EdgecError(f"{path}: not a TFLite flatbuffer (no 'TFL3' identifier); give an INT8 .tflite model")
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def _name(sg, index: int) -> str:
+    n = sg.Tensors(index).Name()
+    return n.decode(errors="replace") if n else f"#{index}"
+
+
+def check_tensors(model, sg, path: Path) -> None:
+    """Every tensor of the subgraph sound (see the module doc), else one EdgecError naming it."""
+    buffers = model.BuffersLength()
+    for i in range(sg.TensorsLength()):
+        t = sg.Tensors(i)
+
+        def bad(what: str) -> EdgecError:
+            return EdgecError(f"{path}: tensor '{_name(sg, i)}' {what}; the file is damaged or was not written by "
+                              "a TFLite converter: export the model again")
+
+        shape = [int(d) for d in t.ShapeAsNumpy()] if t.ShapeLength() else []
+        if any(d < 0 for d in shape):
+            raise bad(f"has shape {shape} (a negative dimension)")
+        elements = math.prod(shape)
+        if elements > MAX_ELEMENTS:
+            raise bad(f"has shape {shape} ({elements:,} elements, more than {MAX_ELEMENTS:,})")
+        size, zp_range = ELEMENTS.get(t.Type(), (None, None))
+        b = t.Buffer()
+        if not 0 <= b < max(buffers, 1):
+            raise bad(f"names buffer {b} of {buffers}")
+        length = model.Buffers(b).DataLength() if b > 0 else 0
+        if length and size is not None and length != elements * size:
+            raise bad(f"of shape {shape} holds {length:,} bytes in buffer {b}; it needs {elements * size:,}")
+        q = t.Quantization()
+        if q is None or q.ScaleLength() == 0:
+            continue
+        scales = np.asarray(q.ScaleAsNumpy(), np.float64).reshape(-1)
+        wrong = scales[~(np.isfinite(scales) & (scales > 0))]
+        if wrong.size:
+            raise bad(f"has scale {float(wrong[0])!r}; a scale must be a positive finite number")
+        zps = np.asarray(q.ZeroPointAsNumpy(), np.int64).reshape(-1) if q.ZeroPointLength() else np.zeros(0, np.int64)
+        if zps.size not in (0, 1, scales.size):
+            raise bad(f"has {scales.size} scales and {zps.size} zero points")
+        if zp_range is not None and zps.size and (zps.min() < zp_range[0] or zps.max() > zp_range[1]):
+            z = int(zps[(zps < zp_range[0]) | (zps > zp_range[1])][0])
+            raise bad(f"has zero point {z}, outside {zp_range[0]}..{zp_range[1]} of its type")
+        if scales.size > 1:
+            axis = int(q.QuantizedDimension())
+            if not 0 <= axis < len(shape) or shape[axis] != scales.size:
+                raise bad(f"has {scales.size} scales along axis {axis} of shape {shape}; one per channel needed")
