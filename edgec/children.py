@@ -179,6 +179,10 @@ def _reap(parent: int, argv: list[str]) -> int:
                 os.killpg(child.pid, signal.SIGKILL)
             except OSError:
                 pass
+            try:              # reaped here, not left a zombie for init: once edgec has ended it, it is gone
+                os.waitpid(child.pid, 0)      # (not child.wait(): a signal handler may interrupt it)
+            except OSError:                   # reaped already
+                pass
         shutil.rmtree(tmp, ignore_errors=True)
 
     def stop(signum=signal.SIGKILL, _frame=None):

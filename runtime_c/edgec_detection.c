@@ -7,6 +7,10 @@
 
 #include "edgec_nn_support.h"
 
+/* C99's exp(), declared again: some small C libraries' math.h leave it out (Zephyr's minimal libc), and the
+ * exports compile this file with the whole runtime there. A model that calls this kernel links it from libm. */
+extern double exp(double x);
+
 /* sorts idx[0..n) (indices into v) by v descending, equal values keeping their order: TFLM's stable merge
  * sort and its partial sort by (value, index) give this same order */
 static void sort_decreasing(const float *v, int32_t *idx, int32_t *tmp, int32_t n)

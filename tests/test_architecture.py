@@ -96,7 +96,7 @@ LAYERS = (
     ("device", ("edgec.device",)),
     ("bench", ("edgec.bench",)),
     ("application", ("edgec.pipeline", "edgec.api", "edgec.export", "edgec.export_build", "edgec.tune", "edgec.farm",
-                     "edgec.matrix",
+                     "edgec.matrix", "edgec.array_data", "edgec.board_fit", "edgec.host_reference",
                      "edgec.cli", "edgec.cli_parser", "edgec.cli_farm", "edgec.argtypes", "edgec.config",
                      "edgec.doctor", "edgec.testing", "edgec.pytest_plugin", "edgec.__main__")),
 )
