@@ -186,7 +186,8 @@ def run(outdir: str | Path, wav: str | Path, windows: str | Path | None = None, 
                         "tick_hz": board.tick_hz}
     est = cycles.read_windows(plugin_out)
     if len(est) >= 2 * len(hops):      # two plugin windows a hop: the front end, then the model
-        per_hop = np.array([w[1] for w in est[:2 * len(hops)]], np.int64).reshape(-1, 2)
-        out["cycles_estimate"] = {"model": cycles.MODEL.format(ws=cycles.WAIT_STATES),
-                                  **hop_budget(per_hop, budget_board.clock_hz), "budget_board": budget_board.name}
+        per_hop = np.array(est[:2 * len(hops)], np.int64).reshape(-1, 2, 2)       # hop, (fe, model), (insns, cycles)
+        out["cycles_estimate"] = {**hop_budget(per_hop[:, :, 1], budget_board.clock_hz),
+                                  "instructions": hop_budget(per_hop[:, :, 0], 1.0)["total"],
+                                  "budget_board": budget_board.name, "method": cycles.MODEL.format(ws=cycles.WAIT_STATES)}
     return out
