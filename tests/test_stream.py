@@ -177,3 +177,11 @@ def test_official_runner_streaming_on_qemu_cortex_m4_within_the_hop_budget(tmp_p
     c = r["cycles_estimate"]
     assert r["bit_exact"] and c["budget_board"] == "nucleo-l4r5zi" and c["front_end"] > 0
     assert c["total"] < c["budget"], c
+
+
+def test_sww01_refuses_a_model_without_the_feature_window(tmp_path):
+    from conftest import EXAMPLES
+    digits = EXAMPLES / "digits_cnn"
+    with pytest.raises(EdgecError, match="streams 30 frames of 40 log-mel features"):
+        api.build(digits / "model.onnx", digits / "calib.npz", "host", tmp_path / "b", protocol="mlperf",
+                  mlperf_model="sww01", firmware=False)
