@@ -8,20 +8,29 @@ void edgec_afe_reset(edgec_afe_state *s) { memset(s, 0, sizeof *s); }
 
 static uint32_t bit_reverse10(uint32_t i)
 {
-    uint32_t r = 0;
-    for (int b = 0; b < 10; b++) { r = r << 1 | (i & 1u); i >>= 1; }
-    return r;
+    i = (i & 0x155u) << 1 | (i >> 1 & 0x155u);     /* swap bits 0<->1, 2<->3, ... of a 10-bit index */
+    i = (i & 0x333u) << 2 | (i >> 2 & 0x333u);
+    i = (i & 0x0F0Fu) << 4 | (i >> 4 & 0x0F0Fu);
+    i = (i & 0x00FFu) << 8 | (i >> 8 & 0x00FFu);   /* now the 16-bit reversal of i */
+    return i >> 6 & 0x3FFu;
 }
 
-/* radix-2 decimation in time, unscaled, Q30 twiddles rounded once per complex product */
+/* radix-2 decimation in time, unscaled, Q30 twiddles rounded once per complex product; the twiddle 1 (k = 0)
+ * is exact: (b * 2^30 + 2^29) >> 30 == b, so those butterflies skip the multiplies */
 static void fft(int32_t *re, int32_t *im)
 {
     for (uint32_t half = 1; half < EDGEC_AFE_WINDOW; half *= 2) {
         uint32_t step = EDGEC_AFE_WINDOW / (2 * half);
-        for (uint32_t start = 0; start < EDGEC_AFE_WINDOW; start += 2 * half) {
-            for (uint32_t k = 0; k < half; k++) {
-                int64_t wr = edgec_afe_cos[k * step], wi = edgec_afe_sin[k * step];
-                uint32_t a = start + k, b = a + half;
+        for (uint32_t a = 0; a < EDGEC_AFE_WINDOW; a += 2 * half) {
+            uint32_t b = a + half;
+            int32_t tr = re[b], ti = im[b], ar = re[a], ai = im[a];
+            re[a] = ar + tr; im[a] = ai + ti;
+            re[b] = ar - tr; im[b] = ai - ti;
+        }
+        for (uint32_t k = 1; k < half; k++) {
+            int64_t wr = edgec_afe_cos[k * step], wi = edgec_afe_sin[k * step];
+            for (uint32_t a = k; a < EDGEC_AFE_WINDOW; a += 2 * half) {
+                uint32_t b = a + half;
                 int64_t br = re[b], bi = im[b];
                 int32_t tr = (int32_t)((br * wr - bi * wi + (1 << 29)) >> 30);
                 int32_t ti = (int32_t)((br * wi + bi * wr + (1 << 29)) >> 30);
@@ -33,11 +42,15 @@ static void fft(int32_t *re, int32_t *im)
     }
 }
 
-static int clz64(uint64_t v)
+static int clz64(uint64_t v)   /* v > 0 */
 {
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_clzll(v);
+#else
     int n = 0;
     while (!(v & 0x8000000000000000ull)) { v <<= 1; n++; }
     return n;
+#endif
 }
 
 /* log2 of v > 0 in Q16: the integer part from the leading zeros, the fraction from the table */
