@@ -16,6 +16,7 @@ earlier one are dropped.
 from __future__ import annotations
 
 import json
+import tempfile
 import wave
 from pathlib import Path
 
@@ -168,13 +169,14 @@ def run(outdir: str | Path, wav: str | Path, windows: str | Path | None = None, 
     if not device:
         return out
     settings = Settings.from_environment()
-    plugin_out = Path(outdir) / "stream-cycles.txt"
-    plugin_out.unlink(missing_ok=True)
-    extra = cycles.qemu_args(board, firmware, plugin_out, settings) if estimate_cycles and port in (None, "auto") \
-        else []
-    with open_mlperf(board, firmware, port, mlperf.get("baud"), emulator_args=extra) as dut:
-        dev = device_stream(dut.client, hops, progress=None if log is None else
-                            (lambda i, n: log(f"  hop {i}/{n}") if i % 50 == 0 or i == n else None))
+    with tempfile.TemporaryDirectory(prefix="edgec-stream-") as scratch:
+        plugin_out = Path(scratch) / "cycles.txt"      # the cycle-estimate plugin's windows (emulated Arm boards)
+        extra = cycles.qemu_args(board, firmware, plugin_out, settings) if estimate_cycles and port in (None, "auto") \
+            else []
+        with open_mlperf(board, firmware, port, mlperf.get("baud"), emulator_args=extra) as dut:
+            dev = device_stream(dut.client, hops, progress=None if log is None else
+                                (lambda i, n: log(f"  hop {i}/{n}") if i % 50 == 0 or i == n else None))
+        est = cycles.read_windows(plugin_out)
     out["device"] = summary(dev, labels)
     out["bit_exact"] = bool(np.array_equal(dev["features"], host["features"]) and
                             np.array_equal(dev["activations"], host["activations"]))
@@ -184,7 +186,6 @@ def run(outdir: str | Path, wav: str | Path, windows: str | Path | None = None, 
         out["first_differing_hop"] = int(bad[0])
     out["hop_ticks"] = {"front_end": float(np.median(dev["ticks"][:, 0])), "model": float(np.median(dev["ticks"][:, 1])),
                         "tick_hz": board.tick_hz}
-    est = cycles.read_windows(plugin_out)
     if len(est) >= 2 * len(hops):      # two plugin windows a hop: the front end, then the model
         per_hop = np.array(est[:2 * len(hops)], np.int64).reshape(-1, 2, 2)       # hop, (fe, model), (insns, cycles)
         out["cycles_estimate"] = {**hop_budget(per_hop[:, :, 1], budget_board.clock_hz),
