@@ -2,8 +2,7 @@
 against a sww01 firmware over an open pyserial port, then scores the detections with the runner's own
 streaming_ww_utils.calc_detection_stats.  Only what the runner's __main__ does around get_features is done
 here: the port is given (its discovery looks for USB devices), the module's `samplerate` global is set
-(get_features prints it), the stream is cut to whole hops (the runner sends a partial last frame as a short
-db load, which the reference firmware mixes with the previous hop's samples), and the samples are given as
+(get_features prints it), and the samples are given as
 int32: with NumPy 2 its byte swap of np.int16 samples, ((s & 0xFF) << 8), overflows int16 and prints negative
 hex.  get_features writes temp_spec.npz into the current folder: call it from a scratch folder."""
 from __future__ import annotations
@@ -25,7 +24,7 @@ def run_stream(runner_dir, port, samples: np.ndarray, windows: list, rate: int =
     sock = getattr(port, "_socket", None)
     if sock is not None:   # as tests/mlperf_runner_driver.py: no 40 ms delayed-ACK stall per command
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    data = np.asarray(samples)[:len(samples) // 512 * 512].astype(np.int32)
+    data = np.asarray(samples).astype(np.int32)
     stream_wav_uart.samplerate = rate
     stream_wav_uart.reset_port(port)
     captured = stream_wav_uart.get_features(data, port, frame_size=512)

@@ -63,12 +63,19 @@ def read_windows(path: str | Path, wav: str | Path | None = None) -> list[list[f
         raise EdgecError(f"{path}: detection_windows must be [start_s, stop_s] pairs ({exc})") from exc
 
 
-def hops_of(samples: np.ndarray, seconds: float | None = None) -> np.ndarray:
-    """The whole hops of the stream (the runner drops a last partial one), at most `seconds` of them."""
-    n = len(samples) // af.HOP
+def hops_of(samples: np.ndarray, seconds: float | None = None, partial: bool = False) -> np.ndarray:
+    """The hops of the stream, at most `seconds` of audio: whole hops only, or with `partial` a last short one
+    completed as the firmware completes it (the runner sends the WAV's tail as it is): its samples, then the
+    previous hop's later ones still in the buffer (zeros before the first hop)."""
+    samples = np.asarray(samples, np.int16)
     if seconds is not None:
-        n = min(n, int(seconds * af.RATE) // af.HOP)
-    return samples[:n * af.HOP].reshape(n, af.HOP)
+        samples = samples[:int(seconds * af.RATE)]
+    n, rest = divmod(len(samples), af.HOP)
+    hops = samples[:n * af.HOP].reshape(n, af.HOP)
+    if partial and rest:
+        before = hops[-1] if n else np.zeros(af.HOP, np.int16)
+        hops = np.vstack([hops, np.concatenate([samples[n * af.HOP:], before[rest:]])])
+    return hops
 
 
 def host_stream(graph, hops: np.ndarray) -> dict:

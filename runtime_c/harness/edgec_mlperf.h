@@ -30,7 +30,8 @@
  * into the model before every run, inside the timed loop, because the model's arena may reuse it.
  * Streaming (sww01, `features` set): the runner's UART streaming path (stream_wav_uart.py) sends each hop of
  * 512 int16 samples as `db load 1024` and hex `db` commands of up to 1,024 digits (replies "N bytes received",
- * then m-load-done; `db setptr N` rewinds), then `extract_uart_stream`: the front end turns the hop into
+ * then m-load-done; `db setptr N` rewinds; a shorter last hop keeps the previous hop's later samples, as the
+ * reference firmware does), then `extract_uart_stream`: the front end turns the hop into
  * `mels` int8 features, the model input (the last frames' features, oldest first) shifts by one frame,
  * the model runs, and the reply is m-features-[%+3d, ...] (the new frame) and m-activations-[%+3d, ...]
  * (the int8 outputs), as the reference submission prints them, plus m-hop-ticks-[front end, model] (board
