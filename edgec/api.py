@@ -334,6 +334,16 @@ def _folder_id(folder) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
+def stream_bench(outdir: str | Path, wav: str | Path, windows: str | Path | None = None, port: str | None = None,
+                 seconds: float | None = None, log: Log = _quiet) -> dict:
+    """Stream a long 16 kHz WAV through a `--mlperf-model sww01` build hop by hop, on its board and on the host
+    reference: detections, false positives and negatives against the labelled windows (the MLPerf runner's
+    sww01 truth JSON), bit-exactness, per-hop cost (edgec/bench/stream.py)."""
+    from edgec.bench import stream
+
+    return stream.run(outdir, wav, windows, port, seconds, log=log)
+
+
 def mlperf(outdir: str | Path, dataset: str | Path, mode: str = "accuracy", results_dir: str | Path | None = None,
            port: str | None = None, window_seconds: float = 10.0, limit: int | None = None, log: Log = _quiet) -> dict:
     """The MLPerf Tiny runner's accuracy or performance flow on a --protocol mlperf build, results in the

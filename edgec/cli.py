@@ -130,6 +130,10 @@ def cmd_bench(args) -> int:
     from edgec.bench import report
 
     outdirs, args.outdir = args.outdir, args.outdir[0]
+    if args.stream:
+        return _bench_stream(args, api)
+    if not args.data:
+        raise EdgecError("edgec bench needs --data FILE.npz (or --stream WAV for a sww01 build)")
     gates = bench_gates.parse_gates(args.min_accuracy, args.min_agreement, args.max_latency, args.max_ram)
     for outdir in outdirs:
         bench_gates.check_measurable(gates, outdir, args.data, junit=args.junit)
@@ -163,6 +167,27 @@ def cmd_bench(args) -> int:
     if to_stdout:
         print(json.dumps(r, indent=1))
     return 1 if bench_gates.failures(outcomes) else 0
+
+
+def _bench_stream(args, api) -> int:
+    r = api.stream_bench(args.outdir, args.stream, args.windows, port=args.port, seconds=args.seconds, log=_log)
+    print(f"streamed {r['seconds']:.2f} s ({r['host']['hops']} hops of 32 ms), {len(r['windows'])} labelled windows")
+    for side in ("device", "host"):
+        if side in r:
+            s = r[side]
+            print(f"{side:6}: {len(s['detections_ms'])} detecting hops; {s['true_positives']} true positives, "
+                  f"{s['false_negatives']} false negatives, {s['false_positives']} false positives")
+    if "bit_exact" in r:
+        print("device = host reference bit for bit (features and outputs of every hop)" if r["bit_exact"] else
+              f"device differs from the host reference from hop {r['first_differing_hop']}")
+    if "cycles_estimate" in r:
+        c = r["cycles_estimate"]
+        print(f"per hop (cycle estimate): front end {c['front_end']:,.0f} + model {c['model']:,.0f} = "
+              f"{c['total']:,.0f} cycles, {100 * c['share_of_budget']:.1f}% of the 32 ms hop at "
+              f"{c['budget_board']}'s clock ({c['budget']:,.0f} cycles)")
+    if args.json:
+        outputs.write_json(outputs.check_output_file(args.json, (args.stream,)), r)
+    return 0 if r.get("bit_exact", True) else 1
 
 
 def cmd_flash(args) -> int:

@@ -195,7 +195,12 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     r = sub.add_parser("bench", help="run test data on the device and report accuracy and latency")
     r.add_argument("outdir", nargs="+", help="a build folder made by `edgec build` (several: a model x board "
                    "matrix run in parallel, one matrix report)")
-    r.add_argument("--data", required=True, help=".npz with x and optional integer labels y")
+    r.add_argument("--data", help=".npz with x and optional integer labels y (required unless --stream)")
+    r.add_argument("--stream", metavar="WAV", help="a --mlperf-model sww01 build: stream this 16 kHz WAV hop by hop "
+                   "on the device and the host reference; detections, false positives and negatives")
+    r.add_argument("--windows", metavar="JSON", help="with --stream: the wake word's labelled windows (the MLPerf "
+                   "runner's sww01 truth file: [{\"wav_file\": ..., \"detection_windows\": [[start_s, stop_s], ...]}])")
+    r.add_argument("--seconds", type=float, help="with --stream: only the first S seconds of the WAV")
     r.add_argument("--limit", type=argtypes.count(1), help="use only the first N samples")
     r.add_argument("--port", default="auto", help="serial port of the board (default auto: a real board's port "
                    "found by its USB VID:PID; an emulated board's from the emulator)")

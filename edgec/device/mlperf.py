@@ -19,6 +19,8 @@ from edgec.errors import EdgecError
 DB_CHUNK = 31                   # bytes per `db` command, as the runner sends them without a power manager
 _RESULTS_RE = re.compile(r"^m-results-\[([^]]*)\]$")
 _LAP_RE = re.compile(r"^m-lap-us-([0-9]+)$")
+STREAM_CHUNK = 512              # bytes per `db` command on the streaming path (stream_wav_uart.py: 1,028 characters)
+_STREAM_RE = re.compile(r"^m-(features|activations|hop-ticks)-\[([^]]*)\]$")
 
 
 class MlperfClient:
@@ -105,6 +107,23 @@ class MlperfClient:
         lines = self.command(f"infer {n} {warmups}", timeout)
         return parse_infer(lines)
 
+    def stream_hop(self, samples) -> dict:
+        """sww01: one hop of int16 samples as the runner's streaming path sends it (db load, hex db commands of
+        512 bytes, extract_uart_stream): {"features": [...], "activations": [...], "ticks": [front end, model]}."""
+        data = b"".join(int(v).to_bytes(2, "little", signed=True) for v in samples)
+        self.command(f"db load {len(data)}")
+        for i in range(0, len(data), STREAM_CHUNK):
+            lines = self.command("db " + data[i:i + STREAM_CHUNK].hex())
+        if "m-load-done" not in lines:
+            raise EdgecError(f"{self.describe} did not confirm the hop (no m-load-done)")
+        out = {}
+        for line in self.command("extract_uart_stream"):
+            if m := _STREAM_RE.match(line):
+                out[m.group(1)] = [int(v) for v in m.group(2).split(",")]
+        if set(out) != {"features", "activations", "hop-ticks"}:
+            raise EdgecError(f"{self.describe} did not answer extract_uart_stream with features and activations")
+        return {"features": out["features"], "activations": out["activations"], "ticks": out["hop-ticks"]}
+
     def results(self) -> list[float]:
         return parse_infer(self.command("results"))["results"]
 
@@ -137,13 +156,13 @@ def wait_for_banner(ser, timeout: float = 20.0) -> list[str]:
     return client._until_ready("boot", timeout)
 
 
-def open_for_runner(board: Board, firmware: Path | None, baud: int | None = None):
+def open_for_runner(board: Board, firmware: Path | None, baud: int | None = None, emulator_args=()):
     """Start the firmware of an emulated (or host) board for another program, e.g. the MLCommons runner:
     (pyserial URL, started process).  The boot banner is read and the port closed again, so the runner
     that opens the URL next finds the board as a real one: booted, m-ready already sent."""
     from edgec.device.device import open_serial
 
-    ser, process = open_serial(board, firmware, None, baud=baud)
+    ser, process = open_serial(board, firmware, None, baud=baud, emulator_args=tuple(emulator_args))
     try:
         wait_for_banner(ser)
         url = ser.portstr
@@ -156,11 +175,12 @@ def open_for_runner(board: Board, firmware: Path | None, baud: int | None = None
     return url, process
 
 
-def open_mlperf(board: Board, firmware: Path | None, port: str | None = None, baud: int | None = None):
+def open_mlperf(board: Board, firmware: Path | None, port: str | None = None, baud: int | None = None,
+                emulator_args=()):
     """Start a --protocol mlperf firmware and return a Device whose .client is an MlperfClient."""
     from edgec.device.device import Device, open_serial
 
-    ser, process = open_serial(board, firmware, port, baud=baud)
+    ser, process = open_serial(board, firmware, port, baud=baud, emulator_args=tuple(emulator_args))
     client = MlperfClient(ser, describe=f"board '{board.name}'")
     dev = Device(board, client, process)
     dev.client = client

@@ -162,6 +162,12 @@ def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: 
         shutil.copy2(harness / name, src / name)
     if protocol == "mlperf" and mlperf is None:
         raise EdgecError("an MLPerf firmware needs its settings (edgec.targets.mlperf_firmware.settings)")
+    if protocol == "mlperf" and mlperf.get("stream"):       # sww01: the audio front end and its tables
+        from edgec.targets import audio_frontend
+        for name in ("edgec_audio_frontend.c", "edgec_audio_frontend.h"):
+            shutil.copy2(harness / name, src / name)
+        tables = audio_frontend.Tables(mlperf["stream"]["input_scale"])
+        (src / "edgec_afe_tables.c").write_text(audio_frontend.c_tables(tables))
     values = dict(name=model_name, NAME=model_name.upper(), board=board, mlperf_model=mlperf_model,
                   mlperf=mlperf if protocol == "mlperf" else None, dataset_bytes=dataset_bytes)
     main_file = "bench_main.c" if board.framework else "main.c"

@@ -4,6 +4,7 @@ m-lap-us timestamps; energy: the EEMBC timestamp pin and the energy monitor's 9,
 rate (option, else the board profile's [mlperf] baud, else its serial.baud)."""
 from __future__ import annotations
 
+from edgec.targets import audio_frontend as af
 from edgec.targets import mlperf_encoding as enc
 from edgec.errors import EdgecError
 from edgec.ir import Graph
@@ -11,6 +12,7 @@ from edgec.targets.boards import Board
 
 MODES = ("performance", "energy")
 ENERGY_BAUD = 9600      # the EEMBC energy monitor's UART to the DUT
+STREAM_MODEL = "sww01"  # MLPerf Tiny's streaming wake word: audio hops in, the front end on the device
 
 
 def check_mode(board: Board, mode: str, baud: int | None) -> None:
@@ -43,6 +45,7 @@ def settings(board: Board, graph: Graph, mlperf_model: str, mode: str = "perform
     if encoding.results == "score" and t_out.size != t_in.size:
         raise EdgecError(f"MLPerf model '{mlperf_model}' scores the reconstruction of the input, but "
                          f"'{graph.name}' maps {t_in.size} values to {t_out.size}: is this the AD autoencoder?")
+    stream = stream_settings(graph) if mlperf_model == STREAM_MODEL else None
     channels = enc.chw_channels(graph.input_onnx_shape) if encoding.dtype in ("int8", "uint8") else 0
     return {
         "mode": mode, "energy": energy, "timestamp_pin": pin or ("emulated stub" if energy else ""),
@@ -50,5 +53,18 @@ def settings(board: Board, graph: Graph, mlperf_model: str, mode: str = "perform
         "encoding": encoding.dtype, "encoding_code": enc.ENCODING_CODES[encoding.dtype],
         "encoding_scale": "%.9e" % encoding.scale, "encoding_zero_point": encoding.zero_point,
         "results": encoding.results, "results_code": enc.FORMAT_CODES[encoding.results],
-        "db_bytes": t_in.size * encoding.item_bytes(), "chw_channels": channels,
+        "db_bytes": max(t_in.size * encoding.item_bytes(), 2 * af.HOP if stream else 0), "chw_channels": channels,
+        # the runner's streaming path sends commands of 1,028 characters (stream_wav_uart.py); others 80
+        "cmd_bytes": 1100 if stream else 80, "stream": stream,
     }
+
+
+def stream_settings(graph: Graph) -> dict:
+    """The streaming wake word's front end for this model: its input must be FRAMES x MELS int8 features."""
+    t_in = graph.tensors[graph.input]
+    if t_in.size != af.FRAMES * af.MELS or t_in.zero_point != -128:
+        raise EdgecError(f"--mlperf-model {STREAM_MODEL} streams {af.FRAMES} frames of {af.MELS} log-mel features into "
+                         f"an int8 input with zero point -128; '{graph.name}' takes {t_in.size} values (zero point "
+                         f"{t_in.zero_point}): is this the MLPerf Tiny streaming wake-word model?")
+    return {"hop_samples": af.HOP, "mels": af.MELS, "frames": af.FRAMES, "rate": af.RATE,
+            "input_scale": float(t_in.scale)}

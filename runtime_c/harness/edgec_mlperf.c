@@ -5,10 +5,8 @@
 
 #include "edgec_board.h"
 
-#define CMD_SIZE 80u
 #define FW_VERSION "ULPMark for tinyML Firmware V0.0.1"
 
-static char cmd[CMD_SIZE + 1];
 static uint32_t db_size, db_pos;
 
 static void puts_(const char *s) { edgec_uart_write(s, strlen(s)); }
@@ -199,6 +197,9 @@ static void db_command(const edgec_mlperf_model *m, char **rest)
             db_pos = 0;
             puts_("m-[Expecting "); put_u64(n); puts_(" bytes]\r\n");
         }
+    } else if (strcmp(sub, "setptr") == 0 && m->features) {
+        if (!to_uint(word(rest), &n) || n > db_size) line("e-[db setptr needs a position within the load]");
+        else db_pos = n;
     } else if (strcmp(sub, "print") == 0) {
         for (uint32_t i = 0; i < db_size; i++) {
             if (i % 8u == 0) puts_("m-buffer-");
@@ -215,7 +216,58 @@ static void db_command(const edgec_mlperf_model *m, char **rest)
             m->db[db_pos++] = (uint8_t)(hi << 4 | lo);
             if (db_pos == db_size) { line("m-load-done"); return; }
         }
+        if (m->features) { put_u64(db_pos); puts_(" bytes received\r\n"); }
     }
+}
+
+/* printf's "%+3d" */
+static void put_signed3(int32_t v)
+{
+    uint32_t a = (uint32_t)(v < 0 ? -v : v);
+    if (a < 10) puts_(" ");
+    puts_(v < 0 ? "-" : "+");
+    put_u64(a);
+}
+
+static void put_int8s(const char *head, const int8_t *v, uint32_t n)
+{
+    puts_(head);
+    for (uint32_t i = 0; i < n; i++) { put_signed3(v[i]); if (i + 1 < n) puts_(", "); }
+    puts_("]\r\n");
+}
+
+/* extract_uart_stream: one hop of audio in the db (little-endian int16) -> features, model, reply */
+static void stream_hop(const edgec_mlperf_model *m)
+{
+    if (!m->features) { line("e-[This firmware does not stream audio: build it with --mlperf-model sww01]"); return; }
+    if (db_size == 0 || db_size > 2u * m->hop_samples || (db_size & 1u) || db_pos != db_size) {
+        puts_("e-[A hop is db load N (even, at most "); put_u64(2u * m->hop_samples); puts_(") and its N bytes; have ");
+        put_u64(db_pos); puts_("]\r\n");
+        return;
+    }
+    /* A short last hop (the runner sends the WAV's tail as it is) keeps the previous hop's later samples in the
+     * rest of the buffer, as the reference firmware's does.  Little-endian bytes -> samples, in place (the
+     * identity on little-endian targets, so the kept samples stay valid). */
+    int16_t *hop = (int16_t *)(void *)m->db;          /* 4-byte aligned */
+    for (uint32_t i = 0; i < m->hop_samples; i++) {
+        uint16_t u = (uint16_t)(m->db[2 * i] | (uint16_t)m->db[2 * i + 1] << 8);
+        hop[i] = (int16_t)u;
+    }
+    int8_t *newest = m->window + m->input_bytes - m->mels;
+    memmove(m->window, m->window + m->mels, m->input_bytes - m->mels);
+    edgec_ticks_align();
+    uint64_t t0 = edgec_ticks();
+    m->features(m->features_state, hop, newest);
+    uint64_t t1 = edgec_ticks();
+    memcpy(m->input, m->window, m->input_bytes);
+    edgec_ticks_align();
+    uint64_t t2 = edgec_ticks();
+    m->invoke();
+    uint64_t t3 = edgec_ticks();
+    db_size = db_pos = 0;
+    put_int8s("m-features-[", newest, m->mels);
+    put_int8s("m-activations-[", m->output, m->output_bytes);
+    puts_("m-hop-ticks-["); put_u64(t1 - t0); puts_(", "); put_u64(t3 - t2); puts_("]\r\n");
 }
 
 static void infer(const edgec_mlperf_model *m, char **rest)
@@ -244,6 +296,7 @@ static void infer(const edgec_mlperf_model *m, char **rest)
 
 static void dispatch(const edgec_mlperf_model *m, char *text)
 {
+    if (m->features) { puts_("Received command: "); line(text); }
     char *rest = text, *w = word(&rest);
     if (!w) {
         /* an empty command: just m-ready */
@@ -256,13 +309,16 @@ static void dispatch(const edgec_mlperf_model *m, char *text)
         puts_("m-model-["); puts_(m->model_version); puts_("]\r\n");
     } else if (strcmp(w, "help") == 0) {
         line(FW_VERSION);
-        line("help | name | timestamp | profile | db load N | db HH[HH]* | db print | infer N [W=10] | results");
+        line("help | name | timestamp | profile | db load N | db HH[HH]* | db print | infer N [W=10] | results"
+             " | extract_uart_stream (sww01)");
     } else if (strcmp(w, "db") == 0) {
         db_command(m, &rest);
     } else if (strcmp(w, "infer") == 0) {
         infer(m, &rest);
     } else if (strcmp(w, "results") == 0) {
         results(m);
+    } else if (strcmp(w, "extract_uart_stream") == 0) {
+        stream_hop(m);
     } else {
         puts_("e-[Unknown command: "); puts_(w); puts_("]\r\n");
     }
@@ -282,12 +338,12 @@ void edgec_mlperf_serve(const edgec_mlperf_model *m)
     for (;;) {
         char c = (char)edgec_uart_getc();
         if (c == '%') {
-            cmd[pos] = 0;
-            dispatch(m, cmd);
+            m->cmd[pos] = 0;
+            dispatch(m, m->cmd);
             pos = 0;
         } else if (c != '\r' && c != '\n') {
-            cmd[pos] = c;
-            pos = pos >= CMD_SIZE ? CMD_SIZE : pos + 1;
+            m->cmd[pos] = c;
+            pos = pos >= m->cmd_size ? m->cmd_size : pos + 1;
         }
     }
 }

@@ -28,6 +28,15 @@
  * quantization (round half away from zero in single precision; edgec.device.mlperf_encoding is the
  * host twin, bit for bit), from NHWC to NCHW when `chw_channels` > 0.  The converted input is copied
  * into the model before every run, inside the timed loop, because the model's arena may reuse it.
+ * Streaming (sww01, `features` set): the runner's UART streaming path (stream_wav_uart.py) sends each hop of
+ * 512 int16 samples as `db load 1024` and hex `db` commands of up to 1,024 digits (replies "N bytes received",
+ * then m-load-done; `db setptr N` rewinds; a shorter last hop keeps the previous hop's later samples, as the
+ * reference firmware does), then `extract_uart_stream`: the front end turns the hop into
+ * `mels` int8 features, the model input (the last frames' features, oldest first) shifts by one frame,
+ * the model runs, and the reply is m-features-[%+3d, ...] (the new frame) and m-activations-[%+3d, ...]
+ * (the int8 outputs), as the reference submission prints them, plus m-hop-ticks-[front end, model] (board
+ * ticks; each is a window of the cycle-estimate plugin).  Every reply starts with "Received command: ..."
+ * (the runner checks the echo).  The front end's state and the feature window persist between hops.
  * AD (results_format SCORE): the result is the anomaly score, the mean squared error between the
  * dequantized reconstruction and the float input, as the reference firmware computes it. */
 #ifndef EDGEC_MLPERF_H
@@ -61,6 +70,13 @@ typedef struct {
     int results_format;         /* EDGEC_MLPERF_FIXED3 / FIXED3_TRAILING / TRUNC3 / SCORE */
     int energy_mode;            /* 1: timestamps pulse the pin instead of printing m-lap-us */
     void (*timestamp_pin)(int level);   /* energy mode: drive the timestamp GPIO (0 = low) */
+    char *cmd;                  /* the command buffer, cmd_size + 1 bytes (80 for the runner's other benchmarks) */
+    uint32_t cmd_size;
+    /* streaming (sww01): features(state, hop samples, mels int8 out), else 0 */
+    void (*features)(void *state, const int16_t *hop, int8_t *out);
+    void *features_state;
+    int8_t *window;             /* input_bytes: the model input kept between hops */
+    uint32_t hop_samples, mels;
 } edgec_mlperf_model;
 
 /* Serve the runner's commands forever (never returns). */
