@@ -416,11 +416,12 @@ def inspect_model(model_path: str | Path, settings: Settings | None = None) -> d
 
 @accepts_arrays("calib_path")
 def inspect_board(model_path: str | Path, board: str, calib_path=None, optimize: str = "speed", log: Log = _quiet,
-                  settings: Settings | None = None, **quantization) -> dict:
-    """Arena, scratch, RAM, flash and stack of the plan `build` would choose for `board`, and whether it fits,
-    without generating or building anything (edgec/board_fit.py)."""
+                  settings: Settings | None = None, ram_budget: int | None = None, **quantization) -> dict:
+    """Arena, scratch, RAM, flash and stack of the plan `build` would choose for `board` (with ram_budget: the
+    plan of `build(..., ram_budget=...)`), and whether it fits, without generating or building anything
+    (edgec/board_fit.py)."""
     return board_fit.inspect_board(model_path, board, calib_path, optimize, quant_options(None, quantization),
-                                   log=log, settings=settings)
+                                   log=log, settings=settings, ram_budget=ram_budget)
 
 
 def packages_install(bundle: str | Path, log: Log = _quiet, settings: Settings | None = None) -> dict:

@@ -256,6 +256,9 @@ def cmd_inspect(args) -> int:
 
     if args.board is not None:
         return _inspect_board(args)
+    if args.ram_budget is not None:
+        raise EdgecError("edgec inspect: --ram-budget is read with --board only (it plans the model for the "
+                         "board); add --board BOARD")
     if args.calib is not None:
         raise EdgecError("edgec inspect: --calib is read with --board only (it quantizes the model for the board's "
                          "plan); add --board BOARD")
@@ -287,9 +290,10 @@ def cmd_inspect(args) -> int:
 
 
 def _inspect_board(args) -> int:
-    from edgec import board_fit
+    from edgec import api, board_fit
 
-    info = board_fit.inspect_board(args.model, args.board, args.calib, args.optimize, log=_log, settings=args.env)
+    info = api.inspect_board(args.model, args.board, args.calib, args.optimize, log=_log, settings=args.env,
+                             ram_budget=args.ram_budget)
     if args.json:
         print(json.dumps(info, indent=1))
     else:

@@ -105,9 +105,9 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"edgec: error: {' '.join(message.split())} (see `{self.prog} --help`)\n")
 
 
-def add_ram_budget(p) -> None:
+def add_ram_budget(p, prefix: str = "") -> None:
     p.add_argument("--ram-budget", type=argtypes.count(1), metavar="BYTES",
-                   help="RAM the whole firmware may use (arena + static RAM + stack): edgec picks the fastest "
+                   help=prefix + "RAM the whole firmware may use (arena + static RAM + stack): edgec picks the fastest "
                         "schedule that fits (patch-based execution of the early layers if needed) or says the "
                         "least RAM it can reach")
 
@@ -261,6 +261,8 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     i.add_argument("--board", help="also the arena, scratch, RAM, flash and stack of the plan `edgec build` would "
                    "choose for this board (no firmware built), and whether the model fits")
     i.add_argument("--optimize", choices=("speed", "size"), default="speed", help="with --board: as edgec build's")
+    add_ram_budget(i, "with --board: the plan of edgec build --ram-budget (the stack then is the one the budget "
+                      "counts, an estimate). ")
     i.add_argument("--calib", help="with --board: calibration data (.npz) for a float model (default: a few "
                    "seeded random samples; sizes depend on types and shapes, not on ranges)")
     i.set_defaults(func=commands["inspect"])
