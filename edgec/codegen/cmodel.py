@@ -1,7 +1,8 @@
 """Stage 6: quantized graph + memory plan -> a stand-alone C model library.
 
 The library is `<name>.c`/`<name>.h` (rendered from templates/model.*.j2) plus
-the runtime_c files (edgec/cheader.py: edgec_nn.h, the kernel family files, fast/). Weights, biases,
+the runtime_c files the model calls (edgec/cheader.py files_called: edgec_nn.h, edgec_runtime.c, the kernel
+files of its layers, the headers they include). Weights, biases,
 requantization constants and
 tables are `const` arrays (flash); activations live in one static arena at the
 offsets of the plan.
@@ -94,8 +95,8 @@ def arrays_of(by_index: dict) -> dict:
 
 
 def generate(graph: Graph, plan: Plan, out_dir: Path, name: str, runtime: bool = True) -> list[Path]:
-    """Write the model library into out_dir, with a copy of the C runtime unless `runtime` is False (callers
-    that link one compiled runtime into many models); returns the files written."""
+    """Write the model library into out_dir, with a copy of the runtime files it calls unless `runtime` is False
+    (callers that link one compiled runtime into many models); returns the files written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     arrays, ops, bands = _ops_for_template(graph, plan)
     tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
@@ -136,7 +137,8 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str, runtime: bool =
         path = out_dir / f"{name}{REGIONS_LD_SUFFIX}"
         path.write_text(linker_script(plan))
         written.append(path)
-    for source, f in cheader.library_files(harness) if runtime else ():
+    called = cheader.files_called([p.read_text() for p in written])      # only the runtime files the model calls
+    for source, f in cheader.library_files(harness, called) if runtime else ():
         (out_dir / f).parent.mkdir(exist_ok=True)
         shutil.copyfile(source, out_dir / f)
         written.append(out_dir / f)
