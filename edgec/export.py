@@ -80,10 +80,11 @@ def check_metadata(name: str | None, lib_version: str | None) -> None:
 def export(model_path: str | Path, calib_path: str | Path | None, board_name: str, fmt: str, outdir: str | Path,
            log: Callable[[str], None] = lambda _: None, options=None, name: str | None = None,
            lib_version: str | None = None, maintainer: str | None = None, url: str | None = None,
-           ram_budget: int | None = None, optimize: str = "speed", settings: Settings | None = None) -> dict:
+           ram_budget: int | None = None, optimize: str = "speed", settings: Settings | None = None,
+           io_buffers: str = "arena") -> dict:
     """Quantize the model and write it as a library in `fmt` layout into outdir; returns the export manifest
     (optimize: "speed" or "size", edgec/ops/select.py; settings: the environment's, read here when not
-    given)."""
+    given; io_buffers "caller": the inputs and outputs in the caller's buffers, edgec/plan/caller_io.py)."""
 
     if fmt not in FORMATS:
         raise EdgecError(f"unknown export format '{fmt}': use one of {', '.join(FORMATS)}")
@@ -96,7 +97,7 @@ def export(model_path: str | Path, calib_path: str | Path | None, board_name: st
         example = example_sample(graph, samples)       # the calibration file's first sample
     name = graph.name
     graph, plan = plan_to_fit(graph, board, optimize=optimize, log=log, ram_budget=ram_budget,   # the generic
-                              helium=False)[:2]     # kernels if speed's do not fit; DSP kernels: no Helium flags
+                              helium=False, io_buffers=io_buffers)[:2]     # kernels if speed's do not fit; DSP kernels: no Helium flags
     meta = {"lib_version": lib_version or __version__, "maintainer": maintainer, "url": url}
     if fmt in ("arduino", "platformio") and not (maintainer and url):
         log(f"{fmt} metadata: give --maintainer and --url before publishing the library (the manifest names "
