@@ -143,3 +143,107 @@ def test_what_caller_buffers_do_not_go_with_is_refused_in_one_line(tmp_path, cap
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert code == 2 and "--io-buffers caller does not go with patch-based stages" in err
     assert not (tmp_path / "lib").exists()
+
+
+M4_APP = r"""
+#include <stdio.h>
+#include <string.h>
+#include "diabetes.h"
+#include "inputs.h"
+
+static union { int64_t a; int8_t b[DIABETES_ARENA_BYTES]; } arena;
+static union { int64_t a; int8_t b[DIABETES_INPUT_CLINICAL_BYTES]; } clinical;
+static union { int64_t a; int8_t b[DIABETES_INPUT_SERUM_BYTES]; } serum;
+static union { int64_t a; int8_t b[DIABETES_OUTPUT_RISK_BYTES]; } risk;
+static union { int64_t a; int8_t b[DIABETES_OUTPUT_PROGRESS_BYTES]; } progress;
+
+static void stage(int i, int one_call)     /* the packed sample i into the inputs */
+{
+    memcpy(one_call ? diabetes_input_clinical() : clinical.b, x[i], DIABETES_INPUT_CLINICAL_BYTES);
+    memcpy(one_call ? diabetes_input_serum() : serum.b, x[i] + DIABETES_INPUT_CLINICAL_BYTES, DIABETES_INPUT_SERUM_BYTES);
+}
+
+static void dump(int api, int i, const int8_t *a, unsigned na, const int8_t *b, unsigned nb)
+{
+    unsigned k;
+    printf("%d %d ", api, i);
+    for (k = 0; k < na; k++) printf("%02x", (unsigned)(uint8_t)a[k]);
+    for (k = 0; k < nb; k++) printf("%02x", (unsigned)(uint8_t)b[k]);
+    printf("\n");
+}
+
+int main(void)
+{
+    diabetes_ctx c;
+    int i, one_call;
+    if (diabetes_ctx_init(&c, arena.b, sizeof arena.b) || diabetes_ctx_set_input_clinical(&c, clinical.b)
+        || diabetes_ctx_set_input_serum(&c, serum.b) || diabetes_ctx_set_output_risk(&c, risk.b)
+        || diabetes_ctx_set_output_progress(&c, progress.b)) return 2;
+    for (one_call = 0; one_call < 2; one_call++) {
+        stage(0, one_call);
+        for (i = 0; i < N_SAMPLES; i++) {
+            if ((one_call ? diabetes_invoke() : diabetes_ctx_invoke(&c)) != 0) return 3;
+            if (i + 1 < N_SAMPLES) stage(i + 1, one_call);      /* the next input before the output is read */
+            if (one_call)
+                dump(1, i, diabetes_output_risk(), DIABETES_OUTPUT_RISK_BYTES, diabetes_output_progress(),
+                     DIABETES_OUTPUT_PROGRESS_BYTES);
+            else
+                dump(0, i, risk.b, DIABETES_OUTPUT_RISK_BYTES, progress.b, DIABETES_OUTPUT_PROGRESS_BYTES);
+        }
+    }
+    return 0;
+}
+"""
+
+
+def test_caller_buffers_on_the_emulated_cortex_m4(tmp_path):
+    """An exported --io-buffers caller library in a bare-metal application of its own on qemu-cortex-m4: the
+    outputs read after the next input was staged are the reference's, through the context API and the one-call
+    API."""
+    from edgec.settings import Settings
+    from edgec.targets.boards import load_board
+    from edgec.targets.firmware import board_options, platform_spec
+    from edgec.targets.pio import run_pio
+    from edgec.templating import c_bytes
+    from qemurun import run_qemu
+
+    model, calib = EXAMPLES / "diabetes_multitask" / "model.onnx", EXAMPLES / "diabetes_multitask" / "calib.npz"
+    m = api.export(model, calib, "qemu-cortex-m4", "platformio", tmp_path / "lib" / "diabetes", name="diabetes",
+                   io_buffers="caller")
+    header = (tmp_path / "lib" / "diabetes" / "src" / "diabetes.h").read_text()
+    assert "#define DIABETES_IO_BUFFERS_CALLER 1" in header and m["arena_bytes"] < 64   # 64 B with the ports
+    _, graph, _ = api.compile_model(model, calib)
+    rng = np.random.default_rng(3)
+    x = rng.integers(-128, 128, (4, ports.packed_size(ports.inputs(graph)))).astype(np.int8)
+    want = np.stack([np.asarray(reference.run(graph, row)).reshape(-1) for row in x])
+    board = load_board("qemu-cortex-m4")
+    options = "\n".join(f"{k} = {v}" for k, v in board_options(board))
+    (tmp_path / "platformio.ini").write_text(
+        f"[env:m4]\nplatform = {platform_spec(board)}\nboard = {board.pio_board}\n{options}\n"
+        "build_src_flags = -std=c99 -Wall -Wextra -Werror\n")
+    (tmp_path / "src").mkdir()
+    rows = ",\n".join("{" + c_bytes(row) + "}" for row in x)
+    (tmp_path / "src" / "inputs.h").write_text(
+        f"#include <stdint.h>\n#define N_SAMPLES {len(x)}\nstatic const int8_t x[{len(x)}][{x.shape[1]}] = {{\n{rows}\n}};\n")
+    (tmp_path / "src" / "main.c").write_text(M4_APP)
+    env = Settings.from_environment()
+    run_pio(["run"], tmp_path, tmp_path / "build.log", env.platformio_home, env.build_timeout, log=None)
+    code, out = run_qemu("qemu-cortex-m4", tmp_path / ".pio" / "build" / "m4" / "firmware.elf")
+    assert code == 0, out
+    got = {}
+    for line in out.splitlines():
+        which, i, hexs = line.split()
+        got[int(which), int(i)] = np.frombuffer(bytes.fromhex(hexs), np.int8)
+    assert len(got) == 2 * len(x)
+    for (_, i), y in got.items():
+        assert np.array_equal(y, want[i]), i
+
+
+def test_a_caller_io_build_benches_bit_exact_on_the_host(tmp_path):
+    """edgec's own bench firmware runs such a build through the one-call API's static buffers (with --profile)."""
+    folder = EXAMPLES / "diabetes_multitask"
+    report = api.build(folder / "model.onnx", folder / "calib.npz", "host", tmp_path / "b", io_buffers="caller")
+    assert report["memory"]["io_buffers"] == "caller" and report["memory"]["arena_bytes"] < 64
+    bench = api.bench(tmp_path / "b", folder / "test.npz", limit=10, report_dir=None, profile=True)
+    assert bench["agreement"]["device_vs_reference"] == 1.0
+    assert all(o["agreement"]["device_vs_reference"] == 1.0 for o in bench["outputs"].values())
