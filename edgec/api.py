@@ -87,7 +87,7 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
           protocol: str = "edgec", mlperf_model: str | None = None, arena_guard: bool = False,
           mlperf_mode: str = "performance", mlperf_baud: int | None = None, ram_budget: int | None = None,
           optimize: str = "speed", tuning_log: str | Path | None = None, choose=None,
-          settings: Settings | None = None, **quantization) -> dict:
+          settings: Settings | None = None, io_buffers: str = "arena", **quantization) -> dict:
     """Model + calibration data -> build folder with model library, project, firmware and report (a quantized
     .tflite model needs no calibration data: calib_path None).
     protocol "mlperf" builds a firmware for the MLPerf Tiny runner instead of edgec's bench link
@@ -98,7 +98,8 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     with speed, each layer the tuning log (tuning_log, default ~/.cache/edgec/tuning.json: edgec/lower/tuning_records.py)
     has a record for on this board runs the variant recorded there; `choose` (op, generic lowering) -> variant
     overrides the log (edgec tune's measuring builds). settings: the environment's (edgec/settings.py), read
-    here when not given."""
+    here when not given. io_buffers "caller": the model's inputs and outputs in buffers its caller owns, not in
+    the arena (edgec/plan/caller_io.py; the bench firmware uses the library's static ones)."""
     from edgec.targets import firmware as fw
 
     model_path = Path(model_path)
@@ -120,7 +121,7 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     model, quant = calibrate_model(model_path, calib_path, options, log, settings)
     # before anything is written: does it fit the board?
     graph, plan, budget, optimize = plan_to_fit(quant.graph, the_board, guard.GUARD_BYTES if arena_guard else 0,
-                                                optimize, choose, log, ram_budget)
+                                                optimize, choose, log, ram_budget, io_buffers=io_buffers)
     speed = dict(lowering.summary(graph.ops), mode=optimize, tuned_layers=len(tuned) if optimize == "speed" else 0)
     log(f"--optimize {optimize}: " + ", ".join(f"{n} ops on {v}" for v, n in sorted(speed['variants'].items()))
         + (f" ({len(tuned)} chosen by the tuning log)" if tuned else "")
@@ -159,6 +160,7 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
             "output": _io_info(graph, graph.output, graph.output_onnx_shape),
             **({"ports": ports.describe(graph)} if ports.multi(graph) else {}),
             "memory": {"arena_bytes": plan.arena_bytes, "weights_bytes": flash_constants["total"],
+                       "io_buffers": io_buffers,
                        "constants": flash_constants,
                        "flash_bytes": None, "ram_bytes": None,
                        "live_set_lower_bound_bytes": planner.live_set_lower_bound(graph),
@@ -199,18 +201,18 @@ def export(model_path: str | Path, calib_path: str | Path | None, board: str, fm
            log: Log = _quiet, options: ptq.QuantOptions | None = None, name: str | None = None,
            lib_version: str | None = None, maintainer: str | None = None, url: str | None = None,
            ram_budget: int | None = None, optimize: str = "speed", settings: Settings | None = None,
-           **quantization) -> dict:
+           io_buffers: str = "arena", **quantization) -> dict:
     """Model + calibration data (none for a quantized .tflite) -> a self-contained model library for `board`
     (see edgec/export.py); quantization options as `options` or as keywords (method="percentile", ...):
     name is the C prefix (default from the file name), lib_version the manifests' version (default edgec's),
-    maintainer and url the Arduino/PlatformIO metadata, ram_budget and settings as for build."""
+    maintainer and url the Arduino/PlatformIO metadata, ram_budget, io_buffers and settings as for build."""
     from edgec.export import export as export_library
 
     for flag, value in (("--maintainer", maintainer), ("--url", url), ("--lib-version", lib_version)):
         check_manifest_text(flag, value)
     return export_library(model_path, calib_path, board, fmt, outdir, log=log,
                           options=quant_options(options, quantization), name=name, lib_version=lib_version, maintainer=maintainer, url=url, ram_budget=ram_budget,
-                          optimize=optimize, settings=settings or Settings.from_environment())
+                          optimize=optimize, settings=settings or Settings.from_environment(), io_buffers=io_buffers)
 
 
 def check_manifest_text(flag: str, value: str | None) -> None:
@@ -426,11 +428,12 @@ def inspect_model(model_path: str | Path, settings: Settings | None = None) -> d
 
 @accepts_arrays("calib_path")
 def inspect_board(model_path: str | Path, board: str, calib_path=None, optimize: str = "speed", log: Log = _quiet,
-                  settings: Settings | None = None, **quantization) -> dict:
-    """Arena, scratch, RAM, flash and stack of the plan `build` would choose for `board`, and whether it fits,
-    without generating or building anything (edgec/board_fit.py)."""
+                  settings: Settings | None = None, ram_budget: int | None = None, **quantization) -> dict:
+    """Arena, scratch, RAM, flash and stack of the plan `build` would choose for `board` (with ram_budget: the
+    plan of `build(..., ram_budget=...)`), and whether it fits, without generating or building anything
+    (edgec/board_fit.py)."""
     return board_fit.inspect_board(model_path, board, calib_path, optimize, quant_options(None, quantization),
-                                   log=log, settings=settings)
+                                   log=log, settings=settings, ram_budget=ram_budget)
 
 
 def packages_install(bundle: str | Path, log: Log = _quiet, settings: Settings | None = None) -> dict:

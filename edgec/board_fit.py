@@ -3,8 +3,12 @@
 The same steps as `edgec build` up to its fit check (edgec/api.build): calibrate and quantize, the tuning log's
 kernel choices, lower, schedule, plan the arena (spread over the board's RAM regions) and the fit check's
 estimate (edgec/targets/fit.py), without generating C or building firmware. The arena is the build's, byte for
-byte; flash is the model's constants (exact) plus the code-size model of the fit check; the stack is what the
-board's linker script reserves (the measured stack needs a firmware: `edgec build` reports it).
+byte, with or without `--ram-budget` (the same budgeted schedule, patch-based stages included); flash is the
+model's constants (exact) plus the code-size model of the fit check. The stack is an estimate, and says so
+(`stack_method`): edgec measures a stack only from a built firmware (gcc's -fstack-usage files along the deepest
+call chain, edgec/targets/fit.py measure; `edgec build` reports it as stack_estimate_bytes), which inspect does
+not build. Without a budget it is what the board's linker script reserves (the fit check's figure); with one, the
+stack the budgeted planner counts beside the arena (fit.BUDGET_STACK_BYTES).
 
 A float model without calibration data is quantized on a few seeded random samples: the arena and the constants
 depend on the tensors' types and shapes, not on the ranges, unless the quantization options choose 16-bit
@@ -68,9 +72,11 @@ def _scratch_bytes(plan: planner.Plan) -> int:
 
 def inspect_board(model_path: str | Path, board: str, calib_path: str | Path | None = None,
                   optimize: str = "speed", options: ptq.QuantOptions | None = None,
-                  tuning_log: str | Path | None = None, log: Log = quiet, settings: Settings | None = None) -> dict:
-    """Arena, scratch, flash and stack of the plan `edgec build` would choose for this board, and whether the
-    model fits (`fits`, else `problem`: the build's own error line)."""
+                  tuning_log: str | Path | None = None, log: Log = quiet, settings: Settings | None = None,
+                  ram_budget: int | None = None) -> dict:
+    """Arena, scratch, flash and stack of the plan `edgec build` would choose for this board (with `ram_budget`:
+    the plan of `edgec build --ram-budget`), and whether the model fits (`fits`, else `problem`: the build's own
+    error line)."""
     settings = settings or Settings.from_environment()
     model_path = Path(model_path)
     the_board = load_board(board)
@@ -84,18 +90,35 @@ def inspect_board(model_path: str | Path, board: str, calib_path: str | Path | N
     choose = build_chooser(the_board, optimize, tuning_log, settings)
     problem = None
     try:
-        graph, plan, est, mode = plan_to_fit(quant.graph, the_board, 0, optimize, choose, log)
+        graph, plan, est, mode = plan_to_fit(quant.graph, the_board, 0, optimize, choose, log, ram_budget)
     except EdgecError as exc:        # does not fit: the numbers of the plan a build would have tried
         problem, mode = str(exc), optimize
-        graph, plan = schedule_and_plan(quant.graph, optimize=optimize, choose=choose,
-                                        **fit.ram_limits(quant.graph, the_board, None))
+        try:
+            graph, plan = schedule_and_plan(quant.graph, optimize=optimize, choose=choose,
+                                            **fit.ram_limits(quant.graph, the_board, ram_budget))
+        except EdgecError:          # a budget no schedule reaches: the smallest plan (the error names its RAM)
+            graph, plan = schedule_and_plan(quant.graph, optimize=optimize, choose=choose,
+                                            ram_budget=None, board_ram=0, overhead=0)
         est = fit.estimate(graph, plan, the_board)
     return {"model": str(model_path), "name": model_name(model_path), "board": the_board.name,
             "optimize": mode, "quantized_on": quantized_on, "ops": len(graph.ops),
             "arena_bytes": plan.arena_bytes, "scratch_bytes": _scratch_bytes(plan),
             "live_set_lower_bound_bytes": planner.live_set_lower_bound(graph),
-            "stack_bytes": est["ram"]["stack"], "ram": est["ram"], "flash": est["flash"],
-            "multi_port": ports.multi(graph), "fits": problem is None, "problem": problem}
+            **_stack(est, graph, plan, ram_budget), "ram": est["ram"], "flash": est["flash"],
+            "patched_stages": len(plan.stages), "multi_port": ports.multi(graph),
+            "fits": problem is None, "problem": problem}
+
+
+def _stack(est: dict, graph, plan: planner.Plan, ram_budget: int | None) -> dict:
+    """The stack figure and what it is (an estimate: only a built firmware's .su files measure one), and with a
+    budget the RAM the budget counts (arena + the firmware's other static RAM + that stack)."""
+    if ram_budget is None:
+        return {"stack_bytes": est["ram"]["stack"], "stack_method": "estimate: the stack the board's linker script "
+                "reserves (`edgec build` measures the firmware's from gcc -fstack-usage)"}
+    used = plan.arena_bytes + fit.runtime_ram_bytes(graph) + fit.BUDGET_STACK_BYTES
+    return {"stack_bytes": fit.BUDGET_STACK_BYTES, "stack_method": "estimate: the stack the --ram-budget planner "
+            "counts (`edgec build` measures the firmware's from gcc -fstack-usage)",
+            "ram_budget": ram_budget, "budget_ram_bytes": used}
 
 
 def _b(n: int) -> str:
@@ -113,6 +136,12 @@ def lines(info: dict) -> list[str]:
            f"{_b(ram['runtime'])} + stack {_b(ram['stack'])} (the board's reserve){fw(ram)}",
            f"  flash   {_b(flash['total'])} of {_b(flash['board'])}: constants {_b(flash['constants'])} + code "
            f"about {_b(flash['code'])}{fw(flash)}"]
+    if "ram_budget" in info:
+        out.append(f"  budget  {_b(info['budget_ram_bytes'])} of --ram-budget {_b(info['ram_budget'])}: arena + "
+                   f"runtime + stack {_b(info['stack_bytes'])}"
+                   + (f" ({info['patched_stages']} patch-based stage{'s' * (info['patched_stages'] > 1)})"
+                      if info["patched_stages"] else " (whole layers)"))
+    out.append(f"  stack   {_b(info['stack_bytes'])}, {info['stack_method']}")
     for region, part in ram.get("regions", {}).items():
         out.append(f"  region  {region}: arena {_b(part['arena'])} of {_b(part['board'])}")
     out.append("  fits" if info["fits"] else f"  does NOT fit: {info['problem']}")

@@ -4,9 +4,10 @@ model library ships.
 runtime_c/edgec_nn.h is the one source of the kernels' parameter layouts: `struct_fields` reads its
 `typedef struct { int32_t a, b, c[EDGEC_RANK]; ... } name;` definitions (with the header's `#define`
 constants) into ordered field lists, for the generated C's initializers (edgec/ops/cemit.py) and the tests' ctypes
-structures. `library_files` lists the runtime files a model library carries: edgec_nn.h, the kernels' support
-header edgec_nn_support.h, every kernel family file (int8 and int16 kernels together; the linker drops what a
-model does not call) and the fast kernels in fast/, plus harness files the caller names (the arena guard), copied flat. The firmware harness (serial link,
+structures. `library_files` lists the runtime files a model library carries: those the generated model calls
+(`files_called`: the runtime files defining the edgec_* names its C uses, the files those call in turn, the
+headers they include, and always edgec_nn.h and edgec_runtime.c, the ABI version NAME_init checks), plus harness
+files the caller names (the arena guard), copied flat. The firmware harness (serial link,
 MLPerf runner, arena guard) lives in runtime_c/harness/ and is never part of a model library otherwise.
 
 edgec_nn.h is also the one source of the kernels' scratch sizes: each kernel that takes a scratch buffer has a
@@ -101,11 +102,63 @@ def runtime_files() -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in files)
 
 
-def library_files(harness: tuple[str, ...] | list[str] = ()) -> list[tuple[Path, str]]:
-    """(source file, path inside the model library) of every runtime file a model library ships: runtime_files()
-    plus the named files of runtime_c/harness/ (e.g. guard.RUNTIME_FILES), copied flat."""
+def library_files(harness: tuple[str, ...] | list[str] = (), files: list[str] | None = None) -> list[tuple[Path, str]]:
+    """(source file, path inside the model library) of the runtime files a model library ships: `files` (paths
+    relative to runtime_c/, e.g. files_called(...); default every one of runtime_files()) plus the named files of
+    runtime_c/harness/ (e.g. guard.RUNTIME_FILES), copied flat."""
     root = runtime_dir()
-    return [(root / f, f) for f in runtime_files()] + [(root / HARNESS_DIR / f, f) for f in harness]
+    return [(root / f, f) for f in (runtime_files() if files is None else files)] + \
+        [(root / HARNESS_DIR / f, f) for f in harness]
+
+
+# ---------------------------------------------------------------- the runtime files a model calls
+ALWAYS = ("edgec_nn.h", "edgec_runtime.c")     # the API header and the runtime's ABI version (NAME_init reads it)
+# an external definition at file scope: `void edgec_x(`, `const int32_t edgec_y =` (static ones are not matched)
+_DEFINITION = re.compile(r"^(?:const\s+)?\w+\s*\**\s*(edgec_\w+)\s*[(=\[]", re.M)
+_NAME = re.compile(r"\bedgec_\w+")
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+@lru_cache(maxsize=None)
+def _runtime_index(root: Path) -> tuple[dict[str, str], dict[str, frozenset[str]], dict[str, tuple[str, ...]]]:
+    """(external name -> the runtime .c defining it, file -> the edgec_* names its code uses, file -> the runtime
+    files it includes), comments left out."""
+    defined, uses, includes = {}, {}, {}
+    for f in runtime_files():
+        text = _COMMENT.sub(" ", (root / f).read_text())
+        if f.endswith(".c"):
+            for name in _DEFINITION.findall(text):
+                defined.setdefault(name, f)
+        uses[f] = frozenset(_NAME.findall(text))
+        here = Path(f).parent
+        includes[f] = tuple(sorted({Path(here, inc).as_posix().replace("fast/../", "") for inc in _INCLUDE.findall(text)}))
+    return defined, uses, includes
+
+
+def defined_names(f: str) -> set[str]:
+    """The external names a runtime .c file defines (as files_called reads them)."""
+    defined = _runtime_index(runtime_dir())[0]
+    return {name for name, where in defined.items() if where == f}
+
+
+def files_called(sources: list[str]) -> list[str]:
+    """The runtime files (relative to runtime_c/) a model library needs, given its generated C (texts): the .c
+    files defining the edgec_* names it uses, the files their code calls in turn, the headers all of them include,
+    and ALWAYS; sorted as runtime_files(). The headers' own names are declarations (edgec_nn.h declares every
+    kernel) and pull in nothing; tests/test_export.py links minimal libraries and checks the index against the
+    compiled objects' symbols."""
+    defined, uses, includes = _runtime_index(runtime_dir())
+    need, todo = set(), list(ALWAYS)
+    names = {n for text in sources for n in _NAME.findall(_COMMENT.sub(" ", text))}
+    todo += [defined[n] for n in names if n in defined]
+    while todo:
+        f = todo.pop()
+        if f in need:
+            continue
+        need.add(f)
+        calls = uses[f] if f.endswith(".c") else ()     # a header's names are declarations, not calls
+        todo += [defined[n] for n in calls if n in defined] + [i for i in includes[f] if i in uses]
+    return sorted(need)
 
 
 # ---------------------------------------------------------------- scratch sizes

@@ -81,7 +81,7 @@ def cmd_build(args) -> int:
     report = api.build(args.model, args.calib, args.board, args.output, log=_log, options=_quant_options(args),
                        protocol=args.protocol, mlperf_model=args.mlperf_model, arena_guard=args.arena_guard,
                        mlperf_mode=args.mlperf_mode, mlperf_baud=args.mlperf_baud, optimize=args.optimize, ram_budget=args.ram_budget,
-                       tuning_log=args.tuning_log, settings=args.env)
+                       tuning_log=args.tuning_log, settings=args.env, io_buffers=args.io_buffers)
     m = report["memory"]
     print(f"built {report['model']} for {report['board']}: arena {m['arena_bytes']:,} B, "
           f"constants {m['weights_bytes']:,} B (weights {m['constants']['weights']:,} B), firmware flash "
@@ -104,6 +104,7 @@ def cmd_export(args) -> int:
     if _exports_a_build(args):    # the benched build as it is: nothing that would make another model
         changed = [flag for flag, given in (("--calib", args.calib), ("--name", args.name),
                                             ("--ram-budget", args.ram_budget), ("--optimize", args.optimize != "speed"),
+                                            ("--io-buffers", args.io_buffers != "arena"),
                                             ("quantization options", _quant_options(args) != QuantOptions()))
                    if given]
         if changed:
@@ -117,7 +118,7 @@ def cmd_export(args) -> int:
     m = api.export(args.model, args.calib, args.board, args.format, args.output, log=_log,
                    options=_quant_options(args), name=args.name, lib_version=args.lib_version,
                    maintainer=args.maintainer, url=args.url, ram_budget=args.ram_budget, optimize=args.optimize,
-                   settings=args.env)
+                   settings=args.env, io_buffers=args.io_buffers)
     print(f"exported {m['model']} for {m['board']} as a {m['format']} library in {args.output}: "
           f"arena {m['arena_bytes']:,} B, weights {m['weights_bytes']:,} B, example {m['example']}")
     return 0
@@ -281,6 +282,9 @@ def cmd_inspect(args) -> int:
 
     if args.board is not None:
         return _inspect_board(args)
+    if args.ram_budget is not None:
+        raise EdgecError("edgec inspect: --ram-budget is read with --board only (it plans the model for the "
+                         "board); add --board BOARD")
     if args.calib is not None:
         raise EdgecError("edgec inspect: --calib is read with --board only (it quantizes the model for the board's "
                          "plan); add --board BOARD")
@@ -312,9 +316,10 @@ def cmd_inspect(args) -> int:
 
 
 def _inspect_board(args) -> int:
-    from edgec import board_fit
+    from edgec import api, board_fit
 
-    info = board_fit.inspect_board(args.model, args.board, args.calib, args.optimize, log=_log, settings=args.env)
+    info = api.inspect_board(args.model, args.board, args.calib, args.optimize, log=_log, settings=args.env,
+                             ram_budget=args.ram_budget)
     if args.json:
         print(json.dumps(info, indent=1))
     else:

@@ -105,9 +105,17 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"edgec: error: {' '.join(message.split())} (see `{self.prog} --help`)\n")
 
 
-def add_ram_budget(p) -> None:
+def add_io_buffers(p) -> None:
+    p.add_argument("--io-buffers", choices=("arena", "caller"), default="arena",
+                   help="where the model's inputs and outputs live: in the arena (an output may share bytes with "
+                        "an input; the header says which) or in buffers the caller owns (the C API's "
+                        "NAME_ctx_set_input/_output; the arena shrinks by them, the next input never touches "
+                        "the last output)")
+
+
+def add_ram_budget(p, prefix: str = "") -> None:
     p.add_argument("--ram-budget", type=argtypes.count(1), metavar="BYTES",
-                   help="RAM the whole firmware may use (arena + static RAM + stack): edgec picks the fastest "
+                   help=prefix + "RAM the whole firmware may use (arena + static RAM + stack): edgec picks the fastest "
                         "schedule that fits (patch-based execution of the early layers if needed) or says the "
                         "least RAM it can reach")
 
@@ -125,6 +133,7 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     b.add_argument("-o", "--output", help="build folder (default build/<model>-<board>)")
     add_quant_options(b)
     add_ram_budget(b)
+    add_io_buffers(b)
     b.add_argument("--protocol", choices=["edgec", "mlperf"], default="edgec",
                    help="the firmware's serial protocol: edgec's bench link (default) or the MLPerf Tiny "
                         "runner's (name%%, profile%%, db load N%%, infer N W%%, results%%)")
@@ -175,6 +184,7 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     e.add_argument("--url", help="the library's home page (library.properties, library.json)")
     add_quant_options(e)
     add_ram_budget(e)
+    add_io_buffers(e)
     e.set_defaults(func=commands["export"])
 
     t = sub.add_parser("tune", help="time every layer's kernel variants on the board; the fastest bit-exact ones "
@@ -266,6 +276,8 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     i.add_argument("--board", help="also the arena, scratch, RAM, flash and stack of the plan `edgec build` would "
                    "choose for this board (no firmware built), and whether the model fits")
     i.add_argument("--optimize", choices=("speed", "size"), default="speed", help="with --board: as edgec build's")
+    add_ram_budget(i, "with --board: the plan of edgec build --ram-budget (the stack then is the one the budget "
+                      "counts, an estimate). ")
     i.add_argument("--calib", help="with --board: calibration data (.npz) for a float model (default: a few "
                    "seeded random samples; sizes depend on types and shapes, not on ranges)")
     i.set_defaults(func=commands["inspect"])

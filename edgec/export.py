@@ -1,7 +1,7 @@
 """Model library export: a quantized model as a self-contained library for someone else's firmware.
 
 `edgec export MODEL --calib CALIB --board BOARD --format c|platformio|arduino|cmake -o DIR` writes the
-model's `.c`/`.h` plus the C runtime (edgec_nn.h, the kernel family files, fast/), a README (API, a minimal
+model's `.c`/`.h` plus the runtime files it calls (edgec/cheader.py files_called), a README (API, a minimal
 main), an example with one reference sample, and the manifest of the chosen build system:
 
     c           DIR/<name>.c .h, runtime, example/main.c
@@ -16,8 +16,8 @@ main), an example with one reference sample, and the manifest of the chosen buil
 Options: `name` (the C prefix of every symbol, default from the model's file name), `lib_version` (the
 library's version in its manifests, default edgec's), `maintainer` and `url` (library.properties, library.json).
 
-Several exported models link into one firmware: their symbols carry the model name and the runtime
-files are identical across exports of one edgec version (each build system links them once).
+Several exported models link into one firmware: their symbols carry the model name and a runtime file is
+identical in every export of one edgec version that ships it (each build system links the union once).
 """
 from __future__ import annotations
 
@@ -53,9 +53,9 @@ def example_sample(graph, samples) -> tuple[np.ndarray, np.ndarray]:
     """The first calibration sample, quantized, and the reference output for it (no calibration samples, a
     quantized .tflite: the input filled with its zero point); several inputs and outputs: packed, in the
     model's order (edgec/ports.py)."""
-    tin = graph.tensors[graph.input]
-    if samples is None:
-        xq = np.full(tin.size, tin.zero_point, np.int8)
+    if samples is None:      # every input at its zero point (a real zero)
+        xq = np.concatenate([np.full(p.size, graph.tensors[p.tensor].zero_point, np.int8)
+                             for p in ports.inputs(graph)])
         return xq, np.asarray(reference.run(graph, xq)).reshape(-1)
     x = samples.first(1)
     xq = ports.quantize_inputs(graph, x)[0]
@@ -80,10 +80,11 @@ def check_metadata(name: str | None, lib_version: str | None) -> None:
 def export(model_path: str | Path, calib_path: str | Path | None, board_name: str, fmt: str, outdir: str | Path,
            log: Callable[[str], None] = lambda _: None, options=None, name: str | None = None,
            lib_version: str | None = None, maintainer: str | None = None, url: str | None = None,
-           ram_budget: int | None = None, optimize: str = "speed", settings: Settings | None = None) -> dict:
+           ram_budget: int | None = None, optimize: str = "speed", settings: Settings | None = None,
+           io_buffers: str = "arena") -> dict:
     """Quantize the model and write it as a library in `fmt` layout into outdir; returns the export manifest
     (optimize: "speed" or "size", edgec/ops/select.py; settings: the environment's, read here when not
-    given)."""
+    given; io_buffers "caller": the inputs and outputs in the caller's buffers, edgec/plan/caller_io.py)."""
 
     if fmt not in FORMATS:
         raise EdgecError(f"unknown export format '{fmt}': use one of {', '.join(FORMATS)}")
@@ -96,7 +97,7 @@ def export(model_path: str | Path, calib_path: str | Path | None, board_name: st
         example = example_sample(graph, samples)       # the calibration file's first sample
     name = graph.name
     graph, plan = plan_to_fit(graph, board, optimize=optimize, log=log, ram_budget=ram_budget,   # the generic
-                              helium=False)[:2]     # kernels if speed's do not fit; DSP kernels: no Helium flags
+                              helium=False, io_buffers=io_buffers)[:2]     # kernels if speed's do not fit; DSP kernels: no Helium flags
     meta = {"lib_version": lib_version or __version__, "maintainer": maintainer, "url": url}
     if fmt in ("arduino", "platformio") and not (maintainer and url):
         log(f"{fmt} metadata: give --maintainer and --url before publishing the library (the manifest names "

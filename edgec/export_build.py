@@ -18,13 +18,10 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
-
-from edgec import ports
 from edgec.errors import EdgecError
 from edgec.export import FORMATS, check_metadata, example_sample, write_layout
 from edgec.outputs import check_output_folder
-from edgec.quant import artifact, reference
+from edgec.quant import artifact
 from edgec.staging import staged_folder
 from edgec.targets.build_folder import REPORT, load_build
 from edgec.targets.elf import COMMAND_LINE_SECTION, recorded_switches
@@ -78,15 +75,6 @@ def benched_flags(build_dir: Path, name: str, firmware: Path) -> dict:
             "source": f"{COMMAND_LINE_SECTION} of {objects[0].relative_to(build_dir).as_posix()}"}
 
 
-def _example(graph) -> tuple[np.ndarray, np.ndarray]:
-    """The example's sample without calibration data: every input at its zero point (a real zero), and the
-    reference output for it."""
-    if not ports.multi(graph):
-        return example_sample(graph, None)
-    xq = np.concatenate([np.full(p.size, graph.tensors[p.tensor].zero_point, np.int8) for p in ports.inputs(graph)])
-    return xq, np.asarray(reference.run(graph, xq)).reshape(-1)
-
-
 def export_build(build_dir, fmt: str, outdir, log: Callable[[str], None] = lambda _: None, board: str | None = None,
                  lib_version: str | None = None, maintainer: str | None = None, url: str | None = None) -> dict:
     """Write the benched build in build_dir as a library in `fmt` layout into outdir; returns the manifest."""
@@ -127,6 +115,6 @@ def export_build(build_dir, fmt: str, outdir, log: Callable[[str], None] = lambd
     with staged_folder(outdir, "export", (build_dir,)) as work:
         manifest = write_layout(work, graph, report["memory"]["arena_bytes"], the_board, fmt,
                                 Path(report.get("model_file") or f"{name}.onnx"),
-                                f"(the build {build_dir.name}'s calibration)", meta, _example(graph),
+                                f"(the build {build_dir.name}'s calibration)", meta, example_sample(graph, None),
                                 copy_library, flags)
     return manifest

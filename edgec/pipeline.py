@@ -106,14 +106,24 @@ def schedule_and_plan(graph: Graph, guard: int = 0, optimize: str = "speed", cho
     return graph, plan
 
 
+def _io_in(graph: Graph, plan: planner.Plan, io_buffers: str) -> planner.Plan:
+    """The plan with the inputs and outputs where io_buffers says: in the arena, or in the caller's buffers (the
+    fit check keeps counting them as arena bytes: they are RAM of the firmware either way)."""
+    from edgec.plan import caller_io
+    if io_buffers not in caller_io.MODES:
+        raise EdgecError(f"--io-buffers {io_buffers}: use one of {', '.join(caller_io.MODES)}")
+    return caller_io.replan(graph, plan) if io_buffers == "caller" else plan
+
+
 def plan_to_fit(graph: Graph, board, guard: int = 0, optimize: str = "speed", choose=None,
-                log: Log = quiet, ram_budget: int | None = None, helium: bool = True) -> tuple:
+                log: Log = quiet, ram_budget: int | None = None, helium: bool = True, io_buffers: str = "arena") -> tuple:
     """schedule_and_plan under the board's RAM or `ram_budget` (spread over its RAM regions), then its fit
     check (edgec/targets/fit.py): returns (scheduled graph, plan, fit estimate, the optimize mode used). When
     the speed variants' widened weights do not fit but the generic kernels do, the build falls back to them
     (`--optimize size`: the quantized graph lowered again) and says so; if neither fits, the generic build's
     error. helium False keeps a Helium board on the DSP kernels (an export may be compiled without Helium
-    flags)."""
+    flags). io_buffers "caller": the inputs and outputs in the caller's buffers, out of the arena
+    (edgec/plan/caller_io.py)."""
     from edgec.lower.lowering import has_arm_dsp, has_mve
     from edgec.targets import fit        # fit imports nothing of the pipeline: no cycle
 
@@ -126,12 +136,15 @@ def plan_to_fit(graph: Graph, board, guard: int = 0, optimize: str = "speed", ch
 
     lowered, plan = planned(optimize)
     try:
-        return lowered, plan, fit.check(lowered, plan, board), optimize
+        budget = fit.check(lowered, plan, board)
     except EdgecError:
         if optimize != "speed":
             raise
+    else:
+        return lowered, _io_in(lowered, plan, io_buffers), budget, optimize
     lowered, plan = planned("size")
     budget = fit.check(lowered, plan, board)
+    plan = _io_in(lowered, plan, io_buffers)
     log(f"the speed variants' weights do not fit board {board.name}: built on the generic kernels "
         "(--optimize size)")
     return lowered, plan, budget, "size"

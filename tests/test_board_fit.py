@@ -74,3 +74,35 @@ def test_a_model_too_big_for_the_board_is_reported_not_raised(capsys):
     assert info["ram"]["total"] > info["ram"]["board"] or info["flash"]["total"] > info["flash"]["board"]
     assert cli.main(["inspect", str(model), "--board", "qemu-cortex-m0"]) == 1
     assert "does NOT fit" in capsys.readouterr().out
+
+
+BUDGET = 7600      # below digits_cnn's fastest plan (arena 5,568 B + firmware): the build patches a stage
+
+
+def test_inspect_with_a_ram_budget_agrees_with_the_budgeted_build(tmp_path):
+    """inspect --board --ram-budget plans what `edgec build --ram-budget` builds (a patch-based stage, the same
+    arena), and its stack is the estimate the budget counts, said so; the built firmware's stack, measured from
+    gcc's -fstack-usage files, stays within it."""
+    model, calib = CASES["digits_cnn"]
+    plain = board_fit.inspect_board(model, BOARD, calib)
+    info = board_fit.inspect_board(model, BOARD, calib, ram_budget=BUDGET)
+    built = api.build(model, calib, BOARD, tmp_path / "budget", ram_budget=BUDGET)["memory"]
+    assert info["fits"] and info["patched_stages"] >= 1 and plain["patched_stages"] == 0
+    assert info["arena_bytes"] == built["arena_bytes"] < plain["arena_bytes"]
+    assert info["budget_ram_bytes"] <= BUDGET == info["ram_budget"]
+    assert info["stack_method"].startswith("estimate") and "-fstack-usage" in info["stack_method"]
+    assert "--ram-budget" in info["stack_method"] and "--ram-budget" not in plain["stack_method"]
+    assert built["stack_estimate_bytes"] is not None and built["stack_estimate_bytes"] <= info["stack_bytes"]
+
+
+def test_cli_ram_budget(capsys):
+    model, calib = CASES["digits_cnn"]
+    args = ["inspect", str(model), "--board", BOARD, "--calib", str(calib), "--ram-budget"]
+    assert cli.main(args + [str(BUDGET)]) == 0
+    text = capsys.readouterr().out
+    assert f"of --ram-budget {BUDGET:,} B" in text and "1 patch-based stage" in text and "stack   2,048 B, estimate" in text
+    assert cli.main(args + ["1000"]) == 1       # no schedule reaches it: the smallest plan and the build's error
+    text = capsys.readouterr().out
+    assert "does NOT fit" in text and "smallest RAM edgec reaches" in text
+    assert cli.main(["inspect", str(model), "--ram-budget", "9000"]) == 2
+    assert "--ram-budget is read with --board only" in capsys.readouterr().err

@@ -54,22 +54,33 @@ def pio_libs(tmp_path_factory):
     return project, manifests
 
 
+def _called(lib, name):
+    """The runtime files the generated model calls (cheader.files_called over its .c and .h)."""
+    return cheader.files_called([(lib / f"{name}{ext}").read_text() for ext in (".c", ".h")])
+
+
 def test_library_holds_the_model_and_exactly_its_runtime(pio_libs):
     project, manifests = pio_libs
+    shipped = {}
     for name, m in manifests.items():
         lib = project / "lib" / name
         files = sorted(p.relative_to(lib / "src").as_posix() for p in (lib / "src").rglob("*") if p.is_file())
-        assert files == sorted([f"{name}.c", f"{name}.h", *cheader.runtime_files()])
-        assert set(m["runtime_files"]) == set(cheader.runtime_files())
+        shipped[name] = _called(lib / "src", name)
+        assert files == sorted([f"{name}.c", f"{name}.h", *shipped[name]])
+        assert set(m["runtime_files"]) == set(shipped[name])
+        assert {"edgec_nn.h", "edgec_runtime.c"} <= set(shipped[name])      # the ABI check's two ends
+        assert "edgec_detection.c" not in shipped[name] and "edgec_recurrent.c" not in shipped[name]
+        assert len(shipped[name]) < len(cheader.runtime_files())
         lj = json.loads((lib / "library.json").read_text())
         assert lj["name"] == name and lj["build"]["srcDir"] == "src"
         readme = (lib / "README.md").read_text()
         assert f"{name}_invoke()" in readme and "int main(void)" in readme and m["model_hash"] in readme
-    # the runtime is byte-identical across exports, so linking one copy is correct for both models
-    for f in cheader.runtime_files():
+    # a runtime file is byte-identical in every export that ships it, so linking one copy is correct for both
+    assert shipped["digits_cnn"] != shipped["cancer_conv1d"]       # (the firmware below links their union)
+    for f in set(shipped["digits_cnn"]) & set(shipped["cancer_conv1d"]):
         a, b = (project / "lib" / n / "src" / f for n in MODELS)
         assert a.read_bytes() == b.read_bytes(), f
-    assert manifests["digits_cnn"]["runtime_files"] == manifests["cancer_conv1d"]["runtime_files"]
+        assert manifests["digits_cnn"]["runtime_files"][f] == manifests["cancer_conv1d"]["runtime_files"][f]
 
 
 TWO_MODEL_MAIN = r"""
@@ -223,7 +234,7 @@ def test_cmake_export_of_a_model_named_like_a_cmake_target_configures(stem, tmp_
 def test_c_layout_example_compiles_clean_and_matches_the_reference(tmp_path):
     out = tmp_path / "lib"
     m = export("cancer_conv1d", "c", out, board="host")
-    assert sorted(m["library_files"]) == sorted(["cancer_conv1d.c", "cancer_conv1d.h", *cheader.runtime_files()])
+    assert sorted(m["library_files"]) == sorted(["cancer_conv1d.c", "cancer_conv1d.h", *_called(out, "cancer_conv1d")])
     exe = tmp_path / "example"
     sources = library_sources(out) + [str(out / "example" / "main.c")]
     subprocess.run([host_compiler("gcc"), "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O2",
@@ -257,7 +268,7 @@ def test_arduino_layout(tmp_path):
     assert props["name"] == "cancer_conv1d" and props["includes"] == "cancer_conv1d.h"
     assert props["dot_a_linkage"] == "true"    # archive: a second model's identical runtime is not linked twice
     assert sorted(p.relative_to(out / "src").as_posix() for p in (out / "src").rglob("*") if p.is_file()) == sorted(
-        ["cancer_conv1d.c", "cancer_conv1d.h", *cheader.runtime_files()])
+        ["cancer_conv1d.c", "cancer_conv1d.h", *_called(out / "src", "cancer_conv1d")])
     sketch = out / "examples" / "cancer_conv1d_basic" / "cancer_conv1d_basic.ino"
     assert "#include <cancer_conv1d.h>" in sketch.read_text()
     # No Arduino core here: check the sketch's C++ against a stub of the few Arduino calls it makes.
@@ -289,3 +300,45 @@ def test_export_errors(tmp_path):
     assert not (tmp_path / "big").exists()
     again = export("cancer_conv1d", "c", tmp_path / "ok")        # an earlier export may be replaced
     assert export("cancer_conv1d", "c", tmp_path / "ok") == again and (tmp_path / "ok" / MARKER).is_file()
+
+
+def _detection_tail(path):
+    """A one-operator SSD tail (.tflite): int8 boxes [1, 16, 4] and scores [1, 16, 3], their DEQUANTIZE and
+    TFLite_Detection_PostProcess (4 detections)."""
+    from flatbuffers import flexbuffers
+    from tflite_oracle import Case, Node, T, write
+    from edgec.ops import detection
+
+    c = (np.arange(4) + 0.5) / 4
+    yy, xx = np.meshgrid(c, c, indexing="ij")
+    anchors = np.stack([yy.ravel(), xx.ravel(), np.full(16, 0.2), np.full(16, 0.2)], 1).astype(np.float32)
+    options = dict(max_detections=4, max_classes_per_detection=1, nms_score_threshold=0.3, nms_iou_threshold=0.5,
+                   num_classes=2, y_scale=10.0, x_scale=10.0, h_scale=5.0, w_scale=5.0, use_regular_nms=False)
+    tensors = [T((1, 16, 4), [0.05], [0]), T((1, 16, 3), [1 / 256], [-128]), T((1, 16, 4), [], [], 0),
+               T((1, 16, 3), [], [], 0), T((16, 4), [], [], 0, anchors), T((1, 4, 4), [], [], 0),
+               T((1, 4), [], [], 0), T((1, 4), [], [], 0), T((1,), [], [], 0)]
+    nodes = [Node("DEQUANTIZE", [0], 2), Node("DEQUANTIZE", [1], 3),
+             Node(f"CUSTOM:{detection.CUSTOM_CODE}", [2, 3, 4], [5, 6, 7, 8], custom=flexbuffers.Dumps(options))]
+    path.write_bytes(write(Case("ssd_tail", tensors, nodes, [0, 1], [5, 6, 7, 8])))
+    return path
+
+
+def test_only_the_runtime_files_the_model_calls_ship_and_link(tmp_path):
+    """A detection tail's export ships edgec_detection.c, a plain CNN's does not (nor the detection tail a
+    convolution); each minimal library's example compiles -Werror clean and links on the host (the CNN's runs and
+    matches the reference; the detection example's float32 outputs are not what its int8 check compares)."""
+    libs = {"cnn": export("digits_cnn", "c", tmp_path / "cnn", board="host"),
+            "ssd": api.export(_detection_tail(tmp_path / "ssd_tail.tflite"), None, "host", "c", tmp_path / "ssd")}
+    runtime = {k: set(m["runtime_files"]) for k, m in libs.items()}
+    assert "edgec_detection.c" in runtime["ssd"] and "edgec_detection.c" not in runtime["cnn"]
+    assert "edgec_conv.c" not in runtime["ssd"] and not any(f.startswith("fast/") for f in runtime["ssd"])
+    for k, m in libs.items():
+        out = tmp_path / k
+        shipped = {p.relative_to(out).as_posix() for p in out.rglob("*.[ch]") if not p.parts[-2] == "example"}
+        assert shipped == runtime[k] | {f"{m['model']}.c", f"{m['model']}.h"}
+        exe = tmp_path / f"{k}.exe"
+        subprocess.run([host_compiler("gcc"), "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O2",
+                        "-I", str(out), *library_sources(out), str(out / "example" / "main.c"), "-o", str(exe), "-lm"],
+                       check=True, capture_output=True, text=True)
+    run = subprocess.run([str(tmp_path / "cnn.exe")], capture_output=True, text=True)
+    assert run.returncode == 0 and "identical to the reference" in run.stdout, run.stdout

@@ -94,7 +94,8 @@ def test_zephyr_module_and_esp_idf_component_files(tmp_path):
     assert "config EDGEC_KWS\n\tbool" in (lib / "zephyr" / "Kconfig").read_text()
     zephyr_cmake = (lib / "zephyr" / "CMakeLists.txt").read_text()
     assert zephyr_cmake.count("if(CONFIG_EDGEC_KWS)") == 1 and "zephyr_library_named(edgec_kws)" in zephyr_cmake
-    assert all(f"${{kws_root}}/{f}" in zephyr_cmake for f in runtime_c)
+    listed = zephyr_cmake[zephyr_cmake.index("foreach(f ") + len("foreach(f "):].split(")", 1)[0].split()
+    assert sorted(f"src/{f}" for f in listed) == sorted(runtime_c) and "${kws_root}/src/${f}" in zephyr_cmake
     top = (lib / "CMakeLists.txt").read_text()
     idf = top[top.index("idf_component_register("):top.index("return()")]
     assert all(f'"{f}"' in idf for f in ["src/kws.c", *runtime_c]) and 'INCLUDE_DIRS "src"' in idf

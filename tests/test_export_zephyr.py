@@ -87,3 +87,58 @@ def test_exported_model_as_a_zephyr_module_runs_bit_exact(zephyr, board, tmp_pat
                       "-no-reboot", "-kernel", str(build / "zephyr" / "zephyr.elf")], tmp_path / "uart.log",
                      "the reference")
     assert "adc: top output" in out and "identical to the reference" in out, out[-2000:]
+
+
+TWO_MODELS_MAIN = r"""
+#include <stdio.h>
+#include <string.h>
+#include "adc.h"
+#include "gpio.h"
+#include "adc_example_data.h"
+#include "gpio_example_data.h"
+int main(void)
+{
+    int ok;
+    memcpy(adc_input(), adc_example_input, ADC_INPUT_BYTES);
+    memcpy(gpio_input(), gpio_example_input, GPIO_INPUT_BYTES);
+    ok = adc_init() == 0 && gpio_init() == 0 && adc_invoke() == 0 && gpio_invoke() == 0
+         && !memcmp(adc_output(), adc_example_expected, ADC_OUTPUT_BYTES)
+         && !memcmp(gpio_output(), gpio_example_expected, GPIO_OUTPUT_BYTES);
+    printf("two models: %s\n", ok ? "both identical to the reference" : "DIFFERENT");
+    return 0;
+}
+"""
+
+
+def test_two_modules_shipping_different_runtime_files_link_one_runtime(zephyr, tmp_path):
+    """Two exported models whose libraries ship different runtime files (each only what its model calls), as two
+    external modules of one application on qemu_cortex_m3: the one edgec_runtime library gets the union, each
+    file once, and both outputs are the reference's."""
+    libs = {"adc": "cancer_conv1d", "gpio": "digits_cnn"}
+    shipped = {}
+    for name, example in libs.items():
+        m = api.export(EXAMPLES / example / "model.onnx", EXAMPLES / example / "calib.npz", "qemu-cortex-m3",
+                       "cmake", tmp_path / name, name=name, sensitivity_samples=0)
+        shipped[name] = {f for f in m["runtime_files"] if f.endswith(".c")}
+    assert shipped["adc"] != shipped["gpio"] and shipped["adc"] & shipped["gpio"]
+    app = tmp_path / "app"
+    (app / "src").mkdir(parents=True)
+    (app / "src" / "main.c").write_text(TWO_MODELS_MAIN)
+    for name in libs:
+        shutil.copy(tmp_path / name / "examples" / f"{name}_example_data.h", app / "src")
+    (app / "CMakeLists.txt").write_text(APP_CMAKE)
+    (app / "prj.conf").write_text(PRJ + "CONFIG_EDGEC_GPIO=y\n")
+    build = tmp_path / "build"
+    steps = (["cmake", "-GNinja", "-S", str(app), "-B", str(build), "-DBOARD=qemu_cortex_m3",
+              "-DBUILD_VERSION=v3.5.0", f"-DEXTRA_ZEPHYR_MODULES={tmp_path / 'adc'};{tmp_path / 'gpio'}",
+              f"-DPython3_EXECUTABLE={sys.executable}", f"-DUSER_CACHE_DIR={tmp_path / 'zcache'}"],
+             ["ninja", "-C", str(build)])
+    for cmd in steps:
+        proc = subprocess.run(cmd, env=zephyr, capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    objects = [p.name for p in build.rglob("*.obj") if p.name.startswith("edgec_") and "edgec_runtime" in str(p)]
+    assert sorted(objects) == sorted(f"{Path(f).name}.obj" for f in shipped["adc"] | shipped["gpio"])
+    out = _run_until(["qemu-system-arm", "-M", MACHINES["qemu_cortex_m3"], "-display", "none", "-monitor", "none",
+                      "-net", "none", "-no-reboot", "-kernel", str(build / "zephyr" / "zephyr.elf")],
+                     tmp_path / "uart.log", "two models:")
+    assert "two models: both identical to the reference" in out, out[-2000:]

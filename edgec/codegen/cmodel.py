@@ -1,7 +1,8 @@
 """Stage 6: quantized graph + memory plan -> a stand-alone C model library.
 
 The library is `<name>.c`/`<name>.h` (rendered from templates/model.*.j2) plus
-the runtime_c files (edgec/cheader.py: edgec_nn.h, the kernel family files, fast/). Weights, biases,
+the runtime_c files the model calls (edgec/cheader.py files_called: edgec_nn.h, edgec_runtime.c, the kernel
+files of its layers, the headers they include). Weights, biases,
 requantization constants and
 tables are `const` arrays (flash); activations live in one static arena at the
 offsets of the plan.
@@ -21,7 +22,7 @@ from edgec.ops.opdef import CallSite
 from edgec.ops.registry import REGISTRY, graph_macs
 from edgec.ops.select import lowering_of
 from edgec.codegen import iolife, patched
-from edgec.plan import guard
+from edgec.plan import caller_io, guard
 from edgec.plan.planner import Plan
 from edgec.plan.regions import REGIONS_LD_SUFFIX, c_pieces, c_pointer, linker_script
 from edgec.quant.artifact import graph_hash
@@ -49,6 +50,16 @@ def _array(cname: str, a: np.ndarray, records: bool) -> dict:
     return {"cname": cname, "ctype": _CTYPES[a.dtype.type], "size": a.size, "body": _c_array(a)}
 
 
+def pointer_of(plan: Plan):
+    """tensor -> the C expression of its bytes: the arena at its offset, or (--io-buffers caller) the caller's
+    buffer of its slot, `io[slot]` (model.c.j2 names the slots `io` in every function that runs layers)."""
+    def pointer(t: str) -> str:
+        if t in plan.caller_io:
+            return f"io[{plan.caller_io[t]}]"
+        return c_pointer(plan, plan.offsets[t])
+    return pointer
+
+
 def _ops_for_template(graph: Graph, plan: Plan) -> tuple[list[dict], list[dict]]:
     """The constant arrays and the layers of the generated file: every op that is not an alias, with the C call
     of the kernel its lowering puts it on (edgec/ops/kernel.py; a graph that was not lowered: the reference
@@ -69,14 +80,15 @@ def _ops_for_template(graph: Graph, plan: Plan) -> tuple[list[dict], list[dict]]
             names[key] = f"{prefix}_{key}"
             arrays.append(_array(names[key], a, records=fast and key == "rq"))
         dtype = graph.tensors[op.output].dtype
-        site = CallSite(prefix=prefix, inputs=[c_pointer(plan, plan.offsets[t]) for t in op.inputs],
-                        output=c_pointer(plan, plan.offsets[op.output]), arrays=names,
+        pointer = pointer_of(plan)
+        site = CallSite(prefix=prefix, inputs=[pointer(t) for t in op.inputs],
+                        output=pointer(op.output), arrays=names,
                         scratch="(int8_t *)0" if scratch is None else c_pointer(plan, scratch), dtype=dtype)
         call = low.kernel.call(op, low, site)
         ops.append({"index": i, "kind": op.kind, "name": op.name, "prefix": prefix, "call": call, "arrays": names,
                     "struct": low.struct, "params": low.params,
                     "inputs": [plan.offsets[t] for t in op.inputs], "output": plan.offsets[op.output],
-                    "output_bytes": graph.tensors[op.output].nbytes})
+                    "output_bytes": 0 if op.output in plan.caller_io else graph.tensors[op.output].nbytes})
     bands = []
     by_index = {o["index"]: o for o in ops}
     for stage in plan.stages:          # patch-based stages: the first op's call runs the whole stage
@@ -94,15 +106,15 @@ def arrays_of(by_index: dict) -> dict:
 
 
 def generate(graph: Graph, plan: Plan, out_dir: Path, name: str, runtime: bool = True) -> list[Path]:
-    """Write the model library into out_dir, with a copy of the C runtime unless `runtime` is False (callers
-    that link one compiled runtime into many models); returns the files written."""
+    """Write the model library into out_dir, with a copy of the runtime files it calls unless `runtime` is False
+    (callers that link one compiled runtime into many models); returns the files written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     arrays, ops, bands = _ops_for_template(graph, plan)
     tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
+    pointer = pointer_of(plan)
     ctx = dict(name=name, NAME=name.upper(), version=__version__, graph=graph, arrays=arrays, ops=ops,
                arena_bytes=plan.arena_bytes, pieces=c_pieces(plan), model_hash=graph_hash(graph),
-               input_pointer=c_pointer(plan, plan.offsets[graph.input]),
-               output_pointer=c_pointer(plan, plan.offsets[graph.output]),
+               input_pointer=pointer(graph.input), output_pointer=pointer(graph.output),
                input_bytes=tin.nbytes, output_bytes=tout.nbytes, input_dtype=tin.dtype, output_dtype=tout.dtype,
                input_scale=repr(float(tin.scale)), input_zp=tin.zero_point,
                output_scale=repr(float(tout.scale)), output_zp=tout.zero_point,
@@ -111,13 +123,14 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str, runtime: bool =
                              f"{list(graph.input_onnx_shape)})" if graph.input_perm else "the ONNX model's layout"),
                output_shape=list(graph.output_onnx_shape),
                macs=graph_macs(graph), guards=[], guard_status=guard.STATUS_BASE, bands=bands,
-               ports=ports.c_context(graph, lambda t: c_pointer(plan, plan.offsets[t])),
-               detections=detection.c_detections(graph, lambda t: c_pointer(plan, plan.offsets[t])),
+               ports=ports.c_context(graph, pointer), detections=detection.c_detections(graph, pointer),
                input_elements=tin.size, output_elements=tout.size, input_q=ports.c_number_type(tin.dtype),
                output_q=ports.c_number_type(tout.dtype), input_scale_value=float(tin.scale),
                output_scale_value=float(tout.scale), abi_version=cheader.abi_version(),
                lifetime=iolife.lifetime(graph, plan, name),
-               ctx_api=not plan.pieces)   # the context API: one arena (not in pieces over several RAM regions)
+               ctx_api=not plan.pieces,   # the context API: one arena (not in pieces over several RAM regions)
+               caller_io=[graph.tensors[t].nbytes for t in caller_io.slots(graph)] if plan.caller_io else None,
+               caller_io_inputs=len(graph.inputs))
     if ctx["ctx_api"]:      # the one-call API's arena; `arena` names the arena a function runs on (model.c.j2)
         ctx["pieces"][0]["cname"] = "static_arena"
     harness = []
@@ -136,7 +149,8 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str, runtime: bool =
         path = out_dir / f"{name}{REGIONS_LD_SUFFIX}"
         path.write_text(linker_script(plan))
         written.append(path)
-    for source, f in cheader.library_files(harness) if runtime else ():
+    called = cheader.files_called([p.read_text() for p in written])      # only the runtime files the model calls
+    for source, f in cheader.library_files(harness, called) if runtime else ():
         (out_dir / f).parent.mkdir(exist_ok=True)
         shutil.copyfile(source, out_dir / f)
         written.append(out_dir / f)

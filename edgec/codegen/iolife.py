@@ -4,7 +4,8 @@ Inputs and outputs are buffers of the memory plan like any activation: the plann
 an input used (the input is dead by then), and may reuse an input's bytes for later layers. A firmware that
 writes the next input while it still reads the previous output must know, so the header of every model says,
 per input and output: its bytes in the arena, which outputs each input overlaps (writing that input destroys
-those outputs) and whether invoke writes over the input.
+those outputs) and whether invoke writes over the input. A model built with `--io-buffers caller`
+(edgec/plan/caller_io.py) has them in the caller's buffers, and its header says that instead.
 """
 from __future__ import annotations
 
@@ -44,6 +45,10 @@ def _overwritten_by_invoke(plan: Plan, tensor: str, place: Place) -> bool:
 
 def lifetime(graph: Graph, plan: Plan, name: str) -> list[str]:
     """The header's lines (without the comment's ' * ') on the inputs' and outputs' places and lifetimes."""
+    if plan.caller_io:      # --io-buffers caller (edgec/plan/caller_io.py)
+        return ["Inputs and outputs are in buffers the caller owns (--io-buffers caller), not in the arena: the",
+                "kernels read the input buffers and never write them, and only invoke writes the output buffers;",
+                "writing the next input leaves the previous output intact (see the context API below)."]
     multi = ports.multi(graph)
     ins = _places(graph, plan, "input", graph.inputs, [p.c_name for p in ports.inputs(graph)] if multi else [""])
     outs = _places(graph, plan, "output", graph.outputs, [p.c_name for p in ports.outputs(graph)] if multi else [""])

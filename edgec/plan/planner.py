@@ -78,6 +78,7 @@ class Plan:
                                                                   # output, when not at the output's offset
     ram_choice: dict = field(default_factory=dict)   # edgec/plan/ram_budget.choose summary: the RAM trade-off
     pieces: list = field(default_factory=list)   # RAM regions (edgec/plan/regions.py); empty: one arena
+    caller_io: dict[str, int] = field(default_factory=dict)   # --io-buffers caller: tensor -> its caller buffer
 
     def live_bytes(self, n_ops: int) -> list[int]:
         """Bytes live at each op index 0..n_ops-1 (before alignment)."""
@@ -92,7 +93,8 @@ class Plan:
                 "buffers": [{"tensors": b.tensors, "offset": b.offset, "size": b.size, "first_op": b.first,
                              "last_op": b.last, **({"scratch_op": b.scratch_op} if b.scratch_op is not None else {})}
                             for b in self.buffers],
-                **({"regions": [p.to_json() for p in self.pieces]} if self.pieces else {})}
+                **({"regions": [p.to_json() for p in self.pieces]} if self.pieces else {}),
+                **({"caller_io": self.caller_io} if self.caller_io else {})}
 
 
 # ---------------------------------------------------------------- buffers and lifetimes
