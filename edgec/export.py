@@ -51,15 +51,24 @@ _VERSION_RE = re.compile(r"[0-9]+(\.[0-9]+){0,3}")
 
 def example_sample(graph, samples) -> tuple[np.ndarray, np.ndarray]:
     """The first calibration sample, quantized, and the reference output for it (no calibration samples, a
-    quantized .tflite: the input filled with its zero point); several inputs and outputs: packed, in the
-    model's order (edgec/ports.py)."""
+    quantized .tflite: the input filled with its zero point), each as the bytes the C ports hold (int8 view):
+    several inputs and outputs packed in the model's order (edgec/ports.py), an int16 or float32 port as its
+    little-endian bytes, so the example's memcmp compares what the library writes."""
     if samples is None:      # every input at its zero point (a real zero)
         xq = np.concatenate([np.full(p.size, graph.tensors[p.tensor].zero_point, np.int8)
                              for p in ports.inputs(graph)])
-        return xq, np.asarray(reference.run(graph, xq)).reshape(-1)
-    x = samples.first(1)
-    xq = ports.quantize_inputs(graph, x)[0]
-    return xq.reshape(-1), np.asarray(reference.run(graph, xq)).reshape(-1)
+    else:
+        xq = ports.quantize_inputs(graph, samples.first(1))[0]
+    env = reference.run(graph, xq, keep_all=True)
+    outputs = graph.outputs if graph.more_outputs else [graph.output]
+    expected = np.concatenate([_port_bytes(env[t]) for t in outputs])
+    return _port_bytes(xq), expected
+
+
+def _port_bytes(values: np.ndarray) -> np.ndarray:
+    """A port's values as the bytes the device holds (little-endian, as every edgec target), viewed as int8."""
+    a = np.ascontiguousarray(values)
+    return a.astype(a.dtype.newbyteorder("<")).reshape(-1).view(np.int8)
 
 
 def _sha256(path: Path) -> str:
