@@ -127,11 +127,9 @@ KERNELS = [Kernel("edgec_nms_s8", ("nms",), REFERENCE, c_nms, run=run_nms, code_
 # ---- ONNX import ------------------------------------------------------------------------------------------------
 def import_nms(cx, node):
     """NonMaxSuppression of two activations with constant bounds and thresholds -> one static float32 output."""
-    boxes, bperm = cx.activation(node.input[0], node)
-    scores, sperm = cx.activation(node.input[1], node)
+    boxes = cx.as_layout(node.input[0], (0, 1, 2), node)     # a transposed one (a Conv head's) moved once
+    scores = cx.as_layout(node.input[1], (0, 1, 2), node)
     bshape, sshape = cx.shape(node.input[0], node), cx.shape(node.input[1], node)
-    if list(bperm) != list(range(3)) or list(sperm) != list(range(3)):
-        raise node_error(node, "its boxes and scores must be in ONNX layout (a transposed one is not supported)")
     if len(bshape) != 3 or len(sshape) != 3 or bshape[2] != 4 or bshape[0] != sshape[0] or bshape[1] != sshape[2]:
         raise node_error(node, f"boxes {list(bshape)} and scores {list(sshape)}: NonMaxSuppression takes "
                                "[batches, boxes, 4] and [batches, classes, boxes]")
@@ -167,3 +165,23 @@ def import_nms(cx, node):
 
 
 ONNX = {"NonMaxSuppression": import_nms}
+
+
+# ---- a detector's outputs (edgec bench reads them as boxes) -------------------------------------------------------
+def output_selection(graph) -> Op | None:
+    """The NonMaxSuppression whose selection is a model output beside the boxes and scores it selects from (both
+    model outputs too): a detector whose outputs edgec bench reads as boxes; else None."""
+    op = next((o for o in graph.ops if o.kind == "nms" and o.output in graph.outputs), None)
+    if op is None or any(t not in graph.outputs for t in op.inputs[:2]) or int(op.params["num_batches"]) != 1:
+        return None
+    return op
+
+
+def detections_of(p: dict, boxes, scores, rows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One image's selected boxes as (ymin, xmin, ymax, xmax) [k, 4], their classes [k] and scores [k]: boxes
+    [1, n, 4] and scores [1, C, n] (floats), rows the selection [k, 3] (batch, class, box) as ONNX gives it."""
+    rows = np.asarray(rows, np.int64).reshape(-1, 3)
+    boxes = np.asarray(boxes, F32).reshape(-1, int(p["num_boxes"]), 4)
+    scores = np.asarray(scores, F32).reshape(boxes.shape[0], -1, int(p["num_boxes"]))
+    corners = [normalized(boxes[b, i], int(p["center_point_box"]))[0] for b, _, i in rows]
+    return (np.array(corners, F32).reshape(-1, 4), rows[:, 1], scores[rows[:, 0], rows[:, 1], rows[:, 2]])
