@@ -3,10 +3,11 @@ output: three sigmoid class scores per cell) on synthetic 32x32 canvases holding
 disc, cross), and write it as ONNX ending in NonMaxSuppression, so edgec builds the whole detector including its
 post-processing for the device.
 
-Needs torch (not a dependency of edgec: `pip install torch numpy onnx onnxruntime`, in any venv):
+Needs torch (not a dependency of edgec; its `corpus` extra: `pip install -e '.[corpus]'`):
     python examples/shapes_detector/train.py
 
-Data: canvases drawn here (noise background on 8 levels, shapes of one brightness a class, shapes of 7..13 pixels whose centres fall in distinct grid cells):
+Data: canvases drawn here (noise background on 8 levels; shapes of 7..13 pixels, one brightness a class, whose
+centres fall in distinct grid cells):
 4000 training canvases (seed 1), 256 calibration canvases drawn from the training distribution (seed 3) and 500
 test canvases (seed 2), each set drawn independently. The ONNX graph (opset 13) is written with onnx.helper from
 the trained weights:
