@@ -80,19 +80,34 @@ def nms(p: dict, boxes_q, scores_q, fparams) -> np.ndarray:
     fparams = np.asarray(fparams, F32)
     boxes = (np.asarray(boxes_q, np.int8).reshape(nb, n, 4).astype(F32) - F32(p["boxes_zp"])) * fparams[0]
     scores = (np.asarray(scores_q, np.int8).reshape(nb, nc, n).astype(F32) - F32(p["scores_zp"])) * fparams[1]
+    return select(p, boxes, scores, fparams[2], fparams[3] if p["has_score_threshold"] else None)
+
+
+def run_float_nms(op: Op, inputs: list) -> np.ndarray:
+    """The float run (edgec/quant/floatref.py): ONNX Runtime's selection from the float boxes and scores."""
+    a = op.attrs
+    return select(a, np.asarray(inputs[0], F32), np.asarray(inputs[1], F32), F32(a["iou_threshold"]),
+                  None if a["score_threshold"] is None else F32(a["score_threshold"]))
+
+
+def select(p: dict, boxes: np.ndarray, scores: np.ndarray, iou_threshold: F32, score_threshold) -> np.ndarray:
+    """The packed output of the selection from float32 boxes [B, n, 4] and scores [B, C, n] (score_threshold
+    None: every box is a candidate)."""
+    nb, nc, n = (int(p[k]) for k in ("num_batches", "num_classes", "num_boxes"))
+    boxes, scores = boxes.reshape(nb, n, 4), scores.reshape(nb, nc, n)
     cap, cpb = min(int(p["max_per_class"]), n), int(p["center_point_box"])
     rows: list[tuple[int, int, int]] = []
     for b in range(nb):
         info = [normalized(boxes[b, i], cpb) for i in range(n)]
         for c in range(nc):
             s = scores[b, c]
-            cand = np.flatnonzero(s > fparams[3]) if p["has_score_threshold"] else np.arange(n)
+            cand = np.flatnonzero(s > score_threshold) if score_threshold is not None else np.arange(n)
             order = cand[np.argsort(-s[cand], kind="stable")]       # best first, equal scores by index
             kept: list[int] = []
             for i in order:
                 if len(kept) >= cap:
                     break
-                if not any(suppresses(info[i], info[k], fparams[2]) for k in kept):
+                if not any(suppresses(info[i], info[k], iou_threshold) for k in kept):
                     kept.append(int(i))
                     rows.append((b, c, int(i)))
     out = np.zeros(3 * max_selected(p) + 1, F32)
@@ -119,7 +134,7 @@ def c_nms(op: Op, low, site: CallSite) -> str:
     return cemit.with_params("edgec_nms_params", op.params, call)
 
 
-OPS = [OpDef("nms", "nms", quantize_nms, None, qparams="fixed", fixed_qparams=lambda op: (1.0, 0),
+OPS = [OpDef("nms", "nms", quantize_nms, run_float_nms, qparams="fixed", fixed_qparams=lambda op: (1.0, 0),
              sensitivity=False)]
 KERNELS = [Kernel("edgec_nms_s8", ("nms",), REFERENCE, c_nms, run=run_nms, code_bytes=1200)]
 
@@ -185,3 +200,9 @@ def detections_of(p: dict, boxes, scores, rows) -> tuple[np.ndarray, np.ndarray,
     scores = np.asarray(scores, F32).reshape(boxes.shape[0], -1, int(p["num_boxes"]))
     corners = [normalized(boxes[b, i], int(p["center_point_box"]))[0] for b, _, i in rows]
     return (np.array(corners, F32).reshape(-1, 4), rows[:, 1], scores[rows[:, 0], rows[:, 1], rows[:, 2]])
+
+
+def output_op(graph) -> Op | None:
+    """The NonMaxSuppression computing the model's one output (its packed selection), else None."""
+    op = next((o for o in graph.ops if o.output == graph.output), None)
+    return op if op is not None and op.kind == "nms" and not graph.more_outputs else None
