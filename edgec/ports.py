@@ -149,6 +149,34 @@ def dequantize_outputs(graph: Graph, q: np.ndarray) -> np.ndarray:
                            for p in outputs(graph)], axis=1)
 
 
+def mixed_outputs(graph: Graph) -> bool:
+    """Whether the outputs have different number types (a detector's int8 boxes and scores beside its float32
+    selection): their packed samples are then compared and carried as bytes (output_bytes)."""
+    return len({graph.tensors[t].dtype for t in graph.outputs}) > 1
+
+
+def output_bytes(graph: Graph, packed: np.ndarray) -> np.ndarray:
+    """Packed output values (N, total), as the reference gives them, -> the bytes the device's link sends
+    (N, bytes): each output in its own number type, one after the other."""
+    packed = np.asarray(packed).reshape(len(packed), -1)
+    parts = [np.ascontiguousarray(p.of(packed).reshape(len(packed), -1).astype(DTYPES[graph.tensors[p.tensor].dtype]))
+             for p in outputs(graph)]
+    return np.concatenate([q.view(np.uint8).reshape(len(packed), -1) for q in parts], axis=1)
+
+
+def output_parts(graph: Graph, raw: np.ndarray) -> dict[str, np.ndarray]:
+    """The link's output bytes (N, bytes) -> {output tensor: its values (N, *ONNX shape without batch)}, each in
+    its own number type."""
+    raw = np.ascontiguousarray(raw, np.uint8).reshape(len(raw), -1)
+    out, at = {}, 0
+    for p in outputs(graph):
+        dtype = np.dtype(DTYPES[graph.tensors[p.tensor].dtype])
+        n = p.size * dtype.itemsize
+        out[p.tensor] = np.ascontiguousarray(raw[:, at:at + n]).view(dtype).reshape(len(raw), *p.onnx_shape[1:])
+        at += n
+    return out
+
+
 def check_names(ports: list[Port], what: str) -> None:
     """Two names that become the same C identifier would declare one function twice."""
     seen: dict[str, str] = {}

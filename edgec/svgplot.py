@@ -152,3 +152,44 @@ def heatmap(matrix: list[list[int]], title: str, row_label: str, col_label: str)
     return _svg(width, height, body, title)
 
 
+
+
+def png_data_uri(pixels) -> str:
+    """A data: URI of an 8-bit grey [H, W] or RGB [H, W, 3] image as PNG (zlib from the standard library)."""
+    import base64
+    import struct
+    import zlib
+
+    rows = [[int(v) for v in row] if not isinstance(row[0], (list, tuple)) else [int(c) for px in row for c in px]
+            for row in (p.tolist() if hasattr(p, "tolist") else p for p in pixels)]
+    h, w = len(rows), len(pixels[0])
+    color = 2 if len(rows[0]) == 3 * w else 0
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    raw = b"".join(b"\0" + bytes(r) for r in rows)
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, color, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def image_boxes(image_uri: str, height: int, width: int, layers: list[tuple[str, list[list[float]]]], title: str,
+                size: int = 360) -> str:
+    """An image (a data: URI, height x width pixels) scaled to `size` pixels across, with each layer's boxes
+    (ymin, xmin, ymax, xmax in 0..1 of the image) drawn over it as rectangles of the layer's colour, and a
+    legend of the layers' names."""
+    scale = size / max(height, width)
+    w, h = width * scale, height * scale
+    body = [f'<text x="4" y="14" {FONT} font-weight="bold">{escape(title)}</text>',
+            f'<image x="0" y="22" width="{w:.1f}" height="{h:.1f}" href="{image_uri}" '
+            'style="image-rendering:pixelated" preserveAspectRatio="none"/>']
+    dash = ["", "6 3", "2 2", "8 2 2 2"]
+    for k, (name, boxes) in enumerate(layers):
+        color = PALETTE[k % len(PALETTE)]
+        for y0, x0, y1, x1 in boxes:
+            body.append(f'<rect x="{x0 * w:.1f}" y="{22 + y0 * h:.1f}" width="{max(x1 - x0, 0) * w:.1f}" '
+                        f'height="{max(y1 - y0, 0) * h:.1f}" fill="none" stroke="{color}" stroke-width="2" '
+                        f'stroke-dasharray="{dash[k % len(dash)]}"/>')
+        body.append(f'<rect x="{w + 12:.0f}" y="{28 + 18 * k}" width="12" height="12" fill="{color}"/>'
+                    f'<text x="{w + 30:.0f}" y="{38 + 18 * k}" {FONT}>{escape(name)} ({len(boxes)})</text>')
+    return _svg(int(w + 220), int(h + 30), body, title)

@@ -11,30 +11,6 @@
  * exports compile this file with the whole runtime there. A model that calls this kernel links it from libm. */
 extern double exp(double x);
 
-/* sorts idx[0..n) (indices into v) by v descending, equal values keeping their order: TFLM's stable merge
- * sort and its partial sort by (value, index) give this same order */
-static void sort_decreasing(const float *v, int32_t *idx, int32_t *tmp, int32_t n)
-{
-    int32_t width, lo, i;
-    for (width = 1; width < n; width *= 2) {
-        for (lo = 0; lo < n; lo += 2 * width) {
-            const int32_t mid = lo + width < n ? lo + width : n;
-            const int32_t hi = lo + 2 * width < n ? lo + 2 * width : n;
-            int32_t a = lo, b = mid, k = lo;
-            while (k < hi) {
-                if (a >= mid || (b < hi && v[idx[b]] > v[idx[a]])) {
-                    tmp[k++] = idx[b++];
-                } else {
-                    tmp[k++] = idx[a++];
-                }
-            }
-        }
-        for (i = 0; i < n; ++i) {
-            idx[i] = tmp[i];
-        }
-    }
-}
-
 static float iou(const float *boxes, int32_t i, int32_t j)
 {
     const float *a = boxes + 4 * i, *b = boxes + 4 * j;
@@ -81,7 +57,7 @@ static int32_t nms_one_class(const edgec_detection_postprocess_params *p, const 
     for (i = 0; i < kept; ++i) {
         w->sorted[i] = i;
     }
-    sort_decreasing(w->keep_scores, w->sorted, w->tmp, kept);
+    edgec_sort_decreasing(w->keep_scores, w->sorted, w->tmp, kept);
     out_size = kept < max_out ? kept : max_out;
     for (i = 0; i < kept; ++i) {
         w->active[i] = 1;
@@ -162,7 +138,7 @@ static int32_t regular_nms(const edgec_detection_postprocess_params *p, const fl
         for (i = 0; i < count; ++i) {
             w->sorted[i] = i;
         }
-        sort_decreasing(w->after_scores, w->sorted, w->tmp, count);
+        edgec_sort_decreasing(w->after_scores, w->sorted, w->tmp, count);
         for (i = 0; i < keep; ++i) {
             const int32_t at = w->sorted[i];
             w->sorted[i] = w->box_idx[at];

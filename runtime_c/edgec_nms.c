@@ -6,29 +6,6 @@
 
 #include "edgec_nn_support.h"
 
-/* sorts idx[0..n) by v[idx] descending, equal values keeping their (ascending index) order: a stable merge sort */
-static void sort_decreasing(const float *v, int32_t *idx, int32_t *tmp, int32_t n)
-{
-    int32_t width, lo, i;
-    for (width = 1; width < n; width *= 2) {
-        for (lo = 0; lo < n; lo += 2 * width) {
-            const int32_t mid = lo + width < n ? lo + width : n;
-            const int32_t hi = lo + 2 * width < n ? lo + 2 * width : n;
-            int32_t a = lo, b = mid, k = lo;
-            while (k < hi) {
-                if (a >= mid || (b < hi && v[idx[b]] > v[idx[a]])) {
-                    tmp[k++] = idx[b++];
-                } else {
-                    tmp[k++] = idx[a++];
-                }
-            }
-        }
-        for (i = 0; i < n; ++i) {
-            idx[i] = tmp[i];
-        }
-    }
-}
-
 /* ONNX Runtime's BoxInfo: (ymin, xmin, ymax, xmax) and the area */
 static void normalize(const float *b, int32_t center_point_box, float *out, float *area)
 {
@@ -105,7 +82,7 @@ void edgec_nms_s8(const edgec_nms_params *p, const int8_t *boxes, const int8_t *
                     idx[m++] = i;
                 }
             }
-            sort_decreasing(s, idx, tmp, m);
+            edgec_sort_decreasing(s, idx, tmp, m);
             for (k = 0; k < m && nk < cap; ++k) {
                 const int32_t cand = idx[k];
                 int32_t q, keep = 1;

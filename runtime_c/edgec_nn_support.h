@@ -133,4 +133,29 @@ void edgec_recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_
 }
 #endif
 
+/* sorts idx[0..n) (indices into v) by v[idx] descending, equal values keeping their order (a stable merge sort
+ * through tmp[0..n)): TFLM's stable sort and its partial sort by (value, index), and ONNX Runtime's NMS order by
+ * (score, lower index first) give this same order (edgec_detection.c, edgec_nms.c) */
+static inline void edgec_sort_decreasing(const float *v, int32_t *idx, int32_t *tmp, int32_t n)
+{
+    int32_t width, lo, i;
+    for (width = 1; width < n; width *= 2) {
+        for (lo = 0; lo < n; lo += 2 * width) {
+            const int32_t mid = lo + width < n ? lo + width : n;
+            const int32_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            int32_t a = lo, b = mid, k = lo;
+            while (k < hi) {
+                if (a >= mid || (b < hi && v[idx[b]] > v[idx[a]])) {
+                    tmp[k++] = idx[b++];
+                } else {
+                    tmp[k++] = idx[a++];
+                }
+            }
+        }
+        for (i = 0; i < n; ++i) {
+            idx[i] = tmp[i];
+        }
+    }
+}
+
 #endif /* EDGEC_NN_SUPPORT_H */

@@ -38,6 +38,8 @@ from edgec.fixedpoint import scheme
 from edgec.quant import reference
 from edgec.errors import EdgecError
 from edgec import cheader
+from edgec.ir import DTYPES
+from edgec.ops import nms
 
 # input indices edgec takes only as build-time constants, per op type
 PARAM_INPUTS = {
@@ -47,6 +49,7 @@ PARAM_INPUTS = {
     "Gather": {1}, "Tile": {1}, "Expand": {1}, "Split": {1}, "Squeeze": {1}, "Unsqueeze": {1},
     "ReduceMean": {1}, "ReduceSum": {1}, "ReduceMax": {1}, "ReduceMin": {1}, "ReduceL1": {1},
     "ReduceSumSquare": {1}, "MatMul": set(), "Pow": set(), "LSTM": {1, 2, 3, 4, 5, 6, 7}, "GRU": {1, 2, 3, 4, 5},
+    "NonMaxSuppression": {2, 3, 4},
 }
 FLOAT_RTOL, FLOAT_ATOL = 1e-3, 1e-4
 INT8_SCALES = 3.0      # int8 result within 3 output steps of the expected value...
@@ -169,6 +172,15 @@ def adapt(case, inputs: list[np.ndarray], output_index: int):
     return model, x
 
 
+def _selected_rows(packed, want) -> np.ndarray:
+    """A NonMaxSuppression's packed output as ONNX's selected rows; an error when it selected another number of
+    boxes than ONNX's (the case's want)."""
+    rows = nms.selected(np.asarray(packed, np.float32), {}).astype(np.float64)
+    if rows.shape != want.shape:
+        raise EdgecError(f"selected {len(rows)} boxes where ONNX selects {len(want)}")
+    return rows
+
+
 def _close(got, want, rtol, atol):
     want = np.asarray(want, np.float64)
     got = np.asarray(got, np.float64).reshape(want.shape)
@@ -229,6 +241,9 @@ def _run_output(case, inputs, k, want, res: Result, c_check) -> None:
         graph = canonicalize.canonicalize(model, "case")
         with np.errstate(all="ignore"):
             got = floatref.output(graph, x)
+    selection = nms.output_op(graph)      # edgec's static [selected x 3 | count] -> ONNX's [K, 3] rows
+    if selection is not None:
+        got = _selected_rows(got, want)
     rtol, atol = max(case.rtol, FLOAT_RTOL), max(case.atol, FLOAT_ATOL)
     res.float_ok = _close(got, want, rtol, atol)
     if not res.float_ok:
@@ -244,7 +259,8 @@ def _run_output(case, inputs, k, want, res: Result, c_check) -> None:
     tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
     xq = scheme.quantize_input(tin, x)
     yq = reference.run(graph, xq)
-    deq = scheme.dequantize(tout, yq).astype(np.float64).reshape(want.shape)
+    deq = scheme.dequantize(tout, yq).astype(np.float64)
+    deq = _selected_rows(deq, want) if selection is not None else deq.reshape(want.shape)
     span = float(np.max(want) - np.min(want)) if want.size else 0.0
     tol = max(INT8_SCALES * tout.scale, INT8_RANGE * span)
     err = float(np.max(np.abs(deq - want))) if want.size else 0.0
@@ -272,8 +288,10 @@ def _check_c(pending: list, work: Path, runtime_objs: list[Path] | None) -> None
         for k, one in enumerate(pending):
             _check_c([one], work / f"one{k}", objs)
         return
-    for (_, _, yq, res), got in zip(pending, outs):
-        res.c_ok = bool(np.array_equal(got.reshape(-1), np.asarray(yq, np.int8).reshape(-1)))
+    for (graph, _, yq, res), got in zip(pending, outs):     # compared as bytes (a float32 output too)
+        want = np.ascontiguousarray(np.asarray(yq).astype(DTYPES[graph.tensors[graph.output].dtype]))
+        res.c_ok = bool(np.array_equal(np.ascontiguousarray(got).view(np.uint8).reshape(-1),
+                                       want.view(np.uint8).reshape(-1)))
         if not res.c_ok:
             res.reason = "generated C differs from the integer reference"
 

@@ -1,7 +1,8 @@
 """edgec/bench/detections.py: the bench of a detection model (TFLite_Detection_PostProcess's packed float32
 output) on the host firmware: device boxes bit-exact with the reference and TFLite Micro, mAP of the float model
 (TFLM), reference and device against ground truth in the data file, box agreement without it, the report's
-lines and the ground-truth format's errors."""
+lines and the ground-truth format's errors; an ONNX NonMaxSuppression detector's outputs read as onnxruntime
+selects, and the report's picture of one image with its boxes."""
 from __future__ import annotations
 
 import importlib.util
@@ -135,3 +136,87 @@ def test_malformed_ground_truth_is_refused_in_one_line(built, tmp_path):
         assert "\n" not in str(e.value)
     with pytest.raises(EdgecError, match="--score"):
         api.bench(out, root / "truth.npz", score="math:fabs")
+
+
+def test_nms_detector_outputs_read_as_onnxruntime_selects(tmp_path):
+    """An ONNX detector ending in NonMaxSuppression (examples/shapes_detector, built for the host without firmware):
+    its int8 boxes and scores and float32 selection travel as the link's bytes and come back unchanged, and the
+    detections read from them are the boxes, classes and scores onnxruntime's NonMaxSuppression selects from the
+    same dequantized boxes and scores (corners from the centre-size boxes)."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    from edgec import ports
+    from edgec.ops import nms
+    from edgec.quant import artifact, reference
+
+    example = os.path.join(os.path.dirname(__file__), "..", "examples", "shapes_detector")
+    out = tmp_path / "build"
+    api.build(os.path.join(example, "model.onnx"), os.path.join(example, "calib.npz"), "host", out, firmware=False)
+    graph = artifact.load_graph(out)
+    op = nms.output_selection(graph)
+    assert op is not None and ports.mixed_outputs(graph)
+    with np.load(os.path.join(example, "test.npz")) as data:
+        x = data["x"][:24]
+    xq = ports.quantize_inputs(graph, x.reshape(len(x), -1))
+    ref = np.stack([np.asarray(reference.run(graph, q)).reshape(-1) for q in xq])
+    raw = ports.output_bytes(graph, ref)
+    parts = ports.output_parts(graph, raw)
+    for p in ports.outputs(graph):
+        want = p.of(ref).astype(parts[p.tensor].dtype)
+        np.testing.assert_array_equal(parts[p.tensor].view(np.uint8), want.view(np.uint8))
+    dets = detections.nms_bytes(graph, op, raw)
+
+    a = op.params
+    node = helper.make_node("NonMaxSuppression", ["b", "s", "m", "i", "t"], ["sel"], center_point_box=1)
+    inits = [helper.make_tensor("m", TensorProto.INT64, [1], [a["max_per_class"]]),
+             helper.make_tensor("i", TensorProto.FLOAT, [1], [float(op.arrays["fparams"][2])]),
+             helper.make_tensor("t", TensorProto.FLOAT, [1], [float(op.arrays["fparams"][3])])]
+    g = helper.make_graph([node], "nms", [helper.make_tensor_value_info("b", TensorProto.FLOAT, [1, 16, 4]),
+                                          helper.make_tensor_value_info("s", TensorProto.FLOAT, [1, 3, 16])],
+                          [helper.make_tensor_value_info("sel", TensorProto.INT64, [None, 3])], inits)
+    sess = ort.InferenceSession(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString(),
+                                providers=["CPUExecutionProvider"])
+    tb, ts = (graph.tensors[t] for t in op.inputs[:2])
+    found = 0
+    for i, d in enumerate(dets):
+        b = (parts[op.inputs[0]][i].astype(np.float32) - np.float32(tb.zero_point)) * np.float32(tb.scale)
+        s = (parts[op.inputs[1]][i].astype(np.float32) - np.float32(ts.zero_point)) * np.float32(ts.scale)
+        sel = sess.run(None, {"b": b.reshape(1, 16, 4), "s": s.reshape(1, 3, 16)})[0]
+        cx, cy, w, h = b.reshape(16, 4)[sel[:, 2]].T
+        np.testing.assert_allclose(d.boxes, np.stack([cy - h / 2, cx - w / 2, cy + h / 2, cx + w / 2], 1), atol=1e-6)
+        np.testing.assert_array_equal(d.classes, sel[:, 1])
+        np.testing.assert_array_equal(d.scores, s.reshape(3, 16)[sel[:, 1], sel[:, 2]])
+        found += len(d)
+    assert found >= len(dets)             # every canvas holds a shape
+
+
+def test_example_image_is_a_png_with_every_detector_s_boxes():
+    """The report's picture: the first sample with a device box, as a PNG (decoded here by Pillow) of the input's
+    pixels stretched to 0..255, with each detector's and the ground truth's boxes; no picture for a non-image."""
+    import base64
+    import io
+
+    from conftest import require
+    from edgec import svgplot
+    from edgec.bench.detection_metrics import Detections
+    require(importlib.util.find_spec("PIL") is not None, "pillow", "pip install -e '.[test]'")
+    from PIL import Image
+
+    x = np.random.default_rng(0).uniform(-1, 1, (3, 3, 8, 10)).astype(np.float32)     # CHW colour images
+    none = Detections.of(np.zeros((0, 4)), [], [])
+    one = Detections.of([[0.1, 0.2, 0.5, 0.6]], [1], [0.9])
+    outs = {"float": [none, one, one], "int8_reference": [none, one, one], "device": [none, one, none]}
+    truth = Detections.of([[0.1, 0.2, 0.5, 0.6]], [1])                   # no scores
+    ex = detections.example(x, outs, [truth, truth, truth])
+    assert ex["sample"] == 1 and (ex["height"], ex["width"]) == (8, 10)
+    png = Image.open(io.BytesIO(base64.b64decode(ex["image"].split(",", 1)[1])))
+    assert png.mode == "RGB" and png.size == (10, 8)
+    want = np.moveaxis(x[1], 0, -1)
+    want = np.round((want - want.min()) / (want.max() - want.min()) * 255).astype(np.uint8)
+    np.testing.assert_array_equal(np.asarray(png), want)
+    assert ex["boxes"]["device"] == [{"box": [0.1, 0.2, 0.5, 0.6], "class": 1, "score": 0.9}]
+    assert ex["ground_truth"] == [{"box": [0.1, 0.2, 0.5, 0.6], "class": 1}]
+    svg = svgplot.image_boxes(ex["image"], 8, 10, [("device", [b["box"] for b in ex["boxes"]["device"]])], "t")
+    assert svg.count('stroke-width="2"') == 1 and ex["image"] in svg
+    assert detections.example(np.zeros((3, 40)), outs, None) is None          # a feature vector: no picture

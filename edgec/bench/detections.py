@@ -1,6 +1,8 @@
 """The bench of a detection model: its one output is TFLite_Detection_PostProcess's packed float32 detections
-(edgec/ops/detection.py: [4D boxes | D classes | D scores | count]).  The device's outputs are compared with the
-INT8 reference bit for bit as every model's are; on top of that, with ground-truth boxes in the data file, the
+(edgec/ops/detection.py: [4D boxes | D classes | D scores | count]), or its outputs are ONNX NonMaxSuppression's
+selection beside the int8 boxes and scores it selects from (edgec/ops/nms.py: the selected boxes with their
+class and score).  The device's outputs are compared with the INT8 reference bit for bit as every model's are
+(an NMS detector's as the bytes its link sends); on top of that, with ground-truth boxes in the data file, the
 mAP@0.5 and mAP@0.5:0.95 of the float model (for a .tflite: TFLite Micro's interpreter), the reference and the
 device (edgec/bench/detection_metrics.py); without them, how far the device's boxes agree with the reference's and
 the float model's.
@@ -18,9 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
+from edgec import ports, svgplot
 from edgec.bench.detection_metrics import Detections, agreement, mean_average_precision
 from edgec.errors import EdgecError
-from edgec.ops import detection
+from edgec.ir import Graph, Op
+from edgec.ops import detection, nms
 
 TRUTH_KEYS = ("boxes", "labels", "box_count")
 
@@ -28,6 +32,26 @@ TRUTH_KEYS = ("boxes", "labels", "box_count")
 def of_outputs(packed: np.ndarray, d: int) -> list[Detections]:
     """Every sample's detections from the packed outputs [N, 6D+1]."""
     return [Detections.of(*detection.unpack(row, d)) for row in np.asarray(packed, np.float32)]
+
+
+def nms_bytes(graph: Graph, op: Op, raw: np.ndarray) -> list[Detections]:
+    """Every sample's detections from an NMS detector's output bytes [N, bytes] (ports.output_bytes): the selected
+    boxes and scores dequantized in float32, as the NMS kernel reads them."""
+    parts = ports.output_parts(graph, raw)
+
+    def real(t: str) -> np.ndarray:
+        q = graph.tensors[t]
+        return (parts[t].astype(np.float32) - np.float32(q.zero_point)) * np.float32(q.scale)
+    boxes, scores, sel = real(op.inputs[0]), real(op.inputs[1]), parts[op.output]
+    return [Detections.of(*nms.detections_of(op.params, boxes[i], scores[i], nms.selected(sel[i], op.params)))
+            for i in range(len(sel))]
+
+
+def nms_float(graph: Graph, op: Op, outs: list[dict[str, np.ndarray]]) -> list[Detections]:
+    """Every sample's detections from the float model's outputs as onnxruntime gives them
+    (calibrate.run_float_each: {output name: array}, the selection [K, 3] int64)."""
+    b, s, k = (graph.port_names.get(t, t) for t in (op.inputs[0], op.inputs[1], op.output))
+    return [Detections.of(*nms.detections_of(op.params, o[b], o[s], o[k])) for o in outs]
 
 
 def load_truth(path: str | Path, n: int) -> list[Detections] | None:
@@ -65,23 +89,57 @@ def _counts(dets: list[Detections]) -> dict:
     return {"total": int(c.sum()), "mean": float(c.mean()) if c.size else 0.0, "max": int(c.max()) if c.size else 0}
 
 
-def quality(d: int, truth: list[Detections] | None, float_out: np.ndarray | None, ref_out: np.ndarray,
-            dev_out: np.ndarray, float_name: str) -> dict:
-    """The bench report's quality part of a detection model (task "detection")."""
-    outs = {"float": None if float_out is None else of_outputs(float_out, d),
-            "int8_reference": of_outputs(ref_out, d), "device": of_outputs(dev_out, d)}
+def quality(d: int, truth: list[Detections] | None, float_dets: list[Detections] | None,
+            ref_dets: list[Detections], dev_dets: list[Detections], float_name: str, x: np.ndarray | None = None) -> dict:
+    """The bench report's quality part of a detection model (task "detection"); x: the test inputs, for the
+    report's picture of one image with its boxes."""
+    outs = {"float": float_dets, "int8_reference": ref_dets, "device": dev_dets}
     q: dict = {"task": "detection", "detection": {
-        "max_detections": d, "float_model": float_name if float_out is not None else None,
+        "max_detections": d, "float_model": float_name if float_dets is not None else None,
         "detections": {k: None if v is None else _counts(v) for k, v in outs.items()},
         "ground_truth": None if truth is None else _counts(truth)}}
     det = q["detection"]
     if truth is not None:
         det["map"] = {k: None if v is None else mean_average_precision(v, truth) for k, v in outs.items()}
+    if x is not None:
+        det["example"] = example(x, outs, truth)
     det["agreement"] = {"device_vs_reference": agreement(outs["int8_reference"], outs["device"])}
     if outs["float"] is not None:
         det["agreement"]["device_vs_float"] = agreement(outs["float"], outs["device"])
         det["agreement"]["int8_vs_float"] = agreement(outs["float"], outs["int8_reference"])
     return q
+
+
+def example(x: np.ndarray, outs: dict, truth: list[Detections] | None) -> dict | None:
+    """One image for the report: of the first 50 samples, the first with the most device boxes, as a PNG data: URI
+    with its height and width, and every detector's boxes (and the ground truth's); None when the input is no
+    image."""
+    img = image_of(np.asarray(x[0]))
+    if img is None:
+        return None
+    i = max(range(min(len(outs["device"]), 50)), key=lambda k: len(outs["device"][k]), default=0)
+    img = image_of(np.asarray(x[i]))
+
+    def boxes(d: Detections) -> list:
+        return [{"box": [round(float(v), 4) for v in b], "class": int(c),
+                 **({"score": round(float(s), 4)} if d.scores is not None else {})}
+                for b, c, s in zip(d.boxes, d.classes, d.scores if d.scores is not None else [None] * len(d))]
+    return {"sample": i, "image": svgplot.png_data_uri(img.tolist()), "height": img.shape[0], "width": img.shape[1],
+            "boxes": {k: boxes(v[i]) for k, v in outs.items() if v is not None},
+            **({"ground_truth": boxes(truth[i])} if truth is not None else {})}
+
+
+def image_of(a: np.ndarray) -> np.ndarray | None:
+    """An input as an image [H, W] or [H, W, 3] of uint8 (its own range stretched to 0..255): one or three
+    channels first or last; None for other shapes."""
+    a = np.squeeze(a)
+    if a.ndim == 3 and a.shape[0] in (1, 3) and a.shape[-1] not in (1, 3):
+        a = np.moveaxis(a, 0, -1)
+    a = np.squeeze(a)
+    if not (a.ndim == 2 or (a.ndim == 3 and a.shape[-1] == 3)) or min(a.shape[:2]) < 4 or max(a.shape[:2]) > 1024:
+        return None
+    lo, hi = float(np.min(a)), float(np.max(a))
+    return np.round((a - lo) / (hi - lo if hi > lo else 1.0) * 255).astype(np.uint8)
 
 
 def lines(q: dict) -> list[str]:

@@ -58,6 +58,13 @@ def plots(result: dict, build_dir: Path) -> list[dict]:
                 "svg": svgplot.heatmap(conf["matrix"], "Confusion matrix (device)", conf["rows"], conf["columns"])
                 if conf else None,
                 "note": None if conf else "the model is not a classifier (see the error table)"})
+    ex = (result.get("detection") or {}).get("example")
+    if ex:      # one image with the float, reference and device boxes (and the ground truth)
+        layers = [(f"{k.replace('_', ' ')}", [b["box"] for b in v]) for k, v in ex["boxes"].items()]
+        layers += [("ground truth", [b["box"] for b in ex["ground_truth"]])] if "ground_truth" in ex else []
+        out.append({"id": "boxes", "title": "Boxes on one image",
+                    "svg": svgplot.image_boxes(ex["image"], ex["height"], ex["width"], layers,
+                                               f"Sample {ex['sample']}: float, int8 reference and device boxes")})
     div = result.get("divergence")
     if div:
         first = div["first_divergent_layer"]

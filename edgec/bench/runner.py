@@ -32,7 +32,7 @@ from edgec.targets.boards import PORT_EMULATOR, PORT_PROGRAM, Board
 from edgec.errors import EdgecError
 from edgec.ir import DTYPES, Graph, Op
 from edgec.ops.registry import ALIAS_OPS, REGISTRY, op_macs
-from edgec.ops import detection
+from edgec.ops import detection, nms
 from edgec.ops.reduce import index_classes
 from edgec.progress import Progress
 from edgec.settings import Settings
@@ -71,11 +71,15 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
                          "rebuild without --protocol for edgec bench")
     graph = artifact.load_graph(outdir)
     boxes_d = detection.output_detections(graph)       # max_detections of a detection model's output, or None
+    selection = nms.output_selection(graph)            # an ONNX detector's NonMaxSuppression, or None
+    if selection is not None:
+        boxes_d = nms.max_selected(selection.params)
     floats = [t for t in graph.outputs if graph.tensors[t].dtype == "float32"]
-    if floats and boxes_d is None:      # NMS's selected indices, or detections beside other outputs
+    if floats and boxes_d is None:      # NMS's selected indices without its boxes, or detections beside others
         raise EdgecError(f"{outdir}: output '{graph.port_names.get(floats[0], floats[0])}' is float32 (detections or "
-                         "NonMaxSuppression's selected boxes); edgec bench reads float outputs only as a "
-                         "TFLite_Detection_PostProcess model's one output: read it with the generated C or "
+                         "NonMaxSuppression's selected boxes); edgec bench reads float outputs as a "
+                         "TFLite_Detection_PostProcess model's one output, or as a NonMaxSuppression's selection "
+                         "beside its boxes and scores (both model outputs): read it with the generated C or "
                          "edgec's Python reference")
     if boxes_d is not None and (score or dataset_in_flash):
         raise EdgecError(f"{'--score' if score else '--dataset-in-flash'}: a detection model is benched over the link "
@@ -111,6 +115,8 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
     try:      # the dataset job runs beside this: an interrupt stops it, its chunks and their processes
         t_ref = time.monotonic()
         ref_out = np.stack([reference.run(graph, xq[i]).reshape(-1) for i in range(n)])
+        if ports.mixed_outputs(graph):      # int8 and float32 outputs: compared as the bytes the link sends
+            ref_out = ports.output_bytes(graph, ref_out)
         checked = None
         if (outdir / "model.tflite").is_file():     # a quantized .tflite: its own integer reference, and TFLite Micro's
             log(f"reference: int8 (NumPy), checked against the TFLite Micro interpreter where installed, on {n} samples")
@@ -122,6 +128,10 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
             float_out = ports.dequantize_outputs(graph, ref_out if tflm is None else tflm).reshape(n, -1)   # each its own
             if boxes_d is not None:        # the float model of a .tflite detector: TFLite Micro's boxes
                 float_out = tflm
+        elif selection is not None:       # the selection has as many rows as it selected: read as it comes
+            log(f"reference: float (onnxruntime) and int8 (NumPy) on {n} samples")
+            float_out = detections.nms_float(graph, selection, calibrate.run_float_each(
+                loader.load_model(outdir / "model.onnx", settings.memory_limit), data.x))
         else:
             log(f"reference: float (onnxruntime) and int8 (NumPy) on {n} samples")
             float_out = calibrate.run_float(loader.load_model(outdir / "model.onnx", settings.memory_limit),
@@ -155,8 +165,10 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
     result = {
         "board": board.name, "clock_hz": board.clock_hz, "model": report["model"], "model_hash": report["model_hash"], "samples": n,
         "data": str(Path(data_path)),
-        **(detections.quality(boxes_d, truth, float_out, ref_out, dev_out,
-                              "TFLite Micro" if checked else "onnxruntime") if boxes_d is not None else
+        **(detections.quality(boxes_d, truth, *_detections(graph, selection, boxes_d, float_out, ref_out, dev_out),
+                              "TFLite Micro" if checked else "onnxruntime",
+                              None if graph.more_inputs else data.x.reshape(n, *graph.input_onnx_shape[1:]))
+           if boxes_d is not None else
            _quality_per_output(graph, data, float_out, ref_out, dev_out) if ports.multi(graph) else
            _quality(graph, data.y, float_out, ref_out, dev_out, data.x, score, score_fn)),
         "input_saturated_samples": clipped,
@@ -175,6 +187,15 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
     median = result["latency"]["median"]
     result["latency"]["per_mac"] = median / macs if macs and median is not None else None
     return result
+
+
+def _detections(graph: Graph, selection: Op | None, d: int, float_out, ref_out, dev_out) -> tuple:
+    """The float model's (None without one), the reference's and the device's detections of every sample."""
+    if selection is not None:        # float_out: already the float model's detections
+        return float_out, detections.nms_bytes(graph, selection, ref_out), detections.nms_bytes(graph, selection,
+                                                                                                dev_out)
+    return (None if float_out is None else detections.of_outputs(float_out, d), detections.of_outputs(ref_out, d),
+            detections.of_outputs(dev_out, d))
 
 
 def same_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -80,19 +80,34 @@ def nms(p: dict, boxes_q, scores_q, fparams) -> np.ndarray:
     fparams = np.asarray(fparams, F32)
     boxes = (np.asarray(boxes_q, np.int8).reshape(nb, n, 4).astype(F32) - F32(p["boxes_zp"])) * fparams[0]
     scores = (np.asarray(scores_q, np.int8).reshape(nb, nc, n).astype(F32) - F32(p["scores_zp"])) * fparams[1]
+    return select(p, boxes, scores, fparams[2], fparams[3] if p["has_score_threshold"] else None)
+
+
+def run_float_nms(op: Op, inputs: list) -> np.ndarray:
+    """The float run (edgec/quant/floatref.py): ONNX Runtime's selection from the float boxes and scores."""
+    a = op.attrs
+    return select(a, np.asarray(inputs[0], F32), np.asarray(inputs[1], F32), F32(a["iou_threshold"]),
+                  None if a["score_threshold"] is None else F32(a["score_threshold"]))
+
+
+def select(p: dict, boxes: np.ndarray, scores: np.ndarray, iou_threshold: F32, score_threshold) -> np.ndarray:
+    """The packed output of the selection from float32 boxes [B, n, 4] and scores [B, C, n] (score_threshold
+    None: every box is a candidate)."""
+    nb, nc, n = (int(p[k]) for k in ("num_batches", "num_classes", "num_boxes"))
+    boxes, scores = boxes.reshape(nb, n, 4), scores.reshape(nb, nc, n)
     cap, cpb = min(int(p["max_per_class"]), n), int(p["center_point_box"])
     rows: list[tuple[int, int, int]] = []
     for b in range(nb):
         info = [normalized(boxes[b, i], cpb) for i in range(n)]
         for c in range(nc):
             s = scores[b, c]
-            cand = np.flatnonzero(s > fparams[3]) if p["has_score_threshold"] else np.arange(n)
+            cand = np.flatnonzero(s > score_threshold) if score_threshold is not None else np.arange(n)
             order = cand[np.argsort(-s[cand], kind="stable")]       # best first, equal scores by index
             kept: list[int] = []
             for i in order:
                 if len(kept) >= cap:
                     break
-                if not any(suppresses(info[i], info[k], fparams[2]) for k in kept):
+                if not any(suppresses(info[i], info[k], iou_threshold) for k in kept):
                     kept.append(int(i))
                     rows.append((b, c, int(i)))
     out = np.zeros(3 * max_selected(p) + 1, F32)
@@ -119,7 +134,7 @@ def c_nms(op: Op, low, site: CallSite) -> str:
     return cemit.with_params("edgec_nms_params", op.params, call)
 
 
-OPS = [OpDef("nms", "nms", quantize_nms, None, qparams="fixed", fixed_qparams=lambda op: (1.0, 0),
+OPS = [OpDef("nms", "nms", quantize_nms, run_float_nms, qparams="fixed", fixed_qparams=lambda op: (1.0, 0),
              sensitivity=False)]
 KERNELS = [Kernel("edgec_nms_s8", ("nms",), REFERENCE, c_nms, run=run_nms, code_bytes=1200)]
 
@@ -127,11 +142,9 @@ KERNELS = [Kernel("edgec_nms_s8", ("nms",), REFERENCE, c_nms, run=run_nms, code_
 # ---- ONNX import ------------------------------------------------------------------------------------------------
 def import_nms(cx, node):
     """NonMaxSuppression of two activations with constant bounds and thresholds -> one static float32 output."""
-    boxes, bperm = cx.activation(node.input[0], node)
-    scores, sperm = cx.activation(node.input[1], node)
+    boxes = cx.as_layout(node.input[0], (0, 1, 2), node)     # a transposed one (a Conv head's) moved once
+    scores = cx.as_layout(node.input[1], (0, 1, 2), node)
     bshape, sshape = cx.shape(node.input[0], node), cx.shape(node.input[1], node)
-    if list(bperm) != list(range(3)) or list(sperm) != list(range(3)):
-        raise node_error(node, "its boxes and scores must be in ONNX layout (a transposed one is not supported)")
     if len(bshape) != 3 or len(sshape) != 3 or bshape[2] != 4 or bshape[0] != sshape[0] or bshape[1] != sshape[2]:
         raise node_error(node, f"boxes {list(bshape)} and scores {list(sshape)}: NonMaxSuppression takes "
                                "[batches, boxes, 4] and [batches, classes, boxes]")
@@ -167,3 +180,29 @@ def import_nms(cx, node):
 
 
 ONNX = {"NonMaxSuppression": import_nms}
+
+
+# ---- a detector's outputs (edgec bench reads them as boxes) -------------------------------------------------------
+def output_selection(graph) -> Op | None:
+    """The NonMaxSuppression whose selection is a model output beside the boxes and scores it selects from (both
+    model outputs too): a detector whose outputs edgec bench reads as boxes; else None."""
+    op = next((o for o in graph.ops if o.kind == "nms" and o.output in graph.outputs), None)
+    if op is None or any(t not in graph.outputs for t in op.inputs[:2]) or int(op.params["num_batches"]) != 1:
+        return None
+    return op
+
+
+def detections_of(p: dict, boxes, scores, rows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One image's selected boxes as (ymin, xmin, ymax, xmax) [k, 4], their classes [k] and scores [k]: boxes
+    [1, n, 4] and scores [1, C, n] (floats), rows the selection [k, 3] (batch, class, box) as ONNX gives it."""
+    rows = np.asarray(rows, np.int64).reshape(-1, 3)
+    boxes = np.asarray(boxes, F32).reshape(-1, int(p["num_boxes"]), 4)
+    scores = np.asarray(scores, F32).reshape(boxes.shape[0], -1, int(p["num_boxes"]))
+    corners = [normalized(boxes[b, i], int(p["center_point_box"]))[0] for b, _, i in rows]
+    return (np.array(corners, F32).reshape(-1, 4), rows[:, 1], scores[rows[:, 0], rows[:, 1], rows[:, 2]])
+
+
+def output_op(graph) -> Op | None:
+    """The NonMaxSuppression computing the model's one output (its packed selection), else None."""
+    op = next((o for o in graph.ops if o.output == graph.output), None)
+    return op if op is not None and op.kind == "nms" and not graph.more_outputs else None

@@ -122,6 +122,17 @@ def run_float(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
     return np.concatenate(outs)
 
 
+def run_float_each(model: onnx.ModelProto, x: np.ndarray) -> list[dict[str, np.ndarray]]:
+    """Float outputs of the model for every sample of x, as onnxruntime gives them ({output name: array}, any
+    shape: a NonMaxSuppression's selection has as many rows as it selected)."""
+    try:
+        sess = float_session(model)
+        names = [o.name for o in sess.get_outputs()]
+        return [dict(zip(names, sess.run(None, feeds(model, x[i:i + 1])))) for i in range(len(x))]
+    except Exception as exc:      # onnxruntime refusing the user's model: one line (others unchanged)
+        raise ort_error(exc, "the float model failed on the test data") from None
+
+
 def calibrate(model: onnx.ModelProto, x: np.ndarray, values: Iterable[str],
               progress: Progress | None = None) -> dict[str, tuple[float, float]]:
     """min/max of each named ONNX value over the calibration samples (in-memory x)."""

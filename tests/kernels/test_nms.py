@@ -107,6 +107,31 @@ def test_twin_and_c_match_onnxruntime(ck, mode, center_point_box):
         assert reached >= 18
 
 
+def test_float_run_matches_onnxruntime_on_float_boxes():
+    """The float run (edgec/quant/floatref.py's, from the op's attrs) on float boxes and scores off any int8 grid:
+    onnxruntime's selection, every mode, both box formats, with and without a score threshold."""
+    from edgec.ir import Op
+
+    rng = np.random.default_rng(11)
+    picked = 0
+    for k in range(40):
+        p, _, _, fparams, model = nms_case(rng, MODES[k % len(MODES)], k % 2, k % 4 != 3)
+        nb, nc, n = p["num_batches"], p["num_classes"], p["num_boxes"]
+        boxes = rng.normal(0, 1, (nb, n, 4)).astype(np.float32)
+        if k % 2:
+            boxes[..., 2:] = np.abs(boxes[..., 2:])
+        scores = rng.uniform(0, 1, (nb, nc, n)).astype(np.float32)
+        op = Op("nms", "nms", ("b", "s"), "y", attrs=dict(
+            num_batches=nb, num_classes=nc, num_boxes=n, max_per_class=p["max_per_class"], center_point_box=k % 2,
+            iou_threshold=fparams[2], score_threshold=fparams[3] if p["has_score_threshold"] else None))
+        want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"boxes": boxes,
+                                                                                        "scores": scores})[0]
+        got = nms.run_float_nms(op, [boxes.astype(np.float64), scores.astype(np.float64)])
+        np.testing.assert_array_equal(nms.selected(got, p), want)
+        picked += len(want)
+    assert picked > 40
+
+
 def test_imported_model_reference_and_host_c_match_onnxruntime(tmp_path):
     """Single-node ONNX models (boxes and scores the model's inputs, so that the int8 inputs stand exactly for the
     float ones) through edgec's ONNX import and calibration: the NumPy reference of the graph and its generated C
