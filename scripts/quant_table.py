@@ -16,14 +16,13 @@ accuracy claim).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import re
+import runpy
 import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
-import onnx
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -40,12 +39,7 @@ BEGIN4, END4 = "<!-- quant_table.py int4 begin -->", "<!-- quant_table.py int4 e
 
 
 def conv_outlier_model(tmp: Path, which: str = "conv_outlier") -> Path:
-    spec = importlib.util.spec_from_file_location("conv_outlier", EX / "hostile_channel" / "conv_outlier.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    path = tmp / f"{which}.onnx"
-    onnx.save(getattr(mod, which)(), str(path))
-    return path
+    return runpy.run_path(str(EX / "hostile_channel" / "conv_outlier.py"))["write"](which, tmp)
 
 
 def sets(tmp: Path):
