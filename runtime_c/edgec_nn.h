@@ -359,6 +359,9 @@ typedef struct {
 
 void edgec_max_pool_s8(const edgec_pool_params *p, const int8_t *input, int8_t *output);
 void edgec_avg_pool_s8(const edgec_pool_params *p, const int8_t *input, int8_t *output);
+/* int16 activations (between two int16 layers, TFLite MaxPool16 / AveragePool16): the same params. */
+void edgec_max_pool_s16(const edgec_pool_params *p, const int16_t *input, int16_t *output);
+void edgec_avg_pool_s16(const edgec_pool_params *p, const int16_t *input, int16_t *output);
 
 /* Global average pooling: the average over all pixels of [pixels][c], TFLite rounding. */
 typedef struct {
