@@ -87,3 +87,12 @@ def test_the_hostile_saturating_tanh_is_found(name):
                                  ptq.QuantOptions(cache=False, sensitivity_samples=0))
     assert any(s.startswith("saturating input a1 ") for s in res.fixes.findings), res.fixes.findings
     assert any(t["fix"] == "saturation-aware ranges" for t in res.fixes.trials)
+
+
+@pytest.mark.parametrize("flag, want", [([], None), (["--saturation"], True), (["--no-saturation"], False)])
+def test_the_command_line_forces_the_choice(flag, want):
+    from edgec import cli
+
+    args = cli.parser().parse_args(["calibrate", "m.onnx", "--calib", "c.npz", *flag])
+    assert cli._quant_options(args).saturation is want
+    assert ptq.QuantOptions.plain().saturation is False                # plain: the recipe's choices all off
