@@ -29,6 +29,9 @@ def add_quant_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--equalize", action=argparse.BooleanOptionalAction, default=None,
                    help="cross-layer equalization of conv pairs (also through ReLU and max/average pooling); "
                         "default: on when it measurably helps on held-out calibration samples")
+    p.add_argument("--saturation", action=argparse.BooleanOptionalAction, default=None,
+                   help="cut the input range of a saturating activation (Tanh, Sigmoid...) to where its function "
+                        "moves; default: on when it measurably helps on held-out calibration samples")
     p.add_argument("--no-cache", action="store_true", help="recalibrate even if the statistics are cached")
     p.add_argument("--sensitivity-samples", type=argtypes.count(0), default=16,
                    help="calibration samples the per-layer sensitivity report uses (0: no report)")

@@ -55,6 +55,60 @@ void edgec_remap_s8(const edgec_remap_params *p, const int8_t *input, const int3
     }
 }
 
+/* int16 transpose and remap (between two int16 layers): the same loops on 2-byte elements. */
+void edgec_transpose_s16(const edgec_transpose_params *p, const int16_t *input, int16_t *output)
+{
+    const int32_t *dims = p->dims, *perm = p->perm;
+    int32_t in_stride[4], s[4], od[4];
+    int32_t k, i0, i1, i2, i3;
+    in_stride[3] = 1;
+    for (k = 2; k >= 0; --k) {
+        in_stride[k] = in_stride[k + 1] * dims[k + 1];
+    }
+    for (k = 0; k < 4; ++k) {
+        od[k] = dims[perm[k]];
+        s[k] = in_stride[perm[k]];
+    }
+    for (i0 = 0; i0 < od[0]; ++i0) {
+        for (i1 = 0; i1 < od[1]; ++i1) {
+            for (i2 = 0; i2 < od[2]; ++i2) {
+                const int16_t *src = input + i0 * s[0] + i1 * s[1] + i2 * s[2];
+                for (i3 = 0; i3 < od[3]; ++i3) {
+                    *output++ = src[i3 * s[3]];
+                }
+            }
+        }
+    }
+}
+
+void edgec_remap_s16(const edgec_remap_params *p, const int16_t *input, const int32_t *offsets,
+                     int16_t *output)
+{
+    const int32_t *d = p->dims;
+    const int32_t *t0 = offsets + p->start[0], *t1 = offsets + p->start[1], *t2 = offsets + p->start[2];
+    const int32_t *t3 = offsets + p->start[3], *t4 = offsets + p->start[4], *t5 = offsets + p->start[5];
+    const int16_t pad = (int16_t)p->pad_value;
+    int32_t i0, i1, i2, i3, i4, i5;
+    for (i0 = 0; i0 < d[0]; ++i0) {
+        for (i1 = 0; i1 < d[1]; ++i1) {
+            const int32_t s1 = t0[i0] + t1[i1];
+            for (i2 = 0; i2 < d[2]; ++i2) {
+                const int32_t s2 = s1 + t2[i2];
+                for (i3 = 0; i3 < d[3]; ++i3) {
+                    const int32_t s3 = s2 + t3[i3];
+                    for (i4 = 0; i4 < d[4]; ++i4) {
+                        const int32_t s4 = s3 + t4[i4];
+                        for (i5 = 0; i5 < d[5]; ++i5) {
+                            const int32_t s = s4 + t5[i5];
+                            *output++ = s >= 0 ? input[s] : pad;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 void edgec_concat_part_s8(const edgec_concat_params *p, const int8_t *input, const int8_t *table,
                           int8_t *output)
 {

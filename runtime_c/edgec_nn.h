@@ -359,6 +359,9 @@ typedef struct {
 
 void edgec_max_pool_s8(const edgec_pool_params *p, const int8_t *input, int8_t *output);
 void edgec_avg_pool_s8(const edgec_pool_params *p, const int8_t *input, int8_t *output);
+/* int16 activations (between two int16 layers, TFLite MaxPool16 / AveragePool16): the same params. */
+void edgec_max_pool_s16(const edgec_pool_params *p, const int16_t *input, int16_t *output);
+void edgec_avg_pool_s16(const edgec_pool_params *p, const int16_t *input, int16_t *output);
 
 /* Global average pooling: the average over all pixels of [pixels][c], TFLite rounding. */
 typedef struct {
@@ -461,6 +464,8 @@ typedef struct {
     int32_t dims[4], perm[4];
 } edgec_transpose_params;
 void edgec_transpose_s8(const edgec_transpose_params *p, const int8_t *input, int8_t *output);
+/* int16 (between two int16 layers): the same params. */
+void edgec_transpose_s16(const edgec_transpose_params *p, const int16_t *input, int16_t *output);
 
 /* Separable index map: out[i0..i5] = in[sum_k offsets[start[k] + i_k]], or pad_value when the
  * sum is negative (an axis entry of -2^27 marks padding). */
@@ -468,6 +473,8 @@ typedef struct {
     int32_t dims[EDGEC_RANK], start[EDGEC_RANK], pad_value;
 } edgec_remap_params;
 void edgec_remap_s8(const edgec_remap_params *p, const int8_t *input, const int32_t *offsets, int8_t *output);
+/* int16 (between two int16 layers): the same params, pad_value on the int16 grid. */
+void edgec_remap_s16(const edgec_remap_params *p, const int16_t *input, const int32_t *offsets, int16_t *output);
 
 /* One input of a concatenation: out[o * out_stride + out_offset + j] = in[o * chunk + j]
  * (through table[in + 128] when table is not NULL). */

@@ -1,29 +1,31 @@
-"""The default quantization recipe (edgec/quant/fixes.py) before and after, on the examples, the hostile models
-and the MLPerf Tiny models: docs/quantization.md's "Default recipe" table.
+"""The default quantization recipe (edgec/quant/fixes.py) before and after, beside ONNX Runtime's and NNCF's
+post-training quantization, on the examples, the hostile models, the MLPerf Tiny models and the .onnx models of
+the real-model corpus (tests/corpus/): docs/quantization.md's "Default recipe" table.
 
 Rows per model: float (onnxruntime); edgec plain (minmax ranges, no equalization, no bias correction: the default
 before the recipe); edgec default (the recipe: what it chose in the last column); for labelled models, edgec
 --max-accuracy-drop 1 given the calibration file without its labels; onnxruntime quantize_static (QDQ,
-per-channel int8 weights, int8 activations; MinMax, and Percentile for labelled models) on the same calibration
-file. edgec figures are the
-NumPy integer reference, which the generated C matches bit for bit. Accuracy is top-1 on the labelled test set
-where one exists; the MLPerf Tiny models ship only their golden samples (no labels): those rows are calibrated
-and measured on the same few samples (top-1 agreement with float and output SQNR, a sanity check, not an
-accuracy claim).
+per-channel int8 weights, int8 activations) with each of its calibration methods (MinMax, Entropy, Percentile)
+on the same calibration file; NNCF's post-training quantization (nncf.quantize, its defaults: min/max ranges,
+fast bias correction, symmetric int8 activations; `pip install edgec[compare]`) on the same file, run by
+onnxruntime as QDQ. edgec figures are the NumPy integer reference, which the generated C matches bit for bit.
+Accuracy is top-1 on the labelled test set where one exists; the MLPerf Tiny models ship only their golden
+samples (no labels): those rows are calibrated and measured on the same few samples (top-1 agreement with float
+and output SQNR, a sanity check, not an accuracy claim); the corpus models are calibrated on their calib.npz and
+measured on their oracle's other samples (2 to 4: output SQNR only says something).
 
     python scripts/quant_table.py [--md docs/quantization.md]
 """
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import re
+import runpy
 import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
-import onnx
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -40,12 +42,7 @@ BEGIN4, END4 = "<!-- quant_table.py int4 begin -->", "<!-- quant_table.py int4 e
 
 
 def conv_outlier_model(tmp: Path, which: str = "conv_outlier") -> Path:
-    spec = importlib.util.spec_from_file_location("conv_outlier", EX / "hostile_channel" / "conv_outlier.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    path = tmp / f"{which}.onnx"
-    onnx.save(getattr(mod, which)(), str(path))
-    return path
+    return runpy.run_path(str(EX / "hostile_channel" / "conv_outlier.py"))["write"](which, tmp)
 
 
 def sets(tmp: Path):
@@ -79,7 +76,31 @@ def sets(tmp: Path):
     np.savez(tmp / "ad_windows.npz", x=win[:128])
     out.append(("ad (128 log-mel windows; 68 others measured)", MLPERF / "ad_fc_autoencoder_fp32.onnx",
                 tmp / "ad_windows.npz", win[128:], None))
+    for name in CORPUS_ONNX:
+        d = CORPUS / name
+        n = len(np.load(d / "calib.npz")["x"])
+        x = np.load(d / "oracle.npz")["x"].astype(np.float32)
+        out.append((f"corpus {name} ({n} calibration samples, {len(x)} measured)", d / "model.onnx",
+                    d / "calib.npz", x, None))
     return out
+
+
+CORPUS = REPO / "tests" / "corpus"
+CORPUS_ONNX = ("onnx2c_mnist", "tf2onnx_ds_cnn_kws", "tf2onnx_har_cnn1d", "tf2onnx_ad_autoencoder",
+               "tf2onnx_mobilenet_v1_025_96")
+
+
+def nncf_outputs(model_path, calib_x, x):
+    """NNCF's post-training INT8 (nncf.quantize with its defaults) of the float model, run by onnxruntime; None
+    when nncf is not installed."""
+    try:
+        import nncf
+    except ImportError:
+        return None
+    model = loader.load_model(model_path)
+    name = loader.graph_inputs(model)[0].name
+    q = nncf.quantize(model, nncf.Dataset([{name: s[None]} for s in calib_x]), subset_size=len(calib_x))
+    return calibrate.run_float(q, x).reshape(len(x), -1)
 
 
 def rows_of(label, model_path, calib_path, x, y):
@@ -105,11 +126,12 @@ def rows_of(label, model_path, calib_path, x, y):
         rows.append(row("edgec --max-accuracy-drop 1, calibration file without labels", int8_outputs(res.graph, x),
                         f"int16 {', '.join(m.int16) or '-'}; int4 {', '.join(m.int4) or '-'}; "
                         + ("within" if m.within_budget else "outside") + " the budget on the held-out samples"))
-    out, _ = ort_outputs(model_path, calib_x, x, "MinMax")
-    rows.append(row("ORT quantize_static MinMax", out))
-    if y is not None:
-        out, _ = ort_outputs(model_path, calib_x, x, "Percentile")
-        rows.append(row("ORT quantize_static Percentile", out))
+    for method in ("MinMax", "Entropy", "Percentile"):
+        out, _ = ort_outputs(model_path, calib_x, x, method)
+        rows.append(row(f"ORT quantize_static {method}", out))
+    out = nncf_outputs(model_path, calib_x, x)
+    if out is not None:
+        rows.append(row("NNCF quantize (defaults)", out))
     return rows
 
 

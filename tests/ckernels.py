@@ -100,9 +100,9 @@ class CKernels:
     def fully_connected_s8(self, p, *a):
         return self._wb("edgec_fully_connected_s8", p, "edgec_fully_connected_params", *a, (p["out_features"],))
 
-    def _pool(self, name, p, x):
-        x = np.ascontiguousarray(x, np.int8)
-        out = np.zeros((p["out_h"], p["out_w"], p["c"]), np.int8)
+    def _pool(self, name, p, x, dtype=np.int8):
+        x = np.ascontiguousarray(x, dtype)
+        out = np.zeros((p["out_h"], p["out_w"], p["c"]), dtype)
         getattr(self.lib, name)(ctypes.byref(make("edgec_pool_params", p)), ptr(x), ptr(out))
         return out
 
@@ -111,6 +111,12 @@ class CKernels:
 
     def avg_pool_s8(self, p, x):
         return self._pool("edgec_avg_pool_s8", p, x)
+
+    def max_pool_s16(self, p, x):
+        return self._pool("edgec_max_pool_s16", p, x, np.int16)
+
+    def avg_pool_s16(self, p, x):
+        return self._pool("edgec_avg_pool_s16", p, x, np.int16)
 
     def add_s8(self, p, a, b):
         a, b = (np.ascontiguousarray(v, np.int8) for v in (a, b))

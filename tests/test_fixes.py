@@ -1,8 +1,8 @@
 """The default quantization recipe (edgec/quant/fixes.py): fixes chosen by held-out output SQNR, flags that force."""
 from __future__ import annotations
 
-import importlib.util
 import json
+import runpy
 
 import numpy as np
 import onnx
@@ -19,12 +19,7 @@ DIGITS = EXAMPLES / "digits_cnn"
 
 def _conv_outlier(tmp_path, which: str = "conv_outlier"):
     """examples/hostile_channel/conv_outlier.py's model, made anew from the digits CNN."""
-    spec = importlib.util.spec_from_file_location("conv_outlier", EXAMPLES / "hostile_channel" / "conv_outlier.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    path = tmp_path / f"{which}.onnx"
-    onnx.save(getattr(mod, which)(), str(path))
-    return path
+    return runpy.run_path(str(EXAMPLES / "hostile_channel" / "conv_outlier.py"))["write"](which, tmp_path)
 
 
 def _top1(graph, x, y) -> float:

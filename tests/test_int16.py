@@ -225,3 +225,58 @@ def test_int16_softmax_is_bit_exact(tmp_path):
         got = np.stack([scheme.dequantize(g.tensors[g.output], reference.run(g, q)) for q in xq])
         err[wide] = np.abs(got.reshape(16, -1) - np.stack([floatref.output(g, s[None]).reshape(-1) for s in x[32:]])).mean()
     assert err[("attn",)] < err[()]
+
+
+def _pooled():
+    """x[1,3,8,8] -> convA -> MaxPool 3x3/2 (padded) -> Pad (reflect) -> convB -> AveragePool 2x2 (padded,
+    count_include_pad 0) -> Flatten -> Gemm[4]: pools and a remap between the int16 layers, negative values
+    through them."""
+    r = np.random.default_rng(7)
+    nodes = [helper.make_node("Conv", ["x", "wa", "ba"], ["a"], pads=[1, 1, 1, 1], name="convA"),
+             helper.make_node("MaxPool", ["a"], ["m"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                              name="maxpool"),
+             helper.make_node("Pad", ["m", "pads"], ["mp"], mode="reflect", name="pad"),
+             helper.make_node("Conv", ["mp", "wb", "bb"], ["b"], name="convB"),
+             helper.make_node("AveragePool", ["b"], ["p"], kernel_shape=[2, 2], strides=[1, 1], pads=[1, 1, 0, 0],
+                              name="avgpool"),
+             helper.make_node("Flatten", ["p"], ["f"], name="flat"),
+             helper.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1, name="fc")]
+    inits = {"wa": r.standard_normal((6, 3, 3, 3)) * 0.5, "ba": r.standard_normal(6) * 0.1,
+             "wb": r.standard_normal((5, 6, 3, 3)) * 0.3, "bb": r.standard_normal(5) * 0.1,
+             "wf": r.standard_normal((4, 5 * 4 * 4)) * 0.2, "bf": np.zeros(4),
+             "pads": np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)}
+    return make_model(nodes, ("x", [1, 3, 8, 8]), ("y", [1, 4]), inits)
+
+
+def test_pools_between_int16_layers_stay_int16_and_are_bit_exact(tmp_path):
+    """A max and an average pool and a remap (the Pad) between int16 layers run their s16 kernels (no conversion
+    around them), the
+    accuracy budget's reader groups look through them, and the generated C matches the reference bit for bit."""
+    from conftest import check_generated_c
+    from edgec.quant import int16
+
+    path = save(_pooled(), tmp_path)
+    x = np.random.default_rng(8).standard_normal((40, 3, 8, 8)).astype(np.float32)
+    np.savez(tmp_path / "calib.npz", x=x[:32])
+    res = api.calibrate_model(path, tmp_path / "calib.npz",
+                              ptq.QuantOptions.plain(int16=("convA", "convB", "fc"), sensitivity_samples=0))[1]
+    g = pipeline.lower(res.graph)
+    kernels = {op.name: op.lowering.kernel.name for op in g.ops if op.lowering}
+    assert kernels["maxpool"] == "edgec_max_pool_s16" and kernels["avgpool"] == "edgec_avg_pool_s16"
+    assert kernels["pad"] == "edgec_remap_s16", kernels
+    conv = [op for op in g.ops if op.kind == "requantize"]
+    assert [(g.tensors[op.inputs[0]].dtype, g.tensors[op.output].dtype) for op in conv] == \
+        [("int8", "int16"), ("int16", "int8")]
+    for name in ("maxpool", "pad", "avgpool"):
+        op = next(op for op in g.ops if op.name == name)
+        assert g.tensors[op.inputs[0]].scale == g.tensors[op.output].scale and g.tensors[op.output].zero_point == 0
+    float_graph = api.calibrate_model(path, tmp_path / "calib.npz", ptq.QuantOptions.plain(sensitivity_samples=0))[1]
+    assert int16.layers_reading(res.graph, "convA") == ["convB"]
+    assert int16.layers_reading(float_graph.graph, "convB") == ["fc"]
+    check_generated_c(res.graph, x[32:], tmp_path / "gcc")
+    check_generated_c(res.graph, x[32:], tmp_path / "clang", cc="clang", flags=SANITIZE)
+    # a pool whose output an int8 layer reads stays int8: convA int16 alone converts after convA
+    alone = api.calibrate_model(path, tmp_path / "calib.npz",
+                                ptq.QuantOptions.plain(int16=("convA",), sensitivity_samples=0))[1].graph
+    pool = next(op for op in alone.ops if op.name == "maxpool")
+    assert alone.tensors[pool.output].dtype == "int8"

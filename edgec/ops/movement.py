@@ -19,8 +19,8 @@ import numpy as np
 from edgec.errors import EdgecError, node_error
 from edgec.ir import Op, Tensor
 from edgec.ops import cemit
-from edgec.ops.kernel import REFERENCE, Kernel
-from edgec.ops.opdef import CallSite, OpDef
+from edgec.ops.kernel import INT16, REFERENCE, Kernel
+from edgec.ops.opdef import CallSite, Int16, OpDef
 
 
 RANK = 6                  # remap / binary work on up to 6 dimensions (EDGEC_RANK)
@@ -70,15 +70,20 @@ def quantize_remap(op: Op, ins: list[Tensor], out: Tensor) -> None:
     op.arrays["offsets"] = np.concatenate(tables).astype(np.int32)
 
 
+def quantize_remap16(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    """A remap between two int16 layers (edgec/quant/int16.py): its pad value on the input's int16 grid."""
+    op.params["pad_value"] = int(np.clip(round(op.attrs["pad"] / ins[0].scale), -32768, 32767))
+
+
 # ---- NumPy integer twins ------------------------------------------------------------------------
 
 
-def transpose_s8(x, perm) -> np.ndarray:
-    """TFLite reference_ops::Transpose (== numpy.transpose) for rank <= 4."""
-    return np.ascontiguousarray(np.transpose(np.asarray(x, np.int8), [int(i) for i in perm]))
+def transpose_s8(x, perm, dtype=np.int8) -> np.ndarray:
+    """TFLite reference_ops::Transpose (== numpy.transpose) for rank <= 4; int16 with dtype."""
+    return np.ascontiguousarray(np.transpose(np.asarray(x, dtype), [int(i) for i in perm]))
 
 
-def remap_s8(p: dict, offsets, x) -> np.ndarray:
+def remap_s8(p: dict, offsets, x, dtype=np.int8) -> np.ndarray:
     """out[i0..i5] = x[sum_k offsets[start[k] + i_k]], or pad_value if any term is INVALID."""
     dims = [int(d) for d in p["dims"]]
     offsets = np.asarray(offsets, np.int64)
@@ -88,13 +93,17 @@ def remap_s8(p: dict, offsets, x) -> np.ndarray:
         shape[k] = d
         total = total + offsets[int(p["start"][k]):int(p["start"][k]) + d].reshape(shape)
     total = total.reshape(-1)
-    x = np.asarray(x, np.int8).reshape(-1)
-    return np.where(total >= 0, x[np.maximum(total, 0)], np.int8(p["pad_value"])).astype(np.int8)
+    x = np.asarray(x, dtype).reshape(-1)
+    return np.where(total >= 0, x[np.maximum(total, 0)], dtype(p["pad_value"])).astype(dtype)
 
 
 def run_transpose(op: Op, inputs: list) -> np.ndarray:
     p = op.params
     return transpose_s8(inputs[0].reshape(p["dims"]), p["perm"])
+
+
+def run_transpose16(op: Op, inputs: list) -> np.ndarray:
+    return transpose_s8(inputs[0].reshape(op.params["dims"]), op.params["perm"], np.int16)
 
 
 # ---- float --------------------------------------------------------------------------------------
@@ -130,17 +139,32 @@ def c_remap(op: Op, low, site: CallSite) -> str:
     return cemit.with_params("edgec_remap_params", op.params, call)
 
 
+def c_transpose16(op: Op, low, site: CallSite) -> str:
+    call = f"{low.kernel.name}(&p, {cemit.i16(site.inputs[0], const=True)}, {cemit.i16(site.output)});"
+    return cemit.with_params("edgec_transpose_params", op.params, call, only_fields=True)
+
+
+def c_remap16(op: Op, low, site: CallSite) -> str:
+    call = (f"{low.kernel.name}(&p, {cemit.i16(site.inputs[0], const=True)}, {site.arrays['offsets']}, "
+            f"{cemit.i16(site.output)});")
+    return cemit.with_params("edgec_remap_params", op.params, call)
+
+
 OPS = [     # (a reshape is a view: no kernel, its output the input's bytes, int8 or int16)
     OpDef("reshape", "movement", _nothing, lambda op, inputs: inputs[0], alias=True, qparams="input",
           sensitivity=False),
     OpDef("transpose", "movement", quantize_transpose, lambda op, inputs: np.transpose(inputs[0], op.attrs["perm"]),
-          qparams="input", sensitivity=False),
-    OpDef("remap", "movement", quantize_remap, float_remap, qparams="input"),
+          qparams="input", sensitivity=False, int16=Int16(_nothing)),
+    OpDef("remap", "movement", quantize_remap, float_remap, qparams="input", int16=Int16(quantize_remap16)),
 ]
 KERNELS = [
     Kernel("edgec_transpose_s8", ("transpose",), REFERENCE, c_transpose, run=run_transpose, code_bytes=400),
     Kernel("edgec_remap_s8", ("remap",), REFERENCE, c_remap,
            run=lambda op, inputs: remap_s8(op.params, op.arrays["offsets"], inputs[0])),
+    # int16: only between two int16 layers (edgec/quant/int16.py passes an int16 chain through them)
+    Kernel("edgec_transpose_s16", ("transpose",), REFERENCE, c_transpose16, precision=INT16, run=run_transpose16),
+    Kernel("edgec_remap_s16", ("remap",), REFERENCE, c_remap16, precision=INT16,
+           run=lambda op, inputs: remap_s8(op.params, op.arrays["offsets"], inputs[0], np.int16)),
 ]
 
 

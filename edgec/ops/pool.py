@@ -12,10 +12,10 @@ from edgec.errors import node_error
 from edgec.ir import NO_ACT, Op, SYNTHETIC, Tensor
 from edgec.ops import cemit, movement
 from edgec.ops.conv import float_windows, pad_windows, spatial, window
-from edgec.ops.kernel import FAST, HELIUM, MVE, REFERENCE, Kernel
-from edgec.ops.opdef import CallSite, OpDef
+from edgec.ops.kernel import FAST, HELIUM, INT16, MVE, REFERENCE, Kernel
+from edgec.ops.opdef import CallSite, Int16, OpDef
 from edgec.ops.reduce import reduce
-from edgec.fixedpoint.scheme import act_range
+from edgec.fixedpoint.scheme import act_range, act_range16
 
 
 # ---- quantize ---------------------------------------------------------------------------------
@@ -26,21 +26,28 @@ def quantize_pool(op: Op, ins: list[Tensor], out: Tensor) -> None:
                      pad_top=op.attrs["pad"][0], pad_left=op.attrs["pad"][1], **act_range(op, out))
 
 
+def quantize_pool16(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    """The int16 pool between two int16 layers (edgec/quant/int16.py): the input's symmetric grid, int16 clamp."""
+    op.params.update(**act_range16(op, out))
+
+
 # ---- NumPy integer twins ------------------------------------------------------------------------
-def max_pool_s8(p: dict, x) -> np.ndarray:
-    """TFLite reference_integer_ops::MaxPool (padded taps ignored, then activation clamp)."""
-    x = np.asarray(x, np.int8).reshape(p["in_h"], p["in_w"], p["c"])
-    tap = pad_windows(x, p, -128)  # -128 is TFLite's initial max, never beats a real tap
-    out = np.full((p["out_h"], p["out_w"], p["c"]), -128, np.int8)
+def max_pool_s8(p: dict, x, dtype=np.int8) -> np.ndarray:
+    """TFLite reference_integer_ops::MaxPool (padded taps ignored, then activation clamp); int16 with dtype."""
+    low = int(np.iinfo(dtype).min)
+    x = np.asarray(x, dtype).reshape(p["in_h"], p["in_w"], p["c"])
+    tap = pad_windows(x, p, low)  # the type's lowest value is TFLite's initial max, never beats a real tap
+    out = np.full((p["out_h"], p["out_w"], p["c"]), low, dtype)
     for ky in range(int(p["k_h"])):
         for kx in range(int(p["k_w"])):
             np.maximum(out, tap(ky, kx), out=out)
-    return np.clip(out, int(p["act_min"]), int(p["act_max"])).astype(np.int8)
+    return np.clip(out, int(p["act_min"]), int(p["act_max"])).astype(dtype)
 
 
-def avg_pool_s8(p: dict, x) -> np.ndarray:
-    """TFLite reference_integer_ops::AveragePool (count = valid taps, rounded C division)."""
-    x = np.asarray(x, np.int8).reshape(p["in_h"], p["in_w"], p["c"])
+def avg_pool_s8(p: dict, x, dtype=np.int8) -> np.ndarray:
+    """TFLite reference_integer_ops::AveragePool (count = valid taps, rounded C division); AveragePool16 with
+    dtype int16 (the same int32 sum and rounding)."""
+    x = np.asarray(x, dtype).reshape(p["in_h"], p["in_w"], p["c"])
     tap_x = pad_windows(x.astype(np.int64), p, 0)
     tap_n = pad_windows(np.ones(x.shape[:2] + (1,), np.int64), p, 0)
     acc = np.zeros((p["out_h"], p["out_w"], p["c"]), np.int64)
@@ -52,7 +59,7 @@ def avg_pool_s8(p: dict, x) -> np.ndarray:
     c = np.maximum(cnt, 1)  # no valid tap (degenerate padding): average 0, as the C
     num = np.abs(acc) + c // 2
     avg = np.where(acc > 0, num // c, -(num // c))  # (sum +- count/2) / count, truncating
-    return np.clip(avg, int(p["act_min"]), int(p["act_max"])).astype(np.int8)
+    return np.clip(avg, int(p["act_min"]), int(p["act_max"])).astype(dtype)
 
 
 def run_max_pool(op: Op, inputs: list) -> np.ndarray:
@@ -63,6 +70,14 @@ def run_max_pool(op: Op, inputs: list) -> np.ndarray:
 def run_avg_pool(op: Op, inputs: list) -> np.ndarray:
     p = op.params
     return avg_pool_s8(p, inputs[0].reshape(p["in_h"], p["in_w"], p["c"]))
+
+
+def run_max_pool16(op: Op, inputs: list) -> np.ndarray:
+    return max_pool_s8(op.params, inputs[0], np.int16)
+
+
+def run_avg_pool16(op: Op, inputs: list) -> np.ndarray:
+    return avg_pool_s8(op.params, inputs[0], np.int16)
 
 
 # ---- float --------------------------------------------------------------------------------------
@@ -80,6 +95,11 @@ def float_pool(op: Op, inputs: list):
 # ---- kernels -------------------------------------------------------------------------------------
 def c_pool(op: Op, low, site: CallSite) -> str:
     return f"{low.kernel.name}(&{site.prefix}_params, {site.inputs[0]}, {site.output});"
+
+
+def c_pool16(op: Op, low, site: CallSite) -> str:
+    return (f"{low.kernel.name}(&{site.prefix}_params, {cemit.i16(site.inputs[0], const=True)}, "
+            f"{cemit.i16(site.output)});")
 
 
 def c_global(op: Op, low, site: CallSite) -> str:
@@ -103,11 +123,18 @@ AVG_POOL = Kernel("edgec_avg_pool_s8", ("avg_pool",), REFERENCE, c_pool, run=run
 GLOBAL = Kernel("edgec_avg_pool_global_s8", ("avg_pool",), FAST, c_global, lower=lower_avg_pool)
 GLOBAL_MVE = Kernel("edgec_avg_pool_global_mve_s8", ("avg_pool",), HELIUM, c_global, base=GLOBAL, isa=MVE,
                     lower=lambda op, base: (base.params, base.arrays))      # 4 channels per vector: nothing repacked
-KERNELS = [MAX_POOL, AVG_POOL, GLOBAL, GLOBAL_MVE]
+# int16 pools: only between two int16 layers (edgec/quant/int16.py passes an int16 chain through them)
+MAX_POOL16 = Kernel("edgec_max_pool_s16", ("max_pool",), REFERENCE, c_pool16, precision=INT16, run=run_max_pool16,
+                    struct="edgec_pool_params")
+AVG_POOL16 = Kernel("edgec_avg_pool_s16", ("avg_pool",), REFERENCE, c_pool16, precision=INT16, run=run_avg_pool16,
+                    struct="edgec_pool_params")
+KERNELS = [MAX_POOL, AVG_POOL, GLOBAL, GLOBAL_MVE, MAX_POOL16, AVG_POOL16]
 
 OPS = [
-    OpDef("max_pool", "pool", quantize_pool, float_pool, fuses_activation=True, qparams="input", row_bands="window"),
-    OpDef("avg_pool", "pool", quantize_pool, float_pool, fuses_activation=True, qparams="input", row_bands="window"),
+    OpDef("max_pool", "pool", quantize_pool, float_pool, fuses_activation=True, qparams="input", row_bands="window",
+          int16=Int16(quantize_pool16)),
+    OpDef("avg_pool", "pool", quantize_pool, float_pool, fuses_activation=True, qparams="input", row_bands="window",
+          int16=Int16(quantize_pool16)),
 ]
 
 

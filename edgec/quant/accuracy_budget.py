@@ -113,11 +113,9 @@ def top1(outputs: np.ndarray, y: np.ndarray) -> float:
 
 def _with_readers(graph: Graph, name: str) -> list[str]:
     """The layer and the int16-capable layers that read its output: its int16 output then stays int16
-    (a lone int16 layer's output goes back to int8 before an int8 reader, which loses what int16 kept)."""
-    ok = set(int16.candidates(graph))
-    outs = {op.output for op in graph.ops if op.name == name}
-    readers = [op.name for op in graph.ops if op.name in ok and set(op.inputs) & outs]
-    return list(dict.fromkeys([name, *readers]))
+    (a lone int16 layer's output goes back to int8 before an int8 reader, which loses what int16 kept), read
+    directly or through views and pools (int16 too between two int16 layers)."""
+    return list(dict.fromkeys([name, *int16.layers_reading(graph, name)]))
 
 
 def changed(float_out: np.ndarray, q: np.ndarray, scale: float, zero_point: int, safety: float) -> np.ndarray:

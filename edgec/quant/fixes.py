@@ -9,10 +9,12 @@ INT8 model's output SQNR against float on held-out calibration samples:
 - greedy, in this order, starting from the plain recipe (minmax ranges, nothing else):
   1. cross-layer equalization (edgec/quant/equalize.py), when the model has conv pairs to equalize;
   2. the range method (minmax / percentile / entropy / mse) whose held-out SQNR is highest;
-  3. bias correction on the quantized model's own activations (edgec/quant/biascorr.py);
+  3. saturation-aware ranges (edgec/quant/saturation.py), when an activation table's input range reaches far
+     into where its function is flat (a Tanh whose input spans -140..110): that range cut to where it moves;
+  4. bias correction on the quantized model's own activations (edgec/quant/biascorr.py);
   a fix is kept when it gains more than MIN_GAIN_DB in total and loses nothing on either interleaved
   half of the held-out samples (one half's gain alone is noise of a small held-out set);
-- what it saw (outlier channels, wide per-tensor ranges) and what it measured goes into the build
+- what it saw (outlier channels, wide per-tensor ranges, saturating layers) and what it measured goes into the build
   summary and quant.json (`fixes`).
 
 The final model is then quantized as if those options had been given (ranges over all calibration samples),
@@ -32,7 +34,7 @@ import onnx
 from edgec import ports
 from edgec.data import Samples
 from edgec.ir import SYNTHETIC, Graph
-from edgec.quant import autorange, biascorr, calibrate, equalize, floatref
+from edgec.quant import autorange, biascorr, calibrate, equalize, floatref, saturation
 from edgec.ops.registry import REGISTRY
 from edgec.quant.quantize import quantize
 from edgec.quant.ranges import METHODS
@@ -55,6 +57,7 @@ class Fixes:
     equalize: bool = False
     method: str = "minmax"
     bias_correction: bool = False
+    saturation: bool = False                       # saturating layers' input ranges cut (saturation.py)
     judged: bool = True
     reason: str = ""                               # why not judged, or what cut the trials short
     findings: list[str] = field(default_factory=list)
@@ -67,6 +70,7 @@ class Fixes:
     def chosen(self) -> list[str]:
         return ((["cross-layer equalization"] if self.equalize else [])
                 + ([f"{self.method} ranges"] if self.method != "minmax" else [])
+                + (["saturation-aware ranges"] if self.saturation else [])
                 + (["bias correction"] if self.bias_correction else []))
 
     def summary(self) -> str:
@@ -87,7 +91,8 @@ class Fixes:
 
 
 def open_choices(method, equalize_opt, bias) -> bool:
-    """Whether the options leave any of the three choices to the default recipe (None: not given)."""
+    """Whether the options leave any of the three choices to the default recipe (None: not given; with all
+    three given, saturation-aware ranges are left out unless asked for too)."""
     return method is None or equalize_opt is None or bias is None
 
 
@@ -112,7 +117,7 @@ def held_out(samples: Samples, keep: int) -> np.ndarray:
 
 def findings(graph: Graph, stats) -> list[str]:
     """What hurts INT8 here: outlier output channels of equalizable layers, tensors whose min/max range is
-    much wider than where their values are."""
+    much wider than where their values are, activation tables whose input range is mostly where they are flat."""
     found = []
     for a, _ in equalize.pairs(graph):
         r = np.asarray(REGISTRY[a.kind].equalize.out_range(a), np.float64)
@@ -126,18 +131,19 @@ def findings(graph: Graph, stats) -> list[str]:
         if wide:
             found.append(f"{len(wide)} tensor{'s' if len(wide) > 1 else ''} with wide min/max ranges "
                          f"({', '.join(wide[:3])}{', ...' if len(wide) > 3 else ''})")
+    found += saturation.describe(saturation.clamp(graph, stats.ranges("minmax", part="fit"))[1])
     return found
 
 
 def choose(model: onnx.ModelProto, graph: Graph, samples: Samples, method, equalize_opt, bias, per_channel: bool,
            percentile: float, cache_dir, log: Callable[[str], None] = lambda _: None,
-           budget_s: float = BUDGET_S) -> Fixes:
+           budget_s: float = BUDGET_S, saturation_opt: bool | None = None) -> Fixes:
     """The fixes for this model: those the options give are kept as given, the open ones (None) measured."""
     t0 = time.monotonic()
     hold = min(HOLD, samples.n // 4)
     keep = samples.n - hold
     fixes = Fixes(fit_samples=keep, held_out_samples=hold, equalize=bool(equalize_opt),
-                  method=method or "minmax", bias_correction=bool(bias))
+                  method=method or "minmax", bias_correction=bool(bias), saturation=bool(saturation_opt))
     if fixes.method not in METHODS:      # auto / auto-model choose their ranges later: judged with minmax's
         fixes.method = "minmax"
     fit = samples.head(keep)
@@ -154,12 +160,14 @@ def choose(model: onnx.ModelProto, graph: Graph, samples: Samples, method, equal
 
     plain = (graph, *stats_of(graph, None))
     fixes.findings = findings(graph, plain[1])
-    current = {"eq": plain, "method": fixes.method, "bias": bias or False}
+    current = {"eq": plain, "method": fixes.method, "bias": bias or False, "sat": fixes.saturation}
     best = None
 
-    def score(eq, m, b):
+    def score(eq, m, b, sat):
         g, st, own = eq
         ranges = {**st.ranges(m, percentile), **own}
+        if sat:
+            ranges = saturation.clamp(g, ranges)[0]
         if b == "float":                       # (given: the float variant, before quantization)
             g = biascorr.correct_float(g, x_bias, per_channel)
         q = quantize(g, ranges, per_channel)
@@ -173,7 +181,7 @@ def choose(model: onnx.ModelProto, graph: Graph, samples: Samples, method, equal
             fixes.reason = f"time budget of {budget_s:g} s reached before '{name}'"
             return False
         cand = {**current, **change}
-        total, folds = score(cand["eq"], cand["method"], cand["bias"])
+        total, folds = score(cand["eq"], cand["method"], cand["bias"], cand["sat"])
         kept = best is None or (total > best[0] + MIN_GAIN_DB and all(f >= b for f, b in zip(folds, best[1])))
         fixes.trials.append({"fix": name, "held_out_db": round(total, 2), "folds_db": [round(f, 2) for f in folds],
                              "kept": kept})
@@ -197,6 +205,10 @@ def choose(model: onnx.ModelProto, graph: Graph, samples: Samples, method, equal
         for m in METHODS[1:]:
             if trial(f"{m} ranges", method=m):
                 fixes.method = m
+    if saturation_opt is None and saturation.clamp(current["eq"][0], current["eq"][1].ranges(current["method"],
+                                                                                         percentile))[1]:
+        if trial("saturation-aware ranges", sat=True):
+            fixes.saturation = True
     if bias is None and trial("bias correction", bias="quantized"):
         fixes.bias_correction = True
     fixes.seconds = time.monotonic() - t0

@@ -11,8 +11,8 @@ records of precision int16 in their families, edgec/ops/kernel.py). The model's 
 - an int8 tensor an int16 layer reads is converted by a `requantize` op (int8 -> int16) placed after
   its producer; an int16 output that an int8 op (or the model output) reads is converted back
   (int16 -> int8) right after the int16 layer. Chained int16 layers read each other's int16 tensors
-  directly, and a view (reshape/flatten) between two int16 layers stays int16, so a chain has
-  conversions only at its ends.
+  directly, and a view (reshape/flatten) or a pool (max, average: their int16 kernels) between two int16
+  layers stays int16, so a chain has conversions only at its ends.
 Everything downstream dispatches on the tensors' dtype: quantize (int16 ranges and parameters),
 reference (the 16x8 kernels), the planner (bytes, not elements) and codegen (the s16 calls). The fast
 kernels never take an int16 op.
@@ -26,7 +26,7 @@ from edgec.ir import Graph, Op, Tensor
 from edgec.ops.convert import KIND as CONVERT            # the int8 <-> int16 conversion op
 from edgec.ops.registry import INT16_KINDS as KINDS      # op kinds with a 16x8 kernel
 from edgec.ops.registry import INT16_NAMEABLE            # and those --int16 may name besides (softmax)
-from edgec.ops.registry import REGISTRY
+from edgec.ops.registry import INT16_THROUGH             # views and pools an int16 chain passes through
 
 SUFFIX = ":s16"
 
@@ -62,15 +62,23 @@ def mark(graph: Graph, names) -> tuple[Graph, int]:
     for op in graph.ops:
         for t in op.inputs:
             readers.setdefault(t, []).append(op)
-    native16: set[str] = set()      # tensors written in int16
-    views = set()                   # reshapes that pass int16 from one int16 layer to others
-    for op in graph.ops:
-        if id(op) in chosen:
-            native16.add(op.output)
-        elif (REGISTRY[op.kind].alias and op.inputs[0] in native16 and op.output not in graph.outputs
-              and readers.get(op.output) and all(id(r) in chosen for r in readers[op.output])):
-            native16.add(op.output)
-            views.add(id(op))
+    # the views and pools between int16 layers: an int16 input, every reader int16 (a layer or another of them)
+    views = {id(op) for op in graph.ops if op.kind in INT16_THROUGH and id(op) not in chosen
+             and op.output not in graph.outputs and readers.get(op.output)}
+    while True:
+        native16: set[str] = set()      # tensors written in int16
+        dropped = False
+        for op in graph.ops:
+            if id(op) in chosen:
+                native16.add(op.output)
+            elif id(op) in views:
+                if op.inputs[0] in native16 and all(id(r) in chosen or id(r) in views for r in readers[op.output]):
+                    native16.add(op.output)
+                else:
+                    views.discard(id(op))
+                    dropped = True
+        if not dropped:
+            break
     wide = native16 | {t for op in graph.ops if id(op) in chosen for t in op.inputs}
 
     def needs_int8(t: str) -> bool:
@@ -103,3 +111,19 @@ def mark(graph: Graph, names) -> tuple[Graph, int]:
             ops.append(to16(out))
     return graph.replace_ops(ops, tensors), converters
 
+
+
+def layers_reading(graph: Graph, name: str) -> list[str]:
+    """The int16-capable layers reading layer `name`'s output, directly or through views and pools (what
+    mark keeps int16 along with it), in graph order."""
+    ok = set(candidates(graph))
+    outs = {op.output for op in graph.ops if op.name == name}
+    found = []
+    for op in graph.ops:                   # graph order: a view or pool comes after what it reads
+        if not set(op.inputs) & outs:
+            continue
+        if op.name in ok:
+            found.append(op.name)
+        elif op.kind in INT16_THROUGH:
+            outs.add(op.output)
+    return list(dict.fromkeys(found))

@@ -30,6 +30,7 @@ from edgec.quant import int4layers
 from edgec.quant import numerics
 from edgec.quant import reference
 from edgec.quant import rounding
+from edgec.quant import saturation
 from edgec.quant import sensitivity
 from edgec import ports
 from edgec.data import Samples, load_dataset
@@ -53,6 +54,8 @@ class QuantOptions:
     per_channel: bool = True
     bias_correction: bool | str | None = None   # True / "quantized": on the INT8 model's own activations; "float";
     equalize: bool | None = None                # None (both): the default recipe chooses (edgec/quant/fixes.py)
+    saturation: bool | None = None              # saturating layers' input ranges cut (edgec/quant/saturation.py);
+                                                # None: the default recipe chooses when it runs, else off
     cache: bool = True
     sensitivity_samples: int = 16      # 0: no sensitivity report
     int16: tuple[str, ...] = ()        # ONNX node names run with int16 activations (edgec/quant/int16.py)
@@ -72,7 +75,8 @@ class QuantOptions:
         """The recipe without the default's choices: minmax ranges, no equalization, no bias correction, nearest
         weight rounding (what edgec did by default before edgec/quant/fixes.py and rounding.py), other options
         as given."""
-        return cls(**{"method": "minmax", "equalize": False, "bias_correction": False, "rounding": "nearest", **kw})
+        return cls(**{"method": "minmax", "equalize": False, "bias_correction": False, "rounding": "nearest",
+                      "saturation": False, **kw})
 
     def checked(self) -> QuantOptions:
         """These options checked (one EdgecError naming a bad one), as a new value with bias_correction
@@ -230,6 +234,9 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
         method, scores, search = _auto(g, stats, options, stream, own_ranges, log)
         by_method = {m: stats.ranges(m, options.percentile) for m in METHODS}
         ranges = {**(autorange.ranges_of(search, by_method) if search else by_method[method]), **own_ranges}
+    if options.saturation:
+        ranges, cut = saturation.clamp(g, ranges)
+        log("saturation-aware ranges: " + ("; ".join(saturation.describe(cut)) or "no saturating layer"))
     if states:
         ranges = ports.tie_ranges(g, ranges, states)
     bias_x = stream.first(BIAS_SAMPLES) if options.bias_correction == "quantized" else None
@@ -294,12 +301,13 @@ def _default_recipe(model, graph: Graph, stream: Samples, options: QuantOptions,
     else:
         chosen = fixes_mod.choose(model, graph, stream, options.method, options.equalize, options.bias_correction,
                                   options.per_channel, options.percentile, cache_dir if options.cache else None,
-                                  log)
+                                  log, saturation_opt=options.saturation)
     log(chosen.summary())
     bias = options.bias_correction if options.bias_correction is not None else \
         ("quantized" if chosen.bias_correction else False)
     return replace(options, method=options.method or chosen.method, equalize=chosen.equalize,
-                   bias_correction=bias), chosen
+                   bias_correction=bias,
+                   saturation=options.saturation if options.saturation is not None else chosen.saturation), chosen
 
 
 def output_sqnr(graph: Graph, x: np.ndarray, y_float: np.ndarray) -> float:

@@ -60,6 +60,14 @@ def depthwise_outlier(src: Path = DIGITS / "model.onnx", channel: int = CHANNEL,
     return m
 
 
+def write(which: str, folder: Path = HERE) -> Path:
+    """`which` ("conv_outlier" or "depthwise_outlier") made anew and written to folder/<which>.onnx (what
+    scripts/quant_table.py and tests/test_fixes.py measure)."""
+    path = Path(folder) / f"{which}.onnx"
+    onnx.save({"conv_outlier": conv_outlier, "depthwise_outlier": depthwise_outlier}[which](), str(path))
+    return path
+
+
 if __name__ == "__main__":
-    onnx.save(conv_outlier(), str(HERE / "conv_outlier.onnx"))
-    onnx.save(depthwise_outlier(), str(HERE / "depthwise_outlier.onnx"))
+    write("conv_outlier")
+    write("depthwise_outlier")

@@ -14,10 +14,9 @@ own. Deterministic. Run: python hostile_mlps.py  (numpy, onnx, onnxruntime, scik
 import os
 
 import numpy as np
-import onnx
-from onnx import helper, numpy_helper
+from onnx import helper
 
-from train import HERE, accuracy, data
+from train import HERE, accuracy, data, save_graph
 
 K, GAIN, HIDDEN, EPOCHS = 500.0, 50.0, 32, 60
 
@@ -76,15 +75,8 @@ def train_saturating(x, y, rng):
 
 
 def save(name, nodes, inits):
-    graph = helper.make_graph([helper.make_node("Flatten", ["input"], ["flat"], name="flatten"), *nodes], name,
-                              [helper.make_tensor_value_info("input", onnx.TensorProto.FLOAT, [1, 1, 8, 8])],
-                              [helper.make_tensor_value_info("output", onnx.TensorProto.FLOAT, [1, 10])],
-                              [numpy_helper.from_array(np.asarray(a, np.float32), k) for k, a in inits.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
     path = os.path.join(HERE, f"{name}.onnx")
-    onnx.save(model, path)
+    save_graph(path, name, [helper.make_node("Flatten", ["input"], ["flat"], name="flatten"), *nodes], inits)
     return path
 
 

@@ -92,7 +92,13 @@ def export(p, h1, path):
              helper.make_node("Gemm", ["z", "w2", "b2"], ["a2"], transB=1, name="fc2"),
              helper.make_node("Relu", ["a2"], ["h2"], name="relu2"),
              helper.make_node("Gemm", ["h2", "w3", "b3"], ["output"], transB=1, name="fc3")]
-    graph = helper.make_graph(nodes, "hostile_channel",
+    save_graph(path, "hostile_channel", nodes, inits)
+
+
+def save_graph(path, name, nodes, inits):
+    """The model of `nodes` (input `input` [1, 1, 8, 8] -> output `output` [1, 10] logits, float32 initializers
+    `inits`), checked and written to `path` (hostile_mlps.py writes its models with it too)."""
+    graph = helper.make_graph(nodes, name,
                               [helper.make_tensor_value_info("input", onnx.TensorProto.FLOAT, [1, 1, 8, 8])],
                               [helper.make_tensor_value_info("output", onnx.TensorProto.FLOAT, [1, 10])],
                               [numpy_helper.from_array(np.asarray(a, np.float32), k) for k, a in inits.items()])

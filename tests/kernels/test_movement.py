@@ -45,3 +45,32 @@ def test_remap_and_concat(ck, seed):
                                     ptr(t) if t is not None else None, ptr(got))
         concat.concat_part_s8(q, t, xi, want)
     assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_transpose_and_remap_s16(ck, seed):
+    """The int16 transpose and remap (between two int16 layers) against their twins, int16 extremes included."""
+    from ckernels import i16
+
+    r = np.random.default_rng(100 + seed)
+    for _ in range(30):
+        rank = int(r.integers(1, 5))
+        x = i16(r, tuple(int(v) for v in r.integers(1, 7, size=rank)))
+        perm = r.permutation(rank)
+        dims = np.array([1] * (4 - rank) + list(x.shape), np.int32)
+        perm4 = np.array(list(range(4 - rank)) + [int(q) + 4 - rank for q in perm], np.int32)
+        got = np.zeros(int(np.prod(dims)), np.int16)
+        ck.lib.edgec_transpose_s16(ctypes.byref(make("edgec_transpose_params", dict(dims=dims, perm=perm4))),
+                                   ptr(np.ascontiguousarray(x)), ptr(got))
+        want = movement.transpose_s8(x, perm, np.int16)
+        assert want.dtype == np.int16 and np.array_equal(got, want.reshape(-1))
+    n_in = int(r.integers(5, 40))
+    dims = [int(d) for d in r.integers(1, 4, 6)]
+    tables = [np.where(r.random(d) < 0.2, movement.INVALID, r.integers(0, n_in // 6 + 1, d)) for d in dims]
+    p = dict(dims=dims, start=np.cumsum([0] + dims[:-1]).tolist(), pad_value=int(r.integers(-32768, 32768)))
+    offsets = np.concatenate(tables).astype(np.int32)
+    x = i16(r, (n_in,))
+    got = np.zeros(int(np.prod(dims)), np.int16)
+    ck.lib.edgec_remap_s16(ctypes.byref(make("edgec_remap_params", p)), ptr(x), ptr(offsets), ptr(got))
+    want = movement.remap_s8(p, offsets, x, np.int16)
+    assert want.dtype == np.int16 and np.array_equal(got, want)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ckernels import act, eq, i8, window
+from ckernels import act, act16, eq, i8, i16, window
 from edgec.ops import pool
 
 
@@ -53,3 +53,25 @@ def test_avg_pool_rounding(ck):
     want = np.array([[[1, -1, 2, -128]]], np.int8)  # 0.5->1, -0.5->-1, 1.5->2, -127.5->-128
     eq(pool.avg_pool_s8(p, x), want)
     eq(ck.avg_pool_s8(p, x), want)
+
+
+@pytest.mark.parametrize("kind", ["max_pool", "avg_pool"])
+def test_pool_s16_random(ck, kind):
+    """The int16 pools (between two int16 layers): extremes of int16, padding, activation clamps."""
+    rng = np.random.default_rng(50 + len(kind))
+    done = 0
+    while done < 400:
+        in_h, in_w = (int(v) for v in rng.integers(1, 14, size=2))
+        win = window(rng, in_h, in_w, kmax=5, dilate=False)
+        if win is None:
+            continue
+        for k in ("dil_h", "dil_w"):
+            del win[k]
+        lo, hi = act16(rng)
+        p = dict(win, in_h=in_h, in_w=in_w, c=int(rng.integers(1, 10)), act_min=lo, act_max=hi)
+        x = i16(rng, (in_h, in_w, p["c"]))
+        twin = pool.max_pool_s8 if kind == "max_pool" else pool.avg_pool_s8
+        want, got = twin(p, x, np.int16), getattr(ck, f"{kind}_s16")(p, x)
+        assert want.dtype == got.dtype == np.int16 and want.shape == got.shape
+        np.testing.assert_array_equal(want, got)
+        done += 1
