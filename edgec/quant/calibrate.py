@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -313,7 +314,9 @@ def save_stats(stats: Stats, path: Path) -> None:
             "samples": stats.samples, "batch": stats.batch, "seconds": stats.seconds,
             "with_histograms": stats.with_histograms}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
+    fd, name = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".tmp.npz", dir=path.parent)   # one per writer
+    os.close(fd)                                                                             # (threads too)
+    tmp = Path(name)
     try:
         np.savez(tmp, meta=np.array(json.dumps(meta)), **arrays)
         tmp.replace(path)
