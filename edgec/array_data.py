@@ -12,12 +12,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import tempfile
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 
+from edgec import children
 from edgec.errors import EdgecError
 
 
@@ -40,7 +40,7 @@ def data_file(data, what: str = "data") -> Iterator[Path | None]:
         yield None if data is None else Path(data)
         return
     arrays = _arrays(data, what)
-    with tempfile.TemporaryDirectory(prefix="edgec-arrays-") as tmp:
+    with children.temporary_folder() as tmp:        # removed even if edgec is killed
         path = Path(tmp) / f"{what.replace(' ', '-')}.npz"
         np.savez(path, **arrays)
         yield path

@@ -23,6 +23,8 @@ import subprocess
 import sys
 import threading
 import weakref
+from contextlib import contextmanager
+from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
 CAUGHT = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None)
@@ -137,6 +139,32 @@ def run(argv, timeout: float | None = None, **kw) -> tuple[str, int]:
         if proc.poll() is None:
             kill_group(proc)
     return out, proc.returncode
+
+
+@contextmanager
+def temporary_folder():
+    """A temporary folder removed when the block ends, and also when edgec dies, even by SIGKILL: the folder
+    of a reaper (its child only waits), which removes it when edgec ends it or dies (tune rounds, matrix
+    slices: a killed edgec left them in /tmp).  Without a reaper (not Linux): a plain temporary folder."""
+    import tempfile
+
+    if not sys.platform.startswith("linux"):
+        with tempfile.TemporaryDirectory(prefix="edgec-tmp-") as tmp:
+            yield Path(tmp)
+        return
+    guard = spawn([sys.executable, "-I", "-S", "-c", _WAIT], stdout=subprocess.PIPE, text=True)
+    try:
+        folder = guard.stdout.readline().strip()
+        if not folder or not os.path.isdir(folder):
+            raise OSError(errno.ENOENT, "the temporary folder's guard did not start")
+        yield Path(folder)
+    finally:
+        kill_group(guard)
+        if guard.stdout is not None:
+            guard.stdout.close()
+
+
+_WAIT = "import os, sys, time\nprint(os.environ['TMPDIR'], flush=True)\nwhile True: time.sleep(3600)"
 
 
 def _raise_terminated(signum, _frame):

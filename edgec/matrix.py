@@ -10,7 +10,6 @@ complete.  With split, a cell's units each run a part of the test set; otherwise
 """
 from __future__ import annotations
 
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -91,7 +90,7 @@ def run(builds: list[str | Path], data_path: str | Path, places: list[str] | Non
     results: dict[str, dict] = {}
     lock = threading.Lock()
     t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="edgec-matrix-") as tmp:
+    with children.temporary_folder() as tmp:      # the slices: removed even if edgec is killed
         by_cell: dict[tuple[str, str], list[Unit]] = {}
         for u in unit_list:
             by_cell.setdefault((str(u.build), u.model, u.board), []).append(u)

@@ -256,6 +256,15 @@ def _left_in(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.name != ".ses")
 
 
+def _emptied(folder: Path, timeout: float = 10.0) -> list[str]:
+    """What is still left in `folder` after `timeout` s (the reapers of a killed edgec remove their folders as
+    they end)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and _left_in(folder):
+        time.sleep(0.05)
+    return _left_in(folder)
+
+
 @pytest.fixture
 def private_tmp(tmp_path, monkeypatch):
     """edgec's TMPDIR for this test alone (its tune rounds, matrix slices, children's folders go there) and
@@ -298,15 +307,16 @@ def test_signal_during_a_tune_round_leaves_nothing(sig, tmp_path, private_tmp):
 
 
 def test_a_killed_tune_leaves_no_process(tmp_path, private_tmp):
-    """SIGKILL of edgec during a tune round: its build's processes end by themselves and their temporary
-    folders go with them; the tuning log is untouched."""
+    """SIGKILL of edgec during a tune round: its build's processes end by themselves and the temporary folders
+    go with them, the rounds' own too (a killed edgec left its edgec-tune-* folder of builds in /tmp); the
+    tuning log is untouched."""
     log, before = _tuning_log(tmp_path)
     proc = _start_tune(log)
     _wait_for_child(proc, private_tmp, timeout=300)
     proc.kill()
     proc.communicate(timeout=30)
     assert _gone(private_tmp) == []
-    assert not [p for p in _left_in(private_tmp) if p.startswith("edgec-tmp-")]
+    assert _emptied(private_tmp) == []
     assert {p.name: p.read_bytes() for p in log.parent.iterdir()} == before
 
 
@@ -337,10 +347,46 @@ def test_signal_during_matrix_cells_leaves_nothing(sig, qemu_build, tmp_path, pr
 
 
 def test_a_killed_matrix_leaves_no_emulator(qemu_build, tmp_path, private_tmp):
+    """SIGKILL of edgec while the cells run: the emulators end by themselves, and the test set's slices and
+    the cells' scratch folders go with them (a killed edgec left its edgec-matrix-* folder)."""
     build, _ = qemu_build
     proc, other = _matrix(qemu_build, tmp_path)
     _wait_for_child(proc, other, timeout=120)
     proc.kill()
     proc.communicate(timeout=30)
     assert _gone(build) == [] and _gone(other) == [] and _gone(private_tmp) == []
-    assert not [p for p in _left_in(private_tmp) if p.startswith("edgec-tmp-")]
+    assert _emptied(private_tmp) == []
+
+
+INTERRUPTED_PIO = r"""
+import sys, threading
+sys.path[:0] = {paths!r}
+from pathlib import Path
+from edgec.targets import pio
+start = threading.Thread.start
+def start_or_interrupt(self):          # the signal lands while the build's progress ticker starts
+    if getattr(getattr(self, "_target", None), "__name__", "") == "progress":
+        raise KeyboardInterrupt
+    start(self)
+threading.Thread.start = start_or_interrupt
+try:
+    pio._stream(["sh", "-c", "sleep {marker} & wait"], Path({folder!r}), Path({folder!r}), print, 3600.0)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+def test_an_interrupt_as_a_firmware_build_starts_does_not_hang_the_exit(tmp_path):
+    """SIGTERM just after PlatformIO started (a tune round, a build): the build-timeout timer had started and
+    was not a daemon, and the interrupt skipped its cancel: edgec said "terminated" and then hung until the
+    build timeout (an hour), with its build still running."""
+    marker = f"{os.getpid()}.4715"
+    paths = [p for p in sys.path if p]
+    try:
+        run = subprocess.run([sys.executable, "-c", INTERRUPTED_PIO.format(paths=paths, marker=marker,
+                                                                           folder=str(tmp_path))],
+                             capture_output=True, text=True, timeout=120)
+    finally:
+        left = _gone_marker(marker)
+    assert run.returncode == 0 and run.stdout.strip() == "interrupted", run.stderr[-2000:]
+    assert left == []
