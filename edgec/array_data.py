@@ -43,7 +43,12 @@ def data_file(data, what: str = "data") -> Iterator[Path | None]:
     with children.temporary_folder() as tmp:        # removed even if edgec is killed
         path = Path(tmp) / f"{what.replace(' ', '-')}.npz"
         np.savez(path, **arrays)
-        yield path
+        try:
+            yield path
+        except EdgecError as e:      # the arrays the caller gave, not a temporary file gone when the error is read
+            if str(path) not in str(e):
+                raise
+            raise EdgecError(str(e).replace(str(path), f"the {what} arrays given")) from None
 
 
 def accepts_arrays(*names: str):
