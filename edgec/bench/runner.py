@@ -81,7 +81,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
                          "with its own metrics (mAP, box agreement); run it without this option")
     score_fn = load_score(score) if score else None
     data = ports.load_data(data_path, graph, limit, float_labels=True, memory_limit=settings.memory_limit)
-    truth = None if boxes_d is None else detections.load_truth(data_path, len(data.x))
+    truth = None if boxes_d is None else detections.load_truth(data_path, len(data.x), settings.memory_limit)
     for view, labels in _labelled_outputs(graph, data):    # before any work: a bad label would bend the numbers
         check_labels(view, labels, data_path)
     n = len(data.x)
