@@ -148,19 +148,19 @@ def temporary_folder():
     slices: a killed edgec left them in /tmp).  Without a reaper (not Linux): a plain temporary folder."""
     import tempfile
 
-    if not sys.platform.startswith("linux"):
-        with tempfile.TemporaryDirectory(prefix="edgec-tmp-") as tmp:
-            yield Path(tmp)
-        return
-    guard = spawn([sys.executable, "-I", "-S", "-c", _WAIT], stdout=subprocess.PIPE, text=True)
+    guard = None
+    if sys.platform.startswith("linux"):
+        guard = spawn([sys.executable, "-I", "-S", "-c", _WAIT], stdout=subprocess.PIPE, text=True)
     try:
-        folder = guard.stdout.readline().strip()
-        if not folder or not os.path.isdir(folder):
-            raise OSError(errno.ENOENT, "the temporary folder's guard did not start")
-        yield Path(folder)
+        folder = guard.stdout.readline().strip() if guard is not None else ""
+        if folder and os.path.isdir(folder):
+            yield Path(folder)
+        else:                # no reaper here, or it did not start: removed on every exit path but a SIGKILL
+            with tempfile.TemporaryDirectory(prefix="edgec-tmp-") as tmp:
+                yield Path(tmp)
     finally:
-        kill_group(guard)
-        if guard.stdout is not None:
+        if guard is not None:
+            kill_group(guard)
             guard.stdout.close()
 
 
