@@ -145,7 +145,8 @@ def run(argv, timeout: float | None = None, **kw) -> tuple[str, int]:
 def temporary_folder():
     """A temporary folder removed when the block ends, and also when edgec dies, even by SIGKILL: the folder
     of a reaper (its child only waits), which removes it when edgec ends it or dies (tune rounds, matrix
-    slices: a killed edgec left them in /tmp).  Without a reaper (not Linux): a plain temporary folder."""
+    slices: a killed edgec left them in /tmp).  Without a reaper (not Linux, or it did not start): a plain
+    temporary folder, removed on every exit path but a SIGKILL."""
     import tempfile
 
     guard = None
