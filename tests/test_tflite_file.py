@@ -172,3 +172,28 @@ def test_a_file_shorter_than_when_opened_is_one_line(tmp_path, monkeypatch):
     with pytest.raises(EdgecError, match="changed while edgec read it") as err:
         importer.load(path, "m")
     assert "\n" not in str(err.value)
+
+
+def test_a_file_larger_than_a_flatbuffer_is_refused_before_it_is_read(tmp_path):
+    """A (sparse) file over 2 GiB with the TFL3 identifier: refused from its size, nothing read."""
+    path = tmp_path / "huge.tflite"
+    with open(path, "wb") as f:
+        f.write(b"\0\0\0\0TFL3")
+        f.truncate((1 << 31) + 1)
+    with pytest.raises(EdgecError, match="more than a TFLite flatbuffer can hold") as err:
+        importer.load(path, "m")
+    assert "\n" not in str(err.value)
+
+
+def test_dequantized_weights_are_the_float_weights_they_stand_for():
+    """What the graph keeps instead of float32 weights reads as q x scale everywhere the float paths use it."""
+    from edgec.frontend.tflite_file import DequantizedWeights
+    q = np.arange(-12, 12, dtype=np.int8).reshape(4, 6)
+    s = np.array([0.5, 0.25, 2.0, 1.0], np.float32).reshape(4, 1)
+    w = DequantizedWeights(q, s)
+    want = q.astype(np.float32) * s
+    assert w.shape == (4, 6) and w.ndim == 2 and w.size == 24 and w.dtype == np.float32 and len(w) == 4
+    assert np.array_equal(np.asarray(w), want) and np.asarray(w, np.float64).dtype == np.float64
+    assert np.array_equal(w / 2, want / 2) and np.array_equal(np.abs(w), np.abs(want))
+    assert np.array_equal(w[1], want[1]) and np.array_equal(w.T, want.T)
+    assert np.array_equal(w.astype(np.float64), want) and np.array_equal(w.reshape(-1), want.reshape(-1))
