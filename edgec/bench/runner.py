@@ -11,7 +11,6 @@ output tensor back and compares it with the NumPy reference (reference.run(..., 
 from __future__ import annotations
 
 import dataclasses
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -206,7 +205,7 @@ def first_invoke_timeout(report: dict, retries: int) -> float:
 def _run_over_link(outdir, report, graph, board, firmware, port, gdb_load, xq, ref_out, profile, compare_layers,
                    result, progress, log, settings):
     """Every input over the serial link, one at a time (with the profile and divergence finder on request)."""
-    with tempfile.TemporaryDirectory(prefix="edgec-cycles-") as scratch:   # removed on every exit path
+    with children.temporary_folder() as scratch:     # removed on every exit path, a SIGKILL of edgec too
         return _link_session(outdir, report, graph, board, firmware, port, gdb_load, xq, ref_out, profile,
                              compare_layers, result, progress, log, settings, Path(scratch))
 
