@@ -12,12 +12,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import tempfile
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 
+from edgec import children
 from edgec.errors import EdgecError
 
 
@@ -40,10 +40,15 @@ def data_file(data, what: str = "data") -> Iterator[Path | None]:
         yield None if data is None else Path(data)
         return
     arrays = _arrays(data, what)
-    with tempfile.TemporaryDirectory(prefix="edgec-arrays-") as tmp:
+    with children.temporary_folder() as tmp:        # removed even if edgec is killed
         path = Path(tmp) / f"{what.replace(' ', '-')}.npz"
         np.savez(path, **arrays)
-        yield path
+        try:
+            yield path
+        except EdgecError as e:      # the arrays the caller gave, not a temporary file gone when the error is read
+            if str(path) not in str(e):
+                raise
+            raise EdgecError(str(e).replace(str(path), f"the {what} arrays given")) from None
 
 
 def accepts_arrays(*names: str):

@@ -23,6 +23,8 @@ import subprocess
 import sys
 import threading
 import weakref
+from contextlib import contextmanager
+from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
 CAUGHT = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None)
@@ -137,6 +139,33 @@ def run(argv, timeout: float | None = None, **kw) -> tuple[str, int]:
         if proc.poll() is None:
             kill_group(proc)
     return out, proc.returncode
+
+
+@contextmanager
+def temporary_folder():
+    """A temporary folder removed when the block ends, and also when edgec dies, even by SIGKILL: the folder
+    of a reaper (its child only waits), which removes it when edgec ends it or dies (tune rounds, matrix
+    slices: a killed edgec left them in /tmp).  Without a reaper (not Linux, or it did not start): a plain
+    temporary folder, removed on every exit path but a SIGKILL."""
+    import tempfile
+
+    guard = None
+    if sys.platform.startswith("linux"):
+        guard = spawn([sys.executable, "-I", "-S", "-c", _WAIT], stdout=subprocess.PIPE, text=True)
+    try:
+        folder = guard.stdout.readline().strip() if guard is not None else ""
+        if folder and os.path.isdir(folder):
+            yield Path(folder)
+        else:                # no reaper here, or it did not start: removed on every exit path but a SIGKILL
+            with tempfile.TemporaryDirectory(prefix="edgec-tmp-") as tmp:
+                yield Path(tmp)
+    finally:
+        if guard is not None:
+            kill_group(guard)
+            guard.stdout.close()
+
+
+_WAIT = "import os, sys, time\nprint(os.environ['TMPDIR'], flush=True)\nwhile True: time.sleep(3600)"
 
 
 def _raise_terminated(signum, _frame):

@@ -50,8 +50,8 @@ def load_dataset(path: str | Path, input_shape: tuple[int, ...], limit: int | No
             if "x" not in names:
                 raise _no_x(path, names)
             # only the arrays edgec uses, only the rows it uses
-            x, n = _read_array(z, path, "x", limit, tuple(input_shape[1:]), memory_limit=memory_limit)
-            y, ny = _read_array(z, path, "y", limit, memory_limit=memory_limit) if "y" in names else (None, None)
+            x, n = read_array(z, path, "x", limit, tuple(input_shape[1:]), memory_limit=memory_limit)
+            y, ny = read_array(z, path, "y", limit, memory_limit=memory_limit) if "y" in names else (None, None)
     except EdgecError:
         raise
     except Exception as exc:  # a damaged file fails in many ways (zip, zlib, the npy header's Python literal)
@@ -98,7 +98,7 @@ def _load_named(path: Path, f: BinaryIO, inputs, outputs, limit, float_labels, m
                     raise EdgecError(f"{path}: has no array '{key}' for the model input '{name}' (found: "
                                      f"{', '.join(names) or 'nothing'}); save one array per input: numpy.savez(path, "
                                      f"{', '.join(_key('x', m, inputs) + '=...' for m, _ in inputs)})")
-                x, rows = _read_array(z, path, key, limit, tuple(shape[1:]), label=key, memory_limit=memory_limit)
+                x, rows = read_array(z, path, key, limit, tuple(shape[1:]), label=key, memory_limit=memory_limit)
                 if n is not None and rows != n:
                     raise EdgecError(f"{path}: {key} has {rows} samples but {parts[0][0]} has {n}; every input "
                                      "array needs one row per sample")
@@ -107,7 +107,7 @@ def _load_named(path: Path, f: BinaryIO, inputs, outputs, limit, float_labels, m
             for name in outputs:
                 key = _key("y", name, [(o, ()) for o in outputs])
                 if key in names:
-                    y, ny = _read_array(z, path, key, limit, memory_limit=memory_limit)
+                    y, ny = read_array(z, path, key, limit, memory_limit=memory_limit)
                     if ny != n:
                         raise EdgecError(f"{path}: {key} has {ny} rows but the inputs have {n} samples")
                     ys[name] = _labels(path, key, y, float_labels)
@@ -135,7 +135,7 @@ def split_file(path: str | Path, parts: int, folder: Path, memory_limit: int = D
                 raise _no_x(path, _names(z))
             arrays = {}
             for n in names:
-                a, rows = _read_array(z, path, n, None, memory_limit=memory_limit)
+                a, rows = read_array(z, path, n, None, memory_limit=memory_limit)
                 if rows is None:
                     raise EdgecError(f"{path}: {n} is a single number, not one row per sample")
                 arrays[n] = a
@@ -188,7 +188,7 @@ def _unreadable(path: Path, exc: Exception) -> EdgecError:
     return EdgecError(f"{path}: not a readable .npz file ({exc}); save data with numpy.savez(path, x=..., y=...)")
 
 
-def _read_array(z: zipfile.ZipFile, path: Path, name: str, limit: int | None,
+def read_array(z: zipfile.ZipFile, path: Path, name: str, limit: int | None,
                 sample_shape: tuple[int, ...] | None = None, label: str = "x",
                 memory_limit: int = DEFAULT_MEMORY_LIMIT) -> tuple[np.ndarray, int | None]:
     """Array `name` of an open npz, its first `limit` rows only, and its length in the file (None: 0-d); its
@@ -286,7 +286,7 @@ class Samples:
         try:
             with self._zip.open("x.npy") as f:
                 rows = _npy_header(f)[0][0]
-            y, ny = _read_array(self._zip, self.path, "y", None, memory_limit=self.memory_limit)
+            y, ny = read_array(self._zip, self.path, "y", None, memory_limit=self.memory_limit)
         except EdgecError:
             raise
         except Exception as exc:
@@ -349,7 +349,7 @@ def open_samples(path: str | Path, input_shape: tuple[int, ...],
             raise EdgecError(f"{path}: x holds no samples")
         loaded = None
         if fortran:         # rare; cannot be streamed row by row
-            x, _ = _read_array(archive, path, "x", None, sample_shape, memory_limit=memory_limit)
+            x, _ = read_array(archive, path, "x", None, sample_shape, memory_limit=memory_limit)
             loaded = x.astype(np.float32)
             if not np.all(np.isfinite(loaded)):
                 raise EdgecError(f"{path}: x contains NaN or Inf values")

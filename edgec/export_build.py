@@ -75,6 +75,22 @@ def benched_flags(build_dir: Path, name: str, firmware: Path) -> dict:
             "source": f"{COMMAND_LINE_SECTION} of {objects[0].relative_to(build_dir).as_posix()}"}
 
 
+def _library_files(model_dir: Path) -> list[Path]:
+    """The files of the build's model/ (what edgec wrote there: regular files and folders); a link or anything
+    else is refused, not followed (a build folder handed over with a link to a user's key or home folder would
+    have put them in the library the user ships)."""
+    if model_dir.is_symlink():
+        raise EdgecError(f"{model_dir} is a link; edgec exports the model/ folder its build wrote, not a link")
+    files = []
+    for p in sorted(model_dir.rglob("*")):
+        if p.is_symlink() or not (p.is_file() or p.is_dir()):
+            raise EdgecError(f"{p} is a link or a special file, which edgec's build does not write; remove it or "
+                             "run `edgec build` again")
+        if p.is_file():
+            files.append(p)
+    return files
+
+
 def export_build(build_dir, fmt: str, outdir, log: Callable[[str], None] = lambda _: None, board: str | None = None,
                  lib_version: str | None = None, maintainer: str | None = None, url: str | None = None) -> dict:
     """Write the benched build in build_dir as a library in `fmt` layout into outdir; returns the manifest."""
@@ -97,6 +113,7 @@ def export_build(build_dir, fmt: str, outdir, log: Callable[[str], None] = lambd
     if graph is None or artifact.graph_hash(graph) != report["model_hash"] or not (model_dir / f"{name}.c").is_file():
         raise EdgecError(f"{build_dir}: its model/ or quantized model does not match its report (model hash "
                          f"{report['model_hash']}); run `edgec build` again")
+    library = _library_files(model_dir)
     flags = benched_flags(build_dir, name, firmware)
     log(f"exporting the build {build_dir} ({name}, model hash {report['model_hash']}) as benched: "
         f"{' '.join(flags['applied'])}")
@@ -105,7 +122,7 @@ def export_build(build_dir, fmt: str, outdir, log: Callable[[str], None] = lambd
 
     def copy_library(src: Path) -> list[Path]:
         written = []
-        for f in sorted(p for p in model_dir.rglob("*") if p.is_file()):
+        for f in library:
             dest = src / f.relative_to(model_dir)
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(f, dest)

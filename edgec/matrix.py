@@ -10,7 +10,6 @@ complete.  With split, a cell's units each run a part of the test set; otherwise
 """
 from __future__ import annotations
 
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from edgec.targets.build_folder import load_build
 
 JSON_NAME = "matrix-report.json"
 HTML_NAME = "matrix-report.html"
+STOP_SECONDS = 30.0         # an interrupt waits this long at most for the cells to end
 Log = Callable[[str], None]
 
 
@@ -90,7 +90,7 @@ def run(builds: list[str | Path], data_path: str | Path, places: list[str] | Non
     results: dict[str, dict] = {}
     lock = threading.Lock()
     t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="edgec-matrix-") as tmp:
+    with children.temporary_folder() as tmp:      # the slices: removed even if edgec is killed
         by_cell: dict[tuple[str, str], list[Unit]] = {}
         for u in unit_list:
             by_cell.setdefault((str(u.build), u.model, u.board), []).append(u)
@@ -104,20 +104,30 @@ def run(builds: list[str | Path], data_path: str | Path, places: list[str] | Non
             for u, part in zip(cell_units, parts):
                 u.data = part
 
+        stop = threading.Event()          # an interrupt: the cells end without a word (the interrupt is reported)
+
+        def say(line: str) -> None:
+            if not stop.is_set():
+                log(line)
+
         def one(i: int, u: Unit) -> None:
             started = time.monotonic()
             try:
                 if u.place is not None:
                     from edgec import farm
-                    r = farm.bench_on_place(u.place, u.build, u.data, coordinator, bench=bench, log=log,
+                    r = farm.bench_on_place(u.place, u.build, u.data, coordinator, bench=bench, log=say,
                                             **bench_options)
                 else:
-                    r = bench(u.build, u.data, log=lambda m: log(f"[{u.label}] {m}"), **bench_options)
+                    r = bench(u.build, u.data, log=lambda m: say(f"[{u.label}] {m}"), **bench_options)
                 entry = {"ok": True, "result": r}
             except EdgecError as e:
                 entry = {"ok": False, "error": str(e)}
             except Exception as e:          # one unit's unexpected failure must not take the others down
                 entry = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+            except BaseException:           # (a KeyboardInterrupt in a cell: the main thread's to report)
+                return
+            if stop.is_set():               # its device was killed by the interrupt: not a failure of the cell
+                return
             entry.update(label=u.label, place=u.place, seconds=round(time.monotonic() - started, 2))
             with lock:
                 results[str(i)] = entry
@@ -130,7 +140,8 @@ def run(builds: list[str | Path], data_path: str | Path, places: list[str] | Non
             for t in threads:
                 t.join()
         except BaseException:      # an interrupt: every cell's processes (builds, devices, flashing tools) end now
-            children.kill_all()
+            stop.set()
+            _stop_cells(threads)
             raise
     from edgec.bench.gates import evaluate
     cells, gate_runs = [], []
@@ -154,6 +165,19 @@ def run(builds: list[str | Path], data_path: str | Path, places: list[str] | Non
         out["report_files"] = [str(p) for p in write(out, Path(report_dir))]
     out["gate_runs"] = gate_runs
     return out
+
+
+def _stop_cells(threads: list[threading.Thread], wait: float = STOP_SECONDS) -> None:
+    """After an interrupt: kill every cell's processes, and again those a cell started meanwhile (a bench
+    between two steps), until every cell has ended (a cell whose device is gone fails at once) or `wait` s
+    have passed; so no emulator or flashing tool starts after edgec has reported the interrupt."""
+    end = time.monotonic() + wait
+    while True:
+        children.kill_all()
+        alive = [t for t in threads if t.is_alive()]
+        if not alive or time.monotonic() > end:
+            return
+        alive[0].join(0.1)
 
 
 def aggregate(model: str, board: str, entries: list[dict], split: bool) -> dict:

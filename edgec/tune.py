@@ -10,11 +10,10 @@ The rounds are few (one per variant of the layer with the most): a tune costs a 
 """
 from __future__ import annotations
 
-import tempfile
 import time
 from pathlib import Path
 
-from edgec import api
+from edgec import api, children
 from edgec.lower import lowering, tuning_records
 from edgec.errors import EdgecError
 from edgec.ops.kernel import GENERIC
@@ -65,7 +64,7 @@ def tune(model_path: str | Path, calib_path: str | Path | None, board: str, data
     start = time.monotonic()
     measured: dict[str, dict] = {}           # op name -> {"kind", "signature", "units": {variant: units}}
     discarded = []
-    with tempfile.TemporaryDirectory(prefix="edgec-tune-") as tmp:
+    with children.temporary_folder() as tmp:      # removed even if edgec is killed
         total, i = rounds(), -1
         while i + 1 < total:
             i += 1

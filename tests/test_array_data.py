@@ -43,3 +43,20 @@ def test_decorator_converts_only_the_named_parameter():
     model, path, existed, other = f("m.onnx", np.zeros((2, 3), np.float32), other="o")
     assert (model, existed, other) == ("m.onnx", True, "o") and path.suffix == ".npz" and not path.exists()
     assert f("m.onnx")[1] is None and f("m.onnx", "c.npz")[1] == Path("c.npz")
+
+
+@pytest.mark.parametrize("bad, needle", [
+    (np.full((4, 1, 30), np.nan, np.float32), "NaN"),
+    (np.zeros((4, 1, 30), np.complex64), "complex64"),
+    (np.zeros((0, 1, 30), np.float32), "no samples"),
+    (np.zeros(3, dtype=[("a", "f4")]), "shape"),
+])
+def test_bad_arrays_are_named_as_the_arrays_given(bad, needle):
+    """A data check on arrays named a temporary .npz (already removed when the message is read) as where the
+    problem is: the message names the arrays the caller gave instead."""
+    from conftest import EXAMPLES
+    from edgec import api
+    with pytest.raises(EdgecError, match=needle) as err:
+        api.calibrate(EXAMPLES / "cancer_conv1d" / "model.onnx", bad)
+    line = str(err.value)
+    assert "the calib arrays given" in line and ".npz" not in line and "edgec-tmp" not in line, line

@@ -313,3 +313,43 @@ def test_a_scalar_output_model_calibrates_and_builds(tmp_path):
     report = api.build(tmp_path / "scalar_out.onnx", tmp_path / "calib.npz", "host", tmp_path / "out", firmware=False,
                        options=ptq.QuantOptions(sensitivity_samples=0, cache=False))
     assert report["output"]["shape"] == [] and report["output"]["bytes"] == 1
+
+
+def _edit_entries(cache, kind: str) -> None:
+    """Edit every cache entry as a hand, another program or a bit flip might: it stays a readable .npz."""
+    for entry in cache.rglob("*.npz"):
+        with np.load(entry, allow_pickle=False) as z:
+            d = {k: z[k] for k in z.files}
+        meta = json.loads(str(d["meta"]))
+        n = len(meta["names"])
+        if kind == "NaN ranges":
+            meta["lo"] = [float("nan")] * n
+        elif kind == "inverted ranges":
+            meta["lo"], meta["hi"] = [1e30] * n, [-1e30] * n
+        elif kind == "ranges that are not numbers":
+            meta["lo"] = ["a"] * n
+        elif kind == "a tensor left out":
+            meta["names"], meta["lo"], meta["hi"] = meta["names"][1:], meta["lo"][1:], meta["hi"][1:]
+        elif kind == "short histograms":
+            d.update({k: np.zeros(3, np.int64) for k in d if k.startswith(("fit.", "hold."))})
+        elif kind == "odd hold-out rows":
+            d["holdout_x"], d["holdout_y"] = np.zeros((3, 7), np.float32), np.zeros(2, np.float32)
+        d["meta"] = np.array(json.dumps(meta))
+        np.savez(entry, **d)
+
+
+@pytest.mark.parametrize("kind", ["NaN ranges", "inverted ranges", "ranges that are not numbers",
+                                  "a tensor left out", "short histograms", "odd hold-out rows"])
+def test_an_edited_cache_entry_is_discarded_not_used(tmp_path, monkeypatch, kind):
+    """A cache entry that reads as an .npz but does not say what calibration writes: used as it was, its ranges
+    crashed the build (a TypeError), were used inverted, or gave an error that blamed the calibration data.
+    It is discarded and the model calibrated again, to the same graph."""
+    from edgec.quant import artifact
+    monkeypatch.setenv("EDGEC_CACHE_DIR", str(tmp_path / "cache"))
+    path, calib = _files(tmp_path, _convnet())
+    opts = ptq.QuantOptions(sensitivity_samples=0)
+    _, clean = api.calibrate_model(path, calib, opts)
+    assert list((tmp_path / "cache").rglob("*.npz"))
+    _edit_entries(tmp_path / "cache", kind)
+    _, again = api.calibrate_model(path, calib, opts)
+    assert artifact.graph_hash(again.graph) == artifact.graph_hash(clean.graph)

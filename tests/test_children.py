@@ -246,3 +246,147 @@ def test_a_firmware_build_past_its_timeout_leaves_nothing_running(tmp_path, monk
     with pytest.raises(EdgecError, match="timed out"):
         pio.run_pio(["run"], tmp_path, tmp_path / "build.log", env.platformio_home, 1.0, log=None)
     assert _gone_marker(marker) == []
+
+
+DIGITS = EXAMPLES / "digits_cnn"
+
+
+def _left_in(folder: Path) -> list[str]:
+    """What is in `folder` but onnxruntime's .ses (its session-id file in TMPDIR, kept across runs on purpose)."""
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.name != ".ses")
+
+
+def _emptied(folder: Path, timeout: float = 10.0) -> list[str]:
+    """What is still left in `folder` after `timeout` s (the reapers of a killed edgec remove their folders as
+    they end)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and _left_in(folder):
+        time.sleep(0.05)
+    return _left_in(folder)
+
+
+@pytest.fixture
+def private_tmp(tmp_path, monkeypatch):
+    """edgec's TMPDIR for this test alone (its tune rounds, matrix slices, children's folders go there) and
+    a calibration cache of its own: what is left there after edgec ends is what it left behind."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setenv("EDGEC_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp
+
+
+def _tuning_log(tmp_path: Path) -> tuple[Path, dict]:
+    """A tuning log with a record of an earlier tune, and what its folder holds."""
+    from edgec.lower import tuning_records
+    log = tmp_path / "logs" / "tuning.json"
+    tuning_records.save(log, {tuning_records.key("host", "earlier"): {"variant": "generic", "units": {"generic": 1}}})
+    return log, {p.name: p.read_bytes() for p in log.parent.iterdir()}
+
+
+def _start_tune(log: Path) -> subprocess.Popen:
+    return _start("tune", DIGITS / "model.onnx", "--calib", DIGITS / "calib.npz", "--board", "host",
+                  "--tuning-log", log)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_during_a_tune_round_leaves_nothing(sig, tmp_path, private_tmp):
+    """SIGTERM / Ctrl-C while a tune round builds its firmware (PlatformIO, scons, compilers under edgec's
+    temporary folder): edgec exits 128 + signal in one line, nothing of the round runs on, its temporary
+    folders are gone and the tuning log holds what it held."""
+    log, before = _tuning_log(tmp_path)
+    proc = _start_tune(log)
+    _wait_for_child(proc, private_tmp, timeout=300)        # a round's build (or bench) runs in edgec's TMPDIR
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + sig, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("edgec: "), err
+    assert _gone(private_tmp) == []
+    assert _left_in(private_tmp) == []
+    assert {p.name: p.read_bytes() for p in log.parent.iterdir()} == before
+
+
+def test_a_killed_tune_leaves_no_process(tmp_path, private_tmp):
+    """SIGKILL of edgec during a tune round: its build's processes end by themselves and the temporary folders
+    go with them, the rounds' own too (a killed edgec left its edgec-tune-* folder of builds in /tmp); the
+    tuning log is untouched."""
+    log, before = _tuning_log(tmp_path)
+    proc = _start_tune(log)
+    _wait_for_child(proc, private_tmp, timeout=300)
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert _gone(private_tmp) == []
+    assert _emptied(private_tmp) == []
+    assert {p.name: p.read_bytes() for p in log.parent.iterdir()} == before
+
+
+def _matrix(qemu_build, tmp_path, *extra) -> tuple[subprocess.Popen, Path]:
+    """`edgec bench` over two builds x 2 units (split): four emulators at once."""
+    build, data = qemu_build
+    other = tmp_path / "other"
+    shutil.copytree(build, other, symlinks=True)
+    proc = _start("bench", build, other, "--units", "2", "--split", "--data", data, "--report", tmp_path / "rep",
+                  "--json", tmp_path / "m.json", *extra)
+    return proc, other
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_during_matrix_cells_leaves_nothing(sig, qemu_build, tmp_path, private_tmp):
+    """SIGTERM / Ctrl-C while the matrix's cells run: every cell's emulator ends, the slices of the test set
+    are removed, no report is written, edgec exits 128 + signal in one line."""
+    build, _ = qemu_build
+    proc, other = _matrix(qemu_build, tmp_path)
+    _wait_for_child(proc, other, timeout=120)             # an emulator of the copied build runs
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + sig, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("edgec: "), err
+    assert _gone(build) == [] and _gone(other) == [] and _gone(private_tmp) == []
+    assert _left_in(private_tmp) == []
+    assert not (tmp_path / "m.json").exists() and not (tmp_path / "rep").exists()
+
+
+def test_a_killed_matrix_leaves_no_emulator(qemu_build, tmp_path, private_tmp):
+    """SIGKILL of edgec while the cells run: the emulators end by themselves, and the test set's slices and
+    the cells' scratch folders go with them (a killed edgec left its edgec-matrix-* folder)."""
+    build, _ = qemu_build
+    proc, other = _matrix(qemu_build, tmp_path)
+    _wait_for_child(proc, other, timeout=120)
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert _gone(build) == [] and _gone(other) == [] and _gone(private_tmp) == []
+    assert _emptied(private_tmp) == []
+
+
+INTERRUPTED_PIO = r"""
+import sys, threading
+sys.path[:0] = {paths!r}
+from pathlib import Path
+from edgec.targets import pio
+start = threading.Thread.start
+def start_or_interrupt(self):          # the signal lands while the build's progress ticker starts
+    if getattr(getattr(self, "_target", None), "__name__", "") == "progress":
+        raise KeyboardInterrupt
+    start(self)
+threading.Thread.start = start_or_interrupt
+try:
+    pio._stream(["sh", "-c", "sleep {marker} & wait"], Path({folder!r}), Path({folder!r}), print, 3600.0)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+def test_an_interrupt_as_a_firmware_build_starts_does_not_hang_the_exit(tmp_path):
+    """SIGTERM just after PlatformIO started (a tune round, a build): the build-timeout timer had started and
+    was not a daemon, and the interrupt skipped its cancel: edgec said "terminated" and then hung until the
+    build timeout (an hour), with its build still running."""
+    marker = f"{os.getpid()}.4715"
+    paths = [p for p in sys.path if p]
+    try:
+        run = subprocess.run([sys.executable, "-c", INTERRUPTED_PIO.format(paths=paths, marker=marker,
+                                                                           folder=str(tmp_path))],
+                             capture_output=True, text=True, timeout=120)
+    finally:
+        left = _gone_marker(marker)
+    assert run.returncode == 0 and run.stdout.strip() == "interrupted", run.stderr[-2000:]
+    assert left == []

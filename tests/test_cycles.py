@@ -98,3 +98,35 @@ def test_summary_takes_the_plain_invokes_first():
     s = cycles.summary([(100, 250), (100, 260), (100, 270), (5, 9)], 3)
     assert s["median"] == 260 and s["cycles_per_instruction"] == 2.6 and "estimate" in s["model"]
     assert cycles.summary([(100, 250)], 2) is None
+
+
+def test_cells_building_the_plugin_at_once_each_get_it(tmp_path):
+    """Matrix cells start their emulators at once in one process, each building the plugin when the cache has
+    none: their temporary files had one name (the pid), so the second rename failed and its cell with it. A
+    compiler that ends only once the other one has written its output makes them overlap every time."""
+    import dataclasses
+    import threading
+
+    cc = tmp_path / "cc"
+    cc.write_text(f"""#!/bin/sh
+out=""; while [ $# -gt 0 ]; do [ "$1" = "-o" ] && out="$2"; shift; done
+echo plugin > "$out"; touch "{tmp_path}/written.$$"
+i=0; while [ $(ls "{tmp_path}" | grep -c '^written\\.') -lt 2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+""")
+    cc.chmod(0o755)
+    settings = dataclasses.replace(Settings.from_environment(), cache_root=tmp_path / "cache", c_compiler=str(cc))
+    got, errors = [], []
+
+    def build():
+        try:
+            got.append(cycles.build_plugin(settings))
+        except Exception as e:           # noqa: BLE001 - what the cell would have failed with
+            errors.append(repr(e))
+    threads = [threading.Thread(target=build) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and got == [cycles.plugin_path(settings)] * 2
+    assert got[0].read_text() == "plugin\n"
+    assert [p.name for p in got[0].parent.iterdir()] == [got[0].name]      # no temporary file left

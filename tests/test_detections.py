@@ -220,3 +220,22 @@ def test_example_image_is_a_png_with_every_detector_s_boxes():
     svg = svgplot.image_boxes(ex["image"], 8, 10, [("device", [b["box"] for b in ex["boxes"]["device"]])], "t")
     assert svg.count('stroke-width="2"') == 1 and ex["image"] in svg
     assert detections.example(np.zeros((3, 40)), outs, None) is None          # a feature vector: no picture
+
+
+def test_ground_truth_is_read_within_the_memory_limit(tmp_path):
+    """A small compressed data file whose ground truth unpacks to hundreds of MB (boxes [2, 4M, 4]): read whole
+    before any check, it took that memory whatever EDGEC_MEMORY_LIMIT said. Its size is checked from the
+    array's header first, and only the benched samples' rows are read."""
+    path = tmp_path / "bomb.npz"
+    m = 4 << 20
+    np.savez_compressed(path, x=np.zeros((2, 4), np.float32), boxes=np.zeros((2, m, 4)),
+                        labels=np.zeros((2, m), np.int64), box_count=np.zeros(2, np.int64))
+    assert path.stat().st_size < 2 << 20
+    with pytest.raises(EdgecError, match="boxes") as e:
+        detections.load_truth(path, 2, memory_limit=64 << 20)
+    assert "\n" not in str(e.value)
+    small = tmp_path / "rows.npz"
+    np.savez(small, x=np.zeros((1000, 4), np.float32), boxes=np.full((1000, 3, 4), 0.5),
+             labels=np.ones((1000, 3), np.int64), box_count=np.full(1000, 2))
+    truth = detections.load_truth(small, 5, memory_limit=64 << 20)
+    assert len(truth) == 5 and all(len(t) == 2 for t in truth)

@@ -76,3 +76,22 @@ def test_options_that_would_make_another_model_are_refused(build, tmp_path):
     assert not any((tmp_path / d).exists() for d in "xyz")
     proc = edgec("export", out, "--format", "c", "-o", tmp_path / "ok")
     assert proc.returncode == 0 and (tmp_path / "ok" / "edgec-export.json").is_file(), proc.stderr
+
+
+@pytest.mark.parametrize("kind", ["link to a file", "link to a folder"])
+def test_a_link_in_the_builds_model_folder_is_not_followed_into_the_export(build, tmp_path, kind):
+    """A build folder someone handed over, with a link in model/ to a file or folder of the user's (an SSH key,
+    a home folder): the export copied what the link pointed at into the library the user then ships. It is
+    refused in one line and nothing is written."""
+    import shutil
+    out, _ = build
+    copy = tmp_path / "b"
+    shutil.copytree(out, copy, symlinks=True)
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "id_rsa").write_text("PRIVATE KEY")
+    link = copy / "model" / ("notes.h" if kind == "link to a file" else "more")
+    link.symlink_to(secret / "id_rsa" if kind == "link to a file" else secret)
+    proc = edgec("export", copy, "--format", "c", "-o", tmp_path / "lib")
+    assert_clean_error(proc, "link")
+    assert not (tmp_path / "lib").exists()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from contextlib import contextmanager
 
 import pytest
 
@@ -36,7 +37,46 @@ def world(tmp_path_factory):
     (ml / "build-report.json").write_text(json.dumps(report))
     (root / "dataset" / "kws01").mkdir(parents=True)
     (root / "dataset" / "kws01" / "y_labels.csv").write_text("a.bin,12,1\n")
+    (root / "dataset" / "kws01" / "a.bin").write_bytes(bytes(490))
+    core = root / "core"                          # a PlatformIO core where nucleo-f446re's packages are installed
+    for kind, name in (("platforms", "ststm32"), ("packages", "framework-arduinoststm32"),
+                       ("packages", "toolchain-gccarmnoneeabi")):
+        (core / kind / name).mkdir(parents=True)
+        (core / kind / name / ".piopm").write_text(json.dumps({"type": kind[:-1], "name": name, "version": "1.0.0"}))
+        (core / kind / name / "README").write_text(name)
+    (core / "platforms" / "ststm32" / "platform.json").write_text(json.dumps({
+        "name": "ststm32", "frameworks": {"arduino": {"package": "framework-arduinoststm32"}},
+        "packages": {"toolchain-gccarmnoneeabi": {"type": "toolchain"},
+                     "framework-arduinoststm32": {"type": "framework", "optional": True}}}))
     return root
+
+
+class _MlperfClient:
+    """An MLPerf device that answers every command (the writers are what is tested, not the link)."""
+    def name(self):
+        return "fake"
+
+    def profile(self):
+        return {"model": "kws01"}
+
+    def load(self, data):
+        pass
+
+    def infer(self, n, warmups, timeout=None):
+        return {"results": [1.0] + [0.0] * 11, "elapsed_us": 1000}
+
+
+@pytest.fixture
+def runs_to_the_end(world, monkeypatch):
+    """`packages bundle` and `mlperf` able to reach their writing (a core holding the board's packages, a device
+    that answers): a refusal is then the writer's, not a missing package's or a silent device's."""
+    from edgec.bench import mlperf_run
+
+    @contextmanager
+    def fake_device(*_args, **_kw):
+        yield type("Device", (), {"client": _MlperfClient()})()
+    monkeypatch.setattr(mlperf_run, "open_mlperf", fake_device)
+    monkeypatch.setenv("EDGEC_PLATFORMIO_HOME", str(world / "core"))
 
 
 def _snapshot(*folders):
@@ -145,7 +185,8 @@ def _refused(capsys, argv, world, here, what):
 
 
 @pytest.mark.parametrize("writer", sorted(FILE_WRITERS))
-def test_every_file_option_refuses_every_hostile_target(writer, world, tmp_path, capsys, monkeypatch):
+def test_every_file_option_refuses_every_hostile_target(writer, world, tmp_path, capsys, monkeypatch,
+                                                        runs_to_the_end):
     monkeypatch.chdir(tmp_path)
     for name, target in file_targets(world, tmp_path).items():
         _refused(capsys, FILE_WRITERS[writer](world, target), world, tmp_path, f"{writer} on {name}")
@@ -159,7 +200,8 @@ def test_every_folder_option_refuses_every_hostile_target(writer, world, tmp_pat
 
 
 @pytest.mark.parametrize("writer", sorted(REPORT_WRITERS))
-def test_every_report_folder_refuses_every_hostile_target(writer, world, tmp_path, capsys, monkeypatch):
+def test_every_report_folder_refuses_every_hostile_target(writer, world, tmp_path, capsys, monkeypatch,
+                                                          runs_to_the_end):
     monkeypatch.chdir(tmp_path)
     argv, inside = REPORT_WRITERS[writer]
     targets = folder_targets(world, tmp_path, inside)
@@ -253,3 +295,18 @@ def test_what_edgec_writes_is_strict_json(tmp_path):
     path = outputs.write_json(tmp_path / "r.json", {"score": float("nan"), "per": [1.5, float("inf")],
                                                     "nested": {"x": -float("inf")}})
     assert strict(path.read_text())["per"] == [1.5, None] and outputs.is_edgec_file(path)
+
+
+def test_bundle_and_mlperf_results_write_a_new_target(world, tmp_path, capsys, runs_to_the_end):
+    """The control of the attacks above: given a new path, `packages bundle -o` and `mlperf --results` run to
+    the end and write (so their refusals above come from the writer, not from a missing package or device);
+    what they wrote they may replace."""
+    bundle = tmp_path / "b.tar.xz"
+    results = tmp_path / "res"
+    for _ in range(2):
+        for argv in (FILE_WRITERS["packages bundle -o"](world, bundle), REPORT_WRITERS["mlperf --results"][0](world, results)):
+            assert cli.main([str(a) for a in argv]) == 0, capsys.readouterr().err
+    assert outputs.is_edgec_file(bundle)
+    assert "Top 1%" in (results / "kws01" / "accuracy" / "results.txt").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.tar.xz", "res"]      # no .partial, no staging
+    capsys.readouterr()

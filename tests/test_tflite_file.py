@@ -1,7 +1,7 @@
 """.tflite fields as a hostile file sets them (edgec/frontend/tflite_file.py): scales, zero points, shapes and
 buffers of any tensor of a valid model changed to invalid values are refused with one line naming the tensor,
-never a traceback, C that does not compile or a crash in TFLite Micro later; the import maps the file instead
-of reading it (memory bounded by the model's own arrays, not a multiple of the file)."""
+never a traceback, C that does not compile or a crash in TFLite Micro later; the import holds the file's bytes
+once (memory bounded by twice the file, not a multiple of it) and a file truncated meanwhile is no crash."""
 from __future__ import annotations
 
 import dataclasses
@@ -96,8 +96,9 @@ print([int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswi
 
 def test_import_memory_is_bounded_by_the_file(tmp_path):
     """A 48 MB .tflite (one FULLY_CONNECTED of 48 M weights): the import's peak memory over the interpreter's
-    own stays below 8x the file (it was ~24x: the file read whole, each constant copied, the float
-    weights requantized in float64; now the mapped file and the float32 weights the graph keeps)."""
+    own stays within 2x the file (it was ~24x: the file read whole, each constant copied, the float weights
+    requantized in float64; then 5.2x: the mapped file and float32 weights; now the file's bytes once, the
+    weights views of them, the float weights made only when read)."""
     n_out, n_in = 6144, 8192
     rng = np.random.default_rng(0)
     case = _fc()
@@ -117,4 +118,82 @@ def test_import_memory_is_bounded_by_the_file(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     extra = int(run.stdout.split()[-1]) - int(base.stdout.split()[-1])
     print(f"file {size / 1e6:.1f} MB, import peak {extra / 1e6:.1f} MB above the interpreter's")
-    assert extra < 8 * size, f"import used {extra / size:.1f}x the file's size"
+    assert extra <= 2 * size, f"import used {extra / size:.1f}x the file's size"
+
+
+TRUNCATE = r"""
+import sys
+sys.path[:0] = {paths!r}
+from edgec.errors import EdgecError
+from edgec.frontend import tflite as importer, tflite_file
+
+read = tflite_file.read
+def read_then_truncate(path):
+    buf = read(path)
+    with open(path, "r+b") as f:          # another program truncates the file while edgec imports it
+        f.truncate({keep})
+    return buf
+tflite_file.read = read_then_truncate
+try:
+    importer.load({model!r}, "m")
+    print("imported")
+except EdgecError as e:
+    print("refused:", e)
+"""
+
+
+@pytest.mark.parametrize("keep", [0, 100])
+def test_a_file_truncated_during_the_import_is_no_crash(tmp_path, keep):
+    """A .tflite truncated by another program while edgec imports it: a mapped file's missing pages killed edgec
+    with SIGBUS (no clean-up, no message); the import now reads what the file held when it was opened."""
+    path = tmp_path / "m.tflite"
+    path.write_bytes(oracle.write(_fc()))
+    paths = [p for p in sys.path if p]
+    run = subprocess.run([sys.executable, "-c", TRUNCATE.format(paths=paths, model=str(path), keep=keep)],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, (run.returncode, run.stderr[-2000:])
+    assert run.stdout.strip() == "imported", run.stdout
+
+
+def test_a_file_shorter_than_when_opened_is_one_line(tmp_path, monkeypatch):
+    """The file shrinks between its size being taken and its bytes read: one line, not a damaged-flatbuffer
+    guess or a crash."""
+    import os
+    from edgec.frontend import tflite_file
+
+    path = tmp_path / "m.tflite"
+    path.write_bytes(oracle.write(_fc()))
+    real = os.fstat
+
+    def larger(fd):
+        st = real(fd)
+        return os.stat_result((*st[:6], st.st_size + 4096, *st[7:]))
+    monkeypatch.setattr(tflite_file.os, "fstat", larger)
+    with pytest.raises(EdgecError, match="changed while edgec read it") as err:
+        importer.load(path, "m")
+    assert "\n" not in str(err.value)
+
+
+def test_a_file_larger_than_a_flatbuffer_is_refused_before_it_is_read(tmp_path):
+    """A (sparse) file over 2 GiB with the TFL3 identifier: refused from its size, nothing read."""
+    path = tmp_path / "huge.tflite"
+    with open(path, "wb") as f:
+        f.write(b"\0\0\0\0TFL3")
+        f.truncate((1 << 31) + 1)
+    with pytest.raises(EdgecError, match="more than a TFLite flatbuffer can hold") as err:
+        importer.load(path, "m")
+    assert "\n" not in str(err.value)
+
+
+def test_dequantized_weights_are_the_float_weights_they_stand_for():
+    """What the graph keeps instead of float32 weights reads as q x scale everywhere the float paths use it."""
+    from edgec.frontend.tflite_file import DequantizedWeights
+    q = np.arange(-12, 12, dtype=np.int8).reshape(4, 6)
+    s = np.array([0.5, 0.25, 2.0, 1.0], np.float32).reshape(4, 1)
+    w = DequantizedWeights(q, s)
+    want = q.astype(np.float32) * s
+    assert w.shape == (4, 6) and w.ndim == 2 and w.size == 24 and w.dtype == np.float32 and len(w) == 4
+    assert np.array_equal(np.asarray(w), want) and np.asarray(w, np.float64).dtype == np.float64
+    assert np.array_equal(w / 2, want / 2) and np.array_equal(np.abs(w), np.abs(want))
+    assert np.array_equal(w[1], want[1]) and np.array_equal(w.T, want.T)
+    assert np.array_equal(w.astype(np.float64), want) and np.array_equal(w.reshape(-1), want.reshape(-1))

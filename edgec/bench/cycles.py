@@ -20,8 +20,10 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+from edgec import children
 from edgec.errors import EdgecError
 from edgec.resources import resource_dir
 from edgec.settings import Settings
@@ -52,13 +54,20 @@ def build_plugin(settings: Settings) -> Path | None:
     if cc is None:
         return None
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(f".{os.getpid()}.tmp")
-    result = subprocess.run([cc, "-shared", "-fPIC", "-O2", "-std=c99", "-o", str(tmp), str(plugin_source())],
-                            capture_output=True, text=True)
-    if result.returncode != 0:
+    # a name of its own (matrix cells build it at once in one process: a name from the pid alone was shared,
+    # and the second rename failed), the compiler in edgec's process-group discipline, no temporary file left
+    fd, name = tempfile.mkstemp(prefix=f".{target.stem}-", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        _, code = children.run([cc, "-shared", "-fPIC", "-O2", "-std=c99", "-o", str(tmp), str(plugin_source())],
+                               stderr=subprocess.DEVNULL)
+        if code != 0:
+            return None
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, target)
+    finally:
         tmp.unlink(missing_ok=True)
-        return None
-    os.replace(tmp, target)
     return target
 
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from edgec import ports, svgplot
 from edgec.bench.detection_metrics import Detections, agreement, mean_average_precision
+from edgec.data import DEFAULT_MEMORY_LIMIT, read_array
 from edgec.errors import EdgecError
 from edgec.ir import Graph, Op
 from edgec.ops import detection, nms
@@ -54,19 +55,22 @@ def nms_float(graph: Graph, op: Op, outs: list[dict[str, np.ndarray]]) -> list[D
     return [Detections.of(*nms.detections_of(op.params, o[b], o[s], o[k])) for o in outs]
 
 
-def load_truth(path: str | Path, n: int) -> list[Detections] | None:
+def load_truth(path: str | Path, n: int, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> list[Detections] | None:
     """The ground truth of the first n samples of the data file, or None when it has none; an error naming the
-    key when it is malformed."""
+    key when it is malformed.  Only the first n rows are read, each array's size checked against the memory
+    limit from its header first (a small compressed file can unpack to gigabytes)."""
+    path = Path(path)
     try:
-        with np.load(path, allow_pickle=False) as data:
-            present = [k for k in TRUTH_KEYS if k in data.files]
+        with zipfile.ZipFile(path) as z:
+            files = {name[:-4] for name in z.namelist() if name.endswith(".npy")}
+            present = [k for k in TRUTH_KEYS if k in files]
             if not present:
                 return None
             if len(present) != len(TRUTH_KEYS):
                 missing = ", ".join(k for k in TRUTH_KEYS if k not in present)
                 raise EdgecError(f"{path}: ground-truth boxes need {', '.join(TRUTH_KEYS)}; {missing} missing "
                                  "(docs/benchmarking.md#detection-models)")
-            boxes, labels, count = (data[k] for k in TRUTH_KEYS)
+            boxes, labels, count = (read_array(z, path, k, n, memory_limit=memory_limit)[0] for k in TRUTH_KEYS)
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
         raise EdgecError(f"{path}: cannot read the ground-truth boxes ({type(exc).__name__}: {exc})") from None
     m = boxes.shape[1] if boxes.ndim == 3 else -1

@@ -11,7 +11,6 @@ output tensor back and compares it with the NumPy reference (reference.run(..., 
 from __future__ import annotations
 
 import dataclasses
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -86,7 +85,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
                          "with its own metrics (mAP, box agreement); run it without this option")
     score_fn = load_score(score) if score else None
     data = ports.load_data(data_path, graph, limit, float_labels=True, memory_limit=settings.memory_limit)
-    truth = None if boxes_d is None else detections.load_truth(data_path, len(data.x))
+    truth = None if boxes_d is None else detections.load_truth(data_path, len(data.x), settings.memory_limit)
     for view, labels in _labelled_outputs(graph, data):    # before any work: a bad label would bend the numbers
         check_labels(view, labels, data_path)
     n = len(data.x)
@@ -227,7 +226,7 @@ def first_invoke_timeout(report: dict, retries: int) -> float:
 def _run_over_link(outdir, report, graph, board, firmware, port, gdb_load, xq, ref_out, profile, compare_layers,
                    result, progress, log, settings):
     """Every input over the serial link, one at a time (with the profile and divergence finder on request)."""
-    with tempfile.TemporaryDirectory(prefix="edgec-cycles-") as scratch:   # removed on every exit path
+    with children.temporary_folder() as scratch:     # removed on every exit path, a SIGKILL of edgec too
         return _link_session(outdir, report, graph, board, firmware, port, gdb_load, xq, ref_out, profile,
                              compare_layers, result, progress, log, settings, Path(scratch))
 

@@ -122,7 +122,7 @@ def _open(path: str | Path, name: str) -> "_Importer":
     import tflite
 
     path = Path(path)
-    buf = tflite_file.read(path)          # memory-mapped: constants are views of the file, not copies
+    buf = tflite_file.read(path)          # read once: constants are views of its bytes, not copies
     tx = _read(path, lambda: _Importer(tflite.Model.GetRootAsModel(buf, 0), path, name))
     _read(path, lambda: tflite_file.check_tensors(tx.model, tx.sg, path))   # before any importer reads a field
     return tx
@@ -299,7 +299,7 @@ class _Importer:
         shape[axis] = -1
         arrays = {"weights": np.ascontiguousarray(weights_q, np.int8), "bias": np.asarray(bias, np.int32).reshape(-1),
                   "mult": np.asarray(mult, np.int32), "shift": np.asarray(shift, np.int32)}
-        w = np.multiply(weights_q, ws.reshape(shape), dtype=np.float32)   # exact as float64 then float32, 4x not 20x
+        w = tflite_file.DequantizedWeights(weights_q, ws.reshape(shape))   # float32 when read, not held (4x)
         b = (arrays["bias"].astype(np.float64) * float(x.scale) * ws.astype(np.float64)).astype(np.float32)
         return arrays, w, b
 

@@ -1,19 +1,23 @@
-"""A .tflite file as untrusted input: memory-mapped (not read into memory: the weights stay in the page cache
-and the importer's constants are views of it), and every tensor's fields checked before any importer reads
-them, each failure one line naming the tensor:
+"""A .tflite file as untrusted input: read once (its bytes are the only copy of the weights: the importer's
+constants are read-only views of them, and a weighted op's float weights are computed when something reads
+them, not held: DequantizedWeights), and every tensor's fields checked before any importer reads them, each
+failure one line naming the tensor:
 
 - shape: no negative dimension, at most MAX_ELEMENTS elements;
 - buffer: an index into the model's buffers, holding exactly shape x element size bytes (or none);
 - quantization: scales finite and positive, zero points inside the tensor type's range, one zero point per
   scale (or one for all, or none), a per-channel axis inside the shape with one scale per channel.
 
-    buf = tflite_file.read(path)                 # mmap, the TFL3 identifier checked
+    buf = tflite_file.read(path)                 # the file's bytes, the TFL3 identifier checked
     tflite_file.check_tensors(model, subgraph, path)
+
+Not memory-mapped: a mapped file that another program truncates kills the reader with SIGBUS on the first
+page past the new end (no message, no clean-up); bytes read are the file as it was when opened.
 """
 from __future__ import annotations
 
 import math
-import mmap
+import os
 from pathlib import Path
 
 import numpy as np
@@ -22,19 +26,68 @@ from edgec.errors import EdgecError
 
 IDENTIFIER = b"TFL3"
 MAX_ELEMENTS = 1 << 31          # a tensor larger than this holds no model a microcontroller runs
+MAX_BYTES = 1 << 31             # a flatbuffer's own limit (32-bit offsets)
 # TensorType -> (element bytes, zero point range) of the types edgec reads
 ELEMENTS = {0: (4, None), 2: (4, (-2**31, 2**31 - 1)), 3: (1, (0, 255)), 4: (8, None), 7: (2, (-32768, 32767)),
             9: (1, (-128, 127))}
 
 
-def read(path: Path):
-    """The file memory-mapped read-only (a bytes-like object the flatbuffer reads from)."""
+def read(path: Path) -> bytes:
+    """The file's bytes (one read of the size it has when opened; the flatbuffer and the constants' views read
+    from them)."""
     if not path.is_file():
         raise EdgecError(f"{path}: no such file (give the path of an INT8 .tflite model)")
     with open(path, "rb") as f:
-        if f.read(8)[4:8] != IDENTIFIER:
-            raise EdgecError(f"{path}: not a TFLite flatbuffer (no 'TFL3' identifier); give an INT8 .tflite model")
-        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        size = os.fstat(f.fileno()).st_size
+        if size > MAX_BYTES:
+            raise EdgecError(f"{path}: {size:,} bytes, more than a TFLite flatbuffer can hold ({MAX_BYTES:,}); "
+                             "give an INT8 .tflite model")
+        data = f.read(size)
+    if len(data) != size:
+        raise EdgecError(f"{path}: the file changed while edgec read it ({len(data):,} of {size:,} bytes); "
+                         "import it again once it is written")
+    if data[4:8] != IDENTIFIER:
+        raise EdgecError(f"{path}: not a TFLite flatbuffer (no 'TFL3' identifier); give an INT8 .tflite model")
+    return data
+
+
+class DequantizedWeights(np.lib.mixins.NDArrayOperatorsMixin):
+    """The float32 weights q x scale of a .tflite's int8 weights, made when read (np.asarray, arithmetic, an
+    index) and not held: the graph keeps the file's integers only (float32 copies were 4x the file).  It has
+    an array's shape, ndim, size and dtype; everything else goes through the array it makes."""
+
+    dtype = np.dtype(np.float32)
+
+    def __init__(self, q: np.ndarray, scale: np.ndarray):
+        self.q, self.scale = q, np.asarray(scale, np.float32)
+        self.shape, self.ndim, self.size = q.shape, q.ndim, q.size
+
+    def __array__(self, dtype=None, copy=None):
+        w = np.multiply(self.q, self.scale, dtype=np.float32)     # exact: an int8 times a float32
+        return w if dtype is None else w.astype(dtype, copy=False)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kw):
+        inputs = tuple(np.asarray(i) if isinstance(i, DequantizedWeights) else i for i in inputs)
+        return getattr(ufunc, method)(*inputs, **kw)
+
+    def __len__(self) -> int:
+        return len(self.q)
+
+    def __getitem__(self, index):
+        return np.asarray(self)[index]
+
+    def astype(self, dtype, **_kw) -> np.ndarray:
+        return np.asarray(self, dtype)
+
+    def reshape(self, *shape) -> np.ndarray:
+        return np.asarray(self).reshape(*shape)
+
+    def copy(self) -> np.ndarray:
+        return np.asarray(self)
+
+    @property
+    def T(self) -> np.ndarray:
+        return np.asarray(self).T
 
 
 def _name(sg, index: int) -> str:

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -324,7 +326,9 @@ def save_stats(stats: Stats, path: Path) -> None:
             "samples": stats.samples, "batch": stats.batch, "seconds": stats.seconds,
             "with_histograms": stats.with_histograms}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
+    fd, name = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".tmp.npz", dir=path.parent)   # one per writer
+    os.close(fd)                                                                             # (threads too)
+    tmp = Path(name)
     try:
         np.savez(tmp, meta=np.array(json.dumps(meta)), **arrays)
         tmp.replace(path)
@@ -348,9 +352,33 @@ def load_stats(path: Path) -> Stats | None:
                     stats.hist_hold[n] = z[f"hold.{i}"]
             if "holdout_x" in z.files:
                 stats.holdout_x, stats.holdout_y = z["holdout_x"], z["holdout_y"]
-        return stats
+        return stats if _sound(stats, names) else None
     except Exception:       # truncated, empty or foreign: a zip, zlib, npy or JSON error of any kind
         return None
+
+
+def _sound(stats: Stats, names) -> bool:
+    """What a cache entry says is what `collect` writes (an edited or foreign entry is discarded, not used:
+    ranges that are not numbers crashed the build, inverted or NaN ones made a model or an error that blamed
+    the calibration data): names, finite ranges lo <= hi, counts, histograms of BINS counts, hold-out rows."""
+    def number(v) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    if not (isinstance(names, list) and all(isinstance(n, str) for n in names) and len(set(names)) == len(names)
+            and len(stats.lo) == len(stats.hi) == len(names)):
+        return False
+    if not all(number(stats.lo[n]) and number(stats.hi[n]) and stats.lo[n] <= stats.hi[n] for n in names):
+        return False
+    if not (isinstance(stats.samples, int) and isinstance(stats.batch, int) and stats.samples >= 0
+            and stats.batch >= 1 and number(stats.seconds) and isinstance(stats.with_histograms, bool)):
+        return False
+    for h in (*stats.hist_fit.values(), *stats.hist_hold.values()):
+        if h.shape != (BINS,) or h.dtype.kind not in "iu" or (h < 0).any():
+            return False
+    x, y = stats.holdout_x, stats.holdout_y
+    if x is not None and (y is None or x.dtype.kind != "f" or y.dtype.kind != "f" or not x.ndim or not y.ndim
+                          or len(x) != len(y) or not np.isfinite(x).all()):
+        return False
+    return True
 
 
 def collect_cached(model: onnx.ModelProto, stream: Samples, values: Iterable[str], histograms: bool,
@@ -365,6 +393,8 @@ def collect_cached(model: onnx.ModelProto, stream: Samples, values: Iterable[str
                         rescale={k: [a, f] for k, (a, f) in sorted((rescale or {}).items())})
         path = Path(cache_dir) / f"{key}.npz"
         cached = load_stats(path) if path.is_file() else None
+        if cached is not None and not set(values) <= set(cached.lo):
+            cached = None            # not the statistics asked for (another model's entry put here): discarded
         if cached is None and path.is_file():       # a damaged entry (edgec's own file): discard, recompute
             if log:
                 log(f"warning: the calibration cache entry {path} is damaged; calibrating again")

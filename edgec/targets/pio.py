@@ -159,12 +159,15 @@ def _stream(cmd: list[str], project_dir: Path, core: Path, log, timeout: float) 
         while not done.wait(PROGRESS_EVERY_S):
             compiled = sum(ln.startswith(("Compiling ", "Archiving ", "Linking ")) for ln in list(lines))
             log(f"  ... still building: {compiled} files compiled in {time.monotonic() - start:.0f} s")
+    # a daemon timer, started inside the try: an interrupt right after the spawn (while a thread starts) left
+    # the timer waiting out the build timeout, and edgec's exit waited for it (a hang after "terminated")
     timer = threading.Timer(timeout, kill)
-    timer.start()
+    timer.daemon = True
     ticker = threading.Thread(target=progress, daemon=True) if log is not None else None
-    if ticker:
-        ticker.start()
     try:
+        timer.start()
+        if ticker:
+            ticker.start()
         for line in proc.stdout:
             lines.append(line)
             if log is not None and _SHOWN_RE.match(line) and not line.startswith(("RAM:", "Flash:")):
@@ -173,7 +176,7 @@ def _stream(cmd: list[str], project_dir: Path, core: Path, log, timeout: float) 
     finally:
         timer.cancel()
         done.set()
-        if ticker:
+        if ticker and ticker.ident is not None:       # (started)
             ticker.join()
         if proc.poll() is None:      # interrupted: take PlatformIO and its compilers down with us
             children.kill_group(proc)
