@@ -580,6 +580,22 @@ static inline int32_t edgec_lstm_tflite_s8_get_buffer_size(const edgec_lstm_tfli
     return 11 * p->batch * p->hidden;
 }
 
+/* edgec_svdf.c: TFLite's integer SVDF as TFLite Micro computes it (edgec/ops/svdf.py): input int8 [batch][input_size],
+ * feature weights int8 [units*rank][input_size], time weights [units*rank][memory] (int8 or int16 in the file,
+ * int16 here), bias int32 [units]; the activation state (int8 or int16: state_min/max) reset to state_zp at every
+ * call, then shifted and fed the new features; output int8 [batch][units]. */
+typedef struct {
+    int32_t batch, input_size, rank, units, memory, input_zp, state_zp, state_min, state_max, mult1, shift1, mult2,
+        shift2, output_zp;
+} edgec_svdf_params;
+void edgec_svdf_s8(const edgec_svdf_params *p, const int8_t *input, const int8_t *w_feature, const int16_t *w_time,
+                   const int32_t *bias, void *scratch, int8_t *output);
+/* the state of one batch row: int16 [units*rank][memory] */
+static inline int32_t edgec_svdf_s8_get_buffer_size(const edgec_svdf_params *p)
+{
+    return 2 * p->units * p->rank * p->memory;
+}
+
 /* ================================================================ resize
  * edgec_resize.c */
 

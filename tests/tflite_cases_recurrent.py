@@ -48,3 +48,40 @@ def lstm_case(rng, name, extreme=False):
 
 
 MAKERS = {"lstm": lstm_case}
+
+
+def svdf_case(rng, name, extreme=False):
+    """SVDF: int8 input [batch, n], int8 feature weights, int8 or int16 time weights and state (of one type), a
+    bias (zero or not), rank 1-3."""
+    batch, n_in, units, rank, memory = (int(rng.integers(1, 3)), int(rng.integers(1, 25)), int(rng.integers(1, 12)),
+                                        int(rng.integers(1, 4)), int(rng.integers(1, 10)))
+    filters = units * rank
+    sixteen = bool(rng.random() < 0.4)
+    xs, xz = _act(rng, extreme)
+    wfs = float(np.float32(10 ** rng.uniform(-3, -1.5)))
+    feat = 3000 if sixteen else 40             # the typical size of a new state entry
+    ss = float(np.float32(xs * wfs * n_in ** 0.5 * 5400 / feat * 10 ** rng.uniform(-0.3, 0.3)))
+    sz = 0 if sixteen else int(rng.integers(-60, 60))
+    wts = float(np.float32(10 ** rng.uniform(-3, -1.5)))
+    # (the state reset before each inference: only its newest column is not its zero point)
+    wt_std = 18000 if sixteen else 73
+    ys = float(np.float32(ss * wts * rank ** 0.5 * wt_std * feat / 40 * 10 ** rng.uniform(-0.3, 0.3)))
+    yz = int(rng.integers(-30, 30))
+    if extreme:
+        ys /= 30
+    state_type = INT16 if sixteen else 9
+    tdata = rng.integers(-32767 if sixteen else -127, 32768 if sixteen else 128, (filters, memory))
+    tensors = [T((batch, n_in), [xs], [xz]),
+               T((filters, n_in), [wfs], [0], data=rng.integers(-127, 128, (filters, n_in)).astype(np.int8)),
+               T((filters, memory), [wts], [0], state_type, tdata.astype(np.int16 if sixteen else np.int8))]
+    bias = rng.integers(-(1 << 14), 1 << 14, units) if rng.random() < 0.7 else np.zeros(units)
+    tensors.append(T((units,), [float(np.float32(ss * wts))], [0], INT32, bias.astype(np.int32)))
+    ins = [0, 1, 2, 3]         # (TFLite Micro's Prepare reads the bias's scale: a file without one crashes it)
+    tensors.append(T((batch, filters * memory), [ss], [sz], state_type, variable=True))
+    ins.append(len(tensors) - 1)
+    tensors.append(T((batch, units), [ys], [yz]))
+    nodes = [Node("SVDF", ins, len(tensors) - 1, ("SVDFOptions", dict(Rank=rank, FusedActivationFunction=0)))]
+    return Case(name, tensors, nodes, 0, len(tensors) - 1), True
+
+
+MAKERS["svdf"] = svdf_case

@@ -1,7 +1,8 @@
-"""TFLite's integer UNIDIRECTIONAL_SEQUENCE_LSTM (edgec/ops/recurrent_tflite.py, runtime_c/edgec_recurrent_tflite.c):
-the C kernel against its NumPy twin bit for bit on random parameters, the int16 sigmoid and tanh against their
-float functions, and random single-operator .tflite files (tests/tflite_cases_recurrent.py) against TFLite Micro's
-interpreter, through edgec's NumPy reference and its generated C."""
+"""TFLite's integer UNIDIRECTIONAL_SEQUENCE_LSTM (edgec/ops/recurrent_tflite.py, runtime_c/edgec_recurrent_tflite.c)
+and SVDF (edgec/ops/svdf.py, runtime_c/edgec_svdf.c): the C kernels against their NumPy twins bit for bit on random
+parameters, the int16 sigmoid and tanh against their float functions, and random single-operator .tflite files
+(tests/tflite_cases_recurrent.py) against TFLite Micro's interpreter, through edgec's NumPy reference and its
+generated C."""
 from __future__ import annotations
 
 import ctypes
@@ -16,6 +17,7 @@ import tflite_oracle as oracle
 from ckernels import make, ptr
 from edgec.fixedpoint import scheme
 from edgec.ops import recurrent_tflite as lstm
+from edgec.ops import svdf
 
 
 def _params(r, batch, steps, n_in, hid, time_major):
@@ -68,6 +70,32 @@ def test_activations_track_float():
                     reason="tflite-micro (the TFLite Micro interpreter) is not installed")
 def test_single_operator_files_match_tflite_micro(tmp_path):
     cases = oracle.cases(seed=5, n=24, makers=recurrent_cases.MAKERS)
-    assert {c.nodes[0].options[1]["TimeMajor"] for c in cases} == {False, True}
+    lstms = [c for c in cases if c.nodes[0].op == "UNIDIRECTIONAL_SEQUENCE_LSTM"]
+    assert {c.nodes[0].options[1]["TimeMajor"] for c in lstms} == {False, True}
+    assert {c.tensors[2].dtype for c in cases if c.nodes[0].op == "SVDF"} == {9, 7}     # int8 and int16 state
     bad = oracle.check(cases, tmp_path, paths=("reference",))
     assert not bad, bad
+
+
+def test_svdf_kernel_matches_twin(ck):
+    """Random SVDFs, int8 and int16 states, zero points that make the new state entry wrap as TFLM's cast does."""
+    r = np.random.default_rng(3)
+    for _ in range(200):
+        batch, n_in, units, rank, memory = (int(r.integers(1, 3)), int(r.integers(1, 30)), int(r.integers(1, 10)),
+                                            int(r.integers(1, 4)), int(r.integers(1, 12)))
+        sixteen = bool(r.random() < 0.5)
+        lo, hi = (-32768, 32767) if sixteen else (-128, 127)
+        (m1, s1), (m2, s2) = (scheme.quantize_multiplier(float(10 ** r.uniform(-4, 0))) for _ in range(2))
+        p = dict(batch=batch, input_size=n_in, rank=rank, units=units, memory=memory,
+                 input_zp=int(r.integers(-128, 128)), state_zp=int(r.integers(-100, 100)) if not sixteen else 0,
+                 state_min=lo, state_max=hi, mult1=m1, shift1=s1, mult2=m2, shift2=s2,
+                 output_zp=int(r.integers(-128, 128)))
+        a = dict(w_feature=r.integers(-127, 128, units * rank * n_in).astype(np.int8),
+                 w_time=r.integers(lo + 1, hi + 1, units * rank * memory).astype(np.int16),
+                 bias=r.integers(-(1 << 16), 1 << 16, units).astype(np.int32))
+        x = r.integers(-128, 128, batch * n_in).astype(np.int8)
+        out = np.full(batch * units, 99, np.int8)
+        scratch = np.zeros(2 * units * rank * memory + 16, np.int8)
+        ck.lib.edgec_svdf_s8(ctypes.byref(make("edgec_svdf_params", p)), ptr(x), ptr(a["w_feature"]),
+                             ptr(a["w_time"]), ptr(a["bias"]), ptr(scratch), ptr(out))
+        np.testing.assert_array_equal(out, svdf.svdf_s8(p, a, x))
