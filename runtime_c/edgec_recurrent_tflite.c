@@ -9,6 +9,13 @@ static int32_t asr32(int32_t v, int32_t s)
     return v >= 0 ? v >> s : ~((~v) >> s);
 }
 
+/* an int32 sum kept modulo 2^32 (TFLite Micro's int32 accumulators wrap on overflow; here without the undefined
+ * behaviour), back to int32 */
+static int32_t wrap32(uint32_t v)
+{
+    return v < 0x80000000u ? (int32_t)v : -(int32_t)(~v) - 1;
+}
+
 static int32_t clamp16(int32_t v)
 {
     return v < -32768 ? -32768 : (v > 32767 ? 32767 : v);
@@ -102,11 +109,12 @@ void edgec_lstm_tflite_s8(const edgec_lstm_tflite_params *p, const int8_t *input
             for (g = 0; g < 4; ++g) {
                 for (j = 0; j < hid; ++j) {
                     const int8_t *wx = w_x + (g * hid + j) * n_in, *wh = w_h + (g * hid + j) * hid;
-                    int32_t ax = bias[g * hid + j], ah = 0, pre;
-                    for (k = 0; k < n_in; ++k) ax += wx[k] * ((int32_t)x[k] - p->input_zp);
-                    for (k = 0; k < hid; ++k) ah += wh[k] * ((int32_t)hb[k] - p->hidden_zp);
-                    pre = clamp16(clamp16(edgec_requantize(ax, mult_x[g], shift_x[g])) +
-                                  clamp16(edgec_requantize(ah, mult_h[g], shift_h[g])));
+                    uint32_t ax = (uint32_t)bias[g * hid + j], ah = 0;
+                    int32_t pre;
+                    for (k = 0; k < n_in; ++k) ax += (uint32_t)(wx[k] * ((int32_t)x[k] - p->input_zp));
+                    for (k = 0; k < hid; ++k) ah += (uint32_t)(wh[k] * ((int32_t)hb[k] - p->hidden_zp));
+                    pre = clamp16(clamp16(edgec_requantize(wrap32(ax), mult_x[g], shift_x[g])) +
+                                  clamp16(edgec_requantize(wrap32(ah), mult_h[g], shift_h[g])));
                     gate[g * state + b * hid + j] = (g == 2 && !p->cell_sigmoid) ? tanh16(pre, 3, 0) : sigmoid16(pre);
                 }
             }
