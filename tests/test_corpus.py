@@ -27,9 +27,10 @@ from corpus import manifest  # noqa: E402
 
 ENTRIES = manifest.load()
 EXPECTED = json.loads((manifest.CORPUS / "expected.json").read_text())
-# the default suite's subset: small files of each source and format, one refused (an LSTM: TFLite's integer LSTM
-# is not taken yet)
-FAST = ["tflm_hello_world_int8", "tiny_kws_ds_cnn", "onnx2c_atmega_mnist", "tflm_mnist_lstm_int8"]
+# the default suite's subset: small files of each source and format, a stateful one (TFLite's integer LSTM) and one
+# refused (a float LOG_SOFTMAX tail)
+FAST = ["tflm_hello_world_int8", "tiny_kws_ds_cnn", "onnx2c_atmega_mnist", "tflm_mnist_lstm_int8",
+        "tinyengine_mnist_lenet"]
 
 
 # what a refusal names: TFLite operators (each kind once, with its count), an ONNX node and its operator, or the

@@ -39,6 +39,7 @@ class T:
     dtype: int = INT8
     data: np.ndarray | None = None
     axis: int = 0
+    variable: bool = False     # a state TFLite Micro keeps between invocations (an LSTM's, SVDF's)
 
 
 @dataclass
@@ -101,6 +102,8 @@ def write(case: Case) -> bytes:
             tflite.TensorAddBuffer(b, k)
         tflite.TensorAddName(b, name)
         tflite.TensorAddQuantization(b, q)
+        if t.variable:
+            tflite.TensorAddIsVariable(b, True)
         tensors.append(tflite.TensorEnd(b))
     codes = sorted({n.op for n in case.nodes})
     ops = []
@@ -389,6 +392,7 @@ def tflm(model: bytes, x) -> np.ndarray:
     for i in range(len(xs[0])):
         for k, xk in enumerate(xs):
             interp.set_input(xk[i], k)
+        interp.reset()          # each sample an inference of its own (a stateful model's state from its reset)
         interp.invoke()
         outs.append(np.concatenate([np.asarray(interp.get_output(k)).reshape(-1) for k in range(n_out)]))
     return np.stack(outs)

@@ -86,13 +86,13 @@ def survey(path: str | Path, name: str) -> tuple[Graph, dict]:
 def interpreter_outputs(path: str | Path, xq: np.ndarray) -> np.ndarray | None:
     """TFLite Micro's outputs (its Python interpreter, package `tflite-micro`) for edgec's integer inputs xq [n, ...]
     (several: packed, edgec/ports.py), several outputs packed the same way (float32 ones as they are); a float
-    input gets xq dequantized, a float output is quantized back (its DEQUANTIZE is exact). None: not installed."""
+    input gets xq dequantized, a float output is quantized back (its DEQUANTIZE is exact); the state of a stateful
+    model (its variable tensors) reset before each sample, as edgec runs each inference. None: not installed."""
     try:
         from tflite_micro.python.tflite_micro import runtime
     except ImportError:
         return None
-    graph = load(path, "interpreter")
-    interp = runtime.Interpreter.from_file(str(path))
+    graph, interp = load(path, "interpreter"), runtime.Interpreter.from_file(str(path))
     ins = [(interp.get_input_details(k), graph.tensors[t]) for k, t in enumerate(graph.inputs)]
     sizes = [int(np.prod(d["shape"])) for d, _ in ins]
     outs = []
@@ -101,6 +101,7 @@ def interpreter_outputs(path: str | Path, xq: np.ndarray) -> np.ndarray | None:
             if d["dtype"] == np.float32:
                 part = (part.astype(np.float32) - np.float32(t.zero_point)) * np.float32(t.scale)
             interp.set_input(np.asarray(part).astype(d["dtype"]).reshape(d["shape"]), k)
+        interp.reset()
         interp.invoke()
         row, k = [], 0
         for t in graph.outputs:
@@ -115,7 +116,6 @@ def interpreter_outputs(path: str | Path, xq: np.ndarray) -> np.ndarray | None:
 
 
 PROBLEM_KEYS = ("node", "op", "opset", "kind", "what")
-
 
 
 def _open(path: str | Path, name: str) -> "_Importer":

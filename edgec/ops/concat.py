@@ -93,20 +93,23 @@ def import_concat(cx, node):
     r = len(yshape)
     axis = int(cx.attr(node, "axis")) % r
     inputs = [i for i in node.input if i and int(np.prod(cx.shape(i, node))) > 0]
-    for i in inputs:
-        if i in cx.consts:
-            raise node_error(node, f"concatenating the constant '{i}' is not supported")
+    acts = [i for i in inputs if i not in cx.consts]
+    if not acts:
+        raise node_error(node, "every input is a constant (nothing computed at run time)")
     if len(inputs) == 1:
         cx.values[y] = cx.activation(inputs[0], node)
         return
-    perm = cx.activation(inputs[0], node)[1]
-    tensors = [movement.in_layout(cx, i, r, perm, node) for i in inputs]
+    perm = cx.activation(acts[0], node)[1]
+    tensors = [movement.in_layout(cx, i, r, perm, node) for i in acts]
+    # a constant part (a ViT's class token): its float values in the output's layout, quantized with the output
+    consts = {j: np.transpose(np.asarray(cx.consts[i], np.float32).reshape(cx.shape(i, node)), perm).reshape(-1)
+              for j, i in enumerate(inputs) if i in cx.consts}
     k = perm.index(axis)
     phys = [yshape[p] for p in perm]
     outer = int(np.prod(phys[:k], dtype=np.int64))
     chunks = [int(np.prod([cx.shape(i, node)[p] for p in perm][k:], dtype=np.int64)) for i in inputs]
     out = cx.new_tensor(y, tuple(phys), y)
-    cx.emit("concat", node, tensors, out, outer=outer, chunks=chunks)
+    cx.emit("concat", node, tensors, out, outer=outer, chunks=chunks, **({"consts": consts} if consts else {}))
     cx.values[y] = (out, perm)
 
 
