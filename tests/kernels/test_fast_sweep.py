@@ -195,6 +195,38 @@ def depthwise_cases(rng, lib, n, variant=GENERIC):
         yield True
 
 
+def one_channel_depthwise_cases(rng, lib, n, variant=GENERIC):
+    """A depthwise convolution of a one-channel input (micro_speech's: 10x8 taps, stride 2, depth multiplier 8) on
+    the convolution kernels (edgec/ops/conv/im2col.py: single_channel_depthwise), on one of their variants:
+    depth multipliers 1 to 16, kernels up to 10 taps a side, strides 1 to 3, 1-pixel images and 1-tap kernels."""
+    for _ in range(n):
+        dm = int(rng.integers(1, 17))
+        k_h, k_w = (int(v) for v in rng.integers(1, 11, size=2))
+        in_h, in_w = (int(v) for v in rng.integers(1, 30, size=2))
+        win = _geometry(rng, in_h, in_w, k_h, k_w, *(int(v) for v in rng.integers(1, 4, size=2)))
+        if win is None:
+            continue
+        p = _conv_params(rng, in_h, in_w, 1, dm, win, dm=dm)
+        x, w = i8(rng, (in_h, in_w, 1)), i8(rng, (k_h, k_w, dm))
+        op = weighted_op("depthwise_conv2d", p, w, *_requant(rng, dm, k_h * k_w))
+        low = select.fast(op)
+        if low is None:
+            yield False
+            continue
+        assert low.kernel.name == "edgec_conv2d_im2col_s8"
+        low = select.variant(op, low, variant)
+        want = conv.run_conv(op, [x])
+        got = run_fast(lib, low, x, out_size=want.size).reshape(want.shape)
+        assert np.array_equal(got, want), p
+        yield True
+
+
+@pytest.mark.parametrize("variant", [GENERIC, "blocked4", "blocked", "window"])
+def test_one_channel_depthwise_runs_bit_exact_on_the_convolution_kernels(variant, lib):
+    rng = np.random.default_rng(900 + len(variant))
+    assert sweep(one_channel_depthwise_cases(rng, lib, 120)) >= 60
+
+
 def fc_cases(rng, lib, n, variant=GENERIC):
     for _ in range(n):
         n_in, n_out = int(rng.integers(1, 400)), channels(rng)
