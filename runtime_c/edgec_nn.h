@@ -247,6 +247,11 @@ typedef struct {
 } edgec_depthwise_conv2d_line_params;
 void edgec_depthwise_conv2d_line_s8(const edgec_depthwise_conv2d_line_params *p, const int8_t *input,
                                     const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
+/* no scratch (the argument keeps the fast kernels' one signature) */
+static inline int32_t edgec_depthwise_conv2d_line_s8_get_buffer_size(const edgec_depthwise_conv2d_line_params *p)
+{
+    return 0 * p->c;
+}
 
 /* ================================================================ fully connected
  * edgec_fully_connected.c: weights [out_features][in_features] (int4: packed two per byte), bias/mult/shift per
