@@ -237,6 +237,22 @@ static inline int32_t edgec_depthwise_conv2d_3x3_mve_s8_get_buffer_size(const ed
     return EDGEC_MAX(4 * ((p->out_cols - 1) * p->stride + 3 + 16), 12 * ((p->out_cols - 1) * p->stride + 3));
 }
 
+/* ================================================================ fast 1-D depthwise
+ * fast/edgec_depthwise_conv2d_line.c: a depthwise convolution along one line (an image of height 1 or width 1, its
+ * kernel 1 tap across), depth multiplier 1, c a multiple of 4, any taps k, stride, dilation and padding along the
+ * line: input [len][c], output [out_len][c]. Weights [c / 4][k][4 channels] int16 in the order w0, w2, w1, w3 (the
+ * pairs SXTB16 gives; edgec/ops/conv/line.py). The input zero point is folded into rq's bias. */
+typedef struct {
+    int32_t len, c, out_len, k, stride, dilation, pad, input_zp, act_min, act_max;
+} edgec_depthwise_conv2d_line_params;
+void edgec_depthwise_conv2d_line_s8(const edgec_depthwise_conv2d_line_params *p, const int8_t *input,
+                                    const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
+/* no scratch (the argument keeps the fast kernels' one signature) */
+static inline int32_t edgec_depthwise_conv2d_line_s8_get_buffer_size(const edgec_depthwise_conv2d_line_params *p)
+{
+    return 0 * p->c;
+}
+
 /* ================================================================ fully connected
  * edgec_fully_connected.c: weights [out_features][in_features] (int4: packed two per byte), bias/mult/shift per
  * output. */

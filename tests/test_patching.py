@@ -207,3 +207,38 @@ def test_mlperf_model_in_40_kib_on_the_emulated_m4(key, tmp_path):
     assert m["static_ram_bytes"] + m["stack_used_bytes"] <= TOTAL_RAM_LIMIT, m
     assert small["agreement"]["device_vs_reference"] == 1.0
     assert small["latency"]["median"] <= SLOWDOWN_LIMIT * fast["latency"]["median"]
+
+
+def test_generated_c_of_a_patched_1d_depthwise_is_bit_exact(tmp_path):
+    """A column image (width 1) through a 1x1 conv, a 5-tap depthwise along it (the 1-D depthwise kernel,
+    edgec/ops/conv/line.py) and a 1x1 conv, run in row bands: the line kernel's params follow the band."""
+    from conftest import make_model
+    h = 24
+    inits = {"w1": W(8, 4, 1, 1), "b1": W(8, scale=0.1), "w2": W(8, 1, 5, 1), "b2": W(8, scale=0.1),
+             "w3": W(8, 8, 1, 1), "b3": W(8, scale=0.1), "wf": W(3, 8), "bf": W(3)}
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1"),
+             helper.make_node("Relu", ["c1"], ["a1"], name="relu1"),
+             helper.make_node("Conv", ["a1", "w2", "b2"], ["c2"], group=8, pads=[2, 0, 2, 0], name="dw2"),
+             helper.make_node("Relu", ["c2"], ["a2"], name="relu2"),
+             helper.make_node("Conv", ["a2", "w3", "b3"], ["c3"], name="conv3"),
+             helper.make_node("Relu", ["c3"], ["a3"], name="relu3"),
+             helper.make_node("GlobalAveragePool", ["a3"], ["g"], name="gap"),
+             helper.make_node("Flatten", ["g"], ["f"], name="flat"),
+             helper.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1, name="fc")]
+    graph, x = quantized(make_model(nodes, ("x", [1, 4, h, 1]), ("y", [1, 3]), inits), (4, h, 1), n=8)
+    graph = graph.replace_ops(planner.schedule(graph))
+    xq = scheme.quantize_input(graph.tensors[graph.input], x[:2])
+    dw = next(op for op in graph.ops if op.kind == "depthwise_conv2d")
+    assert dw.lowering.kernel.name == "edgec_depthwise_conv2d_line_s8"
+    n = len(graph.ops)
+    stages = [(a, b) for a in range(n) for b in range(a, n) if patching.can_stage(graph, a, b)]
+    a, b = max((s for s in stages if any(op is dw for op in graph.ops[s[0]:s[1] + 1])), key=lambda s: s[1] - s[0])
+    stage = patching.build_stage(graph, a, b, 2)
+    p = planner.plan(graph, stages=[stage])
+    planner.check_plan(graph, p)
+    cmodel.generate(graph, p, tmp_path, graph.name)
+    assert "patched stage" in (tmp_path / f"{graph.name}.c").read_text()
+    want = np.stack([reference.run(graph, q).reshape(-1) for q in xq])
+    for flags in (("-O2",), ("-O2", "-DEDGEC_EMULATE_DSP")):
+        got = run_generated_c(tmp_path, graph.name, xq.reshape(len(xq), -1), want.shape[1], flags=flags)
+        assert np.array_equal(got, want), flags

@@ -101,7 +101,7 @@ def eligible(graph: Graph, op: Op) -> bool:
     if _elementwise(op):
         return all(graph.tensors[t].shape == graph.tensors[op.output].shape for t in op.inputs)
     low = op.lowering
-    if low is not None and low.kernel.role != REFERENCE and not ("k4" in low.params or "rows" in low.params):
+    if low is not None and low.kernel.role != REFERENCE and not any(k in low.params for k in ("k4", "rows", "len")):
         return False      # a fast kernel band_op cannot restrict to rows (the global average pool)
     return int(op.params.get("dil_h", 1)) == 1
 
@@ -148,6 +148,9 @@ def _fast_band(op: Op, fast: dict, params: dict) -> dict:
     lp = dict(fast)
     if "k4" in lp:                                           # the im2col conv
         lp.update(in_h=params["in_h"], out_h=params["out_h"], pad_top=params["pad_top"])
+    elif "len" in lp:                                        # the 1-D depthwise
+        if int(op.params["in_w"]) == 1 and int(op.params["k_w"]) == 1:      # along the rows: the band's
+            lp.update(len=params["in_h"], out_len=params["out_h"], pad=params["pad_top"])
     elif lp["rows"] == int(op.params["in_h"]) and lp["out_rows"] == int(op.params["out_h"]) \
             and int(op.params["out_h"]) <= int(op.params["out_w"]):   # depthwise sweeping rows
         lp.update(rows=params["in_h"], out_rows=params["out_h"], pad_top=params["pad_top"])

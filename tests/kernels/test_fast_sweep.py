@@ -195,6 +195,88 @@ def depthwise_cases(rng, lib, n, variant=GENERIC):
         yield True
 
 
+def one_channel_depthwise_cases(rng, lib, n, variant=GENERIC):
+    """A depthwise convolution of a one-channel input (micro_speech's: 10x8 taps, stride 2, depth multiplier 8) on
+    the convolution kernels (edgec/ops/conv/im2col.py: single_channel_depthwise), on one of their variants:
+    depth multipliers 1 to 16, kernels up to 10 taps a side, strides 1 to 3, 1-pixel images and 1-tap kernels."""
+    for _ in range(n):
+        dm = int(rng.integers(1, 17))
+        k_h, k_w = (int(v) for v in rng.integers(1, 11, size=2))
+        in_h, in_w = (int(v) for v in rng.integers(1, 30, size=2))
+        win = _geometry(rng, in_h, in_w, k_h, k_w, *(int(v) for v in rng.integers(1, 4, size=2)))
+        if win is None:
+            continue
+        p = _conv_params(rng, in_h, in_w, 1, dm, win, dm=dm)
+        x, w = i8(rng, (in_h, in_w, 1)), i8(rng, (k_h, k_w, dm))
+        op = weighted_op("depthwise_conv2d", p, w, *_requant(rng, dm, k_h * k_w))
+        low = select.fast(op)
+        if low is None:
+            yield False
+            continue
+        assert low.kernel.name == "edgec_conv2d_im2col_s8"
+        low = select.variant(op, low, variant)
+        want = conv.run_conv(op, [x])
+        got = run_fast(lib, low, x, out_size=want.size).reshape(want.shape)
+        assert np.array_equal(got, want), p
+        yield True
+
+
+@pytest.mark.parametrize("variant", [GENERIC, "blocked4", "blocked", "window"])
+def test_one_channel_depthwise_runs_bit_exact_on_the_convolution_kernels(variant, lib):
+    rng = np.random.default_rng(900 + len(variant))
+    assert sweep(one_channel_depthwise_cases(rng, lib, 120)) >= 60
+
+
+def line_depthwise_cases(rng, lib, n):
+    """1-D depthwise convolutions (edgec/ops/conv/line.py: the streaming wake-word model's 3 to 15 taps) along a
+    column or a row: 1 to 20 taps, strides 1 to 3, dilations 1 to 3, padding before and after up to the window,
+    4 to 128 channels, lines as short as one pixel and windows longer than the line (all but one tap padded)."""
+    for _ in range(n):
+        c = 4 * int(rng.integers(1, 33)) if rng.random() < 0.4 else 4 * int(rng.integers(1, 4))
+        k, stride, dil = int(rng.integers(1, 21)), int(rng.integers(1, 4)), int(rng.integers(1, 4))
+        span = (k - 1) * dil + 1
+        length = int(rng.integers(1, 40))
+        before, after = (int(v) for v in rng.integers(0, span, size=2))
+        out_len = (length + before + after - span) // stride + 1
+        if out_len < 1:
+            continue
+        column = rng.random() < 0.5
+        win = dict(k_h=k if column else 1, k_w=1 if column else k, stride_h=stride if column else 1,
+                   stride_w=1 if column else stride, dil_h=dil if column else 1, dil_w=1 if column else dil,
+                   pad_top=before if column else 0, pad_left=0 if column else before,
+                   out_h=out_len if column else 1, out_w=1 if column else out_len)
+        in_h, in_w = (length, 1) if column else (1, length)
+        p = _conv_params(rng, in_h, in_w, c, c, win)
+        x, w = i8(rng, (in_h, in_w, c)), i8(rng, (win["k_h"], win["k_w"], c))
+        op = weighted_op("depthwise_conv2d", p, w, *_requant(rng, c, k))
+        low = select.fast(op)
+        if low is None:
+            yield False
+            continue
+        assert low.kernel.name == "edgec_depthwise_conv2d_line_s8"
+        want = conv.run_conv(op, [x])
+        got = run_fast(lib, low, x, out_size=want.size).reshape(want.shape)
+        assert np.array_equal(got, want), p
+        yield True
+
+
+def test_line_depthwise_runs_bit_exact(lib):
+    rng = np.random.default_rng(950)
+    assert sweep(line_depthwise_cases(rng, lib, 300)) >= 150
+
+
+def test_line_depthwise_declines_what_it_does_not_run():
+    """Two-dimensional windows, depth multipliers above 1 and channel counts not a multiple of 4 stay off it."""
+    rng = np.random.default_rng(951)
+    for shape, k, dm, c in [((5, 5), (3, 1), 1, 8), ((9, 1), (3, 1), 2, 8), ((9, 1), (3, 1), 1, 6)]:
+        win = dict(k_h=k[0], k_w=k[1], stride_h=1, stride_w=1, dil_h=1, dil_w=1, pad_top=0, pad_left=0,
+                   out_h=shape[0] - k[0] + 1, out_w=shape[1] - k[1] + 1)
+        p = _conv_params(rng, *shape, c // dm, c, win, dm=dm)
+        op = weighted_op("depthwise_conv2d", p, i8(rng, (*k, c)), *_requant(rng, c, k[0]))
+        low = select.fast(op)
+        assert low is None or low.kernel.name != "edgec_depthwise_conv2d_line_s8", (shape, k, dm, c)
+
+
 def fc_cases(rng, lib, n, variant=GENERIC):
     for _ in range(n):
         n_in, n_out = int(rng.integers(1, 400)), channels(rng)

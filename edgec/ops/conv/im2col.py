@@ -20,13 +20,29 @@ from edgec.ops.kernel import FAST, HELIUM, INT4, MVE, VARIANT, Kernel
 STRUCT = "edgec_conv2d_im2col_params"
 
 
+def single_channel_depthwise(op: Op) -> bool:
+    """A depthwise convolution of a one-channel input (TFLite Micro's micro_speech: its depth multiplier makes
+    the output channels) is the convolution of that channel by out_c filters: the same sums, the same
+    requantization records, so the convolution kernels run it bit-exactly."""
+    return op.kind != "depthwise_conv2d" or op.params["in_c"] == 1
+
+
+def ohwi(op: Op) -> np.ndarray:
+    """The op's int8 weights as [out_c][k_h * k_w * in_c] (a one-channel depthwise's [k_h][k_w][out_c]
+    transposed)."""
+    w = op.arrays["weights"]
+    if op.kind == "depthwise_conv2d":
+        return np.ascontiguousarray(w.reshape(-1, op.params["out_c"]).T)
+    return w.reshape(op.params["out_c"], -1)
+
+
 def lower_im2col(op: Op):
     """The im2col kernel (any kernel size, no dilation): each output channel's taps padded to k4 bytes, the
     requantization records."""
-    p, a = op.params, op.arrays
+    p = op.params
     if p["dil_h"] != 1 or p["dil_w"] != 1:
         return None
-    w = a["weights"].reshape(p["out_c"], -1)
+    w = ohwi(op)
     got = fast.conv_like(op, w)
     if got is None:
         return None
@@ -147,7 +163,7 @@ def mve_conv(op: Op, base):
     k = params["k_h"] * params["k_w"] * params["in_c"]
     k16, pairs = -(-k // 16) * 16, -(-params["out_c"] // 2)
     wp = np.zeros((2 * pairs, k16), np.int8)
-    wp[:params["out_c"], :k] = op.arrays["weights"].reshape(params["out_c"], k)
+    wp[:params["out_c"], :k] = ohwi(op)
     wp = wp.reshape(pairs, 2, k16 // 16, 16).transpose(0, 2, 1, 3)        # [pair][block][channel][16]
     return {**params, "k4": k16}, {"fw": fast.words(np.ascontiguousarray(wp)), "rq": rq_vectors(base.arrays["rq"])}
 
@@ -166,22 +182,24 @@ def lower_im2col4(op: Op):
     return params, {**arrays, "fw": fast.nibble_words(wp)}
 
 
-IM2COL = Kernel("edgec_conv2d_im2col_s8", ("conv2d",), FAST, cemit.fast_weighted, lower=lower_im2col,
-                struct=STRUCT)
+# the convolutions and the one-channel depthwise ones (single_channel_depthwise)
+CONV_KINDS = ("conv2d", "depthwise_conv2d")
+IM2COL = Kernel("edgec_conv2d_im2col_s8", CONV_KINDS, FAST, cemit.fast_weighted, applies=single_channel_depthwise,
+                lower=lower_im2col, struct=STRUCT)
 # code each speed variant links in beside the generic kernels (arm-none-eabi-gcc -O2, Cortex-M4: its row
 # functions and packing-free loops; measured on the MLPerf Tiny builds; blocked4: its file's text; their portable
 # C on the Cortex-M3 is up to twice that), for the fit check's code estimate
-BLOCKED4 = Kernel("edgec_conv2d_blocked4_s8", ("conv2d",), VARIANT, cemit.fast_weighted, base=IM2COL,
+BLOCKED4 = Kernel("edgec_conv2d_blocked4_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL,
                   variant="blocked4", applies=pointwise_or_single_channel, lower=blocked4_conv, struct=STRUCT,
                   code_bytes=3312)
-WINDOW = Kernel("edgec_conv2d_window_s8", ("conv2d",), VARIANT, cemit.fast_weighted, base=IM2COL, variant="window",
+WINDOW = Kernel("edgec_conv2d_window_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL, variant="window",
                 applies=window_fits, lower=window_conv, struct=STRUCT, code_bytes=4288)
-POINTWISE = Kernel("edgec_conv2d_pointwise_s8", ("conv2d",), VARIANT, cemit.fast_weighted, base=IM2COL,
+POINTWISE = Kernel("edgec_conv2d_pointwise_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL,
                    variant="pointwise", applies=lambda base: base.params["k_h"] == 1 and base.params["k_w"] == 1,
                    lower=pointwise_conv, struct=STRUCT, code_bytes=4400)
-BLOCKED = Kernel("edgec_conv2d_blocked_s8", ("conv2d",), VARIANT, cemit.fast_weighted, base=IM2COL,
+BLOCKED = Kernel("edgec_conv2d_blocked_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL,
                  variant="blocked", lower=blocked_conv, struct=STRUCT, code_bytes=1024)
-CONV_MVE = Kernel("edgec_conv2d_mve_s8", ("conv2d",), HELIUM, cemit.fast_weighted, base=IM2COL, isa=MVE,
+CONV_MVE = Kernel("edgec_conv2d_mve_s8", CONV_KINDS, HELIUM, cemit.fast_weighted, base=IM2COL, isa=MVE,
                   lower=mve_conv, struct=STRUCT)
 IM2COL_4 = Kernel("edgec_conv2d_im2col_s4", ("conv2d",), FAST, cemit.fast_weighted, precision=INT4,
                   lower=lower_im2col4, struct=STRUCT)
