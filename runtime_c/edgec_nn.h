@@ -636,6 +636,42 @@ static inline int32_t edgec_nms_s8_get_buffer_size(const edgec_nms_params *p)
     return 4 * (8 * p->num_boxes + p->max_per_class);
 }
 
+/* ================================================================ signal library (audio front end)
+ * edgec_signal.c. TensorFlow Lite Micro's signal operators (custom ops Signal*), bit-identical with TFLM's kernels
+ * (tflite-micro signal/): int16 window and FFT auto-scale, the int16 real FFT (KISS FFT fixed point 16; twiddles
+ * [fft_length/2][2] and super_twiddles [fft_length/4][2] made by edgec/ops/signal/kissfft.py; scratch: 2 *
+ * fft_length int16), energies (uint32; bins outside [start, end) are 0), the filter bank (uint64 sums), its square
+ * root, spectral subtraction (its noise estimate [num_channels] is state kept between invocations), PCAN gain
+ * control and the log. */
+typedef struct {
+    int32_t num_channels, smoothing, one_minus_smoothing, alternate_smoothing, alternate_one_minus_smoothing,
+        smoothing_bits, spectral_subtraction_bits, min_signal_remaining, clamping;
+} edgec_signal_spectral_subtraction_params;
+void edgec_signal_window_s16(int32_t n, int32_t frame, int32_t shift, const int16_t *x, const int16_t *w, int16_t *y);
+/* y: the n scaled samples, then the shift (TFLM's second output) */
+void edgec_signal_fft_auto_scale_s16(int32_t n, const int16_t *x, int16_t *y);
+typedef struct {
+    int32_t fft_length, input_length, frames;
+} edgec_signal_rfft_params;
+void edgec_signal_rfft_s16(const edgec_signal_rfft_params *p, const int16_t *x, const int16_t *twiddles,
+                           const int16_t *super_twiddles, int16_t *scratch, int16_t *y);
+/* the zero-padded frame, then the complex FFT's result */
+static inline int32_t edgec_signal_rfft_s16_get_buffer_size(const edgec_signal_rfft_params *p)
+{
+    return 4 * p->fft_length;
+}
+void edgec_signal_energy_s16(int32_t bins, int32_t start, int32_t end, const int16_t *spectrum, uint32_t *y);
+void edgec_signal_filter_bank_u32(int32_t channels, const uint32_t *x, const int16_t *weights,
+                                  const int16_t *unweights, const int16_t *freq_starts, const int16_t *weight_starts,
+                                  const int16_t *widths, uint64_t *y);
+void edgec_signal_filter_bank_square_root_u64(int32_t channels, const uint64_t *x, int32_t scale_bits, uint32_t *y);
+void edgec_signal_spectral_subtraction_u32(const edgec_signal_spectral_subtraction_params *p, const uint32_t *x,
+                                           uint32_t *noise, uint32_t *y);
+void edgec_signal_pcan_u32(int32_t channels, const uint32_t *x, const uint32_t *noise, const int16_t *gain_lut,
+                           int32_t snr_shift, uint32_t *y);
+void edgec_signal_filter_bank_log_u32(int32_t channels, const uint32_t *x, int32_t output_scale, int32_t correction_bits,
+                                      int16_t *y);
+
 /* ================================================================ float boundary
  * The float <-> integer quantization at a model's inputs and outputs, exactly as edgec's host reference does it
  * (edgec/fixedpoint/scheme.py quantize_input and dequantize), in IEEE-754 binary32 arithmetic:
