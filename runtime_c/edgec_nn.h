@@ -671,6 +671,24 @@ void edgec_signal_pcan_u32(int32_t channels, const uint32_t *x, const uint32_t *
                            int32_t snr_shift, uint32_t *y);
 void edgec_signal_filter_bank_log_u32(int32_t channels, const uint32_t *x, int32_t output_scale, int32_t correction_bits,
                                       int16_t *y);
+/* TFLite's builtin CAST, 1-D STRIDED_SLICE, CONCATENATION around constants and int32 ADD/MUL/DIV/MINIMUM/MAXIMUM
+ * with a constant (b_size 1: a scalar), on the front end's plain integers. CAST keeps the low bits (C's
+ * conversion); ADD and MUL wrap around; DIV truncates (C's division). Types and operations by code: */
+#define EDGEC_SIGNAL_INT8 0
+#define EDGEC_SIGNAL_INT16 1
+#define EDGEC_SIGNAL_INT32 2
+#define EDGEC_SIGNAL_UINT32 3
+#define EDGEC_SIGNAL_UINT64 4
+#define EDGEC_SIGNAL_ADD 0
+#define EDGEC_SIGNAL_MUL 1
+#define EDGEC_SIGNAL_DIV 2
+#define EDGEC_SIGNAL_MIN 3
+#define EDGEC_SIGNAL_MAX 4
+void edgec_signal_cast(int32_t n, int32_t from, int32_t to, const void *x, void *y);
+void edgec_signal_slice_u32(int32_t begin, int32_t stride, int32_t n, const uint32_t *x, uint32_t *y);
+void edgec_signal_concat_u32(int32_t before, int32_t n, int32_t after, const uint32_t *pre, const uint32_t *x,
+                             const uint32_t *post, uint32_t *y);
+void edgec_signal_arith_s32(int32_t n, int32_t code, int32_t b_size, const int32_t *x, const int32_t *b, int32_t *y);
 
 /* ================================================================ float boundary
  * The float <-> integer quantization at a model's inputs and outputs, exactly as edgec's host reference does it

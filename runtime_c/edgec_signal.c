@@ -332,3 +332,58 @@ void edgec_signal_filter_bank_log_u32(int32_t channels, const uint32_t *x, int32
         }
     }
 }
+
+/* ---- TFLite's builtin operators on the front end's plain integers (not quantized) ------------------------- */
+void edgec_signal_cast(int32_t n, int32_t from, int32_t to, const void *x, void *y)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) {
+        uint64_t v;                      /* the value's two's-complement bits, sign-extended from its type */
+        switch (from) {
+        case EDGEC_SIGNAL_INT8: v = (uint64_t)(int64_t)((const int8_t *)x)[i]; break;
+        case EDGEC_SIGNAL_INT16: v = (uint64_t)(int64_t)((const int16_t *)x)[i]; break;
+        case EDGEC_SIGNAL_INT32: v = (uint64_t)(int64_t)((const int32_t *)x)[i]; break;
+        case EDGEC_SIGNAL_UINT32: v = ((const uint32_t *)x)[i]; break;
+        default: v = ((const uint64_t *)x)[i]; break;
+        }
+        switch (to) {                    /* C's conversion: the low bits (two's complement) */
+        case EDGEC_SIGNAL_INT8: ((int8_t *)y)[i] = (int8_t)((int32_t)((uint32_t)v & 0xFFu) - ((v & 0x80u) ? 256 : 0)); break;
+        case EDGEC_SIGNAL_INT16: ((int16_t *)y)[i] = s16((int32_t)((uint32_t)v & 0xFFFFu)); break;
+        case EDGEC_SIGNAL_INT32: ((int32_t *)y)[i] = (int32_t)(uint32_t)v; break;
+        case EDGEC_SIGNAL_UINT32: ((uint32_t *)y)[i] = (uint32_t)v; break;
+        default: ((uint64_t *)y)[i] = v; break;
+        }
+    }
+}
+
+void edgec_signal_slice_u32(int32_t begin, int32_t stride, int32_t n, const uint32_t *x, uint32_t *y)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) y[i] = x[begin + i * stride];
+}
+
+void edgec_signal_concat_u32(int32_t before, int32_t n, int32_t after, const uint32_t *pre, const uint32_t *x,
+                             const uint32_t *post, uint32_t *y)
+{
+    int32_t i;
+    for (i = 0; i < before; ++i) y[i] = pre[i];
+    for (i = 0; i < n; ++i) y[before + i] = x[i];
+    for (i = 0; i < after; ++i) y[before + n + i] = post[i];
+}
+
+void edgec_signal_arith_s32(int32_t n, int32_t code, int32_t b_size, const int32_t *x, const int32_t *b, int32_t *y)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) {
+        const int32_t a = x[i], c = b[b_size == 1 ? 0 : i];
+        int32_t v;
+        switch (code) {
+        case EDGEC_SIGNAL_ADD: v = (int32_t)((uint32_t)a + (uint32_t)c); break;
+        case EDGEC_SIGNAL_MUL: v = (int32_t)((uint32_t)a * (uint32_t)c); break;
+        case EDGEC_SIGNAL_DIV: v = (c == -1) ? (int32_t)(0u - (uint32_t)a) : a / c; break;
+        case EDGEC_SIGNAL_MIN: v = a < c ? a : c; break;
+        default: v = a > c ? a : c; break;
+        }
+        y[i] = v;
+    }
+}

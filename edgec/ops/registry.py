@@ -38,6 +38,19 @@ assert len(IMPORTERS) == sum(len(_m.ONNX) for _m in MODULES), "an ONNX op type i
 # TFLite builtin operator -> `import_x(tx, op)` in the family module of the kind it produces
 # (edgec/frontend/tflite.py calls it with itself as `tx`)
 TFLITE_IMPORTERS = {op: fn for _m in MODULES for op, fn in getattr(_m, "TFLITE", {}).items()}
+
+
+def _integer_or(integer_fn, family_fn):
+    """A builtin operator on a signal front end's plain integers goes to edgec/ops/signal, else to its family."""
+    def import_x(tx, op):
+        if signal.takes_integer(tx, op) or family_fn is None:
+            return integer_fn(tx, op)
+        return family_fn(tx, op)
+    return import_x
+
+
+for _op, _fn in signal.TFLITE_INTEGER.items():
+    TFLITE_IMPORTERS[_op] = _integer_or(_fn, TFLITE_IMPORTERS.get(_op))
 DRIVER_OPS = {"Constant", "Shape"}     # the canonicalizer handles these itself (constants at build time)
 SUPPORTED_OPS = frozenset(IMPORTERS) | DRIVER_OPS
 # ONNX op type -> `takes_whole(node, rank)`: whether its importer takes this node, else the loader builds the

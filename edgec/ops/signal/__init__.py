@@ -16,7 +16,7 @@ from edgec.ir import Op, Tensor
 from edgec.ops import cemit
 from edgec.ops.kernel import REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, OpDef
-from edgec.ops.signal import kissfft, twins
+from edgec.ops.signal import integer, kissfft, twins
 
 CTYPE = {"int16": "int16_t", "int32": "int32_t", "uint32": "uint32_t", "uint64": "uint64_t"}
 TYPE_OF = {7: "int16", 2: "int32", 15: "uint32", 12: "uint64"}     # TFLite tensor types these kinds take
@@ -43,7 +43,8 @@ def run_fft_auto_scale(op, ins):
 
 
 def run_rfft(op, ins):
-    return twins.rfft(ins[0], op.params["fft_length"], op.params["input_length"])
+    p = op.params              # (the input may be an auto-scale's packed output: the samples, then the shift)
+    return twins.rfft(_part(ins[0], 0, p["frames"] * p["input_length"]), p["fft_length"], p["input_length"])
 
 
 def run_energy(op, ins):
@@ -61,18 +62,23 @@ def run_filter_bank_square_root(op, ins):
     return twins.filter_bank_square_root(ins[0], bits)
 
 
-def run_spectral_subtraction(op, ins, state: dict = {}):
-    """The twin keeps the noise estimate of each op (by name) between calls, as the C does; `reset_state` clears
-    it (a new run of a model)."""
+_STATE: dict[int, tuple[Op, np.ndarray]] = {}     # id(op) -> (op, its noise estimate)
+
+
+def run_spectral_subtraction(op, ins):
+    """The twin keeps each op's noise estimate between calls, as the C keeps it in a static array and TFLM in
+    the operator's persistent buffer: a graph loaded again starts from zero (its ops are new objects), as a
+    device does after a reset; `reset_state` forgets them all (TFLM's interpreter Reset)."""
     p = op.params
-    noise = state.get(op.name, np.zeros(p["num_channels"], np.uint32))
-    y, state[op.name] = twins.spectral_subtraction(ins[0], noise, p)
-    return np.concatenate([y, state[op.name]])
+    noise = _STATE.get(id(op), (op, np.zeros(p["num_channels"], np.uint32)))[1]
+    y, noise = twins.spectral_subtraction(ins[0], noise, p)
+    _STATE[id(op)] = (op, noise)            # (the op held too: its id is not reused while the state lives)
+    return np.concatenate([y, noise])
 
 
 def reset_state() -> None:
     """Forget every spectral subtraction's noise estimate (TFLM's interpreter Reset)."""
-    run_spectral_subtraction.__defaults__[0].clear()
+    _STATE.clear()
 
 
 def run_pcan(op, ins):
@@ -123,7 +129,7 @@ def c_filter_bank(op, low, s: CallSite) -> str:
 def c_filter_bank_square_root(op, low, s: CallSite) -> str:
     p = op.params
     return (f"edgec_signal_filter_bank_square_root_u64({p['channels']}, {_p(s.inputs[0], 'uint64')}, "
-            f"{_p(s.inputs[1], 'int16')}[{p['scale_at']}], {_p(s.output, 'uint32', False)});")
+            f"({_p(s.inputs[1], 'int16')})[{p['scale_at']}], {_p(s.output, 'uint32', False)});")
 
 
 def c_spectral_subtraction(op, low, s: CallSite) -> str:
@@ -131,14 +137,14 @@ def c_spectral_subtraction(op, low, s: CallSite) -> str:
     out = _p(s.output, "uint32", False)
     call = (f"static uint32_t noise[{ch}]; int32_t i;\n      "      # the state: kept between invocations
             f"edgec_signal_spectral_subtraction_u32(&p, {_p(s.inputs[0], 'uint32')}, noise, {out});\n      "
-            f"for (i = 0; i < {ch}; ++i) {out}[{ch} + i] = noise[i];")
+            f"for (i = 0; i < {ch}; ++i) ({out})[{ch} + i] = noise[i];")
     return cemit.with_params("edgec_signal_spectral_subtraction_params", op.params, call, only_fields=True)
 
 
 def c_pcan(op, low, s: CallSite) -> str:
     p = op.params
     return (f"edgec_signal_pcan_u32({p['channels']}, {_p(s.inputs[0], 'uint32')}, "
-            f"{_p(s.inputs[-1], 'uint32')} + {p['noise_at']}, {s.arrays['gain_lut']}, {p['snr_shift']}, "
+            f"({_p(s.inputs[-1], 'uint32')}) + {p['noise_at']}, {s.arrays['gain_lut']}, {p['snr_shift']}, "
             f"{_p(s.output, 'uint32', False)});")
 
 
@@ -161,6 +167,7 @@ _KINDS = {   # kind: (C kernel, twin, C call)
     "signal_pcan": ("edgec_signal_pcan_u32", run_pcan, c_pcan),
     "signal_filter_bank_log": ("edgec_signal_filter_bank_log_u32", run_filter_bank_log, c_filter_bank_log),
 }
+_KINDS.update(integer.KINDS)
 OPS = [OpDef(kind, "signal", _quantize, None, qparams="fixed", fixed_qparams=lambda op: (1.0, 0), sensitivity=False)
        for kind in _KINDS]
 KERNELS = [Kernel(name, (kind,), REFERENCE, call, run=run, code_bytes=1500)
@@ -168,3 +175,8 @@ KERNELS = [Kernel(name, (kind,), REFERENCE, call, run=run, code_bytes=1500)
 ONNX: dict = {}
 
 from edgec.ops.signal.tflite import TFLITE  # noqa: E402  (the importers build the kinds above)
+
+# builtin operators on a front end's plain integers (edgec/ops/signal/integer.py): edgec/ops/registry.py gives
+# them the operator when `integer.takes(tx, op)`, else the operator's own family
+TFLITE_INTEGER = integer.IMPORTERS
+takes_integer = integer.takes
