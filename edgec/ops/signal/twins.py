@@ -1,6 +1,6 @@
 """NumPy integer twins of TensorFlow Lite Micro's signal-library kernels (signal/src and signal/micro/kernels of
 tflite-micro): the same integer operations on the same widths, so each agrees with TFLM bit for bit (tested
-against TFLM's interpreter in tests/test_signal.py). The C kernels are runtime_c/edgec_signal.c.
+against TFLM's interpreter in tests/kernels/test_signal.py). The C kernels are runtime_c/edgec_signal.c.
 
 Widths follow TFLM: int16 audio and spectra, uint32 energies, uint64 filter-bank sums; `msb(x)` is TFLM's
 MostSignificantBit32 as GCC builds it (32 - clz(x), and 32 for 0), which FftAutoScale and PCAN depend on.
