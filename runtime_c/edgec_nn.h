@@ -671,6 +671,31 @@ void edgec_signal_pcan_u32(int32_t channels, const uint32_t *x, const uint32_t *
                            int32_t snr_shift, uint32_t *y);
 void edgec_signal_filter_bank_log_u32(int32_t channels, const uint32_t *x, int32_t output_scale, int32_t correction_bits,
                                       int16_t *y);
+/* the inverse real FFT (kiss_fftri): p->input_length complex bins a frame in, fft_length samples out; tables from
+ * edgec/ops/signal/kissfft.py (inverse_twiddles, inverse_super_twiddles); scratch: fft_length int16 */
+void edgec_signal_irfft_s16(const edgec_signal_rfft_params *p, const int16_t *x, const int16_t *twiddles,
+                            const int16_t *super_twiddles, int16_t *scratch, int16_t *y);
+static inline int32_t edgec_signal_irfft_s16_get_buffer_size(const edgec_signal_rfft_params *p)
+{
+    return 2 * p->fft_length;
+}
+/* streaming operators; their state is the caller's (static arrays of the generated code, zero at start):
+ * framer: fifo [outer][capacity] and count [outer] (count starts at frame_size - frame_step with prefill),
+ * y: the frames then the valid flag; stacker: fifo [capacity] and state {count, first frame seen}, y: the stack
+ * then the valid flag; delay: line [outer][delay]; overlap-add: buffer [outer][frame_size] */
+typedef struct {
+    int32_t outer, n_frames, frame_size, frame_step, capacity;
+} edgec_signal_framer_params;
+void edgec_signal_framer_s16(const edgec_signal_framer_params *p, const int16_t *x, int16_t *fifo, int32_t *count,
+                             int16_t *y);
+typedef struct {
+    int32_t num_channels, left, right, step, capacity;
+} edgec_signal_stacker_params;
+void edgec_signal_stacker_s16(const edgec_signal_stacker_params *p, const int16_t *x, int16_t *fifo, int32_t *state,
+                              int16_t *y);
+void edgec_signal_delay_s16(int32_t outer, int32_t frame, int32_t delay, const int16_t *x, int16_t *line, int16_t *y);
+void edgec_signal_overlap_add_s16(int32_t outer, int32_t n_frames, int32_t frame_size, int32_t frame_step,
+                                  const int16_t *x, int16_t *buffer, int16_t *y);
 /* TFLite's builtin CAST, 1-D STRIDED_SLICE, CONCATENATION around constants and int32 ADD/MUL/DIV/MINIMUM/MAXIMUM
  * with a constant (b_size 1: a scalar), on the front end's plain integers. CAST keeps the low bits (C's
  * conversion); ADD and MUL wrap around; DIV truncates (C's division). Types and operations by code: */

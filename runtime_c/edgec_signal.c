@@ -387,3 +387,169 @@ void edgec_signal_arith_s32(int32_t n, int32_t code, int32_t b_size, const int32
         y[i] = v;
     }
 }
+
+/* ---- the inverse real FFT (kiss_fftri, FIXED_POINT=16) ----------------------------------------------------- */
+static void bfly4_inverse(int16_t *f, int32_t fstride, const int16_t *tw, int32_t m)
+{
+    int32_t k;
+    int16_t s[6][2];
+    for (k = 0; k < m; ++k) {
+        int16_t *f0 = f + 2 * k, *f1 = f + 2 * (k + m), *f2 = f + 2 * (k + 2 * m), *f3 = f + 2 * (k + 3 * m);
+        fixdiv(f0, 4);
+        fixdiv(f1, 4);
+        fixdiv(f2, 4);
+        fixdiv(f3, 4);
+        cmul(s[0], f1, tw + 2 * k * fstride);
+        cmul(s[1], f2, tw + 4 * k * fstride);
+        cmul(s[2], f3, tw + 6 * k * fstride);
+        s[5][0] = s16(f0[0] - s[1][0]);
+        s[5][1] = s16(f0[1] - s[1][1]);
+        f0[0] = s16(f0[0] + s[1][0]);
+        f0[1] = s16(f0[1] + s[1][1]);
+        s[3][0] = s16(s[0][0] + s[2][0]);
+        s[3][1] = s16(s[0][1] + s[2][1]);
+        s[4][0] = s16(s[0][0] - s[2][0]);
+        s[4][1] = s16(s[0][1] - s[2][1]);
+        f2[0] = s16(f0[0] - s[3][0]);
+        f2[1] = s16(f0[1] - s[3][1]);
+        f0[0] = s16(f0[0] + s[3][0]);
+        f0[1] = s16(f0[1] + s[3][1]);
+        f1[0] = s16(s[5][0] - s[4][1]);
+        f1[1] = s16(s[5][1] + s[4][0]);
+        f3[0] = s16(s[5][0] + s[4][1]);
+        f3[1] = s16(s[5][1] - s[4][0]);
+    }
+}
+
+static void kf_work_inverse(int16_t *out, const int16_t *in, int32_t fstride, int32_t n, const int16_t *tw)
+{
+    int32_t p = n % 4 == 0 ? 4 : 2, m = n / p, q;
+    if (m == 1) {
+        for (q = 0; q < p; ++q) {
+            out[2 * q] = in[2 * q * fstride];
+            out[2 * q + 1] = in[2 * q * fstride + 1];
+        }
+    } else {
+        for (q = 0; q < p; ++q) kf_work_inverse(out + 2 * q * m, in + 2 * q * fstride, fstride * p, m, tw);
+    }
+    if (p == 4) bfly4_inverse(out, fstride, tw, m);
+    else bfly2(out, fstride, tw, m);
+}
+
+void edgec_signal_irfft_s16(const edgec_signal_rfft_params *p, const int16_t *x, const int16_t *twiddles,
+                            const int16_t *super_twiddles, int16_t *scratch, int16_t *y)
+{
+    const int32_t n = p->fft_length / 2;
+    int32_t f, k;
+    for (f = 0; f < p->frames; ++f) {
+        const int16_t *s = x + f * 2 * p->input_length;
+        int16_t *buf = scratch;
+        buf[0] = s16(s[0] + s[2 * n]);
+        buf[1] = s16(s[0] - s[2 * n]);
+        fixdiv(buf, 2);
+        for (k = 1; k <= n / 2; ++k) {
+            int16_t fk[2], fnkc[2], fek[2], tmp[2], fok[2];
+            fk[0] = s[2 * k];
+            fk[1] = s[2 * k + 1];
+            fnkc[0] = s[2 * (n - k)];
+            fnkc[1] = s16(-(int32_t)s[2 * (n - k) + 1]);
+            fixdiv(fk, 2);
+            fixdiv(fnkc, 2);
+            fek[0] = s16(fk[0] + fnkc[0]);
+            fek[1] = s16(fk[1] + fnkc[1]);
+            tmp[0] = s16(fk[0] - fnkc[0]);
+            tmp[1] = s16(fk[1] - fnkc[1]);
+            cmul(fok, tmp, super_twiddles + 2 * (k - 1));
+            buf[2 * k] = s16(fek[0] + fok[0]);
+            buf[2 * k + 1] = s16(fek[1] + fok[1]);
+            buf[2 * (n - k)] = s16(fek[0] - fok[0]);
+            buf[2 * (n - k) + 1] = s16(-(int32_t)s16(fek[1] - fok[1]));
+        }
+        kf_work_inverse(y + f * p->fft_length, buf, 1, n, twiddles);
+    }
+}
+
+/* ---- streaming: framer, stacker, delay, overlap-add (their state in the caller's static arrays) ------------ */
+static void fifo_discard(int16_t *fifo, int32_t *count, int32_t n)
+{
+    int32_t i;
+    if (n > *count) n = *count;
+    for (i = n; i < *count; ++i) fifo[i - n] = fifo[i];
+    *count -= n;
+}
+
+void edgec_signal_framer_s16(const edgec_signal_framer_params *p, const int16_t *x, int16_t *fifo, int32_t *count,
+                             int16_t *y)
+{
+    int32_t i, f, k, valid = 1;
+    for (i = 0; i < p->outer; ++i) {
+        int16_t *q = fifo + i * p->capacity;
+        for (f = 0; f < p->n_frames; ++f) {
+            int16_t *out = y + (i * p->n_frames + f) * p->frame_size;
+            for (k = 0; k < p->frame_step; ++k) q[count[i] + k] = x[(i * p->n_frames + f) * p->frame_step + k];
+            count[i] += p->frame_step;
+            if (count[i] >= p->frame_size) {
+                for (k = 0; k < p->frame_size; ++k) out[k] = q[k];
+                fifo_discard(q, &count[i], p->frame_step);
+            } else {
+                for (k = 0; k < p->frame_size; ++k) out[k] = 0;
+                valid = 0;
+            }
+        }
+    }
+    y[p->outer * p->n_frames * p->frame_size] = (int16_t)valid;
+}
+
+void edgec_signal_stacker_s16(const edgec_signal_stacker_params *p, const int16_t *x, int16_t *fifo, int32_t *state,
+                              int16_t *y)
+{
+    const int32_t ch = p->num_channels, size = ch * (p->left + p->right + 1);
+    int32_t k, r;
+    for (k = 0; k < ch; ++k) fifo[state[0] + k] = x[k];
+    state[0] += ch;
+    if (!state[1]) {                      /* the first frame, repeated left more times */
+        for (r = 0; r < p->left; ++r)
+            for (k = 0; k < ch; ++k) fifo[state[0] + r * ch + k] = x[k];
+        state[0] += p->left * ch;
+        state[1] = 1;
+    }
+    if (state[0] >= size) {
+        for (k = 0; k < size; ++k) y[k] = fifo[k];
+        fifo_discard(fifo, &state[0], ch * p->step);
+        y[size] = 1;
+    } else {
+        for (k = 0; k < size; ++k) y[k] = 0;
+        y[size] = 0;
+    }
+}
+
+void edgec_signal_delay_s16(int32_t outer, int32_t frame, int32_t delay, const int16_t *x, int16_t *line, int16_t *y)
+{
+    int32_t i, k;
+    for (i = 0; i < outer; ++i) {
+        const int16_t *xi = x + i * frame;
+        int16_t *li = line + i * delay;
+        for (k = 0; k < frame; ++k) y[i * frame + k] = k < delay ? li[k] : xi[k - delay];
+        for (k = 0; k < delay; ++k) li[k] = frame + k < delay ? li[frame + k] : xi[frame + k - delay];
+    }
+}
+
+void edgec_signal_overlap_add_s16(int32_t outer, int32_t n_frames, int32_t frame_size, int32_t frame_step,
+                                  const int16_t *x, int16_t *buffer, int16_t *y)
+{
+    int32_t i, f, k;
+    for (i = 0; i < outer; ++i) {
+        int16_t *b = buffer + i * frame_size;
+        for (f = 0; f < n_frames; ++f) {
+            const int16_t *xf = x + (i * n_frames + f) * frame_size;
+            int16_t *out = y + (i * n_frames + f) * frame_step;
+            for (k = 0; k < frame_size; ++k) {
+                const int32_t v = (int32_t)b[k] + xf[k];
+                b[k] = (int16_t)(v < -32768 ? -32768 : v > 32767 ? 32767 : v);
+            }
+            for (k = 0; k < frame_step; ++k) out[k] = b[k];
+            for (k = 0; k < frame_size - frame_step; ++k) b[k] = b[k + frame_step];
+            for (k = frame_size - frame_step; k < frame_size; ++k) b[k] = 0;
+        }
+    }
+}

@@ -43,8 +43,11 @@ TFLITE_IMPORTERS = {op: fn for _m in MODULES for op, fn in getattr(_m, "TFLITE",
 def _integer_or(integer_fn, family_fn):
     """A builtin operator on a signal front end's plain integers goes to edgec/ops/signal, else to its family."""
     def import_x(tx, op):
-        if signal.takes_integer(tx, op) or family_fn is None:
+        if signal.takes_integer(tx, op):
             return integer_fn(tx, op)
+        if family_fn is None:
+            raise tx.unsupported("taken only on the plain integers of a signal-library front end "
+                                 "(docs/tflite-operators.md)")
         return family_fn(tx, op)
     return import_x
 

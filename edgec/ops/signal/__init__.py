@@ -5,8 +5,9 @@ runtime_c/edgec_signal.c; all bit-identical with TFLM's kernels (tests/kernels/t
 
 These kinds run on int16, int32, uint32 and uint64 tensors (not quantized: scale 1, zero point 0). An operator
 with two outputs gives one tensor holding both: SignalFftAutoScale [n scaled samples | the shift],
-SignalFilterBankSpectralSubtraction [output | noise estimate]; the noise estimate is state kept between
-invocations (a static array in the generated code, as TFLM keeps it in the operator's persistent buffer).
+SignalFilterBankSpectralSubtraction [output | noise estimate], SignalFramer and SignalStacker [frames | valid
+flag]. The spectral subtraction's noise estimate and the streaming operators' buffers are state kept between
+invocations (static arrays in the generated code, as TFLM keeps them in the operator's persistent buffers).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from edgec.ir import Op, Tensor
 from edgec.ops import cemit
 from edgec.ops.kernel import REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, OpDef
-from edgec.ops.signal import integer, kissfft, twins
+from edgec.ops.signal import integer, kissfft, streaming, twins
 
 CTYPE = {"int16": "int16_t", "int32": "int32_t", "uint32": "uint32_t", "uint64": "uint64_t"}
 TYPE_OF = {7: "int16", 2: "int32", 15: "uint32", 12: "uint64"}     # TFLite tensor types these kinds take
@@ -62,23 +63,59 @@ def run_filter_bank_square_root(op, ins):
     return twins.filter_bank_square_root(ins[0], bits)
 
 
-_STATE: dict[int, tuple[Op, np.ndarray]] = {}     # id(op) -> (op, its noise estimate)
+_STATE: dict[int, tuple[Op, object]] = {}     # id(op) -> (op, its state: a noise estimate, a dict of buffers)
+
+
+def state_of(op: Op, make):
+    """The state an op keeps between invocations (made by make() the first time), as the C keeps it in static
+    arrays and TFLM in the operator's persistent buffers: a graph loaded again starts afresh (its ops are new
+    objects), as a device does after a reset."""
+    if id(op) not in _STATE:
+        _STATE[id(op)] = (op, make())       # (the op held too: its id is not reused while the state lives)
+    return _STATE[id(op)][1]
 
 
 def run_spectral_subtraction(op, ins):
-    """The twin keeps each op's noise estimate between calls, as the C keeps it in a static array and TFLM in
-    the operator's persistent buffer: a graph loaded again starts from zero (its ops are new objects), as a
-    device does after a reset; `reset_state` forgets them all (TFLM's interpreter Reset)."""
+    """Its noise estimate is state (`state_of`)."""
     p = op.params
-    noise = _STATE.get(id(op), (op, np.zeros(p["num_channels"], np.uint32)))[1]
-    y, noise = twins.spectral_subtraction(ins[0], noise, p)
-    _STATE[id(op)] = (op, noise)            # (the op held too: its id is not reused while the state lives)
-    return np.concatenate([y, noise])
+    state = state_of(op, lambda: {"noise": np.zeros(p["num_channels"], np.uint32)})
+    y, state["noise"] = twins.spectral_subtraction(ins[0], state["noise"], p)
+    return np.concatenate([y, state["noise"]])
 
 
 def reset_state() -> None:
-    """Forget every spectral subtraction's noise estimate (TFLM's interpreter Reset)."""
+    """Forget every op's state (TFLM's interpreter Reset)."""
     _STATE.clear()
+
+
+def run_irfft(op, ins):
+    p = op.params
+    x = np.asarray(ins[0], np.int16).reshape(p["frames"], -1)
+    return np.concatenate([kissfft.irfft(f, p["fft_length"]) for f in x])
+
+
+def run_framer(op, ins):
+    p = op.params
+    x = np.asarray(ins[0], np.int16).reshape(p["outer"], -1)
+    y, valid = streaming.framer(x, p["frame_size"], p["frame_step"], bool(p["prefill"]), state_of(op, dict))
+    return np.concatenate([y.reshape(-1), np.array([int(valid)], np.int16)])
+
+
+def run_stacker(op, ins):
+    p = op.params
+    y, valid = streaming.stacker(ins[0], p["left"], p["right"], p["step"], state_of(op, dict))
+    return np.concatenate([y, np.array([int(valid)], np.int16)])
+
+
+def run_delay(op, ins):
+    p = op.params
+    return streaming.delay(np.asarray(ins[0]).reshape(p["outer"], -1), p["delay"], state_of(op, dict)).reshape(-1)
+
+
+def run_overlap_add(op, ins):
+    p = op.params
+    x = np.asarray(ins[0], np.int16).reshape(p["outer"], p["n_frames"], p["frame_size"])
+    return streaming.overlap_add(x, p["frame_step"], state_of(op, dict)).reshape(-1)
 
 
 def run_pcan(op, ins):
@@ -141,6 +178,42 @@ def c_spectral_subtraction(op, low, s: CallSite) -> str:
     return cemit.with_params("edgec_signal_spectral_subtraction_params", op.params, call, only_fields=True)
 
 
+def c_irfft(op, low, s: CallSite) -> str:
+    call = (f"edgec_signal_irfft_s16(&p, {_p(s.inputs[0], 'int16')}, {s.arrays['twiddles']}, "
+            f"{s.arrays['super_twiddles']}, {_p(s.scratch, 'int16', False)}, {_p(s.output, 'int16', False)});")
+    return cemit.with_params("edgec_signal_rfft_params", op.params, call, only_fields=True)
+
+
+def c_framer(op, low, s: CallSite) -> str:
+    p = op.params
+    start = p["frame_size"] - p["frame_step"] if p["prefill"] else 0
+    call = (f"static int16_t fifo[{p['outer'] * p['capacity']}]; static int32_t count[{p['outer']}] = "
+            f"{{{', '.join([str(start)] * p['outer'])}}};\n      "
+            f"edgec_signal_framer_s16(&p, {_p(s.inputs[0], 'int16')}, fifo, count, {_p(s.output, 'int16', False)});")
+    return cemit.with_params("edgec_signal_framer_params", p, call, only_fields=True)
+
+
+def c_stacker(op, low, s: CallSite) -> str:
+    p = op.params
+    call = (f"static int16_t fifo[{p['capacity']}]; static int32_t state[2];\n      "
+            f"edgec_signal_stacker_s16(&p, {_p(s.inputs[0], 'int16')}, fifo, state, {_p(s.output, 'int16', False)});")
+    return cemit.with_params("edgec_signal_stacker_params", p, call, only_fields=True)
+
+
+def c_delay(op, low, s: CallSite) -> str:
+    p = op.params
+    return (f"{{ static int16_t line[{max(p['outer'] * p['delay'], 1)}];\n      "
+            f"edgec_signal_delay_s16({p['outer']}, {p['frame']}, {p['delay']}, {_p(s.inputs[0], 'int16')}, line, "
+            f"{_p(s.output, 'int16', False)}); }}")
+
+
+def c_overlap_add(op, low, s: CallSite) -> str:
+    p = op.params
+    return (f"{{ static int16_t buffer[{p['outer'] * p['frame_size']}];\n      "
+            f"edgec_signal_overlap_add_s16({p['outer']}, {p['n_frames']}, {p['frame_size']}, {p['frame_step']}, "
+            f"{_p(s.inputs[0], 'int16')}, buffer, {_p(s.output, 'int16', False)}); }}")
+
+
 def c_pcan(op, low, s: CallSite) -> str:
     p = op.params
     return (f"edgec_signal_pcan_u32({p['channels']}, {_p(s.inputs[0], 'uint32')}, "
@@ -165,6 +238,11 @@ _KINDS = {   # kind: (C kernel, twin, C call)
     "signal_spectral_subtraction": ("edgec_signal_spectral_subtraction_u32", run_spectral_subtraction,
                                     c_spectral_subtraction),
     "signal_pcan": ("edgec_signal_pcan_u32", run_pcan, c_pcan),
+    "signal_irfft": ("edgec_signal_irfft_s16", run_irfft, c_irfft),
+    "signal_framer": ("edgec_signal_framer_s16", run_framer, c_framer),
+    "signal_stacker": ("edgec_signal_stacker_s16", run_stacker, c_stacker),
+    "signal_delay": ("edgec_signal_delay_s16", run_delay, c_delay),
+    "signal_overlap_add": ("edgec_signal_overlap_add_s16", run_overlap_add, c_overlap_add),
     "signal_filter_bank_log": ("edgec_signal_filter_bank_log_u32", run_filter_bank_log, c_filter_bank_log),
 }
 _KINDS.update(integer.KINDS)

@@ -132,3 +132,69 @@ def rfft(x, fft_length: int) -> np.ndarray:
     out[k, 0], out[k, 1] = _s16((f1r + twr) >> 1), _s16((f1i + twi) >> 1)
     out[n - k, 0], out[n - k, 1] = _s16((f1r - twr) >> 1), _s16((twi - f1i) >> 1)
     return out.astype(np.int16)
+
+
+def _inverse_twiddles(fft_length: int) -> tuple[np.ndarray, np.ndarray]:
+    """kiss_fftr_alloc(inverse=1)'s tables: the phases negated."""
+    n = fft_length // 2
+    pi = 3.141592653589793238462643383279502884197169399375105820974944
+    tw = np.array([_cexp(2 * pi * i / n) for i in range(n)], np.int16).reshape(n, 2)
+    st = np.array([_cexp(3.14159265358979323846264338327 * ((i + 1) / n + .5)) for i in range(n // 2)],
+                  np.int16).reshape(-1, 2)
+    return tw, st
+
+
+def inverse_twiddles(fft_length: int) -> np.ndarray:
+    return _inverse_twiddles(fft_length)[0]
+
+
+def inverse_super_twiddles(fft_length: int) -> np.ndarray:
+    return _inverse_twiddles(fft_length)[1]
+
+
+def _ibfly4(re, im, m, tw, fstride):
+    """kf_bfly4 of an inverse transform (its +i rotation)."""
+    k = np.arange(m)
+    t1, t2, t3 = (tw[k * fstride * j].astype(np.int64) for j in (1, 2, 3))
+    f = [_fixdiv(re[j * m:(j + 1) * m], im[j * m:(j + 1) * m], 4) for j in range(4)]
+    s0, s1, s2 = _cmul(*f[1], t1[:, 0], t1[:, 1]), _cmul(*f[2], t2[:, 0], t2[:, 1]), _cmul(*f[3], t3[:, 0], t3[:, 1])
+    s5 = (_s16(f[0][0] - s1[0]), _s16(f[0][1] - s1[1]))
+    f0 = (_s16(f[0][0] + s1[0]), _s16(f[0][1] + s1[1]))
+    s3 = (_s16(s0[0] + s2[0]), _s16(s0[1] + s2[1]))
+    s4 = (_s16(s0[0] - s2[0]), _s16(s0[1] - s2[1]))
+    o2 = (_s16(f0[0] - s3[0]), _s16(f0[1] - s3[1]))
+    o0 = (_s16(f0[0] + s3[0]), _s16(f0[1] + s3[1]))
+    o1 = (_s16(s5[0] - s4[1]), _s16(s5[1] + s4[0]))
+    o3 = (_s16(s5[0] + s4[1]), _s16(s5[1] - s4[0]))
+    return np.concatenate([o0[0], o1[0], o2[0], o3[0]]), np.concatenate([o0[1], o1[1], o2[1], o3[1]])
+
+
+def _iwork(re, im, fstride, stages, tw):
+    p, m = stages[0]
+    if m == 1:
+        ore, oim = re[:p].copy(), im[:p].copy()
+    else:
+        parts = [_iwork(re[q::p], im[q::p], fstride * p, stages[1:], tw) for q in range(p)]
+        ore, oim = np.concatenate([a for a, _ in parts]), np.concatenate([b for _, b in parts])
+    return (_ibfly4 if p == 4 else _bfly2)(ore, oim, m, tw, fstride)
+
+
+def irfft(spectrum, fft_length: int) -> np.ndarray:
+    """SignalIrfft (int16) of one spectrum [fft_length / 2 + 1, 2] (re, im): kiss_fftri, fft_length samples."""
+    n = fft_length // 2
+    s = np.asarray(spectrum, np.int64).reshape(-1, 2)
+    tw, st = (a.astype(np.int64) for a in _inverse_twiddles(fft_length))
+    re, im = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    re[0], im[0] = _fixdiv(_s16(s[0, 0] + s[n, 0]), _s16(s[0, 0] - s[n, 0]), 2)
+    k = np.arange(1, n // 2 + 1)
+    fr, fi = _fixdiv(s[k, 0], s[k, 1], 2)
+    nr, ni = _fixdiv(s[n - k, 0], _s16(-s[n - k, 1]), 2)
+    er, ei = _s16(fr + nr), _s16(fi + ni)
+    tr, ti = _s16(fr - nr), _s16(fi - ni)
+    ofr, ofi = _cmul(tr, ti, st[k - 1, 0], st[k - 1, 1])
+    re[k], im[k] = _s16(er + ofr), _s16(ei + ofi)
+    re[n - k], im[n - k] = _s16(er - ofr), _s16(-_s16(ei - ofi))
+    ore, oim = _iwork(re, im, 1, factors(n), tw)
+    out = np.empty(fft_length, np.int64)
+    out[0::2], out[1::2] = ore, oim
+    return out.astype(np.int16)

@@ -41,6 +41,8 @@ def _out(tx, op, dtype: str, size: int, extra: int = 0) -> str:
                                     dtype=dtype)
     for k in range(op.OutputsLength()):
         tx.values[op.Outputs(k)] = name
+        if op.OutputsLength() > 1:          # graph outputs: the one packed tensor stands for all of them
+            tx.parts[op.Outputs(k)] = name
     return name
 
 
@@ -142,9 +144,76 @@ def import_filter_bank_log(tx, op):
             output_scale=scale, correction_bits=bits)
 
 
+def import_irfft(tx, op):
+    o = _options(tx, op)
+    (fft_length,) = _need(tx, o, "fft_length")
+    if o.get("T", 7) != 7 or not kissfft.supported(fft_length):
+        raise tx.unsupported(f"an irfft of type {o.get('T')} or length {fft_length} (edgec runs int16, "
+                             "power-of-two lengths from 8)")
+    bins = int(tx.shape(op.Inputs(0))[-1]) // 2
+    frames = _size(tx, op.Inputs(0)) // (2 * bins)
+    if int(tx.shape(op.Outputs(0))[-1]) != fft_length or bins < fft_length // 2 + 1:
+        raise tx.unsupported(f"an irfft of {bins} bins into {tx.shape(op.Outputs(0))[-1]} samples (edgec takes "
+                             f"at least {fft_length // 2 + 1} bins and fft_length samples a frame)")
+    tx.emit("signal_irfft", op, [_in(tx, op, 0, "int16")], _out(tx, op, "int16", frames * fft_length),
+            fft_length=fft_length, input_length=bins, frames=frames, twiddles=kissfft.inverse_twiddles(fft_length),
+            super_twiddles=kissfft.inverse_super_twiddles(fft_length))
+
+
+def import_framer(tx, op):
+    o = _options(tx, op)
+    size, step = _need(tx, o, "frame_size", "frame_step")
+    inner = int(tx.shape(op.Inputs(0))[-1])
+    if step <= 0 or size < step or inner % step:
+        raise tx.unsupported(f"frame_size {size}, frame_step {step} for {inner} samples (edgec takes a step that "
+                             "divides the input and is at most the frame)")
+    outer, n = _size(tx, op.Inputs(0)) // inner, inner // step
+    tx.emit("signal_framer", op, [_in(tx, op, 0, "int16")], _out(tx, op, "int16", outer * n * size, extra=1),
+            outer=outer, n_frames=n, frame_size=size, frame_step=step, capacity=size + step,
+            prefill=int(bool(o.get("prefill", False))))
+
+
+def import_stacker(tx, op):
+    o = _options(tx, op)
+    ch, left, right, step = _need(tx, o, "num_channels", "stacker_left_context", "stacker_right_context",
+                                  "stacker_step")
+    if _size(tx, op.Inputs(0)) != ch or min(left, right) < 0 or not 0 < step <= left + right + 1:
+        raise tx.unsupported(f"a stacker of {ch} channels, contexts {left} and {right}, step {step} (edgec takes "
+                             "a step from 1 to the stacked frames)")
+    size = ch * (left + right + 1)
+    tx.emit("signal_stacker", op, [_in(tx, op, 0, "int16")], _out(tx, op, "int16", size, extra=1),
+            num_channels=ch, left=left, right=right, step=step, capacity=size + ch * (left + 1))
+
+
+def import_delay(tx, op):
+    (length,) = _need(tx, _options(tx, op), "delay_length")
+    frame = int(tx.shape(op.Inputs(0))[-1])
+    outer = _size(tx, op.Inputs(0)) // frame
+    if length < 0:
+        raise tx.unsupported(f"delay_length {length}")
+    tx.emit("signal_delay", op, [_in(tx, op, 0, "int16")], _out(tx, op, "int16", outer * frame), outer=outer,
+            frame=frame, delay=length)
+
+
+def import_overlap_add(tx, op):
+    o = _options(tx, op)
+    (step,) = _need(tx, o, "frame_step")
+    shape = tx.shape(op.Inputs(0))
+    if o.get("T", 7) != 7 or len(shape) < 2 or not 0 < step <= int(shape[-1]):
+        raise tx.unsupported(f"an overlap-add of type {o.get('T')}, input {list(shape)}, step {step} (edgec "
+                             "takes int16 frames [..., n_frames, frame_size] and a step up to the frame)")
+    size, n = int(shape[-1]), int(shape[-2])
+    outer = _size(tx, op.Inputs(0)) // (size * n)
+    tx.emit("signal_overlap_add", op, [_in(tx, op, 0, "int16")], _out(tx, op, "int16", outer * n * step),
+            outer=outer, n_frames=n, frame_size=size, frame_step=step)
+
+
 TFLITE = {"CUSTOM SignalWindow": import_window, "CUSTOM SignalFftAutoScale": import_fft_auto_scale,
           "CUSTOM SignalRfft": import_rfft, "CUSTOM SignalEnergy": import_energy,
           "CUSTOM SignalFilterBank": import_filter_bank,
           "CUSTOM SignalFilterBankSquareRoot": import_filter_bank_square_root,
           "CUSTOM SignalFilterBankSpectralSubtraction": import_spectral_subtraction,
-          "CUSTOM SignalPCAN": import_pcan, "CUSTOM SignalFilterBankLog": import_filter_bank_log}
+          "CUSTOM SignalPCAN": import_pcan, "CUSTOM SignalFilterBankLog": import_filter_bank_log,
+          "CUSTOM SignalIrfft": import_irfft, "CUSTOM SignalFramer": import_framer,
+          "CUSTOM SignalStacker": import_stacker, "CUSTOM SignalDelay": import_delay,
+          "CUSTOM SignalOverlapAdd": import_overlap_add}
