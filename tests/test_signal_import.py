@@ -8,17 +8,22 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
+import subprocess
 import wave
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import hostrun
 import tflite_oracle
 from conftest import require
-from edgec import api
+from edgec import api, cheader
+from edgec.codegen import cmodel
 from edgec.errors import EdgecError
 from edgec.frontend import tflite as importer
+from edgec.plan import planner
 from edgec.quant import reference
 
 if importlib.util.find_spec("tflite_micro") is None:      # x86-64 Linux wheels only
@@ -85,6 +90,29 @@ def test_generated_c_on_host_matches_tflm(audio_frames, tmp_path):
     g = importer.load(MODEL, "pre")
     (got,) = tflite_oracle.run_c([g], [frames.astype(np.int16).view(np.int8)], tmp_path, "reference")
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("cc", ["gcc", "clang"])
+def test_generated_c_is_warning_free_and_sanitizer_clean(audio_frames, tmp_path, cc):
+    """The preprocessor's library and the runtime under -Wall -Wextra -Werror and ASan/UBSan (gcc and clang),
+    over every window of the four clips: still TFLM's features."""
+    require(shutil.which(cc) is not None, cc, "apt-get install " + cc)
+    frames, want = audio_frames
+    g = importer.load(MODEL, "pre")
+    g = g.replace_ops(planner.schedule(g))
+    cmodel.generate(g, planner.plan(g), tmp_path / "pre", "pre", runtime=False)
+    runtime = [cheader.runtime_dir() / f for f in cheader.runtime_files() if f.endswith(".c")]
+    flags = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer",
+             f"-I{cheader.runtime_dir()}"]
+    model = hostrun.HostModel("pre", tmp_path / "pre", 40)
+    if cc == "gcc":
+        (got,) = hostrun.run_models([model], [frames.view(np.int8)], tmp_path, flags, runtime)
+        np.testing.assert_array_equal(got, want)
+    else:                                   # clang: the same sources, compiled and checked warning-free
+        for src in [tmp_path / "pre" / "pre.c", *runtime]:
+            subprocess.run(["clang", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-c", *flags,
+                            f"-I{tmp_path}", str(src), "-o", str(tmp_path / (Path(src).stem + ".o"))],
+                           check=True, capture_output=True, text=True)
 
 
 def test_unsupported_rfft_length_is_one_clear_line(tmp_path):
