@@ -1,8 +1,8 @@
 """TensorFlow Lite Micro's streaming signal operators (SignalFramer, SignalStacker, SignalDelay,
 SignalOverlapAdd) and its inverse real FFT (SignalIrfft), int16: single-operator .tflite files (tests/
 tflite_oracle.py) run for several invocations in a row by TFLM's interpreter, by edgec's NumPy reference of the
-imported graph and by its generated C on the host (one program: the C's static state carries over like TFLM's
-persistent buffers), bit for bit; random audio, silence, full scale and clipping. Framer and stacker frames are
+imported graph and by its generated C on the host under ASan and UBSan (one program: the C's static state carries
+over like TFLM's persistent buffers), bit for bit; random audio, silence, full scale and clipping. Framer and stacker frames are
 compared where TFLM marks them valid (it leaves the others as its arena held them; edgec writes zeros)."""
 from __future__ import annotations
 
@@ -13,9 +13,13 @@ import numpy as np
 import pytest
 from flatbuffers import flexbuffers
 
+import hostrun
 import tflite_oracle
+from edgec import cheader
+from edgec.codegen import cmodel
 from edgec.frontend import tflite as importer
 from edgec.ops.signal import kissfft
+from edgec.plan import planner
 from edgec.quant import reference
 from tflite_oracle import Case, Node, T
 
@@ -58,8 +62,15 @@ def run_all(name, cases, tmp_path):
         results.append([tflite_oracle.tflm(model, xs).astype(np.int16), ref])
         graphs.append(importer.load(f, f.stem))
         files.append(f)
-    cs = tflite_oracle.run_c(graphs, [c[3].reshape(len(c[3]), -1).view(np.int8) for c in cases], tmp_path / "c",
-                             "reference")
+    models = []
+    for g in graphs:                        # the C under ASan and UBSan, all cases in one program
+        g = g.replace_ops(planner.schedule(g))
+        cmodel.generate(g, planner.plan(g), tmp_path / "c" / g.name, g.name, runtime=False)
+        models.append(hostrun.HostModel(g.name, tmp_path / "c" / g.name, g.tensors[g.output].nbytes))
+    runtime = [cheader.runtime_dir() / f for f in ("edgec_signal.c", "edgec_runtime.c")]    # what these models call
+    cs = hostrun.run_models(models, [c[3].reshape(len(c[3]), -1).view(np.int8) for c in cases], tmp_path / "c",
+                            ["-O1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                             f"-I{cheader.runtime_dir()}"], runtime)
     return [(w, r, c.view(np.int16).reshape(len(w), -1)) for (w, r), c in zip(results, cs)]
 
 
