@@ -1,9 +1,10 @@
 """TensorFlow Lite Micro's streaming signal operators (SignalFramer, SignalStacker, SignalDelay,
 SignalOverlapAdd) and its inverse real FFT (SignalIrfft), int16: single-operator .tflite files (tests/
 tflite_oracle.py) run for several invocations in a row by TFLM's interpreter, by edgec's NumPy reference of the
-imported graph and by its generated C on the host under ASan and UBSan (one program: the C's static state carries
-over like TFLM's persistent buffers), bit for bit; random audio, silence, full scale and clipping. Framer and stacker frames are
-compared where TFLM marks them valid (it leaves the others as its arena held them; edgec writes zeros)."""
+imported graph and by its generated C on the host under ASan and UBSan (one program: the C's static state
+carries over like TFLM's persistent buffers), bit for bit; random audio, silence, full scale and clipping.
+Framer and stacker frames are compared where TFLM marks them valid (it leaves the others as its arena held
+them; edgec writes zeros)."""
 from __future__ import annotations
 
 import importlib.util
