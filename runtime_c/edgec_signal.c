@@ -318,8 +318,8 @@ static uint32_t log32(uint32_t x, uint32_t out_scale)
     return (out_scale * loge + 32768u) >> 16;
 }
 
-void edgec_signal_filter_bank_log_u32(int32_t channels, const uint32_t *x, int32_t output_scale, int32_t correction_bits,
-                                      int16_t *y)
+void edgec_signal_filter_bank_log_u32(int32_t channels, const uint32_t *x, int32_t output_scale,
+                                      int32_t correction_bits, int16_t *y)
 {
     int32_t i;
     for (i = 0; i < channels; ++i) {
@@ -347,7 +347,9 @@ void edgec_signal_cast(int32_t n, int32_t from, int32_t to, const void *x, void 
         default: v = ((const uint64_t *)x)[i]; break;
         }
         switch (to) {                    /* C's conversion: the low bits (two's complement) */
-        case EDGEC_SIGNAL_INT8: ((int8_t *)y)[i] = (int8_t)((int32_t)((uint32_t)v & 0xFFu) - ((v & 0x80u) ? 256 : 0)); break;
+        case EDGEC_SIGNAL_INT8:
+            ((int8_t *)y)[i] = (int8_t)((int32_t)((uint32_t)v & 0xFFu) - ((v & 0x80u) ? 256 : 0));
+            break;
         case EDGEC_SIGNAL_INT16: ((int16_t *)y)[i] = s16((int32_t)((uint32_t)v & 0xFFFFu)); break;
         case EDGEC_SIGNAL_INT32: ((int32_t *)y)[i] = (int32_t)(uint32_t)v; break;
         case EDGEC_SIGNAL_UINT32: ((uint32_t *)y)[i] = (uint32_t)v; break;

@@ -141,7 +141,8 @@ def c_window(op, low, s: CallSite) -> str:
 
 
 def c_fft_auto_scale(op, low, s: CallSite) -> str:
-    return f"edgec_signal_fft_auto_scale_s16({op.params['n']}, {_p(s.inputs[0], 'int16')}, {_p(s.output, 'int16', False)});"
+    return (f"edgec_signal_fft_auto_scale_s16({op.params['n']}, {_p(s.inputs[0], 'int16')}, "
+            f"{_p(s.output, 'int16', False)});")
 
 
 def c_rfft(op, low, s: CallSite) -> str:

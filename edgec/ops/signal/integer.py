@@ -116,7 +116,8 @@ def import_reshape(tx, op):
 def import_cast(tx, op):
     name, x = _x(tx, op)
     out = _out(tx, op, x.size)
-    tx.emit("signal_cast", op, [name], out, n=x.size, from_code=CODE[x.dtype], to_code=CODE[tx.graph.tensors[out].dtype])
+    tx.emit("signal_cast", op, [name], out, n=x.size, from_code=CODE[x.dtype],
+            to_code=CODE[tx.graph.tensors[out].dtype])
 
 
 def _four_bytes(tx, x: Tensor) -> None:
