@@ -693,6 +693,85 @@ static inline int32_t edgec_nms_s8_get_buffer_size(const edgec_nms_params *p)
     return 4 * (8 * p->num_boxes + p->max_per_class);
 }
 
+/* ================================================================ signal library (audio front end)
+ * edgec_signal.c. TensorFlow Lite Micro's signal operators (custom ops Signal*), bit-identical with TFLM's kernels
+ * (tflite-micro signal/): int16 window and FFT auto-scale, the int16 real FFT (KISS FFT fixed point 16; twiddles
+ * [fft_length/2][2] and super_twiddles [fft_length/4][2] made by edgec/ops/signal/kissfft.py; scratch: 2 *
+ * fft_length int16), energies (uint32; bins outside [start, end) are 0), the filter bank (uint64 sums), its square
+ * root, spectral subtraction (its noise estimate [num_channels] is state kept between invocations), PCAN gain
+ * control and the log. */
+typedef struct {
+    int32_t num_channels, smoothing, one_minus_smoothing, alternate_smoothing, alternate_one_minus_smoothing,
+        smoothing_bits, spectral_subtraction_bits, min_signal_remaining, clamping;
+} edgec_signal_spectral_subtraction_params;
+void edgec_signal_window_s16(int32_t n, int32_t frame, int32_t shift, const int16_t *x, const int16_t *w, int16_t *y);
+/* y: the n scaled samples, then the shift (TFLM's second output) */
+void edgec_signal_fft_auto_scale_s16(int32_t n, const int16_t *x, int16_t *y);
+typedef struct {
+    int32_t fft_length, input_length, frames;
+} edgec_signal_rfft_params;
+void edgec_signal_rfft_s16(const edgec_signal_rfft_params *p, const int16_t *x, const int16_t *twiddles,
+                           const int16_t *super_twiddles, int16_t *scratch, int16_t *y);
+/* the zero-padded frame, then the complex FFT's result */
+static inline int32_t edgec_signal_rfft_s16_get_buffer_size(const edgec_signal_rfft_params *p)
+{
+    return 4 * p->fft_length;
+}
+void edgec_signal_energy_s16(int32_t bins, int32_t start, int32_t end, const int16_t *spectrum, uint32_t *y);
+void edgec_signal_filter_bank_u32(int32_t channels, const uint32_t *x, const int16_t *weights,
+                                  const int16_t *unweights, const int16_t *freq_starts, const int16_t *weight_starts,
+                                  const int16_t *widths, uint64_t *y);
+void edgec_signal_filter_bank_square_root_u64(int32_t channels, const uint64_t *x, int32_t scale_bits, uint32_t *y);
+void edgec_signal_spectral_subtraction_u32(const edgec_signal_spectral_subtraction_params *p, const uint32_t *x,
+                                           uint32_t *noise, uint32_t *y);
+void edgec_signal_pcan_u32(int32_t channels, const uint32_t *x, const uint32_t *noise, const int16_t *gain_lut,
+                           int32_t snr_shift, uint32_t *y);
+void edgec_signal_filter_bank_log_u32(int32_t channels, const uint32_t *x, int32_t output_scale, int32_t correction_bits,
+                                      int16_t *y);
+/* the inverse real FFT (kiss_fftri): p->input_length complex bins a frame in, fft_length samples out; tables from
+ * edgec/ops/signal/kissfft.py (inverse_twiddles, inverse_super_twiddles); scratch: fft_length int16 */
+void edgec_signal_irfft_s16(const edgec_signal_rfft_params *p, const int16_t *x, const int16_t *twiddles,
+                            const int16_t *super_twiddles, int16_t *scratch, int16_t *y);
+static inline int32_t edgec_signal_irfft_s16_get_buffer_size(const edgec_signal_rfft_params *p)
+{
+    return 2 * p->fft_length;
+}
+/* streaming operators; their state is the caller's (static arrays of the generated code, zero at start):
+ * framer: fifo [outer][capacity] and count [outer] (count starts at frame_size - frame_step with prefill),
+ * y: the frames then the valid flag; stacker: fifo [capacity] and state {count, first frame seen}, y: the stack
+ * then the valid flag; delay: line [outer][delay]; overlap-add: buffer [outer][frame_size] */
+typedef struct {
+    int32_t outer, n_frames, frame_size, frame_step, capacity;
+} edgec_signal_framer_params;
+void edgec_signal_framer_s16(const edgec_signal_framer_params *p, const int16_t *x, int16_t *fifo, int32_t *count,
+                             int16_t *y);
+typedef struct {
+    int32_t num_channels, left, right, step, capacity;
+} edgec_signal_stacker_params;
+void edgec_signal_stacker_s16(const edgec_signal_stacker_params *p, const int16_t *x, int16_t *fifo, int32_t *state,
+                              int16_t *y);
+void edgec_signal_delay_s16(int32_t outer, int32_t frame, int32_t delay, const int16_t *x, int16_t *line, int16_t *y);
+void edgec_signal_overlap_add_s16(int32_t outer, int32_t n_frames, int32_t frame_size, int32_t frame_step,
+                                  const int16_t *x, int16_t *buffer, int16_t *y);
+/* TFLite's builtin CAST, 1-D STRIDED_SLICE, CONCATENATION around constants and int32 ADD/MUL/DIV/MINIMUM/MAXIMUM
+ * with a constant (b_size 1: a scalar), on the front end's plain integers. CAST keeps the low bits (C's
+ * conversion); ADD and MUL wrap around; DIV truncates (C's division). Types and operations by code: */
+#define EDGEC_SIGNAL_INT8 0
+#define EDGEC_SIGNAL_INT16 1
+#define EDGEC_SIGNAL_INT32 2
+#define EDGEC_SIGNAL_UINT32 3
+#define EDGEC_SIGNAL_UINT64 4
+#define EDGEC_SIGNAL_ADD 0
+#define EDGEC_SIGNAL_MUL 1
+#define EDGEC_SIGNAL_DIV 2
+#define EDGEC_SIGNAL_MIN 3
+#define EDGEC_SIGNAL_MAX 4
+void edgec_signal_cast(int32_t n, int32_t from, int32_t to, const void *x, void *y);
+void edgec_signal_slice_u32(int32_t begin, int32_t stride, int32_t n, const uint32_t *x, uint32_t *y);
+void edgec_signal_concat_u32(int32_t before, int32_t n, int32_t after, const uint32_t *pre, const uint32_t *x,
+                             const uint32_t *post, uint32_t *y);
+void edgec_signal_arith_s32(int32_t n, int32_t code, int32_t b_size, const int32_t *x, const int32_t *b, int32_t *y);
+
 /* ================================================================ float boundary
  * The float <-> integer quantization at a model's inputs and outputs, exactly as edgec's host reference does it
  * (edgec/fixedpoint/scheme.py quantize_input and dequantize), in IEEE-754 binary32 arithmetic:

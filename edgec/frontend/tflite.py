@@ -40,10 +40,8 @@ class Unsupported(Exception):
 
 def is_tflite(path: str | Path) -> bool:
     path = Path(path)
-    if path.suffix.lower() == ".tflite":
-        return True
-    if not path.is_file():          # a FIFO or device would block the read below
-        return False
+    if path.suffix.lower() == ".tflite" or not path.is_file():   # (a FIFO or device would block the read below)
+        return path.suffix.lower() == ".tflite"
     try:
         with open(path, "rb") as f:
             return f.read(8)[4:8] == IDENTIFIER
@@ -463,7 +461,8 @@ class _Importer:
         if dtype not in dtypes:
             raise Unsupported(f"tensor '{self._tname(index)}' is {_type_name(t.Type())}; edgec runs int8 activations"
                               + (f" (and takes {dtype} in and out through a QUANTIZE)" if dtype else ""))
-        scales, zps, _ = self.qparams(index)
+        plain = dtype == "int16" and not (t.Quantization() and t.Quantization().ScaleLength())   # audio samples
+        scales, zps, _ = (np.ones(1, np.float32), np.zeros(1, np.int64), 0) if plain else self.qparams(index)
         if scales.size != 1:
             raise Unsupported(f"tensor '{self._tname(index)}' has a scale per channel; activations are per tensor")
         name = self._tname(index)

@@ -16,14 +16,15 @@ from __future__ import annotations
 
 from edgec.ir import Graph, Op
 from edgec.ops import (binary, concat, conv, convert, cumsum, dense, detection, lut, matmul, movement, nms, norm,
-                       pool, rearrange, recurrent, recurrent_tflite, reduce, resize, softmax, svdf)
+                       pool, rearrange, recurrent, recurrent_tflite, reduce, resize, signal, softmax,
+                       svdf)
 from edgec.ops.binary import tflite as binary_tflite
 from edgec.ops.lut import tflite as lut_tflite
 from edgec.ops.kernel import DEFAULT_CODE_BYTES, FAST, HELIUM, INT4, INT8, INT16, REFERENCE, VARIANT, Kernel
 from edgec.ops.opdef import OpDef
 
 MODULES = (movement, concat, rearrange, lut, lut_tflite, pool, conv, dense, matmul, binary, binary_tflite, softmax, reduce,
-           cumsum, resize, convert, recurrent, recurrent_tflite, svdf, norm, detection, nms)
+           cumsum, resize, convert, recurrent, recurrent_tflite, svdf, norm, detection, nms, signal)
 
 REGISTRY: dict[str, OpDef] = {}
 for _m in MODULES:
@@ -38,6 +39,22 @@ assert len(IMPORTERS) == sum(len(_m.ONNX) for _m in MODULES), "an ONNX op type i
 # TFLite builtin operator -> `import_x(tx, op)` in the family module of the kind it produces
 # (edgec/frontend/tflite.py calls it with itself as `tx`)
 TFLITE_IMPORTERS = {op: fn for _m in MODULES for op, fn in getattr(_m, "TFLITE", {}).items()}
+
+
+def _integer_or(integer_fn, family_fn):
+    """A builtin operator on a signal front end's plain integers goes to edgec/ops/signal, else to its family."""
+    def import_x(tx, op):
+        if signal.takes_integer(tx, op):
+            return integer_fn(tx, op)
+        if family_fn is None:
+            raise tx.unsupported("taken only on the plain integers of a signal-library front end "
+                                 "(docs/tflite-operators.md)")
+        return family_fn(tx, op)
+    return import_x
+
+
+for _op, _fn in signal.TFLITE_INTEGER.items():
+    TFLITE_IMPORTERS[_op] = _integer_or(_fn, TFLITE_IMPORTERS.get(_op))
 DRIVER_OPS = {"Constant", "Shape"}     # the canonicalizer handles these itself (constants at build time)
 SUPPORTED_OPS = frozenset(IMPORTERS) | DRIVER_OPS
 # ONNX op type -> `takes_whole(node, rank)`: whether its importer takes this node, else the loader builds the

@@ -1,0 +1,181 @@
+"""TFLite's builtin operators where a signal-library front end computes on plain (not quantized) integers around
+the Signal* operators: CAST, a 1-D STRIDED_SLICE, a CONCATENATION of one tensor with constants, and int32 ADD,
+MUL, DIV, MINIMUM and MAXIMUM with a constant operand (TFLM's micro_speech preprocessor re-zeroes the energies
+outside its band with the first ones and maps its log features to int8 with the others). RESHAPE of such a tensor
+is the same bytes. edgec/ops/registry.py hands these operators here when their first input is such a tensor
+(`takes`), and to their own families otherwise. Twins below; C kernels in runtime_c/edgec_signal.c."""
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.ir import DTYPES, Tensor
+
+CODE = {"int8": 0, "int16": 1, "int32": 2, "uint32": 3, "uint64": 4}
+ARITH = {"ADD": 0, "MUL": 1, "DIV": 2, "MINIMUM": 3, "MAXIMUM": 4}
+TYPE_OF = {9: "int8", 7: "int16", 2: "int32", 15: "uint32", 12: "uint64"}
+PLAIN = ("int32", "uint32", "uint64")
+
+
+# ---- twins ---------------------------------------------------------------------------------------------------
+def cast(x, to: str) -> np.ndarray:
+    """C's conversion: the low bits of the two's-complement value."""
+    v = np.asarray(x)
+    u = v.astype(np.uint64) if v.dtype == np.uint64 else v.astype(np.int64).astype(np.uint64)
+    return u.astype(f"uint{np.dtype(DTYPES[to]).itemsize * 8}").view(DTYPES[to])
+
+
+def arith(x, b, code: int) -> np.ndarray:
+    a, c = np.asarray(x, np.int64), np.broadcast_to(np.asarray(b, np.int64).reshape(-1), np.shape(x))
+    if code == ARITH["ADD"]:
+        v = a + c
+    elif code == ARITH["MUL"]:
+        v = a * c
+    elif code == ARITH["DIV"]:
+        v = np.sign(a) * np.sign(c) * (np.abs(a) // np.abs(c))          # C's division truncates
+    else:
+        v = np.minimum(a, c) if code == ARITH["MINIMUM"] else np.maximum(a, c)
+    return ((v + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
+
+
+def run_cast(op, ins):
+    return cast(ins[0], next(k for k, v in CODE.items() if v == op.params["to_code"]))
+
+
+def run_slice(op, ins):
+    p = op.params
+    return np.asarray(ins[0]).reshape(-1)[p["begin"]:p["begin"] + p["n"] * p["stride"]:p["stride"]]
+
+
+def run_concat(op, ins):
+    a, p = op.arrays, op.params          # (the constant arrays end in a pad: C has no empty arrays)
+    return np.concatenate([a["pre"][:p["before"]], np.asarray(ins[0]).reshape(-1).view(np.uint32),
+                           a["post"][:p["after"]]])
+
+
+def run_arith(op, ins):
+    return arith(ins[0], op.arrays["b"], op.params["code"])
+
+
+# ---- C calls -------------------------------------------------------------------------------------------------
+def c_cast(op, low, s) -> str:
+    p = op.params
+    return f"edgec_signal_cast({p['n']}, {p['from_code']}, {p['to_code']}, {s.inputs[0]}, {s.output});"
+
+
+def c_slice(op, low, s) -> str:
+    p = op.params
+    return (f"edgec_signal_slice_u32({p['begin']}, {p['stride']}, {p['n']}, (const uint32_t *)(const void *)"
+            f"({s.inputs[0]}), (uint32_t *)(void *)({s.output}));")
+
+
+def c_concat(op, low, s) -> str:
+    p, a = op.params, s.arrays
+    return (f"edgec_signal_concat_u32({p['before']}, {p['n']}, {p['after']}, {a['pre']}, (const uint32_t *)"
+            f"(const void *)({s.inputs[0]}), {a['post']}, (uint32_t *)(void *)({s.output}));")
+
+
+def c_arith(op, low, s) -> str:
+    p = op.params
+    return (f"edgec_signal_arith_s32({p['n']}, {p['code']}, {p['b_size']}, (const int32_t *)(const void *)"
+            f"({s.inputs[0]}), {s.arrays['b']}, (int32_t *)(void *)({s.output}));")
+
+
+# ---- import --------------------------------------------------------------------------------------------------
+def takes(tx, op) -> bool:
+    """Whether operator `op` computes on a front end's plain integers: its first input is an int32, uint32 or
+    uint64 tensor of this import (its first computed input), or an int16 one a Signal* operator computed."""
+    name = next((tx.values[i] for i in op.InputsAsNumpy() if i in tx.values), None)     # (constants skipped)
+    if name is None:
+        return False
+    dtype = tx.graph.tensors[name].dtype
+    return dtype in PLAIN or (dtype == "int16" and any(o.output == name and o.kind.startswith("signal_")
+                                                       for o in tx.graph.ops))
+
+
+def _out(tx, op, n: int) -> str:
+    t = tx.sg.Tensors(op.Outputs(0))
+    dtype = TYPE_OF.get(t.Type())
+    if dtype is None:
+        raise tx.unsupported(f"an output of TFLite type #{t.Type()} (edgec's integer front end runs "
+                             f"{', '.join(TYPE_OF.values())})")
+    name = tx._tname(op.Outputs(0))
+    tx.graph.tensors[name] = Tensor(name=name, shape=(n,), source=name, scale=1.0, zero_point=0, dtype=dtype)
+    tx.values[op.Outputs(0)] = name
+    return name
+
+
+def _x(tx, op) -> tuple[str, Tensor]:
+    name = tx.values[op.Inputs(0)]
+    return name, tx.graph.tensors[name]
+
+
+def import_reshape(tx, op):
+    tx.values[op.Outputs(0)] = tx.values[op.Inputs(0)]         # the same bytes (the front end's tensors are 1-D)
+
+
+def import_cast(tx, op):
+    name, x = _x(tx, op)
+    out = _out(tx, op, x.size)
+    tx.emit("signal_cast", op, [name], out, n=x.size, from_code=CODE[x.dtype],
+            to_code=CODE[tx.graph.tensors[out].dtype])
+
+
+def _four_bytes(tx, x: Tensor) -> None:
+    if x.dtype not in ("int32", "uint32"):
+        raise tx.unsupported(f"a {x.dtype} tensor (edgec slices and concatenates int32 and uint32 ones)")
+
+
+def import_strided_slice(tx, op):
+    name, x = _x(tx, op)
+    _four_bytes(tx, x)
+    begin, end, stride = (tx.const(op, k) for k in (1, 2, 3))
+    o = tx.options(op)
+    if any(v is None or v.size != 1 for v in (begin, end, stride)) or len(tx.shape(op.Inputs(0))) != 1 or \
+            (o is not None and (o.BeginMask() or o.EndMask() or o.ShrinkAxisMask() or o.EllipsisMask()
+                                or o.NewAxisMask())):
+        raise tx.unsupported("a strided slice other than one constant [begin:end:stride] of a 1-D tensor")
+    b, e, s = int(begin[0]), int(end[0]), int(stride[0])
+    n = len(range(x.size)[b:e:s])
+    if s <= 0 or n <= 0:
+        raise tx.unsupported(f"the slice [{b}:{e}:{s}] (edgec takes positive strides, non-empty slices)")
+    tx.emit("signal_slice", op, [name], _out(tx, op, n), begin=range(x.size)[b:e:s][0], stride=s, n=n)
+
+
+def import_concatenation(tx, op):
+    parts = [op.Inputs(k) for k in range(op.InputsLength())]
+    live = [k for k, i in enumerate(parts) if i in tx.values]
+    if len(live) != 1 or len(tx.shape(op.Outputs(0))) != 1:
+        raise tx.unsupported("a concatenation of other than one tensor with constants, or not 1-D")
+    name = tx.values[parts[live[0]]]
+    x = tx.graph.tensors[name]
+    _four_bytes(tx, x)
+    consts = [np.asarray(tx.const(op, k)).reshape(-1) for k in range(len(parts)) if k != live[0]]
+    pre = np.concatenate([np.zeros(0, np.uint32)] + [c.view(np.uint32) for c in consts[:live[0]]])
+    post = np.concatenate([np.zeros(0, np.uint32)] + [c.view(np.uint32) for c in consts[live[0]:]])
+    out = _out(tx, op, pre.size + x.size + post.size)
+    tx.emit("signal_concat", op, [name], out, before=pre.size, n=x.size, after=post.size,
+            pre=np.ascontiguousarray(np.r_[pre, 0].astype(np.uint32)),
+            post=np.ascontiguousarray(np.r_[post, 0].astype(np.uint32)))
+
+
+def import_arith(tx, op):
+    kind = tx.op_name(op)
+    name, x = _x(tx, op)
+    o = tx.options(op)
+    if x.dtype != "int32" or op.InputsLength() != 2 or op.Inputs(1) in tx.values:
+        raise tx.unsupported(f"{kind} of other than an int32 tensor and a constant")
+    if o is not None and hasattr(o, "FusedActivationFunction") and o.FusedActivationFunction():
+        raise tx.unsupported(f"{kind} with a fused activation on int32")
+    b = np.asarray(tx.const(op, 1), np.int32).reshape(-1)
+    if b.size not in (1, x.size) or (kind == "DIV" and not b.all()):
+        raise tx.unsupported(f"{kind} by a constant of {b.size} values (one, or one per element; DIV: not zero)")
+    tx.emit("signal_arith", op, [name], _out(tx, op, x.size), n=x.size, code=ARITH[kind], b_size=b.size,
+            b=np.ascontiguousarray(b))
+
+
+IMPORTERS = {"RESHAPE": import_reshape, "CAST": import_cast, "STRIDED_SLICE": import_strided_slice,
+             "CONCATENATION": import_concatenation, **{k: import_arith for k in ARITH}}
+KINDS = {"signal_cast": ("edgec_signal_cast", run_cast, c_cast),
+         "signal_slice": ("edgec_signal_slice_u32", run_slice, c_slice),
+         "signal_concat": ("edgec_signal_concat_u32", run_concat, c_concat),
+         "signal_arith": ("edgec_signal_arith_s32", run_arith, c_arith)}
