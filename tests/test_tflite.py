@@ -16,6 +16,7 @@ from conftest import MLPERF, MLPERF_MODELS, assert_clean_error, edgec, require_m
 from edgec import api, pipeline
 from edgec.errors import EdgecError
 from edgec.frontend import tflite as importer
+from edgec.frontend import tflite_interpreter
 from edgec.quant import reference
 
 import tflite_oracle as oracle
@@ -180,7 +181,7 @@ def test_float_edges(tmp_path):
     want = oracle.tflm(path.read_bytes(), x)
     got = np.stack([np.asarray(reference.run(graph, qi.reshape(-1))).reshape(-1) for qi in q])
     assert np.array_equal((got.astype(np.float32) - tout.zero_point) * np.float32(tout.scale), want)
-    assert np.array_equal(importer.interpreter_outputs(path, q.reshape(len(q), -1)), got)   # (the bench's check)
+    assert np.array_equal(tflite_interpreter.interpreter_outputs(path, q.reshape(len(q), -1)), got)   # (the bench's check)
 
 
 def test_damaged_files_are_one_line(tmp_path):
@@ -233,7 +234,7 @@ def test_several_inputs_and_outputs(tmp_path):
     packed = np.concatenate([x1.reshape(5, -1), x0.reshape(5, -1)], axis=1)
     got = np.stack([np.asarray(reference.run(graph, xi)).reshape(-1) for xi in packed])
     assert np.array_equal(got, want)
-    assert np.array_equal(importer.interpreter_outputs(path, packed), want)
+    assert np.array_equal(tflite_interpreter.interpreter_outputs(path, packed), want)
     c = oracle.run_c([graph], [packed], tmp_path / "c", "reference")[0]
     assert np.array_equal(c, want)
     info = api.inspect_model(path)

@@ -24,7 +24,7 @@ from edgec.bench.score import call_score, load_score
 from edgec.quant import artifact
 from edgec.quant import calibrate
 from edgec.frontend import loader
-from edgec.frontend import tflite
+from edgec.frontend import tflite_interpreter
 from edgec.fixedpoint import scheme
 from edgec.quant import reference
 from edgec.targets.boards import PORT_EMULATOR, PORT_PROGRAM, Board
@@ -119,7 +119,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         checked = None
         if (outdir / "model.tflite").is_file():     # a quantized .tflite: its own integer reference, and TFLite Micro's
             log(f"reference: int8 (NumPy), checked against the TFLite Micro interpreter where installed, on {n} samples")
-            tflm = tflite.interpreter_outputs(outdir / "model.tflite", xq)
+            tflm = tflite_interpreter.interpreter_outputs(outdir / "model.tflite", xq)
             if tflm is not None and boxes_d is not None:   # rows past the count: undefined in TFLM's fast NMS
                 tflm = detection.defined(tflm, boxes_d)
             checked = {"interpreter": "tflite-micro" if tflm is not None else None,

@@ -81,38 +81,6 @@ def survey(path: str | Path, name: str) -> tuple[Graph, dict]:
     return graph, info
 
 
-def interpreter_outputs(path: str | Path, xq: np.ndarray) -> np.ndarray | None:
-    """TFLite Micro's outputs (its Python interpreter, package `tflite-micro`) for edgec's integer inputs xq [n, ...]
-    (several: packed, edgec/ports.py), several outputs packed the same way (float32 ones as they are); a float
-    input gets xq dequantized, a float output is quantized back (its DEQUANTIZE is exact); the state of a stateful
-    model (its variable tensors) reset before each sample, as edgec runs each inference. None: not installed."""
-    try:
-        from tflite_micro.python.tflite_micro import runtime
-    except ImportError:
-        return None
-    graph, interp = load(path, "interpreter"), runtime.Interpreter.from_file(str(path))
-    ins = [(interp.get_input_details(k), graph.tensors[t]) for k, t in enumerate(graph.inputs)]
-    sizes = [int(np.prod(d["shape"])) for d, _ in ins]
-    outs = []
-    for x in np.asarray(xq).reshape(len(xq), -1):
-        for k, ((d, t), part) in enumerate(zip(ins, np.split(x, np.cumsum(sizes)[:-1]))):
-            if d["dtype"] == np.float32:
-                part = (part.astype(np.float32) - np.float32(t.zero_point)) * np.float32(t.scale)
-            interp.set_input(np.asarray(part).astype(d["dtype"]).reshape(d["shape"]), k)
-        interp.reset()
-        interp.invoke()
-        row, k = [], 0
-        for t in graph.outputs:
-            tt, y, k = graph.tensors[t], np.asarray(interp.get_output(k)).reshape(-1), k + 1
-            while tt.dtype == "float32" and y.size < tt.size:      # all the outputs packed in the tensor
-                y, k = np.concatenate([y, np.asarray(interp.get_output(k)).reshape(-1)]), k + 1
-            if tt.dtype != "float32" and y.dtype == np.float32:
-                y = np.clip(np.rint(y / np.float32(tt.scale)) + tt.zero_point, -128, 127).astype(np.int8)
-            row.append(y)
-        outs.append(np.concatenate(row))
-    return np.stack(outs)
-
-
 PROBLEM_KEYS = ("node", "op", "opset", "kind", "what")
 
 

@@ -83,6 +83,16 @@ def run_spectral_subtraction(op, ins):
     return np.concatenate([y, state["noise"]])
 
 
+# the kinds that keep state between invocations (a device keeps it until reset, as TFLM until Reset())
+STATEFUL = frozenset({"signal_spectral_subtraction", "signal_framer", "signal_stacker", "signal_delay",
+                      "signal_overlap_add"})
+
+
+def keeps_state(graph) -> bool:
+    """Whether the graph holds an op whose state carries from one inference to the next."""
+    return any(op.kind in STATEFUL for op in graph.ops)
+
+
 def reset_state() -> None:
     """Forget every op's state (TFLM's interpreter Reset)."""
     _STATE.clear()
