@@ -73,6 +73,23 @@ void edgec_binary_s8(const edgec_binary_params *p, const int8_t *a, const int8_t
     }
 }
 
+void edgec_add_n_s8(const edgec_add_n_params *p, const int8_t *const *inputs, int8_t *output)
+{
+    const int32_t scale = (int32_t)1 << p->left_shift;
+    int32_t i, k;
+    for (i = 0; i < p->n; ++i) {
+        /* TFLite starts its sum from the rescaled -input_zp (its input1_offset) */
+        uint32_t acc = (uint32_t)edgec_requantize(-p->input_zp * scale, p->input_mult, p->input_shift);
+        int32_t out;
+        for (k = 0; k < p->count; ++k) {
+            const int32_t v = ((int32_t)inputs[k][i] - p->input_zp) * scale;
+            acc += (uint32_t)edgec_requantize(v, p->input_mult, p->input_shift);
+        }
+        out = edgec_requantize((int32_t)acc, p->mult, p->shift) + p->output_zp;
+        output[i] = (int8_t)edgec_clamp(out, p->act_min, p->act_max);
+    }
+}
+
 void edgec_lut_s8(const edgec_lut_params *p, const int8_t *input, const int8_t *table, int8_t *output)
 {
     const int32_t count = p->count, inner = p->inner;

@@ -393,6 +393,15 @@ typedef struct {
 } edgec_binary_params;
 void edgec_binary_s8(const edgec_binary_params *p, const int8_t *a, const int8_t *b, int8_t *output);
 
+/* TFLite's ADD_N of `count` [n] tensors quantized alike: each value rescaled as TFLite's ADD rescales it
+ * (rq((x - input_zp) << left_shift, input_mult, input_shift)), the int32 sum (wrapping; from the rescaled
+ * -input_zp, as TFLite's) requantized (mult, shift),
+ * plus output_zp, clamped. */
+typedef struct {
+    int32_t n, count, input_zp, output_zp, left_shift, input_mult, input_shift, mult, shift, act_min, act_max;
+} edgec_add_n_params;
+void edgec_add_n_s8(const edgec_add_n_params *p, const int8_t *const *inputs, int8_t *output);
+
 /* Elementwise lookup: y[i] = table[((i / inner) % count) * 256 + x[i] + 128]. In place is fine. */
 typedef struct {
     int32_t n, count, inner;
@@ -493,6 +502,15 @@ typedef struct {
     int32_t outer, n, inner, exclusive, reverse, input_zp, mult, shift, output_zp, act_min, act_max;
 } edgec_cumsum_params;
 void edgec_cumsum_s8(const edgec_cumsum_params *p, const int8_t *input, int8_t *output);
+
+/* edgec_cumsum.c: TFLite's CUMSUM: the same running sums, each value rescaled first as TFLite's ADD rescales it
+ * (rq((x - input_zp) << left_shift, input_mult, input_shift)), the int32 sum (wrapping; from the rescaled -input_zp,
+ * as TFLite's) requantized (mult, shift) */
+typedef struct {
+    int32_t outer, n, inner, exclusive, reverse, input_zp, left_shift, input_mult, input_shift, mult, shift,
+        output_zp, act_min, act_max;
+} edgec_cumsum_tflite_params;
+void edgec_cumsum_tflite_s8(const edgec_cumsum_tflite_params *p, const int8_t *input, int8_t *output);
 
 /* ================================================================ recurrent
  * edgec_recurrent.c: ONNX LSTM (gru 0, gates i o f c) and GRU (gru 1, gates z r h) over

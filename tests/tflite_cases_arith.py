@@ -59,7 +59,35 @@ def space_to_batch_numpy(case) -> np.ndarray:
     return v.reshape(k, -1)
 
 
-MAKERS = {"space_batch": space_batch_case}
+def add_n_case(rng, name, extreme=False):
+    """ADD_N of 2 to 5 tensors: the input and its REVERSE_V2 along axis 0 in a random mix (TFLite Micro requires
+    one shape and one quantization of them all)."""
+    shape = _dims(rng, int(rng.integers(1, 5)))
+    (xs, xz), (ys, yz) = _act(rng, extreme), _act(rng, extreme)
+    if rng.random() < 0.3:
+        ys, yz = xs, xz
+    count = int(rng.integers(2, 6))
+    tensors = [T(shape, [xs], [xz]), T((1,), [1.0], [0], INT32, np.array([0], np.int32)), T(shape, [xs], [xz]),
+               T(shape, [ys], [yz])]
+    rev = Node("REVERSE_V2", [0, 1], 2, ("ReverseV2Options", {}))
+    return Case(name, tensors, [rev, Node("ADD_N", [int(rng.choice([0, 2])) for _ in range(count)], 3,
+                                          ("AddNOptions", {}))], 0, 3), True
+
+
+def cumsum_case(rng, name, extreme=False):
+    """CUMSUM along a random (maybe negative) axis, exclusive and reverse at random."""
+    rank = int(rng.integers(1, 5))
+    shape = _dims(rng, rank, 7 if rank < 3 else 5)
+    if extreme and rng.random() < 0.5:              # long sums: TFLite's int32 accumulator wraps
+        rank, shape = 1, (int(rng.integers(20, 40)),)
+    axis = int(rng.integers(-rank, rank))
+    (xs, xz), (ys, yz) = _act(rng, extreme), _act(rng, extreme)
+    tensors = [T(shape, [xs], [xz]), T((1,), [1.0], [0], INT32, np.array([axis], np.int32)), T(shape, [ys], [yz])]
+    opts = ("CumsumOptions", dict(Exclusive=bool(rng.random() < 0.5), Reverse=bool(rng.random() < 0.5)))
+    return Case(name, tensors, [Node("CUMSUM", [0, 1], 2, opts)], 0, 2), True
+
+
+MAKERS = {"space_batch": space_batch_case, "add_n": add_n_case, "cumsum": cumsum_case}
 NUMPY_MAKERS = {"space_to_batch_padded": (lambda r, n, e: _space_to_batch_padded(r, n, e), space_to_batch_numpy)}
 
 
