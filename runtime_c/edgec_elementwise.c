@@ -30,10 +30,41 @@ static int32_t edgec_div_round(int32_t num, int32_t den)
     return ((num < 0) != (den < 0)) ? -q : q;
 }
 
+static int32_t edgec_bit_length(uint32_t v)
+{
+    int32_t n = 0;
+    while (n < 32 && (v >> n) != 0u) {
+        ++n;
+    }
+    return n;
+}
+
+/* TFLite's DivElementwise of offset values a / b (see edgec/ops/binary/__init__.py's div_tflite) */
+static int32_t edgec_div_tflite(const edgec_binary_params *p, int32_t a, int32_t b)
+{
+    int32_t clz, headroom, inv, unscaled, shift, out;
+    uint32_t u;
+    if (b < 0) {
+        a = -a;
+        b = -b;
+    }
+    u = (uint32_t)b;
+    clz = 32 - edgec_bit_length(u);
+    inv = edgec_one_over_one_plus_x((int32_t)((clz >= 32 ? u : u << clz) - 0x80000000u));
+    headroom = 31 - edgec_bit_length(a < 0 ? (uint32_t)(-a - 1) : (uint32_t)a);
+    unscaled = edgec_srdhm((int32_t)((uint32_t)a << headroom), inv);
+    shift = p->out_shift - (31 - clz) - headroom;
+    out = shift < -31 ? 0 : edgec_requantize(unscaled, p->out_mult, shift);
+    return edgec_clamp(out + p->out_zp, p->act_min, p->act_max);
+}
+
 static int32_t edgec_binary_one(const edgec_binary_params *p, int32_t a, int32_t b)
 {
     int32_t raw;
     const int32_t va = a - p->a_zp, vb = b - p->b_zp;
+    if (p->op == 9) {
+        return edgec_div_tflite(p, va, vb);
+    }
     if (p->op == 6 || p->op == 7) { /* TFLite's MAXIMUM / MINIMUM: of the int8 values themselves */
         return p->op == 6 ? (a > b ? a : b) : (a < b ? a : b);
     }

@@ -385,7 +385,8 @@ void edgec_add_s8(const edgec_add_params *p, const int8_t *input1, const int8_t 
  * op 4 (mul): (a-za)*(b-zb) requantized; op 5 (div): round(((a-za) << 16) / (b-zb)) requantized;
  * op 6, 7 (TFLite's MAXIMUM, MINIMUM): max / min of the int8 values a and b, nothing rescaled;
  * op 8 (TFLite's SQUARED_DIFFERENCE): the add scheme's rescaled inputs (left shift 7), their difference squared
- * and requantized. */
+ * and requantized; op 9 (TFLite's DIV): TFLite's DivElementwise (gemmlowp's reciprocal of the divisor, the
+ * numerator's headroom, one requantization by out_shift less both shifts). */
 typedef struct {
     int32_t op, dims[EDGEC_RANK], a_stride[EDGEC_RANK], b_stride[EDGEC_RANK];
     int32_t a_zp, a_mult, a_shift, b_zp, b_mult, b_shift, left_shift, out_mult, out_shift, out_zp,

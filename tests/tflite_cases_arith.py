@@ -87,7 +87,36 @@ def cumsum_case(rng, name, extreme=False):
     return Case(name, tensors, [Node("CUMSUM", [0, 1], 2, opts)], 0, 2), True
 
 
-MAKERS = {"space_batch": space_batch_case, "add_n": add_n_case, "cumsum": cumsum_case}
+def div_case(rng, name, extreme=False):
+    """DIV of the input by a constant (its own quantization, broadcast; no value at its zero point), or of the
+    input by a SLICE of it (broadcast; the case's inputs never equal the zero point there: `avoid`)."""
+    rank = int(rng.integers(1, 5))
+    shape = _dims(rng, rank, 5)
+    (xs, xz), (cs, cz), (ys, yz) = (_act(rng, extreme) for _ in range(3))
+    opts = ("DivOptions", dict(FusedActivationFunction=int(rng.choice([0, 0, 1, 3]))))
+    const = rng.random() < 0.5
+    if not const or rng.random() < 0.5:
+        cs = xs
+    # TFLite's final shift, output_shift - (up to 7) - (up to 30), must stay within 31 bits (beyond, its C++ is
+    # undefined): an output scale at most the input scales' ratio / 64
+    ys = float(np.float32(xs / (cs * 64 * 10 ** rng.uniform(0, 1.5))))
+    size = [1 if rng.random() < 0.5 else n for n in shape]
+    if const:
+        c = rng.integers(-128, 128, size).astype(np.int8)
+        c[c == cz] = cz + 1 if cz < 127 else cz - 1
+        tensors = [T(shape, [xs], [xz]), T(tuple(size), [cs], [cz], data=c), T(shape, [ys], [yz])]
+        return Case(name, tensors, [Node("DIV", [0, 1], 2, opts)], 0, 2), True
+    begin = [int(rng.integers(0, n - s + 1)) for n, s in zip(shape, size)]
+    tensors = [T(shape, [xs], [xz]), T((rank,), [1.0], [0], INT32, np.array(begin, np.int32)),
+               T((rank,), [1.0], [0], INT32, np.array(size, np.int32)), T(tuple(size), [xs], [xz]),
+               T(shape, [ys], [yz])]
+    sl = Node("SLICE", [0, 1, 2], 3, ("SliceOptions", {}))
+    case = Case(name, tensors, [sl, Node("DIV", [0, 3], 4, opts)], 0, 4)
+    case.avoid = xz                                   # DIV by the zero point: undefined in TFLite
+    return case, True
+
+
+MAKERS = {"space_batch": space_batch_case, "add_n": add_n_case, "cumsum": cumsum_case, "div": div_case}
 NUMPY_MAKERS = {"space_to_batch_padded": (lambda r, n, e: _space_to_batch_padded(r, n, e), space_to_batch_numpy)}
 
 

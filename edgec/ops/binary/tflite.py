@@ -1,10 +1,10 @@
 """The TFLite import of the elementwise ops of two operands (edgec/ops/binary/__init__.py's kinds `add` and `binary`):
-ADD, SUB, MUL, MAXIMUM, MINIMUM and SQUARED_DIFFERENCE of two activations or of an activation and a constant tensor (a BatchNorm
+ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM and SQUARED_DIFFERENCE of two activations or of an activation and a constant tensor (a BatchNorm
 left as MUL + ADD by the converter: a per-channel constant), with broadcasting over up to 6 dimensions.
 
 TFLite Micro's arithmetic: ADD/SUB rescale both operands after a left shift of 20 and requantize the sum (three
 multipliers; SQUARED_DIFFERENCE squares the difference after a left shift of 7), MUL requantizes the product
-(one), MAXIMUM/MINIMUM compare the int8 values themselves (the
+(one), DIV multiplies by gemmlowp's reciprocal of the divisor (binary's `div_tflite`), MAXIMUM/MINIMUM compare the int8 values themselves (the
 converter gives inputs and output one quantization; nothing is rescaled). A constant operand keeps the file's
 int8 values and its own scale and zero point, as TFLite Micro reads it.
 """
@@ -13,13 +13,13 @@ from __future__ import annotations
 import numpy as np
 
 from edgec.ir import NO_ACT, Op, Tensor
-from edgec.ops.binary import quantize_binary
+from edgec.ops.binary import BINARY_OPS, quantize_binary
 from edgec.ops.movement import RANK
 
 OPS: list = []      # no kind of its own: the kinds are the package's (__init__.py)
 ONNX: dict = {}
 KINDS = {"ADD": "add", "SUB": "sub", "MUL": "mul", "MAXIMUM": "max_raw", "MINIMUM": "min_raw",
-         "SQUARED_DIFFERENCE": "sqdiff"}
+         "SQUARED_DIFFERENCE": "sqdiff", "DIV": "div_tflite"}
 
 
 def _operand(tx, op, k: int):
@@ -58,6 +58,10 @@ def import_tflite_binary(tx, op):
     kind = KINDS[name]
     attrs = dict(op=kind, a_shape=sa, b_shape=sb, const=None, const_first=False)
     if ca is None and cb is None:
+        if kind == "div_tflite":
+            probe = Op(kind="binary", name="probe", inputs=(), output=out, attrs={**attrs, "act": NO_ACT})
+            quantize_binary(probe, [tx.tensor(a), tx.tensor(b)], tx.tensor(out))
+            _check_div(tx, probe.params)
         if kind.endswith("_raw"):
             tx.same_qparams(a, out, name)
             tx.same_qparams(b, out, name)
@@ -71,9 +75,18 @@ def import_tflite_binary(tx, op):
     ins = [t, tx.tensor(x)] if first else [tx.tensor(x), t]
     probe = Op(kind="binary", name="probe", inputs=(), output=out, attrs={**attrs, "act": NO_ACT})
     quantize_binary(probe, ins, tx.tensor(out))          # the params of the file's two quantizations
+    _check_div(tx, probe.params)
     params = {**probe.params, **act, "_const_first": first}
     real = ((data.astype(np.float64) - t.zero_point) * t.scale).astype(np.float32)
     tx.emit("binary", op, [x], out, {"const": data}, params, **{**attrs, "const": real, "const_first": first})
+
+
+def _check_div(tx, p: dict) -> None:
+    """TFLite's DIV requantizes by output_shift - (its reciprocal's shift) - (the numerator's headroom, 23 or more):
+    a right shift only while output_shift <= 23."""
+    if p["op"] == BINARY_OPS["div_tflite"] and p["out_shift"] > 23:
+        raise tx.unsupported("DIV whose output scale is below 2^-23 of the input scales' ratio (outside TFLite's "
+                             "arithmetic)")
 
 
 TFLITE = {name: import_tflite_binary for name in KINDS}
