@@ -430,6 +430,13 @@ typedef struct {
 void edgec_layer_norm_s8(const edgec_layer_norm_params *p, const int8_t *input, const int16_t *gamma,
                          const int32_t *beta, int8_t *output);
 
+/* TFLite's L2_NORMALIZATION over the last axis of [rows][cols]: each x - input_zp times TFLite's inverse square
+ * root of the row's sum of squares (GetInvSqrtQuantizedMultiplierExp), output in 1/128 with zero point 0. */
+typedef struct {
+    int32_t rows, cols, input_zp;
+} edgec_l2_norm_params;
+void edgec_l2_norm_s8(const edgec_l2_norm_params *p, const int8_t *input, int8_t *output);
+
 /* ================================================================ softmax
  * edgec_softmax.c: over the last axis of [rows][cols]. */
 typedef struct {

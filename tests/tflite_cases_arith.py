@@ -116,7 +116,19 @@ def div_case(rng, name, extreme=False):
     return case, True
 
 
-MAKERS = {"space_batch": space_batch_case, "add_n": add_n_case, "cumsum": cumsum_case, "div": div_case}
+def l2_norm_case(rng, name, extreme=False):
+    """L2_NORMALIZATION over the last axis of a 1-D to 4-D input (rows of one value, and long rows, too);
+    output quantized (1/128, 0) as TFLite requires."""
+    shape = _dims(rng, int(rng.integers(1, 5)))
+    if extreme and rng.random() < 0.5:
+        shape = shape[:-1] + (int(rng.choice([1, 200, 1000])),)
+    xs, xz = _act(rng, extreme)
+    tensors = [T(shape, [xs], [xz]), T(shape, [1 / 128], [0])]
+    return Case(name, tensors, [Node("L2_NORMALIZATION", [0], 1, ("L2NormOptions", {}))], 0, 1), True
+
+
+MAKERS = {"space_batch": space_batch_case, "add_n": add_n_case, "cumsum": cumsum_case, "div": div_case,
+          "l2_norm": l2_norm_case}
 NUMPY_MAKERS = {"space_to_batch_padded": (lambda r, n, e: _space_to_batch_padded(r, n, e), space_to_batch_numpy)}
 
 
