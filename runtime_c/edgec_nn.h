@@ -460,6 +460,16 @@ typedef struct {
 void edgec_log_softmax_s8(const edgec_log_softmax_params *p, const int8_t *input, const uint32_t *exp_table,
                           const int32_t *log_table, int8_t *output);
 
+/* TFLite's own int8 log-softmax (LogSoftmaxQuantized, as TFLite Micro runs it), for .tflite models: q5_table[d]
+ * the difference -d from the row's max rescaled into Q5.26, exp_table[d] its gemmlowp exp rescaled into the Q12.19
+ * sum (0 below diff_min); the sum's log (log_x_for_x_greater_than_or_equal_to_1, Q5.26); outputs
+ * (q5 - log) / 2^22 + 127, -128 at or below the adjusted diff_min (rev_mult, rev_shift). Output 16/256, 127. */
+typedef struct {
+    int32_t rows, cols, diff_min, rev_mult, rev_shift;
+} edgec_log_softmax_tflite_params;
+void edgec_log_softmax_tflite_s8(const edgec_log_softmax_tflite_params *p, const int8_t *input,
+                                 const int32_t *q5_table, const int32_t *exp_table, int8_t *output);
+
 /* TFLite's own int8 softmax (reference_ops::Softmax, as TFLite Micro runs it), for .tflite models:
  * exp_table[d] = gemmlowp's fixed-point exp (Q0.31) of the difference -d from the row's max rescaled into
  * Q5.26 as TFLite does (differences below diff_min give -128), a Q12.19 sum and its Newton-Raphson

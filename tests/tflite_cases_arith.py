@@ -127,8 +127,18 @@ def l2_norm_case(rng, name, extreme=False):
     return Case(name, tensors, [Node("L2_NORMALIZATION", [0], 1, ("L2NormOptions", {}))], 0, 1), True
 
 
+def log_softmax_case(rng, name, extreme=False):
+    """LOG_SOFTMAX over the last axis (1 to 300 classes, tiny and large input scales); output (16/256, 127)."""
+    shape = _dims(rng, int(rng.integers(0, 3))) + (int(rng.choice([1, 2, 3, 10, 33, 100, 300])),)
+    xs, xz = _act(rng, extreme)
+    if extreme and rng.random() < 0.5:
+        xs = float(np.float32(rng.choice([0.001, 0.5, 3.0])))
+    tensors = [T(shape, [xs], [xz]), T(shape, [16 / 256], [127])]
+    return Case(name, tensors, [Node("LOG_SOFTMAX", [0], 1, ("LogSoftmaxOptions", {}))], 0, 1), True
+
+
 MAKERS = {"space_batch": space_batch_case, "add_n": add_n_case, "cumsum": cumsum_case, "div": div_case,
-          "l2_norm": l2_norm_case}
+          "l2_norm": l2_norm_case, "log_softmax": log_softmax_case}
 NUMPY_MAKERS = {"space_to_batch_padded": (lambda r, n, e: _space_to_batch_padded(r, n, e), space_to_batch_numpy)}
 
 
