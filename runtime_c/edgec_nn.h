@@ -512,6 +512,8 @@ typedef struct {
     int32_t outer, n, inner, kind, select_last, input_zp, mult, shift, output_zp, act_min, act_max;
 } edgec_reduce_params;
 void edgec_reduce_s8(const edgec_reduce_params *p, const int8_t *input, int8_t *output);
+/* TFLite's ARG_MAX / ARG_MIN (kind 3, 4): the first index of the largest / smallest int8 value along n, as int32 */
+void edgec_reduce_index32_s8(const edgec_reduce_params *p, const int8_t *input, int32_t *output);
 
 /* ================================================================ running sum
  * edgec_cumsum.c: out[k] = sum of (x[j] - input_zp) for j <= k (j < k: exclusive; j >= k: reverse) along n of
@@ -741,6 +743,13 @@ static inline void edgec_dequantize_s8_f32(const int8_t *q, float *x, int32_t n,
 {
     int32_t i;
     for (i = 0; i < n; ++i) x[i] = (float)((int32_t)q[i] - zero_point) * scale;
+}
+
+/* an int32 output (TFLite's ARG_MAX / ARG_MIN indices: scale 1, zero point 0) */
+static inline void edgec_dequantize_s32_f32(const int32_t *q, float *x, int32_t n, float scale, int32_t zero_point)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) x[i] = (float)(q[i] - zero_point) * scale;
 }
 
 static inline void edgec_dequantize_s16_f32(const int16_t *q, float *x, int32_t n, float scale, int32_t zero_point)

@@ -137,7 +137,21 @@ def log_softmax_case(rng, name, extreme=False):
     return Case(name, tensors, [Node("LOG_SOFTMAX", [0], 1, ("LogSoftmaxOptions", {}))], 0, 1), True
 
 
-MAKERS = {"space_batch": space_batch_case, "add_n": add_n_case, "cumsum": cumsum_case, "div": div_case,
+def arg_case(rng, name, extreme=False):
+    """ARG_MAX / ARG_MIN along a random (maybe negative) axis, int32 indices; ties (few distinct values) too."""
+    rank = int(rng.integers(1, 5))
+    shape = _dims(rng, rank)
+    axis = int(rng.integers(-rank, rank))
+    out = tuple(d for k, d in enumerate(shape) if k != axis % rank) or (1,)
+    s, z = _act(rng, extreme)
+    op = str(rng.choice(["ARG_MAX", "ARG_MIN"]))
+    tensors = [T(shape, [s], [z]), T((1,), [1.0], [0], INT32, np.array([axis], np.int32)),
+               T(out, [1.0], [0], INT32)]
+    opts = (f"{op.title().replace('_', '')}Options", dict(OutputType=INT32))
+    return Case(name, tensors, [Node(op, [0, 1], 2, opts)], 0, 2), True
+
+
+MAKERS = {"arg": arg_case, "space_batch": space_batch_case, "add_n": add_n_case, "cumsum": cumsum_case, "div": div_case,
           "l2_norm": l2_norm_case, "log_softmax": log_softmax_case}
 NUMPY_MAKERS = {"space_to_batch_padded": (lambda r, n, e: _space_to_batch_padded(r, n, e), space_to_batch_numpy)}
 

@@ -433,6 +433,7 @@ def check(case_list: list[Case], work: Path, paths=tuple(PATHS), expect=None) ->
         graphs = [importer.load(f, c.name) for (f, _), c in zip(models, case_list)]
         outs = run_c(graphs, [c.x for c in case_list], work / path, path)
         for (f, want), c, got in zip(models, case_list, outs):
+            got = np.ascontiguousarray(got).view(want.dtype)     # the output's bytes as its type (int32 indices)
             if not np.array_equal(got, want):
                 bad.append(f"{c.name} {path}: max diff {int(np.abs(got.astype(int) - want).max())}")
     return bad

@@ -85,9 +85,27 @@ def c_reduce(op: Op, low, site: CallSite) -> str:
     return cemit.with_params("edgec_reduce_params", op.params, call)
 
 
+def index32_s8(p: dict, x) -> np.ndarray:
+    """TFLite's ArgMinMax of int8 values: the first index of the largest (argmax) or smallest, as int32."""
+    x = np.asarray(x, np.int8).reshape(int(p["outer"]), int(p["n"]), int(p["inner"])).astype(np.int64)
+    v = x if int(p["kind"]) == REDUCE_KINDS["argmax"] else -x
+    return np.argmax(v, axis=1).astype(np.int32).reshape(-1)
+
+
+def c_index32(op: Op, low, site: CallSite) -> str:
+    call = f"{low.kernel.name}(&p, {site.inputs[0]}, (int32_t *)(void *)({site.output}));"
+    return cemit.with_params("edgec_reduce_params", op.params, call)
+
+
+def _index32(op: Op) -> bool:
+    return bool(op.params.get("_index32"))
+
+
 OPS = [OpDef("reduce", "reduce", quantize_reduce, float_reduce, qparams="fixed", fixed_qparams=fixed_qparams)]
-KERNELS = [Kernel("edgec_reduce_s8", ("reduce",), REFERENCE, c_reduce,
-                  run=lambda op, inputs: reduce_s8(op.params, inputs[0]))]
+KERNELS = [Kernel("edgec_reduce_s8", ("reduce",), REFERENCE, c_reduce, applies=lambda op: not _index32(op),
+                  run=lambda op, inputs: reduce_s8(op.params, inputs[0])),
+           Kernel("edgec_reduce_index32_s8", ("reduce",), REFERENCE, c_index32, applies=_index32,
+                  run=lambda op, inputs: index32_s8(op.params, inputs[0]), code_bytes=200)]
 
 
 # ---- ONNX import
@@ -257,4 +275,26 @@ def import_tflite_reduce(tx, op):
     tx.emit("reduce", op, [x], out, None, params, how=how, outer=outer, n=n, inner=inner, select_last=0)
 
 
-TFLITE = {"MEAN": import_tflite_mean, "REDUCE_MAX": import_tflite_reduce, "REDUCE_MIN": import_tflite_reduce, "SUM": import_tflite_reduce}
+def import_tflite_arg(tx, op):
+    """ARG_MAX / ARG_MIN of int8 values along a constant axis, int32 indices (the first of equal values, as
+    TFLite's ArgMinMax): a graph output of its own (edgec's int32 tensors are indices the host reads)."""
+    name, x = tx.op_name(op), tx.input(op, 0)
+    shape = tx.tensor(x).shape
+    axis = tx.const(op, 1)
+    o = tx.options(op)
+    if axis is None or axis.size != 1 or axis.dtype.kind not in "iu":
+        raise tx.unsupported("its axis (input 1) must be one constant integer")
+    if o is not None and o.OutputType() != 2:
+        raise tx.unsupported("int64 indices (edgec outputs int32 ones; export with output_type int32)")
+    a = int(axis.reshape(-1)[0])
+    if not -len(shape) <= a < len(shape):
+        raise tx.unsupported(f"axis {a} of a rank-{len(shape)} tensor")
+    a %= len(shape)
+    outer, n = int(np.prod(shape[:a], dtype=np.int64)), int(shape[a])
+    inner = int(np.prod(shape[a + 1:], dtype=np.int64))
+    out = tx.packed_outputs(op, outer * inner, "int32")
+    tx.emit("reduce", op, [x], out, None, {"_index32": 1}, how="argmax" if name == "ARG_MAX" else "argmin",
+            outer=outer, n=n, inner=inner, select_last=0)
+
+
+TFLITE = {"ARG_MAX": import_tflite_arg, "ARG_MIN": import_tflite_arg, "MEAN": import_tflite_mean, "REDUCE_MAX": import_tflite_reduce, "REDUCE_MIN": import_tflite_reduce, "SUM": import_tflite_reduce}
