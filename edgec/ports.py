@@ -164,7 +164,7 @@ def c_number_type(dtype: str) -> dict:
     edgec_dequantize_<suffix>_f32; a float32 port's "dequantization" is a copy)."""
     return {"int8": {"suffix": "s8", "ctype": "int8_t"}, "uint8": {"suffix": "u8", "ctype": "uint8_t"},
             "int16": {"suffix": "s16", "ctype": "int16_t"}, "float32": {"suffix": "f32", "ctype": "float"},
-            "int32": {"suffix": "s32", "ctype": "int32_t"}}[dtype]
+            "int32": {"suffix": "s32", "ctype": "int32_t"}, "bool": {"suffix": "b8", "ctype": "uint8_t"}}[dtype]
 
 
 def c_context(graph: Graph, pointer) -> dict | None:

@@ -65,6 +65,22 @@ static int32_t edgec_binary_one(const edgec_binary_params *p, int32_t a, int32_t
     if (p->op == 9) {
         return edgec_div_tflite(p, va, vb);
     }
+    if (p->op >= 16) { /* TFLite's LOGICAL_AND / LOGICAL_OR of bool bytes */
+        return p->op == 16 ? (a != 0 && b != 0) : (a != 0 || b != 0);
+    }
+    if (p->op >= 10) { /* TFLite's comparisons WithScaling: both rescaled, then compared */
+        const int32_t ls = (int32_t)1 << p->left_shift;
+        const int32_t sa = edgec_requantize(va * ls, p->a_mult, p->a_shift);
+        const int32_t sb = edgec_requantize(vb * ls, p->b_mult, p->b_shift);
+        switch (p->op) {
+        case 10: return sa == sb;
+        case 11: return sa != sb;
+        case 12: return sa > sb;
+        case 13: return sa >= sb;
+        case 14: return sa < sb;
+        default: return sa <= sb;
+        }
+    }
     if (p->op == 6 || p->op == 7) { /* TFLite's MAXIMUM / MINIMUM: of the int8 values themselves */
         return p->op == 6 ? (a > b ? a : b) : (a < b ? a : b);
     }

@@ -386,7 +386,9 @@ void edgec_add_s8(const edgec_add_params *p, const int8_t *input1, const int8_t 
  * op 6, 7 (TFLite's MAXIMUM, MINIMUM): max / min of the int8 values a and b, nothing rescaled;
  * op 8 (TFLite's SQUARED_DIFFERENCE): the add scheme's rescaled inputs (left shift 7), their difference squared
  * and requantized; op 9 (TFLite's DIV): TFLite's DivElementwise (gemmlowp's reciprocal of the divisor, the
- * numerator's headroom, one requantization by out_shift less both shifts). */
+ * numerator's headroom, one requantization by out_shift less both shifts); ops 10-15 (TFLite's EQUAL, NOT_EQUAL,
+ * GREATER, GREATER_EQUAL, LESS, LESS_EQUAL): both inputs rescaled (<< left_shift, their own multiplier), compared,
+ * 0 or 1 (a bool byte); ops 16, 17 (LOGICAL_AND, LOGICAL_OR) of the bytes themselves. */
 typedef struct {
     int32_t op, dims[EDGEC_RANK], a_stride[EDGEC_RANK], b_stride[EDGEC_RANK];
     int32_t a_zp, a_mult, a_shift, b_zp, b_mult, b_shift, left_shift, out_mult, out_shift, out_zp,
@@ -740,6 +742,13 @@ static inline void edgec_dequantize_f32_f32(const float *q, float *x, int32_t n,
 }
 
 static inline void edgec_dequantize_s8_f32(const int8_t *q, float *x, int32_t n, float scale, int32_t zero_point)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) x[i] = (float)((int32_t)q[i] - zero_point) * scale;
+}
+
+/* a bool output (TFLite's comparisons and logical operators: one byte, 0 or 1) */
+static inline void edgec_dequantize_b8_f32(const uint8_t *q, float *x, int32_t n, float scale, int32_t zero_point)
 {
     int32_t i;
     for (i = 0; i < n; ++i) x[i] = (float)((int32_t)q[i] - zero_point) * scale;

@@ -151,7 +151,47 @@ def arg_case(rng, name, extreme=False):
     return Case(name, tensors, [Node(op, [0, 1], 2, opts)], 0, 2), True
 
 
-MAKERS = {"arg": arg_case, "space_batch": space_batch_case, "add_n": add_n_case, "cumsum": cumsum_case, "div": div_case,
+BOOL = 6           # tflite.TensorType
+COMPARISONS = ["EQUAL", "NOT_EQUAL", "GREATER", "GREATER_EQUAL", "LESS", "LESS_EQUAL"]
+
+
+def _small_act(rng, extreme):
+    s, z = _act(rng, extreme)
+    return min(s, float(np.float32(0.9))), z                # TFLite's comparisons rescale by scales below 1
+
+
+def compare_case(rng, name, extreme=False):
+    """A comparison of the input and a constant (its own quantization, broadcast) or a SLICE of the input
+    (broadcast), then maybe LOGICAL_NOT, or LOGICAL_AND / LOGICAL_OR with a second comparison: bool outputs."""
+    op = str(rng.choice(COMPARISONS))
+    rank = int(rng.integers(1, 5))
+    shape = _dims(rng, rank, 5)
+    size = [1 if rng.random() < 0.5 else n for n in shape]
+    (xs, xz), (cs, cz) = _small_act(rng, extreme), _small_act(rng, extreme)
+    if rng.random() < 0.2:
+        cs = xs
+    c = rng.integers(-128, 128, size).astype(np.int8)
+    begin = [int(rng.integers(0, n - s + 1)) for n, s in zip(shape, size)]
+    tensors = [T(shape, [xs], [xz]), T(tuple(size), [cs], [cz], data=c),
+               T((rank,), [1.0], [0], INT32, np.array(begin, np.int32)),
+               T((rank,), [1.0], [0], INT32, np.array(size, np.int32)), T(tuple(size), [xs], [xz]),
+               T(shape, [1.0], [0], BOOL), T(shape, [1.0], [0], BOOL), T(shape, [1.0], [0], BOOL)]
+    first = rng.random() < 0.3
+    nodes = [Node(op, [1, 0] if first else [0, 1], 5)]
+    if rng.random() < 0.5:
+        op2 = str(rng.choice(COMPARISONS))
+        nodes += [Node("SLICE", [0, 2, 3], 4, ("SliceOptions", {})), Node(op2, [4, 0] if first else [0, 4], 6)]
+        logical = str(rng.choice(["LOGICAL_AND", "LOGICAL_OR"]))
+        nodes.append(Node(logical, [5, 6], 7))
+    elif rng.random() < 0.5:
+        nodes.append(Node("LOGICAL_NOT", [5], 7))
+    else:
+        nodes.append(Node("LOGICAL_NOT", [5], 6))
+        nodes.append(Node("LOGICAL_NOT", [6], 7))
+    return Case(name, tensors, nodes, 0, 7), True
+
+
+MAKERS = {"compare": compare_case, "arg": arg_case, "space_batch": space_batch_case, "add_n": add_n_case, "cumsum": cumsum_case, "div": div_case,
           "l2_norm": l2_norm_case, "log_softmax": log_softmax_case}
 NUMPY_MAKERS = {"space_to_batch_padded": (lambda r, n, e: _space_to_batch_padded(r, n, e), space_to_batch_numpy)}
 

@@ -27,7 +27,12 @@ ADD_LEFT_SHIFT = 20
 BINARY_OPS = {"add": 0, "sub": 1, "max": 2, "min": 3, "mul": 4, "div": 5,
               "max_raw": 6, "min_raw": 7,     # TFLite's MAXIMUM/MINIMUM: of the int8 values, nothing rescaled
               "sqdiff": 8,                    # TFLite's SQUARED_DIFFERENCE: add's rescaling (left shift 7), squared
-              "div_tflite": 9}                # TFLite's DIV: a gemmlowp reciprocal of the divisor (div_tflite below)
+              "div_tflite": 9,                # TFLite's DIV: a gemmlowp reciprocal of the divisor (div_tflite below)
+              # TFLite's comparisons (both inputs rescaled by their own scale after << 8; a bool 0 / 1 out) and
+              # logical operators (of bool bytes)
+              "equal": 10, "not_equal": 11, "greater": 12, "greater_equal": 13, "less": 14, "less_equal": 15,
+              "logical_and": 16, "logical_or": 17}
+COMPARE_LEFT_SHIFT = 8
 SQDIFF_LEFT_SHIFT = 7
 DIV_SHIFT = 16
 
@@ -91,6 +96,10 @@ def quantize_binary(op: Op, ins: list[Tensor], out: Tensor) -> None:
         p["left_shift"] = SQDIFF_LEFT_SHIFT
     elif a["op"] == "mul":
         p["out_mult"], p["out_shift"] = quantize_multiplier(ta.scale * tb.scale / out.scale)
+    elif BINARY_OPS[a["op"]] >= BINARY_OPS["equal"]:    # TFLite Micro's ComparisonsPrepare: each scale alone
+        (p["a_mult"], p["a_shift"]), (p["b_mult"], p["b_shift"]) = (quantize_multiplier(float(ta.scale)),
+                                                                    quantize_multiplier(float(tb.scale)))
+        p.update(left_shift=COMPARE_LEFT_SHIFT, out_mult=0, out_shift=0)
     elif a["op"] == "div_tflite":   # TFLite Micro's CalculateOpDataDiv: the ratio in float32
         f = np.float32
         p["out_mult"], p["out_shift"] = quantize_multiplier(float(f(ta.scale) / (f(tb.scale) * f(out.scale))))
@@ -141,6 +150,15 @@ def binary_s8(p: dict, a, b) -> np.ndarray:
     op = int(p["op"])
     if op == BINARY_OPS["div_tflite"]:
         return div_tflite(p, va, vb)
+    if op >= BINARY_OPS["logical_and"]:
+        ra, rb = va + int(p["a_zp"]) != 0, vb + int(p["b_zp"]) != 0
+        return ((ra & rb) if op == BINARY_OPS["logical_and"] else (ra | rb)).astype(np.int8)
+    if op >= BINARY_OPS["equal"]:
+        ls = 1 << int(p["left_shift"])
+        sa = requantize(va * ls, p["a_mult"], p["a_shift"]).astype(np.int64)
+        sb = requantize(vb * ls, p["b_mult"], p["b_shift"]).astype(np.int64)
+        compare = (np.equal, np.not_equal, np.greater, np.greater_equal, np.less, np.less_equal)
+        return compare[op - BINARY_OPS["equal"]](sa, sb).astype(np.int8)
     if op in (BINARY_OPS["max_raw"], BINARY_OPS["min_raw"]):
         ra, rb = va + int(p["a_zp"]), vb + int(p["b_zp"])
         return (np.maximum(ra, rb) if op == BINARY_OPS["max_raw"] else np.minimum(ra, rb)).astype(np.int8)
@@ -185,7 +203,9 @@ def run_binary(op: Op, inputs: list) -> np.ndarray:
 
 # ---- float --------------------------------------------------------------------------------------
 _FLOAT = {"add": np.add, "sub": np.subtract, "max": np.maximum, "min": np.minimum, "mul": np.multiply,
-          "div": np.divide, "div_tflite": np.divide, "max_raw": np.maximum, "min_raw": np.minimum,
+          "div": np.divide, "div_tflite": np.divide, "max_raw": np.maximum, "equal": np.equal,
+          "not_equal": np.not_equal, "greater": np.greater, "greater_equal": np.greater_equal, "less": np.less,
+          "less_equal": np.less_equal, "logical_and": np.logical_and, "logical_or": np.logical_or, "min_raw": np.minimum,
           "sqdiff": lambda a, b: (a - b) ** 2}
 
 

@@ -19,7 +19,39 @@ from edgec.ops.movement import RANK
 OPS: list = []      # no kind of its own: the kinds are the package's (__init__.py)
 ONNX: dict = {}
 KINDS = {"ADD": "add", "SUB": "sub", "MUL": "mul", "MAXIMUM": "max_raw", "MINIMUM": "min_raw",
-         "SQUARED_DIFFERENCE": "sqdiff", "DIV": "div_tflite"}
+         "SQUARED_DIFFERENCE": "sqdiff", "DIV": "div_tflite", "EQUAL": "equal", "NOT_EQUAL": "not_equal",
+         "GREATER": "greater", "GREATER_EQUAL": "greater_equal", "LESS": "less", "LESS_EQUAL": "less_equal",
+         "LOGICAL_AND": "logical_and", "LOGICAL_OR": "logical_or"}
+BOOLEAN = {"EQUAL", "NOT_EQUAL", "GREATER", "GREATER_EQUAL", "LESS", "LESS_EQUAL", "LOGICAL_AND", "LOGICAL_OR"}
+
+
+def bool_output(tx, op) -> str:
+    """A new canonical bool tensor (one byte, 0 or 1; scale 1, zero point 0) for the operator's output."""
+    i = op.Outputs(0)
+    raw = tx.sg.Tensors(i).Name()
+    name = base = raw.decode(errors="replace") if raw else f"#{i}"
+    k = 1
+    while name in tx.graph.tensors:
+        name, k = f"{base}_{k}", k + 1
+    tx.graph.tensors[name] = Tensor(name=name, shape=tx.shape(i) or (1,), source=name, scale=1.0, zero_point=0,
+                                    dtype="bool")
+    tx.values[i] = name
+    return name
+
+
+def _inputs_typed(tx, op, name: str) -> None:
+    """Comparisons take int8 (scale below 1: TFLite's rescaling is undefined beyond) or bool activations, the
+    logical operators bool ones."""
+    for k in range(2):
+        i = op.Inputs(k)
+        if i not in tx.values:
+            continue
+        t = tx.tensor(tx.values[i])
+        want = ("bool",) if name.startswith("LOGICAL") else ("int8", "bool")
+        if t.dtype not in want:
+            raise tx.unsupported(f"input {k} is {t.dtype}; {name} takes {' or '.join(want)} here")
+        if t.dtype == "int8" and t.scale >= 1.0:
+            raise tx.unsupported(f"input {k} has scale {t.scale} (TFLite's comparison rescaling needs one below 1)")
 
 
 def _operand(tx, op, k: int):
@@ -43,10 +75,15 @@ def import_tflite_binary(tx, op):
     """ADD / SUB / MUL / MAXIMUM / MINIMUM / SQUARED_DIFFERENCE (see the module doc); same-shape ADD of two activations is the `add`
     kind (its fast kernel), the others broadcast (`binary`)."""
     name, o = tx.op_name(op), tx.options(op)
+    if name in BOOLEAN:
+        _inputs_typed(tx, op, name)
     (a, ca), (b, cb) = _operand(tx, op, 0), _operand(tx, op, 1)
     if ca is not None and cb is not None:
         raise tx.unsupported("both operands are constants (nothing computed at run time)")
-    out = tx.output(op)
+    out = bool_output(tx, op) if name in BOOLEAN else tx.output(op)
+    const = ca if ca is not None else cb
+    if name in BOOLEAN and const is not None and const[0].scale >= 1.0:
+        raise tx.unsupported("a constant of scale 1 or more (TFLite's comparison rescaling needs one below 1)")
     fused = o.FusedActivationFunction() if o is not None and hasattr(o, "FusedActivationFunction") else 0
     act = tx.act_range(op, out, fused)
     sa = tx.tensor(a).shape if ca is None else ca[0].shape
@@ -89,4 +126,18 @@ def _check_div(tx, p: dict) -> None:
                              "arithmetic)")
 
 
+def import_tflite_logical_not(tx, op):
+    """LOGICAL_NOT of a bool activation: NOT_EQUAL to a constant true (the binary kernel on bool bytes)."""
+    x = tx.input(op, 0, dtypes=("bool",))
+    out = bool_output(tx, op)
+    one = Tensor(name="true", shape=(1,), source="", scale=1.0, zero_point=0)
+    shape = tx.tensor(x).shape
+    attrs = dict(op="not_equal", a_shape=shape, b_shape=(1,), const=None, const_first=False)
+    probe = Op(kind="binary", name="probe", inputs=(), output=out, attrs={**attrs, "act": NO_ACT})
+    quantize_binary(probe, [tx.tensor(x), one], tx.tensor(out))
+    tx.emit("binary", op, [x], out, {"const": np.ones(1, np.int8)}, {**probe.params, "_const_first": False},
+            **{**attrs, "const": np.ones(1, np.float32)})
+
+
 TFLITE = {name: import_tflite_binary for name in KINDS}
+TFLITE["LOGICAL_NOT"] = import_tflite_logical_not
