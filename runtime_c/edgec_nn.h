@@ -396,6 +396,14 @@ typedef struct {
 } edgec_binary_params;
 void edgec_binary_s8(const edgec_binary_params *p, const int8_t *a, const int8_t *b, int8_t *output);
 
+/* TFLite's SELECT_V2: out = cond ? x : y over the broadcast [dims] (6-D, strides 0 where an input is broadcast);
+ * cond bool bytes (0 or 1), the bytes of x or y copied. */
+typedef struct {
+    int32_t dims[EDGEC_RANK], c_stride[EDGEC_RANK], x_stride[EDGEC_RANK], y_stride[EDGEC_RANK];
+} edgec_where_params;
+void edgec_where_s8(const edgec_where_params *p, const uint8_t *cond, const int8_t *x, const int8_t *y,
+                    int8_t *output);
+
 /* TFLite's ADD_N of `count` [n] tensors quantized alike: each value rescaled as TFLite's ADD rescales it
  * (rq((x - input_zp) << left_shift, input_mult, input_shift)), the int32 sum (wrapping; from the rescaled
  * -input_zp, as TFLite's) requantized (mult, shift),

@@ -191,7 +191,25 @@ def compare_case(rng, name, extreme=False):
     return Case(name, tensors, nodes, 0, 7), True
 
 
-MAKERS = {"compare": compare_case, "arg": arg_case, "space_batch": space_batch_case, "add_n": add_n_case, "cumsum": cumsum_case, "div": div_case,
+def select_case(rng, name, extreme=False):
+    """SELECT_V2(x > c or a SLICE-broadcast comparison, x, SLICE(x) or x reversed): condition, x and y broadcast
+    against each other."""
+    rank = int(rng.integers(1, 5))
+    shape = _dims(rng, rank, 5)
+    size = [1 if rng.random() < 0.5 else n for n in shape]
+    csize = [1 if rng.random() < 0.5 else n for n in shape]
+    (xs, xz), (cs, cz) = _small_act(rng, extreme), _small_act(rng, extreme)
+    begin = [int(rng.integers(0, n - s + 1)) for n, s in zip(shape, size)]
+    tensors = [T(shape, [xs], [xz]), T(tuple(csize), [cs], [cz], data=rng.integers(-128, 128, csize).astype(np.int8)),
+               T((rank,), [1.0], [0], INT32, np.array(begin, np.int32)),
+               T((rank,), [1.0], [0], INT32, np.array(size, np.int32)), T(tuple(size), [xs], [xz]),
+               T(tuple(np.broadcast_shapes(shape, csize)), [1.0], [0], BOOL), T(shape, [xs], [xz])]
+    nodes = [Node(str(rng.choice(COMPARISONS)), [0, 1], 5), Node("SLICE", [0, 2, 3], 4, ("SliceOptions", {}))]
+    nodes.append(Node("SELECT_V2", [5, 0, 4] if rng.random() < 0.5 else [5, 4, 0], 6, ("SelectV2Options", {})))
+    return Case(name, tensors, nodes, 0, 6), True
+
+
+MAKERS = {"select": select_case, "compare": compare_case, "arg": arg_case, "space_batch": space_batch_case, "add_n": add_n_case, "cumsum": cumsum_case, "div": div_case,
           "l2_norm": l2_norm_case, "log_softmax": log_softmax_case}
 NUMPY_MAKERS = {"space_to_batch_padded": (lambda r, n, e: _space_to_batch_padded(r, n, e), space_to_batch_numpy)}
 

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from edgec.ir import Graph, Op
 from edgec.ops import (add_n, binary, concat, conv, convert, cumsum, dense, detection, lut, matmul, movement, nms,
-                       norm, pool, rearrange, recurrent, reduce, resize, softmax)
+                       norm, pool, rearrange, recurrent, reduce, resize, softmax, where)
 from edgec.ops.binary import tflite as binary_tflite
 from edgec.ops.lut import tflite as lut_tflite
 from edgec.ops.kernel import DEFAULT_CODE_BYTES, FAST, HELIUM, INT4, INT8, INT16, REFERENCE, VARIANT, Kernel
 from edgec.ops.opdef import OpDef
 
 MODULES = (movement, concat, rearrange, lut, lut_tflite, pool, conv, dense, matmul, binary, binary_tflite, softmax, reduce,
-           cumsum, add_n, resize, convert, recurrent, norm, detection, nms)
+           cumsum, add_n, where, resize, convert, recurrent, norm, detection, nms)
 
 REGISTRY: dict[str, OpDef] = {}
 for _m in MODULES:
