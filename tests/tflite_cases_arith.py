@@ -209,7 +209,27 @@ def select_case(rng, name, extreme=False):
     return Case(name, tensors, nodes, 0, 6), True
 
 
-MAKERS = {"select": select_case, "compare": compare_case, "arg": arg_case, "space_batch": space_batch_case, "add_n": add_n_case, "cumsum": cumsum_case, "div": div_case,
+def bool_case(rng, name, extreme=False):
+    """CAST int8 -> bool (x != 0 of the raw values) then REDUCE_ALL over random axes, keep_dims or not, then CAST
+    bool -> int8 (unquantized, as converters write it) or not."""
+    rank = int(rng.integers(1, 5))
+    shape = _dims(rng, rank, 4)
+    axes = rng.choice(np.arange(-rank, rank), int(rng.integers(1, rank + 1)))
+    keep = bool(rng.random() < 0.5)
+    red = {int(a) % rank for a in axes}
+    out = tuple(1 if a in red else n for a, n in enumerate(shape)) if keep else \
+        tuple(n for a, n in enumerate(shape) if a not in red)
+    s, z = _act(rng, extreme)
+    cast_back = rng.random() < 0.5
+    tensors = [T(shape, [s], [z]), T(shape, [1.0], [0], BOOL), T((len(axes),), [1.0], [0], INT32,
+               axes.astype(np.int32)), T(out or (1,), [1.0], [0], BOOL), T(out or (1,), [], [])]
+    nodes = [Node("CAST", [0], 1), Node("REDUCE_ALL", [1, 2], 3, ("ReducerOptions", dict(KeepDims=keep)))]
+    if cast_back:
+        nodes.append(Node("CAST", [3], 4))
+    return Case(name, tensors, nodes, 0, 4 if cast_back else 3), True
+
+
+MAKERS = {"bool": bool_case, "select": select_case, "compare": compare_case, "arg": arg_case, "space_batch": space_batch_case, "add_n": add_n_case, "cumsum": cumsum_case, "div": div_case,
           "l2_norm": l2_norm_case, "log_softmax": log_softmax_case}
 NUMPY_MAKERS = {"space_to_batch_padded": (lambda r, n, e: _space_to_batch_padded(r, n, e), space_to_batch_numpy)}
 

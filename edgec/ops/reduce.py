@@ -238,21 +238,25 @@ def import_tflite_mean(tx, op):
 
 
 def import_tflite_reduce(tx, op):
-    """REDUCE_MAX / REDUCE_MIN (TFLite Micro: the int8 values themselves, input and output quantized alike) and SUM
+    """REDUCE_MAX / REDUCE_MIN (TFLite Micro: the int8 values themselves, input and output quantized alike; REDUCE_ALL
+    of bool bytes is their minimum) and SUM
     (the sum less n times the zero point, requantized by the double scale ratio) over constant axes; axes not
     next to each other are first brought together by a remap."""
     from edgec.ops.rearrange import tflite_remap, tflite_scratch
 
-    name, x = tx.op_name(op), tx.input(op, 0)
+    from edgec.ops.binary.tflite import bool_output
+
+    name = tx.op_name(op)
+    x = tx.input(op, 0, dtypes=("bool",) if name == "REDUCE_ALL" else ("int8",))
     shape = tx.tensor(x).shape
     r = len(shape)
     axes_in = tx.const(op, 1)
     if axes_in is None or axes_in.dtype.kind not in "iu":
         raise tx.unsupported("the axes (input 1) must be a constant integer tensor")
     axes = sorted({int(a) % r for a in np.asarray(axes_in).reshape(-1)})
-    out = tx.output(op)
+    out = bool_output(tx, op) if name == "REDUCE_ALL" else tx.output(op)
     xt, ot = tx.tensor(x), tx.tensor(out)
-    how = {"REDUCE_MAX": "max", "REDUCE_MIN": "min", "SUM": "sum"}[name]
+    how = {"REDUCE_MAX": "max", "REDUCE_MIN": "min", "SUM": "sum", "REDUCE_ALL": "min"}[name]
     if how == "sum":
         mult, shift = quantize_multiplier(float(xt.scale) / float(ot.scale))
         params = dict(input_zp=xt.zero_point, mult=mult, shift=shift, output_zp=ot.zero_point)
@@ -297,4 +301,5 @@ def import_tflite_arg(tx, op):
             outer=outer, n=n, inner=inner, select_last=0)
 
 
-TFLITE = {"ARG_MAX": import_tflite_arg, "ARG_MIN": import_tflite_arg, "MEAN": import_tflite_mean, "REDUCE_MAX": import_tflite_reduce, "REDUCE_MIN": import_tflite_reduce, "SUM": import_tflite_reduce}
+TFLITE = {"ARG_MAX": import_tflite_arg, "ARG_MIN": import_tflite_arg, "MEAN": import_tflite_mean, "REDUCE_MAX": import_tflite_reduce, "REDUCE_MIN": import_tflite_reduce, "SUM": import_tflite_reduce,
+          "REDUCE_ALL": import_tflite_reduce}

@@ -25,8 +25,9 @@ KINDS = {"ADD": "add", "SUB": "sub", "MUL": "mul", "MAXIMUM": "max_raw", "MINIMU
 BOOLEAN = {"EQUAL", "NOT_EQUAL", "GREATER", "GREATER_EQUAL", "LESS", "LESS_EQUAL", "LOGICAL_AND", "LOGICAL_OR"}
 
 
-def bool_output(tx, op) -> str:
-    """A new canonical bool tensor (one byte, 0 or 1; scale 1, zero point 0) for the operator's output."""
+def bool_output(tx, op, dtype: str = "bool") -> str:
+    """A new canonical bool tensor (one byte, 0 or 1; scale 1, zero point 0) for the operator's output (or, for a
+    CAST, an unquantized int8 one)."""
     i = op.Outputs(0)
     raw = tx.sg.Tensors(i).Name()
     name = base = raw.decode(errors="replace") if raw else f"#{i}"
@@ -34,7 +35,7 @@ def bool_output(tx, op) -> str:
     while name in tx.graph.tensors:
         name, k = f"{base}_{k}", k + 1
     tx.graph.tensors[name] = Tensor(name=name, shape=tx.shape(i) or (1,), source=name, scale=1.0, zero_point=0,
-                                    dtype="bool")
+                                    dtype=dtype)
     tx.values[i] = name
     return name
 
@@ -126,18 +127,35 @@ def _check_div(tx, p: dict) -> None:
                              "arithmetic)")
 
 
+def _with_constant(tx, op, x: str, out: str, kind: str, value: int) -> None:
+    """The binary kernel's `kind` of x and a one-value constant (scale 1, zero point 0)."""
+    c = Tensor(name="constant", shape=(1,), source="", scale=1.0, zero_point=0)
+    attrs = dict(op=kind, a_shape=tx.tensor(x).shape, b_shape=(1,), const=None, const_first=False)
+    probe = Op(kind="binary", name="probe", inputs=(), output=out, attrs={**attrs, "act": NO_ACT})
+    quantize_binary(probe, [tx.tensor(x), c], tx.tensor(out))
+    tx.emit("binary", op, [x], out, {"const": np.full(1, value, np.int8)}, {**probe.params, "a_zp": 0,
+            "_const_first": False}, **{**attrs, "const": np.full(1, value, np.float32)})
+
+
 def import_tflite_logical_not(tx, op):
     """LOGICAL_NOT of a bool activation: NOT_EQUAL to a constant true (the binary kernel on bool bytes)."""
-    x = tx.input(op, 0, dtypes=("bool",))
-    out = bool_output(tx, op)
-    one = Tensor(name="true", shape=(1,), source="", scale=1.0, zero_point=0)
-    shape = tx.tensor(x).shape
-    attrs = dict(op="not_equal", a_shape=shape, b_shape=(1,), const=None, const_first=False)
-    probe = Op(kind="binary", name="probe", inputs=(), output=out, attrs={**attrs, "act": NO_ACT})
-    quantize_binary(probe, [tx.tensor(x), one], tx.tensor(out))
-    tx.emit("binary", op, [x], out, {"const": np.ones(1, np.int8)}, {**probe.params, "_const_first": False},
-            **{**attrs, "const": np.ones(1, np.float32)})
+    _with_constant(tx, op, tx.input(op, 0, dtypes=("bool",)), bool_output(tx, op), "not_equal", 1)
+
+
+def import_tflite_cast(tx, op):
+    """CAST between bool and int8 (TFLite Micro converts the values, whatever the quantization): int8 -> bool is
+    x != 0 (LOGICAL_OR with a constant false, of the raw bytes), bool -> int8 the 0 / 1 bytes (an int8 output
+    without quantization: scale 1, zero point 0)."""
+    x = tx.input(op, 0, dtypes=("int8", "bool"))
+    t = tx.sg.Tensors(op.Outputs(0)).Type()
+    to = {6: "bool", 9: "int8"}.get(t)
+    if to is None or to == tx.tensor(x).dtype:
+        raise tx.unsupported("CAST other than between bool and int8 (edgec's activations are int8)")
+    q = tx.sg.Tensors(op.Outputs(0)).Quantization()
+    out = tx.output(op) if to == "int8" and q is not None and q.ScaleLength() else bool_output(tx, op, to)
+    _with_constant(tx, op, x, out, "logical_or", 0)
 
 
 TFLITE = {name: import_tflite_binary for name in KINDS}
 TFLITE["LOGICAL_NOT"] = import_tflite_logical_not
+TFLITE["CAST"] = import_tflite_cast
