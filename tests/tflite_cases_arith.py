@@ -229,7 +229,23 @@ def bool_case(rng, name, extreme=False):
     return Case(name, tensors, nodes, 0, 4 if cast_back else 3), True
 
 
-MAKERS = {"bool": bool_case, "select": select_case, "compare": compare_case, "arg": arg_case, "space_batch": space_batch_case, "add_n": add_n_case, "cumsum": cumsum_case, "div": div_case,
+def fill_case(rng, name, extreme=False):
+    """MUL / ADD / SUB / MAXIMUM of the input and a FILL (constant dims, a constant int8 value, broadcast)."""
+    rank = int(rng.integers(1, 5))
+    shape = _dims(rng, rank)
+    fshape = [1 if rng.random() < 0.5 else n for n in shape]
+    op = str(rng.choice(["ADD", "MUL", "SUB", "MAXIMUM"]))
+    (xs, xz), (fs, fz), (ys, yz) = (_act(rng, extreme) for _ in range(3))
+    if op == "MAXIMUM":
+        (fs, fz), (ys, yz) = (xs, xz), (xs, xz)
+    tensors = [T(shape, [xs], [xz]), T((rank,), [1.0], [0], INT32, np.array(fshape, np.int32)),
+               T((), [fs], [fz], data=np.array(int(rng.integers(-128, 128)), np.int8)), T(tuple(fshape), [fs], [fz]),
+               T(shape, [ys], [yz])]
+    opts = {"ADD": "AddOptions", "MUL": "MulOptions", "SUB": "SubOptions", "MAXIMUM": "MaximumMinimumOptions"}[op]
+    return Case(name, tensors, [Node("FILL", [1, 2], 3), Node(op, [0, 3], 4, (opts, {}))], 0, 4), True
+
+
+MAKERS = {"fill": fill_case, "bool": bool_case, "select": select_case, "compare": compare_case, "arg": arg_case, "space_batch": space_batch_case, "add_n": add_n_case, "cumsum": cumsum_case, "div": div_case,
           "l2_norm": l2_norm_case, "log_softmax": log_softmax_case}
 NUMPY_MAKERS = {"space_to_batch_padded": (lambda r, n, e: _space_to_batch_padded(r, n, e), space_to_batch_numpy)}
 

@@ -156,6 +156,16 @@ def import_tflite_cast(tx, op):
     _with_constant(tx, op, x, out, "logical_or", 0)
 
 
+def import_tflite_fill(tx, op):
+    """FILL of constant dims with a constant int8 value: evaluated here, its tensor a constant the operators after
+    it read as one (an elementwise operator's constant operand); nothing runs on the device."""
+    dims, value = tx.const(op, 0), tx.const(op, 1)
+    if dims is None or value is None or dims.dtype.kind not in "iu" or value.dtype != np.int8 or value.size != 1:
+        raise tx.unsupported("FILL needs constant dims and one constant int8 value")
+    tx.static[op.Outputs(0)] = np.full([int(d) for d in dims.reshape(-1)], value.reshape(-1)[0], np.int8)
+
+
 TFLITE = {name: import_tflite_binary for name in KINDS}
+TFLITE["FILL"] = import_tflite_fill
 TFLITE["LOGICAL_NOT"] = import_tflite_logical_not
 TFLITE["CAST"] = import_tflite_cast
