@@ -245,7 +245,24 @@ def fill_case(rng, name, extreme=False):
     return Case(name, tensors, [Node("FILL", [1, 2], 3), Node(op, [0, 3], 4, (opts, {}))], 0, 4), True
 
 
-MAKERS = {"fill": fill_case, "bool": bool_case, "select": select_case, "compare": compare_case, "arg": arg_case, "space_batch": space_batch_case, "add_n": add_n_case, "cumsum": cumsum_case, "div": div_case,
+def dynamic_update_case(rng, name, extreme=False):
+    """DYNAMIC_UPDATE_SLICE of the input by a SLICE of its REVERSE_V2 at constant start indices (some beyond the
+    end or negative: TFLite clamps them)."""
+    rank = int(rng.integers(1, 5))
+    shape = _dims(rng, rank)
+    size = [int(rng.integers(1, n + 1)) for n in shape]
+    start = [int(rng.integers(-1, n - s + 2)) for n, s in zip(shape, size)]
+    s, z = _act(rng, extreme)
+    tensors = [T(shape, [s], [z]), T((1,), [1.0], [0], INT32, np.array([0], np.int32)), T(shape, [s], [z]),
+               T((rank,), [1.0], [0], INT32, np.zeros(rank, np.int32)),
+               T((rank,), [1.0], [0], INT32, np.array(size, np.int32)), T(tuple(size), [s], [z]),
+               T((rank,), [1.0], [0], INT32, np.array(start, np.int32)), T(shape, [s], [z])]
+    nodes = [Node("REVERSE_V2", [0, 1], 2, ("ReverseV2Options", {})), Node("SLICE", [2, 3, 4], 5, ("SliceOptions", {})),
+             Node("DYNAMIC_UPDATE_SLICE", [0, 5, 6], 7)]
+    return Case(name, tensors, nodes, 0, 7), True
+
+
+MAKERS = {"dynamic_update": dynamic_update_case, "fill": fill_case, "bool": bool_case, "select": select_case, "compare": compare_case, "arg": arg_case, "space_batch": space_batch_case, "add_n": add_n_case, "cumsum": cumsum_case, "div": div_case,
           "l2_norm": l2_norm_case, "log_softmax": log_softmax_case}
 NUMPY_MAKERS = {"space_to_batch_padded": (lambda r, n, e: _space_to_batch_padded(r, n, e), space_to_batch_numpy)}
 
