@@ -262,7 +262,25 @@ def dynamic_update_case(rng, name, extreme=False):
     return Case(name, tensors, nodes, 0, 7), True
 
 
-MAKERS = {"dynamic_update": dynamic_update_case, "fill": fill_case, "bool": bool_case, "select": select_case, "compare": compare_case, "arg": arg_case, "space_batch": space_batch_case, "add_n": add_n_case, "cumsum": cumsum_case, "div": div_case,
+def broadcast_args_case(rng, name, extreme=False):
+    """RESHAPE of the input to the shape BROADCAST_ARGS computes from its SHAPE (folded) and a constant shape of
+    ones and equal sizes, with leading ones (TFLite Micro's BROADCAST_TO takes only a constant shape), then a
+    REVERSE_V2 (a model of views alone has no kernel to run)."""
+    rank = int(rng.integers(1, 5))
+    shape = tuple(int(d) for d in rng.integers(1, 5, rank))
+    other = (1,) * int(rng.integers(0, 3)) + \
+        tuple(n if rng.random() < 0.5 else 1 for n in shape)
+    out = tuple(np.broadcast_shapes(shape, other))
+    s, z = _act(rng, extreme)
+    tensors = [T(shape, [s], [z]), T((rank,), [], [], INT32), T((len(other),), [], [], INT32,
+               np.array(other, np.int32)), T((len(out),), [], [], INT32), T(out, [s], [z]),
+               T((1,), [1.0], [0], INT32, np.array([-1], np.int32)), T(out, [s], [z])]
+    nodes = [Node("SHAPE", [0], 1, ("ShapeOptions", dict(OutType=INT32))), Node("BROADCAST_ARGS", [1, 2], 3),
+             Node("RESHAPE", [0, 3], 4), Node("REVERSE_V2", [4, 5], 6, ("ReverseV2Options", {}))]
+    return Case(name, tensors, nodes, 0, 6), True
+
+
+MAKERS = {"broadcast_args": broadcast_args_case, "dynamic_update": dynamic_update_case, "fill": fill_case, "bool": bool_case, "select": select_case, "compare": compare_case, "arg": arg_case, "space_batch": space_batch_case, "add_n": add_n_case, "cumsum": cumsum_case, "div": div_case,
           "l2_norm": l2_norm_case, "log_softmax": log_softmax_case}
 NUMPY_MAKERS = {"space_to_batch_padded": (lambda r, n, e: _space_to_batch_padded(r, n, e), space_to_batch_numpy)}
 

@@ -165,7 +165,26 @@ def import_tflite_fill(tx, op):
     tx.static[op.Outputs(0)] = np.full([int(d) for d in dims.reshape(-1)], value.reshape(-1)[0], np.int8)
 
 
+def import_tflite_broadcast_args(tx, op):
+    """BROADCAST_ARGS of two constant (or folded) shapes: the broadcast shape, evaluated here as a constant (what a
+    BROADCAST_TO after it reads)."""
+    a, b = tx.const(op, 0), tx.const(op, 1)
+    if a is None or b is None or a.dtype.kind not in "iu" or b.dtype.kind not in "iu":
+        raise tx.unsupported("BROADCAST_ARGS needs two constant integer shapes")
+    try:
+        shape = np.broadcast_shapes(tuple(int(v) for v in a.reshape(-1)), tuple(int(v) for v in b.reshape(-1)))
+    except ValueError:
+        raise tx.unsupported(f"shapes {a.tolist()} and {b.tolist()} do not broadcast together") from None
+    tx.static[op.Outputs(0)] = np.asarray(shape, a.dtype)
+
+
+def import_tflite_shape(tx, op):
+    """SHAPE is folded by the importer core (edgec/frontend/tflite_fold.py) wherever the file fixes the shape; it
+    reaches here only when it cannot be."""
+    raise tx.unsupported("SHAPE of a tensor whose shape is not static, or with a quantized output")
+
+
 TFLITE = {name: import_tflite_binary for name in KINDS}
-TFLITE["FILL"] = import_tflite_fill
+TFLITE.update(FILL=import_tflite_fill, BROADCAST_ARGS=import_tflite_broadcast_args, SHAPE=import_tflite_shape)
 TFLITE["LOGICAL_NOT"] = import_tflite_logical_not
 TFLITE["CAST"] = import_tflite_cast
