@@ -112,3 +112,30 @@ def test_mean_matches_tflm(tmp_path):
     assert any(c.tensors[0].scale != c.tensors[2].scale for c in cases)
     bad = oracle.check(cases, tmp_path)
     assert not bad, bad
+
+
+def test_operators_of_issue_29_refuse_what_they_cannot_honour_in_one_line(tmp_path):
+    """LOG_SOFTMAX quantized unlike TFLite's (16/256, 127), ARG_MAX with int64 indices, ADD_N of inputs quantized
+    apart, L2_NORMALIZATION with a fused activation and a comparison of an input scaled 1 or more are named in one
+    error, each with its reason."""
+    from edgec.errors import EdgecError
+    from edgec.frontend import tflite as importer
+
+    T, Node, BOOL, INT64 = oracle.T, oracle.Node, 6, 4
+    tensors = [T((2, 4), [0.1], [0]), T((2, 4), [0.1], [0]), T((1,), [1.0], [0], oracle.INT32, np.array([1], np.int32)),
+               T((2,), [1.0], [0], INT64), T((2, 4), [0.2], [1]), T((2, 4), [0.1], [0]), T((2, 4), [1 / 128], [0]),
+               T((2, 4), [1.5], [0]), T((2, 4), [1.0], [0], BOOL)]
+    nodes = [Node("LOG_SOFTMAX", [0], 1), Node("ARG_MAX", [0, 2], 3, ("ArgMaxOptions", dict(OutputType=INT64))),
+             Node("ADD_N", [0, 4], 5), Node("L2_NORMALIZATION", [0], 6, ("L2NormOptions", dict(FusedActivationFunction=1))),
+             Node("GREATER", [7, 0], 8)]
+    path = tmp_path / "refused.tflite"
+    path.write_bytes(oracle.write(oracle.Case("refused", tensors, nodes, [0, 4, 7], [1, 3, 5, 6, 8])))
+    with pytest.raises(EdgecError) as err:
+        importer.load(path, "refused")
+    msg = str(err.value)
+    assert "\n" not in msg and "cannot honour 5 operator(s)" in msg, msg
+    for what in ("LOG_SOFTMAX (operator #0: int8 log-softmax output quantized", "ARG_MAX (operator #1: int64 indices",
+                 "ADD_N (operator #2: inputs of different shapes or quantizations",
+                 "L2_NORMALIZATION (operator #3: an input above 4-D or a fused activation",
+                 "GREATER (operator #4: input 0 has scale 1.5"):
+        assert what in msg, (what, msg)

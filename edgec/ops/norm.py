@@ -96,6 +96,9 @@ def c_layer_norm(op: Op, low, site: CallSite) -> str:
     return cemit.with_params("edgec_layer_norm_params", op.params, call)
 
 
+L2_MAX_COLS = ((1 << 31) - 1) // (255 * 255)      # rows whose int32 sum of squares cannot overflow
+
+
 # ---- `l2_norm`: TFLite's L2_NORMALIZATION over the last axis (int8: reference_integer_ops::L2Normalization)
 def quantize_l2_norm(op: Op, ins: list[Tensor], out: Tensor) -> None:
     op.params.update(rows=op.attrs["rows"], cols=op.attrs["cols"], input_zp=ins[0].zero_point)
@@ -175,6 +178,8 @@ def import_tflite_l2_norm(tx, op):
     o = tx.options(op)
     if len(shape) > 4 or (o is not None and o.FusedActivationFunction()):
         raise tx.unsupported("an input above 4-D or a fused activation (TFLite Micro takes neither)")
+    if shape[-1] > L2_MAX_COLS:
+        raise tx.unsupported(f"{shape[-1]} values per row: their sum of squares could overflow TFLite's int32")
     tx.emit("l2_norm", op, [x], out, rows=int(np.prod(shape[:-1], dtype=np.int64)), cols=int(shape[-1]))
 
 
