@@ -289,7 +289,8 @@ def import_tflite_arg(tx, op):
     if axis is None or axis.size != 1 or axis.dtype.kind not in "iu":
         raise tx.unsupported("its axis (input 1) must be one constant integer")
     if o is not None and o.OutputType() != 2:
-        raise tx.unsupported("int64 indices (edgec outputs int32 ones; export with output_type int32)")
+        raise tx.unsupported("int64 indices (TFLite Micro's ARG_MAX / ARG_MIN output int32 only; export with "
+                             "output_type int32)")
     a = int(axis.reshape(-1)[0])
     if not -len(shape) <= a < len(shape):
         raise tx.unsupported(f"axis {a} of a rank-{len(shape)} tensor")
