@@ -27,10 +27,12 @@ import numpy as np
 NO_ACT = (-math.inf, math.inf)
 # Activation types: int8 everywhere, int16 where a layer runs TFLite's 16x8 scheme (edgec/quant/int16.py), uint8
 # only at a graph input or output a .tflite file gives so (converted to / from int8 by a `quantize`, edgec/ops/convert.py).
-# float32 where an operator computes in float as TFLite Micro does (the detection post-processing, edgec/ops/detection.py).
+# float32 where an operator computes in float as TFLite Micro does (the detection post-processing, edgec/ops/detection.py),
+# int32 where it outputs indices (TFLite's ARG_MAX / ARG_MIN, edgec/ops/reduce.py: a graph output), bool (one byte,
+# 0 or 1, as TFLite Micro stores it) out of comparisons and logical operators (edgec/ops/binary/tflite.py);
 # int32, uint32 and uint64 where TFLite Micro's signal operators compute on them (edgec/ops/signal).
 DTYPES = {"int8": np.int8, "int16": np.int16, "uint8": np.uint8, "float32": np.float32, "int32": np.int32,
-          "uint32": np.uint32, "uint64": np.uint64}
+          "bool": np.bool_, "uint32": np.uint32, "uint64": np.uint64}
 # Source prefix of the tensors edgec makes itself (decomposed operators): onnxruntime never sees them, so the
 # float interpreter (edgec/quant/floatref.py) calibrates them.
 SYNTHETIC = "edgec:"

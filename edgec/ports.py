@@ -191,7 +191,8 @@ def c_number_type(dtype: str) -> dict:
     """The float boundary helpers' name suffix and C type for a port of `dtype` (edgec_nn.h: edgec_quantize_f32_<suffix>,
     edgec_dequantize_<suffix>_f32; a float32 port's "dequantization" is a copy)."""
     return {"int8": {"suffix": "s8", "ctype": "int8_t"}, "uint8": {"suffix": "u8", "ctype": "uint8_t"},
-            "int16": {"suffix": "s16", "ctype": "int16_t"}, "float32": {"suffix": "f32", "ctype": "float"}}[dtype]
+            "int16": {"suffix": "s16", "ctype": "int16_t"}, "float32": {"suffix": "f32", "ctype": "float"},
+            "int32": {"suffix": "s32", "ctype": "int32_t"}, "bool": {"suffix": "b8", "ctype": "uint8_t"}}[dtype]
 
 
 def c_context(graph: Graph, pointer) -> dict | None:

@@ -404,13 +404,33 @@ void edgec_add_s8(const edgec_add_params *p, const int8_t *input1, const int8_t 
  * op 4 (mul): (a-za)*(b-zb) requantized; op 5 (div): round(((a-za) << 16) / (b-zb)) requantized;
  * op 6, 7 (TFLite's MAXIMUM, MINIMUM): max / min of the int8 values a and b, nothing rescaled;
  * op 8 (TFLite's SQUARED_DIFFERENCE): the add scheme's rescaled inputs (left shift 7), their difference squared
- * and requantized. */
+ * and requantized; op 9 (TFLite's DIV): TFLite's DivElementwise (gemmlowp's reciprocal of the divisor, the
+ * numerator's headroom, one requantization by out_shift less both shifts); ops 10-15 (TFLite's EQUAL, NOT_EQUAL,
+ * GREATER, GREATER_EQUAL, LESS, LESS_EQUAL): both inputs rescaled (<< left_shift, their own multiplier), compared,
+ * 0 or 1 (a bool byte); ops 16, 17 (LOGICAL_AND, LOGICAL_OR) of the bytes themselves. */
 typedef struct {
     int32_t op, dims[EDGEC_RANK], a_stride[EDGEC_RANK], b_stride[EDGEC_RANK];
     int32_t a_zp, a_mult, a_shift, b_zp, b_mult, b_shift, left_shift, out_mult, out_shift, out_zp,
         act_min, act_max;
 } edgec_binary_params;
 void edgec_binary_s8(const edgec_binary_params *p, const int8_t *a, const int8_t *b, int8_t *output);
+
+/* TFLite's SELECT_V2: out = cond ? x : y over the broadcast [dims] (6-D, strides 0 where an input is broadcast);
+ * cond bool bytes (0 or 1), the bytes of x or y copied. */
+typedef struct {
+    int32_t dims[EDGEC_RANK], c_stride[EDGEC_RANK], x_stride[EDGEC_RANK], y_stride[EDGEC_RANK];
+} edgec_where_params;
+void edgec_where_s8(const edgec_where_params *p, const uint8_t *cond, const int8_t *x, const int8_t *y,
+                    int8_t *output);
+
+/* TFLite's ADD_N of `count` [n] tensors quantized alike: each value rescaled as TFLite's ADD rescales it
+ * (rq((x - input_zp) << left_shift, input_mult, input_shift)), the int32 sum (wrapping; from the rescaled
+ * -input_zp, as TFLite's) requantized (mult, shift),
+ * plus output_zp, clamped. */
+typedef struct {
+    int32_t n, count, input_zp, output_zp, left_shift, input_mult, input_shift, mult, shift, act_min, act_max;
+} edgec_add_n_params;
+void edgec_add_n_s8(const edgec_add_n_params *p, const int8_t *const *inputs, int8_t *output);
 
 /* Elementwise lookup: y[i] = table[((i / inner) % count) * 256 + x[i] + 128]. In place is fine. */
 typedef struct {
@@ -439,6 +459,13 @@ typedef struct {
 void edgec_layer_norm_s8(const edgec_layer_norm_params *p, const int8_t *input, const int16_t *gamma,
                          const int32_t *beta, int8_t *output);
 
+/* TFLite's L2_NORMALIZATION over the last axis of [rows][cols]: each x - input_zp times TFLite's inverse square
+ * root of the row's sum of squares (GetInvSqrtQuantizedMultiplierExp), output in 1/128 with zero point 0. */
+typedef struct {
+    int32_t rows, cols, input_zp;
+} edgec_l2_norm_params;
+void edgec_l2_norm_s8(const edgec_l2_norm_params *p, const int8_t *input, int8_t *output);
+
 /* ================================================================ softmax
  * edgec_softmax.c: over the last axis of [rows][cols]. */
 typedef struct {
@@ -461,6 +488,16 @@ typedef struct {
 } edgec_log_softmax_params;
 void edgec_log_softmax_s8(const edgec_log_softmax_params *p, const int8_t *input, const uint32_t *exp_table,
                           const int32_t *log_table, int8_t *output);
+
+/* TFLite's own int8 log-softmax (LogSoftmaxQuantized, as TFLite Micro runs it), for .tflite models: q5_table[d]
+ * the difference -d from the row's max rescaled into Q5.26, exp_table[d] its gemmlowp exp rescaled into the Q12.19
+ * sum (0 below diff_min); the sum's log (log_x_for_x_greater_than_or_equal_to_1, Q5.26); outputs
+ * (q5 - log) / 2^22 + 127, -128 at or below the adjusted diff_min (rev_mult, rev_shift). Output 16/256, 127. */
+typedef struct {
+    int32_t rows, cols, diff_min, rev_mult, rev_shift;
+} edgec_log_softmax_tflite_params;
+void edgec_log_softmax_tflite_s8(const edgec_log_softmax_tflite_params *p, const int8_t *input,
+                                 const int32_t *q5_table, const int32_t *exp_table, int8_t *output);
 
 /* TFLite's own int8 softmax (reference_ops::Softmax, as TFLite Micro runs it), for .tflite models:
  * exp_table[d] = gemmlowp's fixed-point exp (Q0.31) of the difference -d from the row's max rescaled into
@@ -508,6 +545,8 @@ typedef struct {
     int32_t outer, n, inner, kind, select_last, input_zp, mult, shift, output_zp, act_min, act_max;
 } edgec_reduce_params;
 void edgec_reduce_s8(const edgec_reduce_params *p, const int8_t *input, int8_t *output);
+/* TFLite's ARG_MAX / ARG_MIN (kind 3, 4): the first index of the largest / smallest int8 value along n, as int32 */
+void edgec_reduce_index32_s8(const edgec_reduce_params *p, const int8_t *input, int32_t *output);
 
 /* ================================================================ running sum
  * edgec_cumsum.c: out[k] = sum of (x[j] - input_zp) for j <= k (j < k: exclusive; j >= k: reverse) along n of
@@ -516,6 +555,15 @@ typedef struct {
     int32_t outer, n, inner, exclusive, reverse, input_zp, mult, shift, output_zp, act_min, act_max;
 } edgec_cumsum_params;
 void edgec_cumsum_s8(const edgec_cumsum_params *p, const int8_t *input, int8_t *output);
+
+/* edgec_cumsum.c: TFLite's CUMSUM: the same running sums, each value rescaled first as TFLite's ADD rescales it
+ * (rq((x - input_zp) << left_shift, input_mult, input_shift)), the int32 sum (wrapping; from the rescaled -input_zp,
+ * as TFLite's) requantized (mult, shift) */
+typedef struct {
+    int32_t outer, n, inner, exclusive, reverse, input_zp, left_shift, input_mult, input_shift, mult, shift,
+        output_zp, act_min, act_max;
+} edgec_cumsum_tflite_params;
+void edgec_cumsum_tflite_s8(const edgec_cumsum_tflite_params *p, const int8_t *input, int8_t *output);
 
 /* ================================================================ recurrent
  * edgec_recurrent.c: ONNX LSTM (gru 0, gates i o f c) and GRU (gru 1, gates z r h) over
@@ -841,6 +889,20 @@ static inline void edgec_dequantize_s8_f32(const int8_t *q, float *x, int32_t n,
 {
     int32_t i;
     for (i = 0; i < n; ++i) x[i] = (float)((int32_t)q[i] - zero_point) * scale;
+}
+
+/* a bool output (TFLite's comparisons and logical operators: one byte, 0 or 1) */
+static inline void edgec_dequantize_b8_f32(const uint8_t *q, float *x, int32_t n, float scale, int32_t zero_point)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) x[i] = (float)((int32_t)q[i] - zero_point) * scale;
+}
+
+/* an int32 output (TFLite's ARG_MAX / ARG_MIN indices: scale 1, zero point 0) */
+static inline void edgec_dequantize_s32_f32(const int32_t *q, float *x, int32_t n, float scale, int32_t zero_point)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) x[i] = (float)(q[i] - zero_point) * scale;
 }
 
 static inline void edgec_dequantize_s16_f32(const int16_t *q, float *x, int32_t n, float scale, int32_t zero_point)

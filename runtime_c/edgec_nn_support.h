@@ -59,6 +59,55 @@ static inline int32_t edgec_clamp(int32_t v, int32_t lo, int32_t hi)
 }
 
 /* Round half away from zero of v / 2^bits. */
+/* ================================================================ gemmlowp fixed point
+ * int32 raw values, wrapping adds done in uint32: TFLite's softmax, DIV, L2_NORMALIZATION, LOG_SOFTMAX */
+static inline int32_t edgec_add32(int32_t a, int32_t b)
+{
+    return (int32_t)((uint32_t)a + (uint32_t)b);
+}
+
+/* SaturatingRoundingDoublingHighMul. gemmlowp's (ab + nudge) / 2^31, truncating, with nudge = 2^30 for
+ * ab >= 0 and 1 - 2^30 below, equals floor((ab + 2^30) / 2^31) on both sides: one arithmetic shift (>> of a
+ * negative value is arithmetic on every compiler edgec supports, as in the fast kernels). */
+static inline int32_t edgec_srdhm(int32_t a, int32_t b)
+{
+    if (a == INT32_MIN && b == INT32_MIN) {
+        return INT32_MAX;
+    }
+    return (int32_t)(((int64_t)a * (int64_t)b + ((int64_t)1 << 30)) >> 31);
+}
+
+static inline int32_t edgec_sat_shl(int32_t x, int32_t e) /* SaturatingRoundingMultiplyByPOT, e > 0 */
+{
+    const int32_t threshold = (int32_t)(((uint32_t)1 << (31 - e)) - 1u);
+    if (x > threshold) {
+        return INT32_MAX;
+    }
+    if (x < -threshold) {
+        return INT32_MIN;
+    }
+    return (int32_t)((uint32_t)x << e);
+}
+
+/* srdhm of operands that are never both INT32_MIN (one of them positive): no saturation case */
+static inline int32_t edgec_rdhm(int32_t a, int32_t b)
+{
+    return (int32_t)(((int64_t)a * (int64_t)b + ((int64_t)1 << 30)) >> 31);
+}
+
+static inline int32_t edgec_one_over_one_plus_x(int32_t a) /* Q0.31 in [0, 1) -> Q0.31 */
+{
+    const int64_t s = (int64_t)a + INT32_MAX;                 /* > 0 */
+    const int32_t half = (int32_t)((s + 1) / 2);              /* RoundingHalfSum(a, 1): in [2^30, 2^31) */
+    int32_t x = edgec_add32(1515870810, edgec_rdhm(half, -1010580540));
+    int k;
+    for (k = 0; k < 3; ++k) {
+        const int32_t one_minus = edgec_add32((int32_t)1 << 29, -edgec_rdhm(half, x));
+        x = edgec_add32(x, edgec_sat_shl(edgec_srdhm(x, one_minus), 2));
+    }
+    return edgec_sat_shl(x, 1);
+}
+
 static inline int64_t edgec_round_pot64(int64_t v, int32_t bits)
 {
     const int64_t half = (int64_t)1 << (bits - 1);

@@ -1,5 +1,5 @@
-/* edgec layer normalization over the last axis, portable C99, one pass of integer statistics per row.
- * Bit-exact with edgec/ops/norm.py (the arithmetic is described there). */
+/* edgec layer normalization over the last axis, portable C99, one pass of integer statistics per row, and
+ * TFLite's L2 normalization. Bit-exact with edgec/ops/norm.py (the arithmetic is described there). */
 #include "edgec_nn_support.h"
 
 /* floor(sqrt(v)) for v in [2^28, 2^30): 15 steps of the bit-by-bit method */
@@ -56,6 +56,59 @@ void edgec_layer_norm_s8(const edgec_layer_norm_params *p, const int8_t *input, 
             const int32_t n = (int32_t)(q < -32768 ? -32768 : (q > 32767 ? 32767 : q));
             const int32_t acc = edgec_requantize(n * gamma[i] + beta[i], p->mult, p->shift) + p->output_zp;
             y[i] = (int8_t)edgec_clamp(acc, p->act_min, p->act_max);
+        }
+    }
+}
+
+/* TFLite's GetInvSqrtQuantizedMultiplierExp(v, reverse_shift -1): 1 / sqrt(v) as a Q31 multiplier and a left
+ * shift, by gemmlowp's Newton-Raphson iteration in Q3.28 (edgec/ops/lut/tflite.py's inv_sqrt_multiplier). */
+static void edgec_inv_sqrt(int32_t v, int32_t *mult, int32_t *shift)
+{
+    int32_t s = 11, bits = 0, pairs, half, x, k;
+    if (v <= 1) {
+        *mult = INT32_MAX;
+        *shift = 0;
+        return;
+    }
+    while (v >= ((int32_t)1 << 29)) {
+        v /= 4;
+        ++s;
+    }
+    while (bits < 31 && (v >> bits) != 0) {
+        ++bits;
+    }
+    pairs = (32 - bits - 1) / 2 - 1;      /* (CountLeadingZeros(v) - 1) / 2 - 1 */
+    s -= pairs;
+    v <<= 2 * pairs;
+    half = ((v >> 1) >> 1) + ((v >> 1) & 1); /* RoundingDivideByPOT(v >> 1, 1), v >= 0 */
+    x = (int32_t)1 << 28;
+    for (k = 0; k < 5; ++k) {
+        const int32_t x3 = edgec_sat_shl(edgec_srdhm(edgec_srdhm(x, x), x), 6);
+        x = edgec_sat_shl(edgec_add32(edgec_srdhm((1 << 28) + (1 << 27), x), -edgec_srdhm(half, x3)), 3);
+    }
+    x = edgec_srdhm(x, 1518500250);
+    if (s < 0) {
+        x = (int32_t)((uint32_t)x << -s);
+        s = 0;
+    }
+    *mult = x;
+    *shift = -s;
+}
+
+void edgec_l2_norm_s8(const edgec_l2_norm_params *p, const int8_t *input, int8_t *output)
+{
+    int32_t r, c;
+    for (r = 0; r < p->rows; ++r) {
+        const int8_t *row = input + r * p->cols;
+        int32_t acc = 0, mult, shift;
+        for (c = 0; c < p->cols; ++c) {
+            const int32_t d = (int32_t)row[c] - p->input_zp;
+            acc += d * d;
+        }
+        edgec_inv_sqrt(acc, &mult, &shift);
+        for (c = 0; c < p->cols; ++c) {
+            const int32_t d = (int32_t)row[c] - p->input_zp;
+            output[r * p->cols + c] = (int8_t)edgec_clamp(edgec_requantize(d, mult, shift + 7), -128, 127);
         }
     }
 }

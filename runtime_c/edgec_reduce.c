@@ -38,3 +38,22 @@ void edgec_reduce_s8(const edgec_reduce_params *p, const int8_t *input, int8_t *
         }
     }
 }
+
+void edgec_reduce_index32_s8(const edgec_reduce_params *p, const int8_t *input, int32_t *output)
+{
+    const int32_t n = p->n, inner = p->inner, sign = p->kind == 3 ? 1 : -1;
+    int32_t o, i, k;
+    for (o = 0; o < p->outer; ++o) {
+        for (i = 0; i < inner; ++i) {
+            const int8_t *x = input + o * n * inner + i;
+            int32_t best = sign * x[0], arg = 0;
+            for (k = 1; k < n; ++k) {
+                if (sign * x[k * inner] > best) {
+                    best = sign * x[k * inner];
+                    arg = k;
+                }
+            }
+            *output++ = arg;
+        }
+    }
+}

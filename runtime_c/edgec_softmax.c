@@ -125,54 +125,7 @@ void edgec_log_softmax_s8(const edgec_log_softmax_params *p, const int8_t *input
     }
 }
 
-/* ---- TFLite's softmax: gemmlowp fixed point (int32 raw values; wrapping adds done in uint32) */
-static inline int32_t edgec_add32(int32_t a, int32_t b)
-{
-    return (int32_t)((uint32_t)a + (uint32_t)b);
-}
-
-/* SaturatingRoundingDoublingHighMul. gemmlowp's (ab + nudge) / 2^31, truncating, with nudge = 2^30 for
- * ab >= 0 and 1 - 2^30 below, equals floor((ab + 2^30) / 2^31) on both sides: one arithmetic shift (>> of a
- * negative value is arithmetic on every compiler edgec supports, as in the fast kernels). */
-static inline int32_t edgec_srdhm(int32_t a, int32_t b)
-{
-    if (a == INT32_MIN && b == INT32_MIN) {
-        return INT32_MAX;
-    }
-    return (int32_t)(((int64_t)a * (int64_t)b + ((int64_t)1 << 30)) >> 31);
-}
-
-static inline int32_t edgec_sat_shl(int32_t x, int32_t e) /* SaturatingRoundingMultiplyByPOT, e > 0 */
-{
-    const int32_t threshold = (int32_t)(((uint32_t)1 << (31 - e)) - 1u);
-    if (x > threshold) {
-        return INT32_MAX;
-    }
-    if (x < -threshold) {
-        return INT32_MIN;
-    }
-    return (int32_t)((uint32_t)x << e);
-}
-
-/* srdhm of operands that are never both INT32_MIN (one of them positive): no saturation case */
-static inline int32_t edgec_rdhm(int32_t a, int32_t b)
-{
-    return (int32_t)(((int64_t)a * (int64_t)b + ((int64_t)1 << 30)) >> 31);
-}
-
-static int32_t edgec_one_over_one_plus_x(int32_t a) /* Q0.31 in [0, 1) -> Q0.31 */
-{
-    const int64_t s = (int64_t)a + INT32_MAX;                 /* > 0 */
-    const int32_t half = (int32_t)((s + 1) / 2);              /* RoundingHalfSum(a, 1): in [2^30, 2^31) */
-    int32_t x = edgec_add32(1515870810, edgec_rdhm(half, -1010580540));
-    int k;
-    for (k = 0; k < 3; ++k) {
-        const int32_t one_minus = edgec_add32((int32_t)1 << 29, -edgec_rdhm(half, x));
-        x = edgec_add32(x, edgec_sat_shl(edgec_srdhm(x, one_minus), 2));
-    }
-    return edgec_sat_shl(x, 1);
-}
-
+/* ---- TFLite's softmax (gemmlowp's fixed point: edgec_nn_support.h) */
 /* The table holds 0 where a difference is below diff_min: such an element adds nothing to the sum and
  * outputs -128, as TFLite's skipped ones (so no test of diff_min here). Exps and the reciprocal are >= 0. */
 void edgec_softmax_tflite_s8(const edgec_softmax_tflite_params *p, const int8_t *input, const int32_t *exp_table,
@@ -208,6 +161,85 @@ void edgec_softmax_tflite_s8(const edgec_softmax_tflite_params *p, const int8_t 
             const int32_t v = edgec_rdhm(recip, exp_table[m - x[i]]);
             const int32_t q = (v >> e) + ((v & mask) > half ? 1 : 0) - 128;
             y[i] = (int8_t)(q > 127 ? 127 : q);
+        }
+    }
+}
+
+/* ---- TFLite's log-softmax */
+static inline int32_t edgec_rdivpot(int32_t x, int32_t e) /* RoundingDivideByPOT, e in 0..31 */
+{
+    const int32_t mask = (int32_t)(((uint32_t)1 << e) - 1u);
+    const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+    return (x >> e) + ((x & mask) > threshold ? 1 : 0);
+}
+
+static inline int32_t edgec_clz32(uint32_t v)
+{
+    int32_t n = 32;
+    while (v != 0u) {
+        v >>= 1;
+        --n;
+    }
+    return n;
+}
+
+static inline int32_t edgec_sat_pot(int32_t x, int32_t e) /* SaturatingRoundingMultiplyByPOTParam, e >= 0 */
+{
+    return e == 0 ? x : edgec_sat_shl(x, e);
+}
+
+static inline int32_t edgec_sat_add64(int64_t v)
+{
+    return v > INT32_MAX ? INT32_MAX : (v < INT32_MIN ? INT32_MIN : (int32_t)v);
+}
+
+/* log_x_for_x_greater_than_or_equal_to_1_impl<5, 12>: ln of a Q12.19 value >= 1, in Q5.26 (gemmlowp.log_x_ge_1) */
+static int32_t edgec_log_q12_to_q5(int32_t z_a)
+{
+    const int32_t quarter = edgec_rdivpot(536870912, 6);
+    const int32_t a_hp1 = edgec_clz32((uint32_t)z_a);
+    const int32_t r_a = edgec_sat_pot(edgec_srdhm(edgec_sat_pot(z_a, a_hp1 - 1), 1518500250), 1);
+    const int32_t a_adj = edgec_sat_add64((int64_t)edgec_sat_pot(12 - a_hp1, 25) + quarter);
+    const int32_t b_h = edgec_clz32((uint32_t)edgec_srdhm(z_a, 1518500250)) - 1;
+    const int32_t r_b = edgec_sat_pot(z_a, b_h);
+    const int32_t b_adj = edgec_sat_add64((int64_t)edgec_sat_pot(12 - b_h, 25) - quarter);
+    const int32_t r = r_a < r_b ? r_a : r_b, adj = a_adj > b_adj ? a_adj : b_adj;
+    const int64_t half = (int64_t)r + 1805811301;
+    const int32_t p = (int32_t)((half + (half >= 0 ? 1 : -1)) / 2);
+    const int32_t q = edgec_add32(edgec_add32(r, -1805811301), edgec_add32(r, -1805811301));
+    const int32_t sq = edgec_srdhm(q, q);
+    const int32_t num = edgec_add32(edgec_srdhm(q, r), edgec_srdhm(edgec_srdhm(q, sq), 117049297));
+    const int32_t denom = edgec_add32(edgec_srdhm(p, edgec_add32(edgec_add32(1057819769, q), edgec_srdhm(127690142, sq))),
+                                      edgec_srdhm(638450708, q));
+    const int32_t total = edgec_add32(edgec_srdhm(adj, 1488522236),
+                                      edgec_srdhm(edgec_rdivpot(num, 6), edgec_one_over_one_plus_x(denom)));
+    return edgec_sat_pot(total, 1);
+}
+
+void edgec_log_softmax_tflite_s8(const edgec_log_softmax_tflite_params *p, const int8_t *input,
+                                 const int32_t *q5_table, const int32_t *exp_table, int8_t *output)
+{
+    int32_t r, c;
+    for (r = 0; r < p->rows; ++r) {
+        const int8_t *x = input + r * p->cols;
+        int32_t max = -128, log_sum, floor, adjusted;
+        uint32_t sum = 0;
+        for (c = 0; c < p->cols; ++c) {
+            max = x[c] > max ? x[c] : max;
+        }
+        for (c = 0; c < p->cols; ++c) {
+            sum += (uint32_t)exp_table[max - x[c]];
+        }
+        log_sum = edgec_log_q12_to_q5((int32_t)sum);
+        floor = edgec_requantize(edgec_add32(log_sum, INT32_MIN), p->rev_mult, p->rev_shift);
+        adjusted = floor > p->diff_min - 1 ? floor : p->diff_min - 1;
+        for (c = 0; c < p->cols; ++c) {
+            const int32_t d = max - x[c];
+            int32_t out = -128;
+            if (-d > adjusted) {
+                out = edgec_clamp(edgec_rdivpot(edgec_add32(q5_table[d], -log_sum), 22) + 127, -128, 127);
+            }
+            output[r * p->cols + c] = (int8_t)out;
         }
     }
 }

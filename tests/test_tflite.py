@@ -70,14 +70,14 @@ def test_quantization_is_the_files():
 
 
 def _unsupported_model(tmp_path):
-    """Four operators on the input: CONV_2D with uint8 weights, L2_NORMALIZATION, EXP (operators edgec does not
+    """Four operators on the input: CONV_2D with uint8 weights, SQUARE, EXP (operators edgec does not
     import) and a SOFTMAX whose output is not quantized as TFLite's softmax requires."""
     T, uint8 = oracle.T, 3
     tensors = [T((1, 4, 4, 2), [0.1], [0]), T((3, 1, 1, 2), [0.01], [128], uint8, np.zeros((3, 1, 1, 2), np.uint8)),
                T((1, 4, 4, 3), [0.1], [0]), T((1, 4, 4, 2), [1 / 128], [0]), T((1, 4, 4, 2), [0.1], [0]),
                T((1, 4, 4, 2), [0.1], [0])]
     conv = oracle.Node("CONV_2D", [0, 1, -1], 2, ("Conv2DOptions", dict(Padding=0, StrideW=1, StrideH=1)))
-    nodes = [conv, oracle.Node("L2_NORMALIZATION", [0], 3), oracle.Node("EXP", [0], 4),
+    nodes = [conv, oracle.Node("SQUARE", [0], 3), oracle.Node("EXP", [0], 4),
              oracle.Node("SOFTMAX", [0], 5, ("SoftmaxOptions", dict(Beta=1.0)))]
     path = tmp_path / "bad.tflite"
     path.write_bytes(oracle.write(oracle.Case("bad", tensors, nodes, 0, 5)))
@@ -91,15 +91,15 @@ def test_every_problem_in_one_error(tmp_path):
     msg = str(e.value)
     assert "cannot honour 4 operator(s)" in msg, msg
     assert "CONV_2D (operator #0: weights must be symmetric int8" in msg
-    assert "L2_NORMALIZATION (operator #1: operator not supported)" in msg
+    assert "SQUARE (operator #1: operator not supported)" in msg
     assert "EXP (operator #2: operator not supported)" in msg
     assert "SOFTMAX (operator #3: int8 softmax output quantized (0.1" in msg
     proc = edgec("build", path, "--board", "host", "-o", tmp_path / "out")
-    assert_clean_error(proc, "CONV_2D", "L2_NORMALIZATION", "EXP", "SOFTMAX")
+    assert_clean_error(proc, "CONV_2D", "SQUARE", "EXP", "SOFTMAX")
     assert not (tmp_path / "out").exists()
     info = json.loads(edgec("inspect", path, "--json").stdout)
     assert [n["supported"] for n in info["nodes"]] == [False, False, False, False]
-    assert info["unsupported"] == ["L2_NORMALIZATION (L2_NORMALIZATION#1)", "EXP (EXP#2)"]
+    assert info["unsupported"] == ["SQUARE (SQUARE#1)", "EXP (EXP#2)"]
     assert len(info["limits"]) == 2
 
 

@@ -15,6 +15,7 @@ import os
 import numpy as np
 import pytest
 
+import tflite_cases_arith as arith_cases
 import tflite_cases_elementwise as elementwise_cases
 import tflite_cases_weighted as weighted_cases
 import tflite_cases_movement as movement_cases
@@ -33,14 +34,15 @@ def test_default_sample_matches_tflm(tmp_path):
     assert not bad, bad
 
 
-@pytest.mark.parametrize("family", [movement_cases, elementwise_cases, weighted_cases],
-                         ids=["movement", "elementwise", "weighted"])
+@pytest.mark.parametrize("family", [movement_cases, elementwise_cases, weighted_cases, arith_cases],
+                         ids=["movement", "elementwise", "weighted", "arith"])
 def test_operator_family_sample_matches_tflm(tmp_path, family):
     """TRANSPOSE, BROADCAST_TO, SLICE, STRIDED_SLICE, GATHER, DEPTH_TO_SPACE/SPACE_TO_DEPTH, MIRROR_PAD, SPLIT,
     SPLIT_V, UNPACK/PACK, CONCATENATION of a constant, the resizes (tests/tflite_cases_movement.py); ADD, SUB,
     MUL, MAXIMUM, MINIMUM, SQUARED_DIFFERENCE with constant and broadcast operands, REDUCE_MAX/MIN and SUM, ABS,
     LEAKY_RELU, ELU, PRELU, RSQRT (tests/tflite_cases_elementwise.py); BATCH_MATMUL, TRANSPOSE_CONV
-    (tests/tflite_cases_weighted.py): two random cases of each generator."""
+    (tests/tflite_cases_weighted.py); SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND and the arithmetic of issue 29
+    (tests/tflite_cases_arith.py): two random cases of each generator."""
     cases = oracle.cases(seed=29, n=2 * len(family.MAKERS), makers=family.MAKERS)
     assert {c.name.split("_", 2)[-1] for c in cases} == set(family.MAKERS)
     bad = oracle.check(cases, tmp_path)
@@ -51,6 +53,15 @@ def test_tile_matches_numpy(tmp_path):
     """TILE (not registered by TFLite Micro: numpy.tile of the bytes is its definition)."""
     for name, (maker, expected) in movement_cases.NUMPY_MAKERS.items():
         cases = oracle.cases(seed=29, n=4, makers={name: maker})
+        bad = oracle.check(cases, tmp_path / name, expect=expected)
+        assert not bad, bad
+
+
+def test_space_to_batch_padding_matches_numpy(tmp_path):
+    """SPACE_TO_BATCH_ND with paddings: TFLite Micro pads with an offset it never sets (arena garbage), so the
+    padded cases are checked against NumPy's definition (the zero point as padding)."""
+    for name, (maker, expected) in arith_cases.NUMPY_MAKERS.items():
+        cases = oracle.cases(seed=29, n=6, makers={name: maker})
         bad = oracle.check(cases, tmp_path / name, expect=expected)
         assert not bad, bad
 
@@ -86,7 +97,7 @@ def test_thousand_cases_match_tflm(tmp_path):
     bad = []
     for batch in range(5):
         bad += oracle.check(oracle.cases(seed=1000 + batch, n=200), tmp_path / str(batch))
-    for family in (movement_cases, elementwise_cases, weighted_cases):
+    for family in (movement_cases, elementwise_cases, weighted_cases, arith_cases):
         for batch in range(2):
             bad += oracle.check(oracle.cases(seed=2000 + batch, n=150, makers=family.MAKERS),
                                 tmp_path / f"{family.__name__}{batch}")
@@ -101,3 +112,30 @@ def test_mean_matches_tflm(tmp_path):
     assert any(c.tensors[0].scale != c.tensors[2].scale for c in cases)
     bad = oracle.check(cases, tmp_path)
     assert not bad, bad
+
+
+def test_operators_of_issue_29_refuse_what_they_cannot_honour_in_one_line(tmp_path):
+    """LOG_SOFTMAX quantized unlike TFLite's (16/256, 127), ARG_MAX with int64 indices, ADD_N of inputs quantized
+    apart, L2_NORMALIZATION with a fused activation and a comparison of an input scaled 1 or more are named in one
+    error, each with its reason."""
+    from edgec.errors import EdgecError
+    from edgec.frontend import tflite as importer
+
+    T, Node, BOOL, INT64 = oracle.T, oracle.Node, 6, 4
+    tensors = [T((2, 4), [0.1], [0]), T((2, 4), [0.1], [0]), T((1,), [1.0], [0], oracle.INT32, np.array([1], np.int32)),
+               T((2,), [1.0], [0], INT64), T((2, 4), [0.2], [1]), T((2, 4), [0.1], [0]), T((2, 4), [1 / 128], [0]),
+               T((2, 4), [1.5], [0]), T((2, 4), [1.0], [0], BOOL)]
+    nodes = [Node("LOG_SOFTMAX", [0], 1), Node("ARG_MAX", [0, 2], 3, ("ArgMaxOptions", dict(OutputType=INT64))),
+             Node("ADD_N", [0, 4], 5), Node("L2_NORMALIZATION", [0], 6, ("L2NormOptions", dict(FusedActivationFunction=1))),
+             Node("GREATER", [7, 0], 8)]
+    path = tmp_path / "refused.tflite"
+    path.write_bytes(oracle.write(oracle.Case("refused", tensors, nodes, [0, 4, 7], [1, 3, 5, 6, 8])))
+    with pytest.raises(EdgecError) as err:
+        importer.load(path, "refused")
+    msg = str(err.value)
+    assert "\n" not in msg and "cannot honour 5 operator(s)" in msg, msg
+    for what in ("LOG_SOFTMAX (operator #0: int8 log-softmax output quantized", "ARG_MAX (operator #1: int64 indices",
+                 "ADD_N (operator #2: inputs of different shapes or quantizations",
+                 "L2_NORMALIZATION (operator #3: an input above 4-D or a fused activation",
+                 "GREATER (operator #4: input 0 has scale 1.5"):
+        assert what in msg, (what, msg)

@@ -101,3 +101,50 @@ def tanh(a, integer_bits: int):
     a = np.asarray(a, np.int64)
     t = one_minus_x_over_one_plus_x(exp_on_negative_values(-np.abs(a), integer_bits + 1))
     return np.where(a == 0, 0, np.where(a < 0, -t, t))
+
+
+def clz32(x):
+    """CountLeadingZeros of the uint32 bit pattern (32 for 0)."""
+    u = np.asarray(x, np.int64) & 0xFFFFFFFF
+    return 32 - np.frexp(u.astype(np.float64))[1].astype(np.int64)
+
+
+def sat_pot(x, exponent):
+    """TFLite's SaturatingRoundingMultiplyByPOTParam with exponents >= 0 (array or int): x << e saturated."""
+    x, e = np.asarray(x, np.int64), np.asarray(exponent, np.int64)
+    threshold = (np.int64(1) << (31 - e)) - 1
+    out = np.where(x > threshold, I32_MAX, np.where(x < -threshold, I32_MIN, wrap32(x << e)))
+    return np.where(e == 0, x, out)
+
+
+def rounding_half_sum(a, b):
+    """RoundingHalfSum: (a + b + sign) / 2, truncating."""
+    s = np.asarray(a, np.int64) + np.asarray(b, np.int64)
+    s = s + np.where(s >= 0, 1, -1)
+    return np.where(s >= 0, s // 2, -((-s) // 2))
+
+
+LOG_2, SQRT_SQRT_HALF, SQRT_HALF, QUARTER = 1488522236, 1805811301, 1518500250, 536870912
+ALPHA_N, ALPHA_D, ALPHA_I, ALPHA_F = 117049297, 127690142, 1057819769, 638450708
+
+
+def log_x_ge_1(a, input_bits: int, output_bits: int):
+    """TFLite's log_x_for_x_greater_than_or_equal_to_1_impl: ln of a Q(input_bits) value >= 1 in Q(output_bits),
+    a Pade-like quotient after splitting off the power of two (accumulated in Q(output_bits + 1))."""
+    accum = output_bits + 1
+    quarter = rdivpot(QUARTER, accum)
+    z_a = np.asarray(a, np.int64)
+    a_hp1 = clz32(z_a)
+    r_a = sat_pot(srdhm(sat_pot(z_a, a_hp1 - 1), SQRT_HALF), 1)
+    a_adj = np.clip(sat_pot(input_bits - a_hp1, 31 - accum) + quarter, I32_MIN, I32_MAX)
+    b_h = clz32(srdhm(z_a, SQRT_HALF)) - 1
+    r_b = sat_pot(z_a, b_h)
+    b_adj = np.clip(sat_pot(input_bits - b_h, 31 - accum) - quarter, I32_MIN, I32_MAX)
+    r, adj = np.minimum(r_a, r_b), np.maximum(a_adj, b_adj)
+    p = rounding_half_sum(r, SQRT_SQRT_HALF)
+    q = wrap32(2 * wrap32(r - SQRT_SQRT_HALF))
+    sq = srdhm(q, q)
+    num = wrap32(srdhm(q, r) + srdhm(srdhm(q, sq), ALPHA_N))
+    denom = wrap32(srdhm(p, wrap32(wrap32(ALPHA_I + q) + srdhm(ALPHA_D, sq))) + srdhm(ALPHA_F, q))
+    total = wrap32(srdhm(adj, LOG_2) + srdhm(rdivpot(num, accum), one_over_one_plus_x(denom)))
+    return sat_pot(total, accum - output_bits)

@@ -14,6 +14,7 @@ from edgec.ops import cemit
 from edgec.ops.kernel import REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, OpDef
 from edgec.fixedpoint.scheme import act_range, quantize_multiplier, requantize
+from edgec.ops.add_n import finished, rescaled, start, sum_params
 
 MAX_N = 1 << 23      # |sum of n (x - zero point)| < 2^31 in the int32 accumulator
 
@@ -21,6 +22,11 @@ MAX_N = 1 << 23      # |sum of n (x - zero point)| < 2^31 in the int32 accumulat
 # ---- quantize ---------------------------------------------------------------------------------
 def quantize_cumsum(op: Op, ins: list[Tensor], out: Tensor) -> None:
     a, x = op.attrs, ins[0]
+    if a.get("arithmetic") == "tflite":          # TFLite's CUMSUM: ADD_N's rescaling (edgec/ops/add_n.py)
+        op.params.update(outer=a["outer"], n=a["n"], inner=a["inner"], exclusive=a["exclusive"],
+                         reverse=a["reverse"], input_zp=x.zero_point, **sum_params(x.scale, out.scale),
+                         output_zp=out.zero_point, **act_range(op, out))
+        return
     mult, shift = quantize_multiplier(x.scale / out.scale)
     op.params.update(outer=a["outer"], n=a["n"], inner=a["inner"], exclusive=a["exclusive"], reverse=a["reverse"],
                      input_zp=x.zero_point, mult=mult, shift=shift, output_zp=out.zero_point, **act_range(op, out))
@@ -42,8 +48,28 @@ def cumsum_s8(p: dict, x) -> np.ndarray:
     return np.clip(out, int(p["act_min"]), int(p["act_max"])).astype(np.int8).reshape(-1)
 
 
+def cumsum_tflite_s8(p: dict, x) -> np.ndarray:
+    """TFLite's quantized CumSum: running int32 sums (wrapping, from ADD_N's `start`) of the values as ADD_N
+    rescales them, each requantized (edgec/ops/add_n.py's `finished`)."""
+    v = rescaled(p, x).reshape(int(p["outer"]), int(p["n"]), int(p["inner"]))
+    if p["reverse"]:
+        v = v[:, ::-1]
+    acc = start(p) + np.cumsum(v, axis=1) - (v if p["exclusive"] else 0)
+    if p["reverse"]:
+        acc = acc[:, ::-1]
+    return finished(p, acc).reshape(-1)
+
+
 def run_cumsum(op: Op, inputs: list) -> np.ndarray:
     return cumsum_s8(op.params, inputs[0])
+
+
+def run_cumsum_tflite(op: Op, inputs: list) -> np.ndarray:
+    return cumsum_tflite_s8(op.params, inputs[0])
+
+
+def _tflite(op: Op) -> bool:
+    return "left_shift" in op.params
 
 
 # ---- float --------------------------------------------------------------------------------------
@@ -62,8 +88,16 @@ def c_cumsum(op: Op, low, site: CallSite) -> str:
     return cemit.with_params("edgec_cumsum_params", op.params, call)
 
 
+def c_cumsum_tflite(op: Op, low, site: CallSite) -> str:
+    call = f"{low.kernel.name}(&p, {site.inputs[0]}, {site.output});"
+    return cemit.with_params("edgec_cumsum_tflite_params", op.params, call)
+
+
 OPS = [OpDef("cumsum", "cumsum", quantize_cumsum, float_cumsum)]
-KERNELS = [Kernel("edgec_cumsum_s8", ("cumsum",), REFERENCE, c_cumsum, run=run_cumsum, code_bytes=300)]
+KERNELS = [Kernel("edgec_cumsum_s8", ("cumsum",), REFERENCE, c_cumsum, applies=lambda op: not _tflite(op),
+                  run=run_cumsum, code_bytes=300),
+           Kernel("edgec_cumsum_tflite_s8", ("cumsum",), REFERENCE, c_cumsum_tflite, applies=_tflite,
+                  run=run_cumsum_tflite, code_bytes=300)]
 
 
 # ---- ONNX import
@@ -88,3 +122,26 @@ def import_cumsum(cx, node):
 
 
 ONNX = {"CumSum": import_cumsum}
+
+
+# ---- TFLite import
+def import_tflite_cumsum(tx, op):
+    """CUMSUM along a constant axis, exclusive / reverse, TFLite's arithmetic (`arithmetic="tflite"`)."""
+    x, out = tx.input(op, 0), tx.output(op)
+    shape = tx.tensor(x).shape
+    axis = tx.const(op, 1)
+    if axis is None or axis.size != 1 or axis.dtype.kind not in "iu":
+        raise tx.unsupported("its axis (input 1) must be one constant integer")
+    a = int(axis.reshape(-1)[0])
+    if not -len(shape) <= a < len(shape):
+        raise tx.unsupported(f"axis {a} of a rank-{len(shape)} tensor")
+    a %= len(shape)
+    if sum_params(tx.tensor(x).scale, tx.tensor(out).scale)["shift"] > 0:
+        raise tx.unsupported("output scale below 2^-19 of the input's (TFLite's multiplier must be below one)")
+    o = tx.options(op)
+    tx.emit("cumsum", op, [x], out, outer=int(np.prod(shape[:a], dtype=np.int64)), n=int(shape[a]),
+            inner=int(np.prod(shape[a + 1:], dtype=np.int64)), exclusive=int(bool(o and o.Exclusive())),
+            reverse=int(bool(o and o.Reverse())), arithmetic="tflite")
+
+
+TFLITE = {"CUMSUM": import_tflite_cumsum}

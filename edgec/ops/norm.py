@@ -96,8 +96,46 @@ def c_layer_norm(op: Op, low, site: CallSite) -> str:
     return cemit.with_params("edgec_layer_norm_params", op.params, call)
 
 
-OPS = [OpDef("layer_norm", "norm", quantize_layer_norm, float_layer_norm, fuses_activation=True, in_place=True)]
-KERNELS = [Kernel("edgec_layer_norm_s8", ("layer_norm",), REFERENCE, c_layer_norm, run=run_layer_norm, code_bytes=600)]
+L2_MAX_COLS = ((1 << 31) - 1) // (255 * 255)      # rows whose int32 sum of squares cannot overflow
+
+
+# ---- `l2_norm`: TFLite's L2_NORMALIZATION over the last axis (int8: reference_integer_ops::L2Normalization)
+def quantize_l2_norm(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    op.params.update(rows=op.attrs["rows"], cols=op.attrs["cols"], input_zp=ins[0].zero_point)
+
+
+def l2_norm_s8(p: dict, x) -> np.ndarray:
+    """Per row: S = sum (x - zp)^2 (int32), TFLite's inverse square root of S as a multiplier and shift, each
+    x - zp requantized by it with 7 more bits (the output in 1/128, zero point 0, whatever the file says)."""
+    from edgec.ops.lut.tflite import inv_sqrt_multiplier
+
+    v = np.asarray(x, np.int8).reshape(int(p["rows"]), int(p["cols"])).astype(np.int64) - int(p["input_zp"])
+    out = np.empty(v.shape, np.int8)
+    for r, row in enumerate(v):
+        mult, shift = inv_sqrt_multiplier(int((row * row).sum()))
+        out[r] = np.clip(requantize(row, mult, shift + 7), -128, 127)
+    return out.reshape(-1)
+
+
+def run_l2_norm(op: Op, inputs: list) -> np.ndarray:
+    return l2_norm_s8(op.params, inputs[0])
+
+
+def float_l2_norm(op: Op, inputs: list):
+    v = np.asarray(inputs[0], np.float64).reshape(op.attrs["rows"], op.attrs["cols"])
+    return (v / np.sqrt(np.maximum((v * v).sum(axis=1, keepdims=True), 1e-6))).astype(np.float32)
+
+
+def c_l2_norm(op: Op, low, site: CallSite) -> str:
+    return cemit.with_params("edgec_l2_norm_params", op.params,
+                             f"{low.kernel.name}(&p, {site.inputs[0]}, {site.output});")
+
+
+OPS = [OpDef("layer_norm", "norm", quantize_layer_norm, float_layer_norm, fuses_activation=True, in_place=True),
+       OpDef("l2_norm", "norm", quantize_l2_norm, float_l2_norm, in_place=True, qparams="fixed",
+             fixed_qparams=lambda op: (1.0 / 128.0, 0))]
+KERNELS = [Kernel("edgec_layer_norm_s8", ("layer_norm",), REFERENCE, c_layer_norm, run=run_layer_norm, code_bytes=600),
+           Kernel("edgec_l2_norm_s8", ("l2_norm",), REFERENCE, c_l2_norm, run=run_l2_norm, code_bytes=500)]
 
 
 # ---- ONNX import
@@ -130,3 +168,19 @@ def import_layer_norm(cx, node):
 
 ONNX = {"LayerNormalization": import_layer_norm}
 TAKES_WHOLE = {"LayerNormalization": takes_whole}
+
+
+# ---- TFLite import
+def import_tflite_l2_norm(tx, op):
+    """L2_NORMALIZATION over the last axis (up to 4-D, no fused activation, as TFLite Micro takes it)."""
+    x, out = tx.input(op, 0), tx.output(op)
+    shape = tx.tensor(x).shape
+    o = tx.options(op)
+    if len(shape) > 4 or (o is not None and o.FusedActivationFunction()):
+        raise tx.unsupported("an input above 4-D or a fused activation (TFLite Micro takes neither)")
+    if shape[-1] > L2_MAX_COLS:
+        raise tx.unsupported(f"{shape[-1]} values per row: their sum of squares could overflow TFLite's int32")
+    tx.emit("l2_norm", op, [x], out, rows=int(np.prod(shape[:-1], dtype=np.int64)), cols=int(shape[-1]))
+
+
+TFLITE = {"L2_NORMALIZATION": import_tflite_l2_norm}

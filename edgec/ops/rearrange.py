@@ -406,8 +406,69 @@ def import_tflite_zeros_like(tx, op):
                                pad=0.0)
 
 
+def _block_args(tx, op, rank: int, what: str) -> tuple[list[int], list[int]]:
+    """The block shape and the [spatial][2] paddings (crops) of a BATCH_TO_SPACE_ND / SPACE_TO_BATCH_ND of a 3-D
+    [N,H,C] or 4-D [N,H,W,C] input, as lists for H and W (W: block 1, no padding for a 3-D input)."""
+    if rank not in (3, 4):
+        raise tx.unsupported(f"a rank-{rank} input (TFLite Micro takes 3-D and 4-D ones)")
+    block, pads = _ints(tx, op, 1, "the block shape"), _ints(tx, op, 2, what)
+    if len(block) != rank - 2 or len(pads) != 2 * (rank - 2) or min(block) < 1 or min(pads) < 0:
+        raise tx.unsupported(f"block shape {block} and {what} {pads} of a rank-{rank} input")
+    return block + [1] * (4 - rank), pads + [0, 0] * (4 - rank)
+
+
+def import_tflite_space_to_batch(tx, op):
+    """SPACE_TO_BATCH_ND: the input padded with its zero point (the real 0; TFLite Micro pads with an offset it
+    never sets, whatever its arena held: only unpadded results are comparable; a first remap), then out[(i * bw + j) * N + n,
+    y, x] = padded[n, y * bh + i, x * bw + j] (a second)."""
+    x, out = tx.input(op, 0), tx.output(op)
+    shape = tx.tensor(x).shape
+    (bh, bw), (top, bottom, left, right) = _block_args(tx, op, len(shape), "paddings")
+    four = len(shape) == 4
+    n, h, w, c = shape if four else (shape[0], shape[1], 1, shape[2])
+    hp, wp = h + top + bottom, w + left + right
+    if hp % bh or wp % bw:
+        raise tx.unsupported(f"padded size {hp}x{wp} is not a multiple of the block {bh}x{bw}")
+    ar = np.arange
+    padded = x
+    if top or bottom or left or right:
+        padded = tflite_scratch(tx, x, (n, hp, wp, c) if four else (n, hp, c), "padded")
+        i, j = ar(hp) - top, ar(wp) - left
+        grow = [(ar(n), 0), (np.where((i >= 0) & (i < h), i, -1), 1)]
+        grow += [(np.where((j >= 0) & (j < w), j, -1), 2), (ar(c), 3)] if four else [(ar(c), 2)]
+        tflite_remap(tx, op, x, padded, grow, fill=tx.tensor(x).zero_point)
+    if four:
+        axes = [(ar(bh), 1), (ar(bw), 2), (ar(n), 0), (ar(hp // bh) * bh, 1), (ar(wp // bw) * bw, 2), (ar(c), 3)]
+    else:
+        axes = [(ar(bh), 1), (ar(n), 0), (ar(hp // bh) * bh, 1), (ar(c), 2)]
+    tflite_remap(tx, op, padded, out, axes)
+
+
+def import_tflite_batch_to_space(tx, op):
+    """BATCH_TO_SPACE_ND: out[n, y, x] = in[(i * bw + j) * N + n, (y + top) // bh, (x + left) // bw] with i, j
+    the remainders; each output axis' offsets carry their part of the batch index (in units of its own
+    stride)."""
+    x, out = tx.input(op, 0), tx.output(op)
+    shape = tx.tensor(x).shape
+    (bh, bw), (top, bottom, left, right) = _block_args(tx, op, len(shape), "crops")
+    b, h, c = shape[0], shape[1], shape[-1]
+    w = shape[2] if len(shape) == 4 else 1
+    if b % (bh * bw):
+        raise tx.unsupported(f"batch {b} is not a multiple of the block {bh}x{bw}")
+    n, oh, ow = b // (bh * bw), h * bh - top - bottom, w * bw - left - right
+    if oh < 0 or ow < 0:
+        raise tx.unsupported(f"crops {[top, bottom, left, right]} larger than the output")
+    y, xs = np.arange(oh) + top, np.arange(ow) + left
+    rows = (y % bh) * bw * n * h + y // bh                 # in units of the H stride (W * C)
+    cols = (xs % bw) * n * h * w + xs // bw                # in units of the W stride (C)
+    axes = [(np.arange(n) * h, 1), (rows, 1)]              # the batch index in units of the H stride, too
+    axes += [(cols, 2), (np.arange(c), 3)] if len(shape) == 4 else [(np.arange(c), 2)]
+    tflite_remap(tx, op, x, out, axes)
+
+
 TFLITE = {"TRANSPOSE": import_tflite_transpose, "TILE": import_tflite_tile, "BROADCAST_TO": import_tflite_broadcast_to,
           "SLICE": import_tflite_slice, "STRIDED_SLICE": import_tflite_strided_slice, "GATHER": import_tflite_gather,
           "DEPTH_TO_SPACE": import_tflite_depth_to_space, "SPACE_TO_DEPTH": import_tflite_space_to_depth,
           "MIRROR_PAD": import_tflite_mirror_pad, "REVERSE_V2": import_tflite_reverse, "GATHER_ND": import_tflite_gather_nd,
-          "ZEROS_LIKE": import_tflite_zeros_like}
+          "ZEROS_LIKE": import_tflite_zeros_like, "SPACE_TO_BATCH_ND": import_tflite_space_to_batch,
+          "BATCH_TO_SPACE_ND": import_tflite_batch_to_space}

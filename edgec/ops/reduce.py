@@ -85,9 +85,27 @@ def c_reduce(op: Op, low, site: CallSite) -> str:
     return cemit.with_params("edgec_reduce_params", op.params, call)
 
 
+def index32_s8(p: dict, x) -> np.ndarray:
+    """TFLite's ArgMinMax of int8 values: the first index of the largest (argmax) or smallest, as int32."""
+    x = np.asarray(x, np.int8).reshape(int(p["outer"]), int(p["n"]), int(p["inner"])).astype(np.int64)
+    v = x if int(p["kind"]) == REDUCE_KINDS["argmax"] else -x
+    return np.argmax(v, axis=1).astype(np.int32).reshape(-1)
+
+
+def c_index32(op: Op, low, site: CallSite) -> str:
+    call = f"{low.kernel.name}(&p, {site.inputs[0]}, (int32_t *)(void *)({site.output}));"
+    return cemit.with_params("edgec_reduce_params", op.params, call)
+
+
+def _index32(op: Op) -> bool:
+    return bool(op.params.get("_index32"))
+
+
 OPS = [OpDef("reduce", "reduce", quantize_reduce, float_reduce, qparams="fixed", fixed_qparams=fixed_qparams)]
-KERNELS = [Kernel("edgec_reduce_s8", ("reduce",), REFERENCE, c_reduce,
-                  run=lambda op, inputs: reduce_s8(op.params, inputs[0]))]
+KERNELS = [Kernel("edgec_reduce_s8", ("reduce",), REFERENCE, c_reduce, applies=lambda op: not _index32(op),
+                  run=lambda op, inputs: reduce_s8(op.params, inputs[0])),
+           Kernel("edgec_reduce_index32_s8", ("reduce",), REFERENCE, c_index32, applies=_index32,
+                  run=lambda op, inputs: index32_s8(op.params, inputs[0]), code_bytes=200)]
 
 
 # ---- ONNX import
@@ -220,21 +238,25 @@ def import_tflite_mean(tx, op):
 
 
 def import_tflite_reduce(tx, op):
-    """REDUCE_MAX / REDUCE_MIN (TFLite Micro: the int8 values themselves, input and output quantized alike) and SUM
+    """REDUCE_MAX / REDUCE_MIN (TFLite Micro: the int8 values themselves, input and output quantized alike; REDUCE_ALL
+    of bool bytes is their minimum) and SUM
     (the sum less n times the zero point, requantized by the double scale ratio) over constant axes; axes not
     next to each other are first brought together by a remap."""
     from edgec.ops.rearrange import tflite_remap, tflite_scratch
 
-    name, x = tx.op_name(op), tx.input(op, 0)
+    from edgec.ops.binary.tflite import bool_output
+
+    name = tx.op_name(op)
+    x = tx.input(op, 0, dtypes=("bool",) if name == "REDUCE_ALL" else ("int8",))
     shape = tx.tensor(x).shape
     r = len(shape)
     axes_in = tx.const(op, 1)
     if axes_in is None or axes_in.dtype.kind not in "iu":
         raise tx.unsupported("the axes (input 1) must be a constant integer tensor")
     axes = sorted({int(a) % r for a in np.asarray(axes_in).reshape(-1)})
-    out = tx.output(op)
+    out = bool_output(tx, op) if name == "REDUCE_ALL" else tx.output(op)
     xt, ot = tx.tensor(x), tx.tensor(out)
-    how = {"REDUCE_MAX": "max", "REDUCE_MIN": "min", "SUM": "sum"}[name]
+    how = {"REDUCE_MAX": "max", "REDUCE_MIN": "min", "SUM": "sum", "REDUCE_ALL": "min"}[name]
     if how == "sum":
         mult, shift = quantize_multiplier(float(xt.scale) / float(ot.scale))
         params = dict(input_zp=xt.zero_point, mult=mult, shift=shift, output_zp=ot.zero_point)
@@ -257,4 +279,28 @@ def import_tflite_reduce(tx, op):
     tx.emit("reduce", op, [x], out, None, params, how=how, outer=outer, n=n, inner=inner, select_last=0)
 
 
-TFLITE = {"MEAN": import_tflite_mean, "REDUCE_MAX": import_tflite_reduce, "REDUCE_MIN": import_tflite_reduce, "SUM": import_tflite_reduce}
+def import_tflite_arg(tx, op):
+    """ARG_MAX / ARG_MIN of int8 values along a constant axis, int32 indices (the first of equal values, as
+    TFLite's ArgMinMax): a graph output of its own (edgec's int32 tensors are indices the host reads)."""
+    name, x = tx.op_name(op), tx.input(op, 0)
+    shape = tx.tensor(x).shape
+    axis = tx.const(op, 1)
+    o = tx.options(op)
+    if axis is None or axis.size != 1 or axis.dtype.kind not in "iu":
+        raise tx.unsupported("its axis (input 1) must be one constant integer")
+    if o is not None and o.OutputType() != 2:
+        raise tx.unsupported("int64 indices (TFLite Micro's ARG_MAX / ARG_MIN output int32 only; export with "
+                             "output_type int32)")
+    a = int(axis.reshape(-1)[0])
+    if not -len(shape) <= a < len(shape):
+        raise tx.unsupported(f"axis {a} of a rank-{len(shape)} tensor")
+    a %= len(shape)
+    outer, n = int(np.prod(shape[:a], dtype=np.int64)), int(shape[a])
+    inner = int(np.prod(shape[a + 1:], dtype=np.int64))
+    out = tx.packed_outputs(op, outer * inner, "int32")
+    tx.emit("reduce", op, [x], out, None, {"_index32": 1}, how="argmax" if name == "ARG_MAX" else "argmin",
+            outer=outer, n=n, inner=inner, select_last=0)
+
+
+TFLITE = {"ARG_MAX": import_tflite_arg, "ARG_MIN": import_tflite_arg, "MEAN": import_tflite_mean, "REDUCE_MAX": import_tflite_reduce, "REDUCE_MIN": import_tflite_reduce, "SUM": import_tflite_reduce,
+          "REDUCE_ALL": import_tflite_reduce}

@@ -19,7 +19,7 @@ from edgec.ops import cemit
 from edgec.fixedpoint import gemmlowp
 from edgec.ops.kernel import INT16, REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, Int16, OpDef
-from edgec.fixedpoint.scheme import quantize_multiplier
+from edgec.fixedpoint.scheme import quantize_multiplier, requantize
 
 
 SCALED_DIFF_BITS = 5     # TFLite softmax: integer bits of the rescaled input difference (Q5.26)
@@ -88,8 +88,25 @@ def quantize_softmax16(op: Op, ins: list[Tensor], out: Tensor) -> None:
     op.arrays["exp_hi"], op.arrays["exp_lo"] = exp16_tables(ins[0].scale)
 
 
+def tflite_log_softmax_tables(input_scale: float) -> tuple[dict, np.ndarray, np.ndarray]:
+    """TFLite Micro's LOG_SOFTMAX Prepare (PreprocessLogSoftmaxScalingExp, beta 1, CalculateInputRadius) as the
+    params, and per difference d = 0..255 from the row's max its rescaled value in Q5.26 and its exp rescaled
+    into the Q12.19 sum (0 below diff_min)."""
+    mult, shift, diff_min = tflite_softmax_scaling(input_scale, 1.0)
+    rev_mult, rev_shift = quantize_multiplier((1 << (31 - shift)) / float(mult))
+    diff = -np.arange(256, dtype=np.int64)
+    q5 = requantize(diff, mult, shift).astype(np.int64)
+    e = gemmlowp.rdivpot(gemmlowp.exp_on_negative_values(q5, SCALED_DIFF_BITS), ACCUM_BITS)
+    params = dict(diff_min=int(diff_min), rev_mult=int(rev_mult), rev_shift=int(rev_shift))
+    return params, q5.astype(np.int32), np.where(diff >= diff_min, e, 0).astype(np.int32)
+
+
 def quantize_log_softmax(op: Op, ins: list[Tensor], out: Tensor) -> None:
     a, x = op.attrs, ins[0]
+    if a.get("arithmetic") == "tflite":
+        params, op.arrays["q5_table"], op.arrays["exp_table"] = tflite_log_softmax_tables(x.scale)
+        op.params.update(rows=a["rows"], cols=a["cols"], **params)
+        return
     k_in, k_ln = round(x.scale / out.scale * 65536), round(65536 / out.scale)
     if max(abs(k_in), k_ln) >= 2 ** 31:
         raise EdgecError(f"node '{op.name}': LogSoftmax output range too narrow for int8 (scale {out.scale})")
@@ -161,6 +178,24 @@ def log_softmax_s8(p: dict, exp_table, log_table, x) -> np.ndarray:
     return np.clip(out, -128, 127).astype(np.int8).reshape(-1)
 
 
+def log_softmax_tflite_s8(p: dict, q5_table, exp_table, x) -> np.ndarray:
+    """TFLite's LogSoftmaxQuantized (int8, output 16/256 with zero point 127): the Q12.19 sum of the rescaled exps
+    of the differences from the row's max, its log in Q5.26 (gemmlowp.log_x_ge_1), each difference minus that
+    log shifted down to the output; differences at or below the adjusted diff_min give -128."""
+    x = np.asarray(x, np.int8).reshape(int(p["rows"]), int(p["cols"])).astype(np.int64)
+    d = x.max(axis=1, keepdims=True) - x
+    total = gemmlowp.wrap32(np.asarray(exp_table, np.int64)[d].sum(axis=1, keepdims=True))
+    log_sum = gemmlowp.log_x_ge_1(total, ACCUM_BITS, SCALED_DIFF_BITS)
+    floor = requantize(gemmlowp.wrap32(log_sum + gemmlowp.I32_MIN), p["rev_mult"], p["rev_shift"]).astype(np.int64)
+    adjusted = np.maximum(int(p["diff_min"]) - 1, floor)
+    out = gemmlowp.rdivpot(gemmlowp.wrap32(np.asarray(q5_table, np.int64)[d] - log_sum), 31 - SCALED_DIFF_BITS - 4)
+    return np.where(-d > adjusted, np.clip(out + 127, -128, 127), -128).astype(np.int8).reshape(-1)
+
+
+def run_log_softmax_tflite(op: Op, inputs: list) -> np.ndarray:
+    return log_softmax_tflite_s8(op.params, op.arrays["q5_table"], op.arrays["exp_table"], inputs[0])
+
+
 def run_softmax(op: Op, inputs: list) -> np.ndarray:
     p = op.params
     return softmax_s8(inputs[0].reshape(p["rows"], p["cols"]), op.arrays["exp_table"])
@@ -212,6 +247,17 @@ def c_log_softmax(op: Op, low, site: CallSite) -> str:
     return cemit.with_params("edgec_log_softmax_params", op.params, call)
 
 
+def c_log_softmax_tflite(op: Op, low, site: CallSite) -> str:
+    n = site.arrays
+    call = f"{low.kernel.name}(&p, {site.inputs[0]}, {n['q5_table']}, {n['exp_table']}, {site.output});"
+    return cemit.with_params("edgec_log_softmax_tflite_params", op.params, call)
+
+
+def _tflite_log(op: Op) -> bool:
+    """A log_softmax with TFLite's arithmetic (`arithmetic="tflite"`, its importer's choice)."""
+    return "rev_mult" in op.params
+
+
 def _tflite(op: Op) -> bool:
     """A softmax with TFLite's arithmetic (`arithmetic="tflite"`, its importer's choice)."""
     return "diff_min" in op.params
@@ -229,7 +275,10 @@ KERNELS = [
     Kernel("edgec_softmax_tflite_s8", ("softmax",), REFERENCE, c_softmax_tflite, applies=_tflite,
            run=run_softmax_tflite, code_bytes=920),
     Kernel("edgec_softmax_s16", ("softmax",), REFERENCE, c_softmax16, precision=INT16, run=run_softmax16),
-    Kernel("edgec_log_softmax_s8", ("log_softmax",), REFERENCE, c_log_softmax, run=run_log_softmax),
+    Kernel("edgec_log_softmax_s8", ("log_softmax",), REFERENCE, c_log_softmax,
+           applies=lambda op: not _tflite_log(op), run=run_log_softmax),
+    Kernel("edgec_log_softmax_tflite_s8", ("log_softmax",), REFERENCE, c_log_softmax_tflite, applies=_tflite_log,
+           run=run_log_softmax_tflite),
 ]
 
 
@@ -292,4 +341,19 @@ def import_tflite_softmax(tx, op):
             beta=float(tx.options(op).Beta()), arithmetic="tflite")
 
 
-TFLITE = {"SOFTMAX": import_tflite_softmax}
+def import_tflite_log_softmax(tx, op):
+    """LOG_SOFTMAX over the last axis, TFLite's arithmetic; output scale 16/256, zero point 127 as TFLite Micro
+    requires."""
+    x, out = tx.input(op, 0), tx.output(op)
+    shape, t = tx.tensor(x).shape, tx.tensor(out)
+    if (t.scale, t.zero_point) != (16.0 / 256.0, 127):
+        raise tx.unsupported(f"int8 log-softmax output quantized ({t.scale}, {t.zero_point}), not (16/256, 127)")
+    try:
+        tflite_softmax_scaling(tx.tensor(x).scale, 1.0)
+    except EdgecError as exc:
+        raise tx.unsupported(str(exc)) from None
+    tx.emit("log_softmax", op, [x], out, rows=int(np.prod(shape[:-1], dtype=np.int64)), cols=int(shape[-1]),
+            arithmetic="tflite")
+
+
+TFLITE = {"SOFTMAX": import_tflite_softmax, "LOG_SOFTMAX": import_tflite_log_softmax}

@@ -26,7 +26,13 @@ from edgec.fixedpoint.scheme import act_range, qparams_from_range, quantize_mult
 ADD_LEFT_SHIFT = 20
 BINARY_OPS = {"add": 0, "sub": 1, "max": 2, "min": 3, "mul": 4, "div": 5,
               "max_raw": 6, "min_raw": 7,     # TFLite's MAXIMUM/MINIMUM: of the int8 values, nothing rescaled
-              "sqdiff": 8}                    # TFLite's SQUARED_DIFFERENCE: add's rescaling (left shift 7), squared
+              "sqdiff": 8,                    # TFLite's SQUARED_DIFFERENCE: add's rescaling (left shift 7), squared
+              "div_tflite": 9,                # TFLite's DIV: a gemmlowp reciprocal of the divisor (div_tflite below)
+              # TFLite's comparisons (both inputs rescaled by their own scale after << 8; a bool 0 / 1 out) and
+              # logical operators (of bool bytes)
+              "equal": 10, "not_equal": 11, "greater": 12, "greater_equal": 13, "less": 14, "less_equal": 15,
+              "logical_and": 16, "logical_or": 17}
+COMPARE_LEFT_SHIFT = 8
 SQDIFF_LEFT_SHIFT = 7
 DIV_SHIFT = 16
 
@@ -90,6 +96,13 @@ def quantize_binary(op: Op, ins: list[Tensor], out: Tensor) -> None:
         p["left_shift"] = SQDIFF_LEFT_SHIFT
     elif a["op"] == "mul":
         p["out_mult"], p["out_shift"] = quantize_multiplier(ta.scale * tb.scale / out.scale)
+    elif BINARY_OPS[a["op"]] >= BINARY_OPS["equal"]:    # TFLite Micro's ComparisonsPrepare: each scale alone
+        (p["a_mult"], p["a_shift"]), (p["b_mult"], p["b_shift"]) = (quantize_multiplier(float(ta.scale)),
+                                                                    quantize_multiplier(float(tb.scale)))
+        p.update(left_shift=COMPARE_LEFT_SHIFT, out_mult=0, out_shift=0)
+    elif a["op"] == "div_tflite":   # TFLite Micro's CalculateOpDataDiv: the ratio in float32
+        f = np.float32
+        p["out_mult"], p["out_shift"] = quantize_multiplier(float(f(ta.scale) / (f(tb.scale) * f(out.scale))))
     else:
         p["out_mult"], p["out_shift"] = quantize_multiplier(ta.scale / (tb.scale * out.scale * (1 << DIV_SHIFT)))
     p.update(act_range(op, out))
@@ -111,12 +124,41 @@ def add_s8(p: dict, a, b) -> np.ndarray:
     return np.clip(out, int(p["act_min"]), int(p["act_max"])).astype(np.int8)
 
 
+def div_tflite(p: dict, va, vb) -> np.ndarray:
+    """TFLite's DivElementwise of offset values: signs moved to the numerator, the divisor's reciprocal by
+    GetReciprocal (gemmlowp's 1 / (1 + x)), the numerator's sign bits as headroom, then one requantization by
+    output_shift - reciprocal shift - headroom (a divisor of 0, which TFLite leaves undefined, as x86 runs it)."""
+    from edgec.fixedpoint.gemmlowp import one_over_one_plus_x, srdhm, wrap32
+
+    neg = vb < 0
+    a, b = np.where(neg, -va, va), np.where(neg, -vb, vb)
+    bits = np.frexp(b.astype(np.float64))[1].astype(np.int64)           # bit length of 0..255
+    clz = 32 - bits
+    recip_shift = 31 - clz
+    inv = one_over_one_plus_x(wrap32(np.where(clz >= 32, b, b << np.minimum(clz, 31)) - (1 << 31)))
+    headroom = 31 - np.frexp(np.where(a < 0, -a - 1, a).astype(np.float64))[1].astype(np.int64)
+    unscaled = srdhm(a << headroom, inv)
+    out = requantize(unscaled, p["out_mult"], p["out_shift"] - recip_shift - headroom).astype(np.int64)
+    return np.clip(out + int(p["out_zp"]), int(p["act_min"]), int(p["act_max"])).astype(np.int8)
+
+
 def binary_s8(p: dict, a, b) -> np.ndarray:
     """Broadcasting elementwise op on [dims] (6-D, strides 0 where an input is broadcast)."""
     dims = [int(d) for d in p["dims"]]
     va = np.asarray(a, np.int8).reshape(-1)[offsets(dims, p["a_stride"])].astype(np.int64) - int(p["a_zp"])
     vb = np.asarray(b, np.int8).reshape(-1)[offsets(dims, p["b_stride"])].astype(np.int64) - int(p["b_zp"])
     op = int(p["op"])
+    if op == BINARY_OPS["div_tflite"]:
+        return div_tflite(p, va, vb)
+    if op >= BINARY_OPS["logical_and"]:
+        ra, rb = va + int(p["a_zp"]) != 0, vb + int(p["b_zp"]) != 0
+        return ((ra & rb) if op == BINARY_OPS["logical_and"] else (ra | rb)).astype(np.int8)
+    if op >= BINARY_OPS["equal"]:
+        ls = 1 << int(p["left_shift"])
+        sa = requantize(va * ls, p["a_mult"], p["a_shift"]).astype(np.int64)
+        sb = requantize(vb * ls, p["b_mult"], p["b_shift"]).astype(np.int64)
+        compare = (np.equal, np.not_equal, np.greater, np.greater_equal, np.less, np.less_equal)
+        return compare[op - BINARY_OPS["equal"]](sa, sb).astype(np.int8)
     if op in (BINARY_OPS["max_raw"], BINARY_OPS["min_raw"]):
         ra, rb = va + int(p["a_zp"]), vb + int(p["b_zp"])
         return (np.maximum(ra, rb) if op == BINARY_OPS["max_raw"] else np.minimum(ra, rb)).astype(np.int8)
@@ -161,7 +203,9 @@ def run_binary(op: Op, inputs: list) -> np.ndarray:
 
 # ---- float --------------------------------------------------------------------------------------
 _FLOAT = {"add": np.add, "sub": np.subtract, "max": np.maximum, "min": np.minimum, "mul": np.multiply,
-          "div": np.divide, "max_raw": np.maximum, "min_raw": np.minimum,
+          "div": np.divide, "div_tflite": np.divide, "max_raw": np.maximum, "equal": np.equal,
+          "not_equal": np.not_equal, "greater": np.greater, "greater_equal": np.greater_equal, "less": np.less,
+          "less_equal": np.less_equal, "logical_and": np.logical_and, "logical_or": np.logical_or, "min_raw": np.minimum,
           "sqdiff": lambda a, b: (a - b) ** 2}
 
 

@@ -1,0 +1,107 @@
+"""where: out = cond ? x : y elementwise, broadcasting the three over up to 6 dimensions (TFLite's SELECT_V2; cond a
+bool tensor, one byte 0 or 1, or a stored constant). The bytes of x or y are copied as they are (TFLite Micro
+requantizes nothing); kernel in runtime_c/edgec_elementwise.c. TFLite's DYNAMIC_UPDATE_SLICE with constant start
+indices is one: the update spread to the operand's shape (a remap), then a constant mask of its region.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.ir import Op, Tensor
+from edgec.ops import cemit
+from edgec.ops.kernel import REFERENCE, Kernel
+from edgec.ops.movement import RANK, offsets
+from edgec.ops.opdef import CallSite, OpDef
+
+
+def strides6(shape, out_shape) -> list[int]:
+    """Element strides of `shape` read as the 6-D broadcast `out_shape` (0 along broadcast axes)."""
+    shape = [1] * (RANK - len(shape)) + [int(d) for d in shape]
+    strides, acc = [0] * RANK, 1
+    for k in range(RANK - 1, -1, -1):
+        strides[k] = acc if shape[k] > 1 else 0
+        acc *= shape[k]
+    return strides
+
+
+# ---- quantize ---------------------------------------------------------------------------------
+def quantize_where(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    shapes = op.attrs["shapes"]
+    if op.attrs.get("cond") is not None:
+        op.arrays["cond"] = np.asarray(op.attrs["cond"], np.int8)     # 0 or 1 bytes
+    dims = tuple(np.broadcast_shapes(*shapes))
+    op.params.update(dims=[1] * (RANK - len(dims)) + list(dims),
+                     **{f"{k}_stride": strides6(s, dims) for k, s in zip(("c", "x", "y"), shapes)})
+
+
+# ---- NumPy integer twin (bit-exact with the C) ----------------------------------------------------
+def where_s8(p: dict, cond, x, y) -> np.ndarray:
+    dims = [int(d) for d in p["dims"]]
+    c = np.asarray(cond).astype(np.int8).reshape(-1)[offsets(dims, p["c_stride"])]
+    xv = np.asarray(x, np.int8).reshape(-1)[offsets(dims, p["x_stride"])]
+    yv = np.asarray(y, np.int8).reshape(-1)[offsets(dims, p["y_stride"])]
+    return np.where(c != 0, xv, yv).astype(np.int8).reshape(-1)
+
+
+def run_where(op: Op, inputs: list) -> np.ndarray:
+    return where_s8(op.params, *([op.arrays["cond"]] if "cond" in op.arrays else []), *inputs)
+
+
+def float_where(op: Op, inputs: list):
+    stored = [op.attrs["cond"]] if op.attrs.get("cond") is not None else []
+    c, x, y = (np.asarray(v).reshape(s) for v, s in zip(stored + list(inputs), op.attrs["shapes"]))
+    return np.where(c != 0, x, y)
+
+
+# ---- C ------------------------------------------------------------------------------------------
+def c_where(op: Op, low, site: CallSite) -> str:
+    c, x, y = ([site.arrays["cond"]] if "cond" in site.arrays else []) + list(site.inputs)
+    call = f"{low.kernel.name}(&p, (const uint8_t *)(const void *)({c}), {x}, {y}, {site.output});"
+    return cemit.with_params("edgec_where_params", op.params, call)
+
+
+OPS = [OpDef("where", "elementwise", quantize_where, float_where)]
+KERNELS = [Kernel("edgec_where_s8", ("where",), REFERENCE, c_where, run=run_where, code_bytes=300)]
+ONNX: dict = {}
+
+
+# ---- TFLite import
+def import_tflite_select(tx, op):
+    """SELECT_V2 of a bool condition and two int8 activations, all three broadcast to the output."""
+    c = tx.input(op, 0, dtypes=("bool",))
+    x, y = tx.input(op, 1), tx.input(op, 2)
+    shapes = [tx.tensor(t).shape for t in (c, x, y)]
+    if max(len(s) for s in shapes) > RANK:
+        raise tx.unsupported(f"broadcasting over more than {RANK} dimensions")
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise tx.unsupported(f"shapes {[list(s) for s in shapes]} do not broadcast together") from None
+    tx.emit("where", op, [c, x, y], tx.output(op), shapes=tuple(shapes))
+
+
+def import_tflite_dynamic_update_slice(tx, op):
+    """DYNAMIC_UPDATE_SLICE with constant start indices (TFLite clamps them so that the update fits): the update's
+    bytes spread over the operand's shape (a remap), then where(the update's region, those, the operand)."""
+    from edgec.ops.rearrange import tflite_remap, tflite_scratch
+
+    x, update = tx.input(op, 0), tx.input(op, 1)
+    shape, ushape = tx.tensor(x).shape, tx.tensor(update).shape
+    start = tx.const(op, 2)
+    if start is None or start.dtype.kind not in "iu" or start.size != len(shape) or len(ushape) != len(shape):
+        raise tx.unsupported("start indices (input 2) must be a constant, one per axis of operand and update")
+    if any(u > n for u, n in zip(ushape, shape)):
+        raise tx.unsupported(f"update {list(ushape)} larger than the operand {list(shape)}")
+    begin = [min(max(int(b), 0), n - u) for b, n, u in zip(start.reshape(-1), shape, ushape)]
+    spread = tflite_scratch(tx, update, shape, "spread")
+    axes = []
+    for a, (b, n, u) in enumerate(zip(begin, shape, ushape)):
+        i = np.arange(n) - b
+        axes.append((np.where((i >= 0) & (i < u), i, -1), a))
+    tflite_remap(tx, op, update, spread, axes, fill=0)
+    cond = np.zeros(shape, np.uint8)
+    cond[tuple(slice(b, b + u) for b, u in zip(begin, ushape))] = 1
+    tx.emit("where", op, [spread, x], tx.output(op), shapes=(tuple(shape),) * 3, cond=cond)
+
+
+TFLITE = {"SELECT_V2": import_tflite_select, "DYNAMIC_UPDATE_SLICE": import_tflite_dynamic_update_slice}
