@@ -69,6 +69,9 @@ static void timestamp_pin(int level)
 static int fuzz_one(const uint8_t *data, size_t n)
 {
     edgec_mlperf_model m;
+    static char cmd[81];                           /* the runner's 80-byte commands (sww01's longer ones: not fuzzed) */
+    memset(&m, 0, sizeof m);                       /* no streaming front end: features 0 */
+    m.cmd = cmd; m.cmd_size = 80u;
     uint8_t *copy = malloc(n ? n : 1);
     memcpy(copy, data, n);
     int cfg = (int)(n % 4u);                       /* 0 raw, 1 int8 + NCHW, 2 uint8, 3 float32 AD score + energy */
