@@ -40,10 +40,22 @@ def worker(tmp_path_factory):
     w.close()
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(st.builds(Case, st.sampled_from(SMALL_BASES), st.sampled_from(MUTATIONS), st.integers(0, 2**31 - 1)))
+CASES = st.builds(Case, st.sampled_from(SMALL_BASES), st.sampled_from(MUTATIONS), st.integers(0, 2**31 - 1))
+HEALTH = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None, suppress_health_check=HEALTH)
+@given(CASES)
 def test_mutated_models_and_data_build_or_are_refused_cleanly(worker, case):
+    outcome = worker.run(case)
+    assert outcome.kind in ("built", "refused"), f"{case}: {outcome}"
+
+
+@pytest.mark.sweep
+@settings(max_examples=500, deadline=None, database=None, suppress_health_check=HEALTH)
+@given(CASES)
+def test_many_random_mutations_build_or_are_refused_cleanly(worker, case):
+    """The default run's 60 fixed cases, and 500 fresh ones each sweep."""
     outcome = worker.run(case)
     assert outcome.kind in ("built", "refused"), f"{case}: {outcome}"
 

@@ -1,6 +1,7 @@
 """ONNX's own node test cases through edgec: float semantics, INT8 tolerance, generated C bit-exact.
 
-The fast subset covers every extended canonical op kind; the slow test runs every case and
+The fast subset covers every extended canonical op kind; the sweep test (`scripts/test.sh -m sweep`) runs every
+case and
 requires each case output recorded as passing in tests/conformance_expected.json (written by
 scripts/conformance.py together with docs/conformance.md) to still pass. A recorded case or output that the
 installed onnx no longer defines, or that did not run, fails (fast check and slow run alike).
@@ -78,7 +79,7 @@ def test_unsupported_case_gives_a_reason(cases):
     assert not r.passed and "dilated pooling" in r.reason
 
 
-@pytest.mark.slow
+@pytest.mark.sweep      # 3-4 minutes: the fast subset above covers every extended op kind in the default run
 def test_every_recorded_case_still_passes(cases, objs, tmp_path):
     failed, ran = [], set()
     for r in C.run_cases(cases.values(), tmp_path / "c", objs):

@@ -41,7 +41,8 @@ def test_reference_reproduces_tflm(key):
     assert np.array_equal(got, want), f"{key}: samples {np.flatnonzero(np.any(got != want, axis=1))} differ"
 
 
-@pytest.mark.parametrize("path", list(oracle.PATHS))
+@pytest.mark.parametrize("path", [p if p != "reference" else pytest.param(p, marks=pytest.mark.sweep)
+                                  for p in oracle.PATHS])     # the reference kernels: their own tests, every model
 def test_generated_c_reproduces_tflm(path, tmp_path):
     """The four models' C in one host program per kernel path: reference kernels, the fast kernels'
     portable C and their Arm DSP path (intrinsics emulated in C)."""
@@ -142,8 +143,8 @@ def test_kws_on_cortex_m4_is_tflm_bit_exact(tmp_path):
     assert r["samples"] == len(want)
 
 
-@pytest.mark.slow       # KWS and AD in the default run, VWW and IC with the sweeps (scripts/test.sh -m sweep)
-@pytest.mark.parametrize("key", [k if k in ("kws", "ad") else pytest.param(k, marks=pytest.mark.sweep) for k in MODELS])
+@pytest.mark.slow       # AD in the default run (KWS on the M4: the test above), the others with the sweeps (-m sweep)
+@pytest.mark.parametrize("key", [k if k == "ad" else pytest.param(k, marks=pytest.mark.sweep) for k in MODELS])
 def test_cortex_m4_bit_exact_and_as_fast_as_onnx(key, tmp_path, mlperf_build):
     """All four on the emulated Cortex-M4: bit-exact with TFLM, and within 0.1 % of the instructions of edgec's
     build of the float ONNX model (the same build mlperf_build shares with test_mlperf_models)."""
