@@ -343,3 +343,21 @@ def test_only_the_runtime_files_the_model_calls_ship_and_link(tmp_path):
     for k in libs:
         run = subprocess.run([str(tmp_path / f"{k}.exe")], capture_output=True, text=True)
         assert run.returncode == 0 and "identical to the reference" in run.stdout, (k, run.stdout)
+
+
+def test_a_model_of_views_only_compiles_warning_free(tmp_path):
+    """A .tflite of one RESHAPE lowers to no layer at all: its generated C once left the hook's parameters unused
+    and failed -Werror. Its example compiles, runs and matches the reference."""
+    from tflite_oracle import Case, Node, T, write
+
+    path = tmp_path / "views.tflite"
+    shape = T((2,), [], [], 2, np.array([2, 6], np.int32))          # (int32 constant: the new shape)
+    path.write_bytes(write(Case("views", [T((1, 12), [0.1], [3]), shape, T((2, 6), [0.1], [3])],
+                                [Node("RESHAPE", [0, 1], 2)], [0], [2])))
+    api.export(path, None, "host", "c", tmp_path / "lib")
+    out, exe = tmp_path / "lib", tmp_path / "views.exe"
+    subprocess.run([host_compiler("gcc"), "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O2", "-I", str(out),
+                    *library_sources(out), str(out / "example" / "main.c"), "-o", str(exe), "-lm"],
+                   check=True, capture_output=True, text=True)
+    run = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert run.returncode == 0 and "identical to the reference" in run.stdout, run.stdout

@@ -113,6 +113,7 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str, runtime: bool =
     tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
     pointer = pointer_of(plan)
     ctx = dict(name=name, NAME=name.upper(), version=__version__, graph=graph, arrays=arrays, ops=ops,
+               layer_slots=max(len(ops), 1),      # (ISO C has no zero-size array: a model of views only)
                arena_bytes=plan.arena_bytes, pieces=c_pieces(plan), model_hash=graph_hash(graph),
                input_pointer=pointer(graph.input), output_pointer=pointer(graph.output),
                input_bytes=tin.nbytes, output_bytes=tout.nbytes, input_dtype=tin.dtype, output_dtype=tout.dtype,
