@@ -84,15 +84,20 @@ def _beside(path: Path) -> Path | None:
     return next((p for p in (path.with_suffix(".npz"), path.with_name(path.stem + ".test.npz")) if p.is_file()), None)
 
 
+def _name(path: Path) -> str:
+    """A model's name in the tables: its file's stem, or its folder's name for the corpus's `<name>/model.tflite`."""
+    return path.parent.name if path.stem == "model" and path.parent.name else path.stem
+
+
 def corpus_models(arg: str | Path) -> list[Model]:
     """The .tflite models of a file, a folder (recursively) or a manifest (.json or .txt)."""
     src = Path(arg)
     if src.is_dir():
-        return [Model(p.stem, p, _beside(p)) for p in sorted(src.rglob("*.tflite"))]
+        return [Model(_name(p), p, _beside(p)) for p in sorted(src.rglob("*.tflite"))]
     if not src.is_file():
         raise EdgecError(f"--models {src}: no such file or folder; give a .tflite, a folder or a manifest")
     if src.suffix == ".tflite":
-        return [Model(src.stem, src, _beside(src))]
+        return [Model(_name(src), src, _beside(src))]
     if src.suffix == ".json":
         entries = json.loads(src.read_text())
         entries = entries.get("models", entries) if isinstance(entries, dict) else entries
@@ -111,7 +116,7 @@ def corpus_models(arg: str | Path) -> list[Model]:
         if path.suffix != ".tflite":
             continue                      # a corpus manifest may list ONNX files too: TFLM runs only .tflite
         data = (src.parent / e["data"]).resolve() if e.get("data") else _beside(path)
-        out.append(Model(e.get("name") or path.stem, path, data))
+        out.append(Model(e.get("name") or _name(path), path, data))
     return out
 
 

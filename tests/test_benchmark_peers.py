@@ -71,6 +71,9 @@ def test_models_come_from_a_folder_a_json_manifest_or_a_text_manifest(tmp_path):
     listing = tmp_path / "corpus.txt"
     listing.write_text("# corpus\na/one.tflite\n\n")
     assert [x.path for x in m.corpus_models(listing)] == [tmp_path / "a" / "one.tflite"]
+    (tmp_path / "kws_model").mkdir()        # the corpus's <name>/model.tflite: named after its folder
+    (tmp_path / "kws_model" / "model.tflite").write_bytes(b"")
+    assert [x.name for x in m.corpus_models(tmp_path / "kws_model" / "model.tflite")] == ["kws_model"]
 
 
 def _rows():

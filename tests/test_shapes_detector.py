@@ -40,6 +40,7 @@ def test_shapes_detector_on_host(tmp_path):
     assert ex["boxes"]["device"] == ex["boxes"]["int8_reference"]
     html = (tmp_path / "report" / "report.html").read_text()
     assert 'id="boxes"' in html and html.count("<rect") >= sum(len(v) for v in ex["boxes"].values())
+    assert "not a classifier" not in html          # a detector: its boxes, not an empty confusion matrix
 
 
 @pytest.mark.sweep

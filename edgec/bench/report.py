@@ -54,10 +54,11 @@ def plots(result: dict, build_dir: Path) -> list[dict]:
                 "note": None if prof else "run `edgec bench --profile` to time every layer on the device"})
     out.append(_memory_plot(build_dir))
     conf = result.get("confusion")
-    out.append({"id": "confusion", "title": "Confusion matrix",
-                "svg": svgplot.heatmap(conf["matrix"], "Confusion matrix (device)", conf["rows"], conf["columns"])
-                if conf else None,
-                "note": None if conf else "the model is not a classifier (see the error table)"})
+    if conf or not result.get("detection"):     # a detector's own plot is its boxes (below)
+        out.append({"id": "confusion", "title": "Confusion matrix",
+                    "svg": svgplot.heatmap(conf["matrix"], "Confusion matrix (device)", conf["rows"], conf["columns"])
+                    if conf else None,
+                    "note": None if conf else "the model is not a classifier (see the error table)"})
     ex = (result.get("detection") or {}).get("example")
     if ex:      # one image with the float, reference and device boxes (and the ground truth)
         layers = [(f"{k.replace('_', ' ')}", [b["box"] for b in v]) for k, v in ex["boxes"].items()]
