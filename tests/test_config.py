@@ -145,3 +145,30 @@ def test_board_and_port_only_from_the_users_own_files(tmp_path, monkeypatch, cap
     if os.getuid() == 0:                  # root can give the file away: another user's file
         os.chown(cfg, 4242, 4242)
         assert_clean_error(run(capsys, "config", model), "is not yours")
+
+
+_VALUES = ['"host"', '"qemu-cortex-m4"', '"../../etc/passwd"', '""', "0", "-1", "1e400", "nan", "inf", "true", "false",
+           "[1, 2]", '["conv1", 3]', "{ a = 1 }", '"\\u0000"', '"' + "x" * 5000 + '"', "2024-01-01", "1.5"]
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_random_settings_files_are_taken_or_one_line(seed, tmp_path, monkeypatch, capsys):
+    """Random edgec.toml files (every settable key, the root marker and unknown keys, with values of every TOML
+    type, some not TOML at all): `edgec config` and a host build either run or stop with one clean line naming
+    the file; never a traceback."""
+    import random
+    rng = random.Random(seed)
+    keys = [*config.SETTABLE, "root", "port", "bord", "[tool.edgec]"]
+    lines = []
+    for _ in range(rng.randrange(1, 5)):
+        key = rng.choice(keys)
+        lines.append(key if key.startswith("[") else f"{key} = {rng.choice(_VALUES)}")
+    if rng.random() < 0.15:
+        lines.append(rng.choice(["= 3", "board = [", "\x00", "a.b.c = 1", "board = 'x'\nboard = 'y'"]))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "edgec.toml").write_text("\n".join(lines) + "\n")
+    for args in (["config"], ["inspect", CANCER / "model.onnx"]):
+        r = run(capsys, *args)
+        if r.returncode != 0:
+            assert_clean_error(r)
+            assert "edgec.toml" in r.stderr or "board" in r.stderr, r.stderr

@@ -348,3 +348,40 @@ def test_values_the_device_reports_are_checked_against_the_build():
     for key, value in (("output_bytes", 0xFFFFFFFF), ("input_bytes", 7), ("layer_count", 1 << 31)):
         with pytest.raises(EdgecError, match="flash"):
             check_hello({**hello, key: value}, report, "build")
+
+
+class RandomReplyDevice(FakeDevice):
+    """A device whose replies are well framed and CRC-correct but whose payloads are drawn at random: the right
+    type and sequence number with random bytes of a random length, or the right struct sizes with random values."""
+
+    def __init__(self, draw):
+        super().__init__()
+        self.draw = draw
+
+    def _frame(self, raw):
+        ftype, seq, p = L.decode_frame(raw)
+        if ftype == L.SYNC:                 # the sync is answered: the link reaches the commands under test
+            return super()._frame(raw)
+        if ftype == L.HELLO and self.draw(2) == 0:      # a sane HELLO now and then, so run() is reached too
+            return super()._frame(raw)
+        n = self.draw(64)
+        payload = bytes(self.draw(256) for _ in range(n))
+        self.tx += L.encode_frame(ftype | L.REPLY, seq, payload)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_crc_correct_replies_are_one_line_errors_or_right(seed):
+    """Whatever a (broken or hostile) firmware answers in well-formed frames, the link either returns an output of
+    the model's size or stops with one EdgecError line: never another exception, a hang or a huge read."""
+    rng = random.Random(seed)
+    dev = RandomReplyDevice(lambda n: rng.randrange(n))
+    link = L.Link(dev, timeout=0.05, retries=2)
+    link.sync()
+    start = time.monotonic()
+    try:
+        info = link.hello()
+        out, _ = link.run(os.urandom(info["input_bytes"] if 0 < info.get("input_bytes", 0) <= 4096 else 600))
+        assert len(out) == info["output_bytes"]
+    except EdgecError as e:
+        assert "\n" not in str(e) and str(e)
+    assert time.monotonic() - start < 20
