@@ -3,7 +3,7 @@
  * of TFLM's micro_speech preprocessor. Written from TFLM's documented integer scheme; C99, no allocation. Where
  * TFLM's C++ relies on a signed overflow or an int16 store wrapping around, the same value is computed here in
  * unsigned arithmetic or stored through an explicit two's-complement wrap. */
-#include "edgec_nn.h"
+#include "edgec_nn_support.h"     /* (edgec_nn.h with it, as every kernel file) */
 
 static int16_t s16(int32_t v)                         /* a store into int16: wraps around as TFLM's builds do */
 {

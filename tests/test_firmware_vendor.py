@@ -19,6 +19,9 @@ from edgec.targets.firmware import section_table
 from edgec.targets.fit import FRAMEWORK_MAIN_BYTES, stack_usage
 
 NUCLEOS = ["nucleo-f446re", "nucleo-l4r5zi", "nucleo-h743zi2"]
+# the L4R5ZI's vendor build with the sweeps (its MLPerf energy firmware is built with the vendor framework in the
+# default run, tests/test_mlperf_firmware.py)
+BOARDS = [pytest.param(b, marks=pytest.mark.sweep) if b == "nucleo-l4r5zi" else b for b in NUCLEOS]
 # sections PlatformIO's ststm32 size report leaves out of "Flash" (its SIZEPROGREGEXP counts .text, .data,
 # .rodata, .text.align and .ARM.exidx): the vector table, .ARM (exception index), the init/fini arrays
 PIO_UNCOUNTED_FLASH = {".isr_vector", ".ARM", ".preinit_array", ".init_array", ".fini_array"}
@@ -78,20 +81,20 @@ def check_against_the_linker(report: dict, out: Path, board_name: str) -> None:
           f"{mem['stack_estimate_bytes']} B, model built with {mem['model_optimization']}")
 
 
-@pytest.mark.parametrize("board", NUCLEOS)
+@pytest.mark.parametrize("board", BOARDS)
 def test_vendor_build_sizes_agree_with_the_linker(board, nucleo_build):
     report, out = nucleo_build(board)
     check_against_the_linker(report, out, board)
 
 
-@pytest.mark.parametrize("board", NUCLEOS)
+@pytest.mark.parametrize("board", BOARDS)
 def test_the_model_is_compiled_with_the_profiles_optimization_not_the_frameworks(board, nucleo_build):
     report, out = nucleo_build(board)
     wanted = [f for f in load_board(board).build_flags if f.startswith("-O")][-1]
     assert report["memory"]["model_optimization"] == wanted == "-O2"
 
 
-@pytest.mark.parametrize("board", NUCLEOS)
+@pytest.mark.parametrize("board", BOARDS)
 def test_memory_checks_are_measured_on_framework_boards(board, nucleo_build):
     report, out = nucleo_build(board)
     mem = report["memory"]
@@ -121,7 +124,7 @@ def test_the_h743_arena_is_in_dtcm(nucleo_build):
     assert report["memory"]["fit_estimate"]["ram"]["regions"]["DTCM"]["arena"] == report["memory"]["arena_bytes"]
 
 
-@pytest.mark.parametrize("board", NUCLEOS)
+@pytest.mark.parametrize("board", BOARDS)
 def test_the_firmware_reports_the_clock_it_runs_at(board, nucleo_build):
     """edgec_tick_hz() returns CMSIS's SystemCoreClock (what the framework's clock set-up left there),
     not a number from the profile; the bench converts cycles with it (tests/test_bench_runner.py)."""

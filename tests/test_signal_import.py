@@ -92,7 +92,9 @@ def test_generated_c_on_host_matches_tflm(audio_frames, tmp_path):
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("cc", ["gcc", "clang"])
+# gcc with the sweeps: edgec_signal.c's gcc warnings are checked in the default run with every runtime file
+# (tests/test_cmodel_sanitizers.py)
+@pytest.mark.parametrize("cc", [pytest.param("gcc", marks=pytest.mark.sweep), "clang"])
 def test_generated_c_is_warning_free_and_sanitizer_clean(audio_frames, tmp_path, cc):
     """The preprocessor's library and the runtime under -Wall -Wextra -Werror and ASan/UBSan (gcc and clang),
     over every window of the four clips: still TFLM's features."""

@@ -383,9 +383,11 @@ def cases(seed: int, n: int, kinds: list[str] | None = None, makers: dict | None
 
 
 # ---- running ----------------------------------------------------------------------------------------
-def tflm(model: bytes, x) -> np.ndarray:
+def tflm(model: bytes, x, carry_state: bool = False) -> np.ndarray:
     """TFLite Micro's outputs [n, ...] for inputs x [n, ...]; several inputs: a list of arrays [n, ...], one per
-    input; several outputs: packed (each flattened, in the model's order)."""
+    input; several outputs: packed (each flattened, in the model's order). Each sample from the interpreter's reset
+    (an LSTM's or SVDF's state, as edgec runs each inference), or with carry_state the state carried from one
+    sample to the next (the signal library's streaming operators, as edgec's device keeps it)."""
     from tflite_micro.python.tflite_micro import runtime
 
     interp = runtime.Interpreter.from_bytes(model, arena_size=1 << 22)
@@ -395,7 +397,8 @@ def tflm(model: bytes, x) -> np.ndarray:
     for i in range(len(xs[0])):
         for k, xk in enumerate(xs):
             interp.set_input(xk[i], k)
-        interp.reset()          # each sample an inference of its own (a stateful model's state from its reset)
+        if not carry_state:
+            interp.reset()      # each sample an inference of its own (a stateful model's state from its reset)
         interp.invoke()
         outs.append(np.concatenate([np.asarray(interp.get_output(k)).reshape(-1) for k in range(n_out)]))
     return np.stack(outs)
