@@ -176,6 +176,19 @@ def _raise_terminated(signum, _frame):
     raise Terminated(signum)
 
 
+def result(future, poll: float = 0.2):
+    """future.result(), waking every `poll` seconds: a signal the kernel delivers to another thread only marks
+    itself pending, and its handler (Terminated, KeyboardInterrupt) runs when the main thread next wakes, which
+    a bare result() would put off until the job ended (every dataset-in-flash chunk run after a SIGTERM)."""
+    from concurrent.futures import TimeoutError as Pending
+
+    while True:
+        try:
+            return future.result(timeout=poll)
+        except Pending:
+            continue
+
+
 def signals_raise() -> dict:
     """SIGINT, SIGTERM and SIGHUP raise (KeyboardInterrupt / Terminated) in the main thread (a signal
     ignored already, e.g. SIGHUP under nohup, stays ignored); returns the handlers before, for restore()."""

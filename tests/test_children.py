@@ -390,3 +390,40 @@ def test_an_interrupt_as_a_firmware_build_starts_does_not_hang_the_exit(tmp_path
         left = _gone_marker(marker)
     assert run.returncode == 0 and run.stdout.strip() == "interrupted", run.stderr[-2000:]
     assert left == []
+
+
+def test_waiting_on_a_job_takes_a_signal_delivered_to_another_thread():
+    """The kernel may deliver SIGTERM to any thread; then the handler only runs when the main thread wakes. A bare
+    Future.result() slept on until the job ended (every dataset-in-flash chunk ran after the SIGTERM, seen in CI);
+    children.result wakes and the interrupt is taken at once."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from edgec import children
+
+    started, release, where = threading.Event(), threading.Event(), {}
+
+    def job():
+        where["thread"] = threading.get_ident()
+        started.set()
+        release.wait(30)
+        return 1
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+
+    pool = ThreadPoolExecutor(1)
+    future = pool.submit(job)
+    started.wait(10)
+    previous = signal.signal(signal.SIGUSR1, interrupt)
+    timer = threading.Timer(0.3, lambda: signal.pthread_kill(where["thread"], signal.SIGUSR1))
+    try:
+        t0 = time.monotonic()
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            children.result(future)
+        assert time.monotonic() - t0 < 10        # not after the job's 30 s
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+        release.set()
+        pool.shutdown(wait=True)

@@ -144,7 +144,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
     result: dict = {}
     if job is not None:
         try:
-            ran = job.result()
+            ran = children.result(job)     # (an interrupt is taken while the chunks run)
         except BaseException:
             _stop(pool, cancel)
             raise
