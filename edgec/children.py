@@ -48,18 +48,6 @@ def _prctl():
         return None
 
 
-def _die_with_parent(parent: int):
-    """preexec_fn: the kernel sends SIGKILL to the child when its parent ends (Linux only)."""
-    prctl = _prctl()
-
-    def setup() -> None:
-        if prctl is not None:
-            prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        if os.getppid() != parent:     # the parent died before prctl: do not run orphaned
-            os._exit(1)
-    return setup
-
-
 def _check_program(program: str, path: str | None) -> None:
     """FileNotFoundError / PermissionError as Popen would raise them (the reaper starts the program later)."""
     if "/" in program:
@@ -84,7 +72,9 @@ def spawn(argv, **kw) -> subprocess.Popen:
     reaper = sys.platform.startswith("linux")
     if reaper:
         argv = [sys.executable, "-I", "-S", _REAPER, str(os.getpid()), *argv]
-    proc = subprocess.Popen(argv, start_new_session=True, preexec_fn=_die_with_parent(os.getpid()), **kw)
+    # no preexec_fn: edgec may have threads, and code run between fork and exec in a threaded process can crash
+    # (a forked child segfaulted in it); the reaper sets its parent-death signal itself, first thing after exec
+    proc = subprocess.Popen(argv, start_new_session=True, **kw)
     proc.edgec_reaper = reaper
     with _LIVE_LOCK:
         _LIVE.add(proc)
