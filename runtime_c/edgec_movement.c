@@ -121,3 +121,11 @@ void edgec_concat_part_s8(const edgec_concat_params *p, const int8_t *input, con
         }
     }
 }
+
+void edgec_constant_s8(const int8_t *values, int8_t *output, int32_t n)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) {
+        output[i] = values[i];
+    }
+}

@@ -529,6 +529,10 @@ void edgec_remap_s8(const edgec_remap_params *p, const int8_t *input, const int3
 /* int16 (between two int16 layers): the same params, pad_value on the int16 grid. */
 void edgec_remap_s16(const edgec_remap_params *p, const int16_t *input, const int32_t *offsets, int16_t *output);
 
+/* A constant tensor (a branch of the model computed from constants alone, folded at build time: an SSD's
+ * anchors) written into its buffer: output[i] = values[i] for i < n. */
+void edgec_constant_s8(const int8_t *values, int8_t *output, int32_t n);
+
 /* One input of a concatenation: out[o * out_stride + out_offset + j] = in[o * chunk + j]
  * (through table[in + 128] when table is not NULL). */
 typedef struct {

@@ -60,3 +60,67 @@ def test_unresolved_run_time_shape_is_named(tmp_path):
     with pytest.raises(EdgecError, match=r"RESHAPE \(operator #6: the shape computed for its output, \[4, 6\], is "
                        r"not the file's \[1, 1\]"):
         importer.load(path, "placeholder")
+
+
+def _constant_branch(rng, tile: bool):
+    """x [1, 4, 3] and a constant c [2, 3] (int8, x's quantization) RESHAPEd to [1, 2, 3] (with `tile`: then
+    TILEd to [1, 4, 3]), concatenated after x (output 0); the constant branch alone is output 1 (an SSD's
+    anchors, as ST's model zoo exports them)."""
+    T, Node, i32 = oracle.T, oracle.Node, oracle.INT32
+    s, z = oracle._act(rng, False)
+    c = rng.integers(-128, 128, (2, 3)).astype(np.int8)
+    rows = 4 if tile else 2
+    tensors = [T((1, 4, 3), [s], [z]), T((2, 3), [s], [z], data=c), T((3,), [], [], i32, np.array([1, 2, 3], np.int32)),
+               T((1, 2, 3), [s], [z]), T((1, rows, 3), [s], [z]), T((1, 4 + rows, 3), [s], [z]),
+               T((3,), [], [], i32, np.array([1, 2, 1], np.int32))]
+    nodes = [Node("RESHAPE", [1, 2], 3)]
+    if tile:
+        nodes.append(Node("TILE", [3, 6], 4))
+    else:
+        nodes.append(Node("RESHAPE", [3, 2], 4))
+    nodes.append(Node("CONCATENATION", [0, 4], 5, ("ConcatenationOptions", dict(Axis=1, FusedActivationFunction=0))))
+    expected = np.tile(c.reshape(1, 2, 3), (1, 2, 1)) if tile else c.reshape(1, 2, 3)
+    return oracle.Case("constbranch", tensors, nodes, 0, [5, 4]), expected
+
+
+def test_a_constant_branch_folds_and_is_written_where_it_is_read(tmp_path):
+    """An int8 constant moved by RESHAPE (no TILE: TFLite Micro's Python interpreter lacks it) into a
+    CONCATENATION and into a graph output of its own: folded at import, written by one constant op; bit-identical
+    to TFLite Micro, and the generated C to the reference."""
+    rng = np.random.default_rng(4)
+    case, _ = _constant_branch(rng, tile=False)
+    path = tmp_path / "c.tflite"
+    path.write_bytes(oracle.write(case))
+    graph = importer.load(path, "c")
+    assert sorted(op.kind for op in graph.ops).count("constant_tensor") == 1
+    x = rng.integers(-128, 128, (4, 1, 4, 3)).astype(np.int8)
+    got = np.stack([np.asarray(reference.run(graph, xi.reshape(-1))).reshape(-1) for xi in x])
+    assert np.array_equal(got, oracle.tflm(path.read_bytes(), x).reshape(len(x), -1))
+    c_out = oracle.run_c([graph], [x.reshape(len(x), -1)], tmp_path, "reference")[0]
+    assert np.array_equal(np.asarray(c_out).reshape(got.shape), got)
+
+
+def test_a_tiled_constant_is_the_files_bytes(tmp_path):
+    """TILE of an int8 constant (an SSD's anchor grid) folds to numpy.tile of the file's bytes, in the graph
+    output that reads it and in the concatenation."""
+    rng = np.random.default_rng(5)
+    case, expected = _constant_branch(rng, tile=True)
+    path = tmp_path / "t.tflite"
+    path.write_bytes(oracle.write(case))
+    graph = importer.load(path, "t")
+    assert "tile" not in {op.kind for op in graph.ops}
+    x = rng.integers(-128, 128, (1, 4, 3)).astype(np.int8)
+    got = np.asarray(reference.run(graph, x.reshape(-1))).reshape(-1)
+    assert np.array_equal(got, np.concatenate([x.reshape(-1), expected.reshape(-1), expected.reshape(-1)]))
+
+
+def test_a_constant_of_another_quantization_is_not_folded(tmp_path):
+    """Folding moves bytes only: a constant whose quantization differs from the output's is left to the
+    importers (here: refused naming the CONCATENATION), never silently requantized."""
+    rng = np.random.default_rng(6)
+    case, _ = _constant_branch(rng, tile=False)
+    case.tensors[1].scale = [case.tensors[1].scale[0] * 2]
+    path = tmp_path / "q.tflite"
+    path.write_bytes(oracle.write(case))
+    with pytest.raises(EdgecError, match="RESHAPE"):
+        importer.load(path, "q")

@@ -120,6 +120,8 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         if (outdir / "model.tflite").is_file():     # a quantized .tflite: its own integer reference, and TFLite Micro's
             log(f"reference: int8 (NumPy), checked against the TFLite Micro interpreter where installed, on {n} samples")
             tflm = tflite_interpreter.interpreter_outputs(outdir / "model.tflite", xq)
+            if tflm is None:
+                log("reference: TFLite Micro's interpreter is not installed or cannot run this file: not checked")
             if tflm is not None and boxes_d is not None:   # rows past the count: undefined in TFLM's fast NMS
                 tflm = detection.defined(tflm, boxes_d)
             checked = {"interpreter": "tflite-micro" if tflm is not None else None,

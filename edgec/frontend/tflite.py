@@ -175,7 +175,7 @@ class _Importer:
         """The canonical tensor holding activation input k (of one of `dtypes`: a uint8 tensor only where the
         importer says it takes one)."""
         i = op.Inputs(k)
-        if i not in self.values:
+        if i not in self.values and not tflite_fold.materialize(self, op, i):
             raise Unsupported(f"input {k} ('{self._tname(i)}') is a constant or an unknown tensor; edgec needs an "
                               "activation there")
         if self.graph.tensors[self.values[i]].dtype not in dtypes:
@@ -384,7 +384,8 @@ class _Importer:
         """The canonical tensor of graph output `index` (held in TFLite tensor y; `earlier`: the outputs before
         it); an error naming what is wrong with it."""
         g, name = self.graph, self._tname(index)
-        if y not in self.values:
+        last = self.sg.Operators(self.sg.OperatorsLength() - 1)
+        if y not in self.values and not tflite_fold.materialize(self, last, y):    # a folded constant output
             ops = [i for i in range(self.sg.OperatorsLength()) if y in self.sg.Operators(i).OutputsAsNumpy()]
             what = f"computed by {self.op_name(self.sg.Operators(ops[0]))} (operator #{ops[0]}), which edgec " \
                    "did not import" if ops else "a constant or a tensor no operator computes"

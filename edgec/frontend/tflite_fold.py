@@ -5,14 +5,20 @@ the other dimensions) -> RESHAPE(x, that): integer tensors computed at run time 
 anyway (a Keras Dense on a 3-D input: SHAPE -> GATHER -> REDUCE_PROD -> PACK). `fold(tx, op)` evaluates such
 an operator with NumPy when every input is a constant or already folded (or, for SHAPE, has a static shape) and
 its outputs are integer tensors without quantization; its values then stand as constants for the operators that
-read them (`tx.const`), and nothing of it runs on the device. Quantized (int8) tensors are never folded here:
-their arithmetic is the importers'.
+read them (`tx.const`), and nothing of it runs on the device. Quantized (int8) tensors are folded only through
+pure data movement (`MOVES`: an SSD's anchors, a constant TILEd, reshaped and concatenated into a graph output)
+where every int8 input has the output's quantization, so the bytes are the file's exactly; their arithmetic is
+the importers'. Where an operator or a graph output reads such a folded int8 value as an activation,
+`materialize` writes it there (edgec/ops/constant.py).
 """
 from __future__ import annotations
 
 import numpy as np
 
 INTEGER_TYPES = {2: np.int32, 4: np.int64, 6: np.bool_}      # tflite.TensorType INT32, INT64, BOOL
+INT8 = 9                                                     # tflite.TensorType INT8
+MOVES = {"TILE", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "CONCATENATION", "TRANSPOSE", "PACK", "STRIDED_SLICE",
+         "GATHER"}                                           # foldable on int8 values: they only move bytes
 ELEMENTWISE = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "FLOOR_DIV": np.floor_divide,
                "MAXIMUM": np.maximum, "MINIMUM": np.minimum}
 REDUCTIONS = {"REDUCE_PROD": np.prod, "SUM": np.sum, "REDUCE_MAX": np.max, "REDUCE_MIN": np.min}
@@ -22,7 +28,11 @@ def fold(tx, op) -> bool:
     """Whether `op` was evaluated at build time (its outputs recorded in tx.static)."""
     name = tx.op_name(op)
     outs = [int(t) for t in op.OutputsAsNumpy()]
-    if not outs or any(tx.sg.Tensors(t).Type() not in INTEGER_TYPES or _quantized(tx, t) for t in outs):
+    moved = bool(outs) and name in MOVES and all(tx.sg.Tensors(t).Type() == INT8 and _quantized(tx, t) for t in outs)
+    if not outs or not moved and any(tx.sg.Tensors(t).Type() not in INTEGER_TYPES or _quantized(tx, t) for t in outs):
+        return False
+    if moved and not all(_same_qparams(tx, op.Inputs(k), outs[0]) for k in range(op.InputsLength())
+                         if op.Inputs(k) >= 0 and tx.sg.Tensors(op.Inputs(k)).Type() == INT8):
         return False
     if name == "SHAPE":            # the file's shape (a batch of None is 1 in it, as TFLite Micro runs it)
         return op.Inputs(0) >= 0 and _set(tx, outs, [np.array(tx.shape(op.Inputs(0)), np.int64)])
@@ -59,6 +69,10 @@ def _evaluate(tx, op, name: str, ins: list) -> list | None:
         if o is not None and o.BatchDims() != 0:
             return None
         return [np.take(ins[0], ins[1], axis=o.Axis() if o is not None else 0)]
+    if name == "TILE":
+        return [np.tile(ins[0], np.asarray(ins[1]).reshape(-1).tolist())]
+    if name == "TRANSPOSE":
+        return [np.transpose(ins[0], np.asarray(ins[1]).reshape(-1).tolist())]
     if name in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS", "CAST"):
         return [ins[0]]                    # reshaped and typed by _set
     if name in ELEMENTWISE:
@@ -90,9 +104,28 @@ def _set(tx, outs: list[int], values: list) -> bool:
         if v is None:
             return False
         shape = tx.shape(t)
-        v = np.asarray(v).astype(INTEGER_TYPES[tx.sg.Tensors(t).Type()])
+        kind = tx.sg.Tensors(t).Type()
+        v = np.asarray(v).astype(np.int8 if kind == INT8 else INTEGER_TYPES[kind])
         tx.static[t] = v.reshape(shape) if shape and int(np.prod(shape)) == v.size else v
     return True
+
+
+def materialize(tx, consumer, index: int) -> bool:
+    """Whether TFLite tensor `index` is an int8 value folded at import, now written into an activation by a
+    constant op (for the `consumer` operator, or a graph output)."""
+    value = tx.static.get(index)
+    if value is None or value.dtype != np.int8 or index in tx.values:
+        return False
+    from edgec.ops import constant
+
+    constant.emit(tx, consumer, index, value)
+    return True
+
+
+def _same_qparams(tx, a: int, b: int) -> bool:
+    qa, qb = tx.sg.Tensors(a).Quantization(), tx.sg.Tensors(b).Quantization()
+    return (qa is not None and qa.ScaleLength() == 1 and qb.ScaleLength() == 1 and qa.Scale(0) == qb.Scale(0)
+            and (qa.ZeroPoint(0) if qa.ZeroPointLength() else 0) == (qb.ZeroPoint(0) if qb.ZeroPointLength() else 0))
 
 
 def _quantized(tx, t: int) -> bool:

@@ -15,7 +15,7 @@ Adding an operator: docs/design.md, "Adding an operator".
 from __future__ import annotations
 
 from edgec.ir import Graph, Op
-from edgec.ops import (add_n, binary, concat, conv, convert, cumsum, dense, detection, lut, matmul, movement, nms,
+from edgec.ops import (add_n, binary, concat, constant, conv, convert, cumsum, dense, detection, lut, matmul, movement, nms,
                        norm, pool, rearrange, recurrent, recurrent_tflite, reduce, resize, signal, softmax, svdf,
                        where)
 from edgec.ops.binary import tflite as binary_tflite
@@ -24,7 +24,8 @@ from edgec.ops.kernel import DEFAULT_CODE_BYTES, FAST, HELIUM, INT4, INT8, INT16
 from edgec.ops.opdef import OpDef
 
 MODULES = (movement, concat, rearrange, lut, lut_tflite, pool, conv, dense, matmul, binary, binary_tflite, softmax, reduce,
-           cumsum, add_n, where, resize, convert, recurrent, recurrent_tflite, svdf, norm, detection, nms, signal)
+           cumsum, add_n, where, resize, convert, recurrent, recurrent_tflite, svdf, norm, detection, nms, signal,
+           constant)
 
 REGISTRY: dict[str, OpDef] = {}
 for _m in MODULES:
