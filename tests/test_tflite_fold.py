@@ -124,3 +124,21 @@ def test_a_constant_of_another_quantization_is_not_folded(tmp_path):
     path.write_bytes(oracle.write(case))
     with pytest.raises(EdgecError, match="RESHAPE"):
         importer.load(path, "q")
+
+
+def test_bench_runs_a_file_tflite_micro_cannot_load(tmp_path):
+    """A file TFLite Micro's Python interpreter cannot load (TILE: not registered there) builds and benches:
+    the device against edgec's reference, the interpreter's check reported as not made (a traceback before)."""
+    from edgec import api
+
+    rng = np.random.default_rng(7)
+    case, _ = _constant_branch(rng, tile=True)
+    path = tmp_path / "t.tflite"
+    path.write_bytes(oracle.write(case))
+    out = tmp_path / "b"
+    api.build(path, None, "host", out)
+    data = tmp_path / "d.npz"
+    np.savez(data, x=rng.uniform(-1, 1, (3, 4, 3)).astype(np.float32))
+    r = api.bench(out, data)
+    assert r["agreement"]["device_vs_reference"] == 1.0
+    assert r["tflite"] == {"interpreter": None, "reference_vs_interpreter": None}

@@ -345,7 +345,8 @@ def summary_lines(r: dict) -> list[str]:
                  f"{100 * r['agreement']['device_vs_reference']:.2f}% of samples")
     if "tflite" in r:       # a .tflite build: its "float" outputs are TFLite Micro's own (dequantized)
         t = r["tflite"]
-        lines.append("TFLite Micro: not installed (pip install tflite-micro), the int8 reference stands for it"
+        lines.append("TFLite Micro: not installed, or its interpreter cannot load this file (it names what it "
+                     "lacks above); the int8 reference stands for it"
                      if t["interpreter"] is None else
                      f"TFLite Micro: int8 reference identical to its interpreter on "
                      f"{100 * t['reference_vs_interpreter']:.2f}% of samples ('float' above is its output)")
