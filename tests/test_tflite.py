@@ -185,6 +185,18 @@ def test_float_edges(tmp_path):
     assert np.array_equal(tflite_interpreter.interpreter_outputs(path, q.reshape(len(q), -1)), got)   # (the bench's check)
 
 
+def test_a_float_tflite_says_what_to_do(tmp_path):
+    """A float .tflite (float input, no QUANTIZE after it: a float or dynamic-range model, as users' repositories
+    hold) is refused in one line that says how to get a model edgec builds."""
+    case, _ = oracle.fc_case(np.random.default_rng(0), "fc")
+    case.tensors[0] = oracle.T(case.tensors[0].shape, [], [], 0)
+    path = tmp_path / "float.tflite"
+    path.write_bytes(oracle.write(case))
+    with pytest.raises(EdgecError, match=r"graph input .* is float32; .*TFLiteConverter .*ONNX with --calib") as e:
+        importer.load(path, "float")
+    assert "\n" not in str(e.value)
+
+
 def test_damaged_files_are_one_line(tmp_path):
     """Truncated or byte-flipped copies of a real file: imported, or refused with an EdgecError, never a crash."""
     path, *_ = golden("kws")

@@ -304,7 +304,10 @@ class _Importer:
             try:
                 t = self._activation(edges.get(i, i), dtypes=("int8", "uint8", "int16"))
             except Unsupported as exc:
-                raise EdgecError(f"{self.path}: graph input '{self._tname(i)}': {exc}") from None
+                hint = ("; a float or dynamic-range .tflite: quantize it fully with TFLiteConverter (a representative "
+                        "dataset, int8 inputs and outputs), or give edgec the float model as ONNX with --calib"
+                        if self.sg.Tensors(i).Type() == 0 else "")
+                raise EdgecError(f"{self.path}: graph input '{self._tname(i)}': {exc}{hint}") from None
             if k == 0:
                 g.input, g.input_onnx_shape = t, self.shape(i)
             else:
