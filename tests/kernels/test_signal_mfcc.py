@@ -123,3 +123,74 @@ def test_constants_refuse_what_the_kernel_cannot_hold():
         mfcc.constants(dict(spec, fft_length=100))
     with pytest.raises(EdgecError, match="window"):
         mfcc.constants(dict(spec, window=2 * np.ones(spec["frame_length"])))
+
+
+MAIN = r"""
+#include <stdio.h>
+#include "edgec_nn.h"
+#include "mfcc_data.h"
+
+static int32_t scratch[SCRATCH_WORDS], features[FEATURES];
+
+int main(void)
+{
+    int c, i;
+    for (c = 0; c < N_CLIPS; c++) {
+        edgec_signal_mfcc_s16(&params, clips[c], window, mel, mel_lo, mel_hi, eps, log2_unit, dct, cos_q30,
+                              sin_q30, scratch, features);
+        printf("clip %d ", c);
+        for (i = 0; i < FEATURES; i++) printf("%08lx", (unsigned long)(uint32_t)features[i]);
+        printf("\n");
+    }
+    return 0;
+}
+"""
+
+
+def c_array(ctype: str, name: str, values) -> str:
+    return f"static const {ctype} {name}[] = {{{', '.join(str(int(v)) for v in np.asarray(values).reshape(-1))}}};\n"
+
+
+@pytest.mark.sweep
+def test_exported_front_end_on_qemu_cortex_m4(tmp_path):
+    """The torchaudio front end (top_db, power, dB: the most parameters) in a firmware of its own on the emulated
+    Cortex-M4, on the four clips: the device's features are the twin's, bit for bit."""
+    import shutil
+    from edgec.settings import Settings
+    from edgec.targets.boards import load_board
+    from edgec.targets.firmware import board_options, platform_spec
+    from edgec.targets.pio import run_pio
+    from qemurun import run_qemu
+
+    p, a = mfcc.constants(mfcc_onnx.recognise(onnx.load(str(AUDIO / "frontends" / "torchaudio_mfcc.onnx"))))
+    src = tmp_path / "src"
+    src.mkdir()
+    for f in ("edgec_signal.c", "edgec_nn.h", "edgec_nn_support.h"):
+        shutil.copy(cheader.runtime_dir() / f, src / f)
+    fields = ", ".join(str(p[k]) for k, _ in cheader.struct_fields("edgec_signal_mfcc_params"))
+    rows = ",\n".join("{" + ", ".join(str(int(v)) for v in clip(c)) + "}" for c in CLIPS)
+    (src / "mfcc_data.h").write_text(
+        "#include <stdint.h>\n#include \"edgec_nn.h\"\n"
+        f"#define N_CLIPS {len(CLIPS)}\n#define FEATURES {p['frames'] * p['coeffs']}\n"
+        f"#define SCRATCH_WORDS {cheader.buffer_size('edgec_signal_mfcc_s16', p) // 4}\n"
+        f"static const edgec_signal_mfcc_params params = {{{fields}}};\n"
+        f"static const int16_t clips[N_CLIPS][{p['samples']}] = {{\n{rows}\n}};\n"
+        + c_array("int16_t", "window", a["window"]) + c_array("int16_t", "mel", a["mel"])
+        + c_array("int16_t", "mel_lo", a["mel_lo"]) + c_array("int16_t", "mel_hi", a["mel_hi"])
+        + c_array("int64_t", "eps", a["eps"]) + c_array("int32_t", "log2_unit", a["log2_unit"])
+        + c_array("int16_t", "dct", a["dct"]) + c_array("int32_t", "cos_q30", a["cos"])
+        + c_array("int32_t", "sin_q30", a["sin"]))
+    (src / "main.c").write_text(MAIN)
+    board = load_board("qemu-cortex-m4")
+    options = "\n".join(f"{k} = {v}" for k, v in board_options(board))
+    (tmp_path / "platformio.ini").write_text(
+        f"[env:m4]\nplatform = {platform_spec(board)}\nboard = {board.pio_board}\n{options}\n"
+        "build_src_flags = -std=c99 -Wall -Wextra -Werror\n")
+    env = Settings.from_environment()
+    run_pio(["run", "-e", "m4"], tmp_path, tmp_path / "build.log", env.platformio_home, env.build_timeout, log=None)
+    code, out = run_qemu("qemu-cortex-m4", tmp_path / ".pio" / "build" / "m4" / "firmware.elf", timeout=300)
+    assert code == 0, out[-2000:]
+    got = {int(line.split()[1]): np.frombuffer(bytes.fromhex(line.split()[2]), ">u4").astype(np.uint32).view(np.int32)
+           for line in out.splitlines() if line.startswith("clip ")}
+    for k, c in enumerate(CLIPS):
+        np.testing.assert_array_equal(got[k], mfcc.features(clip(c), p, a))
