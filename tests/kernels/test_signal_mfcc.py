@@ -46,7 +46,7 @@ def random_spec(rng) -> dict:
     window = np.hanning(length) if rng.random() < 0.5 else rng.uniform(-1, 1, length)
     return dict(samples=length + hop * int(rng.integers(0, 5)), hop=hop, frame_length=length, fft_length=n,
                 window=window, mel=mel, power=int(rng.choice([1, 2])), eps=float(rng.choice([0.0, 1e-10, 1e-6, 1e-2])),
-                eps_mode=str(rng.choice(["add", "clamp"])), log_scale=float(rng.choice([1.0, 10 / np.log(10)])),
+                eps_mode=str(rng.choice(["added", "clamped"])), log_scale=float(rng.choice([1.0, 10 / np.log(10)])),
                 top_db=None if rng.random() < 0.5 else float(rng.uniform(10, 100)),
                 dct=rng.normal(0, 0.4, (mels, int(rng.integers(1, mels + 1)))), transposed=bool(rng.random() < 0.5))
 

@@ -35,10 +35,11 @@ LOG_SHIFT = 24          # the log's c ln 2 multiplier is Q24
 SHIFTS = 16             # FftAutoScale's shift s is 0..15: one eps and one scale entry for each
 
 
-def constants(spec: dict) -> tuple[dict, dict]:
+def constants(spec: dict, input_scale: float = 2.0 ** -15) -> tuple[dict, dict]:
     """The kernel's integer parameters and constant arrays from a float front end `spec` (mfcc_onnx.recognise):
     samples, hop, frame_length, fft_length, window [frame_length], mel [bins, mels], power (1 | 2), eps,
-    eps_mode ("add" | "clamp"), log_scale (c), top_db (None or dB), dct [mels, coeffs], transposed."""
+    eps_mode ("added" | "clamped"), log_scale (c), top_db (None or dB), dct [mels, coeffs], transposed; the int16
+    audio is the float audio / input_scale (2^-15: a full-scale float sample is 32768)."""
     n, power = int(spec["fft_length"]), int(spec["power"])
     if n < 8 or n & (n - 1) or n > 1 << 15:
         raise EdgecError(f"an FFT of {n} points: edgec's MFCC front end takes powers of two from 8 to 32768")
@@ -58,7 +59,8 @@ def constants(spec: dict) -> tuple[dict, dict]:
     value_shift, headroom = max(0, top - 62), max(0, 62 - top)
     # E (the float mel energy) = acc * unit(s): acc the integer band sum, s the frame's auto-scale shift
     shift = max(9, n.bit_length() - 1)      # windowed samples < 2^(30 - shift): the unscaled FFT stays < 2^30
-    unit = [2.0 ** (value_shift - headroom - (45 - shift + s if power == 1 else 75 - 2 * shift + 2 * s))
+    gain = (float(input_scale) * 32768) ** power
+    unit = [gain * 2.0 ** (value_shift - headroom - (45 - shift + s if power == 1 else 75 - 2 * shift + 2 * s))
             for s in range(SHIFTS)]
     eps = float(spec["eps"])
     eps_q = np.array([min(round(eps / u), 1 << 62) for u in unit], np.int64)
@@ -70,7 +72,7 @@ def constants(spec: dict) -> tuple[dict, dict]:
     params = dict(samples=int(spec["samples"]), frames=frames, hop=int(spec["hop"]),
                   frame_length=int(spec["frame_length"]), fft_length=n, window_shift=shift, mels=mels,
                   coeffs=dctq.shape[1],
-                  power=power, clamp=int(spec["eps_mode"] == "clamp"), value_shift=value_shift, headroom=headroom,
+                  power=power, clamp=int(spec["eps_mode"] == "clamped"), value_shift=value_shift, headroom=headroom,
                   log_mult=round(float(spec["log_scale"]) * math.log(2) * 2 ** LOG_SHIFT),
                   top_db=0 if spec.get("top_db") is None else round(float(spec["top_db"]) * 65536),
                   dct_shift=dct_shift, transposed=int(bool(spec["transposed"])))
@@ -162,7 +164,17 @@ def audio_to_int16(audio) -> np.ndarray:
     return np.clip(np.round(np.asarray(audio, np.float64) * 32768), -32768, 32767).astype(np.int16)
 
 
-# ---- the op kind: its twin and C call (registered by edgec/ops/signal/__init__.py) ----------------------------
+# ---- the op kind: its quantizer, twin and C call (registered by edgec/ops/signal/__init__.py) ------------------
+OUTPUT_SCALE = 2.0 ** -16       # the features are int32 Q16
+
+
+def quantize(op, ins, out) -> None:
+    """The kernel's parameters for the front end the importer read (op.attrs["spec"]), at its input's scale."""
+    params, arrays = constants(op.attrs["spec"], ins[0].scale)
+    op.params.update(params)
+    op.arrays.update(arrays)
+
+
 def run_mfcc(op, ins):
     return features(ins[0], op.params, op.arrays)
 

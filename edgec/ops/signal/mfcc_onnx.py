@@ -122,11 +122,11 @@ def recognise(model: onnx.ModelProto) -> dict:
     clip = next((n for n in pre if n.op_type == "Clip" and len(n.input) > 1 and n.input[1] in consts), None)
     add = next((n for n in reversed(pre) if n.op_type in ("Add", "Max") and _scalar(n, consts) is not None), None)
     if clip is not None:
-        spec["eps"], spec["eps_mode"] = float(np.asarray(consts[clip.input[1]]).reshape(-1)[0]), "clamp"
+        spec["eps"], spec["eps_mode"] = float(np.asarray(consts[clip.input[1]]).reshape(-1)[0]), "clamped"
     elif add is not None:
-        spec["eps"], spec["eps_mode"] = _scalar(add, consts), "add" if add.op_type == "Add" else "clamp"
+        spec["eps"], spec["eps_mode"] = _scalar(add, consts), "added" if add.op_type == "Add" else "clamped"
     else:
-        spec["eps"], spec["eps_mode"] = 0.0, "clamp"
+        spec["eps"], spec["eps_mode"] = 0.0, "clamped"
     post = [m for m in g.node if m not in pre and m is not log]
     scale, top_db = 1.0, None
     for m in post:
@@ -159,9 +159,34 @@ def float_features(audio, spec: dict) -> np.ndarray:
     idx = np.arange(frames)[:, None] * hop + np.arange(length)[None, :]
     mag = np.abs(np.fft.rfft(x[idx] * spec["window"], n=spec["fft_length"], axis=1))
     e = (mag ** spec["power"]) @ spec["mel"]
-    e = e + spec["eps"] if spec["eps_mode"] == "add" else np.maximum(e, spec["eps"])
+    e = e + spec["eps"] if spec["eps_mode"] == "added" else np.maximum(e, spec["eps"])
     y = spec["log_scale"] * np.log(np.maximum(e, 1e-300))
     if spec["top_db"] is not None:
         y = np.maximum(y, y.max() - spec["top_db"])
     out = y @ spec["dct"]
     return out.T if spec["transposed"] else out
+
+
+def is_front_end(model: onnx.ModelProto) -> bool:
+    """Whether the graph looks like an audio front end this module reads: one Log, and an STFT or DFT before it."""
+    consts = _consts(model)
+    kinds = [n.op_type for n in model.graph.node]
+    dft = any(n.op_type == "MatMul" and _const_of(n, consts, 3)[1] is not None for n in model.graph.node)
+    return kinds.count("Log") == 1 and ("STFT" in kinds or "DFT" in kinds or dft)
+
+
+def import_graph(cx, model: onnx.ModelProto) -> bool:
+    """The whole graph as one signal_mfcc op when it is an MFCC / log-mel front end (int16 audio in, int32 Q16
+    features out, in the output's ONNX layout); False, taking nothing, when it is not one."""
+    if not is_front_end(model):
+        return False
+    spec = recognise(model)
+    source, out = model.graph.input[0].name, model.graph.output[0].name
+    x = cx.graph.retensor(cx.values[source][0], dtype="int16").name
+    shape = cx.shape(out, model.graph.node[-1])
+    y = cx.new_tensor(out, shape, out)
+    cx.graph.retensor(y, dtype="int32")
+    node = onnx.helper.make_node("STFT", [source], [out], name=f"{source} -> {out} (MFCC front end)")
+    cx.emit("signal_mfcc", node, [x], y, spec=spec)
+    cx.values[out] = (y, tuple(range(len(shape))))
+    return True
