@@ -14,6 +14,7 @@ import onnxruntime as ort
 import pytest
 
 from edgec import api, pipeline
+from edgec.errors import EdgecError
 from edgec.ops.signal import mfcc_onnx
 from edgec.quant import reference
 
@@ -75,3 +76,16 @@ def test_exported_front_end_builds_and_runs_on_the_host(calib, tmp_path):
     api.build(AUDIO / "frontends" / "torchaudio_mfcc.onnx", calib[0], "host", out)
     result = api.bench(out, calib[0])
     assert result["agreement"] == {"device_vs_reference": 1.0, "mismatched_samples": []}
+
+
+def test_a_front_end_and_a_classifier_in_one_graph_is_refused_with_one_line(tmp_path):
+    model = onnx.load(str(AUDIO / "frontends" / "tf_signal_mfcc.onnx"))
+    g = model.graph
+    feats = g.output[0].name
+    g.initializer.append(onnx.numpy_helper.from_array(np.ones((10, 4), np.float32), "w_cls"))
+    g.node.append(onnx.helper.make_node("MatMul", [feats, "w_cls"], ["scores"]))
+    del g.output[:]
+    g.output.append(onnx.helper.make_tensor_value_info("scores", onnx.TensorProto.FLOAT, [1, 49, 4]))
+    onnx.save(model, tmp_path / "merged.onnx")
+    with pytest.raises(EdgecError, match="as two ONNX files"):
+        pipeline.canonical(pipeline.load(tmp_path / "merged.onnx"), "merged")

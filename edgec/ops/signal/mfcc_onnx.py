@@ -147,7 +147,28 @@ def recognise(model: onnx.ModelProto) -> dict:
     out = [d.dim_value for d in g.output[0].type.tensor_type.shape.dim]
     coeffs = spec["dct"].shape[1]
     spec["transposed"] = len(out) >= 2 and out[-1] != coeffs
+    _check(model, spec)
     return spec
+
+
+def _check(model: onnx.ModelProto, spec: dict) -> None:
+    """Refuse a graph whose output is not what the spec read from it computes (onnx's reference evaluator on a
+    chirp in noise against float_features): e.g. a front end and a classifier exported as one graph."""
+    from onnx.reference import ReferenceEvaluator
+    n = spec["samples"]
+    t = np.arange(n) / n
+    x = (0.3 * np.sin(2 * np.pi * (50 + 3000 * t) * t * n / 16) + np.random.default_rng(0).normal(0, 0.05, n))
+    try:
+        got = np.asarray(ReferenceEvaluator(model).run(None, {model.graph.input[0].name: x[None].astype(np.float32)})[0])
+        want = float_features(x.astype(np.float32), spec)
+        close = got.size == want.size and np.abs(got.reshape(-1) - want.reshape(-1)).max() <= \
+            1e-3 * max(np.abs(want).max(), 1.0)
+    except Exception:       # (a graph the reference evaluator cannot run)
+        close = False
+    if not close:
+        raise EdgecError(f"{model.graph.output[0].name}: the graph's output is not the MFCC front end edgec read "
+                         "from it (an STFT, mel, Log and DCT); edgec builds a front end on its own: export the features "
+                         "and the model that reads them as two ONNX files")
 
 
 def float_features(audio, spec: dict) -> np.ndarray:
