@@ -16,6 +16,7 @@ import onnx
 from onnx import numpy_helper
 
 from edgec.errors import EdgecError
+from edgec.ops.signal import mfcc
 
 
 def _consts(model: onnx.ModelProto) -> dict[str, np.ndarray]:
@@ -208,6 +209,7 @@ def import_graph(cx, model: onnx.ModelProto) -> bool:
     y = cx.new_tensor(out, shape, out)
     cx.graph.retensor(y, dtype="int32")
     node = onnx.helper.make_node("STFT", [source], [out], name=f"{source} -> {out} (MFCC front end)")
-    cx.emit("signal_mfcc", node, [x], y, spec=spec)
+    op = cx.emit("signal_mfcc", node, [x], y, spec=spec)
+    op.params.update(mfcc.constants(spec)[0])     # (the shapes, for planning before quantization: edgec inspect)
     cx.values[out] = (y, tuple(range(len(shape))))
     return True
