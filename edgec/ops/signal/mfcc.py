@@ -165,6 +165,7 @@ def audio_to_int16(audio) -> np.ndarray:
 
 
 # ---- the op kind: its quantizer, twin and C call (registered by edgec/ops/signal/__init__.py) ------------------
+INPUT_SCALE = 2.0 ** -15        # the audio is int16 PCM (float 1.0 is 32768)
 OUTPUT_SCALE = 2.0 ** -16       # the features are int32 Q16
 
 

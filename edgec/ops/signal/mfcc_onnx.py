@@ -198,13 +198,15 @@ def is_front_end(model: onnx.ModelProto) -> bool:
 
 
 def import_graph(cx, model: onnx.ModelProto) -> bool:
-    """The whole graph as one signal_mfcc op when it is an MFCC / log-mel front end (int16 audio in, int32 Q16
-    features out, in the output's ONNX layout); False, taking nothing, when it is not one."""
+    """The whole graph as one signal_mfcc op when it is an MFCC / log-mel front end (int16 audio in, the float
+    samples times 32768; int32 Q16 features out, in the output's ONNX layout); False, taking nothing, when it is
+    not one."""
     if not is_front_end(model):
         return False
     spec = recognise(model)
     source, out = model.graph.input[0].name, model.graph.output[0].name
     x = cx.graph.retensor(cx.values[source][0], dtype="int16").name
+    cx.graph.fixed_qparams[source] = (mfcc.INPUT_SCALE, 0)     # int16 PCM as it is: 32768 is float 1.0
     shape = cx.shape(out, model.graph.node[-1])
     y = cx.new_tensor(out, shape, out)
     cx.graph.retensor(y, dtype="int32")
