@@ -191,10 +191,12 @@ def float_features(audio, spec: dict) -> np.ndarray:
 
 def is_front_end(model: onnx.ModelProto) -> bool:
     """Whether the graph looks like an audio front end this module reads: one Log, and an STFT or DFT before it."""
-    consts = _consts(model)
     kinds = [n.op_type for n in model.graph.node]
-    dft = any(n.op_type == "MatMul" and _const_of(n, consts, 3)[1] is not None for n in model.graph.node)
-    return kinds.count("Log") == 1 and ("STFT" in kinds or "DFT" in kinds or dft)
+    if kinds.count("Log") != 1:
+        return False
+    rank3 = {i.name for i in model.graph.initializer if len(i.dims) == 3}      # (no weights decoded)
+    return "STFT" in kinds or "DFT" in kinds or any(
+        n.op_type == "MatMul" and any(i in rank3 for i in n.input) for n in model.graph.node)
 
 
 def import_graph(cx, model: onnx.ModelProto) -> bool:
