@@ -823,6 +823,21 @@ void edgec_signal_slice_u32(int32_t begin, int32_t stride, int32_t n, const uint
 void edgec_signal_concat_u32(int32_t before, int32_t n, int32_t after, const uint32_t *pre, const uint32_t *x,
                              const uint32_t *post, uint32_t *y);
 void edgec_signal_arith_s32(int32_t n, int32_t code, int32_t b_size, const int32_t *x, const int32_t *b, int32_t *y);
+/* a training pipeline's MFCC / log-mel front end in fixed point (edgec/ops/signal/mfcc.py): int16 audio
+ * [samples] -> int32 Q16 features [frames][coeffs] ([coeffs][frames] when transposed); the tables as mfcc.py
+ * makes them; scratch: the FFT's parts, then every frame's log-mel values */
+typedef struct {
+    int32_t samples, frames, hop, frame_length, fft_length, window_shift, mels, coeffs, power, clamp, value_shift,
+        headroom, log_mult, top_db, dct_shift, transposed;
+} edgec_signal_mfcc_params;
+void edgec_signal_mfcc_s16(const edgec_signal_mfcc_params *p, const int16_t *x, const int16_t *window,
+                           const int16_t *mel, const int16_t *mel_lo, const int16_t *mel_hi, const int64_t *eps,
+                           const int32_t *log2_unit, const int16_t *dct, const int32_t *cos_q30,
+                           const int32_t *sin_q30, int32_t *scratch, int32_t *y);
+static inline int32_t edgec_signal_mfcc_s16_get_buffer_size(const edgec_signal_mfcc_params *p)
+{
+    return 4 * (2 * p->fft_length + p->frames * p->mels);
+}
 
 /* ================================================================ float boundary
  * The float <-> integer quantization at a model's inputs and outputs, exactly as edgec's host reference does it

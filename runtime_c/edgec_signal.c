@@ -555,3 +555,109 @@ void edgec_signal_overlap_add_s16(int32_t outer, int32_t n_frames, int32_t frame
         }
     }
 }
+
+/* ---- a training pipeline's MFCC / log-mel front end in fixed point (edgec/ops/signal/mfcc.py, its twin) ---- */
+static int64_t asr64(int64_t v, int32_t s)            /* arithmetic shift right (floor) of an int64 */
+{
+    return v >= 0 ? v >> s : -(int64_t)(((uint64_t)(-(v + 1)) >> s) + 1u);
+}
+
+static uint64_t isqrt64(uint64_t v)                   /* floor(sqrt(v)) */
+{
+    uint64_t r = 0, bit = (uint64_t)1 << 62;
+    while (bit > v) bit >>= 2;
+    while (bit) {
+        if (v >= r + bit) { v -= r + bit; r = (r >> 1) + bit; }
+        else r >>= 1;
+        bit >>= 2;
+    }
+    return r;
+}
+
+static int32_t log2_q16(uint64_t a)                   /* log2(a >= 1) in Q16, LOG_LUT's correction */
+{
+    int32_t i = 63, frac, seg, c0, c1;
+    uint64_t m;
+    while (!(a >> i)) --i;
+    m = i >= 31 ? a >> (i - 31) : a << (31 - i);
+    frac = (int32_t)((m - ((uint64_t)1 << 31)) >> 15);
+    seg = frac >> 9;
+    c0 = LOG_LUT[seg];
+    c1 = LOG_LUT[seg + 1];
+    return (i << 16) + frac + c0 + asr((c1 - c0) * (frac - 512 * seg), 16);
+}
+
+/* in-order radix-2 decimation in time, unscaled, Q30 twiddles, each product rounded once */
+static void mfcc_fft(int32_t n, int32_t *re, int32_t *im, const int32_t *cs, const int32_t *sn)
+{
+    int32_t half, a0, k;
+    for (half = 1; half < n; half *= 2) {
+        const int32_t step = n / (2 * half);
+        for (a0 = 0; a0 < n; a0 += 2 * half) {
+            for (k = 0; k < half; ++k) {
+                const int32_t a = a0 + k, b = a + half;
+                const int64_t wr = cs[k * step], wi = sn[k * step];
+                const int32_t tr = (int32_t)asr64((int64_t)re[b] * wr - (int64_t)im[b] * wi + (1 << 29), 30);
+                const int32_t ti = (int32_t)asr64((int64_t)re[b] * wi + (int64_t)im[b] * wr + (1 << 29), 30);
+                re[b] = re[a] - tr; im[b] = im[a] - ti;
+                re[a] = re[a] + tr; im[a] = im[a] + ti;
+            }
+        }
+    }
+}
+
+static int32_t bit_reverse(int32_t i, int32_t n)
+{
+    int32_t r = 0, m;
+    for (m = n >> 1; m; m >>= 1, i >>= 1) r = (r << 1) | (i & 1);
+    return r;
+}
+
+void edgec_signal_mfcc_s16(const edgec_signal_mfcc_params *p, const int16_t *x, const int16_t *window,
+                           const int16_t *mel, const int16_t *mel_lo, const int16_t *mel_hi, const int64_t *eps,
+                           const int32_t *log2_unit, const int16_t *dct, const int32_t *cos_q30,
+                           const int32_t *sin_q30, int32_t *scratch, int32_t *y)
+{
+    const int32_t n = p->fft_length, bins = n / 2 + 1;
+    int32_t *re = scratch, *im = scratch + n, *logmel = scratch + 2 * n;
+    int16_t *scaled = (int16_t *)(void *)im;          /* the auto-scaled frame, before the FFT needs im */
+    int32_t f, i, m, c;
+    int32_t top = INT32_MIN;
+    for (f = 0; f < p->frames; ++f) {
+        int32_t s;
+        edgec_signal_fft_auto_scale_s16(p->frame_length, x + f * p->hop, scaled);
+        s = scaled[p->frame_length];
+        for (i = 0; i < n; ++i) re[i] = 0;
+        for (i = 0; i < p->frame_length; ++i)
+            re[bit_reverse(i, n)] = asr((int32_t)scaled[i] * window[i] + (1 << (p->window_shift - 1)), p->window_shift);
+        for (i = 0; i < n; ++i) im[i] = 0;
+        mfcc_fft(n, re, im, cos_q30, sin_q30);
+        for (i = 0; i < bins; ++i) {          /* the power (or magnitude) of bin i, over re[i] */
+            const uint64_t pw = (uint64_t)((int64_t)re[i] * re[i]) + (uint64_t)((int64_t)im[i] * im[i]);
+            const uint64_t v = (p->power == 2 ? pw : isqrt64(pw)) >> p->value_shift;
+            re[i] = (int32_t)(v & 0xFFFFFFFFu);     /* low half in re, high half in im */
+            im[i] = (int32_t)(v >> 32);
+        }
+        for (m = 0; m < p->mels; ++m) {
+            uint64_t acc = 0;
+            int64_t l2;
+            for (i = mel_lo[m]; i < mel_hi[m]; ++i)
+                acc += (uint64_t)mel[m * bins + i] * ((uint64_t)(uint32_t)im[i] << 32 | (uint32_t)re[i]);
+            acc <<= p->headroom;
+            acc = p->clamp ? (acc > (uint64_t)eps[s] ? acc : (uint64_t)eps[s]) : acc + (uint64_t)eps[s];
+            l2 = (int64_t)log2_q16(acc ? acc : 1u) + log2_unit[s];
+            logmel[f * p->mels + m] = (int32_t)asr64(l2 * p->log_mult + (1 << 23), 24);
+            if (logmel[f * p->mels + m] > top) top = logmel[f * p->mels + m];
+        }
+    }
+    for (f = 0; f < p->frames; ++f) {
+        for (m = 0; m < p->mels && p->top_db; ++m)
+            if (logmel[f * p->mels + m] < top - p->top_db) logmel[f * p->mels + m] = top - p->top_db;
+        for (c = 0; c < p->coeffs; ++c) {
+            int64_t acc = 0;
+            for (m = 0; m < p->mels; ++m) acc += (int64_t)logmel[f * p->mels + m] * dct[m * p->coeffs + c];
+            y[p->transposed ? c * p->frames + f : f * p->coeffs + c] =
+                (int32_t)asr64(acc + ((int64_t)1 << (p->dct_shift - 1)), p->dct_shift);
+        }
+    }
+}

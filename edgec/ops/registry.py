@@ -60,6 +60,7 @@ DRIVER_OPS = {"Constant", "Shape"}     # the canonicalizer handles these itself 
 SUPPORTED_OPS = frozenset(IMPORTERS) | DRIVER_OPS
 # ONNX op type -> `takes_whole(node, rank)`: whether its importer takes this node, else the loader builds the
 # operator's ONNX function body (edgec/frontend/functions.py)
+GRAPH_IMPORTERS = tuple(fn for _m in MODULES for fn in getattr(_m, "GRAPH_IMPORTERS", ()))
 TAKES_WHOLE = {op: fn for _m in MODULES for op, fn in getattr(_m, "TAKES_WHOLE", {}).items()}
 
 # every kernel record, in its family's order (a fast kernel's speed variants fastest first)

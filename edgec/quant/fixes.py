@@ -101,7 +101,7 @@ def not_judged(graph: Graph, n: int, states) -> str:
     if ports.multi(graph):
         return "a model with several inputs or outputs"
     if graph.fixed_qparams:
-        return "a QDQ model keeps its own scales"
+        return "a QDQ model (or an audio front end) keeps its own scales"
     if states:
         return "a stateful model (--state)"
     if n < MIN_SAMPLES:

@@ -268,8 +268,8 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
             q, n = biascorr.correct_quantized(q, ranges, bias_x, options.per_channel)
             log(f"bias correction: {n} layers, on the quantized model's own activations")
     ports.check_tied(q, states)
-    if q.fixed_qparams:
-        log(qdq_summary(q))
+    if set(q.fixed_qparams) - {q.tensors[n].source for n in q.inputs if q.tensors[n].dtype == "int16"}:
+        log(qdq_summary(q))           # (an int16 input, an audio front end's PCM, is not a QDQ scale)
     result = QuantResult(graph=q, method=method, ranges=ranges, scores=scores, search=search,
                          samples=stats.samples, fixes=chosen, options=options,
                          calib_seconds=stats.seconds, cached=stats.cached, batch=stats.batch, mixed=mixed,

@@ -28,8 +28,9 @@ def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: 
 
     def from_range(name: str) -> Tensor:
         t = tensors[name]
-        if t.source in fixed and t.dtype != "int16":   # (--int16 on a QDQ tensor: int16 wins; a uint8 input port:
-            shift = 128 if t.dtype == "uint8" else 0     # the same grid, its zero point 128 higher)
+        if t.source in fixed and (t.dtype != "int16" or t.name in graph.inputs):   # (--int16 on a QDQ tensor:
+            shift = 128 if t.dtype == "uint8" else 0     # int16 wins; an int16 input is an audio front end's 2^-15
+            # grid, edgec/ops/signal/mfcc_onnx.py; a uint8 input port: the same grid, its zero point 128 higher)
             return _set(tensors, t, float(fixed[t.source][0]), int(fixed[t.source][1]) + shift)
         if t.source not in ranges:
             raise EdgecError(f"no calibration range for tensor '{t.source}'")

@@ -17,7 +17,7 @@ from edgec.ir import Op, Tensor
 from edgec.ops import cemit
 from edgec.ops.kernel import REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, OpDef
-from edgec.ops.signal import integer, kissfft, streaming, twins
+from edgec.ops.signal import integer, kissfft, mfcc, mfcc_onnx, streaming, twins
 
 CTYPE = {"int16": "int16_t", "int32": "int32_t", "uint32": "uint32_t", "uint64": "uint64_t"}
 TYPE_OF = {7: "int16", 2: "int32", 15: "uint32", 12: "uint64"}     # TFLite tensor types these kinds take
@@ -257,11 +257,14 @@ _KINDS = {   # kind: (C kernel, twin, C call)
     "signal_filter_bank_log": ("edgec_signal_filter_bank_log_u32", run_filter_bank_log, c_filter_bank_log),
 }
 _KINDS.update(integer.KINDS)
-OPS = [OpDef(kind, "signal", _quantize, None, qparams="fixed", fixed_qparams=lambda op: (1.0, 0), sensitivity=False)
-       for kind in _KINDS]
+_KINDS.update(mfcc.KINDS)
+_OWN = {"signal_mfcc": (mfcc.quantize, (mfcc.OUTPUT_SCALE, 0))}     # kind: (quantizer, output quantization)
+OPS = [OpDef(kind, "signal", _OWN.get(kind, (_quantize,))[0], None, qparams="fixed",
+             fixed_qparams=lambda op: _OWN.get(op.kind, (None, (1.0, 0)))[1], sensitivity=False) for kind in _KINDS]
 KERNELS = [Kernel(name, (kind,), REFERENCE, call, run=run, code_bytes=1500)
            for kind, (name, run, call) in _KINDS.items()]
 ONNX: dict = {}
+GRAPH_IMPORTERS = (mfcc_onnx.import_graph,)     # importers of a whole ONNX graph (edgec/frontend/canonicalize.py)
 
 from edgec.ops.signal.tflite import TFLITE  # noqa: E402  (the importers build the kinds above)
 
