@@ -271,7 +271,7 @@ def _link_session(outdir, report, graph, board, firmware, port, gdb_load, xq, re
         # an emulated or host board's "UART" is a loopback TCP socket: no baud rate limits it
         local = board.serial_port in (PORT_EMULATOR, PORT_PROGRAM)
         link_stats = link.stats.to_json(None if local else board.serial_baud)
-    estimate = cycles.summary(cycles.read_windows(plugin_out), n) if plugin else None
+    estimate = cycles.summary(cycles.read_windows(plugin_out), n, board) if plugin else None
     return dev_out, ticks, stack, hello, mismatched, link_stats, board, estimate
 
 
