@@ -154,6 +154,63 @@ def test_real_parts_of_an_emulated_core():
     assert s["parts"][1]["ms"] == pytest.approx(410 / 120e6 * 1e3)
 
 
+M55_FIRMWARE = r"""
+    .syntax unified
+    .thumb
+    .section .vectors, "a"
+    .word 0x20010000
+    .word _start + 1
+    .text
+    .thumb_func
+    .global _start
+_start:
+    ldr r0, =0xE000ED88     @ CPACR: CP10/CP11 full access (the FPU and Helium)
+    ldr r1, [r0]
+    orr r1, r1, #0xF00000
+    str r1, [r0]
+    dsb
+    isb
+    ldr r1, =0x20000100
+    bl start
+    bl mark
+    vldrw.u32 q0, [r1]
+    vadd.i32 q1, q0, q0
+    vadd.i32 q2, q1, q1
+    vstrw.32 q2, [r1]
+    bl mark
+    movs r0, #0x18
+    ldr r1, =0x20026
+    bkpt 0xab
+    .thumb_func
+start:
+    bx lr
+    .thumb_func
+mark:
+    bx lr
+    .pool
+"""
+
+
+def test_m55_beats_overlap_between_memory_and_arithmetic(tmp_path):
+    """core=m55: a Helium instruction takes two beats (2 cycles), 1 when it follows one of the other class (a
+    load or store after arithmetic, or the reverse): vldrw 2 (after a branch), vadd 1, vadd 2, vstrw 1; around
+    them mark's refill 2 + bx 1, the refill 2 into the Helium block and the closing bl 1."""
+    require(shutil.which("arm-none-eabi-gcc") is not None, "arm-none-eabi-gcc", "bash scripts/setup.sh")
+    (tmp_path / "m55.S").write_text(M55_FIRMWARE)
+    elf = tmp_path / "m55.elf"
+    subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard", "-nostdlib",
+                    "-Wl,--section-start=.vectors=0x0", "-Wl,-Ttext=0x100", "-o", str(elf), str(tmp_path / "m55.S")],
+                   check=True)
+    plugin = cycles.build_plugin(Settings.from_environment())
+    out = tmp_path / "w.txt"
+    start, mark = cycles.symbol_address(elf, "start"), cycles.symbol_address(elf, "mark")
+    subprocess.run(["qemu-system-arm", "-M", "mps3-an547", "-display", "none", "-monitor", "none", "-nodefaults",
+                    "-semihosting-config", "enable=on,target=native", "-icount", "shift=0", "-kernel", str(elf),
+                    "-plugin", f"{plugin},out={out},start={start:#x},mark={mark:#x},core=m55,ws=0"],
+                   check=True, timeout=60, capture_output=True)
+    assert cycles.read_windows(out) == [(6, (2 + 1) + 2 + (2 + 1 + 2 + 1) + 1)]
+
+
 def test_summary_takes_the_plain_invokes_first():
     s = cycles.summary([(100, 250), (100, 260), (100, 270), (5, 9)], 3)
     assert s["median"] == 260 and s["cycles_per_instruction"] == 2.6 and "estimate" in s["model"]
