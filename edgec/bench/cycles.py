@@ -35,6 +35,9 @@ WAIT_STATES = 0          # the emulated boards' code memory (SRAM/TCM in QEMU's 
 MODEL = ("Cortex-M4 timings from Arm's TRMs (M7: dual issue of single-cycle pairs; M55: Helium instructions 2 "
          "beats, 1 when overlapping the other class), {ws} flash wait states; an estimate, not a cycle-accurate model")
 CORES = {"cortex-m55": "m55", "cortex-m7": "m7"}    # the plugin's core timing (default m4)
+# a bench of at most this many inputs (a timing run) also weighs the real parts' memory timing; a longer one (an
+# accuracy run) does not: the plugin's callback on every memory access slows the emulator about 2.7 times
+PARTS_MAX_SAMPLES = 8
 
 
 def plugin_source() -> Path:
@@ -97,10 +100,11 @@ def mem_arg(model, flash_bytes: int, flash_origin: int = 0) -> str:
             f"{model.dcache_bytes}:{model.dcache_ways}")
 
 
-def qemu_args(board, firmware: Path, out: Path, settings: Settings) -> list[str]:
+def qemu_args(board, firmware: Path, out: Path, settings: Settings, parts: bool = True) -> list[str]:
     """QEMU arguments that load the plugin timing the bench harness's invokes (edgec_link.c: each one runs
     between edgec_ticks_align() and the second edgec_ticks() after it); [] where there is no estimate
-    (not an Arm QEMU board, no compiler, or a firmware without the harness's symbols)."""
+    (not an Arm QEMU board, no compiler, or a firmware without the harness's symbols). parts: also weigh the
+    memory timing of the real parts of the same core (memory_models)."""
     if not board.emulated or board.arch != "arm" or not board.emulator_command:
         return []
     start = symbol_address(firmware, "edgec_ticks_align")
@@ -108,7 +112,7 @@ def qemu_args(board, firmware: Path, out: Path, settings: Settings) -> list[str]
     plugin = build_plugin(settings) if start is not None and mark is not None else None
     if plugin is None:
         return []
-    mems = "".join("," + mem_arg(m, board.flash_bytes) for _, m in memory_models(board))
+    mems = "".join("," + mem_arg(m, board.flash_bytes) for _, m in (memory_models(board) if parts else []))
     return ["-plugin", f"{plugin},out={out},start={start:#x},mark={mark:#x},core={CORES.get(board.cpu, 'm4')},"
                        f"ws={WAIT_STATES}{mems}"]
 

@@ -240,7 +240,8 @@ def _link_session(outdir, report, graph, board, firmware, port, gdb_load, xq, re
     ticks = np.zeros(n, np.int64)
     stack = []
     plugin_out = scratch / "windows.txt"     # the cycle-estimate plugin's timed windows (edgec/bench/cycles.py)
-    plugin = cycles.qemu_args(board, firmware, plugin_out, settings) if port in (None, "auto") else []
+    plugin = cycles.qemu_args(board, firmware, plugin_out, settings, parts=n <= cycles.PARTS_MAX_SAMPLES) \
+        if port in (None, "auto") else []
     with open_device(board, firmware, port, gdb_load=gdb_load, emulator_args=tuple(plugin)) as dev:
         link = dev.link
         hello = link.hello()
