@@ -49,7 +49,7 @@ def row(model: Path, board: str, bundle: Path) -> dict:
         r = api.inspect_board(model, board)
         out.update(edgec_arena=r["arena_bytes"], scratch=r["scratch_bytes"], lean_arena=lean_arena(model, board))
     except EdgecError as e:
-        out["edgec_error"] = str(e)[:100]
+        out["edgec_error"] = str(e).replace(str(REPO) + "/", "")[:100]
     cmd = [sys.executable, str(bundle / "run_tflm.py"), str(model), "--cpu", CPU[board], "--kernels", "cmsis_nn",
            "--board", board, "--runs", "1"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
