@@ -3,6 +3,7 @@ published silicon latencies of the MLPerf Tiny models on NUCLEO-L4R5ZI.
 
     .venv/bin/python benchmarks/cycle_model.py                          # the four models, M4 and M7
     .venv/bin/python benchmarks/cycle_model.py --models kws --boards qemu-cortex-m4
+    .venv/bin/python benchmarks/cycle_model.py --boards qemu-cortex-m55   # Helium: the beats, no real part
     .venv/bin/python benchmarks/cycle_model.py --md docs/performance.md  # rewrites the generated block
 
 For each MLPerf Tiny model (its INT8 .tflite, golden x_int8 row 0) and emulated board: edgec builds and benches
@@ -41,7 +42,7 @@ from edgec.targets.boards import load_board  # noqa: E402
 TFLM_V05 = {"kws": 181.92, "vww": 600.60, "ic": 704.23, "ad": 10.05}
 XCUBE_102 = {"kws": 43.42, "vww": 89.44, "ic": 165.67, "ad": 4.79}
 PUBLISHED_BOARD = "nucleo-l4r5zi"
-TFLM_CPU = {"qemu-cortex-m4": "cortex-m4", "qemu-cortex-m7": "cortex-m7"}
+TFLM_CPU = {"qemu-cortex-m4": "cortex-m4", "qemu-cortex-m7": "cortex-m7", "qemu-cortex-m55": "cortex-m55"}
 
 
 def edgec_parts(key: str, board: str, work: Path) -> tuple[dict, dict]:
