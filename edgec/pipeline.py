@@ -103,6 +103,9 @@ def schedule_and_plan(graph: Graph, guard: int = 0, optimize: str = "speed", cho
         log(f"{graph.name}: {summary['schedule']}: arena {summary['fastest_arena_bytes']:,} -> "
             f"~{summary['arena_bytes']:,} B, ~{summary['extra_instructions_estimate']:,} more instructions "
             "per inference (estimate)")
+    for moved in summary.get("lean_scratch_ops", ()):
+        log(f"{graph.name}: op {moved['op']} ({moved['name']}) on the {moved['variant']} kernel variant for the "
+            f"budget ({moved['scratch_bytes']:,} B of scratch)")
     plan = planner.plan(graph, guard=guard, stages=stages)
     plan.ram_choice = summary
     planner.check_plan(graph, plan)
