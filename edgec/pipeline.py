@@ -30,7 +30,7 @@ from edgec.frontend import canonicalize, loader, tflite
 from edgec.ir import Graph
 from edgec.limits import DEFAULT as DEFAULT_MEMORY_LIMIT
 from edgec.plan import planner
-from edgec.plan.ram_budget import choose as choose_ram_schedule
+from edgec.plan.ram_budget import choose_lean as choose_ram_schedule
 from edgec.progress import Progress
 from edgec.quant import ptq
 from edgec.settings import Settings
@@ -95,11 +95,17 @@ def schedule_and_plan(graph: Graph, guard: int = 0, optimize: str = "speed", cho
     if guard and ram_budget is not None:
         raise EdgecError("--arena-guard and --ram-budget do not go together: the guard's canaries watch whole "
                          "layers; build the guarded debug firmware without --ram-budget")
-    stages, summary = ([], {}) if guard else choose_ram_schedule(graph, ram_budget, board_ram, overhead)
+    if not guard:       # a budget may move an op with a large scratch onto a leaner variant (ram_budget.py)
+        graph, stages, summary = choose_ram_schedule(graph, ram_budget, board_ram, overhead)
+    else:
+        stages, summary = [], {}
     if stages:
         log(f"{graph.name}: {summary['schedule']}: arena {summary['fastest_arena_bytes']:,} -> "
             f"~{summary['arena_bytes']:,} B, ~{summary['extra_instructions_estimate']:,} more instructions "
             "per inference (estimate)")
+    for moved in summary.get("lean_scratch_ops", ()):
+        log(f"{graph.name}: op {moved['op']} ({moved['name']}) on the {moved['variant']} kernel variant for the "
+            f"budget ({moved['scratch_bytes']:,} B of scratch)")
     plan = planner.plan(graph, guard=guard, stages=stages)
     plan.ram_choice = summary
     planner.check_plan(graph, plan)

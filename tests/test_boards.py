@@ -79,3 +79,40 @@ def test_invalid_toml_and_missing_file(tmp_path):
         load_board(str(path))
     with pytest.raises(EdgecError, match="does not exist"):
         load_board(str(tmp_path / "nope.toml"))
+
+
+CYCLE_MODEL = """
+[[cycle_model]]
+name = "flash-art"
+flash_wait_states = 3
+line_bytes = 16
+prefetch = true
+icache_bytes = 1024
+icache_ways = 4
+"""
+
+
+def test_cycle_model_of_the_real_parts(tmp_path):
+    """The memory timings the cycle estimate weighs (edgec/bench/cycles.py): the L4R5ZI's and F446RE's flash
+    behind the ART accelerator, the H743's flash with the M7's caches off and on; miss cycles default to the
+    wait states."""
+    l4 = load_board("nucleo-l4r5zi").cycle_models
+    assert [(m.name, m.flash_wait_states, m.line_bytes, m.miss_cycles, m.prefetch) for m in l4] == [
+        ("flash-art", 5, 8, 5, True)]
+    assert [m.name for m in load_board("nucleo-h743zi2").cycle_models] == ["caches-off", "caches-on"]
+    assert load_board("qemu-cortex-m4").cycle_models == ()
+    mine = load_board(str(_user_profile(tmp_path, GOOD + CYCLE_MODEL)))
+    assert mine.cycle_models[0].miss_cycles == 3 and mine.cycle_models[0].dcache_bytes == 0
+
+
+@pytest.mark.parametrize("broken, field", [
+    (CYCLE_MODEL.replace("line_bytes = 16", "line_bytes = 12"), "line_bytes"),
+    (CYCLE_MODEL.replace("icache_ways = 4", "icache_ways = 3"), "line_bytes x ways"),
+    (CYCLE_MODEL.replace("prefetch = true", "prefetch = 1"), "cycle_model[0].prefetch"),
+    (CYCLE_MODEL.replace("name = ", "nmae = "), "cycle_model[0].nmae"),
+])
+def test_broken_cycle_model_names_file_and_field(tmp_path, broken, field):
+    path = _user_profile(tmp_path, GOOD + broken)
+    with pytest.raises(EdgecError) as e:
+        load_board(str(path))
+    assert str(path) in str(e.value) and field in str(e.value) and "\n" not in str(e.value)

@@ -4,10 +4,12 @@ The estimate comes from a QEMU TCG plugin (boards/platforms/edgec-qemu/plugins/e
 other emulated-board support, the BSP and builder of the local `edgec-qemu` PlatformIO platform, and ships as
 package data like them): every executed Thumb instruction is weighed by its Cortex-M3/M4 timing from Arm's
 technical reference manuals (loads/stores and their pipelining, LDM/STM/PUSH/POP by register count, multiplies,
-DSP and Helium instructions, divides, taken branches), with an assumed flash wait-state model. It is NOT a
-cycle-accurate simulation: no caches, no M7 dual issue, no bus contention, fixed divide time (see the plugin's
-header). It answers "do the instructions a kernel change saved cost more cycles elsewhere?", not "how many
-milliseconds on a real board?".
+DSP and Helium instructions, divides, taken branches; the M7's dual issue and the M55's overlapped beats). In the
+same run it weighs the memory timing of every real part whose profile has the emulated board's core and a
+[[cycle_model]] (flash wait states, flash line width, prefetch, the ART accelerator's or the M7's caches:
+`memory_models`), so a bench on qemu-cortex-m4 also estimates the NUCLEO-L4R5ZI and NUCLEO-F446RE, one on
+qemu-cortex-m7 the NUCLEO-H743ZI2 with its caches off and on. It is NOT a cycle-accurate simulation: no bus
+contention, no register-dependency stalls, fixed divide time (see the plugin's header and docs/boards.md).
 
 The plugin is compiled on first use with the host C compiler ($CC, else cc or gcc: Settings.c_compiler) into
 edgec's cache (Settings.qemu_plugins; scripts/setup.sh does it once: `python -m edgec.bench.cycles`); QEMU 7.2
@@ -30,8 +32,12 @@ from edgec.settings import Settings
 from edgec.targets import elf
 
 WAIT_STATES = 0          # the emulated boards' code memory (SRAM/TCM in QEMU's MPS2/MPS3 machines)
-MODEL = ("Cortex-M4 timings from Arm's TRMs (M55: Helium instructions 2 beats), {ws} flash wait states on taken "
-         "branches and literal loads; an estimate, not a cycle-accurate model")
+MODEL = ("Cortex-M4 timings from Arm's TRMs (M7: dual issue of single-cycle pairs; M55: Helium instructions 2 "
+         "beats, 1 when overlapping the other class), {ws} flash wait states; an estimate, not a cycle-accurate model")
+CORES = {"cortex-m55": "m55", "cortex-m7": "m7"}    # the plugin's core timing (default m4)
+# a bench of at most this many inputs (a timing run) also weighs the real parts' memory timing; a longer one (an
+# accuracy run) does not: the plugin's callback on every memory access slows the emulator about 2.7 times
+PARTS_MAX_SAMPLES = 8
 
 
 def plugin_source() -> Path:
@@ -79,10 +85,26 @@ def symbol_address(path: Path, name: str) -> int | None:
         return None
 
 
-def qemu_args(board, firmware: Path, out: Path, settings: Settings) -> list[str]:
+def memory_models(board) -> list[tuple[str, object]]:
+    """(real board name, its CycleModel) of every real part with the emulated board's core and a memory timing,
+    in name order (at most 4: the plugin's limit)."""
+    from edgec.targets.boards import list_boards
+    found = [(b.name, m) for b in list_boards() if not b.emulated and b.cpu == board.cpu for m in b.cycle_models]
+    return found[:4]
+
+
+def mem_arg(model, flash_bytes: int, flash_origin: int = 0) -> str:
+    """The plugin's `mem=` argument of one memory timing, over the emulated board's flash (code + constants)."""
+    return (f"mem={flash_origin:x}:{flash_origin + flash_bytes:x}:{model.line_bytes}:{model.miss_cycles}:"
+            f"{model.miss_cycles}:{int(model.prefetch)}:{model.icache_bytes}:{model.icache_ways}:"
+            f"{model.dcache_bytes}:{model.dcache_ways}")
+
+
+def qemu_args(board, firmware: Path, out: Path, settings: Settings, parts: bool = True) -> list[str]:
     """QEMU arguments that load the plugin timing the bench harness's invokes (edgec_link.c: each one runs
     between edgec_ticks_align() and the second edgec_ticks() after it); [] where there is no estimate
-    (not an Arm QEMU board, no compiler, or a firmware without the harness's symbols)."""
+    (not an Arm QEMU board, no compiler, or a firmware without the harness's symbols). parts: also weigh the
+    memory timing of the real parts of the same core (memory_models)."""
     if not board.emulated or board.arch != "arm" or not board.emulator_command:
         return []
     start = symbol_address(firmware, "edgec_ticks_align")
@@ -90,33 +112,62 @@ def qemu_args(board, firmware: Path, out: Path, settings: Settings) -> list[str]
     plugin = build_plugin(settings) if start is not None and mark is not None else None
     if plugin is None:
         return []
-    core = "m55" if board.cpu == "cortex-m55" else "m4"
-    return ["-plugin", f"{plugin},out={out},start={start:#x},mark={mark:#x},core={core},ws={WAIT_STATES}"]
+    mems = "".join("," + mem_arg(m, board.flash_bytes) for _, m in (memory_models(board) if parts else []))
+    return ["-plugin", f"{plugin},out={out},start={start:#x},mark={mark:#x},core={CORES.get(board.cpu, 'm4')},"
+                       f"ws={WAIT_STATES}{mems}"]
 
 
-def read_windows(out: Path) -> list[tuple[int, int]]:
-    """(instructions, cycles) of each timed window the plugin wrote, in order."""
+def peer_args(plugin: Path, out: Path, open_addr: int, close_addr: int, board) -> list[str]:
+    """The plugin on a peer's firmware (TFLM's harness: a window from bench_mark_start to bench_mark_stop),
+    with the same core and memory timings as qemu_args."""
+    mems = "".join("," + mem_arg(m, board.flash_bytes) for _, m in memory_models(board))
+    return ["-plugin", f"{plugin},out={out},open={open_addr:#x},close={close_addr:#x},"
+                       f"core={CORES.get(board.cpu, 'm4')},ws={WAIT_STATES}{mems}"]
+
+
+def read_windows(out: Path) -> list[tuple[int, ...]]:
+    """(instructions, cycles, cycles with each memory timing ...) of each timed window the plugin wrote."""
     if not out.is_file():
         return []
     rows = []
     for line in out.read_text().splitlines():
         f = line.split()
-        if len(f) == 3 and f[0] == "window":
-            rows.append((int(f[1]), int(f[2])))
+        if len(f) >= 3 and f[0] == "window":
+            rows.append(tuple(int(v) for v in f[1:]))
     return rows
 
 
-def summary(windows: list[tuple[int, int]], n: int) -> dict | None:
-    """latency.cycles_estimate of a bench: the first n windows (the plain invokes; profiled ones come after)."""
+def summary(windows: list[tuple[int, ...]], n: int, board=None) -> dict | None:
+    """latency.cycles_estimate of a bench: the first n windows (the plain invokes; profiled ones come after);
+    with the emulated board, `parts` has the estimate under each real part's memory timing (memory_models)."""
     import numpy as np
     if len(windows) < n or n == 0:
         return None
     insns = np.array([w[0] for w in windows[:n]], float)
     cycles = np.array([w[1] for w in windows[:n]], float)
-    return {"median": float(np.median(cycles)), "min": float(cycles.min()), "max": float(cycles.max()),
-            "plugin_instructions_median": float(np.median(insns)),
-            "cycles_per_instruction": float(np.median(cycles) / max(np.median(insns), 1.0)),
-            "wait_states": WAIT_STATES, "model": MODEL.format(ws=WAIT_STATES)}
+    result = {"median": float(np.median(cycles)), "min": float(cycles.min()), "max": float(cycles.max()),
+              "plugin_instructions_median": float(np.median(insns)),
+              "cycles_per_instruction": float(np.median(cycles) / max(np.median(insns), 1.0)),
+              "wait_states": WAIT_STATES, "model": MODEL.format(ws=WAIT_STATES)}
+    if board is not None:
+        result["parts"] = parts(windows[:n], board)
+    return result
+
+
+def parts(windows: list[tuple[int, ...]], board) -> list[dict]:
+    """Per real part's memory timing: its board, the timing's name and note, the median cycles and what they
+    are in milliseconds at the part's clock."""
+    from edgec.targets.boards import load_board
+    import numpy as np
+    rows = []
+    for k, (name, m) in enumerate(memory_models(board)):
+        if any(len(w) < 3 + k for w in windows):
+            break
+        median = float(np.median([w[2 + k] for w in windows]))
+        clock = load_board(name).clock_hz
+        rows.append({"board": name, "memory": m.name, "note": m.note, "median": median,
+                     "ms": median / clock * 1000 if clock else None})
+    return rows
 
 
 if __name__ == "__main__":        # scripts/setup.sh: build the plugin once (a command of its own: it reads the

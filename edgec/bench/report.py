@@ -363,6 +363,10 @@ def summary_lines(r: dict) -> list[str]:
         c = lat["cycles_estimate"]
         lines.append(f"cycle estimate: median {c['median']:,.0f} cycles ({c['cycles_per_instruction']:.2f} per "
                      f"instruction; {c['model']})")
+        for p in c.get("parts") or ():
+            ms = f" = {p['ms']:.2f} ms" if p.get("ms") else ""
+            lines.append(f"  with the memory timing of {p['board']} ({p['memory']}: {p['note']}): "
+                         f"{p['median']:,.0f} cycles{ms}")
     m = r["memory"]
     stack = (f", stack used {m['stack_used_bytes']:,} of {m['stack_reserved_bytes']:,} B"
              if m.get("stack_used_bytes") is not None else ", stack not measured on this board")

@@ -242,7 +242,8 @@ def _link_session(outdir, report, graph, board, firmware, port, gdb_load, xq, re
     ticks = np.zeros(n, np.int64)
     stack = []
     plugin_out = scratch / "windows.txt"     # the cycle-estimate plugin's timed windows (edgec/bench/cycles.py)
-    plugin = cycles.qemu_args(board, firmware, plugin_out, settings) if port in (None, "auto") else []
+    plugin = cycles.qemu_args(board, firmware, plugin_out, settings, parts=n <= cycles.PARTS_MAX_SAMPLES) \
+        if port in (None, "auto") else []
     with open_device(board, firmware, port, gdb_load=gdb_load, emulator_args=tuple(plugin)) as dev:
         link = dev.link
         hello = link.hello()
@@ -273,7 +274,7 @@ def _link_session(outdir, report, graph, board, firmware, port, gdb_load, xq, re
         # an emulated or host board's "UART" is a loopback TCP socket: no baud rate limits it
         local = board.serial_port in (PORT_EMULATOR, PORT_PROGRAM)
         link_stats = link.stats.to_json(None if local else board.serial_baud)
-    estimate = cycles.summary(cycles.read_windows(plugin_out), n) if plugin else None
+    estimate = cycles.summary(cycles.read_windows(plugin_out), n, board) if plugin else None
     return dev_out, ticks, stack, hello, mismatched, link_stats, board, estimate
 
 

@@ -178,7 +178,8 @@ def run(outdir: str | Path, wav: str | Path, windows: str | Path | None = None, 
     settings = Settings.from_environment()
     with tempfile.TemporaryDirectory(prefix="edgec-stream-") as scratch:
         plugin_out = Path(scratch) / "cycles.txt"      # the cycle-estimate plugin's windows (emulated Arm boards)
-        extra = cycles.qemu_args(board, firmware, plugin_out, settings) if estimate_cycles and port in (None, "auto") \
+        extra = cycles.qemu_args(board, firmware, plugin_out, settings, parts=False) \
+            if estimate_cycles and port in (None, "auto") \
             else []
         with open_mlperf(board, firmware, port, mlperf.get("baud"), emulator_args=extra) as dut:
             dev = device_stream(dut.client, hops, progress=None if log is None else
@@ -194,7 +195,8 @@ def run(outdir: str | Path, wav: str | Path, windows: str | Path | None = None, 
     out["hop_ticks"] = {"front_end": float(np.median(dev["ticks"][:, 0])), "model": float(np.median(dev["ticks"][:, 1])),
                         "tick_hz": board.tick_hz}
     if len(est) >= 2 * len(hops):      # two plugin windows a hop: the front end, then the model
-        per_hop = np.array(est[:2 * len(hops)], np.int64).reshape(-1, 2, 2)       # hop, (fe, model), (insns, cycles)
+        per_hop = np.array([w[:2] for w in est[:2 * len(hops)]], np.int64).reshape(-1, 2, 2)   # hop, (fe, model),
+        #                                                                                      (insns, cycles)
         out["cycles_estimate"] = {**hop_budget(per_hop[:, :, 1], budget_board.clock_hz),
                                   "instructions": hop_budget(per_hop[:, :, 0], 1.0)["total"],
                                   "budget_board": budget_board.name, "method": cycles.MODEL.format(ws=cycles.WAIT_STATES)}

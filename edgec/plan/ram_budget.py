@@ -5,19 +5,26 @@ plan with patch-based stages (edgec/plan/patching.py) that does.
 rows per band) that lowers the arena most at the moment the arena peaks, as long as the arena shrinks.
 Each rung is (arena bytes, estimated extra instructions, stages); `choose` takes the cheapest rung whose
 arena plus `overhead` (the firmware's other RAM) fits, or says which RAM is the least it can reach.
+`choose_lean` tries, when no rung fits, the same on the graph whose ops with a large kernel scratch run on the
+offered kernel variant with the least scratch (`lean_scratch`: e.g. VWW's first convolution off the window
+kernel's 4,800 B input ring onto the blocked kernel's 160 B), the speed given up for RAM a budget asks for.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from edgec.errors import EdgecError
 from edgec.ir import Graph
+from edgec.ops import select
+from edgec.ops.kernel import GENERIC, constant_bytes
 from edgec.plan import patching, planner
 
 MAX_STAGE_OPS = 10
 BAND_ROWS = (1, 2, 4)
 MAX_STAGES = 4
 BEAM = 3
+LEAN_SCRATCH = 1024      # an op whose kernel scratch is larger may move to a variant with less under a budget
 
 
 @dataclass
@@ -75,6 +82,27 @@ def _fewer_calls(graph: Graph, rung: Rung, cache: dict) -> Rung:
     return rung
 
 
+def _split(graph: Graph, rung: Rung, cache: dict) -> Rung:
+    """The rung with a stage cut in two where that lowers the arena (VWW: the first convolution alone writes its
+    output over the model's input, then the next ops run in bands from it): the best cut, repeated."""
+    while True:
+        best = rung
+        for i, st in enumerate(rung.stages):
+            for m in range(st.first, st.last):
+                if not (patching.can_stage(graph, st.first, m) and patching.can_stage(graph, m + 1, st.last)):
+                    continue
+                for key in ((st.first, m, 1), (m + 1, st.last, 1)):
+                    if key not in cache:
+                        cache[key] = patching.build_stage(graph, *key)
+                stages = rung.stages[:i] + [cache[(st.first, m, 1)], cache[(m + 1, st.last, 1)]] + rung.stages[i + 1:]
+                arena = planner.plan(graph, exact=False, stages=stages).arena_bytes
+                if arena < best.arena_bytes:
+                    best = Rung(arena, sum(patching.extra_cost(graph, s) for s in stages), stages)
+        if best is rung:
+            return rung
+        rung = best
+
+
 def memory_ladder(graph: Graph) -> list[Rung]:
     """Plans from the fastest to the smallest (see the module doc): a beam search adding one stage at a
     time where the arena peaks."""
@@ -87,7 +115,7 @@ def memory_ladder(graph: Graph) -> list[Rung]:
                      key=lambda r: (r.arena_bytes, r.extra_instructions))[:BEAM]
         if not nxt or nxt[0].arena_bytes >= rungs[-1].arena_bytes:
             break
-        rungs.append(_fewer_calls(graph, nxt[0], cache))
+        rungs.append(_fewer_calls(graph, _split(graph, nxt[0], cache), cache))
         beam = nxt
     return rungs
 
@@ -120,3 +148,58 @@ def choose(graph: Graph, ram_budget: int | None, board_ram: int | None, overhead
                      f"{low.arena_bytes + overhead:,} B ({low.arena_bytes:,} B of arena + {overhead:,} B of "
                      f"firmware; {low.describe(graph)}, ~{low.extra_instructions:,} more instructions per "
                      "inference); give a larger budget")
+
+
+def _lean_lowering(graph: Graph, op):
+    """The op's lowering on the offered variant with the least scratch, when that is less than its own and its
+    own is over LEAN_SCRATCH (None: keep it)."""
+    low = op.lowering
+    if low is None or len(low.variants) < 2 or low.scratch_bytes <= LEAN_SCRATCH:
+        return None
+    generic = select.fast(op, select.dtypes(graph, op))
+    if generic is None:
+        return None
+    generic = generic.replace(variant=GENERIC, variants=low.variants, signature=low.signature)
+    options = [(select.variant(op, generic, name), name) for name in low.variants]
+    best, name = min(options, key=lambda c: c[0].scratch_bytes)
+    if best.scratch_bytes >= low.scratch_bytes:
+        return None
+    return best.replace(variant=name, variants=low.variants, signature=low.signature,
+                        extra_bytes=constant_bytes(best) - constant_bytes(generic))
+
+
+def lean_scratch(graph: Graph) -> tuple[Graph, list[int]]:
+    """The graph with every op whose scratch is over LEAN_SCRATCH on its least-scratch variant, and those ops."""
+    ops, moved = [], []
+    for k, op in enumerate(graph.ops):
+        low = _lean_lowering(graph, op)
+        ops.append(op if low is None else dataclasses.replace(op, lowering=low))
+        if low is not None:
+            moved.append(k)
+    return (graph.replace_ops(ops) if moved else graph), moved
+
+
+def choose_lean(graph: Graph, ram_budget: int | None, board_ram: int | None,
+                overhead: int = 0) -> tuple[Graph, list, dict]:
+    """choose(), and where no plan of the graph fits the budget, choose() on lean_scratch(graph): (the graph
+    to build, its stages, the summary; `lean_scratch_ops` names the ops moved to a leaner variant)."""
+    try:
+        return (graph, *choose(graph, ram_budget, board_ram, overhead))
+    except EdgecError:
+        lean, moved = lean_scratch(graph)
+        if not moved:
+            raise
+    stages, summary = choose(lean, ram_budget, board_ram, overhead)
+    limit = ram_budget if ram_budget is not None else board_ram
+    staged = {k for st in stages for k in st.ops}
+    for k in list(moved):            # back on its own kernel where the chosen plan still fits without the move
+        if k in staged or limit is None:
+            continue
+        back = lean.replace_ops([graph.ops[k] if j == k else op for j, op in enumerate(lean.ops)])
+        if planner.plan(back, exact=False, stages=stages).arena_bytes + overhead <= limit:
+            lean = back
+            moved.remove(k)
+    summary["arena_bytes"] = planner.plan(lean, exact=False, stages=stages).arena_bytes
+    summary["lean_scratch_ops"] = [{"op": k, "name": lean.ops[k].name, "variant": lean.ops[k].lowering.variant,
+                                    "scratch_bytes": lean.ops[k].lowering.scratch_bytes} for k in moved]
+    return lean, stages, summary

@@ -53,7 +53,7 @@ EMULATOR_DEVIATIONS = {
 FRAMEWORKS = ("", "arduino")   # "" = edgec's own local platform (no vendor framework)
 _TOP_KEYS = {"name", "description", "cpu", "fpu", "dsp", "clock_hz", "ram_bytes", "flash_bytes", "emulated",
              "tested_on_hardware", "cpu_flags", "reserved_ram_bytes", "reserved_flash_bytes", "memory",
-             "platformio", "serial", "timing", "emulator", "flash", "mlperf", "labgrid"}
+             "platformio", "serial", "timing", "emulator", "flash", "mlperf", "labgrid", "cycle_model"}
 _TABLE_KEYS = {"platformio": {"platform", "board", "framework", "build_flags", "options"},
                "serial": {"baud", "port"}, "timing": {"method", "unit", "tick_hz", "units_per_tick"},
                "emulator": {"command", "deviations"},
@@ -71,6 +71,8 @@ PROBES = {
     "gdb": "any GDB server (--gdb HOST:PORT): gdb-multiarch loads, verifies, resets and detaches",
 }
 _REGION_KEYS = {"name", "kind", "origin", "size", "note", "speed", "section"}
+_CYCLE_KEYS = {"name", "flash_wait_states", "line_bytes", "miss_cycles", "prefetch", "icache_bytes",
+               "icache_ways", "dcache_bytes", "dcache_ways", "note"}
 _SECTION_RE = re.compile(r"^\.edgec_[a-z0-9_]+$")
 
 
@@ -85,6 +87,25 @@ class Region:
     note: str = ""
     speed: int = 0     # RAM: relative speed, bigger = faster (the planner puts the hottest buffers there)
     section: str = ""  # RAM after the first: the linker section edgec places an arena piece in ("" = unused)
+
+
+@dataclass(frozen=True)
+class CycleModel:
+    """A real part's memory timing for the cycle estimate ([[cycle_model]]; edgec/bench/cycles.py): code and
+    constants in flash read line_bytes at a time behind a one-line buffer, an optional prefetch of the next
+    line and optional LRU caches; a line that none of them holds costs miss_cycles core cycles more than a
+    zero-wait-state access (default: the wait states)."""
+
+    name: str
+    flash_wait_states: int
+    line_bytes: int
+    miss_cycles: int
+    prefetch: bool
+    icache_bytes: int = 0
+    icache_ways: int = 0
+    dcache_bytes: int = 0
+    dcache_ways: int = 0
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -135,6 +156,7 @@ class Board:
     mlperf_timestamp_pin: str = ""  # [mlperf] timestamp_pin: the EEMBC energy-mode timestamp GPIO (e.g. "D7")
     labgrid_place: str = ""         # [labgrid] place: the board farm place bench/flash acquire (edgec/farm.py)
     labgrid_coordinator: str = ""   # [labgrid] coordinator: HOST:PORT (default $LG_COORDINATOR)
+    cycle_models: tuple[CycleModel, ...] = ()   # [[cycle_model]]: the part's memory timing (real boards)
     path: Path = field(default=Path(), compare=False)
 
     @property
@@ -261,6 +283,31 @@ def _regions(data: dict, path: Path) -> tuple[Region, ...]:
     return tuple(regions)
 
 
+def _cycle_models(data: dict, path: Path) -> tuple[CycleModel, ...]:
+    models = []
+    for i, t in enumerate(_get(data, "cycle_model", list, "", path, default=[])):
+        where = f"cycle_model[{i}]."
+        if not isinstance(t, dict):
+            raise EdgecError(f"board profile {path}: 'cycle_model' must be an array of tables ([[cycle_model]])")
+        _check_keys(t, _CYCLE_KEYS, where, path)
+        ws = _get(t, "flash_wait_states", int, where, path)
+        ints = {k: _get(t, k, int, where, path, default=0) for k in
+                ("icache_bytes", "icache_ways", "dcache_bytes", "dcache_ways")}
+        m = CycleModel(name=_get(t, "name", str, where, path), flash_wait_states=ws,
+                       line_bytes=_get(t, "line_bytes", int, where, path),
+                       miss_cycles=_get(t, "miss_cycles", int, where, path, default=ws),
+                       prefetch=_get(t, "prefetch", bool, where, path), note=_get(t, "note", str, where, path,
+                                                                                default=""), **ints)
+        line = m.line_bytes
+        if ws < 0 or line <= 0 or line & (line - 1) or m.miss_cycles < 0 or min(ints.values()) < 0 or any(
+                b and (not w or b % (line * w)) for b, w in ((m.icache_bytes, m.icache_ways),
+                                                            (m.dcache_bytes, m.dcache_ways))):
+            raise EdgecError(f"board profile {path}: cycle model '{m.name}' needs wait states >= 0, a power-of-two "
+                             "line_bytes, and cache sizes that are a multiple of line_bytes x ways")
+        models.append(m)
+    return tuple(models)
+
+
 def _flash_settings(data: dict, local: bool, path: Path) -> FlashSettings:
     """[flash]; emulated boards and the host start their program ("emulator"); a real board without a probe
     (e.g. a user's own profile) uploads with PlatformIO's upload target and its upload_protocol ("pio")."""
@@ -330,6 +377,7 @@ def _parse(data: dict, path: Path) -> Board:
         mlperf_timestamp_pin=_get(mlperf, "timestamp_pin", str, "mlperf.", path, default=""),
         labgrid_place=_get(labgrid, "place", str, "labgrid.", path, default=""),
         labgrid_coordinator=_get(labgrid, "coordinator", str, "labgrid.", path, default=""),
+        cycle_models=_cycle_models(data, path),
         path=path,
     )
     _check(board, path)
