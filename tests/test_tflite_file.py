@@ -79,6 +79,19 @@ def test_per_channel_scales_must_match_their_axis(tmp_path):
         importer.load(path, "m")
 
 
+def test_a_bias_with_its_filters_axis_imports(tmp_path):
+    """Old converters wrote a per-channel bias with its filter's quantized dimension (TFLite Micro's
+    person_detect: axis 3 on a [8] bias); TFLite Micro reads it, and edgec must too (it refused the file)."""
+    case = _fc()
+    n_out = case.tensors[1].shape[0]
+    w_scale = case.tensors[1].scale[0]
+    case = _with(case, 1, scale=[w_scale] * n_out, zp=[0] * n_out)
+    bias_scale = case.tensors[0].scale[0] * w_scale
+    path = tmp_path / "m.tflite"
+    path.write_bytes(oracle.write(_with(case, 2, scale=[bias_scale] * n_out, zp=[0] * n_out, axis=3)))
+    assert importer.load(path, "m").ops
+
+
 def test_a_valid_model_still_imports(tmp_path):
     path = tmp_path / "m.tflite"
     path.write_bytes(oracle.write(_fc()))

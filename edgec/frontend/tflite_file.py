@@ -133,5 +133,7 @@ def check_tensors(model, sg, path: Path) -> None:
             raise bad(f"has zero point {z}, outside {zp_range[0]}..{zp_range[1]} of its type")
         if scales.size > 1:
             axis = int(q.QuantizedDimension())
+            if len(shape) == 1 and shape[0] == scales.size:
+                continue           # a bias whose axis is its filter's (old converters: TFLite Micro reads it so)
             if not 0 <= axis < len(shape) or shape[axis] != scales.size:
                 raise bad(f"has {scales.size} scales along axis {axis} of shape {shape}; one per channel needed")
