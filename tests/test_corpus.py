@@ -16,6 +16,7 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import require
@@ -100,3 +101,33 @@ def test_fast_subset_on_host(name, tmp_path):
 @pytest.mark.parametrize("name", sorted(ENTRIES))
 def test_corpus_model(name, board, tmp_path):
     check(name, board, tmp_path)
+
+
+TFLITE_BUILDS = sorted(n for n, e in ENTRIES.items() if e["format"] == "tflite" and e["committed"]
+                       and EXPECTED[n]["host"] in ("builds", "less-accurate"))
+
+
+@pytest.mark.parametrize("name", TFLITE_BUILDS)
+def test_every_tflite_that_builds_imports_and_its_first_sample_is_tflms(name):
+    """The default suite's guard over the whole .tflite corpus (the full checks are under sweep): each file that
+    built imports, and edgec's reference on the oracle's first sample is its stored output (TFLite Micro's) —
+    a file check that refused person_detect went unseen by the fast subset."""
+    from edgec.frontend import tflite as importer
+    from edgec.quant import reference
+    from edgec import ports
+
+    entry = ENTRIES[name]
+    path = manifest.CORPUS / entry["file"]
+    graph = importer.load(path, name)
+    oracle = np.load(path.parent / "oracle.npz")
+    xq = ports.quantize_inputs(graph, corpus_table.float_inputs(oracle)[:1])
+    got = np.asarray(reference.run(graph, xq[0])).reshape(-1)
+    want = []
+    for k, port in enumerate(ports.outputs(graph)):
+        y = oracle[f"y{k}"][:1].reshape(-1)
+        if y.dtype.kind == "f":
+            t = graph.tensors[port.tensor]
+            y = np.clip(np.round(y.astype(np.float64) / float(np.asarray(t.scale).reshape(-1)[0]))
+                        + int(np.asarray(t.zero_point).reshape(-1)[0]), -128, 127)
+        want.append(y)
+    assert np.array_equal(got.astype(np.int64), np.concatenate(want).astype(np.int64))
