@@ -6,8 +6,9 @@ SQUARE, FLOOR_DIV, FLOOR_MOD, L2_POOL_2D, and SOFTMAX / LOG_SOFTMAX of a float32
 The NumPy twins perform TFLM's float32 (and, where its C++ does, float64) operations in its order; NumPy's
 float32 +, -, *, /, floor, ceil, sqrt, fmod are IEEE, so NEG, FLOOR, CEIL, ROUND, SQUARE, SQRT, FLOOR_DIV,
 FLOOR_MOD, DEQUANTIZE and the lookup are bit-identical with TFLM; EXP, LOG, SIN, COS (and the softmaxes and
-L2_POOL_2D through them) are the C library's, whose last bit may differ between libms: the twin computes them
-in float64 and rounds once (tests/test_float_tail.py states the tolerance). C kernels: runtime_c/edgec_float.c.
+the softmaxes through them) are the C library's, whose last bit may differ between C libraries: the twin calls
+the host's own (ctypes), so on the host the twin, the generated C and TFLM agree bit for bit, and a device's C
+library may differ in the last bits (tests/test_float_tail.py states the tolerance). C kernels: runtime_c/edgec_float.c.
 edgec/ops/registry.py hands SOFTMAX, LOG_SOFTMAX and DEQUANTIZE here when they compute in float (`takes`).
 """
 from __future__ import annotations
@@ -47,10 +48,29 @@ def _f(pointer: str, const: bool = True) -> str:
 
 
 # ---- NumPy twins ------------------------------------------------------------------------------------------------
-def _libm(fn, x):
-    """exp, log, sin, cos of float32 values as the C library's float function (float64, rounded once)."""
-    with np.errstate(all="ignore"):
-        return fn(np.asarray(x, np.float64)).astype(F32)
+_LIBM: dict = {}
+
+
+def _libm(name: str, x) -> np.ndarray:
+    """expf, logf, sinf, cosf of float32 values: the host C library's own functions (what the generated C and
+    TFLM's x86 build call), through ctypes; float64 rounded once where no C library is found."""
+    if not _LIBM:
+        import ctypes
+        import ctypes.util
+
+        path = ctypes.util.find_library("m")
+        lib = ctypes.CDLL(path) if path else None
+        for f in ("expf", "logf", "sinf", "cosf"):
+            fn = getattr(lib, f, None) if lib is not None else None
+            if fn is not None:
+                fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
+            _LIBM[f] = fn
+    x = np.asarray(x, F32)
+    fn = _LIBM[name]
+    if fn is None:
+        with np.errstate(all="ignore"):
+            return getattr(np, name[:-1])(x.astype(np.float64)).astype(F32)
+    return np.fromiter((fn(float(v)) for v in x.reshape(-1)), F32, x.size).reshape(x.shape)
 
 
 def unary(x, code: int) -> np.ndarray:
@@ -64,7 +84,7 @@ def unary(x, code: int) -> np.ndarray:
         table = {0: np.negative, 1: np.floor, 2: np.ceil, 4: np.sqrt, 9: np.square}
         if code in table:
             return table[code](x).astype(F32)
-    return _libm({5: np.exp, 6: np.log, 7: np.sin, 8: np.cos}[code], x)
+    return _libm({5: "expf", 6: "logf", 7: "sinf", 8: "cosf"}[code], x)
 
 
 def binary(a, b, code: int) -> np.ndarray:
@@ -84,13 +104,13 @@ def softmax(x, beta: F32, log: bool) -> np.ndarray:
     for r, row in enumerate(rows):
         m = row.max()
         if log:
-            e = _libm(np.exp, row - m)
+            e = _libm("expf", row - m)
             s = F32(0)
             for v in e:
                 s = F32(s + v)
-            out[r] = row - m - _libm(np.log, s)
+            out[r] = row - m - _libm("logf", s)
         else:
-            e = _libm(np.exp, (row - m) * F32(beta))
+            e = _libm("expf", (row - m) * F32(beta))
             s = F32(0)
             for v in e:
                 s = F32(s + v)
