@@ -26,6 +26,7 @@ BINARY = {"FLOOR_DIV": 0, "FLOOR_MOD": 1}
 IN_CODE = {"int8": 0, "int16": 1, "uint8": 2}
 RANK = 6                       # broadcasting over up to 6 dimensions (TFLM's 4-D and 5-D, and more)
 DETECTION = "CUSTOM TFLite_Detection_PostProcess"
+DEVICE_ULPS = 4               # a device's expf, logf, sinf, cosf against the host's (newlib's on the M4: 1 seen)
 
 
 def bits(v: float) -> int:
@@ -224,6 +225,20 @@ def c_lookup(op, low, s: CallSite) -> str:
     return (f"edgec_float_embedding_lookup({p['ids']}, {p['rows']}, {p['cols']}, {p['hybrid']}, "
             f"{c_float(p['scale_bits'])}, (const int32_t *)(const void *)({s.inputs[0]}), {s.arrays['table']}, "
             f"(void *)({s.output}));")
+
+
+def computes(graph, tensor: str) -> bool:
+    """Whether a float32 tensor is a float tail's (a graph output the bench compares as floats)."""
+    return any(op.output == tensor and op.kind in _KINDS for op in graph.ops)
+
+
+def device_ulps(graph) -> int:
+    """How far (units in the last place) a device's float32 outputs may lie from the host reference's: DEVICE_ULPS
+    where a float tail calls the C library's exp, log, sin or cos (a device's C library may round their last bit
+    otherwise than the host's), else 0 (bit for bit)."""
+    libm = {UNARY[k] for k in ("EXP", "LOG", "SIN", "COS")}
+    return DEVICE_ULPS if any(op.kind == "float_softmax" or (op.kind == "float_unary" and op.params.get("code") in libm)
+                              for op in graph.ops) else 0
 
 
 def _quantize(op: Op, ins: list[Tensor], out: Tensor) -> None:
