@@ -27,6 +27,24 @@ void edgec_float_dequantize(int32_t n, int32_t in_code, int32_t zero_point, floa
     }
 }
 
+void edgec_float_quantize(int32_t n, int32_t out_code, int32_t zero_point, float scale, const float *x, void *y)
+{
+    const int32_t lo = out_code == 0 ? -128 : out_code == 1 ? -32768 : 0;
+    const int32_t hi = out_code == 0 ? 127 : out_code == 1 ? 32767 : 255;
+    int32_t i;
+    for (i = 0; i < n; ++i) {
+        float v = roundf(x[i] / scale);                /* TFLM's AffineQuantize: TfLiteRound of the quotient */
+        int32_t q;
+        if (!(v >= -65536.0f)) v = -65536.0f;          /* NaN too (undefined in TFLM) */
+        if (v > 65536.0f) v = 65536.0f;
+        q = (int32_t)v + zero_point;
+        q = q < lo ? lo : (q > hi ? hi : q);
+        if (out_code == 0) ((int8_t *)y)[i] = (int8_t)q;
+        else if (out_code == 1) ((int16_t *)y)[i] = (int16_t)q;
+        else ((uint8_t *)y)[i] = (uint8_t)q;
+    }
+}
+
 void edgec_float_unary(int32_t n, int32_t code, const float *x, float *y)
 {
     int32_t i;

@@ -824,8 +824,9 @@ void edgec_signal_arith_s32(int32_t n, int32_t code, int32_t b_size, const int32
  * edgec_float.c: a DEQUANTIZE inside a .tflite graph and TFLite Micro's float32 kernels after it
  * (edgec/ops/float_tail), and EMBEDDING_LOOKUP (int32 ids into a constant int8 [rows][cols] table: the rows
  * copied, or with `hybrid` dequantized to float32 by `scale`; an id outside the table gives a row of zeros).
- * in_code: 0 int8, 1 int16, 2 uint8. edgec_float_binary broadcasts over EDGEC_FLOAT_RANK dimensions: dims of
- * the output, element strides of each input over them (0 where it is broadcast). */
+ * in_code, out_code: 0 int8, 1 int16, 2 uint8 (QUANTIZE: TFLM's AffineQuantize). edgec_float_binary
+ * broadcasts over EDGEC_FLOAT_RANK dimensions: dims of the output, element strides of each input over them (0
+ * where it is broadcast). */
 #define EDGEC_FLOAT_NEG 0
 #define EDGEC_FLOAT_FLOOR 1
 #define EDGEC_FLOAT_CEIL 2
@@ -840,6 +841,7 @@ void edgec_signal_arith_s32(int32_t n, int32_t code, int32_t b_size, const int32
 #define EDGEC_FLOAT_FLOOR_MOD 1
 #define EDGEC_FLOAT_RANK 6
 void edgec_float_dequantize(int32_t n, int32_t in_code, int32_t zero_point, float scale, const void *x, float *y);
+void edgec_float_quantize(int32_t n, int32_t out_code, int32_t zero_point, float scale, const float *x, void *y);
 void edgec_float_unary(int32_t n, int32_t code, const float *x, float *y);
 void edgec_float_binary(int32_t code, const int32_t *dims, const int32_t *a_strides, const int32_t *b_strides,
                         const float *a, const float *b, float *y);

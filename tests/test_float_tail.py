@@ -113,7 +113,8 @@ def random_cases(rng, n: int, prefix: str) -> list:
 def test_float_kernels_match_tflm(tmp_path):
     """Each float-only builtin of TFLite Micro once (random shapes, inputs at the zero point and at the int8
     limits), FLOOR_DIV / FLOOR_MOD broadcasting a constant and a computed divisor, SOFTMAX and LOG_SOFTMAX,
-    L2_POOL_2D, and EMBEDDING_LOOKUP into int8 and into TFLM's hybrid float32 rows: bit for bit on the host."""
+    L2_POOL_2D, EMBEDDING_LOOKUP into int8 and into TFLM's hybrid float32 rows, and a QUANTIZE out of the float
+    tail: bit for bit on the host."""
     rng = np.random.default_rng(29)
     cases = [_with_x(float_cases.unary_case(rng, f"u_{op}", op in ("EXP", "ROUND"), op)[0], rng)
              for op in float_cases.UNARY]
@@ -121,6 +122,7 @@ def test_float_kernels_match_tflm(tmp_path):
     cases += [_with_x(float_cases.softmax_case(rng, f"sm{k}")[0], rng) for k in range(2)]
     cases += [_with_x(float_cases.l2_pool_case(rng, f"l2{k}", k == 1)[0], rng) for k in range(2)]
     cases += [float_cases.embedding_case(rng, f"e{k}", k == 1, k % 2 == 0)[0] for k in range(2)]
+    cases += [_with_x(float_cases.quantize_case(rng, f"q{k}", k == 1)[0], rng) for k in range(3)]
     assert {c.op for c in cases} >= set(float_cases.UNARY) | {"SOFTMAX", "LOG_SOFTMAX", "L2_POOL_2D"}
     assert {c.tensors[2].dtype for c in cases if c.op == "EMBEDDING_LOOKUP"} == {float_cases.FLOAT32, 9}
     bad = check(cases, tmp_path)

@@ -2,8 +2,8 @@
 (edgec/ops/float_tail): an int8 input, a DEQUANTIZE into float32, then one of TFLite Micro's float32 kernels
 (NEG, FLOOR, CEIL, ROUND, SQUARE, SQRT, EXP, LOG, SIN, COS, FLOOR_DIV and FLOOR_MOD broadcasting a constant or a
 dequantized SLICE of the input, SOFTMAX with its beta, LOG_SOFTMAX, L2_POOL_2D with SAME / VALID padding and
-fused activations), its float32 output the graph's; and EMBEDDING_LOOKUP of int32 ids into a constant int8
-table (int8 rows, or TFLM's hybrid float32 rows).
+fused activations), its float32 output the graph's, or a QUANTIZE back into int8, int16 or uint8; and
+EMBEDDING_LOOKUP of int32 ids into a constant int8 table (int8 rows, or TFLM's hybrid float32 rows).
 """
 from __future__ import annotations
 
@@ -94,6 +94,22 @@ def l2_pool_case(rng, name, extreme=False):
     return case, True
 
 
+def quantize_case(rng, name, extreme=False):
+    """A float tail inside an int8 model: DEQUANTIZE, NEG or SQUARE or FLOOR (keras's layer norm: a NEG between
+    them), QUANTIZE into int8 (int16, uint8) of its own scale and zero point, which saturates at its ends."""
+    op = str(rng.choice(["NEG", "SQUARE", "FLOOR", "EXP"]))
+    shape = _shape(rng)
+    s, z = _act(rng, extreme)
+    out_type = int(rng.choice([9, 9, 7, 3]))
+    ys, yz = _act(rng, extreme)
+    yz = {9: yz, 7: 0, 3: yz + 128}[out_type]
+    tensors = [T(shape, [s], [z]), T(shape, [], [], FLOAT32), T(shape, [], [], FLOAT32),
+               T(shape, [ys], [yz], out_type)]
+    case = Case(name, tensors, [Node("DEQUANTIZE", [0], 1), Node(op, [1], 2), Node("QUANTIZE", [2], 3)], 0, 3)
+    case.op = "QUANTIZE"
+    return case, True
+
+
 def embedding_case(rng, name, extreme=False, hybrid=None):
     """EMBEDDING_LOOKUP of n int32 ids (the graph's input) into a [rows, cols(, more)] int8 table; the output
     int8 rows, or float32 (the table's scale, zero point 0). x: the ids, every row id included."""
@@ -111,4 +127,5 @@ def embedding_case(rng, name, extreme=False, hybrid=None):
     return case, True
 
 
-MAKERS = {"unary": unary_case, "floor_binary": floor_binary_case, "softmax": softmax_case, "l2_pool": l2_pool_case}
+MAKERS = {"unary": unary_case, "floor_binary": floor_binary_case, "softmax": softmax_case, "l2_pool": l2_pool_case,
+          "quantize": quantize_case}

@@ -156,6 +156,17 @@ def run_dequantize(op, ins):
     return ((np.asarray(ins[0], np.int32) - p["zp"]).astype(F32) * value(p["scale_bits"])).astype(F32)
 
 
+def run_quantize(op, ins):
+    """TFLM's AffineQuantize: round half away from zero of the float32 quotient, plus the zero point, clamped."""
+    p = op.params
+    with np.errstate(all="ignore"):
+        v = (np.asarray(ins[0], F32) / value(p["scale_bits"])).astype(np.float64)
+        q = np.sign(v) * np.floor(np.abs(v) + 0.5)
+    lo, hi = {0: (-128, 127), 1: (-32768, 32767), 2: (0, 255)}[p["out_code"]]
+    q = np.clip(np.nan_to_num(q, nan=lo, posinf=hi, neginf=lo) + p["zp"], lo, hi)
+    return q.astype({0: np.int8, 1: np.int16, 2: np.uint8}[p["out_code"]])
+
+
 def run_unary(op, ins):
     return unary(ins[0], op.params["code"])
 
@@ -194,6 +205,12 @@ def c_dequantize(op, low, s: CallSite) -> str:
     p = op.params
     return (f"edgec_float_dequantize({p['n']}, {p['in_code']}, {p['zp']}, {c_float(p['scale_bits'])}, "
             f"(const void *)({s.inputs[0]}), {_f(s.output, False)});")
+
+
+def c_quantize(op, low, s: CallSite) -> str:
+    p = op.params
+    return (f"edgec_float_quantize({p['n']}, {p['out_code']}, {p['zp']}, {c_float(p['scale_bits'])}, "
+            f"{_f(s.inputs[0])}, (void *)({s.output}));")
 
 
 def c_unary(op, low, s: CallSite) -> str:
@@ -247,6 +264,7 @@ def _quantize(op: Op, ins: list[Tensor], out: Tensor) -> None:
 
 _KINDS = {   # kind: (C kernel, twin, C call)
     "float_dequantize": ("edgec_float_dequantize", run_dequantize, c_dequantize),
+    "float_quantize": ("edgec_float_quantize", run_quantize, c_quantize),
     "float_unary": ("edgec_float_unary", run_unary, c_unary),
     "float_binary": ("edgec_float_binary", run_binary, c_binary),
     "float_softmax": ("edgec_float_softmax", run_softmax, c_softmax),

@@ -57,6 +57,16 @@ def import_dequantize(tx, op):
                                                              scale_bits=bits(x.scale)))
 
 
+def import_quantize(tx, op):
+    """QUANTIZE of a float32 tensor into int8, int16 or uint8 (per tensor), leaving the float tail."""
+    name = _float_in(tx, op)
+    x = tx.graph.tensors[name]
+    out = tx.output(op, x.shape, dtypes=tuple(IN_CODE))
+    t = tx.graph.tensors[out]
+    tx.emit("float_quantize", op, [name], out, params=dict(n=x.size, out_code=IN_CODE[t.dtype], zp=t.zero_point,
+                                                           scale_bits=bits(t.scale)))
+
+
 def import_unary(tx, op):
     name = _float_in(tx, op)
     x = tx.graph.tensors[name]
@@ -153,4 +163,5 @@ def import_embedding_lookup(tx, op):
 TFLITE = {**{k: import_unary for k in UNARY}, **{k: import_binary for k in BINARY}, "L2_POOL_2D": import_l2_pool,
           "EMBEDDING_LOOKUP": import_embedding_lookup}
 # builtin operators other families import when they compute on int8: handed here when `takes` (registry)
-TFLITE_FLOAT = {"DEQUANTIZE": import_dequantize, "SOFTMAX": import_softmax, "LOG_SOFTMAX": import_softmax}
+TFLITE_FLOAT = {"DEQUANTIZE": import_dequantize, "QUANTIZE": import_quantize, "SOFTMAX": import_softmax,
+                "LOG_SOFTMAX": import_softmax}
