@@ -136,7 +136,7 @@ def check(entry: dict, board: str, work: Path, bench: bool = True) -> Row:
                 y = np.clip(np.round(y.astype(np.float64) / scale) + zp, -128, 127)
             want.append(y)
         want = np.concatenate(want, axis=1)
-        if str(oracle["oracle"]) != "tflite-micro":
+        if not str(oracle["oracle"]).startswith("tflite-micro"):
             row.extra["oracle"] = str(oracle["oracle"])
         bits = ref.view(np.int32) if ref.dtype == np.float32 else ref
         row.tflm_identical = float(np.mean(np.all(want.astype(np.int64) == bits.astype(np.int64), axis=1))) \

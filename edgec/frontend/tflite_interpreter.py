@@ -15,12 +15,17 @@ def interpreter_outputs(path: str | Path, xq: np.ndarray) -> np.ndarray | None:
     """TFLite Micro's outputs (its Python interpreter, package `tflite-micro`) for edgec's integer inputs xq [n, ...]
     (several: packed, edgec/ports.py), several outputs packed the same way (float32 ones as they are); a float
     input gets xq dequantized, a float output is quantized back; an LSTM's or SVDF's state reset before each sample,
-    a signal front end's carried from sample to sample, as edgec's device does. None: not installed."""
+    a signal front end's carried from sample to sample, as edgec's device does. None: not installed, or TFLite
+    Micro cannot run the file."""
     try:
         from tflite_micro.python.tflite_micro import runtime
     except ImportError:
         return None
-    graph, interp = load(path, "interpreter"), runtime.Interpreter.from_file(str(path))
+    graph = load(path, "interpreter")
+    try:
+        interp = runtime.Interpreter.from_file(str(path))
+    except RuntimeError:       # TFLite Micro cannot run the file (an operator it lacks, a shape left to run time)
+        return None
     carry = signal.keeps_state(graph)
     ins = [(interp.get_input_details(k), graph.tensors[t]) for k, t in enumerate(graph.inputs)]
     sizes = [int(np.prod(d["shape"])) for d, _ in ins]
