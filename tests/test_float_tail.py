@@ -147,3 +147,16 @@ def test_float_operator_on_int8_is_refused_in_one_line(tmp_path, monkeypatch):
     with pytest.raises(EdgecError) as err:
         importer.load(path, "neg")
     assert "\n" not in str(err.value) and "NEG (operator #0: input 0 is not a float32 tensor" in str(err.value)
+
+
+def test_device_tolerance_only_where_the_c_library_computes(tmp_path):
+    """device_ulps: DEVICE_ULPS for a graph whose float tail calls exp, log, sin or cos (a softmax, EXP), 0 (bit
+    for bit) for one computing exactly (NEG, FLOOR_DIV, ...)."""
+    from edgec.ops import float_tail
+
+    rng = np.random.default_rng(5)
+    exact, libm = float_cases.unary_case(rng, "neg", op="NEG")[0], float_cases.softmax_case(rng, "sm")[0]
+    for case, want in ((exact, 0), (libm, float_tail.DEVICE_ULPS)):
+        path = tmp_path / f"{case.name}.tflite"
+        path.write_bytes(oracle.write(case))
+        assert float_tail.device_ulps(importer.load(path, case.name)) == want

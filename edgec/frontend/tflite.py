@@ -348,6 +348,7 @@ class _Importer:
         for k, o in enumerate(ys):
             t = self._graph_output(o, edges.get(o, o), g.outputs[:k])
             shape = (1, *g.tensors[t].shape) if o in self.parts else self.shape(o)   # packed: its own shape
+            shape = shape if int(np.prod(shape)) == g.tensors[t].size else g.tensors[t].shape   # batch None
             if k == 0:
                 g.output, g.output_onnx_shape = t, shape
             else:
