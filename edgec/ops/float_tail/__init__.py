@@ -1,15 +1,17 @@
 """A float tail: a DEQUANTIZE inside a `.tflite` graph and the float32 operators after it, run on the device in
 float32 as TFLite Micro runs them (its float-only builtins NEG, FLOOR, CEIL, ROUND, SQRT, EXP, LOG, SIN, COS,
-SQUARE, FLOOR_DIV, FLOOR_MOD, L2_POOL_2D, and SOFTMAX / LOG_SOFTMAX of a float32 tensor), and EMBEDDING_LOOKUP
-(int32 ids into a constant int8 table: its rows copied, or dequantized into float32 as TFLM's hybrid kernel).
+SQUARE, FLOOR_DIV, FLOOR_MOD, L2_POOL_2D, SOFTMAX / LOG_SOFTMAX of a float32 tensor, and a QUANTIZE back into
+integers), and EMBEDDING_LOOKUP (int32 ids into a constant int8 table: its rows copied, or dequantized into
+float32 as TFLM's hybrid kernel).
 
 The NumPy twins perform TFLM's float32 (and, where its C++ does, float64) operations in its order; NumPy's
 float32 +, -, *, /, floor, ceil, sqrt, fmod are IEEE, so NEG, FLOOR, CEIL, ROUND, SQUARE, SQRT, FLOOR_DIV,
-FLOOR_MOD, DEQUANTIZE and the lookup are bit-identical with TFLM; EXP, LOG, SIN, COS (and the softmaxes and
-the softmaxes through them) are the C library's, whose last bit may differ between C libraries: the twin calls
-the host's own (ctypes), so on the host the twin, the generated C and TFLM agree bit for bit, and a device's C
-library may differ in the last bits (tests/test_float_tail.py states the tolerance). C kernels: runtime_c/edgec_float.c.
-edgec/ops/registry.py hands SOFTMAX, LOG_SOFTMAX and DEQUANTIZE here when they compute in float (`takes`).
+FLOOR_MOD, DEQUANTIZE, QUANTIZE and the lookup are bit-identical with TFLM. EXP, LOG, SIN, COS and the softmaxes
+call the C library's expf, logf, sinf, cosf, whose last bit may differ between C libraries: the twin calls the
+host's own (ctypes), so on the host the twin, the generated C and TFLM agree bit for bit; a device's C library may
+differ in the last bits (DEVICE_ULPS, the bench's tolerance there). C kernels: runtime_c/edgec_float.c.
+edgec/ops/registry.py hands DEQUANTIZE, QUANTIZE, SOFTMAX and LOG_SOFTMAX here when they compute in float
+(`takes`).
 """
 from __future__ import annotations
 
