@@ -839,6 +839,38 @@ static inline int32_t edgec_signal_mfcc_s16_get_buffer_size(const edgec_signal_m
     return 4 * (2 * p->fft_length + p->frames * p->mels);
 }
 
+/* ================================================================ float tail
+ * edgec_float.c: a DEQUANTIZE inside a .tflite graph and TFLite Micro's float32 kernels after it
+ * (edgec/ops/float_tail), and EMBEDDING_LOOKUP (int32 ids into a constant int8 [rows][cols] table: the rows
+ * copied, or with `hybrid` dequantized to float32 by `scale`; an id outside the table gives a row of zeros).
+ * in_code, out_code: 0 int8, 1 int16, 2 uint8 (QUANTIZE: TFLM's AffineQuantize). edgec_float_binary
+ * broadcasts over EDGEC_FLOAT_RANK dimensions: dims of the output, element strides of each input over them (0
+ * where it is broadcast). */
+#define EDGEC_FLOAT_NEG 0
+#define EDGEC_FLOAT_FLOOR 1
+#define EDGEC_FLOAT_CEIL 2
+#define EDGEC_FLOAT_ROUND 3
+#define EDGEC_FLOAT_SQRT 4
+#define EDGEC_FLOAT_EXP 5
+#define EDGEC_FLOAT_LOG 6
+#define EDGEC_FLOAT_SIN 7
+#define EDGEC_FLOAT_COS 8
+#define EDGEC_FLOAT_SQUARE 9
+#define EDGEC_FLOAT_FLOOR_DIV 0
+#define EDGEC_FLOAT_FLOOR_MOD 1
+#define EDGEC_FLOAT_RANK 6
+void edgec_float_dequantize(int32_t n, int32_t in_code, int32_t zero_point, float scale, const void *x, float *y);
+void edgec_float_quantize(int32_t n, int32_t out_code, int32_t zero_point, float scale, const float *x, void *y);
+void edgec_float_unary(int32_t n, int32_t code, const float *x, float *y);
+void edgec_float_binary(int32_t code, const int32_t *dims, const int32_t *a_strides, const int32_t *b_strides,
+                        const float *a, const float *b, float *y);
+void edgec_float_softmax(int32_t rows, int32_t cols, int32_t log_softmax, float beta, const float *x, float *y);
+void edgec_float_l2_pool(int32_t batch, int32_t in_h, int32_t in_w, int32_t channels, int32_t out_h, int32_t out_w,
+                         int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w, int32_t pad_h, int32_t pad_w,
+                         float lo, float hi, const float *x, float *y);
+void edgec_float_embedding_lookup(int32_t ids, int32_t rows, int32_t cols, int32_t hybrid, float scale,
+                                  const int32_t *id, const int8_t *table, void *y);
+
 /* ================================================================ float boundary
  * The float <-> integer quantization at a model's inputs and outputs, exactly as edgec's host reference does it
  * (edgec/fixedpoint/scheme.py quantize_input and dequantize), in IEEE-754 binary32 arithmetic:
@@ -881,6 +913,13 @@ static inline void edgec_quantize_f32_s16(const float *x, int16_t *q, int32_t n,
 {
     int32_t i;
     for (i = 0; i < n; ++i) q[i] = (int16_t)edgec_quantize_f32(x[i], scale, zero_point, -32768, 32767);
+}
+
+/* an int32 input (EMBEDDING_LOOKUP's ids: scale 1, zero point 0): the float value rounded, within +-65536 */
+static inline void edgec_quantize_f32_s32(const float *x, int32_t *q, int32_t n, float scale, int32_t zero_point)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) q[i] = edgec_quantize_f32(x[i], scale, zero_point, -65536, 65536);
 }
 
 static inline void edgec_quantize_f32_u8(const float *x, uint8_t *q, int32_t n, float scale, int32_t zero_point)

@@ -282,3 +282,16 @@ def test_the_first_inference_waits_for_the_models_size_not_an_hour():
     assert first_invoke_timeout({"macs": 10**12}, 5) * 6 <= 600
     assert first_invoke_timeout({"macs": 10**8}, 5) > first_invoke_timeout({"macs": 10**4}, 5)
     assert first_invoke_timeout({}, 5) == 10.0
+
+
+def test_float_tail_outputs_agree_within_the_stated_ulps():
+    """A float tail's float32 outputs (edgec/ops/float_tail): the device's C library's exp and log may round a
+    last bit otherwise than the host's (newlib's on the M4: 1 ulp on the corpus's LeNet), so the bench counts
+    them equal within `ulps`; everything else bit for bit (-0.0 is not 0.0)."""
+    a = np.array([[-0.01202736, 1.5], [0.0, 2.0]], np.float32)
+    b = a.copy()
+    b[0, 0] = np.nextafter(a[0, 0], np.float32(0))
+    b[1, 0] = np.float32(-0.0)
+    assert bench.same_rows(a, b).tolist() == [False, False]
+    assert bench.same_rows(a, b, ulps=1).tolist() == [True, False]
+    assert bench.same_rows(a, a).tolist() == [True, True]

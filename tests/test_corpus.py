@@ -28,8 +28,8 @@ from corpus import manifest  # noqa: E402
 
 ENTRIES = manifest.load()
 EXPECTED = json.loads((manifest.CORPUS / "expected.json").read_text())
-# the default suite's subset: small files of each source and format, a stateful one (TFLite's integer LSTM) and one
-# refused (a float LOG_SOFTMAX tail)
+# the default suite's subset: small files of each source and format, a stateful one (TFLite's integer LSTM) and a
+# float tail (a DEQUANTIZE, then a float32 LOG_SOFTMAX: edgec/ops/float_tail)
 FAST = ["tflm_hello_world_int8", "tiny_kws_ds_cnn", "onnx2c_atmega_mnist", "tflm_mnist_lstm_int8",
         "tinyengine_mnist_lenet"]
 

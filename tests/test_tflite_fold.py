@@ -142,3 +142,37 @@ def test_bench_runs_a_file_tflite_micro_cannot_load(tmp_path):
     r = api.bench(out, data)
     assert r["agreement"]["device_vs_reference"] == 1.0
     assert r["tflite"] == {"interpreter": None, "reference_vs_interpreter": None}
+
+
+def test_batch_none_placeholder_takes_the_computed_shape(tmp_path):
+    """The same RESHAPE and FULLY_CONNECTED with -1 in their outputs' shape signatures (what TFLiteConverter writes
+    for a Keras batch of None; keras_kws_transformer in the corpus): the placeholder shapes ([1, 1], [1, 5]) stand
+    for what the folded operand computes, and the result is TFLite Micro's on the file with the shapes resolved."""
+    rng = np.random.default_rng(9)
+    case = _dense_on_3d(rng, (1, 1))
+    case.tensors[10].signature, case.tensors[11].signature = (-1, -1), (-1, 5)
+    case.tensors[11].shape = (1, 5)
+    path = tmp_path / "batch_none.tflite"
+    path.write_bytes(oracle.write(case))
+    graph = importer.load(path, "batch_none")
+    assert graph.tensors[graph.output].shape == (4, 5)
+    case.tensors[9] = oracle.T((2,), [], [], oracle.INT32, np.array([4, 6], np.int32))
+    case.tensors[10].shape, case.tensors[11].shape = (4, 6), (4, 5)
+    case.nodes = case.nodes[-2:]
+    const = tmp_path / "resolved.tflite"
+    const.write_bytes(oracle.write(case))
+    x = rng.integers(-128, 128, (5, 1, 4, 6)).astype(np.int8)
+    got = np.stack([np.asarray(reference.run(graph, xi.reshape(-1))).reshape(-1) for xi in x])
+    assert np.array_equal(got, oracle.tflm(const.read_bytes(), x).reshape(len(x), -1))
+
+
+def test_interpreter_check_is_skipped_where_tflite_micro_cannot_load_the_file(tmp_path):
+    """edgec bench's TFLite Micro check (edgec/frontend/tflite_interpreter.py) on a file TFLite Micro cannot load
+    (its REDUCE_PROD of a shape) gives no interpreter outputs instead of a traceback (the bench of the corpus's
+    keras_kws_transformer crashed with "TFLM failed to allocate tensors")."""
+    from edgec.frontend import tflite_interpreter
+
+    case = _dense_on_3d(np.random.default_rng(9), (4, 6))
+    path = tmp_path / "reduce_prod.tflite"
+    path.write_bytes(oracle.write(case))
+    assert tflite_interpreter.interpreter_outputs(path, np.zeros((1, 24), np.int8)) is None

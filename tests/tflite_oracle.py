@@ -40,6 +40,7 @@ class T:
     data: np.ndarray | None = None
     axis: int = 0
     variable: bool = False     # a state TFLite Micro keeps between invocations (an LSTM's, SVDF's)
+    signature: tuple | None = None   # the shape signature (-1: left to run time, a Keras batch of None)
 
 
 @dataclass
@@ -94,6 +95,8 @@ def write(case: Case) -> bytes:
         q = tflite.QuantizationParametersEnd(b)
         shape = _vector(b, tflite.TensorStartShapeVector, [int(d) for d in t.shape], b.PrependInt32)
         name = b.CreateString(f"t{i}")
+        sig = None if t.signature is None else _vector(b, tflite.TensorStartShapeSignatureVector,
+                                                       [int(d) for d in t.signature], b.PrependInt32)
         tflite.TensorStart(b)
         tflite.TensorAddShape(b, shape)
         tflite.TensorAddType(b, t.dtype)
@@ -104,6 +107,8 @@ def write(case: Case) -> bytes:
         tflite.TensorAddQuantization(b, q)
         if t.variable:
             tflite.TensorAddIsVariable(b, True)
+        if sig is not None:
+            tflite.TensorAddShapeSignature(b, sig)
         tensors.append(tflite.TensorEnd(b))
     codes = sorted({n.op for n in case.nodes})
     ops = []

@@ -302,7 +302,7 @@ class _Importer:
         for k in range(sg.InputsLength()):
             i = sg.Inputs(k)
             try:
-                t = self._activation(edges.get(i, i), dtypes=("int8", "uint8", "int16"))
+                t = self._activation(edges.get(i, i), dtypes=("int8", "uint8", "int16", "int32"))
             except Unsupported as exc:
                 hint = ("; a float or dynamic-range .tflite: quantize it fully with TFLiteConverter (a representative "
                         "dataset, int8 inputs and outputs), or give edgec the float model as ONNX with --calib"
@@ -351,6 +351,7 @@ class _Importer:
         for k, o in enumerate(ys):
             t = self._graph_output(o, edges.get(o, o), g.outputs[:k])
             shape = (1, *g.tensors[t].shape) if o in self.parts else self.shape(o)   # packed: its own shape
+            shape = shape if int(np.prod(shape)) == g.tensors[t].size else g.tensors[t].shape   # batch None
             if k == 0:
                 g.output, g.output_onnx_shape = t, shape
             else:
@@ -429,11 +430,11 @@ class _Importer:
 
     def _activation(self, index: int, shape=None, dtypes: tuple[str, ...] = ("int8",)) -> str:
         t = self.sg.Tensors(index)
-        dtype = {INT8: "int8", UINT8: "uint8", INT16: "int16"}.get(t.Type())
+        dtype = {INT8: "int8", UINT8: "uint8", INT16: "int16", 2: "int32"}.get(t.Type())
         if dtype not in dtypes:
             raise Unsupported(f"tensor '{self._tname(index)}' is {_type_name(t.Type())}; edgec runs int8 activations"
                               + (f" (and takes {dtype} in and out through a QUANTIZE)" if dtype else ""))
-        plain = dtype == "int16" and not (t.Quantization() and t.Quantization().ScaleLength())   # audio samples
+        plain = dtype in ("int16", "int32") and not (t.Quantization() and t.Quantization().ScaleLength())  # ids
         scales, zps, _ = (np.ones(1, np.float32), np.zeros(1, np.int64), 0) if plain else self.qparams(index)
         if scales.size != 1:
             raise Unsupported(f"tensor '{self._tname(index)}' has a scale per channel; activations are per tensor")

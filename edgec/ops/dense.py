@@ -316,7 +316,10 @@ def import_tflite_fully_connected(tx, op):
     o, x, wq = tx.options(op), tx.input(op, 0), tx.const(op, 1)
     if wq.ndim != 2 or tx.tensor(x).size % wq.shape[1]:
         raise tx.unsupported(f"input of {tx.tensor(x).size} values for {list(wq.shape)} weights")
-    out, rows = tx.output(op), tx.tensor(x).size // wq.shape[1]
+    rows, shape = tx.tensor(x).size // wq.shape[1], None
+    if movement.dynamic_shape(tx, op) and int(np.prod(tx.shape(op.Outputs(0)))) != rows * wq.shape[0]:
+        shape = (*tx.tensor(x).shape[:-1], wq.shape[0]) if o.KeepNumDims() else (rows, wq.shape[0])   # batch None
+    out = tx.output(op, shape)
     arrays, w, b = tx.weighted(op, wq, 0, 2, out, per_tensor_float32=True)
     extra = {"rows": rows} if rows > 1 else {}
     tx.emit("fully_connected_rows" if rows > 1 else "fully_connected", op, [x], out, arrays,

@@ -402,16 +402,25 @@ ONNX = {
 
 
 # ---- TFLite import (edgec/frontend/tflite.py)
+def dynamic_shape(tx, op) -> bool:
+    """Whether the file leaves the operator's output shape to run time (a -1 in its shape signature: a Keras
+    batch of None), so the shape edgec computes stands for the placeholder the converter wrote."""
+    t = tx.sg.Tensors(op.Outputs(0))
+    return bool(t.ShapeSignatureLength()) and -1 in t.ShapeSignatureAsNumpy()
+
+
 def import_tflite_reshape(tx, op):
     """RESHAPE / SQUEEZE / EXPAND_DIMS: a view of the same bytes (same quantization)."""
-    x = tx.input(op, 0)
-    out = tx.output(op)
-    tx.same_qparams(x, out, tx.op_name(op))
+    x, dims = tx.input(op, 0), None
     if tx.op_name(op) == "RESHAPE" and op.InputsLength() > 1 and op.Inputs(1) >= 0 and op.Inputs(1) in tx.static:
         dims = [int(d) for d in np.ravel(tx.static[op.Inputs(1)])]       # a shape computed (folded) at import
-        n, given = int(np.prod(tx.tensor(x).shape)), tx.tensor(out).shape
+        n = int(np.prod(tx.tensor(x).shape))
         if -1 in dims and dims.count(-1) == 1 and int(np.prod([d for d in dims if d != -1])) > 0:
             dims[dims.index(-1)] = n // int(np.prod([d for d in dims if d != -1]))
+    out = tx.output(op, tuple(dims) if dims is not None and dynamic_shape(tx, op) else None)   # batch None: ours
+    tx.same_qparams(x, out, tx.op_name(op))
+    if dims is not None:
+        given = tx.tensor(out).shape
         if int(np.prod(dims)) != int(np.prod(given)):
             raise tx.unsupported(f"the shape computed for its output, {dims}, is not the file's {list(given)} (a "
                                  "run-time shape the converter left unresolved); export with a fixed batch size")

@@ -15,7 +15,8 @@ Adding an operator: docs/design.md, "Adding an operator".
 from __future__ import annotations
 
 from edgec.ir import Graph, Op
-from edgec.ops import (add_n, binary, concat, constant, conv, convert, cumsum, dense, detection, lut, matmul, movement, nms,
+from edgec.ops import (add_n, binary, concat, constant, conv, convert, cumsum, dense, detection, float_tail, lut,
+                       matmul, movement, nms,
                        norm, pool, rearrange, recurrent, recurrent_tflite, reduce, resize, signal, softmax, svdf,
                        where)
 from edgec.ops.binary import tflite as binary_tflite
@@ -25,7 +26,7 @@ from edgec.ops.opdef import OpDef
 
 MODULES = (movement, concat, rearrange, lut, lut_tflite, pool, conv, dense, matmul, binary, binary_tflite, softmax, reduce,
            cumsum, add_n, where, resize, convert, recurrent, recurrent_tflite, svdf, norm, detection, nms, signal,
-           constant)
+           constant, float_tail)
 
 REGISTRY: dict[str, OpDef] = {}
 for _m in MODULES:
@@ -56,6 +57,15 @@ def _integer_or(integer_fn, family_fn):
 
 for _op, _fn in signal.TFLITE_INTEGER.items():
     TFLITE_IMPORTERS[_op] = _integer_or(_fn, TFLITE_IMPORTERS.get(_op))
+
+
+def _float_or(float_fn, family_fn):
+    """A builtin operator computing in float (a float tail) goes to edgec/ops/float_tail, else to its family."""
+    return lambda tx, op: (float_fn if float_tail.takes(tx, op) else family_fn)(tx, op)
+
+
+for _op, _fn in float_tail.TFLITE_FLOAT.items():
+    TFLITE_IMPORTERS[_op] = _float_or(_fn, TFLITE_IMPORTERS[_op])
 DRIVER_OPS = {"Constant", "Shape"}     # the canonicalizer handles these itself (constants at build time)
 SUPPORTED_OPS = frozenset(IMPORTERS) | DRIVER_OPS
 # ONNX op type -> `takes_whole(node, rank)`: whether its importer takes this node, else the loader builds the

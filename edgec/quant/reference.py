@@ -22,8 +22,8 @@ def run(graph: Graph, x_q: np.ndarray, keep_all: bool = False):
 
     Returns the int8 output (ONNX layout; several outputs: packed) or, with keep_all, every tensor by name
     (int16 ones as int16)."""
-    wide = graph.tensors[graph.input].dtype == "int16" and not graph.more_inputs    # an int16 input port (.tflite)
-    env = ports.feed(graph, x_q, np.int16 if wide else np.int8)
+    wide = {"int16": np.int16, "int32": np.int32}.get(graph.tensors[graph.input].dtype)   # an int16 / int32
+    env = ports.feed(graph, x_q, wide if wide is not None and not graph.more_inputs else np.int8)   # port (.tflite)
     for op in graph.ops:
         out = graph.tensors[op.output]
         env[op.output] = run_op(op, [env[i] for i in op.inputs], out.shape, out.dtype)

@@ -14,6 +14,7 @@ float<k> and ort_int8_<k> (ONNX Runtime's outputs, per output k in the file's or
 interpreter made them or why none could.
 
     python scripts/corpus/oracles.py [--only NAME ...] [--force]
+    python scripts/corpus/oracles.py --only NAME --tflm-copy COPY.tflite     # COPY: scripts/corpus/fold_shapes.py
 """
 from __future__ import annotations
 
@@ -172,6 +173,8 @@ def main(argv=None) -> int:
     ap.add_argument("--force", action="store_true")
     ap.add_argument("--tensorflow-lite", action="store_true",
                     help="the .tflite files TFLite Micro could not run, through TF Lite's interpreter")
+    ap.add_argument("--tflm-copy", type=Path, help="with one --only NAME: TFLite Micro on this copy of its file, "
+                    "its shape computations folded (scripts/corpus/fold_shapes.py), where TFLite Micro lacks one")
     args = ap.parse_args(argv)
     for name, entry in manifest.load().items():
         if args.only and name not in args.only:
@@ -181,10 +184,13 @@ def main(argv=None) -> int:
         if args.tensorflow_lite:
             if entry["format"] != "tflite" or not out.is_file() or not str(np.load(out)["oracle"]).startswith("none"):
                 continue
-        elif (out.is_file() and not args.force) or not path.is_file():
+        elif (out.is_file() and not args.force and not args.tflm_copy) or not path.is_file():
             continue
         try:
-            if args.tensorflow_lite:
+            if args.tflm_copy:
+                arrays = {**tflite_oracle(name, args.tflm_copy), "oracle": "tflite-micro (on a copy, its shape "
+                          "computations folded: scripts/corpus/fold_shapes.py)"}
+            elif args.tensorflow_lite:
                 arrays = tensorflow_lite_oracle(name, path)
             else:
                 arrays = tflite_oracle(name, path) if entry["format"] == "tflite" else onnx_oracle(name, path)
