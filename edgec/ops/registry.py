@@ -133,3 +133,14 @@ def op_macs(graph: Graph, op: Op) -> int:
 def graph_macs(graph: Graph) -> int:
     """Multiply-accumulates of one inference."""
     return sum(op_macs(graph, op) for op in graph.ops)
+
+
+def state_fields(op: Op) -> tuple:
+    """The state an op keeps from one inference to the next (edgec/ops/state.py `Field`s; empty: none)."""
+    spec = REGISTRY[op.kind].state
+    return tuple(spec(op)) if spec is not None else ()
+
+
+def keeps_state(graph: Graph) -> bool:
+    """Whether the model carries state between inferences (TFLite Micro's semantics: until reset)."""
+    return any(state_fields(op) for op in graph.ops)
