@@ -665,6 +665,13 @@ typedef struct {
 void edgec_svdf_s8(const edgec_svdf_params *p, const int8_t *input, const int8_t *w_feature, const int16_t *w_time,
                    const int32_t *bias, int16_t *state, int8_t *output);
 
+/* ================================================================ variables
+ * edgec_variables.c: TFLite's resource variables (edgec/ops/variables.py): a variable's int8 values held in the
+ * model's persistent state (NAME_reset() writes its initial values); read copies them out, assign writes new ones
+ * (through a table of 256 values indexed by value + 128, or as they are when table is NULL). */
+void edgec_variable_read_s8(int32_t n, const int8_t *state, int8_t *output);
+void edgec_variable_assign_s8(int32_t n, const int8_t *value, const int8_t *table, int8_t *state);
+
 /* ================================================================ resize
  * edgec_resize.c */
 

@@ -419,9 +419,7 @@ def run_c(graphs: list, xs: list, work: Path, path: str, reset_each: bool = Fals
         cmodel.generate(g, plan, work / g.name, g.name, runtime=False)
         models.append(hostrun.HostModel(g.name, work / g.name, sum(g.tensors[t].nbytes for t in g.outputs),
                                         ports.multi(g), reset_each and keeps_state(g)))
-    files = cheader.runtime_files()
-    if path == "sanitized":     # only the files the models call (a sanitized build of every kernel is slow)
-        files = cheader.files_called([(work / g.name / f"{g.name}.c").read_text() for g in graphs])
+    files = cheader.files_called([(work / g.name / f"{g.name}.c").read_text() for g in graphs])   # what they call
     runtime = [cheader.runtime_dir() / f for f in files if f.endswith(".c")]
     flags = SANITIZED if path == "sanitized" else PATHS[path]
     return hostrun.run_models(models, xs, work, [*flags, f"-I{cheader.runtime_dir()}"], runtime)

@@ -20,7 +20,7 @@ from edgec.ops import detection
 from edgec.ops.kernel import REFERENCE
 from edgec.ops.opdef import CallSite
 from edgec.ops import state as op_state
-from edgec.ops.registry import REGISTRY, graph_macs, state_fields
+from edgec.ops.registry import REGISTRY, graph_macs, state_fields, state_index
 from edgec.ops.select import lowering_of
 from edgec.codegen import iolife, patched
 from edgec.plan import caller_io, guard
@@ -85,7 +85,7 @@ def _ops_for_template(graph: Graph, plan: Plan) -> tuple[list[dict], list[dict]]
         site = CallSite(prefix=prefix, inputs=[pointer(t) for t in op.inputs],
                         output=pointer(op.output), arrays=names,
                         scratch="(int8_t *)0" if scratch is None else c_pointer(plan, scratch), dtype=dtype,
-                        state=c_pointer(plan, plan.state[i]) if i in plan.state else None)
+                        state=None if state_index(graph, i) is None else c_pointer(plan, plan.state[state_index(graph, i)]))
         call = low.kernel.call(op, low, site)
         ops.append({"index": i, "kind": op.kind, "name": op.name, "prefix": prefix, "call": call, "arrays": names,
                     "struct": low.struct, "params": low.params,

@@ -12,7 +12,7 @@ import numpy as np
 from edgec import ports
 from edgec.ir import DTYPES, Graph, Op
 from edgec.ops import select, state as op_state
-from edgec.ops.registry import state_fields
+from edgec.ops.registry import state_fields, state_index
 
 
 class State:
@@ -50,7 +50,7 @@ def run(graph: Graph, x_q: np.ndarray, keep_all: bool = False, state: State | No
         state = State(graph)
     for i, op in enumerate(graph.ops):
         out = graph.tensors[op.output]
-        own = state.ops.get(i) if state is not None else None
+        own = state.ops.get(state_index(graph, i)) if state is not None else None
         env[op.output] = run_op(op, [env[i] for i in op.inputs], out.shape, out.dtype, own)
     if keep_all:
         return env
