@@ -6,8 +6,9 @@ CALL_ONCE and its init subgraph): the test data of edgec/ops/variables.py (tests
 - variable_running_mean.tflite: a running mean m = tanh(0.75 m + 0.25 tanh(x)) kept in the variable (assigned
   from a TANH output, int8 of scale 1/128, read back through the variable's own quantization: the assignment's
   table); y = (x - m) D.
-A streaming convolution whose frames are shifted in the variable (a float STRIDED_SLICE of the variable before
-its QUANTIZE) is refused: edgec takes a float32 variable read straight into one QUANTIZE.
+- variable_stream_conv.tflite: a streaming convolution whose frames are shifted in the variable (a float
+  STRIDED_SLICE of the variable before its QUANTIZE): refused in one line (edgec takes a float32 variable read
+  straight into one QUANTIZE).
 
 Random weights (seed 0); calibration on random frames. Run with TensorFlow's environment:
     /work/venv-tf/bin/python scripts/make_variable_models.py tests/data
@@ -46,6 +47,20 @@ class RunningMean(tf.Module):
         return tf.matmul(x - m, self.d)
 
 
+class StreamConv(tf.Module):
+    """Refused by edgec (the test of its refusal): the frames shifted in the variable by a float STRIDED_SLICE."""
+
+    def __init__(self):
+        self.k = tf.constant(rng.normal(0, 0.3, (24, 3)).astype(np.float32))
+        self.frames = tf.Variable(tf.zeros([1, 24]), trainable=False)
+
+    @tf.function(input_signature=[tf.TensorSpec([1, 8], tf.float32)])
+    def __call__(self, x):
+        window = tf.concat([self.frames.read_value()[:, 8:], x], axis=1)
+        self.frames.assign(window)
+        return tf.matmul(window, self.k)
+
+
 def convert(module) -> bytes:
     fn = module.__call__.get_concrete_function()
     conv = tf.lite.TFLiteConverter.from_concrete_functions([fn], module)
@@ -64,6 +79,7 @@ def convert(module) -> bytes:
 
 if __name__ == "__main__":
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "tests/data")
-    for name, module in (("variable_recurrent", Recurrent()), ("variable_running_mean", RunningMean())):
+    for name, module in (("variable_recurrent", Recurrent()), ("variable_running_mean", RunningMean()),
+                         ("variable_stream_conv", StreamConv())):
         (out / f"{name}.tflite").write_bytes(convert(module))
         print(name, (out / f"{name}.tflite").stat().st_size, "bytes")

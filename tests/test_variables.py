@@ -61,6 +61,14 @@ def test_generated_c_carries_and_resets_the_variables_on_the_host(tmp_path, path
             np.testing.assert_array_equal(got, want, err_msg=f"{n} reset={reset}")
 
 
+def test_a_float_operator_on_the_variable_is_refused_in_one_line():
+    from edgec.errors import EdgecError
+    with pytest.raises(EdgecError) as e:
+        oracle.importer.load(DATA / "variable_stream_conv.tflite", "sc")
+    line = str(e.value)
+    assert "\n" not in line and "READ_VARIABLE (operator #2: a float32 variable read by anything but one QUANTIZE" in line
+
+
 @pytest.mark.sweep
 def test_bench_on_the_host_device(tmp_path):
     x = _inputs(4).reshape(-1, 8).astype(np.float32)
