@@ -291,7 +291,8 @@ def bench(outdir: str | Path, data_path: str | Path, limit: int | None = None, p
           log: Log = _quiet, profile: bool = False, compare_layers: bool = False, score: str | None = None,
           report_dir: str | Path | None = None, flash: bool = True, probe: str | None = None,
           gdb: str | None = None, drive: str | Path | None = None, dataset_in_flash: bool = False,
-          units: int = 1, max_chunk: int | None = None, settings: Settings | None = None, gates=()) -> dict:
+          units: int = 1, max_chunk: int | None = None, settings: Settings | None = None, gates=(),
+          reset_state: bool = False) -> dict:
     """Run the test data on the device: accuracy or error, agreement with the INT8 reference, latency,
     memory and link statistics; with profile, time per layer; with compare_layers (and automatically
     when a device output differs from the reference) the first layer whose output differs.
@@ -300,7 +301,9 @@ def bench(outdir: str | Path, data_path: str | Path, limit: int | None = None, p
     dataset_in_flash: the inputs are compiled into firmware images (max_chunk per image, default as many as fit)
     run on `units` devices in parallel, each image flashed/started per chunk (edgec/bench/dataset_flash.py).
     settings: the environment's (edgec/settings.py), read here when not given. gates: edgec/bench/gates.py's
-    parsed --min-accuracy ... --max-ram, evaluated into result["gates"] (and the report).
+    parsed --min-accuracy ... --max-ram, evaluated into result["gates"] (and the report). reset_state: a model
+    with state (an LSTM, an SVDF, a signal front end) starts every sample from its reset state instead of carrying
+    it from the sample before (the default: the samples are one stream, as TFLite Micro carries it).
     """
     from edgec.bench import runner as bench_stage
     from edgec.bench import report as report_stage
@@ -313,7 +316,8 @@ def bench(outdir: str | Path, data_path: str | Path, limit: int | None = None, p
     record, gdb_load = flash_step(outdir, probe, port, gdb, drive, log, settings) if flash else ({}, None)
     result = bench_stage.run(outdir, data_path, limit=limit, port=port, profile=profile,
                              compare_layers=compare_layers, score=score, log=log, gdb_load=gdb_load,
-                             dataset_in_flash=dataset_in_flash, units=units, max_chunk=max_chunk, settings=settings)
+                             dataset_in_flash=dataset_in_flash, units=units, max_chunk=max_chunk, settings=settings,
+                             reset_state=reset_state)
     result["flashed"] = record or None
     if gates:       # the CI gates' results go into the report (and the JSON) as the CLI prints them
         from edgec.bench import gates as bench_gates

@@ -149,6 +149,7 @@ def cmd_bench(args) -> int:
     t0 = time.monotonic()
     r = api.bench(args.outdir, args.data, limit=args.limit, port=args.port, log=_log, profile=args.profile,
                   compare_layers=args.compare_layers, score=args.score, report_dir=report_dir,
+                  reset_state=args.reset_state,
                   flash=not args.no_flash, probe=args.probe, gdb=args.gdb, drive=args.drive,
                   dataset_in_flash=args.dataset_in_flash, max_chunk=args.chunk, settings=args.env, gates=gates)
     if json_file is not None:

@@ -222,6 +222,9 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     r.add_argument("--compare-layers", action="store_true",
                    help="read every layer's output back for one sample and name the first that differs from "
                         "the reference (done automatically when a device output differs)")
+    r.add_argument("--reset-state", action="store_true",
+                   help="a model with state (LSTM, SVDF, audio front end): reset it before every sample (samples "
+                        "independent); by default the samples are one stream, the state carried as TFLite Micro does")
     r.add_argument("--score", metavar="MODULE:FUNCTION",
                    help="your own metric: a function fn(outputs, labels, inputs) -> number or dict, named as "
                         "module:function or path/to/file.py:function")

@@ -177,6 +177,7 @@ class GraphBuilder(_Queries):
         self.more_outputs: list[str] = []
         self.port_names: dict[str, str] = {}
         self.port_shapes: dict[str, tuple[int, ...]] = {}
+        self.effects: list[str] = []      # outputs of ops kept for their effect (a variable's assignment)
 
     def replace_op(self, old: Op, new: Op) -> Op:
         """Put `new` where `old` is (the same object, not an equal one); returns new."""
@@ -190,7 +191,7 @@ class GraphBuilder(_Queries):
 
     def prune(self) -> None:
         """Drop ops whose results no output needs, and tensors nothing reads (every input stays, used or not)."""
-        live, keep = set(self.outputs), []
+        live, keep = set(self.outputs) | set(self.effects), []
         for op in reversed(self.ops):
             if op.output in live:
                 keep.append(op)

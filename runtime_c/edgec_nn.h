@@ -640,36 +640,41 @@ static inline int32_t edgec_recurrent_fast_s4_get_buffer_size(const edgec_recurr
 /* edgec_recurrent_tflite.c: TFLite's integer UNIDIRECTIONAL_SEQUENCE_LSTM as TFLite Micro computes it (edgec/ops/
  * recurrent_tflite.py): input int8 [steps][batch] (time_major) or [batch][steps] of [input_size], weights int8 per
  * tensor [4][hidden][input_size] and [4][hidden][hidden] (gates forget, input, cell, output), bias int32
- * [4][hidden], gate multipliers mult/shift_x, mult/shift_h [4]; hidden state int8 (hidden_zp), cell state int16
- * of scale 2^cell_power, both reset at every call; output int8, each step's hidden state, laid out as the input. */
+ * [4][hidden], gate multipliers mult/shift_x, mult/shift_h [4]; the cell state c int16 of scale 2^cell_power and
+ * the hidden state h int8 (hidden_zp), each [batch][hidden], persistent across calls (0 and hidden_zp after reset);
+ * output int8, each step's hidden state, laid out as the input. */
 typedef struct {
     int32_t steps, batch, input_size, hidden, time_major, input_zp, hidden_zp, cell_sigmoid, cell_power, cell_clip,
         fc_mult, fc_shift, ig_mult, ig_shift, oh_mult, oh_shift;
 } edgec_lstm_tflite_params;
 void edgec_lstm_tflite_s8(const edgec_lstm_tflite_params *p, const int8_t *input, const int8_t *w_x,
                           const int8_t *w_h, const int32_t *bias, const int32_t *mult_x, const int32_t *shift_x,
-                          const int32_t *mult_h, const int32_t *shift_h, void *scratch, int8_t *output);
-/* the cell state and the four gates (int16), then the hidden state (int8), each [batch][hidden] */
+                          const int32_t *mult_h, const int32_t *shift_h, int16_t *c, int8_t *h, void *scratch,
+                          int8_t *output);
+/* the four gates (int16), each [batch][hidden] */
 static inline int32_t edgec_lstm_tflite_s8_get_buffer_size(const edgec_lstm_tflite_params *p)
 {
-    return 11 * p->batch * p->hidden;
+    return 8 * p->batch * p->hidden;
 }
 
 /* edgec_svdf.c: TFLite's integer SVDF as TFLite Micro computes it (edgec/ops/svdf.py): input int8 [batch][input_size],
  * feature weights int8 [units*rank][input_size], time weights [units*rank][memory] (int8 or int16 in the file,
- * int16 here), bias int32 [units]; the activation state (int8 or int16: state_min/max) reset to state_zp at every
- * call, then shifted and fed the new features; output int8 [batch][units]. */
+ * int16 here), bias int32 [units]; the activation state (int8 or int16: state_min/max, held as int16
+ * [batch][units*rank][memory]) persistent across calls (state_zp after reset), shifted and fed the new features
+ * at every call; output int8 [batch][units]. */
 typedef struct {
     int32_t batch, input_size, rank, units, memory, input_zp, state_zp, state_min, state_max, mult1, shift1, mult2,
         shift2, output_zp;
 } edgec_svdf_params;
 void edgec_svdf_s8(const edgec_svdf_params *p, const int8_t *input, const int8_t *w_feature, const int16_t *w_time,
-                   const int32_t *bias, void *scratch, int8_t *output);
-/* the state of one batch row: int16 [units*rank][memory] */
-static inline int32_t edgec_svdf_s8_get_buffer_size(const edgec_svdf_params *p)
-{
-    return 2 * p->units * p->rank * p->memory;
-}
+                   const int32_t *bias, int16_t *state, int8_t *output);
+
+/* ================================================================ variables
+ * edgec_variables.c: TFLite's resource variables (edgec/ops/variables.py): a variable's int8 values held in the
+ * model's persistent state (NAME_reset() writes its initial values); read copies them out, assign writes new ones
+ * (through a table of 256 values indexed by value + 128, or as they are when table is NULL). */
+void edgec_variable_read_s8(int32_t n, const int8_t *state, int8_t *output);
+void edgec_variable_assign_s8(int32_t n, const int8_t *value, const int8_t *table, int8_t *state);
 
 /* ================================================================ resize
  * edgec_resize.c */

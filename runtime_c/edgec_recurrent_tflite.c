@@ -90,18 +90,13 @@ static void tanh_params(int32_t power, int32_t *mult, int32_t *shift)
 
 void edgec_lstm_tflite_s8(const edgec_lstm_tflite_params *p, const int8_t *input, const int8_t *w_x,
                           const int8_t *w_h, const int32_t *bias, const int32_t *mult_x, const int32_t *shift_x,
-                          const int32_t *mult_h, const int32_t *shift_h, void *scratch, int8_t *output)
+                          const int32_t *mult_h, const int32_t *shift_h, int16_t *c, int8_t *h, void *scratch,
+                          int8_t *output)
 {
     const int32_t hid = p->hidden, n_in = p->input_size, state = p->batch * hid;
-    int16_t *c = (int16_t *)scratch;            /* [batch][hidden] */
-    int16_t *gate = c + state;                  /* [4][batch][hidden]: forget, input, cell, output */
-    int8_t *h = (int8_t *)(gate + 4 * state);   /* [batch][hidden] */
+    int16_t *gate = (int16_t *)scratch;         /* [4][batch][hidden]: forget, input, cell, output */
     int32_t cm, cs, t, b, g, j, k;
     tanh_params(p->cell_power, &cm, &cs);
-    for (k = 0; k < state; ++k) {
-        c[k] = 0;
-        h[k] = (int8_t)p->hidden_zp;
-    }
     for (t = 0; t < p->steps; ++t) {
         for (b = 0; b < p->batch; ++b) {
             const int8_t *x = input + (p->time_major ? (t * p->batch + b) : (b * p->steps + t)) * n_in;

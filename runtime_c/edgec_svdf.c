@@ -10,20 +10,20 @@ static int32_t wrap32(uint32_t v)
 }
 
 void edgec_svdf_s8(const edgec_svdf_params *p, const int8_t *input, const int8_t *w_feature, const int16_t *w_time,
-                   const int32_t *bias, void *scratch, int8_t *output)
+                   const int32_t *bias, int16_t *state, int8_t *output)
 {
     const int32_t filters = p->units * p->rank, memory = p->memory, n_in = p->input_size;
     const int32_t span = p->state_max - p->state_min + 1;
-    int16_t *state = (int16_t *)scratch;       /* [filters][memory] of one batch row */
     int32_t b, f, u, r, j;
     for (b = 0; b < p->batch; ++b) {
         const int8_t *x = input + b * n_in;
+        int16_t *const rows = state + b * filters * memory;   /* this batch row's [filters][memory] */
         for (f = 0; f < filters; ++f) {
-            int16_t *row = state + f * memory;
+            int16_t *row = rows + f * memory;
             const int8_t *w = w_feature + f * n_in;
             uint32_t acc = 0;
             int32_t v;
-            for (j = 0; j + 1 < memory; ++j) row[j] = (int16_t)p->state_zp;  /* TFLite Micro's reset, shifted */
+            for (j = 0; j + 1 < memory; ++j) row[j] = row[j + 1];     /* the oldest column drops out */
             for (j = 0; j < n_in; ++j) acc += (uint32_t)(w[j] * ((int32_t)x[j] - p->input_zp));
             v = p->state_zp +
                 edgec_clamp(edgec_requantize(wrap32(acc), p->mult1, p->shift1), p->state_min, p->state_max);
@@ -34,7 +34,7 @@ void edgec_svdf_s8(const edgec_svdf_params *p, const int8_t *input, const int8_t
             for (r = 0; r < p->rank; ++r) {
                 const int32_t f0 = u * p->rank + r;
                 for (j = 0; j < memory; ++j) {     /* (an int16 weight times an int16 difference: up to 2^31) */
-                    acc += (uint32_t)w_time[f0 * memory + j] * (uint32_t)((int32_t)state[f0 * memory + j] - p->state_zp);
+                    acc += (uint32_t)w_time[f0 * memory + j] * (uint32_t)((int32_t)rows[f0 * memory + j] - p->state_zp);
                 }
             }
             output[b * p->units + u] =

@@ -13,15 +13,17 @@ from pathlib import Path
 
 import numpy as np
 
-DRIVER_CASE = """    for (n = 0; n < %(count)d; ++n) {
-        if (fread(%(name)s_input(), 1, %(NAME)s_INPUT_BYTES, stdin) != %(NAME)s_INPUT_BYTES) return 3;
+DRIVER_CASE = """    if (%(name)s_init() != 0) return 5;
+    for (n = 0; n < %(count)d; ++n) {
+%(reset)s        if (fread(%(name)s_input(), 1, %(NAME)s_INPUT_BYTES, stdin) != %(NAME)s_INPUT_BYTES) return 3;
         if (%(name)s_invoke() != 0) return 4;
         fwrite(%(name)s_output(), 1, %(NAME)s_OUTPUT_BYTES, stdout);
     }
 """
 # a model with several inputs and outputs: every input in turn from its table, every output likewise (packed)
-DRIVER_PORTS = """    for (n = 0; n < %(count)d; ++n) {
-        for (k = 0; k < %(NAME)s_INPUT_COUNT; ++k)
+DRIVER_PORTS = """    if (%(name)s_init() != 0) return 5;
+    for (n = 0; n < %(count)d; ++n) {
+%(reset)s        for (k = 0; k < %(NAME)s_INPUT_COUNT; ++k)
             if (fread(%(name)s_inputs[k].data(), 1, %(name)s_inputs[k].bytes, stdin) != %(name)s_inputs[k].bytes)
                 return 3;
         if (%(name)s_invoke() != 0) return 4;
@@ -37,6 +39,7 @@ class HostModel:
     directory: Path        # where cmodel.generate wrote it
     output_bytes: int      # (several outputs: all of them)
     ports: bool = False    # several inputs or outputs: read and written through the port tables
+    reset_each: bool = False   # a model with state: NAME_reset() before every input (else carried, as TFLM)
 
 
 def run_models(models: list[HostModel], xs: list[np.ndarray], work: Path, cflags: list[str],
@@ -46,8 +49,9 @@ def run_models(models: list[HostModel], xs: list[np.ndarray], work: Path, cflags
     program does not compile or fails."""
     work.mkdir(parents=True, exist_ok=True)
     decls = [f'#include "{m.directory.relative_to(work)}/{m.name}.h"' for m in models]
-    body = [(DRIVER_PORTS if m.ports else DRIVER_CASE) % {"name": m.name, "NAME": m.name.upper(), "count": len(x)}
-            for m, x in zip(models, xs)]
+    body = [(DRIVER_PORTS if m.ports else DRIVER_CASE) % {
+        "name": m.name, "NAME": m.name.upper(), "count": len(x),
+        "reset": f"        {m.name}_reset();\n" if m.reset_each else ""} for m, x in zip(models, xs)]
     main = work / "batch_main.c"
     main.write_text("#include <stdio.h>\n" + "\n".join(decls) + "\nint main(void)\n{\n    int n;\n    unsigned k = 0;\n    (void)k;\n"
                     + "".join(body) + "    return 0;\n}\n")

@@ -72,17 +72,24 @@ def test_the_whole_preprocessor_is_imported():
 def test_reference_matches_tflm_on_real_audio(audio_frames):
     frames, want = audio_frames
     g = importer.load(MODEL, "pre")
-    got = np.stack([reference.run(g, f.reshape(1, 480)).reshape(-1) for f in frames])
+    got = reference.run_sequence(g, [f.reshape(1, 480) for f in frames])      # the noise estimate carried
     np.testing.assert_array_equal(got, want)
     assert len(np.unique(want)) > 20
 
 
-def test_a_loaded_graph_starts_with_no_noise_estimate(audio_frames):
+def test_the_state_is_the_callers_and_reset_starts_it_afresh(audio_frames):
+    """The reference keeps no state of its own: a State the caller holds carries the noise estimate, reset() (the
+    generated NAME_reset()) starts it afresh, and a call without one starts from reset."""
     frames, want = audio_frames
-    for _ in range(2):               # a second load does not inherit the first one's state
-        g = importer.load(MODEL, "pre")
-        got = np.stack([reference.run(g, f.reshape(1, 480)).reshape(-1) for f in frames[:5]])
+    g = importer.load(MODEL, "pre")
+    state = reference.State(g)
+    for _ in range(2):
+        got = np.stack([reference.run(g, f.reshape(1, 480), state=state).reshape(-1) for f in frames[:5]])
         np.testing.assert_array_equal(got, want[:5])
+        state.reset()
+    alone = np.stack([reference.run(g, f.reshape(1, 480)).reshape(-1) for f in frames[:5]])
+    np.testing.assert_array_equal(alone[0], want[0])
+    assert not np.array_equal(alone[1:], want[1:5])      # each from reset: the estimate not carried
 
 
 def test_generated_c_on_host_matches_tflm(audio_frames, tmp_path):

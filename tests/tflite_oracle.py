@@ -21,12 +21,14 @@ from edgec import cheader, ports
 from edgec.codegen import cmodel
 import hostrun
 from edgec.frontend import tflite as importer
+from edgec.ops.registry import keeps_state
 from edgec.pipeline import schedule_and_plan
 from edgec.plan import planner
 from edgec.quant import reference
 
 INT8, INT32 = 9, 2
 PATHS = {"reference": ("-O1",), "portable": ("-O1",), "dsp-emulated": ("-O1", "-DEDGEC_EMULATE_DSP")}
+SANITIZED = ("-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all")   # run_c's "sanitized" path
 
 
 @dataclass
@@ -391,8 +393,8 @@ def cases(seed: int, n: int, kinds: list[str] | None = None, makers: dict | None
 def tflm(model: bytes, x, carry_state: bool = False) -> np.ndarray:
     """TFLite Micro's outputs [n, ...] for inputs x [n, ...]; several inputs: a list of arrays [n, ...], one per
     input; several outputs: packed (each flattened, in the model's order). Each sample from the interpreter's reset
-    (an LSTM's or SVDF's state, as edgec runs each inference), or with carry_state the state carried from one
-    sample to the next (the signal library's streaming operators, as edgec's device keeps it)."""
+    (a stateful model's variable tensors: an LSTM's, an SVDF's), or with carry_state the state carried from one
+    sample to the next, as TFLite Micro carries it between Invoke calls (and edgec's device between invokes)."""
     from tflite_micro.python.tflite_micro import runtime
 
     interp = runtime.Interpreter.from_bytes(model, arena_size=1 << 22)
@@ -409,8 +411,9 @@ def tflm(model: bytes, x, carry_state: bool = False) -> np.ndarray:
     return np.stack(outs)
 
 
-def run_c(graphs: list, xs: list, work: Path, path: str) -> list[np.ndarray]:
-    """The generated C of many models, compiled into one host program (kernel `path`), over their inputs."""
+def run_c(graphs: list, xs: list, work: Path, path: str, reset_each: bool = False) -> list[np.ndarray]:
+    """The generated C of many models, compiled into one host program (kernel `path`), over their inputs (a model
+    with state: one stream, the state carried, or NAME_reset() before each input with reset_each)."""
     models = []
     for g in graphs:
         if path == "reference":
@@ -420,9 +423,11 @@ def run_c(graphs: list, xs: list, work: Path, path: str) -> list[np.ndarray]:
             g, plan = schedule_and_plan(g)
         cmodel.generate(g, plan, work / g.name, g.name, runtime=False)
         models.append(hostrun.HostModel(g.name, work / g.name, sum(g.tensors[t].nbytes for t in g.outputs),
-                                        ports.multi(g)))
-    runtime = [cheader.runtime_dir() / f for f in cheader.runtime_files() if f.endswith(".c")]
-    return hostrun.run_models(models, xs, work, [*PATHS[path], f"-I{cheader.runtime_dir()}"], runtime)
+                                        ports.multi(g), reset_each and keeps_state(g)))
+    files = cheader.files_called([(work / g.name / f"{g.name}.c").read_text() for g in graphs])   # what they call
+    runtime = [cheader.runtime_dir() / f for f in files if f.endswith(".c")]
+    flags = SANITIZED if path == "sanitized" else PATHS[path]
+    return hostrun.run_models(models, xs, work, [*flags, f"-I{cheader.runtime_dir()}"], runtime)
 
 
 def check(case_list: list[Case], work: Path, paths=tuple(PATHS), expect=None) -> list[str]:
@@ -435,9 +440,11 @@ def check(case_list: list[Case], work: Path, paths=tuple(PATHS), expect=None) ->
         f = work / f"{case.name}.tflite"
         work.mkdir(parents=True, exist_ok=True)
         f.write_bytes(model)
-        want = tflm(model, case.x) if expect is None else np.asarray(expect(case), np.int8).reshape(len(case.x), -1)
-        got = np.stack([np.asarray(reference.run(importer.load(f, case.name), xi.reshape(-1))).reshape(-1)
-                        for xi in case.x])
+        graph = importer.load(f, case.name)
+        carry = keeps_state(graph)      # a model with state: the samples one stream, as TFLM between Invoke calls
+        want = tflm(model, case.x, carry) if expect is None else \
+            np.asarray(expect(case), np.int8).reshape(len(case.x), -1)
+        got = reference.run_sequence(graph, [xi.reshape(-1) for xi in case.x])
         if not np.array_equal(got, want):
             bad.append(f"{case.name} reference: max diff {int(np.abs(got.astype(int) - want).max())}")
         models.append((f, want))

@@ -30,7 +30,7 @@ from edgec.quant import reference
 from edgec.targets.boards import PORT_EMULATOR, PORT_PROGRAM, Board
 from edgec.errors import EdgecError
 from edgec.ir import DTYPES, Graph, Op
-from edgec.ops.registry import ALIAS_OPS, REGISTRY, op_macs
+from edgec.ops.registry import ALIAS_OPS, REGISTRY, keeps_state, op_macs
 from edgec.ops import detection, float_tail, nms
 from edgec.ops.reduce import index_classes
 from edgec.progress import Progress
@@ -53,13 +53,14 @@ def layers(graph: Graph) -> list[Op]:
 def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, port: str | None = None,
         profile: bool = False, compare_layers: bool = False, score: str | None = None,
         log: Log = _quiet, gdb_load=None, dataset_in_flash: bool = False, units: int = 1,
-        max_chunk: int | None = None, *, settings: Settings) -> dict:
+        max_chunk: int | None = None, *, settings: Settings, reset_state: bool = False) -> dict:
     """Run the test data on the device of a build folder and return the bench report (a plain dict).
     gdb_load: load the firmware through an emulator's GDB stub (edgec/device/device.py open_serial).
     dataset_in_flash: the inputs go into firmware images, max_chunk (default: as many as fit) per image, run on
     `units` devices in parallel (edgec/bench/dataset_flash.py) while the references are computed.
     settings: the application's (edgec/settings.py): the memory limit, the cycle plugin's cache and compiler,
-    the dataset firmware's PlatformIO core."""
+    the dataset firmware's PlatformIO core. A model with state runs the samples as one stream, its state carried
+    (TFLite Micro's semantics), or reset before each with reset_state."""
     from edgec.targets.firmware import firmware_sizes
 
     outdir = Path(outdir)
@@ -103,9 +104,9 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         raise EdgecError("--dataset-in-flash runs models with one input and one output; this one has "
                          f"{len(graph.inputs)} inputs and {len(graph.outputs)} outputs: bench it over the link")
     if dataset_in_flash:
-        if profile or compare_layers:
-            raise EdgecError("--profile and --compare-layers talk to the bench firmware over the link; run them "
-                             "without --dataset-in-flash")
+        if profile or compare_layers or keeps_state(graph):
+            raise EdgecError("--profile, --compare-layers and a model with state (carried from sample to sample) need "
+                             "the bench firmware's link: run them without --dataset-in-flash")
         from concurrent.futures import ThreadPoolExecutor
         from edgec.bench import dataset_flash
         pool, cancel = ThreadPoolExecutor(1), threading.Event()
@@ -113,13 +114,13 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
                           [port] * units if port else None, max_chunk, log, settings=settings, cancel=cancel)
     try:      # the dataset job runs beside this: an interrupt stops it, its chunks and their processes
         t_ref = time.monotonic()
-        ref_out = np.stack([reference.run(graph, xq[i]).reshape(-1) for i in range(n)])
+        ref_out = reference.run_sequence(graph, xq, reset_each=reset_state)     # (stateless: each on its own)
         if ports.mixed_outputs(graph):      # int8 and float32 outputs: compared as the bytes the link sends
             ref_out = ports.output_bytes(graph, ref_out)
         checked = None
         if (outdir / "model.tflite").is_file():     # a quantized .tflite: its own integer reference, and TFLite Micro's
             log(f"reference: int8 (NumPy), checked against the TFLite Micro interpreter where installed, on {n} samples")
-            tflm = tflite_interpreter.interpreter_outputs(outdir / "model.tflite", xq)
+            tflm = tflite_interpreter.interpreter_outputs(outdir / "model.tflite", xq, reset_state)
             if tflm is not None and boxes_d is not None:   # rows past the count: undefined in TFLM's fast NMS
                 tflm = detection.defined(tflm, boxes_d)
             checked = {"interpreter": "tflite-micro" if tflm is not None else None,
@@ -158,7 +159,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
     else:
         dev_out, ticks, stack, hello, mismatched, link_stats, board, estimate = _run_over_link(
             outdir, report, graph, board, firmware, port, gdb_load, xq, ref_out, profile, compare_layers, result,
-            progress, log, settings)
+            progress, log, settings, reset_state and keeps_state(graph))
     flash, ram = firmware_sizes(firmware, host=firmware.suffix != ".elf", prefix=board.toolchain_prefix or "")
     measured = np.array([board.ticks_to_units(int(t)) for t in ticks])
     result = {
@@ -225,15 +226,15 @@ def first_invoke_timeout(report: dict, retries: int) -> float:
 
 
 def _run_over_link(outdir, report, graph, board, firmware, port, gdb_load, xq, ref_out, profile, compare_layers,
-                   result, progress, log, settings):
+                   result, progress, log, settings, reset=False):
     """Every input over the serial link, one at a time (with the profile and divergence finder on request)."""
     with children.temporary_folder() as scratch:     # removed on every exit path, a SIGKILL of edgec too
         return _link_session(outdir, report, graph, board, firmware, port, gdb_load, xq, ref_out, profile,
-                             compare_layers, result, progress, log, settings, Path(scratch))
+                             compare_layers, result, progress, log, settings, Path(scratch), reset)
 
 
 def _link_session(outdir, report, graph, board, firmware, port, gdb_load, xq, ref_out, profile, compare_layers,
-                  result, progress, log, settings, scratch: Path):
+                  result, progress, log, settings, scratch: Path, reset: bool = False):
     from edgec.device.device import open_device
 
     n = len(xq)
@@ -253,6 +254,8 @@ def _link_session(outdir, report, graph, board, firmware, port, gdb_load, xq, re
         for i in range(n):
             t0 = time.monotonic()
             try:
+                if reset:       # --reset-state: each sample from the model's initial state
+                    link.reset()
                 r = link.run_checked(ports.device_order(graph, xq[i]).tobytes())
             except EdgecError as e:
                 raise EdgecError(f"{e} (at sample {i} of {n}; nothing of this sample was recorded)") from None

@@ -85,12 +85,13 @@ def host_stream(graph, hops: np.ndarray) -> dict:
     t_in = graph.tensors[graph.input]
     fe = af.FrontEnd(t_in.scale)
     window = np.zeros(t_in.size, np.int8)
-    features, activations = [], []
+    features, activations, state = [], [], reference.State(graph)     # a model with state: carried hop to hop
     for hop in hops:
         f = fe.hop(hop)
         window = np.concatenate([window[af.MELS:], f])
         features.append(f)
-        activations.append(np.asarray(reference.run(graph, window.reshape(t_in.shape)), np.int8).reshape(-1))
+        activations.append(np.asarray(reference.run(graph, window.reshape(t_in.shape), state=state),
+                                      np.int8).reshape(-1))
     return {"features": np.array(features, np.int8).reshape(-1, af.MELS),
             "activations": np.array(activations, np.int8)}
 

@@ -19,7 +19,8 @@ from edgec.ir import Graph
 from edgec.ops import detection
 from edgec.ops.kernel import REFERENCE
 from edgec.ops.opdef import CallSite
-from edgec.ops.registry import REGISTRY, graph_macs
+from edgec.ops import state as op_state
+from edgec.ops.registry import REGISTRY, graph_macs, state_fields, state_index
 from edgec.ops.select import lowering_of
 from edgec.codegen import iolife, patched
 from edgec.plan import caller_io, guard
@@ -83,7 +84,8 @@ def _ops_for_template(graph: Graph, plan: Plan) -> tuple[list[dict], list[dict]]
         pointer = pointer_of(plan)
         site = CallSite(prefix=prefix, inputs=[pointer(t) for t in op.inputs],
                         output=pointer(op.output), arrays=names,
-                        scratch="(int8_t *)0" if scratch is None else c_pointer(plan, scratch), dtype=dtype)
+                        scratch="(int8_t *)0" if scratch is None else c_pointer(plan, scratch), dtype=dtype,
+                        state=None if state_index(graph, i) is None else c_pointer(plan, plan.state[state_index(graph, i)]))
         call = low.kernel.call(op, low, site)
         ops.append({"index": i, "kind": op.kind, "name": op.name, "prefix": prefix, "call": call, "arrays": names,
                     "struct": low.struct, "params": low.params,
@@ -98,6 +100,13 @@ def _ops_for_template(graph: Graph, plan: Plan) -> tuple[list[dict], list[dict]]
                 by_index[k]["output_bytes"] = 0
         by_index[stage.first]["call"] = patched.stage_block(graph, plan, stage, arrays_of(by_index), bands)
     return arrays, ops, bands
+
+
+def state_resets(graph: Graph, plan: Plan) -> list[str]:
+    """The C statements of `<name>_reset()`: every stateful op's state buffer (edgec/ops/state.py) to its
+    initial values, as TFLite Micro's reset() leaves its variable tensors and persistent buffers."""
+    return [line for i, off in sorted(plan.state.items())
+            for line in op_state.c_reset(c_pointer(plan, off), state_fields(graph.ops[i]))]
 
 
 def arrays_of(by_index: dict) -> dict:
@@ -131,7 +140,8 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str, runtime: bool =
                lifetime=iolife.lifetime(graph, plan, name),
                ctx_api=not plan.pieces,   # the context API: one arena (not in pieces over several RAM regions)
                caller_io=[graph.tensors[t].nbytes for t in caller_io.slots(graph)] if plan.caller_io else None,
-               caller_io_inputs=len(graph.inputs))
+               caller_io_inputs=len(graph.inputs), resets=state_resets(graph, plan),
+               state_bytes=sum(b.size for b in plan.buffers if b.state_op is not None))
     if ctx["ctx_api"]:      # the one-call API's arena; `arena` names the arena a function runs on (model.c.j2)
         ctx["pieces"][0]["cname"] = "static_arena"
     harness = []

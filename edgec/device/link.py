@@ -35,6 +35,7 @@ PROFILE = 0x06       # -                                -> as INVOKE; per-layer 
 CAPTURE = 0x07       # layer u32                        -> status i32, input crc16, offset u32, bytes u32,
                      #                                     crc16 of that layer's output (run stopped after it)
 READ = 0x08          # region u8, offset u32, length u16 -> data
+RESET = 0x09         # -                                -> - (the model's state as after init; NAK: no state)
 REPLY = 0x80         # reply type = request type | REPLY
 NAK = 0xEE           # code u8, rejected type u8
 
@@ -292,6 +293,10 @@ class Link:
         """Run the model once on the device: (status, ticks)."""
         status, ticks, _, _, _ = self._run(INVOKE)
         return status, ticks
+
+    def reset(self) -> None:
+        """Set the model's state back to its initial values (NAME_reset(): a model with state only)."""
+        self._request(RESET, reply_len=0)
 
     def read(self, region: int, length: int, offset: int = 0) -> bytes:
         out = bytearray()

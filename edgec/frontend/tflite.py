@@ -27,6 +27,7 @@ from edgec.errors import EdgecError
 from edgec.frontend import tflite_file, tflite_fold
 from edgec.frontend.support import problems_line
 from edgec.ir import NO_ACT, Graph, GraphBuilder, Op, Tensor
+from edgec.ops import variables
 
 IDENTIFIER = tflite_file.IDENTIFIER
 INT8, UINT8, INT16 = 9, 3, 7       # tflite.TensorType
@@ -111,9 +112,7 @@ class _Importer:
         from tflite.utils import BUILTIN_OPCODE2NAME
 
         self.model, self.path = model, path
-        if model.SubgraphsLength() != 1:
-            raise EdgecError(f"{path}: {model.SubgraphsLength()} subgraphs (control flow); edgec imports models "
-                             "with one subgraph")
+        variables.check_subgraphs(model, path)      # one, or with the init subgraphs of CALL_ONCE
         self.sg = model.Subgraphs(0)
         self.graph = GraphBuilder(name)        # handed out finished (immutable) by run()
         self.names = BUILTIN_OPCODE2NAME

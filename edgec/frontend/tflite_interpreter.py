@@ -8,15 +8,16 @@ from pathlib import Path
 import numpy as np
 
 from edgec.frontend.tflite import load
-from edgec.ops import signal
+from edgec.ops.registry import keeps_state
 
 
-def interpreter_outputs(path: str | Path, xq: np.ndarray) -> np.ndarray | None:
+def interpreter_outputs(path: str | Path, xq: np.ndarray, reset_each: bool = False) -> np.ndarray | None:
     """TFLite Micro's outputs (its Python interpreter, package `tflite-micro`) for edgec's integer inputs xq [n, ...]
     (several: packed, edgec/ports.py), several outputs packed the same way (float32 ones as they are); a float
-    input gets xq dequantized, a float output is quantized back; an LSTM's or SVDF's state reset before each sample,
-    a signal front end's carried from sample to sample, as edgec's device does. None: not installed, or the
-    interpreter cannot run the file (an operator or version TFLite Micro's Python package lacks: TILE v3...)."""
+    input gets xq dequantized, a float output is quantized back; a model's state (an LSTM's, an SVDF's, a signal
+    front end's) carried from sample to sample as TFLite Micro carries it between Invoke calls, or reset before
+    each with reset_each (the device likewise). None: not installed, or the interpreter cannot run the file (an
+    operator or version TFLite Micro's Python package lacks: TILE v3...)."""
     try:
         from tflite_micro.python.tflite_micro import runtime
     except ImportError:
@@ -26,7 +27,7 @@ def interpreter_outputs(path: str | Path, xq: np.ndarray) -> np.ndarray | None:
         interp = runtime.Interpreter.from_file(str(path))
     except RuntimeError:                 # it printed what it lacks; edgec's own reference stands alone
         return None
-    carry = signal.keeps_state(graph)
+    carry = keeps_state(graph) and not reset_each
     ins = [(interp.get_input_details(k), graph.tensors[t]) for k, t in enumerate(graph.inputs)]
     sizes = [int(np.prod(d["shape"])) for d, _ in ins]
     outs = []

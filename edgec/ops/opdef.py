@@ -23,6 +23,7 @@ class CallSite:
     output: str                  # C expression of the output buffer
     arrays: dict[str, str]       # the lowering's array key -> C array name
     scratch: str | None = None   # C expression of the op's scratch buffer, if the plan gave it one
+    state: str | None = None     # C expression (int8_t *) of the op's persistent state buffer (edgec/ops/state.py)
     dtype: str = "int8"          # the output tensor's dtype
 
 
@@ -75,3 +76,5 @@ class OpDef:
     row_bands: str | None = None                 # runs on row bands of [1,H,W,C] images (patch-based stages,
                                                  # edgec/plan/patching.py): "window" (k_h, stride_h, pad_top,
                                                  # in_h, out_h params) or "elementwise" (n params)
+    state: Callable[[Op], tuple] | None = None   # the state it keeps between inferences (edgec/ops/state.py
+                                                 # Fields): its twin takes `state=` (its fields, fresh if None)

@@ -10,8 +10,9 @@ Per step, for each gate (forget, input, cell, output; gate g of the arrays in th
   Q3.12 pre-activation: its 256-entry sigmoid table with linear interpolation.
   c = sat16(clamp16(rq(f * c, fc_mult, fc_shift)) + clamp16(rq(i * g, ig_mult, ig_shift)))   (then the cell clip)
   h = clamp8(rq(tanh_c(c) * o, oh_mult, oh_shift) + h_zp); the output of the step is h.
-The state starts at every inference as TFLite Micro's reset() leaves it (h = its zero point, c = 0): edgec runs
-each inference on its own (TFLite Micro carries the state from one Invoke to the next until reset()).
+The hidden and cell states are TFLite Micro's variable tensors: carried from one inference to the next
+(edgec/ops/state.py: a persistent buffer of the arena), h = its zero point and c = 0 after reset, as TFLite Micro's
+reset() leaves them.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import numpy as np
 
 from edgec.fixedpoint.scheme import quantize_multiplier, requantize
 from edgec.ir import Op, Tensor
-from edgec.ops import cemit
+from edgec.ops import cemit, state as op_state
 from edgec.ops.kernel import REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, OpDef
 
@@ -92,9 +93,10 @@ def _clamp16(v):
 
 
 # ---- NumPy integer twin (bit-exact with runtime_c/edgec_recurrent_tflite.c) -------------------------
-def lstm_tflite_s8(p: dict, arr: dict, x) -> np.ndarray:
+def lstm_tflite_s8(p: dict, arr: dict, x, carried: dict | None = None) -> np.ndarray:
     """int8 output of the whole sequence, laid out as the input ([steps][batch] time major, else
-    [batch][steps]), each step's hidden state."""
+    [batch][steps]), each step's hidden state; `carried` ({"c": int16, "h": int8 [batch][hidden]}): the state,
+    updated in place (None: from reset)."""
     steps, batch, n_in, hid = (int(p[k]) for k in ("steps", "batch", "input_size", "hidden"))
     xs = np.asarray(x, np.int8).astype(np.int64)
     xs = xs.reshape(steps, batch, n_in) if p["time_major"] else xs.reshape(batch, steps, n_in).transpose(1, 0, 2)
@@ -104,6 +106,8 @@ def lstm_tflite_s8(p: dict, arr: dict, x) -> np.ndarray:
     mx, sx, mh, sh = (np.asarray(arr[k], np.int64) for k in ("mult_x", "shift_x", "mult_h", "shift_h"))
     h = np.full((batch, hid), int(p["hidden_zp"]), np.int64)
     c = np.zeros((batch, hid), np.int64)
+    if carried is not None:
+        h, c = (carried[k].reshape(batch, hid).astype(np.int64) for k in ("h", "c"))
     ys = np.zeros((steps, batch, hid), np.int64)
     for t in range(steps):
         xt = xs[t] - int(p["input_zp"])
@@ -122,12 +126,20 @@ def lstm_tflite_s8(p: dict, arr: dict, x) -> np.ndarray:
         tc = tanh16(c, int(p["cell_power"]))
         h = np.clip(_rq(tc * o, p["oh_mult"], p["oh_shift"]) + int(p["hidden_zp"]), -128, 127)
         ys[t] = h
+    if carried is not None:
+        carried["h"][...], carried["c"][...] = h.reshape(carried["h"].shape), c.reshape(carried["c"].shape)
     out = ys if p["time_major"] else ys.transpose(1, 0, 2)
     return out.astype(np.int8).reshape(-1)
 
 
-def run_lstm_tflite(op: Op, inputs: list) -> np.ndarray:
-    return lstm_tflite_s8(op.params, op.arrays, inputs[0])
+def state_lstm_tflite(op: Op) -> tuple:
+    p = op.params or op.attrs
+    shape = (p["batch"], p["hidden"])
+    return (op_state.Field("c", "int16", shape, 0), op_state.Field("h", "int8", shape, p["hidden_zp"]))
+
+
+def run_lstm_tflite(op: Op, inputs: list, state: dict | None = None) -> np.ndarray:
+    return lstm_tflite_s8(op.params, op.arrays, inputs[0], state)
 
 
 def quantize_lstm_tflite(op: Op, ins: list[Tensor], out: Tensor) -> None:
@@ -140,7 +152,9 @@ ARRAYS = ("w_x", "w_h", "bias", "mult_x", "shift_x", "mult_h", "shift_h")
 
 def c_lstm_tflite(op: Op, low, site: CallSite) -> str:
     arrays = ", ".join(site.arrays[k] for k in ARRAYS)
-    call = f"{low.kernel.name}(&p, {site.inputs[0]}, {arrays},\n        {site.scratch}, {site.output});"
+    fields = state_lstm_tflite(op)
+    c, h = (op_state.c_field(site.state, fields, k) for k in ("c", "h"))
+    call = f"{low.kernel.name}(&p, {site.inputs[0]}, {arrays},\n        {c}, {h}, {site.scratch}, {site.output});"
     return cemit.with_params("edgec_lstm_tflite_params", op.params, call, only_fields=True)
 
 
@@ -149,7 +163,8 @@ def _macs(op: Op, out: Tensor) -> int:
     return int(p["steps"] * p["batch"] * GATES * p["hidden"] * (p["input_size"] + p["hidden"]))
 
 
-OPS = [OpDef("lstm_tflite", "recurrent", quantize_lstm_tflite, None, macs=_macs, sensitivity=False)]
+OPS = [OpDef("lstm_tflite", "recurrent", quantize_lstm_tflite, None, macs=_macs, sensitivity=False,
+             state=state_lstm_tflite)]
 KERNELS = [Kernel("edgec_lstm_tflite_s8", ("lstm_tflite",), REFERENCE, c_lstm_tflite, run=run_lstm_tflite,
                   code_bytes=1600)]
 ONNX: dict = {}

@@ -18,7 +18,7 @@ from edgec.ir import Graph, Op
 from edgec.ops import (add_n, binary, concat, constant, conv, convert, cumsum, dense, detection, float_tail, lut,
                        matmul, movement, nms,
                        norm, pool, rearrange, recurrent, recurrent_tflite, reduce, resize, signal, softmax, svdf,
-                       where)
+                       variables, where)
 from edgec.ops.binary import tflite as binary_tflite
 from edgec.ops.lut import tflite as lut_tflite
 from edgec.ops.kernel import DEFAULT_CODE_BYTES, FAST, HELIUM, INT4, INT8, INT16, REFERENCE, VARIANT, Kernel
@@ -26,7 +26,7 @@ from edgec.ops.opdef import OpDef
 
 MODULES = (movement, concat, rearrange, lut, lut_tflite, pool, conv, dense, matmul, binary, binary_tflite, softmax, reduce,
            cumsum, add_n, where, resize, convert, recurrent, recurrent_tflite, svdf, norm, detection, nms, signal,
-           constant, float_tail)
+           constant, float_tail, variables)
 
 REGISTRY: dict[str, OpDef] = {}
 for _m in MODULES:
@@ -66,6 +66,11 @@ def _float_or(float_fn, family_fn):
 
 for _op, _fn in float_tail.TFLITE_FLOAT.items():
     TFLITE_IMPORTERS[_op] = _float_or(_fn, TFLITE_IMPORTERS[_op])
+
+
+_dequantize = TFLITE_IMPORTERS["DEQUANTIZE"]      # a DEQUANTIZE into a resource variable: edgec/ops/variables.py
+TFLITE_IMPORTERS["DEQUANTIZE"] = lambda tx, op: (variables.import_dequantize_to_variable if variables.into_variable(
+    tx, op) else _dequantize)(tx, op)
 DRIVER_OPS = {"Constant", "Shape"}     # the canonicalizer handles these itself (constants at build time)
 SUPPORTED_OPS = frozenset(IMPORTERS) | DRIVER_OPS
 # ONNX op type -> `takes_whole(node, rank)`: whether its importer takes this node, else the loader builds the
@@ -145,3 +150,24 @@ def op_macs(graph: Graph, op: Op) -> int:
 def graph_macs(graph: Graph) -> int:
     """Multiply-accumulates of one inference."""
     return sum(op_macs(graph, op) for op in graph.ops)
+
+
+def state_fields(op: Op) -> tuple:
+    """The state an op keeps from one inference to the next (edgec/ops/state.py `Field`s; empty: none)."""
+    spec = REGISTRY[op.kind].state
+    return tuple(spec(op)) if spec is not None else ()
+
+
+def keeps_state(graph: Graph) -> bool:
+    """Whether the model carries state between inferences (TFLite Micro's semantics: until reset)."""
+    return any(state_fields(op) for op in graph.ops)
+
+
+def state_index(graph: Graph, i: int) -> int | None:
+    """The op whose state buffer op i uses: itself if it keeps state, the op it names as `state_of` (a variable's
+    assignment: its read), else None."""
+    op = graph.ops[i]
+    if state_fields(op):
+        return i
+    owner = variables.state_owner(op)
+    return None if owner is None else next(k for k, o in enumerate(graph.ops) if o.name == owner)

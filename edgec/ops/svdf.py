@@ -9,9 +9,9 @@ For each batch row, with filters = units * rank and the state [filters][memory]:
   acc[u] = bias[u] + sum over the rank r of sum_j Wt[u*rank + r][j] * (state[u*rank + r][j] - state_zp)
   y[u] = clamp8(rq(acc[u], m2, s2) + y_zp)
 (m1 from float32(x_scale * wf_scale / state_scale), m2 from float32(state_scale * wt_scale / y_scale), as TFLM's
-Prepare; TFLM's integer SVDF applies no fused activation.) The state starts at every inference as TFLite Micro's
-reset() leaves it (every entry its zero point): edgec runs each inference on its own, where TFLite Micro carries
-the state (the input's history) from one Invoke to the next until reset().
+Prepare; TFLM's integer SVDF applies no fused activation.) The state is TFLite Micro's variable tensor: carried from
+one inference to the next (edgec/ops/state.py: a persistent buffer of the arena, [batch][filters][memory] int16),
+every entry its zero point after reset, as TFLite Micro's reset() leaves it.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import numpy as np
 
 from edgec.fixedpoint.scheme import quantize_multiplier, requantize
 from edgec.ir import Op, Tensor
-from edgec.ops import cemit
+from edgec.ops import cemit, state as op_state
 from edgec.ops.kernel import REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, OpDef
 
@@ -27,7 +27,9 @@ STATE_RANGE = {9: (-128, 127), 7: (-32768, 32767)}       # tflite.TensorType INT
 
 
 # ---- NumPy integer twin (bit-exact with runtime_c/edgec_svdf.c) ------------------------------------
-def svdf_s8(p: dict, arr: dict, x) -> np.ndarray:
+def svdf_s8(p: dict, arr: dict, x, carried: np.ndarray | None = None) -> np.ndarray:
+    """The output of one inference; `carried` (int16 [batch][filters][memory]): the state, updated in place
+    (None: from reset)."""
     batch, n_in, rank, units, memory = (int(p[k]) for k in ("batch", "input_size", "rank", "units", "memory"))
     filters = units * rank
     xs = np.asarray(x, np.int8).astype(np.int64).reshape(batch, n_in) - int(p["input_zp"])
@@ -35,18 +37,27 @@ def svdf_s8(p: dict, arr: dict, x) -> np.ndarray:
     wt = np.asarray(arr["w_time"], np.int64).reshape(filters, memory)
     szp = int(p["state_zp"])
     state = np.full((batch, filters, memory), szp, np.int64)       # TFLite Micro's reset state
+    if carried is not None:
+        state[:] = carried.reshape(batch, filters, memory)
     state[:, :, :-1] = state[:, :, 1:]
     feat = np.asarray(requantize((xs @ wf.T).astype(np.int32), p["mult1"], p["shift1"]), np.int64)
     lo, hi = int(p["state_min"]), int(p["state_max"])
     state[:, :, -1] = (szp + np.clip(feat, lo, hi) - lo) % (hi - lo + 1) + lo    # stored as T: wraps, as TFLM's
+    if carried is not None:
+        carried.reshape(-1)[:] = state.reshape(-1)
     per_filter = ((state - szp) * wt).sum(axis=2)                  # [batch][filters]
     acc = np.asarray(arr["bias"], np.int64) + per_filter.reshape(batch, units, rank).sum(axis=2)
     y = np.asarray(requantize(acc.astype(np.int32), p["mult2"], p["shift2"]), np.int64) + int(p["output_zp"])
     return np.clip(y, -128, 127).astype(np.int8).reshape(-1)
 
 
-def run_svdf(op: Op, inputs: list) -> np.ndarray:
-    return svdf_s8(op.params, op.arrays, inputs[0])
+def state_svdf(op: Op) -> tuple:
+    p = op.params or op.attrs
+    return (op_state.Field("state", "int16", (p["batch"], p["units"] * p["rank"], p["memory"]), p["state_zp"]),)
+
+
+def run_svdf(op: Op, inputs: list, state: dict | None = None) -> np.ndarray:
+    return svdf_s8(op.params, op.arrays, inputs[0], None if state is None else state["state"])
 
 
 def quantize_svdf(op: Op, ins: list[Tensor], out: Tensor) -> None:
@@ -57,7 +68,7 @@ def quantize_svdf(op: Op, ins: list[Tensor], out: Tensor) -> None:
 def c_svdf(op: Op, low, site: CallSite) -> str:
     a = site.arrays
     call = (f"{low.kernel.name}(&p, {site.inputs[0]}, {a['w_feature']}, {a['w_time']}, {a['bias']},\n"
-            f"        {site.scratch}, {site.output});")
+            f"        {op_state.c_field(site.state, state_svdf(op), 'state')}, {site.output});")
     return cemit.with_params("edgec_svdf_params", op.params, call, only_fields=True)
 
 
@@ -66,7 +77,7 @@ def _macs(op: Op, out: Tensor) -> int:
     return int(p["batch"] * p["units"] * p["rank"] * (p["input_size"] + p["memory"]))
 
 
-OPS = [OpDef("svdf", "recurrent", quantize_svdf, None, macs=_macs, sensitivity=False)]
+OPS = [OpDef("svdf", "recurrent", quantize_svdf, None, macs=_macs, sensitivity=False, state=state_svdf)]
 KERNELS = [Kernel("edgec_svdf_s8", ("svdf",), REFERENCE, c_svdf, run=run_svdf, code_bytes=600)]
 ONNX: dict = {}
 

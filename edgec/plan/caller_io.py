@@ -65,5 +65,6 @@ def replan(graph: Graph, plan: planner.Plan, exact: bool = True) -> planner.Plan
             offsets[name], caller[name] = b.offset, root_slot[groups.find(name)]
     scratch = {b.scratch_op: b.offset for b in rest if b.scratch_op is not None}
     return planner.Plan(arena_bytes=arena, offsets=offsets, buffers=sorted(rest, key=lambda b: (b.first, b.offset)),
-                        scratch=scratch, lower_bound_bytes=planner.peak_live_bytes(rest), method=method,
+                        scratch=scratch, state={b.state_op: b.offset for b in rest if b.state_op is not None},
+                        lower_bound_bytes=planner.peak_live_bytes(rest), method=method,
                         optimal=optimal, planning_s=plan.planning_s, ram_choice=plan.ram_choice, caller_io=caller)

@@ -19,7 +19,8 @@ import time
 from dataclasses import dataclass, field
 
 from edgec.ir import Graph, Op
-from edgec.ops.registry import ALIAS_OPS, IN_PLACE_OPS
+from edgec.ops import state as op_state
+from edgec.ops.registry import ALIAS_OPS, IN_PLACE_OPS, state_fields
 from edgec.plan.patching import Stage, scratch_bytes, window_bytes
 
 ALIGN = 16
@@ -50,9 +51,12 @@ class Buffer:
     scratch_op: int | None = None   # a scratch buffer: the index of the op that uses it
     inner: dict[str, int] = field(default_factory=dict)   # tensor -> offset inside the buffer (default 0)
     stage_output: int | None = None   # where the stage starting at this op index writes its output (patching)
+    state_op: int | None = None     # a persistent state buffer (edgec/ops/state.py): the op that keeps it
 
     @property
     def label(self) -> str:
+        if self.state_op is not None:
+            return f"state of op {self.state_op}"
         return self.tensors[0] if self.scratch_op is None else f"scratch of op {self.scratch_op}"
 
     def live_at(self, t: int) -> bool:
@@ -68,6 +72,7 @@ class Plan:
     offsets: dict[str, int]                               # tensor name -> offset
     buffers: list[Buffer] = field(default_factory=list)
     scratch: dict[int, int] = field(default_factory=dict)  # op index -> offset of its scratch buffer
+    state: dict[int, int] = field(default_factory=dict)    # op index -> offset of its persistent state buffer
     lower_bound_bytes: int = 0    # largest sum of (aligned) buffer bytes live at one op: no plan does better
     method: str = ""              # which heuristic (or the exact search) gave the offsets
     optimal: bool = False         # arena_bytes is proven minimal for this order and these buffers
@@ -200,6 +205,9 @@ def buffers(graph: Graph, in_place: bool = True, stages: list[Stage] = ()) -> li
         if st.scratch_bytes:
             bufs.append(Buffer(tensors=[], size=st.scratch_bytes, first=st.first, last=st.last,
                                scratch_op=st.first))
+    for i, op in enumerate(graph.ops):     # state kept between inferences: alive through all of them, shared with none
+        if state_fields(op):
+            bufs.append(Buffer(tensors=[], size=op_state.layout(state_fields(op))[1], first=-1, last=n, state_op=i))
     return bufs
 
 
@@ -463,7 +471,7 @@ def plan(graph: Graph, exact: bool = True, guard: int = 0, stages: list[Stage] =
         if st.first in scratch:
             scratch.update({k: scratch[st.first] for k in st.ops})
     return Plan(arena_bytes=arena, offsets=offsets, buffers=sorted(bufs, key=lambda b: (b.first, b.offset)),
-                scratch=scratch, lower_bound_bytes=peak_live_bytes(bufs), method=method, optimal=optimal,
+                scratch=scratch, state={b.state_op: b.offset for b in bufs if b.state_op is not None}, lower_bound_bytes=peak_live_bytes(bufs), method=method, optimal=optimal,
                 planning_s=time.perf_counter() - start, guard_bytes=guard, stages=list(stages),
                 stage_outputs=stage_outputs)
 

@@ -145,6 +145,7 @@ def assign(graph: Graph, plan: Plan, spaces: list[Space], exact: bool = True) ->
     plan.arena_bytes = base
     plan.offsets = {name: b.offset for b in plan.buffers for name in b.tensors}
     plan.scratch = {b.scratch_op: b.offset for b in plan.buffers if b.scratch_op is not None}
+    plan.state = {b.state_op: b.offset for b in plan.buffers if b.state_op is not None}
     plan.buffers.sort(key=lambda b: (b.first, b.offset))
     plan.method += f"; {len(used)} RAM regions, {how}"
     plan.optimal = False
@@ -159,6 +160,7 @@ def _single(plan: Plan, piece: Piece) -> Plan:
     plan.arena_bytes = _align(plan.arena_bytes)
     plan.offsets = {name: b.offset for b in plan.buffers for name in b.tensors}
     plan.scratch = {b.scratch_op: b.offset for b in plan.buffers if b.scratch_op is not None}
+    plan.state = {b.state_op: b.offset for b in plan.buffers if b.state_op is not None}
     plan.pieces = [Piece(piece.name, piece.section, 0, plan.arena_bytes, piece.capacity, piece.speed,
                          piece.origin, piece.size)] if piece.section else []
     return plan

@@ -8,7 +8,7 @@
 
 enum {
     T_SYNC = 0x01, T_HELLO = 0x02, T_WRITE_INPUT = 0x03, T_INVOKE = 0x04, T_READ_OUTPUT = 0x05,
-    T_PROFILE = 0x06, T_CAPTURE = 0x07, T_READ = 0x08,
+    T_PROFILE = 0x06, T_CAPTURE = 0x07, T_READ = 0x08, T_RESET = 0x09,
     T_REPLY = 0x80, T_NAK = 0xEE
 };
 enum { REGION_OUTPUT = 0, REGION_ARENA = 1, REGION_LAYER_TICKS = 2 };
@@ -297,6 +297,11 @@ static void handle(const edgec_link_model *m, uint8_t type, uint8_t seq, const u
         reply(type | T_REPLY, seq, run_timed(m, profile, out));
         break;
     }
+    case T_RESET:        /* - -> -: the model's state as after init (a model without state: NAK_ARGS) */
+        if (len != 0 || !m->reset) { nak(seq, NAK_ARGS, type); return; }
+        m->reset();
+        reply(T_RESET | T_REPLY, seq, 0);
+        break;
     case T_CAPTURE: {    /* layer u32 -> status i32, input crc16, offset u32, bytes u32, crc16 of the layer output */
         if (len != 4 || !m->invoke_with_hook || get_u32(p) >= m->layer_count) { nak(seq, NAK_ARGS, type); return; }
         uint32_t layer = get_u32(p);

@@ -27,6 +27,7 @@ typedef struct {
     const int8_t *output;       /* where the model leaves its output */
     uint32_t output_bytes;
     int (*invoke)(void);        /* runs the model once; 0 on success */
+    void (*reset)(void);        /* a model with state (NAME_reset): RESET sets it back; NULL: none */
     /* Introspection for PROFILE and CAPTURE (the generated model's NAME_arena(), NAME_LAYER_COUNT,
      * NAME_layer_output_*[] and NAME_invoke_with_hook).  invoke_with_hook may be NULL: both then
      * answer NAK (bad arguments). */

@@ -1,9 +1,10 @@
 """Each corpus model's oracle, computed once and stored beside it (tests/corpus/<name>/oracle.npz):
 
 - a .tflite: a few input samples (integers over the input type's whole range, and the same as float through the
-  file's input quantization) and TFLite Micro's interpreter's outputs (`tflite_micro`, reference kernels), each
-  sample an inference of its own: a stateful model's variable tensors (an LSTM's, an SVDF's state) reset before
-  each, as TFLite Micro's own mnist_lstm example does (`reset()`);
+  file's input quantization) and TFLite Micro's interpreter's outputs (`tflite_micro`, reference kernels), the
+  samples consecutive Invoke calls: a stateful model's variable tensors (an LSTM's, an SVDF's state) and the
+  signal library's persistent buffers carried from one to the next as TFLite Micro carries them until `reset()`
+  (what edgec's device and `edgec bench` do by default);
 - a .onnx: a few input samples drawn like its calibration set, ONNX Runtime's float outputs, and the outputs of
   ONNX Runtime's own static INT8 (onnxruntime.quantization.quantize_static, QDQ, per-channel int8 weights,
   calibrated on the model's calib.npz) of the same model: the tolerance edgec's INT8 is measured against.
@@ -62,9 +63,8 @@ def tflite_oracle(name: str, path: Path) -> dict:
     else:
         x_q, s, z = rng.standard_normal((samples(shape, dtype.itemsize), *shape[1:])).astype(dtype), 1.0, 0
     outs = []
-    for xi in x_q:
+    for xi in x_q:                  # consecutive Invoke calls: a stateful model's state carried (no reset())
         interp.set_input(xi.reshape(shape), 0)
-        interp.reset()              # each sample an inference of its own (a stateful model's state reset)
         interp.invoke()
         outs.append([np.array(interp.get_output(k)) for k in range(n_outputs(path))])
     arrays = {f"y{k}": np.stack([o[k] for o in outs]) for k in range(len(outs[0]))}
@@ -88,7 +88,7 @@ def tensorflow_lite_oracle(name: str, path: Path) -> dict:
     outs = []
     for xi in x_q:
         interp.set_tensor(d["index"], xi.reshape(shape))
-        interp.reset_all_variables()
+        # consecutive invokes: a stateful model's variables carried, as TFLite Micro carries them
         interp.invoke()
         outs.append([np.array(interp.get_tensor(o["index"])) for o in interp.get_output_details()])
     arrays = {f"y{k}": np.stack([o[k] for o in outs]) for k in range(len(outs[0]))}

@@ -82,7 +82,7 @@ static int serve(const uint8_t *stream, size_t n)
     m.model_name = "stub"; m.model_hash = "0123456789abcdef"; m.board_name = "host";
     m.input = input; m.input_bytes = IN_BYTES;
     m.output = arena + 590; m.output_bytes = OUT_BYTES;
-    m.invoke = invoke; m.arena = arena; m.arena_bytes = ARENA_BYTES; m.layer_count = LAYERS;
+    m.invoke = invoke; m.reset = 0; m.arena = arena; m.arena_bytes = ARENA_BYTES; m.layer_count = LAYERS;
     m.arena_at = 0;
     m.layer_output_offsets = offsets; m.layer_output_bytes = sizes;
     m.invoke_with_hook = invoke_with_hook; m.layer_ticks = ticks;

@@ -2,7 +2,7 @@
 and SVDF (edgec/ops/svdf.py, runtime_c/edgec_svdf.c): the C kernels against their NumPy twins bit for bit on random
 parameters, the int16 sigmoid and tanh against their float functions, and random single-operator .tflite files
 (tests/tflite_cases_recurrent.py) against TFLite Micro's interpreter, through edgec's NumPy reference and its
-generated C."""
+generated C: several consecutive invokes with the state carried (TFLite Micro's variable tensors), and reset."""
 from __future__ import annotations
 
 import ctypes
@@ -18,6 +18,7 @@ from ckernels import make, ptr
 from edgec.fixedpoint import scheme
 from edgec.ops import recurrent_tflite as lstm
 from edgec.ops import svdf
+from edgec.quant import reference
 
 
 def _params(r, batch, steps, n_in, hid, time_major):
@@ -50,12 +51,17 @@ def test_kernel_matches_twin(ck):
             int(r.integers(1, 20))
         p = _params(r, batch, steps, n_in, hid, bool(r.random() < 0.5))
         a = _arrays(r, hid, n_in)
-        x = r.integers(-128, 128, steps * batch * n_in).astype(np.int8)
-        out = np.full(steps * batch * hid, 99, np.int8)
-        scratch = np.zeros(11 * batch * hid + 16, np.int8)
-        ck.lib.edgec_lstm_tflite_s8(ctypes.byref(make("edgec_lstm_tflite_params", p)), ptr(x),
-                                    *(ptr(a[k]) for k in lstm.ARRAYS), ptr(scratch), ptr(out))
-        np.testing.assert_array_equal(out, lstm.lstm_tflite_s8(p, a, x))
+        c, h = np.zeros(batch * hid, np.int16), np.full(batch * hid, p["hidden_zp"], np.int8)   # after reset
+        carried = {"c": c.copy(), "h": h.copy()}
+        for _ in range(3):      # consecutive calls: the state carried by both
+            x = r.integers(-128, 128, steps * batch * n_in).astype(np.int8)
+            out = np.full(steps * batch * hid, 99, np.int8)
+            scratch = np.zeros(8 * batch * hid + 16, np.int8)
+            ck.lib.edgec_lstm_tflite_s8(ctypes.byref(make("edgec_lstm_tflite_params", p)), ptr(x),
+                                        *(ptr(a[k]) for k in lstm.ARRAYS), ptr(c), ptr(h), ptr(scratch), ptr(out))
+            np.testing.assert_array_equal(out, lstm.lstm_tflite_s8(p, a, x, carried))
+            np.testing.assert_array_equal(c, carried["c"])
+            np.testing.assert_array_equal(h, carried["h"])
 
 
 def test_activations_track_float():
@@ -77,6 +83,27 @@ def test_single_operator_files_match_tflite_micro(tmp_path):
     assert not bad, bad
 
 
+@pytest.mark.skipif(importlib.util.find_spec("tflite_micro") is None and not os.environ.get("CI"),
+                    reason="tflite-micro (the TFLite Micro interpreter) is not installed")
+def test_reset_between_invokes_matches_tflite_micro_reset(tmp_path):
+    """NAME_reset() before every invoke (the C on the host, ASan + UBSan) and `reference.run_sequence(reset_each)`
+    give TFLite Micro's outputs with reset() before every Invoke; and carrying the state differs from that (the
+    state is really carried)."""
+    cases = oracle.cases(seed=6, n=6, makers=recurrent_cases.MAKERS)
+    graphs, carried_differs = [], 0
+    for c in cases:
+        f = tmp_path / f"{c.name}.tflite"
+        f.write_bytes(oracle.write(c))
+        graphs.append(oracle.importer.load(f, c.name))
+        want = oracle.tflm(f.read_bytes(), c.x, carry_state=False)
+        np.testing.assert_array_equal(reference.run_sequence(graphs[-1], list(c.x), reset_each=True), want)
+        carried_differs += not np.array_equal(oracle.tflm(f.read_bytes(), c.x, carry_state=True), want)
+    assert carried_differs >= len(cases) // 2
+    outs = oracle.run_c(graphs, [c.x for c in cases], tmp_path / "c", "sanitized", reset_each=True)
+    for c, got in zip(cases, outs):
+        np.testing.assert_array_equal(got, oracle.tflm(oracle.write(c), c.x, carry_state=False), err_msg=c.name)
+
+
 def test_svdf_kernel_matches_twin(ck):
     """Random SVDFs, int8 and int16 states, zero points that make the new state entry wrap as TFLM's cast does."""
     r = np.random.default_rng(3)
@@ -93,9 +120,12 @@ def test_svdf_kernel_matches_twin(ck):
         a = dict(w_feature=r.integers(-127, 128, units * rank * n_in).astype(np.int8),
                  w_time=r.integers(lo + 1, hi + 1, units * rank * memory).astype(np.int16),
                  bias=r.integers(-(1 << 16), 1 << 16, units).astype(np.int32))
-        x = r.integers(-128, 128, batch * n_in).astype(np.int8)
-        out = np.full(batch * units, 99, np.int8)
-        scratch = np.zeros(2 * units * rank * memory + 16, np.int8)
-        ck.lib.edgec_svdf_s8(ctypes.byref(make("edgec_svdf_params", p)), ptr(x), ptr(a["w_feature"]),
-                             ptr(a["w_time"]), ptr(a["bias"]), ptr(scratch), ptr(out))
-        np.testing.assert_array_equal(out, svdf.svdf_s8(p, a, x))
+        state = np.full(batch * units * rank * memory, p["state_zp"], np.int16)     # after reset
+        carried = state.copy()
+        for _ in range(3):      # consecutive calls: the state carried by both
+            x = r.integers(-128, 128, batch * n_in).astype(np.int8)
+            out = np.full(batch * units, 99, np.int8)
+            ck.lib.edgec_svdf_s8(ctypes.byref(make("edgec_svdf_params", p)), ptr(x), ptr(a["w_feature"]),
+                                 ptr(a["w_time"]), ptr(a["bias"]), ptr(state), ptr(out))
+            np.testing.assert_array_equal(out, svdf.svdf_s8(p, a, x, carried))
+            np.testing.assert_array_equal(state, carried)

@@ -7,14 +7,16 @@ These kinds run on int16, int32, uint32 and uint64 tensors (not quantized: scale
 with two outputs gives one tensor holding both: SignalFftAutoScale [n scaled samples | the shift],
 SignalFilterBankSpectralSubtraction [output | noise estimate], SignalFramer and SignalStacker [frames | valid
 flag]. The spectral subtraction's noise estimate and the streaming operators' buffers are state kept between
-invocations (static arrays in the generated code, as TFLM keeps them in the operator's persistent buffers).
+invocations (edgec/ops/state.py: a persistent buffer of the arena per op, as TFLM keeps them in the operator's
+persistent buffers; the NumPy twins take it as `state=`).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from edgec.ir import Op, Tensor
-from edgec.ops import cemit
+from edgec.ops import cemit, state as op_state
+from edgec.ops.state import Field
 from edgec.ops.kernel import REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, OpDef
 from edgec.ops.signal import integer, kissfft, mfcc, mfcc_onnx, streaming, twins
@@ -63,23 +65,34 @@ def run_filter_bank_square_root(op, ins):
     return twins.filter_bank_square_root(ins[0], bits)
 
 
-_STATE: dict[int, tuple[Op, object]] = {}     # id(op) -> (op, its state: a noise estimate, a dict of buffers)
+def state_fields(op: Op) -> tuple:
+    """The state a stateful signal kind keeps (the C's layout; the twins keep their FIFOs as growing arrays beside
+    these fields, holding the same samples in the same order)."""
+    p = op.params or op.attrs
+    k = op.kind
+    if k == "signal_spectral_subtraction":
+        return (Field("noise", "uint32", (p["num_channels"],)),)
+    if k == "signal_framer":
+        start = p["frame_size"] - p["frame_step"] if p["prefill"] else 0
+        return Field("samples", "int16", (p["outer"] * p["capacity"],)), Field("count", "int32", (p["outer"],), start)
+    if k == "signal_stacker":
+        return Field("samples", "int16", (p["capacity"],)), Field("position", "int32", (2,))
+    if k == "signal_delay":
+        return (Field("line", "int16", (p["outer"], p["delay"])),)
+    if k == "signal_overlap_add":
+        return (Field("buffer", "int16", (p["outer"], p["frame_size"])),)
+    return ()
 
 
-def state_of(op: Op, make):
-    """The state an op keeps between invocations (made by make() the first time), as the C keeps it in static
-    arrays and TFLM in the operator's persistent buffers: a graph loaded again starts afresh (its ops are new
-    objects), as a device does after a reset."""
-    if id(op) not in _STATE:
-        _STATE[id(op)] = (op, make())       # (the op held too: its id is not reused while the state lives)
-    return _STATE[id(op)][1]
+def _state(op: Op, state: dict | None) -> dict:
+    return op_state.fresh(state_fields(op)) if state is None else state
 
 
-def run_spectral_subtraction(op, ins):
-    """Its noise estimate is state (`state_of`)."""
+def run_spectral_subtraction(op, ins, state=None):
+    """Its noise estimate is state."""
     p = op.params
-    state = state_of(op, lambda: {"noise": np.zeros(p["num_channels"], np.uint32)})
-    y, state["noise"] = twins.spectral_subtraction(ins[0], state["noise"], p)
+    state = _state(op, state)
+    y, state["noise"][...] = twins.spectral_subtraction(ins[0], state["noise"], p)
     return np.concatenate([y, state["noise"]])
 
 
@@ -88,44 +101,34 @@ STATEFUL = frozenset({"signal_spectral_subtraction", "signal_framer", "signal_st
                       "signal_overlap_add"})
 
 
-def keeps_state(graph) -> bool:
-    """Whether the graph holds an op whose state carries from one inference to the next."""
-    return any(op.kind in STATEFUL for op in graph.ops)
-
-
-def reset_state() -> None:
-    """Forget every op's state (TFLM's interpreter Reset)."""
-    _STATE.clear()
-
-
 def run_irfft(op, ins):
     p = op.params
     x = np.asarray(ins[0], np.int16).reshape(p["frames"], -1)
     return np.concatenate([kissfft.irfft(f, p["fft_length"]) for f in x])
 
 
-def run_framer(op, ins):
+def run_framer(op, ins, state=None):
     p = op.params
     x = np.asarray(ins[0], np.int16).reshape(p["outer"], -1)
-    y, valid = streaming.framer(x, p["frame_size"], p["frame_step"], bool(p["prefill"]), state_of(op, dict))
+    y, valid = streaming.framer(x, p["frame_size"], p["frame_step"], bool(p["prefill"]), _state(op, state))
     return np.concatenate([y.reshape(-1), np.array([int(valid)], np.int16)])
 
 
-def run_stacker(op, ins):
+def run_stacker(op, ins, state=None):
     p = op.params
-    y, valid = streaming.stacker(ins[0], p["left"], p["right"], p["step"], state_of(op, dict))
+    y, valid = streaming.stacker(ins[0], p["left"], p["right"], p["step"], _state(op, state))
     return np.concatenate([y, np.array([int(valid)], np.int16)])
 
 
-def run_delay(op, ins):
+def run_delay(op, ins, state=None):
     p = op.params
-    return streaming.delay(np.asarray(ins[0]).reshape(p["outer"], -1), p["delay"], state_of(op, dict)).reshape(-1)
+    return streaming.delay(np.asarray(ins[0]).reshape(p["outer"], -1), p["delay"], _state(op, state)).reshape(-1)
 
 
-def run_overlap_add(op, ins):
+def run_overlap_add(op, ins, state=None):
     p = op.params
     x = np.asarray(ins[0], np.int16).reshape(p["outer"], p["n_frames"], p["frame_size"])
-    return streaming.overlap_add(x, p["frame_step"], state_of(op, dict)).reshape(-1)
+    return streaming.overlap_add(x, p["frame_step"], _state(op, state)).reshape(-1)
 
 
 def run_pcan(op, ins):
@@ -183,7 +186,8 @@ def c_filter_bank_square_root(op, low, s: CallSite) -> str:
 def c_spectral_subtraction(op, low, s: CallSite) -> str:
     ch = op.params["num_channels"]
     out = _p(s.output, "uint32", False)
-    call = (f"static uint32_t noise[{ch}]; int32_t i;\n      "      # the state: kept between invocations
+    noise = op_state.c_field(s.state, state_fields(op), "noise")      # the state: kept between invocations
+    call = (f"uint32_t *noise = {noise}; int32_t i;\n      "
             f"edgec_signal_spectral_subtraction_u32(&p, {_p(s.inputs[0], 'uint32')}, noise, {out});\n      "
             f"for (i = 0; i < {ch}; ++i) ({out})[{ch} + i] = noise[i];")
     return cemit.with_params("edgec_signal_spectral_subtraction_params", op.params, call, only_fields=True)
@@ -197,32 +201,30 @@ def c_irfft(op, low, s: CallSite) -> str:
 
 def c_framer(op, low, s: CallSite) -> str:
     p = op.params
-    start = p["frame_size"] - p["frame_step"] if p["prefill"] else 0
-    call = (f"static int16_t fifo[{p['outer'] * p['capacity']}]; static int32_t count[{p['outer']}] = "
-            f"{{{', '.join([str(start)] * p['outer'])}}};\n      "
-            f"edgec_signal_framer_s16(&p, {_p(s.inputs[0], 'int16')}, fifo, count, {_p(s.output, 'int16', False)});")
+    fifo, count = (op_state.c_field(s.state, state_fields(op), k) for k in ("samples", "count"))
+    call = f"edgec_signal_framer_s16(&p, {_p(s.inputs[0], 'int16')}, {fifo}, {count}, {_p(s.output, 'int16', False)});"
     return cemit.with_params("edgec_signal_framer_params", p, call, only_fields=True)
 
 
 def c_stacker(op, low, s: CallSite) -> str:
     p = op.params
-    call = (f"static int16_t fifo[{p['capacity']}]; static int32_t state[2];\n      "
-            f"edgec_signal_stacker_s16(&p, {_p(s.inputs[0], 'int16')}, fifo, state, {_p(s.output, 'int16', False)});")
+    fifo, state = (op_state.c_field(s.state, state_fields(op), k) for k in ("samples", "position"))
+    call = f"edgec_signal_stacker_s16(&p, {_p(s.inputs[0], 'int16')}, {fifo}, {state}, {_p(s.output, 'int16', False)});"
     return cemit.with_params("edgec_signal_stacker_params", p, call, only_fields=True)
 
 
 def c_delay(op, low, s: CallSite) -> str:
     p = op.params
-    return (f"{{ static int16_t line[{max(p['outer'] * p['delay'], 1)}];\n      "
-            f"edgec_signal_delay_s16({p['outer']}, {p['frame']}, {p['delay']}, {_p(s.inputs[0], 'int16')}, line, "
-            f"{_p(s.output, 'int16', False)}); }}")
+    line = op_state.c_field(s.state, state_fields(op), "line")
+    return (f"edgec_signal_delay_s16({p['outer']}, {p['frame']}, {p['delay']}, {_p(s.inputs[0], 'int16')}, {line}, "
+            f"{_p(s.output, 'int16', False)});")
 
 
 def c_overlap_add(op, low, s: CallSite) -> str:
     p = op.params
-    return (f"{{ static int16_t buffer[{p['outer'] * p['frame_size']}];\n      "
-            f"edgec_signal_overlap_add_s16({p['outer']}, {p['n_frames']}, {p['frame_size']}, {p['frame_step']}, "
-            f"{_p(s.inputs[0], 'int16')}, buffer, {_p(s.output, 'int16', False)}); }}")
+    buffer = op_state.c_field(s.state, state_fields(op), "buffer")
+    return (f"edgec_signal_overlap_add_s16({p['outer']}, {p['n_frames']}, {p['frame_size']}, {p['frame_step']}, "
+            f"{_p(s.inputs[0], 'int16')}, {buffer}, {_p(s.output, 'int16', False)});")
 
 
 def c_pcan(op, low, s: CallSite) -> str:
@@ -260,7 +262,8 @@ _KINDS.update(integer.KINDS)
 _KINDS.update(mfcc.KINDS)
 _OWN = {"signal_mfcc": (mfcc.quantize, (mfcc.OUTPUT_SCALE, 0))}     # kind: (quantizer, output quantization)
 OPS = [OpDef(kind, "signal", _OWN.get(kind, (_quantize,))[0], None, qparams="fixed",
-             fixed_qparams=lambda op: _OWN.get(op.kind, (None, (1.0, 0)))[1], sensitivity=False) for kind in _KINDS]
+             fixed_qparams=lambda op: _OWN.get(op.kind, (None, (1.0, 0)))[1], sensitivity=False,
+             state=state_fields if kind in STATEFUL else None) for kind in _KINDS]
 KERNELS = [Kernel(name, (kind,), REFERENCE, call, run=run, code_bytes=1500)
            for kind, (name, run, call) in _KINDS.items()]
 ONNX: dict = {}
