@@ -115,6 +115,10 @@ class _Canonicalizer:
         """Ops of this kind hold constant weights and a bias (a BatchNorm or constant Add folds into them)."""
         return kind in WEIGHT_AXIS
 
+    def weight_axis(self, kind: str) -> int:
+        """The output-channel axis of a weighted kind's weights."""
+        return WEIGHT_AXIS[kind]
+
     def new_tensor(self, name: str, shape: tuple[int, ...], source: str) -> str:
         """A new canonical tensor of physical `shape` holding ONNX value `source` (named `name`, made unique)."""
         if any(int(d) == 0 for d in shape):

@@ -64,6 +64,9 @@ class OpDef:
     qparams: str = "calibrated"                  # output quantization: "calibrated", "input" (same as the
                                                  # first input's) or "fixed" (fixed_qparams(op))
     fixed_qparams: Callable[[Op], tuple[float, int] | None] | None = None
+    own_scale: Callable[[Op, tuple, tuple], Op | None] | None = None   # a kind keeping its input's quantization:
+                                                 # (op, input range, output range) -> the op computing the same
+                                                 # with its own output scale where that is closer to float, or None
     macs: Callable[[Op, Tensor], int] | None = None   # multiply-accumulates of one inference
     int16: Int16 | None = None                   # 16x8 quantization (--int16)
     sensitivity: bool = True                     # listed in the per-layer sensitivity report

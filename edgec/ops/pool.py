@@ -14,7 +14,7 @@ from edgec.ops import cemit, movement
 from edgec.ops.conv import float_windows, pad_windows, spatial, window
 from edgec.ops.kernel import FAST, HELIUM, INT16, MVE, REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, Int16, OpDef
-from edgec.ops.reduce import reduce
+from edgec.ops.reduce import mean_of, reduce
 from edgec.fixedpoint.scheme import act_range, act_range16
 
 
@@ -29,6 +29,26 @@ def quantize_pool(op: Op, ins: list[Tensor], out: Tensor) -> None:
 def quantize_pool16(op: Op, ins: list[Tensor], out: Tensor) -> None:
     """The int16 pool between two int16 layers (edgec/quant/int16.py): the input's symmetric grid, int16 clamp."""
     op.params.update(**act_range16(op, out))
+
+
+NARROW = 2.0          # a global average pool whose output range is this many times narrower than its input's ...
+MAX_RATIO = 2.0 ** 16  # ... (and no more than this: the mean's int32 sum times its multiplier stays in range)
+
+
+def own_scale(op: Op, in_range: tuple, out_range: tuple) -> Op | None:
+    """A global average pool with no activation whose calibrated output range is much narrower than its input's
+    (the mean of ReLU images, a few tenths where the image spans several units): as a mean with its own output
+    scale (edgec/ops/reduce.py; one rounding at the finer scale instead of the input's step), as ONNX Runtime
+    and TFLite's MEAN quantize it. Others: None (the pool keeps its input's quantization)."""
+    a = op.attrs
+    (ih, iw, c), (oh, ow, _) = a["in_hwc"], a["out_hwc"]
+    if op.kind != "avg_pool" or (oh, ow) != (1, 1) or tuple(a["kernel"]) != (ih, iw) or any(a["pad"]) \
+            or tuple(a.get("act", NO_ACT)) != NO_ACT:
+        return None
+    wide, narrow = in_range[1] - min(in_range[0], 0.0), max(out_range[1], 0.0) - min(out_range[0], 0.0)
+    if not (narrow > 0 and NARROW <= wide / narrow <= MAX_RATIO):
+        return None
+    return mean_of(op.name, op.inputs[0], op.output, 1, ih * iw, c)
 
 
 # ---- NumPy integer twins ------------------------------------------------------------------------
@@ -134,7 +154,7 @@ OPS = [
     OpDef("max_pool", "pool", quantize_pool, float_pool, fuses_activation=True, qparams="input", row_bands="window",
           int16=Int16(quantize_pool16)),
     OpDef("avg_pool", "pool", quantize_pool, float_pool, fuses_activation=True, qparams="input", row_bands="window",
-          int16=Int16(quantize_pool16)),
+          int16=Int16(quantize_pool16), own_scale=own_scale),
 ]
 
 

@@ -46,6 +46,13 @@ def quantize_reduce(op: Op, ins: list[Tensor], out: Tensor) -> None:
                      act_min=-128, act_max=127)
 
 
+def mean_of(name: str, x: str, out: str, outer: int, n: int, inner: int) -> Op:
+    """A mean over the middle axis of [outer][n][inner] with its own output scale (a global average pool
+    whose output range is much narrower than its input's: edgec/ops/pool.py `own_scale`)."""
+    return Op("reduce", name, (x,), out, attrs={"how": "mean", "outer": outer, "n": n, "inner": inner,
+                                                "select_last": 0})
+
+
 def reduce_s8(p: dict, x) -> np.ndarray:
     """Reduce [outer][n][inner] over n: sum (then requantize: mean is a sum with 1/n in the
     multiplier), max/min (then requantize), argmax/argmin (first or last index, clamped to int8)."""

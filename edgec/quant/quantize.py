@@ -24,6 +24,7 @@ def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: 
     per_channel=False quantizes each layer's weights with one scale (still stored per channel).
     ONNX values in graph.fixed_qparams (a QDQ model's own) take those instead of their ranges."""
     fixed = graph.fixed_qparams
+    graph = own_scales(graph, ranges)
     tensors = dict(graph.tensors)
 
     def from_range(name: str) -> Tensor:
@@ -66,6 +67,23 @@ def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: 
                              "are too far apart (check the weights and the calibration data)") from None
         ops.append(op)
     return graph.replace_ops(ops, tensors)
+
+
+def own_scales(graph: Graph, ranges: dict[str, tuple[float, float]]) -> Graph:
+    """The graph with every op that would keep its input's quantization but is closer to float with its own
+    output scale (OpDef.own_scale: a global average pool whose output range is much narrower than its input's)
+    replaced by the op that computes the same with its own; int8 tensors with calibrated ranges only."""
+    fixed, t = graph.fixed_qparams, graph.tensors
+    ops, changed = [], False
+    for op in graph.ops:
+        d, src, out = REGISTRY[op.kind], t[op.inputs[0]] if op.inputs else None, t[op.output]
+        new = None
+        if d.own_scale is not None and src is not None and out.dtype == src.dtype == "int8" \
+                and src.source in ranges and out.source in ranges and not ({src.source, out.source} & set(fixed)):
+            new = d.own_scale(op, ranges[src.source], ranges[out.source])
+        changed |= new is not None
+        ops.append(new or op)
+    return graph.replace_ops(ops) if changed else graph
 
 
 def _set(tensors: dict[str, Tensor], t: Tensor, scale: float, zero_point: int) -> Tensor:

@@ -79,3 +79,35 @@ def _strides(shape):
         st[k] = acc if shape[k] > 1 else 0
         acc *= shape[k]
     return st
+
+
+def test_tables_in_a_chain_become_one(tmp_path):
+    """Conv -> Squeeze -> Mul, Add by per-channel constants -> Relu (tf2onnx's Conv1D then BatchNorm): the three
+    tables compose into one (edgec/ops/lut emit_lut), rounded to int8 once; the float run is ONNX Runtime's, and the
+    generated C bit-exact with the reference."""
+    from onnx import helper
+    from conftest import check_generated_c, make_model
+    from edgec.frontend import canonicalize
+    from edgec.quant import calibrate, floatref, quantize, reference
+    rng = np.random.default_rng(8)
+    c = 5
+    inits = {"w": rng.normal(0, 0.5, (c, 3, 1, 3)), "b": rng.normal(0, 0.1, c), "ax": np.array([2], np.int64),
+             "s": rng.uniform(0.5, 3, (c, 1)), "t": rng.normal(0, 1, (c, 1))}
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["h"], name="conv", pads=[0, 1, 0, 1]),
+             helper.make_node("Squeeze", ["h", "ax"], ["q"], name="squeeze"),
+             helper.make_node("Mul", ["q", "s"], ["m"], name="bn_mul"),
+             helper.make_node("Add", ["m", "t"], ["a"], name="bn_add"),
+             helper.make_node("Relu", ["a"], ["y"], name="relu")]
+    model = make_model(nodes, ("x", [1, 3, 1, 16]), ("y", [1, c, 16]), inits)
+    graph = canonicalize.canonicalize(model, "chain_model")
+    tables = [op for op in graph.ops if lut.is_table(op)]
+    assert len(tables) == 1 and tables[0].attrs["fn"] == "chain" and len(tables[0].attrs["fparams"]["steps"]) == 3
+    x = rng.uniform(-1, 1, (16, 3, 1, 16)).astype(np.float32)
+    want = calibrate.run_float(model, x)
+    got = np.stack([floatref.output(graph, xi) for xi in x]).reshape(want.shape)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    q = quantize.quantize(graph, calibrate.calibrate(model, x, [t.source for t in graph.tensors.values()]))
+    tout = q.tensors[q.output]
+    deq = scheme.dequantize(tout, reference.run(q, scheme.quantize_input(q.tensors[q.input], x[0])))
+    assert np.abs(deq.reshape(want[0].shape) - want[0]).max() <= 3 * tout.scale
+    check_generated_c(q, x[:4], tmp_path)

@@ -28,7 +28,8 @@ def random_layers():
          "w3": rng.normal(0, .15, (24, 16, 3, 3)), "w4": rng.normal(0, .4, (24, 1, 3, 3)),
          "w5": rng.normal(0, .3, (16, 24, 1, 1)), "w6": rng.normal(0, .4, (16, 1, 3, 3)),
          "wf": rng.normal(0, .2, (16 * 2 * 8, 7)),
-         "wg": rng.normal(0, .5, (16, 7)), "w7": rng.normal(0, .3, (5, 16, 1, 1)), "wh": rng.normal(0, .5, (5, 7))}
+         "wg": rng.normal(0, .5, (16, 7)), "w7": rng.normal(0, .02, (5, 16, 1, 1)), "wh": rng.normal(0, .5, (5, 7)),
+         "b7": np.linspace(-10, 10, 5)}   # channel means as far apart as the values: the pool keeps its input's scale
     nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),                 # 27 taps
              helper.make_node("Relu", ["a"], ["b"]),                                          # clamped range
              helper.make_node("Conv", ["b", "w2"], ["c"], group=16, pads=[1, 1, 1, 1]),      # depthwise s1: 34 wide
@@ -41,7 +42,7 @@ def random_layers():
              helper.make_node("GlobalAveragePool", ["f"], ["i"]),
              helper.make_node("Flatten", ["i"], ["j"]),
              helper.make_node("MatMul", ["j", "wg"], ["k"]),                                  # 16 inputs
-             helper.make_node("Conv", ["e5", "w7"], ["l"]),                                   # 16 -> 5 channels
+             helper.make_node("Conv", ["e5", "w7", "b7"], ["l"]),                             # 16 -> 5 channels
              helper.make_node("GlobalAveragePool", ["l"], ["m"]),
              helper.make_node("Flatten", ["m"], ["n"]),
              helper.make_node("MatMul", ["n", "wh"], ["o"]),

@@ -75,3 +75,66 @@ def test_pool_s16_random(ck, kind):
         assert want.dtype == got.dtype == np.int16 and want.shape == got.shape
         np.testing.assert_array_equal(want, got)
         done += 1
+
+
+def _relu_pool_model(pool_op):
+    """Conv -> Relu -> a global mean (GlobalAveragePool or ReduceMean) -> Flatten -> Gemm: a ReLU image spanning
+    several units whose channel means span a few tenths."""
+    from onnx import helper
+    from conftest import make_model
+    rng = np.random.default_rng(3)
+    inits = {"w": rng.normal(0, 0.5, (6, 3, 3, 3)), "b": rng.normal(0, 0.1, 6), "fw": rng.normal(0, 0.5, (4, 6)),
+             "fb": np.zeros(4), "axes": np.array([2, 3], np.int64)}
+    mean = (helper.make_node("GlobalAveragePool", ["r"], ["m"], name="gap") if pool_op == "GlobalAveragePool" else
+            helper.make_node("ReduceMean", ["r", "axes"], ["m"], name="gap", keepdims=1))
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"), mean,
+             helper.make_node("Flatten", ["m"], ["f"], name="flat"),
+             helper.make_node("Gemm", ["f", "fw", "fb"], ["y"], name="fc", transB=1)]
+    return make_model(nodes, ("x", [1, 3, 10, 10]), ("y", [1, 4]), inits, opset=18)
+
+
+@pytest.mark.parametrize("pool_op", ["GlobalAveragePool", "ReduceMean"])
+def test_global_mean_takes_its_own_scale(pool_op, tmp_path):
+    """A global average pool whose output range is much narrower than its input's is quantized as a mean with its
+    own output scale (pool.own_scale, quantize.own_scales): closer to float than with its input's scale, as ONNX
+    Runtime quantizes it, and the generated C bit-exact with the reference."""
+    from conftest import check_generated_c
+    from edgec.frontend import canonicalize
+    from edgec.quant import calibrate, quantize, reference
+    from edgec.fixedpoint import scheme
+    model = _relu_pool_model(pool_op)
+    x = np.random.default_rng(4).uniform(-1, 1, (32, 3, 10, 10)).astype(np.float32)
+    graph = canonicalize.canonicalize(model, "gap_model")
+    ranges = calibrate.calibrate(model, x, [t.source for t in graph.tensors.values()])
+    own = quantize.quantize(graph, ranges)
+    pooled = [op for op in graph.ops if op.kind == "avg_pool"]
+    assert len(pooled) == 1 and not any(op.kind == "avg_pool" for op in own.ops)
+    mean = next(op for op in own.ops if op.name == pooled[0].name)
+    src, out = own.tensors[mean.inputs[0]], own.tensors[mean.output]
+    assert out.scale < src.scale / pool.NARROW             # its own, finer grid
+
+    kept = quantize.quantize(graph, {**ranges, graph.tensors[pooled[0].output].source: ranges[src.source]})
+    assert any(op.kind == "avg_pool" for op in kept.ops)   # the same output range as its input: kept as it was
+    want = calibrate.run_float(model, x).reshape(len(x), -1)
+
+    def error(g):
+        t = g.tensors[g.output]
+        xq = scheme.quantize_input(g.tensors[g.input], x)
+        got = np.stack([scheme.dequantize(t, reference.run(g, q)).reshape(-1) for q in xq])
+        return float(np.mean((got - want) ** 2))
+    assert error(own) < error(kept)
+    check_generated_c(own, x[:8], tmp_path)
+
+
+def test_own_scale_declines():
+    """Not a global pool, a fused activation, or an output range about as wide as the input's: None."""
+    from edgec.ir import NO_ACT, Op
+    glob = dict(in_hwc=(4, 4, 3), out_hwc=(1, 1, 3), kernel=(4, 4), stride=(1, 1), pad=(0, 0), act=NO_ACT)
+    op = Op("avg_pool", "p", ("x",), "y", attrs=glob)
+    assert pool.own_scale(op, (0.0, 4.0), (0.1, 0.5)) is not None
+    assert pool.own_scale(op, (0.0, 4.0), (0.0, 3.0)) is None
+    assert pool.own_scale(Op("avg_pool", "p", ("x",), "y", attrs={**glob, "act": (0.0, 6.0)}),
+                          (0.0, 4.0), (0.1, 0.5)) is None
+    assert pool.own_scale(Op("avg_pool", "p", ("x",), "y", attrs={**glob, "out_hwc": (2, 2, 3), "kernel": (2, 2),
+                                                                  "stride": (2, 2)}), (0.0, 4.0), (0.1, 0.5)) is None

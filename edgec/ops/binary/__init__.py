@@ -16,6 +16,7 @@ import onnx
 from edgec.errors import node_error
 from edgec.ir import NO_ACT, Op, SYNTHETIC, Tensor
 from edgec.ops import cemit, fast, movement
+from edgec.ops.binary import fold
 from edgec.ops.lut import emit_lut, is_table
 from edgec.ops.movement import RANK, offsets
 from edgec.ops.kernel import FAST, HELIUM, MVE, REFERENCE, Kernel
@@ -291,7 +292,7 @@ CONST_FNS = {  # (op, constant is the first operand) -> lut function
 def import_add(cx, node):
     a, b = node.input
     if a in cx.consts or b in cx.consts:
-        if not _add_constant(cx, node, b if a in cx.consts else a, cx.consts[a if a in cx.consts else b]):
+        if not fold.add_constant(cx, node, b if a in cx.consts else a, cx.consts[a if a in cx.consts else b]):
             binary(cx, node, "add")
         return
     sa, sb = cx.shape(a, node), cx.shape(b, node)
@@ -304,30 +305,12 @@ def import_add(cx, node):
     cx.values[node.output[0]] = (out, perm)
 
 
-def _add_constant(cx, node, x, c):
-    """x + constant: becomes the bias of the Conv/Gemm producing x."""
-    prod = cx.fusable_producer(x)
-    xshape = cx.shape(x, node)
-    per_channel = None
-    if prod is not None and xshape:      # weighted ops write channels last: the bias runs along that axis
-        axis = cx.values[x][1][-1]
-        try:
-            full = np.moveaxis(np.broadcast_to(c.astype(np.float32), xshape), axis, -1).reshape(-1, xshape[axis])
-            if np.all(full == full[:1]):
-                per_channel = full[0].copy()
-        except ValueError:
-            pass
-    if prod is None or not cx.is_weighted(prod.kind) or prod.attrs["act"] != NO_ACT or per_channel is None \
-            or per_channel.size != np.asarray(prod.attrs["bias"]).size or tuple(cx.shape(node.output[0], node)) != tuple(xshape):
-        return False
-    prod.attrs["bias"] = (prod.attrs["bias"] + per_channel).astype(np.float32)
-    cx.rename_output(prod, x, node.output[0], cx.values[x][1])
-    return True
-
-
 def import_mul(cx, node):
     a, b = node.input
     if a not in cx.consts and b not in cx.consts and _fuse_gate(cx, node):
+        return
+    if (a in cx.consts) != (b in cx.consts) and not cx.graph.fixed_qparams and \
+            fold.mul_constant(cx, node, b if a in cx.consts else a, np.asarray(cx.consts[a if a in cx.consts else b])):
         return
     binary(cx, node, "mul")
 

@@ -10,7 +10,9 @@ BatchNorm.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
+
 import numpy as np
 
 from edgec.errors import node_error
@@ -137,6 +139,17 @@ FUNCTIONS = {
 }
 FUNCTIONS = {k: _safe(v) for k, v in FUNCTIONS.items()}
 
+
+def _chain(x, c, steps=()):
+    """Tables composed (one table for a chain of them, edgec/ops/lut `emit_lut`): each step (fn, params, offset,
+    width, vector) reads its constant from columns offset.. of c (one column, or `width` as a vector)."""
+    for fn, params, off, width, vector in steps:
+        x = FUNCTIONS[fn](x, None if width == 0 else c[..., off:off + width] if vector else c[..., off], **params)
+    return x
+
+
+FUNCTIONS["chain"] = _chain
+
 # ONNX op type -> (function name, {ONNX attribute: (param name, default)})
 UNARY_ONNX = {
     "Sigmoid": ("sigmoid", {}), "Tanh": ("tanh", {}), "Exp": ("exp", {}), "Log": ("log", {}),
@@ -190,12 +203,54 @@ def scalar_factor(op: Op) -> float | None:
 
 # ---- ONNX import
 def emit_lut(cx, node, x, y, fn, params=None, consts=None, count=1, inner=1) -> None:
-    """y = fn(x) as a table (`count` tables, one per constant, each used for `inner` elements in a row)."""
+    """y = fn(x) as a table (`count` tables, one per constant, each used for `inner` elements in a row); when x is
+    a table's output read by this node alone, that table computes fn of its function instead (one rounding to
+    int8 where there were two: a BatchNorm left as Mul and Add, then a Relu, is one table)."""
     tensor, perm = cx.activation(x, node)
+    prod = cx.fusable_producer(x)
+    if prod is not None and is_table(prod) and "fn" in prod.attrs and not cx.graph.fixed_qparams:
+        fused = _composed(prod.attrs, fn, dict(params or {}), consts, count, inner)
+        if fused is not None:
+            cx.rename_output(prod, x, y, perm)
+            op = cx.graph.producer(cx.values[y][0])
+            cx.graph.replace_op(op, dataclasses.replace(op, attrs={**op.attrs, **fused}))
+            return
     out = cx.new_tensor(y, cx.graph.tensors[tensor].shape, y)
     cx.emit("lut", node, [tensor], out, fn=fn, fparams=dict(params or {}),
             consts=None if consts is None else np.asarray(consts, np.float64), count=count, inner=inner)
     cx.values[y] = (out, perm)
+
+
+def _steps(a: dict, rows: int) -> tuple[list, list]:
+    """A table's attrs as chain steps and their constant columns (each [rows, width])."""
+    if a["fn"] == "chain":
+        c = a["consts"]
+        return list(a["fparams"]["steps"]), ([] if c is None else [np.broadcast_to(c, (rows, c.shape[-1]))])
+    c = a["consts"]
+    if c is None:
+        return [(a["fn"], a["fparams"], 0, 0, False)], []
+    c = np.asarray(c, np.float64)
+    vector = c.ndim == 2
+    col = c.reshape(-1, c.shape[-1]) if vector else c.reshape(-1, 1)
+    return [(a["fn"], a["fparams"], 0, col.shape[1], vector)], [np.broadcast_to(col, (rows, col.shape[1]))]
+
+
+def _composed(first: dict, fn, params, consts, count, inner) -> dict | None:
+    """The attrs of one table computing fn(first's function), or None (their per-index layouts differ)."""
+    if first["count"] > 1 and count > 1 and (first["count"], first["inner"]) != (count, inner):
+        return None
+    rows, row_inner = (count, inner) if count > 1 else (first["count"], first["inner"])
+    steps, cols = [], []
+    second = {"fn": fn, "fparams": params, "consts": None if consts is None else np.asarray(consts, np.float64)}
+    for a in (first, second):
+        s, c = _steps(a, rows)
+        if any(np.shape(x)[0] not in (1, rows) for x in c):
+            return None
+        off = sum(x.shape[1] for x in cols)
+        steps += [(f, p, o + off, w, v) for f, p, o, w, v in s]
+        cols += c
+    return {"fn": "chain", "fparams": {"steps": tuple(steps)}, "count": rows, "inner": row_inner,
+            "consts": np.concatenate(cols, axis=1) if cols else None}
 
 
 def import_unary(cx, node):
