@@ -32,18 +32,47 @@
             w += 4;                                                                                \
         }                                                                                          \
     } while (0)
-/* 3 or 4 input channels and a 3x3 kernel (the first layer of an image model): the 9 groups, unrolled */
+/* 3 or 4 input channels and a 3x3 kernel (the first layer of an image model): the 9 groups, unrolled. On the
+ * native DSP path each LDRD declares that it reads the whole block of 36 words at its base (taps or one channel
+ * pair's weights), not its own 2 words: with E_LDRD's per-load memory operand gcc kept 18 addresses x0 + off
+ * alive across the channel loop, spilled them to the stack and reloaded one before most loads. */
+#ifdef EDGEC_DSP_NATIVE
+struct edgec_win_block36 {
+    edgec_w32 v[36];
+};
+#define EDGEC_WIN_LDRD(lo, hi, p, off)                                                             \
+    __asm__("ldrd %0, %1, [%2, %3]"                                                                \
+            : "=r"(lo), "=r"(hi)                                                                   \
+            : "r"(p), "i"(4 * (off)), "m"(*(const struct edgec_win_block36 *)(const void *)(p)))
+#define EDGEC_WIN_GROUP36(off)                                                                     \
+    do {                                                                                           \
+        EDGEC_WIN_LDRD(xa, xb, x, (off));                                                          \
+        EDGEC_WIN_LDRD(wa, wb, w, (off));                                                          \
+        EDGEC_WIN_LDRD(xc, xd, x, (off) + 2);                                                      \
+        a00 = E_SMLAD(xa, wa, a00);                                                                \
+        a00 = E_SMLAD(xb, wb, a00);                                                                \
+        a10 = E_SMLAD(xc, wa, a10);                                                                \
+        a10 = E_SMLAD(xd, wb, a10);                                                                \
+        EDGEC_WIN_LDRD(wa, wb, w, (off) + 2);                                                      \
+        a01 = E_SMLAD(xa, wa, a01);                                                                \
+        a01 = E_SMLAD(xb, wb, a01);                                                                \
+        a11 = E_SMLAD(xc, wa, a11);                                                                \
+        a11 = E_SMLAD(xd, wb, a11);                                                                \
+    } while (0)
+#else
+#define EDGEC_WIN_GROUP36 EDGEC_2X2_GROUP
+#endif
 #define EDGEC_WIN_TAPS_RGB                                                                         \
     do {                                                                                           \
-        EDGEC_2X2_GROUP(0);                                                                        \
-        EDGEC_2X2_GROUP(4);                                                                        \
-        EDGEC_2X2_GROUP(8);                                                                        \
-        EDGEC_2X2_GROUP(12);                                                                       \
-        EDGEC_2X2_GROUP(16);                                                                       \
-        EDGEC_2X2_GROUP(20);                                                                       \
-        EDGEC_2X2_GROUP(24);                                                                       \
-        EDGEC_2X2_GROUP(28);                                                                       \
-        EDGEC_2X2_GROUP(32);                                                                       \
+        EDGEC_WIN_GROUP36(0);                                                                      \
+        EDGEC_WIN_GROUP36(4);                                                                      \
+        EDGEC_WIN_GROUP36(8);                                                                      \
+        EDGEC_WIN_GROUP36(12);                                                                     \
+        EDGEC_WIN_GROUP36(16);                                                                     \
+        EDGEC_WIN_GROUP36(20);                                                                     \
+        EDGEC_WIN_GROUP36(24);                                                                     \
+        EDGEC_WIN_GROUP36(28);                                                                     \
+        EDGEC_WIN_GROUP36(32);                                                                     \
         w += 36;                                                                                   \
     } while (0)
 

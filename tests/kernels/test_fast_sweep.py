@@ -390,7 +390,8 @@ def test_depthwise_speed_variant_is_the_default_and_size_keeps_the_generic_kerne
 
 def test_register_blocked_variants_are_offered_where_they_were_measured_faster():
     """blocked4 (2 pixels x 4 channels) is the default for 1x1 convolutions and single-channel inputs and is not
-    offered for other convolutions (they run on window, or on blocked where window does not fit); rows8 is the fully connected default; both
+    offered for other convolutions (they run on window, or on blocked where window does not fit); rows8 is the fully
+    connected kernel the cost model picks for 16 outputs (edgec/ops/dense.py FC_COSTS); both
     stay choices for `edgec tune` beside the kernels they displace, and `--optimize size` keeps the generic ones."""
     rng = np.random.default_rng(11)
 
@@ -399,8 +400,8 @@ def test_register_blocked_variants_are_offered_where_they_were_measured_faster()
         return weighted_op("conv2d", p, i8(rng, (6, k, k, in_c)), *_requant(rng, 6, k * k * in_c))
 
     fc = Op("fully_connected", "fc", ("x",), "y", arrays=dict(zip(("weights", "bias", "mult", "shift"),
-                                                                 (i8(rng, (10, 12)), *_requant(rng, 10, 12)))),
-            params=dict(in_features=12, out_features=10, input_zp=3, output_zp=-128, act_min=-128, act_max=127))
+                                                                 (i8(rng, (16, 64)), *_requant(rng, 16, 64)))),
+            params=dict(in_features=64, out_features=16, input_zp=3, output_zp=-128, act_min=-128, act_max=127))
     cases = [(conv_op(1, 8), ["generic", "blocked4", "pointwise", "blocked"]),
              (conv_op(3, 1), ["generic", "blocked4", "blocked"]), (conv_op(3, 3), ["generic", "window", "blocked"]),
              (conv_op(3, 2), ["generic", "blocked"]), (fc, ["generic", "rows8", "wide"])]
