@@ -8,6 +8,8 @@
  * registers, per 4 taps 4 LDRD and 8 SMLAD, and no copy of the taps per output pixel. Weights: the blocked
  * kernel's order with each channel's taps as [ky][kx][c4] (edgec/ops/conv/im2col.py). The requantization
  * follows each block directly, from registers. */
+#include <string.h>
+
 #include "edgec_conv_block2x2.h"
 #include "edgec_fast_support.h"
 
@@ -193,6 +195,20 @@ static uint32_t edgec_window_rgb(const int8_t *s)
     return (uint32_t)(uint8_t)s[0] | (uint32_t)(uint8_t)s[1] << 8 | (uint32_t)(uint8_t)s[2] << 16;
 }
 
+/* The same where a 4th byte follows the pixel inside the input: on the native DSP path (little-endian, unaligned
+ * words allowed) one LDR, the 4th byte the next pixel's first channel, which the padded channel's zero weights
+ * multiply by 0. */
+#ifdef EDGEC_DSP_NATIVE
+EDGEC_INLINE uint32_t edgec_window_rgb_word(const int8_t *s)
+{
+    uint32_t v;
+    memcpy(&v, s, 4);
+    return v;
+}
+#else
+#define edgec_window_rgb_word edgec_window_rgb
+#endif
+
 /* Input row iy (a padding row outside the image) widened into dst in pairs: for i < wp, pixel i and pixel
  * i + stride_w (counted from ix = -pad_left), group of 4 channels by group, 2 words each. */
 static void edgec_window_row(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t wp,
@@ -206,7 +222,10 @@ static void edgec_window_row(const edgec_conv2d_im2col_params *p, const int8_t *
         if ((aligned || rgb) && ix >= 0 && ix + s < in_w) { /* both pixels inside: word by word */
             const int8_t *u8 = input + (iy * in_w + ix) * in_c;
             if (rgb) {
-                edgec_win_widen2(&dst, edgec_window_rgb(u8), edgec_window_rgb(u8 + s * 3));
+                const int8_t *v8 = u8 + s * 3;
+                const int inside = iy * in_w + ix + s + 1 < p->in_h * in_w; /* a byte follows pixel ix + s */
+                edgec_win_widen2(&dst, edgec_window_rgb_word(u8),
+                                 inside ? edgec_window_rgb_word(v8) : edgec_window_rgb(v8));
                 continue;
             }
             {
