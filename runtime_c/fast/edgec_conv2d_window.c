@@ -209,32 +209,46 @@ EDGEC_INLINE uint32_t edgec_window_rgb_word(const int8_t *s)
 #define edgec_window_rgb_word edgec_window_rgb
 #endif
 
+/* A 3-channel input row iy (inside the image) widened into dst in pairs, as edgec_window_row below. */
+static void edgec_window_row_rgb(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t wp,
+                                 edgec_w32 *dst)
+{
+    const int32_t in_w = p->in_w, s = p->stride_w, x0 = -p->pad_left, last = p->in_h * in_w - 1;
+    int32_t i;
+    for (i = 0; i < wp; ++i) {
+        const int32_t ix = x0 + i;
+        if (ix >= 0 && ix + s < in_w) { /* both pixels inside */
+            const int8_t *u8 = input + (iy * in_w + ix) * 3, *v8 = u8 + s * 3;
+            /* a byte follows pixel ix + s unless it is the image's last */
+            edgec_win_widen2(&dst, edgec_window_rgb_word(u8),
+                             iy * in_w + ix + s < last ? edgec_window_rgb_word(v8) : edgec_window_rgb(v8));
+        } else {
+            edgec_win_widen2(&dst, edgec_window_word(p, input, iy, ix, 0), edgec_window_word(p, input, iy, ix + s, 0));
+        }
+    }
+}
+
 /* Input row iy (a padding row outside the image) widened into dst in pairs: for i < wp, pixel i and pixel
  * i + stride_w (counted from ix = -pad_left), group of 4 channels by group, 2 words each. */
 static void edgec_window_row(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t wp,
                              int32_t c4, edgec_w32 *dst)
 {
     const int32_t in_c = p->in_c, in_w = p->in_w, s = p->stride_w, x0 = -p->pad_left;
-    const int row = iy >= 0 && iy < p->in_h, aligned = row && (in_c & 3) == 0, rgb = row && in_c == 3;
+    const int row = iy >= 0 && iy < p->in_h, aligned = row && (in_c & 3) == 0;
     int32_t i, c;
+    if (row && in_c == 3) {
+        edgec_window_row_rgb(p, input, iy, wp, dst);
+        return;
+    }
     for (i = 0; i < wp; ++i) {
         const int32_t ix = x0 + i;
-        if ((aligned || rgb) && ix >= 0 && ix + s < in_w) { /* both pixels inside: word by word */
+        if (aligned && ix >= 0 && ix + s < in_w) { /* both pixels inside: word by word */
             const int8_t *u8 = input + (iy * in_w + ix) * in_c;
-            if (rgb) {
-                const int8_t *v8 = u8 + s * 3;
-                const int inside = iy * in_w + ix + s + 1 < p->in_h * in_w; /* a byte follows pixel ix + s */
-                edgec_win_widen2(&dst, edgec_window_rgb_word(u8),
-                                 inside ? edgec_window_rgb_word(v8) : edgec_window_rgb(v8));
-                continue;
-            }
-            {
-                const edgec_w32 *u = (const edgec_w32 *)(const void *)u8;
-                const edgec_w32 *v = (const edgec_w32 *)(const void *)(u8 + s * in_c);
-                for (c = c4; c > 0; c -= 4) {
-                    const uint32_t a = *u++, b = *v++;
-                    edgec_win_widen2(&dst, a, b);
-                }
+            const edgec_w32 *u = (const edgec_w32 *)(const void *)u8;
+            const edgec_w32 *v = (const edgec_w32 *)(const void *)(u8 + s * in_c);
+            for (c = c4; c > 0; c -= 4) {
+                const uint32_t a = *u++, b = *v++;
+                edgec_win_widen2(&dst, a, b);
             }
         } else {
             for (c = 0; c < c4; c += 4) {
