@@ -177,8 +177,11 @@ static int edgec_b4_direct(const edgec_conv2d_im2col_params *p, const int8_t *in
     return 1;
 }
 
-void edgec_conv2d_blocked4_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
-                               const edgec_rq *rq, int8_t *scratch, int8_t *output)
+/* The kernel's loop over pairs of output pixels; `direct` (a constant where it is inlined: the two copies compile
+ * apart, and the loop without it is the one the kernel had before the direct reads) reads single-channel windows
+ * inside the image from the input rows (edgec_b4_direct). */
+EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                               const edgec_rq *rq, int8_t *scratch, int8_t *output, const int direct)
 {
     const int32_t out_c = p->out_c, out_w = p->out_w, n = p->out_h * out_w, groups = p->k4 >> 2;
     const int32_t k8 = (p->k4 + 7) & ~7;
@@ -188,7 +191,6 @@ void edgec_conv2d_blocked4_s8(const edgec_conv2d_im2col_params *p, const int8_t 
     edgec_w32 *cols = (edgec_w32 *)(void *)scratch;
     int8_t *row = scratch + 4 * k8;
     const int32_t blocks = out_c >> 2, rest = out_c & 3;
-    const int direct = p->in_c == 1 && (p->k_w & 3) == 0;
     void (*const pixels)(const edgec_w32 *, int32_t, const edgec_w32 *, const edgec_rq *, int32_t, int8_t *, int8_t *,
                          int32_t, int32_t) = full ? edgec_blocked4_pixels_full : edgec_blocked4_pixels_clamped;
     int32_t pix, j, g, i;
@@ -215,5 +217,15 @@ void edgec_conv2d_blocked4_s8(const edgec_conv2d_im2col_params *p, const int8_t 
                 output[(pix + two) * out_c + 4 * blocks + i] = t[4 + i];
             }
         }
+    }
+}
+
+void edgec_conv2d_blocked4_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                               const edgec_rq *rq, int8_t *scratch, int8_t *output)
+{
+    if (p->in_c == 1 && (p->k_w & 3) == 0) {
+        edgec_b4_run(p, input, weights, rq, scratch, output, 1);
+    } else {
+        edgec_b4_run(p, input, weights, rq, scratch, output, 0);
     }
 }
