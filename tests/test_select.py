@@ -143,3 +143,70 @@ def test_every_variant_and_helium_kernel_repacks_a_default_fast_kernel():
     for base, variants in VARIANTS.items():
         names = [v.variant for v in variants]
         assert len(set(names)) == len(names) and GENERIC not in names
+
+
+def fc_op(n_in: int, n_out: int) -> Op:
+    """A quantized fully connected layer in the fast path's range."""
+    rng = np.random.default_rng(n_in * 1000 + n_out)
+    p = dict(in_features=n_in, out_features=n_out, input_zp=3, output_zp=-5, act_min=-128, act_max=127)
+    arrays = dict(weights=rng.integers(-100, 101, (n_out, n_in)).astype(np.int8),
+                  bias=rng.integers(-2000, 2000, n_out).astype(np.int32),
+                  mult=np.full(n_out, 1_500_000_000, np.int32), shift=np.full(n_out, -9, np.int32))
+    return Op("fully_connected", "fc", ("x",), "y", params=p, arrays=arrays)
+
+
+@pytest.mark.parametrize("shape, dsp, want", [
+    ((4000, 4), True, GENERIC),      # TFLite Micro's micro_speech: 4 outputs, rows8 would run 8 (34,016 vs 28,159)
+    ((256, 2), True, GENERIC),       # VWW's classifier (2,429 vs 1,804)
+    ((128, 128), True, "rows8"),     # AD's hidden layers (15,752 vs 22,941 and wide's 19,125)
+    ((8, 128), True, "wide"),        # AD's 8 -> 128 (3,315 vs rows8's 3,368)
+    ((4000, 4), False, GENERIC),     # the portable paths (63,469 vs 86,595)
+    ((128, 128), False, "rows8"),
+])
+def test_speed_picks_the_fully_connected_kernel_the_cost_model_finds_cheapest(shape, dsp, want):
+    """Fully connected kernels carry a cost estimate (edgec/ops/dense.py FC_COSTS, fitted to emulated counts; in the
+    comments the counts measured on qemu-cortex-m4, or qemu-cortex-m3-large without dsp): the selector runs the
+    cheapest, the generic kernel included, where no tuning choice names one; a tuning choice still wins; size
+    keeps the generic kernel."""
+    op = fc_op(*shape)
+    low = select.select(op, select.Options(dsp=dsp), INT8_TENSORS)
+    assert low.variant == want and low.variants == (GENERIC, "rows8", "wide")
+    generic = select.fast(op)
+    assert select.cheapest(generic, dsp) == want
+    assert select.select(op, select.Options(dsp=dsp, choose=lambda o, g: "wide"), INT8_TENSORS).variant == "wide"
+    assert select.select(op, select.Options(dsp=dsp, optimize="size"), INT8_TENSORS).variant == GENERIC
+
+
+def test_without_cost_estimates_the_first_variant_offered_runs():
+    """Where a kernel has no estimate for the shape (a 3x3 convolution: the window kernel has no cost function, the
+    others none but for 1x1 layers) the declared order decides: cheapest has no answer."""
+    generic = select.fast(conv_op(3, 8))
+    assert generic.kernel.cost(generic.params, True) is None and select.cheapest(generic, True) is None
+    assert select.select(conv_op(3, 8), select.Options(dsp=True), INT8_TENSORS).variant == "window"
+
+
+def pointwise_op(side: int, in_c: int, out_c: int) -> Op:
+    """A quantized 1x1, stride-1 convolution on a side x side image."""
+    rng = np.random.default_rng(side * 10000 + in_c * 100 + out_c)
+    p = dict(in_h=side, in_w=side, in_c=in_c, out_h=side, out_w=side, out_c=out_c, k_h=1, k_w=1, stride_h=1,
+             stride_w=1, dil_h=1, dil_w=1, pad_top=0, pad_left=0, input_zp=3, output_zp=-5, act_min=-128,
+             act_max=127, depth_multiplier=1)
+    arrays = dict(weights=rng.integers(-100, 101, (out_c, 1, 1, in_c)).astype(np.int8),
+                  bias=rng.integers(-2000, 2000, out_c).astype(np.int32),
+                  mult=np.full(out_c, 1_500_000_000, np.int32), shift=np.full(out_c, -9, np.int32))
+    return Op("conv2d", "pw", ("x",), "y", params=p, arrays=arrays)
+
+
+@pytest.mark.parametrize("shape, dsp, want", [
+    ((48, 8, 16), True, "pointwise"),     # VWW's first 1x1 layer (764,006 vs blocked4's 851,436 on qemu-cortex-m4)
+    ((24, 16, 32), True, "pointwise"),    # VWW's second (477,574 vs 481,356)
+    ((24, 32, 32), True, "blocked4"),     # VWW's third (709,452 vs 713,734)
+    ((6, 128, 128), True, "blocked4"),    # VWW's late layers (485,082 vs 517,600)
+    ((48, 8, 16), False, "blocked4"),     # no estimate without the DSP extension: the declared order
+    ((12, 10, 16), True, "blocked4"),     # nor for input channels that are not a multiple of 4
+])
+def test_speed_picks_the_pointwise_kernel_the_cost_model_finds_cheapest(shape, dsp, want):
+    """1x1 convolutions carry a cost estimate on DSP cores (edgec/ops/conv/im2col.py POINTWISE_COSTS; in the comments
+    the counts measured on qemu-cortex-m4): few input channels run on the pointwise kernel, many on blocked4."""
+    low = select.select(pointwise_op(*shape), select.Options(dsp=dsp), INT8_TENSORS)
+    assert low.variants == (GENERIC, "blocked4", "pointwise", "blocked") and low.variant == want

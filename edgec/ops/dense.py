@@ -204,15 +204,40 @@ def lower_fc_rows(op: Op):
     return None if got is None else ({**got[0], "rows": int(op.params["rows"])}, got[1])
 
 
+# The selector's cost model (edgec/ops/select.py `cheapest`): instructions of one call, fitted (least squares,
+# within 6 %) to exact emulated counts of each kernel alone on 31 shapes (8..4000 inputs, 1..128 outputs;
+# arm-none-eabi-gcc -O2, qemu-cortex-m4 with the Arm DSP path, qemu-cortex-m3-large without), as
+# c0 + c_in * k4 + c_block * blocks * k4 + c_pass * blocks + c_out * outputs + c_tail * tail rows * k4 (blocks of
+# 4 rows, rows8: of 8 with a partial last one run whole; tail: the rows after the last whole block of 4).
+FC_COSTS = {  # kernel: {dsp: (c0, c_in, c_block, c_pass, c_out, c_tail)}
+    "packed": {True: (84, 2.0, 5.0, -46, 29.5, 2.25), False: (86, 4.0, 11.8, -41.5, 42.4, 4.24)},
+    "rows8": {True: (63, 2.0, 6.44, 239, -11, 0), False: (68, 4.0, 17.57, 320, -12.5, 0)},
+    "wide": {True: (85, 11.75, 3.75, -58, 31.5, 2.0), False: (86, 12.76, 10.5, -18.8, 32.9, 4.24)},
+}
+
+
+def fc_cost(kernel: str):
+    """`Kernel.cost` of a fully connected kernel (its FC_COSTS row), of the packed lowering's params."""
+    rows = 8 if kernel == "rows8" else 4
+
+    def cost(params, dsp: bool) -> float:
+        c0, c_in, c_block, c_pass, c_out, c_tail = FC_COSTS[kernel][dsp]
+        k4, n_out = params["k4"], params["out_features"]
+        blocks = -(-n_out // rows) if rows == 8 else n_out // rows
+        tail = 0 if rows == 8 else n_out % rows
+        return c0 + c_in * k4 + (c_block * k4 + c_pass) * blocks + c_out * n_out + c_tail * tail * k4
+    return cost
+
+
 PACKED_STRUCT = "edgec_fully_connected_packed_params"
 PACKED = Kernel("edgec_fully_connected_packed_s8", ("fully_connected",), FAST, cemit.fast_weighted, lower=lower_fc,
-                struct=PACKED_STRUCT)
+                struct=PACKED_STRUCT, cost=fc_cost("packed"))
 # code each speed variant links in beside the generic kernels (arm-none-eabi-gcc -O2, Cortex-M4; rows8: its file's
 # text), for the fit check's code estimate
 ROWS8 = Kernel("edgec_fully_connected_rows8_s8", ("fully_connected",), VARIANT, cemit.fast_weighted, base=PACKED,
-               variant="rows8", lower=rows8_fc, struct=PACKED_STRUCT, code_bytes=2428)
+               variant="rows8", lower=rows8_fc, struct=PACKED_STRUCT, code_bytes=2428, cost=fc_cost("rows8"))
 WIDE = Kernel("edgec_fully_connected_wide_s8", ("fully_connected",), VARIANT, cemit.fast_weighted, base=PACKED,
-              variant="wide", lower=wide_fc, struct=PACKED_STRUCT, code_bytes=512)
+              variant="wide", lower=wide_fc, struct=PACKED_STRUCT, code_bytes=512, cost=fc_cost("wide"))
 FC_MVE = Kernel("edgec_fully_connected_mve_s8", ("fully_connected",), HELIUM, cemit.fast_weighted, base=PACKED,
                 isa=MVE, lower=mve_fc, struct=PACKED_STRUCT)
 PACKED_ROWS = Kernel("edgec_fully_connected_packed_rows_s8", ("fully_connected_rows",), FAST, c_fc_packed_rows,

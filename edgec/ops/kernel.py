@@ -10,8 +10,9 @@ op's `Lowering` (edgec/lower/lowering.py sets it on every op, a new graph).
 A record says what the kernel runs (kinds, precision, the ISA it needs), when it applies (`applies`), how its
 constants are packed (`lower`), its scratch memory (`scratch_bytes`: the C runtime's
 `edgec_<kernel>_get_buffer_size` of its params, read by edgec/cheader.py, the one definition), its params struct,
-its code estimate for the fit check, its NumPy twin (reference kernels; a fast kernel is bit-exact with its
-precision's reference twin) and how its C call is written (`call`).
+its code estimate for the fit check, its cost estimate (`cost`: the selector's cost model), its NumPy twin
+(reference kernels; a fast kernel is bit-exact with its precision's reference twin) and how its C call is written
+(`call`).
 """
 from __future__ import annotations
 
@@ -72,6 +73,11 @@ class Kernel:
     code_bytes: int | None = None                 # fit-check code estimate: a reference int8 kernel's stands for its
                                                   # kinds whichever of their kernels runs; a speed variant's is
                                                   # counted on top, once per build; None: inside its kind's
+    cost: Callable | None = None                  # (params of the base kernel's lowering, dsp) -> estimated
+                                                  # instructions of one call (dsp: the core has the Arm DSP
+                                                  # extension): the selector's cost model (edgec/ops/select.py);
+                                                  # or None; None: no estimate (the declared order
+                                                  # decides)
 
     def __post_init__(self):
         assert self.role in ROLES and self.precision in PRECISIONS and self.isa in (ANY, DSP, MVE), self.name

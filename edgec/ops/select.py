@@ -11,10 +11,12 @@ collected by edgec/ops/registry.py).
 3. else the first default fast kernel whose lowering succeeds (the generic lowering), then
    - on a Helium target (`options.helium`), that kernel's Helium kernel where it has one;
    - otherwise its speed variant: with `options.optimize` "speed" the tuning log's choice (`options.choose(op,
-     generic lowering)`) if it names a variant offered for this op, else the first variant that applies (a
-     variant that needs the Arm DSP extension, ISA `DSP`, only on a core that has it, `options.dsp`); with
-     "size" none (the generic kernel). The lowering then records the variants offered, the choice, the constant
-     bytes it adds and the layer's tuning signature.
+     generic lowering)`) if it names a variant offered for this op, else the cost model's (`cheapest`: where the
+     fast kernel and every variant offered carry a cost estimate, `Kernel.cost`, the cheapest of them, the
+     generic kernel included), else the first variant that applies (a variant that needs the Arm DSP extension,
+     ISA `DSP`, only on a core that has it, `options.dsp`); with "size" none (the generic kernel). The
+     lowering then records the variants offered, the choice, the constant bytes it adds and the layer's tuning
+     signature.
 
 The lower stage (edgec/lower/lowering.py) applies it to every op; the reference run (edgec/quant/reference.py:
 the twin of `reference(op, dtype)`), the planner (the lowering's scratch) and the C writer read its answer.
@@ -104,6 +106,19 @@ def offered(generic: Lowering, dsp: bool = False) -> list[Kernel]:
             and (k.applies is None or k.applies(generic))]
 
 
+def cheapest(generic: Lowering, dsp: bool = False) -> str | None:
+    """The cost model's choice among a generic lowering's kernel and its variants offered (`offered`): the name of
+    the one whose `Kernel.cost` (estimated instructions of the call, on a core with or without the Arm DSP
+    extension) is least, the declared order breaking ties; None where one of them has no estimate (no cost
+    function, or none for this shape or core)."""
+    kernels = [generic.kernel, *offered(generic, dsp)]
+    costs = [None if k.cost is None else k.cost(generic.params, dsp) for k in kernels]
+    if any(c is None for c in costs):
+        return None
+    best = kernels[costs.index(min(costs))]
+    return GENERIC if best is generic.kernel else best.variant
+
+
 def variant(op: Op, generic: Lowering, name: str) -> Lowering:
     """The op on one named variant of its generic lowering's kernel, whether or not it is offered for the op
     (GENERIC: the generic lowering itself)."""
@@ -138,6 +153,8 @@ def select(op: Op, options: Options = REFERENCE_ONLY, dtypes: tuple[str, ...] | 
         name = GENERIC
     else:
         choice = options.choose(op, generic) if options.choose else None
+        if choice not in names:
+            choice = cheapest(generic, options.dsp)
         name = choice if choice in names else names[1] if len(names) > 1 else GENERIC
     chosen = variant(op, generic, name)
     return chosen.replace(variant=name, variants=names, extra_bytes=constant_bytes(chosen) - constant_bytes(generic),

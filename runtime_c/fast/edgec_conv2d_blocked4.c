@@ -157,8 +157,31 @@ EDGEC_INLINE void edgec_b4_column(uint32_t v, edgec_w32 *c)
 #endif
 }
 
-void edgec_conv2d_blocked4_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
-                               const edgec_rq *rq, int8_t *scratch, int8_t *output)
+/* The column words of pixel (oy, ox) of a single-channel convolution whose kernel rows are whole groups (k_w a
+ * multiple of 4), read straight from the input rows 4 taps a word, where its window lies inside the image (the
+ * taps in weight order [ky][kx]: no copy through the im2col row); 0 elsewhere (edgec_conv_taps pads it). */
+static int edgec_b4_direct(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t oy, int32_t ox,
+                           edgec_w32 *c)
+{
+    const int32_t iy0 = oy * p->stride_h - p->pad_top, ix0 = ox * p->stride_w - p->pad_left, k_w = p->k_w;
+    const int8_t *s = input + iy0 * p->in_w + ix0;
+    int32_t ky, kx;
+    if (iy0 < 0 || iy0 + p->k_h > p->in_h || ix0 < 0 || ix0 + k_w > p->in_w) return 0;
+    for (ky = p->k_h; ky > 0; --ky, s += p->in_w) {
+        for (kx = 0; kx < k_w; kx += 4, c += 4) {
+            uint32_t v;
+            memcpy(&v, s + kx, 4); /* one LDR where unaligned words are allowed */
+            edgec_b4_column(v, c);
+        }
+    }
+    return 1;
+}
+
+/* The kernel's loop over pairs of output pixels; `direct` (a constant where it is inlined: the two copies compile
+ * apart, and the loop without it is the one the kernel had before the direct reads) reads single-channel windows
+ * inside the image from the input rows (edgec_b4_direct). */
+EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                               const edgec_rq *rq, int8_t *scratch, int8_t *output, const int direct)
 {
     const int32_t out_c = p->out_c, out_w = p->out_w, n = p->out_h * out_w, groups = p->k4 >> 2;
     const int32_t k8 = (p->k4 + 7) & ~7;
@@ -176,9 +199,11 @@ void edgec_conv2d_blocked4_s8(const edgec_conv2d_im2col_params *p, const int8_t 
         const int two = n - pix > 1;
         for (j = 0; j < 2; ++j) { /* a lone last pixel fills both columns */
             const int32_t q = pix + (two ? j : 0);
-            const edgec_w32 *t = (const edgec_w32 *)(const void *)(
-                pointwise ? input + q * p->in_c : edgec_conv_taps(p, input, q / out_w, q % out_w, row));
+            const edgec_w32 *t;
             edgec_w32 *c = cols + j;
+            if (direct && edgec_b4_direct(p, input, q / out_w, q % out_w, c)) continue;
+            t = (const edgec_w32 *)(const void *)(
+                pointwise ? input + q * p->in_c : edgec_conv_taps(p, input, q / out_w, q % out_w, row));
             for (g = groups; g > 0; --g, c += 4) edgec_b4_column(*t++, c);
         }
         pixels(cols, k8, (const edgec_w32 *)weights, rq, blocks, output + pix * out_c, output + (pix + two) * out_c,
@@ -192,5 +217,15 @@ void edgec_conv2d_blocked4_s8(const edgec_conv2d_im2col_params *p, const int8_t 
                 output[(pix + two) * out_c + 4 * blocks + i] = t[4 + i];
             }
         }
+    }
+}
+
+void edgec_conv2d_blocked4_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                               const edgec_rq *rq, int8_t *scratch, int8_t *output)
+{
+    if (p->in_c == 1 && (p->k_w & 3) == 0) {
+        edgec_b4_run(p, input, weights, rq, scratch, output, 1);
+    } else {
+        edgec_b4_run(p, input, weights, rq, scratch, output, 0);
     }
 }

@@ -8,6 +8,8 @@
  * registers, per 4 taps 4 LDRD and 8 SMLAD, and no copy of the taps per output pixel. Weights: the blocked
  * kernel's order with each channel's taps as [ky][kx][c4] (edgec/ops/conv/im2col.py). The requantization
  * follows each block directly, from registers. */
+#include <string.h>
+
 #include "edgec_conv_block2x2.h"
 #include "edgec_fast_support.h"
 
@@ -32,18 +34,47 @@
             w += 4;                                                                                \
         }                                                                                          \
     } while (0)
-/* 3 or 4 input channels and a 3x3 kernel (the first layer of an image model): the 9 groups, unrolled */
+/* 3 or 4 input channels and a 3x3 kernel (the first layer of an image model): the 9 groups, unrolled. On the
+ * native DSP path each LDRD declares that it reads the whole block of 36 words at its base (taps or one channel
+ * pair's weights), not its own 2 words: with E_LDRD's per-load memory operand gcc kept 18 addresses x0 + off
+ * alive across the channel loop, spilled them to the stack and reloaded one before most loads. */
+#ifdef EDGEC_DSP_NATIVE
+struct edgec_win_block36 {
+    edgec_w32 v[36];
+};
+#define EDGEC_WIN_LDRD(lo, hi, p, off)                                                             \
+    __asm__("ldrd %0, %1, [%2, %3]"                                                                \
+            : "=r"(lo), "=r"(hi)                                                                   \
+            : "r"(p), "i"(4 * (off)), "m"(*(const struct edgec_win_block36 *)(const void *)(p)))
+#define EDGEC_WIN_GROUP36(off)                                                                     \
+    do {                                                                                           \
+        EDGEC_WIN_LDRD(xa, xb, x, (off));                                                          \
+        EDGEC_WIN_LDRD(wa, wb, w, (off));                                                          \
+        EDGEC_WIN_LDRD(xc, xd, x, (off) + 2);                                                      \
+        a00 = E_SMLAD(xa, wa, a00);                                                                \
+        a00 = E_SMLAD(xb, wb, a00);                                                                \
+        a10 = E_SMLAD(xc, wa, a10);                                                                \
+        a10 = E_SMLAD(xd, wb, a10);                                                                \
+        EDGEC_WIN_LDRD(wa, wb, w, (off) + 2);                                                      \
+        a01 = E_SMLAD(xa, wa, a01);                                                                \
+        a01 = E_SMLAD(xb, wb, a01);                                                                \
+        a11 = E_SMLAD(xc, wa, a11);                                                                \
+        a11 = E_SMLAD(xd, wb, a11);                                                                \
+    } while (0)
+#else
+#define EDGEC_WIN_GROUP36 EDGEC_2X2_GROUP
+#endif
 #define EDGEC_WIN_TAPS_RGB                                                                         \
     do {                                                                                           \
-        EDGEC_2X2_GROUP(0);                                                                        \
-        EDGEC_2X2_GROUP(4);                                                                        \
-        EDGEC_2X2_GROUP(8);                                                                        \
-        EDGEC_2X2_GROUP(12);                                                                       \
-        EDGEC_2X2_GROUP(16);                                                                       \
-        EDGEC_2X2_GROUP(20);                                                                       \
-        EDGEC_2X2_GROUP(24);                                                                       \
-        EDGEC_2X2_GROUP(28);                                                                       \
-        EDGEC_2X2_GROUP(32);                                                                       \
+        EDGEC_WIN_GROUP36(0);                                                                      \
+        EDGEC_WIN_GROUP36(4);                                                                      \
+        EDGEC_WIN_GROUP36(8);                                                                      \
+        EDGEC_WIN_GROUP36(12);                                                                     \
+        EDGEC_WIN_GROUP36(16);                                                                     \
+        EDGEC_WIN_GROUP36(20);                                                                     \
+        EDGEC_WIN_GROUP36(24);                                                                     \
+        EDGEC_WIN_GROUP36(28);                                                                     \
+        EDGEC_WIN_GROUP36(32);                                                                     \
         w += 36;                                                                                   \
     } while (0)
 
@@ -164,29 +195,60 @@ static uint32_t edgec_window_rgb(const int8_t *s)
     return (uint32_t)(uint8_t)s[0] | (uint32_t)(uint8_t)s[1] << 8 | (uint32_t)(uint8_t)s[2] << 16;
 }
 
+/* The same where a 4th byte follows the pixel inside the input: on the native DSP path (little-endian, unaligned
+ * words allowed) one LDR, the 4th byte the next pixel's first channel, which the padded channel's zero weights
+ * multiply by 0. */
+#ifdef EDGEC_DSP_NATIVE
+EDGEC_INLINE uint32_t edgec_window_rgb_word(const int8_t *s)
+{
+    uint32_t v;
+    memcpy(&v, s, 4);
+    return v;
+}
+#else
+#define edgec_window_rgb_word edgec_window_rgb
+#endif
+
+/* A 3-channel input row iy (inside the image) widened into dst in pairs, as edgec_window_row below. */
+static void edgec_window_row_rgb(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t wp,
+                                 edgec_w32 *dst)
+{
+    const int32_t in_w = p->in_w, s = p->stride_w, x0 = -p->pad_left, last = p->in_h * in_w - 1;
+    int32_t i;
+    for (i = 0; i < wp; ++i) {
+        const int32_t ix = x0 + i;
+        if (ix >= 0 && ix + s < in_w) { /* both pixels inside */
+            const int8_t *u8 = input + (iy * in_w + ix) * 3, *v8 = u8 + s * 3;
+            /* a byte follows pixel ix + s unless it is the image's last */
+            edgec_win_widen2(&dst, edgec_window_rgb_word(u8),
+                             iy * in_w + ix + s < last ? edgec_window_rgb_word(v8) : edgec_window_rgb(v8));
+        } else {
+            edgec_win_widen2(&dst, edgec_window_word(p, input, iy, ix, 0), edgec_window_word(p, input, iy, ix + s, 0));
+        }
+    }
+}
+
 /* Input row iy (a padding row outside the image) widened into dst in pairs: for i < wp, pixel i and pixel
  * i + stride_w (counted from ix = -pad_left), group of 4 channels by group, 2 words each. */
 static void edgec_window_row(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t wp,
                              int32_t c4, edgec_w32 *dst)
 {
     const int32_t in_c = p->in_c, in_w = p->in_w, s = p->stride_w, x0 = -p->pad_left;
-    const int row = iy >= 0 && iy < p->in_h, aligned = row && (in_c & 3) == 0, rgb = row && in_c == 3;
+    const int row = iy >= 0 && iy < p->in_h, aligned = row && (in_c & 3) == 0;
     int32_t i, c;
+    if (row && in_c == 3) {
+        edgec_window_row_rgb(p, input, iy, wp, dst);
+        return;
+    }
     for (i = 0; i < wp; ++i) {
         const int32_t ix = x0 + i;
-        if ((aligned || rgb) && ix >= 0 && ix + s < in_w) { /* both pixels inside: word by word */
+        if (aligned && ix >= 0 && ix + s < in_w) { /* both pixels inside: word by word */
             const int8_t *u8 = input + (iy * in_w + ix) * in_c;
-            if (rgb) {
-                edgec_win_widen2(&dst, edgec_window_rgb(u8), edgec_window_rgb(u8 + s * 3));
-                continue;
-            }
-            {
-                const edgec_w32 *u = (const edgec_w32 *)(const void *)u8;
-                const edgec_w32 *v = (const edgec_w32 *)(const void *)(u8 + s * in_c);
-                for (c = c4; c > 0; c -= 4) {
-                    const uint32_t a = *u++, b = *v++;
-                    edgec_win_widen2(&dst, a, b);
-                }
+            const edgec_w32 *u = (const edgec_w32 *)(const void *)u8;
+            const edgec_w32 *v = (const edgec_w32 *)(const void *)(u8 + s * in_c);
+            for (c = c4; c > 0; c -= 4) {
+                const uint32_t a = *u++, b = *v++;
+                edgec_win_widen2(&dst, a, b);
             }
         } else {
             for (c = 0; c < c4; c += 4) {

@@ -1,9 +1,11 @@
 """blocked4 and rows8 (edgec/ops/conv/im2col.py, edgec/ops/dense.py) as the emulated Cortex-M4 runs them: their
 assembly loops exist only in the Arm build (the host tests, tests/kernels/test_fast_sweep.py, run the same kernels'
 C), so a small model with awkward shapes goes through the real firmware, bit for bit with the NumPy reference: a
-single-channel convolution (10 outputs: a partial last block of 4), a 1x1 convolution on 10 input channels (not a
-multiple of 4: the taps path), one on 20 (a chunk of 16 and a tail of 8, 7 outputs), and a fully connected layer on
-105 inputs (not whole words) to 13 outputs (a partial block of 8)."""
+single-channel 4x4 convolution (10 outputs: a partial last block of 4; windows inside the image read from the input
+rows, the others through the im2col row), a 1x1 convolution on 10 input channels (not a
+multiple of 4: the taps path), one on 40 (chunks of 16 and a tail of 8, 19 outputs: the shape where the selector's
+cost model still prefers blocked4 to the pointwise kernel), and a fully connected layer on 285 inputs (not whole
+words) to 13 outputs (a partial block of 8)."""
 from __future__ import annotations
 
 import numpy as np
@@ -18,10 +20,10 @@ from edgec import api
 @pytest.mark.sweep
 def test_register_blocked_kernels_on_the_emulated_cortex_m4(tmp_path):
     rng = np.random.default_rng(3)
-    w1 = rng.normal(0, .4, (10, 1, 4, 3)).astype(np.float32)
-    w2 = rng.normal(0, .3, (20, 10, 1, 1)).astype(np.float32)
-    w3 = rng.normal(0, .3, (7, 20, 1, 1)).astype(np.float32)
-    wf = rng.normal(0, .2, (7 * 5 * 3, 13)).astype(np.float32)
+    w1 = rng.normal(0, .4, (10, 1, 4, 4)).astype(np.float32)
+    w2 = rng.normal(0, .3, (40, 10, 1, 1)).astype(np.float32)
+    w3 = rng.normal(0, .3, (19, 40, 1, 1)).astype(np.float32)
+    wf = rng.normal(0, .2, (19 * 5 * 3, 13)).astype(np.float32)
     nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], strides=[2, 2], pads=[1, 0, 2, 1]),
              helper.make_node("Relu", ["a"], ["b"]),
              helper.make_node("Conv", ["b", "w2"], ["c"]),

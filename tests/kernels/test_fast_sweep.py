@@ -390,7 +390,8 @@ def test_depthwise_speed_variant_is_the_default_and_size_keeps_the_generic_kerne
 
 def test_register_blocked_variants_are_offered_where_they_were_measured_faster():
     """blocked4 (2 pixels x 4 channels) is the default for 1x1 convolutions and single-channel inputs and is not
-    offered for other convolutions (they run on window, or on blocked where window does not fit); rows8 is the fully connected default; both
+    offered for other convolutions (they run on window, or on blocked where window does not fit); rows8 is the fully
+    connected kernel the cost model picks for 16 outputs (edgec/ops/dense.py FC_COSTS); both
     stay choices for `edgec tune` beside the kernels they displace, and `--optimize size` keeps the generic ones."""
     rng = np.random.default_rng(11)
 
@@ -399,8 +400,8 @@ def test_register_blocked_variants_are_offered_where_they_were_measured_faster()
         return weighted_op("conv2d", p, i8(rng, (6, k, k, in_c)), *_requant(rng, 6, k * k * in_c))
 
     fc = Op("fully_connected", "fc", ("x",), "y", arrays=dict(zip(("weights", "bias", "mult", "shift"),
-                                                                 (i8(rng, (10, 12)), *_requant(rng, 10, 12)))),
-            params=dict(in_features=12, out_features=10, input_zp=3, output_zp=-128, act_min=-128, act_max=127))
+                                                                 (i8(rng, (16, 64)), *_requant(rng, 16, 64)))),
+            params=dict(in_features=64, out_features=16, input_zp=3, output_zp=-128, act_min=-128, act_max=127))
     cases = [(conv_op(1, 8), ["generic", "blocked4", "pointwise", "blocked"]),
              (conv_op(3, 1), ["generic", "blocked4", "blocked"]), (conv_op(3, 3), ["generic", "window", "blocked"]),
              (conv_op(3, 2), ["generic", "blocked"]), (fc, ["generic", "rows8", "wide"])]
@@ -462,3 +463,34 @@ def test_window_variant_is_the_default_for_kernels_larger_than_1x1():
                    (1, 8, "speed"): ("blocked4", pointwise), (1, 8, "size"): ("generic", pointwise),
                    (3, 2, "speed"): ("blocked", blocked), (3, 2, "size"): ("generic", blocked),
                    (3, 3, "speed"): ("window", window), (3, 3, "size"): ("generic", window)}
+
+
+DIRECT_SHAPES = [  # (in_h, in_w, k_h, k_w, stride, pad_top, pad_left, out_c): one input channel, k_w a multiple of 4
+    (49, 40, 10, 8, 2, 4, 3, 8),     # TFLite Micro's micro_speech (its depthwise layer)
+    (49, 10, 10, 4, 2, 4, 1, 64),    # MLPerf Tiny KWS's first layer
+    (9, 12, 3, 4, 1, 1, 2, 5),       # a partial last block of 4 outputs, odd pixel count
+    (4, 8, 4, 8, 1, 0, 0, 3),        # one window, inside the image
+    (5, 6, 2, 8, 3, 1, 1, 4),        # every window over the edges (the im2col row)
+]
+
+
+@pytest.mark.parametrize("shape", DIRECT_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_blocked4_reads_inside_single_channel_windows_from_the_input(shape, lib):
+    """blocked4 on a one-channel input with whole groups of 4 taps per kernel row reads the windows inside the image
+    straight from the input rows (edgec_b4_direct) and the others through the im2col row: both against the twin,
+    inputs and weights at the int8 limits, zero points at both ends."""
+    in_h, in_w, k_h, k_w, s, pt, pl, out_c = shape
+    rng = np.random.default_rng(sum(shape))
+    out_h, out_w = (in_h + 2 * pt - k_h) // s + 1, (in_w + 2 * pl - k_w) // s + 1
+    for zi, zo in ((-128, 127), (127, -128), (5, -3)):
+        p = dict(k_h=k_h, k_w=k_w, stride_h=s, stride_w=s, dil_h=1, dil_w=1, pad_top=pt, pad_left=pl, out_h=out_h,
+                 out_w=out_w, in_h=in_h, in_w=in_w, in_c=1, out_c=out_c, input_zp=zi, output_zp=zo, act_min=-128,
+                 act_max=127, depth_multiplier=1)
+        x = rng.choice(np.array([-128, 127, 0, 1, -1], np.int8), (in_h, in_w, 1))
+        w = rng.choice(np.array([-128, 127, 3, -7], np.int8), (out_c, k_h, k_w, 1))
+        op = weighted_op("conv2d", p, w, *_requant(rng, out_c, k_h * k_w))
+        low = select.fast(op)
+        assert low is not None
+        low = select.variant(op, low, "blocked4")
+        want = conv.run_conv(op, [x])
+        assert np.array_equal(run_fast(lib, low, x, out_size=want.size).reshape(want.shape), want), (shape, zi, zo)

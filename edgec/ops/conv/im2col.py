@@ -182,23 +182,64 @@ def lower_im2col4(op: Op):
     return params, {**arrays, "fw": fast.nibble_words(wp)}
 
 
+# ---- the selector's cost model (edgec/ops/select.py `cheapest`) for 1x1, stride-1, unpadded convolutions on a
+# core with the Arm DSP extension: instructions of one call = c0 + pixels * per_pixel(in_c) + pixels * out_c' *
+# per_output(in_c) (out_c' rounded up to the kernel's block of channels), per_pixel and per_output interpolated
+# linearly in in_c between the points measured (and extended past them): exact emulated counts of each kernel
+# alone on qemu-cortex-m4 (arm-none-eabi-gcc -O2), 96 shapes (6x6 to 24x24 pixels, 4 to 128 input channels, 8 to
+# 64 outputs), each within 3 % of the fit. Elsewhere (other shapes, input channels not a multiple of 4, no DSP) no
+# estimate: the declared order.
+POINTWISE_IN_C = (4, 8, 12, 16, 24, 32, 64, 128)
+POINTWISE_COSTS = {  # kernel: (c0, channels per block, per_pixel at POINTWISE_IN_C, per_output at POINTWISE_IN_C)
+    "im2col": (76, 1, (38.2, 46.2, 54.2, 62.2, 78.2, 94.2, 158.2, 286.2),
+               (18.9, 25.1, 28.9, 33.4, 41.6, 49.9, 82.9, 148.9)),
+    "blocked4": (119, 4, (71.5, 79.5, 87.5, 95.5, 111.5, 127.5, 191.5, 319.5),
+                 (18.1, 18.1, 23.1, 23.1, 29.8, 34.5, 57.3, 102.8)),
+    "pointwise": (342, 2, (32.5, 39.0, 45.5, 52.0, 65.0, 78.0, 130.0, 234.0),
+                  (15.3, 18.3, 21.3, 24.3, 30.3, 36.3, 60.0, 110.3)),
+    "blocked": (84, 2, (65.5, 73.5, 81.5, 89.5, 105.5, 121.5, 185.5, 313.5),
+                (25.8, 25.8, 32.8, 32.8, 39.8, 46.8, 74.8, 130.8)),
+}
+
+
+def _interpolated(points, in_c: int) -> float:
+    """points at POINTWISE_IN_C, linear between them and along the last (first) segment beyond them."""
+    xs = POINTWISE_IN_C
+    i = min(max(int(np.searchsorted(xs, in_c)), 1), len(xs) - 1)
+    return points[i - 1] + (points[i] - points[i - 1]) * (in_c - xs[i - 1]) / (xs[i] - xs[i - 1])
+
+
+def pointwise_cost(kernel: str):
+    """`Kernel.cost` of a convolution kernel (its POINTWISE_COSTS row), of the im2col lowering's params: an estimate
+    for 1x1, stride-1, unpadded convolutions on a DSP core, else None."""
+    c0, block, per_pixel, per_output = POINTWISE_COSTS[kernel]
+
+    def cost(p, dsp: bool) -> float | None:
+        geometry = (p["k_h"], p["k_w"], p["stride_h"], p["stride_w"], p["pad_top"], p["pad_left"])
+        if not dsp or geometry != (1, 1, 1, 1, 0, 0) or p["in_c"] % 4:
+            return None
+        pixels, out_c = p["out_h"] * p["out_w"], -(-p["out_c"] // block) * block
+        return c0 + pixels * (_interpolated(per_pixel, p["in_c"]) + out_c * _interpolated(per_output, p["in_c"]))
+    return cost
+
+
 # the convolutions and the one-channel depthwise ones (single_channel_depthwise)
 CONV_KINDS = ("conv2d", "depthwise_conv2d")
 IM2COL = Kernel("edgec_conv2d_im2col_s8", CONV_KINDS, FAST, cemit.fast_weighted, applies=single_channel_depthwise,
-                lower=lower_im2col, struct=STRUCT)
+                lower=lower_im2col, struct=STRUCT, cost=pointwise_cost("im2col"))
 # code each speed variant links in beside the generic kernels (arm-none-eabi-gcc -O2, Cortex-M4: its row
 # functions and packing-free loops; measured on the MLPerf Tiny builds; blocked4: its file's text; their portable
 # C on the Cortex-M3 is up to twice that), for the fit check's code estimate
 BLOCKED4 = Kernel("edgec_conv2d_blocked4_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL,
                   variant="blocked4", applies=pointwise_or_single_channel, lower=blocked4_conv, struct=STRUCT,
-                  code_bytes=3312)
+                  code_bytes=3312, cost=pointwise_cost("blocked4"))
 WINDOW = Kernel("edgec_conv2d_window_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL, variant="window",
                 applies=window_fits, lower=window_conv, struct=STRUCT, code_bytes=4288)
 POINTWISE = Kernel("edgec_conv2d_pointwise_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL,
                    variant="pointwise", applies=lambda base: base.params["k_h"] == 1 and base.params["k_w"] == 1,
-                   lower=pointwise_conv, struct=STRUCT, code_bytes=4400)
+                   lower=pointwise_conv, struct=STRUCT, code_bytes=4400, cost=pointwise_cost("pointwise"))
 BLOCKED = Kernel("edgec_conv2d_blocked_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL,
-                 variant="blocked", lower=blocked_conv, struct=STRUCT, code_bytes=1024)
+                 variant="blocked", lower=blocked_conv, struct=STRUCT, code_bytes=1024, cost=pointwise_cost("blocked"))
 CONV_MVE = Kernel("edgec_conv2d_mve_s8", CONV_KINDS, HELIUM, cemit.fast_weighted, base=IM2COL, isa=MVE,
                   lower=mve_conv, struct=STRUCT)
 IM2COL_4 = Kernel("edgec_conv2d_im2col_s4", ("conv2d",), FAST, cemit.fast_weighted, precision=INT4,
