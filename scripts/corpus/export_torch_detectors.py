@@ -3,6 +3,12 @@ YOLOv5's and YOLOv7's "end-to-end" ONNX exports write their NMS: a `torch.autogr
 emits NonMaxSuppression with constant bounds and thresholds (static: at most MAX_PER_CLASS boxes a class),
 so edgec builds the whole detector, post-processing included, for the device (issue 30).
 
+torch_yolo_tiny_nms: the corpus's tiny YOLO-style network (export_torch.YoloTiny: two scales, 6x6 and 12x12,
+2 anchors a cell, 2 classes; random seeded weights, BatchNorm statistics from its calibration inputs) with
+YOLOv5's decode written in PyTorch (sigmoid; centre (2s - 0.5 + cell) / grid, size (2s)^2 x anchor; score =
+objectness x class) and the same NonMaxSuppression: no test set, the bench reports its boxes' agreement with the
+float model's.
+
 torch_shapes_detector_nms: the network of examples/shapes_detector (`train.Net`, its trained weights read from
 that example's model.onnx), the decode in PyTorch (Reshape, Slice, Transpose, Sigmoid, Mul, Add as torch.onnx
 writes them) and the NMS above; evaluated on the example's test canvases (`edgec bench ... --data
@@ -13,6 +19,7 @@ the same torch.
 """
 from __future__ import annotations
 
+import argparse
 import sys
 import warnings
 from pathlib import Path
@@ -28,8 +35,10 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1] / "examples" / "shapes_detector"))
 import manifest  # noqa: E402
 import train  # noqa: E402
+from export_torch import YoloTiny, inputs, set_batchnorm_from  # noqa: E402
 
-NAME = "torch_shapes_detector_nms"
+YOLO_ANCHORS = (((0.3, 0.3), (0.5, 0.25)), ((0.12, 0.12), (0.2, 0.1)))   # (w, h) a scale: 6x6, 12x12
+YOLO_CLASSES, YOLO_MAX, YOLO_IOU, YOLO_SCORE = 2, 10, 0.45, 0.25
 
 
 class StaticNMS(torch.autograd.Function):
@@ -66,6 +75,32 @@ class Detector(torch.nn.Module):
         return boxes, scores, StaticNMS.apply(boxes, scores, train.MAX_PER_CLASS, train.IOU, train.SCORE)
 
 
+class YoloDetector(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = YoloTiny(classes=YOLO_CLASSES, anchors=2)
+        for k, (p, anchors) in enumerate(zip((6, 12), YOLO_ANCHORS)):
+            gy, gx = np.divmod(np.arange(p * p), p)
+            grid = np.tile(np.stack([gx, gy], 1)[None], (len(anchors), 1, 1)).reshape(1, -1, 2) / p
+            wh = np.repeat(np.asarray(anchors), p * p, 0).reshape(1, -1, 2)
+            self.register_buffer(f"grid{k}", torch.tensor(grid, dtype=torch.float32))
+            self.register_buffer(f"anchor{k}", torch.tensor(wh, dtype=torch.float32))
+
+    def decode(self, p, grid, anchor):
+        a, n, h = 2, 5 + YOLO_CLASSES, p.shape[2]
+        t = torch.sigmoid(p.reshape(1, a, n, h * h).permute(0, 1, 3, 2).reshape(1, a * h * h, n))
+        xy = (t[..., :2] * 2 - 0.5) / h + grid
+        wh = t[..., 2:4] * 2
+        return torch.cat([xy, wh * wh * anchor], 2), t[..., 4:5] * t[..., 5:]
+
+    def forward(self, x):
+        p5, p4 = self.net(x)
+        b5, s5 = self.decode(p5, self.grid0, self.anchor0)
+        b4, s4 = self.decode(p4, self.grid1, self.anchor1)
+        boxes, scores = torch.cat([b5, b4], 1), torch.cat([s5, s4], 1).transpose(1, 2)
+        return boxes, scores, StaticNMS.apply(boxes, scores, YOLO_MAX, YOLO_IOU, YOLO_SCORE)
+
+
 def trained_net() -> train.Net:
     """train.Net with the weights of examples/shapes_detector/model.onnx (conv0..conv4)."""
     inits = {i.name: torch.from_numpy(numpy_helper.to_array(i).copy())
@@ -79,28 +114,53 @@ def trained_net() -> train.Net:
     return net
 
 
-def main() -> int:
-    warnings.filterwarnings("ignore")
-    torch.set_num_threads(1)
-    model = Detector(trained_net()).eval()
-    folder = manifest.CORPUS / NAME
+def shapes_detector() -> tuple:
+    x = np.load(HERE.parents[1] / "examples" / "shapes_detector" / "test.npz")["x"][:1]
+    calib = np.load(HERE.parents[1] / "examples" / "shapes_detector" / "calib.npz")["x"][:8]
+    return Detector(trained_net()).eval(), x, calib, {
+        "architecture": "examples/shapes_detector/train.py", "weights": "trained here (examples/shapes_detector/"
+        "model.onnx)", "test_set": "examples/shapes_detector/test.npz"}
+
+
+def yolo_tiny() -> tuple:
+    torch.manual_seed(sum(map(ord, "torch_yolo_tiny_nms")))
+    model = YoloDetector().eval()
+    calib = inputs("torch_yolo_tiny_nms", (3, 96, 96), 32)
+    set_batchnorm_from(model.net, torch.from_numpy(calib))
+    return model.eval(), calib[:1], calib[:8], {
+        "architecture": "scripts/corpus/export_torch.py YoloTiny + YOLOv5's decode",
+        "weights": "random (seeded), BatchNorm statistics from the calibration inputs"}
+
+
+MODELS = {"torch_shapes_detector_nms": shapes_detector, "torch_yolo_tiny_nms": yolo_tiny}
+
+
+def export(name: str) -> None:
+    model, x, calib, source = MODELS[name]()
+    folder = manifest.CORPUS / name
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / "model.onnx"
-    x = torch.from_numpy(np.load(HERE.parents[1] / "examples" / "shapes_detector" / "test.npz")["x"][:1])
-    torch.onnx.export(model, (x,), str(out), opset_version=13, dynamo=False, input_names=["input"],
-                      output_names=["boxes", "scores", "selected"], dynamic_axes={"selected": {0: "selected"}})
-    calib = np.load(HERE.parents[1] / "examples" / "shapes_detector" / "calib.npz")["x"]
-    np.savez_compressed(folder / "calib.npz", x=calib[:8])
-    manifest.record(NAME, "detection", out, {
-        "made_by": "scripts/corpus/export_torch_detectors.py", "architecture": "examples/shapes_detector/train.py",
+    torch.onnx.export(model, (torch.from_numpy(x),), str(out), opset_version=13, dynamo=False,
+                      input_names=["input"], output_names=["boxes", "scores", "selected"],
+                      dynamic_axes={"selected": {0: "selected"}})
+    manifest.save_calibration(folder, calib)
+    manifest.record(name, "detection", out, {
+        "made_by": "scripts/corpus/export_torch_detectors.py",
         "exporter": f"torch.onnx (torchscript), torch {torch.__version__}; NonMaxSuppression from a "
-                    "torch.autograd.Function symbolic (YOLOv5/YOLOv7 end-to-end export pattern)",
-        "weights": "trained here (examples/shapes_detector/model.onnx)",
-        "test_set": "examples/shapes_detector/test.npz"},
+                    "torch.autograd.Function symbolic (YOLOv5/YOLOv7 end-to-end export pattern)", **source},
         "Apache-2.0 (this repository)", True,
-        "/work/torch-venv/bin/python scripts/corpus/export_torch_detectors.py")
-    print(f"{NAME}: {out.stat().st_size:,} bytes; ops: "
+        f"/work/torch-venv/bin/python scripts/corpus/export_torch_detectors.py --only {name}")
+    print(f"{name}: {out.stat().st_size:,} bytes; ops: "
           + ", ".join(sorted({n.op_type for n in onnx.load(str(out)).graph.node})))
+
+
+def main(argv=None) -> int:
+    warnings.filterwarnings("ignore")
+    torch.set_num_threads(1)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", nargs="*")
+    for name in [n for n in MODELS if not ap.parse_args(argv).only or n in ap.parse_args(argv).only]:
+        export(name)
     return 0
 
 

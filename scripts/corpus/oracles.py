@@ -111,10 +111,10 @@ def onnx_inputs(path: Path, name: str):
 
 
 def _stacked(prefix: str, runs: list) -> dict:
-    """{prefix<k>: output k of every sample}, for the outputs of one shape on every sample (a NonMaxSuppression's
-    selection has as many rows as it selects: left out, the bench judges a detector's boxes)."""
+    """{prefix<k>: output k of every sample}, for the float outputs (a NonMaxSuppression's selection, int64 rows as
+    many as it selects, is left out: the bench judges a detector's boxes)."""
     return {f"{prefix}{k}": np.stack([r[k] for r in runs]) for k in range(len(runs[0]))
-            if len({np.shape(r[k]) for r in runs}) == 1}
+            if np.asarray(runs[0][k]).dtype.kind == "f"}
 
 
 def onnx_oracle(name: str, path: Path) -> dict:
