@@ -16,6 +16,7 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import require
@@ -100,3 +101,24 @@ def test_fast_subset_on_host(name, tmp_path):
 @pytest.mark.parametrize("name", sorted(ENTRIES))
 def test_corpus_model(name, board, tmp_path):
     check(name, board, tmp_path)
+
+
+def test_packed_detections_compare_on_their_defined_part():
+    """TFLite_Detection_PostProcess's four TFLM outputs, packed [4D boxes | D classes | D scores | count], compare
+    bit for bit with edgec's up to the count: the rows past it (TFLM leaves its arena's bytes there) do not count,
+    a defined value one ulp off does."""
+    rng = np.random.default_rng(0)
+    d, count = 5, 3
+    edgec = rng.random((2, 6 * d + 1), dtype=np.float32)
+    edgec[:, 6 * d] = count
+    for start, n in ((4 * count, 4 * (d - count)), (4 * d + count, d - count), (5 * d + count, d - count)):
+        edgec[:, start:start + n] = 0
+    tflm = edgec.copy()
+    tflm[:, 4 * count:4 * d] = rng.random((2, 4 * (d - count)), dtype=np.float32)    # undefined boxes
+    tflm[:, 5 * d + count:6 * d] = -1.0                                               # undefined scores
+    assert np.array_equal(corpus_table._detection_bits(edgec, 6 * d + 1),
+                          corpus_table._detection_bits(tflm, 6 * d + 1))
+    tflm[1, 4 * d + 1] = np.nextafter(tflm[1, 4 * d + 1], np.float32(2))             # a defined class, 1 ulp
+    same = np.all(corpus_table._detection_bits(edgec, 6 * d + 1) == corpus_table._detection_bits(tflm, 6 * d + 1),
+                  axis=1)
+    assert same.tolist() == [True, False]
