@@ -9,6 +9,14 @@ YOLOv5's decode written in PyTorch (sigmoid; centre (2s - 0.5 + cell) / grid, si
 objectness x class) and the same NonMaxSuppression: no test set, the bench reports its boxes' agreement with the
 float model's.
 
+tv_ssdlite320_mnv3_static_tail: torchvision's SSDLite320 MobileNetV3-Large (random weights, 3 classes and the
+background, at 160x160) whose own post-processing edgec refuses (`scripts/corpus/torchvision_detector_tail.py`:
+the score threshold's run-time count, Greater -> NonZero, then TopK and a batched NMS inside an If): its backbone
+and head exported with the tail written as its static-bound equivalent: torchvision's BoxCoder decode (weights 10,
+10, 5, 5, exp of the clamped size deltas) against the anchors its DefaultBoxGenerator makes for this input (a
+constant), softmax scores without the background, and NonMaxSuppression with a constant bound per class (the
+score threshold inside the NMS instead of a NonZero before it; no TopK: every anchor is a candidate).
+
 torch_shapes_detector_nms: the network of examples/shapes_detector (`train.Net`, its trained weights read from
 that example's model.onnx), the decode in PyTorch (Reshape, Slice, Transpose, Sigmoid, Mul, Add as torch.onnx
 writes them) and the NMS above; evaluated on the example's test canvases (`edgec bench ... --data
@@ -46,9 +54,10 @@ class StaticNMS(torch.autograd.Function):
     NMS with the same thresholds; in the ONNX graph, the operator itself."""
 
     @staticmethod
-    def forward(ctx, boxes, scores, max_per_class: int, iou: float, score: float):
+    def forward(ctx, boxes, scores, max_per_class: int, iou: float, score: float, center: int = 1):
         rows = []
-        xyxy = torch.cat([boxes[0, :, :2] - boxes[0, :, 2:] / 2, boxes[0, :, :2] + boxes[0, :, 2:] / 2], 1)
+        xyxy = torch.cat([boxes[0, :, :2] - boxes[0, :, 2:] / 2, boxes[0, :, :2] + boxes[0, :, 2:] / 2], 1) \
+            if center else boxes[0]
         for c in range(scores.shape[1]):
             s = scores[0, c]
             idx = torch.nonzero(s > score).reshape(-1)
@@ -57,11 +66,11 @@ class StaticNMS(torch.autograd.Function):
         return torch.tensor(rows, dtype=torch.int64).reshape(-1, 3)
 
     @staticmethod
-    def symbolic(g, boxes, scores, max_per_class, iou, score):
+    def symbolic(g, boxes, scores, max_per_class, iou, score, center=1):
         return g.op("NonMaxSuppression", boxes, scores,
                     g.op("Constant", value_t=torch.tensor([max_per_class], dtype=torch.int64)),
                     g.op("Constant", value_t=torch.tensor([iou], dtype=torch.float32)),
-                    g.op("Constant", value_t=torch.tensor([score], dtype=torch.float32)), center_point_box_i=1)
+                    g.op("Constant", value_t=torch.tensor([score], dtype=torch.float32)), center_point_box_i=center)
 
 
 class Detector(torch.nn.Module):
@@ -101,6 +110,34 @@ class YoloDetector(torch.nn.Module):
         return boxes, scores, StaticNMS.apply(boxes, scores, YOLO_MAX, YOLO_IOU, YOLO_SCORE)
 
 
+class TorchvisionSsdLite(torch.nn.Module):
+    SIZE = 160
+
+    def __init__(self):
+        super().__init__()
+        from torchvision.models.detection.image_list import ImageList
+        m = torchvision.models.detection.ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None,
+                                                                        num_classes=4).eval()
+        self.backbone, self.head = m.backbone, m.head
+        x = torch.zeros(1, 3, self.SIZE, self.SIZE)
+        with torch.no_grad():
+            feats = list(self.backbone(x).values())
+            anchors = m.anchor_generator(ImageList(x, [(self.SIZE, self.SIZE)]), feats)[0]    # xyxy pixels
+        wh = anchors[:, 2:] - anchors[:, :2]
+        self.register_buffer("anchor_ctr", (anchors[:, :2] + 0.5 * wh)[None])
+        self.register_buffer("anchor_wh", wh[None])
+        self.clip = float(np.log(1000.0 / 16))
+
+    def forward(self, x):
+        out = self.head(list(self.backbone(x).values()))
+        rel, logits = out["bbox_regression"], out["cls_logits"]
+        ctr = rel[..., :2] / 10.0 * self.anchor_wh + self.anchor_ctr
+        wh = torch.exp(torch.clamp(rel[..., 2:] / 5.0, max=self.clip)) * self.anchor_wh
+        boxes = torch.cat([ctr - 0.5 * wh, ctr + 0.5 * wh], 2) / self.SIZE
+        scores = torch.softmax(logits, -1)[..., 1:].transpose(1, 2)
+        return boxes, scores, StaticNMS.apply(boxes, scores, 10, 0.55, 0.3, 0)
+
+
 def trained_net() -> train.Net:
     """train.Net with the weights of examples/shapes_detector/model.onnx (conv0..conv4)."""
     inits = {i.name: torch.from_numpy(numpy_helper.to_array(i).copy())
@@ -132,7 +169,19 @@ def yolo_tiny() -> tuple:
         "weights": "random (seeded), BatchNorm statistics from the calibration inputs"}
 
 
-MODELS = {"torch_shapes_detector_nms": shapes_detector, "torch_yolo_tiny_nms": yolo_tiny}
+def tv_ssdlite() -> tuple:
+    torch.manual_seed(sum(map(ord, "tv_ssdlite320_mnv3_static_tail")))
+    model = TorchvisionSsdLite().eval()
+    calib = inputs("tv_ssdlite320_mnv3_static_tail", (3, 160, 160), 32)
+    set_batchnorm_from(model, torch.from_numpy(calib))
+    return model.eval(), calib[:1], calib[:8], {
+        "architecture": f"torchvision {torchvision.__version__} ssdlite320_mobilenet_v3_large (backbone, head, "
+                        "anchors) + its BoxCoder decode and NMS with static bounds",
+        "weights": "random (seeded), BatchNorm statistics from the calibration inputs"}
+
+
+MODELS = {"torch_shapes_detector_nms": shapes_detector, "torch_yolo_tiny_nms": yolo_tiny,
+          "tv_ssdlite320_mnv3_static_tail": tv_ssdlite}
 
 
 def export(name: str) -> None:
@@ -148,7 +197,8 @@ def export(name: str) -> None:
         "made_by": "scripts/corpus/export_torch_detectors.py",
         "exporter": f"torch.onnx (torchscript), torch {torch.__version__}; NonMaxSuppression from a "
                     "torch.autograd.Function symbolic (YOLOv5/YOLOv7 end-to-end export pattern)", **source},
-        "Apache-2.0 (this repository)", True,
+        "BSD-3-Clause (torchvision)" if name.startswith("tv_") else "Apache-2.0 (this repository)",
+        out.stat().st_size <= 700_000,          # larger exports are made again, not committed (docs/corpus.md)
         f"/work/torch-venv/bin/python scripts/corpus/export_torch_detectors.py --only {name}")
     print(f"{name}: {out.stat().st_size:,} bytes; ops: "
           + ", ".join(sorted({n.op_type for n in onnx.load(str(out)).graph.node})))
