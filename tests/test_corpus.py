@@ -122,3 +122,23 @@ def test_packed_detections_compare_on_their_defined_part():
     same = np.all(corpus_table._detection_bits(edgec, 6 * d + 1) == corpus_table._detection_bits(tflm, 6 * d + 1),
                   axis=1)
     assert same.tolist() == [True, False]
+
+
+def test_ssd_with_tflite_postprocess_reference_matches_tflm(tmp_path):
+    """The corpus's SSD ending in TFLite_Detection_PostProcess (TFLiteConverter fused it from experimental_
+    implements): edgec's reference gives TFLite Micro's boxes, classes, scores and count bit for bit (the sweep
+    builds and benches it on both boards)."""
+    from edgec import api
+
+    entry = ENTRIES["keras_ssd_mobilenet_v2_postprocess"]
+    oracle = np.load(manifest.CORPUS / entry["name"] / "oracle.npz")
+    assert str(oracle["sha256"]) == entry["sha256"] and str(oracle["oracle"]) == "tflite-micro"
+    api.build(manifest.CORPUS / entry["file"], None, "host", tmp_path / "b", firmware=False)
+    n = len(oracle["x_q"])
+    want = np.concatenate([oracle[f"y{k}"].reshape(n, -1) for k in range(4)], axis=1)
+    got = np.stack([np.asarray(api.reference(tmp_path / "b", oracle["x_q"][i][None], quantized=True)[0]).reshape(-1)
+                    for i in range(n)])
+    assert got.shape == want.shape == (n, 6 * 10 + 1)
+    assert int(want[:, -1].min()) >= 1                      # TFLM found boxes on every sample
+    assert np.array_equal(corpus_table._detection_bits(got, got.shape[1]),
+                          corpus_table._detection_bits(want, want.shape[1]))
