@@ -17,6 +17,9 @@ and head exported with the tail written as its static-bound equivalent: torchvis
 constant), softmax scores without the background, and NonMaxSuppression with a constant bound per class (the
 score threshold inside the NMS instead of a NonZero before it; no TopK: every anchor is a candidate).
 
+torch_shapes_detector_nms_dynamo: the same through the dynamo exporter (the NMS a `torch.library` custom
+operator translated to NonMaxSuppression by `custom_translation_table`).
+
 torch_shapes_detector_nms: the network of examples/shapes_detector (`train.Net`, its trained weights read from
 that example's model.onnx), the decode in PyTorch (Reshape, Slice, Transpose, Sigmoid, Mul, Add as torch.onnx
 writes them) and the NMS above; evaluated on the example's test canvases (`edgec bench ... --data
@@ -73,15 +76,36 @@ class StaticNMS(torch.autograd.Function):
                     g.op("Constant", value_t=torch.tensor([score], dtype=torch.float32)), center_point_box_i=center)
 
 
+@torch.library.custom_op("edgec_corpus::static_nms", mutates_args=())
+def static_nms(boxes: torch.Tensor, scores: torch.Tensor, max_per_class: int, iou: float, score: float,
+               center: int) -> torch.Tensor:
+    """The same NMS as a custom operator, for the dynamo exporter (which does not read `symbolic`)."""
+    return StaticNMS.forward(None, boxes, scores, max_per_class, iou, score, center)
+
+
+@static_nms.register_fake
+def _static_nms_shape(boxes, scores, max_per_class, iou, score, center):
+    return boxes.new_empty((torch.library.get_ctx().new_dynamic_size(), 3), dtype=torch.int64)
+
+
+def static_nms_onnx(boxes, scores, max_per_class: int, iou: float, score: float, center: int):
+    """The dynamo exporter's translation of static_nms (custom_translation_table): ONNX NonMaxSuppression."""
+    from onnxscript import opset18 as op
+    return op.NonMaxSuppression(boxes, scores, op.Constant(value_ints=[max_per_class]),
+                                op.Constant(value_floats=[iou]), op.Constant(value_floats=[score]),
+                                center_point_box=center)
+
+
 class Detector(torch.nn.Module):
-    def __init__(self, net: train.Net):
+    def __init__(self, net: train.Net, dynamo: bool = False):
         super().__init__()
-        self.net = net
+        self.net, self.dynamo = net, dynamo
 
     def forward(self, x):
         boxes, logits = self.net(x)
         scores = torch.sigmoid(logits)
-        return boxes, scores, StaticNMS.apply(boxes, scores, train.MAX_PER_CLASS, train.IOU, train.SCORE)
+        nms = static_nms if self.dynamo else StaticNMS.apply
+        return boxes, scores, nms(boxes, scores, train.MAX_PER_CLASS, train.IOU, train.SCORE, 1)
 
 
 class YoloDetector(torch.nn.Module):
@@ -151,10 +175,10 @@ def trained_net() -> train.Net:
     return net
 
 
-def shapes_detector() -> tuple:
+def shapes_detector(dynamo: bool = False) -> tuple:
     x = np.load(HERE.parents[1] / "examples" / "shapes_detector" / "test.npz")["x"][:1]
     calib = np.load(HERE.parents[1] / "examples" / "shapes_detector" / "calib.npz")["x"][:8]
-    return Detector(trained_net()).eval(), x, calib, {
+    return Detector(trained_net(), dynamo).eval(), x, calib, {
         "architecture": "examples/shapes_detector/train.py", "weights": "trained here (examples/shapes_detector/"
         "model.onnx)", "test_set": "examples/shapes_detector/test.npz"}
 
@@ -181,6 +205,7 @@ def tv_ssdlite() -> tuple:
 
 
 MODELS = {"torch_shapes_detector_nms": shapes_detector, "torch_yolo_tiny_nms": yolo_tiny,
+          "torch_shapes_detector_nms_dynamo": lambda: shapes_detector(dynamo=True),
           "tv_ssdlite320_mnv3_static_tail": tv_ssdlite}
 
 
@@ -189,13 +214,21 @@ def export(name: str) -> None:
     folder = manifest.CORPUS / name
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / "model.onnx"
-    torch.onnx.export(model, (torch.from_numpy(x),), str(out), opset_version=13, dynamo=False,
-                      input_names=["input"], output_names=["boxes", "scores", "selected"],
-                      dynamic_axes={"selected": {0: "selected"}})
+    dynamo = name.endswith("_dynamo")
+    names = {"input_names": ["input"], "output_names": ["boxes", "scores", "selected"]}
+    if dynamo:
+        torch.onnx.export(model, (torch.from_numpy(x),), str(out), dynamo=True, external_data=False,
+                          custom_translation_table={torch.ops.edgec_corpus.static_nms.default: static_nms_onnx},
+                          **names)
+    else:
+        torch.onnx.export(model, (torch.from_numpy(x),), str(out), opset_version=13, dynamo=False,
+                          dynamic_axes={"selected": {0: "selected"}}, **names)
     manifest.save_calibration(folder, calib)
     manifest.record(name, "detection", out, {
         "made_by": "scripts/corpus/export_torch_detectors.py",
-        "exporter": f"torch.onnx (torchscript), torch {torch.__version__}; NonMaxSuppression from a "
+        "exporter": f"torch.onnx (dynamo), torch {torch.__version__}; NonMaxSuppression from a torch.library "
+                    "custom op and its custom_translation_table entry" if dynamo else
+                    f"torch.onnx (torchscript), torch {torch.__version__}; NonMaxSuppression from a "
                     "torch.autograd.Function symbolic (YOLOv5/YOLOv7 end-to-end export pattern)", **source},
         "BSD-3-Clause (torchvision)" if name.startswith("tv_") else "Apache-2.0 (this repository)",
         out.stat().st_size <= 700_000,          # larger exports are made again, not committed (docs/corpus.md)
