@@ -122,11 +122,18 @@ def test_every_tflite_that_builds_imports_and_its_first_sample_is_tflms(name):
     oracle = np.load(path.parent / "oracle.npz")
     xq = ports.quantize_inputs(graph, corpus_table.float_inputs(oracle)[:1])
     got = np.asarray(reference.run(graph, xq[0])).reshape(-1)
-    want = []
-    for k, port in enumerate(ports.outputs(graph)):
-        y = oracle[f"y{k}"][:1].reshape(-1)
+    want, k = [], 0
+    for port in ports.outputs(graph):
+        y, k = oracle[f"y{k}"][:1].reshape(-1), k + 1
         t = graph.tensors[port.tensor]
-        if y.dtype.kind == "f" and t.dtype == "float32":     # a float tail's output: TFLM's floats, bit for bit
+        if t.dtype == "float32" and y.size < port.size:      # TFLite_Detection_PostProcess's four outputs, packed
+            while y.size < port.size:
+                y, k = np.concatenate([y, oracle[f"y{k}"][:1].reshape(-1)]), k + 1
+            mine = got[port.start:port.start + port.size].astype(np.float32)[None]
+            assert np.array_equal(corpus_table._detection_bits(mine, port.size),
+                                  corpus_table._detection_bits(y[None], port.size)), name
+            y = got[port.start:port.start + port.size]
+        elif y.dtype.kind == "f" and t.dtype == "float32":     # a float tail's output: TFLM's floats, bit for bit
             assert np.array_equal(got[port.start:port.start + port.size].astype(np.float32), y), name
             y = got[port.start:port.start + port.size]
         elif y.dtype.kind == "f":
@@ -134,3 +141,44 @@ def test_every_tflite_that_builds_imports_and_its_first_sample_is_tflms(name):
                         + int(np.asarray(t.zero_point).reshape(-1)[0]), -128, 127)
         want.append(y)
     assert np.array_equal(got.astype(np.int64), np.concatenate(want).astype(np.int64))
+
+
+def test_packed_detections_compare_on_their_defined_part():
+    """TFLite_Detection_PostProcess's four TFLM outputs, packed [4D boxes | D classes | D scores | count], compare
+    bit for bit with edgec's up to the count: the rows past it (TFLM leaves its arena's bytes there) do not count,
+    a defined value one ulp off does."""
+    rng = np.random.default_rng(0)
+    d, count = 5, 3
+    edgec = rng.random((2, 6 * d + 1), dtype=np.float32)
+    edgec[:, 6 * d] = count
+    for start, n in ((4 * count, 4 * (d - count)), (4 * d + count, d - count), (5 * d + count, d - count)):
+        edgec[:, start:start + n] = 0
+    tflm = edgec.copy()
+    tflm[:, 4 * count:4 * d] = rng.random((2, 4 * (d - count)), dtype=np.float32)    # undefined boxes
+    tflm[:, 5 * d + count:6 * d] = -1.0                                               # undefined scores
+    assert np.array_equal(corpus_table._detection_bits(edgec, 6 * d + 1),
+                          corpus_table._detection_bits(tflm, 6 * d + 1))
+    tflm[1, 4 * d + 1] = np.nextafter(tflm[1, 4 * d + 1], np.float32(2))             # a defined class, 1 ulp
+    same = np.all(corpus_table._detection_bits(edgec, 6 * d + 1) == corpus_table._detection_bits(tflm, 6 * d + 1),
+                  axis=1)
+    assert same.tolist() == [True, False]
+
+
+def test_ssd_with_tflite_postprocess_reference_matches_tflm(tmp_path):
+    """The corpus's SSD ending in TFLite_Detection_PostProcess (TFLiteConverter fused it from experimental_
+    implements): edgec's reference gives TFLite Micro's boxes, classes, scores and count bit for bit (the sweep
+    builds and benches it on both boards)."""
+    from edgec import api
+
+    entry = ENTRIES["keras_ssd_mobilenet_v2_postprocess"]
+    oracle = np.load(manifest.CORPUS / entry["name"] / "oracle.npz")
+    assert str(oracle["sha256"]) == entry["sha256"] and str(oracle["oracle"]) == "tflite-micro"
+    api.build(manifest.CORPUS / entry["file"], None, "host", tmp_path / "b", firmware=False)
+    n = len(oracle["x_q"])
+    want = np.concatenate([oracle[f"y{k}"].reshape(n, -1) for k in range(4)], axis=1)
+    got = np.stack([np.asarray(api.reference(tmp_path / "b", oracle["x_q"][i][None], quantized=True)[0]).reshape(-1)
+                    for i in range(n)])
+    assert got.shape == want.shape == (n, 6 * 10 + 1)
+    assert int(want[:, -1].min()) >= 1                      # TFLM found boxes on every sample
+    assert np.array_equal(corpus_table._detection_bits(got, got.shape[1]),
+                          corpus_table._detection_bits(want, want.shape[1]))

@@ -127,3 +127,19 @@ def test_report_renders_in_chromium(tmp_path):
     blue = tuple(int(svgplot.BLUE[i:i + 2], 16) for i in (1, 3, 5))
     counts = shot.colour_counts(png, {"histogram bar": blue, "gate FAILED (red, only there)": (0xC0, 0x3D, 0x3E)})
     assert all(v > 20 for v in counts.values()), counts
+
+
+def test_detector_without_ground_truth_shows_box_agreement(tmp_path):
+    """A detector benched on data without boxes has no mAP: its page shows the box agreement (the template read a
+    missing 'map' and the bench stopped with jinja2's UndefinedError)."""
+    agree = {"min_iou": 0.5, "boxes_base": 40, "boxes_other": 41, "matched": 37, "missed": 3, "extra": 4,
+             "identical_boxes": 0, "images_all_matched": 9, "images": 12,
+             "iou": {"min": 0.5, "p10": 0.6, "median": 0.8, "mean": 0.75}, "max_abs_score_diff": 0.1}
+    same = dict(agree, boxes_other=40, matched=40, missed=0, extra=0, identical_boxes=40)
+    counts = {"total": 40, "mean": 40 / 12, "max": 5}
+    det = {"max_detections": 5, "float_model": "onnxruntime", "ground_truth": None, "example": None,
+           "detections": {"float": counts, "int8_reference": counts, "device": counts},
+           "agreement": {"device_vs_reference": same, "device_vs_float": agree, "int8_vs_float": agree}}
+    html = report.render_html(_result(task="detection", detection=det), tmp_path)
+    assert "device boxes matching the reference<b>40</b>" in html
+    assert "mAP@0.5<b>" not in html

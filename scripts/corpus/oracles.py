@@ -111,6 +111,13 @@ def onnx_inputs(path: Path, name: str):
     return first.name, tuple(shape)
 
 
+def _stacked(prefix: str, runs: list) -> dict:
+    """{prefix<k>: output k of every sample}, for the float outputs (a NonMaxSuppression's selection, int64 rows as
+    many as it selects, is left out: the bench judges a detector's boxes)."""
+    return {f"{prefix}{k}": np.stack([r[k] for r in runs]) for k in range(len(runs[0]))
+            if np.asarray(runs[0][k]).dtype.kind == "f"}
+
+
 def onnx_oracle(name: str, path: Path) -> dict:
     import onnxruntime as ort
     from onnxruntime import quantization as q
@@ -130,7 +137,7 @@ def onnx_oracle(name: str, path: Path) -> dict:
         x = _rng(name, 2).uniform(0, 1, (n, *shape[1:])).astype(np.float32)
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     floats = [sess.run(None, {input_name: xi[None]}) for xi in x]
-    arrays = {f"float{k}": np.stack([f[k] for f in floats]) for k in range(len(floats[0]))}
+    arrays = _stacked("float", floats)
 
     class Reader(q.CalibrationDataReader):
         def __init__(self):
@@ -160,7 +167,7 @@ def onnx_oracle(name: str, path: Path) -> dict:
                 note = (f"onnxruntime float; quantize_static failed: {type(e).__name__}: "
                         f"{str(e).splitlines()[0][:160] if str(e) else ''}")
                 continue
-            arrays.update({f"ort_int8_{k}": np.stack([f[k] for f in ints]) for k in range(len(ints[0]))})
+            arrays.update(_stacked("ort_int8_", ints))
             note = ("onnxruntime float + onnxruntime quantize_static int8 (QDQ, "
                     f"{'per-channel' if per_channel else 'per-tensor'} int8 weights)")
             break
