@@ -85,3 +85,15 @@ def test_build_and_bench_from_raw_audio(board, tmp_path):
     assert p["layers"][0]["name"] == "front end" and 0 < p["frontend_share"] < 1
     split = r["memory"]["split"]
     assert split["frontend"]["arena_bytes"] == 4064 and split["model"]["arena_bytes"] > 0
+
+
+@pytest.mark.sweep
+def test_kws_audio_example_on_qemu_cortex_m4(tmp_path):
+    """examples/kws_audio: espeak-ng words from raw audio to label on the emulated Cortex-M4, bit-exact."""
+    ex = TESTS.parent / "examples" / "kws_audio"
+    api.build(ex / "model.onnx", ex / "calib.npz", "qemu-cortex-m4", tmp_path / "b", frontend=PRE,
+              frontend_hop=320)
+    r = api.bench(tmp_path / "b", ex / "test_small.npz", profile=True)
+    assert r["agreement"]["device_vs_reference"] == 1.0
+    assert r["accuracy"]["device"] == r["accuracy"]["int8_reference"]
+    assert r["profile"]["layers"][0]["name"] == "front end"
