@@ -1,12 +1,13 @@
 """edgec/chain.py and edgec/codegen/chain.py: an audio front end and a classifier built as one model library (raw
 audio in, scores out). TFLM's micro_speech preprocessor and its KWS model (tests/audio, tests/corpus/
 tflm_micro_speech) chained by `api.build(..., frontend=...)`, the library compiled on the host with a main that
-feeds it clips: its scores identical with edgec's chained NumPy reference and with the same chain in TFLite
+feeds it clips (ASan + UBSan): its scores identical with edgec's chained NumPy reference and with the same chain in TFLite
 Micro's interpreter (the clips in order, the preprocessor's noise estimate carried as on the device). The whole
 `edgec build --frontend` + `edgec bench` on the host and on qemu-cortex-m4: tests/test_chained.py."""
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import wave
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 
 import hostcc
+from conftest import SANITIZE, WARN, library_sources
 from edgec import api, chain
 from edgec.errors import EdgecError
 from edgec.quant import chained
@@ -78,9 +80,7 @@ def test_chained_library_on_the_host_matches_the_reference_and_tflm(tmp_path):
     assert report["input"]["bytes"] == 32000 and report["ops"] == c["model"]["ops"] + 1
     lib = tmp_path / "b" / "model"
     (lib / "main.c").write_text(MAIN.replace("kws", "tflm_micro_speech").replace("KWS", "TFLM_MICRO_SPEECH"))
-    exe = hostcc.build(sorted(lib.rglob("*.c")), lib, tmp_path / "app", "gcc",
-                       ["-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{lib}"])
-    import subprocess
+    exe = hostcc.build(library_sources(lib), lib, tmp_path / "app", "gcc", [*WARN, *SANITIZE, "-I", str(lib)])
     out = subprocess.run([str(exe)], input=x.astype("<i2").tobytes(), capture_output=True, check=True).stdout
     device = np.stack([np.frombuffer(bytes.fromhex(line), np.int8) for line in out.decode().split()])
     frontend, net, shape = chain.load(tmp_path / "b")
