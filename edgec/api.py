@@ -100,7 +100,9 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     has a record for on this board runs the variant recorded there; `choose` (op, generic lowering) -> variant
     overrides the log (edgec tune's measuring builds). settings: the environment's (edgec/settings.py), read
     here when not given. io_buffers "caller": the model's inputs and outputs in buffers its caller owns, not in
-    the arena (edgec/plan/caller_io.py; the bench firmware uses the library's static ones)."""
+    the arena (edgec/plan/caller_io.py; the bench firmware uses the library's static ones). frontend: an audio
+    front end (.tflite) chained before the model, one firmware from raw clips to scores, calib_path then holding
+    clips; frontend_hop: samples between its windows (edgec/chain.py)."""
     from edgec.targets import firmware as fw
 
     if frontend is not None:     # an audio front end chained before the model: raw clips in (edgec/chain.py)
