@@ -87,7 +87,8 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
           protocol: str = "edgec", mlperf_model: str | None = None, arena_guard: bool = False,
           mlperf_mode: str = "performance", mlperf_baud: int | None = None, ram_budget: int | None = None,
           optimize: str = "speed", tuning_log: str | Path | None = None, choose=None,
-          settings: Settings | None = None, io_buffers: str = "arena", **quantization) -> dict:
+          settings: Settings | None = None, io_buffers: str = "arena", frontend: str | Path | None = None,
+          frontend_hop: int | None = None, **quantization) -> dict:
     """Model + calibration data -> build folder with model library, project, firmware and report (a quantized
     .tflite model needs no calibration data: calib_path None).
     protocol "mlperf" builds a firmware for the MLPerf Tiny runner instead of edgec's bench link
@@ -99,9 +100,18 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     has a record for on this board runs the variant recorded there; `choose` (op, generic lowering) -> variant
     overrides the log (edgec tune's measuring builds). settings: the environment's (edgec/settings.py), read
     here when not given. io_buffers "caller": the model's inputs and outputs in buffers its caller owns, not in
-    the arena (edgec/plan/caller_io.py; the bench firmware uses the library's static ones)."""
+    the arena (edgec/plan/caller_io.py; the bench firmware uses the library's static ones). frontend: an audio
+    front end (.tflite) chained before the model, one firmware from raw clips to scores, calib_path then holding
+    clips; frontend_hop: samples between its windows (edgec/chain.py)."""
     from edgec.targets import firmware as fw
 
+    if frontend is not None:     # an audio front end chained before the model: raw clips in (edgec/chain.py)
+        from edgec import chain
+        if protocol != "edgec" or arena_guard or ram_budget is not None or io_buffers != "arena" or tuning_log:
+            raise EdgecError("--frontend builds edgec's bench firmware on one static arena per model: drop --protocol, "
+                             "--arena-guard, --ram-budget, --io-buffers and --tuning-log")
+        return chain.build(model_path, calib_path, frontend, board, outdir, log, firmware,
+                           quant_options(options, quantization), optimize, frontend_hop, settings)
     model_path = Path(model_path)
     the_board = load_board(board)
     outdir = Path(outdir) if outdir else Path("build") / f"{model_name(model_path)}-{the_board.name}"
@@ -314,10 +324,17 @@ def bench(outdir: str | Path, data_path: str | Path, limit: int | None = None, p
     build_id = _folder_id(outdir)
     flash = flash and not dataset_in_flash          # dataset images are written chunk by chunk
     record, gdb_load = flash_step(outdir, probe, port, gdb, drive, log, settings) if flash else ({}, None)
-    result = bench_stage.run(outdir, data_path, limit=limit, port=port, profile=profile,
-                             compare_layers=compare_layers, score=score, log=log, gdb_load=gdb_load,
-                             dataset_in_flash=dataset_in_flash, units=units, max_chunk=max_chunk, settings=settings,
-                             reset_state=reset_state)
+    from edgec.bench import chained
+    if chained.is_chained(outdir):      # a front end and a classifier: raw clips in (edgec/bench/chained.py)
+        if dataset_in_flash or compare_layers or score:
+            raise EdgecError(f"{outdir} chains a front end and a classifier: bench it over the link, without "
+                             "--dataset-in-flash, --compare-layers or --score")
+        result = chained.run(outdir, data_path, limit, port, profile, log, gdb_load, settings=settings)
+    else:
+        result = bench_stage.run(outdir, data_path, limit=limit, port=port, profile=profile,
+                                 compare_layers=compare_layers, score=score, log=log, gdb_load=gdb_load,
+                                 dataset_in_flash=dataset_in_flash, units=units, max_chunk=max_chunk,
+                                 settings=settings, reset_state=reset_state)
     result["flashed"] = record or None
     if gates:       # the CI gates' results go into the report (and the JSON) as the CLI prints them
         from edgec.bench import gates as bench_gates

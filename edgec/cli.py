@@ -82,8 +82,16 @@ def cmd_build(args) -> int:
     report = api.build(args.model, args.calib, args.board, args.output, log=_log, options=_quant_options(args),
                        protocol=args.protocol, mlperf_model=args.mlperf_model, arena_guard=args.arena_guard,
                        mlperf_mode=args.mlperf_mode, mlperf_baud=args.mlperf_baud, optimize=args.optimize, ram_budget=args.ram_budget,
-                       tuning_log=args.tuning_log, settings=args.env, io_buffers=args.io_buffers)
+                       tuning_log=args.tuning_log, settings=args.env, io_buffers=args.io_buffers,
+                       frontend=args.frontend, frontend_hop=args.frontend_hop)
     m = report["memory"]
+    if "chain" in report:
+        c = report["chain"]
+        print(f"built {report['model']} for {report['board']}: front end x {c['frames']} windows of {c['window']} "
+              f"samples (hop {c['hop']}) + classifier; arenas {c['frontend']['arena_bytes']:,} + "
+              f"{c['model']['arena_bytes']:,} B, constants {c['frontend']['constants']['total']:,} + "
+              f"{c['model']['constants']['total']:,} B, firmware flash {m['flash_bytes']:,} B, RAM {m['ram_bytes']:,} B")
+        return 0
     print(f"built {report['model']} for {report['board']}: arena {m['arena_bytes']:,} B, "
           f"constants {m['weights_bytes']:,} B (weights {m['constants']['weights']:,} B), firmware flash "
           f"{m['flash_bytes']:,} B, RAM {m['ram_bytes']:,} B")

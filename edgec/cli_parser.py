@@ -152,6 +152,11 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     b.add_argument("--tune", action="store_true", help="measure the kernel variants of layers the tuning log has "
                    "no record for (edgec tune) first")
     b.add_argument("--tuning-log", help="the tuning log (default ~/.cache/edgec/tuning.json)")
+    b.add_argument("--frontend", metavar="FRONTEND.tflite", help="an audio front end run before the model (e.g. TFLite "
+                   "Micro's micro_speech preprocessor): one firmware from raw audio to scores; --calib then holds "
+                   "raw clips (x: [N, samples] int16 values) (docs/audio.md)")
+    b.add_argument("--frontend-hop", type=int, metavar="SAMPLES", help="with --frontend: samples between windows "
+                   "(default: the clip length spread evenly over the model's frames)")
     b.add_argument("--arena-guard", action="store_true",
                    help="debug build: canaries around the arena and every buffer, checked after every layer; "
                         "a layer writing outside its buffer stops the run and the bench names it")

@@ -372,6 +372,11 @@ def summary_lines(r: dict) -> list[str]:
              if m.get("stack_used_bytes") is not None else ", stack not measured on this board")
     lines.append(f"memory: firmware flash {m['flash_bytes']:,} B, RAM {m['ram_bytes']:,} B "
                  f"(arena {m['arena_bytes']:,} B, {_constants_text(m)}){stack}")
+    if m.get("split"):      # a chained build: the front end's and the classifier's shares
+        fe, net = m["split"]["frontend"], m["split"]["model"]
+        lines.append(f"front end / classifier: arena {fe['arena_bytes']:,} / {net['arena_bytes']:,} B, constants "
+                     f"{fe['constants_bytes']:,} / {net['constants_bytes']:,} B, audio buffer "
+                     f"{m.get('audio_buffer_bytes', 0):,} B")
     ln = r.get("link")
     if ln and ln.get("throughput_bytes_per_s"):
         rate = (f" ({100 * ln['fraction_of_line_rate']:.0f}% of the {ln['line_bytes_per_s'] / 1e3:.1f} kB/s "
@@ -381,7 +386,9 @@ def summary_lines(r: dict) -> list[str]:
     if "profile" in r:
         p = r["profile"]
         lines.append(f"profile: {len(p['layers'])} layers; their times sum to "
-                     f"{100 * (p['sum_over_whole'] or 0):.1f}% of the whole inference")
+                     f"{100 * (p['sum_over_whole'] or 0):.1f}% of the whole inference"
+                     + (f"; the front end {100 * p['frontend_share']:.1f}% of them" if p.get("frontend_share") is not None
+                        else ""))
     if "divergence" in r:
         from edgec.bench.runner import describe_divergence
         lines.append(describe_divergence(r["divergence"]))

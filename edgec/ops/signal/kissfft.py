@@ -72,16 +72,16 @@ def _cmul(ar, ai, br, bi):
 def _bfly2(re, im, m, tw, fstride):
     k = np.arange(m)
     t = tw[k * fstride].astype(np.int64)
-    r0, i0 = _fixdiv(re[:m], im[:m], 2)
-    r1, i1 = _fixdiv(re[m:2 * m], im[m:2 * m], 2)
+    r0, i0 = _fixdiv(re[..., :m], im[..., :m], 2)
+    r1, i1 = _fixdiv(re[..., m:2 * m], im[..., m:2 * m], 2)
     tr, ti = _cmul(r1, i1, t[:, 0], t[:, 1])
-    return np.concatenate([_s16(r0 + tr), _s16(r0 - tr)]), np.concatenate([_s16(i0 + ti), _s16(i0 - ti)])
+    return np.concatenate([_s16(r0 + tr), _s16(r0 - tr)], -1), np.concatenate([_s16(i0 + ti), _s16(i0 - ti)], -1)
 
 
 def _bfly4(re, im, m, tw, fstride):
     k = np.arange(m)
     t1, t2, t3 = (tw[k * fstride * j].astype(np.int64) for j in (1, 2, 3))
-    f = [_fixdiv(re[j * m:(j + 1) * m], im[j * m:(j + 1) * m], 4) for j in range(4)]
+    f = [_fixdiv(re[..., j * m:(j + 1) * m], im[..., j * m:(j + 1) * m], 4) for j in range(4)]
     s0 = _cmul(*f[1], t1[:, 0], t1[:, 1])
     s1 = _cmul(*f[2], t2[:, 0], t2[:, 1])
     s2 = _cmul(*f[3], t3[:, 0], t3[:, 1])
@@ -93,22 +93,26 @@ def _bfly4(re, im, m, tw, fstride):
     o0 = (_s16(f0[0] + s3[0]), _s16(f0[1] + s3[1]))
     o1 = (_s16(s5[0] + s4[1]), _s16(s5[1] - s4[0]))
     o3 = (_s16(s5[0] - s4[1]), _s16(s5[1] + s4[0]))
-    return np.concatenate([o0[0], o1[0], o2[0], o3[0]]), np.concatenate([o0[1], o1[1], o2[1], o3[1]])
+    return np.concatenate([o0[0], o1[0], o2[0], o3[0]], -1), np.concatenate([o0[1], o1[1], o2[1], o3[1]], -1)
 
 
-def _work(re, im, fstride, stages, tw):
-    """kf_work: the DFT of the sequence (re, im) (already strided), by the remaining (radix, m) stages."""
+def _work(re, im, fstride, stages, tw, butterflies=None):
+    """kf_work: the DFTs of the sequences (re, im) [batch, p * m] (already strided), by the remaining (radix, m)
+    stages; the p interleaved sub-sequences of every row are transformed together, as one batch (the same
+    integer operations as KISS FFT's recursion, all sub-transforms of a stage in one NumPy step)."""
+    butterflies = butterflies or {4: _bfly4, 2: _bfly2}
     p, m = stages[0]
+    if p not in butterflies:
+        raise ValueError(f"radix {p}: edgec's KISS FFT twin takes radix 4 and 2 (power-of-two lengths)")
     if m == 1:
-        ore, oim = re[:p].copy(), im[:p].copy()
+        ore, oim = re[..., :p].copy(), im[..., :p].copy()
     else:
-        parts = [_work(re[q::p], im[q::p], fstride * p, stages[1:], tw) for q in range(p)]
-        ore, oim = np.concatenate([a for a, _ in parts]), np.concatenate([b for _, b in parts])
-    if p == 4:
-        return _bfly4(ore, oim, m, tw, fstride)
-    if p == 2:
-        return _bfly2(ore, oim, m, tw, fstride)
-    raise ValueError(f"radix {p}: edgec's KISS FFT twin takes radix 4 and 2 (power-of-two lengths)")
+        b = re.shape[0]
+        sub = (re.reshape(b, m, p).transpose(0, 2, 1).reshape(b * p, m),
+               im.reshape(b, m, p).transpose(0, 2, 1).reshape(b * p, m))
+        ore, oim = _work(*sub, fstride * p, stages[1:], tw, butterflies)
+        ore, oim = ore.reshape(b, p * m), oim.reshape(b, p * m)
+    return butterflies[p](ore, oim, m, tw, fstride)
 
 
 def rfft(x, fft_length: int) -> np.ndarray:
@@ -118,7 +122,7 @@ def rfft(x, fft_length: int) -> np.ndarray:
     x = np.asarray(x, np.int64).reshape(-1)
     frame[:x.size] = x
     tw = twiddles(fft_length).astype(np.int64)
-    re, im = _work(frame[0::2], frame[1::2], 1, factors(n), tw)
+    re, im = (a[0] for a in _work(frame[None, 0::2], frame[None, 1::2], 1, factors(n), tw))
     out = np.zeros((n + 1, 2), np.int64)
     dr, di = _fixdiv(re[0], im[0], 2)
     out[0, 0], out[n, 0] = _s16(dr + di), _s16(dr - di)
@@ -156,7 +160,7 @@ def _ibfly4(re, im, m, tw, fstride):
     """kf_bfly4 of an inverse transform (its +i rotation)."""
     k = np.arange(m)
     t1, t2, t3 = (tw[k * fstride * j].astype(np.int64) for j in (1, 2, 3))
-    f = [_fixdiv(re[j * m:(j + 1) * m], im[j * m:(j + 1) * m], 4) for j in range(4)]
+    f = [_fixdiv(re[..., j * m:(j + 1) * m], im[..., j * m:(j + 1) * m], 4) for j in range(4)]
     s0, s1, s2 = _cmul(*f[1], t1[:, 0], t1[:, 1]), _cmul(*f[2], t2[:, 0], t2[:, 1]), _cmul(*f[3], t3[:, 0], t3[:, 1])
     s5 = (_s16(f[0][0] - s1[0]), _s16(f[0][1] - s1[1]))
     f0 = (_s16(f[0][0] + s1[0]), _s16(f[0][1] + s1[1]))
@@ -166,17 +170,11 @@ def _ibfly4(re, im, m, tw, fstride):
     o0 = (_s16(f0[0] + s3[0]), _s16(f0[1] + s3[1]))
     o1 = (_s16(s5[0] - s4[1]), _s16(s5[1] + s4[0]))
     o3 = (_s16(s5[0] + s4[1]), _s16(s5[1] - s4[0]))
-    return np.concatenate([o0[0], o1[0], o2[0], o3[0]]), np.concatenate([o0[1], o1[1], o2[1], o3[1]])
+    return np.concatenate([o0[0], o1[0], o2[0], o3[0]], -1), np.concatenate([o0[1], o1[1], o2[1], o3[1]], -1)
 
 
 def _iwork(re, im, fstride, stages, tw):
-    p, m = stages[0]
-    if m == 1:
-        ore, oim = re[:p].copy(), im[:p].copy()
-    else:
-        parts = [_iwork(re[q::p], im[q::p], fstride * p, stages[1:], tw) for q in range(p)]
-        ore, oim = np.concatenate([a for a, _ in parts]), np.concatenate([b for _, b in parts])
-    return (_ibfly4 if p == 4 else _bfly2)(ore, oim, m, tw, fstride)
+    return _work(re, im, fstride, stages, tw, {4: _ibfly4, 2: _bfly2})
 
 
 def irfft(spectrum, fft_length: int) -> np.ndarray:
@@ -194,7 +192,7 @@ def irfft(spectrum, fft_length: int) -> np.ndarray:
     ofr, ofi = _cmul(tr, ti, st[k - 1, 0], st[k - 1, 1])
     re[k], im[k] = _s16(er + ofr), _s16(ei + ofi)
     re[n - k], im[n - k] = _s16(er - ofr), _s16(-_s16(ei - ofi))
-    ore, oim = _iwork(re, im, 1, factors(n), tw)
+    ore, oim = (a[0] for a in _iwork(re[None], im[None], 1, factors(n), tw))
     out = np.empty(fft_length, np.int64)
     out[0::2], out[1::2] = ore, oim
     return out.astype(np.int16)
