@@ -16,7 +16,6 @@ import numpy as np
 
 from edgec.errors import EdgecError
 from edgec.ir import Graph
-from edgec.ops import signal
 from edgec.quant import reference
 
 
@@ -76,15 +75,17 @@ def clips_int16(x: np.ndarray, where: str) -> np.ndarray:
     return np.clip(np.rint(a), -32768, 32767).astype(np.int16)
 
 
-def features(frontend: Graph, chain: Chain, clips: np.ndarray, carry: bool = False, progress=None) -> np.ndarray:
+def features(frontend: Graph, chain: Chain, clips: np.ndarray, progress=None,
+             state: reference.State | None = None) -> np.ndarray:
     """The front end over every window of every clip, in order: int8 [N, frames, features]. The front end's state
-    starts from zero (as a device after reset) unless carry."""
-    if not carry:
-        signal.reset_state()
+    is carried from window to window and clip to clip, from `state` (updated in place) or, None, from a reset
+    (as a device after `<name>_reset()`)."""
+    state = reference.State(frontend) if state is None else state
     out = np.zeros((len(clips), chain.frames, chain.features), np.int8)
     for i, a in enumerate(clips):
         for f in range(chain.frames):
-            out[i, f] = reference.run(frontend, a[chain.hop * f:chain.hop * f + chain.window]).reshape(-1)
+            out[i, f] = reference.run(frontend, a[chain.hop * f:chain.hop * f + chain.window],
+                                      state=state).reshape(-1)
         if progress:
             progress(i + 1)
     return out
