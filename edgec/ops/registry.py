@@ -154,8 +154,8 @@ def graph_macs(graph: Graph) -> int:
 
 def state_fields(op: Op) -> tuple:
     """The state an op keeps from one inference to the next (edgec/ops/state.py `Field`s; empty: none)."""
-    spec = REGISTRY[op.kind].state
-    return tuple(spec(op)) if spec is not None else ()
+    d = REGISTRY.get(op.kind)           # (a survey's placeholder for a node edgec cannot build has no kind)
+    return tuple(d.state(op)) if d is not None and d.state is not None else ()
 
 
 def keeps_state(graph: Graph) -> bool:

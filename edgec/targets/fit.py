@@ -42,8 +42,9 @@ def runtime_ram_bytes(graph: Graph) -> int:
 # call and parameter struct of every op. Layer-name strings are dropped by the linker unless used.
 # Base re-fitted (2,560 -> 3,360) once reference kernels that speed variants replace stopped being counted:
 # firmware flash within -1.2 .. +1.1 % on digits_cnn, cancer_conv1d and the four MLPerf Tiny int8 models
-# (tests/test_board_fit.py).
-CODE_BASE_BYTES = 3360
+# (tests/test_board_fit.py). Base 3,360 -> 3,910 when the firmware's common part grew by about 550 B (the link's
+# RESET frame and the state code of the generated model; both digits_cnn and cancer_conv1d grew by the same).
+CODE_BASE_BYTES = 3910
 CODE_PER_OP_BYTES = 192
 UNKNOWN_KERNEL_CODE_BYTES = 1024       # (a survey's placeholders for unsupported nodes)
 DEFAULT_STACK_BYTES = 4096    # when the board's platform does not say how much stack it reserves
