@@ -141,7 +141,8 @@ def temporary_folder():
 
     guard = None
     if sys.platform.startswith("linux"):
-        guard = spawn([sys.executable, "-I", "-S", "-c", _WAIT], stdout=subprocess.PIPE, text=True)
+        guard = spawn([sys.executable, "-I", "-S", "-c", _WAIT], stdout=subprocess.PIPE, text=True,
+                      stderr=subprocess.DEVNULL)     # a signal may close its pipe before it prints: no traceback
     try:
         folder = guard.stdout.readline().strip() if guard is not None else ""
         if folder and os.path.isdir(folder):
