@@ -1,113 +1,75 @@
 /* edgec pooling, portable C99. Bit-exact with edgec/ops/pool.py. */
 #include "edgec_nn_support.h"
 
-void edgec_max_pool_s8(const edgec_pool_params *p, const int8_t *input, int8_t *output)
+/* The taps of output pixel (oy, ox) that fall inside the input: rows ky0..ky1, columns kx0..kx1 of the window. */
+typedef struct {
+    int32_t iy0, ix0, ky0, ky1, kx0, kx1;
+} edgec_pool_window;
+
+static edgec_pool_window pool_window(const edgec_pool_params *p, int32_t oy, int32_t ox)
 {
-    const int32_t in_w = p->in_w, c = p->c;
-    int32_t oy, ox, ch, ky, kx;
-    for (oy = 0; oy < p->out_h; ++oy) {
-        const int32_t iy0 = oy * p->stride_h - p->pad_top;
-        const int32_t ky0 = edgec_tap_begin(iy0, 1);
-        const int32_t ky1 = edgec_tap_end(iy0, 1, p->in_h, p->k_h);
-        for (ox = 0; ox < p->out_w; ++ox) {
-            const int32_t ix0 = ox * p->stride_w - p->pad_left;
-            const int32_t kx0 = edgec_tap_begin(ix0, 1);
-            const int32_t kx1 = edgec_tap_end(ix0, 1, in_w, p->k_w);
-            for (ch = 0; ch < c; ++ch) {
-                int32_t m = -128;
-                for (ky = ky0; ky < ky1; ++ky) {
-                    for (kx = kx0; kx < kx1; ++kx) {
-                        const int32_t v = input[((iy0 + ky) * in_w + (ix0 + kx)) * c + ch];
-                        m = v > m ? v : m;
-                    }
-                }
-                *output++ = (int8_t)edgec_clamp(m, p->act_min, p->act_max);
-            }
-        }
-    }
+    edgec_pool_window w;
+    w.iy0 = oy * p->stride_h - p->pad_top;
+    w.ix0 = ox * p->stride_w - p->pad_left;
+    w.ky0 = edgec_tap_begin(w.iy0, 1);
+    w.ky1 = edgec_tap_end(w.iy0, 1, p->in_h, p->k_h);
+    w.kx0 = edgec_tap_begin(w.ix0, 1);
+    w.kx1 = edgec_tap_end(w.ix0, 1, p->in_w, p->k_w);
+    return w;
 }
 
-void edgec_avg_pool_s8(const edgec_pool_params *p, const int8_t *input, int8_t *output)
+/* TFLite's average: the sum over the valid taps, divided rounding half away from zero; 0 where no tap is valid
+ * (degenerate padding). */
+static int32_t pool_average(int32_t sum, const edgec_pool_window *w)
 {
-    const int32_t in_w = p->in_w, c = p->c;
-    int32_t oy, ox, ch, ky, kx;
-    for (oy = 0; oy < p->out_h; ++oy) {
-        const int32_t iy0 = oy * p->stride_h - p->pad_top;
-        const int32_t ky0 = edgec_tap_begin(iy0, 1);
-        const int32_t ky1 = edgec_tap_end(iy0, 1, p->in_h, p->k_h);
-        for (ox = 0; ox < p->out_w; ++ox) {
-            const int32_t ix0 = ox * p->stride_w - p->pad_left;
-            const int32_t kx0 = edgec_tap_begin(ix0, 1);
-            const int32_t kx1 = edgec_tap_end(ix0, 1, in_w, p->k_w);
-            const int32_t count = (ky1 > ky0 && kx1 > kx0) ? (ky1 - ky0) * (kx1 - kx0) : 0;
-            for (ch = 0; ch < c; ++ch) {
-                int32_t sum = 0, avg = 0;
-                for (ky = ky0; ky < ky1; ++ky) {
-                    for (kx = kx0; kx < kx1; ++kx) {
-                        sum += input[((iy0 + ky) * in_w + (ix0 + kx)) * c + ch];
-                    }
-                }
-                if (count > 0) { /* no valid tap (degenerate padding): average 0 */
-                    avg = sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count;
-                }
-                *output++ = (int8_t)edgec_clamp(avg, p->act_min, p->act_max);
-            }
-        }
-    }
+    const int32_t count = (w->ky1 > w->ky0 && w->kx1 > w->kx0) ? (w->ky1 - w->ky0) * (w->kx1 - w->kx0) : 0;
+    if (count == 0) return 0;
+    return sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count;
 }
 
-/* int16 pools (TFLite MaxPool16 / AveragePool16) between two int16 layers: the same windows and rounding. */
-void edgec_max_pool_s16(const edgec_pool_params *p, const int16_t *input, int16_t *output)
-{
-    const int32_t in_w = p->in_w, c = p->c;
-    int32_t oy, ox, ch, ky, kx;
-    for (oy = 0; oy < p->out_h; ++oy) {
-        const int32_t iy0 = oy * p->stride_h - p->pad_top;
-        const int32_t ky0 = edgec_tap_begin(iy0, 1);
-        const int32_t ky1 = edgec_tap_end(iy0, 1, p->in_h, p->k_h);
-        for (ox = 0; ox < p->out_w; ++ox) {
-            const int32_t ix0 = ox * p->stride_w - p->pad_left;
-            const int32_t kx0 = edgec_tap_begin(ix0, 1);
-            const int32_t kx1 = edgec_tap_end(ix0, 1, in_w, p->k_w);
-            for (ch = 0; ch < c; ++ch) {
-                int32_t m = -32768;
-                for (ky = ky0; ky < ky1; ++ky) {
-                    for (kx = kx0; kx < kx1; ++kx) {
-                        const int32_t v = input[((iy0 + ky) * in_w + (ix0 + kx)) * c + ch];
-                        m = v > m ? v : m;
-                    }
-                }
-                *output++ = (int16_t)edgec_clamp(m, p->act_min, p->act_max);
-            }
-        }
+/* Max and average pools for one element type T (int8, and int16 between two int16 layers: TFLite MaxPool16 /
+ * AveragePool16), the same windows and rounding. LOWEST is T's smallest value. */
+#define EDGEC_POOLS(T, SUFFIX, LOWEST)                                                                           \
+    void edgec_max_pool_##SUFFIX(const edgec_pool_params *p, const T *input, T *output)                         \
+    {                                                                                                            \
+        const int32_t in_w = p->in_w, c = p->c, out_h = p->out_h, out_w = p->out_w;                              \
+        int32_t oy, ox, ch, ky, kx;                                                                              \
+        for (oy = 0; oy < out_h; ++oy) {                                                                         \
+            for (ox = 0; ox < out_w; ++ox) {                                                                     \
+                const edgec_pool_window w = pool_window(p, oy, ox);                                              \
+                for (ch = 0; ch < c; ++ch) {                                                                     \
+                    int32_t m = LOWEST;                                                                          \
+                    for (ky = w.ky0; ky < w.ky1; ++ky) {                                                         \
+                        for (kx = w.kx0; kx < w.kx1; ++kx) {                                                     \
+                            const int32_t v = input[((w.iy0 + ky) * in_w + (w.ix0 + kx)) * c + ch];              \
+                            m = v > m ? v : m;                                                                   \
+                        }                                                                                        \
+                    }                                                                                            \
+                    *output++ = (T)edgec_clamp(m, p->act_min, p->act_max);                                       \
+                }                                                                                                \
+            }                                                                                                    \
+        }                                                                                                        \
+    }                                                                                                            \
+                                                                                                                 \
+    void edgec_avg_pool_##SUFFIX(const edgec_pool_params *p, const T *input, T *output)                         \
+    {                                                                                                            \
+        const int32_t in_w = p->in_w, c = p->c, out_h = p->out_h, out_w = p->out_w;                              \
+        int32_t oy, ox, ch, ky, kx;                                                                              \
+        for (oy = 0; oy < out_h; ++oy) {                                                                         \
+            for (ox = 0; ox < out_w; ++ox) {                                                                     \
+                const edgec_pool_window w = pool_window(p, oy, ox);                                              \
+                for (ch = 0; ch < c; ++ch) {                                                                     \
+                    int32_t sum = 0;                                                                             \
+                    for (ky = w.ky0; ky < w.ky1; ++ky) {                                                         \
+                        for (kx = w.kx0; kx < w.kx1; ++kx) {                                                     \
+                            sum += input[((w.iy0 + ky) * in_w + (w.ix0 + kx)) * c + ch];                         \
+                        }                                                                                        \
+                    }                                                                                            \
+                    *output++ = (T)edgec_clamp(pool_average(sum, &w), p->act_min, p->act_max);                   \
+                }                                                                                                \
+            }                                                                                                    \
+        }                                                                                                        \
     }
-}
 
-void edgec_avg_pool_s16(const edgec_pool_params *p, const int16_t *input, int16_t *output)
-{
-    const int32_t in_w = p->in_w, c = p->c;
-    int32_t oy, ox, ch, ky, kx;
-    for (oy = 0; oy < p->out_h; ++oy) {
-        const int32_t iy0 = oy * p->stride_h - p->pad_top;
-        const int32_t ky0 = edgec_tap_begin(iy0, 1);
-        const int32_t ky1 = edgec_tap_end(iy0, 1, p->in_h, p->k_h);
-        for (ox = 0; ox < p->out_w; ++ox) {
-            const int32_t ix0 = ox * p->stride_w - p->pad_left;
-            const int32_t kx0 = edgec_tap_begin(ix0, 1);
-            const int32_t kx1 = edgec_tap_end(ix0, 1, in_w, p->k_w);
-            const int32_t count = (ky1 > ky0 && kx1 > kx0) ? (ky1 - ky0) * (kx1 - kx0) : 0;
-            for (ch = 0; ch < c; ++ch) {
-                int32_t sum = 0, avg = 0;
-                for (ky = ky0; ky < ky1; ++ky) {
-                    for (kx = kx0; kx < kx1; ++kx) {
-                        sum += input[((iy0 + ky) * in_w + (ix0 + kx)) * c + ch];
-                    }
-                }
-                if (count > 0) { /* no valid tap (degenerate padding): average 0 */
-                    avg = sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count;
-                }
-                *output++ = (int16_t)edgec_clamp(avg, p->act_min, p->act_max);
-            }
-        }
-    }
-}
+EDGEC_POOLS(int8_t, s8, -128)
+EDGEC_POOLS(int16_t, s16, -32768)

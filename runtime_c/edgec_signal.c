@@ -79,12 +79,14 @@ static void bfly2(int16_t *f, int32_t fstride, const int16_t *tw, int32_t m)
     }
 }
 
-static void bfly4(int16_t *f, int32_t fstride, const int16_t *tw, int32_t m)
+/* radix-4 butterfly; inverse (kiss_fftri) turns the odd outputs the other way: f1 and f3 trade places */
+static void bfly4(int16_t *f, int32_t fstride, const int16_t *tw, int32_t m, int32_t inverse)
 {
     int32_t k;
     int16_t s[6][2];
     for (k = 0; k < m; ++k) {
         int16_t *f0 = f + 2 * k, *f1 = f + 2 * (k + m), *f2 = f + 2 * (k + 2 * m), *f3 = f + 2 * (k + 3 * m);
+        int16_t *fa = inverse ? f3 : f1, *fb = inverse ? f1 : f3;
         fixdiv(f0, 4);
         fixdiv(f1, 4);
         fixdiv(f2, 4);
@@ -104,15 +106,15 @@ static void bfly4(int16_t *f, int32_t fstride, const int16_t *tw, int32_t m)
         f2[1] = s16(f0[1] - s[3][1]);
         f0[0] = s16(f0[0] + s[3][0]);
         f0[1] = s16(f0[1] + s[3][1]);
-        f1[0] = s16(s[5][0] + s[4][1]);
-        f1[1] = s16(s[5][1] - s[4][0]);
-        f3[0] = s16(s[5][0] - s[4][1]);
-        f3[1] = s16(s[5][1] + s[4][0]);
+        fa[0] = s16(s[5][0] + s[4][1]);
+        fa[1] = s16(s[5][1] - s[4][0]);
+        fb[0] = s16(s[5][0] - s[4][1]);
+        fb[1] = s16(s[5][1] + s[4][0]);
     }
 }
 
 /* kf_work: out[0..n) (complex) = the DFT of the n complex inputs in[0], in[stride], ...; radix 4, a last 2 */
-static void kf_work(int16_t *out, const int16_t *in, int32_t fstride, int32_t n, const int16_t *tw)
+static void kf_work(int16_t *out, const int16_t *in, int32_t fstride, int32_t n, const int16_t *tw, int32_t inverse)
 {
     int32_t p = n % 4 == 0 ? 4 : 2, m = n / p, q;
     if (m == 1) {
@@ -121,9 +123,9 @@ static void kf_work(int16_t *out, const int16_t *in, int32_t fstride, int32_t n,
             out[2 * q + 1] = in[2 * q * fstride + 1];
         }
     } else {
-        for (q = 0; q < p; ++q) kf_work(out + 2 * q * m, in + 2 * q * fstride, fstride * p, m, tw);
+        for (q = 0; q < p; ++q) kf_work(out + 2 * q * m, in + 2 * q * fstride, fstride * p, m, tw, inverse);
     }
-    if (p == 4) bfly4(out, fstride, tw, m);
+    if (p == 4) bfly4(out, fstride, tw, m, inverse);
     else bfly2(out, fstride, tw, m);
 }
 
@@ -136,7 +138,7 @@ void edgec_signal_rfft_s16(const edgec_signal_rfft_params *p, const int16_t *x, 
     for (f = 0; f < frames; ++f) {
         int16_t *out = y + f * 2 * (n + 1), tdc[2];
         for (i = 0; i < fft_length; ++i) frame[i] = i < input_length ? x[f * input_length + i] : 0;
-        kf_work(buf, frame, 1, n, twiddles);
+        kf_work(buf, frame, 1, n, twiddles, 0);
         tdc[0] = buf[0];
         tdc[1] = buf[1];
         fixdiv(tdc, 2);
@@ -391,53 +393,6 @@ void edgec_signal_arith_s32(int32_t n, int32_t code, int32_t b_size, const int32
 }
 
 /* ---- the inverse real FFT (kiss_fftri, FIXED_POINT=16) ----------------------------------------------------- */
-static void bfly4_inverse(int16_t *f, int32_t fstride, const int16_t *tw, int32_t m)
-{
-    int32_t k;
-    int16_t s[6][2];
-    for (k = 0; k < m; ++k) {
-        int16_t *f0 = f + 2 * k, *f1 = f + 2 * (k + m), *f2 = f + 2 * (k + 2 * m), *f3 = f + 2 * (k + 3 * m);
-        fixdiv(f0, 4);
-        fixdiv(f1, 4);
-        fixdiv(f2, 4);
-        fixdiv(f3, 4);
-        cmul(s[0], f1, tw + 2 * k * fstride);
-        cmul(s[1], f2, tw + 4 * k * fstride);
-        cmul(s[2], f3, tw + 6 * k * fstride);
-        s[5][0] = s16(f0[0] - s[1][0]);
-        s[5][1] = s16(f0[1] - s[1][1]);
-        f0[0] = s16(f0[0] + s[1][0]);
-        f0[1] = s16(f0[1] + s[1][1]);
-        s[3][0] = s16(s[0][0] + s[2][0]);
-        s[3][1] = s16(s[0][1] + s[2][1]);
-        s[4][0] = s16(s[0][0] - s[2][0]);
-        s[4][1] = s16(s[0][1] - s[2][1]);
-        f2[0] = s16(f0[0] - s[3][0]);
-        f2[1] = s16(f0[1] - s[3][1]);
-        f0[0] = s16(f0[0] + s[3][0]);
-        f0[1] = s16(f0[1] + s[3][1]);
-        f1[0] = s16(s[5][0] - s[4][1]);
-        f1[1] = s16(s[5][1] + s[4][0]);
-        f3[0] = s16(s[5][0] + s[4][1]);
-        f3[1] = s16(s[5][1] - s[4][0]);
-    }
-}
-
-static void kf_work_inverse(int16_t *out, const int16_t *in, int32_t fstride, int32_t n, const int16_t *tw)
-{
-    int32_t p = n % 4 == 0 ? 4 : 2, m = n / p, q;
-    if (m == 1) {
-        for (q = 0; q < p; ++q) {
-            out[2 * q] = in[2 * q * fstride];
-            out[2 * q + 1] = in[2 * q * fstride + 1];
-        }
-    } else {
-        for (q = 0; q < p; ++q) kf_work_inverse(out + 2 * q * m, in + 2 * q * fstride, fstride * p, m, tw);
-    }
-    if (p == 4) bfly4_inverse(out, fstride, tw, m);
-    else bfly2(out, fstride, tw, m);
-}
-
 void edgec_signal_irfft_s16(const edgec_signal_rfft_params *p, const int16_t *x, const int16_t *twiddles,
                             const int16_t *super_twiddles, int16_t *scratch, int16_t *y)
 {
@@ -467,7 +422,7 @@ void edgec_signal_irfft_s16(const edgec_signal_rfft_params *p, const int16_t *x,
             buf[2 * (n - k)] = s16(fek[0] - fok[0]);
             buf[2 * (n - k) + 1] = s16(-(int32_t)s16(fek[1] - fok[1]));
         }
-        kf_work_inverse(y + f * p->fft_length, buf, 1, n, twiddles);
+        kf_work(y + f * p->fft_length, buf, 1, n, twiddles, 1);
     }
 }
 
