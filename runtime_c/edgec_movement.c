@@ -2,112 +2,68 @@
  * Bit-exact with edgec/ops/movement.py and concat.py. */
 #include "edgec_nn_support.h"
 
-void edgec_transpose_s8(const edgec_transpose_params *p, const int8_t *input, int8_t *output)
+/* The output's dims (od) and, for each output axis, the input stride it walks (s). */
+static void transpose_walk(const edgec_transpose_params *p, int32_t od[4], int32_t s[4])
 {
-    const int32_t *dims = p->dims, *perm = p->perm;
-    int32_t in_stride[4], s[4], od[4];
-    int32_t k, i0, i1, i2, i3;
+    int32_t in_stride[4], k;
     in_stride[3] = 1;
     for (k = 2; k >= 0; --k) {
-        in_stride[k] = in_stride[k + 1] * dims[k + 1];
+        in_stride[k] = in_stride[k + 1] * p->dims[k + 1];
     }
     for (k = 0; k < 4; ++k) {
-        od[k] = dims[perm[k]];
-        s[k] = in_stride[perm[k]];
-    }
-    for (i0 = 0; i0 < od[0]; ++i0) {
-        for (i1 = 0; i1 < od[1]; ++i1) {
-            for (i2 = 0; i2 < od[2]; ++i2) {
-                const int8_t *src = input + i0 * s[0] + i1 * s[1] + i2 * s[2];
-                for (i3 = 0; i3 < od[3]; ++i3) {
-                    *output++ = src[i3 * s[3]];
-                }
-            }
-        }
+        od[k] = p->dims[p->perm[k]];
+        s[k] = in_stride[p->perm[k]];
     }
 }
 
-void edgec_remap_s8(const edgec_remap_params *p, const int8_t *input, const int32_t *offsets,
-                    int8_t *output)
-{
-    const int32_t *d = p->dims;
-    const int32_t *t0 = offsets + p->start[0], *t1 = offsets + p->start[1], *t2 = offsets + p->start[2];
-    const int32_t *t3 = offsets + p->start[3], *t4 = offsets + p->start[4], *t5 = offsets + p->start[5];
-    const int8_t pad = (int8_t)p->pad_value;
-    int32_t i0, i1, i2, i3, i4, i5;
-    for (i0 = 0; i0 < d[0]; ++i0) {
-        for (i1 = 0; i1 < d[1]; ++i1) {
-            const int32_t s1 = t0[i0] + t1[i1];
-            for (i2 = 0; i2 < d[2]; ++i2) {
-                const int32_t s2 = s1 + t2[i2];
-                for (i3 = 0; i3 < d[3]; ++i3) {
-                    const int32_t s3 = s2 + t3[i3];
-                    for (i4 = 0; i4 < d[4]; ++i4) {
-                        const int32_t s4 = s3 + t4[i4];
-                        for (i5 = 0; i5 < d[5]; ++i5) {
-                            const int32_t s = s4 + t5[i5];
-                            *output++ = s >= 0 ? input[s] : pad;
-                        }
-                    }
-                }
-            }
-        }
+/* Transpose and remap for one element type T: int8, and int16 between two int16 layers (the same loops on
+ * 2-byte elements). A remap's negative offset is padding. */
+#define EDGEC_MOVEMENT(T, SUFFIX)                                                                                \
+    void edgec_transpose_##SUFFIX(const edgec_transpose_params *p, const T *input, T *output)                   \
+    {                                                                                                            \
+        int32_t s[4], od[4], i0, i1, i2, i3;                                                                     \
+        transpose_walk(p, od, s);                                                                                \
+        for (i0 = 0; i0 < od[0]; ++i0) {                                                                         \
+            for (i1 = 0; i1 < od[1]; ++i1) {                                                                     \
+                for (i2 = 0; i2 < od[2]; ++i2) {                                                                 \
+                    const T *src = input + i0 * s[0] + i1 * s[1] + i2 * s[2];                                    \
+                    for (i3 = 0; i3 < od[3]; ++i3) {                                                             \
+                        *output++ = src[i3 * s[3]];                                                              \
+                    }                                                                                            \
+                }                                                                                                \
+            }                                                                                                    \
+        }                                                                                                        \
+    }                                                                                                            \
+                                                                                                                 \
+    void edgec_remap_##SUFFIX(const edgec_remap_params *p, const T *input, const int32_t *offsets, T *output)   \
+    {                                                                                                            \
+        const int32_t *d = p->dims;                                                                              \
+        const int32_t *t0 = offsets + p->start[0], *t1 = offsets + p->start[1], *t2 = offsets + p->start[2];     \
+        const int32_t *t3 = offsets + p->start[3], *t4 = offsets + p->start[4], *t5 = offsets + p->start[5];     \
+        const T pad = (T)p->pad_value;                                                                           \
+        int32_t i0, i1, i2, i3, i4, i5;                                                                          \
+        for (i0 = 0; i0 < d[0]; ++i0) {                                                                          \
+            for (i1 = 0; i1 < d[1]; ++i1) {                                                                      \
+                const int32_t s1 = t0[i0] + t1[i1];                                                              \
+                for (i2 = 0; i2 < d[2]; ++i2) {                                                                  \
+                    const int32_t s2 = s1 + t2[i2];                                                              \
+                    for (i3 = 0; i3 < d[3]; ++i3) {                                                              \
+                        const int32_t s3 = s2 + t3[i3];                                                          \
+                        for (i4 = 0; i4 < d[4]; ++i4) {                                                          \
+                            const int32_t s4 = s3 + t4[i4];                                                      \
+                            for (i5 = 0; i5 < d[5]; ++i5) {                                                      \
+                                const int32_t s = s4 + t5[i5];                                                   \
+                                *output++ = s >= 0 ? input[s] : pad;                                             \
+                            }                                                                                    \
+                        }                                                                                        \
+                    }                                                                                            \
+                }                                                                                                \
+            }                                                                                                    \
+        }                                                                                                        \
     }
-}
 
-/* int16 transpose and remap (between two int16 layers): the same loops on 2-byte elements. */
-void edgec_transpose_s16(const edgec_transpose_params *p, const int16_t *input, int16_t *output)
-{
-    const int32_t *dims = p->dims, *perm = p->perm;
-    int32_t in_stride[4], s[4], od[4];
-    int32_t k, i0, i1, i2, i3;
-    in_stride[3] = 1;
-    for (k = 2; k >= 0; --k) {
-        in_stride[k] = in_stride[k + 1] * dims[k + 1];
-    }
-    for (k = 0; k < 4; ++k) {
-        od[k] = dims[perm[k]];
-        s[k] = in_stride[perm[k]];
-    }
-    for (i0 = 0; i0 < od[0]; ++i0) {
-        for (i1 = 0; i1 < od[1]; ++i1) {
-            for (i2 = 0; i2 < od[2]; ++i2) {
-                const int16_t *src = input + i0 * s[0] + i1 * s[1] + i2 * s[2];
-                for (i3 = 0; i3 < od[3]; ++i3) {
-                    *output++ = src[i3 * s[3]];
-                }
-            }
-        }
-    }
-}
-
-void edgec_remap_s16(const edgec_remap_params *p, const int16_t *input, const int32_t *offsets,
-                     int16_t *output)
-{
-    const int32_t *d = p->dims;
-    const int32_t *t0 = offsets + p->start[0], *t1 = offsets + p->start[1], *t2 = offsets + p->start[2];
-    const int32_t *t3 = offsets + p->start[3], *t4 = offsets + p->start[4], *t5 = offsets + p->start[5];
-    const int16_t pad = (int16_t)p->pad_value;
-    int32_t i0, i1, i2, i3, i4, i5;
-    for (i0 = 0; i0 < d[0]; ++i0) {
-        for (i1 = 0; i1 < d[1]; ++i1) {
-            const int32_t s1 = t0[i0] + t1[i1];
-            for (i2 = 0; i2 < d[2]; ++i2) {
-                const int32_t s2 = s1 + t2[i2];
-                for (i3 = 0; i3 < d[3]; ++i3) {
-                    const int32_t s3 = s2 + t3[i3];
-                    for (i4 = 0; i4 < d[4]; ++i4) {
-                        const int32_t s4 = s3 + t4[i4];
-                        for (i5 = 0; i5 < d[5]; ++i5) {
-                            const int32_t s = s4 + t5[i5];
-                            *output++ = s >= 0 ? input[s] : pad;
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
+EDGEC_MOVEMENT(int8_t, s8)
+EDGEC_MOVEMENT(int16_t, s16)
 
 void edgec_concat_part_s8(const edgec_concat_params *p, const int8_t *input, const int8_t *table,
                           int8_t *output)
