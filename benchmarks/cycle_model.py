@@ -5,6 +5,8 @@ published silicon latencies of the MLPerf Tiny models on NUCLEO-L4R5ZI.
     .venv/bin/python benchmarks/cycle_model.py --models kws --boards qemu-cortex-m4
     .venv/bin/python benchmarks/cycle_model.py --boards qemu-cortex-m55   # Helium: the beats, no real part
     .venv/bin/python benchmarks/cycle_model.py --md docs/performance.md  # rewrites the generated block
+    .venv/bin/python benchmarks/cycle_model.py --boards qemu-cortex-m4 --select-for nucleo-l4r5zi --engines edgec
+        # edgec's kernels chosen as a nucleo-l4r5zi build chooses them (flash reads weighed), run on the emulator
 
 For each MLPerf Tiny model (its INT8 .tflite, golden x_int8 row 0) and emulated board: edgec builds and benches
 it (the bench's cycle estimate weighs, in the same QEMU run, every real part of the same core whose profile has
@@ -33,6 +35,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import peers  # noqa: E402
 from edgec import api  # noqa: E402
 from edgec.bench import cycles  # noqa: E402
+from edgec.lower import lowering  # noqa: E402
+from edgec.ops import select  # noqa: E402
 from edgec.quant import artifact  # noqa: E402
 from edgec.settings import Settings  # noqa: E402
 from edgec.targets import elf  # noqa: E402
@@ -45,11 +49,21 @@ PUBLISHED_BOARD = "nucleo-l4r5zi"
 TFLM_CPU = {"qemu-cortex-m4": "cortex-m4", "qemu-cortex-m7": "cortex-m7", "qemu-cortex-m55": "cortex-m55"}
 
 
-def edgec_parts(key: str, board: str, work: Path) -> tuple[dict, dict]:
-    """edgec on the board: (the bench's cycles_estimate, figures: instructions and exactness)."""
+def part_chooser(part: str | None):
+    """The per-layer kernel chooser a build for the real part uses beyond its tuning log (its flash reads weighed:
+    edgec/ops/select.py memory_chooser), for a build on the emulated board; None: the emulated board's own."""
+    if part is None:
+        return None
+    real = load_board(part)
+    return select.memory_chooser(lowering.flash_byte_cycles(real), lowering.has_arm_dsp(real))
+
+
+def edgec_parts(key: str, board: str, work: Path, select_for: str | None = None) -> tuple[dict, dict]:
+    """edgec on the board: (the bench's cycles_estimate, figures: instructions and exactness); select_for: its
+    kernels chosen as a build for that real part chooses them."""
     model = peers.mlperf_models([key])[0]
     out = work / "edgec"
-    api.build(model.path, None, board, out)
+    api.build(model.path, None, board, out, choose=part_chooser(select_for))
     graph = artifact.load_graph(out)
     data, _ = peers.write_inputs(graph, peers.input_row(model, graph), work)
     r = api.bench(out, data, limit=1, report_dir=None)
@@ -58,7 +72,7 @@ def edgec_parts(key: str, board: str, work: Path) -> tuple[dict, dict]:
                  "exact": r["agreement"]["device_vs_reference"]}
 
 
-def tflm_parts(key: str, board_name: str, work: Path) -> tuple[dict, dict]:
+def tflm_parts(key: str, board_name: str, work: Path, select_for: str | None = None) -> tuple[dict, dict]:
     """TFLM + CMSIS-NN on the same QEMU machine, its kept firmware re-run under the cycle plugin."""
     board = load_board(board_name)
     bundle = peers.unpack_bundle(peers.DEFAULT_BUNDLE)
@@ -82,19 +96,24 @@ def tflm_parts(key: str, board_name: str, work: Path) -> tuple[dict, dict]:
     return cycles.summary(windows[-1:], 1, board), {"instructions": j["instructions"], "exact": j.get("exact")}
 
 
-def rows_for(key: str, board: str) -> list[dict]:
+def rows_for(key: str, board: str, select_for: str | None = None, engines: tuple[str, ...] = ("edgec", "tflm")
+             ) -> list[dict]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="edgec-cycles-") as tmp:
         for engine, fn in (("edgec", edgec_parts), ("TFLM + CMSIS-NN", tflm_parts)):
+            if engine.split()[0].lower() not in engines:
+                continue
             w = Path(tmp) / engine.split()[0]
             w.mkdir()
-            est, fig = fn(key, board, w)
+            est, fig = fn(key, board, w, select_for)
+            if engine == "edgec" and select_for:
+                engine = f"edgec, kernels for {select_for}"
             base = {"model": key, "board": board, "engine": engine, "instructions": fig["instructions"]}
             rows.append({**base, "part": "0 wait states", "cycles": est["median"]})
             for p in est.get("parts", []):
                 published = None
                 if p["board"] == PUBLISHED_BOARD:
-                    published = (TFLM_V05 if engine != "edgec" else XCUBE_102)[key] * 1e-3 * 120e6
+                    published = (XCUBE_102 if engine.startswith("edgec") else TFLM_V05)[key] * 1e-3 * 120e6
                 rows.append({**base, "part": f"{p['board']} {p['memory']}", "cycles": p["median"], "ms": p["ms"],
                              "published": published})
     return rows
@@ -106,7 +125,7 @@ def markdown(rows: list[dict], command: str) -> str:
              "published (cycles) | est. / published |", "|---|---|---|---|---:|---:|---:|---:|---:|"]
     for r in rows:
         pub = r.get("published")
-        against = "X-CUBE-AI 10.2" if r["engine"] == "edgec" else "TFLM v2.3.1 (v0.5 ref.)"
+        against = "X-CUBE-AI 10.2" if r["engine"].startswith("edgec") else "TFLM v2.3.1 (v0.5 ref.)"
         lines.append(f"| {r['model']} | {r['engine']} | {r['board']} | {r['part']} | {r['instructions']:,.0f} | "
                      f"{r['cycles']:,.0f} | {r['ms']:.2f} | " if r.get("ms") is not None else
                      f"| {r['model']} | {r['engine']} | {r['board']} | {r['part']} | {r['instructions']:,.0f} | "
@@ -119,9 +138,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="kws,vww,ic,ad")
     ap.add_argument("--boards", default="qemu-cortex-m4,qemu-cortex-m7")
+    ap.add_argument("--select-for", help="choose edgec's kernels as a build for this real board does (its flash "
+                                         "reads weighed), e.g. nucleo-l4r5zi")
+    ap.add_argument("--engines", default="edgec,tflm")
     ap.add_argument("--md", help="rewrite the <!-- cycle_model.py --> block of this Markdown file")
     a = ap.parse_args(argv)
-    rows = [r for k in a.models.split(",") for b in a.boards.split(",") for r in rows_for(k, b)]
+    engines = tuple(a.engines.split(","))
+    rows = [r for k in a.models.split(",") for b in a.boards.split(",") for r in rows_for(k, b, a.select_for, engines)]
     text = markdown(rows, "python benchmarks/cycle_model.py " + " ".join(argv if argv is not None else sys.argv[1:]))
     print(text)
     if a.md:

@@ -26,7 +26,8 @@ import numpy as np
 from edgec import ports
 from edgec.errors import EdgecError
 from edgec.frontend import loader, tflite
-from edgec.lower import tuning_records
+from edgec.lower import lowering, tuning_records
+from edgec.ops import select
 from edgec.pipeline import Log, calibrate_model, model_name, plan_to_fit, quiet, schedule_and_plan
 from edgec.plan import planner
 from edgec.quant import ptq
@@ -39,11 +40,15 @@ RANDOM_SAMPLES = 8
 
 def build_chooser(board: Board, optimize: str, tuning_log: str | Path | None, settings: Settings,
                   tuned: dict | None = None):
-    """The per-layer kernel chooser a build uses: the tuning log's records for this board (speed builds only)."""
+    """The per-layer kernel chooser a build uses: the tuning log's records for this board (speed builds only);
+    on a part whose constants sit in flash with wait states, the cost model's choice with the flash reads
+    weighed where the log has no record (edgec/ops/select.py memory_chooser)."""
     if optimize != "speed":
         return None
     log_path = Path(tuning_log) if tuning_log else settings.tuning_log
-    return tuning_records.chooser(board.name, tuning_records.load(log_path), {} if tuned is None else tuned)
+    chooser = tuning_records.chooser(board.name, tuning_records.load(log_path), {} if tuned is None else tuned)
+    per_byte = lowering.flash_byte_cycles(board)
+    return select.memory_chooser(per_byte, lowering.has_arm_dsp(board), chooser) if per_byte else chooser
 
 
 @contextlib.contextmanager

@@ -106,3 +106,28 @@ def test_cli_ram_budget(capsys):
     assert "does NOT fit" in text and "smallest RAM edgec reaches" in text
     assert cli.main(["inspect", str(model), "--ram-budget", "9000"]) == 2
     assert "--ram-budget is read with --board only" in capsys.readouterr().err
+
+
+def test_a_build_for_a_part_with_flash_wait_states_weighs_the_flash_reads(tmp_path):
+    """build_chooser: on the NUCLEO-L4R5ZI (5 wait states, weights in flash) a layer the tuning log has no record
+    for runs the kernel the flash-aware cost finds cheapest (AD's 640 -> 128 layer: the generic kernel's int8
+    weights, not rows8's int16); on the emulated board, whose memory has no wait states, the cost model's usual
+    choice (the chooser answers nothing)."""
+    from edgec.ops import select
+    from edgec.settings import Settings
+    from edgec.targets.boards import load_board
+    import numpy as np
+    from edgec.ir import Op
+    rng = np.random.default_rng(0)
+    op = Op("fully_connected", "fc", ("x",), "y",
+            params=dict(in_features=640, out_features=128, input_zp=3, output_zp=-5, act_min=-128, act_max=127),
+            arrays=dict(weights=rng.integers(-100, 101, (128, 640)).astype(np.int8),
+                        bias=np.zeros(128, np.int32), mult=np.full(128, 1_500_000_000, np.int32),
+                        shift=np.full(128, -9, np.int32)))
+    generic = select.fast(op)
+    log = tmp_path / "tuning.json"
+    real = board_fit.build_chooser(load_board("nucleo-l4r5zi"), "speed", log, Settings.from_environment())
+    assert real(op, generic) == "generic"
+    emulated = board_fit.build_chooser(load_board(BOARD), "speed", log, Settings.from_environment())
+    assert emulated(op, generic) is None
+    assert board_fit.build_chooser(load_board("nucleo-l4r5zi"), "size", log, Settings.from_environment()) is None

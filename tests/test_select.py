@@ -210,3 +210,54 @@ def test_speed_picks_the_pointwise_kernel_the_cost_model_finds_cheapest(shape, d
     the counts measured on qemu-cortex-m4): few input channels run on the pointwise kernel, many on blocked4."""
     low = select.select(pointwise_op(*shape), select.Options(dsp=dsp), INT8_TENSORS)
     assert low.variants == (GENERIC, "blocked4", "pointwise", "blocked") and low.variant == want
+
+
+# ---- the flash-aware cost (select.memory_chooser, lowering.flash_byte_cycles): a part whose weights stream from
+# flash with wait states (the NUCLEO-L4R5ZI's 5 wait states a 64-bit line: 0.625 cycles a byte)
+L4R5ZI_BYTE = 5 / 8
+
+
+def test_flash_reads_move_a_wide_fully_connected_layer_onto_its_int8_weights():
+    """AD's 640 -> 128 layer: rows8 runs fewer instructions but reads int16 weights, twice the packed kernel's
+    int8 bytes; with the flash weighed the generic (packed) kernel is cheaper (alone on qemu-cortex-m4 with the
+    L4R5ZI timing: 195,477 against rows8's 224,912 cycles); at zero wait states the choice is unchanged."""
+    generic = select.fast(fc_op(640, 128))
+    kernels = {k.variant or GENERIC: k for k in (generic.kernel, *select.offered(generic, True))}
+    assert kernels["rows8"].flash_bytes(generic.params) == 2 * kernels[GENERIC].flash_bytes(generic.params)
+    assert select.cheapest(generic, True) == "rows8"
+    assert select.cheapest(generic, True, 0.0) == "rows8"
+    assert select.cheapest(generic, True, L4R5ZI_BYTE) == GENERIC
+
+
+def test_flash_reads_keep_a_pointwise_layer_on_blocked4():
+    """A 1x1 layer of many channels: the generic kernel reads a quarter of the variants' flash bytes (int8 for 4
+    pixels a pass, against int16 for 2), but blocked4 stays cheaper with the flash weighed (alone on qemu-cortex-m4
+    with the L4R5ZI timing, 6x6x128 -> 128: 1,202,082 cycles against the generic kernel's 1,323,571)."""
+    generic = select.fast(pointwise_op(6, 128, 128))
+    kernels = {k.variant or GENERIC: k for k in (generic.kernel, *select.offered(generic, True))}
+    reads = {name: k.flash_bytes(generic.params) for name, k in kernels.items()}
+    assert reads["blocked4"] == reads["pointwise"] == reads["blocked"] == 4 * reads[GENERIC]
+    assert select.cheapest(generic, True, L4R5ZI_BYTE) == "blocked4" == select.cheapest(generic, True)
+
+
+def test_memory_chooser_takes_the_tuning_record_first_then_the_flash_aware_cost():
+    op = fc_op(640, 128)
+    log = {"fc": "wide"}
+    chooser = select.memory_chooser(L4R5ZI_BYTE, True, lambda o, g: log.get(o.name))
+    assert select.select(op, select.Options(dsp=True, choose=chooser), INT8_TENSORS).variant == "wide"
+    log.clear()
+    assert select.select(op, select.Options(dsp=True, choose=chooser), INT8_TENSORS).variant == GENERIC
+    assert select.select(op, select.Options(dsp=True), INT8_TENSORS).variant == "rows8"
+    no_estimate = select.memory_chooser(L4R5ZI_BYTE, True)
+    assert no_estimate(conv_op(3, 8), select.fast(conv_op(3, 8))) is None     # the declared order decides
+
+
+def test_flash_byte_cycles_come_from_the_real_part_profiles_of_the_cortex_m4():
+    """The L4R5ZI's miss cycles over its 8-byte line, the F446RE's over 16 bytes; nothing on the emulated boards
+    (zero-wait-state memory: their builds choose as before) nor on the M7 part (the cost fits are the M4's)."""
+    from edgec.targets.boards import load_board
+    assert lowering.flash_byte_cycles(load_board("nucleo-l4r5zi")) == L4R5ZI_BYTE
+    assert lowering.flash_byte_cycles(load_board("nucleo-f446re")) == 5 / 16
+    for name in ("qemu-cortex-m4", "qemu-cortex-m7", "nucleo-h743zi2", "qemu-cortex-m3"):
+        assert lowering.flash_byte_cycles(load_board(name)) == 0.0
+    assert lowering.flash_byte_cycles(None) == 0.0

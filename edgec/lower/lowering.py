@@ -32,6 +32,18 @@ def has_arm_dsp(board) -> bool:
     return board is not None and board.dsp and board.arch == "arm"
 
 
+def flash_byte_cycles(board) -> float:
+    """Cycles one byte of constants read from flash costs on the board's part beyond a zero-wait-state read: its
+    first memory timing's ([[cycle_model]]) miss cycles per flash line over the line's bytes (a layer's weights
+    stream through data caches of a few hundred bytes: every line misses). 0 where the profile gives none (the
+    emulated boards: zero-wait-state memory) or the core is not a Cortex-M4 with the Arm DSP extension, the core
+    the kernels' cost estimates were fitted on (select.memory_chooser)."""
+    if board is None or board.cpu != "cortex-m4" or not has_arm_dsp(board) or not board.cycle_models:
+        return 0.0
+    timing = board.cycle_models[0]
+    return timing.miss_cycles / timing.line_bytes
+
+
 def lower_graph(graph: Graph, optimize: str = "speed", choose: Chooser | None = None, mve: bool = False,
                 dsp: bool = False) -> Graph:
     """The graph with every op on the kernel it will run (`op.lowering`, None for views): optimize "speed" puts

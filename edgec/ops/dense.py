@@ -229,15 +229,32 @@ def fc_cost(kernel: str):
     return cost
 
 
+def fc_flash(kernel: str):
+    """`Kernel.flash_bytes` of a fully connected kernel: each weight read once a call, int8 (packed) or int16
+    (rows8, in whole blocks of 8 rows; wide), k4 taps a row."""
+    def flash_bytes(params) -> int:
+        rows = params["out_features"]
+        if kernel == "rows8":
+            rows = -(-rows // 8) * 8
+        return rows * params["k4"] * (1 if kernel == "packed" else 2)
+    return flash_bytes
+
+
+# cycles per instruction at zero wait states, each kernel alone on qemu-cortex-m4 under the cycle plugin (640 -> 128):
+# Kernel.cycles_per_instruction (packed widens int8 in registers; rows8 and wide load twice the weight words)
+FC_CPI = {"packed": 1.33, "rows8": 1.71, "wide": 1.69}
 PACKED_STRUCT = "edgec_fully_connected_packed_params"
 PACKED = Kernel("edgec_fully_connected_packed_s8", ("fully_connected",), FAST, cemit.fast_weighted, lower=lower_fc,
-                struct=PACKED_STRUCT, cost=fc_cost("packed"))
+                struct=PACKED_STRUCT, cost=fc_cost("packed"),
+                flash_bytes=fc_flash("packed"), cycles_per_instruction=FC_CPI["packed"])
 # code each speed variant links in beside the generic kernels (arm-none-eabi-gcc -O2, Cortex-M4; rows8: its file's
 # text), for the fit check's code estimate
 ROWS8 = Kernel("edgec_fully_connected_rows8_s8", ("fully_connected",), VARIANT, cemit.fast_weighted, base=PACKED,
-               variant="rows8", lower=rows8_fc, struct=PACKED_STRUCT, code_bytes=2428, cost=fc_cost("rows8"))
+               variant="rows8", lower=rows8_fc, struct=PACKED_STRUCT, code_bytes=2428, cost=fc_cost("rows8"),
+               flash_bytes=fc_flash("rows8"), cycles_per_instruction=FC_CPI["rows8"])
 WIDE = Kernel("edgec_fully_connected_wide_s8", ("fully_connected",), VARIANT, cemit.fast_weighted, base=PACKED,
-              variant="wide", lower=wide_fc, struct=PACKED_STRUCT, code_bytes=512, cost=fc_cost("wide"))
+              variant="wide", lower=wide_fc, struct=PACKED_STRUCT, code_bytes=512, cost=fc_cost("wide"),
+              flash_bytes=fc_flash("wide"), cycles_per_instruction=FC_CPI["wide"])
 FC_MVE = Kernel("edgec_fully_connected_mve_s8", ("fully_connected",), HELIUM, cemit.fast_weighted, base=PACKED,
                 isa=MVE, lower=mve_fc, struct=PACKED_STRUCT)
 PACKED_ROWS = Kernel("edgec_fully_connected_packed_rows_s8", ("fully_connected_rows",), FAST, c_fc_packed_rows,

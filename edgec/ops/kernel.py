@@ -78,6 +78,14 @@ class Kernel:
                                                   # extension): the selector's cost model (edgec/ops/select.py);
                                                   # or None; None: no estimate (the declared order
                                                   # decides)
+    flash_bytes: Callable | None = None           # (params of the base kernel's lowering) -> bytes of its
+                                                  # constants one call reads, each re-read counted (weights
+                                                  # streamed once per pass over the pixels): the selector weighs
+                                                  # them where constants sit in flash with wait states; None:
+                                                  # not declared
+    cycles_per_instruction: float = 1.0          # its cycle estimate per instruction at zero wait states on
+                                                  # the Cortex-M4 (the cycle plugin, the kernel alone): with
+                                                  # flash_bytes, the flash-aware cost's cycles
 
     def __post_init__(self):
         assert self.role in ROLES and self.precision in PRECISIONS and self.isa in (ANY, DSP, MVE), self.name

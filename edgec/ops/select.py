@@ -11,7 +11,8 @@ collected by edgec/ops/registry.py).
 3. else the first default fast kernel whose lowering succeeds (the generic lowering), then
    - on a Helium target (`options.helium`), that kernel's Helium kernel where it has one;
    - otherwise its speed variant: with `options.optimize` "speed" the tuning log's choice (`options.choose(op,
-     generic lowering)`) if it names a variant offered for this op, else the cost model's (`cheapest`: where the
+     generic lowering)`: on a part with flash wait states, the cost model's with its flash reads weighed,
+     `memory_chooser`) if it names a variant offered for this op, else the cost model's (`cheapest`: where the
      fast kernel and every variant offered carry a cost estimate, `Kernel.cost`, the cheapest of them, the
      generic kernel included), else the first variant that applies (a variant that needs the Arm DSP extension,
      ISA `DSP`, only on a core that has it, `options.dsp`); with "size" none (the generic kernel). The
@@ -106,17 +107,33 @@ def offered(generic: Lowering, dsp: bool = False) -> list[Kernel]:
             and (k.applies is None or k.applies(generic))]
 
 
-def cheapest(generic: Lowering, dsp: bool = False) -> str | None:
+def cheapest(generic: Lowering, dsp: bool = False, flash_byte_cycles: float = 0.0) -> str | None:
     """The cost model's choice among a generic lowering's kernel and its variants offered (`offered`): the name of
     the one whose `Kernel.cost` (estimated instructions of the call, on a core with or without the Arm DSP
     extension) is least, the declared order breaking ties; None where one of them has no estimate (no cost
-    function, or none for this shape or core)."""
+    function, or none for this shape or core). flash_byte_cycles > 0 (a part whose constants sit in flash with
+    wait states: `memory_chooser`), where every one of them declares the flash bytes its call reads
+    (`Kernel.flash_bytes`): the least cycles, each estimate times its `Kernel.cycles_per_instruction` plus those
+    bytes times flash_byte_cycles."""
     kernels = [generic.kernel, *offered(generic, dsp)]
     costs = [None if k.cost is None else k.cost(generic.params, dsp) for k in kernels]
     if any(c is None for c in costs):
         return None
+    if flash_byte_cycles > 0 and all(k.flash_bytes is not None for k in kernels):
+        costs = [c * k.cycles_per_instruction + flash_byte_cycles * k.flash_bytes(generic.params)
+                 for c, k in zip(costs, kernels)]
     best = kernels[costs.index(min(costs))]
     return GENERIC if best is generic.kernel else best.variant
+
+
+def memory_chooser(flash_byte_cycles: float, dsp: bool, then: Chooser | None = None) -> Chooser:
+    """A per-layer chooser (`Options.choose`) for a part whose constants sit in flash with wait states: `then`'s
+    choice (a tuning log's record) where it has one, else the cost model's with each flash byte read costing
+    flash_byte_cycles (`cheapest`), else None (the default order)."""
+    def choose(op: Op, generic: Lowering) -> str | None:
+        got = then(op, generic) if then is not None else None
+        return got if got is not None else cheapest(generic, dsp, flash_byte_cycles)
+    return choose
 
 
 def variant(op: Op, generic: Lowering, name: str) -> Lowering:

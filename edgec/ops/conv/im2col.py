@@ -223,23 +223,48 @@ def pointwise_cost(kernel: str):
     return cost
 
 
+# Flash bytes one call reads (Kernel.flash_bytes): every pass over the output pixels reads all the weights; the
+# generic kernel widens int8 weights for 4 pixels a pass, the variants read int16 weights for 2 pixels a pass
+# (blocked4 in blocks of 4 channels, pointwise and blocked in pairs, k padded as their packing pads it).
+FLASH_PASSES = {"im2col": (4, 1, 1, "k4"), "blocked4": (2, 2, 4, "k8"), "pointwise": (2, 2, 2, "k4"),
+                "blocked": (2, 2, 2, "k8")}   # kernel: (pixels a pass, bytes a weight, channel block, taps)
+# cycles per instruction at zero wait states, each kernel alone on qemu-cortex-m4 under the cycle plugin (1x1
+# layers 25x5x64 -> 64 and 6x6x128 -> 128, within 2 % of each other): Kernel.cycles_per_instruction
+POINTWISE_CPI = {"im2col": 1.57, "blocked4": 1.53, "pointwise": 1.62, "blocked": 1.58}
+
+
+def pointwise_flash(kernel: str):
+    """`Kernel.flash_bytes` of a convolution kernel (its FLASH_PASSES row), of the im2col lowering's params."""
+    pixels_a_pass, size, block, taps = FLASH_PASSES[kernel]
+
+    def flash_bytes(p) -> int:
+        k = _k8(p) if taps == "k8" else p["k4"]
+        passes = -(-p["out_h"] * p["out_w"] // pixels_a_pass)
+        return passes * -(-p["out_c"] // block) * block * k * size
+    return flash_bytes
+
+
 # the convolutions and the one-channel depthwise ones (single_channel_depthwise)
 CONV_KINDS = ("conv2d", "depthwise_conv2d")
 IM2COL = Kernel("edgec_conv2d_im2col_s8", CONV_KINDS, FAST, cemit.fast_weighted, applies=single_channel_depthwise,
-                lower=lower_im2col, struct=STRUCT, cost=pointwise_cost("im2col"))
+                lower=lower_im2col, struct=STRUCT, cost=pointwise_cost("im2col"),
+                flash_bytes=pointwise_flash("im2col"), cycles_per_instruction=POINTWISE_CPI["im2col"])
 # code each speed variant links in beside the generic kernels (arm-none-eabi-gcc -O2, Cortex-M4: its row
 # functions and packing-free loops; measured on the MLPerf Tiny builds; blocked4: its file's text; their portable
 # C on the Cortex-M3 is up to twice that), for the fit check's code estimate
 BLOCKED4 = Kernel("edgec_conv2d_blocked4_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL,
                   variant="blocked4", applies=pointwise_or_single_channel, lower=blocked4_conv, struct=STRUCT,
-                  code_bytes=3992, cost=pointwise_cost("blocked4"))
+                  code_bytes=3992, cost=pointwise_cost("blocked4"),
+                  flash_bytes=pointwise_flash("blocked4"), cycles_per_instruction=POINTWISE_CPI["blocked4"])
 WINDOW = Kernel("edgec_conv2d_window_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL, variant="window",
                 applies=window_fits, lower=window_conv, struct=STRUCT, code_bytes=4288)
 POINTWISE = Kernel("edgec_conv2d_pointwise_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL,
                    variant="pointwise", applies=lambda base: base.params["k_h"] == 1 and base.params["k_w"] == 1,
-                   lower=pointwise_conv, struct=STRUCT, code_bytes=4400, cost=pointwise_cost("pointwise"))
+                   lower=pointwise_conv, struct=STRUCT, code_bytes=4400, cost=pointwise_cost("pointwise"),
+                   flash_bytes=pointwise_flash("pointwise"), cycles_per_instruction=POINTWISE_CPI["pointwise"])
 BLOCKED = Kernel("edgec_conv2d_blocked_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL,
-                 variant="blocked", lower=blocked_conv, struct=STRUCT, code_bytes=1024, cost=pointwise_cost("blocked"))
+                 variant="blocked", lower=blocked_conv, struct=STRUCT, code_bytes=1024, cost=pointwise_cost("blocked"),
+                 flash_bytes=pointwise_flash("blocked"), cycles_per_instruction=POINTWISE_CPI["blocked"])
 CONV_MVE = Kernel("edgec_conv2d_mve_s8", CONV_KINDS, HELIUM, cemit.fast_weighted, base=IM2COL, isa=MVE,
                   lower=mve_conv, struct=STRUCT)
 IM2COL_4 = Kernel("edgec_conv2d_im2col_s4", ("conv2d",), FAST, cemit.fast_weighted, precision=INT4,
