@@ -230,10 +230,12 @@ static inline int32_t edgec_depthwise_conv2d_3x3_small_s8_get_buffer_size(const 
 void edgec_depthwise_conv2d_3x3_mve_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
                                        const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
                                        int8_t *output);
-/* the strip: 4 bytes a column, the columns the blocks of 4 outputs read */
+/* the strips of up to 4 steps (a step: 2 output rows at stride 1, 1 at stride 2), 4 bytes a column, the
+ * columns the blocks of 4 outputs read */
 static inline int32_t edgec_depthwise_conv2d_3x3_mve_s8_get_buffer_size(const edgec_depthwise_conv2d_3x3_params *p)
 {
-    return 4 * (((p->out_cols + 3) / 4 * 4 - 1) * p->stride + 4);
+    return 4 * (((p->out_cols + 3) / 4 * 4 - 1) * p->stride + 4) *
+           ((p->out_rows * p->stride + 1) / 2 + 4 - EDGEC_MAX((p->out_rows * p->stride + 1) / 2, 4));
 }
 
 /* ================================================================ fast 1-D depthwise
