@@ -44,7 +44,9 @@ static void edgec_mve_dw_tile_strip(const edgec_depthwise_conv2d_3x3_params *p, 
         const int8_t *src = (const int8_t *)((uintptr_t)input + (uintptr_t)(intptr_t)(r0 * rs + (g->x0 - p->pad_left) *
                                                                                      cs + ch));
         if (lo == 0 && hi == 4) {
-            for (; left > 1; left -= 2, src += 2 * cs, dst += 8) vstrbq_s16(dst, vldrbq_gather_offset_s16(src, g->offs));
+            for (; left > 1; left -= 2, src += 2 * cs, dst += 8) {
+                vstrbq_s16(dst, vldrbq_gather_offset_s16(src, g->offs));
+            }
         } else {
             const mve_pred16_t in = edgec_mve_dw_rows(lo, hi);
             for (; left > 1; left -= 2, src += 2 * cs, dst += 8) {
