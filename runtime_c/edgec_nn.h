@@ -225,8 +225,8 @@ static inline int32_t edgec_depthwise_conv2d_3x3_small_s8_get_buffer_size(const 
 {
     return 32 * ((p->out_cols - 1) * p->stride + 3) * ((p->out_rows * p->stride + 1) / 2 + 2);
 }
-/* Helium (MVE; fast/edgec_depthwise_conv2d_3x3_mve.c): weights [c][2][16] int8 (the 3x3 window over a tile of 4
- * input rows a column, byte 4 * kx + ky, at the tile's rows 0..2 and 1..3), one channel at a time. */
+/* Helium (MVE; fast/edgec_depthwise_conv2d_3x3_mve.c): weights a zero byte, then [c][16] int8 (the 3x3 window over
+ * a tile of 4 input rows a column, byte 4 * kx + ky), one channel at a time. */
 void edgec_depthwise_conv2d_3x3_mve_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
                                        const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
                                        int8_t *output);

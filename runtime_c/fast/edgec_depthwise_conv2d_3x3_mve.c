@@ -75,7 +75,7 @@ static void edgec_mve_dw_tile_strip(const edgec_depthwise_conv2d_3x3_params *p, 
 typedef struct {
     int32x4_t ooffs, lo, hi;                          /* bytes 0, 16, 32 */
     int32_t bias, mult, khi, negneg, nshift, ostep; /* bytes 48, 52, ..., 68 */
-    const int8_t *w;                                /* byte 72: the channel's 32 weight bytes */
+    const int8_t *w;                                /* byte 72: the byte before the channel's 16 weights */
     int32_t n, nb;        /* bytes 76, 80: outputs a row, blocks of 4 a row */
     int32_t tstep, orow;  /* bytes 84, 88: from the strip's end of one step to the next step's, from o's */
     int32_t steps;        /* byte 92: steps left (the assembly counts it down) */
@@ -112,8 +112,8 @@ typedef struct {
  * last block's stores predicated. q0, q1: weights, q2: the output offsets of 4 pixels, q3, q4: lo, hi. */
 #define EDGEC_MVE_DW_LOOP(S, S2, S3, S4, B)                                                                   \
     __asm__ volatile("ldr %[a0], [%[k], #72]\n"                                                             \
-                     "vldrb.u8 q0, [%[a0]]\n"                                                               \
-                     "vldrb.u8 q1, [%[a0], #16]\n"                                                          \
+                     "vldrb.u8 q0, [%[a0], #1]\n"                                                           \
+                     "vldrb.u8 q1, [%[a0]]\n"                                                               \
                      "vldrw.32 q2, [%[k]]\n"                                                                \
                      "vldrw.32 q3, [%[k], #16]\n"                                                           \
                      "vldrw.32 q4, [%[k], #32]\n"                                                           \
@@ -180,8 +180,9 @@ static EDGEC_NOINLINE void edgec_mve_dw_tile_outputs(const int8_t *t, int32_t s,
 /* Steps a strip holds at most (the scratch: edgec_depthwise_conv2d_3x3_mve_s8_get_buffer_size). */
 #define EDGEC_MVE_DW_STEPS 4
 
-/* Weights [c][2][16] int8 (edgec/ops/conv/depthwise3x3.py mve_3x3): per channel the window at tile rows 0..2,
- * then at rows 1..3 (byte 4 * kx + ky (+ 1)), zeros elsewhere; the sweep orientation of the params. Step j reads
+/* Weights: a zero byte, then [c][16] int8 (edgec/ops/conv/depthwise3x3.py mve_3x3): per channel the window at
+ * tile rows 0..2 (byte 4 * kx + ky), zeros elsewhere, in the sweep orientation of the params; loaded one byte
+ * early, the window at rows 1..3. Step j reads
  * input rows 2j - pad_top .. + 3 and writes output rows 2j, 2j + 1 (stride 1) or row j (stride 2); up to
  * EDGEC_MVE_DW_STEPS steps' strips are built, then computed in one call. scratch: the strips, 4 bytes a column. */
 void edgec_depthwise_conv2d_3x3_mve_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
@@ -217,7 +218,7 @@ void edgec_depthwise_conv2d_3x3_mve_s8(const edgec_depthwise_conv2d_3x3_params *
     k.tstep = 4 * width - k.nb * 16 * s;
     k.orow = rows_per_step * p->out_row_step - k.nb * k.ostep;
     edgec_mve_fill(scratch, (int8_t)p->input_zp, chunk * 4 * width); /* the padding columns keep it */
-    for (ch = 0; ch < p->c; ++ch, w += 32) {
+    for (ch = 0; ch < p->c; ++ch, w += 16) {
         const edgec_rq *q = rq + ch;
         k.bias = q->bias;
         k.mult = q->mult;

@@ -89,15 +89,17 @@ def small_image(base) -> bool:
 
 
 def mve_3x3(op: Op, base):
-    """edgec_depthwise_conv2d_3x3_mve_s8: per channel 32 int8 bytes, the 3x3 window of the sweep orientation laid
-    over a strip tile of 4 input rows a column (byte 4 * kx + ky) for the tile's rows 0..2, then shifted to its
-    rows 1..3 (the next output row at stride 1, from the same load), zeros elsewhere."""
+    """edgec_depthwise_conv2d_3x3_mve_s8: per channel 16 int8 bytes, the 3x3 window of the sweep orientation laid
+    over a strip tile of 4 input rows a column (byte 4 * kx + ky), zeros elsewhere, after one zero byte: the 16
+    bytes from a channel's first byte are its window shifted to the tile's rows 1..3 (the next output row at
+    stride 1, from the same load; the byte before a channel's window is 0: the zero byte or the last one of the
+    channel before)."""
     c = base.params["c"]
     w = (base.arrays["fw"].view("<i2").reshape(c, 3, 3) // 2).astype(np.int8)    # undo the DSP path's doubling
-    tiles = np.zeros((c, 2, 4, 4), np.int8)                                        # [c][row shift][kx][ky]
-    tiles[:, 0, :3, :3] = w.transpose(0, 2, 1)
-    tiles[:, 1, :3, 1:] = w.transpose(0, 2, 1)
-    return base.params, {"fw": fast.words(tiles.reshape(-1)), "rq": base.arrays["rq"]}
+    tiles = np.zeros((c, 4, 4), np.int8)                                           # [c][kx][ky]
+    tiles[:, :3, :3] = w.transpose(0, 2, 1)
+    raw = np.concatenate([np.zeros(1, np.int8), tiles.reshape(-1), np.zeros(3, np.int8)])    # whole words
+    return base.params, {"fw": fast.words(raw), "rq": base.arrays["rq"]}
 
 
 def lower_3x3_4(op: Op):
