@@ -71,7 +71,7 @@ static void edgec_mve_dw_tile_strip(const edgec_depthwise_conv2d_3x3_params *p, 
     }
 }
 
-/* The requantization constants of one channel as the assembly below reads them (keep the offsets in step). */
+/* The layer's and one channel's constants as the assembly below reads them (keep the offsets in step). */
 typedef struct {
     int32x4_t ooffs, lo, hi;                          /* bytes 0, 16, 32 */
     int32_t bias, mult, khi, negneg, nshift, ostep; /* bytes 48, 52, ..., 68 */
@@ -81,9 +81,9 @@ typedef struct {
     int32_t steps;        /* byte 92: steps left (the assembly counts it down) */
 } edgec_mve_dw_k;
 
-/* One block of 4 outputs (x, x + 1, x + 2, x + 3: S bytes apart in the strip from t) of one output row into qA:
- * outputs x and x + 2 first, then x + 1 and x + 3 (a VMOV fills lanes 0 and 2, or 1 and 3); with B, the next
- * output row's too (weights q1) into q7. */
+/* One block of 4 outputs (x, x + 1, x + 2, x + 3: S bytes apart in the strip from t) of one output row into q6:
+ * outputs x and x + 2 first, then x + 1 and x + 3 (VMOV Q[2], Q[0], Rt, Rt2 puts Rt in lane 0 and Rt2 in lane 2, as
+ * measured on the emulated M55); with B, the next output row's too (weights q1) into q7. */
 #define EDGEC_MVE_DW_HALF(hi, lo, ofs0, ofs1, B)                                                           \
     "vldrb.u8 q5, [%[t], #" ofs0 "]\n"                                                                     \
     "vmladav.s8 %[a0], q5, q0\n" B("vmladav.s8 %[a2], q5, q1\n")                                          \
