@@ -83,7 +83,8 @@ typedef struct {
 
 /* One block of 4 outputs (x, x + 1, x + 2, x + 3: S bytes apart in the strip from t) of one output row into q6:
  * outputs x and x + 2 first, then x + 1 and x + 3 (VMOV Q[2], Q[0], Rt, Rt2 puts Rt in lane 0 and Rt2 in lane 2:
- * QEMU's MVE, and clang's code for a vector of four registers); with B, the next output row's too (weights q1) into q7. */
+ * QEMU's MVE, and clang's code for a vector of four registers); with B, the next output row's too (weights q1)
+ * into q7. */
 #define EDGEC_MVE_DW_HALF(hi, lo, ofs0, ofs1, B)                                                           \
     "vldrb.u8 q5, [%[t], #" ofs0 "]\n"                                                                     \
     "vmladav.s8 %[a0], q5, q0\n" B("vmladav.s8 %[a2], q5, q1\n")                                          \
