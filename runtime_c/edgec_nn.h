@@ -225,16 +225,17 @@ static inline int32_t edgec_depthwise_conv2d_3x3_small_s8_get_buffer_size(const 
 {
     return 32 * ((p->out_cols - 1) * p->stride + 3) * ((p->out_rows * p->stride + 1) / 2 + 2);
 }
-/* Helium (MVE; fast/edgec_depthwise_conv2d_3x3_mve.c): weights [3][3][c] int8 in the sweep orientation, one
- * channel and 4 output pixels per vector (rows of 16 outputs or more) or 4 channels per vector. */
+/* Helium (MVE; fast/edgec_depthwise_conv2d_3x3_mve.c): weights a zero byte, then [c][16] int8 (the 3x3 window over
+ * a tile of 4 input rows a column, byte 4 * kx + ky), one channel at a time. */
 void edgec_depthwise_conv2d_3x3_mve_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
                                        const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
                                        int8_t *output);
-/* with width = (out_cols - 1) * stride + 3: a strip of input rows (4 * (width + 16)) or 4 channels' window
- * (12 * width), whichever path is larger */
+/* the strips of up to 4 steps (a step: 2 output rows at stride 1, 1 at stride 2), 4 bytes a column, the
+ * columns the blocks of 4 outputs read */
 static inline int32_t edgec_depthwise_conv2d_3x3_mve_s8_get_buffer_size(const edgec_depthwise_conv2d_3x3_params *p)
 {
-    return EDGEC_MAX(4 * ((p->out_cols - 1) * p->stride + 3 + 16), 12 * ((p->out_cols - 1) * p->stride + 3));
+    return 4 * (((p->out_cols + 3) / 4 * 4 - 1) * p->stride + 4) *
+           ((p->out_rows * p->stride + 1) / 2 + 4 - EDGEC_MAX((p->out_rows * p->stride + 1) / 2, 4));
 }
 
 /* ================================================================ fast 1-D depthwise

@@ -4,8 +4,8 @@ NumPy reference on the emulated Cortex-M55 (QEMU mps3-an547): one firmware of ra
 paths, benchmarked on random inputs: a 3-channel first convolution whose taps are not a multiple of 16, a 3x3
 one on 16 channels, a 1x1 one reading the input pixel directly (24 channels: reading into the next pixel) and
 through the tap copy (its last pixels), a 1x1 one on 16 channels (taps in place) with an odd number of
-outputs, depthwise 3x3 at stride 1 and 2 with padding on every side on long rows (one channel at a time) and
-short ones (4 channels at a time), a clamped activation range, short last blocks of pixels and of rows, fully
+outputs, depthwise 3x3 at stride 1 (an odd number of output rows: the last step has one) and 2 with padding on every
+side, on long rows and short ones, a clamped activation range, short last blocks of pixels and of rows, fully
 connected layers of 256 and 16 inputs, global average pooling and adds.
 The four MLPerf Tiny models on the same board: benchmarks/latency.py --boards qemu-cortex-m55."""
 from __future__ import annotations
@@ -86,3 +86,21 @@ def test_rq_vectors_group_four_channels_per_field():
     assert list(v[:4]) == list(rq[:4, 0]) and list(v[4:8]) == list(rq[:4, 1])    # biases, then multipliers
     assert list(v[20:22]) == list(rq[4:, 0]) and list(v[22:24]) == [0, 0]         # the missing channels: 0
     assert list(v[16:20]) == list(-rq[:4, 4])                                        # shifts negated
+
+
+@pytest.mark.sweep
+def test_depthwise_mve_far_rows_bit_exact(tmp_path):
+    """A depthwise 3x3 whose input rows are too far apart for the strip's 16-bit gather offsets (3 rows of 1,400
+    pixels of 16 channels: 22,400 bytes a row): the byte-by-byte strip path, bit-exact on the emulated M55."""
+    rng = np.random.default_rng(4)
+    shape = [1, 16, 3, 1400]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], group=16, pads=[1, 1, 1, 1])]
+    weights = {"w": rng.normal(0, .4, (16, 1, 3, 3)).astype(np.float32)}
+    model = save(make_model(nodes, ("x", shape), ("y", shape), weights), tmp_path)
+    np.savez(tmp_path / "calib.npz", x=rng.normal(0, 1, [8] + shape[1:]).astype(np.float32))
+    np.savez(tmp_path / "test.npz", x=rng.normal(0, 1.2, [2] + shape[1:]).astype(np.float32))
+    api.build(model, tmp_path / "calib.npz", "qemu-cortex-m55", tmp_path / "build")
+    code = (tmp_path / "build" / "model" / f"{tmp_path.name}.c").read_text()
+    assert "edgec_depthwise_conv2d_3x3_mve_s8(" in code
+    r = api.bench(tmp_path / "build", tmp_path / "test.npz")
+    assert r["samples"] == 2 and r["agreement"]["device_vs_reference"] == 1.0

@@ -89,11 +89,17 @@ def small_image(base) -> bool:
 
 
 def mve_3x3(op: Op, base):
-    """edgec_depthwise_conv2d_3x3_mve_s8: int8 [3][3][c] in the sweep orientation instead of doubled int16 (long
-    rows: one channel at a time, 4 output pixels per vector; short rows: 4 channels per vector)."""
+    """edgec_depthwise_conv2d_3x3_mve_s8: per channel 16 int8 bytes, the 3x3 window of the sweep orientation laid
+    over a strip tile of 4 input rows a column (byte 4 * kx + ky), zeros elsewhere, after one zero byte: the 16
+    bytes from a channel's first byte are its window shifted to the tile's rows 1..3 (the next output row at
+    stride 1, from the same load; the byte before a channel's window is 0: the zero byte or the last one of the
+    channel before)."""
     c = base.params["c"]
     w = (base.arrays["fw"].view("<i2").reshape(c, 3, 3) // 2).astype(np.int8)    # undo the DSP path's doubling
-    return base.params, {"fw": fast.words(np.ascontiguousarray(w.transpose(1, 2, 0))), "rq": base.arrays["rq"]}
+    tiles = np.zeros((c, 4, 4), np.int8)                                           # [c][kx][ky]
+    tiles[:, :3, :3] = w.transpose(0, 2, 1)
+    raw = np.concatenate([np.zeros(1, np.int8), tiles.reshape(-1), np.zeros(3, np.int8)])    # whole words
+    return base.params, {"fw": fast.words(raw), "rq": base.arrays["rq"]}
 
 
 def lower_3x3_4(op: Op):
