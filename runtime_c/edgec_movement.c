@@ -78,6 +78,19 @@ void edgec_concat_part_s8(const edgec_concat_params *p, const int8_t *input, con
     }
 }
 
+void edgec_concat_part_s16(const edgec_concat_params *p, const int16_t *input, int32_t mult, int32_t shift,
+                           int16_t *output)
+{
+    int32_t o, j;
+    for (o = 0; o < p->outer; ++o) {
+        int16_t *dst = output + o * p->out_stride + p->out_offset;
+        const int16_t *src = input + o * p->chunk;
+        for (j = 0; j < p->chunk; ++j) {
+            dst[j] = mult ? (int16_t)edgec_clamp(edgec_requantize(src[j], mult, shift), -32768, 32767) : src[j];
+        }
+    }
+}
+
 void edgec_constant_s8(const int8_t *values, int8_t *output, int32_t n)
 {
     int32_t i;

@@ -399,6 +399,9 @@ typedef struct {
 /* Add of two [n] tensors, TFLite's scheme (inputs rescaled after << left_shift, the sum requantized). */
 void edgec_add_s8(const edgec_add_params *p, const int8_t *input1, const int8_t *input2,
                   int8_t *output);
+/* int16 (between two int16 layers, TFLite's 16x8 Add): the same params, zero points 0, left_shift 15. */
+void edgec_add_s16(const edgec_add_params *p, const int16_t *input1, const int16_t *input2,
+                   int16_t *output);
 
 /* Broadcasting elementwise op over 6-D dims (input strides 0 where broadcast).
  * op 0..3 (add, sub, max, min): TFLite add scheme (inputs rescaled after << left_shift);
@@ -541,6 +544,9 @@ typedef struct {
 } edgec_concat_params;
 void edgec_concat_part_s8(const edgec_concat_params *p, const int8_t *input, const int8_t *table,
                           int8_t *output);
+/* int16 (between two int16 layers): each value requantized by mult and shift (mult 0: copied). */
+void edgec_concat_part_s16(const edgec_concat_params *p, const int16_t *input, int32_t mult, int32_t shift,
+                           int16_t *output);
 
 /* ================================================================ reduction
  * edgec_reduce.c */

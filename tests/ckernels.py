@@ -124,6 +124,12 @@ class CKernels:
         self.lib.edgec_add_s8(ctypes.byref(make("edgec_add_params", dict(p, n=a.size))), ptr(a), ptr(b), ptr(out))
         return out
 
+    def add_s16(self, p, a, b):
+        a, b = (np.ascontiguousarray(v, np.int16) for v in (a, b))
+        out = np.zeros_like(a)
+        self.lib.edgec_add_s16(ctypes.byref(make("edgec_add_params", dict(p, n=a.size))), ptr(a), ptr(b), ptr(out))
+        return out
+
     def softmax_s8(self, x, table):
         x = np.ascontiguousarray(x, np.int8)
         table = np.ascontiguousarray(table, np.uint32)

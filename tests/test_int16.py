@@ -280,3 +280,47 @@ def test_pools_between_int16_layers_stay_int16_and_are_bit_exact(tmp_path):
                                 ptq.QuantOptions.plain(int16=("convA",), sensitivity_samples=0))[1].graph
     pool = next(op for op in alone.ops if op.name == "maxpool")
     assert alone.tensors[pool.output].dtype == "int8"
+
+
+def _residual_concat():
+    """x[1,3,8,8] -> convA+Relu -> convB -> Add(convA's, convB's) -> Concat(that, convC(x)) -> convD -> Flatten
+    -> Gemm[4]: a residual add and a concat between int16 layers, the concat's other part an int8 layer's."""
+    r = np.random.default_rng(9)
+    nodes = [helper.make_node("Conv", ["x", "wa", "ba"], ["a"], pads=[1, 1, 1, 1], name="convA"),
+             helper.make_node("Relu", ["a"], ["ra"], name="reluA"),
+             helper.make_node("Conv", ["ra", "wb", "bb"], ["b"], pads=[1, 1, 1, 1], name="convB"),
+             helper.make_node("Add", ["ra", "b"], ["s"], name="add"),
+             helper.make_node("Conv", ["x", "wc", "bc"], ["c"], pads=[1, 1, 1, 1], name="convC"),
+             helper.make_node("Concat", ["s", "c"], ["k"], axis=1, name="concat"),
+             helper.make_node("Conv", ["k", "wd", "bd"], ["d"], strides=[2, 2], name="convD"),
+             helper.make_node("Flatten", ["d"], ["f"], name="flat"),
+             helper.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1, name="fc")]
+    inits = {"wa": r.standard_normal((6, 3, 3, 3)) * 0.5, "ba": r.standard_normal(6) * 0.1,
+             "wb": r.standard_normal((6, 6, 3, 3)) * 4.0, "bb": r.standard_normal(6),      # the branch ~20x the skip
+             "wc": r.standard_normal((2, 3, 3, 3)) * 0.2, "bc": np.zeros(2),
+             "wd": r.standard_normal((4, 8, 2, 2)) * 0.3, "bd": np.zeros(4),
+             "wf": r.standard_normal((4, 4 * 4 * 4)) * 0.2, "bf": np.zeros(4)}
+    return make_model(nodes, ("x", [1, 3, 8, 8]), ("y", [1, 4]), inits)
+
+
+def test_add_and_concat_between_int16_layers_stay_int16_and_are_bit_exact(tmp_path):
+    """A residual Add and a Concat between int16 layers run their s16 kernels (edgec_add_s16: TFLite's 16x8 Add;
+    edgec_concat_part_s16), the concat's int8 part converted up; the budget's reader groups look through them; the
+    generated C matches the reference bit for bit (gcc, clang with sanitizers)."""
+    from conftest import check_generated_c
+    from edgec.quant import int16
+
+    path = save(_residual_concat(), tmp_path)
+    x = np.random.default_rng(10).standard_normal((40, 3, 8, 8)).astype(np.float32)
+    np.savez(tmp_path / "calib.npz", x=x[:32])
+    res = api.calibrate_model(path, tmp_path / "calib.npz",
+                              ptq.QuantOptions.plain(int16=("convA", "convB", "convD", "fc"), sensitivity_samples=0))[1]
+    g = pipeline.lower(res.graph)
+    kernels = {op.name: op.lowering.kernel.name for op in g.ops if op.lowering}
+    assert kernels["add"] == "edgec_add_s16" and kernels["concat"] == "edgec_concat_part_s16", kernels
+    conv = [(g.tensors[op.inputs[0]].dtype, g.tensors[op.output].dtype) for op in g.ops if op.kind == "requantize"]
+    assert sorted(conv) == [("int16", "int8"), ("int8", "int16"), ("int8", "int16")]   # x up, convC up, fc down
+    plain = api.calibrate_model(path, tmp_path / "calib.npz", ptq.QuantOptions.plain(sensitivity_samples=0))[1]
+    assert int16.layers_reading(plain.graph, "convB") == ["convD"]
+    check_generated_c(res.graph, x[32:], tmp_path / "gcc")
+    check_generated_c(res.graph, x[32:], tmp_path / "clang", cc="clang", flags=SANITIZE)

@@ -11,9 +11,9 @@ import numpy as np
 from edgec.errors import node_error
 from edgec.ir import Op, Tensor
 from edgec.ops import cemit, movement
-from edgec.ops.kernel import REFERENCE, Kernel
-from edgec.ops.opdef import CallSite, OpDef
-from edgec.fixedpoint.scheme import requant_table
+from edgec.ops.kernel import INT16, REFERENCE, Kernel
+from edgec.ops.opdef import CallSite, Int16, OpDef
+from edgec.fixedpoint.scheme import quantize_multiplier, requant_table, requantize
 
 
 def _parts(op: Op, inputs: list) -> list:
@@ -76,8 +76,48 @@ def c_concat(op: Op, low, site: CallSite) -> str:
     return "\n    ".join(lines)
 
 
-OPS = [OpDef("concat", "movement", quantize_concat, float_concat)]
-KERNELS = [Kernel("edgec_concat_part_s8", ("concat",), REFERENCE, c_concat, run=run_concat)]
+# ---- int16 (between two int16 layers, edgec/quant/int16.py): each part requantized to the output's symmetric grid
+# by a multiplier and shift (0: copied), as the int16 layers requantize; no constant parts
+def quantize_concat16(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    """The 16x8 parameters (after the int8 quantizer, whose tables they drop): each part's mult and shift."""
+    for k in [k for k in op.arrays if k.startswith("table")]:
+        del op.arrays[k]
+    for part, t in zip(op.params["parts"], ins):
+        part["mult"], part["shift"] = (0, 0) if t.scale == out.scale else quantize_multiplier(t.scale / out.scale)
+
+
+def concat_part_s16(p: dict, mult: int, shift: int, x, out: np.ndarray) -> None:
+    """Write int16 input x [outer][chunk] into out at [o * out_stride + out_offset + j], requantized by mult and
+    shift unless mult is 0."""
+    x = np.asarray(x, np.int16).reshape(int(p["outer"]), int(p["chunk"]))
+    if mult:
+        x = np.clip(requantize(x.astype(np.int32), mult, shift), -32768, 32767).astype(np.int16)
+    view = out.reshape(int(p["outer"]), int(p["out_stride"]))
+    view[:, int(p["out_offset"]):int(p["out_offset"]) + int(p["chunk"])] = x
+
+
+def run_concat16(op: Op, inputs: list) -> np.ndarray:
+    p = op.params
+    out = np.zeros(p["parts"][0]["outer"] * p["parts"][0]["out_stride"], np.int16)
+    for part, t in zip(p["parts"], inputs):
+        concat_part_s16(part, part["mult"], part["shift"], t, out)
+    return out
+
+
+def c_concat16(op: Op, low, site: CallSite) -> str:
+    lines = []
+    for part, t in zip(op.params["parts"], site.inputs):
+        fields = {k: part[k] for k in ("outer", "chunk", "out_stride", "out_offset")}
+        lines.append(f"{{ static const edgec_concat_params p = {cemit.struct_init(fields)}; "
+                     f"{low.kernel.name}(&p, {cemit.i16(t, const=True)}, {int(part['mult'])}, {int(part['shift'])}, "
+                     f"{cemit.i16(site.output)}); }}")
+    return "\n    ".join(lines)
+
+
+OPS = [OpDef("concat", "movement", quantize_concat, float_concat,
+             int16=Int16(quantize_concat16, between=lambda op: not op.attrs.get("consts")))]
+KERNELS = [Kernel("edgec_concat_part_s8", ("concat",), REFERENCE, c_concat, run=run_concat),
+           Kernel("edgec_concat_part_s16", ("concat",), REFERENCE, c_concat16, precision=INT16, run=run_concat16)]
 
 
 # ---- ONNX import

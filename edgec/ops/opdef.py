@@ -35,6 +35,8 @@ class Int16:
     quantize: Quantizer
     layer: bool = False          # an unweighted kind `--int16 NODE` may name too (softmax); weighted kinds always
     fixed_qparams: tuple[float, int] | None = None   # the int16 output's own (scale, zero point), if the kind fixes it
+    between: Callable[[Op], bool] | None = None       # a kind with its own output grid (add, concat) an int16 chain
+                                                      # may pass through between two int16 layers: whether this op can
 
 
 @dataclass(frozen=True)

@@ -118,8 +118,14 @@ INT16_NAMEABLE = INT16_KINDS + tuple(k for k, d in REGISTRY.items() if d.int16 i
                                      and k not in INT16_KINDS)
 # the kinds an int16 chain passes through between two int16 layers (edgec/quant/int16.py): views, and the ops
 # that keep their input's grid and have an int16 kernel (pools)
-INT16_THROUGH = frozenset(k for k, d in REGISTRY.items() if d.alias or (d.qparams == "input" and d.int16 is not None
-                                                                       and (k, INT16) in REFERENCES))
+INT16_THROUGH = frozenset(k for k, d in REGISTRY.items() if d.alias or (
+    d.int16 is not None and (d.qparams == "input" or d.int16.between is not None) and (k, INT16) in REFERENCES))
+
+
+def int16_through(op) -> bool:
+    """Whether an int16 chain may pass through this op (a view, a pool, an add or concat that can)."""
+    d = REGISTRY[op.kind]
+    return op.kind in INT16_THROUGH and (d.int16 is None or d.int16.between is None or d.int16.between(op))
 # the kinds with a kernel taking packed int4 weights (--weights int4; edgec/quant/int4layers.py)
 INT4_KINDS = tuple(k for k in REGISTRY if (k, INT4) in REFERENCES)
 # fit-check code estimate of each kind, whichever of its kernels runs: its first int8 reference kernel's

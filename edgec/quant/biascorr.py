@@ -32,7 +32,9 @@ VARIANTS = ("quantized", "float")
 
 
 def _dequantized_weights(op: Op, per_channel: bool) -> np.ndarray:
-    wq, scale = quantize_weights(op.attrs["weights"], WEIGHT_AXIS[op.kind], per_channel)
+    """The weights as the quantized layer holds them: int8 levels, or int4 ones (attrs['weight_bits'] 4)."""
+    qmax = 7 if op.attrs.get("weight_bits", 8) == 4 else 127
+    wq, scale = quantize_weights(op.attrs["weights"], WEIGHT_AXIS[op.kind], per_channel, qmax)
     shape = [1] * wq.ndim
     shape[WEIGHT_AXIS[op.kind]] = -1
     return (wq * scale.reshape(shape)).astype(np.float64)

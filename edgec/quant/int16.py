@@ -11,8 +11,9 @@ records of precision int16 in their families, edgec/ops/kernel.py). The model's 
 - an int8 tensor an int16 layer reads is converted by a `requantize` op (int8 -> int16) placed after
   its producer; an int16 output that an int8 op (or the model output) reads is converted back
   (int16 -> int8) right after the int16 layer. Chained int16 layers read each other's int16 tensors
-  directly, and a view (reshape/flatten) or a pool (max, average: their int16 kernels) between two int16
-  layers stays int16, so a chain has conversions only at its ends.
+  directly, and a view (reshape/flatten), a pool (max, average), an add or a concat (their int16 kernels) between
+  two int16 layers stays int16 (an add's or concat's int8 operand is converted up), so a chain has conversions
+  only at its ends.
 Everything downstream dispatches on the tensors' dtype: quantize (int16 ranges and parameters),
 reference (the 16x8 kernels), the planner (bytes, not elements) and codegen (the s16 calls). The fast
 kernels never take an int16 op.
@@ -26,7 +27,7 @@ from edgec.ir import Graph, Op, Tensor
 from edgec.ops.convert import KIND as CONVERT            # the int8 <-> int16 conversion op
 from edgec.ops.registry import INT16_KINDS as KINDS      # op kinds with a 16x8 kernel
 from edgec.ops.registry import INT16_NAMEABLE            # and those --int16 may name besides (softmax)
-from edgec.ops.registry import INT16_THROUGH             # views and pools an int16 chain passes through
+from edgec.ops.registry import int16_through            # views, pools, adds and concats an int16 chain passes through
 
 SUFFIX = ":s16"
 
@@ -62,8 +63,9 @@ def mark(graph: Graph, names) -> tuple[Graph, int]:
     for op in graph.ops:
         for t in op.inputs:
             readers.setdefault(t, []).append(op)
-    # the views and pools between int16 layers: an int16 input, every reader int16 (a layer or another of them)
-    views = {id(op) for op in graph.ops if op.kind in INT16_THROUGH and id(op) not in chosen
+    # the views, pools, adds and concats between int16 layers: an int16 input (an add's or concat's other inputs
+    # are converted up), every reader int16 (a layer or another of them)
+    views = {id(op) for op in graph.ops if int16_through(op) and id(op) not in chosen
              and op.output not in graph.outputs and readers.get(op.output)}
     while True:
         native16: set[str] = set()      # tensors written in int16
@@ -72,14 +74,14 @@ def mark(graph: Graph, names) -> tuple[Graph, int]:
             if id(op) in chosen:
                 native16.add(op.output)
             elif id(op) in views:
-                if op.inputs[0] in native16 and all(id(r) in chosen or id(r) in views for r in readers[op.output]):
+                if set(op.inputs) & native16 and all(id(r) in chosen or id(r) in views for r in readers[op.output]):
                     native16.add(op.output)
                 else:
                     views.discard(id(op))
                     dropped = True
         if not dropped:
             break
-    wide = native16 | {t for op in graph.ops if id(op) in chosen for t in op.inputs}
+    wide = native16 | {t for op in graph.ops if id(op) in chosen or id(op) in views for t in op.inputs}
 
     def needs_int8(t: str) -> bool:
         return t in graph.outputs or any(id(r) not in chosen and id(r) not in views for r in readers.get(t, []))
@@ -114,8 +116,8 @@ def mark(graph: Graph, names) -> tuple[Graph, int]:
 
 
 def layers_reading(graph: Graph, name: str) -> list[str]:
-    """The int16-capable layers reading layer `name`'s output, directly or through views and pools (what
-    mark keeps int16 along with it), in graph order."""
+    """The int16-capable layers reading layer `name`'s output, directly or through views, pools, adds and concats
+    (what mark keeps int16 along with it), in graph order."""
     ok = set(candidates(graph))
     outs = {op.output for op in graph.ops if op.name == name}
     found = []
@@ -124,6 +126,6 @@ def layers_reading(graph: Graph, name: str) -> list[str]:
             continue
         if op.name in ok:
             found.append(op.name)
-        elif op.kind in INT16_THROUGH:
+        elif int16_through(op):
             outs.add(op.output)
     return list(dict.fromkeys(found))

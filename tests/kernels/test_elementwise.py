@@ -111,3 +111,53 @@ def test_tables_in_a_chain_become_one(tmp_path):
     deq = scheme.dequantize(tout, reference.run(q, scheme.quantize_input(q.tensors[q.input], x[0])))
     assert np.abs(deq.reshape(want[0].shape) - want[0]).max() <= 3 * tout.scale
     check_generated_c(q, x[:4], tmp_path)
+
+
+def test_add_s16_random(ck):
+    """TFLite's 16x8 Add (edgec/ops/binary/add16.py): the C kernel equals the twin bit for bit over int16 extremes,
+    scales up to 1000x apart and activation clamps, and within one step of the float sum when unclamped."""
+    from ckernels import act16, i16
+    from edgec.ir import Op, Tensor
+    from edgec.ops.binary import add16
+    rng = np.random.default_rng(41)
+    for _ in range(300):
+        n = int(rng.integers(1, 200))
+        s1, s2, so = np.exp(rng.uniform(math.log(1e-4), math.log(1e-1), size=3))
+        ins = [Tensor(name=k, shape=(n,), source=k, dtype="int16", scale=float(s), zero_point=0)
+               for k, s in (("a", s1), ("b", s2))]
+        out = Tensor(name="y", shape=(n,), source="y", dtype="int16", scale=float(so), zero_point=0)
+        op = Op("add", "add", ("a", "b"), "y")
+        add16.quantize_add16(op, ins, out)
+        p = op.params
+        p["act_min"], p["act_max"] = act16(rng)
+        a, b = i16(rng, n), i16(rng, n)
+        got = add16.add_s16(p, a, b)
+        assert got.dtype == np.int16
+        np.testing.assert_array_equal(got, ck.add_s16(p, a, b))
+        if (p["act_min"], p["act_max"]) == (-32768, 32767):
+            f = (s1 * a.astype(float) + s2 * b.astype(float)) / so
+            assert np.all(np.abs(np.clip(np.round(f), -32768, 32767) - got) <= 1)
+
+
+def test_add_s16_matches_tflite_micro():
+    """The 16x8 Add twin (edgec/ops/binary/add16.py) equals TFLite Micro's int16 ADD bit for bit (single-op
+    .tflite files, tests/tflite_oracle.py), with and without a fused ReLU."""
+    from ckernels import i16
+    from tflite_oracle import Case, Node, T, tflm, write
+    from edgec.ir import Op, Tensor
+    from edgec.ops.binary import add16
+    rng = np.random.default_rng(42)
+    for k in range(12):
+        n = int(rng.integers(1, 64))
+        s1, s2, so = (float(v) for v in np.exp(rng.uniform(math.log(1e-4), math.log(1e-1), size=3)).astype(np.float32))
+        relu = k % 2
+        case = Case("add16", [T((1, n), [s1], [0], 7), T((1, n), [s2], [0], 7), T((1, n), [so], [0], 7)],
+                    [Node("ADD", [0, 1], 2, ("AddOptions", dict(FusedActivationFunction=relu)))], [0, 1], 2)
+        a, b = i16(rng, (8, 1, n)), i16(rng, (8, 1, n))
+        want = tflm(write(case), [a, b])
+        ins = [Tensor(name=t, shape=(n,), source=t, dtype="int16", scale=s, zero_point=0)
+               for t, s in (("a", s1), ("b", s2))]
+        op = Op("add", "add", ("a", "b"), "y", attrs={"act": (0.0, math.inf) if relu else (-math.inf, math.inf)})
+        add16.quantize_add16(op, ins, Tensor(name="y", shape=(n,), source="y", dtype="int16", scale=so, zero_point=0))
+        got = np.stack([add16.add_s16(op.params, a[i], b[i]) for i in range(len(a))])
+        np.testing.assert_array_equal(got, want.reshape(got.shape))

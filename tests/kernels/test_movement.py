@@ -74,3 +74,26 @@ def test_transpose_and_remap_s16(ck, seed):
     ck.lib.edgec_remap_s16(ctypes.byref(make("edgec_remap_params", p)), ptr(x), ptr(offsets), ptr(got))
     want = movement.remap_s8(p, offsets, x, np.int16)
     assert want.dtype == np.int16 and np.array_equal(got, want)
+
+
+def test_concat_s16(ck):
+    """The int16 concat between two int16 layers (edgec/ops/concat.py): parts copied (mult 0) or requantized to
+    the output's grid (scale ratios 1/1000 to 2, int16 extremes saturating), C and twin bit for bit."""
+    from ckernels import i16
+    from edgec.fixedpoint import scheme
+    rng = np.random.default_rng(44)
+    for _ in range(60):
+        outer, c1, c2, c3 = (int(v) for v in rng.integers(1, 7, 4))
+        total = c1 + c2 + c3
+        got, want = np.zeros(outer * total, np.int16), np.zeros(outer * total, np.int16)
+        off = 0
+        for chunk in (c1, c2, c3):
+            q = dict(outer=outer, chunk=chunk, out_stride=total, out_offset=off)
+            mult, shift = (0, 0) if rng.random() < 0.3 else scheme.quantize_multiplier(
+                float(np.exp(rng.uniform(np.log(1e-3), np.log(2.0)))))
+            xi = i16(rng, outer * chunk)
+            ck.lib.edgec_concat_part_s16(ctypes.byref(make("edgec_concat_params", q)), ptr(xi), ctypes.c_int32(mult),
+                                         ctypes.c_int32(shift), ptr(got))
+            concat.concat_part_s16(q, mult, shift, xi, want)
+            off += chunk
+        np.testing.assert_array_equal(got, want)

@@ -17,10 +17,11 @@ from edgec.errors import node_error
 from edgec.ir import NO_ACT, Op, SYNTHETIC, Tensor
 from edgec.ops import cemit, fast, movement
 from edgec.ops.binary import fold
+from edgec.ops.binary.add16 import ADD16, quantize_add16
 from edgec.ops.lut import emit_lut, is_table
 from edgec.ops.movement import RANK, offsets
 from edgec.ops.kernel import FAST, HELIUM, MVE, REFERENCE, Kernel
-from edgec.ops.opdef import CallSite, OpDef
+from edgec.ops.opdef import CallSite, Int16, OpDef
 from edgec.fixedpoint.scheme import act_range, qparams_from_range, quantize_multiplier, requantize
 
 
@@ -269,11 +270,11 @@ ADD_LUT = Kernel("edgec_add_lut_s8", ("add",), FAST, c_add_lut, lower=lower_add,
 ADD_LUT_MVE = Kernel("edgec_add_lut_mve_s8", ("add",), HELIUM, c_add_lut, base=ADD_LUT, isa=MVE,
                      lower=lambda op, base: (base.params, base.arrays),   # the tables gathered 4 values at a time
                      struct="edgec_add_lut_params")
-KERNELS = [ADD, BINARY, ADD_LUT, ADD_LUT_MVE]
+KERNELS = [ADD, BINARY, ADD_LUT, ADD_LUT_MVE, ADD16]
 
 OPS = [
     OpDef("add", "elementwise", quantize_add, float_add, in_place=True, fuses_activation=True,
-          row_bands="elementwise"),
+          row_bands="elementwise", int16=Int16(quantize_add16, between=lambda op: True)),
     OpDef("binary", "elementwise", quantize_binary, float_binary, fuses_activation=True),
 ]
 

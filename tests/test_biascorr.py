@@ -1,0 +1,55 @@
+"""Bias correction (edgec/quant/biascorr.py) sees the weights the quantized layer really holds: int4 levels for a
+layer with int4 weights (`--weights int4`), so the mean shift int4 rounding causes is removed as int8's is."""
+from __future__ import annotations
+
+import numpy as np
+from onnx import helper
+
+from conftest import make_model, save
+from edgec import api, ports
+from edgec.frontend import loader
+from edgec.quant import biascorr, calibrate, ptq, reference
+
+
+def _mlp(tmp_path):
+    """x[1,64] (inputs in [0, 1]: a mean the weights' rounding shifts) -> Gemm 64->32 + Relu -> Gemm 32->8."""
+    r = np.random.default_rng(11)
+    nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["a"], transB=1, name="fc1"),
+             helper.make_node("Relu", ["a"], ["h"], name="relu"),
+             helper.make_node("Gemm", ["h", "w2", "b2"], ["y"], transB=1, name="fc2")]
+    inits = {"w1": r.standard_normal((32, 64)) * 0.3, "b1": r.standard_normal(32) * 0.1,
+             "w2": r.standard_normal((8, 32)) * 0.3, "b2": np.zeros(8)}
+    path = save(make_model(nodes, ("x", [1, 64]), ("y", [1, 8]), inits), tmp_path)
+    x = r.random((96, 64), dtype=np.float32)
+    np.savez(tmp_path / "calib.npz", x=x)
+    return path, x
+
+
+def test_int4_layers_are_corrected_for_their_int4_rounding(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGEC_CACHE_DIR", str(tmp_path / "cache"))
+    path, x = _mlp(tmp_path)
+    fl = calibrate.run_float(loader.load_model(path), x).reshape(len(x), -1)
+
+    def mean_shift(**kw):
+        res = api.calibrate_model(path, tmp_path / "calib.npz",
+                                  ptq.QuantOptions.plain(weights="int4", sensitivity_samples=0, **kw))[1]
+        g = res.graph
+        out = g.tensors[g.output]
+        q = np.stack([reference.run(g, v).reshape(-1) for v in ports.quantize_inputs(g, x)]).astype(np.float64)
+        return np.abs(((q - out.zero_point) * out.scale - fl).mean(axis=0)), out.scale
+
+    before, step = mean_shift()
+    after, _ = mean_shift(bias_correction="quantized")
+    assert before.max() > 2 * step                      # int4 rounding shifts the outputs' means by steps
+    assert after.max() < 0.5 * before.max() and after.mean() < step, (before, after, step)
+
+
+def test_dequantized_weights_are_the_int4_levels_of_an_int4_layer():
+    from edgec.ir import Op
+    w = np.random.default_rng(2).standard_normal((4, 10))
+    op = Op("fully_connected", "fc", ("x",), "y", attrs={"weights": w, "bias": np.zeros(4), "weight_bits": 4})
+    d = biascorr._dequantized_weights(op, True)
+    scale = np.abs(w).max(axis=1, keepdims=True) / 7
+    assert np.allclose(d / scale, np.round(d / scale)) and np.abs(np.round(d / scale)).max() == 7
+    op8 = Op("fully_connected", "fc", ("x",), "y", attrs={"weights": w, "bias": np.zeros(4)})
+    assert len(np.unique(np.round(biascorr._dequantized_weights(op8, True) / (scale / 127 * 7)))) > 15
