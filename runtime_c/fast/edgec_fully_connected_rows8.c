@@ -60,6 +60,11 @@
  * with a shifted operand) */
 #define EDGEC_FC8_FIX_ANY(acc, n) (((acc) >> 31) & (n))
 #define EDGEC_FC8_FIX_ALL(acc, n) ((acc) >> 31)
+#ifdef EDGEC_DSP
+/* v saturated to int8, then to the lower bound lo (the upper bound is 127) */
+#define EDGEC_FC8_RELU(v) edgec_fc8_max(EDGEC_SAT8(v), lo)
+EDGEC_INLINE int32_t edgec_fc8_max(int32_t a, int32_t b) { return a < b ? b : a; }
+#endif
 #define EDGEC_FC8_OUT(acc, r, clamp, fix)                                                          \
     do {                                                                                           \
         const int32_t v_ = (E_SMMLAR((acc), rq[(r)].mult, rq[(r)].khi) + fix((acc), rq[(r)].neg)) >> \
@@ -171,13 +176,16 @@
         (void)lo;                                                                                  \
         (void)hi;                                                                                  \
     }
-/* the full int8 range with every neg -1 (the usual layer), or some neg 0; any other range (both kinds of neg).
- * The portable path keeps two (a third instance cost the Cortex-M3 2.3 KB of code for no measurable gain). */
+/* With the DSP extension and every record's neg -1 (the usual layer): the full int8 range, or a range up to 127
+ * (a ReLU: SSAT, then the lower bound); else any range and both kinds of neg. The portable path keeps the full
+ * range's and the generic instance (more cost the Cortex-M3 2.3 KB of code for no measurable gain). */
 #ifdef EDGEC_DSP
 EDGEC_FC8_BLOCKS(edgec_fc8_blocks_full, EDGEC_SAT8(v_), EDGEC_FC8_FIX_ALL)
+EDGEC_FC8_BLOCKS(edgec_fc8_blocks_relu, EDGEC_FC8_RELU(v_), EDGEC_FC8_FIX_ALL)
 #define EDGEC_FC8_ALL_NEG 1
-#endif
+#else
 EDGEC_FC8_BLOCKS(edgec_fc8_blocks_full_anyneg, EDGEC_SAT8(v_), EDGEC_FC8_FIX_ANY)
+#endif
 EDGEC_FC8_BLOCKS(edgec_fc8_blocks_clamped, v_ < lo ? lo : (v_ > hi ? hi : v_), EDGEC_FC8_FIX_ANY)
 
 void edgec_fully_connected_rows8_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
@@ -199,11 +207,13 @@ void edgec_fully_connected_rows8_s8(const edgec_fully_connected_packed_params *p
         }
     }
     void (*run)(const edgec_w32 *, int32_t, int32_t, const edgec_w32 *, const edgec_rq *, int8_t *, int32_t, int32_t) =
-        lo == -128 && hi == 127 ? edgec_fc8_blocks_full_anyneg : edgec_fc8_blocks_clamped;
+        edgec_fc8_blocks_clamped;
 #ifdef EDGEC_FC8_ALL_NEG
-    int negs = run == edgec_fc8_blocks_full_anyneg;
+    int negs = hi == 127;
     for (i = 0; i < n_out && negs; ++i) negs = rq[i].neg == -1; /* stops at the first 0 */
-    if (negs) run = edgec_fc8_blocks_full;
+    if (negs) run = lo == -128 ? edgec_fc8_blocks_full : edgec_fc8_blocks_relu;
+#else
+    if (lo == -128 && hi == 127) run = edgec_fc8_blocks_full_anyneg;
 #endif
     run(xw, groups, blocks, (const edgec_w32 *)weights, rq, output, lo, hi);
     if (rest) { /* the padded last block through a buffer: the copies of the last row are not stored */
