@@ -101,20 +101,25 @@
     } while (0)
 #endif
 
-/* Requantize channel d's accumulators (doubled) of both pixels with record q[d] and store them at o0[d], o1[d]. */
-#define EDGEC_PW_STORE(acc0, acc1, d, clamp)                                                      \
+/* Requantize channel d's accumulators (doubled) of both pixels with record q[d] and store them at o0[d], o1[d];
+ * `fix` the negative accumulators' correction: (acc >> 31) & neg, or acc >> 31 where every record's neg is -1
+ * (one ADD with a shifted operand instead of three instructions). */
+#define EDGEC_PW_FIX_ANY(acc, n) (((acc) >> 31) & (n))
+#define EDGEC_PW_FIX_ALL(acc, n) ((acc) >> 31)
+#define EDGEC_PW_STORE(acc0, acc1, d, clamp, fix)                                                 \
     do {                                                                                           \
         const edgec_rq *r_ = q + (d);                                                              \
         const int32_t m_ = r_->mult, k_ = r_->khi, n_ = r_->neg, s_ = r_->shift;                   \
-        int32_t v_ = (E_SMMLAR((acc0), m_, k_) + (((acc0) >> 31) & n_)) >> s_;                     \
+        int32_t v_ = (E_SMMLAR((acc0), m_, k_) + fix((acc0), n_)) >> s_;                           \
         o0[(d)] = (int8_t)(clamp);                                                                 \
-        v_ = (E_SMMLAR((acc1), m_, k_) + (((acc1) >> 31) & n_)) >> s_;                             \
+        v_ = (E_SMMLAR((acc1), m_, k_) + fix((acc1), n_)) >> s_;                                   \
+        (void)n_;                                                                                  \
         o1[(d)] = (int8_t)(clamp);                                                                 \
     } while (0)
 
 /* `blocks` blocks of 4 output channels of 2 pixels (columns cols .. cols + k8); `clamp` of v_ to the activation
  * range. */
-#define EDGEC_PW_PIXELS(name, clamp)                                                               \
+#define EDGEC_PW_PIXELS(name, clamp, fix)                                                          \
     static EDGEC_HOT void name(const edgec_w32 *cols, int32_t k8, const edgec_w32 *w, const edgec_rq *q, \
                                int32_t blocks, int8_t *o0, int8_t *o1, int32_t lo, int32_t hi)     \
     {                                                                                              \
@@ -131,16 +136,18 @@
                 EDGEC_PW_GROUP(1);                                                                 \
                 w += 16;                                                                           \
             }                                                                                      \
-            EDGEC_PW_STORE(a0, b0, 0, clamp);                                                      \
-            EDGEC_PW_STORE(a1, b1, 1, clamp);                                                      \
-            EDGEC_PW_STORE(a2, b2, 2, clamp);                                                      \
-            EDGEC_PW_STORE(a3, b3, 3, clamp);                                                      \
+            EDGEC_PW_STORE(a0, b0, 0, clamp, fix);                                                   \
+            EDGEC_PW_STORE(a1, b1, 1, clamp, fix);                                                   \
+            EDGEC_PW_STORE(a2, b2, 2, clamp, fix);                                                   \
+            EDGEC_PW_STORE(a3, b3, 3, clamp, fix);                                                   \
         }                                                                                          \
         (void)lo;                                                                                  \
         (void)hi;                                                                                  \
     }
-EDGEC_PW_PIXELS(edgec_blocked4_pixels_full, EDGEC_SAT8(v_))
-EDGEC_PW_PIXELS(edgec_blocked4_pixels_clamped, v_ < lo ? lo : (v_ > hi ? hi : v_))
+/* the full int8 range with every neg -1 (the usual layer), or some neg 0; any other range (both kinds of neg) */
+EDGEC_PW_PIXELS(edgec_blocked4_pixels_full, EDGEC_SAT8(v_), EDGEC_PW_FIX_ALL)
+EDGEC_PW_PIXELS(edgec_blocked4_pixels_full_anyneg, EDGEC_SAT8(v_), EDGEC_PW_FIX_ANY)
+EDGEC_PW_PIXELS(edgec_blocked4_pixels_clamped, v_ < lo ? lo : (v_ > hi ? hi : v_), EDGEC_PW_FIX_ANY)
 
 /* One group of 4 input values as the column words of pixel j: (x0, x2) at c[0], (x1, x3) at c[2]. */
 EDGEC_INLINE void edgec_b4_column(uint32_t v, edgec_w32 *c)
@@ -186,14 +193,17 @@ EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t
     const int32_t out_c = p->out_c, out_w = p->out_w, n = p->out_h * out_w, groups = p->k4 >> 2;
     const int32_t k8 = (p->k4 + 7) & ~7;
     const int full = p->act_min == -128 && p->act_max == 127;
+    int negs = 1;
     const int pointwise = p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
                           p->pad_left == 0 && (p->in_c & 3) == 0 && p->in_w == out_w;
     edgec_w32 *cols = (edgec_w32 *)(void *)scratch;
     int8_t *row = scratch + 4 * k8;
     const int32_t blocks = out_c >> 2, rest = out_c & 3;
-    void (*const pixels)(const edgec_w32 *, int32_t, const edgec_w32 *, const edgec_rq *, int32_t, int8_t *, int8_t *,
-                         int32_t, int32_t) = full ? edgec_blocked4_pixels_full : edgec_blocked4_pixels_clamped;
+    void (*pixels)(const edgec_w32 *, int32_t, const edgec_w32 *, const edgec_rq *, int32_t, int8_t *, int8_t *,
+                         int32_t, int32_t);
     int32_t pix, j, g, i;
+    for (j = 0; j < out_c && negs; ++j) negs = rq[j].neg == -1; /* stops at the first 0 */
+    pixels = !full ? edgec_blocked4_pixels_clamped : negs ? edgec_blocked4_pixels_full : edgec_blocked4_pixels_full_anyneg;
     for (g = 4 * groups; g < k8; ++g) cols[g] = 0; /* a padding group's columns: zero weights, zero values */
     for (pix = 0; pix < n; pix += 2) {
         const int two = n - pix > 1;

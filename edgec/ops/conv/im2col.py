@@ -193,8 +193,10 @@ POINTWISE_IN_C = (4, 8, 12, 16, 24, 32, 64, 128)
 POINTWISE_COSTS = {  # kernel: (c0, channels per block, per_pixel at POINTWISE_IN_C, per_output at POINTWISE_IN_C)
     "im2col": (76, 1, (38.2, 46.2, 54.2, 62.2, 78.2, 94.2, 158.2, 286.2),
                (18.9, 25.1, 28.9, 33.4, 41.6, 49.9, 82.9, 148.9)),
+    # blocked4's per-output figures: the fit less 1.3, what its store saves where every record's neg is -1 (KWS's
+    # 64 -> 64 layers measured 1.27 an output fewer; the usual layer)
     "blocked4": (119, 4, (71.5, 79.5, 87.5, 95.5, 111.5, 127.5, 191.5, 319.5),
-                 (18.1, 18.1, 23.1, 23.1, 29.8, 34.5, 57.3, 102.8)),
+                 (16.8, 16.8, 21.8, 21.8, 28.5, 33.2, 56.0, 101.5)),
     "pointwise": (342, 2, (32.5, 39.0, 45.5, 52.0, 65.0, 78.0, 130.0, 234.0),
                   (15.3, 18.3, 21.3, 24.3, 30.3, 36.3, 60.0, 110.3)),
     "blocked": (84, 2, (65.5, 73.5, 81.5, 89.5, 105.5, 121.5, 185.5, 313.5),
@@ -254,7 +256,7 @@ IM2COL = Kernel("edgec_conv2d_im2col_s8", CONV_KINDS, FAST, cemit.fast_weighted,
 # C on the Cortex-M3 is up to twice that), for the fit check's code estimate
 BLOCKED4 = Kernel("edgec_conv2d_blocked4_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL,
                   variant="blocked4", applies=pointwise_or_single_channel, lower=blocked4_conv, struct=STRUCT,
-                  code_bytes=3992, cost=pointwise_cost("blocked4"),
+                  code_bytes=5052, cost=pointwise_cost("blocked4"),
                   flash_bytes=pointwise_flash("blocked4"), cycles_per_instruction=POINTWISE_CPI["blocked4"])
 WINDOW = Kernel("edgec_conv2d_window_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL, variant="window",
                 applies=window_fits, lower=window_conv, struct=STRUCT, code_bytes=4288)
