@@ -232,9 +232,10 @@ EDGEC_INLINE uint32_t edgec_window_rgb_word(const int8_t *s)
 #define edgec_window_rgb_word edgec_window_rgb
 #endif
 
-/* A 3-channel input row iy (inside the image) widened into dst in pairs, as edgec_window_row below. */
-static void edgec_window_row_rgb(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t wp,
-                                 edgec_w32 *dst)
+/* A 3-channel input row iy (inside the image) widened into dst in pairs, as edgec_window_row_as below (x2: the
+ * 2x4 block's layout; a constant where it is inlined). */
+EDGEC_INLINE void edgec_window_row_rgb(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy,
+                                       int32_t wp, edgec_w32 *dst, const int x2)
 {
     const int32_t in_w = p->in_w, s = p->stride_w, x0 = -p->pad_left, last = p->in_h * in_w - 1;
     int32_t i;
@@ -243,10 +244,20 @@ static void edgec_window_row_rgb(const edgec_conv2d_im2col_params *p, const int8
         if (ix >= 0 && ix + s < in_w) { /* both pixels inside */
             const int8_t *u8 = input + (iy * in_w + ix) * 3, *v8 = u8 + s * 3;
             /* a byte follows pixel ix + s unless it is the image's last */
-            edgec_win_widen2(&dst, edgec_window_rgb_word(u8),
-                             iy * in_w + ix + s < last ? edgec_window_rgb_word(v8) : edgec_window_rgb(v8));
+            const uint32_t a = edgec_window_rgb_word(u8);
+            const uint32_t b = iy * in_w + ix + s < last ? edgec_window_rgb_word(v8) : edgec_window_rgb(v8);
+            if (x2) {
+                edgec_win_widen2x(&dst, a, b);
+            } else {
+                edgec_win_widen2(&dst, a, b);
+            }
         } else {
-            edgec_win_widen2(&dst, edgec_window_word(p, input, iy, ix, 0), edgec_window_word(p, input, iy, ix + s, 0));
+            const uint32_t a = edgec_window_word(p, input, iy, ix, 0), b = edgec_window_word(p, input, iy, ix + s, 0);
+            if (x2) {
+                edgec_win_widen2x(&dst, a, b);
+            } else {
+                edgec_win_widen2(&dst, a, b);
+            }
         }
     }
 }
@@ -260,8 +271,8 @@ EDGEC_INLINE void edgec_window_row_as(const edgec_conv2d_im2col_params *p, const
     const int32_t in_c = p->in_c, in_w = p->in_w, s = p->stride_w, x0 = -p->pad_left;
     const int row = iy >= 0 && iy < p->in_h, aligned = row && (in_c & 3) == 0;
     int32_t i, c;
-    if (!x2 && row && in_c == 3) {
-        edgec_window_row_rgb(p, input, iy, wp, dst);
+    if (row && in_c == 3) {
+        edgec_window_row_rgb(p, input, iy, wp, dst, x2);
         return;
     }
     for (i = 0; i < wp; ++i) {

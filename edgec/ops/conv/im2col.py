@@ -113,10 +113,11 @@ def window_conv(op: Op, base):
 
 
 def window4_fits(base) -> bool:
-    """The 2x4 window kernel: kernels larger than 1x1 over whole groups of 4 input channels (no channel padding;
-    3-channel first layers keep the window kernel's unrolled 2x2 path)."""
+    """The 2x4 window kernel: kernels larger than 1x1 over whole groups of 4 input channels, or of 3 (an image
+    model's first layer: its rows widened a pixel a word; other counts would take the window kernel's slow path
+    byte by byte)."""
     p = base.params
-    return p["k_h"] * p["k_w"] > 1 and p["in_c"] % 4 == 0
+    return p["k_h"] * p["k_w"] > 1 and (p["in_c"] % 4 == 0 or p["in_c"] == 3)
 
 
 def window4_conv(op: Op, base):
