@@ -1,8 +1,8 @@
 /* edgec fast add (declared in edgec_nn.h, machinery in edgec_fast_support.h). The requantization record and
  * the activation range are read into locals once: the output is int8, which may alias anything, so a field
- * read through a pointer inside the loop would be read again after every store. Four values a pass (the loop's
- * compare and branch once for four), and the usual fused ReLU (the range [lo, 127]) as one saturation and one
- * lower bound. */
+ * read through a pointer inside the loop would be read again after every store. Four values a pass where the
+ * activation range is all of int8 (the loop's compare and branch once for four: ResNet's residual adds), and the
+ * usual fused ReLU (the range [lo, 127]) as one saturation and one lower bound. */
 #include "edgec_fast_support.h"
 
 /* output[i] for one i: the sum of both rescaled inputs requantized, `clamp` of v to the activation range */
@@ -39,8 +39,8 @@ void edgec_add_lut_s8(const edgec_add_lut_params *p, const int8_t *input1, const
     if (lo == -128 && hi == 127) {
         EDGEC_ADD_LOOP(EDGEC_SAT8(v));
     } else if (hi == 127) {
-        EDGEC_ADD_LOOP(EDGEC_ADD_RELU(v));
+        for (i = 0; i < n; ++i) EDGEC_ADD_ONE(i, EDGEC_ADD_RELU(v));
     } else {
-        EDGEC_ADD_LOOP(v < lo ? lo : (v > hi ? hi : v));
+        for (i = 0; i < n; ++i) EDGEC_ADD_ONE(i, v < lo ? lo : (v > hi ? hi : v));
     }
 }
