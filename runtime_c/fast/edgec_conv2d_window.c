@@ -347,8 +347,9 @@ static void edgec_window_row_x2(const edgec_conv2d_im2col_params *p, const int8_
 EDGEC_WIN4_PIXELS(edgec_window4_pixels_full, EDGEC_SAT8(v_))
 EDGEC_WIN4_PIXELS(edgec_window4_pixels_clamped, EDGEC_WIN_CLAMP)
 
-/* The full-range 2x4 block where n is a multiple of 16 (whole passes of the assembly loop): on the Arm build the
- * whole loop over the blocks is one block of assembly, the requantization included. gcc's C for it spilled and
+/* The full-range 2x4 block where n is a multiple of 16 (whole passes of the assembly loop), or 4 more (`tail`: the
+ * last group's 2 k-steps): on the Arm build the whole loop over the blocks is one block of assembly, the
+ * requantization included. gcc's C for it spilled and
  * reloaded about 30 values a block (114 instructions a block outside the loop over the taps; 62 here): its 14
  * registers are the 8 sums, 4 operands and the 2 pointers, and what the requantization needs besides (the
  * records' pointer, the outputs', the count of blocks) stays on the stack, read when it is needed. */
@@ -366,62 +367,67 @@ EDGEC_WIN4_PIXELS(edgec_window4_pixels_clamped, EDGEC_WIN_CLAMP)
     "add %[" #b "], %[" #b "], %[w]\n\t"                                                          \
     "asr %[" #b "], %[" #b "], %[xb]\n\t"                                                         \
     "ssat %[" #b "], #8, %[" #b "]\n\t"
-static EDGEC_HOT void edgec_window4_pixels_full16(const edgec_w32 *x0, int32_t n, const edgec_w32 *w,
-                                                  const edgec_rq *q, int32_t blocks, int8_t *o0, int8_t *o1,
-                                                  int32_t lo, int32_t hi)
-{
-    const edgec_w32 *const end16 = x0 + n, *x, *wsave;
-    uint32_t a0, a1, a2, a3, b0, b1, b2, b3, xa, xb, wa, wb;
-    (void)lo;
-    (void)hi;
-    if (blocks <= 0) return;
-    __asm__ volatile("2:\n\t"
-                     "ldrd %[a0], %[a1], [%[w]], #8\n\t"
-                     "ldrd %[a2], %[a3], [%[w]], #8\n\t"
-                     "mov %[b0], %[a0]\n\t"
-                     "mov %[b1], %[a1]\n\t"
-                     "mov %[b2], %[a2]\n\t"
-                     "mov %[b3], %[a3]\n\t"
-                     "ldr %[x], %[x0]\n\t"
-                     "1:\n\t" EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP
-                     EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP
-                     "ldr %[xa], %[end]\n\t"
-                     "cmp %[x], %[xa]\n\t"
-                     "bne 1b\n\t"
-                     "str %[w], %[ws]\n\t"
-                     "ldr %[x], %[q]\n\t"
-                     EDGEC_WIN4_RQ(a0, b0, 0) EDGEC_WIN4_RQ(a1, b1, 20) EDGEC_WIN4_RQ(a2, b2, 40)
-                     EDGEC_WIN4_RQ(a3, b3, 60)
-                     "add %[x], %[x], #80\n\t"
-                     "str %[x], %[q]\n\t"
-                     "ldr %[w], %[o1]\n\t" /* pixel 1 first: a lone last pixel's o1 is o0 */
-                     "strb %[b0], [%[w]]\n\t"
-                     "strb %[b1], [%[w], #1]\n\t"
-                     "strb %[b2], [%[w], #2]\n\t"
-                     "strb %[b3], [%[w], #3]\n\t"
-                     "add %[w], %[w], #4\n\t"
-                     "str %[w], %[o1]\n\t"
-                     "ldr %[w], %[o0]\n\t"
-                     "strb %[a0], [%[w]]\n\t"
-                     "strb %[a1], [%[w], #1]\n\t"
-                     "strb %[a2], [%[w], #2]\n\t"
-                     "strb %[a3], [%[w], #3]\n\t"
-                     "add %[w], %[w], #4\n\t"
-                     "str %[w], %[o0]\n\t"
-                     "ldr %[w], %[ws]\n\t"
-                     "ldr %[xa], %[blocks]\n\t"
-                     "subs %[xa], %[xa], #1\n\t"
-                     "str %[xa], %[blocks]\n\t"
-                     "bne 2b\n\t"
-                     : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [b0] "=&r"(b0),
-                       [b1] "=&r"(b1), [b2] "=&r"(b2), [b3] "=&r"(b3), [x] "=&r"(x), [w] "+r"(w), [xa] "=&r"(xa),
-                       [xb] "=&r"(xb), [wa] "=&r"(wa), [wb] "=&r"(wb), [q] "+m"(q), [o0] "+m"(o0), [o1] "+m"(o1),
-                       [blocks] "+m"(blocks), [ws] "=m"(wsave)
-                     : [x0] "m"(x0), [end] "m"(end16)
-                     : "cc", "memory");
+#define EDGEC_WIN4_ASM_PIXELS(name, tail)                                                                              \
+static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, const edgec_w32 *w,                                         \
+                                                  const edgec_rq *q, int32_t blocks, int8_t *o0, int8_t *o1,           \
+                                                  int32_t lo, int32_t hi)                                              \
+{                                                                                                                      \
+    const edgec_w32 *const end16 = x0 + (n & ~15), *x, *wsave;                                                         \
+    uint32_t a0, a1, a2, a3, b0, b1, b2, b3, xa, xb, wa, wb;                                                           \
+    (void)lo;                                                                                                          \
+    (void)hi;                                                                                                          \
+    if (blocks <= 0) return;                                                                                           \
+    __asm__ volatile("2:\n\t"                                                                                          \
+                     "ldrd %[a0], %[a1], [%[w]], #8\n\t"                                                               \
+                     "ldrd %[a2], %[a3], [%[w]], #8\n\t"                                                               \
+                     "mov %[b0], %[a0]\n\t"                                                                            \
+                     "mov %[b1], %[a1]\n\t"                                                                            \
+                     "mov %[b2], %[a2]\n\t"                                                                            \
+                     "mov %[b3], %[a3]\n\t"                                                                            \
+                     "ldr %[x], %[x0]\n\t"                                                                             \
+                     "1:\n\t" EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP              \
+                     EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP                       \
+                     "ldr %[xa], %[end]\n\t"                                                                           \
+                     "cmp %[x], %[xa]\n\t"                                                                             \
+                     "bne 1b\n\t" tail                                                                                 \
+                     "str %[w], %[ws]\n\t"                                                                             \
+                     "ldr %[x], %[q]\n\t"                                                                              \
+                     EDGEC_WIN4_RQ(a0, b0, 0) EDGEC_WIN4_RQ(a1, b1, 20) EDGEC_WIN4_RQ(a2, b2, 40)                      \
+                     EDGEC_WIN4_RQ(a3, b3, 60)                                                                         \
+                     "add %[x], %[x], #80\n\t"                                                                         \
+                     "str %[x], %[q]\n\t"                                                                              \
+                     "ldr %[w], %[o1]\n\t" /* pixel 1 first: a lone last pixel's o1 is o0 */                           \
+                     "strb %[b0], [%[w]]\n\t"                                                                          \
+                     "strb %[b1], [%[w], #1]\n\t"                                                                      \
+                     "strb %[b2], [%[w], #2]\n\t"                                                                      \
+                     "strb %[b3], [%[w], #3]\n\t"                                                                      \
+                     "add %[w], %[w], #4\n\t"                                                                          \
+                     "str %[w], %[o1]\n\t"                                                                             \
+                     "ldr %[w], %[o0]\n\t"                                                                             \
+                     "strb %[a0], [%[w]]\n\t"                                                                          \
+                     "strb %[a1], [%[w], #1]\n\t"                                                                      \
+                     "strb %[a2], [%[w], #2]\n\t"                                                                      \
+                     "strb %[a3], [%[w], #3]\n\t"                                                                      \
+                     "add %[w], %[w], #4\n\t"                                                                          \
+                     "str %[w], %[o0]\n\t"                                                                             \
+                     "ldr %[w], %[ws]\n\t"                                                                             \
+                     "ldr %[xa], %[blocks]\n\t"                                                                        \
+                     "subs %[xa], %[xa], #1\n\t"                                                                       \
+                     "str %[xa], %[blocks]\n\t"                                                                        \
+                     "bne 2b\n\t"                                                                                      \
+                     : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [b0] "=&r"(b0),                 \
+                       [b1] "=&r"(b1), [b2] "=&r"(b2), [b3] "=&r"(b3), [x] "=&r"(x), [w] "+r"(w), [xa] "=&r"(xa),      \
+                       [xb] "=&r"(xb), [wa] "=&r"(wa), [wb] "=&r"(wb), [q] "+m"(q), [o0] "+m"(o0), [o1] "+m"(o1),      \
+                       [blocks] "+m"(blocks), [ws] "=m"(wsave)                                                         \
+                     : [x0] "m"(x0), [end] "m"(end16)                                                                  \
+                     : "cc", "memory");                                                                                \
 }
+EDGEC_WIN4_ASM_PIXELS(edgec_window4_pixels_full16, "")
+/* n = 16k + 4 (an image model's 3-channel first layer: 36 taps a pixel): a group of 4 taps after the passes */
+EDGEC_WIN4_ASM_PIXELS(edgec_window4_pixels_full16t4, EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP)
 #else
 #define edgec_window4_pixels_full16 edgec_window4_pixels_full
+#define edgec_window4_pixels_full16t4 edgec_window4_pixels_full
 #endif
 
 /* All output channels of one pixel pair on the 2x4 block; the last out_c % 4 channels (their block padded with
@@ -431,8 +437,9 @@ static void edgec_window4_pair(const edgec_conv2d_im2col_params *p, const edgec_
 {
     const int32_t out_c = p->out_c, blocks = out_c >> 2, rest = out_c & 3, lo = p->act_min, hi = p->act_max;
     void (*const pixels)(const edgec_w32 *, int32_t, const edgec_w32 *, const edgec_rq *, int32_t, int8_t *, int8_t *,
-                         int32_t, int32_t) = lo == -128 && hi == 127 ? ((n & 15) == 0 ? edgec_window4_pixels_full16
-                                                                                  : edgec_window4_pixels_full)
+                         int32_t, int32_t) = lo == -128 && hi == 127 ? ((n & 15) == 0   ? edgec_window4_pixels_full16
+                                                                                  : (n & 15) == 4 ? edgec_window4_pixels_full16t4
+                                                                                                  : edgec_window4_pixels_full)
                                                                      : edgec_window4_pixels_clamped;
     int32_t i;
     pixels(cols, n, w, rq, blocks, o0, o1, lo, hi);
