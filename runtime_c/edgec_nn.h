@@ -165,6 +165,15 @@ static inline int32_t edgec_conv2d_window_s8_get_buffer_size(const edgec_conv2d_
 {
     return 4 * (p->k_h * ((p->out_w - 1) * p->stride_w + p->k_w) + p->k_h * p->k_w) * ((p->in_c + 3) / 4 * 4);
 }
+/* `--optimize speed`, kernels larger than 1x1 on cores with the DSP extension: the window kernel with 2 output
+ * pixels x 4 output channels in registers, doubled int16 weights and biases (fast/edgec_conv_block2x4.h); the
+ * window kernel's scratch. */
+void edgec_conv2d_window4_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                             const edgec_rq *rq, int8_t *scratch, int8_t *output);
+static inline int32_t edgec_conv2d_window4_s8_get_buffer_size(const edgec_conv2d_im2col_params *p)
+{
+    return edgec_conv2d_window_s8_get_buffer_size(p);
+}
 /* Helium (MVE, Cortex-M55; fast/edgec_conv2d_mve.c, compiled for Helium cores only, chosen by
  * edgec/ops/conv/im2col.py): weights [ceil(out_c / 2)][k4 / 16][2][16] int8 (pairs of channels, block by block; k4
  * here: k_h*k_w*in_c rounded up to 16), 3 output pixels by 2 channels (VMLADAVA), rq regrouped as

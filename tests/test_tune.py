@@ -26,15 +26,16 @@ def _build(tmp_path, name, **kw):
 
 
 def test_optimize_speed_and_size(tmp_path):
-    """speed (the default) runs the 3x3 convolutions on the window variant, whose int16 weights cost flash (reported);
+    """speed (the default) runs the 3x3 convolutions on the window4 variant (the Cortex-M4 has the DSP extension),
+    whose int16 weights cost flash (reported);
     size keeps every op on its generic kernel and costs nothing."""
     speed, speed_c = _build(tmp_path, "speed")
     size, size_c = _build(tmp_path, "size", optimize="size")
-    assert speed["optimize"]["mode"] == "speed" and speed["optimize"]["variants"].get("window", 0) >= 1
-    assert "edgec_conv2d_window_s8(" in speed_c and "edgec_conv2d_im2col_s8(" not in speed_c
+    assert speed["optimize"]["mode"] == "speed" and speed["optimize"]["variants"].get("window4", 0) >= 1
+    assert "edgec_conv2d_window4_s8(" in speed_c and "edgec_conv2d_im2col_s8(" not in speed_c
     assert speed["optimize"]["extra_constant_bytes"] > 0
     assert set(size["optimize"]["variants"]) == {"generic"} and size["optimize"]["extra_constant_bytes"] == 0
-    assert "edgec_conv2d_window_s8(" not in size_c and "edgec_conv2d_im2col_s8(" in size_c
+    assert "edgec_conv2d_window4_s8(" not in size_c and "edgec_conv2d_im2col_s8(" in size_c
 
 
 def test_tuning_log_record_chooses_the_variant(tmp_path):
@@ -92,7 +93,7 @@ def test_tune_keeps_the_fastest_variant_and_a_build_reuses_it(tmp_path, monkeypa
     log = tmp_path / "tuning.json"
     rounds = _fake_board(monkeypatch)
     result = tune.tune(MODEL, CALIB, "qemu-cortex-m4", tuning_log=log)
-    assert len(rounds) == 3 < tune.rounds()    # at most 3 variants a layer here (generic + 2), a round each
+    assert len(rounds) == 4 < tune.rounds()    # at most 4 variants a layer here (generic + 3), a round each
     records = json.loads(log.read_text())["records"]
     first = sorted(r["name"] for r in result["layers"])[0]
     chosen = {r["name"]: r["variant"] for r in result["layers"]}
@@ -113,7 +114,7 @@ def test_tune_keeps_the_fastest_variant_and_a_build_reuses_it(tmp_path, monkeypa
 def test_tune_discards_a_round_that_is_not_bit_exact(tmp_path, monkeypatch):
     _fake_board(monkeypatch, exact_rounds=(0,))
     result = tune.tune(MODEL, CALIB, "qemu-cortex-m4", tuning_log=tmp_path / "log.json")
-    assert result["discarded_rounds"] == [1, 2]        # the model's layers have at most 3 variants: 3 rounds
+    assert result["discarded_rounds"] == [1, 2, 3]     # the model's layers have at most 4 variants: 4 rounds
     assert all(r["variant"] == "generic" and set(r["units"]) == {"generic"} for r in result["layers"])
 
 

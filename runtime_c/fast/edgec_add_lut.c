@@ -1,24 +1,46 @@
 /* edgec fast add (declared in edgec_nn.h, machinery in edgec_fast_support.h). The requantization record and
  * the activation range are read into locals once: the output is int8, which may alias anything, so a field
- * read through a pointer inside the loop would be read again after every store. */
+ * read through a pointer inside the loop would be read again after every store. Four values a pass where the
+ * activation range is all of int8 (the loop's compare and branch once for four: ResNet's residual adds), and the
+ * usual fused ReLU (the range [lo, 127]) as one saturation and one lower bound. */
 #include "edgec_fast_support.h"
+
+/* output[i] for one i: the sum of both rescaled inputs requantized, `clamp` of v to the activation range */
+#define EDGEC_ADD_ONE(i, clamp)                                                                    \
+    do {                                                                                           \
+        int32_t v = edgec_rq_value(l1[input1[(i)]] + l2[input2[(i)]], mult, khi, neg, shift);      \
+        output[(i)] = (int8_t)(clamp);                                                             \
+    } while (0)
+#define EDGEC_ADD_LOOP(clamp)                                                                      \
+    do {                                                                                           \
+        for (; n >= 4; n -= 4, input1 += 4, input2 += 4, output += 4) {                           \
+            EDGEC_ADD_ONE(0, clamp);                                                               \
+            EDGEC_ADD_ONE(1, clamp);                                                               \
+            EDGEC_ADD_ONE(2, clamp);                                                               \
+            EDGEC_ADD_ONE(3, clamp);                                                               \
+        }                                                                                          \
+        for (i = 0; i < n; ++i) EDGEC_ADD_ONE(i, clamp);                                           \
+    } while (0)
+/* v clamped to [lo, 127]: where the core has USAT, the saturated v - lo saturated again to [0, 255] (v - lo <=
+ * 127 - lo <= 255), plus lo: no compare and conditional move */
+#ifdef EDGEC_DSP_NATIVE
+#define EDGEC_ADD_RELU(v) (lo + (int32_t)__usat(EDGEC_SAT8(v) - lo, 8))
+#else
+#define EDGEC_ADD_RELU(v) (EDGEC_SAT8(v) < lo ? lo : EDGEC_SAT8(v))
+#endif
 
 void edgec_add_lut_s8(const edgec_add_lut_params *p, const int8_t *input1, const int8_t *input2, const int32_t *lut1,
                       const int32_t *lut2, const edgec_rq *rq, int8_t *output)
 {
     const int32_t *l1 = lut1 + 128, *l2 = lut2 + 128;
-    const int32_t lo = p->act_min, hi = p->act_max, n = p->n;
+    const int32_t lo = p->act_min, hi = p->act_max;
     const int32_t mult = rq->mult, khi = rq->khi, neg = rq->neg, shift = rq->shift;
-    int32_t i;
+    int32_t i, n = p->n;
     if (lo == -128 && hi == 127) {
-        for (i = 0; i < n; ++i) {
-            output[i] = (int8_t)EDGEC_SAT8(edgec_rq_value(l1[input1[i]] + l2[input2[i]], mult, khi, neg, shift));
-        }
+        EDGEC_ADD_LOOP(EDGEC_SAT8(v));
+    } else if (hi == 127) {
+        for (i = 0; i < n; ++i) EDGEC_ADD_ONE(i, EDGEC_ADD_RELU(v));
     } else {
-        for (i = 0; i < n; ++i) {
-            int32_t v = edgec_rq_value(l1[input1[i]] + l2[input2[i]], mult, khi, neg, shift);
-            v = v < lo ? lo : v;
-            output[i] = (int8_t)(v > hi ? hi : v);
-        }
+        for (i = 0; i < n; ++i) EDGEC_ADD_ONE(i, v < lo ? lo : (v > hi ? hi : v));
     }
 }

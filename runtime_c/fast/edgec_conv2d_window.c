@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "edgec_conv_block2x2.h"
+#include "edgec_conv_block2x4.h"
 #include "edgec_fast_support.h"
 
 /* The dot products of the n words of taps from x (a multiple of 4) with the weights at w (both advanced). */
@@ -144,6 +145,17 @@ EDGEC_INLINE void edgec_win_widen2(edgec_w32 **dst, uint32_t x, uint32_t y)
                      : [x] "r"(x), [y] "r"(y)
                      : "memory");
 }
+/* the same for the 2x4 block (edgec_conv2d_window4_s8): (x0, x2) of both pixels, then (x1, x3) of both */
+EDGEC_INLINE void edgec_win_widen2x(edgec_w32 **dst, uint32_t x, uint32_t y)
+{
+    register uint32_t r4 __asm__("r4"), r5 __asm__("r5"), r6 __asm__("r6"), r8 __asm__("r8");
+    __asm__ volatile("sxtb16 %[a], %[x]\n\tsxtb16 %[b], %[y]\n\t"
+                     "sxtb16 %[c], %[x], ror #8\n\tsxtb16 %[d], %[y], ror #8\n\t"
+                     "stmia %[o]!, {%[a], %[b], %[c], %[d]}"
+                     : [o] "+r"(*dst), [a] "=&r"(r4), [b] "=&r"(r5), [c] "=&r"(r6), [d] "=&r"(r8)
+                     : [x] "r"(x), [y] "r"(y)
+                     : "memory");
+}
 #else
 EDGEC_INLINE void edgec_win_move4(edgec_w32 **dst, const edgec_w32 **src)
 {
@@ -165,6 +177,17 @@ EDGEC_INLINE void edgec_win_widen2(edgec_w32 **dst, uint32_t x, uint32_t y)
 {
     edgec_widen(x, *dst);
     edgec_widen(y, *dst + 2);
+    *dst += 4;
+}
+EDGEC_INLINE void edgec_win_widen2x(edgec_w32 **dst, uint32_t x, uint32_t y)
+{
+    edgec_w32 a[2], b[2];
+    edgec_widen(x, a);
+    edgec_widen(y, b);
+    (*dst)[0] = a[0];
+    (*dst)[1] = b[0];
+    (*dst)[2] = a[1];
+    (*dst)[3] = b[1];
     *dst += 4;
 }
 #endif
@@ -209,9 +232,10 @@ EDGEC_INLINE uint32_t edgec_window_rgb_word(const int8_t *s)
 #define edgec_window_rgb_word edgec_window_rgb
 #endif
 
-/* A 3-channel input row iy (inside the image) widened into dst in pairs, as edgec_window_row below. */
-static void edgec_window_row_rgb(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t wp,
-                                 edgec_w32 *dst)
+/* A 3-channel input row iy (inside the image) widened into dst in pairs, as edgec_window_row_as below (x2: the
+ * 2x4 block's layout; a constant where it is inlined). */
+EDGEC_INLINE void edgec_window_row_rgb(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy,
+                                       int32_t wp, edgec_w32 *dst, const int x2)
 {
     const int32_t in_w = p->in_w, s = p->stride_w, x0 = -p->pad_left, last = p->in_h * in_w - 1;
     int32_t i;
@@ -220,24 +244,35 @@ static void edgec_window_row_rgb(const edgec_conv2d_im2col_params *p, const int8
         if (ix >= 0 && ix + s < in_w) { /* both pixels inside */
             const int8_t *u8 = input + (iy * in_w + ix) * 3, *v8 = u8 + s * 3;
             /* a byte follows pixel ix + s unless it is the image's last */
-            edgec_win_widen2(&dst, edgec_window_rgb_word(u8),
-                             iy * in_w + ix + s < last ? edgec_window_rgb_word(v8) : edgec_window_rgb(v8));
+            const uint32_t a = edgec_window_rgb_word(u8);
+            const uint32_t b = iy * in_w + ix + s < last ? edgec_window_rgb_word(v8) : edgec_window_rgb(v8);
+            if (x2) {
+                edgec_win_widen2x(&dst, a, b);
+            } else {
+                edgec_win_widen2(&dst, a, b);
+            }
         } else {
-            edgec_win_widen2(&dst, edgec_window_word(p, input, iy, ix, 0), edgec_window_word(p, input, iy, ix + s, 0));
+            const uint32_t a = edgec_window_word(p, input, iy, ix, 0), b = edgec_window_word(p, input, iy, ix + s, 0);
+            if (x2) {
+                edgec_win_widen2x(&dst, a, b);
+            } else {
+                edgec_win_widen2(&dst, a, b);
+            }
         }
     }
 }
 
 /* Input row iy (a padding row outside the image) widened into dst in pairs: for i < wp, pixel i and pixel
- * i + stride_w (counted from ix = -pad_left), group of 4 channels by group, 2 words each. */
-static void edgec_window_row(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t wp,
-                             int32_t c4, edgec_w32 *dst)
+ * i + stride_w (counted from ix = -pad_left), group of 4 channels by group, 2 words each (x2: the 2x4 block's
+ * layout, edgec_win_widen2x; a constant where it is inlined). */
+EDGEC_INLINE void edgec_window_row_as(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy,
+                                      int32_t wp, int32_t c4, edgec_w32 *dst, const int x2)
 {
     const int32_t in_c = p->in_c, in_w = p->in_w, s = p->stride_w, x0 = -p->pad_left;
     const int row = iy >= 0 && iy < p->in_h, aligned = row && (in_c & 3) == 0;
     int32_t i, c;
     if (row && in_c == 3) {
-        edgec_window_row_rgb(p, input, iy, wp, dst);
+        edgec_window_row_rgb(p, input, iy, wp, dst, x2);
         return;
     }
     for (i = 0; i < wp; ++i) {
@@ -248,19 +283,180 @@ static void edgec_window_row(const edgec_conv2d_im2col_params *p, const int8_t *
             const edgec_w32 *v = (const edgec_w32 *)(const void *)(u8 + s * in_c);
             for (c = c4; c > 0; c -= 4) {
                 const uint32_t a = *u++, b = *v++;
-                edgec_win_widen2(&dst, a, b);
+                if (x2) {
+                    edgec_win_widen2x(&dst, a, b);
+                } else {
+                    edgec_win_widen2(&dst, a, b);
+                }
             }
         } else {
             for (c = 0; c < c4; c += 4) {
                 const uint32_t a = edgec_window_word(p, input, iy, ix, c), b = edgec_window_word(p, input, iy, ix + s, c);
-                edgec_win_widen2(&dst, a, b);
+                if (x2) {
+                    edgec_win_widen2x(&dst, a, b);
+                } else {
+                    edgec_win_widen2(&dst, a, b);
+                }
             }
         }
     }
 }
+static void edgec_window_row(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t wp,
+                             int32_t c4, edgec_w32 *dst)
+{
+    edgec_window_row_as(p, input, iy, wp, c4, dst, 0);
+}
+static void edgec_window_row_x2(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t wp,
+                                int32_t c4, edgec_w32 *dst)
+{
+    edgec_window_row_as(p, input, iy, wp, c4, dst, 1);
+}
 
-void edgec_conv2d_window_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
-                            const edgec_rq *rq, int8_t *scratch, int8_t *output)
+/* 2x4 block (edgec_conv2d_window4_s8): `blocks` blocks of 4 output channels of 2 pixels whose taps are the n words
+ * from x0 (n a multiple of 4), each block's weights its 4 doubled biases then 2 * n words; `clamp` of v_. */
+#define EDGEC_WIN4_PIXELS(name, clamp)                                                             \
+    static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, const edgec_w32 *w, const edgec_rq *q,  \
+                               int32_t blocks, int8_t *o0, int8_t *o1, int32_t lo, int32_t hi)     \
+    {                                                                                              \
+        const edgec_w32 *const end16 = x0 + (n & ~15);                                             \
+        for (; blocks > 0; --blocks, q += 4, o0 += 4, o1 += 4) {                                   \
+            int32_t a0 = (int32_t)w[0], a1 = (int32_t)w[1], a2 = (int32_t)w[2], a3 = (int32_t)w[3];    \
+            int32_t b0 = a0, b1 = a1, b2 = a2, b3 = a3;                                            \
+            const edgec_w32 *x = x0;                                                               \
+            EDGEC_B24_REGS                                                                         \
+            w += 4;                                                                                \
+            EDGEC_B24_CHUNKS16(end16);                                                             \
+            if (n & 8) {                                                                           \
+                EDGEC_B24_GROUP(0);                                                                \
+                EDGEC_B24_GROUP(1);                                                                \
+                x += 8;                                                                            \
+                w += 16;                                                                           \
+            }                                                                                      \
+            if (n & 4) {                                                                           \
+                EDGEC_B24_GROUP(0);                                                                \
+                w += 8;                                                                            \
+            }                                                                                      \
+            EDGEC_B24_STORE(a0, b0, 0, clamp);                                                     \
+            EDGEC_B24_STORE(a1, b1, 1, clamp);                                                     \
+            EDGEC_B24_STORE(a2, b2, 2, clamp);                                                     \
+            EDGEC_B24_STORE(a3, b3, 3, clamp);                                                     \
+        }                                                                                          \
+        (void)lo;                                                                                  \
+        (void)hi;                                                                                  \
+    }
+EDGEC_WIN4_PIXELS(edgec_window4_pixels_full, EDGEC_SAT8(v_))
+EDGEC_WIN4_PIXELS(edgec_window4_pixels_clamped, EDGEC_WIN_CLAMP)
+
+/* The full-range 2x4 block where n is a multiple of 16 (whole passes of the assembly loop), or 4 more (`tail`: the
+ * last group's 2 k-steps): on the Arm build the whole loop over the blocks is one block of assembly, the
+ * requantization included. gcc's C for it spilled and
+ * reloaded about 30 values a block (114 instructions a block outside the loop over the taps; 62 here): its 14
+ * registers are the 8 sums, 4 operands and the 2 pointers, and what the requantization needs besides (the
+ * records' pointer, the outputs', the count of blocks) stays on the stack, read when it is needed. */
+#if defined(EDGEC_DSP_NATIVE) && !defined(__clang__)
+#define EDGEC_WIN4_RQ(a, b, off)                                                                   \
+    "ldrd %[wa], %[wb], [%[x], #" #off "+4]\n\t"                                                  \
+    "ldrd %[xa], %[xb], [%[x], #" #off "+12]\n\t"                                                 \
+    "and %[w], %[xa], %[" #a "], asr #31\n\t"                                                     \
+    "smmlar %[" #a "], %[" #a "], %[wa], %[wb]\n\t"                                               \
+    "add %[" #a "], %[" #a "], %[w]\n\t"                                                          \
+    "asr %[" #a "], %[" #a "], %[xb]\n\t"                                                         \
+    "ssat %[" #a "], #8, %[" #a "]\n\t"                                                           \
+    "and %[w], %[xa], %[" #b "], asr #31\n\t"                                                     \
+    "smmlar %[" #b "], %[" #b "], %[wa], %[wb]\n\t"                                               \
+    "add %[" #b "], %[" #b "], %[w]\n\t"                                                          \
+    "asr %[" #b "], %[" #b "], %[xb]\n\t"                                                         \
+    "ssat %[" #b "], #8, %[" #b "]\n\t"
+#define EDGEC_WIN4_ASM_PIXELS(name, tail)                                                                              \
+static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, const edgec_w32 *w,                                         \
+                                                  const edgec_rq *q, int32_t blocks, int8_t *o0, int8_t *o1,           \
+                                                  int32_t lo, int32_t hi)                                              \
+{                                                                                                                      \
+    const edgec_w32 *const end16 = x0 + (n & ~15), *x, *wsave;                                                         \
+    uint32_t a0, a1, a2, a3, b0, b1, b2, b3, xa, xb, wa, wb;                                                           \
+    (void)lo;                                                                                                          \
+    (void)hi;                                                                                                          \
+    if (blocks <= 0) return;                                                                                           \
+    __asm__ volatile("2:\n\t"                                                                                          \
+                     "ldrd %[a0], %[a1], [%[w]], #8\n\t"                                                               \
+                     "ldrd %[a2], %[a3], [%[w]], #8\n\t"                                                               \
+                     "mov %[b0], %[a0]\n\t"                                                                            \
+                     "mov %[b1], %[a1]\n\t"                                                                            \
+                     "mov %[b2], %[a2]\n\t"                                                                            \
+                     "mov %[b3], %[a3]\n\t"                                                                            \
+                     "ldr %[x], %[x0]\n\t"                                                                             \
+                     "1:\n\t" EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP              \
+                     EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP                       \
+                     "ldr %[xa], %[end]\n\t"                                                                           \
+                     "cmp %[x], %[xa]\n\t"                                                                             \
+                     "bne 1b\n\t" tail                                                                                 \
+                     "str %[w], %[ws]\n\t"                                                                             \
+                     "ldr %[x], %[q]\n\t"                                                                              \
+                     EDGEC_WIN4_RQ(a0, b0, 0) EDGEC_WIN4_RQ(a1, b1, 20) EDGEC_WIN4_RQ(a2, b2, 40)                      \
+                     EDGEC_WIN4_RQ(a3, b3, 60)                                                                         \
+                     "add %[x], %[x], #80\n\t"                                                                         \
+                     "str %[x], %[q]\n\t"                                                                              \
+                     "ldr %[w], %[o1]\n\t" /* pixel 1 first: a lone last pixel's o1 is o0 */                           \
+                     "strb %[b0], [%[w]]\n\t"                                                                          \
+                     "strb %[b1], [%[w], #1]\n\t"                                                                      \
+                     "strb %[b2], [%[w], #2]\n\t"                                                                      \
+                     "strb %[b3], [%[w], #3]\n\t"                                                                      \
+                     "add %[w], %[w], #4\n\t"                                                                          \
+                     "str %[w], %[o1]\n\t"                                                                             \
+                     "ldr %[w], %[o0]\n\t"                                                                             \
+                     "strb %[a0], [%[w]]\n\t"                                                                          \
+                     "strb %[a1], [%[w], #1]\n\t"                                                                      \
+                     "strb %[a2], [%[w], #2]\n\t"                                                                      \
+                     "strb %[a3], [%[w], #3]\n\t"                                                                      \
+                     "add %[w], %[w], #4\n\t"                                                                          \
+                     "str %[w], %[o0]\n\t"                                                                             \
+                     "ldr %[w], %[ws]\n\t"                                                                             \
+                     "ldr %[xa], %[blocks]\n\t"                                                                        \
+                     "subs %[xa], %[xa], #1\n\t"                                                                       \
+                     "str %[xa], %[blocks]\n\t"                                                                        \
+                     "bne 2b\n\t"                                                                                      \
+                     : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [b0] "=&r"(b0),                 \
+                       [b1] "=&r"(b1), [b2] "=&r"(b2), [b3] "=&r"(b3), [x] "=&r"(x), [w] "+r"(w), [xa] "=&r"(xa),      \
+                       [xb] "=&r"(xb), [wa] "=&r"(wa), [wb] "=&r"(wb), [q] "+m"(q), [o0] "+m"(o0), [o1] "+m"(o1),      \
+                       [blocks] "+m"(blocks), [ws] "=m"(wsave)                                                         \
+                     : [x0] "m"(x0), [end] "m"(end16)                                                                  \
+                     : "cc", "memory");                                                                                \
+}
+EDGEC_WIN4_ASM_PIXELS(edgec_window4_pixels_full16, "")
+/* n = 16k + 4 (an image model's 3-channel first layer: 36 taps a pixel): a group of 4 taps after the passes */
+EDGEC_WIN4_ASM_PIXELS(edgec_window4_pixels_full16t4, EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP)
+#else
+#define edgec_window4_pixels_full16 edgec_window4_pixels_full
+#define edgec_window4_pixels_full16t4 edgec_window4_pixels_full
+#endif
+
+/* All output channels of one pixel pair on the 2x4 block; the last out_c % 4 channels (their block padded with
+ * copies of the last channel) through a buffer. */
+static void edgec_window4_pair(const edgec_conv2d_im2col_params *p, const edgec_w32 *cols, int32_t n,
+                               const edgec_w32 *w, const edgec_rq *rq, int8_t *o0, int8_t *o1)
+{
+    const int32_t out_c = p->out_c, blocks = out_c >> 2, rest = out_c & 3, lo = p->act_min, hi = p->act_max;
+    void (*const pixels)(const edgec_w32 *, int32_t, const edgec_w32 *, const edgec_rq *, int32_t, int8_t *, int8_t *,
+                         int32_t, int32_t) = lo == -128 && hi == 127 ? ((n & 15) == 0   ? edgec_window4_pixels_full16
+                                                                                  : (n & 15) == 4 ? edgec_window4_pixels_full16t4
+                                                                                                  : edgec_window4_pixels_full)
+                                                                     : edgec_window4_pixels_clamped;
+    int32_t i;
+    pixels(cols, n, w, rq, blocks, o0, o1, lo, hi);
+    if (rest) {
+        int8_t t[8];
+        pixels(cols, n, w + blocks * (4 + 2 * n), rq + 4 * blocks, 1, t, t + 4, lo, hi);
+        for (i = rest - 1; i >= 0; --i) { /* pixel 1 first: a lone last pixel's o1 is o0 */
+            o1[4 * blocks + i] = t[4 + i];
+            o0[4 * blocks + i] = t[i];
+        }
+    }
+}
+
+/* The kernels' loop over output rows and pixel pairs: x2 (a constant where it is inlined) the 2x4 block and its
+ * layout of the widened rows, else the 2x2 block. */
+EDGEC_INLINE void edgec_window_run(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                                   const edgec_rq *rq, int8_t *scratch, int8_t *output, const int x2)
 {
     const int32_t c4 = (p->in_c + 3) & ~3, k_h = p->k_h, out_w = p->out_w, out_c = p->out_c, sh = p->stride_h;
     const int32_t wp = (out_w - 1) * p->stride_w + p->k_w, row_words = wp * c4, step = p->stride_w * c4;
@@ -278,7 +474,12 @@ void edgec_conv2d_window_s8(const edgec_conv2d_im2col_params *p, const int8_t *i
         int32_t top;
         if (next < iy0) next = iy0;
         for (; next < iy0 + k_h; ++next) {
-            edgec_window_row(p, input, next, wp, c4, ring + ((next + p->pad_top) % k_h) * row_words);
+            edgec_w32 *slot = ring + ((next + p->pad_top) % k_h) * row_words;
+            if (x2) {
+                edgec_window_row_x2(p, input, next, wp, c4, slot);
+            } else {
+                edgec_window_row(p, input, next, wp, c4, slot);
+            }
         }
         top = (iy0 + p->pad_top) % k_h; /* the slot of the window's first row */
         for (ox = 0; ox < out_w; ox += 2) {
@@ -289,7 +490,23 @@ void edgec_conv2d_window_s8(const edgec_conv2d_im2col_params *p, const int8_t *i
                 edgec_window_copy(cols + ky * seg, ring + j * row_words + ox * step, seg);
                 j = j + 1 == k_h ? 0 : j + 1;
             }
-            pixels(cols, n, (const edgec_w32 *)weights, rq, out_c, o, o + two * out_c, p->act_min, p->act_max);
+            if (x2) {
+                edgec_window4_pair(p, cols, n, (const edgec_w32 *)weights, rq, o, o + two * out_c);
+            } else {
+                pixels(cols, n, (const edgec_w32 *)weights, rq, out_c, o, o + two * out_c, p->act_min, p->act_max);
+            }
         }
     }
+}
+
+void edgec_conv2d_window_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                            const edgec_rq *rq, int8_t *scratch, int8_t *output)
+{
+    edgec_window_run(p, input, weights, rq, scratch, output, 0);
+}
+
+void edgec_conv2d_window4_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                             const edgec_rq *rq, int8_t *scratch, int8_t *output)
+{
+    edgec_window_run(p, input, weights, rq, scratch, output, 1);
 }

@@ -336,6 +336,7 @@ SWEEPS = {"conv2d_im2col": (conv_cases, 300), "conv2d_blocked": (partial(conv_ca
           "conv2d_pointwise": (partial(conv_cases, variant="pointwise"), 200),
           "conv2d_pointwise_1x1": (pointwise_cases, 300),
           "conv2d_window": (partial(conv_cases, variant="window"), 300),
+          "conv2d_window4": (partial(conv_cases, variant="window4"), 300),
           "depthwise_conv2d_3x3": (depthwise_cases, 300),
           "depthwise_conv2d_3x3_fused": (partial(depthwise_cases, variant="fused"), 300),
           "depthwise_conv2d_3x3_small": (partial(depthwise_cases, variant="small"), 300),
@@ -494,3 +495,15 @@ def test_blocked4_reads_inside_single_channel_windows_from_the_input(shape, lib)
         low = select.variant(op, low, "blocked4")
         want = conv.run_conv(op, [x])
         assert np.array_equal(run_fast(lib, low, x, out_size=want.size).reshape(want.shape), want), (shape, zi, zo)
+
+
+def test_window4_is_the_default_of_kxk_convolutions_of_whole_channel_groups_on_dsp_cores():
+    """On a core with the DSP extension a 3x3 convolution of 8 input channels, or of 3 (an image model's first
+    layer), runs on the 2x4 window kernel; one of 6 (whose rows window4 would widen byte by byte) keeps the 2x2
+    window kernel, and so does a core without the extension (window4's portable loop was not measured there)."""
+    rng = np.random.default_rng(4)
+    for in_c, dsp, want in ((8, True, "window4"), (3, True, "window4"), (6, True, "window"), (8, False, "window")):
+        p = _conv_params(rng, 6, 6, in_c, 5, dict(k_h=3, k_w=3, stride_h=1, stride_w=1, dil_h=1, dil_w=1, pad_top=1,
+                                                  pad_left=1, out_h=6, out_w=6))
+        op = weighted_op("conv2d", p, i8(rng, (5, 3, 3, in_c)), *_requant(rng, 5, 9 * in_c))
+        assert select.select(op, select.Options(dsp=dsp)).variant == want

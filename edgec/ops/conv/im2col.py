@@ -15,7 +15,7 @@ import numpy as np
 from edgec.ir import Op
 from edgec.ops import cemit, fast
 from edgec.ops.conv.reference import unpacked, with_int8_weights
-from edgec.ops.kernel import FAST, HELIUM, INT4, MVE, VARIANT, Kernel
+from edgec.ops.kernel import DSP, FAST, HELIUM, INT4, MVE, VARIANT, Kernel
 
 STRUCT = "edgec_conv2d_im2col_params"
 
@@ -110,6 +110,28 @@ def window_conv(op: Op, base):
         w[out_c] = w[out_c - 1]
     w = w.reshape(-1, 2, k_h * k_w * c4 // 4, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
     return p, {**base.arrays, "fw": fast.words(np.ascontiguousarray(w))}
+
+
+def window4_fits(base) -> bool:
+    """The 2x4 window kernel: kernels larger than 1x1 over whole groups of 4 input channels, or of 3 (an image
+    model's first layer: its rows widened a pixel a word; other counts would take the window kernel's slow path
+    byte by byte)."""
+    p = base.params
+    return p["k_h"] * p["k_w"] > 1 and (p["in_c"] % 4 == 0 or p["in_c"] == 3)
+
+
+def window4_conv(op: Op, base):
+    """The window kernel with 2 pixels x 4 channels in registers (edgec_conv2d_window4_s8): each channel's taps as
+    [ky][kx][c4] (the window kernel's order), in blocked4's stream of 4-channel blocks (fast.blocks: doubled biases,
+    then per group of 4 taps the doubled words (w0, w2) of channels 0..3, then (w1, w3))."""
+    p = base.params
+    k_h, k_w, in_c, out_c = p["k_h"], p["k_w"], p["in_c"], p["out_c"]
+    c4 = (in_c + 3) // 4 * 4
+    w = np.zeros((out_c, k_h, k_w, c4), np.int16)
+    w[:, :, :, :in_c] = _taps(base)[:, :k_h * k_w * in_c].reshape(out_c, k_h, k_w, in_c)
+    words, rq = fast.blocks(w.reshape(out_c, -1), base.arrays["rq"], 4, lambda g: g[..., [0, 2, 1, 3]].reshape(
+        *g.shape[:2], 4, 2, 2).transpose(0, 1, 3, 2, 4))
+    return p, {**base.arrays, "fw": words, "rq": rq}
 
 
 def pointwise_conv(op: Op, base):
@@ -260,6 +282,8 @@ BLOCKED4 = Kernel("edgec_conv2d_blocked4_s8", CONV_KINDS, VARIANT, cemit.fast_we
                   flash_bytes=pointwise_flash("blocked4"), cycles_per_instruction=POINTWISE_CPI["blocked4"])
 WINDOW = Kernel("edgec_conv2d_window_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL, variant="window",
                 applies=window_fits, lower=window_conv, struct=STRUCT, code_bytes=4288)
+WINDOW4 = Kernel("edgec_conv2d_window4_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL, variant="window4",
+                 applies=window4_fits, lower=window4_conv, struct=STRUCT, isa=DSP, code_bytes=4400)
 POINTWISE = Kernel("edgec_conv2d_pointwise_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL,
                    variant="pointwise", applies=lambda base: base.params["k_h"] == 1 and base.params["k_w"] == 1,
                    lower=pointwise_conv, struct=STRUCT, code_bytes=4400, cost=pointwise_cost("pointwise"),
@@ -272,4 +296,4 @@ CONV_MVE = Kernel("edgec_conv2d_mve_s8", CONV_KINDS, HELIUM, cemit.fast_weighted
 IM2COL_4 = Kernel("edgec_conv2d_im2col_s4", ("conv2d",), FAST, cemit.fast_weighted, precision=INT4,
                   lower=lower_im2col4, struct=STRUCT)
 
-KERNELS = [IM2COL, BLOCKED4, WINDOW, POINTWISE, BLOCKED, CONV_MVE, IM2COL_4]
+KERNELS = [IM2COL, BLOCKED4, WINDOW4, WINDOW, POINTWISE, BLOCKED, CONV_MVE, IM2COL_4]

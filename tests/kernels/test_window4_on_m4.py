@@ -1,0 +1,46 @@
+"""window4 (edgec/ops/conv/im2col.py, fast/edgec_conv2d_window.c) as the emulated Cortex-M4 runs it: its assembly
+(the loop over the taps, and for full-range layers whose taps fill whole passes the whole loop over the blocks of
+4 output channels with the requantization) exists only in the Arm build (tests/kernels/test_fast_sweep.py runs the
+same kernel's C on the host), so a small model with awkward shapes goes through the real firmware, bit for bit
+with the NumPy reference: a 3-channel 3x3 stride-2 first layer on an odd width (a lone last pixel per row; 36 taps
+a pixel: passes and a tail) to 12 channels, a 3x3 convolution of 12 channels to 8 (108 taps: passes and both
+tails; the output range clamped by the ReLU6), one of 8 channels to 16 (72 taps, no activation: the full-range C
+loop), and one of 16 channels to 6, padded on one side only (144 taps: whole passes, the full-range assembly loop
+over the blocks, and a partial last block through the kernel's buffer)."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+from conftest import make_model
+from edgec import api
+
+
+@pytest.mark.sweep
+def test_window4_on_the_emulated_cortex_m4(tmp_path):
+    rng = np.random.default_rng(5)
+    w1 = rng.normal(0, .4, (12, 3, 3, 3)).astype(np.float32)
+    w2 = rng.normal(0, .2, (8, 12, 3, 3)).astype(np.float32)
+    w3 = rng.normal(0, .2, (16, 8, 3, 3)).astype(np.float32)
+    w4 = rng.normal(0, .15, (6, 16, 3, 3)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["a"], ["b"]),
+             helper.make_node("Conv", ["b", "w2"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Clip", ["c", "lo", "hi"], ["d"]),
+             helper.make_node("Conv", ["d", "w3"], ["e"], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["e", "w4"], ["y"], pads=[1, 0, 1, 2])]
+    inits = {"w1": w1, "w2": w2, "w3": w3, "w4": w4, "lo": np.float32(0), "hi": np.float32(6)}
+    model = make_model(nodes, ("x", [1, 3, 11, 13]), ("y", [1, 6, 6, 7]), inits)
+    onnx.checker.check_model(model)
+    path = tmp_path / "odd.onnx"
+    onnx.save(model, path)
+    np.savez(tmp_path / "calib.npz", x=rng.normal(0, 1, (64, 3, 11, 13)).astype(np.float32))
+    np.savez(tmp_path / "test.npz", x=rng.normal(0, 1, (8, 3, 11, 13)).astype(np.float32))
+    out = tmp_path / "build"
+    report = api.build(path, tmp_path / "calib.npz", "qemu-cortex-m4", out, tuning_log=tmp_path / "none.json")
+    text = (out / "model" / f"{report['model']}.c").read_text()
+    assert text.count("edgec_conv2d_window4_s8(") == 4
+    r = api.bench(out, tmp_path / "test.npz")
+    assert r["samples"] == 8 and r["agreement"]["device_vs_reference"] == 1.0
