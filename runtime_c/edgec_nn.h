@@ -656,6 +656,20 @@ static inline int32_t edgec_lstm_tflite_s8_get_buffer_size(const edgec_lstm_tfli
 {
     return 8 * p->batch * p->hidden;
 }
+/* fast (fast/edgec_lstm_tflite_fast.c; edgec/ops/recurrent_tflite.py lower_lstm_tflite): the same arithmetic, the
+ * weights int16 per hidden unit (its 4 gate rows interleaved by groups of 4 inputs, pairs (w0, w2), (w1, w3)), bias
+ * [hidden][8] (the 4 gates' input then recurrent biases, the zero points folded in), the requantization records
+ * rq_x, rq_h ([4][5], or null: the reference requantization) */
+void edgec_lstm_tflite_fast_s8(const edgec_lstm_tflite_params *p, const int8_t *input, const uint32_t *w_x,
+                               const uint32_t *w_h, const int32_t *bias, const int32_t *mult_x,
+                               const int32_t *shift_x, const int32_t *mult_h, const int32_t *shift_h,
+                               const int32_t *rq_x, const int32_t *rq_h, int16_t *c, int8_t *h, void *scratch,
+                               int8_t *output);
+/* the input and the hidden state widened to int16, in whole groups of 4 */
+static inline int32_t edgec_lstm_tflite_fast_s8_get_buffer_size(const edgec_lstm_tflite_params *p)
+{
+    return 8 * ((p->input_size + 3) / 4 + (p->hidden + 3) / 4);
+}
 
 /* edgec_svdf.c: TFLite's integer SVDF as TFLite Micro computes it (edgec/ops/svdf.py): input int8 [batch][input_size],
  * feature weights int8 [units*rank][input_size], time weights [units*rank][memory] (int8 or int16 in the file,

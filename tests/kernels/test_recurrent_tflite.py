@@ -16,8 +16,9 @@ import tflite_cases_recurrent as recurrent_cases
 import tflite_oracle as oracle
 from ckernels import make, ptr
 from edgec.fixedpoint import scheme
+from edgec.ir import Op
 from edgec.ops import recurrent_tflite as lstm
-from edgec.ops import svdf
+from edgec.ops import select, svdf
 from edgec.quant import reference
 
 
@@ -62,6 +63,49 @@ def test_kernel_matches_twin(ck):
             np.testing.assert_array_equal(out, lstm.lstm_tflite_s8(p, a, x, carried))
             np.testing.assert_array_equal(c, carried["c"])
             np.testing.assert_array_equal(h, carried["h"])
+
+
+@pytest.mark.parametrize("path", ["portable", "dsp-emulated"])
+def test_fast_kernel_matches_twin(ck, ck_dsp, path):
+    """edgec_lstm_tflite_fast_s8 (recurrent_tflite.lower_lstm_tflite: int16 weights interleaved per hidden unit,
+    the zero points in the biases, no gate buffer) on both inner-loop paths against the twin, the state carried
+    over consecutive calls: odd sizes (part-full groups of 4, an odd count of groups), batches, multipliers over 1,
+    records left out where a bias makes the bound too large (the reference requantization then), guard bytes after
+    scratch and output."""
+    lib = (ck if path == "portable" else ck_dsp).lib
+    r = np.random.default_rng(31)
+    records = {"rq_x": 0, "rq_h": 0}
+    for case in range(60):
+        batch, steps, n_in, hid = int(r.integers(1, 4)), int(r.integers(1, 6)), int(r.integers(1, 30)), \
+            int(r.integers(1, 22))
+        p = _params(r, batch, steps, n_in, hid, bool(r.random() < 0.5))
+        a = _arrays(r, hid, n_in)
+        if case % 4 == 3:       # accumulators that could pass 2^30: no records for the input product
+            a["bias"][0] = 1 << 30
+        op = Op("lstm_tflite", "lstm", ("x",), "y", params=p, arrays=a)
+        low = select.fast(op)
+        assert low.kernel.name == "edgec_lstm_tflite_fast_s8"
+        for k in records:
+            records[k] += k in low.arrays
+        packed = {k: np.ascontiguousarray(v) for k, v in low.arrays.items()}
+        c, h = np.zeros(batch * hid, np.int16), np.full(batch * hid, p["hidden_zp"], np.int8)   # after reset
+        carried = {"c": c.copy(), "h": h.copy()}
+        guard = 64
+        raw = np.full(low.scratch_bytes + guard + 16, 0x5A, np.int8)
+        scratch = raw[(-raw.ctypes.data) % 16:]                  # 16-byte aligned, as the planner places it
+        for _ in range(3):      # consecutive calls: the state carried by both
+            x = r.integers(-128, 128, steps * batch * n_in).astype(np.int8)
+            want = lstm.lstm_tflite_s8(p, a, x, carried)
+            out = np.full(want.size + guard, 99, np.int8)
+            lib.edgec_lstm_tflite_fast_s8(ctypes.byref(make("edgec_lstm_tflite_params", p)), ptr(x),
+                                          *(ptr(packed[k]) for k in lstm.ARRAYS),
+                                          *(ptr(packed[k]) if k in packed else None for k in records),
+                                          ptr(c), ptr(h), ptr(scratch), ptr(out))
+            np.testing.assert_array_equal(out[:want.size], want)
+            np.testing.assert_array_equal(c, carried["c"])
+            np.testing.assert_array_equal(h, carried["h"])
+            assert np.all(out[want.size:] == 99) and np.all(scratch[low.scratch_bytes:low.scratch_bytes + guard] == 0x5A)
+    assert 0 < records["rq_x"] < 60 and records["rq_h"] > 30, records
 
 
 def test_activations_track_float():
