@@ -148,12 +148,13 @@ def quantize_lstm_tflite(op: Op, ins: list[Tensor], out: Tensor) -> None:
 
 # ---- C ------------------------------------------------------------------------------------------
 ARRAYS = ("w_x", "w_h", "bias", "mult_x", "shift_x", "mult_h", "shift_h")
+RECORDS = ("rq_x", "rq_h", "rq_oh")     # the fast kernel's requantization records (each optional)
 
 
 def c_lstm_tflite(op: Op, low, site: CallSite) -> str:
     arrays = ", ".join(site.arrays[k] for k in ARRAYS)
     if low.kernel.role == FAST:        # (its requantization records, or none: the reference requantization)
-        arrays += "".join(f", {site.arrays.get(k, '(const int32_t *)0')}" for k in ("rq_x", "rq_h"))
+        arrays += "".join(f", {site.arrays.get(k, '(const int32_t *)0')}" for k in RECORDS)
     fields = state_lstm_tflite(op)
     c, h = (op_state.c_field(site.state, fields, k) for k in ("c", "h"))
     call = f"{low.kernel.name}(&p, {site.inputs[0]}, {arrays},\n        {c}, {h}, {site.scratch}, {site.output});"
@@ -188,7 +189,8 @@ def lower_lstm_tflite(op: Op):
     """edgec_lstm_tflite_fast_s8 (runtime_c/fast/edgec_lstm_tflite_fast.c): the weights widened and interleaved
     per hidden unit (_unit_rows), the zero points folded into the biases ([hidden][8]: the 4 gates' input biases
     bias - x_zp * row sum, then their recurrent ones -h_zp * row sum; modulo 2^32, as TFLite Micro's int32 sums
-    wrap) and the requantization records of each product where they apply."""
+    wrap) and the requantization records of each gate product and of the output gate x tanh(cell) product where
+    they apply (the kernel requantizes the cell's two power-of-two products by shifts)."""
     p = op.params
     hid, n_in = int(p["hidden"]), int(p["input_size"])
     wx = np.asarray(op.arrays["w_x"], np.int64).reshape(GATES * hid, n_in)
@@ -203,6 +205,11 @@ def lower_lstm_tflite(op: Op):
         rq = _records(bound, op.arrays[m], op.arrays[s])
         if rq is not None:
             arrays[key] = rq
+    m, e = int(p["oh_mult"]), -int(p["oh_shift"])
+    if 0 <= m != 1 << 30 and 0 <= e <= 30:
+        # (|tanh(c) * o| < 2^30, no zero point: the rounding term 2^(e - 1) alone, whatever the shift, unlike
+        # fast.rq_records' bound for a zero point folded in)
+        arrays["rq_oh"] = np.array([0, m, (1 << e - 1) if e else 0, -1 if e else 0, e], np.int32)
     return dict(p), arrays
 
 

@@ -15,55 +15,62 @@
 
 #define LSTM_GATES 4
 
+/* one group of 4 inputs for the 4 rows: the vector's 2 words (LDRD), the rows' 8 words (two LDM), 8 SMLAD */
+#define EDGEC_LSTM_GROUP                                                                                        \
+    "ldrd r3, lr, [%[v]], #8\n\t"                                                                               \
+    "ldmia %[w]!, {r8, r9, r10, r11}\n\t"                                                                      \
+    "smlad %[a0], r8, r3, %[a0]\n\t"                                                                           \
+    "smlad %[a0], r9, lr, %[a0]\n\t"                                                                           \
+    "smlad %[a1], r10, r3, %[a1]\n\t"                                                                          \
+    "smlad %[a1], r11, lr, %[a1]\n\t"                                                                          \
+    "ldmia %[w]!, {r8, r9, r10, r11}\n\t"                                                                      \
+    "smlad %[a2], r8, r3, %[a2]\n\t"                                                                           \
+    "smlad %[a2], r9, lr, %[a2]\n\t"                                                                           \
+    "smlad %[a3], r10, r3, %[a3]\n\t"                                                                          \
+    "smlad %[a3], r11, lr, %[a3]\n\t"
+
 /* acc[g] += row g . v over `groups` groups of 4 (8 int16 pairs a group: row 0's two words, row 1's, ...) */
-static EDGEC_HOT void edgec_lstm_dot4(const edgec_w32 *w, const edgec_w32 *v, int32_t groups, int32_t *acc)
+static EDGEC_NOINLINE void edgec_lstm_dot4(const edgec_w32 *w, const edgec_w32 *v, int32_t groups, int32_t *acc)
 {
-#ifdef EDGEC_DSP
+#if defined(EDGEC_DSP_NATIVE) && defined(__thumb2__)
+    /* 12 instructions a group of 16 MACs (two groups an iteration); registers named: r7 (the frame pointer of
+     * an unoptimized build) is left alone */
+    register const edgec_w32 *rw __asm__("r0") = w;
+    register const edgec_w32 *rv __asm__("r1") = v;
+    register int32_t n __asm__("r2") = groups;
+    register int32_t a0 __asm__("r4") = acc[0];
+    register int32_t a1 __asm__("r5") = acc[1];
+    register int32_t a2 __asm__("r6") = acc[2];
+    register int32_t a3 __asm__("r12") = acc[3];
+    __asm__ volatile("tst %[n], #1\n\t"
+                     "beq 2f\n\t" EDGEC_LSTM_GROUP
+                     "2:\n\t"
+                     "lsrs %[n], %[n], #1\n\t"
+                     "beq 3f\n"
+                     "1:\n\t" EDGEC_LSTM_GROUP EDGEC_LSTM_GROUP
+                     "subs %[n], %[n], #1\n\t"
+                     "bne 1b\n"
+                     "3:\n\t"
+                     : [w] "+r"(rw), [v] "+r"(rv), [n] "+r"(n), [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2),
+                       [a3] "+r"(a3)
+                     :
+                     : "r3", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+#elif defined(EDGEC_DSP)
     int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
-    for (; groups >= 2; groups -= 2, w += 16, v += 4) {
-        uint32_t x0, x1, p, q;
-        E_LDRD(x0, x1, v, 0);
-        E_LDRD(p, q, w, 0);
-        a0 = E_SMLAD(p, x0, a0);
-        a0 = E_SMLAD(q, x1, a0);
-        E_LDRD(p, q, w, 2);
-        a1 = E_SMLAD(p, x0, a1);
-        a1 = E_SMLAD(q, x1, a1);
-        E_LDRD(p, q, w, 4);
-        a2 = E_SMLAD(p, x0, a2);
-        a2 = E_SMLAD(q, x1, a2);
-        E_LDRD(p, q, w, 6);
-        a3 = E_SMLAD(p, x0, a3);
-        a3 = E_SMLAD(q, x1, a3);
-        E_LDRD(x0, x1, v, 2);
-        E_LDRD(p, q, w, 8);
-        a0 = E_SMLAD(p, x0, a0);
-        a0 = E_SMLAD(q, x1, a0);
-        E_LDRD(p, q, w, 10);
-        a1 = E_SMLAD(p, x0, a1);
-        a1 = E_SMLAD(q, x1, a1);
-        E_LDRD(p, q, w, 12);
-        a2 = E_SMLAD(p, x0, a2);
-        a2 = E_SMLAD(q, x1, a2);
-        E_LDRD(p, q, w, 14);
-        a3 = E_SMLAD(p, x0, a3);
-        a3 = E_SMLAD(q, x1, a3);
-    }
-    if (groups) {
-        uint32_t x0, x1, p, q;
-        E_LDRD(x0, x1, v, 0);
-        E_LDRD(p, q, w, 0);
-        a0 = E_SMLAD(p, x0, a0);
-        a0 = E_SMLAD(q, x1, a0);
-        E_LDRD(p, q, w, 2);
-        a1 = E_SMLAD(p, x0, a1);
-        a1 = E_SMLAD(q, x1, a1);
-        E_LDRD(p, q, w, 4);
-        a2 = E_SMLAD(p, x0, a2);
-        a2 = E_SMLAD(q, x1, a2);
-        E_LDRD(p, q, w, 6);
-        a3 = E_SMLAD(p, x0, a3);
-        a3 = E_SMLAD(q, x1, a3);
+    for (; groups > 0; --groups, w += 8, v += 2) {
+        const uint32_t x0 = v[0], x1 = v[1];
+        a0 = E_SMLAD(w[0], x0, a0);
+        a0 = E_SMLAD(w[1], x1, a0);
+        a1 = E_SMLAD(w[2], x0, a1);
+        a1 = E_SMLAD(w[3], x1, a1);
+        a2 = E_SMLAD(w[4], x0, a2);
+        a2 = E_SMLAD(w[5], x1, a2);
+        a3 = E_SMLAD(w[6], x0, a3);
+        a3 = E_SMLAD(w[7], x1, a3);
     }
     acc[0] = a0;
     acc[1] = a1;
@@ -101,24 +108,56 @@ static void edgec_lstm_widen(const int8_t *src, int32_t n, edgec_w32 *dst)
     }
 }
 
+#ifdef EDGEC_DSP_NATIVE
+#define LSTM_SAT16(v) __ssat((v), 16)
+#else
+#define LSTM_SAT16(v) clamp16(v)
+#endif
+
 /* a gate product's int16 value: its record's requantization, or TFLite's reference one (of the wrapped sum) */
 EDGEC_INLINE int32_t edgec_lstm_rq(int32_t acc, const int32_t *rq, const int32_t *mult, const int32_t *shift,
                                    int32_t g)
 {
     const int32_t *q = rq + 5 * g;
-    return clamp16(rq ? edgec_rq_value(acc * (1 << q[0]), q[1], q[2], q[3], q[4])
-                      : edgec_requantize(acc, mult[g], shift[g]));
+    return LSTM_SAT16(rq ? edgec_rq_value(acc * (1 << q[0]), q[1], q[2], q[3], q[4])
+                         : edgec_requantize(acc, mult[g], shift[g]));
+}
+
+/* TFLite's MultiplyByQuantizedMultiplier(x, 2^30, -right) for |x| < 2^30, right in 0..30 (the forget x cell and
+ * input x cell-gate products: their multipliers are powers of two, the cell scale being one): the doubling high
+ * multiply by 2^30 halves x rounding half up (x >= 0) or toward zero (x < 0, TFLite's nudge 1 - 2^30), then
+ * the rounding right shift (half away from zero) */
+EDGEC_INLINE int32_t edgec_lstm_rq_pow2(int32_t x, int32_t right)
+{
+    const int32_t y = x >= 0 ? (x + 1) >> 1 : -((-x) >> 1), mask = (int32_t)((1u << right) - 1u);
+    return (y >> right) + ((y & mask) > (mask >> 1) + (y < 0));
+}
+
+/* a cell product's requantization: the power-of-two one where its multiplier is 2^30 (pow2 >= 0: the right shift),
+ * else its record (rq non-null), else the reference one */
+EDGEC_INLINE int32_t edgec_lstm_rq_cell(int32_t x, int32_t pow2, const int32_t *rq, int32_t mult, int32_t shift)
+{
+    if (pow2 >= 0) return edgec_lstm_rq_pow2(x, pow2);
+    return rq ? edgec_rq_value(x, rq[1], rq[2], rq[3], rq[4]) : edgec_requantize(x, mult, shift);
+}
+
+/* the right shift of a 2^30 multiplier (edgec_lstm_rq_pow2), or -1 */
+static int32_t edgec_lstm_pow2(int32_t mult, int32_t shift)
+{
+    return mult == (1 << 30) && shift <= 0 && shift >= -30 ? -shift : -1;
 }
 
 void edgec_lstm_tflite_fast_s8(const edgec_lstm_tflite_params *p, const int8_t *input, const uint32_t *w_x,
                                const uint32_t *w_h, const int32_t *bias, const int32_t *mult_x,
                                const int32_t *shift_x, const int32_t *mult_h, const int32_t *shift_h,
-                               const int32_t *rq_x, const int32_t *rq_h, int16_t *c, int8_t *h, void *scratch,
-                               int8_t *output)
+                               const int32_t *rq_x, const int32_t *rq_h, const int32_t *rq_oh, int16_t *c, int8_t *h,
+                               void *scratch, int8_t *output)
 {
     const int32_t hid = p->hidden, n_in = p->input_size, gx = (n_in + 3) >> 2, gh = (hid + 3) >> 2;
+    const int32_t fc2 = edgec_lstm_pow2(p->fc_mult, p->fc_shift), ig2 = edgec_lstm_pow2(p->ig_mult, p->ig_shift);
+    const int32_t clip = p->cell_clip, hzp = p->hidden_zp, tanh_cell = !p->cell_sigmoid;
     edgec_w32 *xv = (edgec_w32 *)scratch, *hv = xv + 2 * gx;     /* the widened input and hidden state */
-    int32_t cm, cs, t, b, j, g;
+    int32_t cm, cs, t, b, j;
     tanh_params(p->cell_power, &cm, &cs);
     for (t = 0; t < p->steps; ++t) {
         for (b = 0; b < p->batch; ++b) {
@@ -130,24 +169,34 @@ void edgec_lstm_tflite_fast_s8(const edgec_lstm_tflite_params *p, const int8_t *
             edgec_lstm_widen(input + row * n_in, n_in, xv);
             edgec_lstm_widen(hb, hid, hv);
             for (j = 0; j < hid; ++j, wx += 8 * gx, wh += 8 * gh, bj += 2 * LSTM_GATES) {
-                int32_t ax[LSTM_GATES], ah[LSTM_GATES], gate[LSTM_GATES], cn, hn;
-                for (g = 0; g < LSTM_GATES; ++g) {
-                    ax[g] = bj[g];
-                    ah[g] = bj[LSTM_GATES + g];
-                }
+                int32_t ax[LSTM_GATES], ah[LSTM_GATES], f, i, g, o, cn, hn;
+                ax[0] = bj[0];
+                ax[1] = bj[1];
+                ax[2] = bj[2];
+                ax[3] = bj[3];
+                ah[0] = bj[4];
+                ah[1] = bj[5];
+                ah[2] = bj[6];
+                ah[3] = bj[7];
                 edgec_lstm_dot4(wx, xv, gx, ax);
                 edgec_lstm_dot4(wh, hv, gh, ah);
-                for (g = 0; g < LSTM_GATES; ++g) {
-                    const int32_t pre = clamp16(edgec_lstm_rq(ax[g], rq_x, mult_x, shift_x, g) +
-                                                edgec_lstm_rq(ah[g], rq_h, mult_h, shift_h, g));
-                    gate[g] = (g == 2 && !p->cell_sigmoid) ? tanh16(pre, 3, 0) : sigmoid16(pre);
-                }
-                cn = clamp16(clamp16(edgec_requantize(gate[0] * cb[j], p->fc_mult, p->fc_shift)) +
-                             clamp16(edgec_requantize(gate[1] * gate[2], p->ig_mult, p->ig_shift)));
-                if (p->cell_clip > 0) cn = edgec_clamp(cn, -p->cell_clip, p->cell_clip);
+                f = sigmoid16(LSTM_SAT16(edgec_lstm_rq(ax[0], rq_x, mult_x, shift_x, 0) +
+                                         edgec_lstm_rq(ah[0], rq_h, mult_h, shift_h, 0)));
+                i = sigmoid16(LSTM_SAT16(edgec_lstm_rq(ax[1], rq_x, mult_x, shift_x, 1) +
+                                         edgec_lstm_rq(ah[1], rq_h, mult_h, shift_h, 1)));
+                g = LSTM_SAT16(edgec_lstm_rq(ax[2], rq_x, mult_x, shift_x, 2) +
+                               edgec_lstm_rq(ah[2], rq_h, mult_h, shift_h, 2));
+                g = tanh_cell ? tanh16(g, 3, 0) : sigmoid16(g);
+                o = sigmoid16(LSTM_SAT16(edgec_lstm_rq(ax[3], rq_x, mult_x, shift_x, 3) +
+                                         edgec_lstm_rq(ah[3], rq_h, mult_h, shift_h, 3)));
+                cn = LSTM_SAT16(LSTM_SAT16(edgec_lstm_rq_cell(f * cb[j], fc2, (const int32_t *)0, p->fc_mult,
+                                                              p->fc_shift)) +
+                                LSTM_SAT16(edgec_lstm_rq_cell(i * g, ig2, (const int32_t *)0, p->ig_mult,
+                                                              p->ig_shift)));
+                if (clip > 0) cn = edgec_clamp(cn, -clip, clip);
                 cb[j] = (int16_t)cn;
-                hn = edgec_clamp(edgec_requantize(tanh16(cn, cm, cs) * gate[3], p->oh_mult, p->oh_shift) +
-                                     p->hidden_zp, -128, 127);
+                hn = edgec_lstm_rq_cell(tanh16(cn, cm, cs) * o, -1, rq_oh, p->oh_mult, p->oh_shift) + hzp;
+                hn = EDGEC_SAT8(hn);
                 hb[j] = (int8_t)hn;
                 y[j] = (int8_t)hn;
             }

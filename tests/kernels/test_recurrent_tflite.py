@@ -74,7 +74,7 @@ def test_fast_kernel_matches_twin(ck, ck_dsp, path):
     scratch and output."""
     lib = (ck if path == "portable" else ck_dsp).lib
     r = np.random.default_rng(31)
-    records = {"rq_x": 0, "rq_h": 0}
+    records = dict.fromkeys(lstm.RECORDS, 0)
     for case in range(60):
         batch, steps, n_in, hid = int(r.integers(1, 4)), int(r.integers(1, 6)), int(r.integers(1, 30)), \
             int(r.integers(1, 22))
@@ -105,7 +105,7 @@ def test_fast_kernel_matches_twin(ck, ck_dsp, path):
             np.testing.assert_array_equal(c, carried["c"])
             np.testing.assert_array_equal(h, carried["h"])
             assert np.all(out[want.size:] == 99) and np.all(scratch[low.scratch_bytes:low.scratch_bytes + guard] == 0x5A)
-    assert 0 < records["rq_x"] < 60 and records["rq_h"] > 30, records
+    assert 0 < records["rq_x"] < 60 and records["rq_h"] > 30 and records["rq_oh"] == 60, records
 
 
 def test_activations_track_float():
