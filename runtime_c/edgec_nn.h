@@ -659,12 +659,10 @@ static inline int32_t edgec_lstm_tflite_s8_get_buffer_size(const edgec_lstm_tfli
 /* fast (fast/edgec_lstm_tflite_fast.c; edgec/ops/recurrent_tflite.py lower_lstm_tflite): the same arithmetic, the
  * weights int16 per hidden unit (its 4 gate rows interleaved by groups of 4 inputs, pairs (w0, w2), (w1, w3)), bias
  * [hidden][8] (the 4 gates' input then recurrent biases, the zero points folded in), the requantization records
- * rq_x, rq_h ([4][5], or null: the reference requantization) and rq_oh (output gate x tanh(cell): [5], or null) */
+ * rq_x, rq_h ([4][5]) and rq_oh (output gate x tanh(cell): [5]) */
 void edgec_lstm_tflite_fast_s8(const edgec_lstm_tflite_params *p, const int8_t *input, const uint32_t *w_x,
-                               const uint32_t *w_h, const int32_t *bias, const int32_t *mult_x,
-                               const int32_t *shift_x, const int32_t *mult_h, const int32_t *shift_h,
-                               const int32_t *rq_x, const int32_t *rq_h, const int32_t *rq_oh, int16_t *c, int8_t *h,
-                               void *scratch, int8_t *output);
+                               const uint32_t *w_h, const int32_t *bias, const int32_t *rq_x, const int32_t *rq_h,
+                               const int32_t *rq_oh, int16_t *c, int8_t *h, void *scratch, int8_t *output);
 /* the input and the hidden state widened to int16, in whole groups of 4 */
 static inline int32_t edgec_lstm_tflite_fast_s8_get_buffer_size(const edgec_lstm_tflite_params *p)
 {

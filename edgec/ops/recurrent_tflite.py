@@ -148,13 +148,11 @@ def quantize_lstm_tflite(op: Op, ins: list[Tensor], out: Tensor) -> None:
 
 # ---- C ------------------------------------------------------------------------------------------
 ARRAYS = ("w_x", "w_h", "bias", "mult_x", "shift_x", "mult_h", "shift_h")
-RECORDS = ("rq_x", "rq_h", "rq_oh")     # the fast kernel's requantization records (each optional)
+FAST_ARRAYS = ("w_x", "w_h", "bias", "rq_x", "rq_h", "rq_oh")     # lower_lstm_tflite's
 
 
 def c_lstm_tflite(op: Op, low, site: CallSite) -> str:
-    arrays = ", ".join(site.arrays[k] for k in ARRAYS)
-    if low.kernel.role == FAST:        # (its requantization records, or none: the reference requantization)
-        arrays += "".join(f", {site.arrays.get(k, '(const int32_t *)0')}" for k in RECORDS)
+    arrays = ", ".join(site.arrays[k] for k in (FAST_ARRAYS if low.kernel.role == FAST else ARRAYS))
     fields = state_lstm_tflite(op)
     c, h = (op_state.c_field(site.state, fields, k) for k in ("c", "h"))
     call = f"{low.kernel.name}(&p, {site.inputs[0]}, {arrays},\n        {c}, {h}, {site.scratch}, {site.output});"
@@ -189,27 +187,31 @@ def lower_lstm_tflite(op: Op):
     """edgec_lstm_tflite_fast_s8 (runtime_c/fast/edgec_lstm_tflite_fast.c): the weights widened and interleaved
     per hidden unit (_unit_rows), the zero points folded into the biases ([hidden][8]: the 4 gates' input biases
     bias - x_zp * row sum, then their recurrent ones -h_zp * row sum; modulo 2^32, as TFLite Micro's int32 sums
-    wrap) and the requantization records of each gate product and of the output gate x tanh(cell) product where
-    they apply (the kernel requantizes the cell's two power-of-two products by shifts)."""
+    wrap), the requantization records of each gate product and of the output gate x tanh(cell) product. None
+    (the reference kernel) where a record does not apply (an accumulator that could reach 2^30) or the cell's
+    multipliers are not the powers of two the kernel shifts by (TFLite's power-of-two cell scale gives them)."""
     p = op.params
     hid, n_in = int(p["hidden"]), int(p["input_size"])
+    if any(int(p[f"{k}_mult"]) != 1 << 30 or not -30 <= int(p[f"{k}_shift"]) <= 0 for k in ("fc", "ig")):
+        return None
+    m, e = int(p["oh_mult"]), -int(p["oh_shift"])
+    if not (0 <= m != 1 << 30 and 0 <= e <= 30):
+        return None
+    # (|tanh(c) * o| < 2^30, no zero point: the rounding term 2^(e - 1) alone, whatever the shift, unlike
+    # fast.rq_records' bound for a zero point folded in)
+    arrays = {"rq_oh": np.array([0, m, (1 << e - 1) if e else 0, -1 if e else 0, e], np.int32)}
     wx = np.asarray(op.arrays["w_x"], np.int64).reshape(GATES * hid, n_in)
     wh = np.asarray(op.arrays["w_h"], np.int64).reshape(GATES * hid, hid)
     bx = np.asarray(op.arrays["bias"], np.int64) - int(p["input_zp"]) * wx.sum(axis=1)
     bh = -int(p["hidden_zp"]) * wh.sum(axis=1)
-    bias = np.stack([bx.reshape(GATES, hid).T, bh.reshape(GATES, hid).T], axis=1).reshape(-1)
-    arrays = dict(w_x=_unit_rows(wx, hid), w_h=_unit_rows(wh, hid), bias=(bias % (1 << 32)).astype(np.uint32).view(np.int32),
-                  **{k: op.arrays[k] for k in ("mult_x", "shift_x", "mult_h", "shift_h")})
     for key, b, w, m, s in (("rq_x", bx, wx, "mult_x", "shift_x"), ("rq_h", bh, wh, "mult_h", "shift_h")):
         bound = (np.abs(b) + 128 * np.abs(w).sum(axis=1)).reshape(GATES, hid).max(axis=1)
-        rq = _records(bound, op.arrays[m], op.arrays[s])
-        if rq is not None:
-            arrays[key] = rq
-    m, e = int(p["oh_mult"]), -int(p["oh_shift"])
-    if 0 <= m != 1 << 30 and 0 <= e <= 30:
-        # (|tanh(c) * o| < 2^30, no zero point: the rounding term 2^(e - 1) alone, whatever the shift, unlike
-        # fast.rq_records' bound for a zero point folded in)
-        arrays["rq_oh"] = np.array([0, m, (1 << e - 1) if e else 0, -1 if e else 0, e], np.int32)
+        arrays[key] = _records(bound, op.arrays[m], op.arrays[s])
+        if arrays[key] is None:
+            return None
+    bias = np.stack([bx.reshape(GATES, hid).T, bh.reshape(GATES, hid).T], axis=1).reshape(-1)
+    arrays.update(w_x=_unit_rows(wx, hid), w_h=_unit_rows(wh, hid),
+                  bias=(bias % (1 << 32)).astype(np.uint32).view(np.int32))
     return dict(p), arrays
 
 

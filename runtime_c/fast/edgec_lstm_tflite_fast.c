@@ -8,8 +8,9 @@
  *    sums wrap), so the products read the raw int8 input and hidden state;
  *  - no gate buffer: unit j's four gates are computed together, then its cell and hidden state at once (the
  *    products of the step read the widened copy of the previous hidden state, so h is updated in place);
- *  - the requantization of each product by an edgec_rq record (field 0: the left shift of a multiplier over 1)
- *    where the accumulator bound allows (rq_x / rq_h non-null), else TFLite's reference requantization. */
+ *  - the requantization of each gate product and of the output gate x tanh(cell) by an edgec_rq record (field 0:
+ *    the left shift of a multiplier over 1), the cell's two products (multipliers 2^30, power-of-two cell scale)
+ *    by shifts; lower_lstm_tflite leaves LSTMs where these do not apply to the reference kernel. */
 #include "edgec_fast_support.h"
 #include "../edgec_lstm_tflite_act.h"
 
@@ -29,8 +30,9 @@
     "smlad %[a3], r10, r3, %[a3]\n\t"                                                                          \
     "smlad %[a3], r11, lr, %[a3]\n\t"
 
-/* acc[g] += row g . v over `groups` groups of 4 (8 int16 pairs a group: row 0's two words, row 1's, ...) */
-static EDGEC_NOINLINE void edgec_lstm_dot4(const edgec_w32 *w, const edgec_w32 *v, int32_t groups, int32_t *acc)
+/* acc[g] = init[g] + row g . v over `groups` groups of 4 (8 int16 pairs a group: row 0's two words, row 1's, ...) */
+EDGEC_INLINE void edgec_lstm_dot4(const edgec_w32 *w, const edgec_w32 *v, int32_t groups, const int32_t *init,
+                                  int32_t *acc)
 {
 #if defined(EDGEC_DSP_NATIVE) && defined(__thumb2__)
     /* 12 instructions a group of 16 MACs (two groups an iteration); registers named: r7 (the frame pointer of
@@ -38,10 +40,10 @@ static EDGEC_NOINLINE void edgec_lstm_dot4(const edgec_w32 *w, const edgec_w32 *
     register const edgec_w32 *rw __asm__("r0") = w;
     register const edgec_w32 *rv __asm__("r1") = v;
     register int32_t n __asm__("r2") = groups;
-    register int32_t a0 __asm__("r4") = acc[0];
-    register int32_t a1 __asm__("r5") = acc[1];
-    register int32_t a2 __asm__("r6") = acc[2];
-    register int32_t a3 __asm__("r12") = acc[3];
+    register int32_t a0 __asm__("r4") = init[0];
+    register int32_t a1 __asm__("r5") = init[1];
+    register int32_t a2 __asm__("r6") = init[2];
+    register int32_t a3 __asm__("r12") = init[3];
     __asm__ volatile("tst %[n], #1\n\t"
                      "beq 2f\n\t" EDGEC_LSTM_GROUP
                      "2:\n\t"
@@ -60,7 +62,7 @@ static EDGEC_NOINLINE void edgec_lstm_dot4(const edgec_w32 *w, const edgec_w32 *
     acc[2] = a2;
     acc[3] = a3;
 #elif defined(EDGEC_DSP)
-    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    int32_t a0 = init[0], a1 = init[1], a2 = init[2], a3 = init[3];
     for (; groups > 0; --groups, w += 8, v += 2) {
         const uint32_t x0 = v[0], x1 = v[1];
         a0 = E_SMLAD(w[0], x0, a0);
@@ -81,7 +83,7 @@ static EDGEC_NOINLINE void edgec_lstm_dot4(const edgec_w32 *w, const edgec_w32 *
     const edgec_h16 *wh = (const edgec_h16 *)(const void *)w, *vh = (const edgec_h16 *)(const void *)v;
     uint32_t s[LSTM_GATES];
     int32_t g, k;
-    for (g = 0; g < LSTM_GATES; ++g) s[g] = (uint32_t)acc[g];
+    for (g = 0; g < LSTM_GATES; ++g) s[g] = (uint32_t)init[g];
     for (; groups > 0; --groups, wh += 16, vh += 4) {
         for (g = 0; g < LSTM_GATES; ++g) {
             for (k = 0; k < 4; ++k) s[g] += (uint32_t)((int32_t)wh[4 * g + k] * vh[k]);
@@ -89,6 +91,16 @@ static EDGEC_NOINLINE void edgec_lstm_dot4(const edgec_w32 *w, const edgec_w32 *
     }
     for (g = 0; g < LSTM_GATES; ++g) acc[g] = wrap32(s[g]);
 #endif
+}
+
+/* a hidden unit's 8 products: acc[0..3] its 4 gates' input products, acc[4..7] their recurrent ones, from the
+ * unit's 8 biases */
+static EDGEC_NOINLINE void edgec_lstm_products(const edgec_w32 *wx, const edgec_w32 *xv, int32_t gx,
+                                               const edgec_w32 *wh, const edgec_w32 *hv, int32_t gh,
+                                               const int32_t *bias, int32_t *acc)
+{
+    edgec_lstm_dot4(wx, xv, gx, bias, acc);
+    edgec_lstm_dot4(wh, hv, gh, bias + LSTM_GATES, acc + LSTM_GATES);
 }
 
 /* n int8 values as groups of 4 widened to the two int16-pair words edgec_widen gives; those past n are 0 */
@@ -114,13 +126,10 @@ static void edgec_lstm_widen(const int8_t *src, int32_t n, edgec_w32 *dst)
 #define LSTM_SAT16(v) clamp16(v)
 #endif
 
-/* a gate product's int16 value: its record's requantization, or TFLite's reference one (of the wrapped sum) */
-EDGEC_INLINE int32_t edgec_lstm_rq(int32_t acc, const int32_t *rq, const int32_t *mult, const int32_t *shift,
-                                   int32_t g)
+/* a gate product's int16 value by its record (field 0: the left shift of a multiplier over 1) */
+EDGEC_INLINE int32_t edgec_lstm_rq(int32_t acc, const int32_t *q)
 {
-    const int32_t *q = rq + 5 * g;
-    return LSTM_SAT16(rq ? edgec_rq_value(acc * (1 << q[0]), q[1], q[2], q[3], q[4])
-                         : edgec_requantize(acc, mult[g], shift[g]));
+    return LSTM_SAT16(edgec_rq_value(acc * (1 << q[0]), q[1], q[2], q[3], q[4]));
 }
 
 /* TFLite's MultiplyByQuantizedMultiplier(x, 2^30, -right) for |x| < 2^30, right in 0..30 (the forget x cell and
@@ -133,29 +142,13 @@ EDGEC_INLINE int32_t edgec_lstm_rq_pow2(int32_t x, int32_t right)
     return (y >> right) + ((y & mask) > (mask >> 1) + (y < 0));
 }
 
-/* a cell product's requantization: the power-of-two one where its multiplier is 2^30 (pow2 >= 0: the right shift),
- * else its record (rq non-null), else the reference one */
-EDGEC_INLINE int32_t edgec_lstm_rq_cell(int32_t x, int32_t pow2, const int32_t *rq, int32_t mult, int32_t shift)
-{
-    if (pow2 >= 0) return edgec_lstm_rq_pow2(x, pow2);
-    return rq ? edgec_rq_value(x, rq[1], rq[2], rq[3], rq[4]) : edgec_requantize(x, mult, shift);
-}
-
-/* the right shift of a 2^30 multiplier (edgec_lstm_rq_pow2), or -1 */
-static int32_t edgec_lstm_pow2(int32_t mult, int32_t shift)
-{
-    return mult == (1 << 30) && shift <= 0 && shift >= -30 ? -shift : -1;
-}
-
 void edgec_lstm_tflite_fast_s8(const edgec_lstm_tflite_params *p, const int8_t *input, const uint32_t *w_x,
-                               const uint32_t *w_h, const int32_t *bias, const int32_t *mult_x,
-                               const int32_t *shift_x, const int32_t *mult_h, const int32_t *shift_h,
-                               const int32_t *rq_x, const int32_t *rq_h, const int32_t *rq_oh, int16_t *c, int8_t *h,
-                               void *scratch, int8_t *output)
+                               const uint32_t *w_h, const int32_t *bias, const int32_t *rq_x, const int32_t *rq_h,
+                               const int32_t *rq_oh, int16_t *c, int8_t *h, void *scratch, int8_t *output)
 {
     const int32_t hid = p->hidden, n_in = p->input_size, gx = (n_in + 3) >> 2, gh = (hid + 3) >> 2;
-    const int32_t fc2 = edgec_lstm_pow2(p->fc_mult, p->fc_shift), ig2 = edgec_lstm_pow2(p->ig_mult, p->ig_shift);
-    const int32_t clip = p->cell_clip, hzp = p->hidden_zp, tanh_cell = !p->cell_sigmoid;
+    const int32_t fc = -p->fc_shift, ig = -p->ig_shift, clip = p->cell_clip, hzp = p->hidden_zp;
+    const int32_t tanh_cell = !p->cell_sigmoid;
     edgec_w32 *xv = (edgec_w32 *)scratch, *hv = xv + 2 * gx;     /* the widened input and hidden state */
     int32_t cm, cs, t, b, j;
     tanh_params(p->cell_power, &cm, &cs);
@@ -169,33 +162,18 @@ void edgec_lstm_tflite_fast_s8(const edgec_lstm_tflite_params *p, const int8_t *
             edgec_lstm_widen(input + row * n_in, n_in, xv);
             edgec_lstm_widen(hb, hid, hv);
             for (j = 0; j < hid; ++j, wx += 8 * gx, wh += 8 * gh, bj += 2 * LSTM_GATES) {
-                int32_t ax[LSTM_GATES], ah[LSTM_GATES], f, i, g, o, cn, hn;
-                ax[0] = bj[0];
-                ax[1] = bj[1];
-                ax[2] = bj[2];
-                ax[3] = bj[3];
-                ah[0] = bj[4];
-                ah[1] = bj[5];
-                ah[2] = bj[6];
-                ah[3] = bj[7];
-                edgec_lstm_dot4(wx, xv, gx, ax);
-                edgec_lstm_dot4(wh, hv, gh, ah);
-                f = sigmoid16(LSTM_SAT16(edgec_lstm_rq(ax[0], rq_x, mult_x, shift_x, 0) +
-                                         edgec_lstm_rq(ah[0], rq_h, mult_h, shift_h, 0)));
-                i = sigmoid16(LSTM_SAT16(edgec_lstm_rq(ax[1], rq_x, mult_x, shift_x, 1) +
-                                         edgec_lstm_rq(ah[1], rq_h, mult_h, shift_h, 1)));
-                g = LSTM_SAT16(edgec_lstm_rq(ax[2], rq_x, mult_x, shift_x, 2) +
-                               edgec_lstm_rq(ah[2], rq_h, mult_h, shift_h, 2));
+                int32_t acc[2 * LSTM_GATES], f, i, g, o, cn, hn;
+                edgec_lstm_products(wx, xv, gx, wh, hv, gh, bj, acc);
+                f = sigmoid16(LSTM_SAT16(edgec_lstm_rq(acc[0], rq_x) + edgec_lstm_rq(acc[4], rq_h)));
+                i = sigmoid16(LSTM_SAT16(edgec_lstm_rq(acc[1], rq_x + 5) + edgec_lstm_rq(acc[5], rq_h + 5)));
+                g = LSTM_SAT16(edgec_lstm_rq(acc[2], rq_x + 10) + edgec_lstm_rq(acc[6], rq_h + 10));
                 g = tanh_cell ? tanh16(g, 3, 0) : sigmoid16(g);
-                o = sigmoid16(LSTM_SAT16(edgec_lstm_rq(ax[3], rq_x, mult_x, shift_x, 3) +
-                                         edgec_lstm_rq(ah[3], rq_h, mult_h, shift_h, 3)));
-                cn = LSTM_SAT16(LSTM_SAT16(edgec_lstm_rq_cell(f * cb[j], fc2, (const int32_t *)0, p->fc_mult,
-                                                              p->fc_shift)) +
-                                LSTM_SAT16(edgec_lstm_rq_cell(i * g, ig2, (const int32_t *)0, p->ig_mult,
-                                                              p->ig_shift)));
+                o = sigmoid16(LSTM_SAT16(edgec_lstm_rq(acc[3], rq_x + 15) + edgec_lstm_rq(acc[7], rq_h + 15)));
+                cn = LSTM_SAT16(LSTM_SAT16(edgec_lstm_rq_pow2(f * cb[j], fc)) +
+                                LSTM_SAT16(edgec_lstm_rq_pow2(i * g, ig)));
                 if (clip > 0) cn = edgec_clamp(cn, -clip, clip);
                 cb[j] = (int16_t)cn;
-                hn = edgec_lstm_rq_cell(tanh16(cn, cm, cs) * o, -1, rq_oh, p->oh_mult, p->oh_shift) + hzp;
+                hn = edgec_rq_value(tanh16(cn, cm, cs) * o, rq_oh[1], rq_oh[2], rq_oh[3], rq_oh[4]) + hzp;
                 hn = EDGEC_SAT8(hn);
                 hb[j] = (int8_t)hn;
                 y[j] = (int8_t)hn;
