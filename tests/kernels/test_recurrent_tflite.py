@@ -130,6 +130,26 @@ def test_single_operator_files_match_tflite_micro(tmp_path):
 
 @pytest.mark.skipif(importlib.util.find_spec("tflite_micro") is None and not os.environ.get("CI"),
                     reason="tflite-micro (the TFLite Micro interpreter) is not installed")
+def test_fast_kernel_files_match_tflite_micro(tmp_path):
+    """Random single-LSTM .tflite files through edgec's generated C on the fast kernel (edgec_lstm_tflite_fast_s8,
+    its emulated-DSP path: the Cortex-M4's; the portable path against the twin above) give TFLite Micro's outputs bit for bit, the samples one stream with the
+    state carried between invokes (oracle.check: TFLite Micro with carry_state=True)."""
+    cases = [c for c in oracle.cases(seed=15, n=16, makers=recurrent_cases.MAKERS)
+             if c.nodes[0].op == "UNIDIRECTIONAL_SEQUENCE_LSTM"]
+    assert len(cases) >= 6
+    for c in cases:
+        f = tmp_path / f"{c.name}.tflite"
+        f.write_bytes(oracle.write(c))
+        graph = oracle.importer.load(f, c.name)
+        assert oracle.keeps_state(graph)
+        op = next(op for op in graph.ops if op.kind == "lstm_tflite")
+        assert select.fast(op).kernel.name == "edgec_lstm_tflite_fast_s8", c.name
+    bad = oracle.check(cases, tmp_path, paths=("dsp-emulated",))
+    assert not bad, bad
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tflite_micro") is None and not os.environ.get("CI"),
+                    reason="tflite-micro (the TFLite Micro interpreter) is not installed")
 def test_reset_between_invokes_matches_tflite_micro_reset(tmp_path):
     """NAME_reset() before every invoke (the C on the host, ASan + UBSan) and `reference.run_sequence(reset_each)`
     give TFLite Micro's outputs with reset() before every Invoke; and carrying the state differs from that (the
