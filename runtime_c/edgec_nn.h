@@ -291,10 +291,12 @@ typedef struct {
 void edgec_fully_connected_packed_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                      const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
                                      int8_t *output);
-/* the input widened to int16 */
+/* the input widened to int16, at most EDGEC_FC_WIDEN_GROUPS groups of 4 at a time (a longer input is widened a
+ * chunk at a time, again for each block of 4 rows: the scratch stays under the input's own size) */
+#define EDGEC_FC_WIDEN_GROUPS 256
 static inline int32_t edgec_fully_connected_packed_s8_get_buffer_size(const edgec_fully_connected_packed_params *p)
 {
-    return 2 * p->k4;
+    return 2 * p->k4 + 8 * EDGEC_FC_WIDEN_GROUPS - EDGEC_MAX(2 * p->k4, 8 * EDGEC_FC_WIDEN_GROUPS);
 }
 /* int4 weights, one row at a time; k4 here is in_features rounded up to 8, the weights k4 / 8 words per row
  * (nibble order: edgec/ops/dense.py lower_fc4). */
