@@ -96,6 +96,26 @@ static void edgec_fc_widen(const int8_t *input, int32_t n_in, int32_t g0, int32_
     }
 }
 
+/* acc[0..3] += the 4 rows of a block (w) . x over `groups` groups (edgec_fc_blocks' loop) */
+static EDGEC_HOT void edgec_fc_acc4(const edgec_w32 *x, int32_t groups, const edgec_w32 *w, int32_t *acc)
+{
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], g;
+    for (g = groups >> 2; g > 0; --g, x += 8, w += 16) {
+        EDGEC_FC_GROUP(0);
+        EDGEC_BARRIER();
+        EDGEC_FC_GROUP(1);
+        EDGEC_BARRIER();
+        EDGEC_FC_GROUP(2);
+        EDGEC_BARRIER();
+        EDGEC_FC_GROUP(3);
+    }
+    for (g = groups & 3; g > 0; --g, x += 2, w += 4) EDGEC_FC_GROUP(0);
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+
 /* in_features over 4 * EDGEC_FC_WIDEN_GROUPS: the input widened a chunk at a time (the scratch bounded, see
  * edgec_nn.h), again for each block of 4 rows: the accumulators of a block kept over its chunks */
 static void edgec_fc_chunked(const edgec_fully_connected_packed_params *p, const int8_t *input,
@@ -105,19 +125,20 @@ static void edgec_fc_chunked(const edgec_fully_connected_packed_params *p, const
     const int full = lo == -128 && hi == 127;
     int32_t r = 0, g0;
     for (; r + 4 <= n_out; r += 4) {
-        const edgec_w32 *w = weights + r * groups;
-        int32_t a0 = rq[r].bias, a1 = rq[r + 1].bias, a2 = rq[r + 2].bias, a3 = rq[r + 3].bias;
+        int32_t acc[4];
+        acc[0] = rq[r].bias;
+        acc[1] = rq[r + 1].bias;
+        acc[2] = rq[r + 2].bias;
+        acc[3] = rq[r + 3].bias;
         for (g0 = 0; g0 < groups; g0 += EDGEC_FC_WIDEN_GROUPS) {
             const int32_t n = EDGEC_MIN_I32(EDGEC_FC_WIDEN_GROUPS, groups - g0);
-            const edgec_w32 *x = xw;
-            int32_t g;
             edgec_fc_widen(input, p->in_features, g0, n, xw);
-            for (g = n; g > 0; --g, x += 2, w += 4) EDGEC_FC_GROUP(0);
+            edgec_fc_acc4(xw, n, weights + r * groups + 4 * g0, acc);
         }
-        output[r] = edgec_out(a0, rq + r, full, lo, hi);
-        output[r + 1] = edgec_out(a1, rq + r + 1, full, lo, hi);
-        output[r + 2] = edgec_out(a2, rq + r + 2, full, lo, hi);
-        output[r + 3] = edgec_out(a3, rq + r + 3, full, lo, hi);
+        output[r] = edgec_out(acc[0], rq + r, full, lo, hi);
+        output[r + 1] = edgec_out(acc[1], rq + r + 1, full, lo, hi);
+        output[r + 2] = edgec_out(acc[2], rq + r + 2, full, lo, hi);
+        output[r + 3] = edgec_out(acc[3], rq + r + 3, full, lo, hi);
     }
     for (; r < n_out; ++r) {
         const edgec_w32 *w = weights + r * groups;
