@@ -46,7 +46,7 @@ extern "C" {
 /* The runtime's ABI version: bumped whenever a params struct, a kernel's prototype or its numerics change.
  * Every generated model checks it when compiled (#error naming both versions) and in its init: two models
  * exported by different edgec versions cannot share one copy of the runtime by accident. */
-#define EDGEC_RUNTIME_ABI_VERSION 2
+#define EDGEC_RUNTIME_ABI_VERSION 3
 /* ... and the version the runtime's objects were compiled with (edgec_runtime.c), for the check at init. */
 extern const int32_t edgec_runtime_abi_version;
 
