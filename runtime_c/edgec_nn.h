@@ -46,7 +46,7 @@ extern "C" {
 /* The runtime's ABI version: bumped whenever a params struct, a kernel's prototype or its numerics change.
  * Every generated model checks it when compiled (#error naming both versions) and in its init: two models
  * exported by different edgec versions cannot share one copy of the runtime by accident. */
-#define EDGEC_RUNTIME_ABI_VERSION 2
+#define EDGEC_RUNTIME_ABI_VERSION 3
 /* ... and the version the runtime's objects were compiled with (edgec_runtime.c), for the check at init. */
 extern const int32_t edgec_runtime_abi_version;
 
@@ -301,10 +301,12 @@ typedef struct {
 void edgec_fully_connected_packed_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                      const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
                                      int8_t *output);
-/* the input widened to int16 */
+/* the input widened to int16, at most EDGEC_FC_WIDEN_GROUPS groups of 4 at a time (a longer input is widened a
+ * chunk at a time, again for each block of 4 rows: the scratch stays under the input's own size) */
+#define EDGEC_FC_WIDEN_GROUPS 256
 static inline int32_t edgec_fully_connected_packed_s8_get_buffer_size(const edgec_fully_connected_packed_params *p)
 {
-    return 2 * p->k4;
+    return 2 * p->k4 + 8 * EDGEC_FC_WIDEN_GROUPS - EDGEC_MAX(2 * p->k4, 8 * EDGEC_FC_WIDEN_GROUPS);
 }
 /* int4 weights, one row at a time; k4 here is in_features rounded up to 8, the weights k4 / 8 words per row
  * (nibble order: edgec/ops/dense.py lower_fc4). */
@@ -671,6 +673,18 @@ void edgec_lstm_tflite_s8(const edgec_lstm_tflite_params *p, const int8_t *input
 static inline int32_t edgec_lstm_tflite_s8_get_buffer_size(const edgec_lstm_tflite_params *p)
 {
     return 8 * p->batch * p->hidden;
+}
+/* fast (fast/edgec_lstm_tflite_fast.c; edgec/ops/recurrent_tflite.py lower_lstm_tflite): the same arithmetic, the
+ * weights int16 per hidden unit (its 4 gate rows interleaved by groups of 4 inputs, pairs (w0, w2), (w1, w3)), bias
+ * [hidden][8] (the 4 gates' input then recurrent biases, the zero points folded in), the requantization records
+ * rq_x, rq_h ([4][5]) and rq_oh (output gate x tanh(cell): [5]) */
+void edgec_lstm_tflite_fast_s8(const edgec_lstm_tflite_params *p, const int8_t *input, const uint32_t *w_x,
+                               const uint32_t *w_h, const int32_t *bias, const int32_t *rq_x, const int32_t *rq_h,
+                               const int32_t *rq_oh, int16_t *c, int8_t *h, void *scratch, int8_t *output);
+/* the input and the hidden state widened to int16, in whole groups of 4 */
+static inline int32_t edgec_lstm_tflite_fast_s8_get_buffer_size(const edgec_lstm_tflite_params *p)
+{
+    return 8 * ((p->input_size + 3) / 4 + (p->hidden + 3) / 4);
 }
 
 /* edgec_svdf.c: TFLite's integer SVDF as TFLite Micro computes it (edgec/ops/svdf.py): input int8 [batch][input_size],

@@ -20,8 +20,8 @@ import numpy as np
 
 from edgec.fixedpoint.scheme import quantize_multiplier, requantize
 from edgec.ir import Op, Tensor
-from edgec.ops import cemit, state as op_state
-from edgec.ops.kernel import REFERENCE, Kernel
+from edgec.ops import cemit, fast, state as op_state
+from edgec.ops.kernel import FAST, REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, OpDef
 
 GATES = 4                # forget, input, cell, output (TFLM's order)
@@ -148,14 +148,71 @@ def quantize_lstm_tflite(op: Op, ins: list[Tensor], out: Tensor) -> None:
 
 # ---- C ------------------------------------------------------------------------------------------
 ARRAYS = ("w_x", "w_h", "bias", "mult_x", "shift_x", "mult_h", "shift_h")
+FAST_ARRAYS = ("w_x", "w_h", "bias", "rq_x", "rq_h", "rq_oh")     # lower_lstm_tflite's
 
 
 def c_lstm_tflite(op: Op, low, site: CallSite) -> str:
-    arrays = ", ".join(site.arrays[k] for k in ARRAYS)
+    arrays = ", ".join(site.arrays[k] for k in (FAST_ARRAYS if low.kernel.role == FAST else ARRAYS))
     fields = state_lstm_tflite(op)
     c, h = (op_state.c_field(site.state, fields, k) for k in ("c", "h"))
     call = f"{low.kernel.name}(&p, {site.inputs[0]}, {arrays},\n        {c}, {h}, {site.scratch}, {site.output});"
     return cemit.with_params("edgec_lstm_tflite_params", op.params, call, only_fields=True)
+
+
+def _unit_rows(w: np.ndarray, hid: int) -> np.ndarray:
+    """[4 * hid][k] int8 gate rows -> the fast kernel's int16 words: per hidden unit, per group of 4 inputs (k
+    zero-padded to whole groups), its 4 gates' rows as (w0, w2), (w1, w3)."""
+    k = w.shape[1]
+    groups = (k + 3) // 4
+    wp = np.zeros((GATES, hid, groups * 4), np.int16)
+    wp[:, :, :k] = w.reshape(GATES, hid, k)
+    wp = wp.reshape(GATES, hid, groups, 4)[..., [0, 2, 1, 3]]
+    return fast.words(np.ascontiguousarray(wp.transpose(1, 2, 0, 3)))
+
+
+def _records(bound: np.ndarray, mult, shift) -> np.ndarray | None:
+    """The 4 gates' edgec_rq records of one product (field 0: the left shift of a multiplier over 1, as TFLite's
+    MultiplyByQuantizedMultiplier shifts the accumulator first), or None where an accumulator (|acc| <= bound, per
+    gate) shifted left could reach 2^30 or a multiplier is outside what the records take."""
+    shift = np.asarray(shift, np.int64)
+    left = np.maximum(shift, 0)
+    rq = fast.rq_records(np.zeros(GATES), mult, shift - left)
+    if rq is None or np.any(bound * (1 << left) >= fast.ACC_LIMIT):
+        return None
+    rq[:, 0] = left
+    return rq.reshape(-1)
+
+
+def lower_lstm_tflite(op: Op):
+    """edgec_lstm_tflite_fast_s8 (runtime_c/fast/edgec_lstm_tflite_fast.c): the weights widened and interleaved
+    per hidden unit (_unit_rows), the zero points folded into the biases ([hidden][8]: the 4 gates' input biases
+    bias - x_zp * row sum, then their recurrent ones -h_zp * row sum; modulo 2^32, as TFLite Micro's int32 sums
+    wrap), the requantization records of each gate product and of the output gate x tanh(cell) product. None
+    (the reference kernel) where a record does not apply (an accumulator that could reach 2^30) or the cell's
+    multipliers are not the powers of two the kernel shifts by (TFLite's power-of-two cell scale gives them)."""
+    p = op.params
+    hid, n_in = int(p["hidden"]), int(p["input_size"])
+    if any(int(p[f"{k}_mult"]) != 1 << 30 or not -30 <= int(p[f"{k}_shift"]) <= 0 for k in ("fc", "ig")):
+        return None
+    m, e = int(p["oh_mult"]), -int(p["oh_shift"])
+    if not (0 <= m != 1 << 30 and 0 <= e <= 30):
+        return None
+    # (|tanh(c) * o| < 2^30, no zero point: the rounding term 2^(e - 1) alone, whatever the shift, unlike
+    # fast.rq_records' bound for a zero point folded in)
+    arrays = {"rq_oh": np.array([0, m, (1 << e - 1) if e else 0, -1 if e else 0, e], np.int32)}
+    wx = np.asarray(op.arrays["w_x"], np.int64).reshape(GATES * hid, n_in)
+    wh = np.asarray(op.arrays["w_h"], np.int64).reshape(GATES * hid, hid)
+    bx = np.asarray(op.arrays["bias"], np.int64) - int(p["input_zp"]) * wx.sum(axis=1)
+    bh = -int(p["hidden_zp"]) * wh.sum(axis=1)
+    for key, b, w, m, s in (("rq_x", bx, wx, "mult_x", "shift_x"), ("rq_h", bh, wh, "mult_h", "shift_h")):
+        bound = (np.abs(b) + 128 * np.abs(w).sum(axis=1)).reshape(GATES, hid).max(axis=1)
+        arrays[key] = _records(bound, op.arrays[m], op.arrays[s])
+        if arrays[key] is None:
+            return None
+    bias = np.stack([bx.reshape(GATES, hid).T, bh.reshape(GATES, hid).T], axis=1).reshape(-1)
+    arrays.update(w_x=_unit_rows(wx, hid), w_h=_unit_rows(wh, hid),
+                  bias=(bias % (1 << 32)).astype(np.uint32).view(np.int32))
+    return dict(p), arrays
 
 
 def _macs(op: Op, out: Tensor) -> int:
@@ -166,7 +223,8 @@ def _macs(op: Op, out: Tensor) -> int:
 OPS = [OpDef("lstm_tflite", "recurrent", quantize_lstm_tflite, None, macs=_macs, sensitivity=False,
              state=state_lstm_tflite)]
 KERNELS = [Kernel("edgec_lstm_tflite_s8", ("lstm_tflite",), REFERENCE, c_lstm_tflite, run=run_lstm_tflite,
-                  code_bytes=1600)]
+                  code_bytes=1600),
+           Kernel("edgec_lstm_tflite_fast_s8", ("lstm_tflite",), FAST, c_lstm_tflite, lower=lower_lstm_tflite)]
 ONNX: dict = {}
 
 

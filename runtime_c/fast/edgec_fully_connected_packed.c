@@ -47,6 +47,8 @@
     } while (0)
 #endif
 
+#define EDGEC_MIN_I32(a, b) ((a) < (b) ? (a) : (b))
+
 /* Blocks of 4 rows: out[r .. r+3] for every full block (weights in block layout, see edgec_nn.h). */
 static EDGEC_HOT void edgec_fc_blocks(const edgec_w32 *xw, int32_t groups, int32_t blocks, const edgec_w32 *w,
                                       const edgec_rq *rq, int8_t *out, int32_t lo, int32_t hi)
@@ -72,29 +74,99 @@ static EDGEC_HOT void edgec_fc_blocks(const edgec_w32 *xw, int32_t groups, int32
     }
 }
 
+/* inputs [4 * g0, 4 * (g0 + n)) widened into xw (those past n_in are 0: their weights are 0 too) */
+static void edgec_fc_widen(const int8_t *input, int32_t n_in, int32_t g0, int32_t n, edgec_w32 *xw)
+{
+    const int32_t whole = EDGEC_MIN_I32(n_in >> 2, g0 + n);
+    int32_t g, r;
+    if (((uintptr_t)input & 3u) == 0) {
+        const edgec_w32 *in = (const edgec_w32 *)(const void *)input;
+        for (g = g0; g < whole; ++g) edgec_widen(in[g], xw + 2 * (g - g0));
+    } else {
+        for (g = g0; g < whole; ++g) {
+            const int8_t *b = input + 4 * g;
+            edgec_widen((uint32_t)(uint8_t)b[0] | (uint32_t)(uint8_t)b[1] << 8 | (uint32_t)(uint8_t)b[2] << 16 |
+                        (uint32_t)(uint8_t)b[3] << 24, xw + 2 * (g - g0));
+        }
+    }
+    for (g = EDGEC_MAX(whole, g0); g < g0 + n; ++g) { /* the last, partial group */
+        uint32_t v = 0;
+        for (r = 0; 4 * g + r < n_in; ++r) v |= (uint32_t)(uint8_t)input[4 * g + r] << (8 * r);
+        edgec_widen(v, xw + 2 * (g - g0));
+    }
+}
+
+/* acc[0..3] += the 4 rows of a block (w) . x over `groups` groups (edgec_fc_blocks' loop) */
+static EDGEC_HOT void edgec_fc_acc4(const edgec_w32 *x, int32_t groups, const edgec_w32 *w, int32_t *acc)
+{
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], g;
+    for (g = groups >> 2; g > 0; --g, x += 8, w += 16) {
+        EDGEC_FC_GROUP(0);
+        EDGEC_BARRIER();
+        EDGEC_FC_GROUP(1);
+        EDGEC_BARRIER();
+        EDGEC_FC_GROUP(2);
+        EDGEC_BARRIER();
+        EDGEC_FC_GROUP(3);
+    }
+    for (g = groups & 3; g > 0; --g, x += 2, w += 4) EDGEC_FC_GROUP(0);
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+
+/* in_features over 4 * EDGEC_FC_WIDEN_GROUPS: the input widened a chunk at a time (the scratch bounded, see
+ * edgec_nn.h), again for each block of 4 rows: the accumulators of a block kept over its chunks */
+static void edgec_fc_chunked(const edgec_fully_connected_packed_params *p, const int8_t *input,
+                             const edgec_w32 *weights, const edgec_rq *rq, edgec_w32 *xw, int8_t *output)
+{
+    const int32_t groups = p->k4 >> 2, n_out = p->out_features, lo = p->act_min, hi = p->act_max;
+    const int full = lo == -128 && hi == 127;
+    int32_t r = 0, g0;
+    for (; r + 4 <= n_out; r += 4) {
+        int32_t acc[4];
+        acc[0] = rq[r].bias;
+        acc[1] = rq[r + 1].bias;
+        acc[2] = rq[r + 2].bias;
+        acc[3] = rq[r + 3].bias;
+        for (g0 = 0; g0 < groups; g0 += EDGEC_FC_WIDEN_GROUPS) {
+            const int32_t n = EDGEC_MIN_I32(EDGEC_FC_WIDEN_GROUPS, groups - g0);
+            edgec_fc_widen(input, p->in_features, g0, n, xw);
+            edgec_fc_acc4(xw, n, weights + r * groups + 4 * g0, acc);
+        }
+        output[r] = edgec_out(acc[0], rq + r, full, lo, hi);
+        output[r + 1] = edgec_out(acc[1], rq + r + 1, full, lo, hi);
+        output[r + 2] = edgec_out(acc[2], rq + r + 2, full, lo, hi);
+        output[r + 3] = edgec_out(acc[3], rq + r + 3, full, lo, hi);
+    }
+    for (; r < n_out; ++r) {
+        const edgec_w32 *w = weights + r * groups;
+        int32_t a0 = rq[r].bias;
+        for (g0 = 0; g0 < groups; g0 += EDGEC_FC_WIDEN_GROUPS) {
+            const int32_t n = EDGEC_MIN_I32(EDGEC_FC_WIDEN_GROUPS, groups - g0);
+            const edgec_w32 *x = xw;
+            int32_t g;
+            edgec_fc_widen(input, p->in_features, g0, n, xw);
+            for (g = n; g > 0; --g, x += 2, ++w) EDGEC_FC_ONE(0);
+        }
+        output[r] = edgec_out(a0, rq + r, full, lo, hi);
+    }
+}
+
 void edgec_fully_connected_packed_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                      const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
     const int32_t n_in = p->in_features, n_out = p->out_features, groups = p->k4 >> 2;
-    const int32_t blocks = n_out >> 2, whole = n_in >> 2, lo = p->act_min, hi = p->act_max;
+    const int32_t blocks = n_out >> 2, lo = p->act_min, hi = p->act_max;
     edgec_w32 *xw = (edgec_w32 *)(void *)scratch;
     const edgec_w32 *w = (const edgec_w32 *)weights + blocks * 4 * groups;
     int32_t g, r;
-    if (((uintptr_t)input & 3u) == 0) {
-        const edgec_w32 *in = (const edgec_w32 *)(const void *)input;
-        for (g = 0; g < whole; ++g) edgec_widen(in[g], xw + 2 * g);
-    } else {
-        for (g = 0; g < whole; ++g) {
-            const int8_t *b = input + 4 * g;
-            edgec_widen((uint32_t)(uint8_t)b[0] | (uint32_t)(uint8_t)b[1] << 8 | (uint32_t)(uint8_t)b[2] << 16 |
-                        (uint32_t)(uint8_t)b[3] << 24, xw + 2 * g);
-        }
+    if (groups > EDGEC_FC_WIDEN_GROUPS) {
+        edgec_fc_chunked(p, input, (const edgec_w32 *)weights, rq, xw, output);
+        return;
     }
-    if (whole < groups) { /* the last, partial group: missing inputs are 0 (their weights are 0 too) */
-        uint32_t v = 0;
-        for (r = 0; 4 * whole + r < n_in; ++r) v |= (uint32_t)(uint8_t)input[4 * whole + r] << (8 * r);
-        edgec_widen(v, xw + 2 * whole);
-    }
+    edgec_fc_widen(input, n_in, 0, groups, xw);
     edgec_fc_blocks(xw, groups, blocks, (const edgec_w32 *)weights, rq, output, lo, hi);
     for (r = 4 * blocks; r < n_out; ++r) {
         const edgec_w32 *x = xw;

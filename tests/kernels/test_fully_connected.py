@@ -79,3 +79,32 @@ def test_fully_connected_packed_rows(request, path):
         assert np.array_equal(out, dense.fully_connected_rows_s8(q, rows, x, w, bias, mult, shift).reshape(-1))
         ran += 1
     assert ran >= 40
+
+
+@pytest.mark.parametrize("path", ["ck", "ck_dsp"])
+def test_fully_connected_packed_long_input_widened_in_chunks(request, path):
+    """edgec_fully_connected_packed_s8 on inputs longer than EDGEC_FC_WIDEN_GROUPS groups of 4 (edgec_nn.h): its
+    scratch bounded (2 KiB), the input widened a chunk at a time for each block of 4 rows (the remaining rows
+    too), the last chunk and the last group partial, the input aligned or not: the twin's output on both paths."""
+    lib = request.getfixturevalue(path).lib
+    rng = np.random.default_rng(22)
+    for case in range(8):
+        n_in, n_out = int(rng.integers(1025, 2600)), int(rng.integers(1, 10))
+        zi, zo = (int(v) for v in rng.integers(-128, 128, size=2))
+        lo, hi = act(rng, zo)
+        q = dict(in_features=n_in, out_features=n_out, input_zp=zi, output_zp=zo, act_min=lo, act_max=hi)
+        mult, shift = requant_params(rng, n_out, 5500.0 * math.sqrt(n_in))
+        w = i8(rng, (n_out, n_in))
+        bias = rng.integers(-5000, 5000, size=n_out).astype(np.int32)
+        op = Op("fully_connected", "fc", ("x",), "y", params=q, arrays=dict(weights=w, bias=bias, mult=mult, shift=shift))
+        low = select.fast(op)
+        assert low.kernel.name == "edgec_fully_connected_packed_s8" and low.scratch_bytes == 2048
+        raw = i8(rng, n_in + 1)
+        x = raw[case % 2:case % 2 + n_in]                    # (odd cases: an input not on a word boundary)
+        out = np.zeros(n_out, np.int8)
+        scratch = np.full(low.scratch_bytes // 4 + 16, 0x5A5A5A5A, np.uint32)
+        fw, rq = low.arrays["fw"], np.ascontiguousarray(low.arrays["rq"], np.int32)
+        lib.edgec_fully_connected_packed_s8(ctypes.byref(make(low.struct, low.params)), ptr(x), ptr(fw), ptr(rq),
+                                            ptr(scratch), ptr(out))
+        assert np.array_equal(out, dense.fully_connected_s8(q, x, w, bias, mult, shift)), q
+        assert np.all(scratch[low.scratch_bytes // 4:] == 0x5A5A5A5A)

@@ -16,8 +16,9 @@ import tflite_cases_recurrent as recurrent_cases
 import tflite_oracle as oracle
 from ckernels import make, ptr
 from edgec.fixedpoint import scheme
+from edgec.ir import Op
 from edgec.ops import recurrent_tflite as lstm
-from edgec.ops import svdf
+from edgec.ops import select, svdf
 from edgec.quant import reference
 
 
@@ -64,6 +65,50 @@ def test_kernel_matches_twin(ck):
             np.testing.assert_array_equal(h, carried["h"])
 
 
+@pytest.mark.parametrize("path", ["portable", "dsp-emulated"])
+def test_fast_kernel_matches_twin(ck, ck_dsp, path):
+    """edgec_lstm_tflite_fast_s8 (recurrent_tflite.lower_lstm_tflite: int16 weights interleaved per hidden unit,
+    the zero points in the biases, no gate buffer, requantization by records and shifts) on both inner-loop paths
+    against the twin, the state carried over consecutive calls: odd sizes (part-full groups of 4, an odd count of
+    groups), batches, multipliers over 1, guard bytes after scratch and output; an LSTM whose accumulators could
+    reach 2^30 is left to the reference kernel."""
+    lib = (ck if path == "portable" else ck_dsp).lib
+    r = np.random.default_rng(31)
+    ran = 0
+    for case in range(60):
+        batch, steps, n_in, hid = int(r.integers(1, 4)), int(r.integers(1, 6)), int(r.integers(1, 30)), \
+            int(r.integers(1, 22))
+        p = _params(r, batch, steps, n_in, hid, bool(r.random() < 0.5))
+        a = _arrays(r, hid, n_in)
+        if case % 10 == 9:       # accumulators that could pass 2^30: no records, the reference kernel
+            a["bias"][0] = 1 << 30
+        op = Op("lstm_tflite", "lstm", ("x",), "y", params=p, arrays=a)
+        low = select.fast(op)
+        if case % 10 == 9:
+            assert low is None
+            continue
+        assert low.kernel.name == "edgec_lstm_tflite_fast_s8"
+        ran += 1
+        packed = {k: np.ascontiguousarray(v) for k, v in low.arrays.items()}
+        c, h = np.zeros(batch * hid, np.int16), np.full(batch * hid, p["hidden_zp"], np.int8)   # after reset
+        carried = {"c": c.copy(), "h": h.copy()}
+        guard = 64
+        raw = np.full(low.scratch_bytes + guard + 16, 0x5A, np.int8)
+        scratch = raw[(-raw.ctypes.data) % 16:]                  # 16-byte aligned, as the planner places it
+        for _ in range(3):      # consecutive calls: the state carried by both
+            x = r.integers(-128, 128, steps * batch * n_in).astype(np.int8)
+            want = lstm.lstm_tflite_s8(p, a, x, carried)
+            out = np.full(want.size + guard, 99, np.int8)
+            lib.edgec_lstm_tflite_fast_s8(ctypes.byref(make("edgec_lstm_tflite_params", p)), ptr(x),
+                                          *(ptr(packed[k]) for k in lstm.FAST_ARRAYS), ptr(c), ptr(h),
+                                          ptr(scratch), ptr(out))
+            np.testing.assert_array_equal(out[:want.size], want)
+            np.testing.assert_array_equal(c, carried["c"])
+            np.testing.assert_array_equal(h, carried["h"])
+            assert np.all(out[want.size:] == 99) and np.all(scratch[low.scratch_bytes:low.scratch_bytes + guard] == 0x5A)
+    assert ran == 54
+
+
 def test_activations_track_float():
     """TFLite's int16 sigmoid (Q3.12 in) and tanh (2^power in) are their float functions within 2^-13."""
     v = np.arange(-32768, 32768)
@@ -80,6 +125,26 @@ def test_single_operator_files_match_tflite_micro(tmp_path):
     assert {c.nodes[0].options[1]["TimeMajor"] for c in lstms} == {False, True}
     assert {c.tensors[2].dtype for c in cases if c.nodes[0].op == "SVDF"} == {9, 7}     # int8 and int16 state
     bad = oracle.check(cases, tmp_path, paths=("reference",))
+    assert not bad, bad
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tflite_micro") is None and not os.environ.get("CI"),
+                    reason="tflite-micro (the TFLite Micro interpreter) is not installed")
+def test_fast_kernel_files_match_tflite_micro(tmp_path):
+    """Random single-LSTM .tflite files through edgec's generated C on the fast kernel (edgec_lstm_tflite_fast_s8,
+    its emulated-DSP path: the Cortex-M4's; the portable path against the twin above) give TFLite Micro's outputs bit for bit, the samples one stream with the
+    state carried between invokes (oracle.check: TFLite Micro with carry_state=True)."""
+    cases = [c for c in oracle.cases(seed=15, n=16, makers=recurrent_cases.MAKERS)
+             if c.nodes[0].op == "UNIDIRECTIONAL_SEQUENCE_LSTM"]
+    assert len(cases) >= 6
+    for c in cases:
+        f = tmp_path / f"{c.name}.tflite"
+        f.write_bytes(oracle.write(c))
+        graph = oracle.importer.load(f, c.name)
+        assert oracle.keeps_state(graph)
+        op = next(op for op in graph.ops if op.kind == "lstm_tflite")
+        assert select.fast(op).kernel.name == "edgec_lstm_tflite_fast_s8", c.name
+    bad = oracle.check(cases, tmp_path, paths=("dsp-emulated",))
     assert not bad, bad
 
 
