@@ -283,7 +283,7 @@ BLOCKED4 = Kernel("edgec_conv2d_blocked4_s8", CONV_KINDS, VARIANT, cemit.fast_we
 WINDOW = Kernel("edgec_conv2d_window_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL, variant="window",
                 applies=window_fits, lower=window_conv, struct=STRUCT, code_bytes=4288)
 WINDOW4 = Kernel("edgec_conv2d_window4_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL, variant="window4",
-                 applies=window4_fits, lower=window4_conv, struct=STRUCT, isa=DSP, code_bytes=4400)
+                 applies=window4_fits, lower=window4_conv, struct=STRUCT, isa=DSP, code_bytes=5154)
 POINTWISE = Kernel("edgec_conv2d_pointwise_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL,
                    variant="pointwise", applies=lambda base: base.params["k_h"] == 1 and base.params["k_w"] == 1,
                    lower=pointwise_conv, struct=STRUCT, code_bytes=4400, cost=pointwise_cost("pointwise"),
