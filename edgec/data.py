@@ -188,6 +188,14 @@ def _unreadable(path: Path, exc: Exception) -> EdgecError:
     return EdgecError(f"{path}: not a readable .npz file ({exc}); save data with numpy.savez(path, x=..., y=...)")
 
 
+def one_value_rows(shape: tuple[int, ...], sample_shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A 1-D array (N,) of samples that are one value each (a model taking [1, 1], hello_world's) read as
+    (N, *sample_shape): the same bytes."""
+    if len(shape) == 1 and sample_shape and int(np.prod(sample_shape, dtype=np.int64)) == 1:
+        return (shape[0], *sample_shape)
+    return tuple(shape)
+
+
 def read_array(z: zipfile.ZipFile, path: Path, name: str, limit: int | None,
                 sample_shape: tuple[int, ...] | None = None, label: str = "x",
                 memory_limit: int = DEFAULT_MEMORY_LIMIT) -> tuple[np.ndarray, int | None]:
@@ -199,6 +207,7 @@ def read_array(z: zipfile.ZipFile, path: Path, name: str, limit: int | None,
         if dtype.hasobject:
             raise EdgecError(f"{path}: {name} holds Python objects; save numbers with numpy.savez")
         if sample_shape is not None:
+            shape = one_value_rows(shape, sample_shape)
             if len(shape) == 0 or tuple(shape[1:]) != sample_shape:
                 raise EdgecError(f"{path}: {label} has shape {list(shape)} but the model takes {[1, *sample_shape]}; "
                                  f"{label} must be (N, {', '.join(map(str, sample_shape))})")
@@ -340,6 +349,7 @@ def open_samples(path: str | Path, input_shape: tuple[int, ...],
             raise
         except Exception as exc:  # damaged zip or npy header (its Python literal may not even parse)
             raise _unreadable(path, exc) from None
+        shape = one_value_rows(shape, sample_shape)
         if tuple(shape[1:]) != sample_shape or len(shape) == 0:
             raise EdgecError(f"{path}: x has shape {list(shape)} but the model takes {list(input_shape)}; "
                              f"x must be (N, {', '.join(map(str, sample_shape))})")

@@ -201,7 +201,15 @@ class GraphBuilder(_Queries):
 
     def finish(self) -> Graph:
         return Graph(name=self.name, tensors=dict(self.tensors), ops=tuple(self.ops), input=self.input,
-                     output=self.output, input_onnx_shape=tuple(self.input_onnx_shape), input_perm=tuple(self.input_perm),
-                     output_onnx_shape=tuple(self.output_onnx_shape), fixed_qparams=dict(self.fixed_qparams),
-                     more_inputs=tuple(self.more_inputs), more_outputs=tuple(self.more_outputs),
-                     port_names=dict(self.port_names), port_shapes=dict(self.port_shapes))
+                     output=self.output, input_onnx_shape=batched(self.input_onnx_shape),
+                     input_perm=tuple(self.input_perm), output_onnx_shape=batched(self.output_onnx_shape),
+                     fixed_qparams=dict(self.fixed_qparams), more_inputs=tuple(self.more_inputs),
+                     more_outputs=tuple(self.more_outputs), port_names=dict(self.port_names),
+                     port_shapes={t: batched(v) for t, v in self.port_shapes.items()})
+
+
+def batched(shape) -> tuple[int, ...]:
+    """An input's or output's shape with its batch dimension first, as edgec's data files and ports read it: a
+    rank-1 [n] (n > 1; a model taking one vector, no batch axis) as [1, n], so one sample is the whole vector."""
+    shape = tuple(int(d) for d in shape)
+    return (1, *shape) if len(shape) == 1 and shape[0] > 1 else shape

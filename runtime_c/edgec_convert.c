@@ -1,5 +1,6 @@
 /* edgec type conversions, portable C99: int8 <-> int16 at the boundaries of 16x8 layers, and TFLite's QUANTIZE
- * between int8, uint8 and int16 (a uint8 or int16 graph input or output). Bit-exact with edgec/ops/convert.py. */
+ * between int8, uint8 and int16 (a uint8 or int16 graph input or output) and from int8 or int16 to int32 (an int32
+ * graph output). Bit-exact with edgec/ops/convert.py. */
 #include "edgec_nn_support.h"
 
 void edgec_requantize_s8_s16(const edgec_requantize_params *p, const int8_t *input, int16_t *output)
@@ -22,7 +23,7 @@ void edgec_requantize_s16_s8(const edgec_requantize_params *p, const int16_t *in
 
 void edgec_quantize8(const edgec_quantize8_params *p, const void *input, void *output)
 {
-    static const int32_t lows[3] = {-128, 0, -32768}, highs[3] = {127, 255, 32767};
+    static const int32_t lows[4] = {-128, 0, -32768, INT32_MIN}, highs[4] = {127, 255, 32767, INT32_MAX};
     const int32_t n = p->n, input_zp = p->input_zp, mult = p->mult, shift = p->shift, output_zp = p->output_zp;
     const int32_t lo = lows[p->output_type], hi = highs[p->output_type];
     int32_t i;
@@ -30,8 +31,11 @@ void edgec_quantize8(const edgec_quantize8_params *p, const void *input, void *o
         const int32_t x = p->input_type == 1 ? (int32_t)((const uint8_t *)input)[i]
                         : p->input_type == 2 ? (int32_t)((const int16_t *)input)[i]
                                              : (int32_t)((const int8_t *)input)[i];
-        const int32_t v = edgec_clamp(edgec_requantize(x - input_zp, mult, shift) + output_zp, lo, hi);
-        if (p->output_type == 1) {
+        const int64_t w = (int64_t)edgec_requantize(x - input_zp, mult, shift) + output_zp;
+        const int32_t v = w < lo ? lo : (w > hi ? hi : (int32_t)w);
+        if (p->output_type == 3) {
+            ((int32_t *)output)[i] = v;
+        } else if (p->output_type == 1) {
             ((uint8_t *)output)[i] = (uint8_t)v;
         } else if (p->output_type == 2) {
             ((int16_t *)output)[i] = (int16_t)v;

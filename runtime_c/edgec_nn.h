@@ -523,6 +523,9 @@ typedef struct {
 } edgec_softmax_tflite_params;
 void edgec_softmax_tflite_s8(const edgec_softmax_tflite_params *p, const int8_t *input, const int32_t *exp_table,
                              int8_t *output);
+/* The same with an int16 output (Softmax<int8_t, int16_t>): scale 1/65536, zero point -32768. */
+void edgec_softmax_tflite_s8_s16(const edgec_softmax_tflite_params *p, const int8_t *input,
+                                 const int32_t *exp_table, int16_t *output);
 
 /* ================================================================ data movement
  * edgec_movement.c */
@@ -729,7 +732,7 @@ void edgec_requantize_s8_s16(const edgec_requantize_params *p, const int8_t *inp
 void edgec_requantize_s16_s8(const edgec_requantize_params *p, const int16_t *input, int8_t *output);
 
 /* TFLite's QUANTIZE between integer types (TFLM's Requantize): n values of input_type in, output_type out (0 int8,
- * 1 uint8, 2 int16), (x - input_zp) by a Q31 multiplier + shift, plus output_zp, clamped to the output type. */
+ * 1 uint8, 2 int16, 3 int32), (x - input_zp) by a Q31 multiplier + shift, plus output_zp, clamped to the output type. */
 typedef struct {
     int32_t n, input_zp, mult, shift, output_zp, input_type, output_type;
 } edgec_quantize8_params;

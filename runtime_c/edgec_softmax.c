@@ -127,14 +127,15 @@ void edgec_log_softmax_s8(const edgec_log_softmax_params *p, const int8_t *input
 
 /* ---- TFLite's softmax (gemmlowp's fixed point: edgec_nn_support.h) */
 /* The table holds 0 where a difference is below diff_min: such an element adds nothing to the sum and
- * outputs -128, as TFLite's skipped ones (so no test of diff_min here). Exps and the reciprocal are >= 0. */
-void edgec_softmax_tflite_s8(const edgec_softmax_tflite_params *p, const int8_t *input, const int32_t *exp_table,
-                             int8_t *output)
+ * outputs the type's lowest value, as TFLite's skipped ones (so no test of diff_min here). Exps and the
+ * reciprocal are >= 0. Softmax<int8_t, OutputT>: y8 (int8 output, scale 1/256) or y16 (int16, 1/65536). */
+static inline void edgec_softmax_tflite_rows(const edgec_softmax_tflite_params *p, const int8_t *input,
+                                             const int32_t *exp_table, int8_t *y8, int16_t *y16)
 {
+    const int32_t out_bits = y16 != 0 ? 16 : 8, low = y16 != 0 ? -32768 : -128, high = -low - 1;
     int32_t r, i;
     for (r = 0; r < p->rows; ++r) {
         const int8_t *x = input + r * p->cols;
-        int8_t *y = output + r * p->cols;
         int32_t m = -128, sum = 0, headroom = 0, recip, e, mask, half;
         for (i = 0; i < p->cols; ++i) {
             m = x[i] > m ? x[i] : m;
@@ -153,16 +154,32 @@ void edgec_softmax_tflite_s8(const edgec_softmax_tflite_params *p, const int8_t 
             }
         }
 #endif
-        e = 12 - headroom + 23;                                   /* num_bits_over_unit + 31 - 8 */
+        e = 12 - headroom + 31 - out_bits;                        /* num_bits_over_unit + 31 - bits of OutputT */
         mask = (int32_t)(((uint32_t)1 << e) - 1u);
         half = mask >> 1;
         recip = edgec_one_over_one_plus_x((int32_t)(((uint32_t)sum << headroom) - 0x80000000u));
         for (i = 0; i < p->cols; ++i) {
             const int32_t v = edgec_rdhm(recip, exp_table[m - x[i]]);
-            const int32_t q = (v >> e) + ((v & mask) > half ? 1 : 0) - 128;
-            y[i] = (int8_t)(q > 127 ? 127 : q);
+            const int32_t q = (v >> e) + ((v & mask) > half ? 1 : 0) + low;
+            if (y16 != 0) {
+                y16[r * p->cols + i] = (int16_t)(q > high ? high : q);
+            } else {
+                y8[r * p->cols + i] = (int8_t)(q > high ? high : q);
+            }
         }
     }
+}
+
+void edgec_softmax_tflite_s8(const edgec_softmax_tflite_params *p, const int8_t *input, const int32_t *exp_table,
+                             int8_t *output)
+{
+    edgec_softmax_tflite_rows(p, input, exp_table, output, 0);
+}
+
+void edgec_softmax_tflite_s8_s16(const edgec_softmax_tflite_params *p, const int8_t *input,
+                                 const int32_t *exp_table, int16_t *output)
+{
+    edgec_softmax_tflite_rows(p, input, exp_table, 0, output);
 }
 
 /* ---- TFLite's log-softmax */

@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "corpus"))
 import manifest  # noqa: E402
-from oracles import float_inputs  # noqa: E402
+from oracles import float_inputs, onnx_inputs  # noqa: E402
 
 BOARDS = ("host", "qemu-cortex-m4")
 
@@ -87,6 +87,29 @@ def _detection_bits(y: np.ndarray, size: int) -> np.ndarray:
     return detection.defined(np.asarray(y, np.float32), (size - 1) // 6).view(np.int32)
 
 
+def provenance_problem(entry: dict, path: Path, oracle) -> str | None:
+    """Why the file on disk is not the model the manifest and the stored oracle describe, or None. Its bytes need
+    not be the manifest's (a dynamo re-export names the folder it ran in in each node's metadata): the graph with
+    its weights (manifest content_sha256) or, for an .onnx (an entry recorded before that hash, whose file was
+    made again), ONNX Runtime's float outputs on the oracle's inputs, bit for bit the stored ones, will do."""
+    if manifest.same_model(path, entry):
+        return None
+    if entry["format"] == "onnx" and oracle is not None and "float0" in oracle:
+        import onnxruntime as ort
+        n = sum(1 for k in oracle.files if re.fullmatch(r"float\d+", k))
+        want = [oracle[f"float{k}"] for k in range(n)]
+        try:     # as scripts/corpus/oracles.py ran it: onnxruntime's default session, one sample a run
+            sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+            runs = [sess.run(None, {onnx_inputs(path, entry["name"])[0]: xi[None]}) for xi in oracle["x"]]
+            got = [np.stack([r[k] for r in runs]) for k in range(n)]
+        except Exception:              # noqa: BLE001  (a file onnxruntime cannot run is not the oracle's model)
+            got = None
+        if got is not None and all(g.shape == w.shape and np.array_equal(g, w) for g, w in zip(got, want)):
+            return None
+    return ("sha256 differs from the manifest's, and so does the graph with its weights (content_sha256) or the "
+            "float outputs: the stored oracle is for another model")
+
+
 def check(entry: dict, board: str, work: Path, bench: bool = True) -> Row:
     """One model on one board."""
     from edgec import api
@@ -100,10 +123,13 @@ def check(entry: dict, board: str, work: Path, bench: bool = True) -> Row:
     if not path.is_file():
         row.message = f"not on disk: {entry['regenerate']}"
         return row
-    if manifest.sha256(path) != entry["sha256"]:
-        row.message = "sha256 differs from the manifest's: the stored oracle is for other bytes"
-        return row
     oracle = np.load(oracle_path) if oracle_path.is_file() else None
+    problem = provenance_problem(entry, path, oracle)
+    if problem is not None:
+        row.message = problem
+        return row
+    if manifest.sha256(path) != entry["sha256"]:       # a re-export: other producer metadata, the same model
+        row.extra["file"] = "re-exported: other bytes, the manifest's model"
     if oracle is None or not ("x" in oracle or "x_q" in oracle):
         row.message = "no oracle: " + (str(oracle["oracle"]) if oracle is not None else "run scripts/corpus/oracles.py")
         return row

@@ -295,3 +295,28 @@ def test_float_tail_outputs_agree_within_the_stated_ulps():
     assert bench.same_rows(a, b).tolist() == [False, False]
     assert bench.same_rows(a, b, ulps=1).tolist() == [True, False]
     assert bench.same_rows(a, a).tolist() == [True, True]
+
+
+def test_a_vector_input_and_an_int32_output_beside_an_int8_one(tmp_path):
+    """A .tflite taking one vector [6] (rank 1, no batch axis; the data file's samples 1-D) with two outputs of
+    different types: SOFTMAX int8 -> int16, QUANTIZE int16 -> int32 (keyword_scrambled_8bit's tail), and an int8
+    requantization. The bench took the vector as [1] ("x must be (N, )"), and stopped with a traceback comparing
+    TFLite Micro's values with the link's bytes; now the device, the reference and TFLite Micro agree on each
+    output, read in its own type, and the per-name C API declares the int32 output."""
+    import tflite_oracle as oracle
+    T, Node = oracle.T, oracle.Node
+    tensors = [T((6,), [0.1], [3]), T((6,), [1 / 65536], [-32768], 7), T((6,), [1 / 32767], [0], oracle.INT32),
+               T((6,), [0.05], [-2])]
+    nodes = [Node("SOFTMAX", [0], 1, ("SoftmaxOptions", dict(Beta=1.0))), Node("QUANTIZE", [1], 2),
+             Node("QUANTIZE", [0], 3)]
+    model = tmp_path / "two.tflite"
+    model.write_bytes(oracle.write(oracle.Case("two", tensors, nodes, 0, [2, 3])))
+    x = ((np.random.default_rng(5).integers(-128, 128, (12, 6)) - 3) * 0.1).astype(np.float32)
+    np.savez(tmp_path / "test.npz", x=x)
+    out = tmp_path / "b"
+    api.build(model, None, "host", out)
+    assert re.search(r"output 't2': int32, shape \[1, 6\]", (out / "model" / "two.h").read_text())
+    r = api.bench(out, tmp_path / "test.npz")
+    assert r["task"] == "multi-output" and r["input_saturated_samples"] == 0
+    assert r["agreement"]["device_vs_reference"] == 1.0 and r["tflite"]["reference_vs_interpreter"] == 1.0
+    assert {p["agreement"]["device_vs_reference"] for p in r["outputs"].values()} == {1.0}

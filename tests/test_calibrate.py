@@ -315,6 +315,43 @@ def test_a_scalar_output_model_calibrates_and_builds(tmp_path):
     assert report["output"]["shape"] == [] and report["output"]["bytes"] == 1
 
 
+def test_a_rank_one_model_calibrates_and_its_samples_are_whole_vectors(tmp_path):
+    """A model taking one vector [8] (no batch axis) and giving one [3]: the data file's x (N, 8) holds one vector
+    a sample (the model took [1] before, "x must be (N, )"); onnxruntime gets each sample in the input's own
+    shape and its outputs come one row a sample; the reference follows the float model."""
+    import onnx
+    from onnx import TensorProto, numpy_helper
+    from edgec import pipeline, ports
+    from edgec.quant import reference
+    w = numpy_helper.from_array(np.random.RandomState(0).randn(8, 3).astype(np.float32), "w")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "vector",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.save(model, tmp_path / "vector.onnx")
+    np.savez(tmp_path / "calib.npz", x=np.random.RandomState(1).randn(32, 8).astype(np.float32))
+    _, g, _ = pipeline.compile_model(tmp_path / "vector.onnx", tmp_path / "calib.npz")
+    assert g.input_onnx_shape == (1, 8) and g.output_onnx_shape == (1, 3)
+    data = ports.load_data(tmp_path / "calib.npz", g)
+    want = calibrate.run_float(model, data.x)
+    got = ports.dequantize_outputs(g, np.stack([reference.run(g, q) for q in ports.quantize_inputs(g, data.x)]))
+    got = got.reshape(len(got), -1)
+    assert want.shape == got.shape == (32, 3)
+    assert np.abs(got - want).max() < 0.05 * np.abs(want).max()
+
+
+def test_samples_of_one_value_may_come_as_a_vector(tmp_path):
+    """A model taking [1, 1] (hello_world's sine): x may be (N,), one value a sample, as well as (N, 1)."""
+    x = np.linspace(0, 6.28, 20).astype(np.float32)
+    np.savez(tmp_path / "d.npz", x=x, y=np.sin(x))
+    d = load_dataset(tmp_path / "d.npz", (1, 1), float_labels=True)
+    assert d.x.shape == (20, 1) and np.array_equal(d.x[:, 0], x)
+    with open_samples(tmp_path / "d.npz", (1, 1)) as s:
+        assert s.n == 20 and np.array_equal(np.concatenate([b for _, b in s.batches(8)]).reshape(-1), x)
+    with pytest.raises(EdgecError, match=r"x has shape \[20\] but the model takes \[1, 2\]"):
+        load_dataset(tmp_path / "d.npz", (1, 2))
+
+
 def _edit_entries(cache, kind: str) -> None:
     """Edit every cache entry as a hand, another program or a bit flip might: it stays a readable .npz."""
     for entry in cache.rglob("*.npz"):

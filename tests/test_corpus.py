@@ -182,3 +182,35 @@ def test_ssd_with_tflite_postprocess_reference_matches_tflm(tmp_path):
     assert int(want[:, -1].min()) >= 1                      # TFLM found boxes on every sample
     assert np.array_equal(corpus_table._detection_bits(got, got.shape[1]),
                           corpus_table._detection_bits(want, want.shape[1]))
+
+
+def test_a_re_export_with_other_metadata_is_the_same_model(tmp_path):
+    """A dynamo re-export names the folder it ran in in every node's metadata (its Python stack trace): other
+    bytes, the same graph and weights. The corpus accepts it (content_sha256, or ONNX Runtime's float outputs on
+    the oracle's inputs bit for bit the stored ones, for an entry recorded before that hash) and still refuses a
+    file whose weights changed."""
+    import onnx
+    from onnx import numpy_helper
+
+    entry = ENTRIES["torch_resnet8_cifar_dynamo"]
+    path = manifest.CORPUS / entry["file"]
+    oracle = np.load(path.parent / "oracle.npz")
+    model = onnx.load(str(path))
+    assert any(p.key == "pkg.torch.onnx.stack_trace" for n in model.graph.node for p in n.metadata_props)
+    for node in model.graph.node:
+        for p in node.metadata_props:
+            p.value = p.value.replace("/work/", "/elsewhere/")
+    model.producer_version += "+local"
+    moved = tmp_path / "moved.onnx"
+    onnx.save(model, moved)
+    assert manifest.sha256(moved) != entry["sha256"] and manifest.content_sha256(moved) == entry["content_sha256"]
+    assert manifest.same_model(moved, entry) and corpus_table.provenance_problem(entry, moved, oracle) is None
+    old_entry = {k: v for k, v in entry.items() if k != "content_sha256"}
+    assert not manifest.same_model(moved, old_entry)
+    assert corpus_table.provenance_problem(old_entry, moved, oracle) is None       # the same float outputs
+    w = model.graph.initializer[0]
+    w.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(w) * np.float32(1.01), w.name))
+    changed = tmp_path / "changed.onnx"
+    onnx.save(model, changed)
+    assert not manifest.same_model(changed, entry)
+    assert "the stored oracle is for another model" in corpus_table.provenance_problem(entry, changed, oracle)

@@ -115,8 +115,8 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
                           [port] * units if port else None, max_chunk, log, settings=settings, cancel=cancel)
     try:      # the dataset job runs beside this: an interrupt stops it, its chunks and their processes
         t_ref = time.monotonic()
-        ref_out = reference.run_sequence(graph, xq, reset_each=reset_state)     # (stateless: each on its own)
-        if ports.mixed_outputs(graph):      # int8 and float32 outputs: compared as the bytes the link sends
+        ref_values = ref_out = reference.run_sequence(graph, xq, reset_each=reset_state)   # (stateless: each alone)
+        if ports.mixed_outputs(graph):      # int8 and int32 or float32 outputs: compared as the bytes the link sends
             ref_out = ports.output_bytes(graph, ref_out)
         checked = None
         if (outdir / "model.tflite").is_file():     # a quantized .tflite: its own integer reference, and TFLite Micro's
@@ -125,8 +125,8 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
             if tflm is not None and boxes_d is not None:   # rows past the count: undefined in TFLM's fast NMS
                 tflm = detection.defined(tflm, boxes_d)
             checked = {"interpreter": "tflite-micro" if tflm is not None else None,
-                       "reference_vs_interpreter": None if tflm is None else float(np.mean(same_rows(tflm, ref_out)))}
-            float_out = ports.dequantize_outputs(graph, ref_out if tflm is None else tflm).reshape(n, -1)   # each its own
+                       "reference_vs_interpreter": None if tflm is None else float(np.mean(same_rows(tflm, ref_values)))}
+            float_out = ports.dequantize_outputs(graph, ref_values if tflm is None else tflm).reshape(n, -1)   # each its own
             if boxes_d is not None:        # the float model of a .tflite detector: TFLite Micro's boxes
                 float_out = tflm
         elif selection is not None:       # the selection has as many rows as it selected: read as it comes
@@ -170,7 +170,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
                               "TFLite Micro" if checked else "onnxruntime",
                               None if graph.more_inputs else data.x.reshape(n, *graph.input_onnx_shape[1:]))
            if boxes_d is not None else
-           _quality_per_output(graph, data, float_out, ref_out, dev_out) if ports.multi(graph) else
+           _quality_per_output(graph, data, float_out, ref_values, _values(graph, dev_out)) if ports.multi(graph) else
            _quality(graph, data.y, float_out, ref_out, dev_out, data.x, score, score_fn)),
         "input_saturated_samples": clipped,
         "agreement": {"device_vs_reference": float(np.mean(same_rows(dev_out, ref_out, float_tail.device_ulps(graph)))),
@@ -197,6 +197,15 @@ def _detections(graph: Graph, selection: Op | None, d: int, float_out, ref_out, 
                                                                                                 dev_out)
     return (None if float_out is None else detections.of_outputs(float_out, d), detections.of_outputs(ref_out, d),
             detections.of_outputs(dev_out, d))
+
+
+def _values(graph: Graph, out: np.ndarray) -> np.ndarray:
+    """The device's packed outputs (N, total) as values: outputs of different number types (int8 beside int32)
+    come as the link's bytes (ports.output_bytes), read back each in its type."""
+    if not ports.mixed_outputs(graph):
+        return out
+    parts = ports.output_parts(graph, out)
+    return np.concatenate([parts[t].reshape(len(out), -1).astype(np.int64) for t in graph.outputs], axis=1)
 
 
 def same_rows(a: np.ndarray, b: np.ndarray, ulps: int = 0) -> np.ndarray:

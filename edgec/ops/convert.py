@@ -73,13 +73,13 @@ def quantize_quantize8(op: Op, ins: list[Tensor], out: Tensor) -> None:
                      output_type=QUANTIZE_TYPES.index(out.dtype))
 
 
-QUANTIZE_TYPES = ("int8", "uint8", "int16")      # the C kernel's input_type / output_type codes
+QUANTIZE_TYPES = ("int8", "uint8", "int16", "int32")     # the C kernel's input_type / output_type codes
 
 
 def quantize8(p: dict, x) -> np.ndarray:
-    """TFLite Micro's Requantize between int8, uint8 and int16: (x - input_zp) * (mult, shift) + output_zp, clamped
-    to the output type (an 8-bit input's bytes read as uint8 or int8 as the input is, whatever array type carries
-    them)."""
+    """TFLite Micro's Requantize between int8, uint8 and int16, and from int8 or int16 to int32: (x - input_zp) *
+    (mult, shift) + output_zp, clamped to the output type (an 8-bit input's bytes read as uint8 or int8 as the
+    input is, whatever array type carries them)."""
     v = np.asarray(x).astype(np.int64).reshape(-1)
     if p["input_type"] != 2:
         v = (v & 0xFF) if p["input_type"] == 1 else ((v + 128) & 0xFF) - 128
@@ -143,10 +143,13 @@ ONNX = {"Cast": import_cast, "CastLike": import_cast_like,
 def import_tflite_quantize(tx, op):
     """QUANTIZE between integer types (uint8 -> int8 after a uint8 graph input: x - 128 where the scales agree;
     int8 -> uint8 before a uint8 output; int8 -> int8 requantization; int16 <-> int8 at an int16 graph input or
-    output). The QUANTIZE of a float graph input is the host's (edgec/frontend/tflite.py); uint8 or int16 tensors
-    into any other operator are refused."""
-    x = tx.input(op, 0, dtypes=QUANTIZE_TYPES)
+    output; int8 or int16 -> int32, as before keyword_scrambled_8bit's int32 output). The QUANTIZE of a float
+    graph input is the host's (edgec/frontend/tflite.py); uint8 or int16 tensors into any other operator are
+    refused."""
+    x = tx.input(op, 0, dtypes=QUANTIZE_TYPES[:3])
     out = tx.output(op, dtypes=QUANTIZE_TYPES)
+    if tx.tensor(out).dtype == "int32" and tx.tensor(x).dtype == "uint8":
+        raise tx.unsupported("a QUANTIZE from uint8 to int32 (TFLite Micro requantizes only int8 and int16 to int32)")
     tx.emit(QUANTIZE_KIND, op, [x], out)
 
 

@@ -138,10 +138,11 @@ def softmax_s16(x, exp_hi, exp_lo) -> np.ndarray:
     return np.minimum(y, 32767).astype(np.int16).reshape(x.shape)
 
 
-def softmax_tflite_s8(p: dict, exp_table, x) -> np.ndarray:
+def softmax_tflite_s8(p: dict, exp_table, x, out_bits: int = 8) -> np.ndarray:
     """TFLite reference_ops::Softmax (int8 -> int8, as TFLM runs it): gemmlowp's fixed-point exp of the
     rescaled difference from the row's max (exp_table, tflite_exp_table), a Q12 sum, its reciprocal by
-    Newton-Raphson, output scale 1/256."""
+    Newton-Raphson, output scale 1/256; out_bits=16: Softmax<int8_t, int16_t> (output scale 1/65536, zero point
+    -32768), the same arithmetic rounded to 16 bits."""
     x = np.asarray(x, np.int8).reshape(int(p["rows"]), int(p["cols"])).astype(np.int64)
     diff = x - x.max(axis=1, keepdims=True)
     used = diff >= int(p["diff_min"])
@@ -152,8 +153,9 @@ def softmax_tflite_s8(p: dict, exp_table, x) -> np.ndarray:
     bits_over_unit = ACCUM_BITS - headroom
     shifted = gemmlowp.wrap32((total << headroom) - (1 << 31))
     recip = gemmlowp.one_over_one_plus_x(shifted)
-    out = gemmlowp.rdivpot(gemmlowp.srdhm(recip, e), bits_over_unit + 31 - 8) - 128
-    return np.where(used, np.clip(out, -128, 127), -128).astype(np.int8).reshape(-1)
+    low, high = -(1 << (out_bits - 1)), (1 << (out_bits - 1)) - 1
+    out = gemmlowp.rdivpot(gemmlowp.srdhm(recip, e), bits_over_unit + 31 - out_bits) + low
+    return np.where(used, np.clip(out, low, high), low).astype(np.int16 if out_bits == 16 else np.int8).reshape(-1)
 
 
 def _round_div_pot(v, bits):
@@ -205,6 +207,10 @@ def run_softmax_tflite(op: Op, inputs: list) -> np.ndarray:
     return softmax_tflite_s8(op.params, op.arrays["exp_table"], inputs[0])
 
 
+def run_softmax_tflite_s16(op: Op, inputs: list) -> np.ndarray:
+    return softmax_tflite_s8(op.params, op.arrays["exp_table"], inputs[0], out_bits=16)
+
+
 def run_softmax16(op: Op, inputs: list) -> np.ndarray:
     p = op.params
     return softmax_s16(np.asarray(inputs[0]).reshape(p["rows"], p["cols"]), op.arrays["exp_hi"], op.arrays["exp_lo"])
@@ -232,6 +238,11 @@ def c_softmax(op: Op, low, site: CallSite) -> str:
 def c_softmax_tflite(op: Op, low, site: CallSite) -> str:
     return cemit.with_params("edgec_softmax_tflite_params", op.params, f"{low.kernel.name}(&p, "
                              f"{site.inputs[0]}, {site.arrays['exp_table']}, {site.output});")
+
+
+def c_softmax_tflite_s16(op: Op, low, site: CallSite) -> str:
+    return cemit.with_params("edgec_softmax_tflite_params", op.params, f"{low.kernel.name}(&p, "
+                             f"{site.inputs[0]}, {site.arrays['exp_table']}, {cemit.i16(site.output)});")
 
 
 def c_softmax16(op: Op, low, site: CallSite) -> str:
@@ -274,7 +285,10 @@ KERNELS = [
            code_bytes=920),
     Kernel("edgec_softmax_tflite_s8", ("softmax",), REFERENCE, c_softmax_tflite, applies=_tflite,
            run=run_softmax_tflite, code_bytes=920),
-    Kernel("edgec_softmax_s16", ("softmax",), REFERENCE, c_softmax16, precision=INT16, run=run_softmax16),
+    Kernel("edgec_softmax_tflite_s8_s16", ("softmax",), REFERENCE, c_softmax_tflite_s16, precision=INT16,
+           applies=_tflite, run=run_softmax_tflite_s16),
+    Kernel("edgec_softmax_s16", ("softmax",), REFERENCE, c_softmax16, precision=INT16,
+           applies=lambda op: not _tflite(op), run=run_softmax16),
     Kernel("edgec_log_softmax_s8", ("log_softmax",), REFERENCE, c_log_softmax,
            applies=lambda op: not _tflite_log(op), run=run_log_softmax),
     Kernel("edgec_log_softmax_tflite_s8", ("log_softmax",), REFERENCE, c_log_softmax_tflite, applies=_tflite_log,
@@ -328,12 +342,17 @@ ONNX = {"Softmax": import_softmax, "LogSoftmax": import_log_softmax}
 
 # ---- TFLite import (edgec/frontend/tflite.py)
 def import_tflite_softmax(tx, op):
-    """SOFTMAX over the last axis, TFLite's arithmetic (`arithmetic="tflite"`); output scale 1/256, zero point
-    -128 as TFLite requires."""
-    x, out = tx.input(op, 0), tx.output(op)
+    """SOFTMAX over the last axis, TFLite's arithmetic (`arithmetic="tflite"`): int8 in; out int8 of scale 1/256
+    and zero point -128, or int16 of scale 1/65536 (within TFLite Micro's 0.1 %) and zero point -32768, as TFLite
+    Micro requires."""
+    x, out = tx.input(op, 0), tx.output(op, dtypes=("int8", "int16"))
     shape = tx.tensor(x).shape
     t = tx.tensor(out)
-    if (t.scale, t.zero_point) != (1.0 / 256.0, -128):
+    if t.dtype == "int16":
+        if t.zero_point != -32768 or abs(t.scale - 1.0 / 65536) > 0.001 / 65536:
+            raise tx.unsupported(f"int16 softmax output quantized ({t.scale}, {t.zero_point}), not "
+                                 "(1/65536, -32768)")
+    elif (t.scale, t.zero_point) != (1.0 / 256.0, -128):
         raise tx.unsupported(f"int8 softmax output quantized ({t.scale}, {t.zero_point}), not (1/256, -128)")
     if shape[-1] > 511:     # beyond, TFLite's sum of exps outgrows its Q12 accumulator (shifts past 31 bits)
         raise tx.unsupported(f"softmax over {shape[-1]} values (edgec follows TFLite's arithmetic up to 511)")

@@ -74,6 +74,8 @@ def ort_error(exc: Exception, what: str) -> Exception:
 def batched_session(model: onnx.ModelProto, outputs: Iterable[str]):
     """A session of a copy of `model` with a dynamic batch dimension returning `outputs` too,
     or None when the model cannot run batches (e.g. a Reshape to a fixed [1, ...])."""
+    if any(_unbatched(vi) for vi in graph_inputs(model)):
+        return None
     m = onnx.ModelProto.FromString(model.SerializeToString())
     for inp in graph_inputs(m):
         inp.type.tensor_type.shape.dim[0].dim_param = "batch"
@@ -91,6 +93,8 @@ def feeds(model: onnx.ModelProto, x: np.ndarray) -> dict[str, np.ndarray]:
     """onnxruntime's feed for samples x (N, *input shape without batch); a model with several inputs takes
     them packed (N, total), each flattened in its ONNX layout, in the model's order (edgec/ports.py)."""
     inputs = graph_inputs(model)
+    if len(inputs) == 1 and _unbatched(inputs[0]):    # a rank-1 input (no batch axis): one sample, the vector
+        return {inputs[0].name: np.ascontiguousarray(x).reshape(_dims(inputs[0]))}
     if len(inputs) == 1:      # (packed too when the model has several outputs: back to the input's shape)
         shape = [d.dim_value for d in inputs[0].type.tensor_type.shape.dim[1:]]
         fits = shape and all(d > 0 for d in shape) and x.ndim == 2 and x.shape[1] == int(np.prod(shape)) \
@@ -99,18 +103,32 @@ def feeds(model: onnx.ModelProto, x: np.ndarray) -> dict[str, np.ndarray]:
     out, start = {}, 0
     for vi in inputs:
         shape = [d.dim_value for d in vi.type.tensor_type.shape.dim[1:]]
-        size = int(np.prod(shape, dtype=np.int64))
-        out[vi.name] = np.ascontiguousarray(x[:, start:start + size]).reshape(len(x), *shape)
+        size = int(np.prod(_dims(vi) if _unbatched(vi) else shape, dtype=np.int64))
+        part = np.ascontiguousarray(x[:, start:start + size])
+        out[vi.name] = part.reshape(_dims(vi)) if _unbatched(vi) else part.reshape(len(x), *shape)
         start += size
     return out
+
+
+def _dims(vi: onnx.ValueInfoProto) -> list[int]:
+    return [d.dim_value for d in vi.type.tensor_type.shape.dim]
+
+
+def _unbatched(vi: onnx.ValueInfoProto) -> bool:
+    """A rank-1 input [n] (n > 1): one vector, no batch axis (edgec.ir.batched reads its samples as [1, n])."""
+    dims = _dims(vi)
+    return len(dims) == 1 and dims[0] > 1
 
 
 def _packed_outputs(model: onnx.ModelProto, results: list[np.ndarray]) -> np.ndarray:
     """The model's output (one) or its outputs packed (several) from one batch's results."""
     if len(model.graph.output) == 1:
         o = results[0]
+        if np.ndim(o) == 1 and np.size(o) > 1 and _unbatched(model.graph.output[0]):   # one vector, no batch axis
+            return np.reshape(o, (1, -1))
         return np.reshape(o, (1,)) if np.ndim(o) == 0 else o    # rank 0: one per sample
-    return np.concatenate([np.reshape(o, (len(o), -1)) for o in results[:len(model.graph.output)]], axis=1)
+    return np.concatenate([np.reshape(o, (1, -1) if np.ndim(o) == 1 and _unbatched(vi) else (len(o), -1))
+                           for o, vi in zip(results, model.graph.output)], axis=1)
 
 
 def run_float(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:

@@ -23,6 +23,37 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def content_sha256(path: Path) -> str:
+    """sha256 of what a model computes: an .onnx without its producer, doc strings and metadata (the dynamo
+    exporter writes each node's Python stack trace into its metadata, naming the folder it ran in, so a re-export
+    elsewhere has other bytes and the same graph and weights), serialized deterministically; other files: their
+    bytes."""
+    path = Path(path)
+    if path.suffix != ".onnx":
+        return sha256(path)
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    model.producer_name = model.producer_version = ""
+    _strip(model)
+    return hashlib.sha256(model.SerializeToString(deterministic=True)).hexdigest()
+
+
+def _strip(message) -> None:
+    """Clear every doc_string and metadata_props in a protobuf message and the messages it holds."""
+    for field, value in message.ListFields():
+        if field.name in ("doc_string", "metadata_props"):
+            message.ClearField(field.name)
+        elif field.type == field.TYPE_MESSAGE:
+            for m in (value if field.is_repeated else [value]):
+                _strip(m)
+
+
+def same_model(path: Path, entry: dict) -> bool:
+    """The file is the manifest entry's model: its bytes, or (re-exported) the same content (content_sha256)."""
+    return sha256(path) == entry["sha256"] or content_sha256(path) == entry.get("content_sha256")
+
+
 def save_calibration(folder: Path, x: np.ndarray) -> None:
     """folder/calib.npz: 8 calibration samples; images (3 channels, values around [0, 1]) as 8-bit pixels / 255,
     as a camera gives them (and so they compress: random float32 images would not)."""
@@ -64,4 +95,26 @@ def record(name: str, kind: str, file: Path, source: dict, license: str, committ
 def _entry(name, kind, file, source, license, committed, regenerate, extra) -> dict:
     return {"name": name, "file": str(file.relative_to(CORPUS)), "kind": kind,
                      "format": file.suffix[1:], "source": source, "license": license,
-                     "sha256": sha256(file), "committed": committed, "regenerate": regenerate, **extra}
+                     "sha256": sha256(file), "content_sha256": content_sha256(file), "committed": committed,
+                     "regenerate": regenerate, **extra}
+
+
+def add_content_hashes() -> int:
+    """content_sha256 for every entry whose file on disk has the manifest's bytes (entries recorded before the
+    content hash); the number added."""
+    entries, added = load(), 0
+    for e in entries.values():
+        path = CORPUS / e["file"]
+        if "content_sha256" not in e and path.is_file() and sha256(path) == e["sha256"]:
+            e["content_sha256"] = content_sha256(path)
+            added += 1
+    save(entries)
+    return added
+
+
+if __name__ == "__main__":      # python scripts/corpus/manifest.py --content-hashes
+    import sys
+
+    if sys.argv[1:] != ["--content-hashes"]:
+        sys.exit("usage: python scripts/corpus/manifest.py --content-hashes")
+    print(f"{add_content_hashes()} entries given a content_sha256")
