@@ -16,10 +16,10 @@ static void transpose_walk(const edgec_transpose_params *p, int32_t od[4], int32
     }
 }
 
-/* Transpose and remap for one element type T: int8, and int16 between two int16 layers (the same loops on
- * 2-byte elements). A remap's negative offset is padding. */
-#define EDGEC_MOVEMENT(T, SUFFIX)                                                                                \
-    void edgec_transpose_##SUFFIX(const edgec_transpose_params *p, const T *input, T *output)                   \
+/* The bodies of transpose and remap for one element type T: int8, and int16 between two int16 layers (the same
+ * loops on 2-byte elements). A remap's negative offset is padding. The functions are written out below
+ * (edgec/cheader.py finds a runtime file's kernels by their definitions). */
+#define EDGEC_TRANSPOSE_BODY(T)                                                                                  \
     {                                                                                                            \
         int32_t s[4], od[4], i0, i1, i2, i3;                                                                     \
         transpose_walk(p, od, s);                                                                                \
@@ -33,9 +33,9 @@ static void transpose_walk(const edgec_transpose_params *p, int32_t od[4], int32
                 }                                                                                                \
             }                                                                                                    \
         }                                                                                                        \
-    }                                                                                                            \
-                                                                                                                 \
-    void edgec_remap_##SUFFIX(const edgec_remap_params *p, const T *input, const int32_t *offsets, T *output)   \
+    }
+
+#define EDGEC_REMAP_BODY(T)                                                                                      \
     {                                                                                                            \
         const int32_t *d = p->dims;                                                                              \
         const int32_t *t0 = offsets + p->start[0], *t1 = offsets + p->start[1], *t2 = offsets + p->start[2];     \
@@ -62,8 +62,17 @@ static void transpose_walk(const edgec_transpose_params *p, int32_t od[4], int32
         }                                                                                                        \
     }
 
-EDGEC_MOVEMENT(int8_t, s8)
-EDGEC_MOVEMENT(int16_t, s16)
+void edgec_transpose_s8(const edgec_transpose_params *p, const int8_t *input, int8_t *output)
+EDGEC_TRANSPOSE_BODY(int8_t)
+
+void edgec_remap_s8(const edgec_remap_params *p, const int8_t *input, const int32_t *offsets, int8_t *output)
+EDGEC_REMAP_BODY(int8_t)
+
+void edgec_transpose_s16(const edgec_transpose_params *p, const int16_t *input, int16_t *output)
+EDGEC_TRANSPOSE_BODY(int16_t)
+
+void edgec_remap_s16(const edgec_remap_params *p, const int16_t *input, const int32_t *offsets, int16_t *output)
+EDGEC_REMAP_BODY(int16_t)
 
 void edgec_concat_part_s8(const edgec_concat_params *p, const int8_t *input, const int8_t *table,
                           int8_t *output)

@@ -27,10 +27,10 @@ static int32_t pool_average(int32_t sum, const edgec_pool_window *w)
     return sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count;
 }
 
-/* Max and average pools for one element type T (int8, and int16 between two int16 layers: TFLite MaxPool16 /
- * AveragePool16), the same windows and rounding. LOWEST is T's smallest value. */
-#define EDGEC_POOLS(T, SUFFIX, LOWEST)                                                                           \
-    void edgec_max_pool_##SUFFIX(const edgec_pool_params *p, const T *input, T *output)                         \
+/* The bodies of the max and average pools for one element type T (int8, and int16 between two int16 layers:
+ * TFLite MaxPool16 / AveragePool16), the same windows and rounding. LOWEST is T's smallest value. The functions
+ * are written out below (edgec/cheader.py finds a runtime file's kernels by their definitions). */
+#define EDGEC_MAX_POOL_BODY(T, LOWEST)                                                                           \
     {                                                                                                            \
         const int32_t in_w = p->in_w, c = p->c, out_h = p->out_h, out_w = p->out_w;                              \
         int32_t oy, ox, ch, ky, kx;                                                                              \
@@ -49,9 +49,9 @@ static int32_t pool_average(int32_t sum, const edgec_pool_window *w)
                 }                                                                                                \
             }                                                                                                    \
         }                                                                                                        \
-    }                                                                                                            \
-                                                                                                                 \
-    void edgec_avg_pool_##SUFFIX(const edgec_pool_params *p, const T *input, T *output)                         \
+    }
+
+#define EDGEC_AVG_POOL_BODY(T)                                                                                   \
     {                                                                                                            \
         const int32_t in_w = p->in_w, c = p->c, out_h = p->out_h, out_w = p->out_w;                              \
         int32_t oy, ox, ch, ky, kx;                                                                              \
@@ -71,5 +71,14 @@ static int32_t pool_average(int32_t sum, const edgec_pool_window *w)
         }                                                                                                        \
     }
 
-EDGEC_POOLS(int8_t, s8, -128)
-EDGEC_POOLS(int16_t, s16, -32768)
+void edgec_max_pool_s8(const edgec_pool_params *p, const int8_t *input, int8_t *output)
+EDGEC_MAX_POOL_BODY(int8_t, -128)
+
+void edgec_avg_pool_s8(const edgec_pool_params *p, const int8_t *input, int8_t *output)
+EDGEC_AVG_POOL_BODY(int8_t)
+
+void edgec_max_pool_s16(const edgec_pool_params *p, const int16_t *input, int16_t *output)
+EDGEC_MAX_POOL_BODY(int16_t, -32768)
+
+void edgec_avg_pool_s16(const edgec_pool_params *p, const int16_t *input, int16_t *output)
+EDGEC_AVG_POOL_BODY(int16_t)
