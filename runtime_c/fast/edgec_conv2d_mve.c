@@ -71,11 +71,12 @@ static const int8_t *edgec_mve_taps(const edgec_conv2d_im2col_params *p, const i
     return row;
 }
 
-/* acc[4 * oc + j]: the dot products of output channel oc's weights with the taps of pixel j < 3, for the
- * channel pairs (oc, oc + 1) < 2 * pairs. The taps are `rows` runs of nb * 16 bytes: run r of pixel j starts at
- * tbl[3 * r + j] (a kernel row read in place from the input, or built in scratch). Weights [pair][k16 / 16][2][16]:
- * each 16-tap block of the two channels side by side, so one pointer walks them. 12 instructions per 96 products
- * (two weight vectors, three pixels' taps, six VMLADAVA, LE); a run costs 4 more, a pair 12 more. gcc 12 neither
+/* The dot products of output channel oc's weights with the taps of pixel j < 3, for the channel quads (oc < 4 *
+ * quads), at acc[16 * (oc / 4) + 4 * j + oc % 4] (a quad's 3 pixels as 3 vectors of its 4 channels; the 4th is
+ * not written). The taps are `rows` runs of nb * 16 bytes: run r of pixel j starts at tbl[3 * r + j] (a kernel row
+ * read in place from the input, or built in scratch). Weights [pair][k16 / 16][2][16]: each 16-tap block of the
+ * two channels of a pair side by side, so one pointer walks them. 12 instructions per 96 products (two weight
+ * vectors, three pixels' taps, six VMLADAVA, LE); a run costs 4 more, a pair 10 more. gcc 12 neither
  * post-increments nor keeps this many pointers and accumulators in registers, hence the fixed registers. */
 #define EDGEC_MVE_BLOCK(op)                                                                                       \
     "vldrb.u8 q0, [r7], #16\n"                                                                                    \
@@ -83,41 +84,35 @@ static const int8_t *edgec_mve_taps(const edgec_conv2d_im2col_params *p, const i
     "vldrb.u8 q2, [r1], #16\n" op " r0, q2, q0\n" op " r6, q2, q1\n"                                             \
     "vldrb.u8 q3, [r3], #16\n" op " r2, q3, q0\n" op " r8, q3, q1\n"                                             \
     "vldrb.u8 q2, [r5], #16\n" op " r4, q2, q0\n" op " r10, q2, q1\n"
+/* one pair of channels (labels L0..L3 local to it), its accumulators stored at byte offset `at` of the quad */
+#define EDGEC_MVE_PAIR(L0, L1, L2, L3, at)                                                                        \
+    "ldr r9, %[tbl]\n"                                                                                            \
+    "ldr r11, %[rows]\n"                                                                                          \
+    "ldm r9!, {r1, r3, r5}\n"                                                                                     \
+    "ldr lr, %[nb1]\n" EDGEC_MVE_BLOCK("vmladav.s8") "wls lr, lr, " L1 "f\n" L0 ":\n"                             \
+    EDGEC_MVE_BLOCK("vmladava.s8") "le lr, " L0 "b\n" L1 ":\n"                                                    \
+    "subs r11, #1\n"                                                                                              \
+    "beq " L3 "f\n" L2 ":\n"                                                                                      \
+    "ldm r9!, {r1, r3, r5}\n"                                                                                     \
+    "ldr lr, %[nb]\n"                                                                                             \
+    "dls lr, lr\n"                                                                                                \
+    "1:\n" EDGEC_MVE_BLOCK("vmladava.s8") "le lr, 1b\n"                                                           \
+    "subs r11, #1\n"                                                                                              \
+    "bne " L2 "b\n" L3 ":\n"                                                                                      \
+    "strd r0, r6, [r12, #" at "]\n"                                                                               \
+    "strd r2, r8, [r12, #" at " + 16]\n"                                                                          \
+    "strd r4, r10, [r12, #" at " + 32]\n"
 static EDGEC_NOINLINE void edgec_mve_conv_macs(const int8_t *const *tbl, const int8_t *w, int32_t rows, int32_t nb,
-                                               int32_t pairs, int32_t *acc)
+                                               int32_t quads, int32_t *acc)
 {
     const int32_t nb1 = nb - 1;
-    const int32_t *const end = acc + 8 * pairs;
+    const int32_t *const end = acc + 16 * quads;
     register const int8_t *wr __asm__("r7") = w;
     register int32_t *ar __asm__("r12") = acc;
     __asm__ volatile("0:\n"
-                     "ldr r9, %[tbl]\n"
-                     "ldr r11, %[rows]\n"
-                     "ldm r9!, {r1, r3, r5}\n"
-                     "ldr lr, %[nb1]\n"
-                     EDGEC_MVE_BLOCK("vmladav.s8")
-                     "wls lr, lr, 2f\n"
-                     "1:\n"
-                     EDGEC_MVE_BLOCK("vmladava.s8")
-                     "le lr, 1b\n"
-                     "2:\n"
-                     "subs r11, #1\n"
-                     "beq 5f\n"
-                     "3:\n"
-                     "ldm r9!, {r1, r3, r5}\n"
-                     "ldr lr, %[nb]\n"
-                     "dls lr, lr\n"
-                     "4:\n"
-                     EDGEC_MVE_BLOCK("vmladava.s8")
-                     "le lr, 4b\n"
-                     "subs r11, #1\n"
-                     "bne 3b\n"
-                     "5:\n"
-                     "strd r0, r2, [r12]\n"
-                     "str r4, [r12, #8]\n"
-                     "strd r6, r8, [r12, #16]\n"
-                     "str r10, [r12, #24]\n"
-                     "adds r12, #32\n"
+                     EDGEC_MVE_PAIR("2", "3", "4", "5", "0")
+                     EDGEC_MVE_PAIR("6", "7", "8", "9", "8")
+                     "adds r12, #64\n"
                      "ldr r11, %[end]\n"
                      "cmp r12, r11\n"
                      "bne 0b\n"
@@ -126,38 +121,66 @@ static EDGEC_NOINLINE void edgec_mve_conv_macs(const int8_t *const *tbl, const i
                      : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "lr", "q0", "q1", "q2",
                        "q3", "memory", "cc");
 }
+#undef EDGEC_MVE_PAIR
 #undef EDGEC_MVE_BLOCK
 
-/* The requantized outputs of `valid` pixels (o, o + out_c, ...) from acc[4 * oc + pixel]; rq4 holds the
- * records of 4 channels at a time as vectors: [out_c / 4][bias, mult, khi, neg, -shift][4] (edgec/ops/conv/im2col.py rq_vectors).
- * A pixel's 4 channels are one gather (stride 4 words): no register-hungry de-interleave. */
-#define EDGEC_MVE_RQ_PIXEL(j) edgec_mve_requant(vaddq_s32(vldrwq_gather_shifted_offset_s32(acc + (j), offs), bias), \
-                                                q, lo, hi)
+/* The requantized outputs of 3 pixels (o, o + out_c, o + 2 * out_c) of quads * 4 channels from the accumulators
+ * of edgec_mve_conv_macs; rq4 holds the records of 4 channels at a time as vectors: [quad][bias, mult, khi, neg,
+ * -shift][4] (edgec/ops/conv/im2col.py rq_vectors). edgec_mve_requant's steps (the negative accumulators' term
+ * added under a VPT predicate), 11 instructions per pixel and quad, the quad's constants in q2-q7; the
+ * narrowing byte stores take low registers). */
+static EDGEC_NOINLINE void edgec_mve_conv_requant3(const int32_t *acc, const int32_t *rq4, int32_t quads,
+                                                   int8_t *o, int32_t out_c, int32_t act_min, int32_t act_max)
+{
+    int8_t *o1 = o + out_c, *o2 = o + 2 * out_c;
+    __asm__ volatile("vdup.32 q6, %[lo]\n"
+                     "vdup.32 q7, %[hi]\n"
+                     "dls lr, %[n]\n"
+                     "1:\n"
+                     "vldrw.u32 q2, [%[rq], #16]\n"
+                     "vldrw.u32 q3, [%[rq], #32]\n"
+                     "vldrw.u32 q4, [%[rq], #48]\n"
+                     "vldrw.u32 q5, [%[rq], #64]\n"
+#define EDGEC_MVE_RQ3(out)                                                                                        \
+    "vldrw.u32 q0, [%[acc]], #16\n"                                                                               \
+    "vldrw.u32 q1, [%[rq]]\n"                                                                                     \
+    "vadd.i32 q0, q0, q1\n"                                                                                       \
+    "vqrdmulh.s32 q1, q0, q2\n"                                                                                   \
+    "vpt.s32 lt, q0, zr\n"                                                                                        \
+    "vaddt.i32 q1, q1, q4\n"                                                                                      \
+    "vadd.i32 q1, q1, q3\n"                                                                                       \
+    "vshl.s32 q1, q1, q5\n"                                                                                       \
+    "vmax.s32 q1, q1, q6\n"                                                                                       \
+    "vmin.s32 q1, q1, q7\n"                                                                                       \
+    "vstrb.32 q1, [%[" out "]], #4\n"
+                     EDGEC_MVE_RQ3("o0") EDGEC_MVE_RQ3("o1") EDGEC_MVE_RQ3("o2")
+#undef EDGEC_MVE_RQ3
+                     "add %[acc], %[acc], #16\n"
+                     "add %[rq], %[rq], #80\n"
+                     "le lr, 1b\n"
+                     : [acc] "+r"(acc), [rq] "+r"(rq4), [o0] "+l"(o), [o1] "+l"(o1), [o2] "+l"(o2)
+                     : [n] "r"(quads), [lo] "r"(act_min), [hi] "r"(act_max)
+                     : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory");
+}
+
+/* The same for `valid` < 3 pixels or a last quad of 1-3 channels, in C. */
 static EDGEC_NOINLINE void edgec_mve_conv_requant(const int32_t *acc, const int32_t *rq4, int32_t out_c, int8_t *o,
                                                   int32_t valid, int32x4_t lo, int32x4_t hi)
 {
-    const uint32x4_t offs = vidupq_n_u32(0u, 4);
-    int32_t oc;
+    int32_t oc, j;
     for (oc = 0; oc < out_c; oc += 4, acc += 16, rq4 += 20, o += 4) {
         const int32x4_t bias = vldrwq_s32(rq4);
+        const mve_pred16_t keep = vctp32q((uint32_t)(out_c - oc < 4 ? out_c - oc : 4));
         edgec_mve_rq q;
         q.mult = vldrwq_s32(rq4 + 4);
         q.khi = vldrwq_s32(rq4 + 8);
         q.neg = vldrwq_s32(rq4 + 12);
         q.nshift = vldrwq_s32(rq4 + 16);
-        if (out_c - oc >= 4) {
-            vstrbq_s32(o, EDGEC_MVE_RQ_PIXEL(0));
-            if (valid > 1) vstrbq_s32(o + out_c, EDGEC_MVE_RQ_PIXEL(1));
-            if (valid > 2) vstrbq_s32(o + 2 * out_c, EDGEC_MVE_RQ_PIXEL(2));
-        } else { /* the last 1-3 channels */
-            const mve_pred16_t keep = vctp32q((uint32_t)(out_c - oc));
-            vstrbq_p_s32(o, EDGEC_MVE_RQ_PIXEL(0), keep);
-            if (valid > 1) vstrbq_p_s32(o + out_c, EDGEC_MVE_RQ_PIXEL(1), keep);
-            if (valid > 2) vstrbq_p_s32(o + 2 * out_c, EDGEC_MVE_RQ_PIXEL(2), keep);
+        for (j = 0; j < valid; ++j) {
+            vstrbq_p_s32(o + j * out_c, edgec_mve_requant(vaddq_s32(vldrwq_s32(acc + 4 * j), bias), q, lo, hi), keep);
         }
     }
 }
-#undef EDGEC_MVE_RQ_PIXEL
 
 /* The k_w * in_c taps of kernel row iy of output pixel ix0 (its first input column) in run-of-taps order: in place
  * where the row lies inside the input, else the zero-point row zrow (a padding row), else built in `row` (the
@@ -185,6 +208,7 @@ void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *inpu
                          const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
     const int32_t n = p->out_h * p->out_w, out_w = p->out_w, out_c = p->out_c, k16 = p->k4;
+    const int32_t quads = (out_c + 3) / 4;
     const int32_t span = p->k_w * p->in_c, row_bytes = p->in_w * p->in_c;
     const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
     int32_t *acc = (int32_t *)(void *)scratch;
@@ -222,11 +246,16 @@ void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *inpu
             for (ky = 0; ky < (runs ? p->k_h : 1); ++ky) x[3 * ky + j] = x[3 * ky + valid - 1];
         }
         if (runs) {
-            edgec_mve_conv_macs(x, (const int8_t *)(const void *)weights, p->k_h, span / 16, (out_c + 1) / 2, acc);
+            edgec_mve_conv_macs(x, (const int8_t *)(const void *)weights, p->k_h, span / 16, quads, acc);
         } else {
-            edgec_mve_conv_macs(x, (const int8_t *)(const void *)weights, 1, k16 / 16, (out_c + 1) / 2, acc);
+            edgec_mve_conv_macs(x, (const int8_t *)(const void *)weights, 1, k16 / 16, quads, acc);
         }
-        edgec_mve_conv_requant(acc, (const int32_t *)(const void *)rq, out_c, output + pix * out_c, valid, lo, hi);
+        if (valid == 3 && out_c % 4 == 0) {
+            edgec_mve_conv_requant3(acc, (const int32_t *)(const void *)rq, quads, output + pix * out_c, out_c,
+                                    p->act_min, p->act_max);
+        } else {
+            edgec_mve_conv_requant(acc, (const int32_t *)(const void *)rq, out_c, output + pix * out_c, valid, lo, hi);
+        }
     }
 }
 #undef EDGEC_MVE_ROWS
