@@ -224,22 +224,38 @@ void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *inpu
     if (runs) edgec_mve_fill(zrow, (int8_t)p->input_zp, span);
     for (pix = 0; pix < n; pix += 3) {
         const int32_t valid = n - pix < 3 ? n - pix : 3;
-        for (j = 0; j < valid; ++j) {
-            const int32_t oy = (pix + j) / out_w, ox = (pix + j) - oy * out_w;
+        const int32_t oy = pix / out_w, ox = pix - oy * out_w;
+        const int32_t iy0 = oy * p->stride_h - p->pad_top, ix0 = ox * p->stride_w - p->pad_left;
+        if (runs && valid == 3 && ox + 2 < out_w && iy0 >= 0 && iy0 + p->k_h <= p->in_h && ix0 >= 0 &&
+            ix0 + 2 * p->stride_w + p->k_w <= p->in_w) { /* 3 pixels of one output row, all inside */
+            const int32_t step = p->stride_w * p->in_c;
+            const int8_t *src = input + iy0 * row_bytes + ix0 * p->in_c;
+            const int8_t **xr = x;
+            for (ky = 0; ky < p->k_h; ++ky, src += row_bytes, xr += 3) {
+                xr[0] = src;
+                xr[1] = src + step;
+                xr[2] = src + 2 * step;
+            }
+            j = 3;
+        } else {
+            j = 0;
+        }
+        for (; j < valid; ++j) {
+            const int32_t py = (pix + j) / out_w, px = (pix + j) - py * out_w;
             if (runs) {
-                const int32_t iy0 = oy * p->stride_h - p->pad_top, ix0 = ox * p->stride_w - p->pad_left;
-                if (iy0 >= 0 && iy0 + p->k_h <= p->in_h && ix0 >= 0 && ix0 + p->k_w <= p->in_w) { /* inside */
-                    const int8_t *src = input + iy0 * row_bytes + ix0 * p->in_c;
+                const int32_t y0 = py * p->stride_h - p->pad_top, x0 = px * p->stride_w - p->pad_left;
+                if (y0 >= 0 && y0 + p->k_h <= p->in_h && x0 >= 0 && x0 + p->k_w <= p->in_w) { /* inside */
+                    const int8_t *src = input + y0 * row_bytes + x0 * p->in_c;
                     for (ky = 0; ky < p->k_h; ++ky, src += row_bytes) x[3 * ky + j] = src;
                 } else {
                     for (ky = 0; ky < p->k_h; ++ky) {
-                        x[3 * ky + j] = edgec_mve_run(p, input, iy0 + ky, ix0, zrow, rows + j * k16 + ky * span);
+                        x[3 * ky + j] = edgec_mve_run(p, input, y0 + ky, x0, zrow, rows + j * k16 + ky * span);
                     }
                 }
             } else if (pix + j <= in_place) {
                 x[j] = input + (pix + j) * p->in_c;
             } else {
-                x[j] = edgec_mve_taps(p, input, oy, ox, rows + j * k16);
+                x[j] = edgec_mve_taps(p, input, py, px, rows + j * k16);
             }
         }
         for (; j < 3; ++j) { /* a short last block repeats its last pixel */
