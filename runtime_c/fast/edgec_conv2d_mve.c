@@ -237,6 +237,19 @@ void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *inpu
                 xr[2] = src + 2 * step;
             }
             j = 3;
+        } else if (!runs && span <= 16 && p->k_h * p->k_w > 1 && valid == 3 && ox + 2 < out_w && iy0 >= 0 &&
+                   iy0 + p->k_h <= p->in_h && ix0 >= 0 && ix0 + 2 * p->stride_w + p->k_w <= p->in_w) {
+            /* short kernel rows (a first layer's few channels), 3 pixels inside: a predicated copy per row */
+            const mve_pred16_t keep = vctp8q((uint32_t)span);
+            const int32_t step = p->stride_w * p->in_c;
+            for (j = 0; j < 3; ++j) {
+                const int8_t *src = input + iy0 * row_bytes + ix0 * p->in_c + j * step;
+                int8_t *r = rows + j * k16;
+                x[j] = r;
+                for (ky = 0; ky < p->k_h; ++ky, src += row_bytes, r += span) {
+                    vstrbq_p_s8(r, vldrbq_z_s8(src, keep), keep);
+                }
+            }
         } else {
             j = 0;
         }
