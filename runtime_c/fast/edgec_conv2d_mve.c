@@ -198,6 +198,22 @@ static const int8_t *edgec_mve_run(const edgec_conv2d_im2col_params *p, const in
     return row;
 }
 
+/* Short kernel rows (k_w * in_c <= 16: a first layer's few channels) of 3 pixels of one output row inside the
+ * input, from src (the first pixel's top left tap): a predicated copy per row into rows (k4 bytes a pixel). */
+static EDGEC_NOINLINE void edgec_mve_short_rows(const edgec_conv2d_im2col_params *p, const int8_t *src, int8_t *rows,
+                                                const int8_t **x)
+{
+    const int32_t span = p->k_w * p->in_c, row_bytes = p->in_w * p->in_c, step = p->stride_w * p->in_c;
+    const mve_pred16_t keep = vctp8q((uint32_t)span);
+    int32_t j, ky;
+    for (j = 0; j < 3; ++j, src += step, rows += p->k4) {
+        const int8_t *s = src;
+        int8_t *r = rows;
+        x[j] = rows;
+        for (ky = 0; ky < p->k_h; ++ky, s += row_bytes, r += span) vstrbq_p_s8(r, vldrbq_z_s8(s, keep), keep);
+    }
+}
+
 /* Weights: see edgec_mve_conv_macs (k16 = p->k4: k_h*k_w*in_c rounded up to 16, zero padded). scratch: the
  * accumulators, 64 * ceil(out_c / 4) bytes (16-byte aligned), then 3 pixels' taps (3 * k16) and a padding row
  * (k_w * in_c <= k16). Where a kernel row's taps are a whole number of 16-byte blocks (k_w * in_c a multiple of 16)
@@ -239,17 +255,8 @@ void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *inpu
             j = 3;
         } else if (!runs && span <= 16 && p->k_h * p->k_w > 1 && valid == 3 && ox + 2 < out_w && iy0 >= 0 &&
                    iy0 + p->k_h <= p->in_h && ix0 >= 0 && ix0 + 2 * p->stride_w + p->k_w <= p->in_w) {
-            /* short kernel rows (a first layer's few channels), 3 pixels inside: a predicated copy per row */
-            const mve_pred16_t keep = vctp8q((uint32_t)span);
-            const int32_t step = p->stride_w * p->in_c;
-            for (j = 0; j < 3; ++j) {
-                const int8_t *src = input + iy0 * row_bytes + ix0 * p->in_c + j * step;
-                int8_t *r = rows + j * k16;
-                x[j] = r;
-                for (ky = 0; ky < p->k_h; ++ky, src += row_bytes, r += span) {
-                    vstrbq_p_s8(r, vldrbq_z_s8(src, keep), keep);
-                }
-            }
+            edgec_mve_short_rows(p, input + iy0 * row_bytes + ix0 * p->in_c, rows, x);
+            j = 3;
         } else {
             j = 0;
         }
