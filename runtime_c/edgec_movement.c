@@ -63,16 +63,24 @@ static void transpose_walk(const edgec_transpose_params *p, int32_t od[4], int32
     }
 
 void edgec_transpose_s8(const edgec_transpose_params *p, const int8_t *input, int8_t *output)
-EDGEC_TRANSPOSE_BODY(int8_t)
+{
+    EDGEC_TRANSPOSE_BODY(int8_t)
+}
 
 void edgec_remap_s8(const edgec_remap_params *p, const int8_t *input, const int32_t *offsets, int8_t *output)
-EDGEC_REMAP_BODY(int8_t)
+{
+    EDGEC_REMAP_BODY(int8_t)
+}
 
 void edgec_transpose_s16(const edgec_transpose_params *p, const int16_t *input, int16_t *output)
-EDGEC_TRANSPOSE_BODY(int16_t)
+{
+    EDGEC_TRANSPOSE_BODY(int16_t)
+}
 
 void edgec_remap_s16(const edgec_remap_params *p, const int16_t *input, const int32_t *offsets, int16_t *output)
-EDGEC_REMAP_BODY(int16_t)
+{
+    EDGEC_REMAP_BODY(int16_t)
+}
 
 void edgec_concat_part_s8(const edgec_concat_params *p, const int8_t *input, const int8_t *table,
                           int8_t *output)

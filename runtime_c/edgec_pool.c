@@ -72,13 +72,21 @@ static int32_t pool_average(int32_t sum, const edgec_pool_window *w)
     }
 
 void edgec_max_pool_s8(const edgec_pool_params *p, const int8_t *input, int8_t *output)
-EDGEC_MAX_POOL_BODY(int8_t, -128)
+{
+    EDGEC_MAX_POOL_BODY(int8_t, -128)
+}
 
 void edgec_avg_pool_s8(const edgec_pool_params *p, const int8_t *input, int8_t *output)
-EDGEC_AVG_POOL_BODY(int8_t)
+{
+    EDGEC_AVG_POOL_BODY(int8_t)
+}
 
 void edgec_max_pool_s16(const edgec_pool_params *p, const int16_t *input, int16_t *output)
-EDGEC_MAX_POOL_BODY(int16_t, -32768)
+{
+    EDGEC_MAX_POOL_BODY(int16_t, -32768)
+}
 
 void edgec_avg_pool_s16(const edgec_pool_params *p, const int16_t *input, int16_t *output)
-EDGEC_AVG_POOL_BODY(int16_t)
+{
+    EDGEC_AVG_POOL_BODY(int16_t)
+}
