@@ -1,6 +1,7 @@
 /* edgec Helium (MVE) convolution (declared in edgec_nn.h, machinery in edgec_mve_support.h): int8 dot products
- * of 3 output pixels by 2 output channels (VMLADAVA, 16 taps per instruction, no widening), then a vector
- * requantization pass. Depthwise 3x3: edgec_depthwise_conv2d_3x3_mve.c. Compiled only for Helium cores (EDGEC_MVE). */
+ * of 3 output pixels by 2 output channels (VMLADAVA, 16 taps per instruction, no widening) over kernel rows read
+ * in place where they can be, then a vector requantization pass. Depthwise 3x3: edgec_depthwise_conv2d_3x3_mve.c.
+ * Compiled only for Helium cores (EDGEC_MVE). */
 #include "edgec_mve_support.h"
 
 #ifdef EDGEC_MVE
