@@ -46,7 +46,7 @@ extern "C" {
 /* The runtime's ABI version: bumped whenever a params struct, a kernel's prototype or its numerics change.
  * Every generated model checks it when compiled (#error naming both versions) and in its init: two models
  * exported by different edgec versions cannot share one copy of the runtime by accident. */
-#define EDGEC_RUNTIME_ABI_VERSION 3
+#define EDGEC_RUNTIME_ABI_VERSION 4
 /* ... and the version the runtime's objects were compiled with (edgec_runtime.c), for the check at init. */
 extern const int32_t edgec_runtime_abi_version;
 
@@ -175,12 +175,14 @@ static inline int32_t edgec_conv2d_window4_s8_get_buffer_size(const edgec_conv2d
     return edgec_conv2d_window_s8_get_buffer_size(p);
 }
 /* Helium (MVE, Cortex-M55; fast/edgec_conv2d_mve.c, compiled for Helium cores only, chosen by
- * edgec/ops/conv/im2col.py): weights [ceil(out_c / 2)][k4 / 16][2][16] int8 (pairs of channels, block by block; k4
- * here: k_h*k_w*in_c rounded up to 16), 3 output pixels by 2 channels (VMLADAVA), rq regrouped as
+ * edgec/ops/conv/im2col.py): weights [2 * ceil(out_c / 4)][k4 / 16][2][16] int8 (pairs of channels, block by
+ * block, zero channels up to a multiple of 4; k4 here: k_h*k_w*in_c rounded up to 16), 3 output pixels by 2
+ * channels (VMLADAVA), kernel rows read in place where k_w*in_c is a multiple of 16, rq regrouped as
  * [out_c / 4][field][4] with the shift negated (edgec/ops/conv/im2col.py rq_vectors). */
 void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                          const edgec_rq *rq, int8_t *scratch, int8_t *output);
-/* every channel's accumulators of 3 pixels (64 bytes per 4 channels) and 3 pixels' taps (k4: taps rounded to 16) */
+/* every channel's accumulators of 3 pixels (64 bytes per 4 channels), 3 pixels' taps (k4: taps rounded to 16) and
+ * a padding row */
 static inline int32_t edgec_conv2d_mve_s8_get_buffer_size(const edgec_conv2d_im2col_params *p)
 {
     return 64 * ((p->out_c + 3) / 4) + 4 * p->k4;

@@ -10,18 +10,21 @@ void edgec_add_lut_mve_s8(const edgec_add_lut_params *p, const int8_t *input1, c
     const edgec_mve_rq q = edgec_mve_rq_one(rq);
     const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
     int32_t n = p->n;
-    /* the tables are indexed by value + 128 (gather offsets are unsigned); output may be input1 (in place) */
+    /* the tables are indexed by value + 128: the gathers start at entry 128 and take the sign-extended values as
+     * offsets (a negative one wraps: the 32-bit address is base + 4 * value); output may be input1 (in place) */
+    lut1 += 128;
+    lut2 += 128;
     for (; n >= 4; n -= 4, input1 += 4, input2 += 4, output += 4) {
-        const uint32x4_t i1 = vreinterpretq_u32_s32(vaddq_n_s32(vldrbq_s32(input1), 128));
-        const uint32x4_t i2 = vreinterpretq_u32_s32(vaddq_n_s32(vldrbq_s32(input2), 128));
+        const uint32x4_t i1 = vreinterpretq_u32_s32(vldrbq_s32(input1));
+        const uint32x4_t i2 = vreinterpretq_u32_s32(vldrbq_s32(input2));
         const int32x4_t acc = vaddq_s32(vldrwq_gather_shifted_offset_s32(lut1, i1),
                                         vldrwq_gather_shifted_offset_s32(lut2, i2));
         vstrbq_s32(output, edgec_mve_requant(acc, q, lo, hi));
     }
     if (n > 0) { /* the last 1-3 values */
         const mve_pred16_t keep = vctp32q((uint32_t)n);
-        const uint32x4_t i1 = vreinterpretq_u32_s32(vaddq_n_s32(vldrbq_z_s32(input1, keep), 128));
-        const uint32x4_t i2 = vreinterpretq_u32_s32(vaddq_n_s32(vldrbq_z_s32(input2, keep), 128));
+        const uint32x4_t i1 = vreinterpretq_u32_s32(vldrbq_z_s32(input1, keep));
+        const uint32x4_t i2 = vreinterpretq_u32_s32(vldrbq_z_s32(input2, keep));
         const int32x4_t acc = vaddq_s32(vldrwq_gather_shifted_offset_z_s32(lut1, i1, keep),
                                         vldrwq_gather_shifted_offset_z_s32(lut2, i2, keep));
         vstrbq_p_s32(output, edgec_mve_requant(acc, q, lo, hi), keep);

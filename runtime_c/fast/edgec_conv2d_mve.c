@@ -1,6 +1,7 @@
 /* edgec Helium (MVE) convolution (declared in edgec_nn.h, machinery in edgec_mve_support.h): int8 dot products
- * of 3 output pixels by 2 output channels (VMLADAVA, 16 taps per instruction, no widening), then a vector
- * requantization pass. Depthwise 3x3: edgec_depthwise_conv2d_3x3_mve.c. Compiled only for Helium cores (EDGEC_MVE). */
+ * of 3 output pixels by 2 output channels (VMLADAVA, 16 taps per instruction, no widening) over kernel rows read
+ * in place where they can be, then a vector requantization pass. Depthwise 3x3: edgec_depthwise_conv2d_3x3_mve.c.
+ * Compiled only for Helium cores (EDGEC_MVE). */
 #include "edgec_mve_support.h"
 
 #ifdef EDGEC_MVE
@@ -71,124 +72,229 @@ static const int8_t *edgec_mve_taps(const edgec_conv2d_im2col_params *p, const i
     return row;
 }
 
-/* acc[4 * oc + j]: the dot products of output channel oc's weights with the taps xj of pixel j < 3, for the
- * channel pairs (oc, oc + 1) < 2 * pairs, over k16 taps (k rounded up to 16: the weights are 0 past k, whatever
- * the taps hold there). Weights [pair][k16 / 16][2][16]: each 16-tap block of the two channels side by side, so
- * one pointer walks them. 12 instructions per 96 products (two weight vectors, three pixels' taps, six
- * VMLADAVA); gcc 12 neither post-increments nor keeps this many pointers and accumulators in registers. */
-static EDGEC_NOINLINE void edgec_mve_conv_macs(const int8_t *const *xp, const int8_t *w, int32_t k16, int32_t pairs,
-                                               int32_t *acc)
+/* The dot products of output channel oc's weights with the taps of pixel j < 3, for the channel quads (oc < 4 *
+ * quads), at acc[16 * (oc / 4) + 4 * j + oc % 4] (a quad's 3 pixels as 3 vectors of its 4 channels; the 4th is
+ * not written). The taps are `rows` runs of nb * 16 bytes: run r of pixel j starts at tbl[3 * r + j] (a kernel row
+ * read in place from the input, or built in scratch). Weights [pair][k16 / 16][2][16]: each 16-tap block of the
+ * two channels of a pair side by side, so one pointer walks them. 12 instructions per 96 products (two weight
+ * vectors, three pixels' taps, six VMLADAVA, LE); a run costs 4 more, a pair 10 more. gcc 12 neither
+ * post-increments nor keeps this many pointers and accumulators in registers, hence the fixed registers. */
+#define EDGEC_MVE_BLOCK(op)                                                                                       \
+    "vldrb.u8 q0, [r7], #16\n"                                                                                    \
+    "vldrb.u8 q1, [r7], #16\n"                                                                                    \
+    "vldrb.u8 q2, [r1], #16\n" op " r0, q2, q0\n" op " r6, q2, q1\n"                                             \
+    "vldrb.u8 q3, [r3], #16\n" op " r2, q3, q0\n" op " r8, q3, q1\n"                                             \
+    "vldrb.u8 q2, [r5], #16\n" op " r4, q2, q0\n" op " r10, q2, q1\n"
+/* one pair of channels (labels L0..L3 local to it), its accumulators stored at byte offset `at` of the quad */
+#define EDGEC_MVE_PAIR(L0, L1, L2, L3, at)                                                                        \
+    "ldr r9, %[tbl]\n"                                                                                            \
+    "ldr r11, %[rows]\n"                                                                                          \
+    "ldm r9!, {r1, r3, r5}\n"                                                                                     \
+    "ldr lr, %[nb1]\n" EDGEC_MVE_BLOCK("vmladav.s8") "wls lr, lr, " L1 "f\n" L0 ":\n"                             \
+    EDGEC_MVE_BLOCK("vmladava.s8") "le lr, " L0 "b\n" L1 ":\n"                                                    \
+    "subs r11, #1\n"                                                                                              \
+    "beq " L3 "f\n" L2 ":\n"                                                                                      \
+    "ldm r9!, {r1, r3, r5}\n"                                                                                     \
+    "ldr lr, %[nb]\n"                                                                                             \
+    "dls lr, lr\n"                                                                                                \
+    "1:\n" EDGEC_MVE_BLOCK("vmladava.s8") "le lr, 1b\n"                                                           \
+    "subs r11, #1\n"                                                                                              \
+    "bne " L2 "b\n" L3 ":\n"                                                                                      \
+    "strd r0, r6, [r12, #" at "]\n"                                                                               \
+    "strd r2, r8, [r12, #" at " + 16]\n"                                                                          \
+    "strd r4, r10, [r12, #" at " + 32]\n"
+static EDGEC_NOINLINE void edgec_mve_conv_macs(const int8_t *const *tbl, const int8_t *w, int32_t rows, int32_t nb,
+                                               int32_t quads, int32_t *acc)
 {
-    const int32_t more = (k16 >> 4) - 1;
-    const int8_t *x0 = xp[0], *x1 = xp[1], *x2 = xp[2];
-    int32_t a0, a1, a2, b0, b1, b2;
-    const int8_t *v0, *v1, *v2;
+    const int32_t nb1 = nb - 1;
+    const int32_t *const end = acc + 16 * quads;
+    register const int8_t *wr __asm__("r7") = w;
+    register int32_t *ar __asm__("r12") = acc;
     __asm__ volatile("0:\n"
-                     "ldr %[v0], %[x0]\n"
-                     "ldr %[v1], %[x1]\n"
-                     "ldr %[v2], %[x2]\n"
-                     "vldrb.u8 q0, [%[w]], #16\n"
-                     "vldrb.u8 q1, [%[w]], #16\n"
-                     "vldrb.u8 q2, [%[v0]], #16\n"
-                     "vmladav.s8 %[a0], q2, q0\n"
-                     "vmladav.s8 %[b0], q2, q1\n"
-                     "vldrb.u8 q3, [%[v1]], #16\n"
-                     "vmladav.s8 %[a1], q3, q0\n"
-                     "vmladav.s8 %[b1], q3, q1\n"
-                     "vldrb.u8 q2, [%[v2]], #16\n"
-                     "vmladav.s8 %[a2], q2, q0\n"
-                     "vmladav.s8 %[b2], q2, q1\n"
-                     "ldr lr, %[more]\n"
-                     "wls lr, lr, 2f\n"
-                     "1:\n"
-                     "vldrb.u8 q0, [%[w]], #16\n"
-                     "vldrb.u8 q1, [%[w]], #16\n"
-                     "vldrb.u8 q2, [%[v0]], #16\n"
-                     "vmladava.s8 %[a0], q2, q0\n"
-                     "vmladava.s8 %[b0], q2, q1\n"
-                     "vldrb.u8 q3, [%[v1]], #16\n"
-                     "vmladava.s8 %[a1], q3, q0\n"
-                     "vmladava.s8 %[b1], q3, q1\n"
-                     "vldrb.u8 q2, [%[v2]], #16\n"
-                     "vmladava.s8 %[a2], q2, q0\n"
-                     "vmladava.s8 %[b2], q2, q1\n"
-                     "le lr, 1b\n"
-                     "2:\n"
-                     "strd %[a0], %[a1], [%[acc]]\n"
-                     "str %[a2], [%[acc], #8]\n"
-                     "strd %[b0], %[b1], [%[acc], #16]\n"
-                     "str %[b2], [%[acc], #24]\n"
-                     "add %[acc], #32\n"
-                     "subs %[m], #1\n"
+                     EDGEC_MVE_PAIR("2", "3", "4", "5", "0")
+                     EDGEC_MVE_PAIR("6", "7", "8", "9", "8")
+                     "adds r12, #64\n"
+                     "ldr r11, %[end]\n"
+                     "cmp r12, r11\n"
                      "bne 0b\n"
-                     : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [b0] "=&Te"(b0), [b1] "=&Te"(b1),
-                       [b2] "=&Te"(b2), [v0] "=&r"(v0), [v1] "=&r"(v1), [v2] "=&r"(v2), [w] "+&r"(w),
-                       [acc] "+&r"(acc), [m] "+&r"(pairs)
-                     : [x0] "m"(x0), [x1] "m"(x1), [x2] "m"(x2), [more] "m"(more)
-                     : "q0", "q1", "q2", "q3", "lr", "memory", "cc");
+                     : [w] "+r"(wr), [acc] "+r"(ar)
+                     : [tbl] "m"(tbl), [rows] "m"(rows), [nb] "m"(nb), [nb1] "m"(nb1), [end] "m"(end)
+                     : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "lr", "q0", "q1", "q2",
+                       "q3", "memory", "cc");
+}
+#undef EDGEC_MVE_PAIR
+#undef EDGEC_MVE_BLOCK
+
+/* The requantized outputs of 3 pixels (o, o + out_c, o + 2 * out_c) of quads * 4 channels from the accumulators
+ * of edgec_mve_conv_macs; rq4 holds the records of 4 channels at a time as vectors: [quad][bias, mult, khi, neg,
+ * -shift][4] (edgec/ops/conv/im2col.py rq_vectors). edgec_mve_requant's steps (the negative accumulators' term
+ * added under a VPT predicate), 11 instructions per pixel and quad, the quad's constants in q2-q7; the
+ * narrowing byte stores take low registers). */
+static EDGEC_NOINLINE void edgec_mve_conv_requant3(const int32_t *acc, const int32_t *rq4, int32_t quads,
+                                                   int8_t *o, int32_t out_c, int32_t act_min, int32_t act_max)
+{
+    int8_t *o1 = o + out_c, *o2 = o + 2 * out_c;
+    __asm__ volatile("vdup.32 q6, %[lo]\n"
+                     "vdup.32 q7, %[hi]\n"
+                     "dls lr, %[n]\n"
+                     "1:\n"
+                     "vldrw.u32 q2, [%[rq], #16]\n"
+                     "vldrw.u32 q3, [%[rq], #32]\n"
+                     "vldrw.u32 q4, [%[rq], #48]\n"
+                     "vldrw.u32 q5, [%[rq], #64]\n"
+#define EDGEC_MVE_RQ3(out)                                                                                        \
+    "vldrw.u32 q0, [%[acc]], #16\n"                                                                               \
+    "vldrw.u32 q1, [%[rq]]\n"                                                                                     \
+    "vadd.i32 q0, q0, q1\n"                                                                                       \
+    "vqrdmulh.s32 q1, q0, q2\n"                                                                                   \
+    "vpt.s32 lt, q0, zr\n"                                                                                        \
+    "vaddt.i32 q1, q1, q4\n"                                                                                      \
+    "vadd.i32 q1, q1, q3\n"                                                                                       \
+    "vshl.s32 q1, q1, q5\n"                                                                                       \
+    "vmax.s32 q1, q1, q6\n"                                                                                       \
+    "vmin.s32 q1, q1, q7\n"                                                                                       \
+    "vstrb.32 q1, [%[" out "]], #4\n"
+                     EDGEC_MVE_RQ3("o0") EDGEC_MVE_RQ3("o1") EDGEC_MVE_RQ3("o2")
+#undef EDGEC_MVE_RQ3
+                     "add %[acc], %[acc], #16\n"
+                     "add %[rq], %[rq], #80\n"
+                     "le lr, 1b\n"
+                     : [acc] "+r"(acc), [rq] "+r"(rq4), [o0] "+l"(o), [o1] "+l"(o1), [o2] "+l"(o2)
+                     : [n] "r"(quads), [lo] "r"(act_min), [hi] "r"(act_max)
+                     : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory");
 }
 
-/* The requantized outputs of `valid` pixels (o, o + out_c, ...) from acc[4 * oc + pixel]; rq4 holds the
- * records of 4 channels at a time as vectors: [out_c / 4][bias, mult, khi, neg, -shift][4] (edgec/ops/conv/im2col.py rq_vectors).
- * A pixel's 4 channels are one gather (stride 4 words): no register-hungry de-interleave. */
-#define EDGEC_MVE_RQ_PIXEL(j) edgec_mve_requant(vaddq_s32(vldrwq_gather_shifted_offset_s32(acc + (j), offs), bias), \
-                                                q, lo, hi)
+/* The same for `valid` < 3 pixels or a last quad of 1-3 channels, in C. */
 static EDGEC_NOINLINE void edgec_mve_conv_requant(const int32_t *acc, const int32_t *rq4, int32_t out_c, int8_t *o,
                                                   int32_t valid, int32x4_t lo, int32x4_t hi)
 {
-    const uint32x4_t offs = vidupq_n_u32(0u, 4);
-    int32_t oc;
+    int32_t oc, j;
     for (oc = 0; oc < out_c; oc += 4, acc += 16, rq4 += 20, o += 4) {
         const int32x4_t bias = vldrwq_s32(rq4);
+        const mve_pred16_t keep = vctp32q((uint32_t)(out_c - oc < 4 ? out_c - oc : 4));
         edgec_mve_rq q;
         q.mult = vldrwq_s32(rq4 + 4);
         q.khi = vldrwq_s32(rq4 + 8);
         q.neg = vldrwq_s32(rq4 + 12);
         q.nshift = vldrwq_s32(rq4 + 16);
-        if (out_c - oc >= 4) {
-            vstrbq_s32(o, EDGEC_MVE_RQ_PIXEL(0));
-            if (valid > 1) vstrbq_s32(o + out_c, EDGEC_MVE_RQ_PIXEL(1));
-            if (valid > 2) vstrbq_s32(o + 2 * out_c, EDGEC_MVE_RQ_PIXEL(2));
-        } else { /* the last 1-3 channels */
-            const mve_pred16_t keep = vctp32q((uint32_t)(out_c - oc));
-            vstrbq_p_s32(o, EDGEC_MVE_RQ_PIXEL(0), keep);
-            if (valid > 1) vstrbq_p_s32(o + out_c, EDGEC_MVE_RQ_PIXEL(1), keep);
-            if (valid > 2) vstrbq_p_s32(o + 2 * out_c, EDGEC_MVE_RQ_PIXEL(2), keep);
+        for (j = 0; j < valid; ++j) {
+            vstrbq_p_s32(o + j * out_c, edgec_mve_requant(vaddq_s32(vldrwq_s32(acc + 4 * j), bias), q, lo, hi), keep);
         }
     }
 }
-#undef EDGEC_MVE_RQ_PIXEL
+
+/* The k_w * in_c taps of kernel row iy of output pixel ix0 (its first input column) in run-of-taps order: in place
+ * where the row lies inside the input, else the zero-point row zrow (a padding row), else built in `row` (the
+ * columns past the border hold the input zero point, which the folded bias removes). */
+static const int8_t *edgec_mve_run(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy,
+                                   int32_t ix0, const int8_t *zrow, int8_t *row)
+{
+    const int32_t in_c = p->in_c, in_w = p->in_w, k_w = p->k_w;
+    const int32_t kx0 = ix0 < 0 ? -ix0 : 0, kx1 = in_w - ix0 < k_w ? in_w - ix0 : k_w;
+    if (iy < 0 || iy >= p->in_h || kx1 <= kx0) return zrow;
+    if (kx0 == 0 && kx1 == k_w) return input + (iy * in_w + ix0) * in_c;
+    if (kx0 > 0) edgec_mve_fill(row, (int8_t)p->input_zp, kx0 * in_c);
+    edgec_mve_copy(row + kx0 * in_c, input + (iy * in_w + ix0 + kx0) * in_c, (kx1 - kx0) * in_c);
+    if (kx1 < k_w) edgec_mve_fill(row + kx1 * in_c, (int8_t)p->input_zp, (k_w - kx1) * in_c);
+    return row;
+}
+
+/* Short kernel rows (k_w * in_c <= 16: a first layer's few channels) of 3 pixels of one output row inside the
+ * input, from src (the first pixel's top left tap): a predicated copy per row into rows (k4 bytes a pixel). */
+static EDGEC_NOINLINE void edgec_mve_short_rows(const edgec_conv2d_im2col_params *p, const int8_t *src, int8_t *rows,
+                                                const int8_t **x)
+{
+    const int32_t span = p->k_w * p->in_c, row_bytes = p->in_w * p->in_c, step = p->stride_w * p->in_c;
+    const mve_pred16_t keep = vctp8q((uint32_t)span);
+    int32_t j, ky;
+    for (j = 0; j < 3; ++j, src += step, rows += p->k4) {
+        const int8_t *s = src;
+        int8_t *r = rows;
+        x[j] = rows;
+        for (ky = 0; ky < p->k_h; ++ky, s += row_bytes, r += span) vstrbq_p_s8(r, vldrbq_z_s8(s, keep), keep);
+    }
+}
 
 /* Weights: see edgec_mve_conv_macs (k16 = p->k4: k_h*k_w*in_c rounded up to 16, zero padded). scratch: the
- * accumulators, 64 * ceil(out_c / 4) bytes (16-byte aligned), then 3 pixels' taps (3 * k16; 4 * k16 given). */
+ * accumulators, 64 * ceil(out_c / 4) bytes (16-byte aligned), then 3 pixels' taps (3 * k16) and a padding row
+ * (k_w * in_c <= k16). Where a kernel row's taps are a whole number of 16-byte blocks (k_w * in_c a multiple of 16)
+ * and there are at most EDGEC_MVE_ROWS of them, the MAC kernel reads each kernel row in place from the input (only
+ * the rows crossing the left or right border are built); else each pixel's taps are gathered into one run. */
+#define EDGEC_MVE_ROWS 8
 void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                          const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
-    const int32_t n = p->out_h * p->out_w, out_w = p->out_w, out_c = p->out_c;
+    const int32_t n = p->out_h * p->out_w, out_w = p->out_w, out_c = p->out_c, k16 = p->k4;
+    const int32_t quads = (out_c + 3) / 4;
+    const int32_t span = p->k_w * p->in_c, row_bytes = p->in_w * p->in_c;
     const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
     int32_t *acc = (int32_t *)(void *)scratch;
-    int8_t *rows = scratch + 64 * ((out_c + 3) / 4);
+    int8_t *rows = scratch + 64 * ((out_c + 3) / 4), *zrow = rows + 3 * k16;
+    const int runs = span % 16 == 0 && p->k_h <= EDGEC_MVE_ROWS;
     /* a pointwise layer reads its taps in place (past in_c: the next pixel's, times zero weights), except
      * where the k4 bytes would pass the input's end */
     const int pointwise = p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
                           p->pad_left == 0 && p->in_w == out_w;
-    const int32_t in_place = pointwise && n * p->in_c >= p->k4 ? (n * p->in_c - p->k4) / p->in_c : -1; /* last */
-    int32_t pix, j;
+    const int32_t in_place = pointwise && n * p->in_c >= k16 ? (n * p->in_c - k16) / p->in_c : -1; /* last */
+    const int8_t *x[3 * EDGEC_MVE_ROWS];
+    int32_t pix, j, ky;
+    if (runs) edgec_mve_fill(zrow, (int8_t)p->input_zp, span);
     for (pix = 0; pix < n; pix += 3) {
         const int32_t valid = n - pix < 3 ? n - pix : 3;
-        const int8_t *x[3];
-        for (j = 0; j < 3; ++j) { /* a short last block repeats its last pixel */
-            if (j >= valid) {
-                x[j] = x[valid - 1];
+        const int32_t oy = pix / out_w, ox = pix - oy * out_w;
+        const int32_t iy0 = oy * p->stride_h - p->pad_top, ix0 = ox * p->stride_w - p->pad_left;
+        if (runs && valid == 3 && ox + 2 < out_w && iy0 >= 0 && iy0 + p->k_h <= p->in_h && ix0 >= 0 &&
+            ix0 + 2 * p->stride_w + p->k_w <= p->in_w) { /* 3 pixels of one output row, all inside */
+            const int32_t step = p->stride_w * p->in_c;
+            const int8_t *src = input + iy0 * row_bytes + ix0 * p->in_c;
+            const int8_t **xr = x;
+            for (ky = 0; ky < p->k_h; ++ky, src += row_bytes, xr += 3) {
+                xr[0] = src;
+                xr[1] = src + step;
+                xr[2] = src + 2 * step;
+            }
+            j = 3;
+        } else if (!runs && span <= 16 && p->k_h * p->k_w > 1 && valid == 3 && ox + 2 < out_w && iy0 >= 0 &&
+                   iy0 + p->k_h <= p->in_h && ix0 >= 0 && ix0 + 2 * p->stride_w + p->k_w <= p->in_w) {
+            edgec_mve_short_rows(p, input + iy0 * row_bytes + ix0 * p->in_c, rows, x);
+            j = 3;
+        } else {
+            j = 0;
+        }
+        for (; j < valid; ++j) {
+            const int32_t py = (pix + j) / out_w, px = (pix + j) - py * out_w;
+            if (runs) {
+                const int32_t y0 = py * p->stride_h - p->pad_top, x0 = px * p->stride_w - p->pad_left;
+                if (y0 >= 0 && y0 + p->k_h <= p->in_h && x0 >= 0 && x0 + p->k_w <= p->in_w) { /* inside */
+                    const int8_t *src = input + y0 * row_bytes + x0 * p->in_c;
+                    for (ky = 0; ky < p->k_h; ++ky, src += row_bytes) x[3 * ky + j] = src;
+                } else {
+                    for (ky = 0; ky < p->k_h; ++ky) {
+                        x[3 * ky + j] = edgec_mve_run(p, input, y0 + ky, x0, zrow, rows + j * k16 + ky * span);
+                    }
+                }
             } else if (pix + j <= in_place) {
                 x[j] = input + (pix + j) * p->in_c;
             } else {
-                x[j] = edgec_mve_taps(p, input, (pix + j) / out_w, (pix + j) % out_w, rows + j * p->k4);
+                x[j] = edgec_mve_taps(p, input, py, px, rows + j * k16);
             }
         }
-        edgec_mve_conv_macs(x, (const int8_t *)(const void *)weights, p->k4, (out_c + 1) / 2, acc);
-        edgec_mve_conv_requant(acc, (const int32_t *)(const void *)rq, out_c, output + pix * out_c, valid, lo, hi);
+        for (; j < 3; ++j) { /* a short last block repeats its last pixel */
+            for (ky = 0; ky < (runs ? p->k_h : 1); ++ky) x[3 * ky + j] = x[3 * ky + valid - 1];
+        }
+        if (runs) {
+            edgec_mve_conv_macs(x, (const int8_t *)(const void *)weights, p->k_h, span / 16, quads, acc);
+        } else {
+            edgec_mve_conv_macs(x, (const int8_t *)(const void *)weights, 1, k16 / 16, quads, acc);
+        }
+        if (valid == 3 && out_c % 4 == 0) {
+            edgec_mve_conv_requant3(acc, (const int32_t *)(const void *)rq, quads, output + pix * out_c, out_c,
+                                    p->act_min, p->act_max);
+        } else {
+            edgec_mve_conv_requant(acc, (const int32_t *)(const void *)rq, out_c, output + pix * out_c, valid, lo, hi);
+        }
     }
 }
+#undef EDGEC_MVE_ROWS
 
 #endif /* EDGEC_MVE */

@@ -2,11 +2,12 @@
 edgec/ops/, chosen by edgec/ops/select.py on a Helium board) bit for bit with the
 NumPy reference on the emulated Cortex-M55 (QEMU mps3-an547): one firmware of random layers covering their
 paths, benchmarked on random inputs: a 3-channel first convolution whose taps are not a multiple of 16, a 3x3
-one on 16 channels, a 1x1 one reading the input pixel directly (24 channels: reading into the next pixel) and
-through the tap copy (its last pixels), a 1x1 one on 16 channels (taps in place) with an odd number of
-outputs, depthwise 3x3 at stride 1 (an odd number of output rows: the last step has one) and 2 with padding on every
-side, on long rows and short ones, a clamped activation range, short last blocks of pixels and of rows, fully
-connected layers of 256 and 16 inputs, global average pooling and adds.
+one on 16 channels (kernel rows read in place, border rows built, a short last block of pixels), one at stride 2
+with 6 outputs (channels padded to 8, requantized in C), a 1x1 one reading the input pixel directly (24
+channels: reading into the next pixel) and through the tap copy (its last pixels), a 1x1 one on 16 channels (taps
+in place) with an odd number of outputs, depthwise 3x3 at stride 1 (an odd number of output rows: the last step
+has one) and 2 with padding on every side, on long rows and short ones, a clamped activation range, short last
+blocks of pixels and of rows, fully connected layers of 256 and 16 inputs, global average pooling and adds.
 The four MLPerf Tiny models on the same board: benchmarks/latency.py --boards qemu-cortex-m55."""
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def random_layers():
          "w5": rng.normal(0, .3, (16, 24, 1, 1)), "w6": rng.normal(0, .4, (16, 1, 3, 3)),
          "wf": rng.normal(0, .2, (16 * 2 * 8, 7)),
          "wg": rng.normal(0, .5, (16, 7)), "w7": rng.normal(0, .02, (5, 16, 1, 1)), "wh": rng.normal(0, .5, (5, 7)),
-         "b7": np.linspace(-10, 10, 5)}   # channel means as far apart as the values: the pool keeps its input's scale
+         "b7": np.linspace(-10, 10, 5),   # channel means as far apart as the values: the pool keeps its input's scale
+         "w8": rng.normal(0, .15, (6, 16, 3, 3)), "w9": rng.normal(0, .5, (6, 7))}
     nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),                 # 27 taps
              helper.make_node("Relu", ["a"], ["b"]),                                          # clamped range
              helper.make_node("Conv", ["b", "w2"], ["c"], group=16, pads=[1, 1, 1, 1]),      # depthwise s1: 34 wide
@@ -47,7 +49,12 @@ def random_layers():
              helper.make_node("Flatten", ["m"], ["n"]),
              helper.make_node("MatMul", ["n", "wh"], ["o"]),
              helper.make_node("Add", ["h", "k"], ["hk"]),
-             helper.make_node("Add", ["hk", "o"], ["y"])]
+             helper.make_node("Conv", ["c", "w8"], ["p"], strides=[2, 2], pads=[1, 1, 1, 1]),  # rows in place, s2
+             helper.make_node("GlobalAveragePool", ["p"], ["q"]),
+             helper.make_node("Flatten", ["q"], ["r"]),
+             helper.make_node("MatMul", ["r", "w9"], ["s"]),
+             helper.make_node("Add", ["hk", "o"], ["ho"]),
+             helper.make_node("Add", ["ho", "s"], ["y"])]
     inits = {k: v.astype(np.float32) for k, v in w.items()}
     return make_model(nodes, ("x", [1, 3, 5, 34]), ("y", [1, 7]), inits)
 

@@ -179,11 +179,12 @@ def rq_vectors(rq: np.ndarray) -> np.ndarray:
 
 def mve_conv(op: Op, base):
     """edgec_conv2d_mve_s8: pairs of output channels, [pair][k16 / 16][2][16] int8, k rounded up to 16 and zero
-    padded (VMLADAVA takes 16 raw int8 taps of one pixel at a time; the k4 field holds k16), the requantization
-    records regrouped 4 channels per vector."""
+    padded (VMLADAVA takes 16 raw int8 taps of one pixel at a time; the k4 field holds k16), the channels padded
+    with zero weights to a multiple of 4 (the kernel computes two pairs per pass), the requantization records
+    regrouped 4 channels per vector."""
     params = base.params
     k = params["k_h"] * params["k_w"] * params["in_c"]
-    k16, pairs = -(-k // 16) * 16, -(-params["out_c"] // 2)
+    k16, pairs = -(-k // 16) * 16, -(-params["out_c"] // 4) * 2
     wp = np.zeros((2 * pairs, k16), np.int8)
     wp[:params["out_c"], :k] = ohwi(op)
     wp = wp.reshape(pairs, 2, k16 // 16, 16).transpose(0, 2, 1, 3)        # [pair][block][channel][16]
