@@ -9,6 +9,11 @@
 #include "edgec_fast_support.h"
 
 #if defined(__ARM_FEATURE_MVE) && !defined(EDGEC_NO_MVE)
+#if !defined(__OPTIMIZE__)
+/* At -O0 the compiler keeps a frame pointer (r7) and every value in memory: the kernels' inline assembly then
+ * lacks registers, and the compiler's own message ("r7 cannot be used in 'asm' here") does not say why. */
+#error "edgec: compile runtime_c/fast/*_mve.c with -Og or higher (-O0 leaves its Helium asm no registers)"
+#endif
 #define EDGEC_MVE 1
 #include <arm_mve.h>
 
