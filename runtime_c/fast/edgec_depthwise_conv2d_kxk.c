@@ -1,10 +1,10 @@
 /* edgec fast depthwise convolution of any window k_h x k_w, int8 (declared in edgec_nn.h, machinery in
  * edgec_fast_support.h): edgec_depthwise_conv2d_kxk_s8. MCUNet's 5x5 and 7x7 layers (strides 1 and 2), and any
- * window, stride, dilation and padding the 3x3 and 1-D kernels do not take: 4 channels at a time in registers, two
- * horizontally adjacent outputs a pass where both windows lie wholly inside the image's columns (one weight load for
- * both). Padded taps read the input zero point (folded into the records' bias, as in every fast kernel); a window
- * row wholly above or below the image adds its precomputed zero-point term instead (zpr: per row of the window and
- * channel, input_zp x the row's weights). */
+ * window, stride, dilation and padding the 3x3 and 1-D kernels do not take: 4 channels at a time, their 4
+ * accumulators in registers over the whole window where it lies inside the image's columns (two outputs a pass
+ * would need 8 and spill them on Armv7-M: measured slower). Padded taps read the input zero point (folded into the
+ * records' bias, as in every fast kernel); a window row wholly above or below the image adds its precomputed
+ * zero-point term instead (zpr: per row of the window and channel, input_zp x the row's weights). */
 #include "edgec_fast_support.h"
 
 /* acc[0..4) += the n taps of 4 channels read at x, x + step, ... (step 0: the same word, the zero point's) times
@@ -36,35 +36,30 @@ EDGEC_INLINE const edgec_w32 *edgec_dwk_taps(const edgec_w32 *w, const int8_t *x
     acc[3] = a3;
     return w;
 }
-/* the same for two outputs at once, their taps at x and x + gap (acc[4..8): the second) */
-EDGEC_INLINE const edgec_w32 *edgec_dwk_taps2(const edgec_w32 *w, const int8_t *x, int32_t gap, int32_t step,
-                                              int32_t n, int32_t *acc)
+/* the same over `rows` window rows of n taps each, `skip` bytes from one row's first tap to the next's */
+EDGEC_INLINE const edgec_w32 *edgec_dwk_rows(const edgec_w32 *w, const int8_t *x, int32_t skip, int32_t rows,
+                                             int32_t step, int32_t n, int32_t *acc)
 {
-    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], b0 = acc[4], b1 = acc[5], b2 = acc[6], b3 = acc[7];
-    int32_t t;
-    for (t = 0; t < n; ++t, x += step, w += 2) {
-        const uint32_t u = *(const edgec_w32 *)(const void *)x, v = *(const edgec_w32 *)(const void *)(x + gap);
-        const uint32_t we = w[0], wo = w[1];
-        uint32_t xe = E_SXTB16(u), xo = E_SXTB16_ROR8(u);
-        a0 = E_SMLABB(xe, we, a0);
-        a2 = E_SMLATT(xe, we, a2);
-        a1 = E_SMLABB(xo, wo, a1);
-        a3 = E_SMLATT(xo, wo, a3);
-        xe = E_SXTB16(v);
-        xo = E_SXTB16_ROR8(v);
-        b0 = E_SMLABB(xe, we, b0);
-        b2 = E_SMLATT(xe, we, b2);
-        b1 = E_SMLABB(xo, wo, b1);
-        b3 = E_SMLATT(xo, wo, b3);
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], r;
+    const int32_t span = step * n;
+    for (r = 0; r < rows; ++r, x += skip) {
+        const int8_t *xp = x, *end = x + span;
+        do {
+            const uint32_t v = *(const edgec_w32 *)(const void *)xp;
+            const uint32_t we = w[0], wo = w[1];
+            const uint32_t xe = E_SXTB16(v), xo = E_SXTB16_ROR8(v);
+            w += 2;
+            xp += step;
+            a0 = E_SMLABB(xe, we, a0);
+            a2 = E_SMLATT(xe, we, a2);
+            a1 = E_SMLABB(xo, wo, a1);
+            a3 = E_SMLATT(xo, wo, a3);
+        } while (xp != end);
     }
     acc[0] = a0;
     acc[1] = a1;
     acc[2] = a2;
     acc[3] = a3;
-    acc[4] = b0;
-    acc[5] = b1;
-    acc[6] = b2;
-    acc[7] = b3;
     return w;
 }
 #else
@@ -81,11 +76,12 @@ EDGEC_INLINE const edgec_w32 *edgec_dwk_taps(const edgec_w32 *w, const int8_t *x
     }
     return w;
 }
-EDGEC_INLINE const edgec_w32 *edgec_dwk_taps2(const edgec_w32 *w, const int8_t *x, int32_t gap, int32_t step,
-                                              int32_t n, int32_t *acc)
+EDGEC_INLINE const edgec_w32 *edgec_dwk_rows(const edgec_w32 *w, const int8_t *x, int32_t skip, int32_t rows,
+                                             int32_t step, int32_t n, int32_t *acc)
 {
-    edgec_dwk_taps(w, x, step, n, acc);
-    return edgec_dwk_taps(w, x + gap, step, n, acc + 4);
+    int32_t r;
+    for (r = 0; r < rows; ++r, x += skip) w = edgec_dwk_taps(w, x, step, n, acc);
+    return w;
 }
 #endif
 
@@ -116,44 +112,34 @@ void edgec_depthwise_conv2d_kxk_s8(const edgec_depthwise_conv2d_kxk_params *p, c
         int32_t r0, r1;
         int8_t *out = output + oy * p->out_w * c;
         edgec_dwk_inside(y0, p->in_h, kh, dh, &r0, &r1);
-        for (ox = 0; ox < p->out_w;) {
+        for (ox = 0; ox < p->out_w; ++ox) {
             const int32_t x0 = ox * sw - p->pad_left;
             int32_t t0, t1;
-            /* outputs ox and ox + 1 both with their whole window inside the columns: summed together */
-            const int32_t pair = ox + 1 < p->out_w && x0 >= 0 && x0 + sw + (kw - 1) * dw < p->in_w;
             edgec_dwk_inside(x0, p->in_w, kw, dw, &t0, &t1);
             for (cg = 0; cg < c; cg += 4) {
                 const edgec_w32 *w = (const edgec_w32 *)(const void *)weights + 2 * kh * kw * (cg / 4);
                 const edgec_rq *q = rq + cg;
-                const int8_t *x = input + (y0 + r0 * dh) * row + x0 * c + cg;
-                int32_t acc[8];
-                for (j = 0; j < 4; ++j) acc[j] = acc[j + 4] = q[j].bias;
-                for (ky = 0; ky < kh; ++ky) {
-                    if (ky < r0 || ky >= r1) {          /* a window row off the image: its zero-point term */
-                        for (j = 0; j < 4; ++j) {
-                            acc[j] += zpr[ky * c + cg + j];
-                            acc[j + 4] += zpr[ky * c + cg + j];
+                int32_t acc[4];
+                for (j = 0; j < 4; ++j) acc[j] = q[j].bias;
+                for (ky = 0; ky < r0; ++ky)              /* window rows above the image: their zero-point terms */
+                    for (j = 0; j < 4; ++j) acc[j] += zpr[ky * c + cg + j];
+                for (ky = r1; ky < kh; ++ky)             /* and below it */
+                    for (j = 0; j < 4; ++j) acc[j] += zpr[ky * c + cg + j];
+                w += 2 * kw * r0;
+                if (r1 > r0) {
+                    const int8_t *x = input + (y0 + r0 * dh) * row + (x0 + t0 * dw) * c + cg;   /* first tap in */
+                    if (t0 == 0 && t1 == kw) {
+                        edgec_dwk_rows(w, x, dh * row, r1 - r0, dw * c, kw, acc);
+                    } else {
+                        for (ky = r0; ky < r1; ++ky, x += ky < r1 ? dh * row : 0) {
+                            w = edgec_dwk_taps(w, zp, 0, t0, acc);
+                            w = edgec_dwk_taps(w, x, dw * c, t1 - t0, acc);
+                            w = edgec_dwk_taps(w, zp, 0, kw - t1, acc);
                         }
                     }
                 }
-                w += 2 * kw * r0;
-                if (pair) {
-                    for (ky = r0; ky < r1; ++ky, x += dh * row)
-                        w = edgec_dwk_taps2(w, x, sw * c, dw * c, kw, acc);
-                    for (j = 0; j < 4; ++j) {
-                        out[ox * c + cg + j] = edgec_out(acc[j], q + j, full, lo, hi);
-                        out[(ox + 1) * c + cg + j] = edgec_out(acc[j + 4], q + j, full, lo, hi);
-                    }
-                    continue;
-                }
-                for (ky = r0; ky < r1; ++ky, x += dh * row) {
-                    w = edgec_dwk_taps(w, zp, 0, t0, acc);
-                    w = edgec_dwk_taps(w, x + t0 * dw * c, dw * c, t1 - t0, acc);
-                    w = edgec_dwk_taps(w, zp, 0, kw - t1, acc);
-                }
                 for (j = 0; j < 4; ++j) out[ox * c + cg + j] = edgec_out(acc[j], q + j, full, lo, hi);
             }
-            ox += pair ? 2 : 1;
         }
     }
 }
