@@ -10,7 +10,7 @@ What moves from run time to build time:
 - the input zero point: sum((x - zp) * w) + bias == sum(x * w) + (bias - zp * sum(w)), with padded
   taps holding zp itself, so the inner loops multiply raw int8 values;
 - requantization: TFLite's SaturatingRoundingDoublingHighMul followed by RoundingDivideByPOT is,
-  for a multiplier m in (2^30, 2^31) and a right shift e >= 0, exactly
+  for a multiplier m in [2^30, 2^31) and a right shift e >= 0, exactly
       (((2*acc*m + 2^31 + [e>0] * 2^(31+e)) >> 32) - [e>0][acc<0]) >> e
   (both roundings folded into one constant, see `rq_records`): SMMLAR, ADD and a shift on Arm;
 - Add's two input rescalings: a 256-entry table per input.
@@ -42,12 +42,14 @@ def rq_records(bias: np.ndarray, mult: np.ndarray, shift: np.ndarray, zp=0, acc_
     The kernels add khi to the high word of 2 * acc * mult (|high word| <= |acc| + 1) in 32 bits. Without
     acc_bound (any accumulator the fast kernels take, |acc| < 2^30) a right shift e is taken up to MAX_RIGHT_SHIFT;
     with acc_bound (one, or one per channel, bounding |acc|: conv_like's, from the weights and bias) up to 31
-    while |khi| + acc_bound + 2 < 2^31: the larger shifts of small scales (TinyEngine's MCUNet files have 23)."""
+    while |khi| + acc_bound + 2 < 2^31: the larger shifts of small scales (TinyEngine's MCUNet files have 23).
+    A multiplier of exactly 2^30 (a scale ratio of a power of two) is exact too: 2 * acc * 2^30 >> 32 is acc / 2
+    rounded up, as SaturatingRoundingDoublingHighMul gives it, and the one accumulator whose sign differs from that
+    product's (-1, rounded to 0) gets the same result from the `neg` correction (tests/kernels/test_requantize.py)."""
     bias = np.asarray(bias, np.int64)
     mult = np.asarray(mult, np.int64)
     shift = np.asarray(shift, np.int64)
-    if np.any(shift > 0) or np.any(shift < (-MAX_RIGHT_SHIFT if acc_bound is None else -31)) \
-            or np.any(mult == 1 << 30) or np.any(mult < 0):
+    if np.any(shift > 0) or np.any(shift < (-MAX_RIGHT_SHIFT if acc_bound is None else -31)) or np.any(mult < 0):
         return None
     e = -shift
     khi_pos = np.where(e > 0, np.left_shift(1, np.maximum(e - 1, 0)), 0) + np.asarray(zp, np.int64) * np.left_shift(1, e)

@@ -111,9 +111,10 @@ def _requant(rng, n, taps):
     acc_scale = 5500.0 * math.sqrt(taps)
     bias = rng.integers(-int(acc_scale), int(acc_scale) + 1, size=n).astype(np.int32)
     mult, shift = requant_params(rng, n, acc_scale if rng.random() < 0.8 else None)
-    if rng.random() < 0.15:         # the fast path's edges: largest and smallest multipliers, shifts 0 and -22,
+    if rng.random() < 0.15:         # the fast path's edges: largest and smallest multipliers (2^30: a power of two),
+                                    # shifts 0 and -22,
         edge = rng.random(n) < 0.5  # and past -22 (taken where the layer's accumulator bound allows: fast.rq_records)
-        mult = np.where(edge, rng.choice([(1 << 30) + 1, (1 << 31) - 1], n), mult).astype(np.int32)
+        mult = np.where(edge, rng.choice([1 << 30, (1 << 30) + 1, (1 << 31) - 1], n), mult).astype(np.int32)
         shift = np.where(edge, rng.choice([0, -1, -21, -22, -23], n), shift).astype(np.int32)
     return bias, mult, shift
 

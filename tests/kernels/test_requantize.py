@@ -82,7 +82,7 @@ def test_requantize64_matches_the_real_multiplier(ck):
 def test_one_multiply_requantization_is_tflite_exact():
     rng = np.random.default_rng(1)
     for t in range(300):
-        mult = int(rng.integers((1 << 30) + 1, 1 << 31)) if t % 5 else (1 << 31) - 1
+        mult = int(rng.integers((1 << 30) + 1, 1 << 31)) if t % 5 else ((1 << 31) - 1 if t % 10 else 1 << 30)
         shift = -int(rng.integers(0, fast.MAX_RIGHT_SHIFT + 1))
         zp = int(rng.integers(-128, 128))
         acc = np.concatenate([rng.integers(-(1 << 30) + 1, 1 << 30, 1000), np.arange(-600, 600)])
@@ -113,6 +113,5 @@ def test_right_shifts_past_22_are_exact_where_the_accumulator_bound_allows():
 
 
 def test_multipliers_outside_the_fast_path_are_declined():
-    assert fast.rq_records(np.zeros(1), np.array([1 << 30]), np.array([-3])) is None   # exact 2^30
     assert fast.rq_records(np.zeros(1), np.array([1 << 30 | 5]), np.array([2])) is None  # left shift
     assert fast.rq_records(np.zeros(1), np.array([1 << 30 | 5]), np.array([-30])) is None
