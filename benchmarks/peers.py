@@ -14,7 +14,9 @@ edgec/bench/cycles.py's and the bundle's icount_markers), the arena (TFLM: the s
 device RAM (static .data + .bss + arena + the measured stack high-water mark), the flash of the whole firmware
 (code, weights, constants; harness and C library included on both sides), and whether the output bytes are
 identical (edgec's device output equals its NumPy integer reference on the sample, checked by the bench, and
-that reference equals TFLM's bytes). For .tflite files they must be: a difference exits non-zero.
+that reference equals TFLM's bytes; a file with float ends, QUANTIZE first and DEQUANTIZE last, gets the float
+values of the same input bytes and its float outputs are compared as the integers they dequantize). For .tflite
+files they must be: a difference exits non-zero.
 
 The bundle is unpacked once into a cache folder ($EDGEC_PEERS_CACHE, else ~/.cache/edgec/peers), keyed by its
 hash; --bundle or $EDGEC_PEERS_BUNDLE names the tarball (default ../shared/peers/tflm-cmsisnn.tar.xz).
@@ -381,7 +383,8 @@ NOTE = ("instructions: exact emulated instructions of one inference (QEMU -icoun
         "RAM: .data + .bss + arena + measured stack high-water mark; flash: the whole firmware image (code, weights, "
         "constants; harness and C library included); engine code: edgec's model library + runtime functions, TFLM's "
         "library + CMSIS-NN .text; outputs: edgec's device output equals its NumPy reference, and that equals TFLM's "
-        "output bytes.")
+        "output bytes (a file with float ends, QUANTIZE first and DEQUANTIZE last: TFLM gets the float values of the "
+        "same input bytes, and its float outputs are compared as the integers they dequantize).")
 BEGIN, END = "<!-- peers.py: begin -->", "<!-- peers.py: end -->"
 
 
