@@ -14,7 +14,9 @@ edgec/bench/cycles.py's and the bundle's icount_markers), the arena (TFLM: the s
 device RAM (static .data + .bss + arena + the measured stack high-water mark), the flash of the whole firmware
 (code, weights, constants; harness and C library included on both sides), and whether the output bytes are
 identical (edgec's device output equals its NumPy integer reference on the sample, checked by the bench, and
-that reference equals TFLM's bytes). For .tflite files they must be: a difference exits non-zero.
+that reference equals TFLM's bytes; a file with float ends, QUANTIZE first and DEQUANTIZE last, gets the float
+values of the same input bytes and its float outputs are compared as the integers they dequantize). For .tflite
+files they must be: a difference exits non-zero.
 
 The bundle is unpacked once into a cache folder ($EDGEC_PEERS_CACHE, else ~/.cache/edgec/peers), keyed by its
 hash; --bundle or $EDGEC_PEERS_BUNDLE names the tarball (default ../shared/peers/tflm-cmsisnn.tar.xz).
@@ -47,6 +49,7 @@ sys.path.insert(0, str(REPO))
 
 from edgec import api, ports  # noqa: E402
 from edgec.errors import EdgecError  # noqa: E402
+from edgec.ir import DTYPES  # noqa: E402
 from edgec.quant import artifact, reference  # noqa: E402
 
 SHARED = next((d / "shared" for d in (REPO.parent, REPO.parent.parent) if (d / "shared").is_dir()),
@@ -214,16 +217,24 @@ def input_row(model: Model, graph) -> np.ndarray:
     return np.random.default_rng(SEED).integers(-128, 128, (1, total)).astype(np.int8)
 
 
-def write_inputs(graph, xq: np.ndarray, folder: Path) -> tuple[Path, Path]:
+def float_inputs(tflite: Path) -> list[bool]:
+    """Which graph inputs of the .tflite file are float32 (a QUANTIZE at the model's start, as MLCommons Tiny's
+    ToyCar and TinyEngine's MCUNet files): TFLM is fed floats there, which its QUANTIZE maps to edgec's bytes."""
+    import tflite as schema
+    g = schema.Model.GetRootAsModel(tflite.read_bytes(), 0).Subgraphs(0)
+    return [g.Tensors(g.Inputs(i)).Type() == schema.TensorType.FLOAT32 for i in range(g.InputsLength())]
+
+
+def write_inputs(graph, xq: np.ndarray, folder: Path, floats_in: list[bool] | None = None) -> tuple[Path, Path]:
     """The same bytes for both: edgec's data file (float values that quantize back to exactly these bytes) and
-    TFLM's .npz (int8, x<i> in input order)."""
+    TFLM's .npz (x<i> in input order: the int8 bytes, or for a float input of the file the same float values)."""
     floats, ints = {}, {}
     for i, p in enumerate(ports.inputs(graph)):
         t = graph.tensors[p.tensor]
         q = xq[:, p.start:p.start + p.size].reshape((1,) + tuple(p.onnx_shape[1:]))
-        floats["x" if len(ports.inputs(graph)) == 1 else f"x_{p.name}"] = (
-            (q.astype(np.float32) - np.float32(t.zero_point)) * np.float32(t.scale))
-        ints[f"x{i}"] = q
+        f = (q.astype(np.float32) - np.float32(t.zero_point)) * np.float32(t.scale)
+        floats["x" if len(ports.inputs(graph)) == 1 else f"x_{p.name}"] = f
+        ints[f"x{i}"] = f if floats_in and floats_in[i] else q
     edgec_data, tflm_data = folder / "edgec-input.npz", folder / "tflm-input.npz"
     np.savez(edgec_data, **floats)
     np.savez(tflm_data, **ints)
@@ -233,19 +244,19 @@ def write_inputs(graph, xq: np.ndarray, folder: Path) -> tuple[Path, Path]:
     return edgec_data, tflm_data
 
 
-def run_edgec(model: Model, board: str, work: Path) -> tuple[dict, np.ndarray | None, Path | None]:
-    """Build and bench on the board: (figures, reference output bytes per output, TFLM's input file)."""
+def run_edgec(model: Model, board: str, work: Path) -> tuple[dict, np.ndarray | None, Path | None, object]:
+    """Build and bench on the board: (figures, reference output bytes per output, TFLM's input file, the graph)."""
     out = work / "edgec"
     try:        # one model that edgec cannot build, feed or bench is a line of the table, not the end of the run
         rep = api.build(model.path, None, board, out)
         graph = artifact.load_graph(out)
         xq = input_row(model, graph)
-        data, tflm_data = write_inputs(graph, xq, work)
+        data, tflm_data = write_inputs(graph, xq, work, float_inputs(model.path))
         r = api.bench(out, data, limit=1, report_dir=None)
     except EdgecError as e:
-        return {"error": str(e)}, None, None
+        return {"error": str(e)}, None, None, None
     except (KeyError, ValueError, StopIteration) as e:
-        return {"error": f"no input for it in {model.golden or model.data}: {e!r}"}, None, None
+        return {"error": f"no input for it in {model.golden or model.data}: {e!r}"}, None, None, None
     estimate = r["latency"].get("cycles_estimate") or {}
     code = rep["memory"].get("code") or {}
     ref = np.asarray(reference.run(graph, xq[0])).reshape(-1)
@@ -255,16 +266,30 @@ def run_edgec(model: Model, board: str, work: Path) -> tuple[dict, np.ndarray | 
                "flash_bytes": r["memory"]["flash_bytes"], "engine_code_bytes": code.get("model_and_runtime"),
                "stack_bytes": r["memory"].get("stack_used_bytes"), "macs": rep.get("macs"),
                "device_vs_reference": r["agreement"]["device_vs_reference"]}
-    return figures, ref, tflm_data
+    return figures, ref, tflm_data, graph
 
 
-def same_outputs(ref: np.ndarray, tflm: dict) -> bool:
-    """edgec's reference output (the device's, when the bench found them equal) against TFLM's bytes."""
-    expected = b"".join(bytes.fromhex(o["hex"]) for o in tflm.get("outputs", []))
-    dtypes = [np.dtype(o["dtype"]) for o in tflm.get("outputs", [])]
-    if not dtypes or len(set(dtypes)) != 1:
+def same_outputs(graph, ref: np.ndarray, tflm: dict) -> bool:
+    """edgec's reference output (the device's, when the bench found them equal) against TFLM's bytes, port by
+    port: a float32 output of the file after an integer port of edgec's (a DEQUANTIZE at the model's end) is
+    compared as the integers TFLM dequantized, quantized back with the port's scale (exact: TFLM's float is
+    (q - zero point) x scale); a float32 port of edgec's (a float tail) by its float bits; the others as integers."""
+    outs, ref = tflm.get("outputs", []), np.asarray(ref).reshape(-1)
+    if len(outs) != len(ports.outputs(graph)):
         return False
-    return ref.astype(dtypes[0]).tobytes() == expected
+    for o, p in zip(outs, ports.outputs(graph)):
+        t, mine = graph.tensors[p.tensor], ref[p.start:p.start + p.size]
+        y = np.frombuffer(bytes.fromhex(o["hex"]), np.dtype(o["dtype"]))
+        if t.dtype == "float32":
+            same = y.dtype == np.float32 and mine.astype(np.float32).tobytes() == y.tobytes()
+        else:
+            if y.dtype == np.float32:
+                info = np.iinfo(DTYPES[t.dtype])
+                y = np.clip(np.rint(y / np.float32(t.scale)) + t.zero_point, info.min, info.max)
+            same = y.size == mine.size and np.array_equal(y.astype(np.int64), mine.astype(np.int64))
+        if not same:
+            return False
+    return True
 
 
 def tflm_figures(j: dict) -> dict:
@@ -283,7 +308,7 @@ def measure(models: list[Model], boards: list[str], bundle: Path, kernels: set[s
             row = {"model": model.name, "file": str(model.path), "board": board, "peers": []}
             with tempfile.TemporaryDirectory(prefix="edgec-peers-") as tmp:
                 work = Path(tmp)
-                row["edgec"], ref, tflm_input = run_edgec(model, board, work)
+                row["edgec"], ref, tflm_input, graph = run_edgec(model, board, work)
                 if tflm_input is None:
                     log(f"{model.name} {board}: edgec: {row['edgec']['error']}")
                     rows.append(row)
@@ -297,7 +322,7 @@ def measure(models: list[Model], boards: list[str], bundle: Path, kernels: set[s
                         peer["error"] = j["error"]
                     else:
                         peer.update(tflm_figures(j), identical=row["edgec"]["device_vs_reference"] == 1.0
-                                    and same_outputs(ref, j))
+                                    and same_outputs(graph, ref, j))
                         peer["ratio"] = row["edgec"]["instructions"] / peer["instructions"]
                     row["peers"].append(peer)
                     log(f"{model.name} {board} {label}: " + (peer.get("error") or
@@ -358,7 +383,8 @@ NOTE = ("instructions: exact emulated instructions of one inference (QEMU -icoun
         "RAM: .data + .bss + arena + measured stack high-water mark; flash: the whole firmware image (code, weights, "
         "constants; harness and C library included); engine code: edgec's model library + runtime functions, TFLM's "
         "library + CMSIS-NN .text; outputs: edgec's device output equals its NumPy reference, and that equals TFLM's "
-        "output bytes.")
+        "output bytes (a file with float ends, QUANTIZE first and DEQUANTIZE last: TFLM gets the float values of the "
+        "same input bytes, and its float outputs are compared as the integers they dequantize).")
 BEGIN, END = "<!-- peers.py: begin -->", "<!-- peers.py: end -->"
 
 

@@ -265,6 +265,23 @@ static inline int32_t edgec_depthwise_conv2d_line_s8_get_buffer_size(const edgec
     return 0 * p->c;
 }
 
+/* ================================================================ fast depthwise k_h x k_w
+ * fast/edgec_depthwise_conv2d_kxk.c: a depthwise convolution of any window (MCUNet's 5x5 and 7x7), depth multiplier
+ * 1, c a multiple of 4, any stride, dilation and padding. Weights [c / 4][k_h][k_w][4 channels] int16 in the order
+ * w0, w2, w1, w3 (the pairs SXTB16 gives), then k_h x c int32: input_zp x the sum of each window row's weights per
+ * channel (edgec/ops/conv/depthwise_kxk.py). The input zero point is folded into rq's bias. */
+typedef struct {
+    int32_t in_h, in_w, out_h, out_w, k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, c, input_zp,
+        act_min, act_max;
+} edgec_depthwise_conv2d_kxk_params;
+void edgec_depthwise_conv2d_kxk_s8(const edgec_depthwise_conv2d_kxk_params *p, const int8_t *input,
+                                   const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
+/* no scratch (the argument keeps the fast kernels' one signature) */
+static inline int32_t edgec_depthwise_conv2d_kxk_s8_get_buffer_size(const edgec_depthwise_conv2d_kxk_params *p)
+{
+    return 0 * p->c;
+}
+
 /* ================================================================ fully connected
  * edgec_fully_connected.c: weights [out_features][in_features] (int4: packed two per byte), bias/mult/shift per
  * output. */

@@ -9,6 +9,7 @@ import shutil
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import MLPERF, require, require_mlperf
@@ -123,3 +124,37 @@ def test_a_missing_bundle_is_one_clear_line(tmp_path, capsys):
     assert m.main(["--no-mlperf", "--models", str(tmp_path), "--bundle", str(tmp_path / "none.tar.xz")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "none.tar.xz not found" in err and "--bundle" in err, err
+
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+
+
+def test_float_inputs_and_outputs_are_fed_and_compared_as_the_same_integers(tmp_path):
+    """A .tflite with float ends (QUANTIZE first, DEQUANTIZE last: MLCommons Tiny's ToyCar, TinyEngine's MCUNet)
+    gets the float values of edgec's input bytes (fed the int8 bytes as floats, its QUANTIZE saturated 60 to 100 %
+    of them), and its float outputs are compared as the integers they dequantize (not edgec's int8 bytes against
+    float32 bytes): what made peers.py report these four models as differing from TFLM."""
+    from edgec.frontend.tflite import load
+    from edgec.quant import reference
+    m = _load()
+    path = CORPUS / "tiny_ad_toycar_micro" / "model.tflite"
+    require(path.is_file(), str(path), "python scripts/corpus/repos.py --only tiny_ad_toycar_micro")
+    assert m.float_inputs(path) == [True]
+    assert m.float_inputs(CORPUS / "tiny_ad_autoencoder" / "model.tflite") == [False]      # int8 ends
+    graph = load(path, "toycar")
+    xq = np.random.default_rng(5).integers(-128, 128, (1, 640)).astype(np.int8)
+    _, tflm_input = m.write_inputs(graph, xq, tmp_path, [True])
+    t = graph.tensors[graph.input]
+    with np.load(tflm_input) as z:
+        fed = z["x0"]
+    assert fed.dtype == np.float32
+    assert np.array_equal(np.clip(np.rint(fed / np.float32(t.scale)) + t.zero_point, -128, 127).reshape(1, -1), xq)
+    ref = np.asarray(reference.run(graph, xq[0])).reshape(-1)
+    out = graph.tensors[graph.outputs[0]]
+    as_tflm = (np.float64(np.float32(out.scale)) * (ref.astype(np.int64) - out.zero_point)).astype(np.float32)
+    row = {"outputs": [{"dtype": "float32", "hex": as_tflm.tobytes().hex()}]}
+    assert m.same_outputs(graph, ref, row)
+    off = as_tflm.copy()
+    off[7] += np.float32(out.scale)               # one output one step off
+    assert not m.same_outputs(graph, ref, {"outputs": [{"dtype": "float32", "hex": off.tobytes().hex()}]})
+    assert not m.same_outputs(graph, ref, {"outputs": []})

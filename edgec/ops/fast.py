@@ -10,7 +10,7 @@ What moves from run time to build time:
 - the input zero point: sum((x - zp) * w) + bias == sum(x * w) + (bias - zp * sum(w)), with padded
   taps holding zp itself, so the inner loops multiply raw int8 values;
 - requantization: TFLite's SaturatingRoundingDoublingHighMul followed by RoundingDivideByPOT is,
-  for a multiplier m in (2^30, 2^31) and a right shift e >= 0, exactly
+  for a multiplier m in [2^30, 2^31) and a right shift e >= 0, exactly
       (((2*acc*m + 2^31 + [e>0] * 2^(31+e)) >> 32) - [e>0][acc<0]) >> e
   (both roundings folded into one constant, see `rq_records`): SMMLAR, ADD and a shift on Arm;
 - Add's two input rescalings: a 256-entry table per input.
@@ -26,7 +26,7 @@ from edgec.ir import Op
 from edgec.fixedpoint.scheme import pack_int4, requantize
 
 ACC_LIMIT = 1 << 30
-MAX_RIGHT_SHIFT = 22     # keeps |hi word + zp * 2^shift| < 2^31 for |acc| < 2^30
+MAX_RIGHT_SHIFT = 22     # keeps |hi word + zp * 2^shift| < 2^31 for any |acc| < 2^30 (rq_records)
 
 
 def k4(n: int) -> int:
@@ -34,20 +34,28 @@ def k4(n: int) -> int:
     return (n + 3) // 4 * 4
 
 
-def rq_records(bias: np.ndarray, mult: np.ndarray, shift: np.ndarray, zp=0) -> np.ndarray | None:
+def rq_records(bias: np.ndarray, mult: np.ndarray, shift: np.ndarray, zp=0, acc_bound=None) -> np.ndarray | None:
     """[n, 5] int32 edgec_rq records (bias, mult, khi, neg, shift), or None if a multiplier/shift is
     outside the fast path.
 
-    The output zero point (one, or one per channel) is folded in: (v >> e) + zp == (v + zp * 2^e) >> e."""
+    The output zero point (one, or one per channel) is folded in: (v >> e) + zp == (v + zp * 2^e) >> e.
+    The kernels add khi to the high word of 2 * acc * mult (|high word| <= |acc| + 1) in 32 bits. Without
+    acc_bound (any accumulator the fast kernels take, |acc| < 2^30) a right shift e is taken up to MAX_RIGHT_SHIFT;
+    with acc_bound (one, or one per channel, bounding |acc|: conv_like's, from the weights and bias) up to 31
+    while |khi| + acc_bound + 2 < 2^31: the larger shifts of small scales (TinyEngine's MCUNet files have 23).
+    A multiplier of exactly 2^30 (a scale ratio of a power of two) is exact too: 2 * acc * 2^30 >> 32 is acc / 2
+    rounded up, as SaturatingRoundingDoublingHighMul gives it, and the one accumulator whose sign differs from that
+    product's (-1, rounded to 0) gets the same result from the `neg` correction (tests/kernels/test_requantize.py)."""
     bias = np.asarray(bias, np.int64)
     mult = np.asarray(mult, np.int64)
     shift = np.asarray(shift, np.int64)
-    if np.any(shift > 0) or np.any(shift < -MAX_RIGHT_SHIFT) or np.any(mult == 1 << 30) or np.any(mult < 0):
+    if np.any(shift > 0) or np.any(shift < (-MAX_RIGHT_SHIFT if acc_bound is None else -31)) or np.any(mult < 0):
         return None
     e = -shift
     khi_pos = np.where(e > 0, np.left_shift(1, np.maximum(e - 1, 0)), 0) + np.asarray(zp, np.int64) * np.left_shift(1, e)
     neg = -(e > 0).astype(np.int64)
-    if np.any(np.abs(bias) >= ACC_LIMIT):
+    bound = np.asarray(ACC_LIMIT if acc_bound is None else acc_bound, np.int64)
+    if np.any(np.abs(bias) >= ACC_LIMIT) or np.any(np.abs(khi_pos) + bound + 2 >= 1 << 31):
         return None
     return np.stack([bias, mult, khi_pos, neg, e], axis=1).astype(np.int32)
 
@@ -87,7 +95,8 @@ def conv_like(op: Op, w2d: np.ndarray) -> tuple[dict, np.ndarray] | None:
         zp[dead] = np.clip(const, -129, 128)        # the kernel's clamp to the int8 activation range follows
         bias, mult, shift = (np.where(dead, 0, v) for v in (bias, mult, shift))
     bias = folded_bias(bias, w2d, p["input_zp"], mult)
-    rq = None if bias is None else rq_records(bias, mult, shift, zp)
+    bound = None if bias is None else np.abs(bias) + 128 * np.abs(np.asarray(w2d, np.int64)).sum(axis=1)
+    rq = None if bias is None else rq_records(bias, mult, shift, zp, bound)
     return None if rq is None else ({k: int(p[k]) for k in ("output_zp", "act_min", "act_max")}, rq)
 
 

@@ -111,10 +111,11 @@ def _requant(rng, n, taps):
     acc_scale = 5500.0 * math.sqrt(taps)
     bias = rng.integers(-int(acc_scale), int(acc_scale) + 1, size=n).astype(np.int32)
     mult, shift = requant_params(rng, n, acc_scale if rng.random() < 0.8 else None)
-    if rng.random() < 0.15:         # the fast path's edges: largest and smallest multipliers, shifts 0 and -22
-        edge = rng.random(n) < 0.5
-        mult = np.where(edge, rng.choice([(1 << 30) + 1, (1 << 31) - 1], n), mult).astype(np.int32)
-        shift = np.where(edge, rng.choice([0, -1, -21, -22], n), shift).astype(np.int32)
+    if rng.random() < 0.15:         # the fast path's edges: largest and smallest multipliers (2^30: a power of two),
+                                    # shifts 0 and -22,
+        edge = rng.random(n) < 0.5  # and past -22 (taken where the layer's accumulator bound allows: fast.rq_records)
+        mult = np.where(edge, rng.choice([1 << 30, (1 << 30) + 1, (1 << 31) - 1], n), mult).astype(np.int32)
+        shift = np.where(edge, rng.choice([0, -1, -21, -22, -23], n), shift).astype(np.int32)
     return bias, mult, shift
 
 
@@ -275,6 +276,87 @@ def test_line_depthwise_declines_what_it_does_not_run():
         op = weighted_op("depthwise_conv2d", p, i8(rng, (*k, c)), *_requant(rng, c, k[0]))
         low = select.fast(op)
         assert low is None or low.kernel.name != "edgec_depthwise_conv2d_line_s8", (shape, k, dm, c)
+
+
+def kxk_depthwise_cases(rng, lib, n, dilated=False):
+    """Depthwise convolutions of windows the 3x3 and 1-D kernels do not take (edgec/ops/conv/depthwise_kxk.py: MCUNet's
+    5x5 and 7x7 at strides 1 and 2): 2 to 9 taps a side, strides 1 to 3 on each axis, asymmetric padding up to the
+    window (rows wholly off the image), images smaller than the window, dilations 1 to 3 with `dilated`."""
+    for _ in range(n):
+        c = 4 * int(rng.integers(1, 33)) if rng.random() < 0.4 else 4 * int(rng.integers(1, 4))
+        k_h, k_w = (int(v) for v in rng.integers(2, 10, size=2))
+        if k_h == k_w == 3:
+            k_w = 5
+        strides = [int(v) for v in rng.integers(1, 4, size=2)]
+        side = 9 if c > 32 else 24
+        in_h, in_w = (int(v) for v in rng.integers(2, side + 1, size=2))
+        win = _geometry(rng, in_h, in_w, k_h, k_w, *strides)
+        if win is None:
+            continue
+        if dilated:
+            d_h, d_w = (int(v) for v in rng.integers(1, 4, size=2))
+            span_h, span_w = (k_h - 1) * d_h + 1, (k_w - 1) * d_w + 1
+            pb, pr = (int(v) for v in rng.integers(0, (span_h, span_w)))
+            out_h = (in_h + win["pad_top"] + pb - span_h) // strides[0] + 1
+            out_w = (in_w + win["pad_left"] + pr - span_w) // strides[1] + 1
+            if out_h < 1 or out_w < 1:
+                continue
+            win = dict(win, dil_h=d_h, dil_w=d_w, out_h=out_h, out_w=out_w)
+        p = _conv_params(rng, in_h, in_w, c, c, win)
+        x, w = i8(rng, (in_h, in_w, c)), i8(rng, (k_h, k_w, c))
+        op = weighted_op("depthwise_conv2d", p, w, *_requant(rng, c, k_h * k_w))
+        low = select.fast(op)
+        if low is None:
+            yield False
+            continue
+        assert low.kernel.name == "edgec_depthwise_conv2d_kxk_s8", (low.kernel.name, p)
+        want = conv.run_conv(op, [x])
+        got = run_fast(lib, low, x, out_size=want.size).reshape(want.shape)
+        assert np.array_equal(got, want), p
+        yield True
+
+
+@pytest.mark.parametrize("dilated", [False, True])
+def test_kxk_depthwise_runs_bit_exact(lib, dilated):
+    rng = np.random.default_rng(960 + dilated)
+    assert sweep(kxk_depthwise_cases(rng, lib, 200, dilated)) >= 100
+
+
+@pytest.mark.parametrize("shape", [(26, 26, 48, 7, 2, 0), (10, 10, 120, 5, 1, 2), (16, 16, 144, 7, 2, 0),
+                                   (5, 5, 240, 7, 1, 3), (5, 5, 240, 5, 2, 2), (3, 3, 288, 7, 1, 3),
+                                   (32, 32, 240, 5, 2, 0), (14, 14, 256, 7, 1, 3)])
+def test_kxk_depthwise_runs_mcunets_layers_bit_exact(lib, shape):
+    """The 5x5 and 7x7 depthwise layers of TinyEngine's MCUNet models (in_h, in_w, c, k, stride, padding)."""
+    in_hw, _, c, k, stride, pad = shape[0], shape[1], shape[2], shape[3], shape[4], shape[5]
+    rng = np.random.default_rng(sum(shape))
+    out = (in_hw + 2 * pad - k) // stride + 1
+    win = dict(k_h=k, k_w=k, stride_h=stride, stride_w=stride, dil_h=1, dil_w=1, pad_top=pad, pad_left=pad,
+               out_h=out, out_w=out)
+    p = _conv_params(rng, in_hw, in_hw, c, c, win)
+    x, w = i8(rng, (in_hw, in_hw, c)), i8(rng, (k, k, c))
+    op = weighted_op("depthwise_conv2d", p, w, *_requant(rng, c, k * k))
+    low = select.fast(op)
+    assert low is not None and low.kernel.name == "edgec_depthwise_conv2d_kxk_s8"
+    want = conv.run_conv(op, [x])
+    assert np.array_equal(run_fast(lib, low, x, out_size=want.size).reshape(want.shape), want), p
+
+
+def test_kxk_depthwise_declines_what_it_does_not_run():
+    """Depth multipliers above 1 and channel counts not a multiple of 4 stay on the reference kernel; 3x3 windows
+    stay on the 3x3 kernel, 1-D ones on the line kernel."""
+    rng = np.random.default_rng(961)
+    for k, dm, c, want in [((5, 5), 2, 8, None), ((5, 5), 1, 6, None), ((3, 3), 1, 8, "edgec_depthwise_conv2d_3x3_s8"),
+                           ((5, 1), 1, 8, None)]:
+        in_w = 1 if k[1] == 1 else 9
+        win = dict(k_h=k[0], k_w=k[1], stride_h=1, stride_w=1, dil_h=1, dil_w=1, pad_top=0, pad_left=0,
+                   out_h=9 - k[0] + 1, out_w=in_w - k[1] + 1)
+        p = _conv_params(rng, 9, in_w, c // dm, c, win, dm=dm)
+        op = weighted_op("depthwise_conv2d", p, i8(rng, (*k, c)), *_requant(rng, c, k[0] * k[1]))
+        low = select.fast(op)
+        if want is not None:
+            assert low is not None and low.kernel.name == want
+        else:
+            assert low is None or low.kernel.name != "edgec_depthwise_conv2d_kxk_s8", (k, dm, c)
 
 
 def fc_cases(rng, lib, n, variant=GENERIC):

@@ -7,13 +7,14 @@ DEPTHWISE_CONV_2D), `twins` (quantizers, NumPy twins, float run, equalization), 
 shared with the pools) and its kernels as records (edgec/ops/kernel.py): `reference` (runtime_c/edgec_conv.c:
 int8, 16x8, int4), `im2col` (the fast convolution, runtime_c/fast/, its speed variants blocked4, window,
 pointwise and blocked, its Helium and int4 kernels), `depthwise3x3` (the fast depthwise 3x3, its fused speed
-variant, its Helium and int4 kernels), `line` (the fast 1-D depthwise convolution).
+variant, its Helium and int4 kernels), `line` (the fast 1-D depthwise convolution), `depthwise_kxk` (the fast
+depthwise convolution of any other window: 5x5, 7x7, strides, dilations).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from edgec.ops.conv import depthwise3x3, im2col, line, reference
+from edgec.ops.conv import depthwise3x3, depthwise_kxk, im2col, line, reference
 from edgec.ops.conv.importers import (conv_from, import_batch_normalization, import_conv, import_conv_transpose,
                                       import_tflite_conv, import_tflite_transpose_conv, spatial, window)
 from edgec.ops.conv.twins import (EQUALIZE, conv2d_s8, conv2d_s16, depthwise_conv2d_s8, depthwise_conv2d_s16,
@@ -39,7 +40,7 @@ OPS = [
           macs=lambda op, out: out.size * int(np.prod(_weights(op).shape[:2])), int16=Int16(quantize_conv16)),
     OpDef("group_conv2d", "conv", quantize_group_conv, float_conv, fuses_activation=True, weight_axis=0),
 ]
-KERNELS = reference.KERNELS + im2col.KERNELS + depthwise3x3.KERNELS + line.KERNELS
+KERNELS = reference.KERNELS + im2col.KERNELS + depthwise3x3.KERNELS + line.KERNELS + depthwise_kxk.KERNELS
 
 ONNX = {"Conv": import_conv, "ConvTranspose": import_conv_transpose,
         "BatchNormalization": import_batch_normalization}
