@@ -21,6 +21,7 @@ from edgec.ir import Op, Tensor
 from edgec.ops import cemit
 from edgec.ops.kernel import INT16, REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, Int16, OpDef
+from edgec.ops.tflite16 import ACTIVATIONS
 
 
 RANK = 6                  # remap / binary work on up to 6 dimensions (EDGEC_RANK)
@@ -411,13 +412,14 @@ def dynamic_shape(tx, op) -> bool:
 
 def import_tflite_reshape(tx, op):
     """RESHAPE / SQUEEZE / EXPAND_DIMS: a view of the same bytes (same quantization)."""
-    x, dims = tx.input(op, 0), None
+    x, dims = tx.input(op, 0, ACTIVATIONS), None
     if tx.op_name(op) == "RESHAPE" and op.InputsLength() > 1 and op.Inputs(1) >= 0 and op.Inputs(1) in tx.static:
         dims = [int(d) for d in np.ravel(tx.static[op.Inputs(1)])]       # a shape computed (folded) at import
         n = int(np.prod(tx.tensor(x).shape))
         if -1 in dims and dims.count(-1) == 1 and int(np.prod([d for d in dims if d != -1])) > 0:
             dims[dims.index(-1)] = n // int(np.prod([d for d in dims if d != -1]))
-    out = tx.output(op, tuple(dims) if dims is not None and dynamic_shape(tx, op) else None)   # batch None: ours
+    out = tx.output(op, tuple(dims) if dims is not None and dynamic_shape(tx, op) else None,   # batch None: ours
+                    (tx.tensor(x).dtype,))      # int16 (16x8) too
     tx.same_qparams(x, out, tx.op_name(op))
     if dims is not None:
         given = tx.tensor(out).shape
