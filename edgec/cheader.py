@@ -127,7 +127,7 @@ def _runtime_index(root: Path) -> tuple[dict[str, str], dict[str, frozenset[str]
     for f in runtime_files():
         text = _COMMENT.sub(" ", (root / f).read_text())
         if f.endswith(".c"):
-            for name in _DEFINITION.findall(text) + _pasted(text):
+            for name in _DEFINITION.findall(text) + pasted_names(text):
                 defined.setdefault(name, f)
         uses[f] = frozenset(_NAME.findall(text))
         here = Path(f).parent
@@ -139,7 +139,7 @@ _MACRO = re.compile(r"^#\s*define\s+(\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*)", re
 _PASTED = re.compile(r"\b(edgec_\w+)##(\w+)\s*\(")
 
 
-def _pasted(text: str) -> list[str]:
+def pasted_names(text: str) -> list[str]:
     """The edgec_* functions a macro defines by token pasting (`void edgec_max_pool_##SUFFIX(...)`), at each line
     invoking it (`EDGEC_POOLS(int16_t, s16, -32768)`): edgec_max_pool_s16."""
     names = []
