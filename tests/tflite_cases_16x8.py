@@ -1,7 +1,7 @@
 """Random 16x8 .tflite cases for the TFLite Micro oracle (tests/tflite_oracle.py): int16 activations of zero point
 0, int8 weights (per channel, or one scale), int64 biases, as TFLiteConverter's
 `EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8` writes them: CONV_2D, DEPTHWISE_CONV_2D,
-FULLY_CONNECTED (after a RESHAPE), MAX_POOL_2D, AVERAGE_POOL_2D and ADD; int16 inputs at the int16 limits.
+FULLY_CONNECTED (after a RESHAPE), MAX_POOL_2D, AVERAGE_POOL_2D, ADD and CONCATENATION; int16 inputs at the int16 limits.
 """
 from __future__ import annotations
 
@@ -107,8 +107,27 @@ def add_case(rng, name, extreme=False):
     return Case(name, tensors, [dw, add], 0, 4), True
 
 
+def concat_case(rng, name, extreme=False):
+    """CONCATENATION of the input and a 1x1 depthwise convolution of it requantized to the input's scale, on a
+    random axis (TFLite Micro's int16 concatenation copies: inputs and output share one quantization)."""
+    h, w, c = int(rng.integers(1, 8)), int(rng.integers(1, 8)), int(rng.integers(1, 10))
+    axis = int(rng.integers(0, 4))
+    xs = _scale(rng)
+    wq, ws = _weights(rng, (1, 1, 1, c), 3)
+    shape = [1, h, w, c]
+    shape[axis] *= 2
+    tensors = [T((1, h, w, c), [xs], [0], INT16), T((1, 1, 1, c), ws, [0] * c, data=wq, axis=3),
+               T((c,), [xs * v for v in ws], [0] * c, INT64, _bias(rng, c, extreme)),
+               T((1, h, w, c), [xs], [0], INT16), T(tuple(shape), [xs], [0], INT16)]
+    dw = Node("DEPTHWISE_CONV_2D", [0, 1, 2], 3, ("DepthwiseConv2DOptions", dict(
+        Padding=1, StrideW=1, StrideH=1, DepthMultiplier=1, DilationWFactor=1, DilationHFactor=1)))
+    cat = Node("CONCATENATION", [0, 3] if rng.random() < 0.5 else [3, 0], 4, ("ConcatenationOptions", dict(Axis=axis)))
+    return Case(name, tensors, [dw, cat], 0, 4), True
+
+
 MAKERS = {"conv": conv_case, "depthwise": lambda r, n, e: conv_case(r, n, e, True), "fc": fc_case,
-          "avg_pool": pool_case, "max_pool": lambda r, n, e: pool_case(r, n, e, False), "add": add_case}
+          "avg_pool": pool_case, "max_pool": lambda r, n, e: pool_case(r, n, e, False), "add": add_case,
+          "concat": concat_case}
 
 
 def cases(seed: int, n: int, makers: dict = MAKERS) -> list[Case]:
