@@ -1,7 +1,7 @@
 """Random 16x8 .tflite cases for the TFLite Micro oracle (tests/tflite_oracle.py): int16 activations of zero point
 0, int8 weights (per channel, or one scale), int64 biases, as TFLiteConverter's
 `EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8` writes them: CONV_2D, DEPTHWISE_CONV_2D,
-FULLY_CONNECTED (after a RESHAPE), MAX_POOL_2D, AVERAGE_POOL_2D, ADD and CONCATENATION; int16 inputs at the int16 limits.
+FULLY_CONNECTED (after a RESHAPE), MAX_POOL_2D, AVERAGE_POOL_2D, ADD, CONCATENATION and PAD / PADV2; int16 inputs at the int16 limits.
 """
 from __future__ import annotations
 
@@ -125,9 +125,23 @@ def concat_case(rng, name, extreme=False):
     return Case(name, tensors, [dw, cat], 0, 4), True
 
 
+
+def pad_case(rng, name, extreme=False):
+    """PAD (zeros) or PADV2 (an int16 constant) of an image, random paddings."""
+    h, w, c = int(rng.integers(1, 8)), int(rng.integers(1, 8)), int(rng.integers(1, 6))
+    pads = rng.integers(0, 3, (4, 2)).astype(np.int32)
+    pads[0] = 0
+    xs = _scale(rng)
+    out = tuple(int(n + a + b) for n, (a, b) in zip((1, h, w, c), pads))
+    tensors = [T((1, h, w, c), [xs], [0], INT16), T((4, 2), [1.0], [0], 2, pads), T(out, [xs], [0], INT16),
+               T((1,), [xs], [0], INT16, np.array([rng.integers(-32768, 32768)], np.int16))]
+    v2 = rng.random() < 0.5
+    node = Node("PADV2", [0, 1, 3], 2, ("PadV2Options", {})) if v2 else Node("PAD", [0, 1], 2, ("PadOptions", {}))
+    return Case(name, tensors, [node], 0, 2), True
+
 MAKERS = {"conv": conv_case, "depthwise": lambda r, n, e: conv_case(r, n, e, True), "fc": fc_case,
           "avg_pool": pool_case, "max_pool": lambda r, n, e: pool_case(r, n, e, False), "add": add_case,
-          "concat": concat_case}
+          "concat": concat_case, "pad": pad_case}
 
 
 def cases(seed: int, n: int, makers: dict = MAKERS) -> list[Case]:
