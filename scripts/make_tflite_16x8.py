@@ -2,7 +2,8 @@
 (int16 activations, int8 weights: OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8), what a user
 of that mode brings to edgec. Random weights (seed 0), calibrated on 32 random images; float input and output, as
 the converter writes them by default (a QUANTIZE to int16 first, a DEQUANTIZE last). Its operators: CONV_2D,
-DEPTHWISE_CONV_2D, MAX_POOL_2D, ADD (a residual), AVERAGE_POOL_2D, RESHAPE, FULLY_CONNECTED.
+DEPTHWISE_CONV_2D, MAX_POOL_2D, ADD (a residual), AVERAGE_POOL_2D, RESHAPE, MEAN (Keras's global average
+pooling), FULLY_CONNECTED.
 
 Run with a Python that has TensorFlow (not edgec's suite, which reads the committed file):
     /work/venv-tf/bin/python scripts/make_tflite_16x8.py
@@ -27,7 +28,8 @@ def model() -> tf.keras.Model:
     x = L.MaxPooling2D(2)(x)
     x = L.Conv2D(12, 3, strides=1, padding="valid")(x)
     x = L.AveragePooling2D(2)(x)
-    x = L.Flatten()(x)
+    x = L.Reshape((4, 12))(x)
+    x = L.GlobalAveragePooling1D()(x)
     x = L.Dense(5)(x)
     return tf.keras.Model(inp, x)
 

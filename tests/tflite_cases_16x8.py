@@ -1,7 +1,7 @@
 """Random 16x8 .tflite cases for the TFLite Micro oracle (tests/tflite_oracle.py): int16 activations of zero point
 0, int8 weights (per channel, or one scale), int64 biases, as TFLiteConverter's
 `EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8` writes them: CONV_2D, DEPTHWISE_CONV_2D,
-FULLY_CONNECTED (after a RESHAPE), MAX_POOL_2D, AVERAGE_POOL_2D, ADD, CONCATENATION and PAD / PADV2; int16 inputs at the int16 limits.
+FULLY_CONNECTED (after a RESHAPE), MAX_POOL_2D, AVERAGE_POOL_2D, ADD, CONCATENATION, PAD / PADV2 and MEAN; int16 inputs at the int16 limits.
 """
 from __future__ import annotations
 
@@ -139,9 +139,25 @@ def pad_case(rng, name, extreme=False):
     node = Node("PADV2", [0, 1, 3], 2, ("PadV2Options", {})) if v2 else Node("PAD", [0, 1], 2, ("PadOptions", {}))
     return Case(name, tensors, [node], 0, 2), True
 
+
+def mean_case(rng, name, extreme=False):
+    """MEAN over contiguous axes (Keras GlobalAveragePooling: 1, 2), keep_dims or not; the output scale the
+    input's (a third of the cases) or its own."""
+    h, w, c = (int(v) for v in rng.integers(1, 9, 3))
+    axes = [[1, 2], [1, 2], [1], [2], [3], [1, 2, 3]][int(rng.integers(0, 6))]
+    keep = bool(rng.random() < 0.5)
+    xs = _scale(rng)
+    ys = xs if rng.random() < 0.3 else float(np.float32(xs * 10 ** rng.uniform(-1, 0.5)))
+    dims = [1, h, w, c]
+    out = tuple(1 if a in axes else d for a, d in enumerate(dims)) if keep else \
+        tuple(d for a, d in enumerate(dims) if a not in axes)
+    tensors = [T(tuple(dims), [xs], [0], INT16), T((len(axes),), [1.0], [0], 2, np.array(axes, np.int32)),
+               T(out, [ys], [0], INT16)]
+    return Case(name, tensors, [Node("MEAN", [0, 1], 2, ("ReducerOptions", {"KeepDims": keep}))], 0, 2), True
+
 MAKERS = {"conv": conv_case, "depthwise": lambda r, n, e: conv_case(r, n, e, True), "fc": fc_case,
           "avg_pool": pool_case, "max_pool": lambda r, n, e: pool_case(r, n, e, False), "add": add_case,
-          "concat": concat_case, "pad": pad_case}
+          "concat": concat_case, "pad": pad_case, "mean": mean_case}
 
 
 def cases(seed: int, n: int, makers: dict = MAKERS) -> list[Case]:
