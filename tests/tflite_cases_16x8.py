@@ -1,7 +1,7 @@
 """Random 16x8 .tflite cases for the TFLite Micro oracle (tests/tflite_oracle.py): int16 activations of zero point
 0, int8 weights (per channel, or one scale), int64 biases, as TFLiteConverter's
 `EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8` writes them: CONV_2D, DEPTHWISE_CONV_2D,
-FULLY_CONNECTED (after a RESHAPE), MAX_POOL_2D, AVERAGE_POOL_2D, ADD, CONCATENATION, PAD / PADV2 and MEAN; int16 inputs at the int16 limits.
+FULLY_CONNECTED (after a RESHAPE), MAX_POOL_2D, AVERAGE_POOL_2D, ADD, CONCATENATION, PAD / PADV2, MEAN and TRANSPOSE; int16 inputs at the int16 limits.
 """
 from __future__ import annotations
 
@@ -155,9 +155,20 @@ def mean_case(rng, name, extreme=False):
                T(out, [ys], [0], INT16)]
     return Case(name, tensors, [Node("MEAN", [0, 1], 2, ("ReducerOptions", {"KeepDims": keep}))], 0, 2), True
 
+
+def transpose_case(rng, name, extreme=False):
+    """TRANSPOSE of a rank-2 to rank-5 tensor, a random permutation."""
+    rank = int(rng.integers(2, 6))
+    dims = tuple(int(d) for d in rng.integers(1, 6, rank))
+    perm = [int(a) for a in rng.permutation(rank)]
+    xs = _scale(rng)
+    tensors = [T(dims, [xs], [0], INT16), T((rank,), [1.0], [0], 2, np.array(perm, np.int32)),
+               T(tuple(dims[a] for a in perm), [xs], [0], INT16)]
+    return Case(name, tensors, [Node("TRANSPOSE", [0, 1], 2, ("TransposeOptions", {}))], 0, 2), True
+
 MAKERS = {"conv": conv_case, "depthwise": lambda r, n, e: conv_case(r, n, e, True), "fc": fc_case,
           "avg_pool": pool_case, "max_pool": lambda r, n, e: pool_case(r, n, e, False), "add": add_case,
-          "concat": concat_case, "pad": pad_case, "mean": mean_case}
+          "concat": concat_case, "pad": pad_case, "mean": mean_case, "transpose": transpose_case}
 
 
 def cases(seed: int, n: int, makers: dict = MAKERS) -> list[Case]:
