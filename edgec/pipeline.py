@@ -171,7 +171,9 @@ def calibrated(model_path: str | Path, calib_path: str | Path | None, options: p
         if calib_path is not None:
             log(f"{model_path.name} is quantized already: its own quantization is used, --calib is not read")
         graph = tflite.load(model_path, model_name(model_path))
-        log(f"{model_path.name}: TFLite INT8 model, {len(graph.ops)} ops with the file's quantization")
+        wide = any(graph.tensors[op.output].dtype == "int16" and op.arrays.get("weights") is not None for op in graph.ops)
+        log(f"{model_path.name}: TFLite {'16x8' if wide else 'INT8'} model, {len(graph.ops)} ops with the file's "
+            "quantization")
         yield None, ptq.QuantResult(graph=graph, method="tflite", ranges={}), None
         return
     model = load(model_path, settings.memory_limit)

@@ -589,6 +589,8 @@ typedef struct {
     int32_t outer, n, inner, kind, select_last, input_zp, mult, shift, output_zp, act_min, act_max;
 } edgec_reduce_params;
 void edgec_reduce_s8(const edgec_reduce_params *p, const int8_t *input, int8_t *output);
+/* int16 (TFLite's 16x8 MEAN) */
+void edgec_reduce_s16(const edgec_reduce_params *p, const int16_t *input, int16_t *output);
 /* TFLite's ARG_MAX / ARG_MIN (kind 3, 4): the first index of the largest / smallest int8 value along n, as int32 */
 void edgec_reduce_index32_s8(const edgec_reduce_params *p, const int8_t *input, int32_t *output);
 

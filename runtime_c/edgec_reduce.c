@@ -1,43 +1,48 @@
 /* edgec reductions, portable C99. Bit-exact with edgec/ops/reduce.py. */
 #include "edgec_nn_support.h"
 
-void edgec_reduce_s8(const edgec_reduce_params *p, const int8_t *input, int8_t *output)
-{
-    const int32_t n = p->n, inner = p->inner;
-    int32_t o, i, k;
-    for (o = 0; o < p->outer; ++o) {
-        for (i = 0; i < inner; ++i) {
-            const int8_t *x = input + o * n * inner + i;
-            int32_t v;
-            if (p->kind == 0) {
-                int32_t acc = 0;
-                for (k = 0; k < n; ++k) {
-                    acc += (int32_t)x[k * inner] - p->input_zp;
-                }
-                v = edgec_requantize(acc, p->mult, p->shift) + p->output_zp;
-            } else if (p->kind <= 2) {
-                int32_t m = x[0];
-                for (k = 1; k < n; ++k) {
-                    const int32_t xv = x[k * inner];
-                    m = p->kind == 1 ? (xv > m ? xv : m) : (xv < m ? xv : m);
-                }
-                v = edgec_requantize(m - p->input_zp, p->mult, p->shift) + p->output_zp;
-            } else {
-                const int32_t sign = p->kind == 3 ? 1 : -1;
-                int32_t best = sign * x[0], arg = 0;
-                for (k = 1; k < n; ++k) {
-                    const int32_t xv = sign * x[k * inner];
-                    if (xv > best || (p->select_last && xv == best)) {
-                        best = xv;
-                        arg = k;
-                    }
-                }
-                v = arg;
-            }
-            *output++ = (int8_t)edgec_clamp(v, p->act_min, p->act_max);
-        }
+/* int8, and int16 (TFLite's 16x8 MEAN: the same sums and requantization, the int16 clamp) */
+#define EDGEC_REDUCE(T, SUFFIX)                                                                                  \
+    void edgec_reduce_##SUFFIX(const edgec_reduce_params *p, const T *input, T *output)                          \
+    {                                                                                                            \
+        const int32_t n = p->n, inner = p->inner;                                                                \
+        int32_t o, i, k;                                                                                         \
+        for (o = 0; o < p->outer; ++o) {                                                                         \
+            for (i = 0; i < inner; ++i) {                                                                        \
+                const T *x = input + o * n * inner + i;                                                          \
+                int32_t v;                                                                                       \
+                if (p->kind == 0) {                                                                              \
+                    int32_t acc = 0;                                                                             \
+                    for (k = 0; k < n; ++k) {                                                                    \
+                        acc += (int32_t)x[k * inner] - p->input_zp;                                              \
+                    }                                                                                            \
+                    v = edgec_requantize(acc, p->mult, p->shift) + p->output_zp;                                 \
+                } else if (p->kind <= 2) {                                                                       \
+                    int32_t m = x[0];                                                                            \
+                    for (k = 1; k < n; ++k) {                                                                    \
+                        const int32_t xv = x[k * inner];                                                         \
+                        m = p->kind == 1 ? (xv > m ? xv : m) : (xv < m ? xv : m);                                \
+                    }                                                                                            \
+                    v = edgec_requantize(m - p->input_zp, p->mult, p->shift) + p->output_zp;                     \
+                } else {                                                                                         \
+                    const int32_t sign = p->kind == 3 ? 1 : -1;                                                  \
+                    int32_t best = sign * x[0], arg = 0;                                                         \
+                    for (k = 1; k < n; ++k) {                                                                    \
+                        const int32_t xv = sign * x[k * inner];                                                  \
+                        if (xv > best || (p->select_last && xv == best)) {                                       \
+                            best = xv;                                                                           \
+                            arg = k;                                                                             \
+                        }                                                                                        \
+                    }                                                                                            \
+                    v = arg;                                                                                     \
+                }                                                                                                \
+                *output++ = (T)edgec_clamp(v, p->act_min, p->act_max);                                           \
+            }                                                                                                    \
+        }                                                                                                        \
     }
-}
+
+EDGEC_REDUCE(int8_t, s8)
+EDGEC_REDUCE(int16_t, s16)
 
 void edgec_reduce_index32_s8(const edgec_reduce_params *p, const int8_t *input, int32_t *output)
 {

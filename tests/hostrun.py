@@ -45,7 +45,7 @@ class HostModel:
 def run_models(models: list[HostModel], xs: list[np.ndarray], work: Path, cflags: list[str],
                runtime: list[Path]) -> list[np.ndarray]:
     """Compile the libraries with `runtime` (kernel sources or objects) into one program and run model k over
-    the rows of xs[k] (int8); returns each model's outputs, one row per input. Raises CalledProcessError if the
+    the rows of xs[k] (int8, or int16); returns each model's outputs, one row per input. Raises CalledProcessError if the
     program does not compile or fails."""
     work.mkdir(parents=True, exist_ok=True)
     decls = [f'#include "{m.directory.relative_to(work)}/{m.name}.h"' for m in models]
@@ -59,7 +59,8 @@ def run_models(models: list[HostModel], xs: list[np.ndarray], work: Path, cflags
     sources = [str(m.directory / f"{m.name}.c") for m in models]
     subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", *cflags, f"-I{work}", str(main), *sources,
                     *map(str, runtime), "-o", str(exe), "-lm"], check=True, capture_output=True, text=True)
-    data = b"".join(np.ascontiguousarray(x, np.int8).tobytes() for x in xs)
+    data = b"".join(np.ascontiguousarray(x, np.int16 if np.asarray(x).dtype == np.int16 else np.int8).tobytes()
+                    for x in xs)                                   # (an int16 input: a 16x8 .tflite's, its bytes)
     got = np.frombuffer(subprocess.run([str(exe)], input=data, capture_output=True, check=True).stdout, np.int8)
     outs, off = [], 0
     for m, x in zip(models, xs):

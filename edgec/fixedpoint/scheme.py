@@ -104,7 +104,8 @@ def requantize64(acc, mult, shift) -> np.ndarray:
     s = np.asarray(shift, np.int64)
     reduced = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)
     total = 15 - s
-    return (x * reduced + (np.int64(1) << (total - 1))) >> total     # floor shift, as the C
+    r = (x * reduced + (np.int64(1) << (total - 1))) >> total        # floor shift, as the C
+    return (r + (1 << 31)) % (1 << 32) - (1 << 31)    # its int32 result, wrapped as TFLite's and the C's cast
 
 
 def finish16(acc, mult, shift, p) -> np.ndarray:

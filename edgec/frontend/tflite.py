@@ -179,7 +179,7 @@ class _Importer:
                               "activation there")
         if self.graph.tensors[self.values[i]].dtype not in dtypes:
             raise Unsupported(f"input {k} ('{self._tname(i)}') is {self.graph.tensors[self.values[i]].dtype}; this "
-                              "operator takes int8 (uint8 goes through a QUANTIZE to int8 first)")
+                              f"operator takes {' or '.join(dtypes)} (uint8 goes through a QUANTIZE to int8 first)")
         return self.values[i]
 
     def tensor(self, name: str) -> Tensor:
@@ -209,19 +209,19 @@ class _Importer:
         return name
 
     def act_range(self, op, out: str, fused: int) -> dict:
-        """TFLite's CalculateActivationRangeQuantized: the int8 clamp of a fused activation (float32 math)."""
+        """TFLite's CalculateActivationRangeQuantized: the int8 (int16) clamp of a fused activation (float32 math)."""
         if fused not in ACTIVATIONS:
             raise Unsupported(f"fused activation #{fused} (edgec fuses NONE, RELU, RELU_N1_TO_1, RELU6)")
         t = self.graph.tensors[out]
-        rng = ACTIVATIONS[fused]
+        rng, (qmin, qmax) = ACTIVATIONS[fused], (-32768, 32767) if t.dtype == "int16" else (-128, 127)
         if rng is None:
-            return {"act_min": -128, "act_max": 127}
+            return {"act_min": qmin, "act_max": qmax}
 
         def q(f):
             v = np.float32(f) / np.float32(t.scale)
             return t.zero_point + int(math.copysign(math.floor(abs(float(v)) + 0.5), float(v)))
-        lo = max(-128, q(rng[0]))
-        hi = 127 if rng[1] == math.inf else min(127, q(rng[1]))
+        lo = max(qmin, q(rng[0]))
+        hi = qmax if rng[1] == math.inf else min(qmax, q(rng[1]))
         return {"act_min": lo, "act_max": hi}
 
     def window(self, o, in_hw, out_hw, kernel) -> dict:
@@ -247,11 +247,11 @@ class _Importer:
             raise Unsupported(f"{scales.size} weight scales for {n} output channels")
         ws = np.broadcast_to(scales, (n,)).astype(np.float32)
         x, y = self.tensor(self.values[op.Inputs(0)]), self.tensor(out)
-        bias = self.const(op, bias_k)
+        bias, wide = self.const(op, bias_k), np.int64 if x.dtype == "int16" else np.int32   # 16x8: int64 bias
         if bias is None:
-            bias = np.zeros(n, np.int32)
-        elif bias.dtype != np.int32 or bias.size != n:
-            raise Unsupported(f"bias must be int32 with one value per output channel (got {bias.dtype} {bias.shape})")
+            bias = np.zeros(n, wide)
+        elif bias.dtype != wide or bias.size != n:
+            raise Unsupported(f"bias must be {np.dtype(wide)}, one per output channel (got {bias.dtype} {bias.shape})")
         if per_tensor_float32 and scales.size == 1:      # GetQuantizedConvolutionMultipler: float32 product
             real = [float(np.float32(np.float32(x.scale) * ws[0])) / float(y.scale)] * n
         else:                                             # PopulateConvolutionQuantizationParams: double
@@ -262,7 +262,7 @@ class _Importer:
             raise Unsupported(str(exc)) from None
         shape = [1] * weights_q.ndim
         shape[axis] = -1
-        arrays = {"weights": np.ascontiguousarray(weights_q, np.int8), "bias": np.asarray(bias, np.int32).reshape(-1),
+        arrays = {"weights": np.ascontiguousarray(weights_q, np.int8), "bias": np.asarray(bias, wide).reshape(-1),
                   "mult": np.asarray(mult, np.int32), "shift": np.asarray(shift, np.int32)}
         w = tflite_file.DequantizedWeights(weights_q, ws.reshape(shape))   # float32 when read, not held (4x)
         b = (arrays["bias"].astype(np.float64) * float(x.scale) * ws.astype(np.float64)).astype(np.float32)
@@ -450,14 +450,14 @@ class _Importer:
     def _quantize(self) -> None:
         """Every op's parameters from its kind's quantizer, then the file's integers in their place (on the ops
         this import made, before the graph is handed out)."""
-        from edgec.ops.registry import REGISTRY
+        from edgec.ops.registry import quantize
 
         for op in self.graph.ops:
             ins = [self.graph.tensors[i] for i in op.inputs]
             given = self.given[op.name]
             op.attrs["tflite"] = True             # weighted() keeps the file's weights (no float requantizing)
             op.arrays.update(given["arrays"])
-            REGISTRY[op.kind].quantize(op, ins, self.graph.tensors[op.output])
+            quantize(op, ins, self.graph.tensors[op.output])       # (16x8: the kind's int16 quantizer too)
             op.arrays.update(given["arrays"])
             op.params.update(given["params"])
 

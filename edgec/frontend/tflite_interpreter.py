@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from edgec.frontend.tflite import load
+from edgec.ir import DTYPES
 from edgec.ops.registry import keeps_state
 
 
@@ -45,7 +46,8 @@ def interpreter_outputs(path: str | Path, xq: np.ndarray, reset_each: bool = Fal
             while tt.dtype == "float32" and y.size < tt.size:      # all the outputs packed in the tensor
                 y, k = np.concatenate([y, np.asarray(interp.get_output(k)).reshape(-1)]), k + 1
             if tt.dtype != "float32" and y.dtype == np.float32:
-                y = np.clip(np.rint(y / np.float32(tt.scale)) + tt.zero_point, -128, 127).astype(np.int8)
+                kind = np.iinfo(DTYPES[tt.dtype])                   # int8, or int16 (a 16x8 model's)
+                y = np.clip(np.rint(y / np.float32(tt.scale)) + tt.zero_point, kind.min, kind.max).astype(kind.dtype)
             row.append(y)
         outs.append(np.concatenate(row))
     return np.stack(outs)

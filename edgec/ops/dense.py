@@ -15,6 +15,7 @@ from edgec.ops import cemit, fast, matmul, movement
 from edgec.ops.kernel import FAST, HELIUM, INT4, INT16, MVE, REFERENCE, VARIANT, Kernel
 from edgec.ops.opdef import CallSite, Int16, OpDef
 from edgec.fixedpoint.scheme import act_range, finish, finish16, unpack_int4, weighted, weighted16
+from edgec.ops.tflite16 import ACTIVATIONS, activations
 
 
 # ---- quantize ---------------------------------------------------------------------------------
@@ -365,13 +366,15 @@ ONNX = {"Gemm": import_gemm, "MatMul": import_matmul}
 def import_tflite_fully_connected(tx, op):
     """FULLY_CONNECTED: [out][in] int8 weights, one row or many (`fully_connected_rows`); per-tensor weights
     take TFLM's float32 scale product."""
-    o, x, wq = tx.options(op), tx.input(op, 0), tx.const(op, 1)
+    o, x, wq = tx.options(op), tx.input(op, 0, ACTIVATIONS), tx.const(op, 1)
     if wq.ndim != 2 or tx.tensor(x).size % wq.shape[1]:
         raise tx.unsupported(f"input of {tx.tensor(x).size} values for {list(wq.shape)} weights")
     rows, shape = tx.tensor(x).size // wq.shape[1], None
     if movement.dynamic_shape(tx, op) and int(np.prod(tx.shape(op.Outputs(0)))) != rows * wq.shape[0]:
         shape = (*tx.tensor(x).shape[:-1], wq.shape[0]) if o.KeepNumDims() else (rows, wq.shape[0])   # batch None
-    out = tx.output(op, shape)
+    x, out = activations(tx, op, 0, shape)          # int8, or int16 (16x8)
+    if rows > 1 and tx.tensor(x).dtype == "int16":
+        raise tx.unsupported(f"FULLY_CONNECTED of {rows} rows with int16 activations (16x8): edgec takes one row")
     arrays, w, b = tx.weighted(op, wq, 0, 2, out, per_tensor_float32=True)
     extra = {"rows": rows} if rows > 1 else {}
     tx.emit("fully_connected_rows" if rows > 1 else "fully_connected", op, [x], out, arrays,

@@ -21,6 +21,7 @@ from edgec.ir import Op, Tensor
 from edgec.ops import cemit
 from edgec.ops.kernel import INT16, REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, Int16, OpDef
+from edgec.ops.tflite16 import ACTIVATIONS, check_zero_points
 
 
 RANK = 6                  # remap / binary work on up to 6 dimensions (EDGEC_RANK)
@@ -411,13 +412,14 @@ def dynamic_shape(tx, op) -> bool:
 
 def import_tflite_reshape(tx, op):
     """RESHAPE / SQUEEZE / EXPAND_DIMS: a view of the same bytes (same quantization)."""
-    x, dims = tx.input(op, 0), None
+    x, dims = tx.input(op, 0, ACTIVATIONS), None
     if tx.op_name(op) == "RESHAPE" and op.InputsLength() > 1 and op.Inputs(1) >= 0 and op.Inputs(1) in tx.static:
         dims = [int(d) for d in np.ravel(tx.static[op.Inputs(1)])]       # a shape computed (folded) at import
         n = int(np.prod(tx.tensor(x).shape))
         if -1 in dims and dims.count(-1) == 1 and int(np.prod([d for d in dims if d != -1])) > 0:
             dims[dims.index(-1)] = n // int(np.prod([d for d in dims if d != -1]))
-    out = tx.output(op, tuple(dims) if dims is not None and dynamic_shape(tx, op) else None)   # batch None: ours
+    out = tx.output(op, tuple(dims) if dims is not None and dynamic_shape(tx, op) else None,   # batch None: ours
+                    (tx.tensor(x).dtype,))      # int16 (16x8) too
     tx.same_qparams(x, out, tx.op_name(op))
     if dims is not None:
         given = tx.tensor(out).shape
@@ -429,10 +431,11 @@ def import_tflite_reshape(tx, op):
 
 def import_tflite_pad(tx, op):
     """PAD / PADV2 with constant paddings: a remap, the padding filled with the output zero point (PAD) or the
-    given int8 constant (PADV2); input and output share one quantization, as TFLite requires."""
-    x, pads = tx.input(op, 0), tx.const(op, 1)
-    out = tx.output(op)
+    given int8 constant (PADV2); input and output share one quantization, as TFLite requires; int16 (16x8) too."""
+    x, pads = tx.input(op, 0, ACTIVATIONS), tx.const(op, 1)
+    out = tx.output(op, dtypes=(tx.tensor(x).dtype,))
     tx.same_qparams(x, out, tx.op_name(op))
+    check_zero_points(tx, op, [x])
     value = tx.const(op, 2)
     fill = tx.tensor(out).zero_point if value is None else int(np.asarray(value).reshape(-1)[0])
     shape = tx.tensor(x).shape

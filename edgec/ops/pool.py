@@ -16,6 +16,7 @@ from edgec.ops.kernel import FAST, HELIUM, INT16, MVE, REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, Int16, OpDef
 from edgec.ops.reduce import mean_of, reduce
 from edgec.fixedpoint.scheme import act_range, act_range16
+from edgec.ops.tflite16 import activations
 
 
 # ---- quantize ---------------------------------------------------------------------------------
@@ -259,9 +260,8 @@ ONNX = {"MaxPool": import_max_pool, "AveragePool": import_average_pool,
 # ---- TFLite import (edgec/frontend/tflite.py)
 def import_tflite_pool(tx, op):
     """AVERAGE_POOL_2D / MAX_POOL_2D (input and output share one quantization, as TFLite requires)."""
-    o, x = tx.options(op), tx.input(op, 0)
+    o, (x, out) = tx.options(op), activations(tx, op)          # int8, or int16 (16x8)
     (_, ih, iw, c), (_, oh, ow, _) = tx.tensor(x).shape, tx.shape(op.Outputs(0))
-    out = tx.output(op)
     tx.same_qparams(x, out, tx.op_name(op))
     win = tx.window(o, (ih, iw), (oh, ow), (o.FilterHeight(), o.FilterWidth()))
     kind = "avg_pool" if tx.op_name(op) == "AVERAGE_POOL_2D" else "max_pool"

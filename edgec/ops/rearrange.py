@@ -9,6 +9,7 @@ import numpy as np
 from edgec.errors import node_error
 from edgec.ir import SYNTHETIC, Tensor
 from edgec.ops import movement
+from edgec.ops.tflite16 import ACTIVATIONS
 
 
 # ---- ONNX import
@@ -241,11 +242,12 @@ def _ints(tx, op, k: int, what: str) -> list[int]:
 
 
 def import_tflite_transpose(tx, op):
-    x = tx.input(op, 0)
+    """TRANSPOSE of int8, or int16 (16x8) activations: a remap."""
+    x = tx.input(op, 0, ACTIVATIONS)
     shape, perm = tx.tensor(x).shape, _ints(tx, op, 1, "the permutation")
     if sorted(perm) != list(range(len(shape))):
         raise tx.unsupported(f"permutation {perm} of a rank-{len(shape)} tensor")
-    tflite_remap(tx, op, x, tx.output(op), [(np.arange(shape[a]), a) for a in perm])
+    tflite_remap(tx, op, x, tx.output(op, dtypes=(tx.tensor(x).dtype,)), [(np.arange(shape[a]), a) for a in perm])
 
 
 def import_tflite_tile(tx, op):

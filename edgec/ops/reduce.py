@@ -12,7 +12,8 @@ from edgec.errors import node_error
 from edgec.ir import Op, SYNTHETIC, Tensor
 from edgec.ops import cemit, movement
 from edgec.ops.lut import emit_lut
-from edgec.ops.kernel import REFERENCE, Kernel
+from edgec.ops.kernel import INT16, REFERENCE, Kernel
+from edgec.ops.tflite16 import ACTIVATIONS, check_zero_points
 from edgec.ops.opdef import CallSite, OpDef
 from edgec.fixedpoint.scheme import quantize_multiplier, requantize
 
@@ -53,10 +54,11 @@ def mean_of(name: str, x: str, out: str, outer: int, n: int, inner: int) -> Op:
                                                 "select_last": 0})
 
 
-def reduce_s8(p: dict, x) -> np.ndarray:
+def reduce_s8(p: dict, x, dtype=np.int8) -> np.ndarray:
     """Reduce [outer][n][inner] over n: sum (then requantize: mean is a sum with 1/n in the
-    multiplier), max/min (then requantize), argmax/argmin (first or last index, clamped to int8)."""
-    x = np.asarray(x, np.int8).reshape(int(p["outer"]), int(p["n"]), int(p["inner"])).astype(np.int64)
+    multiplier), max/min (then requantize), argmax/argmin (first or last index, clamped to int8); int16 values
+    with dtype (edgec_reduce_s16)."""
+    x = np.asarray(x, dtype).reshape(int(p["outer"]), int(p["n"]), int(p["inner"])).astype(np.int64)
     kind = int(p["kind"])
     if kind >= REDUCE_KINDS["argmax"]:
         v = x if kind == REDUCE_KINDS["argmax"] else -x
@@ -64,7 +66,7 @@ def reduce_s8(p: dict, x) -> np.ndarray:
             idx = int(p["n"]) - 1 - np.argmax(v[:, ::-1, :], axis=1)
         else:
             idx = np.argmax(v, axis=1)
-        return np.clip(idx, int(p["act_min"]), int(p["act_max"])).astype(np.int8).reshape(-1)
+        return np.clip(idx, int(p["act_min"]), int(p["act_max"])).astype(dtype).reshape(-1)
     if kind == REDUCE_KINDS["sum"]:
         acc = (x - int(p["input_zp"])).sum(axis=1)
     elif kind == REDUCE_KINDS["max"]:
@@ -72,7 +74,7 @@ def reduce_s8(p: dict, x) -> np.ndarray:
     else:
         acc = x.min(axis=1) - int(p["input_zp"])
     out = requantize(acc.astype(np.int32), p["mult"], p["shift"]).astype(np.int64) + int(p["output_zp"])
-    return np.clip(out, int(p["act_min"]), int(p["act_max"])).astype(np.int8).reshape(-1)
+    return np.clip(out, int(p["act_min"]), int(p["act_max"])).astype(dtype).reshape(-1)
 
 
 def float_reduce(op: Op, inputs: list):
@@ -99,6 +101,11 @@ def index32_s8(p: dict, x) -> np.ndarray:
     return np.argmax(v, axis=1).astype(np.int32).reshape(-1)
 
 
+def c_reduce16(op: Op, low, site: CallSite) -> str:
+    call = f"{low.kernel.name}(&p, {cemit.i16(site.inputs[0], const=True)}, {cemit.i16(site.output)});"
+    return cemit.with_params("edgec_reduce_params", op.params, call)
+
+
 def c_index32(op: Op, low, site: CallSite) -> str:
     call = f"{low.kernel.name}(&p, {site.inputs[0]}, (int32_t *)(void *)({site.output}));"
     return cemit.with_params("edgec_reduce_params", op.params, call)
@@ -112,7 +119,9 @@ OPS = [OpDef("reduce", "reduce", quantize_reduce, float_reduce, qparams="fixed",
 KERNELS = [Kernel("edgec_reduce_s8", ("reduce",), REFERENCE, c_reduce, applies=lambda op: not _index32(op),
                   run=lambda op, inputs: reduce_s8(op.params, inputs[0])),
            Kernel("edgec_reduce_index32_s8", ("reduce",), REFERENCE, c_index32, applies=_index32,
-                  run=lambda op, inputs: index32_s8(op.params, inputs[0]), code_bytes=200)]
+                  run=lambda op, inputs: index32_s8(op.params, inputs[0]), code_bytes=200),
+           Kernel("edgec_reduce_s16", ("reduce",), REFERENCE, c_reduce16, precision=INT16,   # TFLite's 16x8 MEAN
+                  run=lambda op, inputs: reduce_s8(op.params, inputs[0], np.int16))]
 
 
 # ---- ONNX import
@@ -224,15 +233,18 @@ def import_tflite_mean(tx, op):
     """MEAN (Keras GlobalAveragePooling, any axes, keep_dims or not) as TFLite Micro computes it for int8: the
     sum of (x - input zero point) over the axes, requantized by `mean_requantization`, plus the output zero point;
     a reduce over [outer][n][inner] (axes not contiguous: a transpose first, kept axes before reduced ones)."""
-    x, axes = tx.input(op, 0), tx.const(op, 1)
-    shape = tx.tensor(x).shape
+    x, axes = tx.input(op, 0, ACTIVATIONS), tx.const(op, 1)
+    shape, wide = tx.tensor(x).shape, tx.tensor(x).dtype == "int16"       # int16: TFLite's 16x8 MEAN
     if axes is None or axes.dtype != np.int32:
         raise tx.unsupported("the axes must be a constant int32 tensor")
     red = sorted({int(a) % len(shape) for a in axes.reshape(-1)})
-    out = tx.output(op)
+    out = tx.output(op, dtypes=(tx.tensor(x).dtype,))
+    check_zero_points(tx, op, [x, out])
     moved = [a for a in range(len(shape)) if shape[a] > 1]
     pos = [i for i, a in enumerate(moved) if a in red]
     if pos and pos != list(range(pos[0], pos[0] + len(pos))):       # kept axes first, then the reduced ones
+        if wide:
+            raise tx.unsupported("MEAN of int16 activations (16x8) over axes that are not next to each other: not yet")
         x = movement.tflite_permute(tx, op, x, [a for a in range(len(shape)) if a not in red] + red)
         shape, red = tx.tensor(x).shape, list(range(len(shape) - len(red), len(shape)))
     n = int(np.prod([shape[a] for a in red], dtype=np.int64))
@@ -240,7 +252,8 @@ def import_tflite_mean(tx, op):
     outer = int(np.prod(shape[:span[0]], dtype=np.int64))
     inner = int(np.prod(shape[span[-1] + 1:], dtype=np.int64))
     mult, shift = mean_requantization(tx.tensor(x).scale, tx.tensor(out).scale, n)
-    tx.emit("reduce", op, [x], out, None, {"mult": mult, "shift": shift}, how="mean", outer=outer, n=n,
+    clamp = {"act_min": -32768, "act_max": 32767} if wide else {}
+    tx.emit("reduce", op, [x], out, None, {"mult": mult, "shift": shift, **clamp}, how="mean", outer=outer, n=n,
             inner=inner, select_last=0)
 
 

@@ -136,6 +136,14 @@ ADAPTIVE_ROUNDING = frozenset(k for k, d in REGISTRY.items() if d.adaptive_round
 BIAS_CORRECTABLE = frozenset(k for k, d in REGISTRY.items() if d.bias_correction)
 
 
+def quantize(op: Op, ins: list, out) -> None:
+    """op's parameters from its kind's quantizer, then, int16 in and out, its 16x8 one (`OpDef.int16`)."""
+    d = REGISTRY[op.kind]
+    d.quantize(op, ins, out)
+    if d.int16 is not None and out.dtype == "int16" and ins and ins[0].dtype == "int16":
+        d.int16.quantize(op, ins, out)
+
+
 def fixed_qparams(op: Op) -> tuple[float, int] | None:
     """An op's output quantization when it does not come from calibration (softmax, argmax...)."""
     d = REGISTRY[op.kind]

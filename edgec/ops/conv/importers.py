@@ -10,6 +10,7 @@ from edgec.errors import node_error
 from edgec.ir import NO_ACT
 from edgec.ops import movement
 from edgec.ops.lut import per_channel_affine
+from edgec.ops.tflite16 import activations
 
 
 # ---- ONNX import
@@ -178,9 +179,11 @@ def import_batch_normalization(cx, node):
 
 # ---- TFLite import (edgec/frontend/tflite.py)
 def import_tflite_conv(tx, op):
-    """CONV_2D (OHWI weights) and DEPTHWISE_CONV_2D ([1][k_h][k_w][out_c] weights), per-channel int8."""
-    o, depthwise, x, wq = tx.options(op), tx.op_name(op) == "DEPTHWISE_CONV_2D", tx.input(op, 0), tx.const(op, 1)
-    (_, ih, iw, ic), (_, oh, ow, oc), out = tx.tensor(x).shape, tx.shape(op.Outputs(0)), tx.output(op)
+    """CONV_2D (OHWI weights) and DEPTHWISE_CONV_2D ([1][k_h][k_w][out_c] weights), per-channel int8; int8 or
+    int16 (16x8, edgec/ops/tflite16.py) activations."""
+    o, depthwise, wq = tx.options(op), tx.op_name(op) == "DEPTHWISE_CONV_2D", tx.const(op, 1)
+    x, out = activations(tx, op)
+    (_, ih, iw, ic), (_, oh, ow, oc) = tx.tensor(x).shape, tx.shape(op.Outputs(0))
     win = tx.window(o, (ih, iw), (oh, ow), wq.shape[1:3])
     arrays, w, b = tx.weighted(op, wq[0] if depthwise else wq, -1 if depthwise else 0, 2, out)
     extra = {"depth_multiplier": oc // ic} if depthwise else {}

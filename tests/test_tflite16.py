@@ -1,0 +1,135 @@
+"""TFLite's 16x8 mode (edgec/ops/tflite16.py): int16 activations with int8 weights imported onto edgec's int16
+kernels, bit-identical with TensorFlow Lite Micro's interpreter (tests/tflite_oracle.py), on random single-operator
+files (tests/tflite_cases_16x8.py) and on a model TensorFlow's TFLiteConverter wrote in that mode
+(tests/data/tflite_16x8_cnn.tflite, scripts/make_tflite_16x8.py); the operators edgec does not run in 16x8 are
+refused in one line naming the operator and the type.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tflite_cases_16x8 as cases16
+import tflite_oracle as oracle
+from edgec.errors import EdgecError
+from edgec.frontend import tflite as importer
+from edgec.quant import reference
+from tflite_oracle import Case, Node, T
+
+if importlib.util.find_spec("tflite_micro") is None:      # x86-64 Linux wheels only
+    if os.environ.get("CI"):
+        pytest.fail("tflite-micro (the TFLite Micro interpreter, the oracle) is not installed", pytrace=False)
+    pytest.skip("tflite-micro (the TFLite Micro interpreter) is not installed", allow_module_level=True)
+
+MODEL = Path(__file__).parent / "data" / "tflite_16x8_cnn.tflite"
+
+
+def test_16x8_operators_match_tflm(tmp_path):
+    """Two random cases of each 16x8 operator: NumPy reference and reference C kernels against TFLite Micro."""
+    cases = cases16.cases(seed=16, n=2 * len(cases16.MAKERS))
+    assert {c.name.split("_", 2)[-1] for c in cases} == set(cases16.MAKERS)
+    bad = oracle.check(cases, tmp_path, paths=("reference",))
+    assert not bad, bad
+
+
+@pytest.mark.sweep
+def test_16x8_sweep_matches_tflm(tmp_path):
+    """300 random cases, every C path (portable, the DSP one emulated, ASan/UBSan)."""
+    bad = oracle.check(cases16.cases(seed=1616, n=300), tmp_path,
+                       paths=("reference", "portable", "dsp-emulated", "sanitized"))
+    assert not bad, bad
+
+
+def _affine_quantize(x: np.ndarray, scale: float) -> np.ndarray:
+    """TFLite Micro's QUANTIZE of float32 into int16: float32 division, std::round (halves away from zero)."""
+    v = np.asarray(x, np.float32) / np.float32(scale)
+    return np.clip(np.sign(v) * np.floor(np.abs(v) + np.float32(0.5)), -32768, 32767).astype(np.int16)
+
+
+def test_converter_16x8_model_matches_tflm(tmp_path):
+    """TFLiteConverter's 16x8 CNN (float in, QUANTIZE to int16 ... DEQUANTIZE, float out; a residual ADD, Keras's
+    global average pooling as MEAN): every operator int16
+    in edgec's graph; its int16 outputs, from the NumPy reference and the generated C, are TFLite Micro's."""
+    graph = importer.load(MODEL, "cnn16")
+    assert {graph.tensors[t].dtype for op in graph.ops for t in (*op.inputs, op.output)} == {"int16"}
+    assert {op.kind for op in graph.ops} == {"conv2d", "depthwise_conv2d", "add", "max_pool", "avg_pool", "reshape",
+                                             "reduce", "fully_connected"}
+    rng = np.random.default_rng(5)
+    xf = rng.normal(0, 1.5, (12, 1, 12, 12, 2)).astype(np.float32)
+    xf[1] = 1e3                                   # saturates the input
+    xf[2] = np.float32(graph.tensors[graph.input].scale) * 2.5      # halves: TFLite rounds them away from zero
+    want_f = oracle.tflm(MODEL.read_bytes(), xf)
+    out_scale = np.float32(graph.tensors[graph.output].scale)
+    want = np.round(want_f / out_scale).astype(np.int64)     # DEQUANTIZE's float32 product, undone exactly
+    assert np.array_equal((want * out_scale).astype(np.float32), want_f)
+    x = _affine_quantize(xf, graph.tensors[graph.input].scale)
+    got = reference.run_sequence(graph, [xi.reshape(-1) for xi in x])
+    assert got.dtype == np.int16 and np.array_equal(got, want)
+    c_out = oracle.run_c([graph], [x.reshape(len(x), -1)], tmp_path, "reference")[0]
+    assert np.array_equal(np.ascontiguousarray(c_out).view(np.int16), want)
+
+
+def _load(tmp_path, case: Case):
+    f = tmp_path / f"{case.name}.tflite"
+    f.write_bytes(oracle.write(case))
+    return importer.load(f, case.name)
+
+
+def _refusal(tmp_path, case: Case) -> str:
+    with pytest.raises(EdgecError) as exc:
+        _load(tmp_path, case)
+    msg = str(exc.value)
+    assert "\n" not in msg
+    return msg
+
+
+@pytest.mark.parametrize("op", ["SUB", "LOGISTIC", "MUL"])
+def test_16x8_operators_edgec_does_not_run_are_refused_naming_them(tmp_path, op):
+    """SUB, LOGISTIC and MUL of int16 activations: one line naming the operator and int16."""
+    s = float(np.float32(1e-4))
+    tensors = [T((1, 4, 4, 3), [s], [0], cases16.INT16), T((1, 4, 4, 3), [s], [0], cases16.INT16),
+               T((1, 4, 4, 3), [s], [0], cases16.INT16)]
+    opts = {"SUB": ("SubOptions", {"FusedActivationFunction": 0}), "LOGISTIC": None,
+            "MUL": ("MulOptions", {"FusedActivationFunction": 0})}[op]
+    node = Node(op, [0] if op == "LOGISTIC" else [0, 1], 2, opts)
+    msg = _refusal(tmp_path, Case(op.lower(), tensors, [node], [0] if op == "LOGISTIC" else [0, 1], 2))
+    assert f"{op} (operator #0" in msg and "int16" in msg, msg
+
+
+def test_16x8_quantization_edgec_cannot_honour_is_refused(tmp_path):
+    """16x8 files edgec's int16 kernels do not follow: an int32 bias (TFLite's int32 accumulator), an int16 zero
+    point other than 0, a FULLY_CONNECTED of several rows."""
+    s = float(np.float32(1e-4))
+    rng = np.random.default_rng(0)
+    w = rng.integers(-127, 128, (2, 1, 1, 3)).astype(np.int8)
+
+    def conv(bias_type, zp):
+        bias = np.zeros(2, np.int64 if bias_type == cases16.INT64 else np.int32)
+        tensors = [T((1, 2, 2, 3), [s], [zp], cases16.INT16), T((2, 1, 1, 3), [0.01, 0.01], [0, 0], data=w),
+                   T((2,), [s * 0.01] * 2, [0, 0], bias_type, bias), T((1, 2, 2, 2), [s], [0], cases16.INT16)]
+        opts = ("Conv2DOptions", dict(Padding=1, StrideW=1, StrideH=1, DilationWFactor=1, DilationHFactor=1))
+        return Case(f"conv{bias_type}_{zp}", tensors, [Node("CONV_2D", [0, 1, 2], 3, opts)], 0, 3)
+    _load(tmp_path, conv(cases16.INT64, 0))                    # the 16x8 conv itself is taken
+    assert "int64" in _refusal(tmp_path, conv(2, 0))           # int32 bias
+    assert "zero point 5" in _refusal(tmp_path, conv(cases16.INT64, 5))
+    tensors = [T((2, 3), [s], [0], cases16.INT16), T((4, 3), [0.01], [0], data=rng.integers(-127, 128, (4, 3)).astype(np.int8)),
+               T((2, 4), [s], [0], cases16.INT16)]
+    msg = _refusal(tmp_path, Case("rows16", tensors, [Node("FULLY_CONNECTED", [0, 1, -1], 2,
+                                                           ("FullyConnectedOptions", {}))], 0, 2))
+    assert "FULLY_CONNECTED" in msg and "2 rows" in msg
+
+
+def test_bench_oracle_reads_int16_outputs():
+    """`edgec bench`'s TFLite Micro check (edgec/frontend/tflite_interpreter.py) of a 16x8 file: its float output
+    quantized back to int16 (it was clipped to int8), equal to edgec's reference."""
+    from edgec.frontend.tflite_interpreter import interpreter_outputs
+
+    graph = importer.load(MODEL, "cnn16")
+    x = np.random.default_rng(6).integers(-32768, 32768, (3, 12 * 12 * 2)).astype(np.int16)
+    got = interpreter_outputs(MODEL, x)
+    assert got.dtype == np.int16 and np.abs(got).max() > 127
+    assert np.array_equal(got, reference.run_sequence(graph, list(x)))

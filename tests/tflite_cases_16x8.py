@@ -1,0 +1,191 @@
+"""Random 16x8 .tflite cases for the TFLite Micro oracle (tests/tflite_oracle.py): int16 activations of zero point
+0, int8 weights (per channel, or one scale), int64 biases, as TFLiteConverter's
+`EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8` writes them: CONV_2D, DEPTHWISE_CONV_2D,
+FULLY_CONNECTED (after a RESHAPE), MAX_POOL_2D, AVERAGE_POOL_2D, ADD, CONCATENATION, PAD / PADV2, MEAN and TRANSPOSE; int16 inputs at the int16 limits.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tflite_oracle import Case, Node, T
+
+INT16, INT64 = 7, 4
+
+
+def _scale(rng, lo=-5.0, hi=-2.0) -> float:
+    return float(np.float32(10 ** rng.uniform(lo, hi)))
+
+
+def _weights(rng, shape, axis, per_channel=True):
+    w = rng.integers(-127, 128, shape).astype(np.int8)
+    n = shape[axis] if per_channel else 1
+    return w, [float(np.float32(v)) for v in 10 ** rng.uniform(-3, -1, n)]
+
+
+def _bias(rng, n, extreme):
+    lim = 1 << (39 if extreme and rng.random() < 0.5 else 24)
+    return rng.integers(-lim, lim, n, dtype=np.int64)
+
+
+def _out_scale(rng, xs, extreme):
+    """An output scale keeping TFLite's requantization multiplier within what its 16x8 kernels take."""
+    return float(np.float32(xs * 10 ** rng.uniform(-3, 0.5 if extreme else -1)))
+
+
+def conv_case(rng, name, extreme=False, depthwise=False):
+    h, w = int(rng.integers(1, 12)), int(rng.integers(1, 12))
+    c = int(rng.choice([1, 2, 3, 5, 8, 16]))
+    kh, kw = int(rng.integers(1, min(h, 4) + 1)), int(rng.integers(1, min(w, 4) + 1))
+    sh, sw, padding = int(rng.integers(1, 3)), int(rng.integers(1, 3)), int(rng.integers(0, 2))
+    mult = int(rng.choice([1, 2])) if depthwise else 1
+    oc = c * mult if depthwise else int(rng.choice([1, 3, 8, 13]))
+
+    def out(n, k, s):
+        return (n + s - 1) // s if padding == 0 else (n - k) // s + 1
+    oh, ow = out(h, kh, sh), out(w, kw, sw)
+    xs = _scale(rng)
+    ys = _out_scale(rng, xs, extreme)
+    wshape = (1, kh, kw, oc) if depthwise else (oc, kh, kw, c)
+    wq, ws = _weights(rng, wshape, 3 if depthwise else 0, rng.random() < 0.8)
+    ws = ws * oc if len(ws) == 1 else ws
+    tensors = [T((1, h, w, c), [xs], [0], INT16), T(wshape, ws, [0] * len(ws), data=wq, axis=3 if depthwise else 0),
+               T((oc,), [xs * s for s in ws], [0] * len(ws), INT64, _bias(rng, oc, extreme)),
+               T((1, oh, ow, oc), [ys], [0], INT16)]
+    fields = dict(Padding=padding, StrideW=sw, StrideH=sh, FusedActivationFunction=int(rng.choice([0, 1, 3])),
+                  DilationWFactor=1, DilationHFactor=1)
+    if depthwise:
+        fields["DepthMultiplier"] = mult
+    kind, op = ("DepthwiseConv2DOptions", "DEPTHWISE_CONV_2D") if depthwise else ("Conv2DOptions", "CONV_2D")
+    return Case(name, tensors, [Node(op, [0, 1, 2], 3, (kind, fields))], 0, 3), min(oh, ow) > 0
+
+
+def fc_case(rng, name, extreme=False):
+    """A RESHAPE of an image into one row, then FULLY_CONNECTED (bias or none, one weight scale or one per row)."""
+    h, w, c, n_out = int(rng.integers(1, 5)), int(rng.integers(1, 5)), int(rng.integers(1, 9)), int(rng.integers(1, 40))
+    n_in = h * w * c
+    xs = _scale(rng)
+    ys = _out_scale(rng, xs, extreme)
+    wq, ws = _weights(rng, (n_out, n_in), 0, rng.random() < 0.5)
+    bias = rng.random() < 0.8
+    tensors = [T((1, h, w, c), [xs], [0], INT16), T((2,), [1.0], [0], 2, np.array([1, n_in], np.int32)),
+               T((1, n_in), [xs], [0], INT16), T((n_out, n_in), ws, [0] * len(ws), data=wq),
+               T((n_out,), [xs * s for s in ws], [0] * len(ws), INT64, _bias(rng, n_out, extreme)),
+               T((1, n_out), [ys], [0], INT16)]
+    nodes = [Node("RESHAPE", [0, 1], 2, ("ReshapeOptions", {})),
+             Node("FULLY_CONNECTED", [2, 3, 4 if bias else -1], 5,
+                  ("FullyConnectedOptions", dict(FusedActivationFunction=int(rng.choice([0, 1, 3])))))]
+    return Case(name, tensors, nodes, 0, 5), True
+
+
+def pool_case(rng, name, extreme=False, average=True):
+    h, w, c = int(rng.integers(1, 14)), int(rng.integers(1, 14)), int(rng.integers(1, 20))
+    kh, kw = int(rng.integers(1, h + 1)), int(rng.integers(1, w + 1))
+    sh, sw, padding = int(rng.integers(1, 3)), int(rng.integers(1, 3)), int(rng.integers(0, 2))
+
+    def out(n, k, s):
+        return (n + s - 1) // s if padding == 0 else (n - k) // s + 1
+    s = _scale(rng, -5, 0)
+    tensors = [T((1, h, w, c), [s], [0], INT16), T((1, out(h, kh, sh), out(w, kw, sw), c), [s], [0], INT16)]
+    opts = ("Pool2DOptions", dict(Padding=padding, StrideW=sw, StrideH=sh, FilterWidth=kw, FilterHeight=kh,
+                                  FusedActivationFunction=int(rng.choice([0, 1, 3]))))
+    return Case(name, tensors, [Node("AVERAGE_POOL_2D" if average else "MAX_POOL_2D", [0], 1, opts)], 0, 1), True
+
+
+def add_case(rng, name, extreme=False):
+    """ADD of the input and a 1x1 depthwise convolution of it (a residual: two int16 scales)."""
+    h, w, c = int(rng.integers(1, 10)), int(rng.integers(1, 10)), int(rng.integers(1, 12))
+    xs = _scale(rng)
+    bs, ys = _out_scale(rng, xs, extreme), _scale(rng, np.log10(xs) - 0.5, np.log10(xs) + 1.5)
+    wq, ws = _weights(rng, (1, 1, 1, c), 3)
+    tensors = [T((1, h, w, c), [xs], [0], INT16), T((1, 1, 1, c), ws, [0] * c, data=wq, axis=3),
+               T((c,), [xs * v for v in ws], [0] * c, INT64, _bias(rng, c, False)),
+               T((1, h, w, c), [bs], [0], INT16), T((1, h, w, c), [ys], [0], INT16)]
+    dw = Node("DEPTHWISE_CONV_2D", [0, 1, 2], 3, ("DepthwiseConv2DOptions", dict(
+        Padding=1, StrideW=1, StrideH=1, DepthMultiplier=1, DilationWFactor=1, DilationHFactor=1)))
+    add = Node("ADD", [0, 3] if rng.random() < 0.5 else [3, 0], 4,
+               ("AddOptions", dict(FusedActivationFunction=int(rng.choice([0, 1, 3])))))
+    return Case(name, tensors, [dw, add], 0, 4), True
+
+
+def concat_case(rng, name, extreme=False):
+    """CONCATENATION of the input and a 1x1 depthwise convolution of it requantized to the input's scale, on a
+    random axis (TFLite Micro's int16 concatenation copies: inputs and output share one quantization)."""
+    h, w, c = int(rng.integers(1, 8)), int(rng.integers(1, 8)), int(rng.integers(1, 10))
+    axis = int(rng.integers(0, 4))
+    xs = _scale(rng)
+    wq, ws = _weights(rng, (1, 1, 1, c), 3)
+    shape = [1, h, w, c]
+    shape[axis] *= 2
+    tensors = [T((1, h, w, c), [xs], [0], INT16), T((1, 1, 1, c), ws, [0] * c, data=wq, axis=3),
+               T((c,), [xs * v for v in ws], [0] * c, INT64, _bias(rng, c, extreme)),
+               T((1, h, w, c), [xs], [0], INT16), T(tuple(shape), [xs], [0], INT16)]
+    dw = Node("DEPTHWISE_CONV_2D", [0, 1, 2], 3, ("DepthwiseConv2DOptions", dict(
+        Padding=1, StrideW=1, StrideH=1, DepthMultiplier=1, DilationWFactor=1, DilationHFactor=1)))
+    cat = Node("CONCATENATION", [0, 3] if rng.random() < 0.5 else [3, 0], 4, ("ConcatenationOptions", dict(Axis=axis)))
+    return Case(name, tensors, [dw, cat], 0, 4), True
+
+
+
+def pad_case(rng, name, extreme=False):
+    """PAD (zeros) or PADV2 (an int16 constant) of an image, random paddings."""
+    h, w, c = int(rng.integers(1, 8)), int(rng.integers(1, 8)), int(rng.integers(1, 6))
+    pads = rng.integers(0, 3, (4, 2)).astype(np.int32)
+    pads[0] = 0
+    xs = _scale(rng)
+    out = tuple(int(n + a + b) for n, (a, b) in zip((1, h, w, c), pads))
+    tensors = [T((1, h, w, c), [xs], [0], INT16), T((4, 2), [1.0], [0], 2, pads), T(out, [xs], [0], INT16),
+               T((1,), [xs], [0], INT16, np.array([rng.integers(-32768, 32768)], np.int16))]
+    v2 = rng.random() < 0.5
+    node = Node("PADV2", [0, 1, 3], 2, ("PadV2Options", {})) if v2 else Node("PAD", [0, 1], 2, ("PadOptions", {}))
+    return Case(name, tensors, [node], 0, 2), True
+
+
+def mean_case(rng, name, extreme=False):
+    """MEAN over contiguous axes (Keras GlobalAveragePooling: 1, 2), keep_dims or not; the output scale the
+    input's (a third of the cases) or its own."""
+    h, w, c = (int(v) for v in rng.integers(1, 9, 3))
+    axes = [[1, 2], [1, 2], [1], [2], [3], [1, 2, 3]][int(rng.integers(0, 6))]
+    keep = bool(rng.random() < 0.5)
+    xs = _scale(rng)
+    ys = xs if rng.random() < 0.3 else float(np.float32(xs * 10 ** rng.uniform(-1, 0.5)))
+    dims = [1, h, w, c]
+    out = tuple(1 if a in axes else d for a, d in enumerate(dims)) if keep else \
+        tuple(d for a, d in enumerate(dims) if a not in axes)
+    tensors = [T(tuple(dims), [xs], [0], INT16), T((len(axes),), [1.0], [0], 2, np.array(axes, np.int32)),
+               T(out, [ys], [0], INT16)]
+    return Case(name, tensors, [Node("MEAN", [0, 1], 2, ("ReducerOptions", {"KeepDims": keep}))], 0, 2), True
+
+
+def transpose_case(rng, name, extreme=False):
+    """TRANSPOSE of a rank-2 to rank-5 tensor, a random permutation."""
+    rank = int(rng.integers(2, 6))
+    dims = tuple(int(d) for d in rng.integers(1, 6, rank))
+    perm = [int(a) for a in rng.permutation(rank)]
+    xs = _scale(rng)
+    tensors = [T(dims, [xs], [0], INT16), T((rank,), [1.0], [0], 2, np.array(perm, np.int32)),
+               T(tuple(dims[a] for a in perm), [xs], [0], INT16)]
+    return Case(name, tensors, [Node("TRANSPOSE", [0, 1], 2, ("TransposeOptions", {}))], 0, 2), True
+
+MAKERS = {"conv": conv_case, "depthwise": lambda r, n, e: conv_case(r, n, e, True), "fc": fc_case,
+          "avg_pool": pool_case, "max_pool": lambda r, n, e: pool_case(r, n, e, False), "add": add_case,
+          "concat": concat_case, "pad": pad_case, "mean": mean_case, "transpose": transpose_case}
+
+
+def cases(seed: int, n: int, makers: dict = MAKERS) -> list[Case]:
+    """n valid random cases, the makers in turn, every third one with edge values; 4 int16 inputs each (zeros,
+    the int16 limits, random)."""
+    rng = np.random.default_rng(seed)
+    out, kinds, i = [], list(makers), 0
+    while len(out) < n:
+        kind = kinds[i % len(kinds)]
+        case, ok = makers[kind](rng, f"s{seed}_{i}_{kind}", i % 3 == 2)
+        i += 1
+        if not ok:
+            continue
+        shape = case.tensors[case.input].shape
+        x = rng.integers(-32768, 32768, (4,) + tuple(shape)).astype(np.int16)
+        x[0] = 0
+        x[1] = rng.choice([-32768, 32767], shape)
+        case.x = x
+        out.append(case)
+    return out
