@@ -127,28 +127,12 @@ def _runtime_index(root: Path) -> tuple[dict[str, str], dict[str, frozenset[str]
     for f in runtime_files():
         text = _COMMENT.sub(" ", (root / f).read_text())
         if f.endswith(".c"):
-            for name in _DEFINITION.findall(text) + pasted_names(text):
+            for name in _DEFINITION.findall(text):
                 defined.setdefault(name, f)
         uses[f] = frozenset(_NAME.findall(text))
         here = Path(f).parent
         includes[f] = tuple(sorted({Path(here, inc).as_posix().replace("fast/../", "") for inc in _INCLUDE.findall(text)}))
     return defined, uses, includes
-
-
-_MACRO = re.compile(r"^#\s*define\s+(\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
-_PASTED = re.compile(r"\b(edgec_\w+)##(\w+)\s*\(")
-
-
-def pasted_names(text: str) -> list[str]:
-    """The edgec_* functions a macro defines by token pasting (`void edgec_max_pool_##SUFFIX(...)`), at each line
-    invoking it (`EDGEC_POOLS(int16_t, s16, -32768)`): edgec_max_pool_s16."""
-    names = []
-    for macro, params, body in _MACRO.findall(text):
-        params = [q.strip() for q in params.split(",")]
-        for args in re.findall(rf"^{macro}\(([^)]*)\)", text, re.M):
-            value = dict(zip(params, (a.strip() for a in args.split(","))))
-            names += [stem + value[q] for stem, q in _PASTED.findall(body) if q in value]
-    return names
 
 
 def defined_names(f: str) -> set[str]:

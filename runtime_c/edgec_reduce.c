@@ -1,9 +1,9 @@
 /* edgec reductions, portable C99. Bit-exact with edgec/ops/reduce.py. */
 #include "edgec_nn_support.h"
 
-/* int8, and int16 (TFLite's 16x8 MEAN: the same sums and requantization, the int16 clamp) */
-#define EDGEC_REDUCE(T, SUFFIX)                                                                                  \
-    void edgec_reduce_##SUFFIX(const edgec_reduce_params *p, const T *input, T *output)                          \
+/* The body for int8, and int16 (TFLite's 16x8 MEAN: the same sums and requantization, the int16 clamp). The
+ * functions are written out below (edgec/cheader.py finds a runtime file's kernels by their definitions). */
+#define EDGEC_REDUCE_BODY(T)                                                                                     \
     {                                                                                                            \
         const int32_t n = p->n, inner = p->inner;                                                                \
         int32_t o, i, k;                                                                                         \
@@ -41,8 +41,15 @@
         }                                                                                                        \
     }
 
-EDGEC_REDUCE(int8_t, s8)
-EDGEC_REDUCE(int16_t, s16)
+void edgec_reduce_s8(const edgec_reduce_params *p, const int8_t *input, int8_t *output)
+{
+    EDGEC_REDUCE_BODY(int8_t)
+}
+
+void edgec_reduce_s16(const edgec_reduce_params *p, const int16_t *input, int16_t *output)
+{
+    EDGEC_REDUCE_BODY(int16_t)
+}
 
 void edgec_reduce_index32_s8(const edgec_reduce_params *p, const int8_t *input, int32_t *output)
 {

@@ -13,7 +13,6 @@ import re
 import sys
 from pathlib import Path
 
-from edgec import cheader
 from edgec.ops.registry import FAMILY_OF_KERNEL, KERNELS, MODULES, REGISTRY
 
 TESTS = Path(__file__).resolve().parent
@@ -217,7 +216,6 @@ def runtime_functions() -> set[str]:
             words = m.group(1).split()
             if "static" not in words and "EDGEC_INLINE" not in words:
                 names.add(m.group(2))
-        names.update(cheader.pasted_names(text))     # defined by a macro (EDGEC_POOLS(int16_t, s16, ...))
     return names
 
 
