@@ -474,3 +474,18 @@ def test_operators_beyond_their_limits_are_named(tmp_path):
     msg = str(err.value)
     assert "2 operator(s)" in msg and "PRELU (operator #0: alpha varies over 512 values" in msg, msg
     assert "MAXIMUM (operator #1: MAXIMUM with different input and output quantization" in msg, msg
+
+
+def test_scales_no_multiplier_can_express_are_named_not_called_damage(tmp_path):
+    """A sound file whose QUANTIZE needs a requantization multiplier of about 2^40 (input at scale 1, output at
+    1e-12): refused as what it is, with what to do, not as a damaged flatbuffer (it was, before)."""
+    T = oracle.T
+    tensors = [T((1, 4), [1.0], [0]), T((1, 4), [1e-12], [0])]
+    nodes = [oracle.Node("QUANTIZE", [0], 1)]
+    path = tmp_path / "scales.tflite"
+    path.write_bytes(oracle.write(oracle.Case("scales", tensors, nodes, 0, 1)))
+    with pytest.raises(EdgecError) as e:
+        importer.load(path, "scales")
+    msg = str(e.value)
+    assert "quantization scales need a requantization multiplier" in msg and "too large" in msg, msg
+    assert "damaged" not in msg and "quantize the float model again" in msg

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from edgec.errors import EdgecError
+from edgec.fixedpoint.scheme import MultiplierRangeError
 from edgec.frontend import tflite_file, tflite_fold
 from edgec.frontend.support import problems_line
 from edgec.ir import NO_ACT, Graph, GraphBuilder, Op, Tensor
@@ -99,6 +100,9 @@ def _read(path: Path, fn):
     """fn(), a damaged flatbuffer (offsets out of range, garbage fields) reported as one line."""
     try:
         return fn()
+    except MultiplierRangeError as exc:   # sound bytes, but scales no integer kernel can requantize between
+        raise EdgecError(f"{path}: the file's quantization scales need a requantization {exc}; TFLite's integer "
+                         "kernels cannot run it either: quantize the float model again") from None
     except (IndexError, ValueError, TypeError, AttributeError, UnicodeDecodeError, KeyError, OverflowError,
             MemoryError, __import__("struct").error) as exc:
         raise EdgecError(f"{path}: damaged TFLite flatbuffer ({type(exc).__name__}: {str(exc)[:100]}); "
