@@ -5,7 +5,8 @@ The operators TFLite Micro runs in 16x8 and edgec's int16 kernels follow bit for
 docs/quantization.md) take their input and output here: CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED (an int64
 bias, TFLM's 64-bit MultiplyByQuantizedMultiplier), ADD of two activations of one shape (TFLite's 16x8 Add: a left
 shift of 15), MAX_POOL_2D / AVERAGE_POOL_2D, RESHAPE, CONCATENATION, PAD / PADV2, TRANSPOSE and MEAN (axes next
-to each other): docs/tflite-operators.md. Every other operator given an int16 activation is refused by its importer (`tx.input` takes int8 there), naming the operator and the type.
+to each other): docs/tflite-operators.md. Every other operator given an int16 activation is refused by its
+importer (`tx.input` takes int8 there), naming the operator and the type.
 """
 from __future__ import annotations
 
