@@ -4,6 +4,7 @@
  * the two pixels (edgec_conv_taps: the input pixel itself for a 1x1 convolution) are widened to int16 once, interleaved so that one LDRD reads both pixels. The weights
  * and biases are doubled at build time, so the accumulators hold 2 * acc, the value the requantization's
  * SMMLAR takes (no shift per output); the biases come from the weight stream. */
+#include "edgec_conv_block2x4.h"
 #include "edgec_conv_taps.h"
 #include "edgec_fast_support.h"
 
@@ -11,95 +12,6 @@
  * requantization records too), the 4 doubled biases, then for each group of 4 input channels (x0..x3; groups padded with zero weights to an even
  * count) the doubled int16 words (w0, w2) of channels 0..3 then (w1, w3) of channels 0..3.
  * Columns: for each group, (x0, x2) of pixel 0 and of pixel 1, then (x1, x3) of pixel 0 and of pixel 1. */
-#ifdef EDGEC_DSP
-#define EDGEC_PW_STEP(xo, wo)                                                                      \
-    do {                                                                                           \
-        E_LDRD(xa, xb, x, (xo));                                                                   \
-        E_LDRD(wa, wb, w, (wo));                                                                   \
-        a0 = E_SMLAD(xa, wa, a0);                                                                  \
-        b0 = E_SMLAD(xb, wa, b0);                                                                  \
-        a1 = E_SMLAD(xa, wb, a1);                                                                  \
-        b1 = E_SMLAD(xb, wb, b1);                                                                  \
-        E_LDRD(wa, wb, w, (wo) + 2);                                                               \
-        a2 = E_SMLAD(xa, wa, a2);                                                                  \
-        b2 = E_SMLAD(xb, wa, b2);                                                                  \
-        a3 = E_SMLAD(xa, wb, a3);                                                                  \
-        b3 = E_SMLAD(xb, wb, b3);                                                                  \
-    } while (0)
-#define EDGEC_PW_REGS uint32_t xa, xb, wa, wb;
-#else
-/* the same k-step by halves: xs_ = pixel 0's two values then pixel 1's, ws_ = two values per channel; one half
- * at a time for the 8 accumulators (the registers a Cortex-M3 has) */
-#define EDGEC_PW_HALF(h)                                                                           \
-    do {                                                                                           \
-        const int32_t p_ = xs_[(h)], r_ = xs_[2 + (h)];                                            \
-        int32_t u_ = ws_[(h)];                                                                     \
-        a0 += p_ * u_;                                                                             \
-        b0 += r_ * u_;                                                                             \
-        u_ = ws_[2 + (h)];                                                                         \
-        a1 += p_ * u_;                                                                             \
-        b1 += r_ * u_;                                                                             \
-        u_ = ws_[4 + (h)];                                                                         \
-        a2 += p_ * u_;                                                                             \
-        b2 += r_ * u_;                                                                             \
-        u_ = ws_[6 + (h)];                                                                         \
-        a3 += p_ * u_;                                                                             \
-        b3 += r_ * u_;                                                                             \
-    } while (0)
-#define EDGEC_PW_STEP(xo, wo)                                                                      \
-    do {                                                                                           \
-        const edgec_h16 *xs_ = (const edgec_h16 *)(const void *)(x + (xo));                        \
-        const edgec_h16 *ws_ = (const edgec_h16 *)(const void *)(w + (wo));                        \
-        EDGEC_PW_HALF(0);                                                                          \
-        EDGEC_PW_HALF(1);                                                                          \
-    } while (0)
-#define EDGEC_PW_REGS
-#endif
-/* group g of a chunk: column words 4g.., weight words 8g.. */
-#define EDGEC_PW_GROUP(g)                                                                          \
-    do {                                                                                           \
-        EDGEC_PW_STEP(4 * (g), 8 * (g));                                                           \
-        EDGEC_PW_STEP(4 * (g) + 2, 8 * (g) + 4);                                                   \
-    } while (0)
-
-/* The chunks of 16 input channels (columns cols .. end16). The Arm build runs them as one block of assembly:
- * the 14 registers it needs are all the core has (8 accumulators, 4 operands, 2 pointers; the end is read from
- * the stack), which gcc's allocation of the C loop does not manage without spills. */
-#if defined(EDGEC_DSP_NATIVE) && !defined(__clang__) /* clang cannot give an asm statement 14 registers */
-#define EDGEC_PW_ASM_STEP                                                                          \
-    "ldrd %[xa], %[xb], [%[x]], #8\n\t"                                                           \
-    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                           \
-    "smlad %[a0], %[xa], %[wa], %[a0]\n\t"                                                        \
-    "smlad %[b0], %[xb], %[wa], %[b0]\n\t"                                                        \
-    "smlad %[a1], %[xa], %[wb], %[a1]\n\t"                                                        \
-    "smlad %[b1], %[xb], %[wb], %[b1]\n\t"                                                        \
-    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                           \
-    "smlad %[a2], %[xa], %[wa], %[a2]\n\t"                                                        \
-    "smlad %[b2], %[xb], %[wa], %[b2]\n\t"                                                        \
-    "smlad %[a3], %[xa], %[wb], %[a3]\n\t"                                                        \
-    "smlad %[b3], %[xb], %[wb], %[b3]\n\t"
-#define EDGEC_PW_CHUNKS16()                                                                        \
-    do {                                                                                           \
-        if (x < end16) {                                                                           \
-            __asm__ volatile("1:\n\t" EDGEC_PW_ASM_STEP EDGEC_PW_ASM_STEP EDGEC_PW_ASM_STEP        \
-                             EDGEC_PW_ASM_STEP EDGEC_PW_ASM_STEP EDGEC_PW_ASM_STEP EDGEC_PW_ASM_STEP \
-                             EDGEC_PW_ASM_STEP "ldr %[xa], %[end]\n\t"                              \
-                             "cmp %[x], %[xa]\n\t"                                                 \
-                             "bne 1b\n\t"                                                          \
-                             : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3),         \
-                               [b0] "+r"(b0), [b1] "+r"(b1), [b2] "+r"(b2), [b3] "+r"(b3),         \
-                               [x] "+r"(x), [w] "+r"(w), [xa] "=&r"(xa), [xb] "=&r"(xb),           \
-                               [wa] "=&r"(wa), [wb] "=&r"(wb)                                      \
-                             : [end] "m"(end16)                                                    \
-                             : "cc", "memory");                                                    \
-        }                                                                                          \
-    } while (0)
-#else /* a group at a time: the 8-step unrolling costs a portable build more code than it saves */
-#define EDGEC_PW_CHUNKS16()                                                                        \
-    do {                                                                                           \
-        for (; x < end16; x += 4, w += 8) EDGEC_PW_GROUP(0);                                       \
-    } while (0)
-#endif
 
 /* Requantize channel d's accumulators (doubled) of both pixels with record q[d] and store them at o0[d], o1[d];
  * `fix` the negative accumulators' correction: (acc >> 31) & neg, or acc >> 31 where every record's neg is -1
@@ -128,12 +40,12 @@
             int32_t a0 = (int32_t)w[0], a1 = (int32_t)w[1], a2 = (int32_t)w[2], a3 = (int32_t)w[3];    \
             int32_t b0 = a0, b1 = a1, b2 = a2, b3 = a3;                                            \
             const edgec_w32 *x = cols;                                                             \
-            EDGEC_PW_REGS                                                                          \
+            EDGEC_B24_REGS                                                                         \
             w += 4;                                                                                \
-            EDGEC_PW_CHUNKS16();                                                                   \
+            EDGEC_B24_CHUNKS16(end16);                                                             \
             if (k8 & 8) {                                                                          \
-                EDGEC_PW_GROUP(0);                                                                 \
-                EDGEC_PW_GROUP(1);                                                                 \
+                EDGEC_B24_GROUP(0);                                                                \
+                EDGEC_B24_GROUP(1);                                                                \
                 w += 16;                                                                           \
             }                                                                                      \
             EDGEC_PW_STORE(a0, b0, 0, clamp, fix);                                                   \

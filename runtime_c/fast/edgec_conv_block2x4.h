@@ -1,8 +1,7 @@
 /* edgec fast convolutions' 2 x 4 register block (private to fast/): 2 output pixels x 4 output channels, for
- * fast/edgec_conv2d_window.c's edgec_conv2d_window4_s8 (the same block as fast/edgec_conv2d_blocked4.c, whose
- * copy of these macros is private to it). Per k-step (2 taps of both pixels) one LDRD of the pixels' int16 words,
- * two LDRD of the 4 channels' doubled weight words and 8 SMLAD: 11 instructions for 16 MACs, against the 2 x 2
- * block's 12.
+ * fast/edgec_conv2d_window.c's edgec_conv2d_window4_s8 and fast/edgec_conv2d_blocked4.c's 1x1 convolutions.
+ * Per k-step (2 taps of both pixels) one LDRD of the pixels' int16 words, two LDRD of the 4 channels' doubled
+ * weight words and 8 SMLAD: 11 instructions for 16 MACs, against the 2 x 2 block's 12.
  *
  * Columns, per group of 4 taps (t0..t3): (t0, t2) of pixel 0, of pixel 1, then (t1, t3) of pixel 0, of pixel 1.
  * Weights, per block of 4 output channels: the 4 doubled biases, then per group the doubled int16 words (w0, w2)
