@@ -2,35 +2,31 @@
  * edgec/ops/binary/__init__.py and lut.py. */
 #include "edgec_nn_support.h"
 
-void edgec_add_s8(const edgec_add_params *p, const int8_t *input1, const int8_t *input2,
-                  int8_t *output)
-{
-    const int32_t scale = (int32_t)1 << p->left_shift;
-    int32_t i;
-    for (i = 0; i < p->n; ++i) {
-        const int32_t v1 = ((int32_t)input1[i] - p->input1_zp) * scale;
-        const int32_t v2 = ((int32_t)input2[i] - p->input2_zp) * scale;
-        const int32_t s1 = edgec_requantize(v1, p->input1_mult, p->input1_shift);
-        const int32_t s2 = edgec_requantize(v2, p->input2_mult, p->input2_shift);
-        const int32_t out = edgec_requantize(s1 + s2, p->output_mult, p->output_shift) + p->output_zp;
-        output[i] = (int8_t)edgec_clamp(out, p->act_min, p->act_max);
+/* The body of TFLite's Add for one element type T: int8, and int16 (TFLite's 16x8 Add: zero points 0, left shift
+ * 15; edgec/ops/binary/add16.py). The functions are written out below (edgec/cheader.py finds a runtime file's
+ * kernels by their definitions). */
+#define EDGEC_ADD_BODY(T)                                                                                        \
+    {                                                                                                            \
+        const int32_t scale = (int32_t)1 << p->left_shift;                                                       \
+        int32_t i;                                                                                               \
+        for (i = 0; i < p->n; ++i) {                                                                             \
+            const int32_t v1 = ((int32_t)input1[i] - p->input1_zp) * scale;                                      \
+            const int32_t v2 = ((int32_t)input2[i] - p->input2_zp) * scale;                                      \
+            const int32_t s1 = edgec_requantize(v1, p->input1_mult, p->input1_shift);                            \
+            const int32_t s2 = edgec_requantize(v2, p->input2_mult, p->input2_shift);                            \
+            const int32_t out = edgec_requantize(s1 + s2, p->output_mult, p->output_shift) + p->output_zp;       \
+            output[i] = (T)edgec_clamp(out, p->act_min, p->act_max);                                             \
+        }                                                                                                        \
     }
+
+void edgec_add_s8(const edgec_add_params *p, const int8_t *input1, const int8_t *input2, int8_t *output)
+{
+    EDGEC_ADD_BODY(int8_t)
 }
 
-/* TFLite's 16x8 Add (int16 in and out, zero points 0, left shift 15): edgec/ops/binary/add16.py */
-void edgec_add_s16(const edgec_add_params *p, const int16_t *input1, const int16_t *input2,
-                   int16_t *output)
+void edgec_add_s16(const edgec_add_params *p, const int16_t *input1, const int16_t *input2, int16_t *output)
 {
-    const int32_t scale = (int32_t)1 << p->left_shift;
-    int32_t i;
-    for (i = 0; i < p->n; ++i) {
-        const int32_t v1 = ((int32_t)input1[i] - p->input1_zp) * scale;
-        const int32_t v2 = ((int32_t)input2[i] - p->input2_zp) * scale;
-        const int32_t s1 = edgec_requantize(v1, p->input1_mult, p->input1_shift);
-        const int32_t s2 = edgec_requantize(v2, p->input2_mult, p->input2_shift);
-        const int32_t out = edgec_requantize(s1 + s2, p->output_mult, p->output_shift) + p->output_zp;
-        output[i] = (int16_t)edgec_clamp(out, p->act_min, p->act_max);
-    }
+    EDGEC_ADD_BODY(int16_t)
 }
 
 static int32_t edgec_div_round(int32_t num, int32_t den)

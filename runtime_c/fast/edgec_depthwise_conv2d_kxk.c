@@ -5,38 +5,11 @@
  * would need 8 and spill them on Armv7-M: measured slower). Padded taps read the input zero point (folded into the
  * records' bias, as in every fast kernel); a window row wholly above or below the image adds its precomputed
  * zero-point term instead (zpr: per row of the window and channel, input_zp x the row's weights). */
+#include "edgec_depthwise_taps.h"
 #include "edgec_fast_support.h"
 
-/* acc[0..4) += the n taps of 4 channels read at x, x + step, ... (step 0: the same word, the zero point's) times
- * their weights w (per tap 2 words: the int16 pairs (w0, w2) and (w1, w3)); returns the weights after them */
 #ifdef EDGEC_DSP
-#ifndef E_SMLATT
-#ifdef EDGEC_DSP_NATIVE
-#define E_SMLATT(a, b, acc) __smlatt((int32_t)(a), (int32_t)(b), (acc))
-#else
-#define E_SMLATT(a, b, acc) ((acc) + e_hi(a) * e_hi(b))
-#endif
-#endif
-EDGEC_INLINE const edgec_w32 *edgec_dwk_taps(const edgec_w32 *w, const int8_t *x, int32_t step, int32_t n,
-                                             int32_t *acc)
-{
-    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], t;
-    for (t = 0; t < n; ++t, x += step, w += 2) {
-        const uint32_t v = *(const edgec_w32 *)(const void *)x;
-        const uint32_t we = w[0], wo = w[1];
-        const uint32_t xe = E_SXTB16(v), xo = E_SXTB16_ROR8(v);
-        a0 = E_SMLABB(xe, we, a0);
-        a2 = E_SMLATT(xe, we, a2);
-        a1 = E_SMLABB(xo, wo, a1);
-        a3 = E_SMLATT(xo, wo, a3);
-    }
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = a2;
-    acc[3] = a3;
-    return w;
-}
-/* the same over `rows` window rows of n taps each, `skip` bytes from one row's first tap to the next's */
+/* edgec_dw4_taps over `rows` window rows of n taps each, `skip` bytes from one row's first tap to the next's */
 EDGEC_INLINE const edgec_w32 *edgec_dwk_rows(const edgec_w32 *w, const int8_t *x, int32_t skip, int32_t rows,
                                              int32_t step, int32_t n, int32_t *acc)
 {
@@ -63,24 +36,11 @@ EDGEC_INLINE const edgec_w32 *edgec_dwk_rows(const edgec_w32 *w, const int8_t *x
     return w;
 }
 #else
-EDGEC_INLINE const edgec_w32 *edgec_dwk_taps(const edgec_w32 *w, const int8_t *x, int32_t step, int32_t n,
-                                             int32_t *acc)
-{
-    int32_t t;
-    for (t = 0; t < n; ++t, x += step, w += 2) {
-        const edgec_h16 *wt = (const edgec_h16 *)(const void *)w;
-        acc[0] += (int32_t)x[0] * wt[0];
-        acc[2] += (int32_t)x[2] * wt[1];
-        acc[1] += (int32_t)x[1] * wt[2];
-        acc[3] += (int32_t)x[3] * wt[3];
-    }
-    return w;
-}
 EDGEC_INLINE const edgec_w32 *edgec_dwk_rows(const edgec_w32 *w, const int8_t *x, int32_t skip, int32_t rows,
                                              int32_t step, int32_t n, int32_t *acc)
 {
     int32_t r;
-    for (r = 0; r < rows; ++r, x += skip) w = edgec_dwk_taps(w, x, step, n, acc);
+    for (r = 0; r < rows; ++r, x += skip) w = edgec_dw4_taps(w, x, step, n, acc);
     return w;
 }
 #endif
@@ -132,9 +92,9 @@ void edgec_depthwise_conv2d_kxk_s8(const edgec_depthwise_conv2d_kxk_params *p, c
                         edgec_dwk_rows(w, x, dh * row, r1 - r0, dw * c, kw, acc);
                     } else {
                         for (ky = r0; ky < r1; ++ky, x += ky < r1 ? dh * row : 0) {
-                            w = edgec_dwk_taps(w, zp, 0, t0, acc);
-                            w = edgec_dwk_taps(w, x, dw * c, t1 - t0, acc);
-                            w = edgec_dwk_taps(w, zp, 0, kw - t1, acc);
+                            w = edgec_dw4_taps(w, zp, 0, t0, acc);
+                            w = edgec_dw4_taps(w, x, dw * c, t1 - t0, acc);
+                            w = edgec_dw4_taps(w, zp, 0, kw - t1, acc);
                         }
                     }
                 }

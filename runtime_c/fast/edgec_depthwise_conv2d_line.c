@@ -1,38 +1,12 @@
 /* edgec fast 1-D depthwise convolution, int8 (declared in edgec_nn.h, machinery in edgec_fast_support.h):
  * edgec_depthwise_conv2d_line_s8. Any number of taps, stride and dilation along the line, 4 channels at a time in
  * registers; padded taps read the input zero point (folded into the records' bias, as in every fast kernel). */
+#include "edgec_depthwise_taps.h"
 #include "edgec_fast_support.h"
 
-/* acc[0..4) += the n taps of 4 channels read at x, x + step, ... (step 0: the same word, the zero point's) times
- * their weights w (per tap 2 words: the int16 pairs (w0, w2) and (w1, w3)) */
 #ifdef EDGEC_DSP
-#ifndef E_SMLATT
-#ifdef EDGEC_DSP_NATIVE
-#define E_SMLATT(a, b, acc) __smlatt((int32_t)(a), (int32_t)(b), (acc))
-#else
-#define E_SMLATT(a, b, acc) ((acc) + e_hi(a) * e_hi(b))
-#endif
-#endif
-EDGEC_INLINE const edgec_w32 *edgec_dwl_taps(const edgec_w32 *w, const int8_t *x, int32_t step, int32_t n,
-                                             int32_t *acc)
-{
-    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], t;
-    for (t = 0; t < n; ++t, x += step, w += 2) {
-        const uint32_t v = *(const edgec_w32 *)(const void *)x;
-        const uint32_t we = w[0], wo = w[1];
-        const uint32_t xe = E_SXTB16(v), xo = E_SXTB16_ROR8(v);
-        a0 = E_SMLABB(xe, we, a0);
-        a2 = E_SMLATT(xe, we, a2);
-        a1 = E_SMLABB(xo, wo, a1);
-        a3 = E_SMLATT(xo, wo, a3);
-    }
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = a2;
-    acc[3] = a3;
-    return w;
-}
-/* the same for two outputs at once, their taps at x and x + gap (one weight load for both; acc[4..8): the second) */
+/* edgec_dw4_taps for two outputs at once, their taps at x and x + gap (one weight load for both; acc[4..8): the
+ * second) */
 EDGEC_INLINE void edgec_dwl_taps2(const edgec_w32 *w, const int8_t *x, int32_t gap, int32_t step, int32_t n,
                                   int32_t *acc)
 {
@@ -63,24 +37,11 @@ EDGEC_INLINE void edgec_dwl_taps2(const edgec_w32 *w, const int8_t *x, int32_t g
     acc[7] = b3;
 }
 #else
-EDGEC_INLINE const edgec_w32 *edgec_dwl_taps(const edgec_w32 *w, const int8_t *x, int32_t step, int32_t n,
-                                             int32_t *acc)
-{
-    int32_t t;
-    for (t = 0; t < n; ++t, x += step, w += 2) {
-        const edgec_h16 *wt = (const edgec_h16 *)(const void *)w;
-        acc[0] += (int32_t)x[0] * wt[0];
-        acc[2] += (int32_t)x[2] * wt[1];
-        acc[1] += (int32_t)x[1] * wt[2];
-        acc[3] += (int32_t)x[3] * wt[3];
-    }
-    return w;
-}
 EDGEC_INLINE void edgec_dwl_taps2(const edgec_w32 *w, const int8_t *x, int32_t gap, int32_t step, int32_t n,
                                   int32_t *acc)
 {
-    edgec_dwl_taps(w, x, step, n, acc);
-    edgec_dwl_taps(w, x + gap, step, n, acc + 4);
+    edgec_dw4_taps(w, x, step, n, acc);
+    edgec_dw4_taps(w, x + gap, step, n, acc + 4);
 }
 #endif
 
@@ -115,9 +76,9 @@ void edgec_depthwise_conv2d_line_s8(const edgec_depthwise_conv2d_line_params *p,
                 }
                 continue;
             }
-            w = edgec_dwl_taps(w, zp, 0, t0, acc);
-            w = edgec_dwl_taps(w, input + (start + t0 * d) * c + cg, d * c, t1 - t0, acc);
-            edgec_dwl_taps(w, zp, 0, k - t1, acc);
+            w = edgec_dw4_taps(w, zp, 0, t0, acc);
+            w = edgec_dw4_taps(w, input + (start + t0 * d) * c + cg, d * c, t1 - t0, acc);
+            edgec_dw4_taps(w, zp, 0, k - t1, acc);
             for (j = 0; j < 4; ++j) output[o * c + cg + j] = edgec_out(acc[j], q + j, full, lo, hi);
         }
         o += pair ? 2 : 1;

@@ -49,6 +49,7 @@ typedef int16_t EDGEC_ALIAS edgec_h16;
 #define E_SMLAD(a, b, acc) __smlad((int32_t)(a), (int32_t)(b), (acc))
 #define E_SMLABB(a, b, acc) __smlabb((int32_t)(a), (int32_t)(b), (acc))
 #define E_SMLABT(a, b, acc) __smlabt((int32_t)(a), (int32_t)(b), (acc))
+#define E_SMLATT(a, b, acc) __smlatt((int32_t)(a), (int32_t)(b), (acc))
 /* (k * 2^32 + a * b + 2^31) >> 32 in one instruction (ACLE has no intrinsic for SMMLAR) */
 EDGEC_INLINE int32_t E_SMMLAR(int32_t a, int32_t b, int32_t k)
 {
@@ -98,6 +99,7 @@ EDGEC_INLINE int32_t E_SMLAD(uint32_t a, uint32_t b, int32_t acc)
 }
 EDGEC_INLINE int32_t E_SMLABB(uint32_t a, uint32_t b, int32_t acc) { return acc + e_lo(a) * e_lo(b); }
 EDGEC_INLINE int32_t E_SMLABT(uint32_t a, uint32_t b, int32_t acc) { return acc + e_lo(a) * e_hi(b); }
+EDGEC_INLINE int32_t E_SMLATT(uint32_t a, uint32_t b, int32_t acc) { return acc + e_hi(a) * e_hi(b); }
 #endif
 #ifndef E_LDRD
 #define E_LDRD(lo, hi, p, off) ((lo) = (p)[(off)], (hi) = (p)[(off) + 1])
