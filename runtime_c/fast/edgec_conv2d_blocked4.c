@@ -57,9 +57,31 @@
         (void)hi;                                                                                  \
     }
 /* the full int8 range with every neg -1 (the usual layer), or some neg 0; any other range (both kinds of neg) */
+EDGEC_PW_PIXELS(edgec_blocked4_pixels_clamped, v_ < lo ? lo : (v_ > hi ? hi : v_), EDGEC_PW_FIX_ANY)
+/* On the Arm build the full-range block is one block of assembly (EDGEC_B24_ASM_PIXELS, fast/edgec_conv_block2x4.h;
+ * gcc's C spilled in the tail of 8 words and around the requantization): k8 a multiple of 16, 16k + 8, or 8 */
+#if defined(EDGEC_DSP_NATIVE) && !defined(__clang__)
+EDGEC_B24_ASM_PIXELS(edgec_blocked4_asm16, EDGEC_B24_ASM_LOOP16, "", EDGEC_B24_RQ_ALL)
+EDGEC_B24_ASM_PIXELS(edgec_blocked4_asm16t8, EDGEC_B24_ASM_LOOP16, EDGEC_B24_ASM_TAIL8, EDGEC_B24_RQ_ALL)
+EDGEC_B24_ASM_PIXELS(edgec_blocked4_asm8, "", EDGEC_B24_ASM_TAIL8, EDGEC_B24_RQ_ALL)
+EDGEC_B24_ASM_PIXELS(edgec_blocked4_asm16_anyneg, EDGEC_B24_ASM_LOOP16, "", EDGEC_B24_RQ_ANY)
+EDGEC_B24_ASM_PIXELS(edgec_blocked4_asm16t8_anyneg, EDGEC_B24_ASM_LOOP16, EDGEC_B24_ASM_TAIL8, EDGEC_B24_RQ_ANY)
+EDGEC_B24_ASM_PIXELS(edgec_blocked4_asm8_anyneg, "", EDGEC_B24_ASM_TAIL8, EDGEC_B24_RQ_ANY)
+static edgec_b24_pixels_fn edgec_blocked4_full(int32_t k8, int negs)
+{
+    if (k8 == 8) return negs ? edgec_blocked4_asm8 : edgec_blocked4_asm8_anyneg;
+    if (k8 & 8) return negs ? edgec_blocked4_asm16t8 : edgec_blocked4_asm16t8_anyneg;
+    return negs ? edgec_blocked4_asm16 : edgec_blocked4_asm16_anyneg;
+}
+#else
 EDGEC_PW_PIXELS(edgec_blocked4_pixels_full, EDGEC_SAT8(v_), EDGEC_PW_FIX_ALL)
 EDGEC_PW_PIXELS(edgec_blocked4_pixels_full_anyneg, EDGEC_SAT8(v_), EDGEC_PW_FIX_ANY)
-EDGEC_PW_PIXELS(edgec_blocked4_pixels_clamped, v_ < lo ? lo : (v_ > hi ? hi : v_), EDGEC_PW_FIX_ANY)
+static edgec_b24_pixels_fn edgec_blocked4_full(int32_t k8, int negs)
+{
+    (void)k8;
+    return negs ? edgec_blocked4_pixels_full : edgec_blocked4_pixels_full_anyneg;
+}
+#endif
 
 /* One group of 4 input values as the column words of pixel j: (x0, x2) at c[0], (x1, x3) at c[2]. */
 EDGEC_INLINE void edgec_b4_column(uint32_t v, edgec_w32 *c)
@@ -111,11 +133,10 @@ EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t
     edgec_w32 *cols = (edgec_w32 *)(void *)scratch;
     int8_t *row = scratch + 4 * k8;
     const int32_t blocks = out_c >> 2, rest = out_c & 3;
-    void (*pixels)(const edgec_w32 *, int32_t, const edgec_w32 *, const edgec_rq *, int32_t, int8_t *, int8_t *,
-                         int32_t, int32_t);
+    edgec_b24_pixels_fn pixels;
     int32_t pix, j, g, i;
     for (j = 0; j < out_c && negs; ++j) negs = rq[j].neg == -1; /* stops at the first 0 */
-    pixels = !full ? edgec_blocked4_pixels_clamped : negs ? edgec_blocked4_pixels_full : edgec_blocked4_pixels_full_anyneg;
+    pixels = full ? edgec_blocked4_full(k8, negs) : edgec_blocked4_pixels_clamped;
     for (g = 4 * groups; g < k8; ++g) cols[g] = 0; /* a padding group's columns: zero weights, zero values */
     for (pix = 0; pix < n; pix += 2) {
         const int two = n - pix > 1;

@@ -347,100 +347,47 @@ static void edgec_window_row_x2(const edgec_conv2d_im2col_params *p, const int8_
 EDGEC_WIN4_PIXELS(edgec_window4_pixels_full, EDGEC_SAT8(v_))
 EDGEC_WIN4_PIXELS(edgec_window4_pixels_clamped, EDGEC_WIN_CLAMP)
 
-/* The full-range 2x4 block where n is a multiple of 16 (whole passes of the assembly loop), or 4 more (`tail`: the
- * last group's 2 k-steps): on the Arm build the whole loop over the blocks is one block of assembly, the
- * requantization included. gcc's C for it spilled and
- * reloaded about 30 values a block (114 instructions a block outside the loop over the taps; 62 here): its 14
- * registers are the 8 sums, 4 operands and the 2 pointers, and what the requantization needs besides (the
- * records' pointer, the outputs', the count of blocks) stays on the stack, read when it is needed. */
+/* The full-range 2x4 block on the Arm build: one block of assembly for the whole loop over the blocks
+ * (EDGEC_B24_ASM_PIXELS, fast/edgec_conv_block2x4.h): n a multiple of 16, or 4 or 8 more (a tail of 2 or 4 k-steps);
+ * `_all` where every record's neg is -1. */
 #if defined(EDGEC_DSP_NATIVE) && !defined(__clang__)
-#define EDGEC_WIN4_RQ(a, b, off)                                                                   \
-    "ldrd %[wa], %[wb], [%[x], #" #off "+4]\n\t"                                                  \
-    "ldrd %[xa], %[xb], [%[x], #" #off "+12]\n\t"                                                 \
-    "and %[w], %[xa], %[" #a "], asr #31\n\t"                                                     \
-    "smmlar %[" #a "], %[" #a "], %[wa], %[wb]\n\t"                                               \
-    "add %[" #a "], %[" #a "], %[w]\n\t"                                                          \
-    "asr %[" #a "], %[" #a "], %[xb]\n\t"                                                         \
-    "ssat %[" #a "], #8, %[" #a "]\n\t"                                                           \
-    "and %[w], %[xa], %[" #b "], asr #31\n\t"                                                     \
-    "smmlar %[" #b "], %[" #b "], %[wa], %[wb]\n\t"                                               \
-    "add %[" #b "], %[" #b "], %[w]\n\t"                                                          \
-    "asr %[" #b "], %[" #b "], %[xb]\n\t"                                                         \
-    "ssat %[" #b "], #8, %[" #b "]\n\t"
-#define EDGEC_WIN4_ASM_PIXELS(name, tail)                                                                              \
-static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, const edgec_w32 *w,                                         \
-                                                  const edgec_rq *q, int32_t blocks, int8_t *o0, int8_t *o1,           \
-                                                  int32_t lo, int32_t hi)                                              \
-{                                                                                                                      \
-    const edgec_w32 *const end16 = x0 + (n & ~15), *x, *wsave;                                                         \
-    uint32_t a0, a1, a2, a3, b0, b1, b2, b3, xa, xb, wa, wb;                                                           \
-    (void)lo;                                                                                                          \
-    (void)hi;                                                                                                          \
-    if (blocks <= 0) return;                                                                                           \
-    __asm__ volatile("2:\n\t"                                                                                          \
-                     "ldrd %[a0], %[a1], [%[w]], #8\n\t"                                                               \
-                     "ldrd %[a2], %[a3], [%[w]], #8\n\t"                                                               \
-                     "mov %[b0], %[a0]\n\t"                                                                            \
-                     "mov %[b1], %[a1]\n\t"                                                                            \
-                     "mov %[b2], %[a2]\n\t"                                                                            \
-                     "mov %[b3], %[a3]\n\t"                                                                            \
-                     "ldr %[x], %[x0]\n\t"                                                                             \
-                     "1:\n\t" EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP              \
-                     EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP                       \
-                     "ldr %[xa], %[end]\n\t"                                                                           \
-                     "cmp %[x], %[xa]\n\t"                                                                             \
-                     "bne 1b\n\t" tail                                                                                 \
-                     "str %[w], %[ws]\n\t"                                                                             \
-                     "ldr %[x], %[q]\n\t"                                                                              \
-                     EDGEC_WIN4_RQ(a0, b0, 0) EDGEC_WIN4_RQ(a1, b1, 20) EDGEC_WIN4_RQ(a2, b2, 40)                      \
-                     EDGEC_WIN4_RQ(a3, b3, 60)                                                                         \
-                     "add %[x], %[x], #80\n\t"                                                                         \
-                     "str %[x], %[q]\n\t"                                                                              \
-                     "ldr %[w], %[o1]\n\t" /* pixel 1 first: a lone last pixel's o1 is o0 */                           \
-                     "strb %[b0], [%[w]]\n\t"                                                                          \
-                     "strb %[b1], [%[w], #1]\n\t"                                                                      \
-                     "strb %[b2], [%[w], #2]\n\t"                                                                      \
-                     "strb %[b3], [%[w], #3]\n\t"                                                                      \
-                     "add %[w], %[w], #4\n\t"                                                                          \
-                     "str %[w], %[o1]\n\t"                                                                             \
-                     "ldr %[w], %[o0]\n\t"                                                                             \
-                     "strb %[a0], [%[w]]\n\t"                                                                          \
-                     "strb %[a1], [%[w], #1]\n\t"                                                                      \
-                     "strb %[a2], [%[w], #2]\n\t"                                                                      \
-                     "strb %[a3], [%[w], #3]\n\t"                                                                      \
-                     "add %[w], %[w], #4\n\t"                                                                          \
-                     "str %[w], %[o0]\n\t"                                                                             \
-                     "ldr %[w], %[ws]\n\t"                                                                             \
-                     "ldr %[xa], %[blocks]\n\t"                                                                        \
-                     "subs %[xa], %[xa], #1\n\t"                                                                       \
-                     "str %[xa], %[blocks]\n\t"                                                                        \
-                     "bne 2b\n\t"                                                                                      \
-                     : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [b0] "=&r"(b0),                 \
-                       [b1] "=&r"(b1), [b2] "=&r"(b2), [b3] "=&r"(b3), [x] "=&r"(x), [w] "+r"(w), [xa] "=&r"(xa),      \
-                       [xb] "=&r"(xb), [wa] "=&r"(wa), [wb] "=&r"(wb), [q] "+m"(q), [o0] "+m"(o0), [o1] "+m"(o1),      \
-                       [blocks] "+m"(blocks), [ws] "=m"(wsave)                                                         \
-                     : [x0] "m"(x0), [end] "m"(end16)                                                                  \
-                     : "cc", "memory");                                                                                \
-}
-EDGEC_WIN4_ASM_PIXELS(edgec_window4_pixels_full16, "")
+EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16, EDGEC_B24_ASM_LOOP16, "", EDGEC_B24_RQ_ANY)
+EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16_all, EDGEC_B24_ASM_LOOP16, "", EDGEC_B24_RQ_ALL)
 /* n = 16k + 4 (an image model's 3-channel first layer: 36 taps a pixel): a group of 4 taps after the passes */
-EDGEC_WIN4_ASM_PIXELS(edgec_window4_pixels_full16t4, EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP)
+EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16t4, EDGEC_B24_ASM_LOOP16, EDGEC_B24_ASM_TAIL4, EDGEC_B24_RQ_ANY)
+EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16t4_all, EDGEC_B24_ASM_LOOP16, EDGEC_B24_ASM_TAIL4, EDGEC_B24_RQ_ALL)
+/* n = 16k + 8 */
+EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16t8, EDGEC_B24_ASM_LOOP16, EDGEC_B24_ASM_TAIL8, EDGEC_B24_RQ_ANY)
+EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16t8_all, EDGEC_B24_ASM_LOOP16, EDGEC_B24_ASM_TAIL8, EDGEC_B24_RQ_ALL)
 #else
 #define edgec_window4_pixels_full16 edgec_window4_pixels_full
 #define edgec_window4_pixels_full16t4 edgec_window4_pixels_full
+#define edgec_window4_pixels_full16t8 edgec_window4_pixels_full
+#define edgec_window4_pixels_full16_all edgec_window4_pixels_full
+#define edgec_window4_pixels_full16t4_all edgec_window4_pixels_full
+#define edgec_window4_pixels_full16t8_all edgec_window4_pixels_full
 #endif
 
-/* All output channels of one pixel pair on the 2x4 block; the last out_c % 4 channels (their block padded with
- * copies of the last channel) through a buffer. */
-static void edgec_window4_pair(const edgec_conv2d_im2col_params *p, const edgec_w32 *cols, int32_t n,
-                               const edgec_w32 *w, const edgec_rq *rq, int8_t *o0, int8_t *o1)
+/* The 2x4 block function for a layer: the assembly where the range is full int8 and n suits it, `_all` where every
+ * record's neg is -1 (checked once a call) */
+static edgec_b24_pixels_fn edgec_window4_pick(const edgec_conv2d_im2col_params *p, const edgec_rq *rq, int32_t n)
+{
+    int negs = 1;
+    int32_t j;
+    if (p->act_min != -128 || p->act_max != 127) return edgec_window4_pixels_clamped;
+    for (j = 0; j < p->out_c && negs; ++j) negs = rq[j].neg == -1; /* stops at the first 0 */
+    if ((n & 15) == 0) return negs ? edgec_window4_pixels_full16_all : edgec_window4_pixels_full16;
+    if ((n & 15) == 4) return negs ? edgec_window4_pixels_full16t4_all : edgec_window4_pixels_full16t4;
+    if ((n & 15) == 8 && n > 16) return negs ? edgec_window4_pixels_full16t8_all : edgec_window4_pixels_full16t8;
+    return edgec_window4_pixels_full;
+}
+
+/* All output channels of one pixel pair on the 2x4 block (`pixels`: edgec_window4_pick's); the last out_c % 4
+ * channels (their block padded with copies of the last channel) through a buffer. */
+static void edgec_window4_pair(const edgec_conv2d_im2col_params *p, edgec_b24_pixels_fn pixels, const edgec_w32 *cols,
+                               int32_t n, const edgec_w32 *w, const edgec_rq *rq, int8_t *o0, int8_t *o1)
 {
     const int32_t out_c = p->out_c, blocks = out_c >> 2, rest = out_c & 3, lo = p->act_min, hi = p->act_max;
-    void (*const pixels)(const edgec_w32 *, int32_t, const edgec_w32 *, const edgec_rq *, int32_t, int8_t *, int8_t *,
-                         int32_t, int32_t) = lo == -128 && hi == 127 ? ((n & 15) == 0   ? edgec_window4_pixels_full16
-                                                                                  : (n & 15) == 4 ? edgec_window4_pixels_full16t4
-                                                                                                  : edgec_window4_pixels_full)
-                                                                     : edgec_window4_pixels_clamped;
     int32_t i;
     pixels(cols, n, w, rq, blocks, o0, o1, lo, hi);
     if (rest) {
@@ -465,6 +412,7 @@ EDGEC_INLINE void edgec_window_run(const edgec_conv2d_im2col_params *p, const in
     const edgec_window_pixels_fn pixels = n == 36 ? (full ? edgec_window_pixels_rgb_full
                                                           : edgec_window_pixels_rgb_clamped)
                                                   : (full ? edgec_window_pixels_full : edgec_window_pixels_clamped);
+    const edgec_b24_pixels_fn pixels4 = x2 ? edgec_window4_pick(p, rq, n) : 0;
     /* k_h row slots: input row iy in slot (iy + pad_top) % k_h; then the n words of the 2 pixels' taps, gathered
      * (n = 36: 3 or 4 channels, 3x3) */
     edgec_w32 *ring = (edgec_w32 *)(void *)scratch, *cols = ring + k_h * row_words;
@@ -491,7 +439,7 @@ EDGEC_INLINE void edgec_window_run(const edgec_conv2d_im2col_params *p, const in
                 j = j + 1 == k_h ? 0 : j + 1;
             }
             if (x2) {
-                edgec_window4_pair(p, cols, n, (const edgec_w32 *)weights, rq, o, o + two * out_c);
+                edgec_window4_pair(p, pixels4, cols, n, (const edgec_w32 *)weights, rq, o, o + two * out_c);
             } else {
                 pixels(cols, n, (const edgec_w32 *)weights, rq, out_c, o, o + two * out_c, p->act_min, p->act_max);
             }

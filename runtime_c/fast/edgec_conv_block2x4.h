@@ -13,6 +13,11 @@
 
 #include "edgec_fast_support.h"
 
+/* A kernel's 2x4 block over `blocks` blocks of 4 channels of 2 pixels: (columns, column words, weights, records,
+ * blocks, o0, o1, act_min, act_max) */
+typedef void (*edgec_b24_pixels_fn)(const edgec_w32 *, int32_t, const edgec_w32 *, const edgec_rq *, int32_t, int8_t *,
+                                    int8_t *, int32_t, int32_t);
+
 #ifdef EDGEC_DSP
 #define EDGEC_B24_STEP(xo, wo)                                                                     \
     do {                                                                                           \
@@ -95,6 +100,103 @@
                              : "cc", "memory");                                                    \
         }                                                                                          \
     } while (0)
+/* The assembly loop over the 16-word passes (x from x0 to end16; at least one pass), and the tails of 4 or 8 words
+ * (2 or 4 k-steps) after it */
+#define EDGEC_B24_ASM_LOOP16                                                                       \
+    "1:\n\t" EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP              \
+        EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP                    \
+        "ldr %[xa], %[end]\n\t"                                                                    \
+        "cmp %[x], %[xa]\n\t"                                                                      \
+        "bne 1b\n\t"
+#define EDGEC_B24_ASM_TAIL4 EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP
+#define EDGEC_B24_ASM_TAIL8 EDGEC_B24_ASM_TAIL4 EDGEC_B24_ASM_TAIL4
+
+/* Requantize the doubled sums a (pixel 0) and b (pixel 1) of one channel with the edgec_rq record at byte `off` of
+ * x, in place: ANY with the record's neg, ALL where every record's neg is -1 (the correction is acc >> 31: one
+ * ADD with a shifted operand, no load of neg) */
+#define EDGEC_B24_RQ_ANY(a, b, off)                                                                   \
+    "ldrd %[wa], %[wb], [%[x], #" #off "+4]\n\t"                                                  \
+    "ldrd %[xa], %[xb], [%[x], #" #off "+12]\n\t"                                                 \
+    "and %[w], %[xa], %[" #a "], asr #31\n\t"                                                     \
+    "smmlar %[" #a "], %[" #a "], %[wa], %[wb]\n\t"                                               \
+    "add %[" #a "], %[" #a "], %[w]\n\t"                                                          \
+    "asr %[" #a "], %[" #a "], %[xb]\n\t"                                                         \
+    "ssat %[" #a "], #8, %[" #a "]\n\t"                                                           \
+    "and %[w], %[xa], %[" #b "], asr #31\n\t"                                                     \
+    "smmlar %[" #b "], %[" #b "], %[wa], %[wb]\n\t"                                               \
+    "add %[" #b "], %[" #b "], %[w]\n\t"                                                          \
+    "asr %[" #b "], %[" #b "], %[xb]\n\t"                                                         \
+    "ssat %[" #b "], #8, %[" #b "]\n\t"
+#define EDGEC_B24_RQ_ALL(a, b, off)                                                                \
+    "ldrd %[wa], %[wb], [%[x], #" #off "+4]\n\t"                                                  \
+    "ldr %[xb], [%[x], #" #off "+16]\n\t"                                                         \
+    "smmlar %[xa], %[" #a "], %[wa], %[wb]\n\t"                                                   \
+    "add %[" #a "], %[xa], %[" #a "], asr #31\n\t"                                                \
+    "asr %[" #a "], %[" #a "], %[xb]\n\t"                                                         \
+    "ssat %[" #a "], #8, %[" #a "]\n\t"                                                           \
+    "smmlar %[xa], %[" #b "], %[wa], %[wb]\n\t"                                                   \
+    "add %[" #b "], %[xa], %[" #b "], asr #31\n\t"                                                \
+    "asr %[" #b "], %[" #b "], %[xb]\n\t"                                                         \
+    "ssat %[" #b "], #8, %[" #b "]\n\t"
+
+/* The full-range 2x4 block, the whole loop over `blocks` blocks of 4 channels one block of assembly, the
+ * requantization included: columns x0 (n words: `loop` over the 16-word passes, then `tail`), weights w (each
+ * block's 4 doubled biases, then its 2 * n words), records q, outputs o0, o1 (pixel 1 stored first: a lone last
+ * pixel's o1 is o0). gcc's C for it spilled and reloaded about 30 values a block (114 instructions a block outside
+ * the loop over the taps; 62 here): its 14 registers are the 8 sums, 4 operands and the 2 pointers, and what the
+ * requantization needs besides (the records' pointer, the outputs', the count of blocks) stays on the stack, read
+ * when it is needed. */
+#define EDGEC_B24_ASM_PIXELS(name, loop, tail, rq)                                                                              \
+static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, const edgec_w32 *w,                                         \
+                                                  const edgec_rq *q, int32_t blocks, int8_t *o0, int8_t *o1,           \
+                                                  int32_t lo, int32_t hi)                                              \
+{                                                                                                                      \
+    const edgec_w32 *const end16 = x0 + (n & ~15), *x, *wsave;                                                         \
+    uint32_t a0, a1, a2, a3, b0, b1, b2, b3, xa, xb, wa, wb;                                                           \
+    (void)lo;                                                                                                          \
+    (void)hi;                                                                                                          \
+    if (blocks <= 0) return;                                                                                           \
+    __asm__ volatile("2:\n\t"                                                                                          \
+                     "ldrd %[a0], %[a1], [%[w]], #8\n\t"                                                               \
+                     "ldrd %[a2], %[a3], [%[w]], #8\n\t"                                                               \
+                     "mov %[b0], %[a0]\n\t"                                                                            \
+                     "mov %[b1], %[a1]\n\t"                                                                            \
+                     "mov %[b2], %[a2]\n\t"                                                                            \
+                     "mov %[b3], %[a3]\n\t"                                                                            \
+                     "ldr %[x], %[x0]\n\t"                                                                             \
+                     loop tail                                                                                         \
+                     "str %[w], %[ws]\n\t"                                                                             \
+                     "ldr %[x], %[q]\n\t"                                                                              \
+                     rq(a0, b0, 0) rq(a1, b1, 20) rq(a2, b2, 40) rq(a3, b3, 60)                                        \
+                     "add %[x], %[x], #80\n\t"                                                                         \
+                     "str %[x], %[q]\n\t"                                                                              \
+                     "ldr %[w], %[o1]\n\t" /* pixel 1 first: a lone last pixel's o1 is o0 */                           \
+                     "strb %[b0], [%[w]]\n\t"                                                                          \
+                     "strb %[b1], [%[w], #1]\n\t"                                                                      \
+                     "strb %[b2], [%[w], #2]\n\t"                                                                      \
+                     "strb %[b3], [%[w], #3]\n\t"                                                                      \
+                     "add %[w], %[w], #4\n\t"                                                                          \
+                     "str %[w], %[o1]\n\t"                                                                             \
+                     "ldr %[w], %[o0]\n\t"                                                                             \
+                     "strb %[a0], [%[w]]\n\t"                                                                          \
+                     "strb %[a1], [%[w], #1]\n\t"                                                                      \
+                     "strb %[a2], [%[w], #2]\n\t"                                                                      \
+                     "strb %[a3], [%[w], #3]\n\t"                                                                      \
+                     "add %[w], %[w], #4\n\t"                                                                          \
+                     "str %[w], %[o0]\n\t"                                                                             \
+                     "ldr %[w], %[ws]\n\t"                                                                             \
+                     "ldr %[xa], %[blocks]\n\t"                                                                        \
+                     "subs %[xa], %[xa], #1\n\t"                                                                       \
+                     "str %[xa], %[blocks]\n\t"                                                                        \
+                     "bne 2b\n\t"                                                                                      \
+                     : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [b0] "=&r"(b0),                 \
+                       [b1] "=&r"(b1), [b2] "=&r"(b2), [b3] "=&r"(b3), [x] "=&r"(x), [w] "+r"(w), [xa] "=&r"(xa),      \
+                       [xb] "=&r"(xb), [wa] "=&r"(wa), [wb] "=&r"(wb), [q] "+m"(q), [o0] "+m"(o0), [o1] "+m"(o1),      \
+                       [blocks] "+m"(blocks), [ws] "=m"(wsave)                                                         \
+                     : [x0] "m"(x0), [end] "m"(end16)                                                                  \
+                     : "cc", "memory");                                                                                \
+}
+
 #else
 #define EDGEC_B24_CHUNKS16(end16)                                                                  \
     do {                                                                                           \
