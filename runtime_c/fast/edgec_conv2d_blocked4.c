@@ -59,7 +59,8 @@
 /* the full int8 range with every neg -1 (the usual layer), or some neg 0; any other range (both kinds of neg) */
 EDGEC_PW_PIXELS(edgec_blocked4_pixels_clamped, v_ < lo ? lo : (v_ > hi ? hi : v_), EDGEC_PW_FIX_ANY)
 /* On the Arm build the full-range block is one block of assembly (EDGEC_B24_ASM_PIXELS, fast/edgec_conv_block2x4.h;
- * gcc's C spilled in the tail of 8 words and around the requantization): k8 a multiple of 16, 16k + 8, or 8 */
+ * gcc's C spilled in the tail of 8 words and around the requantization): k8 a multiple of 16, 16k + 8, or 8; `_anyneg`
+ * where some record's neg is 0 (VWW's later layers) */
 #if defined(EDGEC_DSP_NATIVE) && !defined(__clang__)
 EDGEC_B24_ASM_PIXELS(edgec_blocked4_asm16, EDGEC_B24_ASM_LOOP16, "", EDGEC_B24_RQ_ALL)
 EDGEC_B24_ASM_PIXELS(edgec_blocked4_asm16t8, EDGEC_B24_ASM_LOOP16, EDGEC_B24_ASM_TAIL8, EDGEC_B24_RQ_ALL)

@@ -4,8 +4,8 @@
 same kernel's C on the host), so a small model with awkward shapes goes through the real firmware, bit for bit
 with the NumPy reference: a 3-channel 3x3 stride-2 first layer on an odd width (a lone last pixel per row; 36 taps
 a pixel: passes and a tail) to 12 channels, a 3x3 convolution of 12 channels to 8 (108 taps: passes and both
-tails; the output range clamped by the ReLU6), one of 8 channels to 16 (72 taps, no activation: the full-range C
-loop), and one of 16 channels to 6, padded on one side only (144 taps: whole passes, the full-range assembly loop
+tails; the output range clamped by the ReLU6), one of 8 channels to 16 (72 taps, no activation: the full-range
+assembly with a tail of 8 words), and one of 16 channels to 6, padded on one side only (144 taps: whole passes, the full-range assembly loop
 over the blocks, and a partial last block through the kernel's buffer)."""
 from __future__ import annotations
 
