@@ -142,7 +142,8 @@ typedef void (*edgec_b24_pixels_fn)(const edgec_w32 *, int32_t, const edgec_w32 
 /* The full-range 2x4 block, the whole loop over `blocks` blocks of 4 channels one block of assembly, the
  * requantization included: columns x0 (n words: `loop` over the 16-word passes, then `tail`), weights w (each
  * block's 4 doubled biases, then its 2 * n words), records q, outputs o0, o1 (pixel 1 stored first: a lone last
- * pixel's o1 is o0). gcc's C for it spilled and reloaded about 30 values a block (114 instructions a block outside
+ * pixel's o1 is o0; each pixel's 4 bytes packed with BFI into one word store, unaligned where out_c is not a
+ * multiple of 4, which the cores with the DSP extension allow). gcc's C for it spilled and reloaded about 30 values a block (114 instructions a block outside
  * the loop over the taps; 62 here): its 14 registers are the 8 sums, 4 operands and the 2 pointers, and what the
  * requantization needs besides (the records' pointer, the outputs', the count of blocks) stays on the stack, read
  * when it is needed. */
@@ -171,18 +172,16 @@ static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, const edgec_w32 *w,  
                      "add %[x], %[x], #80\n\t"                                                                         \
                      "str %[x], %[q]\n\t"                                                                              \
                      "ldr %[w], %[o1]\n\t" /* pixel 1 first: a lone last pixel's o1 is o0 */                           \
-                     "strb %[b0], [%[w]]\n\t"                                                                          \
-                     "strb %[b1], [%[w], #1]\n\t"                                                                      \
-                     "strb %[b2], [%[w], #2]\n\t"                                                                      \
-                     "strb %[b3], [%[w], #3]\n\t"                                                                      \
-                     "add %[w], %[w], #4\n\t"                                                                          \
+                     "bfi %[b0], %[b1], #8, #8\n\t" /* the 4 bytes of a pixel in one word */                         \
+                     "bfi %[b0], %[b2], #16, #8\n\t"                                                                   \
+                     "bfi %[b0], %[b3], #24, #8\n\t"                                                                   \
+                     "str %[b0], [%[w]], #4\n\t"                                                                       \
                      "str %[w], %[o1]\n\t"                                                                             \
                      "ldr %[w], %[o0]\n\t"                                                                             \
-                     "strb %[a0], [%[w]]\n\t"                                                                          \
-                     "strb %[a1], [%[w], #1]\n\t"                                                                      \
-                     "strb %[a2], [%[w], #2]\n\t"                                                                      \
-                     "strb %[a3], [%[w], #3]\n\t"                                                                      \
-                     "add %[w], %[w], #4\n\t"                                                                          \
+                     "bfi %[a0], %[a1], #8, #8\n\t"                                                                   \
+                     "bfi %[a0], %[a2], #16, #8\n\t"                                                                  \
+                     "bfi %[a0], %[a3], #24, #8\n\t"                                                                  \
+                     "str %[a0], [%[w]], #4\n\t"                                                                       \
                      "str %[w], %[o0]\n\t"                                                                             \
                      "ldr %[w], %[ws]\n\t"                                                                             \
                      "ldr %[xa], %[blocks]\n\t"                                                                        \
