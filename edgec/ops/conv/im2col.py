@@ -282,12 +282,12 @@ IM2COL = Kernel("edgec_conv2d_im2col_s8", CONV_KINDS, FAST, cemit.fast_weighted,
 # C on the Cortex-M3 is up to twice that), for the fit check's code estimate
 BLOCKED4 = Kernel("edgec_conv2d_blocked4_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL,
                   variant="blocked4", applies=pointwise_or_single_channel, lower=blocked4_conv, struct=STRUCT,
-                  code_bytes=5052, cost=pointwise_cost("blocked4"),
+                  code_bytes=7308, cost=pointwise_cost("blocked4"),
                   flash_bytes=pointwise_flash("blocked4"), cycles_per_instruction=POINTWISE_CPI["blocked4"])
 WINDOW = Kernel("edgec_conv2d_window_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL, variant="window",
                 applies=window_fits, lower=window_conv, struct=STRUCT, code_bytes=4288)
 WINDOW4 = Kernel("edgec_conv2d_window4_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL, variant="window4",
-                 applies=window4_fits, lower=window4_conv, struct=STRUCT, isa=DSP, code_bytes=5154)
+                 applies=window4_fits, lower=window4_conv, struct=STRUCT, isa=DSP, code_bytes=8406)
 POINTWISE = Kernel("edgec_conv2d_pointwise_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL,
                    variant="pointwise", applies=lambda base: base.params["k_h"] == 1 and base.params["k_w"] == 1,
                    lower=pointwise_conv, struct=STRUCT, code_bytes=4400, cost=pointwise_cost("pointwise"),
