@@ -103,7 +103,7 @@ EDGEC_INLINE void edgec_b4_column(uint32_t v, edgec_w32 *c)
  * of both; on the Arm build 2 LDR, 4 SXTB16 and 2 STRD a group (gcc's C took 13 instructions). */
 static void edgec_b4_columns2(const edgec_w32 *t0, const edgec_w32 *t1, edgec_w32 *c, int32_t groups)
 {
-#if defined(EDGEC_DSP_NATIVE)
+#if defined(EDGEC_DSP_NATIVE) && !defined(__clang__) /* as the other blocks of assembly: gcc measured */
     uint32_t v0, v1, c0, c1, c2, c3;
     if (groups <= 0) return;
     __asm__ volatile("1:\n\t"
