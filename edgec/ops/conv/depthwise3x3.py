@@ -53,16 +53,18 @@ def _doubled(base) -> tuple[np.ndarray, np.ndarray]:
 def fused_3x3(op: Op, base):
     """The depthwise 3x3 with requantization fused into the store (edgec_depthwise_conv2d_3x3_fused_s8): per
     channel and rotation rot of the window (slot i holds kernel row (i - rot) mod 3; rows a, b, c in slots 0, 1, 2)
-    the 6 words (a0, b0) (a1, b1) (a2, b2) (c0, c1) (c2, 0) and 2 * bias, the weights the doubled int16 values of
-    the generic lowering."""
+    the 6 words (a0, b0) (a1, b1) (a2, b2) (c0, c1) (shift, c2) and 2 * bias, the weights the doubled int16 values
+    of the generic lowering, shift the channel's requantization right shift (the Arm loop's ASR reads it from the
+    low byte of the word whose high half it multiplies: one register less)."""
     w, bias2 = _doubled(base)
+    shift = base.arrays["rq"].reshape(-1, 5)[:, 4]
     words = np.zeros((len(w), 3, 6), np.uint32)
     for rot in range(3):
         a, b, c = (w[:, (3 + i - rot) % 3] for i in range(3))
         for kx in range(3):
             words[:, rot, kx] = _half(a[:, kx]) | _half(b[:, kx]) << 16
         words[:, rot, 3] = _half(c[:, 0]) | _half(c[:, 1]) << 16
-        words[:, rot, 4] = _half(c[:, 2])
+        words[:, rot, 4] = _half(shift) | _half(c[:, 2]) << 16
         words[:, rot, 5] = (bias2 & 0xFFFFFFFF).astype(np.uint32)
     return base.params, {**base.arrays, "fw": words.reshape(-1)}
 
