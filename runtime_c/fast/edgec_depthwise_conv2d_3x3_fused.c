@@ -6,8 +6,9 @@
 
 /* The window and rotation of edgec_depthwise_conv2d_3x3_s8, but the weights are packed at build time for each
  * of the three rotations (edgec/ops/conv/depthwise3x3.py): per channel and rotation 6 words p0, p1, p2, q01, q2
- * (the channel's right shift in its low half, w[c][2] in its high half), 2 * bias (3 LDRD), and each output is requantized from its register and stored as soon as its 9 taps are summed
- * (no accumulator row, no per-row weight packing, one call per channel and output row). */
+ * (the channel's right shift in its low half, w[c][2] in its high half), 2 * bias (3 LDRD), and each output is
+ * requantized from its register and stored as soon as its 9 taps are summed (no accumulator row, no per-row weight
+ * packing, one call per channel and output row). */
 #ifdef EDGEC_DSP
 #define EDGEC_DWF_DECL                                                                             \
     uint32_t p0, p1, p2, q01, q2, a_, b_;                                                          \
