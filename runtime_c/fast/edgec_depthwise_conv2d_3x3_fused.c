@@ -144,19 +144,21 @@ typedef void (*edgec_dwf_row)(const edgec_w32 *, int32_t, int32_t, const edgec_w
                               int32_t, int32_t, int32_t);
 
 /* The Arm build runs the rows of a group whose 4 channels all have a right shift (neg == -1) and the whole int8 range
- * as one block of assembly per stride (gcc's allocation of the C loop spills: 5 weight words, the bias, 4 pointers,
- * 2 accumulators and a column record need 14 registers, and the requantization 3 more): the right shift is read
- * from the low byte of q2 (ASR uses only that byte), the multiplier and khi from the stack, the sign correction
- * folded into SMMLAR's accumulate operand ((k + (t >> 31)) * 2^32 + t * m: the same sum). 31 instructions a pair of
- * outputs at stride 1 (the C loop: 38), 33 at stride 2. Registers: r0 x, r1 end, r2 out, r3 step, r4-r8 p0 p1 p2
- * q01 q2, r9 bias, r10/r11 a column record (then multiplier, khi), r12 and lr the two accumulators. */
+ * as one block of assembly per stride (gcc's allocation of the C loop spills: 5 weight words, the bias, 4 pointers, 2
+ * accumulators and a column record need 14 registers, and the requantization 3 more): the right shift is read from the
+ * low byte of q2 (ASR uses only that byte), the multiplier and khi from the stack, the sign correction folded into
+ * SMMLAR's accumulate operand ((k + (t >> 31)) * 2^32 + t * m: the same sum). 31 instructions a pair of outputs at
+ * stride 1 (the C loop: 38), 32 at stride 2, and the loop's test every other pair. Registers: r0 x, r1 end, r2 out, r3
+ * step, r4-r8 p0 p1 p2 q01 q2, r9 bias, r10/r11 a column record (then multiplier, khi), r12 and lr the two
+ * accumulators. */
 #if defined(EDGEC_DSP_NATIVE) && defined(__thumb2__)
 #define EDGEC_DWF_ASM 1
 void edgec_dwf_rows_s1(const edgec_w32 *x0, int32_t pairs, const edgec_w32 *wk, const edgec_rq *q, int8_t *out0,
                        int32_t step, int32_t odd);
 void edgec_dwf_rows_s2(const edgec_w32 *x0, int32_t pairs, const edgec_w32 *wk, const edgec_rq *q, int8_t *out0,
                        int32_t step, int32_t odd);
-/* requantize the accumulators r12 (stored at [r2]) and lr (at [r2 + r3]), then the loop's test */
+/* requantize the accumulators r12 (stored at [r2]) and lr (at [r2 + r3]); the loop runs two pairs a pass, an odd
+ * count entering at the second */
 #define EDGEC_DWF_ASM_STORE2                                                                       \
     "ldrd r10, r11, [sp]\n\t"                                                                      \
     "add r11, r11, r12, asr #31\n\t"                                                               \
@@ -170,11 +172,10 @@ void edgec_dwf_rows_s2(const edgec_w32 *x0, int32_t pairs, const edgec_w32 *wk, 
     "asr lr, lr, r8\n\t"                                                                           \
     "ssat lr, #8, lr\n\t"                                                                          \
     "strb lr, [r2, r3]\n\t"                                                                        \
-    "add r2, r2, r3, lsl #1\n\t"                                                                   \
-    "cmp r0, r1\n\t"
+    "add r2, r2, r3, lsl #1\n\t"
 /* frame: [sp] multiplier, khi, then x, wk, q of the next channel, channels left, bytes of the pairs; the arguments
  * out0, step, odd at sp + 68 */
-#define EDGEC_DWF_ASM_FN(name, span_shift, pair)                                                   \
+#define EDGEC_DWF_ASM_FN(name, span_shift, pair, odd_pairs)                                        \
     "\t.text\n\t.align 2\n\t.global " name "\n\t.type " name ", %function\n\t.thumb_func\n"       \
     name ":\n\t"                                                                                   \
     "push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"                                              \
@@ -204,9 +205,12 @@ void edgec_dwf_rows_s2(const edgec_w32 *x0, int32_t pairs, const edgec_w32 *wk, 
     "adds r3, r2, #1\n\t"                                                                          \
     "str r3, [sp, #68]\n\t"                                                                        \
     "ldr r3, [sp, #72]\n\t"                                                                        \
-    "cmp r0, r1\n\t"                                                                               \
-    "beq 3f\n"                                                                                     \
-    "2:\n\t" pair EDGEC_DWF_ASM_STORE2 "bne 2b\n"                                                  \
+    "subs r10, r1, r0\n\t"                                                                         \
+    "beq 3f\n\t"                                                                                   \
+    "tst r10, #" odd_pairs "\n\t"                                                                  \
+    "bne 5f\n"                                                                                     \
+    "2:\n\t" pair EDGEC_DWF_ASM_STORE2 "5:\n\t" pair EDGEC_DWF_ASM_STORE2 "cmp r0, r1\n\t"            \
+    "bne 2b\n"                                                                                     \
     "3:\n\t"                                                                                       \
     "ldr r10, [sp, #76]\n\t"                                                                       \
     "cmp r10, #0\n\t"                                                                              \
@@ -270,8 +274,8 @@ void edgec_dwf_rows_s2(const edgec_w32 *x0, int32_t pairs, const edgec_w32 *wk, 
     "ldrd r10, r11, [r0]\n\t"                                                                      \
     "smlad lr, r10, r6, lr\n\t"                                                                    \
     "smlabt lr, r11, r8, lr\n\t"
-__asm__(".syntax unified\n" EDGEC_DWF_ASM_FN("edgec_dwf_rows_s1", "6", EDGEC_DWF_ASM_PAIR1)
-            EDGEC_DWF_ASM_FN("edgec_dwf_rows_s2", "7", EDGEC_DWF_ASM_PAIR2));
+__asm__(".syntax unified\n" EDGEC_DWF_ASM_FN("edgec_dwf_rows_s1", "6", EDGEC_DWF_ASM_PAIR1, "64")
+            EDGEC_DWF_ASM_FN("edgec_dwf_rows_s2", "7", EDGEC_DWF_ASM_PAIR2, "128"));
 #endif
 
 /* Input row `src` into slot `slot` of strip columns [x0, x1), as edgec_dw_load_row does, two columns a step. */

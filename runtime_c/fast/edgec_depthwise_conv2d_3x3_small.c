@@ -275,12 +275,13 @@ EDGEC_DWS_CHANNEL(edgec_dws_clamped_anyneg, EDGEC_DWS_CLAMP, EDGEC_DWS_ANYNEG)
 
 /* The Arm build runs a group whose 4 channels all have a right shift (neg == -1), with the whole int8 range, stride 1
  * and an even number of output rows (every output row in a two-row record) as one block of assembly: all 4 channels
- * and all record rows in one call (the C channel function spends about 190 instructions a channel on its setup and
- * row loops, as much as 6 output pairs on a 6x6 image). Registers: r0 x, r1 the row's end, r2 out, r3 the output
- * column step, r4-r9 ab0 ab1 ab2 bc0 bc1 bc2, r10/r11 a column record (then multiplier, khi, shift, row step), r12
- * and lr the two accumulators (rows 2m and 2m + 1); the bias, multiplier, khi, shift and row step on the stack. 35
- * instructions a pair of outputs. geo: bytes of a record row's n columns, record rows, bytes from a row's end to the
- * next row, output row step, output column step, output bytes from a row pair's end to the next. */
+ * and all record rows in one call (the C channel function spends about 190 instructions a channel on its setup and row
+ * loops, as much as 6 output pairs on a 6x6 image). Registers: r0 x, r1 the row's end, r2 out, r3 the output column
+ * step, r4-r9 ab0 ab1 ab2 bc0 bc1 bc2, r10/r11 a column record (then multiplier, khi, shift, row step), r12 and lr the
+ * two accumulators (rows 2m and 2m + 1); the bias, multiplier, khi, shift and row step on the stack. 35 instructions a
+ * pair of outputs, the loop's test every other pair (an odd count enters at the second). geo: bytes of a record row's
+ * n columns, record rows, bytes from a row's end to the next row, output row step, output column step, output bytes
+ * from a row pair's end to the next. */
 #if defined(EDGEC_DSP_NATIVE) && defined(__thumb2__)
 #define EDGEC_DWS_ASM 1
 void edgec_dws_pairs_s1(const edgec_w32 *x0, const edgec_w32 *wk, const edgec_rq *q, int8_t *out, const int32_t *geo);
@@ -323,7 +324,43 @@ __asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_pairs_s1\n\t"
         "ldr r11, [sp, #84]\n\t"
         "ldr r1, [r11]\n\t"
         "add r1, r1, r0\n"
+        "subs r10, r1, r0\n\t"
+        "tst r10, #32\n\t"
+        "bne 5f\n"
         "3:\n\t"
+        "ldrd r12, lr, [sp, #8]\n\t"
+        "ldrd r10, r11, [r0], #32\n\t"
+        "smlad r12, r10, r4, r12\n\t"
+        "smlabt r12, r11, r7, r12\n\t"
+        "smlad lr, r11, r7, lr\n\t"
+        "smlabt lr, r4, r10, lr\n\t"
+        "ldrd r10, r11, [r0]\n\t"
+        "smlad r12, r10, r5, r12\n\t"
+        "smlabt r12, r11, r8, r12\n\t"
+        "smlad lr, r11, r8, lr\n\t"
+        "smlabt lr, r5, r10, lr\n\t"
+        "ldrd r10, r11, [r0, #32]\n\t"
+        "smlad r12, r10, r6, r12\n\t"
+        "smlabt r12, r11, r9, r12\n\t"
+        "smlad lr, r11, r9, lr\n\t"
+        "smlabt lr, r6, r10, lr\n\t"
+        "ldrd r10, r11, [sp]\n\t"
+        "add r11, r11, r12, asr #31\n\t"
+        "smmlar r12, r12, r10, r11\n\t"
+        "ldr r11, [sp, #20]\n\t"
+        "asr r12, r12, r11\n\t"
+        "ssat r12, #8, r12\n\t"
+        "strb r12, [r2]\n\t"
+        "ldr r11, [sp, #4]\n\t"
+        "add r11, r11, lr, asr #31\n\t"
+        "smmlar lr, lr, r10, r11\n\t"
+        "ldr r11, [sp, #20]\n\t"
+        "asr lr, lr, r11\n\t"
+        "ssat lr, #8, lr\n\t"
+        "ldr r11, [sp, #16]\n\t"
+        "strb lr, [r2, r11]\n\t"
+        "add r2, r2, r3\n\t"
+        "5:\n\t"
         "ldrd r12, lr, [sp, #8]\n\t"
         "ldrd r10, r11, [r0], #32\n\t"
         "smlad r12, r10, r4, r12\n\t"
