@@ -123,9 +123,9 @@ DEPTHWISE_3X3 = Kernel("edgec_depthwise_conv2d_3x3_s8", ("depthwise_conv2d",), F
 # the fit check; the variants are offered in this order
 SMALL = Kernel("edgec_depthwise_conv2d_3x3_small_s8", ("depthwise_conv2d",), VARIANT, cemit.fast_weighted,
                base=DEPTHWISE_3X3, variant="small", isa=DSP, applies=small_image, lower=small_3x3, struct=STRUCT,
-               code_bytes=4464)
+               code_bytes=5012)
 FUSED = Kernel("edgec_depthwise_conv2d_3x3_fused_s8", ("depthwise_conv2d",), VARIANT, cemit.fast_weighted,
-               base=DEPTHWISE_3X3, variant="fused", lower=fused_3x3, struct=STRUCT, code_bytes=2048)
+               base=DEPTHWISE_3X3, variant="fused", lower=fused_3x3, struct=STRUCT, code_bytes=2980)
 DEPTHWISE_MVE = Kernel("edgec_depthwise_conv2d_3x3_mve_s8", ("depthwise_conv2d",), HELIUM, cemit.fast_weighted,
                        base=DEPTHWISE_3X3, isa=MVE, lower=mve_3x3, struct=STRUCT)
 DEPTHWISE_3X3_4 = Kernel("edgec_depthwise_conv2d_3x3_s4", ("depthwise_conv2d",), FAST, cemit.fast_weighted,
