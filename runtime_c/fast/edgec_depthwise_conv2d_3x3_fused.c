@@ -5,7 +5,8 @@
 #include "edgec_fast_support.h"
 
 /* The window and rotation of edgec_depthwise_conv2d_3x3_s8, but the weights are packed at build time for each
- * of the three rotations (edgec/ops/conv/depthwise3x3.py): per channel and rotation 6 words p0, p1, p2, q01, q2
+ * of the three rotations, and of the first and last output rows (edgec/ops/conv/depthwise3x3.py fused_3x3: per
+ * channel 5 sets; the edge sets zero the kernel rows on the padding): per channel and set 6 words p0, p1, p2, q01, q2
  * (the channel's right shift in its low half, w[c][2] in its high half), 2 * bias (3 LDRD), and each output is
  * requantized from its register and stored as soon as its 9 taps are summed (no accumulator row, no per-row weight
  * packing, one call per channel and output row). */
@@ -54,7 +55,7 @@
     } while (0)
 
 /* One output row of the 4 channels of a group: n outputs each; x: channel 0's record in strip column 0 (channel k's
- * is 2 words further per k), wk: channel 0's 6 words for this row's rotation (channel k's 18 * k further), out:
+ * is 2 words further per k), wk: channel 0's 6 words for this row's set (channel k's 30 * k further), out:
  * channel 0's first output. Two outputs per step (stride 1 shares columns 1 and 2 between them, stride 2 column 2). */
 #define EDGEC_DWF_ROW(name, clamp, fix)                                                            \
     static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, int32_t stride, const edgec_w32 *wk, \
@@ -62,7 +63,7 @@
     {                                                                                              \
         const int32_t span = 8 * stride * (n & ~1); /* 8 words a column */                         \
         int32_t k;                                                                                 \
-        for (k = 0; k < 4; ++k, x0 += 2, wk += 18, ++q, ++out0) {                                  \
+        for (k = 0; k < 4; ++k, x0 += 2, wk += 30, ++q, ++out0) {                                  \
             const edgec_w32 *x = x0, *const end = x0 + span;                                       \
             int8_t *out = out0;                                                                    \
             EDGEC_DWF_DECL                                                                         \
@@ -194,7 +195,7 @@ void edgec_dwf_rows_s2(const edgec_w32 *x0, int32_t pairs, const edgec_w32 *wk, 
     "str r3, [sp, #16]\n\t"                                                                        \
     "ldr r2, [sp, #12]\n\t"                                                                        \
     "ldmia r2, {r4, r5, r6, r7, r8, r9}\n\t"                                                       \
-    "adds r2, r2, #72\n\t"                                                                         \
+    "adds r2, r2, #120\n\t"                                                                        \
     "str r2, [sp, #12]\n\t"                                                                        \
     "ldr r0, [sp, #8]\n\t"                                                                         \
     "adds r1, r0, #8\n\t"                                                                          \
@@ -314,22 +315,29 @@ void edgec_depthwise_conv2d_3x3_fused_s8(const edgec_depthwise_conv2d_3x3_params
     const int full = lo == -128 && hi == 127;
     const edgec_dwf_row row_neg = full ? edgec_dwf_row_full : edgec_dwf_row_clamped;
     const edgec_dwf_row row_anyneg = full ? edgec_dwf_row_full_anyneg : edgec_dwf_row_clamped_anyneg;
+    /* only the first output row's window reaches above the image and only the last one's below: their own weight
+     * sets (3 and 4 of each channel's 5) take the padding, and padded rows are never written (edge_rows in
+     * edgec/ops/conv/depthwise3x3.py) */
+    const int32_t pt = p->pad_top, last = p->out_rows - 1;
+    const int edges = last >= 1 && pt >= 0 && pt <= s && (last - 1) * s - pt + 3 <= rows;
     int32_t cg, oy, r, k;
     for (cg = 0; cg < c; cg += 4) {
         const int negs = rq[cg].neg + rq[cg + 1].neg + rq[cg + 2].neg + rq[cg + 3].neg != -4;
-        int32_t next = -p->pad_top;
+        int32_t next = -pt;
         for (k = 0; k < 3; ++k) {
             edgec_dw_load_row(p, input, 0, x0, k, win, 0);
             edgec_dw_load_row(p, input, x1, width, k, win, 0);
         }
         for (oy = 0; oy < p->out_rows; ++oy) {
-            const int32_t r0 = oy * s - p->pad_top, rot = (r0 % 3 + 3) % 3;
+            const int32_t r0 = oy * s - pt;
+            const int32_t set = !edges || (oy > 0 && oy < last) ? (r0 % 3 + 3) % 3 : oy == 0 ? 3 : 4;
+            const edgec_w32 *const wk = (const edgec_w32 *)weights + 30 * cg + 6 * set;
             for (r = next > r0 ? next : r0; r < r0 + 3; ++r) {
                 const int valid = r >= 0 && r < rows;
                 if (valid) {
                     edgec_dwf_load_row(input + r * p->in_row_step + (x0 - pl) * p->in_col_step + cg, p->in_col_step,
                                        x0, x1, (r % 3 + 3) % 3, win);
-                } else {
+                } else if (!edges) {
                     edgec_dw_load_row(p, input, x0, x1, (r % 3 + 3) % 3, win, 0);
                 }
             }
@@ -337,14 +345,14 @@ void edgec_depthwise_conv2d_3x3_fused_s8(const edgec_depthwise_conv2d_3x3_params
 #ifdef EDGEC_DWF_ASM
             if (full && !negs) {
                 (s == 1 ? edgec_dwf_rows_s1 : edgec_dwf_rows_s2)((const edgec_w32 *)(const void *)win, n >> 1,
-                                                                 (const edgec_w32 *)weights + 18 * cg + 6 * rot,
+                                                                 wk,
                                                                  rq + cg, output + oy * p->out_row_step + cg,
                                                                  p->out_col_step, n & 1);
                 continue;
             }
 #endif
             (negs ? row_anyneg : row_neg)((const edgec_w32 *)(const void *)win, n, s,
-                                          (const edgec_w32 *)weights + 18 * cg + 6 * rot, rq + cg,
+                                          wk, rq + cg,
                                           output + oy * p->out_row_step + cg, p->out_col_step, lo, hi);
         }
     }
