@@ -50,20 +50,44 @@ def _doubled(base) -> tuple[np.ndarray, np.ndarray]:
     return w, 2 * base.arrays["rq"].reshape(-1, 5)[:, 0].astype(np.int64)
 
 
+def edge_rows(p) -> bool:
+    """Whether the fused kernel takes the image's top and bottom padding into two extra weight sets instead of
+    writing zero-point rows into its window (as fast/edgec_depthwise_conv2d_3x3_fused.c decides it): only the first
+    output row's window reaches above the image and only the last one's below."""
+    s, pt, rows, n = p["stride"], p["pad_top"], p["rows"], p["out_rows"]
+    return n >= 2 and 0 <= pt <= s and (n - 2) * s - pt + 3 <= rows
+
+
 def fused_3x3(op: Op, base):
     """The depthwise 3x3 with requantization fused into the store (edgec_depthwise_conv2d_3x3_fused_s8): per
-    channel and rotation rot of the window (slot i holds kernel row (i - rot) mod 3; rows a, b, c in slots 0, 1, 2)
-    the 6 words (a0, b0) (a1, b1) (a2, b2) (c0, c1) (c2, 0) and 2 * bias, the weights the doubled int16 values of
-    the generic lowering."""
+    channel 5 sets of 6 words: for each rotation rot of the window (slot i holds kernel row (i - rot) mod 3; rows a,
+    b, c in slots 0, 1, 2) the words (a0, b0) (a1, b1) (a2, b2) (c0, c1) (shift, c2) and 2 * bias, the weights the
+    doubled int16 values of the generic lowering, shift the channel's requantization right shift (the Arm loop's ASR
+    reads it from the low byte of the word whose high half it multiplies: one register less); then the sets of the
+    first and the last output row (`edge_rows`): their rotation's, with the kernel rows that fall on the padding
+    zeroed and their zero-point products added to the bias (the kernel then never writes padded rows)."""
     w, bias2 = _doubled(base)
-    words = np.zeros((len(w), 3, 6), np.uint32)
-    for rot in range(3):
-        a, b, c = (w[:, (3 + i - rot) % 3] for i in range(3))
+    shift = base.arrays["rq"].reshape(-1, 5)[:, 4]
+    p = base.params
+    words = np.zeros((len(w), 5, 6), np.uint32)
+
+    def put(k, rot, wk, b2):
+        a, b, c = (wk[:, (3 + i - rot) % 3] for i in range(3))
         for kx in range(3):
-            words[:, rot, kx] = _half(a[:, kx]) | _half(b[:, kx]) << 16
-        words[:, rot, 3] = _half(c[:, 0]) | _half(c[:, 1]) << 16
-        words[:, rot, 4] = _half(c[:, 2])
-        words[:, rot, 5] = (bias2 & 0xFFFFFFFF).astype(np.uint32)
+            words[:, k, kx] = _half(a[:, kx]) | _half(b[:, kx]) << 16
+        words[:, k, 3] = _half(c[:, 0]) | _half(c[:, 1]) << 16
+        words[:, k, 4] = _half(shift) | _half(c[:, 2]) << 16
+        words[:, k, 5] = (b2 & 0xFFFFFFFF).astype(np.uint32)
+
+    for rot in range(3):
+        put(rot, rot, w, bias2)
+    for k, oy in ((3, 0), (4, p["out_rows"] - 1)):
+        r0 = oy * p["stride"] - p["pad_top"]
+        off = np.array([not 0 <= r0 + ky < p["rows"] for ky in range(3)])
+        if not edge_rows(p):
+            off[:] = False                     # (the sets are not used)
+        wk = np.where(off[None, :, None], 0, w)
+        put(k, r0 % 3, wk, bias2 + int(p["input_zp"]) * (w - wk).sum(axis=(1, 2)))
     return base.params, {**base.arrays, "fw": words.reshape(-1)}
 
 
@@ -121,9 +145,9 @@ DEPTHWISE_3X3 = Kernel("edgec_depthwise_conv2d_3x3_s8", ("depthwise_conv2d",), F
 # the fit check; the variants are offered in this order
 SMALL = Kernel("edgec_depthwise_conv2d_3x3_small_s8", ("depthwise_conv2d",), VARIANT, cemit.fast_weighted,
                base=DEPTHWISE_3X3, variant="small", isa=DSP, applies=small_image, lower=small_3x3, struct=STRUCT,
-               code_bytes=4464)
+               code_bytes=5012)
 FUSED = Kernel("edgec_depthwise_conv2d_3x3_fused_s8", ("depthwise_conv2d",), VARIANT, cemit.fast_weighted,
-               base=DEPTHWISE_3X3, variant="fused", lower=fused_3x3, struct=STRUCT, code_bytes=2048)
+               base=DEPTHWISE_3X3, variant="fused", lower=fused_3x3, struct=STRUCT, code_bytes=2980)
 DEPTHWISE_MVE = Kernel("edgec_depthwise_conv2d_3x3_mve_s8", ("depthwise_conv2d",), HELIUM, cemit.fast_weighted,
                        base=DEPTHWISE_3X3, isa=MVE, lower=mve_3x3, struct=STRUCT)
 DEPTHWISE_3X3_4 = Kernel("edgec_depthwise_conv2d_3x3_s4", ("depthwise_conv2d",), FAST, cemit.fast_weighted,

@@ -1,0 +1,54 @@
+"""The depthwise 3x3 speed variants (edgec/ops/conv/depthwise3x3.py) as the emulated Cortex-M4 runs them: their
+assembly (fast/edgec_depthwise_conv2d_3x3_fused.c: the rows of a 4-channel group, per stride; fast/
+edgec_depthwise_conv2d_3x3_small.c: all record rows of a group at stride 1 with an even number of output rows)
+exists only in the Arm build (tests/kernels/test_fast_sweep.py runs the same kernels' C on the host), so a small
+model with awkward shapes goes through the real firmware, bit for bit with the NumPy reference: the fused kernel at
+stride 1 on an 11x11 image (5 output pairs a row, an odd count, and a lone last output), at stride 2 to 6x6 (3
+pairs), the small kernel at stride 1 on 6x6 with 80 channels (the assembly), at stride 2 to 3x3 (its C), and the
+fused kernel at stride 1 on the 3x3 image (one pair and a lone output)."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+from conftest import make_model
+from edgec import api
+
+
+def _depthwise(rng, c: int) -> np.ndarray:
+    return rng.normal(0, .4, (c, 1, 3, 3)).astype(np.float32)
+
+
+@pytest.mark.sweep
+def test_depthwise_variants_on_the_emulated_cortex_m4(tmp_path):
+    rng = np.random.default_rng(9)
+    inits = {"d1": _depthwise(rng, 8), "d2": _depthwise(rng, 8), "d3": _depthwise(rng, 80),
+             "d4": _depthwise(rng, 80), "d5": _depthwise(rng, 80),
+             "p1": rng.normal(0, .3, (80, 8, 1, 1)).astype(np.float32)}
+    dw = dict(kernel_shape=[3, 3])
+    nodes = [helper.make_node("Conv", ["x", "d1"], ["a"], group=8, pads=[1, 1, 1, 1], **dw),
+             helper.make_node("Relu", ["a"], ["b"]),
+             helper.make_node("Conv", ["b", "d2"], ["c"], group=8, strides=[2, 2], pads=[1, 1, 1, 1], **dw),
+             helper.make_node("Relu", ["c"], ["d"]),
+             helper.make_node("Conv", ["d", "p1"], ["e"]),
+             helper.make_node("Relu", ["e"], ["f"]),
+             helper.make_node("Conv", ["f", "d3"], ["g"], group=80, pads=[1, 1, 1, 1], **dw),
+             helper.make_node("Relu", ["g"], ["h"]),
+             helper.make_node("Conv", ["h", "d4"], ["i"], group=80, strides=[2, 2], pads=[1, 1, 1, 1], **dw),
+             helper.make_node("Relu", ["i"], ["j"]),
+             helper.make_node("Conv", ["j", "d5"], ["y"], group=80, pads=[1, 1, 1, 1], **dw)]
+    model = make_model(nodes, ("x", [1, 8, 11, 11]), ("y", [1, 80, 3, 3]), inits)
+    onnx.checker.check_model(model)
+    path = tmp_path / "dw.onnx"
+    onnx.save(model, path)
+    np.savez(tmp_path / "calib.npz", x=rng.normal(0, 1, (64, 8, 11, 11)).astype(np.float32))
+    np.savez(tmp_path / "test.npz", x=rng.normal(0, 1, (8, 8, 11, 11)).astype(np.float32))
+    out = tmp_path / "build"
+    report = api.build(path, tmp_path / "calib.npz", "qemu-cortex-m4", out, tuning_log=tmp_path / "none.json")
+    text = (out / "model" / f"{report['model']}.c").read_text()
+    assert text.count("edgec_depthwise_conv2d_3x3_fused_s8(") == 3
+    assert text.count("edgec_depthwise_conv2d_3x3_small_s8(") == 2
+    r = api.bench(out, tmp_path / "test.npz")
+    assert r["samples"] == 8 and r["agreement"]["device_vs_reference"] == 1.0
