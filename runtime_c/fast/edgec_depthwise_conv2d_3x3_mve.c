@@ -16,12 +16,14 @@ typedef struct {
     int32_t x0, x1, far;
 } edgec_mve_dw_strip;
 
-/* The predicate of the 16-bit lanes of two columns whose tile rows are in [lo, hi). */
+/* The predicate of the 16-bit lanes of two columns whose tile rows are in [lo, hi) (0 <= lo < hi <= 4), from a table:
+ * 2 bits a lane (a byte a row), for lane j: column j / 4, row j % 4. */
+static const uint16_t edgec_mve_dw_rows_table[4][4] = { /* [lo][hi - lo - 1] */
+    {0x0303, 0x0F0F, 0x3F3F, 0xFFFF}, {0x0C0C, 0x3C3C, 0xFCFC, 0}, {0x3030, 0xF0F0, 0, 0}, {0xC0C0, 0, 0, 0}};
+
 EDGEC_INLINE mve_pred16_t edgec_mve_dw_rows(int32_t lo, int32_t hi)
 {
-    const uint32_t m = (0xFu >> (4 - (hi - lo))) << lo; /* a bit a row */
-    const uint32_t two = (m & 1u) * 3u | (m & 2u) * 6u | (m & 4u) * 12u | (m & 8u) * 24u; /* 2 bits a lane */
-    return (mve_pred16_t)(two | two << 8);
+    return (mve_pred16_t)edgec_mve_dw_rows_table[lo][hi - lo - 1];
 }
 
 /* Strip columns [x0, x1) of channel ch, input rows r0..r0 + 3 (rows outside [0, rows) hold the zero point): two
