@@ -73,12 +73,12 @@ static const int8_t *edgec_mve_taps(const edgec_conv2d_im2col_params *p, const i
 }
 
 /* The dot products of output channel oc's weights with the taps of pixel j < 3, for the channel quads (oc < 4 *
- * quads), at acc[16 * (oc / 4) + 4 * j + oc % 4] (a quad's 3 pixels as 3 vectors of its 4 channels; the 4th is
- * not written). The taps are `rows` runs of nb * 16 bytes: run r of pixel j starts at tbl[4 * r + j] (a kernel row
- * read in place from the input, or built in scratch). Weights [pair][k16 / 16][2][16]: each 16-tap block of the
- * two channels of a pair side by side, so one pointer walks them. A block is 11 instructions per 96 products (two
- * weight vectors, three pixels' taps, six VMLADAVA). gcc 12 neither post-increments nor keeps this many pointers
- * and accumulators in registers, hence the fixed registers. */
+ * quads), at acc[12 * (oc / 4) + 4 * j + oc % 4] (a quad's 3 pixels as 3 vectors of its 4 channels). The taps are
+ * `rows` runs of nb * 16 bytes: run r of pixel j starts at tbl[4 * r + j] (a kernel row read in place from the
+ * input, or built in scratch). Weights [pair][k16 / 16][2][16]: each 16-tap block of the two channels of a pair
+ * side by side, so one pointer walks them. A block is 11 instructions per 96 products (two weight vectors, three
+ * pixels' taps, six VMLADAVA). gcc 12 neither post-increments nor keeps this many pointers and accumulators in
+ * registers, hence the fixed registers. */
 #define EDGEC_MVE_BLOCK(op)                                                                                       \
     "vldrb.u8 q0, [r7], #16\n"                                                                                    \
     "vldrb.u8 q1, [r7], #16\n"                                                                                    \
@@ -92,14 +92,14 @@ static const int8_t *edgec_mve_taps(const edgec_conv2d_im2col_params *p, const i
  * next run's 3 pointers and the address to jump to: its first block of nb (tbl[4 * r + 3], EDGEC_MVE_BLOCK_BYTES
  * a block back from the chain's end), or, after the last run, the stores. So a pair costs 11 instructions a block
  * and 1 a run, plus 10 (the table, the first jump, the stores, the pair counter); the loop of
- * edgec_mve_conv_macs_loop costs 1 a block and 5 a run more. The two pairs of a quad store 8 and 56 bytes apart
+ * edgec_mve_conv_macs_loop costs 1 a block and 5 a run more. The two pairs of a quad store 8 and 40 bytes apart
  * (r11 toggles between them). With w NULL, nothing is computed: acc[0] and acc[1] get the addresses of the
  * chain's end and of the stores (without the Thumb bit), from which the table's jump words are made. */
 #define EDGEC_MVE_CHAIN 16
 #define EDGEC_MVE_BLOCK_BYTES 44 /* 11 MVE instructions, all 32-bit encodings */
 static EDGEC_NOINLINE void edgec_mve_conv_macs(const int8_t *const *tbl, const int8_t *w, int32_t quads, int32_t *acc)
 {
-    const int32_t *const end = acc + 16 * quads;
+    const int32_t *const end = acc + 12 * quads;
     register const int8_t *wr __asm__("r7") = w;
     register int32_t *ar __asm__("r12") = acc;
     __asm__ volatile("cbnz r7, 1f\n"
@@ -110,7 +110,7 @@ static EDGEC_NOINLINE void edgec_mve_conv_macs(const int8_t *const *tbl, const i
                      "b 2f\n"
                      "1:\n"
                      "ldr lr, %[end]\n"
-                     "movs r11, #56\n"
+                     "movs r11, #40\n"
                      "0:\n"
                      "ldr r9, %[tbl]\n"
                      "ldm r9!, {r1, r3, r5}\n" EDGEC_MVE_BLOCK("vmladav.s8") "ldr pc, [r9], #4\n"
@@ -121,7 +121,7 @@ static EDGEC_NOINLINE void edgec_mve_conv_macs(const int8_t *const *tbl, const i
                      "strd r0, r6, [r12]\n"
                      "strd r2, r8, [r12, #16]\n"
                      "strd r4, r10, [r12, #32]\n"
-                     "eor r11, r11, #48\n"
+                     "eor r11, r11, #32\n"
                      "add r12, r11\n"
                      "cmp r12, lr\n"
                      "bne 0b\n"
@@ -159,13 +159,13 @@ static EDGEC_NOINLINE void edgec_mve_conv_macs_loop(const int8_t *const *tbl, co
                                                     int32_t nb, int32_t quads, int32_t *acc)
 {
     const int32_t nb1 = nb - 1;
-    const int32_t *const end = acc + 16 * quads;
+    const int32_t *const end = acc + 12 * quads;
     register const int8_t *wr __asm__("r7") = w;
     register int32_t *ar __asm__("r12") = acc;
     __asm__ volatile("0:\n"
                      EDGEC_MVE_PAIR("2", "3", "4", "5", "0")
                      EDGEC_MVE_PAIR("6", "7", "8", "9", "8")
-                     "adds r12, #64\n"
+                     "adds r12, #48\n"
                      "ldr r11, %[end]\n"
                      "cmp r12, r11\n"
                      "bne 0b\n"
@@ -194,9 +194,9 @@ static EDGEC_NOINLINE void edgec_mve_conv_requant3(const int32_t *acc, const int
                      "vldrw.u32 q3, [%[rq], #32]\n"
                      "vldrw.u32 q4, [%[rq], #48]\n"
                      "vldrw.u32 q5, [%[rq], #64]\n"
-#define EDGEC_MVE_RQ3(out)                                                                                        \
+#define EDGEC_MVE_RQ3(out, bias)                                                                                  \
     "vldrw.u32 q0, [%[acc]], #16\n"                                                                               \
-    "vldrw.u32 q1, [%[rq]]\n"                                                                                     \
+    bias                                                                                                          \
     "vadd.i32 q0, q0, q1\n"                                                                                       \
     "vqrdmulh.s32 q1, q0, q2\n"                                                                                   \
     "vpt.s32 lt, q0, zr\n"                                                                                        \
@@ -206,10 +206,9 @@ static EDGEC_NOINLINE void edgec_mve_conv_requant3(const int32_t *acc, const int
     "vmax.s32 q1, q1, q6\n"                                                                                       \
     "vmin.s32 q1, q1, q7\n"                                                                                       \
     "vstrb.32 q1, [%[" out "]], #4\n"
-                     EDGEC_MVE_RQ3("o0") EDGEC_MVE_RQ3("o1") EDGEC_MVE_RQ3("o2")
+                     EDGEC_MVE_RQ3("o0", "vldrw.u32 q1, [%[rq]]\n") EDGEC_MVE_RQ3("o1", "vldrw.u32 q1, [%[rq]]\n")
+                     EDGEC_MVE_RQ3("o2", "vldrw.u32 q1, [%[rq]], #80\n")
 #undef EDGEC_MVE_RQ3
-                     "add %[acc], %[acc], #16\n"
-                     "add %[rq], %[rq], #80\n"
                      "le lr, 1b\n"
                      : [acc] "+r"(acc), [rq] "+r"(rq4), [o0] "+l"(o), [o1] "+l"(o1), [o2] "+l"(o2)
                      : [n] "r"(quads), [lo] "r"(act_min), [hi] "r"(act_max)
@@ -221,7 +220,7 @@ static EDGEC_NOINLINE void edgec_mve_conv_requant(const int32_t *acc, const int3
                                                   int32_t valid, int32x4_t lo, int32x4_t hi)
 {
     int32_t oc, j;
-    for (oc = 0; oc < out_c; oc += 4, acc += 16, rq4 += 20, o += 4) {
+    for (oc = 0; oc < out_c; oc += 4, acc += 12, rq4 += 20, o += 4) {
         const int32x4_t bias = vldrwq_s32(rq4);
         const mve_pred16_t keep = vctp32q((uint32_t)(out_c - oc < 4 ? out_c - oc : 4));
         edgec_mve_rq q;
@@ -268,10 +267,11 @@ static EDGEC_NOINLINE void edgec_mve_short_rows(const edgec_conv2d_im2col_params
 }
 
 /* Weights: see edgec_mve_conv_macs (k16 = p->k4: k_h*k_w*in_c rounded up to 16, zero padded). scratch: the
- * accumulators, 64 * ceil(out_c / 4) bytes (16-byte aligned), then 3 pixels' taps (3 * k16) and a padding row
- * (k_w * in_c <= k16). Where a kernel row's taps are a whole number of 16-byte blocks (k_w * in_c a multiple of 16)
- * and there are at most EDGEC_MVE_ROWS of them, the MAC kernel reads each kernel row in place from the input (only
- * the rows crossing the left or right border are built); else each pixel's taps are gathered into one run. */
+ * accumulators, 48 * ceil(out_c / 4) bytes (of the 64 * ceil(out_c / 4) reserved for them), then 3 pixels' taps (3
+ * * k16) and a padding row (k_w * in_c <= k16). Where a kernel row's taps are a whole number of 16-byte blocks (k_w
+ * * in_c a multiple of 16) and there are at most EDGEC_MVE_ROWS of them, the MAC kernel reads each kernel row in
+ * place from the input (only the rows crossing the left or right border are built); else each pixel's taps are
+ * gathered into one run. */
 #define EDGEC_MVE_ROWS 8
 void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                          const edgec_rq *rq, int8_t *scratch, int8_t *output)

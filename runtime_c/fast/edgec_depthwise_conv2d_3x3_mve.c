@@ -13,7 +13,7 @@
 typedef struct {
     uint16x8_t offs;
     int16x8_t zv;
-    int32_t x0, x1, far;
+    int32_t x0, x1, far, pairs, odd; /* pairs, odd: of the x1 - x0 columns */
 } edgec_mve_dw_strip;
 
 /* The predicate of the 16-bit lanes of two columns whose tile rows are in [lo, hi) (0 <= lo < hi <= 4), from a table:
@@ -26,50 +26,49 @@ EDGEC_INLINE mve_pred16_t edgec_mve_dw_rows(int32_t lo, int32_t hi)
     return (mve_pred16_t)edgec_mve_dw_rows_table[lo][hi - lo - 1];
 }
 
-/* Strip columns [x0, x1) of channel ch, input rows r0..r0 + 3 (rows outside [0, rows) hold the zero point): two
- * columns (8 bytes) per widening gather of the 4 rows, or byte by byte where the gather's 16-bit offsets do not
- * reach. */
+/* One step's strip, the same for every channel: strip column x0's tile row 0 in the input for channel 0 (outside
+ * the input where r0 < 0: the lanes of such rows load nothing), the lanes of the tile rows inside the input (all,
+ * none, or some: edgec_mve_dw_rows), its first input row. */
+typedef struct {
+    uintptr_t src;
+    mve_pred16_t in;
+    int32_t r0;
+} edgec_mve_dw_step;
+
+/* Strip columns [x0, x1) of channel ch for step st into dst (the strip's column x0; rows outside the input hold the
+ * zero point): two columns (8 bytes) per widening gather of the 4 rows, or byte by byte where the gather's 16-bit
+ * offsets do not reach. */
 static void edgec_mve_dw_tile_strip(const edgec_depthwise_conv2d_3x3_params *p, const edgec_mve_dw_strip *g,
-                                    const int8_t *input, int32_t ch, int32_t r0, int8_t *strip)
+                                    const edgec_mve_dw_step *st, const int8_t *input, int32_t ch, int8_t *dst)
 {
-    const int32_t rs = p->in_row_step, cs = p->in_col_step;
-    const int32_t lo = r0 < 0 ? -r0 : 0, hi = p->rows - r0 < 4 ? p->rows - r0 : 4; /* valid tile rows [lo, hi) */
-    int8_t *dst = strip + 4 * g->x0;
-    int32_t left = g->x1 - g->x0;
-    if (left <= 0) return;
-    if (hi <= lo) { /* no input row: the zero point */
-        edgec_mve_fill(dst, (int8_t)p->input_zp, 4 * left);
+    const int32_t cs2 = 2 * p->in_col_step;
+    const mve_pred16_t in = st->in;
+    const int8_t *src = (const int8_t *)(st->src + (uintptr_t)ch);
+    int32_t n;
+    if (g->far) { /* far apart: byte by byte */
+        const int32_t r0 = st->r0, rs = p->in_row_step, cs = p->in_col_step;
+        const int32_t lo = r0 < 0 ? -r0 : 0, hi = p->rows - r0 < 4 ? p->rows - r0 : 4; /* tile rows [lo, hi) inside */
+        int32_t x, r;
+        for (x = g->x0 - p->pad_left; x < g->x1 - p->pad_left; ++x) {
+            for (r = 0; r < 4; ++r) {
+                *dst++ = r >= lo && r < hi ? input[(r0 + r) * rs + x * cs + ch] : (int8_t)p->input_zp;
+            }
+        }
         return;
     }
-    if (!g->far) {
-        /* the first column's row r0 (outside the input where r0 < 0: the lanes of such rows load nothing) */
-        const int8_t *src = (const int8_t *)((uintptr_t)input + (uintptr_t)(intptr_t)(r0 * rs + (g->x0 - p->pad_left) *
-                                                                                     cs + ch));
-        if (lo == 0 && hi == 4) {
-            for (; left > 1; left -= 2, src += 2 * cs, dst += 8) {
-                vstrbq_s16(dst, vldrbq_gather_offset_s16(src, g->offs));
-            }
-        } else {
-            const mve_pred16_t in = edgec_mve_dw_rows(lo, hi);
-            for (; left > 1; left -= 2, src += 2 * cs, dst += 8) {
-                vstrbq_s16(dst, vpselq_s16(vldrbq_gather_offset_z_s16(src, g->offs, in), g->zv, in));
-            }
-            if (left > 0) { /* the last column alone */
-                const mve_pred16_t four = vctp16q(4u);
-                vstrbq_p_s16(dst, vpselq_s16(vldrbq_gather_offset_z_s16(src, g->offs, in & four), g->zv, in), four);
-            }
-            return;
+    if (in == 0xFFFFu) {
+        for (n = g->pairs; n > 0; --n, src += cs2, dst += 8) vstrbq_s16(dst, vldrbq_gather_offset_s16(src, g->offs));
+        if (g->odd) vstrbq_p_s16(dst, vldrbq_gather_offset_z_s16(src, g->offs, vctp16q(4u)), vctp16q(4u));
+    } else if (in == 0u) { /* no input row: the zero point */
+        edgec_mve_fill(dst, (int8_t)p->input_zp, 8 * g->pairs + 4 * g->odd);
+    } else {
+        for (n = g->pairs; n > 0; --n, src += cs2, dst += 8) {
+            vstrbq_s16(dst, vpselq_s16(vldrbq_gather_offset_z_s16(src, g->offs, in), g->zv, in));
         }
-        if (left > 0) {
+        if (g->odd) { /* the last column alone */
             const mve_pred16_t four = vctp16q(4u);
-            vstrbq_p_s16(dst, vldrbq_gather_offset_z_s16(src, g->offs, four), four);
+            vstrbq_p_s16(dst, vpselq_s16(vldrbq_gather_offset_z_s16(src, g->offs, in & four), g->zv, in), four);
         }
-        return;
-    }
-    for (; left > 0; --left) { /* far apart: byte by byte */
-        const int32_t x = g->x1 - left - p->pad_left;
-        int32_t r;
-        for (r = 0; r < 4; ++r) *dst++ = r >= lo && r < hi ? input[(r0 + r) * rs + x * cs + ch] : (int8_t)p->input_zp;
     }
 }
 
@@ -220,26 +219,39 @@ void edgec_depthwise_conv2d_3x3_mve_s8(const edgec_depthwise_conv2d_3x3_params *
     k.nb = (n + 3) / 4;
     k.tstep = 4 * width - k.nb * 16 * s;
     k.orow = rows_per_step * p->out_row_step - k.nb * k.ostep;
+    g.pairs = (x1 - x0) / 2;
+    g.odd = (x1 - x0) % 2;
     edgec_mve_fill(scratch, (int8_t)p->input_zp, chunk * 4 * width); /* the padding columns keep it */
-    for (ch = 0; ch < p->c; ++ch, w += 16) {
-        const edgec_rq *q = rq + ch;
-        k.bias = q->bias;
-        k.mult = q->mult;
-        k.khi = q->khi;
-        k.negneg = -q->neg;
-        k.nshift = -q->shift;
-        k.w = w;
-        for (j = 0; j < steps; j += k.steps) {
-            /* up to chunk steps alike: all full (two rows at stride 1), or the odd last one alone */
-            const int32_t end = j < full ? (full - j < chunk ? full : j + chunk) : steps;
-            int8_t *o = output + j * rows_per_step * p->out_row_step + ch;
-            for (i = j; i < end; ++i) {
-                edgec_mve_dw_tile_strip(p, &g, input, ch, 2 * i - p->pad_top, scratch + (i - j) * 4 * width);
+    for (j = 0; j < steps; j += k.steps) {
+        /* up to chunk steps alike: all full (two rows at stride 1), or the odd last one alone; their strips' rows
+         * are the same for every channel */
+        const int32_t end = j < full ? (full - j < chunk ? full : j + chunk) : steps;
+        int8_t *o = output + j * rows_per_step * p->out_row_step;
+        edgec_mve_dw_step st[EDGEC_MVE_DW_STEPS];
+        for (i = j; i < end; ++i) {
+            const int32_t r0 = 2 * i - p->pad_top;
+            const int32_t lo = r0 < 0 ? -r0 : 0, hi = p->rows - r0 < 4 ? p->rows - r0 : 4; /* tile rows inside */
+            st[i - j].r0 = r0;
+            st[i - j].src = (uintptr_t)input + (uintptr_t)(intptr_t)(r0 * p->in_row_step + (x0 - pl) * p->in_col_step);
+            st[i - j].in = hi <= lo ? 0u : lo == 0 && hi == 4 ? 0xFFFFu : edgec_mve_dw_rows(lo, hi);
+        }
+        for (ch = 0; ch < p->c; ++ch) {
+            const edgec_rq *q = rq + ch;
+            k.bias = q->bias;
+            k.mult = q->mult;
+            k.khi = q->khi;
+            k.negneg = -q->neg;
+            k.nshift = -q->shift;
+            k.w = w + 16 * ch;
+            if (x1 > x0) {
+                for (i = 0; i < end - j; ++i) {
+                    edgec_mve_dw_tile_strip(p, &g, &st[i], input, ch, scratch + i * 4 * width + 4 * x0);
+                }
             }
             k.steps = end - j;
-            edgec_mve_dw_tile_outputs(scratch, s, &k, o, o + p->out_row_step, s == 1 && j < full);
-            k.steps = end - j; /* counted down to 0 by the assembly */
+            edgec_mve_dw_tile_outputs(scratch, s, &k, o + ch, o + ch + p->out_row_step, s == 1 && j < full);
         }
+        k.steps = end - j; /* counted down to 0 by the assembly */
     }
 }
 #endif /* EDGEC_MVE */
