@@ -307,7 +307,12 @@ void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *inpu
         const int32_t valid = n - pix < 3 ? n - pix : 3;
         const int32_t oy = pix / out_w, ox = pix - oy * out_w;
         const int32_t iy0 = oy * p->stride_h - p->pad_top, ix0 = ox * p->stride_w - p->pad_left;
-        if (runs && valid == 3 && ox + 2 < out_w && iy0 >= 0 && iy0 + p->k_h <= p->in_h && ix0 >= 0 &&
+        if (runs && valid == 3 && pointwise) { /* 1x1: 3 consecutive pixels, in place across output rows */
+            x[0] = input + pix * p->in_c;
+            x[1] = x[0] + p->in_c;
+            x[2] = x[1] + p->in_c;
+            j = 3;
+        } else if (runs && valid == 3 && ox + 2 < out_w && iy0 >= 0 && iy0 + p->k_h <= p->in_h && ix0 >= 0 &&
             ix0 + 2 * p->stride_w + p->k_w <= p->in_w) { /* 3 pixels of one output row, all inside */
             const int32_t step = p->stride_w * p->in_c;
             const int8_t *src = input + iy0 * row_bytes + ix0 * p->in_c;
