@@ -217,8 +217,9 @@ static EDGEC_NOINLINE void edgec_mve_conv_requant3(const int32_t *acc, const int
 
 /* The same for `valid` < 3 pixels or a last quad of 1-3 channels, in C. */
 static EDGEC_NOINLINE void edgec_mve_conv_requant(const int32_t *acc, const int32_t *rq4, int32_t out_c, int8_t *o,
-                                                  int32_t valid, int32x4_t lo, int32x4_t hi)
+                                                  int32_t valid, int32_t act_min, int32_t act_max)
 {
+    const int32x4_t lo = vdupq_n_s32(act_min), hi = vdupq_n_s32(act_max);
     int32_t oc, j;
     for (oc = 0; oc < out_c; oc += 4, acc += 12, rq4 += 20, o += 4) {
         const int32x4_t bias = vldrwq_s32(rq4);
@@ -250,6 +251,22 @@ static const int8_t *edgec_mve_run(const edgec_conv2d_im2col_params *p, const in
     return row;
 }
 
+/* The jump words of the table of n_runs runs of nb blocks (edgec_mve_conv_macs): into the chain (the first run
+ * after its first block), and after the last run out to the stores; acc: 8 bytes of scratch. */
+static EDGEC_NOINLINE void edgec_mve_conv_jumps(const int8_t **x, int32_t n_runs, int32_t nb, int32_t *acc)
+{
+    uintptr_t chain_end, stores;
+    int32_t r;
+    edgec_mve_conv_macs(x, 0, 0, acc);
+    chain_end = (uintptr_t)(uint32_t)acc[0];
+    stores = (uintptr_t)(uint32_t)acc[1];
+    x[3] = (const int8_t *)((chain_end - (uintptr_t)((nb - 1) * EDGEC_MVE_BLOCK_BYTES)) | 1u);
+    for (r = 1; r < n_runs; ++r) {
+        x[4 * r + 3] = (const int8_t *)((chain_end - (uintptr_t)(nb * EDGEC_MVE_BLOCK_BYTES)) | 1u);
+    }
+    x[4 * n_runs + 3] = (const int8_t *)(stores | 1u);
+}
+
 /* Short kernel rows (k_w * in_c <= 16: a first layer's few channels) of 3 pixels of one output row inside the
  * input, from src (the first pixel's top left tap): a predicated copy per row into rows (k4 bytes a pixel). */
 static EDGEC_NOINLINE void edgec_mve_short_rows(const edgec_conv2d_im2col_params *p, const int8_t *src, int8_t *rows,
@@ -272,14 +289,13 @@ static EDGEC_NOINLINE void edgec_mve_short_rows(const edgec_conv2d_im2col_params
  * * in_c a multiple of 16) and there are at most EDGEC_MVE_ROWS of them, the MAC kernel reads each kernel row in
  * place from the input (only the rows crossing the left or right border are built); else each pixel's taps are
  * gathered into one run. */
-#define EDGEC_MVE_ROWS 8
+#define EDGEC_MVE_ROWS 7 /* the table of runs on the stack: 4 * 7 + 4 pointers */
 void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                          const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
     const int32_t n = p->out_h * p->out_w, out_w = p->out_w, out_c = p->out_c, k16 = p->k4;
     const int32_t quads = (out_c + 3) / 4;
     const int32_t span = p->k_w * p->in_c, row_bytes = p->in_w * p->in_c;
-    const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
     int32_t *acc = (int32_t *)(void *)scratch;
     int8_t *rows = scratch + 64 * ((out_c + 3) / 4), *zrow = rows + 3 * k16;
     const int runs = span % 16 == 0 && p->k_h <= EDGEC_MVE_ROWS;
@@ -292,17 +308,7 @@ void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *inpu
     int32_t pix, j, ky;
     const int32_t n_runs = runs ? p->k_h : 1, nb = runs ? span / 16 : k16 / 16;
     if (runs) edgec_mve_fill(zrow, (int8_t)p->input_zp, span);
-    if (nb <= EDGEC_MVE_CHAIN) { /* the jump words of the table: into the chain, and after the last run out */
-        uintptr_t chain_end, stores;
-        edgec_mve_conv_macs(x, 0, 0, acc);
-        chain_end = (uintptr_t)(uint32_t)acc[0];
-        stores = (uintptr_t)(uint32_t)acc[1];
-        x[3] = (const int8_t *)((chain_end - (uintptr_t)((nb - 1) * EDGEC_MVE_BLOCK_BYTES)) | 1u);
-        for (ky = 1; ky < n_runs; ++ky) {
-            x[4 * ky + 3] = (const int8_t *)((chain_end - (uintptr_t)(nb * EDGEC_MVE_BLOCK_BYTES)) | 1u);
-        }
-        x[4 * n_runs + 3] = (const int8_t *)(stores | 1u);
-    }
+    if (nb <= EDGEC_MVE_CHAIN) edgec_mve_conv_jumps(x, n_runs, nb, acc);
     for (pix = 0; pix < n; pix += 3) {
         const int32_t valid = n - pix < 3 ? n - pix : 3;
         const int32_t oy = pix / out_w, ox = pix - oy * out_w;
@@ -360,7 +366,8 @@ void edgec_conv2d_mve_s8(const edgec_conv2d_im2col_params *p, const int8_t *inpu
             edgec_mve_conv_requant3(acc, (const int32_t *)(const void *)rq, quads, output + pix * out_c, out_c,
                                     p->act_min, p->act_max);
         } else {
-            edgec_mve_conv_requant(acc, (const int32_t *)(const void *)rq, out_c, output + pix * out_c, valid, lo, hi);
+            edgec_mve_conv_requant(acc, (const int32_t *)(const void *)rq, out_c, output + pix * out_c, valid,
+                                   p->act_min, p->act_max);
         }
     }
 }
