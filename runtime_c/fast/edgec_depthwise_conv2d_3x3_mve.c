@@ -55,8 +55,20 @@ static void edgec_mve_dw_tile_strip(const edgec_depthwise_conv2d_3x3_params *p, 
     } else if (in == 0u) { /* no input row: the zero point */
         edgec_mve_fill(dst, (int8_t)p->input_zp, 8 * g->pairs + 4 * g->odd);
     } else {
-        for (n = g->pairs; n > 0; --n, src += cs2, dst += 8) {
-            vstrbq_s16(dst, vpselq_s16(vldrbq_gather_offset_z_s16(src, g->offs, in), g->zv, in));
+        if (g->pairs > 0) { /* the predicate set once: 6 instructions a pair of columns (gcc: 7) */
+            __asm__ volatile("vmsr p0, %[in]\n"
+                             "dls lr, %[n]\n"
+                             "1:\n"
+                             "vpst\n"
+                             "vldrbt.s16 q0, [%[src], %q[offs]]\n"
+                             "vpsel q0, q0, %q[zv]\n"
+                             "add %[src], %[cs2]\n"
+                             "vstrb.16 q0, [%[dst]], #8\n"
+                             "le lr, 1b\n"
+                             : [src] "+r"(src), [dst] "+r"(dst)
+                             : [in] "r"((uint32_t)in), [n] "r"(g->pairs), [cs2] "r"(cs2), [offs] "w"(g->offs),
+                               [zv] "w"(g->zv)
+                             : "q0", "lr", "memory");
         }
         if (g->odd) { /* the last column alone */
             const mve_pred16_t four = vctp16q(4u);
