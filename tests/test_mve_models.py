@@ -1,8 +1,10 @@
 """The Cortex-M55's Helium kernels on the MLPerf Tiny models (marker sweep, outside the default run: scripts/test.sh -m sweep): each MLPerf
 Tiny model on qemu-cortex-m55 through the Helium kernels, bit-exact with the NumPy reference on every golden
-sample, in at most 0.7x the emulated instructions of TFLM + CMSIS-NN's MVE kernels on the same emulator (built
+sample, in at most 0.55x the emulated instructions of TFLM + CMSIS-NN's MVE kernels on the same emulator (built
 as benchmarks/latency.py builds them: calibrated on the golden inputs).
-When this was written: KWS 0.69, VWW 0.69, IC 0.69, AD 0.49 (docs/performance.md)."""
+When this was written: KWS 0.69, VWW 0.69, IC 0.69, AD 0.49; after the kernel round of 2026-11-27 (the chained
+convolution, the depthwise steps outer): KWS 0.51, VWW 0.47, IC 0.49, AD 0.49 (docs/performance.md; the issue's
+figures are the .tflite files' from benchmarks/peers.py), hence the bound of 0.55."""
 from __future__ import annotations
 
 import numpy as np
@@ -29,4 +31,4 @@ def test_mlperf_tiny_on_m55_within_target(key, tmp_path):
     assert r["agreement"]["device_vs_reference"] == 1.0
     ratio = r["latency"]["median"] / TFLM_CMSIS_MVE[key]
     print(f"\n{key} on qemu-cortex-m55: {r['latency']['median']:,.0f} insns, {ratio:.3f}x TFLM + CMSIS-NN MVE")
-    assert ratio <= 0.7
+    assert ratio <= 0.55

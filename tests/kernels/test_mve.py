@@ -1,14 +1,16 @@
 """The Helium (MVE) kernels (runtime_c/fast/edgec_*_mve.c, their records beside the fast kernels they replace in
-edgec/ops/, chosen by edgec/ops/select.py on a Helium board) bit for bit with the
-NumPy reference on the emulated Cortex-M55 (QEMU mps3-an547): one firmware of random layers covering their
-paths, benchmarked on random inputs: a 3-channel first convolution whose taps are not a multiple of 16, a 3x3
-one on 16 channels (kernel rows read in place, border rows built, a short last block of pixels), one at stride 2
-with 6 outputs (channels padded to 8, requantized in C), a 1x1 one reading the input pixel directly (24
-channels: reading into the next pixel) and through the tap copy (its last pixels), a 1x1 one on 16 channels (taps
-in place) with an odd number of outputs, depthwise 3x3 at stride 1 (an odd number of output rows: the last step
-has one) and 2 with padding on every side, on long rows and short ones, a clamped activation range, short last
-blocks of pixels and of rows, fully connected layers of 256 and 16 inputs, global average pooling and adds.
-The four MLPerf Tiny models on the same board: benchmarks/latency.py --boards qemu-cortex-m55."""
+edgec/ops/, chosen by edgec/ops/select.py on a Helium board) bit for bit with the NumPy reference on the emulated
+Cortex-M55 (QEMU mps3-an547): one firmware of random layers covering their paths, benchmarked on random inputs: a
+3-channel first convolution whose taps are not a multiple of 16, a 3x3 one on 16 channels (kernel rows read in
+place, border rows built, a short last block of pixels), one at stride 2 with 6 outputs (channels padded to 8,
+requantized in C), a 1x1 one reading the input pixel directly (24 channels: reading into the next pixel) and
+through the tap copy (its last pixels), a 1x1 one on 16 channels (taps in place, 3 pixels across output rows) with
+an odd number of outputs, a 1x1 one on 256 channels (the whole chain of 16 blocks a run) and a 3x3 one on 36
+channels (324 taps: 21 blocks, past the chain: the counted loop), depthwise 3x3 at stride 1 (an odd number of
+output rows: the last step has one) and 2 with padding on every side, on long rows and short ones, a clamped
+activation range, short last blocks of pixels and of rows, fully connected layers of 256 and 16 inputs, global
+average pooling and adds. The four MLPerf Tiny models on the same board: benchmarks/latency.py --boards
+qemu-cortex-m55."""
 from __future__ import annotations
 
 import numpy as np
@@ -31,7 +33,11 @@ def random_layers():
          "wf": rng.normal(0, .2, (16 * 2 * 8, 7)),
          "wg": rng.normal(0, .5, (16, 7)), "w7": rng.normal(0, .02, (5, 16, 1, 1)), "wh": rng.normal(0, .5, (5, 7)),
          "b7": np.linspace(-10, 10, 5),   # channel means as far apart as the values: the pool keeps its input's scale
-         "w8": rng.normal(0, .15, (6, 16, 3, 3)), "w9": rng.normal(0, .5, (6, 7))}
+         "w8": rng.normal(0, .15, (6, 16, 3, 3)), "w9": rng.normal(0, .5, (6, 7)),
+         "wu": rng.normal(0, .3, (36, 16, 1, 1)), "wv": rng.normal(0, .06, (8, 36, 3, 3)),
+         "wv2": rng.normal(0, .5, (8, 7)),
+         "wt": rng.normal(0, .3, (256, 16, 1, 1)), "wt2": rng.normal(0, .05, (8, 256, 1, 1)),
+         "wt3": rng.normal(0, .5, (8, 7))}
     nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),                 # 27 taps
              helper.make_node("Relu", ["a"], ["b"]),                                          # clamped range
              helper.make_node("Conv", ["b", "w2"], ["c"], group=16, pads=[1, 1, 1, 1]),      # depthwise s1: 34 wide
@@ -54,7 +60,19 @@ def random_layers():
              helper.make_node("Flatten", ["q"], ["r"]),
              helper.make_node("MatMul", ["r", "w9"], ["s"]),
              helper.make_node("Add", ["hk", "o"], ["ho"]),
-             helper.make_node("Add", ["ho", "s"], ["y"])]
+             helper.make_node("Conv", ["e5", "wu"], ["u"]),                                   # 16 -> 36 channels
+             helper.make_node("Conv", ["u", "wv"], ["v"], pads=[1, 1, 1, 1]),                  # 324 taps: 21 blocks
+             helper.make_node("GlobalAveragePool", ["v"], ["v1"]),
+             helper.make_node("Flatten", ["v1"], ["v2"]),
+             helper.make_node("MatMul", ["v2", "wv2"], ["vv"]),
+             helper.make_node("Conv", ["e5", "wt"], ["t"]),                                   # 16 -> 256 channels
+             helper.make_node("Conv", ["t", "wt2"], ["t2"]),                                  # 1x1 on 256: 16 blocks
+             helper.make_node("GlobalAveragePool", ["t2"], ["t3"]),
+             helper.make_node("Flatten", ["t3"], ["t4"]),
+             helper.make_node("MatMul", ["t4", "wt3"], ["tt"]),
+             helper.make_node("Add", ["ho", "s"], ["hs"]),
+             helper.make_node("Add", ["hs", "vv"], ["hv"]),
+             helper.make_node("Add", ["hv", "tt"], ["y"])]
     inits = {k: v.astype(np.float32) for k, v in w.items()}
     return make_model(nodes, ("x", [1, 3, 5, 34]), ("y", [1, 7]), inits)
 
