@@ -111,25 +111,33 @@ static int32_t edgec_binary_one(const edgec_binary_params *p, int32_t a, int32_t
     return edgec_clamp(raw, p->act_min, p->act_max);
 }
 
+/* The broadcasting loop over [dims] for one element type T (int8; int16: TFLite's 16x8 binary operators,
+ * edgec/ops/binary/int16.py); the functions are written out below. */
+#define EDGEC_BINARY_BODY(T)                                                                                     \
+    {                                                                                                            \
+        const int32_t *d = p->dims, *sa = p->a_stride, *sb = p->b_stride;                                        \
+        int32_t i0, i1, i2, i3, i4, i5;                                                                          \
+        for (i0 = 0; i0 < d[0]; ++i0)                                                                            \
+            for (i1 = 0; i1 < d[1]; ++i1)                                                                        \
+                for (i2 = 0; i2 < d[2]; ++i2)                                                                    \
+                    for (i3 = 0; i3 < d[3]; ++i3)                                                                \
+                        for (i4 = 0; i4 < d[4]; ++i4) {                                                          \
+                            const T *pa = a + i0 * sa[0] + i1 * sa[1] + i2 * sa[2] + i3 * sa[3] + i4 * sa[4];    \
+                            const T *pb = b + i0 * sb[0] + i1 * sb[1] + i2 * sb[2] + i3 * sb[3] + i4 * sb[4];    \
+                            for (i5 = 0; i5 < d[5]; ++i5) {                                                      \
+                                *output++ = (T)edgec_binary_one(p, pa[i5 * sa[5]], pb[i5 * sb[5]]);              \
+                            }                                                                                    \
+                        }                                                                                        \
+    }
+
 void edgec_binary_s8(const edgec_binary_params *p, const int8_t *a, const int8_t *b, int8_t *output)
 {
-    const int32_t *d = p->dims, *sa = p->a_stride, *sb = p->b_stride;
-    int32_t i0, i1, i2, i3, i4, i5;
-    for (i0 = 0; i0 < d[0]; ++i0) {
-        for (i1 = 0; i1 < d[1]; ++i1) {
-            for (i2 = 0; i2 < d[2]; ++i2) {
-                for (i3 = 0; i3 < d[3]; ++i3) {
-                    for (i4 = 0; i4 < d[4]; ++i4) {
-                        const int8_t *pa = a + i0 * sa[0] + i1 * sa[1] + i2 * sa[2] + i3 * sa[3] + i4 * sa[4];
-                        const int8_t *pb = b + i0 * sb[0] + i1 * sb[1] + i2 * sb[2] + i3 * sb[3] + i4 * sb[4];
-                        for (i5 = 0; i5 < d[5]; ++i5) {
-                            *output++ = (int8_t)edgec_binary_one(p, pa[i5 * sa[5]], pb[i5 * sb[5]]);
-                        }
-                    }
-                }
-            }
-        }
-    }
+    EDGEC_BINARY_BODY(int8_t)
+}
+
+void edgec_binary_s16(const edgec_binary_params *p, const int16_t *a, const int16_t *b, int16_t *output)
+{
+    EDGEC_BINARY_BODY(int16_t)
 }
 
 void edgec_add_n_s8(const edgec_add_n_params *p, const int8_t *const *inputs, int8_t *output)

@@ -61,3 +61,16 @@ void edgec_fully_connected_s16(const edgec_fully_connected_params *p, const int1
         output[o] = (int16_t)edgec_clamp(edgec_requantize64(acc, mult[o], shift[o]), p->act_min, p->act_max);
     }
 }
+
+void edgec_fully_connected_rows_s16(const edgec_fully_connected_rows_params *p, const int16_t *input,
+                                    const int8_t *weights, const int64_t *bias, const int32_t *mult,
+                                    const int32_t *shift, int16_t *output)
+{
+    const edgec_fully_connected_params row = {p->in_features, p->out_features, p->input_zp, p->output_zp,
+                                              p->act_min, p->act_max};
+    int32_t r;
+    for (r = 0; r < p->rows; ++r) {
+        edgec_fully_connected_s16(&row, input + r * row.in_features, weights, bias, mult, shift,
+                                  output + r * row.out_features);
+    }
+}

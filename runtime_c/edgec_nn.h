@@ -307,6 +307,10 @@ typedef struct {
 void edgec_fully_connected_rows_s8(const edgec_fully_connected_rows_params *p, const int8_t *input,
                                    const int8_t *weights, const int32_t *bias, const int32_t *mult,
                                    const int32_t *shift, int8_t *output);
+/* 16x8 (TFLite's int16 FULLY_CONNECTED of several rows): int64 bias, zero points 0. */
+void edgec_fully_connected_rows_s16(const edgec_fully_connected_rows_params *p, const int16_t *input,
+                                    const int8_t *weights, const int64_t *bias, const int32_t *mult,
+                                    const int32_t *shift, int16_t *output);
 
 /* ================================================================ fast fully connected
  * fast/edgec_fully_connected_*.c: the input zero point folded into rq's bias (edgec_rq, one record per row);
@@ -448,6 +452,9 @@ typedef struct {
         act_min, act_max;
 } edgec_binary_params;
 void edgec_binary_s8(const edgec_binary_params *p, const int8_t *a, const int8_t *b, int8_t *output);
+/* int16 (TFLite's 16x8 SUB, MUL, MAXIMUM, MINIMUM, SQUARED_DIFFERENCE, broadcast ADD): zero points 0, left_shift
+ * 15 (add, sub) or 0 (squared difference), the int16 clamp. */
+void edgec_binary_s16(const edgec_binary_params *p, const int16_t *a, const int16_t *b, int16_t *output);
 
 /* TFLite's SELECT_V2: out = cond ? x : y over the broadcast [dims] (6-D, strides 0 where an input is broadcast);
  * cond bool bytes (0 or 1), the bytes of x or y copied. */

@@ -29,8 +29,8 @@ MODEL = Path(__file__).parent / "data" / "tflite_16x8_cnn.tflite"
 
 
 def test_16x8_operators_match_tflm(tmp_path):
-    """Two random cases of each 16x8 operator: NumPy reference and reference C kernels against TFLite Micro."""
-    cases = cases16.cases(seed=16, n=2 * len(cases16.MAKERS))
+    """A random case of each 16x8 operator: NumPy reference and reference C kernels against TFLite Micro."""
+    cases = cases16.cases(seed=16, n=len(cases16.MAKERS))
     assert {c.name.split("_", 2)[-1] for c in cases} == set(cases16.MAKERS)
     bad = oracle.check(cases, tmp_path, paths=("reference",))
     assert not bad, bad
@@ -87,22 +87,23 @@ def _refusal(tmp_path, case: Case) -> str:
     return msg
 
 
-@pytest.mark.parametrize("op", ["SUB", "LOGISTIC", "MUL"])
+@pytest.mark.parametrize("op", ["DIV", "ELU"])
 def test_16x8_operators_edgec_does_not_run_are_refused_naming_them(tmp_path, op):
-    """SUB, LOGISTIC and MUL of int16 activations: one line naming the operator and int16."""
+    """DIV and ELU of int16 activations (TFLite Micro's kernels take no int16): one line naming the operator and
+    int16."""
     s = float(np.float32(1e-4))
     tensors = [T((1, 4, 4, 3), [s], [0], cases16.INT16), T((1, 4, 4, 3), [s], [0], cases16.INT16),
                T((1, 4, 4, 3), [s], [0], cases16.INT16)]
-    opts = {"SUB": ("SubOptions", {"FusedActivationFunction": 0}), "LOGISTIC": None,
-            "MUL": ("MulOptions", {"FusedActivationFunction": 0})}[op]
-    node = Node(op, [0] if op == "LOGISTIC" else [0, 1], 2, opts)
-    msg = _refusal(tmp_path, Case(op.lower(), tensors, [node], [0] if op == "LOGISTIC" else [0, 1], 2))
+    opts = {"DIV": ("DivOptions", {"FusedActivationFunction": 0}), "ELU": None}[op]
+    unary = op == "ELU"
+    node = Node(op, [0] if unary else [0, 1], 2, opts)
+    msg = _refusal(tmp_path, Case(op.lower(), tensors, [node], [0] if unary else [0, 1], 2))
     assert f"{op} (operator #0" in msg and "int16" in msg, msg
 
 
 def test_16x8_quantization_edgec_cannot_honour_is_refused(tmp_path):
     """16x8 files edgec's int16 kernels do not follow: an int32 bias (TFLite's int32 accumulator), an int16 zero
-    point other than 0, a FULLY_CONNECTED of several rows."""
+    point other than 0."""
     s = float(np.float32(1e-4))
     rng = np.random.default_rng(0)
     w = rng.integers(-127, 128, (2, 1, 1, 3)).astype(np.int8)
@@ -116,11 +117,6 @@ def test_16x8_quantization_edgec_cannot_honour_is_refused(tmp_path):
     _load(tmp_path, conv(cases16.INT64, 0))                    # the 16x8 conv itself is taken
     assert "int64" in _refusal(tmp_path, conv(2, 0))           # int32 bias
     assert "zero point 5" in _refusal(tmp_path, conv(cases16.INT64, 5))
-    tensors = [T((2, 3), [s], [0], cases16.INT16), T((4, 3), [0.01], [0], data=rng.integers(-127, 128, (4, 3)).astype(np.int8)),
-               T((2, 4), [s], [0], cases16.INT16)]
-    msg = _refusal(tmp_path, Case("rows16", tensors, [Node("FULLY_CONNECTED", [0, 1, -1], 2,
-                                                           ("FullyConnectedOptions", {}))], 0, 2))
-    assert "FULLY_CONNECTED" in msg and "2 rows" in msg
 
 
 def test_bench_oracle_reads_int16_outputs():

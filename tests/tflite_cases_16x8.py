@@ -77,6 +77,20 @@ def fc_case(rng, name, extreme=False):
     return Case(name, tensors, nodes, 0, 5), True
 
 
+def fc_rows_case(rng, name, extreme=False):
+    """FULLY_CONNECTED of several int16 rows [rows, n_in] (TFLite's 16x8 kernel over its batches)."""
+    rows, n_in, n_out = int(rng.integers(2, 6)), int(rng.integers(1, 40)), int(rng.integers(1, 30))
+    xs = _scale(rng)
+    ys = _out_scale(rng, xs, extreme)
+    wq, ws = _weights(rng, (n_out, n_in), 0, rng.random() < 0.5)
+    bias = rng.random() < 0.8
+    tensors = [T((rows, n_in), [xs], [0], INT16), T((n_out, n_in), ws, [0] * len(ws), data=wq),
+               T((n_out,), [xs * s for s in ws], [0] * len(ws), INT64, _bias(rng, n_out, extreme)),
+               T((rows, n_out), [ys], [0], INT16)]
+    opts = ("FullyConnectedOptions", dict(FusedActivationFunction=int(rng.choice([0, 1, 3]))))
+    return Case(name, tensors, [Node("FULLY_CONNECTED", [0, 1, 2 if bias else -1], 3, opts)], 0, 3), True
+
+
 def pool_case(rng, name, extreme=False, average=True):
     h, w, c = int(rng.integers(1, 14)), int(rng.integers(1, 14)), int(rng.integers(1, 20))
     kh, kw = int(rng.integers(1, h + 1)), int(rng.integers(1, w + 1))
@@ -166,9 +180,55 @@ def transpose_case(rng, name, extreme=False):
                T(tuple(dims[a] for a in perm), [xs], [0], INT16)]
     return Case(name, tensors, [Node("TRANSPOSE", [0, 1], 2, ("TransposeOptions", {}))], 0, 2), True
 
-MAKERS = {"conv": conv_case, "depthwise": lambda r, n, e: conv_case(r, n, e, True), "fc": fc_case,
+BINARY_OPTIONS = {"ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions", "MAXIMUM": None, "MINIMUM": None,
+                  "SQUARED_DIFFERENCE": None}
+
+
+def binary_case(rng, name, extreme=False, op="SUB"):
+    """op(x, y) of an int16 image x [1,h,w,c] and y: a 1x1 depthwise convolution of x (one shape, its own scale),
+    a global average pool of x ([1,1,1,c]: broadcast) or an int16 constant of a broadcastable shape (TFLite's 16x8
+    constants: zero point 0), in either order; MAXIMUM / MINIMUM (nothing rescaled) with one scale throughout."""
+    h, w, c = int(rng.integers(1, 8)), int(rng.integers(1, 8)), int(rng.integers(1, 10))
+    raw = op in ("MAXIMUM", "MINIMUM")
+    xs = _scale(rng)
+    ys = xs if raw else float(np.float32(xs * 10 ** rng.uniform(-1.5, 1.5 if op != "MUL" else 0.5)))
+    if op == "MUL":
+        ys = float(np.float32(xs * xs * 10 ** rng.uniform(1.5, 4.5)))
+    shape = (1, h, w, c)
+    tensors = [T(shape, [xs], [0], INT16)]
+    nodes, how = [], rng.choice(["depthwise" if not raw else "pool", "broadcast", "constant"])
+    if how == "depthwise":
+        wq, ws = _weights(rng, (1, 1, 1, c), 3)
+        bs = float(np.float32(xs * 10 ** rng.uniform(-1, 1)))
+        tensors += [T((1, 1, 1, c), ws, [0] * c, data=wq, axis=3),
+                    T((c,), [xs * v for v in ws], [0] * c, INT64, _bias(rng, c, False)), T(shape, [bs], [0], INT16)]
+        nodes.append(Node("DEPTHWISE_CONV_2D", [0, 1, 2], 3, ("DepthwiseConv2DOptions", dict(
+            Padding=1, StrideW=1, StrideH=1, DepthMultiplier=1, DilationWFactor=1, DilationHFactor=1))))
+    elif how in ("pool", "broadcast"):
+        k = (h, w) if how == "broadcast" else (1, 1)
+        tensors.append(T((1, 1, 1, c) if how == "broadcast" else shape, [xs], [0], INT16))
+        nodes.append(Node("AVERAGE_POOL_2D", [0], 1, ("Pool2DOptions", dict(
+            Padding=1, StrideW=1, StrideH=1, FilterWidth=k[1], FilterHeight=k[0]))))
+    else:
+        cshape = tuple(int(d) if rng.random() < 0.5 else 1 for d in shape)[int(rng.integers(0, 4)):] or (1,)
+        data = rng.integers(-32768, 32768, cshape).astype(np.int16)
+        if extreme:
+            data.reshape(-1)[0] = rng.choice([-32768, 32767])
+        cs = xs if raw else _scale(rng)
+        tensors.append(T(cshape, [cs], [0], INT16, data))
+    y = len(tensors) - 1
+    tensors.append(T(shape, [ys], [0], INT16))
+    opts = BINARY_OPTIONS[op]
+    fields = ((opts, dict(FusedActivationFunction=int(rng.choice([0, 1, 3])))) if opts else None)
+    nodes.append(Node(op, [0, y] if rng.random() < 0.5 else [y, 0], len(tensors) - 1, fields))
+    return Case(name, tensors, nodes, 0, len(tensors) - 1), True
+
+
+MAKERS = {"conv": conv_case, "depthwise": lambda r, n, e: conv_case(r, n, e, True), "fc": fc_case, "fc_rows": fc_rows_case,
           "avg_pool": pool_case, "max_pool": lambda r, n, e: pool_case(r, n, e, False), "add": add_case,
-          "concat": concat_case, "pad": pad_case, "mean": mean_case, "transpose": transpose_case}
+          "concat": concat_case, "pad": pad_case, "mean": mean_case, "transpose": transpose_case,
+          **{("add_broadcast" if op == "ADD" else op.lower()): (lambda o: lambda r, n, e: binary_case(r, n, e, o))(op)
+             for op in BINARY_OPTIONS}}
 
 
 def cases(seed: int, n: int, makers: dict = MAKERS) -> list[Case]:
