@@ -224,11 +224,104 @@ def binary_case(rng, name, extreme=False, op="SUB"):
     return Case(name, tensors, nodes, 0, len(tensors) - 1), True
 
 
+def movement_case(rng, name, extreme=False, op="SLICE"):
+    """A data-movement operator on an int16 tensor of rank 1-4 (TFLite Micro copies the int16 values): SLICE,
+    STRIDED_SLICE (masks, negative strides, a shrunk axis), SPLIT / SPLIT_V / UNPACK (several graph outputs),
+    PACK (of the input and a 1x1 pool of it), REVERSE_V2 and BROADCAST_TO."""
+    rank = int(rng.integers(1, 5))
+    dims = tuple(int(d) for d in rng.integers(1, 6, rank))
+    xs = _scale(rng)
+    tensors, a = [T(dims, [xs], [0], INT16)], int(rng.integers(0, rank))
+
+    def const(v):
+        tensors.append(T((len(v),), [1.0], [0], 2, np.array(v, np.int32)))
+        return len(tensors) - 1
+
+    def out(shape):
+        tensors.append(T(tuple(shape), [xs], [0], INT16))
+        return len(tensors) - 1
+    if op == "SLICE":
+        begin = [int(rng.integers(0, d)) for d in dims]
+        size = [int(rng.integers(1, d - b + 1)) if rng.random() < 0.8 else -1 for d, b in zip(dims, begin)]
+        shape = [d - b if s == -1 else s for d, b, s in zip(dims, begin, size)]
+        node = Node(op, [0, const(begin), const(size)], None, ("SliceOptions", {}))
+    elif op == "STRIDED_SLICE":
+        stride = [int(rng.choice([1, 1, 2, -1])) for _ in dims]
+        begin = [int(rng.integers(0, d)) if s > 0 else int(rng.integers(0, d)) for d, s in zip(dims, stride)]
+        end = [int(rng.integers(b + 1, d + 1)) if s > 0 else int(rng.integers(-1, b)) for d, b, s in
+               zip(dims, begin, stride)]
+        end = [e if e >= 0 else -d - 1 for e, d in zip(end, dims)]     # a negative stride down to index 0
+        bm, em = int(rng.integers(0, 1 << rank)), int(rng.integers(0, 1 << rank))
+        shrink = (1 << a) if rng.random() < 0.3 else 0
+        if shrink:              # (a shrunk axis of stride -1: TFLite Micro's loop writes nothing there)
+            stride[a], end[a] = 1, begin[a] + 1
+        shape = []
+        for k, d in enumerate(dims):
+            if shrink >> k & 1:
+                continue
+            b = None if bm >> k & 1 else begin[k]
+            e = None if em >> k & 1 else end[k]
+            shape.append(len(range(d)[slice(b, e, stride[k])]))
+        if 0 in shape or not shape:
+            return None, False
+        node = Node(op, [0, const(begin), const(end), const(stride)], None, ("StridedSliceOptions", dict(
+            BeginMask=bm, EndMask=em, ShrinkAxisMask=shrink)))
+    elif op in ("SPLIT", "SPLIT_V", "UNPACK"):
+        parts = dims[a] if op == "UNPACK" else int(rng.choice([p for p in range(1, dims[a] + 1) if dims[a] % p == 0]))
+        sizes = [dims[a] // parts] * parts
+        if op == "SPLIT_V":
+            cuts = sorted(int(c) for c in rng.choice(np.arange(1, dims[a]), min(dims[a] - 1, 2), replace=False)) \
+                if dims[a] > 1 else []
+            sizes = [e - b for b, e in zip([0] + cuts, cuts + [dims[a]])]
+        shapes = [tuple(d for k, d in enumerate(dims) if k != a) if op == "UNPACK" else
+                  tuple(n if k == a else d for k, d in enumerate(dims)) for n in sizes]
+        if op == "SPLIT":
+            node = Node(op, [const([a]), 0], None, ("SplitOptions", dict(NumSplits=parts)))
+        elif op == "SPLIT_V":
+            node = Node(op, [0, const([-1 if i == 0 and len(sizes) > 1 else n for i, n in enumerate(sizes)]),
+                             const([a])], None, ("SplitVOptions", dict(NumSplits=len(sizes))))
+        else:
+            node = Node(op, [0], None, ("UnpackOptions", dict(Num=parts, Axis=a)))
+        node.output = [out(sh or (1,)) for sh in shapes]
+        # the parts joined back in reverse order (edgec takes int16 ports in a model of one output)
+        back = Node("PACK", node.output[::-1], out(tuple(d for d in dims)), ("PackOptions", dict(
+            ValuesCount=parts, Axis=a))) if op == "UNPACK" else \
+            Node("CONCATENATION", node.output[::-1], out(dims), ("ConcatenationOptions", dict(Axis=a)))
+        return Case(name, tensors, [node, back], 0, back.output), True
+    elif op == "PACK":
+        dims = (1, int(rng.integers(1, 5)), int(rng.integers(1, 5)), int(rng.integers(1, 5)))
+        tensors[0] = T(dims, [xs], [0], INT16)
+        tensors.append(T(dims, [xs], [0], INT16))
+        pool = Node("AVERAGE_POOL_2D", [0], 1, ("Pool2DOptions", dict(Padding=1, StrideW=1, StrideH=1,
+                                                                       FilterWidth=1, FilterHeight=1)))
+        axis = int(rng.integers(0, 5))
+        shape = list(dims)
+        shape.insert(axis, 2)
+        node = Node(op, [0, 1] if rng.random() < 0.5 else [1, 0], out(shape), ("PackOptions", dict(
+            ValuesCount=2, Axis=axis)))
+        return Case(name, tensors, [pool, node], 0, node.output), True
+    elif op == "REVERSE_V2":
+        lo = int(rng.integers(0, rank))
+        axes = list(range(lo, int(rng.integers(lo + 1, rank + 1))))      # TFLite Micro takes a contiguous run
+        shape = dims
+        node = Node(op, [0, const(axes)], None, ("ReverseV2Options", {}))
+    else:                                   # BROADCAST_TO
+        shape = [int(rng.integers(1, 4)) for _ in range(int(rng.integers(0, 2)))] + \
+            [d if d > 1 or rng.random() < 0.5 else int(rng.integers(2, 4)) for d in dims]
+        node = Node(op, [0, const(shape)], None, ("BroadcastToOptions", {}))
+    node.output = out(shape or (1,))
+    return Case(name, tensors, [node], 0, node.output), True
+
+
+MOVEMENT = ("SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V", "UNPACK", "PACK", "REVERSE_V2", "BROADCAST_TO")
+
+
 MAKERS = {"conv": conv_case, "depthwise": lambda r, n, e: conv_case(r, n, e, True), "fc": fc_case, "fc_rows": fc_rows_case,
           "avg_pool": pool_case, "max_pool": lambda r, n, e: pool_case(r, n, e, False), "add": add_case,
           "concat": concat_case, "pad": pad_case, "mean": mean_case, "transpose": transpose_case,
           **{("add_broadcast" if op == "ADD" else op.lower()): (lambda o: lambda r, n, e: binary_case(r, n, e, o))(op)
-             for op in BINARY_OPTIONS}}
+             for op in BINARY_OPTIONS},
+          **{op.lower(): (lambda o: lambda r, n, e: movement_case(r, n, e, o))(op) for op in MOVEMENT}}
 
 
 def cases(seed: int, n: int, makers: dict = MAKERS) -> list[Case]:

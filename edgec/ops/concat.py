@@ -10,7 +10,7 @@ import numpy as np
 
 from edgec.errors import node_error
 from edgec.ir import Op, Tensor
-from edgec.ops import cemit, movement
+from edgec.ops import cemit, movement, tflite16
 from edgec.ops.kernel import INT16, REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, Int16, OpDef
 from edgec.fixedpoint.scheme import quantize_multiplier, requant_table, requantize
@@ -210,9 +210,11 @@ def import_tflite_concatenation(tx, op):
 def import_tflite_pack(tx, op):
     """PACK of activations quantized like the output: a concatenation along a new axis."""
     o = tx.options(op)
-    ins = [tx.input(op, k) for k in range(op.InputsLength())]
-    out = tx.output(op)
+    ins = [tflite16.moved(tx, op, k) for k in range(op.InputsLength())]
+    out = tx.output(op, dtypes=tflite16.like(tx, ins[0]) if ins else ("int8",))
     for x in ins:
+        if tx.tensor(x).dtype != tx.tensor(out).dtype:
+            raise tx.unsupported(f"PACK of {tx.tensor(x).dtype} and {tx.tensor(out).dtype} inputs")
         tx.same_qparams(x, out, "PACK")
     shape = tx.tensor(out).shape
     axis = o.Axis() % len(shape)
@@ -233,13 +235,13 @@ def _split(tx, op, x: str, axis: int, sizes: list[int]):
     for k, n in enumerate(sizes):
         axes = [(np.arange(d), a) for a, d in enumerate(shape)]
         axes[axis] = (start + np.arange(n), axis)
-        tflite_remap(tx, op, x, tx.output(op, k=k), axes)
+        tflite_remap(tx, op, x, tx.output(op, k=k, dtypes=tflite16.like(tx, x)), axes)
         start += n
 
 
 def import_tflite_split(tx, op):
     """SPLIT (axis, input): equal parts."""
-    axis, x, parts = tx.const(op, 0), tx.input(op, 1), op.OutputsLength()
+    axis, x, parts = tx.const(op, 0), tflite16.moved(tx, op, 1), op.OutputsLength()
     if axis is None:
         raise tx.unsupported("a constant axis")
     shape = tx.tensor(x).shape
@@ -251,7 +253,7 @@ def import_tflite_split(tx, op):
 
 def import_tflite_split_v(tx, op):
     """SPLIT_V (input, size_splits, axis): the given sizes, one of them -1 (the rest)."""
-    x, sizes, axis = tx.input(op, 0), tx.const(op, 1), tx.const(op, 2)
+    x, sizes, axis = tflite16.moved(tx, op), tx.const(op, 1), tx.const(op, 2)
     if sizes is None or axis is None:
         raise tx.unsupported("constant size_splits and axis")
     shape = tx.tensor(x).shape
@@ -264,7 +266,7 @@ def import_tflite_split_v(tx, op):
 
 def import_tflite_unpack(tx, op):
     """UNPACK: every slice along the axis, the axis dropped (the output's shape)."""
-    x, o = tx.input(op, 0), tx.options(op)
+    x, o = tflite16.moved(tx, op), tx.options(op)
     shape = tx.tensor(x).shape
     _split(tx, op, x, o.Axis(), [1] * shape[o.Axis() % len(shape)])
 

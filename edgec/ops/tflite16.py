@@ -34,3 +34,14 @@ def check_zero_points(tx, op, tensors: list[str]) -> None:
         if tx.tensor(t).dtype == "int16" and tx.tensor(t).zero_point != 0:
             raise tx.unsupported(f"{tx.op_name(op)} with int16 tensor '{t}' of zero point "
                                  f"{tx.tensor(t).zero_point} (TFLite's 16x8 operators take zero point 0)")
+
+
+def moved(tx, op, k: int = 0) -> str:
+    """Input k of a data-movement operator TFLite Micro runs on int16 too (SLICE, STRIDED_SLICE, SPLIT, SPLIT_V,
+    PACK, UNPACK, REVERSE_V2, BROADCAST_TO: a copy of the bytes, the output quantized like the input)."""
+    return tx.input(op, k, ACTIVATIONS)
+
+
+def like(tx, x: str) -> tuple[str, ...]:
+    """The output dtypes a data-movement operator of input x takes: x's own."""
+    return (tx.tensor(x).dtype,)
