@@ -44,6 +44,30 @@ def test_16x8_sweep_matches_tflm(tmp_path):
     assert not bad, bad
 
 
+def _every_int16(op: str, xs: float) -> Case:
+    """op over all 65536 int16 values (one [256, 256] input), output scale 2^-15."""
+    case = Case(f"{op.lower()}_{np.log2(xs):.2f}".replace(".", "p").replace("-", "m"),
+                [T((256, 256), [xs], [0], cases16.INT16), T((256, 256), [2.0 ** -15], [0], cases16.INT16)],
+                [Node(op, [0], 1)], 0, 1)
+    case.x = np.arange(-32768, 32768).astype(np.int16).reshape(1, 256, 256)
+    return case
+
+
+def test_16x8_logistic_and_tanh_of_every_int16_value_match_tflm(tmp_path):
+    """LOGISTIC at a power-of-two input scale (TFLite's POT path) and TANH at another, over every int16 value
+    (TFLite's sigmoid table and its interpolation): NumPy and the reference C kernel against TFLite Micro."""
+    bad = oracle.check([_every_int16("LOGISTIC", 2.0 ** -12), _every_int16("TANH", 3.1e-4)], tmp_path,
+                       paths=("reference",))
+    assert not bad, bad
+
+
+@pytest.mark.sweep
+def test_16x8_logistic_and_tanh_sweep_every_int16_value(tmp_path):
+    cases = [_every_int16(op, xs) for op in ("LOGISTIC", "TANH") for xs in (2.0 ** -13, 2.0 ** -12, 2.0 ** -11,
+                                                                          3.1e-4, 1.7e-3, 2e-5)]
+    assert not oracle.check(cases, tmp_path, paths=("reference", "sanitized"))
+
+
 def _affine_quantize(x: np.ndarray, scale: float) -> np.ndarray:
     """TFLite Micro's QUANTIZE of float32 into int16: float32 division, std::round (halves away from zero)."""
     v = np.asarray(x, np.float32) / np.float32(scale)

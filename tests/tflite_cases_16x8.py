@@ -313,6 +313,20 @@ def movement_case(rng, name, extreme=False, op="SLICE"):
     return Case(name, tensors, [node], 0, node.output), True
 
 
+def activation_case(rng, name, extreme=False, op="LOGISTIC"):
+    """LOGISTIC / TANH (output 2^-15; input scales random or powers of two, TFLite's POT path), RELU (its own
+    output scale), RELU6 (one scale), LEAKY_RELU (alpha of either sign) of an int16 tensor."""
+    shape = tuple(int(d) for d in rng.integers(1, 7, int(rng.integers(1, 5))))
+    xs = float(np.float32(2.0 ** -int(rng.integers(10, 15)))) if rng.random() < 0.3 else _scale(rng, -5, -2.5)
+    ys = {"LOGISTIC": 2.0 ** -15, "TANH": 2.0 ** -15, "RELU6": xs}.get(op) or \
+        float(np.float32(xs * 10 ** rng.uniform(-1, 1)))
+    opts = ("LeakyReluOptions", dict(Alpha=float(np.float32(rng.choice([0.1, 0.2, -0.3, 1.5, 0.01]))))) \
+        if op == "LEAKY_RELU" else None
+    tensors = [T(shape, [xs], [0], INT16), T(shape, [ys], [0], INT16)]
+    return Case(name, tensors, [Node(op, [0], 1, opts)], 0, 1), True
+
+
+ACTIVATIONS = ("LOGISTIC", "TANH", "RELU", "RELU6", "LEAKY_RELU")
 MOVEMENT = ("SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V", "UNPACK", "PACK", "REVERSE_V2", "BROADCAST_TO")
 
 
@@ -321,7 +335,8 @@ MAKERS = {"conv": conv_case, "depthwise": lambda r, n, e: conv_case(r, n, e, Tru
           "concat": concat_case, "pad": pad_case, "mean": mean_case, "transpose": transpose_case,
           **{("add_broadcast" if op == "ADD" else op.lower()): (lambda o: lambda r, n, e: binary_case(r, n, e, o))(op)
              for op in BINARY_OPTIONS},
-          **{op.lower(): (lambda o: lambda r, n, e: movement_case(r, n, e, o))(op) for op in MOVEMENT}}
+          **{op.lower(): (lambda o: lambda r, n, e: movement_case(r, n, e, o))(op) for op in MOVEMENT},
+          **{op.lower(): (lambda o: lambda r, n, e: activation_case(r, n, e, o))(op) for op in ACTIVATIONS}}
 
 
 def cases(seed: int, n: int, makers: dict = MAKERS) -> list[Case]:

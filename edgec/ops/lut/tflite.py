@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from edgec.fixedpoint.scheme import quantize_multiplier, requantize
+from edgec.ops.lut.int16 import int16_or
 
 OPS: list = []      # no kind of its own: tables of the package's `lut` kind
 ONNX: dict = {}
@@ -169,5 +170,5 @@ def import_tflite_rsqrt(tx, op):
     tx.emit("lut", op, [x], out, {"table": table}, fn="rsqrt", fparams={}, consts=None, count=1, inner=xt.size)
 
 
-TFLITE = {"RSQRT": import_tflite_rsqrt, "ABS": import_tflite_abs, "LEAKY_RELU": import_tflite_leaky_relu, "ELU": import_tflite_elu,
+TFLITE = {"RSQRT": import_tflite_rsqrt, "ABS": import_tflite_abs, "LEAKY_RELU": int16_or(import_tflite_leaky_relu), "ELU": import_tflite_elu,
           "PRELU": import_tflite_prelu}
