@@ -154,7 +154,7 @@ def pad_case(rng, name, extreme=False):
     return Case(name, tensors, [node], 0, 2), True
 
 
-def mean_case(rng, name, extreme=False):
+def mean_case(rng, name, extreme=False, op="MEAN"):
     """MEAN over contiguous axes (Keras GlobalAveragePooling: 1, 2), keep_dims or not; the output scale the
     input's (a third of the cases) or its own."""
     h, w, c = (int(v) for v in rng.integers(1, 9, 3))
@@ -167,7 +167,7 @@ def mean_case(rng, name, extreme=False):
         tuple(d for a, d in enumerate(dims) if a not in axes)
     tensors = [T(tuple(dims), [xs], [0], INT16), T((len(axes),), [1.0], [0], 2, np.array(axes, np.int32)),
                T(out, [ys], [0], INT16)]
-    return Case(name, tensors, [Node("MEAN", [0, 1], 2, ("ReducerOptions", {"KeepDims": keep}))], 0, 2), True
+    return Case(name, tensors, [Node(op, [0, 1], 2, ("ReducerOptions", {"KeepDims": keep}))], 0, 2), True
 
 
 def transpose_case(rng, name, extreme=False):
@@ -332,7 +332,7 @@ MOVEMENT = ("SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V", "UNPACK", "PACK", "REV
 
 MAKERS = {"conv": conv_case, "depthwise": lambda r, n, e: conv_case(r, n, e, True), "fc": fc_case, "fc_rows": fc_rows_case,
           "avg_pool": pool_case, "max_pool": lambda r, n, e: pool_case(r, n, e, False), "add": add_case,
-          "concat": concat_case, "pad": pad_case, "mean": mean_case, "transpose": transpose_case,
+          "concat": concat_case, "pad": pad_case, "mean": mean_case, "sum": lambda r, n, e: mean_case(r, n, e, "SUM"), "transpose": transpose_case,
           **{("add_broadcast" if op == "ADD" else op.lower()): (lambda o: lambda r, n, e: binary_case(r, n, e, o))(op)
              for op in BINARY_OPTIONS},
           **{op.lower(): (lambda o: lambda r, n, e: movement_case(r, n, e, o))(op) for op in MOVEMENT},
