@@ -326,13 +326,40 @@ def activation_case(rng, name, extreme=False, op="LOGISTIC"):
     return Case(name, tensors, [Node(op, [0], 1, opts)], 0, 1), True
 
 
+def requantize_case(rng, name, extreme=False):
+    """QUANTIZE of an int16 tensor into int16 of another scale (TFLite Micro's Requantize) or into int8 (a zero
+    point of its own), then back to int16 where it went to int8 (edgec takes int16 ports in a 16x8 model)."""
+    shape = tuple(int(d) for d in rng.integers(1, 7, int(rng.integers(1, 5))))
+    xs = _scale(rng)
+    if rng.random() < 0.5:
+        tensors = [T(shape, [xs], [0], INT16), T(shape, [float(np.float32(xs * 10 ** rng.uniform(-1.5, 1.5)))], [0],
+                                                INT16)]
+        return Case(name, tensors, [Node("QUANTIZE", [0], 1)], 0, 1), True
+    s8 = float(np.float32(xs * 10 ** rng.uniform(1.5, 3)))
+    tensors = [T(shape, [xs], [0], INT16), T(shape, [s8], [int(rng.integers(-128, 128))]), T(shape, [xs], [0], INT16)]
+    return Case(name, tensors, [Node("QUANTIZE", [0], 1), Node("QUANTIZE", [1], 2)], 0, 2), True
+
+
+def resize_case(rng, name, extreme=False):
+    """RESIZE_NEAREST_NEIGHBOR of an int16 image (align_corners / half_pixel_centers)."""
+    h, w, c = (int(v) for v in rng.integers(1, 7, 3))
+    oh, ow = (int(v) for v in rng.integers(1, 13, 2))
+    align = bool(rng.random() < 0.3)
+    half = bool(not align and rng.random() < 0.5)
+    xs = _scale(rng)
+    tensors = [T((1, h, w, c), [xs], [0], INT16), T((2,), [1.0], [0], 2, np.array([oh, ow], np.int32)),
+               T((1, oh, ow, c), [xs], [0], INT16)]
+    opts = ("ResizeNearestNeighborOptions", dict(AlignCorners=align, HalfPixelCenters=half))
+    return Case(name, tensors, [Node("RESIZE_NEAREST_NEIGHBOR", [0, 1], 2, opts)], 0, 2), True
+
+
 ACTIVATIONS = ("LOGISTIC", "TANH", "RELU", "RELU6", "LEAKY_RELU")
 MOVEMENT = ("SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V", "UNPACK", "PACK", "REVERSE_V2", "BROADCAST_TO")
 
 
 MAKERS = {"conv": conv_case, "depthwise": lambda r, n, e: conv_case(r, n, e, True), "fc": fc_case, "fc_rows": fc_rows_case,
           "avg_pool": pool_case, "max_pool": lambda r, n, e: pool_case(r, n, e, False), "add": add_case,
-          "concat": concat_case, "pad": pad_case, "mean": mean_case, "sum": lambda r, n, e: mean_case(r, n, e, "SUM"), "transpose": transpose_case,
+          "concat": concat_case, "pad": pad_case, "mean": mean_case, "resize_nearest": resize_case, "quantize": requantize_case, "sum": lambda r, n, e: mean_case(r, n, e, "SUM"), "transpose": transpose_case,
           **{("add_broadcast" if op == "ADD" else op.lower()): (lambda o: lambda r, n, e: binary_case(r, n, e, o))(op)
              for op in BINARY_OPTIONS},
           **{op.lower(): (lambda o: lambda r, n, e: movement_case(r, n, e, o))(op) for op in MOVEMENT},
