@@ -561,6 +561,14 @@ void edgec_softmax_tflite_s8(const edgec_softmax_tflite_params *p, const int8_t 
 /* The same with an int16 output (Softmax<int8_t, int16_t>): scale 1/65536, zero point -32768. */
 void edgec_softmax_tflite_s8_s16(const edgec_softmax_tflite_params *p, const int8_t *input,
                                  const int32_t *exp_table, int16_t *output);
+/* TFLite's SoftmaxInt16 (16x8): int16 scores of zero point 0 in, probabilities in 1/32768 out; each difference
+ * from the row's max requantized (input_mult, input_shift) into the 513-entry exp LUT's input, the sum's
+ * reciprocal from the 1 / (1 + x) LUT (both TFLite's LUTPopulate, stored with the op). In place is fine. */
+typedef struct {
+    int32_t rows, cols, input_mult, input_shift;
+} edgec_softmax_tflite16_params;
+void edgec_softmax_tflite_s16(const edgec_softmax_tflite16_params *p, const int16_t *input, const int16_t *exp_lut,
+                              const int16_t *recip_lut, int16_t *output);
 
 /* ================================================================ data movement
  * edgec_movement.c */

@@ -353,13 +353,22 @@ def resize_case(rng, name, extreme=False):
     return Case(name, tensors, [Node("RESIZE_NEAREST_NEIGHBOR", [0, 1], 2, opts)], 0, 2), True
 
 
+def softmax_case(rng, name, extreme=False):
+    """SOFTMAX of int16 scores into int16 probabilities (1/32768, 0), beta 1 or not, rows of 1 to 300 classes."""
+    rows, cols = int(rng.integers(1, 4)), int(rng.choice([1, 2, 3, 10, 33, 100, 300]))
+    xs = _scale(rng, -5, -2.5)
+    beta = float(np.float32(rng.choice([1.0, 1.0, 0.5, 2.0])))
+    tensors = [T((rows, cols), [xs], [0], INT16), T((rows, cols), [1 / 32768], [0], INT16)]
+    return Case(name, tensors, [Node("SOFTMAX", [0], 1, ("SoftmaxOptions", dict(Beta=beta)))], 0, 1), True
+
+
 ACTIVATIONS = ("LOGISTIC", "TANH", "RELU", "RELU6", "LEAKY_RELU")
 MOVEMENT = ("SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V", "UNPACK", "PACK", "REVERSE_V2", "BROADCAST_TO")
 
 
 MAKERS = {"conv": conv_case, "depthwise": lambda r, n, e: conv_case(r, n, e, True), "fc": fc_case, "fc_rows": fc_rows_case,
           "avg_pool": pool_case, "max_pool": lambda r, n, e: pool_case(r, n, e, False), "add": add_case,
-          "concat": concat_case, "pad": pad_case, "mean": mean_case, "resize_nearest": resize_case, "quantize": requantize_case, "sum": lambda r, n, e: mean_case(r, n, e, "SUM"), "transpose": transpose_case,
+          "concat": concat_case, "pad": pad_case, "mean": mean_case, "softmax": softmax_case, "resize_nearest": resize_case, "quantize": requantize_case, "sum": lambda r, n, e: mean_case(r, n, e, "SUM"), "transpose": transpose_case,
           **{("add_broadcast" if op == "ADD" else op.lower()): (lambda o: lambda r, n, e: binary_case(r, n, e, o))(op)
              for op in BINARY_OPTIONS},
           **{op.lower(): (lambda o: lambda r, n, e: movement_case(r, n, e, o))(op) for op in MOVEMENT},
