@@ -250,6 +250,9 @@ void edgec_activation_s16(const edgec_activation16_params *p, const int16_t *inp
             y = edgec_sigmoid_tanh16(p, x);
         } else if (p->fn == 3) {
             y = x;
+        } else if (p->fn == 5) {
+            y = x < 0 ? -x : x;
+            y = p->input_mult != 0 ? edgec_requantize(y, p->input_mult, p->input_shift) : y;
         } else if (p->fn == 4 && x < 0) {
             y = p->alpha_sign * edgec_requantize(x, p->alpha_mult, p->alpha_shift);
         } else {

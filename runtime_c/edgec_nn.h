@@ -482,7 +482,8 @@ void edgec_lut_s8(const edgec_lut_params *p, const int8_t *input, const int8_t *
 /* TFLite's 16x8 activations of int16 values (zero points 0; edgec/ops/lut/int16.py): fn 0 LOGISTIC, 1 TANH (the
  * input rescaled by input_mult and a rounding right shift of input_shift, TFLite's sigmoid table interpolated),
  * 2 RELU (requantized by input_mult / input_shift), 3 RELU6 (the input itself), 4 LEAKY_RELU (below 0: alpha_sign
- * times the requantization by alpha_mult / alpha_shift); then clamped to [act_min, act_max]. */
+ * times the requantization by alpha_mult / alpha_shift), 5 ABS (|x|, requantized where input_mult is not 0); then
+ * clamped to [act_min, act_max]. */
 typedef struct {
     int32_t n, fn, input_mult, input_shift, alpha_mult, alpha_shift, alpha_sign, act_min, act_max;
 } edgec_activation16_params;

@@ -315,10 +315,12 @@ def movement_case(rng, name, extreme=False, op="SLICE"):
 
 def activation_case(rng, name, extreme=False, op="LOGISTIC"):
     """LOGISTIC / TANH (output 2^-15; input scales random or powers of two, TFLite's POT path), RELU (its own
-    output scale), RELU6 (one scale), LEAKY_RELU (alpha of either sign) of an int16 tensor."""
+    output scale), RELU6 (one scale), LEAKY_RELU (alpha of either sign), ABS (one scale or two) of an int16
+    tensor."""
     shape = tuple(int(d) for d in rng.integers(1, 7, int(rng.integers(1, 5))))
     xs = float(np.float32(2.0 ** -int(rng.integers(10, 15)))) if rng.random() < 0.3 else _scale(rng, -5, -2.5)
-    ys = {"LOGISTIC": 2.0 ** -15, "TANH": 2.0 ** -15, "RELU6": xs}.get(op) or \
+    ys = {"LOGISTIC": 2.0 ** -15, "TANH": 2.0 ** -15, "RELU6": xs}.get(op) or (xs if op == "ABS" and
+                                                                               rng.random() < 0.3 else None) or \
         float(np.float32(xs * 10 ** rng.uniform(-1, 1)))
     opts = ("LeakyReluOptions", dict(Alpha=float(np.float32(rng.choice([0.1, 0.2, -0.3, 1.5, 0.01]))))) \
         if op == "LEAKY_RELU" else None
@@ -362,7 +364,7 @@ def softmax_case(rng, name, extreme=False):
     return Case(name, tensors, [Node("SOFTMAX", [0], 1, ("SoftmaxOptions", dict(Beta=beta)))], 0, 1), True
 
 
-ACTIVATIONS = ("LOGISTIC", "TANH", "RELU", "RELU6", "LEAKY_RELU")
+ACTIVATIONS = ("LOGISTIC", "TANH", "RELU", "RELU6", "LEAKY_RELU", "ABS")
 MOVEMENT = ("SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V", "UNPACK", "PACK", "REVERSE_V2", "BROADCAST_TO")
 
 

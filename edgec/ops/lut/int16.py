@@ -2,8 +2,8 @@
 LOGISTIC and TANH (reference_integer_ops' int16 Logistic / Tanh: the input rescaled to 1/(3 * 4096) by an integer
 multiplier and shift, then TFLite's 256-entry sigmoid table of sigmoid(i/24) in 0.16 format, interpolated over 9
 (tanh: 8) fraction bits; output scale 2^-15), RELU (ReluQuantized: requantized by the scale ratio, clamped at the
-output's 0), RELU6 (Relu6Quantized: a clamp on the input's grid) and LEAKY_RELU (QuantizeLeakyRelu: one multiplier
-at or above 0, alpha's below). They are the `lut` kind's int16 kernel (edgec_activation_s16 in
+output's 0), RELU6 (Relu6Quantized: a clamp on the input's grid), LEAKY_RELU (QuantizeLeakyRelu: one multiplier
+at or above 0, alpha's below) and ABS (AbsEvalQuantized: |x|, rescaled where the scales differ). They are the `lut` kind's int16 kernel (edgec_activation_s16 in
 runtime_c/edgec_elementwise.c: no table per op, the sigmoid table in the runtime); the importers of
 lut/__init__.py and lut/tflite.py send an int16 input here (`import_activation16`).
 """
@@ -37,7 +37,7 @@ SIGMOID_TABLE = np.array([
     65525, 65525, 65526, 65526, 65526, 65527, 65527, 65528, 65528, 65528, 65529, 65529, 65529, 65529, 65530, 65530,
     65530, 65530, 65531, 65531, 65531, 65531, 65531, 65532, 65532, 65532, 65532, 65532, 65532, 65533, 65533, 65533,
     65533, 65533, 65533, 65533, 65533, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65535], np.int64)
-FNS = {"LOGISTIC": 0, "TANH": 1, "RELU": 2, "RELU6": 3, "LEAKY_RELU": 4}
+FNS = {"LOGISTIC": 0, "TANH": 1, "RELU": 2, "RELU6": 3, "LEAKY_RELU": 4, "ABS": 5}
 
 
 def checked_log2(x: float) -> tuple[bool, int]:
@@ -99,6 +99,10 @@ def activation_s16(p: dict, x) -> np.ndarray:
         y = tanh16(p, x)
     elif fn == FNS["RELU6"]:
         y = x
+    elif fn == FNS["ABS"]:
+        y = np.abs(x)
+        if int(p["input_mult"]):
+            y = requantize(y, p["input_mult"], p["input_shift"]).astype(np.int64)
     else:
         y = requantize(x, p["input_mult"], p["input_shift"]).astype(np.int64)
         if fn == FNS["LEAKY_RELU"]:
@@ -132,7 +136,8 @@ def _round_half_away(v: float) -> int:
 
 
 def int16_or(import_int8):
-    """The importer of LOGISTIC, TANH, RELU, RELU6 or LEAKY_RELU: an int16 input (16x8) here, else the int8 one."""
+    """The importer of LOGISTIC, TANH, RELU, RELU6, LEAKY_RELU or ABS: an int16 input (16x8) here, else the int8
+    one."""
     def import_x(tx, op):
         i = op.Inputs(0)
         if i in tx.values and tx.tensor(tx.values[i]).dtype == "int16":
@@ -142,7 +147,7 @@ def int16_or(import_int8):
 
 
 def import_activation16(tx, op):
-    """LOGISTIC, TANH, RELU, RELU6 or LEAKY_RELU of an int16 activation (16x8): the `lut` kind on
+    """LOGISTIC, TANH, RELU, RELU6, LEAKY_RELU or ABS of an int16 activation (16x8): the `lut` kind on
     edgec_activation_s16 with TFLite Micro's Prepare of each."""
     name = tx.op_name(op)
     alpha = float(np.float32(tx.options(op).Alpha())) if name == "LEAKY_RELU" else None
@@ -162,6 +167,10 @@ def import_activation16(tx, op):
         six = _round_half_away(float(f(6.0) / f(xt.scale)))
         p.update(act_min=0, act_max=min(32767, six))
         fn = "clip"
+    elif name == "ABS":        # AbsEvalQuantized: |x|, rescaled where the two scales differ (their ratio in double,
+        if f(xt.scale) != f(t.scale):      # as the tflite-micro wheel computes it: every int16 value checked)
+            p["input_mult"], p["input_shift"] = quantize_multiplier(float(f(xt.scale)) / float(f(t.scale)))
+        fn = "abs"
     elif name == "RELU":
         p["input_mult"], p["input_shift"] = quantize_multiplier(float(xt.scale) / float(t.scale))
         p["act_min"] = 0

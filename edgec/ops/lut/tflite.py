@@ -170,5 +170,5 @@ def import_tflite_rsqrt(tx, op):
     tx.emit("lut", op, [x], out, {"table": table}, fn="rsqrt", fparams={}, consts=None, count=1, inner=xt.size)
 
 
-TFLITE = {"RSQRT": import_tflite_rsqrt, "ABS": import_tflite_abs, "LEAKY_RELU": int16_or(import_tflite_leaky_relu), "ELU": import_tflite_elu,
+TFLITE = {"RSQRT": import_tflite_rsqrt, "ABS": int16_or(import_tflite_abs), "LEAKY_RELU": int16_or(import_tflite_leaky_relu), "ELU": import_tflite_elu,
           "PRELU": import_tflite_prelu}
