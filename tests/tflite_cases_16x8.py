@@ -1,7 +1,9 @@
 """Random 16x8 .tflite cases for the TFLite Micro oracle (tests/tflite_oracle.py): int16 activations of zero point
 0, int8 weights (per channel, or one scale), int64 biases, as TFLiteConverter's
 `EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8` writes them: CONV_2D, DEPTHWISE_CONV_2D,
-FULLY_CONNECTED (after a RESHAPE), MAX_POOL_2D, AVERAGE_POOL_2D, ADD, CONCATENATION, PAD / PADV2, MEAN and TRANSPOSE; int16 inputs at the int16 limits.
+FULLY_CONNECTED (one row after a RESHAPE, or several), the pools, ADD / SUB / MUL / MAXIMUM / MINIMUM /
+SQUARED_DIFFERENCE (broadcasting, int16 constants), the activations, SOFTMAX, MEAN / SUM, QUANTIZE and the data
+movement (MAKERS); int16 inputs at the int16 limits.
 """
 from __future__ import annotations
 
@@ -368,9 +370,11 @@ ACTIVATIONS = ("LOGISTIC", "TANH", "RELU", "RELU6", "LEAKY_RELU", "ABS")
 MOVEMENT = ("SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V", "UNPACK", "PACK", "REVERSE_V2", "BROADCAST_TO")
 
 
-MAKERS = {"conv": conv_case, "depthwise": lambda r, n, e: conv_case(r, n, e, True), "fc": fc_case, "fc_rows": fc_rows_case,
-          "avg_pool": pool_case, "max_pool": lambda r, n, e: pool_case(r, n, e, False), "add": add_case,
-          "concat": concat_case, "pad": pad_case, "mean": mean_case, "softmax": softmax_case, "resize_nearest": resize_case, "quantize": requantize_case, "sum": lambda r, n, e: mean_case(r, n, e, "SUM"), "transpose": transpose_case,
+MAKERS = {"conv": conv_case, "depthwise": lambda r, n, e: conv_case(r, n, e, True), "fc": fc_case,
+          "fc_rows": fc_rows_case, "avg_pool": pool_case, "max_pool": lambda r, n, e: pool_case(r, n, e, False),
+          "add": add_case, "concat": concat_case, "pad": pad_case, "mean": mean_case, "softmax": softmax_case,
+          "resize_nearest": resize_case, "quantize": requantize_case, "sum": lambda r, n, e: mean_case(r, n, e, "SUM"),
+          "transpose": transpose_case,
           **{("add_broadcast" if op == "ADD" else op.lower()): (lambda o: lambda r, n, e: binary_case(r, n, e, o))(op)
              for op in BINARY_OPTIONS},
           **{op.lower(): (lambda o: lambda r, n, e: movement_case(r, n, e, o))(op) for op in MOVEMENT},

@@ -127,4 +127,5 @@ def import_binary16(tx, op, name: str, kind: str, a: str | None, b: str | None):
     quantize_binary16(probe, ins, tx.tensor(out))
     params = {**probe.params, **act, "_const_first": first, "_const_scale": t.scale}
     real = (data.astype(np.float64) * t.scale).astype(np.float32)
-    return tx.emit("binary", op, [x], out, {"const": data}, params, **{**attrs, "const": real, "const_first": first, "const_scale": t.scale})
+    attrs.update(const=real, const_first=first, const_scale=t.scale)
+    return tx.emit("binary", op, [x], out, {"const": data}, params, **attrs)

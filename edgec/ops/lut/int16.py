@@ -3,9 +3,9 @@ LOGISTIC and TANH (reference_integer_ops' int16 Logistic / Tanh: the input resca
 multiplier and shift, then TFLite's 256-entry sigmoid table of sigmoid(i/24) in 0.16 format, interpolated over 9
 (tanh: 8) fraction bits; output scale 2^-15), RELU (ReluQuantized: requantized by the scale ratio, clamped at the
 output's 0), RELU6 (Relu6Quantized: a clamp on the input's grid), LEAKY_RELU (QuantizeLeakyRelu: one multiplier
-at or above 0, alpha's below) and ABS (AbsEvalQuantized: |x|, rescaled where the scales differ). They are the `lut` kind's int16 kernel (edgec_activation_s16 in
-runtime_c/edgec_elementwise.c: no table per op, the sigmoid table in the runtime); the importers of
-lut/__init__.py and lut/tflite.py send an int16 input here (`import_activation16`).
+at or above 0, alpha's below) and ABS (AbsEvalQuantized: |x|, rescaled where the scales differ). They are the
+`lut` kind's int16 kernel (edgec_activation_s16 in runtime_c/edgec_elementwise.c: no table per op, the sigmoid
+table in the runtime); the importers of lut/__init__.py and lut/tflite.py send an int16 input here (`int16_or`).
 """
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ SIGMOID_TABLE = np.array([
     65514, 65515, 65516, 65517, 65517, 65518, 65519, 65520, 65520, 65521, 65522, 65522, 65523, 65523, 65524, 65524,
     65525, 65525, 65526, 65526, 65526, 65527, 65527, 65528, 65528, 65528, 65529, 65529, 65529, 65529, 65530, 65530,
     65530, 65530, 65531, 65531, 65531, 65531, 65531, 65532, 65532, 65532, 65532, 65532, 65532, 65533, 65533, 65533,
-    65533, 65533, 65533, 65533, 65533, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65535], np.int64)
+    65533, 65533, 65533, 65533, 65533, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65535],
+    np.int64)
 FNS = {"LOGISTIC": 0, "TANH": 1, "RELU": 2, "RELU6": 3, "LEAKY_RELU": 4, "ABS": 5}
 
 
