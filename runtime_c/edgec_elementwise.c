@@ -157,25 +157,37 @@ void edgec_add_n_s8(const edgec_add_n_params *p, const int8_t *const *inputs, in
     }
 }
 
+/* The SELECT_V2 loop for one element type T (int8; int16: TFLite's 16x8 SELECT_V2), written out below. */
+#define EDGEC_WHERE_BODY(T)                                                                                      \
+    {                                                                                                            \
+        const int32_t *d = p->dims, *sc = p->c_stride, *sx = p->x_stride, *sy = p->y_stride;                     \
+        int32_t i[EDGEC_RANK];                                                                                   \
+        for (i[0] = 0; i[0] < d[0]; ++i[0])                                                                      \
+            for (i[1] = 0; i[1] < d[1]; ++i[1])                                                                  \
+                for (i[2] = 0; i[2] < d[2]; ++i[2])                                                              \
+                    for (i[3] = 0; i[3] < d[3]; ++i[3])                                                          \
+                        for (i[4] = 0; i[4] < d[4]; ++i[4])                                                      \
+                            for (i[5] = 0; i[5] < d[5]; ++i[5]) {                                                \
+                                int32_t oc = 0, ox = 0, oy = 0, k;                                               \
+                                for (k = 0; k < EDGEC_RANK; ++k) {                                               \
+                                    oc += i[k] * sc[k];                                                          \
+                                    ox += i[k] * sx[k];                                                          \
+                                    oy += i[k] * sy[k];                                                          \
+                                }                                                                                \
+                                *output++ = cond[oc] ? x[ox] : y[oy];                                            \
+                            }                                                                                    \
+    }
+
 void edgec_where_s8(const edgec_where_params *p, const uint8_t *cond, const int8_t *x, const int8_t *y,
                     int8_t *output)
 {
-    const int32_t *d = p->dims, *sc = p->c_stride, *sx = p->x_stride, *sy = p->y_stride;
-    int32_t i[EDGEC_RANK];
-    for (i[0] = 0; i[0] < d[0]; ++i[0])
-        for (i[1] = 0; i[1] < d[1]; ++i[1])
-            for (i[2] = 0; i[2] < d[2]; ++i[2])
-                for (i[3] = 0; i[3] < d[3]; ++i[3])
-                    for (i[4] = 0; i[4] < d[4]; ++i[4])
-                        for (i[5] = 0; i[5] < d[5]; ++i[5]) {
-                            int32_t oc = 0, ox = 0, oy = 0, k;
-                            for (k = 0; k < EDGEC_RANK; ++k) {
-                                oc += i[k] * sc[k];
-                                ox += i[k] * sx[k];
-                                oy += i[k] * sy[k];
-                            }
-                            *output++ = cond[oc] ? x[ox] : y[oy];
-                        }
+    EDGEC_WHERE_BODY(int8_t)
+}
+
+void edgec_where_s16(const edgec_where_params *p, const uint8_t *cond, const int16_t *x, const int16_t *y,
+                     int16_t *output)
+{
+    EDGEC_WHERE_BODY(int16_t)
 }
 
 void edgec_lut_s8(const edgec_lut_params *p, const int8_t *input, const int8_t *table, int8_t *output)

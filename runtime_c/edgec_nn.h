@@ -463,6 +463,9 @@ typedef struct {
 } edgec_where_params;
 void edgec_where_s8(const edgec_where_params *p, const uint8_t *cond, const int8_t *x, const int8_t *y,
                     int8_t *output);
+/* int16 (TFLite's 16x8 SELECT_V2 and DYNAMIC_UPDATE_SLICE): the same params. */
+void edgec_where_s16(const edgec_where_params *p, const uint8_t *cond, const int16_t *x, const int16_t *y,
+                     int16_t *output);
 
 /* TFLite's ADD_N of `count` [n] tensors quantized alike: each value rescaled as TFLite's ADD rescales it
  * (rq((x - input_zp) << left_shift, input_mult, input_shift)), the int32 sum (wrapping; from the rescaled

@@ -366,13 +366,41 @@ def softmax_case(rng, name, extreme=False):
     return Case(name, tensors, [Node("SOFTMAX", [0], 1, ("SoftmaxOptions", dict(Beta=beta)))], 0, 1), True
 
 
+def select_case(rng, name, extreme=False, op="SELECT_V2"):
+    """SELECT_V2 (a bool condition from the int8 side) between an int16 image and a pool of it (broadcast), or
+    DYNAMIC_UPDATE_SLICE of the image by a pooled window of it at constant (clamped) start indices."""
+    h, w, c = (int(v) for v in rng.integers(1, 6, 3))
+    xs = _scale(rng)
+    shape = (1, h, w, c)
+    if op == "SELECT_V2":           # the condition: GREATER of the image requantized to int8 and a constant
+        s8 = float(np.float32(min(xs * 300, 0.5)))
+        broadcast = rng.random() < 0.4
+        tensors = [T(shape, [xs], [0], INT16), T(shape, [s8], [0]),
+                   T((1,), [s8], [0], data=rng.integers(-60, 60, 1).astype(np.int8)), T(shape, [1.0], [0], 6),
+                   T((1, 1, 1, c) if broadcast else shape, [xs], [0], INT16), T(shape, [xs], [0], INT16)]
+        k = (h, w) if broadcast else (1, 1)
+        nodes = [Node("QUANTIZE", [0], 1), Node("GREATER", [1, 2], 3),
+                 Node("AVERAGE_POOL_2D", [0], 4, ("Pool2DOptions", dict(Padding=1, StrideW=1, StrideH=1,
+                                                                         FilterWidth=k[1], FilterHeight=k[0]))),
+                 Node(op, [3] + ([0, 4] if rng.random() < 0.5 else [4, 0]), 5, ("SelectV2Options", {}))]
+        return Case(name, tensors, nodes, 0, 5), True
+    kh, kw = int(rng.integers(1, h + 1)), int(rng.integers(1, w + 1))
+    start = np.array([0, rng.integers(-1, h + 1), rng.integers(-1, w + 1), 0], np.int32)
+    tensors = [T(shape, [xs], [0], INT16), T((1, h - kh + 1, w - kw + 1, c), [xs], [0], INT16),
+               T((4,), [1.0], [0], 2, start), T(shape, [xs], [0], INT16)]
+    pool = Node("MAX_POOL_2D", [0], 1, ("Pool2DOptions", dict(Padding=1, StrideW=1, StrideH=1, FilterWidth=kw,
+                                                               FilterHeight=kh)))
+    return Case(name, tensors, [pool, Node(op, [0, 1, 2], 3)], 0, 3), True
+
+
 ACTIVATIONS = ("LOGISTIC", "TANH", "RELU", "RELU6", "LEAKY_RELU", "ABS")
 MOVEMENT = ("SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V", "UNPACK", "PACK", "REVERSE_V2", "BROADCAST_TO")
 
 
 MAKERS = {"conv": conv_case, "depthwise": lambda r, n, e: conv_case(r, n, e, True), "fc": fc_case,
           "fc_rows": fc_rows_case, "avg_pool": pool_case, "max_pool": lambda r, n, e: pool_case(r, n, e, False),
-          "add": add_case, "concat": concat_case, "pad": pad_case, "mean": mean_case, "softmax": softmax_case,
+          "add": add_case, "concat": concat_case, "pad": pad_case, "mean": mean_case, "select_v2": select_case,
+          "dynamic_update_slice": lambda r, n, e: select_case(r, n, e, "DYNAMIC_UPDATE_SLICE"), "softmax": softmax_case,
           "resize_nearest": resize_case, "quantize": requantize_case, "sum": lambda r, n, e: mean_case(r, n, e, "SUM"),
           "transpose": transpose_case,
           **{("add_broadcast" if op == "ADD" else op.lower()): (lambda o: lambda r, n, e: binary_case(r, n, e, o))(op)

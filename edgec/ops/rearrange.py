@@ -229,8 +229,9 @@ def tflite_scratch(tx, like: str, shape, suffix: str) -> str:
     name = f"{like}__{suffix}"
     while name in tx.graph.tensors:
         name += "_"
+    wide = {"dtype": "int16"} if t.dtype == "int16" else {}       # (16x8)
     tx.graph.tensors[name] = Tensor(name=name, shape=tuple(int(d) for d in shape) or (1,), source=f"{SYNTHETIC}{name}",
-                                    scale=t.scale, zero_point=t.zero_point)
+                                    scale=t.scale, zero_point=t.zero_point, **wide)
     return name
 
 
