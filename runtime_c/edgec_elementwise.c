@@ -77,6 +77,11 @@ static int32_t edgec_binary_one(const edgec_binary_params *p, int32_t a, int32_t
     if (p->op == 9) {
         return edgec_div_tflite(p, va, vb);
     }
+    if (p->op == 18) { /* TFLite's PRELU: x itself at or above 0, x * alpha below, each rescaled */
+        raw = va >= 0 ? edgec_requantize(va, p->a_mult, p->a_shift)
+                      : edgec_requantize(va * vb, p->b_mult, p->b_shift);
+        return edgec_clamp(raw + p->out_zp, p->act_min, p->act_max);
+    }
     if (p->op >= 16) { /* TFLite's LOGICAL_AND / LOGICAL_OR of bool bytes */
         return p->op == 16 ? (a != 0 && b != 0) : (a != 0 || b != 0);
     }

@@ -393,13 +393,25 @@ def select_case(rng, name, extreme=False, op="SELECT_V2"):
     return Case(name, tensors, [pool, Node(op, [0, 1, 2], 3)], 0, 3), True
 
 
+def prelu_case(rng, name, extreme=False):
+    """PRELU of an int16 image with a constant int8 alpha (per channel, shared, or per pixel; its own zero point)."""
+    h, w, c = (int(v) for v in rng.integers(1, 6, 3))
+    xs = _scale(rng)
+    ashape = [(c,), (1, 1, c), (1,), (h, w, c)][int(rng.integers(0, 4))]
+    alpha = rng.integers(-128, 128, ashape).astype(np.int8)
+    tensors = [T((1, h, w, c), [xs], [0], INT16),
+               T(ashape, [float(np.float32(10 ** rng.uniform(-3, -1)))], [int(rng.integers(-20, 20))], data=alpha),
+               T((1, h, w, c), [float(np.float32(xs * 10 ** rng.uniform(-1, 1)))], [0], INT16)]
+    return Case(name, tensors, [Node("PRELU", [0, 1], 2)], 0, 2), True
+
+
 ACTIVATIONS = ("LOGISTIC", "TANH", "RELU", "RELU6", "LEAKY_RELU", "ABS")
 MOVEMENT = ("SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V", "UNPACK", "PACK", "REVERSE_V2", "BROADCAST_TO")
 
 
 MAKERS = {"conv": conv_case, "depthwise": lambda r, n, e: conv_case(r, n, e, True), "fc": fc_case,
           "fc_rows": fc_rows_case, "avg_pool": pool_case, "max_pool": lambda r, n, e: pool_case(r, n, e, False),
-          "add": add_case, "concat": concat_case, "pad": pad_case, "mean": mean_case, "select_v2": select_case,
+          "add": add_case, "concat": concat_case, "pad": pad_case, "mean": mean_case, "prelu": prelu_case, "select_v2": select_case,
           "dynamic_update_slice": lambda r, n, e: select_case(r, n, e, "DYNAMIC_UPDATE_SLICE"), "softmax": softmax_case,
           "resize_nearest": resize_case, "quantize": requantize_case, "sum": lambda r, n, e: mean_case(r, n, e, "SUM"),
           "transpose": transpose_case,

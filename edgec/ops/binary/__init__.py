@@ -34,7 +34,8 @@ BINARY_OPS = {"add": 0, "sub": 1, "max": 2, "min": 3, "mul": 4, "div": 5,
               # TFLite's comparisons (both inputs rescaled by their own scale after << 8; a bool 0 / 1 out) and
               # logical operators (of bool bytes)
               "equal": 10, "not_equal": 11, "greater": 12, "greater_equal": 13, "less": 14, "less_equal": 15,
-              "logical_and": 16, "logical_or": 17}
+              "logical_and": 16, "logical_or": 17,
+              "prelu": 18}                    # TFLite's 16x8 PRELU (binary/int16.py): x >= 0 or x * alpha rescaled
 COMPARE_LEFT_SHIFT = 8
 SQDIFF_LEFT_SHIFT = 7
 DIV_SHIFT = 16
@@ -154,6 +155,10 @@ def binary_s8(p: dict, a, b, dtype=np.int8) -> np.ndarray:
     op = int(p["op"])
     if op == BINARY_OPS["div_tflite"]:
         return div_tflite(p, va, vb)
+    if op == BINARY_OPS["prelu"]:
+        y = np.where(va >= 0, requantize(va, p["a_mult"], p["a_shift"]),
+                     requantize(va * vb, p["b_mult"], p["b_shift"]))
+        return np.clip(y.astype(np.int64) + int(p["out_zp"]), int(p["act_min"]), int(p["act_max"])).astype(dtype)
     if op >= BINARY_OPS["logical_and"]:
         ra, rb = va + int(p["a_zp"]) != 0, vb + int(p["b_zp"]) != 0
         return ((ra & rb) if op == BINARY_OPS["logical_and"] else (ra | rb)).astype(np.int8)
@@ -210,7 +215,7 @@ _FLOAT = {"add": np.add, "sub": np.subtract, "max": np.maximum, "min": np.minimu
           "div": np.divide, "div_tflite": np.divide, "max_raw": np.maximum, "equal": np.equal,
           "not_equal": np.not_equal, "greater": np.greater, "greater_equal": np.greater_equal, "less": np.less,
           "less_equal": np.less_equal, "logical_and": np.logical_and, "logical_or": np.logical_or, "min_raw": np.minimum,
-          "sqdiff": lambda a, b: (a - b) ** 2}
+          "sqdiff": lambda a, b: (a - b) ** 2, "prelu": lambda a, b: np.where(a < 0, a * b, a)}
 
 
 def _act(y, op: Op):

@@ -129,3 +129,37 @@ def import_binary16(tx, op, name: str, kind: str, a: str | None, b: str | None):
     real = (data.astype(np.float64) * t.scale).astype(np.float32)
     attrs.update(const=real, const_first=first, const_scale=t.scale)
     return tx.emit("binary", op, [x], out, {"const": data}, params, **attrs)
+
+
+def import_prelu16(tx, op):
+    """PRELU of an int16 activation (16x8) with a constant int8 alpha (TFLite Micro's int16 PRELU takes int8 alpha):
+    the broadcasting `binary` kind's `prelu` (its multipliers from the double scale ratios of
+    CalculatePreluParams), the alpha's int8 values stored as int16 with its zero point."""
+    from edgec.ops.binary import BINARY_OPS, quantize_binary
+
+    x, out = tflite16.activations(tx, op, 0)
+    alpha = tx.const(op, 1)
+    if alpha is None or alpha.dtype != np.int8:
+        raise tx.unsupported("alpha (input 1) must be a constant int8 tensor (TFLite Micro's int16 PRELU)")
+    s_a, zp_a, _ = tx.qparams(op.Inputs(1))
+    if s_a.size != 1:
+        raise tx.unsupported("alpha has a scale per channel (TFLite's kernel takes one)")
+    xt, t = tx.tensor(x), tx.tensor(out)
+    try:
+        np.broadcast_shapes(xt.shape, alpha.shape)
+    except ValueError:
+        raise tx.unsupported(f"alpha of shape {list(alpha.shape)} does not broadcast to {list(xt.shape)}") from None
+    data = np.ascontiguousarray(alpha).astype(np.int16)
+    ta = Tensor(name="alpha", shape=data.shape or (1,), source="", scale=float(s_a[0]), zero_point=int(zp_a[0]),
+                dtype="int16")
+    attrs = dict(op="prelu", a_shape=xt.shape, b_shape=ta.shape, const=None, const_first=False)
+    probe = Op(kind="binary", name="probe", inputs=(), output=out, attrs={**attrs, "act": NO_ACT})
+    quantize_binary(probe, [xt, ta], t)
+    m1, s1 = quantize_multiplier(float(xt.scale) / float(t.scale))
+    m2, s2 = quantize_multiplier(float(xt.scale) * float(s_a[0]) / float(t.scale))
+    params = {**probe.params, "op": BINARY_OPS["prelu"], "a_zp": 0, "b_zp": int(zp_a[0]), "out_zp": 0,
+              "a_mult": m1, "a_shift": s1, "b_mult": m2, "b_shift": s2, "act_min": -32768, "act_max": 32767,
+              "_const_first": False, "_const_scale": ta.scale}
+    real = ((data.astype(np.float64) - int(zp_a[0])) * float(s_a[0])).astype(np.float32)
+    attrs.update(const=real, const_scale=ta.scale)
+    return tx.emit("binary", op, [x], out, {"const": data}, params, **attrs)

@@ -135,7 +135,12 @@ def import_tflite_elu(tx, op):
 
 def import_tflite_prelu(tx, op):
     """PRELU with a constant int8 alpha broadcast to the input (a Keras PReLU: per channel, or shared over the
-    image): one table per alpha value along the run of axes it varies over."""
+    image): one table per alpha value along the run of axes it varies over; an int16 input (16x8): binary/int16.py."""
+    i = op.Inputs(0)
+    if i in tx.values and tx.tensor(tx.values[i]).dtype == "int16":
+        from edgec.ops.binary.int16 import import_prelu16
+
+        return import_prelu16(tx, op)
     x, out, xt, t = _unary(tx, op)
     alpha = tx.const(op, 1)
     if alpha is None or alpha.dtype != np.int8:
