@@ -157,10 +157,10 @@ def pad_case(rng, name, extreme=False):
 
 
 def mean_case(rng, name, extreme=False, op="MEAN"):
-    """MEAN over contiguous axes (Keras GlobalAveragePooling: 1, 2), keep_dims or not; the output scale the
-    input's (a third of the cases) or its own."""
+    """MEAN (or SUM) over axes (Keras GlobalAveragePooling: 1, 2; some not next to each other), keep_dims or not;
+    the output scale the input's (a third of the cases) or its own."""
     h, w, c = (int(v) for v in rng.integers(1, 9, 3))
-    axes = [[1, 2], [1, 2], [1], [2], [3], [1, 2, 3]][int(rng.integers(0, 6))]
+    axes = [[1, 2], [1, 2], [1], [2], [3], [1, 2, 3], [1, 3], [0, 2]][int(rng.integers(0, 8))]
     keep = bool(rng.random() < 0.5)
     xs = _scale(rng)
     ys = xs if rng.random() < 0.3 else float(np.float32(xs * 10 ** rng.uniform(-1, 0.5)))

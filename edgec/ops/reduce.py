@@ -243,9 +243,15 @@ def import_tflite_mean(tx, op):
     moved = [a for a in range(len(shape)) if shape[a] > 1]
     pos = [i for i, a in enumerate(moved) if a in red]
     if pos and pos != list(range(pos[0], pos[0] + len(pos))):       # kept axes first, then the reduced ones
-        if wide:
-            raise tx.unsupported("MEAN of int16 activations (16x8) over axes that are not next to each other: not yet")
-        x = movement.tflite_permute(tx, op, x, [a for a in range(len(shape)) if a not in red] + red)
+        order = [a for a in range(len(shape)) if a not in red] + red
+        if wide:                 # (an int16 tensor of its own: 16x8)
+            from edgec.ops.rearrange import tflite_remap, tflite_scratch
+
+            mid = tflite_scratch(tx, x, [shape[a] for a in order], "together")
+            tflite_remap(tx, op, x, mid, [(np.arange(shape[a]), a) for a in order])
+            x = mid
+        else:
+            x = movement.tflite_permute(tx, op, x, order)
         shape, red = tx.tensor(x).shape, list(range(len(shape) - len(red), len(shape)))
     n = int(np.prod([shape[a] for a in red], dtype=np.int64))
     span = [a for a in red if shape[a] > 1] or [len(shape)]       # (the size-1 axes among them move nothing)
@@ -288,8 +294,6 @@ def import_tflite_reduce(tx, op):
     live = [a for a in range(r) if shape[a] > 1]
     red = [a for a in live if a in axes]
     if red and red != live[live.index(red[0]):live.index(red[0]) + len(red)]:
-        if wide:
-            raise tx.unsupported("SUM of int16 activations (16x8) over axes that are not next to each other: not yet")
         order = [a for a in range(r) if a not in axes] + axes
         mid = tflite_scratch(tx, x, [shape[a] for a in order], "together")
         tflite_remap(tx, op, x, mid, [(np.arange(shape[a]), a) for a in order])
