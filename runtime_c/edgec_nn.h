@@ -81,6 +81,9 @@ void edgec_conv2d_s4(const edgec_conv_params *p, const int8_t *input, const int8
                      const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *output);
 void edgec_conv2d_s16(const edgec_conv_params *p, const int16_t *input, const int8_t *weights,
                       const int64_t *bias, const int32_t *mult, const int32_t *shift, int16_t *output);
+/* 16x8 with an int32 bias (TFLite's ConvPerChannel<int32_t>): an int32 sum (wrapping), the 32-bit requantization. */
+void edgec_conv2d_s16_b32(const edgec_conv_params *p, const int16_t *input, const int8_t *weights,
+                          const int32_t *bias, const int32_t *mult, const int32_t *shift, int16_t *output);
 /* Depthwise convolution, weights [k_h][k_w][out_c]; output channel oc reads input channel oc / depth_multiplier. */
 void edgec_depthwise_conv2d_s8(const edgec_conv_params *p, const int8_t *input, const int8_t *weights,
                                const int32_t *bias, const int32_t *mult, const int32_t *shift,
@@ -307,6 +310,13 @@ typedef struct {
 void edgec_fully_connected_rows_s8(const edgec_fully_connected_rows_params *p, const int8_t *input,
                                    const int8_t *weights, const int32_t *bias, const int32_t *mult,
                                    const int32_t *shift, int8_t *output);
+/* 16x8 with an int32 bias (TFLite's int32 sum, wrapping, and 32-bit requantization): one row, or several. */
+void edgec_fully_connected_s16_b32(const edgec_fully_connected_params *p, const int16_t *input,
+                                   const int8_t *weights, const int32_t *bias, const int32_t *mult,
+                                   const int32_t *shift, int16_t *output);
+void edgec_fully_connected_rows_s16_b32(const edgec_fully_connected_rows_params *p, const int16_t *input,
+                                        const int8_t *weights, const int32_t *bias, const int32_t *mult,
+                                        const int32_t *shift, int16_t *output);
 /* 16x8 (TFLite's int16 FULLY_CONNECTED of several rows): int64 bias, zero points 0. */
 void edgec_fully_connected_rows_s16(const edgec_fully_connected_rows_params *p, const int16_t *input,
                                     const int8_t *weights, const int64_t *bias, const int32_t *mult,

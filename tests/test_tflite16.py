@@ -129,20 +129,26 @@ def test_16x8_operators_edgec_does_not_run_are_refused_naming_them(tmp_path, op)
 
 
 def test_16x8_quantization_edgec_cannot_honour_is_refused(tmp_path):
-    """16x8 files edgec's int16 kernels do not follow: an int32 bias (TFLite's int32 accumulator), an int16 zero
-    point other than 0."""
+    """16x8 files TFLite Micro's kernels do not take either: a DEPTHWISE_CONV_2D with an int32 bias (its 16x8 kernel
+    takes int64; CONV_2D takes both), an int16 zero point other than 0."""
     s = float(np.float32(1e-4))
     rng = np.random.default_rng(0)
-    w = rng.integers(-127, 128, (2, 1, 1, 3)).astype(np.int8)
 
-    def conv(bias_type, zp):
+    def conv(bias_type, zp, op="CONV_2D"):
         bias = np.zeros(2, np.int64 if bias_type == cases16.INT64 else np.int32)
-        tensors = [T((1, 2, 2, 3), [s], [zp], cases16.INT16), T((2, 1, 1, 3), [0.01, 0.01], [0, 0], data=w),
+        dw = op == "DEPTHWISE_CONV_2D"
+        wshape = (1, 1, 1, 2) if dw else (2, 1, 1, 2)
+        tensors = [T((1, 2, 2, 2), [s], [zp], cases16.INT16),
+                   T(wshape, [0.01, 0.01], [0, 0], data=rng.integers(-127, 128, wshape).astype(np.int8),
+                     axis=3 if dw else 0),
                    T((2,), [s * 0.01] * 2, [0, 0], bias_type, bias), T((1, 2, 2, 2), [s], [0], cases16.INT16)]
-        opts = ("Conv2DOptions", dict(Padding=1, StrideW=1, StrideH=1, DilationWFactor=1, DilationHFactor=1))
-        return Case(f"conv{bias_type}_{zp}", tensors, [Node("CONV_2D", [0, 1, 2], 3, opts)], 0, 3)
+        fields = dict(Padding=1, StrideW=1, StrideH=1, DilationWFactor=1, DilationHFactor=1)
+        opts = ("DepthwiseConv2DOptions", {**fields, "DepthMultiplier": 1}) if dw else ("Conv2DOptions", fields)
+        return Case(f"{op.lower()}{bias_type}_{zp}", tensors, [Node(op, [0, 1, 2], 3, opts)], 0, 3)
     _load(tmp_path, conv(cases16.INT64, 0))                    # the 16x8 conv itself is taken
-    assert "int64" in _refusal(tmp_path, conv(2, 0))           # int32 bias
+    _load(tmp_path, conv(2, 0))                                # with an int32 bias too
+    msg = _refusal(tmp_path, conv(2, 0, "DEPTHWISE_CONV_2D"))
+    assert "DEPTHWISE_CONV_2D" in msg and "int32 bias" in msg, msg
     assert "zero point 5" in _refusal(tmp_path, conv(cases16.INT64, 5))
 
 

@@ -29,6 +29,15 @@ def _bias(rng, n, extreme):
     return rng.integers(-lim, lim, n, dtype=np.int64)
 
 
+def _bias_tensor(rng, n, scales, extreme, int32=True):
+    """The bias: int64 (TFLiteConverter's 16x8 default) or, a third of the time where TFLite Micro takes it (CONV_2D,
+    FULLY_CONNECTED), int32 (its int32 accumulator; the extreme cases near the int32 limits, where the sum wraps)."""
+    if int32 and rng.random() < 0.35:
+        lim = (1 << 31) - 1 if extreme and rng.random() < 0.5 else 1 << 24
+        return T((n,), scales, [0] * len(scales), 2, rng.integers(-lim, lim, n).astype(np.int32))
+    return T((n,), scales, [0] * len(scales), INT64, _bias(rng, n, extreme))
+
+
 def _out_scale(rng, xs, extreme):
     """An output scale keeping TFLite's requantization multiplier within what its 16x8 kernels take."""
     return float(np.float32(xs * 10 ** rng.uniform(-3, 0.5 if extreme else -1)))
@@ -51,7 +60,7 @@ def conv_case(rng, name, extreme=False, depthwise=False):
     wq, ws = _weights(rng, wshape, 3 if depthwise else 0, rng.random() < 0.8)
     ws = ws * oc if len(ws) == 1 else ws
     tensors = [T((1, h, w, c), [xs], [0], INT16), T(wshape, ws, [0] * len(ws), data=wq, axis=3 if depthwise else 0),
-               T((oc,), [xs * s for s in ws], [0] * len(ws), INT64, _bias(rng, oc, extreme)),
+               _bias_tensor(rng, oc, [xs * s for s in ws], extreme, not depthwise),
                T((1, oh, ow, oc), [ys], [0], INT16)]
     fields = dict(Padding=padding, StrideW=sw, StrideH=sh, FusedActivationFunction=int(rng.choice([0, 1, 3])),
                   DilationWFactor=1, DilationHFactor=1)
@@ -71,7 +80,7 @@ def fc_case(rng, name, extreme=False):
     bias = rng.random() < 0.8
     tensors = [T((1, h, w, c), [xs], [0], INT16), T((2,), [1.0], [0], 2, np.array([1, n_in], np.int32)),
                T((1, n_in), [xs], [0], INT16), T((n_out, n_in), ws, [0] * len(ws), data=wq),
-               T((n_out,), [xs * s for s in ws], [0] * len(ws), INT64, _bias(rng, n_out, extreme)),
+               _bias_tensor(rng, n_out, [xs * s for s in ws], extreme),
                T((1, n_out), [ys], [0], INT16)]
     nodes = [Node("RESHAPE", [0, 1], 2, ("ReshapeOptions", {})),
              Node("FULLY_CONNECTED", [2, 3, 4 if bias else -1], 5,
@@ -87,7 +96,7 @@ def fc_rows_case(rng, name, extreme=False):
     wq, ws = _weights(rng, (n_out, n_in), 0, rng.random() < 0.5)
     bias = rng.random() < 0.8
     tensors = [T((rows, n_in), [xs], [0], INT16), T((n_out, n_in), ws, [0] * len(ws), data=wq),
-               T((n_out,), [xs * s for s in ws], [0] * len(ws), INT64, _bias(rng, n_out, extreme)),
+               _bias_tensor(rng, n_out, [xs * s for s in ws], extreme),
                T((rows, n_out), [ys], [0], INT16)]
     opts = ("FullyConnectedOptions", dict(FusedActivationFunction=int(rng.choice([0, 1, 3]))))
     return Case(name, tensors, [Node("FULLY_CONNECTED", [0, 1, 2 if bias else -1], 3, opts)], 0, 3), True

@@ -14,7 +14,8 @@ from edgec.ir import NO_ACT, Op, Tensor
 from edgec.ops import cemit, fast, matmul, movement
 from edgec.ops.kernel import FAST, HELIUM, INT4, INT16, MVE, REFERENCE, VARIANT, Kernel
 from edgec.ops.opdef import CallSite, Int16, OpDef
-from edgec.fixedpoint.scheme import act_range, finish, finish16, unpack_int4, weighted, weighted16
+from edgec.fixedpoint.scheme import act_range, finish, finish16, finish16_b32, unpack_int4, weighted, weighted16
+from edgec.ops.conv.reference import bias32
 from edgec.ops.tflite16 import ACTIVATIONS, activations
 
 
@@ -54,6 +55,8 @@ def fully_connected_s16(p: dict, x, w, bias, mult, shift) -> np.ndarray:
     """TFLite reference_integer_ops::FullyConnected, 16x8, per-output-channel multipliers."""
     x = np.asarray(x, np.int16).reshape(p["in_features"]).astype(np.int64)
     w = np.asarray(w, np.int8).reshape(p["out_features"], p["in_features"]).astype(np.int64)
+    if np.asarray(bias).dtype == np.int32:       # an int32 bias: TFLite's int32 sum, 32-bit requantization
+        return finish16_b32(w @ x + np.asarray(bias, np.int64), mult, shift, p)
     return finish16(w @ x + np.asarray(bias, np.int64), mult, shift, p)
 
 
@@ -133,6 +136,11 @@ FC_16 = Kernel("edgec_fully_connected_s16", ("fully_connected",), REFERENCE, cem
 FC_4 = Kernel("edgec_fully_connected_s4", ("fully_connected",), REFERENCE, cemit.weighted4, precision=INT4,
               applies=int4_weights, run=run_fc4, struct=STRUCT)
 FC_ROWS = Kernel("edgec_fully_connected_rows_s8", ("fully_connected_rows",), REFERENCE, c_fc_rows, run=run_fc_rows)
+FC_16_B32 = Kernel("edgec_fully_connected_s16_b32", ("fully_connected",), REFERENCE, cemit.weighted16, precision=INT16,
+                   applies=bias32, run=run_fc16, struct=STRUCT)       # 16x8 with an int32 bias
+FC_ROWS_16_B32 = Kernel("edgec_fully_connected_rows_s16_b32", ("fully_connected_rows",), REFERENCE,
+                        lambda op, low, site: c_fc_rows(op, low, site, cemit.i16), precision=INT16, applies=bias32,
+                        run=run_fc_rows16)
 FC_ROWS_16 = Kernel("edgec_fully_connected_rows_s16", ("fully_connected_rows",), REFERENCE,
                     lambda op, low, site: c_fc_rows(op, low, site, cemit.i16), precision=INT16, run=run_fc_rows16)
 
@@ -282,7 +290,7 @@ PACKED_ROWS = Kernel("edgec_fully_connected_packed_rows_s8", ("fully_connected_r
 PACKED_4 = Kernel("edgec_fully_connected_packed_s4", ("fully_connected",), FAST, cemit.fast_weighted, precision=INT4,
                   lower=lower_fc4, struct=PACKED_STRUCT)
 
-KERNELS = [FC, FC_16, FC_4, FC_ROWS, FC_ROWS_16, PACKED, ROWS8, WIDE, FC_MVE, PACKED_ROWS, PACKED_4]
+KERNELS = [FC, FC_16_B32, FC_16, FC_4, FC_ROWS, FC_ROWS_16_B32, FC_ROWS_16, PACKED, ROWS8, WIDE, FC_MVE, PACKED_ROWS, PACKED_4]
 
 
 def _macs(op: Op) -> int:

@@ -186,6 +186,8 @@ def import_tflite_conv(tx, op):
     (_, ih, iw, ic), (_, oh, ow, oc) = tx.tensor(x).shape, tx.shape(op.Outputs(0))
     win = tx.window(o, (ih, iw), (oh, ow), wq.shape[1:3])
     arrays, w, b = tx.weighted(op, wq[0] if depthwise else wq, -1 if depthwise else 0, 2, out)
+    if depthwise and tx.tensor(x).dtype == "int16" and arrays["bias"].dtype == np.int32:
+        raise tx.unsupported("an int32 bias with int16 activations (TFLite Micro's 16x8 DEPTHWISE_CONV_2D takes int64)")
     extra = {"depth_multiplier": oc // ic} if depthwise else {}
     tx.emit("depthwise_conv2d" if depthwise else "conv2d", op, [x], out, arrays,
             tx.act_range(op, out, o.FusedActivationFunction()), weights=w, bias=b, in_hwc=(ih, iw, ic),
