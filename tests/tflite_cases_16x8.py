@@ -414,13 +414,38 @@ def prelu_case(rng, name, extreme=False):
     return Case(name, tensors, [Node("PRELU", [0, 1], 2)], 0, 2), True
 
 
+def transpose_conv_case(rng, name, extreme=False):
+    """TRANSPOSE_CONV 16x8: random strides, kernels, SAME / VALID, per-channel or per-tensor weights, an int64 or
+    int16 bias (TFLite Micro widens an int16 one) or none."""
+    ih, iw, ic = int(rng.integers(1, 6)), int(rng.integers(1, 6)), int(rng.choice([1, 2, 3, 8]))
+    kh, kw, oc = int(rng.integers(1, 5)), int(rng.integers(1, 5)), int(rng.choice([1, 2, 5]))
+    sh, sw, padding = int(rng.integers(1, 3)), int(rng.integers(1, 3)), int(rng.integers(0, 2))
+    oh, ow = (ih * sh, iw * sw) if padding == 0 else ((ih - 1) * sh + kh, (iw - 1) * sw + kw)
+    xs = _scale(rng)
+    ys = _out_scale(rng, xs, extreme)
+    wq, ws = _weights(rng, (oc, kh, kw, ic), 0, rng.random() < 0.7)
+    ws = ws * oc if len(ws) == 1 else ws
+    tensors = [T((4,), [1.0], [0], 2, np.array([1, oh, ow, oc], np.int32)),
+               T((oc, kh, kw, ic), ws, [0] * oc, data=wq), T((1, ih, iw, ic), [xs], [0], INT16)]
+    ins = [0, 1, 2]
+    if rng.random() < 0.8:
+        b16 = rng.random() < 0.3
+        bias = rng.integers(-32768, 32768, oc).astype(np.int16) if b16 else _bias(rng, oc, extreme)
+        tensors.append(T((oc,), [xs * s for s in ws], [0] * oc, INT16 if b16 else INT64, bias))
+        ins.append(3)
+    tensors.append(T((1, oh, ow, oc), [ys], [0], INT16))
+    opts = ("TransposeConvOptions", dict(Padding=padding, StrideH=sh, StrideW=sw,
+                                         FusedActivationFunction=int(rng.choice([0, 1, 3]))))
+    return Case(name, tensors, [Node("TRANSPOSE_CONV", ins, len(tensors) - 1, opts)], 2, len(tensors) - 1), True
+
+
 ACTIVATIONS = ("LOGISTIC", "TANH", "RELU", "RELU6", "LEAKY_RELU", "ABS")
 MOVEMENT = ("SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V", "UNPACK", "PACK", "REVERSE_V2", "BROADCAST_TO")
 
 
 MAKERS = {"conv": conv_case, "depthwise": lambda r, n, e: conv_case(r, n, e, True), "fc": fc_case,
           "fc_rows": fc_rows_case, "avg_pool": pool_case, "max_pool": lambda r, n, e: pool_case(r, n, e, False),
-          "add": add_case, "concat": concat_case, "pad": pad_case, "mean": mean_case, "prelu": prelu_case, "select_v2": select_case,
+          "add": add_case, "concat": concat_case, "pad": pad_case, "mean": mean_case, "transpose_conv": transpose_conv_case, "prelu": prelu_case, "select_v2": select_case,
           "dynamic_update_slice": lambda r, n, e: select_case(r, n, e, "DYNAMIC_UPDATE_SLICE"), "softmax": softmax_case,
           "resize_nearest": resize_case, "quantize": requantize_case, "sum": lambda r, n, e: mean_case(r, n, e, "SUM"),
           "transpose": transpose_case,
