@@ -395,6 +395,8 @@ typedef struct {
         act_min, act_max;
 } edgec_matmul_params;
 void edgec_matmul_s8(const edgec_matmul_params *p, const int8_t *a, const int8_t *b, int8_t *output);
+/* 16x8 (TFLite's BatchMatMul<int16_t, int64_t>): an int64 sum, the 64-bit requantization, zero points 0. */
+void edgec_matmul_s16(const edgec_matmul_params *p, const int16_t *a, const int16_t *b, int16_t *output);
 
 /* fast: the same product with one edgec_rq requantization (rq_*; the output zero point folded into rq_khi). */
 typedef struct {

@@ -439,13 +439,29 @@ def transpose_conv_case(rng, name, extreme=False):
     return Case(name, tensors, [Node("TRANSPOSE_CONV", ins, len(tensors) - 1, opts)], 2, len(tensors) - 1), True
 
 
+def batch_matmul_case(rng, name, extreme=False):
+    """BATCH_MATMUL 16x8 of x [b, m, k] (the input) and its transpose [b, k, m] (a TRANSPOSE), or of x and x read
+    transposed (adj_y)."""
+    b, m, k = int(rng.integers(1, 4)), int(rng.integers(1, 6)), int(rng.integers(1, 9))
+    adj_y = bool(rng.random() < 0.5)
+    xs = _scale(rng, -4, -2.5)
+    ys = float(np.float32(xs * xs * 10 ** rng.uniform(0.5, 2.5) * k ** 0.5))
+    tensors = [T((b, m, k), [xs], [0], INT16), T((3,), [1.0], [0], 2, np.array([0, 2, 1], np.int32)),
+               T((b, k, m), [xs], [0], INT16), T((b, m, m), [ys], [0], INT16)]
+    nodes = [Node("TRANSPOSE", [0, 1], 2, ("TransposeOptions", {}))]
+    # x [b, m, k] times (x^T) [b, k, m], or with adj_y x itself read transposed
+    rhs = 0 if adj_y else 2
+    nodes.append(Node("BATCH_MATMUL", [0, rhs], 3, ("BatchMatMulOptions", dict(AdjX=False, AdjY=adj_y))))
+    return Case(name, tensors, nodes, 0, 3), True
+
+
 ACTIVATIONS = ("LOGISTIC", "TANH", "RELU", "RELU6", "LEAKY_RELU", "ABS")
 MOVEMENT = ("SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V", "UNPACK", "PACK", "REVERSE_V2", "BROADCAST_TO")
 
 
 MAKERS = {"conv": conv_case, "depthwise": lambda r, n, e: conv_case(r, n, e, True), "fc": fc_case,
           "fc_rows": fc_rows_case, "avg_pool": pool_case, "max_pool": lambda r, n, e: pool_case(r, n, e, False),
-          "add": add_case, "concat": concat_case, "pad": pad_case, "mean": mean_case, "transpose_conv": transpose_conv_case, "prelu": prelu_case, "select_v2": select_case,
+          "add": add_case, "concat": concat_case, "pad": pad_case, "mean": mean_case, "batch_matmul": batch_matmul_case, "transpose_conv": transpose_conv_case, "prelu": prelu_case, "select_v2": select_case,
           "dynamic_update_slice": lambda r, n, e: select_case(r, n, e, "DYNAMIC_UPDATE_SLICE"), "softmax": softmax_case,
           "resize_nearest": resize_case, "quantize": requantize_case, "sum": lambda r, n, e: mean_case(r, n, e, "SUM"),
           "transpose": transpose_case,

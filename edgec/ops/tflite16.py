@@ -3,7 +3,8 @@ TFLiteConverter writes them with `OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATION
 
 The operators TFLite Micro runs in 16x8 and edgec's int16 kernels follow bit for bit take their input and output
 here or in their family (docs/tflite-operators.md, "int16 activations (16x8)"): CONV_2D, DEPTHWISE_CONV_2D and
-FULLY_CONNECTED of one row or several (an int64 bias, TFLM's 64-bit MultiplyByQuantizedMultiplier), ADD / SUB / MUL
+FULLY_CONNECTED of one row or several (an int64 bias, TFLM's 64-bit MultiplyByQuantizedMultiplier; or an int32 one),
+TRANSPOSE_CONV (conv/importers.py), BATCH_MATMUL (matmul.py), ADD / SUB / MUL
 / MAXIMUM / MINIMUM / SQUARED_DIFFERENCE / PRELU (binary/add16.py, binary/int16.py), LOGISTIC / TANH / RELU / RELU6
 / LEAKY_RELU / ABS (lut/int16.py), SOFTMAX (softmax.py), MAX_POOL_2D / AVERAGE_POOL_2D, MEAN and SUM, QUANTIZE, and
 the data movement (RESHAPE, CONCATENATION, PACK, UNPACK, SPLIT, SPLIT_V, SLICE, STRIDED_SLICE, PAD / PADV2,
