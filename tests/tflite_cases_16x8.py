@@ -238,7 +238,7 @@ def binary_case(rng, name, extreme=False, op="SUB"):
 def movement_case(rng, name, extreme=False, op="SLICE"):
     """A data-movement operator on an int16 tensor of rank 1-4 (TFLite Micro copies the int16 values): SLICE,
     STRIDED_SLICE (masks, negative strides, a shrunk axis), SPLIT / SPLIT_V / UNPACK (several graph outputs),
-    PACK (of the input and a 1x1 pool of it), REVERSE_V2 and BROADCAST_TO."""
+    PACK (of the input and a 1x1 pool of it), REVERSE_V2, BROADCAST_TO and EXPAND_DIMS."""
     rank = int(rng.integers(1, 5))
     dims = tuple(int(d) for d in rng.integers(1, 6, rank))
     xs = _scale(rng)
@@ -316,6 +316,11 @@ def movement_case(rng, name, extreme=False, op="SLICE"):
         axes = list(range(lo, int(rng.integers(lo + 1, rank + 1))))      # TFLite Micro takes a contiguous run
         shape = dims
         node = Node(op, [0, const(axes)], None, ("ReverseV2Options", {}))
+    elif op == "EXPAND_DIMS":
+        axis = int(rng.integers(-rank - 1, rank + 1))
+        shape = list(dims)
+        shape.insert(axis % (rank + 1), 1)
+        node = Node(op, [0, const([axis])], None, ("ExpandDimsOptions", {}))
     else:                                   # BROADCAST_TO
         shape = [int(rng.integers(1, 4)) for _ in range(int(rng.integers(0, 2)))] + \
             [d if d > 1 or rng.random() < 0.5 else int(rng.integers(2, 4)) for d in dims]
@@ -456,7 +461,7 @@ def batch_matmul_case(rng, name, extreme=False):
 
 
 ACTIVATIONS = ("LOGISTIC", "TANH", "RELU", "RELU6", "LEAKY_RELU", "ABS")
-MOVEMENT = ("SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V", "UNPACK", "PACK", "REVERSE_V2", "BROADCAST_TO")
+MOVEMENT = ("SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V", "UNPACK", "PACK", "REVERSE_V2", "BROADCAST_TO", "EXPAND_DIMS")
 
 
 MAKERS = {"conv": conv_case, "depthwise": lambda r, n, e: conv_case(r, n, e, True), "fc": fc_case,
