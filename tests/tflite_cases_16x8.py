@@ -460,13 +460,31 @@ def batch_matmul_case(rng, name, extreme=False):
     return Case(name, tensors, nodes, 0, 3), True
 
 
+def concat_const_case(rng, name, extreme=False):
+    """CONCATENATION of an int16 image and an int16 constant quantized like it (a ViT's class token), on a random
+    axis, the constant first or last."""
+    h, w, c = (int(v) for v in rng.integers(1, 6, 3))
+    axis = int(rng.integers(1, 4))
+    xs = _scale(rng)
+    cshape = [1, h, w, c]
+    cshape[axis] = int(rng.integers(1, 3))
+    oshape = [1, h, w, c]
+    oshape[axis] += cshape[axis]
+    data = rng.integers(-32768, 32768, cshape).astype(np.int16)
+    tensors = [T((1, h, w, c), [xs], [0], INT16), T(tuple(cshape), [xs], [0], INT16, data),
+               T(tuple(oshape), [xs], [0], INT16)]
+    order = [1, 0] if rng.random() < 0.5 else [0, 1]
+    return Case(name, tensors, [Node("CONCATENATION", order, 2, ("ConcatenationOptions", dict(Axis=axis)))], 0,
+                2), True
+
+
 ACTIVATIONS = ("LOGISTIC", "TANH", "RELU", "RELU6", "LEAKY_RELU", "ABS")
 MOVEMENT = ("SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V", "UNPACK", "PACK", "REVERSE_V2", "BROADCAST_TO", "EXPAND_DIMS")
 
 
 MAKERS = {"conv": conv_case, "depthwise": lambda r, n, e: conv_case(r, n, e, True), "fc": fc_case,
           "fc_rows": fc_rows_case, "avg_pool": pool_case, "max_pool": lambda r, n, e: pool_case(r, n, e, False),
-          "add": add_case, "concat": concat_case, "pad": pad_case, "mean": mean_case, "batch_matmul": batch_matmul_case, "transpose_conv": transpose_conv_case, "prelu": prelu_case, "select_v2": select_case,
+          "add": add_case, "concat": concat_case, "pad": pad_case, "mean": mean_case, "concat_const": concat_const_case, "batch_matmul": batch_matmul_case, "transpose_conv": transpose_conv_case, "prelu": prelu_case, "select_v2": select_case,
           "dynamic_update_slice": lambda r, n, e: select_case(r, n, e, "DYNAMIC_UPDATE_SLICE"), "softmax": softmax_case,
           "resize_nearest": resize_case, "quantize": requantize_case, "sum": lambda r, n, e: mean_case(r, n, e, "SUM"),
           "transpose": transpose_case,

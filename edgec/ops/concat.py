@@ -77,13 +77,15 @@ def c_concat(op: Op, low, site: CallSite) -> str:
 
 
 # ---- int16 (between two int16 layers, edgec/quant/int16.py): each part requantized to the output's symmetric grid
-# by a multiplier and shift (0: copied), as the int16 layers requantize; no constant parts
+# by a multiplier and shift (0: copied), as the int16 layers requantize; a .tflite's int16 constant parts (16x8,
+# quantized like the output) stored and copied
 def quantize_concat16(op: Op, ins: list[Tensor], out: Tensor) -> None:
     """The 16x8 parameters (after the int8 quantizer, whose tables they drop): each part's mult and shift."""
     for k in [k for k in op.arrays if k.startswith("table")]:
         del op.arrays[k]
-    for part, t in zip(op.params["parts"], ins):
-        part["mult"], part["shift"] = (0, 0) if t.scale == out.scale else quantize_multiplier(t.scale / out.scale)
+    for part, t in zip(op.params["parts"], _parts(op, ins)):
+        copied = not isinstance(t, Tensor) or t.scale == out.scale
+        part["mult"], part["shift"] = (0, 0) if copied else quantize_multiplier(t.scale / out.scale)
 
 
 def concat_part_s16(p: dict, mult: int, shift: int, x, out: np.ndarray) -> None:
@@ -99,14 +101,14 @@ def concat_part_s16(p: dict, mult: int, shift: int, x, out: np.ndarray) -> None:
 def run_concat16(op: Op, inputs: list) -> np.ndarray:
     p = op.params
     out = np.zeros(p["parts"][0]["outer"] * p["parts"][0]["out_stride"], np.int16)
-    for part, t in zip(p["parts"], inputs):
+    for part, t in zip(p["parts"], _stored(op, op.arrays, inputs)):
         concat_part_s16(part, part["mult"], part["shift"], t, out)
     return out
 
 
 def c_concat16(op: Op, low, site: CallSite) -> str:
     lines = []
-    for part, t in zip(op.params["parts"], site.inputs):
+    for part, t in zip(op.params["parts"], _stored(op, site.arrays, site.inputs)):
         fields = {k: part[k] for k in ("outer", "chunk", "out_stride", "out_offset")}
         lines.append(f"{{ static const edgec_concat_params p = {cemit.struct_init(fields)}; "
                      f"{low.kernel.name}(&p, {cemit.i16(t, const=True)}, {int(part['mult'])}, {int(part['shift'])}, "
@@ -174,7 +176,8 @@ ONNX = {"Concat": import_concat, "Split": import_split}
 # ---- TFLite import (edgec/frontend/tflite.py)
 def import_tflite_concatenation(tx, op):
     """CONCATENATION of int8 activations and constants (a ViT's class token) quantized like the output (as
-    TFLite Micro requires): a copy, the constants' int8 values stored; in 16x8, of int16 activations only."""
+    TFLite Micro requires): a copy, the constants' int8 values stored; in 16x8, of int16 activations and
+    constants."""
     o = tx.options(op)
     first = next((op.Inputs(k) for k in range(op.InputsLength()) if op.Inputs(k) in tx.values), None)
     dtypes = ("int16",) if first is not None and tx.tensor(tx.values[first]).dtype == "int16" else ("int8",)
@@ -185,12 +188,10 @@ def import_tflite_concatenation(tx, op):
             ins.append(tx.input(op, k, dtypes))
             tx.same_qparams(ins[-1], out, "CONCATENATION")
             continue
-        if dtypes == ("int16",):
-            raise tx.unsupported(f"input {k}: a constant beside int16 activations (16x8): not yet")
         data = tx.const(op, k)
         scales, zps, _ = tx.qparams(op.Inputs(k))
         t = tx.tensor(out)
-        if data is None or data.dtype != np.int8 or scales.size != 1 or (float(scales[0]), int(zps[0])) != \
+        if data is None or data.dtype != np.dtype(dtypes[0]) or scales.size != 1 or (float(scales[0]), int(zps[0])) != \
                 (t.scale, t.zero_point):
             raise tx.unsupported(f"input {k} is a constant not quantized like the output")
         consts[k] = np.ascontiguousarray(data).reshape(-1)
