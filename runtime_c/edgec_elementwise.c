@@ -77,6 +77,11 @@ static int32_t edgec_binary_one(const edgec_binary_params *p, int32_t a, int32_t
     if (p->op == 9) {
         return edgec_div_tflite(p, va, vb);
     }
+    if (p->op == 18) { /* TFLite's PRELU: x itself at or above 0, x * alpha below, each rescaled */
+        raw = va >= 0 ? edgec_requantize(va, p->a_mult, p->a_shift)
+                      : edgec_requantize(va * vb, p->b_mult, p->b_shift);
+        return edgec_clamp(raw + p->out_zp, p->act_min, p->act_max);
+    }
     if (p->op >= 16) { /* TFLite's LOGICAL_AND / LOGICAL_OR of bool bytes */
         return p->op == 16 ? (a != 0 && b != 0) : (a != 0 || b != 0);
     }
@@ -111,25 +116,33 @@ static int32_t edgec_binary_one(const edgec_binary_params *p, int32_t a, int32_t
     return edgec_clamp(raw, p->act_min, p->act_max);
 }
 
+/* The broadcasting loop over [dims] for one element type T (int8; int16: TFLite's 16x8 binary operators,
+ * edgec/ops/binary/int16.py); the functions are written out below. */
+#define EDGEC_BINARY_BODY(T)                                                                                     \
+    {                                                                                                            \
+        const int32_t *d = p->dims, *sa = p->a_stride, *sb = p->b_stride;                                        \
+        int32_t i0, i1, i2, i3, i4, i5;                                                                          \
+        for (i0 = 0; i0 < d[0]; ++i0)                                                                            \
+            for (i1 = 0; i1 < d[1]; ++i1)                                                                        \
+                for (i2 = 0; i2 < d[2]; ++i2)                                                                    \
+                    for (i3 = 0; i3 < d[3]; ++i3)                                                                \
+                        for (i4 = 0; i4 < d[4]; ++i4) {                                                          \
+                            const T *pa = a + i0 * sa[0] + i1 * sa[1] + i2 * sa[2] + i3 * sa[3] + i4 * sa[4];    \
+                            const T *pb = b + i0 * sb[0] + i1 * sb[1] + i2 * sb[2] + i3 * sb[3] + i4 * sb[4];    \
+                            for (i5 = 0; i5 < d[5]; ++i5) {                                                      \
+                                *output++ = (T)edgec_binary_one(p, pa[i5 * sa[5]], pb[i5 * sb[5]]);              \
+                            }                                                                                    \
+                        }                                                                                        \
+    }
+
 void edgec_binary_s8(const edgec_binary_params *p, const int8_t *a, const int8_t *b, int8_t *output)
 {
-    const int32_t *d = p->dims, *sa = p->a_stride, *sb = p->b_stride;
-    int32_t i0, i1, i2, i3, i4, i5;
-    for (i0 = 0; i0 < d[0]; ++i0) {
-        for (i1 = 0; i1 < d[1]; ++i1) {
-            for (i2 = 0; i2 < d[2]; ++i2) {
-                for (i3 = 0; i3 < d[3]; ++i3) {
-                    for (i4 = 0; i4 < d[4]; ++i4) {
-                        const int8_t *pa = a + i0 * sa[0] + i1 * sa[1] + i2 * sa[2] + i3 * sa[3] + i4 * sa[4];
-                        const int8_t *pb = b + i0 * sb[0] + i1 * sb[1] + i2 * sb[2] + i3 * sb[3] + i4 * sb[4];
-                        for (i5 = 0; i5 < d[5]; ++i5) {
-                            *output++ = (int8_t)edgec_binary_one(p, pa[i5 * sa[5]], pb[i5 * sb[5]]);
-                        }
-                    }
-                }
-            }
-        }
-    }
+    EDGEC_BINARY_BODY(int8_t)
+}
+
+void edgec_binary_s16(const edgec_binary_params *p, const int16_t *a, const int16_t *b, int16_t *output)
+{
+    EDGEC_BINARY_BODY(int16_t)
 }
 
 void edgec_add_n_s8(const edgec_add_n_params *p, const int8_t *const *inputs, int8_t *output)
@@ -149,25 +162,37 @@ void edgec_add_n_s8(const edgec_add_n_params *p, const int8_t *const *inputs, in
     }
 }
 
+/* The SELECT_V2 loop for one element type T (int8; int16: TFLite's 16x8 SELECT_V2), written out below. */
+#define EDGEC_WHERE_BODY(T)                                                                                      \
+    {                                                                                                            \
+        const int32_t *d = p->dims, *sc = p->c_stride, *sx = p->x_stride, *sy = p->y_stride;                     \
+        int32_t i[EDGEC_RANK];                                                                                   \
+        for (i[0] = 0; i[0] < d[0]; ++i[0])                                                                      \
+            for (i[1] = 0; i[1] < d[1]; ++i[1])                                                                  \
+                for (i[2] = 0; i[2] < d[2]; ++i[2])                                                              \
+                    for (i[3] = 0; i[3] < d[3]; ++i[3])                                                          \
+                        for (i[4] = 0; i[4] < d[4]; ++i[4])                                                      \
+                            for (i[5] = 0; i[5] < d[5]; ++i[5]) {                                                \
+                                int32_t oc = 0, ox = 0, oy = 0, k;                                               \
+                                for (k = 0; k < EDGEC_RANK; ++k) {                                               \
+                                    oc += i[k] * sc[k];                                                          \
+                                    ox += i[k] * sx[k];                                                          \
+                                    oy += i[k] * sy[k];                                                          \
+                                }                                                                                \
+                                *output++ = cond[oc] ? x[ox] : y[oy];                                            \
+                            }                                                                                    \
+    }
+
 void edgec_where_s8(const edgec_where_params *p, const uint8_t *cond, const int8_t *x, const int8_t *y,
                     int8_t *output)
 {
-    const int32_t *d = p->dims, *sc = p->c_stride, *sx = p->x_stride, *sy = p->y_stride;
-    int32_t i[EDGEC_RANK];
-    for (i[0] = 0; i[0] < d[0]; ++i[0])
-        for (i[1] = 0; i[1] < d[1]; ++i[1])
-            for (i[2] = 0; i[2] < d[2]; ++i[2])
-                for (i[3] = 0; i[3] < d[3]; ++i[3])
-                    for (i[4] = 0; i[4] < d[4]; ++i[4])
-                        for (i[5] = 0; i[5] < d[5]; ++i[5]) {
-                            int32_t oc = 0, ox = 0, oy = 0, k;
-                            for (k = 0; k < EDGEC_RANK; ++k) {
-                                oc += i[k] * sc[k];
-                                ox += i[k] * sx[k];
-                                oy += i[k] * sy[k];
-                            }
-                            *output++ = cond[oc] ? x[ox] : y[oy];
-                        }
+    EDGEC_WHERE_BODY(int8_t)
+}
+
+void edgec_where_s16(const edgec_where_params *p, const uint8_t *cond, const int16_t *x, const int16_t *y,
+                     int16_t *output)
+{
+    EDGEC_WHERE_BODY(int16_t)
 }
 
 void edgec_lut_s8(const edgec_lut_params *p, const int8_t *input, const int8_t *table, int8_t *output)
@@ -182,5 +207,74 @@ void edgec_lut_s8(const edgec_lut_params *p, const int8_t *input, const int8_t *
                 *output++ = t[*input++];
             }
         }
+    }
+}
+
+/* TFLite's sigmoid_table_uint16 (tensorflow/lite/kernels/internal/common.h): sigmoid(i / 24) in 0.16 format, the
+ * int16 LOGISTIC and TANH interpolate in it (edgec/ops/lut/int16.py holds the same table). */
+static const uint16_t edgec_sigmoid_table_u16[256] = {
+    32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498, 40149, 40794, 41432, 42064,
+    42688, 43304, 43912, 44511, 45102, 45683, 46255, 46817, 47369, 47911, 48443, 48964, 49475, 49975, 50464,
+    50942, 51409, 51865, 52311, 52745, 53169, 53581, 53983, 54374, 54755, 55125, 55485, 55834, 56174, 56503,
+    56823, 57133, 57433, 57724, 58007, 58280, 58544, 58800, 59048, 59288, 59519, 59743, 59959, 60168, 60370,
+    60565, 60753, 60935, 61110, 61279, 61441, 61599, 61750, 61896, 62036, 62172, 62302, 62428, 62549, 62666,
+    62778, 62886, 62990, 63090, 63186, 63279, 63368, 63454, 63536, 63615, 63691, 63765, 63835, 63903, 63968,
+    64030, 64090, 64148, 64204, 64257, 64308, 64357, 64405, 64450, 64494, 64536, 64576, 64614, 64652, 64687,
+    64721, 64754, 64786, 64816, 64845, 64873, 64900, 64926, 64950, 64974, 64997, 65019, 65039, 65060, 65079,
+    65097, 65115, 65132, 65149, 65164, 65179, 65194, 65208, 65221, 65234, 65246, 65258, 65269, 65280, 65291,
+    65301, 65310, 65319, 65328, 65337, 65345, 65352, 65360, 65367, 65374, 65381, 65387, 65393, 65399, 65404,
+    65410, 65415, 65420, 65425, 65429, 65433, 65438, 65442, 65445, 65449, 65453, 65456, 65459, 65462, 65465,
+    65468, 65471, 65474, 65476, 65479, 65481, 65483, 65485, 65488, 65489, 65491, 65493, 65495, 65497, 65498,
+    65500, 65501, 65503, 65504, 65505, 65507, 65508, 65509, 65510, 65511, 65512, 65513, 65514, 65515, 65516,
+    65517, 65517, 65518, 65519, 65520, 65520, 65521, 65522, 65522, 65523, 65523, 65524, 65524, 65525, 65525,
+    65526, 65526, 65526, 65527, 65527, 65528, 65528, 65528, 65529, 65529, 65529, 65529, 65530, 65530, 65530,
+    65530, 65531, 65531, 65531, 65531, 65531, 65532, 65532, 65532, 65532, 65532, 65532, 65533, 65533, 65533,
+    65533, 65533, 65533, 65533, 65533, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534,
+    65535};
+
+/* TFLite's int16 Logistic (fn 0: 9 fraction bits) and Tanh (fn 1: 8) of reference_integer_ops */
+static int32_t edgec_sigmoid_tanh16(const edgec_activation16_params *p, int32_t x)
+{
+    const int32_t rnd = p->input_shift > 0 ? (int32_t)1 << (p->input_shift - 1) : 0;
+    const int32_t v = (x * p->input_mult + rnd) >> p->input_shift;
+    const uint32_t a = (uint32_t)(v < 0 ? -v : v);
+    const int32_t bits = p->fn == 0 ? 9 : 8;
+    const uint32_t uh = a >> bits;
+    uint32_t r;
+    if (uh >= 255u) {
+        r = p->fn == 0 ? 0x7FFFu << 10 : 0xFFFFu << 8;
+    } else {
+        const uint32_t ua = edgec_sigmoid_table_u16[uh], ub = edgec_sigmoid_table_u16[uh + 1u];
+        r = (ua << bits) + (a & ((1u << bits) - 1u)) * (ub - ua);
+    }
+    if (p->fn == 0) {
+        r = v >= 0 ? r + (1u << 9) : (1u << 25) - r + (1u << 9) - 1u;
+        return (int32_t)(r >> 10);
+    }
+    {
+        const int32_t s = v >= 0 ? (int32_t)r - (1 << 23) + (1 << 7) : -(int32_t)r + (1 << 23) + (1 << 7) - 1;
+        return s >> 8;
+    }
+}
+
+void edgec_activation_s16(const edgec_activation16_params *p, const int16_t *input, int16_t *output)
+{
+    int32_t i;
+    for (i = 0; i < p->n; ++i) {
+        const int32_t x = input[i];
+        int32_t y;
+        if (p->fn <= 1) {
+            y = edgec_sigmoid_tanh16(p, x);
+        } else if (p->fn == 3) {
+            y = x;
+        } else if (p->fn == 5) {
+            y = x < 0 ? -x : x;
+            y = p->input_mult != 0 ? edgec_requantize(y, p->input_mult, p->input_shift) : y;
+        } else if (p->fn == 4 && x < 0) {
+            y = p->alpha_sign * edgec_requantize(x, p->alpha_mult, p->alpha_shift);
+        } else {
+            y = edgec_requantize(x, p->input_mult, p->input_shift);
+        }
+        output[i] = (int16_t)edgec_clamp(y, p->act_min, p->act_max);
     }
 }

@@ -61,3 +61,46 @@ void edgec_fully_connected_s16(const edgec_fully_connected_params *p, const int1
         output[o] = (int16_t)edgec_clamp(edgec_requantize64(acc, mult[o], shift[o]), p->act_min, p->act_max);
     }
 }
+
+void edgec_fully_connected_rows_s16(const edgec_fully_connected_rows_params *p, const int16_t *input,
+                                    const int8_t *weights, const int64_t *bias, const int32_t *mult,
+                                    const int32_t *shift, int16_t *output)
+{
+    const edgec_fully_connected_params row = {p->in_features, p->out_features, p->input_zp, p->output_zp,
+                                              p->act_min, p->act_max};
+    int32_t r;
+    for (r = 0; r < p->rows; ++r) {
+        edgec_fully_connected_s16(&row, input + r * row.in_features, weights, bias, mult, shift,
+                                  output + r * row.out_features);
+    }
+}
+
+/* 16x8 with an int32 bias (TFLite's FullyConnected with AccumScalar int32): the sum in int32 (wrapping), the 32-bit
+ * requantization. */
+void edgec_fully_connected_s16_b32(const edgec_fully_connected_params *p, const int16_t *input,
+                                   const int8_t *weights, const int32_t *bias, const int32_t *mult,
+                                   const int32_t *shift, int16_t *output)
+{
+    int32_t o, i;
+    for (o = 0; o < p->out_features; ++o) {
+        const int8_t *w = weights + (int64_t)o * p->in_features;
+        uint32_t acc = (uint32_t)bias[o];
+        for (i = 0; i < p->in_features; ++i) {
+            acc += (uint32_t)((int32_t)input[i] * w[i]);
+        }
+        output[o] = (int16_t)edgec_clamp(edgec_requantize((int32_t)acc, mult[o], shift[o]), p->act_min, p->act_max);
+    }
+}
+
+void edgec_fully_connected_rows_s16_b32(const edgec_fully_connected_rows_params *p, const int16_t *input,
+                                        const int8_t *weights, const int32_t *bias, const int32_t *mult,
+                                        const int32_t *shift, int16_t *output)
+{
+    const edgec_fully_connected_params row = {p->in_features, p->out_features, p->input_zp, p->output_zp,
+                                              p->act_min, p->act_max};
+    int32_t r;
+    for (r = 0; r < p->rows; ++r) {
+        edgec_fully_connected_s16_b32(&row, input + r * row.in_features, weights, bias, mult, shift,
+                                      output + r * row.out_features);
+    }
+}

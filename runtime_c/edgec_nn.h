@@ -81,6 +81,9 @@ void edgec_conv2d_s4(const edgec_conv_params *p, const int8_t *input, const int8
                      const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *output);
 void edgec_conv2d_s16(const edgec_conv_params *p, const int16_t *input, const int8_t *weights,
                       const int64_t *bias, const int32_t *mult, const int32_t *shift, int16_t *output);
+/* 16x8 with an int32 bias (TFLite's ConvPerChannel<int32_t>): an int32 sum (wrapping), the 32-bit requantization. */
+void edgec_conv2d_s16_b32(const edgec_conv_params *p, const int16_t *input, const int8_t *weights,
+                          const int32_t *bias, const int32_t *mult, const int32_t *shift, int16_t *output);
 /* Depthwise convolution, weights [k_h][k_w][out_c]; output channel oc reads input channel oc / depth_multiplier. */
 void edgec_depthwise_conv2d_s8(const edgec_conv_params *p, const int8_t *input, const int8_t *weights,
                                const int32_t *bias, const int32_t *mult, const int32_t *shift,
@@ -307,6 +310,17 @@ typedef struct {
 void edgec_fully_connected_rows_s8(const edgec_fully_connected_rows_params *p, const int8_t *input,
                                    const int8_t *weights, const int32_t *bias, const int32_t *mult,
                                    const int32_t *shift, int8_t *output);
+/* 16x8 with an int32 bias (TFLite's int32 sum, wrapping, and 32-bit requantization): one row, or several. */
+void edgec_fully_connected_s16_b32(const edgec_fully_connected_params *p, const int16_t *input,
+                                   const int8_t *weights, const int32_t *bias, const int32_t *mult,
+                                   const int32_t *shift, int16_t *output);
+void edgec_fully_connected_rows_s16_b32(const edgec_fully_connected_rows_params *p, const int16_t *input,
+                                        const int8_t *weights, const int32_t *bias, const int32_t *mult,
+                                        const int32_t *shift, int16_t *output);
+/* 16x8 (TFLite's int16 FULLY_CONNECTED of several rows): int64 bias, zero points 0. */
+void edgec_fully_connected_rows_s16(const edgec_fully_connected_rows_params *p, const int16_t *input,
+                                    const int8_t *weights, const int64_t *bias, const int32_t *mult,
+                                    const int32_t *shift, int16_t *output);
 
 /* ================================================================ fast fully connected
  * fast/edgec_fully_connected_*.c: the input zero point folded into rq's bias (edgec_rq, one record per row);
@@ -381,6 +395,8 @@ typedef struct {
         act_min, act_max;
 } edgec_matmul_params;
 void edgec_matmul_s8(const edgec_matmul_params *p, const int8_t *a, const int8_t *b, int8_t *output);
+/* 16x8 (TFLite's BatchMatMul<int16_t, int64_t>): an int64 sum, the 64-bit requantization, zero points 0. */
+void edgec_matmul_s16(const edgec_matmul_params *p, const int16_t *a, const int16_t *b, int16_t *output);
 
 /* fast: the same product with one edgec_rq requantization (rq_*; the output zero point folded into rq_khi). */
 typedef struct {
@@ -448,6 +464,9 @@ typedef struct {
         act_min, act_max;
 } edgec_binary_params;
 void edgec_binary_s8(const edgec_binary_params *p, const int8_t *a, const int8_t *b, int8_t *output);
+/* int16 (TFLite's 16x8 SUB, MUL, MAXIMUM, MINIMUM, SQUARED_DIFFERENCE, broadcast ADD): zero points 0, left_shift
+ * 15 (add, sub) or 0 (squared difference), the int16 clamp. */
+void edgec_binary_s16(const edgec_binary_params *p, const int16_t *a, const int16_t *b, int16_t *output);
 
 /* TFLite's SELECT_V2: out = cond ? x : y over the broadcast [dims] (6-D, strides 0 where an input is broadcast);
  * cond bool bytes (0 or 1), the bytes of x or y copied. */
@@ -456,6 +475,9 @@ typedef struct {
 } edgec_where_params;
 void edgec_where_s8(const edgec_where_params *p, const uint8_t *cond, const int8_t *x, const int8_t *y,
                     int8_t *output);
+/* int16 (TFLite's 16x8 SELECT_V2 and DYNAMIC_UPDATE_SLICE): the same params. */
+void edgec_where_s16(const edgec_where_params *p, const uint8_t *cond, const int16_t *x, const int16_t *y,
+                     int16_t *output);
 
 /* TFLite's ADD_N of `count` [n] tensors quantized alike: each value rescaled as TFLite's ADD rescales it
  * (rq((x - input_zp) << left_shift, input_mult, input_shift)), the int32 sum (wrapping; from the rescaled
@@ -471,6 +493,16 @@ typedef struct {
     int32_t n, count, inner;
 } edgec_lut_params;
 void edgec_lut_s8(const edgec_lut_params *p, const int8_t *input, const int8_t *table, int8_t *output);
+
+/* TFLite's 16x8 activations of int16 values (zero points 0; edgec/ops/lut/int16.py): fn 0 LOGISTIC, 1 TANH (the
+ * input rescaled by input_mult and a rounding right shift of input_shift, TFLite's sigmoid table interpolated),
+ * 2 RELU (requantized by input_mult / input_shift), 3 RELU6 (the input itself), 4 LEAKY_RELU (below 0: alpha_sign
+ * times the requantization by alpha_mult / alpha_shift), 5 ABS (|x|, requantized where input_mult is not 0); then
+ * clamped to [act_min, act_max]. */
+typedef struct {
+    int32_t n, fn, input_mult, input_shift, alpha_mult, alpha_shift, alpha_sign, act_min, act_max;
+} edgec_activation16_params;
+void edgec_activation_s16(const edgec_activation16_params *p, const int16_t *input, int16_t *output);
 
 /* fast: add where lut1/lut2[v + 128] is input v rescaled to the common scale (TFLite's first two
  * requantizations, done at build time); the sum is requantized with rq (bias unused; fast/edgec_add_lut.c). */
@@ -545,6 +577,14 @@ void edgec_softmax_tflite_s8(const edgec_softmax_tflite_params *p, const int8_t 
 /* The same with an int16 output (Softmax<int8_t, int16_t>): scale 1/65536, zero point -32768. */
 void edgec_softmax_tflite_s8_s16(const edgec_softmax_tflite_params *p, const int8_t *input,
                                  const int32_t *exp_table, int16_t *output);
+/* TFLite's SoftmaxInt16 (16x8): int16 scores of zero point 0 in, probabilities in 1/32768 out; each difference
+ * from the row's max requantized (input_mult, input_shift) into the 513-entry exp LUT's input, the sum's
+ * reciprocal from the 1 / (1 + x) LUT (both TFLite's LUTPopulate, stored with the op). In place is fine. */
+typedef struct {
+    int32_t rows, cols, input_mult, input_shift;
+} edgec_softmax_tflite16_params;
+void edgec_softmax_tflite_s16(const edgec_softmax_tflite16_params *p, const int16_t *input, const int16_t *exp_lut,
+                              const int16_t *recip_lut, int16_t *output);
 
 /* ================================================================ data movement
  * edgec_movement.c */

@@ -260,3 +260,38 @@ void edgec_log_softmax_tflite_s8(const edgec_log_softmax_tflite_params *p, const
         }
     }
 }
+
+/* ---- TFLite's int16 softmax (reference_ops::SoftmaxInt16; edgec/ops/softmax.py softmax_tflite_s16) */
+static int32_t edgec_lut16_lookup(int32_t v, const int16_t *lut) /* TFLite's LUTLookup of an int16 value */
+{
+    const int32_t idx = 256 + (v >> 7);
+    const int32_t slope = (int32_t)lut[idx + 1] - lut[idx];
+    return (int16_t)(lut[idx] + ((slope * (v & 0x7F) + 64) >> 7));
+}
+
+void edgec_softmax_tflite_s16(const edgec_softmax_tflite16_params *p, const int16_t *input, const int16_t *exp_lut,
+                              const int16_t *recip_lut, int16_t *output)
+{
+    int32_t r, c;
+    for (r = 0; r < p->rows; ++r) {
+        const int16_t *x = input + r * p->cols;
+        int16_t *y = output + r * p->cols;
+        int32_t max = -32768, sum = 0, clz, shifted, recip, rs;
+        for (c = 0; c < p->cols; ++c) {
+            max = x[c] > max ? x[c] : max;
+        }
+        for (c = 0; c < p->cols; ++c) { /* the exps kept in the output, as TFLite keeps them */
+            const int32_t scaled = edgec_requantize(x[c] - max, p->input_mult, p->input_shift) + 32767;
+            y[c] = (int16_t)edgec_lut16_lookup(edgec_clamp(scaled, -32768, 32767), exp_lut);
+            sum += y[c];
+        }
+        clz = edgec_clz32((uint32_t)sum);
+        shifted = (int32_t)((((int64_t)sum << (clz - 1)) + (1 << 13)) >> 14);
+        recip = edgec_lut16_lookup(edgec_clamp(shifted - ((1 << 15) + (1 << 16)), -32768, 32767), recip_lut);
+        rs = 31 - clz;
+        for (c = 0; c < p->cols; ++c) {
+            const int32_t v = (int32_t)(((int64_t)y[c] * recip + ((int64_t)1 << (rs - 1))) >> rs);
+            y[c] = (int16_t)edgec_clamp(v, 0, 32767);
+        }
+    }
+}

@@ -113,6 +113,13 @@ def finish16(acc, mult, shift, p) -> np.ndarray:
     return np.clip(out, int(p["act_min"]), int(p["act_max"])).astype(np.int16)
 
 
+def finish16_b32(acc, mult, shift, p) -> np.ndarray:
+    """A 16x8 layer with an int32 bias (TFLite's AccumScalar int32): the sum wrapped to int32, the 32-bit
+    requantization."""
+    acc = (np.asarray(acc, np.int64) + (1 << 31)) % (1 << 32) - (1 << 31)
+    return np.clip(requantize(acc, mult, shift), int(p["act_min"]), int(p["act_max"])).astype(np.int16)
+
+
 def act_range(op: Op, out: Tensor) -> dict:
     """The int8 clamp of an op's fused activation (op.attrs['act'] = (lo, hi) in float)."""
     lo, hi = op.attrs.get("act", (-math.inf, math.inf))

@@ -252,6 +252,7 @@ class _Importer:
         ws = np.broadcast_to(scales, (n,)).astype(np.float32)
         x, y = self.tensor(self.values[op.Inputs(0)]), self.tensor(out)
         bias, wide = self.const(op, bias_k), np.int64 if x.dtype == "int16" else np.int32   # 16x8: int64 bias
+        wide = np.int32 if x.dtype == "int16" and bias is not None and bias.dtype == np.int32 else wide   # or int32
         if bias is None:
             bias = np.zeros(n, wide)
         elif bias.dtype != wide or bias.size != n:

@@ -10,7 +10,7 @@ import numpy as np
 
 from edgec.errors import node_error
 from edgec.ir import Op, Tensor
-from edgec.ops import cemit, movement
+from edgec.ops import cemit, movement, tflite16
 from edgec.ops.kernel import INT16, REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, Int16, OpDef
 from edgec.fixedpoint.scheme import quantize_multiplier, requant_table, requantize
@@ -77,13 +77,15 @@ def c_concat(op: Op, low, site: CallSite) -> str:
 
 
 # ---- int16 (between two int16 layers, edgec/quant/int16.py): each part requantized to the output's symmetric grid
-# by a multiplier and shift (0: copied), as the int16 layers requantize; no constant parts
+# by a multiplier and shift (0: copied), as the int16 layers requantize; a .tflite's int16 constant parts (16x8,
+# quantized like the output) stored and copied
 def quantize_concat16(op: Op, ins: list[Tensor], out: Tensor) -> None:
     """The 16x8 parameters (after the int8 quantizer, whose tables they drop): each part's mult and shift."""
     for k in [k for k in op.arrays if k.startswith("table")]:
         del op.arrays[k]
-    for part, t in zip(op.params["parts"], ins):
-        part["mult"], part["shift"] = (0, 0) if t.scale == out.scale else quantize_multiplier(t.scale / out.scale)
+    for part, t in zip(op.params["parts"], _parts(op, ins)):
+        copied = not isinstance(t, Tensor) or t.scale == out.scale
+        part["mult"], part["shift"] = (0, 0) if copied else quantize_multiplier(t.scale / out.scale)
 
 
 def concat_part_s16(p: dict, mult: int, shift: int, x, out: np.ndarray) -> None:
@@ -99,14 +101,14 @@ def concat_part_s16(p: dict, mult: int, shift: int, x, out: np.ndarray) -> None:
 def run_concat16(op: Op, inputs: list) -> np.ndarray:
     p = op.params
     out = np.zeros(p["parts"][0]["outer"] * p["parts"][0]["out_stride"], np.int16)
-    for part, t in zip(p["parts"], inputs):
+    for part, t in zip(p["parts"], _stored(op, op.arrays, inputs)):
         concat_part_s16(part, part["mult"], part["shift"], t, out)
     return out
 
 
 def c_concat16(op: Op, low, site: CallSite) -> str:
     lines = []
-    for part, t in zip(op.params["parts"], site.inputs):
+    for part, t in zip(op.params["parts"], _stored(op, site.arrays, site.inputs)):
         fields = {k: part[k] for k in ("outer", "chunk", "out_stride", "out_offset")}
         lines.append(f"{{ static const edgec_concat_params p = {cemit.struct_init(fields)}; "
                      f"{low.kernel.name}(&p, {cemit.i16(t, const=True)}, {int(part['mult'])}, {int(part['shift'])}, "
@@ -174,7 +176,8 @@ ONNX = {"Concat": import_concat, "Split": import_split}
 # ---- TFLite import (edgec/frontend/tflite.py)
 def import_tflite_concatenation(tx, op):
     """CONCATENATION of int8 activations and constants (a ViT's class token) quantized like the output (as
-    TFLite Micro requires): a copy, the constants' int8 values stored; in 16x8, of int16 activations only."""
+    TFLite Micro requires): a copy, the constants' int8 values stored; in 16x8, of int16 activations and
+    constants."""
     o = tx.options(op)
     first = next((op.Inputs(k) for k in range(op.InputsLength()) if op.Inputs(k) in tx.values), None)
     dtypes = ("int16",) if first is not None and tx.tensor(tx.values[first]).dtype == "int16" else ("int8",)
@@ -185,12 +188,10 @@ def import_tflite_concatenation(tx, op):
             ins.append(tx.input(op, k, dtypes))
             tx.same_qparams(ins[-1], out, "CONCATENATION")
             continue
-        if dtypes == ("int16",):
-            raise tx.unsupported(f"input {k}: a constant beside int16 activations (16x8): not yet")
         data = tx.const(op, k)
         scales, zps, _ = tx.qparams(op.Inputs(k))
         t = tx.tensor(out)
-        if data is None or data.dtype != np.int8 or scales.size != 1 or (float(scales[0]), int(zps[0])) != \
+        if data is None or data.dtype != np.dtype(dtypes[0]) or scales.size != 1 or (float(scales[0]), int(zps[0])) != \
                 (t.scale, t.zero_point):
             raise tx.unsupported(f"input {k} is a constant not quantized like the output")
         consts[k] = np.ascontiguousarray(data).reshape(-1)
@@ -210,9 +211,11 @@ def import_tflite_concatenation(tx, op):
 def import_tflite_pack(tx, op):
     """PACK of activations quantized like the output: a concatenation along a new axis."""
     o = tx.options(op)
-    ins = [tx.input(op, k) for k in range(op.InputsLength())]
-    out = tx.output(op)
+    ins = [tflite16.moved(tx, op, k) for k in range(op.InputsLength())]
+    out = tx.output(op, dtypes=tflite16.like(tx, ins[0]) if ins else ("int8",))
     for x in ins:
+        if tx.tensor(x).dtype != tx.tensor(out).dtype:
+            raise tx.unsupported(f"PACK of {tx.tensor(x).dtype} and {tx.tensor(out).dtype} inputs")
         tx.same_qparams(x, out, "PACK")
     shape = tx.tensor(out).shape
     axis = o.Axis() % len(shape)
@@ -233,13 +236,13 @@ def _split(tx, op, x: str, axis: int, sizes: list[int]):
     for k, n in enumerate(sizes):
         axes = [(np.arange(d), a) for a, d in enumerate(shape)]
         axes[axis] = (start + np.arange(n), axis)
-        tflite_remap(tx, op, x, tx.output(op, k=k), axes)
+        tflite_remap(tx, op, x, tx.output(op, k=k, dtypes=tflite16.like(tx, x)), axes)
         start += n
 
 
 def import_tflite_split(tx, op):
     """SPLIT (axis, input): equal parts."""
-    axis, x, parts = tx.const(op, 0), tx.input(op, 1), op.OutputsLength()
+    axis, x, parts = tx.const(op, 0), tflite16.moved(tx, op, 1), op.OutputsLength()
     if axis is None:
         raise tx.unsupported("a constant axis")
     shape = tx.tensor(x).shape
@@ -251,7 +254,7 @@ def import_tflite_split(tx, op):
 
 def import_tflite_split_v(tx, op):
     """SPLIT_V (input, size_splits, axis): the given sizes, one of them -1 (the rest)."""
-    x, sizes, axis = tx.input(op, 0), tx.const(op, 1), tx.const(op, 2)
+    x, sizes, axis = tflite16.moved(tx, op), tx.const(op, 1), tx.const(op, 2)
     if sizes is None or axis is None:
         raise tx.unsupported("constant size_splits and axis")
     shape = tx.tensor(x).shape
@@ -264,7 +267,7 @@ def import_tflite_split_v(tx, op):
 
 def import_tflite_unpack(tx, op):
     """UNPACK: every slice along the axis, the axis dropped (the output's shape)."""
-    x, o = tx.input(op, 0), tx.options(op)
+    x, o = tflite16.moved(tx, op), tx.options(op)
     shape = tx.tensor(x).shape
     _split(tx, op, x, o.Axis(), [1] * shape[o.Axis() % len(shape)])
 

@@ -14,7 +14,8 @@ from edgec.ir import NO_ACT, Op, Tensor
 from edgec.ops import cemit, fast, matmul, movement
 from edgec.ops.kernel import FAST, HELIUM, INT4, INT16, MVE, REFERENCE, VARIANT, Kernel
 from edgec.ops.opdef import CallSite, Int16, OpDef
-from edgec.fixedpoint.scheme import act_range, finish, finish16, unpack_int4, weighted, weighted16
+from edgec.fixedpoint.scheme import act_range, finish, finish16, finish16_b32, unpack_int4, weighted, weighted16
+from edgec.ops.conv.reference import bias32
 from edgec.ops.tflite16 import ACTIVATIONS, activations
 
 
@@ -54,6 +55,8 @@ def fully_connected_s16(p: dict, x, w, bias, mult, shift) -> np.ndarray:
     """TFLite reference_integer_ops::FullyConnected, 16x8, per-output-channel multipliers."""
     x = np.asarray(x, np.int16).reshape(p["in_features"]).astype(np.int64)
     w = np.asarray(w, np.int8).reshape(p["out_features"], p["in_features"]).astype(np.int64)
+    if np.asarray(bias).dtype == np.int32:       # an int32 bias: TFLite's int32 sum, 32-bit requantization
+        return finish16_b32(w @ x + np.asarray(bias, np.int64), mult, shift, p)
     return finish16(w @ x + np.asarray(bias, np.int64), mult, shift, p)
 
 
@@ -70,6 +73,13 @@ def run_fc16(op: Op, inputs: list) -> np.ndarray:
 def run_fc_rows(op: Op, inputs: list) -> np.ndarray:
     p, a = op.params, op.arrays
     return fully_connected_rows_s8(p, p["rows"], inputs[0], a["weights"], a["bias"], a["mult"], a["shift"])
+
+
+def run_fc_rows16(op: Op, inputs: list) -> np.ndarray:
+    """16x8 `rows` rows: each through TFLite's 16x8 FullyConnected."""
+    p, a = op.params, op.arrays
+    x = np.asarray(inputs[0], np.int16).reshape(int(p["rows"]), int(p["in_features"]))
+    return np.stack([fully_connected_s16(p, r, a["weights"], a["bias"], a["mult"], a["shift"]) for r in x])
 
 
 # ---- float --------------------------------------------------------------------------------------
@@ -111,10 +121,10 @@ def run_fc4(op: Op, inputs: list) -> np.ndarray:
     return fully_connected_s8(op.params, inputs[0].reshape(-1), unpacked(op), a["bias"], a["mult"], a["shift"])
 
 
-def c_fc_rows(op: Op, low, site: CallSite) -> str:
+def c_fc_rows(op: Op, low, site: CallSite, cast=lambda pointer, const=False: pointer) -> str:
     n = site.arrays
-    call = (f"{low.kernel.name}(&p, {site.inputs[0]}, {n['weights']}, "
-            f"{n['bias']}, {n['mult']}, {n['shift']}, {site.output});")
+    call = (f"{low.kernel.name}(&p, {cast(site.inputs[0], const=True)}, {n['weights']}, "
+            f"{n['bias']}, {n['mult']}, {n['shift']}, {cast(site.output)});")
     return cemit.with_params("edgec_fully_connected_rows_params", op.params, call, only_fields=True)
 
 
@@ -126,6 +136,13 @@ FC_16 = Kernel("edgec_fully_connected_s16", ("fully_connected",), REFERENCE, cem
 FC_4 = Kernel("edgec_fully_connected_s4", ("fully_connected",), REFERENCE, cemit.weighted4, precision=INT4,
               applies=int4_weights, run=run_fc4, struct=STRUCT)
 FC_ROWS = Kernel("edgec_fully_connected_rows_s8", ("fully_connected_rows",), REFERENCE, c_fc_rows, run=run_fc_rows)
+FC_16_B32 = Kernel("edgec_fully_connected_s16_b32", ("fully_connected",), REFERENCE, cemit.weighted16, precision=INT16,
+                   applies=bias32, run=run_fc16, struct=STRUCT)       # 16x8 with an int32 bias
+FC_ROWS_16_B32 = Kernel("edgec_fully_connected_rows_s16_b32", ("fully_connected_rows",), REFERENCE,
+                        lambda op, low, site: c_fc_rows(op, low, site, cemit.i16), precision=INT16, applies=bias32,
+                        run=run_fc_rows16)
+FC_ROWS_16 = Kernel("edgec_fully_connected_rows_s16", ("fully_connected_rows",), REFERENCE,
+                    lambda op, low, site: c_fc_rows(op, low, site, cemit.i16), precision=INT16, run=run_fc_rows16)
 
 
 # ---- the fast kernels (runtime_c/fast/edgec_fully_connected_packed.c), speed variants, Helium ---------------------
@@ -273,7 +290,7 @@ PACKED_ROWS = Kernel("edgec_fully_connected_packed_rows_s8", ("fully_connected_r
 PACKED_4 = Kernel("edgec_fully_connected_packed_s4", ("fully_connected",), FAST, cemit.fast_weighted, precision=INT4,
                   lower=lower_fc4, struct=PACKED_STRUCT)
 
-KERNELS = [FC, FC_16, FC_4, FC_ROWS, PACKED, ROWS8, WIDE, FC_MVE, PACKED_ROWS, PACKED_4]
+KERNELS = [FC, FC_16_B32, FC_16, FC_4, FC_ROWS, FC_ROWS_16_B32, FC_ROWS_16, PACKED, ROWS8, WIDE, FC_MVE, PACKED_ROWS, PACKED_4]
 
 
 def _macs(op: Op) -> int:
@@ -286,6 +303,7 @@ OPS = [
           bias_correction=True, adaptive_rounding=True, macs=lambda op, out: _macs(op), int16=Int16(quantize_fc16)),
     OpDef("fully_connected_rows", "fully_connected", quantize_fc_rows, float_fc_rows, fuses_activation=True,
           weight_axis=0, macs=lambda op, out: _macs(op) * int(op.attrs.get("rows", op.params.get("rows", 1)))),
+    # (no Int16 quantizer: its 16x8 kernel runs a .tflite's rows with the file's integers; `--int16` takes one row)
 ]
 
 
@@ -373,8 +391,6 @@ def import_tflite_fully_connected(tx, op):
     if movement.dynamic_shape(tx, op) and int(np.prod(tx.shape(op.Outputs(0)))) != rows * wq.shape[0]:
         shape = (*tx.tensor(x).shape[:-1], wq.shape[0]) if o.KeepNumDims() else (rows, wq.shape[0])   # batch None
     x, out = activations(tx, op, 0, shape)          # int8, or int16 (16x8)
-    if rows > 1 and tx.tensor(x).dtype == "int16":
-        raise tx.unsupported(f"FULLY_CONNECTED of {rows} rows with int16 activations (16x8): edgec takes one row")
     arrays, w, b = tx.weighted(op, wq, 0, 2, out, per_tensor_float32=True)
     extra = {"rows": rows} if rows > 1 else {}
     tx.emit("fully_connected_rows" if rows > 1 else "fully_connected", op, [x], out, arrays,

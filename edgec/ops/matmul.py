@@ -16,9 +16,10 @@ import numpy as np
 from edgec.errors import node_error
 from edgec.ir import NO_ACT, Op, Tensor
 from edgec.ops import cemit, fast, lut, movement
-from edgec.ops.kernel import FAST, REFERENCE, Kernel
+from edgec.ops.kernel import FAST, INT16, REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, OpDef
-from edgec.fixedpoint.scheme import act_range, quantize_multiplier, requantize
+from edgec.ops.tflite16 import ACTIVATIONS, check_zero_points
+from edgec.fixedpoint.scheme import MAX_SHIFT16, act_range, finish16, quantize_multiplier, requantize
 
 STRIDES = ("a_batch_stride", "a_row_stride", "a_col_stride", "b_batch_stride", "b_row_stride", "b_col_stride",
            "out_batch_stride", "out_row_stride", "out_col_stride")
@@ -69,6 +70,18 @@ def run_matmul(op: Op, inputs: list) -> np.ndarray:
     return matmul_s8(op.params, inputs[0], inputs[1])
 
 
+def matmul_s16(p: dict, a, b) -> np.ndarray:
+    """TFLite's BatchMatMul<int16_t, int64_t> (16x8): an int64 sum, the 64-bit MultiplyByQuantizedMultiplier, the
+    int16 clamp; zero points 0."""
+    am, bm = _operands(p, np.asarray(a, np.int16), np.asarray(b, np.int16))
+    acc = np.matmul(am.astype(np.int64) - int(p["a_zp"]), bm.astype(np.int64) - int(p["b_zp"]))
+    return _scatter(p, finish16(acc, p["mult"], p["shift"], p))
+
+
+def run_matmul16(op: Op, inputs: list) -> np.ndarray:
+    return matmul_s16(op.params, inputs[0], inputs[1])
+
+
 def float_matmul(op: Op, inputs: list):
     am, bm = _operands(op.attrs, np.asarray(inputs[0], np.float64), np.asarray(inputs[1], np.float64))
     lo, hi = op.attrs.get("act", (-np.inf, np.inf))
@@ -89,6 +102,13 @@ def c_matmul(op: Op, low, site: CallSite) -> str:
     a = _operand(site.inputs[0], op.params.get("a_offset", 0))
     b = _operand(site.inputs[1], op.params.get("b_offset", 0))
     call = f"{low.kernel.name}(&p, {a}, {b}, {site.output});"
+    return cemit.with_params("edgec_matmul_params", op.params, call, only_fields=True)
+
+
+def c_matmul16(op: Op, low, site: CallSite) -> str:
+    a = _operand(cemit.i16(site.inputs[0], const=True), op.params.get("a_offset", 0))
+    b = _operand(cemit.i16(site.inputs[1], const=True), op.params.get("b_offset", 0))
+    call = f"{low.kernel.name}(&p, {a}, {b}, {cemit.i16(site.output)});"
     return cemit.with_params("edgec_matmul_params", op.params, call, only_fields=True)
 
 
@@ -117,7 +137,8 @@ def lower_matmul(op: Op):
 MATMUL = Kernel("edgec_matmul_s8", ("matmul",), REFERENCE, c_matmul, run=run_matmul,
                 code_bytes=1800)          # the fast kernel: 1.6-1.9 KB on M3/M4
 MATMUL_FAST = Kernel("edgec_matmul_fast_s8", ("matmul",), FAST, c_matmul_fast, lower=lower_matmul)
-KERNELS = [MATMUL, MATMUL_FAST]
+MATMUL16 = Kernel("edgec_matmul_s16", ("matmul",), REFERENCE, c_matmul16, precision=INT16, run=run_matmul16)
+KERNELS = [MATMUL, MATMUL_FAST, MATMUL16]
 
 OPS = [OpDef("matmul", "matmul", quantize_matmul, float_matmul, fuses_activation=True, macs=macs)]
 
@@ -249,12 +270,16 @@ ONNX: dict = {}     # ONNX MatMul is imported by edgec/ops/dense.py, which hands
 
 # ---- TFLite import (edgec/frontend/tflite.py)
 def import_tflite_batch_matmul(tx, op):
-    """BATCH_MATMUL of two int8 activations (adj_x / adj_y read as strides; batch dimensions equal, or all 1 on one
+    """BATCH_MATMUL of two int8 (16x8: int16) activations (adj_x / adj_y read as strides; batch dimensions equal, or all 1 on one
     side: broadcast): TFLite Micro's arithmetic, the multiplier from the float32 product of the input scales
     (GetQuantizedConvolutionMultipler)."""
     o = tx.options(op)
-    a, b = tx.input(op, 0), tx.input(op, 1)
-    out = tx.output(op)
+    a = tx.input(op, 0, ACTIVATIONS)
+    b = tx.input(op, 1, (tx.tensor(a).dtype,))
+    out = tx.output(op, dtypes=(tx.tensor(a).dtype,))
+    wide = tx.tensor(a).dtype == "int16"        # 16x8: BatchMatMul<int16_t, int64_t>, zero points 0
+    if wide:
+        check_zero_points(tx, op, [a, b, out])
     sa, sb = tx.tensor(a).shape, tx.tensor(b).shape
     if not (2 <= len(sa) <= 5 and 2 <= len(sb) <= 5):
         raise tx.unsupported("operands of rank 2 to 5")
@@ -275,11 +300,14 @@ def import_tflite_batch_matmul(tx, op):
         mult, shift = quantize_multiplier(real)
     except ValueError as exc:
         raise tx.unsupported(str(exc)) from None
+    if wide and shift > MAX_SHIFT16:
+        raise tx.unsupported(f"a 16x8 requantization shift of {shift} (TFLite's 64-bit one takes up to {MAX_SHIFT16})")
     strides = dict(a_batch_stride=m * k if ba > 1 else 0, a_row_stride=1 if adj_x else k,
                    a_col_stride=m if adj_x else 1, b_batch_stride=k * n if bb > 1 else 0,
                    b_row_stride=1 if adj_y else n, b_col_stride=k if adj_y else 1,
                    out_batch_stride=m * n, out_row_stride=n, out_col_stride=1)
-    tx.emit("matmul", op, [a, b], out, None, {"mult": mult, "shift": shift}, batch=batch, m=m, k=k, n=n,
+    clamp = {"act_min": -32768, "act_max": 32767, "a_zp": 0, "b_zp": 0, "output_zp": 0} if wide else {}
+    tx.emit("matmul", op, [a, b], out, None, {"mult": mult, "shift": shift, **clamp}, batch=batch, m=m, k=k, n=n,
             **strides)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 from edgec.errors import node_error
 from edgec.ir import SYNTHETIC, Tensor
 from edgec.ops import movement
-from edgec.ops.tflite16 import ACTIVATIONS
+from edgec.ops.tflite16 import ACTIVATIONS, like, moved
 
 
 # ---- ONNX import
@@ -229,8 +229,9 @@ def tflite_scratch(tx, like: str, shape, suffix: str) -> str:
     name = f"{like}__{suffix}"
     while name in tx.graph.tensors:
         name += "_"
+    wide = {"dtype": "int16"} if t.dtype == "int16" else {}       # (16x8)
     tx.graph.tensors[name] = Tensor(name=name, shape=tuple(int(d) for d in shape) or (1,), source=f"{SYNTHETIC}{name}",
-                                    scale=t.scale, zero_point=t.zero_point)
+                                    scale=t.scale, zero_point=t.zero_point, **wide)
     return name
 
 
@@ -259,7 +260,7 @@ def import_tflite_tile(tx, op):
 
 
 def import_tflite_broadcast_to(tx, op):
-    x = tx.input(op, 0)
+    x = moved(tx, op)
     shape, want = tx.tensor(x).shape, _ints(tx, op, 1, "the shape")
     k = len(want) - len(shape)
     padded = (1,) * k + tuple(shape)
@@ -267,11 +268,11 @@ def import_tflite_broadcast_to(tx, op):
         raise tx.unsupported(f"shape {list(shape)} cannot be broadcast to {want}")
     axes = [(np.arange(m) if n == m else np.zeros(m, np.int64), a - k) for a, (n, m) in enumerate(zip(padded, want))]
     lead = [(np.zeros(m, np.int64), 0) for m in want[:k]]      # new leading axes read offset 0
-    tflite_remap(tx, op, x, tx.output(op), lead + axes[k:])
+    tflite_remap(tx, op, x, tx.output(op, dtypes=like(tx, x)), lead + axes[k:])
 
 
 def import_tflite_slice(tx, op):
-    x = tx.input(op, 0)
+    x = moved(tx, op)
     shape = tx.tensor(x).shape
     begin, size = _ints(tx, op, 1, "begin"), _ints(tx, op, 2, "size")
     if len(begin) != len(shape) or len(size) != len(shape):
@@ -279,14 +280,15 @@ def import_tflite_slice(tx, op):
     size = [n - b if s == -1 else s for n, b, s in zip(shape, begin, size)]
     if any(b < 0 or s < 0 or b + s > n for n, b, s in zip(shape, begin, size)):
         raise tx.unsupported(f"slice begin {begin} size {size} outside the input shape {list(shape)}")
-    tflite_remap(tx, op, x, tx.output(op), [(b + np.arange(s), a) for a, (b, s) in enumerate(zip(begin, size))])
+    tflite_remap(tx, op, x, tx.output(op, dtypes=like(tx, x)),
+                 [(b + np.arange(s), a) for a, (b, s) in enumerate(zip(begin, size))])
 
 
 def import_tflite_strided_slice(tx, op):
     """STRIDED_SLICE of an activation with constant begin/end/strides (TFLite Micro's StartForAxis/StopForAxis:
     masked ends run to the axis' end, a shrunk axis keeps its start element, the first one under a begin
     mask)."""
-    x, o = tx.input(op, 0), tx.options(op)
+    x, o = moved(tx, op), tx.options(op)
     shape = tx.tensor(x).shape
     begin, end, stride = (_ints(tx, op, k, w) for k, w in ((1, "begin"), (2, "end"), (3, "strides")))
     if o.EllipsisMask() or o.NewAxisMask() or o.Offset() or len(begin) != len(shape) or 0 in stride:
@@ -303,7 +305,7 @@ def import_tflite_strided_slice(tx, op):
         b = None if o.BeginMask() >> a & 1 else begin[a]
         e = None if o.EndMask() >> a & 1 else end[a]
         axes.append((np.arange(n)[slice(b, e, stride[a])], a))
-    tflite_remap(tx, op, x, tx.output(op), axes)
+    tflite_remap(tx, op, x, tx.output(op, dtypes=like(tx, x)), axes)
 
 
 def import_tflite_gather(tx, op):
@@ -366,10 +368,10 @@ def import_tflite_mirror_pad(tx, op):
 
 def import_tflite_reverse(tx, op):
     """REVERSE_V2 along constant axes."""
-    x = tx.input(op, 0)
+    x = moved(tx, op)
     shape = tx.tensor(x).shape
     axes = {a % len(shape) for a in _ints(tx, op, 1, "the axes")}
-    tflite_remap(tx, op, x, tx.output(op), [(np.arange(n)[::-1] if a in axes else np.arange(n), a)
+    tflite_remap(tx, op, x, tx.output(op, dtypes=like(tx, x)), [(np.arange(n)[::-1] if a in axes else np.arange(n), a)
                                             for a, n in enumerate(shape)])
 
 

@@ -243,9 +243,15 @@ def import_tflite_mean(tx, op):
     moved = [a for a in range(len(shape)) if shape[a] > 1]
     pos = [i for i, a in enumerate(moved) if a in red]
     if pos and pos != list(range(pos[0], pos[0] + len(pos))):       # kept axes first, then the reduced ones
-        if wide:
-            raise tx.unsupported("MEAN of int16 activations (16x8) over axes that are not next to each other: not yet")
-        x = movement.tflite_permute(tx, op, x, [a for a in range(len(shape)) if a not in red] + red)
+        order = [a for a in range(len(shape)) if a not in red] + red
+        if wide:                 # (an int16 tensor of its own: 16x8)
+            from edgec.ops.rearrange import tflite_remap, tflite_scratch
+
+            mid = tflite_scratch(tx, x, [shape[a] for a in order], "together")
+            tflite_remap(tx, op, x, mid, [(np.arange(shape[a]), a) for a in order])
+            x = mid
+        else:
+            x = movement.tflite_permute(tx, op, x, order)
         shape, red = tx.tensor(x).shape, list(range(len(shape) - len(red), len(shape)))
     n = int(np.prod([shape[a] for a in red], dtype=np.int64))
     span = [a for a in red if shape[a] > 1] or [len(shape)]       # (the size-1 axes among them move nothing)
@@ -267,19 +273,21 @@ def import_tflite_reduce(tx, op):
     from edgec.ops.binary.tflite import bool_output
 
     name = tx.op_name(op)
-    x = tx.input(op, 0, dtypes=("bool",) if name == "REDUCE_ALL" else ("int8",))
-    shape = tx.tensor(x).shape
+    x = tx.input(op, 0, dtypes=("bool",) if name == "REDUCE_ALL" else ACTIVATIONS if name == "SUM" else ("int8",))
+    shape, wide = tx.tensor(x).shape, tx.tensor(x).dtype == "int16"       # int16: TFLite's 16x8 SUM
     r = len(shape)
     axes_in = tx.const(op, 1)
     if axes_in is None or axes_in.dtype.kind not in "iu":
         raise tx.unsupported("the axes (input 1) must be a constant integer tensor")
     axes = sorted({int(a) % r for a in np.asarray(axes_in).reshape(-1)})
-    out = bool_output(tx, op) if name == "REDUCE_ALL" else tx.output(op)
+    out = bool_output(tx, op) if name == "REDUCE_ALL" else tx.output(op, dtypes=(tx.tensor(x).dtype,))
     xt, ot = tx.tensor(x), tx.tensor(out)
     how = {"REDUCE_MAX": "max", "REDUCE_MIN": "min", "SUM": "sum", "REDUCE_ALL": "min"}[name]
     if how == "sum":
         mult, shift = quantize_multiplier(float(xt.scale) / float(ot.scale))
         params = dict(input_zp=xt.zero_point, mult=mult, shift=shift, output_zp=ot.zero_point)
+        if wide:
+            params.update(act_min=-32768, act_max=32767)
     else:
         tx.same_qparams(x, out, name)                  # as TFLite Micro requires
         params = dict(input_zp=0, mult=1 << 30, shift=1, output_zp=0)     # the int8 values as they are

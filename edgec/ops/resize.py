@@ -120,8 +120,8 @@ ONNX = {"Resize": import_resize, "Upsample": import_resize}
 
 
 # ---- TFLite import (edgec/frontend/tflite.py)
-def _tflite_resize_args(tx, op):
-    x = tx.input(op, 0)
+def _tflite_resize_args(tx, op, dtypes=("int8",)):
+    x = tx.input(op, 0, dtypes)
     shape = tx.tensor(x).shape
     size = tx.const(op, 1)
     o = tx.options(op)
@@ -145,13 +145,14 @@ def tflite_nearest(n_in: int, n_out: int, align: bool, half: bool) -> np.ndarray
 
 
 def import_tflite_resize_nearest(tx, op):
-    """RESIZE_NEAREST_NEIGHBOR: a remap (the bytes copied, as TFLite Micro does)."""
+    """RESIZE_NEAREST_NEIGHBOR: a remap (the bytes copied, as TFLite Micro does; int8, or int16 in 16x8)."""
     from edgec.ops.rearrange import tflite_remap
+    from edgec.ops.tflite16 import ACTIVATIONS, like
 
-    x, (n, h, w, c), (oh, ow), align, half = _tflite_resize_args(tx, op)
+    x, (n, h, w, c), (oh, ow), align, half = _tflite_resize_args(tx, op, ACTIVATIONS)
     axes = [(np.arange(n), 0), (tflite_nearest(h, oh, align, half), 1), (tflite_nearest(w, ow, align, half), 2),
             (np.arange(c), 3)]
-    tflite_remap(tx, op, x, tx.output(op), axes)
+    tflite_remap(tx, op, x, tx.output(op, dtypes=like(tx, x)), axes)
 
 
 def tflite_bilinear_axis(n_in: int, n_out: int, align: bool, half: bool):

@@ -42,6 +42,8 @@ def log2_table() -> np.ndarray:
 
 def quantize_softmax(op: Op, ins: list[Tensor], out: Tensor) -> None:
     op.params.update(rows=op.attrs["rows"], cols=op.attrs["cols"])
+    if op.attrs.get("arithmetic") == "tflite16":     # TFLite's int16 SoftmaxInt16: the importer's params and tables
+        return
     if op.attrs.get("arithmetic") == "tflite":       # a .tflite model's softmax: TFLite's own fixed-point one
         mult, shift, diff_min = tflite_softmax_scaling(ins[0].scale, op.attrs.get("beta", 1.0))
         op.params["diff_min"] = diff_min
@@ -80,6 +82,8 @@ def exp16_tables(input_scale: float) -> tuple[np.ndarray, np.ndarray]:
 
 def quantize_softmax16(op: Op, ins: list[Tensor], out: Tensor) -> None:
     """The int16 variant: tables from the int16 input's scale; the output is Q0.15 (Int16.fixed_qparams)."""
+    if op.attrs.get("arithmetic") == "tflite16":     # a .tflite's 16x8 softmax: the importer's params and tables
+        return
     if int(op.attrs["cols"]) > 1 << 16:     # the row's sum of Q15 exps stays within 32 bits
         raise EdgecError(f"node '{op.name}': an int16 softmax over {op.attrs['cols']} values (at most 65536)")
     op.params.clear()
@@ -274,6 +278,82 @@ def _tflite(op: Op) -> bool:
     return "diff_min" in op.params
 
 
+def _tflite16(op: Op) -> bool:
+    """A softmax with TFLite's int16 arithmetic (`arithmetic="tflite16"`: SoftmaxInt16)."""
+    return "input_mult" in op.params
+
+
+# ---- TFLite's int16 softmax (reference_ops::SoftmaxInt16, TFLite Micro's softmax_common.cc Prepare) -------------
+def lut16(fn, input_scale, input_zp: int, output_scale) -> np.ndarray:
+    """TFLite's LUTPopulate<int16_t> (float32 arithmetic, in its order): 513 samples of fn over the int16 input
+    range, each less half its midpoint's interpolation error."""
+    f = np.float32
+
+    def round_half_away(v):       # TfLiteRound of float32 values (std::round), exact in float64
+        v = np.asarray(v, f).astype(np.float64)
+        return (np.sign(v) * np.floor(np.abs(v) + 0.5)).astype(f)
+    s_in, s_out = f(input_scale), f(output_scale)
+    in_min, in_max = s_in * f(-32768 - input_zp), s_in * f(32767 - input_zp)
+    out_min, out_max = s_out * f(-32768), s_out * f(32767)
+    step = (in_max - in_min) / f(512)
+    half = step / f(2)
+    inv = f(65536) / (out_max - out_min)
+    i = np.arange(512).astype(f)
+    val, mid, nxt = fn(in_min + i * step), fn(in_min + i * step + half), fn(in_min + (i + f(1)) * step)
+    sample = round_half_away(val * inv)
+    interp = round_half_away((nxt * inv + round_half_away(val * inv)) / f(2))
+    bias = round_half_away((interp - round_half_away(mid * inv)) / f(2))
+    last = round_half_away(fn(np.array([in_max], f)) * inv)
+    return np.clip(np.concatenate([sample - bias, last]), -32768, 32767).astype(np.int16)
+
+
+def softmax16_tables() -> tuple[np.ndarray, np.ndarray]:
+    """(exp LUT over [-10, 0], 1 / (1 + x) LUT over [0, 1]) as TFLite Micro's Prepare fills them."""
+    from edgec.ops.float_tail import libm
+
+    f = np.float32
+    rng = 65535
+    exp = lut16(lambda v: libm("expf", v), f(10.0) / f(rng), 32767, f(2.0) / f(rng))
+    recip = lut16(lambda v: f(1.0) / (f(1.0) + v), f(1.0) / f(rng), -32768, f(2.0) / f(rng))
+    return exp, recip
+
+
+def lut16_lookup(v, lut) -> np.ndarray:
+    """TFLite's LUTLookup of int16 values: the entry at 256 + (v >> 7), interpolated over the low 7 bits."""
+    v = np.asarray(v, np.int64)
+    idx = 256 + (v >> 7)
+    lut = np.asarray(lut, np.int64)
+    base, slope = lut[idx], lut[idx + 1] - lut[idx]
+    return (base + ((slope * (v & 0x7F) + 64) >> 7) + 32768) % 65536 - 32768
+
+
+def softmax_tflite_s16(p: dict, exp_lut, recip_lut, x) -> np.ndarray:
+    """TFLite's SoftmaxInt16 over each row: exps of the rescaled differences from the max (the exp LUT), their
+    Q16.15 sum normalized (its leading zeros), 1 / sum by the reciprocal LUT, each exp times it, rounded."""
+    x = np.asarray(x, np.int16).reshape(int(p["rows"]), int(p["cols"])).astype(np.int64)
+    diff = x - x.max(axis=1, keepdims=True)
+    scaled = requantize(diff, p["input_mult"], p["input_shift"]).astype(np.int64) + 32767
+    e = lut16_lookup(np.clip(scaled, -32768, 32767), exp_lut)
+    total = e.sum(axis=1, keepdims=True)
+    clz = 32 - np.frexp(total.astype(np.float64))[1].astype(np.int64)       # CountLeadingZeros (total > 0)
+    shifted = ((total << (clz - 1)) + (1 << 13)) >> 14
+    recip = lut16_lookup(np.clip(shifted - ((1 << 15) + (1 << 16)), -32768, 32767), recip_lut)
+    rs = 31 - clz
+    out = (e * recip + (np.int64(1) << (rs - 1))) >> rs
+    return np.clip(out, 0, 32767).astype(np.int16).reshape(-1)
+
+
+def run_softmax_tflite16(op: Op, inputs: list) -> np.ndarray:
+    return softmax_tflite_s16(op.params, op.arrays["exp_lut"], op.arrays["recip_lut"], inputs[0])
+
+
+def c_softmax_tflite16(op: Op, low, site: CallSite) -> str:
+    a = site.arrays
+    call = (f"{low.kernel.name}(&p, {cemit.i16(site.inputs[0], const=True)}, {a['exp_lut']}, {a['recip_lut']},\n"
+            f"        {cemit.i16(site.output)});")
+    return cemit.with_params("edgec_softmax_tflite16_params", op.params, call, only_fields=True)
+
+
 OPS = [
     OpDef("softmax", "softmax", quantize_softmax, lambda op, ins: _float(op, ins[0], False), in_place=True,
           distribution=True, qparams="fixed", fixed_qparams=lambda op: (1.0 / 256.0, -128),
@@ -287,8 +367,10 @@ KERNELS = [
            run=run_softmax_tflite, code_bytes=920),
     Kernel("edgec_softmax_tflite_s8_s16", ("softmax",), REFERENCE, c_softmax_tflite_s16, precision=INT16,
            applies=_tflite, run=run_softmax_tflite_s16),
+    Kernel("edgec_softmax_tflite_s16", ("softmax",), REFERENCE, c_softmax_tflite16, precision=INT16,
+           applies=_tflite16, run=run_softmax_tflite16),
     Kernel("edgec_softmax_s16", ("softmax",), REFERENCE, c_softmax16, precision=INT16,
-           applies=lambda op: not _tflite(op), run=run_softmax16),
+           applies=lambda op: not _tflite(op) and not _tflite16(op), run=run_softmax16),
     Kernel("edgec_log_softmax_s8", ("log_softmax",), REFERENCE, c_log_softmax,
            applies=lambda op: not _tflite_log(op), run=run_log_softmax),
     Kernel("edgec_log_softmax_tflite_s8", ("log_softmax",), REFERENCE, c_log_softmax_tflite, applies=_tflite_log,
@@ -345,7 +427,10 @@ def import_tflite_softmax(tx, op):
     """SOFTMAX over the last axis, TFLite's arithmetic (`arithmetic="tflite"`): int8 in; out int8 of scale 1/256
     and zero point -128, or int16 of scale 1/65536 (within TFLite Micro's 0.1 %) and zero point -32768, as TFLite
     Micro requires."""
-    x, out = tx.input(op, 0), tx.output(op, dtypes=("int8", "int16"))
+    x = tx.input(op, 0, ("int8", "int16"))
+    if tx.tensor(x).dtype == "int16":
+        return import_tflite_softmax16(tx, op, x)
+    out = tx.output(op, dtypes=("int8", "int16"))
     shape = tx.tensor(x).shape
     t = tx.tensor(out)
     if t.dtype == "int16":
@@ -358,6 +443,25 @@ def import_tflite_softmax(tx, op):
         raise tx.unsupported(f"softmax over {shape[-1]} values (edgec follows TFLite's arithmetic up to 511)")
     tx.emit("softmax", op, [x], out, rows=int(np.prod(shape[:-1], dtype=np.int64)), cols=int(shape[-1]),
             beta=float(tx.options(op).Beta()), arithmetic="tflite")
+
+
+def import_tflite_softmax16(tx, op, x: str):
+    """SOFTMAX of int16 scores (16x8) into int16 probabilities (scale 1/32768 within 0.1 %, zero point 0), TFLite's
+    SoftmaxInt16: the input rescaled by beta * scale / (10 / 65535), its two LUTs stored with the op."""
+    out = tx.output(op, dtypes=("int16",))
+    t, shape = tx.tensor(out), tx.tensor(x).shape
+    if tx.tensor(x).zero_point != 0 or t.zero_point != 0 or abs(t.scale - 1.0 / 32768) > 0.001 / 32768:
+        raise tx.unsupported(f"int16 softmax of zero point {tx.tensor(x).zero_point} into ({t.scale}, "
+                             f"{t.zero_point}) (TFLite Micro takes zero points 0 and an output scale of 1/32768)")
+    if shape[-1] > 1 << 15:          # the row's sum of Q0.15 exps within int32
+        raise tx.unsupported(f"int16 softmax over {shape[-1]} values (at most 32768)")
+    beta = float(np.float32(tx.options(op).Beta()))
+    mult, shift = quantize_multiplier(float(np.float32(tx.tensor(x).scale)) * beta / (10.0 / 65535.0))
+    exp, recip = softmax16_tables()
+    rows = int(np.prod(shape[:-1], dtype=np.int64))
+    tx.emit("softmax", op, [x], out, {"exp_lut": exp, "recip_lut": recip},
+            dict(rows=rows, cols=int(shape[-1]), input_mult=mult, input_shift=shift), rows=rows,
+            cols=int(shape[-1]), beta=beta, arithmetic="tflite16")
 
 
 def import_tflite_log_softmax(tx, op):

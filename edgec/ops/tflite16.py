@@ -1,12 +1,16 @@
 """TFLite's 16x8 mode in the `.tflite` importers: int16 activations (zero point 0) with int8 weights, as
 TFLiteConverter writes them with `OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8`.
 
-The operators TFLite Micro runs in 16x8 and edgec's int16 kernels follow bit for bit (the `--int16` kernels,
-docs/quantization.md) take their input and output here: CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED (an int64
-bias, TFLM's 64-bit MultiplyByQuantizedMultiplier), ADD of two activations of one shape (TFLite's 16x8 Add: a left
-shift of 15), MAX_POOL_2D / AVERAGE_POOL_2D, RESHAPE, CONCATENATION, PAD / PADV2, TRANSPOSE and MEAN (axes next
-to each other): docs/tflite-operators.md. Every other operator given an int16 activation is refused by its
-importer (`tx.input` takes int8 there), naming the operator and the type.
+The operators TFLite Micro runs in 16x8 and edgec's int16 kernels follow bit for bit take their input and output
+here or in their family (docs/tflite-operators.md, "int16 activations (16x8)"): CONV_2D, DEPTHWISE_CONV_2D and
+FULLY_CONNECTED of one row or several (an int64 bias, TFLM's 64-bit MultiplyByQuantizedMultiplier; or an int32 one),
+TRANSPOSE_CONV (conv/importers.py), BATCH_MATMUL (matmul.py), ADD / SUB / MUL
+/ MAXIMUM / MINIMUM / SQUARED_DIFFERENCE / PRELU (binary/add16.py, binary/int16.py), LOGISTIC / TANH / RELU / RELU6
+/ LEAKY_RELU / ABS (lut/int16.py), SOFTMAX (softmax.py), MAX_POOL_2D / AVERAGE_POOL_2D, MEAN and SUM, QUANTIZE, and
+the data movement (RESHAPE, CONCATENATION, PACK, UNPACK, SPLIT, SPLIT_V, SLICE, STRIDED_SLICE, PAD / PADV2,
+TRANSPOSE, REVERSE_V2, BROADCAST_TO, RESIZE_NEAREST_NEIGHBOR: `moved`; SELECT_V2 and DYNAMIC_UPDATE_SLICE:
+where.py). Every other operator given an int16 activation is refused by its importer (`tx.input` takes int8 there),
+naming the operator and the type.
 """
 from __future__ import annotations
 
@@ -34,3 +38,14 @@ def check_zero_points(tx, op, tensors: list[str]) -> None:
         if tx.tensor(t).dtype == "int16" and tx.tensor(t).zero_point != 0:
             raise tx.unsupported(f"{tx.op_name(op)} with int16 tensor '{t}' of zero point "
                                  f"{tx.tensor(t).zero_point} (TFLite's 16x8 operators take zero point 0)")
+
+
+def moved(tx, op, k: int = 0) -> str:
+    """Input k of a data-movement operator TFLite Micro runs on int16 too (SLICE, STRIDED_SLICE, SPLIT, SPLIT_V,
+    PACK, UNPACK, REVERSE_V2, BROADCAST_TO: a copy of the bytes, the output quantized like the input)."""
+    return tx.input(op, k, ACTIVATIONS)
+
+
+def like(tx, x: str) -> tuple[str, ...]:
+    """The output dtypes a data-movement operator of input x takes: x's own."""
+    return (tx.tensor(x).dtype,)

@@ -9,9 +9,10 @@ import numpy as np
 
 from edgec.ir import Op, Tensor
 from edgec.ops import cemit
-from edgec.ops.kernel import REFERENCE, Kernel
+from edgec.ops.kernel import INT16, REFERENCE, Kernel
 from edgec.ops.movement import RANK, offsets
 from edgec.ops.opdef import CallSite, OpDef
+from edgec.ops.tflite16 import ACTIVATIONS, like
 
 
 def strides6(shape, out_shape) -> list[int]:
@@ -35,16 +36,21 @@ def quantize_where(op: Op, ins: list[Tensor], out: Tensor) -> None:
 
 
 # ---- NumPy integer twin (bit-exact with the C) ----------------------------------------------------
-def where_s8(p: dict, cond, x, y) -> np.ndarray:
+def where_s8(p: dict, cond, x, y, dtype=np.int8) -> np.ndarray:
+    """out = cond ? x : y over the broadcast dims; int16 values (16x8) with dtype."""
     dims = [int(d) for d in p["dims"]]
     c = np.asarray(cond).astype(np.int8).reshape(-1)[offsets(dims, p["c_stride"])]
-    xv = np.asarray(x, np.int8).reshape(-1)[offsets(dims, p["x_stride"])]
-    yv = np.asarray(y, np.int8).reshape(-1)[offsets(dims, p["y_stride"])]
-    return np.where(c != 0, xv, yv).astype(np.int8).reshape(-1)
+    xv = np.asarray(x, dtype).reshape(-1)[offsets(dims, p["x_stride"])]
+    yv = np.asarray(y, dtype).reshape(-1)[offsets(dims, p["y_stride"])]
+    return np.where(c != 0, xv, yv).astype(dtype).reshape(-1)
 
 
 def run_where(op: Op, inputs: list) -> np.ndarray:
     return where_s8(op.params, *([op.arrays["cond"]] if "cond" in op.arrays else []), *inputs)
+
+
+def run_where16(op: Op, inputs: list) -> np.ndarray:
+    return where_s8(op.params, *([op.arrays["cond"]] if "cond" in op.arrays else []), *inputs, dtype=np.int16)
 
 
 def float_where(op: Op, inputs: list):
@@ -54,22 +60,26 @@ def float_where(op: Op, inputs: list):
 
 
 # ---- C ------------------------------------------------------------------------------------------
-def c_where(op: Op, low, site: CallSite) -> str:
+def c_where(op: Op, low, site: CallSite, cast=lambda pointer, const=False: pointer) -> str:
     c, x, y = ([site.arrays["cond"]] if "cond" in site.arrays else []) + list(site.inputs)
-    call = f"{low.kernel.name}(&p, (const uint8_t *)(const void *)({c}), {x}, {y}, {site.output});"
+    call = (f"{low.kernel.name}(&p, (const uint8_t *)(const void *)({c}), {cast(x, const=True)}, "
+            f"{cast(y, const=True)}, {cast(site.output)});")
     return cemit.with_params("edgec_where_params", op.params, call)
 
 
 OPS = [OpDef("where", "elementwise", quantize_where, float_where)]
-KERNELS = [Kernel("edgec_where_s8", ("where",), REFERENCE, c_where, run=run_where, code_bytes=300)]
+KERNELS = [Kernel("edgec_where_s8", ("where",), REFERENCE, c_where, run=run_where, code_bytes=300),
+           Kernel("edgec_where_s16", ("where",), REFERENCE, lambda op, low, site: c_where(op, low, site, cemit.i16),
+                  precision=INT16, run=run_where16)]      # TFLite's 16x8 SELECT_V2 / DYNAMIC_UPDATE_SLICE
 ONNX: dict = {}
 
 
 # ---- TFLite import
 def import_tflite_select(tx, op):
-    """SELECT_V2 of a bool condition and two int8 activations, all three broadcast to the output."""
+    """SELECT_V2 of a bool condition and two int8 (16x8: int16) activations, all three broadcast to the output."""
     c = tx.input(op, 0, dtypes=("bool",))
-    x, y = tx.input(op, 1), tx.input(op, 2)
+    x = tx.input(op, 1, ACTIVATIONS)
+    y = tx.input(op, 2, like(tx, x))
     shapes = [tx.tensor(t).shape for t in (c, x, y)]
     if max(len(s) for s in shapes) > RANK:
         raise tx.unsupported(f"broadcasting over more than {RANK} dimensions")
@@ -77,7 +87,7 @@ def import_tflite_select(tx, op):
         np.broadcast_shapes(*shapes)
     except ValueError:
         raise tx.unsupported(f"shapes {[list(s) for s in shapes]} do not broadcast together") from None
-    tx.emit("where", op, [c, x, y], tx.output(op), shapes=tuple(shapes))
+    tx.emit("where", op, [c, x, y], tx.output(op, dtypes=like(tx, x)), shapes=tuple(shapes))
 
 
 def import_tflite_dynamic_update_slice(tx, op):
@@ -85,7 +95,8 @@ def import_tflite_dynamic_update_slice(tx, op):
     bytes spread over the operand's shape (a remap), then where(the update's region, those, the operand)."""
     from edgec.ops.rearrange import tflite_remap, tflite_scratch
 
-    x, update = tx.input(op, 0), tx.input(op, 1)
+    x = tx.input(op, 0, ACTIVATIONS)
+    update = tx.input(op, 1, like(tx, x))
     shape, ushape = tx.tensor(x).shape, tx.tensor(update).shape
     start = tx.const(op, 2)
     if start is None or start.dtype.kind not in "iu" or start.size != len(shape) or len(ushape) != len(shape):
@@ -101,7 +112,7 @@ def import_tflite_dynamic_update_slice(tx, op):
     tflite_remap(tx, op, update, spread, axes, fill=0)
     cond = np.zeros(shape, np.uint8)
     cond[tuple(slice(b, b + u) for b, u in zip(begin, ushape))] = 1
-    tx.emit("where", op, [spread, x], tx.output(op), shapes=(tuple(shape),) * 3, cond=cond)
+    tx.emit("where", op, [spread, x], tx.output(op, dtypes=like(tx, x)), shapes=(tuple(shape),) * 3, cond=cond)
 
 
 TFLITE = {"SELECT_V2": import_tflite_select, "DYNAMIC_UPDATE_SLICE": import_tflite_dynamic_update_slice}

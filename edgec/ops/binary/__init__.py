@@ -18,6 +18,7 @@ from edgec.ir import NO_ACT, Op, SYNTHETIC, Tensor
 from edgec.ops import cemit, fast, movement
 from edgec.ops.binary import fold
 from edgec.ops.binary.add16 import ADD16, quantize_add16
+from edgec.ops.binary.int16 import BINARY16, quantize_binary16
 from edgec.ops.lut import emit_lut, is_table
 from edgec.ops.movement import RANK, offsets
 from edgec.ops.kernel import FAST, HELIUM, MVE, REFERENCE, Kernel
@@ -33,7 +34,8 @@ BINARY_OPS = {"add": 0, "sub": 1, "max": 2, "min": 3, "mul": 4, "div": 5,
               # TFLite's comparisons (both inputs rescaled by their own scale after << 8; a bool 0 / 1 out) and
               # logical operators (of bool bytes)
               "equal": 10, "not_equal": 11, "greater": 12, "greater_equal": 13, "less": 14, "less_equal": 15,
-              "logical_and": 16, "logical_or": 17}
+              "logical_and": 16, "logical_or": 17,
+              "prelu": 18}                    # TFLite's 16x8 PRELU (binary/int16.py): x >= 0 or x * alpha rescaled
 COMPARE_LEFT_SHIFT = 8
 SQDIFF_LEFT_SHIFT = 7
 DIV_SHIFT = 16
@@ -144,14 +146,19 @@ def div_tflite(p: dict, va, vb) -> np.ndarray:
     return np.clip(out + int(p["out_zp"]), int(p["act_min"]), int(p["act_max"])).astype(np.int8)
 
 
-def binary_s8(p: dict, a, b) -> np.ndarray:
-    """Broadcasting elementwise op on [dims] (6-D, strides 0 where an input is broadcast)."""
+def binary_s8(p: dict, a, b, dtype=np.int8) -> np.ndarray:
+    """Broadcasting elementwise op on [dims] (6-D, strides 0 where an input is broadcast); int16 values (16x8,
+    binary/int16.py) with dtype."""
     dims = [int(d) for d in p["dims"]]
-    va = np.asarray(a, np.int8).reshape(-1)[offsets(dims, p["a_stride"])].astype(np.int64) - int(p["a_zp"])
-    vb = np.asarray(b, np.int8).reshape(-1)[offsets(dims, p["b_stride"])].astype(np.int64) - int(p["b_zp"])
+    va = np.asarray(a, dtype).reshape(-1)[offsets(dims, p["a_stride"])].astype(np.int64) - int(p["a_zp"])
+    vb = np.asarray(b, dtype).reshape(-1)[offsets(dims, p["b_stride"])].astype(np.int64) - int(p["b_zp"])
     op = int(p["op"])
     if op == BINARY_OPS["div_tflite"]:
         return div_tflite(p, va, vb)
+    if op == BINARY_OPS["prelu"]:
+        y = np.where(va >= 0, requantize(va, p["a_mult"], p["a_shift"]),
+                     requantize(va * vb, p["b_mult"], p["b_shift"]))
+        return np.clip(y.astype(np.int64) + int(p["out_zp"]), int(p["act_min"]), int(p["act_max"])).astype(dtype)
     if op >= BINARY_OPS["logical_and"]:
         ra, rb = va + int(p["a_zp"]) != 0, vb + int(p["b_zp"]) != 0
         return ((ra & rb) if op == BINARY_OPS["logical_and"] else (ra | rb)).astype(np.int8)
@@ -163,7 +170,7 @@ def binary_s8(p: dict, a, b) -> np.ndarray:
         return compare[op - BINARY_OPS["equal"]](sa, sb).astype(np.int8)
     if op in (BINARY_OPS["max_raw"], BINARY_OPS["min_raw"]):
         ra, rb = va + int(p["a_zp"]), vb + int(p["b_zp"])
-        return (np.maximum(ra, rb) if op == BINARY_OPS["max_raw"] else np.minimum(ra, rb)).astype(np.int8)
+        return (np.maximum(ra, rb) if op == BINARY_OPS["max_raw"] else np.minimum(ra, rb)).astype(dtype)
     if op <= BINARY_OPS["min"] or op == BINARY_OPS["sqdiff"]:
         ls = 1 << int(p["left_shift"])
         sa = requantize(va * ls, p["a_mult"], p["a_shift"]).astype(np.int64)
@@ -180,7 +187,7 @@ def binary_s8(p: dict, a, b) -> np.ndarray:
         big = np.int64((1 << 31) - 1)
         raw = np.where(den == 0, np.where(num < 0, -big, np.where(num > 0, big, 0)), q)
     out = requantize(raw.astype(np.int32), p["out_mult"], p["out_shift"]).astype(np.int64) + int(p["out_zp"])
-    return np.clip(out, int(p["act_min"]), int(p["act_max"])).astype(np.int8)
+    return np.clip(out, int(p["act_min"]), int(p["act_max"])).astype(dtype)
 
 
 def run_add(op: Op, inputs: list) -> np.ndarray:
@@ -208,7 +215,7 @@ _FLOAT = {"add": np.add, "sub": np.subtract, "max": np.maximum, "min": np.minimu
           "div": np.divide, "div_tflite": np.divide, "max_raw": np.maximum, "equal": np.equal,
           "not_equal": np.not_equal, "greater": np.greater, "greater_equal": np.greater_equal, "less": np.less,
           "less_equal": np.less_equal, "logical_and": np.logical_and, "logical_or": np.logical_or, "min_raw": np.minimum,
-          "sqdiff": lambda a, b: (a - b) ** 2}
+          "sqdiff": lambda a, b: (a - b) ** 2, "prelu": lambda a, b: np.where(a < 0, a * b, a)}
 
 
 def _act(y, op: Op):
@@ -270,12 +277,13 @@ ADD_LUT = Kernel("edgec_add_lut_s8", ("add",), FAST, c_add_lut, lower=lower_add,
 ADD_LUT_MVE = Kernel("edgec_add_lut_mve_s8", ("add",), HELIUM, c_add_lut, base=ADD_LUT, isa=MVE,
                      lower=lambda op, base: (base.params, base.arrays),   # the tables gathered 4 values at a time
                      struct="edgec_add_lut_params")
-KERNELS = [ADD, BINARY, ADD_LUT, ADD_LUT_MVE, ADD16]
+KERNELS = [ADD, BINARY, ADD_LUT, ADD_LUT_MVE, ADD16, BINARY16]
 
 OPS = [
     OpDef("add", "elementwise", quantize_add, float_add, in_place=True, fuses_activation=True,
           row_bands="elementwise", int16=Int16(quantize_add16, between=lambda op: True)),
-    OpDef("binary", "elementwise", quantize_binary, float_binary, fuses_activation=True),
+    OpDef("binary", "elementwise", quantize_binary, float_binary, fuses_activation=True,
+          int16=Int16(quantize_binary16)),
 ]
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from edgec.ir import NO_ACT, Op, Tensor
-from edgec.ops import tflite16
 from edgec.ops.binary import BINARY_OPS, quantize_binary
+from edgec.ops.binary.int16 import import_binary16
 from edgec.ops.movement import RANK
 
 OPS: list = []      # no kind of its own: the kinds are the package's (__init__.py)
@@ -73,27 +73,16 @@ def _operand(tx, op, k: int):
     return None, (t, np.ascontiguousarray(data))
 
 
-def _add16(tx, op, name, a, b):
-    """ADD of two int16 activations of one shape (16x8): the int16 `add` (binary/add16.py, TFLite's 16x8 Add)."""
-    if name != "ADD" or a is None or b is None or tx.tensor(a).shape != tx.tensor(b).shape \
-            or tx.tensor(a).dtype != tx.tensor(b).dtype:
-        raise tx.unsupported(f"{name} with int16 activations (16x8): edgec takes an ADD of two int16 activations of "
-                             "one shape")
-    a, out = tflite16.activations(tx, op, 0)
-    tflite16.check_zero_points(tx, op, [b])
-    act = tx.act_range(op, out, tx.options(op).FusedActivationFunction())
-    return tx.emit("add", op, [a, b], out, None, act)
-
-
 def import_tflite_binary(tx, op):
     """ADD / SUB / MUL / MAXIMUM / MINIMUM / SQUARED_DIFFERENCE (see the module doc); same-shape ADD of two activations is the `add`
     kind (its fast kernel), the others broadcast (`binary`)."""
     name, o = tx.op_name(op), tx.options(op)
     if name in BOOLEAN:
         _inputs_typed(tx, op, name)
-    (a, ca), (b, cb) = _operand(tx, op, 0), _operand(tx, op, 1)
+    a, b = (tx.values.get(op.Inputs(k)) for k in (0, 1))
     if any(t is not None and tx.tensor(t).dtype == "int16" for t in (a, b)):
-        return _add16(tx, op, name, a, b)
+        return import_binary16(tx, op, name, KINDS[name], a, b)      # 16x8 (binary/int16.py)
+    (a, ca), (b, cb) = _operand(tx, op, 0), _operand(tx, op, 1)
     if ca is not None and cb is not None:
         raise tx.unsupported("both operands are constants (nothing computed at run time)")
     out = bool_output(tx, op) if name in BOOLEAN else tx.output(op)

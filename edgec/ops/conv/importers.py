@@ -10,7 +10,7 @@ from edgec.errors import node_error
 from edgec.ir import NO_ACT
 from edgec.ops import movement
 from edgec.ops.lut import per_channel_affine
-from edgec.ops.tflite16 import activations
+from edgec.ops.tflite16 import ACTIVATIONS, activations, check_zero_points
 
 
 # ---- ONNX import
@@ -186,6 +186,8 @@ def import_tflite_conv(tx, op):
     (_, ih, iw, ic), (_, oh, ow, oc) = tx.tensor(x).shape, tx.shape(op.Outputs(0))
     win = tx.window(o, (ih, iw), (oh, ow), wq.shape[1:3])
     arrays, w, b = tx.weighted(op, wq[0] if depthwise else wq, -1 if depthwise else 0, 2, out)
+    if depthwise and tx.tensor(x).dtype == "int16" and arrays["bias"].dtype == np.int32:
+        raise tx.unsupported("an int32 bias with int16 activations (TFLite Micro's 16x8 DEPTHWISE_CONV_2D takes int64)")
     extra = {"depth_multiplier": oc // ic} if depthwise else {}
     tx.emit("depthwise_conv2d" if depthwise else "conv2d", op, [x], out, arrays,
             tx.act_range(op, out, o.FusedActivationFunction()), weights=w, bias=b, in_hwc=(ih, iw, ic),
@@ -197,13 +199,16 @@ def import_tflite_transpose_conv(tx, op):
     """TRANSPOSE_CONV (output_shape, OHWI weights, input, optional bias), per-channel int8: the input spread
     `stride` apart with its zero point between (a remap; those taps add nothing, as in TFLite Micro's scatter),
     then a stride-1 conv2d with the kernel flipped: the same int32 sums, requantized per channel as TFLM's
-    Prepare does (the double product of the scales)."""
+    Prepare does (the double product of the scales); 16x8 (int16 activations): the 16x8 conv's int64 sums and bias."""
     from edgec.fixedpoint.scheme import quantize_multiplier
     from edgec.ops.rearrange import tflite_remap, tflite_scratch
 
-    o, x, wq = tx.options(op), tx.input(op, 2), tx.const(op, 1)
+    o, x, wq = tx.options(op), tx.input(op, 2, ACTIVATIONS), tx.const(op, 1)
     xt = tx.tensor(x)
-    out = tx.output(op)
+    wide = xt.dtype == "int16"        # 16x8: an int64 sum and bias (an int16 bias widened), as TFLite Micro's
+    out = tx.output(op, dtypes=(xt.dtype,))
+    if wide:
+        check_zero_points(tx, op, [x, out])
     if len(xt.shape) != 4 or xt.shape[0] != 1 or wq is None or wq.dtype != np.int8 or wq.ndim != 4:
         raise tx.unsupported("a [1, h, w, c] input and constant int8 OHWI weights")
     (_, ih, iw, ic), (oc, kh, kw, wic), (_, oh, ow, oc2) = xt.shape, wq.shape, tx.tensor(out).shape
@@ -226,15 +231,18 @@ def import_tflite_transpose_conv(tx, op):
     tflite_remap(tx, op, x, spread, axes, fill=xt.zero_point)
     ws = np.broadcast_to(scales, (oc,)).astype(np.float32)
     bias = tx.const(op, 3) if op.InputsLength() > 3 else None
-    bias = np.zeros(oc, np.int32) if bias is None else bias
-    if bias.dtype != np.int32 or bias.size != oc:
-        raise tx.unsupported(f"bias must be int32 with one value per output channel (got {bias.dtype} {bias.shape})")
+    bias = np.zeros(oc, np.int64 if wide else np.int32) if bias is None else bias
+    want = (np.int64, np.int16) if wide else (np.int32,)
+    if bias.dtype not in want or bias.size != oc:
+        raise tx.unsupported(f"bias must be {' or '.join(np.dtype(t).name for t in want)} with one value per output "
+                             f"channel (got {bias.dtype} {bias.shape})")
     try:
         mult, shift = zip(*(quantize_multiplier(float(xt.scale) * float(s) / float(tx.tensor(out).scale)) for s in ws))
     except ValueError as exc:
         raise tx.unsupported(str(exc)) from None
     flipped = np.ascontiguousarray(wq[:, ::-1, ::-1, :])
-    arrays = {"weights": flipped, "bias": bias.reshape(-1).astype(np.int32), "mult": np.asarray(mult, np.int32),
+    arrays = {"weights": flipped, "bias": bias.reshape(-1).astype(np.int64 if wide else np.int32),
+              "mult": np.asarray(mult, np.int32),
               "shift": np.asarray(shift, np.int32)}
     w = (flipped.astype(np.float64) * ws.astype(np.float64).reshape(-1, 1, 1, 1)).astype(np.float32)
     b = (arrays["bias"].astype(np.float64) * float(xt.scale) * ws.astype(np.float64)).astype(np.float32)

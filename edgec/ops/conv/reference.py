@@ -53,6 +53,11 @@ def call_group(op: Op, low, site: CallSite) -> str:
     return cemit.with_params("edgec_group_conv2d_params", op.params, call, only_fields=True)
 
 
+def bias32(op) -> bool:
+    """A 16x8 layer with an int32 bias (TFLite's int32 accumulator and 32-bit requantization)."""
+    return op.arrays["bias"].dtype == np.int32
+
+
 def _reference(name, kind, call, precision="int8", **kw) -> Kernel:
     return Kernel(name, (kind,), REFERENCE, call, precision=precision,
                   run={"int8": run_conv, "int16": run_conv16, "int4": run_conv4}[precision], **kw)
@@ -63,6 +68,8 @@ CONV2D = _reference("edgec_conv2d_s8", "conv2d", cemit.weighted, struct="edgec_c
 DEPTHWISE = _reference("edgec_depthwise_conv2d_s8", "depthwise_conv2d", cemit.weighted, struct="edgec_conv_params",
                        code_bytes=1300)
 GROUP = _reference("edgec_group_conv2d_s8", "group_conv2d", call_group)
+CONV2D_16_B32 = _reference("edgec_conv2d_s16_b32", "conv2d", cemit.weighted16, INT16, struct="edgec_conv_params",
+                           applies=bias32)       # a .tflite's 16x8 conv with an int32 bias (before the int64 one)
 CONV2D_16 = _reference("edgec_conv2d_s16", "conv2d", cemit.weighted16, INT16, struct="edgec_conv_params")
 DEPTHWISE_16 = _reference("edgec_depthwise_conv2d_s16", "depthwise_conv2d", cemit.weighted16, INT16,
                           struct="edgec_conv_params")
@@ -71,4 +78,4 @@ CONV2D_4 = _reference("edgec_conv2d_s4", "conv2d", cemit.weighted4, INT4, applie
 DEPTHWISE_4 = _reference("edgec_depthwise_conv2d_s4", "depthwise_conv2d", cemit.weighted4, INT4,
                          applies=int4_weights, struct="edgec_conv_params")
 
-KERNELS = [CONV2D, DEPTHWISE, GROUP, CONV2D_16, DEPTHWISE_16, CONV2D_4, DEPTHWISE_4]
+KERNELS = [CONV2D, DEPTHWISE, GROUP, CONV2D_16_B32, CONV2D_16, DEPTHWISE_16, CONV2D_4, DEPTHWISE_4]

@@ -7,7 +7,7 @@ import numpy as np
 from edgec.ir import Op, Tensor
 from edgec.ops.conv.windows import float_windows, pad_windows
 from edgec.ops.opdef import Equalize
-from edgec.fixedpoint.scheme import act_range, finish, finish16, weighted, weighted16
+from edgec.fixedpoint.scheme import act_range, finish, finish16, finish16_b32, weighted, weighted16
 
 
 # ---- quantize ---------------------------------------------------------------------------------
@@ -84,7 +84,8 @@ def group_conv2d_s8(p: dict, x, w, bias, mult, shift) -> np.ndarray:
 
 
 def conv2d_s16(p: dict, x, w, bias, mult, shift) -> np.ndarray:
-    """TFLite reference_integer_ops::ConvPerChannel, 16x8 (int16 in/out, int8 OHWI weights, int64 bias)."""
+    """TFLite reference_integer_ops::ConvPerChannel, 16x8 (int16 in/out, int8 OHWI weights, int64 bias; an int32
+    bias: ConvPerChannel<int32_t>, its sum wrapping in int32)."""
     x = np.asarray(x, np.int16).reshape(p["in_h"], p["in_w"], p["in_c"]).astype(np.int64)
     w = np.asarray(w, np.int8).reshape(p["out_c"], p["k_h"], p["k_w"], p["in_c"]).astype(np.int64)
     tap = pad_windows(x, p, 0, int(p["dil_h"]), int(p["dil_w"]))
@@ -92,6 +93,8 @@ def conv2d_s16(p: dict, x, w, bias, mult, shift) -> np.ndarray:
     for ky in range(int(p["k_h"])):
         for kx in range(int(p["k_w"])):
             acc += tap(ky, kx) @ w[:, ky, kx, :].T
+    if np.asarray(bias).dtype == np.int32:      # TFLite's int32-bias 16x8 conv: an int32 sum, 32-bit requantization
+        return finish16_b32(acc + np.asarray(bias, np.int64), mult, shift, p)
     return finish16(acc + np.asarray(bias, np.int64), mult, shift, p)
 
 

@@ -54,7 +54,7 @@ def _f(pointer: str, const: bool = True) -> str:
 _LIBM: dict = {}
 
 
-def _libm(name: str, x) -> np.ndarray:
+def libm(name: str, x) -> np.ndarray:
     """expf, logf, sinf, cosf of float32 values: the host C library's own functions (what the generated C and
     TFLM's x86 build call), through ctypes; float64 rounded once where no C library is found."""
     if not _LIBM:
@@ -87,7 +87,7 @@ def unary(x, code: int) -> np.ndarray:
         table = {0: np.negative, 1: np.floor, 2: np.ceil, 4: np.sqrt, 9: np.square}
         if code in table:
             return table[code](x).astype(F32)
-    return _libm({5: "expf", 6: "logf", 7: "sinf", 8: "cosf"}[code], x)
+    return libm({5: "expf", 6: "logf", 7: "sinf", 8: "cosf"}[code], x)
 
 
 def binary(a, b, code: int) -> np.ndarray:
@@ -107,13 +107,13 @@ def softmax(x, beta: F32, log: bool) -> np.ndarray:
     for r, row in enumerate(rows):
         m = row.max()
         if log:
-            e = _libm("expf", row - m)
+            e = libm("expf", row - m)
             s = F32(0)
             for v in e:
                 s = F32(s + v)
-            out[r] = row - m - _libm("logf", s)
+            out[r] = row - m - libm("logf", s)
         else:
-            e = _libm("expf", (row - m) * F32(beta))
+            e = libm("expf", (row - m) * F32(beta))
             s = F32(0)
             for v in e:
                 s = F32(s + v)

@@ -19,7 +19,8 @@ from edgec.errors import node_error
 from edgec.ir import Op, Tensor
 from edgec.ops import cemit, movement
 from edgec.ops.kernel import REFERENCE, Kernel
-from edgec.ops.opdef import CallSite, OpDef
+from edgec.ops.opdef import CallSite, Int16, OpDef
+from edgec.ops.lut.int16 import ACTIVATION16, int16_or, quantize_activation16
 
 
 def quantize_lut(op: Op, ins: list[Tensor], out: Tensor) -> None:
@@ -54,8 +55,8 @@ def c_lut(op: Op, low, site: CallSite) -> str:
     return cemit.with_params("edgec_lut_params", op.params, call)
 
 
-OPS = [OpDef("lut", "elementwise", quantize_lut, float_lut)]
-KERNELS = [Kernel("edgec_lut_s8", ("lut",), REFERENCE, c_lut, run=run_lut)]
+OPS = [OpDef("lut", "elementwise", quantize_lut, float_lut, int16=Int16(quantize_activation16))]
+KERNELS = [Kernel("edgec_lut_s8", ("lut",), REFERENCE, c_lut, run=run_lut), ACTIVATION16]
 
 
 def is_table(op) -> bool:
@@ -420,5 +421,6 @@ def import_tflite_relu(tx, op):
             "hi": RELUS[tx.op_name(op)][1] or math.inf}, consts=None, count=1, inner=xt.size)
 
 
-TFLITE = {"LOGISTIC": import_tflite_activation, "TANH": import_tflite_activation,
-          "HARD_SWISH": import_tflite_hard_swish, "RELU": import_tflite_relu, "RELU6": import_tflite_relu}
+TFLITE = {"LOGISTIC": int16_or(import_tflite_activation), "TANH": int16_or(import_tflite_activation),
+          "HARD_SWISH": import_tflite_hard_swish, "RELU": int16_or(import_tflite_relu),
+          "RELU6": int16_or(import_tflite_relu)}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from edgec.fixedpoint.scheme import quantize_multiplier, requantize
+from edgec.ops.lut.int16 import int16_or
 
 OPS: list = []      # no kind of its own: tables of the package's `lut` kind
 ONNX: dict = {}
@@ -134,7 +135,12 @@ def import_tflite_elu(tx, op):
 
 def import_tflite_prelu(tx, op):
     """PRELU with a constant int8 alpha broadcast to the input (a Keras PReLU: per channel, or shared over the
-    image): one table per alpha value along the run of axes it varies over."""
+    image): one table per alpha value along the run of axes it varies over; an int16 input (16x8): binary/int16.py."""
+    i = op.Inputs(0)
+    if i in tx.values and tx.tensor(tx.values[i]).dtype == "int16":
+        from edgec.ops.binary.int16 import import_prelu16
+
+        return import_prelu16(tx, op)
     x, out, xt, t = _unary(tx, op)
     alpha = tx.const(op, 1)
     if alpha is None or alpha.dtype != np.int8:
@@ -169,5 +175,5 @@ def import_tflite_rsqrt(tx, op):
     tx.emit("lut", op, [x], out, {"table": table}, fn="rsqrt", fparams={}, consts=None, count=1, inner=xt.size)
 
 
-TFLITE = {"RSQRT": import_tflite_rsqrt, "ABS": import_tflite_abs, "LEAKY_RELU": import_tflite_leaky_relu, "ELU": import_tflite_elu,
+TFLITE = {"RSQRT": import_tflite_rsqrt, "ABS": int16_or(import_tflite_abs), "LEAKY_RELU": int16_or(import_tflite_leaky_relu), "ELU": import_tflite_elu,
           "PRELU": import_tflite_prelu}
