@@ -1,0 +1,54 @@
+"""Kernel scratch within the tensors' peak: the plan's check that no speed kernel's scratch raises the arena above
+what the tensors alone need, without a budget.
+
+The lower stage picks each op's kernel for speed, not knowing what else is alive while it runs; the plan knows.
+`fit_scratch(graph)` finds, in the scheduled graph, the tensors' peak (the largest sum of aligned tensor buffers
+alive at one op, in-place reuse included: planner.buffers) and every op whose scratch would lift its moment above
+it, and asks the selector (edgec/ops/select.py `within_scratch`) for that op's kernel within the room left at that
+moment: the same kernel on narrower column bands where it has them (the window convolutions: a few instructions
+more), another variant only where the scratch would still raise the peak by more than select.SWITCH_EXCESS
+(MobileNet v2's whole-image depthwise kernel on a large image). Ops whose scratch fits under the peak keep their
+kernel: the fastest plan is kept wherever it costs no RAM.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from edgec.ir import Graph
+from edgec.ops import select
+from edgec.plan import planner
+from edgec.plan.patching import scratch_bytes
+
+
+def tensor_load(graph: Graph) -> list[int]:
+    """The aligned bytes of tensor (and state) buffers alive at each op of the graph in its order, in-place reuse
+    included, kernel scratch left out."""
+    bufs = [b for b in planner.buffers(graph) if b.scratch_op is None]
+    load = [0] * len(graph.ops)
+    for b in bufs:
+        for t in range(max(b.first, 0), min(b.last, len(graph.ops) - 1) + 1):
+            load[t] += planner._align(b.size)
+    return load
+
+
+def fit_scratch(graph: Graph, switch: bool = True) -> tuple[Graph, list[dict]]:
+    """The graph with every op whose kernel scratch would raise the arena above the tensors' peak on the kernel
+    the selector gives for the room left (switch False: `--optimize size`, the op's own kernel only, narrowed),
+    and what changed: op index, name, variant, scratch bytes before and after."""
+    load = tensor_load(graph)
+    peak = max(load, default=0)
+    ops, changed = [], []
+    for i, op in enumerate(graph.ops):
+        low = op.lowering
+        if low is None or load[i] + scratch_bytes(graph, op) <= peak:
+            ops.append(op)
+            continue
+        got = select.within_scratch(op, low, peak - load[i], select.dtypes(graph, op), switch)
+        if got is low:
+            ops.append(op)
+            continue
+        ops.append(dataclasses.replace(op, lowering=got))
+        changed.append({"op": i, "name": op.name, "variant": got.variant, "scratch_bytes": got.scratch_bytes,
+                        "fastest_scratch_bytes": low.scratch_bytes,
+                        **({"band_w": got.params["band_w"]} if "band_w" in got.params else {})})
+    return (graph.replace_ops(ops) if changed else graph), changed
