@@ -1,13 +1,15 @@
 """Kernel scratch within the tensors' peak (edgec/plan/scratch_fit.py, edgec/ops/select.py within_scratch): without a
 budget, a speed kernel's scratch must not raise the arena above what the tensors alone need; the window convolution
-keeps its speed on narrower column bands, a kernel that cannot narrow moves to another variant only where its
-scratch would add more than select.SWITCH_EXCESS."""
+keeps its speed on narrower column bands (at least im2col.WINDOW_MIN_BAND columns), a kernel that cannot narrow
+moves to another variant only where its scratch would add more than the plan allows (select.SWITCH_EXCESS, a
+share of the peak)."""
 from __future__ import annotations
 
 import numpy as np
 
 from edgec.ir import Graph, Op, Tensor
 from edgec.ops import select
+from edgec.ops.conv.im2col import WINDOW_MIN_BAND
 from edgec.pipeline import schedule_and_plan
 from edgec.plan import planner, scratch_fit
 
@@ -34,15 +36,15 @@ def chain(side: int = 16, c: int = 16) -> Graph:
 
 
 def test_window_scratch_no_longer_raises_the_arena_above_the_tensors_peak():
-    """The 3x3 convolution stays on its speed variant (window4 on a DSP core) but on column bands whose ring fits
-    what the tensors leave; whole rows would add 4,032 B on top of the tensors' 8,192 B."""
+    """The 3x3 convolution stays on its speed variant (window4 on a DSP core) but on column bands, as narrow as they
+    go where the tensors leave no room: 2,496 B on top of the tensors' 8,192 B where whole rows add 4,032 B."""
     graph = chain()
     lowered, plan = schedule_and_plan(graph, dsp=True)
     peak = max(scratch_fit.tensor_load(lowered))
     low = lowered.ops[0].lowering
     whole = low.kernel.scratch_bytes({**low.params, "band_w": low.params["out_w"]})
     assert peak == 2 * 16 * 16 * 16 and whole == 4032
-    assert low.variant == "window4" and 2 <= low.params["band_w"] < 16 and low.params["band_w"] % 2 == 0
+    assert low.variant == "window4" and low.params["band_w"] == WINDOW_MIN_BAND and low.scratch_bytes == 2496
     assert plan.arena_bytes < peak + whole and plan.arena_bytes == peak + planner._align(low.scratch_bytes)
     assert [f["op"] for f in plan.ram_choice["scratch_within_peak"]] == [0]
 
@@ -60,24 +62,27 @@ def test_room_under_the_peak_keeps_whole_rows():
 
 def test_within_scratch_narrows_before_it_switches_kernels():
     """The selector's answer to the plan: the same kernel on the widest bands within the room; a room no band
-    reaches gives the narrowest bands while they add at most SWITCH_EXCESS (the window kernel's speed is worth it),
-    another variant only past that."""
+    reaches gives the narrowest bands while they add at most `switch_above` (the window kernel's speed is worth
+    it), another variant only past that (blocked: 1,440 B)."""
     op = conv("c3", "x", "y", 32, 32, 32, 3, 1)
     low = select.select(op, select.Options(dsp=True))
     assert low.variant == "window4" and low.params["band_w"] == 32
     assert select.within_scratch(op, low, low.scratch_bytes) is low
     room = low.scratch_bytes // 2
     half = select.within_scratch(op, low, room)
-    assert half.variant == "window4" and half.scratch_bytes <= room and 2 < half.params["band_w"] < 32
-    tight = select.within_scratch(op, low, 0)
-    assert tight.variant == "window4" and tight.params["band_w"] == 2 and tight.scratch_bytes <= select.SWITCH_EXCESS
-    assert select.within_scratch(op, low, 0, switch=False).params == tight.params
+    assert half.variant == "window4" and half.scratch_bytes <= room and WINDOW_MIN_BAND < half.params["band_w"] < 32
+    tight = select.within_scratch(op, low, 0, switch_above=8192)
+    assert tight.variant == "window4" and tight.params["band_w"] == WINDOW_MIN_BAND and tight.scratch_bytes == 4992
+    assert select.within_scratch(op, low, 0).variant == "blocked"       # 4,992 B is more than SWITCH_EXCESS
+    assert select.within_scratch(op, low, 0, switch_above=None).params == tight.params
+    moved = select.within_scratch(op, low, 0, switch_above=tight.scratch_bytes - 1)
+    assert moved.variant == "blocked" and moved.scratch_bytes < tight.scratch_bytes
 
 
 def test_a_kernel_that_cannot_narrow_moves_to_the_variant_within_the_room():
     """The whole-image depthwise kernel (small) on a 16x16x64 image: its 5,760 B of widened image would add more
     than SWITCH_EXCESS above a room of 1 KiB, so the op runs on the rolling-window variant (fused) within the room; with
-    `--optimize size` (switch False) it keeps its kernel."""
+    `--optimize size` (switch_above None) it keeps its kernel."""
     rng = np.random.default_rng(5)
     p = dict(in_h=16, in_w=16, in_c=64, out_h=16, out_w=16, out_c=64, k_h=3, k_w=3, stride_h=1, stride_w=1,
              dil_h=1, dil_w=1, pad_top=1, pad_left=1, input_zp=3, output_zp=-5, act_min=-128, act_max=127,
@@ -90,5 +95,5 @@ def test_a_kernel_that_cannot_narrow_moves_to_the_variant_within_the_room():
     assert low.variant == "small" and low.scratch_bytes > select.SWITCH_EXCESS
     moved = select.within_scratch(op, low, 1024)
     assert moved.variant == "fused" and moved.scratch_bytes <= 1024 and moved.variants == low.variants
-    assert select.within_scratch(op, low, 1024, switch=False) is low
+    assert select.within_scratch(op, low, 1024, switch_above=None) is low
     assert select.within_scratch(op, low, low.scratch_bytes - select.SWITCH_EXCESS) is low

@@ -178,10 +178,10 @@ def select(op: Op, options: Options = REFERENCE_ONLY, dtypes: tuple[str, ...] | 
                           signature=sig)
 
 
-SWITCH_EXCESS = 4096   # bytes a kernel's scratch, narrowed, may still raise the arena's peak before its op moves to
-                       # another variant (which can cost up to about twice the layer's instructions: IC's 3x3 layers
-                       # on blocked instead of window4); TFLite Micro's arena carries more than that above its
-                       # tensors on every corpus model (per-channel quantization data, tensor records)
+SWITCH_EXCESS = 4096   # bytes a kernel's scratch, narrowed, may always raise the arena above the tensors' peak
+                       # before its op moves to another variant (which can cost up to about twice the layer's
+                       # instructions: IC's 3x3 layers on blocked instead of window4); the plan allows more on a
+                       # large model (edgec/plan/scratch_fit.py SWITCH_SHARE)
 
 
 def _narrowed(low: Lowering, limit: int) -> Lowering:
@@ -190,16 +190,17 @@ def _narrowed(low: Lowering, limit: int) -> Lowering:
 
 
 def within_scratch(op: Op, low: Lowering, limit: int, dtypes: tuple[str, ...] | None = None,
-                   switch: bool = True) -> Lowering:
+                   switch_above: int | None = SWITCH_EXCESS) -> Lowering:
     """The op on a kernel whose scratch takes at most `limit` bytes, or as near as the selector gets without losing
     much speed: the plan's ask where `low`'s scratch would raise the arena above the tensors' peak
     (edgec/plan/scratch_fit.py). `low` where it is within; else its own kernel with params that need less
     (`Kernel.narrow`: the window kernels' column bands, the same numbers for a few more instructions); where that
-    is still more than SWITCH_EXCESS over `limit` and `switch` (--optimize speed), the first of its other variants
-    in the selector's order (the offered ones, then the generic kernel), each narrowed, within `limit`, else the
-    one of them and `low` with the least scratch."""
+    is still more than `switch_above` bytes over `limit` (None: never, `--optimize size`), the first of its other
+    variants in the selector's order (the offered ones, then the generic kernel), each narrowed, within `limit`,
+    else the one of them and `low` with the least scratch."""
     own = _narrowed(low, limit)
-    if own.scratch_bytes <= limit + SWITCH_EXCESS or not switch or low.variant is None or len(low.variants) < 2:
+    if switch_above is None or own.scratch_bytes <= limit + switch_above or low.variant is None \
+            or len(low.variants) < 2:
         return own
     generic = fast(op, dtypes)
     if generic is None:

@@ -6,9 +6,10 @@ The lower stage picks each op's kernel for speed, not knowing what else is alive
 alive at one op, in-place reuse included: planner.buffers) and every op whose scratch would lift its moment above
 it, and asks the selector (edgec/ops/select.py `within_scratch`) for that op's kernel within the room left at that
 moment: the same kernel on narrower column bands where it has them (the window convolutions: a few instructions
-more), another variant only where the scratch would still raise the peak by more than select.SWITCH_EXCESS
-(MobileNet v2's whole-image depthwise kernel on a large image). Ops whose scratch fits under the peak keep their
-kernel: the fastest plan is kept wherever it costs no RAM.
+more, never narrower than im2col.WINDOW_MIN_BAND columns), another variant only where the scratch would still
+raise the peak by more than select.SWITCH_EXCESS and 1/SWITCH_SHARE of the peak (MobileNet v2's whole-image
+depthwise kernel on a large image: 40,768 B over a peak of 138,240 B). Ops whose scratch fits under the peak keep
+their kernel: the fastest plan is kept wherever it costs no RAM.
 """
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ from edgec.ir import Graph
 from edgec.ops import select
 from edgec.plan import planner
 from edgec.plan.patching import scratch_bytes
+
+SWITCH_SHARE = 8     # a narrowed scratch up to 1/8 of the tensors' peak above it keeps the op's kernel (IC's largest
+                     # ResNet: 6,240 B over 122,880 B on window4 in bands of 8, where blocked would cost ~2x the layer)
 
 
 def tensor_load(graph: Graph) -> list[int]:
@@ -34,21 +38,22 @@ def tensor_load(graph: Graph) -> list[int]:
 def fit_scratch(graph: Graph, switch: bool = True) -> tuple[Graph, list[dict]]:
     """The graph with every op whose kernel scratch would raise the arena above the tensors' peak on the kernel
     the selector gives for the room left (switch False: `--optimize size`, the op's own kernel only, narrowed),
-    and what changed: op index, name, variant, scratch bytes before and after."""
+    and what changed: op index, name, variant, scratch bytes before and after, the room the tensors left."""
     load = tensor_load(graph)
     peak = max(load, default=0)
+    switch_above = max(select.SWITCH_EXCESS, peak // SWITCH_SHARE) if switch else None
     ops, changed = [], []
     for i, op in enumerate(graph.ops):
         low = op.lowering
         if low is None or load[i] + scratch_bytes(graph, op) <= peak:
             ops.append(op)
             continue
-        got = select.within_scratch(op, low, peak - load[i], select.dtypes(graph, op), switch)
+        got = select.within_scratch(op, low, peak - load[i], select.dtypes(graph, op), switch_above)
         if got is low:
             ops.append(op)
             continue
         ops.append(dataclasses.replace(op, lowering=got))
         changed.append({"op": i, "name": op.name, "variant": got.variant, "scratch_bytes": got.scratch_bytes,
-                        "fastest_scratch_bytes": low.scratch_bytes,
-                        **({"band_w": got.params["band_w"]} if "band_w" in got.params else {})})
+                        "fastest_scratch_bytes": low.scratch_bytes, "room_bytes": peak - load[i],
+                        **({"band_w": got.params["band_w"]} if got.kernel.narrow else {})})
     return (graph.replace_ops(ops) if changed else graph), changed

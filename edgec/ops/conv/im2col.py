@@ -114,23 +114,28 @@ def window_conv(op: Op, base):
     return p, {**base.arrays, "fw": fast.words(np.ascontiguousarray(w))}
 
 
+WINDOW_MIN_BAND = 8   # columns: narrower bands cost more than they save (each band re-widens k_w - stride_w input
+                      # columns of every row and restarts its ring: IC's 32-column 3x3 layer in bands of 2 cost
+                      # 1.1 % of the model's instructions on qemu-cortex-m4, in bands of 8 BAND_COST_IC)
+
+
 def window_band(params, limit: int):
     """`Kernel.narrow` of the window kernels: their params with column bands (`band_w`) as wide as `limit` bytes of
     scratch allow, the bands of one width (the last one what is left), an even count of columns so that no pixel
-    pair straddles two bands; the narrowest (2 columns) where none is within `limit`; None where the whole rows
-    are within it or no narrower band needs less. The numbers are the same; where two bands meet, k_w - stride_w
-    input columns are widened twice (a few instructions per output pixel pair)."""
+    pair straddles two bands, and at least WINDOW_MIN_BAND (those where none is within `limit`); None where the
+    whole rows are within it or the rows are no wider. The numbers are the same; where two bands meet, k_w -
+    stride_w input columns are widened twice."""
     out_w = int(params["out_w"])
-    if WINDOW.scratch_bytes(params) <= limit or out_w <= 2:
+    if WINDOW.scratch_bytes(params) <= limit or out_w <= WINDOW_MIN_BAND:
         return None
-    width = 2
-    for b in range(out_w - 1 - (out_w - 1) % 2, 2, -2):
+    width = WINDOW_MIN_BAND
+    for b in range(out_w - 1 - (out_w - 1) % 2, WINDOW_MIN_BAND, -2):
         if WINDOW.scratch_bytes({**params, "band_w": b}) <= limit:
             width = b
             break
     bands = -(-out_w // width)
     width = -(-out_w // bands)
-    return {**params, "band_w": width + width % 2}
+    return {**params, "band_w": max(width + width % 2, WINDOW_MIN_BAND)}
 
 
 def window4_fits(base) -> bool:
