@@ -97,7 +97,7 @@ def schedule_and_plan(graph: Graph, guard: int = 0, optimize: str = "speed", cho
     for f in fitted:
         log(f"{graph.name}: op {f['op']} ({f['name']}) on {f['variant']}"
             f"{' in column bands of ' + str(f['band_w']) if 'band_w' in f else ''}: scratch "
-            f"{f['fastest_scratch_bytes']:,} -> {f['scratch_bytes']:,} B (the tensors' peak leaves "
+            f"{f['fastest_scratch_bytes']:,} -> {f['scratch_bytes']:,} B (room under the peak "
             f"{f['room_bytes']:,} B)")
     if guard and ram_budget is not None:
         raise EdgecError("--arena-guard and --ram-budget do not go together: the guard's canaries watch whole "

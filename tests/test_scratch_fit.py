@@ -60,6 +60,20 @@ def test_room_under_the_peak_keeps_whole_rows():
     assert lowered.ops[0].lowering.params["band_w"] == side and "scratch_within_peak" not in plan.ram_choice
 
 
+def test_an_op_keeps_the_room_a_lifted_peak_leaves_it():
+    """Two 3x3 convolutions: the first sets the tensors' peak and leaves no room (bands of 8 columns lift the arena by
+    2,496 B); the second would not fit its whole rows under the tensors' peak, but fits them under the lifted one,
+    which the arena has anyway: it keeps whole rows (no band costs it instructions)."""
+    side, c = 16, 16
+    tensors = {"x": Tensor("x", (1, side, side, c), "x", 0.05, 0), "y": Tensor("y", (1, side, side, c), "y", 0.05, 0),
+               "z": Tensor("z", (1, side, side, c // 2), "z", 0.05, 0)}
+    ops = (conv("a", "x", "y", side, c, c, 3, 1), conv("b", "y", "z", side, c, c // 2, 3, 2))
+    lowered, plan = schedule_and_plan(Graph("g", tensors, ops, "x", "z"), dsp=True)
+    first, second = (op.lowering for op in lowered.ops)
+    assert first.params["band_w"] == WINDOW_MIN_BAND and second.params["band_w"] == side
+    assert plan.arena_bytes == 2 * side * side * c + first.scratch_bytes
+
+
 def test_within_scratch_narrows_before_it_switches_kernels():
     """The selector's answer to the plan: the same kernel on the widest bands within the room; a room no band
     reaches gives the narrowest bands while they add at most `switch_above` (the window kernel's speed is worth

@@ -38,22 +38,29 @@ def tensor_load(graph: Graph) -> list[int]:
 def fit_scratch(graph: Graph, switch: bool = True) -> tuple[Graph, list[dict]]:
     """The graph with every op whose kernel scratch would raise the arena above the tensors' peak on the kernel
     the selector gives for the room left (switch False: `--optimize size`, the op's own kernel only, narrowed),
-    and what changed: op index, name, variant, scratch bytes before and after, the room the tensors left."""
+    and what changed: op index, name, variant, scratch bytes before and after, the room the tensors left under
+    the peak the narrowed scratch gives."""
     load = tensor_load(graph)
     peak = max(load, default=0)
     switch_above = max(select.SWITCH_EXCESS, peak // SWITCH_SHARE) if switch else None
-    ops, changed = [], []
+    dtypes = [select.dtypes(graph, op) for op in graph.ops]
+    got = {}
     for i, op in enumerate(graph.ops):
-        low = op.lowering
-        if low is None or load[i] + scratch_bytes(graph, op) <= peak:
-            ops.append(op)
+        if op.lowering is not None and load[i] + scratch_bytes(graph, op) > peak:
+            got[i] = select.within_scratch(op, op.lowering, peak - load[i], dtypes[i], switch_above)
+    # where a narrowed scratch still lifts the peak, that lifted peak is the arena's anyway: an op narrowed further
+    # than it needs to stay under it gets its widest bands within it (fewer bands, fewer instructions)
+    lifted = max([peak] + [load[i] + planner._align(low.scratch_bytes) for i, low in got.items()])
+    for i, low in got.items():
+        if low.variant == graph.ops[i].lowering.variant and lifted > peak:
+            got[i] = select.within_scratch(graph.ops[i], graph.ops[i].lowering, lifted - load[i], dtypes[i], None)
+    ops, changed = list(graph.ops), []
+    for i, low in sorted(got.items()):
+        op = graph.ops[i]
+        if low is op.lowering:
             continue
-        got = select.within_scratch(op, low, peak - load[i], select.dtypes(graph, op), switch_above)
-        if got is low:
-            ops.append(op)
-            continue
-        ops.append(dataclasses.replace(op, lowering=got))
-        changed.append({"op": i, "name": op.name, "variant": got.variant, "scratch_bytes": got.scratch_bytes,
-                        "fastest_scratch_bytes": low.scratch_bytes, "room_bytes": peak - load[i],
-                        **({"band_w": got.params["band_w"]} if got.kernel.narrow else {})})
+        ops[i] = dataclasses.replace(op, lowering=low)
+        changed.append({"op": i, "name": op.name, "variant": low.variant, "scratch_bytes": low.scratch_bytes,
+                        "fastest_scratch_bytes": op.lowering.scratch_bytes, "room_bytes": lifted - load[i],
+                        **({"band_w": low.params["band_w"]} if low.kernel.narrow else {})})
     return (graph.replace_ops(ops) if changed else graph), changed
