@@ -93,7 +93,14 @@ def schedule_and_plan(graph: Graph, guard: int = 0, optimize: str = "speed", cho
     reachable; without it, the fastest plan when it fits `board_ram` (else the memory-saving one)."""
     graph = lower(graph, optimize, choose, mve, dsp)
     graph = graph.replace_ops(planner.schedule(graph))
-    graph, fitted = fit_scratch(graph, switch=optimize == "speed")    # no scratch above the tensors' peak
+    # no scratch above the tensors' peak (plan/scratch_fit.py) where that plan fits the RAM it has; where it does not,
+    # the budget's search (patched stages, plan/ram_budget.py) starts from the whole-row kernels, as it always did
+    banded, fitted = fit_scratch(graph, switch=optimize == "speed")
+    limit = ram_budget if ram_budget is not None else board_ram
+    if fitted and (guard or limit is None or planner.plan(banded, exact=False).arena_bytes + overhead <= limit):
+        graph = banded
+    else:
+        fitted = []
     for f in fitted:
         log(f"{graph.name}: op {f['op']} ({f['name']}) on {f['variant']}"
             f"{' in column bands of ' + str(f['band_w']) if 'band_w' in f else ''}: scratch "

@@ -111,3 +111,14 @@ def test_a_kernel_that_cannot_narrow_moves_to_the_variant_within_the_room():
     assert moved.variant == "fused" and moved.scratch_bytes <= 1024 and moved.variants == low.variants
     assert select.within_scratch(op, low, 1024, switch_above=None) is low
     assert select.within_scratch(op, low, low.scratch_bytes - select.SWITCH_EXCESS) is low
+
+
+def test_a_budget_the_banded_plan_misses_starts_its_search_from_whole_rows():
+    """Under a RAM budget the banded plan fits, it is built as is (no patched stage); under one it misses, the
+    budget's search (patch-based stages, edgec/plan/ram_budget.py) starts from the whole-row kernels, whose row
+    bands re-widen no columns."""
+    fits, _ = schedule_and_plan(chain(), dsp=True, ram_budget=11000)
+    assert fits.ops[0].lowering.params["band_w"] == WINDOW_MIN_BAND
+    staged, plan = schedule_and_plan(chain(), dsp=True, ram_budget=9000)
+    assert plan.stages and staged.ops[0].lowering.params["band_w"] == 16
+    assert "scratch_within_peak" not in plan.ram_choice
