@@ -31,6 +31,7 @@ from edgec.ir import Graph
 from edgec.limits import DEFAULT as DEFAULT_MEMORY_LIMIT
 from edgec.plan import planner
 from edgec.plan.ram_budget import choose_lean as choose_ram_schedule
+from edgec.plan.scratch_fit import fit_scratch
 from edgec.progress import Progress
 from edgec.quant import ptq
 from edgec.settings import Settings
@@ -92,6 +93,19 @@ def schedule_and_plan(graph: Graph, guard: int = 0, optimize: str = "speed", cho
     reachable; without it, the fastest plan when it fits `board_ram` (else the memory-saving one)."""
     graph = lower(graph, optimize, choose, mve, dsp)
     graph = graph.replace_ops(planner.schedule(graph))
+    # no scratch above the tensors' peak (plan/scratch_fit.py) where that plan fits the RAM it has; where it does not,
+    # the budget's search (patched stages, plan/ram_budget.py) starts from the whole-row kernels, as it always did
+    banded, fitted = fit_scratch(graph, switch=optimize == "speed")
+    limit = ram_budget if ram_budget is not None else board_ram
+    if fitted and (guard or limit is None or planner.plan(banded, exact=False).arena_bytes + overhead <= limit):
+        graph = banded
+    else:
+        fitted = []
+    for f in fitted:
+        log(f"{graph.name}: op {f['op']} ({f['name']}) on {f['variant']}"
+            f"{' in column bands of ' + str(f['band_w']) if 'band_w' in f else ''}: scratch "
+            f"{f['fastest_scratch_bytes']:,} -> {f['scratch_bytes']:,} B (room under the peak "
+            f"{f['room_bytes']:,} B)")
     if guard and ram_budget is not None:
         raise EdgecError("--arena-guard and --ram-budget do not go together: the guard's canaries watch whole "
                          "layers; build the guarded debug firmware without --ram-budget")
@@ -107,7 +121,7 @@ def schedule_and_plan(graph: Graph, guard: int = 0, optimize: str = "speed", cho
         log(f"{graph.name}: op {moved['op']} ({moved['name']}) on the {moved['variant']} kernel variant for the "
             f"budget ({moved['scratch_bytes']:,} B of scratch)")
     plan = planner.plan(graph, guard=guard, stages=stages)
-    plan.ram_choice = summary
+    plan.ram_choice = {**summary, "scratch_within_peak": fitted} if fitted else summary
     planner.check_plan(graph, plan)
     return graph, plan
 

@@ -114,6 +114,7 @@ void edgec_group_conv2d_s8(const edgec_group_conv2d_params *p, const int8_t *inp
 typedef struct {
     int32_t in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, stride_h, stride_w, pad_top, pad_left,
         input_zp, output_zp, act_min, act_max, k4;
+    int32_t band_w; /* the window kernels: output columns a column band (out_w: whole rows; clamped to 1..out_w) */
 } edgec_conv2d_im2col_params;
 
 /* A matrix product over an int16 im2col of 4 output pixels at a time (fast/edgec_conv2d_im2col.c). */
@@ -162,11 +163,16 @@ static inline int32_t edgec_conv2d_pointwise_s8_get_buffer_size(const edgec_conv
  * widened to int16 once each, in pixel pairs, channels padded to c4, a multiple of 4 (fast/edgec_conv2d_window.c). */
 void edgec_conv2d_window_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                             const edgec_rq *rq, int8_t *scratch, int8_t *output);
-/* a ring of k_h widened rows of (out_w - 1) * stride_w + k_w entries and the k_h * k_w gathered taps, each c4
- * pairs of int16 (c4: in_c rounded up to 4) */
+/* a ring of k_h widened rows of (b - 1) * stride_w + k_w entries (b = band_w clamped to 1..out_w: a column band's
+ * input) and the k_h * k_w gathered taps, each c4 pairs of int16 (c4: in_c rounded up to 4) */
 static inline int32_t edgec_conv2d_window_s8_get_buffer_size(const edgec_conv2d_im2col_params *p)
 {
-    return 4 * (p->k_h * ((p->out_w - 1) * p->stride_w + p->k_w) + p->k_h * p->k_w) * ((p->in_c + 3) / 4 * 4);
+    return 4 *
+           (p->k_h * ((p->out_w + EDGEC_MAX(p->band_w, 1) - EDGEC_MAX(p->out_w, EDGEC_MAX(p->band_w, 1)) - 1) *
+                          p->stride_w +
+                      p->k_w) +
+            p->k_h * p->k_w) *
+           ((p->in_c + 3) / 4 * 4);
 }
 /* `--optimize speed`, kernels larger than 1x1 on cores with the DSP extension: the window kernel with 2 output
  * pixels x 4 output channels in registers, doubled int16 weights and biases (fast/edgec_conv_block2x4.h); the

@@ -83,6 +83,11 @@ class Kernel:
                                                   # streamed once per pass over the pixels): the selector weighs
                                                   # them where constants sit in flash with wait states; None:
                                                   # not declared
+    narrow: Callable | None = None                # (params, bytes) -> params computing the same numbers with
+                                                  # less scratch, as near `bytes` as it can, or None (cannot):
+                                                  # the plan's ask where the scratch would raise the arena's peak
+                                                  # (edgec/ops/select.py within_scratch; the window kernels'
+                                                  # column bands)
     cycles_per_instruction: float = 1.0          # its cycle estimate per instruction at zero wait states on
                                                   # the Cortex-M4 (the cycle plugin, the kernel alone): with
                                                   # flash_bytes, the flash-aware cost's cycles

@@ -178,6 +178,45 @@ def select(op: Op, options: Options = REFERENCE_ONLY, dtypes: tuple[str, ...] | 
                           signature=sig)
 
 
+SWITCH_EXCESS = 4096   # bytes a kernel's scratch, narrowed, may always raise the arena above the tensors' peak
+                       # before its op moves to another variant (which can cost up to about twice the layer's
+                       # instructions: IC's 3x3 layers on blocked instead of window4); the plan allows more on a
+                       # large model (edgec/plan/scratch_fit.py SWITCH_SHARE)
+
+
+def _narrowed(low: Lowering, limit: int) -> Lowering:
+    params = low.kernel.narrow(low.params, limit) if low.kernel.narrow and low.scratch_bytes > limit else None
+    return low if params is None else low.replace(params=params, scratch_bytes=low.kernel.scratch_bytes(params))
+
+
+def within_scratch(op: Op, low: Lowering, limit: int, dtypes: tuple[str, ...] | None = None,
+                   switch_above: int | None = SWITCH_EXCESS) -> Lowering:
+    """The op on a kernel whose scratch takes at most `limit` bytes, or as near as the selector gets without losing
+    much speed: the plan's ask where `low`'s scratch would raise the arena above the tensors' peak
+    (edgec/plan/scratch_fit.py). `low` where it is within; else its own kernel with params that need less
+    (`Kernel.narrow`: the window kernels' column bands, the same numbers for a few more instructions); where that
+    is still more than `switch_above` bytes over `limit` (None: never, `--optimize size`), the first of its other
+    variants in the selector's order (the offered ones, then the generic kernel), each narrowed, within `limit`,
+    else the one of them and `low` with the least scratch."""
+    own = _narrowed(low, limit)
+    if switch_above is None or own.scratch_bytes <= limit + switch_above or low.variant is None \
+            or len(low.variants) < 2:
+        return own
+    generic = fast(op, dtypes)
+    if generic is None:
+        return own
+    generic = generic.replace(variant=GENERIC, variants=low.variants, signature=low.signature)
+    options = [own]
+    for name in (*low.variants[1:], GENERIC):
+        if name != low.variant:
+            got = _narrowed(variant(op, generic, name), limit)
+            options.append(got.replace(variant=name, variants=low.variants, signature=low.signature,
+                                       extra_bytes=constant_bytes(got) - constant_bytes(generic)))
+            if options[-1].scratch_bytes <= limit:
+                return options[-1]
+    return min(options, key=lambda c: c.scratch_bytes)
+
+
 def lowering_of(graph: Graph, op: Op) -> Lowering | None:
     """The lowering an op runs with: the lower stage's (edgec/lower/lowering.py), or in a graph that was not
     lowered, its reference kernel's. None for a view (no code) and for a kind edgec has no kernel for (a

@@ -235,9 +235,9 @@ EDGEC_INLINE uint32_t edgec_window_rgb_word(const int8_t *s)
 /* A 3-channel input row iy (inside the image) widened into dst in pairs, as edgec_window_row_as below (x2: the
  * 2x4 block's layout; a constant where it is inlined). */
 EDGEC_INLINE void edgec_window_row_rgb(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy,
-                                       int32_t wp, edgec_w32 *dst, const int x2)
+                                       int32_t x0, int32_t wp, edgec_w32 *dst, const int x2)
 {
-    const int32_t in_w = p->in_w, s = p->stride_w, x0 = -p->pad_left, last = p->in_h * in_w - 1;
+    const int32_t in_w = p->in_w, s = p->stride_w, last = p->in_h * in_w - 1;
     int32_t i;
     for (i = 0; i < wp; ++i) {
         const int32_t ix = x0 + i;
@@ -262,17 +262,17 @@ EDGEC_INLINE void edgec_window_row_rgb(const edgec_conv2d_im2col_params *p, cons
     }
 }
 
-/* Input row iy (a padding row outside the image) widened into dst in pairs: for i < wp, pixel i and pixel
- * i + stride_w (counted from ix = -pad_left), group of 4 channels by group, 2 words each (x2: the 2x4 block's
- * layout, edgec_win_widen2x; a constant where it is inlined). */
+/* Input row iy (a padding row outside the image) widened into dst in pairs: for i < wp, pixel x0 + i and pixel
+ * x0 + i + stride_w (x0: the band's first column, -pad_left for the first band), group of 4 channels by group, 2
+ * words each (x2: the 2x4 block's layout, edgec_win_widen2x; a constant where it is inlined). */
 EDGEC_INLINE void edgec_window_row_as(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy,
-                                      int32_t wp, int32_t c4, edgec_w32 *dst, const int x2)
+                                      int32_t x0, int32_t wp, int32_t c4, edgec_w32 *dst, const int x2)
 {
-    const int32_t in_c = p->in_c, in_w = p->in_w, s = p->stride_w, x0 = -p->pad_left;
+    const int32_t in_c = p->in_c, in_w = p->in_w, s = p->stride_w;
     const int row = iy >= 0 && iy < p->in_h, aligned = row && (in_c & 3) == 0;
     int32_t i, c;
     if (row && in_c == 3) {
-        edgec_window_row_rgb(p, input, iy, wp, dst, x2);
+        edgec_window_row_rgb(p, input, iy, x0, wp, dst, x2);
         return;
     }
     for (i = 0; i < wp; ++i) {
@@ -301,15 +301,15 @@ EDGEC_INLINE void edgec_window_row_as(const edgec_conv2d_im2col_params *p, const
         }
     }
 }
-static void edgec_window_row(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t wp,
-                             int32_t c4, edgec_w32 *dst)
+static void edgec_window_row(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t x0,
+                             int32_t wp, int32_t c4, edgec_w32 *dst)
 {
-    edgec_window_row_as(p, input, iy, wp, c4, dst, 0);
+    edgec_window_row_as(p, input, iy, x0, wp, c4, dst, 0);
 }
-static void edgec_window_row_x2(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t wp,
-                                int32_t c4, edgec_w32 *dst)
+static void edgec_window_row_x2(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t x0,
+                                int32_t wp, int32_t c4, edgec_w32 *dst)
 {
-    edgec_window_row_as(p, input, iy, wp, c4, dst, 1);
+    edgec_window_row_as(p, input, iy, x0, wp, c4, dst, 1);
 }
 
 /* 2x4 block (edgec_conv2d_window4_s8): `blocks` blocks of 4 output channels of 2 pixels whose taps are the n words
@@ -400,13 +400,17 @@ static void edgec_window4_pair(const edgec_conv2d_im2col_params *p, edgec_b24_pi
     }
 }
 
-/* The kernels' loop over output rows and pixel pairs: x2 (a constant where it is inlined) the 2x4 block and its
- * layout of the widened rows, else the 2x2 block. */
+/* The kernels' loop over column bands, output rows and pixel pairs: x2 (a constant where it is inlined) the 2x4
+ * block and its layout of the widened rows, else the 2x2 block. A band is band_w output columns (the last one what
+ * is left; band_w out_w: whole rows, every input row widened once): the ring holds the band's input columns only,
+ * and the k_w - stride_w columns where two bands meet are widened twice (edgec/ops/conv/im2col.py
+ * window_band: the plan narrows the band where the ring would raise the arena's peak). */
 EDGEC_INLINE void edgec_window_run(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                                    const edgec_rq *rq, int8_t *scratch, int8_t *output, const int x2)
 {
     const int32_t c4 = (p->in_c + 3) & ~3, k_h = p->k_h, out_w = p->out_w, out_c = p->out_c, sh = p->stride_h;
-    const int32_t wp = (out_w - 1) * p->stride_w + p->k_w, row_words = wp * c4, step = p->stride_w * c4;
+    const int32_t bw = p->band_w < 1 ? 1 : (p->band_w < out_w ? p->band_w : out_w);
+    const int32_t wp = (bw - 1) * p->stride_w + p->k_w, row_words = wp * c4, step = p->stride_w * c4;
     const int32_t seg = p->k_w * c4, n = k_h * seg;
     const int full = p->act_min == -128 && p->act_max == 127;
     const edgec_window_pixels_fn pixels = n == 36 ? (full ? edgec_window_pixels_rgb_full
@@ -416,32 +420,38 @@ EDGEC_INLINE void edgec_window_run(const edgec_conv2d_im2col_params *p, const in
     /* k_h row slots: input row iy in slot (iy + pad_top) % k_h; then the n words of the 2 pixels' taps, gathered
      * (n = 36: 3 or 4 channels, 3x3) */
     edgec_w32 *ring = (edgec_w32 *)(void *)scratch, *cols = ring + k_h * row_words;
-    int32_t next = -p->pad_top, oy, ox, ky;
-    for (oy = 0; oy < p->out_h; ++oy) {
-        const int32_t iy0 = oy * sh - p->pad_top;
-        int32_t top;
-        if (next < iy0) next = iy0;
-        for (; next < iy0 + k_h; ++next) {
-            edgec_w32 *slot = ring + ((next + p->pad_top) % k_h) * row_words;
-            if (x2) {
-                edgec_window_row_x2(p, input, next, wp, c4, slot);
-            } else {
-                edgec_window_row(p, input, next, wp, c4, slot);
+    int32_t bx, oy, ox, ky;
+    for (bx = 0; bx < out_w; bx += bw) {
+        const int32_t bn = out_w - bx < bw ? out_w - bx : bw; /* the band's output columns */
+        const int32_t x0 = bx * p->stride_w - p->pad_left, wb = (bn - 1) * p->stride_w + p->k_w;
+        int32_t next = -p->pad_top;
+        for (oy = 0; oy < p->out_h; ++oy) {
+            const int32_t iy0 = oy * sh - p->pad_top;
+            int32_t top;
+            if (next < iy0) next = iy0;
+            for (; next < iy0 + k_h; ++next) {
+                edgec_w32 *slot = ring + ((next + p->pad_top) % k_h) * row_words;
+                if (x2) {
+                    edgec_window_row_x2(p, input, next, x0, wb, c4, slot);
+                } else {
+                    edgec_window_row(p, input, next, x0, wb, c4, slot);
+                }
             }
-        }
-        top = (iy0 + p->pad_top) % k_h; /* the slot of the window's first row */
-        for (ox = 0; ox < out_w; ox += 2) {
-            const int two = out_w - ox > 1; /* a lone last pixel is computed twice and stored once */
-            int8_t *o = output + (oy * out_w + ox) * out_c;
-            int32_t j = top;
-            for (ky = 0; ky < k_h; ++ky) {
-                edgec_window_copy(cols + ky * seg, ring + j * row_words + ox * step, seg);
-                j = j + 1 == k_h ? 0 : j + 1;
-            }
-            if (x2) {
-                edgec_window4_pair(p, pixels4, cols, n, (const edgec_w32 *)weights, rq, o, o + two * out_c);
-            } else {
-                pixels(cols, n, (const edgec_w32 *)weights, rq, out_c, o, o + two * out_c, p->act_min, p->act_max);
+            top = (iy0 + p->pad_top) % k_h; /* the slot of the window's first row */
+            for (ox = 0; ox < bn; ox += 2) {
+                const int two = bn - ox > 1; /* a lone last pixel is computed twice and stored once */
+                int8_t *o = output + (oy * out_w + bx + ox) * out_c;
+                int32_t j = top;
+                for (ky = 0; ky < k_h; ++ky) {
+                    edgec_window_copy(cols + ky * seg, ring + j * row_words + ox * step, seg);
+                    j = j + 1 == k_h ? 0 : j + 1;
+                }
+                if (x2) {
+                    edgec_window4_pair(p, pixels4, cols, n, (const edgec_w32 *)weights, rq, o, o + two * out_c);
+                } else {
+                    pixels(cols, n, (const edgec_w32 *)weights, rq, out_c, o, o + two * out_c, p->act_min,
+                           p->act_max);
+                }
             }
         }
     }

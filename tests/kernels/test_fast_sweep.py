@@ -119,10 +119,18 @@ def _requant(rng, n, taps):
     return bias, mult, shift
 
 
-def conv_cases(rng, lib, n, variant=GENERIC, pointwise=False):
+def banded(low, band_w: int):
+    """A window kernel's lowering on column bands of band_w output columns (the plan's narrowing,
+    edgec/ops/conv/im2col.py window_band; any width here, odd ones and 1 included), its scratch as the kernel gives."""
+    params = {**low.params, "band_w": band_w}
+    return low.replace(params=params, scratch_bytes=low.kernel.scratch_bytes(params))
+
+
+def conv_cases(rng, lib, n, variant=GENERIC, pointwise=False, bands=False):
     """variant: the generic im2col kernel or one of its speed variants (edgec/ops/conv/im2col.py; applied to every
     case, where a build would offer it or not);
-    pointwise: only 1x1, stride-1, unpadded convolutions (odd pixel and channel counts included)."""
+    pointwise: only 1x1, stride-1, unpadded convolutions (odd pixel and channel counts included);
+    bands: the window kernels on column bands of a random width (`banded`)."""
     for _ in range(n):
         in_c, out_c = channels(rng), channels(rng)
         k_h, k_w = (1, 1) if pointwise else (int(v) for v in rng.integers(1, 6, size=2))
@@ -141,9 +149,11 @@ def conv_cases(rng, lib, n, variant=GENERIC, pointwise=False):
             continue
         assert low.kernel.name == "edgec_conv2d_im2col_s8"
         low = select.variant(op, low, variant)
+        if bands:
+            low = banded(low, int(rng.integers(1, p["out_w"] + 1)))
         want = conv.run_conv(op, [x])
         got = run_fast(lib, low, x, out_size=want.size).reshape(want.shape)
-        assert np.array_equal(got, want), p
+        assert np.array_equal(got, want), (p, dict(low.params))
         yield True
 
 
@@ -419,6 +429,8 @@ SWEEPS = {"conv2d_im2col": (conv_cases, 300), "conv2d_blocked": (partial(conv_ca
           "conv2d_pointwise_1x1": (pointwise_cases, 300),
           "conv2d_window": (partial(conv_cases, variant="window"), 300),
           "conv2d_window4": (partial(conv_cases, variant="window4"), 300),
+          "conv2d_window_bands": (partial(conv_cases, variant="window", bands=True), 200),
+          "conv2d_window4_bands": (partial(conv_cases, variant="window4", bands=True), 200),
           "depthwise_conv2d_3x3": (depthwise_cases, 300),
           "depthwise_conv2d_3x3_fused": (partial(depthwise_cases, variant="fused"), 300),
           "depthwise_conv2d_3x3_small": (partial(depthwise_cases, variant="small"), 300),
@@ -525,7 +537,9 @@ def test_window_conv_widening_paths_at_saturating_values(shape, lib):
         op = weighted_op("conv2d", p, w, *_requant(rng, out_c, k_h * k_w * in_c))
         low = select.variant(op, select.fast(op), "window")
         want = conv.run_conv(op, [x])
-        assert np.array_equal(run_fast(lib, low, x, out_size=want.size).reshape(want.shape), want), (shape, zp)
+        for band_w in (out_w, 2, 3):      # whole rows, and column bands (edgec/ops/conv/im2col.py window_band)
+            got = run_fast(lib, banded(low, band_w), x, out_size=want.size).reshape(want.shape)
+            assert np.array_equal(got, want), (shape, zp, band_w)
 
 
 def test_window_variant_is_the_default_for_kernels_larger_than_1x1():

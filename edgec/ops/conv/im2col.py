@@ -51,7 +51,9 @@ def lower_im2col(op: Op):
     wp[:, :w.shape[1]] = w
     keys = ("in_h in_w in_c out_h out_w out_c k_h k_w stride_h stride_w pad_top pad_left "
             "input_zp").split()
-    params = {**{k: int(p[k]) for k in keys}, **got[0], "k4": k4}
+    # band_w: the window kernels' column band, whole rows unless the plan narrows it (window_band); the others
+    # ignore it
+    params = {**{k: int(p[k]) for k in keys}, **got[0], "k4": k4, "band_w": int(p["out_w"])}
     return params, {"fw": fast.words(wp), "rq": got[1]}
 
 
@@ -110,6 +112,30 @@ def window_conv(op: Op, base):
         w[out_c] = w[out_c - 1]
     w = w.reshape(-1, 2, k_h * k_w * c4 // 4, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
     return p, {**base.arrays, "fw": fast.words(np.ascontiguousarray(w))}
+
+
+WINDOW_MIN_BAND = 8   # columns: narrower bands cost more than they save (each band re-widens k_w - stride_w input
+                      # columns of every row and restarts its ring: IC's 32-column 3x3 layer in bands of 2 cost
+                      # 1.1 % of the model's instructions on qemu-cortex-m4, in bands of 8 0.23 %)
+
+
+def window_band(params, limit: int):
+    """`Kernel.narrow` of the window kernels: their params with column bands (`band_w`) as wide as `limit` bytes of
+    scratch allow, the bands of one width (the last one what is left), an even count of columns so that no pixel
+    pair straddles two bands, and at least WINDOW_MIN_BAND (those where none is within `limit`); None where the
+    whole rows are within it or the rows are no wider. The numbers are the same; where two bands meet, k_w -
+    stride_w input columns are widened twice."""
+    out_w = int(params["out_w"])
+    if WINDOW.scratch_bytes(params) <= limit or out_w <= WINDOW_MIN_BAND:
+        return None
+    width = WINDOW_MIN_BAND
+    for b in range(out_w - 1 - (out_w - 1) % 2, WINDOW_MIN_BAND, -2):
+        if WINDOW.scratch_bytes({**params, "band_w": b}) <= limit:
+            width = b
+            break
+    bands = -(-out_w // width)
+    width = -(-out_w // bands)
+    return {**params, "band_w": max(width + width % 2, WINDOW_MIN_BAND)}
 
 
 def window4_fits(base) -> bool:
@@ -286,9 +312,10 @@ BLOCKED4 = Kernel("edgec_conv2d_blocked4_s8", CONV_KINDS, VARIANT, cemit.fast_we
                   code_bytes=7308, cost=pointwise_cost("blocked4"),
                   flash_bytes=pointwise_flash("blocked4"), cycles_per_instruction=POINTWISE_CPI["blocked4"])
 WINDOW = Kernel("edgec_conv2d_window_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL, variant="window",
-                applies=window_fits, lower=window_conv, struct=STRUCT, code_bytes=4288)
+                applies=window_fits, lower=window_conv, struct=STRUCT, code_bytes=4288, narrow=window_band)
 WINDOW4 = Kernel("edgec_conv2d_window4_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL, variant="window4",
-                 applies=window4_fits, lower=window4_conv, struct=STRUCT, isa=DSP, code_bytes=8406)
+                 applies=window4_fits, lower=window4_conv, struct=STRUCT, isa=DSP, code_bytes=8406,
+                 narrow=window_band)
 POINTWISE = Kernel("edgec_conv2d_pointwise_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL,
                    variant="pointwise", applies=lambda base: base.params["k_h"] == 1 and base.params["k_w"] == 1,
                    lower=pointwise_conv, struct=STRUCT, code_bytes=4400, cost=pointwise_cost("pointwise"),
