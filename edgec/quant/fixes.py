@@ -75,7 +75,10 @@ class Fixes:
 
     def summary(self) -> str:
         if not self.judged:
-            return f"calibration (default recipe): minmax ranges, no equalization, no bias correction ({self.reason})"
+            return (f"calibration (default recipe): {self.method} ranges, "
+                    f"{'equalization' if self.equalize else 'no equalization'}, "
+                    f"{'bias correction (shrunk to what the samples agree on)' if self.bias_correction else 'no bias correction'}"
+                    f" ({self.reason})")
         start = self.trials[0]["held_out_db"] if self.trials else 0.0
         end = max([t["held_out_db"] for t in self.trials if t["kept"]] or [start])
         what = ", ".join(self.chosen) or "nothing (minmax ranges as they are)"
@@ -107,6 +110,16 @@ def not_judged(graph: Graph, n: int, states) -> str:
     if n < MIN_SAMPLES:
         return f"{n} calibration samples, fewer than {MIN_SAMPLES} (no held-out split)"
     return ""
+
+
+def unjudged(graph: Graph, n: int, states, why: str, method, equalize_opt, bias) -> Fixes:
+    """The recipe of a model it cannot judge: minmax ranges, no equalization, and bias correction when the
+    options leave it open and the model is one bias correction takes (not a QDQ model's own scales, not a
+    stateful one) with at least 2 samples: its shift is shrunk by how much the samples agree on it
+    (biascorr.shrunk_shift), so on a few samples it takes off only the shifts they agree on."""
+    plain = graph.fixed_qparams or states or n < 2
+    return Fixes(judged=False, reason=why, method=method or "minmax", equalize=bool(equalize_opt),
+                 bias_correction=bool(bias) if bias is not None or plain else True)
 
 
 def held_out(samples: Samples, keep: int) -> np.ndarray:

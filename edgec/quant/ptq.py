@@ -296,8 +296,8 @@ def _default_recipe(model, graph: Graph, stream: Samples, options: QuantOptions,
         return options, None
     why = fixes_mod.not_judged(graph, stream.n, states)
     if why:
-        chosen = fixes_mod.Fixes(judged=False, reason=why, method=options.method or "minmax",
-                                 equalize=bool(options.equalize), bias_correction=bool(options.bias_correction))
+        chosen = fixes_mod.unjudged(graph, stream.n, states, why, options.method, options.equalize,
+                                    options.bias_correction)
     else:
         chosen = fixes_mod.choose(model, graph, stream, options.method, options.equalize, options.bias_correction,
                                   options.per_channel, options.percentile, cache_dir if options.cache else None,
