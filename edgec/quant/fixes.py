@@ -34,7 +34,7 @@ import onnx
 from edgec import ports
 from edgec.data import Samples
 from edgec.ir import SYNTHETIC, Graph
-from edgec.quant import autorange, biascorr, calibrate, equalize, floatref, saturation
+from edgec.quant import autorange, biascorr, calibrate, equalize, floatref, reference, saturation
 from edgec.ops.registry import REGISTRY
 from edgec.quant.quantize import quantize
 from edgec.quant.ranges import METHODS
@@ -120,6 +120,33 @@ def unjudged(graph: Graph, n: int, states, why: str, method, equalize_opt, bias)
     plain = graph.fixed_qparams or states or n < 2
     return Fixes(judged=False, reason=why, method=method or "minmax", equalize=bool(equalize_opt),
                  bias_correction=bool(bias) if bias is not None or plain else True)
+
+
+def worst_output_sqnr(model: onnx.ModelProto, graph: Graph, x: np.ndarray) -> float:
+    """SQNR (dB) of the quantized graph's dequantized outputs against float on x, the worst output's."""
+    want = calibrate.run_float(model, x).reshape(len(x), -1).astype(np.float64)
+    got = ports.dequantize_outputs(graph, reference.run_sequence(graph, ports.quantize_inputs(graph, x),
+                                                                 reset_each=True)).reshape(len(x), -1)
+    worst = np.inf
+    for p in ports.outputs(graph):
+        w, g = want[:, p.start:p.start + p.size], got[:, p.start:p.start + p.size]
+        worst = min(worst, float(10 * np.log10(max(np.sum(w ** 2), 1e-30) / max(np.sum((w - g) ** 2), 1e-30))))
+    return worst
+
+
+def check_unjudged_bias(model: onnx.ModelProto, plain: Graph, corrected: Graph, x: np.ndarray, fixes: Fixes,
+                        log: Callable[[str], None] = lambda _: None) -> Graph:
+    """The default bias correction of a model the recipe could not judge, kept only when it brings the calibration
+    samples' own outputs no further from float than without it (worst output SQNR; a correction the samples
+    agree on should not): the graph kept. With no held-out split this is measured on the samples it was fitted
+    on, so it guards against a correction that hurts, it does not prove one helps."""
+    before, after = worst_output_sqnr(model, plain, x), worst_output_sqnr(model, corrected, x)
+    log(f"bias correction on the {len(x)} calibration samples: output SQNR {before:.1f} -> {after:.1f} dB")
+    if after >= before:
+        return corrected
+    fixes.bias_correction = False
+    fixes.reason += f"; bias correction left out (calibration samples' output SQNR {before:.1f} -> {after:.1f} dB)"
+    return plain
 
 
 def held_out(samples: Samples, keep: int) -> np.ndarray:
