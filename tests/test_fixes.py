@@ -87,6 +87,19 @@ def test_too_few_samples_keep_minmax_with_shrunk_bias_correction_and_say_why(tmp
     assert not fixes.unjudged(off.graph, 1, (), "one sample", None, None, None).bias_correction
 
 
+def test_an_unjudged_bias_correction_that_hurts_the_calibration_samples_is_left_out(tmp_path, monkeypatch):
+    from edgec.quant import biascorr
+    calib = tmp_path / "few.npz"
+    np.savez(calib, x=np.load(DIGITS / "calib.npz")["x"][:8])
+    monkeypatch.setattr(biascorr, "shrunk_shift", lambda diff: diff.mean(axis=0) + 5.0)   # a wrong shift
+    _, res = api.calibrate_model(DIGITS / "model.onnx", calib, ptq.QuantOptions(sensitivity_samples=0, cache=False))
+    assert not res.fixes.bias_correction and res.options.bias_correction is False
+    assert "bias correction left out" in res.fixes.reason
+    _, plain = api.calibrate_model(DIGITS / "model.onnx", calib,
+                                   ptq.QuantOptions.plain(sensitivity_samples=0, cache=False))
+    assert all(np.array_equal(a.attrs.get("bias", 0), b.attrs.get("bias", 0)) for a, b in zip(res.graph.ops, plain.graph.ops))
+
+
 def test_build_report_and_quant_json_say_what_the_default_chose(tmp_path):
     out = tmp_path / "build"
     report = api.build(_conv_outlier(tmp_path), DIGITS / "calib.npz", "host", out, firmware=False,
