@@ -97,7 +97,8 @@ def test_an_unjudged_bias_correction_that_hurts_the_calibration_samples_is_left_
     assert "bias correction left out" in res.fixes.reason
     _, plain = api.calibrate_model(DIGITS / "model.onnx", calib,
                                    ptq.QuantOptions.plain(sensitivity_samples=0, cache=False))
-    assert all(np.array_equal(a.attrs.get("bias", 0), b.attrs.get("bias", 0)) for a, b in zip(res.graph.ops, plain.graph.ops))
+    assert all(np.array_equal(a.attrs.get("bias", 0), b.attrs.get("bias", 0))
+               for a, b in zip(res.graph.ops, plain.graph.ops))
 
 
 def test_build_report_and_quant_json_say_what_the_default_chose(tmp_path):

@@ -77,8 +77,9 @@ class Fixes:
         if not self.judged:
             return (f"calibration (default recipe): {self.method} ranges, "
                     f"{'equalization' if self.equalize else 'no equalization'}, "
-                    f"{'bias correction (shrunk to what the samples agree on)' if self.bias_correction else 'no bias correction'}"
-                    f" ({self.reason})")
+                    + ("bias correction (shrunk to what the samples agree on)" if self.bias_correction
+                       else "no bias correction")
+                    + f" ({self.reason})")
         start = self.trials[0]["held_out_db"] if self.trials else 0.0
         end = max([t["held_out_db"] for t in self.trials if t["kept"]] or [start])
         what = ", ".join(self.chosen) or "nothing (minmax ranges as they are)"

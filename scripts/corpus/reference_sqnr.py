@@ -47,7 +47,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="+", help="model names (default: every .onnx with a calib.npz on disk)")
     ap.add_argument("--options", default="{}", help="quantization options as JSON (api.calibrate keywords)")
     args = ap.parse_args(argv)
-    names = args.only or sorted(p.parent.name for p in CORPUS.glob("*/model.onnx") if (p.parent / "calib.npz").is_file())
+    names = args.only or sorted(p.parent.name for p in CORPUS.glob("*/model.onnx")
+                                if (p.parent / "calib.npz").is_file())
     for name in names:
         e, o, chose = measure(name, json.loads(args.options))
         print(f"{name}: edgec {e:.2f} dB / ORT {'n/a' if o is None else f'{o:.2f}'} dB | {chose}", flush=True)
