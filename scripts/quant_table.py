@@ -115,7 +115,7 @@ def rows_of(label, model_path, calib_path, x, y):
     rows.append(row("edgec plain (minmax; the old default)", out))
     _, res = api.calibrate_model(model_path, calib_path, ptq.QuantOptions(cache=False, sensitivity_samples=0))
     f = res.fixes
-    chosen = (", ".join(f.chosen) or "nothing") if f and f.judged else f"plain ({f.reason})" if f else ""
+    chosen = ((", ".join(f.chosen) or "nothing") + ("" if f.judged else f" ({f.reason})")) if f else ""
     rows.append(row("edgec default (recipe)", int8_outputs(res.graph, x), chosen))
     if y is not None:           # the budget on the calibration file without its labels
         unlabelled = Path(tempfile.mkdtemp()) / "x_only.npz"

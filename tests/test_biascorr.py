@@ -53,3 +53,34 @@ def test_dequantized_weights_are_the_int4_levels_of_an_int4_layer():
     assert np.allclose(d / scale, np.round(d / scale)) and np.abs(np.round(d / scale)).max() == 7
     op8 = Op("fully_connected", "fc", ("x",), "y", attrs={"weights": w, "bias": np.zeros(4)})
     assert len(np.unique(np.round(biascorr._dequantized_weights(op8, True) / (scale / 127 * 7)))) > 15
+
+
+def test_the_shift_is_shrunk_to_what_the_samples_agree_on():
+    r = np.random.default_rng(5)
+    agreed = 1.0 + 0.01 * r.standard_normal(8)           # every sample shifted by 1: taken off whole
+    noise = 0.1 + r.standard_normal(8)                    # a mean of the samples' noise: mostly not
+    diff = np.stack([agreed, noise], axis=1)
+    s = biascorr.shrunk_shift(diff)
+    assert abs(s[0] - diff[:, 0].mean()) < 1e-3 * abs(diff[:, 0].mean())
+    assert abs(s[1]) < 0.25 * abs(diff[:, 1].mean()) or abs(s[1]) < 0.05
+    assert np.array_equal(biascorr.shrunk_shift(diff[:1]), diff[0])    # one sample: nothing to judge it by
+
+
+def test_a_real_shift_is_still_corrected_with_eight_samples(tmp_path, monkeypatch):
+    """The int4 layers' mean shift, measured on 8 calibration samples only: the samples agree on it, so the
+    shrinkage leaves most of the correction."""
+    monkeypatch.setenv("EDGEC_CACHE_DIR", str(tmp_path / "cache"))
+    path, x = _mlp(tmp_path)
+    np.savez(tmp_path / "calib8.npz", x=x[:8])
+    fl = calibrate.run_float(loader.load_model(path), x).reshape(len(x), -1)
+
+    def mean_shift(**kw):
+        res = api.calibrate_model(path, tmp_path / "calib8.npz",
+                                  ptq.QuantOptions.plain(weights="int4", sensitivity_samples=0, **kw))[1]
+        g = res.graph
+        out = g.tensors[g.output]
+        q = np.stack([reference.run(g, v).reshape(-1) for v in ports.quantize_inputs(g, x)]).astype(np.float64)
+        return np.abs(((q - out.zero_point) * out.scale - fl).mean(axis=0))
+
+    before, after = mean_shift(), mean_shift(bias_correction="quantized")
+    assert after.mean() < 0.6 * before.mean(), (before, after)

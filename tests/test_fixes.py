@@ -72,12 +72,33 @@ def test_flags_force_the_choices(tmp_path):
     assert forced.fixes is None and forced.method == "minmax" and forced.options.equalize is False
 
 
-def test_too_few_samples_keep_the_plain_recipe_and_say_why(tmp_path):
+def test_too_few_samples_keep_minmax_with_shrunk_bias_correction_and_say_why(tmp_path):
     calib = tmp_path / "few.npz"
     np.savez(calib, x=np.load(DIGITS / "calib.npz")["x"][:fixes.MIN_SAMPLES - 1])
     _, res = api.calibrate_model(DIGITS / "model.onnx", calib, ptq.QuantOptions(sensitivity_samples=0, cache=False))
     assert not res.fixes.judged and "fewer than" in res.fixes.reason and res.method == "minmax"
     assert "no held-out split" in res.fixes.summary()
+    # not judged, bias correction still applies: its shift shrunk to what the few samples agree on
+    assert res.fixes.bias_correction and res.options.bias_correction == "quantized"
+    assert "bias correction (shrunk" in res.fixes.summary()
+    _, off = api.calibrate_model(DIGITS / "model.onnx", calib,
+                                 ptq.QuantOptions(sensitivity_samples=0, cache=False, bias_correction=False))
+    assert not off.fixes.bias_correction and off.options.bias_correction is False
+    assert not fixes.unjudged(off.graph, 1, (), "one sample", None, None, None).bias_correction
+
+
+def test_an_unjudged_bias_correction_that_hurts_the_calibration_samples_is_left_out(tmp_path, monkeypatch):
+    from edgec.quant import biascorr
+    calib = tmp_path / "few.npz"
+    np.savez(calib, x=np.load(DIGITS / "calib.npz")["x"][:8])
+    monkeypatch.setattr(biascorr, "shrunk_shift", lambda diff: diff.mean(axis=0) + 5.0)   # a wrong shift
+    _, res = api.calibrate_model(DIGITS / "model.onnx", calib, ptq.QuantOptions(sensitivity_samples=0, cache=False))
+    assert not res.fixes.bias_correction and res.options.bias_correction is False
+    assert "bias correction left out" in res.fixes.reason
+    _, plain = api.calibrate_model(DIGITS / "model.onnx", calib,
+                                   ptq.QuantOptions.plain(sensitivity_samples=0, cache=False))
+    assert all(np.array_equal(a.attrs.get("bias", 0), b.attrs.get("bias", 0))
+               for a, b in zip(res.graph.ops, plain.graph.ops))
 
 
 def test_build_report_and_quant_json_say_what_the_default_chose(tmp_path):

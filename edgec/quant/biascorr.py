@@ -69,24 +69,37 @@ def correct_float(graph: Graph, samples: np.ndarray, per_channel: bool = True) -
                              else op for op in graph.ops)
 
 
+def shrunk_shift(diff: np.ndarray) -> np.ndarray:
+    """The mean output shift to take off each channel's bias, from its per-sample values diff (samples,
+    channels), shrunk towards 0 where the samples do not agree on it: m * max(0, 1 - se^2 / m^2), m the mean over
+    the samples and se its standard error (the positive-part James-Stein estimate, channel by channel). A shift
+    many standard errors away from 0 is taken off whole; one within the samples' noise (a few calibration
+    samples of a deep network) mostly not, where taking it off would fit that noise."""
+    m = diff.mean(axis=0)
+    if len(diff) < 2:
+        return m
+    se2 = diff.var(axis=0, ddof=1) / len(diff)
+    return m * np.clip(1.0 - se2 / np.maximum(m * m, 1e-30), 0.0, 1.0)
+
+
 def correct_quantized(graph: Graph, ranges: dict, samples: np.ndarray, per_channel: bool = True) -> tuple[Graph, int]:
     """The quantized variant, on a graph `quantize(graph, ranges, per_channel)` has quantized: the corrected
     graph (quantized again) and the number of layers corrected."""
     ops = [op for op in graph.ops if op.kind in BIAS_CORRECTABLE]
-    target = {id(op): np.zeros(len(op.attrs["bias"])) for op in ops}
-    for x in samples:                          # the float model's pre-activation means
+    target = {id(op): [] for op in ops}
+    for x in samples:                          # the float model's pre-activation means, per sample
         env = floatref.run(graph, x)
         for op in ops:
-            target[id(op)] += _channel_mean(op, env[op.inputs[0]], None)
-    target = [target.get(id(op)) for op in graph.ops]        # by position: quantize makes every op anew
+            target[id(op)].append(_channel_mean(op, env[op.inputs[0]], None))
+    target = [np.asarray(target[id(op)]) if id(op) in target else None for op in graph.ops]   # by position
     envs = [ports.feed(graph, q) for q in ports.quantize_inputs(graph, samples)]
     for k in range(len(graph.ops)):
         op = graph.ops[k]
         if op.kind in BIAS_CORRECTABLE:
             w = _dequantized_weights(op, per_channel)
             t = graph.tensors[op.inputs[0]]
-            seen = sum(_channel_mean(op, dequantize(t, env[op.inputs[0]]), w) for env in envs) / len(envs)
-            fixed = _with_bias(op, op.attrs["bias"] - (seen - target[k] / len(samples)))
+            seen = np.asarray([_channel_mean(op, dequantize(t, env[op.inputs[0]]), w) for env in envs])
+            fixed = _with_bias(op, op.attrs["bias"] - shrunk_shift(seen - target[k]))
             graph = quantize(graph.replace_ops(graph.ops[:k] + (fixed,) + graph.ops[k + 1:]), ranges,
                              per_channel)          # milliseconds; earlier ops come out the same
             op = graph.ops[k]

@@ -34,7 +34,7 @@ import onnx
 from edgec import ports
 from edgec.data import Samples
 from edgec.ir import SYNTHETIC, Graph
-from edgec.quant import autorange, biascorr, calibrate, equalize, floatref, saturation
+from edgec.quant import autorange, biascorr, calibrate, equalize, floatref, reference, saturation
 from edgec.ops.registry import REGISTRY
 from edgec.quant.quantize import quantize
 from edgec.quant.ranges import METHODS
@@ -75,7 +75,11 @@ class Fixes:
 
     def summary(self) -> str:
         if not self.judged:
-            return f"calibration (default recipe): minmax ranges, no equalization, no bias correction ({self.reason})"
+            return (f"calibration (default recipe): {self.method} ranges, "
+                    f"{'equalization' if self.equalize else 'no equalization'}, "
+                    + ("bias correction (shrunk to what the samples agree on)" if self.bias_correction
+                       else "no bias correction")
+                    + f" ({self.reason})")
         start = self.trials[0]["held_out_db"] if self.trials else 0.0
         end = max([t["held_out_db"] for t in self.trials if t["kept"]] or [start])
         what = ", ".join(self.chosen) or "nothing (minmax ranges as they are)"
@@ -107,6 +111,47 @@ def not_judged(graph: Graph, n: int, states) -> str:
     if n < MIN_SAMPLES:
         return f"{n} calibration samples, fewer than {MIN_SAMPLES} (no held-out split)"
     return ""
+
+
+def unjudged(graph: Graph, n: int, states, why: str, method, equalize_opt, bias) -> Fixes:
+    """The recipe of a model it cannot judge: minmax ranges, no equalization, and bias correction when the
+    options leave it open and the model is one bias correction takes (not a QDQ model's own scales, not a
+    stateful one) with at least 2 samples: its shift is shrunk by how much the samples agree on it
+    (biascorr.shrunk_shift), so on a few samples it takes off only the shifts they agree on."""
+    plain = graph.fixed_qparams or states or n < 2
+    return Fixes(judged=False, reason=why, method=method or "minmax", equalize=bool(equalize_opt),
+                 bias_correction=bool(bias) if bias is not None or plain else True)
+
+
+def worst_output_sqnr(model: onnx.ModelProto, graph: Graph, x: np.ndarray) -> float:
+    """SQNR (dB) of the quantized graph's dequantized outputs against float on x, the worst output's (outputs of
+    a varying shape, a NonMaxSuppression's selection, left out)."""
+    floats = calibrate.run_float_each(model, x)
+    got = ports.dequantize_outputs(graph, reference.run_sequence(graph, ports.quantize_inputs(graph, x),
+                                                                 reset_each=True)).reshape(len(x), -1)
+    worst = np.inf
+    for p in ports.outputs(graph):
+        w = [np.asarray(f.get(p.name, ()), np.float64).reshape(-1) for f in floats]
+        if graph.tensors[p.tensor].dtype == "float32" or any(v.size != p.size for v in w):
+            continue
+        w, g = np.stack(w), got[:, p.start:p.start + p.size]
+        worst = min(worst, float(10 * np.log10(max(np.sum(w ** 2), 1e-30) / max(np.sum((w - g) ** 2), 1e-30))))
+    return worst
+
+
+def check_unjudged_bias(model: onnx.ModelProto, plain: Graph, corrected: Graph, x: np.ndarray, fixes: Fixes,
+                        log: Callable[[str], None] = lambda _: None) -> Graph:
+    """The default bias correction of a model the recipe could not judge, kept only when it brings the calibration
+    samples' own outputs no further from float than without it (worst output SQNR; a correction the samples
+    agree on should not): the graph kept. With no held-out split this is measured on the samples it was fitted
+    on, so it guards against a correction that hurts, it does not prove one helps."""
+    before, after = worst_output_sqnr(model, plain, x), worst_output_sqnr(model, corrected, x)
+    log(f"bias correction on the {len(x)} calibration samples: output SQNR {before:.1f} -> {after:.1f} dB")
+    if after >= before:
+        return corrected
+    fixes.bias_correction = False
+    fixes.reason += f"; bias correction left out (calibration samples' output SQNR {before:.1f} -> {after:.1f} dB)"
+    return plain
 
 
 def held_out(samples: Samples, keep: int) -> np.ndarray:

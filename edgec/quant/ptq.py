@@ -265,8 +265,14 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
     else:
         q = quantize(g, ranges, options.per_channel)
         if bias_x is not None:
-            q, n = biascorr.correct_quantized(q, ranges, bias_x, options.per_channel)
-            log(f"bias correction: {n} layers, on the quantized model's own activations")
+            corrected, n = biascorr.correct_quantized(q, ranges, bias_x, options.per_channel)
+            if chosen is not None and not chosen.judged and chosen.bias_correction:   # the default, unmeasured
+                corrected = fixes_mod.check_unjudged_bias(model, q, corrected, bias_x, chosen, log)
+                if not chosen.bias_correction:
+                    options = replace(options, bias_correction=False)
+            if corrected is not q:
+                log(f"bias correction: {n} layers, on the quantized model's own activations")
+            q = corrected
     ports.check_tied(q, states)
     if set(q.fixed_qparams) - {q.tensors[n].source for n in q.inputs if q.tensors[n].dtype == "int16"}:
         log(qdq_summary(q))           # (an int16 input, an audio front end's PCM, is not a QDQ scale)
@@ -296,8 +302,8 @@ def _default_recipe(model, graph: Graph, stream: Samples, options: QuantOptions,
         return options, None
     why = fixes_mod.not_judged(graph, stream.n, states)
     if why:
-        chosen = fixes_mod.Fixes(judged=False, reason=why, method=options.method or "minmax",
-                                 equalize=bool(options.equalize), bias_correction=bool(options.bias_correction))
+        chosen = fixes_mod.unjudged(graph, stream.n, states, why, options.method, options.equalize,
+                                    options.bias_correction)
     else:
         chosen = fixes_mod.choose(model, graph, stream, options.method, options.equalize, options.bias_correction,
                                   options.per_channel, options.percentile, cache_dir if options.cache else None,
