@@ -2,11 +2,29 @@
  * Bit-exact with edgec/ops/svdf.py (whose doc gives the arithmetic). */
 #include "edgec_nn_support.h"
 
+#include <string.h>
+
 /* an int32 sum kept modulo 2^32 (TFLite Micro's int32 accumulators wrap on overflow; here without the undefined
  * behaviour), back to int32 */
 static int32_t wrap32(uint32_t v)
 {
     return v < 0x80000000u ? (int32_t)v : -(int32_t)(~v) - 1;
+}
+
+/* s[j] = s[j + 1] for j < n - 1, two entries a word (memcpy of 4 bytes: one LDR / STR where unaligned words may be
+ * read; each word read before the one below it is written): the byte loop of the C library's memmove, which the
+ * compiler makes of an element loop, cost more than the SVDF's products */
+static void shift_left(int16_t *s, int32_t n)
+{
+    int32_t j;
+    for (j = 0; j + 3 <= n; j += 2) {
+        uint32_t v;
+        memcpy(&v, s + j + 1, 4);
+        memcpy(s + j, &v, 4);
+    }
+    for (; j + 1 < n; ++j) {
+        s[j] = s[j + 1];
+    }
 }
 
 void edgec_svdf_s8(const edgec_svdf_params *p, const int8_t *input, const int8_t *w_feature, const int16_t *w_time,
@@ -21,7 +39,7 @@ void edgec_svdf_s8(const edgec_svdf_params *p, const int8_t *input, const int8_t
         int16_t *const rows = state + b * filters * memory;   /* this batch row's [filters][memory] */
         /* the oldest column drops out: the whole [filters][memory] one element to the left (each row's last entry
          * then holds the next row's first, overwritten below) */
-        for (j = 0; j + 1 < filters * memory; ++j) rows[j] = rows[j + 1];
+        shift_left(rows, filters * memory);
         for (f = 0; f < filters; ++f) {
             const int8_t *w = w_feature + f * n_in;
             /* sum w (x - zp) = sum w x - zp sum w, modulo 2^32 as TFLite Micro's wrapping int32 sum */
