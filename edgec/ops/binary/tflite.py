@@ -14,6 +14,7 @@ import numpy as np
 
 from edgec.ir import NO_ACT, Op, Tensor
 from edgec.ops import tflite16
+from edgec.ops.lut import tflite as lut_tflite
 from edgec.ops.binary import BINARY_OPS, binary_s8, quantize_binary
 from edgec.ops.movement import RANK
 
@@ -145,7 +146,7 @@ MAX_TABLES = 64     # tables (256 bytes each) before a constant operand is kept 
 def _as_tables(tx, op, x: str, out: str, t, data: np.ndarray, first: bool, params: dict, kind: str) -> bool:
     """x (op) constant, where the output has x's shape and the constant varies along one run of axes at most
     (a Keras Rescaling's scalar MUL and ADD, a BatchNorm's per-channel ones): TFLite's own integer result of
-    every int8 x and each constant value, as `lut` tables (edgec/ops/lut), bit for bit the broadcasting kernel's
+    every int8 x and each constant value, as tables (edgec/ops/lut), bit for bit the broadcasting kernel's
     (binary_s8 computes them) at a table read an element."""
     fn, shape = TABLE_FNS.get((kind, first)), tx.tensor(x).shape
     if fn is None or tuple(tx.tensor(out).shape) != tuple(shape) or data.ndim > len(shape):
@@ -168,8 +169,8 @@ def _as_tables(tx, op, x: str, out: str, t, data: np.ndarray, first: bool, param
     tables = np.concatenate([binary_s8(one, *((np.full(1, v, np.int8), xs) if first else (xs, np.full(1, v, np.int8))))
                              for v in values])
     real = ((values.astype(np.float64) - t.zero_point) * t.scale).astype(np.float32)
-    inner = int(np.prod(shape[hi + 1:], dtype=np.int64)) if varying else tx.tensor(x).size
-    tx.emit("lut", op, [x], out, {"table": tables}, fn=fn, fparams={}, consts=real, count=count, inner=inner)
+    lut_tflite.emit_tables(tx, op, x, out, tables, fn, real, count,
+                           int(np.prod(shape[hi + 1:], dtype=np.int64)) if varying else None)
     return True
 
 
