@@ -276,7 +276,7 @@ def same_outputs(graph, ref: np.ndarray, tflm: dict) -> bool:
     (q - zero point) x scale); a float32 port of edgec's (a float tail) by its float bits; the others as integers."""
     outs, ref = tflm.get("outputs", []), np.asarray(ref).reshape(-1)
     if len(outs) != len(ports.outputs(graph)):
-        return False
+        return _same_detections(graph, ref, outs)
     for o, p in zip(outs, ports.outputs(graph)):
         t, mine = graph.tensors[p.tensor], ref[p.start:p.start + p.size]
         y = np.frombuffer(bytes.fromhex(o["hex"]), np.dtype(o["dtype"]))
@@ -292,6 +292,22 @@ def same_outputs(graph, ref: np.ndarray, tflm: dict) -> bool:
     return True
 
 
+def _same_detections(graph, ref: np.ndarray, outs: list) -> bool:
+    """TFLite_Detection_PostProcess's four float32 outputs (boxes, classes, scores, count) against edgec's one packed
+    port [6D+1], in their defined part (edgec/ops/detection.py `defined`: TFLM leaves the rows past the count as
+    its arena held them)."""
+    from edgec.ops import detection
+    (port,) = ports.outputs(graph) if len(ports.outputs(graph)) == 1 else (None,)
+    if port is None or graph.tensors[port.tensor].dtype != "float32" or any(o["dtype"] != "float32" for o in outs):
+        return False
+    y = np.concatenate([np.frombuffer(bytes.fromhex(o["hex"]), np.float32) for o in outs])
+    if y.size != port.size:
+        return False
+    d = (port.size - 1) // 6
+    mine = np.asarray(ref[port.start:port.start + port.size], np.float32)
+    return detection.defined(y[None], d).tobytes() == detection.defined(mine[None], d).tobytes()
+
+
 def tflm_figures(j: dict) -> dict:
     parts = j.get("code_by_part") or {}
     return {"instructions": j["instructions"], "arena_bytes": j.get("arena_min_bytes") or j["arena_used_bytes"],
@@ -301,7 +317,9 @@ def tflm_figures(j: dict) -> dict:
 
 
 def measure(models: list[Model], boards: list[str], bundle: Path, kernels: set[str] | None = None,
-            bisect: bool = True, log=lambda s: print(s, file=sys.stderr, flush=True)) -> list[dict]:
+            bisect: bool = True, log=lambda s: print(s, file=sys.stderr, flush=True),
+            progress=lambda rows: None) -> list[dict]:
+    """The rows of every model and board; `progress(rows)` after each (a long run stopped half-way keeps them)."""
     rows = []
     for model in models:
         for board in boards:
@@ -312,6 +330,7 @@ def measure(models: list[Model], boards: list[str], bundle: Path, kernels: set[s
                 if tflm_input is None:
                     log(f"{model.name} {board}: edgec: {row['edgec']['error']}")
                     rows.append(row)
+                    progress(rows)
                     continue
                 for cpu, kern, label in CONFIGS[board]:
                     if kernels and kern not in kernels:
@@ -329,6 +348,7 @@ def measure(models: list[Model], boards: list[str], bundle: Path, kernels: set[s
                         f"edgec {row['edgec']['instructions']:,.0f} / TFLM {peer['instructions']:,} insns, "
                         f"identical={peer['identical']}"))
             rows.append(row)
+            progress(rows)
     return rows
 
 
@@ -443,7 +463,8 @@ def main(argv: list[str] | None = None) -> int:
             raise EdgecError("no models to run: check --models / --only")
         bundle = unpack_bundle(Path(args.bundle))
         kernels = set(args.kernels.split(",")) if args.kernels else None
-        rows = measure(models, boards, bundle, kernels, not args.no_bisect)
+        save = (lambda rows: Path(args.json).write_text(json.dumps(rows, indent=1))) if args.json else (lambda rows: None)
+        rows = measure(models, boards, bundle, kernels, not args.no_bisect, progress=save)
     except EdgecError as e:
         print(f"peers.py: error: {e}", file=sys.stderr)
         return 2

@@ -2,6 +2,8 @@
  * Bit-exact with edgec/ops/movement.py and concat.py. */
 #include "edgec_nn_support.h"
 
+#include <string.h>
+
 /* The output's dims (od) and, for each output axis, the input stride it walks (s). */
 static void transpose_walk(const edgec_transpose_params *p, int32_t od[4], int32_t s[4])
 {
@@ -35,13 +37,37 @@ static void transpose_walk(const edgec_transpose_params *p, int32_t od[4], int32
         }                                                                                                        \
     }
 
+/* `bytes` bytes from src to dst, a word at a time where unaligned words may be read (memcpy of 4 bytes:
+ * one LDR / STR on the Cortex-M3 and up). */
+static void copy_run(void *dst, const void *src, int32_t bytes)
+{
+    uint8_t *d = (uint8_t *)dst;
+    const uint8_t *s = (const uint8_t *)src;
+    for (; bytes >= 8; bytes -= 8, d += 8, s += 8) {
+        uint32_t a, b;
+        memcpy(&a, s, 4);
+        memcpy(&b, s + 4, 4);
+        memcpy(d, &a, 4);
+        memcpy(d + 4, &b, 4);
+    }
+    for (; bytes > 0; --bytes) {
+        *d++ = *s++;
+    }
+}
+
+/* A remap whose innermost table reads its input in a row (t5[i] = t5[0] + i: the channels of a PAD, a SLICE or a
+ * nearest resize in NHWC) moves whole runs: the output elements of consecutive i4 whose t4 steps by d[5] are one
+ * run of the input (copied), those of a padded i4 (a negative sum) one run of the pad value. */
 #define EDGEC_REMAP_BODY(T)                                                                                      \
     {                                                                                                            \
         const int32_t *d = p->dims;                                                                              \
         const int32_t *t0 = offsets + p->start[0], *t1 = offsets + p->start[1], *t2 = offsets + p->start[2];     \
         const int32_t *t3 = offsets + p->start[3], *t4 = offsets + p->start[4], *t5 = offsets + p->start[5];     \
         const T pad = (T)p->pad_value;                                                                           \
-        int32_t i0, i1, i2, i3, i4, i5;                                                                          \
+        int32_t i0, i1, i2, i3, i4, i5, rows = t5[0] >= 0;                                                       \
+        for (i5 = 1; i5 < d[5] && rows; ++i5) {                                                                  \
+            rows = t5[i5] == t5[0] + i5;                                                                         \
+        }                                                                                                        \
         for (i0 = 0; i0 < d[0]; ++i0) {                                                                          \
             for (i1 = 0; i1 < d[1]; ++i1) {                                                                      \
                 const int32_t s1 = t0[i0] + t1[i1];                                                              \
@@ -49,7 +75,20 @@ static void transpose_walk(const edgec_transpose_params *p, int32_t od[4], int32
                     const int32_t s2 = s1 + t2[i2];                                                              \
                     for (i3 = 0; i3 < d[3]; ++i3) {                                                              \
                         const int32_t s3 = s2 + t3[i3];                                                          \
-                        for (i4 = 0; i4 < d[4]; ++i4) {                                                          \
+                        for (i4 = 0; i4 < d[4] && rows;) {                                                       \
+                            const int32_t s4 = s3 + t4[i4];                                                      \
+                            int32_t run = 1, k;                                                                  \
+                            if (s4 >= 0) {                                                                       \
+                                while (i4 + run < d[4] && t4[i4 + run] == t4[i4] + run * d[5]) ++run;            \
+                                copy_run(output, input + s4 + t5[0], run * d[5] * (int32_t)sizeof(T));           \
+                            } else {                                                                             \
+                                while (i4 + run < d[4] && s3 + t4[i4 + run] < 0) ++run;                          \
+                                for (k = 0; k < run * d[5]; ++k) output[k] = pad;                                \
+                            }                                                                                    \
+                            output += run * d[5];                                                                \
+                            i4 += run;                                                                           \
+                        }                                                                                        \
+                        for (i4 = 0; i4 < d[4] && !rows; ++i4) {                                                 \
                             const int32_t s4 = s3 + t4[i4];                                                      \
                             for (i5 = 0; i5 < d[5]; ++i5) {                                                      \
                                 const int32_t s = s4 + t5[i5];                                                   \

@@ -2,6 +2,8 @@
  * Bit-exact with edgec/ops/svdf.py (whose doc gives the arithmetic). */
 #include "edgec_nn_support.h"
 
+#include <string.h>
+
 /* an int32 sum kept modulo 2^32 (TFLite Micro's int32 accumulators wrap on overflow; here without the undefined
  * behaviour), back to int32 */
 static int32_t wrap32(uint32_t v)
@@ -9,34 +11,63 @@ static int32_t wrap32(uint32_t v)
     return v < 0x80000000u ? (int32_t)v : -(int32_t)(~v) - 1;
 }
 
+/* s[j] = s[j + 1] for j < n - 1, two entries a word (memcpy of 4 bytes: one LDR / STR where unaligned words may be
+ * read; each word read before the one below it is written): the byte loop of the C library's memmove, which the
+ * compiler makes of an element loop, cost more than the SVDF's products */
+static void shift_left(int16_t *s, int32_t n)
+{
+    int32_t j;
+    for (j = 0; j + 3 <= n; j += 2) {
+        uint32_t v;
+        memcpy(&v, s + j + 1, 4);
+        memcpy(s + j, &v, 4);
+    }
+    for (; j + 1 < n; ++j) {
+        s[j] = s[j + 1];
+    }
+}
+
 void edgec_svdf_s8(const edgec_svdf_params *p, const int8_t *input, const int8_t *w_feature, const int16_t *w_time,
                    const int32_t *bias, int16_t *state, int8_t *output)
 {
     const int32_t filters = p->units * p->rank, memory = p->memory, n_in = p->input_size;
-    const int32_t span = p->state_max - p->state_min + 1;
-    int32_t b, f, u, r, j;
+    const int32_t input_zp = p->input_zp, state_zp = p->state_zp, lo = p->state_min, hi = p->state_max;
+    const int32_t span = hi - lo + 1;
+    int32_t b, f, u, j;
     for (b = 0; b < p->batch; ++b) {
         const int8_t *x = input + b * n_in;
         int16_t *const rows = state + b * filters * memory;   /* this batch row's [filters][memory] */
+        /* the oldest column drops out: the whole [filters][memory] one element to the left (each row's last entry
+         * then holds the next row's first, overwritten below) */
+        shift_left(rows, filters * memory);
         for (f = 0; f < filters; ++f) {
-            int16_t *row = rows + f * memory;
             const int8_t *w = w_feature + f * n_in;
-            uint32_t acc = 0;
+            /* sum w (x - zp) = sum w x - zp sum w, modulo 2^32 as TFLite Micro's wrapping int32 sum */
+            uint32_t acc = 0, sum_w = 0;
             int32_t v;
-            for (j = 0; j + 1 < memory; ++j) row[j] = row[j + 1];     /* the oldest column drops out */
-            for (j = 0; j < n_in; ++j) acc += (uint32_t)(w[j] * ((int32_t)x[j] - p->input_zp));
-            v = p->state_zp +
-                edgec_clamp(edgec_requantize(wrap32(acc), p->mult1, p->shift1), p->state_min, p->state_max);
-            row[memory - 1] = (int16_t)(((v - p->state_min) % span + span) % span + p->state_min);  /* as T */
+            for (j = 0; j + 4 <= n_in; j += 4) {
+                acc += (uint32_t)(w[j] * x[j] + w[j + 1] * x[j + 1] + w[j + 2] * x[j + 2] + w[j + 3] * x[j + 3]);
+                sum_w += (uint32_t)(w[j] + w[j + 1] + w[j + 2] + w[j + 3]);
+            }
+            for (; j < n_in; ++j) {
+                acc += (uint32_t)(w[j] * x[j]);
+                sum_w += (uint32_t)w[j];
+            }
+            acc -= sum_w * (uint32_t)input_zp;
+            v = state_zp + edgec_clamp(edgec_requantize(wrap32(acc), p->mult1, p->shift1), lo, hi);
+            while (v > hi) v -= span;          /* stored as T: wraps, as TFLite Micro's cast does */
+            while (v < lo) v += span;
+            rows[f * memory + memory - 1] = (int16_t)v;
         }
         for (u = 0; u < p->units; ++u) {
-            uint32_t acc = (uint32_t)bias[u];
-            for (r = 0; r < p->rank; ++r) {
-                const int32_t f0 = u * p->rank + r;
-                for (j = 0; j < memory; ++j) {     /* (an int16 weight times an int16 difference: up to 2^31) */
-                    acc += (uint32_t)w_time[f0 * memory + j] * (uint32_t)((int32_t)rows[f0 * memory + j] - p->state_zp);
-                }
+            /* the rank's filters of this unit are p->rank rows in a row: one run of rank * memory entries */
+            const int16_t *s = rows + u * p->rank * memory, *wt = w_time + u * p->rank * memory;
+            uint32_t acc = (uint32_t)bias[u], sum_wt = 0;
+            for (j = 0; j < p->rank * memory; ++j) {  /* (an int16 weight times an int16 entry: up to 2^30) */
+                acc += (uint32_t)(wt[j] * s[j]);
+                sum_wt += (uint32_t)wt[j];
             }
+            acc -= sum_wt * (uint32_t)state_zp;
             output[b * p->units + u] =
                 (int8_t)edgec_clamp(edgec_requantize(wrap32(acc), p->mult2, p->shift2) + p->output_zp, -128, 127);
         }

@@ -158,3 +158,28 @@ def test_float_inputs_and_outputs_are_fed_and_compared_as_the_same_integers(tmp_
     off[7] += np.float32(out.scale)               # one output one step off
     assert not m.same_outputs(graph, ref, {"outputs": [{"dtype": "float32", "hex": off.tobytes().hex()}]})
     assert not m.same_outputs(graph, ref, {"outputs": []})
+
+
+def test_detection_postprocess_outputs_are_compared_in_their_defined_part():
+    """TFLite_Detection_PostProcess: TFLM's four float32 outputs against edgec's one packed port, the rows past the
+    count left out (TFLM leaves them as its arena held them): what made peers.py report
+    keras_ssd_mobilenet_v2_postprocess as differing from TFLM."""
+    from edgec.frontend.tflite import load
+    m = _load()
+    path = CORPUS / "keras_ssd_mobilenet_v2_postprocess" / "model.tflite"
+    require(path.is_file(), str(path), "the corpus's committed files (tests/corpus)")
+    graph = load(path, "ssd")
+    with np.load(path.parent / "oracle.npz") as o:
+        ys = [np.asarray(o[f"y{k}"][0], np.float32).reshape(-1) for k in range(4)]
+    count = 6
+    ys[3][0] = count                       # its samples fill all 10 rows: say 6 were found
+    ref = np.concatenate(ys)
+    tflm = [y.copy() for y in ys]
+    tflm[0][4 * count:] = 7.5            # arena bytes past the count
+    tflm[2][count:] = -1.0
+    row = {"outputs": [{"dtype": "float32", "hex": y.tobytes().hex()} for y in tflm]}
+    assert m.same_outputs(graph, ref, row)
+    tflm[0][0] += 0.25                     # a defined box moved
+    row = {"outputs": [{"dtype": "float32", "hex": y.tobytes().hex()} for y in tflm]}
+    assert not m.same_outputs(graph, ref, row)
+    assert not m.same_outputs(graph, ref, {"outputs": row["outputs"][:3]})

@@ -50,6 +50,33 @@ def test_operator_family_sample_matches_tflm(tmp_path, family):
     assert not bad, bad
 
 
+def test_constant_operands_become_tables_bit_identical_to_tflm(tmp_path):
+    """A Keras Rescaling (MUL by one constant, then ADD of one; as TFLiteConverter writes it first in MobileNetV3)
+    and a per-channel constant SUB (either operand first) run as `lut` tables (edgec/ops/binary/tflite.py
+    `_as_tables`), not the broadcasting kernel, bit-identical with TFLite Micro at the int8 limits."""
+    from edgec.frontend import tflite as importer
+
+    rng = np.random.default_rng(37)
+    cases = []
+    for k, (xz, first) in enumerate(((-128, False), (127, True), (5, False))):
+        c = rng.integers(-128, 128, (4,)).astype(np.int8)
+        tensors = [oracle.T((1, 5, 3, 4), [0.02], [xz]), oracle.T((1,), [0.004], [-128], data=np.array([127], np.int8)),
+                   oracle.T((1, 5, 3, 4), [0.011], [-3]), oracle.T((), [0.5], [0], data=np.array(-128, np.int8)),
+                   oracle.T((1, 5, 3, 4), [0.07], [9]), oracle.T((4,), [0.03], [2], data=c),
+                   oracle.T((1, 5, 3, 4), [0.05], [-20])]
+        opts = lambda op: (f"{op.title()}Options", dict(FusedActivationFunction=0))     # noqa: E731
+        nodes = [oracle.Node("MUL", [1, 0] if first else [0, 1], 2, opts("MUL")),
+                 oracle.Node("ADD", [2, 3], 4, opts("ADD")),
+                 oracle.Node("SUB", [5, 4] if first else [4, 5], 6, opts("SUB"))]
+        x = rng.permutation(np.arange(300) % 256 - 128).astype(np.int8).reshape(5, 1, 5, 3, 4)   # every int8 value
+        cases.append(oracle.Case(f"tables{k}", tensors, nodes, 0, 6, x))
+        model = tmp_path / f"tables{k}.tflite"
+        model.write_bytes(oracle.write(cases[-1]))
+        assert [op.kind for op in importer.load(model, "m").ops] == ["lut"] * 3
+    bad = oracle.check(cases, tmp_path / "check")
+    assert not bad, bad
+
+
 def test_tile_matches_numpy(tmp_path):
     """TILE (not registered by TFLite Micro: numpy.tile of the bytes is its definition)."""
     for name, (maker, expected) in movement_cases.NUMPY_MAKERS.items():

@@ -47,6 +47,39 @@ def test_remap_and_concat(ck, seed):
     assert np.array_equal(got, want)
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_remap_moves_runs_of_rows(ck, seed):
+    """A remap whose innermost table reads a row (PAD, SLICE, nearest resize of NHWC: the kernel copies runs of
+    rows and fills padded ones): random paddings, crops, repeats and steps of an image, int8 and int16."""
+    from ckernels import i16
+
+    r = np.random.default_rng(300 + seed)
+    for _ in range(20):
+        h, w, c = (int(v) for v in r.integers(1, 9, 3))
+        strides = [h * w * c, w * c, c, 1]
+        tables = []
+        for n, s in zip((2, h, w), strides[:3]):
+            kind = r.integers(0, 3)
+            if kind == 0:            # padded both sides
+                j = np.arange(n + int(r.integers(0, 4)) + int(r.integers(0, 4))) - int(r.integers(0, 4))
+            elif kind == 1:          # a crop, maybe strided
+                j = np.arange(int(r.integers(0, n)), n, int(r.integers(1, 3)))
+            else:                    # nearest upsampling: each index repeated
+                j = np.repeat(np.arange(n), int(r.integers(1, 3)))
+            tables.append(np.where((j >= 0) & (j < n), j * s, movement.INVALID))
+        lo = int(r.integers(0, c))
+        tables.append(np.arange(lo, c) if r.random() < 0.8 else r.permutation(c))    # a row, or not
+        dims = [1, 1] + [len(t) for t in tables]
+        tables = [np.zeros(1, np.int64)] * 2 + tables
+        p = dict(dims=dims, start=np.cumsum([0] + dims[:-1]).tolist(), pad_value=int(r.integers(-128, 128)))
+        offsets = np.concatenate(tables).astype(np.int32)
+        for dtype, fn, x in ((np.int8, ck.lib.edgec_remap_s8, i8_uniform(r, 2 * h * w * c)),
+                             (np.int16, ck.lib.edgec_remap_s16, i16(r, (2 * h * w * c,)))):
+            got = np.zeros(int(np.prod(dims)), dtype)
+            fn(ctypes.byref(make("edgec_remap_params", p)), ptr(x), ptr(offsets), ptr(got))
+            assert np.array_equal(got, movement.remap_s8(p, offsets, x, dtype))
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_transpose_and_remap_s16(ck, seed):
     """The int16 transpose and remap (between two int16 layers) against their twins, int16 extremes included."""

@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from edgec.ir import NO_ACT, Op, Tensor
-from edgec.ops.binary import BINARY_OPS, quantize_binary
+from edgec.ops.binary import BINARY_OPS, binary_s8, quantize_binary
 from edgec.ops.binary.int16 import import_binary16
+from edgec.ops.lut import tflite as lut_tflite
 from edgec.ops.movement import RANK
 
 OPS: list = []      # no kind of its own: the kinds are the package's (__init__.py)
@@ -120,7 +121,46 @@ def import_tflite_binary(tx, op):
     _check_div(tx, probe.params)
     params = {**probe.params, **act, "_const_first": first}
     real = ((data.astype(np.float64) - t.zero_point) * t.scale).astype(np.float32)
+    if not fused and _as_tables(tx, op, x, out, t, data, first, params, kind):
+        return
     tx.emit("binary", op, [x], out, {"const": data}, params, **{**attrs, "const": real, "const_first": first})
+
+
+TABLE_FNS = {("add", False): "add_c", ("add", True): "add_c", ("sub", False): "sub_c", ("sub", True): "rsub_c",
+             ("mul", False): "mul_c", ("mul", True): "mul_c", ("max_raw", False): "max_c", ("max_raw", True): "max_c",
+             ("min_raw", False): "min_c", ("min_raw", True): "min_c"}
+MAX_TABLES = 64     # tables (256 bytes each) before a constant operand is kept for the broadcasting kernel
+
+
+def _as_tables(tx, op, x: str, out: str, t, data: np.ndarray, first: bool, params: dict, kind: str) -> bool:
+    """x (op) constant, where the output has x's shape and the constant varies along one run of axes at most
+    (a Keras Rescaling's scalar MUL and ADD, a BatchNorm's per-channel ones): TFLite's own integer result of
+    every int8 x and each constant value, as tables (edgec/ops/lut), bit for bit the broadcasting kernel's
+    (binary_s8 computes them) at a table read an element."""
+    fn, shape = TABLE_FNS.get((kind, first)), tx.tensor(x).shape
+    if fn is None or tuple(tx.tensor(out).shape) != tuple(shape) or data.ndim > len(shape):
+        return False
+    cshape = (1,) * (len(shape) - data.ndim) + data.shape
+    varying = [k for k in range(len(shape)) if cshape[k] > 1]
+    lo, hi = (varying[0], varying[-1]) if varying else (0, -1)
+    if any(cshape[k] not in (1, shape[k]) or (cshape[k] == 1 and shape[k] > 1) for k in range(lo, hi + 1)):
+        return False                           # broadcast inside the run: not one table per index
+    count = int(np.prod(shape[lo:hi + 1], dtype=np.int64)) if varying else 1
+    if count > MAX_TABLES:
+        return False
+    values = data.reshape(cshape)[tuple(slice(None) if lo <= k <= hi else slice(0, 1)
+                                        for k in range(len(shape)))].reshape(-1)
+    one = {**params, "dims": [1] * (RANK - 1) + [256], "a_stride": [0] * (RANK - 1) + [1],
+           "b_stride": [0] * RANK}
+    xs = np.arange(-128, 128).astype(np.int8)
+    if first:       # the constant is operand a: a broadcast, x the run
+        one.update(a_stride=one["b_stride"], b_stride=one["a_stride"])
+    tables = np.concatenate([binary_s8(one, *((np.full(1, v, np.int8), xs) if first else (xs, np.full(1, v, np.int8))))
+                             for v in values])
+    real = ((values.astype(np.float64) - t.zero_point) * t.scale).astype(np.float32)
+    lut_tflite.emit_tables(tx, op, x, out, tables, fn, real, count,
+                           int(np.prod(shape[hi + 1:], dtype=np.int64)) if varying else None)
+    return True
 
 
 def _check_div(tx, p: dict) -> None:

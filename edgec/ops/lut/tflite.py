@@ -105,6 +105,15 @@ def rsqrt_table(s_in: float, zp_in: int, s_out: float, zp_out: int) -> np.ndarra
     return _clip8(np.asarray(out))
 
 
+def emit_tables(tx, op, x: str, out: str, tables: np.ndarray, fn: str, consts=None, count: int = 1,
+                inner: int | None = None) -> None:
+    """out = tables[index along the run of axes][x] for another family's TFLite importer (a constant operand of an
+    elementwise operator, edgec/ops/binary/tflite.py): `count` tables of 256 int8 entries, each for `inner`
+    elements in a row; `fn` and `consts` the float function the tables stand for (FUNCTIONS)."""
+    tx.emit("lut", op, [x], out, {"table": np.asarray(tables, np.int8).reshape(-1)}, fn=fn, fparams={}, consts=consts,
+            count=count, inner=tx.tensor(x).size if inner is None else inner)
+
+
 def _unary(tx, op):
     x, out = tx.input(op, 0), tx.output(op)
     return x, out, tx.tensor(x), tx.tensor(out)
