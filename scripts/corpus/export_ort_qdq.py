@@ -47,8 +47,9 @@ def export(name: str) -> None:
                       per_channel=per_channel, activation_type=activations, weight_type=q.QuantType.QInt8)
     shutil.copyfile(src / "calib.npz", folder / "calib.npz")
     entry = manifest.load()[source]
-    manifest.record(name, kind, out, {"made_by": "scripts/corpus/export_ort_qdq.py", "float_model": source,
-                                      "quantizer": f"onnxruntime {onnxruntime.__version__} quantize_static (QDQ, "
+    manifest.record(name, kind, out, {"made_by": "scripts/corpus/export_ort_qdq.py",
+                                      "architecture": f"tests/corpus/{source} (float)",
+                                      "exporter": f"onnxruntime {onnxruntime.__version__} quantize_static (QDQ, "
                                       f"{'per-channel' if per_channel else 'per-tensor'} int8 weights, "
                                       f"{activations.name} activations, calibrated on {source}/calib.npz)"},
                     entry["license"], out.stat().st_size <= 700_000, f"python scripts/corpus/export_ort_qdq.py --only {name}")
