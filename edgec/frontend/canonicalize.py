@@ -93,6 +93,7 @@ class _Canonicalizer:
         self.graph.fixed_qparams = {k: (float(s), int(z)) for k, (s, z) in self.qdq["activations"].items()}
         self.problems: list[Problem] = []     # nodes edgec cannot build (see _node_or_problem)
         self.poisoned: set[str] = set()       # values downstream of a problem, shape unknown
+        self.done: set[int] = set()           # id() of the nodes canonicalized so far
         self.padded_for_conv: dict[str, tuple[str, tuple[int, int]]] = {}   # Pad output -> (input, pads)
 
     # ---- the context importers build on (edgec/ops/<family>.py) ---------------------------
@@ -182,10 +183,19 @@ class _Canonicalizer:
         if value not in self.values or not self.single_use(value):
             return None
         tensor, _ = self.values[value]
+        if self.read_as_another_value(value, tensor):
+            return None
         op = self.graph.ops[-1] if self.graph.ops else None
         if op is None or op.output != tensor:
             op = self.graph.producer(tensor)
         return op
+
+    def read_as_another_value(self, value: str, tensor: str) -> bool:
+        """Another ONNX value held in the same tensor (a view: a Transpose of a size-1 axis, a Reshape, an Identity)
+        is still to be read, or is a graph output: fusing into the producer would change what that reader sees."""
+        return any(v != value and t == tensor and ("<graph output>" in self.uses.get(v, [])
+                                                   or any(id(r) not in self.done for r in self.readers.get(v, [])))
+                   for v, (t, _) in self.values.items())
 
     def rename_output(self, op: Op, value: str, new_source: str, perm: tuple[int, ...]) -> None:
         """`op` now produces ONNX value `new_source` (an op was fused into it)."""
@@ -298,6 +308,8 @@ class _Canonicalizer:
             if not any(i in self.poisoned for i in node.input):   # else: a consequence of an earlier problem
                 self.problems.append(Problem(self.model, index, node, str(exc)))
             self._placeholder(node)
+        finally:
+            self.done.add(id(node))
 
     def _placeholder(self, node: onnx.NodeProto) -> None:
         """Outputs of a node edgec cannot build: tensors of their ONNX shape (for the survey's MACs and

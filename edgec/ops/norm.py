@@ -166,7 +166,37 @@ def import_layer_norm(cx, node):
     cx.values[y] = (out, perm)
 
 
-ONNX = {"LayerNormalization": import_layer_norm}
+MAX_COLS = ((1 << 31) - 1) // (255 * 255)     # the kernel's int32 sum of squares of a row cannot overflow
+
+
+def import_instance_norm(cx, node):
+    """InstanceNormalization over each (n, c) plane [N, C, D...] as `layer_norm` rows (ONNX layout: the plane's values
+    together). Scale and B must be one value each over the channels: what torch.onnx writes for a GroupNorm
+    (Reshape to [N, G, -1], InstanceNormalization with ones and zeros, Reshape back, then Mul and Add by the affine
+    weights) and for an InstanceNorm without affine weights."""
+    x, y = node.input[0], node.output[0]
+    shape = cx.shape(x, node)
+    if len(shape) < 3:
+        raise node_error(node, f"InstanceNormalization of a {len(shape)}-D input (ONNX asks for [N, C, D...])")
+    scale = np.asarray(cx.const_input(node, 1), np.float64).reshape(-1)
+    bias = np.asarray(cx.const_input(node, 2), np.float64).reshape(-1)
+    if np.ptp(scale) != 0 or np.ptp(bias) != 0:
+        raise node_error(node, "InstanceNormalization with a scale or bias that differs between channels is not "
+                         "taken (edgec takes one value each, as torch.onnx writes for GroupNorm)")
+    cols = int(np.prod(shape[2:], dtype=np.int64))
+    if cols > MAX_COLS:
+        raise node_error(node, f"InstanceNormalization over {cols} values a plane (edgec's kernel takes up to "
+                         f"{MAX_COLS})")
+    perm = movement.identity(len(shape))
+    tensor = cx.as_layout(x, perm, node)
+    out = cx.new_tensor(y, cx.graph.tensors[tensor].shape, y)
+    cx.emit("layer_norm", node, [tensor], out, rows=int(np.prod(shape[:2], dtype=np.int64)), cols=cols,
+            gamma=np.full(cols, scale[0]), beta=np.full(cols, bias[0]),
+            epsilon=float(cx.attr(node, "epsilon", 1e-5)), act=NO_ACT)
+    cx.values[y] = (out, perm)
+
+
+ONNX = {"LayerNormalization": import_layer_norm, "InstanceNormalization": import_instance_norm}
 TAKES_WHOLE = {"LayerNormalization": takes_whole}
 
 

@@ -119,6 +119,7 @@ MODELS = {
     "keras_mobilenet_v1_025_96": ("classification", _app(keras.applications.MobileNet, (96, 96, 3), alpha=0.25), "tflite", KERAS),
     "keras_mobilenet_v2_035_96": ("classification", _app(keras.applications.MobileNetV2, (96, 96, 3), alpha=0.35), "tflite", KERAS),
     "keras_mobilenet_v3_small_96": ("classification", _app(keras.applications.MobileNetV3Small, (96, 96, 3), alpha=0.75, minimalistic=True), "tflite", KERAS),
+    "keras_mobilenet_v2_035_96_uint8": ("classification", _app(keras.applications.MobileNetV2, (96, 96, 3), alpha=0.35), "tflite", KERAS),
     "keras_resnet8": ("classification", resnet8, "tflite", OWN),
     "keras_ds_cnn_kws": ("kws", ds_cnn, "tflite", OWN),
     "keras_audio_events_cnn": ("audio-events", audio_events, "tflite", OWN),
@@ -133,6 +134,10 @@ MODELS = {
     "tf2onnx_har_cnn1d": ("har", har_cnn, "tf2onnx", OWN),
     "tf2onnx_ad_autoencoder": ("anomaly", ad_autoencoder, "tf2onnx", OWN),
 }
+
+
+# input and output type of a .tflite when not int8 (TFLiteConverter's inference_input/output_type)
+UINT8_IO = {"keras_mobilenet_v2_035_96_uint8"}
 
 
 def calibration(name: str, shape, n: int) -> np.ndarray:
@@ -166,11 +171,12 @@ def export(name: str) -> None:
         conv.optimizations = [tf.lite.Optimize.DEFAULT]
         conv.representative_dataset = lambda: ([calib[i:i + 1]] for i in range(len(calib)))
         conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        conv.inference_input_type = tf.int8
-        conv.inference_output_type = tf.int8
+        io = tf.uint8 if name in UINT8_IO else tf.int8
+        conv.inference_input_type = io
+        conv.inference_output_type = io
         out = folder / "model.tflite"
         out.write_bytes(conv.convert())
-        how = f"TFLiteConverter full-INT8 PTQ (int8 input and output), TensorFlow {tf.__version__}"
+        how = f"TFLiteConverter full-INT8 PTQ ({io.name} input and output), TensorFlow {tf.__version__}"
     else:
         import tf2onnx
         spec = [tf.TensorSpec((1, *shape), tf.float32, name="input")]

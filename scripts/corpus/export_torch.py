@@ -222,6 +222,7 @@ MODELS = {
     "timm_vit_tiny_32": ("transformer", _vit, (3, 32, 32), "torchscript", TIMM),
     "timm_vit_tiny_32_dynamo": ("transformer", _vit, (3, 32, 32), "dynamo", TIMM),
     "timm_mobilevit_xxs_64": ("transformer", lambda: _timm("mobilevit_xxs", num_classes=10), (3, 64, 64), "torchscript", TIMM),
+    "timm_mobilevitv2_050_64": ("transformer", lambda: _timm("mobilevitv2_050", num_classes=10), (3, 64, 64), "torchscript", TIMM),
     "torch_resnet8_cifar": ("classification", ResNet8, (3, 32, 32), "torchscript", OWN),
     "torch_resnet8_cifar_dynamo": ("classification", ResNet8, (3, 32, 32), "dynamo", OWN),
     "torch_ds_cnn_kws": ("kws", DsCnnKws, (1, 49, 10), "torchscript", OWN),

@@ -24,6 +24,11 @@ TINY = ("mlcommons/tiny", "1afd2c9820f795965a6134facd0b4dfae41ef23f", "Apache-2.
 TINYENGINE = ("mit-han-lab/tinyengine", "47bb283ce9d7e33c6fea623b3792726046dc9cfa", "MIT")
 ONNX2C = ("kraiskil/onnx2c", "ea045cc169e9338bc8fe5b54d5109d2f2828db44",
           "onnx2c license ('You may use and distribute this software freely', LICENSE.txt)")
+# TFLite Micro's examples added in pull request #1341 (each file at the commit that last wrote it)
+TFLM_PR1341 = {c[:7]: ("tensorflow/tflite-micro", c, "Apache-2.0") for c in (
+    "466a4818226c2479413c89a18405f0c2226c8eaa", "7b77ef528c72bf253ff0d8037dec2b428abbb2e9",
+    "6aee91db4aba5e6ead0e5eeefbce4b47d9ac3752")}
+TINY_V13 = ("mlcommons/tiny_results_v1.3", "cd605ea0981306693c9e19765a15801c776988dc", "Apache-2.0")
 
 # name, kind, (repository, commit, license), path in the repository, committed
 FILES = [
@@ -48,6 +53,12 @@ FILES = [
     ("tinyengine_mcunetv2_large", "classification", TINYENGINE, "assets/mcunetv2_large.tflite", True),
     ("tinyengine_mcunet_vww", "classification", TINYENGINE, "assets/vww.tflite", True),
     ("tinyengine_mnist_lenet", "classification", TINYENGINE, "experimental/mnist_demo/assets/ptq_mnist_lenet-300-100.tflite", True),
+    ("tflm_retinaface", "detection", TFLM_PR1341["466a481"], "tensorflow/lite/micro/examples/retinaface/retinaface.tflite", True),
+    ("tflm_custom_rf_keras", "detection", TFLM_PR1341["7b77ef5"],
+     "tensorflow/lite/micro/examples/custom_model_rf_keras/custom_model_rf_keras.tflite", True),
+    ("tflm_id_model", "classification", TFLM_PR1341["6aee91d"], "tensorflow/lite/micro/examples/id_model/id_model.tflite", False),
+    ("tiny13_kj_ad_autoencoder", "anomaly", TINY_V13, "closed/kai_jiang/code/ad/K1_BOARD_V1.0/models/deep_autoencoder.onnx", True),
+    ("tiny13_kj_kws_ds_cnn", "kws", TINY_V13, "closed/kai_jiang/code/kws/K1_BOARD_V1.0/models/kws_ref_model.onnx", True),
     ("onnx2c_mnist", "classification", ONNX2C, "test/mnist/model.onnx", True),
     ("onnx2c_atmega_mnist", "classification", ONNX2C, "examples/atmega_mnist/mnist.simplified.onnx", True),
 ]

@@ -1,0 +1,70 @@
+"""QDQ models as onnxruntime's quantize_static writes them (the quantized ONNX users bring), made from float models of
+the corpus with their own calibration sets: tests/corpus/<name>/model.onnx and calib.npz, recorded in the manifest.
+
+    python scripts/corpus/export_ort_qdq.py [--only NAME ...]
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime
+from onnxruntime import quantization as q
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import manifest  # noqa: E402
+
+# name: (kind, float model of the corpus, per_channel, activation type)
+MODELS = {
+    "ortqdq_torch_kws_transformer": ("transformer", "torch_kws_transformer", True, q.QuantType.QInt8),
+}
+
+
+def export(name: str) -> None:
+    kind, source, per_channel, activations = MODELS[name]
+    src = manifest.CORPUS / source
+    calib = np.load(src / "calib.npz")["x"].astype(np.float32)
+    model = onnx.load(str(src / "model.onnx"))
+    init = {i.name for i in model.graph.initializer}
+    inp = [i.name for i in model.graph.input if i.name not in init][0]
+
+    class Reader(q.CalibrationDataReader):
+        def __init__(self):
+            self.it = iter(calib)
+
+        def get_next(self):
+            x = next(self.it, None)
+            return None if x is None else {inp: x[None]}
+
+    folder = manifest.CORPUS / name
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / "model.onnx"
+    q.quantize_static(str(src / "model.onnx"), str(out), Reader(), quant_format=q.QuantFormat.QDQ,
+                      per_channel=per_channel, activation_type=activations, weight_type=q.QuantType.QInt8)
+    shutil.copyfile(src / "calib.npz", folder / "calib.npz")
+    entry = manifest.load()[source]
+    manifest.record(name, kind, out, {"made_by": "scripts/corpus/export_ort_qdq.py",
+                                      "architecture": f"tests/corpus/{source} (float)",
+                                      "exporter": f"onnxruntime {onnxruntime.__version__} quantize_static (QDQ, "
+                                      f"{'per-channel' if per_channel else 'per-tensor'} int8 weights, "
+                                      f"{activations.name} activations, calibrated on {source}/calib.npz)"},
+                    entry["license"], out.stat().st_size <= 700_000, f"python scripts/corpus/export_ort_qdq.py --only {name}")
+    print(f"{name}: {out.stat().st_size:,} bytes")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", nargs="*")
+    args = ap.parse_args(argv)
+    for name in MODELS:
+        if not args.only or name in args.only:
+            export(name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
