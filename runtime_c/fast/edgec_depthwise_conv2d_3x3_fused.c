@@ -154,10 +154,10 @@ typedef void (*edgec_dwf_row)(const edgec_w32 *, int32_t, int32_t, const edgec_w
  * accumulators. */
 #if defined(EDGEC_DSP_NATIVE) && defined(__thumb2__)
 #define EDGEC_DWF_ASM 1
-void edgec_dwf_rows_s1(const edgec_w32 *x0, int32_t pairs, const edgec_w32 *wk, const edgec_rq *q, int8_t *out0,
-                       int32_t step, int32_t odd);
-void edgec_dwf_rows_s2(const edgec_w32 *x0, int32_t pairs, const edgec_w32 *wk, const edgec_rq *q, int8_t *out0,
-                       int32_t step, int32_t odd);
+extern void edgec_dwf_rows_s1(const edgec_w32 *x0, int32_t pairs, const edgec_w32 *wk, const edgec_rq *q,
+                              int8_t *out0, int32_t step, int32_t odd);
+extern void edgec_dwf_rows_s2(const edgec_w32 *x0, int32_t pairs, const edgec_w32 *wk, const edgec_rq *q,
+                              int8_t *out0, int32_t step, int32_t odd);
 /* requantize the accumulators r12 (stored at [r2]) and lr (at [r2 + r3]); the loop runs two pairs a pass, an odd
  * count entering at the second */
 #define EDGEC_DWF_ASM_STORE2                                                                       \

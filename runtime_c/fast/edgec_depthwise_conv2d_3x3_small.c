@@ -284,7 +284,8 @@ EDGEC_DWS_CHANNEL(edgec_dws_clamped_anyneg, EDGEC_DWS_CLAMP, EDGEC_DWS_ANYNEG)
  * from a row pair's end to the next. */
 #if defined(EDGEC_DSP_NATIVE) && defined(__thumb2__)
 #define EDGEC_DWS_ASM 1
-void edgec_dws_pairs_s1(const edgec_w32 *x0, const edgec_w32 *wk, const edgec_rq *q, int8_t *out, const int32_t *geo);
+extern void edgec_dws_pairs_s1(const edgec_w32 *x0, const edgec_w32 *wk, const edgec_rq *q, int8_t *out,
+                               const int32_t *geo);
 /* frame: [sp] multiplier, khi, bias, bias, row step, shift, then the next channel's x, wk, q, out, channels left,
  * record rows left; geo at sp + 84 */
 __asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_pairs_s1\n\t"
