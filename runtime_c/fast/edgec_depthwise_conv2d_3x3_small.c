@@ -286,6 +286,41 @@ EDGEC_DWS_CHANNEL(edgec_dws_clamped_anyneg, EDGEC_DWS_CLAMP, EDGEC_DWS_ANYNEG)
 #define EDGEC_DWS_ASM 1
 extern void edgec_dws_pairs_s1(const edgec_w32 *x0, const edgec_w32 *wk, const edgec_rq *q, int8_t *out,
                                const int32_t *geo);
+/* one pair of outputs (rows 2m and 2m + 1 of a column): the 3 column records' 12 MACs, both requantized and stored
+ * (the loop below runs two a pass) */
+#define EDGEC_DWS_ASM_PAIR \
+        "ldrd r12, lr, [sp, #8]\n\t"     \
+        "ldrd r10, r11, [r0], #32\n\t"   \
+        "smlad r12, r10, r4, r12\n\t"    \
+        "smlabt r12, r11, r7, r12\n\t"   \
+        "smlad lr, r11, r7, lr\n\t"      \
+        "smlabt lr, r4, r10, lr\n\t"     \
+        "ldrd r10, r11, [r0]\n\t"        \
+        "smlad r12, r10, r5, r12\n\t"    \
+        "smlabt r12, r11, r8, r12\n\t"   \
+        "smlad lr, r11, r8, lr\n\t"      \
+        "smlabt lr, r5, r10, lr\n\t"     \
+        "ldrd r10, r11, [r0, #32]\n\t"   \
+        "smlad r12, r10, r6, r12\n\t"    \
+        "smlabt r12, r11, r9, r12\n\t"   \
+        "smlad lr, r11, r9, lr\n\t"      \
+        "smlabt lr, r6, r10, lr\n\t"     \
+        "ldrd r10, r11, [sp]\n\t"        \
+        "add r11, r11, r12, asr #31\n\t" \
+        "smmlar r12, r12, r10, r11\n\t"  \
+        "ldr r11, [sp, #20]\n\t"         \
+        "asr r12, r12, r11\n\t"          \
+        "ssat r12, #8, r12\n\t"          \
+        "strb r12, [r2]\n\t"             \
+        "ldr r11, [sp, #4]\n\t"          \
+        "add r11, r11, lr, asr #31\n\t"  \
+        "smmlar lr, lr, r10, r11\n\t"    \
+        "ldr r11, [sp, #20]\n\t"         \
+        "asr lr, lr, r11\n\t"            \
+        "ssat lr, #8, lr\n\t"            \
+        "ldr r11, [sp, #16]\n\t"         \
+        "strb lr, [r2, r11]\n\t"         \
+        "add r2, r2, r3\n\t"
 /* frame: [sp] multiplier, khi, bias, bias, row step, shift, then the next channel's x, wk, q, out, channels left,
  * record rows left; geo at sp + 84 */
 __asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_pairs_s1\n\t"
@@ -328,72 +363,8 @@ __asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_pairs_s1\n\t"
         "subs r10, r1, r0\n\t"
         "tst r10, #32\n\t"
         "bne 5f\n"
-        "3:\n\t"
-        "ldrd r12, lr, [sp, #8]\n\t"
-        "ldrd r10, r11, [r0], #32\n\t"
-        "smlad r12, r10, r4, r12\n\t"
-        "smlabt r12, r11, r7, r12\n\t"
-        "smlad lr, r11, r7, lr\n\t"
-        "smlabt lr, r4, r10, lr\n\t"
-        "ldrd r10, r11, [r0]\n\t"
-        "smlad r12, r10, r5, r12\n\t"
-        "smlabt r12, r11, r8, r12\n\t"
-        "smlad lr, r11, r8, lr\n\t"
-        "smlabt lr, r5, r10, lr\n\t"
-        "ldrd r10, r11, [r0, #32]\n\t"
-        "smlad r12, r10, r6, r12\n\t"
-        "smlabt r12, r11, r9, r12\n\t"
-        "smlad lr, r11, r9, lr\n\t"
-        "smlabt lr, r6, r10, lr\n\t"
-        "ldrd r10, r11, [sp]\n\t"
-        "add r11, r11, r12, asr #31\n\t"
-        "smmlar r12, r12, r10, r11\n\t"
-        "ldr r11, [sp, #20]\n\t"
-        "asr r12, r12, r11\n\t"
-        "ssat r12, #8, r12\n\t"
-        "strb r12, [r2]\n\t"
-        "ldr r11, [sp, #4]\n\t"
-        "add r11, r11, lr, asr #31\n\t"
-        "smmlar lr, lr, r10, r11\n\t"
-        "ldr r11, [sp, #20]\n\t"
-        "asr lr, lr, r11\n\t"
-        "ssat lr, #8, lr\n\t"
-        "ldr r11, [sp, #16]\n\t"
-        "strb lr, [r2, r11]\n\t"
-        "add r2, r2, r3\n\t"
-        "5:\n\t"
-        "ldrd r12, lr, [sp, #8]\n\t"
-        "ldrd r10, r11, [r0], #32\n\t"
-        "smlad r12, r10, r4, r12\n\t"
-        "smlabt r12, r11, r7, r12\n\t"
-        "smlad lr, r11, r7, lr\n\t"
-        "smlabt lr, r4, r10, lr\n\t"
-        "ldrd r10, r11, [r0]\n\t"
-        "smlad r12, r10, r5, r12\n\t"
-        "smlabt r12, r11, r8, r12\n\t"
-        "smlad lr, r11, r8, lr\n\t"
-        "smlabt lr, r5, r10, lr\n\t"
-        "ldrd r10, r11, [r0, #32]\n\t"
-        "smlad r12, r10, r6, r12\n\t"
-        "smlabt r12, r11, r9, r12\n\t"
-        "smlad lr, r11, r9, lr\n\t"
-        "smlabt lr, r6, r10, lr\n\t"
-        "ldrd r10, r11, [sp]\n\t"
-        "add r11, r11, r12, asr #31\n\t"
-        "smmlar r12, r12, r10, r11\n\t"
-        "ldr r11, [sp, #20]\n\t"
-        "asr r12, r12, r11\n\t"
-        "ssat r12, #8, r12\n\t"
-        "strb r12, [r2]\n\t"
-        "ldr r11, [sp, #4]\n\t"
-        "add r11, r11, lr, asr #31\n\t"
-        "smmlar lr, lr, r10, r11\n\t"
-        "ldr r11, [sp, #20]\n\t"
-        "asr lr, lr, r11\n\t"
-        "ssat lr, #8, lr\n\t"
-        "ldr r11, [sp, #16]\n\t"
-        "strb lr, [r2, r11]\n\t"
-        "add r2, r2, r3\n\t"
+        "3:\n\t" EDGEC_DWS_ASM_PAIR
+        "5:\n\t" EDGEC_DWS_ASM_PAIR
         "cmp r0, r1\n\t"
         "bne 3b\n\t"
         "ldr r11, [sp, #84]\n\t"
