@@ -143,43 +143,54 @@ void edgec_group_conv2d_s8(const edgec_group_conv2d_params *p, const int8_t *inp
     }
 }
 
+/* The loop nest of the 16x8 convolutions: for every output (oy, ox, oc) `acc` (ACC_T) starts at 0, TAP runs for
+ * each tap inside the image (`px`: the input pixel, `ky`, `kx`, `ic` free for the tap's own loop), then STORE
+ * writes the output. */
+#define EDGEC_CONV_S16_NEST(ACC_T, TAP, STORE)                                                          \
+    do {                                                                                                \
+        int32_t oy, ox, oc, ky, kx, ic;                                                                 \
+        for (oy = 0; oy < p->out_h; ++oy) {                                                             \
+            for (ox = 0; ox < p->out_w; ++ox) {                                                         \
+                for (oc = 0; oc < p->out_c; ++oc) {                                                     \
+                    ACC_T acc = 0;                                                                      \
+                    for (ky = 0; ky < p->k_h; ++ky) {                                                   \
+                        const int32_t iy = oy * p->stride_h - p->pad_top + ky * p->dil_h;               \
+                        if (iy < 0 || iy >= p->in_h) {                                                  \
+                            continue;                                                                   \
+                        }                                                                               \
+                        for (kx = 0; kx < p->k_w; ++kx) {                                               \
+                            const int32_t ix = ox * p->stride_w - p->pad_left + kx * p->dil_w;          \
+                            const int16_t *px;                                                          \
+                            if (ix < 0 || ix >= p->in_w) {                                              \
+                                continue;                                                               \
+                            }                                                                           \
+                            px = input + ((int64_t)iy * p->in_w + ix) * p->in_c;                        \
+                            TAP                                                                         \
+                        }                                                                               \
+                    }                                                                                   \
+                    STORE                                                                               \
+                }                                                                                       \
+            }                                                                                           \
+        }                                                                                               \
+        (void)ic;                                                                                       \
+    } while (0)
+
 static void edgec_conv_s16(const edgec_conv_params *p, const int16_t *input, const int8_t *weights,
                            const int64_t *bias, const int32_t *mult, const int32_t *shift, int16_t *output,
                            int depthwise)
 {
-    int32_t oy, ox, oc, ky, kx, ic;
-    for (oy = 0; oy < p->out_h; ++oy) {
-        for (ox = 0; ox < p->out_w; ++ox) {
-            for (oc = 0; oc < p->out_c; ++oc) {
-                int64_t acc = 0;
-                for (ky = 0; ky < p->k_h; ++ky) {
-                    const int32_t iy = oy * p->stride_h - p->pad_top + ky * p->dil_h;
-                    if (iy < 0 || iy >= p->in_h) {
-                        continue;
-                    }
-                    for (kx = 0; kx < p->k_w; ++kx) {
-                        const int32_t ix = ox * p->stride_w - p->pad_left + kx * p->dil_w;
-                        const int16_t *px;
-                        if (ix < 0 || ix >= p->in_w) {
-                            continue;
-                        }
-                        px = input + ((int64_t)iy * p->in_w + ix) * p->in_c;
-                        if (depthwise) {
-                            acc += (int64_t)px[oc / p->depth_multiplier] *
-                                   weights[((int64_t)ky * p->k_w + kx) * p->out_c + oc];
-                        } else {
-                            const int8_t *pw = weights + (((int64_t)oc * p->k_h + ky) * p->k_w + kx) * p->in_c;
-                            for (ic = 0; ic < p->in_c; ++ic) {
-                                acc += (int64_t)px[ic] * pw[ic];
-                            }
-                        }
-                    }
-                }
-                acc += bias[oc];
-                *output++ = (int16_t)edgec_clamp(edgec_requantize64(acc, mult[oc], shift[oc]), p->act_min, p->act_max);
+    EDGEC_CONV_S16_NEST(
+        int64_t,
+        if (depthwise) {
+            acc += (int64_t)px[oc / p->depth_multiplier] * weights[((int64_t)ky * p->k_w + kx) * p->out_c + oc];
+        } else {
+            const int8_t *pw = weights + (((int64_t)oc * p->k_h + ky) * p->k_w + kx) * p->in_c;
+            for (ic = 0; ic < p->in_c; ++ic) {
+                acc += (int64_t)px[ic] * pw[ic];
             }
-        }
-    }
+        },
+        acc += bias[oc];
+        *output++ = (int16_t)edgec_clamp(edgec_requantize64(acc, mult[oc], shift[oc]), p->act_min, p->act_max););
 }
 
 void edgec_conv2d_s16(const edgec_conv_params *p, const int16_t *input, const int8_t *weights,
@@ -200,34 +211,13 @@ void edgec_depthwise_conv2d_s16(const edgec_conv_params *p, const int16_t *input
 void edgec_conv2d_s16_b32(const edgec_conv_params *p, const int16_t *input, const int8_t *weights,
                           const int32_t *bias, const int32_t *mult, const int32_t *shift, int16_t *output)
 {
-    int32_t oy, ox, oc, ky, kx, ic;
-    for (oy = 0; oy < p->out_h; ++oy) {
-        for (ox = 0; ox < p->out_w; ++ox) {
-            for (oc = 0; oc < p->out_c; ++oc) {
-                uint32_t acc = 0u;
-                for (ky = 0; ky < p->k_h; ++ky) {
-                    const int32_t iy = oy * p->stride_h - p->pad_top + ky * p->dil_h;
-                    if (iy < 0 || iy >= p->in_h) {
-                        continue;
-                    }
-                    for (kx = 0; kx < p->k_w; ++kx) {
-                        const int32_t ix = ox * p->stride_w - p->pad_left + kx * p->dil_w;
-                        const int16_t *px;
-                        const int8_t *pw;
-                        if (ix < 0 || ix >= p->in_w) {
-                            continue;
-                        }
-                        px = input + ((int64_t)iy * p->in_w + ix) * p->in_c;
-                        pw = weights + (((int64_t)oc * p->k_h + ky) * p->k_w + kx) * p->in_c;
-                        for (ic = 0; ic < p->in_c; ++ic) {
-                            acc += (uint32_t)((int32_t)px[ic] * pw[ic]);
-                        }
-                    }
-                }
-                acc += (uint32_t)bias[oc];
-                *output++ = (int16_t)edgec_clamp(edgec_requantize((int32_t)acc, mult[oc], shift[oc]), p->act_min,
-                                                 p->act_max);
-            }
-        }
-    }
+    EDGEC_CONV_S16_NEST(
+        uint32_t,
+        const int8_t *pw = weights + (((int64_t)oc * p->k_h + ky) * p->k_w + kx) * p->in_c;
+        for (ic = 0; ic < p->in_c; ++ic) {
+            acc += (uint32_t)((int32_t)px[ic] * pw[ic]);
+        },
+        acc += (uint32_t)bias[oc];
+        *output++ = (int16_t)edgec_clamp(edgec_requantize((int32_t)acc, mult[oc], shift[oc]), p->act_min,
+                                         p->act_max););
 }
