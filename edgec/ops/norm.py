@@ -15,11 +15,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import onnx
 
 from edgec.errors import node_error
-from edgec.ir import NO_ACT, Op, Tensor
+from edgec.ir import NO_ACT, Op, SYNTHETIC, Tensor
 from edgec.ops import cemit, movement
 from edgec.ops.kernel import REFERENCE, Kernel
+from edgec.ops.lut import per_channel_affine
 from edgec.ops.opdef import CallSite, OpDef
 from edgec.fixedpoint.scheme import act_range, quantize_multiplier, requantize
 
@@ -171,29 +173,34 @@ MAX_COLS = ((1 << 31) - 1) // (255 * 255)     # the kernel's int32 sum of square
 
 def import_instance_norm(cx, node):
     """InstanceNormalization over each (n, c) plane [N, C, D...] as `layer_norm` rows (ONNX layout: the plane's values
-    together). Scale and B must be one value each over the channels: what torch.onnx writes for a GroupNorm
-    (Reshape to [N, G, -1], InstanceNormalization with ones and zeros, Reshape back, then Mul and Add by the affine
-    weights) and for an InstanceNorm without affine weights."""
+    together). A scale and B of one value each over the channels (what torch.onnx writes for a GroupNorm: Reshape to
+    [N, G, -1], InstanceNormalization with ones and zeros, Reshape back, then Mul and Add by the affine weights; an
+    InstanceNorm without affine weights) are the rows' gamma and beta; per-channel ones are a per-channel table
+    (`affine`, edgec/ops/lut) after the rows, on edgec's own tensor of the normalized planes."""
     x, y = node.input[0], node.output[0]
     shape = cx.shape(x, node)
     if len(shape) < 3:
         raise node_error(node, f"InstanceNormalization of a {len(shape)}-D input (ONNX asks for [N, C, D...])")
-    scale = np.asarray(cx.const_input(node, 1), np.float64).reshape(-1)
-    bias = np.asarray(cx.const_input(node, 2), np.float64).reshape(-1)
-    if np.ptp(scale) != 0 or np.ptp(bias) != 0:
-        raise node_error(node, "InstanceNormalization with a scale or bias that differs between channels is not "
-                         "taken (edgec takes one value each, as torch.onnx writes for GroupNorm)")
+    scale = np.broadcast_to(np.asarray(cx.const_input(node, 1), np.float64).reshape(-1), (shape[1],))
+    bias = np.broadcast_to(np.asarray(cx.const_input(node, 2), np.float64).reshape(-1), (shape[1],))
     cols = int(np.prod(shape[2:], dtype=np.int64))
     if cols > MAX_COLS:
         raise node_error(node, f"InstanceNormalization over {cols} values a plane (edgec's kernel takes up to "
                          f"{MAX_COLS})")
+    uniform = np.ptp(scale) == 0 and np.ptp(bias) == 0
+    normed = y if uniform else SYNTHETIC + y + "__normed"    # edgec's own tensor: not an ONNX value
     perm = movement.identity(len(shape))
     tensor = cx.as_layout(x, perm, node)
-    out = cx.new_tensor(y, cx.graph.tensors[tensor].shape, y)
+    out = cx.new_tensor(normed, cx.graph.tensors[tensor].shape, normed)
+    gain, shift = (scale[0], bias[0]) if uniform else (1.0, 0.0)
     cx.emit("layer_norm", node, [tensor], out, rows=int(np.prod(shape[:2], dtype=np.int64)), cols=cols,
-            gamma=np.full(cols, scale[0]), beta=np.full(cols, bias[0]),
-            epsilon=float(cx.attr(node, "epsilon", 1e-5)), act=NO_ACT)
-    cx.values[y] = (out, perm)
+            gamma=np.full(cols, gain), beta=np.full(cols, shift), epsilon=float(cx.attr(node, "epsilon", 1e-5)),
+            act=NO_ACT)
+    cx.values[normed] = (out, perm)
+    if not uniform:
+        cx.shapes[normed] = tuple(shape)
+        per_channel_affine(cx, onnx.helper.make_node("InstanceNormalization", [normed], [y], name=node.name), normed,
+                           scale.copy(), bias.copy())
 
 
 ONNX = {"LayerNormalization": import_layer_norm, "InstanceNormalization": import_instance_norm}
