@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgec.errors import EdgecError
 from edgec.ir import Op, Tensor
 from edgec.ops.kernel import REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, OpDef
@@ -143,6 +144,10 @@ def l2_pool(x, p: dict) -> np.ndarray:
     return out
 
 
+class IndexOutside(EdgecError):
+    """An EMBEDDING_LOOKUP or GATHER id outside its table: the inference fails, as TFLite Micro's does."""
+
+
 def lookup(ids, table: np.ndarray, p: dict) -> np.ndarray:
     """EMBEDDING_LOOKUP: the rows of `table` the ids name (a row of zeros for an id outside the table, where
     TFLM stops with an error); dequantized (scale, zero point 0) for a float output."""
@@ -199,6 +204,13 @@ def run_l2_pool(op, ins):
 
 
 def run_lookup(op, ins):
+    """The lookup; an id outside the table fails the inference (the device's invoke returns EDGEC_ERROR_INDEX),
+    as TFLite Micro's Invoke fails."""
+    ids, rows = np.asarray(ins[0], np.int64).reshape(-1), op.params["rows"]
+    bad = ids[(ids < 0) | (ids >= rows)]
+    if bad.size:
+        raise IndexOutside(f"{op.name}: id {int(bad[0])} outside the table's {rows} rows (TFLite Micro's Invoke "
+                           "fails there too; the device's invoke returns EDGEC_ERROR_INDEX, -5)")
     return lookup(ins[0], op.arrays["table"], op.params)
 
 
@@ -241,9 +253,9 @@ def c_l2_pool(op, low, s: CallSite) -> str:
 
 def c_lookup(op, low, s: CallSite) -> str:
     p = op.params
-    return (f"edgec_float_embedding_lookup({p['ids']}, {p['rows']}, {p['cols']}, {p['hybrid']}, "
+    return (f"if (edgec_float_embedding_lookup({p['ids']}, {p['rows']}, {p['cols']}, {p['hybrid']}, "
             f"{c_float(p['scale_bits'])}, (const int32_t *)(const void *)({s.inputs[0]}), {s.arrays['table']}, "
-            f"(void *)({s.output}));")
+            f"(void *)({s.output})) != 0) return EDGEC_ERROR_INDEX;   /* an id outside the table, as TFLM fails */")
 
 
 def computes(graph, tensor: str) -> bool:
@@ -279,4 +291,5 @@ KERNELS = [Kernel(name, (kind,), REFERENCE, call, run=run, code_bytes=600)
            for kind, (name, run, call) in _KINDS.items()]
 ONNX: dict = {}
 
-from edgec.ops.float_tail.tflite import TFLITE, TFLITE_FLOAT, takes  # noqa: E402,F401  (the importers)
+from edgec.ops.float_tail.tflite import (TFLITE, TFLITE_FLOAT, computed_indices,  # noqa: E402,F401
+                                         import_gather, takes)     # (the importers)

@@ -160,6 +160,31 @@ def import_embedding_lookup(tx, op):
             params=dict(ids=n, rows=rows, cols=int(table.size // rows), hybrid=int(hybrid), scale_bits=bits(scale)))
 
 
+def computed_indices(tx, op) -> bool:
+    """Whether a GATHER reads indices the model computes or takes as input (token ids): a lookup, here."""
+    return op.InputsLength() > 1 and op.Inputs(1) in tx.values
+
+
+def import_gather(tx, op):
+    """GATHER of a constant int8 table at int32 indices computed at run time (Keras' Embedding over token ids):
+    the lookup of EMBEDDING_LOOKUP, its rows the slices along `axis` (the axes before it of size 1), the
+    indices of any shape; an index outside the table fails the invoke, as TFLite Micro's Invoke fails."""
+    ids, table, o = tx.values[op.Inputs(1)], tx.const(op, 0), tx.options(op)
+    if tx.graph.tensors[ids].dtype != "int32":
+        raise tx.unsupported(f"{tx.graph.tensors[ids].dtype} indices (TFLite Micro's GATHER takes int32)")
+    if table is None or table.dtype != np.int8:
+        raise tx.unsupported("computed indices into other than a constant int8 table (edgec looks rows up in a "
+                             "constant table; an activation gathered at computed indices is not taken)")
+    axis = (o.Axis() if o is not None else 0) % max(table.ndim, 1)
+    if (o is not None and o.BatchDims()) or int(np.prod(table.shape[:axis], dtype=np.int64)) != 1:
+        raise tx.unsupported("GATHER at computed indices with batch_dims, or along an axis after one of size > 1")
+    n, rows = tx.graph.tensors[ids].size, int(table.shape[axis])
+    shape = (*table.shape[:axis], *tx.shape(op.Inputs(1)), *table.shape[axis + 1:])
+    out = tx.output(op, shape)
+    tx.emit("embedding_lookup", op, [ids], out, arrays={"table": np.ascontiguousarray(table).reshape(rows, -1)},
+            params=dict(ids=n, rows=rows, cols=int(table.size // max(rows, 1)), hybrid=0, scale_bits=bits(1.0)))
+
+
 TFLITE = {**{k: import_unary for k in UNARY}, **{k: import_binary for k in BINARY}, "L2_POOL_2D": import_l2_pool,
           "EMBEDDING_LOOKUP": import_embedding_lookup}
 # builtin operators other families import when they compute on int8: handed here when `takes` (registry)
