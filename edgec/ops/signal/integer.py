@@ -118,6 +118,8 @@ def takes(tx, op) -> bool:
     if name is None:
         return False
     dtype = tx.graph.tensors[name].dtype
+    if tx.op_name(op) == "CAST" and dtype in ("int8", "int16") and _to(tx, op) in ("int8", "int16", "int32"):
+        return True                         # a quantized activation's raw values converted (TFLM's static_cast)
     if dtype == "bool" and tx.op_name(op) == "SELECT_V2" and op.InputsLength() == 3 and op.Inputs(1) in tx.values:
         dtype = tx.graph.tensors[tx.values[op.Inputs(1)]].dtype        # a select of int32 values (token ids)
     return dtype in PLAIN or (dtype == "int16" and any(o.output == name and o.kind.startswith("signal_")
@@ -145,9 +147,19 @@ def import_reshape(tx, op):
     tx.values[op.Outputs(0)] = tx.values[op.Inputs(0)]         # the same bytes (the front end's tensors are 1-D)
 
 
+def _to(tx, op) -> str | None:
+    return TYPE_OF.get(tx.sg.Tensors(op.Outputs(0)).Type())
+
+
 def import_cast(tx, op):
+    """CAST: C's conversion of the values (TFLite Micro's static_cast), a front end's plain integers or a quantized
+    int8 / int16 activation's raw values (its output as the file quantizes it, or plain)."""
     name, x = _x(tx, op)
-    out = _out(tx, op, x.size)
+    signal_made = any(o.output == name and o.kind.startswith("signal_") for o in tx.graph.ops)
+    if x.dtype in ("int8", "int16") and not signal_made:
+        out = tx.output(op, dtypes=("int8", "int16", "int32"))
+    else:
+        out = _out(tx, op, x.size)
     tx.emit("signal_cast", op, [name], out, n=x.size, from_code=CODE[x.dtype],
             to_code=CODE[tx.graph.tensors[out].dtype])
 
