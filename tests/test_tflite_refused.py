@@ -40,3 +40,25 @@ def test_other_subgraphs_without_if_or_while_are_refused_as_before(tmp_path):
     path.write_bytes(oracle.write(case))
     with pytest.raises(EdgecError, match="2 subgraphs"):
         importer.load(path, "subgraphs")
+
+
+def test_a_dynamic_range_tflite_with_token_ids_says_what_to_do(tmp_path):
+    """A dynamic-range .tflite (TFLiteConverter's Optimize.DEFAULT without a representative dataset): int32 ids
+    into an int8 table, DEQUANTIZE, then a float32 FULLY_CONNECTED. Its input is not float, so the graph input's
+    hint never showed: one line says what the file is and what to do, instead of naming a float RESHAPE."""
+    from tflite_oracle import INT32
+
+    rng = np.random.default_rng(0)
+    table = rng.integers(-128, 128, (20, 8)).astype(np.int8)
+    w = rng.standard_normal((3, 8)).astype(np.float32)
+    tensors = [T((1,), [], [], INT32), T(table.shape, [0.05], [0], data=table), T((1, 8), [0.05], [0]),
+               T((1, 8), [], [], 0), T(w.shape, [], [], 0, data=w), T((1, 3), [], [], 0)]
+    nodes = [Node("GATHER", [1, 0], 2, ("GatherOptions", {"Axis": 0})), Node("DEQUANTIZE", [2], 3),
+             Node("FULLY_CONNECTED", [3, 4, -1], 5)]
+    path = tmp_path / "dynamic.tflite"
+    path.write_bytes(oracle.write(Case("dynamic", tensors, nodes, 0, 5)))
+    with pytest.raises(EdgecError) as e:
+        importer.load(path, "dynamic")
+    line = str(e.value)
+    assert "\n" not in line and "a float or dynamic-range .tflite" in line, line
+    assert "quantize it fully with TFLiteConverter" in line and "ONNX with --calib" in line, line
