@@ -153,6 +153,14 @@ void edgec_float_l2_pool(int32_t batch, int32_t in_h, int32_t in_w, int32_t chan
                 }
 }
 
+void edgec_float_slice(int32_t outer, int32_t row, int32_t start, int32_t n, const float *x, float *y)
+{
+    int32_t o, i;
+    for (o = 0; o < outer; ++o) {
+        for (i = 0; i < n; ++i) y[(size_t)o * (size_t)n + (size_t)i] = x[(size_t)o * (size_t)row + (size_t)(start + i)];
+    }
+}
+
 int edgec_float_embedding_lookup(int32_t ids, int32_t rows, int32_t cols, int32_t hybrid, float scale,
                                  const int32_t *id, const int8_t *table, void *y)
 {

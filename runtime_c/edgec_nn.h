@@ -975,6 +975,7 @@ void edgec_float_softmax(int32_t rows, int32_t cols, int32_t log_softmax, float 
 void edgec_float_l2_pool(int32_t batch, int32_t in_h, int32_t in_w, int32_t channels, int32_t out_h, int32_t out_w,
                          int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w, int32_t pad_h, int32_t pad_w,
                          float lo, float hi, const float *x, float *y);
+void edgec_float_slice(int32_t outer, int32_t row, int32_t start, int32_t n, const float *x, float *y);
 /* Returns how many ids lie outside the table (their rows zeros); the model's invoke then returns
  * EDGEC_ERROR_INDEX, as TFLite Micro's Invoke fails on such an id (EMBEDDING_LOOKUP, GATHER). */
 #define EDGEC_ERROR_INDEX (-5)

@@ -100,18 +100,17 @@ WEIGHTED = {"FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV",
 
 
 def check_quantized(model, sg, path: Path) -> None:
-    """A float or dynamic-range .tflite (TFLiteConverter without a representative dataset: its operators compute
-    float32, none int8, or a weighted layer or ADD / MUL computes float32) refused in one line saying what to do,
-    whatever its inputs are (int32 token ids; a float32 input: the graph input's own refusal says the same)."""
+    """A float or dynamic-range .tflite (TFLiteConverter without a representative dataset: a weighted layer, ADD
+    or MUL computes float32, or no tensor is int8, int16 or uint8) refused in one line saying what to do, whatever
+    its inputs are (int32 token ids; a float32 input: the graph input's own refusal says the same)."""
     from tflite.utils import BUILTIN_OPCODE2NAME
 
-    types, weighted = set(), False
+    types, weighted = {sg.Tensors(i).Type() for i in range(sg.TensorsLength())}, False
     for i in range(sg.OperatorsLength()):
         op = sg.Operators(i)
         code = model.OperatorCodes(op.OpcodeIndex())
         out = {sg.Tensors(int(k)).Type() for k in op.OutputsAsNumpy()}
         name = BUILTIN_OPCODE2NAME.get(max(code.BuiltinCode(), code.DeprecatedBuiltinCode()))
-        types |= out
         weighted |= 0 in out and name in WEIGHTED
     if weighted or (0 in types and not types & {3, 7, 9}):       # float32; uint8, int16, int8 (tflite.TensorType)
         raise EdgecError(f"{path}: a float or dynamic-range .tflite (its layers compute float32): quantize it fully "

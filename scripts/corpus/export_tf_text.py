@@ -6,6 +6,7 @@ int32 input stays int32 and feeds a GATHER (the embedding lookup). Random (seede
   reference kernels), Conv1D, GlobalMaxPooling1D, Dense.
 - keras_text_gap and keras_text_attention: the table looked up with tf.gather (a plain GATHER, as TFLite Micro
   runs it), then GlobalAveragePooling1D and Dense, or one multi-head self-attention block with LayerNormalization.
+- keras_text_lstm: the tf.gather table, an unrolled Keras LSTM (unroll=True: the fused one does not convert), Dense.
 
     /work/venv-tf/bin/python scripts/corpus/export_tf_text.py [--only NAME ...]
     python scripts/corpus/oracles.py --only NAME            # TFLite Micro's oracle (token ids in input_range)
@@ -34,8 +35,12 @@ VOCAB, TOKENS, DIM, CLASSES = 500, 32, 16, 4
 class GatherEmbedding(L.Layer):
     """An embedding table looked up with tf.gather: a plain GATHER in the .tflite."""
 
+    def __init__(self, initializer="uniform", **kw):
+        super().__init__(**kw)
+        self.initializer = initializer
+
     def build(self, shape):
-        self.table = self.add_weight(shape=(VOCAB, DIM), initializer="uniform")
+        self.table = self.add_weight(shape=(VOCAB, DIM), initializer=self.initializer)
 
     def call(self, ids):
         return tf.gather(self.table, ids)
@@ -62,11 +67,20 @@ def text_attention():
     return keras.Model(inp, L.Dense(CLASSES, activation="softmax")(x))
 
 
+def text_lstm():
+    """Keras' fused LSTM does not convert (TFLiteConverter crashes); unrolled it does, as per-step FULLY_CONNECTED,
+    LOGISTIC, TANH, MUL, ADD (the first step's gate projection through DEQUANTIZE, a float32 SPLIT, QUANTIZE)."""
+    x = inp = keras.Input((TOKENS // 2,), dtype="int32", batch_size=1)
+    x = L.LSTM(DIM, unroll=True)(GatherEmbedding(keras.initializers.RandomNormal(stddev=1.0))(x))
+    return keras.Model(inp, L.Dense(CLASSES)(x))
+
+
 # name: (kind, constructor, the token ids the oracle draws [lo, hi))
 MODELS = {
     "keras_text_cnn": ("sequence", text_cnn, (-VOCAB, VOCAB)),        # Keras' Embedding wraps ids below 0
     "keras_text_gap": ("sequence", text_gap, (0, VOCAB)),
     "keras_text_attention": ("transformer", text_attention, (0, VOCAB)),
+    "keras_text_lstm": ("sequence", text_lstm, (0, VOCAB)),
 }
 
 
@@ -74,7 +88,8 @@ def export(name: str) -> None:
     kind, make, ids = MODELS[name]
     keras.utils.set_random_seed(sum(map(ord, name)))
     model = make()
-    calib = np.random.default_rng(sum(map(ord, name))).integers(0, VOCAB, (32, TOKENS)).astype(np.int32)
+    calib = np.random.default_rng(sum(map(ord, name))).integers(0, VOCAB, (32, model.inputs[0].shape[1]))
+    calib = calib.astype(np.int32)
     conv = tf.lite.TFLiteConverter.from_keras_model(model)
     conv.optimizations = [tf.lite.Optimize.DEFAULT]
     conv.representative_dataset = lambda: ([calib[i:i + 1]] for i in range(len(calib)))

@@ -174,6 +174,11 @@ def run_quantize(op, ins):
     return q.astype({0: np.int8, 1: np.int16, 2: np.uint8}[p["out_code"]])
 
 
+def run_slice(op, ins):
+    p = op.params
+    return np.asarray(ins[0], F32).reshape(p["outer"], p["row"])[:, p["start"]:p["start"] + p["n"]].copy()
+
+
 def run_unary(op, ins):
     return unary(ins[0], op.params["code"])
 
@@ -225,6 +230,12 @@ def c_quantize(op, low, s: CallSite) -> str:
     p = op.params
     return (f"edgec_float_quantize({p['n']}, {p['out_code']}, {p['zp']}, {c_float(p['scale_bits'])}, "
             f"{_f(s.inputs[0])}, (void *)({s.output}));")
+
+
+def c_slice(op, low, s: CallSite) -> str:
+    p = op.params
+    return (f"edgec_float_slice({p['outer']}, {p['row']}, {p['start']}, {p['n']}, {_f(s.inputs[0])}, "
+            f"{_f(s.output, False)});")
 
 
 def c_unary(op, low, s: CallSite) -> str:
@@ -284,6 +295,7 @@ _KINDS = {   # kind: (C kernel, twin, C call)
     "float_softmax": ("edgec_float_softmax", run_softmax, c_softmax),
     "float_l2_pool": ("edgec_float_l2_pool", run_l2_pool, c_l2_pool),
     "embedding_lookup": ("edgec_float_embedding_lookup", run_lookup, c_lookup),
+    "float_slice": ("edgec_float_slice", run_slice, c_slice),
 }
 OPS = [OpDef(kind, "float", _quantize, None, qparams="fixed", fixed_qparams=lambda op: (1.0, 0), sensitivity=False)
        for kind in _KINDS]
