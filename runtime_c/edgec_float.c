@@ -153,17 +153,28 @@ void edgec_float_l2_pool(int32_t batch, int32_t in_h, int32_t in_w, int32_t chan
                 }
 }
 
-void edgec_float_embedding_lookup(int32_t ids, int32_t rows, int32_t cols, int32_t hybrid, float scale,
-                                  const int32_t *id, const int8_t *table, void *y)
+void edgec_float_slice(int32_t outer, int32_t row, int32_t start, int32_t n, const float *x, float *y)
+{
+    int32_t o, i;
+    for (o = 0; o < outer; ++o) {
+        for (i = 0; i < n; ++i) y[(size_t)o * (size_t)n + (size_t)i] = x[(size_t)o * (size_t)row + (size_t)(start + i)];
+    }
+}
+
+int edgec_float_embedding_lookup(int32_t ids, int32_t rows, int32_t cols, int32_t hybrid, float scale,
+                                 const int32_t *id, const int8_t *table, void *y)
 {
     int32_t i, c;
+    int outside = 0;
     for (i = 0; i < ids; ++i) {
         const int32_t k = id[i];
-        const int ok = k >= 0 && k < rows;                /* (TFLM stops with an error: a row of zeros here) */
+        const int ok = k >= 0 && k < rows;                /* (TFLM's Invoke fails: a row of zeros, then the status) */
+        outside += !ok;
         for (c = 0; c < cols; ++c) {
             const int8_t v = ok ? table[(size_t)k * (size_t)cols + (size_t)c] : (int8_t)0;
             if (hybrid) ((float *)y)[(size_t)i * (size_t)cols + (size_t)c] = (float)v * scale;
             else ((int8_t *)y)[(size_t)i * (size_t)cols + (size_t)c] = v;
         }
     }
+    return outside;
 }

@@ -928,6 +928,8 @@ void edgec_signal_slice_u32(int32_t begin, int32_t stride, int32_t n, const uint
 void edgec_signal_concat_u32(int32_t before, int32_t n, int32_t after, const uint32_t *pre, const uint32_t *x,
                              const uint32_t *post, uint32_t *y);
 void edgec_signal_arith_s32(int32_t n, int32_t code, int32_t b_size, const int32_t *x, const int32_t *b, int32_t *y);
+void edgec_signal_compare_s32(int32_t n, int32_t code, int32_t b_size, const int32_t *x, const int32_t *b, uint8_t *y);
+void edgec_signal_select_s32(int32_t n, const uint8_t *cond, const int32_t *x, const int32_t *y, int32_t *out);
 /* a training pipeline's MFCC / log-mel front end in fixed point (edgec/ops/signal/mfcc.py): int16 audio
  * [samples] -> int32 Q16 features [frames][coeffs] ([coeffs][frames] when transposed); the tables as mfcc.py
  * makes them; scratch: the FFT's parts, then every frame's log-mel values */
@@ -973,8 +975,12 @@ void edgec_float_softmax(int32_t rows, int32_t cols, int32_t log_softmax, float 
 void edgec_float_l2_pool(int32_t batch, int32_t in_h, int32_t in_w, int32_t channels, int32_t out_h, int32_t out_w,
                          int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w, int32_t pad_h, int32_t pad_w,
                          float lo, float hi, const float *x, float *y);
-void edgec_float_embedding_lookup(int32_t ids, int32_t rows, int32_t cols, int32_t hybrid, float scale,
-                                  const int32_t *id, const int8_t *table, void *y);
+void edgec_float_slice(int32_t outer, int32_t row, int32_t start, int32_t n, const float *x, float *y);
+/* Returns how many ids lie outside the table (their rows zeros); the model's invoke then returns
+ * EDGEC_ERROR_INDEX, as TFLite Micro's Invoke fails on such an id (EMBEDDING_LOOKUP, GATHER). */
+#define EDGEC_ERROR_INDEX (-5)
+int edgec_float_embedding_lookup(int32_t ids, int32_t rows, int32_t cols, int32_t hybrid, float scale,
+                                 const int32_t *id, const int8_t *table, void *y);
 
 /* ================================================================ float boundary
  * The float <-> integer quantization at a model's inputs and outputs, exactly as edgec's host reference does it

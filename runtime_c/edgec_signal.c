@@ -392,6 +392,32 @@ void edgec_signal_arith_s32(int32_t n, int32_t code, int32_t b_size, const int32
     }
 }
 
+/* int32 comparisons with a constant (one value, or one per element): bool bytes 0 / 1 (TFLite Micro's comparisons) */
+void edgec_signal_compare_s32(int32_t n, int32_t code, int32_t b_size, const int32_t *x, const int32_t *b, uint8_t *y)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) {
+        const int32_t a = x[i], c = b[b_size == 1 ? 0 : i];
+        int v;
+        switch (code) {
+        case 0: v = a == c; break;
+        case 1: v = a != c; break;
+        case 2: v = a < c; break;
+        case 3: v = a <= c; break;
+        case 4: v = a > c; break;
+        default: v = a >= c; break;
+        }
+        y[i] = (uint8_t)v;
+    }
+}
+
+/* SELECT_V2 of int32 values of one size: x where the condition is true, else y */
+void edgec_signal_select_s32(int32_t n, const uint8_t *cond, const int32_t *x, const int32_t *y, int32_t *out)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) out[i] = cond[i] ? x[i] : y[i];
+}
+
 /* ---- the inverse real FFT (kiss_fftri, FIXED_POINT=16) ----------------------------------------------------- */
 void edgec_signal_irfft_s16(const edgec_signal_rfft_params *p, const int16_t *x, const int16_t *twiddles,
                             const int16_t *super_twiddles, int16_t *scratch, int16_t *y)

@@ -160,3 +160,12 @@ def test_device_tolerance_only_where_the_c_library_computes(tmp_path):
         path = tmp_path / f"{case.name}.tflite"
         path.write_bytes(oracle.write(case))
         assert float_tail.device_ulps(importer.load(path, case.name)) == want
+
+
+def test_float_split_matches_tflm(tmp_path):
+    """SPLIT and SPLIT_V of a float32 tensor (after a DEQUANTIZE, each part QUANTIZEd: what TFLiteConverter makes of
+    an unrolled Keras LSTM's first gate projection), random axes and parts, several int8 outputs: bit for bit."""
+    rng = np.random.default_rng(38)
+    cases = [_with_x(float_cases.split_case(rng, f"sp{k}", k == 1, k == 2)[0], rng) for k in range(3)]
+    bad = check(cases, tmp_path)
+    assert not bad, bad

@@ -129,3 +129,33 @@ def embedding_case(rng, name, extreme=False, hybrid=None):
 
 MAKERS = {"unary": unary_case, "floor_binary": floor_binary_case, "softmax": softmax_case, "l2_pool": l2_pool_case,
           "quantize": quantize_case}
+
+
+def split_case(rng, name, extreme=False, v=False):
+    """An int8 input, DEQUANTIZE, a float32 SPLIT (or SPLIT_V) along a random axis into 2 or 3 parts, each QUANTIZEd
+    (an unrolled Keras LSTM's gate projections): several int8 outputs."""
+    shape = _shape(rng, 2, 3)
+    axis = int(rng.integers(0, len(shape)))
+    parts = int(rng.integers(2, 4))
+    shape = tuple(d * parts if a == axis else d for a, d in enumerate(shape))
+    s, z = _act(rng, extreme)
+    sizes = [shape[axis] // parts] * parts
+    if v:
+        sizes = [1] * (parts - 1) + [shape[axis] - (parts - 1)]
+    tensors = [T(shape, [s], [z]), T(shape, [], [], FLOAT32), T((1,), [], [], INT32, data=np.array([axis], np.int32))]
+    if v:
+        tensors.append(T((parts,), [], [], INT32, data=np.array(sizes[:-1] + [-1], np.int32)))
+    nodes = [Node("DEQUANTIZE", [0], 1)]
+    outs, parts_at = [], len(tensors)
+    for k, n in enumerate(sizes):
+        part = tuple(n if a == axis else d for a, d in enumerate(shape))
+        tensors += [T(part, [], [], FLOAT32), T(part, [s], [z])]
+    nodes.append(Node("SPLIT_V" if v else "SPLIT", [1, 3, 2] if v else [2, 1],
+                      [parts_at + 2 * k for k in range(parts)],
+                      ("SplitVOptions", {"NumSplits": parts}) if v else ("SplitOptions", {"NumSplits": parts})))
+    for k in range(parts):
+        nodes.append(Node("QUANTIZE", [parts_at + 2 * k], parts_at + 2 * k + 1))
+        outs.append(parts_at + 2 * k + 1)
+    case = Case(name, tensors, nodes, 0, outs)
+    case.op = "SPLIT_V" if v else "SPLIT"
+    return case, True

@@ -145,6 +145,10 @@ def write(case: Case) -> bytes:
     tflite.SubGraphAddOutputs(b, yvec)
     tflite.SubGraphAddOperators(b, ovec)
     sg = tflite.SubGraphEnd(b)
+    extra = []                 # empty subgraphs after the first (what an IF or WHILE would run: case.subgraphs)
+    for _ in range(getattr(case, "subgraphs", 1) - 1):
+        tflite.SubGraphStart(b)
+        extra.append(tflite.SubGraphEnd(b))
     code_offsets = []
     for c in codes:
         custom_code = b.CreateString(c.split(":", 1)[1]) if c.startswith("CUSTOM:") else None
@@ -157,7 +161,7 @@ def write(case: Case) -> bytes:
         tflite.OperatorCodeAddVersion(b, 1)
         code_offsets.append(tflite.OperatorCodeEnd(b))
     cvec = _vector(b, tflite.ModelStartOperatorCodesVector, code_offsets, b.PrependUOffsetTRelative)
-    svec = _vector(b, tflite.ModelStartSubgraphsVector, [sg], b.PrependUOffsetTRelative)
+    svec = _vector(b, tflite.ModelStartSubgraphsVector, [sg, *extra], b.PrependUOffsetTRelative)
     bvec = _vector(b, tflite.ModelStartBuffersVector, buf_offsets, b.PrependUOffsetTRelative)
     desc = b.CreateString("edgec oracle case")
     tflite.ModelStart(b)

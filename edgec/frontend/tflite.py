@@ -329,7 +329,7 @@ class _Importer:
                 continue                  # computed at import (a shape computation)
             try:
                 if name not in TFLITE_IMPORTERS:
-                    raise Unsupported("operator not supported")
+                    raise Unsupported(variables.REFUSED.get(name, "operator not supported"))
                 if after:                 # a supported operator on what could not be imported: not checked further
                     poisoned.update(int(t) for t in op.OutputsAsNumpy())
                     continue

@@ -95,8 +95,32 @@ def _name(sg, index: int) -> str:
     return n.decode(errors="replace") if n else f"#{index}"
 
 
+WEIGHTED = {"FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "BATCH_MATMUL", "SVDF", "ADD",
+            "MUL", "UNIDIRECTIONAL_SEQUENCE_LSTM"}     # in float32 only in a float or dynamic-range model
+
+
+def check_quantized(model, sg, path: Path) -> None:
+    """A float or dynamic-range .tflite (TFLiteConverter without a representative dataset: a weighted layer, ADD
+    or MUL computes float32, or no tensor is int8, int16 or uint8) refused in one line saying what to do, whatever
+    its inputs are (int32 token ids; a float32 input: the graph input's own refusal says the same)."""
+    from tflite.utils import BUILTIN_OPCODE2NAME
+
+    types, weighted = {sg.Tensors(i).Type() for i in range(sg.TensorsLength())}, False
+    for i in range(sg.OperatorsLength()):
+        op = sg.Operators(i)
+        code = model.OperatorCodes(op.OpcodeIndex())
+        out = {sg.Tensors(int(k)).Type() for k in op.OutputsAsNumpy()}
+        name = BUILTIN_OPCODE2NAME.get(max(code.BuiltinCode(), code.DeprecatedBuiltinCode()))
+        weighted |= 0 in out and name in WEIGHTED
+    if weighted or (0 in types and not types & {3, 7, 9}):       # float32; uint8, int16, int8 (tflite.TensorType)
+        raise EdgecError(f"{path}: a float or dynamic-range .tflite (its layers compute float32): quantize it fully "
+                         "with TFLiteConverter (a representative dataset, TFLITE_BUILTINS_INT8), or give edgec the "
+                         "float model as ONNX with --calib")
+
+
 def check_tensors(model, sg, path: Path) -> None:
-    """Every tensor of the subgraph sound (see the module doc), else one EdgecError naming it."""
+    """Every tensor of the subgraph sound (see the module doc), else one EdgecError naming it; then
+    check_quantized."""
     buffers = model.BuffersLength()
     for i in range(sg.TensorsLength()):
         t = sg.Tensors(i)
@@ -137,3 +161,5 @@ def check_tensors(model, sg, path: Path) -> None:
                 continue           # a bias whose axis is its filter's (old converters: TFLite Micro reads it so)
             if not 0 <= axis < len(shape) or shape[axis] != scales.size:
                 raise bad(f"has {scales.size} scales along axis {axis} of shape {shape}; one per channel needed")
+
+    check_quantized(model, sg, path)

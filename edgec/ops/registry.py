@@ -71,6 +71,9 @@ for _op, _fn in float_tail.TFLITE_FLOAT.items():
 _dequantize = TFLITE_IMPORTERS["DEQUANTIZE"]      # a DEQUANTIZE into a resource variable: edgec/ops/variables.py
 TFLITE_IMPORTERS["DEQUANTIZE"] = lambda tx, op: (variables.import_dequantize_to_variable if variables.into_variable(
     tx, op) else _dequantize)(tx, op)
+_gather = TFLITE_IMPORTERS["GATHER"]      # computed indices into a constant table: a lookup (edgec/ops/float_tail)
+TFLITE_IMPORTERS["GATHER"] = lambda tx, op: (float_tail.import_gather if float_tail.computed_indices(tx, op)
+                                             else _gather)(tx, op)
 DRIVER_OPS = {"Constant", "Shape"}     # the canonicalizer handles these itself (constants at build time)
 SUPPORTED_OPS = frozenset(IMPORTERS) | DRIVER_OPS
 # ONNX op type -> `takes_whole(node, rank)`: whether its importer takes this node, else the loader builds the

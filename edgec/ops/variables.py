@@ -72,8 +72,17 @@ def state_owner(op: Op) -> str | None:
 
 
 # ---- TFLite import
+# operators edgec refuses by design, and why: the importer names each one it meets (docs/tflite-operators.md)
+REFUSED = {
+    "IF": "control flow (runs other subgraphs): export it with the branch fixed, or both and a SELECT_V2",
+    "WHILE": "control flow (loops over subgraphs): unroll the loop before converting",
+    "CUSTOM ethos-u": "a Vela-compiled Ethos-U NPU command stream: give edgec the .tflite from before Vela",
+}
+
+
 def check_subgraphs(model, path) -> None:
-    """One subgraph, or the main one and the init subgraphs its CALL_ONCE operators run (folded at import)."""
+    """One subgraph, or the main one and the init subgraphs its CALL_ONCE operators run (folded at import); with
+    an IF or WHILE the import goes on, to name each (REFUSED) with whatever else is in the way."""
     from tflite.utils import BUILTIN_OPCODE2NAME
 
     sg, init = model.Subgraphs(0), set()
@@ -82,7 +91,9 @@ def check_subgraphs(model, path) -> None:
         code = model.OperatorCodes(op.OpcodeIndex())
         if BUILTIN_OPCODE2NAME.get(max(code.BuiltinCode(), code.DeprecatedBuiltinCode())) == "CALL_ONCE":
             init.add(_options(op, "CallOnceOptions").InitSubgraphIndex())
-    if set(range(1, model.SubgraphsLength())) - init:
+    names = {BUILTIN_OPCODE2NAME.get(max(c.BuiltinCode(), c.DeprecatedBuiltinCode()))
+             for c in (model.OperatorCodes(sg.Operators(i).OpcodeIndex()) for i in range(sg.OperatorsLength()))}
+    if set(range(1, model.SubgraphsLength())) - init and not names & {"IF", "WHILE"}:   # (else each is named)
         raise EdgecError(f"{path}: {model.SubgraphsLength()} subgraphs (control flow: IF, WHILE); edgec imports "
                          "models with one subgraph and the init subgraphs of CALL_ONCE")
 

@@ -47,7 +47,16 @@ def n_outputs(path: Path) -> int:
     return tflite.Model.GetRootAsModel(path.read_bytes(), 0).Subgraphs(0).OutputsLength()
 
 
-def tflite_oracle(name: str, path: Path) -> dict:
+def _draw(rng, dtype, shape, ids=None) -> np.ndarray:
+    """Input samples: integers over the type's range, int32 token ids in the manifest's input_range [lo, hi)."""
+    n = (samples(shape, dtype.itemsize), *shape[1:])
+    if dtype.name == "int32" and ids is not None:
+        return rng.integers(ids[0], ids[1], n).astype(dtype)
+    lo, hi = _INT_RANGE[dtype.name]
+    return rng.integers(lo, hi + 1, n).astype(dtype)
+
+
+def tflite_oracle(name: str, path: Path, ids=None) -> dict:
     from tflite_micro.python.tflite_micro import runtime
 
     interp = runtime.Interpreter.from_bytes(path.read_bytes(), arena_size=1 << 24)
@@ -56,9 +65,8 @@ def tflite_oracle(name: str, path: Path) -> dict:
     shape = tuple(details["shape"])
     scale, zp = details["quantization_parameters"]["scales"], details["quantization_parameters"]["zero_points"]
     rng = _rng(name, 1)
-    if dtype.name in _INT_RANGE:
-        lo, hi = _INT_RANGE[dtype.name]
-        x_q = rng.integers(lo, hi + 1, (samples(shape, dtype.itemsize), *shape[1:])).astype(dtype)
+    if dtype.name in _INT_RANGE or ids is not None:
+        x_q = _draw(rng, dtype, shape, ids)
         s, z = (float(scale[0]), int(zp[0])) if len(scale) else (1.0, 0)
     else:
         x_q, s, z = rng.standard_normal((samples(shape, dtype.itemsize), *shape[1:])).astype(dtype), 1.0, 0
@@ -71,7 +79,7 @@ def tflite_oracle(name: str, path: Path) -> dict:
     return dict(x_q=x_q, x_scale=s, x_zero_point=z, oracle="tflite-micro", **arrays)
 
 
-def tensorflow_lite_oracle(name: str, path: Path) -> dict:
+def tensorflow_lite_oracle(name: str, path: Path, ids=None) -> dict:
     """TF Lite's interpreter, where TFLite Micro cannot run the file (run this script with TensorFlow's
     environment: /work/venv-tf/bin/python scripts/corpus/oracles.py --tensorflow-lite --only NAME)."""
     import tensorflow as tf
@@ -82,9 +90,8 @@ def tensorflow_lite_oracle(name: str, path: Path) -> dict:
     d = interp.get_input_details()[0]
     dtype, shape = np.dtype(d["dtype"]), tuple(d["shape"])
     s, z = d["quantization"]
-    rng = _rng(name, 1)
-    lo, hi = _INT_RANGE[dtype.name]
-    x_q = rng.integers(lo, hi + 1, (samples(shape, dtype.itemsize), *shape[1:])).astype(dtype)
+    x_q = _draw(_rng(name, 1), dtype, shape, ids)
+    s, z = (s, z) if s else (1.0, 0)       # (int32 token ids: not quantized)
     outs = []
     for xi in x_q:
         interp.set_tensor(d["index"], xi.reshape(shape))
@@ -198,9 +205,10 @@ def main(argv=None) -> int:
                 arrays = {**tflite_oracle(name, args.tflm_copy), "oracle": "tflite-micro (on a copy, its shape "
                           "computations folded: scripts/corpus/fold_shapes.py)"}
             elif args.tensorflow_lite:
-                arrays = tensorflow_lite_oracle(name, path)
+                arrays = tensorflow_lite_oracle(name, path, entry.get("input_range"))
             else:
-                arrays = tflite_oracle(name, path) if entry["format"] == "tflite" else onnx_oracle(name, path)
+                arrays = (tflite_oracle(name, path, entry.get("input_range")) if entry["format"] == "tflite"
+                          else onnx_oracle(name, path))
         except Exception as e:   # noqa: BLE001  recorded beside the model: the table shows it
             arrays = {"oracle": f"none: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"}
         arrays["sha256"] = entry["sha256"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgec.errors import EdgecError
 from edgec.ir import Op, Tensor
 from edgec.ops.kernel import REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, OpDef
@@ -143,6 +144,10 @@ def l2_pool(x, p: dict) -> np.ndarray:
     return out
 
 
+class IndexOutside(EdgecError):
+    """An EMBEDDING_LOOKUP or GATHER id outside its table: the inference fails, as TFLite Micro's does."""
+
+
 def lookup(ids, table: np.ndarray, p: dict) -> np.ndarray:
     """EMBEDDING_LOOKUP: the rows of `table` the ids name (a row of zeros for an id outside the table, where
     TFLM stops with an error); dequantized (scale, zero point 0) for a float output."""
@@ -167,6 +172,11 @@ def run_quantize(op, ins):
     lo, hi = {0: (-128, 127), 1: (-32768, 32767), 2: (0, 255)}[p["out_code"]]
     q = np.clip(np.nan_to_num(q, nan=lo, posinf=hi, neginf=lo) + p["zp"], lo, hi)
     return q.astype({0: np.int8, 1: np.int16, 2: np.uint8}[p["out_code"]])
+
+
+def run_slice(op, ins):
+    p = op.params
+    return np.asarray(ins[0], F32).reshape(p["outer"], p["row"])[:, p["start"]:p["start"] + p["n"]].copy()
 
 
 def run_unary(op, ins):
@@ -199,6 +209,13 @@ def run_l2_pool(op, ins):
 
 
 def run_lookup(op, ins):
+    """The lookup; an id outside the table fails the inference (the device's invoke returns EDGEC_ERROR_INDEX),
+    as TFLite Micro's Invoke fails."""
+    ids, rows = np.asarray(ins[0], np.int64).reshape(-1), op.params["rows"]
+    bad = ids[(ids < 0) | (ids >= rows)]
+    if bad.size:
+        raise IndexOutside(f"{op.name}: id {int(bad[0])} outside the table's {rows} rows (TFLite Micro's Invoke "
+                           "fails there too; the device's invoke returns EDGEC_ERROR_INDEX, -5)")
     return lookup(ins[0], op.arrays["table"], op.params)
 
 
@@ -213,6 +230,12 @@ def c_quantize(op, low, s: CallSite) -> str:
     p = op.params
     return (f"edgec_float_quantize({p['n']}, {p['out_code']}, {p['zp']}, {c_float(p['scale_bits'])}, "
             f"{_f(s.inputs[0])}, (void *)({s.output}));")
+
+
+def c_slice(op, low, s: CallSite) -> str:
+    p = op.params
+    return (f"edgec_float_slice({p['outer']}, {p['row']}, {p['start']}, {p['n']}, {_f(s.inputs[0])}, "
+            f"{_f(s.output, False)});")
 
 
 def c_unary(op, low, s: CallSite) -> str:
@@ -241,9 +264,9 @@ def c_l2_pool(op, low, s: CallSite) -> str:
 
 def c_lookup(op, low, s: CallSite) -> str:
     p = op.params
-    return (f"edgec_float_embedding_lookup({p['ids']}, {p['rows']}, {p['cols']}, {p['hybrid']}, "
+    return (f"if (edgec_float_embedding_lookup({p['ids']}, {p['rows']}, {p['cols']}, {p['hybrid']}, "
             f"{c_float(p['scale_bits'])}, (const int32_t *)(const void *)({s.inputs[0]}), {s.arrays['table']}, "
-            f"(void *)({s.output}));")
+            f"(void *)({s.output})) != 0) return EDGEC_ERROR_INDEX;   /* an id outside the table, as TFLM fails */")
 
 
 def computes(graph, tensor: str) -> bool:
@@ -272,6 +295,7 @@ _KINDS = {   # kind: (C kernel, twin, C call)
     "float_softmax": ("edgec_float_softmax", run_softmax, c_softmax),
     "float_l2_pool": ("edgec_float_l2_pool", run_l2_pool, c_l2_pool),
     "embedding_lookup": ("edgec_float_embedding_lookup", run_lookup, c_lookup),
+    "float_slice": ("edgec_float_slice", run_slice, c_slice),
 }
 OPS = [OpDef(kind, "float", _quantize, None, qparams="fixed", fixed_qparams=lambda op: (1.0, 0), sensitivity=False)
        for kind in _KINDS]
@@ -279,4 +303,5 @@ KERNELS = [Kernel(name, (kind,), REFERENCE, call, run=run, code_bytes=600)
            for kind, (name, run, call) in _KINDS.items()]
 ONNX: dict = {}
 
-from edgec.ops.float_tail.tflite import TFLITE, TFLITE_FLOAT, takes  # noqa: E402,F401  (the importers)
+from edgec.ops.float_tail.tflite import (TFLITE, TFLITE_FLOAT, computed_indices,  # noqa: E402,F401
+                                         import_gather, takes)     # (the importers)

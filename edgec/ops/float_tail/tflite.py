@@ -13,18 +13,18 @@ BIG = float(np.finfo(np.float32).max)
 RANGES = {0: (-BIG, BIG), 1: (0.0, BIG), 2: (-1.0, 1.0), 3: (0.0, 6.0)}   # TFLM's float activation ranges
 
 
-def _float_out(tx, op, shape: tuple[int, ...]) -> str:
-    """A new float32 tensor for the operator's output 0."""
-    t = tx.sg.Tensors(op.Outputs(0))
+def _float_out(tx, op, shape: tuple[int, ...], k: int = 0) -> str:
+    """A new float32 tensor for the operator's output k."""
+    t = tx.sg.Tensors(op.Outputs(k))
     if t.Type() != FLOAT32:
         raise tx.unsupported("an output that is not float32 (a float tail ends in float32 outputs)")
-    base = name = tx._tname(op.Outputs(0))
-    k = 1
+    base = name = tx._tname(op.Outputs(k))
+    j = 1
     while name in tx.graph.tensors:
-        name, k = f"{base}_{k}", k + 1
+        name, j = f"{base}_{j}", j + 1
     tx.graph.tensors[name] = Tensor(name=name, shape=tuple(shape) or (1,), source=name, scale=1.0, zero_point=0,
                                     dtype="float32")
-    tx.values[op.Outputs(0)] = name
+    tx.values[op.Outputs(k)] = name
     return name
 
 
@@ -43,7 +43,7 @@ def takes(tx, op) -> bool:
         readers = [tx.op_name(tx.sg.Operators(i)) for i in range(tx.sg.OperatorsLength())
                    if op.Outputs(0) in tx.sg.Operators(i).InputsAsNumpy()]
         return op.Inputs(0) in tx.values and any(r != DETECTION for r in readers)
-    i = op.Inputs(0)
+    i = op.Inputs(1 if tx.op_name(op) == "SPLIT" else 0)      # (SPLIT: axis, then the tensor)
     return i in tx.values and tx.graph.tensors[tx.values[i]].dtype == "float32"
 
 
@@ -160,8 +160,59 @@ def import_embedding_lookup(tx, op):
             params=dict(ids=n, rows=rows, cols=int(table.size // rows), hybrid=int(hybrid), scale_bits=bits(scale)))
 
 
+def import_split(tx, op):
+    """SPLIT / SPLIT_V of a float32 tensor along a constant axis (TFLM copies the parts; an unrolled Keras LSTM
+    after DEQUANTIZE): one float_slice per output."""
+    v = tx.op_name(op) == "SPLIT_V"
+    name = _float_in(tx, op, 0 if v else 1)
+    shape = tx.graph.tensors[name].shape
+    axis, sizes = tx.const(op, 2 if v else 0), tx.const(op, 1) if v else None
+    if axis is None or (v and sizes is None):
+        raise tx.unsupported("a constant axis (and size_splits)")
+    a = int(np.asarray(axis).reshape(-1)[0]) % len(shape)
+    parts = op.OutputsLength()
+    sizes = [int(d) for d in np.asarray(sizes).reshape(-1)] if v else [shape[a] // parts] * parts
+    if v and sizes.count(-1) == 1:
+        sizes[sizes.index(-1)] = shape[a] - sum(d for d in sizes if d != -1)
+    if sum(sizes) != shape[a] or len(sizes) != parts or min(sizes) < 0:
+        raise tx.unsupported(f"sizes {sizes} do not split axis {a} of size {shape[a]}")
+    outer, inner = int(np.prod(shape[:a], dtype=np.int64)), int(np.prod(shape[a + 1:], dtype=np.int64))
+    start = 0
+    for k, n in enumerate(sizes):
+        out = _float_out(tx, op, (*shape[:a], n, *shape[a + 1:]), k)
+        tx.emit("float_slice", op, [name], out, params=dict(outer=outer, row=shape[a] * inner, start=start * inner,
+                                                              n=n * inner))
+        start += n
+
+
+def computed_indices(tx, op) -> bool:
+    """Whether a GATHER reads indices the model computes or takes as input (token ids): a lookup, here."""
+    return op.InputsLength() > 1 and op.Inputs(1) in tx.values
+
+
+def import_gather(tx, op):
+    """GATHER of a constant int8 table at int32 indices computed at run time (Keras' Embedding over token ids):
+    the lookup of EMBEDDING_LOOKUP, its rows the slices along `axis` (the axes before it of size 1), the
+    indices of any shape; an index outside the table fails the invoke, as TFLite Micro's Invoke fails."""
+    ids, table, o = tx.values[op.Inputs(1)], tx.const(op, 0), tx.options(op)
+    if tx.graph.tensors[ids].dtype != "int32":
+        raise tx.unsupported(f"{tx.graph.tensors[ids].dtype} indices (TFLite Micro's GATHER takes int32)")
+    if table is None or table.dtype != np.int8:
+        raise tx.unsupported("computed indices into other than a constant int8 table (edgec looks rows up in a "
+                             "constant table; an activation gathered at computed indices is not taken)")
+    axis = (o.Axis() if o is not None else 0) % max(table.ndim, 1)
+    if (o is not None and o.BatchDims()) or int(np.prod(table.shape[:axis], dtype=np.int64)) != 1:
+        raise tx.unsupported("GATHER at computed indices with batch_dims, or along an axis after one of size > 1")
+    n, rows = tx.graph.tensors[ids].size, int(table.shape[axis])
+    shape = (*table.shape[:axis], *tx.shape(op.Inputs(1)), *table.shape[axis + 1:])
+    out = tx.output(op, shape)
+    tx.emit("embedding_lookup", op, [ids], out, arrays={"table": np.ascontiguousarray(table).reshape(rows, -1)},
+            params=dict(ids=n, rows=rows, cols=int(table.size // max(rows, 1)), hybrid=0, scale_bits=bits(1.0)))
+
+
 TFLITE = {**{k: import_unary for k in UNARY}, **{k: import_binary for k in BINARY}, "L2_POOL_2D": import_l2_pool,
           "EMBEDDING_LOOKUP": import_embedding_lookup}
 # builtin operators other families import when they compute on int8: handed here when `takes` (registry)
-TFLITE_FLOAT = {"DEQUANTIZE": import_dequantize, "QUANTIZE": import_quantize, "SOFTMAX": import_softmax,
+TFLITE_FLOAT = {"SPLIT": import_split, "SPLIT_V": import_split, "DEQUANTIZE": import_dequantize,
+                "QUANTIZE": import_quantize, "SOFTMAX": import_softmax,
                 "LOG_SOFTMAX": import_softmax}

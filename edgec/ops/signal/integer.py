@@ -1,7 +1,9 @@
 """TFLite's builtin operators where a signal-library front end computes on plain (not quantized) integers around
 the Signal* operators: CAST, a 1-D STRIDED_SLICE, a CONCATENATION of one tensor with constants, and int32 ADD,
 MUL, DIV, MINIMUM and MAXIMUM with a constant operand (TFLM's micro_speech preprocessor re-zeroes the energies
-outside its band with the first ones and maps its log features to int8 with the others). RESHAPE of such a tensor
+outside its band with the first ones and maps its log features to int8 with the others); and the int32
+comparisons with a constant and SELECT_V2 of int32 values that Keras' Embedding writes before its GATHER (token
+ids below 0 wrapped). RESHAPE of such a tensor
 is the same bytes. edgec/ops/registry.py hands these operators here when their first input is such a tensor
 (`takes`), and to their own families otherwise. Twins below; C kernels in runtime_c/edgec_signal.c."""
 from __future__ import annotations
@@ -12,6 +14,7 @@ from edgec.ir import DTYPES, Tensor
 
 CODE = {"int8": 0, "int16": 1, "int32": 2, "uint32": 3, "uint64": 4}
 ARITH = {"ADD": 0, "MUL": 1, "DIV": 2, "MINIMUM": 3, "MAXIMUM": 4}
+COMPARE = {"EQUAL": 0, "NOT_EQUAL": 1, "LESS": 2, "LESS_EQUAL": 3, "GREATER": 4, "GREATER_EQUAL": 5}
 TYPE_OF = {9: "int8", 7: "int16", 2: "int32", 15: "uint32", 12: "uint64"}
 PLAIN = ("int32", "uint32", "uint64")
 
@@ -35,6 +38,20 @@ def arith(x, b, code: int) -> np.ndarray:
     else:
         v = np.minimum(a, c) if code == ARITH["MINIMUM"] else np.maximum(a, c)
     return ((v + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
+
+
+def compare(x, b, code: int) -> np.ndarray:
+    a, c = np.asarray(x, np.int64), np.broadcast_to(np.asarray(b, np.int64).reshape(-1), np.shape(x))
+    return [a == c, a != c, a < c, a <= c, a > c, a >= c][code].astype(np.uint8)
+
+
+def run_compare(op, ins):
+    return compare(ins[0], op.arrays["b"], op.params["code"])
+
+
+def run_select(op, ins):
+    cond, x, y = (np.asarray(v).reshape(-1) for v in ins)
+    return np.where(cond != 0, x, y).astype(np.int32)
 
 
 def run_cast(op, ins):
@@ -80,14 +97,31 @@ def c_arith(op, low, s) -> str:
             f"({s.inputs[0]}), {s.arrays['b']}, (int32_t *)(void *)({s.output}));")
 
 
+def c_compare(op, low, s) -> str:
+    p = op.params
+    return (f"edgec_signal_compare_s32({p['n']}, {p['code']}, {p['b_size']}, (const int32_t *)(const void *)"
+            f"({s.inputs[0]}), {s.arrays['b']}, (uint8_t *)(void *)({s.output}));")
+
+
+def c_select(op, low, s) -> str:
+    return (f"edgec_signal_select_s32({op.params['n']}, (const uint8_t *)(const void *)({s.inputs[0]}), "
+            f"(const int32_t *)(const void *)({s.inputs[1]}), (const int32_t *)(const void *)({s.inputs[2]}), "
+            f"(int32_t *)(void *)({s.output}));")
+
+
 # ---- import --------------------------------------------------------------------------------------------------
 def takes(tx, op) -> bool:
     """Whether operator `op` computes on a front end's plain integers: its first input is an int32, uint32 or
-    uint64 tensor of this import (its first computed input), or an int16 one a Signal* operator computed."""
+    uint64 tensor of this import (its first computed input; a SELECT_V2's first value), or an int16 one a Signal*
+    operator computed."""
     name = next((tx.values[i] for i in op.InputsAsNumpy() if i in tx.values), None)     # (constants skipped)
     if name is None:
         return False
     dtype = tx.graph.tensors[name].dtype
+    if tx.op_name(op) == "CAST" and dtype in ("int8", "int16") and _to(tx, op) in ("int8", "int16", "int32"):
+        return True                         # a quantized activation's raw values converted (TFLM's static_cast)
+    if dtype == "bool" and tx.op_name(op) == "SELECT_V2" and op.InputsLength() == 3 and op.Inputs(1) in tx.values:
+        dtype = tx.graph.tensors[tx.values[op.Inputs(1)]].dtype        # a select of int32 values (token ids)
     return dtype in PLAIN or (dtype == "int16" and any(o.output == name and o.kind.startswith("signal_")
                                                        for o in tx.graph.ops))
 
@@ -113,9 +147,19 @@ def import_reshape(tx, op):
     tx.values[op.Outputs(0)] = tx.values[op.Inputs(0)]         # the same bytes (the front end's tensors are 1-D)
 
 
+def _to(tx, op) -> str | None:
+    return TYPE_OF.get(tx.sg.Tensors(op.Outputs(0)).Type())
+
+
 def import_cast(tx, op):
+    """CAST: C's conversion of the values (TFLite Micro's static_cast), a front end's plain integers or a quantized
+    int8 / int16 activation's raw values (its output as the file quantizes it, or plain)."""
     name, x = _x(tx, op)
-    out = _out(tx, op, x.size)
+    signal_made = any(o.output == name and o.kind.startswith("signal_") for o in tx.graph.ops)
+    if x.dtype in ("int8", "int16") and not signal_made:
+        out = tx.output(op, dtypes=("int8", "int16", "int32"))
+    else:
+        out = _out(tx, op, x.size)
     tx.emit("signal_cast", op, [name], out, n=x.size, from_code=CODE[x.dtype],
             to_code=CODE[tx.graph.tensors[out].dtype])
 
@@ -173,9 +217,42 @@ def import_arith(tx, op):
             b=np.ascontiguousarray(b))
 
 
+def import_compare(tx, op):
+    """EQUAL, NOT_EQUAL, LESS, ... of an int32 tensor and a constant (Keras' Embedding: LESS than 0, its
+    negative token ids wrapped): bool bytes 0 / 1, as TFLite Micro's int32 comparisons write them."""
+    kind = tx.op_name(op)
+    name, x = _x(tx, op)
+    if x.dtype != "int32" or op.InputsLength() != 2 or op.Inputs(1) in tx.values:
+        raise tx.unsupported(f"{kind} of other than an int32 tensor and a constant")
+    b = np.asarray(tx.const(op, 1)).reshape(-1)
+    if b.size not in (1, x.size) or b.dtype != np.int32:
+        raise tx.unsupported(f"{kind} with an int32 constant of {b.size} values (one, or one per element)")
+    out = tx._tname(op.Outputs(0))
+    tx.graph.tensors[out] = Tensor(name=out, shape=(x.size,), source=out, scale=1.0, zero_point=0, dtype="bool")
+    tx.values[op.Outputs(0)] = out
+    tx.emit("signal_compare", op, [name], out, n=x.size, code=COMPARE[kind], b_size=b.size,
+            b=np.ascontiguousarray(b, np.int32))
+
+
+def import_select(tx, op):
+    """SELECT_V2 of a bool condition and two int32 tensors of one size, all computed (Keras' Embedding picks
+    the wrapped or the given token id). TFLite Micro's SELECT_V2 takes no int32 (TF Lite's does): the copy of
+    the chosen values, checked against TF Lite's interpreter."""
+    ins = [tx.values.get(op.Inputs(k)) for k in range(op.InputsLength())]
+    if len(ins) != 3 or None in ins:
+        raise tx.unsupported("SELECT_V2 of int32 values with a constant input (edgec takes three computed ones)")
+    t = [tx.graph.tensors[i] for i in ins]
+    if t[0].dtype != "bool" or {t[1].dtype, t[2].dtype} != {"int32"} or len({v.size for v in t}) != 1:
+        raise tx.unsupported("SELECT_V2 of other than a bool condition and two int32 tensors of one size")
+    tx.emit("signal_select", op, ins, _out(tx, op, t[1].size), n=t[1].size)
+
+
 IMPORTERS = {"RESHAPE": import_reshape, "CAST": import_cast, "STRIDED_SLICE": import_strided_slice,
-             "CONCATENATION": import_concatenation, **{k: import_arith for k in ARITH}}
+             "CONCATENATION": import_concatenation, **{k: import_arith for k in ARITH},
+             **{k: import_compare for k in COMPARE}, "SELECT_V2": import_select}
 KINDS = {"signal_cast": ("edgec_signal_cast", run_cast, c_cast),
          "signal_slice": ("edgec_signal_slice_u32", run_slice, c_slice),
          "signal_concat": ("edgec_signal_concat_u32", run_concat, c_concat),
-         "signal_arith": ("edgec_signal_arith_s32", run_arith, c_arith)}
+         "signal_arith": ("edgec_signal_arith_s32", run_arith, c_arith),
+         "signal_compare": ("edgec_signal_compare_s32", run_compare, c_compare),
+         "signal_select": ("edgec_signal_select_s32", run_select, c_select)}
