@@ -1,12 +1,12 @@
 /* edgec speed-optimized convolution without im2col (declared in edgec_nn.h; chosen by `--optimize speed`, the
  * default, for kernels larger than 1x1). The input rows a window covers are widened to int16 once each, into a
- * ring of k_h row slots in scratch, pixel by pixel in pairs: entry i of a row holds the c4 channels of pixel i and of
- * pixel i + stride_w, group of 4 channels by group (the two pixels of an output pair; the channels padded to c4,
- * a multiple of 4; pixels outside the image hold the input zero point, whose contribution the folded bias
- * removes). The taps of one kernel row of both output pixels are then k_w entries side by side, read with one
- * pointer as fast/edgec_conv2d_blocked.c reads its im2col columns: 2 output pixels x 2 output channels in
- * registers, per 4 taps 4 LDRD and 8 SMLAD, and no copy of the taps per output pixel. Weights: the blocked
- * kernel's order with each channel's taps as [ky][kx][c4] (edgec/ops/conv/im2col.py). The requantization
+ * ring in scratch, pixel by pixel in pairs: entry i holds, for each of the window's k_h rows top to bottom, the c4
+ * channels of pixel i and of pixel i + stride_w, group of 4 channels by group (the two pixels of an output pair;
+ * the channels padded to c4, a multiple of 4; pixels outside the image hold the input zero point, whose
+ * contribution the folded bias removes). The taps of both output pixels are then k_w entries side by side, read in
+ * place with one pointer as fast/edgec_conv2d_blocked.c reads its im2col columns: 2 output pixels x 2 output
+ * channels in registers, per 4 taps 4 LDRD and 8 SMLAD, and no copy of the taps per output pixel. Weights: the
+ * blocked kernel's order with each channel's taps as [kx][ky][c4] (edgec/ops/conv/im2col.py). The requantization
  * follows each block directly, from registers. */
 #include <string.h>
 
@@ -192,13 +192,6 @@ EDGEC_INLINE void edgec_win_widen2x(edgec_w32 **dst, uint32_t x, uint32_t y)
 }
 #endif
 
-/* n words (a multiple of 4) from src to dst */
-static void edgec_window_copy(edgec_w32 *dst, const edgec_w32 *src, int32_t n)
-{
-    for (; n >= 8; n -= 8) edgec_win_move8(&dst, &src);
-    if (n) edgec_win_move4(&dst, &src);
-}
-
 /* Input channels c..c+3 of pixel (iy, ix) as one int8 word: the zero point outside the image, 0 past in_c. */
 static uint32_t edgec_window_word(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t ix,
                                   int32_t c)
@@ -235,11 +228,11 @@ EDGEC_INLINE uint32_t edgec_window_rgb_word(const int8_t *s)
 /* A 3-channel input row iy (inside the image) widened into dst in pairs, as edgec_window_row_as below (x2: the
  * 2x4 block's layout; a constant where it is inlined). */
 EDGEC_INLINE void edgec_window_row_rgb(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy,
-                                       int32_t x0, int32_t wp, edgec_w32 *dst, const int x2)
+                                       int32_t x0, int32_t wp, edgec_w32 *dst, int32_t gap, const int x2)
 {
     const int32_t in_w = p->in_w, s = p->stride_w, last = p->in_h * in_w - 1;
     int32_t i;
-    for (i = 0; i < wp; ++i) {
+    for (i = 0; i < wp; ++i, dst += gap) {
         const int32_t ix = x0 + i;
         if (ix >= 0 && ix + s < in_w) { /* both pixels inside */
             const int8_t *u8 = input + (iy * in_w + ix) * 3, *v8 = u8 + s * 3;
@@ -266,16 +259,16 @@ EDGEC_INLINE void edgec_window_row_rgb(const edgec_conv2d_im2col_params *p, cons
  * x0 + i + stride_w (x0: the band's first column, -pad_left for the first band), group of 4 channels by group, 2
  * words each (x2: the 2x4 block's layout, edgec_win_widen2x; a constant where it is inlined). */
 EDGEC_INLINE void edgec_window_row_as(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy,
-                                      int32_t x0, int32_t wp, int32_t c4, edgec_w32 *dst, const int x2)
+                                      int32_t x0, int32_t wp, int32_t c4, edgec_w32 *dst, int32_t gap, const int x2)
 {
     const int32_t in_c = p->in_c, in_w = p->in_w, s = p->stride_w;
     const int row = iy >= 0 && iy < p->in_h, aligned = row && (in_c & 3) == 0;
     int32_t i, c;
     if (row && in_c == 3) {
-        edgec_window_row_rgb(p, input, iy, x0, wp, dst, x2);
+        edgec_window_row_rgb(p, input, iy, x0, wp, dst, gap, x2);
         return;
     }
-    for (i = 0; i < wp; ++i) {
+    for (i = 0; i < wp; ++i, dst += gap) {
         const int32_t ix = x0 + i;
         if (aligned && ix >= 0 && ix + s < in_w) { /* both pixels inside: word by word */
             const int8_t *u8 = input + (iy * in_w + ix) * in_c;
@@ -302,14 +295,29 @@ EDGEC_INLINE void edgec_window_row_as(const edgec_conv2d_im2col_params *p, const
     }
 }
 static void edgec_window_row(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t x0,
-                             int32_t wp, int32_t c4, edgec_w32 *dst)
+                             int32_t wp, int32_t c4, edgec_w32 *dst, int32_t gap)
 {
-    edgec_window_row_as(p, input, iy, x0, wp, c4, dst, 0);
+    edgec_window_row_as(p, input, iy, x0, wp, c4, dst, gap, 0);
 }
 static void edgec_window_row_x2(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t x0,
-                                int32_t wp, int32_t c4, edgec_w32 *dst)
+                                int32_t wp, int32_t c4, edgec_w32 *dst, int32_t gap)
 {
-    edgec_window_row_as(p, input, iy, x0, wp, c4, dst, 1);
+    edgec_window_row_as(p, input, iy, x0, wp, c4, dst, gap, 1);
+}
+
+/* Drop the first k_h - keep rows of every entry of the ring (entries x k_h slots of c4 words): each entry's last
+ * keep slots move to its first (forward word copies: the destination is below the source). */
+static void edgec_window_shift(edgec_w32 *ring, int32_t entries, int32_t c4, int32_t k_h, int32_t keep)
+{
+    const int32_t n = keep * c4, span = k_h * c4;
+    edgec_w32 *dst = ring;
+    for (; entries > 0; --entries, dst += span) {
+        edgec_w32 *d = dst;
+        const edgec_w32 *src = dst + span - n;
+        int32_t m = n;
+        for (; m >= 8; m -= 8) edgec_win_move8(&d, &src);
+        if (m) edgec_win_move4(&d, &src);
+    }
 }
 
 /* 2x4 block (edgec_conv2d_window4_s8): `blocks` blocks of 4 output channels of 2 pixels whose taps are the n words
@@ -404,48 +412,45 @@ static void edgec_window4_pair(const edgec_conv2d_im2col_params *p, edgec_b24_pi
  * block and its layout of the widened rows, else the 2x2 block. A band is band_w output columns (the last one what
  * is left; band_w out_w: whole rows, every input row widened once): the ring holds the band's input columns only,
  * and the k_w - stride_w columns where two bands meet are widened twice (edgec/ops/conv/im2col.py
- * window_band: the plan narrows the band where the ring would raise the arena's peak). */
+ * window_band: the plan narrows the band where the ring would raise the arena's peak). The ring is entry by entry
+ * (entry e: the band's pixel pair e), each entry the k_h rows of the window top to bottom, c4 words a row: the
+ * taps of an output pixel pair are then k_w * k_h * c4 contiguous words from its first entry, in the weights'
+ * order [kx][ky][c4], read in place. A new output row moves the rows it keeps to the front of each entry
+ * (edgec_window_shift) and widens the new ones behind them. */
 EDGEC_INLINE void edgec_window_run(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                                    const edgec_rq *rq, int8_t *scratch, int8_t *output, const int x2)
 {
     const int32_t c4 = (p->in_c + 3) & ~3, k_h = p->k_h, out_w = p->out_w, out_c = p->out_c, sh = p->stride_h;
     const int32_t bw = p->band_w < 1 ? 1 : (p->band_w < out_w ? p->band_w : out_w);
-    const int32_t wp = (bw - 1) * p->stride_w + p->k_w, row_words = wp * c4, step = p->stride_w * c4;
-    const int32_t seg = p->k_w * c4, n = k_h * seg;
+    const int32_t span = k_h * c4, step = p->stride_w * span, gap = span - c4, n = p->k_w * span;
     const int full = p->act_min == -128 && p->act_max == 127;
     const edgec_window_pixels_fn pixels = n == 36 ? (full ? edgec_window_pixels_rgb_full
                                                           : edgec_window_pixels_rgb_clamped)
                                                   : (full ? edgec_window_pixels_full : edgec_window_pixels_clamped);
     const edgec_b24_pixels_fn pixels4 = x2 ? edgec_window4_pick(p, rq, n) : 0;
-    /* k_h row slots: input row iy in slot (iy + pad_top) % k_h; then the n words of the 2 pixels' taps, gathered
-     * (n = 36: 3 or 4 channels, 3x3) */
-    edgec_w32 *ring = (edgec_w32 *)(void *)scratch, *cols = ring + k_h * row_words;
-    int32_t bx, oy, ox, ky;
+    edgec_w32 *ring = (edgec_w32 *)(void *)scratch;
+    int32_t bx, oy, ox, j;
     for (bx = 0; bx < out_w; bx += bw) {
         const int32_t bn = out_w - bx < bw ? out_w - bx : bw; /* the band's output columns */
         const int32_t x0 = bx * p->stride_w - p->pad_left, wb = (bn - 1) * p->stride_w + p->k_w;
-        int32_t next = -p->pad_top;
+        int32_t next = 0; /* after the first output row: the ring holds input rows next - k_h .. next - 1 */
         for (oy = 0; oy < p->out_h; ++oy) {
             const int32_t iy0 = oy * sh - p->pad_top;
-            int32_t top;
-            if (next < iy0) next = iy0;
-            for (; next < iy0 + k_h; ++next) {
-                edgec_w32 *slot = ring + ((next + p->pad_top) % k_h) * row_words;
+            int32_t keep = oy == 0 ? 0 : next - iy0;
+            if (keep < 0) keep = 0;
+            if (keep > 0) edgec_window_shift(ring, wb, c4, k_h, keep);
+            for (j = keep; j < k_h; ++j) {
                 if (x2) {
-                    edgec_window_row_x2(p, input, next, x0, wb, c4, slot);
+                    edgec_window_row_x2(p, input, iy0 + j, x0, wb, c4, ring + j * c4, gap);
                 } else {
-                    edgec_window_row(p, input, next, x0, wb, c4, slot);
+                    edgec_window_row(p, input, iy0 + j, x0, wb, c4, ring + j * c4, gap);
                 }
             }
-            top = (iy0 + p->pad_top) % k_h; /* the slot of the window's first row */
+            next = iy0 + k_h;
             for (ox = 0; ox < bn; ox += 2) {
                 const int two = bn - ox > 1; /* a lone last pixel is computed twice and stored once */
                 int8_t *o = output + (oy * out_w + bx + ox) * out_c;
-                int32_t j = top;
-                for (ky = 0; ky < k_h; ++ky) {
-                    edgec_window_copy(cols + ky * seg, ring + j * row_words + ox * step, seg);
-                    j = j + 1 == k_h ? 0 : j + 1;
-                }
+                const edgec_w32 *cols = ring + ox * step;
                 if (x2) {
                     edgec_window4_pair(p, pixels4, cols, n, (const edgec_w32 *)weights, rq, o, o + two * out_c);
                 } else {
