@@ -201,6 +201,12 @@ static uint32_t edgec_window_word(const edgec_conv2d_im2col_params *p, const int
     int32_t j;
     if (iy < 0 || iy >= p->in_h || ix < 0 || ix >= p->in_w) return (uint32_t)(uint8_t)(int8_t)p->input_zp * 0x01010101u;
     s = input + (iy * p->in_w + ix) * p->in_c + c; /* only for a pixel inside the image */
+#ifdef EDGEC_DSP_NATIVE
+    if (c + 4 <= p->in_c) { /* a whole group: one LDR (little-endian, unaligned words allowed) */
+        memcpy(&v, s, 4);
+        return v;
+    }
+#endif
     for (j = 3; j >= 0; --j) v = (v << 8) | (c + j < p->in_c ? (uint8_t)s[j] : 0u);
     return v;
 }
@@ -255,43 +261,158 @@ EDGEC_INLINE void edgec_window_row_rgb(const edgec_conv2d_im2col_params *p, cons
     }
 }
 
-/* Input row iy (a padding row outside the image) widened into dst in pairs: for i < wp, pixel x0 + i and pixel
- * x0 + i + stride_w (x0: the band's first column, -pad_left for the first band), group of 4 channels by group, 2
- * words each (x2: the 2x4 block's layout, edgec_win_widen2x; a constant where it is inlined). */
+/* `count` pixel pairs whose both pixels are inside the image, widened into dst (each entry's c4 words, then gap words
+ * skipped): pixel i's c4 channels at u + i * c4 (bytes; in_c == c4), its partner's vo bytes further (x2: the 2x4
+ * block's layout; a constant where it is inlined). On the native DSP path one block of assembly: per group of 4
+ * channels 2 LDR, 4 SXTB16, STM, CMP, BNE (gcc's loop kept its operands in other registers than the fixed ones of
+ * the widening and moved them: 11 a group, and about 40 a pixel around them). */
+#ifdef EDGEC_DSP_NATIVE
+#define EDGEC_WIN_WIDEN_RUN(name, order)                                                                             \
+    static void name(edgec_w32 *dst, const int8_t *u, int32_t count, int32_t c4, int32_t vo, int32_t gap)             \
+    {                                                                                                                  \
+        register uint32_t r4 __asm__("r4"), r5 __asm__("r5"), r6 __asm__("r6"), r8 __asm__("r8");                      \
+        const int32_t gapb = 4 * gap;                                                                                  \
+        const int8_t *end;                                                                                             \
+        uint32_t x, y;                                                                                                 \
+        if (count <= 0) return;                                                                                        \
+        __asm__ volatile("1:\n\t"                                                                                       \
+                         "add %[e], %[u], %[c4]\n\t"                                                                   \
+                         "2:\n\t"                                                                                       \
+                         "ldr %[y], [%[u], %[vo]]\n\t"                                                                 \
+                         "ldr %[x], [%[u]], #4\n\t" order "stmia %[o]!, {%[a], %[b], %[c], %[d]}\n\t"                 \
+                         "cmp %[u], %[e]\n\t"                                                                          \
+                         "bne 2b\n\t"                                                                                  \
+                         "ldr %[x], %[gapb]\n\t"                                                                       \
+                         "add %[o], %[o], %[x]\n\t"                                                                    \
+                         "subs %[k], %[k], #1\n\t"                                                                     \
+                         "bne 1b"                                                                                     \
+                         : [o] "+r"(dst), [u] "+r"(u), [k] "+r"(count), [e] "=&r"(end), [x] "=&r"(x), [y] "=&r"(y),   \
+                           [a] "=&r"(r4), [b] "=&r"(r5), [c] "=&r"(r6), [d] "=&r"(r8)                                  \
+                         : [c4] "r"(c4), [vo] "r"(vo), [gapb] "m"(gapb)                                                \
+                         : "cc", "memory");                                                                            \
+    }
+#define EDGEC_WIN_WIDEN_ORDER(x, y)                                                                                  \
+    "sxtb16 %[a], %[" #x "]\n\tsxtb16 %[b], %[" #x "], ror #8\n\tsxtb16 %[c], %[" #y "]\n\tsxtb16 %[d], %[" #y          \
+    "], ror #8\n\t"
+#define EDGEC_WIN_WIDEN_ORDER_X2(x, y)                                                                               \
+    "sxtb16 %[a], %[" #x "]\n\tsxtb16 %[b], %[" #y "]\n\tsxtb16 %[c], %[" #x "], ror #8\n\tsxtb16 %[d], %[" #y          \
+    "], ror #8\n\t"
+EDGEC_WIN_WIDEN_RUN(edgec_window_widen_run1, EDGEC_WIN_WIDEN_ORDER(x, y))
+EDGEC_WIN_WIDEN_RUN(edgec_window_widen_run1_x2, EDGEC_WIN_WIDEN_ORDER_X2(x, y))
+/* The same 2 groups a pass (c4 a multiple of 8): LDRD of both pixels' 8 channels, per group 4 SXTB16 and STM */
+#define EDGEC_WIN_WIDEN_RUN8(name, order)                                                                            \
+    static void name(edgec_w32 *dst, const int8_t *u, int32_t count, int32_t c4, int32_t vo, int32_t gap)             \
+    {                                                                                                                  \
+        register uint32_t r4 __asm__("r4"), r5 __asm__("r5"), r6 __asm__("r6"), r8 __asm__("r8");                      \
+        const int32_t gapb = 4 * gap;                                                                                  \
+        const int8_t *end, *v;                                                                                         \
+        uint32_t x, y, x1, y1;                                                                                         \
+        if (count <= 0) return;                                                                                        \
+        __asm__ volatile("1:\n\t"                                                                                       \
+                         "ldr %[e], %[c4]\n\t"                                                                         \
+                         "add %[e], %[u], %[e]\n\t"                                                                    \
+                         "ldr %[v], %[vo]\n\t"                                                                         \
+                         "add %[v], %[u], %[v]\n\t"                                                                    \
+                         "2:\n\t"                                                                                       \
+                         "ldrd %[x], %[x1], [%[u]], #8\n\t"                                                            \
+                         "ldrd %[y], %[y1], [%[v]], #8\n\t" order(x, y) "stmia %[o]!, {%[a], %[b], %[c], %[d]}\n\t"    \
+                         order(x1, y1) "stmia %[o]!, {%[a], %[b], %[c], %[d]}\n\t"                                      \
+                         "cmp %[u], %[e]\n\t"                                                                          \
+                         "bne 2b\n\t"                                                                                  \
+                         "ldr %[x], %[gapb]\n\t"                                                                       \
+                         "add %[o], %[o], %[x]\n\t"                                                                    \
+                         "subs %[k], %[k], #1\n\t"                                                                     \
+                         "bne 1b"                                                                                     \
+                         : [o] "+r"(dst), [u] "+r"(u), [k] "+r"(count), [e] "=&r"(end), [v] "=&r"(v), [x] "=&r"(x),   \
+                           [y] "=&r"(y), [x1] "=&r"(x1), [y1] "=&r"(y1), [a] "=&r"(r4), [b] "=&r"(r5), [c] "=&r"(r6), \
+                           [d] "=&r"(r8)                                                                               \
+                         : [c4] "m"(c4), [vo] "m"(vo), [gapb] "m"(gapb)                                                \
+                         : "cc", "memory");                                                                            \
+    }
+EDGEC_WIN_WIDEN_RUN8(edgec_window_widen_run8, EDGEC_WIN_WIDEN_ORDER)
+EDGEC_WIN_WIDEN_RUN8(edgec_window_widen_run8_x2, EDGEC_WIN_WIDEN_ORDER_X2)
+static void edgec_window_widen_run(edgec_w32 *dst, const int8_t *u, int32_t count, int32_t c4, int32_t vo, int32_t gap)
+{
+    if ((c4 & 7) == 0 && (vo & 3) == 0 && ((uintptr_t)u & 3) == 0) {
+        edgec_window_widen_run8(dst, u, count, c4, vo, gap);
+    } else {
+        edgec_window_widen_run1(dst, u, count, c4, vo, gap);
+    }
+}
+static void edgec_window_widen_run_x2(edgec_w32 *dst, const int8_t *u, int32_t count, int32_t c4, int32_t vo,
+                                      int32_t gap)
+{
+    if ((c4 & 7) == 0 && (vo & 3) == 0 && ((uintptr_t)u & 3) == 0) {
+        edgec_window_widen_run8_x2(dst, u, count, c4, vo, gap);
+    } else {
+        edgec_window_widen_run1_x2(dst, u, count, c4, vo, gap);
+    }
+}
+#else
+#define EDGEC_WIN_WIDEN_RUN(name, x2)                                                                                \
+    static void name(edgec_w32 *dst, const int8_t *u8, int32_t count, int32_t c4, int32_t vo, int32_t gap)            \
+    {                                                                                                                  \
+        int32_t c;                                                                                                     \
+        for (; count > 0; --count, u8 += c4, dst += gap) {                                                             \
+            const edgec_w32 *u = (const edgec_w32 *)(const void *)u8;                                                  \
+            const edgec_w32 *v = (const edgec_w32 *)(const void *)(u8 + vo);                                          \
+            for (c = c4; c > 0; c -= 4) {                                                                              \
+                const uint32_t a = *u++, b = *v++;                                                                     \
+                if (x2) {                                                                                              \
+                    edgec_win_widen2x(&dst, a, b);                                                                     \
+                } else {                                                                                               \
+                    edgec_win_widen2(&dst, a, b);                                                                      \
+                }                                                                                                      \
+            }                                                                                                          \
+        }                                                                                                              \
+    }
+EDGEC_WIN_WIDEN_RUN(edgec_window_widen_run, 0)
+EDGEC_WIN_WIDEN_RUN(edgec_window_widen_run_x2, 1)
+#endif
+
+/* The pixel pair of entry ix (either pixel may be outside the image or the row iy a padding row) widened into dst
+ * word by word (x2: the 2x4 block's layout; a constant where it is inlined). */
+EDGEC_INLINE void edgec_window_edge(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t ix,
+                                    int32_t c4, edgec_w32 *dst, const int x2)
+{
+    int32_t c;
+    for (c = 0; c < c4; c += 4) {
+        const uint32_t a = edgec_window_word(p, input, iy, ix, c), b = edgec_window_word(p, input, iy, ix + p->stride_w, c);
+        if (x2) {
+            edgec_win_widen2x(&dst, a, b);
+        } else {
+            edgec_win_widen2(&dst, a, b);
+        }
+    }
+}
+
+/* Input row iy widened into dst in pairs: for i < wp, pixel x0 + i and pixel x0 + i + stride_w (x0: the band's
+ * first column, -pad_left for the first band), group of 4 channels by group, 2 words each, then gap words skipped
+ * (x2: the 2x4 block's layout, edgec_win_widen2x; a constant where it is inlined). The pairs inside the image of a
+ * row inside it in one run (edgec_window_widen_run), the others word by word. */
 EDGEC_INLINE void edgec_window_row_as(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy,
                                       int32_t x0, int32_t wp, int32_t c4, edgec_w32 *dst, int32_t gap, const int x2)
 {
-    const int32_t in_c = p->in_c, in_w = p->in_w, s = p->stride_w;
-    const int row = iy >= 0 && iy < p->in_h, aligned = row && (in_c & 3) == 0;
-    int32_t i, c;
+    const int32_t in_c = p->in_c, in_w = p->in_w, s = p->stride_w, entry = c4 + gap;
+    const int row = iy >= 0 && iy < p->in_h;
+    int32_t i, lo = 0, hi = 0;
     if (row && in_c == 3) {
         edgec_window_row_rgb(p, input, iy, x0, wp, dst, gap, x2);
         return;
     }
-    for (i = 0; i < wp; ++i, dst += gap) {
-        const int32_t ix = x0 + i;
-        if (aligned && ix >= 0 && ix + s < in_w) { /* both pixels inside: word by word */
-            const int8_t *u8 = input + (iy * in_w + ix) * in_c;
-            const edgec_w32 *u = (const edgec_w32 *)(const void *)u8;
-            const edgec_w32 *v = (const edgec_w32 *)(const void *)(u8 + s * in_c);
-            for (c = c4; c > 0; c -= 4) {
-                const uint32_t a = *u++, b = *v++;
-                if (x2) {
-                    edgec_win_widen2x(&dst, a, b);
-                } else {
-                    edgec_win_widen2(&dst, a, b);
-                }
-            }
-        } else {
-            for (c = 0; c < c4; c += 4) {
-                const uint32_t a = edgec_window_word(p, input, iy, ix, c), b = edgec_window_word(p, input, iy, ix + s, c);
-                if (x2) {
-                    edgec_win_widen2x(&dst, a, b);
-                } else {
-                    edgec_win_widen2(&dst, a, b);
-                }
-            }
+    if (row && (in_c & 3) == 0) { /* the pairs lo..hi - 1 are inside */
+        lo = x0 < 0 ? -x0 : 0;
+        hi = in_w - s - x0 < wp ? in_w - s - x0 : wp;
+        if (hi < lo) hi = lo;
+        if (hi > lo && x2) {
+            edgec_window_widen_run_x2(dst + lo * entry, input + (iy * in_w + x0 + lo) * in_c, hi - lo, c4, s * in_c, gap);
+        } else if (hi > lo) {
+            edgec_window_widen_run(dst + lo * entry, input + (iy * in_w + x0 + lo) * in_c, hi - lo, c4, s * in_c, gap);
         }
+    }
+    for (i = 0; i < wp; ++i) {
+        if (i == lo) i = hi;
+        if (i < wp) edgec_window_edge(p, input, iy, x0 + i, c4, dst + i * entry, x2);
     }
 }
 static void edgec_window_row(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t x0,
@@ -306,11 +427,41 @@ static void edgec_window_row_x2(const edgec_conv2d_im2col_params *p, const int8_
 }
 
 /* Drop the first k_h - keep rows of every entry of the ring (entries x k_h slots of c4 words): each entry's last
- * keep slots move to its first (forward word copies: the destination is below the source). */
+ * keep slots move to its first (forward word copies: the destination is below the source). On the native DSP
+ * path, where they are whole blocks of 8 words, one block of assembly: per 8 words LDM, STM, CMP, BNE, per entry 7
+ * (gcc's loop around the fixed registers of edgec_win_move8 spent about 25 an entry). */
 static void edgec_window_shift(edgec_w32 *ring, int32_t entries, int32_t c4, int32_t k_h, int32_t keep)
 {
     const int32_t n = keep * c4, span = k_h * c4;
     edgec_w32 *dst = ring;
+#ifdef EDGEC_DSP_NATIVE
+    if ((n & 7) == 0 && entries > 0) {
+        register uint32_t r4 __asm__("r4"), r5 __asm__("r5"), r6 __asm__("r6"), r8 __asm__("r8");
+        register uint32_t r10 __asm__("r10"), r11 __asm__("r11"), r12 __asm__("r12"), r14 __asm__("r14");
+        const int32_t skip = 4 * (span - n), bytes = 4 * n;
+        const edgec_w32 *src;
+        const edgec_w32 *end;
+        __asm__ volatile("1:\n\t"
+                         "ldr %[s], %[skip]\n\t"
+                         "add %[s], %[d], %[s]\n\t"
+                         "ldr %[e], %[bytes]\n\t"
+                         "add %[e], %[d], %[e]\n\t"
+                         "2:\n\t"
+                         "ldmia %[s]!, {%[a], %[b], %[c], %[f], %[g], %[h], %[i], %[j]}\n\t"
+                         "stmia %[d]!, {%[a], %[b], %[c], %[f], %[g], %[h], %[i], %[j]}\n\t"
+                         "cmp %[d], %[e]\n\t"
+                         "bne 2b\n\t"
+                         "mov %[d], %[s]\n\t" /* the source ended at the next entry */
+                         "subs %[k], %[k], #1\n\t"
+                         "bne 1b"
+                         : [d] "+r"(dst), [k] "+r"(entries), [s] "=&r"(src), [e] "=&r"(end), [a] "=&r"(r4),
+                           [b] "=&r"(r5), [c] "=&r"(r6), [f] "=&r"(r8), [g] "=&r"(r10), [h] "=&r"(r11),
+                           [i] "=&r"(r12), [j] "=&r"(r14)
+                         : [skip] "m"(skip), [bytes] "m"(bytes)
+                         : "cc", "memory");
+        return;
+    }
+#endif
     for (; entries > 0; --entries, dst += span) {
         edgec_w32 *d = dst;
         const edgec_w32 *src = dst + span - n;
@@ -361,6 +512,20 @@ EDGEC_WIN4_PIXELS(edgec_window4_pixels_clamped, EDGEC_WIN_CLAMP)
 #if defined(EDGEC_DSP_NATIVE) && !defined(__clang__)
 EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16, EDGEC_B24_ASM_LOOP16, "", EDGEC_B24_RQ_ANY)
 EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16_all, EDGEC_B24_ASM_LOOP16, "", EDGEC_B24_RQ_ALL)
+/* n a multiple of 48 (a 3x3 kernel over a multiple of 16 channels: IC's layers): 48 words a pass, one check of
+ * the end for 24 k-steps instead of 8 (IC on qemu-cortex-m4: 184 k instructions less) */
+#define EDGEC_WIN_ASM_LOOP48                                                                       \
+    "1:\n\t" EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP              \
+        EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP                    \
+        EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP                    \
+        EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP                    \
+        EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP                    \
+        EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP                    \
+        "ldr %[xa], %[end]\n\t"                                                                    \
+        "cmp %[x], %[xa]\n\t"                                                                      \
+        "bne 1b\n\t"
+EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full48, EDGEC_WIN_ASM_LOOP48, "", EDGEC_B24_RQ_ANY)
+EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full48_all, EDGEC_WIN_ASM_LOOP48, "", EDGEC_B24_RQ_ALL)
 /* n = 16k + 4 (an image model's 3-channel first layer: 36 taps a pixel): a group of 4 taps after the passes */
 EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16t4, EDGEC_B24_ASM_LOOP16, EDGEC_B24_ASM_TAIL4, EDGEC_B24_RQ_ANY)
 EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16t4_all, EDGEC_B24_ASM_LOOP16, EDGEC_B24_ASM_TAIL4, EDGEC_B24_RQ_ALL)
@@ -368,6 +533,8 @@ EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16t4_all, EDGEC_B24_ASM_LOOP16, ED
 EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16t8, EDGEC_B24_ASM_LOOP16, EDGEC_B24_ASM_TAIL8, EDGEC_B24_RQ_ANY)
 EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16t8_all, EDGEC_B24_ASM_LOOP16, EDGEC_B24_ASM_TAIL8, EDGEC_B24_RQ_ALL)
 #else
+#define edgec_window4_pixels_full48 edgec_window4_pixels_full
+#define edgec_window4_pixels_full48_all edgec_window4_pixels_full
 #define edgec_window4_pixels_full16 edgec_window4_pixels_full
 #define edgec_window4_pixels_full16t4 edgec_window4_pixels_full
 #define edgec_window4_pixels_full16t8 edgec_window4_pixels_full
@@ -384,6 +551,7 @@ static edgec_b24_pixels_fn edgec_window4_pick(const edgec_conv2d_im2col_params *
     int32_t j;
     if (p->act_min != -128 || p->act_max != 127) return edgec_window4_pixels_clamped;
     for (j = 0; j < p->out_c && negs; ++j) negs = rq[j].neg == -1; /* stops at the first 0 */
+    if (n % 48 == 0) return negs ? edgec_window4_pixels_full48_all : edgec_window4_pixels_full48;
     if ((n & 15) == 0) return negs ? edgec_window4_pixels_full16_all : edgec_window4_pixels_full16;
     if ((n & 15) == 4) return negs ? edgec_window4_pixels_full16t4_all : edgec_window4_pixels_full16t4;
     if ((n & 15) == 8 && n > 16) return negs ? edgec_window4_pixels_full16t8_all : edgec_window4_pixels_full16t8;
