@@ -428,37 +428,43 @@ static void edgec_window_row_x2(const edgec_conv2d_im2col_params *p, const int8_
 
 /* Drop the first k_h - keep rows of every entry of the ring (entries x k_h slots of c4 words): each entry's last
  * keep slots move to its first (forward word copies: the destination is below the source). On the native DSP
- * path, where they are whole blocks of 8 words, one block of assembly: per 8 words LDM, STM, CMP, BNE, per entry 7
- * (gcc's loop around the fixed registers of edgec_win_move8 spent about 25 an entry). */
+ * path, where they are whole blocks of 8 words, one block of assembly: per 8 words LDM and STM, per 8 or 16 a CMP
+ * and BNE, per entry 7 (gcc's loop around the fixed registers of edgec_win_move8 spent about 25 an entry). */
 static void edgec_window_shift(edgec_w32 *ring, int32_t entries, int32_t c4, int32_t k_h, int32_t keep)
 {
     const int32_t n = keep * c4, span = k_h * c4;
     edgec_w32 *dst = ring;
 #ifdef EDGEC_DSP_NATIVE
+#define EDGEC_WIN_SHIFT8                                                                           \
+    "ldmia %[s]!, {%[a], %[b], %[c], %[f], %[g], %[h], %[i], %[j]}\n\t"                           \
+    "stmia %[d]!, {%[a], %[b], %[c], %[f], %[g], %[h], %[i], %[j]}\n\t"
+#define EDGEC_WIN_SHIFT_ASM(moves)                                                                 \
+    __asm__ volatile("1:\n\t"                                                                     \
+                     "ldr %[s], %[skip]\n\t"                                                     \
+                     "add %[s], %[d], %[s]\n\t"                                                  \
+                     "ldr %[e], %[bytes]\n\t"                                                    \
+                     "add %[e], %[d], %[e]\n\t"                                                  \
+                     "2:\n\t" moves "cmp %[d], %[e]\n\t"                                         \
+                     "bne 2b\n\t"                                                                \
+                     "mov %[d], %[s]\n\t" /* the source ended at the next entry */               \
+                     "subs %[k], %[k], #1\n\t"                                                   \
+                     "bne 1b"                                                                     \
+                     : [d] "+r"(dst), [k] "+r"(entries), [s] "=&r"(src), [e] "=&r"(end), [a] "=&r"(r4), \
+                       [b] "=&r"(r5), [c] "=&r"(r6), [f] "=&r"(r8), [g] "=&r"(r10), [h] "=&r"(r11),   \
+                       [i] "=&r"(r12), [j] "=&r"(r14)                                              \
+                     : [skip] "m"(skip), [bytes] "m"(bytes)                                        \
+                     : "cc", "memory")
     if ((n & 7) == 0 && entries > 0) {
         register uint32_t r4 __asm__("r4"), r5 __asm__("r5"), r6 __asm__("r6"), r8 __asm__("r8");
         register uint32_t r10 __asm__("r10"), r11 __asm__("r11"), r12 __asm__("r12"), r14 __asm__("r14");
         const int32_t skip = 4 * (span - n), bytes = 4 * n;
         const edgec_w32 *src;
         const edgec_w32 *end;
-        __asm__ volatile("1:\n\t"
-                         "ldr %[s], %[skip]\n\t"
-                         "add %[s], %[d], %[s]\n\t"
-                         "ldr %[e], %[bytes]\n\t"
-                         "add %[e], %[d], %[e]\n\t"
-                         "2:\n\t"
-                         "ldmia %[s]!, {%[a], %[b], %[c], %[f], %[g], %[h], %[i], %[j]}\n\t"
-                         "stmia %[d]!, {%[a], %[b], %[c], %[f], %[g], %[h], %[i], %[j]}\n\t"
-                         "cmp %[d], %[e]\n\t"
-                         "bne 2b\n\t"
-                         "mov %[d], %[s]\n\t" /* the source ended at the next entry */
-                         "subs %[k], %[k], #1\n\t"
-                         "bne 1b"
-                         : [d] "+r"(dst), [k] "+r"(entries), [s] "=&r"(src), [e] "=&r"(end), [a] "=&r"(r4),
-                           [b] "=&r"(r5), [c] "=&r"(r6), [f] "=&r"(r8), [g] "=&r"(r10), [h] "=&r"(r11),
-                           [i] "=&r"(r12), [j] "=&r"(r14)
-                         : [skip] "m"(skip), [bytes] "m"(bytes)
-                         : "cc", "memory");
+        if ((n & 15) == 0) { /* 16 words a pass */
+            EDGEC_WIN_SHIFT_ASM(EDGEC_WIN_SHIFT8 EDGEC_WIN_SHIFT8);
+        } else {
+            EDGEC_WIN_SHIFT_ASM(EDGEC_WIN_SHIFT8);
+        }
         return;
     }
 #endif
@@ -506,6 +512,11 @@ static void edgec_window_shift(edgec_w32 *ring, int32_t entries, int32_t c4, int
 EDGEC_WIN4_PIXELS(edgec_window4_pixels_full, EDGEC_SAT8(v_))
 EDGEC_WIN4_PIXELS(edgec_window4_pixels_clamped, EDGEC_WIN_CLAMP)
 
+/* A row of pixel pairs on the 2x4 block (EDGEC_WIN4_ASM_ROW): (columns, column words, weights, records, blocks, o0,
+ * out_c, pairs, column bytes a pair) */
+typedef void (*edgec_win4_row_fn)(const edgec_w32 *, int32_t, const edgec_w32 *, const edgec_rq *, int32_t, int8_t *,
+                                  int32_t, int32_t, int32_t);
+
 /* The full-range 2x4 block on the Arm build: one block of assembly for the whole loop over the blocks
  * (EDGEC_B24_ASM_PIXELS, fast/edgec_conv_block2x4.h): n a multiple of 16, or 4 or 8 more (a tail of 2 or 4 k-steps);
  * `_all` where every record's neg is -1. */
@@ -524,8 +535,87 @@ EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16_all, EDGEC_B24_ASM_LOOP16, "", 
         "ldr %[xa], %[end]\n\t"                                                                    \
         "cmp %[x], %[xa]\n\t"                                                                      \
         "bne 1b\n\t"
-EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full48, EDGEC_WIN_ASM_LOOP48, "", EDGEC_B24_RQ_ANY)
-EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full48_all, EDGEC_WIN_ASM_LOOP48, "", EDGEC_B24_RQ_ALL)
+
+/* EDGEC_B24_ASM_PIXELS (fast/edgec_conv_block2x4.h) with EDGEC_B24_RQ_ALL over `pairs` pixel pairs of one output
+ * row in one block of assembly: after a pair's blocks (the last one's weights end at wend), the columns move on by
+ * xstep bytes, the outputs by out_c bytes more than the blocks' 4 each, and the weights and records start again
+ * (per pair about 20 instructions instead of the C loop's call with its 9 arguments and the function's entry).
+ * Every pair has both pixels (pixel 1's word stored out_c bytes after pixel 0's) and out_c is a multiple of 4; the
+ * records' neg all -1 (the requantization leaves w alone: no save of it). */
+#define EDGEC_WIN4_ASM_ROW(name, loop, tail)                                                                          \
+static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, const edgec_w32 *w0, const edgec_rq *q0, int32_t blocks,    \
+                           int8_t *o0, int32_t out_c, int32_t pairs, int32_t xstep)                                    \
+{                                                                                                                      \
+    const edgec_w32 *end16 = x0 + (n & ~15), *x, *w;                                                                   \
+    const edgec_w32 *const wend = w0 + blocks * (4 + 2 * n);                                                           \
+    const edgec_w32 *const x0end = (const edgec_w32 *)(const void *)((const char *)x0 + pairs * xstep);               \
+    const edgec_rq *q = q0;                                                                                            \
+    uint32_t a0, a1, a2, a3, b0, b1, b2, b3, xa, xb, wa, wb;                                                           \
+    if (blocks <= 0 || pairs <= 0) return;                                                                             \
+    __asm__ volatile("ldr %[w], %[w0]\n\t"                                                                             \
+                     "2:\n\t"                                                                                          \
+                     "ldrd %[a0], %[a1], [%[w]], #8\n\t"                                                               \
+                     "ldrd %[a2], %[a3], [%[w]], #8\n\t"                                                               \
+                     "mov %[b0], %[a0]\n\t"                                                                            \
+                     "mov %[b1], %[a1]\n\t"                                                                            \
+                     "mov %[b2], %[a2]\n\t"                                                                            \
+                     "mov %[b3], %[a3]\n\t"                                                                            \
+                     "ldr %[x], %[x0]\n\t"                                                                             \
+                     loop tail                                                                                         \
+                     "ldr %[x], %[q]\n\t"                                                                              \
+                     EDGEC_B24_RQ_ALL(a0, b0, 0) EDGEC_B24_RQ_ALL(a1, b1, 20) EDGEC_B24_RQ_ALL(a2, b2, 40)             \
+                     EDGEC_B24_RQ_ALL(a3, b3, 60)                                                                      \
+                     "add %[x], %[x], #80\n\t"                                                                         \
+                     "str %[x], %[q]\n\t"                                                                              \
+                     "ldr %[x], %[o0]\n\t"                                                                             \
+                     "bfi %[b0], %[b1], #8, #8\n\t" /* the 4 bytes of a pixel in one word */                           \
+                     "bfi %[b0], %[b2], #16, #8\n\t"                                                                   \
+                     "bfi %[b0], %[b3], #24, #8\n\t"                                                                   \
+                     "ldr %[xb], %[outc]\n\t"                                                                          \
+                     "str %[b0], [%[x], %[xb]]\n\t"                                                                    \
+                     "bfi %[a0], %[a1], #8, #8\n\t"                                                                    \
+                     "bfi %[a0], %[a2], #16, #8\n\t"                                                                   \
+                     "bfi %[a0], %[a3], #24, #8\n\t"                                                                   \
+                     "str %[a0], [%[x]], #4\n\t"                                                                       \
+                     "str %[x], %[o0]\n\t"                                                                             \
+                     "ldr %[xa], %[wend]\n\t"                                                                          \
+                     "cmp %[w], %[xa]\n\t"                                                                             \
+                     "bne 2b\n\t"                                                                                      \
+                     "ldr %[xb], %[xstep]\n\t" /* the next pair */                                                     \
+                     "ldr %[xa], %[end]\n\t"                                                                           \
+                     "add %[xa], %[xa], %[xb]\n\t"                                                                     \
+                     "str %[xa], %[end]\n\t"                                                                           \
+                     "ldr %[xa], %[x0]\n\t"                                                                            \
+                     "add %[xa], %[xa], %[xb]\n\t"                                                                     \
+                     "str %[xa], %[x0]\n\t"                                                                            \
+                     "ldr %[wa], %[x0end]\n\t"                                                                         \
+                     "cmp %[xa], %[wa]\n\t"                                                                            \
+                     "beq 3f\n\t"                                                                                      \
+                     "ldr %[w], %[w0]\n\t"                                                                             \
+                     "ldr %[xa], %[q0]\n\t"                                                                            \
+                     "str %[xa], %[q]\n\t"                                                                             \
+                     "ldr %[xb], %[outc]\n\t"                                                                          \
+                     "ldr %[xa], %[o0]\n\t"                                                                            \
+                     "add %[xa], %[xa], %[xb]\n\t"                                                                     \
+                     "str %[xa], %[o0]\n\t"                                                                            \
+                     "b 2b\n\t"                                                                                        \
+                     "3:"                                                                                              \
+                     : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [b0] "=&r"(b0),                 \
+                       [b1] "=&r"(b1), [b2] "=&r"(b2), [b3] "=&r"(b3), [x] "=&r"(x), [w] "=&r"(w), [xa] "=&r"(xa),     \
+                       [xb] "=&r"(xb), [wa] "=&r"(wa), [wb] "=&r"(wb), [q] "+m"(q), [o0] "+m"(o0), [x0] "+m"(x0),      \
+                       [end] "+m"(end16)                                                                               \
+                     : [w0] "m"(w0), [q0] "m"(q0), [wend] "m"(wend), [xstep] "m"(xstep), [outc] "m"(out_c),           \
+                       [x0end] "m"(x0end)                                                                              \
+                     : "cc", "memory");                                                                                \
+}
+EDGEC_WIN4_ASM_ROW(edgec_window4_row48_all, EDGEC_WIN_ASM_LOOP48, "")
+/* n = 36 (3 or 4 input channels, 3x3: an image model's first layer): the 18 k-steps without a loop */
+#define EDGEC_WIN_ASM_STEPS36                                                                      \
+    EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP      \
+        EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP  \
+            EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP                 \
+                EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP
+EDGEC_WIN4_ASM_ROW(edgec_window4_row36_all, EDGEC_WIN_ASM_STEPS36, "")
 /* n = 16k + 4 (an image model's 3-channel first layer: 36 taps a pixel): a group of 4 taps after the passes */
 EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16t4, EDGEC_B24_ASM_LOOP16, EDGEC_B24_ASM_TAIL4, EDGEC_B24_RQ_ANY)
 EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16t4_all, EDGEC_B24_ASM_LOOP16, EDGEC_B24_ASM_TAIL4, EDGEC_B24_RQ_ALL)
@@ -533,8 +623,6 @@ EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16t4_all, EDGEC_B24_ASM_LOOP16, ED
 EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16t8, EDGEC_B24_ASM_LOOP16, EDGEC_B24_ASM_TAIL8, EDGEC_B24_RQ_ANY)
 EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16t8_all, EDGEC_B24_ASM_LOOP16, EDGEC_B24_ASM_TAIL8, EDGEC_B24_RQ_ALL)
 #else
-#define edgec_window4_pixels_full48 edgec_window4_pixels_full
-#define edgec_window4_pixels_full48_all edgec_window4_pixels_full
 #define edgec_window4_pixels_full16 edgec_window4_pixels_full
 #define edgec_window4_pixels_full16t4 edgec_window4_pixels_full
 #define edgec_window4_pixels_full16t8 edgec_window4_pixels_full
@@ -551,11 +639,30 @@ static edgec_b24_pixels_fn edgec_window4_pick(const edgec_conv2d_im2col_params *
     int32_t j;
     if (p->act_min != -128 || p->act_max != 127) return edgec_window4_pixels_clamped;
     for (j = 0; j < p->out_c && negs; ++j) negs = rq[j].neg == -1; /* stops at the first 0 */
-    if (n % 48 == 0) return negs ? edgec_window4_pixels_full48_all : edgec_window4_pixels_full48;
     if ((n & 15) == 0) return negs ? edgec_window4_pixels_full16_all : edgec_window4_pixels_full16;
     if ((n & 15) == 4) return negs ? edgec_window4_pixels_full16t4_all : edgec_window4_pixels_full16t4;
     if ((n & 15) == 8 && n > 16) return negs ? edgec_window4_pixels_full16t8_all : edgec_window4_pixels_full16t8;
     return edgec_window4_pixels_full;
+}
+
+/* The row function for a layer (EDGEC_WIN4_ASM_ROW): the assembly over a row's pairs where the range is full int8,
+ * out_c a multiple of 4 and n suits it; else 0 (every pair through edgec_window4_pair) */
+static edgec_win4_row_fn edgec_window4_pick_row(const edgec_conv2d_im2col_params *p, const edgec_rq *rq, int32_t n)
+{
+#if defined(EDGEC_DSP_NATIVE) && !defined(__clang__)
+    int negs = 1;
+    int32_t j;
+    if (p->act_min != -128 || p->act_max != 127 || (p->out_c & 3) != 0) return 0;
+    for (j = 0; j < p->out_c && negs; ++j) negs = rq[j].neg == -1; /* stops at the first 0 */
+    if (!negs) return 0;
+    if (n % 48 == 0) return edgec_window4_row48_all;
+    if (n == 36) return edgec_window4_row36_all;
+#else
+    (void)p;
+    (void)rq;
+    (void)n;
+#endif
+    return 0;
 }
 
 /* All output channels of one pixel pair on the 2x4 block (`pixels`: edgec_window4_pick's); the last out_c % 4
@@ -596,6 +703,7 @@ EDGEC_INLINE void edgec_window_run(const edgec_conv2d_im2col_params *p, const in
                                                           : edgec_window_pixels_rgb_clamped)
                                                   : (full ? edgec_window_pixels_full : edgec_window_pixels_clamped);
     const edgec_b24_pixels_fn pixels4 = x2 ? edgec_window4_pick(p, rq, n) : 0;
+    const edgec_win4_row_fn row4 = x2 ? edgec_window4_pick_row(p, rq, n) : 0;
     edgec_w32 *ring = (edgec_w32 *)(void *)scratch;
     int32_t bx, oy, ox, j;
     for (bx = 0; bx < out_w; bx += bw) {
@@ -615,7 +723,13 @@ EDGEC_INLINE void edgec_window_run(const edgec_conv2d_im2col_params *p, const in
                 }
             }
             next = iy0 + k_h;
-            for (ox = 0; ox < bn; ox += 2) {
+            ox = 0;
+            if (row4) { /* the pairs with both pixels in one call */
+                row4(ring, n, (const edgec_w32 *)weights, rq, out_c >> 2, output + (oy * out_w + bx) * out_c, out_c,
+                     bn >> 1, 8 * step);
+                ox = bn & ~1;
+            }
+            for (; ox < bn; ox += 2) {
                 const int two = bn - ox > 1; /* a lone last pixel is computed twice and stored once */
                 int8_t *o = output + (oy * out_w + bx + ox) * out_c;
                 const edgec_w32 *cols = ring + ox * step;
