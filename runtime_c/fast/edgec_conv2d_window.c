@@ -266,7 +266,7 @@ EDGEC_INLINE void edgec_window_row_rgb(const edgec_conv2d_im2col_params *p, cons
  * block's layout; a constant where it is inlined). On the native DSP path one block of assembly: per group of 4
  * channels 2 LDR, 4 SXTB16, STM, CMP, BNE (gcc's loop kept its operands in other registers than the fixed ones of
  * the widening and moved them: 11 a group, and about 40 a pixel around them). */
-#ifdef EDGEC_DSP_NATIVE
+#if defined(EDGEC_DSP_NATIVE) && !defined(__clang__) /* clang's allocation of the fixed registers: its C path */
 #define EDGEC_WIN_WIDEN_RUN(name, order)                                                                             \
     static void name(edgec_w32 *dst, const int8_t *u, int32_t count, int32_t c4, int32_t vo, int32_t gap)             \
     {                                                                                                                  \
@@ -434,7 +434,7 @@ static void edgec_window_shift(edgec_w32 *ring, int32_t entries, int32_t c4, int
 {
     const int32_t n = keep * c4, span = k_h * c4;
     edgec_w32 *dst = ring;
-#ifdef EDGEC_DSP_NATIVE
+#if defined(EDGEC_DSP_NATIVE) && !defined(__clang__)
 #define EDGEC_WIN_SHIFT8                                                                           \
     "ldmia %[s]!, {%[a], %[b], %[c], %[f], %[g], %[h], %[i], %[j]}\n\t"                           \
     "stmia %[d]!, {%[a], %[b], %[c], %[f], %[g], %[h], %[i], %[j]}\n\t"
