@@ -5,21 +5,22 @@
  * usual fused ReLU (the range [lo, 127]) as one saturation and one lower bound. */
 #include "edgec_fast_support.h"
 
-/* output[i] for one i: the sum of both rescaled inputs requantized, `clamp` of v to the activation range */
-#define EDGEC_ADD_ONE(i, clamp)                                                                    \
+/* output[i] for one i: the sum of both rescaled inputs requantized (`ng` the record's neg: the literal -1 where
+ * it is known, so that the correction is one ADD with a shifted operand), `clamp` of v to the activation range */
+#define EDGEC_ADD_ONE(i, clamp, ng)                                                                \
     do {                                                                                           \
-        int32_t v = edgec_rq_value(l1[input1[(i)]] + l2[input2[(i)]], mult, khi, neg, shift);      \
+        int32_t v = edgec_rq_value(l1[input1[(i)]] + l2[input2[(i)]], mult, khi, (ng), shift);     \
         output[(i)] = (int8_t)(clamp);                                                             \
     } while (0)
-#define EDGEC_ADD_LOOP(clamp)                                                                      \
+#define EDGEC_ADD_LOOP(clamp, ng)                                                                  \
     do {                                                                                           \
         for (; n >= 4; n -= 4, input1 += 4, input2 += 4, output += 4) {                           \
-            EDGEC_ADD_ONE(0, clamp);                                                               \
-            EDGEC_ADD_ONE(1, clamp);                                                               \
-            EDGEC_ADD_ONE(2, clamp);                                                               \
-            EDGEC_ADD_ONE(3, clamp);                                                               \
+            EDGEC_ADD_ONE(0, clamp, ng);                                                           \
+            EDGEC_ADD_ONE(1, clamp, ng);                                                           \
+            EDGEC_ADD_ONE(2, clamp, ng);                                                           \
+            EDGEC_ADD_ONE(3, clamp, ng);                                                           \
         }                                                                                          \
-        for (i = 0; i < n; ++i) EDGEC_ADD_ONE(i, clamp);                                           \
+        for (i = 0; i < n; ++i) EDGEC_ADD_ONE(i, clamp, ng);                                       \
     } while (0)
 /* v clamped to [lo, 127]: where the core has USAT, the saturated v - lo saturated again to [0, 255] (v - lo <=
  * 127 - lo <= 255), plus lo: no compare and conditional move */
@@ -36,11 +37,13 @@ void edgec_add_lut_s8(const edgec_add_lut_params *p, const int8_t *input1, const
     const int32_t lo = p->act_min, hi = p->act_max;
     const int32_t mult = rq->mult, khi = rq->khi, neg = rq->neg, shift = rq->shift;
     int32_t i, n = p->n;
-    if (lo == -128 && hi == 127) {
-        EDGEC_ADD_LOOP(EDGEC_SAT8(v));
+    if (lo == -128 && hi == 127 && neg == -1) {
+        EDGEC_ADD_LOOP(EDGEC_SAT8(v), -1);
+    } else if (lo == -128 && hi == 127) {
+        EDGEC_ADD_LOOP(EDGEC_SAT8(v), neg);
     } else if (hi == 127) {
-        for (i = 0; i < n; ++i) EDGEC_ADD_ONE(i, EDGEC_ADD_RELU(v));
+        for (i = 0; i < n; ++i) EDGEC_ADD_ONE(i, EDGEC_ADD_RELU(v), neg);
     } else {
-        for (i = 0; i < n; ++i) EDGEC_ADD_ONE(i, v < lo ? lo : (v > hi ? hi : v));
+        for (i = 0; i < n; ++i) EDGEC_ADD_ONE(i, v < lo ? lo : (v > hi ? hi : v), neg);
     }
 }

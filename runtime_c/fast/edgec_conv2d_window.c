@@ -1,12 +1,12 @@
 /* edgec speed-optimized convolution without im2col (declared in edgec_nn.h; chosen by `--optimize speed`, the
  * default, for kernels larger than 1x1). The input rows a window covers are widened to int16 once each, into a
- * ring of k_h row slots in scratch, pixel by pixel in pairs: entry i of a row holds the c4 channels of pixel i and of
- * pixel i + stride_w, group of 4 channels by group (the two pixels of an output pair; the channels padded to c4,
- * a multiple of 4; pixels outside the image hold the input zero point, whose contribution the folded bias
- * removes). The taps of one kernel row of both output pixels are then k_w entries side by side, read with one
- * pointer as fast/edgec_conv2d_blocked.c reads its im2col columns: 2 output pixels x 2 output channels in
- * registers, per 4 taps 4 LDRD and 8 SMLAD, and no copy of the taps per output pixel. Weights: the blocked
- * kernel's order with each channel's taps as [ky][kx][c4] (edgec/ops/conv/im2col.py). The requantization
+ * ring in scratch, pixel by pixel in pairs: entry i holds, for each of the window's k_h rows top to bottom, the c4
+ * channels of pixel i and of pixel i + stride_w, group of 4 channels by group (the two pixels of an output pair;
+ * the channels padded to c4, a multiple of 4; pixels outside the image hold the input zero point, whose
+ * contribution the folded bias removes). The taps of both output pixels are then k_w entries side by side, read in
+ * place with one pointer as fast/edgec_conv2d_blocked.c reads its im2col columns: 2 output pixels x 2 output
+ * channels in registers, per 4 taps 4 LDRD and 8 SMLAD, and no copy of the taps per output pixel. Weights: the
+ * blocked kernel's order with each channel's taps as [kx][ky][c4] (edgec/ops/conv/im2col.py). The requantization
  * follows each block directly, from registers. */
 #include <string.h>
 
@@ -192,13 +192,6 @@ EDGEC_INLINE void edgec_win_widen2x(edgec_w32 **dst, uint32_t x, uint32_t y)
 }
 #endif
 
-/* n words (a multiple of 4) from src to dst */
-static void edgec_window_copy(edgec_w32 *dst, const edgec_w32 *src, int32_t n)
-{
-    for (; n >= 8; n -= 8) edgec_win_move8(&dst, &src);
-    if (n) edgec_win_move4(&dst, &src);
-}
-
 /* Input channels c..c+3 of pixel (iy, ix) as one int8 word: the zero point outside the image, 0 past in_c. */
 static uint32_t edgec_window_word(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t ix,
                                   int32_t c)
@@ -208,6 +201,12 @@ static uint32_t edgec_window_word(const edgec_conv2d_im2col_params *p, const int
     int32_t j;
     if (iy < 0 || iy >= p->in_h || ix < 0 || ix >= p->in_w) return (uint32_t)(uint8_t)(int8_t)p->input_zp * 0x01010101u;
     s = input + (iy * p->in_w + ix) * p->in_c + c; /* only for a pixel inside the image */
+#ifdef EDGEC_DSP_NATIVE
+    if (c + 4 <= p->in_c) { /* a whole group: one LDR (little-endian, unaligned words allowed) */
+        memcpy(&v, s, 4);
+        return v;
+    }
+#endif
     for (j = 3; j >= 0; --j) v = (v << 8) | (c + j < p->in_c ? (uint8_t)s[j] : 0u);
     return v;
 }
@@ -235,11 +234,11 @@ EDGEC_INLINE uint32_t edgec_window_rgb_word(const int8_t *s)
 /* A 3-channel input row iy (inside the image) widened into dst in pairs, as edgec_window_row_as below (x2: the
  * 2x4 block's layout; a constant where it is inlined). */
 EDGEC_INLINE void edgec_window_row_rgb(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy,
-                                       int32_t x0, int32_t wp, edgec_w32 *dst, const int x2)
+                                       int32_t x0, int32_t wp, edgec_w32 *dst, int32_t gap, const int x2)
 {
     const int32_t in_w = p->in_w, s = p->stride_w, last = p->in_h * in_w - 1;
     int32_t i;
-    for (i = 0; i < wp; ++i) {
+    for (i = 0; i < wp; ++i, dst += gap) {
         const int32_t ix = x0 + i;
         if (ix >= 0 && ix + s < in_w) { /* both pixels inside */
             const int8_t *u8 = input + (iy * in_w + ix) * 3, *v8 = u8 + s * 3;
@@ -262,54 +261,220 @@ EDGEC_INLINE void edgec_window_row_rgb(const edgec_conv2d_im2col_params *p, cons
     }
 }
 
-/* Input row iy (a padding row outside the image) widened into dst in pairs: for i < wp, pixel x0 + i and pixel
- * x0 + i + stride_w (x0: the band's first column, -pad_left for the first band), group of 4 channels by group, 2
- * words each (x2: the 2x4 block's layout, edgec_win_widen2x; a constant where it is inlined). */
-EDGEC_INLINE void edgec_window_row_as(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy,
-                                      int32_t x0, int32_t wp, int32_t c4, edgec_w32 *dst, const int x2)
-{
-    const int32_t in_c = p->in_c, in_w = p->in_w, s = p->stride_w;
-    const int row = iy >= 0 && iy < p->in_h, aligned = row && (in_c & 3) == 0;
-    int32_t i, c;
-    if (row && in_c == 3) {
-        edgec_window_row_rgb(p, input, iy, x0, wp, dst, x2);
-        return;
+/* `count` pixel pairs whose both pixels are inside the image, widened into dst (each entry's c4 words, then gap words
+ * skipped): pixel i's c4 channels at u + i * c4 (bytes; in_c == c4), its partner's vo bytes further (x2: the 2x4
+ * block's layout; a constant where it is inlined). On the native DSP path one block of assembly: per group of 4
+ * channels 2 LDR, 4 SXTB16, STM, CMP, BNE (gcc's loop kept its operands in other registers than the fixed ones of
+ * the widening and moved them: 11 a group, and about 40 a pixel around them). */
+#if defined(EDGEC_DSP_NATIVE) && !defined(__clang__) /* clang's allocation of the fixed registers: its C path */
+#define EDGEC_WIN_WIDEN_RUN(name, order)                                                                             \
+    static void name(edgec_w32 *dst, const int8_t *u, int32_t count, int32_t c4, int32_t vo, int32_t gap)             \
+    {                                                                                                                  \
+        register uint32_t r4 __asm__("r4"), r5 __asm__("r5"), r6 __asm__("r6"), r8 __asm__("r8");                      \
+        const int32_t gapb = 4 * gap;                                                                                  \
+        const int8_t *end;                                                                                             \
+        uint32_t x, y;                                                                                                 \
+        if (count <= 0) return;                                                                                        \
+        __asm__ volatile("1:\n\t"                                                                                       \
+                         "add %[e], %[u], %[c4]\n\t"                                                                   \
+                         "2:\n\t"                                                                                       \
+                         "ldr %[y], [%[u], %[vo]]\n\t"                                                                 \
+                         "ldr %[x], [%[u]], #4\n\t" order "stmia %[o]!, {%[a], %[b], %[c], %[d]}\n\t"                 \
+                         "cmp %[u], %[e]\n\t"                                                                          \
+                         "bne 2b\n\t"                                                                                  \
+                         "ldr %[x], %[gapb]\n\t"                                                                       \
+                         "add %[o], %[o], %[x]\n\t"                                                                    \
+                         "subs %[k], %[k], #1\n\t"                                                                     \
+                         "bne 1b"                                                                                     \
+                         : [o] "+r"(dst), [u] "+r"(u), [k] "+r"(count), [e] "=&r"(end), [x] "=&r"(x), [y] "=&r"(y),   \
+                           [a] "=&r"(r4), [b] "=&r"(r5), [c] "=&r"(r6), [d] "=&r"(r8)                                  \
+                         : [c4] "r"(c4), [vo] "r"(vo), [gapb] "m"(gapb)                                                \
+                         : "cc", "memory");                                                                            \
     }
-    for (i = 0; i < wp; ++i) {
-        const int32_t ix = x0 + i;
-        if (aligned && ix >= 0 && ix + s < in_w) { /* both pixels inside: word by word */
-            const int8_t *u8 = input + (iy * in_w + ix) * in_c;
-            const edgec_w32 *u = (const edgec_w32 *)(const void *)u8;
-            const edgec_w32 *v = (const edgec_w32 *)(const void *)(u8 + s * in_c);
-            for (c = c4; c > 0; c -= 4) {
-                const uint32_t a = *u++, b = *v++;
-                if (x2) {
-                    edgec_win_widen2x(&dst, a, b);
-                } else {
-                    edgec_win_widen2(&dst, a, b);
-                }
-            }
+#define EDGEC_WIN_WIDEN_ORDER(x, y)                                                                                  \
+    "sxtb16 %[a], %[" #x "]\n\tsxtb16 %[b], %[" #x "], ror #8\n\tsxtb16 %[c], %[" #y "]\n\tsxtb16 %[d], %[" #y          \
+    "], ror #8\n\t"
+#define EDGEC_WIN_WIDEN_ORDER_X2(x, y)                                                                               \
+    "sxtb16 %[a], %[" #x "]\n\tsxtb16 %[b], %[" #y "]\n\tsxtb16 %[c], %[" #x "], ror #8\n\tsxtb16 %[d], %[" #y          \
+    "], ror #8\n\t"
+EDGEC_WIN_WIDEN_RUN(edgec_window_widen_run1, EDGEC_WIN_WIDEN_ORDER(x, y))
+EDGEC_WIN_WIDEN_RUN(edgec_window_widen_run1_x2, EDGEC_WIN_WIDEN_ORDER_X2(x, y))
+/* The same 2 groups a pass (c4 a multiple of 8): LDRD of both pixels' 8 channels, per group 4 SXTB16 and STM */
+#define EDGEC_WIN_WIDEN_RUN8(name, order)                                                                            \
+    static void name(edgec_w32 *dst, const int8_t *u, int32_t count, int32_t c4, int32_t vo, int32_t gap)             \
+    {                                                                                                                  \
+        register uint32_t r4 __asm__("r4"), r5 __asm__("r5"), r6 __asm__("r6"), r8 __asm__("r8");                      \
+        const int32_t gapb = 4 * gap;                                                                                  \
+        const int8_t *end, *v;                                                                                         \
+        uint32_t x, y, x1, y1;                                                                                         \
+        if (count <= 0) return;                                                                                        \
+        __asm__ volatile("1:\n\t"                                                                                       \
+                         "ldr %[e], %[c4]\n\t"                                                                         \
+                         "add %[e], %[u], %[e]\n\t"                                                                    \
+                         "ldr %[v], %[vo]\n\t"                                                                         \
+                         "add %[v], %[u], %[v]\n\t"                                                                    \
+                         "2:\n\t"                                                                                       \
+                         "ldrd %[x], %[x1], [%[u]], #8\n\t"                                                            \
+                         "ldrd %[y], %[y1], [%[v]], #8\n\t" order(x, y) "stmia %[o]!, {%[a], %[b], %[c], %[d]}\n\t"    \
+                         order(x1, y1) "stmia %[o]!, {%[a], %[b], %[c], %[d]}\n\t"                                      \
+                         "cmp %[u], %[e]\n\t"                                                                          \
+                         "bne 2b\n\t"                                                                                  \
+                         "ldr %[x], %[gapb]\n\t"                                                                       \
+                         "add %[o], %[o], %[x]\n\t"                                                                    \
+                         "subs %[k], %[k], #1\n\t"                                                                     \
+                         "bne 1b"                                                                                     \
+                         : [o] "+r"(dst), [u] "+r"(u), [k] "+r"(count), [e] "=&r"(end), [v] "=&r"(v), [x] "=&r"(x),   \
+                           [y] "=&r"(y), [x1] "=&r"(x1), [y1] "=&r"(y1), [a] "=&r"(r4), [b] "=&r"(r5), [c] "=&r"(r6), \
+                           [d] "=&r"(r8)                                                                               \
+                         : [c4] "m"(c4), [vo] "m"(vo), [gapb] "m"(gapb)                                                \
+                         : "cc", "memory");                                                                            \
+    }
+EDGEC_WIN_WIDEN_RUN8(edgec_window_widen_run8, EDGEC_WIN_WIDEN_ORDER)
+EDGEC_WIN_WIDEN_RUN8(edgec_window_widen_run8_x2, EDGEC_WIN_WIDEN_ORDER_X2)
+static void edgec_window_widen_run(edgec_w32 *dst, const int8_t *u, int32_t count, int32_t c4, int32_t vo, int32_t gap)
+{
+    if ((c4 & 7) == 0 && (vo & 3) == 0 && ((uintptr_t)u & 3) == 0) {
+        edgec_window_widen_run8(dst, u, count, c4, vo, gap);
+    } else {
+        edgec_window_widen_run1(dst, u, count, c4, vo, gap);
+    }
+}
+static void edgec_window_widen_run_x2(edgec_w32 *dst, const int8_t *u, int32_t count, int32_t c4, int32_t vo,
+                                      int32_t gap)
+{
+    if ((c4 & 7) == 0 && (vo & 3) == 0 && ((uintptr_t)u & 3) == 0) {
+        edgec_window_widen_run8_x2(dst, u, count, c4, vo, gap);
+    } else {
+        edgec_window_widen_run1_x2(dst, u, count, c4, vo, gap);
+    }
+}
+#else
+#define EDGEC_WIN_WIDEN_RUN(name, x2)                                                                                \
+    static void name(edgec_w32 *dst, const int8_t *u8, int32_t count, int32_t c4, int32_t vo, int32_t gap)            \
+    {                                                                                                                  \
+        int32_t c;                                                                                                     \
+        for (; count > 0; --count, u8 += c4, dst += gap) {                                                             \
+            const edgec_w32 *u = (const edgec_w32 *)(const void *)u8;                                                  \
+            const edgec_w32 *v = (const edgec_w32 *)(const void *)(u8 + vo);                                          \
+            for (c = c4; c > 0; c -= 4) {                                                                              \
+                const uint32_t a = *u++, b = *v++;                                                                     \
+                if (x2) {                                                                                              \
+                    edgec_win_widen2x(&dst, a, b);                                                                     \
+                } else {                                                                                               \
+                    edgec_win_widen2(&dst, a, b);                                                                      \
+                }                                                                                                      \
+            }                                                                                                          \
+        }                                                                                                              \
+    }
+EDGEC_WIN_WIDEN_RUN(edgec_window_widen_run, 0)
+EDGEC_WIN_WIDEN_RUN(edgec_window_widen_run_x2, 1)
+#endif
+
+/* The pixel pair of entry ix (either pixel may be outside the image or the row iy a padding row) widened into dst
+ * word by word (x2: the 2x4 block's layout; a constant where it is inlined). */
+EDGEC_INLINE void edgec_window_edge(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t ix,
+                                    int32_t c4, edgec_w32 *dst, const int x2)
+{
+    int32_t c;
+    for (c = 0; c < c4; c += 4) {
+        const uint32_t a = edgec_window_word(p, input, iy, ix, c), b = edgec_window_word(p, input, iy, ix + p->stride_w, c);
+        if (x2) {
+            edgec_win_widen2x(&dst, a, b);
         } else {
-            for (c = 0; c < c4; c += 4) {
-                const uint32_t a = edgec_window_word(p, input, iy, ix, c), b = edgec_window_word(p, input, iy, ix + s, c);
-                if (x2) {
-                    edgec_win_widen2x(&dst, a, b);
-                } else {
-                    edgec_win_widen2(&dst, a, b);
-                }
-            }
+            edgec_win_widen2(&dst, a, b);
         }
     }
 }
-static void edgec_window_row(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t x0,
-                             int32_t wp, int32_t c4, edgec_w32 *dst)
+
+/* Input row iy widened into dst in pairs: for i < wp, pixel x0 + i and pixel x0 + i + stride_w (x0: the band's
+ * first column, -pad_left for the first band), group of 4 channels by group, 2 words each, then gap words skipped
+ * (x2: the 2x4 block's layout, edgec_win_widen2x; a constant where it is inlined). The pairs inside the image of a
+ * row inside it in one run (edgec_window_widen_run), the others word by word. */
+EDGEC_INLINE void edgec_window_row_as(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy,
+                                      int32_t x0, int32_t wp, int32_t c4, edgec_w32 *dst, int32_t gap, const int x2)
 {
-    edgec_window_row_as(p, input, iy, x0, wp, c4, dst, 0);
+    const int32_t in_c = p->in_c, in_w = p->in_w, s = p->stride_w, entry = c4 + gap;
+    const int row = iy >= 0 && iy < p->in_h;
+    int32_t i, lo = 0, hi = 0;
+    if (row && in_c == 3) {
+        edgec_window_row_rgb(p, input, iy, x0, wp, dst, gap, x2);
+        return;
+    }
+    if (row && (in_c & 3) == 0) { /* the pairs lo..hi - 1 are inside */
+        lo = x0 < 0 ? -x0 : 0;
+        hi = in_w - s - x0 < wp ? in_w - s - x0 : wp;
+        if (hi < lo) hi = lo;
+        if (hi > lo && x2) {
+            edgec_window_widen_run_x2(dst + lo * entry, input + (iy * in_w + x0 + lo) * in_c, hi - lo, c4, s * in_c, gap);
+        } else if (hi > lo) {
+            edgec_window_widen_run(dst + lo * entry, input + (iy * in_w + x0 + lo) * in_c, hi - lo, c4, s * in_c, gap);
+        }
+    }
+    for (i = 0; i < wp; ++i) {
+        if (i == lo) i = hi;
+        if (i < wp) edgec_window_edge(p, input, iy, x0 + i, c4, dst + i * entry, x2);
+    }
+}
+static void edgec_window_row(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t x0,
+                             int32_t wp, int32_t c4, edgec_w32 *dst, int32_t gap)
+{
+    edgec_window_row_as(p, input, iy, x0, wp, c4, dst, gap, 0);
 }
 static void edgec_window_row_x2(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t x0,
-                                int32_t wp, int32_t c4, edgec_w32 *dst)
+                                int32_t wp, int32_t c4, edgec_w32 *dst, int32_t gap)
 {
-    edgec_window_row_as(p, input, iy, x0, wp, c4, dst, 1);
+    edgec_window_row_as(p, input, iy, x0, wp, c4, dst, gap, 1);
+}
+
+/* Drop the first k_h - keep rows of every entry of the ring (entries x k_h slots of c4 words): each entry's last
+ * keep slots move to its first (forward word copies: the destination is below the source). On the native DSP
+ * path, where they are whole blocks of 8 words, one block of assembly: per 8 words LDM and STM, per 8 or 16 a CMP
+ * and BNE, per entry 7 (gcc's loop around the fixed registers of edgec_win_move8 spent about 25 an entry). */
+static void edgec_window_shift(edgec_w32 *ring, int32_t entries, int32_t c4, int32_t k_h, int32_t keep)
+{
+    const int32_t n = keep * c4, span = k_h * c4;
+    edgec_w32 *dst = ring;
+#if defined(EDGEC_DSP_NATIVE) && !defined(__clang__)
+#define EDGEC_WIN_SHIFT8                                                                           \
+    "ldmia %[s]!, {%[a], %[b], %[c], %[f], %[g], %[h], %[i], %[j]}\n\t"                           \
+    "stmia %[d]!, {%[a], %[b], %[c], %[f], %[g], %[h], %[i], %[j]}\n\t"
+#define EDGEC_WIN_SHIFT_ASM(moves)                                                                 \
+    __asm__ volatile("1:\n\t"                                                                     \
+                     "ldr %[s], %[skip]\n\t"                                                     \
+                     "add %[s], %[d], %[s]\n\t"                                                  \
+                     "ldr %[e], %[bytes]\n\t"                                                    \
+                     "add %[e], %[d], %[e]\n\t"                                                  \
+                     "2:\n\t" moves "cmp %[d], %[e]\n\t"                                         \
+                     "bne 2b\n\t"                                                                \
+                     "mov %[d], %[s]\n\t" /* the source ended at the next entry */               \
+                     "subs %[k], %[k], #1\n\t"                                                   \
+                     "bne 1b"                                                                     \
+                     : [d] "+r"(dst), [k] "+r"(entries), [s] "=&r"(src), [e] "=&r"(end), [a] "=&r"(r4), \
+                       [b] "=&r"(r5), [c] "=&r"(r6), [f] "=&r"(r8), [g] "=&r"(r10), [h] "=&r"(r11),   \
+                       [i] "=&r"(r12), [j] "=&r"(r14)                                              \
+                     : [skip] "m"(skip), [bytes] "m"(bytes)                                        \
+                     : "cc", "memory")
+    if ((n & 7) == 0 && entries > 0) {
+        register uint32_t r4 __asm__("r4"), r5 __asm__("r5"), r6 __asm__("r6"), r8 __asm__("r8");
+        register uint32_t r10 __asm__("r10"), r11 __asm__("r11"), r12 __asm__("r12"), r14 __asm__("r14");
+        const int32_t skip = 4 * (span - n), bytes = 4 * n;
+        const edgec_w32 *src;
+        const edgec_w32 *end;
+        if ((n & 15) == 0) { /* 16 words a pass */
+            EDGEC_WIN_SHIFT_ASM(EDGEC_WIN_SHIFT8 EDGEC_WIN_SHIFT8);
+        } else {
+            EDGEC_WIN_SHIFT_ASM(EDGEC_WIN_SHIFT8);
+        }
+        return;
+    }
+#endif
+    for (; entries > 0; --entries, dst += span) {
+        edgec_w32 *d = dst;
+        const edgec_w32 *src = dst + span - n;
+        int32_t m = n;
+        for (; m >= 8; m -= 8) edgec_win_move8(&d, &src);
+        if (m) edgec_win_move4(&d, &src);
+    }
 }
 
 /* 2x4 block (edgec_conv2d_window4_s8): `blocks` blocks of 4 output channels of 2 pixels whose taps are the n words
@@ -347,12 +512,110 @@ static void edgec_window_row_x2(const edgec_conv2d_im2col_params *p, const int8_
 EDGEC_WIN4_PIXELS(edgec_window4_pixels_full, EDGEC_SAT8(v_))
 EDGEC_WIN4_PIXELS(edgec_window4_pixels_clamped, EDGEC_WIN_CLAMP)
 
+/* A row of pixel pairs on the 2x4 block (EDGEC_WIN4_ASM_ROW): (columns, column words, weights, records, blocks, o0,
+ * out_c, pairs, column bytes a pair) */
+typedef void (*edgec_win4_row_fn)(const edgec_w32 *, int32_t, const edgec_w32 *, const edgec_rq *, int32_t, int8_t *,
+                                  int32_t, int32_t, int32_t);
+
 /* The full-range 2x4 block on the Arm build: one block of assembly for the whole loop over the blocks
  * (EDGEC_B24_ASM_PIXELS, fast/edgec_conv_block2x4.h): n a multiple of 16, or 4 or 8 more (a tail of 2 or 4 k-steps);
  * `_all` where every record's neg is -1. */
 #if defined(EDGEC_DSP_NATIVE) && !defined(__clang__)
 EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16, EDGEC_B24_ASM_LOOP16, "", EDGEC_B24_RQ_ANY)
 EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16_all, EDGEC_B24_ASM_LOOP16, "", EDGEC_B24_RQ_ALL)
+/* n a multiple of 48 (a 3x3 kernel over a multiple of 16 channels: IC's layers): 48 words a pass, one check of
+ * the end for 24 k-steps instead of 8 (IC on qemu-cortex-m4: 184 k instructions less) */
+#define EDGEC_WIN_ASM_LOOP48                                                                       \
+    "1:\n\t" EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP              \
+        EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP                    \
+        EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP                    \
+        EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP                    \
+        EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP                    \
+        EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP                    \
+        "ldr %[xa], %[end]\n\t"                                                                    \
+        "cmp %[x], %[xa]\n\t"                                                                      \
+        "bne 1b\n\t"
+
+/* EDGEC_B24_ASM_PIXELS (fast/edgec_conv_block2x4.h) with EDGEC_B24_RQ_ALL over `pairs` pixel pairs of one output
+ * row in one block of assembly: after a pair's blocks (the last one's weights end at wend), the columns move on by
+ * xstep bytes, the outputs by out_c bytes more than the blocks' 4 each, and the weights and records start again
+ * (per pair about 20 instructions instead of the C loop's call with its 9 arguments and the function's entry).
+ * Every pair has both pixels (pixel 1's word stored out_c bytes after pixel 0's) and out_c is a multiple of 4; the
+ * records' neg all -1 (the requantization leaves w alone: no save of it). */
+#define EDGEC_WIN4_ASM_ROW(name, loop, tail)                                                                          \
+static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, const edgec_w32 *w0, const edgec_rq *q0, int32_t blocks,    \
+                           int8_t *o0, int32_t out_c, int32_t pairs, int32_t xstep)                                    \
+{                                                                                                                      \
+    const edgec_w32 *end16 = x0 + (n & ~15), *x, *w;                                                                   \
+    const edgec_w32 *const wend = w0 + blocks * (4 + 2 * n);                                                           \
+    const edgec_w32 *const x0end = (const edgec_w32 *)(const void *)((const char *)x0 + pairs * xstep);               \
+    const edgec_rq *q = q0;                                                                                            \
+    uint32_t a0, a1, a2, a3, b0, b1, b2, b3, xa, xb, wa, wb;                                                           \
+    if (blocks <= 0 || pairs <= 0) return;                                                                             \
+    __asm__ volatile("ldr %[w], %[w0]\n\t"                                                                             \
+                     "2:\n\t"                                                                                          \
+                     "ldrd %[a0], %[a1], [%[w]], #8\n\t"                                                               \
+                     "ldrd %[a2], %[a3], [%[w]], #8\n\t"                                                               \
+                     "mov %[b0], %[a0]\n\t"                                                                            \
+                     "mov %[b1], %[a1]\n\t"                                                                            \
+                     "mov %[b2], %[a2]\n\t"                                                                            \
+                     "mov %[b3], %[a3]\n\t"                                                                            \
+                     "ldr %[x], %[x0]\n\t"                                                                             \
+                     loop tail                                                                                         \
+                     "ldr %[x], %[q]\n\t"                                                                              \
+                     EDGEC_B24_RQ_ALL(a0, b0, 0) EDGEC_B24_RQ_ALL(a1, b1, 20) EDGEC_B24_RQ_ALL(a2, b2, 40)             \
+                     EDGEC_B24_RQ_ALL(a3, b3, 60)                                                                      \
+                     "add %[x], %[x], #80\n\t"                                                                         \
+                     "str %[x], %[q]\n\t"                                                                              \
+                     "ldr %[x], %[o0]\n\t"                                                                             \
+                     "bfi %[b0], %[b1], #8, #8\n\t" /* the 4 bytes of a pixel in one word */                           \
+                     "bfi %[b0], %[b2], #16, #8\n\t"                                                                   \
+                     "bfi %[b0], %[b3], #24, #8\n\t"                                                                   \
+                     "ldr %[xb], %[outc]\n\t"                                                                          \
+                     "str %[b0], [%[x], %[xb]]\n\t"                                                                    \
+                     "bfi %[a0], %[a1], #8, #8\n\t"                                                                    \
+                     "bfi %[a0], %[a2], #16, #8\n\t"                                                                   \
+                     "bfi %[a0], %[a3], #24, #8\n\t"                                                                   \
+                     "str %[a0], [%[x]], #4\n\t"                                                                       \
+                     "str %[x], %[o0]\n\t"                                                                             \
+                     "ldr %[xa], %[wend]\n\t"                                                                          \
+                     "cmp %[w], %[xa]\n\t"                                                                             \
+                     "bne 2b\n\t"                                                                                      \
+                     "ldr %[xb], %[xstep]\n\t" /* the next pair */                                                     \
+                     "ldr %[xa], %[end]\n\t"                                                                           \
+                     "add %[xa], %[xa], %[xb]\n\t"                                                                     \
+                     "str %[xa], %[end]\n\t"                                                                           \
+                     "ldr %[xa], %[x0]\n\t"                                                                            \
+                     "add %[xa], %[xa], %[xb]\n\t"                                                                     \
+                     "str %[xa], %[x0]\n\t"                                                                            \
+                     "ldr %[wa], %[x0end]\n\t"                                                                         \
+                     "cmp %[xa], %[wa]\n\t"                                                                            \
+                     "beq 3f\n\t"                                                                                      \
+                     "ldr %[w], %[w0]\n\t"                                                                             \
+                     "ldr %[xa], %[q0]\n\t"                                                                            \
+                     "str %[xa], %[q]\n\t"                                                                             \
+                     "ldr %[xb], %[outc]\n\t"                                                                          \
+                     "ldr %[xa], %[o0]\n\t"                                                                            \
+                     "add %[xa], %[xa], %[xb]\n\t"                                                                     \
+                     "str %[xa], %[o0]\n\t"                                                                            \
+                     "b 2b\n\t"                                                                                        \
+                     "3:"                                                                                              \
+                     : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [b0] "=&r"(b0),                 \
+                       [b1] "=&r"(b1), [b2] "=&r"(b2), [b3] "=&r"(b3), [x] "=&r"(x), [w] "=&r"(w), [xa] "=&r"(xa),     \
+                       [xb] "=&r"(xb), [wa] "=&r"(wa), [wb] "=&r"(wb), [q] "+m"(q), [o0] "+m"(o0), [x0] "+m"(x0),      \
+                       [end] "+m"(end16)                                                                               \
+                     : [w0] "m"(w0), [q0] "m"(q0), [wend] "m"(wend), [xstep] "m"(xstep), [outc] "m"(out_c),           \
+                       [x0end] "m"(x0end)                                                                              \
+                     : "cc", "memory");                                                                                \
+}
+EDGEC_WIN4_ASM_ROW(edgec_window4_row48_all, EDGEC_WIN_ASM_LOOP48, "")
+/* n = 36 (3 or 4 input channels, 3x3: an image model's first layer): the 18 k-steps without a loop */
+#define EDGEC_WIN_ASM_STEPS36                                                                      \
+    EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP      \
+        EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP  \
+            EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP                 \
+                EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP
+EDGEC_WIN4_ASM_ROW(edgec_window4_row36_all, EDGEC_WIN_ASM_STEPS36, "")
 /* n = 16k + 4 (an image model's 3-channel first layer: 36 taps a pixel): a group of 4 taps after the passes */
 EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16t4, EDGEC_B24_ASM_LOOP16, EDGEC_B24_ASM_TAIL4, EDGEC_B24_RQ_ANY)
 EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16t4_all, EDGEC_B24_ASM_LOOP16, EDGEC_B24_ASM_TAIL4, EDGEC_B24_RQ_ALL)
@@ -382,6 +645,26 @@ static edgec_b24_pixels_fn edgec_window4_pick(const edgec_conv2d_im2col_params *
     return edgec_window4_pixels_full;
 }
 
+/* The row function for a layer (EDGEC_WIN4_ASM_ROW): the assembly over a row's pairs where the range is full int8,
+ * out_c a multiple of 4 and n suits it; else 0 (every pair through edgec_window4_pair) */
+static edgec_win4_row_fn edgec_window4_pick_row(const edgec_conv2d_im2col_params *p, const edgec_rq *rq, int32_t n)
+{
+#if defined(EDGEC_DSP_NATIVE) && !defined(__clang__)
+    int negs = 1;
+    int32_t j;
+    if (p->act_min != -128 || p->act_max != 127 || (p->out_c & 3) != 0) return 0;
+    for (j = 0; j < p->out_c && negs; ++j) negs = rq[j].neg == -1; /* stops at the first 0 */
+    if (!negs) return 0;
+    if (n % 48 == 0) return edgec_window4_row48_all;
+    if (n == 36) return edgec_window4_row36_all;
+#else
+    (void)p;
+    (void)rq;
+    (void)n;
+#endif
+    return 0;
+}
+
 /* All output channels of one pixel pair on the 2x4 block (`pixels`: edgec_window4_pick's); the last out_c % 4
  * channels (their block padded with copies of the last channel) through a buffer. */
 static void edgec_window4_pair(const edgec_conv2d_im2col_params *p, edgec_b24_pixels_fn pixels, const edgec_w32 *cols,
@@ -404,48 +687,52 @@ static void edgec_window4_pair(const edgec_conv2d_im2col_params *p, edgec_b24_pi
  * block and its layout of the widened rows, else the 2x2 block. A band is band_w output columns (the last one what
  * is left; band_w out_w: whole rows, every input row widened once): the ring holds the band's input columns only,
  * and the k_w - stride_w columns where two bands meet are widened twice (edgec/ops/conv/im2col.py
- * window_band: the plan narrows the band where the ring would raise the arena's peak). */
+ * window_band: the plan narrows the band where the ring would raise the arena's peak). The ring is entry by entry
+ * (entry e: the band's pixel pair e), each entry the k_h rows of the window top to bottom, c4 words a row: the
+ * taps of an output pixel pair are then k_w * k_h * c4 contiguous words from its first entry, in the weights'
+ * order [kx][ky][c4], read in place. A new output row moves the rows it keeps to the front of each entry
+ * (edgec_window_shift) and widens the new ones behind them. */
 EDGEC_INLINE void edgec_window_run(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                                    const edgec_rq *rq, int8_t *scratch, int8_t *output, const int x2)
 {
     const int32_t c4 = (p->in_c + 3) & ~3, k_h = p->k_h, out_w = p->out_w, out_c = p->out_c, sh = p->stride_h;
     const int32_t bw = p->band_w < 1 ? 1 : (p->band_w < out_w ? p->band_w : out_w);
-    const int32_t wp = (bw - 1) * p->stride_w + p->k_w, row_words = wp * c4, step = p->stride_w * c4;
-    const int32_t seg = p->k_w * c4, n = k_h * seg;
+    const int32_t span = k_h * c4, step = p->stride_w * span, gap = span - c4, n = p->k_w * span;
     const int full = p->act_min == -128 && p->act_max == 127;
     const edgec_window_pixels_fn pixels = n == 36 ? (full ? edgec_window_pixels_rgb_full
                                                           : edgec_window_pixels_rgb_clamped)
                                                   : (full ? edgec_window_pixels_full : edgec_window_pixels_clamped);
     const edgec_b24_pixels_fn pixels4 = x2 ? edgec_window4_pick(p, rq, n) : 0;
-    /* k_h row slots: input row iy in slot (iy + pad_top) % k_h; then the n words of the 2 pixels' taps, gathered
-     * (n = 36: 3 or 4 channels, 3x3) */
-    edgec_w32 *ring = (edgec_w32 *)(void *)scratch, *cols = ring + k_h * row_words;
-    int32_t bx, oy, ox, ky;
+    const edgec_win4_row_fn row4 = x2 ? edgec_window4_pick_row(p, rq, n) : 0;
+    edgec_w32 *ring = (edgec_w32 *)(void *)scratch;
+    int32_t bx, oy, ox, j;
     for (bx = 0; bx < out_w; bx += bw) {
         const int32_t bn = out_w - bx < bw ? out_w - bx : bw; /* the band's output columns */
         const int32_t x0 = bx * p->stride_w - p->pad_left, wb = (bn - 1) * p->stride_w + p->k_w;
-        int32_t next = -p->pad_top;
+        int32_t next = 0; /* after the first output row: the ring holds input rows next - k_h .. next - 1 */
         for (oy = 0; oy < p->out_h; ++oy) {
             const int32_t iy0 = oy * sh - p->pad_top;
-            int32_t top;
-            if (next < iy0) next = iy0;
-            for (; next < iy0 + k_h; ++next) {
-                edgec_w32 *slot = ring + ((next + p->pad_top) % k_h) * row_words;
+            int32_t keep = oy == 0 ? 0 : next - iy0;
+            if (keep < 0) keep = 0;
+            if (keep > 0) edgec_window_shift(ring, wb, c4, k_h, keep);
+            for (j = keep; j < k_h; ++j) {
                 if (x2) {
-                    edgec_window_row_x2(p, input, next, x0, wb, c4, slot);
+                    edgec_window_row_x2(p, input, iy0 + j, x0, wb, c4, ring + j * c4, gap);
                 } else {
-                    edgec_window_row(p, input, next, x0, wb, c4, slot);
+                    edgec_window_row(p, input, iy0 + j, x0, wb, c4, ring + j * c4, gap);
                 }
             }
-            top = (iy0 + p->pad_top) % k_h; /* the slot of the window's first row */
-            for (ox = 0; ox < bn; ox += 2) {
+            next = iy0 + k_h;
+            ox = 0;
+            if (row4) { /* the pairs with both pixels in one call */
+                row4(ring, n, (const edgec_w32 *)weights, rq, out_c >> 2, output + (oy * out_w + bx) * out_c, out_c,
+                     bn >> 1, 8 * step);
+                ox = bn & ~1;
+            }
+            for (; ox < bn; ox += 2) {
                 const int two = bn - ox > 1; /* a lone last pixel is computed twice and stored once */
                 int8_t *o = output + (oy * out_w + bx + ox) * out_c;
-                int32_t j = top;
-                for (ky = 0; ky < k_h; ++ky) {
-                    edgec_window_copy(cols + ky * seg, ring + j * row_words + ox * step, seg);
-                    j = j + 1 == k_h ? 0 : j + 1;
-                }
+                const edgec_w32 *cols = ring + ox * step;
                 if (x2) {
                     edgec_window4_pair(p, pixels4, cols, n, (const edgec_w32 *)weights, rq, o, o + two * out_c);
                 } else {

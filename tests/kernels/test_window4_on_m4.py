@@ -44,3 +44,33 @@ def test_window4_on_the_emulated_cortex_m4(tmp_path):
     assert text.count("edgec_conv2d_window4_s8(") == 4
     r = api.bench(out, tmp_path / "test.npz")
     assert r["samples"] == 8 and r["agreement"]["device_vs_reference"] == 1.0
+
+
+@pytest.mark.sweep
+def test_window4_rows_of_pairs_on_the_emulated_cortex_m4(tmp_path):
+    """The full-range layers whose pairs run a row at a time in assembly (out_c a multiple of 4): a 3-channel 3x3
+    first layer (36 taps a pixel: the unrolled k-steps), 16 channels at stride 2 and at stride 1 (144 taps: the
+    48-word passes), all on odd widths (a lone last pixel after each row's pairs), and 8 channels to 16 between
+    them (72 taps: the per-pair path); bit for bit with the NumPy reference."""
+    rng = np.random.default_rng(7)
+    w1 = rng.normal(0, .4, (8, 3, 3, 3)).astype(np.float32)
+    w2 = rng.normal(0, .2, (16, 8, 3, 3)).astype(np.float32)
+    w3 = rng.normal(0, .15, (16, 16, 3, 3)).astype(np.float32)
+    w4 = rng.normal(0, .15, (8, 16, 3, 3)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["a", "w2"], ["b"], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["b", "w3"], ["c"], strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["c", "w4"], ["y"], pads=[1, 1, 1, 1])]
+    inits = {"w1": w1, "w2": w2, "w3": w3, "w4": w4}
+    model = make_model(nodes, ("x", [1, 3, 11, 13]), ("y", [1, 8, 6, 7]), inits)
+    onnx.checker.check_model(model)
+    path = tmp_path / "rows.onnx"
+    onnx.save(model, path)
+    np.savez(tmp_path / "calib.npz", x=rng.normal(0, 1, (64, 3, 11, 13)).astype(np.float32))
+    np.savez(tmp_path / "test.npz", x=rng.normal(0, 1, (8, 3, 11, 13)).astype(np.float32))
+    out = tmp_path / "build"
+    report = api.build(path, tmp_path / "calib.npz", "qemu-cortex-m4", out, tuning_log=tmp_path / "none.json")
+    text = (out / "model" / f"{report['model']}.c").read_text()
+    assert text.count("edgec_conv2d_window4_s8(") == 4
+    r = api.bench(out, tmp_path / "test.npz")
+    assert r["samples"] == 8 and r["agreement"]["device_vs_reference"] == 1.0

@@ -98,16 +98,17 @@ def window_fits(base) -> bool:
 
 def window_conv(op: Op, base):
     """The convolution without im2col (edgec_conv2d_window_s8): the blocked kernel's weight order, but each
-    channel's taps as [ky][kx][c4] with the input channels padded to c4 (a multiple of 4) by zero weights, the
-    order of the input rows the kernel widens into scratch (a ring of k_h rows of (out_w - 1) * stride_w + k_w
-    entries, each 2 * c4 int16: a pixel and the one stride_w to its right), then the k_h * k_w * c4 words the
-    kernel gathers the taps of 2 output pixels into."""
+    channel's taps as [kx][ky][c4] with the input channels padded to c4 (a multiple of 4) by zero weights, the
+    order of the input rows the kernel widens into scratch (a ring of (band_w - 1) * stride_w + k_w entries, each
+    the window's k_h rows of 2 * c4 int16: a pixel and the one stride_w to its right), where the taps of 2 output
+    pixels are read in place."""
     p = base.params
     k_h, k_w, in_c, out_c = p["k_h"], p["k_w"], p["in_c"], p["out_c"]
     c4 = (in_c + 3) // 4 * 4
     taps = k_h * k_w * in_c
     w = np.zeros((out_c + out_c % 2, k_h, k_w, c4), np.int16)
     w[:out_c, :, :, :in_c] = _taps(base)[:, :taps].reshape(out_c, k_h, k_w, in_c)
+    w = np.ascontiguousarray(w.transpose(0, 2, 1, 3))      # [kx][ky][c4]: the taps as the ring holds them
     if out_c % 2:
         w[out_c] = w[out_c - 1]
     w = w.reshape(-1, 2, k_h * k_w * c4 // 4, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
@@ -148,13 +149,14 @@ def window4_fits(base) -> bool:
 
 def window4_conv(op: Op, base):
     """The window kernel with 2 pixels x 4 channels in registers (edgec_conv2d_window4_s8): each channel's taps as
-    [ky][kx][c4] (the window kernel's order), in blocked4's stream of 4-channel blocks (fast.blocks: doubled biases,
+    [kx][ky][c4] (the window kernel's order), in blocked4's stream of 4-channel blocks (fast.blocks: doubled biases,
     then per group of 4 taps the doubled words (w0, w2) of channels 0..3, then (w1, w3))."""
     p = base.params
     k_h, k_w, in_c, out_c = p["k_h"], p["k_w"], p["in_c"], p["out_c"]
     c4 = (in_c + 3) // 4 * 4
     w = np.zeros((out_c, k_h, k_w, c4), np.int16)
     w[:, :, :, :in_c] = _taps(base)[:, :k_h * k_w * in_c].reshape(out_c, k_h, k_w, in_c)
+    w = np.ascontiguousarray(w.transpose(0, 2, 1, 3))      # [kx][ky][c4]: the taps as the ring holds them
     words, rq = fast.blocks(w.reshape(out_c, -1), base.arrays["rq"], 4, lambda g: g[..., [0, 2, 1, 3]].reshape(
         *g.shape[:2], 4, 2, 2).transpose(0, 1, 3, 2, 4))
     return p, {**base.arrays, "fw": words, "rq": rq}
@@ -314,7 +316,7 @@ BLOCKED4 = Kernel("edgec_conv2d_blocked4_s8", CONV_KINDS, VARIANT, cemit.fast_we
 WINDOW = Kernel("edgec_conv2d_window_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL, variant="window",
                 applies=window_fits, lower=window_conv, struct=STRUCT, code_bytes=4288, narrow=window_band)
 WINDOW4 = Kernel("edgec_conv2d_window4_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL, variant="window4",
-                 applies=window4_fits, lower=window4_conv, struct=STRUCT, isa=DSP, code_bytes=8406,
+                 applies=window4_fits, lower=window4_conv, struct=STRUCT, isa=DSP, code_bytes=11488,
                  narrow=window_band)
 POINTWISE = Kernel("edgec_conv2d_pointwise_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL,
                    variant="pointwise", applies=lambda base: base.params["k_h"] == 1 and base.params["k_w"] == 1,
