@@ -182,15 +182,19 @@ def packed_rows(base) -> np.ndarray:
 
 # the int16 inputs of a pair of groups as the widened words hold them: (x0, x2) (x1, x3) (x4, x6) (x5, x7)
 ROWS8_PAIR_ORDER = [0, 2, 1, 3, 4, 6, 5, 7]
-ROWS8_FULL, ROWS8_RELU, ROWS8_CLAMP = 0, 1, 2       # the output stages (fast/edgec_fully_connected_rows8.c)
+ROWS8_FULL, ROWS8_RELU, ROWS8_CLAMP, ROWS8_UNIFORM = 0, 1, 2, 3    # fast/edgec_fully_connected_rows8.c
 
 
 def rows8_stage(rq: np.ndarray, lo: int, hi: int) -> int:
     """The rows8 kernel's output stage for a layer: the full int8 range or a ReLU (a range up to 127) where every
-    record's neg is -1 (the sign correction is then the accumulator's sign), else the generic clamp."""
-    if hi != 127 or np.any(np.asarray(rq)[:, 3] != -1):
+    record's neg is -1 (the sign correction is then the accumulator's sign), else the generic clamp; the full range
+    with one requantization for every row (a .tflite's per-tensor weight scale) reads it once a pass (uniform)."""
+    rq = np.asarray(rq)
+    if hi != 127 or np.any(rq[:, 3] != -1):
         return ROWS8_CLAMP
-    return ROWS8_FULL if lo == -128 else ROWS8_RELU
+    if lo != -128:
+        return ROWS8_RELU
+    return ROWS8_UNIFORM if np.all(rq[:, 1:] == rq[:1, 1:]) else ROWS8_FULL
 
 
 def rows8_fc(op: Op, base):
@@ -299,7 +303,7 @@ PACKED = Kernel("edgec_fully_connected_packed_s8", ("fully_connected",), FAST, c
 # code each speed variant links in beside the generic kernels (arm-none-eabi-gcc -O2, Cortex-M4; rows8: its file's
 # text), for the fit check's code estimate
 ROWS8 = Kernel("edgec_fully_connected_rows8_s8", ("fully_connected",), VARIANT, cemit.fast_weighted, base=PACKED,
-               variant="rows8", lower=rows8_fc, struct=PACKED_STRUCT, code_bytes=1600, cost=fc_cost("rows8"),
+               variant="rows8", lower=rows8_fc, struct=PACKED_STRUCT, code_bytes=1700, cost=fc_cost("rows8"),
                flash_bytes=fc_flash("rows8"), cycles_per_instruction=FC_CPI["rows8"])
 WIDE = Kernel("edgec_fully_connected_wide_s8", ("fully_connected",), VARIANT, cemit.fast_weighted, base=PACKED,
               variant="wide", lower=wide_fc, struct=PACKED_STRUCT, code_bytes=512, cost=fc_cost("wide"),

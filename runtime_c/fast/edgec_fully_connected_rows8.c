@@ -17,6 +17,7 @@
 #define EDGEC_FC8_FULL 0  /* the full int8 range, every record's neg -1 */
 #define EDGEC_FC8_RELU 1  /* a range up to 127, every record's neg -1 */
 #define EDGEC_FC8_CLAMP 2 /* any range and neg */
+#define EDGEC_FC8_UNIFORM 3 /* the full range, every record's (mult, khi, neg -1, shift) the same: read once a pass */
 
 /* one call's passes: the input (x0 .. end, pairs words of 4), the clamp, the count of passes, the output stage */
 typedef struct {
@@ -27,8 +28,8 @@ typedef struct {
 #if defined(EDGEC_DSP_NATIVE) && defined(__thumb2__)
 /* Registers: r0-r3 the 4 accumulators, r4-r7 the 4 input words, r8-r11 a row's 4 weight words, r12 x, lr w; the
  * requantization reads each record with one LDM (r4-r8: bias, mult, khi, neg, shift; r12 rq, r11 out, r9 the value,
- * r10 the lower bound, lr the upper one for the clamp stage). Frame: [sp] x0, end, loop entry, lo, hi, passes
- * left, out, rq, output stage, w while lr holds hi. */
+ * r10 the lower bound, lr the upper one for the clamp stage; the uniform stage reads the pass's first record once).
+ * Frame: [sp] x0, end, loop entry, lo, hi, out's end, out, rq, output stage, w while lr holds hi. */
 #define EDGEC_FC8_ASM 1
 extern void edgec_fc8_passes(const edgec_fc8_call *c, const edgec_w32 *w, int8_t *out, const edgec_rq *rq);
 #define EDGEC_FC8_ASM_ROW(acc)                                                                     \
@@ -48,7 +49,12 @@ extern void edgec_fc8_passes(const edgec_fc8_call *c, const edgec_w32 *w, int8_t
     "smmlar r9, " acc ", r5, r6\n\t"                                                               \
     "add.w r9, r9, " acc ", asr #31\n\t"                                                           \
     "asr.w r9, r9, r8\n\t"
-#define EDGEC_FC8_ASM_FULL(acc) EDGEC_FC8_ASM_VALUE(acc) "ssat r9, #8, r9\n\tstrb r9, [r11], #1\n\t"
+#define EDGEC_FC8_ASM_STORE "ssat r9, #8, r9\n\tstrb r9, [r11], #1\n\t"
+#define EDGEC_FC8_ASM_FULL(acc) EDGEC_FC8_ASM_VALUE(acc) EDGEC_FC8_ASM_STORE
+#define EDGEC_FC8_ASM_UNIFORM(acc)                                                                 \
+    "smmlar r9, " acc ", r5, r6\n\t"                                                               \
+    "add.w r9, r9, " acc ", asr #31\n\t"                                                           \
+    "asr.w r9, r9, r8\n\t" EDGEC_FC8_ASM_STORE
 #define EDGEC_FC8_ASM_RELU(acc)                                                                    \
     EDGEC_FC8_ASM_VALUE(acc) "ssat r9, #8, r9\n\tcmp r9, r10\n\tit lt\n\tmovlt r9, r10\n\t"          \
                              "strb r9, [r11], #1\n\t"
@@ -69,6 +75,7 @@ __asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_fc8_passes\n\t"
         "ldmia r0, {r4, r5, r6, r7, r8, r9, r10}\n\t" /* x0 end pairs lo hi passes stage */
         "strd r4, r5, [sp]\n\t"
         "strd r7, r8, [sp, #12]\n\t"
+        "add r9, r2, r9, lsl #2\n\t" /* the end of the output */
         "str r9, [sp, #20]\n\t"
         "strd r2, r3, [sp, #24]\n\t"
         "mov lr, r1\n\t"
@@ -82,12 +89,16 @@ __asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_fc8_passes\n\t"
         "adr.w r4, 5f\n\t" /* the output stage */
         "adr.w r5, 6f\n\t"
         "adr.w r6, 7f\n\t"
+        "adr.w r7, 9f\n\t"
         "cmp r10, #1\n\t"
         "it eq\n\t"
         "moveq r4, r5\n\t"
         "cmp r10, #2\n\t"
         "it eq\n\t"
         "moveq r4, r6\n\t"
+        "cmp r10, #3\n\t"
+        "it eq\n\t"
+        "moveq r4, r7\n\t"
         "orr r4, r4, #1\n\t"
         "str r4, [sp, #32]\n"
         "1:\n\t"
@@ -113,11 +124,14 @@ __asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_fc8_passes\n\t"
         "ldr lr, [sp, #36]\n\t"
         "b 8f\n"
         "5:\n\t" EDGEC_FC8_ASM_FULL("r0") EDGEC_FC8_ASM_FULL("r1") EDGEC_FC8_ASM_FULL("r2") EDGEC_FC8_ASM_FULL("r3")
+        "b 8f\n"
+        "9:\n\t" /* (a .tflite's fully connected layers: one weight scale) */
+        "ldmia.w r12, {r4, r5, r6, r7, r8}\n\t" EDGEC_FC8_ASM_UNIFORM("r0") EDGEC_FC8_ASM_UNIFORM("r1")
+            EDGEC_FC8_ASM_UNIFORM("r2") EDGEC_FC8_ASM_UNIFORM("r3")
         "8:\n\t"
         "strd r11, r12, [sp, #24]\n\t"
         "ldr r8, [sp, #20]\n\t"
-        "subs r8, r8, #1\n\t"
-        "str r8, [sp, #20]\n\t"
+        "cmp r11, r8\n\t"
         "bne 1b\n\t"
         "add sp, sp, #40\n\t"
         "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t"
@@ -133,7 +147,7 @@ __asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_fc8_passes\n\t"
     } while (0)
 EDGEC_INLINE int8_t edgec_fc8_out(int32_t acc, const edgec_rq *q, const edgec_fc8_call *c)
 {
-    const int32_t fix = c->stage == EDGEC_FC8_CLAMP ? ((acc >> 31) & q->neg) : (acc >> 31);
+    const int32_t fix = c->stage == EDGEC_FC8_CLAMP ? ((acc >> 31) & q->neg) : (acc >> 31); /* UNIFORM: as FULL */
     int32_t v = (E_SMMLAR(acc, q->mult, q->khi) + fix) >> q->shift;
     if (c->stage != EDGEC_FC8_CLAMP) v = EDGEC_SAT8(v);
     if (c->stage != EDGEC_FC8_FULL) v = v < c->lo ? c->lo : (v > c->hi ? c->hi : v);

@@ -55,11 +55,11 @@ def test_register_blocked_kernels_on_the_emulated_cortex_m4(tmp_path):
 
 def _fc_chain(rng):
     """A .tflite chain of FULLY_CONNECTED layers, one for each of rows8's output stages and entries into its loop of 8
-    pairs of input groups: 64 -> 285 (8 pairs, the full range; 285 outputs: a partial block), 285 -> 20 (36 pairs:
-    4 rounds and an entry half-way), 20 -> 13 (a fused RELU whose output zero point is 5: the relu stage), 13 -> 19
-    (RELU6 at 80: the clamp stage), 19 -> 9 (weights -1..1 and a multiplier of 0.75, no right shift: neg 0, the clamp
-    stage over the full range), 9 -> 140 (an all-zero weight row: a dead channel, neg 0). Scales keep most outputs
-    inside the range (an output standard deviation near 40 steps)."""
+    pairs of input groups: 64 -> 285 (8 pairs, the full range, one weight scale: the uniform stage; 285 outputs: a
+    partial block), 285 -> 20 (36 pairs: 4 rounds and an entry half-way), 20 -> 13 (a fused RELU whose output zero
+    point is 5: the relu stage), 13 -> 19 (RELU6 at 80: the clamp stage), 19 -> 9 (weights -1..1 and a multiplier of
+    0.75, no right shift: neg 0, the clamp stage over the full range), 9 -> 140 (an all-zero weight row: a dead
+    channel, neg 0). Scales keep most outputs inside the range (an output standard deviation near 40 steps)."""
     from tflite_oracle import INT32, Case, Node, T
 
     layers = [(64, 285, 0, -3), (285, 20, 0, 7), (20, 13, 1, 5), (13, 19, 3, -20), (19, 9, 0, 2), (9, 140, 0, -1)]
@@ -102,7 +102,7 @@ def test_rows8_output_stages_on_the_emulated_cortex_m4(tmp_path):
     text = (out / "model" / f"{report['model']}.c").read_text()
     assert text.count("edgec_fully_connected_rows8_s8(") == 6
     stages = [int(s) for s in re.findall(r"_fw\[\d+\] = \{\s*(\d+)u?,", text)]
-    assert stages == [dense.ROWS8_FULL, dense.ROWS8_FULL, dense.ROWS8_RELU, dense.ROWS8_CLAMP, dense.ROWS8_CLAMP,
-                      dense.ROWS8_CLAMP]
+    assert stages == [dense.ROWS8_UNIFORM, dense.ROWS8_UNIFORM, dense.ROWS8_RELU, dense.ROWS8_CLAMP,
+                      dense.ROWS8_CLAMP, dense.ROWS8_CLAMP]      # (the first test's per-channel layer: FULL)
     r = api.bench(out, tmp_path / "test.npz")
     assert r["samples"] == 12 and r["agreement"]["device_vs_reference"] == 1.0
