@@ -15,40 +15,57 @@ EDGEC_INLINE int8_t edgec_avg_out(int32_t sum, int32_t pixels, int32_t act_min, 
 /* the int16 lanes of a word */
 #define EDGEC_AVG_LO(v) ((int32_t)(int16_t)(uint16_t)((v) & 0xffffu))
 #define EDGEC_AVG_HI(v) ((int32_t)(int16_t)(uint16_t)((v) >> 16))
+/* 4 channels of a word v added into the lanes of lo (channels 0, 2) and hi (1, 3) */
+#define EDGEC_AVG_ADD(lo, hi, v)                                                                   \
+    do {                                                                                           \
+        (lo) = E_SXTAB16((lo), (v));                                                               \
+        (hi) = E_SXTAB16_ROR8((hi), (v));                                                          \
+    } while (0)
 /* the sums of `words` words (4 channels each; 1 or 2) at x over `pixels` pixels `stride` bytes apart, channel k's
- * into s[k] */
+ * into s[k] (s[4..7] 0 for one word) */
 static EDGEC_NOINLINE void edgec_avg_sums(const int8_t *x, int32_t stride, int32_t pixels, int32_t words, int32_t *s)
 {
-    int32_t k;
-    for (k = 0; k < 4 * words; ++k) s[k] = 0;
+    int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0, k;
     while (pixels > 0) {
         const int32_t n = pixels < 256 ? pixels : 256;
         uint32_t a = 0, b = 0, c = 0, d = 0; /* channels (0, 2) (1, 3) (4, 6) (5, 7) */
         pixels -= n;
         if (words == 2) {
-            for (k = n; k > 0; --k, x += stride) {
-                const uint32_t v = ((const edgec_w32 *)(const void *)x)[0], u = ((const edgec_w32 *)(const void *)x)[1];
-                a = E_SXTAB16(a, v);
-                b = E_SXTAB16_ROR8(b, v);
-                c = E_SXTAB16(c, u);
-                d = E_SXTAB16_ROR8(d, u);
+            for (k = n >> 1; k > 0; --k, x += 2 * stride) { /* two pixels a step */
+                const edgec_w32 *p = (const edgec_w32 *)(const void *)x;
+                const edgec_w32 *q = (const edgec_w32 *)(const void *)(x + stride);
+                const uint32_t v = p[0], u = p[1], v2 = q[0], u2 = q[1];
+                EDGEC_AVG_ADD(a, b, v);
+                EDGEC_AVG_ADD(c, d, u);
+                EDGEC_AVG_ADD(a, b, v2);
+                EDGEC_AVG_ADD(c, d, u2);
             }
-            s[4] += EDGEC_AVG_LO(c);
-            s[5] += EDGEC_AVG_LO(d);
-            s[6] += EDGEC_AVG_HI(c);
-            s[7] += EDGEC_AVG_HI(d);
+            if (n & 1) {
+                const edgec_w32 *p = (const edgec_w32 *)(const void *)x;
+                EDGEC_AVG_ADD(a, b, p[0]);
+                EDGEC_AVG_ADD(c, d, p[1]);
+                x += stride;
+            }
+            s4 += EDGEC_AVG_LO(c);
+            s5 += EDGEC_AVG_LO(d);
+            s6 += EDGEC_AVG_HI(c);
+            s7 += EDGEC_AVG_HI(d);
         } else {
-            for (k = n; k > 0; --k, x += stride) {
-                const uint32_t v = ((const edgec_w32 *)(const void *)x)[0];
-                a = E_SXTAB16(a, v);
-                b = E_SXTAB16_ROR8(b, v);
-            }
+            for (k = n; k > 0; --k, x += stride) EDGEC_AVG_ADD(a, b, ((const edgec_w32 *)(const void *)x)[0]);
         }
-        s[0] += EDGEC_AVG_LO(a);
-        s[1] += EDGEC_AVG_LO(b);
-        s[2] += EDGEC_AVG_HI(a);
-        s[3] += EDGEC_AVG_HI(b);
+        s0 += EDGEC_AVG_LO(a);
+        s1 += EDGEC_AVG_LO(b);
+        s2 += EDGEC_AVG_HI(a);
+        s3 += EDGEC_AVG_HI(b);
     }
+    s[0] = s0;
+    s[1] = s1;
+    s[2] = s2;
+    s[3] = s3;
+    s[4] = s4;
+    s[5] = s5;
+    s[6] = s6;
+    s[7] = s7;
 }
 #endif
 
