@@ -9,6 +9,8 @@ assembly's passes and a tail of 8), one from 8 to 19 (8 words: the tail alone, a
 words) to 13 outputs (a partial block of 8)."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import onnx
 import pytest
@@ -47,5 +49,60 @@ def test_register_blocked_kernels_on_the_emulated_cortex_m4(tmp_path):
     report = api.build(path, tmp_path / "calib.npz", "qemu-cortex-m4", out, tuning_log=tmp_path / "none.json")
     text = (out / "model" / f"{report['model']}.c").read_text()
     assert text.count("edgec_conv2d_blocked4_s8(") == 5 and "edgec_fully_connected_rows8_s8(" in text
+    r = api.bench(out, tmp_path / "test.npz")
+    assert r["samples"] == 12 and r["agreement"]["device_vs_reference"] == 1.0
+
+
+def _fc_chain(rng):
+    """A .tflite chain of FULLY_CONNECTED layers, one for each of rows8's output stages and entries into its loop of 8
+    pairs of input groups: 64 -> 285 (8 pairs, the full range, one weight scale: the uniform stage; 285 outputs: a
+    partial block), 285 -> 20 (36 pairs: 4 rounds and an entry half-way), 20 -> 13 (a fused RELU whose output zero
+    point is 5: the relu stage), 13 -> 19 (RELU6 at 80: the clamp stage), 19 -> 9 (weights -1..1 and a multiplier of
+    0.75, no right shift: neg 0, the clamp stage over the full range), 9 -> 140 (an all-zero weight row: a dead
+    channel, neg 0). Scales keep most outputs inside the range (an output standard deviation near 40 steps)."""
+    from tflite_oracle import INT32, Case, Node, T
+
+    layers = [(64, 285, 0, -3), (285, 20, 0, 7), (20, 13, 1, 5), (13, 19, 3, -20), (19, 9, 0, 2), (9, 140, 0, -1)]
+    tensors, nodes, xs, spread = [T((1, 64), [0.02], [4])], [], 0.02, 73.0     # spread: the input's std in steps
+    for n_in, n_out, fused, zp in layers:
+        lim = 1 if n_out == 9 else 127
+        w = rng.integers(-lim, lim + 1, (n_out, n_in)).astype(np.int8)
+        acc = spread * np.sqrt(n_in) * max(lim / np.sqrt(3), 0.8)                   # the accumulator's std
+        ws, ys = 1 / (xs * acc), 1 / 40                                              # real std 1, 40 steps out
+        if fused == 3:
+            ws, ys = 4 * ws, 0.06                                                    # std 4 against RELU6 at 80
+        if n_out == 9:
+            ws = 0.75 * ys / xs                                                      # multiplier 0.75
+        if n_out == 140:
+            w[77] = 0
+        b = rng.integers(-int(acc), int(acc), n_out).astype(np.int32)
+        x = len(tensors) - 1
+        tensors += [T((n_out, n_in), [ws], [0], data=w), T((n_out,), [xs * ws], [0], INT32, b),
+                    T((1, n_out), [ys], [zp])]
+        nodes.append(Node("FULLY_CONNECTED", [x, x + 1, x + 2], x + 3,
+                          ("FullyConnectedOptions", dict(FusedActivationFunction=fused))))
+        xs, spread = ys, 40.0
+    return Case("rows8_stages", tensors, nodes, 0, len(tensors) - 1)
+
+
+@pytest.mark.sweep
+def test_rows8_output_stages_on_the_emulated_cortex_m4(tmp_path):
+    """rows8's assembly (its passes, the loop entered part-way, the three output stages the build picks per layer)
+    bit for bit with the NumPy reference of a .tflite chain that reaches every stage, and the stages as expected."""
+    from edgec.ops import dense
+    from tflite_oracle import write
+
+    rng = np.random.default_rng(5)
+    path = tmp_path / "chain.tflite"
+    path.write_bytes(write(_fc_chain(rng)))
+    np.savez(tmp_path / "test.npz", x=rng.uniform(-2.6, 2.5, (12, 64)).astype(np.float32))
+    out = tmp_path / "build"
+    report = api.build(path, None, "qemu-cortex-m4", out, choose=lambda op, generic: "rows8",
+                       tuning_log=tmp_path / "none.json")
+    text = (out / "model" / f"{report['model']}.c").read_text()
+    assert text.count("edgec_fully_connected_rows8_s8(") == 6
+    stages = [int(s) for s in re.findall(r"_fw\[\d+\] = \{\s*(\d+)u?,", text)]
+    assert stages == [dense.ROWS8_UNIFORM, dense.ROWS8_UNIFORM, dense.ROWS8_RELU, dense.ROWS8_CLAMP,
+                      dense.ROWS8_CLAMP, dense.ROWS8_CLAMP]      # (the first test's per-channel layer: FULL)
     r = api.bench(out, tmp_path / "test.npz")
     assert r["samples"] == 12 and r["agreement"]["device_vs_reference"] == 1.0

@@ -447,6 +447,21 @@ def test_fast_kernel_random_sweep(kernel, lib):
     assert sweep(fn(rng, lib, n)) >= n // 2
 
 
+@pytest.mark.parametrize("c", [4, 12, 64, 6])
+def test_global_average_pool_of_long_images(c, lib):
+    """More than 256 pixels (the DSP path sums 256 at a time in int16 lanes, 8 or 4 channels a step; 6 channels:
+    the channel-at-a-time path) at the int8 extremes and random, with a lower bound above the minimum."""
+    rng = np.random.default_rng(c)
+    p = dict(in_h=23, in_w=24, c=c, out_h=1, out_w=1, k_h=23, k_w=24, stride_h=1, stride_w=1, pad_top=0,
+             pad_left=0, act_min=-100, act_max=127)
+    op = Op("avg_pool", "long", ("x",), "y", params=p)
+    low = select.fast(op)
+    for x in (np.full((23, 24, c), -128, np.int8), np.full((23, 24, c), 127, np.int8), i8(rng, (23, 24, c))):
+        x[5, 7] = 3
+        want = pool.run_avg_pool(op, [x])
+        assert np.array_equal(run_fast(lib, low, x, out_size=c).reshape(want.shape), want)
+
+
 def test_pointwise_variant_is_offered_for_1x1_convolutions_only():
     """A 1x1 convolution is offered the pointwise variant (after blocked4, the `--optimize speed` default; blocked
     stays a choice for `edgec tune`); a 3x3 convolution of several channels is offered neither (window is its default)."""
