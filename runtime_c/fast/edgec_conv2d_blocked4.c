@@ -58,21 +58,100 @@
     }
 /* the full int8 range with every neg -1 (the usual layer), or some neg 0; any other range (both kinds of neg) */
 EDGEC_PW_PIXELS(edgec_blocked4_pixels_clamped, v_ < lo ? lo : (v_ > hi ? hi : v_), EDGEC_PW_FIX_ANY)
-/* On the Arm build the full-range block is one block of assembly (EDGEC_B24_ASM_PIXELS, fast/edgec_conv_block2x4.h;
- * gcc's C spilled in the tail of 8 words and around the requantization): k8 a multiple of 16, 16k + 8, or 8; `_anyneg`
- * where some record's neg is 0 (VWW's later layers) */
+/* On the Arm build the full-range block is one block of assembly (gcc's C spilled in the tail of 8 words and around
+ * the requantization): the 2x4 block's k-step and requantization (EDGEC_B24_ASM_STEP, EDGEC_B24_RQ_*,
+ * fast/edgec_conv_block2x4.h) in blocked4's own loop over the blocks of 4 channels. Per block: the biases seed both
+ * pixels' sums with 4 LDRD (no MOV), the loop ends on the records' pointer (no count in memory), the taps run as
+ * EDGEC_B4_TAIL8 / TAIL16 / DUFF say, and pixel 1's word is stored at o0 + delta (delta = o1 - o0: out_c, or 0 for a lone last pixel,
+ * whose pixel-0 word then overwrites it), so RQ_ALL's block never saves the weights' pointer. `save`/`restore` keep
+ * w where the requantization needs it as a temporary (RQ_ANY). `_anyneg` where some record's neg is 0 (VWW's later
+ * layers). */
 #if defined(EDGEC_DSP_NATIVE) && !defined(__clang__)
-EDGEC_B24_ASM_PIXELS(edgec_blocked4_asm16, EDGEC_B24_ASM_LOOP16, "", EDGEC_B24_RQ_ALL)
-EDGEC_B24_ASM_PIXELS(edgec_blocked4_asm16t8, EDGEC_B24_ASM_LOOP16, EDGEC_B24_ASM_TAIL8, EDGEC_B24_RQ_ALL)
-EDGEC_B24_ASM_PIXELS(edgec_blocked4_asm8, "", EDGEC_B24_ASM_TAIL8, EDGEC_B24_RQ_ALL)
-EDGEC_B24_ASM_PIXELS(edgec_blocked4_asm16_anyneg, EDGEC_B24_ASM_LOOP16, "", EDGEC_B24_RQ_ANY)
-EDGEC_B24_ASM_PIXELS(edgec_blocked4_asm16t8_anyneg, EDGEC_B24_ASM_LOOP16, EDGEC_B24_ASM_TAIL8, EDGEC_B24_RQ_ANY)
-EDGEC_B24_ASM_PIXELS(edgec_blocked4_asm8_anyneg, "", EDGEC_B24_ASM_TAIL8, EDGEC_B24_RQ_ANY)
+#define EDGEC_B4_BODY_STEPS 32   /* k-steps (2 taps of both pixels, 44 bytes of code) in the unrolled body */
+/* The taps of one block: n / 2 k-steps. TAIL8 / TAIL16: n is 8 / 16 (straight code); DUFF: the body of 32 k-steps
+ * entered part-way (at `entry`, computed once a call by EDGEC_B4_ENTRY: the first pass runs the n / 2 mod 32 last
+ * steps, or all 32), then whole bodies up to `end` */
+#define EDGEC_B4_TAIL8 "ldr %[x], %[x0]\n\t" EDGEC_B24_ASM_TAIL8
+#define EDGEC_B4_TAIL16 "ldr %[x], %[x0]\n\t" EDGEC_B24_ASM_TAIL8 EDGEC_B24_ASM_TAIL8
+#define EDGEC_B4_STEPS8 EDGEC_B24_ASM_TAIL8 EDGEC_B24_ASM_TAIL8
+#define EDGEC_B4_DUFF                                                                              \
+    "ldr %[x], %[x0]\n\t"                                                                          \
+    "ldr %[xa], %[entry]\n\t"                                                                      \
+    "bx %[xa]\n\t"                                                                                 \
+    "1:\n\t" EDGEC_B4_STEPS8 EDGEC_B4_STEPS8 EDGEC_B4_STEPS8 EDGEC_B4_STEPS8                       \
+    "3:\n\t"                                                                                       \
+    ".ifne (3b - 1b) - 44 * 32\n\t"                                                                \
+    ".error \"blocked4: a k-step of the unrolled body is not 44 bytes\"\n\t"                       \
+    ".endif\n\t"                                                                                   \
+    "ldr %[xa], %[end]\n\t"                                                                        \
+    "cmp %[x], %[xa]\n\t"                                                                          \
+    "bne 1b\n\t"
+#define EDGEC_B4_ENTRY                                                                             \
+    "adr %[xa], 1f\n\t"                                                                            \
+    "ldr %[xb], %[skip]\n\t"                                                                       \
+    "add %[xa], %[xa], %[xb]\n\t"                                                                  \
+    "orr %[xa], %[xa], #1\n\t"                                                                     \
+    "str %[xa], %[entry]\n\t"
+#define EDGEC_B4_ASM_PIXELS(name, duff, prologue, taps, rq, save, restore)                                             \
+static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, const edgec_w32 *w, const edgec_rq *q, int32_t blocks,      \
+                           int8_t *o0, int8_t *o1, int32_t lo, int32_t hi)                                             \
+{                                                                                                                      \
+    const edgec_w32 *const end = x0 + (duff ? n : 0), *x, *wsave; /* n: a positive multiple of 8 */                    \
+    const edgec_rq *const qend = q + 4 * blocks;                                                                       \
+    const int32_t delta = (int32_t)(o1 - o0);                                                                          \
+    const int32_t skip = duff ? 44 * ((EDGEC_B4_BODY_STEPS - (n >> 1) % EDGEC_B4_BODY_STEPS) % EDGEC_B4_BODY_STEPS) : 0; \
+    uint32_t a0, a1, a2, a3, b0, b1, b2, b3, xa, xb, wa, wb, entry;                                                   \
+    (void)lo;                                                                                                          \
+    (void)hi;                                                                                                          \
+    if (blocks <= 0) return;                                                                                           \
+    __asm__ volatile(prologue "2:\n\t"                                                                                 \
+                     "ldrd %[b0], %[b1], [%[w]]\n\t"                                                                   \
+                     "ldrd %[b2], %[b3], [%[w], #8]\n\t"                                                               \
+                     "ldrd %[a0], %[a1], [%[w]], #8\n\t"                                                               \
+                     "ldrd %[a2], %[a3], [%[w]], #8\n\t"                                                               \
+                     taps save                                                                                         \
+                     "ldr %[x], %[q]\n\t"                                                                              \
+                     rq(a0, b0, 0) rq(a1, b1, 20) rq(a2, b2, 40) rq(a3, b3, 60)                                        \
+                     "add %[x], %[x], #80\n\t"                                                                         \
+                     "str %[x], %[q]\n\t"                                                                              \
+                     "ldr %[xa], %[qend]\n\t"                                                                          \
+                     "cmp %[x], %[xa]\n\t" /* the flags stay until the BNE: nothing below sets them */                 \
+                     "ldr %[x], %[o0]\n\t"                                                                             \
+                     "ldr %[xa], %[delta]\n\t"                                                                         \
+                     "bfi %[b0], %[b1], #8, #8\n\t" /* the 4 bytes of a pixel in one word */                         \
+                     "bfi %[b0], %[b2], #16, #8\n\t"                                                                   \
+                     "bfi %[b0], %[b3], #24, #8\n\t"                                                                   \
+                     "str %[b0], [%[x], %[xa]]\n\t" /* pixel 1 first: a lone last pixel's delta is 0 */                \
+                     "bfi %[a0], %[a1], #8, #8\n\t"                                                                   \
+                     "bfi %[a0], %[a2], #16, #8\n\t"                                                                  \
+                     "bfi %[a0], %[a3], #24, #8\n\t"                                                                  \
+                     "str %[a0], [%[x]], #4\n\t"                                                                       \
+                     "str %[x], %[o0]\n\t"                                                                             \
+                     restore                                                                                           \
+                     "bne 2b\n\t"                                                                                      \
+                     : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [b0] "=&r"(b0),                 \
+                       [b1] "=&r"(b1), [b2] "=&r"(b2), [b3] "=&r"(b3), [x] "=&r"(x), [w] "+r"(w), [xa] "=&r"(xa),      \
+                       [xb] "=&r"(xb), [wa] "=&r"(wa), [wb] "=&r"(wb), [q] "+m"(q), [o0] "+m"(o0), [ws] "=m"(wsave),   \
+                       [entry] "=m"(entry)                                                                             \
+                     : [x0] "m"(x0), [end] "m"(end), [qend] "m"(qend), [delta] "m"(delta), [skip] "m"(skip)            \
+                     : "cc", "memory");                                                                                \
+}
+#define EDGEC_B4_SAVE_W "str %[w], %[ws]\n\t"
+#define EDGEC_B4_RESTORE_W "ldr %[w], %[ws]\n\t"
+EDGEC_B4_ASM_PIXELS(edgec_blocked4_asm, 1, EDGEC_B4_ENTRY, EDGEC_B4_DUFF, EDGEC_B24_RQ_ALL, "", "")
+EDGEC_B4_ASM_PIXELS(edgec_blocked4_asm16, 0, "", EDGEC_B4_TAIL16, EDGEC_B24_RQ_ALL, "", "")
+EDGEC_B4_ASM_PIXELS(edgec_blocked4_asm8, 0, "", EDGEC_B4_TAIL8, EDGEC_B24_RQ_ALL, "", "")
+EDGEC_B4_ASM_PIXELS(edgec_blocked4_asm_anyneg, 1, EDGEC_B4_ENTRY, EDGEC_B4_DUFF, EDGEC_B24_RQ_ANY, EDGEC_B4_SAVE_W,
+                    EDGEC_B4_RESTORE_W)
+EDGEC_B4_ASM_PIXELS(edgec_blocked4_asm16_anyneg, 0, "", EDGEC_B4_TAIL16, EDGEC_B24_RQ_ANY, EDGEC_B4_SAVE_W,
+                    EDGEC_B4_RESTORE_W)
+EDGEC_B4_ASM_PIXELS(edgec_blocked4_asm8_anyneg, 0, "", EDGEC_B4_TAIL8, EDGEC_B24_RQ_ANY, EDGEC_B4_SAVE_W,
+                    EDGEC_B4_RESTORE_W)
 static edgec_b24_pixels_fn edgec_blocked4_full(int32_t k8, int negs)
 {
     if (k8 == 8) return negs ? edgec_blocked4_asm8 : edgec_blocked4_asm8_anyneg;
-    if (k8 & 8) return negs ? edgec_blocked4_asm16t8 : edgec_blocked4_asm16t8_anyneg;
-    return negs ? edgec_blocked4_asm16 : edgec_blocked4_asm16_anyneg;
+    if (k8 == 16) return negs ? edgec_blocked4_asm16 : edgec_blocked4_asm16_anyneg;
+    return negs ? edgec_blocked4_asm : edgec_blocked4_asm_anyneg;
 }
 #else
 EDGEC_PW_PIXELS(edgec_blocked4_pixels_full, EDGEC_SAT8(v_), EDGEC_PW_FIX_ALL)
