@@ -92,19 +92,44 @@ EDGEC_PW_PIXELS(edgec_blocked4_pixels_clamped, v_ < lo ? lo : (v_ > hi ? hi : v_
     "add %[xa], %[xa], %[xb]\n\t"                                                                  \
     "orr %[xa], %[xa], #1\n\t"                                                                     \
     "str %[xa], %[entry]\n\t"
-#define EDGEC_B4_ASM_PIXELS(name, duff, prologue, taps, rq, save, restore)                                             \
-static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, const edgec_w32 *w, const edgec_rq *q, int32_t blocks,      \
-                           int8_t *o0, int8_t *o1, int32_t lo, int32_t hi)                                             \
+/* `pairs` pairs of output pixels, all `blocks` blocks of 4 channels of each: pixel 0's outputs at o0 (o0 then steps on
+ * by delta past pixel 1's), pixel 1's at o0 + delta. groups > 0: the columns are widened here, per pair, from the
+ * `groups` input words at t (pixel 0) and after them (pixel 1; the next pair after those: a 1x1 convolution's pixels);
+ * 0: the caller wrote them (one pair). */
+#define EDGEC_B4_ASM_PAIRS(name, duff, prologue, taps, rq, save, restore)                                              \
+static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, const edgec_w32 *w0, const edgec_rq *q0, int32_t blocks,    \
+                           const int8_t *t, int32_t groups, int8_t *o0, int32_t delta, int32_t pairs)                  \
 {                                                                                                                      \
-    const edgec_w32 *const end = x0 + (duff ? n : 0), *x, *wsave; /* n: a positive multiple of 8 */                    \
-    const edgec_rq *const qend = q + 4 * blocks;                                                                       \
-    const int32_t delta = (int32_t)(o1 - o0);                                                                          \
+    const edgec_w32 *const end = x0 + (duff ? n : 0), *x, *w, *wsave; /* n: a positive multiple of 8 */                \
+    const edgec_rq *const qend = q0 + 4 * blocks, *q;                                                                  \
+    const int8_t *const oend = o0 + pairs * (4 * blocks + delta);                                                      \
     const int32_t skip = duff ? 44 * ((EDGEC_B4_BODY_STEPS - (n >> 1) % EDGEC_B4_BODY_STEPS) % EDGEC_B4_BODY_STEPS) : 0; \
     uint32_t a0, a1, a2, a3, b0, b1, b2, b3, xa, xb, wa, wb, entry;                                                   \
-    (void)lo;                                                                                                          \
-    (void)hi;                                                                                                          \
-    if (blocks <= 0) return;                                                                                           \
-    __asm__ volatile(prologue "2:\n\t"                                                                                 \
+    if (blocks <= 0 || pairs <= 0) return;                                                                             \
+    __asm__ volatile(prologue "4:\n\t"                                                                                 \
+                     "ldr %[wb], %[groups]\n\t"                                                                        \
+                     "cmp %[wb], #0\n\t"                                                                               \
+                     "beq 6f\n\t"                                                                                      \
+                     "ldr %[x], %[t]\n\t"                                                                              \
+                     "add %[xb], %[x], %[wb], lsl #2\n\t"                                                              \
+                     "ldr %[wa], %[x0]\n\t"                                                                            \
+                     "5:\n\t" /* a group of 4 inputs of both pixels: (x0, x2) of each, then (x1, x3) */                \
+                     "ldr %[a0], [%[x]], #4\n\t"                                                                       \
+                     "ldr %[a1], [%[xb]], #4\n\t"                                                                      \
+                     "sxtb16 %[a2], %[a0]\n\t"                                                                         \
+                     "sxtb16 %[a3], %[a1]\n\t"                                                                         \
+                     "sxtb16 %[b0], %[a0], ror #8\n\t"                                                                 \
+                     "sxtb16 %[b1], %[a1], ror #8\n\t"                                                                 \
+                     "strd %[a2], %[a3], [%[wa]], #8\n\t"                                                              \
+                     "strd %[b0], %[b1], [%[wa]], #8\n\t"                                                              \
+                     "subs %[wb], %[wb], #1\n\t"                                                                       \
+                     "bne 5b\n\t"                                                                                      \
+                     "str %[xb], %[t]\n\t" /* t + 8 * groups: the next pair's pixel 0 */                               \
+                     "6:\n\t"                                                                                          \
+                     "ldr %[w], %[w0]\n\t"                                                                             \
+                     "ldr %[x], %[q0]\n\t"                                                                             \
+                     "str %[x], %[q]\n\t"                                                                              \
+                     "2:\n\t"                                                                                          \
                      "ldrd %[b0], %[b1], [%[w]]\n\t"                                                                   \
                      "ldrd %[b2], %[b3], [%[w], #8]\n\t"                                                               \
                      "ldrd %[a0], %[a1], [%[w]], #8\n\t"                                                               \
@@ -129,30 +154,41 @@ static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, const edgec_w32 *w, c
                      "str %[x], %[o0]\n\t"                                                                             \
                      restore                                                                                           \
                      "bne 2b\n\t"                                                                                      \
+                     "ldr %[x], %[o0]\n\t" /* past pixel 1's outputs */                                                \
+                     "ldr %[xa], %[delta]\n\t"                                                                         \
+                     "add %[x], %[x], %[xa]\n\t"                                                                       \
+                     "str %[x], %[o0]\n\t"                                                                             \
+                     "ldr %[xa], %[oend]\n\t"                                                                          \
+                     "cmp %[x], %[xa]\n\t"                                                                             \
+                     "bne 4b\n\t"                                                                                      \
                      : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [b0] "=&r"(b0),                 \
-                       [b1] "=&r"(b1), [b2] "=&r"(b2), [b3] "=&r"(b3), [x] "=&r"(x), [w] "+r"(w), [xa] "=&r"(xa),      \
-                       [xb] "=&r"(xb), [wa] "=&r"(wa), [wb] "=&r"(wb), [q] "+m"(q), [o0] "+m"(o0), [ws] "=m"(wsave),   \
-                       [entry] "=m"(entry)                                                                             \
-                     : [x0] "m"(x0), [end] "m"(end), [qend] "m"(qend), [delta] "m"(delta), [skip] "m"(skip)            \
+                       [b1] "=&r"(b1), [b2] "=&r"(b2), [b3] "=&r"(b3), [x] "=&r"(x), [w] "=&r"(w), [xa] "=&r"(xa),     \
+                       [xb] "=&r"(xb), [wa] "=&r"(wa), [wb] "=&r"(wb), [q] "=m"(q), [o0] "+m"(o0), [ws] "=m"(wsave),   \
+                       [entry] "=m"(entry), [t] "+m"(t)                                                                \
+                     : [x0] "m"(x0), [end] "m"(end), [qend] "m"(qend), [delta] "m"(delta), [skip] "m"(skip),           \
+                       [w0] "m"(w0), [q0] "m"(q0), [groups] "m"(groups), [oend] "m"(oend)                              \
                      : "cc", "memory");                                                                                \
 }
 #define EDGEC_B4_SAVE_W "str %[w], %[ws]\n\t"
 #define EDGEC_B4_RESTORE_W "ldr %[w], %[ws]\n\t"
-EDGEC_B4_ASM_PIXELS(edgec_blocked4_asm, 1, EDGEC_B4_ENTRY, EDGEC_B4_DUFF, EDGEC_B24_RQ_ALL, "", "")
-EDGEC_B4_ASM_PIXELS(edgec_blocked4_asm16, 0, "", EDGEC_B4_TAIL16, EDGEC_B24_RQ_ALL, "", "")
-EDGEC_B4_ASM_PIXELS(edgec_blocked4_asm8, 0, "", EDGEC_B4_TAIL8, EDGEC_B24_RQ_ALL, "", "")
-EDGEC_B4_ASM_PIXELS(edgec_blocked4_asm_anyneg, 1, EDGEC_B4_ENTRY, EDGEC_B4_DUFF, EDGEC_B24_RQ_ANY, EDGEC_B4_SAVE_W,
+EDGEC_B4_ASM_PAIRS(edgec_blocked4_asm, 1, EDGEC_B4_ENTRY, EDGEC_B4_DUFF, EDGEC_B24_RQ_ALL, "", "")
+EDGEC_B4_ASM_PAIRS(edgec_blocked4_asm16, 0, "", EDGEC_B4_TAIL16, EDGEC_B24_RQ_ALL, "", "")
+EDGEC_B4_ASM_PAIRS(edgec_blocked4_asm8, 0, "", EDGEC_B4_TAIL8, EDGEC_B24_RQ_ALL, "", "")
+EDGEC_B4_ASM_PAIRS(edgec_blocked4_asm_anyneg, 1, EDGEC_B4_ENTRY, EDGEC_B4_DUFF, EDGEC_B24_RQ_ANY, EDGEC_B4_SAVE_W,
                     EDGEC_B4_RESTORE_W)
-EDGEC_B4_ASM_PIXELS(edgec_blocked4_asm16_anyneg, 0, "", EDGEC_B4_TAIL16, EDGEC_B24_RQ_ANY, EDGEC_B4_SAVE_W,
+EDGEC_B4_ASM_PAIRS(edgec_blocked4_asm16_anyneg, 0, "", EDGEC_B4_TAIL16, EDGEC_B24_RQ_ANY, EDGEC_B4_SAVE_W,
                     EDGEC_B4_RESTORE_W)
-EDGEC_B4_ASM_PIXELS(edgec_blocked4_asm8_anyneg, 0, "", EDGEC_B4_TAIL8, EDGEC_B24_RQ_ANY, EDGEC_B4_SAVE_W,
+EDGEC_B4_ASM_PAIRS(edgec_blocked4_asm8_anyneg, 0, "", EDGEC_B4_TAIL8, EDGEC_B24_RQ_ANY, EDGEC_B4_SAVE_W,
                     EDGEC_B4_RESTORE_W)
-static edgec_b24_pixels_fn edgec_blocked4_full(int32_t k8, int negs)
+typedef void (*edgec_b4_pairs_fn)(const edgec_w32 *, int32_t, const edgec_w32 *, const edgec_rq *, int32_t,
+                                  const int8_t *, int32_t, int8_t *, int32_t, int32_t);
+static edgec_b4_pairs_fn edgec_blocked4_pairs(int32_t k8, int negs)
 {
     if (k8 == 8) return negs ? edgec_blocked4_asm8 : edgec_blocked4_asm8_anyneg;
     if (k8 == 16) return negs ? edgec_blocked4_asm16 : edgec_blocked4_asm16_anyneg;
     return negs ? edgec_blocked4_asm : edgec_blocked4_asm_anyneg;
 }
+#define EDGEC_B4_PAIRS 1 /* edgec_b4_run runs full-range layers on them */
 #else
 EDGEC_PW_PIXELS(edgec_blocked4_pixels_full, EDGEC_SAT8(v_), EDGEC_PW_FIX_ALL)
 EDGEC_PW_PIXELS(edgec_blocked4_pixels_full_anyneg, EDGEC_SAT8(v_), EDGEC_PW_FIX_ANY)
@@ -231,7 +267,9 @@ static int edgec_b4_direct(const edgec_conv2d_im2col_params *p, const int8_t *in
 
 /* The kernel's loop over pairs of output pixels; `direct` (a constant where it is inlined: the two copies compile
  * apart, and the loop without it is the one the kernel had before the direct reads) reads single-channel windows
- * inside the image from the input rows (edgec_b4_direct). */
+ * inside the image from the input rows (edgec_b4_direct). On the Arm build a full-range layer runs on the assembly
+ * (edgec_blocked4_pairs): a 1x1 convolution's whole pairs in one call that widens their columns itself (out_c a
+ * multiple of 4), the other pairs one a call on the columns written here. */
 EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                                const edgec_rq *rq, int8_t *scratch, int8_t *output, const int direct)
 {
@@ -244,12 +282,27 @@ EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t
     edgec_w32 *cols = (edgec_w32 *)(void *)scratch;
     int8_t *row = scratch + 4 * k8;
     const int32_t blocks = out_c >> 2, rest = out_c & 3;
+    const edgec_w32 *const wrest = (const edgec_w32 *)weights + blocks * (4 + 2 * k8);
+    int32_t pix = 0, j, g, i;
+#ifdef EDGEC_B4_PAIRS
+    edgec_b4_pairs_fn pairs;
+#endif
     edgec_b24_pixels_fn pixels;
-    int32_t pix, j, g, i;
     for (j = 0; j < out_c && negs; ++j) negs = rq[j].neg == -1; /* stops at the first 0 */
+#ifdef EDGEC_B4_PAIRS
+    pairs = full ? edgec_blocked4_pairs(k8, negs) : 0;
+    pixels = edgec_blocked4_pixels_clamped;
+#else
     pixels = full ? edgec_blocked4_full(k8, negs) : edgec_blocked4_pixels_clamped;
+#endif
     for (g = 4 * groups; g < k8; ++g) cols[g] = 0; /* a padding group's columns: zero weights, zero values */
-    for (pix = 0; pix < n; pix += 2) {
+#ifdef EDGEC_B4_PAIRS
+    if (pairs && pointwise && !rest && n > 1) {
+        pairs(cols, k8, (const edgec_w32 *)weights, rq, blocks, input, groups, output, out_c, n >> 1);
+        pix = n & ~1; /* a lone last pixel: below */
+    }
+#endif
+    for (; pix < n; pix += 2) {
         const int two = n - pix > 1;
         if (pointwise) { /* both pixels' groups in one loop (a lone last pixel fills both columns) */
             const edgec_w32 *t0 = (const edgec_w32 *)(const void *)(input + pix * p->in_c);
@@ -264,17 +317,27 @@ EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t
             t = (const edgec_w32 *)(const void *)edgec_conv_taps(p, input, q / out_w, q % out_w, row);
             for (g = groups; g > 0; --g, c += 4) edgec_b4_column(*t++, c);
         }
-        pixels(cols, k8, (const edgec_w32 *)weights, rq, blocks, output + pix * out_c, output + (pix + two) * out_c,
-               p->act_min, p->act_max);
         if (rest) { /* the padded last block through a buffer: the copies of the last channel are not stored */
             int8_t t[8];
-            pixels(cols, k8, (const edgec_w32 *)weights + blocks * (4 + 2 * k8), rq + 4 * blocks, 1, t, t + 4,
-                   p->act_min, p->act_max);
+#ifdef EDGEC_B4_PAIRS
+            if (pairs) {
+                pairs(cols, k8, wrest, rq + 4 * blocks, 1, 0, 0, t, 4, 1);
+            } else
+#endif
+                pixels(cols, k8, wrest, rq + 4 * blocks, 1, t, t + 4, p->act_min, p->act_max);
             for (i = 0; i < rest; ++i) {
                 output[pix * out_c + 4 * blocks + i] = t[i];
                 output[(pix + two) * out_c + 4 * blocks + i] = t[4 + i];
             }
         }
+#ifdef EDGEC_B4_PAIRS
+        if (pairs) {
+            pairs(cols, k8, (const edgec_w32 *)weights, rq, blocks, 0, 0, output + pix * out_c, two ? out_c : 0, 1);
+            continue;
+        }
+#endif
+        pixels(cols, k8, (const edgec_w32 *)weights, rq, blocks, output + pix * out_c, output + (pix + two) * out_c,
+               p->act_min, p->act_max);
     }
 }
 
