@@ -279,6 +279,9 @@ EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t
     int negs = 1;
     const int pointwise = p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
                           p->pad_left == 0 && (p->in_c & 3) == 0 && p->in_w == out_w;
+    const int gather = !pointwise && p->k_h == 1 && p->k_w == 1 && p->pad_top == 0 && p->pad_left == 0 &&
+                       (p->in_c & 3) == 0 && p->in_c == p->k4 && (p->out_h - 1) * p->stride_h < p->in_h &&
+                       (out_w - 1) * p->stride_w < p->in_w; /* every pixel inside the image */
     edgec_w32 *cols = (edgec_w32 *)(void *)scratch;
     int8_t *row = scratch + 4 * k8;
     const int32_t blocks = out_c >> 2, rest = out_c & 3;
@@ -308,8 +311,15 @@ EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t
             const edgec_w32 *t0 = (const edgec_w32 *)(const void *)(input + pix * p->in_c);
             const edgec_w32 *t1 = (const edgec_w32 *)(const void *)(input + (pix + two) * p->in_c);
             edgec_b4_columns2(t0, t1, cols, groups);
+        } else if (gather) { /* a strided 1x1 convolution: the two input pixels' words where they are */
+            const int32_t q1 = pix + two;
+            const edgec_w32 *t0 = (const edgec_w32 *)(const void *)(
+                input + ((pix / out_w) * p->stride_h * p->in_w + (pix % out_w) * p->stride_w) * p->in_c);
+            const edgec_w32 *t1 = (const edgec_w32 *)(const void *)(
+                input + ((q1 / out_w) * p->stride_h * p->in_w + (q1 % out_w) * p->stride_w) * p->in_c);
+            edgec_b4_columns2(t0, t1, cols, groups);
         }
-        for (j = 0; j < 2 && !pointwise; ++j) { /* a lone last pixel fills both columns */
+        for (j = 0; j < 2 && !pointwise && !gather; ++j) { /* a lone last pixel fills both columns */
             const int32_t q = pix + (two ? j : 0);
             const edgec_w32 *t;
             edgec_w32 *c = cols + j;

@@ -69,10 +69,13 @@ def _taps(base) -> np.ndarray:
 # ---- the speed variants
 def pointwise_or_single_channel(base) -> bool:
     """A 1x1, stride-1, unpadded convolution or one that reads a single channel (where blocked4 was measured
-    faster than the blocked kernel: MLPerf Tiny KWS)."""
+    faster than the blocked kernel: MLPerf Tiny KWS), or a strided, unpadded 1x1 one on whole groups of 4 input
+    channels (blocked4 gathers its pixels' words straight from the input: IC's two stride-2 1x1 layers, faster than
+    on the pointwise kernel)."""
     p = base.params
     pointwise = (p["k_h"], p["k_w"], p["stride_h"], p["stride_w"], p["pad_top"], p["pad_left"]) == (1, 1, 1, 1, 0, 0)
-    return pointwise or p["in_c"] == 1
+    gather = (p["k_h"], p["k_w"], p["pad_top"], p["pad_left"]) == (1, 1, 0, 0) and p["in_c"] % 4 == 0
+    return pointwise or gather or p["in_c"] == 1
 
 
 def blocked4_conv(op: Op, base):
