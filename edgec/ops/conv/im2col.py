@@ -70,12 +70,14 @@ def _taps(base) -> np.ndarray:
 def pointwise_or_single_channel(base) -> bool:
     """A 1x1, stride-1, unpadded convolution or one that reads a single channel (where blocked4 was measured
     faster than the blocked kernel: MLPerf Tiny KWS), or a strided, unpadded 1x1 one on whole groups of 4 input
-    channels and at least 8 outputs (blocked4 gathers its pixels' words straight from the input: IC's two stride-2 1x1
-    layers, faster than on the pointwise kernel; fewer outputs would leave much of its block of 4 channels idle)."""
+    channels, at least 8 outputs and the full int8 output range (blocked4 gathers its pixels' words straight from the
+    input into its block of assembly: IC's two stride-2 1x1 layers, faster than on the pointwise kernel; fewer
+    outputs would leave much of its block of 4 channels idle, and a clamped range runs on its C, not measured
+    against the pointwise kernel there)."""
     p = base.params
     pointwise = (p["k_h"], p["k_w"], p["stride_h"], p["stride_w"], p["pad_top"], p["pad_left"]) == (1, 1, 1, 1, 0, 0)
     gather = (p["k_h"], p["k_w"], p["pad_top"], p["pad_left"]) == (1, 1, 0, 0) and p["in_c"] % 4 == 0 \
-        and p["out_c"] >= 8
+        and p["out_c"] >= 8 and (p["act_min"], p["act_max"]) == (-128, 127)
     return pointwise or gather or p["in_c"] == 1
 
 
