@@ -58,22 +58,142 @@
     }
 /* the full int8 range with every neg -1 (the usual layer), or some neg 0; any other range (both kinds of neg) */
 EDGEC_PW_PIXELS(edgec_blocked4_pixels_clamped, v_ < lo ? lo : (v_ > hi ? hi : v_), EDGEC_PW_FIX_ANY)
-/* On the Arm build the full-range block is one block of assembly (EDGEC_B24_ASM_PIXELS, fast/edgec_conv_block2x4.h;
- * gcc's C spilled in the tail of 8 words and around the requantization): k8 a multiple of 16, 16k + 8, or 8; `_anyneg`
- * where some record's neg is 0 (VWW's later layers) */
+/* On the Arm build the full-range block is one block of assembly (gcc's C spilled in the tail of 8 words and around
+ * the requantization): the 2x4 block's k-step and requantization (EDGEC_B24_ASM_STEP, EDGEC_B24_RQ_*,
+ * fast/edgec_conv_block2x4.h) in blocked4's own loop over the blocks of 4 channels. Per block: the biases seed both
+ * pixels' sums with 4 LDRD (no MOV), the loop ends on the records' pointer (no count in memory), the taps run as
+ * EDGEC_B4_TAIL8 / TAIL16 / DUFF say, and pixel 1's word is stored at o0 + delta (delta = o1 - o0: out_c, or 0 for a lone last pixel,
+ * whose pixel-0 word then overwrites it), so RQ_ALL's block never saves the weights' pointer. `save`/`restore` keep
+ * w where the requantization needs it as a temporary (RQ_ANY). `_anyneg` where some record's neg is 0 (VWW's later
+ * layers). */
 #if defined(EDGEC_DSP_NATIVE) && !defined(__clang__)
-EDGEC_B24_ASM_PIXELS(edgec_blocked4_asm16, EDGEC_B24_ASM_LOOP16, "", EDGEC_B24_RQ_ALL)
-EDGEC_B24_ASM_PIXELS(edgec_blocked4_asm16t8, EDGEC_B24_ASM_LOOP16, EDGEC_B24_ASM_TAIL8, EDGEC_B24_RQ_ALL)
-EDGEC_B24_ASM_PIXELS(edgec_blocked4_asm8, "", EDGEC_B24_ASM_TAIL8, EDGEC_B24_RQ_ALL)
-EDGEC_B24_ASM_PIXELS(edgec_blocked4_asm16_anyneg, EDGEC_B24_ASM_LOOP16, "", EDGEC_B24_RQ_ANY)
-EDGEC_B24_ASM_PIXELS(edgec_blocked4_asm16t8_anyneg, EDGEC_B24_ASM_LOOP16, EDGEC_B24_ASM_TAIL8, EDGEC_B24_RQ_ANY)
-EDGEC_B24_ASM_PIXELS(edgec_blocked4_asm8_anyneg, "", EDGEC_B24_ASM_TAIL8, EDGEC_B24_RQ_ANY)
-static edgec_b24_pixels_fn edgec_blocked4_full(int32_t k8, int negs)
+#define EDGEC_B4_BODY_STEPS 32   /* k-steps (2 taps of both pixels, 44 bytes of code) in the unrolled body */
+/* The taps of one block: n / 2 k-steps. TAIL8 / TAIL16: n is 8 / 16 (straight code); DUFF: the body of 32 k-steps
+ * entered part-way (at `entry`, computed once a call by EDGEC_B4_ENTRY: the first pass runs the n / 2 mod 32 last
+ * steps, or all 32), then whole bodies up to `end`; DUFF_ONCE: the one pass of n <= 64 (no test of the end: 3
+ * instructions a block fewer, KWS's and VWW's 1x1 layers on 32 to 64 input channels) */
+#define EDGEC_B4_TAIL8 "ldr %[x], %[x0]\n\t" EDGEC_B24_ASM_TAIL8
+#define EDGEC_B4_TAIL16 "ldr %[x], %[x0]\n\t" EDGEC_B24_ASM_TAIL8 EDGEC_B24_ASM_TAIL8
+#define EDGEC_B4_STEPS8 EDGEC_B24_ASM_TAIL8 EDGEC_B24_ASM_TAIL8
+#define EDGEC_B4_DUFF_ONCE                                                                         \
+    "ldr %[x], %[x0]\n\t"                                                                          \
+    "ldr %[xa], %[entry]\n\t"                                                                      \
+    "bx %[xa]\n\t"                                                                                 \
+    "1:\n\t" EDGEC_B4_STEPS8 EDGEC_B4_STEPS8 EDGEC_B4_STEPS8 EDGEC_B4_STEPS8                       \
+    "3:\n\t"                                                                                       \
+    ".ifne (3b - 1b) - 44 * 32\n\t"                                                                \
+    ".error \"blocked4: a k-step of the unrolled body is not 44 bytes\"\n\t"                       \
+    ".endif\n\t"
+#define EDGEC_B4_DUFF                                                                              \
+    EDGEC_B4_DUFF_ONCE                                                                             \
+    "ldr %[xa], %[end]\n\t"                                                                        \
+    "cmp %[x], %[xa]\n\t"                                                                          \
+    "bne 1b\n\t"
+#define EDGEC_B4_ENTRY                                                                             \
+    "adr %[xa], 1f\n\t"                                                                            \
+    "ldr %[xb], %[skip]\n\t"                                                                       \
+    "add %[xa], %[xa], %[xb]\n\t"                                                                  \
+    "orr %[xa], %[xa], #1\n\t"                                                                     \
+    "str %[xa], %[entry]\n\t"
+/* `pairs` pairs of output pixels, all `blocks` blocks of 4 channels of each: pixel 0's outputs at o0 (o0 then steps on
+ * by delta past pixel 1's), pixel 1's at o0 + delta. groups > 0: the columns are widened here, per pair, from the
+ * `groups` input words at t (pixel 0) and after them (pixel 1; the next pair after those: a 1x1 convolution's pixels);
+ * 0: the caller wrote them (one pair). */
+#define EDGEC_B4_ASM_PAIRS(name, duff, prologue, taps, rq, save, restore)                                              \
+static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, const edgec_w32 *w0, const edgec_rq *q0, int32_t blocks,    \
+                           const int8_t *t, int32_t groups, int8_t *o0, int32_t delta, int32_t pairs)                  \
+{                                                                                                                      \
+    const edgec_w32 *const end = x0 + (duff ? n : 0), *x, *w, *wsave; /* n: a positive multiple of 8 */                \
+    const edgec_rq *const qend = q0 + 4 * blocks, *q;                                                                  \
+    const int8_t *const oend = o0 + pairs * (4 * blocks + delta);                                                      \
+    const int32_t skip = duff ? 44 * ((EDGEC_B4_BODY_STEPS - (n >> 1) % EDGEC_B4_BODY_STEPS) % EDGEC_B4_BODY_STEPS) : 0; \
+    uint32_t a0, a1, a2, a3, b0, b1, b2, b3, xa, xb, wa, wb, entry;                                                   \
+    if (blocks <= 0 || pairs <= 0) return;                                                                             \
+    __asm__ volatile(prologue "4:\n\t"                                                                                 \
+                     "ldr %[wb], %[groups]\n\t"                                                                        \
+                     "cmp %[wb], #0\n\t"                                                                               \
+                     "beq 6f\n\t"                                                                                      \
+                     "ldr %[x], %[t]\n\t"                                                                              \
+                     "add %[xb], %[x], %[wb], lsl #2\n\t"                                                              \
+                     "ldr %[wa], %[x0]\n\t"                                                                            \
+                     "5:\n\t" /* a group of 4 inputs of both pixels: (x0, x2) of each, then (x1, x3) */                \
+                     "ldr %[a0], [%[x]], #4\n\t"                                                                       \
+                     "ldr %[a1], [%[xb]], #4\n\t"                                                                      \
+                     "sxtb16 %[a2], %[a0]\n\t"                                                                         \
+                     "sxtb16 %[a3], %[a1]\n\t"                                                                         \
+                     "sxtb16 %[b0], %[a0], ror #8\n\t"                                                                 \
+                     "sxtb16 %[b1], %[a1], ror #8\n\t"                                                                 \
+                     "strd %[a2], %[a3], [%[wa]], #8\n\t"                                                              \
+                     "strd %[b0], %[b1], [%[wa]], #8\n\t"                                                              \
+                     "subs %[wb], %[wb], #1\n\t"                                                                       \
+                     "bne 5b\n\t"                                                                                      \
+                     "str %[xb], %[t]\n\t" /* t + 8 * groups: the next pair's pixel 0 */                               \
+                     "6:\n\t"                                                                                          \
+                     "ldr %[w], %[w0]\n\t"                                                                             \
+                     "ldr %[x], %[q0]\n\t"                                                                             \
+                     "str %[x], %[q]\n\t"                                                                              \
+                     "2:\n\t"                                                                                          \
+                     "ldrd %[b0], %[b1], [%[w]]\n\t"                                                                   \
+                     "ldrd %[b2], %[b3], [%[w], #8]\n\t"                                                               \
+                     "ldrd %[a0], %[a1], [%[w]], #8\n\t"                                                               \
+                     "ldrd %[a2], %[a3], [%[w]], #8\n\t"                                                               \
+                     taps save                                                                                         \
+                     "ldr %[x], %[q]\n\t"                                                                              \
+                     rq(a0, b0, 0) rq(a1, b1, 20) rq(a2, b2, 40) rq(a3, b3, 60)                                        \
+                     "add %[x], %[x], #80\n\t"                                                                         \
+                     "str %[x], %[q]\n\t"                                                                              \
+                     "ldr %[xa], %[qend]\n\t"                                                                          \
+                     "cmp %[x], %[xa]\n\t" /* the flags stay until the BNE: nothing below sets them */                 \
+                     "ldr %[x], %[o0]\n\t"                                                                             \
+                     "ldr %[xa], %[delta]\n\t"                                                                         \
+                     "bfi %[b0], %[b1], #8, #8\n\t" /* the 4 bytes of a pixel in one word */                         \
+                     "bfi %[b0], %[b2], #16, #8\n\t"                                                                   \
+                     "bfi %[b0], %[b3], #24, #8\n\t"                                                                   \
+                     "str %[b0], [%[x], %[xa]]\n\t" /* pixel 1 first: a lone last pixel's delta is 0 */                \
+                     "bfi %[a0], %[a1], #8, #8\n\t"                                                                   \
+                     "bfi %[a0], %[a2], #16, #8\n\t"                                                                  \
+                     "bfi %[a0], %[a3], #24, #8\n\t"                                                                  \
+                     "str %[a0], [%[x]], #4\n\t"                                                                       \
+                     "str %[x], %[o0]\n\t"                                                                             \
+                     restore                                                                                           \
+                     "bne 2b\n\t"                                                                                      \
+                     "ldr %[x], %[o0]\n\t" /* past pixel 1's outputs */                                                \
+                     "ldr %[xa], %[delta]\n\t"                                                                         \
+                     "add %[x], %[x], %[xa]\n\t"                                                                       \
+                     "str %[x], %[o0]\n\t"                                                                             \
+                     "ldr %[xa], %[oend]\n\t"                                                                          \
+                     "cmp %[x], %[xa]\n\t"                                                                             \
+                     "bne 4b\n\t"                                                                                      \
+                     : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [b0] "=&r"(b0),                 \
+                       [b1] "=&r"(b1), [b2] "=&r"(b2), [b3] "=&r"(b3), [x] "=&r"(x), [w] "=&r"(w), [xa] "=&r"(xa),     \
+                       [xb] "=&r"(xb), [wa] "=&r"(wa), [wb] "=&r"(wb), [q] "=m"(q), [o0] "+m"(o0), [ws] "=m"(wsave),   \
+                       [entry] "=m"(entry), [t] "+m"(t)                                                                \
+                     : [x0] "m"(x0), [end] "m"(end), [qend] "m"(qend), [delta] "m"(delta), [skip] "m"(skip),           \
+                       [w0] "m"(w0), [q0] "m"(q0), [groups] "m"(groups), [oend] "m"(oend)                              \
+                     : "cc", "memory");                                                                                \
+}
+#define EDGEC_B4_SAVE_W "str %[w], %[ws]\n\t"
+#define EDGEC_B4_RESTORE_W "ldr %[w], %[ws]\n\t"
+EDGEC_B4_ASM_PAIRS(edgec_blocked4_asm, 1, EDGEC_B4_ENTRY, EDGEC_B4_DUFF, EDGEC_B24_RQ_ALL, "", "")
+EDGEC_B4_ASM_PAIRS(edgec_blocked4_asm64, 1, EDGEC_B4_ENTRY, EDGEC_B4_DUFF_ONCE, EDGEC_B24_RQ_ALL, "", "")
+EDGEC_B4_ASM_PAIRS(edgec_blocked4_asm16, 0, "", EDGEC_B4_TAIL16, EDGEC_B24_RQ_ALL, "", "")
+EDGEC_B4_ASM_PAIRS(edgec_blocked4_asm8, 0, "", EDGEC_B4_TAIL8, EDGEC_B24_RQ_ALL, "", "")
+EDGEC_B4_ASM_PAIRS(edgec_blocked4_asm_anyneg, 1, EDGEC_B4_ENTRY, EDGEC_B4_DUFF, EDGEC_B24_RQ_ANY, EDGEC_B4_SAVE_W,
+                    EDGEC_B4_RESTORE_W)
+EDGEC_B4_ASM_PAIRS(edgec_blocked4_asm16_anyneg, 0, "", EDGEC_B4_TAIL16, EDGEC_B24_RQ_ANY, EDGEC_B4_SAVE_W,
+                    EDGEC_B4_RESTORE_W)
+EDGEC_B4_ASM_PAIRS(edgec_blocked4_asm8_anyneg, 0, "", EDGEC_B4_TAIL8, EDGEC_B24_RQ_ANY, EDGEC_B4_SAVE_W,
+                    EDGEC_B4_RESTORE_W)
+typedef void (*edgec_b4_pairs_fn)(const edgec_w32 *, int32_t, const edgec_w32 *, const edgec_rq *, int32_t,
+                                  const int8_t *, int32_t, int8_t *, int32_t, int32_t);
+static edgec_b4_pairs_fn edgec_blocked4_pairs(int32_t k8, int negs)
 {
     if (k8 == 8) return negs ? edgec_blocked4_asm8 : edgec_blocked4_asm8_anyneg;
-    if (k8 & 8) return negs ? edgec_blocked4_asm16t8 : edgec_blocked4_asm16t8_anyneg;
-    return negs ? edgec_blocked4_asm16 : edgec_blocked4_asm16_anyneg;
+    if (k8 == 16) return negs ? edgec_blocked4_asm16 : edgec_blocked4_asm16_anyneg;
+    if (k8 <= 64 && negs) return edgec_blocked4_asm64;
+    return negs ? edgec_blocked4_asm : edgec_blocked4_asm_anyneg;
 }
+#define EDGEC_B4_PAIRS 1 /* edgec_b4_run runs full-range layers on them */
 #else
 EDGEC_PW_PIXELS(edgec_blocked4_pixels_full, EDGEC_SAT8(v_), EDGEC_PW_FIX_ALL)
 EDGEC_PW_PIXELS(edgec_blocked4_pixels_full_anyneg, EDGEC_SAT8(v_), EDGEC_PW_FIX_ANY)
@@ -152,7 +272,9 @@ static int edgec_b4_direct(const edgec_conv2d_im2col_params *p, const int8_t *in
 
 /* The kernel's loop over pairs of output pixels; `direct` (a constant where it is inlined: the two copies compile
  * apart, and the loop without it is the one the kernel had before the direct reads) reads single-channel windows
- * inside the image from the input rows (edgec_b4_direct). */
+ * inside the image from the input rows (edgec_b4_direct). On the Arm build a full-range layer runs on the assembly
+ * (edgec_blocked4_pairs): a 1x1 convolution's whole pairs in one call that widens their columns itself (out_c a
+ * multiple of 4), the other pairs one a call on the columns written here. */
 EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                                const edgec_rq *rq, int8_t *scratch, int8_t *output, const int direct)
 {
@@ -162,22 +284,47 @@ EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t
     int negs = 1;
     const int pointwise = p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
                           p->pad_left == 0 && (p->in_c & 3) == 0 && p->in_w == out_w;
+    const int gather = !pointwise && p->k_h == 1 && p->k_w == 1 && p->pad_top == 0 && p->pad_left == 0 &&
+                       (p->in_c & 3) == 0 && p->in_c == p->k4 && (p->out_h - 1) * p->stride_h < p->in_h &&
+                       (out_w - 1) * p->stride_w < p->in_w; /* every pixel inside the image */
     edgec_w32 *cols = (edgec_w32 *)(void *)scratch;
     int8_t *row = scratch + 4 * k8;
     const int32_t blocks = out_c >> 2, rest = out_c & 3;
+    const edgec_w32 *const wrest = (const edgec_w32 *)weights + blocks * (4 + 2 * k8);
+    int32_t pix = 0, j, g, i;
+#ifdef EDGEC_B4_PAIRS
+    edgec_b4_pairs_fn pairs;
+#endif
     edgec_b24_pixels_fn pixels;
-    int32_t pix, j, g, i;
     for (j = 0; j < out_c && negs; ++j) negs = rq[j].neg == -1; /* stops at the first 0 */
+#ifdef EDGEC_B4_PAIRS
+    pairs = full ? edgec_blocked4_pairs(k8, negs) : 0;
+    pixels = edgec_blocked4_pixels_clamped;
+#else
     pixels = full ? edgec_blocked4_full(k8, negs) : edgec_blocked4_pixels_clamped;
+#endif
     for (g = 4 * groups; g < k8; ++g) cols[g] = 0; /* a padding group's columns: zero weights, zero values */
-    for (pix = 0; pix < n; pix += 2) {
+#ifdef EDGEC_B4_PAIRS
+    if (pairs && pointwise && !rest && n > 1) {
+        pairs(cols, k8, (const edgec_w32 *)weights, rq, blocks, input, groups, output, out_c, n >> 1);
+        pix = n & ~1; /* a lone last pixel: below */
+    }
+#endif
+    for (; pix < n; pix += 2) {
         const int two = n - pix > 1;
         if (pointwise) { /* both pixels' groups in one loop (a lone last pixel fills both columns) */
             const edgec_w32 *t0 = (const edgec_w32 *)(const void *)(input + pix * p->in_c);
             const edgec_w32 *t1 = (const edgec_w32 *)(const void *)(input + (pix + two) * p->in_c);
             edgec_b4_columns2(t0, t1, cols, groups);
+        } else if (gather) { /* a strided 1x1 convolution: the two input pixels' words where they are */
+            const int32_t q1 = pix + two;
+            const edgec_w32 *t0 = (const edgec_w32 *)(const void *)(
+                input + ((pix / out_w) * p->stride_h * p->in_w + (pix % out_w) * p->stride_w) * p->in_c);
+            const edgec_w32 *t1 = (const edgec_w32 *)(const void *)(
+                input + ((q1 / out_w) * p->stride_h * p->in_w + (q1 % out_w) * p->stride_w) * p->in_c);
+            edgec_b4_columns2(t0, t1, cols, groups);
         }
-        for (j = 0; j < 2 && !pointwise; ++j) { /* a lone last pixel fills both columns */
+        for (j = 0; j < 2 && !pointwise && !gather; ++j) { /* a lone last pixel fills both columns */
             const int32_t q = pix + (two ? j : 0);
             const edgec_w32 *t;
             edgec_w32 *c = cols + j;
@@ -185,17 +332,27 @@ EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t
             t = (const edgec_w32 *)(const void *)edgec_conv_taps(p, input, q / out_w, q % out_w, row);
             for (g = groups; g > 0; --g, c += 4) edgec_b4_column(*t++, c);
         }
-        pixels(cols, k8, (const edgec_w32 *)weights, rq, blocks, output + pix * out_c, output + (pix + two) * out_c,
-               p->act_min, p->act_max);
         if (rest) { /* the padded last block through a buffer: the copies of the last channel are not stored */
             int8_t t[8];
-            pixels(cols, k8, (const edgec_w32 *)weights + blocks * (4 + 2 * k8), rq + 4 * blocks, 1, t, t + 4,
-                   p->act_min, p->act_max);
+#ifdef EDGEC_B4_PAIRS
+            if (pairs) {
+                pairs(cols, k8, wrest, rq + 4 * blocks, 1, 0, 0, t, 4, 1);
+            } else
+#endif
+                pixels(cols, k8, wrest, rq + 4 * blocks, 1, t, t + 4, p->act_min, p->act_max);
             for (i = 0; i < rest; ++i) {
                 output[pix * out_c + 4 * blocks + i] = t[i];
                 output[(pix + two) * out_c + 4 * blocks + i] = t[4 + i];
             }
         }
+#ifdef EDGEC_B4_PAIRS
+        if (pairs) {
+            pairs(cols, k8, (const edgec_w32 *)weights, rq, blocks, 0, 0, output + pix * out_c, two ? out_c : 0, 1);
+            continue;
+        }
+#endif
+        pixels(cols, k8, (const edgec_w32 *)weights, rq, blocks, output + pix * out_c, output + (pix + two) * out_c,
+               p->act_min, p->act_max);
     }
 }
 

@@ -126,14 +126,15 @@ def banded(low, band_w: int):
     return low.replace(params=params, scratch_bytes=low.kernel.scratch_bytes(params))
 
 
-def conv_cases(rng, lib, n, variant=GENERIC, pointwise=False, bands=False):
+def conv_cases(rng, lib, n, variant=GENERIC, pointwise=False, bands=False, strided_1x1=False):
     """variant: the generic im2col kernel or one of its speed variants (edgec/ops/conv/im2col.py; applied to every
     case, where a build would offer it or not);
     pointwise: only 1x1, stride-1, unpadded convolutions (odd pixel and channel counts included);
+    strided_1x1: only 1x1 convolutions, strides 1 to 3 (blocked4 gathers their pixels from the input);
     bands: the window kernels on column bands of a random width (`banded`)."""
     for _ in range(n):
         in_c, out_c = channels(rng), channels(rng)
-        k_h, k_w = (1, 1) if pointwise else (int(v) for v in rng.integers(1, 6, size=2))
+        k_h, k_w = (1, 1) if pointwise or strided_1x1 else (int(v) for v in rng.integers(1, 6, size=2))
         side = 24 if in_c * out_c < 256 else 7          # big images with few channels, small ones with many
         in_h, in_w = (int(v) for v in rng.integers(1, side + 1, size=2))
         strides = (1, 1) if pointwise else (int(v) for v in rng.integers(1, 4, size=2))
@@ -425,6 +426,7 @@ def avg_pool_cases(rng, lib, n):
 SWEEPS = {"conv2d_im2col": (conv_cases, 300), "conv2d_blocked": (partial(conv_cases, variant="blocked"), 300),
           "conv2d_blocked4": (partial(conv_cases, variant="blocked4"), 200),
           "conv2d_blocked4_pointwise": (partial(conv_cases, variant="blocked4", pointwise=True), 200),
+          "conv2d_blocked4_strided_1x1": (partial(conv_cases, variant="blocked4", strided_1x1=True), 100),
           "conv2d_pointwise": (partial(conv_cases, variant="pointwise"), 200),
           "conv2d_pointwise_1x1": (pointwise_cases, 300),
           "conv2d_window": (partial(conv_cases, variant="window"), 300),
