@@ -1,0 +1,74 @@
+/* edgec fast integer SVDF (declared in edgec_nn.h; edgec/ops/svdf.py lower_svdf_fast packs its constants):
+ * the reference kernel's arithmetic (runtime_c/edgec_svdf.c, bit for bit) with
+ * - the feature weights widened to int16 at build time, 4 filters at a time (fast/edgec_rows16.h), the input
+ *   zero point folded into a per-filter constant (fbias = -input_zp * sum w, modulo 2^32);
+ * - each filter's state row shifted while its time dot product reads it (one pass, no separate shift of the whole
+ *   state), the state zero point folded into the unit's bias (tbias = bias - state_zp * sum wt, modulo 2^32);
+ * - TFLite's requantization of any int32 sum (edgec_rq_any: TFLite files' SVDF biases take the whole range). */
+#include "edgec_rows16.h"
+
+/* s[0 .. memory-2] = s[1 .. memory-1], s[memory-1] = v, and the time weights w of the row . the new row,
+ * modulo 2^32 (state and weights int16: SMLAD pairs) */
+static uint32_t edgec_svdf_row(int16_t *s, const int16_t *w, int32_t memory, int32_t v)
+{
+    const int32_t old = memory - 1;
+    uint32_t acc = 0;
+    int32_t j = 0;
+    for (; j + 4 <= old; j += 4) {
+        const uint32_t a = edgec_r16_load(s + j + 1), c = edgec_r16_load(s + j + 3);
+        edgec_r16_store(s + j, a);
+        edgec_r16_store(s + j + 2, c);
+        acc = EDGEC_R16_MAC(a, edgec_r16_load(w + j), acc);
+        acc = EDGEC_R16_MAC(c, edgec_r16_load(w + j + 2), acc);
+    }
+    if (j + 2 <= old) {
+        const uint32_t a = edgec_r16_load(s + j + 1);
+        edgec_r16_store(s + j, a);
+        acc = EDGEC_R16_MAC(a, edgec_r16_load(w + j), acc);
+        j += 2;
+    }
+    if (j < old) { /* the last old entry and the new one: one pair */
+        const uint32_t a = (uint32_t)(uint16_t)s[j + 1] | (uint32_t)(uint16_t)(int16_t)v << 16;
+        edgec_r16_store(s + j, a);
+        return EDGEC_R16_MAC(a, edgec_r16_load(w + j), acc);
+    }
+    s[j] = (int16_t)v;
+    return acc + (uint32_t)(w[j] * v);
+}
+
+void edgec_svdf_fast_s8(const edgec_svdf_fast_params *p, const int8_t *input, const uint32_t *w_feature,
+                        const int32_t *fbias, const int16_t *w_time, const int32_t *tbias, int16_t *state,
+                        int8_t *output)
+{
+    const int32_t rank = p->rank, memory = p->memory, n_in = p->input_size, filters = p->units * rank;
+    const int32_t lo = p->state_min, hi = p->state_max, wrap = hi - lo; /* 2^8 - 1 or 2^16 - 1 */
+    const int32_t step = 8 * ((n_in + 3) >> 2);                        /* weight words of a block of 4 filters */
+    int32_t b, f0, r;
+    for (b = 0; b < p->batch; ++b) {
+        const int8_t *x = input + b * n_in;
+        int16_t *const rows = state + b * filters * memory;
+        int8_t *out = output + b * p->units;
+        uint32_t unit = 0;
+        int32_t k = 0; /* this filter's place in its unit */
+        for (f0 = 0; f0 < filters; f0 += 4) {
+            uint32_t acc[4];
+            acc[0] = (uint32_t)fbias[f0];
+            acc[1] = (uint32_t)fbias[f0 + 1];
+            acc[2] = (uint32_t)fbias[f0 + 2];
+            acc[3] = (uint32_t)fbias[f0 + 3];
+            edgec_r16_dot4(x, n_in, (const edgec_w32 *)w_feature + (f0 >> 2) * step, acc);
+            for (r = 0; r < 4 && f0 + r < filters; ++r) {
+                const int32_t f = f0 + r;
+                int32_t v = edgec_clamp(edgec_rq_any(acc[r], p->mult1, p->left1, p->right1), lo, hi) + p->state_zp;
+                v = ((v - lo) & wrap) + lo; /* stored as the state's type: wraps, as TFLite Micro's cast does */
+                if (k == 0) unit = (uint32_t)tbias[f / rank];
+                unit += edgec_svdf_row(rows + f * memory, w_time + f * memory, memory, v);
+                if (++k == rank) {
+                    k = 0;
+                    out[f / rank] = (int8_t)edgec_clamp(edgec_rq_any(unit, p->mult2, p->left2, p->right2) +
+                                                            p->output_zp, -128, 127);
+                }
+            }
+        }
+    }
+}
