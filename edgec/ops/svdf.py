@@ -20,7 +20,7 @@ import numpy as np
 
 from edgec.fixedpoint.scheme import quantize_multiplier, requantize
 from edgec.ir import Op, Tensor
-from edgec.ops import cemit, state as op_state
+from edgec.ops import cemit, fast, state as op_state
 from edgec.ops.kernel import FAST, REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, OpDef
 
@@ -79,33 +79,12 @@ def _macs(op: Op, out: Tensor) -> int:
 
 
 # ---- the fast kernel (runtime_c/fast/edgec_svdf_fast.c): the same numbers and the same state
-def _shifts(mult: int, shift: int) -> tuple[int, int, int] | None:
-    """(mult, left, right) of TFLite's multiplier and shift, or None outside edgec_rq_any's range."""
-    left, right = max(int(shift), 0), max(-int(shift), 0)
-    return None if mult < 0 or left > 30 or right > 31 else (int(mult), left, right)
-
-
-def wrapped(v) -> np.ndarray:
-    """int64 values modulo 2^32, as int32 (TFLite's wrapping int32 sums)."""
-    return ((np.asarray(v, np.int64) + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
-
-
-def rows16_words(w: np.ndarray) -> np.ndarray:
-    """int8 weights [rows][k] as fast/edgec_rows16.h reads them: rows padded to 4 and k to a multiple of 4 with
-    zeros, int16, [block of 4 rows][group of 4 inputs][row][w0 w2 w1 w3], as little-endian words."""
-    rows, k = w.shape
-    r4, k4 = -(-rows // 4) * 4, -(-k // 4) * 4
-    wp = np.zeros((r4, k4), np.int16)
-    wp[:rows, :k] = w
-    g = wp.reshape(r4 // 4, 4, k4 // 4, 4).transpose(0, 2, 1, 3)[..., [0, 2, 1, 3]]
-    return np.ascontiguousarray(g).reshape(-1).view("<u4").astype(np.uint32)
-
-
 def lower_svdf_fast(op: Op):
     """Constants of edgec_svdf_fast_s8 (edgec_nn.h): the feature weights widened and blocked, the input and state
     zero points folded into per-filter and per-unit constants (modulo 2^32, as the sums wrap)."""
     p, a = op.params, op.arrays
-    q1, q2 = _shifts(p["mult1"], p["shift1"]), _shifts(p["mult2"], p["shift2"])
+    q1 = fast.rq_any(p["mult1"], p["shift1"], int(p["state_max"]))
+    q2 = fast.rq_any(p["mult2"], p["shift2"], 127 - int(p["output_zp"]))
     if q1 is None or q2 is None:
         return None
     filters, n_in, units = int(p["units"]) * int(p["rank"]), int(p["input_size"]), int(p["units"])
@@ -117,8 +96,8 @@ def lower_svdf_fast(op: Op):
     params = {k: int(p[k]) for k in ("batch", "input_size", "rank", "units", "memory", "state_zp", "state_min",
                                      "state_max", "output_zp")}
     params.update(mult1=q1[0], left1=q1[1], right1=q1[2], mult2=q2[0], left2=q2[1], right2=q2[2])
-    return params, {"w_feature": rows16_words(wf), "fbias": wrapped(fbias), "w_time": np.asarray(a["w_time"]),
-                    "tbias": wrapped(tbias)}
+    return params, {"w_feature": fast.rows16_words(wf), "fbias": fast.wrapped(fbias), "w_time": np.asarray(a["w_time"]),
+                    "tbias": fast.wrapped(tbias)}
 
 
 def c_svdf_fast(op: Op, low, site: CallSite) -> str:

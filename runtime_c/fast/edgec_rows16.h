@@ -83,16 +83,29 @@ EDGEC_INLINE void edgec_r16_dot4(const int8_t *x, int32_t n, const edgec_w32 *w,
     acc[3] = a[3];
 }
 
+#ifdef EDGEC_DSP_NATIVE
+#define EDGEC_R16_QADD(a, b) __qadd((a), (b))
+#else
+EDGEC_INLINE int32_t edgec_r16_qadd(int32_t a, int32_t b)
+{
+    const int64_t s = (int64_t)a + b;
+    return s > INT32_MAX ? INT32_MAX : (s < INT32_MIN ? INT32_MIN : (int32_t)s);
+}
+#define EDGEC_R16_QADD(a, b) edgec_r16_qadd((a), (b))
+#endif
+
 /* TFLite's MultiplyByQuantizedMultiplier(acc, mult, shift) for any int32 acc (here modulo 2^32), mult in
- * [0, 2^31), left = max(shift, 0) <= 30, right = max(-shift, 0) <= 31 (edgec_requantize's arithmetic, shorter):
- * gemmlowp's SaturatingRoundingDoublingHighMul is floor((x * mult + 2^30) / 2^31) on both signs (its nudge,
- * 1 - 2^30 below 0, with the truncating division), then RoundingDivideByPOT. */
-EDGEC_INLINE int32_t edgec_rq_any(uint32_t acc, int32_t mult, int32_t left, int32_t right)
+ * [0, 2^31), left = max(shift, 0) <= 30, right = max(-shift, 0), half = 2^(right - 1) and neg = 1 where right > 0
+ * (else both 0): gemmlowp's SaturatingRoundingDoublingHighMul is h = floor((x * mult + 2^30) / 2^31) on both signs
+ * (its nudge, 1 - 2^30 below 0, with the truncating division), and RoundingDivideByPOT(h, right) is
+ * (h + half - [h < 0]) >> right (edgec/ops/fast.py rq_records). That sum is saturated instead of computed
+ * exactly: it can only exceed int32 where the result is 2^(31 - right) - 1 or more, which the callers' clamps make
+ * the same (edgec/ops/fast.py rq_any: right small enough for the clamp that follows). */
+EDGEC_INLINE int32_t edgec_rq_any(uint32_t acc, int32_t mult, int32_t left, int32_t right, int32_t half, int32_t neg)
 {
     const int32_t x = (int32_t)(acc << left);
     const int32_t h = (int32_t)(((int64_t)x * mult + ((int64_t)1 << 30)) >> 31);
-    const int32_t mask = (int32_t)((1u << right) - 1u);
-    return (h >> right) + ((h & mask) > (mask >> 1) + (int32_t)((uint32_t)h >> 31));
+    return EDGEC_R16_QADD(h, half - (neg & (int32_t)((uint32_t)h >> 31))) >> right;
 }
 
 #endif /* EDGEC_ROWS16_H */

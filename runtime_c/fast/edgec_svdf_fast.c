@@ -40,33 +40,37 @@ void edgec_svdf_fast_s8(const edgec_svdf_fast_params *p, const int8_t *input, co
                         const int32_t *fbias, const int16_t *w_time, const int32_t *tbias, int16_t *state,
                         int8_t *output)
 {
+    /* every parameter in a local: the state's stores (memcpy) may alias anything, the struct included */
     const int32_t rank = p->rank, memory = p->memory, n_in = p->input_size, filters = p->units * rank;
-    const int32_t lo = p->state_min, hi = p->state_max, wrap = hi - lo; /* 2^8 - 1 or 2^16 - 1 */
-    const int32_t step = 8 * ((n_in + 3) >> 2);                        /* weight words of a block of 4 filters */
+    const int32_t lo = p->state_min, hi = p->state_max, wrap = hi - lo, state_zp = p->state_zp;
+    const int32_t m1 = p->mult1, l1 = p->left1, r1 = p->right1, h1 = r1 > 0 ? 1 << (r1 - 1) : 0, n1 = r1 > 0;
+    const int32_t m2 = p->mult2, l2 = p->left2, r2 = p->right2, h2 = r2 > 0 ? 1 << (r2 - 1) : 0, n2 = r2 > 0;
+    const int32_t out_zp = p->output_zp, step = 8 * ((n_in + 3) >> 2); /* weight words of a block of 4 filters */
     int32_t b, f0, r;
     for (b = 0; b < p->batch; ++b) {
         const int8_t *x = input + b * n_in;
-        int16_t *const rows = state + b * filters * memory;
+        int16_t *s = state + b * filters * memory;
+        const int16_t *wt = w_time;
+        const int32_t *tb = tbias;
         int8_t *out = output + b * p->units;
         uint32_t unit = 0;
-        int32_t k = 0; /* this filter's place in its unit */
+        int32_t k = 0; /* the next filter's place in its unit */
         for (f0 = 0; f0 < filters; f0 += 4) {
             uint32_t acc[4];
+            const int32_t n = filters - f0 < 4 ? filters - f0 : 4;
             acc[0] = (uint32_t)fbias[f0];
             acc[1] = (uint32_t)fbias[f0 + 1];
             acc[2] = (uint32_t)fbias[f0 + 2];
             acc[3] = (uint32_t)fbias[f0 + 3];
             edgec_r16_dot4(x, n_in, (const edgec_w32 *)w_feature + (f0 >> 2) * step, acc);
-            for (r = 0; r < 4 && f0 + r < filters; ++r) {
-                const int32_t f = f0 + r;
-                int32_t v = edgec_clamp(edgec_rq_any(acc[r], p->mult1, p->left1, p->right1), lo, hi) + p->state_zp;
+            for (r = 0; r < n; ++r, s += memory, wt += memory) {
+                int32_t v = edgec_clamp(edgec_rq_any(acc[r], m1, l1, r1, h1, n1), lo, hi) + state_zp;
                 v = ((v - lo) & wrap) + lo; /* stored as the state's type: wraps, as TFLite Micro's cast does */
-                if (k == 0) unit = (uint32_t)tbias[f / rank];
-                unit += edgec_svdf_row(rows + f * memory, w_time + f * memory, memory, v);
+                if (k == 0) unit = (uint32_t)*tb++;
+                unit += edgec_svdf_row(s, wt, memory, v);
                 if (++k == rank) {
                     k = 0;
-                    out[f / rank] = (int8_t)edgec_clamp(edgec_rq_any(unit, p->mult2, p->left2, p->right2) +
-                                                            p->output_zp, -128, 127);
+                    *out++ = (int8_t)EDGEC_SAT8(edgec_rq_any(unit, m2, l2, r2, h2, n2) + out_zp);
                 }
             }
         }

@@ -35,10 +35,15 @@ def _case(r):
 def test_fast_svdf_matches_twin(lib, request):
     ck = request.getfixturevalue(lib)
     r = np.random.default_rng(31)
+    declined = 0
     for _ in range(120):
         p, a = _case(r)
         op = Op("svdf", "svdf", ("x",), "y", params=p, arrays=a)
-        params, arrays = svdf.lower_svdf_fast(op)
+        lowered = svdf.lower_svdf_fast(op)
+        if lowered is None:         # a right shift past what edgec_rq_any's saturation keeps exact
+            declined += 1
+            continue
+        params, arrays = lowered
         n = p["batch"] * p["units"] * p["rank"] * p["memory"]
         state = np.full(n, p["state_zp"], np.int16)                  # after reset
         carried = state.copy()
@@ -50,3 +55,4 @@ def test_fast_svdf_matches_twin(lib, request):
                                       ptr(arrays["tbias"]), ptr(state), ptr(out))
             np.testing.assert_array_equal(out, svdf.svdf_s8(p, a, x, carried), err_msg=str(p))
             np.testing.assert_array_equal(state, carried, err_msg=str(p))
+    assert declined < 20
