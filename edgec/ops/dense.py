@@ -308,11 +308,17 @@ def lower_fc_bias32(op: Op):
     rq[:n_out, 0] = np.asarray(a["bias"], np.int64) - int(p["input_zp"]) * w.sum(axis=1)
     params = {"in_features": n_in, "out_features": n_out, "k4": fast.k4(n_in),
               **{k: int(p[k]) for k in ("output_zp", "act_min", "act_max")}}
-    return params, {"fw": fast.rows16_words(w), "rq": fast.wrapped(rq)}
+    return params, {"fw": fast.rows16_words(w), "rq_any": fast.wrapped(rq)}
+
+
+def c_fc_bias32(op: Op, low, site: CallSite) -> str:
+    n = site.arrays
+    return (f"{low.kernel.name}(&{site.prefix}_params, {site.inputs[0]}, {n['fw']}, {n['rq_any']}, {site.scratch}, "
+            f"{site.output});")
 
 
 # after PACKED: it runs only the layers the packed lowering declines
-BIAS32 = Kernel("edgec_fully_connected_bias32_s8", ("fully_connected",), FAST, cemit.fast_weighted,
+BIAS32 = Kernel("edgec_fully_connected_bias32_s8", ("fully_connected",), FAST, c_fc_bias32,
                 lower=lower_fc_bias32, struct=PACKED_STRUCT)
 
 KERNELS = [FC, FC_16_B32, FC_16, FC_4, FC_ROWS, FC_ROWS_16_B32, FC_ROWS_16, PACKED, ROWS8, WIDE, FC_MVE, PACKED_ROWS,
