@@ -80,13 +80,14 @@ def _macs(op: Op, out: Tensor) -> int:
 
 # ---- the fast kernel (runtime_c/fast/edgec_svdf_fast.c): the same numbers and the same state
 def lower_svdf_fast(op: Op):
-    """Constants of edgec_svdf_fast_s8 (edgec_nn.h): the feature weights widened and blocked, the input and state
-    zero points folded into per-filter and per-unit constants (modulo 2^32, as the sums wrap)."""
+    """Constants of edgec_svdf_fast_s8 (edgec_nn.h): the feature weights widened and blocked, the time weights as
+    words, the input and state zero points folded into per-filter and per-unit constants (modulo 2^32, as the sums
+    wrap); None (the reference kernel) for an odd rank * memory or a multiplier outside fast.rq_any."""
     p, a = op.params, op.arrays
     q1 = fast.rq_any(p["mult1"], p["shift1"], int(p["state_max"]))
     q2 = fast.rq_any(p["mult2"], p["shift2"], 127 - int(p["output_zp"]))
-    if q1 is None or q2 is None:
-        return None
+    if q1 is None or q2 is None or int(p["rank"]) * int(p["memory"]) % 2:
+        return None         # (an odd run: a unit's state entries would not start on a word)
     filters, n_in, units = int(p["units"]) * int(p["rank"]), int(p["input_size"]), int(p["units"])
     wf = np.asarray(a["w_feature"], np.int64).reshape(filters, n_in)
     fbias = np.zeros(-(-filters // 4) * 4, np.int64)
@@ -96,8 +97,8 @@ def lower_svdf_fast(op: Op):
     params = {k: int(p[k]) for k in ("batch", "input_size", "rank", "units", "memory", "state_zp", "state_min",
                                      "state_max", "output_zp")}
     params.update(mult1=q1[0], left1=q1[1], right1=q1[2], mult2=q2[0], left2=q2[1], right2=q2[2])
-    return params, {"w_feature": fast.rows16_words(wf), "fbias": fast.wrapped(fbias), "w_time": np.asarray(a["w_time"]),
-                    "tbias": fast.wrapped(tbias)}
+    return params, {"w_feature": fast.rows16_words(wf), "fbias": fast.wrapped(fbias),
+                    "w_time": fast.words(np.asarray(a["w_time"], np.int16)), "tbias": fast.wrapped(tbias)}
 
 
 def c_svdf_fast(op: Op, low, site: CallSite) -> str:

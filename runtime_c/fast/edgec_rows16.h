@@ -70,7 +70,12 @@ EDGEC_INLINE void edgec_r16_dot4(const int8_t *x, int32_t n, const edgec_w32 *w,
     a[3] = acc[3];
     for (g = n >> 2; g > 0; --g, x += 4, w += 8) {
         const uint32_t v = edgec_r16_load(x);
-        EDGEC_R16_GROUP(v, w, a);
+        uint32_t q[8];
+        E_LDRD(q[0], q[1], w, 0); /* LDRD: gcc would load the 8 words one by one */
+        E_LDRD(q[2], q[3], w, 2);
+        E_LDRD(q[4], q[5], w, 4);
+        E_LDRD(q[6], q[7], w, 6);
+        EDGEC_R16_GROUP(v, q, a);
     }
     if (n & 3) {
         uint32_t v = 0;
