@@ -82,12 +82,13 @@ def _macs(op: Op, out: Tensor) -> int:
 def lower_svdf_fast(op: Op):
     """Constants of edgec_svdf_fast_s8 (edgec_nn.h): the feature weights widened and blocked, the time weights as
     words, the input and state zero points folded into per-filter and per-unit constants (modulo 2^32, as the sums
-    wrap); None (the reference kernel) for an odd rank * memory or a multiplier outside fast.rq_any."""
+    wrap); None (the reference kernel) for an odd rank * memory, or a multiplier not below 1 with a right shift
+    (edgec_rq_right), or outside fast.rq_any."""
     p, a = op.params, op.arrays
     q1 = fast.rq_any(p["mult1"], p["shift1"], int(p["state_max"]))
     q2 = fast.rq_any(p["mult2"], p["shift2"], 127 - int(p["output_zp"]))
-    if q1 is None or q2 is None or int(p["rank"]) * int(p["memory"]) % 2:
-        return None         # (an odd run: a unit's state entries would not start on a word)
+    if q1 is None or q2 is None or q1[1] or q2[1] or not q1[2] or not q2[2] or int(p["rank"]) * int(p["memory"]) % 2:
+        return None         # (edgec_rq_right: no left shift, a right one; an odd run: not starting on words)
     filters, n_in, units = int(p["units"]) * int(p["rank"]), int(p["input_size"]), int(p["units"])
     wf = np.asarray(a["w_feature"], np.int64).reshape(filters, n_in)
     fbias = np.zeros(-(-filters // 4) * 4, np.int64)

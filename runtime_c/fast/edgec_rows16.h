@@ -113,4 +113,11 @@ EDGEC_INLINE int32_t edgec_rq_any(uint32_t acc, int32_t mult, int32_t left, int3
     return EDGEC_R16_QADD(h, half - (neg & (int32_t)((uint32_t)h >> 31))) >> right;
 }
 
+/* edgec_rq_any with no left shift and a right shift of 1 or more (half = 2^(right - 1)) */
+EDGEC_INLINE int32_t edgec_rq_right(uint32_t acc, int32_t mult, int32_t right, int32_t half)
+{
+    const int32_t h = (int32_t)(((int64_t)(int32_t)acc * mult + ((int64_t)1 << 30)) >> 31);
+    return EDGEC_R16_QADD(h, half - (int32_t)((uint32_t)h >> 31)) >> right;
+}
+
 #endif /* EDGEC_ROWS16_H */

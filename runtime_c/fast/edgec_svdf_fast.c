@@ -6,7 +6,8 @@
  *   row's new last entry, then each unit's rank rows (one run of rank * memory entries) meet its time weights in
  *   one dot product, the state zero point folded into the unit's bias (tbias = bias - state_zp * sum wt, modulo
  *   2^32);
- * - TFLite's requantization of any int32 sum (edgec_rq_any: TFLite files' SVDF biases take the whole range). */
+ * - TFLite's requantization of any int32 sum (edgec_rq_right: TFLite files' SVDF biases take the whole range;
+ *   multipliers below 1, a right shift of 1 or more, or the reference kernel runs the op). */
 #include "edgec_rows16.h"
 
 /* s[j] = s[j + 1] for j < n - 1 (each word read before the one below it is written) */
@@ -26,19 +27,23 @@ static void edgec_svdf_shift(int16_t *s, int32_t n)
 
 /* s . w over n int16 entries, modulo 2^32; both start on a word (the state: the arena's alignment and an even
  * run; the time weights: words) */
-static uint32_t edgec_svdf_dot(const int16_t *s, const int16_t *w, int32_t n)
+EDGEC_INLINE uint32_t edgec_svdf_dot(const int16_t *s, const int16_t *w, int32_t n)
 {
     const edgec_w32 *sw = (const edgec_w32 *)(const void *)s, *ww = (const edgec_w32 *)(const void *)w;
     uint32_t acc = 0;
     int32_t j;
-    for (j = n >> 2; j > 0; --j, sw += 2, ww += 2) {
+    for (j = n >> 3; j > 0; --j, sw += 4, ww += 4) {
         uint32_t a, b, c, d;
         E_LDRD(a, b, sw, 0);
         E_LDRD(c, d, ww, 0);
         acc = EDGEC_R16_MAC(a, c, acc);
         acc = EDGEC_R16_MAC(b, d, acc);
+        E_LDRD(a, b, sw, 2);
+        E_LDRD(c, d, ww, 2);
+        acc = EDGEC_R16_MAC(a, c, acc);
+        acc = EDGEC_R16_MAC(b, d, acc);
     }
-    if (n & 2) acc = EDGEC_R16_MAC(*sw, *ww, acc);
+    for (j = (n & 7) >> 1; j > 0; --j) acc = EDGEC_R16_MAC(*sw++, *ww++, acc);
     if (n & 1) acc += (uint32_t)(s[n - 1] * w[n - 1]);
     return acc;
 }
@@ -50,7 +55,7 @@ static void edgec_svdf_features(const edgec_svdf_fast_params *p, const int8_t *x
 {
     const int32_t memory = p->memory, n_in = p->input_size, filters = p->units * p->rank;
     const int32_t lo = p->state_min, hi = p->state_max, wrap = hi - lo, state_zp = p->state_zp;
-    const int32_t m1 = p->mult1, l1 = p->left1, r1 = p->right1, h1 = r1 > 0 ? 1 << (r1 - 1) : 0, n1 = r1 > 0;
+    const int32_t m1 = p->mult1, r1 = p->right1, h1 = 1 << (r1 - 1);
     const int32_t step = 8 * ((n_in + 3) >> 2); /* weight words of a block of 4 filters */
     const edgec_w32 *w = (const edgec_w32 *)w_feature;
     int32_t f0, r;
@@ -58,7 +63,7 @@ static void edgec_svdf_features(const edgec_svdf_fast_params *p, const int8_t *x
     /* the new entry of filter row `row` from its sum `a` */
 #define EDGEC_SVDF_NEW(a, row)                                                                     \
     do {                                                                                           \
-        const int32_t v_ = edgec_clamp(edgec_rq_any((a), m1, l1, r1, h1, n1), lo, hi) + state_zp;  \
+        const int32_t v_ = edgec_clamp(edgec_rq_right((a), m1, r1, h1), lo, hi) + state_zp;  \
         s[(row) * memory] = (int16_t)(((v_ - lo) & wrap) + lo);                                    \
     } while (0)
     for (f0 = 0; f0 < filters; f0 += 4, w += step, fbias += 4, s += 4 * memory) {
@@ -85,12 +90,11 @@ static void edgec_svdf_features(const edgec_svdf_fast_params *p, const int8_t *x
 static EDGEC_NOINLINE void edgec_svdf_units(const edgec_svdf_fast_params *p, const int16_t *s, const int16_t *wt,
                                             const int32_t *tbias, int8_t *out)
 {
-    const int32_t run = p->rank * p->memory, m2 = p->mult2, l2 = p->left2, r2 = p->right2;
-    const int32_t h2 = r2 > 0 ? 1 << (r2 - 1) : 0, n2 = r2 > 0, out_zp = p->output_zp;
+    const int32_t run = p->rank * p->memory, m2 = p->mult2, r2 = p->right2, h2 = 1 << (r2 - 1), out_zp = p->output_zp;
     int8_t *const end = out + p->units;
     for (; out < end; s += run, wt += run) {
         const uint32_t acc = (uint32_t)*tbias++ + edgec_svdf_dot(s, wt, run);
-        *out++ = (int8_t)EDGEC_SAT8(edgec_rq_any(acc, m2, l2, r2, h2, n2) + out_zp);
+        *out++ = (int8_t)EDGEC_SAT8(edgec_rq_right(acc, m2, r2, h2) + out_zp);
     }
 }
 

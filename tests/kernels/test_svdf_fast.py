@@ -29,7 +29,7 @@ def _case(r):
         memory += 1
     sixteen = bool(r.random() < 0.4)
     lo, hi = (-32768, 32767) if sixteen else (-128, 127)
-    (m1, s1), (m2, s2) = (scheme.quantize_multiplier(float(10 ** r.uniform(-5, 0.5))) for _ in range(2))
+    (m1, s1), (m2, s2) = (scheme.quantize_multiplier(float(10 ** r.uniform(-5, -0.35))) for _ in range(2))
     p = dict(batch=batch, input_size=n_in, rank=rank, units=units, memory=memory,
              input_zp=int(r.integers(-128, 128)), state_zp=int(r.integers(-100, 100)) if not sixteen else 0,
              state_min=lo, state_max=hi, mult1=m1, shift1=s1, mult2=m2, shift2=s2, output_zp=int(r.integers(-128, 128)))
