@@ -374,9 +374,9 @@ static inline int32_t edgec_fully_connected_rows8_s8_get_buffer_size(const edgec
 }
 /* Any int32 bias (fast/edgec_fully_connected_bias32.c, edgec/ops/dense.py lower_fc_bias32): weights int16 as
  * fast/edgec_rows16.h reads them (4 rows a block, rows padded to 4); rq [rows padded to 4][4]: bias - input_zp *
- * sum w (modulo 2^32), multiplier, left shift, right shift. No scratch (the argument keeps the fast signature). */
+ * sum w (modulo 2^32), multiplier, left shift, right shift. No scratch. */
 void edgec_fully_connected_bias32_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
-                                     const uint32_t *weights, const int32_t *rq, int8_t *scratch, int8_t *output);
+                                     const uint32_t *weights, const int32_t *rq, int8_t *output);
 /* Helium (MVE; fast/edgec_fully_connected_mve.c): weights [out_features][k4] int8, 4 rows at a time; no scratch
  * (the argument keeps the fast kernels' one signature). */
 void edgec_fully_connected_mve_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,

@@ -313,8 +313,7 @@ def lower_fc_bias32(op: Op):
 
 def c_fc_bias32(op: Op, low, site: CallSite) -> str:
     n = site.arrays
-    return (f"{low.kernel.name}(&{site.prefix}_params, {site.inputs[0]}, {n['fw']}, {n['rq_any']}, {site.scratch}, "
-            f"{site.output});")
+    return f"{low.kernel.name}(&{site.prefix}_params, {site.inputs[0]}, {n['fw']}, {n['rq_any']}, {site.output});"
 
 
 # after PACKED: it runs only the layers the packed lowering declines

@@ -5,12 +5,11 @@
 #include "edgec_rows16.h"
 
 void edgec_fully_connected_bias32_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
-                                     const uint32_t *weights, const int32_t *rq, int8_t *scratch, int8_t *output)
+                                     const uint32_t *weights, const int32_t *rq, int8_t *output)
 {
     const int32_t n_in = p->in_features, n_out = p->out_features, zp = p->output_zp, lo = p->act_min,
                   hi = p->act_max, step = 2 * p->k4; /* weight words of a block of 4 rows */
     int32_t o, r;
-    (void)scratch;
     for (o = 0; o < n_out; o += 4, rq += 16, weights += step) {
         uint32_t acc[4];
         const int32_t n = n_out - o < 4 ? n_out - o : 4;

@@ -47,7 +47,7 @@ def test_bias32_matches_twin(lib, request):
         x = r.integers(-128, 128, p["in_features"]).astype(np.int8)
         out = np.full(p["out_features"], 99, np.int8)
         ck.lib.edgec_fully_connected_bias32_s8(ctypes.byref(make("edgec_fully_connected_packed_params", params)),
-                                               ptr(x), ptr(arrays["fw"]), ptr(arrays["rq_any"]), None, ptr(out))
+                                               ptr(x), ptr(arrays["fw"]), ptr(arrays["rq_any"]), ptr(out))
         want = dense.fully_connected_s8(p, x, a["weights"], a["bias"], a["mult"], a["shift"])
         np.testing.assert_array_equal(out, want, err_msg=str(p))
         ran += 1
