@@ -372,6 +372,11 @@ static inline int32_t edgec_fully_connected_rows8_s8_get_buffer_size(const edgec
 {
     return 2 * p->k4;
 }
+/* Any int32 bias (fast/edgec_fully_connected_bias32.c, edgec/ops/dense.py lower_fc_bias32): weights int16 as
+ * fast/edgec_rows16.h reads them (4 rows a block, rows padded to 4); rq [rows padded to 4][4]: bias - input_zp *
+ * sum w (modulo 2^32), multiplier, left shift, right shift. No scratch. */
+void edgec_fully_connected_bias32_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
+                                     const uint32_t *weights, const int32_t *rq, int8_t *output);
 /* Helium (MVE; fast/edgec_fully_connected_mve.c): weights [out_features][k4] int8, 4 rows at a time; no scratch
  * (the argument keeps the fast kernels' one signature). */
 void edgec_fully_connected_mve_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
@@ -768,6 +773,19 @@ typedef struct {
 } edgec_svdf_params;
 void edgec_svdf_s8(const edgec_svdf_params *p, const int8_t *input, const int8_t *w_feature, const int16_t *w_time,
                    const int32_t *bias, int16_t *state, int8_t *output);
+/* The fast kernel (fast/edgec_svdf_fast.c, edgec/ops/svdf.py lower_svdf_fast): the feature weights int16, 4 filters
+ * a block ([block][group of 4 inputs][filter][(w0, w2) (w1, w3)], filters padded to 4), fbias [filters padded to 4]
+ * = -input_zp * sum of a filter's weights, tbias [units] = bias - state_zp * sum of a unit's time weights (both
+ * modulo 2^32); the time weights int16 [units*rank][memory] as words (zero padded to a whole word); multipliers with
+ * their left and right shifts. The same state as edgec_svdf_s8 (each unit's rank * memory entries even, or the
+ * kernel not chosen: its time dot product reads them as words). */
+typedef struct {
+    int32_t batch, input_size, rank, units, memory, state_zp, state_min, state_max, mult1, left1, right1, mult2,
+        left2, right2, output_zp;
+} edgec_svdf_fast_params;
+void edgec_svdf_fast_s8(const edgec_svdf_fast_params *p, const int8_t *input, const uint32_t *w_feature,
+                        const int32_t *fbias, const uint32_t *w_time, const int32_t *tbias, int16_t *state,
+                        int8_t *output);
 
 /* ================================================================ variables
  * edgec_variables.c: TFLite's resource variables (edgec/ops/variables.py): a variable's int8 values held in the

@@ -315,7 +315,38 @@ PACKED_ROWS = Kernel("edgec_fully_connected_packed_rows_s8", ("fully_connected_r
 PACKED_4 = Kernel("edgec_fully_connected_packed_s4", ("fully_connected",), FAST, cemit.fast_weighted, precision=INT4,
                   lower=lower_fc4, struct=PACKED_STRUCT)
 
-KERNELS = [FC, FC_16_B32, FC_16, FC_4, FC_ROWS, FC_ROWS_16_B32, FC_ROWS_16, PACKED, ROWS8, WIDE, FC_MVE, PACKED_ROWS, PACKED_4]
+
+
+def lower_fc_bias32(op: Op):
+    """edgec_fully_connected_bias32_s8, for what the packed lowering declines (a bias beyond its |acc| < 2^30):
+    int16 weight rows (fast.rows16_words), per row bias - input_zp * sum w modulo 2^32 (TFLite's sums wrap), the
+    multiplier and its shifts (fast.rq_any, exact after the clamp to the activation range)."""
+    p, a = op.params, op.arrays
+    n_out, n_in = int(p["out_features"]), int(p["in_features"])
+    w = np.asarray(a["weights"], np.int64).reshape(n_out, n_in)
+    rq = np.zeros((-(-n_out // 4) * 4, 4), np.int64)
+    for o, (m, sh) in enumerate(zip(np.broadcast_to(a["mult"], n_out), np.broadcast_to(a["shift"], n_out))):
+        q = fast.rq_any(int(m), int(sh), int(p["act_max"]) - int(p["output_zp"]))
+        if q is None:
+            return None
+        rq[o, 1:] = q
+    rq[:n_out, 0] = np.asarray(a["bias"], np.int64) - int(p["input_zp"]) * w.sum(axis=1)
+    params = {"in_features": n_in, "out_features": n_out, "k4": fast.k4(n_in),
+              **{k: int(p[k]) for k in ("output_zp", "act_min", "act_max")}}
+    return params, {"fw": fast.rows16_words(w), "rq_any": fast.wrapped(rq)}
+
+
+def c_fc_bias32(op: Op, low, site: CallSite) -> str:
+    n = site.arrays
+    return f"{low.kernel.name}(&{site.prefix}_params, {site.inputs[0]}, {n['fw']}, {n['rq_any']}, {site.output});"
+
+
+# after PACKED: it runs only the layers the packed lowering declines
+BIAS32 = Kernel("edgec_fully_connected_bias32_s8", ("fully_connected",), FAST, c_fc_bias32,
+                lower=lower_fc_bias32, struct=PACKED_STRUCT)
+
+KERNELS = [FC, FC_16_B32, FC_16, FC_4, FC_ROWS, FC_ROWS_16_B32, FC_ROWS_16, PACKED, ROWS8, WIDE, FC_MVE, PACKED_ROWS,
+           PACKED_4, BIAS32]
 
 
 def _macs(op: Op) -> int:

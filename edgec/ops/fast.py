@@ -80,6 +80,33 @@ def words(a: np.ndarray) -> np.ndarray:
     return raw.view("<u4").astype(np.uint32)
 
 
+# ---- fast/edgec_rows16.h: int16 weight rows and TFLite's requantization of any int32 sum (the fast SVDF, the fully
+# connected layer with large biases)
+def rq_any(mult: int, shift: int, bound: int) -> tuple[int, int, int] | None:
+    """(mult, left, right) of TFLite's multiplier and shift for edgec_rq_any (fast/edgec_rows16.h), or None outside
+    its range: its rounding sum saturates where the result is at least 2^(31 - right) - 1, the same after a clamp
+    to values up to `bound` only while that is at least `bound`."""
+    left, right = max(int(shift), 0), max(-int(shift), 0)
+    ok = mult >= 0 and left <= 30 and right <= 31 and (1 << (31 - right)) - 1 >= bound
+    return (int(mult), left, right) if ok else None
+
+
+def wrapped(v) -> np.ndarray:
+    """int64 values modulo 2^32, as int32 (TFLite's wrapping int32 sums)."""
+    return ((np.asarray(v, np.int64) + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
+
+
+def rows16_words(w: np.ndarray) -> np.ndarray:
+    """int8 weights [rows][k] as fast/edgec_rows16.h reads them: rows padded to 4 and k to a multiple of 4 with
+    zeros, int16, [block of 4 rows][group of 4 inputs][row][w0 w2 w1 w3], as little-endian words."""
+    rows, k = w.shape
+    r4, k4 = -(-rows // 4) * 4, -(-k // 4) * 4
+    wp = np.zeros((r4, k4), np.int16)
+    wp[:rows, :k] = w
+    g = wp.reshape(r4 // 4, 4, k4 // 4, 4).transpose(0, 2, 1, 3)[..., [0, 2, 1, 3]]
+    return np.ascontiguousarray(g).reshape(-1).view("<u4").astype(np.uint32)
+
+
 def conv_like(op: Op, w2d: np.ndarray) -> tuple[dict, np.ndarray] | None:
     """The clamp and the requantization records of a weighted op with weights w2d [out][k].
 

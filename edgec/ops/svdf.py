@@ -1,6 +1,7 @@
 """`svdf`: TFLite's integer SVDF (int8 input and output, int8 feature weights, int8 or int16 time weights and
 activation state, int32 bias), computed as TFLite Micro's svdf reference kernel computes it, bit for bit; the
-recurrent family's (a state over time). Kernel: runtime_c/edgec_svdf.c.
+recurrent family's (a state over time). Kernels: runtime_c/edgec_svdf.c, and the fast one
+runtime_c/fast/edgec_svdf_fast.c (the same state, the same numbers).
 
 For each batch row, with filters = units * rank and the state [filters][memory]:
   the state shifts one step to the left (its oldest column drops out);
@@ -19,8 +20,8 @@ import numpy as np
 
 from edgec.fixedpoint.scheme import quantize_multiplier, requantize
 from edgec.ir import Op, Tensor
-from edgec.ops import cemit, state as op_state
-from edgec.ops.kernel import REFERENCE, Kernel
+from edgec.ops import cemit, fast, state as op_state
+from edgec.ops.kernel import FAST, REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, OpDef
 
 STATE_RANGE = {9: (-128, 127), 7: (-32768, 32767)}       # tflite.TensorType INT8, INT16 -> the state's clamp
@@ -77,8 +78,40 @@ def _macs(op: Op, out: Tensor) -> int:
     return int(p["batch"] * p["units"] * p["rank"] * (p["input_size"] + p["memory"]))
 
 
+# ---- the fast kernel (runtime_c/fast/edgec_svdf_fast.c): the same numbers and the same state
+def lower_svdf_fast(op: Op):
+    """Constants of edgec_svdf_fast_s8 (edgec_nn.h): the feature weights widened and blocked, the time weights as
+    words, the input and state zero points folded into per-filter and per-unit constants (modulo 2^32, as the sums
+    wrap); None (the reference kernel) for an odd rank * memory, or a multiplier not below 1 with a right shift
+    (edgec_rq_right), or outside fast.rq_any."""
+    p, a = op.params, op.arrays
+    q1 = fast.rq_any(p["mult1"], p["shift1"], int(p["state_max"]))
+    q2 = fast.rq_any(p["mult2"], p["shift2"], 127 - int(p["output_zp"]))
+    if q1 is None or q2 is None or q1[1] or q2[1] or not q1[2] or not q2[2] or int(p["rank"]) * int(p["memory"]) % 2:
+        return None         # (edgec_rq_right: no left shift, a right one; an odd run: not starting on words)
+    filters, n_in, units = int(p["units"]) * int(p["rank"]), int(p["input_size"]), int(p["units"])
+    wf = np.asarray(a["w_feature"], np.int64).reshape(filters, n_in)
+    fbias = np.zeros(-(-filters // 4) * 4, np.int64)
+    fbias[:filters] = -int(p["input_zp"]) * wf.sum(axis=1)
+    wt_sum = np.asarray(a["w_time"], np.int64).reshape(units, -1).sum(axis=1)
+    tbias = np.asarray(a["bias"], np.int64) - int(p["state_zp"]) * wt_sum
+    params = {k: int(p[k]) for k in ("batch", "input_size", "rank", "units", "memory", "state_zp", "state_min",
+                                     "state_max", "output_zp")}
+    params.update(mult1=q1[0], left1=q1[1], right1=q1[2], mult2=q2[0], left2=q2[1], right2=q2[2])
+    return params, {"w_feature": fast.rows16_words(wf), "fbias": fast.wrapped(fbias),
+                    "w_time": fast.words(np.asarray(a["w_time"], np.int16)), "tbias": fast.wrapped(tbias)}
+
+
+def c_svdf_fast(op: Op, low, site: CallSite) -> str:
+    a = site.arrays
+    call = (f"{low.kernel.name}(&p, {site.inputs[0]}, {a['w_feature']}, {a['fbias']}, {a['w_time']}, {a['tbias']},\n"
+            f"        {op_state.c_field(site.state, state_svdf(op), 'state')}, {site.output});")
+    return cemit.with_params("edgec_svdf_fast_params", low.params, call, only_fields=True)
+
+
 OPS = [OpDef("svdf", "recurrent", quantize_svdf, None, macs=_macs, sensitivity=False, state=state_svdf)]
-KERNELS = [Kernel("edgec_svdf_s8", ("svdf",), REFERENCE, c_svdf, run=run_svdf, code_bytes=600)]
+KERNELS = [Kernel("edgec_svdf_s8", ("svdf",), REFERENCE, c_svdf, run=run_svdf, code_bytes=600),
+           Kernel("edgec_svdf_fast_s8", ("svdf",), FAST, c_svdf_fast, lower=lower_svdf_fast)]
 ONNX: dict = {}
 
 

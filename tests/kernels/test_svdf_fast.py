@@ -1,0 +1,86 @@
+"""The fast SVDF kernel (runtime_c/fast/edgec_svdf_fast.c, edgec/ops/svdf.py lower_svdf_fast) against the NumPy twin
+of the reference kernel (svdf.svdf_s8), bit for bit: random shapes (rank > 1, several batches, odd sizes), int8 and
+int16 states, biases over the whole int32 range (the sums wrap), consecutive calls with the state carried; with
+the portable path and the Arm DSP path (intrinsics emulated in C); and TFLite Micro's keyword benchmark streamed
+through its generated C against TFLite Micro."""
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tflite_oracle as oracle
+from ckernels import make, ptr
+from edgec.fixedpoint import scheme
+from edgec.ir import Op
+from edgec.ops import svdf
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+
+
+def _case(r):
+    batch, n_in, units, rank, memory = (int(r.integers(1, 4)), int(r.integers(1, 40)), int(r.integers(1, 11)),
+                                        int(r.integers(1, 4)), int(r.integers(1, 35)))
+    if rank * memory % 2 and r.random() < 0.85:      # an odd run: the fast kernel declines it (reference)
+        memory += 1
+    sixteen = bool(r.random() < 0.4)
+    lo, hi = (-32768, 32767) if sixteen else (-128, 127)
+    (m1, s1), (m2, s2) = (scheme.quantize_multiplier(float(10 ** r.uniform(-5, -0.35))) for _ in range(2))
+    p = dict(batch=batch, input_size=n_in, rank=rank, units=units, memory=memory,
+             input_zp=int(r.integers(-128, 128)), state_zp=int(r.integers(-100, 100)) if not sixteen else 0,
+             state_min=lo, state_max=hi, mult1=m1, shift1=s1, mult2=m2, shift2=s2, output_zp=int(r.integers(-128, 128)))
+    big = bool(r.random() < 0.5)       # TFLite Micro's keyword benchmark: random biases near +-2^31
+    bias = r.integers(-(1 << 31), 1 << 31, units) if big else r.integers(-(1 << 16), 1 << 16, units)
+    a = dict(w_feature=r.integers(-127, 128, units * rank * n_in).astype(np.int8),
+             w_time=r.integers(lo + 1, hi + 1, units * rank * memory).astype(np.int16), bias=bias.astype(np.int32))
+    return p, a
+
+
+@pytest.mark.parametrize("lib", ["ck", "ck_dsp"])
+def test_fast_svdf_matches_twin(lib, request):
+    ck = request.getfixturevalue(lib)
+    r = np.random.default_rng(31)
+    declined = 0
+    for _ in range(120):
+        p, a = _case(r)
+        op = Op("svdf", "svdf", ("x",), "y", params=p, arrays=a)
+        lowered = svdf.lower_svdf_fast(op)
+        if lowered is None:         # an odd run, or a right shift past what edgec_rq_any's saturation keeps exact
+            declined += 1
+            continue
+        params, arrays = lowered
+        n = p["batch"] * p["units"] * p["rank"] * p["memory"]
+        state = np.full(n, p["state_zp"], np.int16)                  # after reset
+        carried = state.copy()
+        for _ in range(3):                                            # consecutive calls: the state carried
+            x = r.integers(-128, 128, p["batch"] * p["input_size"]).astype(np.int8)
+            out = np.full(p["batch"] * p["units"], 99, np.int8)
+            ck.lib.edgec_svdf_fast_s8(ctypes.byref(make("edgec_svdf_fast_params", params)), ptr(x),
+                                      ptr(arrays["w_feature"]), ptr(arrays["fbias"]), ptr(arrays["w_time"]),
+                                      ptr(arrays["tbias"]), ptr(state), ptr(out))
+            np.testing.assert_array_equal(out, svdf.svdf_s8(p, a, x, carried), err_msg=str(p))
+            np.testing.assert_array_equal(state, carried, err_msg=str(p))
+    assert declined < 40
+
+
+@pytest.mark.sweep          # ~25 s (a sanitized host build of the whole model); the kernel tests above are its fast part
+@pytest.mark.skipif(importlib.util.find_spec("tflite_micro") is None and not os.environ.get("CI"),
+                    reason="tflite-micro (the TFLite Micro interpreter) is not installed")
+def test_keyword_benchmark_streams_as_tflite_micro(tmp_path):
+    """TFLite Micro's keyword benchmark (tests/corpus/tflm_keyword_scrambled_8bit: seven SVDFs, four fully connected
+    layers with random biases over the whole int32 range): its generated C on the host (the Arm DSP path, intrinsics
+    emulated, ASan + UBSan), on the fast SVDF and bias32 kernels, over a stream of inputs with the state carried,
+    gives TFLite Micro's outputs with its state carried between invokes."""
+    path = CORPUS / "tflm_keyword_scrambled_8bit" / "model.tflite"
+    graph = oracle.importer.load(path, "kws_scrambled")
+    lowered, _ = oracle.schedule_and_plan(graph)
+    kernels = {op.lowering.kernel.name for op in lowered.ops if op.lowering is not None}
+    assert {"edgec_svdf_fast_s8", "edgec_fully_connected_bias32_s8"} <= kernels
+    x = np.random.default_rng(7).integers(-3000, 3000, (10, 1, 96)).astype(np.int16)
+    want = oracle.tflm(path.read_bytes(), x, carry_state=True)
+    got = oracle.run_c([graph], [x], tmp_path, "sanitized")[0]
+    np.testing.assert_array_equal(got.view(want.dtype).reshape(want.shape), want)   # (bytes: TFLM's dtype)
