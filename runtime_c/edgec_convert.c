@@ -21,26 +21,32 @@ void edgec_requantize_s16_s8(const edgec_requantize_params *p, const int16_t *in
     }
 }
 
+/* The loop of edgec_quantize8 over inputs of type IN_T (the output type's store a switch: cheap beside the
+ * requantization). */
+#define EDGEC_QUANTIZE8_LOOP(IN_T)                                                                          \
+    for (i = 0; i < n; ++i) {                                                                               \
+        const int64_t w = (int64_t)edgec_requantize((int32_t)((const IN_T *)input)[i] - input_zp, mult, shift) + \
+                          output_zp;                                                                        \
+        const int32_t v = w < lo ? lo : (w > hi ? hi : (int32_t)w);                                         \
+        switch (p->output_type) {                                                                           \
+        case 3: ((int32_t *)output)[i] = v; break;                                                          \
+        case 1: ((uint8_t *)output)[i] = (uint8_t)v; break;                                                 \
+        case 2: ((int16_t *)output)[i] = (int16_t)v; break;                                                 \
+        default: ((int8_t *)output)[i] = (int8_t)v; break;                                                  \
+        }                                                                                                   \
+    }
+
 void edgec_quantize8(const edgec_quantize8_params *p, const void *input, void *output)
 {
     static const int32_t lows[4] = {-128, 0, -32768, INT32_MIN}, highs[4] = {127, 255, 32767, INT32_MAX};
     const int32_t n = p->n, input_zp = p->input_zp, mult = p->mult, shift = p->shift, output_zp = p->output_zp;
     const int32_t lo = lows[p->output_type], hi = highs[p->output_type];
     int32_t i;
-    for (i = 0; i < n; ++i) {
-        const int32_t x = p->input_type == 1 ? (int32_t)((const uint8_t *)input)[i]
-                        : p->input_type == 2 ? (int32_t)((const int16_t *)input)[i]
-                                             : (int32_t)((const int8_t *)input)[i];
-        const int64_t w = (int64_t)edgec_requantize(x - input_zp, mult, shift) + output_zp;
-        const int32_t v = w < lo ? lo : (w > hi ? hi : (int32_t)w);
-        if (p->output_type == 3) {
-            ((int32_t *)output)[i] = v;
-        } else if (p->output_type == 1) {
-            ((uint8_t *)output)[i] = (uint8_t)v;
-        } else if (p->output_type == 2) {
-            ((int16_t *)output)[i] = (int16_t)v;
-        } else {
-            ((int8_t *)output)[i] = (int8_t)v;
-        }
+    if (p->input_type == 1) {
+        EDGEC_QUANTIZE8_LOOP(uint8_t)
+    } else if (p->input_type == 2) {
+        EDGEC_QUANTIZE8_LOOP(int16_t)
+    } else {
+        EDGEC_QUANTIZE8_LOOP(int8_t)
     }
 }

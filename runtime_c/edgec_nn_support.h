@@ -16,30 +16,31 @@ extern "C" {
 
 /* ================================================================ requantization, rounding, clamping */
 
+/* SaturatingRoundingDoublingHighMul. gemmlowp's (ab + nudge) / 2^31, truncating, with nudge = 2^30 for
+ * ab >= 0 and 1 - 2^30 below, equals floor((ab + 2^30) / 2^31) on both sides: one arithmetic shift (>> of a
+ * negative value is arithmetic on every compiler edgec supports, as in the fast kernels). */
+static inline int32_t edgec_srdhm(int32_t a, int32_t b)
+{
+    if (a == INT32_MIN && b == INT32_MIN) {
+        return INT32_MAX;
+    }
+    return (int32_t)(((int64_t)a * (int64_t)b + ((int64_t)1 << 30)) >> 31);
+}
+
 /* TFLite MultiplyByQuantizedMultiplier: SaturatingRoundingDoublingHighMul(acc << left, mult)
  * followed by RoundingDivideByPOT(., right), with shift > 0 meaning a left shift.
- * Valid shifts are -31..30. Free of undefined behaviour (no shifts of negative values); the one
- * implementation-defined step is the int64 -> int32 cast of acc << left, which wraps (as in TFLite's
- * int32 arithmetic) on gcc/clang/arm-none-eabi-gcc and never overflows for valid inputs. */
+ * Valid shifts are -31..30. Free of undefined behaviour (no left shifts of negative values); the
+ * implementation-defined steps are the int64 -> int32 cast of acc << left, which wraps (as in TFLite's
+ * int32 arithmetic) on gcc/clang/arm-none-eabi-gcc and never overflows for valid inputs, and the arithmetic
+ * right shifts (edgec_srdhm's and the division's). */
 static inline int32_t edgec_requantize(int32_t acc, int32_t mult, int32_t shift)
 {
     const int32_t left = shift > 0 ? shift : 0;
     const int32_t right = shift > 0 ? 0 : -shift;
-    const int32_t x = (int32_t)((int64_t)acc * ((int64_t)1 << left));
-    int32_t hi;
-    int32_t mask, remainder, threshold, floored;
-    if (x == INT32_MIN && mult == INT32_MIN) {
-        hi = INT32_MAX;
-    } else {
-        const int64_t ab = (int64_t)x * (int64_t)mult;
-        const int64_t nudge = ab >= 0 ? ((int64_t)1 << 30) : (1 - ((int64_t)1 << 30));
-        hi = (int32_t)((ab + nudge) / ((int64_t)1 << 31)); /* C division truncates toward zero */
-    }
-    mask = (int32_t)(((uint32_t)1 << right) - 1u);
-    remainder = hi & mask;
-    threshold = (mask >> 1) + (hi < 0 ? 1 : 0);
-    floored = hi >= 0 ? (hi >> right) : ~((~hi) >> right); /* arithmetic shift, portably */
-    return floored + (remainder > threshold ? 1 : 0);
+    const int32_t hi = edgec_srdhm((int32_t)((int64_t)acc * ((int64_t)1 << left)), mult);
+    const int32_t mask = (int32_t)(((uint32_t)1 << right) - 1u);
+    const int32_t threshold = (mask >> 1) + (hi < 0 ? 1 : 0);
+    return (hi >> right) + ((hi & mask) > threshold ? 1 : 0);
 }
 
 /* TFLite MultiplyByQuantizedMultiplier(int64_t, int32_t, int) of the 16x8 kernels: the Q31 multiplier
@@ -64,17 +65,6 @@ static inline int32_t edgec_clamp(int32_t v, int32_t lo, int32_t hi)
 static inline int32_t edgec_add32(int32_t a, int32_t b)
 {
     return (int32_t)((uint32_t)a + (uint32_t)b);
-}
-
-/* SaturatingRoundingDoublingHighMul. gemmlowp's (ab + nudge) / 2^31, truncating, with nudge = 2^30 for
- * ab >= 0 and 1 - 2^30 below, equals floor((ab + 2^30) / 2^31) on both sides: one arithmetic shift (>> of a
- * negative value is arithmetic on every compiler edgec supports, as in the fast kernels). */
-static inline int32_t edgec_srdhm(int32_t a, int32_t b)
-{
-    if (a == INT32_MIN && b == INT32_MIN) {
-        return INT32_MAX;
-    }
-    return (int32_t)(((int64_t)a * (int64_t)b + ((int64_t)1 << 30)) >> 31);
 }
 
 static inline int32_t edgec_sat_shl(int32_t x, int32_t e) /* SaturatingRoundingMultiplyByPOT, e > 0 */
