@@ -17,8 +17,15 @@ turns such a model back into the float model it describes, and remembers the qua
   quantization fixed; the device's input port stays uint8 (the sensor's bytes), converted to int8 by a `quantize`
   op (edgec/frontend/canonicalize.py); calibration and bench data are the float values the DequantizeLinear gives.
 
-What edgec's scheme cannot take is an EdgecError naming the node: asymmetric or uint8 weights (the
-kernels need symmetric int8 weights), 16-bit activations, per-axis activation scales. Where the
+- Identity/Clip of constants are folded first: Brevitas's QCDQ export writes each weight as an int8 constant ->
+  Clip (its bit width's narrow range, [-7, 7] for 4 bits) -> DequantizeLinear, and the clipped integers are the
+  weights; its int32 biases are DequantizeLinear constants as ORT's.
+- a per-axis activation QuantizeLinear (NNCF quantizes a depthwise conv's input per channel) with one zero point
+  becomes one per-tensor grid with the widest channel's scale (every channel's range fits; the narrower channels
+  lose resolution against ONNX Runtime's execution): edgec's activations have one scale per tensor.
+
+What edgec's scheme cannot take is an EdgecError naming every node in its way, in one line: asymmetric or uint8
+weights (the kernels need symmetric int8 weights), 16-bit activations, per-axis activation zero points that differ. Where the
 scheme fixes a quantization itself (pooling, views and data movement keep their input's, softmax
 outputs 1/256), it wins over the model's; ptq logs those tensors.
 
@@ -37,6 +44,7 @@ from edgec.errors import EdgecError
 META = "edgec.qdq"          # (a key in the ONNX metadata: keep it)
 QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
 WEIGHT_USERS = {"Conv": 1, "ConvTranspose": 1, "Gemm": 1, "MatMul": 1}   # op -> index of its weight input
+CONST_CHAIN = ("Identity", "Clip")      # on constants (a weight's integer values): folded here
 INT_RANGE = {np.dtype(np.int8): (-128, 127), np.dtype(np.uint8): (0, 255)}
 
 
@@ -66,49 +74,63 @@ def strip(model: onnx.ModelProto) -> onnx.ModelProto:
         for i in n.input:
             readers.setdefault(i, []).append(n)
     outputs = {o.name for o in g.output}
-    acts, weights, clips = {}, {}, []
+    acts, weights, clips, widened = {}, {}, [], []
     nodes, inits, done = [], [], set()
     ports = _integer_inputs(g, consts, readers)
+    problems = []          # every node edgec cannot take, named in one error
     for n in g.node:
-        if n.op_type == "DequantizeLinear" and n.output[0] in done:
-            continue
-        if n.op_type == "DequantizeLinear" and n.input[0] in ports:      # an integer graph input (tf2onnx)
-            scale, zp, _, _ = _activation_q(n, consts)
-            acts[n.input[0]] = acts[n.output[0]] = [scale, zp]
-            nodes.append(helper.make_node("Identity", [n.input[0]], [n.output[0]], name=n.name or f"{n.input[0]}__dq"))
-            continue
-        if n.op_type in QDQ_OPS and not all(i in consts for i in n.input[1:] if i):
-            nodes.append(n)           # computed scales: not a QDQ model's quantization (the canonicalizer says so)
-            continue
-        if n.op_type == "DequantizeLinear" and n.input[0] in consts:
-            f = _dequantize(n, consts)
-            consts[n.output[0]] = f
-            inits.append(numpy_helper.from_array(f, n.output[0]))
-            weights[n.output[0]] = _weight_record(n, consts, readers)
-            continue
-        if n.op_type == "QuantizeLinear" and n.input[0] in consts:
-            consts[n.output[0]] = _quantize(n, consts)
-            continue
-        if n.op_type == "QuantizeLinear":
-            dqs = readers.get(n.output[0], [])
-            if n.output[0] in outputs or not dqs or any(r.op_type != "DequantizeLinear" or not _same_q(n, r, consts)
-                                                        for r in dqs):
-                nodes.append(n)       # integer tensors in the graph: the canonicalizer says it cannot
+        try:
+            if n.op_type == "DequantizeLinear" and n.output[0] in done:
                 continue
-            x = n.input[0]
-            scale, zp, lo, hi = _activation_q(n, consts)
-            first = dqs[0].output[0]
-            for v in (x, *[r.output[0] for r in dqs]):
-                acts[v] = [scale, zp]
-            bounds = [f"{first}__qdq_lo", f"{first}__qdq_hi"]
-            inits += [numpy_helper.from_array(np.array(v, np.float32), b) for v, b in zip((lo, hi), bounds)]
-            name = dqs[0].name or f"{first}__qdq"
-            nodes.append(helper.make_node("Clip", [x, *bounds], [first], name=name))
-            clips.append(name)
-            nodes += [helper.make_node("Identity", [first], [r.output[0]], name=r.name) for r in dqs[1:]]
-            done.update(r.output[0] for r in dqs)      # the pair's DequantizeLinear nodes: replaced
-            continue
-        nodes.append(n)
+            if n.op_type in CONST_CHAIN and n.input and all(i in consts for i in n.input if i) and n.input[0]:
+                consts[n.output[0]] = f = _fold(n, consts)     # Brevitas: int8 weights -> Clip (narrow range) -> DQ
+                inits.append(numpy_helper.from_array(f, n.output[0]))
+                continue
+            if n.op_type == "DequantizeLinear" and n.input[0] in ports:      # an integer graph input (tf2onnx)
+                scale, zp, _, _ = _activation_q(n, consts)
+                acts[n.input[0]] = acts[n.output[0]] = [scale, zp]
+                nodes.append(helper.make_node("Identity", [n.input[0]], [n.output[0]],
+                                              name=n.name or f"{n.input[0]}__dq"))
+                continue
+            if n.op_type in QDQ_OPS and not all(i in consts for i in n.input[1:] if i):
+                nodes.append(n)           # computed scales: not a QDQ model's quantization (the canonicalizer says so)
+                continue
+            if n.op_type == "DequantizeLinear" and n.input[0] in consts:
+                f = _dequantize(n, consts)
+                consts[n.output[0]] = f
+                inits.append(numpy_helper.from_array(f, n.output[0]))
+                weights[n.output[0]] = _weight_record(n, consts, readers)
+                continue
+            if n.op_type == "QuantizeLinear" and n.input[0] in consts:
+                consts[n.output[0]] = _quantize(n, consts)
+                continue
+            if n.op_type == "QuantizeLinear":
+                dqs = readers.get(n.output[0], [])
+                if n.output[0] in outputs or not dqs or any(r.op_type != "DequantizeLinear" or not _same_q(n, r, consts)
+                                                            for r in dqs):
+                    nodes.append(n)       # integer tensors in the graph: the canonicalizer says it cannot
+                    continue
+                x = n.input[0]
+                scale, zp, lo, hi = _activation_q(n, consts)
+                if np.asarray(consts[n.input[1]]).size > 1:
+                    widened.append(n.name)
+                first = dqs[0].output[0]
+                for v in (x, *[r.output[0] for r in dqs]):
+                    acts[v] = [scale, zp]
+                bounds = [f"{first}__qdq_lo", f"{first}__qdq_hi"]
+                inits += [numpy_helper.from_array(np.array(v, np.float32), b) for v, b in zip((lo, hi), bounds)]
+                name = dqs[0].name or f"{first}__qdq"
+                nodes.append(helper.make_node("Clip", [x, *bounds], [first], name=name))
+                clips.append(name)
+                nodes += [helper.make_node("Identity", [first], [r.output[0]], name=r.name) for r in dqs[1:]]
+                done.update(r.output[0] for r in dqs)      # the pair's DequantizeLinear nodes: replaced
+                continue
+            nodes.append(n)
+        except EdgecError as e:    # named with the others
+            problems.append(str(e))
+            nodes.append(n)
+    if problems:
+        raise EdgecError("; ".join(problems))
     used = {i for n in nodes for i in n.input} | outputs
     keep = [i for i in g.initializer if i.name in used] + [i for i in inits if i.name in used]
     del g.node[:]
@@ -124,7 +146,7 @@ def strip(model: onnx.ModelProto) -> onnx.ModelProto:
         if i.name in ports:
             i.type.tensor_type.elem_type = onnx.TensorProto.FLOAT
     meta = {"activations": acts, "weights": {k: v for k, v in weights.items() if k in used}, "clips": clips,
-            "integer_inputs": ports}
+            "integer_inputs": ports, "per_axis_widened": widened}
     model.metadata_props.append(onnx.StringStringEntryProto(key=META, value=json.dumps(meta)))
     return model
 
@@ -161,6 +183,18 @@ def _axis_shape(n, x, s):
     shape = [1] * x.ndim
     shape[axis] = -1
     return s.reshape(shape), axis
+
+
+def _fold(n, consts) -> np.ndarray:
+    """An Identity or Clip of constants, computed (Clip keeps its input's type: ONNX's semantics)."""
+    x = np.asarray(consts[n.input[0]])
+    if n.op_type == "Identity":
+        return x.copy()
+    bounds = [np.asarray(consts[i]).reshape(()) if len(n.input) > k and n.input[k] else None
+              for k, i in ((1, n.input[1] if len(n.input) > 1 else ""), (2, n.input[2] if len(n.input) > 2 else ""))]
+    lo = bounds[0] if bounds[0] is not None else _attr(n, "min")
+    hi = bounds[1] if bounds[1] is not None else _attr(n, "max")
+    return np.clip(x, lo, hi).astype(x.dtype)
 
 
 def _dequantize(n, consts) -> np.ndarray:
@@ -209,9 +243,11 @@ def _activation_q(n, consts) -> tuple[float, int, float, float]:
     """(scale, int8 zero point, lo, hi) of an activation's QuantizeLinear."""
     s = np.asarray(_arr(consts, n.input[1]), np.float32)
     zp = np.asarray(_arr(consts, n.input[2] if len(n.input) > 2 else "", np.zeros((), np.uint8)))
-    if s.size != 1 or zp.size != 1:
-        raise EdgecError(f"node '{n.name}' (QuantizeLinear): activation '{n.input[0]}' has a scale per axis; "
-                         "edgec quantizes activations per tensor")
+    if s.size != 1 and (zp.size != 1 and np.unique(zp).size != 1 or not np.all(s > 0)):
+        raise EdgecError(f"node '{n.name}' (QuantizeLinear): activation '{n.input[0]}' has a scale per axis with "
+                         "zero points that differ; edgec quantizes activations per tensor")
+    if s.size != 1:      # NNCF's depthwise inputs: one grid, the widest channel's (its step covers every channel)
+        s, zp = np.asarray(s.max(), np.float32), np.asarray(zp.reshape(-1)[0])
     if zp.dtype not in INT_RANGE:
         raise EdgecError(f"node '{n.name}' (QuantizeLinear): activation '{n.input[0]}' is quantized to {zp.dtype}; "
                          "edgec runs int8 activations: quantize with activation_type QInt8 or QUInt8")
