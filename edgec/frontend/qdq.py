@@ -17,7 +17,7 @@ turns such a model back into the float model it describes, and remembers the qua
   quantization fixed; the device's input port stays uint8 (the sensor's bytes), converted to int8 by a `quantize`
   op (edgec/frontend/canonicalize.py); calibration and bench data are the float values the DequantizeLinear gives.
 
-- Identity/Clip of constants are folded first: Brevitas's QCDQ export writes each weight as an int8 constant ->
+- a Clip of constants is folded first: Brevitas's QCDQ export writes each weight as an int8 constant ->
   Clip (its bit width's narrow range, [-7, 7] for 4 bits) -> DequantizeLinear, and the clipped integers are the
   weights; its int32 biases are DequantizeLinear constants as ORT's.
 - a per-axis activation QuantizeLinear (NNCF quantizes a depthwise conv's input per channel) with one zero point
@@ -44,7 +44,8 @@ from edgec.errors import EdgecError
 META = "edgec.qdq"          # (a key in the ONNX metadata: keep it)
 QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
 WEIGHT_USERS = {"Conv": 1, "ConvTranspose": 1, "Gemm": 1, "MatMul": 1}   # op -> index of its weight input
-CONST_CHAIN = ("Identity", "Clip")      # on constants (a weight's integer values): folded here
+CONST_CHAIN = ("Clip",)     # of constants (Brevitas's weight integers): folded here (an Identity of a constant is
+# not: ORT quantizes what it reads as an activation, asymmetric, and the canonical graph takes that pair as it is)
 INT_RANGE = {np.dtype(np.int8): (-128, 127), np.dtype(np.uint8): (0, 255)}
 
 
@@ -77,6 +78,7 @@ def strip(model: onnx.ModelProto) -> onnx.ModelProto:
     acts, weights, clips, widened = {}, {}, [], []
     nodes, inits, done = [], [], set()
     ports = _integer_inputs(g, consts, readers)
+    absorbed = _absorb_per_axis(g, consts, readers)
     problems = []          # every node edgec cannot take, named in one error
     for n in g.node:
         try:
@@ -146,9 +148,99 @@ def strip(model: onnx.ModelProto) -> onnx.ModelProto:
         if i.name in ports:
             i.type.tensor_type.elem_type = onnx.TensorProto.FLOAT
     meta = {"activations": acts, "weights": {k: v for k, v in weights.items() if k in used}, "clips": clips,
-            "integer_inputs": ports, "per_axis_widened": widened}
+            "integer_inputs": ports, "per_axis_absorbed": absorbed,
+            "per_axis_widened": widened}
     model.metadata_props.append(onnx.StringStringEntryProto(key=META, value=json.dumps(meta)))
     return model
+
+
+def _absorb_per_axis(g, consts, readers) -> list[str]:
+    """Per-channel activation scales s_c between a Conv (-> Relu / Clip) and depthwise Convs (NNCF's depthwise
+    inputs), made exact on one per-tensor grid S = max s_c: with f_c = s_c / S the producer's weight and bias scales
+    are divided by f_c and the depthwise weights' scales multiplied by f_c (the integers stay the file's), so the
+    int8 tensor holds the file's integers and every layer computes what the file says. Only where a Clip's upper
+    bound stays above the grid's top; the QuantizeLinear nodes so rewritten are returned (others are widened)."""
+    inits = {i.name: i for i in g.initializer}
+    producer = {o: n for n in g.node for o in n.output}
+    done = []
+    for q in [n for n in g.node if n.op_type == "QuantizeLinear" and n.input[0] not in consts]:
+        if len(q.input) < 3 or q.input[1] not in inits or q.input[2] not in inits:
+            continue
+        s, zp = np.asarray(consts[q.input[1]], np.float32), np.asarray(consts[q.input[2]])
+        if s.ndim != 1 or s.size < 2 or np.unique(zp).size != 1 or not np.all(s > 0) or zp.dtype not in INT_RANGE:
+            continue
+        dqs = readers.get(q.output[0], [])
+        users = [u for d in dqs for u in readers.get(d.output[0], [])]
+        big = float(s.max())
+        top = (INT_RANGE[zp.dtype][1] - int(zp.reshape(-1)[0]) - 0.5) * big     # what rounds to the grid's top
+        if _attr(q, "axis", 1) != 1 or not dqs or not users or any(
+                d.op_type != "DequantizeLinear" or list(d.input[1:]) != list(q.input[1:]) for d in dqs):
+            continue
+        convs = [u for u in users if u.op_type == "Conv" and _attr(u, "group", 1) == s.size and u.input[0] in
+                 {d.output[0] for d in dqs} and _const_dq(producer.get(u.input[1]), consts)]
+        x = q.input[0]
+        chain = []
+        while producer.get(x) is not None and producer[x].op_type in ("Relu", "Clip") and len(readers[x]) == 1:
+            chain.append(producer[x])
+            x = producer[x].input[0]
+        conv = producer.get(x)
+        if (len(convs) != len(users) or conv is None or conv.op_type != "Conv" or len(readers[x]) != 1
+                or not _const_dq(producer.get(conv.input[1]), consts)
+                or any(c.op_type == "Clip" and not _clip_above(c, consts, top) for c in chain)):
+            continue
+        bias = conv.input[2] if len(conv.input) > 2 else ""
+        if bias and not (_const_dq(producer.get(bias), consts) or bias in inits):
+            continue
+        f = s / np.float32(big)
+        _rescale(producer[conv.input[1]], 1 / f, consts, inits, g)
+        for u in convs:
+            _rescale(producer[u.input[1]], f, consts, inits, g)
+        if bias and _const_dq(producer.get(bias), consts):
+            _rescale(producer[bias], 1 / f, consts, inits, g)
+        elif bias:
+            _set(inits, consts, bias, (consts[bias] / f).astype(np.float32))
+        _set(inits, consts, q.input[1], np.array(big, np.float32))
+        _set(inits, consts, q.input[2], np.array(zp.reshape(-1)[0], zp.dtype))
+        done.append(q.name)
+    return done
+
+
+def _const_dq(n, consts) -> bool:
+    return n is not None and n.op_type == "DequantizeLinear" and n.input[0] in consts and n.input[1] in consts
+
+
+def _clip_above(c, consts, top) -> bool:
+    hi = c.input[2] if len(c.input) > 2 else ""
+    value = consts.get(hi) if hi else _attr(c, "max")
+    lo = c.input[1] if len(c.input) > 1 else ""
+    low = consts.get(lo) if lo else _attr(c, "min")
+    return value is not None and float(np.asarray(value)) >= top and (low is None or float(np.asarray(low)) <= 0)
+
+
+def _rescale(dq, factor, consts, inits, g) -> None:
+    """A constant DequantizeLinear's scales times `factor` (per output channel, axis 0), in a scale of its own."""
+    s = np.asarray(consts[dq.input[1]], np.float32).reshape(-1)
+    new = (np.broadcast_to(s, factor.shape) * factor).astype(np.float32)
+    name = f"{dq.output[0]}__absorbed_scale"
+    consts[name] = new
+    g.initializer.append(numpy_helper.from_array(new, name))
+    inits[name] = g.initializer[-1]
+    zp = dq.input[2] if len(dq.input) > 2 else ""
+    if zp and np.asarray(consts[zp]).size == 1:
+        zname = f"{dq.output[0]}__absorbed_zp"
+        consts[zname] = np.full(new.shape, np.asarray(consts[zp]).reshape(()), np.asarray(consts[zp]).dtype)
+        g.initializer.append(numpy_helper.from_array(consts[zname], zname))
+        dq.input[2] = zname
+    dq.input[1] = name
+    for a in list(dq.attribute):
+        if a.name == "axis":
+            dq.attribute.remove(a)
+    dq.attribute.append(helper.make_attribute("axis", 0))
+
+
+def _set(inits, consts, name, value) -> None:
+    consts[name] = value
+    inits[name].CopyFrom(numpy_helper.from_array(value, name))
 
 
 def _integer_inputs(g, consts, readers) -> dict[str, str]:
@@ -186,10 +278,8 @@ def _axis_shape(n, x, s):
 
 
 def _fold(n, consts) -> np.ndarray:
-    """An Identity or Clip of constants, computed (Clip keeps its input's type: ONNX's semantics)."""
+    """A Clip of constants, computed (it keeps its input's type: ONNX's semantics)."""
     x = np.asarray(consts[n.input[0]])
-    if n.op_type == "Identity":
-        return x.copy()
     bounds = [np.asarray(consts[i]).reshape(()) if len(n.input) > k and n.input[k] else None
               for k, i in ((1, n.input[1] if len(n.input) > 1 else ""), (2, n.input[2] if len(n.input) > 2 else ""))]
     lo = bounds[0] if bounds[0] is not None else _attr(n, "min")
