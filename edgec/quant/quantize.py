@@ -84,7 +84,7 @@ def own_scales(graph: Graph, ranges: dict[str, tuple[float, float]]) -> Graph:
         elif src.source in ranges and out.source in ranges and not ({src.source, out.source} & set(fixed)):
             new = d.own_scale(op, ranges[src.source], ranges[out.source])
         elif src.source in fixed and out.source in fixed and fixed[src.source] != fixed[out.source]:
-            new = d.own_scale(op, *[_grid_range(*fixed[v.source]) for v in (src, out)])
+            new = d.own_scale(op, *[_grid_range(*fixed[v.source]) for v in (src, out)], given=True)
         changed |= new is not None
         ops.append(new or op)
     return graph.replace_ops(ops) if changed else graph

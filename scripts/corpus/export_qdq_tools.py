@@ -54,14 +54,20 @@ def nncf_on_onnx(name: str, source: str) -> tuple[Path, dict, str]:
 
 def nncf_on_torch(name: str, make, shape, lic: str) -> tuple[Path, dict, str]:
     """nncf.quantize on a PyTorch model (random seeded weights, BatchNorm statistics from the calibration inputs),
-    then torch.onnx (TorchScript exporter): NNCF's FakeQuantize modules export as QuantizeLinear/DequantizeLinear."""
+    then torch.onnx (TorchScript exporter), its quantizers in NNCF's QuantizeLinear/DequantizeLinear export mode
+    (by default they export as OpenVINO's FakeQuantize, a custom-domain op ONNX Runtime cannot run)."""
     import nncf
 
     torch.manual_seed(sum(map(ord, name)))
     model = make().eval()
     calib = inputs(name, shape, 32)
     set_batchnorm_from(model, torch.from_numpy(calib))
+    from nncf.torch.quantization.layers import QuantizerExportMode
+
     q = nncf.quantize(model, nncf.Dataset([torch.from_numpy(x[None]) for x in calib[:16]]), subset_size=16)
+    for m in q.modules():          # NNCF's own QDQ export of its quantizers (default: OpenVINO's FakeQuantize)
+        if hasattr(m, "set_export_mode"):
+            m.set_export_mode(QuantizerExportMode.ONNX_QUANTIZE_DEQUANTIZE_PAIRS)
     folder = manifest.CORPUS / name
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / "model.onnx"
@@ -69,8 +75,9 @@ def nncf_on_torch(name: str, make, shape, lic: str) -> tuple[Path, dict, str]:
     manifest.save_calibration(folder, calib)
     return out, {"architecture": "torchvision mobilenet_v2 (width 0.35, 10 classes, 96x96)",
                  "weights": "random (seeded), BatchNorm statistics from the calibration inputs",
-                 "exporter": f"nncf {_version('nncf')} nncf.quantize on the torch model (defaults), torch.onnx "
-                 f"(TorchScript, opset 13), torch {torch.__version__}"}, lic
+                 "exporter": f"nncf {_version('nncf')} nncf.quantize on the torch model (defaults), quantizers in "
+                 f"QuantizerExportMode.ONNX_QUANTIZE_DEQUANTIZE_PAIRS, torch.onnx (TorchScript, opset 13), "
+                 f"torch {torch.__version__}"}, lic
 
 
 # ---- Brevitas ------------------------------------------------------------------------------------------------
