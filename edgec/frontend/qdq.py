@@ -67,14 +67,16 @@ def strip(model: onnx.ModelProto) -> onnx.ModelProto:
         return model
     g = model.graph
     consts = {i.name: numpy_helper.to_array(i) for i in g.initializer}
-    for n in g.node:
-        if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
+    outputs = {o.name for o in g.output}
+    for n in list(g.node):      # Constant nodes (torch.onnx's scales, zero points, Clip bounds) as initializers
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value" and n.output[0] not in outputs:
             consts[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+            g.initializer.append(numpy_helper.from_array(consts[n.output[0]], n.output[0]))
+            g.node.remove(n)
     readers: dict[str, list[onnx.NodeProto]] = {}
     for n in g.node:
         for i in n.input:
             readers.setdefault(i, []).append(n)
-    outputs = {o.name for o in g.output}
     acts, weights, clips, widened = {}, {}, [], []
     nodes, inits, done = [], [], set()
     ports = _integer_inputs(g, consts, readers)
@@ -157,7 +159,8 @@ def strip(model: onnx.ModelProto) -> onnx.ModelProto:
 def _absorb_per_axis(g, consts, readers) -> list[str]:
     """Per-channel activation scales s_c between a Conv (-> Relu / Clip) and depthwise Convs (NNCF's depthwise
     inputs), made exact on one per-tensor grid S = max s_c: with f_c = s_c / S the producer's weight and bias scales
-    are divided by f_c and the depthwise weights' scales multiplied by f_c (the integers stay the file's), so the
+    are divided by f_c (a BatchNormalization between: its mean and beta too) and the depthwise weights' scales
+    multiplied by f_c (the integers stay the file's), so the
     int8 tensor holds the file's integers and every layer computes what the file says. Only where a Clip's upper
     bound stays above the grid's top; the QuantizeLinear nodes so rewritten are returned (others are widened)."""
     inits = {i.name: i for i in g.initializer}
@@ -177,25 +180,31 @@ def _absorb_per_axis(g, consts, readers) -> list[str]:
                 d.op_type != "DequantizeLinear" or list(d.input[1:]) != list(q.input[1:]) for d in dqs):
             continue
         convs = [u for u in users if u.op_type == "Conv" and _attr(u, "group", 1) == s.size and u.input[0] in
-                 {d.output[0] for d in dqs} and _const_dq(producer.get(u.input[1]), consts)]
+                 {d.output[0] for d in dqs} and _const_dq(producer.get(u.input[1]), consts, producer)]
         x = q.input[0]
         chain = []
-        while producer.get(x) is not None and producer[x].op_type in ("Relu", "Clip") and len(readers[x]) == 1:
+        while producer.get(x) is not None and producer[x].op_type in ("Relu", "Clip", "BatchNormalization") \
+                and len(readers[x]) == 1 and all(i in consts for i in producer[x].input[1:] if i):
             chain.append(producer[x])
             x = producer[x].input[0]
         conv = producer.get(x)
         if (len(convs) != len(users) or conv is None or conv.op_type != "Conv" or len(readers[x]) != 1
-                or not _const_dq(producer.get(conv.input[1]), consts)
+                or not _const_dq(producer.get(conv.input[1]), consts, producer)
                 or any(c.op_type == "Clip" and not _clip_above(c, consts, top) for c in chain)):
             continue
         bias = conv.input[2] if len(conv.input) > 2 else ""
-        if bias and not (_const_dq(producer.get(bias), consts) or bias in inits):
+        if bias and not (_const_dq(producer.get(bias), consts, producer) or bias in inits):
             continue
         f = s / np.float32(big)
+        for bn in (c for c in chain if c.op_type == "BatchNormalization"):    # NNCF's torch export keeps them:
+            for k in (2, 3):                                                  # beta and mean scale with x
+                if bn.input[k] not in inits:
+                    break
+                _set(inits, consts, bn.input[k], (consts[bn.input[k]] / f).astype(np.float32))
         _rescale(producer[conv.input[1]], 1 / f, consts, inits, g)
         for u in convs:
             _rescale(producer[u.input[1]], f, consts, inits, g)
-        if bias and _const_dq(producer.get(bias), consts):
+        if bias and _const_dq(producer.get(bias), consts, producer):
             _rescale(producer[bias], 1 / f, consts, inits, g)
         elif bias:
             _set(inits, consts, bias, (consts[bias] / f).astype(np.float32))
@@ -205,8 +214,11 @@ def _absorb_per_axis(g, consts, readers) -> list[str]:
     return done
 
 
-def _const_dq(n, consts) -> bool:
-    return n is not None and n.op_type == "DequantizeLinear" and n.input[0] in consts and n.input[1] in consts
+def _const_dq(n, consts, producer=None) -> bool:
+    """n dequantizes a constant: integers, or a QuantizeLinear of float weights (NNCF's torch export)."""
+    q = (producer or {}).get(n.input[0]) if n is not None else None
+    return n is not None and n.op_type == "DequantizeLinear" and n.input[1] in consts and (
+        n.input[0] in consts or q is not None and q.op_type == "QuantizeLinear" and q.input[0] in consts)
 
 
 def _clip_above(c, consts, top) -> bool:
