@@ -21,8 +21,10 @@ turns such a model back into the float model it describes, and remembers the qua
   Clip (its bit width's narrow range, [-7, 7] for 4 bits) -> DequantizeLinear, and the clipped integers are the
   weights; its int32 biases are DequantizeLinear constants as ORT's.
 - a per-axis activation QuantizeLinear (NNCF quantizes a depthwise conv's input per channel) with one zero point
-  becomes one per-tensor grid with the widest channel's scale (every channel's range fits; the narrower channels
-  lose resolution against ONNX Runtime's execution): edgec's activations have one scale per tensor.
+  becomes one per-tensor grid with the widest channel's scale: exact where the per-channel factors can move into
+  the neighbouring convs' weight scales (`_absorb_per_axis`), else widened (every channel's range fits; the
+  narrower channels lose resolution against ONNX Runtime's execution): edgec's activations have one scale per tensor.
+- Constant nodes (torch.onnx's scales and zero points) are taken as initializers first.
 
 What edgec's scheme cannot take is an EdgecError naming every node in its way, in one line: asymmetric or uint8
 weights (the kernels need symmetric int8 weights), 16-bit activations, per-axis activation zero points that differ. Where the
