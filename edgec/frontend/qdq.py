@@ -17,8 +17,17 @@ turns such a model back into the float model it describes, and remembers the qua
   quantization fixed; the device's input port stays uint8 (the sensor's bytes), converted to int8 by a `quantize`
   op (edgec/frontend/canonicalize.py); calibration and bench data are the float values the DequantizeLinear gives.
 
-What edgec's scheme cannot take is an EdgecError naming the node: asymmetric or uint8 weights (the
-kernels need symmetric int8 weights), 16-bit activations, per-axis activation scales. Where the
+- a Clip of constants is folded first: Brevitas's QCDQ export writes each weight as an int8 constant ->
+  Clip (its bit width's narrow range, [-7, 7] for 4 bits) -> DequantizeLinear, and the clipped integers are the
+  weights; its int32 biases are DequantizeLinear constants as ORT's.
+- a per-axis activation QuantizeLinear (NNCF quantizes a depthwise conv's input per channel) with one zero point
+  becomes one per-tensor grid with the widest channel's scale: exact where the per-channel factors can move into
+  the neighbouring convs' weight scales (`_absorb_per_axis`), else widened (every channel's range fits; the
+  narrower channels lose resolution against ONNX Runtime's execution): edgec's activations have one scale per tensor.
+- Constant nodes (torch.onnx's scales and zero points) are taken as initializers first.
+
+What edgec's scheme cannot take is an EdgecError naming every node in its way, in one line: asymmetric or uint8
+weights (the kernels need symmetric int8 weights), 16-bit activations, per-axis activation zero points that differ. Where the
 scheme fixes a quantization itself (pooling, views and data movement keep their input's, softmax
 outputs 1/256), it wins over the model's; ptq logs those tensors.
 
@@ -37,6 +46,8 @@ from edgec.errors import EdgecError
 META = "edgec.qdq"          # (a key in the ONNX metadata: keep it)
 QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
 WEIGHT_USERS = {"Conv": 1, "ConvTranspose": 1, "Gemm": 1, "MatMul": 1}   # op -> index of its weight input
+CONST_CHAIN = ("Clip",)     # of constants (Brevitas's weight integers): folded here (an Identity of a constant is
+# not: ORT quantizes what it reads as an activation, asymmetric, and the canonical graph takes that pair as it is)
 INT_RANGE = {np.dtype(np.int8): (-128, 127), np.dtype(np.uint8): (0, 255)}
 
 
@@ -58,57 +69,74 @@ def strip(model: onnx.ModelProto) -> onnx.ModelProto:
         return model
     g = model.graph
     consts = {i.name: numpy_helper.to_array(i) for i in g.initializer}
-    for n in g.node:
-        if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
+    outputs = {o.name for o in g.output}
+    for n in list(g.node):      # Constant nodes (torch.onnx's scales, zero points, Clip bounds) as initializers
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value" and n.output[0] not in outputs:
             consts[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+            g.initializer.append(numpy_helper.from_array(consts[n.output[0]], n.output[0]))
+            g.node.remove(n)
     readers: dict[str, list[onnx.NodeProto]] = {}
     for n in g.node:
         for i in n.input:
             readers.setdefault(i, []).append(n)
-    outputs = {o.name for o in g.output}
-    acts, weights, clips = {}, {}, []
+    acts, weights, clips, widened = {}, {}, [], []
     nodes, inits, done = [], [], set()
     ports = _integer_inputs(g, consts, readers)
+    absorbed = _absorb_per_axis(g, consts, readers)
+    problems = []          # every node edgec cannot take, named in one error
     for n in g.node:
-        if n.op_type == "DequantizeLinear" and n.output[0] in done:
-            continue
-        if n.op_type == "DequantizeLinear" and n.input[0] in ports:      # an integer graph input (tf2onnx)
-            scale, zp, _, _ = _activation_q(n, consts)
-            acts[n.input[0]] = acts[n.output[0]] = [scale, zp]
-            nodes.append(helper.make_node("Identity", [n.input[0]], [n.output[0]], name=n.name or f"{n.input[0]}__dq"))
-            continue
-        if n.op_type in QDQ_OPS and not all(i in consts for i in n.input[1:] if i):
-            nodes.append(n)           # computed scales: not a QDQ model's quantization (the canonicalizer says so)
-            continue
-        if n.op_type == "DequantizeLinear" and n.input[0] in consts:
-            f = _dequantize(n, consts)
-            consts[n.output[0]] = f
-            inits.append(numpy_helper.from_array(f, n.output[0]))
-            weights[n.output[0]] = _weight_record(n, consts, readers)
-            continue
-        if n.op_type == "QuantizeLinear" and n.input[0] in consts:
-            consts[n.output[0]] = _quantize(n, consts)
-            continue
-        if n.op_type == "QuantizeLinear":
-            dqs = readers.get(n.output[0], [])
-            if n.output[0] in outputs or not dqs or any(r.op_type != "DequantizeLinear" or not _same_q(n, r, consts)
-                                                        for r in dqs):
-                nodes.append(n)       # integer tensors in the graph: the canonicalizer says it cannot
+        try:
+            if n.op_type == "DequantizeLinear" and n.output[0] in done:
                 continue
-            x = n.input[0]
-            scale, zp, lo, hi = _activation_q(n, consts)
-            first = dqs[0].output[0]
-            for v in (x, *[r.output[0] for r in dqs]):
-                acts[v] = [scale, zp]
-            bounds = [f"{first}__qdq_lo", f"{first}__qdq_hi"]
-            inits += [numpy_helper.from_array(np.array(v, np.float32), b) for v, b in zip((lo, hi), bounds)]
-            name = dqs[0].name or f"{first}__qdq"
-            nodes.append(helper.make_node("Clip", [x, *bounds], [first], name=name))
-            clips.append(name)
-            nodes += [helper.make_node("Identity", [first], [r.output[0]], name=r.name) for r in dqs[1:]]
-            done.update(r.output[0] for r in dqs)      # the pair's DequantizeLinear nodes: replaced
-            continue
-        nodes.append(n)
+            if n.op_type in CONST_CHAIN and n.input and all(i in consts for i in n.input if i) and n.input[0]:
+                consts[n.output[0]] = f = _fold(n, consts)     # Brevitas: int8 weights -> Clip (narrow range) -> DQ
+                inits.append(numpy_helper.from_array(f, n.output[0]))
+                continue
+            if n.op_type == "DequantizeLinear" and n.input[0] in ports:      # an integer graph input (tf2onnx)
+                scale, zp, _, _ = _activation_q(n, consts)
+                acts[n.input[0]] = acts[n.output[0]] = [scale, zp]
+                nodes.append(helper.make_node("Identity", [n.input[0]], [n.output[0]],
+                                              name=n.name or f"{n.input[0]}__dq"))
+                continue
+            if n.op_type in QDQ_OPS and not all(i in consts for i in n.input[1:] if i):
+                nodes.append(n)           # computed scales: not a QDQ model's quantization (the canonicalizer says so)
+                continue
+            if n.op_type == "DequantizeLinear" and n.input[0] in consts:
+                f = _dequantize(n, consts)
+                consts[n.output[0]] = f
+                inits.append(numpy_helper.from_array(f, n.output[0]))
+                weights[n.output[0]] = _weight_record(n, consts, readers)
+                continue
+            if n.op_type == "QuantizeLinear" and n.input[0] in consts:
+                consts[n.output[0]] = _quantize(n, consts)
+                continue
+            if n.op_type == "QuantizeLinear":
+                dqs = readers.get(n.output[0], [])
+                if n.output[0] in outputs or not dqs or any(r.op_type != "DequantizeLinear" or not _same_q(n, r, consts)
+                                                            for r in dqs):
+                    nodes.append(n)       # integer tensors in the graph: the canonicalizer says it cannot
+                    continue
+                x = n.input[0]
+                scale, zp, lo, hi = _activation_q(n, consts)
+                if np.asarray(consts[n.input[1]]).size > 1:
+                    widened.append(n.name)
+                first = dqs[0].output[0]
+                for v in (x, *[r.output[0] for r in dqs]):
+                    acts[v] = [scale, zp]
+                bounds = [f"{first}__qdq_lo", f"{first}__qdq_hi"]
+                inits += [numpy_helper.from_array(np.array(v, np.float32), b) for v, b in zip((lo, hi), bounds)]
+                name = dqs[0].name or f"{first}__qdq"
+                nodes.append(helper.make_node("Clip", [x, *bounds], [first], name=name))
+                clips.append(name)
+                nodes += [helper.make_node("Identity", [first], [r.output[0]], name=r.name) for r in dqs[1:]]
+                done.update(r.output[0] for r in dqs)      # the pair's DequantizeLinear nodes: replaced
+                continue
+            nodes.append(n)
+        except EdgecError as e:    # named with the others
+            problems.append(str(e))
+            nodes.append(n)
+    if problems:
+        raise EdgecError("; ".join(problems))
     used = {i for n in nodes for i in n.input} | outputs
     keep = [i for i in g.initializer if i.name in used] + [i for i in inits if i.name in used]
     del g.node[:]
@@ -124,9 +152,109 @@ def strip(model: onnx.ModelProto) -> onnx.ModelProto:
         if i.name in ports:
             i.type.tensor_type.elem_type = onnx.TensorProto.FLOAT
     meta = {"activations": acts, "weights": {k: v for k, v in weights.items() if k in used}, "clips": clips,
-            "integer_inputs": ports}
+            "integer_inputs": ports, "per_axis_absorbed": absorbed,
+            "per_axis_widened": widened}
     model.metadata_props.append(onnx.StringStringEntryProto(key=META, value=json.dumps(meta)))
     return model
+
+
+def _absorb_per_axis(g, consts, readers) -> list[str]:
+    """Per-channel activation scales s_c between a Conv (-> Relu / Clip) and depthwise Convs (NNCF's depthwise
+    inputs), made exact on one per-tensor grid S = max s_c: with f_c = s_c / S the producer's weight and bias scales
+    are divided by f_c (a BatchNormalization between: its mean and beta too) and the depthwise weights' scales
+    multiplied by f_c (the integers stay the file's), so the
+    int8 tensor holds the file's integers and every layer computes what the file says. Only where a Clip's upper
+    bound stays above the grid's top; the QuantizeLinear nodes so rewritten are returned (others are widened)."""
+    inits = {i.name: i for i in g.initializer}
+    producer = {o: n for n in g.node for o in n.output}
+    done = []
+    for q in [n for n in g.node if n.op_type == "QuantizeLinear" and n.input[0] not in consts]:
+        if len(q.input) < 3 or q.input[1] not in inits or q.input[2] not in inits:
+            continue
+        s, zp = np.asarray(consts[q.input[1]], np.float32), np.asarray(consts[q.input[2]])
+        if s.ndim != 1 or s.size < 2 or np.unique(zp).size != 1 or not np.all(s > 0) or zp.dtype not in INT_RANGE:
+            continue
+        dqs = readers.get(q.output[0], [])
+        users = [u for d in dqs for u in readers.get(d.output[0], [])]
+        big = float(s.max())
+        top = (INT_RANGE[zp.dtype][1] - int(zp.reshape(-1)[0]) - 0.5) * big     # what rounds to the grid's top
+        if _attr(q, "axis", 1) != 1 or not dqs or not users or any(
+                d.op_type != "DequantizeLinear" or list(d.input[1:]) != list(q.input[1:]) for d in dqs):
+            continue
+        convs = [u for u in users if u.op_type == "Conv" and _attr(u, "group", 1) == s.size and u.input[0] in
+                 {d.output[0] for d in dqs} and _const_dq(producer.get(u.input[1]), consts, producer)]
+        x = q.input[0]
+        chain = []
+        while producer.get(x) is not None and producer[x].op_type in ("Relu", "Clip", "BatchNormalization") \
+                and len(readers[x]) == 1 and all(i in consts for i in producer[x].input[1:] if i):
+            chain.append(producer[x])
+            x = producer[x].input[0]
+        conv = producer.get(x)
+        if (len(convs) != len(users) or conv is None or conv.op_type != "Conv" or len(readers[x]) != 1
+                or not _const_dq(producer.get(conv.input[1]), consts, producer)
+                or any(c.op_type == "Clip" and not _clip_above(c, consts, top) for c in chain)):
+            continue
+        bias = conv.input[2] if len(conv.input) > 2 else ""
+        if bias and not (_const_dq(producer.get(bias), consts, producer) or bias in inits):
+            continue
+        f = s / np.float32(big)
+        for bn in (c for c in chain if c.op_type == "BatchNormalization"):    # NNCF's torch export keeps them:
+            for k in (2, 3):                                                  # beta and mean scale with x
+                if bn.input[k] not in inits:
+                    break
+                _set(inits, consts, bn.input[k], (consts[bn.input[k]] / f).astype(np.float32))
+        _rescale(producer[conv.input[1]], 1 / f, consts, inits, g)
+        for u in convs:
+            _rescale(producer[u.input[1]], f, consts, inits, g)
+        if bias and _const_dq(producer.get(bias), consts, producer):
+            _rescale(producer[bias], 1 / f, consts, inits, g)
+        elif bias:
+            _set(inits, consts, bias, (consts[bias] / f).astype(np.float32))
+        _set(inits, consts, q.input[1], np.array(big, np.float32))
+        _set(inits, consts, q.input[2], np.array(zp.reshape(-1)[0], zp.dtype))
+        done.append(q.name)
+    return done
+
+
+def _const_dq(n, consts, producer=None) -> bool:
+    """n dequantizes a constant: integers, or a QuantizeLinear of float weights (NNCF's torch export)."""
+    q = (producer or {}).get(n.input[0]) if n is not None else None
+    return n is not None and n.op_type == "DequantizeLinear" and n.input[1] in consts and (
+        n.input[0] in consts or q is not None and q.op_type == "QuantizeLinear" and q.input[0] in consts)
+
+
+def _clip_above(c, consts, top) -> bool:
+    hi = c.input[2] if len(c.input) > 2 else ""
+    value = consts.get(hi) if hi else _attr(c, "max")
+    lo = c.input[1] if len(c.input) > 1 else ""
+    low = consts.get(lo) if lo else _attr(c, "min")
+    return value is not None and float(np.asarray(value)) >= top and (low is None or float(np.asarray(low)) <= 0)
+
+
+def _rescale(dq, factor, consts, inits, g) -> None:
+    """A constant DequantizeLinear's scales times `factor` (per output channel, axis 0), in a scale of its own."""
+    s = np.asarray(consts[dq.input[1]], np.float32).reshape(-1)
+    new = (np.broadcast_to(s, factor.shape) * factor).astype(np.float32)
+    name = f"{dq.output[0]}__absorbed_scale"
+    consts[name] = new
+    g.initializer.append(numpy_helper.from_array(new, name))
+    inits[name] = g.initializer[-1]
+    zp = dq.input[2] if len(dq.input) > 2 else ""
+    if zp and np.asarray(consts[zp]).size == 1:
+        zname = f"{dq.output[0]}__absorbed_zp"
+        consts[zname] = np.full(new.shape, np.asarray(consts[zp]).reshape(()), np.asarray(consts[zp]).dtype)
+        g.initializer.append(numpy_helper.from_array(consts[zname], zname))
+        dq.input[2] = zname
+    dq.input[1] = name
+    for a in list(dq.attribute):
+        if a.name == "axis":
+            dq.attribute.remove(a)
+    dq.attribute.append(helper.make_attribute("axis", 0))
+
+
+def _set(inits, consts, name, value) -> None:
+    consts[name] = value
+    inits[name].CopyFrom(numpy_helper.from_array(value, name))
 
 
 def _integer_inputs(g, consts, readers) -> dict[str, str]:
@@ -161,6 +289,16 @@ def _axis_shape(n, x, s):
     shape = [1] * x.ndim
     shape[axis] = -1
     return s.reshape(shape), axis
+
+
+def _fold(n, consts) -> np.ndarray:
+    """A Clip of constants, computed (it keeps its input's type: ONNX's semantics)."""
+    x = np.asarray(consts[n.input[0]])
+    bounds = [np.asarray(consts[i]).reshape(()) if len(n.input) > k and n.input[k] else None
+              for k, i in ((1, n.input[1] if len(n.input) > 1 else ""), (2, n.input[2] if len(n.input) > 2 else ""))]
+    lo = bounds[0] if bounds[0] is not None else _attr(n, "min")
+    hi = bounds[1] if bounds[1] is not None else _attr(n, "max")
+    return np.clip(x, lo, hi).astype(x.dtype)
 
 
 def _dequantize(n, consts) -> np.ndarray:
@@ -209,9 +347,11 @@ def _activation_q(n, consts) -> tuple[float, int, float, float]:
     """(scale, int8 zero point, lo, hi) of an activation's QuantizeLinear."""
     s = np.asarray(_arr(consts, n.input[1]), np.float32)
     zp = np.asarray(_arr(consts, n.input[2] if len(n.input) > 2 else "", np.zeros((), np.uint8)))
-    if s.size != 1 or zp.size != 1:
-        raise EdgecError(f"node '{n.name}' (QuantizeLinear): activation '{n.input[0]}' has a scale per axis; "
-                         "edgec quantizes activations per tensor")
+    if s.size != 1 and (zp.size != 1 and np.unique(zp).size != 1 or not np.all(s > 0)):
+        raise EdgecError(f"node '{n.name}' (QuantizeLinear): activation '{n.input[0]}' has a scale per axis with "
+                         "zero points that differ; edgec quantizes activations per tensor")
+    if s.size != 1:      # NNCF's depthwise inputs: one grid, the widest channel's (its step covers every channel)
+        s, zp = np.asarray(s.max(), np.float32), np.asarray(zp.reshape(-1)[0])
     if zp.dtype not in INT_RANGE:
         raise EdgecError(f"node '{n.name}' (QuantizeLinear): activation '{n.input[0]}' is quantized to {zp.dtype}; "
                          "edgec runs int8 activations: quantize with activation_type QInt8 or QUInt8")

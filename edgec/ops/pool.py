@@ -36,18 +36,21 @@ NARROW = 2.0          # a global average pool whose output range is this many ti
 MAX_RATIO = 2.0 ** 16  # ... (and no more than this: the mean's int32 sum times its multiplier stays in range)
 
 
-def own_scale(op: Op, in_range: tuple, out_range: tuple) -> Op | None:
+def own_scale(op: Op, in_range: tuple, out_range: tuple, given: bool = False) -> Op | None:
     """A global average pool with no activation whose calibrated output range is much narrower than its input's
     (the mean of ReLU images, a few tenths where the image spans several units): as a mean with its own output
     scale (edgec/ops/reduce.py; one rounding at the finer scale instead of the input's step), as ONNX Runtime
-    and TFLite's MEAN quantize it. Others: None (the pool keeps its input's quantization)."""
+    and TFLite's MEAN quantize it; given=True (a QDQ model's own two grids): whatever their ratio. Others: None
+    (the pool keeps its input's quantization)."""
     a = op.attrs
     (ih, iw, c), (oh, ow, _) = a["in_hwc"], a["out_hwc"]
+    act, half = tuple(a.get("act", NO_ACT)), (out_range[1] - out_range[0]) / 255 / 2
+    subsumed = given and act[0] <= out_range[0] + half and act[1] >= out_range[1] - half   # the grid's saturation
     if op.kind != "avg_pool" or (oh, ow) != (1, 1) or tuple(a["kernel"]) != (ih, iw) or any(a["pad"]) \
-            or tuple(a.get("act", NO_ACT)) != NO_ACT:
+            or (act != NO_ACT and not subsumed):
         return None
     wide, narrow = in_range[1] - min(in_range[0], 0.0), max(out_range[1], 0.0) - min(out_range[0], 0.0)
-    if not (narrow > 0 and NARROW <= wide / narrow <= MAX_RATIO):
+    if not (narrow > 0 and (given or NARROW <= wide / narrow) and wide / narrow <= MAX_RATIO):
         return None
     return mean_of(op.name, op.inputs[0], op.output, 1, ih * iw, c)
 

@@ -72,18 +72,27 @@ def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: 
 def own_scales(graph: Graph, ranges: dict[str, tuple[float, float]]) -> Graph:
     """The graph with every op that would keep its input's quantization but is closer to float with its own
     output scale (OpDef.own_scale: a global average pool whose output range is much narrower than its input's)
-    replaced by the op that computes the same with its own; int8 tensors with calibrated ranges only."""
+    replaced by the op that computes the same with its own; int8 tensors with calibrated ranges, or both with a
+    QDQ model's own quantization (NNCF's pooled features: the ranges its int8 grids span)."""
     fixed, t = graph.fixed_qparams, graph.tensors
     ops, changed = [], False
     for op in graph.ops:
         d, src, out = REGISTRY[op.kind], t[op.inputs[0]] if op.inputs else None, t[op.output]
         new = None
-        if d.own_scale is not None and src is not None and out.dtype == src.dtype == "int8" \
-                and src.source in ranges and out.source in ranges and not ({src.source, out.source} & set(fixed)):
+        if d.own_scale is None or src is None or not out.dtype == src.dtype == "int8":
+            pass
+        elif src.source in ranges and out.source in ranges and not ({src.source, out.source} & set(fixed)):
             new = d.own_scale(op, ranges[src.source], ranges[out.source])
+        elif src.source in fixed and out.source in fixed and fixed[src.source] != fixed[out.source]:
+            new = d.own_scale(op, *[_grid_range(*fixed[v.source]) for v in (src, out)], given=True)
         changed |= new is not None
         ops.append(new or op)
     return graph.replace_ops(ops) if changed else graph
+
+
+def _grid_range(scale: float, zero_point: int) -> tuple[float, float]:
+    """The float range an int8 grid spans."""
+    return float(scale) * (-128 - int(zero_point)), float(scale) * (127 - int(zero_point))
 
 
 def _set(tensors: dict[str, Tensor], t: Tensor, scale: float, zero_point: int) -> Tensor:
