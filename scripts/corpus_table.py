@@ -26,6 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent / "corpus"))
 import manifest  # noqa: E402
 from oracles import float_inputs, onnx_inputs  # noqa: E402
+import evaluation  # noqa: E402
 
 BOARDS = ("host", "qemu-cortex-m4")
 
@@ -41,6 +42,8 @@ class Row:
     tflm_identical: float | None = None   # fraction of samples bit-identical to TFLite Micro's stored outputs
     sqnr_edgec: float | None = None   # dB, worst output, edgec INT8 vs ONNX Runtime float
     sqnr_ort: float | None = None     # dB, worst output, ONNX Runtime static INT8 vs float
+    samples: int | None = None        # the samples the SQNRs are over (a .onnx's evaluation set where it has one)
+    closer_samples: int | None = None  # of them, those where edgec's worst output is at least as close as ORT's
     device_vs_reference: float | None = None
     extra: dict = field(default_factory=dict)
 
@@ -186,18 +189,10 @@ def check(entry: dict, board: str, work: Path, bench: bool = True) -> Row:
         row.tflm_identical = float(np.mean(np.all(want.astype(np.int64) == ref, axis=1))) \
             if want.shape == ref.shape else 0.0
     else:
-        got = ports.dequantize_outputs(graph, ref).reshape(len(x), -1)
-        outs = ports.outputs(graph)
-        worst_e, worst_o = [], []
-        for k, port in enumerate(outs):
-            if f"float{k}" not in oracle:       # an NMS selection (rows vary): the bench compares the boxes
-                continue
-            f = oracle[f"float{k}"].reshape(len(x), -1)
-            worst_e.append(sqnr(f, got[:, port.start:port.start + port.size]))
-            if f"ort_int8_{k}" in oracle:
-                worst_o.append(sqnr(f, oracle[f"ort_int8_{k}"].reshape(len(x), -1)))
-        row.sqnr_edgec = min(worst_e)
-        row.sqnr_ort = min(worst_o) if worst_o else None
+        try:
+            accuracy(row, graph, entry, oracle, x, ref)
+        except ValueError as e:      # the evaluation inputs drawn again are not the stored oracle's
+            row.message = one_line(e)
     if bench:
         data = work / f"{entry['name']}-data.npz"
         np.savez(data, x=x)
@@ -212,6 +207,38 @@ def check(entry: dict, board: str, work: Path, bench: bool = True) -> Row:
     return row
 
 
+def accuracy(row: Row, graph, entry: dict, oracle, x: np.ndarray, ref) -> None:
+    """row.sqnr_edgec and row.sqnr_ort (dB, the worst output, over all samples) on the oracle's evaluation set
+    (scripts/corpus/evaluation.py: 32 samples drawn like the calibration set, disjoint from it), or on its few
+    stored samples where it has none; and on how many samples edgec's worst output is at least as close."""
+    from edgec import ports
+    from edgec.quant import reference
+
+    x_eval, prefix = evaluation.stored_inputs(entry["name"], entry, oracle), "eval_"
+    if x_eval is None:
+        x_eval, prefix = x, ""
+    else:
+        ref = reference.run_sequence(graph, ports.quantize_inputs(graph, x_eval))
+    n = len(x_eval)
+    got = ports.dequantize_outputs(graph, ref).reshape(n, -1)
+    worst_e, worst_o, per_e, per_o = [], [], [], []
+    for k, port in enumerate(ports.outputs(graph)):
+        if f"{prefix}float{k}" not in oracle:       # an NMS selection (rows vary): the bench compares the boxes
+            continue
+        f = oracle[f"{prefix}float{k}"].reshape(n, -1)
+        e = got[:, port.start:port.start + port.size]
+        worst_e.append(sqnr(f, e))
+        per_e.append([sqnr(f[i], e[i]) for i in range(n)])
+        if f"{prefix}ort_int8_{k}" in oracle:
+            o = oracle[f"{prefix}ort_int8_{k}"].reshape(n, -1)
+            worst_o.append(sqnr(f, o))
+            per_o.append([sqnr(f[i], o[i]) for i in range(n)])
+    row.sqnr_edgec, row.samples = min(worst_e), n
+    row.sqnr_ort = min(worst_o) if worst_o else None
+    if per_o:
+        row.closer_samples = int(np.sum(np.min(per_e, axis=0) >= np.min(per_o, axis=0) - 1e-9))
+
+
 def fmt_db(v):
     return "" if v is None else ("inf" if v == float("inf") else f"{v:.1f}")
 
@@ -222,6 +249,9 @@ def table(rows: list[Row]) -> str:
     for r in rows:
         tflm = "" if r.tflm_identical is None else f"{r.tflm_identical:.0%}" + (" (TF Lite)" if "oracle" in r.extra else "")
         sq = "" if r.sqnr_edgec is None else f"{fmt_db(r.sqnr_edgec)} / {fmt_db(r.sqnr_ort) or 'n/a'}"
+        if r.sqnr_ort is not None and r.sqnr_edgec is not None and r.samples:
+            sq += (f" ({r.sqnr_edgec - r.sqnr_ort:+.2f} dB, n={r.samples}" +
+                   (f", closer on {r.closer_samples}" if r.closer_samples is not None else "") + ")")
         dev = "" if r.device_vs_reference is None else f"{r.device_vs_reference:.0%}"
         msg = r.message.strip().splitlines()[-1] if r.status == "crashed" else r.message
         if "bench" in r.extra:

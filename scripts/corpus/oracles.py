@@ -125,26 +125,15 @@ def _stacked(prefix: str, runs: list) -> dict:
             if np.asarray(runs[0][k]).dtype.kind == "f"}
 
 
-def onnx_oracle(name: str, path: Path) -> dict:
+def onnx_runs(path: Path, input_name: str, calib: np.ndarray, x: np.ndarray):
+    """ONNX Runtime's float outputs on x, and those of its static INT8 of the model (quantize_static, QDQ,
+    per-channel int8 weights, int8 activations, default settings otherwise, calibrated on calib), one sample a
+    run: (floats, ints or None, what made them)."""
     import onnxruntime as ort
     from onnxruntime import quantization as q
 
-    input_name, shape = onnx_inputs(path, name)
-    n = samples(shape, 4)
-    calib_file = path.parent / "calib.npz"
-    if calib_file.is_file():
-        calib = np.load(calib_file)["x"].astype(np.float32)
-        rng = _rng(name, 2)      # test samples: other draws of the calibration set's distribution
-        x = (calib[:n] + 0.1 * calib.std() * rng.standard_normal(calib[:n].shape)).astype(np.float32)
-        if manifest.is_image(calib):       # pixels / 255, as the calibration images
-            x = (np.clip(np.round(x * 255), 0, 255) / 255).astype(np.float32)
-    else:                        # a shipped model without data: images in [0, 1]
-        calib = _rng(name, 3).uniform(0, 1, (16, *shape[1:])).astype(np.float32)
-        np.savez_compressed(calib_file, x=calib)
-        x = _rng(name, 2).uniform(0, 1, (n, *shape[1:])).astype(np.float32)
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     floats = [sess.run(None, {input_name: xi[None]}) for xi in x]
-    arrays = _stacked("float", floats)
 
     class Reader(q.CalibrationDataReader):
         def __init__(self):
@@ -154,7 +143,7 @@ def onnx_oracle(name: str, path: Path) -> dict:
             xi = next(self.it, None)
             return None if xi is None else {input_name: xi[None]}
 
-    note = "onnxruntime float; quantize_static failed"
+    note, ints = "onnxruntime float; quantize_static failed", None
     with tempfile.TemporaryDirectory() as tmp:
         qpath = Path(tmp) / "int8.onnx"
         pre = Path(tmp) / "pre.onnx"
@@ -174,10 +163,30 @@ def onnx_oracle(name: str, path: Path) -> dict:
                 note = (f"onnxruntime float; quantize_static failed: {type(e).__name__}: "
                         f"{str(e).splitlines()[0][:160] if str(e) else ''}")
                 continue
-            arrays.update(_stacked("ort_int8_", ints))
             note = ("onnxruntime float + onnxruntime quantize_static int8 (QDQ, "
                     f"{'per-channel' if per_channel else 'per-tensor'} int8 weights)")
             break
+    return floats, ints, note
+
+
+def onnx_oracle(name: str, path: Path) -> dict:
+    input_name, shape = onnx_inputs(path, name)
+    n = samples(shape, 4)
+    calib_file = path.parent / "calib.npz"
+    if calib_file.is_file():
+        calib = np.load(calib_file)["x"].astype(np.float32)
+        rng = _rng(name, 2)      # test samples: other draws of the calibration set's distribution
+        x = (calib[:n] + 0.1 * calib.std() * rng.standard_normal(calib[:n].shape)).astype(np.float32)
+        if manifest.is_image(calib):       # pixels / 255, as the calibration images
+            x = (np.clip(np.round(x * 255), 0, 255) / 255).astype(np.float32)
+    else:                        # a shipped model without data: images in [0, 1]
+        calib = _rng(name, 3).uniform(0, 1, (16, *shape[1:])).astype(np.float32)
+        np.savez_compressed(calib_file, x=calib)
+        x = _rng(name, 2).uniform(0, 1, (n, *shape[1:])).astype(np.float32)
+    floats, ints, note = onnx_runs(path, input_name, calib, x)
+    arrays = _stacked("float", floats)
+    if ints is not None:
+        arrays.update(_stacked("ort_int8_", ints))
     return dict(x=x, oracle=note, **arrays)
 
 

@@ -1,0 +1,95 @@
+"""scripts/corpus/evaluation.py: each corpus .onnx's evaluation set (32 samples, fewer for large outputs) drawn
+again by the generator that made its calibration set, disjoint from it; the stored oracle outputs belong to exactly
+those inputs; corpus_table measures the SQNRs on them and says on how many samples edgec is at least as close."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "scripts" / "corpus"))
+import corpus_table  # noqa: E402
+import evaluation  # noqa: E402
+from corpus import manifest  # noqa: E402
+
+ENTRIES = manifest.load()
+ONNX = sorted(n for n, e in ENTRIES.items() if e["format"] == "onnx")
+FAST = ["onnx2c_atmega_mnist", "tf2onnx_har_cnn1d", "torch_shapes_detector_nms"]   # each generator kind, small
+
+
+def test_every_onnx_oracle_has_an_evaluation_set():
+    for name in ONNX:
+        oracle = _oracle(name)
+        assert "eval_x_sha256" in oracle, f"{name}: python scripts/corpus/evaluation.py --only {name}"
+        n = len(oracle["eval_float0"])
+        assert evaluation.EVAL_MIN_SAMPLES <= n <= evaluation.EVAL_SAMPLES, name
+        assert "eval_ort_int8_0" not in oracle or len(oracle["eval_ort_int8_0"]) == n, name
+
+
+def _oracle(name):
+    return np.load(manifest.CORPUS / name / "oracle.npz")
+
+
+def _drawn_again_and_disjoint(name):
+    oracle = _oracle(name)
+    n = len(oracle["eval_float0"])
+    x = evaluation.stored_inputs(name, ENTRIES[name], oracle)       # raises if the draws are not the stored ones
+    calib = np.load(manifest.CORPUS / name / "calib.npz")["x"]
+    assert x.shape == (n, *calib.shape[1:])
+    flat, cal = x.reshape(n, -1), calib.reshape(len(calib), -1)
+    assert not any(np.array_equal(a, b) for a in flat for b in cal), "an evaluation sample is a calibration sample"
+    assert len({a.tobytes() for a in flat}) == n
+
+
+@pytest.mark.parametrize("name", FAST)
+def test_the_evaluation_set_is_drawn_again_and_disjoint_from_calibration(name):
+    _drawn_again_and_disjoint(name)
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("name", sorted(set(ONNX) - set(FAST)))
+def test_every_evaluation_set_is_drawn_again_and_disjoint_from_calibration(name):
+    _drawn_again_and_disjoint(name)
+
+
+def test_a_generator_that_draws_other_inputs_is_refused():
+    name = "onnx2c_atmega_mnist"
+    oracle = dict(_oracle(name))
+    oracle["eval_x_sha256"] = np.asarray("0" * 64)
+    with pytest.raises(ValueError, match="not those of the stored oracle"):
+        evaluation.stored_inputs(name, ENTRIES[name], oracle)
+
+
+def test_no_generator_reproduces_a_foreign_calibration_set(tmp_path):
+    folder = tmp_path / "m"
+    folder.mkdir()
+    np.savez(folder / "calib.npz", x=np.full((8, 5), 0.25, np.float32))
+    entry = {"name": "m", "file": str(folder / "model.onnx"), "source": {}}
+    with pytest.raises(LookupError, match="no known generator"):
+        evaluation.evaluation_inputs("m", entry)
+
+
+def test_the_sqnrs_are_measured_on_the_evaluation_set():
+    """onnx2c's opset-8 MNIST (small): edgec's reference on the 32 evaluation samples against the stored float
+    outputs, beside ORT's INT8, with the count of samples where edgec is at least as close."""
+    from edgec import api, ports
+    from edgec.quant import reference
+
+    name = "onnx2c_atmega_mnist"
+    oracle = _oracle(name)
+    graph = api.calibrate(manifest.CORPUS / name / "model.onnx", manifest.CORPUS / name / "calib.npz",
+                          cache=False, sensitivity_samples=0).graph
+    x = corpus_table.float_inputs(oracle)
+    row = corpus_table.Row(name, "classification", "onnx", "reference")
+    corpus_table.accuracy(row, graph, ENTRIES[name], oracle, x,
+                          reference.run_sequence(graph, ports.quantize_inputs(graph, x)))
+    x_eval = evaluation.stored_inputs(name, ENTRIES[name], oracle)
+    got = ports.dequantize_outputs(graph, reference.run_sequence(graph, ports.quantize_inputs(graph, x_eval)))
+    assert row.samples == len(x_eval) == len(oracle["eval_float0"]) > len(x)
+    assert row.sqnr_edgec == corpus_table.sqnr(oracle["eval_float0"], got)
+    assert row.sqnr_ort == corpus_table.sqnr(oracle["eval_float0"], oracle["eval_ort_int8_0"])
+    assert 0 <= row.closer_samples <= row.samples
