@@ -132,3 +132,18 @@ def _quantized(tx, t: int) -> bool:
     q = tx.sg.Tensors(t).Quantization()
     return q is not None and q.ScaleLength() > 0
 
+
+
+def run_batch_shape(tx, op, k: int = 0) -> tuple[int, ...] | None:
+    """The shape operator output k runs with where the file leaves its batch to run time (a shape signature of
+    [-1, ...]: a Keras batch of None) and input 0 carries another batch than the file's placeholder (behind a
+    SPACE_TO_BATCH_ND: Keras's dilated Conv1D/Conv2D): the file's shape with that batch, as TF Lite resizes it;
+    None elsewhere (the file's shape stands)."""
+    t = tx.sg.Tensors(op.Outputs(k))
+    sig = t.ShapeSignatureAsNumpy() if t.ShapeSignatureLength() else ()
+    i = op.Inputs(0) if op.InputsLength() else -1
+    if len(sig) < 2 or sig[0] != -1 or -1 in sig[1:] or i < 0 or i not in tx.values or not tx.shape(i):
+        return None
+    batch = tx.tensor(tx.values[i]).shape[0]
+    given = tx.shape(op.Outputs(k))
+    return None if batch == tx.shape(i)[0] or not given else (int(batch), *given[1:])

@@ -183,7 +183,12 @@ def import_tflite_conv(tx, op):
     int16 (16x8, edgec/ops/tflite16.py) activations."""
     o, depthwise, wq = tx.options(op), tx.op_name(op) == "DEPTHWISE_CONV_2D", tx.const(op, 1)
     x, out = activations(tx, op)
-    (_, ih, iw, ic), (_, oh, ow, oc) = tx.tensor(x).shape, tx.shape(op.Outputs(0))
+    (n, ih, iw, ic), (_, oh, ow, oc) = tx.tensor(x).shape, tx.shape(op.Outputs(0))
+    if n != 1:      # the blocks of a SPACE_TO_BATCH_ND (a dilated Keras Conv1D): a 1-row kernel runs them as rows
+        if wq.shape[1] != 1 or o.StrideH() != 1:
+            raise tx.unsupported(f"a batch of {n} (a dilated convolution's blocks) under a {wq.shape[1]}-row kernel "
+                                 f"of row stride {o.StrideH()} (edgec runs a batch as rows of a 1-row kernel)")
+        ih, oh = n * ih, n * oh
     win = tx.window(o, (ih, iw), (oh, ow), wq.shape[1:3])
     arrays, w, b = tx.weighted(op, wq[0] if depthwise else wq, -1 if depthwise else 0, 2, out)
     if depthwise and tx.tensor(x).dtype == "int16" and arrays["bias"].dtype == np.int32:
