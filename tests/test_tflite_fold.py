@@ -220,3 +220,32 @@ def test_a_dilated_conv1d_with_batch_none_runs_its_blocks_as_rows(tmp_path):
     got = np.stack([np.asarray(reference.run(graph, xi.reshape(-1))).reshape(-1) for xi in x])
     assert np.array_equal(got, oracle.tflm(oracle.write(static), x).reshape(len(x), -1))
 
+
+def test_a_class_token_broadcast_to_the_batch_folds(tmp_path):
+    """keras.io's ViT class token: an int8 weight [1, 1, 3] BROADCAST_TO a shape PACKed from the input's batch
+    (SHAPE -> STRIDED_SLICE), then concatenated before the patches. Was refused (keras_vit_gelu_32: "input 0 ... is
+    a constant"); now the broadcast folds and the token's bytes lead the concatenation (data movement: TFLite
+    Micro's BROADCAST_TO fails to prepare on a shape computed at run time, so NumPy's is the expected result)."""
+    T, Node, i32 = oracle.T, oracle.Node, oracle.INT32
+    rng = np.random.default_rng(6)
+    s, z = oracle._act(rng, False)
+    token = rng.integers(-128, 128, (1, 1, 3)).astype(np.int8)
+    one = np.array([1], np.int32)
+    tensors = [T((1, 4, 3), [s], [z]), T((3,), [], [], i32), T((1,), [], [], i32, np.array([0], np.int32)),
+               T((1,), [], [], i32, one), T((1,), [], [], i32, one), T((), [], [], i32),
+               T((), [], [], i32, np.array(1, np.int32)), T((), [], [], i32, np.array(3, np.int32)),
+               T((3,), [], [], i32), T((1, 1, 3), [s], [z], data=token), T((1, 1, 3), [s], [z]),
+               T((1, 5, 3), [s], [z])]
+    nodes = [Node("SHAPE", [0], 1), Node("STRIDED_SLICE", [1, 2, 3, 4], 5,
+                                         ("StridedSliceOptions", dict(ShrinkAxisMask=1))),
+             Node("PACK", [5, 6, 7], 8, ("PackOptions", dict(ValuesCount=3, Axis=0))),
+             Node("BROADCAST_TO", [9, 8], 10),
+             Node("CONCATENATION", [10, 0], 11, ("ConcatenationOptions", dict(Axis=1, FusedActivationFunction=0)))]
+    case = oracle.Case("token", tensors, nodes, 0, 11)
+    path = tmp_path / "token.tflite"
+    path.write_bytes(oracle.write(case))
+    graph = importer.load(path, "token")
+    assert "remap" not in {op.kind for op in graph.ops}
+    x = rng.integers(-128, 128, (3, 1, 4, 3)).astype(np.int8)
+    got = np.stack([np.asarray(reference.run(graph, xi.reshape(-1))).reshape(-1) for xi in x])
+    assert np.array_equal(got, np.concatenate([np.repeat(token.reshape(1, 3), 3, 0), x.reshape(3, -1)], axis=1))

@@ -18,7 +18,7 @@ import numpy as np
 INTEGER_TYPES = {2: np.int32, 4: np.int64, 6: np.bool_}      # tflite.TensorType INT32, INT64, BOOL
 INT8 = 9                                                     # tflite.TensorType INT8
 MOVES = {"TILE", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "CONCATENATION", "TRANSPOSE", "PACK", "STRIDED_SLICE",
-         "GATHER"}                                           # foldable on int8 values: they only move bytes
+         "GATHER", "BROADCAST_TO"}                                           # foldable on int8 values: they only move bytes
 ELEMENTWISE = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "FLOOR_DIV": np.floor_divide,
                "MAXIMUM": np.maximum, "MINIMUM": np.minimum}
 REDUCTIONS = {"REDUCE_PROD": np.prod, "SUM": np.sum, "REDUCE_MAX": np.max, "REDUCE_MIN": np.min}
@@ -71,6 +71,8 @@ def _evaluate(tx, op, name: str, ins: list) -> list | None:
         return [np.take(ins[0], ins[1], axis=o.Axis() if o is not None else 0)]
     if name == "TILE":
         return [np.tile(ins[0], np.asarray(ins[1]).reshape(-1).tolist())]
+    if name == "BROADCAST_TO":           # keras.io's ViT class token: a weight broadcast to the (folded) batch
+        return [np.broadcast_to(ins[0], np.asarray(ins[1]).reshape(-1).tolist())]
     if name == "TRANSPOSE":
         return [np.transpose(ins[0], np.asarray(ins[1]).reshape(-1).tolist())]
     if name in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS", "CAST"):
