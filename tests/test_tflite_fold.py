@@ -249,3 +249,40 @@ def test_a_class_token_broadcast_to_the_batch_folds(tmp_path):
     x = rng.integers(-128, 128, (3, 1, 4, 3)).astype(np.int8)
     got = np.stack([np.asarray(reference.run(graph, xi.reshape(-1))).reshape(-1) for xi in x])
     assert np.array_equal(got, np.concatenate([np.repeat(token.reshape(1, 3), 3, 0), x.reshape(3, -1)], axis=1))
+
+
+def _dilated_conv2d(rng, batch_none: bool):
+    """Keras's Conv2D(3, dilation_rate=2, padding="valid") on [1, 8, 8, 2]: SPACE_TO_BATCH_ND (block 2x2) -> a 3x3
+    VALID CONV_2D on the 4 blocks -> BATCH_TO_SPACE_ND; with batch_none the placeholders as TFLiteConverter writes them."""
+    T, Node, i32 = oracle.T, oracle.Node, oracle.INT32
+    (s, z), (s2, z2) = oracle._act(rng, False), oracle._act(rng, False)
+    b = 1 if batch_none else 4
+    wq, ws = oracle._weights(rng, (3, 3, 3, 2), 0, False)
+    block = T((2,), [], [], i32, np.array([2, 2], np.int32))
+    tensors = [T((1, 8, 8, 2), [s], [z]), block, T((2, 2), [], [], i32, np.zeros((2, 2), np.int32)),
+               T((b, 4, 4, 2), [s], [z]), T((3, 3, 3, 2), ws, [0] * len(ws), data=wq),
+               T((3,), [s * w for w in ws] if len(ws) > 1 else [s * ws[0]], [0] * len(ws), i32,
+                 oracle._bias(rng, 3, False, ws)),
+               T((b, 2, 2, 3), [s2], [z2]), T((1, 4, 4, 3), [s2], [z2])]
+    if batch_none:
+        for k in (3, 6):
+            tensors[k].signature = (-1, *tensors[k].shape[1:])
+    conv = ("Conv2DOptions", dict(Padding=1, StrideW=1, StrideH=1, FusedActivationFunction=1, DilationWFactor=1,
+                                  DilationHFactor=1))
+    nodes = [Node("SPACE_TO_BATCH_ND", [0, 1, 2], 3, ("SpaceToBatchNDOptions", {})),
+             Node("CONV_2D", [3, 4, 5], 6, conv),
+             Node("BATCH_TO_SPACE_ND", [6, 1, 2], 7, ("BatchToSpaceNDOptions", {}))]
+    return oracle.Case("dilated2d", tensors, nodes, 0, 7)
+
+
+def test_a_dilated_conv2d_with_batch_none_drops_the_rows_between_blocks(tmp_path):
+    """The 2-D form (a 3-row kernel): the four blocks stacked as rows of one image, the VALID convolution's rows that
+    straddle two blocks computed and dropped; TFLite Micro's result on the file with the run-time shapes."""
+    rng = np.random.default_rng(13)
+    dynamic, static = _dilated_conv2d(rng, True), _dilated_conv2d(np.random.default_rng(13), False)
+    path = tmp_path / "dyn2d.tflite"
+    path.write_bytes(oracle.write(dynamic))
+    graph = importer.load(path, "dyn2d")
+    x = rng.integers(-128, 128, (4, 1, 8, 8, 2)).astype(np.int8)
+    got = np.stack([np.asarray(reference.run(graph, xi.reshape(-1))).reshape(-1) for xi in x])
+    assert np.array_equal(got, oracle.tflm(oracle.write(static), x).reshape(len(x), -1))
