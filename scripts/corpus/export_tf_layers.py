@@ -119,7 +119,7 @@ def _mnv3_small_se():
 MODELS = {
     "keras_tcn_kws": ("kws", tcn_kws, "tflite", OWN),
     "keras_attention_har": ("har", attention_har, "tflite", OWN),
-    "keras_vit_gelu_32": ("transformer", vit_gelu, "tflite", OWN),
+    "keras_vit_gelu_32": ("transformer", vit_gelu, "tflite", OWN),   # not in the manifest: no TFLM oracle (docs/corpus.md)
     "keras_centernet_mnv2": ("detection", centernet, "tflite", OWN),
     "keras_gru_unrolled": ("sequence", gru_unrolled, "tflite", OWN),
     "keras_mobilenet_v3_small_se_96": ("classification", _mnv3_small_se, "tflite", KERAS),
