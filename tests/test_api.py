@@ -27,3 +27,12 @@ def test_keywords_override_an_options_value_and_unknown_ones_are_refused(tmp_pat
     with pytest.raises(TypeError, match="unexpected keyword argument 'methd'.*method"):
         api.build(CANCER / "model.onnx", CANCER / "calib.npz", "host", tmp_path / "c", firmware=False, methd="mse")
     assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize("model", ["lstm", "gru"])
+def test_inspect_estimates_the_arena_of_a_float_recurrent_model(model):
+    """A float ONNX LSTM/GRU has no quantized params yet: `edgec inspect` stopped with a traceback (KeyError:
+    edgec_recurrent_s8_get_buffer_size reads p->gru) instead of estimating its scratch from the op's attributes."""
+    info = api.inspect_model(EXAMPLES / "gesture_rnn" / f"{model}.onnx")
+    assert not info["unsupported"]
+    assert info["arena_bytes_estimate"] > 0

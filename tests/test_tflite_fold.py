@@ -176,3 +176,113 @@ def test_interpreter_check_is_skipped_where_tflite_micro_cannot_load_the_file(tm
     path = tmp_path / "reduce_prod.tflite"
     path.write_bytes(oracle.write(case))
     assert tflite_interpreter.interpreter_outputs(path, np.zeros((1, 24), np.int8)) is None
+
+
+def _dilated_conv1d(rng, batch_none: bool):
+    """Keras's Conv1D(dilation_rate=2) on a [1, 9, 3] input as TFLiteConverter writes it: SPACE_TO_BATCH_ND
+    (block 2, padding 1) -> EXPAND_DIMS -> CONV_2D (a 1x3 kernel) -> RESHAPE -> BATCH_TO_SPACE_ND. With
+    batch_none, every tensor after the SPACE_TO_BATCH_ND has the converter's placeholder batch 1 and a shape
+    signature of [-1, ...]; else the shapes TF Lite runs it with (batch 2 between the two)."""
+    T, Node, i32 = oracle.T, oracle.Node, oracle.INT32
+    (s, z), (s2, z2) = oracle._act(rng, False), oracle._act(rng, False)
+    b = 1 if batch_none else 2
+    wq, ws = oracle._weights(rng, (4, 1, 3, 3), 0, False)
+    tensors = [T((1, 9, 3), [s], [z]), T((1,), [], [], i32, np.array([2], np.int32)),
+               T((1, 2), [], [], i32, np.array([[0, 1]], np.int32)), T((b, 5, 3), [s], [z]),
+               T((1,), [], [], i32, np.array([1], np.int32)), T((b, 1, 5, 3), [s], [z]),
+               T((4, 1, 3, 3), ws, [0] * len(ws), data=wq), T((4,), [s * w for w in ws], [0] * len(ws), i32,
+                                                           oracle._bias(rng, 4, False, ws)),
+               T((b, 1, 3, 4), [s2], [z2]), T((3,), [], [], i32, np.array([-1, 3, 4], np.int32)),
+               T((b, 3, 4), [s2], [z2]), T((1, 2), [], [], i32, np.array([[0, 0]], np.int32)),
+               T((1, 6, 4), [s2], [z2])]
+    if batch_none:
+        for k in (3, 5, 8, 10, 12):
+            tensors[k].signature = (-1, *tensors[k].shape[1:])
+    conv = ("Conv2DOptions", dict(Padding=1, StrideW=1, StrideH=1, FusedActivationFunction=0, DilationWFactor=1,
+                                  DilationHFactor=1))
+    nodes = [Node("SPACE_TO_BATCH_ND", [0, 1, 2], 3, ("SpaceToBatchNDOptions", {})),
+             Node("EXPAND_DIMS", [3, 4], 5, ("ExpandDimsOptions", {})), Node("CONV_2D", [5, 6, 7], 8, conv),
+             Node("RESHAPE", [8, 9], 10), Node("BATCH_TO_SPACE_ND", [10, 1, 11], 12, ("BatchToSpaceNDOptions", {}))]
+    return oracle.Case("dilated", tensors, nodes, 0, 12)
+
+
+def test_a_dilated_conv1d_with_batch_none_runs_its_blocks_as_rows(tmp_path):
+    """A Keras TCN's dilated Conv1D exported with batch None (keras_tcn_kws in the corpus) was refused: the
+    SPACE_TO_BATCH_ND's output ([2, 5, 3] at run time) has the placeholder [1, 5, 3] in the file, and the CONV_2D
+    after it ran a batch of 1. Now the ops between take the run-time batch, the 1-row kernel runs the two blocks
+    as rows, and the result is TFLite Micro's on the same file with the shapes TF Lite runs it with."""
+    rng = np.random.default_rng(12)
+    dynamic, static = _dilated_conv1d(rng, True), _dilated_conv1d(np.random.default_rng(12), False)
+    path = tmp_path / "dyn.tflite"
+    path.write_bytes(oracle.write(dynamic))
+    graph = importer.load(path, "dyn")
+    x = rng.integers(-128, 128, (4, 1, 9, 3)).astype(np.int8)
+    got = np.stack([np.asarray(reference.run(graph, xi.reshape(-1))).reshape(-1) for xi in x])
+    assert np.array_equal(got, oracle.tflm(oracle.write(static), x).reshape(len(x), -1))
+
+
+def test_a_class_token_broadcast_to_the_batch_folds(tmp_path):
+    """keras.io's ViT class token: an int8 weight [1, 1, 3] BROADCAST_TO a shape PACKed from the input's batch
+    (SHAPE -> STRIDED_SLICE), then concatenated before the patches. Was refused (keras_vit_gelu_32: "input 0 ... is
+    a constant"); now the broadcast folds and the token's bytes lead the concatenation (data movement: TFLite
+    Micro's BROADCAST_TO fails to prepare on a shape computed at run time, so NumPy's is the expected result)."""
+    T, Node, i32 = oracle.T, oracle.Node, oracle.INT32
+    rng = np.random.default_rng(6)
+    s, z = oracle._act(rng, False)
+    token = rng.integers(-128, 128, (1, 1, 3)).astype(np.int8)
+    one = np.array([1], np.int32)
+    tensors = [T((1, 4, 3), [s], [z]), T((3,), [], [], i32), T((1,), [], [], i32, np.array([0], np.int32)),
+               T((1,), [], [], i32, one), T((1,), [], [], i32, one), T((), [], [], i32),
+               T((), [], [], i32, np.array(1, np.int32)), T((), [], [], i32, np.array(3, np.int32)),
+               T((3,), [], [], i32), T((1, 1, 3), [s], [z], data=token), T((1, 1, 3), [s], [z]),
+               T((1, 5, 3), [s], [z])]
+    nodes = [Node("SHAPE", [0], 1), Node("STRIDED_SLICE", [1, 2, 3, 4], 5,
+                                         ("StridedSliceOptions", dict(ShrinkAxisMask=1))),
+             Node("PACK", [5, 6, 7], 8, ("PackOptions", dict(ValuesCount=3, Axis=0))),
+             Node("BROADCAST_TO", [9, 8], 10),
+             Node("CONCATENATION", [10, 0], 11, ("ConcatenationOptions", dict(Axis=1, FusedActivationFunction=0)))]
+    case = oracle.Case("token", tensors, nodes, 0, 11)
+    path = tmp_path / "token.tflite"
+    path.write_bytes(oracle.write(case))
+    graph = importer.load(path, "token")
+    assert "remap" not in {op.kind for op in graph.ops}
+    x = rng.integers(-128, 128, (3, 1, 4, 3)).astype(np.int8)
+    got = np.stack([np.asarray(reference.run(graph, xi.reshape(-1))).reshape(-1) for xi in x])
+    assert np.array_equal(got, np.concatenate([np.repeat(token.reshape(1, 3), 3, 0), x.reshape(3, -1)], axis=1))
+
+
+def _dilated_conv2d(rng, batch_none: bool):
+    """Keras's Conv2D(3, dilation_rate=2, padding="valid") on [1, 8, 8, 2]: SPACE_TO_BATCH_ND (block 2x2) -> a 3x3
+    VALID CONV_2D on the 4 blocks -> BATCH_TO_SPACE_ND; with batch_none the placeholders as TFLiteConverter writes them."""
+    T, Node, i32 = oracle.T, oracle.Node, oracle.INT32
+    (s, z), (s2, z2) = oracle._act(rng, False), oracle._act(rng, False)
+    b = 1 if batch_none else 4
+    wq, ws = oracle._weights(rng, (3, 3, 3, 2), 0, False)
+    block = T((2,), [], [], i32, np.array([2, 2], np.int32))
+    tensors = [T((1, 8, 8, 2), [s], [z]), block, T((2, 2), [], [], i32, np.zeros((2, 2), np.int32)),
+               T((b, 4, 4, 2), [s], [z]), T((3, 3, 3, 2), ws, [0] * len(ws), data=wq),
+               T((3,), [s * w for w in ws] if len(ws) > 1 else [s * ws[0]], [0] * len(ws), i32,
+                 oracle._bias(rng, 3, False, ws)),
+               T((b, 2, 2, 3), [s2], [z2]), T((1, 4, 4, 3), [s2], [z2])]
+    if batch_none:
+        for k in (3, 6):
+            tensors[k].signature = (-1, *tensors[k].shape[1:])
+    conv = ("Conv2DOptions", dict(Padding=1, StrideW=1, StrideH=1, FusedActivationFunction=1, DilationWFactor=1,
+                                  DilationHFactor=1))
+    nodes = [Node("SPACE_TO_BATCH_ND", [0, 1, 2], 3, ("SpaceToBatchNDOptions", {})),
+             Node("CONV_2D", [3, 4, 5], 6, conv),
+             Node("BATCH_TO_SPACE_ND", [6, 1, 2], 7, ("BatchToSpaceNDOptions", {}))]
+    return oracle.Case("dilated2d", tensors, nodes, 0, 7)
+
+
+def test_a_dilated_conv2d_with_batch_none_drops_the_rows_between_blocks(tmp_path):
+    """The 2-D form (a 3-row kernel): the four blocks stacked as rows of one image, the VALID convolution's rows that
+    straddle two blocks computed and dropped; TFLite Micro's result on the file with the run-time shapes."""
+    rng = np.random.default_rng(13)
+    dynamic, static = _dilated_conv2d(rng, True), _dilated_conv2d(np.random.default_rng(13), False)
+    path = tmp_path / "dyn2d.tflite"
+    path.write_bytes(oracle.write(dynamic))
+    graph = importer.load(path, "dyn2d")
+    x = rng.integers(-128, 128, (4, 1, 8, 8, 2)).astype(np.int8)
+    got = np.stack([np.asarray(reference.run(graph, xi.reshape(-1))).reshape(-1) for xi in x])
+    assert np.array_equal(got, oracle.tflm(oracle.write(static), x).reshape(len(x), -1))

@@ -192,7 +192,7 @@ class _Importer:
     def output(self, op, shape: tuple[int, ...] | None = None, dtypes: tuple[str, ...] = ("int8",), k: int = 0) -> str:
         """A new canonical int8 tensor (or of one of `dtypes`) for the operator's output k, with the file's scale
         and zero point."""
-        return self._activation(op.Outputs(k), shape, dtypes)
+        return self._activation(op.Outputs(k), shape or tflite_fold.run_batch_shape(self, op, k), dtypes)
 
     def packed_outputs(self, op, size: int, dtype: str) -> str:
         """One tensor (`size` values of `dtype`, named after output 0) holding all of the operator's outputs one

@@ -18,7 +18,7 @@ import numpy as np
 INTEGER_TYPES = {2: np.int32, 4: np.int64, 6: np.bool_}      # tflite.TensorType INT32, INT64, BOOL
 INT8 = 9                                                     # tflite.TensorType INT8
 MOVES = {"TILE", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "CONCATENATION", "TRANSPOSE", "PACK", "STRIDED_SLICE",
-         "GATHER"}                                           # foldable on int8 values: they only move bytes
+         "GATHER", "BROADCAST_TO"}                                           # foldable on int8 values: they only move bytes
 ELEMENTWISE = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "FLOOR_DIV": np.floor_divide,
                "MAXIMUM": np.maximum, "MINIMUM": np.minimum}
 REDUCTIONS = {"REDUCE_PROD": np.prod, "SUM": np.sum, "REDUCE_MAX": np.max, "REDUCE_MIN": np.min}
@@ -71,6 +71,8 @@ def _evaluate(tx, op, name: str, ins: list) -> list | None:
         return [np.take(ins[0], ins[1], axis=o.Axis() if o is not None else 0)]
     if name == "TILE":
         return [np.tile(ins[0], np.asarray(ins[1]).reshape(-1).tolist())]
+    if name == "BROADCAST_TO":           # keras.io's ViT class token: a weight broadcast to the (folded) batch
+        return [np.broadcast_to(ins[0], np.asarray(ins[1]).reshape(-1).tolist())]
     if name == "TRANSPOSE":
         return [np.transpose(ins[0], np.asarray(ins[1]).reshape(-1).tolist())]
     if name in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS", "CAST"):
@@ -132,3 +134,18 @@ def _quantized(tx, t: int) -> bool:
     q = tx.sg.Tensors(t).Quantization()
     return q is not None and q.ScaleLength() > 0
 
+
+
+def run_batch_shape(tx, op, k: int = 0) -> tuple[int, ...] | None:
+    """The shape operator output k runs with where the file leaves its batch to run time (a shape signature of
+    [-1, ...]: a Keras batch of None) and input 0 carries another batch than the file's placeholder (behind a
+    SPACE_TO_BATCH_ND: Keras's dilated Conv1D/Conv2D): the file's shape with that batch, as TF Lite resizes it;
+    None elsewhere (the file's shape stands)."""
+    t = tx.sg.Tensors(op.Outputs(k))
+    sig = t.ShapeSignatureAsNumpy() if t.ShapeSignatureLength() else ()
+    i = op.Inputs(0) if op.InputsLength() else -1
+    if len(sig) < 2 or sig[0] != -1 or -1 in sig[1:] or i < 0 or i not in tx.values or not tx.shape(i):
+        return None
+    batch = tx.tensor(tx.values[i]).shape[0]
+    given = tx.shape(op.Outputs(k))
+    return None if batch == tx.shape(i)[0] or not given else (int(batch), *given[1:])

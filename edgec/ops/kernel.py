@@ -110,7 +110,9 @@ class Kernel:
             if packed is None:
                 return None
             params, arrays = packed
-        return Lowering(self, frozen(params), frozen(arrays, arrays=True), self.scratch_bytes(params))
+        # a float op (`edgec inspect`'s arena estimate) has no params yet: its scratch from its attributes
+        scratch = self.scratch_bytes(params if params or self.role != REFERENCE else op.attrs)
+        return Lowering(self, frozen(params), frozen(arrays, arrays=True), scratch)
 
     def scratch_bytes(self, params: Mapping) -> int:
         """The scratch bytes a call with these params needs: the kernel's edgec_<kernel>_get_buffer_size in

@@ -425,7 +425,7 @@ def import_tflite_space_to_batch(tx, op):
     """SPACE_TO_BATCH_ND: the input padded with its zero point (the real 0; TFLite Micro pads with an offset it
     never sets, whatever its arena held: only unpadded results are comparable; a first remap), then out[(i * bw + j) * N + n,
     y, x] = padded[n, y * bh + i, x * bw + j] (a second)."""
-    x, out = tx.input(op, 0), tx.output(op)
+    x = tx.input(op, 0)
     shape = tx.tensor(x).shape
     (bh, bw), (top, bottom, left, right) = _block_args(tx, op, len(shape), "paddings")
     four = len(shape) == 4
@@ -433,6 +433,8 @@ def import_tflite_space_to_batch(tx, op):
     hp, wp = h + top + bottom, w + left + right
     if hp % bh or wp % bw:
         raise tx.unsupported(f"padded size {hp}x{wp} is not a multiple of the block {bh}x{bw}")
+    ran = (n * bh * bw, hp // bh, wp // bw, c) if four else (n * bh, hp // bh, c)
+    out = tx.output(op, ran if movement.dynamic_shape(tx, op) else None)     # a batch of None: [1, ...] in the file
     ar = np.arange
     padded = x
     if top or bottom or left or right:
@@ -452,7 +454,7 @@ def import_tflite_batch_to_space(tx, op):
     """BATCH_TO_SPACE_ND: out[n, y, x] = in[(i * bw + j) * N + n, (y + top) // bh, (x + left) // bw] with i, j
     the remainders; each output axis' offsets carry their part of the batch index (in units of its own
     stride)."""
-    x, out = tx.input(op, 0), tx.output(op)
+    x = tx.input(op, 0)
     shape = tx.tensor(x).shape
     (bh, bw), (top, bottom, left, right) = _block_args(tx, op, len(shape), "crops")
     b, h, c = shape[0], shape[1], shape[-1]
@@ -462,6 +464,8 @@ def import_tflite_batch_to_space(tx, op):
     n, oh, ow = b // (bh * bw), h * bh - top - bottom, w * bw - left - right
     if oh < 0 or ow < 0:
         raise tx.unsupported(f"crops {[top, bottom, left, right]} larger than the output")
+    ran = (n, oh, ow, c) if len(shape) == 4 else (n, oh, c)
+    out = tx.output(op, ran if movement.dynamic_shape(tx, op) else None)     # a batch of None: [1, ...] in the file
     y, xs = np.arange(oh) + top, np.arange(ow) + left
     rows = (y % bh) * bw * n * h + y // bh                 # in units of the H stride (W * C)
     cols = (xs % bw) * n * h * w + xs // bw                # in units of the W stride (C)

@@ -354,7 +354,7 @@ def import_recurrent(cx, node):
                                 ((steps, batch, hid) if k == OUT_SEQUENCE else (batch, hid)), src)
             cx.emit(kind, node, [x], out, steps=steps, batch=batch, input_size=n_in, hidden=hid, W=W[d], R=R[d],
                     Wb=B[d, :gates * hid], Rb=B[d, gates * hid:], init_h=init_h[d], init_c=init_c[d],
-                    reverse=int(direction == "reverse" or d == 1), output=k,
+                    reverse=int(direction == "reverse" or d == 1), output=k, gru=int(kind == "gru"),
                     linear_before_reset=int(cx.attr(node, "linear_before_reset", 0)))
             parts.append(out)
         if dirs == 2:   # [rows][2][batch * hid]: each row's forward then reverse states (ONNX's num_directions)

@@ -29,6 +29,7 @@ TFLM_PR1341 = {c[:7]: ("tensorflow/tflite-micro", c, "Apache-2.0") for c in (
     "466a4818226c2479413c89a18405f0c2226c8eaa", "7b77ef528c72bf253ff0d8037dec2b428abbb2e9",
     "6aee91db4aba5e6ead0e5eeefbce4b47d9ac3752")}
 TINY_V13 = ("mlcommons/tiny_results_v1.3", "cd605ea0981306693c9e19765a15801c776988dc", "Apache-2.0")
+SILABS = ("SiliconLabs/mltk", "a071446ed509116a36afcdc4a7629e989253f262", "Zlib (Silicon Labs MLTK, LICENSE.md)")
 
 # name, kind, (repository, commit, license), path in the repository, committed
 FILES = [
@@ -61,10 +62,29 @@ FILES = [
     ("tiny13_kj_kws_ds_cnn", "kws", TINY_V13, "closed/kai_jiang/code/kws/K1_BOARD_V1.0/models/kws_ref_model.onnx", True),
     ("onnx2c_mnist", "classification", ONNX2C, "test/mnist/model.onnx", True),
     ("onnx2c_atmega_mnist", "classification", ONNX2C, "examples/atmega_mnist/mnist.simplified.onnx", True),
+    # Silicon Labs' MLTK: the .tflite its example apps ship, and the quantized file inside a model archive
+    # ("ARCHIVE!MEMBER": the member of the zip file at the commit)
+    ("silabs_kws_on_off_v3", "kws", SILABS, "cpp/shared/apps/audio_classifier/config/tflite/keyword_spotting_on_off_v3.tflite", True),
+    ("silabs_rock_paper_scissors", "classification", SILABS, "cpp/shared/apps/image_classifier/config/tflite/rock_paper_scissors.tflite", True),
+    ("silabs_fingerprint_signature", "classification", SILABS,
+     "cpp/shared/apps/fingerprint_authenticator/config/tflite/fingerprint_signature_generator.tflite", True),
+    ("silabs_anomaly_detection", "anomaly", SILABS, "mltk/utils/test_helper/data/anomaly_detection.tflite", True),
+    ("silabs_magic_wand", "har", SILABS,
+     "mltk/models/tflite_micro/tflite_micro_magic_wand.mltk.zip!tflite_micro_magic_wand.tflite", True),
+    ("silabs_kws_mobilenetv2", "kws", SILABS,
+     "mltk/models/siliconlabs/keyword_spotting_mobilenetv2.mltk.zip!keyword_spotting_mobilenetv2.tflite", True),
+    ("silabs_audio_example1", "audio-events", SILABS, "mltk/models/examples/audio_example1.mltk.zip!audio_example1.tflite", True),
+    ("silabs_autoencoder_example", "anomaly", SILABS,
+     "mltk/models/examples/autoencoder_example.mltk.zip!autoencoder_example.tflite", True),
 ]
 
 
 def read(repo: str, commit: str, path: str, mirror: Path | None) -> bytes:
+    if "!" in path:                     # a member of a zip archive in the repository
+        import io
+        import zipfile
+        archive, member = path.split("!", 1)
+        return zipfile.ZipFile(io.BytesIO(read(repo, commit, archive, mirror))).read(member)
     if mirror is not None:
         git_dir = mirror / repo.replace("/", "+") / "repo"
         return subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{commit}:{path}"], check=True,
@@ -83,7 +103,7 @@ def main(argv=None) -> int:
     for name, kind, (repo, commit, lic), path, committed in FILES:
         if args.only and name not in args.only:
             continue
-        out = manifest.CORPUS / name / ("model" + Path(path).suffix)
+        out = manifest.CORPUS / name / ("model" + Path(path.split("!")[-1]).suffix)
         if args.missing and out.is_file():
             continue
         data = read(repo, commit, path, args.mirror)

@@ -8,7 +8,7 @@ import numpy as np
 
 from edgec.errors import node_error
 from edgec.ir import NO_ACT
-from edgec.ops import movement
+from edgec.ops import movement, rearrange
 from edgec.ops.lut import per_channel_affine
 from edgec.ops.tflite16 import ACTIVATIONS, activations, check_zero_points
 
@@ -183,7 +183,15 @@ def import_tflite_conv(tx, op):
     int16 (16x8, edgec/ops/tflite16.py) activations."""
     o, depthwise, wq = tx.options(op), tx.op_name(op) == "DEPTHWISE_CONV_2D", tx.const(op, 1)
     x, out = activations(tx, op)
-    (_, ih, iw, ic), (_, oh, ow, oc) = tx.tensor(x).shape, tx.shape(op.Outputs(0))
+    (n, ih, iw, ic), (_, oh, ow, oc) = tx.tensor(x).shape, tx.shape(op.Outputs(0))
+    final, span = out, (wq.shape[1] - 1) * o.DilationHFactor() + 1
+    if n != 1:      # the blocks of a SPACE_TO_BATCH_ND (a dilated Keras conv): run stacked as rows, one image
+        if o.StrideH() != 1 or span > 1 and o.Padding() != 1:
+            raise tx.unsupported(f"a batch of {n} (a dilated convolution's blocks) under row stride {o.StrideH()} "
+                                 "and SAME padding (edgec stacks a batch as rows for stride 1, or VALID padding)")
+        if span > 1:    # VALID: the rows straddling two blocks are computed, then dropped
+            out = rearrange.tflite_scratch(tx, final, (1, n * ih - span + 1, ow, oc), "stacked")
+        ih, oh = n * ih, n * ih - span + 1
     win = tx.window(o, (ih, iw), (oh, ow), wq.shape[1:3])
     arrays, w, b = tx.weighted(op, wq[0] if depthwise else wq, -1 if depthwise else 0, 2, out)
     if depthwise and tx.tensor(x).dtype == "int16" and arrays["bias"].dtype == np.int32:
@@ -192,6 +200,9 @@ def import_tflite_conv(tx, op):
     tx.emit("depthwise_conv2d" if depthwise else "conv2d", op, [x], out, arrays,
             tx.act_range(op, out, o.FusedActivationFunction()), weights=w, bias=b, in_hwc=(ih, iw, ic),
             out_hwc=(oh, ow, oc), **win, **extra)
+    if out != final:
+        rows = [b * (ih // n) + r for b in range(n) for r in range(ih // n - span + 1)]
+        rearrange.tflite_remap_flat(tx, op, out, final, rows, ow * oc)
 
 
 

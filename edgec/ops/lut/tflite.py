@@ -1,5 +1,5 @@
 """The TFLite import of more elementwise int8 functions as tables (edgec/ops/lut/__init__.py's `lut` kind): ABS,
-LEAKY_RELU, PRELU (a constant alpha; one table per alpha along its axis), ELU and RSQRT, each table the output TFLite
+LEAKY_RELU, PRELU (a constant alpha; one table per alpha along its axis), ELU, GELU and RSQRT, each table the output TFLite
 Micro's int8 kernel computes for each of the 256 inputs (its own integer or float32 arithmetic, below)."""
 from __future__ import annotations
 
@@ -59,6 +59,25 @@ def elu_table(s_in: float, zp_in: int, s_out: float, zp_out: int) -> np.ndarray:
     x = f(s_in) * (_X - zp_in).astype(f)
     y = np.where(x < 0, np.exp(np.minimum(x, f(0))).astype(f) - f(1), x).astype(f)
     r = y * (f(1) / f(s_out))
+    r = np.sign(r) * np.floor(np.abs(r) + f(0.5))
+    return _clip8(r.astype(np.int64) + zp_out)
+
+
+def gelu_table(s_in: float, zp_in: int, s_out: float, zp_out: int, approximate: bool) -> np.ndarray:
+    """TF Lite's int8 GELU (gelu.cc PopulateLookupTable, LUTPopulate; TFLite Micro registers no GELU): float32
+    dequantize, 0.5 x (1 + erf(x / sqrt 2)) or the tanh approximation, TfLiteRound of the value over the output
+    scale, plus the zero point."""
+    import math
+
+    f = np.float32
+    x = f(s_in) * (_X - zp_in).astype(f)
+    if approximate:
+        inner = (f(math.sqrt(2 / math.pi)) * (x + f(0.044715) * x * x * x)).astype(f)
+        y = f(0.5) * x * (f(1) + np.tanh(inner).astype(f))
+    else:
+        erf = np.array([math.erf(float(v)) for v in (x * f(1 / math.sqrt(2))).astype(f)], f)
+        y = f(0.5) * x * (f(1) + erf)
+    r = y.astype(f) * (f(1) / f(s_out))
     r = np.sign(r) * np.floor(np.abs(r) + f(0.5))
     return _clip8(r.astype(np.int64) + zp_out)
 
@@ -142,6 +161,14 @@ def import_tflite_elu(tx, op):
             fparams={"alpha": 1.0}, consts=None, count=1, inner=xt.size)
 
 
+def import_tflite_gelu(tx, op):
+    x, out, xt, t = _unary(tx, op)
+    approximate = bool(tx.options(op).Approximate()) if op.BuiltinOptionsType() else False
+    tx.emit("lut", op, [x], out, {"table": gelu_table(xt.scale, xt.zero_point, t.scale, t.zero_point, approximate)},
+            fn="gelu", fparams={"approximate": "tanh" if approximate else "none"}, consts=None, count=1,
+            inner=xt.size)
+
+
 def import_tflite_prelu(tx, op):
     """PRELU with a constant int8 alpha broadcast to the input (a Keras PReLU: per channel, or shared over the
     image): one table per alpha value along the run of axes it varies over; an int16 input (16x8): binary/int16.py."""
@@ -185,4 +212,4 @@ def import_tflite_rsqrt(tx, op):
 
 
 TFLITE = {"RSQRT": import_tflite_rsqrt, "ABS": int16_or(import_tflite_abs), "LEAKY_RELU": int16_or(import_tflite_leaky_relu), "ELU": import_tflite_elu,
-          "PRELU": import_tflite_prelu}
+          "PRELU": import_tflite_prelu, "GELU": import_tflite_gelu}
