@@ -5,7 +5,6 @@ the corpus with their own calibration sets: tests/corpus/<name>/model.onnx and c
 """
 from __future__ import annotations
 
-import argparse
 import shutil
 import sys
 from pathlib import Path
@@ -57,13 +56,7 @@ def export(name: str) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", nargs="*")
-    args = ap.parse_args(argv)
-    for name in MODELS:
-        if not args.only or name in args.only:
-            export(name)
-    return 0
+    return manifest.export_all(__doc__, MODELS, export, argv)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ oracle (ONNX Runtime running the QDQ file) is made by scripts/corpus/oracles.py.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -175,16 +174,7 @@ def export(name: str) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", nargs="*")
-    args = ap.parse_args(argv)
-    for name in MODELS:
-        if not args.only or name in args.only:
-            try:
-                export(name)
-            except Exception as e:     # one tool's failure must not stop the others; it is reported
-                print(f"{name}: export failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
-    return 0
+    return manifest.export_all(__doc__, MODELS, export, argv)
 
 
 if __name__ == "__main__":

@@ -10,9 +10,7 @@ Runs in its own environment (TensorFlow is not a dependency of edgec):
 """
 from __future__ import annotations
 
-import argparse
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -193,21 +191,7 @@ def export(name: str) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", nargs="*")
-    args = ap.parse_args(argv)
-    names = [n for n in MODELS if not args.only or n in args.only]
-    if len(names) == 1:
-        try:
-            export(names[0])
-        except Exception as e:         # reported, and the next model is exported
-            print(f"{names[0]}: export failed: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
-        return 0
-    for name in names:    # one process per model: TFLiteConverter crashed (SIGSEGV) on a second conversion
-        r = subprocess.run([sys.executable, __file__, "--only", name])
-        if r.returncode:
-            print(f"{name}: export failed: the exporter process ended with {r.returncode}")
-    return 0
+    return manifest.export_all(__doc__, MODELS, export, argv, script=__file__)
 
 
 if __name__ == "__main__":

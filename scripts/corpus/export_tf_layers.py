@@ -9,8 +9,6 @@ export_tf.py (whose export function makes and records each file).
 """
 from __future__ import annotations
 
-import argparse
-import subprocess
 import sys
 from pathlib import Path
 
@@ -143,23 +141,12 @@ def _mine(name: str) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", nargs="*")
-    args = ap.parse_args(argv)
     export_tf.MODELS.update(MODELS)
-    names = [n for n in MODELS if not args.only or n in args.only]
-    if len(names) == 1:
-        try:
-            export_tf.export(names[0])
-            _mine(names[0])
-        except Exception as e:         # reported, and the next model is exported
-            print(f"{names[0]}: export failed: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
-        return 0
-    for name in names:    # one process per model (TFLiteConverter crashed on a second conversion in one process)
-        r = subprocess.run([sys.executable, __file__, "--only", name])
-        if r.returncode:
-            print(f"{name}: export failed: the exporter process ended with {r.returncode}")
-    return 0
+
+    def export(name: str) -> None:
+        export_tf.export(name)
+        _mine(name)
+    return export_tf.manifest.export_all(__doc__, MODELS, export, argv, script=__file__)
 
 
 if __name__ == "__main__":

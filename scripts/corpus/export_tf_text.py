@@ -14,9 +14,7 @@ int32 input stays int32 and feeds a GATHER (the embedding lookup). Random (seede
 """
 from __future__ import annotations
 
-import argparse
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -110,18 +108,7 @@ def export(name: str) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", nargs="*")
-    args = ap.parse_args(argv)
-    names = [n for n in MODELS if not args.only or n in args.only]
-    if len(names) == 1:
-        export(names[0])
-        return 0
-    for name in names:    # one process per model (TFLiteConverter crashed on a second conversion in one process)
-        r = subprocess.run([sys.executable, __file__, "--only", name])
-        if r.returncode:
-            print(f"{name}: export failed: the exporter process ended with {r.returncode}")
-    return 0
+    return manifest.export_all(__doc__, MODELS, export, argv, script=__file__)
 
 
 if __name__ == "__main__":

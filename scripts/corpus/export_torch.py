@@ -9,7 +9,6 @@ each in the manifest.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -286,16 +285,7 @@ def export(name: str) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", nargs="*")
-    args = ap.parse_args(argv)
-    for name in MODELS:
-        if not args.only or name in args.only:
-            try:
-                export(name)
-            except Exception as e:     # one exporter failure must not stop the others; it is reported
-                print(f"{name}: export failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
-    return 0
+    return manifest.export_all(__doc__, MODELS, export, argv)
 
 
 if __name__ == "__main__":

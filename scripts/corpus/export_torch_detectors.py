@@ -30,7 +30,6 @@ the same torch.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import warnings
 from pathlib import Path
@@ -240,11 +239,7 @@ def export(name: str) -> None:
 def main(argv=None) -> int:
     warnings.filterwarnings("ignore")
     torch.set_num_threads(1)
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", nargs="*")
-    for name in [n for n in MODELS if not ap.parse_args(argv).only or n in ap.parse_args(argv).only]:
-        export(name)
-    return 0
+    return manifest.export_all(__doc__, MODELS, export, argv)
 
 
 if __name__ == "__main__":

@@ -6,9 +6,12 @@ by `regenerate`), regenerate (the command that makes the file again).
 """
 from __future__ import annotations
 
+import argparse
 import fcntl
 import hashlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -99,6 +102,28 @@ def _entry(name, kind, file, source, license, committed, regenerate, extra) -> d
                      "regenerate": regenerate, **extra}
 
 
+def export_all(doc: str, models, export, argv=None, script: str | None = None) -> int:
+    """An exporter's command line, `[--only NAME ...]`: each of `models` asked for (all by default) made by
+    `export(name)`, a failure reported and the next model made. With `script` (TFLiteConverter crashed (SIGSEGV) on
+    a second conversion in one process), several models each in a process of its own (`script --only NAME`)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--only", nargs="*")
+    only = ap.parse_args(argv).only
+    names = [n for n in models if not only or n in only]
+    if script and len(names) > 1:
+        for name in names:
+            r = subprocess.run([sys.executable, script, "--only", name])
+            if r.returncode:
+                print(f"{name}: export failed: the exporter process ended with {r.returncode}")
+        return 0
+    for name in names:
+        try:
+            export(name)
+        except Exception as e:     # one exporter failure must not stop the others; it is reported
+            print(f"{name}: export failed: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
+    return 0
+
+
 def add_content_hashes() -> int:
     """content_sha256 for every entry whose file on disk has the manifest's bytes (entries recorded before the
     content hash); the number added."""
@@ -113,8 +138,6 @@ def add_content_hashes() -> int:
 
 
 if __name__ == "__main__":      # python scripts/corpus/manifest.py --content-hashes
-    import sys
-
     if sys.argv[1:] != ["--content-hashes"]:
         sys.exit("usage: python scripts/corpus/manifest.py --content-hashes")
     print(f"{add_content_hashes()} entries given a content_sha256")
