@@ -18,6 +18,22 @@ from conftest import make_model
 from edgec import api
 
 
+def _runs_window4_bit_exact(tmp_path, rng, model):
+    """`model` ([1, 3, 11, 13] in) built for qemu-cortex-m4 with every convolution on window4, and its device
+    output equal to the NumPy reference on 8 samples."""
+    onnx.checker.check_model(model)
+    path = tmp_path / "model.onnx"
+    onnx.save(model, path)
+    np.savez(tmp_path / "calib.npz", x=rng.normal(0, 1, (64, 3, 11, 13)).astype(np.float32))
+    np.savez(tmp_path / "test.npz", x=rng.normal(0, 1, (8, 3, 11, 13)).astype(np.float32))
+    out = tmp_path / "build"
+    report = api.build(path, tmp_path / "calib.npz", "qemu-cortex-m4", out, tuning_log=tmp_path / "none.json")
+    text = (out / "model" / f"{report['model']}.c").read_text()
+    assert text.count("edgec_conv2d_window4_s8(") == 4
+    r = api.bench(out, tmp_path / "test.npz")
+    assert r["samples"] == 8 and r["agreement"]["device_vs_reference"] == 1.0
+
+
 @pytest.mark.sweep
 def test_window4_on_the_emulated_cortex_m4(tmp_path):
     rng = np.random.default_rng(5)
@@ -32,18 +48,7 @@ def test_window4_on_the_emulated_cortex_m4(tmp_path):
              helper.make_node("Conv", ["d", "w3"], ["e"], pads=[1, 1, 1, 1]),
              helper.make_node("Conv", ["e", "w4"], ["y"], pads=[1, 0, 1, 2])]
     inits = {"w1": w1, "w2": w2, "w3": w3, "w4": w4, "lo": np.float32(0), "hi": np.float32(6)}
-    model = make_model(nodes, ("x", [1, 3, 11, 13]), ("y", [1, 6, 6, 7]), inits)
-    onnx.checker.check_model(model)
-    path = tmp_path / "odd.onnx"
-    onnx.save(model, path)
-    np.savez(tmp_path / "calib.npz", x=rng.normal(0, 1, (64, 3, 11, 13)).astype(np.float32))
-    np.savez(tmp_path / "test.npz", x=rng.normal(0, 1, (8, 3, 11, 13)).astype(np.float32))
-    out = tmp_path / "build"
-    report = api.build(path, tmp_path / "calib.npz", "qemu-cortex-m4", out, tuning_log=tmp_path / "none.json")
-    text = (out / "model" / f"{report['model']}.c").read_text()
-    assert text.count("edgec_conv2d_window4_s8(") == 4
-    r = api.bench(out, tmp_path / "test.npz")
-    assert r["samples"] == 8 and r["agreement"]["device_vs_reference"] == 1.0
+    _runs_window4_bit_exact(tmp_path, rng, make_model(nodes, ("x", [1, 3, 11, 13]), ("y", [1, 6, 6, 7]), inits))
 
 
 @pytest.mark.sweep
@@ -62,15 +67,4 @@ def test_window4_rows_of_pairs_on_the_emulated_cortex_m4(tmp_path):
              helper.make_node("Conv", ["b", "w3"], ["c"], strides=[2, 2], pads=[1, 1, 1, 1]),
              helper.make_node("Conv", ["c", "w4"], ["y"], pads=[1, 1, 1, 1])]
     inits = {"w1": w1, "w2": w2, "w3": w3, "w4": w4}
-    model = make_model(nodes, ("x", [1, 3, 11, 13]), ("y", [1, 8, 6, 7]), inits)
-    onnx.checker.check_model(model)
-    path = tmp_path / "rows.onnx"
-    onnx.save(model, path)
-    np.savez(tmp_path / "calib.npz", x=rng.normal(0, 1, (64, 3, 11, 13)).astype(np.float32))
-    np.savez(tmp_path / "test.npz", x=rng.normal(0, 1, (8, 3, 11, 13)).astype(np.float32))
-    out = tmp_path / "build"
-    report = api.build(path, tmp_path / "calib.npz", "qemu-cortex-m4", out, tuning_log=tmp_path / "none.json")
-    text = (out / "model" / f"{report['model']}.c").read_text()
-    assert text.count("edgec_conv2d_window4_s8(") == 4
-    r = api.bench(out, tmp_path / "test.npz")
-    assert r["samples"] == 8 and r["agreement"]["device_vs_reference"] == 1.0
+    _runs_window4_bit_exact(tmp_path, rng, make_model(nodes, ("x", [1, 3, 11, 13]), ("y", [1, 8, 6, 7]), inits))
