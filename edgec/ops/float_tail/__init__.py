@@ -149,12 +149,10 @@ class IndexOutside(EdgecError):
 
 
 def lookup(ids, table: np.ndarray, p: dict) -> np.ndarray:
-    """EMBEDDING_LOOKUP: the rows of `table` the ids name (a row of zeros for an id outside the table, where
-    TFLM stops with an error); dequantized (scale, zero point 0) for a float output."""
+    """EMBEDDING_LOOKUP: the rows of `table` the ids name (run_lookup has refused an id outside the table);
+    dequantized (scale, zero point 0) for a float output."""
     rows = table.reshape(table.shape[0], -1)
-    ids = np.asarray(ids, np.int64).reshape(-1)
-    ok = (ids >= 0) & (ids < len(rows))
-    out = np.where(ok[:, None], rows[np.where(ok, ids, 0)], 0).astype(np.int8)
+    out = rows[np.asarray(ids, np.int64).reshape(-1)].astype(np.int8)
     return (out.astype(F32) * value(p["scale_bits"])).astype(F32) if p["hybrid"] else out
 
 
