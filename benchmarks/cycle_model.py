@@ -7,6 +7,8 @@ published silicon latencies of the MLPerf Tiny models on NUCLEO-L4R5ZI.
     .venv/bin/python benchmarks/cycle_model.py --md docs/performance.md  # rewrites the generated block
     .venv/bin/python benchmarks/cycle_model.py --boards qemu-cortex-m4 --select-for nucleo-l4r5zi --engines edgec
         # edgec's kernels chosen as a nucleo-l4r5zi build chooses them (flash reads weighed), run on the emulator
+    .venv/bin/python benchmarks/cycle_model.py --boards qemu-cortex-m4 --engines edgec --weights-in-ram
+        # edgec built with --weights-in-ram: the weight tensors copied into SRAM at startup (RAM it costs: printed)
 
 For each MLPerf Tiny model (its INT8 .tflite, golden x_int8 row 0) and emulated board: edgec builds and benches
 it (the bench's cycle estimate weighs, in the same QEMU run, every real part of the same core whose profile has
@@ -58,21 +60,25 @@ def part_chooser(part: str | None):
     return select.memory_chooser(lowering.flash_byte_cycles(real), lowering.has_arm_dsp(real))
 
 
-def edgec_parts(key: str, board: str, work: Path, select_for: str | None = None) -> tuple[dict, dict]:
-    """edgec on the board: (the bench's cycles_estimate, figures: instructions and exactness); select_for: its
-    kernels chosen as a build for that real part chooses them."""
+def edgec_parts(key: str, board: str, work: Path, select_for: str | None = None, weights_in_ram: bool = False
+                ) -> tuple[dict, dict]:
+    """edgec on the board: (the bench's cycles_estimate, figures: instructions, exactness, RAM); select_for: its
+    kernels chosen as a build for that real part chooses them; weights_in_ram: built with --weights-in-ram."""
     model = peers.mlperf_models([key])[0]
     out = work / "edgec"
-    api.build(model.path, None, board, out, choose=part_chooser(select_for))
+    built = api.build(model.path, None, board, out, choose=None if weights_in_ram else part_chooser(select_for),
+                      weights_in_ram=weights_in_ram)
     graph = artifact.load_graph(out)
     data, _ = peers.write_inputs(graph, peers.input_row(model, graph), work)
     r = api.bench(out, data, limit=1, report_dir=None)
     est = r["latency"]["cycles_estimate"]
-    return est, {"instructions": est["plugin_instructions_median"],
+    return est, {"instructions": est["plugin_instructions_median"], "ram": built["memory"]["ram_bytes"],
+                 "weights_in_ram": built["memory"]["weights_in_ram_bytes"],
                  "exact": r["agreement"]["device_vs_reference"]}
 
 
-def tflm_parts(key: str, board_name: str, work: Path, select_for: str | None = None) -> tuple[dict, dict]:
+def tflm_parts(key: str, board_name: str, work: Path, select_for: str | None = None, weights_in_ram: bool = False
+               ) -> tuple[dict, dict]:
     """TFLM + CMSIS-NN on the same QEMU machine, its kept firmware re-run under the cycle plugin."""
     board = load_board(board_name)
     bundle = peers.unpack_bundle(peers.DEFAULT_BUNDLE)
@@ -96,8 +102,8 @@ def tflm_parts(key: str, board_name: str, work: Path, select_for: str | None = N
     return cycles.summary(windows[-1:], 1, board), {"instructions": j["instructions"], "exact": j.get("exact")}
 
 
-def rows_for(key: str, board: str, select_for: str | None = None, engines: tuple[str, ...] = ("edgec", "tflm")
-             ) -> list[dict]:
+def rows_for(key: str, board: str, select_for: str | None = None, engines: tuple[str, ...] = ("edgec", "tflm"),
+             weights_in_ram: bool = False) -> list[dict]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="edgec-cycles-") as tmp:
         for engine, fn in (("edgec", edgec_parts), ("TFLM + CMSIS-NN", tflm_parts)):
@@ -105,8 +111,10 @@ def rows_for(key: str, board: str, select_for: str | None = None, engines: tuple
                 continue
             w = Path(tmp) / engine.split()[0]
             w.mkdir()
-            est, fig = fn(key, board, w, select_for)
-            if engine == "edgec" and select_for:
+            est, fig = fn(key, board, w, select_for, weights_in_ram)
+            if engine == "edgec" and weights_in_ram:
+                engine = f"edgec --weights-in-ram ({fig['weights_in_ram']:,} B of weights in RAM; RAM {fig['ram']:,} B)"
+            elif engine == "edgec" and select_for:
                 engine = f"edgec, kernels for {select_for}"
             base = {"model": key, "board": board, "engine": engine, "instructions": fig["instructions"]}
             rows.append({**base, "part": "0 wait states", "cycles": est["median"]})
@@ -141,10 +149,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--select-for", help="choose edgec's kernels as a build for this real board does (its flash "
                                          "reads weighed), e.g. nucleo-l4r5zi")
     ap.add_argument("--engines", default="edgec,tflm")
+    ap.add_argument("--weights-in-ram", action="store_true", help="build edgec with --weights-in-ram (the weight "
+                    "tensors copied into SRAM at startup)")
     ap.add_argument("--md", help="rewrite the <!-- cycle_model.py --> block of this Markdown file")
     a = ap.parse_args(argv)
     engines = tuple(a.engines.split(","))
-    rows = [r for k in a.models.split(",") for b in a.boards.split(",") for r in rows_for(k, b, a.select_for, engines)]
+    rows = [r for k in a.models.split(",") for b in a.boards.split(",") for r in rows_for(k, b, a.select_for, engines,
+                                                                                      a.weights_in_ram)]
     text = markdown(rows, "python benchmarks/cycle_model.py " + " ".join(argv if argv is not None else sys.argv[1:]))
     print(text)
     if a.md:

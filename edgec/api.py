@@ -88,7 +88,7 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
           mlperf_mode: str = "performance", mlperf_baud: int | None = None, ram_budget: int | None = None,
           optimize: str = "speed", tuning_log: str | Path | None = None, choose=None,
           settings: Settings | None = None, io_buffers: str = "arena", frontend: str | Path | None = None,
-          frontend_hop: int | None = None, **quantization) -> dict:
+          frontend_hop: int | None = None, weights_in_ram: bool = False, **quantization) -> dict:
     """Model + calibration data -> build folder with model library, project, firmware and report (a quantized
     .tflite model needs no calibration data: calib_path None).
     protocol "mlperf" builds a firmware for the MLPerf Tiny runner instead of edgec's bench link
@@ -102,14 +102,17 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     here when not given. io_buffers "caller": the model's inputs and outputs in buffers its caller owns, not in
     the arena (edgec/plan/caller_io.py; the bench firmware uses the library's static ones). frontend: an audio
     front end (.tflite) chained before the model, one firmware from raw clips to scores, calib_path then holding
-    clips; frontend_hop: samples between its windows (edgec/chain.py)."""
+    clips; frontend_hop: samples between its windows (edgec/chain.py). weights_in_ram: the weight tensors copied
+    from flash into RAM at startup (RAM the firmware's statics count; on a part whose flash has wait states the
+    kernels then read them at SRAM speed, as STM32Cube.AI's weights-in-RAM option does)."""
     from edgec.targets import firmware as fw
 
     if frontend is not None:     # an audio front end chained before the model: raw clips in (edgec/chain.py)
         from edgec import chain
-        if protocol != "edgec" or arena_guard or ram_budget is not None or io_buffers != "arena" or tuning_log:
+        if protocol != "edgec" or arena_guard or ram_budget is not None or io_buffers != "arena" or tuning_log \
+                or weights_in_ram:
             raise EdgecError("--frontend builds edgec's bench firmware on one static arena per model: drop --protocol, "
-                             "--arena-guard, --ram-budget, --io-buffers and --tuning-log")
+                             "--arena-guard, --ram-budget, --io-buffers, --tuning-log and --weights-in-ram")
         return chain.build(model_path, calib_path, frontend, board, outdir, log, firmware,
                            quant_options(options, quantization), optimize, frontend_hop, settings)
     model_path = Path(model_path)
@@ -124,7 +127,7 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     options = quant_options(options, quantization).normalized()     # as the report states them
     tuned: dict[str, str] = {}
     if choose is None:    # a damaged log is refused before any work (inspect --board chooses the same way)
-        choose = board_fit.build_chooser(the_board, optimize, tuning_log, settings, tuned)
+        choose = board_fit.build_chooser(the_board, optimize, tuning_log, settings, tuned, weights_in_ram)
     if protocol == "mlperf":
         from edgec.targets.mlperf_firmware import check_mode
         check_mode(the_board, mlperf_mode, mlperf_baud)
@@ -141,6 +144,11 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
             + sens.table(quant.sensitivity, 10))
     name = graph.name
     flash_constants = constants.breakdown(graph)
+    ram = budget["ram"]      # (edgec/targets/fit.py: arena + runtime + stack + framework, against the board's)
+    if weights_in_ram and ram["total"] + flash_constants["weights"] > ram["board"]:
+        raise EdgecError(f"--weights-in-ram: {name}'s weights ({flash_constants['weights']:,} B) do not fit "
+                         f"{the_board.name}'s RAM beside the {ram['total']:,} B the firmware needs ({ram['board']:,} "
+                         "B): build without --weights-in-ram")
     log(f"{name}: {len(graph.ops)} ops, {graph_macs(graph):,} MACs, arena {plan.arena_bytes:,} bytes, "
         + constants.describe(flash_constants))
     mlperf = None
@@ -154,7 +162,7 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     # Build in a scratch folder next to OUTDIR, moved in place only when everything worked.
     with staged_folder(outdir, "build", inputs) as work:
         lib = work / "model"
-        codegen.generate(graph, plan, lib, name)
+        codegen.generate(graph, plan, lib, name, weights_in_ram=weights_in_ram)
         artifact.save_graph(graph, work)
         if quant.method == "tflite":      # the bench's reference checks itself against TFLite Micro on this file
             shutil.copyfile(model_path, work / "model.tflite")
@@ -171,6 +179,7 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
             **({"ports": ports.describe(graph)} if ports.multi(graph) else {}),
             "memory": {"arena_bytes": plan.arena_bytes, "weights_bytes": flash_constants["total"],
                        "io_buffers": io_buffers,
+                       "weights_in_ram_bytes": flash_constants["weights"] if weights_in_ram else 0,
                        "constants": flash_constants,
                        "flash_bytes": None, "ram_bytes": None,
                        "live_set_lower_bound_bytes": planner.live_set_lower_bound(graph),

@@ -39,15 +39,16 @@ RANDOM_SAMPLES = 8
 
 
 def build_chooser(board: Board, optimize: str, tuning_log: str | Path | None, settings: Settings,
-                  tuned: dict | None = None):
+                  tuned: dict | None = None, weights_in_ram: bool = False):
     """The per-layer kernel chooser a build uses: the tuning log's records for this board (speed builds only);
     on a part whose constants sit in flash with wait states, the cost model's choice with the flash reads
-    weighed where the log has no record (edgec/ops/select.py memory_chooser)."""
+    weighed where the log has no record (edgec/ops/select.py memory_chooser; not with weights_in_ram: the
+    weights are then read from zero-wait-state RAM)."""
     if optimize != "speed":
         return None
     log_path = Path(tuning_log) if tuning_log else settings.tuning_log
     chooser = tuning_records.chooser(board.name, tuning_records.load(log_path), {} if tuned is None else tuned)
-    per_byte = lowering.flash_byte_cycles(board)
+    per_byte = 0 if weights_in_ram else lowering.flash_byte_cycles(board)
     return select.memory_chooser(per_byte, lowering.has_arm_dsp(board), chooser) if per_byte else chooser
 
 

@@ -83,7 +83,7 @@ def cmd_build(args) -> int:
                        protocol=args.protocol, mlperf_model=args.mlperf_model, arena_guard=args.arena_guard,
                        mlperf_mode=args.mlperf_mode, mlperf_baud=args.mlperf_baud, optimize=args.optimize, ram_budget=args.ram_budget,
                        tuning_log=args.tuning_log, settings=args.env, io_buffers=args.io_buffers,
-                       frontend=args.frontend, frontend_hop=args.frontend_hop)
+                       frontend=args.frontend, frontend_hop=args.frontend_hop, weights_in_ram=args.weights_in_ram)
     m = report["memory"]
     if "chain" in report:
         c = report["chain"]
@@ -95,6 +95,8 @@ def cmd_build(args) -> int:
     print(f"built {report['model']} for {report['board']}: arena {m['arena_bytes']:,} B, "
           f"constants {m['weights_bytes']:,} B (weights {m['constants']['weights']:,} B), firmware flash "
           f"{m['flash_bytes']:,} B, RAM {m['ram_bytes']:,} B")
+    if m.get("weights_in_ram_bytes"):
+        print(f"--weights-in-ram: {m['weights_in_ram_bytes']:,} B of weights copied into RAM at startup (in the RAM figure)")
     if m.get("code"):
         from edgec.targets.code_size import summary_line
         print(summary_line(m["code"]))

@@ -137,6 +137,9 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     add_quant_options(b)
     add_ram_budget(b)
     add_io_buffers(b)
+    b.add_argument("--weights-in-ram", action="store_true",
+                   help="copy the weight tensors from flash into RAM at startup (they count as RAM): on a part "
+                        "whose flash has wait states the kernels read them at SRAM speed")
     b.add_argument("--protocol", choices=["edgec", "mlperf"], default="edgec",
                    help="the firmware's serial protocol: edgec's bench link (default) or the MLPerf Tiny "
                         "runner's (name%%, profile%%, db load N%%, infer N W%%, results%%)")

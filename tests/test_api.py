@@ -36,3 +36,20 @@ def test_inspect_estimates_the_arena_of_a_float_recurrent_model(model):
     info = api.inspect_model(EXAMPLES / "gesture_rnn" / f"{model}.onnx")
     assert not info["unsupported"]
     assert info["arena_bytes_estimate"] > 0
+
+
+def test_weights_in_ram_is_reported_and_refused_when_the_weights_do_not_fit(tmp_path):
+    """build(weights_in_ram=True): the report counts the weights copied into RAM; a board whose RAM holds the
+    arena but not the weights too is refused with one line before anything is written."""
+    report = api.build(CANCER / "model.onnx", CANCER / "calib.npz", "host", tmp_path / "b", firmware=False,
+                       weights_in_ram=True)
+    m = report["memory"]
+    assert m["weights_in_ram_bytes"] == m["constants"]["weights"] > 0
+    host = (EXAMPLES.parent / "boards" / "host.toml").read_text()
+    small = tmp_path / "small.toml"
+    small.write_text(host.replace("ram_bytes = 1073741824",
+                                  f"ram_bytes = {m['fit_estimate']['ram']['total'] + m['weights_in_ram_bytes'] - 1}"))
+    with pytest.raises(api.EdgecError, match=r"--weights-in-ram: .* do not fit .* build without --weights-in-ram"):
+        api.build(CANCER / "model.onnx", CANCER / "calib.npz", str(small), tmp_path / "c", firmware=False,
+                  weights_in_ram=True)
+    assert not (tmp_path / "c").exists()

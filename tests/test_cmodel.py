@@ -9,10 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import EXAMPLE_NAMES, EXAMPLES, SANITIZE, check_generated_c
+from conftest import EXAMPLE_NAMES, EXAMPLES, SANITIZE, check_generated_c, run_generated_c
 from synthetic_models import MODELS, quantized
 from edgec import api
 from edgec.codegen import cmodel as codegen
+from edgec.codegen import constants
+from edgec.fixedpoint import scheme
+from edgec.plan import planner
+from edgec.quant import reference
 from edgec.data import load_dataset
 
 
@@ -41,6 +45,35 @@ def test_generated_library_is_const_and_malloc_free(tmp_path):
         if line.startswith("static") and "[" in line and "arena" not in line and "bytes" not in line:
             assert line.startswith("static const"), line
     assert f"int8_t bytes[{plan.arena_bytes}]" in model_c
+
+
+
+def _weights_in_ram_library(tmp_path):
+    model, shape = MODELS["cnn_nchw"]()
+    graph, x = quantized(model, shape, n=16)
+    codegen.generate(graph, planner.plan(graph), tmp_path, graph.name, weights_in_ram=True)
+    return graph, x
+
+
+def test_weights_in_ram_leaves_only_the_weight_tensors_writable(tmp_path):
+    """--weights-in-ram: the weight arrays are initialized statics (the C runtime copies them into RAM at
+    startup); every other constant array stays `const` (in flash)."""
+    graph, _ = _weights_in_ram_library(tmp_path)
+    model_c = (tmp_path / f"{graph.name}.c").read_text()
+    lines = {line.split("[")[0].split()[-1]: line for line in model_c.splitlines()
+             if line.startswith("static") and "[" in line and "= {" in line and "arena" not in line}
+    writable = {a for a, line in lines.items() if not line.startswith("static const ")}
+    weights = {a for a in lines if constants.kind_of(a.split("_", 1)[1]) == "weights"}
+    assert len(weights) == 3 and writable == weights and len(lines) > len(weights)
+
+
+@pytest.mark.sweep
+def test_weights_in_ram_library_is_warning_free_and_bit_exact(tmp_path):
+    graph, x = _weights_in_ram_library(tmp_path)
+    xq = scheme.quantize_input(graph.tensors[graph.input], x)
+    want = np.stack([reference.run(graph, q).reshape(-1) for q in xq])
+    got = run_generated_c(tmp_path, graph.name, xq.reshape(len(xq), -1), want.shape[1])
+    assert np.array_equal(got, want)
 
 
 BUILD_IN_A_FRESH_INTERPRETER = """

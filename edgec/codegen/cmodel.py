@@ -22,7 +22,7 @@ from edgec.ops.opdef import CallSite
 from edgec.ops import state as op_state
 from edgec.ops.registry import REGISTRY, graph_macs, state_fields, state_index
 from edgec.ops.select import lowering_of
-from edgec.codegen import iolife, patched
+from edgec.codegen import constants, iolife, patched
 from edgec.plan import caller_io, guard
 from edgec.plan.planner import Plan
 from edgec.plan.regions import REGIONS_LD_SUFFIX, c_pieces, c_pointer, linker_script
@@ -61,10 +61,11 @@ def pointer_of(plan: Plan):
     return pointer
 
 
-def _ops_for_template(graph: Graph, plan: Plan) -> tuple[list[dict], list[dict]]:
+def _ops_for_template(graph: Graph, plan: Plan, weights_in_ram: bool = False) -> tuple[list[dict], list[dict]]:
     """The constant arrays and the layers of the generated file: every op that is not an alias, with the C call
     of the kernel its lowering puts it on (edgec/ops/kernel.py; a graph that was not lowered: the reference
-    kernels), the plan giving it its scratch."""
+    kernels), the plan giving it its scratch. weights_in_ram: the weight tensors (constants.kind_of) are
+    initialized statics, not `const`: the C runtime copies them from flash into RAM at startup."""
     arrays, ops = [], []
     for i, op in enumerate(graph.ops):
         if REGISTRY[op.kind].alias:
@@ -79,7 +80,8 @@ def _ops_for_template(graph: Graph, plan: Plan) -> tuple[list[dict], list[dict]]
         names = {}
         for key, a in own.items():
             names[key] = f"{prefix}_{key}"
-            arrays.append(_array(names[key], a, records=fast and key == "rq"))
+            arrays.append(dict(_array(names[key], a, records=fast and key == "rq"),
+                               ram=weights_in_ram and constants.kind_of(key) == "weights"))
         dtype = graph.tensors[op.output].dtype
         pointer = pointer_of(plan)
         site = CallSite(prefix=prefix, inputs=[pointer(t) for t in op.inputs],
@@ -114,11 +116,13 @@ def arrays_of(by_index: dict) -> dict:
     return {i: o["arrays"] for i, o in by_index.items()}
 
 
-def generate(graph: Graph, plan: Plan, out_dir: Path, name: str, runtime: bool = True) -> list[Path]:
+def generate(graph: Graph, plan: Plan, out_dir: Path, name: str, runtime: bool = True,
+             weights_in_ram: bool = False) -> list[Path]:
     """Write the model library into out_dir, with a copy of the runtime files it calls unless `runtime` is False
-    (callers that link one compiled runtime into many models); returns the files written."""
+    (callers that link one compiled runtime into many models); returns the files written. weights_in_ram
+    (`edgec build --weights-in-ram`): the weight tensors in RAM, copied from flash at startup (_ops_for_template)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    arrays, ops, bands = _ops_for_template(graph, plan)
+    arrays, ops, bands = _ops_for_template(graph, plan, weights_in_ram)
     tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
     pointer = pointer_of(plan)
     ctx = dict(name=name, NAME=name.upper(), version=__version__, graph=graph, arrays=arrays, ops=ops,
