@@ -76,7 +76,7 @@ def input_grid(graph: Graph, name: str) -> tuple[float, int] | None:
     quantizes the reshaped float input with that QuantizeLinear's scale and zero point, the same as quantizing the
     input with them first. None when no such QuantizeLinear follows the input alone."""
     fixed, seen = graph.fixed_qparams, set()
-    while name not in seen:
+    while fixed and name not in seen:
         seen.add(name)
         if graph.tensors[name].source in fixed:
             return fixed[graph.tensors[name].source]
