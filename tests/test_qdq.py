@@ -318,6 +318,32 @@ def _act_qdq(name, x, out, scale, zp, axis=None):
              numpy_helper.from_array(np.asarray(zp), f"{name}_z")])
 
 
+def test_a_float_input_reshaped_before_its_quantize_takes_that_grid(tmp_path):
+    """tf2onnx writes a flattened input as input -> Reshape -> QuantizeLinear (tests/corpus/tiny13_kj_kws_ds_cnn):
+    ONNX Runtime quantizes the reshaped float input with that QuantizeLinear's grid, so the input port takes it
+    (not a grid from the calibration range, which made that model 8 dB further from ORT's QDQ execution); the
+    output is ORT's to half a step of its own (calibrated) grid on every sample."""
+    from edgec.quant import reference
+
+    q, iq = _act_qdq("a", "r", "rd", 0.25, np.int8(3))
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["r"], name="reshape")] + q + \
+        [helper.make_node("Relu", ["rd"], ["y"], name="relu")]
+    g = helper.make_graph(nodes, "reshaped_input", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 12])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 4])],
+                          iq + [numpy_helper.from_array(np.array([1, 3, 4], np.int64), "shape")])
+    path = save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), tmp_path)
+    x = np.random.default_rng(1).uniform(0, 1, size=(16, 12)).astype(np.float32)     # a range far finer than 0.25
+    np.savez(tmp_path / "c.npz", x=x)
+    _, graph, _ = api.compile_model(path, tmp_path / "c.npz")
+    port = graph.tensors[graph.input]
+    assert (port.scale, port.zero_point) == (np.float32(0.25), 3)
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    want = np.stack([sess.run(None, {"x": xi[None]})[0].reshape(-1) for xi in x])
+    got = np.stack([scheme.dequantize(graph.tensors[graph.output], reference.run(graph, xi)).reshape(-1)
+                    for xi in scheme.quantize_input(port, x)])
+    assert np.max(np.abs(got - want)) <= graph.tensors[graph.output].scale / 2 + 1e-6
+
+
 def test_per_axis_activation_scales_take_the_widest_channel(tmp_path):
     """NNCF quantizes a depthwise conv's input per channel (uint8, zero point 0); edgec's activations have one grid:
     the widest channel's scale, which holds every channel's range (docs/models.md states it)."""

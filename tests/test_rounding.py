@@ -26,6 +26,28 @@ def test_gptq_levels_lower_the_output_error_and_keep_the_scales():
     assert not np.array_equal(q, nearest)
 
 
+def test_block_updates_round_as_column_by_column(monkeypatch):
+    """The lazy batch updates (BLOCK columns at a time) give the levels of the one-column-at-a-time update."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((500, 40)) @ rng.standard_normal((40, 40))
+    w = rng.standard_normal((6, 40))
+    monkeypatch.setattr(rounding, "BLOCK", 7)
+    blocked = rounding.gptq_levels(w, x, 127)[0]
+    monkeypatch.setattr(rounding, "BLOCK", 1000)
+    assert np.array_equal(blocked, rounding.gptq_levels(w, x, 127)[0])
+
+
+def test_gptq_leaves_a_qdq_models_own_weights_as_the_file_gives_them():
+    """A QDQ model's weights are the file's integers at the file's scales: `--rounding gptq` rounded six layers of
+    tests/corpus/tiny13_kj_kws_ds_cnn anew (then snapped them to the file's scales), changing the model."""
+    d = EXAMPLES.parent / "tests" / "corpus" / "tiny13_kj_kws_ds_cnn"
+    graphs = [api.calibrate(d / "model.onnx", d / "calib.npz", cache=False, sensitivity_samples=0, rounding=mode).graph
+              for mode in rounding.MODES]
+    layers = [(a, b) for a, b in zip(*(g.ops for g in graphs)) if "weights" in a.arrays]
+    assert len(layers) == 10 and all("weight_scale" in a.attrs for a, _ in layers)
+    assert all(np.array_equal(a.arrays["weights"], b.arrays["weights"]) for a, b in layers)
+
+
 @pytest.fixture(scope="module")
 def digits_int4():
     out = {}

@@ -29,10 +29,11 @@ def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: 
 
     def from_range(name: str) -> Tensor:
         t = tensors[name]
-        if t.source in fixed and (t.dtype != "int16" or t.name in graph.inputs):   # (--int16 on a QDQ tensor:
+        own = fixed.get(t.source) or (input_grid(graph, name) if name in graph.inputs else None)
+        if own is not None and (t.dtype != "int16" or t.name in graph.inputs):   # (--int16 on a QDQ tensor:
             shift = 128 if t.dtype == "uint8" else 0     # int16 wins; an int16 input is an audio front end's 2^-15
             # grid, edgec/ops/signal/mfcc_onnx.py; a uint8 input port: the same grid, its zero point 128 higher)
-            return _set(tensors, t, float(fixed[t.source][0]), int(fixed[t.source][1]) + shift)
+            return _set(tensors, t, float(own[0]), int(own[1]) + shift)
         if t.source not in ranges:
             raise EdgecError(f"no calibration range for tensor '{t.source}'")
         lo, hi = ranges[t.source]
@@ -67,6 +68,23 @@ def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: 
                              "are too far apart (check the weights and the calibration data)") from None
         ops.append(op)
     return graph.replace_ops(ops, tensors)
+
+
+def input_grid(graph: Graph, name: str) -> tuple[float, int] | None:
+    """A QDQ model's own quantization of a graph input that the file quantizes only after ops that keep their
+    input's quantization (a Reshape then QuantizeLinear, as tf2onnx writes a flattened input): ONNX Runtime
+    quantizes the reshaped float input with that QuantizeLinear's scale and zero point, the same as quantizing the
+    input with them first. None when no such QuantizeLinear follows the input alone."""
+    fixed, seen = graph.fixed_qparams, set()
+    while fixed and name not in seen:
+        seen.add(name)
+        if graph.tensors[name].source in fixed:
+            return fixed[graph.tensors[name].source]
+        readers = [op for op in graph.ops if name in op.inputs]
+        if len(readers) != 1 or REGISTRY[readers[0].kind].qparams != "input" or readers[0].inputs[0] != name:
+            return None
+        name = readers[0].output
+    return None
 
 
 def own_scales(graph: Graph, ranges: dict[str, tuple[float, float]]) -> Graph:

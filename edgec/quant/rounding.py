@@ -10,7 +10,8 @@ the layer's own float kernel with one-hot weights, so every layout and padding i
 
 The result must survive the quantizer (edgec/fixedpoint/scheme.py: per-channel scale = max|w| / 7): the layer's
 weights become the chosen levels times the original scales, and each output channel's largest weight is left
-out of the updates (it stays at +-7 levels), so the quantizer finds the same scales and exactly these levels.
+out of the updates (it stays at +-7 levels, or +-127 at int8), so the quantizer finds the same scales and exactly
+these levels.
 The model's own float weights are kept in attrs['float_weights'] (the float reference and the sensitivity
 report use them). Only per-channel conv2d and fully connected layers with int4 weights are rounded; each
 layer's time is logged and the whole is bounded by a time budget (the layers not reached keep nearest
@@ -32,6 +33,7 @@ DAMP = 0.01               # H + DAMP * mean(diag H) * I: a well-conditioned inve
 SAMPLES = 64              # calibration samples the layer inputs come from
 MAX_ROWS = 20000          # input patches H is estimated from (a random subset beyond)
 BUDGET_S = 60.0
+BLOCK = 128               # columns rounded one by one before the rest take their updates in one product
 MODES = ("nearest", "gptq")
 
 
@@ -60,22 +62,29 @@ def gptq_levels(w: np.ndarray, x: np.ndarray, qmax: int = 7) -> tuple[np.ndarray
     h += DAMP * np.mean(np.diag(h)) * np.eye(len(h))
     hinv = np.linalg.cholesky(np.linalg.inv(h)).T                       # upper: GPTQ's H^-1 in Cholesky form
     q = np.zeros(w.shape, np.int64)
-    for j in range(w.shape[1]):
-        q[:, j] = np.clip(np.round(w[:, j] / scale), -qmax, qmax)
-        err = (w[:, j] - q[:, j] * scale) / hinv[j, j]
-        update = np.outer(err, hinv[j, j + 1:])
-        update[keep[:, j + 1:]] = 0.0
-        w[:, j + 1:] -= update
+    original = w.copy()
+    for b0 in range(0, w.shape[1], BLOCK):       # GPTQ's lazy batch updates: the columns after a block at once
+        b1 = min(b0 + BLOCK, w.shape[1])
+        errs = np.zeros((len(w), b1 - b0))
+        for j in range(b0, b1):
+            q[:, j] = np.clip(np.round(w[:, j] / scale), -qmax, qmax)
+            errs[:, j - b0] = err = (w[:, j] - q[:, j] * scale) / hinv[j, j]
+            update = np.outer(err, hinv[j, j + 1:b1])
+            update[keep[:, j + 1:b1]] = 0.0
+            w[:, j + 1:b1] -= update
+        w[:, b1:] -= errs @ hinv[b0:b1, b1:]
+        w[:, b1:][keep[:, b1:]] = original[:, b1:][keep[:, b1:]]
     return q, scale
 
 
 def apply(graph: Graph, samples: np.ndarray, int8_too: bool = False, log: Callable[[str], None] = lambda _: None,
           budget_s: float = BUDGET_S) -> tuple[Graph, list[str]]:
     """The float graph with its int4-marked conv2d / fully connected layers' weights (int8 ones too with
-    int8_too) rounded by GPTQ (see the module doc), and the names of the layers rounded."""
+    int8_too) rounded by GPTQ (see the module doc), and the names of the layers rounded. A QDQ model's layers keep the
+    file's own integers."""
     t0 = time.monotonic()
     todo = [i for i, op in enumerate(graph.ops) if op.kind in KINDS and graph.tensors[op.output].dtype == "int8"
-            and (int8_too or op.attrs.get("weight_bits") == 4)]
+            and (int8_too or op.attrs.get("weight_bits") == 4) and "weight_scale" not in op.attrs]  # (a QDQ file's own)
     if not todo:
         return graph, []
     envs = [floatref.run(graph, x) for x in samples[:SAMPLES]]
