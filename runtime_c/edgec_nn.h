@@ -999,6 +999,10 @@ void edgec_float_slice(int32_t outer, int32_t row, int32_t start, int32_t n, con
 #define EDGEC_ERROR_INDEX (-5)
 int edgec_float_embedding_lookup(int32_t ids, int32_t rows, int32_t cols, int32_t hybrid, float scale,
                                  const int32_t *id, const int8_t *table, void *y);
+/* edgec_gather.c: TFLite's GATHER of an activation x [batch][outer][axis_size][inner] at run-time int32 indices
+ * [batch][coords]; returns how many lie outside the axis (their slices zeros: invoke returns EDGEC_ERROR_INDEX). */
+int edgec_gather_s8(int32_t batch, int32_t outer, int32_t axis_size, int32_t coords, int32_t inner,
+                    const int8_t *x, const int32_t *ids, int8_t *y);
 
 /* ================================================================ float boundary
  * The float <-> integer quantization at a model's inputs and outputs, exactly as edgec's host reference does it
