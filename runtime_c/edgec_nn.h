@@ -749,6 +749,15 @@ static inline int32_t edgec_lstm_tflite_s8_get_buffer_size(const edgec_lstm_tfli
 {
     return 8 * p->batch * p->hidden;
 }
+/* 16x8: the same with int16 input, hidden state (zero point 0) and output, int64 gate biases and sums */
+void edgec_lstm_tflite_s16(const edgec_lstm_tflite_params *p, const int16_t *input, const int8_t *w_x,
+                           const int8_t *w_h, const int64_t *bias, const int32_t *mult_x, const int32_t *shift_x,
+                           const int32_t *mult_h, const int32_t *shift_h, int16_t *c, int16_t *h, void *scratch,
+                           int16_t *output);
+static inline int32_t edgec_lstm_tflite_s16_get_buffer_size(const edgec_lstm_tflite_params *p)
+{
+    return 8 * p->batch * p->hidden;
+}
 /* fast (fast/edgec_lstm_tflite_fast.c; edgec/ops/recurrent_tflite.py lower_lstm_tflite): the same arithmetic, the
  * weights int16 per hidden unit (its 4 gate rows interleaved by groups of 4 inputs, pairs (w0, w2), (w1, w3)), bias
  * [hidden][8] (the 4 gates' input then recurrent biases, the zero points folded in), the requantization records
