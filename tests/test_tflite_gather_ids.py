@@ -124,6 +124,33 @@ def test_scalar_indices_and_a_repeated_index_match_tflm(tmp_path):
                           [127, 127, -128, 127, 3, 3, 1, 3])
 
 
+def test_a_constant_table_with_batch_dims_or_an_inner_axis_matches_tflm(tmp_path):
+    """Run-time indices into a constant int8 table where the row lookup (edgec/ops/float_tail) does not apply: with
+    batch_dims 1 ([3,4,5] table, [3,2] indices along axis 1) and along axis 1 after an axis of 2 (batch_dims 0);
+    the table stored with the op, TFLite Micro's outputs byte for byte in the reference and the C."""
+    rng = np.random.default_rng(2904)
+    cases = []
+    for name, tshape, ishape, axis, bd in (("tb", (3, 4, 5), (3, 2), 1, 1), ("ti", (2, 6), (1, 3), 1, 0)):
+        table = rng.integers(-128, 128, tshape).astype(np.int8)
+        out = (*tshape[:axis], *ishape[bd:], *tshape[axis + 1:])
+        c = Case(name, [T(ishape, [], [], INT32), T(tshape, [0.05], [-7], data=table), T(out, [0.05], [-7])],
+                 [Node("GATHER", [1, 0], 2, ("GatherOptions", {"Axis": axis, "BatchDims": bd}))], 0, 2)
+        c.x = rng.integers(0, tshape[axis], (4, *ishape)).astype(np.int32)
+        cases.append(c)
+    graphs, wants = [], []
+    for c in cases:
+        f = tmp_path / f"{c.name}.tflite"
+        f.write_bytes(oracle.write(c))
+        wants.append(oracle.tflm(f.read_bytes(), c.x).astype(np.int8))
+        graphs.append(importer.load(f, c.name))
+        assert [op.kind for op in graphs[-1].ops] == ["gather_ids"] and "table" in graphs[-1].ops[0].arrays
+        got = np.stack([np.asarray(reference.run(graphs[-1], xi)).reshape(-1) for xi in c.x])
+        assert np.array_equal(got, wants[-1]), c.name
+    outs = oracle.run_c(graphs, [c.x.reshape(len(c.x), -1).view(np.int8) for c in cases], tmp_path / "c", "sanitized")
+    for c, want, got in zip(cases, wants, outs):
+        assert np.array_equal(got, want), c.name
+
+
 def test_an_index_outside_the_axis_fails_the_inference_as_in_tflm(tmp_path):
     """TFLite Micro's Invoke fails on an index below 0 or past the axis; edgec's reference raises IndexOutside
     naming the operator and the index, and the generated invoke returns EDGEC_ERROR_INDEX (the host program exits
