@@ -749,6 +749,15 @@ static inline int32_t edgec_lstm_tflite_s8_get_buffer_size(const edgec_lstm_tfli
 {
     return 8 * p->batch * p->hidden;
 }
+/* 16x8: the same with int16 input, hidden state (zero point 0) and output, int64 gate biases and sums */
+void edgec_lstm_tflite_s16(const edgec_lstm_tflite_params *p, const int16_t *input, const int8_t *w_x,
+                           const int8_t *w_h, const int64_t *bias, const int32_t *mult_x, const int32_t *shift_x,
+                           const int32_t *mult_h, const int32_t *shift_h, int16_t *c, int16_t *h, void *scratch,
+                           int16_t *output);
+static inline int32_t edgec_lstm_tflite_s16_get_buffer_size(const edgec_lstm_tflite_params *p)
+{
+    return 8 * p->batch * p->hidden;
+}
 /* fast (fast/edgec_lstm_tflite_fast.c; edgec/ops/recurrent_tflite.py lower_lstm_tflite): the same arithmetic, the
  * weights int16 per hidden unit (its 4 gate rows interleaved by groups of 4 inputs, pairs (w0, w2), (w1, w3)), bias
  * [hidden][8] (the 4 gates' input then recurrent biases, the zero points folded in), the requantization records
@@ -999,6 +1008,10 @@ void edgec_float_slice(int32_t outer, int32_t row, int32_t start, int32_t n, con
 #define EDGEC_ERROR_INDEX (-5)
 int edgec_float_embedding_lookup(int32_t ids, int32_t rows, int32_t cols, int32_t hybrid, float scale,
                                  const int32_t *id, const int8_t *table, void *y);
+/* edgec_gather.c: TFLite's GATHER of an activation x [batch][outer][axis_size][inner] at run-time int32 indices
+ * [batch][coords]; returns how many lie outside the axis (their slices zeros: invoke returns EDGEC_ERROR_INDEX). */
+int edgec_gather_s8(int32_t batch, int32_t outer, int32_t axis_size, int32_t coords, int32_t inner,
+                    const int8_t *x, const int32_t *ids, int8_t *y);
 
 /* ================================================================ float boundary
  * The float <-> integer quantization at a model's inputs and outputs, exactly as edgec's host reference does it

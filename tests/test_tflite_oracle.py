@@ -85,6 +85,24 @@ def test_tile_matches_numpy(tmp_path):
         assert not bad, bad
 
 
+def test_int16_tile_is_refused_in_one_line(tmp_path, monkeypatch):
+    """int16 TILE: TFLite Micro registers no TILE and TF Lite 2.21's kernel refuses int16 ("Type 'INT16' is not
+    supported by tile"), so there is nothing to match; edgec names the operator and the type."""
+    from edgec.errors import EdgecError
+    from edgec.frontend import tflite as importer
+
+    monkeypatch.chdir(tmp_path)
+    case = oracle.Case("tile16", [oracle.T((1, 2, 3), [0.01], [0], 7),
+                                  oracle.T((3,), [], [], oracle.INT32, np.array([2, 1, 2], np.int32)),
+                                  oracle.T((2, 2, 6), [0.01], [0], 7)],
+                       [oracle.Node("TILE", [0, 1], 2, ("TileOptions", {}))], 0, 2)
+    Path("tile16.tflite").write_bytes(oracle.write(case))
+    with pytest.raises(EdgecError) as err:
+        importer.load("tile16.tflite", "tile16")
+    msg = str(err.value)
+    assert "\n" not in msg and "TILE (operator #0" in msg and "int16" in msg, msg
+
+
 def test_space_to_batch_padding_matches_numpy(tmp_path):
     """SPACE_TO_BATCH_ND with paddings: TFLite Micro pads with an offset it never sets (arena garbage), so the
     padded cases are checked against NumPy's definition (the zero point as padding)."""

@@ -10,7 +10,7 @@ import numpy as np
 
 from tflite_oracle import INT32, Case, Node, T, _act
 
-INT16 = 7
+INT16, INT64 = 7, 4
 
 
 def lstm_case(rng, name, extreme=False):
@@ -45,6 +45,42 @@ def lstm_case(rng, name, extreme=False):
     nodes = [Node("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, len(tensors) - 1,
                   ("UnidirectionalSequenceLSTMOptions", opts))]
     return Case(name, tensors, nodes, 0, len(tensors) - 1), True
+
+
+def lstm16_case(rng, name, extreme=False):
+    """The 16x8 LSTM (TFLiteConverter's int16 activations, int8 weights): int16 input and hidden state of zero point
+    0 (the hidden state's scale about 2^-15: values in [-1, 1]), int64 gate biases; edge cases saturate the gates."""
+    batch, steps, n_in, hid = int(rng.integers(1, 4)), int(rng.integers(1, 8)), int(rng.integers(1, 21)), \
+        int(rng.integers(1, 17))
+    time_major = bool(rng.random() < 0.4)
+    xs = float(np.float32(10 ** rng.uniform(-4.5, -3)))
+    hs = float(np.float32(2.0 ** -15 * 10 ** rng.uniform(-0.2, 0.2)))
+    cell = float(2.0 ** -int(rng.integers(10, 16)))
+    big = 10 ** (1.5 if extreme else 0.0)
+    shape = (steps, batch, n_in) if time_major else (batch, steps, n_in)
+    tensors, ins = [T(shape, [xs], [0], INT16)], [0]
+    for k in range(8):                        # input-to-gate weights (4), recurrent weights (4)
+        cols = n_in if k < 4 else hid
+        s = float(np.float32(big * 8 * 10 ** rng.uniform(-0.5, 0.5) / (32767 * cols ** 0.5 * (xs if k < 4 else hs))))
+        tensors.append(T((hid, cols), [s], [0], data=rng.integers(-127, 128, (hid, cols)).astype(np.int8)))
+        ins.append(len(tensors) - 1)
+    ins += [-1, -1, -1]                       # no peephole weights
+    for k in range(4):                        # gate biases, int64
+        s = float(np.float32(xs * tensors[1 + k].scale[0]))
+        lim = 1 << (36 if extreme else 20)
+        tensors.append(T((hid,), [s], [0], INT64, rng.integers(-lim, lim, hid).astype(np.int64)))
+        ins.append(len(tensors) - 1)
+    ins += [-1, -1]                           # no projection
+    tensors.append(T((batch, hid), [hs], [0], INT16, variable=True))
+    tensors.append(T((batch, hid), [cell], [0], INT16, variable=True))
+    ins += [len(tensors) - 2, len(tensors) - 1, -1, -1, -1, -1]
+    tensors.append(T((steps, batch, hid) if time_major else (batch, steps, hid), [hs], [0], INT16))
+    opts = dict(FusedActivationFunction=4, CellClip=float(rng.choice([0.0, 0.0, 1.5, 3.0])), TimeMajor=time_major)
+    case = Case(name, tensors, [Node("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, len(tensors) - 1,
+                                     ("UnidirectionalSequenceLSTMOptions", opts))], 0, len(tensors) - 1)
+    case.x = rng.integers(-32768, 32768, (4, *shape)).astype(np.int16)
+    case.x[1] = rng.choice([-32768, 32767], shape)       # the int16 limits
+    return case
 
 
 MAKERS = {"lstm": lstm_case}

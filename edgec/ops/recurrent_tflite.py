@@ -10,6 +10,9 @@ Per step, for each gate (forget, input, cell, output; gate g of the arrays in th
   Q3.12 pre-activation: its 256-entry sigmoid table with linear interpolation.
   c = sat16(clamp16(rq(f * c, fc_mult, fc_shift)) + clamp16(rq(i * g, ig_mult, ig_shift)))   (then the cell clip)
   h = clamp8(rq(tanh_c(c) * o, oh_mult, oh_shift) + h_zp); the output of the step is h.
+In 16x8 (`act16`: int16 input, hidden state and output, zero point 0, int64 gate biases; TFLite Micro's
+LstmStep<int16_t, int8_t, int16_t, int64_t>) the gate products are int64 sums requantized by TFLite's 64-bit
+MultiplyByQuantizedMultiplier, and h is clamped to int16; the rest is the same arithmetic.
 The hidden and cell states are TFLite Micro's variable tensors: carried from one inference to the next
 (edgec/ops/state.py: a persistent buffer of the arena), h = its zero point and c = 0 after reset, as TFLite Micro's
 reset() leaves them.
@@ -18,10 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgec.fixedpoint.scheme import quantize_multiplier, requantize
+from edgec.fixedpoint.scheme import quantize_multiplier, requantize, requantize64
 from edgec.ir import Op, Tensor
 from edgec.ops import cemit, fast, state as op_state
-from edgec.ops.kernel import FAST, REFERENCE, Kernel
+from edgec.ops.kernel import FAST, INT16, REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, OpDef
 
 GATES = 4                # forget, input, cell, output (TFLM's order)
@@ -98,7 +101,9 @@ def lstm_tflite_s8(p: dict, arr: dict, x, carried: dict | None = None) -> np.nda
     [batch][steps]), each step's hidden state; `carried` ({"c": int16, "h": int8 [batch][hidden]}): the state,
     updated in place (None: from reset)."""
     steps, batch, n_in, hid = (int(p[k]) for k in ("steps", "batch", "input_size", "hidden"))
-    xs = np.asarray(x, np.int8).astype(np.int64)
+    act16 = bool(p.get("act16", 0))
+    xs = np.asarray(x, np.int16 if act16 else np.int8).astype(np.int64)
+    gate_rq, lo, hi = (requantize64, -32768, 32767) if act16 else (_rq, -128, 127)
     xs = xs.reshape(steps, batch, n_in) if p["time_major"] else xs.reshape(batch, steps, n_in).transpose(1, 0, 2)
     wx = np.asarray(arr["w_x"], np.int64).reshape(GATES, hid, n_in)
     wh = np.asarray(arr["w_h"], np.int64).reshape(GATES, hid, hid)
@@ -114,8 +119,8 @@ def lstm_tflite_s8(p: dict, arr: dict, x, carried: dict | None = None) -> np.nda
         hz = h - int(p["hidden_zp"])
         gates = []
         for g in range(GATES):
-            a = _clamp16(_rq(xt @ wx[g].T + bias[g], mx[g], sx[g]))
-            b = _clamp16(_rq(hz @ wh[g].T, mh[g], sh[g]))
+            a = _clamp16(np.asarray(gate_rq(xt @ wx[g].T + bias[g], mx[g], sx[g]), np.int64))
+            b = _clamp16(np.asarray(gate_rq(hz @ wh[g].T, mh[g], sh[g]), np.int64))
             pre = _clamp16(a + b)
             gates.append(tanh16(pre, -12) if g == 2 and not p["cell_sigmoid"] else sigmoid16(pre))
         f, i, gg, o = gates
@@ -124,18 +129,19 @@ def lstm_tflite_s8(p: dict, arr: dict, x, carried: dict | None = None) -> np.nda
         if p["cell_clip"] > 0:
             c = np.clip(c, -int(p["cell_clip"]), int(p["cell_clip"]))
         tc = tanh16(c, int(p["cell_power"]))
-        h = np.clip(_rq(tc * o, p["oh_mult"], p["oh_shift"]) + int(p["hidden_zp"]), -128, 127)
+        h = np.clip(_rq(tc * o, p["oh_mult"], p["oh_shift"]) + int(p["hidden_zp"]), lo, hi)
         ys[t] = h
     if carried is not None:
         carried["h"][...], carried["c"][...] = h.reshape(carried["h"].shape), c.reshape(carried["c"].shape)
     out = ys if p["time_major"] else ys.transpose(1, 0, 2)
-    return out.astype(np.int8).reshape(-1)
+    return out.astype(np.int16 if act16 else np.int8).reshape(-1)
 
 
 def state_lstm_tflite(op: Op) -> tuple:
     p = op.params or op.attrs
     shape = (p["batch"], p["hidden"])
-    return (op_state.Field("c", "int16", shape, 0), op_state.Field("h", "int8", shape, p["hidden_zp"]))
+    return (op_state.Field("c", "int16", shape, 0),
+            op_state.Field("h", "int16" if p.get("act16") else "int8", shape, p["hidden_zp"]))
 
 
 def run_lstm_tflite(op: Op, inputs: list, state: dict | None = None) -> np.ndarray:
@@ -155,7 +161,10 @@ def c_lstm_tflite(op: Op, low, site: CallSite) -> str:
     arrays = ", ".join(site.arrays[k] for k in (FAST_ARRAYS if low.kernel.role == FAST else ARRAYS))
     fields = state_lstm_tflite(op)
     c, h = (op_state.c_field(site.state, fields, k) for k in ("c", "h"))
-    call = f"{low.kernel.name}(&p, {site.inputs[0]}, {arrays},\n        {c}, {h}, {site.scratch}, {site.output});"
+    x, y = site.inputs[0], site.output
+    if op.params.get("act16"):
+        x, y = cemit.i16(x, const=True), cemit.i16(y)
+    call = f"{low.kernel.name}(&p, {x}, {arrays},\n        {c}, {h}, {site.scratch}, {y});"
     return cemit.with_params("edgec_lstm_tflite_params", op.params, call, only_fields=True)
 
 
@@ -192,6 +201,8 @@ def lower_lstm_tflite(op: Op):
     multipliers are not the powers of two the kernel shifts by (TFLite's power-of-two cell scale gives them)."""
     p = op.params
     hid, n_in = int(p["hidden"]), int(p["input_size"])
+    if p.get("act16"):
+        return None
     if any(int(p[f"{k}_mult"]) != 1 << 30 or not -30 <= int(p[f"{k}_shift"]) <= 0 for k in ("fc", "ig")):
         return None
     m, e = int(p["oh_mult"]), -int(p["oh_shift"])
@@ -224,7 +235,9 @@ OPS = [OpDef("lstm_tflite", "recurrent", quantize_lstm_tflite, None, macs=_macs,
              state=state_lstm_tflite)]
 KERNELS = [Kernel("edgec_lstm_tflite_s8", ("lstm_tflite",), REFERENCE, c_lstm_tflite, run=run_lstm_tflite,
                   code_bytes=1600),
-           Kernel("edgec_lstm_tflite_fast_s8", ("lstm_tflite",), FAST, c_lstm_tflite, lower=lower_lstm_tflite)]
+           Kernel("edgec_lstm_tflite_fast_s8", ("lstm_tflite",), FAST, c_lstm_tflite, lower=lower_lstm_tflite),
+           Kernel("edgec_lstm_tflite_s16", ("lstm_tflite",), REFERENCE, c_lstm_tflite, run=run_lstm_tflite,
+                  precision=INT16, code_bytes=1600)]
 ONNX: dict = {}
 
 
@@ -241,7 +254,7 @@ def _mult(tx, real: float, what: str) -> tuple[int, int]:
 
 
 def import_tflite_lstm(tx, op):
-    """UNIDIRECTIONAL_SEQUENCE_LSTM with int8 input (see the module doc)."""
+    """UNIDIRECTIONAL_SEQUENCE_LSTM with int8 input, or int16 (16x8) (see the module doc)."""
     o = tx.options(op)
     if op.InputsLength() != 24:
         raise tx.unsupported(f"{op.InputsLength()} inputs (TFLite Micro's LSTM takes 24)")
@@ -249,8 +262,10 @@ def import_tflite_lstm(tx, op):
     if present:
         raise tx.unsupported(f"inputs {present} given (peephole, projection or layer normalization: TFLite Micro's "
                              "kernel takes none)")
-    x = tx.input(op, 0)
+    x = tx.input(op, 0, ("int8", "int16"))
     xt, xshape = tx.tensor(x), tx.shape(op.Inputs(0))
+    act16 = xt.dtype == "int16"
+    act_type, bias_type = (7, np.int64) if act16 else (9, np.int32)
     if len(xshape) != 3:
         raise tx.unsupported(f"input of rank {len(xshape)} (the LSTM takes [batch, time, features] or time major)")
     time_major = bool(o.TimeMajor()) if o is not None else False
@@ -261,9 +276,12 @@ def import_tflite_lstm(tx, op):
     if o is not None and hasattr(o, "DiagonalRecurrentTensors") and o.DiagonalRecurrentTensors():
         raise tx.unsupported("diagonal recurrent weights")
     h_i, c_i = op.Inputs(18), op.Inputs(19)
-    if tx.sg.Tensors(h_i).Type() != 9 or tx.sg.Tensors(c_i).Type() != 7:
-        raise tx.unsupported("the hidden state must be int8 and the cell state int16 (the integer LSTM)")
+    if tx.sg.Tensors(h_i).Type() != act_type or tx.sg.Tensors(c_i).Type() != 7:
+        raise tx.unsupported(f"the hidden state must be {xt.dtype} as the input and the cell state int16 (the "
+                             "integer LSTM)")
     hs, hz, _ = tx.qparams(h_i)
+    if act16 and (xt.zero_point != 0 or np.any(hz != 0)):
+        raise tx.unsupported("16x8 input or hidden state with a zero point (TFLite requires 0)")
     cs, _, _ = tx.qparams(c_i)
     power = int(np.round(np.log2(float(cs[0]))))
     if abs(np.log2(float(cs[0])) - power) >= 1e-3:
@@ -287,11 +305,11 @@ def import_tflite_lstm(tx, op):
             ss.append(sh)
         b = tx.const(op, k + 11)
         if b is None:
-            b = np.zeros(hid, np.int32)
-        if b.dtype != np.int32 or b.size != hid:
-            raise tx.unsupported(f"bias {k + 11} must be int32 with {hid} values")
-        bias.append(np.asarray(b, np.int32).reshape(-1))
-    out = tx.output(op)
+            b = np.zeros(hid, bias_type)
+        if b.dtype != bias_type or b.size != hid:
+            raise tx.unsupported(f"bias {k + 11} must be {np.dtype(bias_type)} with {hid} values")
+        bias.append(np.asarray(b, bias_type).reshape(-1))
+    out = tx.output(op, dtypes=(xt.dtype,))
     q = 2.0 ** -15
     cscale = float(cs[0])
     fc, ig, oh = (_mult(tx, q * cscale / cscale, "forget x cell"), _mult(tx, q * q / cscale, "input x cell gate"),
@@ -300,7 +318,8 @@ def import_tflite_lstm(tx, op):
     qclip = int(min(max(clip / cscale, -32768.0), 32767.0)) if clip > 0 else 0
     params = dict(steps=steps, batch=batch, input_size=n_in, hidden=hid, time_major=int(time_major),
                   input_zp=xt.zero_point, hidden_zp=int(hz[0]), cell_sigmoid=0, cell_power=power, cell_clip=qclip,
-                  fc_mult=fc[0], fc_shift=fc[1], ig_mult=ig[0], ig_shift=ig[1], oh_mult=oh[0], oh_shift=oh[1])
+                  fc_mult=fc[0], fc_shift=fc[1], ig_mult=ig[0], ig_shift=ig[1], oh_mult=oh[0], oh_shift=oh[1],
+                  act16=int(act16))
     arrays = dict(w_x=np.concatenate(w_x).reshape(-1), w_h=np.concatenate(w_h).reshape(-1),
                   bias=np.concatenate(bias), mult_x=np.array(mult_x, np.int32), shift_x=np.array(shift_x, np.int32),
                   mult_h=np.array(mult_h, np.int32), shift_h=np.array(shift_h, np.int32))

@@ -15,8 +15,8 @@ Adding an operator: docs/design.md, "Adding an operator".
 from __future__ import annotations
 
 from edgec.ir import Graph, Op
-from edgec.ops import (add_n, binary, concat, constant, conv, convert, cumsum, dense, detection, float_tail, lut,
-                       matmul, movement, nms,
+from edgec.ops import (add_n, binary, concat, constant, conv, convert, cumsum, dense, detection, float_tail, gather,
+                       lut, matmul, movement, nms,
                        norm, pool, rearrange, recurrent, recurrent_tflite, reduce, resize, signal, softmax, svdf,
                        variables, where)
 from edgec.ops.binary import tflite as binary_tflite
@@ -26,7 +26,7 @@ from edgec.ops.opdef import OpDef
 
 MODULES = (movement, concat, rearrange, lut, lut_tflite, pool, conv, dense, matmul, binary, binary_tflite, softmax, reduce,
            cumsum, add_n, where, resize, convert, recurrent, recurrent_tflite, svdf, norm, detection, nms, signal,
-           constant, float_tail, variables)
+           constant, float_tail, variables, gather)
 
 REGISTRY: dict[str, OpDef] = {}
 for _m in MODULES:
@@ -72,7 +72,8 @@ _dequantize = TFLITE_IMPORTERS["DEQUANTIZE"]      # a DEQUANTIZE into a resource
 TFLITE_IMPORTERS["DEQUANTIZE"] = lambda tx, op: (variables.import_dequantize_to_variable if variables.into_variable(
     tx, op) else _dequantize)(tx, op)
 _gather = TFLITE_IMPORTERS["GATHER"]      # computed indices into a constant table: a lookup (edgec/ops/float_tail)
-TFLITE_IMPORTERS["GATHER"] = lambda tx, op: (float_tail.import_gather if float_tail.computed_indices(tx, op)
+TFLITE_IMPORTERS["GATHER"] = lambda tx, op: (gather.import_tflite_gather if gather.takes(tx, op)   # both at run time
+                                             else float_tail.import_gather if float_tail.computed_indices(tx, op)
                                              else _gather)(tx, op)
 DRIVER_OPS = {"Constant", "Shape"}     # the canonicalizer handles these itself (constants at build time)
 SUPPORTED_OPS = frozenset(IMPORTERS) | DRIVER_OPS

@@ -6,7 +6,8 @@ here or in their family (docs/tflite-operators.md, "int16 activations (16x8)"): 
 FULLY_CONNECTED of one row or several (an int64 bias, TFLM's 64-bit MultiplyByQuantizedMultiplier; or an int32 one),
 TRANSPOSE_CONV (conv/importers.py), BATCH_MATMUL (matmul.py), ADD / SUB / MUL
 / MAXIMUM / MINIMUM / SQUARED_DIFFERENCE / PRELU (binary/add16.py, binary/int16.py), LOGISTIC / TANH / RELU / RELU6
-/ LEAKY_RELU / ABS (lut/int16.py), SOFTMAX (softmax.py), MAX_POOL_2D / AVERAGE_POOL_2D, MEAN and SUM, QUANTIZE, and
+/ LEAKY_RELU / ABS (lut/int16.py), SOFTMAX (softmax.py), MAX_POOL_2D / AVERAGE_POOL_2D, MEAN and SUM, QUANTIZE,
+UNIDIRECTIONAL_SEQUENCE_LSTM (recurrent_tflite.py: int64 gate sums), and
 the data movement (RESHAPE, CONCATENATION, PACK, UNPACK, SPLIT, SPLIT_V, SLICE, STRIDED_SLICE, PAD / PADV2,
 TRANSPOSE, REVERSE_V2, BROADCAST_TO, RESIZE_NEAREST_NEIGHBOR: `moved`; SELECT_V2 and DYNAMIC_UPDATE_SLICE:
 where.py). Every other operator given an int16 activation is refused by its importer (`tx.input` takes int8 there),

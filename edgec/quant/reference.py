@@ -45,7 +45,10 @@ def run(graph: Graph, x_q: np.ndarray, keep_all: bool = False, state: State | No
     Returns the int8 output (ONNX layout; several outputs: packed) or, with keep_all, every tensor by name
     (int16 ones as int16)."""
     wide = {"int16": np.int16, "int32": np.int32}.get(graph.tensors[graph.input].dtype)   # an int16 / int32
-    env = ports.feed(graph, x_q, wide if wide is not None and not graph.more_inputs else np.int8)   # port (.tflite)
+    if graph.more_inputs:     # each port's values as its tensor's type (an int32 index port beside an int8 one)
+        env = {t: np.asarray(v).astype(DTYPES[graph.tensors[t].dtype]) for t, v in ports.feed(graph, x_q).items()}
+    else:
+        env = ports.feed(graph, x_q, wide if wide is not None else np.int8)   # an int16 / int32 port (.tflite)
     if state is None and any(state_fields(op) for op in graph.ops):
         state = State(graph)
     for i, op in enumerate(graph.ops):

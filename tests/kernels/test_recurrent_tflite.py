@@ -194,3 +194,33 @@ def test_svdf_kernel_matches_twin(ck):
                                  ptr(a["w_time"]), ptr(a["bias"]), ptr(state), ptr(out))
             np.testing.assert_array_equal(out, svdf.svdf_s8(p, a, x, carried))
             np.testing.assert_array_equal(state, carried)
+
+
+def _lstm16_cases(n: int) -> list:
+    rng = np.random.default_rng(1608)
+    return [recurrent_cases.lstm16_case(rng, f"q{k}", k % 3 == 2) for k in range(n)]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tflite_micro") is None and not os.environ.get("CI"),
+                    reason="tflite-micro (the TFLite Micro interpreter) is not installed")
+def test_16x8_files_match_tflite_micro(tmp_path):
+    """The 16x8 LSTM (int16 input, hidden state and output, int64 biases; edgec_lstm_tflite_s16): random
+    single-operator files, batch major and time major, the samples one stream with the state carried, inputs at
+    the int16 limits, through the reference and the generated C: TFLite Micro's outputs bit for bit."""
+    cases = _lstm16_cases(2)
+    assert {c.nodes[0].options[1]["TimeMajor"] for c in cases} == {False, True}
+    f = tmp_path / f"{cases[0].name}.tflite"
+    f.write_bytes(oracle.write(cases[0]))
+    op = next(op for op in oracle.importer.load(f, cases[0].name).ops if op.kind == "lstm_tflite")
+    assert select.reference(op, "int16").name == "edgec_lstm_tflite_s16" and select.fast(op) is None
+    bad = oracle.check(cases, tmp_path, paths=("reference",))
+    assert not bad, bad
+
+
+@pytest.mark.sweep
+@pytest.mark.skipif(importlib.util.find_spec("tflite_micro") is None and not os.environ.get("CI"),
+                    reason="tflite-micro (the TFLite Micro interpreter) is not installed")
+def test_16x8_sweep_matches_tflite_micro_also_sanitized(tmp_path):
+    """24 random 16x8 files (every third saturating its gates, a cell clip or none), the C also under ASan/UBSan."""
+    bad = oracle.check(_lstm16_cases(24), tmp_path, paths=("reference", "sanitized"))
+    assert not bad, bad
