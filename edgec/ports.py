@@ -42,10 +42,22 @@ class Port:
         ident = c_identifier(self.name)
         return f"{ident}_port" if ident in ("scale", "zero_point") else ident
 
+    @property
+    def sample_shape(self) -> tuple[int, ...]:
+        """One sample's shape: the shape without its batch axis of 1; a first axis of another length is no batch
+        (a .tflite port of shape [8]): the whole tensor is one sample, as the C code reads it."""
+        return sample_shape(self.onnx_shape)
+
     def of(self, packed: np.ndarray) -> np.ndarray:
-        """This port's part of packed samples (N, total) -> (N, *onnx shape without batch)."""
+        """This port's part of packed samples (N, total) -> (N, *sample shape)."""
         packed = np.asarray(packed)
-        return packed[:, self.start:self.start + self.size].reshape(len(packed), *self.onnx_shape[1:])
+        return packed[:, self.start:self.start + self.size].reshape(len(packed), *self.sample_shape)
+
+
+def sample_shape(shape) -> tuple[int, ...]:
+    """Port.sample_shape."""
+    shape = tuple(shape)
+    return shape[1:] if shape[:1] == (1,) else shape
 
 
 def multi(graph: Graph) -> bool:
@@ -57,7 +69,7 @@ def _ports(graph: Graph, tensors: list[str]) -> list[Port]:
     out, start = [], 0
     for t in tensors:
         shape = tuple(graph.onnx_shape(t))
-        size = int(np.prod(shape[1:], dtype=np.int64))
+        size = int(np.prod(sample_shape(shape), dtype=np.int64))
         name = graph.port_names[t] if t in graph.port_names else graph.tensors[t].source   # (lazily: a named
         out.append(Port(name, t, shape, start, size))                                        # port needs no tensor)
         start += size
@@ -165,14 +177,14 @@ def output_bytes(graph: Graph, packed: np.ndarray) -> np.ndarray:
 
 
 def output_parts(graph: Graph, raw: np.ndarray) -> dict[str, np.ndarray]:
-    """The link's output bytes (N, bytes) -> {output tensor: its values (N, *ONNX shape without batch)}, each in
+    """The link's output bytes (N, bytes) -> {output tensor: its values (N, *Port.sample_shape)}, each in
     its own number type."""
     raw = np.ascontiguousarray(raw, np.uint8).reshape(len(raw), -1)
     out, at = {}, 0
     for p in outputs(graph):
         dtype = np.dtype(DTYPES[graph.tensors[p.tensor].dtype])
         n = p.size * dtype.itemsize
-        out[p.tensor] = np.ascontiguousarray(raw[:, at:at + n]).view(dtype).reshape(len(raw), *p.onnx_shape[1:])
+        out[p.tensor] = np.ascontiguousarray(raw[:, at:at + n]).view(dtype).reshape(len(raw), *p.sample_shape)
         at += n
     return out
 

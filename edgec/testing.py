@@ -174,7 +174,7 @@ class ModelDevice:
         for p in want:
             a, t = np.asarray(x[p.name]), self.graph.tensors[p.tensor]
             if a.size != p.size:
-                raise EdgecError(f"input {p.name}: shape {a.shape}, the model takes one sample shaped {p.onnx_shape[1:]}")
+                raise EdgecError(f"input {p.name}: shape {a.shape}, the model takes one sample shaped {p.sample_shape}")
             parts.append(a.reshape(-1).astype(np.int8) if np.issubdtype(a.dtype, np.integer)
                          else scheme.quantize_input(t, a.reshape(-1)))
         return np.concatenate(parts)
@@ -184,7 +184,7 @@ class ModelDevice:
 
         if ports.multi(self.graph):
             q = np.asarray(q, np.int8).reshape(-1)
-            by_name = {p.name: q[p.start:p.start + p.size].reshape(p.onnx_shape[1:]) for p in ports.outputs(self.graph)}
+            by_name = {p.name: q[p.start:p.start + p.size].reshape(p.sample_shape) for p in ports.outputs(self.graph)}
             return Output(by_name, {p.name: scheme.dequantize(self.graph.tensors[p.tensor], by_name[p.name]).astype(np.float32)
                                     for p in ports.outputs(self.graph)}, units)
         t = self.graph.tensors[self.graph.output]
@@ -214,7 +214,7 @@ class ModelDevice:
         if ports.multi(self.graph):       # {input name: sample} -> {output name: output}
             packed = np.concatenate([np.asarray(x[p.name], np.float32).reshape(-1) for p in ports.inputs(self.graph)])
             y = calibrate.run_float(self._onnx_model, packed[None])[0]
-            return {p.name: y[p.start:p.start + p.size].reshape(p.onnx_shape[1:]) for p in ports.outputs(self.graph)}
+            return {p.name: y[p.start:p.start + p.size].reshape(p.sample_shape) for p in ports.outputs(self.graph)}
         x = np.asarray(x, np.float32).reshape(1, *self.graph.input_onnx_shape[1:])
         return calibrate.run_float(self._onnx_model, x).reshape(self.graph.output_onnx_shape[1:])
 

@@ -190,3 +190,22 @@ def test_int16_values_are_refused_in_one_line_as_tflm_refuses_them(tmp_path, mon
         importer.load("i16.tflite", "i16")
     msg = str(err.value)
     assert "\n" not in msg and "GATHER (operator #0" in msg and "int16" in msg, msg
+
+
+def test_an_index_port_without_a_batch_axis_is_taken_whole(tmp_path):
+    """Indices of shape [3] (a first axis that is no batch of 1): the port is all three ids (edgec/ports.py
+    Port.sample_shape), as the C reads the tensor; before, a port's first axis was always dropped and the
+    sample was refused as too long."""
+    from edgec import ports
+
+    case = Case("flat", [T((1, 5, 4), [0.1], [3]), T((3,), [], [], INT32), T((1, 3, 4), [0.1], [3])],
+                [Node("GATHER", [0, 1], 2, ("GatherOptions", {"Axis": 1, "BatchDims": 0}))], [0, 1], 2)
+    rng = np.random.default_rng(2911)
+    case.x = [rng.integers(-128, 128, (3, 1, 5, 4)).astype(np.int8), np.array([[4, 0, 2], [1, 1, 3], [0, 4, 4]],
+                                                                             np.int32)]
+    f = tmp_path / "flat.tflite"
+    f.write_bytes(oracle.write(case))
+    g = importer.load(f, "flat")
+    assert [(p.size, p.sample_shape) for p in ports.inputs(g)] == [(20, (5, 4)), (3, (3,))]
+    bad = run([case], tmp_path, paths=("reference",))
+    assert not bad, bad
