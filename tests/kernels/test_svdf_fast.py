@@ -87,3 +87,31 @@ def test_keyword_benchmark_streams_as_tflite_micro(tmp_path):
     want = oracle.tflm(path.read_bytes(), x, carry_state=True)
     got = oracle.run_c([graph], [x], tmp_path, "sanitized")[0]
     np.testing.assert_array_equal(got.view(want.dtype).reshape(want.shape), want)   # (bytes: TFLM's dtype)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tflite_micro") is None and not os.environ.get("CI"),
+                    reason="tflite-micro (the TFLite Micro interpreter) is not installed")
+def test_fast_svdf_files_stream_as_tflite_micro(tmp_path):
+    """Random single-SVDF .tflite files (int8 and int16 states, memory 2-8) on the fast kernel, through edgec's
+    generated C (the Arm DSP path, intrinsics emulated) and its NAME_reset() at start, one stream of 2 * memory + 3
+    inputs with the state carried: the ring of every state row wraps around twice, and every output is TFLite
+    Micro's with its state carried between invokes."""
+    import tflite_cases_recurrent as recurrent_cases
+    from edgec.ops import select
+
+    rng = np.random.default_rng(39)
+    cases = []
+    for c in oracle.cases(seed=39, n=24, kinds=["svdf"], makers=recurrent_cases.MAKERS):
+        f = tmp_path / f"{c.name}.tflite"
+        f.write_bytes(oracle.write(c))
+        op = next(op for op in oracle.importer.load(f, c.name).ops if op.kind == "svdf")
+        low = select.fast(op)
+        if low is None or low.kernel.name != "edgec_svdf_fast_s8":
+            continue
+        shape = c.x.shape[1:]
+        c.x = rng.integers(-128, 128, (2 * int(op.params["memory"]) + 3,) + shape).astype(np.int8)
+        cases.append(c)
+    picked = [c for c in cases if c.tensors[2].dtype == 9][:2] + [c for c in cases if c.tensors[2].dtype == 7][:2]
+    assert len(picked) == 4                 # two with an int8 state, two with an int16 one
+    bad = oracle.check(picked, tmp_path / "run", paths=("dsp-emulated",))
+    assert not bad, bad
