@@ -125,7 +125,7 @@ def c_svdf_fast(op: Op, low, site: CallSite) -> str:
 
 
 OPS = [OpDef("svdf", "recurrent", quantize_svdf, None, macs=_macs, sensitivity=False, state=state_svdf)]
-KERNELS = [Kernel("edgec_svdf_s8", ("svdf",), REFERENCE, c_svdf, run=run_svdf, code_bytes=600),
+KERNELS = [Kernel("edgec_svdf_s8", ("svdf",), REFERENCE, c_svdf, run=run_svdf, code_bytes=1800),   # (the fast one's)
            Kernel("edgec_svdf_fast_s8", ("svdf",), FAST, c_svdf_fast, lower=lower_svdf_fast)]
 ONNX: dict = {}
 
