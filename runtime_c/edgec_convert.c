@@ -49,6 +49,14 @@ void edgec_requantize_s16_s8(const edgec_requantize_params *p, const int16_t *in
         ((int8_t *)output)[i] = (int8_t)(y < -128 ? -128 : (y > 127 ? 127 : y));                         \
     }
 
+/* The loop of edgec_quantize8 to int8 with the multiplier 1 (2^30 and a left shift of 1: the same scale, a uint8
+ * input's zero point moved to int8's): the doubling high multiply of 2v by 2^30 is v exactly (|v| < 2^30) */
+#define EDGEC_QUANTIZE8_S8_SAME_LOOP(IN_T)                                                                 \
+    for (i = 0; i < n; ++i) {                                                                              \
+        const int32_t y = (int32_t)((const IN_T *)input)[i] - input_zp + output_zp;                       \
+        ((int8_t *)output)[i] = (int8_t)(y < -128 ? -128 : (y > 127 ? 127 : y));                         \
+    }
+
 void edgec_quantize8(const edgec_quantize8_params *p, const void *input, void *output)
 {
     static const int32_t lows[4] = {-128, 0, -32768, INT32_MIN}, highs[4] = {127, 255, 32767, INT32_MAX};
@@ -63,6 +71,16 @@ void edgec_quantize8(const edgec_quantize8_params *p, const void *input, void *o
             EDGEC_QUANTIZE8_S8_LOOP(uint8_t)
         } else {
             EDGEC_QUANTIZE8_S8_LOOP(int8_t)
+        }
+        return;
+    }
+    if (p->output_type == 0 && shift == 1 && mult == 1 << 30) {
+        if (p->input_type == 2) {
+            EDGEC_QUANTIZE8_S8_SAME_LOOP(int16_t)
+        } else if (p->input_type == 1) {
+            EDGEC_QUANTIZE8_S8_SAME_LOOP(uint8_t)
+        } else {
+            EDGEC_QUANTIZE8_S8_SAME_LOOP(int8_t)
         }
         return;
     }
