@@ -773,7 +773,7 @@ static inline int32_t edgec_lstm_tflite_fast_s8_get_buffer_size(const edgec_lstm
 
 /* edgec_svdf.c: TFLite's integer SVDF as TFLite Micro computes it (edgec/ops/svdf.py): input int8 [batch][input_size],
  * feature weights int8 [units*rank][input_size], time weights [units*rank][memory] (int8 or int16 in the file,
- * int16 here), bias int32 [units]; the activation state (int8 or int16: state_min/max, held as int16
+ * int16 here), bias int32 [units]; the activation state (int8 or int16: state_min/max, held as its type,
  * [batch][units*rank][memory]) persistent across calls (state_zp after reset), shifted and fed the new features
  * at every call; output int8 [batch][units]. */
 typedef struct {
@@ -781,20 +781,21 @@ typedef struct {
         shift2, output_zp;
 } edgec_svdf_params;
 void edgec_svdf_s8(const edgec_svdf_params *p, const int8_t *input, const int8_t *w_feature, const int16_t *w_time,
-                   const int32_t *bias, int16_t *state, int8_t *output);
+                   const int32_t *bias, void *state, int8_t *output);
 /* The fast kernel (fast/edgec_svdf_fast.c, edgec/ops/svdf.py lower_svdf_fast): the feature weights int16, 4 filters
  * a block ([block][group of 4 inputs][filter][(w0, w2) (w1, w3)], filters padded to 4), fbias [filters padded to 4]
  * = -input_zp * sum of a filter's weights, tbias [units] = bias - state_zp * sum of a unit's time weights (both
- * modulo 2^32); the time weights int16 [units*rank][memory] as words (zero padded to a whole word); multipliers with
- * their left and right shifts. The same state as edgec_svdf_s8 (each unit's rank * memory entries even, or the
- * kernel not chosen: its time dot product reads them as words). */
+ * modulo 2^32); the time weights [units*rank][wt wt] (each row twice; int16, or int8 with an int8 state) as
+ * words; multipliers with their left and right shifts. The state [batch][units*rank][memory] (its type; memory
+ * even, a multiple of 4 for int8) a ring: each row's oldest entry at *pos (0 after reset; the kernel moves it on),
+ * not edgec_svdf_s8's shifted layout. */
 typedef struct {
     int32_t batch, input_size, rank, units, memory, state_zp, state_min, state_max, mult1, left1, right1, mult2,
         left2, right2, output_zp;
 } edgec_svdf_fast_params;
 void edgec_svdf_fast_s8(const edgec_svdf_fast_params *p, const int8_t *input, const uint32_t *w_feature,
-                        const int32_t *fbias, const uint32_t *w_time, const int32_t *tbias, int16_t *state,
-                        int8_t *output);
+                        const int32_t *fbias, const uint32_t *w_time, const int32_t *tbias, void *state,
+                        int32_t *pos, int8_t *output);
 
 /* ================================================================ variables
  * edgec_variables.c: TFLite's resource variables (edgec/ops/variables.py): a variable's int8 values held in the

@@ -11,8 +11,8 @@ For each batch row, with filters = units * rank and the state [filters][memory]:
   y[u] = clamp8(rq(acc[u], m2, s2) + y_zp)
 (m1 from float32(x_scale * wf_scale / state_scale), m2 from float32(state_scale * wt_scale / y_scale), as TFLM's
 Prepare; TFLM's integer SVDF applies no fused activation.) The state is TFLite Micro's variable tensor: carried from
-one inference to the next (edgec/ops/state.py: a persistent buffer of the arena, [batch][filters][memory] int16),
-every entry its zero point after reset, as TFLite Micro's reset() leaves it.
+one inference to the next (edgec/ops/state.py: a persistent buffer of the arena, [batch][filters][memory] of the
+state's type), every entry its zero point after reset, as TFLite Micro's reset() leaves it.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ STATE_RANGE = {9: (-128, 127), 7: (-32768, 32767)}       # tflite.TensorType INT
 
 # ---- NumPy integer twin (bit-exact with runtime_c/edgec_svdf.c) ------------------------------------
 def svdf_s8(p: dict, arr: dict, x, carried: np.ndarray | None = None) -> np.ndarray:
-    """The output of one inference; `carried` (int16 [batch][filters][memory]): the state, updated in place
+    """The output of one inference; `carried` ([batch][filters][memory], int8 or int16): the state, updated in place
     (None: from reset)."""
     batch, n_in, rank, units, memory = (int(p[k]) for k in ("batch", "input_size", "rank", "units", "memory"))
     filters = units * rank
@@ -53,8 +53,12 @@ def svdf_s8(p: dict, arr: dict, x, carried: np.ndarray | None = None) -> np.ndar
 
 
 def state_svdf(op: Op) -> tuple:
+    """The state entries (the reference kernel and the twin keep them shifted, oldest first; the fast kernel keeps
+    each row a ring) and the fast kernel's ring position (the oldest entry's; any after reset, every entry alike)."""
     p = op.params or op.attrs
-    return (op_state.Field("state", "int16", (p["batch"], p["units"] * p["rank"], p["memory"]), p["state_zp"]),)
+    dtype = "int8" if int(p["state_max"]) == 127 else "int16"          # the state's type, as TFLite Micro holds it
+    return (op_state.Field("state", dtype, (p["batch"], p["units"] * p["rank"], p["memory"]), p["state_zp"]),
+            op_state.Field("pos", "int32", (1,), 0))
 
 
 def run_svdf(op: Op, inputs: list, state: dict | None = None) -> np.ndarray:
@@ -78,18 +82,26 @@ def _macs(op: Op, out: Tensor) -> int:
     return int(p["batch"] * p["units"] * p["rank"] * (p["input_size"] + p["memory"]))
 
 
-# ---- the fast kernel (runtime_c/fast/edgec_svdf_fast.c): the same numbers and the same state
+# ---- the fast kernel (runtime_c/fast/edgec_svdf_fast.c): the same numbers; the state a ring (no shift)
+def ring_order(state: np.ndarray, pos: int) -> np.ndarray:
+    """The fast kernel's state [.., memory] (a ring, its oldest entry at `pos`) in the twin's order, oldest first."""
+    return np.roll(np.asarray(state), -int(pos), axis=-1)
+
+
 def lower_svdf_fast(op: Op):
-    """Constants of edgec_svdf_fast_s8 (edgec_nn.h): the feature weights widened and blocked, the time weights as
-    words, the input and state zero points folded into per-filter and per-unit constants (modulo 2^32, as the sums
-    wrap); None (the reference kernel) for an odd rank * memory, or a multiplier not below 1 with a right shift
-    (edgec_rq_right), or outside fast.rq_any."""
+    """Constants of edgec_svdf_fast_s8 (edgec_nn.h): the feature weights widened and blocked, each row of time
+    weights twice (the ring's window), the input and state zero points folded into per-filter and per-unit
+    constants (modulo 2^32, as the sums wrap); an int8 state's time weights int8 (it is int8 in the state too); None
+    (the reference kernel) for a memory whose state rows would not start on words (odd; int8: not a multiple of 4),
+    or a multiplier not below 1 with a right shift (edgec_rq_right), or outside fast.rq_any."""
     p, a = op.params, op.arrays
     q1 = fast.rq_any(p["mult1"], p["shift1"], int(p["state_max"]))
     q2 = fast.rq_any(p["mult2"], p["shift2"], 127 - int(p["output_zp"]))
-    if q1 is None or q2 is None or q1[1] or q2[1] or not q1[2] or not q2[2] or int(p["rank"]) * int(p["memory"]) % 2:
-        return None         # (edgec_rq_right: no left shift, a right one; an odd run: not starting on words)
+    eight = int(p["state_max"]) == 127
+    if q1 is None or q2 is None or q1[1] or q2[1] or not q1[2] or not q2[2] or int(p["memory"]) % (4 if eight else 2):
+        return None         # (edgec_rq_right: no left shift, a right one; rows of the state not starting on words)
     filters, n_in, units = int(p["units"]) * int(p["rank"]), int(p["input_size"]), int(p["units"])
+    wt_type = np.int8 if eight else np.int16
     wf = np.asarray(a["w_feature"], np.int64).reshape(filters, n_in)
     fbias = np.zeros(-(-filters // 4) * 4, np.int64)
     fbias[:filters] = -int(p["input_zp"]) * wf.sum(axis=1)
@@ -99,18 +111,21 @@ def lower_svdf_fast(op: Op):
                                      "state_max", "output_zp")}
     params.update(mult1=q1[0], left1=q1[1], right1=q1[2], mult2=q2[0], left2=q2[1], right2=q2[2])
     return params, {"w_feature": fast.rows16_words(wf), "fbias": fast.wrapped(fbias),
-                    "w_time": fast.words(np.asarray(a["w_time"], np.int16)), "tbias": fast.wrapped(tbias)}
+                    "w_time": fast.words(np.tile(np.asarray(a["w_time"]).reshape(filters, -1), 2).astype(wt_type)),
+                    "tbias": fast.wrapped(tbias)}
 
 
 def c_svdf_fast(op: Op, low, site: CallSite) -> str:
     a = site.arrays
+    fields = state_svdf(op)
     call = (f"{low.kernel.name}(&p, {site.inputs[0]}, {a['w_feature']}, {a['fbias']}, {a['w_time']}, {a['tbias']},\n"
-            f"        {op_state.c_field(site.state, state_svdf(op), 'state')}, {site.output});")
+            f"        {op_state.c_field(site.state, fields, 'state')}, {op_state.c_field(site.state, fields, 'pos')},\n"
+            f"        {site.output});")
     return cemit.with_params("edgec_svdf_fast_params", low.params, call, only_fields=True)
 
 
 OPS = [OpDef("svdf", "recurrent", quantize_svdf, None, macs=_macs, sensitivity=False, state=state_svdf)]
-KERNELS = [Kernel("edgec_svdf_s8", ("svdf",), REFERENCE, c_svdf, run=run_svdf, code_bytes=600),
+KERNELS = [Kernel("edgec_svdf_s8", ("svdf",), REFERENCE, c_svdf, run=run_svdf, code_bytes=1800),   # (the fast one's)
            Kernel("edgec_svdf_fast_s8", ("svdf",), FAST, c_svdf_fast, lower=lower_svdf_fast)]
 ONNX: dict = {}
 

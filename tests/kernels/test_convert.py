@@ -43,3 +43,24 @@ def test_quantize8_bit_exact(ck):
         ck.lib.edgec_quantize8(ctypes.byref(make("edgec_quantize8_params", p)), ptr(xin), ptr(y))
         want = convert.quantize8(p, xin)
         assert want.dtype == y.dtype and np.array_equal(y, want), p
+
+
+def test_quantize8_to_int8_fast_loops_edges(ck):
+    """The int8-output loops (edgec_quantize8's fast paths): the multiplier 1, every right shift 1-31, multipliers at
+    both ends of [2^30, 2^31), inputs at their type's ends and at rounding ties (multiplier 2^30: halves), zero
+    points at their ends (int16: the difference up to 65535): C and twin agree bit for bit."""
+    rng = np.random.default_rng(32)
+    ends = {0: np.arange(-128, 128), 1: np.arange(256), 2: np.r_[-32768, -32767, -2, -1, 0, 1, 2, 32766, 32767,
+                                                                   rng.integers(-32768, 32768, 247)]}
+    types = (np.int8, np.uint8, np.int16)
+    for right in range(0, 32):          # (0: the multiplier 1 (2^30, shift +1), the loop of the same scale)
+        for ti, x in ends.items():
+            for mult in ((1 << 30, (1 << 31) - 1, int(rng.integers(1 << 30, 1 << 31))) if right else (1 << 30,)):
+                zps = (-32768, 32767, 0) if ti == 2 else ((0, 255) if ti == 1 else (-128, 127))
+                for input_zp in zps:
+                    xin = np.asarray(x).astype(types[ti])
+                    p = dict(n=xin.size, input_zp=input_zp, mult=mult, shift=-right if right else 1,
+                             output_zp=int(rng.integers(-128, 128)), input_type=ti, output_type=0)
+                    y = np.zeros(xin.size, np.int8)
+                    ck.lib.edgec_quantize8(ctypes.byref(make("edgec_quantize8_params", p)), ptr(xin), ptr(y))
+                    np.testing.assert_array_equal(y, convert.quantize8(p, xin), err_msg=str(p))

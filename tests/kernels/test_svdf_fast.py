@@ -1,6 +1,7 @@
 """The fast SVDF kernel (runtime_c/fast/edgec_svdf_fast.c, edgec/ops/svdf.py lower_svdf_fast) against the NumPy twin
 of the reference kernel (svdf.svdf_s8), bit for bit: random shapes (rank > 1, several batches, odd sizes), int8 and
-int16 states, biases over the whole int32 range (the sums wrap), consecutive calls with the state carried; with
+int16 states, biases over the whole int32 range (the sums wrap), consecutive calls with the state carried (the
+fast kernel's ring of state entries wrapping around, its order against the twin's shifted state); with
 the portable path and the Arm DSP path (intrinsics emulated in C); and TFLite Micro's keyword benchmark streamed
 through its generated C against TFLite Micro."""
 from __future__ import annotations
@@ -25,9 +26,10 @@ CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 def _case(r):
     batch, n_in, units, rank, memory = (int(r.integers(1, 4)), int(r.integers(1, 40)), int(r.integers(1, 11)),
                                         int(r.integers(1, 4)), int(r.integers(1, 35)))
-    if rank * memory % 2 and r.random() < 0.85:      # an odd run: the fast kernel declines it (reference)
-        memory += 1
     sixteen = bool(r.random() < 0.4)
+    whole = 2 if sixteen else 4                 # state rows on words: int16 an even memory, int8 a multiple of 4
+    if memory % whole and r.random() < 0.85:    # else the fast kernel declines it (reference)
+        memory += whole - memory % whole
     lo, hi = (-32768, 32767) if sixteen else (-128, 127)
     (m1, s1), (m2, s2) = (scheme.quantize_multiplier(float(10 ** r.uniform(-5, -0.35))) for _ in range(2))
     p = dict(batch=batch, input_size=n_in, rank=rank, units=units, memory=memory,
@@ -54,16 +56,19 @@ def test_fast_svdf_matches_twin(lib, request):
             continue
         params, arrays = lowered
         n = p["batch"] * p["units"] * p["rank"] * p["memory"]
-        state = np.full(n, p["state_zp"], np.int16)                  # after reset
+        state_type = np.int8 if p["state_max"] == 127 else np.int16      # held as its type
+        state, pos = np.full(n, p["state_zp"], state_type), np.zeros(1, np.int32)    # after reset
         carried = state.copy()
-        for _ in range(3):                                            # consecutive calls: the state carried
+        for call in range(min(p["memory"], 8) + 2):    # consecutive calls, the state carried: small rings wrap
             x = r.integers(-128, 128, p["batch"] * p["input_size"]).astype(np.int8)
             out = np.full(p["batch"] * p["units"], 99, np.int8)
             ck.lib.edgec_svdf_fast_s8(ctypes.byref(make("edgec_svdf_fast_params", params)), ptr(x),
                                       ptr(arrays["w_feature"]), ptr(arrays["fbias"]), ptr(arrays["w_time"]),
-                                      ptr(arrays["tbias"]), ptr(state), ptr(out))
+                                      ptr(arrays["tbias"]), ptr(state), ptr(pos), ptr(out))
             np.testing.assert_array_equal(out, svdf.svdf_s8(p, a, x, carried), err_msg=str(p))
-            np.testing.assert_array_equal(state, carried, err_msg=str(p))
+            assert pos[0] == (call + 1) % p["memory"]
+            np.testing.assert_array_equal(svdf.ring_order(state.reshape(-1, p["memory"]), pos[0]).reshape(-1),
+                                          carried, err_msg=str(p))
     assert declined < 40
 
 
@@ -84,3 +89,31 @@ def test_keyword_benchmark_streams_as_tflite_micro(tmp_path):
     want = oracle.tflm(path.read_bytes(), x, carry_state=True)
     got = oracle.run_c([graph], [x], tmp_path, "sanitized")[0]
     np.testing.assert_array_equal(got.view(want.dtype).reshape(want.shape), want)   # (bytes: TFLM's dtype)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tflite_micro") is None and not os.environ.get("CI"),
+                    reason="tflite-micro (the TFLite Micro interpreter) is not installed")
+def test_fast_svdf_files_stream_as_tflite_micro(tmp_path):
+    """Random single-SVDF .tflite files (int8 and int16 states, memory 2-8) on the fast kernel, through edgec's
+    generated C (the Arm DSP path, intrinsics emulated) and its NAME_reset() at start, one stream of 2 * memory + 3
+    inputs with the state carried: the ring of every state row wraps around twice, and every output is TFLite
+    Micro's with its state carried between invokes."""
+    import tflite_cases_recurrent as recurrent_cases
+    from edgec.ops import select
+
+    rng = np.random.default_rng(39)
+    cases = []
+    for c in oracle.cases(seed=39, n=24, kinds=["svdf"], makers=recurrent_cases.MAKERS):
+        f = tmp_path / f"{c.name}.tflite"
+        f.write_bytes(oracle.write(c))
+        op = next(op for op in oracle.importer.load(f, c.name).ops if op.kind == "svdf")
+        low = select.fast(op)
+        if low is None or low.kernel.name != "edgec_svdf_fast_s8":
+            continue
+        shape = c.x.shape[1:]
+        c.x = rng.integers(-128, 128, (2 * int(op.params["memory"]) + 3,) + shape).astype(np.int8)
+        cases.append(c)
+    picked = [c for c in cases if c.tensors[2].dtype == 9][:2] + [c for c in cases if c.tensors[2].dtype == 7][:2]
+    assert len(picked) == 4                 # two with an int8 state, two with an int16 one
+    bad = oracle.check(picked, tmp_path / "run", paths=("dsp-emulated",))
+    assert not bad, bad
