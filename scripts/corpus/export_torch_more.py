@@ -1,5 +1,6 @@
-"""PyTorch models through torch.onnx at the oldest opsets the TorchScript exporter still writes (9 and 10: Upsample
-instead of Resize, BatchNormalization and Slice of their old forms, a GRU with its old attributes), and a timm
+"""PyTorch models through torch.onnx at the oldest opsets the TorchScript exporter still writes (9, 10, 15: Upsample
+instead of Resize, BatchNormalization and Slice of their old forms, a GRU and an LSTM with their old attributes, a
+post-norm TransformerEncoder with LayerNorm written out), and a timm
 vision transformer with convolutional attention (EfficientViT-M) at a microcontroller resolution. Random (seeded)
 weights, BatchNorm statistics from the calibration inputs, as export_torch.py (whose helpers make the inputs).
 
@@ -70,11 +71,43 @@ class ConvTransposeAutoencoder(nn.Module):
         return self.dec(self.enc(x))
 
 
+class LstmForecaster(nn.Module):
+    """A sensor-sequence model: a two-layer LSTM over the window, the last step's state to a forecast."""
+
+    def __init__(self, feats=8, h=32, out=4):
+        super().__init__()
+        self.lstm = nn.LSTM(feats, h, num_layers=2, batch_first=True)
+        self.head = nn.Linear(h, out)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        return self.head(y[:, -1])
+
+
+class PostNormTransformer(nn.Module):
+    """A small post-norm ReLU TransformerEncoder (PyTorch's defaults) over audio frames, a class token's output."""
+
+    def __init__(self, feats=32, frames=32, classes=8, d=32):
+        super().__init__()
+        self.embed = nn.Linear(feats, d)
+        self.cls = nn.Parameter(torch.randn(1, 1, d) * 0.1)
+        self.pos = nn.Parameter(torch.randn(1, frames + 1, d) * 0.1)
+        layer = nn.TransformerEncoderLayer(d, 4, 2 * d, dropout=0.0, batch_first=True)
+        self.enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.head = nn.Linear(d, classes)
+
+    def forward(self, x):
+        t = torch.cat([self.cls.expand(x.shape[0], -1, -1), self.embed(x)], 1) + self.pos
+        return self.head(self.enc(t)[:, 0])
+
+
 # name: (kind, constructor, input shape without batch, license/origin, opset)
 MODELS = {
     "torch_crnn_kws_op10": ("kws", CrnnKws, (1, 49, 10), OWN, 10),
     "torch_yolo_fpn_op9": ("detection", YoloFpnTiny, (3, 96, 96), OWN, 9),
     "torch_convtranspose_ae_op10": ("anomaly", ConvTransposeAutoencoder, (32, 64), OWN, 10),
+    "torch_lstm_forecaster_op9": ("sequence", LstmForecaster, (64, 8), OWN, 9),
+    "torch_postnorm_transformer_op15": ("transformer", PostNormTransformer, (32, 32), OWN, 15),
     "timm_efficientvit_m0_64": ("transformer", lambda: _timm("efficientvit_m0", num_classes=10, img_size=64),
                                 (3, 64, 64), TIMM, 17),
 }
