@@ -176,3 +176,10 @@ def test_operators_onnx_does_not_define_are_named_at_once():
         loader.prepare(model, "m.onnx")
     assert str(err.value).startswith("m.onnx: operators ONNX does not define, in its default domain: Quant (2 nodes: "
                                      "quant_in, quant_out); edgec builds ONNX operators"), err.value
+    erfc = helper.make_graph([helper.make_node("Erfc", ["x"], ["y"], name="erfc")], "g",
+                             [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                             [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    with pytest.raises(EdgecError) as err:           # tf2onnx 1.17's GELU: no QONNX hint
+        loader.prepare(helper.make_model(erfc, opset_imports=[helper.make_opsetid("", 17)]), "m.onnx")
+    assert str(err.value) == ("m.onnx: operators ONNX does not define, in its default domain: Erfc (1 node: erfc); "
+                              "edgec builds ONNX operators"), err.value

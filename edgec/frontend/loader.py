@@ -119,9 +119,10 @@ def _refuse_unknown_operators(model: onnx.ModelProto, where) -> None:
     if unknown:
         named = "; ".join(f"{op} ({len(ns)} node{'s' if len(ns) > 1 else ''}: {', '.join(ns[:3])}"
                           f"{f' and {len(ns) - 3} more' if len(ns) > 3 else ''})" for op, ns in unknown.items())
+        hint = (" (a QONNX/FINN Quant: export QuantizeLinear/DequantizeLinear instead, e.g. Brevitas "
+                "export_onnx_qcdq)") if "Quant" in unknown else ""
         raise EdgecError(f"{where}: operators ONNX does not define, in its default domain: {named}; edgec builds "
-                         "ONNX operators (a QONNX/FINN Quant: export QuantizeLinear/DequantizeLinear instead, e.g. "
-                         "Brevitas export_onnx_qcdq)")
+                         f"ONNX operators{hint}")
 
 
 def graph_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
