@@ -139,3 +139,47 @@ def test_operators_defined_as_onnx_functions_are_expanded_or_named():
     model = make_model(nodes, ("x", [1, 4]), ("y", [1, 4]), {"c": np.zeros(4, np.float32)}, opset=16)
     assert [str(p) for p in canonicalize.survey(model, "m")[1]] == \
         ["GreaterOrEqual (ge, opset 16): unsupported operator"]
+
+
+def test_an_unsupported_operator_after_another_is_named_too():
+    """Two custom-domain operators in a row (skl2onnx's Scaler ... ArrayFeatureExtractor): the second was marked
+    supported, its input unknown after the first, and the build named only the first."""
+    nodes = [helper.make_node("Scaler", ["x"], ["s"], domain="ai.onnx.ml", name="scaler", offset=[0.0] * 4,
+                              scale=[1.0] * 4),
+             helper.make_node("Cast", ["s"], ["r"], name="cast", to=TensorProto.FLOAT),
+             helper.make_node("MyOp", ["r"], ["y"], domain="com.example", name="custom")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("ai.onnx.ml", 1),
+                                                    helper.make_opsetid("com.example", 1)])
+    model.ir_version = 8
+    with pytest.raises(EdgecError) as err:
+        canonicalize.canonicalize(loader.prepare(model), "m")
+    assert str(err.value).startswith("unsupported operators: ai.onnx.ml.Scaler (scaler, opset 1), "
+                                     "com.example.MyOp (custom, opset 1);"), err.value
+
+
+def test_operators_onnx_does_not_define_are_named_at_once():
+    """A QONNX/FINN file writes `Quant` in ONNX's own domain: refused naming every such node, not as an "invalid
+    ONNX model" naming ONNX's checker's first complaint."""
+    nodes = [helper.make_node("Quant", ["x", "one", "zero", "bits"], ["q"], name="quant_in", narrow=0, signed=1,
+                              rounding_mode="ROUND"),
+             helper.make_node("Relu", ["q"], ["r"], name="relu"),
+             helper.make_node("Quant", ["r", "one", "zero", "bits"], ["y"], name="quant_out", narrow=0, signed=1,
+                              rounding_mode="ROUND")]
+    inits = {"one": np.array(1.0, np.float32), "zero": np.array(0.0, np.float32), "bits": np.array(8.0, np.float32)}
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    with pytest.raises(EdgecError) as err:
+        loader.prepare(model, "m.onnx")
+    assert str(err.value).startswith("m.onnx: operators ONNX does not define, in its default domain: Quant (2 nodes: "
+                                     "quant_in, quant_out); edgec builds ONNX operators"), err.value
+    erfc = helper.make_graph([helper.make_node("Erfc", ["x"], ["y"], name="erfc")], "g",
+                             [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                             [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    with pytest.raises(EdgecError) as err:           # tf2onnx 1.17's GELU: no QONNX hint
+        loader.prepare(helper.make_model(erfc, opset_imports=[helper.make_opsetid("", 17)]), "m.onnx")
+    assert str(err.value) == ("m.onnx: operators ONNX does not define, in its default domain: Erfc (1 node: erfc); "
+                              "edgec builds ONNX operators"), err.value

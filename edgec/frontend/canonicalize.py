@@ -299,8 +299,8 @@ class _Canonicalizer:
         foldable = node.input and all(i in self.consts or i == "" for i in node.input) and \
             node.op_type not in CONTROL_FLOW
         if (node.domain not in ("", "ai.onnx") or node.op_type not in SUPPORTED_OPS) and not foldable:
-            if not any(i in self.poisoned for i in node.input):
-                self.problems.append(Problem(self.model, index, node))
+            # named even after an earlier problem: an operator edgec lacks is in the way whatever precedes it
+            self.problems.append(Problem(self.model, index, node))
             return self._placeholder(node)
         try:
             self._node(node)

@@ -89,6 +89,7 @@ def prepare(model: onnx.ModelProto, where: str | Path = "model",
             memory_limit: int = DEFAULT_MEMORY_LIMIT) -> onnx.ModelProto:
     """Check a model, pin its batch dimension to 1 and infer every shape."""
     _pin_batch(model, where)
+    _refuse_unknown_operators(model, where)
     model = opsets.upgrade(model, where)     # below opset 11: converted; above what onnx knows: refused
     model = qdq.strip(model)        # a QDQ model: the float model it describes + its quantization
     recurrent.to_time_major(model)  # batch-first LSTM/GRU (layout 1): onnxruntime runs only layout 0
@@ -104,6 +105,24 @@ def prepare(model: onnx.ModelProto, where: str | Path = "model",
         raise EdgecError(f"{where}: invalid ONNX model ({_short(exc)})") from None
     check_sizes(model, where, memory_limit)
     return model
+
+
+def _refuse_unknown_operators(model: onnx.ModelProto, where) -> None:
+    """Nodes of ONNX's own domain whose operator ONNX does not define (a QONNX/FINN `Quant` written without its
+    domain): named all at once, where ONNX's checker would name the first and call the model invalid."""
+    local = {(f.domain, f.name) for f in model.functions}
+    unknown: dict[str, list[str]] = {}
+    for i, node in enumerate(model.graph.node):
+        if node.domain in ("", "ai.onnx") and (node.domain, node.op_type) not in local \
+                and not onnx.defs.has(node.op_type, ""):
+            unknown.setdefault(node.op_type, []).append(node.name or f"node #{i}")
+    if unknown:
+        named = "; ".join(f"{op} ({len(ns)} node{'s' if len(ns) > 1 else ''}: {', '.join(ns[:3])}"
+                          f"{f' and {len(ns) - 3} more' if len(ns) > 3 else ''})" for op, ns in unknown.items())
+        hint = (" (a QONNX/FINN Quant: export QuantizeLinear/DequantizeLinear instead, e.g. Brevitas "
+                "export_onnx_qcdq)") if "Quant" in unknown else ""
+        raise EdgecError(f"{where}: operators ONNX does not define, in its default domain: {named}; edgec builds "
+                         f"ONNX operators{hint}")
 
 
 def graph_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:

@@ -169,7 +169,17 @@ def onnx_runs(path: Path, input_name: str, calib: np.ndarray, x: np.ndarray):
     return floats, ints, note
 
 
-def onnx_oracle(name: str, path: Path) -> dict:
+def shipped_inputs(name: str, n: int, shape, salt: int, value_range=None) -> np.ndarray:
+    """Inputs for a shipped .onnx without data: uniform in [0, 1], or in the manifest's input_range [lo, hi] (a
+    model fed raw 8-bit pixels: its input QuantizeLinear has scale 1), images as whole pixel steps."""
+    lo, hi = value_range or (0, 1)
+    x = _rng(name, salt).uniform(lo, hi, (n, *shape[1:])).astype(np.float32)
+    if manifest.is_image(x):
+        x = (np.clip(np.round(x * 255 / hi), 0, 255) * hi / 255).astype(np.float32)
+    return x
+
+
+def onnx_oracle(name: str, path: Path, value_range=None) -> dict:
     input_name, shape = onnx_inputs(path, name)
     n = samples(shape, 4)
     calib_file = path.parent / "calib.npz"
@@ -180,9 +190,10 @@ def onnx_oracle(name: str, path: Path) -> dict:
         if manifest.is_image(calib):       # pixels / 255, as the calibration images
             x = (np.clip(np.round(x * 255), 0, 255) / 255).astype(np.float32)
     else:                        # a shipped model without data: images in [0, 1]
-        calib = _rng(name, 3).uniform(0, 1, (16, *shape[1:])).astype(np.float32)
+        calib = shipped_inputs(name, 16, shape, 3, value_range)      # what evaluation.py draws again
+        calib = calib[:8] if calib.nbytes > INPUT_BYTES else calib  # large inputs: 8 (the same first draws)
+        x = shipped_inputs(name, n, shape, 2, value_range)
         np.savez_compressed(calib_file, x=calib)
-        x = _rng(name, 2).uniform(0, 1, (n, *shape[1:])).astype(np.float32)
     floats, ints, note = onnx_runs(path, input_name, calib, x)
     arrays = _stacked("float", floats)
     if ints is not None:
@@ -217,7 +228,7 @@ def main(argv=None) -> int:
                 arrays = tensorflow_lite_oracle(name, path, entry.get("input_range"))
             else:
                 arrays = (tflite_oracle(name, path, entry.get("input_range")) if entry["format"] == "tflite"
-                          else onnx_oracle(name, path))
+                          else onnx_oracle(name, path, entry.get("input_range")))
         except Exception as e:   # noqa: BLE001  recorded beside the model: the table shows it
             arrays = {"oracle": f"none: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"}
         arrays["sha256"] = entry["sha256"]

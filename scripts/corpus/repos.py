@@ -29,6 +29,11 @@ TFLM_PR1341 = {c[:7]: ("tensorflow/tflite-micro", c, "Apache-2.0") for c in (
     "466a4818226c2479413c89a18405f0c2226c8eaa", "7b77ef528c72bf253ff0d8037dec2b428abbb2e9",
     "6aee91db4aba5e6ead0e5eeefbce4b47d9ac3752")}
 TINY_V13 = ("mlcommons/tiny_results_v1.3", "cd605ea0981306693c9e19765a15801c776988dc", "Apache-2.0")
+TINY_V07 = ("mlcommons/tiny_results_v0.7", "64623f41b6721bdff6d0133a524c63a003123b3b", "Apache-2.0")
+# small GitHub projects that ship a .tflite and state no license: fetched, never committed
+NO_LICENSE = "none stated (the author's; not committed)"
+PREDICTIVE = ("5AIPAVAN/TinyML-Predictive_Maintenance", "5048750ca0738cd4fcfa89f5564ec2c9fd337242", NO_LICENSE)
+RPS = ("Avi-python/EmbeddedSystem_HW2", "53ee0d568ed3f5576bc3dcadaffd8f2f0b19c686", NO_LICENSE)
 SILABS = ("SiliconLabs/mltk", "a071446ed509116a36afcdc4a7629e989253f262", "Zlib (Silicon Labs MLTK, LICENSE.md)")
 
 # name, kind, (repository, commit, license), path in the repository, committed
@@ -76,7 +81,22 @@ FILES = [
     ("silabs_audio_example1", "audio-events", SILABS, "mltk/models/examples/audio_example1.mltk.zip!audio_example1.tflite", True),
     ("silabs_autoencoder_example", "anomaly", SILABS,
      "mltk/models/examples/autoencoder_example.mltk.zip!autoencoder_example.tflite", True),
+    # MLPerf Tiny v0.7 open division, Alibaba's (Sinian) ONNX models; a PyTorch export (ad, ic, vww) and a tf2onnx one (kws)
+    ("tiny07_alibaba_kws", "kws", TINY_V07, "open/Alibaba/code/kws/sinian/kws_model/model_kws.onnx", True),
+    ("tiny07_alibaba_ad", "anomaly", TINY_V07, "open/Alibaba/code/ad/sinian/ad_model/model_ad.onnx", True),
+    ("tiny07_alibaba_vww", "classification", TINY_V07, "open/Alibaba/code/vww/sinian/vww_model/model_vww.onnx", True),
+    ("tiny07_alibaba_ic", "classification", TINY_V07, "open/Alibaba/code/ic/sinian/ic_model/model_ic.onnx", True),
+    # MLPerf Tiny v1.3, Kai Jiang's QDQ ONNX models (quantized by the submitter; the float ones are above)
+    ("tiny13_kj_ic_resnet_qdq", "classification", TINY_V13, "closed/kai_jiang/code/ic/K1_BOARD_V1.0/models/resnet.onnx", True),
+    ("tiny13_kj_vww_mobilenet_v1_qdq", "classification", TINY_V13,
+     "closed/kai_jiang/code/vww/K1_BOARD_614.4MHz_V1.0/models/mobilenet_v1.onnx", True),
+    ("gh_predictive_maintenance_mlp", "anomaly", PREDICTIVE, "model_full_integer_quant.tflite", False),
+    ("gh_rock_paper_scissors_mnv2", "classification", RPS, "model.tflite", False),
 ]
+
+
+# a shipped .onnx fed other than values in [0, 1]: the range oracles.py draws its inputs from
+INPUT_RANGES = {"tiny13_kj_ic_resnet_qdq": [0, 255]}     # raw pixels: its input QuantizeLinear has scale 1
 
 
 def read(repo: str, commit: str, path: str, mirror: Path | None) -> bytes:
@@ -114,7 +134,8 @@ def main(argv=None) -> int:
             return 1
         manifest.record(name, kind, out, {"repository": f"https://github.com/{repo}", "commit": commit,
                                           "path": path}, lic, committed,
-                        f"python scripts/corpus/repos.py --only {name}")
+                        f"python scripts/corpus/repos.py --only {name}",
+                        **({"input_range": INPUT_RANGES[name]} if name in INPUT_RANGES else {}))
         print(f"{name}: {len(data):,} bytes")
     return 0
 
