@@ -274,14 +274,15 @@ EDGEC_DWS_CHANNEL(edgec_dws_clamped, EDGEC_DWS_CLAMP, EDGEC_DWS_NEG)
 EDGEC_DWS_CHANNEL(edgec_dws_clamped_anyneg, EDGEC_DWS_CLAMP, EDGEC_DWS_ANYNEG)
 
 /* The Arm build runs a group whose 4 channels all have a right shift (neg == -1), with the whole int8 range, stride 1
- * and an even number of output rows (every output row in a two-row record) as one block of assembly: all 4 channels
- * and all record rows in one call (the C channel function spends about 190 instructions a channel on its setup and row
- * loops, as much as 6 output pairs on a 6x6 image). Registers: r0 x, r1 the row's end, r2 out, r3 the output column
- * step, r4-r9 ab0 ab1 ab2 bc0 bc1 bc2, r10/r11 a column record (then multiplier, khi, shift, row step), r12 and lr the
- * two accumulators (rows 2m and 2m + 1); the bias, multiplier, khi, shift and row step on the stack. 35 instructions a
- * pair of outputs, the loop's test every other pair (an odd count enters at the second). geo: bytes of a record row's
- * n columns, record rows, bytes from a row's end to the next row, output row step, output column step, output bytes
- * from a row pair's end to the next. */
+ * and at least two output rows as one block of assembly: all 4 channels and all record rows in one call (the C
+ * channel function spends about 190 instructions a channel on its setup and row loops, as much as 6 output pairs on a
+ * 6x6 image), then, for an odd number of output rows, the last row one output at a time from its record's first line
+ * (20 instructions an output; 3x3 images ran at 35 in C). Registers: r0 x, r1 the channel's right shift, r2 out, r3
+ * the output column step, r4-r9 ab0 ab1 ab2 bc0 bc1 bc2, r10/r11 a column record (then multiplier, khi, row step),
+ * r12 and lr the two accumulators (rows 2m and 2m + 1); the bias, multiplier, khi, row step and the row's end on the
+ * stack. 33.5 instructions a pair of outputs, the loop's test every other pair (an odd count enters at the second).
+ * geo: bytes of a record row's n columns, record rows, bytes from a row's end to the next row, output row step,
+ * output column step, output bytes from a row pair's end to the next, whether the output rows are odd. */
 #if defined(EDGEC_DSP_NATIVE) && defined(__thumb2__)
 #define EDGEC_DWS_ASM 1
 extern void edgec_dws_pairs_s1(const edgec_w32 *x0, const edgec_w32 *wk, const edgec_rq *q, int8_t *out,
@@ -308,20 +309,37 @@ extern void edgec_dws_pairs_s1(const edgec_w32 *x0, const edgec_w32 *wk, const e
         "ldrd r10, r11, [sp]\n\t"        \
         "add r11, r11, r12, asr #31\n\t" \
         "smmlar r12, r12, r10, r11\n\t"  \
-        "ldr r11, [sp, #20]\n\t"         \
-        "asr r12, r12, r11\n\t"          \
+        "asr r12, r12, r1\n\t"           \
         "ssat r12, #8, r12\n\t"          \
         "strb r12, [r2]\n\t"             \
         "ldr r11, [sp, #4]\n\t"          \
         "add r11, r11, lr, asr #31\n\t"  \
         "smmlar lr, lr, r10, r11\n\t"    \
-        "ldr r11, [sp, #20]\n\t"         \
-        "asr lr, lr, r11\n\t"            \
+        "asr lr, lr, r1\n\t"             \
         "ssat lr, #8, lr\n\t"            \
         "ldr r11, [sp, #16]\n\t"         \
         "strb lr, [r2, r11]\n\t"         \
         "add r2, r2, r3\n\t"
-/* frame: [sp] multiplier, khi, bias, bias, row step, shift, then the next channel's x, wk, q, out, channels left,
+/* one output of the odd last row 2m (its record's first line alone: the loop runs one a pass) */
+#define EDGEC_DWS_ASM_ONE \
+        "ldr r12, [sp, #8]\n\t"         \
+        "ldrd r10, r11, [r0], #32\n\t"   \
+        "smlad r12, r10, r4, r12\n\t"    \
+        "smlabt r12, r11, r7, r12\n\t"   \
+        "ldrd r10, r11, [r0]\n\t"        \
+        "smlad r12, r10, r5, r12\n\t"    \
+        "smlabt r12, r11, r8, r12\n\t"   \
+        "ldrd r10, r11, [r0, #32]\n\t"   \
+        "smlad r12, r10, r6, r12\n\t"    \
+        "smlabt r12, r11, r9, r12\n\t"   \
+        "ldrd r10, r11, [sp]\n\t"        \
+        "add r11, r11, r12, asr #31\n\t" \
+        "smmlar r12, r12, r10, r11\n\t"  \
+        "asr r12, r12, r1\n\t"           \
+        "ssat r12, #8, r12\n\t"          \
+        "strb r12, [r2]\n\t"             \
+        "add r2, r2, r3\n\t"
+/* frame: [sp] multiplier, khi, bias, bias, row step, the row's end, then the next channel's x, wk, q, out, channels left,
  * record rows left; geo at sp + 84 */
 __asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_pairs_s1\n\t"
         ".type edgec_dws_pairs_s1, %function\n\t.thumb_func\n"
@@ -336,13 +354,12 @@ __asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_pairs_s1\n\t"
         "ldr r2, [sp, #32]\n\t"
         "ldrd r4, r5, [r2, #4]\n\t"
         "strd r4, r5, [sp]\n\t"
-        "ldr r4, [r2, #16]\n\t"
-        "str r4, [sp, #20]\n\t"
+        "ldr r1, [r2, #16]\n\t"
         "adds r2, r2, #20\n\t"
         "str r2, [sp, #32]\n\t"
-        "ldr r1, [sp, #28]\n\t"
-        "ldmia r1!, {r4, r5, r6, r7, r8, r9, r10}\n\t"
-        "str r1, [sp, #28]\n\t"
+        "ldr r11, [sp, #28]\n\t"
+        "ldmia r11!, {r4, r5, r6, r7, r8, r9, r10}\n\t"
+        "str r11, [sp, #28]\n\t"
         "strd r10, r10, [sp, #8]\n\t"
         "ldr r11, [sp, #84]\n\t"
         "ldr r3, [r11, #16]\n\t"
@@ -358,14 +375,15 @@ __asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_pairs_s1\n\t"
         "str r12, [sp, #36]\n"
         "2:\n\t"
         "ldr r11, [sp, #84]\n\t"
-        "ldr r1, [r11]\n\t"
-        "add r1, r1, r0\n"
-        "subs r10, r1, r0\n\t"
+        "ldr r10, [r11]\n\t"
+        "add r12, r10, r0\n\t"
+        "str r12, [sp, #20]\n\t"
         "tst r10, #32\n\t"
         "bne 5f\n"
         "3:\n\t" EDGEC_DWS_ASM_PAIR
         "5:\n\t" EDGEC_DWS_ASM_PAIR
-        "cmp r0, r1\n\t"
+        "ldr r10, [sp, #20]\n\t"
+        "cmp r0, r10\n\t"
         "bne 3b\n\t"
         "ldr r11, [sp, #84]\n\t"
         "ldr r10, [r11, #8]\n\t"
@@ -376,6 +394,18 @@ __asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_pairs_s1\n\t"
         "subs r10, r10, #1\n\t"
         "str r10, [sp, #44]\n\t"
         "bne 2b\n\t"
+        "ldr r11, [sp, #84]\n\t"
+        "ldr r10, [r11, #24]\n\t"
+        "cmp r10, #0\n\t"
+        "beq 7f\n\t"
+        "ldr r10, [r11]\n\t"
+        "add r10, r10, r0\n\t"
+        "str r10, [sp, #20]\n"
+        "6:\n\t" EDGEC_DWS_ASM_ONE
+        "ldr r10, [sp, #20]\n\t"
+        "cmp r0, r10\n\t"
+        "bne 6b\n"
+        "7:\n\t"
         "ldr r10, [sp, #40]\n\t"
         "subs r10, r10, #1\n\t"
         "str r10, [sp, #40]\n\t"
@@ -393,11 +423,11 @@ void edgec_depthwise_conv2d_3x3_small_s8(const edgec_depthwise_conv2d_3x3_params
     edgec_w32 *tile = (edgec_w32 *)(void *)scratch + span; /* (the spare row before) */
     int32_t cg, k;
 #ifdef EDGEC_DWS_ASM
-    /* the assembly runs the groups of an even number of stride-1 output rows (all of them two-row records) */
+    /* the assembly runs the groups of at least two stride-1 output rows (two-row records, then an odd last row) */
     const int32_t two = p->out_rows >> 1, n = p->out_cols;
-    const int pairs = full && p->stride == 1 && (p->out_rows & 1) == 0;
-    const int32_t geo[6] = {32 * n, two, 4 * span - 32 * n, p->out_row_step, p->out_col_step,
-                            2 * p->out_row_step - n * p->out_col_step};
+    const int pairs = full && p->stride == 1 && two > 0;
+    const int32_t geo[7] = {32 * n, two, 4 * span - 32 * n, p->out_row_step, p->out_col_step,
+                            2 * p->out_row_step - n * p->out_col_step, p->out_rows & 1};
 #endif
     edgec_dws_pad(p, tile);
     for (cg = 0; cg < p->c; cg += 4) {
