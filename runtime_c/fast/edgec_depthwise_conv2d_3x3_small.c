@@ -27,6 +27,7 @@ static int32_t edgec_dws_records(const edgec_depthwise_conv2d_3x3_params *p)
     return (p->out_rows * p->stride + 1) >> 1;
 }
 
+#if !(defined(EDGEC_DSP_NATIVE) && defined(__thumb2__)) /* the Arm build widens with edgec_dws_tile_s */
 #ifdef EDGEC_DSP_NATIVE
 /* (low half of a, low half of b) and (high half of a, high half of b) in one instruction each */
 EDGEC_INLINE uint32_t edgec_dws_lows(uint32_t a, uint32_t b)
@@ -46,7 +47,6 @@ EDGEC_INLINE uint32_t edgec_dws_highs(uint32_t a, uint32_t b)
 #define edgec_dws_highs(a, b) ((a) >> 16 | ((b) & 0xffff0000u))
 #endif
 
-#if !(defined(EDGEC_DSP_NATIVE) && defined(__thumb2__)) /* the Arm build widens with edgec_dws_tile_s */
 /* The words (x[r], x[r + 1]) of 4 channels, n columns, from input rows a and b (a row outside the image: a
  * zero-point word, stepping 0), into word 0 of each column record at lo and word 1 of each at hi. */
 static EDGEC_NOINLINE void edgec_dws_widen(const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int32_t n,
