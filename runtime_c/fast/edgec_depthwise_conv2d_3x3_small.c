@@ -27,6 +27,7 @@ static int32_t edgec_dws_records(const edgec_depthwise_conv2d_3x3_params *p)
     return (p->out_rows * p->stride + 1) >> 1;
 }
 
+#if !(defined(EDGEC_DSP_NATIVE) && defined(__thumb2__)) /* the Arm build widens with edgec_dws_tile_s */
 #ifdef EDGEC_DSP_NATIVE
 /* (low half of a, low half of b) and (high half of a, high half of b) in one instruction each */
 EDGEC_INLINE uint32_t edgec_dws_lows(uint32_t a, uint32_t b)
@@ -76,6 +77,8 @@ static EDGEC_NOINLINE void edgec_dws_widen(const int8_t *a, int32_t sa, const in
     }
 }
 
+#endif
+
 /* tile columns [x0, x1) hold the image, the others its zero point */
 #define EDGEC_DWS_COLUMNS(p, width)                                                                \
     const int32_t x0 = (p)->pad_left < (width) ? (p)->pad_left : (width);                          \
@@ -98,6 +101,7 @@ static void edgec_dws_pad(const edgec_depthwise_conv2d_3x3_params *p, edgec_w32 
     }
 }
 
+#if !(defined(EDGEC_DSP_NATIVE) && defined(__thumb2__))
 /* The tile of channels cg .. cg + 3 (input: channel cg's first byte; the padded columns set by edgec_dws_pad):
  * record rows 0 .. records - 1 from `tile` on, a spare row on either side (the halves no record reads); pair i of
  * input rows is word 0 of record i and word 1 of record i - 1 */
@@ -117,6 +121,7 @@ static void edgec_dws_tile(const edgec_depthwise_conv2d_3x3_params *p, const int
                         tile + 8 * (width * (i - 1) + x0));
     }
 }
+#endif
 
 /* the requantized doubled sum t, clamped by `clamp` of v_, stored at *o; `fix` the correction for a negative t */
 #define EDGEC_DWS_STORE(t, o, clamp, fix)                                                          \
@@ -274,14 +279,15 @@ EDGEC_DWS_CHANNEL(edgec_dws_clamped, EDGEC_DWS_CLAMP, EDGEC_DWS_NEG)
 EDGEC_DWS_CHANNEL(edgec_dws_clamped_anyneg, EDGEC_DWS_CLAMP, EDGEC_DWS_ANYNEG)
 
 /* The Arm build runs a group whose 4 channels all have a right shift (neg == -1), with the whole int8 range, stride 1
- * and an even number of output rows (every output row in a two-row record) as one block of assembly: all 4 channels
- * and all record rows in one call (the C channel function spends about 190 instructions a channel on its setup and row
- * loops, as much as 6 output pairs on a 6x6 image). Registers: r0 x, r1 the row's end, r2 out, r3 the output column
- * step, r4-r9 ab0 ab1 ab2 bc0 bc1 bc2, r10/r11 a column record (then multiplier, khi, shift, row step), r12 and lr the
- * two accumulators (rows 2m and 2m + 1); the bias, multiplier, khi, shift and row step on the stack. 35 instructions a
- * pair of outputs, the loop's test every other pair (an odd count enters at the second). geo: bytes of a record row's
- * n columns, record rows, bytes from a row's end to the next row, output row step, output column step, output bytes
- * from a row pair's end to the next. */
+ * and at least two output rows as one block of assembly: all 4 channels and all record rows in one call (the C
+ * channel function spends about 190 instructions a channel on its setup and row loops, as much as 6 output pairs on a
+ * 6x6 image), then, for an odd number of output rows, the last row one output at a time from its record's first line
+ * (20 instructions an output; 3x3 images ran at 35 in C). Registers: r0 x, r1 the channel's right shift, r2 out, r3
+ * the output column step, r4-r9 ab0 ab1 ab2 bc0 bc1 bc2, r10/r11 a column record (then multiplier, khi, row step),
+ * r12 and lr the two accumulators (rows 2m and 2m + 1); the bias, multiplier, khi, row step and the row's end on the
+ * stack. 33.5 instructions a pair of outputs, the loop's test every other pair (an odd count enters at the second).
+ * geo: bytes of a record row's n columns, record rows, bytes from a row's end to the next row, output row step,
+ * output column step, output bytes from a row pair's end to the next, whether the output rows are odd. */
 #if defined(EDGEC_DSP_NATIVE) && defined(__thumb2__)
 #define EDGEC_DWS_ASM 1
 extern void edgec_dws_pairs_s1(const edgec_w32 *x0, const edgec_w32 *wk, const edgec_rq *q, int8_t *out,
@@ -308,20 +314,37 @@ extern void edgec_dws_pairs_s1(const edgec_w32 *x0, const edgec_w32 *wk, const e
         "ldrd r10, r11, [sp]\n\t"        \
         "add r11, r11, r12, asr #31\n\t" \
         "smmlar r12, r12, r10, r11\n\t"  \
-        "ldr r11, [sp, #20]\n\t"         \
-        "asr r12, r12, r11\n\t"          \
+        "asr r12, r12, r1\n\t"           \
         "ssat r12, #8, r12\n\t"          \
         "strb r12, [r2]\n\t"             \
         "ldr r11, [sp, #4]\n\t"          \
         "add r11, r11, lr, asr #31\n\t"  \
         "smmlar lr, lr, r10, r11\n\t"    \
-        "ldr r11, [sp, #20]\n\t"         \
-        "asr lr, lr, r11\n\t"            \
+        "asr lr, lr, r1\n\t"             \
         "ssat lr, #8, lr\n\t"            \
         "ldr r11, [sp, #16]\n\t"         \
         "strb lr, [r2, r11]\n\t"         \
         "add r2, r2, r3\n\t"
-/* frame: [sp] multiplier, khi, bias, bias, row step, shift, then the next channel's x, wk, q, out, channels left,
+/* one output of the odd last row 2m (its record's first line alone: the loop runs one a pass) */
+#define EDGEC_DWS_ASM_ONE \
+        "ldr r12, [sp, #8]\n\t"         \
+        "ldrd r10, r11, [r0], #32\n\t"   \
+        "smlad r12, r10, r4, r12\n\t"    \
+        "smlabt r12, r11, r7, r12\n\t"   \
+        "ldrd r10, r11, [r0]\n\t"        \
+        "smlad r12, r10, r5, r12\n\t"    \
+        "smlabt r12, r11, r8, r12\n\t"   \
+        "ldrd r10, r11, [r0, #32]\n\t"   \
+        "smlad r12, r10, r6, r12\n\t"    \
+        "smlabt r12, r11, r9, r12\n\t"   \
+        "ldrd r10, r11, [sp]\n\t"        \
+        "add r11, r11, r12, asr #31\n\t" \
+        "smmlar r12, r12, r10, r11\n\t"  \
+        "asr r12, r12, r1\n\t"           \
+        "ssat r12, #8, r12\n\t"          \
+        "strb r12, [r2]\n\t"             \
+        "add r2, r2, r3\n\t"
+/* frame: [sp] multiplier, khi, bias, bias, row step, the row's end, then the next channel's x, wk, q, out, channels left,
  * record rows left; geo at sp + 84 */
 __asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_pairs_s1\n\t"
         ".type edgec_dws_pairs_s1, %function\n\t.thumb_func\n"
@@ -336,13 +359,12 @@ __asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_pairs_s1\n\t"
         "ldr r2, [sp, #32]\n\t"
         "ldrd r4, r5, [r2, #4]\n\t"
         "strd r4, r5, [sp]\n\t"
-        "ldr r4, [r2, #16]\n\t"
-        "str r4, [sp, #20]\n\t"
+        "ldr r1, [r2, #16]\n\t"
         "adds r2, r2, #20\n\t"
         "str r2, [sp, #32]\n\t"
-        "ldr r1, [sp, #28]\n\t"
-        "ldmia r1!, {r4, r5, r6, r7, r8, r9, r10}\n\t"
-        "str r1, [sp, #28]\n\t"
+        "ldr r11, [sp, #28]\n\t"
+        "ldmia r11!, {r4, r5, r6, r7, r8, r9, r10}\n\t"
+        "str r11, [sp, #28]\n\t"
         "strd r10, r10, [sp, #8]\n\t"
         "ldr r11, [sp, #84]\n\t"
         "ldr r3, [r11, #16]\n\t"
@@ -358,14 +380,15 @@ __asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_pairs_s1\n\t"
         "str r12, [sp, #36]\n"
         "2:\n\t"
         "ldr r11, [sp, #84]\n\t"
-        "ldr r1, [r11]\n\t"
-        "add r1, r1, r0\n"
-        "subs r10, r1, r0\n\t"
+        "ldr r10, [r11]\n\t"
+        "add r12, r10, r0\n\t"
+        "str r12, [sp, #20]\n\t"
         "tst r10, #32\n\t"
         "bne 5f\n"
         "3:\n\t" EDGEC_DWS_ASM_PAIR
         "5:\n\t" EDGEC_DWS_ASM_PAIR
-        "cmp r0, r1\n\t"
+        "ldr r10, [sp, #20]\n\t"
+        "cmp r0, r10\n\t"
         "bne 3b\n\t"
         "ldr r11, [sp, #84]\n\t"
         "ldr r10, [r11, #8]\n\t"
@@ -376,6 +399,18 @@ __asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_pairs_s1\n\t"
         "subs r10, r10, #1\n\t"
         "str r10, [sp, #44]\n\t"
         "bne 2b\n\t"
+        "ldr r11, [sp, #84]\n\t"
+        "ldr r10, [r11, #24]\n\t"
+        "cmp r10, #0\n\t"
+        "beq 7f\n\t"
+        "ldr r10, [r11]\n\t"
+        "add r10, r10, r0\n\t"
+        "str r10, [sp, #20]\n"
+        "6:\n\t" EDGEC_DWS_ASM_ONE
+        "ldr r10, [sp, #20]\n\t"
+        "cmp r0, r10\n\t"
+        "bne 6b\n"
+        "7:\n\t"
         "ldr r10, [sp, #40]\n\t"
         "subs r10, r10, #1\n\t"
         "str r10, [sp, #40]\n\t"
@@ -383,6 +418,105 @@ __asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_pairs_s1\n\t"
         "add sp, sp, #48\n\t"
         "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t"
         ".size edgec_dws_pairs_s1, .-edgec_dws_pairs_s1\n");
+
+/* The tile of a group in one call (edgec_dws_tile's work): for each pair i of input rows (rows 2i - pad_top and the
+ * next; a row outside the image reads the zero-point word geo[8], stepping 0), its words into word 0 of record i's
+ * columns and word 1 of record i - 1's, two tile columns a pass. edgec_dws_tile (C) paid about 45 instructions and a
+ * call for each pair of rows and 24 a column; here about 26 a pair of rows and 21 a column. in: the group's input
+ * (channel cg) at tile column x0; lo: tile column x0 of record 0; geo: pairs, columns (at least 1), bytes of a
+ * record row, input row step, input column step, input rows, the first pair's first row (-pad_top), unused, the 4
+ * zero-point bytes. Registers in the column loop: r0/r2 the two rows' bytes, r1/r3 their column steps, r4 record
+ * i's column, r5 record i - 1's, r6 columns left, r7-r12 the words. */
+extern void edgec_dws_tile_s(const int8_t *in, edgec_w32 *lo, const int32_t *geo);
+/* one tile column from the input words r7 (row a) and r8 (row b), `off` bytes into the records at r4 and r5 */
+#define EDGEC_DWS_ASM_COLUMN(o0, o1, o2, o3, o4, o5, o6, o7) \
+        "sxtb16 r9, r7\n\t"                  \
+        "sxtb16 r10, r7, ror #8\n\t"         \
+        "sxtb16 r11, r8\n\t"                 \
+        "sxtb16 r12, r8, ror #8\n\t"         \
+        "pkhbt r7, r9, r11, lsl #16\n\t"     \
+        "str r7, [r4, #" o0 "]\n\t"          \
+        "str r7, [r5, #" o1 "]\n\t"          \
+        "pkhbt r8, r10, r12, lsl #16\n\t"    \
+        "str r8, [r4, #" o2 "]\n\t"          \
+        "str r8, [r5, #" o3 "]\n\t"          \
+        "pkhtb r9, r11, r9, asr #16\n\t"     \
+        "str r9, [r4, #" o4 "]\n\t"          \
+        "str r9, [r5, #" o5 "]\n\t"          \
+        "pkhtb r10, r12, r10, asr #16\n\t"   \
+        "str r10, [r4, #" o6 "]\n\t"         \
+        "str r10, [r5, #" o7 "]\n\t"
+/* frame: [sp] the pair's first row, record i's column x0, pairs left, in, geo */
+__asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_tile_s\n\t"
+        ".type edgec_dws_tile_s, %function\n\t.thumb_func\n"
+        "edgec_dws_tile_s:\n\t"
+        "push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
+        "sub sp, sp, #20\n\t"
+        "ldr r4, [r2, #24]\n\t"
+        "str r4, [sp]\n\t"
+        "str r1, [sp, #4]\n\t"
+        "ldr r4, [r2]\n\t"
+        "str r4, [sp, #8]\n\t"
+        "strd r0, r2, [sp, #12]\n"
+        "1:\n\t"
+        "ldr lr, [sp, #16]\n\t"
+        "ldr r12, [sp]\n\t"
+        "ldr r7, [lr, #20]\n\t"
+        "ldr r8, [lr, #12]\n\t"
+        "ldr r9, [sp, #12]\n\t"
+        "cmp r12, r7\n\t"
+        "ittee lo\n\t"
+        "mlalo r0, r12, r8, r9\n\t"
+        "ldrlo r1, [lr, #16]\n\t"
+        "addhs r0, lr, #32\n\t"
+        "movhs r1, #0\n\t"
+        "add r12, r12, #1\n\t"
+        "cmp r12, r7\n\t"
+        "ittee lo\n\t"
+        "mlalo r2, r12, r8, r9\n\t"
+        "ldrlo r3, [lr, #16]\n\t"
+        "addhs r2, lr, #32\n\t"
+        "movhs r3, #0\n\t"
+        "add r12, r12, #1\n\t"
+        "str r12, [sp]\n\t"
+        "ldr r4, [sp, #4]\n\t"
+        "ldr r6, [lr, #8]\n\t"
+        "sub r5, r4, r6\n\t"
+        "add r6, r4, r6\n\t"
+        "str r6, [sp, #4]\n\t"
+        "ldr r6, [lr, #4]\n\t"
+        "tst r6, #1\n\t"
+        "beq 2f\n\t"
+        "ldr r7, [r0]\n\t"
+        "ldr r8, [r2]\n\t"
+        "add r0, r0, r1\n\t"
+        "add r2, r2, r3\n\t"
+        EDGEC_DWS_ASM_COLUMN("0", "4", "8", "12", "16", "20", "24", "28")
+        "adds r4, r4, #32\n\t"
+        "adds r5, r5, #32\n\t"
+        "subs r6, r6, #1\n\t"
+        "beq 3f\n"
+        "2:\n\t"
+        "ldr r7, [r0]\n\t"
+        "ldr r8, [r2]\n\t"
+        EDGEC_DWS_ASM_COLUMN("0", "4", "8", "12", "16", "20", "24", "28")
+        "ldr r7, [r0, r1]\n\t"
+        "ldr r8, [r2, r3]\n\t"
+        EDGEC_DWS_ASM_COLUMN("32", "36", "40", "44", "48", "52", "56", "60")
+        "add r0, r0, r1, lsl #1\n\t"
+        "add r2, r2, r3, lsl #1\n\t"
+        "adds r4, r4, #64\n\t"
+        "adds r5, r5, #64\n\t"
+        "subs r6, r6, #2\n\t"
+        "bne 2b\n"
+        "3:\n\t"
+        "ldr r6, [sp, #8]\n\t"
+        "subs r6, r6, #1\n\t"
+        "str r6, [sp, #8]\n\t"
+        "bne 1b\n\t"
+        "add sp, sp, #20\n\t"
+        "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t"
+        ".size edgec_dws_tile_s, .-edgec_dws_tile_s\n");
 #endif
 
 void edgec_depthwise_conv2d_3x3_small_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
@@ -393,15 +527,23 @@ void edgec_depthwise_conv2d_3x3_small_s8(const edgec_depthwise_conv2d_3x3_params
     edgec_w32 *tile = (edgec_w32 *)(void *)scratch + span; /* (the spare row before) */
     int32_t cg, k;
 #ifdef EDGEC_DWS_ASM
-    /* the assembly runs the groups of an even number of stride-1 output rows (all of them two-row records) */
+    /* the assembly runs the groups of at least two stride-1 output rows (two-row records, then an odd last row) */
     const int32_t two = p->out_rows >> 1, n = p->out_cols;
-    const int pairs = full && p->stride == 1 && (p->out_rows & 1) == 0;
-    const int32_t geo[6] = {32 * n, two, 4 * span - 32 * n, p->out_row_step, p->out_col_step,
-                            2 * p->out_row_step - n * p->out_col_step};
+    const int pairs = full && p->stride == 1 && two > 0;
+    const int32_t geo[7] = {32 * n, two, 4 * span - 32 * n, p->out_row_step, p->out_col_step,
+                            2 * p->out_row_step - n * p->out_col_step, p->out_rows & 1};
+    const int32_t width = (p->out_cols - 1) * p->stride + 3;
+    EDGEC_DWS_COLUMNS(p, width);
+    const int32_t tgeo[9] = {edgec_dws_records(p) + 1, x1 - x0, 4 * span, p->in_row_step, p->in_col_step, p->rows,
+                             -p->pad_top, 0, (int32_t)((uint32_t)(uint8_t)p->input_zp * 0x01010101u)};
 #endif
     edgec_dws_pad(p, tile);
     for (cg = 0; cg < p->c; cg += 4) {
+#ifdef EDGEC_DWS_ASM
+        if (x1 > x0) edgec_dws_tile_s(input + cg + (x0 - p->pad_left) * p->in_col_step, tile + 8 * x0, tgeo);
+#else
         edgec_dws_tile(p, input + cg, tile);
+#endif
 #ifdef EDGEC_DWS_ASM
         if (pairs && rq[cg].neg + rq[cg + 1].neg + rq[cg + 2].neg + rq[cg + 3].neg == -4) {
             edgec_dws_pairs_s1(tile, (const edgec_w32 *)weights + 7 * cg, rq + cg, output + cg, geo);

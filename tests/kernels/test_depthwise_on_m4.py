@@ -1,6 +1,6 @@
 """The depthwise 3x3 speed variants (edgec/ops/conv/depthwise3x3.py) as the emulated Cortex-M4 runs them: their
 assembly (fast/edgec_depthwise_conv2d_3x3_fused.c: the rows of a 4-channel group, per stride; fast/
-edgec_depthwise_conv2d_3x3_small.c: all record rows of a group at stride 1 with an even number of output rows)
+edgec_depthwise_conv2d_3x3_small.c: all record rows of a group at stride 1, an odd last output row one output at a time)
 exists only in the Arm build (tests/kernels/test_fast_sweep.py runs the same kernels' C on the host), so a small
 model with awkward shapes goes through the real firmware, bit for bit with the NumPy reference: the fused kernel at
 stride 1 on an 11x11 image (5 output pairs a row, an odd count, and a lone last output), at stride 2 to 6x6 (3
@@ -50,5 +50,35 @@ def test_depthwise_variants_on_the_emulated_cortex_m4(tmp_path):
     text = (out / "model" / f"{report['model']}.c").read_text()
     assert text.count("edgec_depthwise_conv2d_3x3_fused_s8(") == 3
     assert text.count("edgec_depthwise_conv2d_3x3_small_s8(") == 2
+    r = api.bench(out, tmp_path / "test.npz")
+    assert r["samples"] == 8 and r["agreement"]["device_vs_reference"] == 1.0
+
+
+@pytest.mark.sweep
+def test_small_kernel_odd_output_rows_on_the_emulated_cortex_m4(tmp_path):
+    """The small kernel's assembly with an odd number of stride-1 output rows (two-row records, then the last row
+    one output at a time): 5x5 with 96 channels (two record pairs and the odd row) and 3x3 with 144 (VWW's last
+    depthwise shape: one pair and the odd row); a stride-2 layer between them on the small kernel's C."""
+    rng = np.random.default_rng(11)
+    inits = {"d1": _depthwise(rng, 96), "d2": _depthwise(rng, 96), "d3": _depthwise(rng, 144),
+             "p1": rng.normal(0, .3, (144, 96, 1, 1)).astype(np.float32)}
+    dw = dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    nodes = [helper.make_node("Conv", ["x", "d1"], ["a"], group=96, **dw),
+             helper.make_node("Relu", ["a"], ["b"]),
+             helper.make_node("Conv", ["b", "d2"], ["c"], group=96, strides=[2, 2], **dw),
+             helper.make_node("Relu", ["c"], ["d"]),
+             helper.make_node("Conv", ["d", "p1"], ["e"]),
+             helper.make_node("Relu", ["e"], ["f"]),
+             helper.make_node("Conv", ["f", "d3"], ["y"], group=144, **dw)]
+    model = make_model(nodes, ("x", [1, 96, 5, 5]), ("y", [1, 144, 3, 3]), inits)
+    onnx.checker.check_model(model)
+    path = tmp_path / "dw.onnx"
+    onnx.save(model, path)
+    np.savez(tmp_path / "calib.npz", x=rng.normal(0, 1, (64, 96, 5, 5)).astype(np.float32))
+    np.savez(tmp_path / "test.npz", x=rng.normal(0, 1, (8, 96, 5, 5)).astype(np.float32))
+    out = tmp_path / "build"
+    report = api.build(path, tmp_path / "calib.npz", "qemu-cortex-m4", out, tuning_log=tmp_path / "none.json")
+    text = (out / "model" / f"{report['model']}.c").read_text()
+    assert text.count("edgec_depthwise_conv2d_3x3_small_s8(") == 3
     r = api.bench(out, tmp_path / "test.npz")
     assert r["samples"] == 8 and r["agreement"]["device_vs_reference"] == 1.0
