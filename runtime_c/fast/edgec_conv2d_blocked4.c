@@ -412,11 +412,12 @@ EDGEC_INLINE void edgec_b4_band_windows(const edgec_conv2d_im2col_params *p, con
 /* The kernel's loop over pairs of output pixels; `direct` (a constant where it is inlined: the copies compile
  * apart, and the loop without it is the one the kernel had before the direct reads) 1: reads single-channel windows
  * inside the image from the input rows (edgec_b4_direct); 2: every window from the padded band (the padded variant,
- * its band after the columns in scratch). On the Arm build a full-range layer runs on the assembly
+ * `band`, its rows after the columns in scratch; 0 for the others). On the Arm build a full-range layer runs on the assembly
  * (edgec_blocked4_pairs): a 1x1 convolution's whole pairs in one call that widens their columns itself (out_c a
  * multiple of 4), the other pairs one a call on the columns written here. */
 EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
-                               const edgec_rq *rq, int8_t *scratch, int8_t *output, const int direct)
+                               const edgec_rq *rq, int8_t *scratch, int8_t *output, const int direct,
+                               edgec_b4_band *band)
 {
     const int32_t out_c = p->out_c, out_w = p->out_w, n = p->out_h * out_w, groups = p->k4 >> 2;
     const int32_t k8 = (p->k4 + 7) & ~7;
@@ -429,7 +430,6 @@ EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t
                        (out_w - 1) * p->stride_w < p->in_w; /* every pixel inside the image */
     edgec_w32 *cols = (edgec_w32 *)(void *)scratch;
     int8_t *row = scratch + 4 * k8;
-    edgec_b4_band band;
     const int32_t blocks = out_c >> 2, rest = out_c & 3;
     const edgec_w32 *const wrest = (const edgec_w32 *)weights + blocks * (4 + 2 * k8);
     int32_t pix = 0, j, g, i;
@@ -444,9 +444,6 @@ EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t
 #else
     pixels = full ? edgec_blocked4_full(k8, negs) : edgec_blocked4_pixels_clamped;
 #endif
-    band.rows = row;
-    band.first = -1; /* empty */
-    band.count = 0;
     for (g = 4 * groups; g < k8; ++g) cols[g] = 0; /* a padding group's columns: zero weights, zero values */
 #ifdef EDGEC_B4_PAIRS
     if (pairs && pointwise && !rest && n > 1) {
@@ -471,8 +468,8 @@ EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t
         if (direct == 2) { /* the rows of both windows in the band, then each window in place */
             const int32_t q1 = pix + two, oy0 = pix / out_w;
             const int32_t first = oy0 * p->stride_h, need = (q1 / out_w - oy0) * p->stride_h + p->k_h;
-            if (first != band.first || need > band.count) edgec_b4_band_at(p, input, &band, first, need);
-            edgec_b4_band_windows(p, &band, pix, q1, cols);
+            if (first != band->first || need > band->count) edgec_b4_band_at(p, input, band, first, need);
+            edgec_b4_band_windows(p, band, pix, q1, cols);
         }
         for (j = 0; j < 2 && !pointwise && !gather && direct != 2; ++j) { /* a lone last pixel fills both columns */
             const int32_t q = pix + (two ? j : 0);
@@ -514,9 +511,9 @@ void edgec_conv2d_blocked4_s8(const edgec_conv2d_im2col_params *p, const int8_t 
                                const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
     if (p->in_c == 1 && (p->k_w & 3) == 0) {
-        edgec_b4_run(p, input, weights, rq, scratch, output, 1);
+        edgec_b4_run(p, input, weights, rq, scratch, output, 1, 0);
     } else {
-        edgec_b4_run(p, input, weights, rq, scratch, output, 0);
+        edgec_b4_run(p, input, weights, rq, scratch, output, 0, 0);
     }
 }
 
@@ -524,5 +521,9 @@ void edgec_conv2d_blocked4_s8(const edgec_conv2d_im2col_params *p, const int8_t 
 void edgec_conv2d_blocked4_padded_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                                      const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
-    edgec_b4_run(p, input, weights, rq, scratch, output, 2);
+    edgec_b4_band band;
+    band.rows = scratch + 4 * ((p->k4 + 7) & ~7); /* after the columns */
+    band.first = -1;                              /* empty */
+    band.count = 0;
+    edgec_b4_run(p, input, weights, rq, scratch, output, 2, &band);
 }
