@@ -151,6 +151,17 @@ static inline int32_t edgec_conv2d_blocked4_s8_get_buffer_size(const edgec_conv2
 {
     return 4 * ((p->k4 + 7) / 8 * 8) + p->k4;
 }
+/* `--optimize speed`, single-channel inputs: blocked4 reading every window in place from a band of the input padded with
+ * its zero point (k_w rounded up to 4 taps a kernel row, zero weights; k4 = k_h * that; fast/edgec_conv2d_blocked4.c). */
+void edgec_conv2d_blocked4_padded_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                                     const edgec_rq *rq, int8_t *scratch, int8_t *output);
+/* two pixels' int16 taps and k_h rows of the padded input (k_h + stride_h where out_w is odd: a pair of pixels then
+ * spans two output rows), each (out_w - 1) * stride_w + k_w4 bytes */
+static inline int32_t edgec_conv2d_blocked4_padded_s8_get_buffer_size(const edgec_conv2d_im2col_params *p)
+{
+    return 4 * ((p->k4 + 7) / 8 * 8) +
+           (p->k_h + p->out_w % 2 * p->stride_h) * ((p->out_w - 1) * p->stride_w + (p->k_w + 3) / 4 * 4);
+}
 /* `--optimize speed`, 1x1 convolutions: the blocked convolution with no loop over the taps (an unrolled body of
  * 64 taps entered part-way), weights and bias doubled at build time (fast/edgec_conv2d_pointwise.c). */
 void edgec_conv2d_pointwise_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,

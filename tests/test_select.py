@@ -5,6 +5,8 @@ else the first that applies) or `size` (none), and the Helium kernel on a Helium
 read-only lowering it returns and the lower stage that applies it to a graph (a new graph)."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -268,3 +270,16 @@ def test_flash_byte_cycles_come_from_the_real_part_profiles_of_the_cortex_m4():
     for name in ("qemu-cortex-m4", "qemu-cortex-m7", "nucleo-h743zi2", "qemu-cortex-m3"):
         assert lowering.flash_byte_cycles(load_board(name)) == 0.0
     assert lowering.flash_byte_cycles(None) == 0.0
+
+
+def test_variant_code_is_counted_once_where_two_variants_share_it():
+    """The fit check's code estimate: blocked4_padded links blocked4's assembly, counted once where a build runs both
+    (MLPerf Tiny KWS: its first layer on the one, its 1x1 layers on the other), whole where it runs alone."""
+    first, pointwise = (dataclasses.replace(op, lowering=select.select(op, SPEED))
+                        for op in (conv_op(3, 1), conv_op(1, 8)))
+    padded, b4 = first.lowering.kernel, pointwise.lowering.kernel
+    assert (first.lowering.variant, pointwise.lowering.variant) == ("blocked4_padded", "blocked4")
+    shared = padded.shares_code[1]
+    assert padded.shares_code[0] is b4 and 0 < shared < padded.code_bytes
+    assert lowering.variant_code_bytes([first]) == padded.code_bytes
+    assert lowering.variant_code_bytes([first, pointwise]) == padded.code_bytes + b4.code_bytes - shared

@@ -72,5 +72,6 @@ def summary(ops) -> dict:
 def variant_code_bytes(ops) -> int:
     """The code the speed variants the ops run on add, each variant counted once (the fit check)."""
     kernels = {op.lowering.kernel for op in ops if op.lowering is not None and op.lowering.kernel.role == VARIANT}
-    return sum(k.code_bytes or 0 for k in kernels)
+    shared = sum(k.shares_code[1] for k in kernels if k.shares_code is not None and k.shares_code[0] in kernels)
+    return sum(k.code_bytes or 0 for k in kernels) - shared
 

@@ -73,6 +73,8 @@ class Kernel:
     code_bytes: int | None = None                 # fit-check code estimate: a reference int8 kernel's stands for its
                                                   # kinds whichever of their kernels runs; a speed variant's is
                                                   # counted on top, once per build; None: inside its kind's
+    shares_code: tuple[Kernel, int] | None = None  # (variant, bytes): that much of code_bytes is code it links
+                                                  # with that variant (its assembly), counted once where both run
     cost: Callable | None = None                  # (params of the base kernel's lowering, dsp) -> estimated
                                                   # instructions of one call (dsp: the core has the Arm DSP
                                                   # extension): the selector's cost model (edgec/ops/select.py);

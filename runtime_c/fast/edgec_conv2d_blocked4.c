@@ -68,15 +68,30 @@ EDGEC_PW_PIXELS(edgec_blocked4_pixels_clamped, v_ < lo ? lo : (v_ > hi ? hi : v_
  * layers). */
 #if defined(EDGEC_DSP_NATIVE) && !defined(__clang__)
 #define EDGEC_B4_BODY_STEPS 32   /* k-steps (2 taps of both pixels, 44 bytes of code) in the unrolled body */
-/* The taps of one block: n / 2 k-steps. TAIL8 / TAIL16: n is 8 / 16 (straight code); DUFF: the body of 32 k-steps
- * entered part-way (at `entry`, computed once a call by EDGEC_B4_ENTRY: the first pass runs the n / 2 mod 32 last
- * steps, or all 32), then whole bodies up to `end`; DUFF_ONCE: the one pass of n <= 64 (no test of the end: 3
+/* The taps of one block: n / 2 k-steps, the first one EDGEC_B4_FIRST. TAIL8 / TAIL16: n is 8 / 16 (straight code);
+ * DUFF: then the body of 32 k-steps entered part-way (at `entry`, computed once a call by EDGEC_B4_ENTRY: the first
+ * pass runs the (n / 2 - 1) mod 32 last steps, or all 32), then whole bodies up to `end`; DUFF_ONCE: the one pass of n <= 64 (no test of the end: 3
  * instructions a block fewer, KWS's and VWW's 1x1 layers on 32 to 64 input channels) */
-#define EDGEC_B4_TAIL8 "ldr %[x], %[x0]\n\t" EDGEC_B24_ASM_TAIL8
-#define EDGEC_B4_TAIL16 "ldr %[x], %[x0]\n\t" EDGEC_B24_ASM_TAIL8 EDGEC_B24_ASM_TAIL8
+/* The first k-step of a block: pixel 1's sums start from pixel 0's, which hold the biases (the block loads them with 2
+ * LDRD, not 4: 2 instructions a block) */
+#define EDGEC_B4_FIRST                                                                             \
+    "ldr %[x], %[x0]\n\t"                                                                         \
+    "ldrd %[xa], %[xb], [%[x]], #8\n\t"                                                           \
+    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                           \
+    "smlad %[b0], %[xb], %[wa], %[a0]\n\t"                                                        \
+    "smlad %[a0], %[xa], %[wa], %[a0]\n\t"                                                        \
+    "smlad %[b1], %[xb], %[wb], %[a1]\n\t"                                                        \
+    "smlad %[a1], %[xa], %[wb], %[a1]\n\t"                                                        \
+    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                           \
+    "smlad %[b2], %[xb], %[wa], %[a2]\n\t"                                                        \
+    "smlad %[a2], %[xa], %[wa], %[a2]\n\t"                                                        \
+    "smlad %[b3], %[xb], %[wb], %[a3]\n\t"                                                        \
+    "smlad %[a3], %[xa], %[wb], %[a3]\n\t"
+#define EDGEC_B4_TAIL8 EDGEC_B4_FIRST EDGEC_B24_ASM_STEP EDGEC_B24_ASM_TAIL4
+#define EDGEC_B4_TAIL16 EDGEC_B4_FIRST EDGEC_B24_ASM_STEP EDGEC_B24_ASM_TAIL4 EDGEC_B24_ASM_TAIL8
 #define EDGEC_B4_STEPS8 EDGEC_B24_ASM_TAIL8 EDGEC_B24_ASM_TAIL8
 #define EDGEC_B4_DUFF_ONCE                                                                         \
-    "ldr %[x], %[x0]\n\t"                                                                          \
+    EDGEC_B4_FIRST                                                                                 \
     "ldr %[xa], %[entry]\n\t"                                                                      \
     "bx %[xa]\n\t"                                                                                 \
     "1:\n\t" EDGEC_B4_STEPS8 EDGEC_B4_STEPS8 EDGEC_B4_STEPS8 EDGEC_B4_STEPS8                       \
@@ -106,7 +121,7 @@ static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, const edgec_w32 *w0, 
     const edgec_w32 *const end = x0 + (duff ? n : 0), *x, *w, *wsave; /* n: a positive multiple of 8 */                \
     const edgec_rq *const qend = q0 + 4 * blocks, *q;                                                                  \
     const int8_t *const oend = o0 + pairs * (4 * blocks + delta);                                                      \
-    const int32_t skip = duff ? 44 * ((EDGEC_B4_BODY_STEPS - (n >> 1) % EDGEC_B4_BODY_STEPS) % EDGEC_B4_BODY_STEPS) : 0; \
+    const int32_t skip = duff ? 44 * ((EDGEC_B4_BODY_STEPS - ((n >> 1) - 1) % EDGEC_B4_BODY_STEPS) % EDGEC_B4_BODY_STEPS) : 0; \
     uint32_t a0, a1, a2, a3, b0, b1, b2, b3, xa, xb, wa, wb, entry;                                                   \
     if (blocks <= 0 || pairs <= 0) return;                                                                             \
     __asm__ volatile(prologue "4:\n\t"                                                                                 \
@@ -133,8 +148,6 @@ static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, const edgec_w32 *w0, 
                      "ldr %[x], %[q0]\n\t"                                                                             \
                      "str %[x], %[q]\n\t"                                                                              \
                      "2:\n\t"                                                                                          \
-                     "ldrd %[b0], %[b1], [%[w]]\n\t"                                                                   \
-                     "ldrd %[b2], %[b3], [%[w], #8]\n\t"                                                               \
                      "ldrd %[a0], %[a1], [%[w]], #8\n\t"                                                               \
                      "ldrd %[a2], %[a3], [%[w]], #8\n\t"                                                               \
                      taps save                                                                                         \
@@ -193,6 +206,44 @@ static edgec_b4_pairs_fn edgec_blocked4_pairs(int32_t k8, int negs)
     if (k8 <= 64 && negs) return edgec_blocked4_asm64;
     return negs ? edgec_blocked4_asm : edgec_blocked4_asm_anyneg;
 }
+/* A lone last pixel of a full-range layer (its columns: a pair's, pixel 1's words a copy of pixel 0's), 1 pixel x 4
+ * channels: the biases, 4 k-steps a pass of 7 instructions each (one LDR of the pixel's word, two LDRD of the weights,
+ * 4 SMLAD; the pair's 11 did the same sums twice), then the requantization in C. n: column words, a
+ * multiple of 8. */
+static EDGEC_HOT void edgec_blocked4_lone(const edgec_w32 *x0, int32_t n, const edgec_w32 *w, const edgec_rq *q,
+                                          int32_t blocks, int8_t *o)
+{
+#define EDGEC_B4_LONE_STEP                                                                         \
+    "ldr %[xa], [%[x]], #8\n\t"                                                                    \
+    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                            \
+    "smlad %[a0], %[xa], %[wa], %[a0]\n\t"                                                         \
+    "smlad %[a1], %[xa], %[wb], %[a1]\n\t"                                                         \
+    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                            \
+    "smlad %[a2], %[xa], %[wa], %[a2]\n\t"                                                         \
+    "smlad %[a3], %[xa], %[wb], %[a3]\n\t"
+/* the doubled sum t requantized with record r (EDGEC_PW_STORE's, any neg), saturated */
+#define EDGEC_B4_LONE_RQ(t, r) EDGEC_SAT8((E_SMMLAR((t), (r).mult, (r).khi) + (((t) >> 31) & (r).neg)) >> (r).shift)
+    for (; blocks > 0; --blocks, q += 4, o += 4) {
+        const edgec_w32 *x = x0;
+        int32_t a0, a1, a2, a3, k = n >> 3;
+        uint32_t xa, wa, wb;
+        __asm__ volatile("ldrd %[a0], %[a1], [%[w]], #8\n\t"
+                         "ldrd %[a2], %[a3], [%[w]], #8\n"
+                         "1:\n\t" EDGEC_B4_LONE_STEP EDGEC_B4_LONE_STEP EDGEC_B4_LONE_STEP EDGEC_B4_LONE_STEP
+                         "subs %[k], %[k], #1\n\t"
+                         "bne 1b\n\t"
+                         : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [x] "+r"(x), [w] "+r"(w),
+                           [k] "+r"(k), [xa] "=&r"(xa), [wa] "=&r"(wa), [wb] "=&r"(wb)
+                         :
+                         : "cc", "memory");
+        o[0] = (int8_t)EDGEC_B4_LONE_RQ(a0, q[0]);
+        o[1] = (int8_t)EDGEC_B4_LONE_RQ(a1, q[1]);
+        o[2] = (int8_t)EDGEC_B4_LONE_RQ(a2, q[2]);
+        o[3] = (int8_t)EDGEC_B4_LONE_RQ(a3, q[3]);
+    }
+#undef EDGEC_B4_LONE_STEP
+#undef EDGEC_B4_LONE_RQ
+}
 #define EDGEC_B4_PAIRS 1 /* edgec_b4_run runs full-range layers on them */
 #else
 EDGEC_PW_PIXELS(edgec_blocked4_pixels_full, EDGEC_SAT8(v_), EDGEC_PW_FIX_ALL)
@@ -250,33 +301,123 @@ static void edgec_b4_columns2(const edgec_w32 *t0, const edgec_w32 *t1, edgec_w3
 #endif
 }
 
-/* The column words of pixel (oy, ox) of a single-channel convolution whose kernel rows are whole groups (k_w a
- * multiple of 4), read straight from the input rows 4 taps a word, where its window lies inside the image (the
- * taps in weight order [ky][kx]: no copy through the im2col row); 0 elsewhere (edgec_conv_taps pads it). */
-static int edgec_b4_direct(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t oy, int32_t ox,
-                           edgec_w32 *c)
+/* The column words of a single-channel window whose kernel rows are whole groups (k_w4 taps, a multiple of 4) at s,
+ * rows `step` bytes apart, read 4 taps a word (the taps in weight order [ky][kx]: no copy through the im2col row). */
+EDGEC_INLINE void edgec_b4_window(const int8_t *s, int32_t step, int32_t k_h, int32_t k_w4, edgec_w32 *c)
 {
-    const int32_t iy0 = oy * p->stride_h - p->pad_top, ix0 = ox * p->stride_w - p->pad_left, k_w = p->k_w;
-    const int8_t *s = input + iy0 * p->in_w + ix0;
     int32_t ky, kx;
-    if (iy0 < 0 || iy0 + p->k_h > p->in_h || ix0 < 0 || ix0 + k_w > p->in_w) return 0;
-    for (ky = p->k_h; ky > 0; --ky, s += p->in_w) {
-        for (kx = 0; kx < k_w; kx += 4, c += 4) {
+    for (ky = k_h; ky > 0; --ky, s += step) {
+        for (kx = 0; kx < k_w4; kx += 4, c += 4) {
             uint32_t v;
             memcpy(&v, s + kx, 4); /* one LDR where unaligned words are allowed */
             edgec_b4_column(v, c);
         }
     }
+}
+
+/* The column words of pixel (oy, ox) of a single-channel convolution whose kernel rows are whole groups (k_w a
+ * multiple of 4), read straight from the input rows where its window lies inside the image; 0 elsewhere
+ * (edgec_conv_taps pads it). */
+static int edgec_b4_direct(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t oy, int32_t ox,
+                           edgec_w32 *c)
+{
+    const int32_t iy0 = oy * p->stride_h - p->pad_top, ix0 = ox * p->stride_w - p->pad_left, k_w = p->k_w;
+    if (iy0 < 0 || iy0 + p->k_h > p->in_h || ix0 < 0 || ix0 + k_w > p->in_w) return 0;
+    edgec_b4_window(input + iy0 * p->in_w + ix0, p->in_w, p->k_h, k_w, c);
     return 1;
 }
 
-/* The kernel's loop over pairs of output pixels; `direct` (a constant where it is inlined: the two copies compile
- * apart, and the loop without it is the one the kernel had before the direct reads) reads single-channel windows
- * inside the image from the input rows (edgec_b4_direct). On the Arm build a full-range layer runs on the assembly
+/* The padded variant (edgec_conv2d_blocked4_padded_s8): a band of the single-channel input padded with its zero point,
+ * EDGEC_B4_BAND_W(p) bytes a row (k_w rounded up to 4 in place of k_w: the weights of the extra taps are zero), rows
+ * b->first .. b->first + b->rows - 1 of the padded image (row 0: pad_top rows above the input), up to k_h + stride_h
+ * rows (the windows of a pair of pixels, the second one on the next output row where out_w is odd). Every window is read in place. */
+#define EDGEC_B4_KW4(p) (((p)->k_w + 3) & ~3)
+#define EDGEC_B4_BAND_W(p) (((p)->out_w - 1) * (p)->stride_w + EDGEC_B4_KW4(p))
+typedef struct {
+    int8_t *rows;
+    int32_t first, count;
+} edgec_b4_band;
+
+/* The band from padded row `first` on, at least `need` rows: kept rows move up, the others are built. */
+static EDGEC_NOINLINE void edgec_b4_band_at(const edgec_conv2d_im2col_params *p, const int8_t *input, edgec_b4_band *b,
+                             int32_t first, int32_t need)
+{
+    const int32_t w = EDGEC_B4_BAND_W(p), pl = p->pad_left, in_w = p->in_w;
+    const int32_t used = in_w < w - pl ? in_w : w - pl; /* input columns any window reads */
+    const int8_t zp = (int8_t)p->input_zp;
+    int32_t keep = b->first + b->count - first, r;
+    if (first != b->first) {
+        if (keep > 0 && first > b->first) {
+            edgec_copy(b->rows, b->rows + (first - b->first) * w, keep * w);
+        } else {
+            keep = 0;
+        }
+        b->first = first;
+        b->count = keep;
+    }
+    for (r = first + b->count; r < first + need; ++r) {
+        int8_t *d = b->rows + (r - first) * w;
+        const int32_t iy = r - p->pad_top;
+        if (iy < 0 || iy >= p->in_h || used <= 0) {
+            edgec_fill(d, zp, w);
+            continue;
+        }
+        edgec_fill(d, zp, pl);
+        edgec_copy(d + pl, input + iy * in_w, used);
+        edgec_fill(d + pl + used, zp, w - pl - used);
+    }
+    if (need > b->count) b->count = need;
+}
+
+/* The columns of pixels q0 and q1 from their windows in the band (their padded rows there: edgec_b4_band_at): per
+ * group of 4 taps (x0, x2) of both, then (x1, x3) of both. On the Arm build one block of assembly, 10 instructions a
+ * group and 2 a kernel row (gcc's C of edgec_b4_window took 21 a group). */
+EDGEC_INLINE void edgec_b4_band_windows(const edgec_conv2d_im2col_params *p, const edgec_b4_band *b, int32_t q0,
+                                        int32_t q1, edgec_w32 *c)
+{
+    const int32_t out_w = p->out_w, w = EDGEC_B4_BAND_W(p), k_w4 = EDGEC_B4_KW4(p);
+    const int8_t *s0 = b->rows + ((q0 / out_w) * p->stride_h - b->first) * w + (q0 % out_w) * p->stride_w;
+    const int8_t *s1 = b->rows + ((q1 / out_w) * p->stride_h - b->first) * w + (q1 % out_w) * p->stride_w;
+#if defined(EDGEC_DSP_NATIVE) && !defined(__clang__) /* as the other blocks of assembly: gcc measured */
+    const int32_t groups = k_w4 >> 2, skip = w - k_w4;
+    int32_t rows = p->k_h, g;
+    uint32_t v0, v1, c0, c1;
+    __asm__ volatile("1:\n\t"
+                     "mov %[g], %[groups]\n"
+                     "2:\n\t"
+                     "ldr %[v0], [%[s0]], #4\n\t"
+                     "ldr %[v1], [%[s1]], #4\n\t"
+                     "sxtb16 %[c0], %[v0]\n\t"
+                     "sxtb16 %[c1], %[v1]\n\t"
+                     "sxtb16 %[v0], %[v0], ror #8\n\t"
+                     "sxtb16 %[v1], %[v1], ror #8\n\t"
+                     "strd %[c0], %[c1], [%[c]], #8\n\t"
+                     "strd %[v0], %[v1], [%[c]], #8\n\t"
+                     "subs %[g], %[g], #1\n\t"
+                     "bne 2b\n\t"
+                     "add %[s0], %[s0], %[skip]\n\t"
+                     "add %[s1], %[s1], %[skip]\n\t"
+                     "subs %[rows], %[rows], #1\n\t"
+                     "bne 1b\n\t"
+                     : [s0] "+r"(s0), [s1] "+r"(s1), [c] "+r"(c), [rows] "+r"(rows), [g] "=&r"(g), [v0] "=&r"(v0),
+                       [v1] "=&r"(v1), [c0] "=&r"(c0), [c1] "=&r"(c1)
+                     : [groups] "r"(groups), [skip] "r"(skip)
+                     : "cc", "memory");
+#else
+    edgec_b4_window(s0, w, p->k_h, k_w4, c);
+    edgec_b4_window(s1, w, p->k_h, k_w4, c + 1);
+#endif
+}
+
+/* The kernel's loop over pairs of output pixels; `direct` (a constant where it is inlined: the copies compile
+ * apart, and the loop without it is the one the kernel had before the direct reads) 1: reads single-channel windows
+ * inside the image from the input rows (edgec_b4_direct); 2: every window from the padded band (the padded variant,
+ * `band`, its rows after the columns in scratch; 0 for the others). On the Arm build a full-range layer runs on the assembly
  * (edgec_blocked4_pairs): a 1x1 convolution's whole pairs in one call that widens their columns itself (out_c a
  * multiple of 4), the other pairs one a call on the columns written here. */
 EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
-                               const edgec_rq *rq, int8_t *scratch, int8_t *output, const int direct)
+                               const edgec_rq *rq, int8_t *scratch, int8_t *output, const int direct,
+                               edgec_b4_band *band)
 {
     const int32_t out_c = p->out_c, out_w = p->out_w, n = p->out_h * out_w, groups = p->k4 >> 2;
     const int32_t k8 = (p->k4 + 7) & ~7;
@@ -324,7 +465,13 @@ EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t
                 input + ((q1 / out_w) * p->stride_h * p->in_w + (q1 % out_w) * p->stride_w) * p->in_c);
             edgec_b4_columns2(t0, t1, cols, groups);
         }
-        for (j = 0; j < 2 && !pointwise && !gather; ++j) { /* a lone last pixel fills both columns */
+        if (direct == 2) { /* the rows of both windows in the band, then each window in place */
+            const int32_t q1 = pix + two, oy0 = pix / out_w;
+            const int32_t first = oy0 * p->stride_h, need = (q1 / out_w - oy0) * p->stride_h + p->k_h;
+            if (first != band->first || need > band->count) edgec_b4_band_at(p, input, band, first, need);
+            edgec_b4_band_windows(p, band, pix, q1, cols);
+        }
+        for (j = 0; j < 2 && !pointwise && !gather && direct != 2; ++j) { /* a lone last pixel fills both columns */
             const int32_t q = pix + (two ? j : 0);
             const edgec_w32 *t;
             edgec_w32 *c = cols + j;
@@ -346,8 +493,12 @@ EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t
             }
         }
 #ifdef EDGEC_B4_PAIRS
+        if (pairs && !two) {
+            edgec_blocked4_lone(cols, k8, (const edgec_w32 *)weights, rq, blocks, output + pix * out_c);
+            continue;
+        }
         if (pairs) {
-            pairs(cols, k8, (const edgec_w32 *)weights, rq, blocks, 0, 0, output + pix * out_c, two ? out_c : 0, 1);
+            pairs(cols, k8, (const edgec_w32 *)weights, rq, blocks, 0, 0, output + pix * out_c, out_c, 1);
             continue;
         }
 #endif
@@ -360,8 +511,19 @@ void edgec_conv2d_blocked4_s8(const edgec_conv2d_im2col_params *p, const int8_t 
                                const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
     if (p->in_c == 1 && (p->k_w & 3) == 0) {
-        edgec_b4_run(p, input, weights, rq, scratch, output, 1);
+        edgec_b4_run(p, input, weights, rq, scratch, output, 1, 0);
     } else {
-        edgec_b4_run(p, input, weights, rq, scratch, output, 0);
+        edgec_b4_run(p, input, weights, rq, scratch, output, 0, 0);
     }
+}
+
+/* The padded variant: single-channel inputs of any kernel width (the band; edgec_nn.h) */
+void edgec_conv2d_blocked4_padded_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                                     const edgec_rq *rq, int8_t *scratch, int8_t *output)
+{
+    edgec_b4_band band;
+    band.rows = scratch + 4 * ((p->k4 + 7) & ~7); /* after the columns */
+    band.first = -1;                              /* empty */
+    band.count = 0;
+    edgec_b4_run(p, input, weights, rq, scratch, output, 2, &band);
 }

@@ -1,8 +1,8 @@
 """blocked4 and rows8 (edgec/ops/conv/im2col.py, edgec/ops/dense.py) as the emulated Cortex-M4 runs them: their
 assembly loops exist only in the Arm build (the host tests, tests/kernels/test_fast_sweep.py, run the same kernels'
 C), so a small model with awkward shapes goes through the real firmware, bit for bit with the NumPy reference: a
-single-channel 4x4 convolution (10 outputs: a partial last block of 4; windows inside the image read from the input
-rows, the others through the im2col row), a 1x1 convolution on 10 input channels (not a multiple of 4: the taps
+single-channel 4x4 convolution on the padded variant (10 outputs: a partial last block of 4; every window read from
+its band of the input padded with the zero point, pairs of pixels across two output rows), a 1x1 convolution on 10 input channels (not a multiple of 4: the taps
 path), one on 40 (20 k-steps: the assembly's unrolled body of 32 entered part-way; 19 outputs: the shape where the
 selector's cost model still prefers blocked4 to the pointwise kernel), one from 19 channels to 8 (24 words a pixel),
 one from 8 to 19 (8 words: the straight tail alone, as in VWW's 8 -> 16 layer), one from 19 to 72, one from 72 to
@@ -55,7 +55,8 @@ def test_register_blocked_kernels_on_the_emulated_cortex_m4(tmp_path):
     out = tmp_path / "build"
     report = api.build(path, tmp_path / "calib.npz", "qemu-cortex-m4", out, tuning_log=tmp_path / "none.json")
     text = (out / "model" / f"{report['model']}.c").read_text()
-    assert text.count("edgec_conv2d_blocked4_s8(") == 7 and "edgec_fully_connected_rows8_s8(" in text
+    assert text.count("edgec_conv2d_blocked4_s8(") == 6 and "edgec_fully_connected_rows8_s8(" in text
+    assert text.count("edgec_conv2d_blocked4_padded_s8(") == 1
     r = api.bench(out, tmp_path / "test.npz")
     assert r["samples"] == 12 and r["agreement"]["device_vs_reference"] == 1.0
 

@@ -126,14 +126,15 @@ def banded(low, band_w: int):
     return low.replace(params=params, scratch_bytes=low.kernel.scratch_bytes(params))
 
 
-def conv_cases(rng, lib, n, variant=GENERIC, pointwise=False, bands=False, strided_1x1=False):
+def conv_cases(rng, lib, n, variant=GENERIC, pointwise=False, bands=False, strided_1x1=False, single_channel=False):
     """variant: the generic im2col kernel or one of its speed variants (edgec/ops/conv/im2col.py; applied to every
     case, where a build would offer it or not);
     pointwise: only 1x1, stride-1, unpadded convolutions (odd pixel and channel counts included);
     strided_1x1: only 1x1 convolutions, strides 1 to 3 (blocked4 gathers their pixels from the input);
-    bands: the window kernels on column bands of a random width (`banded`)."""
+    bands: the window kernels on column bands of a random width (`banded`);
+    single_channel: one input channel (blocked4_padded: its band of the padded input, any kernel width)."""
     for _ in range(n):
-        in_c, out_c = channels(rng), channels(rng)
+        in_c, out_c = 1 if single_channel else channels(rng), channels(rng)
         k_h, k_w = (1, 1) if pointwise or strided_1x1 else (int(v) for v in rng.integers(1, 6, size=2))
         side = 24 if in_c * out_c < 256 else 7          # big images with few channels, small ones with many
         in_h, in_w = (int(v) for v in rng.integers(1, side + 1, size=2))
@@ -233,7 +234,7 @@ def one_channel_depthwise_cases(rng, lib, n, variant=GENERIC):
         yield True
 
 
-@pytest.mark.parametrize("variant", [GENERIC, "blocked4", "blocked", "window"])
+@pytest.mark.parametrize("variant", [GENERIC, "blocked4", "blocked4_padded", "blocked", "window"])
 def test_one_channel_depthwise_runs_bit_exact_on_the_convolution_kernels(variant, lib):
     rng = np.random.default_rng(900 + len(variant))
     assert sweep(one_channel_depthwise_cases(rng, lib, 120)) >= 60
@@ -425,6 +426,7 @@ def avg_pool_cases(rng, lib, n):
 
 SWEEPS = {"conv2d_im2col": (conv_cases, 300), "conv2d_blocked": (partial(conv_cases, variant="blocked"), 300),
           "conv2d_blocked4": (partial(conv_cases, variant="blocked4"), 200),
+          "conv2d_blocked4_padded": (partial(conv_cases, variant="blocked4_padded", single_channel=True), 200),
           "conv2d_blocked4_pointwise": (partial(conv_cases, variant="blocked4", pointwise=True), 200),
           "conv2d_blocked4_strided_1x1": (partial(conv_cases, variant="blocked4", strided_1x1=True), 100),
           "conv2d_pointwise": (partial(conv_cases, variant="pointwise"), 200),
@@ -515,7 +517,7 @@ def test_register_blocked_variants_are_offered_where_they_were_measured_faster()
                                                                  (i8(rng, (16, 64)), *_requant(rng, 16, 64)))),
             params=dict(in_features=64, out_features=16, input_zp=3, output_zp=-128, act_min=-128, act_max=127))
     cases = [(conv_op(1, 8), ["generic", "blocked4", "pointwise", "blocked"]),
-             (conv_op(3, 1), ["generic", "blocked4", "blocked"]), (conv_op(3, 3), ["generic", "window", "blocked"]),
+             (conv_op(3, 1), ["generic", "blocked4_padded", "blocked4", "blocked"]), (conv_op(3, 3), ["generic", "window", "blocked"]),
              (conv_op(3, 2), ["generic", "blocked"]), (fc, ["generic", "rows8", "wide"])]
     for op, names in cases:
         for optimize in select.OPTIMIZE_CHOICES:

@@ -85,12 +85,35 @@ def blocked4_conv(op: Op, base):
     """edgec_conv2d_blocked4_s8 (fast/edgec_conv2d_blocked4.c, 2 pixels x 4 channels in registers): blocks of
     4 output channels; per group of 4 input channels (groups padded with zero weights to an even count) the
     words (w0, w2) of channels 0..3, then (w1, w3) of channels 0..3 (fast.blocks: doubled weights and biases)."""
-    p = base.params
+    return _blocked4(base.params, _taps(base), base.arrays)
+
+
+def _blocked4(p, taps: np.ndarray, arrays):
+    """blocked4's params and arrays for the [out_c][k4] int8 taps of its params."""
     w = np.zeros((p["out_c"], _k8(p)), np.int16)
-    w[:, :p["k4"]] = _taps(base)
-    words, rq = fast.blocks(w, base.arrays["rq"], 4, lambda g: g[..., [0, 2, 1, 3]].reshape(
+    w[:, :p["k4"]] = taps
+    words, rq = fast.blocks(w, arrays["rq"], 4, lambda g: g[..., [0, 2, 1, 3]].reshape(
         *g.shape[:2], 4, 2, 2).transpose(0, 1, 3, 2, 4))
-    return p, {**base.arrays, "fw": words, "rq": rq}
+    return p, {**arrays, "fw": words, "rq": rq}
+
+
+def single_channel_window(base) -> bool:
+    """The padded blocked4 kernel: a single-channel input under a kernel larger than 1x1 (KWS's 10x4 first layer,
+    SiLabs' magic wand's 4x3 one), where windows on the padding would otherwise be copied tap by tap through the
+    im2col row."""
+    p = base.params
+    return p["in_c"] == 1 and p["k_h"] * p["k_w"] > 1
+
+
+def blocked4_padded_conv(op: Op, base):
+    """edgec_conv2d_blocked4_padded_s8: blocked4's packing of each channel's taps as [ky][k_w4] (k_w rounded up to 4,
+    zero weights on the extra taps: a kernel row is whole words of the padded band), k4 = k_h * k_w4."""
+    p = base.params
+    k_h, k_w, out_c = p["k_h"], p["k_w"], p["out_c"]
+    k_w4 = (k_w + 3) // 4 * 4
+    w = np.zeros((out_c, k_h, k_w4), np.int8)
+    w[:, :, :k_w] = _taps(base)[:, :k_h * k_w].reshape(out_c, k_h, k_w)
+    return _blocked4({**p, "k4": k_h * k_w4}, w.reshape(out_c, -1), base.arrays)
 
 
 def window_fits(base) -> bool:
@@ -319,6 +342,11 @@ BLOCKED4 = Kernel("edgec_conv2d_blocked4_s8", CONV_KINDS, VARIANT, cemit.fast_we
                   variant="blocked4", applies=pointwise_or_single_channel, lower=blocked4_conv, struct=STRUCT,
                   code_bytes=12444, cost=pointwise_cost("blocked4"),
                   flash_bytes=pointwise_flash("blocked4"), cycles_per_instruction=POINTWISE_CPI["blocked4"])
+# blocked4_padded: its function and band builder (2,230 B) and blocked4's assembly and C blocks it calls (9,722 B,
+# counted once where both run: MLPerf Tiny KWS)
+BLOCKED4_PADDED = Kernel("edgec_conv2d_blocked4_padded_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL,
+                         variant="blocked4_padded", applies=single_channel_window, lower=blocked4_padded_conv,
+                         struct=STRUCT, code_bytes=11952, shares_code=(BLOCKED4, 9722))
 WINDOW = Kernel("edgec_conv2d_window_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL, variant="window",
                 applies=window_fits, lower=window_conv, struct=STRUCT, code_bytes=4288, narrow=window_band)
 WINDOW4 = Kernel("edgec_conv2d_window4_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL, variant="window4",
@@ -336,4 +364,4 @@ CONV_MVE = Kernel("edgec_conv2d_mve_s8", CONV_KINDS, HELIUM, cemit.fast_weighted
 IM2COL_4 = Kernel("edgec_conv2d_im2col_s4", ("conv2d",), FAST, cemit.fast_weighted, precision=INT4,
                   lower=lower_im2col4, struct=STRUCT)
 
-KERNELS = [IM2COL, BLOCKED4, WINDOW4, WINDOW, POINTWISE, BLOCKED, CONV_MVE, IM2COL_4]
+KERNELS = [IM2COL, BLOCKED4_PADDED, BLOCKED4, WINDOW4, WINDOW, POINTWISE, BLOCKED, CONV_MVE, IM2COL_4]
