@@ -147,10 +147,11 @@ def onnx_runs(path: Path, input_name: str, calib: np.ndarray, x: np.ndarray):
     with tempfile.TemporaryDirectory() as tmp:
         qpath = Path(tmp) / "int8.onnx"
         pre = Path(tmp) / "pre.onnx"
-        try:                     # ORT's recommended pre-processing (shape inference, fusions); without it if it fails
+        prepared = "pre-processed"
+        try:                     # ORT's recommended pre-processing (symbolic shape inference, fusions; needs sympy)
             q.quant_pre_process(str(path), str(pre))
-        except Exception:        # noqa: BLE001
-            pre = path
+        except Exception as e:   # noqa: BLE001  without it where it fails, and the oracle's note says so
+            pre, prepared = path, f"quant_pre_process failed ({type(e).__name__}), not pre-processed"
         # per-tensor last: an old opset's DequantizeLinear takes no axis (onnx2c's opset-8 MNIST)
         for source, per_channel in [(pre, True), (path, True), (path, False)]:
             try:
@@ -164,7 +165,8 @@ def onnx_runs(path: Path, input_name: str, calib: np.ndarray, x: np.ndarray):
                         f"{str(e).splitlines()[0][:160] if str(e) else ''}")
                 continue
             note = ("onnxruntime float + onnxruntime quantize_static int8 (QDQ, "
-                    f"{'per-channel' if per_channel else 'per-tensor'} int8 weights)")
+                    f"{'per-channel' if per_channel else 'per-tensor'} int8 weights, "
+                    f"{prepared if source == pre else 'not pre-processed'})")
             break
     return floats, ints, note
 
