@@ -63,6 +63,35 @@ def test_default_does_not_lose_accuracy_on_the_digits_example(test_set):
     assert _top1(default.graph, x, y) >= _top1(plain.graph, x, y)
 
 
+def test_a_fix_the_integer_kernels_cannot_take_is_a_lost_trial_not_a_failed_build(tmp_path, monkeypatch):
+    """An equalized candidate whose quantization fails (a float VWW .tflite: a multiplier out of the kernels'
+    range at one layer) is recorded as a trial not kept, with the reason; the build goes on with the plain recipe.
+    Before, the error ended the build though the plain model quantizes."""
+    from edgec.errors import EdgecError
+    from edgec.quant import equalize
+
+    equalized, real_equalize, real_quantize = [], equalize.equalize, fixes.quantize
+
+    def recording(graph, *a, **k):
+        out = real_equalize(graph, *a, **k)
+        equalized.append(out[0])
+        return out
+
+    def refusing(g, *a, **k):
+        if any(g is e for e in equalized):
+            raise EdgecError("node /conv1/Conv: requantization multiplier out of range")
+        return real_quantize(g, *a, **k)
+
+    monkeypatch.setattr(equalize, "equalize", recording)
+    monkeypatch.setattr(fixes, "quantize", refusing)
+    _, res = api.calibrate_model(_conv_outlier(tmp_path), DIGITS / "calib.npz",
+                                 ptq.QuantOptions(cache=False, sensitivity_samples=0))
+    eq = next(t for t in res.fixes.trials if t["fix"] == "cross-layer equalization")
+    assert equalized and not eq["kept"] and "multiplier out of range" in eq["error"], res.fixes.trials
+    assert not res.fixes.equalize and res.options.equalize is False
+    assert res.fixes.trials[0]["held_out_db"] > 0 and res.fixes.summary()
+
+
 def test_flags_force_the_choices(tmp_path):
     path = _conv_outlier(tmp_path)
     _, res = api.calibrate_model(path, DIGITS / "calib.npz",

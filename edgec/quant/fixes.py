@@ -33,6 +33,7 @@ import onnx
 
 from edgec import ports
 from edgec.data import Samples
+from edgec.errors import EdgecError
 from edgec.ir import SYNTHETIC, Graph
 from edgec.quant import autorange, biascorr, calibrate, equalize, floatref, reference, saturation
 from edgec.ops.registry import REGISTRY
@@ -61,7 +62,7 @@ class Fixes:
     judged: bool = True
     reason: str = ""                               # why not judged, or what cut the trials short
     findings: list[str] = field(default_factory=list)
-    trials: list[dict] = field(default_factory=list)   # {"fix", "held_out_db", "folds_db", "kept"}
+    trials: list[dict] = field(default_factory=list)   # {"fix", "held_out_db", "folds_db", "kept"} or {"fix", "error", "kept"}
     fit_samples: int = 0
     held_out_samples: int = 0
     seconds: float = 0.0
@@ -226,7 +227,14 @@ def choose(model: onnx.ModelProto, graph: Graph, samples: Samples, method, equal
             fixes.reason = f"time budget of {budget_s:g} s reached before '{name}'"
             return False
         cand = {**current, **change}
-        total, folds = score(cand["eq"], cand["method"], cand["bias"], cand["sat"])
+        try:
+            total, folds = score(cand["eq"], cand["method"], cand["bias"], cand["sat"])
+        except EdgecError as e:   # a fix the integer kernels cannot take (equalization's scales: a multiplier
+            if best is None:      # out of range) is a trial lost, not a failed build; the plain recipe's is one
+                raise
+            fixes.trials.append({"fix": name, "error": str(e), "kept": False})
+            log(f"calibration (default recipe): {name}: not kept, it cannot be quantized ({e})")
+            return False
         kept = best is None or (total > best[0] + MIN_GAIN_DB and all(f >= b for f, b in zip(folds, best[1])))
         fixes.trials.append({"fix": name, "held_out_db": round(total, 2), "folds_db": [round(f, 2) for f in folds],
                              "kept": kept})
