@@ -89,7 +89,7 @@ def prepare(model: onnx.ModelProto, where: str | Path = "model",
             memory_limit: int = DEFAULT_MEMORY_LIMIT) -> onnx.ModelProto:
     """Check a model, pin its batch dimension to 1 and infer every shape."""
     _pin_batch(model, where)
-    model = qonnx.to_qdq(model, where)   # QONNX Quant nodes (Brevitas export_qonnx, FINN) as QuantizeLinear/DequantizeLinear
+    model = qonnx.to_qdq(model, where)   # QONNX Quant nodes (Brevitas export_qonnx, FINN): QDQ nodes
     _refuse_unknown_operators(model, where)
     model = opsets.upgrade(model, where)     # below opset 11: converted; above what onnx knows: refused
     model = qdq.strip(model)        # a QDQ model: the float model it describes + its quantization
@@ -110,7 +110,8 @@ def prepare(model: onnx.ModelProto, where: str | Path = "model",
 
 def _refuse_unknown_operators(model: onnx.ModelProto, where) -> None:
     """Nodes of ONNX's own domain whose operator ONNX does not define (QONNX's Quant, which FINN writes there, is
-    taken first: edgec/frontend/qonnx.py): named all at once, where ONNX's checker would name the first and call the model invalid."""
+    taken first: edgec/frontend/qonnx.py): named all at once, where ONNX's checker would name the first and call
+    the model invalid."""
     local = {(f.domain, f.name) for f in model.functions}
     unknown: dict[str, list[str]] = {}
     for i, node in enumerate(model.graph.node):

@@ -1,6 +1,7 @@
 """QONNX models (Brevitas export_qonnx, FINN) executed with QONNX's own semantics, in NumPy: ONNX's reference
-evaluator (onnx.reference) with QONNX's Quant added, written from QONNX's definition (qonnx/custom_op/general/quant.py,
-docs/qonnx-custom-ops/quant_op.md), independently of edgec's import (edgec/frontend/qonnx.py):
+evaluator (onnx.reference) with QONNX's Quant added, written from QONNX's definition (the Quant op's page of the
+QONNX repository's custom-op documentation, and its quant.py), independently of edgec's import
+(edgec/frontend/qonnx.py):
 
     q = round(clip(x / scale + zero_point, qmin, qmax)),   y = (q - zero_point) * scale
     signed: qmin = -2^(b-1) (+1 if narrow), qmax = 2^(b-1) - 1;  unsigned: qmin = 0, qmax = 2^b - 1 (-1 if narrow)
