@@ -186,3 +186,7 @@ def test_brevitas_export_qonnx_weights_and_4_bit_relus():
     for op, q in zip(layers, relus):
         assert bits[q.input[3]] == 4.0
         assert op.attrs["act"][1] == pytest.approx(15 * float(graph.tensors[op.output].scale))
+
+
+def test_inspect_says_the_quantization_comes_from_quant_nodes(built):
+    assert api.inspect_model(built[0])["qdq"]["qonnx"] == {"activations": 3, "constants": 3}

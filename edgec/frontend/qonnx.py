@@ -24,6 +24,8 @@ arithmetic (docs/models.md, *Reference semantics of a QDQ file*), not float roun
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
@@ -33,6 +35,7 @@ from edgec.errors import EdgecError
 DOMAINS = ("qonnx.custom_op.general", "finn.custom_op.general", "", "ai.onnx")
 QONNX_DOMAINS = ("qonnx.custom_op.general", "finn.custom_op.general")
 QUANT = "Quant"
+META = "edgec.qonnx"        # (a key in the ONNX metadata: {"activations": n, "constants": n} Quant nodes rewritten)
 
 
 def int_range(bits: int, signed: bool, narrow: bool) -> tuple[int, int]:
@@ -64,6 +67,7 @@ def to_qdq(model: onnx.ModelProto, where="model") -> onnx.ModelProto:
         if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
             consts[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
     nodes, inits, problems = [], [], []
+    counts = {"activations": 0, "constants": 0}
     for n in g.node:
         if n.domain in QONNX_DOMAINS and n.op_type != QUANT:
             problems.append(f"node '{n.name}' ({n.op_type}, QONNX): not supported (edgec takes QONNX's Quant)")
@@ -78,6 +82,7 @@ def to_qdq(model: onnx.ModelProto, where="model") -> onnx.ModelProto:
             continue
         nodes += new_nodes
         inits += new_inits
+        counts["constants" if n.input[0] in consts else "activations"] += 1
     if problems:
         raise EdgecError(f"{where}: " + "; ".join(problems))
     del g.node[:]
@@ -97,7 +102,13 @@ def to_qdq(model: onnx.ModelProto, where="model") -> onnx.ModelProto:
     if per_axis and not any(o.domain in ("", "ai.onnx") and o.version >= 13 for o in opsets):
         raise EdgecError(f"{where}: per-channel Quant scales in a model of ONNX opset below 13 (ONNX's "
                          "per-axis DequantizeLinear); export it with opset 13 or newer")
+    model.metadata_props.append(onnx.StringStringEntryProto(key=META, value=json.dumps(counts)))
     return model
+
+
+def info(model: onnx.ModelProto) -> dict | None:
+    """{"activations": n, "constants": n}: the Quant nodes `to_qdq` rewrote (None: not a QONNX model)."""
+    return next((json.loads(p.value) for p in model.metadata_props if p.key == META), None)
 
 
 def _attr(n, name, default):
