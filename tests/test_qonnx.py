@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -190,3 +191,41 @@ def test_brevitas_export_qonnx_weights_and_4_bit_relus():
 
 def test_inspect_says_the_quantization_comes_from_quant_nodes(built):
     assert api.inspect_model(built[0])["qdq"]["qonnx"] == {"activations": 3, "constants": 3}
+
+
+def test_per_channel_activation_scales_and_unsigned_narrow_ranges_become_qdq_nodes():
+    """A scale of x's rank varying along the channels: one per-axis QuantizeLinear (qdq.py then takes one grid);
+    an unsigned narrow 8-bit Quant: the uint8 grid clamped to [0, 254]; asymmetric weights: the QDQ rule's refusal."""
+    inits = {"s": np.array([0.1, 0.2, 0.4], np.float32).reshape(1, 3, 1, 1), "z": np.float32(0),
+             "s1": np.float32(0.1), "b8": np.float32(8)}
+    nodes = [_quant("x", "s", "z", "b8", "pc"), _quant("pc", "s1", "z", "b8", "y", signed=0, narrow=1)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 4, 4])],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    original = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid(QONNX, 1)])
+    model = qonnx.to_qdq(onnx.ModelProto.FromString(original.SerializeToString()))
+    ops = [(n.op_type, {a.name: helper.get_attribute_value(a) for a in n.attribute}) for n in model.graph.node]
+    assert ops[:2] == [("QuantizeLinear", {"axis": 1}), ("DequantizeLinear", {"axis": 1})]
+    assert [o for o, _ in ops[2:]] == ["QuantizeLinear", "DequantizeLinear", "Clip", "QuantizeLinear",
+                                      "DequantizeLinear"]
+    inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    clip = model.graph.node[4]
+    assert (float(inits[clip.input[1]]), float(inits[clip.input[2]])) == (0.0, pytest.approx(25.4))
+    assert inits[model.graph.node[2].input[2]].dtype == np.uint8
+    x = np.random.default_rng(5).uniform(-10, 40, (2, 3, 4, 4)).astype(np.float32)     # ONNX Runtime on the
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])   # rewrite: QONNX's
+    got = np.concatenate([sess.run(None, {"x": xi[None]})[0] for xi in x])
+    np.testing.assert_array_equal(got, run_qonnx(original, x))
+    assert got.max() == pytest.approx(25.4) and got.min() == 0
+
+
+def test_asymmetric_weights_are_refused_as_in_a_qdq_file():
+    w = np.random.default_rng(6).standard_normal((2, 3)).astype(np.float32)
+    inits = {"w": w, "s": np.float32(0.05), "z": np.float32(3), "b4": np.float32(4)}
+    nodes = [_quant("w", "s", "z", "b4", "wq"), helper.make_node("MatMul", ["x", "wq"], ["y"], name="mm")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    with pytest.raises(EdgecError, match="the weights of 'mm' .MatMul. are asymmetric int8 weights"):
+        loader.prepare(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
+                                                               helper.make_opsetid(QONNX, 1)]), "m.onnx")
