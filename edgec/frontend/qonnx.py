@@ -98,7 +98,8 @@ def to_qdq(model: onnx.ModelProto, where="model") -> onnx.ModelProto:
     opsets = [o for o in model.opset_import if o.domain not in QONNX_DOMAINS]
     del model.opset_import[:]
     model.opset_import.extend(opsets)
-    per_axis = any(a.name == "axis" for n in nodes if n.op_type.endswith("quantizeLinear") for a in n.attribute)
+    per_axis = any(a.name == "axis" for n in nodes if n.op_type in ("QuantizeLinear", "DequantizeLinear")
+                   for a in n.attribute)
     if per_axis and not any(o.domain in ("", "ai.onnx") and o.version >= 13 for o in opsets):
         raise EdgecError(f"{where}: per-channel Quant scales in a model of ONNX opset below 13 (ONNX's "
                          "per-axis DequantizeLinear); export it with opset 13 or newer")
