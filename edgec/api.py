@@ -28,6 +28,7 @@ from edgec.plan import planner
 from edgec.plan import guard
 from edgec.quant import ptq
 from edgec.frontend import qdq
+from edgec.frontend import qonnx
 from edgec.frontend import support
 from edgec.frontend import tflite
 from edgec.quant import sensitivity as sens
@@ -443,6 +444,8 @@ def inspect_model(model_path: str | Path, settings: Settings | None = None) -> d
     given = qdq.info(model)
     if given["activations"] or given["weights"]:
         info["qdq"] = {"activations": len(given["clips"]), "weights": len(given["weights"])}   # Q/DQ pairs, DQ constants
+        if qonnx.info(model):
+            info["qdq"]["qonnx"] = qonnx.info(model)     # the file's Quant nodes (edgec/frontend/qonnx.py)
     info["macs"] = graph_macs(graph)            # of the nodes edgec can build, when some it cannot
     info["canonical_ops"] = len(graph.ops)
     graph = graph.replace_tensors({k: dataclasses.replace(t, scale=1.0, zero_point=0) for k, t in graph.tensors.items()})

@@ -316,7 +316,11 @@ def cmd_inspect(args) -> int:
     for p in info["problems"]:
         print(f"{'unsupported' if p['kind'] == 'unsupported' else 'limit'}: {p['op']} ({p['node']}, "
               f"opset {p['opset']}): {p['what']}")
-    if "qdq" in info:
+    if "qonnx" in info.get("qdq", {}):
+        q = info["qdq"]["qonnx"]
+        print(f"QONNX model: the quantization of {q['activations']} activations and {q['constants']} constants "
+              "comes from its Quant nodes (shown as the Clips they become)")
+    elif "qdq" in info:
         print(f"QDQ model: the quantization of {info['qdq']['activations']} activations and "
               f"{info['qdq']['weights']} constants comes from its QuantizeLinear/DequantizeLinear nodes "
               "(shown as the Clips they become)")

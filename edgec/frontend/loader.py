@@ -10,7 +10,7 @@ from onnx import numpy_helper, shape_inference
 
 from edgec.errors import EdgecError
 from edgec.limits import DEFAULT as DEFAULT_MEMORY_LIMIT, check_bytes
-from edgec.frontend import fold, functions, opsets, qdq
+from edgec.frontend import fold, functions, opsets, qdq, qonnx
 from edgec.frontend.fold import static_shape  # noqa: F401  (edgec.api and tests read loader.static_shape)
 from edgec.ops import recurrent
 from edgec.ops.registry import SUPPORTED_OPS, TAKES_WHOLE
@@ -89,6 +89,7 @@ def prepare(model: onnx.ModelProto, where: str | Path = "model",
             memory_limit: int = DEFAULT_MEMORY_LIMIT) -> onnx.ModelProto:
     """Check a model, pin its batch dimension to 1 and infer every shape."""
     _pin_batch(model, where)
+    model = qonnx.to_qdq(model, where)   # QONNX Quant nodes (Brevitas export_qonnx, FINN): QDQ nodes
     _refuse_unknown_operators(model, where)
     model = opsets.upgrade(model, where)     # below opset 11: converted; above what onnx knows: refused
     model = qdq.strip(model)        # a QDQ model: the float model it describes + its quantization
@@ -108,8 +109,9 @@ def prepare(model: onnx.ModelProto, where: str | Path = "model",
 
 
 def _refuse_unknown_operators(model: onnx.ModelProto, where) -> None:
-    """Nodes of ONNX's own domain whose operator ONNX does not define (a QONNX/FINN `Quant` written without its
-    domain): named all at once, where ONNX's checker would name the first and call the model invalid."""
+    """Nodes of ONNX's own domain whose operator ONNX does not define (QONNX's Quant, which FINN writes there, is
+    taken first: edgec/frontend/qonnx.py): named all at once, where ONNX's checker would name the first and call
+    the model invalid."""
     local = {(f.domain, f.name) for f in model.functions}
     unknown: dict[str, list[str]] = {}
     for i, node in enumerate(model.graph.node):
@@ -119,10 +121,8 @@ def _refuse_unknown_operators(model: onnx.ModelProto, where) -> None:
     if unknown:
         named = "; ".join(f"{op} ({len(ns)} node{'s' if len(ns) > 1 else ''}: {', '.join(ns[:3])}"
                           f"{f' and {len(ns) - 3} more' if len(ns) > 3 else ''})" for op, ns in unknown.items())
-        hint = (" (a QONNX/FINN Quant: export QuantizeLinear/DequantizeLinear instead, e.g. Brevitas "
-                "export_onnx_qcdq)") if "Quant" in unknown else ""
         raise EdgecError(f"{where}: operators ONNX does not define, in its default domain: {named}; edgec builds "
-                         f"ONNX operators{hint}")
+                         "ONNX operators")
 
 
 def graph_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:

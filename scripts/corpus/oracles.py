@@ -132,6 +132,11 @@ def onnx_runs(path: Path, input_name: str, calib: np.ndarray, x: np.ndarray):
     import onnxruntime as ort
     from onnxruntime import quantization as q
 
+    import qonnx_exec
+    if qonnx_exec.is_qonnx(path):     # Quant nodes (Brevitas export_qonnx): ONNX Runtime has no kernel for them
+        sess = qonnx_exec.session(path)
+        return [sess.run(None, {input_name: xi[None]}) for xi in x], None, \
+            "QONNX semantics in NumPy (scripts/corpus/qonnx_exec.py: onnx.reference + QONNX's Quant); no ORT INT8"
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     floats = [sess.run(None, {input_name: xi[None]}) for xi in x]
 
