@@ -1,0 +1,201 @@
+"""edgec/frontend/tflite_float.py and tflite_float_ops.py: a float .tflite (float32, float16 weights through
+DEQUANTIZE, dynamic-range int8 weights) translated into a float ONNX model that computes what TFLite Micro's float
+interpreter computes on the same file, then built from a calibration set as any float ONNX model."""
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+import tflite_oracle as oracle
+from tflite_oracle import Case, Node, T
+from edgec import api
+from edgec.errors import EdgecError
+from edgec.frontend import tflite as importer
+from edgec.frontend import tflite_float
+
+F32, F16, I32, I8 = 0, 1, 2, 9
+
+
+def _conv_opts(stride, act, padding=0, mult=None):
+    o = {"Padding": padding, "StrideW": stride, "StrideH": stride, "FusedActivationFunction": act,
+         "DilationWFactor": 1, "DilationHFactor": 1}
+    return ("DepthwiseConv2DOptions", dict(o, DepthMultiplier=mult)) if mult else ("Conv2DOptions", o)
+
+
+def _pool(kind, k, stride, padding, act=0):
+    return Node(kind, *k, ("Pool2DOptions", {"Padding": padding, "StrideW": stride[0], "StrideH": stride[1],
+                                             "FilterWidth": stride[2], "FilterHeight": stride[3],
+                                             "FusedActivationFunction": act}))
+
+
+def cnn_case(rng, weights: str = "float32") -> Case:
+    """A 7x7x3 CNN through every layout change: conv (SAME, odd size), depthwise x2 stride 2, a per-channel ADD
+    constant, SAME max and average pools (TFLite's padding and divisor), CONCATENATION on channels, PAD, MUL of
+    two branches, RELU6 / LOGISTIC / TANH, MEAN over space, RESHAPE, FULLY_CONNECTED, SOFTMAX. weights
+    "float16": each weight a float16 constant read through DEQUANTIZE; "int8": dynamic-range int8 weights
+    (per-channel scales; the FULLY_CONNECTED reads them straight, as TFLite's hybrid kernels)."""
+    def f(*s):
+        return (rng.standard_normal(s) * 0.5).astype(np.float32)
+
+    ts, nodes = [T((1, 7, 7, 3), [], [], F32)], []
+
+    def add(t):
+        ts.append(t)
+        return len(ts) - 1
+
+    def weight(w, axis=0):
+        if weights == "float16":
+            k = add(T(w.shape, [], [], F16, data=w.astype(np.float16)))
+            y = add(T(w.shape, [], [], F32))
+            nodes.append(Node("DEQUANTIZE", [k], y))
+            return y
+        if weights == "int8":
+            scale = np.abs(w).max(axis=tuple(a for a in range(w.ndim) if a != axis)) / 127
+            q = np.clip(np.round(np.moveaxis(np.moveaxis(w, axis, -1) / scale, -1, axis)), -127, 127).astype(np.int8)
+            return add(T(w.shape, list(scale.astype(np.float32)), [0] * scale.size, I8, data=q, axis=axis))
+        return add(T(w.shape, [], [], F32, data=w))
+
+    def act(shape):
+        return add(T(shape, [], [], F32))
+
+    c1 = act((1, 7, 7, 4))
+    nodes.append(Node("CONV_2D", [0, weight(f(4, 3, 3, 3)), add(T((4,), [], [], F32, data=f(4)))], c1,
+                      _conv_opts(1, 1)))
+    d1 = act((1, 4, 4, 8))
+    nodes.append(Node("DEPTHWISE_CONV_2D", [c1, weight(f(1, 3, 3, 8), 3), add(T((8,), [], [], F32, data=f(8)))], d1,
+                      _conv_opts(2, 3, mult=2)))
+    a1 = act((1, 4, 4, 8))
+    nodes.append(Node("ADD", [d1, add(T((8,), [], [], F32, data=f(8)))], a1, ("AddOptions", {"FusedActivationFunction": 0})))
+    m1, p1 = act((1, 2, 2, 8)), act((1, 2, 2, 8))
+    nodes.append(_pool("MAX_POOL_2D", ([a1], m1), (2, 2, 3, 3), 0))
+    nodes.append(_pool("AVERAGE_POOL_2D", ([a1], p1), (2, 2, 3, 3), 0, act=1))
+    cat = act((1, 2, 2, 16))
+    nodes.append(Node("CONCATENATION", [m1, p1], cat, ("ConcatenationOptions", {"Axis": -1, "FusedActivationFunction": 0})))
+    padded = act((1, 4, 3, 16))
+    nodes.append(Node("PAD", [cat, add(T((4, 2), [], [], I32, data=np.array([[0, 0], [1, 1], [0, 1], [0, 0]], np.int32)))],
+                      padded))
+    sig, th, prod = act((1, 4, 3, 16)), act((1, 4, 3, 16)), act((1, 4, 3, 16))
+    nodes += [Node("LOGISTIC", [padded], sig), Node("TANH", [padded], th),
+              Node("MUL", [sig, th], prod, ("MulOptions", {"FusedActivationFunction": 0}))]
+    flat, mean = act((1, 192)), act((1, 16))
+    nodes.append(Node("RESHAPE", [prod, add(T((2,), [], [], I32, data=np.array([1, 192], np.int32)))], flat))
+    nodes.append(Node("MEAN", [prod, add(T((2,), [], [], I32, data=np.array([1, 2], np.int32)))], mean,
+                      ("ReducerOptions", {"KeepDims": False})))
+    fc1, fc2, both = act((1, 6)), act((1, 6)), act((1, 6))
+    nodes.append(Node("FULLY_CONNECTED", [flat, weight(f(6, 192) * 0.1), add(T((6,), [], [], F32, data=f(6)))], fc1,
+                      ("FullyConnectedOptions", {"FusedActivationFunction": 0})))
+    nodes.append(Node("FULLY_CONNECTED", [mean, weight(f(6, 16)), -1], fc2,
+                      ("FullyConnectedOptions", {"FusedActivationFunction": 3})))
+    nodes.append(Node("SUB", [fc1, fc2], both, ("SubOptions", {"FusedActivationFunction": 0})))
+    y = act((1, 6))
+    nodes.append(Node("SOFTMAX", [both], y, ("SoftmaxOptions", {"Beta": 1.0})))
+    return Case(f"cnn_{weights}", ts, nodes, 0, y)
+
+
+def _as_float32(case: Case) -> Case:
+    """The same model with every weight stored as the float32 value it means (float16, or int8 x scale) and no
+    DEQUANTIZE: TFLite Micro's float kernels run it (they take neither float16 nor hybrid int8 weights)."""
+    ts, nodes, fold = list(case.tensors), [], {}
+    for n in case.nodes:
+        if n.op == "DEQUANTIZE":
+            fold[n.output] = n.inputs[0]
+            continue
+        nodes.append(Node(n.op, [fold.get(k, k) for k in n.inputs], n.output, n.options))
+    for i, t in enumerate(ts):
+        if t.data is not None and t.dtype in (F16, I8):
+            w = t.data.astype(np.float32)
+            if t.dtype == I8:
+                shape = [1] * w.ndim
+                shape[t.axis] = len(t.scale)
+                w = w * np.asarray(t.scale, np.float32).reshape(shape)
+            ts[i] = T(t.shape, [], [], F32, data=w.astype(np.float32))
+    return Case(case.name + "_f32", ts, nodes, case.input, case.output)
+
+
+def _onnx_outputs(path, x) -> np.ndarray:
+    sess = ort.InferenceSession(tflite_float.to_onnx(path).SerializeToString())
+    name = sess.get_inputs()[0].name
+    return np.stack([sess.run(None, {name: xi})[0].reshape(-1) for xi in x])
+
+
+@pytest.mark.parametrize("weights", ["float32", "float16", "int8"])
+def test_the_translation_computes_what_tflite_micro_computes(tmp_path, weights):
+    rng = np.random.default_rng(3)
+    case = cnn_case(rng, weights)
+    path = tmp_path / "m.tflite"
+    path.write_bytes(oracle.write(case))
+    assert tflite_float.is_float(path) and tflite_float.float_tflite(path)
+    assert not tflite_float.quantized_tflite(path)
+    x = rng.standard_normal((6, 1, 7, 7, 3)).astype(np.float32)
+    want = oracle.tflm(oracle.write(_as_float32(case)), x)
+    got = _onnx_outputs(path, x)
+    assert got.shape == want.shape == (6, 6)
+    assert np.abs(got - want).max() < 1e-5, np.abs(got - want).max()
+    assert np.abs(want - want.mean(0)).max() > 1e-3        # the outputs depend on the input
+
+
+def test_a_quantized_tflite_is_not_taken_for_a_float_one(tmp_path):
+    case, _ = oracle.conv_case(np.random.default_rng(0), "conv")
+    path = tmp_path / "q.tflite"
+    path.write_bytes(oracle.write(case))
+    assert tflite_float.quantized_tflite(path) and not tflite_float.float_tflite(path)
+    onnx_path = tmp_path / "m.onnx"
+    onnx_path.write_bytes(b"\x08\x07")
+    assert not tflite_float.quantized_tflite(onnx_path) and not tflite_float.float_tflite(onnx_path)
+
+
+def test_operators_not_translated_are_named_at_once(tmp_path):
+    ts = [T((1, 4, 4, 4), [], [], F32), T((1, 2, 2, 16), [], [], F32), T((1, 2, 2, 16), [], [], F32),
+          T((1, 2, 2, 16), [], [], F32)]
+    nodes = [Node("SPACE_TO_DEPTH", [0], 1, ("SpaceToDepthOptions", {"BlockSize": 2})),
+             Node("L2_NORMALIZATION", [1], 2, ("L2NormOptions", {"FusedActivationFunction": 0})),
+             Node("RELU", [2], 3)]
+    path = tmp_path / "m.tflite"
+    path.write_bytes(oracle.write(Case("two", ts, nodes, 0, 3)))
+    with pytest.raises(EdgecError) as e:
+        tflite_float.to_onnx(path)
+    line = str(e.value)
+    assert "\n" not in line and "2 operator(s)" in line, line
+    assert "SPACE_TO_DEPTH (operator #0)" in line and "L2_NORMALIZATION (operator #1)" in line, line
+
+
+def test_a_float_tflite_without_calibration_data_says_it_needs_one(tmp_path):
+    path = tmp_path / "m.tflite"
+    path.write_bytes(oracle.write(cnn_case(np.random.default_rng(0))))
+    with pytest.raises(EdgecError) as e:
+        api.build(path, None, "host", tmp_path / "out", firmware=False)
+    line = str(e.value)
+    assert "\n" not in line and "a float .tflite" in line and "needs a calibration set" in line and "--calib" in line
+
+
+def test_the_quantized_importer_still_says_what_a_float_file_needs(tmp_path):
+    """edgec/frontend/tflite.py (inspect's view of a quantized file) reading a float one: one line, --calib."""
+    path = tmp_path / "m.tflite"
+    path.write_bytes(oracle.write(cnn_case(np.random.default_rng(0), "int8")))
+    with pytest.raises(EdgecError, match=r"a float or dynamic-range \.tflite .*--calib FILE\.npz") as e:
+        importer.load(path, "m")
+    assert "\n" not in str(e.value)
+
+
+def _sqnr(ref, y) -> float:
+    return float(10 * np.log10(np.sum(ref ** 2) / max(np.sum((ref - y) ** 2), 1e-30)))
+
+
+@pytest.mark.parametrize("weights", ["float16"])
+def test_a_float_tflite_builds_from_a_calibration_set(tmp_path, weights):
+    """Quantized from the calibration set as a float ONNX model (per-channel int8 weights, int8 activations):
+    edgec's integer reference is within 25 dB of TFLite Micro's float outputs; the build folder's model.onnx is
+    the float translation the bench compares against."""
+    rng = np.random.default_rng(5)
+    case = cnn_case(rng, weights)
+    path = tmp_path / "m.tflite"
+    path.write_bytes(oracle.write(case))
+    calib = rng.standard_normal((48, 7, 7, 3)).astype(np.float32)
+    x = rng.standard_normal((8, 1, 7, 7, 3)).astype(np.float32)
+    report = api.build(path, {"x": calib}, "host", tmp_path / "out", firmware=False)
+    assert report["quantization"]["per_channel"] is True
+    assert (tmp_path / "out" / "model.onnx").is_file() and not (tmp_path / "out" / "model.tflite").exists()
+    want = oracle.tflm(oracle.write(_as_float32(case)), x)
+    got = np.stack([np.asarray(api.reference(tmp_path / "out", xi).y).reshape(-1) for xi in x])
+    assert _sqnr(want, got) > 25, _sqnr(want, got)
