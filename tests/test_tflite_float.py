@@ -3,6 +3,8 @@ DEQUANTIZE, dynamic-range int8 weights) translated into a float ONNX model that 
 interpreter computes on the same file, then built from a calibration set as any float ONNX model."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import onnxruntime as ort
 import pytest
@@ -199,3 +201,41 @@ def test_a_float_tflite_builds_from_a_calibration_set(tmp_path, weights):
     want = oracle.tflm(oracle.write(_as_float32(case)), x)
     got = np.stack([np.asarray(api.reference(tmp_path / "out", xi).y).reshape(-1) for xi in x])
     assert _sqnr(want, got) > 25, _sqnr(want, got)
+
+
+# ---- files written by TensorFlow's TFLiteConverter (scripts/make_float_tflite.py) -----------------------------
+DATA = Path(__file__).parent / "data" / "float_tflite"
+CONVERTED = [f"{m}_{how}" for m in ("cnn", "audio") for how in ("float32", "float16", "dynamic")]
+
+
+@pytest.mark.parametrize("stem", CONVERTED)
+def test_converter_files_translate_to_what_tf_lite_computes(stem):
+    """Keras models through TFLiteConverter (float32; float16 weights through DEQUANTIZE; dynamic-range int8
+    weights, a Keras Flatten's SHAPE -> STRIDED_SLICE -> PACK, Conv1D as EXPAND_DIMS / CONV_2D / RESHAPE, a
+    BatchNorm left as MUL + ADD): the translation's outputs are TF Lite's float outputs on the same file. TF Lite's
+    hybrid kernels quantize a dynamic-range file's activations on the fly, the translation computes them in float
+    with the file's int8 weights: those agree to within 55 dB."""
+    model, how = stem.split("_")
+    oracle_npz = np.load(DATA / f"{model}_oracle.npz")
+    x, want = oracle_npz["x"], oracle_npz[f"y_{stem}"]
+    got = _onnx_outputs(DATA / f"{stem}.tflite", x[:, None])
+    if how == "dynamic":
+        assert _sqnr(want, got) > 55, _sqnr(want, got)
+    else:
+        assert np.abs(got - want).max() <= 1e-6 * max(1.0, np.abs(want).max()) * 10, np.abs(got - want).max()
+    if how == "float32":          # and TFLite Micro's float kernels, in the suite
+        assert np.abs(oracle.tflm((DATA / f"{stem}.tflite").read_bytes(), x[:, None]) - got).max() < 1e-5
+
+
+@pytest.mark.parametrize("stem", [pytest.param(s, marks=pytest.mark.sweep) if s.startswith("cnn") else s
+                                  for s in CONVERTED if s != "audio_float32"] + ["audio_float32"])
+def test_converter_files_build_as_close_to_float_as_tflite_s_own_int8(tmp_path, stem):
+    """Quantized by edgec from the calibration set the float model came with: edgec's INT8 reference at least as
+    close to TF Lite's float outputs (SQNR) as TFLiteConverter's own full-INT8 PTQ of the same Keras model on the
+    same calibration set."""
+    model, how = stem.split("_")
+    o = np.load(DATA / f"{model}_oracle.npz")
+    api.build(DATA / f"{stem}.tflite", DATA / f"{model}_calib.npz", "host", tmp_path / "out", firmware=False)
+    got = np.stack([np.asarray(api.reference(tmp_path / "out", xi).y).reshape(-1) for xi in o["x"]])
+    ours, tflites = _sqnr(o[f"y_{model}_float32"], got), _sqnr(o[f"y_{model}_float32"], o[f"y_{model}_int8"])
+    assert ours >= tflites, (ours, tflites)
