@@ -227,8 +227,8 @@ def test_converter_files_translate_to_what_tf_lite_computes(stem):
         assert np.abs(oracle.tflm((DATA / f"{stem}.tflite").read_bytes(), x[:, None]) - got).max() < 1e-5
 
 
-@pytest.mark.parametrize("stem", [pytest.param(s, marks=pytest.mark.sweep) if s.startswith("cnn") else s
-                                  for s in CONVERTED if s != "audio_float32"] + ["audio_float32"])
+@pytest.mark.parametrize("stem", [s if s == "audio_dynamic" else pytest.param(s, marks=pytest.mark.sweep)
+                                  for s in CONVERTED])
 def test_converter_files_build_as_close_to_float_as_tflite_s_own_int8(tmp_path, stem):
     """Quantized by edgec from the calibration set the float model came with: edgec's INT8 reference at least as
     close to TF Lite's float outputs (SQNR) as TFLiteConverter's own full-INT8 PTQ of the same Keras model on the
@@ -264,3 +264,47 @@ def test_tflm_hello_world_float_sine_model(tmp_path):
                        * t_out.scale for q in xq], np.float32)
     assert _sqnr(want.reshape(-1), ours.reshape(-1)) >= _sqnr(want.reshape(-1), theirs), \
         (_sqnr(want.reshape(-1), ours.reshape(-1)), _sqnr(want.reshape(-1), theirs))
+
+
+SINGLE = [("RELU6", None), ("LEAKY_RELU", ("LeakyReluOptions", {"Alpha": 0.2})), ("HARD_SWISH", None),
+          ("ELU", None), ("ABS", None), ("EXP", None), ("NEG", None), ("SQRT", None), ("RSQRT", None), ("LOG", None),
+          ("DIV", ("DivOptions", {"FusedActivationFunction": 0})), ("MAXIMUM", None), ("MINIMUM", None),
+          ("SQUARED_DIFFERENCE", None), ("SUM", ("ReducerOptions", {"KeepDims": True})),
+          ("REDUCE_MAX", ("ReducerOptions", {"KeepDims": False})), ("TRANSPOSE", None), ("PADV2", None)]
+
+
+@pytest.mark.parametrize("kind,options", SINGLE, ids=[k for k, _ in SINGLE])
+def test_each_operator_against_tflite_micro(tmp_path, kind, options):
+    """The operators cnn_case leaves out, each alone on a 1x3x4x5 float input (positive where the function needs
+    it; a second operand a per-channel constant), against TFLite Micro's float kernel."""
+    rng = np.random.default_rng(7)
+    shape, ts = (1, 3, 4, 5), [T((1, 3, 4, 5), [], [], F32)]
+    positive = kind in ("SQRT", "RSQRT", "LOG", "DIV")
+    ins = [0]
+    if kind in ("DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE"):
+        ts.append(T((5,), [], [], F32, data=(rng.uniform(0.5, 2, 5) * (1 if positive else rng.choice([-1, 1], 5)))
+                    .astype(np.float32)))
+        ins.append(1)
+    out = shape
+    if kind in ("SUM", "REDUCE_MAX"):
+        ts.append(T((2,), [], [], I32, data=np.array([1, 2], np.int32)))
+        ins.append(len(ts) - 1)
+        out = (1, 1, 1, 5) if kind == "SUM" else (1, 5)
+    if kind == "TRANSPOSE":
+        ts.append(T((4,), [], [], I32, data=np.array([0, 2, 1, 3], np.int32)))
+        ins.append(len(ts) - 1)
+        out = (1, 4, 3, 5)
+    if kind == "PADV2":
+        ts += [T((4, 2), [], [], I32, data=np.array([[0, 0], [1, 0], [0, 2], [1, 1]], np.int32)),
+               T((), [], [], F32, data=np.array(0.75, np.float32))]
+        ins += [len(ts) - 2, len(ts) - 1]
+        out = (1, 4, 6, 7)
+    ts.append(T(out, [], [], F32))
+    model = oracle.write(Case(kind, ts, [Node(kind, ins, len(ts) - 1, options)], 0, len(ts) - 1))
+    x = rng.standard_normal((4, *shape)).astype(np.float32) * 2
+    x = np.abs(x) + 0.1 if positive else x
+    want = oracle.tflm(model, x)
+    path = tmp_path / "m.tflite"
+    path.write_bytes(model)
+    got = _onnx_outputs(path, x)
+    assert np.allclose(got, want, rtol=1e-5, atol=1e-5), np.abs(got - want).max()

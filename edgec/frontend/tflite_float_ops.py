@@ -125,7 +125,7 @@ def binary(tx, op):
     tx.set(y_k, _fused(tx, y, code, base), order)
 
 
-UNARY = {"RELU": "Relu", "TANH": "Tanh", "LOGISTIC": "Sigmoid", "HARD_SWISH": "HardSwish", "ELU": "Elu",
+UNARY = {"RELU": "Relu", "TANH": "Tanh", "LOGISTIC": "Sigmoid", "HARD_SWISH": None, "ELU": "Elu",
          "ABS": "Abs", "EXP": "Exp", "SQRT": "Sqrt", "RSQRT": None, "NEG": "Neg", "LOG": "Log"}
 
 
@@ -139,6 +139,8 @@ def unary(tx, op):
                     base)
     elif kind == "LEAKY_RELU":
         y = tx.node("LeakyRelu", [x], base, alpha=float(tx.options(op, "LeakyReluOptions").Alpha()))
+    elif kind == "HARD_SWISH":        # x * relu6(x + 3) / 6 (ONNX's HardSwish is opset 14)
+        y = tx.node("Mul", [x, tx.node("HardSigmoid", [x], f"{base}_gate", alpha=1 / 6, beta=0.5)], base)
     elif kind == "RSQRT":
         y = tx.node("Reciprocal", [tx.node("Sqrt", [x], f"{base}_sqrt")], base)
     else:
