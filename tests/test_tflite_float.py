@@ -242,13 +242,13 @@ def test_converter_files_build_as_close_to_float_as_tflite_s_own_int8(tmp_path, 
 
 
 def test_tflm_hello_world_float_sine_model(tmp_path):
-    """TFLite Micro's own float sine model (tests/data/float_tflite/README.md): the translation computes what
+    """TFLite Micro's own float sine model (the corpus's tflm_hello_world_float): the translation computes what
     TFLite Micro's float interpreter computes, and edgec's INT8 of it, calibrated on 64 points of [0, 2 pi], is at
     least as close to the float model as the INT8 model TFLite Micro's example ships (the corpus's
     tflm_hello_world_int8, TFLiteConverter's PTQ of the same network) on 50 other points."""
     from edgec.quant import reference
 
-    path = DATA / "tflm_hello_world_float.tflite"
+    path = Path(__file__).parent / "corpus" / "tflm_hello_world_float" / "model.tflite"
     x = np.linspace(0.05, 2 * np.pi - 0.05, 50, dtype=np.float32).reshape(50, 1, 1)
     want = oracle.tflm(path.read_bytes(), x)
     assert np.abs(_onnx_outputs(path, x) - want).max() < 1e-5
