@@ -36,7 +36,8 @@ def cnn_case(rng, weights: str = "float32") -> Case:
     constant, SAME max and average pools (TFLite's padding and divisor), CONCATENATION on channels, PAD, MUL of
     two branches, RELU6 / LOGISTIC / TANH, MEAN over space, RESHAPE, FULLY_CONNECTED, SOFTMAX. weights
     "float16": each weight a float16 constant read through DEQUANTIZE; "int8": dynamic-range int8 weights
-    (per-channel scales; the FULLY_CONNECTED reads them straight, as TFLite's hybrid kernels)."""
+    (per-channel scales; read straight by the layers, as TFLite's hybrid kernels), "int8-dequantize": the same
+    through DEQUANTIZE."""
     def f(*s):
         return (rng.standard_normal(s) * 0.5).astype(np.float32)
 
@@ -52,10 +53,15 @@ def cnn_case(rng, weights: str = "float32") -> Case:
             y = add(T(w.shape, [], [], F32))
             nodes.append(Node("DEQUANTIZE", [k], y))
             return y
-        if weights == "int8":
+        if weights in ("int8", "int8-dequantize"):
             scale = np.abs(w).max(axis=tuple(a for a in range(w.ndim) if a != axis)) / 127
             q = np.clip(np.round(np.moveaxis(np.moveaxis(w, axis, -1) / scale, -1, axis)), -127, 127).astype(np.int8)
-            return add(T(w.shape, list(scale.astype(np.float32)), [0] * scale.size, I8, data=q, axis=axis))
+            k = add(T(w.shape, list(scale.astype(np.float32)), [0] * scale.size, I8, data=q, axis=axis))
+            if weights == "int8":            # read straight by the layer (TFLite's hybrid kernels)
+                return k
+            y = add(T(w.shape, [], [], F32))
+            nodes.append(Node("DEQUANTIZE", [k], y))
+            return y
         return add(T(w.shape, [], [], F32, data=w))
 
     def act(shape):
@@ -121,7 +127,7 @@ def _onnx_outputs(path, x) -> np.ndarray:
     return np.stack([sess.run(None, {name: xi})[0].reshape(-1) for xi in x])
 
 
-@pytest.mark.parametrize("weights", ["float32", "float16", "int8"])
+@pytest.mark.parametrize("weights", ["float32", "float16", "int8", "int8-dequantize"])
 def test_the_translation_computes_what_tflite_micro_computes(tmp_path, weights):
     rng = np.random.default_rng(3)
     case = cnn_case(rng, weights)
@@ -169,6 +175,17 @@ def test_a_float_tflite_without_calibration_data_says_it_needs_one(tmp_path):
         api.build(path, None, "host", tmp_path / "out", firmware=False)
     line = str(e.value)
     assert "\n" not in line and "a float .tflite" in line and "needs a calibration set" in line and "--calib" in line
+
+
+def test_the_cli_says_it_in_one_line_and_exits_non_zero(tmp_path, capsys):
+    from edgec import cli
+
+    path = tmp_path / "m.tflite"
+    path.write_bytes(oracle.write(cnn_case(np.random.default_rng(0), "float16")))
+    code = cli.main(["build", str(path), "--board", "host", "-o", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and "\n" not in err and "needs a calibration set" in err and "Traceback" not in err, err
+    assert not (tmp_path / "out").exists()
 
 
 def test_the_quantized_importer_still_says_what_a_float_file_needs(tmp_path):
