@@ -1,4 +1,5 @@
-"""Writes tests/data/float_tflite/: a small Keras CNN and a Keras Conv1D audio model converted by TensorFlow's
+"""Writes tests/data/float_tflite/: a small Keras CNN, a Keras Conv1D audio model and a Dense + LayerNormalization
+over 4 tokens converted by TensorFlow's
 TFLiteConverter the three ways that leave a float .tflite (what users bring when they skip the representative
 dataset): float32 (`convert()` as is), float16 weights (Optimize.DEFAULT + supported_types float16: each weight a
 float16 constant read through DEQUANTIZE) and dynamic-range (Optimize.DEFAULT alone: int8 weights, TFLite's
@@ -49,6 +50,15 @@ def audio() -> tf.keras.Model:
     return tf.keras.Model(inp, L.Dense(4)(L.Dropout(0.1)(x)))
 
 
+def tokens() -> tf.keras.Model:
+    """A Dense on a 3-D input and a LayerNormalization, batch None: the converter leaves placeholder shapes ([1, 6]
+    for 4 x 6 values) behind SHAPE -> GATHER -> REDUCE_PROD -> PACK -> RESHAPE."""
+    L = tf.keras.layers
+    x = inp = L.Input((4, 8))
+    x = L.LayerNormalization()(L.Dense(6, activation="relu")(x))
+    return tf.keras.Model(inp, L.Dense(3)(L.Flatten()(x)))
+
+
 def convert(model, how: str, calib: np.ndarray) -> bytes:
     conv = tf.lite.TFLiteConverter.from_keras_model(model)
     if how != "float32":
@@ -75,7 +85,7 @@ def outputs(model: bytes, x: np.ndarray) -> np.ndarray:
 
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    for name, make, shape in (("cnn", cnn, (16, 16, 3)), ("audio", audio, (32, 10))):
+    for name, make, shape in (("cnn", cnn, (16, 16, 3)), ("audio", audio, (32, 10)), ("tokens", tokens, (4, 8))):
         tf.keras.utils.set_random_seed(0)
         m = make()
         rng = np.random.default_rng(0)

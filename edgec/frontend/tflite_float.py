@@ -89,6 +89,7 @@ class Translator:
         self.values: dict[int, tuple[str, str]] = {}      # tensor index -> (ONNX name, "nhwc" | "nchw")
         self.views: dict[tuple[str, str], str] = {}       # (ONNX name, wanted order) -> its Transpose's output
         self.folded: dict[int, np.ndarray] = {}           # a DEQUANTIZE of a constant: its float32 value
+        self.shapes: dict[int, tuple[int, ...]] = {}      # the real shape where the file holds a placeholder
         self.used: set[str] = set()
 
     # ---- the file --------------------------------------------------------------------------------
@@ -108,8 +109,30 @@ class Translator:
         return o
 
     def shape(self, index: int) -> tuple[int, ...]:
+        """A tensor's shape: the one computed here where the file's is a placeholder (out_shape), else the file's."""
+        if index in self.shapes:
+            return self.shapes[index]
         t = self.sg.Tensors(index)
         return tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
+
+    def out_shape(self, index: int, elements: int) -> tuple[int, ...]:
+        """The static shape of an operator's output holding `elements` values: the file's, or, where the converter
+        left a placeholder (a shape computed at run time: shape signature with -1), the signature with its one -1
+        resolved."""
+        shape = self.shape(index)
+        if int(np.prod(shape)) == elements:
+            return shape
+        t = self.sg.Tensors(index)
+        sig = [int(d) for d in t.ShapeSignatureAsNumpy()] if t.ShapeSignatureLength() else []
+        if sig.count(-1) > 1 and sig[0] == -1:
+            sig[0] = 1                              # the batch
+        known = int(np.prod([d for d in sig if d != -1]))
+        if sig.count(-1) == 1 and known and elements % known == 0:
+            return tuple(elements // known if d == -1 else d for d in sig)
+        if sig.count(-1) == 0 and known == elements:
+            return tuple(sig)
+        raise Untranslatable(f"output '{self.tname(index)}' has shape {list(shape)} for {elements} values (a shape "
+                             "computed at run time)")
 
     def is_const(self, index: int) -> bool:
         b = self.sg.Tensors(index).Buffer()
@@ -184,7 +207,11 @@ class Translator:
                                                   perm=list(TO_NCHW if order == "nchw" else TO_NHWC))
         return self.views[(name, order)]
 
-    def set(self, index: int, name: str, order: str = "nhwc") -> None:
+    def set(self, index: int, name: str, order: str = "nhwc", shape: tuple[int, ...] | None = None) -> None:
+        """Tensor `index` is ONNX value `name`, its axes in `order`; `shape`: its real shape where the file records
+        a placeholder."""
+        if shape is not None and tuple(shape) != self.shape(index):
+            self.shapes[index] = tuple(int(d) for d in shape)
         self.values[index] = (name, order if len(self.shape(index)) == 4 else "nhwc")
 
     def operand(self, index: int, order: str, rank: int) -> str:

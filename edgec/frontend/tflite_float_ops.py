@@ -95,10 +95,10 @@ def fully_connected(tx, op):
     if rest and rest[0] >= 0:
         ins.append(tx.initializer(tx.const(rest[0]).reshape(-1), tx.tname(rest[0])))
     y = tx.node("Gemm", ins, f"{base}_gemm", transB=1)
-    if tx.shape(y_k) != (int(np.prod(tx.shape(y_k)[:-1])), w.shape[0]) or len(tx.shape(y_k)) != 2:
-        y = tx.node("Reshape", [y, tx.initializer(np.array(tx.shape(y_k), np.int64), f"{base}_shape")],
-                    f"{base}_shaped")
-    tx.set(y_k, _fused(tx, y, o.FusedActivationFunction(), base))
+    shape = tx.out_shape(y_k, int(np.prod(tx.shape(x_k))) // w.shape[1] * w.shape[0])
+    if len(shape) != 2:
+        y = tx.node("Reshape", [y, tx.initializer(np.array(shape, np.int64), f"{base}_shape")], f"{base}_shaped")
+    tx.set(y_k, _fused(tx, y, o.FusedActivationFunction(), base), shape=shape)
 
 
 BINARY = {"ADD": ("Add", "AddOptions"), "SUB": ("Sub", "SubOptions"), "MUL": ("Mul", "MulOptions"),
@@ -111,7 +111,8 @@ def binary(tx, op):
     onnx_op, opts = BINARY[kind]
     a_k, b_k = _ins(op)[:2]
     y_k = _out(op)
-    rank = len(tx.shape(y_k))
+    shape = np.broadcast_shapes(tx.shape(a_k), tx.shape(b_k))
+    rank = len(shape)
     acts = [k for k in (a_k, b_k) if k in tx.values]
     order = "nchw" if rank == 4 and any(tx.layout(k) == "nchw" and len(tx.shape(k)) == 4 for k in acts) else "nhwc"
     if order == "nchw" and any(len(tx.shape(k)) != 4 for k in acts):
@@ -122,7 +123,7 @@ def binary(tx, op):
                 f"{base}_{onnx_op.lower()}" if code or kind == "SQUARED_DIFFERENCE" else base)
     if kind == "SQUARED_DIFFERENCE":
         y = tx.node("Mul", [y, y], base)
-    tx.set(y_k, _fused(tx, y, code, base), order)
+    tx.set(y_k, _fused(tx, y, code, base), order, shape)
 
 
 UNARY = {"RELU": "Relu", "TANH": "Tanh", "LOGISTIC": "Sigmoid", "HARD_SWISH": None, "ELU": "Elu",
@@ -145,7 +146,7 @@ def unary(tx, op):
         y = tx.node("Reciprocal", [tx.node("Sqrt", [x], f"{base}_sqrt")], base)
     else:
         y = tx.node(UNARY[kind], [x], base)
-    tx.set(y_k, y, order)
+    tx.set(y_k, y, order, tx.shape(x_k))
 
 
 def dequantize(tx, op):
@@ -157,11 +158,12 @@ def dequantize(tx, op):
 
 def reshape(tx, op):
     """RESHAPE, SQUEEZE, EXPAND_DIMS: the output shape the file records (its shape operand, often computed at run
-    time from a Keras batch of None, is not read)."""
+    time from a Keras batch of None, is not read; a placeholder shape: from the shape signature, Translator.out_shape)."""
     x_k, y_k = _ins(op)[0], _out(op)
     base = tx.tname(y_k)
-    tx.set(y_k, tx.node("Reshape", [tx.value(x_k), tx.initializer(np.array(tx.shape(y_k), np.int64), f"{base}_shape")],
-                        base))
+    shape = tx.out_shape(y_k, int(np.prod(tx.shape(x_k))))
+    tx.set(y_k, tx.node("Reshape", [tx.value(x_k), tx.initializer(np.array(shape, np.int64), f"{base}_shape")], base),
+           shape=shape)
 
 
 def _axes(tx, op, x_k) -> list[int]:
@@ -185,7 +187,9 @@ def mean(tx, op):
                     keepdims=keep)
     else:
         y = tx.node(onnx_op, [x], tx.tname(y_k), axes=axes, keepdims=keep)
-    tx.set(y_k, y, order if keep else "nhwc")
+    kept = [1 if a in _axes(tx, op, x_k) else d for a, d in enumerate(tx.shape(x_k))]
+    tx.set(y_k, y, order if keep else "nhwc",
+           tuple(kept) if keep else tuple(d for a, d in enumerate(tx.shape(x_k)) if a not in _axes(tx, op, x_k)))
 
 
 def softmax(tx, op):
@@ -194,7 +198,7 @@ def softmax(tx, op):
     x = tx.value(x_k)
     if beta != 1.0:
         x = tx.node("Mul", [x, tx.initializer(np.float32(beta), f"{base}_beta")], f"{base}_scaled")
-    tx.set(y_k, tx.node("Softmax", [x], base, axis=-1))
+    tx.set(y_k, tx.node("Softmax", [x], base, axis=-1), shape=tx.shape(x_k))
 
 
 def concat(tx, op):
