@@ -258,6 +258,7 @@ def test_converter_files_build_as_close_to_float_as_tflite_s_own_int8(tmp_path, 
     assert ours >= tflites, (ours, tflites)
 
 
+@pytest.mark.sweep
 def test_placeholder_shapes_build_within_3_db_of_tflite_s_own_int8(tmp_path):
     """tokens_float32: the converter's placeholder shapes resolved (a Dense over 4 tokens, a LayerNormalization as
     MEAN / SQUARED_DIFFERENCE / RSQRT / MUL / ADD); edgec's INT8 builds, but is 2.7 dB further from float than
@@ -337,3 +338,30 @@ def test_each_operator_against_tflite_micro(tmp_path, kind, options):
     path.write_bytes(model)
     got = _onnx_outputs(path, x)
     assert np.allclose(got, want, rtol=1e-5, atol=1e-5), np.abs(got - want).max()
+
+
+def test_several_inputs_and_outputs(tmp_path):
+    """Two float inputs, two outputs (a 4-D one and a 2-D one): the ONNX ports by the file's tensor names, in its
+    order, each in the file's layout; built from a calibration set with one array per input."""
+    rng = np.random.default_rng(11)
+    w = (rng.standard_normal((4, 3, 3, 2)) * 0.5).astype(np.float32)
+    ts = [T((1, 5, 5, 2), [], [], F32), T((1, 5, 5, 2), [], [], F32), T((1, 5, 5, 2), [], [], F32),
+          T(w.shape, [], [], F32, data=w), T((1, 5, 5, 4), [], [], F32), T((2,), [], [], I32, data=np.array([1, 2], np.int32)),
+          T((1, 4), [], [], F32)]
+    nodes = [Node("ADD", [0, 1], 2, ("AddOptions", {"FusedActivationFunction": 0})),
+             Node("CONV_2D", [2, 3, -1], 4, _conv_opts(1, 1)),
+             Node("MEAN", [4, 5], 6, ("ReducerOptions", {"KeepDims": False}))]
+    model = oracle.write(Case("two", ts, nodes, [0, 1], [4, 6]))
+    path = tmp_path / "two.tflite"
+    path.write_bytes(model)
+    a, b = (rng.standard_normal((3, 1, 5, 5, 2)).astype(np.float32) for _ in range(2))
+    want = oracle.tflm(model, [a, b])
+    m = tflite_float.to_onnx(path)
+    assert [i.name for i in m.graph.input] == ["t0", "t1"] and [o.name for o in m.graph.output] == ["t4", "t6"]
+    sess = ort.InferenceSession(m.SerializeToString())
+    got = np.stack([np.concatenate([y.reshape(-1) for y in sess.run(None, {"t0": ai, "t1": bi})]) for ai, bi in zip(a, b)])
+    assert np.abs(got - want).max() < 1e-5
+    calib = {"x_t0": rng.standard_normal((16, 5, 5, 2)).astype(np.float32),
+             "x_t1": rng.standard_normal((16, 5, 5, 2)).astype(np.float32)}
+    report = api.build(path, calib, "host", tmp_path / "out", firmware=False)
+    assert [p["name"] for p in report["ports"]["inputs"]] == ["t0", "t1"], report["ports"]

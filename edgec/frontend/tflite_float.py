@@ -224,6 +224,11 @@ class Translator:
             v = v.reshape((1,) * (4 - v.ndim) + v.shape).transpose(TO_NCHW)
         return self.initializer(v, self.tname(index))
 
+    def _rename(self, old: str, new: str) -> None:
+        for n in self.nodes:
+            n.input[:] = [new if v == old else v for v in n.input]
+            n.output[:] = [new if v == old else v for v in n.output]
+
     # ---- the walk ---------------------------------------------------------------------------------------
     def needed(self) -> list[int]:
         """The operators the graph outputs depend on, a RESHAPE's shape operand not followed."""
@@ -277,9 +282,12 @@ class Translator:
         outputs = []
         for k in sg.OutputsAsNumpy():
             k = int(k)
-            y = self.value(k, "nhwc")
-            name = self.fresh(self.tname(k)) if y in {i.name for i in graph_inputs} or y != self.tname(k) else y
-            if name != y:
+            y, name = self.value(k, "nhwc"), self.tname(k)
+            if y != name:       # the output takes the file's name; a value inside that held it is renamed
+                if name in self.used and name not in {i.name for i in graph_inputs}:
+                    self._rename(name, self.fresh(f"{name}_inner"))
+                name = name if name not in {i.name for i in graph_inputs} else self.fresh(name)
+                self.used.add(name)
                 self.nodes.append(helper.make_node("Identity", [y], [name], name=self.fresh(f"Identity_{name}")))
             outputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(self.shape(k))))
         graph = helper.make_graph(self.nodes, self.path.stem, graph_inputs, outputs, self.inits)
