@@ -31,6 +31,7 @@ from edgec.frontend import qdq
 from edgec.frontend import qonnx
 from edgec.frontend import support
 from edgec.frontend import tflite
+from edgec.frontend import tflite_float
 from edgec.quant import sensitivity as sens
 from edgec.targets.boards import load_board
 from edgec.ir import Graph
@@ -408,7 +409,7 @@ def inspect_model(model_path: str | Path, settings: Settings | None = None) -> d
     """Ops, shapes, parameters, MACs, an arena estimate and the support status of every node, without
     building anything: every unsupported node and every node beyond a limit is listed (`problems`)."""
     model_path = Path(model_path)
-    if tflite.is_tflite(model_path):
+    if tflite_float.quantized_tflite(model_path):
         graph, info = tflite.survey(model_path, model_name(model_path))
         info.update(macs=graph_macs(graph), canonical_ops=len(graph.ops), arena_bytes_estimate=None)
         if not info["problems"]:

@@ -40,11 +40,11 @@ def _names(values) -> tuple[str, ...]:
 
 def cmd_calibrate(args) -> int:
     from edgec import api
-    from edgec.frontend.tflite import is_tflite
+    from edgec.frontend.tflite_float import quantized_tflite
     from edgec.quant import sensitivity as sens
 
     options = _quant_options(args)
-    if is_tflite(args.model):
+    if quantized_tflite(args.model):
         raise EdgecError(f"{args.model}: a quantized .tflite model has its own quantization, there is nothing to "
                          "calibrate; build it directly (edgec build MODEL.tflite --board BOARD)")
     out = outputs.check_output_file(args.output, (args.model, args.calib)) if args.output else None

@@ -10,7 +10,7 @@ from onnx import numpy_helper, shape_inference
 
 from edgec.errors import EdgecError
 from edgec.limits import DEFAULT as DEFAULT_MEMORY_LIMIT, check_bytes
-from edgec.frontend import fold, functions, opsets, qdq, qonnx
+from edgec.frontend import fold, functions, opsets, qdq, qonnx, tflite_float
 from edgec.frontend.fold import static_shape  # noqa: F401  (edgec.api and tests read loader.static_shape)
 from edgec.ops import recurrent
 from edgec.ops.registry import SUPPORTED_OPS, TAKES_WHOLE
@@ -28,6 +28,8 @@ def load_model(path: str | Path, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> on
         raise EdgecError(f"{path}: is not a regular file (a FIFO or a device); give an .onnx model file")
     if path.stat().st_size == 0:
         raise EdgecError(f"{path}: the file is empty (expected an ONNX model)")
+    if tflite_float.float_tflite(path):      # its float ONNX translation, calibrated as any float ONNX model
+        return prepare(tflite_float.to_onnx(path), path, memory_limit)
     try:
         model = onnx.load(str(path), load_external_data=False)
     except Exception as exc:  # protobuf raises many types for garbage input
@@ -77,7 +79,11 @@ def check_sizes(model: onnx.ModelProto, where, memory_limit: int = DEFAULT_MEMOR
 
 
 def copy_model(src: str | Path, dst: str | Path) -> None:
-    """Copy a model file; one with external data is written as a single file."""
+    """Copy a model file; one with external data is written as a single file, a float .tflite as its float ONNX
+    translation (what the bench runs as the float model)."""
+    if tflite_float.float_tflite(src):
+        onnx.save(tflite_float.to_onnx(src), str(dst))
+        return
     m = onnx.load(str(src), load_external_data=False)
     if any(i.data_location == onnx.TensorProto.EXTERNAL for i in m.graph.initializer):
         onnx.save(onnx.load(str(src)), str(dst))
