@@ -126,15 +126,16 @@ def banded(low, band_w: int):
     return low.replace(params=params, scratch_bytes=low.kernel.scratch_bytes(params))
 
 
-def conv_cases(rng, lib, n, variant=GENERIC, pointwise=False, bands=False, strided_1x1=False):
+def conv_cases(rng, lib, n, variant=GENERIC, pointwise=False, bands=False, strided_1x1=False, rgb=False):
     """variant: the generic im2col kernel or one of its speed variants (edgec/ops/conv/im2col.py; applied to every
     case, where a build would offer it or not);
     pointwise: only 1x1, stride-1, unpadded convolutions (odd pixel and channel counts included);
     strided_1x1: only 1x1 convolutions, strides 1 to 3 (blocked4 gathers their pixels from the input);
-    bands: the window kernels on column bands of a random width (`banded`)."""
+    bands: the window kernels on column bands of a random width (`banded`);
+    rgb: only 3x3 convolutions of 3 input channels (an image model's first layer: the rgb3x3 variant)."""
     for _ in range(n):
-        in_c, out_c = channels(rng), channels(rng)
-        k_h, k_w = (1, 1) if pointwise or strided_1x1 else (int(v) for v in rng.integers(1, 6, size=2))
+        in_c, out_c = 3 if rgb else channels(rng), channels(rng)
+        k_h, k_w = (1, 1) if pointwise or strided_1x1 else (3, 3) if rgb else (int(v) for v in rng.integers(1, 6, size=2))
         side = 24 if in_c * out_c < 256 else 7          # big images with few channels, small ones with many
         in_h, in_w = (int(v) for v in rng.integers(1, side + 1, size=2))
         strides = (1, 1) if pointwise else (int(v) for v in rng.integers(1, 4, size=2))
@@ -432,6 +433,7 @@ SWEEPS = {"conv2d_im2col": (conv_cases, 300), "conv2d_blocked": (partial(conv_ca
           "conv2d_window": (partial(conv_cases, variant="window"), 300),
           "conv2d_window4": (partial(conv_cases, variant="window4"), 300),
           "conv2d_window_bands": (partial(conv_cases, variant="window", bands=True), 200),
+          "conv2d_rgb3x3": (partial(conv_cases, variant="rgb3x3", rgb=True), 200),
           "conv2d_window4_bands": (partial(conv_cases, variant="window4", bands=True), 200),
           "depthwise_conv2d_3x3": (depthwise_cases, 300),
           "depthwise_conv2d_3x3_fused": (partial(depthwise_cases, variant="fused"), 300),
