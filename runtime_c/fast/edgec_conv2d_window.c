@@ -810,6 +810,67 @@ EDGEC_INLINE void edgec_rgb_pair(const int8_t *a0, const int8_t *a1, const int8_
     dst[3] = (uint32_t)(int32_t)b1[8];
 }
 
+/* `count` pixel pairs whose windows are inside the image columns, pair by pair as edgec_rgb_pair lays them out: pixel
+ * 0's kernel rows at a, b, c (advanced by 2t bytes a pair), pixel 1's t = 3 * stride_w bytes further. On the Arm
+ * build one block of assembly for strides 1 and 2 (the offsets immediates): 56 instructions a pair, gcc's C about
+ * 100 (it kept the 6 row pointers on the stack). */
+#if defined(EDGEC_DSP_NATIVE) && !defined(__clang__)
+#define EDGEC_RGB_KROW(r, t)                                                                                          \
+    "ldr %[x], [%[" #r "]]\n\t"                                                                                      \
+    "ldr %[y], [%[" #r "], #" #t "]\n\t"                                                                              \
+    "sxtb16 %[d0], %[x]\n\tsxtb16 %[d1], %[y]\n\tsxtb16 %[d2], %[x], ror #8\n\tsxtb16 %[d3], %[y], ror #8\n\t"      \
+    "stmia %[o]!, {%[d0], %[d1], %[d2], %[d3]}\n\t"                                                                   \
+    "ldr %[x], [%[" #r "], #4]\n\t"                                                                                   \
+    "ldr %[y], [%[" #r "], #" #t "+4]\n\t"                                                                            \
+    "sxtb16 %[d0], %[x]\n\tsxtb16 %[d1], %[y]\n\tsxtb16 %[d2], %[x], ror #8\n\tsxtb16 %[d3], %[y], ror #8\n\t"      \
+    "stmia %[o]!, {%[d0], %[d1], %[d2], %[d3]}\n\t"
+#define EDGEC_RGB_PAIRS(name, t)                                                                                      \
+    static void name(const int8_t *a, const int8_t *b, const int8_t *c, edgec_w32 *dst, int32_t count)                 \
+    {                                                                                                                  \
+        register uint32_t r4 __asm__("r4"), r5 __asm__("r5"), r6 __asm__("r6"), r8 __asm__("r8");                      \
+        uint32_t x, y;                                                                                                 \
+        if (count <= 0) return;                                                                                        \
+        __asm__ volatile("1:\n\t" EDGEC_RGB_KROW(a, t) EDGEC_RGB_KROW(b, t) EDGEC_RGB_KROW(c, t)                        \
+                         "ldrsb %[d0], [%[a], #8]\n\t" /* (row 0's byte 8, row 2's) of both, row 1's of both */      \
+                         "ldrsb %[d2], [%[c], #8]\n\t"                                                                \
+                         "pkhbt %[d0], %[d0], %[d2], lsl #16\n\t"                                                     \
+                         "ldrsb %[d1], [%[a], #" #t "+8]\n\t"                                                         \
+                         "ldrsb %[d3], [%[c], #" #t "+8]\n\t"                                                         \
+                         "pkhbt %[d1], %[d1], %[d3], lsl #16\n\t"                                                     \
+                         "ldrsb %[d2], [%[b], #8]\n\t"                                                                \
+                         "ldrsb %[d3], [%[b], #" #t "+8]\n\t"                                                         \
+                         "stmia %[o]!, {%[d0], %[d1], %[d2], %[d3]}\n\t"                                              \
+                         "add %[a], %[a], #2*" #t "\n\t"                                                              \
+                         "add %[b], %[b], #2*" #t "\n\t"                                                              \
+                         "add %[c], %[c], #2*" #t "\n\t"                                                              \
+                         "subs %[k], %[k], #1\n\t"                                                                    \
+                         "bne 1b"                                                                                     \
+                         : [o] "+r"(dst), [a] "+r"(a), [b] "+r"(b), [c] "+r"(c), [k] "+r"(count), [x] "=&r"(x),      \
+                           [y] "=&r"(y), [d0] "=&r"(r4), [d1] "=&r"(r5), [d2] "=&r"(r6), [d3] "=&r"(r8)                \
+                         :                                                                                             \
+                         : "cc", "memory");                                                                            \
+    }
+EDGEC_RGB_PAIRS(edgec_rgb_pairs_s1, 3)
+EDGEC_RGB_PAIRS(edgec_rgb_pairs_s2, 6)
+#endif
+static void edgec_rgb_pairs(const int8_t *a, const int8_t *b, const int8_t *c, int32_t t, edgec_w32 *dst,
+                            int32_t count)
+{
+#if defined(EDGEC_DSP_NATIVE) && !defined(__clang__)
+    if (t == 3) {
+        edgec_rgb_pairs_s1(a, b, c, dst, count);
+        return;
+    }
+    if (t == 6) {
+        edgec_rgb_pairs_s2(a, b, c, dst, count);
+        return;
+    }
+#endif
+    for (; count > 0; --count, a += 2 * t, b += 2 * t, c += 2 * t, dst += 28) {
+        edgec_rgb_pair(a, b, c, a + t, b + t, c + t, dst);
+    }
+}
+
 /* The 9 bytes of kernel row `row` (input columns ix..ix + 2, 3 channels each) of a window crossing the left or
  * right edge, the columns outside the image the zero point zp */
 static void edgec_rgb_edge_row(const int8_t *row, int32_t ix, int32_t in_w, int8_t zp, int8_t *dst)
@@ -820,6 +881,20 @@ static void edgec_rgb_edge_row(const int8_t *row, int32_t ix, int32_t in_w, int8
     }
 }
 
+/* edgec_rgb_pair of a pair whose windows cross the left or right edge (pixels ix0, ix1 of the kernel rows r), through
+ * 9-byte rows with zero points (a function of its own: its rows are on the stack only while it runs) */
+static EDGEC_NOINLINE void edgec_rgb_edge_pair(const int8_t *const r[3], int32_t ix0, int32_t ix1, int32_t in_w,
+                                               int8_t zp, edgec_w32 *dst)
+{
+    int8_t e[6][9];
+    int32_t ky;
+    for (ky = 0; ky < 3; ++ky) {
+        edgec_rgb_edge_row(r[ky], ix0, in_w, zp, e[ky]);
+        edgec_rgb_edge_row(r[ky], ix1, in_w, zp, e[3 + ky]);
+    }
+    edgec_rgb_pair(e[0], e[1], e[2], e[3], e[4], e[5], dst);
+}
+
 void edgec_conv2d_rgb3x3_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                             const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
@@ -828,14 +903,22 @@ void edgec_conv2d_rgb3x3_s8(const edgec_conv2d_im2col_params *p, const int8_t *i
     const int8_t zp = (int8_t)p->input_zp;
     edgec_w32 *const cols = (edgec_w32 *)(void *)scratch;
     int8_t *const zprow = scratch + 112 * pairs;
-    const edgec_b24_pixels_fn pixels4 = edgec_window4_pick(p, rq, 28);
+    const int full = p->act_min == -128 && p->act_max == 127;
+    /* edgec_window4_pick's choice for 28 words (not the function: it would link window4's other assembly) */
+    const edgec_b24_pixels_fn pixels4 = full ? edgec_window4_pixels_full : edgec_window4_pixels_clamped;
+    edgec_win4_row_fn row4 = 0;
+    int32_t oy, i, ky, lo = 0, hi;
 #if defined(EDGEC_DSP_NATIVE) && !defined(__clang__)
-    /* the row assembly where window4's would run (full range, out_c a multiple of 4, every neg -1: its checks) */
-    const edgec_win4_row_fn row4 = edgec_window4_pick_row(p, rq, 36) ? edgec_window4_row28_all : 0;
-#else
-    const edgec_win4_row_fn row4 = 0;
+    if (full && (out_c & 3) == 0) { /* the row assembly where every record's neg is -1 (edgec_window4_pick_row's test) */
+        for (i = 0; i < out_c && rq[i].neg == -1; ++i) {
+        }
+        if (i == out_c) row4 = edgec_window4_row28_all;
+    }
 #endif
-    int32_t oy, i, ky;
+    /* the pairs lo..hi - 1: both pixels' windows inside the image columns (every row alike) */
+    while (lo < out_w >> 1 && 2 * lo * s - p->pad_left < 0) ++lo;
+    hi = lo;
+    while (hi < out_w >> 1 && (2 * hi + 1) * s - p->pad_left + 3 <= in_w) ++hi;
     memset(zprow, zp, (size_t)(3 * in_w));
     for (oy = 0; oy < p->out_h; ++oy) {
         const int8_t *r[3];
@@ -845,19 +928,23 @@ void edgec_conv2d_rgb3x3_s8(const edgec_conv2d_im2col_params *p, const int8_t *i
             const int32_t iy = oy * p->stride_h - p->pad_top + ky;
             r[ky] = iy >= 0 && iy < in_h ? input + iy * 3 * in_w : zprow;
         }
+        if (hi > lo) {
+            const int32_t x0 = 3 * (2 * lo * s - p->pad_left);
+            edgec_rgb_pairs(r[0] + x0, r[1] + x0, r[2] + x0, 3 * s, cols + 28 * lo, hi - lo);
+        }
         for (i = 0; i < pairs; ++i) {
-            const int32_t ix0 = 2 * i * s - p->pad_left, ix1 = 2 * i + 1 < out_w ? ix0 + s : ix0;
-            edgec_w32 *const dst = cols + 28 * i;
+            int32_t ix0, ix1;
+            edgec_w32 *dst;
+            if (i == lo) i = hi; /* the pairs edgec_rgb_pairs read */
+            if (i >= pairs) break;
+            ix0 = 2 * i * s - p->pad_left;
+            ix1 = 2 * i + 1 < out_w ? ix0 + s : ix0;
+            dst = cols + 28 * i;
             if (ix0 >= 0 && ix1 + 3 <= in_w) {
                 edgec_rgb_pair(r[0] + 3 * ix0, r[1] + 3 * ix0, r[2] + 3 * ix0, r[0] + 3 * ix1, r[1] + 3 * ix1,
                                r[2] + 3 * ix1, dst);
             } else {
-                int8_t e[6][12];
-                for (ky = 0; ky < 3; ++ky) {
-                    edgec_rgb_edge_row(r[ky], ix0, in_w, zp, e[ky]);
-                    edgec_rgb_edge_row(r[ky], ix1, in_w, zp, e[3 + ky]);
-                }
-                edgec_rgb_pair(e[0], e[1], e[2], e[3], e[4], e[5], dst);
+                edgec_rgb_edge_pair(r, ix0, ix1, in_w, zp, dst);
             }
         }
         if (row4) { /* the pairs with both pixels in one call */

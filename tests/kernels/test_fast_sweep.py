@@ -135,7 +135,8 @@ def conv_cases(rng, lib, n, variant=GENERIC, pointwise=False, bands=False, strid
     rgb: only 3x3 convolutions of 3 input channels (an image model's first layer: the rgb3x3 variant)."""
     for _ in range(n):
         in_c, out_c = 3 if rgb else channels(rng), channels(rng)
-        k_h, k_w = (1, 1) if pointwise or strided_1x1 else (3, 3) if rgb else (int(v) for v in rng.integers(1, 6, size=2))
+        k_h, k_w = (1, 1) if pointwise or strided_1x1 else (3, 3) if rgb else (int(v) for v in
+                                                                              rng.integers(1, 6, size=2))
         side = 24 if in_c * out_c < 256 else 7          # big images with few channels, small ones with many
         in_h, in_w = (int(v) for v in rng.integers(1, side + 1, size=2))
         strides = (1, 1) if pointwise else (int(v) for v in rng.integers(1, 4, size=2))
@@ -613,11 +614,13 @@ def test_blocked4_reads_inside_single_channel_windows_from_the_input(shape, lib)
 
 
 def test_window4_is_the_default_of_kxk_convolutions_of_whole_channel_groups_on_dsp_cores():
-    """On a core with the DSP extension a 3x3 convolution of 8 input channels, or of 3 (an image model's first
-    layer), runs on the 2x4 window kernel; one of 6 (whose rows window4 would widen byte by byte) keeps the 2x2
-    window kernel, and so does a core without the extension (window4's portable loop was not measured there)."""
+    """On a core with the DSP extension a 3x3 convolution of 8 input channels runs on the 2x4 window kernel, one of 3
+    (an image model's first layer) on rgb3x3 (the same block over taps read from the input); one of 6 (whose rows
+    window4 would widen byte by byte) keeps the 2x2 window kernel, and so does a core without the extension
+    (window4's portable loop was not measured there)."""
     rng = np.random.default_rng(4)
-    for in_c, dsp, want in ((8, True, "window4"), (3, True, "window4"), (6, True, "window"), (8, False, "window")):
+    for in_c, dsp, want in ((8, True, "window4"), (3, True, "rgb3x3"), (6, True, "window"), (8, False, "window"),
+                            (3, False, "window")):
         p = _conv_params(rng, 6, 6, in_c, 5, dict(k_h=3, k_w=3, stride_h=1, stride_w=1, dil_h=1, dil_w=1, pad_top=1,
                                                   pad_left=1, out_h=6, out_w=6))
         op = weighted_op("conv2d", p, i8(rng, (5, 3, 3, in_c)), *_requant(rng, 5, 9 * in_c))

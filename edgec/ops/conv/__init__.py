@@ -7,8 +7,9 @@ DEPTHWISE_CONV_2D), `twins` (quantizers, NumPy twins, float run, equalization), 
 shared with the pools) and its kernels as records (edgec/ops/kernel.py): `reference` (runtime_c/edgec_conv.c:
 int8, 16x8, int4), `im2col` (the fast convolution, runtime_c/fast/, its speed variants blocked4, window,
 pointwise and blocked, its Helium and int4 kernels), `rgb3x3` (its variant for 3-channel 3x3 first layers),
-`depthwise3x3` (the fast depthwise 3x3, its fused speed variant, its Helium and int4 kernels), `line` (the fast 1-D depthwise convolution), `depthwise_kxk` (the fast
-depthwise convolution of any other window: 5x5, 7x7, strides, dilations).
+`depthwise3x3` (the fast depthwise 3x3, its fused speed variant, its Helium and int4 kernels), `line` (the fast
+1-D depthwise convolution), `depthwise_kxk` (the fast depthwise convolution of any other window: 5x5, 7x7,
+strides, dilations).
 """
 from __future__ import annotations
 
