@@ -24,9 +24,17 @@ hash; --bundle or $EDGEC_PEERS_BUNDLE names the tarball (default ../shared/peers
 --models takes a .tflite file, a folder (every .tflite under it) or a manifest: .json (a list of paths or of
 {"path" (or "file", "tflite", "model"), "name", "data"} objects, or {name: path or object}, either of them under
 "models"; paths relative to the manifest; other files than .tflite are left out) or .txt (a path a line).
-Input: the `data` file's first sample if given (x / x_int8 / x_<input name>; float data is quantized with the
-input's scale), else `<stem>.npz` or `<stem>.test.npz` beside the model, else a seeded pseudo-random int8 row;
-the MLPerf Tiny models get their golden x_int8 row 0.
+Input: each input in its own type and shape (int8, uint8, int16, int32 token ids; several inputs each by its name),
+the same integers to both engines (edgec's data file holds float values that quantize back to them; TFLM's driver
+copies them into its input tensors as they are). They are the `data` file's first sample if given (x / x_int8 /
+x_q / x_<input name>; float data is quantized with the input's scale), else `<stem>.npz` or `<stem>.test.npz`
+beside the model, else seeded pseudo-random values over each input's integer type; an int32 input (ids, which
+index a table) takes the corpus oracle's first sample instead (`oracle.npz` x_q beside the file). The MLPerf Tiny
+models get their golden x_int8 row 0.
+
+TFLM runs `<stem>.tflm.tflite` beside the model instead where there is one (`tflm_copy`: a Keras file with batch
+None, which TFLite Micro runs with the converter's placeholder shapes; scripts/corpus/fold_shapes.py's copy has
+TF Lite's), shown as "(on `.tflm.tflite`)" in the table.
 """
 from __future__ import annotations
 
@@ -52,6 +60,9 @@ from edgec.errors import EdgecError  # noqa: E402
 from edgec.ir import DTYPES  # noqa: E402
 from edgec.quant import artifact, reference  # noqa: E402
 
+sys.path.insert(0, str(REPO / "benchmarks"))
+from peer_inputs import SEED, edgec_sample, float_inputs, input_row, write_inputs  # noqa: E402,F401
+
 SHARED = next((d / "shared" for d in (REPO.parent, REPO.parent.parent) if (d / "shared").is_dir()),
               REPO.parent / "shared")
 MLPERF = Path(os.environ.get("EDGEC_MLPERF_DIR") or SHARED / "models" / "mlperf_tiny")
@@ -64,7 +75,6 @@ CONFIGS = {"qemu-cortex-m4": [("cortex-m4", "reference", "TFLM ref"), ("cortex-m
            "qemu-cortex-m55": [("cortex-m55", "cmsis_nn", "TFLM CMSIS-NN (Helium)")],
            "qemu-cortex-m7": [("cortex-m7", "cmsis_nn", "TFLM CMSIS-NN")],
            "qemu-cortex-m3-large": [("cortex-m3", "reference", "TFLM ref")]}
-SEED = 12345
 PATH_KEYS = ("path", "file", "tflite", "model")      # what a manifest entry may call its file
 
 
@@ -74,6 +84,11 @@ class Model:
     path: Path
     data: Path | None = None       # a data file (its first sample is the input)
     golden: Path | None = None     # an MLPerf Tiny golden file (x_int8 row 0)
+    tflm: Path | None = None       # the file TFLM runs instead of `path` (its copy with TF Lite's shapes), if any
+
+    @property
+    def tflm_file(self) -> Path:
+        return self.tflm or self.path
 
 
 # ---- models ----
@@ -87,6 +102,21 @@ def _beside(path: Path) -> Path | None:
     return next((p for p in (path.with_suffix(".npz"), path.with_name(path.stem + ".test.npz")) if p.is_file()), None)
 
 
+def tflm_copy(path: Path) -> Path | None:
+    """`<stem>.tflm.tflite` beside a model: the copy TFLM runs where it would not run the file as TF Lite does. A
+    Keras model with batch None has the converter's placeholder batch 1 in every tensor's shape; TF Lite resizes
+    them at run time, TFLite Micro never resizes a tensor, and between SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND (a
+    dilated Conv1D) the batch is the dilation, not 1: TFLM computes the first of the d interleaved blocks and leaves
+    the other output rows as its arena held them. scripts/corpus/fold_shapes.py writes the copy with TF Lite's
+    shapes (the arithmetic untouched); edgec builds the file itself (it takes the run-time batch at import)."""
+    copy = path.with_name(path.stem + ".tflm.tflite")
+    return copy if copy.is_file() else None
+
+
+def _model(name: str, path: Path, data: Path | None) -> Model:
+    return Model(name, path, data, tflm=tflm_copy(path))
+
+
 def _name(path: Path) -> str:
     """A model's name in the tables: its file's stem, or its folder's name for the corpus's `<name>/model.tflite`."""
     return path.parent.name if path.stem == "model" and path.parent.name else path.stem
@@ -96,11 +126,12 @@ def corpus_models(arg: str | Path) -> list[Model]:
     """The .tflite models of a file, a folder (recursively) or a manifest (.json or .txt)."""
     src = Path(arg)
     if src.is_dir():
-        return [Model(_name(p), p, _beside(p)) for p in sorted(src.rglob("*.tflite"))]
+        return [_model(_name(p), p, _beside(p)) for p in sorted(src.rglob("*.tflite"))
+                if not p.name.endswith(".tflm.tflite")]
     if not src.is_file():
         raise EdgecError(f"--models {src}: no such file or folder; give a .tflite, a folder or a manifest")
     if src.suffix == ".tflite":
-        return [Model(_name(src), src, _beside(src))]
+        return [_model(_name(src), src, _beside(src))]
     if src.suffix == ".json":
         entries = json.loads(src.read_text())
         entries = entries.get("models", entries) if isinstance(entries, dict) else entries
@@ -119,7 +150,7 @@ def corpus_models(arg: str | Path) -> list[Model]:
         if path.suffix != ".tflite":
             continue                      # a corpus manifest may list ONNX files too: TFLM runs only .tflite
         data = (src.parent / e["data"]).resolve() if e.get("data") else _beside(path)
-        out.append(Model(e.get("name") or _name(path), path, data))
+        out.append(_model(e.get("name") or _name(path), path, data))
     return out
 
 
@@ -189,60 +220,7 @@ def tflm_mlperf(key: str, board: str, kernels: str, bisect: bool = False) -> dic
     return j if "error" in j else tflm_figures(j)
 
 
-# ---- the input bytes, and edgec's side ----
-
-def _first_row(arrays, graph) -> np.ndarray:
-    """Int8 packed input (1, total) from a data file's arrays (x, x_int8 or x_<name>)."""
-    keys = [p.name for p in ports.inputs(graph)]
-    if len(keys) == 1:
-        key = next(k for k in ("x_int8", "x", f"x_{keys[0]}") if k in arrays)
-        x = np.asarray(arrays[key][:1])
-        parts = [(graph.tensors[graph.input], x)]
-    else:
-        parts = [(graph.tensors[p.tensor], np.asarray(arrays[f"x_{p.name}"][:1])) for p in ports.inputs(graph)]
-    packed = []
-    for tensor, x in parts:
-        q = x if np.issubdtype(x.dtype, np.integer) else ports.quantize_input(tensor, x)
-        packed.append(np.asarray(q).reshape(1, -1))
-    return np.concatenate(packed, axis=1).astype(np.int8)
-
-
-def input_row(model: Model, graph) -> np.ndarray:
-    """The int8 input bytes both engines get, packed as edgec's link sends them: (1, total)."""
-    source = model.golden or model.data
-    if source is not None:
-        with np.load(source) as arrays:
-            return _first_row(arrays, graph)
-    total = ports.packed_size(ports.inputs(graph))
-    return np.random.default_rng(SEED).integers(-128, 128, (1, total)).astype(np.int8)
-
-
-def float_inputs(tflite: Path) -> list[bool]:
-    """Which graph inputs of the .tflite file are float32 (a QUANTIZE at the model's start, as MLCommons Tiny's
-    ToyCar and TinyEngine's MCUNet files): TFLM is fed floats there, which its QUANTIZE maps to edgec's bytes."""
-    import tflite as schema
-    g = schema.Model.GetRootAsModel(tflite.read_bytes(), 0).Subgraphs(0)
-    return [g.Tensors(g.Inputs(i)).Type() == schema.TensorType.FLOAT32 for i in range(g.InputsLength())]
-
-
-def write_inputs(graph, xq: np.ndarray, folder: Path, floats_in: list[bool] | None = None) -> tuple[Path, Path]:
-    """The same bytes for both: edgec's data file (float values that quantize back to exactly these bytes) and
-    TFLM's .npz (x<i> in input order: the int8 bytes, or for a float input of the file the same float values)."""
-    floats, ints = {}, {}
-    for i, p in enumerate(ports.inputs(graph)):
-        t = graph.tensors[p.tensor]
-        q = xq[:, p.start:p.start + p.size].reshape((1,) + tuple(p.onnx_shape[1:]))
-        f = (q.astype(np.float32) - np.float32(t.zero_point)) * np.float32(t.scale)
-        floats["x" if len(ports.inputs(graph)) == 1 else f"x_{p.name}"] = f
-        ints[f"x{i}"] = f if floats_in and floats_in[i] else q
-    edgec_data, tflm_data = folder / "edgec-input.npz", folder / "tflm-input.npz"
-    np.savez(edgec_data, **floats)
-    np.savez(tflm_data, **ints)
-    back = ports.quantize_inputs(graph, ports.load_data(edgec_data, graph, labels=False).x)
-    if not np.array_equal(back.reshape(1, -1), xq):
-        raise EdgecError(f"{edgec_data}: the float input does not quantize back to the chosen bytes")
-    return edgec_data, tflm_data
-
+# ---- edgec's side ----
 
 def run_edgec(model: Model, board: str, work: Path) -> tuple[dict, np.ndarray | None, Path | None, object]:
     """Build and bench on the board: (figures, reference output bytes per output, TFLM's input file, the graph)."""
@@ -250,8 +228,8 @@ def run_edgec(model: Model, board: str, work: Path) -> tuple[dict, np.ndarray | 
     try:        # one model that edgec cannot build, feed or bench is a line of the table, not the end of the run
         rep = api.build(model.path, None, board, out)
         graph = artifact.load_graph(out)
-        xq = input_row(model, graph)
-        data, tflm_data = write_inputs(graph, xq, work, float_inputs(model.path))
+        data, tflm_data = write_inputs(graph, input_row(model, graph), work, float_inputs(model.path))
+        xq = edgec_sample(graph, data)
         r = api.bench(out, data, limit=1, report_dir=None)
     except EdgecError as e:
         return {"error": str(e)}, None, None, None
@@ -335,8 +313,10 @@ def measure(models: list[Model], boards: list[str], bundle: Path, kernels: set[s
                 for cpu, kern, label in CONFIGS[board]:
                     if kernels and kern not in kernels:
                         continue
-                    j = run_tflm(bundle, model.path, cpu, kern, board, tflm_input, work / f"tflm-{kern}", bisect)
+                    j = run_tflm(bundle, model.tflm_file, cpu, kern, board, tflm_input, work / f"tflm-{kern}", bisect)
                     peer = {"engine": label, "cpu": cpu, "kernels": kern}
+                    if model.tflm:
+                        peer["file"] = str(model.tflm)
                     if "error" in j:
                         peer["error"] = j["error"]
                     else:
@@ -375,7 +355,8 @@ def table(rows: list[dict]) -> str:
                 lines.append(f"| {r['model']} | {r['board']} | {p['engine']} | does not run: {p['error'][:100]} "
                              "| | | | | | |")
                 continue
-            lines.append(f"| {r['model']} | {r['board']} | {p['engine']} | {_n(p['instructions'])} | {p['ratio']:.2f} "
+            engine = p["engine"] + (" (on `.tflm.tflite`)" if p.get("file") else "")
+            lines.append(f"| {r['model']} | {r['board']} | {engine} | {_n(p['instructions'])} | {p['ratio']:.2f} "
                          f"| {_n(p['arena_bytes'])} | {_n(p['ram_total_bytes'])} | {_n(p['flash_bytes'])} "
                          f"| {_n(p['engine_code_bytes'])} | {'identical' if p['identical'] else 'DIFFER'} |")
     return "\n".join(lines)

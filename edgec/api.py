@@ -28,8 +28,10 @@ from edgec.plan import planner
 from edgec.plan import guard
 from edgec.quant import ptq
 from edgec.frontend import qdq
+from edgec.frontend import qonnx
 from edgec.frontend import support
 from edgec.frontend import tflite
+from edgec.frontend import tflite_float
 from edgec.quant import sensitivity as sens
 from edgec.targets.boards import load_board
 from edgec.ir import Graph
@@ -407,7 +409,7 @@ def inspect_model(model_path: str | Path, settings: Settings | None = None) -> d
     """Ops, shapes, parameters, MACs, an arena estimate and the support status of every node, without
     building anything: every unsupported node and every node beyond a limit is listed (`problems`)."""
     model_path = Path(model_path)
-    if tflite.is_tflite(model_path):
+    if tflite_float.quantized_tflite(model_path):
         graph, info = tflite.survey(model_path, model_name(model_path))
         info.update(macs=graph_macs(graph), canonical_ops=len(graph.ops), arena_bytes_estimate=None)
         if not info["problems"]:
@@ -443,6 +445,8 @@ def inspect_model(model_path: str | Path, settings: Settings | None = None) -> d
     given = qdq.info(model)
     if given["activations"] or given["weights"]:
         info["qdq"] = {"activations": len(given["clips"]), "weights": len(given["weights"])}   # Q/DQ pairs, DQ constants
+        if qonnx.info(model):
+            info["qdq"]["qonnx"] = qonnx.info(model)     # the file's Quant nodes (edgec/frontend/qonnx.py)
     info["macs"] = graph_macs(graph)            # of the nodes edgec can build, when some it cannot
     info["canonical_ops"] = len(graph.ops)
     graph = graph.replace_tensors({k: dataclasses.replace(t, scale=1.0, zero_point=0) for k, t in graph.tensors.items()})

@@ -25,7 +25,7 @@ import numpy as np
 
 from edgec import ports
 from edgec.errors import EdgecError
-from edgec.frontend import loader, tflite
+from edgec.frontend import loader, tflite_float
 from edgec.lower import lowering, tuning_records
 from edgec.ops import select
 from edgec.pipeline import Log, calibrate_model, model_name, plan_to_fit, quiet, schedule_and_plan
@@ -86,9 +86,9 @@ def inspect_board(model_path: str | Path, board: str, calib_path: str | Path | N
     settings = settings or Settings.from_environment()
     model_path = Path(model_path)
     the_board = load_board(board)
-    quantized_on = "the model's own quantization" if tflite.is_tflite(model_path) else str(calib_path)
+    quantized_on = "the model's own quantization" if tflite_float.quantized_tflite(model_path) else str(calib_path)
     with contextlib.ExitStack() as stack:
-        if calib_path is None and not tflite.is_tflite(model_path):
+        if calib_path is None and not tflite_float.quantized_tflite(model_path):
             calib_path = stack.enter_context(random_calibration(model_path, settings))
             quantized_on = f"{RANDOM_SAMPLES} random samples (no --calib)"
             options = dataclasses.replace(options or ptq.QuantOptions(), cache=False)   # nothing worth caching

@@ -40,11 +40,11 @@ def _names(values) -> tuple[str, ...]:
 
 def cmd_calibrate(args) -> int:
     from edgec import api
-    from edgec.frontend.tflite import is_tflite
+    from edgec.frontend.tflite_float import quantized_tflite
     from edgec.quant import sensitivity as sens
 
     options = _quant_options(args)
-    if is_tflite(args.model):
+    if quantized_tflite(args.model):
         raise EdgecError(f"{args.model}: a quantized .tflite model has its own quantization, there is nothing to "
                          "calibrate; build it directly (edgec build MODEL.tflite --board BOARD)")
     out = outputs.check_output_file(args.output, (args.model, args.calib)) if args.output else None
@@ -316,7 +316,11 @@ def cmd_inspect(args) -> int:
     for p in info["problems"]:
         print(f"{'unsupported' if p['kind'] == 'unsupported' else 'limit'}: {p['op']} ({p['node']}, "
               f"opset {p['opset']}): {p['what']}")
-    if "qdq" in info:
+    if "qonnx" in info.get("qdq", {}):
+        q = info["qdq"]["qonnx"]
+        print(f"QONNX model: the quantization of {q['activations']} activations and {q['constants']} constants "
+              "comes from its Quant nodes (shown as the Clips they become)")
+    elif "qdq" in info:
         print(f"QDQ model: the quantization of {info['qdq']['activations']} activations and "
               f"{info['qdq']['weights']} constants comes from its QuantizeLinear/DequantizeLinear nodes "
               "(shown as the Clips they become)")

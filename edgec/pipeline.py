@@ -11,7 +11,8 @@ an earlier stage still holds (edgec/ir.py's Graph, Op and Tensor are immutable):
     firmware       project, board, Settings                    -> Firmware                  (edgec/targets/firmware.py)
     report         all of the above                            -> build-report.json         (edgec/api.py)
 
-A .tflite model enters at quantize (edgec/frontend/tflite.py reads the quantized graph). The calibration file
+A quantized .tflite model enters at quantize (edgec/frontend/tflite.py reads the quantized graph); a float one
+at load, as its float ONNX translation (edgec/frontend/tflite_float.py). The calibration file
 is opened once (`calibrated`: edgec/data.py's Samples) and the environment read once by the caller
 (edgec/settings.py). edgec.api builds, exports and benches on top of this; the exporter and the tools call it
 directly."""
@@ -26,7 +27,7 @@ import onnx
 from edgec import ports
 from edgec.lower.lowering import lower_graph
 from edgec.errors import EdgecError
-from edgec.frontend import canonicalize, loader, tflite
+from edgec.frontend import canonicalize, loader, tflite, tflite_float
 from edgec.ir import Graph
 from edgec.limits import DEFAULT as DEFAULT_MEMORY_LIMIT
 from edgec.plan import planner
@@ -181,7 +182,7 @@ def calibrated(model_path: str | Path, calib_path: str | Path | None, options: p
     settings: the environment's (read here when not given)."""
     settings = settings or Settings.from_environment()
     model_path = Path(model_path)
-    if tflite.is_tflite(model_path):
+    if tflite_float.quantized_tflite(model_path):
         if calib_path is not None:
             log(f"{model_path.name} is quantized already: its own quantization is used, --calib is not read")
         graph = tflite.load(model_path, model_name(model_path))
@@ -190,6 +191,9 @@ def calibrated(model_path: str | Path, calib_path: str | Path | None, options: p
             "quantization")
         yield None, ptq.QuantResult(graph=graph, method="tflite", ranges={}), None
         return
+    if calib_path is None and tflite_float.float_tflite(model_path):
+        raise EdgecError(f"{model_path}: a float .tflite (float32, float16 or dynamic-range weights) needs a "
+                         "calibration set: give --calib FILE.npz with x (N, *input shape); edgec quantizes it to INT8")
     model = load(model_path, settings.memory_limit)
     if calib_path is None:
         raise EdgecError(f"{model_path}: a float model needs calibration data: give --calib FILE.npz with x "

@@ -194,6 +194,16 @@ static inline int32_t edgec_conv2d_window4_s8_get_buffer_size(const edgec_conv2d
 {
     return edgec_conv2d_window_s8_get_buffer_size(p);
 }
+/* `--optimize speed`, a 3x3 convolution of 3 input channels (an image model's first layer) on cores with the DSP
+ * extension: window4's 2x4 block over each pixel's 27 taps read straight from the input (28 a pixel, 2x4 block weights
+ * in edgec/ops/conv/rgb3x3.py's tap order; fast/edgec_conv2d_window.c). */
+void edgec_conv2d_rgb3x3_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                            const edgec_rq *rq, int8_t *scratch, int8_t *output);
+/* an output row's pixel pairs' taps (28 words a pair) and a row of zero points (3 * in_w bytes) */
+static inline int32_t edgec_conv2d_rgb3x3_s8_get_buffer_size(const edgec_conv2d_im2col_params *p)
+{
+    return 112 * ((p->out_w + 1) / 2) + 3 * p->in_w;
+}
 /* Helium (MVE, Cortex-M55; fast/edgec_conv2d_mve.c, compiled for Helium cores only, chosen by
  * edgec/ops/conv/im2col.py): weights [2 * ceil(out_c / 4)][k4 / 16][2][16] int8 (pairs of channels, block by
  * block, zero channels up to a multiple of 4; k4 here: k_h*k_w*in_c rounded up to 16), 3 output pixels by 2

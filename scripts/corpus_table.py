@@ -143,7 +143,7 @@ def check(entry: dict, board: str, work: Path, bench: bool = True) -> Row:
     calib = path.parent / "calib.npz"
     out = work / f"{entry['name']}-{board}"
     try:
-        api.build(path, calib if entry["format"] == "onnx" else None, board, out)
+        api.build(path, None if entry["format"] == "tflite" else calib, board, out)
     except EdgecError as e:
         row.status, row.message = "refused", one_line(e)
         return row

@@ -143,7 +143,7 @@ def test_float_inputs_and_outputs_are_fed_and_compared_as_the_same_integers(tmp_
     assert m.float_inputs(CORPUS / "tiny_ad_autoencoder" / "model.tflite") == [False]      # int8 ends
     graph = load(path, "toycar")
     xq = np.random.default_rng(5).integers(-128, 128, (1, 640)).astype(np.int8)
-    _, tflm_input = m.write_inputs(graph, xq, tmp_path, [True])
+    _, tflm_input = m.write_inputs(graph, [xq], tmp_path, [True])
     t = graph.tensors[graph.input]
     with np.load(tflm_input) as z:
         fed = z["x0"]
@@ -183,3 +183,112 @@ def test_detection_postprocess_outputs_are_compared_in_their_defined_part():
     row = {"outputs": [{"dtype": "float32", "hex": y.tobytes().hex()} for y in tflm]}
     assert not m.same_outputs(graph, ref, row)
     assert not m.same_outputs(graph, ref, {"outputs": row["outputs"][:3]})
+
+
+def _graph_and_inputs(m, path: Path, tmp_path: Path):
+    """The model of a .tflite as peers.py finds it, its graph, the input both engines get, TFLM's .npz arrays and
+    edgec's integer sample read back from its data file."""
+    from edgec.frontend.tflite import load
+    [model] = m.corpus_models(path)
+    graph = load(path, path.parent.name)
+    xs = m.input_row(model, graph)
+    edgec_data, tflm_data = m.write_inputs(graph, xs, tmp_path, m.float_inputs(path))
+    with np.load(tflm_data) as z:
+        fed = [z[f"x{i}"] for i in range(len(z.files))]
+    return graph, xs, fed, m.edgec_sample(graph, edgec_data)
+
+
+def test_int32_token_ids_go_as_int32_from_the_corpus_oracle(tmp_path):
+    """A text model's int32 ids (a table's rows): sent as int32 (they were cut to int8 bytes, ids -128..127 that
+    GATHER refused), taken from the corpus oracle's first sample (random ids are no input); without data, one line."""
+    from edgec.errors import EdgecError
+    m = _load()
+    path = CORPUS / "keras_text_gap" / "model.tflite"
+    require(path.is_file(), str(path), "the corpus's committed files (tests/corpus)")
+    graph, xs, fed, xq = _graph_and_inputs(m, path, tmp_path)
+    with np.load(path.parent / "oracle.npz") as o:
+        ids = o["x_q"][:1]
+    assert ids.max() > 127 and len(xs) == len(fed) == 1
+    for got in (xs[0], fed[0], xq):
+        assert got.dtype == np.int32 and np.array_equal(got.reshape(ids.shape), ids)
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(path, alone / "model.tflite")
+    with pytest.raises(EdgecError, match="is int32") as e:
+        m.input_row(m.corpus_models(alone / "model.tflite")[0], graph)
+    assert "\n" not in str(e.value)
+
+
+def test_a_uint8_input_goes_as_uint8_and_an_int8_one_as_before(tmp_path):
+    """uint8 (TFLiteConverter's inference_input_type=uint8): random values over 0..255 sent as uint8 (they were
+    int8 bytes, which did not quantize back); an int8 input keeps the seeded row it always had."""
+    m = _load()
+    path = CORPUS / "keras_mobilenet_v2_035_96_uint8" / "model.tflite"
+    require(path.is_file(), str(path), "the corpus's committed files (tests/corpus)")
+    (tmp_path / "u8").mkdir()
+    _, xs, fed, xq = _graph_and_inputs(m, path, tmp_path / "u8")
+    assert xs[0].dtype == fed[0].dtype == xq.dtype == np.uint8 and xs[0].max() > 127
+    assert np.array_equal(fed[0], xs[0]) and np.array_equal(xq.reshape(xs[0].shape), xs[0])
+    int8 = CORPUS / "tiny_ad_autoencoder" / "model.tflite"
+    (tmp_path / "i8").mkdir()
+    _, xs, fed, xq = _graph_and_inputs(m, int8, tmp_path / "i8")
+    before = np.random.default_rng(m.SEED).integers(-128, 128, (1, 640)).astype(np.int8)
+    assert fed[0].dtype == np.int8 and np.array_equal(fed[0].reshape(1, -1), before)
+    assert np.array_equal(xq.reshape(1, -1), before)
+
+
+def test_several_inputs_go_each_in_its_own_type_and_tflm_computes_edgecs_reference(tmp_path):
+    """An int32 ids input and an int8 activation (GATHER, then ADD): TFLM's .npz holds each in its own type, edgec's
+    data file quantizes back to the same integers, and TFLite Micro's interpreter on the .npz gives edgec's reference
+    output on its sample, byte for byte; data that the input's type cannot hold is refused, not wrapped."""
+    from tflite_oracle import INT32, Case, Node, T, tflm, write
+    from edgec.errors import EdgecError
+    from edgec.frontend.tflite import load
+    from edgec.quant import reference
+    m = _load()
+    rng = np.random.default_rng(3)
+    tensors = [T((1, 4), [1.0], [0], INT32), T((10, 8), [0.05], [3], data=rng.integers(-128, 128, (10, 8), np.int8)),
+               T((1, 4, 8), [0.05], [3]), T((1, 4, 8), [0.05], [3]), T((1, 4, 8), [0.1], [-2])]
+    nodes = [Node("GATHER", [1, 0], 2, ("GatherOptions", {"Axis": 0})), Node("ADD", [2, 3], 4, ("AddOptions", {}))]
+    blob = write(Case("gather_add", tensors, nodes, [0, 3], 4))
+    path = tmp_path / "two.tflite"
+    path.write_bytes(blob)
+    ids, x = np.array([[9, 0, 4, 7]], np.int32), rng.integers(-128, 128, (1, 4, 8)).astype(np.int8)
+    np.savez(tmp_path / "two.npz", x_t0=ids, x_t3=x)                 # beside the model: its data
+    graph, xs, fed, xq = _graph_and_inputs(m, path, tmp_path)
+    assert [a.dtype for a in fed] == [np.int32, np.int8]
+    assert np.array_equal(fed[0], ids) and np.array_equal(fed[1], x)
+    assert np.array_equal(xq, np.concatenate([ids, x.reshape(1, -1)], axis=1))
+    want = np.asarray(reference.run(graph, xq[0])).reshape(-1)
+    assert np.array_equal(tflm(blob, [a[None] for a in fed]).reshape(-1), want)
+    np.savez(tmp_path / "two.npz", x_t0=ids, x_t3=x.astype(np.int16) + 200)
+    with pytest.raises(EdgecError, match="input t3 is int8"):
+        m.input_row(m.corpus_models(path)[0], load(path, "two"))
+
+
+def test_tflm_runs_the_copy_with_tf_lites_shapes_of_a_batch_none_tcn():
+    """keras_tcn_kws (a dilated Conv1D, Keras batch None): the file gives every tensor the converter's placeholder
+    batch 1, also between SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND where TF Lite runs a batch of the dilation (2, 4,
+    8). TFLite Micro never resizes a tensor: on the file it computes 1 of the d interleaved blocks and leaves the
+    other rows as its arena held them (not the oracle); on scripts/corpus/fold_shapes.py's copy, the same arithmetic
+    with TF Lite's shapes, it gives the oracle. peers.py runs TFLM on that copy (`.tflm.tflite` beside the file)."""
+    import tflite
+    from tflite_oracle import tflm
+    m = _load()
+    path = CORPUS / "keras_tcn_kws" / "model.tflite"
+    copy = path.with_name("model.tflm.tflite")
+    require(copy.is_file(), str(copy), "/work/venv-tf/bin/python scripts/corpus/fold_shapes.py on the model")
+    [model] = m.corpus_models(CORPUS / "keras_tcn_kws")
+    assert model.path == path and model.tflm == copy and model.tflm_file == copy
+
+    def space_to_batch_batches(blob):
+        g = tflite.Model.GetRootAsModel(blob, 0)
+        sg = g.Subgraphs(0)
+        return [int(sg.Tensors(op.Outputs(0)).Shape(0)) for op in (sg.Operators(i) for i in range(sg.OperatorsLength()))
+                if g.OperatorCodes(op.OpcodeIndex()).BuiltinCode() == tflite.BuiltinOperator.SPACE_TO_BATCH_ND]
+    assert space_to_batch_batches(path.read_bytes()) == [1] * 6
+    assert space_to_batch_batches(copy.read_bytes()) == [2, 2, 4, 4, 8, 8]
+    with np.load(path.parent / "oracle.npz") as o:
+        x, y = o["x_q"][:1], o["y0"][:1]
+    assert np.array_equal(tflm(copy.read_bytes(), x[None]), y.reshape(1, -1))
+    assert not np.array_equal(tflm(path.read_bytes(), x[None]), y.reshape(1, -1))

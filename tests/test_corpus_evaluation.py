@@ -17,7 +17,7 @@ import evaluation  # noqa: E402
 from corpus import manifest  # noqa: E402
 
 ENTRIES = manifest.load()
-ONNX = sorted(n for n, e in ENTRIES.items() if e["format"] == "onnx")
+ONNX = sorted(n for n, e in ENTRIES.items() if e["format"] in ("onnx", "tflite-float"))     # (a float .tflite too)
 FAST = ["onnx2c_atmega_mnist", "tf2onnx_har_cnn1d", "torch_shapes_detector_nms"]   # each generator kind, small
 
 

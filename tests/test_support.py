@@ -160,13 +160,11 @@ def test_an_unsupported_operator_after_another_is_named_too():
 
 
 def test_operators_onnx_does_not_define_are_named_at_once():
-    """A QONNX/FINN file writes `Quant` in ONNX's own domain: refused naming every such node, not as an "invalid
-    ONNX model" naming ONNX's checker's first complaint."""
-    nodes = [helper.make_node("Quant", ["x", "one", "zero", "bits"], ["q"], name="quant_in", narrow=0, signed=1,
-                              rounding_mode="ROUND"),
+    """A FINN file writes QONNX's operators in ONNX's own domain (Quant is taken: edgec/frontend/qonnx.py; Trunc is
+    not): refused naming every such node, not as an "invalid ONNX model" naming ONNX's checker's first complaint."""
+    nodes = [helper.make_node("Trunc", ["x", "one", "zero", "bits", "bits"], ["q"], name="quant_in"),
              helper.make_node("Relu", ["q"], ["r"], name="relu"),
-             helper.make_node("Quant", ["r", "one", "zero", "bits"], ["y"], name="quant_out", narrow=0, signed=1,
-                              rounding_mode="ROUND")]
+             helper.make_node("Trunc", ["r", "one", "zero", "bits", "bits"], ["y"], name="quant_out")]
     inits = {"one": np.array(1.0, np.float32), "zero": np.array(0.0, np.float32), "bits": np.array(8.0, np.float32)}
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
@@ -174,12 +172,12 @@ def test_operators_onnx_does_not_define_are_named_at_once():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
     with pytest.raises(EdgecError) as err:
         loader.prepare(model, "m.onnx")
-    assert str(err.value).startswith("m.onnx: operators ONNX does not define, in its default domain: Quant (2 nodes: "
+    assert str(err.value).startswith("m.onnx: operators ONNX does not define, in its default domain: Trunc (2 nodes: "
                                      "quant_in, quant_out); edgec builds ONNX operators"), err.value
     erfc = helper.make_graph([helper.make_node("Erfc", ["x"], ["y"], name="erfc")], "g",
                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
-    with pytest.raises(EdgecError) as err:           # tf2onnx 1.17's GELU: no QONNX hint
+    with pytest.raises(EdgecError) as err:           # tf2onnx 1.17's GELU
         loader.prepare(helper.make_model(erfc, opset_imports=[helper.make_opsetid("", 17)]), "m.onnx")
     assert str(err.value) == ("m.onnx: operators ONNX does not define, in its default domain: Erfc (1 node: erfc); "
                               "edgec builds ONNX operators"), err.value

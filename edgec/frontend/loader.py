@@ -10,7 +10,7 @@ from onnx import numpy_helper, shape_inference
 
 from edgec.errors import EdgecError
 from edgec.limits import DEFAULT as DEFAULT_MEMORY_LIMIT, check_bytes
-from edgec.frontend import fold, functions, opsets, qdq
+from edgec.frontend import fold, functions, opsets, qdq, qonnx, tflite_float
 from edgec.frontend.fold import static_shape  # noqa: F401  (edgec.api and tests read loader.static_shape)
 from edgec.ops import recurrent
 from edgec.ops.registry import SUPPORTED_OPS, TAKES_WHOLE
@@ -28,6 +28,8 @@ def load_model(path: str | Path, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> on
         raise EdgecError(f"{path}: is not a regular file (a FIFO or a device); give an .onnx model file")
     if path.stat().st_size == 0:
         raise EdgecError(f"{path}: the file is empty (expected an ONNX model)")
+    if tflite_float.float_tflite(path):      # its float ONNX translation, calibrated as any float ONNX model
+        return prepare(tflite_float.to_onnx(path), path, memory_limit)
     try:
         model = onnx.load(str(path), load_external_data=False)
     except Exception as exc:  # protobuf raises many types for garbage input
@@ -77,7 +79,11 @@ def check_sizes(model: onnx.ModelProto, where, memory_limit: int = DEFAULT_MEMOR
 
 
 def copy_model(src: str | Path, dst: str | Path) -> None:
-    """Copy a model file; one with external data is written as a single file."""
+    """Copy a model file; one with external data is written as a single file, a float .tflite as its float ONNX
+    translation (what the bench runs as the float model)."""
+    if tflite_float.float_tflite(src):
+        onnx.save(tflite_float.to_onnx(src), str(dst))
+        return
     m = onnx.load(str(src), load_external_data=False)
     if any(i.data_location == onnx.TensorProto.EXTERNAL for i in m.graph.initializer):
         onnx.save(onnx.load(str(src)), str(dst))
@@ -89,6 +95,7 @@ def prepare(model: onnx.ModelProto, where: str | Path = "model",
             memory_limit: int = DEFAULT_MEMORY_LIMIT) -> onnx.ModelProto:
     """Check a model, pin its batch dimension to 1 and infer every shape."""
     _pin_batch(model, where)
+    model = qonnx.to_qdq(model, where)   # QONNX Quant nodes (Brevitas export_qonnx, FINN): QDQ nodes
     _refuse_unknown_operators(model, where)
     model = opsets.upgrade(model, where)     # below opset 11: converted; above what onnx knows: refused
     model = qdq.strip(model)        # a QDQ model: the float model it describes + its quantization
@@ -108,8 +115,9 @@ def prepare(model: onnx.ModelProto, where: str | Path = "model",
 
 
 def _refuse_unknown_operators(model: onnx.ModelProto, where) -> None:
-    """Nodes of ONNX's own domain whose operator ONNX does not define (a QONNX/FINN `Quant` written without its
-    domain): named all at once, where ONNX's checker would name the first and call the model invalid."""
+    """Nodes of ONNX's own domain whose operator ONNX does not define (QONNX's Quant, which FINN writes there, is
+    taken first: edgec/frontend/qonnx.py): named all at once, where ONNX's checker would name the first and call
+    the model invalid."""
     local = {(f.domain, f.name) for f in model.functions}
     unknown: dict[str, list[str]] = {}
     for i, node in enumerate(model.graph.node):
@@ -119,10 +127,8 @@ def _refuse_unknown_operators(model: onnx.ModelProto, where) -> None:
     if unknown:
         named = "; ".join(f"{op} ({len(ns)} node{'s' if len(ns) > 1 else ''}: {', '.join(ns[:3])}"
                           f"{f' and {len(ns) - 3} more' if len(ns) > 3 else ''})" for op, ns in unknown.items())
-        hint = (" (a QONNX/FINN Quant: export QuantizeLinear/DequantizeLinear instead, e.g. Brevitas "
-                "export_onnx_qcdq)") if "Quant" in unknown else ""
         raise EdgecError(f"{where}: operators ONNX does not define, in its default domain: {named}; edgec builds "
-                         f"ONNX operators{hint}")
+                         "ONNX operators")
 
 
 def graph_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:

@@ -28,7 +28,7 @@ IDENTIFIER = b"TFL3"
 MAX_ELEMENTS = 1 << 31          # a tensor larger than this holds no model a microcontroller runs
 MAX_BYTES = 1 << 31             # a flatbuffer's own limit (32-bit offsets)
 # TensorType -> (element bytes, zero point range) of the types edgec reads
-ELEMENTS = {0: (4, None), 2: (4, (-2**31, 2**31 - 1)), 3: (1, (0, 255)), 4: (8, None), 7: (2, (-32768, 32767)),
+ELEMENTS = {0: (4, None), 1: (2, None), 2: (4, (-2**31, 2**31 - 1)), 3: (1, (0, 255)), 4: (8, None), 7: (2, (-32768, 32767)),
             9: (1, (-128, 127))}
 
 
@@ -99,10 +99,9 @@ WEIGHTED = {"FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV",
             "MUL", "UNIDIRECTIONAL_SEQUENCE_LSTM"}     # in float32 only in a float or dynamic-range model
 
 
-def check_quantized(model, sg, path: Path) -> None:
-    """A float or dynamic-range .tflite (TFLiteConverter without a representative dataset: a weighted layer, ADD
-    or MUL computes float32, or no tensor is int8, int16 or uint8) refused in one line saying what to do, whatever
-    its inputs are (int32 token ids; a float32 input: the graph input's own refusal says the same)."""
+def is_float_model(model, sg) -> bool:
+    """A float, float16-weights or dynamic-range .tflite (TFLiteConverter without a representative dataset): a
+    weighted layer, ADD or MUL computes float32, or no tensor is int8, int16 or uint8."""
     from tflite.utils import BUILTIN_OPCODE2NAME
 
     types, weighted = {sg.Tensors(i).Type() for i in range(sg.TensorsLength())}, False
@@ -112,15 +111,23 @@ def check_quantized(model, sg, path: Path) -> None:
         out = {sg.Tensors(int(k)).Type() for k in op.OutputsAsNumpy()}
         name = BUILTIN_OPCODE2NAME.get(max(code.BuiltinCode(), code.DeprecatedBuiltinCode()))
         weighted |= 0 in out and name in WEIGHTED
-    if weighted or (0 in types and not types & {3, 7, 9}):       # float32; uint8, int16, int8 (tflite.TensorType)
-        raise EdgecError(f"{path}: a float or dynamic-range .tflite (its layers compute float32): quantize it fully "
-                         "with TFLiteConverter (a representative dataset, TFLITE_BUILTINS_INT8), or give edgec the "
-                         "float model as ONNX with --calib")
+    return weighted or (0 in types and not types & {3, 7, 9})       # float32; uint8, int16, int8 (tflite.TensorType)
 
 
-def check_tensors(model, sg, path: Path) -> None:
+def check_quantized(model, sg, path: Path) -> None:
+    """A float or dynamic-range .tflite refused in one line saying what to do (the quantized importer's check:
+    edgec builds such a file with a calibration set, edgec/frontend/tflite_float.py), whatever its inputs are
+    (int32 token ids; a float32 input: the graph input's own refusal says the same)."""
+    if is_float_model(model, sg):
+        raise EdgecError(f"{path}: a float or dynamic-range .tflite (its layers compute float32): edgec quantizes "
+                         "it from a calibration set: give --calib FILE.npz (x: (N, *input shape)), or quantize it "
+                         "fully with TFLiteConverter (a representative dataset, TFLITE_BUILTINS_INT8), or give "
+                         "edgec the float model as ONNX with --calib")
+
+
+def check_tensors(model, sg, path: Path, float_ok: bool = False) -> None:
     """Every tensor of the subgraph sound (see the module doc), else one EdgecError naming it; then
-    check_quantized."""
+    check_quantized (not for a float model's translation: float_ok)."""
     buffers = model.BuffersLength()
     for i in range(sg.TensorsLength()):
         t = sg.Tensors(i)
@@ -162,4 +169,5 @@ def check_tensors(model, sg, path: Path) -> None:
             if not 0 <= axis < len(shape) or shape[axis] != scales.size:
                 raise bad(f"has {scales.size} scales along axis {axis} of shape {shape}; one per channel needed")
 
-    check_quantized(model, sg, path)
+    if not float_ok:
+        check_quantized(model, sg, path)

@@ -755,3 +755,206 @@ void edgec_conv2d_window4_s8(const edgec_conv2d_im2col_params *p, const int8_t *
 {
     edgec_window_run(p, input, weights, rq, scratch, output, 1);
 }
+
+/* ---- edgec_conv2d_rgb3x3_s8: a 3x3 convolution of a 3-channel input (an image model's first layer; packing in
+ * edgec/ops/conv/rgb3x3.py). A kernel row of an output pixel is 9 contiguous input bytes (3 pixels x 3 channels),
+ * so the window's 27 taps are read straight from the input as 6 unaligned words (bytes 0-3 and 4-7 of each kernel
+ * row) and the 3 bytes 8, widened as the 2x4 block reads them (edgec_win_widen2x): 28 taps a pixel (one zero
+ * weight), 14 k-steps, not window4's 36 taps of channels padded to 4 (18 k-steps) and its ring of widened rows.
+ * The taps of an output row's pixel pairs go to scratch, 28 words a pair, and one call of the 2x4 block's row
+ * assembly runs all the row's pairs (edgec_window4_row28_all; elsewhere edgec_window4_pair pair by pair). Kernel
+ * rows outside the image read a row of zero points (after the pairs' taps in scratch); pixels whose window crosses
+ * the left or right edge are copied with zero points into a 9-byte row each first. */
+#if defined(EDGEC_DSP_NATIVE) && !defined(__clang__)
+#define EDGEC_WIN_ASM_STEPS28                                                                      \
+    EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP      \
+        EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP  \
+            EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP
+EDGEC_WIN4_ASM_ROW(edgec_window4_row28_all, EDGEC_WIN_ASM_STEPS28, "")
+#endif
+
+/* the 4 bytes at s as a little-endian word (unaligned) */
+EDGEC_INLINE uint32_t edgec_rgb_word(const int8_t *s)
+{
+#ifdef EDGEC_DSP_NATIVE
+    uint32_t v;
+    memcpy(&v, s, 4);
+    return v;
+#else
+    return (uint32_t)(uint8_t)s[0] | (uint32_t)(uint8_t)s[1] << 8 | (uint32_t)(uint8_t)s[2] << 16 |
+           (uint32_t)(uint8_t)s[3] << 24;
+#endif
+}
+
+/* int16 a in the low half, b in the high half */
+EDGEC_INLINE uint32_t edgec_rgb_halves(int32_t a, int32_t b)
+{
+    return (uint32_t)(uint16_t)(int16_t)a | (uint32_t)(uint16_t)(int16_t)b << 16;
+}
+
+/* The 28 words of taps of a pixel pair: pixel 0's kernel rows at a0, a1, a2, pixel 1's at b0, b1, b2 (9 bytes each):
+ * per row the groups of bytes 0-3 and 4-7, then the group (row 0's byte 8, row 1's, row 2's, 0), as the 2x4 block
+ * reads a group: (t0, t2) of both pixels, then (t1, t3) of both (the 4th tap is junk that a zero weight meets). */
+EDGEC_INLINE void edgec_rgb_pair(const int8_t *a0, const int8_t *a1, const int8_t *a2, const int8_t *b0,
+                                 const int8_t *b1, const int8_t *b2, edgec_w32 *dst)
+{
+    edgec_win_widen2x(&dst, edgec_rgb_word(a0), edgec_rgb_word(b0));
+    edgec_win_widen2x(&dst, edgec_rgb_word(a0 + 4), edgec_rgb_word(b0 + 4));
+    edgec_win_widen2x(&dst, edgec_rgb_word(a1), edgec_rgb_word(b1));
+    edgec_win_widen2x(&dst, edgec_rgb_word(a1 + 4), edgec_rgb_word(b1 + 4));
+    edgec_win_widen2x(&dst, edgec_rgb_word(a2), edgec_rgb_word(b2));
+    edgec_win_widen2x(&dst, edgec_rgb_word(a2 + 4), edgec_rgb_word(b2 + 4));
+    dst[0] = edgec_rgb_halves(a0[8], a2[8]);
+    dst[1] = edgec_rgb_halves(b0[8], b2[8]);
+    dst[2] = (uint32_t)(int32_t)a1[8];
+    dst[3] = (uint32_t)(int32_t)b1[8];
+}
+
+/* `count` pixel pairs whose windows are inside the image columns, pair by pair as edgec_rgb_pair lays them out: pixel
+ * 0's kernel rows at a, b, c (advanced by 2t bytes a pair), pixel 1's t = 3 * stride_w bytes further. On the Arm
+ * build one block of assembly for strides 1 and 2 (the offsets immediates): 56 instructions a pair, gcc's C about
+ * 100 (it kept the 6 row pointers on the stack). */
+#if defined(EDGEC_DSP_NATIVE) && !defined(__clang__)
+#define EDGEC_RGB_KROW(r, t)                                                                                          \
+    "ldr %[x], [%[" #r "]]\n\t"                                                                                      \
+    "ldr %[y], [%[" #r "], #" #t "]\n\t"                                                                              \
+    "sxtb16 %[d0], %[x]\n\tsxtb16 %[d1], %[y]\n\tsxtb16 %[d2], %[x], ror #8\n\tsxtb16 %[d3], %[y], ror #8\n\t"      \
+    "stmia %[o]!, {%[d0], %[d1], %[d2], %[d3]}\n\t"                                                                   \
+    "ldr %[x], [%[" #r "], #4]\n\t"                                                                                   \
+    "ldr %[y], [%[" #r "], #" #t "+4]\n\t"                                                                            \
+    "sxtb16 %[d0], %[x]\n\tsxtb16 %[d1], %[y]\n\tsxtb16 %[d2], %[x], ror #8\n\tsxtb16 %[d3], %[y], ror #8\n\t"      \
+    "stmia %[o]!, {%[d0], %[d1], %[d2], %[d3]}\n\t"
+#define EDGEC_RGB_PAIRS(name, t)                                                                                      \
+    static void name(const int8_t *a, const int8_t *b, const int8_t *c, edgec_w32 *dst, int32_t count)                 \
+    {                                                                                                                  \
+        register uint32_t r4 __asm__("r4"), r5 __asm__("r5"), r6 __asm__("r6"), r8 __asm__("r8");                      \
+        uint32_t x, y;                                                                                                 \
+        if (count <= 0) return;                                                                                        \
+        __asm__ volatile("1:\n\t" EDGEC_RGB_KROW(a, t) EDGEC_RGB_KROW(b, t) EDGEC_RGB_KROW(c, t)                        \
+                         "ldrsb %[d0], [%[a], #8]\n\t" /* (row 0's byte 8, row 2's) of both, row 1's of both */      \
+                         "ldrsb %[d2], [%[c], #8]\n\t"                                                                \
+                         "pkhbt %[d0], %[d0], %[d2], lsl #16\n\t"                                                     \
+                         "ldrsb %[d1], [%[a], #" #t "+8]\n\t"                                                         \
+                         "ldrsb %[d3], [%[c], #" #t "+8]\n\t"                                                         \
+                         "pkhbt %[d1], %[d1], %[d3], lsl #16\n\t"                                                     \
+                         "ldrsb %[d2], [%[b], #8]\n\t"                                                                \
+                         "ldrsb %[d3], [%[b], #" #t "+8]\n\t"                                                         \
+                         "stmia %[o]!, {%[d0], %[d1], %[d2], %[d3]}\n\t"                                              \
+                         "add %[a], %[a], #2*" #t "\n\t"                                                              \
+                         "add %[b], %[b], #2*" #t "\n\t"                                                              \
+                         "add %[c], %[c], #2*" #t "\n\t"                                                              \
+                         "subs %[k], %[k], #1\n\t"                                                                    \
+                         "bne 1b"                                                                                     \
+                         : [o] "+r"(dst), [a] "+r"(a), [b] "+r"(b), [c] "+r"(c), [k] "+r"(count), [x] "=&r"(x),      \
+                           [y] "=&r"(y), [d0] "=&r"(r4), [d1] "=&r"(r5), [d2] "=&r"(r6), [d3] "=&r"(r8)                \
+                         :                                                                                             \
+                         : "cc", "memory");                                                                            \
+    }
+EDGEC_RGB_PAIRS(edgec_rgb_pairs_s1, 3)
+EDGEC_RGB_PAIRS(edgec_rgb_pairs_s2, 6)
+#endif
+static void edgec_rgb_pairs(const int8_t *a, const int8_t *b, const int8_t *c, int32_t t, edgec_w32 *dst,
+                            int32_t count)
+{
+#if defined(EDGEC_DSP_NATIVE) && !defined(__clang__)
+    if (t == 3) {
+        edgec_rgb_pairs_s1(a, b, c, dst, count);
+        return;
+    }
+    if (t == 6) {
+        edgec_rgb_pairs_s2(a, b, c, dst, count);
+        return;
+    }
+#endif
+    for (; count > 0; --count, a += 2 * t, b += 2 * t, c += 2 * t, dst += 28) {
+        edgec_rgb_pair(a, b, c, a + t, b + t, c + t, dst);
+    }
+}
+
+/* The 9 bytes of kernel row `row` (input columns ix..ix + 2, 3 channels each) of a window crossing the left or
+ * right edge, the columns outside the image the zero point zp */
+static void edgec_rgb_edge_row(const int8_t *row, int32_t ix, int32_t in_w, int8_t zp, int8_t *dst)
+{
+    int32_t j, c;
+    for (j = 0; j < 3; ++j) {
+        for (c = 0; c < 3; ++c) dst[3 * j + c] = ix + j >= 0 && ix + j < in_w ? row[3 * (ix + j) + c] : zp;
+    }
+}
+
+/* edgec_rgb_pair of a pair whose windows cross the left or right edge (pixels ix0, ix1 of the kernel rows r), through
+ * 9-byte rows with zero points (a function of its own: its rows are on the stack only while it runs) */
+static EDGEC_NOINLINE void edgec_rgb_edge_pair(const int8_t *const r[3], int32_t ix0, int32_t ix1, int32_t in_w,
+                                               int8_t zp, edgec_w32 *dst)
+{
+    int8_t e[6][9];
+    int32_t ky;
+    for (ky = 0; ky < 3; ++ky) {
+        edgec_rgb_edge_row(r[ky], ix0, in_w, zp, e[ky]);
+        edgec_rgb_edge_row(r[ky], ix1, in_w, zp, e[3 + ky]);
+    }
+    edgec_rgb_pair(e[0], e[1], e[2], e[3], e[4], e[5], dst);
+}
+
+void edgec_conv2d_rgb3x3_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                            const edgec_rq *rq, int8_t *scratch, int8_t *output)
+{
+    const int32_t in_w = p->in_w, in_h = p->in_h, out_w = p->out_w, out_c = p->out_c, s = p->stride_w;
+    const int32_t pairs = (out_w + 1) >> 1;
+    const int8_t zp = (int8_t)p->input_zp;
+    edgec_w32 *const cols = (edgec_w32 *)(void *)scratch;
+    int8_t *const zprow = scratch + 112 * pairs;
+    const int full = p->act_min == -128 && p->act_max == 127;
+    /* edgec_window4_pick's choice for 28 words (not the function: it would link window4's other assembly) */
+    const edgec_b24_pixels_fn pixels4 = full ? edgec_window4_pixels_full : edgec_window4_pixels_clamped;
+    edgec_win4_row_fn row4 = 0;
+    int32_t oy, i, ky, lo = 0, hi;
+#if defined(EDGEC_DSP_NATIVE) && !defined(__clang__)
+    if (full && (out_c & 3) == 0) { /* the row assembly where every record's neg is -1 (edgec_window4_pick_row's test) */
+        for (i = 0; i < out_c && rq[i].neg == -1; ++i) {
+        }
+        if (i == out_c) row4 = edgec_window4_row28_all;
+    }
+#endif
+    /* the pairs lo..hi - 1: both pixels' windows inside the image columns (every row alike) */
+    while (lo < out_w >> 1 && 2 * lo * s - p->pad_left < 0) ++lo;
+    hi = lo;
+    while (hi < out_w >> 1 && (2 * hi + 1) * s - p->pad_left + 3 <= in_w) ++hi;
+    memset(zprow, zp, (size_t)(3 * in_w));
+    for (oy = 0; oy < p->out_h; ++oy) {
+        const int8_t *r[3];
+        int8_t *const o = output + oy * out_w * out_c;
+        int32_t first = 0;
+        for (ky = 0; ky < 3; ++ky) {
+            const int32_t iy = oy * p->stride_h - p->pad_top + ky;
+            r[ky] = iy >= 0 && iy < in_h ? input + iy * 3 * in_w : zprow;
+        }
+        if (hi > lo) {
+            const int32_t x0 = 3 * (2 * lo * s - p->pad_left);
+            edgec_rgb_pairs(r[0] + x0, r[1] + x0, r[2] + x0, 3 * s, cols + 28 * lo, hi - lo);
+        }
+        for (i = 0; i < pairs; ++i) {
+            int32_t ix0, ix1;
+            edgec_w32 *dst;
+            if (i == lo) i = hi; /* the pairs edgec_rgb_pairs read */
+            if (i >= pairs) break;
+            ix0 = 2 * i * s - p->pad_left;
+            ix1 = 2 * i + 1 < out_w ? ix0 + s : ix0;
+            dst = cols + 28 * i;
+            if (ix0 >= 0 && ix1 + 3 <= in_w) {
+                edgec_rgb_pair(r[0] + 3 * ix0, r[1] + 3 * ix0, r[2] + 3 * ix0, r[0] + 3 * ix1, r[1] + 3 * ix1,
+                               r[2] + 3 * ix1, dst);
+            } else {
+                edgec_rgb_edge_pair(r, ix0, ix1, in_w, zp, dst);
+            }
+        }
+        if (row4) { /* the pairs with both pixels in one call */
+            row4(cols, 28, (const edgec_w32 *)weights, rq, out_c >> 2, o, out_c, out_w >> 1, 112);
+            first = out_w >> 1;
+        }
+        for (i = first; i < pairs; ++i) {
+            int8_t *const o0 = o + 2 * i * out_c;
+            edgec_window4_pair(p, pixels4, cols + 28 * i, 28, (const edgec_w32 *)weights, rq, o0,
+                               2 * i + 1 < out_w ? o0 + out_c : o0);
+        }
+    }
+}

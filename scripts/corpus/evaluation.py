@@ -18,13 +18,14 @@ import argparse
 import hashlib
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import manifest  # noqa: E402
-from oracles import _stacked, onnx_inputs, onnx_runs, shipped_inputs  # noqa: E402
+from oracles import _stacked, as_onnx, onnx_inputs, onnx_runs, shipped_inputs  # noqa: E402
 
 EVAL_SAMPLES = 32
 EVAL_START = 32          # the exporters drew 32 samples (BatchNorm statistics); calib.npz keeps the first 8
@@ -108,7 +109,9 @@ def evaluation_oracle(name: str, entry: dict) -> dict:
     path = manifest.CORPUS / entry["file"]
     x, recipe = evaluation_inputs(name, entry)
     calib = np.load(path.parent / "calib.npz")["x"].astype(np.float32)
-    floats, ints, note = onnx_runs(path, onnx_inputs(path, name)[0], calib, x)
+    with tempfile.TemporaryDirectory() as tmp:      # (a float .tflite: its float ONNX translation)
+        source = as_onnx(path, Path(tmp))
+        floats, ints, note = onnx_runs(source, onnx_inputs(source, name)[0], calib, x)
     per_sample = 2 * sum(np.asarray(o).nbytes for o in floats[0])
     n = max(EVAL_MIN_SAMPLES, min(EVAL_SAMPLES, OUTPUT_BYTES // per_sample))
     x, floats, ints = x[:n], floats[:n], None if ints is None else ints[:n]
@@ -129,7 +132,8 @@ def main(argv=None) -> int:
     for name, entry in manifest.load().items():
         path = manifest.CORPUS / entry["file"]
         out = path.parent / "oracle.npz"
-        if (args.only and name not in args.only) or entry["format"] != "onnx" or not path.is_file() \
+        if (args.only and name not in args.only) or entry["format"] not in ("onnx", "tflite-float") \
+                or not path.is_file() \
                 or not out.is_file():
             continue
         oracle = dict(np.load(out))

@@ -84,7 +84,7 @@ class BrevitasKws(nn.Module):
     """A DS-CNN keyword spotter (MLPerf Tiny's shape, narrower) of Brevitas quantized layers: per-channel weights
     of `bits` bits, per-tensor activations, int8 symmetric (`asym` False, int32 biases) or uint8 asymmetric."""
 
-    def __init__(self, bits: int, asym: bool, classes: int = 12, c: int = 32):
+    def __init__(self, bits: int, asym: bool, classes: int = 12, c: int = 32, act_bits: int = 8):
         super().__init__()
         import brevitas.nn as qnn
         from brevitas.quant import (Int8ActPerTensorFloat, Int8WeightPerChannelFloat, Int32Bias,
@@ -96,12 +96,11 @@ class BrevitasKws(nn.Module):
         w = dict(weight_quant=Int8WeightPerChannelFloat, weight_bit_width=bits, bias_quant=bias,
                  return_quant_tensor=not asym)
         self.inp = qnn.QuantIdentity(act_quant=act, return_quant_tensor=True)
-        layers = [qnn.QuantConv2d(1, c, (10, 4), stride=2, padding=(5, 1), **w),
-                  qnn.QuantReLU(act_quant=relu, return_quant_tensor=True)]
+        r = dict(act_quant=relu, return_quant_tensor=True, bit_width=act_bits)    # the ReLUs' width
+        layers = [qnn.QuantConv2d(1, c, (10, 4), stride=2, padding=(5, 1), **w), qnn.QuantReLU(**r)]
         for _ in range(2):
-            layers += [qnn.QuantConv2d(c, c, 3, padding=1, groups=c, **w),
-                       qnn.QuantReLU(act_quant=relu, return_quant_tensor=True),
-                       qnn.QuantConv2d(c, c, 1, **w), qnn.QuantReLU(act_quant=relu, return_quant_tensor=True)]
+            layers += [qnn.QuantConv2d(c, c, 3, padding=1, groups=c, **w), qnn.QuantReLU(**r),
+                       qnn.QuantConv2d(c, c, 1, **w), qnn.QuantReLU(**r)]
         self.body = nn.Sequential(*layers)
         self.pool = nn.AdaptiveAvgPool2d(1)
         self.pooled = qnn.QuantIdentity(act_quant=act, return_quant_tensor=True)
@@ -111,15 +110,16 @@ class BrevitasKws(nn.Module):
         return self.fc(self.pooled(self.pool(self.body(self.inp(x)))).flatten(1))
 
 
-def brevitas_qcdq(name: str, bits: int, asym: bool) -> tuple[Path, dict, str]:
+def brevitas_qcdq(name: str, bits: int, asym: bool, qonnx: bool = False, act_bits: int = 8
+                  ) -> tuple[Path, dict, str]:
     """Brevitas layers, activation scales calibrated (brevitas.graph.calibrate.calibration_mode), then 60 steps
     of quantization-aware training on a seeded synthetic task, exported with export_onnx_qcdq (TorchScript: the
-    dynamo path takes no int32 biases)."""
-    from brevitas.export import export_onnx_qcdq
+    dynamo path takes no int32 biases), or with export_qonnx (`qonnx`: QONNX Quant nodes, as FINN reads them)."""
+    from brevitas.export import export_onnx_qcdq, export_qonnx
     from brevitas.graph.calibrate import calibration_mode
 
     torch.manual_seed(sum(map(ord, name)))
-    model = BrevitasKws(bits, asym)
+    model = BrevitasKws(bits, asym, act_bits=act_bits)
     x = torch.from_numpy(inputs(name, (1, 49, 10), 256))
     labels = (x.flatten(1) @ torch.randn(490, 12)).argmax(1)       # a task whose classes depend on the input
     model.eval()
@@ -137,13 +137,19 @@ def brevitas_qcdq(name: str, bits: int, asym: bool) -> tuple[Path, dict, str]:
     folder = manifest.CORPUS / name
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / "model.onnx"
-    export_onnx_qcdq(model, args=x[:1], export_path=str(out), opset_version=13, dynamo=False)
+    if qonnx:
+        export_qonnx(model, args=x[:1], export_path=str(out), opset_version=13, dynamo=False)
+    else:
+        export_onnx_qcdq(model, args=x[:1], export_path=str(out), opset_version=13, dynamo=False)
     manifest.save_calibration(folder, x.numpy())
     kind = f"{bits}-bit per-channel weights, " + ("uint8 asymmetric activations, float biases" if asym
                                                    else "int8 symmetric activations, int32 biases")
+    if act_bits != 8:
+        kind += f", {act_bits}-bit ReLU outputs"
     return out, {"architecture": "scripts/corpus/export_qdq_tools.py (BrevitasKws: DS-CNN of Brevitas layers)",
                  "weights": "random (seeded), calibrated, 60 QAT steps on a seeded synthetic task",
-                 "exporter": f"brevitas {_version('brevitas')} export_onnx_qcdq (TorchScript, opset 13; {kind}), "
+                 "exporter": f"brevitas {_version('brevitas')} {'export_qonnx' if qonnx else 'export_onnx_qcdq'} "
+                 f"(TorchScript, opset 13; {kind}), "
                  f"torch {torch.__version__}"}, OWN
 
 
@@ -161,6 +167,8 @@ MODELS = {
     "brevitas_kws_int8_sym": ("kws", lambda n: brevitas_qcdq(n, 8, False)),
     "brevitas_kws_uint8_asym": ("kws", lambda n: brevitas_qcdq(n, 8, True)),
     "brevitas_kws_int4_weights": ("kws", lambda n: brevitas_qcdq(n, 4, False)),
+    "brevitas_qonnx_kws_int8": ("kws", lambda n: brevitas_qcdq(n, 8, False, qonnx=True)),
+    "brevitas_qonnx_kws_w4a4": ("kws", lambda n: brevitas_qcdq(n, 4, True, qonnx=True, act_bits=4)),
 }
 
 

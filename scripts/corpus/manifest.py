@@ -95,9 +95,17 @@ def record(name: str, kind: str, file: Path, source: dict, license: str, committ
     return entries[name]
 
 
+def file_format(file: Path) -> str:
+    """"onnx", "tflite" (quantized: built with the file's own scales) or "tflite-float" (a float, float16 or
+    dynamic-range .tflite: built from calib.npz, judged as an .onnx is, on its float ONNX translation)."""
+    from edgec.frontend import tflite_float
+
+    return "tflite-float" if tflite_float.float_tflite(file) else file.suffix[1:]
+
+
 def _entry(name, kind, file, source, license, committed, regenerate, extra) -> dict:
     return {"name": name, "file": str(file.relative_to(CORPUS)), "kind": kind,
-                     "format": file.suffix[1:], "source": source, "license": license,
+                     "format": file_format(file), "source": source, "license": license,
                      "sha256": sha256(file), "content_sha256": content_sha256(file), "committed": committed,
                      "regenerate": regenerate, **extra}
 

@@ -109,6 +109,18 @@ def float_inputs(oracle) -> np.ndarray:
     return ((oracle["x_q"].astype(np.float64) - int(oracle["x_zero_point"])) * float(oracle["x_scale"])).astype(np.float32)
 
 
+def as_onnx(path: Path, folder: Path) -> Path:
+    """The .onnx ONNX Runtime runs for a model: itself, or a float .tflite's float ONNX translation (edgec's,
+    edgec/frontend/tflite_float.py: the float model edgec quantizes), written into folder."""
+    if path.suffix != ".tflite":
+        return path
+    import onnx
+    from edgec.frontend import tflite_float
+    out = folder / "translated.onnx"
+    onnx.save(tflite_float.to_onnx(path), str(out))
+    return out
+
+
 def onnx_inputs(path: Path, name: str):
     import onnx
     model = onnx.load(str(path), load_external_data=False)
@@ -132,6 +144,11 @@ def onnx_runs(path: Path, input_name: str, calib: np.ndarray, x: np.ndarray):
     import onnxruntime as ort
     from onnxruntime import quantization as q
 
+    import qonnx_exec
+    if qonnx_exec.is_qonnx(path):     # Quant nodes (Brevitas export_qonnx): ONNX Runtime has no kernel for them
+        sess = qonnx_exec.session(path)
+        return [sess.run(None, {input_name: xi[None]}) for xi in x], None, \
+            "QONNX semantics in NumPy (scripts/corpus/qonnx_exec.py: onnx.reference + QONNX's Quant); no ORT INT8"
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     floats = [sess.run(None, {input_name: xi[None]}) for xi in x]
 
@@ -182,7 +199,9 @@ def shipped_inputs(name: str, n: int, shape, salt: int, value_range=None) -> np.
 
 
 def onnx_oracle(name: str, path: Path, value_range=None) -> dict:
-    input_name, shape = onnx_inputs(path, name)
+    """ONNX Runtime's float and static INT8 outputs (a float .tflite: on its float ONNX translation)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        input_name, shape = onnx_inputs(as_onnx(path, Path(tmp)), name)
     n = samples(shape, 4)
     calib_file = path.parent / "calib.npz"
     if calib_file.is_file():
@@ -196,7 +215,8 @@ def onnx_oracle(name: str, path: Path, value_range=None) -> dict:
         calib = calib[:8] if calib.nbytes > INPUT_BYTES else calib  # large inputs: 8 (the same first draws)
         x = shipped_inputs(name, n, shape, 2, value_range)
         np.savez_compressed(calib_file, x=calib)
-    floats, ints, note = onnx_runs(path, input_name, calib, x)
+    with tempfile.TemporaryDirectory() as tmp:
+        floats, ints, note = onnx_runs(as_onnx(path, Path(tmp)), input_name, calib, x)
     arrays = _stacked("float", floats)
     if ints is not None:
         arrays.update(_stacked("ort_int8_", ints))

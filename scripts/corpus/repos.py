@@ -29,6 +29,7 @@ TFLM_PR1341 = {c[:7]: ("tensorflow/tflite-micro", c, "Apache-2.0") for c in (
     "466a4818226c2479413c89a18405f0c2226c8eaa", "7b77ef528c72bf253ff0d8037dec2b428abbb2e9",
     "6aee91db4aba5e6ead0e5eeefbce4b47d9ac3752")}
 TINY_V13 = ("mlcommons/tiny_results_v1.3", "cd605ea0981306693c9e19765a15801c776988dc", "Apache-2.0")
+TINY_V12 = ("mlcommons/tiny_results_v1.2", "cadb362343f559d459e7cdb8748685ba76b9eb23", "Apache-2.0")
 TINY_V07 = ("mlcommons/tiny_results_v0.7", "64623f41b6721bdff6d0133a524c63a003123b3b", "Apache-2.0")
 # small GitHub projects that ship a .tflite and state no license: fetched, never committed
 NO_LICENSE = "none stated (the author's; not committed)"
@@ -90,13 +91,17 @@ FILES = [
     ("tiny13_kj_ic_resnet_qdq", "classification", TINY_V13, "closed/kai_jiang/code/ic/K1_BOARD_V1.0/models/resnet.onnx", True),
     ("tiny13_kj_vww_mobilenet_v1_qdq", "classification", TINY_V13,
      "closed/kai_jiang/code/vww/K1_BOARD_614.4MHz_V1.0/models/mobilenet_v1.onnx", True),
+    # float .tflite files (TFLiteConverter without a representative dataset): edgec quantizes them from calib.npz
+    ("tflm_hello_world_float", "regression", TFLM, "tensorflow/lite/micro/examples/hello_world/models/hello_world_float.tflite", True),
+    ("tiny12_qualcomm_kws_float", "kws", TINY_V12, "closed/Qualcomm/models/kws_saved_model.tflite", True),
     ("gh_predictive_maintenance_mlp", "anomaly", PREDICTIVE, "model_full_integer_quant.tflite", False),
     ("gh_rock_paper_scissors_mnv2", "classification", RPS, "model.tflite", False),
 ]
 
 
 # a shipped .onnx fed other than values in [0, 1]: the range oracles.py draws its inputs from
-INPUT_RANGES = {"tiny13_kj_ic_resnet_qdq": [0, 255]}     # raw pixels: its input QuantizeLinear has scale 1
+INPUT_RANGES = {"tiny13_kj_ic_resnet_qdq": [0, 255],     # raw pixels: its input QuantizeLinear has scale 1
+                "tflm_hello_world_float": [0, 6.283]}    # the sine model: x in [0, 2 pi]
 
 
 def read(repo: str, commit: str, path: str, mirror: Path | None) -> bytes:

@@ -126,16 +126,19 @@ def banded(low, band_w: int):
     return low.replace(params=params, scratch_bytes=low.kernel.scratch_bytes(params))
 
 
-def conv_cases(rng, lib, n, variant=GENERIC, pointwise=False, bands=False, strided_1x1=False, single_channel=False):
+def conv_cases(rng, lib, n, variant=GENERIC, pointwise=False, bands=False, strided_1x1=False, single_channel=False,
+               rgb=False):
     """variant: the generic im2col kernel or one of its speed variants (edgec/ops/conv/im2col.py; applied to every
     case, where a build would offer it or not);
     pointwise: only 1x1, stride-1, unpadded convolutions (odd pixel and channel counts included);
     strided_1x1: only 1x1 convolutions, strides 1 to 3 (blocked4 gathers their pixels from the input);
     bands: the window kernels on column bands of a random width (`banded`);
-    single_channel: one input channel (blocked4_padded: its band of the padded input, any kernel width)."""
+    single_channel: one input channel (blocked4_padded: its band of the padded input, any kernel width);
+    rgb: only 3x3 convolutions of 3 input channels (an image model's first layer: the rgb3x3 variant)."""
     for _ in range(n):
-        in_c, out_c = 1 if single_channel else channels(rng), channels(rng)
-        k_h, k_w = (1, 1) if pointwise or strided_1x1 else (int(v) for v in rng.integers(1, 6, size=2))
+        in_c, out_c = 1 if single_channel else 3 if rgb else channels(rng), channels(rng)
+        k_h, k_w = (1, 1) if pointwise or strided_1x1 else (3, 3) if rgb else (int(v) for v in
+                                                                              rng.integers(1, 6, size=2))
         side = 24 if in_c * out_c < 256 else 7          # big images with few channels, small ones with many
         in_h, in_w = (int(v) for v in rng.integers(1, side + 1, size=2))
         strides = (1, 1) if pointwise else (int(v) for v in rng.integers(1, 4, size=2))
@@ -434,6 +437,7 @@ SWEEPS = {"conv2d_im2col": (conv_cases, 300), "conv2d_blocked": (partial(conv_ca
           "conv2d_window": (partial(conv_cases, variant="window"), 300),
           "conv2d_window4": (partial(conv_cases, variant="window4"), 300),
           "conv2d_window_bands": (partial(conv_cases, variant="window", bands=True), 200),
+          "conv2d_rgb3x3": (partial(conv_cases, variant="rgb3x3", rgb=True), 200),
           "conv2d_window4_bands": (partial(conv_cases, variant="window4", bands=True), 200),
           "depthwise_conv2d_3x3": (depthwise_cases, 300),
           "depthwise_conv2d_3x3_fused": (partial(depthwise_cases, variant="fused"), 300),
@@ -613,11 +617,13 @@ def test_blocked4_reads_inside_single_channel_windows_from_the_input(shape, lib)
 
 
 def test_window4_is_the_default_of_kxk_convolutions_of_whole_channel_groups_on_dsp_cores():
-    """On a core with the DSP extension a 3x3 convolution of 8 input channels, or of 3 (an image model's first
-    layer), runs on the 2x4 window kernel; one of 6 (whose rows window4 would widen byte by byte) keeps the 2x2
-    window kernel, and so does a core without the extension (window4's portable loop was not measured there)."""
+    """On a core with the DSP extension a 3x3 convolution of 8 input channels runs on the 2x4 window kernel, one of 3
+    (an image model's first layer) on rgb3x3 (the same block over taps read from the input); one of 6 (whose rows
+    window4 would widen byte by byte) keeps the 2x2 window kernel, and so does a core without the extension
+    (window4's portable loop was not measured there)."""
     rng = np.random.default_rng(4)
-    for in_c, dsp, want in ((8, True, "window4"), (3, True, "window4"), (6, True, "window"), (8, False, "window")):
+    for in_c, dsp, want in ((8, True, "window4"), (3, True, "rgb3x3"), (6, True, "window"), (8, False, "window"),
+                            (3, False, "window")):
         p = _conv_params(rng, 6, 6, in_c, 5, dict(k_h=3, k_w=3, stride_h=1, stride_w=1, dil_h=1, dil_w=1, pad_top=1,
                                                   pad_left=1, out_h=6, out_w=6))
         op = weighted_op("conv2d", p, i8(rng, (5, 3, 3, in_c)), *_requant(rng, 5, 9 * in_c))

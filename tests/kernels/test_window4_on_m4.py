@@ -6,7 +6,8 @@ with the NumPy reference: a 3-channel 3x3 stride-2 first layer on an odd width (
 a pixel: passes and a tail) to 12 channels, a 3x3 convolution of 12 channels to 8 (108 taps: passes and both
 tails; the output range clamped by the ReLU6), one of 8 channels to 16 (72 taps, no activation: the full-range
 assembly with a tail of 8 words), and one of 16 channels to 6, padded on one side only (144 taps: whole passes, the full-range assembly loop
-over the blocks, and a partial last block through the kernel's buffer)."""
+over the blocks, and a partial last block through the kernel's buffer). The 3-channel first layers run on rgb3x3
+(the same 2x4 block over taps read from the input: tests/kernels/test_rgb3x3_on_m4.py), the others on window4."""
 from __future__ import annotations
 
 import numpy as np
@@ -19,8 +20,8 @@ from edgec import api
 
 
 def _runs_window4_bit_exact(tmp_path, rng, model):
-    """`model` ([1, 3, 11, 13] in) built for qemu-cortex-m4 with every convolution on window4, and its device
-    output equal to the NumPy reference on 8 samples."""
+    """`model` ([1, 3, 11, 13] in) built for qemu-cortex-m4 with every convolution but the first on window4, and its
+    device output equal to the NumPy reference on 8 samples."""
     onnx.checker.check_model(model)
     path = tmp_path / "model.onnx"
     onnx.save(model, path)
@@ -29,7 +30,7 @@ def _runs_window4_bit_exact(tmp_path, rng, model):
     out = tmp_path / "build"
     report = api.build(path, tmp_path / "calib.npz", "qemu-cortex-m4", out, tuning_log=tmp_path / "none.json")
     text = (out / "model" / f"{report['model']}.c").read_text()
-    assert text.count("edgec_conv2d_window4_s8(") == 4
+    assert text.count("edgec_conv2d_window4_s8(") == 3 and text.count("edgec_conv2d_rgb3x3_s8(") == 1
     r = api.bench(out, tmp_path / "test.npz")
     assert r["samples"] == 8 and r["agreement"]["device_vs_reference"] == 1.0
 

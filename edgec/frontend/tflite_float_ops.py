@@ -1,0 +1,244 @@
+"""The float TFLite operators edgec/frontend/tflite_float.py translates into ONNX, one function each
+(`tx`: its Translator): OPS maps a builtin operator's name to its translation. Each writes the ONNX nodes that
+compute what TF Lite's float kernel computes (TFLite's SAME padding: the odd pixel at the bottom / right; an
+average pool divides by the pixels inside the input; a fused activation after its layer)."""
+from __future__ import annotations
+
+import numpy as np
+
+TO_NCHW, TO_NHWC = (0, 3, 1, 2), (0, 2, 3, 1)        # the file's (channels-last) axes <-> channels-first
+
+
+class Untranslatable(Exception):
+    """An operator the translation cannot express (collected, then named together)."""
+
+FUSED = {0: None, 1: ("Relu", {}), 2: ("Clip", (-1.0, 1.0)), 3: ("Clip", (0.0, 6.0)), 4: ("Tanh", {})}
+
+
+def _ins(op) -> list[int]:
+    return [int(k) for k in op.InputsAsNumpy()]
+
+
+def _out(op) -> int:
+    return int(op.OutputsAsNumpy()[0])
+
+
+def _fused(tx, y: str, code: int, base: str) -> str:
+    if code not in FUSED:
+        raise Untranslatable(f"fused activation {code}")
+    act = FUSED[code]
+    if act is None:
+        return y
+    if act[0] == "Clip":
+        lo, hi = (tx.initializer(np.float32(v), f"{base}_clip") for v in act[1])
+        return tx.node("Clip", [y, lo, hi], base)
+    return tx.node(act[0], [y], base)
+
+
+def _pads(in_hw, out_hw, kernel, stride, dilation, same: bool) -> list[int]:
+    """ONNX pads [top, left, bottom, right] of TFLite's padding (SAME: the odd pixel at the end)."""
+    if not same:
+        return [0, 0, 0, 0]
+    total = [max(0, (o - 1) * s + (k - 1) * d + 1 - i) for i, o, k, s, d in zip(in_hw, out_hw, kernel, stride, dilation)]
+    return [t // 2 for t in total] + [t - t // 2 for t in total]
+
+
+def conv(tx, op):
+    depthwise = tx.op_name(op) == "DEPTHWISE_CONV_2D"
+    o = tx.options(op, "DepthwiseConv2DOptions" if depthwise else "Conv2DOptions")
+    x_k, w_k, *rest = _ins(op)
+    y_k = _out(op)
+    if not tx.is_const(w_k):
+        raise Untranslatable("weights computed at run time")
+    if len(tx.shape(x_k)) != 4:
+        raise Untranslatable(f"input of rank {len(tx.shape(x_k))}")
+    w = tx.const(w_k)                                   # [O, kh, kw, I] (depthwise: [1, kh, kw, C x M])
+    cin = tx.shape(x_k)[3]
+    w = w.transpose(3, 0, 1, 2) if depthwise else w.transpose(0, 3, 1, 2)     # ONNX [O, I / group, kh, kw]
+    stride, dil = [o.StrideH(), o.StrideW()], [o.DilationHFactor(), o.DilationWFactor()]
+    kernel = list(w.shape[2:])
+    pads = _pads(tx.shape(x_k)[1:3], tx.shape(y_k)[1:3], kernel, stride, dil, o.Padding() == 0)
+    ins = [tx.value(x_k, "nchw"), tx.initializer(w, f"{tx.tname(w_k)}_oihw")]
+    if rest and rest[0] >= 0:
+        ins.append(tx.initializer(tx.const(rest[0]).reshape(-1), tx.tname(rest[0])))
+    base = tx.tname(y_k)
+    y = tx.node("Conv", ins, f"{base}_conv" if o.FusedActivationFunction() else base, kernel_shape=kernel,
+                strides=stride, dilations=dil, pads=pads, group=cin if depthwise else 1)
+    tx.set(y_k, _fused(tx, y, o.FusedActivationFunction(), base), "nchw")
+
+
+def pool(tx, op):
+    o = tx.options(op, "Pool2DOptions")
+    x_k, y_k = _ins(op)[0], _out(op)
+    kernel, stride = [o.FilterHeight(), o.FilterWidth()], [o.StrideH(), o.StrideW()]
+    pads = _pads(tx.shape(x_k)[1:3], tx.shape(y_k)[1:3], kernel, stride, [1, 1], o.Padding() == 0)
+    average = tx.op_name(op) == "AVERAGE_POOL_2D"
+    base = tx.tname(y_k)
+    extra = {"count_include_pad": 0} if average else {}
+    y = tx.node("AveragePool" if average else "MaxPool", [tx.value(x_k, "nchw")],
+                f"{base}_pool" if o.FusedActivationFunction() else base, kernel_shape=kernel, strides=stride,
+                pads=pads, **extra)
+    tx.set(y_k, _fused(tx, y, o.FusedActivationFunction(), base), "nchw")
+
+
+def fully_connected(tx, op):
+    o = tx.options(op, "FullyConnectedOptions")
+    x_k, w_k, *rest = _ins(op)
+    y_k = _out(op)
+    if not tx.is_const(w_k):
+        raise Untranslatable("weights computed at run time")
+    w = tx.const(w_k)                                   # [units, features]
+    base = tx.tname(y_k)
+    x = tx.node("Reshape", [tx.value(x_k), tx.initializer(np.array([-1, w.shape[1]], np.int64), f"{base}_rows")],
+                f"{base}_rows")
+    ins = [x, tx.initializer(w, tx.tname(w_k))]
+    if rest and rest[0] >= 0:
+        ins.append(tx.initializer(tx.const(rest[0]).reshape(-1), tx.tname(rest[0])))
+    y = tx.node("Gemm", ins, f"{base}_gemm", transB=1)
+    shape = tx.out_shape(y_k, int(np.prod(tx.shape(x_k))) // w.shape[1] * w.shape[0])
+    if len(shape) != 2:
+        y = tx.node("Reshape", [y, tx.initializer(np.array(shape, np.int64), f"{base}_shape")], f"{base}_shaped")
+    tx.set(y_k, _fused(tx, y, o.FusedActivationFunction(), base), shape=shape)
+
+
+BINARY = {"ADD": ("Add", "AddOptions"), "SUB": ("Sub", "SubOptions"), "MUL": ("Mul", "MulOptions"),
+          "DIV": ("Div", "DivOptions"), "MAXIMUM": ("Max", None), "MINIMUM": ("Min", None),
+          "SQUARED_DIFFERENCE": ("Sub", None)}
+
+
+def binary(tx, op):
+    kind = tx.op_name(op)
+    onnx_op, opts = BINARY[kind]
+    a_k, b_k = _ins(op)[:2]
+    y_k = _out(op)
+    shape = np.broadcast_shapes(tx.shape(a_k), tx.shape(b_k))
+    rank = len(shape)
+    acts = [k for k in (a_k, b_k) if k in tx.values]
+    order = "nchw" if rank == 4 and any(tx.layout(k) == "nchw" and len(tx.shape(k)) == 4 for k in acts) else "nhwc"
+    if order == "nchw" and any(len(tx.shape(k)) != 4 for k in acts):
+        order = "nhwc"
+    base = tx.tname(y_k)
+    code = tx.options(op, opts).FusedActivationFunction() if opts and op.BuiltinOptions() is not None else 0
+    y = tx.node(onnx_op, [tx.operand(a_k, order, rank), tx.operand(b_k, order, rank)],
+                f"{base}_{onnx_op.lower()}" if code or kind == "SQUARED_DIFFERENCE" else base)
+    if kind == "SQUARED_DIFFERENCE":
+        y = tx.node("Mul", [y, y], base)
+    tx.set(y_k, _fused(tx, y, code, base), order, shape)
+
+
+UNARY = {"RELU": "Relu", "TANH": "Tanh", "LOGISTIC": "Sigmoid", "HARD_SWISH": None, "ELU": "Elu",
+         "ABS": "Abs", "EXP": "Exp", "SQRT": "Sqrt", "RSQRT": None, "NEG": "Neg", "LOG": "Log"}
+
+
+def unary(tx, op):
+    kind, x_k, y_k = tx.op_name(op), _ins(op)[0], _out(op)
+    order, base = tx.layout(x_k), tx.tname(y_k)
+    x = tx.value(x_k, order)
+    if kind in ("RELU6", "RELU_N1_TO_1", "RELU_0_TO_1"):
+        lo, hi = {"RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0), "RELU_0_TO_1": (0.0, 1.0)}[kind]
+        y = tx.node("Clip", [x, tx.initializer(np.float32(lo), f"{base}_lo"), tx.initializer(np.float32(hi), f"{base}_hi")],
+                    base)
+    elif kind == "LEAKY_RELU":
+        y = tx.node("LeakyRelu", [x], base, alpha=float(tx.options(op, "LeakyReluOptions").Alpha()))
+    elif kind == "HARD_SWISH":        # x * relu6(x + 3) / 6 (ONNX's HardSwish is opset 14)
+        y = tx.node("Mul", [x, tx.node("HardSigmoid", [x], f"{base}_gate", alpha=1 / 6, beta=0.5)], base)
+    elif kind == "RSQRT":
+        y = tx.node("Reciprocal", [tx.node("Sqrt", [x], f"{base}_sqrt")], base)
+    else:
+        y = tx.node(UNARY[kind], [x], base)
+    tx.set(y_k, y, order, tx.shape(x_k))
+
+
+def dequantize(tx, op):
+    x_k, y_k = _ins(op)[0], _out(op)
+    if not tx.is_const(x_k):
+        raise Untranslatable("a DEQUANTIZE of a run-time tensor (not a float model's weights)")
+    tx.folded[y_k] = tx.const(x_k)
+
+
+def reshape(tx, op):
+    """RESHAPE, SQUEEZE, EXPAND_DIMS: the output shape the file records (its shape operand, often computed at run
+    time from a Keras batch of None, is not read; a placeholder shape: from the shape signature, Translator.out_shape)."""
+    x_k, y_k = _ins(op)[0], _out(op)
+    base = tx.tname(y_k)
+    shape = tx.out_shape(y_k, int(np.prod(tx.shape(x_k))))
+    tx.set(y_k, tx.node("Reshape", [tx.value(x_k), tx.initializer(np.array(shape, np.int64), f"{base}_shape")], base),
+           shape=shape)
+
+
+def _axes(tx, op, x_k) -> list[int]:
+    rank = len(tx.shape(x_k))
+    return sorted({int(a) % rank for a in np.asarray(tx.raw(_ins(op)[1])).reshape(-1)})
+
+
+def mean(tx, op):
+    """MEAN, SUM, REDUCE_MAX, REDUCE_MIN; over the spatial axes of a 4-D value in its own order."""
+    x_k, y_k = _ins(op)[0], _out(op)
+    axes, keep = _axes(tx, op, x_k), int(tx.options(op, "ReducerOptions").KeepDims())
+    onnx_op = {"MEAN": "ReduceMean", "SUM": "ReduceSum", "REDUCE_MAX": "ReduceMax", "REDUCE_MIN": "ReduceMin"}[tx.op_name(op)]
+    order = tx.layout(x_k)
+    if order == "nchw" and (keep or axes == [1, 2]):
+        axes = sorted(TO_NCHW.index(a) for a in axes)
+    else:
+        order = "nhwc"
+    x = tx.value(x_k, order)
+    if onnx_op == "ReduceSum":           # opset 13: ReduceSum's axes are an input
+        y = tx.node(onnx_op, [x, tx.initializer(np.array(axes, np.int64), f"{tx.tname(y_k)}_axes")], tx.tname(y_k),
+                    keepdims=keep)
+    else:
+        y = tx.node(onnx_op, [x], tx.tname(y_k), axes=axes, keepdims=keep)
+    kept = [1 if a in _axes(tx, op, x_k) else d for a, d in enumerate(tx.shape(x_k))]
+    tx.set(y_k, y, order if keep else "nhwc",
+           tuple(kept) if keep else tuple(d for a, d in enumerate(tx.shape(x_k)) if a not in _axes(tx, op, x_k)))
+
+
+def softmax(tx, op):
+    x_k, y_k = _ins(op)[0], _out(op)
+    beta, base = float(tx.options(op, "SoftmaxOptions").Beta()), tx.tname(y_k)
+    x = tx.value(x_k)
+    if beta != 1.0:
+        x = tx.node("Mul", [x, tx.initializer(np.float32(beta), f"{base}_beta")], f"{base}_scaled")
+    tx.set(y_k, tx.node("Softmax", [x], base, axis=-1), shape=tx.shape(x_k))
+
+
+def concat(tx, op):
+    o = tx.options(op, "ConcatenationOptions")
+    ins, y_k = [k for k in _ins(op) if k >= 0], _out(op)
+    rank = len(tx.shape(y_k))
+    axis = o.Axis() % rank
+    order = "nchw" if rank == 4 and any(tx.layout(k) == "nchw" for k in ins if k in tx.values) else "nhwc"
+    if order == "nchw":
+        axis = TO_NCHW.index(axis)
+    base = tx.tname(y_k)
+    y = tx.node("Concat", [tx.value(k, order) for k in ins], f"{base}_cat" if o.FusedActivationFunction() else base,
+                axis=axis)
+    tx.set(y_k, _fused(tx, y, o.FusedActivationFunction(), base), order)
+
+
+def pad(tx, op):
+    ins, y_k = _ins(op), _out(op)
+    x_k = ins[0]
+    p = np.asarray(tx.raw(ins[1]), np.int64).reshape(-1, 2)
+    order = tx.layout(x_k)
+    if order == "nchw":
+        p = p[list(TO_NCHW)]
+    base = tx.tname(y_k)
+    args = [tx.value(x_k, order), tx.initializer(np.concatenate([p[:, 0], p[:, 1]]), f"{base}_pads")]
+    if len(ins) > 2 and ins[2] >= 0:
+        args.append(tx.initializer(tx.const(ins[2]).reshape(()).astype(np.float32), f"{base}_value"))
+    tx.set(y_k, tx.node("Pad", args, base), order)
+
+
+def transpose(tx, op):
+    x_k, p_k = _ins(op)[:2]
+    y_k = _out(op)
+    perm = [int(a) for a in np.asarray(tx.raw(p_k)).reshape(-1)]
+    tx.set(y_k, tx.node("Transpose", [tx.value(x_k)], tx.tname(y_k), perm=perm))
+
+
+OPS = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": conv, "AVERAGE_POOL_2D": pool, "MAX_POOL_2D": pool,
+       "FULLY_CONNECTED": fully_connected, **{k: binary for k in BINARY}, **{k: unary for k in UNARY},
+       "RELU6": unary, "RELU_N1_TO_1": unary, "RELU_0_TO_1": unary, "LEAKY_RELU": unary, "DEQUANTIZE": dequantize,
+       "RESHAPE": reshape, "SQUEEZE": reshape, "EXPAND_DIMS": reshape, "MEAN": mean, "SUM": mean,
+       "REDUCE_MAX": mean, "REDUCE_MIN": mean, "SOFTMAX": softmax, "CONCATENATION": concat, "PAD": pad,
+       "PADV2": pad, "TRANSPOSE": transpose}

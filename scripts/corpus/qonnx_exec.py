@@ -1,0 +1,52 @@
+"""QONNX models (Brevitas export_qonnx, FINN) executed with QONNX's own semantics, in NumPy: ONNX's reference
+evaluator (onnx.reference) with QONNX's Quant added, written from QONNX's definition (the Quant op's page of the
+QONNX repository's custom-op documentation, and its quant.py), independently of edgec's import
+(edgec/frontend/qonnx.py):
+
+    q = round(clip(x / scale + zero_point, qmin, qmax)),   y = (q - zero_point) * scale
+    signed: qmin = -2^(b-1) (+1 if narrow), qmax = 2^(b-1) - 1;  unsigned: qmin = 0, qmax = 2^b - 1 (-1 if narrow)
+    rounding_mode ROUND: half to even (np.round); CEIL, FLOOR as named.
+
+ONNX Runtime cannot run these files (no kernel for Quant); scripts/corpus/oracles.py uses this as their oracle.
+"""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx.reference import ReferenceEvaluator
+from onnx.reference.op_run import OpRun
+
+QONNX_DOMAINS = ("qonnx.custom_op.general", "finn.custom_op.general", "")
+
+
+def _quant(x, scale, zero_point, bitwidth, signed, narrow, rounding_mode):
+    b = int(np.asarray(bitwidth).reshape(()))
+    if signed:
+        lo, hi = -(2 ** (b - 1)) + int(narrow), 2 ** (b - 1) - 1
+    else:
+        lo, hi = 0, 2 ** b - 1 - int(narrow)
+    q = x / scale + zero_point
+    q = np.clip(q, lo, hi)
+    mode = rounding_mode.decode() if isinstance(rounding_mode, bytes) else str(rounding_mode)
+    q = {"ROUND": np.round, "CEIL": np.ceil, "FLOOR": np.floor}[mode.upper()](q)
+    return ((q - zero_point) * scale).astype(x.dtype)
+
+
+def _op(domain: str):
+    class Quant(OpRun):
+        op_domain = domain
+
+        def _run(self, x, scale, zero_point, bitwidth, signed=1, narrow=0, rounding_mode="ROUND"):
+            return (_quant(x, scale, zero_point, bitwidth, signed, narrow, rounding_mode),)
+    return Quant
+
+
+def is_qonnx(path_or_model) -> bool:
+    m = onnx.load(str(path_or_model)) if not isinstance(path_or_model, onnx.ModelProto) else path_or_model
+    return any(n.op_type == "Quant" and n.domain in QONNX_DOMAINS for n in m.graph.node)
+
+
+def session(path_or_model) -> ReferenceEvaluator:
+    """An evaluator of the model: .run(None, {input: x}) as ONNX Runtime's session."""
+    m = onnx.load(str(path_or_model)) if not isinstance(path_or_model, onnx.ModelProto) else path_or_model
+    return ReferenceEvaluator(m, new_ops=[_op(d) for d in QONNX_DOMAINS])

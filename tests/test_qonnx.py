@@ -1,0 +1,231 @@
+"""edgec/frontend/qonnx.py: QONNX Quant nodes (Brevitas export_qonnx, FINN) built with the file's own integers,
+scales, zero points and bit widths; edgec's INT8 reference against QONNX's semantics executed in NumPy
+(scripts/corpus/qonnx_exec.py: onnx.reference with QONNX's Quant), the generated C bit-exact with the reference."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from conftest import check_generated_c
+from edgec import api
+from edgec.errors import EdgecError
+from edgec.fixedpoint import scheme
+from edgec.frontend import loader, qonnx
+from edgec.quant import reference
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts" / "corpus"))
+import qonnx_exec  # noqa: E402
+
+QONNX = "qonnx.custom_op.general"
+S_IN, S_A1, S_OUT, Z_OUT = 0.05, 0.1, 0.05, 5.0
+
+
+def _quant(x, s, z, bits, out, signed=1, narrow=0, domain=QONNX, mode="ROUND"):
+    return helper.make_node("Quant", [x, s, z, bits], [out], name=out, domain=domain, signed=signed, narrow=narrow,
+                            rounding_mode=mode)
+
+
+def weights():
+    rng = np.random.default_rng(7)
+    w1 = (rng.standard_normal((4, 2, 3, 3)) * 0.4).astype(np.float32)
+    s_w1 = (np.abs(w1).reshape(4, -1).max(1) / 7).astype(np.float32).reshape(4, 1, 1, 1)
+    w2 = (rng.standard_normal((3, 4, 1, 1)) * 1.2).astype(np.float32)
+    return w1, s_w1, w2, (rng.standard_normal(4) * 0.2).astype(np.float32)
+
+
+def small_model(domain=QONNX) -> onnx.ModelProto:
+    """x -> Quant (int8) -> Conv (4-bit narrow per-channel weights, 32-bit bias) -> Relu -> Quant (unsigned 4-bit)
+    -> Conv (8-bit narrow per-tensor weights) -> Quant (signed 5-bit, zero point 5): the graph's output."""
+    w1, s_w1, w2, b1 = weights()
+    inits = {"w1": w1, "s_w1": s_w1, "b1": b1, "s_b1": (S_IN * s_w1).reshape(4), "w2": w2,
+             "s_w2": np.float32(0.01), "s_in": np.float32(S_IN), "s_a1": np.float32(S_A1),
+             "s_out": np.float32(S_OUT), "z0": np.float32(0), "z_out": np.float32(Z_OUT), "b8": np.float32(8),
+             "b4": np.float32(4), "b5": np.float32(5), "b32": np.float32(32)}
+    nodes = [_quant("x", "s_in", "z0", "b8", "xq", domain=domain),
+             _quant("w1", "s_w1", "z0", "b4", "w1q", narrow=1, domain=domain),
+             _quant("b1", "s_b1", "z0", "b32", "b1q", domain=domain),
+             helper.make_node("Conv", ["xq", "w1q", "b1q"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+             _quant("r1", "s_a1", "z0", "b4", "a1", signed=0, domain=domain),
+             _quant("w2", "s_w2", "z0", "b8", "w2q", narrow=1, domain=domain),
+             helper.make_node("Conv", ["a1", "w2q"], ["c2"], name="conv2"),
+             _quant("c2", "s_out", "z_out", "b5", "y", domain=domain)]
+    graph = helper.make_graph(nodes, "qonnx_small", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                                   [1, 2, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 8, 8])],
+                              [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in inits.items()])
+    opsets = [helper.make_opsetid("", 13)] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    model = helper.make_model(graph, opset_imports=opsets)
+    model.ir_version = 8
+    return model
+
+
+def run_qonnx(model, x) -> np.ndarray:
+    sess = qonnx_exec.session(model)
+    return np.concatenate([sess.run(None, {"x": xi[None]})[0] for xi in x])
+
+
+def data(n, seed):
+    return np.random.default_rng(seed).uniform(-3, 3, (n, 2, 8, 8)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    path = tmp_path_factory.mktemp("qonnx") / "m.onnx"
+    onnx.save(small_model(), str(path))
+    return path, api.calibrate(path, data(16, 1)).graph
+
+
+def test_weights_are_the_files_integers_and_scales(built):
+    _, graph = built
+    w1, s_w1, w2, _ = weights()
+    convs = [op for op in graph.ops if op.kind == "conv2d"]
+    assert len(convs) == 2
+    want1 = np.clip(np.round(w1 / s_w1), -7, 7)                       # 4 bits, narrow
+    np.testing.assert_array_equal(convs[0].arrays["weights"].transpose(0, 3, 1, 2), want1)
+    np.testing.assert_array_equal(convs[1].arrays["weights"].transpose(0, 3, 1, 2),
+                                  np.clip(np.round(w2 / np.float32(0.01)), -127, 127))
+
+
+def test_activations_take_the_files_grids_and_narrower_ranges(built):
+    """edgec's 4-bit ReLU levels and 5-bit output levels against QONNX's own run: on the file's grids, inside their
+    narrower ranges (both ends reached), equal but where TFLite's requantization (double rounding) and QONNX's float
+    rounding part near a tie: one level per op, the output's bound that one level of the ReLU times conv2's largest
+    weight, plus its own."""
+    path, graph = built
+    out = graph.tensors[graph.output]
+    assert (float(out.scale), int(out.zero_point)) == (pytest.approx(S_OUT), int(Z_OUT))
+    assert next(op for op in graph.ops if op.kind == "conv2d").attrs["act"] == (0.0, pytest.approx(15 * S_A1))
+    model = onnx.load(str(path))
+    model.graph.output.append(helper.make_tensor_value_info("a1", TensorProto.FLOAT, [1, 4, 8, 8]))
+    x = data(24, 2)
+    sess = qonnx_exec.session(model)
+    want_y, want_a1 = (np.round(np.concatenate(v)) for v in zip(*[
+        (y / S_OUT + Z_OUT, a1 / S_A1) for y, a1 in (sess.run(None, {"x": xi[None]}) for xi in x)]))
+    runs = [reference.run(graph, scheme.quantize_input(graph.tensors[graph.input], xi[None]), keep_all=True)
+            for xi in x]
+    a1 = graph.tensors["a1"]
+    got_a1 = np.stack([r["a1"].reshape(8, 8, 4).transpose(2, 0, 1) for r in runs]).astype(np.int64) - a1.zero_point
+    got_y = np.stack([r["y"].reshape(8, 8, 3).transpose(2, 0, 1) for r in runs]).astype(np.int64)   # NHWC
+    assert got_a1.min() == want_a1.min() == 0 and got_a1.max() == want_a1.max() == 15           # the 4-bit range
+    assert got_y.min() == want_y.min() == -16 and got_y.max() == want_y.max() == 15            # the 5-bit range
+    assert np.abs(got_a1 - want_a1).max() <= 1
+    w2 = weights()[2]
+    bound = 1 + np.abs(np.clip(np.round(w2 / np.float32(0.01)), -127, 127)).sum(1).max() * 0.01 * S_A1 / S_OUT
+    assert np.abs(got_y - want_y).max() <= bound
+    exact_a1, exact_y = float(np.mean(got_a1 == want_a1)), float(np.mean(got_y == want_y))
+    wide = small_model()          # the same file with an 8-bit ReLU: its run is not what edgec computed
+    next(i for i in wide.graph.initializer if i.name == "b4").CopyFrom(numpy_helper.from_array(np.float32(8), "b4"))
+    unclamped = float(np.mean(got_y == np.round(run_qonnx(wide, x) / S_OUT + Z_OUT)))
+    print(f"QONNX small model: levels equal to QONNX's run: ReLU {exact_a1:.4f}, output {exact_y:.4f} "
+          f"({unclamped:.4f} against the run without the 4-bit clamp)")
+    assert exact_a1 >= 0.95 and exact_y >= 0.95 and unclamped < exact_y - 0.1
+
+
+def test_finn_default_domain_is_the_same_model(built, tmp_path):
+    _, graph = built
+    path = tmp_path / "finn.onnx"
+    onnx.save(small_model(domain=""), str(path))
+    finn = api.calibrate(path, data(16, 1)).graph
+    x = data(4, 3)
+    for xi in x:
+        assert np.array_equal(api.reference(finn, xi[None]).q, api.reference(graph, xi[None]).q)
+
+
+def test_generated_c_is_bit_exact_with_the_reference(built, tmp_path):
+    check_generated_c(built[1], data(8, 4), tmp_path)
+
+
+def test_quant_formula_is_qonnxs():
+    """edgec's constant rounding (ties to even after the zero point is added, clip before rounding) is QONNX's."""
+    x = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 9.0, -9.0], np.float32)
+    q, y = qonnx.quant(x, np.float32(1), np.float32(1), 4, True, True)
+    np.testing.assert_array_equal(q, [-2, 0, 0, 2, 2, 4, 7, -7])
+    np.testing.assert_array_equal(y, qonnx_exec._quant(x, np.float32(1), np.float32(1), 4, 1, 1, "ROUND"))
+
+
+def test_what_cannot_be_represented_is_refused_in_one_line():
+    inits = {"s": np.float32(0.1), "z": np.float32(0), "b16": np.float32(16), "b8": np.float32(8)}
+    nodes = [_quant("x", "s", "z", "b16", "wide"),
+             helper.make_node("Abs", ["s"], ["s_run"], name="abs"),
+             _quant("wide", "s_run", "z", "b8", "computed"),
+             _quant("computed", "s", "z", "b8", "floor", mode="FLOOR"),
+             helper.make_node("BipolarQuant", ["floor", "s"], ["y"], name="bipolar", domain=QONNX)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid(QONNX, 1)])
+    with pytest.raises(EdgecError) as err:
+        loader.prepare(model, "m.onnx")
+    line = str(err.value)
+    assert "\n" not in line and line.startswith("m.onnx: node 'wide' (Quant): activation 'x' is quantized to 16 bits")
+    for part in ("node 'computed' (Quant): its scale, zero point and bit width must be constants ('s_run'",
+                 "node 'floor' (Quant): rounding_mode FLOOR is not supported",
+                 "node 'bipolar' (BipolarQuant, QONNX): not supported"):
+        assert part in line, line
+
+
+def test_brevitas_export_qonnx_weights_and_4_bit_relus():
+    """tests/corpus/brevitas_qonnx_kws_w4a4 (Brevitas export_qonnx, scripts/corpus/export_qdq_tools.py): 4-bit
+    per-channel weights as the file's integers, every 4-bit ReLU clamped at its 15th step."""
+    folder = ROOT / "tests" / "corpus" / "brevitas_qonnx_kws_w4a4"
+    model = onnx.load(str(folder / "model.onnx"))
+    bits = {i.name: float(numpy_helper.to_array(i)) for i in model.graph.initializer if i.name.endswith("_2_output_0")}
+    graph = api.calibrate(folder / "model.onnx", np.load(folder / "calib.npz")["x"]).graph
+    layers = [op for op in graph.ops if "weights" in op.arrays]
+    relus = [n for n in model.graph.node if n.op_type == "Quant" and n.input[0].endswith("Relu_output_0")]
+    assert len(layers) == 6 and len(relus) == 5
+    for op in layers:
+        assert op.arrays["weights"].min() >= -7 and op.arrays["weights"].max() <= 7
+    for op, q in zip(layers, relus):
+        assert bits[q.input[3]] == 4.0
+        assert op.attrs["act"][1] == pytest.approx(15 * float(graph.tensors[op.output].scale))
+
+
+def test_inspect_says_the_quantization_comes_from_quant_nodes(built):
+    assert api.inspect_model(built[0])["qdq"]["qonnx"] == {"activations": 3, "constants": 3}
+
+
+def test_per_channel_activation_scales_and_unsigned_narrow_ranges_become_qdq_nodes():
+    """A scale of x's rank varying along the channels: one per-axis QuantizeLinear (qdq.py then takes one grid);
+    an unsigned narrow 8-bit Quant: the uint8 grid clamped to [0, 254]; asymmetric weights: the QDQ rule's refusal."""
+    inits = {"s": np.array([0.1, 0.2, 0.4], np.float32).reshape(1, 3, 1, 1), "z": np.float32(0),
+             "s1": np.float32(0.1), "b8": np.float32(8)}
+    nodes = [_quant("x", "s", "z", "b8", "pc"), _quant("pc", "s1", "z", "b8", "y", signed=0, narrow=1)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 4, 4])],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    original = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid(QONNX, 1)])
+    model = qonnx.to_qdq(onnx.ModelProto.FromString(original.SerializeToString()))
+    ops = [(n.op_type, {a.name: helper.get_attribute_value(a) for a in n.attribute}) for n in model.graph.node]
+    assert ops[:2] == [("QuantizeLinear", {"axis": 1}), ("DequantizeLinear", {"axis": 1})]
+    assert [o for o, _ in ops[2:]] == ["QuantizeLinear", "DequantizeLinear", "Clip", "QuantizeLinear",
+                                      "DequantizeLinear"]
+    inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    clip = model.graph.node[4]
+    assert (float(inits[clip.input[1]]), float(inits[clip.input[2]])) == (0.0, pytest.approx(25.4))
+    assert inits[model.graph.node[2].input[2]].dtype == np.uint8
+    x = np.random.default_rng(5).uniform(-10, 40, (2, 3, 4, 4)).astype(np.float32)     # ONNX Runtime on the
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])   # rewrite: QONNX's
+    got = np.concatenate([sess.run(None, {"x": xi[None]})[0] for xi in x])
+    np.testing.assert_array_equal(got, run_qonnx(original, x))
+    assert got.max() == pytest.approx(25.4) and got.min() == 0
+
+
+def test_asymmetric_weights_are_refused_as_in_a_qdq_file():
+    w = np.random.default_rng(6).standard_normal((2, 3)).astype(np.float32)
+    inits = {"w": w, "s": np.float32(0.05), "z": np.float32(3), "b4": np.float32(4)}
+    nodes = [_quant("w", "s", "z", "b4", "wq"), helper.make_node("MatMul", ["x", "wq"], ["y"], name="mm")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    with pytest.raises(EdgecError, match="the weights of 'mm' .MatMul. are asymmetric int8 weights"):
+        loader.prepare(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
+                                                               helper.make_opsetid(QONNX, 1)]), "m.onnx")
