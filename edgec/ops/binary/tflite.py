@@ -53,8 +53,9 @@ def _inputs_typed(tx, op, name: str) -> None:
         want = ("bool",) if name.startswith("LOGICAL") else ("int8", "bool")
         if t.dtype == "int16" and name == "GREATER":
             raise tx.unsupported("int16 inputs: TFLite Micro's Prepare sets the comparison's rescaling for int8 only, "
-                                 "so its int16 GREATER rescales with multipliers of 0 and answers false everywhere "
-                                 "(TF Lite's compares the raw values, scales ignored): no defined result to match")
+                                 "so its int16 GREATER rescales with multipliers it never set (its answer depends on "
+                                 "what the arena held; TF Lite's compares the raw values, scales ignored): no defined "
+                                 "result to match")
         if t.dtype not in want:
             raise tx.unsupported(f"input {k} is {t.dtype}; {name} takes {' or '.join(want)} here")
         if t.dtype == "int8" and t.scale >= 1.0:
