@@ -27,15 +27,8 @@ def _first_row(arrays, graph) -> list[np.ndarray]:
         given = [np.asarray(arrays[key][:1])]
     else:
         given = [np.asarray(arrays[f"x_{name}"][:1]) for name in keys]
-    out = []
-    for p, x in zip(ports.inputs(graph), given):
-        tensor = graph.tensors[p.tensor]
-        q = x if np.issubdtype(x.dtype, np.integer) else ports.quantize_input(tensor, x)
-        info = np.iinfo(DTYPES[tensor.dtype])
-        if q.size and (q.min() < info.min or q.max() > info.max):
-            raise EdgecError(f"input {p.name} is {tensor.dtype}: the data's values {q.min()}..{q.max()} do not fit it")
-        out.append(np.asarray(q).astype(DTYPES[tensor.dtype]).reshape((1,) + tuple(p.onnx_shape[1:])))
-    return out
+    return [ports.typed_input(graph, p, x).reshape((1,) + tuple(p.onnx_shape[1:]))
+            for p, x in zip(ports.inputs(graph), given)]
 
 
 def _oracle(path: Path) -> Path | None:
@@ -93,17 +86,9 @@ def write_inputs(graph, xs: list[np.ndarray], folder: Path, floats_in: list[bool
     edgec_data, tflm_data = folder / "edgec-input.npz", folder / "tflm-input.npz"
     np.savez(edgec_data, **floats)
     np.savez(tflm_data, **ints)
-    if not np.array_equal(edgec_sample(graph, edgec_data).reshape(1, -1), _packed(xs)):
+    if not np.array_equal(edgec_sample(graph, edgec_data).reshape(1, -1), ports.pack(graph, xs)):
         raise EdgecError(f"{edgec_data}: the float input does not quantize back to the chosen integers")
     return edgec_data, tflm_data
-
-
-def _packed(xs: list[np.ndarray]) -> np.ndarray:
-    """Inputs (1, total) as ports.quantize_inputs gives them: the one input's values, or several packed, a uint8
-    input's values as their int8 bytes."""
-    if len(xs) == 1:
-        return np.asarray(xs[0]).reshape(1, -1)
-    return np.concatenate([(x.view(np.int8) if x.dtype == np.uint8 else x).reshape(1, -1) for x in xs], axis=1)
 
 
 def edgec_sample(graph, data: Path) -> np.ndarray:

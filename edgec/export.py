@@ -41,6 +41,7 @@ from edgec.targets.boards import Board, load_board
 from edgec.staging import staged_folder
 from edgec.outputs import check_output_folder
 from edgec.errors import EdgecError
+from edgec.ir import DTYPES
 from edgec.templating import model_c_name
 
 FORMATS = ("c", "platformio", "arduino", "cmake")
@@ -54,14 +55,16 @@ def example_sample(graph, samples) -> tuple[np.ndarray, np.ndarray]:
     quantized .tflite: the input filled with its zero point), each as the bytes the C ports hold (int8 view):
     several inputs and outputs packed in the model's order (edgec/ports.py), an int16 or float32 port as its
     little-endian bytes, so the example's memcmp compares what the library writes."""
-    if samples is None:      # every input at its zero point (a real zero)
-        xq = np.concatenate([np.full(p.size, graph.tensors[p.tensor].zero_point, np.int8)
-                             for p in ports.inputs(graph)])
+    if samples is None:      # every input at its zero point (a real zero), in its own type
+        xq = ports.pack(graph, [np.full((1, p.size), graph.tensors[p.tensor].zero_point,
+                                        DTYPES[graph.tensors[p.tensor].dtype]) for p in ports.inputs(graph)])[0]
     else:
         xq = ports.quantize_inputs(graph, samples.first(1))[0]
     env = reference.run(graph, xq, keep_all=True)
     outputs = graph.outputs if graph.more_outputs else [graph.output]
     expected = np.concatenate([_port_bytes(env[t]) for t in outputs])
+    if graph.more_inputs:    # each input in its own type and byte size (an int32 index beside int8 values)
+        return np.frombuffer(ports.sample_bytes(graph, xq), np.int8), expected
     return _port_bytes(xq), expected
 
 

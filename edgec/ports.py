@@ -127,24 +127,95 @@ def quantize_inputs(graph: Graph, x: np.ndarray) -> np.ndarray:
     int8), each input with its own scale and zero point (the host's rounding: NumPy's half to even)."""
     if not graph.more_inputs:
         return quantize_input(graph.tensors[graph.input], x)
-    return np.concatenate([_bytes(quantize_input(graph.tensors[p.tensor], p.of(x))).reshape(len(x), -1)
-                           for p in inputs(graph)], axis=1)
+    return pack(graph, [quantize_input(graph.tensors[p.tensor], p.of(x)) for p in inputs(graph)])
+
+
+def pack(graph: Graph, parts: list[np.ndarray]) -> np.ndarray:
+    """Integer samples of each input, one array (N, ...) per input in the model's order, each in its own type ->
+    the packed samples (N, total) the reference and sample_bytes take: int8 while every input is 8-bit (a uint8
+    input's values as their int8 bytes), else the wider type that holds them all (an int32 index beside int8)."""
+    n = len(parts[0])
+    if not graph.more_inputs:          # the one input's values as they are (quantize_inputs')
+        return np.asarray(parts[0]).reshape(n, -1)
+    return np.concatenate([_bytes(np.asarray(q)).reshape(n, -1) for q in parts], axis=1)
+
+
+def typed_input(graph: Graph, port: Port, a) -> np.ndarray:
+    """Samples of one input in the input's own type (int8, uint8, int16, int32): an integer array as it is (already
+    quantized; one line naming the input when its values do not fit the type), a float one quantized with the
+    input's scale and zero point (edgec.testing's convention, and benchmarks/peers.py's)."""
+    t, a = graph.tensors[port.tensor], np.asarray(a)
+    if not np.issubdtype(a.dtype, np.integer):
+        return quantize_input(t, a)
+    info = np.iinfo(DTYPES[t.dtype])
+    if a.size and (a.min() < info.min or a.max() > info.max):
+        raise EdgecError(f"input {port.name} is {t.dtype}: the given integers {a.min()}..{a.max()} do not fit it; "
+                         f"pass {t.dtype} values ({info.min}..{info.max}), or floats to be quantized")
+    return a.astype(DTYPES[t.dtype])
+
+
+def sample_bytes(graph: Graph, xq: np.ndarray) -> bytes:
+    """One quantized sample (the input's values, or several inputs packed) -> the bytes the device's input takes
+    over the link and in its buffers: each input in its own type and byte size (int8, uint8, int16, int32; little
+    endian, as every edgec target), one after the other in the model's order, the one input in its device order
+    (device_order). The one home of the typed input protocol: the bench, edgec.testing and benchmarks/peers.py."""
+    if not graph.more_inputs:
+        t = graph.tensors[graph.input]
+        return np.asarray(device_order(graph, np.asarray(xq))).astype(
+            np.dtype(DTYPES[t.dtype]).newbyteorder("<")).tobytes()
+    flat = np.asarray(xq).reshape(-1)
+    if flat.size != packed_size(inputs(graph)):
+        raise EdgecError(f"a sample of the model's {len(graph.inputs)} inputs has {flat.size} values; the inputs "
+                         f"({', '.join(p.name for p in inputs(graph))}) take {packed_size(inputs(graph))}")
+    return b"".join(flat[p.start:p.start + p.size].astype(np.dtype(DTYPES[graph.tensors[p.tensor].dtype])
+                                                          .newbyteorder("<")).tobytes() for p in inputs(graph))
 
 
 def saturated(graph: Graph, x: np.ndarray) -> np.ndarray:
     """Per sample: True where some input value lies beyond the range its input's scale and zero point can
     hold (quantize_inputs clips it to the integer type's end, and the int8 reference sees the clipped value
     too: agreement says nothing about such samples)."""
-    ports = inputs(graph) if graph.more_inputs else [None]
     out = np.zeros(len(x), bool)
-    for p in ports:
+    for rows in saturated_by_input(graph, x).values():
+        out |= rows
+    return out
+
+
+def saturated_by_input(graph: Graph, x: np.ndarray) -> dict[str, np.ndarray]:
+    """saturated, input by input: {input name: per sample, True where a value of that input is clipped}."""
+    out = {}
+    for p in (inputs(graph) if graph.more_inputs else [None]):
         t = graph.tensors[graph.input if p is None else p.tensor]
         v = np.asarray(x if p is None else p.of(x))
         info = np.iinfo(DTYPES[t.dtype])
         with np.errstate(invalid="ignore", over="ignore"):
             q = np.round(v / t.scale) + t.zero_point
-        out |= ((q < info.min) | (q > info.max)).reshape(len(x), -1).any(axis=1)
+        out[inputs(graph)[0].name if p is None else p.name] = ((q < info.min) | (q > info.max)).reshape(len(x), -1).any(axis=1)
     return out
+
+
+def input_range(graph: Graph, port: Port) -> str:
+    """The real values an input takes ("-2.56..2.54 (uint8, scale 0.02, zero point 128)"), for messages."""
+    t = graph.tensors[port.tensor]
+    info = np.iinfo(DTYPES[t.dtype])
+    lo, hi = ((v - t.zero_point) * t.scale for v in (info.min, info.max))
+    return f"{lo:.4g}..{hi:.4g} ({t.dtype}, scale {t.scale:.4g}, zero point {t.zero_point})"
+
+
+def check_whole(graph: Graph, x: np.ndarray, path) -> None:
+    """An int32 input read as it is (scale 1, zero point 0: token ids, indices) takes whole numbers only: a data
+    file whose values for it have fractions is one line naming the input, not ids rounded without a word."""
+    for p in inputs(graph):
+        t = graph.tensors[p.tensor]
+        if t.dtype != "int32" or (t.scale, t.zero_point) != (1.0, 0):
+            continue
+        v = np.asarray(x if not graph.more_inputs else p.of(x)).reshape(len(x), -1)
+        bad = np.argwhere(v != np.round(v))
+        if bad.size:
+            i, j = (int(k) for k in bad[0])
+            key = f"x_{p.name}" if graph.more_inputs else "x"
+            raise EdgecError(f"{path}: {key}[{i}] holds {v[i, j]:g}, but input {p.name} is int32 (token ids or "
+                             f"indices, taken as they are): give whole numbers")
 
 
 def _bytes(q: np.ndarray) -> np.ndarray:
@@ -229,7 +300,7 @@ def describe(graph: Graph) -> dict:
     """Every input and output with its quantization, for build.json, the summary and the exports."""
     def one(p: Port) -> dict:
         t = graph.tensors[p.tensor]
-        return {"name": p.name, "c_name": p.c_name, "shape": list(p.onnx_shape), "bytes": t.nbytes,
+        return {"name": p.name, "c_name": p.c_name, "shape": list(p.onnx_shape), "dtype": t.dtype, "bytes": t.nbytes,
                 "scale": t.scale, "zero_point": t.zero_point, "offset": p.start}
     return {"inputs": [one(p) for p in inputs(graph)], "outputs": [one(p) for p in outputs(graph)]}
 

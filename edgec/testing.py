@@ -12,7 +12,9 @@ edgec/pytest_plugin.py, hands these to tests; they work without pytest too).
         dut.report                       # build-report.json as a dict (memory, quantization, ...)
 
 x is one sample, shaped like the model's input with or without the batch dimension of 1: float values are
-quantized with the model's input scale, an int8 array is taken as already quantized.
+quantized with the model's input scale, an integer array is taken as already quantized in the input's own type
+(int8, uint8, int16, int32 token ids). A model with several inputs takes {input name: sample} and gives
+{output name: array}; each input is sent and each output read in its own type (edgec/ports.py `sample_bytes`).
 """
 from __future__ import annotations
 
@@ -33,7 +35,8 @@ CACHE_KEY = "edgec-cache-key.json"
 
 @dataclass(frozen=True)
 class Output:
-    int8: np.ndarray           # quantized output, shaped like the model's output without the batch dimension
+    int8: np.ndarray           # quantized output (in the output's own type: int8, uint8, int16, int32), shaped like
+                               # the model's output without the batch dimension
     float: np.ndarray          # the same dequantized with the output scale and zero point
     # (a model with several outputs: both are {output name: array}, each output with its own scale and zero point)
     units: float | None = None  # the device's time for this inference in the board's unit (None: reference)
@@ -148,61 +151,59 @@ class ModelDevice:
     # ---- inputs and outputs ----
 
     def quantize(self, x) -> np.ndarray:
-        """One sample -> its int8 input, shaped like the model's input without the batch dimension (integer
-        arrays are taken as already quantized). A model with several inputs takes {input name: sample} and
-        returns them packed (edgec/ports.py)."""
-        from edgec.fixedpoint import scheme
-
+        """One sample -> its quantized input, shaped like the model's input without the batch dimension, in the
+        input's own type (int8, uint8, int16, int32). An integer array is taken as already quantized (its values
+        must fit the input's type), a float one is quantized with the input's scale and zero point. A model with
+        several inputs takes {input name: sample} and returns them packed (edgec/ports.py `pack`)."""
         if ports.multi(self.graph):
             return self._packed(x)
         x = np.asarray(x)
         shape = tuple(self.graph.input_onnx_shape[1:])
         if x.shape not in (shape, (1, *shape)):
             raise EdgecError(f"input shape {x.shape}: the model takes one sample shaped {shape} (or {(1, *shape)})")
-        if np.issubdtype(x.dtype, np.integer):       # already quantized
-            return x.reshape(shape).astype(DTYPES[self.graph.tensors[self.graph.input].dtype])
-        return scheme.quantize_input(self.graph.tensors[self.graph.input], x.reshape(shape))
+        return ports.typed_input(self.graph, ports.inputs(self.graph)[0], x.reshape(shape))
 
     def _packed(self, x) -> np.ndarray:
-        from edgec.fixedpoint import scheme
-
         want = ports.inputs(self.graph)
         if not isinstance(x, dict) or set(x) != {p.name for p in want}:
             raise EdgecError(f"this model takes {{input name: sample}} for its inputs {', '.join(p.name for p in want)}; "
                              f"got {sorted(x) if isinstance(x, dict) else type(x).__name__}")
         parts = []
         for p in want:
-            a, t = np.asarray(x[p.name]), self.graph.tensors[p.tensor]
+            a = np.asarray(x[p.name])
             if a.size != p.size:
                 raise EdgecError(f"input {p.name}: shape {a.shape}, the model takes one sample shaped {p.sample_shape}")
-            parts.append(a.reshape(-1).astype(np.int8) if np.issubdtype(a.dtype, np.integer)
-                         else scheme.quantize_input(t, a.reshape(-1)))
-        return np.concatenate(parts)
+            parts.append(ports.typed_input(self.graph, p, a.reshape(1, -1)))
+        return ports.pack(self.graph, parts)[0]
 
-    def _output(self, q: np.ndarray, units=None) -> Output:
+    def _output(self, parts: dict[str, np.ndarray], units=None) -> Output:
+        """{output tensor: its values, in its own type} -> Output (by output name for a model with several)."""
         from edgec.fixedpoint import scheme
 
+        def one(p: ports.Port):
+            t = self.graph.tensors[p.tensor]
+            q = np.asarray(parts[p.tensor]).astype(DTYPES[t.dtype]).reshape(p.sample_shape)
+            return q, scheme.dequantize(t, q).astype(np.float32)
+        outs = {p.name: one(p) for p in ports.outputs(self.graph)}
         if ports.multi(self.graph):
-            q = np.asarray(q, np.int8).reshape(-1)
-            by_name = {p.name: q[p.start:p.start + p.size].reshape(p.sample_shape) for p in ports.outputs(self.graph)}
-            return Output(by_name, {p.name: scheme.dequantize(self.graph.tensors[p.tensor], by_name[p.name]).astype(np.float32)
-                                    for p in ports.outputs(self.graph)}, units)
-        t = self.graph.tensors[self.graph.output]
-        q = np.asarray(q, DTYPES[t.dtype]).reshape(self.graph.output_onnx_shape[1:])
-        return Output(q, scheme.dequantize(t, q).astype(np.float32), units)
+            return Output({k: v[0] for k, v in outs.items()}, {k: v[1] for k, v in outs.items()}, units)
+        (q, f), = outs.values()
+        return Output(q.reshape(self.graph.output_onnx_shape[1:]), f.reshape(self.graph.output_onnx_shape[1:]), units)
 
     def run(self, x) -> Output:
-        """Run one sample on the device: its int8 output, dequantized output and time."""
-        r = self.device.link.run_checked(ports.device_order(self.graph, self.quantize(x)).tobytes())
-        t = self.graph.tensors[self.graph.output]
-        dtype = np.int8 if ports.multi(self.graph) else DTYPES[t.dtype]
-        return self._output(np.frombuffer(r["output"], dtype), self.board.ticks_to_units(int(r["ticks"])))
+        """Run one sample on the device (each input sent and each output read in its own type): its quantized
+        output, dequantized output and time."""
+        r = self.device.link.run_checked(ports.sample_bytes(self.graph, self.quantize(x)))
+        raw = np.frombuffer(r["output"], np.uint8)[None]
+        return self._output({t: v[0] for t, v in ports.output_parts(self.graph, raw).items()},
+                            self.board.ticks_to_units(int(r["ticks"])))
 
     def reference(self, x) -> Output:
         """edgec's NumPy integer reference for the same sample: the device must match it bit for bit."""
         from edgec.quant import reference
 
-        return self._output(reference.run(self.graph, self.quantize(x).reshape(-1)))
+        y = np.asarray(reference.run(self.graph, self.quantize(x).reshape(-1))).reshape(1, -1)
+        return self._output({p.tensor: p.of(y)[0] for p in ports.outputs(self.graph)})
 
     def float_model(self, x) -> np.ndarray:
         """The float ONNX model's output (onnxruntime), shaped like the output without the batch dimension."""
@@ -232,7 +233,7 @@ class ModelDevice:
         from edgec.bench.runner import layers, ms_basis, to_ms
 
         ops = layers(self.graph)
-        ticks = self.device.link.run_checked(ports.device_order(self.graph, self.quantize(x)).tobytes(),
+        ticks = self.device.link.run_checked(ports.sample_bytes(self.graph, self.quantize(x)),
                                              profile=True)["layer_ticks"]
         rows = []
         for op, t in zip(ops, ticks):

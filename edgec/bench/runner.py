@@ -92,11 +92,15 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         check_labels(view, labels, data_path)
     n = len(data.x)
     xq = ports.quantize_inputs(graph, data.x)     # several inputs: packed, as the link writes them
+    ports.check_whole(graph, data.x, data_path)
     clipped = int(ports.saturated(graph, data.x).sum())
     if clipped:     # the device and the reference both see the clipped values: agreement does not cover them
+        where = "; ".join(f"input {p.name} takes {ports.input_range(graph, p)}: {int(c.sum())} samples beyond"
+                          for p, c in zip(ports.inputs(graph), ports.saturated_by_input(graph, data.x).values()) if c.any())
         log(f"warning: {clipped} of {n} test inputs hold values beyond the input range the model was calibrated "
-            "for and are clipped on the device; agreement and accuracy do not cover what those values would "
-            "give: calibrate with data that spans the test data")
+            f"for and are clipped on the device ({where}); agreement and accuracy do not cover what those values "
+            "would give: --data holds real values, x = (x_q - zero point) * scale of integers; calibrate with data "
+            "that spans the test data")
     pool = job = cancel = None
     if score and ports.multi(graph):
         raise EdgecError(f"--score {score}: a score function takes one output; this model has {len(graph.outputs)} "
@@ -266,7 +270,7 @@ def _link_session(outdir, report, graph, board, firmware, port, gdb_load, xq, re
             try:
                 if reset:       # --reset-state: each sample from the model's initial state
                     link.reset()
-                r = link.run_checked(ports.device_order(graph, xq[i]).tobytes())
+                r = link.run_checked(ports.sample_bytes(graph, xq[i]))
             except EdgecError as e:
                 raise EdgecError(f"{e} (at sample {i} of {n}; nothing of this sample was recorded)") from None
             if i == 0:       # a hung device is noticed after 20x the first sample's time, not 10 minutes
@@ -410,7 +414,7 @@ def _profile(link, graph: Graph, board: Board, xq: np.ndarray, whole_ticks: np.n
         raise EdgecError(f"the firmware has {link.info['layer_count']} layers but the build's model has "
                          f"{len(ops)}; rebuild (edgec build)")
     log(f"profiling {len(ops)} layers on {len(xq)} sample(s)")
-    per_sample = np.array([link.run_checked(ports.device_order(graph, x).tobytes(), profile=True)["layer_ticks"]
+    per_sample = np.array([link.run_checked(ports.sample_bytes(graph, x), profile=True)["layer_ticks"]
                            for x in xq], np.int64)
     layer_ticks = np.median(per_sample, axis=0)
     total = float(layer_ticks.sum())
@@ -437,7 +441,7 @@ def find_divergence(link, graph: Graph, x_q: np.ndarray, sample: int) -> dict:
     for i, op in enumerate(ops):
         want = env[op.output].reshape(-1).astype(np.int32)
         t = graph.tensors[op.output]
-        got = np.frombuffer(link.capture(ports.device_order(graph, x_q).tobytes(), i),
+        got = np.frombuffer(link.capture(ports.sample_bytes(graph, x_q), i),
                             DTYPES[t.dtype]).astype(np.int32)
         if got.size == 0 and want.size:     # inside a patch-based stage: never whole on the device
             rows.append({"index": i, "name": op.name, "kind": op.kind, "size": int(want.size), "differing": 0,

@@ -362,9 +362,6 @@ class _Importer:
                 g.more_outputs.append(t)
             if several:
                 g.port_names[t], g.port_shapes[t] = self._tname(o), shape
-        if several and any(g.tensors[t].dtype == "int16" for t in g.inputs + g.outputs):
-            raise EdgecError(f"{self.path}: an int16 input or output in a model with several inputs or outputs; "
-                             "edgec takes int16 ports only in a model with one input and one output")
         g.prune()
         self._quantize()
         return g.finish()

@@ -1,0 +1,139 @@
+"""Each input and output of a model with several, sent and read over the bench's serial link in its own type and
+byte size (edgec/ports.py `pack`, `sample_bytes`, `output_parts`, `typed_input`): a .tflite with an int8 input, an
+int32 index input and a uint8 input, and an int16 and an int8 output (GATHER at run-time indices, then QUANTIZE
+int8 -> int16; QUANTIZE uint8 -> int8), benched end to end on the host board through `edgec bench --data` and
+edgec.testing.ModelDevice, bit-exact with edgec's reference and TFLite Micro's interpreter. Before, the link sent
+the packed inputs widened to int32 (116 bytes for the device's 38) and ModelDevice cast every input to int8; an
+int16 port beside others was refused at import. A data file whose int32 ids have fractions is one line naming the
+input."""
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+import tflite_oracle as oracle
+from tflite_oracle import INT32, Case, Node, T
+from edgec import api, ports
+from edgec.errors import EdgecError
+from edgec.frontend import tflite as importer
+from edgec.quant import reference
+
+INT16, UINT8 = 7, 3
+N = 6
+
+
+def typed_case() -> Case:
+    """feat int8 [1,5,4], ids int32 [1,3], raw uint8 [1,6] in (tensors t0, t1, t2); emb int16 [1,3,4] (t4: feat's
+    rows at ids, QUANTIZE to int16) and raw8 int8 [1,6] (t5: QUANTIZE of raw) out."""
+    tensors = [T((1, 5, 4), [0.05], [3]), T((1, 3), [], [], INT32), T((1, 6), [0.02], [128], UINT8),
+               T((1, 3, 4), [0.05], [3]), T((1, 3, 4), [0.001], [0], INT16), T((1, 6), [0.03], [-5])]
+    nodes = [Node("GATHER", [0, 1], 3, ("GatherOptions", {"Axis": 1, "BatchDims": 1})),
+             Node("QUANTIZE", [3], 4), Node("QUANTIZE", [2], 5)]
+    return Case("typed", tensors, nodes, [0, 1, 2], [4, 5])
+
+
+def integer_samples(seed: int = 0) -> dict[str, np.ndarray]:
+    """N samples of each input in its own type; the first holds each type's ends."""
+    rng = np.random.default_rng(seed)
+    x = {"t0": rng.integers(-128, 128, (N, 5, 4)).astype(np.int8), "t1": rng.integers(0, 5, (N, 3)).astype(np.int32),
+         "t2": rng.integers(0, 256, (N, 6)).astype(np.uint8)}
+    x["t0"][0, 0, :2], x["t1"][0, :2], x["t2"][0, :2] = (-128, 127), (0, 4), (0, 255)
+    return x
+
+
+def real_values(graph, x: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """--data's convention: real values, (x_q - zero point) * scale, which edgec quantizes back to x_q."""
+    out = {}
+    for p in ports.inputs(graph):
+        t = graph.tensors[p.tensor]
+        out[f"x_{p.name}"] = ((x[p.name].astype(np.float64) - t.zero_point) * np.float32(t.scale)).astype(np.float32)
+    return out
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    d = tmp_path_factory.mktemp("typed")
+    path = d / "typed.tflite"
+    path.write_bytes(oracle.write(typed_case()))
+    return path, importer.load(path, "typed")
+
+
+def test_each_input_goes_on_the_link_in_its_own_type_and_byte_size(model):
+    _, g = model
+    x = integer_samples()
+    xq = ports.pack(g, [x[p.name].reshape(N, -1) for p in ports.inputs(g)])
+    assert xq.shape == (N, 20 + 3 + 6)
+    raw = ports.sample_bytes(g, xq[0])
+    assert len(raw) == 20 + 4 * 3 + 6 == g.tensors[g.inputs[0]].nbytes + sum(
+        g.tensors[t].nbytes for t in g.inputs[1:])
+    assert raw[:20] == x["t0"][0].tobytes()
+    assert raw[20:32] == x["t1"][0].astype("<i4").tobytes()
+    assert raw[32:] == x["t2"][0].tobytes()             # uint8 255 is the byte 0xff, not -1 widened
+    with pytest.raises(EdgecError, match=r"has 28 values; the inputs \(t0, t1, t2\) take 29"):
+        ports.sample_bytes(g, xq[0][:-1])
+
+
+def test_outputs_come_back_each_in_its_own_type(model):
+    _, g = model
+    x = integer_samples()
+    xq = ports.pack(g, [x[p.name].reshape(N, -1) for p in ports.inputs(g)])
+    y = reference.run_sequence(g, xq)
+    parts = ports.output_parts(g, ports.output_bytes(g, y))
+    emb, raw8 = (parts[t] for t in g.outputs)
+    assert emb.dtype == np.int16 and emb.shape == (N, 3, 4) and raw8.dtype == np.int8 and raw8.shape == (N, 6)
+    assert np.array_equal(emb.reshape(N, -1), y[:, :12]) and np.array_equal(raw8, y[:, 12:])
+
+
+def test_given_integers_are_taken_in_the_inputs_type_or_refused_in_one_line(model):
+    _, g = model
+    ids, raw = ports.inputs(g)[1], ports.inputs(g)[2]
+    assert ports.typed_input(g, ids, np.array([[0, 4, 2]])).dtype == np.int32
+    assert ports.typed_input(g, raw, np.array([[0, 255]])).tolist() == [[0, 255]]
+    assert ports.typed_input(g, raw, np.array([[-2.56, 2.54]], np.float32)).tolist() == [[0, 255]]
+    with pytest.raises(EdgecError, match=r"input t2 is uint8: the given integers -1\.\.3 do not fit it; pass uint8 "
+                                         r"values \(0\.\.255\), or floats to be quantized"):
+        ports.typed_input(g, raw, np.array([[-1, 3]]))
+
+
+def test_fractional_token_ids_in_a_data_file_are_one_line(model, tmp_path):
+    _, g = model
+    x = real_values(g, integer_samples())
+    ports.check_whole(g, np.concatenate([a.reshape(N, -1) for a in x.values()], axis=1), "d.npz")
+    x["x_t1"] = x["x_t1"] + np.float32(0.5)
+    with pytest.raises(EdgecError, match=r"d\.npz: x_t1\[0\] holds 0\.5, but input t1 is int32 \(token ids or "
+                                         r"indices, taken as they are\): give whole numbers"):
+        ports.check_whole(g, np.concatenate([a.reshape(N, -1) for a in x.values()], axis=1), "d.npz")
+
+
+@pytest.mark.parametrize("board", ["host", pytest.param("qemu-cortex-m4", marks=pytest.mark.sweep)])
+def test_bench_and_model_device_send_and_read_every_port_in_its_type(model, tmp_path, board):
+    """End to end on the host board (the emulated Cortex-M4 in the sweep): the bench (with TFLite Micro's
+    interpreter where installed) and ModelDevice."""
+    path, g = model
+    x = integer_samples()
+    np.savez(tmp_path / "test.npz", **real_values(g, x))
+    out = tmp_path / "b"
+    api.build(path, None, board, out)
+    r = api.bench(out, tmp_path / "test.npz", report_dir=None)
+    assert r["samples"] == N and r["input_saturated_samples"] == 0 and r["task"] == "multi-output"
+    assert r["agreement"]["device_vs_reference"] == 1.0
+    assert {o["agreement"]["device_vs_reference"] for o in r["outputs"].values()} == {1.0}
+    if importlib.util.find_spec("tflite_micro") is not None:
+        assert r["tflite"]["reference_vs_interpreter"] == 1.0
+    elif os.environ.get("CI"):
+        pytest.fail("tflite-micro (the TFLite Micro interpreter) is not installed", pytrace=False)
+    from edgec.testing import ModelDevice
+    with ModelDevice(out) as dev:
+        one = {k: v[0] for k, v in x.items()}
+        got, want = dev.run(one), dev.reference(one)
+        floats = dev.run({k[2:]: v[0] for k, v in real_values(g, x).items()})
+        with pytest.raises(EdgecError, match="input t1 is int32: the given integers"):
+            dev.run(dict(one, t1=np.array([0, 1, 1 << 40])))
+    assert got.int8["t4"].dtype == np.int16 and got.int8["t4"].shape == (3, 4) and got.int8["t5"].dtype == np.int8
+    for name in ("t4", "t5"):
+        assert np.array_equal(got.int8[name], want.int8[name]) and np.array_equal(floats.int8[name], got.int8[name])
+    emb = (x["t0"][0][x["t1"][0]].astype(np.int64) - 3) * 0.05          # feat's rows at the ids, in real values
+    assert np.allclose(got.float["t4"], emb, atol=0.0006)               # one int16 step (0.001) / 2 and rounding
