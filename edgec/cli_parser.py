@@ -216,7 +216,8 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     r = sub.add_parser("bench", help="run test data on the device and report accuracy and latency")
     r.add_argument("outdir", nargs="+", help="a build folder made by `edgec build` (several: a model x board "
                    "matrix run in parallel, one matrix report)")
-    r.add_argument("--data", help=".npz with x and optional integer labels y (required unless --stream)")
+    r.add_argument("--data", help=".npz with x (several inputs: x_<input name>) of real values, quantized with each "
+                   "input's scale and zero point, and optional labels y (required unless --stream)")
     r.add_argument("--stream", metavar="WAV", help="a --mlperf-model sww01 build: stream this 16 kHz WAV hop by hop "
                    "on the device and the host reference; detections, false positives and negatives")
     r.add_argument("--windows", metavar="JSON", help="with --stream: the wake word's labelled windows (the MLPerf "

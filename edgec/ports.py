@@ -171,6 +171,11 @@ def sample_bytes(graph: Graph, xq: np.ndarray) -> bytes:
                                                           .newbyteorder("<")).tobytes() for p in inputs(graph))
 
 
+def sample_rows(graph: Graph, xq: np.ndarray) -> np.ndarray:
+    """Quantized samples (N, ...) -> their sample_bytes (N, bytes) uint8: what a dataset image holds per input."""
+    return np.frombuffer(b"".join(sample_bytes(graph, x) for x in xq), np.uint8).reshape(len(xq), -1)
+
+
 def saturated(graph: Graph, x: np.ndarray) -> np.ndarray:
     """Per sample: True where some input value lies beyond the range its input's scale and zero point can
     hold (quantize_inputs clips it to the integer type's end, and the int8 reference sees the clipped value

@@ -53,6 +53,14 @@ def real_values(graph, x: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return out
 
 
+def check_tflm(report: dict) -> None:
+    """The reference agrees with TFLite Micro's interpreter on every sample (where it is installed: CI needs it)."""
+    if importlib.util.find_spec("tflite_micro") is not None:
+        assert report["tflite"]["reference_vs_interpreter"] == 1.0
+    elif os.environ.get("CI"):
+        pytest.fail("tflite-micro (the TFLite Micro interpreter) is not installed", pytrace=False)
+
+
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
     d = tmp_path_factory.mktemp("typed")
@@ -116,15 +124,14 @@ def test_bench_and_model_device_send_and_read_every_port_in_its_type(model, tmp_
     x = integer_samples()
     np.savez(tmp_path / "test.npz", **real_values(g, x))
     out = tmp_path / "b"
-    api.build(path, None, board, out)
+    rep = api.build(path, None, board, out)
+    assert [(p["name"], p["dtype"], p["bytes"]) for p in rep["ports"]["inputs"] + rep["ports"]["outputs"]] == [
+        ("t0", "int8", 20), ("t1", "int32", 12), ("t2", "uint8", 6), ("t4", "int16", 24), ("t5", "int8", 6)]
     r = api.bench(out, tmp_path / "test.npz", report_dir=None)
     assert r["samples"] == N and r["input_saturated_samples"] == 0 and r["task"] == "multi-output"
     assert r["agreement"]["device_vs_reference"] == 1.0
     assert {o["agreement"]["device_vs_reference"] for o in r["outputs"].values()} == {1.0}
-    if importlib.util.find_spec("tflite_micro") is not None:
-        assert r["tflite"]["reference_vs_interpreter"] == 1.0
-    elif os.environ.get("CI"):
-        pytest.fail("tflite-micro (the TFLite Micro interpreter) is not installed", pytrace=False)
+    check_tflm(r)
     from edgec.testing import ModelDevice
     with ModelDevice(out) as dev:
         one = {k: v[0] for k, v in x.items()}
@@ -137,3 +144,25 @@ def test_bench_and_model_device_send_and_read_every_port_in_its_type(model, tmp_
         assert np.array_equal(got.int8[name], want.int8[name]) and np.array_equal(floats.int8[name], got.int8[name])
     emb = (x["t0"][0][x["t1"][0]].astype(np.int64) - 3) * 0.05          # feat's rows at the ids, in real values
     assert np.allclose(got.float["t4"], emb, atol=0.0006)               # one int16 step (0.001) / 2 and rounding
+
+
+@pytest.mark.sweep
+def test_dataset_in_flash_holds_an_int16_input_and_reads_a_uint8_output(tmp_path):
+    """--dataset-in-flash on the host board: an int16 input [1, 8] (QUANTIZE to int8, then to a uint8 output): the
+    images hold each input's 16 bytes (they held its 8 values' count as the input size, which the firmware refused)
+    and the outputs are read as uint8, agreeing with the reference and with the bench over the link."""
+    case = Case("one16", [T((1, 8), [0.001], [0], INT16), T((1, 8), [0.02], [-3]), T((1, 8), [0.03], [120], UINT8)],
+                [Node("QUANTIZE", [0], 1), Node("QUANTIZE", [1], 2)], 0, 2)
+    path = tmp_path / "one16.tflite"
+    path.write_bytes(oracle.write(case))
+    xq = np.random.default_rng(1).integers(-32768, 32768, (5, 8))
+    xq[0, :2] = (-32768, 32767)
+    np.savez(tmp_path / "x.npz", x=(xq * np.float32(0.001)).astype(np.float32))
+    out = tmp_path / "b"
+    api.build(path, None, "host", out)
+    flash = api.bench(out, tmp_path / "x.npz", dataset_in_flash=True, report_dir=None)
+    link = api.bench(out, tmp_path / "x.npz", report_dir=None)
+    assert flash["link"]["input_bytes_in_images"] == 5 * 16
+    for r in (flash, link):
+        assert r["input_saturated_samples"] == 0 and r["agreement"]["device_vs_reference"] == 1.0
+        check_tflm(r)

@@ -115,7 +115,7 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         from concurrent.futures import ThreadPoolExecutor
         from edgec.bench import dataset_flash
         pool, cancel = ThreadPoolExecutor(1), threading.Event()
-        job = pool.submit(dataset_flash.run, outdir, board, report, ports.device_order(graph, xq), units,
+        job = pool.submit(dataset_flash.run, outdir, board, report, ports.sample_rows(graph, xq), units,
                           [port] * units if port else None, max_chunk, log, settings=settings, cancel=cancel)
     try:      # the dataset job runs beside this: an interrupt stops it, its chunks and their processes
         t_ref = time.monotonic()
@@ -156,11 +156,13 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
             raise
         finally:
             pool.shutdown()
-        dev_out, ticks, hello, estimate = ran["outputs"], ran["ticks"], {}, None
+        # the images' output bytes, read as the reference's values (an int16 or uint8 output in its own type)
+        dev_out = np.ascontiguousarray(ran["outputs"]).view(ref_out.dtype).reshape(ref_out.shape)
+        ticks, hello, estimate = ran["ticks"], {}, None
         mismatched = np.flatnonzero(~same_rows(dev_out, ref_out, float_tail.device_ulps(graph)))
         link_stats = {"mode": "dataset-in-flash", "firmware": ran["firmware"], "chunk_samples": ran["chunk_samples"], "chunks": ran["chunks"],
                       "units": ran["units"], "wall_s": round(ran["wall_s"], 3), "reference_s": round(t_ref, 3),
-                      "input_bytes_in_images": int(xq.nbytes), **ran["phases"].to_json()}
+                      "input_bytes_in_images": int(n * len(ports.sample_bytes(graph, xq[0]))), **ran["phases"].to_json()}
     else:
         dev_out, ticks, stack, hello, mismatched, link_stats, board, estimate = _run_over_link(
             outdir, report, graph, board, firmware, port, gdb_load, xq, ref_out, profile, compare_layers, result,
