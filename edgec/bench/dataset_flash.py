@@ -161,11 +161,11 @@ def _open_unit(board: Board, image: Path, port: str | None, settings: Settings, 
 def run(outdir: str | Path, board: Board, report: dict, xq: np.ndarray, units: int = 1,
         ports: list[str | None] | None = None, max_chunk: int | None = None, log: Log = _quiet, *,
         settings: Settings, cancel: threading.Event | None = None) -> dict:
-    """Run every input of xq (each as the bytes the device takes, (n, bytes): ports.sample_rows) on `units` devices,
-    a chunk per image.  ports: one serial port per
-    unit for real boards (None: start emulators); settings: the application's (the firmware's PlatformIO core
-    and build timeout); cancel: set by the caller on an interrupt, no further chunk starts (the caller kills
-    the running ones' processes, edgec.children.kill_all).  Returns outputs, ticks, chunk size, image and phases."""
+    """Run every input of xq (each as the bytes the device takes, (n, bytes): ports.sample_rows) on `units`
+    devices, a chunk per image.  ports: one serial port per unit for real boards (None: start emulators);
+    settings: the application's (the firmware's PlatformIO core and build timeout); cancel: set by the caller on
+    an interrupt, no further chunk starts (the caller kills the running ones' processes,
+    edgec.children.kill_all).  Returns outputs, ticks, chunk size, image and phases."""
     outdir = Path(outdir)
     n = len(xq)
     per_chunk = chunk_samples(board, report, max_chunk)
