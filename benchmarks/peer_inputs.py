@@ -2,7 +2,9 @@
 int16, int32 token ids; several inputs each by its name), written as edgec's data file (float values that quantize
 back to exactly those integers) and as the TFLM driver's .npz (x<i>: the integers in the input's type, which
 ../shared/peers' run_tflm.py copies into the input tensors as they are; a float input of the file: the same float
-values, which its QUANTIZE maps to edgec's integers).
+values, which its QUANTIZE maps to edgec's integers). edgec's bench then sends each input to the device in its own
+type and byte size (edgec/ports.py `sample_bytes`, the one place that lays them out); integers given in a data file
+are taken in the input's type by `ports.typed_input`, as edgec.testing takes them.
 """
 from __future__ import annotations
 

@@ -116,6 +116,17 @@ def test_fractional_token_ids_in_a_data_file_are_one_line(model, tmp_path):
         ports.check_whole(g, np.concatenate([a.reshape(N, -1) for a in x.values()], axis=1), "d.npz")
 
 
+def test_clipped_inputs_are_named_with_the_range_they_take(model):
+    _, g = model
+    x = real_values(g, integer_samples())
+    x["x_t2"][2, 0] = 3.0                                   # beyond uint8 255 at scale 0.02, zero point 128
+    packed = np.concatenate([a.reshape(N, -1) for a in x.values()], axis=1)
+    by_input = ports.saturated_by_input(g, packed)
+    assert {k: np.flatnonzero(v).tolist() for k, v in by_input.items()} == {"t0": [], "t1": [], "t2": [2]}
+    assert ports.saturated(g, packed).tolist() == [False, False, True, False, False, False]
+    assert ports.input_range(g, ports.inputs(g)[2]) == "-2.56..2.54 (uint8, scale 0.02, zero point 128)"
+
+
 @pytest.mark.parametrize("board", ["host", pytest.param("qemu-cortex-m4", marks=pytest.mark.sweep)])
 def test_bench_and_model_device_send_and_read_every_port_in_its_type(model, tmp_path, board):
     """End to end on the host board (the emulated Cortex-M4 in the sweep): the bench (with TFLite Micro's
