@@ -1,7 +1,7 @@
 """Each input and output of a model with several, sent and read over the bench's serial link in its own type and
 byte size (edgec/ports.py `pack`, `sample_bytes`, `output_parts`, `typed_input`): a .tflite with an int8 input, an
-int32 index input and a uint8 input, and an int16 and an int8 output (GATHER at run-time indices, then QUANTIZE
-int8 -> int16; QUANTIZE uint8 -> int8), benched end to end on the host board through `edgec bench --data` and
+int32 index input and a uint8 input, and an int16, an int8 and a uint8 output (GATHER at run-time indices, then
+QUANTIZE int8 -> int16 and int8 -> uint8; QUANTIZE uint8 -> int8), benched end to end on the host board through `edgec bench --data` and
 edgec.testing.ModelDevice, bit-exact with edgec's reference and TFLite Micro's interpreter. Before, the link sent
 the packed inputs widened to int32 (116 bytes for the device's 38) and ModelDevice cast every input to int8; an
 int16 port beside others was refused at import. A data file whose int32 ids have fractions is one line naming the
@@ -26,13 +26,15 @@ N = 6
 
 
 def typed_case() -> Case:
-    """feat int8 [1,5,4], ids int32 [1,3], raw uint8 [1,6] in (tensors t0, t1, t2); emb int16 [1,3,4] (t4: feat's
-    rows at ids, QUANTIZE to int16) and raw8 int8 [1,6] (t5: QUANTIZE of raw) out."""
+    """feat int8 [1,5,4], ids int32 [1,3], raw uint8 [1,6] in (tensors t0, t1, t2); out: emb int16 [1,3,4] (t4:
+    feat's rows at ids, QUANTIZE to int16), raw8 int8 [1,6] (t5: QUANTIZE of raw) and embu uint8 [1,3,4] (t6: the
+    rows QUANTIZEd to uint8)."""
     tensors = [T((1, 5, 4), [0.05], [3]), T((1, 3), [], [], INT32), T((1, 6), [0.02], [128], UINT8),
-               T((1, 3, 4), [0.05], [3]), T((1, 3, 4), [0.001], [0], INT16), T((1, 6), [0.03], [-5])]
+               T((1, 3, 4), [0.05], [3]), T((1, 3, 4), [0.001], [0], INT16), T((1, 6), [0.03], [-5]),
+               T((1, 3, 4), [0.06], [120], UINT8)]
     nodes = [Node("GATHER", [0, 1], 3, ("GatherOptions", {"Axis": 1, "BatchDims": 1})),
-             Node("QUANTIZE", [3], 4), Node("QUANTIZE", [2], 5)]
-    return Case("typed", tensors, nodes, [0, 1, 2], [4, 5])
+             Node("QUANTIZE", [3], 4), Node("QUANTIZE", [2], 5), Node("QUANTIZE", [3], 6)]
+    return Case("typed", tensors, nodes, [0, 1, 2], [4, 5, 6])
 
 
 def integer_samples(seed: int = 0) -> dict[str, np.ndarray]:
@@ -89,10 +91,14 @@ def test_outputs_come_back_each_in_its_own_type(model):
     x = integer_samples()
     xq = ports.pack(g, [x[p.name].reshape(N, -1) for p in ports.inputs(g)])
     y = reference.run_sequence(g, xq)
-    parts = ports.output_parts(g, ports.output_bytes(g, y))
-    emb, raw8 = (parts[t] for t in g.outputs)
+    raw = ports.output_bytes(g, y)
+    assert raw.shape == (N, 24 + 6 + 12) and raw.dtype == np.uint8
+    parts = ports.output_parts(g, raw)
+    emb, raw8, embu = (parts[t] for t in g.outputs)
     assert emb.dtype == np.int16 and emb.shape == (N, 3, 4) and raw8.dtype == np.int8 and raw8.shape == (N, 6)
-    assert np.array_equal(emb.reshape(N, -1), y[:, :12]) and np.array_equal(raw8, y[:, 12:])
+    assert embu.dtype == np.uint8 and embu.shape == (N, 3, 4) and embu.max() > 127      # not -1 widened
+    assert np.array_equal(emb.reshape(N, -1), y[:, :12]) and np.array_equal(raw8, y[:, 12:18])
+    assert np.array_equal(embu.reshape(N, -1), y[:, 18:].astype(np.uint8))
 
 
 def test_given_integers_are_taken_in_the_inputs_type_or_refused_in_one_line(model):
@@ -137,7 +143,8 @@ def test_bench_and_model_device_send_and_read_every_port_in_its_type(model, tmp_
     out = tmp_path / "b"
     rep = api.build(path, None, board, out)
     assert [(p["name"], p["dtype"], p["bytes"]) for p in rep["ports"]["inputs"] + rep["ports"]["outputs"]] == [
-        ("t0", "int8", 20), ("t1", "int32", 12), ("t2", "uint8", 6), ("t4", "int16", 24), ("t5", "int8", 6)]
+        ("t0", "int8", 20), ("t1", "int32", 12), ("t2", "uint8", 6), ("t4", "int16", 24), ("t5", "int8", 6),
+        ("t6", "uint8", 12)]
     r = api.bench(out, tmp_path / "test.npz", report_dir=None)
     assert r["samples"] == N and r["input_saturated_samples"] == 0 and r["task"] == "multi-output"
     assert r["agreement"]["device_vs_reference"] == 1.0
@@ -151,10 +158,12 @@ def test_bench_and_model_device_send_and_read_every_port_in_its_type(model, tmp_
         with pytest.raises(EdgecError, match="input t1 is int32: the given integers"):
             dev.run(dict(one, t1=np.array([0, 1, 1 << 40])))
     assert got.int8["t4"].dtype == np.int16 and got.int8["t4"].shape == (3, 4) and got.int8["t5"].dtype == np.int8
-    for name in ("t4", "t5"):
+    assert got.int8["t6"].dtype == np.uint8 and got.int8["t6"].shape == (3, 4)
+    for name in ("t4", "t5", "t6"):
         assert np.array_equal(got.int8[name], want.int8[name]) and np.array_equal(floats.int8[name], got.int8[name])
     emb = (x["t0"][0][x["t1"][0]].astype(np.int64) - 3) * 0.05          # feat's rows at the ids, in real values
     assert np.allclose(got.float["t4"], emb, atol=0.0006)               # one int16 step (0.001) / 2 and rounding
+    assert np.allclose(got.float["t6"], np.clip(emb, -7.2, 8.1), atol=0.031)    # uint8: half a step of 0.06
 
 
 @pytest.mark.sweep
