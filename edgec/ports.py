@@ -195,7 +195,8 @@ def saturated_by_input(graph: Graph, x: np.ndarray) -> dict[str, np.ndarray]:
         info = np.iinfo(DTYPES[t.dtype])
         with np.errstate(invalid="ignore", over="ignore"):
             q = np.round(v / t.scale) + t.zero_point
-        out[inputs(graph)[0].name if p is None else p.name] = ((q < info.min) | (q > info.max)).reshape(len(x), -1).any(axis=1)
+        name = inputs(graph)[0].name if p is None else p.name
+        out[name] = ((q < info.min) | (q > info.max)).reshape(len(x), -1).any(axis=1)
     return out
 
 
@@ -305,8 +306,8 @@ def describe(graph: Graph) -> dict:
     """Every input and output with its quantization, for build.json, the summary and the exports."""
     def one(p: Port) -> dict:
         t = graph.tensors[p.tensor]
-        return {"name": p.name, "c_name": p.c_name, "shape": list(p.onnx_shape), "dtype": t.dtype, "bytes": t.nbytes,
-                "scale": t.scale, "zero_point": t.zero_point, "offset": p.start}
+        return {"name": p.name, "c_name": p.c_name, "shape": list(p.onnx_shape), "dtype": t.dtype,
+                "bytes": t.nbytes, "scale": t.scale, "zero_point": t.zero_point, "offset": p.start}
     return {"inputs": [one(p) for p in inputs(graph)], "outputs": [one(p) for p in outputs(graph)]}
 
 

@@ -1,11 +1,12 @@
 """Each input and output of a model with several, sent and read over the bench's serial link in its own type and
 byte size (edgec/ports.py `pack`, `sample_bytes`, `output_parts`, `typed_input`): a .tflite with an int8 input, an
 int32 index input and a uint8 input, and an int16, an int8 and a uint8 output (GATHER at run-time indices, then
-QUANTIZE int8 -> int16 and int8 -> uint8; QUANTIZE uint8 -> int8), benched end to end on the host board through `edgec bench --data` and
-edgec.testing.ModelDevice, bit-exact with edgec's reference and TFLite Micro's interpreter. Before, the link sent
-the packed inputs widened to int32 (116 bytes for the device's 38) and ModelDevice cast every input to int8; an
-int16 port beside others was refused at import. A data file whose int32 ids have fractions is one line naming the
-input."""
+QUANTIZE int8 -> int16 and int8 -> uint8; QUANTIZE uint8 -> int8), benched end to end on the host board through
+`edgec bench --data` and edgec.testing.ModelDevice, bit-exact with edgec's reference and TFLite Micro's
+interpreter. Before, the link sent the packed inputs widened to int32 (116 bytes for the device's 38) and
+ModelDevice cast every input to int8; an int16 port beside others was refused at import. A data file whose int32
+ids have fractions is one line naming the input; clipped inputs are named with the range they take. The sweep
+adds the emulated Cortex-M4 and --dataset-in-flash (an int16 input in the images, a uint8 output read back)."""
 from __future__ import annotations
 
 import importlib.util

@@ -91,12 +91,13 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
     for view, labels in _labelled_outputs(graph, data):    # before any work: a bad label would bend the numbers
         check_labels(view, labels, data_path)
     n = len(data.x)
-    xq = ports.quantize_inputs(graph, data.x)     # several inputs: packed, as the link writes them
     ports.check_whole(graph, data.x, data_path)
+    xq = ports.quantize_inputs(graph, data.x)     # several inputs: packed (ports.sample_bytes lays them out)
     clipped = int(ports.saturated(graph, data.x).sum())
     if clipped:     # the device and the reference both see the clipped values: agreement does not cover them
         where = "; ".join(f"input {p.name} takes {ports.input_range(graph, p)}: {int(c.sum())} samples beyond"
-                          for p, c in zip(ports.inputs(graph), ports.saturated_by_input(graph, data.x).values()) if c.any())
+                          for p, c in zip(ports.inputs(graph), ports.saturated_by_input(graph, data.x).values())
+                          if c.any())
         log(f"warning: {clipped} of {n} test inputs hold values beyond the input range the model was calibrated "
             f"for and are clipped on the device ({where}); agreement and accuracy do not cover what those values "
             "would give: --data holds real values, x = (x_q - zero point) * scale of integers; calibrate with data "
@@ -162,7 +163,8 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
         mismatched = np.flatnonzero(~same_rows(dev_out, ref_out, float_tail.device_ulps(graph)))
         link_stats = {"mode": "dataset-in-flash", "firmware": ran["firmware"], "chunk_samples": ran["chunk_samples"], "chunks": ran["chunks"],
                       "units": ran["units"], "wall_s": round(ran["wall_s"], 3), "reference_s": round(t_ref, 3),
-                      "input_bytes_in_images": int(n * len(ports.sample_bytes(graph, xq[0]))), **ran["phases"].to_json()}
+                      "input_bytes_in_images": int(n * len(ports.sample_bytes(graph, xq[0]))),
+                      **ran["phases"].to_json()}
     else:
         dev_out, ticks, stack, hello, mismatched, link_stats, board, estimate = _run_over_link(
             outdir, report, graph, board, firmware, port, gdb_load, xq, ref_out, profile, compare_layers, result,
