@@ -3,7 +3,10 @@ Runtime with every QuantizeLinear output exposed (its int8 tensors; graph optimi
 session, or off with --unfused), against edgec's integer reference on the same samples: for every tensor both have,
 the share of values that differ and by how many levels; with --ops, each edgec op run on ORT's own int8 input against
 ORT's int8 output (a per-op difference, free of what came before). uint8 tensors are compared shifted by 128 (edgec's
-int8 grid of a uint8 pair). The oracle's evaluation inputs (or its stored ones).
+int8 grid of a uint8 pair). Feature maps [1, C, H, W] are compared channels last, as edgec holds them; other ranks
+in ONNX order, so a tensor edgec holds transposed (attention's heads, the graph input before its layout change)
+shows as nearly every value differing: read those rows as a layout mismatch, not a numerical one. The oracle's
+evaluation inputs (or its stored ones).
 
     python scripts/corpus/qdq_layers.py tiny13_kj_ic_resnet_qdq [--ops] [--unfused]
 """
