@@ -94,7 +94,8 @@ def test_ort_qdq_model_keeps_its_quantization_and_runs_bit_exact(qdq_int8):
             mine, wq = np.sort(mine, axis=1), np.sort(wq, axis=1)
         np.testing.assert_array_equal(mine, wq)        # ORT's integers...
         x_scale, y_scale = graph.tensors[op.inputs[0]].scale, graph.tensors[op.output].scale
-        mult, shift = zip(*(scheme.quantize_multiplier(s) for s in x_scale * ws.astype(np.float64) / y_scale))
+        mult, shift = zip(*(scheme.quantize_multiplier_one_rounding(s)       # (one rounding, as ORT's)
+                            for s in x_scale * ws.astype(np.float64) / y_scale))
         np.testing.assert_array_equal(op.arrays["mult"], mult)   # ...and ORT's weight scales
         np.testing.assert_array_equal(op.arrays["shift"], shift)
     # accuracy: the same as ORT's own run of the QDQ model, on the device bit-exact with the reference

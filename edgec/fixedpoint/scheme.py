@@ -73,6 +73,24 @@ def quantize_multiplier(real: float) -> tuple[int, int]:
     return q_fixed, e
 
 
+ONE_ROUNDING_RIGHT = 10   # (a right shift of more than 10 bits: the second rounding moves less than 2^-11 of a level)
+
+
+def quantize_multiplier_one_rounding(real: float) -> tuple[int, int]:
+    """(mult, shift) for the same MultiplyByQuantizedMultiplier with one rounding instead of two where that is
+    closer: a real in [2^-10, 1) as mult = round(real * 2^31) with shift 0 (a Q31 multiplier below 2^30, at least
+    2^21, so the product is rounded once, with no rounding right shift after it). TFLite's normalized form rounds
+    the product to 31 - r fractional bits and then shifts right by r bits with a second rounding: for a right shift
+    of a few bits (a mean of 64 values, scale ratio 0.077: r = 3) that lands one level above the exact value for
+    fractions in [1/2 - 2^-(r+1), 1/2) (6 % of a uniform spread at r = 3), where ONNX Runtime's float requantization
+    rounds down. Otherwise quantize_multiplier's. Used for a QDQ file's ops (op.attrs['one_rounding'],
+    edgec/quant/quantize.py), whose reference is ONNX Runtime's float requantization."""
+    mult, shift = quantize_multiplier(real)
+    if -ONE_ROUNDING_RIGHT <= shift < 0 and real > 0:
+        return int(math.floor(real * float(1 << 31) + 0.5)), 0
+    return mult, shift
+
+
 def requantize(acc, mult, shift) -> np.ndarray:
     """TFLite MultiplyByQuantizedMultiplier (double rounding); mult/shift broadcast over the last axis."""
     x = np.asarray(acc, dtype=np.int64)
@@ -171,7 +189,9 @@ def weighted(op: Op, inp: Tensor, out: Tensor, channel_axis: int) -> None:
     else:
         wq, w_scale = quantize_weights(op.attrs["weights"], channel_axis, op.attrs.get("per_channel", True))
     bias_scale = inp.scale * w_scale
-    mult, shift = zip(*(quantize_multiplier(s / out.scale) for s in bias_scale))
+    one = op.attrs.get("one_rounding") and inp.dtype == out.dtype == "int8"    # (16x8: TFLite's Q15 multiplier)
+    mult, shift = zip(*((quantize_multiplier_one_rounding if one else quantize_multiplier)(s / out.scale)
+                        for s in bias_scale))
     bq = accumulator_safe_bias(wq, channel_axis, op.attrs["bias"].astype(np.float64) / bias_scale, mult)
     op.arrays.update(weights=wq, bias=bq, mult=np.array(mult, np.int32), shift=np.array(shift, np.int32))
     op.arrays.pop("weights4", None)

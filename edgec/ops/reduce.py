@@ -15,7 +15,7 @@ from edgec.ops.lut import emit_lut
 from edgec.ops.kernel import INT16, REFERENCE, Kernel
 from edgec.ops.tflite16 import ACTIVATIONS, check_zero_points
 from edgec.ops.opdef import CallSite, OpDef
-from edgec.fixedpoint.scheme import quantize_multiplier, requantize
+from edgec.fixedpoint.scheme import quantize_multiplier, quantize_multiplier_one_rounding, requantize
 
 
 REDUCE_KINDS = {"sum": 0, "max": 1, "min": 2, "argmax": 3, "argmin": 4}
@@ -40,7 +40,8 @@ def quantize_reduce(op: Op, ins: list[Tensor], out: Tensor) -> None:
     kind = a["how"]
     n = a["n"]
     real = x.scale / out.scale / (n if kind == "mean" else 1)
-    mult, shift = quantize_multiplier(real)
+    one = op.attrs.get("one_rounding") and x.dtype == out.dtype == "int8"    # a QDQ file's (TFLite's MEAN: its own)
+    mult, shift = (quantize_multiplier_one_rounding if one else quantize_multiplier)(real)
     code = REDUCE_KINDS["sum" if kind == "mean" else kind]
     op.params.update(outer=a["outer"], n=n, inner=a["inner"], kind=code, select_last=a["select_last"],
                      input_zp=x.zero_point, mult=mult, shift=shift, output_zp=out.zero_point,

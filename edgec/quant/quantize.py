@@ -24,12 +24,13 @@ def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: 
     per_channel=False quantizes each layer's weights with one scale (still stored per channel).
     ONNX values in graph.fixed_qparams (a QDQ model's own) take those instead of their ranges."""
     fixed = graph.fixed_qparams
+    one_rounding = {"one_rounding": True} if fixed else {}    # a QDQ file: requantized as ONNX Runtime does, once
     graph = own_scales(graph, ranges)
     tensors = dict(graph.tensors)
 
     def from_range(name: str) -> Tensor:
         t = tensors[name]
-        own = fixed.get(t.source) or (input_grid(graph, name) if name in graph.inputs else None)
+        own = input_grid(graph, name) if name in graph.inputs else view_grid(graph, name)
         if own is not None and (t.dtype != "int16" or t.name in graph.inputs):   # (--int16 on a QDQ tensor:
             shift = 128 if t.dtype == "uint8" else 0     # int16 wins; an int16 input is an audio front end's 2^-15
             # grid, edgec/ops/signal/mfcc_onnx.py; a uint8 input port: the same grid, its zero point 128 higher)
@@ -46,7 +47,7 @@ def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: 
         from_range(name)
     ops = []
     for old in graph.ops:
-        op = old.fresh(attrs={**old.attrs, "per_channel": per_channel}, lowering=None)   # filled in below
+        op = old.fresh(attrs={**old.attrs, "per_channel": per_channel, **one_rounding}, lowering=None)   # below
         out = tensors[op.output]
         src = tensors[op.inputs[0]]
         d = REGISTRY[op.kind]
@@ -87,6 +88,24 @@ def input_grid(graph: Graph, name: str) -> tuple[float, int] | None:
     return None
 
 
+def view_grid(graph: Graph, name: str) -> tuple[float, int] | None:
+    """A QDQ model's own quantization of a tensor: its ONNX value's, or, where the file quantizes it only after a
+    view (an ONNX ReduceMean without keepdims is a pool then a reshape here; a Flatten then QuantizeLinear), that
+    view's output's: the same values, so ONNX Runtime's QuantizeLinear after the view is the same grid on this
+    tensor. None when neither is the file's."""
+    fixed, seen = graph.fixed_qparams, set()
+    while fixed and name not in seen:
+        seen.add(name)
+        if graph.tensors[name].source in fixed:
+            return fixed[graph.tensors[name].source]
+        readers = [op for op in graph.ops if name in op.inputs]
+        if len(readers) != 1 or not REGISTRY[readers[0].kind].alias or readers[0].inputs[0] != name \
+                or name in graph.outputs:
+            return None
+        name = readers[0].output
+    return None
+
+
 def own_scales(graph: Graph, ranges: dict[str, tuple[float, float]]) -> Graph:
     """The graph with every op that would keep its input's quantization but is closer to float with its own
     output scale (OpDef.own_scale: a global average pool whose output range is much narrower than its input's)
@@ -101,8 +120,9 @@ def own_scales(graph: Graph, ranges: dict[str, tuple[float, float]]) -> Graph:
             pass
         elif src.source in ranges and out.source in ranges and not ({src.source, out.source} & set(fixed)):
             new = d.own_scale(op, ranges[src.source], ranges[out.source])
-        elif src.source in fixed and out.source in fixed and fixed[src.source] != fixed[out.source]:
-            new = d.own_scale(op, *[_grid_range(*fixed[v.source]) for v in (src, out)], given=True)
+        elif None not in (grids := (view_grid(graph, src.name), view_grid(graph, out.name))) \
+                and grids[0] != grids[1]:
+            new = d.own_scale(op, *[_grid_range(*g) for g in grids], given=True)
         changed |= new is not None
         ops.append(new or op)
     return graph.replace_ops(ops) if changed else graph

@@ -140,6 +140,11 @@ def conv_from(cx, node, x, y, w, bias, strides, dil, begins, group):
     cx.values[y] = (out, cl)
 
 
+def _channel_shape(kind: str, w: np.ndarray) -> tuple:
+    """The shape a per-output-channel vector takes against canonical weights w."""
+    return (1,) * (w.ndim - 1) + (-1,) if kind == "depthwise_conv2d" else (-1,) + (1,) * (w.ndim - 1)
+
+
 def import_batch_normalization(cx, node):
     x = node.input[0]
     if cx.attr(node, "training_mode", 0) or any(o for o in node.output[1:]):
@@ -159,7 +164,11 @@ def import_batch_normalization(cx, node):
         else:
             w = w * s.reshape((-1,) + (1,) * (w.ndim - 1))
         prod.attrs["weights"] = w.astype(np.float32)
-        prod.attrs.pop("weight_scale", None)     # a QDQ model's scales were for the unfolded weights
+        ws = prod.attrs.pop("weight_scale", None)    # a QDQ file's weights: its integers, each channel's scale x |s|
+        if ws is not None and np.all(s != 0) and np.all(np.isfinite(s)) and np.all(     # (a -128 whose channel's
+                w / (np.asarray(ws) * np.abs(s)).reshape(_channel_shape(prod.kind, w)) <= 127.5):   # s < 0: requantized)
+            prod.attrs["weight_scale"] = np.asarray(ws, np.float64) * np.abs(s)   # (as ONNX Runtime's BatchNorm
+            # after the conv of the file's weights: the integers are not quantized again)
         prod.attrs["bias"] = (prod.attrs["bias"] * s + shift).astype(np.float32)
         cx.rename_output(prod, x, node.output[0], cx.values[x][1])
         return
