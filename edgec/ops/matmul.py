@@ -298,8 +298,8 @@ def import_einsum(cx, node):
     """ONNX Einsum of two activations that is a batched matrix product ('ntd,nsd->nts', 'bhij,bhjd->bhid', ...):
     the `matmul` op, each operand read in place through the strides of its letters, the output written in the
     output term's order."""
-    (a, b), y = node.input, node.output[0]
     ta, tb, to, batch, r, c, k = _einsum_indices(node, cx.attr(node, "equation", ""))
+    (a, b), y = node.input, node.output[0]
     if a in cx.consts or b in cx.consts:
         raise node_error(node, "Einsum with a constant operand is not supported; write it as MatMul or Gemm")
     sa, sb, sy = cx.shape(a, node), cx.shape(b, node), cx.shape(y, node)

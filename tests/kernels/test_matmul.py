@@ -168,7 +168,8 @@ def test_einsum_products_read_where_they_lie(eq_scores, eq_context, c_too, tmp_p
 
 
 @pytest.mark.parametrize("equation, why", [("ij,jk->ik", "constant operand"), ("nij,njk->nik,", "matrix product"),
-                                           ("ii,ij->ij", "matrix product"), ("...ij,...jk->...ik", "no ellipsis")])
+                                           ("ii,ij->ij", "matrix product"), ("...ij,...jk->...ik", "no ellipsis"),
+                                           ("nij->nji", "only two operands")])
 def test_einsum_refusals_say_what(equation, why):
     """An Einsum that is no batched product of two activations is refused naming the node and what to do."""
     from onnx import helper
@@ -176,9 +177,10 @@ def test_einsum_refusals_say_what(equation, why):
     from edgec.errors import EdgecError
     from edgec.frontend import canonicalize
     const = equation == "ij,jk->ik"
+    operands = ["a"] if "," not in equation else ["a", "w" if const else "a"]
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="relu"),
-             helper.make_node("Einsum", ["a", "w" if const else "a"], ["y"], equation=equation, name="ein")]
-    shape = [4, 4] if equation.count(",") == 1 and "n" not in equation else [1, 4, 4]
+             helper.make_node("Einsum", operands, ["y"], equation=equation, name="ein")]
+    shape = [4, 4] if "n" not in equation else [1, 4, 4]
     model = make_model(nodes, ("x", shape), ("y", shape), {"w": np.eye(4)} if const else {}, opset=13)
     with pytest.raises(EdgecError, match=f"ein.*{why}"):
         canonicalize.canonicalize(model, "einsum")
