@@ -32,7 +32,10 @@ def unroll_loops(model: onnx.ModelProto) -> onnx.ModelProto | None:
     consts = {i.name: numpy_helper.to_array(i) for i in g.initializer}
     nodes, changed = [], False
     for k, n in enumerate(g.node):
-        written = _unroll(n, k, consts, opset) if n.op_type == "Loop" and n.domain in ("", "ai.onnx") else None
+        try:
+            written = _unroll(n, k, consts, opset) if n.op_type == "Loop" and n.domain in ("", "ai.onnx") else None
+        except (ValueError, TypeError, IndexError, KeyError):   # a malformed Loop: the canonicalizer names it
+            written = None
         if written is None:
             nodes.append(n)
         else:
