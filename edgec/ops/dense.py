@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from edgec.errors import node_error
-from edgec.ir import NO_ACT, Op, Tensor
+from edgec.ir import NO_ACT, Op, SYNTHETIC, Tensor
 from edgec.ops import cemit, fast, matmul, movement
 from edgec.ops.kernel import FAST, HELIUM, INT4, INT16, MVE, REFERENCE, VARIANT, Kernel
 from edgec.ops.opdef import CallSite, Int16, OpDef
@@ -404,13 +404,28 @@ def import_gemm(cx, node):
     bias = np.zeros(n, np.float32)
     if len(node.input) > 2 and node.input[2]:
         if node.input[2] not in cx.consts:
-            raise node_error(node, "the bias (C) must be constant")
+            return _product_then_add(cx, node)
         c = cx.consts[node.input[2]].astype(np.float32)
         if c.size != 1 and c.shape[-1] == n and int(np.prod(c.shape[:-1])) != 1:
             raise node_error(node, f"a bias C of shape {list(c.shape)} that varies per row is not supported")
         bias = np.broadcast_to(c.reshape(-1)[-n:] if c.size > 1 else c.reshape(1), (n,)).copy()
         bias = bias * float(cx.attr(node, "beta", 1.0))
     _dense(cx, node, a, w, bias)
+
+
+def _product_then_add(cx, node):
+    """A Gemm whose C is computed (tf2onnx's Keras LSTM cell: x W + h U in one Gemm): the product A B as a Gemm
+    without C, then an Add of C (edgec/ops/binary)."""
+    from onnx import helper
+    from edgec.ops import binary
+    if float(cx.attr(node, "beta", 1.0)) != 1.0:
+        raise node_error(node, "a computed bias (C) is supported with beta 1 only")
+    y, name = node.output[0], node.name or "gemm"
+    product = helper.make_node("Gemm", list(node.input[:2]), [f"{SYNTHETIC}{y}__product"], name=f"{name}__product")
+    product.attribute.extend(a for a in node.attribute if a.name != "beta")
+    cx.shapes[product.output[0]] = cx.shape(y, node)
+    import_gemm(cx, product)
+    binary.ONNX["Add"](cx, helper.make_node("Add", [product.output[0], node.input[2]], [y], name=f"{name}__plus_c"))
 
 
 def _transposed(cx, node, x):

@@ -265,7 +265,66 @@ def import_activation_matmul(cx, node):
     cx.values[y] = (out, want if sy else ())          # a 1-D x 1-D product is a scalar
 
 
-ONNX: dict = {}     # ONNX MatMul is imported by edgec/ops/dense.py, which hands two activations to the above
+def _einsum_indices(node, eq: str):
+    """(batch, row, column, summed) index letters of a two-operand Einsum that is a batched matrix product."""
+    eq = eq.decode() if isinstance(eq, bytes) else str(eq)
+    eq = eq.replace(" ", "")
+    terms = eq.split("->")[0].split(",") if "->" in eq else []
+    if len(node.input) != 2 or len(terms) != 2 or "." in eq:
+        raise node_error(node, f"Einsum '{eq}': only two operands with an explicit output ('ab,bc->ac') are "
+                               "supported, no ellipsis")
+    (ta, tb), to = terms, eq.split("->")[1]
+    batch = [c for c in to if c in ta and c in tb]
+    rows, cols = [c for c in ta if c not in tb], [c for c in tb if c not in ta]
+    summed = [c for c in ta if c in tb and c not in to]
+    if any(len(set(t)) != len(t) for t in (ta, tb, to)) or len(rows) != 1 or len(cols) != 1 \
+            or len(summed) != 1 or sorted(to) != sorted(batch + rows + cols):
+        raise node_error(node, f"Einsum '{eq}' is not a (batched) matrix product (one summed index, one index of "
+                               "each operand's own, the rest in both and in the output); write it as MatMul")
+    return ta, tb, to, batch, rows[0], cols[0], summed[0]
+
+
+def _letter_strides(node, letters: str, shape, strides, batch: list[str]):
+    """{letter: stride} of one Einsum term and its batch stride (its live batch axes one arithmetic sequence)."""
+    by = dict(zip(letters, strides))
+    live = [c for c in batch if shape[letters.index(c)] != 1]
+    size = {c: shape[letters.index(c)] for c in letters}
+    if any(by[x] != by[y] * size[y] for x, y in zip(live, live[1:])):
+        raise node_error(node, f"Einsum term '{letters}': its batch axes are not read in one order; write it as MatMul")
+    return by, (by[live[-1]] if live else 0)
+
+
+def import_einsum(cx, node):
+    """ONNX Einsum of two activations that is a batched matrix product ('ntd,nsd->nts', 'bhij,bhjd->bhid', ...):
+    the `matmul` op, each operand read in place through the strides of its letters, the output written in the
+    output term's order."""
+    ta, tb, to, batch, r, c, k = _einsum_indices(node, cx.attr(node, "equation", ""))
+    (a, b), y = node.input, node.output[0]
+    if a in cx.consts or b in cx.consts:
+        raise node_error(node, "Einsum with a constant operand is not supported; write it as MatMul or Gemm")
+    sa, sb, sy = cx.shape(a, node), cx.shape(b, node), cx.shape(y, node)
+    if len(sa) != len(ta) or len(sb) != len(tb) or len(sy) != len(to):
+        raise node_error(node, f"Einsum terms '{ta},{tb}->{to}' do not match the ranks of its operands")
+    size = {**dict(zip(tb, sb)), **dict(zip(ta, sa))}
+    if any(sa[ta.index(x)] != sb[tb.index(x)] for x in batch + [k]):
+        raise node_error(node, f"Einsum '{ta},{tb}->{to}': broadcasting shapes {list(sa)} and {list(sb)} "
+                               "is not supported")
+    tensor_a, _, stride_a = movement.axis_strides(cx, a, node)
+    tensor_b, _, stride_b = movement.axis_strides(cx, b, node)
+    ya, bsa = _letter_strides(node, ta, sa, stride_a, batch)
+    yb, bsb = _letter_strides(node, tb, sb, stride_b, batch)
+    yo, bso = _letter_strides(node, to, sy, movement.contiguous_strides(sy), batch)
+    nb = int(np.prod([size[x] for x in batch], dtype=np.int64))
+    out = cx.new_tensor(y, tuple(sy) or (1,), y)
+    cx.emit("matmul", node, [tensor_a, tensor_b], out, batch=nb, m=size[r], k=size[k], n=size[c],
+            a_batch_stride=bsa, a_row_stride=ya[r], a_col_stride=ya[k],
+            b_batch_stride=bsb, b_row_stride=yb[k], b_col_stride=yb[c],
+            out_batch_stride=bso, out_row_stride=yo[r], out_col_stride=yo[c], act=NO_ACT)
+    cx.values[y] = (out, movement.identity(len(sy)))
+
+
+# ONNX MatMul is imported by edgec/ops/dense.py, which hands two activations to import_activation_matmul
+ONNX = {"Einsum": import_einsum}
 
 
 # ---- TFLite import (edgec/frontend/tflite.py)

@@ -20,6 +20,10 @@ import manifest  # noqa: E402
 # name: (kind, float model of the corpus, per_channel, activation type)
 MODELS = {
     "ortqdq_torch_kws_transformer": ("transformer", "torch_kws_transformer", True, q.QuantType.QInt8),
+    # the hidden-corpus round: uint8 activations and per-tensor weights (GroupNorm, PReLU, Hardsigmoid), and a
+    # detector with two outputs (Hardswish, Clip; opset 11: per-tensor, as DequantizeLinear takes no axis before 13)
+    "ortqdq_u8_torch_groupnorm_prelu_kws": ("kws", "torch_groupnorm_prelu_kws_op18", False, q.QuantType.QUInt8),
+    "ortqdq_torch_hardswish_detector": ("detection", "torch_hardswish_detector_op11", False, q.QuantType.QInt8),
 }
 
 

@@ -36,6 +36,8 @@ NO_LICENSE = "none stated (the author's; not committed)"
 PREDICTIVE = ("5AIPAVAN/TinyML-Predictive_Maintenance", "5048750ca0738cd4fcfa89f5564ec2c9fd337242", NO_LICENSE)
 RPS = ("Avi-python/EmbeddedSystem_HW2", "53ee0d568ed3f5576bc3dcadaffd8f2f0b19c686", NO_LICENSE)
 SILABS = ("SiliconLabs/mltk", "a071446ed509116a36afcdc4a7629e989253f262", "Zlib (Silicon Labs MLTK, LICENSE.md)")
+TINY_V11 = ("mlcommons/tiny_results_v1.1", "c32ef94d19429ef1d318e9c7a60002a4bd70e11b", "Apache-2.0")
+URBAN = ("Berkya97/EdgeAssistNoiseClassifier", "5caf29550113cd949ce7bb39767461ca9275a083", NO_LICENSE)
 
 # name, kind, (repository, commit, license), path in the repository, committed
 FILES = [
@@ -96,6 +98,14 @@ FILES = [
     ("tiny12_qualcomm_kws_float", "kws", TINY_V12, "closed/Qualcomm/models/kws_saved_model.tflite", True),
     ("gh_predictive_maintenance_mlp", "anomaly", PREDICTIVE, "model_full_integer_quant.tflite", False),
     ("gh_rock_paper_scissors_mnv2", "classification", RPS, "model.tflite", False),
+    # the hidden-corpus round (issue 29): files nobody here had run, as a new user brings them
+    ("silabs_kws_pacman_v3", "kws", SILABS, "cpp/shared/apps/ble_audio_classifier/config/tflite/keyword_spotting_pacman_v3.tflite", True),
+    ("silabs_kws_heygecko", "kws", SILABS,
+     "mltk/models/siliconlabs/keyword_spotting_heygecko.mltk.zip!keyword_spotting_heygecko.tflite", True),
+    ("silabs_image_example1", "classification", SILABS, "mltk/utils/test_helper/data/image_example1.tflite", True),
+    ("tiny11_kj_vww_tflite2onnx", "classification", TINY_V11,
+     "closed/kai_jiang/code/vww/graph_quantization/models/vww_96_float.onnx", False),
+    ("gh_urbansound_noise_cnn", "audio-events", URBAN, "model.tflite", False),
 ]
 
 

@@ -108,3 +108,34 @@ def test_fully_connected_packed_long_input_widened_in_chunks(request, path):
                                             ptr(scratch), ptr(out))
         assert np.array_equal(out, dense.fully_connected_s8(q, x, w, bias, mult, shift)), q
         assert np.all(scratch[low.scratch_bytes // 4:] == 0x5A5A5A5A)
+
+
+def test_gemm_with_a_computed_bias_is_a_product_then_an_add():
+    """Gemm(x, W, C) with C computed (tf2onnx writes a Keras LSTM cell so: x W + h U in one Gemm) was refused
+    ("the bias (C) must be constant"): it is the product (edgec's own tensor), then an Add of C; the result tracks
+    onnxruntime."""
+    import onnxruntime as ort
+    from onnx import helper
+    from conftest import make_model
+    from edgec.frontend import canonicalize
+    from edgec.ir import SYNTHETIC
+    from edgec.quant import calibrate, floatref, quantize, reference
+    from edgec.fixedpoint import scheme
+    rng = np.random.default_rng(8)
+    nodes = [helper.make_node("MatMul", ["x", "u"], ["hu"], name="recurrent"),
+             helper.make_node("Gemm", ["x", "w", "hu"], ["y"], transB=1, name="cell")]
+    model = make_model(nodes, ("x", [1, 8]), ("y", [1, 4]),
+                       {"u": rng.normal(0, 0.4, (8, 4)), "w": rng.normal(0, 0.4, (4, 8))})
+    graph = canonicalize.canonicalize(model, "gemm_c")
+    assert [op.kind for op in graph.ops].count("fully_connected") == 2 and len(graph.ops) == 3
+    x = rng.normal(0, 1, (16, 8)).astype(np.float32)
+    sources = {t.source for t in graph.tensors.values()}
+    own = {s for s in sources if s.startswith(SYNTHETIC)}
+    assert own, "the product is edgec's own tensor"
+    ranges = {**calibrate.calibrate(model, x, sorted(sources - own)), **floatref.ranges(graph, x, own)}
+    graph = quantize.quantize(graph, ranges)
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"x": x[:1]})[0]
+    got = scheme.dequantize(graph.tensors[graph.output],
+                            reference.run(graph, scheme.quantize_input(graph.tensors[graph.input], x[0])))
+    assert np.abs(got.reshape(want.shape) - want).max() <= 0.03 * np.ptp(want)

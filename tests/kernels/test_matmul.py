@@ -132,3 +132,55 @@ def test_operands_read_where_they_lie(scale, tmp_path):
                             reference.run(graph, scheme.quantize_input(graph.tensors[graph.input], x[0])))
     assert np.abs(got.reshape(want.shape) - want).max() <= 0.05 * np.ptp(want)
     check_generated_c(graph, x[:4], tmp_path)
+
+
+@pytest.mark.parametrize("eq_scores, eq_context, c_too", [
+    ("ntd,nsd->nts", "nts,nsd->ntd", False),                                   # torch's einsum attention
+    pytest.param("ntd,nsd->nst", "nst,nsd->ndt", True, marks=pytest.mark.sweep)])  # transposed outputs; the C
+def test_einsum_products_read_where_they_lie(eq_scores, eq_context, c_too, tmp_path):
+    """Einsum of two activations (q, k, v Split from one tensor: the dynamo exporter's einsum attention was refused
+    as an unsupported operator) is the matmul op, its operands read through their letters' strides: no copy, no
+    Transpose; the result tracks onnxruntime and the C is bit-exact with the twin."""
+    from onnx import helper
+    from conftest import check_generated_c, make_model
+    from edgec.frontend import canonicalize
+    from edgec.quant import calibrate, quantize, reference
+    from edgec.fixedpoint import scheme
+    nodes = [helper.make_node("Split", ["x", "split"], ["q", "k", "v"], axis=-1, name="split"),
+             helper.make_node("Einsum", ["q", "k"], ["s"], equation=eq_scores, name="scores"),
+             helper.make_node("Softmax", ["s"], ["p"], axis=-1, name="softmax"),
+             helper.make_node("Einsum", ["p", "v"], ["y"], equation=eq_context, name="context")]
+    out_shape = [1, 5, 4] if eq_context.endswith("td") else [1, 4, 5]
+    model = make_model(nodes, ("x", [1, 5, 12]), ("y", out_shape), {"split": np.array([4, 4, 4], np.int64)},
+                       opset=13)
+    graph = canonicalize.canonicalize(model, "einsum")
+    mms = [op for op in graph.ops if op.kind == "matmul"]
+    assert len(mms) == 2 and mms[0].inputs == (graph.input, graph.input)
+    assert {op.kind for op in graph.ops} == {"matmul", "softmax"}
+    x = np.random.default_rng(5).normal(0, 1, (16, 5, 12)).astype(np.float32)
+    graph = quantize.quantize(graph, calibrate.calibrate(model, x, [t.source for t in graph.tensors.values()]))
+    want = calibrate.run_float(model, x[:1])[0]
+    got = scheme.dequantize(graph.tensors[graph.output],
+                            reference.run(graph, scheme.quantize_input(graph.tensors[graph.input], x[0])))
+    assert np.abs(got.reshape(want.shape) - want).max() <= 0.05 * np.ptp(want)
+    if c_too:
+        check_generated_c(graph, x[:4], tmp_path)
+
+
+@pytest.mark.parametrize("equation, why", [("ij,jk->ik", "constant operand"), ("nij,njk->nik,", "matrix product"),
+                                           ("ii,ij->ij", "matrix product"), ("...ij,...jk->...ik", "no ellipsis"),
+                                           ("nij->nji", "only two operands")])
+def test_einsum_refusals_say_what(equation, why):
+    """An Einsum that is no batched product of two activations is refused naming the node and what to do."""
+    from onnx import helper
+    from conftest import make_model
+    from edgec.errors import EdgecError
+    from edgec.frontend import canonicalize
+    const = equation == "ij,jk->ik"
+    operands = ["a"] if "," not in equation else ["a", "w" if const else "a"]
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="relu"),
+             helper.make_node("Einsum", operands, ["y"], equation=equation, name="ein")]
+    shape = [4, 4] if "n" not in equation else [1, 4, 4]
+    model = make_model(nodes, ("x", shape), ("y", shape), {"w": np.eye(4)} if const else {}, opset=13)
+    with pytest.raises(EdgecError, match=f"ein.*{why}"):
+        canonicalize.canonicalize(model, "einsum")

@@ -1,0 +1,147 @@
+"""ONNX Loops with a trip count known at build time, unrolled into the graph before canonicalization.
+
+tf2onnx leaves a Keras 3 LSTM or GRU (rolled, as Keras writes it) as an ONNX `Loop` whose body is one time step:
+its trip count is the number of frames (a constant once the batch is pinned and shapes are folded), its
+condition compares counters that start as constants, and its carried values are the recurrent state (and the
+cell's weights, passed through unchanged). Such a loop is nothing but its body written out once per iteration:
+`unroll_loops` writes it so (each iteration's values renamed, the iteration number a constant), evaluating at
+build time whatever the body computes from constants only (the counters, the condition), so that the condition
+of every iteration is known. Loop outputs: the last iteration's carried values, and each scan output the
+iterations' values stacked on a new first axis (Unsqueeze + Concat).
+
+A Loop is left as it is (and the canonicalizer refuses it as control flow, naming it) when its trip count or
+condition is not known at build time, when its body holds a subgraph of its own, or when unrolling it would write
+more than MAX_NODES nodes.
+"""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+MAX_NODES = 20000        # nodes written for one Loop (a 100-step LSTM cell of ~40 nodes is 4,000)
+MAX_TRIPS = 4096
+
+
+def unroll_loops(model: onnx.ModelProto) -> onnx.ModelProto | None:
+    """`model` with every Loop it can unroll written out, or None if it has none."""
+    g = model.graph
+    if not any(n.op_type == "Loop" and n.domain in ("", "ai.onnx") for n in g.node):
+        return None
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
+    consts = {i.name: numpy_helper.to_array(i) for i in g.initializer}
+    nodes, changed = [], False
+    for k, n in enumerate(g.node):
+        try:
+            written = _unroll(n, k, consts, opset) if n.op_type == "Loop" and n.domain in ("", "ai.onnx") else None
+        except (ValueError, TypeError, IndexError, KeyError):   # a malformed Loop: the canonicalizer names it
+            written = None
+        if written is None:
+            nodes.append(n)
+        else:
+            nodes.extend(written)
+            changed = True
+    if not changed:
+        return None
+    out = onnx.ModelProto.FromString(model.SerializeToString())
+    used = {i for n in nodes for i in n.input} | {o.name for o in g.output}
+    have = {i.name for i in g.initializer}
+    del out.graph.node[:]
+    out.graph.node.extend(nodes)
+    out.graph.initializer.extend(numpy_helper.from_array(np.asarray(v), name) for name, v in consts.items()
+                                 if name in used and name not in have)
+    del out.graph.value_info[:]
+    return out
+
+
+def _unroll(loop: onnx.NodeProto, index: int, consts: dict, opset: int) -> list[onnx.NodeProto] | None:
+    body = next((a.g for a in loop.attribute if a.name == "body"), None)
+    if body is None or len(loop.input) < 2:
+        return None
+    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for n in body.node for a in n.attribute):
+        return None
+    trips = loop.input[0] if loop.input else ""
+    cond = loop.input[1] if len(loop.input) > 1 else ""
+    if (trips and trips not in consts) or (cond and cond not in consts):
+        return None
+    limit = int(np.asarray(consts[trips]).reshape(-1)[0]) if trips else MAX_TRIPS + 1
+    go = bool(np.asarray(consts[cond]).reshape(-1)[0]) if cond else True
+    if limit > MAX_TRIPS or limit * len(body.node) > MAX_NODES:
+        return None
+    n_carried = len(loop.input) - 2
+    if len(body.input) != n_carried + 2 or len(body.output) < 1 + n_carried:
+        return None
+    carried = list(loop.input[2:])
+    scans: list[list[str]] = [[] for _ in body.output[1 + n_carried:]]
+    local = {**consts, **{i.name: numpy_helper.to_array(i) for i in body.initializer}}
+    written: list[onnx.NodeProto] = []
+    prefix = f"{loop.name or f'loop{index}'}/unrolled"
+    it = 0
+    while go and it < limit:
+        names = {body.input[0].name: f"{prefix}/{it}/iteration", body.input[1].name: f"{prefix}/{it}/cond_in"}
+        local[names[body.input[0].name]] = np.array(it, np.int64)
+        local[names[body.input[1].name]] = np.array(go)
+        names.update({vi.name: c for vi, c in zip(body.input[2:], carried)})
+        for j, node in enumerate(body.node):
+            for o in node.output:
+                if o:
+                    names[o] = f"{prefix}/{it}/{o}"
+            step = helper.make_node(node.op_type, [names.get(i, i) if i else "" for i in node.input],
+                                    [names[o] if o else "" for o in node.output],
+                                    name=f"{prefix}/{it}/{node.name or j}", domain=node.domain)
+            step.attribute.extend(node.attribute)
+            if not _evaluate(step, local, opset):
+                written.append(step)
+        outs = [names.get(o.name, o.name) for o in body.output]
+        if outs[0] not in local:               # the condition is computed from run-time values
+            return None
+        go = bool(np.asarray(local[outs[0]]).reshape(-1)[0])
+        carried = outs[1:1 + n_carried]
+        for s, name in zip(scans, outs[1 + n_carried:]):
+            s.append(name)
+        it += 1
+    if it == 0 and scans:
+        return None                            # (an empty scan output has no shape the graph could take)
+    consts.update({k: v for k, v in local.items() if k not in consts})
+    for o, c in zip(loop.output[:n_carried], carried):
+        if o:
+            written.append(helper.make_node("Identity", [c], [o], name=f"{prefix}/{o}"))
+    for o, s in zip(loop.output[n_carried:], scans):
+        if o:
+            written.extend(_stack(o, s, prefix, consts, opset))
+    return written
+
+
+def _stack(out: str, values: list[str], prefix: str, consts: dict, opset: int) -> list[onnx.NodeProto]:
+    """Nodes writing `out` = the values stacked on a new first axis."""
+    nodes, parts = [], []
+    for k, v in enumerate(values):
+        part = f"{prefix}/{out}/{k}"
+        if opset >= 13:
+            axes = f"{prefix}/{out}/axes"
+            consts[axes] = np.array([0], np.int64)
+            nodes.append(helper.make_node("Unsqueeze", [v, axes], [part], name=part))
+        else:
+            nodes.append(helper.make_node("Unsqueeze", [v], [part], axes=[0], name=part))
+        parts.append(part)
+    nodes.append(helper.make_node("Concat", parts, [out], axis=0, name=f"{prefix}/{out}"))
+    return nodes
+
+
+def _evaluate(node: onnx.NodeProto, consts: dict, opset: int) -> bool:
+    """Evaluate a node whose inputs are all constants into `consts` (True), or leave it to the graph (False)."""
+    inputs = [i for i in node.input if i]
+    if not all(i in consts for i in inputs) or node.domain not in ("", "ai.onnx"):
+        return False
+    from onnx.reference import ReferenceEvaluator
+    try:
+        graph = helper.make_graph(
+            [node], "step", [helper.make_tensor_value_info(i, onnx.TensorProto.UNDEFINED, None) for i in inputs],
+            [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in node.output if o])
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        values = ReferenceEvaluator(m).run(None, {i: consts[i] for i in inputs})
+    except Exception:          # noqa: BLE001  (left to the graph: the canonicalizer says what is wrong with it)
+        return False
+    for o, v in zip([o for o in node.output if o], values):
+        consts[o] = np.asarray(v)
+    return True
