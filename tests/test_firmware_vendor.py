@@ -135,6 +135,7 @@ def test_the_firmware_reports_the_clock_it_runs_at(board, nucleo_build):
     assert "EDGEC_TICK_HZ=" not in (out / "project" / "platformio.ini").read_text()
 
 
+@pytest.mark.sweep     # (the suite's time: each NUCLEO board's vendor build runs by default above)
 def test_an_mlperf_model_builds_with_the_vendor_framework(stm32duino, mlperf_build):
     report, out, _ = mlperf_build("kws", "nucleo-l4r5zi")
     check_against_the_linker(report, out, "nucleo-l4r5zi")

@@ -84,7 +84,7 @@ def test_earlier_old_opset_findings_are_converted(worker, case):
 
 def test_every_mutation_is_exercised_and_both_outcomes_happen(worker):
     """The fuzzer is not vacuous: each mutation runs, damaged files are refused, harmless changes build."""
-    kinds = {m: {worker.run(Case("digits_cnn", m, seed)).kind for seed in range(4)} for m in MUTATIONS}
+    kinds = {m: {worker.run(Case("digits_cnn", m, seed)).kind for seed in range(2)} for m in MUTATIONS}
     assert all(k <= {"built", "refused"} for k in kinds.values()), kinds
     assert kinds["truncate"] == {"refused"} and kinds["calib_missing_x"] == {"refused"}
     assert kinds["zero_weights"] == {"built"} and kinds["calib_constant"] == {"built"}

@@ -117,8 +117,9 @@ def test_generated_c_is_warning_free_and_sanitizer_clean(audio_frames, tmp_path,
     if cc == "gcc":
         (got,) = hostrun.run_models([model], [frames.view(np.int8)], tmp_path, flags, runtime)
         np.testing.assert_array_equal(got, want)
-    else:                                   # clang: the same sources, compiled and checked warning-free
-        for src in [tmp_path / "pre" / "pre.c", *runtime]:
+    else:     # clang: the model and the signal runtime compiled warning-free (every runtime file's clang warnings:
+        # tests/test_cmodel_sanitizers.py)
+        for src in [tmp_path / "pre" / "pre.c", *[f for f in runtime if f.name == "edgec_signal.c"]]:
             subprocess.run(["clang", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-c", *flags,
                             f"-I{tmp_path}", str(src), "-o", str(tmp_path / (Path(src).stem + ".o"))],
                            check=True, capture_output=True, text=True)
