@@ -14,8 +14,9 @@ the spatial axes, CONCATENATION and PAD work in whichever order their input is. 
 the whole model channels-last again.
 
 Operators computing only a RESHAPE's shape (Keras' SHAPE -> STRIDED_SLICE -> PACK of a batch of None) are not
-translated: a RESHAPE takes the output shape the file records. The operators translated are the keys of
-edgec/frontend/tflite_float_ops.py's OPS; all the others a file holds are named at once in one line.
+translated: a RESHAPE takes the output shape the file records. Other integer operators of constants (and SHAPE) are
+computed at build time (tflite_float_movement.fold). The operators translated are the keys of OPS
+(tflite_float_ops.py's and tflite_float_movement.py's); all the others a file holds are named at once in one line.
 """
 from __future__ import annotations
 
@@ -28,7 +29,10 @@ from onnx import TensorProto, helper, numpy_helper
 
 from edgec.errors import EdgecError
 from edgec.frontend import tflite_file
-from edgec.frontend.tflite_float_ops import OPS, TO_NCHW, TO_NHWC, Untranslatable
+from edgec.frontend import tflite_float_movement, tflite_float_ops
+from edgec.frontend.tflite_float_ops import TO_NCHW, TO_NHWC, Untranslatable
+
+OPS = {**tflite_float_ops.OPS, **tflite_float_movement.OPS}
 
 OPSET = 13
 FLOAT32, FLOAT16, INT32, UINT8, INT64, INT8 = 0, 1, 2, 3, 4, 9          # tflite.TensorType
@@ -88,7 +92,8 @@ class Translator:
         self.inits: list[onnx.TensorProto] = []
         self.values: dict[int, tuple[str, str]] = {}      # tensor index -> (ONNX name, "nhwc" | "nchw")
         self.views: dict[tuple[str, str], str] = {}       # (ONNX name, wanted order) -> its Transpose's output
-        self.folded: dict[int, np.ndarray] = {}           # a DEQUANTIZE of a constant: its float32 value
+        self.folded: dict[int, np.ndarray] = {}           # a DEQUANTIZE of a constant: its float32 value; an
+        #                                                   integer computed at build time (tflite_float_movement.fold)
         self.shapes: dict[int, tuple[int, ...]] = {}      # the real shape where the file holds a placeholder
         self.used: set[str] = set()
 
@@ -139,7 +144,9 @@ class Translator:
         return index in self.folded or (b > 0 and self.model.Buffers(b).DataLength() > 0)
 
     def raw(self, index: int) -> np.ndarray:
-        """A constant tensor's stored values (its own type)."""
+        """A constant tensor's stored values (its own type), or the value computed at build time (folded)."""
+        if index in self.folded:
+            return self.folded[index]
         t = self.sg.Tensors(index)
         dtype = DTYPES.get(t.Type())
         if dtype is None:
@@ -267,6 +274,8 @@ class Translator:
                 lost |= {int(k) for k in op.OutputsAsNumpy()}
                 continue
             try:
+                if tflite_float_movement.fold(self, op):
+                    continue
                 if kind not in ops:
                     raise Untranslatable("")
                 ops[kind](self, op)

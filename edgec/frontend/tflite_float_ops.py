@@ -236,9 +236,70 @@ def transpose(tx, op):
     tx.set(y_k, tx.node("Transpose", [tx.value(x_k)], tx.tname(y_k), perm=perm))
 
 
+def batch_matmul(tx, op):
+    """BATCH_MATMUL: an ONNX MatMul (adj_x / adj_y: the last two axes swapped first; a constant operand stored so)."""
+    o = tx.options(op, "BatchMatMulOptions")
+    y_k, base = _out(op), tx.tname(_out(op))
+    args = []
+    for k, adj in zip(_ins(op)[:2], (o.AdjX(), o.AdjY()) if o is not None else (False, False)):
+        rank = len(tx.shape(k))
+        if tx.is_const(k) and k not in tx.values:
+            v = tx.const(k)
+            args.append(tx.initializer(np.swapaxes(v, -1, -2) if adj else v, tx.tname(k)))
+        else:
+            perm = list(range(rank - 2)) + [rank - 1, rank - 2]
+            args.append(tx.node("Transpose", [tx.value(k)], f"{base}_adj", perm=perm) if adj else tx.value(k))
+    tx.set(y_k, tx.node("MatMul", args, base))
+
+
+def resize(tx, op):
+    """RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR: an ONNX Resize (channels-first) to the constant size, with the
+    coordinates TF Lite's kernel uses (half_pixel_centers, align_corners or neither; nearest: its rounding)."""
+    bilinear = tx.op_name(op) == "RESIZE_BILINEAR"
+    o = tx.options(op, "ResizeBilinearOptions" if bilinear else "ResizeNearestNeighborOptions")
+    x_k, s_k = _ins(op)[:2]
+    y_k, shape = _out(op), tx.shape(x_k)
+    if len(shape) != 4 or not tx.is_const(s_k):
+        raise Untranslatable("a 4-D input and a constant size")
+    oh, ow = (int(v) for v in np.asarray(tx.raw(s_k)).reshape(-1))
+    align, half = (bool(o.AlignCorners()), bool(o.HalfPixelCenters())) if o is not None else (False, False)
+    if align and half:
+        raise Untranslatable("align_corners and half_pixel_centers together")
+    ctm = "align_corners" if align else "half_pixel" if half else "asymmetric"
+    mode = {"mode": "linear"} if bilinear else {"mode": "nearest",       # half pixel: floor((i + 0.5) / scale)
+                                                 "nearest_mode": "round_prefer_ceil" if align or half else "floor"}
+    base = tx.tname(y_k)
+    sizes = tx.initializer(np.array([shape[0], shape[3], oh, ow], np.int64), f"{base}_sizes")
+    y = tx.node("Resize", [tx.value(x_k, "nchw"), "", "", sizes], base, coordinate_transformation_mode=ctm, **mode)
+    tx.set(y_k, y, "nchw", (shape[0], oh, ow, shape[3]))
+
+
+def gelu(tx, op):
+    """GELU as PyTorch's exporters write it before opset 20 (Div sqrt 2 -> Erf -> Add 1 -> Mul x -> Mul 0.5, or the
+    tanh approximation), which edgec's canonicalizer takes as one Gelu (edgec/frontend/decomposed.py)."""
+    x_k, y_k = _ins(op)[0], _out(op)
+    o = tx.options(op, "GeluOptions")
+    order, base = tx.layout(x_k), tx.tname(y_k)
+    x = tx.value(x_k, order)
+
+    def c(v, name):
+        return tx.initializer(np.float32(v), f"{base}_{name}")
+
+    if o is not None and o.Approximate():
+        cube = tx.node("Mul", [tx.node("Mul", [x, x], f"{base}_sq"), x], f"{base}_cube")
+        inner = tx.node("Add", [x, tx.node("Mul", [cube, c(0.044715, "k")], f"{base}_kx3")], f"{base}_inner")
+        t = tx.node("Tanh", [tx.node("Mul", [inner, c(np.sqrt(2 / np.pi), "s")], f"{base}_arg")], f"{base}_tanh")
+    else:
+        t = tx.node("Erf", [tx.node("Div", [x, c(np.sqrt(2.0), "sqrt2")], f"{base}_arg")], f"{base}_erf")
+    y = tx.node("Mul", [tx.node("Mul", [x, tx.node("Add", [t, c(1.0, "one")], f"{base}_1p")], f"{base}_x1p"),
+                        c(0.5, "half")], base)
+    tx.set(y_k, y, order, tx.shape(x_k))
+
+
 OPS = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": conv, "AVERAGE_POOL_2D": pool, "MAX_POOL_2D": pool,
        "FULLY_CONNECTED": fully_connected, **{k: binary for k in BINARY}, **{k: unary for k in UNARY},
        "RELU6": unary, "RELU_N1_TO_1": unary, "RELU_0_TO_1": unary, "LEAKY_RELU": unary, "DEQUANTIZE": dequantize,
        "RESHAPE": reshape, "SQUEEZE": reshape, "EXPAND_DIMS": reshape, "MEAN": mean, "SUM": mean,
        "REDUCE_MAX": mean, "REDUCE_MIN": mean, "SOFTMAX": softmax, "CONCATENATION": concat, "PAD": pad,
-       "PADV2": pad, "TRANSPOSE": transpose}
+       "PADV2": pad, "TRANSPOSE": transpose, "BATCH_MATMUL": batch_matmul, "RESIZE_BILINEAR": resize,
+       "RESIZE_NEAREST_NEIGHBOR": resize, "GELU": gelu}
