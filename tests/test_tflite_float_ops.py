@@ -104,3 +104,46 @@ def test_a_resize_and_matmul_model_builds_from_a_calibration_set(tmp_path):
     got = np.stack([np.asarray(api.reference(tmp_path / "out", xi).y).reshape(-1) for xi in x])
     sqnr = 10 * np.log10(np.sum(want ** 2) / np.sum((want - got) ** 2))
     assert sqnr > 25, sqnr
+
+
+def _lstm_case(rng, time_major=False, peephole=False) -> Case:
+    """x [1, 5, 3] (time-major: [5, 1, 3]) through a 4-cell UNIDIRECTIONAL_SEQUENCE_LSTM, float weights, its
+    output and cell states variable tensors (zero after a reset)."""
+    n_in, cell = 3, 4
+    shape = (5, 1, n_in) if time_major else (1, 5, n_in)
+    ts = [T(shape, [], [], F32)]
+
+    def const(*s):
+        ts.append(T(s, [], [], F32, data=(rng.standard_normal(s) * 0.6).astype(np.float32)))
+        return len(ts) - 1
+
+    ins = [0] + [const(cell, n_in) for _ in range(4)] + [const(cell, cell) for _ in range(4)]
+    ins += [const(cell) for _ in range(3)] if peephole else [-1, -1, -1]
+    ins += [const(cell) for _ in range(4)] + [-1, -1]
+    ts += [T((1, cell), [], [], F32, variable=True), T((1, cell), [], [], F32, variable=True)]
+    ins += [len(ts) - 2, len(ts) - 1, -1, -1, -1, -1]
+    ts.append(T(shape[:2] + (cell,), [], [], F32))
+    opts = {"FusedActivationFunction": 4, "CellClip": 0.0, "ProjClip": 0.0, "TimeMajor": time_major}
+    return Case("lstm", ts, [Node("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, len(ts) - 1,
+                                  ("UnidirectionalSequenceLSTMOptions", opts))], 0, len(ts) - 1)
+
+
+@pytest.mark.parametrize("time_major", [False, True])
+def test_unidirectional_sequence_lstm(tmp_path, time_major):
+    case = _lstm_case(np.random.default_rng(12), time_major)
+    model = oracle.write(case)
+    path = tmp_path / "m.tflite"
+    path.write_bytes(model)
+    x = np.random.default_rng(13).standard_normal((3, *case.tensors[0].shape)).astype(np.float32)
+    want, got = oracle.tflm(model, x), _translated(path, x)
+    assert got.shape == want.shape and np.abs(got - want).max() < 1e-5, np.abs(got - want).max()
+    assert np.abs(want - want.mean(0)).max() > 1e-3
+
+
+def test_an_lstm_with_peepholes_is_named_with_the_reason(tmp_path):
+    from edgec.errors import EdgecError
+
+    path = tmp_path / "m.tflite"
+    path.write_bytes(oracle.write(_lstm_case(np.random.default_rng(12), peephole=True)))
+    with pytest.raises(EdgecError, match=r"UNIDIRECTIONAL_SEQUENCE_LSTM \(operator #0: peepholes\)"):
+        tflite_float.to_onnx(path)

@@ -296,10 +296,40 @@ def gelu(tx, op):
     tx.set(y_k, y, order, tx.shape(x_k))
 
 
+def sequence_lstm(tx, op):
+    """UNIDIRECTIONAL_SEQUENCE_LSTM (float weights; TF Lite's gates i, f, c, o, its state from zero as after a
+    reset): an ONNX LSTM (gates i, o, f, c) over the time-major sequence. Peepholes, CIFG, projection, layer norm
+    and clipping, which edgec's LSTM does not take, are named."""
+    o = tx.options(op, "UnidirectionalSequenceLSTMOptions")
+    ins, y_k = _ins(op) + [-1] * 24, _out(op)
+    x_k, base = ins[0], tx.tname(y_k)
+    missing = {"CIFG (no input gate)": ins[1] < 0, "peepholes": max(ins[9:12]) >= 0, "a projection": ins[16] >= 0,
+               "layer normalization": max(ins[20:24]) >= 0,
+               "cell or projection clipping": o is not None and (o.CellClip() != 0 or o.ProjClip() != 0),
+               "an activation other than tanh": o is not None and o.FusedActivationFunction() != 4}
+    if any(missing.values()):
+        raise Untranslatable(", ".join(k for k, v in missing.items() if v))
+    if any(not tx.is_const(k) for k in ins[1:9] + ins[12:16]):
+        raise Untranslatable("weights computed at run time")
+    w, r, b = ([tx.const(ins[first + g]) for g in (0, 3, 1, 2)] for first in (1, 5, 12))       # ONNX's i, o, f, c
+    hidden = r[0].shape[0]
+    time_major = bool(o is not None and o.TimeMajor())
+    x = tx.value(x_k) if time_major else tx.node("Transpose", [tx.value(x_k)], f"{base}_steps", perm=[1, 0, 2])
+    steps, batch = tx.shape(x_k)[:2] if time_major else tx.shape(x_k)[1::-1]
+    args = [x, tx.initializer(np.concatenate(w)[None], f"{base}_W"), tx.initializer(np.concatenate(r)[None], f"{base}_R"),
+            tx.initializer(np.concatenate(b + [np.zeros(4 * hidden, np.float32)])[None], f"{base}_B")]
+    y = tx.node("LSTM", args, f"{base}_seq", hidden_size=hidden)
+    y = tx.node("Reshape", [y, tx.initializer(np.array([steps, batch, hidden], np.int64), f"{base}_tbh")],
+                base if time_major else f"{base}_tbh")
+    if not time_major:
+        y = tx.node("Transpose", [y], base, perm=[1, 0, 2])
+    tx.set(y_k, y)
+
+
 OPS = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": conv, "AVERAGE_POOL_2D": pool, "MAX_POOL_2D": pool,
        "FULLY_CONNECTED": fully_connected, **{k: binary for k in BINARY}, **{k: unary for k in UNARY},
        "RELU6": unary, "RELU_N1_TO_1": unary, "RELU_0_TO_1": unary, "LEAKY_RELU": unary, "DEQUANTIZE": dequantize,
        "RESHAPE": reshape, "SQUEEZE": reshape, "EXPAND_DIMS": reshape, "MEAN": mean, "SUM": mean,
        "REDUCE_MAX": mean, "REDUCE_MIN": mean, "SOFTMAX": softmax, "CONCATENATION": concat, "PAD": pad,
        "PADV2": pad, "TRANSPOSE": transpose, "BATCH_MATMUL": batch_matmul, "RESIZE_BILINEAR": resize,
-       "RESIZE_NEAREST_NEIGHBOR": resize, "GELU": gelu}
+       "RESIZE_NEAREST_NEIGHBOR": resize, "GELU": gelu, "UNIDIRECTIONAL_SEQUENCE_LSTM": sequence_lstm}
