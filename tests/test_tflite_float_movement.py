@@ -140,3 +140,15 @@ def test_what_cannot_be_expressed_is_named_with_its_reason(tmp_path):
     assert "\n" not in line and "2 operator(s)" in line, line
     assert "STRIDED_SLICE (operator #0: an ellipsis or new-axis mask)" in line, line
     assert "GATHER (operator #1: batch_dims 1)" in line, line
+
+
+def test_tf_s_own_converter_file_translates_to_what_tf_lite_computes(tmp_path):
+    """tests/data/float_tflite/keras_parts_float32.tflite (scripts/corpus/export_tf_float.py: tf.split, a split
+    with sizes, strided and reversed slices, tf.gather, unstack / stack, a nearest resize, as TensorFlow 2.21's
+    TFLiteConverter writes them): the translation's 9 outputs equal TF Lite's float interpreter's."""
+    from pathlib import Path
+
+    data = Path(__file__).parent / "data" / "float_tflite"
+    o = np.load(data / "keras_parts_float32_oracle.npz")
+    got = _translated(tmp_path, (data / "keras_parts_float32.tflite").read_bytes(), o["x"][:, None])
+    assert got.shape == o["y"].shape and np.array_equal(got, o["y"])

@@ -16,7 +16,8 @@ scripts/corpus/float_tflite_vs_converter.py compares edgec's INT8 with.
     /work/venv-tf/bin/python scripts/corpus/export_tf_float.py [--only NAME ...] [--compare DIR]
 
 MODELS go into the corpus (tests/corpus/<name>/model.tflite, manifest format tflite-float); MEASURED only into
---compare DIR (the other layer kinds, measured for docs/tflite-operators.md).
+--compare DIR (the other layer kinds, measured for docs/tflite-operators.md); FIXTURES into tests/data/float_tflite
+(tests/test_tflite_float_movement.py).
 """
 from __future__ import annotations
 
@@ -66,6 +67,26 @@ def _mnv3_small():
     return keras.applications.MobileNetV3Small(input_shape=(96, 96, 3), alpha=0.75, minimalistic=False,
                                                weights=None, classes=2, include_preprocessing=False)
 
+
+class Parts(L.Layer):
+    """tf.split, tf.split with sizes, strided and reversed slices, tf.gather, tf.unstack / tf.stack and a nearest
+    resize of one input: SPLIT, SPLIT_V, STRIDED_SLICE, GATHER, UNPACK, PACK, RESIZE_NEAREST_NEIGHBOR."""
+
+    def call(self, x):
+        a, b = tf.split(x, 2, axis=-1)
+        c, d, e = tf.split(x, [1, 5, -1], axis=2)
+        u = tf.unstack(x[:, :, 0, :], axis=1)
+        return [a + b, c, d * 2.0, e, x[:, 1:5, 1:8:3, :], tf.gather(x, [3, 1, 1], axis=1),
+                tf.stack(u[::-1], axis=2), tf.image.resize(x, (9, 11), method="nearest"), x[:, -1, ::-1, 3]]
+
+
+def parts(shape=(6, 8, 4)):
+    inp = keras.Input(shape)
+    return keras.Model(inp, Parts()(inp))
+
+
+# a test fixture (tests/data/float_tflite/<name>.tflite and <name>_oracle.npz: 4 inputs, TF Lite's float outputs)
+FIXTURES = {"keras_parts_float32": parts}
 
 # name: (kind, constructor, origin)
 MODELS = {
@@ -130,6 +151,17 @@ def export(name: str, compare: Path) -> None:
     print(f"{name}: {out.stat().st_size:,} bytes; {compare / (name + '_compare.npz')}")
 
 
+def fixture(name: str) -> None:
+    keras.utils.set_random_seed(sum(map(ord, name)))
+    model = FIXTURES[name]()
+    data = tf.lite.TFLiteConverter.from_keras_model(model).convert()
+    out = manifest.ROOT / "tests" / "data" / "float_tflite"
+    (out / f"{name}.tflite").write_bytes(data)
+    x = np.random.default_rng(0).standard_normal((4, *model.inputs[0].shape[1:])).astype(np.float32)
+    np.savez_compressed(out / f"{name}_oracle.npz", x=x, y=_run(data, x))
+    print(f"{name}: {len(data):,} bytes")
+
+
 def main(argv=None) -> int:
     import argparse
 
@@ -137,9 +169,9 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--compare", type=Path, default=Path("/tmp/export_tf_float"))
     args = ap.parse_args(argv)
-    names = [n for n in {**MODELS, **MEASURED} if not args.only or n in args.only]
+    names = [n for n in {**MODELS, **MEASURED, **FIXTURES} if not args.only or n in args.only]
     if len(names) == 1:
-        export(names[0], args.compare)
+        (fixture if names[0] in FIXTURES else export)(names[0], *([] if names[0] in FIXTURES else [args.compare]))
         return 0
     import subprocess             # (TFLiteConverter crashed on later conversions in one process: one each)
 
