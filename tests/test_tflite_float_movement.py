@@ -152,3 +152,9 @@ def test_tf_s_own_converter_file_translates_to_what_tf_lite_computes(tmp_path):
     o = np.load(data / "keras_parts_float32_oracle.npz")
     got = _translated(tmp_path, (data / "keras_parts_float32.tflite").read_bytes(), o["x"][:, None])
     assert got.shape == o["y"].shape and np.array_equal(got, o["y"])
+
+
+def test_reverse_v2(tmp_path):
+    """REVERSE_V2 along the width (a Bidirectional layer's backward pass)."""
+    ts = [_i32([2]), T(SHAPE, [], [], F32)]
+    _check(tmp_path, ts, [Node("REVERSE_V2", [0, 1], 2)], 2)

@@ -147,3 +147,26 @@ def test_an_lstm_with_peepholes_is_named_with_the_reason(tmp_path):
     path.write_bytes(oracle.write(_lstm_case(np.random.default_rng(12), peephole=True)))
     with pytest.raises(EdgecError, match=r"UNIDIRECTIONAL_SEQUENCE_LSTM \(operator #0: peepholes\)"):
         tflite_float.to_onnx(path)
+
+
+@pytest.mark.parametrize("padding,stride,k", [(0, 2, 3), (1, 2, 3), (1, 3, 2), (0, 1, 3)],
+                         ids=["same-s2-k3", "valid-s2-k3", "valid-s3-k2", "same-s1-k3"])
+def test_transpose_conv(tmp_path, padding, stride, k):
+    """TRANSPOSE_CONV 5 x 4 x 3 -> 6 channels (bias, RELU fused): SAME and VALID, a kernel smaller than the stride
+    (ONNX's output_padding)."""
+    rng = np.random.default_rng(9)
+    h, w = 5, 4
+    oh, ow = ((h * stride, w * stride) if padding == 0 else
+              ((h - 1) * stride + max(k, stride), (w - 1) * stride + max(k, stride)))
+    wt = (rng.standard_normal((6, k, k, 3)) * 0.4).astype(np.float32)
+    ts = [T((4,), [], [], I32, data=np.array([1, oh, ow, 6], np.int32)), T(wt.shape, [], [], F32, data=wt),
+          T((6,), [], [], F32, data=rng.standard_normal(6).astype(np.float32)), T((1, oh, ow, 6), [], [], F32)]
+    opts = ("TransposeConvOptions", {"Padding": padding, "StrideH": stride, "StrideW": stride,
+                                     "FusedActivationFunction": 1})
+    _check(tmp_path, (1, h, w, 3), ts, [Node("TRANSPOSE_CONV", [1, 2, 0, 3], 4, opts)], 4)
+
+
+def test_prelu_per_channel(tmp_path):
+    alpha = np.array([[[0.1, -0.5, 2.0]]], np.float32)
+    ts = [T((1, 1, 3), [], [], F32, data=alpha), T((1, 4, 5, 3), [], [], F32)]
+    _check(tmp_path, (1, 4, 5, 3), ts, [Node("PRELU", [0, 1], 2)], 2)

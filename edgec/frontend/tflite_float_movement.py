@@ -1,6 +1,6 @@
 """The float TFLite operators that move or select values, and the integer shape arithmetic around them, for
 edgec/frontend/tflite_float.py (one translation function each, `tx` its Translator, as in tflite_float_ops.py):
-STRIDED_SLICE, SLICE, SPLIT, SPLIT_V, UNPACK, PACK, GATHER, TILE, BROADCAST_TO. Each works in the file's
+STRIDED_SLICE, SLICE, SPLIT, SPLIT_V, UNPACK, PACK, GATHER, TILE, BROADCAST_TO, REVERSE_V2. Each works in the file's
 (channels-last) order of axes.
 
 `fold`: an operator whose output is an integer tensor (a shape, an index) and whose inputs are all constant, or a
@@ -168,6 +168,18 @@ def gather(tx, op):
     tx.set(y_k, y, shape=shape[:axis] + idx.shape + shape[axis + 1:])
 
 
+def reverse(tx, op):
+    """REVERSE_V2: an ONNX Slice with step -1 along each axis named (what a Bidirectional layer writes)."""
+    x_k, a_k = _ins(op)[:2]
+    y_k, shape = _out(op), tx.shape(x_k)
+    axes = sorted({int(a) % len(shape) for a in _ints(tx, a_k).reshape(-1)})
+    base = tx.tname(y_k)
+    y = tx.node("Slice", [tx.value(x_k), _i64(tx, [-1] * len(axes), f"{base}_starts"),
+                          _i64(tx, [_END] * len(axes), f"{base}_ends"), _i64(tx, axes, f"{base}_axes"),
+                          _i64(tx, [-1] * len(axes), f"{base}_steps")], base)
+    tx.set(y_k, y, shape=shape)
+
+
 def tile(tx, op):
     x_k, m_k = _ins(op)[:2]
     y_k, reps = _out(op), _ints(tx, m_k).reshape(-1)
@@ -185,7 +197,7 @@ def broadcast_to(tx, op):
 
 
 OPS = {"STRIDED_SLICE": slicing, "SLICE": slicing, "SPLIT": split, "SPLIT_V": split, "UNPACK": unpack,
-       "PACK": pack, "GATHER": gather, "TILE": tile, "BROADCAST_TO": broadcast_to}
+       "PACK": pack, "GATHER": gather, "TILE": tile, "BROADCAST_TO": broadcast_to, "REVERSE_V2": reverse}
 
 
 # ---- build-time integer arithmetic ----------------------------------------------------------------------------------

@@ -67,6 +67,38 @@ def conv(tx, op):
     tx.set(y_k, _fused(tx, y, o.FusedActivationFunction(), base), "nchw")
 
 
+def transpose_conv(tx, op):
+    """TRANSPOSE_CONV (output shape, weights [O, kh, kw, I], input, bias): an ONNX ConvTranspose, TF Lite's padding
+    (the forward convolution's from the output size: the odd pixel at the end) as pads and output_padding."""
+    o = tx.options(op, "TransposeConvOptions")
+    ins, y_k = _ins(op) + [-1], _out(op)
+    w_k, x_k, b_k = ins[1], ins[2], ins[3]
+    if not tx.is_const(w_k) or len(tx.shape(x_k)) != 4:
+        raise Untranslatable("weights computed at run time, or an input not 4-D")
+    w = tx.const(w_k).transpose(3, 0, 1, 2)                       # ONNX [I, O, kh, kw]
+    stride, kernel = [o.StrideH(), o.StrideW()], list(w.shape[2:])
+    in_hw, out_hw = tx.shape(x_k)[1:3], tx.shape(y_k)[1:3]
+    begin = _pads(out_hw, in_hw, kernel, stride, [1, 1], o.Padding() == 0)[:2]
+    end = [s * (i - 1) + k - b - out for s, i, k, b, out in zip(stride, in_hw, kernel, begin, out_hw)]
+    args = [tx.value(x_k, "nchw"), tx.initializer(w, f"{tx.tname(w_k)}_iohw")]
+    if b_k >= 0:
+        args.append(tx.initializer(tx.const(b_k).reshape(-1), tx.tname(b_k)))
+    base = tx.tname(y_k)
+    code = o.FusedActivationFunction()
+    y = tx.node("ConvTranspose", args, f"{base}_conv" if code else base, kernel_shape=kernel, strides=stride,
+                pads=begin + [max(e, 0) for e in end], output_padding=[max(-e, 0) for e in end])
+    tx.set(y_k, _fused(tx, y, code, base), "nchw")
+
+
+def prelu(tx, op):
+    """PRELU: an ONNX PRelu, its constant slope broadcast in the input's order."""
+    x_k, a_k = _ins(op)[:2]
+    y_k, order = _out(op), tx.layout(x_k)
+    rank = len(tx.shape(x_k))
+    tx.set(y_k, tx.node("PRelu", [tx.value(x_k, order), tx.operand(a_k, order, rank)], tx.tname(y_k)), order,
+           tx.shape(x_k))
+
+
 def pool(tx, op):
     o = tx.options(op, "Pool2DOptions")
     x_k, y_k = _ins(op)[0], _out(op)
@@ -332,4 +364,4 @@ OPS = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": conv, "AVERAGE_POOL_2D": pool, "MAX
        "RESHAPE": reshape, "SQUEEZE": reshape, "EXPAND_DIMS": reshape, "MEAN": mean, "SUM": mean,
        "REDUCE_MAX": mean, "REDUCE_MIN": mean, "SOFTMAX": softmax, "CONCATENATION": concat, "PAD": pad,
        "PADV2": pad, "TRANSPOSE": transpose, "BATCH_MATMUL": batch_matmul, "RESIZE_BILINEAR": resize,
-       "RESIZE_NEAREST_NEIGHBOR": resize, "GELU": gelu, "UNIDIRECTIONAL_SEQUENCE_LSTM": sequence_lstm}
+       "RESIZE_NEAREST_NEIGHBOR": resize, "GELU": gelu, "TRANSPOSE_CONV": transpose_conv, "PRELU": prelu, "UNIDIRECTIONAL_SEQUENCE_LSTM": sequence_lstm}
