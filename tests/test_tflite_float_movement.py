@@ -158,3 +158,22 @@ def test_reverse_v2(tmp_path):
     """REVERSE_V2 along the width (a Bidirectional layer's backward pass)."""
     ts = [_i32([2]), T(SHAPE, [], [], F32)]
     _check(tmp_path, ts, [Node("REVERSE_V2", [0, 1], 2)], 2)
+
+
+def test_tile_multiples_computed_from_the_input_shape_fold(tmp_path):
+    """TILE's multiples [1, 2, 2, 1] computed from SHAPE(x) = [1, 2, 3, 1] as CONCATENATION([1], GATHER(shape, [1]),
+    FLOOR_DIV(REDUCE_PROD(shape, keepdims), [3]), [1]): folded at build time, the model one ONNX Tile."""
+    shape = (1, 2, 3, 1)
+    ts = [T(shape, [], [], F32), T((4,), [], [], I32), _i32([1]), T((1,), [], [], I32), _i32([0]),
+          T((1,), [], [], I32), _i32([3]), T((1,), [], [], I32), T((4,), [], [], I32), T((1, 4, 6, 1), [], [], F32)]
+    nodes = [Node("SHAPE", [0], 1, ("ShapeOptions", {"OutType": I32})),
+             Node("GATHER", [1, 2], 3, ("GatherOptions", {"Axis": 0})),
+             Node("REDUCE_PROD", [1, 4], 5, ("ReducerOptions", {"KeepDims": True})),
+             Node("FLOOR_DIV", [5, 6], 7),
+             Node("CONCATENATION", [2, 3, 7, 2], 8, ("ConcatenationOptions", {"Axis": 0})),
+             Node("TILE", [0, 8], 9)]
+    model = oracle.write(Case("tile", ts, nodes, 0, 9))
+    x = np.random.default_rng(5).standard_normal((2, *shape)).astype(np.float32)
+    got = _translated(tmp_path, model, x)
+    assert np.array_equal(got, np.stack([np.tile(xi, (1, 2, 2, 1)).reshape(-1) for xi in x]))
+    assert [n.op_type for n in tflite_float.to_onnx(tmp_path / "m.tflite").graph.node] == ["Tile"]

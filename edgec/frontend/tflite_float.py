@@ -238,7 +238,7 @@ class Translator:
 
     # ---- the walk ---------------------------------------------------------------------------------------
     def needed(self) -> list[int]:
-        """The operators the graph outputs depend on, a RESHAPE's shape operand not followed."""
+        """The operators the graph outputs depend on, a RESHAPE's or TRANSPOSE_CONV's shape operand not followed."""
         sg = self.sg
         producer = {int(o): i for i in range(sg.OperatorsLength()) for o in sg.Operators(i).OutputsAsNumpy()}
         keep, todo = set(), [int(o) for o in sg.OutputsAsNumpy()]
@@ -251,6 +251,8 @@ class Translator:
             ins = [int(k) for k in op.InputsAsNumpy() if k >= 0]
             if self.op_name(op) in ("RESHAPE", "EXPAND_DIMS", "SQUEEZE"):
                 ins = ins[:1]
+            elif self.op_name(op) == "TRANSPOSE_CONV":     # its output shape operand: the file's shape is read
+                ins = ins[1:]
             todo += ins
         return sorted(keep)
 
