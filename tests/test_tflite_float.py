@@ -365,3 +365,10 @@ def test_several_inputs_and_outputs(tmp_path):
              "x_t1": rng.standard_normal((16, 5, 5, 2)).astype(np.float32)}
     report = api.build(path, calib, "host", tmp_path / "out", firmware=False)
     assert [p["name"] for p in report["ports"]["inputs"]] == ["t0", "t1"], report["ports"]
+
+
+def test_a_reason_shared_by_every_operator_of_a_kind_is_said_once():
+    assert tflite_float._listed(["#1: control flow", "#2: control flow"]) == "#1, #2: control flow"
+    assert tflite_float._listed([f"#{i}: x" for i in range(5)]) == "#0, #1, #2 and 2 more: x"
+    assert tflite_float._listed(["#1: a", "#2: b"]) == "#1: a, #2: b"
+    assert tflite_float._listed(["#1", "#2"]) == "#1, #2"

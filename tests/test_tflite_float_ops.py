@@ -170,3 +170,19 @@ def test_prelu_per_channel(tmp_path):
     alpha = np.array([[[0.1, -0.5, 2.0]]], np.float32)
     ts = [T((1, 1, 3), [], [], F32, data=alpha), T((1, 4, 5, 3), [], [], F32)]
     _check(tmp_path, (1, 4, 5, 3), ts, [Node("PRELU", [0, 1], 2)], 2)
+
+
+def test_a_while_loop_is_named_with_what_to_do(tmp_path):
+    """Keras 3's LSTM / GRU without unroll=True is a WHILE loop through TFLiteConverter: named, with the way out."""
+    from edgec.errors import EdgecError
+
+    ts = [T((1, 4), [], [], F32), T((1, 4), [], [], F32), T((1, 4), [], [], F32)]
+    case = Case("while", ts, [Node("WHILE", [0], 1, ("WhileOptions", {"CondSubgraphIndex": 1, "BodySubgraphIndex": 2})),
+                              Node("RELU", [1], 2)], 0, 2)
+    case.subgraphs = 3
+    path = tmp_path / "m.tflite"
+    path.write_bytes(oracle.write(case))
+    with pytest.raises(EdgecError, match=r"WHILE \(operator #0: control flow; Keras 3's LSTM / GRU is a WHILE loop "
+                                         r"unless built with unroll=True\)") as e:
+        tflite_float.to_onnx(path)
+    assert "\n" not in str(e.value)

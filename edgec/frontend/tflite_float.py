@@ -33,6 +33,9 @@ from edgec.frontend import tflite_float_movement, tflite_float_ops
 from edgec.frontend.tflite_float_ops import TO_NCHW, TO_NHWC, Untranslatable
 
 OPS = {**tflite_float_ops.OPS, **tflite_float_movement.OPS}
+UNTRANSLATED = {     # why, where the operator says it (named with it)
+    "WHILE": "control flow; Keras 3's LSTM / GRU is a WHILE loop unless built with unroll=True",
+    "IF": "control flow"}
 
 OPSET = 13
 FLOAT32, FLOAT16, INT32, UINT8, INT64, INT8 = 0, 1, 2, 3, 4, 9          # tflite.TensorType
@@ -279,14 +282,13 @@ class Translator:
                 if tflite_float_movement.fold(self, op):
                     continue
                 if kind not in ops:
-                    raise Untranslatable("")
+                    raise Untranslatable(UNTRANSLATED.get(kind, ""))
                 ops[kind](self, op)
             except Untranslatable as exc:
                 problems.setdefault(kind, []).append(f"#{i}{': ' + str(exc) if str(exc) else ''}")
                 lost |= {int(k) for k in op.OutputsAsNumpy()}
         if problems:
-            named = "; ".join(f"{k} (operator {', '.join(v[:3])}{f' and {len(v) - 3} more' if len(v) > 3 else ''})"
-                              for k, v in problems.items())
+            named = "; ".join(f"{k} (operator {_listed(v)})" for k, v in problems.items())
             raise EdgecError(f"{self.path}: a float .tflite with {sum(map(len, problems.values()))} operator(s) "
                              f"edgec cannot translate to quantize it: {named}; export the float model as ONNX "
                              "(tf2onnx) or quantize it fully with TFLiteConverter"[:900])
@@ -306,6 +308,15 @@ class Translator:
                                   producer_name="edgec tflite_float")
         model.ir_version = 8
         return model
+
+
+def _listed(found: list[str]) -> str:
+    """'#1, #4, #9 and 2 more' (each with its reason; one reason shared by all: said once, at the end)."""
+    why = {f.partition(": ")[2] for f in found}
+    shared = len(found) > 1 and len(why) == 1 and why != {""}
+    shown = [f.partition(": ")[0] for f in found] if shared else found
+    more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+    return ", ".join(shown[:3]) + more + (f": {why.pop()}" if shared else "")
 
 
 def quantized_tflite(path: str | Path) -> bool:
