@@ -186,3 +186,69 @@ def test_a_while_loop_is_named_with_what_to_do(tmp_path):
                                          r"unless built with unroll=True\)") as e:
         tflite_float.to_onnx(path)
     assert "\n" not in str(e.value)
+
+
+def _one(kind, shape, out, extra=(), options=None, inputs=None):
+    """(tensors after the input, nodes, output) of one operator: its input 0, then `extra` constants."""
+    ts = [T(np.shape(v), [], [], I32 if np.asarray(v).dtype.kind == "i" else F32, data=np.asarray(v))
+          for v in extra]
+    ts.append(T(out, [], [], F32))
+    ins = inputs if inputs is not None else [0] + list(range(1, len(extra) + 1))
+    return ts, [Node(kind, ins, len(ts), options)], len(ts)
+
+
+ELEMENTWISE = {
+    "FLOOR": {}, "CEIL": {}, "ROUND": {}, "SIN": {}, "COS": {}, "SQUARE": {},
+    "LOG_SOFTMAX": {"options": ("LogSoftmaxOptions", {})},
+    "ADD_N": {"inputs": [0, 0, 1], "extra": [np.linspace(-1, 1, 72, dtype=np.float32).reshape(1, 3, 4, 6)]},
+    "CUMSUM": {"extra": [np.int32(2)], "options": ("CumsumOptions", {"Exclusive": True, "Reverse": True})},
+}
+
+
+@pytest.mark.parametrize("kind", list(ELEMENTWISE))
+def test_elementwise_and_along_an_axis(tmp_path, kind):
+    """Each on a 1 x 3 x 4 x 6 input (ROUND: halves included, TF Lite's half to even)."""
+    spec = ELEMENTWISE[kind]
+    ts, nodes, y = _one(kind, (1, 3, 4, 6), (1, 3, 4, 6), spec.get("extra", ()), spec.get("options"),
+                        spec.get("inputs"))
+    scale = 2.5 if kind != "ROUND" else 1.0
+    model = oracle.write(Case(kind, [T((1, 3, 4, 6), [], [], F32), *ts], nodes, 0, y))
+    path = tmp_path / "m.tflite"
+    path.write_bytes(model)
+    x = (np.random.default_rng(3).standard_normal((3, 1, 3, 4, 6)) * scale).astype(np.float32)
+    if kind == "ROUND":
+        x = np.round(x * 4) / 2           # many exact halves
+    want, got = oracle.tflm(model, x), _translated(path, x)
+    assert np.allclose(got, want, rtol=1e-5, atol=1e-5), np.abs(got - want).max()
+
+
+@pytest.mark.parametrize("kind,shape,out,opts", [
+    ("SPACE_TO_DEPTH", (1, 4, 6, 3), (1, 2, 3, 12), ("SpaceToDepthOptions", {"BlockSize": 2})),
+    ("DEPTH_TO_SPACE", (1, 2, 3, 8), (1, 4, 6, 2), ("DepthToSpaceOptions", {"BlockSize": 2}))])
+def test_space_and_depth(tmp_path, kind, shape, out, opts):
+    ts, nodes, y = _one(kind, shape, out, options=opts)
+    _check(tmp_path, shape, ts, nodes, y)
+
+
+def test_mirror_pad_reflect_and_symmetric_named(tmp_path):
+    from edgec.errors import EdgecError
+
+    pads = np.array([[0, 0], [1, 2], [2, 1], [0, 0]], np.int32)
+    ts, nodes, y = _one("MIRROR_PAD", (1, 4, 5, 2), (1, 7, 8, 2), [pads], ("MirrorPadOptions", {"Mode": 0}))
+    _check(tmp_path, (1, 4, 5, 2), ts, nodes, y)
+    nodes[0].options = ("MirrorPadOptions", {"Mode": 1})
+    path = tmp_path / "s.tflite"
+    path.write_bytes(oracle.write(Case("s", [T((1, 4, 5, 2), [], [], F32), *ts], nodes, 0, y)))
+    with pytest.raises(EdgecError, match=r"MIRROR_PAD \(operator #0: SYMMETRIC mode\)"):
+        tflite_float.to_onnx(path)
+
+
+def test_pow_by_a_constant_against_numpy(tmp_path):
+    """POW of a positive input by a per-channel constant exponent (TFLite Micro registers no POW: NumPy's float32
+    power, TF Lite's std::pow, is the oracle)."""
+    e = np.array([2.0, 0.5, -1.0, 3.0], np.float32)
+    ts, nodes, y = _one("POW", (1, 2, 3, 4), (1, 2, 3, 4), [e])
+    path = tmp_path / "m.tflite"
+    path.write_bytes(oracle.write(Case("pow", [T((1, 2, 3, 4), [], [], F32), *ts], nodes, 0, y)))
+    x = np.abs(np.random.default_rng(3).standard_normal((3, 1, 2, 3, 4))).astype(np.float32) + 0.1
+    assert np.allclose(_translated(path, x), np.power(x, e).reshape(3, -1), rtol=1e-5)

@@ -99,6 +99,35 @@ def prelu(tx, op):
            tx.shape(x_k))
 
 
+def blocks(tx, op):
+    """SPACE_TO_DEPTH, DEPTH_TO_SPACE: ONNX's (channels-first; TF's depth order is ONNX's DCR)."""
+    kind = tx.op_name(op)
+    name = "SpaceToDepth" if kind == "SPACE_TO_DEPTH" else "DepthToSpace"
+    block = tx.options(op, f"{name}Options").BlockSize()
+    x_k, y_k = _ins(op)[0], _out(op)
+    tx.set(y_k, tx.node(name, [tx.value(x_k, "nchw")], tx.tname(y_k), blocksize=block), "nchw")
+
+
+def log_softmax(tx, op):
+    x_k, y_k = _ins(op)[0], _out(op)
+    tx.set(y_k, tx.node("LogSoftmax", [tx.value(x_k)], tx.tname(y_k), axis=-1), shape=tx.shape(x_k))
+
+
+def add_n(tx, op):
+    ins, y_k = [k for k in _ins(op) if k >= 0], _out(op)
+    order = "nchw" if all(tx.layout(k) == "nchw" for k in ins if k in tx.values) and len(tx.shape(y_k)) == 4 \
+        else "nhwc"
+    tx.set(y_k, tx.node("Sum", [tx.operand(k, order, len(tx.shape(y_k))) for k in ins], tx.tname(y_k)), order)
+
+
+def cumsum(tx, op):
+    x_k, a_k = _ins(op)[:2]
+    y_k, o = _out(op), tx.options(op, "CumsumOptions")
+    axis = tx.initializer(np.asarray(tx.raw(a_k)).astype(np.int64).reshape(()), f"{tx.tname(y_k)}_axis")
+    tx.set(y_k, tx.node("CumSum", [tx.value(x_k), axis], tx.tname(y_k), exclusive=int(bool(o and o.Exclusive())),
+                        reverse=int(bool(o and o.Reverse()))), shape=tx.shape(x_k))
+
+
 def pool(tx, op):
     o = tx.options(op, "Pool2DOptions")
     x_k, y_k = _ins(op)[0], _out(op)
@@ -135,7 +164,7 @@ def fully_connected(tx, op):
 
 BINARY = {"ADD": ("Add", "AddOptions"), "SUB": ("Sub", "SubOptions"), "MUL": ("Mul", "MulOptions"),
           "DIV": ("Div", "DivOptions"), "MAXIMUM": ("Max", None), "MINIMUM": ("Min", None),
-          "SQUARED_DIFFERENCE": ("Sub", None)}
+          "SQUARED_DIFFERENCE": ("Sub", None), "POW": ("Pow", None)}
 
 
 def binary(tx, op):
@@ -159,7 +188,8 @@ def binary(tx, op):
 
 
 UNARY = {"RELU": "Relu", "TANH": "Tanh", "LOGISTIC": "Sigmoid", "HARD_SWISH": None, "ELU": "Elu",
-         "ABS": "Abs", "EXP": "Exp", "SQRT": "Sqrt", "RSQRT": None, "NEG": "Neg", "LOG": "Log"}
+         "ABS": "Abs", "EXP": "Exp", "SQRT": "Sqrt", "RSQRT": None, "NEG": "Neg", "LOG": "Log", "FLOOR": "Floor",
+         "CEIL": "Ceil", "ROUND": "Round", "SIN": "Sin", "COS": "Cos", "SQUARE": None}
 
 
 def unary(tx, op):
@@ -176,6 +206,8 @@ def unary(tx, op):
         y = tx.node("Mul", [x, tx.node("HardSigmoid", [x], f"{base}_gate", alpha=1 / 6, beta=0.5)], base)
     elif kind == "RSQRT":
         y = tx.node("Reciprocal", [tx.node("Sqrt", [x], f"{base}_sqrt")], base)
+    elif kind == "SQUARE":
+        y = tx.node("Mul", [x, x], base)
     else:
         y = tx.node(UNARY[kind], [x], base)
     tx.set(y_k, y, order, tx.shape(x_k))
@@ -248,7 +280,11 @@ def concat(tx, op):
 
 
 def pad(tx, op):
+    """PAD, PADV2, MIRROR_PAD (REFLECT; SYMMETRIC repeats the edge pixel, which ONNX's Pad has no mode for)."""
     ins, y_k = _ins(op), _out(op)
+    mirror = tx.op_name(op) == "MIRROR_PAD"
+    if mirror and tx.options(op, "MirrorPadOptions").Mode() != 0:
+        raise Untranslatable("SYMMETRIC mode")
     x_k = ins[0]
     p = np.asarray(tx.raw(ins[1]), np.int64).reshape(-1, 2)
     order = tx.layout(x_k)
@@ -258,7 +294,7 @@ def pad(tx, op):
     args = [tx.value(x_k, order), tx.initializer(np.concatenate([p[:, 0], p[:, 1]]), f"{base}_pads")]
     if len(ins) > 2 and ins[2] >= 0:
         args.append(tx.initializer(tx.const(ins[2]).reshape(()).astype(np.float32), f"{base}_value"))
-    tx.set(y_k, tx.node("Pad", args, base), order)
+    tx.set(y_k, tx.node("Pad", args, base, **({"mode": "reflect"} if mirror else {})), order)
 
 
 def transpose(tx, op):
@@ -363,5 +399,6 @@ OPS = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": conv, "AVERAGE_POOL_2D": pool, "MAX
        "RELU6": unary, "RELU_N1_TO_1": unary, "RELU_0_TO_1": unary, "LEAKY_RELU": unary, "DEQUANTIZE": dequantize,
        "RESHAPE": reshape, "SQUEEZE": reshape, "EXPAND_DIMS": reshape, "MEAN": mean, "SUM": mean,
        "REDUCE_MAX": mean, "REDUCE_MIN": mean, "SOFTMAX": softmax, "CONCATENATION": concat, "PAD": pad,
-       "PADV2": pad, "TRANSPOSE": transpose, "BATCH_MATMUL": batch_matmul, "RESIZE_BILINEAR": resize,
+       "PADV2": pad, "MIRROR_PAD": pad, "TRANSPOSE": transpose, "SPACE_TO_DEPTH": blocks, "DEPTH_TO_SPACE": blocks,
+       "LOG_SOFTMAX": log_softmax, "ADD_N": add_n, "CUMSUM": cumsum, "BATCH_MATMUL": batch_matmul, "RESIZE_BILINEAR": resize,
        "RESIZE_NEAREST_NEIGHBOR": resize, "GELU": gelu, "TRANSPOSE_CONV": transpose_conv, "PRELU": prelu, "UNIDIRECTIONAL_SEQUENCE_LSTM": sequence_lstm}
