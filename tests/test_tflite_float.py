@@ -156,7 +156,7 @@ def test_a_quantized_tflite_is_not_taken_for_a_float_one(tmp_path):
 def test_operators_not_translated_are_named_at_once(tmp_path):
     ts = [T((1, 4, 4, 4), [], [], F32), T((1, 2, 2, 16), [], [], F32), T((1, 2, 2, 16), [], [], F32),
           T((1, 2, 2, 16), [], [], F32)]
-    nodes = [Node("SPACE_TO_DEPTH", [0], 1, ("SpaceToDepthOptions", {"BlockSize": 2})),
+    nodes = [Node("SPACE_TO_BATCH_ND", [0], 1),
              Node("L2_NORMALIZATION", [1], 2, ("L2NormOptions", {"FusedActivationFunction": 0})),
              Node("RELU", [2], 3)]
     path = tmp_path / "m.tflite"
@@ -165,7 +165,7 @@ def test_operators_not_translated_are_named_at_once(tmp_path):
         tflite_float.to_onnx(path)
     line = str(e.value)
     assert "\n" not in line and "2 operator(s)" in line, line
-    assert "SPACE_TO_DEPTH (operator #0)" in line and "L2_NORMALIZATION (operator #1)" in line, line
+    assert "SPACE_TO_BATCH_ND (operator #0)" in line and "L2_NORMALIZATION (operator #1)" in line, line
 
 
 def test_a_float_tflite_without_calibration_data_says_it_needs_one(tmp_path):
@@ -365,3 +365,10 @@ def test_several_inputs_and_outputs(tmp_path):
              "x_t1": rng.standard_normal((16, 5, 5, 2)).astype(np.float32)}
     report = api.build(path, calib, "host", tmp_path / "out", firmware=False)
     assert [p["name"] for p in report["ports"]["inputs"]] == ["t0", "t1"], report["ports"]
+
+
+def test_a_reason_shared_by_every_operator_of_a_kind_is_said_once():
+    assert tflite_float._listed(["#1: control flow", "#2: control flow"]) == "#1, #2: control flow"
+    assert tflite_float._listed([f"#{i}: x" for i in range(5)]) == "#0, #1, #2 and 2 more: x"
+    assert tflite_float._listed(["#1: a", "#2: b"]) == "#1: a, #2: b"
+    assert tflite_float._listed(["#1", "#2"]) == "#1, #2"

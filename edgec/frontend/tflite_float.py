@@ -14,8 +14,9 @@ the spatial axes, CONCATENATION and PAD work in whichever order their input is. 
 the whole model channels-last again.
 
 Operators computing only a RESHAPE's shape (Keras' SHAPE -> STRIDED_SLICE -> PACK of a batch of None) are not
-translated: a RESHAPE takes the output shape the file records. The operators translated are the keys of
-edgec/frontend/tflite_float_ops.py's OPS; all the others a file holds are named at once in one line.
+translated: a RESHAPE takes the output shape the file records. Other integer operators of constants (and SHAPE) are
+computed at build time (tflite_float_movement.fold). The operators translated are the keys of OPS
+(tflite_float_ops.py's and tflite_float_movement.py's); all the others a file holds are named at once in one line.
 """
 from __future__ import annotations
 
@@ -28,7 +29,13 @@ from onnx import TensorProto, helper, numpy_helper
 
 from edgec.errors import EdgecError
 from edgec.frontend import tflite_file
-from edgec.frontend.tflite_float_ops import OPS, TO_NCHW, TO_NHWC, Untranslatable
+from edgec.frontend import tflite_float_movement, tflite_float_ops
+from edgec.frontend.tflite_float_ops import TO_NCHW, TO_NHWC, Untranslatable
+
+OPS = {**tflite_float_ops.OPS, **tflite_float_movement.OPS}
+UNTRANSLATED = {     # why, where the operator says it (named with it)
+    "WHILE": "control flow; Keras 3's LSTM / GRU is a WHILE loop unless built with unroll=True",
+    "IF": "control flow"}
 
 OPSET = 13
 FLOAT32, FLOAT16, INT32, UINT8, INT64, INT8 = 0, 1, 2, 3, 4, 9          # tflite.TensorType
@@ -88,7 +95,8 @@ class Translator:
         self.inits: list[onnx.TensorProto] = []
         self.values: dict[int, tuple[str, str]] = {}      # tensor index -> (ONNX name, "nhwc" | "nchw")
         self.views: dict[tuple[str, str], str] = {}       # (ONNX name, wanted order) -> its Transpose's output
-        self.folded: dict[int, np.ndarray] = {}           # a DEQUANTIZE of a constant: its float32 value
+        self.folded: dict[int, np.ndarray] = {}           # a DEQUANTIZE of a constant: its float32 value; an
+        #                                                   integer computed at build time (tflite_float_movement.fold)
         self.shapes: dict[int, tuple[int, ...]] = {}      # the real shape where the file holds a placeholder
         self.used: set[str] = set()
 
@@ -139,7 +147,9 @@ class Translator:
         return index in self.folded or (b > 0 and self.model.Buffers(b).DataLength() > 0)
 
     def raw(self, index: int) -> np.ndarray:
-        """A constant tensor's stored values (its own type)."""
+        """A constant tensor's stored values (its own type), or the value computed at build time (folded)."""
+        if index in self.folded:
+            return self.folded[index]
         t = self.sg.Tensors(index)
         dtype = DTYPES.get(t.Type())
         if dtype is None:
@@ -231,7 +241,7 @@ class Translator:
 
     # ---- the walk ---------------------------------------------------------------------------------------
     def needed(self) -> list[int]:
-        """The operators the graph outputs depend on, a RESHAPE's shape operand not followed."""
+        """The operators the graph outputs depend on, a RESHAPE's or TRANSPOSE_CONV's shape operand not followed."""
         sg = self.sg
         producer = {int(o): i for i in range(sg.OperatorsLength()) for o in sg.Operators(i).OutputsAsNumpy()}
         keep, todo = set(), [int(o) for o in sg.OutputsAsNumpy()]
@@ -244,6 +254,8 @@ class Translator:
             ins = [int(k) for k in op.InputsAsNumpy() if k >= 0]
             if self.op_name(op) in ("RESHAPE", "EXPAND_DIMS", "SQUEEZE"):
                 ins = ins[:1]
+            elif self.op_name(op) == "TRANSPOSE_CONV":     # its output shape operand: the file's shape is read
+                ins = ins[1:]
             todo += ins
         return sorted(keep)
 
@@ -267,15 +279,16 @@ class Translator:
                 lost |= {int(k) for k in op.OutputsAsNumpy()}
                 continue
             try:
+                if tflite_float_movement.fold(self, op):
+                    continue
                 if kind not in ops:
-                    raise Untranslatable("")
+                    raise Untranslatable(UNTRANSLATED.get(kind, ""))
                 ops[kind](self, op)
             except Untranslatable as exc:
                 problems.setdefault(kind, []).append(f"#{i}{': ' + str(exc) if str(exc) else ''}")
                 lost |= {int(k) for k in op.OutputsAsNumpy()}
         if problems:
-            named = "; ".join(f"{k} (operator {', '.join(v[:3])}{f' and {len(v) - 3} more' if len(v) > 3 else ''})"
-                              for k, v in problems.items())
+            named = "; ".join(f"{k} (operator {_listed(v)})" for k, v in problems.items())
             raise EdgecError(f"{self.path}: a float .tflite with {sum(map(len, problems.values()))} operator(s) "
                              f"edgec cannot translate to quantize it: {named}; export the float model as ONNX "
                              "(tf2onnx) or quantize it fully with TFLiteConverter"[:900])
@@ -295,6 +308,15 @@ class Translator:
                                   producer_name="edgec tflite_float")
         model.ir_version = 8
         return model
+
+
+def _listed(found: list[str]) -> str:
+    """'#1, #4, #9 and 2 more' (each with its reason; one reason shared by all: said once, at the end)."""
+    why = {f.partition(": ")[2] for f in found}
+    shared = len(found) > 1 and len(why) == 1 and why != {""}
+    shown = [f.partition(": ")[0] for f in found] if shared else found
+    more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+    return ", ".join(shown[:3]) + more + (f": {why.pop()}" if shared else "")
 
 
 def quantized_tflite(path: str | Path) -> bool:

@@ -67,6 +67,67 @@ def conv(tx, op):
     tx.set(y_k, _fused(tx, y, o.FusedActivationFunction(), base), "nchw")
 
 
+def transpose_conv(tx, op):
+    """TRANSPOSE_CONV (output shape, weights [O, kh, kw, I], input, bias): an ONNX ConvTranspose, TF Lite's padding
+    (the forward convolution's from the output size: the odd pixel at the end) as pads and output_padding."""
+    o = tx.options(op, "TransposeConvOptions")
+    ins, y_k = _ins(op) + [-1], _out(op)
+    w_k, x_k, b_k = ins[1], ins[2], ins[3]
+    if not tx.is_const(w_k) or len(tx.shape(x_k)) != 4:
+        raise Untranslatable("weights computed at run time, or an input not 4-D")
+    w = tx.const(w_k).transpose(3, 0, 1, 2)                       # ONNX [I, O, kh, kw]
+    stride, kernel = [o.StrideH(), o.StrideW()], list(w.shape[2:])
+    in_hw, out_hw = tx.shape(x_k)[1:3], tx.shape(y_k)[1:3]
+    begin = _pads(out_hw, in_hw, kernel, stride, [1, 1], o.Padding() == 0)[:2]
+    end = [s * (i - 1) + k - b - out for s, i, k, b, out in zip(stride, in_hw, kernel, begin, out_hw)]
+    args = [tx.value(x_k, "nchw"), tx.initializer(w, f"{tx.tname(w_k)}_iohw")]
+    if b_k >= 0:
+        args.append(tx.initializer(tx.const(b_k).reshape(-1), tx.tname(b_k)))
+    base = tx.tname(y_k)
+    code = o.FusedActivationFunction()
+    y = tx.node("ConvTranspose", args, f"{base}_conv" if code else base, kernel_shape=kernel, strides=stride,
+                pads=begin + [max(e, 0) for e in end], output_padding=[max(-e, 0) for e in end])
+    tx.set(y_k, _fused(tx, y, code, base), "nchw")
+
+
+def prelu(tx, op):
+    """PRELU: an ONNX PRelu, its constant slope broadcast in the input's order."""
+    x_k, a_k = _ins(op)[:2]
+    y_k, order = _out(op), tx.layout(x_k)
+    rank = len(tx.shape(x_k))
+    tx.set(y_k, tx.node("PRelu", [tx.value(x_k, order), tx.operand(a_k, order, rank)], tx.tname(y_k)), order,
+           tx.shape(x_k))
+
+
+def blocks(tx, op):
+    """SPACE_TO_DEPTH, DEPTH_TO_SPACE: ONNX's (channels-first; TF's depth order is ONNX's DCR)."""
+    kind = tx.op_name(op)
+    name = "SpaceToDepth" if kind == "SPACE_TO_DEPTH" else "DepthToSpace"
+    block = tx.options(op, f"{name}Options").BlockSize()
+    x_k, y_k = _ins(op)[0], _out(op)
+    tx.set(y_k, tx.node(name, [tx.value(x_k, "nchw")], tx.tname(y_k), blocksize=block), "nchw")
+
+
+def log_softmax(tx, op):
+    x_k, y_k = _ins(op)[0], _out(op)
+    tx.set(y_k, tx.node("LogSoftmax", [tx.value(x_k)], tx.tname(y_k), axis=-1), shape=tx.shape(x_k))
+
+
+def add_n(tx, op):
+    ins, y_k = [k for k in _ins(op) if k >= 0], _out(op)
+    order = "nchw" if all(tx.layout(k) == "nchw" for k in ins if k in tx.values) and len(tx.shape(y_k)) == 4 \
+        else "nhwc"
+    tx.set(y_k, tx.node("Sum", [tx.operand(k, order, len(tx.shape(y_k))) for k in ins], tx.tname(y_k)), order)
+
+
+def cumsum(tx, op):
+    x_k, a_k = _ins(op)[:2]
+    y_k, o = _out(op), tx.options(op, "CumsumOptions")
+    axis = tx.initializer(np.asarray(tx.raw(a_k)).astype(np.int64).reshape(()), f"{tx.tname(y_k)}_axis")
+    tx.set(y_k, tx.node("CumSum", [tx.value(x_k), axis], tx.tname(y_k), exclusive=int(bool(o and o.Exclusive())),
+                        reverse=int(bool(o and o.Reverse()))), shape=tx.shape(x_k))
+
+
 def pool(tx, op):
     o = tx.options(op, "Pool2DOptions")
     x_k, y_k = _ins(op)[0], _out(op)
@@ -103,7 +164,7 @@ def fully_connected(tx, op):
 
 BINARY = {"ADD": ("Add", "AddOptions"), "SUB": ("Sub", "SubOptions"), "MUL": ("Mul", "MulOptions"),
           "DIV": ("Div", "DivOptions"), "MAXIMUM": ("Max", None), "MINIMUM": ("Min", None),
-          "SQUARED_DIFFERENCE": ("Sub", None)}
+          "SQUARED_DIFFERENCE": ("Sub", None), "POW": ("Pow", None)}
 
 
 def binary(tx, op):
@@ -127,7 +188,8 @@ def binary(tx, op):
 
 
 UNARY = {"RELU": "Relu", "TANH": "Tanh", "LOGISTIC": "Sigmoid", "HARD_SWISH": None, "ELU": "Elu",
-         "ABS": "Abs", "EXP": "Exp", "SQRT": "Sqrt", "RSQRT": None, "NEG": "Neg", "LOG": "Log"}
+         "ABS": "Abs", "EXP": "Exp", "SQRT": "Sqrt", "RSQRT": None, "NEG": "Neg", "LOG": "Log", "FLOOR": "Floor",
+         "CEIL": "Ceil", "ROUND": "Round", "SIN": "Sin", "COS": "Cos", "SQUARE": None}
 
 
 def unary(tx, op):
@@ -144,6 +206,8 @@ def unary(tx, op):
         y = tx.node("Mul", [x, tx.node("HardSigmoid", [x], f"{base}_gate", alpha=1 / 6, beta=0.5)], base)
     elif kind == "RSQRT":
         y = tx.node("Reciprocal", [tx.node("Sqrt", [x], f"{base}_sqrt")], base)
+    elif kind == "SQUARE":
+        y = tx.node("Mul", [x, x], base)
     else:
         y = tx.node(UNARY[kind], [x], base)
     tx.set(y_k, y, order, tx.shape(x_k))
@@ -216,7 +280,11 @@ def concat(tx, op):
 
 
 def pad(tx, op):
+    """PAD, PADV2, MIRROR_PAD (REFLECT; SYMMETRIC repeats the edge pixel, which ONNX's Pad has no mode for)."""
     ins, y_k = _ins(op), _out(op)
+    mirror = tx.op_name(op) == "MIRROR_PAD"
+    if mirror and tx.options(op, "MirrorPadOptions").Mode() != 0:
+        raise Untranslatable("SYMMETRIC mode")
     x_k = ins[0]
     p = np.asarray(tx.raw(ins[1]), np.int64).reshape(-1, 2)
     order = tx.layout(x_k)
@@ -226,7 +294,7 @@ def pad(tx, op):
     args = [tx.value(x_k, order), tx.initializer(np.concatenate([p[:, 0], p[:, 1]]), f"{base}_pads")]
     if len(ins) > 2 and ins[2] >= 0:
         args.append(tx.initializer(tx.const(ins[2]).reshape(()).astype(np.float32), f"{base}_value"))
-    tx.set(y_k, tx.node("Pad", args, base), order)
+    tx.set(y_k, tx.node("Pad", args, base, **({"mode": "reflect"} if mirror else {})), order)
 
 
 def transpose(tx, op):
@@ -236,9 +304,101 @@ def transpose(tx, op):
     tx.set(y_k, tx.node("Transpose", [tx.value(x_k)], tx.tname(y_k), perm=perm))
 
 
+def batch_matmul(tx, op):
+    """BATCH_MATMUL: an ONNX MatMul (adj_x / adj_y: the last two axes swapped first; a constant operand stored so)."""
+    o = tx.options(op, "BatchMatMulOptions")
+    y_k, base = _out(op), tx.tname(_out(op))
+    args = []
+    for k, adj in zip(_ins(op)[:2], (o.AdjX(), o.AdjY()) if o is not None else (False, False)):
+        rank = len(tx.shape(k))
+        if tx.is_const(k) and k not in tx.values:
+            v = tx.const(k)
+            args.append(tx.initializer(np.swapaxes(v, -1, -2) if adj else v, tx.tname(k)))
+        else:
+            perm = list(range(rank - 2)) + [rank - 1, rank - 2]
+            args.append(tx.node("Transpose", [tx.value(k)], f"{base}_adj", perm=perm) if adj else tx.value(k))
+    tx.set(y_k, tx.node("MatMul", args, base))
+
+
+def resize(tx, op):
+    """RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR: an ONNX Resize (channels-first) to the constant size, with the
+    coordinates TF Lite's kernel uses (half_pixel_centers, align_corners or neither; nearest: its rounding)."""
+    bilinear = tx.op_name(op) == "RESIZE_BILINEAR"
+    o = tx.options(op, "ResizeBilinearOptions" if bilinear else "ResizeNearestNeighborOptions")
+    x_k, s_k = _ins(op)[:2]
+    y_k, shape = _out(op), tx.shape(x_k)
+    if len(shape) != 4 or not tx.is_const(s_k):
+        raise Untranslatable("a 4-D input and a constant size")
+    oh, ow = (int(v) for v in np.asarray(tx.raw(s_k)).reshape(-1))
+    align, half = (bool(o.AlignCorners()), bool(o.HalfPixelCenters())) if o is not None else (False, False)
+    if align and half:
+        raise Untranslatable("align_corners and half_pixel_centers together")
+    ctm = "align_corners" if align else "half_pixel" if half else "asymmetric"
+    mode = {"mode": "linear"} if bilinear else {"mode": "nearest",       # half pixel: floor((i + 0.5) / scale)
+                                                 "nearest_mode": "round_prefer_ceil" if align or half else "floor"}
+    base = tx.tname(y_k)
+    sizes = tx.initializer(np.array([shape[0], shape[3], oh, ow], np.int64), f"{base}_sizes")
+    y = tx.node("Resize", [tx.value(x_k, "nchw"), "", "", sizes], base, coordinate_transformation_mode=ctm, **mode)
+    tx.set(y_k, y, "nchw", (shape[0], oh, ow, shape[3]))
+
+
+def gelu(tx, op):
+    """GELU as PyTorch's exporters write it before opset 20 (Div sqrt 2 -> Erf -> Add 1 -> Mul x -> Mul 0.5, or the
+    tanh approximation), which edgec's canonicalizer takes as one Gelu (edgec/frontend/decomposed.py)."""
+    x_k, y_k = _ins(op)[0], _out(op)
+    o = tx.options(op, "GeluOptions")
+    order, base = tx.layout(x_k), tx.tname(y_k)
+    x = tx.value(x_k, order)
+
+    def c(v, name):
+        return tx.initializer(np.float32(v), f"{base}_{name}")
+
+    if o is not None and o.Approximate():
+        cube = tx.node("Mul", [tx.node("Mul", [x, x], f"{base}_sq"), x], f"{base}_cube")
+        inner = tx.node("Add", [x, tx.node("Mul", [cube, c(0.044715, "k")], f"{base}_kx3")], f"{base}_inner")
+        t = tx.node("Tanh", [tx.node("Mul", [inner, c(np.sqrt(2 / np.pi), "s")], f"{base}_arg")], f"{base}_tanh")
+    else:
+        t = tx.node("Erf", [tx.node("Div", [x, c(np.sqrt(2.0), "sqrt2")], f"{base}_arg")], f"{base}_erf")
+    y = tx.node("Mul", [tx.node("Mul", [x, tx.node("Add", [t, c(1.0, "one")], f"{base}_1p")], f"{base}_x1p"),
+                        c(0.5, "half")], base)
+    tx.set(y_k, y, order, tx.shape(x_k))
+
+
+def sequence_lstm(tx, op):
+    """UNIDIRECTIONAL_SEQUENCE_LSTM (float weights; TF Lite's gates i, f, c, o, its state from zero as after a
+    reset): an ONNX LSTM (gates i, o, f, c) over the time-major sequence. Peepholes, CIFG, projection, layer norm
+    and clipping, which edgec's LSTM does not take, are named."""
+    o = tx.options(op, "UnidirectionalSequenceLSTMOptions")
+    ins, y_k = _ins(op) + [-1] * 24, _out(op)
+    x_k, base = ins[0], tx.tname(y_k)
+    missing = {"CIFG (no input gate)": ins[1] < 0, "peepholes": max(ins[9:12]) >= 0, "a projection": ins[16] >= 0,
+               "layer normalization": max(ins[20:24]) >= 0,
+               "cell or projection clipping": o is not None and (o.CellClip() != 0 or o.ProjClip() != 0),
+               "an activation other than tanh": o is not None and o.FusedActivationFunction() != 4}
+    if any(missing.values()):
+        raise Untranslatable(", ".join(k for k, v in missing.items() if v))
+    if any(not tx.is_const(k) for k in ins[1:9] + ins[12:16]):
+        raise Untranslatable("weights computed at run time")
+    w, r, b = ([tx.const(ins[first + g]) for g in (0, 3, 1, 2)] for first in (1, 5, 12))       # ONNX's i, o, f, c
+    hidden = r[0].shape[0]
+    time_major = bool(o is not None and o.TimeMajor())
+    x = tx.value(x_k) if time_major else tx.node("Transpose", [tx.value(x_k)], f"{base}_steps", perm=[1, 0, 2])
+    steps, batch = tx.shape(x_k)[:2] if time_major else tx.shape(x_k)[1::-1]
+    args = [x, tx.initializer(np.concatenate(w)[None], f"{base}_W"), tx.initializer(np.concatenate(r)[None], f"{base}_R"),
+            tx.initializer(np.concatenate(b + [np.zeros(4 * hidden, np.float32)])[None], f"{base}_B")]
+    y = tx.node("LSTM", args, f"{base}_seq", hidden_size=hidden)
+    y = tx.node("Reshape", [y, tx.initializer(np.array([steps, batch, hidden], np.int64), f"{base}_tbh")],
+                base if time_major else f"{base}_tbh")
+    if not time_major:
+        y = tx.node("Transpose", [y], base, perm=[1, 0, 2])
+    tx.set(y_k, y)
+
+
 OPS = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": conv, "AVERAGE_POOL_2D": pool, "MAX_POOL_2D": pool,
        "FULLY_CONNECTED": fully_connected, **{k: binary for k in BINARY}, **{k: unary for k in UNARY},
        "RELU6": unary, "RELU_N1_TO_1": unary, "RELU_0_TO_1": unary, "LEAKY_RELU": unary, "DEQUANTIZE": dequantize,
        "RESHAPE": reshape, "SQUEEZE": reshape, "EXPAND_DIMS": reshape, "MEAN": mean, "SUM": mean,
        "REDUCE_MAX": mean, "REDUCE_MIN": mean, "SOFTMAX": softmax, "CONCATENATION": concat, "PAD": pad,
-       "PADV2": pad, "TRANSPOSE": transpose}
+       "PADV2": pad, "MIRROR_PAD": pad, "TRANSPOSE": transpose, "SPACE_TO_DEPTH": blocks, "DEPTH_TO_SPACE": blocks,
+       "LOG_SOFTMAX": log_softmax, "ADD_N": add_n, "CUMSUM": cumsum, "BATCH_MATMUL": batch_matmul, "RESIZE_BILINEAR": resize,
+       "RESIZE_NEAREST_NEIGHBOR": resize, "GELU": gelu, "TRANSPOSE_CONV": transpose_conv, "PRELU": prelu, "UNIDIRECTIONAL_SEQUENCE_LSTM": sequence_lstm}
