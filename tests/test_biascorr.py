@@ -84,3 +84,20 @@ def test_a_real_shift_is_still_corrected_with_eight_samples(tmp_path, monkeypatc
 
     before, after = mean_shift(), mean_shift(bias_correction="quantized")
     assert after.mean() < 0.6 * before.mean(), (before, after)
+
+
+def test_each_layer_is_requantized_alone_as_the_whole_graph_would_be(tmp_path):
+    """correct_quantized quantizes only the layer it corrects (quantize.requantize_op): the graph it returns is the
+    one quantizing the whole float graph with the corrected biases gives, integer for integer."""
+    from edgec.quant.quantize import quantize
+    path, x = _mlp(tmp_path)
+    res = api.calibrate_model(path, tmp_path / "calib.npz", ptq.QuantOptions.plain(sensitivity_samples=0,
+                                                                                    cache=False))[1]
+    corrected, n = biascorr.correct_quantized(res.graph, x[:16])
+    again = quantize(corrected, res.ranges)
+    assert n == 2
+    assert any(not np.array_equal(a.arrays["bias"], b.arrays["bias"])
+               for a, b in zip(res.graph.ops, corrected.ops) if "bias" in a.arrays)
+    for a, b in zip(corrected.ops, again.ops):
+        assert a.arrays.keys() == b.arrays.keys() and a.params == b.params, a.name
+        assert all(np.array_equal(a.arrays[k], b.arrays[k]) for k in a.arrays), a.name

@@ -103,7 +103,7 @@ def test_flags_force_the_choices(tmp_path):
 
 def test_too_few_samples_keep_minmax_with_shrunk_bias_correction_and_say_why(tmp_path):
     calib = tmp_path / "few.npz"
-    np.savez(calib, x=np.load(DIGITS / "calib.npz")["x"][:fixes.MIN_SAMPLES - 1])
+    np.savez(calib, x=np.load(DIGITS / "calib.npz")["x"][:fixes.MIN_CV_SAMPLES - 1])
     _, res = api.calibrate_model(DIGITS / "model.onnx", calib, ptq.QuantOptions(sensitivity_samples=0, cache=False))
     assert not res.fixes.judged and "fewer than" in res.fixes.reason and res.method == "minmax"
     assert "no held-out split" in res.fixes.summary()
@@ -119,7 +119,7 @@ def test_too_few_samples_keep_minmax_with_shrunk_bias_correction_and_say_why(tmp
 def test_an_unjudged_bias_correction_that_hurts_the_calibration_samples_is_left_out(tmp_path, monkeypatch):
     from edgec.quant import biascorr
     calib = tmp_path / "few.npz"
-    np.savez(calib, x=np.load(DIGITS / "calib.npz")["x"][:8])
+    np.savez(calib, x=np.load(DIGITS / "calib.npz")["x"][:fixes.MIN_CV_SAMPLES - 1])
     monkeypatch.setattr(biascorr, "shrunk_shift", lambda diff: diff.mean(axis=0) + 5.0)   # a wrong shift
     _, res = api.calibrate_model(DIGITS / "model.onnx", calib, ptq.QuantOptions(sensitivity_samples=0, cache=False))
     assert not res.fixes.bias_correction and res.options.bias_correction is False
@@ -128,6 +128,46 @@ def test_an_unjudged_bias_correction_that_hurts_the_calibration_samples_is_left_
                                    ptq.QuantOptions.plain(sensitivity_samples=0, cache=False))
     assert all(np.array_equal(a.attrs.get("bias", 0), b.attrs.get("bias", 0))
                for a, b in zip(res.graph.ops, plain.graph.ops))
+
+
+def test_a_default_bias_correction_that_hurts_the_held_out_folds_too_is_left_out(tmp_path, monkeypatch):
+    """With 8 samples (MIN_CV_SAMPLES) a default bias correction that lowers the calibration samples' SQNR is also
+    measured on samples it was not fitted to: each of CV_FOLDS folds with a correction fitted on the other folds;
+    left out when that says so too."""
+    from edgec.quant import biascorr
+    calib = tmp_path / "eight.npz"
+    x = np.load(DIGITS / "calib.npz")["x"][:fixes.MIN_CV_SAMPLES]
+    np.savez(calib, x=x)
+    fitted, real = [], biascorr.correct_quantized
+
+    def recording(graph, samples, *a, **k):
+        fitted.append(np.asarray(samples))
+        return real(graph, samples, *a, **k)
+
+    monkeypatch.setattr(biascorr, "correct_quantized", recording)
+    monkeypatch.setattr(biascorr, "shrunk_shift", lambda diff: diff.mean(axis=0) + 5.0)   # a wrong shift
+    _, res = api.calibrate_model(DIGITS / "model.onnx", calib, ptq.QuantOptions(sensitivity_samples=0, cache=False))
+    assert not res.fixes.bias_correction and res.options.bias_correction is False
+    assert "calibration samples" in res.fixes.reason and "cross-validated (4 folds)" in res.fixes.reason
+    assert len(fitted) == 1 + fixes.CV_FOLDS and len(fitted[0]) == len(x)    # the final correction, then the folds
+    left_out = [[i for i in range(len(x)) if not any(np.array_equal(x[i], r) for r in f)] for f in fitted[1:]]
+    assert sorted(i for rows in left_out for i in rows) == list(range(len(x)))   # each sample held out once
+    assert all(len(rows) == 2 for rows in left_out)
+
+
+def test_folds_of_one_graph_measure_what_the_graph_does(tmp_path):
+    """worst_output_sqnr of (graph, rows) folds pools each fold's outputs in sample order: folds that are all the
+    same graph give that graph's figure."""
+    calib = tmp_path / "eight.npz"
+    x = np.load(DIGITS / "calib.npz")["x"][:8]
+    np.savez(calib, x=x)
+    model, res = api.calibrate_model(DIGITS / "model.onnx", calib, ptq.QuantOptions.plain(sensitivity_samples=0,
+                                                                                          cache=False))
+    g = res.graph
+    whole = fixes.worst_output_sqnr(model, g, x)
+    folds = [(g, rows) for rows in np.array_split(np.arange(len(x)), fixes.CV_FOLDS)]
+    assert fixes.worst_output_sqnr(model, folds, x) == whole
+    assert fixes.worst_output_sqnr(model, folds[::-1], x) == whole
 
 
 def test_build_report_and_quant_json_say_what_the_default_chose(tmp_path):

@@ -25,7 +25,7 @@ from edgec.quant import floatref
 from edgec.quant import reference
 from edgec.ir import Graph, Op
 from edgec.ops.registry import BIAS_CORRECTABLE, REGISTRY, WEIGHT_AXIS
-from edgec.quant.quantize import quantize
+from edgec.quant.quantize import requantize_op
 from edgec.fixedpoint.scheme import dequantize, quantize_weights
 
 VARIANTS = ("quantized", "float")
@@ -82,7 +82,7 @@ def shrunk_shift(diff: np.ndarray) -> np.ndarray:
     return m * np.clip(1.0 - se2 / np.maximum(m * m, 1e-30), 0.0, 1.0)
 
 
-def correct_quantized(graph: Graph, ranges: dict, samples: np.ndarray, per_channel: bool = True) -> tuple[Graph, int]:
+def correct_quantized(graph: Graph, samples: np.ndarray, per_channel: bool = True) -> tuple[Graph, int]:
     """The quantized variant, on a graph `quantize(graph, ranges, per_channel)` has quantized: the corrected
     graph (quantized again) and the number of layers corrected."""
     ops = [op for op in graph.ops if op.kind in BIAS_CORRECTABLE]
@@ -100,8 +100,7 @@ def correct_quantized(graph: Graph, ranges: dict, samples: np.ndarray, per_chann
             t = graph.tensors[op.inputs[0]]
             seen = np.asarray([_channel_mean(op, dequantize(t, env[op.inputs[0]]), w) for env in envs])
             fixed = _with_bias(op, op.attrs["bias"] - shrunk_shift(seen - target[k]))
-            graph = quantize(graph.replace_ops(graph.ops[:k] + (fixed,) + graph.ops[k + 1:]), ranges,
-                             per_channel)          # milliseconds; earlier ops come out the same
+            graph = requantize_op(graph, k, fixed)      # the other ops and every tensor's grid are as they were
             op = graph.ops[k]
         out = graph.tensors[op.output]
         for env in envs:

@@ -42,6 +42,8 @@ from edgec.quant.ranges import METHODS
 
 HOLD = 64              # held-out samples the decision is measured on (at most a quarter of the set)
 MIN_SAMPLES = 16       # fewer calibration samples: no held-out split worth the name (under 4), the plain recipe
+CV_FOLDS = 4           # the unjudged bias correction is also cross-validated in this many folds ...
+MIN_CV_SAMPLES = 8     # ... given at least this many samples (2 a fold)
 MIN_GAIN_DB = 0.5      # a fix must raise the held-out output SQNR by more than this ...
 FOLDS = 2              # ... and lose nothing on either interleaved half of the held-out samples
 BUDGET_S = 60.0        # time the trials may take; the fixes not tried by then are left out (and said so)
@@ -124,12 +126,19 @@ def unjudged(graph: Graph, n: int, states, why: str, method, equalize_opt, bias)
                  bias_correction=bool(bias) if bias is not None or plain else True)
 
 
-def worst_output_sqnr(model: onnx.ModelProto, graph: Graph, x: np.ndarray) -> float:
+def worst_output_sqnr(model: onnx.ModelProto, graph: Graph | list[tuple[Graph, np.ndarray]], x: np.ndarray) -> float:
     """SQNR (dB) of the quantized graph's dequantized outputs against float on x, the worst output's (outputs of
-    a varying shape, a NonMaxSuppression's selection, left out)."""
+    a varying shape, a NonMaxSuppression's selection, left out); `graph` may be a list of (graph, indices of the
+    samples of x it computes): cross-validation folds, their outputs pooled."""
     floats = calibrate.run_float_each(model, x)
-    got = ports.dequantize_outputs(graph, reference.run_sequence(graph, ports.quantize_inputs(graph, x),
-                                                                 reset_each=True)).reshape(len(x), -1)
+    parts = [(graph, np.arange(len(x)))] if isinstance(graph, Graph) else graph
+    got = None
+    for g, rows in parts:
+        out = ports.dequantize_outputs(g, reference.run_sequence(g, ports.quantize_inputs(g, x[rows]),
+                                                                 reset_each=True)).reshape(len(rows), -1)
+        got = np.empty((len(x), out.shape[1]), out.dtype) if got is None else got
+        got[rows] = out
+    graph = parts[0][0]
     worst = np.inf
     for p in ports.outputs(graph):
         w = [np.asarray(f.get(p.name, ()), np.float64).reshape(-1) for f in floats]
@@ -141,17 +150,26 @@ def worst_output_sqnr(model: onnx.ModelProto, graph: Graph, x: np.ndarray) -> fl
 
 
 def check_unjudged_bias(model: onnx.ModelProto, plain: Graph, corrected: Graph, x: np.ndarray, fixes: Fixes,
-                        log: Callable[[str], None] = lambda _: None) -> Graph:
-    """The default bias correction of a model the recipe could not judge, kept only when it brings the calibration
-    samples' own outputs no further from float than without it (worst output SQNR; a correction the samples
-    agree on should not): the graph kept. With no held-out split this is measured on the samples it was fitted
-    on, so it guards against a correction that hurts, it does not prove one helps."""
-    before, after = worst_output_sqnr(model, plain, x), worst_output_sqnr(model, corrected, x)
-    log(f"bias correction on the {len(x)} calibration samples: output SQNR {before:.1f} -> {after:.1f} dB")
-    if after >= before:
+                        log: Callable[[str], None] = lambda _: None, per_channel: bool = True) -> Graph:
+    """The default bias correction of a model the recipe could not judge, left out only when it brings the
+    calibration samples' outputs further from float (worst output SQNR) by every measure there is: the graph kept.
+    Measured on the samples it was fitted on (which favours it) and, with at least MIN_CV_SAMPLES samples,
+    cross-validated (which does not: the samples cut into CV_FOLDS contiguous folds, each fold's outputs computed
+    with the correction fitted on the other folds, fewer samples than the final correction has; the ranges are the
+    final model's). Either alone is the noise of a few samples; a correction both say hurts is left out."""
+    before = worst_output_sqnr(model, plain, x)
+    seen = [(f"output SQNR of the {len(x)} calibration samples", worst_output_sqnr(model, corrected, x))]
+    if len(x) >= MIN_CV_SAMPLES and seen[0][1] < before:
+        folds = np.array_split(np.arange(len(x)), CV_FOLDS)
+        seen.append((f"cross-validated ({CV_FOLDS} folds)", worst_output_sqnr(
+            model, [(biascorr.correct_quantized(plain, np.delete(x, f, axis=0), per_channel)[0], f) for f in folds],
+            x)))
+    what = ", ".join(f"{w} {before:.1f} -> {after:.1f} dB" for w, after in seen)
+    log(f"bias correction: {what}")
+    if any(after >= before for _, after in seen):
         return corrected
     fixes.bias_correction = False
-    fixes.reason += f"; bias correction left out (calibration samples' output SQNR {before:.1f} -> {after:.1f} dB)"
+    fixes.reason += f"; bias correction left out ({what})"
     return plain
 
 
@@ -218,7 +236,7 @@ def choose(model: onnx.ModelProto, graph: Graph, samples: Samples, method, equal
             g = biascorr.correct_float(g, x_bias, per_channel)
         q = quantize(g, ranges, per_channel)
         if b and b != "float":
-            q = biascorr.correct_quantized(q, ranges, x_bias, per_channel)[0]
+            q = biascorr.correct_quantized(q, x_bias, per_channel)[0]
         return autorange.output_sqnr_of(q, [e[q.output] for e in autorange.run_envs(q, x_hold)], y_hold, FOLDS)
 
     def trial(name: str, **change) -> bool:

@@ -242,7 +242,7 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
     bias_x = stream.first(BIAS_SAMPLES) if options.bias_correction == "quantized" else None
 
     def finish(q: Graph) -> Graph:
-        return biascorr.correct_quantized(q, ranges, bias_x, options.per_channel)[0] if bias_x is not None else q
+        return biascorr.correct_quantized(q, bias_x, options.per_channel)[0] if bias_x is not None else q
     mixed = None
     if options.budgeted:
         if held is None:
@@ -265,9 +265,10 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
     else:
         q = quantize(g, ranges, options.per_channel)
         if bias_x is not None:
-            corrected, n = biascorr.correct_quantized(q, ranges, bias_x, options.per_channel)
+            corrected, n = biascorr.correct_quantized(q, bias_x, options.per_channel)
             if chosen is not None and not chosen.judged and chosen.bias_correction:   # the default, unmeasured
-                corrected = fixes_mod.check_unjudged_bias(model, q, corrected, bias_x, chosen, log)
+                corrected = fixes_mod.check_unjudged_bias(model, q, corrected, bias_x, chosen, log,
+                                                             options.per_channel)
                 if not chosen.bias_correction:
                     options = replace(options, bias_correction=False)
             if corrected is not q:

@@ -59,16 +59,30 @@ def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: 
             out = _set(tensors, out, *registry.fixed_qparams(op))
         else:
             out = from_range(op.output)
-        ins = [tensors[i] for i in op.inputs]
-        try:
-            d.quantize(op, ins, out)
-            if out.dtype == "int16" and d.int16 is not None:     # a 16x8 layer (edgec/quant/int16.py)
-                d.int16.quantize(op, ins, out)
-        except MultiplierRangeError as exc:   # a scale ratio no Q31 multiplier + shift can express
-            raise EdgecError(f"node '{op.name}' ({op.kind}): {exc}; the scales of its input, weights and output "
-                             "are too far apart (check the weights and the calibration data)") from None
+        _quantize_op(op, [tensors[i] for i in op.inputs], out)
         ops.append(op)
     return graph.replace_ops(ops, tensors)
+
+
+def _quantize_op(op, ins: list[Tensor], out: Tensor) -> None:
+    """op's integer parameters from its registry entry's quantizer (and its 16x8 one for an int16 layer)."""
+    d = REGISTRY[op.kind]
+    try:
+        d.quantize(op, ins, out)
+        if out.dtype == "int16" and d.int16 is not None:     # a 16x8 layer (edgec/quant/int16.py)
+            d.int16.quantize(op, ins, out)
+    except MultiplierRangeError as exc:   # a scale ratio no Q31 multiplier + shift can express
+        raise EdgecError(f"node '{op.name}' ({op.kind}): {exc}; the scales of its input, weights and output "
+                         "are too far apart (check the weights and the calibration data)") from None
+
+
+def requantize_op(graph: Graph, k: int, new) -> Graph:
+    """The quantized `graph` with its op k replaced by `new` (the same op with other float attributes, a bias
+    correction's bias) and quantized anew on the tensors' quantization as it is: what `quantize` of the float
+    graph with that op would give, without quantizing every other op again (bias correction's per-layer step)."""
+    op = new.fresh(lowering=None)
+    _quantize_op(op, [graph.tensors[i] for i in op.inputs], graph.tensors[op.output])
+    return graph.replace_ops(graph.ops[:k] + (op,) + graph.ops[k + 1:])
 
 
 def input_grid(graph: Graph, name: str) -> tuple[float, int] | None:
