@@ -31,7 +31,7 @@ from edgec.frontend.fold import static_shape
 from edgec.frontend.loader import graph_inputs
 from edgec.frontend.support import CONTROL_FLOW, Problem, problems_message
 from edgec.ir import Graph, GraphBuilder, Op, Tensor
-from edgec.ops import convert, matmul, movement
+from edgec.ops import convert, matmul, movement, norm
 from edgec.ops.registry import FUSABLE, GRAPH_IMPORTERS, IMPORTERS, SUPPORTED_OPS, WEIGHT_AXIS
 
 
@@ -250,6 +250,7 @@ class _Canonicalizer:
             self._output(k, vi.name)
         self.graph.prune()
         movement.merge_remaps(self.graph)
+        norm.normalize_selected_rows(self.graph)    # a ViT's class token: normalized alone
         matmul.read_through_views(self.graph)    # attention's q/k/v slices and 1/sqrt(d): no copies
         movement.ensure_kernel(self)
         return self.graph.finish()

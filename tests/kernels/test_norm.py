@@ -7,11 +7,13 @@ from __future__ import annotations
 import ctypes
 
 import numpy as np
+import onnx
 import pytest
 from onnx import helper
 
 from ckernels import make, ptr
 from conftest import check_generated_c, make_model
+from edgec import api
 from edgec.frontend import canonicalize, loader
 from edgec.ir import Op, Tensor
 from edgec.ops import norm
@@ -105,3 +107,60 @@ def test_onnx_layer_norm_end_to_end(tmp_path):
         got = scheme.dequantize(tout, reference.run(graph, scheme.quantize_input(graph.tensors[graph.input], x[i])))
         assert np.abs(got.reshape(want.shape) - want).max() <= 0.1 * np.ptp(want)
     check_generated_c(graph, x[:8], tmp_path)
+
+
+def test_layer_norm_weights_shared_through_identity_taken_whole():
+    """torch.onnx writes a weight equal to an earlier one as an Identity of it (timm's ViT: every norm2 and the final
+    norm): still constants, so the LayerNormalization is one op, not its expanded body of int8 steps."""
+    r = np.random.default_rng(3)
+    inits = {"w": r.normal(0, 0.5, (8, 8)), "g0": r.normal(1, 0.2, 8), "b0": r.normal(0, 0.2, 8)}
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+             helper.make_node("Identity", ["g0"], ["g"], name="share_g"),
+             helper.make_node("Identity", ["b0"], ["b"], name="share_b"),
+             helper.make_node("LayerNormalization", ["h", "g", "b"], ["y"], axis=-1, epsilon=1e-5, name="ln")]
+    graph = canonicalize.canonicalize(make_model(nodes, ("x", [1, 5, 8]), ("y", [1, 5, 8]), inits, opset=17), "m")
+    assert [op.kind for op in graph.ops].count("layer_norm") == 1 and len(graph.ops) == 2
+
+
+def _token_model(indices, axis=1):
+    """MatMul -> LayerNormalization over the last axis -> Gather of `indices` along `axis` (a ViT's class token)."""
+    r = np.random.default_rng(4)
+    inits = {"w": r.normal(0, 0.5, (8, 8)), "g": r.normal(1, 0.3, 8), "b": r.normal(0, 0.3, 8),
+             "i": np.asarray(indices, np.int64)}
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+             helper.make_node("LayerNormalization", ["h", "g", "b"], ["n"], axis=-1, epsilon=1e-5, name="ln"),
+             helper.make_node("Gather", ["n", "i"], ["y"], axis=axis, name="pick")]
+    out = [1, *np.shape(indices), 8] if axis == 1 else [1, 5, *np.shape(indices)]
+    return make_model(nodes, ("x", [1, 5, 8]), ("y", out), inits, opset=17)
+
+
+@pytest.mark.parametrize("indices,axis,alone", [(0, 1, True), ([3, 1], 1, True), ([4, 3, 2, 1, 0], 1, False),
+                                                ([0, 2], 2, False)])
+def test_only_the_selected_rows_are_normalized(indices, axis, alone):
+    """A Gather keeping some whole rows of a layer norm's output: the rows are selected first and normalized alone
+    (rows = the selected ones), on the grid of the LayerNormalization's output; all rows, or parts of rows, leave
+    the graph as it was."""
+    graph = canonicalize.canonicalize(_token_model(indices, axis), "m")
+    kinds = [op.kind for op in graph.ops if op.kind != "reshape"]
+    ln = next(op for op in graph.ops if op.kind == "layer_norm")
+    assert (kinds.index("remap") < kinds.index("layer_norm")) == alone
+    assert ln.attrs["rows"] == (np.size(indices) if alone else 5)
+    assert graph.tensors[ln.output].source == "n"
+
+
+def test_class_token_normalized_alone_end_to_end(tmp_path):
+    """The rewritten graph computes the model: calibrated as `edgec build` does (the selected rows are edgec's own
+    tensor: their range from edgec's float run), the integer reference within two output steps of float (the
+    kernels are unchanged: test_kernel_matches_twin holds the C to the reference)."""
+    model = _token_model(0)
+    x = np.random.default_rng(5).normal(0, 1, (16, 5, 8)).astype(np.float32)
+    np.savez(tmp_path / "calib.npz", x=x)
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    graph = api.calibrate(tmp_path / "m.onnx", tmp_path / "calib.npz", cache=False, sensitivity_samples=0,
+                          method="minmax", bias_correction=False).graph
+    assert [op.kind for op in graph.ops if op.kind != "reshape"][-2:] == ["remap", "layer_norm"]
+    tout = graph.tensors[graph.output]
+    for i in range(4):
+        want = calibrate.run_float(model, x[i:i + 1])[0]
+        got = scheme.dequantize(tout, reference.run(graph, scheme.quantize_input(graph.tensors[graph.input], x[i])))
+        assert np.abs(got.reshape(want.shape) - want).max() <= 2 * tout.scale
