@@ -114,7 +114,8 @@ void edgec_group_conv2d_s8(const edgec_group_conv2d_params *p, const int8_t *inp
 typedef struct {
     int32_t in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, stride_h, stride_w, pad_top, pad_left,
         input_zp, output_zp, act_min, act_max, k4;
-    int32_t band_w; /* the window kernels: output columns a column band (out_w: whole rows; clamped to 1..out_w) */
+    int32_t band_w; /* the window kernels: output columns a column band (out_w: whole rows; clamped to 1..out_w);
+                     * blocked4_padded: 0 without its band */
 } edgec_conv2d_im2col_params;
 
 /* A matrix product over an int16 im2col of 4 output pixels at a time (fast/edgec_conv2d_im2col.c). */
@@ -156,10 +157,11 @@ static inline int32_t edgec_conv2d_blocked4_s8_get_buffer_size(const edgec_conv2
 void edgec_conv2d_blocked4_padded_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                                      const edgec_rq *rq, int8_t *scratch, int8_t *output);
 /* two pixels' int16 taps and k_h rows of the padded input (k_h + stride_h where out_w is odd: a pair of pixels then
- * spans two output rows), each (out_w - 1) * stride_w + k_w4 bytes */
+ * spans two output rows), each (out_w - 1) * stride_w + k_w4 bytes; band_w 0 (the plan's narrowing): no band, the
+ * taps alone (windows inside the image read in place, the others built in the taps) */
 static inline int32_t edgec_conv2d_blocked4_padded_s8_get_buffer_size(const edgec_conv2d_im2col_params *p)
 {
-    return 4 * ((p->k4 + 7) / 8 * 8) +
+    return 4 * ((p->k4 + 7) / 8 * 8) + (p->band_w + p->out_w - 1) / p->out_w *
            (p->k_h + p->out_w % 2 * p->stride_h) * ((p->out_w - 1) * p->stride_w + (p->k_w + 3) / 4 * 4);
 }
 /* `--optimize speed`, 1x1 convolutions: the blocked convolution with no loop over the taps (an unrolled body of

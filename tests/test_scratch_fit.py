@@ -122,3 +122,45 @@ def test_a_budget_the_banded_plan_misses_starts_its_search_from_whole_rows():
     staged, plan = schedule_and_plan(chain(), dsp=True, ram_budget=9000)
     assert plan.stages and staged.ops[0].lowering.params["band_w"] == 16
     assert "scratch_within_peak" not in plan.ram_choice
+
+
+def one_channel(in_h: int, in_w: int, out_c: int, k_h: int, k_w: int, stride: int, out_h: int, out_w: int,
+                pad_top: int, pad_left: int) -> Graph:
+    """x (one channel) -> k_h x k_w convolution -> y: a single-channel first layer (blocked4_padded on a DSP core),
+    the tensors peaking while it runs."""
+    rng = np.random.default_rng(7)
+    p = dict(in_h=in_h, in_w=in_w, in_c=1, out_h=out_h, out_w=out_w, out_c=out_c, k_h=k_h, k_w=k_w, stride_h=stride,
+             stride_w=stride, dil_h=1, dil_w=1, pad_top=pad_top, pad_left=pad_left, input_zp=3, output_zp=-5,
+             act_min=-128, act_max=127, depth_multiplier=1)
+    op = Op("conv2d", "c", ("x",), "y", params=p,
+            arrays=dict(weights=rng.integers(-100, 101, size=(out_c, k_h, k_w, 1)).astype(np.int8),
+                        bias=rng.integers(-2000, 2000, out_c).astype(np.int32),
+                        mult=np.full(out_c, 1_500_000_000, np.int32), shift=np.full(out_c, -9, np.int32)))
+    tensors = {"x": Tensor("x", (1, in_h, in_w, 1), "x", 0.05, 0),
+               "y": Tensor("y", (1, out_h, out_w, out_c), "y", 0.05, 0)}
+    return Graph("g", tensors, (op,), "x", "y")
+
+
+def test_the_padded_single_channel_kernel_drops_its_band_where_it_would_raise_the_arena():
+    """micro_speech's first layer (49x40 -> 25x20x8, 10x8 taps, stride 2): the padded band (10 rows of 46 columns)
+    would lift the arena above the tensors' peak; 16 of its 20 output columns' windows lie inside the image, so it
+    runs without the band (band_w 0: the two pixels' taps alone, 320 B, as blocked4's) on the same variant."""
+    lowered, plan = schedule_and_plan(one_channel(49, 40, 8, 10, 8, 2, 25, 20, 4, 3), dsp=True)
+    low = lowered.ops[0].lowering
+    banded = low.kernel.scratch_bytes({**low.params, "band_w": low.params["out_w"]})
+    assert low.variant == "blocked4_padded" and low.params["band_w"] == 0
+    assert banded == 4 * 80 + 10 * 46 and low.scratch_bytes == 4 * 80
+    assert plan.arena_bytes == max(scratch_fit.tensor_load(lowered)) + low.scratch_bytes
+
+
+def test_the_padded_band_stays_where_most_windows_reach_the_padding():
+    """SiLabs' magic wand's first layer (128x3 -> 128x3x8, 4x3 taps): no window's 4 columns lie inside the 3-column
+    image, so its band stays though it lifts the arena (the band is what makes those windows fast); `padded_unbanded`
+    declines it, and takes micro_speech's at any room below the band."""
+    lowered, _ = schedule_and_plan(one_channel(128, 3, 8, 4, 3, 1, 128, 3, 1, 1), dsp=True)
+    low = lowered.ops[0].lowering
+    assert low.variant == "blocked4_padded" and low.params["band_w"] == 3
+    assert low.kernel.narrow(low.params, 0) is None
+    speech = select.select(one_channel(49, 40, 8, 10, 8, 2, 25, 20, 4, 3).ops[0], select.Options(dsp=True))
+    assert speech.kernel.narrow(speech.params, speech.scratch_bytes) is None
+    assert speech.kernel.narrow(speech.params, speech.scratch_bytes - 1)["band_w"] == 0

@@ -62,5 +62,5 @@ def fit_scratch(graph: Graph, switch: bool = True) -> tuple[Graph, list[dict]]:
         ops[i] = dataclasses.replace(op, lowering=low)
         changed.append({"op": i, "name": op.name, "variant": low.variant, "scratch_bytes": low.scratch_bytes,
                         "fastest_scratch_bytes": op.lowering.scratch_bytes, "room_bytes": lifted - load[i],
-                        **({"band_w": low.params["band_w"]} if low.kernel.narrow else {})})
+                        **({"band_w": low.params["band_w"]} if low.kernel.narrow and low.params["band_w"] else {})})
     return (graph.replace_ops(ops) if changed else graph), changed

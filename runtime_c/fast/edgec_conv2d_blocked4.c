@@ -369,18 +369,16 @@ static EDGEC_NOINLINE void edgec_b4_band_at(const edgec_conv2d_im2col_params *p,
     if (need > b->count) b->count = need;
 }
 
-/* The columns of pixels q0 and q1 from their windows in the band (their padded rows there: edgec_b4_band_at): per
- * group of 4 taps (x0, x2) of both, then (x1, x3) of both. On the Arm build one block of assembly, 10 instructions a
- * group and 2 a kernel row (gcc's C of edgec_b4_window took 21 a group). */
-EDGEC_INLINE void edgec_b4_band_windows(const edgec_conv2d_im2col_params *p, const edgec_b4_band *b, int32_t q0,
-                                        int32_t q1, edgec_w32 *c)
+/* The columns of two pixels from `rows` kernel rows of k_w4 taps each, at s0 and s1, rows `skip` bytes apart after
+ * each row's taps (the band's rows, or the input's where both windows' columns lie inside the image): per group of
+ * 4 taps (x0, x2) of both, then (x1, x3) of both. On the Arm build one block of assembly, 10 instructions a group and
+ * 2 a kernel row (gcc's C of edgec_b4_window took 21 a group). */
+EDGEC_INLINE void edgec_b4_pair_rows(const int8_t *s0, const int8_t *s1, int32_t skip, int32_t rows, int32_t k_w4,
+                                     edgec_w32 *c)
 {
-    const int32_t out_w = p->out_w, w = EDGEC_B4_BAND_W(p), k_w4 = EDGEC_B4_KW4(p);
-    const int8_t *s0 = b->rows + ((q0 / out_w) * p->stride_h - b->first) * w + (q0 % out_w) * p->stride_w;
-    const int8_t *s1 = b->rows + ((q1 / out_w) * p->stride_h - b->first) * w + (q1 % out_w) * p->stride_w;
 #if defined(EDGEC_DSP_NATIVE) && !defined(__clang__) /* as the other blocks of assembly: gcc measured */
-    const int32_t groups = k_w4 >> 2, skip = w - k_w4;
-    int32_t rows = p->k_h, g;
+    const int32_t groups = k_w4 >> 2;
+    int32_t g;
     uint32_t v0, v1, c0, c1;
     __asm__ volatile("1:\n\t"
                      "mov %[g], %[groups]\n"
@@ -404,15 +402,123 @@ EDGEC_INLINE void edgec_b4_band_windows(const edgec_conv2d_im2col_params *p, con
                      : [groups] "r"(groups), [skip] "r"(skip)
                      : "cc", "memory");
 #else
-    edgec_b4_window(s0, w, p->k_h, k_w4, c);
-    edgec_b4_window(s1, w, p->k_h, k_w4, c + 1);
+    edgec_b4_window(s0, k_w4 + skip, rows, k_w4, c);
+    edgec_b4_window(s1, k_w4 + skip, rows, k_w4, c + 1);
 #endif
+}
+
+/* The columns of pixels q0 and q1 from their windows in the band (their padded rows there: edgec_b4_band_at). */
+EDGEC_INLINE void edgec_b4_band_windows(const edgec_conv2d_im2col_params *p, const edgec_b4_band *b, int32_t q0,
+                                        int32_t q1, edgec_w32 *c)
+{
+    const int32_t out_w = p->out_w, w = EDGEC_B4_BAND_W(p), k_w4 = EDGEC_B4_KW4(p);
+    const int8_t *s0 = b->rows + ((q0 / out_w) * p->stride_h - b->first) * w + (q0 % out_w) * p->stride_w;
+    const int8_t *s1 = b->rows + ((q1 / out_w) * p->stride_h - b->first) * w + (q1 % out_w) * p->stride_w;
+    edgec_b4_pair_rows(s0, s1, w - k_w4, p->k_h, k_w4, c);
+}
+
+/* The padded variant without its band (band_w 0: the plan's ask where the band would raise the arena above the
+ * tensors' peak; the scratch is the columns alone). `n` column groups of both pixels whose kernel rows lie on the
+ * padding: the zero point's column words. */
+static void edgec_b4_zp_groups(const edgec_conv2d_im2col_params *p, edgec_w32 *c, int32_t n)
+{
+    edgec_w32 z[4];
+    edgec_b4_column((uint8_t)p->input_zp * 0x01010101u, z);
+    for (; n > 0; --n, c += 4) {
+        c[0] = c[1] = z[0];
+        c[2] = c[3] = z[2];
+    }
+}
+
+/* One pixel's columns (every other word from c, as edgec_b4_window writes them) of a window at input row iy0,
+ * column ix0 that reaches the padding: the taps outside the image are the zero point. A group of 4 taps at a time
+ * down the window's rows (rows on the padding: the zero point's words): a group inside the image is one word of
+ * each row, one across the image's left or right edge the row's first or last word shifted into place over the
+ * zero point's bytes (rows under 4 bytes: byte by byte). */
+static EDGEC_NOINLINE void edgec_b4_edge_window(const edgec_conv2d_im2col_params *p, const int8_t *input,
+                                                int32_t iy0, int32_t ix0, edgec_w32 *c)
+{
+    const int32_t in_w = p->in_w, k_h = p->k_h, k_w4 = EDGEC_B4_KW4(p), step = k_w4;
+    const int32_t top = iy0 < 0 ? -iy0 : 0, end = p->in_h - iy0 < k_h ? p->in_h - iy0 : k_h;
+    const uint32_t zw = (uint8_t)p->input_zp * 0x01010101u;
+    edgec_w32 z[4];
+    int32_t x, ky, j;
+    edgec_b4_column(zw, z);
+    for (x = ix0; x < ix0 + k_w4; x += 4, c += 4) {
+        edgec_w32 *d = c;
+        for (ky = 0; ky < top && ky < k_h; ++ky, d += step) {
+            d[0] = z[0];
+            d[2] = z[2];
+        }
+        if (top < end) {
+            const int8_t *r = input + (iy0 + top) * in_w;
+            if (x + 4 <= 0 || x >= in_w) { /* every tap on the padding */
+                for (; ky < end; ++ky, d += step) {
+                    d[0] = z[0];
+                    d[2] = z[2];
+                }
+            } else if (x >= 0 && x + 4 <= in_w) { /* inside: a word of each row */
+                for (r += x; ky < end; ++ky, d += step, r += in_w) {
+                    uint32_t w;
+                    memcpy(&w, r, 4);
+                    edgec_b4_column(w, d);
+                }
+            } else if (in_w >= 4) { /* across an edge: the row's first or last word shifted */
+                const int32_t ls = x < 0 ? -8 * x : 0, rs = x < 0 ? 0 : 8 * (x + 4 - in_w);
+                const uint32_t m = (0xffffffffu >> rs) << ls, zm = zw & ~m;
+                for (r += x < 0 ? 0 : in_w - 4; ky < end; ++ky, d += step, r += in_w) {
+                    uint32_t w;
+                    memcpy(&w, r, 4);
+                    edgec_b4_column((((w >> rs) << ls) & m) | zm, d);
+                }
+            } else {
+                for (; ky < end; ++ky, d += step, r += in_w) {
+                    uint32_t v = zw;
+                    for (j = 0; j < 4; ++j) {
+                        if (x + j >= 0 && x + j < in_w) {
+                            v = (v & ~(0xffu << (8 * j))) | ((uint32_t)(uint8_t)r[x + j] << (8 * j));
+                        }
+                    }
+                    edgec_b4_column(v, d);
+                }
+            }
+        }
+        for (; ky < k_h; ++ky, d += step) {
+            d[0] = z[0];
+            d[2] = z[2];
+        }
+    }
+}
+
+/* The columns of pixels q0 and q1 without the band: both windows' kernel rows inside the image read in place from
+ * the input rows (the band's assembly) where both windows' columns lie inside it (and the pixels share an output
+ * row or their windows lie inside it), rows on the padding the zero point's words; other windows built word by
+ * word (edgec_b4_edge_window). */
+static void edgec_b4_inplace(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t q0, int32_t q1,
+                             edgec_w32 *c)
+{
+    const int32_t out_w = p->out_w, in_w = p->in_w, in_h = p->in_h, k_h = p->k_h, k_w4 = EDGEC_B4_KW4(p);
+    const int32_t y0 = (q0 / out_w) * p->stride_h - p->pad_top, x0 = (q0 % out_w) * p->stride_w - p->pad_left;
+    const int32_t y1 = (q1 / out_w) * p->stride_h - p->pad_top, x1 = (q1 % out_w) * p->stride_w - p->pad_left;
+    const int32_t top = y0 < 0 ? -y0 : 0, end = in_h - y0 < k_h ? in_h - y0 : k_h, groups = k_w4 >> 2;
+    const int columns = x0 >= 0 && x0 + k_w4 <= in_w && x1 >= 0 && x1 + k_w4 <= in_w;
+    const int rows = y1 == y0 ? top < end : y0 >= 0 && y1 >= 0 && y0 + k_h <= in_h && y1 + k_h <= in_h;
+    if (columns && rows) {
+        edgec_b4_zp_groups(p, c, top * groups);
+        edgec_b4_pair_rows(input + (y0 + top) * in_w + x0, input + (y1 + top) * in_w + x1, in_w - k_w4, end - top,
+                           k_w4, c + 4 * top * groups);
+        edgec_b4_zp_groups(p, c + 4 * end * groups, (k_h - end) * groups);
+        return;
+    }
+    edgec_b4_edge_window(p, input, y0, x0, c);
+    edgec_b4_edge_window(p, input, y1, x1, c + 1);
 }
 
 /* The kernel's loop over pairs of output pixels; `direct` (a constant where it is inlined: the copies compile
  * apart, and the loop without it is the one the kernel had before the direct reads) 1: reads single-channel windows
  * inside the image from the input rows (edgec_b4_direct); 2: every window from the padded band (the padded variant,
- * `band`, its rows after the columns in scratch; 0 for the others). On the Arm build a full-range layer runs on the assembly
+ * `band`, its rows after the columns in scratch; 0 for the others); 3: the padded variant without its band
+ * (edgec_b4_inplace). On the Arm build a full-range layer runs on the assembly
  * (edgec_blocked4_pairs): a 1x1 convolution's whole pairs in one call that widens their columns itself (out_c a
  * multiple of 4), the other pairs one a call on the columns written here. */
 EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
@@ -465,13 +571,15 @@ EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t
                 input + ((q1 / out_w) * p->stride_h * p->in_w + (q1 % out_w) * p->stride_w) * p->in_c);
             edgec_b4_columns2(t0, t1, cols, groups);
         }
-        if (direct == 2) { /* the rows of both windows in the band, then each window in place */
+        if (direct == 3) { /* no band: windows in place, those on the padding built */
+            edgec_b4_inplace(p, input, pix, pix + two, cols);
+        } else if (direct == 2) { /* the rows of both windows in the band, then each window in place */
             const int32_t q1 = pix + two, oy0 = pix / out_w;
             const int32_t first = oy0 * p->stride_h, need = (q1 / out_w - oy0) * p->stride_h + p->k_h;
             if (first != band->first || need > band->count) edgec_b4_band_at(p, input, band, first, need);
             edgec_b4_band_windows(p, band, pix, q1, cols);
         }
-        for (j = 0; j < 2 && !pointwise && !gather && direct != 2; ++j) { /* a lone last pixel fills both columns */
+        for (j = 0; j < 2 && !pointwise && !gather && direct < 2; ++j) { /* a lone last pixel fills both columns */
             const int32_t q = pix + (two ? j : 0);
             const edgec_w32 *t;
             edgec_w32 *c = cols + j;
@@ -517,13 +625,32 @@ void edgec_conv2d_blocked4_s8(const edgec_conv2d_im2col_params *p, const int8_t 
     }
 }
 
-/* The padded variant: single-channel inputs of any kernel width (the band; edgec_nn.h) */
-void edgec_conv2d_blocked4_padded_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
-                                     const edgec_rq *rq, int8_t *scratch, int8_t *output)
+/* The padded variant's loops, with its band and without (band_w 0), each a function of its own entered by a tail
+ * call: the stack of either is the one the kernel had with the band's alone. */
+static EDGEC_NOINLINE void edgec_b4_banded(const edgec_conv2d_im2col_params *p, const int8_t *input,
+                                           const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
     edgec_b4_band band;
     band.rows = scratch + 4 * ((p->k4 + 7) & ~7); /* after the columns */
     band.first = -1;                              /* empty */
     band.count = 0;
     edgec_b4_run(p, input, weights, rq, scratch, output, 2, &band);
+}
+
+static EDGEC_NOINLINE void edgec_b4_unbanded(const edgec_conv2d_im2col_params *p, const int8_t *input,
+                                             const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
+                                             int8_t *output)
+{
+    edgec_b4_run(p, input, weights, rq, scratch, output, 3, 0);
+}
+
+/* The padded variant: single-channel inputs of any kernel width (the band, or none with band_w 0; edgec_nn.h) */
+void edgec_conv2d_blocked4_padded_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                                     const edgec_rq *rq, int8_t *scratch, int8_t *output)
+{
+    if (p->band_w) {
+        edgec_b4_banded(p, input, weights, rq, scratch, output);
+    } else {
+        edgec_b4_unbanded(p, input, weights, rq, scratch, output);
+    }
 }

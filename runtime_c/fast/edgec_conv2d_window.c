@@ -666,9 +666,11 @@ static edgec_win4_row_fn edgec_window4_pick_row(const edgec_conv2d_im2col_params
 }
 
 /* All output channels of one pixel pair on the 2x4 block (`pixels`: edgec_window4_pick's); the last out_c % 4
- * channels (their block padded with copies of the last channel) through a buffer. */
-static void edgec_window4_pair(const edgec_conv2d_im2col_params *p, edgec_b24_pixels_fn pixels, const edgec_w32 *cols,
-                               int32_t n, const edgec_w32 *w, const edgec_rq *rq, int8_t *o0, int8_t *o1)
+ * channels (their block padded with copies of the last channel) through a buffer. Inlined in both its callers
+ * (window4's loop and rgb3x3's): a call of its own (gcc's choice once it had two) was one more frame on the stack
+ * (72 B) and a call a pair. */
+EDGEC_INLINE void edgec_window4_pair(const edgec_conv2d_im2col_params *p, edgec_b24_pixels_fn pixels, const edgec_w32 *cols,
+                                     int32_t n, const edgec_w32 *w, const edgec_rq *rq, int8_t *o0, int8_t *o1)
 {
     const int32_t out_c = p->out_c, blocks = out_c >> 2, rest = out_c & 3, lo = p->act_min, hi = p->act_max;
     int32_t i;

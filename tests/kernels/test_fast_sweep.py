@@ -127,14 +127,15 @@ def banded(low, band_w: int):
 
 
 def conv_cases(rng, lib, n, variant=GENERIC, pointwise=False, bands=False, strided_1x1=False, single_channel=False,
-               rgb=False):
+               rgb=False, unbanded=False):
     """variant: the generic im2col kernel or one of its speed variants (edgec/ops/conv/im2col.py; applied to every
     case, where a build would offer it or not);
     pointwise: only 1x1, stride-1, unpadded convolutions (odd pixel and channel counts included);
     strided_1x1: only 1x1 convolutions, strides 1 to 3 (blocked4 gathers their pixels from the input);
     bands: the window kernels on column bands of a random width (`banded`);
     single_channel: one input channel (blocked4_padded: its band of the padded input, any kernel width);
-    rgb: only 3x3 convolutions of 3 input channels (an image model's first layer: the rgb3x3 variant)."""
+    rgb: only 3x3 convolutions of 3 input channels (an image model's first layer: the rgb3x3 variant);
+    unbanded: band_w 0 (blocked4_padded without its band, the plan's narrowing: im2col.py padded_unbanded)."""
     for _ in range(n):
         in_c, out_c = 1 if single_channel else 3 if rgb else channels(rng), channels(rng)
         k_h, k_w = (1, 1) if pointwise or strided_1x1 else (3, 3) if rgb else (int(v) for v in
@@ -154,8 +155,8 @@ def conv_cases(rng, lib, n, variant=GENERIC, pointwise=False, bands=False, strid
             continue
         assert low.kernel.name == "edgec_conv2d_im2col_s8"
         low = select.variant(op, low, variant)
-        if bands:
-            low = banded(low, int(rng.integers(1, p["out_w"] + 1)))
+        if bands or unbanded:
+            low = banded(low, 0 if unbanded else int(rng.integers(1, p["out_w"] + 1)))
         want = conv.run_conv(op, [x])
         got = run_fast(lib, low, x, out_size=want.size).reshape(want.shape)
         assert np.array_equal(got, want), (p, dict(low.params))
@@ -430,6 +431,8 @@ def avg_pool_cases(rng, lib, n):
 SWEEPS = {"conv2d_im2col": (conv_cases, 300), "conv2d_blocked": (partial(conv_cases, variant="blocked"), 300),
           "conv2d_blocked4": (partial(conv_cases, variant="blocked4"), 200),
           "conv2d_blocked4_padded": (partial(conv_cases, variant="blocked4_padded", single_channel=True), 200),
+          "conv2d_blocked4_unbanded": (partial(conv_cases, variant="blocked4_padded", single_channel=True,
+                                               unbanded=True), 200),
           "conv2d_blocked4_pointwise": (partial(conv_cases, variant="blocked4", pointwise=True), 200),
           "conv2d_blocked4_strided_1x1": (partial(conv_cases, variant="blocked4", strided_1x1=True), 100),
           "conv2d_pointwise": (partial(conv_cases, variant="pointwise"), 200),

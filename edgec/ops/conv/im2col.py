@@ -116,6 +116,22 @@ def blocked4_padded_conv(op: Op, base):
     return _blocked4({**p, "k4": k_h * k_w4}, w.reshape(out_c, -1), base.arrays)
 
 
+def padded_unbanded(params, limit: int):
+    """`Kernel.narrow` of blocked4_padded: its params without the band (band_w 0: scratch for the two pixels' taps
+    alone, as blocked4's; windows whose k_w4 columns lie inside the image read in place from the input rows, rows on
+    the padding the zero point's words, the others built word by word) where the band's scratch is more than
+    `limit` and at least half the output columns' windows lie inside the image's columns; None where the band is
+    within `limit`, or most windows reach the padding (SiLabs' magic wand: 3 input columns, every window on it; the
+    band is what makes them fast). The numbers are the same."""
+    p = params
+    if not p["band_w"] or BLOCKED4_PADDED.scratch_bytes(p) <= limit:
+        return None
+    k_w4 = (p["k_w"] + 3) // 4 * 4
+    inside = sum(0 <= x and x + k_w4 <= p["in_w"]
+                 for x in (ox * p["stride_w"] - p["pad_left"] for ox in range(p["out_w"])))
+    return {**params, "band_w": 0} if 2 * inside >= p["out_w"] else None
+
+
 def window_fits(base) -> bool:
     """The window kernel is for kernels larger than 1x1 (a 1x1 convolution reads its pixels without im2col) whose
     channels padded to a multiple of 4 add at most a third more taps (1 or 2 input channels, as in KWS's first
@@ -342,11 +358,11 @@ BLOCKED4 = Kernel("edgec_conv2d_blocked4_s8", CONV_KINDS, VARIANT, cemit.fast_we
                   variant="blocked4", applies=pointwise_or_single_channel, lower=blocked4_conv, struct=STRUCT,
                   code_bytes=12444, cost=pointwise_cost("blocked4"),
                   flash_bytes=pointwise_flash("blocked4"), cycles_per_instruction=POINTWISE_CPI["blocked4"])
-# blocked4_padded: its function and band builder (2,230 B) and blocked4's assembly and C blocks it calls (9,722 B,
-# counted once where both run: MLPerf Tiny KWS)
+# blocked4_padded: its function, band builder and loop without the band (4,768 B: micro_speech's build) and blocked4's
+# assembly and C blocks it calls (9,722 B, counted once where both run: MLPerf Tiny KWS)
 BLOCKED4_PADDED = Kernel("edgec_conv2d_blocked4_padded_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL,
                          variant="blocked4_padded", applies=single_channel_window, lower=blocked4_padded_conv,
-                         struct=STRUCT, code_bytes=11952, shares_code=(BLOCKED4, 9722))
+                         struct=STRUCT, code_bytes=14490, shares_code=(BLOCKED4, 9722), narrow=padded_unbanded)
 WINDOW = Kernel("edgec_conv2d_window_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL, variant="window",
                 applies=window_fits, lower=window_conv, struct=STRUCT, code_bytes=4288, narrow=window_band)
 WINDOW4 = Kernel("edgec_conv2d_window4_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL, variant="window4",
