@@ -383,3 +383,20 @@ def test_score_on_a_model_with_several_inputs_and_outputs_end_to_end(tmp_path):
     # t2 requantizes t0 (step 0.1) to step 0.05: exact; t3 takes t1's values (the same scale): exact
     assert s["device"]["mse_t2"] < 1e-10 and s["device"]["max_t3"] < 1e-6
     assert any(line.startswith("score ") for line in report.summary_lines(r))
+
+
+@pytest.mark.sweep
+def test_dataset_in_flash_on_a_model_with_several_inputs_and_outputs(tmp_path):
+    """--dataset-in-flash on the host board with two inputs (int8, uint8) and two outputs (refused before: "runs
+    models with one input and one output"): the images hold each sample's inputs one after the other, the
+    firmware fills every input and sends every output back; the same outputs as the bench over the link."""
+    model, _ = _pair_model(tmp_path)
+    out = tmp_path / "b"
+    api.build(model, None, "host", out)
+    flash = api.bench(out, tmp_path / "test.npz", dataset_in_flash=True, report_dir=None)
+    link = api.bench(out, tmp_path / "test.npz", report_dir=None)
+    assert flash["link"]["mode"] == "dataset-in-flash" and flash["samples"] == 10
+    assert flash["link"]["input_bytes_in_images"] == 10 * (5 + 4)
+    assert flash["agreement"]["device_vs_reference"] == 1.0
+    assert {p["agreement"]["device_vs_reference"] for p in flash["outputs"].values()} == {1.0}
+    assert flash["outputs"] == link["outputs"]

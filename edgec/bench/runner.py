@@ -103,9 +103,6 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
             "would give: --data holds real values, x = (x_q - zero point) * scale of integers; calibrate with data "
             "that spans the test data")
     pool = job = cancel = None
-    if dataset_in_flash and ports.multi(graph):
-        raise EdgecError("--dataset-in-flash runs models with one input and one output; this one has "
-                         f"{len(graph.inputs)} inputs and {len(graph.outputs)} outputs: bench it over the link")
     if dataset_in_flash:
         if profile or compare_layers or keeps_state(graph):
             raise EdgecError("--profile, --compare-layers and a model with state (carried from sample to sample) need "
