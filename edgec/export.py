@@ -144,7 +144,8 @@ def write_layout(work: Path, graph, arena_bytes: int, board: Board, fmt: str, mo
                weights_bytes=graph.weights_bytes(), macs=graph_macs(graph), model_hash=_model_hash(graph),
                files=lib_files, runtime_sources=[f for f in runtime if f.endswith(".c")],
                runtime_hashes=[(f, _sha256(src / f)) for f in runtime], input=xq, expected=expected,
-               ports=ports.describe(graph) if ports.multi(graph) else None)
+               ports=ports.describe(graph) if ports.multi(graph) else None,
+               output_ctype=ports.c_number_type(tout.dtype)["ctype"])     # NAME_output()'s type
     env = environment()
 
     def render(template: str, dest: Path) -> None:

@@ -284,6 +284,13 @@ def c_number_type(dtype: str) -> dict:
             "int32": {"suffix": "s32", "ctype": "int32_t"}, "bool": {"suffix": "b8", "ctype": "uint8_t"}}[dtype]
 
 
+def c_typed(pointer: str, dtype: str) -> str:
+    """The C expression of a port's place (an `int8_t *` into the arena or a buffer) as a pointer to the port's own
+    C type (c_number_type): the int8 one as it is, the others through `void *` (every buffer is aligned for its
+    type: the planner's alignment, NAME_ARENA_ALIGN for the caller's)."""
+    return pointer if dtype == "int8" else f"({c_number_type(dtype)['ctype']} *)(void *)({pointer})"
+
+
 def c_context(graph: Graph, pointer) -> dict | None:
     """What the C templates declare for each input and output of a model with several (None: one of each);
     pointer(tensor) is the C expression of a tensor's place in the arena."""
@@ -294,8 +301,8 @@ def c_context(graph: Graph, pointer) -> dict | None:
         t = graph.tensors[p.tensor]
         return {"c": p.c_name, "C": p.c_name.upper(), "name": p.name, "bytes": t.nbytes, "dtype": t.dtype,
                 "scale": repr(float(t.scale)), "zero_point": t.zero_point, "shape": list(p.onnx_shape),
-                "pointer": pointer(p.tensor), "elements": t.size, "q": c_number_type(t.dtype),
-                "scale_value": float(t.scale)}
+                "pointer": pointer(p.tensor), "typed_pointer": c_typed(pointer(p.tensor), t.dtype),
+                "elements": t.size, "q": c_number_type(t.dtype), "scale_value": float(t.scale)}
     ins, outs = inputs(graph), outputs(graph)
     check_names(ins, "input")
     check_names(outs, "output")

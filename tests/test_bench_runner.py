@@ -320,3 +320,83 @@ def test_a_vector_input_and_an_int32_output_beside_an_int8_one(tmp_path):
     assert r["task"] == "multi-output" and r["input_saturated_samples"] == 0
     assert r["agreement"]["device_vs_reference"] == 1.0 and r["tflite"]["reference_vs_interpreter"] == 1.0
     assert {p["agreement"]["device_vs_reference"] for p in r["outputs"].values()} == {1.0}
+
+
+def _pair_model(tmp_path):
+    """A .tflite with two inputs (t0 int8 [1,5], t1 uint8 [1,4]) and two outputs (t2: t0 QUANTIZEd to another
+    scale, t3: t1 QUANTIZEd to int8), 10 samples of real values (x_t0, x_t1, and y_t3 = x_t1 as targets), and a
+    score function that checks what it gets by name."""
+    import tflite_oracle as oracle
+    T, Node = oracle.T, oracle.Node
+    tensors = [T((1, 5), [0.1], [0]), T((1, 4), [0.02], [128], 3), T((1, 5), [0.05], [1]), T((1, 4), [0.02], [0])]
+    nodes = [Node("QUANTIZE", [0], 2), Node("QUANTIZE", [1], 3)]
+    model = tmp_path / "pair.tflite"
+    model.write_bytes(oracle.write(oracle.Case("pair", tensors, nodes, [0, 1], [2, 3])))
+    rng = np.random.default_rng(29)
+    x0 = (rng.integers(-50, 50, (10, 5)) * 0.1).astype(np.float32)
+    x1 = ((rng.integers(0, 256, (10, 4)) - 128) * 0.02).astype(np.float32)
+    np.savez(tmp_path / "test.npz", x_t0=x0, x_t1=x1, y_t3=x1)
+    metric = tmp_path / "metric.py"
+    metric.write_text(
+        "import numpy as np\n"
+        "def score(outputs, labels, x):\n"
+        "    assert sorted(outputs) == ['t2', 't3'] and sorted(x) == ['t0', 't1'] and sorted(labels) == ['t3']\n"
+        "    assert outputs['t2'].shape == x['t0'].shape == (10, 5) and outputs['t3'].shape == (10, 4)\n"
+        "    return {'mse_t2': float(np.mean((outputs['t2'] - x['t0']) ** 2)),\n"
+        "            'max_t3': float(np.max(np.abs(outputs['t3'] - labels['t3'])))}\n")
+    return model, metric
+
+
+def test_score_gets_every_output_and_input_by_name(tmp_path):
+    """--score on a model with several inputs and outputs (refused before: "a score function takes one output"):
+    the function gets {output name: floats}, {output name: labels} and {input name: floats}, each in its sample
+    shape, for the float model, the reference and the device (here the reference's values on all three)."""
+    from edgec import ports
+    from edgec.bench.score import load_score
+    from edgec.data import Dataset
+    from edgec.frontend import tflite as importer
+    from edgec.quant import reference
+    model, metric = _pair_model(tmp_path)
+    g = importer.load(model, "pair")
+    z = np.load(tmp_path / "test.npz")
+    data = Dataset(x=np.concatenate([z["x_t0"], z["x_t1"]], axis=1), y=None, path=tmp_path / "test.npz",
+                   ys={"t3": z["y_t3"]})
+    ref = reference.run_sequence(g, ports.quantize_inputs(g, data.x), reset_each=True)
+    spec = f"{metric}:score"
+    q = bench._quality_per_output(g, data, ports.dequantize_outputs(g, ref), ref, ref, spec, load_score(spec))
+    s = q["score"]
+    assert s["name"] == spec and s["float"] == s["int8_reference"] == s["device"]
+    # t2 requantizes t0 (step 0.1) to step 0.05: exact; t3 takes t1's values (the same scale): exact
+    assert s["device"]["mse_t2"] < 1e-10 and s["device"]["max_t3"] < 1e-6
+
+
+@pytest.mark.sweep
+def test_score_on_a_model_with_several_inputs_and_outputs_end_to_end(tmp_path):
+    """The same through `edgec bench --score` on the host board (about 9 s: a firmware build)."""
+    model, metric = _pair_model(tmp_path)
+    out = tmp_path / "b"
+    api.build(model, None, "host", out)
+    r = api.bench(out, tmp_path / "test.npz", score=f"{metric}:score", report_dir=None)
+    s = r["score"]
+    assert r["task"] == "multi-output" and s["name"] == f"{metric}:score"
+    assert s["device"] == s["int8_reference"]
+    # t2 requantizes t0 (step 0.1) to step 0.05: exact; t3 takes t1's values (the same scale): exact
+    assert s["device"]["mse_t2"] < 1e-10 and s["device"]["max_t3"] < 1e-6
+    assert any(line.startswith("score ") for line in report.summary_lines(r))
+
+
+@pytest.mark.sweep
+def test_dataset_in_flash_on_a_model_with_several_inputs_and_outputs(tmp_path):
+    """--dataset-in-flash on the host board with two inputs (int8, uint8) and two outputs (refused before: "runs
+    models with one input and one output"): the images hold each sample's inputs one after the other, the
+    firmware fills every input and sends every output back; the same outputs as the bench over the link."""
+    model, _ = _pair_model(tmp_path)
+    out = tmp_path / "b"
+    api.build(model, None, "host", out)
+    flash = api.bench(out, tmp_path / "test.npz", dataset_in_flash=True, report_dir=None)
+    link = api.bench(out, tmp_path / "test.npz", report_dir=None)
+    assert flash["link"]["mode"] == "dataset-in-flash" and flash["samples"] == 10
+    assert flash["link"]["input_bytes_in_images"] == 10 * (5 + 4)
+    assert flash["agreement"]["device_vs_reference"] == 1.0
+    assert {p["agreement"]["device_vs_reference"] for p in flash["outputs"].values()} == {1.0}
+    assert flash["outputs"] == link["outputs"]

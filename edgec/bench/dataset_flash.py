@@ -54,9 +54,17 @@ def crc16(data: bytes, crc: int = 0xFFFF) -> int:
     return crc
 
 
+def io_bytes(report: dict, kind: str) -> int:
+    """The bytes of one sample's inputs ("input") or outputs ("output") in the images and the stream: the one
+    port's, or all ports' of a model with several (edgec_dataset.c writes and sends them one after the other)."""
+    if "ports" in report:
+        return sum(p["bytes"] for p in report["ports"][f"{kind}s"])
+    return report[kind]["bytes"]
+
+
 def chunk_samples(board: Board, report: dict, max_samples: int | None = None) -> int:
     """How many inputs one image holds: the board's flash beside the bench firmware, less a margin."""
-    in_bytes = report["input"]["bytes"]
+    in_bytes = io_bytes(report, "input")
     used = report["memory"].get("flash_bytes") or 0
     free = board.flash_bytes - used - FLASH_MARGIN - BLOB_HEADER
     n = free // in_bytes
@@ -70,7 +78,7 @@ def build(outdir: Path, board: Board, report: dict, per_chunk: int, settings: Se
     """The dataset firmware of a build folder, built once per blob size (kept in OUTDIR/dataset-firmware)."""
     from edgec.targets import firmware as fw
 
-    blob = BLOB_HEADER + per_chunk * report["input"]["bytes"]
+    blob = BLOB_HEADER + per_chunk * io_bytes(report, "input")
     project = Path(outdir) / FOLDER
     if project.is_symlink() or (project.exists() and not project.is_dir()):     # write_project empties its src/
         raise EdgecError(f"{project} is a link or a file, not the folder edgec keeps the dataset firmware in; "
@@ -172,7 +180,7 @@ def run(outdir: str | Path, board: Board, report: dict, xq: np.ndarray, units: i
     per_chunk = min(per_chunk, max(1, -(-n // max(1, units))))     # every unit gets work
     elf = build(outdir, board, report, chunk_samples(board, report, max_chunk), settings, log)
     starts = list(range(0, n, per_chunk))
-    out_bytes = report["output"]["bytes"]
+    out_bytes = io_bytes(report, "output")
     outputs = np.zeros((n, out_bytes), np.int8)
     ticks = np.zeros(n, np.int64)
     phases = Phases()

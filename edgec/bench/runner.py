@@ -103,12 +103,6 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
             "would give: --data holds real values, x = (x_q - zero point) * scale of integers; calibrate with data "
             "that spans the test data")
     pool = job = cancel = None
-    if score and ports.multi(graph):
-        raise EdgecError(f"--score {score}: a score function takes one output; this model has {len(graph.outputs)} "
-                         "(the report gives accuracy or error and bit-exactness per output)")
-    if dataset_in_flash and ports.multi(graph):
-        raise EdgecError("--dataset-in-flash runs models with one input and one output; this one has "
-                         f"{len(graph.inputs)} inputs and {len(graph.outputs)} outputs: bench it over the link")
     if dataset_in_flash:
         if profile or compare_layers or keeps_state(graph):
             raise EdgecError("--profile, --compare-layers and a model with state (carried from sample to sample) need "
@@ -178,7 +172,8 @@ def run(outdir: str | Path, data_path: str | Path, limit: int | None = None, por
                               "TFLite Micro" if checked else "onnxruntime",
                               None if graph.more_inputs else data.x.reshape(n, *graph.input_onnx_shape[1:]))
            if boxes_d is not None else
-           _quality_per_output(graph, data, float_out, ref_values, _values(graph, dev_out)) if ports.multi(graph) else
+           _quality_per_output(graph, data, float_out, ref_values, _values(graph, dev_out), score, score_fn)
+           if ports.multi(graph) else
            _quality(graph, data.y, float_out, ref_out, dev_out, data.x, score, score_fn)),
         "input_saturated_samples": clipped,
         "agreement": {"device_vs_reference": float(np.mean(same_rows(dev_out, ref_out, float_tail.device_ulps(graph)))),
@@ -389,9 +384,10 @@ def _labelled_outputs(graph: Graph, data) -> list[tuple[Graph, np.ndarray | None
     return [(ports.output_view(graph, p), (data.ys or {}).get(p.name)) for p in ports.outputs(graph)]
 
 
-def _quality_per_output(graph: Graph, data, float_out, ref_out, dev_out) -> dict:
+def _quality_per_output(graph: Graph, data, float_out, ref_out, dev_out, score_name=None, score_fn=None) -> dict:
     """Each output of a model with several on its own: quality (accuracy or error, with its labels y_<name>
-    where the data file has them) and bit-exactness."""
+    where the data file has them) and bit-exactness; --score's function called with every output and input by
+    name: fn({output name: floats (N, *shape)}, {output name: y_<name>} or None, {input name: (N, *shape)})."""
     per = {}
     for p, (view, labels) in zip(ports.outputs(graph), _labelled_outputs(graph, data)):
         part = slice(p.start, p.start + p.size)
@@ -399,7 +395,15 @@ def _quality_per_output(graph: Graph, data, float_out, ref_out, dev_out) -> dict
         per[p.name] = {**_quality(view, labels, float_out[:, part], ref, dev, data.x, None, None),
                        "agreement": {"device_vs_reference": float(np.mean(np.all(dev == ref, axis=1))),
                                      "mismatched_samples": [int(i) for i in np.flatnonzero(np.any(dev != ref, axis=1))[:100]]}}
-    return {"task": "multi-output", "outputs": per}
+    q = {"task": "multi-output", "outputs": per}
+    if score_fn is not None:
+        outs = {"float": float_out, "int8_reference": ports.dequantize_outputs(graph, ref_out),
+                "device": ports.dequantize_outputs(graph, dev_out)}
+        x = {p.name: p.of(data.x) for p in ports.inputs(graph)}
+        q["score"] = {"name": score_name, **{k: call_score(score_name, score_fn,
+                                                           {p.name: p.of(v) for p in ports.outputs(graph)},
+                                                           data.ys or None, x) for k, v in outs.items()}}
+    return q
 
 
 def confusion(truth: np.ndarray, predicted: np.ndarray, classes: int) -> list[list[int]]:

@@ -128,7 +128,8 @@ def generate(graph: Graph, plan: Plan, out_dir: Path, name: str, runtime: bool =
     ctx = dict(name=name, NAME=name.upper(), version=__version__, graph=graph, arrays=arrays, ops=ops,
                layer_slots=max(len(ops), 1),      # (ISO C has no zero-size array: a model of views only)
                arena_bytes=plan.arena_bytes, pieces=c_pieces(plan), model_hash=graph_hash(graph),
-               input_pointer=pointer(graph.input), output_pointer=pointer(graph.output),
+               input_pointer=ports.c_typed(pointer(graph.input), tin.dtype),
+               output_pointer=ports.c_typed(pointer(graph.output), tout.dtype),
                input_bytes=tin.nbytes, output_bytes=tout.nbytes, input_dtype=tin.dtype, output_dtype=tout.dtype,
                input_scale=repr(float(tin.scale)), input_zp=tin.zero_point,
                output_scale=repr(float(tout.scale)), output_zp=tout.zero_point,

@@ -26,6 +26,33 @@ static uint16_t crc_add(uint16_t crc, const uint8_t *data, uint32_t n)
     return crc;
 }
 
+/* One sample's bytes into the model's input (or its input parts, one after the other). */
+static void write_input(const edgec_dataset_model *m, const int8_t *sample)
+{
+    if (!m->input_part_count) {
+        memcpy(m->input, sample, m->input_bytes);
+        return;
+    }
+    for (uint32_t k = 0; k < m->input_part_count; k++) {
+        memcpy(m->input_parts[k].data, sample, m->input_parts[k].bytes);
+        sample += m->input_parts[k].bytes;
+    }
+}
+
+/* The model's output (or its output parts, one after the other) onto the link, added to the crc. */
+static uint16_t send_output(const edgec_dataset_model *m, uint16_t crc)
+{
+    if (!m->output_part_count) {
+        edgec_uart_write(m->output, m->output_bytes);
+        return crc_add(crc, (const uint8_t *)m->output, m->output_bytes);
+    }
+    for (uint32_t k = 0; k < m->output_part_count; k++) {
+        edgec_uart_write(m->output_parts[k].data, m->output_parts[k].bytes);
+        crc = crc_add(crc, (const uint8_t *)m->output_parts[k].data, m->output_parts[k].bytes);
+    }
+    return crc;
+}
+
 static void run_all(const edgec_dataset_model *m, const int8_t *blob, uint32_t blob_bytes)
 {
     uint32_t count = get_u32(blob + 4), chunk = get_u32(blob + 8), in_bytes = get_u32(blob + 12);
@@ -43,7 +70,7 @@ static void run_all(const edgec_dataset_model *m, const int8_t *blob, uint32_t b
     uint16_t crc = 0xFFFF;
     const int8_t *sample = blob + EDGEC_DATASET_HEADER_BYTES;
     for (uint32_t i = 0; i < count; i++, sample += in_bytes) {
-        memcpy(m->input, sample, in_bytes);
+        write_input(m, sample);
         edgec_ticks_align();
         uint64_t t0 = edgec_ticks();
         int status = m->invoke();
@@ -53,9 +80,8 @@ static void run_all(const edgec_dataset_model *m, const int8_t *blob, uint32_t b
         put_u32(rec + 4, (uint32_t)dt);
         put_u32(rec + 8, (uint32_t)(dt >> 32));
         crc = crc_add(crc, rec, sizeof rec);
-        crc = crc_add(crc, (const uint8_t *)m->output, m->output_bytes);
         edgec_uart_write(rec, sizeof rec);
-        edgec_uart_write(m->output, m->output_bytes);
+        crc = send_output(m, crc);
     }
     uint8_t tail[6] = {'D', 'O', 'N', 'E', (uint8_t)crc, (uint8_t)(crc >> 8)};
     edgec_uart_write(tail, sizeof tail);

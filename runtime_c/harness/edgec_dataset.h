@@ -14,13 +14,25 @@
 
 #define EDGEC_DATASET_HEADER_BYTES 16u
 
+/* One input or output of a model with several: its bytes' place and size */
+typedef struct {
+    int8_t *data;
+    uint32_t bytes;
+} edgec_dataset_part;
+
 typedef struct {
     const char *model_hash;     /* 16 hex digits */
     int8_t *input;
-    uint32_t input_bytes;
+    uint32_t input_bytes;       /* (several inputs: the sum of the parts') */
     const int8_t *output;
-    uint32_t output_bytes;
+    uint32_t output_bytes;      /* (several outputs: the sum of the parts') */
     int (*invoke)(void);
+    /* a model with several inputs or outputs: each sample's bytes go into the input parts one after the other,
+     * and the output parts are sent one after the other (input / output unused); no parts: input, output */
+    const edgec_dataset_part *input_parts;
+    uint32_t input_part_count;
+    const edgec_dataset_part *output_parts;
+    uint32_t output_part_count;
 } edgec_dataset_model;
 
 /* Run every sample of the blob each time the host sends 'G' (never returns). */
