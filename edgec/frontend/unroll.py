@@ -9,7 +9,8 @@ build time whatever the body computes from constants only (the counters, the con
 of every iteration is known. Loop outputs: the last iteration's carried values, and each scan output the
 iterations' values stacked on a new first axis (Unsqueeze + Concat).
 
-A Loop is left as it is (and the canonicalizer refuses it as control flow, naming it) when its trip count or
+A Loop whose body is exactly a Keras GRU or LSTM cell never gets here: edgec/frontend/loop_recurrent.py makes it
+one ONNX GRU / LSTM node first (edgec's own op). A Loop is left as it is (and the canonicalizer refuses it as control flow, naming it) when its trip count or
 condition is not known at build time, when its body holds a subgraph of its own, or when unrolling it would write
 more than MAX_NODES nodes.
 """
