@@ -39,12 +39,20 @@ def recognise_loops(model: onnx.ModelProto) -> onnx.ModelProto | None:
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
     consts = {i.name: numpy_helper.to_array(i) for i in g.initializer}
     shapes = _shapes(g)
-    nodes, added, changed = [], {}, False
+    readers: dict = {}
     for n in g.node:
-        written = None
+        for i in n.input:
+            readers.setdefault(i, []).append(n)
+    for o in g.output:
+        readers.setdefault(o.name, []).append(None)
+    nodes, added, changed, swaps = [], {}, False, {}
+    for n in g.node:
+        written = swaps.get(id(n))
         if n.op_type == "Loop" and n.domain in ("", "ai.onnx"):
             try:
-                written = _Match(n, consts, shapes, opset).replacement(added)
+                found: dict = {}
+                written = _Match(n, consts, shapes, opset).replacement(added, readers, found)
+                swaps.update(found)
             except (_NoMatch, ValueError, TypeError, IndexError, KeyError):
                 written = None
         if written is None:
@@ -332,7 +340,9 @@ class _Match:
         return "LSTM", [W, R, B], {}
 
     # ---- the replacement -----------------------------------------------------------------------------
-    def replacement(self, added: dict) -> list:
+    def replacement(self, added: dict, readers: dict, swaps: dict) -> list:
+        """The nodes in the Loop's place; `swaps` gets the nodes in place of a reader of its scan output that
+        takes the last step only (a Slice [-1:] along time: the GRU / LSTM node's Y_h)."""
         self._fold()
         gathers = [n for n in self.nodes if n.op_type == "Gather" and n.input[0] not in self.local]
         _expect(len(gathers) == 1 and _attr(gathers[0], "axis", 0) == 0)
@@ -342,6 +352,7 @@ class _Match:
         steps, self.batch, self.input_size = self.shapes[seq]
         self.rank = 2
         trips, finals = self._trips()
+        self.trips = trips
         _expect(trips == steps and trips > 0)
         _expect(len(self.states) in (1, 2))
         st = [(self.body.input[2 + k].name, self.body.output[1 + k].name, self.loop.input[2 + k])
@@ -353,11 +364,12 @@ class _Match:
             kind, (W, R, B), attrs = self._gru(st[0][0], st[0][1])
         else:
             h, c = st if self._is_hidden(st[0][1]) else st[::-1]
-            inits = inits if h is st[0] else inits[::-1]
+            if h is not st[0]:
+                inits, self.states = inits[::-1], self.states[::-1]
             st = [h, c]
             kind, (W, R, B), attrs = self._lstm(h[0], h[1], c[0], c[1])
         self._verify(kind, W, R, B, attrs, st)
-        return self._write(kind, W, R, B, attrs, st, inits, seq, finals, added)
+        return self._write(kind, W, R, B, attrs, st, inits, seq, finals, added, readers, swaps)
 
     def _is_hidden(self, out: str) -> bool:
         node = self.producer.get(out)
@@ -385,7 +397,7 @@ class _Match:
             got = np.asarray(env[o], np.float64).reshape(w.shape)
             _expect(np.max(np.abs(got - w)) <= 1e-4 * max(1.0, np.max(np.abs(w))))
 
-    def _write(self, kind, W, R, B, attrs, st, inits, seq, finals, added) -> list:
+    def _write(self, kind, W, R, B, attrs, st, inits, seq, finals, added, readers, swaps) -> list:
         loop, H = self.loop, self.hidden
         tag = (loop.name or loop.output[0]) + f"/{kind.lower()}"
         ins = [seq]
@@ -398,8 +410,21 @@ class _Match:
         ins[5:] = [f"{tag}/initial_h"] + ([f"{tag}/initial_c"] if kind == "LSTM" else [])
         outs = [f"{tag}/Y", f"{tag}/Y_h"] + ([f"{tag}/Y_c"] if kind == "LSTM" else [])
         nodes = [helper.make_node(kind, ins, outs, name=tag, hidden_size=H, **attrs)]
-        if any(loop.output[self.n_carried:]):
-            nodes += self._squeeze(outs[0], None, 1, tag, added)
+        whole = []
+        for o, scan in zip(loop.output[self.n_carried:], self.body.output[1 + self.n_carried:]):
+            _expect(self._through_identity(scan.name) == self._through_identity(st[0][1]))
+            if not o:
+                continue
+            # the last step read as Y_h only when Y_h is read anyway (its own scale, calibrated on one state a
+            # sample, can be narrower than the sequence's and clip the evaluation's)
+            h_read = bool(loop.output[self.states[0]] and readers.get(loop.output[self.states[0]]))
+            last = [r for r in readers.get(o, []) if h_read and self._last_step(r, self.trips)]
+            for r in last:
+                swaps[id(r)] = [helper.make_node("Identity", [outs[1]], [r.output[0]], name=f"{tag}/{r.output[0]}")]
+            if len(last) < len(readers.get(o, [])):
+                whole.append(helper.make_node("Identity", [f"{tag}/Y_squeezed"], [o], name=f"{tag}/{o}"))
+        if whole:
+            nodes += self._squeeze(outs[0], None, 1, tag, added) + whole
         state_out = {self.states[j]: outs[1 + j] for j in range(len(st))}
         for k in range(self.n_carried):
             o = loop.output[k]
@@ -411,11 +436,17 @@ class _Match:
                 added[o] = np.asarray(finals[o])
             else:
                 nodes += self._squeeze(state_out[k], o, 0, tag, added)
-        for o, scan in zip(loop.output[self.n_carried:], self.body.output[1 + self.n_carried:]):
-            _expect(self._through_identity(scan.name) == self._through_identity(st[0][1]))
-            if o:
-                nodes.append(helper.make_node("Identity", [f"{tag}/Y_squeezed"], [o], name=f"{tag}/{o}"))
         return nodes
+
+    def _last_step(self, node, steps: int) -> bool:
+        """Whether a reader of the scan output is a Slice taking its last step only (starts -1 or steps - 1, to
+        the end, along axis 0, step 1): [1, batch, hidden], which the node's Y_h is."""
+        if node is None or node.op_type != "Slice" or not all(i in self.outer for i in node.input[1:] if i):
+            return False
+        v = [np.asarray(self.outer[i]).reshape(-1) if i else None for i in list(node.input[1:5]) + [""] * 4][:4]
+        starts, ends, axes, steps_ = v
+        return (len(starts) == 1 and int(starts[0]) in (-1, steps - 1) and int(ends[0]) >= steps
+                and (axes is None or int(axes[0]) == 0) and (steps_ is None or int(steps_[0]) == 1))
 
     def _through_identity(self, name: str) -> str:
         node = self.producer.get(name)
