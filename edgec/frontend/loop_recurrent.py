@@ -53,7 +53,7 @@ def recognise_loops(model: onnx.ModelProto) -> onnx.ModelProto | None:
                 found: dict = {}
                 written = _Match(n, consts, shapes, opset).replacement(added, readers, found)
                 swaps.update(found)
-            except (_NoMatch, ValueError, TypeError, IndexError, KeyError):
+            except (_NoMatch, ValueError, TypeError, IndexError, KeyError, StopIteration, AttributeError):
                 written = None
         if written is None:
             nodes.append(n)
