@@ -92,6 +92,30 @@ def _scaled_state(model):    # the new state written as 0.5 * h': the body is no
     body.output[k].name = "edgec_test_scaled"
 
 
+def test_an_initial_state_computed_at_run_time_is_left_to_the_unroller():
+    def edit(model):         # h0 = zeros + 0 * x[0, 0, 0]: no longer a constant
+        loop = _loop(model)
+        k = next(i for i, v in enumerate(loop.input) if "zeros" in v)
+        model.graph.initializer.append(numpy_helper.from_array(np.asarray([0], np.int64), "edgec_test_zero"))
+        model.graph.initializer.append(numpy_helper.from_array(np.asarray([1], np.int64), "edgec_test_one"))
+        model.graph.initializer.append(numpy_helper.from_array(np.asarray(0.0, np.float32), "edgec_test_nil"))
+        first = [onnx.helper.make_node("Slice", [model.graph.input[0].name, "edgec_test_zero", "edgec_test_one",
+                                                  "edgec_test_one"], ["edgec_test_x0"]),
+                 onnx.helper.make_node("Squeeze", ["edgec_test_x0", "edgec_test_one"], ["edgec_test_x1"]),
+                 onnx.helper.make_node("Slice", ["edgec_test_x1", "edgec_test_zero", "edgec_test_one",
+                                                  "edgec_test_one"], ["edgec_test_x2"]),
+                 onnx.helper.make_node("Mul", ["edgec_test_x2", "edgec_test_nil"], ["edgec_test_h"]),
+                 onnx.helper.make_node("Add", ["edgec_test_h", loop.input[k]], ["edgec_test_h0"])]
+        nodes = first + list(model.graph.node)
+        loop.input[k] = "edgec_test_h0"
+        del model.graph.node[:]
+        model.graph.node.extend(nodes)
+    original = _edited(edit)
+    model = loader.prepare(_edited(edit), "edited")
+    assert "GRU" not in [n.op_type for n in model.graph.node]
+    _agrees_with_the_file(model, original)
+
+
 @pytest.mark.parametrize("edit", [_one_minus, _three_trips, _scaled_state])
 def test_a_loop_that_is_not_exactly_the_cell_is_unrolled(edit):
     original = _edited(edit)
