@@ -146,3 +146,17 @@ def test_cell_step_is_onnx_runtimes_gru_and_lstm_step():
         want = loop_recurrent.cell_step(op, W, R, B, lbr, np.float32(x), np.float32(h), np.float32(c))
         for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(g[0], w, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.sweep      # ~3 s (two calibrations); the corpus's tf2onnx GRU and LSTM run it end to end on both boards
+@pytest.mark.parametrize("name", ["gru_seq_bnone", "lstm_seq_b1"])
+def test_the_recognised_cell_quantizes_and_tracks_float(name):
+    from edgec import api
+    path = DATA / f"{name}.onnx"
+    rng = np.random.default_rng(2)
+    quant = api.calibrate(path, rng.normal(size=(32, 5, 3)).astype(np.float32))
+    assert any(o.kind == name[:name.index("_")] for o in quant.graph.ops)
+    x = rng.normal(size=(1, 5, 3)).astype(np.float32)
+    want = _run(onnx.load(str(path)), x)[0].reshape(-1)
+    got = np.asarray(api.reference(quant, x).y, np.float64).reshape(-1)
+    assert np.abs(got - want).max() < 0.05, (got, want)
