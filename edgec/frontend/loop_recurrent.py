@@ -319,7 +319,7 @@ class _Match:
         leaves = {xt: self.input_size, h_in: H}
         o, tc = self._pair(self._op(h_out, "Mul"), lambda v: self._op(v, "Sigmoid").output[0],
                            lambda v: self._op(v, "Tanh"))
-        _expect(tc.input[0] == c_out)
+        _expect(self._through_identity(tc.input[0]) == self._through_identity(c_out))
 
         def forget(name):
             return self._pair(self._op(name, "Mul"), lambda v: self._op(v, "Sigmoid").output[0],
