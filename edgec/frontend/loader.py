@@ -10,7 +10,7 @@ from onnx import numpy_helper, shape_inference
 
 from edgec.errors import EdgecError
 from edgec.limits import DEFAULT as DEFAULT_MEMORY_LIMIT, check_bytes
-from edgec.frontend import fold, functions, opsets, qdq, qonnx, tflite_float, unroll
+from edgec.frontend import fold, functions, loop_recurrent, opsets, qdq, qonnx, tflite_float, unroll
 from edgec.frontend.fold import static_shape  # noqa: F401  (edgec.api and tests read loader.static_shape)
 from edgec.ops import recurrent
 from edgec.ops.registry import SUPPORTED_OPS, TAKES_WHOLE
@@ -106,6 +106,9 @@ def prepare(model: onnx.ModelProto, where: str | Path = "model",
         if functions.expand_functions(model, SUPPORTED_OPS, TAKES_WHOLE):   # e.g. LayerNormalization: its ONNX body
             model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
         model = fold.fold_constants(model, memory_limit)   # shapes computed in the graph (PyTorch's exporter)
+        cells = loop_recurrent.recognise_loops(model)   # tf2onnx's Keras GRU/LSTM Loop: one GRU/LSTM node
+        if cells is not None:
+            model = shape_inference.infer_shapes(cells, strict_mode=True, data_prop=True)
         unrolled = unroll.unroll_loops(model)     # a Loop of a known trip count (tf2onnx's Keras LSTM/GRU)
         if unrolled is not None:
             model = fold.fold_constants(shape_inference.infer_shapes(unrolled, strict_mode=True, data_prop=True),

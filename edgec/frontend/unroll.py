@@ -9,7 +9,8 @@ build time whatever the body computes from constants only (the counters, the con
 of every iteration is known. Loop outputs: the last iteration's carried values, and each scan output the
 iterations' values stacked on a new first axis (Unsqueeze + Concat).
 
-A Loop is left as it is (and the canonicalizer refuses it as control flow, naming it) when its trip count or
+A Loop whose body is exactly a Keras GRU or LSTM cell never gets here: edgec/frontend/loop_recurrent.py makes it
+one ONNX GRU / LSTM node first (edgec's own op). A Loop is left as it is (and the canonicalizer refuses it as control flow, naming it) when its trip count or
 condition is not known at build time, when its body holds a subgraph of its own, or when unrolling it would write
 more than MAX_NODES nodes.
 """
@@ -90,7 +91,7 @@ def _unroll(loop: onnx.NodeProto, index: int, consts: dict, opset: int) -> list[
                                     [names[o] if o else "" for o in node.output],
                                     name=f"{prefix}/{it}/{node.name or j}", domain=node.domain)
             step.attribute.extend(node.attribute)
-            if not _evaluate(step, local, opset):
+            if not evaluate_node(step, local, opset):
                 written.append(step)
         outs = [names.get(o.name, o.name) for o in body.output]
         if outs[0] not in local:               # the condition is computed from run-time values
@@ -128,7 +129,7 @@ def _stack(out: str, values: list[str], prefix: str, consts: dict, opset: int) -
     return nodes
 
 
-def _evaluate(node: onnx.NodeProto, consts: dict, opset: int) -> bool:
+def evaluate_node(node: onnx.NodeProto, consts: dict, opset: int) -> bool:
     """Evaluate a node whose inputs are all constants into `consts` (True), or leave it to the graph (False)."""
     inputs = [i for i in node.input if i]
     if not all(i in consts for i in inputs) or node.domain not in ("", "ai.onnx"):
