@@ -40,7 +40,10 @@ def quantize_reduce(op: Op, ins: list[Tensor], out: Tensor) -> None:
     kind = a["how"]
     n = a["n"]
     real = x.scale / out.scale / (n if kind == "mean" else 1)
-    one = op.attrs.get("one_rounding") and x.dtype == out.dtype == "int8"    # a QDQ file's (TFLite's MEAN: its own)
+    # rounded once (shift 0 where TFLite's form rounds, then shifts right by 1..10 bits and rounds again): a mean's
+    # multiplier is often 0.1-0.5 (a right shift of 1-3 bits), where two roundings put up to a quarter of the outputs
+    # a level off the nearest; a .tflite file's reduce keeps the file's own multiplier (its importer's params)
+    one = x.dtype == out.dtype == "int8"
     mult, shift = (quantize_multiplier_one_rounding if one else quantize_multiplier)(real)
     code = REDUCE_KINDS["sum" if kind == "mean" else kind]
     op.params.update(outer=a["outer"], n=n, inner=a["inner"], kind=code, select_last=a["select_last"],

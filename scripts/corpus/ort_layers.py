@@ -53,9 +53,18 @@ def ort_int8(path: Path, name: str, calib: np.ndarray) -> onnx.ModelProto:
             v = next(self.it, None)
             return None if v is None else {name: v[None]}
     with tempfile.TemporaryDirectory() as tmp:
-        q.quantize_static(str(path), f"{tmp}/q.onnx", Reader(), quant_format=q.QuantFormat.QDQ, per_channel=True,
-                          activation_type=q.QuantType.QInt8, weight_type=q.QuantType.QInt8)
-        return onnx.load(f"{tmp}/q.onnx")
+        # per-tensor where per-channel cannot run, as oracles.py: an old opset's DequantizeLinear takes no axis
+        for per_channel in (True, False):
+            q.quantize_static(str(path), f"{tmp}/q.onnx", Reader(), quant_format=q.QuantFormat.QDQ,
+                              per_channel=per_channel, activation_type=q.QuantType.QInt8,
+                              weight_type=q.QuantType.QInt8)
+            try:
+                ort.InferenceSession(f"{tmp}/q.onnx", providers=["CPUExecutionProvider"])
+            except Exception:   # noqa: BLE001  the per-tensor run below is the one ORT's oracle made
+                Reader.__init__ = lambda self: setattr(self, "it", iter(calib))
+                continue
+            return onnx.load(f"{tmp}/q.onnx")
+        raise SystemExit(f"{path}: ONNX Runtime cannot run its own static INT8 of this model")
 
 
 def as_edgec(v: np.ndarray, size: int, moved: bool = True) -> np.ndarray | None:

@@ -26,3 +26,24 @@ def test_reduce(ck, seed):
     out = np.zeros(outer * inner, np.int8)
     ck.lib.edgec_reduce_s8(ctypes.byref(make("edgec_reduce_params", p)), ptr(x), ptr(out))
     assert np.array_equal(out, reduce.reduce_s8(p, x))
+
+
+def test_a_float_models_mean_rounds_once_to_the_nearest_level(ck):
+    """The mean of a float .onnx model (a global average pool with its own output scale, 3x finer than its
+    input's: tv_mobilenet_v3_small_96's squeeze-excitation pools, 9 values, multiplier 0.38) is requantized once.
+    TFLite's normalized multiplier (shift -1) rounded the product to half levels and then again, putting a quarter
+    of the means a level above the nearest (ONNX Runtime's float requantization of the same int8 values); one
+    rounding gives the nearest level, in the NumPy twin and the C kernel alike."""
+    from edgec.ir import Tensor
+    x_t = Tensor("x", (1, 3, 3, 64), "x", 0.011730838640063418, -96)
+    out_t = Tensor("m", (1, 1, 1, 64), "m", 0.00344348058981054, -42)
+    op = reduce.mean_of("pool", "x", "m", 1, 9, 64)
+    reduce.quantize_reduce(op, [x_t], out_t)
+    x = np.random.default_rng(7).integers(-125, -45, 9 * 64).astype(np.int8)   # means inside the output grid
+    mean = ((x.astype(np.float64) - x_t.zero_point) * x_t.scale).reshape(9, 64).mean(0)
+    nearest = np.clip(np.round(mean / out_t.scale) + out_t.zero_point, -128, 127)
+    got = reduce.reduce_s8(op.params, x)
+    assert np.array_equal(got, nearest)
+    out = np.zeros(64, np.int8)
+    ck.lib.edgec_reduce_s8(ctypes.byref(make("edgec_reduce_params", op.params)), ptr(x), ptr(out))
+    assert np.array_equal(out, got)
