@@ -6,6 +6,7 @@ stay as they are. The real files: the digits encoder exported by TorchScript at 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
@@ -15,12 +16,13 @@ from onnx import helper
 from conftest import EXAMPLES, make_model
 from edgec import api
 from edgec.data import load_dataset
-from edgec.frontend import canonicalize
+from edgec.frontend import canonicalize, loader
 from edgec.quant import floatref, reference
 from edgec.fixedpoint import scheme
 
 R2, K = math.sqrt(2.0), math.sqrt(2.0 / math.pi)
 D = 12
+DATA = Path(__file__).parent / "data"
 
 
 def _node(op, ins, out, **kw):
@@ -206,6 +208,24 @@ def test_keras_layer_norm_near_misses_stay(miss):
     x = np.random.default_rng(1).normal(size=(1, 3, D)).astype(np.float32) * 2
     want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     np.testing.assert_allclose(floatref.output(graph, x).reshape(want.shape), want, rtol=1e-4, atol=1e-4)
+
+
+KERAS_FILES = sorted((DATA / "keras_layernorm").glob("*.onnx")) + sorted((DATA / "keras_layernorm").glob("*.tflite"))
+
+
+@pytest.mark.parametrize("path", KERAS_FILES, ids=lambda p: p.name)
+def test_keras_exports_read_as_one_layer_norm(path):
+    """Keras 3's LayerNormalization through tf2onnx and through a float .tflite (scripts/make_keras_layernorm.py):
+    one layer_norm op with Keras' epsilon, computing what the exported graph computes (onnxruntime)."""
+    model = loader.load_model(path)
+    graph = canonicalize.canonicalize(model, "m")
+    norms = [op for op in graph.ops if op.kind == "layer_norm"]
+    assert len(norms) == 1 and not {"binary", "add", "reduce", "avg_pool"} & {op.kind for op in graph.ops}
+    assert norms[0].attrs["epsilon"] == pytest.approx(1e-5 if "eps1e5" in path.name else 1e-3)
+    inp = model.graph.input[0]
+    x = np.random.default_rng(1).normal(size=[d.dim_value for d in inp.type.tensor_type.shape.dim]).astype(np.float32)
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {inp.name: x})[0]
+    np.testing.assert_allclose(floatref.output(graph, x).reshape(want.shape), want, rtol=1e-4, atol=1e-5)
 
 
 def test_torchscript_exports_build_the_one_node_model():
