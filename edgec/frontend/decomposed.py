@@ -9,9 +9,15 @@
   values is read outside it (nor is a model output), and it computes GELU: evaluated on a grid of x, within 1e-6
   (relative) of the exact function, so a wrong constant (0.6 for 0.5, another approximation) is left alone.
 - LayerNorm: before opset 17 (and from many TF/Keras converters) `ReduceMean -> Sub -> Pow 2 (or Mul by itself)
-  -> ReduceMean -> Add eps -> Sqrt -> Div (or Reciprocal and Mul) [-> Mul gamma] [-> Add beta]`, the reductions
-  over the last axis (axes an attribute, or an input from opset 18) with keepdims: one `LayerNormalization`
-  (edgec/ops/norm.py), gamma and beta constant along the last axis.
+  -> ReduceMean -> Add eps -> Sqrt`, the reductions over the last axis (axes an attribute, or an input from opset
+  18) with keepdims, or GlobalAveragePool of a 3-D value (tf2onnx's mean over the last axis), then a tail of
+  elementwise nodes: PyTorch's `Div (or Reciprocal and Mul) [-> Mul gamma] [-> Add beta]`, Keras 3's (through
+  tf2onnx, or a float .tflite's MEAN / SQUARED_DIFFERENCE / RSQRT / NEG / MUL / ADD as edgec translates them)
+  `inv = Reciprocal(std) [* gamma]; x * inv + (-mean * inv [+ beta])`, tf.nn.batch_normalization's `x * inv +
+  (beta - mean * inv)`: one `LayerNormalization` (edgec/ops/norm.py). The tail may read only x, the mean, x - mean
+  and std (each read by nothing else), with scalar or last-axis constants; it is taken when, evaluated on random
+  rows, it is (x - mean) / std * gamma + beta (gamma and beta read off it), so a gamma along another axis, a sign
+  slip or an intermediate read elsewhere leaves the nodes as they are.
 
 `fuse(...)` returns the nodes to canonicalize: the model's, with each recognized subgraph replaced by its one node,
 placed where its last node was (its input is computed before its first). The ONNX model itself is unchanged
