@@ -6,6 +6,7 @@ stay as they are. The real files: the digits encoder exported by TorchScript at 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
@@ -15,12 +16,13 @@ from onnx import helper
 from conftest import EXAMPLES, make_model
 from edgec import api
 from edgec.data import load_dataset
-from edgec.frontend import canonicalize
+from edgec.frontend import canonicalize, loader
 from edgec.quant import floatref, reference
 from edgec.fixedpoint import scheme
 
 R2, K = math.sqrt(2.0), math.sqrt(2.0 / math.pi)
 D = 12
+DATA = Path(__file__).parent / "data"
 
 
 def _node(op, ins, out, **kw):
@@ -140,6 +142,90 @@ def test_layer_norm_over_another_axis_stays():
     model = _model(nodes, y, consts)
     assert "layer_norm" not in _kinds(model)[1]
     _same_as_onnxruntime(model, _kinds(model)[0])
+
+
+def _keras_layer_norm(mean="reduce", gamma=True, beta="add", extra_out=None):
+    """Keras 3's LayerNormalization as tf2onnx and edgec's float .tflite translation write it: mean, Sub, Mul by
+    itself, mean, Add eps, Sqrt, Reciprocal; inv = 1/std [* gamma]; y = h * inv + (-mean * inv [+ beta]) (beta
+    "add"), or + (beta - mean * inv) (beta "sub": tf.nn.batch_normalization's order); the means ReduceMean or a
+    GlobalAveragePool of the 3-D value (tf2onnx's)."""
+    rng = np.random.default_rng(3)
+    consts = {"eps": 1e-3}
+
+    def avg(x, y):
+        return _node("GlobalAveragePool", [x], y) if mean == "gap" else _node("ReduceMean", [x], y, axes=[2])
+    nodes = [avg("h", "mu"), _node("Sub", ["h", "mu"], "dx"), _node("Mul", ["dx", "dx"], "sq"), avg("sq", "var"),
+             _node("Add", ["var", "eps"], "ve"), _node("Sqrt", ["ve"], "sd"), _node("Reciprocal", ["sd"], "r")]
+    inv = "r"
+    if gamma is not False:
+        consts["g"] = rng.uniform(0.5, 1.5, (1, 1, D)) if gamma is True else gamma
+        nodes.append(_node("Mul", ["r", "g"], "inv"))
+        inv = "inv"
+    nodes.append(_node("Mul", ["h", inv], "p"))
+    if beta == "sub":
+        consts["b"] = rng.normal(size=D)
+        nodes += [_node("Mul", ["mu", inv], "mi"), _node("Sub", ["b", "mi"], "q")]
+    else:
+        nodes += [_node("Neg", ["mu"], "nm"), _node("Mul", ["nm", inv], "q" if beta is None else "mi")]
+        if beta == "add":
+            consts["b"] = rng.normal(size=(1, 1, D))
+            nodes.append(_node("Add", ["mi", "b"], "q"))
+    nodes.append(_node("Add", ["p", "q"], "y"))
+    return _model(nodes, "y", consts, extra_out=extra_out)
+
+
+@pytest.mark.parametrize("variant", [dict(), dict(mean="gap"), dict(gamma=False), dict(beta=None),
+                                     dict(gamma=False, beta=None, mean="gap"), dict(beta="sub")])
+def test_keras_layer_norm_is_one_op(variant):
+    model = _keras_layer_norm(**variant)
+    graph, kinds = _kinds(model)
+    assert kinds == ["fully_connected_rows", "layer_norm", "fully_connected_rows"]
+    assert graph.ops[1].attrs["epsilon"] == pytest.approx(1e-3)
+    _same_as_onnxruntime(model, graph)
+
+
+@pytest.mark.parametrize("miss", ["gamma_along_rows", "mean_not_negated", "inv_read_elsewhere", "gap_of_4d"])
+def test_keras_layer_norm_near_misses_stay(miss):
+    """A gamma along the rows, +mean * inv (not LayerNorm), 1/std read outside the pattern, and a
+    GlobalAveragePool of a 4-D value (a mean over two axes): all run as the nodes they are."""
+    if miss == "gap_of_4d":
+        nodes = [_node("Reshape", ["x", "s4"], "x4"), _node("GlobalAveragePool", ["x4"], "mu"),
+                 _node("Sub", ["x4", "mu"], "dx"), _node("Mul", ["dx", "dx"], "sq"), _node("GlobalAveragePool", ["sq"], "var"),
+                 _node("Add", ["var", "eps"], "ve"), _node("Sqrt", ["ve"], "sd"), _node("Reciprocal", ["sd"], "r"),
+                 _node("Mul", ["x4", "r"], "p"), _node("Neg", ["mu"], "nm"), _node("Mul", ["nm", "r"], "q"),
+                 _node("Add", ["p", "q"], "y4"), _node("Reshape", ["y4", "s3"], "out")]
+        model = make_model(nodes, ("x", [1, 3, D]), ("out", [1, 3, D]),
+                           {"s4": np.array([1, 3, 3, 4], np.int64), "s3": np.array([1, 3, D], np.int64),
+                            "eps": np.float32(1e-3)})
+    elif miss == "mean_not_negated":
+        model = _keras_layer_norm()
+        model.graph.node[[n.name for n in model.graph.node].index("nm")].op_type = "Identity"
+    else:
+        model = _keras_layer_norm(**({"gamma": np.array([[[0.5], [1.0], [2.0]]])} if miss == "gamma_along_rows" else
+                                     {"extra_out": "inv"}))
+    graph, kinds = _kinds(model)
+    assert "layer_norm" not in kinds
+    x = np.random.default_rng(1).normal(size=(1, 3, D)).astype(np.float32) * 2
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(floatref.output(graph, x).reshape(want.shape), want, rtol=1e-4, atol=1e-4)
+
+
+KERAS_FILES = sorted((DATA / "keras_layernorm").glob("*.onnx")) + sorted((DATA / "keras_layernorm").glob("*.tflite"))
+
+
+@pytest.mark.parametrize("path", KERAS_FILES, ids=lambda p: p.name)
+def test_keras_exports_read_as_one_layer_norm(path):
+    """Keras 3's LayerNormalization through tf2onnx and through a float .tflite (scripts/make_keras_layernorm.py):
+    one layer_norm op with Keras' epsilon, computing what the exported graph computes (onnxruntime)."""
+    model = loader.load_model(path)
+    graph = canonicalize.canonicalize(model, "m")
+    norms = [op for op in graph.ops if op.kind == "layer_norm"]
+    assert len(norms) == 1 and not {"binary", "add", "reduce", "avg_pool"} & {op.kind for op in graph.ops}
+    assert norms[0].attrs["epsilon"] == pytest.approx(1e-5 if "eps1e5" in path.name else 1e-3)
+    inp = model.graph.input[0]
+    x = np.random.default_rng(1).normal(size=[d.dim_value for d in inp.type.tensor_type.shape.dim]).astype(np.float32)
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {inp.name: x})[0]
+    np.testing.assert_allclose(floatref.output(graph, x).reshape(want.shape), want, rtol=1e-4, atol=1e-5)
 
 
 def test_torchscript_exports_build_the_one_node_model():

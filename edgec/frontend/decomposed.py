@@ -9,9 +9,15 @@
   values is read outside it (nor is a model output), and it computes GELU: evaluated on a grid of x, within 1e-6
   (relative) of the exact function, so a wrong constant (0.6 for 0.5, another approximation) is left alone.
 - LayerNorm: before opset 17 (and from many TF/Keras converters) `ReduceMean -> Sub -> Pow 2 (or Mul by itself)
-  -> ReduceMean -> Add eps -> Sqrt -> Div (or Reciprocal and Mul) [-> Mul gamma] [-> Add beta]`, the reductions
-  over the last axis (axes an attribute, or an input from opset 18) with keepdims: one `LayerNormalization`
-  (edgec/ops/norm.py), gamma and beta constant along the last axis.
+  -> ReduceMean -> Add eps -> Sqrt`, the reductions over the last axis (axes an attribute, or an input from opset
+  18) with keepdims, or GlobalAveragePool of a 3-D value (tf2onnx's mean over the last axis), then a tail of
+  elementwise nodes: PyTorch's `Div (or Reciprocal and Mul) [-> Mul gamma] [-> Add beta]`, Keras 3's (through
+  tf2onnx, or a float .tflite's MEAN / SQUARED_DIFFERENCE / RSQRT / NEG / MUL / ADD as edgec translates them)
+  `inv = Reciprocal(std) [* gamma]; x * inv + (-mean * inv [+ beta])`, tf.nn.batch_normalization's `x * inv +
+  (beta - mean * inv)`: one `LayerNormalization` (edgec/ops/norm.py). The tail may read only x, the mean, x - mean
+  and std (each read by nothing else), with scalar or last-axis constants; it is taken when, evaluated on random
+  rows, it is (x - mean) / std * gamma + beta (gamma and beta read off it), so a gamma along another axis, a sign
+  slip or an intermediate read elsewhere leaves the nodes as they are.
 
 `fuse(...)` returns the nodes to canonicalize: the model's, with each recognized subgraph replaced by its one node,
 placed where its last node was (its input is computed before its first). The ONNX model itself is unchanged
@@ -168,67 +174,146 @@ def _along_last(g: _Nodes, c: str, cols: int, rank: int) -> np.ndarray | None:
     return np.broadcast_to(a.reshape(-1), (cols,)).copy()
 
 
-def _layer_norm_at(g: _Nodes, k: int, opset: int):
-    """(nodes, x, y, gamma, beta, epsilon) of a decomposed LayerNorm starting at ReduceMean node k, or None."""
-    x = g.nodes[k].input[0] if g.nodes[k].input else ""
-    if x in g.consts or not _last_axis_mean(g, k, x, opset):
-        return None
-    shape = g.shapes[x]
-    sub = [k]
+TAIL_OPS = {"Add", "Sub", "Mul", "Div", "Neg", "Reciprocal"}
+MAX_TAIL = 12           # Keras' tail is 7 nodes (1 / std, x gamma, the two products, -mean, + beta, the sum)
+_TAIL_EVAL = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide, "Neg": np.negative,
+              "Reciprocal": np.reciprocal}
 
-    def step(v: str, types) -> int | None:
-        r = g.only_reader(v)
-        if r is None or not g.plain(r, types):
-            return None
-        sub.append(r)
-        return r
-    s = step(g.nodes[k].output[0], {"Sub"})
-    if s is None or list(g.nodes[s].input) != [x, g.nodes[k].output[0]]:
+
+def _mean_of(g: _Nodes, k: int, v: str, opset: int) -> bool:
+    """Node k is the mean of v over its last axis, kept: a ReduceMean, or a GlobalAveragePool of a 3-D value
+    (tf2onnx writes a Keras mean over the last axis of [N, T, C] so)."""
+    n = g.nodes[k]
+    if g.plain(k, {"GlobalAveragePool"}):
+        return n.input[0] == v and len(g.shapes.get(v, ())) == 3
+    return _last_axis_mean(g, k, v, opset)
+
+
+def _core(g: _Nodes, k: int, opset: int):
+    """The statistics of a LayerNorm whose mean is node k: (x, mean, x - mean, std, nodes, epsilon) where std is
+    Sqrt(ReduceMean((x - mean)^2) + eps), or None."""
+    n = g.nodes[k]
+    x = n.input[0] if n.input else ""
+    if x in g.consts or not _mean_of(g, k, x, opset) or not g.plain(k, {"ReduceMean", "GlobalAveragePool"}):
         return None
-    d = g.nodes[s].output[0]
-    rd = g.readers.get(d, [])
-    if len(rd) != 2 or d in g.outputs or any(r in g.used for r in rd):
+    m = n.output[0]
+    subs = [r for r in g.readers.get(m, []) if g.plain(r, {"Sub"}) and list(g.nodes[r].input) == [x, m]]
+    if len(subs) != 1 or m in g.outputs:
         return None
-    sq = next((r for r in rd if g.nodes[r].op_type == "Mul" and list(g.nodes[r].input) == [d, d]
-               or g.nodes[r].op_type == "Pow" and g.nodes[r].input[0] == d and g.scalar(g.nodes[r].input[1]) == 2.0),
-              None)
-    if sq is None or not g.plain(sq, {"Mul", "Pow"}):
+    d = g.nodes[subs[0]].output[0]
+    sq = next((r for r in g.readers.get(d, []) if g.plain(r, {"Mul", "Pow"}) and (
+        list(g.nodes[r].input) == [d, d] if g.nodes[r].op_type == "Mul"
+        else g.nodes[r].input[0] == d and g.scalar(g.nodes[r].input[1]) == 2.0)), None)
+    if sq is None or d in g.outputs:
         return None
-    sub.append(sq)
-    r2 = step(g.nodes[sq].output[0], {"ReduceMean"})
-    if r2 is None or not _last_axis_mean(g, r2, g.nodes[sq].output[0], opset):
+    var = g.only_reader(g.nodes[sq].output[0])
+    if var is None or not _mean_of(g, var, g.nodes[sq].output[0], opset):
         return None
-    add = step(g.nodes[r2].output[0], {"Add"})
-    eps = g.scalar(_other(g.nodes[add], g.nodes[r2].output[0]) or "") if add is not None else None
-    root = step(g.nodes[add].output[0], {"Sqrt"}) if eps is not None and eps >= 0 else None
-    if root is None:
+    add = g.only_reader(g.nodes[var].output[0])
+    if add is None or not g.plain(add, {"Add"}):
         return None
-    std = g.nodes[root].output[0]
-    div = step(std, {"Div", "Reciprocal"})
-    if div is not None and g.nodes[div].op_type == "Reciprocal":
-        div = step(g.nodes[div].output[0], {"Mul"})
-        if div is None or _other(g.nodes[div], g.nodes[sub[-2]].output[0]) != d:
-            return None
-    elif div is None or list(g.nodes[div].input) != [d, std]:
+    eps = g.scalar(_other(g.nodes[add], g.nodes[var].output[0]) or "")
+    root = g.only_reader(g.nodes[add].output[0])
+    if eps is None or eps < 0 or root is None or not g.plain(root, {"Sqrt"}):
         return None
-    if div not in rd or sq not in rd:
+    return x, m, d, g.nodes[root].output[0], {k, subs[0], sq, var, add, root}, eps
+
+
+def _tail_operand(g: _Nodes, v: str, cols: int, rank: int) -> np.ndarray | None:
+    """A constant operand of the tail as [cols] (a scalar or constant along the last axis only), or None."""
+    if v not in g.consts:
         return None
-    y, cols = g.nodes[div].output[0], int(shape[-1])
-    gamma, beta = np.ones(cols), np.zeros(cols)
-    for op, value in (("Mul", "gamma"), ("Add", "beta")):
-        r = g.only_reader(y)
-        if r is None or not g.plain(r, {op}):
+    return np.full(cols, g.scalar(v)) if g.scalar(v) is not None else _along_last(g, v, cols, rank)
+
+
+def _cone_to(g: _Nodes, y: int, base: set[str], tail: set[int]) -> set[int] | None:
+    """The tail nodes computing node y's output from `base` values and constants, or None if it reads anything
+    else."""
+    cone, todo = set(), [y]
+    while todo:
+        k = todo.pop()
+        if k in cone:
             continue
-        c = _along_last(g, _other(g.nodes[r], y) or "", cols, len(shape))
-        if c is None or g.shapes.get(g.nodes[r].output[0], shape) != shape:
+        cone.add(k)
+        for v in g.nodes[k].input:
+            if v in base or v in g.consts:
+                continue
+            p = g.producer.get(v)
+            if p is None or p not in tail:
+                return None
+            todo.append(p)
+    return cone
+
+
+def _evaluate(g: _Nodes, cone: set[int], vals: dict, cols: int, rank: int) -> np.ndarray | None:
+    """The cone's output on `vals` (its base values), as [rows, cols]; None if a constant is not a tail operand."""
+    rows, vals = len(next(iter(vals.values()))), dict(vals)
+    with np.errstate(all="ignore"):
+        for k in sorted(cone):          # ONNX nodes are in topological order
+            n = g.nodes[k]
+            args = [vals[i] if i in vals else _tail_operand(g, i, cols, rank) for i in n.input]
+            if any(a is None for a in args):
+                return None
+            vals[n.output[0]] = _TAIL_EVAL[n.op_type](*args)
+    return np.broadcast_to(vals[g.nodes[max(cone)].output[0]], (rows, cols))
+
+
+def _affine(g: _Nodes, cone: set[int], x: str, m: str, d: str, std: str, cols: int, rank: int):
+    """(gamma, beta) if the cone's output is (x - mean) / std * gamma + beta of its inputs (checked on random rows
+    with x - mean = d: the tail may read x and mean, or d), else None."""
+    rng = np.random.default_rng(0)
+    xs = rng.normal(size=(8, cols)) * 3
+    ms, ss = rng.normal(size=(8, 1)), rng.uniform(0.3, 3.0, size=(8, 1))
+    ms[:2], ss[:2], xs[0], xs[1] = 0.7, 1.0, 0.7, 1.7       # d = 0 gives beta, d = 1 gamma + beta
+    got = _evaluate(g, cone, {x: xs, m: ms, d: xs - ms, std: ss}, cols, rank)
+    if got is None:
+        return None
+    beta, gamma = got[0].copy(), got[1] - got[0]
+    want = (xs - ms) / ss * gamma + beta
+    ok = np.all(np.isfinite(got)) and np.all(np.abs(got - want) <= TOLERANCE * (1 + np.abs(want)))
+    return (gamma, beta) if ok else None
+
+
+def _layer_norm_at(g: _Nodes, k: int, opset: int):
+    """(nodes, x, y, gamma, beta, epsilon) of a decomposed LayerNorm whose mean is node k, or None.
+
+    The statistics (_core) feed a tail of elementwise nodes with scalar or last-axis constants (TAIL_OPS) that reads
+    only x, the mean, x - mean and std; every value it computes but its output y is read only inside it, as are
+    the mean, x - mean and std. Of the outputs y that qualify, the last one computing (x - mean) / std * gamma +
+    beta (evaluated, _affine) is taken: PyTorch's Div [-> Mul gamma] [-> Add beta] and Keras' x * inv + (beta -
+    mean * inv), inv = gamma / std, alike."""
+    core = _core(g, k, opset)
+    if core is None or len(g.shapes[core[0]]) == 0:
+        return None
+    x, m, d, std, nodes, eps = core
+    shape = g.shapes[x]
+    cols, rank = int(shape[-1]), len(shape)
+    base = {x, m, d, std}
+    tail: set[int] = set()
+    todo = [r for v in (m, d, std) for r in g.readers.get(v, []) if r not in nodes]
+    while todo and len(tail) < 4 * MAX_TAIL:        # (past the LayerNorm: a residual Add, the next one's Sub...)
+        r = todo.pop()
+        if r in tail or not g.plain(r, TAIL_OPS) or len(g.nodes[r].output) != 1:
             continue
-        if value == "gamma":
-            gamma = c
-        else:
-            beta = c
-        sub.append(r)
-        y = g.nodes[r].output[0]
-    return set(sub), x, y, gamma, beta, eps
+        tail.add(r)
+        todo += g.readers.get(g.nodes[r].output[0], [])
+    found = None
+    for y in sorted(tail):
+        cone = _cone_to(g, y, base, tail)
+        if cone is None or len(cone) > MAX_TAIL:
+            continue
+        out = g.nodes[y].output[0]
+        inner = {g.nodes[j].output[0] for j in cone} - {out}
+        if any(v in g.outputs or any(r not in cone for r in g.readers.get(v, [])) for v in inner):
+            continue
+        if any(r not in cone and r not in nodes for v in (m, d, std) for r in g.readers.get(v, [])):
+            continue
+        if g.shapes.get(out, shape) != shape or not any(std in g.nodes[j].input for j in cone):
+            continue
+        params = _affine(g, cone, x, m, d, std, cols, rank)
+        if params is not None:
+            found = (nodes | cone, x, out, params[0], params[1], eps)
+    return found
 
 
 # ---- the driver's entry -------------------------------------------------------------------------
@@ -259,7 +344,7 @@ def fuse(model: onnx.ModelProto, consts: dict, shapes: dict, opset: int):
             if found is not None:
                 sub, x, y, approximate = found
                 node = helper.make_node("Gelu", [x], [y], name=_name(g, sub, "Gelu", taken), approximate=approximate)
-        elif n.op_type == "ReduceMean":
+        elif n.op_type in ("ReduceMean", "GlobalAveragePool"):
             found = _layer_norm_at(g, k, opset)
             if found is not None:
                 sub, x, y, gamma, beta, eps = found
