@@ -90,16 +90,7 @@ def input_grid(graph: Graph, name: str) -> tuple[float, int] | None:
     input's quantization (a Reshape then QuantizeLinear, as tf2onnx writes a flattened input): ONNX Runtime
     quantizes the reshaped float input with that QuantizeLinear's scale and zero point, the same as quantizing the
     input with them first. None when no such QuantizeLinear follows the input alone."""
-    fixed, seen = graph.fixed_qparams, set()
-    while fixed and name not in seen:
-        seen.add(name)
-        if graph.tensors[name].source in fixed:
-            return fixed[graph.tensors[name].source]
-        readers = [op for op in graph.ops if name in op.inputs]
-        if len(readers) != 1 or REGISTRY[readers[0].kind].qparams != "input" or readers[0].inputs[0] != name:
-            return None
-        name = readers[0].output
-    return None
+    return _grid_after(graph, name, lambda op: REGISTRY[op.kind].qparams == "input")
 
 
 def view_grid(graph: Graph, name: str) -> tuple[float, int] | None:
@@ -107,14 +98,19 @@ def view_grid(graph: Graph, name: str) -> tuple[float, int] | None:
     view (an ONNX ReduceMean without keepdims is a pool then a reshape here; a Flatten then QuantizeLinear), that
     view's output's: the same values, so ONNX Runtime's QuantizeLinear after the view is the same grid on this
     tensor. None when neither is the file's."""
+    return _grid_after(graph, name, lambda op: REGISTRY[op.kind].alias and op.inputs[0] not in graph.outputs)
+
+
+def _grid_after(graph: Graph, name: str, passes) -> tuple[float, int] | None:
+    """The file's own (scale, zero point) of name's ONNX value, or of the first that follows it through ops
+    `passes` accepts, each its value's only reader (on its first input); None when the chain meets neither."""
     fixed, seen = graph.fixed_qparams, set()
     while fixed and name not in seen:
         seen.add(name)
         if graph.tensors[name].source in fixed:
             return fixed[graph.tensors[name].source]
         readers = [op for op in graph.ops if name in op.inputs]
-        if len(readers) != 1 or not REGISTRY[readers[0].kind].alias or readers[0].inputs[0] != name \
-                or name in graph.outputs:
+        if len(readers) != 1 or readers[0].inputs[0] != name or not passes(readers[0]):
             return None
         name = readers[0].output
     return None
