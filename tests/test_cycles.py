@@ -133,6 +133,17 @@ def test_memory_timing_cache_and_prefetch(firmware, tmp_path):
     assert both == [expected(0) + (cached, prefetched)]
 
 
+def test_memory_timing_code_ram(firmware, tmp_path):
+    """Two more fields name a code RAM of the part (the L4R5's SRAM2 on the I-code bus, `--code-in-ram`):
+    fetches and data reads there are zero-wait-state and leave the flash line buffer as it was. With [0x100,
+    0x120) as code RAM, `mark` (line 0x120) is still in the buffer from `start`, run just before from the same
+    line: no instruction miss; the literal at 0x128 stays a flash data miss (5). With [0x100, 0x130) the whole
+    firmware is code RAM: no extra cycle. Without the fields: 22 line misses (above)."""
+    [(insns, base, timed)] = run(firmware, tmp_path, 0, extra=",mem=0:400000:8:3:5:0:0:0:0:0:100:120")
+    assert (insns, base) == expected(0) and timed == base + 5
+    assert run(firmware, tmp_path, 0, extra=",mem=0:400000:8:3:5:0:0:0:0:0:100:130") == [expected(0) + (base,)]
+
+
 def test_open_close_window(firmware, tmp_path):
     """A peer's window (open=, close=: TFLM's bench_mark_start/stop): from the call of `start` to the next call
     of `mark`: start (refill 2 + bx lr 1), then `bl mark` (refill 2 + 1)."""

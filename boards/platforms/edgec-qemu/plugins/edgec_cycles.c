@@ -17,7 +17,10 @@
  * LRU caches (instruction IBYTES/IWAYS, data DBYTES/DWAYS; 0 = none; the data side sees reads of flash only:
  * SRAM is assumed zero-wait-state), IMISS/DMISS the core cycles a line read from flash costs over a zero-wait-
  * state access, and with PREFETCH the next sequential line read while the current one executes (a sequential
- * miss costs what its line's execution did not hide). Each window line then ends with one cycle total per `mem=`. core=m7: loads/stores 1 cycle,
+ * miss costs what its line's execution did not hide). Two more fields `:CLO:CHI` (hex) name a code RAM of the part
+ * (the STM32L4R5's SRAM2 at 0x10000000, fetched on the I-code bus: `edgec build --code-in-ram`), or the emulated
+ * board's stand-in for it: instruction fetches and data reads there are zero-wait-state and leave the flash line
+ * buffer, the prefetch and the caches as they were. Each window line then ends with one cycle total per `mem=`. core=m7: loads/stores 1 cycle,
  * LDRD/STRD 1, LDM/STM 1 + registers/2, taken branches +1 (predicted), and two adjacent single-cycle
  * instructions issue together unless both access memory, both multiply, or the first is a branch (no
  * register-dependency check: optimistic). core=m55: an MVE instruction right after an MVE instruction of the
@@ -83,6 +86,7 @@ typedef struct {                 /* a set-associative LRU cache of flash lines; 
 
 typedef struct {                 /* one part's memory timing (mem=...), weighed in the same run as the others */
     uint64_t flash_lo, flash_hi;
+    uint64_t code_lo, code_hi;   /* a zero-wait-state code RAM inside [flash_lo, flash_hi) (code_lo = code_hi: none) */
     uint32_t line, imiss, dmiss, prefetch;
     cache_t icache, dcache;
     uint64_t cur_iline, cur_dline;
@@ -113,17 +117,20 @@ static int cache_setup(cache_t *c, uint32_t bytes, uint32_t ways, uint32_t line)
     return 0;
 }
 
-/* mem=LO:HI:LINE:IMISS:DMISS:PREFETCH:ICACHE_BYTES:ICACHE_WAYS:DCACHE_BYTES:DCACHE_WAYS */
+/* mem=LO:HI:LINE:IMISS:DMISS:PREFETCH:ICACHE_BYTES:ICACHE_WAYS:DCACHE_BYTES:DCACHE_WAYS[:CODE_LO:CODE_HI] */
 static int model_setup(const char *spec)
 {
-    unsigned long long lo, hi;
+    unsigned long long lo, hi, clo = 0, chi = 0;
     unsigned line, imiss, dmiss, pf, ib, iw, db, dw;
     mem_model *m;
+    int n;
     if (n_models == MAX_MODELS) return -1;
-    if (sscanf(spec, "%llx:%llx:%u:%u:%u:%u:%u:%u:%u:%u", &lo, &hi, &line, &imiss, &dmiss, &pf, &ib, &iw, &db,
-               &dw) != 10 || line == 0 || (line & (line - 1))) return -1;
+    n = sscanf(spec, "%llx:%llx:%u:%u:%u:%u:%u:%u:%u:%u:%llx:%llx", &lo, &hi, &line, &imiss, &dmiss, &pf, &ib, &iw,
+               &db, &dw, &clo, &chi);
+    if ((n != 10 && n != 12) || line == 0 || (line & (line - 1)) || clo > chi) return -1;
     m = &models[n_models++];
     m->flash_lo = lo, m->flash_hi = hi, m->line = line, m->imiss = imiss, m->dmiss = dmiss, m->prefetch = pf;
+    m->code_lo = clo, m->code_hi = chi;
     m->cur_iline = m->cur_dline = UINT64_MAX;
     return cache_setup(&m->icache, ib, iw, line) || cache_setup(&m->dcache, db, dw, line) ? -1 : 0;
 }
@@ -144,6 +151,9 @@ static int cache_access(cache_t *c, uint64_t line)
 
 static int counting(void) { return (armed && marks == 1) || in_window; }
 
+/* an address in the part's zero-wait-state code RAM (SRAM2 on the I-code bus) */
+static int in_code_ram(const mem_model *m, uint64_t a) { return a >= m->code_lo && a < m->code_hi; }
+
 static void add_extra(mem_model *m, uint32_t c)
 {
     m->total_extra += c;
@@ -159,7 +169,7 @@ static void mem_read(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vad
     for (i = 0; i < n_models; ++i) {
         mem_model *m = &models[i];
         uint64_t line;
-        if (vaddr < m->flash_lo || vaddr >= m->flash_hi) continue;
+        if (vaddr < m->flash_lo || vaddr >= m->flash_hi || in_code_ram(m, vaddr)) continue;
         line = vaddr / m->line;
         if (line == m->cur_dline) continue;
         m->cur_dline = line;
@@ -174,7 +184,7 @@ static void fetch(const tb_info *t)
     uint32_t i;
     for (k = 0; k < n_models; ++k) {
         mem_model *m = &models[k];
-        if (t->vaddr < m->flash_lo || t->vaddr >= m->flash_hi) continue;
+        if (t->vaddr < m->flash_lo || t->vaddr >= m->flash_hi || in_code_ram(m, t->vaddr)) continue;
         for (i = 0; i < t->insns; ++i) {
             const uint64_t line = (t->vaddr + t->offsets[i]) / m->line;
             if (line != m->cur_iline) {
