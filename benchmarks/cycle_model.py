@@ -9,6 +9,9 @@ published silicon latencies of the MLPerf Tiny models on NUCLEO-L4R5ZI.
         # edgec's kernels chosen as a nucleo-l4r5zi build chooses them (flash reads weighed), run on the emulator
     .venv/bin/python benchmarks/cycle_model.py --boards qemu-cortex-m4 --engines edgec --weights-in-ram
         # edgec built with --weights-in-ram: the weight tensors copied into SRAM at startup (RAM it costs: printed)
+    .venv/bin/python benchmarks/cycle_model.py --boards qemu-cortex-m4 --engines edgec --weights-in-ram --code-in-ram
+        # the same, and in the same run edgec built also with --code-in-ram: the kernels run from the code RAM
+        # (on the emulator the profile's stand-in window, weighed as the L4R5's SRAM2: edgec/targets/code_ram.py)
 
 For each MLPerf Tiny model (its INT8 .tflite, golden x_int8 row 0) and emulated board: edgec builds and benches
 it (the bench's cycle estimate weighs, in the same QEMU run, every real part of the same core whose profile has
@@ -23,6 +26,7 @@ silicon latency of TFLM + CMSIS-NN on these models; an older TFLM and CMSIS-NN t
 from __future__ import annotations
 
 import argparse
+import functools
 import subprocess
 import sys
 import tempfile
@@ -60,20 +64,22 @@ def part_chooser(part: str | None):
     return select.memory_chooser(lowering.flash_byte_cycles(real), lowering.has_arm_dsp(real))
 
 
-def edgec_parts(key: str, board: str, work: Path, select_for: str | None = None, weights_in_ram: bool = False
-                ) -> tuple[dict, dict]:
+def edgec_parts(key: str, board: str, work: Path, select_for: str | None = None, weights_in_ram: bool = False,
+                code_in_ram: bool = False) -> tuple[dict, dict]:
     """edgec on the board: (the bench's cycles_estimate, figures: instructions, exactness, RAM); select_for: its
-    kernels chosen as a build for that real part chooses them; weights_in_ram: built with --weights-in-ram."""
+    kernels chosen as a build for that real part chooses them; weights_in_ram: built with --weights-in-ram;
+    code_in_ram: with --code-in-ram."""
     model = peers.mlperf_models([key])[0]
     out = work / "edgec"
     built = api.build(model.path, None, board, out, choose=None if weights_in_ram else part_chooser(select_for),
-                      weights_in_ram=weights_in_ram)
+                      weights_in_ram=weights_in_ram, code_in_ram=code_in_ram)
     graph = artifact.load_graph(out)
     data, _ = peers.write_inputs(graph, peers.input_row(model, graph), work)
     r = api.bench(out, data, limit=1, report_dir=None)
     est = r["latency"]["cycles_estimate"]
     return est, {"instructions": est["plugin_instructions_median"], "ram": built["memory"]["ram_bytes"],
                  "weights_in_ram": built["memory"]["weights_in_ram_bytes"],
+                 "code_in_ram": built["memory"].get("code_in_ram_bytes", 0),
                  "exact": r["agreement"]["device_vs_reference"]}
 
 
@@ -103,17 +109,26 @@ def tflm_parts(key: str, board_name: str, work: Path, select_for: str | None = N
 
 
 def rows_for(key: str, board: str, select_for: str | None = None, engines: tuple[str, ...] = ("edgec", "tflm"),
-             weights_in_ram: bool = False) -> list[dict]:
+             weights_in_ram: bool = False, code_in_ram: bool = False) -> list[dict]:
     rows = []
+    runs = [("edgec", edgec_parts), ("TFLM + CMSIS-NN", tflm_parts)]
+    if code_in_ram:     # before and after in one run: the same build without and with --code-in-ram
+        runs.insert(1, ("edgec code", functools.partial(edgec_parts, code_in_ram=True)))
     with tempfile.TemporaryDirectory(prefix="edgec-cycles-") as tmp:
-        for engine, fn in (("edgec", edgec_parts), ("TFLM + CMSIS-NN", tflm_parts)):
+        for engine, fn in runs:
             if engine.split()[0].lower() not in engines:
                 continue
-            w = Path(tmp) / engine.split()[0]
+            w = Path(tmp) / engine.replace(" ", "-")
             w.mkdir()
             est, fig = fn(key, board, w, select_for, weights_in_ram)
-            if engine == "edgec" and weights_in_ram:
-                engine = f"edgec --weights-in-ram ({fig['weights_in_ram']:,} B of weights in RAM; RAM {fig['ram']:,} B)"
+            if engine.startswith("edgec") and fig["exact"] != 1.0:
+                raise SystemExit(f"edgec on {key}/{board} ({engine}): device != reference ({fig['exact']})")
+            code = f"--code-in-ram ({fig['code_in_ram']:,} B of code in the code RAM) " if engine == "edgec code" else ""
+            if engine.startswith("edgec") and weights_in_ram:
+                engine = (f"edgec --weights-in-ram {code}({fig['weights_in_ram']:,} B of weights in RAM; RAM "
+                          f"{fig['ram']:,} B)")
+            elif engine == "edgec code":
+                engine = f"edgec {code}(RAM {fig['ram']:,} B)"
             elif engine == "edgec" and select_for:
                 engine = f"edgec, kernels for {select_for}"
             base = {"model": key, "board": board, "engine": engine, "instructions": fig["instructions"]}
@@ -151,11 +166,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--engines", default="edgec,tflm")
     ap.add_argument("--weights-in-ram", action="store_true", help="build edgec with --weights-in-ram (the weight "
                     "tensors copied into SRAM at startup)")
+    ap.add_argument("--code-in-ram", action="store_true", help="also build edgec with --code-in-ram (the kernels "
+                    "run from the board's code RAM), in the same run")
     ap.add_argument("--md", help="rewrite the <!-- cycle_model.py --> block of this Markdown file")
     a = ap.parse_args(argv)
     engines = tuple(a.engines.split(","))
     rows = [r for k in a.models.split(",") for b in a.boards.split(",") for r in rows_for(k, b, a.select_for, engines,
-                                                                                      a.weights_in_ram)]
+                                                                                      a.weights_in_ram, a.code_in_ram)]
     text = markdown(rows, "python benchmarks/cycle_model.py " + " ".join(argv if argv is not None else sys.argv[1:]))
     print(text)
     if a.md:

@@ -21,7 +21,7 @@ from edgec.frontend import canonicalize
 from edgec.codegen import cmodel as codegen
 from edgec.codegen import constants
 from edgec.lower import lowering
-from edgec.targets import fit
+from edgec.targets import code_ram, fit
 from edgec.frontend import loader
 from edgec.plan import memory_report
 from edgec.plan import planner
@@ -90,7 +90,7 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
           mlperf_mode: str = "performance", mlperf_baud: int | None = None, ram_budget: int | None = None,
           optimize: str = "speed", tuning_log: str | Path | None = None, choose=None,
           settings: Settings | None = None, io_buffers: str = "arena", frontend: str | Path | None = None,
-          frontend_hop: int | None = None, weights_in_ram: bool = False, **quantization) -> dict:
+          frontend_hop: int | None = None, weights_in_ram: bool = False, code_in_ram: bool = False, **quantization) -> dict:
     """Model + calibration data -> build folder with model library, project, firmware and report (a quantized
     .tflite model needs no calibration data: calib_path None).
     protocol "mlperf" builds a firmware for the MLPerf Tiny runner instead of edgec's bench link
@@ -106,19 +106,22 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     front end (.tflite) chained before the model, one firmware from raw clips to scores, calib_path then holding
     clips; frontend_hop: samples between its windows (edgec/chain.py). weights_in_ram: the weight tensors copied
     from flash into RAM at startup (RAM the firmware's statics count; on a part whose flash has wait states the
-    kernels then read them at SRAM speed, as STM32Cube.AI's weights-in-RAM option does)."""
+    kernels then read them at SRAM speed, as STM32Cube.AI's weights-in-RAM option does). code_in_ram: the
+    runtime's kernels copied at startup into the board's code RAM and run there (edgec/targets/code_ram.py)."""
     from edgec.targets import firmware as fw
 
     if frontend is not None:     # an audio front end chained before the model: raw clips in (edgec/chain.py)
         from edgec import chain
         if protocol != "edgec" or arena_guard or ram_budget is not None or io_buffers != "arena" or tuning_log \
-                or weights_in_ram:
+                or weights_in_ram or code_in_ram:
             raise EdgecError("--frontend builds edgec's bench firmware on one static arena per model: drop --protocol, "
-                             "--arena-guard, --ram-budget, --io-buffers, --tuning-log and --weights-in-ram")
+                             "--arena-guard, --ram-budget, --io-buffers, --tuning-log, --weights-in-ram, --code-in-ram")
         return chain.build(model_path, calib_path, frontend, board, outdir, log, firmware,
                            quant_options(options, quantization), optimize, frontend_hop, settings)
     model_path = Path(model_path)
     the_board = load_board(board)
+    if code_in_ram:      # a board without a code RAM is refused before any work
+        code_ram.region(the_board)
     outdir = Path(outdir) if outdir else Path("build") / f"{model_name(model_path)}-{the_board.name}"
     inputs = (model_path, calib_path)
     check_output_folder(outdir, inputs)      # before any work: edgec only ever replaces a folder it wrote
@@ -151,6 +154,8 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
         raise EdgecError(f"--weights-in-ram: {name}'s weights ({flash_constants['weights']:,} B) do not fit "
                          f"{the_board.name}'s RAM beside the {ram['total']:,} B the firmware needs ({ram['board']:,} "
                          "B): build without --weights-in-ram")
+    if code_in_ram:     # the RAM left below the code RAM's alias (edgec/targets/code_ram.py)
+        code_ram.check_ram(the_board, name, ram["total"] + (flash_constants["weights"] if weights_in_ram else 0))
     log(f"{name}: {len(graph.ops)} ops, {graph_macs(graph):,} MACs, arena {plan.arena_bytes:,} bytes, "
         + constants.describe(flash_constants))
     mlperf = None
@@ -195,12 +200,14 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
         if firmware:
             log(f"building firmware for {the_board.name} with PlatformIO")
             project = fw.write_project(work / "project", the_board, lib, name, protocol, mlperf_model, mlperf,
-                                       core=settings.platformio_home)
+                                       core=settings.platformio_home, code_in_ram=code_in_ram)
             # the build log of a failed build must outlive the scratch folder: it waits beside OUTDIR
             result = fw.build_firmware(project, the_board, settings, log=log, log_file=failed_log)
             report["memory"]["flash_bytes"] = result.flash_bytes
             report["memory"]["ram_bytes"] = result.ram_bytes
             report["memory"]["linker_region_usage"] = result.linker_usage or None
+            if code_in_ram:
+                report["memory"]["code_in_ram_bytes"] = code_ram.placed_bytes(result.elf)
             report["memory"].update(fit.measure(project, result.elf, name, host=result.elf.suffix != ".elf"))
             report["firmware"] = str(Path(result.elf).resolve().relative_to(work.resolve()))
         (work / REPORT).write_text(json.dumps(report, indent=1))

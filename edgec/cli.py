@@ -83,7 +83,8 @@ def cmd_build(args) -> int:
                        protocol=args.protocol, mlperf_model=args.mlperf_model, arena_guard=args.arena_guard,
                        mlperf_mode=args.mlperf_mode, mlperf_baud=args.mlperf_baud, optimize=args.optimize, ram_budget=args.ram_budget,
                        tuning_log=args.tuning_log, settings=args.env, io_buffers=args.io_buffers,
-                       frontend=args.frontend, frontend_hop=args.frontend_hop, weights_in_ram=args.weights_in_ram)
+                       frontend=args.frontend, frontend_hop=args.frontend_hop, weights_in_ram=args.weights_in_ram,
+                       code_in_ram=args.code_in_ram)
     m = report["memory"]
     if "chain" in report:
         c = report["chain"]
@@ -97,6 +98,8 @@ def cmd_build(args) -> int:
           f"{m['flash_bytes']:,} B, RAM {m['ram_bytes']:,} B")
     if m.get("weights_in_ram_bytes"):
         print(f"--weights-in-ram: {m['weights_in_ram_bytes']:,} B of weights copied into RAM at startup (in the RAM figure)")
+    if m.get("code_in_ram_bytes"):
+        print(f"--code-in-ram: {m['code_in_ram_bytes']:,} B of kernel code copied into the code RAM at startup")
     if m.get("code"):
         from edgec.targets.code_size import summary_line
         print(summary_line(m["code"]))

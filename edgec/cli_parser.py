@@ -140,6 +140,9 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     b.add_argument("--weights-in-ram", action="store_true",
                    help="copy the weight tensors from flash into RAM at startup (they count as RAM): on a part "
                         "whose flash has wait states the kernels read them at SRAM speed")
+    b.add_argument("--code-in-ram", action="store_true",
+                   help="run the runtime's kernels from the board's code RAM (a profile's [[memory]] kind = "
+                        "\"code-ram\", e.g. the NUCLEO-L4R5ZI's SRAM2 at 0x10000000), copied there at startup")
     b.add_argument("--protocol", choices=["edgec", "mlperf"], default="edgec",
                    help="the firmware's serial protocol: edgec's bench link (default) or the MLPerf Tiny "
                         "runner's (name%%, profile%%, db load N%%, infer N W%%, results%%)")

@@ -160,6 +160,9 @@ def test_real_parts_of_an_emulated_core():
     assert [m.name for _, m in cycles.memory_models(m7)] == ["caches-off", "caches-on"]
     l4 = dict(cycles.memory_models(m4))["nucleo-l4r5zi"]
     assert cycles.mem_arg(l4, m4.flash_bytes) == "mem=0:400000:8:5:5:1:1024:4:256:4"
+    # qemu-cortex-m4's code-ram window (`--code-in-ram`) is weighed as the L4R5's SRAM2; the F446RE has none
+    assert cycles.mem_args(m4).endswith(",mem=0:400000:8:5:5:1:1024:4:256:4:3f0000:400000")
+    assert cycles.mem_args(m4).count(":3f0000:400000") == 1
     s = cycles.summary([(100, 250, 300, 400), (100, 260, 310, 410), (100, 270, 320, 420)], 3, m4)
     assert [(p["board"], p["median"]) for p in s["parts"]] == [("nucleo-f446re", 310), ("nucleo-l4r5zi", 410)]
     assert s["parts"][1]["ms"] == pytest.approx(410 / 120e6 * 1e3)

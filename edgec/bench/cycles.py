@@ -93,11 +93,28 @@ def memory_models(board) -> list[tuple[str, object]]:
     return found[:4]
 
 
-def mem_arg(model, flash_bytes: int, flash_origin: int = 0) -> str:
-    """The plugin's `mem=` argument of one memory timing, over the emulated board's flash (code + constants)."""
+def mem_arg(model, flash_bytes: int, flash_origin: int = 0, code_ram=None) -> str:
+    """The plugin's `mem=` argument of one memory timing, over the emulated board's flash (code + constants);
+    code_ram: the emulated board's code-ram region that stands in for the part's own (code_ram_window)."""
+    window = f":{code_ram.origin:x}:{code_ram.origin + code_ram.size:x}" if code_ram is not None else ""
     return (f"mem={flash_origin:x}:{flash_origin + flash_bytes:x}:{model.line_bytes}:{model.miss_cycles}:"
             f"{model.miss_cycles}:{int(model.prefetch)}:{model.icache_bytes}:{model.icache_ways}:"
-            f"{model.dcache_bytes}:{model.dcache_ways}")
+            f"{model.dcache_bytes}:{model.dcache_ways}{window}")
+
+
+def code_ram_window(board, part: str):
+    """The emulated board's code-ram region when the real part has one too (`edgec build --code-in-ram`): code
+    there is weighed as the part's code RAM (the L4R5's SRAM2 on the I-code bus: zero wait states, no ART),
+    not as its flash; None otherwise (a part without one weighs it as flash)."""
+    from edgec.targets.boards import load_board
+    stand_in = board.region("code-ram")
+    return stand_in if stand_in is not None and load_board(part).region("code-ram") is not None else None
+
+
+def mem_args(board) -> str:
+    """The `,mem=...` arguments of every real part of the emulated board's core (memory_models)."""
+    return "".join("," + mem_arg(m, board.flash_bytes, code_ram=code_ram_window(board, name))
+                   for name, m in memory_models(board))
 
 
 def qemu_args(board, firmware: Path, out: Path, settings: Settings, parts: bool = True) -> list[str]:
@@ -112,7 +129,7 @@ def qemu_args(board, firmware: Path, out: Path, settings: Settings, parts: bool 
     plugin = build_plugin(settings) if start is not None and mark is not None else None
     if plugin is None:
         return []
-    mems = "".join("," + mem_arg(m, board.flash_bytes) for _, m in (memory_models(board) if parts else []))
+    mems = mem_args(board) if parts else ""
     return ["-plugin", f"{plugin},out={out},start={start:#x},mark={mark:#x},core={CORES.get(board.cpu, 'm4')},"
                        f"ws={WAIT_STATES}{mems}"]
 
@@ -120,7 +137,7 @@ def qemu_args(board, firmware: Path, out: Path, settings: Settings, parts: bool 
 def peer_args(plugin: Path, out: Path, open_addr: int, close_addr: int, board) -> list[str]:
     """The plugin on a peer's firmware (TFLM's harness: a window from bench_mark_start to bench_mark_stop),
     with the same core and memory timings as qemu_args."""
-    mems = "".join("," + mem_arg(m, board.flash_bytes) for _, m in memory_models(board))
+    mems = mem_args(board)
     return ["-plugin", f"{plugin},out={out},open={open_addr:#x},close={close_addr:#x},"
                        f"core={CORES.get(board.cpu, 'm4')},ws={WAIT_STATES}{mems}"]
 

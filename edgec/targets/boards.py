@@ -70,7 +70,7 @@ PROBES = {
     "esptool": "esptool over the ESP32's serial port",
     "gdb": "any GDB server (--gdb HOST:PORT): gdb-multiarch loads, verifies, resets and detaches",
 }
-_REGION_KEYS = {"name", "kind", "origin", "size", "note", "speed", "section"}
+_REGION_KEYS = {"name", "kind", "origin", "size", "note", "speed", "section", "alias"}
 _CYCLE_KEYS = {"name", "flash_wait_states", "line_bytes", "miss_cycles", "prefetch", "icache_bytes",
                "icache_ways", "dcache_bytes", "dcache_ways", "note"}
 _SECTION_RE = re.compile(r"^\.edgec_[a-z0-9_]+$")
@@ -81,12 +81,15 @@ class Region:
     """A memory region of a board; the first of each kind is where the build puts code / data."""
 
     name: str
-    kind: str          # "flash" or "ram"
+    kind: str          # "flash", "ram" or "code-ram" (a zero-wait-state RAM the core fetches code from on its
+    #                    I-code bus: `edgec build --code-in-ram` runs the model's kernels there, edgec/targets/code_ram.py)
     origin: int
     size: int
     note: str = ""
     speed: int = 0     # RAM: relative speed, bigger = faster (the planner puts the hottest buffers there)
     section: str = ""  # RAM after the first: the linker section edgec places an arena piece in ("" = unused)
+    alias: int = 0     # code-ram: where the same memory also appears among the data RAM (0 = nowhere): the build
+    #                    keeps the firmware's RAM below it
 
 
 @dataclass(frozen=True)
@@ -264,11 +267,15 @@ def _regions(data: dict, path: Path) -> tuple[Region, ...]:
         if not isinstance(r, dict):
             raise EdgecError(f"board profile {path}: 'memory' must be an array of tables ([[memory]])")
         _check_keys(r, _REGION_KEYS, where, path)
-        region = Region(name=_get(r, "name", str, where, path), kind=_choice(r, "kind", ("flash", "ram"), where, path),
+        region = Region(name=_get(r, "name", str, where, path), kind=_choice(r, "kind", ("flash", "ram", "code-ram"), where, path),
                         origin=_get(r, "origin", int, where, path), size=_get(r, "size", int, where, path),
                         note=_get(r, "note", str, where, path, default=""),
                         speed=_get(r, "speed", int, where, path, default=0),
-                        section=_get(r, "section", str, where, path, default=""))
+                        section=_get(r, "section", str, where, path, default=""),
+                        alias=_get(r, "alias", int, where, path, default=0))
+        if region.alias and region.kind != "code-ram":
+            raise EdgecError(f"board profile {path}: region '{region.name}' has an 'alias'; only a code-ram region "
+                             "names where its memory also appears among the data RAM")
         if region.size <= 0 or region.origin < 0:
             raise EdgecError(f"board profile {path}: region '{region.name}' needs a positive size and origin >= 0")
         if region.section and (region.kind != "ram" or not _SECTION_RE.match(region.section)

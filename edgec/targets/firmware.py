@@ -128,12 +128,13 @@ def _render(template: str, **values) -> str:
 
 def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: str, protocol: str = "edgec",
                   mlperf_model: str | None = None, mlperf: dict | None = None, dataset_bytes: int = 0, *,
-                  core: Path) -> Path:
+                  core: Path, code_in_ram: bool = False) -> Path:
     """Render a PlatformIO project building the model library in model_dir with the benchmark main
     (protocol "edgec": edgec's serial link; "mlperf": the MLPerf Tiny runner's protocol, configured by
     `mlperf`, edgec.targets.mlperf_firmware.settings; "dataset": the test inputs in a dataset_bytes blob in
     flash, edgec/bench/dataset_flash.py); core: edgec's PlatformIO core (Settings.platformio_home), whose
-    build cache a vendor framework's build shares."""
+    build cache a vendor framework's build shares. code_in_ram: the model library's runtime code run from the
+    board's code RAM (edgec/targets/code_ram.py)."""
     project_dir, model_dir = Path(project_dir), Path(model_dir)
     if not _IDENT_RE.match(model_name):
         raise EdgecError(f"model name '{model_name}' is not a C identifier")
@@ -179,12 +180,23 @@ def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: 
             shutil.copy2(common / name, src / name)
         (src / "main.cpp").write_text(_render(f"{board.framework}_main.cpp.j2", **values))
     build_flags = harness_build_flags(board)
+    options = board_options(board)
+    if code_in_ram:     # the kernels' text run from the board's code RAM (edgec/targets/code_ram.py)
+        from edgec.targets import code_ram
+        (project_dir / code_ram.SCRIPT).write_text(
+            code_ram.linker_script(board, code_ram.runtime_objects(model_dir, model_name)))
+        (src / code_ram.COPY_FILE).write_text(code_ram.copy_source())
+        build_flags.append(f"-Wl,-T,$PROJECT_DIR/{code_ram.SCRIPT}")
+        limit = code_ram.ram_limit(board)
+        if limit is not None:
+            options = [(k, v) for k, v in options if k != "board_upload.maximum_ram_size"]
+            options.append(("board_upload.maximum_ram_size", str(limit)))
     regions_ld = model_dir / f"{model_name}{REGIONS_LD_SUFFIX}"
     if regions_ld.is_file():    # arena pieces in other RAM regions: a second linker script places them
         shutil.copy2(regions_ld, project_dir / "edgec_regions.ld")
         build_flags.append("-Wl,-T,$PROJECT_DIR/edgec_regions.ld")
     ini = _render("platformio.ini.j2", env_name=env_name(board), platform=platform_spec(board),
-                  board_options=board_options(board), build_flags=build_flags,
+                  board_options=options, build_flags=build_flags,
                   src_flags=src_build_flags(board), extra_script=HARNESS_SIZE_SCRIPT, build_cache_dir=Path(core) / "build-cache" if board.framework else None,
                   **values)
     (project_dir / "platformio.ini").write_text(ini)
@@ -264,8 +276,14 @@ def build_firmware(project_dir: Path, board: Board, settings: Settings, log=prin
         log(f"building firmware for {board.name} in {project_dir}")
     with packages.core_lock(settings.platformio_home, shared=True):      # no bundle install meanwhile
         check_packages(board, log_file, settings, log)
-        output = run_pio(["run", "-e", env_name(board)], project_dir, log_file, settings.platformio_home,
-                         settings.build_timeout, log=log)
+        try:
+            output = run_pio(["run", "-e", env_name(board)], project_dir, log_file, settings.platformio_home,
+                             settings.build_timeout, log=log)
+        except EdgecError:
+            if (project_dir / "edgec_code_ram.ld").is_file() and log_file.is_file():    # --code-in-ram
+                from edgec.targets import code_ram
+                code_ram.check_link(log_file.read_text(errors="replace"), board)
+            raise
     if log_file != kept:
         os.replace(log_file, kept)      # edgec's own log (outputs.write_text wrote it) into the build folder
     program = _program(project_dir / ".pio" / "build" / env_name(board))

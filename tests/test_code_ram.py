@@ -1,0 +1,128 @@
+"""`edgec build --code-in-ram` (edgec/targets/code_ram.py): the runtime's kernels linked to run from the board's
+code RAM (the NUCLEO-L4R5ZI's SRAM2 at 0x10000000; on qemu-cortex-m4 a stand-in window the cycle estimate weighs
+as that SRAM2), loaded in flash and copied at startup; refused in one line where there is no code RAM or the
+code does not fit it."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import EXAMPLES, require
+from edgec import api
+from edgec.errors import EdgecError
+from edgec.resources import resource_dir
+from edgec.targets import code_ram, elf
+from edgec.targets.boards import load_board
+
+CANCER = EXAMPLES / "cancer_conv1d"
+
+
+def test_the_l4r5_code_ram_keeps_the_firmwares_ram_off_its_alias():
+    """SRAM2 at 0x10000000 (64 KB) is also 0x20030000: with it in use the firmware's RAM is SRAM1 (192 KB), so
+    STM32duino's stack top (_estack) and the stack painter's range end below the alias. The emulator's stand-in
+    has no alias; a part without code RAM is refused."""
+    l4 = load_board("nucleo-l4r5zi")
+    r = code_ram.region(l4)
+    assert (r.origin, r.size, r.alias) == (0x10000000, 65536, 0x20030000)
+    assert code_ram.ram_limit(l4) == 192 * 1024
+    m4 = load_board("qemu-cortex-m4")
+    assert code_ram.region(m4).origin == 0x3F0000 and code_ram.ram_limit(m4) is None
+    with pytest.raises(EdgecError, match=r"--code-in-ram: board nucleo-f446re lists no code RAM"):
+        code_ram.region(load_board("nucleo-f446re"))
+
+
+def _link(tmp_path, size: int):
+    """A kernel file (edgec_kern.c, as the model library's runtime files are named) and a caller linked with
+    edgec-qemu's linker script and the --code-in-ram script of a code RAM of `size` bytes."""
+    require(shutil.which("arm-none-eabi-gcc") is not None, "arm-none-eabi-gcc", "bash scripts/setup.sh")
+    (tmp_path / "edgec_kern.c").write_text(
+        "int edgec_kern(const int *a, int n) { int s = 0; for (int i = 0; i < n; i++) s += a[i] * a[i]; return s; }\n")
+    (tmp_path / "model.c").write_text(
+        "int edgec_kern(const int *a, int n); int data[4] = {1, 2, 3, 4};\n"
+        "void Reset_Handler(void) { data[0] = edgec_kern(data, 4); for (;;) {} }\n")
+    base = (resource_dir("boards") / "platforms" / "edgec-qemu" / "bsp" / "arm" / "link.ld.in").read_text()
+    for k, v in {"flash_origin": "0x00000000", "flash_size": "4194304", "ram_origin": "0x20000000",
+                 "ram_size": "4194304", "stack_size": "4096"}.items():
+        base = base.replace("{%s}" % k, v)
+    (tmp_path / "base.ld").write_text(base)
+    board = load_board("qemu-cortex-m4")
+    region = code_ram.region(board)
+    small = board.__class__(**{**vars(board), "regions": (region.__class__(**{**vars(region), "size": size}),)})
+    (tmp_path / "code.ld").write_text(code_ram.linker_script(small, code_ram.runtime_objects(tmp_path, "model")))
+    objs = []
+    for name in ("edgec_kern", "model"):
+        subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", "-O2", "-ffunction-sections", "-c",
+                        "-o", str(tmp_path / f"{name}.o"), str(tmp_path / f"{name}.c")], check=True)
+        objs.append(str(tmp_path / f"{name}.o"))
+    return small, subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", "-nostartfiles", "-nostdlib",
+                                  "-T", str(tmp_path / "base.ld"), "-Wl,-T," + str(tmp_path / "code.ld"),
+                                  "-o", str(tmp_path / "fw.elf"), *objs], capture_output=True, text=True)
+
+
+def test_the_kernels_run_from_the_code_ram_and_load_from_flash(tmp_path):
+    """The runtime file's text runs at the code RAM's address and is stored in flash after the .data image; the
+    model's own file stays in flash."""
+    _, link = _link(tmp_path, 65536)
+    assert link.returncode == 0, link.stderr
+    fw = tmp_path / "fw.elf"
+    assert 0x3F0000 <= elf.code_address(fw, "edgec_kern") < 0x400000
+    assert elf.code_address(fw, "Reset_Handler") < 0x1000
+    sec = {s.name: s for s in elf.sections(fw)}
+    placed, data = sec[code_ram.SECTION], sec[".data"]
+    assert placed.vma == 0x3F0000 and placed.size > 0
+    assert placed.lma == data.lma + data.size < 0x3F0000
+
+
+def test_code_that_does_not_fit_the_code_ram_is_refused_in_one_line(tmp_path):
+    board, link = _link(tmp_path, 16)
+    assert link.returncode != 0
+    with pytest.raises(EdgecError, match=r"^--code-in-ram: the model's kernels do not fit qemu-cortex-m4's code RAM "
+                                         r".*: build without --code-in-ram$"):
+        code_ram.check_link(link.stderr, board)
+
+
+def test_a_board_without_code_ram_is_refused_before_any_work(tmp_path):
+    with pytest.raises(EdgecError, match=r"--code-in-ram: board host lists no code RAM"):
+        api.build(CANCER / "model.onnx", CANCER / "calib.npz", "host", tmp_path / "b", firmware=False,
+                  code_in_ram=True)
+    assert not (tmp_path / "b").exists()
+
+
+def test_the_l4r5_refuses_what_does_not_fit_below_the_alias(tmp_path):
+    """With SRAM2 holding the code, the L4R5's firmware has SRAM1's 192 KB: weights in RAM beyond it are refused."""
+    with pytest.raises(EdgecError, match=r"--code-in-ram: .* needs [\d,]+ B of RAM, but .* has the 196,608 B below "
+                                         r"0x20030000"):
+        code_ram.check_ram(load_board("nucleo-l4r5zi"), "vww", 506_632)
+    code_ram.check_ram(load_board("nucleo-l4r5zi"), "kws", 97_748)
+
+
+@pytest.mark.sweep
+def test_a_code_in_ram_build_runs_bit_exact_on_qemu(tmp_path):
+    """qemu-cortex-m4: the copied kernels run (device == reference) at the stand-in window's address."""
+    out = tmp_path / "b"
+    report = api.build(CANCER / "model.onnx", CANCER / "calib.npz", "qemu-cortex-m4", out, code_in_ram=True)
+    assert report["memory"]["code_in_ram_bytes"] > 0
+    fw = out / report["firmware"]
+    sec = {s.name: s for s in elf.sections(fw)}
+    assert sec[code_ram.SECTION].vma == 0x3F0000
+    r = api.bench(out, CANCER / "calib.npz", limit=2, report_dir=None)
+    assert r["agreement"]["device_vs_reference"] == 1.0
+
+
+@pytest.mark.sweep
+def test_the_nucleo_l4r5zi_links_its_kernels_into_sram2(stm32duino, tmp_path):
+    """Compiled with STM32duino (not run: no board here): the kernels at 0x10000000, loaded from flash, and the
+    firmware's RAM, stack top included, below SRAM2's 0x20030000 alias."""
+    out = tmp_path / "b"
+    report = api.build(CANCER / "model.onnx", CANCER / "calib.npz", "nucleo-l4r5zi", out, code_in_ram=True)
+    fw = out / report["firmware"]
+    sec = {s.name: s for s in elf.sections(fw)}
+    placed = sec[code_ram.SECTION]
+    assert placed.vma == 0x10000000 and 0x08000000 <= placed.lma < 0x08200000 and placed.size > 0
+    with open(fw, "rb") as f:
+        from elftools.elf.elffile import ELFFile
+        [estack] = ELFFile(f).get_section_by_name(".symtab").get_symbol_by_name("_estack")
+        assert estack["st_value"] == 0x20030000
+    assert all(s.vma + s.size <= 0x20030000 for s in sec.values() if s.alloc and 0x20000000 <= s.vma < 0x30000000)
