@@ -154,8 +154,6 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
         raise EdgecError(f"--weights-in-ram: {name}'s weights ({flash_constants['weights']:,} B) do not fit "
                          f"{the_board.name}'s RAM beside the {ram['total']:,} B the firmware needs ({ram['board']:,} "
                          "B): build without --weights-in-ram")
-    if code_in_ram:     # the RAM left below the code RAM's alias (edgec/targets/code_ram.py)
-        code_ram.check_ram(the_board, name, ram["total"] + (flash_constants["weights"] if weights_in_ram else 0))
     log(f"{name}: {len(graph.ops)} ops, {graph_macs(graph):,} MACs, arena {plan.arena_bytes:,} bytes, "
         + constants.describe(flash_constants))
     mlperf = None
@@ -169,7 +167,11 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     # Build in a scratch folder next to OUTDIR, moved in place only when everything worked.
     with staged_folder(outdir, "build", inputs) as work:
         lib = work / "model"
-        codegen.generate(graph, plan, lib, name, weights_in_ram=weights_in_ram)
+        placed = {}     # --code-in-ram: the RAM left below the code RAM's alias, the rest of the weights above it
+        codegen.generate(graph, plan, lib, name, weights_in_ram=weights_in_ram, placed=placed,
+                         far_capacity=code_ram.far_capacity(the_board, code_in_ram and weights_in_ram))
+        if code_in_ram:
+            code_ram.check_ram(the_board, name, ram["total"] + flash_constants["weights"] * weights_in_ram - placed["far_bytes"])
         artifact.save_graph(graph, work)
         if quant.method == "tflite":      # the bench's reference checks itself against TFLite Micro on this file
             shutil.copyfile(model_path, work / "model.tflite")

@@ -98,6 +98,23 @@ def test_the_l4r5_refuses_what_does_not_fit_below_the_alias(tmp_path):
     code_ram.check_ram(load_board("nucleo-l4r5zi"), "kws", 97_748)
 
 
+def test_weights_in_ram_beyond_sram1_go_above_the_alias():
+    """--weights-in-ram --code-in-ram on the L4R5: the largest weight arrays that fit go to SRAM3 (above SRAM2's
+    alias, its own linker script, loaded after the code and copied by the same constructor), the rest stay in
+    SRAM1's .data."""
+    from edgec.codegen.cmodel import FAR_SECTION, far_weights
+    l4 = load_board("nucleo-l4r5zi")
+    assert code_ram.far_ram(l4) == (0x20040000, 384 * 1024) and code_ram.far_capacity(l4, False) == 0
+    assert code_ram.far_ram(load_board("qemu-cortex-m4")) is None
+    arrays = [{"ram": True, "bytes": 300_000, "section": ""}, {"ram": True, "bytes": 100_000, "section": ""},
+              {"ram": True, "bytes": 80_000, "section": ""}, {"ram": False, "bytes": 10, "section": ""}]
+    assert far_weights(arrays, code_ram.far_capacity(l4, True)) == 380_000
+    assert [a["section"] for a in arrays] == [FAR_SECTION, "", FAR_SECTION, ""]
+    script = code_ram.far_script(l4)
+    assert "ORIGIN = 0x20040000, LENGTH = 393216" in script and "AT (LOADADDR(.edgec_code_ram)" in script
+    assert "__edgec_far_start" in code_ram.copy_source(True) and "__edgec_far" not in code_ram.copy_source()
+
+
 @pytest.mark.sweep
 def test_a_code_in_ram_build_runs_bit_exact_on_qemu(tmp_path):
     """qemu-cortex-m4: the copied kernels run (device == reference) at the stand-in window's address."""
@@ -113,10 +130,12 @@ def test_a_code_in_ram_build_runs_bit_exact_on_qemu(tmp_path):
 
 @pytest.mark.sweep
 def test_the_nucleo_l4r5zi_links_its_kernels_into_sram2(stm32duino, tmp_path):
-    """Compiled with STM32duino (not run: no board here): the kernels at 0x10000000, loaded from flash, and the
-    firmware's RAM, stack top included, below SRAM2's 0x20030000 alias."""
+    """Compiled with STM32duino (not run: no board here): the kernels at 0x10000000, loaded from flash, the
+    weights (--weights-in-ram) in SRAM3 above SRAM2's 0x20030000 alias, and the rest of the firmware's RAM,
+    stack top included, below it."""
     out = tmp_path / "b"
-    report = api.build(CANCER / "model.onnx", CANCER / "calib.npz", "nucleo-l4r5zi", out, code_in_ram=True)
+    report = api.build(CANCER / "model.onnx", CANCER / "calib.npz", "nucleo-l4r5zi", out, code_in_ram=True,
+                       weights_in_ram=True)
     fw = out / report["firmware"]
     sec = {s.name: s for s in elf.sections(fw)}
     placed = sec[code_ram.SECTION]
@@ -125,4 +144,7 @@ def test_the_nucleo_l4r5zi_links_its_kernels_into_sram2(stm32duino, tmp_path):
         from elftools.elf.elffile import ELFFile
         [estack] = ELFFile(f).get_section_by_name(".symtab").get_symbol_by_name("_estack")
         assert estack["st_value"] == 0x20030000
-    assert all(s.vma + s.size <= 0x20030000 for s in sec.values() if s.alloc and 0x20000000 <= s.vma < 0x30000000)
+    far = sec[".edgec_far_weights"]    # the model's weights (all fit SRAM3), loaded after the code
+    assert far.vma == 0x20040000 and far.lma == placed.lma + placed.size and far.size > 0
+    assert all(s.vma + s.size <= 0x20030000 for s in sec.values()
+               if s.alloc and 0x20000000 <= s.vma < 0x30000000 and s is not far)

@@ -51,6 +51,9 @@ def _array(cname: str, a: np.ndarray, records: bool) -> dict:
     return {"cname": cname, "ctype": _CTYPES[a.dtype.type], "size": a.size, "body": _c_array(a)}
 
 
+FAR_SECTION = ".edgec_far_weights"     # weights in RAM placed in a second RAM region (far_weights)
+
+
 def pointer_of(plan: Plan):
     """tensor -> the C expression of its bytes: the arena at its offset, or (--io-buffers caller) the caller's
     buffer of its slot, `io[slot]` (model.c.j2 names the slots `io` in every function that runs layers)."""
@@ -81,7 +84,7 @@ def _ops_for_template(graph: Graph, plan: Plan, weights_in_ram: bool = False) ->
         for key, a in own.items():
             names[key] = f"{prefix}_{key}"
             arrays.append(dict(_array(names[key], a, records=fast and key == "rq"),
-                               ram=weights_in_ram and constants.kind_of(key) == "weights"))
+                               ram=weights_in_ram and constants.kind_of(key) == "weights", bytes=a.nbytes, section=""))
         dtype = graph.tensors[op.output].dtype
         pointer = pointer_of(plan)
         site = CallSite(prefix=prefix, inputs=[pointer(t) for t in op.inputs],
@@ -116,13 +119,31 @@ def arrays_of(by_index: dict) -> dict:
     return {i: o["arrays"] for i, o in by_index.items()}
 
 
+def far_weights(arrays: list[dict], capacity: int) -> int:
+    """Put the largest RAM weight arrays, as many as fit `capacity` bytes (each rounded up to 8), in section
+    FAR_SECTION (a second RAM region, placed by the linker script of `edgec build --code-in-ram` on a part whose
+    code RAM splits its data RAM: edgec/targets/code_ram.py); returns the bytes placed there."""
+    placed = 0
+    for a in sorted((a for a in arrays if a["ram"]), key=lambda a: -a["bytes"]):
+        size = (a["bytes"] + 7) // 8 * 8
+        if placed + size <= capacity:
+            a["section"] = FAR_SECTION
+            placed += size
+    return placed
+
+
 def generate(graph: Graph, plan: Plan, out_dir: Path, name: str, runtime: bool = True,
-             weights_in_ram: bool = False) -> list[Path]:
+             weights_in_ram: bool = False, far_capacity: int = 0, placed: dict | None = None) -> list[Path]:
     """Write the model library into out_dir, with a copy of the runtime files it calls unless `runtime` is False
     (callers that link one compiled runtime into many models); returns the files written. weights_in_ram
-    (`edgec build --weights-in-ram`): the weight tensors in RAM, copied from flash at startup (_ops_for_template)."""
+    (`edgec build --weights-in-ram`): the weight tensors in RAM, copied from flash at startup (_ops_for_template);
+    far_capacity: how many of their bytes may go to a second RAM region (far_weights; placed["far_bytes"]: how
+    many did)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     arrays, ops, bands = _ops_for_template(graph, plan, weights_in_ram)
+    far = far_weights(arrays, far_capacity) if far_capacity else 0
+    if placed is not None:
+        placed["far_bytes"] = far
     tin, tout = graph.tensors[graph.input], graph.tensors[graph.output]
     pointer = pointer_of(plan)
     ctx = dict(name=name, NAME=name.upper(), version=__version__, graph=graph, arrays=arrays, ops=ops,

@@ -185,7 +185,11 @@ def write_project(project_dir: Path, board: Board, model_dir: Path, model_name: 
         from edgec.targets import code_ram
         (project_dir / code_ram.SCRIPT).write_text(
             code_ram.linker_script(board, code_ram.runtime_objects(model_dir, model_name)))
-        (src / code_ram.COPY_FILE).write_text(code_ram.copy_source())
+        far = code_ram.far_ram(board) is not None and code_ram.has_far_weights(model_dir / f"{model_name}.c")
+        (src / code_ram.COPY_FILE).write_text(code_ram.copy_source(far))
+        if far:         # --weights-in-ram: the largest weights in the RAM above the alias
+            (project_dir / code_ram.FAR_SCRIPT).write_text(code_ram.far_script(board))
+            build_flags.append(f"-Wl,-T,$PROJECT_DIR/{code_ram.FAR_SCRIPT}")
         build_flags.append(f"-Wl,-T,$PROJECT_DIR/{code_ram.SCRIPT}")
         limit = code_ram.ram_limit(board)
         if limit is not None:
