@@ -13,7 +13,7 @@ the model's own file, the harness and the framework stay in flash):
   edgec/plan/regions.py) places that text in section `.edgec_code_ram`, run at the region's address and loaded
   in flash after the .data image, and asserts that it fits the region (`FIT_MESSAGE`, turned into one line by
   `check_link`);
-- `edgec_code_ram.c` (`COPY_SOURCE`) copies it at startup, from a constructor (run by the C runtime's init
+- `edgec_code_ram.c` (`copy_source`) copies it at startup, from a constructor (run by the C runtime's init
   array before main, on edgec's own BSP and on STM32duino alike);
 - where the region has an alias inside the board's data RAM, the firmware's RAM is limited to below it
   (`ram_limit`: PlatformIO's board_upload.maximum_ram_size, which STM32duino's linker script takes as the RAM
@@ -165,6 +165,10 @@ def linker_script(board: Board, objects: list[str]) -> str:
         f"  ASSERT(SIZEOF({SECTION}) <= {r.size}, \"{FIT_MESSAGE} ({r.name}, {r.size} bytes)\")",
         f"  ASSERT(LOADADDR({SECTION}) + SIZEOF({SECTION}) <= ORIGIN(FLASH) + LENGTH(FLASH), "
         "\"edgec --code-in-ram: the flash image does not fit FLASH\")",
+        # a code RAM inside the flash's address range (the emulator's stand-in window): the image ends below it
+        "  ASSERT(ORIGIN(EDGEC_CODE_RAM) >= ORIGIN(FLASH) + LENGTH(FLASH) || ORIGIN(EDGEC_CODE_RAM) < ORIGIN(FLASH)"
+        f" || LOADADDR({SECTION}) + SIZEOF({SECTION}) <= ORIGIN(EDGEC_CODE_RAM), "
+        "\"edgec --code-in-ram: the flash image reaches the code RAM window\")",
         "}",
         "INSERT AFTER .data;",
         ""])
