@@ -156,6 +156,12 @@ static inline int32_t edgec_conv2d_blocked4_s8_get_buffer_size(const edgec_conv2
  * its zero point (k_w rounded up to 4 taps a kernel row, zero weights; k4 = k_h * that; fast/edgec_conv2d_blocked4.c). */
 void edgec_conv2d_blocked4_padded_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                                      const edgec_rq *rq, int8_t *scratch, int8_t *output);
+/* its two loops, for a caller that knows band_w (the generated code): with the band (band_w > 0) and without it
+ * (band_w 0); scratch as edgec_conv2d_blocked4_padded_s8_get_buffer_size gives it for those params */
+void edgec_conv2d_blocked4_banded_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                                     const edgec_rq *rq, int8_t *scratch, int8_t *output);
+void edgec_conv2d_blocked4_unbanded_s8(const edgec_conv2d_im2col_params *p, const int8_t *input,
+                                       const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
 /* two pixels' int16 taps and k_h rows of the padded input (k_h + stride_h where out_w is odd: a pair of pixels then
  * spans two output rows), each (out_w - 1) * stride_w + k_w4 bytes; band_w 0 (the plan's narrowing): no band, the
  * taps alone (windows inside the image read in place, the others built in the taps) */

@@ -9,6 +9,7 @@ import numpy as np
 
 from edgec.ir import Graph, Op, Tensor
 from edgec.ops import select
+from edgec.ops.opdef import CallSite
 from edgec.ops.conv.im2col import WINDOW_MIN_BAND
 from edgec.pipeline import schedule_and_plan
 from edgec.plan import planner, scratch_fit
@@ -141,6 +142,12 @@ def one_channel(in_h: int, in_w: int, out_c: int, k_h: int, k_w: int, stride: in
     return Graph("g", tensors, (op,), "x", "y")
 
 
+def _call(op) -> str:
+    """The C statement the generated code has for a lowered op (its record's `call`)."""
+    low = op.lowering
+    return low.kernel.call(op, low, CallSite("op0", ["x"], "y", {}, scratch="s"))
+
+
 def test_the_padded_single_channel_kernel_drops_its_band_where_it_would_raise_the_arena():
     """micro_speech's first layer (49x40 -> 25x20x8, 10x8 taps, stride 2): the padded band (10 rows of 46 columns)
     would lift the arena above the tensors' peak; 16 of its 20 output columns' windows lie inside the image, so it
@@ -151,6 +158,8 @@ def test_the_padded_single_channel_kernel_drops_its_band_where_it_would_raise_th
     assert low.variant == "blocked4_padded" and low.params["band_w"] == 0
     assert banded == 4 * 80 + 10 * 46 and low.scratch_bytes == 4 * 80
     assert plan.arena_bytes == max(scratch_fit.tensor_load(lowered)) + low.scratch_bytes
+    # its call names the loop without the band, so a firmware links that loop alone (2.5 kB less flash)
+    assert _call(lowered.ops[0]).startswith("edgec_conv2d_blocked4_unbanded_s8(&op0_params, x, op0_fw, op0_rq, ")
 
 
 def test_the_padded_band_stays_where_most_windows_reach_the_padding():
@@ -161,6 +170,7 @@ def test_the_padded_band_stays_where_most_windows_reach_the_padding():
     low = lowered.ops[0].lowering
     assert low.variant == "blocked4_padded" and low.params["band_w"] == 3
     assert low.kernel.narrow(low.params, 0) is None
+    assert _call(lowered.ops[0]).startswith("edgec_conv2d_blocked4_banded_s8(")
     speech = select.select(one_channel(49, 40, 8, 10, 8, 2, 25, 20, 4, 3).ops[0], select.Options(dsp=True))
     assert speech.kernel.narrow(speech.params, speech.scratch_bytes) is None
     assert speech.kernel.narrow(speech.params, speech.scratch_bytes - 1)["band_w"] == 0

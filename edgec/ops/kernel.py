@@ -90,6 +90,9 @@ class Kernel:
                                                   # the plan's ask where the scratch would raise the arena's peak
                                                   # (edgec/ops/select.py within_scratch; the window kernels'
                                                   # column bands)
+    entries: tuple[str, ...] = ()                 # other C entry points its `call` names, by its params (the
+                                                  # loops `name` would choose between at run time: a firmware
+                                                  # then links only the one it calls)
     cycles_per_instruction: float = 1.0          # its cycle estimate per instruction at zero wait states on
                                                   # the Cortex-M4 (the cycle plugin, the kernel alone): with
                                                   # flash_bytes, the flash-aware cost's cycles

@@ -86,7 +86,8 @@ TAKES_WHOLE = {op: fn for _m in MODULES for op, fn in getattr(_m, "TAKES_WHOLE",
 KERNELS: list[Kernel] = [k for _m in MODULES for k in getattr(_m, "KERNELS", [])]
 KERNEL: dict[str, Kernel] = {k.name: k for k in KERNELS}
 assert len(KERNEL) == len(KERNELS), "a C kernel declared twice"
-FAMILY_OF_KERNEL = {k.name: _m.__name__ for _m in MODULES for k in getattr(_m, "KERNELS", [])}
+FAMILY_OF_KERNEL = {n: _m.__name__ for _m in MODULES for k in getattr(_m, "KERNELS", [])
+                    for n in (k.name, *k.entries)}
 # (kind, precision) -> its reference kernels (the first that applies to an op runs it) and default fast kernels
 REFERENCES: dict[tuple[str, str], list[Kernel]] = {}
 FASTS: dict[tuple[str, str], list[Kernel]] = {}

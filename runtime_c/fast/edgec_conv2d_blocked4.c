@@ -625,10 +625,12 @@ void edgec_conv2d_blocked4_s8(const edgec_conv2d_im2col_params *p, const int8_t 
     }
 }
 
-/* The padded variant's loops, with its band and without (band_w 0), each a function of its own entered by a tail
- * call: the stack of either is the one the kernel had with the band's alone. */
-static EDGEC_NOINLINE void edgec_b4_banded(const edgec_conv2d_im2col_params *p, const int8_t *input,
-                                           const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output)
+/* The padded variant's loops, with its band and without (band_w 0), each an entry point of its own: the generated
+ * code calls the one its params need (edgec/ops/conv/im2col.py `blocked4_padded_entry`), so a firmware links only
+ * that loop (--gc-sections drops the other: 2.5 kB of flash), and the stack of either is the one the kernel had
+ * with the band's alone. */
+void edgec_conv2d_blocked4_banded_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                                     const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
     edgec_b4_band band;
     band.rows = scratch + 4 * ((p->k4 + 7) & ~7); /* after the columns */
@@ -637,20 +639,20 @@ static EDGEC_NOINLINE void edgec_b4_banded(const edgec_conv2d_im2col_params *p, 
     edgec_b4_run(p, input, weights, rq, scratch, output, 2, &band);
 }
 
-static EDGEC_NOINLINE void edgec_b4_unbanded(const edgec_conv2d_im2col_params *p, const int8_t *input,
-                                             const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
-                                             int8_t *output)
+void edgec_conv2d_blocked4_unbanded_s8(const edgec_conv2d_im2col_params *p, const int8_t *input,
+                                       const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
     edgec_b4_run(p, input, weights, rq, scratch, output, 3, 0);
 }
 
-/* The padded variant: single-channel inputs of any kernel width (the band, or none with band_w 0; edgec_nn.h) */
+/* The padded variant: single-channel inputs of any kernel width (the band, or none with band_w 0; edgec_nn.h); a
+ * caller that knows band_w calls the loop it needs directly (above). */
 void edgec_conv2d_blocked4_padded_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                                      const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
     if (p->band_w) {
-        edgec_b4_banded(p, input, weights, rq, scratch, output);
+        edgec_conv2d_blocked4_banded_s8(p, input, weights, rq, scratch, output);
     } else {
-        edgec_b4_unbanded(p, input, weights, rq, scratch, output);
+        edgec_conv2d_blocked4_unbanded_s8(p, input, weights, rq, scratch, output);
     }
 }

@@ -18,6 +18,7 @@ import pytest
 from ckernels import act, i8, make, ptr, requant_params
 from edgec.ir import Op
 from edgec.ops import binary, conv, dense, pool, select
+from edgec.ops.conv import im2col
 from edgec.ops.kernel import GENERIC
 
 PATHS = ["portable", "dsp-emulated"]
@@ -60,11 +61,17 @@ def run_fast(lib, low, *inputs: np.ndarray, out_size: int) -> np.ndarray:
         lib.edgec_add_lut_s8(ctypes.byref(make(low.struct, low.params)), *args, ptr(a["lut1"]), ptr(a["lut2"]),
                              ptr(np.ascontiguousarray(a["rq"], np.int32)), ptr(out))
     else:
-        scratch, scratch_full = guarded(low.scratch_bytes)
-        lib[name](ctypes.byref(make(low.struct, low.params)), *args,
-                  ptr(np.ascontiguousarray(low.arrays["fw"], np.uint32)),
-                  ptr(np.ascontiguousarray(low.arrays["rq"], np.int32)), ptr(scratch), ptr(out))
-        assert untouched(scratch_full, scratch.size), f"{name} wrote past its {scratch.size} scratch bytes"
+        # blocked4_padded: the loop its call names (with the band or without), then the entry that tests band_w
+        names = (im2col.blocked4_padded_entry(low.params), name) if low.kernel is im2col.BLOCKED4_PADDED else (name,)
+        got = []
+        for name in names:
+            scratch, scratch_full = guarded(low.scratch_bytes)
+            lib[name](ctypes.byref(make(low.struct, low.params)), *args,
+                      ptr(np.ascontiguousarray(low.arrays["fw"], np.uint32)),
+                      ptr(np.ascontiguousarray(low.arrays["rq"], np.int32)), ptr(scratch), ptr(out))
+            assert untouched(scratch_full, scratch.size), f"{name} wrote past its {scratch.size} scratch bytes"
+            got.append(out.copy())
+        assert all(np.array_equal(g, got[0]) for g in got), f"{names} differ"
     assert untouched(out_full, out_size), f"{name} wrote past its output"
     return out.copy()
 
