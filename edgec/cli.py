@@ -30,7 +30,7 @@ def _quant_options(args):
                         sensitivity_samples=args.sensitivity_samples, auto_seconds=args.auto_seconds,
                         int16=_names(args.int16), weights=args.weights, int4=_names(args.int4),
                         max_accuracy_drop=args.max_accuracy_drop, min_sqnr=args.min_sqnr, rounding=args.rounding, val=args.val, state=_names(args.state),
-                        input_layout=args.input_layout)
+                        input_layout=args.input_layout, requantize=args.requantize)
 
 
 def _names(values) -> tuple[str, ...]:

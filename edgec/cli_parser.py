@@ -32,6 +32,10 @@ def add_quant_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--saturation", action=argparse.BooleanOptionalAction, default=None,
                    help="cut the input range of a saturating activation (Tanh, Sigmoid...) to where its function "
                         "moves; default: on when it measurably helps on held-out calibration samples")
+    p.add_argument("--requantize", choices=("tflite", "once"), default="tflite",
+                   help="how an int8 layer of a float model rounds its int32 sum to its output: 'tflite' "
+                        "(default: TFLite's multiplier and right shift, rounded twice where the shift is 1..10 "
+                        "bits) or 'once' (to the nearest level, as ONNX Runtime's INT8 and a QDQ file's layers do)")
     p.add_argument("--no-cache", action="store_true", help="recalibrate even if the statistics are cached")
     p.add_argument("--sensitivity-samples", type=argtypes.count(0), default=16,
                    help="calibration samples the per-layer sensitivity report uses (0: no report)")

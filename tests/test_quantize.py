@@ -32,7 +32,7 @@ def test_constant_zero_range_is_usable():
 def _fc_graph(weights, bias, act=(-math.inf, math.inf)):
     tensors = {"x": Tensor("x", (1, weights.shape[1]), "x"), "y": Tensor("y", (1, weights.shape[0]), "y")}
     op = Op("fully_connected", "fc", ("x",), "y", attrs={"weights": weights, "bias": bias, "act": act})
-    return Graph("g", tensors, (op,), "x", "y", (1, weights.shape[1]), (1, weights.shape[0]))
+    return Graph("g", tensors, (op,), "x", "y", (1, weights.shape[1]), output_onnx_shape=(1, weights.shape[0]))
 
 
 def test_per_channel_weights_and_bias():
@@ -50,6 +50,49 @@ def test_per_channel_weights_and_bias():
     for c in range(4):
         m, s = scheme.quantize_multiplier(s_in * w_scale[c] / g.tensors["y"].scale)
         assert (op.arrays["mult"][c], op.arrays["shift"][c]) == (m, s)
+
+
+def test_requantize_once_rounds_a_float_models_layer_to_the_nearest_level():
+    """--requantize once (ptq.one_rounding): a float model's fully connected (or convolution) layer whose multiplier
+    TFLite's form writes as a right shift of a few bits (here 0.0009 .. 0.002: shifts -8 .. -10, a convolution's
+    usual) rounds its int32 accumulator once, to the nearest output level, as ONNX Runtime's float requantization
+    of the same integers does. TFLite's normalized multiplier (the default) rounds the product to 31 - r fractional
+    bits and then again when shifting right by r, putting some outputs a level off the nearest (docs/corpus.md:
+    with one rounding timm_tinynet_e_96 and tv_mobilenet_v2_035_96_dynamo reach ONNX Runtime's INT8)."""
+    from edgec.quant import ptq, reference
+
+    rng = np.random.default_rng(11)
+    w = rng.standard_normal((64, 48)).astype(np.float32) * 0.1
+    b = rng.standard_normal(64).astype(np.float32) * 0.1
+    ranges = {"x": (-1.0, 1.0), "y": (-1.5, 1.5)}
+    g = quantize(ptq.one_rounding(_fc_graph(w, b)), ranges)
+    op, x_t, y_t = g.ops[0], g.tensors["x"], g.tensors["y"]
+    assert set(op.arrays["shift"].tolist()) == {0}            # shift 0 for every channel: nothing rounded twice
+    xq = rng.integers(-128, 128, (400, 48)).astype(np.int8)
+    acc = (xq.astype(np.int64) - x_t.zero_point) @ op.arrays["weights"].astype(np.int64).T + op.arrays["bias"]
+    exact = acc * (op.arrays["mult"].astype(np.float64) / 2.0 ** 31)     # the multiplier as stored, unrounded
+    nearest = np.clip(np.floor(exact + 0.5) + y_t.zero_point, -128, 127)
+    got = np.stack([reference.run(g, xq[i:i + 1]).reshape(-1) for i in range(len(xq))])
+    assert np.array_equal(got, nearest)
+    # the default: TFLite's normalized form for the same accumulators, some outputs a level off the nearest
+    t = quantize(_fc_graph(w, b), ranges)
+    assert set(t.ops[0].arrays["shift"].tolist()) <= {-8, -9, -10}
+    assert np.array_equal(t.ops[0].arrays["weights"], op.arrays["weights"])
+    twice = np.stack([reference.run(t, xq[i:i + 1]).reshape(-1) for i in range(len(xq))])
+    assert 0 < np.count_nonzero(twice != nearest) and np.all(np.abs(twice - nearest) <= 1)
+
+
+def test_requantize_option_is_checked_and_taken_from_the_command_line():
+    from edgec import cli
+    from edgec.errors import EdgecError
+    from edgec.quant import ptq
+
+    assert ptq.QuantOptions(requantize="once").checked().requantize == "once"
+    for flag, want in (([], "tflite"), (["--requantize", "once"], "once")):
+        args = cli.parser().parse_args(["calibrate", "m.onnx", "--calib", "c.npz", *flag])
+        assert cli._quant_options(args).requantize == want
+    with pytest.raises(EdgecError, match="--requantize 'twice'; use one of tflite, once"):
+        ptq.QuantOptions(requantize="twice").checked()
 
 
 def test_fused_relu6_becomes_a_clamp():

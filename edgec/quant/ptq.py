@@ -40,6 +40,7 @@ from edgec.quant.quantize import quantize
 from edgec.fixedpoint.scheme import dequantize, quantize_input
 from edgec.quant.ranges import METHODS
 
+REQUANTIZE = ("tflite", "once")    # --requantize: TFLite's normalized multiplier, or one rounding (one_rounding)
 AUTO_METHODS = ("auto", "auto-model")       # per tensor (from the best per-model method), per model
 ALL_METHODS = METHODS + AUTO_METHODS
 HOLDOUT = 32          # samples `auto` keeps aside (at most a quarter of the set)
@@ -69,6 +70,7 @@ class QuantOptions:
     val: str | None = None             # labelled data the budget is measured on (else the calibration held-out split)
     state: tuple[str, ...] = ()        # OUTPUT=INPUT: a state fed back, both quantized alike (edgec/ports.py)
     input_layout: str | None = None    # "nhwc": an NCHW model's C input channels-last (edgec/frontend/canonicalize.py)
+    requantize: str = "tflite"         # "once": every int8 layer rounds its accumulator once (one_rounding, below)
 
     @classmethod
     def plain(cls, **kw) -> QuantOptions:
@@ -88,6 +90,8 @@ class QuantOptions:
             raise EdgecError(f"unknown weight rounding '{o.rounding}'; use one of {', '.join(rounding.MODES)}")
         if o.bias_correction not in (False, None, *biascorr.VARIANTS):
             raise EdgecError(f"unknown bias correction '{o.bias_correction}'; use one of {', '.join(biascorr.VARIANTS)}")
+        if o.requantize not in REQUANTIZE:
+            raise EdgecError(f"unknown --requantize '{o.requantize}'; use one of {', '.join(REQUANTIZE)}")
         if not 50.0 < o.percentile <= 100.0:
             raise EdgecError(f"--percentile {o.percentile} is out of range; give a value in (50, 100], e.g. 99.99")
         if not (isinstance(o.sensitivity_samples, int) and o.sensitivity_samples >= 0):
@@ -176,6 +180,16 @@ def check_options(graph: Graph, options: QuantOptions) -> QuantOptions:
     return _checked(graph, options)[0]
 
 
+def one_rounding(graph: Graph) -> Graph:
+    """`graph` with every op marked to requantize once (op.attrs['one_rounding'], what a QDQ file's ops get): a
+    weighted int8 layer whose multiplier TFLite's form writes as a right shift of 1..10 bits gets shift 0 and
+    round(real * 2^31), so its int32 accumulator is rounded once, to the nearest output level, where TFLite's
+    MultiplyByQuantizedMultiplier rounds twice (scheme.quantize_multiplier_one_rounding; the same C calls and
+    kernels, a few % more instructions in the fast convolutions). docs/corpus.md measures it on the corpus."""
+    return graph.replace_ops([op.fresh(attrs={**op.attrs, "one_rounding": True}, params=op.params,
+                                       arrays=op.arrays) for op in graph.ops])
+
+
 def _checked(graph: Graph, options: QuantOptions):
     """(checked options, int16 layers, int4 layers, state pairs)."""
     options = options.checked()
@@ -196,6 +210,8 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
     the canonical `graph` as `options` say: the result holds a new, quantized graph (`graph` does not change).
     cache_dir: where calibration statistics are cached (Settings.calib_cache), None: not cached."""
     options, wide, four, states = _checked(graph, options)
+    if options.requantize == "once":
+        graph = one_rounding(graph)
     stream, held = samples, None
     if options.budgeted and options.val is None:   # the budget's held-out split
         keep = samples.n - min(accuracy_budget.HOLDOUT, samples.n // 4)
