@@ -174,22 +174,6 @@ def test_prelu_per_channel(tmp_path):
     _check(tmp_path, (1, 4, 5, 3), ts, [Node("PRELU", [0, 1], 2)], 2)
 
 
-def test_a_while_loop_is_named_with_what_to_do(tmp_path):
-    """Keras 3's LSTM / GRU without unroll=True is a WHILE loop through TFLiteConverter: named, with the way out."""
-    from edgec.errors import EdgecError
-
-    ts = [T((1, 4), [], [], F32), T((1, 4), [], [], F32), T((1, 4), [], [], F32)]
-    case = Case("while", ts, [Node("WHILE", [0], 1, ("WhileOptions", {"CondSubgraphIndex": 1, "BodySubgraphIndex": 2})),
-                              Node("RELU", [1], 2)], 0, 2)
-    case.subgraphs = 3
-    path = tmp_path / "m.tflite"
-    path.write_bytes(oracle.write(case))
-    with pytest.raises(EdgecError, match=r"WHILE \(operator #0: control flow; Keras 3's LSTM / GRU is a WHILE loop "
-                                         r"unless built with unroll=True\)") as e:
-        tflite_float.to_onnx(path)
-    assert "\n" not in str(e.value)
-
-
 def _one(kind, shape, out, extra=(), options=None, inputs=None):
     """(tensors after the input, nodes, output) of one operator: its input 0, then `extra` constants."""
     ts = [T(np.shape(v), [], [], I32 if np.asarray(v).dtype.kind == "i" else F32, data=np.asarray(v))

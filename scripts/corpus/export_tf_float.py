@@ -94,8 +94,16 @@ def l2norm(shape=(6, 6, 3)):
     return keras.Model(inp, L.Lambda(lambda t: tf.math.l2_normalize(t, axis=-1))(x))
 
 
+def rnn_while(cell, shape=(12, 5)):
+    """A Keras LSTM / GRU built without unroll=True, batch fixed to 1 (with batch None TFLiteConverter cannot lower
+    its tensor lists): a WHILE whose condition counts the 12 frames."""
+    inp = keras.Input(shape, batch_size=1)
+    return keras.Model(inp, L.Dense(3)(cell(8)(inp)))
+
+
 # a test fixture (tests/data/float_tflite/<name>.tflite and <name>_oracle.npz: 4 inputs, TF Lite's float outputs)
-FIXTURES = {"keras_parts_float32": parts, "keras_l2norm_float32": l2norm}
+FIXTURES = {"keras_parts_float32": parts, "keras_l2norm_float32": l2norm,
+            "keras_lstm_while_float32": lambda: rnn_while(L.LSTM), "keras_gru_while_float32": lambda: rnn_while(L.GRU)}
 
 # name: (kind, constructor, origin)
 MODELS = {
