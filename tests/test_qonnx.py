@@ -168,7 +168,7 @@ def test_what_cannot_be_represented_is_refused_in_one_line():
     assert "\n" not in line and line.startswith("m.onnx: node 'wide' (Quant): activation 'x' is quantized to 16 bits")
     for part in ("node 'computed' (Quant): its scale, zero point and bit width must be constants ('s_run'",
                  "node 'floor' (Quant): rounding_mode FLOOR is not supported",
-                 "node 'bipolar' (BipolarQuant, QONNX): not supported"):
+                 "node 'bipolar' (BipolarQuant): the 1-bit sign of activation 'floor' is not supported"):
         assert part in line, line
 
 
@@ -229,3 +229,45 @@ def test_asymmetric_weights_are_refused_as_in_a_qdq_file():
     with pytest.raises(EdgecError, match="the weights of 'mm' .MatMul. are asymmetric int8 weights"):
         loader.prepare(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
                                                                helper.make_opsetid(QONNX, 1)]), "m.onnx")
+
+
+def binary_weights_model() -> onnx.ModelProto:
+    """FINN's CNV w1a2 form: x -> Quant (int8) -> Conv (BipolarQuant weights, one scale per output channel) -> Relu
+    -> Quant (unsigned 4-bit): the graph's output."""
+    rng = np.random.default_rng(9)
+    w = rng.standard_normal((4, 2, 3, 3)).astype(np.float32)
+    w[0, 0, 0, 0] = 0.0                                  # 0 is +1 (QONNX's binary_quant: x >= 0)
+    inits = {"w": w, "s_w": np.array([0.02, 0.05, 0.03, 0.04], np.float32).reshape(4, 1, 1, 1),
+             "s_in": np.float32(S_IN), "s_a": np.float32(S_A1), "z0": np.float32(0), "b8": np.float32(8),
+             "b4": np.float32(4)}
+    nodes = [_quant("x", "s_in", "z0", "b8", "xq"),
+             helper.make_node("BipolarQuant", ["w", "s_w"], ["wq"], name="binary_w", domain=QONNX),
+             helper.make_node("Conv", ["xq", "wq"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             _quant("r", "s_a", "z0", "b4", "y", signed=0)]
+    graph = helper.make_graph(nodes, "qonnx_binary", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                                    [1, 2, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])],
+                              [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid(QONNX, 1)])
+    model.ir_version = 8
+    return model, w
+
+
+def test_bipolar_quant_weights_are_signs_times_the_files_scales(tmp_path):
+    """The weights are -1 / +1 (0 -> +1) with the file's per-channel scales; edgec's 4-bit output equals QONNX's
+    own run (qonnx_exec) but where TFLite's requantization and QONNX's float rounding part near a tie (one level);
+    the generated C is bit-exact with the reference."""
+    model, w = binary_weights_model()
+    path = tmp_path / "binary.onnx"
+    onnx.save(model, str(path))
+    graph = api.calibrate(path, data(16, 1)).graph
+    conv = next(op for op in graph.ops if op.kind == "conv2d")
+    np.testing.assert_array_equal(conv.arrays["weights"].transpose(0, 3, 1, 2), np.where(w >= 0, 1, -1))
+    x = data(8, 5)
+    want = run_qonnx(model, x)
+    got = np.concatenate([np.asarray(api.reference(graph, xi[None]).y, np.float32).reshape(want[:1].shape)
+                          for xi in x])
+    assert np.abs(got - want).max() <= S_A1 * 1.001, np.abs(got - want).max()
+    assert np.mean(got == want) > 0.95 and len(np.unique(want)) > 4
+    check_generated_c(graph, x, tmp_path / "c")

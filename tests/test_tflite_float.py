@@ -157,7 +157,7 @@ def test_operators_not_translated_are_named_at_once(tmp_path):
     ts = [T((1, 4, 4, 4), [], [], F32), T((1, 2, 2, 16), [], [], F32), T((1, 2, 2, 16), [], [], F32),
           T((1, 2, 2, 16), [], [], F32)]
     nodes = [Node("SPACE_TO_BATCH_ND", [0], 1),
-             Node("L2_NORMALIZATION", [1], 2, ("L2NormOptions", {"FusedActivationFunction": 0})),
+             Node("LOCAL_RESPONSE_NORMALIZATION", [1], 2),
              Node("RELU", [2], 3)]
     path = tmp_path / "m.tflite"
     path.write_bytes(oracle.write(Case("two", ts, nodes, 0, 3)))
@@ -165,7 +165,7 @@ def test_operators_not_translated_are_named_at_once(tmp_path):
         tflite_float.to_onnx(path)
     line = str(e.value)
     assert "\n" not in line and "2 operator(s)" in line, line
-    assert "SPACE_TO_BATCH_ND (operator #0)" in line and "L2_NORMALIZATION (operator #1)" in line, line
+    assert "SPACE_TO_BATCH_ND (operator #0)" in line and "LOCAL_RESPONSE_NORMALIZATION (operator #1)" in line, line
 
 
 def test_a_float_tflite_without_calibration_data_says_it_needs_one(tmp_path):

@@ -4,6 +4,8 @@ float interpreter on the same file; GELU's translation is the one node edgec's c
 (edgec/frontend/decomposed.py); and one built from a calibration set as edgec quantizes it."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import onnxruntime as ort
 import pytest
@@ -172,22 +174,6 @@ def test_prelu_per_channel(tmp_path):
     _check(tmp_path, (1, 4, 5, 3), ts, [Node("PRELU", [0, 1], 2)], 2)
 
 
-def test_a_while_loop_is_named_with_what_to_do(tmp_path):
-    """Keras 3's LSTM / GRU without unroll=True is a WHILE loop through TFLiteConverter: named, with the way out."""
-    from edgec.errors import EdgecError
-
-    ts = [T((1, 4), [], [], F32), T((1, 4), [], [], F32), T((1, 4), [], [], F32)]
-    case = Case("while", ts, [Node("WHILE", [0], 1, ("WhileOptions", {"CondSubgraphIndex": 1, "BodySubgraphIndex": 2})),
-                              Node("RELU", [1], 2)], 0, 2)
-    case.subgraphs = 3
-    path = tmp_path / "m.tflite"
-    path.write_bytes(oracle.write(case))
-    with pytest.raises(EdgecError, match=r"WHILE \(operator #0: control flow; Keras 3's LSTM / GRU is a WHILE loop "
-                                         r"unless built with unroll=True\)") as e:
-        tflite_float.to_onnx(path)
-    assert "\n" not in str(e.value)
-
-
 def _one(kind, shape, out, extra=(), options=None, inputs=None):
     """(tensors after the input, nodes, output) of one operator: its input 0, then `extra` constants."""
     ts = [T(np.shape(v), [], [], I32 if np.asarray(v).dtype.kind == "i" else F32, data=np.asarray(v))
@@ -252,3 +238,59 @@ def test_pow_by_a_constant_against_numpy(tmp_path):
     path.write_bytes(oracle.write(Case("pow", [T((1, 2, 3, 4), [], [], F32), *ts], nodes, 0, y)))
     x = np.abs(np.random.default_rng(3).standard_normal((3, 1, 2, 3, 4))).astype(np.float32) + 0.1
     assert np.allclose(_translated(path, x), np.power(x, e).reshape(3, -1), rtol=1e-5)
+
+
+def test_l2_normalization_against_tflite_micro(tmp_path):
+    """L2_NORMALIZATION over the last axis: an ONNX LpNormalization p=2, against TFLite Micro's float kernel."""
+    ts, nodes, y = _one("L2_NORMALIZATION", (1, 3, 4, 5), (1, 3, 4, 5), options=("L2NormOptions", {}))
+    _check(tmp_path, (1, 3, 4, 5), ts, nodes, y)
+
+
+def _keras_l2norm(tmp_path):
+    """tests/data/float_tflite/keras_l2norm_float32.tflite (scripts/corpus/export_tf_float.py: tf.math.l2_normalize
+    over a Conv2D's channels and over a Dense's outputs), its oracle, and its quantized graph from 32 inputs."""
+    from conftest import require
+
+    data = Path(__file__).parent / "data" / "float_tflite"
+    path = data / "keras_l2norm_float32.tflite"
+    require(path.exists(), str(path), "/work/venv-tf/bin/python scripts/corpus/export_tf_float.py --only "
+                                      "keras_l2norm_float32")
+    o = np.load(data / "keras_l2norm_float32_oracle.npz")
+    calib = np.random.default_rng(11).standard_normal((32, 6, 6, 3)).astype(np.float32)
+    return path, o, api.calibrate(path, calib)
+
+
+def test_keras_l2_normalize_builds_bit_exact_with_its_reference(tmp_path):
+    """The file's translation computes what TF Lite's interpreter computes; edgec quantizes it from a calibration
+    set into two `l2_norm` ops (TFLite's int8 kernel), its INT8 reference within 30 dB of TF Lite's float outputs,
+    and the generated C on the host equals the reference bit for bit."""
+    from conftest import check_generated_c
+
+    path, o, quant = _keras_l2norm(tmp_path)
+    got = _translated(path, o["x"][:, None])
+    assert np.abs(got - o["y"].reshape(len(got), -1)).max() < 1e-5
+    assert [op.kind for op in quant.graph.ops].count("l2_norm") == 2
+    want = o["y"].reshape(len(o["x"]), -1).astype(np.float64)
+    ref = np.stack([np.asarray(api.reference(quant, xi[None]).y, np.float64).reshape(-1) for xi in o["x"]])
+    sqnr = 10 * np.log10(np.sum(want ** 2) / np.sum((want - ref) ** 2))
+    assert sqnr > 30, sqnr
+    check_generated_c(quant.graph, o["x"][:, None], tmp_path)
+
+
+@pytest.mark.sweep        # ~15 s (the host C is checked in the default run, above)
+def test_keras_l2_normalize_on_cortex_m4_equals_its_reference(tmp_path):
+    """`edgec build --calib --board qemu-cortex-m4` and `edgec bench`: the device equals the reference on every
+    sample."""
+    import json
+
+    from conftest import edgec
+
+    path, o, _ = _keras_l2norm(tmp_path)
+    np.savez(tmp_path / "calib.npz", x=np.random.default_rng(11).standard_normal((32, 6, 6, 3)).astype(np.float32))
+    np.savez(tmp_path / "x.npz", x=o["x"])
+    proc = edgec("build", path, "--calib", tmp_path / "calib.npz", "--board", "qemu-cortex-m4", "-o", tmp_path / "b")
+    assert proc.returncode == 0, proc.stderr
+    proc = edgec("bench", tmp_path / "b", "--data", tmp_path / "x.npz", "--json", "-", "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert r["agreement"]["device_vs_reference"] == 1.0 and r["samples"] == len(o["x"])

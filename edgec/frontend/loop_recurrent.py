@@ -24,7 +24,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from edgec.frontend.unroll import MAX_TRIPS, evaluate_node
+from edgec.frontend.unroll import MAX_TRIPS, evaluate_node, rewrite_loops
 
 
 class _NoMatch(Exception):
@@ -34,10 +34,6 @@ class _NoMatch(Exception):
 def recognise_loops(model: onnx.ModelProto) -> onnx.ModelProto | None:
     """`model` with every tf2onnx GRU / LSTM Loop written as an ONNX GRU / LSTM node, or None if it has none."""
     g = model.graph
-    if not any(n.op_type == "Loop" and n.domain in ("", "ai.onnx") for n in g.node):
-        return None
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
-    consts = {i.name: numpy_helper.to_array(i) for i in g.initializer}
     shapes = _shapes(g)
     readers: dict = {}
     for n in g.node:
@@ -45,29 +41,16 @@ def recognise_loops(model: onnx.ModelProto) -> onnx.ModelProto | None:
             readers.setdefault(i, []).append(n)
     for o in g.output:
         readers.setdefault(o.name, []).append(None)
-    nodes, added, changed, swaps = [], {}, False, {}
-    for n in g.node:
-        written = swaps.get(id(n))
-        if n.op_type == "Loop" and n.domain in ("", "ai.onnx"):
-            try:
-                found: dict = {}
-                written = _Match(n, consts, shapes, opset).replacement(added, readers, found)
-                swaps.update(found)
-            except (_NoMatch, ValueError, TypeError, IndexError, KeyError, StopIteration, AttributeError):
-                written = None
-        if written is None:
-            nodes.append(n)
-        else:
-            nodes.extend(written)
-            changed = True
-    if not changed:
-        return None
-    out = onnx.ModelProto.FromString(model.SerializeToString())
-    del out.graph.node[:]
-    out.graph.node.extend(nodes)
-    out.graph.initializer.extend(numpy_helper.from_array(np.asarray(v), k) for k, v in added.items())
-    del out.graph.value_info[:]
-    return out
+
+    def rewrite(n, k, consts, opset, added, swaps):
+        try:
+            found: dict = {}
+            written = _Match(n, consts, shapes, opset).replacement(added, readers, found)
+        except (_NoMatch, ValueError, TypeError, IndexError, KeyError, StopIteration, AttributeError):
+            return None
+        swaps.update(found)
+        return written
+    return rewrite_loops(model, rewrite)
 
 
 def _shapes(g) -> dict:

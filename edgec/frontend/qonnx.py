@@ -16,10 +16,13 @@ with qmin/qmax the bit width's integer range (signed: [-2^(b-1), 2^(b-1) - 1], n
   [(qmin - z) s, (qmax - z) s] (grid points, so the clamp is the integer clamp) and the grid again
   (QuantizeLinear -> DequantizeLinear), which edgec applies as the producing op's requantization clamp.
 
+BipolarQuant(x, scale) = (x >= 0 ? 1 : -1) * scale on constant weights (Brevitas/FINN's binary weights, e.g. CNV
+w1a2): int8 -1 / +1 read by a DequantizeLinear with the file's scale, as a Quant's weights.
+
 Refused, every node in one error: activations wider than 8 bits, widths below 2 (BipolarQuant's domain), scales,
 zero points or widths computed in the graph, non-integer zero points or widths, rounding modes other than ROUND,
-a per-channel activation scale with a narrower range, and QONNX's other operators (BipolarQuant, Trunc,
-MultiThreshold...). What differs from QONNX's float execution on activations: edgec requantizes in TFLite's integer
+a per-channel activation scale with a narrower range, BipolarQuant of an activation, and QONNX's other operators
+(Trunc, MultiThreshold...). What differs from QONNX's float execution on activations: edgec requantizes in TFLite's integer
 arithmetic (docs/models.md, *Reference semantics of a QDQ file*), not float round half to even of x/s + z.
 """
 from __future__ import annotations
@@ -35,6 +38,7 @@ from edgec.errors import EdgecError
 DOMAINS = ("qonnx.custom_op.general", "finn.custom_op.general", "", "ai.onnx")
 QONNX_DOMAINS = ("qonnx.custom_op.general", "finn.custom_op.general")
 QUANT = "Quant"
+BIPOLAR = "BipolarQuant"
 META = "edgec.qonnx"        # (a key in the ONNX metadata: {"activations": n, "constants": n} Quant nodes rewritten)
 
 
@@ -69,6 +73,16 @@ def to_qdq(model: onnx.ModelProto, where="model") -> onnx.ModelProto:
     nodes, inits, problems = [], [], []
     counts = {"activations": 0, "constants": 0}
     for n in g.node:
+        if n.op_type == BIPOLAR and n.domain in DOMAINS:
+            try:
+                new_nodes, new_inits = _bipolar(n, consts)
+            except EdgecError as e:
+                problems.append(str(e))
+                continue
+            nodes += new_nodes
+            inits += new_inits
+            counts["constants"] += 1
+            continue
         if n.domain in QONNX_DOMAINS and n.op_type != QUANT:
             problems.append(f"node '{n.name}' ({n.op_type}, QONNX): not supported (edgec takes QONNX's Quant)")
             continue
@@ -207,6 +221,29 @@ def _rewrite(n, consts) -> tuple[list, list]:
                                    name=f"{base}__requantize"),
                   helper.make_node("DequantizeLinear", [f"{base}__q2", sname, zname], [y], name=f"{base}__regrid")]
     return nodes, inits
+
+
+def _bipolar(n, consts) -> tuple[list, list]:
+    """BipolarQuant(x, scale) = (x >= 0 ? 1 : -1) * scale (QONNX's binary_quant) of constant weights: int8 -1 / +1
+    read by a DequantizeLinear with the file's scale (per tensor or per channel), as a Quant's weights."""
+    what = f"node '{n.name}' (BipolarQuant)"
+    if len(n.input) != 2 or n.input[1] not in consts:
+        raise EdgecError(f"{what}: takes 2 inputs (x, scale), its scale a constant")
+    x, y = n.input
+    if x not in consts:
+        raise EdgecError(f"{what}: the 1-bit sign of activation '{x}' is not supported (edgec takes BipolarQuant on "
+                         "constant weights)")
+    s = np.asarray(consts[n.input[1]], np.float32)
+    if not np.all(s > 0) or not np.all(np.isfinite(s)):
+        raise EdgecError(f"{what}: its scales must be positive")
+    w = np.asarray(consts[x], np.float32)
+    s1, z1, axis = _axis(n, s, np.zeros_like(s), w.ndim)
+    y = n.output[0]
+    names = [f"{y}__q", f"{y}__scale", f"{y}__zero_point"]
+    inits = [numpy_helper.from_array(np.where(w >= 0, 1, -1).astype(np.int8), names[0]),
+             numpy_helper.from_array(s1, names[1]), numpy_helper.from_array(z1.astype(np.int8), names[2])]
+    kw = {} if axis is None else {"axis": axis}
+    return [helper.make_node("DequantizeLinear", names, [y], name=n.name or y, **kw)], inits
 
 
 def _rank_hint(s: np.ndarray, z: np.ndarray) -> int | None:

@@ -29,12 +29,11 @@ from onnx import TensorProto, helper, numpy_helper
 
 from edgec.errors import EdgecError
 from edgec.frontend import tflite_file
-from edgec.frontend import tflite_float_movement, tflite_float_ops
+from edgec.frontend import tflite_float_movement, tflite_float_ops, tflite_float_while
 from edgec.frontend.tflite_float_ops import TO_NCHW, TO_NHWC, Untranslatable
 
-OPS = {**tflite_float_ops.OPS, **tflite_float_movement.OPS}
+OPS = {**tflite_float_ops.OPS, **tflite_float_movement.OPS, "WHILE": tflite_float_while.while_loop}
 UNTRANSLATED = {     # why, where the operator says it (named with it)
-    "WHILE": "control flow; Keras 3's LSTM / GRU is a WHILE loop unless built with unroll=True",
     "IF": "control flow"}
 
 OPSET = 13
@@ -99,6 +98,7 @@ class Translator:
         #                                                   integer computed at build time (tflite_float_movement.fold)
         self.shapes: dict[int, tuple[int, ...]] = {}      # the real shape where the file holds a placeholder
         self.used: set[str] = set()
+        self.ops: dict = {}                               # the translations (run sets them)
 
     # ---- the file --------------------------------------------------------------------------------
     def op_name(self, op) -> str:
@@ -261,6 +261,7 @@ class Translator:
 
     def run(self, ops: dict) -> onnx.ModelProto:
         sg, graph_inputs = self.sg, []
+        self.ops = ops                # (a WHILE's body is translated with them too: tflite_float_while.py)
         for k in sg.InputsAsNumpy():
             k = int(k)
             t = sg.Tensors(k)

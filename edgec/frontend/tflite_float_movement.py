@@ -232,6 +232,10 @@ FOLD = {
     "TILE": lambda tx, op, v: np.tile(v[0], v[1].reshape(-1)),
     "BROADCAST_TO": lambda tx, op, v: np.broadcast_to(v[0], v[1].reshape(-1)),
     "TRANSPOSE": lambda tx, op, v: np.transpose(v[0], v[1].reshape(-1)),
+    # a WHILE's condition on its counters (tflite_float_while.py)
+    "LESS": _binary(np.less), "LESS_EQUAL": _binary(np.less_equal), "GREATER": _binary(np.greater),
+    "GREATER_EQUAL": _binary(np.greater_equal), "EQUAL": _binary(np.equal), "NOT_EQUAL": _binary(np.not_equal),
+    "LOGICAL_AND": _binary(np.logical_and), "LOGICAL_OR": _binary(np.logical_or),
 }
 
 

@@ -265,6 +265,15 @@ def softmax(tx, op):
     tx.set(y_k, tx.node("Softmax", [x], base, axis=-1), shape=tx.shape(x_k))
 
 
+def l2_normalization(tx, op):
+    """L2_NORMALIZATION (over the last axis): an ONNX LpNormalization p=2 (TF Lite's float kernel also keeps the
+    norm above 1e-6; the two differ only on a row of all but zeros), then its fused activation."""
+    x_k, y_k = _ins(op)[0], _out(op)
+    o, base = tx.options(op, "L2NormOptions"), tx.tname(y_k)
+    y = tx.node("LpNormalization", [tx.value(x_k)], base, axis=-1, p=2)
+    tx.set(y_k, _fused(tx, y, o.FusedActivationFunction() if o is not None else 0, base), shape=tx.shape(x_k))
+
+
 def concat(tx, op):
     o = tx.options(op, "ConcatenationOptions")
     ins, y_k = [k for k in _ins(op) if k >= 0], _out(op)
@@ -401,4 +410,5 @@ OPS = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": conv, "AVERAGE_POOL_2D": pool, "MAX
        "REDUCE_MAX": mean, "REDUCE_MIN": mean, "SOFTMAX": softmax, "CONCATENATION": concat, "PAD": pad,
        "PADV2": pad, "MIRROR_PAD": pad, "TRANSPOSE": transpose, "SPACE_TO_DEPTH": blocks, "DEPTH_TO_SPACE": blocks,
        "LOG_SOFTMAX": log_softmax, "ADD_N": add_n, "CUMSUM": cumsum, "BATCH_MATMUL": batch_matmul, "RESIZE_BILINEAR": resize,
-       "RESIZE_NEAREST_NEIGHBOR": resize, "GELU": gelu, "TRANSPOSE_CONV": transpose_conv, "PRELU": prelu, "UNIDIRECTIONAL_SEQUENCE_LSTM": sequence_lstm}
+       "RESIZE_NEAREST_NEIGHBOR": resize, "GELU": gelu, "TRANSPOSE_CONV": transpose_conv, "PRELU": prelu, "UNIDIRECTIONAL_SEQUENCE_LSTM": sequence_lstm,
+       "L2_NORMALIZATION": l2_normalization}

@@ -26,17 +26,34 @@ MAX_TRIPS = 4096
 
 def unroll_loops(model: onnx.ModelProto) -> onnx.ModelProto | None:
     """`model` with every Loop it can unroll written out, or None if it has none."""
+    def rewrite(n, k, consts, opset, added, swaps):
+        try:
+            return _unroll(n, k, consts, opset)
+        except (ValueError, TypeError, IndexError, KeyError):   # a malformed Loop: the canonicalizer names it
+            return None
+    return rewrite_loops(model, rewrite)
+
+
+def is_loop(n: onnx.NodeProto) -> bool:
+    return n.op_type == "Loop" and n.domain in ("", "ai.onnx")
+
+
+def rewrite_loops(model: onnx.ModelProto, rewrite) -> onnx.ModelProto | None:
+    """The walk both Loop rewriters share: `model` with each Loop node `n` (the k-th node) replaced by the nodes
+    `rewrite(n, k, consts, opset, added, swaps)` returns (None: left as it is), or None if nothing changed.
+    `consts` holds the initializers' values (a rewriter may add the values it evaluates, seen by the Loops after
+    it), `added` the new constants a rewriter writes, `swaps` the nodes to put in place of a later node (by id).
+    New constants read by a node or a graph output become initializers."""
     g = model.graph
-    if not any(n.op_type == "Loop" and n.domain in ("", "ai.onnx") for n in g.node):
+    if not any(is_loop(n) for n in g.node):
         return None
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
     consts = {i.name: numpy_helper.to_array(i) for i in g.initializer}
-    nodes, changed = [], False
+    nodes, added, swaps, changed = [], {}, {}, False
     for k, n in enumerate(g.node):
-        try:
-            written = _unroll(n, k, consts, opset) if n.op_type == "Loop" and n.domain in ("", "ai.onnx") else None
-        except (ValueError, TypeError, IndexError, KeyError):   # a malformed Loop: the canonicalizer names it
-            written = None
+        written = swaps.get(id(n))
+        if is_loop(n):
+            written = rewrite(n, k, consts, opset, added, swaps)
         if written is None:
             nodes.append(n)
         else:
@@ -49,8 +66,8 @@ def unroll_loops(model: onnx.ModelProto) -> onnx.ModelProto | None:
     have = {i.name for i in g.initializer}
     del out.graph.node[:]
     out.graph.node.extend(nodes)
-    out.graph.initializer.extend(numpy_helper.from_array(np.asarray(v), name) for name, v in consts.items()
-                                 if name in used and name not in have)
+    out.graph.initializer.extend(numpy_helper.from_array(np.asarray(v), name)
+                                 for name, v in {**consts, **added}.items() if name in used and name not in have)
     del out.graph.value_info[:]
     return out
 

@@ -239,7 +239,28 @@ def import_instance_norm(cx, node):
                            scale.copy(), bias.copy())
 
 
-ONNX = {"LayerNormalization": import_layer_norm, "InstanceNormalization": import_instance_norm}
+def import_lp_norm(cx, node):
+    """LpNormalization p=2: the `l2_norm` op over its axis, the values' physical order made to end with it (TFLite's
+    int8 L2_NORMALIZATION: the output in 1/128, zero point 0; a float .tflite's L2_NORMALIZATION is one)."""
+    x, y = node.input[0], node.output[0]
+    shape = cx.shape(x, node)
+    axis = int(cx.attr(node, "axis", -1))
+    if int(cx.attr(node, "p", 2)) != 2 or not shape or not -len(shape) <= axis < len(shape):
+        raise node_error(node, "LpNormalization is supported with p=2 only (an L2 norm)")
+    axis %= len(shape)
+    cols = int(shape[axis])
+    if cols > L2_MAX_COLS:
+        raise node_error(node, f"{cols} values per row: their int32 sum of squares could overflow")
+    tensor, perm = cx.activation(x, node)
+    if perm[-1] != axis:                    # each row's values must lie together
+        perm = tuple(k for k in range(len(shape)) if k != axis) + (axis,)
+        tensor = cx.as_layout(x, perm, node)
+    out = cx.new_tensor(y, cx.graph.tensors[tensor].shape, y)
+    cx.emit("l2_norm", node, [tensor], out, rows=int(np.prod(shape, dtype=np.int64)) // cols, cols=cols)
+    cx.values[y] = (out, perm)
+
+
+ONNX = {"LayerNormalization": import_layer_norm, "InstanceNormalization": import_instance_norm, "LpNormalization": import_lp_norm}
 TAKES_WHOLE = {"LayerNormalization": takes_whole}
 
 

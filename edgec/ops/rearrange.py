@@ -191,9 +191,24 @@ def import_space_to_depth(cx, node):
 
 
 OPS: list = []      # no kind of its own: what it imports becomes remaps and views
+def import_reverse_sequence(cx, node):
+    """ReverseSequence (tf2onnx's tf.reverse in a Keras Bidirectional): the first L steps along time_axis reversed,
+    one constant L for every batch row (always so with a batch of 1): one remap; other lengths are named."""
+    x, shape = node.input[0], cx.shape(node.input[0], node)
+    time, batch = int(cx.attr(node, "time_axis", 0)), int(cx.attr(node, "batch_axis", 1))
+    lens = np.asarray(cx.const_input(node, 1), np.int64).reshape(-1)
+    if lens.size != shape[batch] or np.any(lens != lens[0]) or not 0 <= lens[0] <= shape[time] or time == batch:
+        raise node_error(node, f"ReverseSequence with sequence_lens {lens.tolist()[:8]}: only one length for every "
+                               f"batch row (0 to {shape[time]}) is supported (export with a batch of 1)")
+    fns = [(lambda m: np.arange(m)) for _ in shape]
+    fns[time] = lambda m, n=int(lens[0]): np.where(np.arange(m) < n, n - 1 - np.arange(m), np.arange(m))
+    movement.remap_axes(cx, node, x, node.output[0], fns)
+
+
 ONNX = {
     "Slice": import_slice, "Pad": import_pad, "Gather": import_gather, "Tile": import_tile, "Expand": import_expand,
     "DepthToSpace": import_depth_to_space, "SpaceToDepth": import_space_to_depth,
+    "ReverseSequence": import_reverse_sequence,
 }
 
 

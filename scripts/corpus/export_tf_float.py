@@ -17,7 +17,7 @@ scripts/corpus/float_tflite_vs_converter.py compares edgec's INT8 with.
 
 MODELS go into the corpus (tests/corpus/<name>/model.tflite, manifest format tflite-float); MEASURED only into
 --compare DIR (the other layer kinds, measured for docs/tflite-operators.md); FIXTURES into tests/data/float_tflite
-(tests/test_tflite_float_movement.py).
+(tests/test_tflite_float_movement.py, tests/test_tflite_float_ops.py).
 """
 from __future__ import annotations
 
@@ -85,8 +85,25 @@ def parts(shape=(6, 8, 4)):
     return keras.Model(inp, Parts()(inp))
 
 
+def l2norm(shape=(6, 6, 3)):
+    """tf.math.l2_normalize (TFLiteConverter: L2_NORMALIZATION) over the channels of a 4-D value and of a Dense's."""
+    inp = keras.Input(shape)
+    x = L.Conv2D(8, 3, padding="same", activation="relu")(inp)
+    x = L.Lambda(lambda t: tf.math.l2_normalize(t, axis=-1))(x)
+    x = L.Dense(6)(L.GlobalAveragePooling2D()(x))
+    return keras.Model(inp, L.Lambda(lambda t: tf.math.l2_normalize(t, axis=-1))(x))
+
+
+def rnn_while(cell, shape=(12, 5)):
+    """A Keras LSTM / GRU built without unroll=True, batch fixed to 1 (with batch None TFLiteConverter cannot lower
+    its tensor lists): a WHILE whose condition counts the 12 frames."""
+    inp = keras.Input(shape, batch_size=1)
+    return keras.Model(inp, L.Dense(3)(cell(8)(inp)))
+
+
 # a test fixture (tests/data/float_tflite/<name>.tflite and <name>_oracle.npz: 4 inputs, TF Lite's float outputs)
-FIXTURES = {"keras_parts_float32": parts}
+FIXTURES = {"keras_parts_float32": parts, "keras_l2norm_float32": l2norm,
+            "keras_lstm_while_float32": lambda: rnn_while(L.LSTM), "keras_gru_while_float32": lambda: rnn_while(L.GRU)}
 
 # name: (kind, constructor, origin)
 MODELS = {

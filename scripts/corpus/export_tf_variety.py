@@ -3,7 +3,7 @@ output with two outputs and a Keras Reshape left with batch None (a run-time SHA
 subgraph), a float .tflite (TFLiteConverter without quantization: edgec quantizes it from calib.npz) of a
 convolutional GRU, a non-square int8 autoencoder with Conv2DTranspose, bilinear UpSampling2D and a skip
 Concatenate, and tf2onnx files with their batch axis left dynamic (NHWC input, opset 18) of a Keras 3 GRU and LSTM, which
-tf2onnx writes as ONNX Loops. Random (seeded)
+tf2onnx writes as ONNX Loops (and a Bidirectional GRU, batch 1: a ReverseSequence before the backward Loop). Random (seeded)
 weights, BatchNorm statistics from the calibration inputs, as export_tf.py (whose helpers these reuse).
 
     /work/venv-tf/bin/python scripts/corpus/export_tf_variety.py [--only NAME ...]
@@ -69,6 +69,16 @@ def lstm_har(shape=(32, 6), classes=6):
     return keras.Model(inp, L.Softmax()(L.Dense(classes)(x)))
 
 
+def bigru_kws(shape=(49, 10, 1), classes=12):
+    """gru_kws with a Keras Bidirectional GRU: tf2onnx reverses the backward half's input with a ReverseSequence
+    (its go_backwards), then both halves are Loops."""
+    x = inp = keras.Input(shape)
+    x = L.ReLU()(L.BatchNormalization()(L.Conv2D(8, 3, padding="same")(x)))
+    x = L.Reshape((shape[0], 8 * shape[1]))(x)
+    x = L.Bidirectional(L.GRU(16))(x)
+    return keras.Model(inp, L.Softmax()(L.Dense(classes)(x)))
+
+
 # name: (kind, constructor, exporter: "uint8" / "float" / "int8" (.tflite) or "tf2onnx-batch-none" / "-batch-1")
 MODELS = {
     "keras_uint8_two_head_har": ("har", two_head_har, "uint8"),
@@ -77,6 +87,7 @@ MODELS = {
     "tf2onnx_gru_kws_batch_none": ("kws", gru_kws, "tf2onnx-batch-none"),
     "tf2onnx_lstm_har_batch_none": ("har", lstm_har, "tf2onnx-batch-none"),    # tf2onnx writes an ONNX LSTM
     "tf2onnx_lstm_har_batch_1": ("har", lstm_har, "tf2onnx-batch-1"),          # the same network: a Loop
+    "tf2onnx_bigru_kws_batch_1": ("kws", bigru_kws, "tf2onnx-batch-1"),        # ReverseSequence, two Loops
 }
 # Tried, not in the corpus: keras_float_crnn_kws (crnn_kws as a float .tflite) is refused: edgec cannot translate
 # the float UNPACK, SPLIT and STRIDED_SLICE of the unrolled GRU to quantize it (and so has no oracle).

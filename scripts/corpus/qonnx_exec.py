@@ -6,6 +6,7 @@ QONNX repository's custom-op documentation, and its quant.py), independently of 
     q = round(clip(x / scale + zero_point, qmin, qmax)),   y = (q - zero_point) * scale
     signed: qmin = -2^(b-1) (+1 if narrow), qmax = 2^(b-1) - 1;  unsigned: qmin = 0, qmax = 2^b - 1 (-1 if narrow)
     rounding_mode ROUND: half to even (np.round); CEIL, FLOOR as named.
+    BipolarQuant(x, scale) = (x >= 0 ? 1 : -1) * scale (QONNX's binary_quant).
 
 ONNX Runtime cannot run these files (no kernel for Quant); scripts/corpus/oracles.py uses this as their oracle.
 """
@@ -41,6 +42,15 @@ def _op(domain: str):
     return Quant
 
 
+def _bipolar_op(domain: str):
+    class BipolarQuant(OpRun):      # QONNX's binary_quant: the sign (0 counts as +1) times the scale
+        op_domain = domain
+
+        def _run(self, x, scale):
+            return ((np.where(x >= 0, 1.0, -1.0) * scale).astype(x.dtype),)
+    return BipolarQuant
+
+
 def is_qonnx(path_or_model) -> bool:
     m = onnx.load(str(path_or_model)) if not isinstance(path_or_model, onnx.ModelProto) else path_or_model
     return any(n.op_type == "Quant" and n.domain in QONNX_DOMAINS for n in m.graph.node)
@@ -49,4 +59,4 @@ def is_qonnx(path_or_model) -> bool:
 def session(path_or_model) -> ReferenceEvaluator:
     """An evaluator of the model: .run(None, {input: x}) as ONNX Runtime's session."""
     m = onnx.load(str(path_or_model)) if not isinstance(path_or_model, onnx.ModelProto) else path_or_model
-    return ReferenceEvaluator(m, new_ops=[_op(d) for d in QONNX_DOMAINS])
+    return ReferenceEvaluator(m, new_ops=[_op(d) for d in QONNX_DOMAINS] + [_bipolar_op(d) for d in QONNX_DOMAINS])
