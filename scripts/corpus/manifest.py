@@ -18,6 +18,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus"
+# the exporters run in their own environments (/work/venv-tf, torch's), where edgec is not installed: this
+# checkout's edgec is the one that reads a file's format (file_format)
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))
 MANIFEST = CORPUS / "manifest.json"
 KINDS = ("classification", "regression", "kws", "audio-events", "har", "anomaly", "detection", "sequence", "transformer")
 
