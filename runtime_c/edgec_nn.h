@@ -560,9 +560,11 @@ void edgec_layer_norm_s8(const edgec_layer_norm_params *p, const int8_t *input, 
                          const int32_t *beta, int8_t *output);
 
 /* TFLite's L2_NORMALIZATION over the last axis of [rows][cols]: each x - input_zp times TFLite's inverse square
- * root of the row's sum of squares (GetInvSqrtQuantizedMultiplierExp), output in 1/128 with zero point 0. */
+ * root of the row's sum of squares (GetInvSqrtQuantizedMultiplierExp), output in 1/128 with zero point 0. With
+ * out_mult (an ONNX model's calibrated output grid): the normalized value with 15 fraction bits, requantized by
+ * out_mult / out_shift, plus output_zp. */
 typedef struct {
-    int32_t rows, cols, input_zp;
+    int32_t rows, cols, input_zp, out_mult, out_shift, output_zp;
 } edgec_l2_norm_params;
 void edgec_l2_norm_s8(const edgec_l2_norm_params *p, const int8_t *input, int8_t *output);
 

@@ -108,7 +108,14 @@ void edgec_l2_norm_s8(const edgec_l2_norm_params *p, const int8_t *input, int8_t
         edgec_inv_sqrt(acc, &mult, &shift);
         for (c = 0; c < p->cols; ++c) {
             const int32_t d = (int32_t)row[c] - p->input_zp;
-            output[r * p->cols + c] = (int8_t)edgec_clamp(edgec_requantize(d, mult, shift + 7), -128, 127);
+            int32_t y;
+            if (p->out_mult) {
+                const int32_t n = edgec_requantize(d, mult, shift + 15);
+                y = p->output_zp + edgec_requantize(n, p->out_mult, p->out_shift);
+            } else {
+                y = edgec_requantize(d, mult, shift + 7);
+            }
+            output[r * p->cols + c] = (int8_t)edgec_clamp(y, -128, 127);
         }
     }
 }

@@ -240,3 +240,64 @@ def test_torchscript_exports_build_the_one_node_model():
         x = scheme.quantize_input(graph.tensors[graph.input], load_dataset(folder / "test.npz", graph.input_onnx_shape).x[:8])
         runs[name] = np.stack([reference.run(graph, q) for q in x])
     assert np.array_equal(runs["encoder_bf_torchscript"], runs["encoder_bf_torchscript_opset14"])
+
+
+def _normalize(form="reducel2", axis=-1, low=1e-12, high=None, opset=19):
+    """x [1, 3, D] -> MatMul w -> h -> x / max(||h||, low) over `axis` as exporters write F.normalize -> MatMul w2."""
+    consts = {"axes": np.array([axis], np.int64), "low": low}
+    if form == "reducel2":              # torch.onnx TorchScript: ReduceL2 (axes an input from opset 18), Clip, Expand
+        nodes = [_node("ReduceL2", ["h", "axes"] if opset >= 18 else ["h"], "n", keepdims=1,
+                       **({} if opset >= 18 else {"axes": [axis]})),
+                 _node("Clip", ["n", "low"] + (["high"] if high is not None else []), "c"),
+                 _node("Shape", ["h"], "s"), _node("Expand", ["c", "s"], "e"), _node("Div", ["h", "e"], "y")]
+    else:                               # by hand: Pow 2 (or x * x), ReduceSum, Sqrt, Max with eps
+        nodes = [_node("Pow", ["h", "two"], "sq") if form == "pow" else _node("Mul", ["h", "h"], "sq"),
+                 _node("ReduceSum", ["sq", "axes"], "ss", keepdims=1), _node("Sqrt", ["ss"], "n"),
+                 _node("Max", ["n", "low"], "c"), _node("Div", ["h", "c"], "y")]
+        consts["two"] = 2.0
+    if high is not None:
+        consts["high"] = high
+    return _model(nodes, "y", consts, opset=opset)
+
+
+def _loaded(model, tmp_path):
+    from conftest import save
+    return loader.load_model(save(model, tmp_path))      # ReduceL2 as edgec reads it: its ONNX function body
+
+
+@pytest.mark.parametrize("form,opset", [("reducel2", 19), ("reducel2", 13), ("pow", 13), ("mul", 13)])
+def test_decomposed_l2_normalize_is_one_op(form, opset, tmp_path):
+    """PyTorch's F.normalize as TorchScript writes it (ReduceL2, expanded to Mul / ReduceSum / Cast / Sqrt /
+    CastLike when read, Clip, Shape, Expand, Div) and by hand: one l2_norm op computing what onnxruntime does."""
+    model = _normalize(form, opset=opset)
+    graph, kinds = _kinds(_loaded(model, tmp_path))
+    assert kinds == ["fully_connected_rows", "l2_norm", "fully_connected_rows"], kinds
+    _same_as_onnxruntime(model, graph)
+
+
+@pytest.mark.parametrize("miss", [dict(axis=1), dict(low=0.1), dict(high=10.0)])
+def test_l2_normalize_near_misses_stay(miss, tmp_path):
+    """Over another axis, with an epsilon that changes small rows, or with a Clip max: left as the nodes are."""
+    model = _normalize(**miss)
+    graph, kinds = _kinds(_loaded(model, tmp_path))
+    assert "l2_norm" not in kinds
+    _same_as_onnxruntime(model, graph)
+
+
+def test_an_onnx_l2_norm_takes_its_calibrated_grid(tmp_path):
+    """The ONNX l2_norm's output on its calibrated grid, not TFLite's 1/128 (a 24-value unit vector's components are
+    far below 1): closer to float than the 1/128 grid, and the generated C bit-exact with the reference."""
+    from conftest import check_generated_c, save
+
+    path = save(_normalize(), tmp_path)
+    rng = np.random.default_rng(4)
+    calib, x = (rng.normal(size=(n, 3, D)).astype(np.float32) for n in (16, 8))
+    quant = api.calibrate(path, calib)
+    norm = next(op for op in quant.graph.ops if op.kind == "l2_norm")
+    out = quant.graph.tensors[norm.output]
+    assert out.scale < 1.0 / 128 and norm.params["out_mult"], (out.scale, norm.params)
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x[:1]})[0]
+    got = np.asarray(api.reference(quant, x[:1]).y, np.float64).reshape(want.shape)
+    assert 10 * np.log10(np.sum(want ** 2) / np.sum((want - got) ** 2)) > 30
+    (tmp_path / "c").mkdir()
+    check_generated_c(quant.graph, x, tmp_path / "c")

@@ -18,6 +18,12 @@
   and std (each read by nothing else), with scalar or last-axis constants; it is taken when, evaluated on random
   rows, it is (x - mean) / std * gamma + beta (gamma and beta read off it), so a gamma along another axis, a sign
   slip or an intermediate read elsewhere leaves the nodes as they are.
+- L2 normalization: PyTorch's `F.normalize(x, dim=-1)` is `Div(x, Expand(Clip(ReduceL2(x), min=eps), Shape(x)))`
+  (ReduceL2 perhaps already written as its ONNX function body `Mul(x, x) -> ReduceSum -> Cast -> Sqrt -> CastLike`,
+  edgec/frontend/functions.py, or by hand as `Sqrt(ReduceSum(Pow(x, 2)))`), the reduction over the last axis with
+  keepdims, the Clip (or Max with a scalar) and the Expand optional: one `LpNormalization` (p 2, the last axis),
+  TFLite's int8 L2_NORMALIZATION (edgec/ops/norm.py `l2_norm`), whose output grid is fixed at 1/128. Run as they are,
+  the squares, their sum, the root and the division each round to int8 on its own grid.
 
 `fuse(...)` returns the nodes to canonicalize: the model's, with each recognized subgraph replaced by its one node,
 placed where its last node was (its input is computed before its first). The ONNX model itself is unchanged
@@ -316,6 +322,102 @@ def _layer_norm_at(g: _Nodes, k: int, opset: int):
     return found
 
 
+# ---- L2 normalization ---------------------------------------------------------------------------
+PASS_THROUGH = {"Cast", "CastLike", "Identity"}      # ReduceL2's function body casts to float and back
+
+
+def _reduces_last(g: _Nodes, k: int, v: str, opset: int, op_type: str, since: int) -> bool:
+    """Node k is `op_type` of v over its last axis alone, kept (axes an input from opset `since`, else an
+    attribute)."""
+    n = g.nodes[k]
+    if not g.plain(k, {op_type}) or n.input[0] != v or v not in g.shapes or not g.shapes[v]:
+        return False
+    attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+    axes = g.consts.get(n.input[1]) if opset >= since and len(n.input) > 1 and n.input[1] else attrs.get("axes")
+    rank = len(g.shapes[v])
+    return (axes is not None and attrs.get("keepdims", 1) == 1 and
+            [int(a) % rank for a in np.asarray(axes).reshape(-1)] == [rank - 1])
+
+
+def _norm_of(g: _Nodes, v: str, x: str, opset: int) -> set[int] | None:
+    """The nodes computing v = ||x||_2 over x's last axis (ReduceL2, or Sqrt of a ReduceSum of x * x or x ^ 2, casts
+    between them passed), or None."""
+    nodes = set()
+    while True:
+        k = g.producer.get(v)
+        if k is None or k in g.used:
+            return None
+        nodes.add(k)
+        n = g.nodes[k]
+        if g.plain(k, PASS_THROUGH):
+            v = n.input[0]
+        elif _reduces_last(g, k, x, opset, "ReduceL2", 18):
+            return nodes
+        elif g.plain(k, {"Sqrt"}):
+            s = g.producer.get(n.input[0])
+            while s is not None and g.plain(s, PASS_THROUGH):
+                nodes.add(s)
+                s = g.producer.get(g.nodes[s].input[0])
+            if s is None or not _reduces_last(g, s, g.nodes[s].input[0], opset, "ReduceSum", 13):
+                return None
+            sq = g.producer.get(g.nodes[s].input[0])
+            if sq is None or not g.plain(sq, {"Mul", "Pow"}):
+                return None
+            m = g.nodes[sq]
+            square = (list(m.input) == [x, x] if m.op_type == "Mul" else
+                      m.input[0] == x and g.scalar(m.input[1]) == 2.0)
+            return nodes | {s, sq} if square else None
+        else:
+            return None
+
+
+def _l2_normalize_at(g: _Nodes, k: int, opset: int):
+    """(nodes, x, y) of x / max(||x||_2, eps) over x's last axis whose Div is node k, or None. Every value the nodes
+    compute but y is read only by them and is no model output; eps (a Clip's min or a Max's scalar) at most 1e-6."""
+    n = g.nodes[k]
+    if not g.plain(k, {"Div"}) or len(n.input) != 2 or n.input[0] in g.consts or n.input[0] not in g.shapes:
+        return None
+    x, v, nodes = n.input[0], n.input[1], {k}
+    while True:
+        p = g.producer.get(v)
+        if p is None or p in g.used:
+            return None
+        q = g.nodes[p]
+        if g.plain(p, {"Expand"}):
+            shape = g.producer.get(q.input[1])
+            if q.input[1] in g.consts:
+                if tuple(np.asarray(g.consts[q.input[1]]).reshape(-1)) != tuple(g.shapes[x]):
+                    return None
+            elif shape is None or not g.plain(shape, {"Shape"}) or g.nodes[shape].input[0] != x or \
+                    len(g.nodes[shape].attribute):
+                return None
+            else:
+                nodes.add(shape)
+        elif g.plain(p, {"Clip"}):
+            attrs = {a.name: helper.get_attribute_value(a) for a in q.attribute}
+            low = g.scalar(q.input[1]) if len(q.input) > 1 and q.input[1] else attrs.get("min")
+            high = q.input[2] if len(q.input) > 2 else ""
+            if low is None or not 0 <= low <= 1e-6 or high or "max" in attrs:
+                return None
+        elif g.plain(p, {"Max"}):
+            low = g.scalar(_other(q, q.input[0]) or "")
+            if low is None or not 0 <= low <= 1e-6:
+                return None
+        else:
+            break
+        nodes.add(p)
+        v = q.input[0]
+    norm = _norm_of(g, v, x, opset)
+    if norm is None:
+        return None
+    nodes |= norm
+    y = n.output[0]
+    inner = {o for j in nodes for o in g.nodes[j].output} - {y}
+    if any(o in g.outputs or any(r not in nodes for r in g.readers.get(o, [])) for o in inner):
+        return None
+    return nodes, x, y
+
+
 # ---- the driver's entry -------------------------------------------------------------------------
 def _name(g: _Nodes, sub: set[int], op_type: str, taken: set[str]) -> str:
     """The fused node's name: the matched nodes' common scope + the op type (PyTorch's style), else the last's."""
@@ -330,8 +432,9 @@ def _name(g: _Nodes, sub: set[int], op_type: str, taken: set[str]) -> str:
 
 
 def fuse(model: onnx.ModelProto, consts: dict, shapes: dict, opset: int):
-    """The nodes to canonicalize as (index in the model, node), each decomposed GELU and LayerNorm replaced by one
-    node at its last node's index, and the constants the new nodes read (LayerNorm's gamma and beta)."""
+    """The nodes to canonicalize as (index in the model, node), each decomposed GELU, LayerNorm and L2 normalization
+    replaced by one node at its last node's index, and the constants the new nodes read (LayerNorm's gamma and
+    beta)."""
     g = _Nodes(model.graph.node, consts, [o.name for o in model.graph.output], shapes)
     taken = {n.name for n in g.nodes}
     fused: dict[int, onnx.NodeProto] = {}
@@ -352,6 +455,12 @@ def fuse(model: onnx.ModelProto, consts: dict, shapes: dict, opset: int):
                 new_consts.update(zip(names, (gamma.astype(np.float32), beta.astype(np.float32))))
                 node = helper.make_node("LayerNormalization", [x] + names, [y], axis=-1, epsilon=float(eps),
                                         name=_name(g, sub, "LayerNormalization", taken))
+        elif n.op_type == "Div":
+            found = _l2_normalize_at(g, k, opset)
+            if found is not None:
+                sub, x, y = found
+                node = helper.make_node("LpNormalization", [x], [y], axis=-1, p=2,
+                                        name=_name(g, sub, "LpNormalization", taken))
         else:
             continue
         if found is not None:

@@ -84,6 +84,7 @@ def strip(model: onnx.ModelProto) -> onnx.ModelProto:
     ports = _integer_inputs(g, consts, readers)
     absorbed = _absorb_per_axis(g, consts, readers)
     problems = []          # every node edgec cannot take, named in one error
+    wide: dict[str, list[str]] = {}     # activations quantized to int16 (ONNX Runtime's A16W8), by type
     for n in g.node:
         try:
             if n.op_type == "DequantizeLinear" and n.output[0] in done:
@@ -132,9 +133,13 @@ def strip(model: onnx.ModelProto) -> onnx.ModelProto:
                 done.update(r.output[0] for r in dqs)      # the pair's DequantizeLinear nodes: replaced
                 continue
             nodes.append(n)
+        except WideActivation as e:     # one entry per type, every activation of it named
+            wide.setdefault(e.dtype, []).append(e.value)
+            nodes.append(n)
         except EdgecError as e:    # named with the others
             problems.append(str(e))
             nodes.append(n)
+    problems += [_wide_problem(dtype, values) for dtype, values in wide.items()]
     if problems:
         raise EdgecError("; ".join(problems))
     used = {i for n in nodes for i in n.input} | outputs
@@ -343,6 +348,21 @@ def _weight_record(n, consts, readers) -> dict:
     return rec
 
 
+class WideActivation(EdgecError):
+    """An activation's QuantizeLinear to a type edgec does not run (int16, uint16): gathered into one entry."""
+
+    def __init__(self, dtype: str, node: str):
+        super().__init__(f"node '{node}' (QuantizeLinear) quantizes an activation to {dtype}")
+        self.dtype, self.value = dtype, node
+
+
+def _wide_problem(dtype: str, values: list[str]) -> str:
+    shown = ", ".join(f"'{v}'" for v in values[:3]) + (f" and {len(values) - 3} more" if len(values) > 3 else "")
+    return (f"activations quantized to {dtype} by {len(values)} QuantizeLinear node(s) ({shown}); edgec runs a QDQ file's "
+            "activations in int8: quantize with activation_type QInt8 or QUInt8, or give edgec the float model "
+            "(--int16 NODE runs chosen layers in 16x8)")
+
+
 def _activation_q(n, consts) -> tuple[float, int, float, float]:
     """(scale, int8 zero point, lo, hi) of an activation's QuantizeLinear."""
     s = np.asarray(_arr(consts, n.input[1]), np.float32)
@@ -353,8 +373,7 @@ def _activation_q(n, consts) -> tuple[float, int, float, float]:
     if s.size != 1:      # NNCF's depthwise inputs: one grid, the widest channel's (its step covers every channel)
         s, zp = np.asarray(s.max(), np.float32), np.asarray(zp.reshape(-1)[0])
     if zp.dtype not in INT_RANGE:
-        raise EdgecError(f"node '{n.name}' (QuantizeLinear): activation '{n.input[0]}' is quantized to {zp.dtype}; "
-                         "edgec runs int8 activations: quantize with activation_type QInt8 or QUInt8")
+        raise WideActivation(str(zp.dtype), n.name or n.input[0])
     qmin, qmax = INT_RANGE[zp.dtype]
     z = int(zp.reshape(()))
     scale = float(s.reshape(()))
