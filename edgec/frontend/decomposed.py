@@ -35,8 +35,10 @@ import math
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import helper
 
+from edgec.frontend import decomposed_l2
+from edgec.frontend.node_graph import Nodes as _Nodes, other as _other
 from edgec.ir import SYNTHETIC
 from edgec.ops import lut
 
@@ -47,37 +49,6 @@ MAX_NODES = 24          # a GELU is at most a dozen nodes: a larger elementwise 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 _EVAL = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide, "Pow": np.power,
          "Erf": _erf, "Tanh": np.tanh}
-
-
-class _Nodes:
-    """The model's nodes with their producers, readers and constants (initializers and Constant nodes)."""
-
-    def __init__(self, nodes, consts: dict, outputs, shapes: dict):
-        self.nodes, self.shapes, self.outputs = list(nodes), shapes, set(outputs)
-        self.consts = dict(consts)
-        for n in self.nodes:
-            if n.op_type == "Constant" and n.attribute and n.attribute[0].name in ("value", "value_float", "value_floats"):
-                v = helper.get_attribute_value(n.attribute[0])
-                self.consts[n.output[0]] = numpy_helper.to_array(v) if isinstance(v, onnx.TensorProto) else np.asarray(v)
-        self.producer = {o: k for k, n in enumerate(self.nodes) for o in n.output if o}
-        self.readers: dict[str, list[int]] = {}
-        for k, n in enumerate(self.nodes):
-            for i in dict.fromkeys(n.input):
-                self.readers.setdefault(i, []).append(k)
-        self.used: set[int] = set()          # nodes already part of a fused subgraph
-
-    def scalar(self, v: str) -> float | None:
-        c = self.consts.get(v)
-        return float(np.asarray(c).reshape(-1)[0]) if c is not None and np.asarray(c).size == 1 else None
-
-    def only_reader(self, v: str) -> int | None:
-        """The one node reading `v` (which is no model output), or None."""
-        r = self.readers.get(v, [])
-        return r[0] if len(r) == 1 and v not in self.outputs and r[0] not in self.used else None
-
-    def plain(self, k: int, types) -> bool:
-        n = self.nodes[k]
-        return n.domain in ("", "ai.onnx") and n.op_type in types and k not in self.used
 
 
 # ---- GELU -------------------------------------------------------------------------------------
@@ -161,12 +132,6 @@ def _last_axis_mean(g: _Nodes, k: int, x: str, opset: int) -> bool:
     if axes is None or attrs.get("keepdims", 1) != 1 or rank == 0:
         return False
     return [int(a) % rank for a in np.asarray(axes).reshape(-1)] == [rank - 1]
-
-
-def _other(n, v: str) -> str | None:
-    """The operand of binary node `n` that is not `v` (None unless exactly one is)."""
-    rest = [i for i in n.input if i != v]
-    return rest[0] if len(rest) == 1 and len(n.input) == 2 else None
 
 
 def _along_last(g: _Nodes, c: str, cols: int, rank: int) -> np.ndarray | None:
@@ -322,102 +287,6 @@ def _layer_norm_at(g: _Nodes, k: int, opset: int):
     return found
 
 
-# ---- L2 normalization ---------------------------------------------------------------------------
-PASS_THROUGH = {"Cast", "CastLike", "Identity"}      # ReduceL2's function body casts to float and back
-
-
-def _reduces_last(g: _Nodes, k: int, v: str, opset: int, op_type: str, since: int) -> bool:
-    """Node k is `op_type` of v over its last axis alone, kept (axes an input from opset `since`, else an
-    attribute)."""
-    n = g.nodes[k]
-    if not g.plain(k, {op_type}) or n.input[0] != v or v not in g.shapes or not g.shapes[v]:
-        return False
-    attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
-    axes = g.consts.get(n.input[1]) if opset >= since and len(n.input) > 1 and n.input[1] else attrs.get("axes")
-    rank = len(g.shapes[v])
-    return (axes is not None and attrs.get("keepdims", 1) == 1 and
-            [int(a) % rank for a in np.asarray(axes).reshape(-1)] == [rank - 1])
-
-
-def _norm_of(g: _Nodes, v: str, x: str, opset: int) -> set[int] | None:
-    """The nodes computing v = ||x||_2 over x's last axis (ReduceL2, or Sqrt of a ReduceSum of x * x or x ^ 2, casts
-    between them passed), or None."""
-    nodes = set()
-    while True:
-        k = g.producer.get(v)
-        if k is None or k in g.used:
-            return None
-        nodes.add(k)
-        n = g.nodes[k]
-        if g.plain(k, PASS_THROUGH):
-            v = n.input[0]
-        elif _reduces_last(g, k, x, opset, "ReduceL2", 18):
-            return nodes
-        elif g.plain(k, {"Sqrt"}):
-            s = g.producer.get(n.input[0])
-            while s is not None and g.plain(s, PASS_THROUGH):
-                nodes.add(s)
-                s = g.producer.get(g.nodes[s].input[0])
-            if s is None or not _reduces_last(g, s, g.nodes[s].input[0], opset, "ReduceSum", 13):
-                return None
-            sq = g.producer.get(g.nodes[s].input[0])
-            if sq is None or not g.plain(sq, {"Mul", "Pow"}):
-                return None
-            m = g.nodes[sq]
-            square = (list(m.input) == [x, x] if m.op_type == "Mul" else
-                      m.input[0] == x and g.scalar(m.input[1]) == 2.0)
-            return nodes | {s, sq} if square else None
-        else:
-            return None
-
-
-def _l2_normalize_at(g: _Nodes, k: int, opset: int):
-    """(nodes, x, y) of x / max(||x||_2, eps) over x's last axis whose Div is node k, or None. Every value the nodes
-    compute but y is read only by them and is no model output; eps (a Clip's min or a Max's scalar) at most 1e-6."""
-    n = g.nodes[k]
-    if not g.plain(k, {"Div"}) or len(n.input) != 2 or n.input[0] in g.consts or n.input[0] not in g.shapes:
-        return None
-    x, v, nodes = n.input[0], n.input[1], {k}
-    while True:
-        p = g.producer.get(v)
-        if p is None or p in g.used:
-            return None
-        q = g.nodes[p]
-        if g.plain(p, {"Expand"}):
-            shape = g.producer.get(q.input[1])
-            if q.input[1] in g.consts:
-                if tuple(np.asarray(g.consts[q.input[1]]).reshape(-1)) != tuple(g.shapes[x]):
-                    return None
-            elif shape is None or not g.plain(shape, {"Shape"}) or g.nodes[shape].input[0] != x or \
-                    len(g.nodes[shape].attribute):
-                return None
-            else:
-                nodes.add(shape)
-        elif g.plain(p, {"Clip"}):
-            attrs = {a.name: helper.get_attribute_value(a) for a in q.attribute}
-            low = g.scalar(q.input[1]) if len(q.input) > 1 and q.input[1] else attrs.get("min")
-            high = q.input[2] if len(q.input) > 2 else ""
-            if low is None or not 0 <= low <= 1e-6 or high or "max" in attrs:
-                return None
-        elif g.plain(p, {"Max"}):
-            low = g.scalar(_other(q, q.input[0]) or "")
-            if low is None or not 0 <= low <= 1e-6:
-                return None
-        else:
-            break
-        nodes.add(p)
-        v = q.input[0]
-    norm = _norm_of(g, v, x, opset)
-    if norm is None:
-        return None
-    nodes |= norm
-    y = n.output[0]
-    inner = {o for j in nodes for o in g.nodes[j].output} - {y}
-    if any(o in g.outputs or any(r not in nodes for r in g.readers.get(o, [])) for o in inner):
-        return None
-    return nodes, x, y
-
-
 # ---- the driver's entry -------------------------------------------------------------------------
 def _name(g: _Nodes, sub: set[int], op_type: str, taken: set[str]) -> str:
     """The fused node's name: the matched nodes' common scope + the op type (PyTorch's style), else the last's."""
@@ -456,7 +325,7 @@ def fuse(model: onnx.ModelProto, consts: dict, shapes: dict, opset: int):
                 node = helper.make_node("LayerNormalization", [x] + names, [y], axis=-1, epsilon=float(eps),
                                         name=_name(g, sub, "LayerNormalization", taken))
         elif n.op_type == "Div":
-            found = _l2_normalize_at(g, k, opset)
+            found = decomposed_l2.l2_normalize_at(g, k, opset)
             if found is not None:
                 sub, x, y = found
                 node = helper.make_node("LpNormalization", [x], [y], axis=-1, p=2,
