@@ -555,6 +555,7 @@ void edgec_add_lut_mve_s8(const edgec_add_lut_params *p, const int8_t *input1, c
  * with frac_bits fraction bits, times gamma (int16) plus beta (int32), requantized (edgec/ops/norm.py). */
 typedef struct {
     int32_t rows, cols, input_zp, eps_q, frac_bits, mult, shift, output_zp, act_min, act_max;
+    int32_t rms;        /* RMSNormalization: the row sum taken as 0 (no mean) */
 } edgec_layer_norm_params;
 void edgec_layer_norm_s8(const edgec_layer_norm_params *p, const int8_t *input, const int16_t *gamma,
                          const int32_t *beta, int8_t *output);

@@ -34,6 +34,7 @@ void edgec_layer_norm_s8(const edgec_layer_norm_params *p, const int8_t *input, 
             s1 += d;
             s2 += d * d;
         }
+        if (p->rms) s1 = 0;
         v = (int64_t)cols * s2 - (int64_t)s1 * s1 + p->eps_q;
         if (v < 1) v = 1;
         while (v < ((int64_t)1 << 28)) {

@@ -52,7 +52,7 @@ def quantize_layer_norm(op: Op, ins: list[Tensor], out: Tensor) -> None:
         k -= 1
     eps = min(round(cols * cols * float(a["epsilon"]) / (x.scale * x.scale)), EPS_MAX)
     op.params.update(rows=int(a["rows"]), cols=cols, input_zp=x.zero_point, eps_q=int(eps), frac_bits=f,
-                     mult=mult, shift=shift, output_zp=out.zero_point, **act_range(op, out))
+                     mult=mult, shift=shift, output_zp=out.zero_point, **act_range(op, out), rms=int(bool(a.get("rms"))))
     op.arrays["gamma"] = np.clip(gq, -32767, 32767).astype(np.int16)
     op.arrays["beta"] = np.clip(bq, -(1 << 30), 1 << 30).astype(np.int32)
 
@@ -61,7 +61,7 @@ def quantize_layer_norm(op: Op, ins: list[Tensor], out: Tensor) -> None:
 def layer_norm_s8(p: dict, x, gamma, beta) -> np.ndarray:
     rows, cols = int(p["rows"]), int(p["cols"])
     d = np.asarray(x, np.int8).reshape(rows, cols).astype(np.int64) - int(p["input_zp"])
-    s1, s2 = d.sum(axis=1), (d * d).sum(axis=1)
+    s1, s2 = d.sum(axis=1) * (0 if p.get("rms") else 1), (d * d).sum(axis=1)     # RMSNorm: no mean
     v = np.maximum(cols * s2 - s1 * s1 + int(p["eps_q"]), 1)
     n = np.empty((rows, cols), np.int64)
     for r in range(rows):
@@ -86,7 +86,7 @@ def run_layer_norm(op: Op, inputs: list) -> np.ndarray:
 def float_layer_norm(op: Op, inputs: list):
     a = op.attrs
     x = np.asarray(inputs[0], np.float64).reshape(int(a["rows"]), int(a["cols"]))
-    z = x - x.mean(axis=1, keepdims=True)
+    z = x if a.get("rms") else x - x.mean(axis=1, keepdims=True)
     y = z / np.sqrt((z * z).mean(axis=1, keepdims=True) + float(a["epsilon"])) * a["gamma"] + a["beta"]
     lo, hi = a.get("act", NO_ACT)
     return np.clip(y, lo, hi).reshape(-1)
@@ -169,10 +169,13 @@ def takes_whole(node, rank: int | None, consts=None) -> bool:
 
 
 def import_layer_norm(cx, node):
+    """LayerNormalization over the last axis; RMSNormalization (ONNX's, or PyTorch's decomposed nn.RMSNorm,
+    edgec/frontend/decomposed.py) the same op without the mean: the kernel's row sum taken as 0 makes C d / sqrt(C
+    S2 + E) = x / sqrt(mean(x^2) + epsilon) exactly."""
     x, y = node.input[0], node.output[0]
     shape = cx.shape(x, node)
     if not takes_whole(node, len(shape)) or not shape:
-        raise node_error(node, "LayerNormalization is taken over the last axis only, without Mean/InvStdDev")
+        raise node_error(node, f"{node.op_type} is taken over the last axis only, without Mean/InvStdDev")
     cols = int(shape[-1])
     gamma = np.broadcast_to(np.asarray(cx.const_input(node, 1), np.float64).reshape(-1), (cols,)).copy()
     beta = np.broadcast_to(np.asarray(cx.const_input(node, 2, np.zeros(1)), np.float64).reshape(-1), (cols,)).copy()
@@ -182,7 +185,8 @@ def import_layer_norm(cx, node):
         tensor = cx.as_layout(x, perm, node)
     out = cx.new_tensor(y, cx.graph.tensors[tensor].shape, y)
     cx.emit("layer_norm", node, [tensor], out, rows=int(np.prod(shape, dtype=np.int64)) // cols, cols=cols,
-            gamma=gamma, beta=beta, epsilon=float(cx.attr(node, "epsilon", 1e-5)), act=NO_ACT)
+            gamma=gamma, beta=beta, epsilon=float(cx.attr(node, "epsilon", 1e-5)), act=NO_ACT,
+            rms=node.op_type == "RMSNormalization")
     cx.values[y] = (out, perm)
 
 
@@ -278,8 +282,8 @@ def import_lp_norm(cx, node):
 
 
 ONNX = {"LayerNormalization": import_layer_norm, "InstanceNormalization": import_instance_norm,
-        "LpNormalization": import_lp_norm}
-TAKES_WHOLE = {"LayerNormalization": takes_whole}
+        "LpNormalization": import_lp_norm, "RMSNormalization": import_layer_norm}
+TAKES_WHOLE = {"LayerNormalization": takes_whole, "RMSNormalization": takes_whole}
 
 
 # ---- TFLite import
