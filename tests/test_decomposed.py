@@ -285,6 +285,17 @@ def test_l2_normalize_near_misses_stay(miss, tmp_path):
     _same_as_onnxruntime(model, graph)
 
 
+def test_a_division_by_the_root_of_a_constant_node_is_no_l2_norm():
+    """GELU's ONNX function body divides by Sqrt(CastLike(Constant 2)): the walk back from the Div meets a node
+    without inputs (it stopped with an IndexError on ONNX's test_gelu_default_1_expanded)."""
+    nodes = [helper.make_node("Constant", [], ["two"], value=helper.make_tensor("t", 1, [], [2.0]), name="two"),
+             _node("Sqrt", ["two"], "r"), _node("Div", ["h", "r"], "y")]
+    model = _model(nodes, "y", {})
+    graph, kinds = _kinds(model)
+    assert "l2_norm" not in kinds
+    _same_as_onnxruntime(model, graph)
+
+
 def test_an_onnx_l2_norm_takes_its_calibrated_grid(tmp_path):
     """The ONNX l2_norm's output on its calibrated grid, not TFLite's 1/128 (a 24-value unit vector's components are
     far below 1): closer to float than the 1/128 grid, and the generated C bit-exact with the reference."""

@@ -360,8 +360,8 @@ def _name(g: _Nodes, sub: set[int], op_type: str, taken: set[str]) -> str:
 
 def fuse(model: onnx.ModelProto, consts: dict, shapes: dict, opset: int):
     """The nodes to canonicalize as (index in the model, node), each decomposed GELU, LayerNorm, RMSNorm and L2
-    normalization replaced by one node at its last node's index, and the constants the new nodes read (LayerNorm's gamma and
-    beta)."""
+    normalization replaced by one node at its last node's index, and the constants the new nodes read (the norms'
+    gamma and beta)."""
     g = _Nodes(model.graph.node, consts, [o.name for o in model.graph.output], shapes)
     taken = {n.name for n in g.nodes}
     fused: dict[int, onnx.NodeProto] = {}

@@ -42,7 +42,8 @@ def _norm_of(g: Nodes, v: str, x: str, opset: int) -> set[int] | None:
             while s is not None and g.plain(s, PASS_THROUGH):
                 nodes.add(s)
                 s = g.producer.get(g.nodes[s].input[0])
-            if s is None or not _reduces_last(g, s, g.nodes[s].input[0], opset, "ReduceSum", 13):
+            if s is None or not g.nodes[s].input or \
+                    not _reduces_last(g, s, g.nodes[s].input[0], opset, "ReduceSum", 13):
                 return None
             sq = g.producer.get(g.nodes[s].input[0])
             if sq is None or not g.plain(sq, {"Mul", "Pow"}):
