@@ -561,14 +561,17 @@ void edgec_add_lut_mve_s8(const edgec_add_lut_params *p, const int8_t *input1, c
  * with frac_bits fraction bits, times gamma (int16) plus beta (int32), requantized (edgec/ops/norm.py). */
 typedef struct {
     int32_t rows, cols, input_zp, eps_q, frac_bits, mult, shift, output_zp, act_min, act_max;
+    int32_t rms;        /* RMSNormalization: the row sum taken as 0 (no mean) */
 } edgec_layer_norm_params;
 void edgec_layer_norm_s8(const edgec_layer_norm_params *p, const int8_t *input, const int16_t *gamma,
                          const int32_t *beta, int8_t *output);
 
 /* TFLite's L2_NORMALIZATION over the last axis of [rows][cols]: each x - input_zp times TFLite's inverse square
- * root of the row's sum of squares (GetInvSqrtQuantizedMultiplierExp), output in 1/128 with zero point 0. */
+ * root of the row's sum of squares (GetInvSqrtQuantizedMultiplierExp), output in 1/128 with zero point 0. With
+ * out_mult (an ONNX model's calibrated output grid): the normalized value with 15 fraction bits, requantized by
+ * out_mult / out_shift, plus output_zp. */
 typedef struct {
-    int32_t rows, cols, input_zp;
+    int32_t rows, cols, input_zp, out_mult, out_shift, output_zp;
 } edgec_l2_norm_params;
 void edgec_l2_norm_s8(const edgec_l2_norm_params *p, const int8_t *input, int8_t *output);
 

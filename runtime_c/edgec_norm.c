@@ -34,6 +34,7 @@ void edgec_layer_norm_s8(const edgec_layer_norm_params *p, const int8_t *input, 
             s1 += d;
             s2 += d * d;
         }
+        if (p->rms) s1 = 0;
         v = (int64_t)cols * s2 - (int64_t)s1 * s1 + p->eps_q;
         if (v < 1) v = 1;
         while (v < ((int64_t)1 << 28)) {
@@ -108,7 +109,14 @@ void edgec_l2_norm_s8(const edgec_l2_norm_params *p, const int8_t *input, int8_t
         edgec_inv_sqrt(acc, &mult, &shift);
         for (c = 0; c < p->cols; ++c) {
             const int32_t d = (int32_t)row[c] - p->input_zp;
-            output[r * p->cols + c] = (int8_t)edgec_clamp(edgec_requantize(d, mult, shift + 7), -128, 127);
+            int32_t y;
+            if (p->out_mult) {
+                const int32_t n = edgec_requantize(d, mult, shift + 15);
+                y = p->output_zp + edgec_requantize(n, p->out_mult, p->out_shift);
+            } else {
+                y = edgec_requantize(d, mult, shift + 7);
+            }
+            output[r * p->cols + c] = (int8_t)edgec_clamp(y, -128, 127);
         }
     }
 }

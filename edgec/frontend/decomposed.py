@@ -18,6 +18,15 @@
   and std (each read by nothing else), with scalar or last-axis constants; it is taken when, evaluated on random
   rows, it is (x - mean) / std * gamma + beta (gamma and beta read off it), so a gamma along another axis, a sign
   slip or an intermediate read elsewhere leaves the nodes as they are.
+- RMSNorm: `Pow(x, 2)` (or `x * x`) -> ReduceMean over the last axis -> Add eps -> Sqrt, then LayerNorm's kind of
+  tail computing x / std * gamma (PyTorch's nn.RMSNorm through dynamo: Reciprocal, Mul x, Mul gamma): one
+  `RMSNormalization`, the `layer_norm` op without its mean (edgec/ops/norm.py).
+- L2 normalization: PyTorch's `F.normalize(x, dim=-1)` is `Div(x, Expand(Clip(ReduceL2(x), min=eps), Shape(x)))`
+  (ReduceL2 perhaps already written as its ONNX function body `Mul(x, x) -> ReduceSum -> Cast -> Sqrt -> CastLike`,
+  edgec/frontend/functions.py, or by hand as `Sqrt(ReduceSum(Pow(x, 2)))`), the reduction over the last axis with
+  keepdims, the Clip (or Max with a scalar) and the Expand optional: one `LpNormalization` (p 2, the last axis),
+  TFLite's int8 L2_NORMALIZATION (edgec/ops/norm.py `l2_norm`), whose output grid is fixed at 1/128. Run as they are,
+  the squares, their sum, the root and the division each round to int8 on its own grid.
 
 `fuse(...)` returns the nodes to canonicalize: the model's, with each recognized subgraph replaced by its one node,
 placed where its last node was (its input is computed before its first). The ONNX model itself is unchanged
@@ -29,8 +38,10 @@ import math
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import helper
 
+from edgec.frontend import decomposed_l2
+from edgec.frontend.node_graph import Nodes as _Nodes, other as _other
 from edgec.ir import SYNTHETIC
 from edgec.ops import lut
 
@@ -41,37 +52,6 @@ MAX_NODES = 24          # a GELU is at most a dozen nodes: a larger elementwise 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 _EVAL = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide, "Pow": np.power,
          "Erf": _erf, "Tanh": np.tanh}
-
-
-class _Nodes:
-    """The model's nodes with their producers, readers and constants (initializers and Constant nodes)."""
-
-    def __init__(self, nodes, consts: dict, outputs, shapes: dict):
-        self.nodes, self.shapes, self.outputs = list(nodes), shapes, set(outputs)
-        self.consts = dict(consts)
-        for n in self.nodes:
-            if n.op_type == "Constant" and n.attribute and n.attribute[0].name in ("value", "value_float", "value_floats"):
-                v = helper.get_attribute_value(n.attribute[0])
-                self.consts[n.output[0]] = numpy_helper.to_array(v) if isinstance(v, onnx.TensorProto) else np.asarray(v)
-        self.producer = {o: k for k, n in enumerate(self.nodes) for o in n.output if o}
-        self.readers: dict[str, list[int]] = {}
-        for k, n in enumerate(self.nodes):
-            for i in dict.fromkeys(n.input):
-                self.readers.setdefault(i, []).append(k)
-        self.used: set[int] = set()          # nodes already part of a fused subgraph
-
-    def scalar(self, v: str) -> float | None:
-        c = self.consts.get(v)
-        return float(np.asarray(c).reshape(-1)[0]) if c is not None and np.asarray(c).size == 1 else None
-
-    def only_reader(self, v: str) -> int | None:
-        """The one node reading `v` (which is no model output), or None."""
-        r = self.readers.get(v, [])
-        return r[0] if len(r) == 1 and v not in self.outputs and r[0] not in self.used else None
-
-    def plain(self, k: int, types) -> bool:
-        n = self.nodes[k]
-        return n.domain in ("", "ai.onnx") and n.op_type in types and k not in self.used
 
 
 # ---- GELU -------------------------------------------------------------------------------------
@@ -155,12 +135,6 @@ def _last_axis_mean(g: _Nodes, k: int, x: str, opset: int) -> bool:
     if axes is None or attrs.get("keepdims", 1) != 1 or rank == 0:
         return False
     return [int(a) % rank for a in np.asarray(axes).reshape(-1)] == [rank - 1]
-
-
-def _other(n, v: str) -> str | None:
-    """The operand of binary node `n` that is not `v` (None unless exactly one is)."""
-    rest = [i for i in n.input if i != v]
-    return rest[0] if len(rest) == 1 and len(n.input) == 2 else None
 
 
 def _along_last(g: _Nodes, c: str, cols: int, rank: int) -> np.ndarray | None:
@@ -316,6 +290,61 @@ def _layer_norm_at(g: _Nodes, k: int, opset: int):
     return found
 
 
+# ---- RMSNorm ----------------------------------------------------------------------------------
+def _rms_norm_at(g: _Nodes, k: int, opset: int):
+    """(nodes, x, y, gamma, epsilon) of an RMSNorm whose mean of squares is node k, or None: `Pow(x, 2)` (or `x *
+    x`) -> ReduceMean over the last axis, kept -> Add eps -> Sqrt, then a tail as LayerNorm's (TAIL_OPS, scalar or
+    last-axis constants) reading only x and the root, evaluated to be x / std * gamma (PyTorch's nn.RMSNorm through
+    dynamo: Reciprocal, Mul x, Mul gamma)."""
+    sq = g.producer.get(g.nodes[k].input[0]) if g.nodes[k].input else None
+    if sq is None or not g.plain(sq, {"Pow", "Mul"}) or g.only_reader(g.nodes[sq].output[0]) != k:
+        return None
+    m = g.nodes[sq]
+    x = m.input[0]
+    if not (list(m.input) == [x, x] if m.op_type == "Mul" else g.scalar(m.input[1]) == 2.0) or x in g.consts or \
+            not _last_axis_mean(g, k, m.output[0], opset) or not g.shapes.get(x):
+        return None
+    add = g.only_reader(g.nodes[k].output[0])
+    if add is None or not g.plain(add, {"Add"}):
+        return None
+    eps = g.scalar(_other(g.nodes[add], g.nodes[k].output[0]) or "")
+    root = g.only_reader(g.nodes[add].output[0])
+    if eps is None or eps < 0 or root is None or not g.plain(root, {"Sqrt"}):
+        return None
+    std, nodes = g.nodes[root].output[0], {sq, k, add, root}
+    shape = g.shapes[x]
+    cols, rank = int(shape[-1]), len(shape)
+    tail: set[int] = set()
+    todo = list(g.readers.get(std, []))
+    while todo and len(tail) < 4 * MAX_TAIL:
+        r = todo.pop()
+        if r in tail or not g.plain(r, TAIL_OPS) or len(g.nodes[r].output) != 1:
+            continue
+        tail.add(r)
+        todo += g.readers.get(g.nodes[r].output[0], [])
+    rng = np.random.default_rng(0)
+    xs, ss = rng.normal(size=(8, cols)) * 3, rng.uniform(0.3, 3.0, size=(8, 1))
+    xs[0], xs[1], ss[:2] = 0.0, 1.0, 1.0            # x = 0 gives beta (must be 0), x = 1 gamma
+    found = None
+    for y in sorted(tail):
+        cone = _cone_to(g, y, {x, std}, tail)
+        if cone is None or len(cone) > MAX_TAIL:
+            continue
+        out = g.nodes[y].output[0]
+        inner = {g.nodes[j].output[0] for j in cone} - {out}
+        if any(v in g.outputs or any(r not in cone for r in g.readers.get(v, [])) for v in inner) or \
+                any(r not in cone for r in g.readers.get(std, [])) or g.shapes.get(out, shape) != shape:
+            continue
+        got = _evaluate(g, cone, {x: xs, std: ss}, cols, rank)
+        if got is None or not np.all(np.isfinite(got)) or np.any(np.abs(got[0]) > TOLERANCE):
+            continue
+        gamma = got[1].copy()
+        want = xs / ss * gamma
+        if np.all(np.abs(got - want) <= TOLERANCE * (1 + np.abs(want))):
+            found = (nodes | cone, x, out, gamma, eps)
+    return found
+
+
 # ---- the driver's entry -------------------------------------------------------------------------
 def _name(g: _Nodes, sub: set[int], op_type: str, taken: set[str]) -> str:
     """The fused node's name: the matched nodes' common scope + the op type (PyTorch's style), else the last's."""
@@ -330,8 +359,9 @@ def _name(g: _Nodes, sub: set[int], op_type: str, taken: set[str]) -> str:
 
 
 def fuse(model: onnx.ModelProto, consts: dict, shapes: dict, opset: int):
-    """The nodes to canonicalize as (index in the model, node), each decomposed GELU and LayerNorm replaced by one
-    node at its last node's index, and the constants the new nodes read (LayerNorm's gamma and beta)."""
+    """The nodes to canonicalize as (index in the model, node), each decomposed GELU, LayerNorm, RMSNorm and L2
+    normalization replaced by one node at its last node's index, and the constants the new nodes read (the norms'
+    gamma and beta)."""
     g = _Nodes(model.graph.node, consts, [o.name for o in model.graph.output], shapes)
     taken = {n.name for n in g.nodes}
     fused: dict[int, onnx.NodeProto] = {}
@@ -352,6 +382,19 @@ def fuse(model: onnx.ModelProto, consts: dict, shapes: dict, opset: int):
                 new_consts.update(zip(names, (gamma.astype(np.float32), beta.astype(np.float32))))
                 node = helper.make_node("LayerNormalization", [x] + names, [y], axis=-1, epsilon=float(eps),
                                         name=_name(g, sub, "LayerNormalization", taken))
+            elif n.op_type == "ReduceMean":
+                found = _rms_norm_at(g, k, opset)
+                if found is not None:
+                    sub, x, y, gamma, eps = found
+                    new_consts[f"{SYNTHETIC}{y}__gamma"] = gamma.astype(np.float32)
+                    node = helper.make_node("RMSNormalization", [x, f"{SYNTHETIC}{y}__gamma"], [y], axis=-1,
+                                            epsilon=float(eps), name=_name(g, sub, "RMSNormalization", taken))
+        elif n.op_type == "Div":
+            found = decomposed_l2.l2_normalize_at(g, k, opset)
+            if found is not None:
+                sub, x, y = found
+                node = helper.make_node("LpNormalization", [x], [y], axis=-1, p=2,
+                                        name=_name(g, sub, "LpNormalization", taken))
         else:
             continue
         if found is not None:

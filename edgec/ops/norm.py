@@ -52,7 +52,7 @@ def quantize_layer_norm(op: Op, ins: list[Tensor], out: Tensor) -> None:
         k -= 1
     eps = min(round(cols * cols * float(a["epsilon"]) / (x.scale * x.scale)), EPS_MAX)
     op.params.update(rows=int(a["rows"]), cols=cols, input_zp=x.zero_point, eps_q=int(eps), frac_bits=f,
-                     mult=mult, shift=shift, output_zp=out.zero_point, **act_range(op, out))
+                     mult=mult, shift=shift, output_zp=out.zero_point, **act_range(op, out), rms=int(bool(a.get("rms"))))
     op.arrays["gamma"] = np.clip(gq, -32767, 32767).astype(np.int16)
     op.arrays["beta"] = np.clip(bq, -(1 << 30), 1 << 30).astype(np.int32)
 
@@ -61,7 +61,7 @@ def quantize_layer_norm(op: Op, ins: list[Tensor], out: Tensor) -> None:
 def layer_norm_s8(p: dict, x, gamma, beta) -> np.ndarray:
     rows, cols = int(p["rows"]), int(p["cols"])
     d = np.asarray(x, np.int8).reshape(rows, cols).astype(np.int64) - int(p["input_zp"])
-    s1, s2 = d.sum(axis=1), (d * d).sum(axis=1)
+    s1, s2 = d.sum(axis=1) * (0 if p.get("rms") else 1), (d * d).sum(axis=1)     # RMSNorm: no mean
     v = np.maximum(cols * s2 - s1 * s1 + int(p["eps_q"]), 1)
     n = np.empty((rows, cols), np.int64)
     for r in range(rows):
@@ -86,7 +86,7 @@ def run_layer_norm(op: Op, inputs: list) -> np.ndarray:
 def float_layer_norm(op: Op, inputs: list):
     a = op.attrs
     x = np.asarray(inputs[0], np.float64).reshape(int(a["rows"]), int(a["cols"]))
-    z = x - x.mean(axis=1, keepdims=True)
+    z = x if a.get("rms") else x - x.mean(axis=1, keepdims=True)
     y = z / np.sqrt((z * z).mean(axis=1, keepdims=True) + float(a["epsilon"])) * a["gamma"] + a["beta"]
     lo, hi = a.get("act", NO_ACT)
     return np.clip(y, lo, hi).reshape(-1)
@@ -103,20 +103,37 @@ L2_MAX_COLS = ((1 << 31) - 1) // (255 * 255)      # rows whose int32 sum of squa
 
 
 # ---- `l2_norm`: TFLite's L2_NORMALIZATION over the last axis (int8: reference_integer_ops::L2Normalization)
+L2_FRACTION = 15        # the normalized value's fraction bits before a calibrated output grid (|x / ||x||| <= 1)
+
+
 def quantize_l2_norm(op: Op, ins: list[Tensor], out: Tensor) -> None:
-    op.params.update(rows=op.attrs["rows"], cols=op.attrs["cols"], input_zp=ins[0].zero_point)
+    """TFLite's op: the output on its fixed 1/128 grid (out_mult 0). An ONNX model's (attrs calibrated): the
+    normalized value with L2_FRACTION bits, then requantized to the output's calibrated grid: a unit vector's
+    components are mostly far below 1, and 1/128 is then a coarse grid (PyTorch's F.normalize of a 24-value
+    embedding: 33.5 dB from float on 1/128, ONNX Runtime's INT8 34.4)."""
+    out_mult, out_shift = quantize_multiplier(2.0 ** -L2_FRACTION / out.scale) if op.attrs.get("calibrated") \
+        else (0, 0)
+    op.params.update(rows=op.attrs["rows"], cols=op.attrs["cols"], input_zp=ins[0].zero_point,
+                     out_mult=out_mult, out_shift=out_shift, output_zp=out.zero_point if out_mult else 0)
 
 
 def l2_norm_s8(p: dict, x) -> np.ndarray:
     """Per row: S = sum (x - zp)^2 (int32), TFLite's inverse square root of S as a multiplier and shift, each
-    x - zp requantized by it with 7 more bits (the output in 1/128, zero point 0, whatever the file says)."""
+    x - zp requantized by it with 7 more bits (the output in 1/128, zero point 0, whatever the file says); with
+    out_mult, with L2_FRACTION more bits, then requantized by out_mult / out_shift plus output_zp."""
     from edgec.ops.lut.tflite import inv_sqrt_multiplier
 
     v = np.asarray(x, np.int8).reshape(int(p["rows"]), int(p["cols"])).astype(np.int64) - int(p["input_zp"])
     out = np.empty(v.shape, np.int8)
+    om = int(p.get("out_mult", 0))
     for r, row in enumerate(v):
         mult, shift = inv_sqrt_multiplier(int((row * row).sum()))
-        out[r] = np.clip(requantize(row, mult, shift + 7), -128, 127)
+        if om:
+            n = requantize(row, mult, shift + L2_FRACTION)
+            y = requantize(n, om, int(p["out_shift"])).astype(np.int64) + int(p["output_zp"])
+        else:
+            y = requantize(row, mult, shift + 7)
+        out[r] = np.clip(y, -128, 127)
     return out.reshape(-1)
 
 
@@ -136,7 +153,7 @@ def c_l2_norm(op: Op, low, site: CallSite) -> str:
 
 OPS = [OpDef("layer_norm", "norm", quantize_layer_norm, float_layer_norm, fuses_activation=True, in_place=True),
        OpDef("l2_norm", "norm", quantize_l2_norm, float_l2_norm, in_place=True, qparams="fixed",
-             fixed_qparams=lambda op: (1.0 / 128.0, 0))]
+             fixed_qparams=lambda op: None if op.attrs.get("calibrated") else (1.0 / 128.0, 0))]
 KERNELS = [Kernel("edgec_layer_norm_s8", ("layer_norm",), REFERENCE, c_layer_norm, run=run_layer_norm, code_bytes=600),
            Kernel("edgec_l2_norm_s8", ("l2_norm",), REFERENCE, c_l2_norm, run=run_l2_norm, code_bytes=500)]
 
@@ -152,10 +169,13 @@ def takes_whole(node, rank: int | None, consts=None) -> bool:
 
 
 def import_layer_norm(cx, node):
+    """LayerNormalization over the last axis; RMSNormalization (ONNX's, or PyTorch's decomposed nn.RMSNorm,
+    edgec/frontend/decomposed.py) the same op without the mean: the kernel's row sum taken as 0 makes C d / sqrt(C
+    S2 + E) = x / sqrt(mean(x^2) + epsilon) exactly."""
     x, y = node.input[0], node.output[0]
     shape = cx.shape(x, node)
     if not takes_whole(node, len(shape)) or not shape:
-        raise node_error(node, "LayerNormalization is taken over the last axis only, without Mean/InvStdDev")
+        raise node_error(node, f"{node.op_type} is taken over the last axis only, without Mean/InvStdDev")
     cols = int(shape[-1])
     gamma = np.broadcast_to(np.asarray(cx.const_input(node, 1), np.float64).reshape(-1), (cols,)).copy()
     beta = np.broadcast_to(np.asarray(cx.const_input(node, 2, np.zeros(1)), np.float64).reshape(-1), (cols,)).copy()
@@ -165,7 +185,8 @@ def import_layer_norm(cx, node):
         tensor = cx.as_layout(x, perm, node)
     out = cx.new_tensor(y, cx.graph.tensors[tensor].shape, y)
     cx.emit("layer_norm", node, [tensor], out, rows=int(np.prod(shape, dtype=np.int64)) // cols, cols=cols,
-            gamma=gamma, beta=beta, epsilon=float(cx.attr(node, "epsilon", 1e-5)), act=NO_ACT)
+            gamma=gamma, beta=beta, epsilon=float(cx.attr(node, "epsilon", 1e-5)), act=NO_ACT,
+            rms=node.op_type == "RMSNormalization")
     cx.values[y] = (out, perm)
 
 
@@ -240,8 +261,9 @@ def import_instance_norm(cx, node):
 
 
 def import_lp_norm(cx, node):
-    """LpNormalization p=2: the `l2_norm` op over its axis, the values' physical order made to end with it (TFLite's
-    int8 L2_NORMALIZATION: the output in 1/128, zero point 0; a float .tflite's L2_NORMALIZATION is one)."""
+    """LpNormalization p=2 (also PyTorch's decomposed F.normalize, edgec/frontend/decomposed_l2.py, and a float
+    .tflite's L2_NORMALIZATION): the `l2_norm` op over its axis, the values' physical order made to end with it;
+    TFLite's int8 L2_NORMALIZATION with the output on its calibrated grid (quantize_l2_norm)."""
     x, y = node.input[0], node.output[0]
     shape = cx.shape(x, node)
     axis = int(cx.attr(node, "axis", -1))
@@ -250,18 +272,21 @@ def import_lp_norm(cx, node):
     axis %= len(shape)
     cols = int(shape[axis])
     if cols > L2_MAX_COLS:
-        raise node_error(node, f"{cols} values per row: their int32 sum of squares could overflow")
+        raise node_error(node, f"LpNormalization over {cols} values a row (edgec's kernel takes up to {L2_MAX_COLS}: "
+                               "their int32 sum of squares could overflow)")
     tensor, perm = cx.activation(x, node)
     if perm[-1] != axis:                    # each row's values must lie together
         perm = tuple(k for k in range(len(shape)) if k != axis) + (axis,)
         tensor = cx.as_layout(x, perm, node)
     out = cx.new_tensor(y, cx.graph.tensors[tensor].shape, y)
-    cx.emit("l2_norm", node, [tensor], out, rows=int(np.prod(shape, dtype=np.int64)) // cols, cols=cols)
+    cx.emit("l2_norm", node, [tensor], out, rows=int(np.prod(shape, dtype=np.int64)) // cols, cols=cols,
+            calibrated=True)
     cx.values[y] = (out, perm)
 
 
-ONNX = {"LayerNormalization": import_layer_norm, "InstanceNormalization": import_instance_norm, "LpNormalization": import_lp_norm}
-TAKES_WHOLE = {"LayerNormalization": takes_whole}
+ONNX = {"LayerNormalization": import_layer_norm, "InstanceNormalization": import_instance_norm,
+        "LpNormalization": import_lp_norm, "RMSNormalization": import_layer_norm}
+TAKES_WHOLE = {"LayerNormalization": takes_whole, "RMSNormalization": takes_whole}
 
 
 # ---- TFLite import

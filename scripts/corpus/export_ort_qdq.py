@@ -24,6 +24,8 @@ MODELS = {
     # detector with two outputs (Hardswish, Clip; opset 11: per-tensor, as DequantizeLinear takes no axis before 13)
     "ortqdq_u8_torch_groupnorm_prelu_kws": ("kws", "torch_groupnorm_prelu_kws_op18", False, q.QuantType.QUInt8),
     "ortqdq_torch_hardswish_detector": ("detection", "torch_hardswish_detector_op11", False, q.QuantType.QInt8),
+    # the fifth round: int16 activations (A16W8; ONNX Runtime writes com.microsoft Q/DQ nodes below opset 21)
+    "ortqdq_a16w8_torch_grouped_gelu_har": ("har", "torch_grouped_gelu_har_op20", True, q.QuantType.QInt16),
 }
 
 

@@ -38,6 +38,7 @@ RPS = ("Avi-python/EmbeddedSystem_HW2", "53ee0d568ed3f5576bc3dcadaffd8f2f0b19c68
 SILABS = ("SiliconLabs/mltk", "a071446ed509116a36afcdc4a7629e989253f262", "Zlib (Silicon Labs MLTK, LICENSE.md)")
 TINY_V11 = ("mlcommons/tiny_results_v1.1", "c32ef94d19429ef1d318e9c7a60002a4bd70e11b", "Apache-2.0")
 URBAN = ("Berkya97/EdgeAssistNoiseClassifier", "5caf29550113cd949ce7bb39767461ca9275a083", NO_LICENSE)
+GAIT = ("TravisLeeTS/tinyml_gait_recognition", "8822611946b40ee968f2d3faa6a06cb5568e7254", NO_LICENSE)
 
 # name, kind, (repository, commit, license), path in the repository, committed
 FILES = [
@@ -106,6 +107,9 @@ FILES = [
     ("tiny11_kj_vww_tflite2onnx", "classification", TINY_V11,
      "closed/kai_jiang/code/vww/graph_quantization/models/vww_96_float.onnx", False),
     ("gh_urbansound_noise_cnn", "audio-events", URBAN, "model.tflite", False),
+    # the fifth round: a gait / activity CNN an Arduino project deploys (full-integer PTQ, 6-axis IMU window)
+    ("gh_gait_har_cnn", "har", GAIT,
+     "outputs/deployment/m3_retrained_with_v2_1/selected_candidate/m3_v2_1_mixed_6ch_int8.tflite", False),
 ]
 
 
