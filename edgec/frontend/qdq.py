@@ -68,11 +68,11 @@ def strip(model: onnx.ModelProto) -> onnx.ModelProto:
     if not is_qdq(model):
         return model
     g = model.graph
-    consts = {i.name: numpy_helper.to_array(i) for i in g.initializer}
+    consts = {i.name: _array(i) for i in g.initializer}
     outputs = {o.name for o in g.output}
     for n in list(g.node):      # Constant nodes (torch.onnx's scales, zero points, Clip bounds) as initializers
         if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value" and n.output[0] not in outputs:
-            consts[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+            consts[n.output[0]] = _array(n.attribute[0].t)
             g.initializer.append(numpy_helper.from_array(consts[n.output[0]], n.output[0]))
             g.node.remove(n)
     readers: dict[str, list[onnx.NodeProto]] = {}
@@ -329,7 +329,8 @@ def _weight_record(n, consts, readers) -> dict:
     s = np.asarray(_arr(consts, n.input[1]), np.float64)
     zp = np.asarray(_arr(consts, n.input[2] if len(n.input) > 2 else "", np.zeros((), q.dtype)))
     _, axis = _axis_shape(n, q, s)
-    rec = {"scale": s.reshape(-1).tolist(), "axis": axis, "node": n.name}
+    rec = {"scale": s.reshape(-1).tolist(), "axis": axis, "node": n.name,
+           "bits": 4 if q.dtype == np.int8 and q.size and np.all(zp == 0) and q.min() >= -8 and q.max() <= 7 else 8}
     problem = None
     if q.dtype != np.int8 and q.dtype != np.int32:
         problem = f"{q.dtype} weights (edgec's kernels take symmetric int8 weights: quantize with weight_type QInt8)"
@@ -341,6 +342,14 @@ def _weight_record(n, consts, readers) -> dict:
             raise EdgecError(f"node '{n.name}' (DequantizeLinear): the weights of '{r.name}' ({r.op_type}) are "
                              f"{problem}; or give edgec the float model")
     return rec
+
+
+def _array(t: onnx.TensorProto) -> np.ndarray:
+    """A constant as NumPy: ONNX's INT4 / UINT4 (packed two per byte in the file) as int8 / uint8 values."""
+    a = numpy_helper.to_array(t)
+    if t.data_type in (onnx.TensorProto.INT4, onnx.TensorProto.UINT4):
+        a = a.astype(np.int8 if t.data_type == onnx.TensorProto.INT4 else np.uint8)
+    return a
 
 
 def _activation_q(n, consts) -> tuple[float, int, float, float]:
@@ -399,3 +408,10 @@ def weight_scale(qdq: dict, node: onnx.NodeProto, channel_axis: int, weights: np
     if rec["axis"] != out_axis or scale.size != n_out:
         return None
     return scale
+
+
+def weight_bits(qdq: dict, node: onnx.NodeProto) -> int:
+    """4 where a weighted node's weights are the file's integers within int4's [-8, 7] (ONNX INT4, Brevitas's Clip
+    to [-7, 7], a QONNX Quant of 4 bits or fewer) with zero point 0, else 8."""
+    rec = qdq["weights"].get(node.input[1] if len(node.input) > 1 else "")
+    return 8 if rec is None else rec.get("bits", 8)
