@@ -13,13 +13,13 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from ckernels import declared_bytes
 from conftest import REPO, check_generated_c
 from edgec import api, pipeline
 from edgec.codegen import cmodel
 from edgec.fixedpoint import scheme
 from edgec.ops import select
 from edgec.quant import ptq, reference
-from test_constants import _declared_bytes
 
 SHAPE = [1, 3, 7, 7]
 CORPUS = REPO / "tests" / "corpus"
@@ -180,7 +180,7 @@ def test_brevitas_4_bit_weights_arrays_in_the_generated_c_are_half_the_int8_size
     for optimize in ("size", "speed"):
         g, plan = pipeline.schedule_and_plan(q, optimize=optimize)
         cmodel.generate(g, plan, tmp_path, "m")
-        declared = _declared_bytes((tmp_path / "m.c").read_text())
+        declared = declared_bytes((tmp_path / "m.c").read_text())
         arrays = {n: v for n, v in declared.items() if re.search(r"_(fw|weights4?)$", n)}
         counts = [op.attrs["weights"].size for op in q.ops if select.int4_weights(op)]
         assert len(counts) == 6 and len(arrays) == 6 and sum(counts) == 4288, arrays
