@@ -185,3 +185,45 @@ def test_brevitas_4_bit_weights_arrays_in_the_generated_c_are_half_the_int8_size
         counts = [op.attrs["weights"].size for op in q.ops if select.int4_weights(op)]
         assert len(counts) == 6 and len(arrays) == 6 and sum(counts) == 4288, arrays
         assert sum(arrays.values()) == sum((n + 1) // 2 for n in counts) == 2144, arrays
+
+
+def _one_conv(tmp_path, act_zp, weight_q: bool) -> str:
+    """x -> Q/DQ (zero point act_zp) -> Conv (weights: a float constant -> QuantizeLinear (INT4) -> DequantizeLinear
+    if weight_q, else an INT4 constant -> DequantizeLinear) -> y, at opset 21."""
+    wf = np.linspace(-0.5, 0.5, 2 * 3 * 3 * 3).astype(np.float32).reshape(2, 3, 3, 3)
+    inits = [numpy_helper.from_array(np.float32(0.02), "s"), act_zp, numpy_helper.from_array(np.float32(0.05), "sw"),
+             helper.make_tensor("zw", TensorProto.INT4, [], [0])]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="qx"),
+             helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"], name="dqx")]
+    if weight_q:        # 0.5 / 0.05 = 10 levels: QuantizeLinear to INT4 saturates at 7
+        inits.append(numpy_helper.from_array(wf, "wf"))
+        nodes.append(helper.make_node("QuantizeLinear", ["wf", "sw", "zw"], ["w"], name="qw"))
+    else:
+        inits.append(helper.make_tensor("w", TensorProto.INT4, wf.shape, np.clip(np.round(wf / 0.05), -8, 7)
+                                        .astype(int).reshape(-1).tolist()))
+    nodes += [helper.make_node("DequantizeLinear", ["w", "sw", "zw"], ["wd"], name="dqw"),
+              helper.make_node("Conv", ["xd", "wd"], ["y"], name="conv")]
+    graph = helper.make_graph(nodes, "one", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 5, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 3, 3])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    path = str(tmp_path / f"one{int(weight_q)}.onnx")
+    onnx.save(model, path)
+    return path
+
+
+def test_a_float_weight_quantized_to_int4_saturates_at_int4s_range(tmp_path):
+    path = _one_conv(tmp_path, numpy_helper.from_array(np.int8(0), "z"), True)
+    g = api.calibrate(path, np.random.default_rng(5).uniform(-1, 1, (8, 3, 5, 5)).astype(np.float32),
+                      ptq.QuantOptions(sensitivity_samples=0)).graph
+    op = next(op for op in g.ops if op.kind == "conv2d")
+    levels = scheme.unpack_int4(op.arrays["weights4"], op.attrs["weights"].size)
+    assert levels.min() == -8 and levels.max() == 7          # -10 .. 10 levels, saturated as ONNX's INT4 does
+
+
+def test_int4_activations_are_refused_in_one_line(tmp_path):
+    from edgec.errors import EdgecError
+    path = _one_conv(tmp_path, helper.make_tensor("z", TensorProto.INT4, [], [0]), False)
+    with pytest.raises(EdgecError, match=r"node 'qx' \(QuantizeLinear\): activation 'x' is quantized to int4; "
+                                         r"edgec runs int8 activations"):
+        api.calibrate(path, np.zeros((2, 3, 5, 5), np.float32), ptq.QuantOptions(sensitivity_samples=0))

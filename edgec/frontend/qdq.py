@@ -49,6 +49,8 @@ WEIGHT_USERS = {"Conv": 1, "ConvTranspose": 1, "Gemm": 1, "MatMul": 1}   # op ->
 CONST_CHAIN = ("Clip",)     # of constants (Brevitas's weight integers): folded here (an Identity of a constant is
 # not: ORT quantizes what it reads as an activation, asymmetric, and the canonical graph takes that pair as it is)
 INT_RANGE = {np.dtype(np.int8): (-128, 127), np.dtype(np.uint8): (0, 255)}
+NIBBLE_RANGE = {"int4": (-8, 7), "uint4": (0, 15)}   # numpy_helper.to_array's (ml_dtypes) types of ONNX's INT4 / UINT4
+# (packed two per byte in the file): a constant's QuantizeLinear saturates to them
 
 
 def is_qdq(model: onnx.ModelProto) -> bool:
@@ -68,11 +70,11 @@ def strip(model: onnx.ModelProto) -> onnx.ModelProto:
     if not is_qdq(model):
         return model
     g = model.graph
-    consts = {i.name: _array(i) for i in g.initializer}
+    consts = {i.name: numpy_helper.to_array(i) for i in g.initializer}
     outputs = {o.name for o in g.output}
     for n in list(g.node):      # Constant nodes (torch.onnx's scales, zero points, Clip bounds) as initializers
         if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value" and n.output[0] not in outputs:
-            consts[n.output[0]] = _array(n.attribute[0].t)
+            consts[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
             g.initializer.append(numpy_helper.from_array(consts[n.output[0]], n.output[0]))
             g.node.remove(n)
     readers: dict[str, list[onnx.NodeProto]] = {}
@@ -316,10 +318,10 @@ def _quantize(n, consts) -> np.ndarray:
     zp = np.asarray(_arr(consts, n.input[2] if len(n.input) > 2 else "", np.zeros((), np.uint8)))
     s, _ = _axis_shape(n, x, s)
     zpb, _ = _axis_shape(n, x, zp)
-    lo, hi = INT_RANGE.get(zp.dtype, (None, None))
+    lo, hi = INT_RANGE.get(zp.dtype, NIBBLE_RANGE.get(zp.dtype.name, (None, None)))
     if lo is None:
         raise EdgecError(f"node '{n.name}' (QuantizeLinear): {zp.dtype} quantization of a constant is not supported "
-                         "(int8 and uint8 are)")
+                         "(int8, uint8, int4 and uint4 are)")
     return np.clip(np.rint(x / s) + zpb.astype(np.int64), lo, hi).astype(zp.dtype)
 
 
@@ -329,6 +331,8 @@ def _weight_record(n, consts, readers) -> dict:
     s = np.asarray(_arr(consts, n.input[1]), np.float64)
     zp = np.asarray(_arr(consts, n.input[2] if len(n.input) > 2 else "", np.zeros((), q.dtype)))
     _, axis = _axis_shape(n, q, s)
+    if q.dtype.name == "int4":               # ONNX's INT4: the same integers as int8 ones, 4 bits in flash
+        q, zp = q.astype(np.int8), zp.astype(np.int8)
     rec = {"scale": s.reshape(-1).tolist(), "axis": axis, "node": n.name,
            "bits": 4 if q.dtype == np.int8 and q.size and np.all(zp == 0) and q.min() >= -8 and q.max() <= 7 else 8}
     problem = None
@@ -342,14 +346,6 @@ def _weight_record(n, consts, readers) -> dict:
             raise EdgecError(f"node '{n.name}' (DequantizeLinear): the weights of '{r.name}' ({r.op_type}) are "
                              f"{problem}; or give edgec the float model")
     return rec
-
-
-def _array(t: onnx.TensorProto) -> np.ndarray:
-    """A constant as NumPy: ONNX's INT4 / UINT4 (packed two per byte in the file) as int8 / uint8 values."""
-    a = numpy_helper.to_array(t)
-    if t.data_type in (onnx.TensorProto.INT4, onnx.TensorProto.UINT4):
-        a = a.astype(np.int8 if t.data_type == onnx.TensorProto.INT4 else np.uint8)
-    return a
 
 
 def _activation_q(n, consts) -> tuple[float, int, float, float]:
