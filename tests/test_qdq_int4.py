@@ -113,6 +113,8 @@ def test_onnx_int4_initializers_are_the_files_integers_packed_two_per_byte(built
     g4 = built["int4"][1]
     four = {op.name: op for op in g4.ops if select.int4_weights(op)}
     assert sorted(four) == ["conv", "dw", "fc"] and not any("weights" in op.arrays for op in g4.ops)
+    assert "3 of 3 weighted layers take the model's own scales and zero points (3 of them its 4-bit weights, " \
+           "packed two per byte)" in ptq.qdq_summary(g4)                # the build log says so
     for name, op in four.items():
         n = op.attrs["weights"].size
         assert op.arrays["weights4"].nbytes == (n + 1) // 2 and n % 2 == 1       # odd counts: a last half byte
