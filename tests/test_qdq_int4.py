@@ -229,3 +229,13 @@ def test_int4_activations_are_refused_in_one_line(tmp_path):
     with pytest.raises(EdgecError, match=r"node 'qx' \(QuantizeLinear\): activation 'x' is quantized to int4; "
                                          r"edgec runs int8 activations"):
         api.calibrate(path, np.zeros((2, 3, 5, 5), np.float32), ptq.QuantOptions(sensitivity_samples=0))
+
+
+def test_a_16x8_layer_of_a_4_bit_file_takes_int8_weights(built, tmp_path):
+    """`--int16 conv` on the INT4 file: that layer runs TFLite's 16x8 kernel, which reads int8 weights (it found none
+    before: KeyError 'weights'); the others stay packed, and the generated C is the reference's."""
+    path = built["int4"][0]
+    g = api.calibrate(path, _x(8, 1), ptq.QuantOptions(sensitivity_samples=0, int16=("conv",))).graph
+    precision = {op.name: select.precision(op, g.tensors[op.output].dtype) for op in g.ops if "bias" in op.arrays}
+    assert precision == {"conv": "int16", "dw": "int4", "fc": "int4"}
+    check_generated_c(g, _x(6, 4), tmp_path)

@@ -179,7 +179,7 @@ def weighted(op: Op, inp: Tensor, out: Tensor, channel_axis: int) -> None:
         return
     if not np.all(np.isfinite(op.attrs["weights"])):
         raise EdgecError(f"node '{op.name}': weights contain NaN or Inf")
-    four = op.attrs.get("weight_bits", 8) == 4
+    four = op.attrs.get("weight_bits", 8) == 4 and out.dtype == "int8"     # (a 16x8 layer: int8 weights)
     own = "weight_scale" in op.attrs and (not four or op.attrs.get("file_weight_bits") == 4)
     if own:      # a QDQ model's own weight scales (edgec/frontend/qdq.py), its int8 or 4-bit integers
         w_scale = np.asarray(op.attrs["weight_scale"], np.float64)
