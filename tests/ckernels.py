@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -335,3 +336,13 @@ def fully_connected_s16_and_conversion_cases(seed=5, n=40):
         m, s = scheme.quantize_multiplier(float(np.exp(rng.uniform(math.log(1 / 300.0), math.log(1.0)))))
         x16 = i16(rng, (50,))
         yield fc, (up, (x16, zp, m, s))
+
+
+C_BYTES = {"int8_t": 1, "int16_t": 2, "int32_t": 4, "uint32_t": 4, "int64_t": 8}
+
+
+def declared_bytes(c_text: str) -> dict[str, int]:
+    """Bytes of every `static const T name[N]` constant array in a generated model.c, by name."""
+    rq = ctypes.sizeof(struct("edgec_rq"))
+    return {name: int(n) * (rq if t == "edgec_rq" else C_BYTES[t])
+            for t, name, n in re.findall(r"static const (\w+) (\w+)\[(\d+)\]", c_text)}

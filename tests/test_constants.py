@@ -3,12 +3,11 @@ reported apart, adding up to every constant array the generated C declares; int4
 (the digits example, --optimize size and speed) while the residual Add's tables stay what they are."""
 from __future__ import annotations
 
-import ctypes
 import re
 
 import pytest
 
-from ckernels import struct
+from ckernels import declared_bytes
 from conftest import REPO
 from edgec.bench import report
 from edgec.codegen import cmodel, constants
@@ -16,7 +15,6 @@ from edgec.pipeline import calibrate_model, schedule_and_plan
 from edgec.quant import ptq
 
 DIGITS = REPO / "examples" / "digits_cnn"
-C_BYTES = {"int8_t": 1, "int16_t": 2, "int32_t": 4, "uint32_t": 4, "int64_t": 8}
 
 
 @pytest.fixture(scope="module")
@@ -31,18 +29,11 @@ def digits():
     return out
 
 
-def _declared_bytes(c_text: str) -> dict[str, int]:
-    """Bytes of every `static const T name[N]` constant array in a generated model.c, by name."""
-    rq = ctypes.sizeof(struct("edgec_rq"))
-    return {name: int(n) * (rq if t == "edgec_rq" else C_BYTES[t])
-            for t, name, n in re.findall(r"static const (\w+) (\w+)\[(\d+)\]", c_text)}
-
-
 @pytest.mark.parametrize("weights,optimize", [("int8", "size"), ("int4", "speed")])
 def test_breakdown_adds_up_to_the_arrays_in_the_generated_c(digits, tmp_path, weights, optimize):
     graph, plan = digits[weights, optimize]
     cmodel.generate(graph, plan, tmp_path, "digits")
-    declared = _declared_bytes((tmp_path / "digits.c").read_text())
+    declared = declared_bytes((tmp_path / "digits.c").read_text())
     b = constants.breakdown(graph)
     assert b["total"] == sum(declared.values()) == b["weights"] + b["biases_requantization"] + \
         b["lookup_tables"] + b["other"]

@@ -233,5 +233,8 @@ def test_macs_of_an_int4_layer_read_back_from_a_build(digits_int4):
     import dataclasses
     from edgec.ops.registry import op_macs
     g = digits_int4["int4"]
-    op = next(o for o in g.ops if o.kind == "fully_connected" and select.int4_weights(o))
-    assert op_macs(g, dataclasses.replace(op, attrs={})) == op_macs(g, op) > 0
+    kinds = set()
+    for op in (o for o in g.ops if select.int4_weights(o)):      # fully connected, conv2d and depthwise ones
+        assert op_macs(g, dataclasses.replace(op, attrs={})) == op_macs(g, op) > 0, op.name
+        kinds.add(op.kind)
+    assert kinds == {"fully_connected", "conv2d", "depthwise_conv2d"}

@@ -285,14 +285,16 @@ def test_brevitas_qcdq_clipped_weights_keep_the_files_integers_and_scales():
     assert len(clips) == 6 and all(consts[c.input[1]] == -7 and consts[c.input[2]] == 7 for c in clips)
     by_out = {n.output[0]: n for n in model.graph.node}
     _, graph, _ = api.compile_model(path, calib)
-    layers = [op for op in graph.ops if "weights" in op.arrays]
-    assert len(layers) == 6
+    layers = [op for op in graph.ops if "weights4" in op.arrays]     # 4-bit: stored packed two per byte
+    assert len(layers) == 6 and not any("weights" in op.arrays for op in graph.ops)
     for op in layers:
         node = next(n for n in model.graph.node if n.name == op.name)
         dq = by_out[node.input[1]]
         assert by_out[dq.input[0]].op_type == "Clip"
         np.testing.assert_array_equal(op.attrs["weight_scale"], consts[dq.input[1]].astype(np.float64).reshape(-1))
-        w = op.arrays["weights"]
+        n = op.attrs["weights"].size
+        assert op.arrays["weights4"].size == (n + 1) // 2
+        w = scheme.unpack_int4(op.arrays["weights4"], n)
         assert w.min() >= -7 and w.max() <= 7
         assert np.array_equal(np.sort(w.reshape(-1)), np.sort(np.clip(consts[by_out[dq.input[0]].input[0]], -7, 7)
                                                                 .reshape(-1)))

@@ -83,13 +83,21 @@ def built(tmp_path_factory):
     return path, api.calibrate(path, data(16, 1)).graph
 
 
+def levels(op) -> np.ndarray:
+    """A layer's weight integers: int8, or its 4-bit ones unpacked (stored two per byte)."""
+    if "weights4" in op.arrays:
+        return scheme.unpack_int4(op.arrays["weights4"], op.attrs["weights"].size).reshape(op.attrs["weights"].shape)
+    return op.arrays["weights"]
+
+
 def test_weights_are_the_files_integers_and_scales(built):
+    """conv1's 4-bit weights are stored packed two per byte (the file's integers), conv2's 8-bit ones as int8."""
     _, graph = built
     w1, s_w1, w2, _ = weights()
     convs = [op for op in graph.ops if op.kind == "conv2d"]
-    assert len(convs) == 2
+    assert len(convs) == 2 and "weights4" in convs[0].arrays and "weights" in convs[1].arrays
     want1 = np.clip(np.round(w1 / s_w1), -7, 7)                       # 4 bits, narrow
-    np.testing.assert_array_equal(convs[0].arrays["weights"].transpose(0, 3, 1, 2), want1)
+    np.testing.assert_array_equal(levels(convs[0]).transpose(0, 3, 1, 2), want1)
     np.testing.assert_array_equal(convs[1].arrays["weights"].transpose(0, 3, 1, 2),
                                   np.clip(np.round(w2 / np.float32(0.01)), -127, 127))
 
@@ -179,11 +187,11 @@ def test_brevitas_export_qonnx_weights_and_4_bit_relus():
     model = onnx.load(str(folder / "model.onnx"))
     bits = {i.name: float(numpy_helper.to_array(i)) for i in model.graph.initializer if i.name.endswith("_2_output_0")}
     graph = api.calibrate(folder / "model.onnx", np.load(folder / "calib.npz")["x"]).graph
-    layers = [op for op in graph.ops if "weights" in op.arrays]
+    layers = [op for op in graph.ops if "weights4" in op.arrays]          # stored packed two per byte
     relus = [n for n in model.graph.node if n.op_type == "Quant" and n.input[0].endswith("Relu_output_0")]
     assert len(layers) == 6 and len(relus) == 5
     for op in layers:
-        assert op.arrays["weights"].min() >= -7 and op.arrays["weights"].max() <= 7
+        assert levels(op).min() >= -7 and levels(op).max() <= 7
     for op, q in zip(layers, relus):
         assert bits[q.input[3]] == 4.0
         assert op.attrs["act"][1] == pytest.approx(15 * float(graph.tensors[op.output].scale))

@@ -172,20 +172,23 @@ def quantize_weights(w: np.ndarray, channel_axis: int, per_channel: bool = True,
 def weighted(op: Op, inp: Tensor, out: Tensor, channel_axis: int) -> None:
     """op.arrays weights (int8), bias (int32), mult and shift (per output channel) of a weighted op.
     An op with attrs['weight_bits'] 4 gets int4 weights instead: in [-7, 7], packed two per byte
-    (op.arrays['weights4'], pack_int4).  A .tflite's op keeps the file's integers (edgec/frontend/tflite.py):
+    (op.arrays['weights4'], pack_int4); a QDQ file's 4-bit weights (attrs['file_weight_bits'] 4) keep the file's
+    integers in [-8, 7] and scales.  A .tflite's op keeps the file's integers (edgec/frontend/tflite.py):
     nothing is derived from its float weights (a copy 8x their size)."""
     if op.attrs.get("tflite") and "weights" in op.arrays and "mult" in op.arrays:
         return
     if not np.all(np.isfinite(op.attrs["weights"])):
         raise EdgecError(f"node '{op.name}': weights contain NaN or Inf")
-    four = op.attrs.get("weight_bits", 8) == 4
-    if four:        # (a QDQ model's int8 weight scales do not apply to 4-bit weights)
-        wq, w_scale = quantize_weights(op.attrs["weights"], channel_axis, op.attrs.get("per_channel", True), 7)
-    elif "weight_scale" in op.attrs:      # a QDQ model's own weight scales (edgec/frontend/qdq.py)
+    four = op.attrs.get("weight_bits", 8) == 4 and out.dtype == "int8"     # (a 16x8 layer: int8 weights)
+    own = "weight_scale" in op.attrs and (not four or op.attrs.get("file_weight_bits") == 4)
+    if own:      # a QDQ model's own weight scales (edgec/frontend/qdq.py), its int8 or 4-bit integers
         w_scale = np.asarray(op.attrs["weight_scale"], np.float64)
         shape = [1] * op.attrs["weights"].ndim
         shape[channel_axis] = -1
         wq = np.clip(np.round(op.attrs["weights"] / w_scale.reshape(shape)), -128, 127).astype(np.int8)
+        four = four and wq.min() >= -8 and wq.max() <= 7     # (a BatchNorm's sign flip of a -8: int8, still exact)
+    elif four:        # (a QDQ model's int8 weight scales do not apply to 4-bit weights)
+        wq, w_scale = quantize_weights(op.attrs["weights"], channel_axis, op.attrs.get("per_channel", True), 7)
     else:
         wq, w_scale = quantize_weights(op.attrs["weights"], channel_axis, op.attrs.get("per_channel", True))
     bias_scale = inp.scale * w_scale

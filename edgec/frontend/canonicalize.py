@@ -32,7 +32,7 @@ from edgec.frontend.loader import graph_inputs
 from edgec.frontend.support import CONTROL_FLOW, Problem, problems_message
 from edgec.ir import Graph, GraphBuilder, Op, Tensor
 from edgec.ops import convert, matmul, movement, norm
-from edgec.ops.registry import FUSABLE, GRAPH_IMPORTERS, IMPORTERS, SUPPORTED_OPS, WEIGHT_AXIS
+from edgec.ops.registry import FUSABLE, GRAPH_IMPORTERS, IMPORTERS, INT4_KINDS, SUPPORTED_OPS, WEIGHT_AXIS
 
 
 
@@ -137,6 +137,8 @@ class _Canonicalizer:
             scale = qdq.weight_scale(self.qdq, node, WEIGHT_AXIS[kind], attrs["weights"])
             if scale is not None:
                 op.attrs["weight_scale"] = scale
+                if qdq.weight_bits(self.qdq, node) == 4 and kind in INT4_KINDS:   # the file's 4-bit integers:
+                    op.attrs.update(file_weight_bits=4, weight_bits=4)       # stored packed (scheme.weighted)
         self.graph.ops.append(op)
         return op
 

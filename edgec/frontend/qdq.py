@@ -49,6 +49,8 @@ WEIGHT_USERS = {"Conv": 1, "ConvTranspose": 1, "Gemm": 1, "MatMul": 1}   # op ->
 CONST_CHAIN = ("Clip",)     # of constants (Brevitas's weight integers): folded here (an Identity of a constant is
 # not: ORT quantizes what it reads as an activation, asymmetric, and the canonical graph takes that pair as it is)
 INT_RANGE = {np.dtype(np.int8): (-128, 127), np.dtype(np.uint8): (0, 255)}
+NIBBLE_RANGE = {"int4": (-8, 7), "uint4": (0, 15)}   # numpy_helper.to_array's (ml_dtypes) types of ONNX's INT4 / UINT4
+# (packed two per byte in the file): a constant's QuantizeLinear saturates to them
 
 
 def is_qdq(model: onnx.ModelProto) -> bool:
@@ -321,10 +323,10 @@ def _quantize(n, consts) -> np.ndarray:
     zp = np.asarray(_arr(consts, n.input[2] if len(n.input) > 2 else "", np.zeros((), np.uint8)))
     s, _ = _axis_shape(n, x, s)
     zpb, _ = _axis_shape(n, x, zp)
-    lo, hi = INT_RANGE.get(zp.dtype, (None, None))
+    lo, hi = INT_RANGE.get(zp.dtype, NIBBLE_RANGE.get(zp.dtype.name, (None, None)))
     if lo is None:
         raise EdgecError(f"node '{n.name}' (QuantizeLinear): {zp.dtype} quantization of a constant is not supported "
-                         "(int8 and uint8 are)")
+                         "(int8, uint8, int4 and uint4 are)")
     return np.clip(np.rint(x / s) + zpb.astype(np.int64), lo, hi).astype(zp.dtype)
 
 
@@ -334,7 +336,10 @@ def _weight_record(n, consts, readers) -> dict:
     s = np.asarray(_arr(consts, n.input[1]), np.float64)
     zp = np.asarray(_arr(consts, n.input[2] if len(n.input) > 2 else "", np.zeros((), q.dtype)))
     _, axis = _axis_shape(n, q, s)
-    rec = {"scale": s.reshape(-1).tolist(), "axis": axis, "node": n.name}
+    if q.dtype.name == "int4":               # ONNX's INT4: the same integers as int8 ones, 4 bits in flash
+        q, zp = q.astype(np.int8), zp.astype(np.int8)
+    rec = {"scale": s.reshape(-1).tolist(), "axis": axis, "node": n.name,
+           "bits": 4 if q.dtype == np.int8 and q.size and np.all(zp == 0) and q.min() >= -8 and q.max() <= 7 else 8}
     problem = None
     if q.dtype != np.int8 and q.dtype != np.int32:
         problem = f"{q.dtype} weights (edgec's kernels take symmetric int8 weights: quantize with weight_type QInt8)"
@@ -420,3 +425,10 @@ def weight_scale(qdq: dict, node: onnx.NodeProto, channel_axis: int, weights: np
     if rec["axis"] != out_axis or scale.size != n_out:
         return None
     return scale
+
+
+def weight_bits(qdq: dict, node: onnx.NodeProto) -> int:
+    """4 where a weighted node's weights are the file's integers within int4's [-8, 7] (ONNX INT4, Brevitas's Clip
+    to [-7, 7], a QONNX Quant of 4 bits or fewer) with zero point 0, else 8."""
+    rec = qdq["weights"].get(node.input[1] if len(node.input) > 1 else "")
+    return 8 if rec is None else rec.get("bits", 8)

@@ -4,7 +4,8 @@ A layer can if its kind has an int4-weight kernel (registry.INT4_KINDS: conv2d, 
 lstm, gru)
 and it keeps int8 activations (a 16x8 layer, `--int16`, takes int8 weights). `mark` sets the float op's
 attrs['weight_bits'] to 4 (in a new graph) before quantization; the quantizer does the rest
-(edgec/fixedpoint/scheme.py).
+(edgec/fixedpoint/scheme.py). A QDQ file's 4-bit weights (attrs['file_weight_bits'] 4, edgec/frontend/qdq.py) are
+int4 from the import on, named or not.
 """
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def mark(graph: Graph, names) -> tuple[Graph, int]:
     n, ops = 0, []
     for op in graph.ops:
         if op.kind in KINDS:
-            four = op.name in names and graph.tensors[op.output].dtype == "int8"
+            four = (op.name in names or op.attrs.get("file_weight_bits") == 4) and graph.tensors[op.output].dtype == "int8"
             op = replace(op, attrs={**op.attrs, "weight_bits": 4 if four else 8})
             n += four
         ops.append(op)

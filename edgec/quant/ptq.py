@@ -371,6 +371,8 @@ def qdq_summary(graph: Graph) -> str:
     own = [t.name for t in took if (t.scale, t.zero_point) != fixed[t.source]]
     weighted = [op for op in graph.ops if "weights" in op.attrs]
     n_w = sum("weight_scale" in op.attrs for op in weighted)
+    n4 = sum("weight_scale" in op.attrs and "weights4" in op.arrays for op in weighted)
     return (f"QDQ model: {len(took) - len(own)} of {len(graph.tensors)} activations and {n_w} of {len(weighted)} "
             "weighted layers take the model's own scales and zero points"
+            + (f" ({n4} of them its 4-bit weights, packed two per byte)" if n4 else "")
             + (f"; the int8 scheme fixes its own for {', '.join(own)}" if own else ""))

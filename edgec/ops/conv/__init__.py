@@ -32,13 +32,23 @@ def _weights(op):
     return op.attrs.get("weights", op.arrays.get("weights"))
 
 
+def _taps(op, depthwise: bool) -> int:
+    """Multiply-accumulates per output value: from the weights, or from the parameters where a saved build's int4
+    layer keeps neither float nor int8 weights (only the packed ones)."""
+    w = _weights(op)
+    if w is None:
+        p = op.params
+        return p["k_h"] * p["k_w"] * (1 if depthwise else p["in_c"])
+    return int(np.prod(w.shape[:2] if depthwise else w.shape[1:]))
+
+
 OPS = [
     OpDef("conv2d", "conv", quantize_conv, float_conv, fuses_activation=True, weight_axis=0, bias_correction=True,
-          adaptive_rounding=True, equalize=EQUALIZE, macs=lambda op, out: out.size * int(np.prod(_weights(op).shape[1:])),
+          adaptive_rounding=True, equalize=EQUALIZE, macs=lambda op, out: out.size * _taps(op, False),
           int16=Int16(quantize_conv16), row_bands="window"),
     OpDef("depthwise_conv2d", "conv", quantize_conv, float_conv, fuses_activation=True, weight_axis=-1,
           bias_correction=True, equalize=EQUALIZE, row_bands="window",
-          macs=lambda op, out: out.size * int(np.prod(_weights(op).shape[:2])), int16=Int16(quantize_conv16)),
+          macs=lambda op, out: out.size * _taps(op, True), int16=Int16(quantize_conv16)),
     OpDef("group_conv2d", "conv", quantize_group_conv, float_conv, fuses_activation=True, weight_axis=0),
 ]
 # rgb3x3 before window4 among the fast convolution's variants (declared fastest first)
