@@ -118,13 +118,13 @@ def mark(graph: Graph, names) -> tuple[Graph, int]:
 
 
 def recurrent_default(graph: Graph) -> list[str]:
-    """What a float model's LSTM / GRU run with by default: int16 input and output (edgec_recurrent_s16), with
+    """What a float model's GRU runs with by default: int16 input and output (edgec_recurrent_s16), with
     the int16-capable layers reading its sequence (directly or through views, remaps, concats), so the state
     leaves the recurrence on an int16 grid and is read as int16; only a recurrence with such a reader (another
     recurrence, a fully connected...): one whose output an int8 layer reads would be converted back at once."""
     names: list[str] = []
     for op in graph.ops:
-        if op.kind in RECURRENT_KINDS and recurrent_int16_fits(op) and op.name not in names:
+        if op.kind == "gru" and recurrent_int16_fits(op) and op.name not in names:
             found = layers_reading(graph, op.name, candidates(graph) + list(RECURRENT_KINDS))
             if found:
                 names += [op.name, *found]
