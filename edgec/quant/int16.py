@@ -26,7 +26,7 @@ from edgec.errors import EdgecError
 from edgec.ir import Graph, Op, Tensor
 from edgec.ops.convert import KIND as CONVERT            # the int8 <-> int16 conversion op
 from edgec.ops.recurrent import KINDS as RECURRENT_KINDS  # ONNX LSTM / GRU (edgec_recurrent_s16)
-from edgec.ops.recurrent import int16_fits as recurrent_int16_fits
+from edgec.ops.recurrent import int16_by_default as recurrent_int16_by_default
 from edgec.ops.registry import INT16_KINDS as KINDS      # op kinds with a 16x8 kernel
 from edgec.ops.registry import INT16_NAMEABLE            # and those --int16 may name besides (softmax)
 from edgec.ops.registry import int16_through            # views, pools, adds and concats an int16 chain passes through
@@ -124,7 +124,7 @@ def recurrent_default(graph: Graph) -> list[str]:
     recurrence, a fully connected...): one whose output an int8 layer reads would be converted back at once."""
     names: list[str] = []
     for op in graph.ops:
-        if op.kind == "gru" and recurrent_int16_fits(op) and op.name not in names:
+        if recurrent_int16_by_default(op) and op.name not in names:
             found = layers_reading(graph, op.name, candidates(graph) + list(RECURRENT_KINDS))
             if found:
                 names += [op.name, *found]
