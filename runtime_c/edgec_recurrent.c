@@ -71,13 +71,20 @@ static void mv_h_portable(const edgec_recurrent_weights *w, int32_t row0, int32_
                   row0, rows, out);
 }
 
+static void mv_x16_portable(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int16_t *x,
+                            int32_t *out)
+{
+    rows_portable(w, w->w_x, w->x_stride, w->input_size, (const int8_t *)0, x, w->bias_x, w->mult_x, w->shift_x,
+                  row0, rows, out);
+}
+
 static int32_t clamp32(int64_t v)
 {
     return (int32_t)(v < INT32_MIN ? INT32_MIN : (v > INT32_MAX ? INT32_MAX : v));
 }
 
-/* One step of one sequence of the batch: h, c updated in place from input x, or the int16 x16 (x null;
- * edgec_recurrent_s16: the portable product) (scratch: pre, hn, rh). */
+/* One step of one sequence of the batch: h, c updated in place from input x, or the int16 x16 (x null)
+ * (scratch: pre, hn, rh). */
 static void recurrent_step(const edgec_recurrent_params *p, const edgec_recurrent_weights *w, const int8_t *x,
                            const int16_t *x16, int32_t *pre, int32_t *hn, int16_t *rh, int16_t *h, int16_t *c)
 {
@@ -88,8 +95,7 @@ static void recurrent_step(const edgec_recurrent_params *p, const edgec_recurren
     if (x) {
         w->mv->mv_x(w, 0, gates * hid, x, pre);           /* rq(bias_x + w_x . x), every gate row */
     } else {
-        rows_portable(w, w->w_x, w->x_stride, w->input_size, (const int8_t *)0, x16, w->bias_x, w->mult_x,
-                      w->shift_x, 0, gates * hid, pre);
+        w->mv->mv_x16(w, 0, gates * hid, x16, pre);       /* rq(bias_x + w_x . x16) */
     }
     for (q = 0; q < gates; ++q) {                     /* + the h part, gate by gate (GRU: z and r) */
         int32_t *g = pre + q * hid;
@@ -180,8 +186,8 @@ static void recurrent_sequence(const edgec_recurrent_params *p, const edgec_recu
     }
 }
 
-static const edgec_recurrent_products PORTABLE_S8 = {mv_x_portable, mv_h_portable, 1, 0};
-static const edgec_recurrent_products PORTABLE_S4 = {mv_x_portable, mv_h_portable, 1, 1};
+static const edgec_recurrent_products PORTABLE_S8 = {mv_x_portable, mv_h_portable, mv_x16_portable, 1, 0};
+static const edgec_recurrent_products PORTABLE_S4 = {mv_x_portable, mv_h_portable, mv_x16_portable, 1, 1};
 
 static void recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_products *mv, const void *w_x,
                           const void *w_h, const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
@@ -247,6 +253,17 @@ void edgec_recurrent_s4(const edgec_recurrent_params *p, const int8_t *input, co
 {
     edgec_recurrent_run(p, &PORTABLE_S4, w_x, w_h, bias_x, mult_x, shift_x, mult_h, shift_h, wb, rb, init_h, init_c,
                         sigmoid, tanh_table, (const int32_t *)0, (const int32_t *)0, input, scratch, output);
+}
+
+void edgec_recurrent_run16(const edgec_recurrent_params *p, const edgec_recurrent_products *mv, const void *w_x,
+                           const void *w_h, const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
+                           const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
+                           const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                           const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h, const int16_t *input,
+                           void *scratch, int16_t *output)
+{
+    recurrent_run(p, mv, w_x, w_h, bias_x, mult_x, shift_x, mult_h, shift_h, wb, rb, init_h, init_c, sigmoid,
+                  tanh_table, rq_x, rq_h, input, scratch, output, 1);
 }
 
 void edgec_recurrent_s16(const edgec_recurrent_params *p, const int16_t *input, const int8_t *w_x, const int8_t *w_h,

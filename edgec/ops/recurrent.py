@@ -242,7 +242,12 @@ def _padded_rows(w: np.ndarray) -> np.ndarray:
     return fast.words(wp)
 
 
-def lower_recurrent(op: Op):
+def lower_recurrent16(op: Op):
+    """edgec_recurrent_fast_s16: lower_recurrent's arrays, the x products' records checked for int16 inputs."""
+    return lower_recurrent(op, x_max=32768)
+
+
+def lower_recurrent(op: Op, x_max: int = 128):
     """edgec_recurrent_fast_s8 (runtime_c/fast/edgec_recurrent_fast.c): the same arrays with the weight rows
     padded to words (int4 weights, edgec_recurrent_fast_s4: rows padded to 8 and 8 nibbles a word in
     fast.nibble_words' order), plus the fast requantization records of each product (rq_x, rq_h; field 0 the
@@ -255,7 +260,7 @@ def lower_recurrent(op: Op):
     four = "w_x4" in op.arrays
     bias = np.asarray(op.arrays["bias_x"], np.int64)
     records = {}
-    for key, acc, m, s in (("rq_x", np.abs(bias) + 128 * np.abs(wx).sum(axis=1), "mult_x", "shift_x"),
+    for key, acc, m, s in (("rq_x", np.abs(bias) + x_max * np.abs(wx).sum(axis=1), "mult_x", "shift_x"),
                            ("rq_h", 32768 * np.abs(wh).sum(axis=1), "mult_h", "shift_h")):
         # a multiplier over 1 (shift > 0): the accumulator shifted left first (record field 0), which is what
         # TFLite's MultiplyByQuantizedMultiplier does, then the record of the multiplier with no shift
@@ -283,8 +288,10 @@ RECURRENT_4 = Kernel("edgec_recurrent_s4", KINDS, REFERENCE, c_recurrent, precis
                      run=run_recurrent)
 RECURRENT_16 = Kernel("edgec_recurrent_s16", KINDS, REFERENCE, c_recurrent, precision=INT16, run=run_recurrent16)
 RECURRENT_FAST = Kernel("edgec_recurrent_fast_s8", KINDS, FAST, c_recurrent, lower=lower_recurrent)
+RECURRENT_FAST_16 = Kernel("edgec_recurrent_fast_s16", KINDS, FAST, c_recurrent, precision=INT16,
+                           applies=lambda op: not int4_weights(op), lower=lower_recurrent16)
 RECURRENT_FAST_4 = Kernel("edgec_recurrent_fast_s4", KINDS, FAST, c_recurrent, precision=INT4, lower=lower_recurrent)
-KERNELS = [RECURRENT, RECURRENT_4, RECURRENT_16, RECURRENT_FAST, RECURRENT_FAST_4]
+KERNELS = [RECURRENT, RECURRENT_4, RECURRENT_16, RECURRENT_FAST, RECURRENT_FAST_4, RECURRENT_FAST_16]
 
 
 def _macs(op: Op, out: Tensor) -> int:

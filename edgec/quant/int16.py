@@ -16,7 +16,7 @@ records of precision int16 in their families, edgec/ops/kernel.py). The model's 
   only at its ends.
 Everything downstream dispatches on the tensors' dtype: quantize (int16 ranges and parameters),
 reference (the 16x8 kernels), the planner (bytes, not elements) and codegen (the s16 calls). The fast
-kernels never take an int16 op.
+kernels take no int16 op but a recurrence (edgec_recurrent_fast_s16).
 """
 from __future__ import annotations
 

@@ -196,8 +196,8 @@ def _checked(graph: Graph, options: QuantOptions):
     options = options.checked()
     numerics.check_finite(graph)
     wide = int16.check_names(graph, options.int16)
-    if options.recurrent_int16 and not options.budgeted:
-        wide = list(dict.fromkeys(wide + int16.recurrent_default(graph)))
+    if options.recurrent_int16 and not options.budgeted and options.weights == "int8":   # (int4 asked: left as is)
+        wide = list(dict.fromkeys(wide + [n for n in int16.recurrent_default(graph) if n not in options.int4]))
     four = int4layers.chosen(graph, options.weights, options.int4, tuple(wide))
     if ports.multi(graph) and (options.method in AUTO_METHODS or options.budgeted):
         raise EdgecError(f"{options.budget_flag if options.budgeted else '--calibration ' + options.method}"
