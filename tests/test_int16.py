@@ -344,7 +344,7 @@ def _bigru_head():
 
 def test_recurrent_default_runs_a_grus_sequence_int16_into_its_reader(tmp_path):
     """edgec/quant/int16.py recurrent_default: by default a float model's GRU reads and writes int16
-    (edgec_recurrent_s16) and the Gemm reading its last step through the concat and Gather reads it as int16;
+    (edgec_recurrent_fast_s16) and the Gemm reading its last step through the concat and Gather reads it as int16;
     recurrent_int16=False keeps it int8; the generated C matches the reference bit for bit."""
     from conftest import check_generated_c
     from edgec.quant import int16
@@ -359,6 +359,6 @@ def test_recurrent_default_runs_a_grus_sequence_int16_into_its_reader(tmp_path):
     assert [default.tensors[op.inputs[0]].dtype for op in default.ops if op.kind == "fully_connected"] == ["int16"]
     assert {off.tensors[op.output].dtype for op in off.ops if op.kind == "gru"} == {"int8"}
     g = pipeline.lower(default)
-    assert {op.lowering.kernel.name for op in g.ops if op.kind == "gru"} == {"edgec_recurrent_s16"}
+    assert {op.lowering.kernel.name for op in g.ops if op.kind == "gru"} == {"edgec_recurrent_fast_s16"}
     check_generated_c(default, x[32:], tmp_path / "gcc")
     check_generated_c(default, x[32:], tmp_path / "clang", cc="clang", flags=SANITIZE)
