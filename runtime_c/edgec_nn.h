@@ -728,6 +728,17 @@ static inline int32_t edgec_recurrent_s4_get_buffer_size(const edgec_recurrent_p
     return edgec_recurrent_s8_get_buffer_size(p);
 }
 
+/* The same with int16 input and output, zero points 0 (a float model's recurrence: int16 sequence in and out;
+ * bias_x 0, out_mult/out_shift from Q0.15 to the output's int16 scale); |w_x| sums below 2^31 / 32768. */
+void edgec_recurrent_s16(const edgec_recurrent_params *p, const int16_t *input, const int8_t *w_x, const int8_t *w_h,
+                         const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
+                         const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
+                         const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                         const int16_t *tanh_table, void *scratch, int16_t *output);
+static inline int32_t edgec_recurrent_s16_get_buffer_size(const edgec_recurrent_params *p)
+{
+    return edgec_recurrent_s8_get_buffer_size(p);
+}
 /* fast (fast/edgec_recurrent_fast.c; edgec/ops/recurrent.py lower_recurrent): the same recurrence with each
  * weight row zero-padded to a multiple of 4 (words), multiplied with SMLAD on the Arm DSP path: x widened to
  * int16 pairs (x0, x2), (x1, x3) once per step, h laid out the same way once per product, each weight word
@@ -760,6 +771,17 @@ static inline int32_t edgec_recurrent_fast_s4_get_buffer_size(const edgec_recurr
 {
     return (edgec_recurrent_s8_get_buffer_size(p) + 3) / 4 * 4 +
            2 * ((p->input_size + 7) / 8 * 8 + (p->hidden + 7) / 8 * 8);
+}
+/* The same with int16 input and output (edgec_recurrent_s16's arithmetic): x laid out as h is. */
+void edgec_recurrent_fast_s16(const edgec_recurrent_params *p, const int16_t *input, const uint32_t *w_x,
+                              const uint32_t *w_h, const int32_t *bias_x, const int32_t *mult_x,
+                              const int32_t *shift_x, const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb,
+                              const int32_t *rb, const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                              const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h, void *scratch,
+                              int16_t *output);
+static inline int32_t edgec_recurrent_fast_s16_get_buffer_size(const edgec_recurrent_params *p)
+{
+    return edgec_recurrent_fast_s8_get_buffer_size(p);
 }
 
 /* edgec_recurrent_tflite.c: TFLite's integer UNIDIRECTIONAL_SEQUENCE_LSTM as TFLite Micro computes it (edgec/ops/

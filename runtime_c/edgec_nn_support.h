@@ -148,6 +148,8 @@ typedef struct edgec_recurrent_products edgec_recurrent_products;
 struct edgec_recurrent_products {
     void (*mv_x)(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int8_t *x, int32_t *out);
     void (*mv_h)(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int16_t *h, int32_t *out);
+    /* the x product of an int16 input (edgec_recurrent_run16), with w_x, bias_x and the x requantization */
+    void (*mv_x16)(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int16_t *x, int32_t *out);
     int32_t pad;                                       /* stored rows are padded to a multiple of pad weights */
     int32_t packed;                                    /* 0: int8 weights, 1: int4 packed two per byte */
 };
@@ -167,6 +169,13 @@ void edgec_recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_
                          const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
                          const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h, const int8_t *input,
                          void *scratch, int8_t *output);
+/* the same with an int16 input and output, zero points 0 (edgec_recurrent_s16, edgec_recurrent_fast_s16) */
+void edgec_recurrent_run16(const edgec_recurrent_params *p, const edgec_recurrent_products *mv, const void *w_x,
+                           const void *w_h, const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
+                           const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
+                           const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                           const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h, const int16_t *input,
+                           void *scratch, int16_t *output);
 
 #ifdef __cplusplus
 }

@@ -71,20 +71,32 @@ static void mv_h_portable(const edgec_recurrent_weights *w, int32_t row0, int32_
                   row0, rows, out);
 }
 
+static void mv_x16_portable(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int16_t *x,
+                            int32_t *out)
+{
+    rows_portable(w, w->w_x, w->x_stride, w->input_size, (const int8_t *)0, x, w->bias_x, w->mult_x, w->shift_x,
+                  row0, rows, out);
+}
+
 static int32_t clamp32(int64_t v)
 {
     return (int32_t)(v < INT32_MIN ? INT32_MIN : (v > INT32_MAX ? INT32_MAX : v));
 }
 
-/* One step of one sequence of the batch: h, c updated in place from input x (scratch: pre, hn, rh). */
+/* One step of one sequence of the batch: h, c updated in place from input x, or the int16 x16 (x null)
+ * (scratch: pre, hn, rh). */
 static void recurrent_step(const edgec_recurrent_params *p, const edgec_recurrent_weights *w, const int8_t *x,
-                           int32_t *pre, int32_t *hn, int16_t *rh, int16_t *h, int16_t *c)
+                           const int16_t *x16, int32_t *pre, int32_t *hn, int16_t *rh, int16_t *h, int16_t *c)
 {
     const int32_t hid = p->hidden;
     const int32_t gates = p->gru ? 3 : 4;
     const int16_t *sigmoid = w->sigmoid, *tanh_table = w->tanh_table;
     int32_t j, q;
-    w->mv->mv_x(w, 0, gates * hid, x, pre);               /* rq(bias_x + w_x . x), every gate row */
+    if (x) {
+        w->mv->mv_x(w, 0, gates * hid, x, pre);           /* rq(bias_x + w_x . x), every gate row */
+    } else {
+        w->mv->mv_x16(w, 0, gates * hid, x16, pre);       /* rq(bias_x + w_x . x16) */
+    }
     for (q = 0; q < gates; ++q) {                     /* + the h part, gate by gate (GRU: z and r) */
         int32_t *g = pre + q * hid;
         const int32_t *wb = w->wb + q * hid, *rb = w->rb + q * hid;
@@ -135,8 +147,9 @@ static void recurrent_step(const edgec_recurrent_params *p, const edgec_recurren
     }
 }
 
+/* input and output int8, or (wide) int16 with zero point 0 (edgec_recurrent_s16) */
 static void recurrent_sequence(const edgec_recurrent_params *p, const edgec_recurrent_weights *w,
-                               const int8_t *input, void *scratch, int8_t *output)
+                               const void *input, void *scratch, void *output, int wide)
 {
     const int32_t hid = p->hidden, steps = p->steps, batch = p->batch;
     const int32_t gates = p->gru ? 3 : 4;
@@ -154,28 +167,34 @@ static void recurrent_sequence(const edgec_recurrent_params *p, const edgec_recu
         const int32_t t = p->reverse ? steps - 1 - step : step;
         for (b = 0; b < batch; ++b) {
             int16_t *hb = h + b * hid;
-            recurrent_step(p, w, input + (t * batch + b) * p->input_size, pre, hn, rh, hb, c + b * hid);
+            const int32_t at = (t * batch + b) * p->input_size;
+            recurrent_step(p, w, wide ? (const int8_t *)0 : (const int8_t *)input + at,
+                           wide ? (const int16_t *)input + at : (const int16_t *)0, pre, hn, rh, hb, c + b * hid);
             if (p->output == 0 || step == steps - 1) {     /* every step's h, or the last h or c */
                 const int16_t *state = p->output == 2 ? c + b * hid : hb;
-                int8_t *y = output + (p->output == 0 ? t * batch * hid : 0) + b * hid;
+                const int32_t y0 = (p->output == 0 ? t * batch * hid : 0) + b * hid;
                 for (j = 0; j < hid; ++j) {
                     const int32_t q = edgec_requantize(state[j], p->out_mult, p->out_shift) + p->output_zp;
-                    y[j] = (int8_t)edgec_clamp(q, -128, 127);
+                    if (wide) {
+                        ((int16_t *)output)[y0 + j] = (int16_t)edgec_clamp(q, -32768, 32767);
+                    } else {
+                        ((int8_t *)output)[y0 + j] = (int8_t)edgec_clamp(q, -128, 127);
+                    }
                 }
             }
         }
     }
 }
 
-static const edgec_recurrent_products PORTABLE_S8 = {mv_x_portable, mv_h_portable, 1, 0};
-static const edgec_recurrent_products PORTABLE_S4 = {mv_x_portable, mv_h_portable, 1, 1};
+static const edgec_recurrent_products PORTABLE_S8 = {mv_x_portable, mv_h_portable, mv_x16_portable, 1, 0};
+static const edgec_recurrent_products PORTABLE_S4 = {mv_x_portable, mv_h_portable, mv_x16_portable, 1, 1};
 
-void edgec_recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_products *mv, const void *w_x,
-                         const void *w_h, const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
-                         const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
-                         const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
-                         const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h, const int8_t *input,
-                         void *scratch, int8_t *output)
+static void recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_products *mv, const void *w_x,
+                          const void *w_h, const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
+                          const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
+                          const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                          const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h, const void *input,
+                          void *scratch, void *output, int wide)
 {
     const int32_t hid = p->hidden, gates = p->gru ? 3 : 4;
     edgec_recurrent_weights w;
@@ -202,7 +221,18 @@ void edgec_recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_
     /* after the recurrence's own scratch, edgec_recurrent_s8_get_buffer_size(p) rounded up to 4, written out: the
      * call would make gcc stop inlining recurrent_sequence here (200 bytes more code on the Cortex-M4) */
     w.work = (int8_t *)scratch + ((4 * (gates + 1) * hid + 2 * (2 * p->batch + 1) * hid + 3) & ~3);
-    recurrent_sequence(p, &w, input, scratch, output);
+    recurrent_sequence(p, &w, input, scratch, output, wide);
+}
+
+void edgec_recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_products *mv, const void *w_x,
+                         const void *w_h, const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
+                         const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
+                         const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                         const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h, const int8_t *input,
+                         void *scratch, int8_t *output)
+{
+    recurrent_run(p, mv, w_x, w_h, bias_x, mult_x, shift_x, mult_h, shift_h, wb, rb, init_h, init_c, sigmoid,
+                  tanh_table, rq_x, rq_h, input, scratch, output, 0);
 }
 
 void edgec_recurrent_s8(const edgec_recurrent_params *p, const int8_t *input, const int8_t *w_x, const int8_t *w_h,
@@ -223,4 +253,25 @@ void edgec_recurrent_s4(const edgec_recurrent_params *p, const int8_t *input, co
 {
     edgec_recurrent_run(p, &PORTABLE_S4, w_x, w_h, bias_x, mult_x, shift_x, mult_h, shift_h, wb, rb, init_h, init_c,
                         sigmoid, tanh_table, (const int32_t *)0, (const int32_t *)0, input, scratch, output);
+}
+
+void edgec_recurrent_run16(const edgec_recurrent_params *p, const edgec_recurrent_products *mv, const void *w_x,
+                           const void *w_h, const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
+                           const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
+                           const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                           const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h, const int16_t *input,
+                           void *scratch, int16_t *output)
+{
+    recurrent_run(p, mv, w_x, w_h, bias_x, mult_x, shift_x, mult_h, shift_h, wb, rb, init_h, init_c, sigmoid,
+                  tanh_table, rq_x, rq_h, input, scratch, output, 1);
+}
+
+void edgec_recurrent_s16(const edgec_recurrent_params *p, const int16_t *input, const int8_t *w_x, const int8_t *w_h,
+                         const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
+                         const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
+                         const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                         const int16_t *tanh_table, void *scratch, int16_t *output)
+{
+    recurrent_run(p, &PORTABLE_S8, w_x, w_h, bias_x, mult_x, shift_x, mult_h, shift_h, wb, rb, init_h, init_c,
+                  sigmoid, tanh_table, (const int32_t *)0, (const int32_t *)0, input, scratch, output, 1);
 }

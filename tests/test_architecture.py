@@ -204,7 +204,7 @@ def test_kernel_name_finder():
 
 
 # functions of runtime_c/ the Python side never emits a call to (a kernel's helpers)
-NOT_KERNELS = {"edgec_recurrent_run"}
+NOT_KERNELS = {"edgec_recurrent_run", "edgec_recurrent_run16"}
 
 
 def runtime_functions() -> set[str]:

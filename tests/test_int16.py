@@ -324,3 +324,41 @@ def test_add_and_concat_between_int16_layers_stay_int16_and_are_bit_exact(tmp_pa
     assert int16.layers_reading(plain.graph, "convB") == ["convD"]
     check_generated_c(res.graph, x[32:], tmp_path / "gcc")
     check_generated_c(res.graph, x[32:], tmp_path / "clang", cc="clang", flags=SANITIZE)
+
+
+def _bigru_head():
+    """A bidirectional GRU (PyTorch's export: Transposes around a layout 0 GRU), its last step (Gather) and a Gemm."""
+    r = np.random.default_rng(12)
+    hid, n_in, steps = 6, 4, 9
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0, 2], name="to_time_major"),
+             helper.make_node("GRU", ["xt", "W", "R", "B"], ["y"], hidden_size=hid, direction="bidirectional",
+                              linear_before_reset=1, name="gru"),
+             helper.make_node("Reshape", ["y", "shape"], ["ys"], name="flat"),
+             helper.make_node("Gather", ["ys", "last"], ["h"], axis=0, name="last_step"),
+             helper.make_node("Gemm", ["h", "wf", "bf"], ["out"], transB=1, name="fc")]
+    inits = {"W": r.normal(0, 0.5, (2, 3 * hid, n_in)), "R": r.normal(0, 0.4, (2, 3 * hid, hid)),
+             "B": r.normal(0, 0.2, (2, 6 * hid)), "shape": np.array([steps, 1, 2 * hid], np.int64),
+             "last": np.array(steps - 1, np.int64), "wf": r.normal(0, 0.3, (3, 2 * hid)), "bf": np.zeros(3)}
+    return make_model(nodes, ("x", [1, steps, n_in]), ("out", [1, 3]), inits, opset=14)
+
+
+def test_recurrent_default_runs_a_grus_sequence_int16_into_its_reader(tmp_path):
+    """edgec/quant/int16.py recurrent_default: by default a float model's GRU reads and writes int16
+    (edgec_recurrent_fast_s16) and the Gemm reading its last step through the concat and Gather reads it as int16;
+    recurrent_int16=False keeps it int8; the generated C matches the reference bit for bit."""
+    from conftest import check_generated_c
+    from edgec.quant import int16
+
+    path = save(_bigru_head(), tmp_path)
+    x = np.random.default_rng(13).uniform(-1, 1, (40, 9, 4)).astype(np.float32)
+    np.savez(tmp_path / "calib.npz", x=x[:32])
+    default = api.calibrate_model(path, tmp_path / "calib.npz", ptq.QuantOptions(sensitivity_samples=0))[1].graph
+    off = api.calibrate_model(path, tmp_path / "calib.npz",
+                              ptq.QuantOptions(sensitivity_samples=0, recurrent_int16=False))[1].graph
+    assert {default.tensors[op.output].dtype for op in default.ops if op.kind == "gru"} == {"int16"}
+    assert [default.tensors[op.inputs[0]].dtype for op in default.ops if op.kind == "fully_connected"] == ["int16"]
+    assert {off.tensors[op.output].dtype for op in off.ops if op.kind == "gru"} == {"int8"}
+    g = pipeline.lower(default)
+    assert {op.lowering.kernel.name for op in g.ops if op.kind == "gru"} == {"edgec_recurrent_fast_s16"}
+    check_generated_c(default, x[32:], tmp_path / "gcc")
+    check_generated_c(default, x[32:], tmp_path / "clang", cc="clang", flags=SANITIZE)

@@ -23,8 +23,8 @@ import numpy as np
 from edgec.errors import node_error
 from edgec.ir import Op, Tensor
 from edgec.ops import cemit, concat, fast, movement
-from edgec.ops.kernel import FAST, INT4, REFERENCE, Kernel
-from edgec.ops.opdef import CallSite, OpDef
+from edgec.ops.kernel import FAST, INT4, INT16, REFERENCE, Kernel
+from edgec.ops.opdef import CallSite, Int16, OpDef
 from edgec.fixedpoint.scheme import pack_int4, quantize_multiplier, quantize_weights, requantize, unpack_int4
 
 GATE_BITS = 12          # gate pre-activations: int16 Q3.12
@@ -116,12 +116,13 @@ def _sat16(v):
     return np.clip(v, -32768, 32767)
 
 
-def recurrent_s8(p: dict, arr: dict, x) -> np.ndarray:
+def recurrent_s8(p: dict, arr: dict, x, wide: bool = False) -> np.ndarray:
     """The whole sequence of [steps][batch][input_size]; int8 hidden state of every step
-    ([steps][batch][hidden]), or the last hidden or cell state ([batch][hidden]), as p["output"] says."""
+    ([steps][batch][hidden]), or the last hidden or cell state ([batch][hidden]), as p["output"] says.
+    wide: int16 input and output (edgec_recurrent_s16)."""
     steps, n_in, hid, gru = int(p["steps"]), int(p["input_size"]), int(p["hidden"]), bool(p["gru"])
     batch = int(p["batch"])
-    xs = np.asarray(x, np.int8).reshape(steps, batch, n_in).astype(np.int64)
+    xs = np.asarray(x, np.int16 if wide else np.int8).reshape(steps, batch, n_in).astype(np.int64)
     wx, wh = matrices(p, arr)
     sig, tnh = arr["sigmoid"], arr["tanh"]
     mh, sh, rb = arr["mult_h"], arr["shift_h"], np.asarray(arr["rb"], np.int64)
@@ -158,11 +159,29 @@ def recurrent_s8(p: dict, arr: dict, x) -> np.ndarray:
     last = ys[0 if p["reverse"] else steps - 1]
     out = {OUT_SEQUENCE: ys, OUT_LAST_HIDDEN: last, OUT_LAST_CELL: c}[int(p["output"])]
     q = requantize(out.astype(np.int32), p["out_mult"], p["out_shift"]) + int(p["output_zp"])
+    if wide:
+        return np.clip(q, -32768, 32767).astype(np.int16).reshape(-1)
     return np.clip(q, -128, 127).astype(np.int8).reshape(-1)
 
 
 def run_recurrent(op: Op, inputs: list) -> np.ndarray:
     return recurrent_s8(op.params, op.arrays, inputs[0])
+
+
+def run_recurrent16(op: Op, inputs: list) -> np.ndarray:
+    return recurrent_s8(op.params, op.arrays, inputs[0], wide=True)
+
+
+def _nothing(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    """The 16x8 variant (int16 input and output, zero points 0): quantize_recurrent's parameters as they are
+    (bias_x is 0, out_mult / out_shift take Q0.15 to the int16 output's scale)."""
+
+
+def int16_by_default(op: Op) -> bool:
+    """Whether a float model's recurrence runs edgec_recurrent_s16 by default (edgec/quant/int16.py
+    recurrent_default): a GRU whose int32 input product holds every int16 input (|x| <= 32768). LSTMs stay int8
+    by default (measured on the corpus, docs/corpus.md: -0.05 to +0.25 dB; `--int16 NODE` names one)."""
+    return op.kind == "gru" and int(op.attrs["input_size"]) <= MAX_HIDDEN
 
 
 # ---- float --------------------------------------------------------------------------------------
@@ -208,7 +227,10 @@ def c_recurrent(op: Op, low, site: CallSite) -> str:
     arrays = ", ".join(n.get(k + "4", n.get(k)) for k in ARRAYS)     # (int4: the packed w_x4, w_h4)
     none = "(const int32_t *)0"
     records = f"{n.get('rq_x', none)}, {n.get('rq_h', none)}, " if low.kernel.role == FAST else ""
-    call = f"{low.kernel.name}(&p, {site.inputs[0]}, {arrays}, {records}\n        {site.scratch}, {site.output});"
+    x, y = site.inputs[0], site.output
+    if low.kernel.precision == INT16:
+        x, y = cemit.i16(x, const=True), cemit.i16(y)
+    call = f"{low.kernel.name}(&p, {x}, {arrays}, {records}\n        {site.scratch}, {y});"
     return cemit.with_params("edgec_recurrent_params", op.params, call)
 
 
@@ -220,7 +242,12 @@ def _padded_rows(w: np.ndarray) -> np.ndarray:
     return fast.words(wp)
 
 
-def lower_recurrent(op: Op):
+def lower_recurrent16(op: Op):
+    """edgec_recurrent_fast_s16: lower_recurrent's arrays, the x products' records checked for int16 inputs."""
+    return lower_recurrent(op, x_max=32768)
+
+
+def lower_recurrent(op: Op, x_max: int = 128):
     """edgec_recurrent_fast_s8 (runtime_c/fast/edgec_recurrent_fast.c): the same arrays with the weight rows
     padded to words (int4 weights, edgec_recurrent_fast_s4: rows padded to 8 and 8 nibbles a word in
     fast.nibble_words' order), plus the fast requantization records of each product (rq_x, rq_h; field 0 the
@@ -233,7 +260,7 @@ def lower_recurrent(op: Op):
     four = "w_x4" in op.arrays
     bias = np.asarray(op.arrays["bias_x"], np.int64)
     records = {}
-    for key, acc, m, s in (("rq_x", np.abs(bias) + 128 * np.abs(wx).sum(axis=1), "mult_x", "shift_x"),
+    for key, acc, m, s in (("rq_x", np.abs(bias) + x_max * np.abs(wx).sum(axis=1), "mult_x", "shift_x"),
                            ("rq_h", 32768 * np.abs(wh).sum(axis=1), "mult_h", "shift_h")):
         # a multiplier over 1 (shift > 0): the accumulator shifted left first (record field 0), which is what
         # TFLite's MultiplyByQuantizedMultiplier does, then the record of the multiplier with no shift
@@ -259,9 +286,12 @@ KINDS = ("lstm", "gru")
 RECURRENT = Kernel("edgec_recurrent_s8", KINDS, REFERENCE, c_recurrent, run=run_recurrent, code_bytes=2400)
 RECURRENT_4 = Kernel("edgec_recurrent_s4", KINDS, REFERENCE, c_recurrent, precision=INT4, applies=int4_weights,
                      run=run_recurrent)
+RECURRENT_16 = Kernel("edgec_recurrent_s16", KINDS, REFERENCE, c_recurrent, precision=INT16, run=run_recurrent16)
 RECURRENT_FAST = Kernel("edgec_recurrent_fast_s8", KINDS, FAST, c_recurrent, lower=lower_recurrent)
+RECURRENT_FAST_16 = Kernel("edgec_recurrent_fast_s16", KINDS, FAST, c_recurrent, precision=INT16,
+                           applies=lambda op: not int4_weights(op), lower=lower_recurrent16)
 RECURRENT_FAST_4 = Kernel("edgec_recurrent_fast_s4", KINDS, FAST, c_recurrent, precision=INT4, lower=lower_recurrent)
-KERNELS = [RECURRENT, RECURRENT_4, RECURRENT_FAST, RECURRENT_FAST_4]
+KERNELS = [RECURRENT, RECURRENT_4, RECURRENT_16, RECURRENT_FAST, RECURRENT_FAST_4, RECURRENT_FAST_16]
 
 
 def _macs(op: Op, out: Tensor) -> int:
@@ -269,7 +299,8 @@ def _macs(op: Op, out: Tensor) -> int:
     return int(a["steps"] * a.get("batch", 1) * GATES[op.kind] * a["hidden"] * (a["input_size"] + a["hidden"]))
 
 
-OPS = [OpDef(kind, "recurrent", quantize_recurrent, float_recurrent, macs=_macs) for kind in KINDS]
+OPS = [OpDef(kind, "recurrent", quantize_recurrent, float_recurrent, macs=_macs, int16=Int16(_nothing, layer=True))
+       for kind in KINDS]
 
 
 # ---- ONNX import

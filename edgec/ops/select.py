@@ -89,10 +89,12 @@ def dtypes(graph: Graph, op: Op) -> tuple[str, ...]:
 
 def fast(op: Op, dtypes: tuple[str, ...] | None = None) -> Lowering | None:
     """The op on its default fast kernel (the generic lowering: no variant, no Helium), or None: no fast kernel of
-    its kind and precision takes it (int8 tensors only)."""
-    if dtypes is not None and any(d != "int8" for d in dtypes):
+    its kind and precision takes it (int8 tensors only, or int16 ones where the kind has a fast 16x8 kernel:
+    the recurrences')."""
+    wide = dtypes is not None and dtypes[-1] == "int16" and (op.kind, INT16) in FASTS
+    if dtypes is not None and any(d != "int8" for d in dtypes) and not wide:
         return None
-    for k in FASTS.get((op.kind, precision(op)), ()):
+    for k in FASTS.get((op.kind, INT16 if wide else precision(op)), ()):
         if k.applies is None or k.applies(op):
             low = k.lowering(op)
             if low is not None:

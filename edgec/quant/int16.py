@@ -16,7 +16,7 @@ records of precision int16 in their families, edgec/ops/kernel.py). The model's 
   only at its ends.
 Everything downstream dispatches on the tensors' dtype: quantize (int16 ranges and parameters),
 reference (the 16x8 kernels), the planner (bytes, not elements) and codegen (the s16 calls). The fast
-kernels never take an int16 op.
+kernels take no int16 op but a recurrence (edgec_recurrent_fast_s16).
 """
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ from dataclasses import replace
 from edgec.errors import EdgecError
 from edgec.ir import Graph, Op, Tensor
 from edgec.ops.convert import KIND as CONVERT            # the int8 <-> int16 conversion op
+from edgec.ops.recurrent import KINDS as RECURRENT_KINDS  # ONNX LSTM / GRU (edgec_recurrent_s16)
+from edgec.ops.recurrent import int16_by_default as recurrent_int16_by_default
 from edgec.ops.registry import INT16_KINDS as KINDS      # op kinds with a 16x8 kernel
 from edgec.ops.registry import INT16_NAMEABLE            # and those --int16 may name besides (softmax)
 from edgec.ops.registry import int16_through            # views, pools, adds and concats an int16 chain passes through
@@ -115,17 +117,32 @@ def mark(graph: Graph, names) -> tuple[Graph, int]:
 
 
 
-def layers_reading(graph: Graph, name: str) -> list[str]:
+def recurrent_default(graph: Graph) -> list[str]:
+    """What a float model's GRU runs with by default: int16 input and output (edgec_recurrent_s16), with
+    the int16-capable layers reading its sequence (directly or through views, remaps, concats), so the state
+    leaves the recurrence on an int16 grid and is read as int16; only a recurrence with such a reader (another
+    recurrence, a fully connected...): one whose output an int8 layer reads would be converted back at once."""
+    names: list[str] = []
+    for op in graph.ops:
+        if recurrent_int16_by_default(op) and op.name not in names:
+            found = layers_reading(graph, op.name, candidates(graph) + list(RECURRENT_KINDS))
+            if found:
+                names += [op.name, *found]
+    return list(dict.fromkeys(names))
+
+
+def layers_reading(graph: Graph, name: str, kinds=None) -> list[str]:
     """The int16-capable layers reading layer `name`'s output, directly or through views, pools, adds and concats
-    (what mark keeps int16 along with it), in graph order."""
-    ok = set(candidates(graph))
+    (what mark keeps int16 along with it), in graph order (kinds: names and kinds that count as such layers)."""
+    ok = set(candidates(graph)) if kinds is None else {op.name for op in graph.ops
+                                                       if op.name in kinds or op.kind in kinds}
     outs = {op.output for op in graph.ops if op.name == name}
     found = []
     for op in graph.ops:                   # graph order: a view or pool comes after what it reads
         if not set(op.inputs) & outs:
             continue
-        if op.name in ok:
+        if op.name in ok and not (kinds is not None and op.name == name):
             found.append(op.name)
-        elif int16_through(op):
+        elif int16_through(op):     # (a bidirectional recurrence's concat has the recurrence's name)
             outs.add(op.output)
     return list(dict.fromkeys(found))

@@ -60,6 +60,7 @@ class QuantOptions:
     cache: bool = True
     sensitivity_samples: int = 16      # 0: no sensitivity report
     int16: tuple[str, ...] = ()        # ONNX node names run with int16 activations (edgec/quant/int16.py)
+    recurrent_int16: bool = True       # a float GRU and its readers int16 (int16.recurrent_default)
     auto_seconds: float = autorange.BUDGET_S   # time budget of auto's per-tensor search
     weights: str = "int8"              # "int4": every layer that can takes int4 weights (edgec/quant/int4layers.py)
     int4: tuple[str, ...] = ()         # ONNX node names with int4 weights
@@ -195,6 +196,8 @@ def _checked(graph: Graph, options: QuantOptions):
     options = options.checked()
     numerics.check_finite(graph)
     wide = int16.check_names(graph, options.int16)
+    if options.recurrent_int16 and not options.budgeted and options.weights == "int8":   # (int4 asked: left as is)
+        wide = list(dict.fromkeys(wide + [n for n in int16.recurrent_default(graph) if n not in options.int4]))
     four = int4layers.chosen(graph, options.weights, options.int4, tuple(wide))
     if ports.multi(graph) and (options.method in AUTO_METHODS or options.budgeted):
         raise EdgecError(f"{options.budget_flag if options.budgeted else '--calibration ' + options.method}"

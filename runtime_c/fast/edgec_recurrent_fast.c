@@ -133,8 +133,25 @@ static void edgec_rnn_mv_h(const edgec_recurrent_weights *w, int32_t row0, int32
                    w->shift_h, row0, rows, out);
 }
 
-static const edgec_recurrent_products EDGEC_RNN_FAST_S8 = {edgec_rnn_mv_x, edgec_rnn_mv_h, 4, 0};
-static const edgec_recurrent_products EDGEC_RNN_FAST_S4 = {edgec_rnn_mv_x, edgec_rnn_mv_h, 8, 1};
+/* an int16 x (edgec_recurrent_fast_s16): laid out as h is, in x's part of the work buffer */
+static void edgec_rnn_mv_x16(const edgec_recurrent_weights *w, int32_t row0, int32_t rows, const int16_t *x,
+                             int32_t *out)
+{
+    const int32_t n = w->input_size;
+    edgec_w32 *xv = (edgec_w32 *)w->work;
+    int32_t g, r;
+    for (g = 0; 4 * g < w->x_stride; ++g) { /* (x0, x2), (x1, x3); those past n are 0 */
+        uint32_t e[4] = {0, 0, 0, 0};
+        for (r = 0; r < 4 && 4 * g + r < n; ++r) e[r] = (uint16_t)x[4 * g + r];
+        xv[2 * g] = e[0] | e[2] << 16;
+        xv[2 * g + 1] = e[1] | e[3] << 16;
+    }
+    edgec_rnn_rows((const edgec_w32 *)w->w_x, w->x_stride, w->mv->packed, xv, w->bias_x, w->rq_x, w->mult_x,
+                   w->shift_x, row0, rows, out);
+}
+
+static const edgec_recurrent_products EDGEC_RNN_FAST_S8 = {edgec_rnn_mv_x, edgec_rnn_mv_h, edgec_rnn_mv_x16, 4, 0};
+static const edgec_recurrent_products EDGEC_RNN_FAST_S4 = {edgec_rnn_mv_x, edgec_rnn_mv_h, edgec_rnn_mv_x16, 8, 1};
 
 void edgec_recurrent_fast_s8(const edgec_recurrent_params *p, const int8_t *input, const uint32_t *w_x,
                              const uint32_t *w_h, const int32_t *bias_x, const int32_t *mult_x,
@@ -156,4 +173,15 @@ void edgec_recurrent_fast_s4(const edgec_recurrent_params *p, const int8_t *inpu
 {
     edgec_recurrent_run(p, &EDGEC_RNN_FAST_S4, w_x, w_h, bias_x, mult_x, shift_x, mult_h, shift_h, wb, rb, init_h,
                         init_c, sigmoid, tanh_table, rq_x, rq_h, input, scratch, output);
+}
+
+void edgec_recurrent_fast_s16(const edgec_recurrent_params *p, const int16_t *input, const uint32_t *w_x,
+                              const uint32_t *w_h, const int32_t *bias_x, const int32_t *mult_x,
+                              const int32_t *shift_x, const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb,
+                              const int32_t *rb, const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,
+                              const int16_t *tanh_table, const int32_t *rq_x, const int32_t *rq_h, void *scratch,
+                              int16_t *output)
+{
+    edgec_recurrent_run16(p, &EDGEC_RNN_FAST_S8, w_x, w_h, bias_x, mult_x, shift_x, mult_h, shift_h, wb, rb, init_h,
+                          init_c, sigmoid, tanh_table, rq_x, rq_h, input, scratch, output);
 }

@@ -258,3 +258,62 @@ def test_fast_kernel_matches_twin(ck, ck_dsp, path, kind, lbr, bits):
         assert np.array_equal(out[:want.size], want), (kind, case)
         assert np.all(out[want.size:] == 99) and np.all(scratch[n_scratch:n_scratch + guard] == 0x5A)
     assert ran >= cases // 2 and left >= 2, (ran, left)    # (left: records of multipliers over 1)
+
+
+@pytest.mark.parametrize("kind,lbr", [("lstm", 0), ("gru", 0), ("gru", 1)])
+def test_s16_kernel_matches_twin(ck, kind, lbr):
+    """edgec_recurrent_s16 (int16 sequence in and out, zero points 0; a float model's GRU by default) against
+    recurrent_s8(wide=True), with inputs over the whole int16 range."""
+    r = np.random.default_rng(40 + {"lstm": 1, "gru": 2}[kind] + 10 * lbr)
+    for case in range(20):
+        steps, n_in, hid, batch = int(r.integers(1, 9)), int(r.integers(1, 12)), int(r.integers(1, 20)), int(r.integers(1, 3))
+        op = _op(r, kind, steps, n_in, hid, reverse=case % 2, lbr=lbr,
+                 output=(case // 2) % (3 if kind == "lstm" else 2), init=case % 3 == 0, batch=batch)
+        x = Tensor("x", (steps, batch, n_in), "x", float(r.uniform(0.5, 3.0)) / 32767, 0, dtype="int16")
+        y = Tensor("y", (1,), "y", float(r.uniform(0.5, 2.0)) / 32767, 0, dtype="int16")
+        recurrent.quantize_recurrent(op, [x], y)
+        p, a = op.params, op.arrays
+        xq = r.integers(-32768, 32768, steps * batch * n_in).astype(np.int16)
+        arrays = [np.ascontiguousarray(a[k]) for k in recurrent.ARRAYS]
+        scratch = np.zeros(cheader.buffer_size("edgec_recurrent_s16", p) // 4 + 1, np.int32)
+        out = np.full((steps if p["output"] == 0 else 1) * batch * hid, 999, np.int16)
+        ck.lib.edgec_recurrent_s16(ctypes.byref(make("edgec_recurrent_params", p)), ptr(xq),
+                                   *[ptr(v) for v in arrays], ptr(scratch), ptr(out))
+        want = recurrent.recurrent_s8(p, a, xq, wide=True)
+        assert want.dtype == np.int16
+        np.testing.assert_array_equal(out, want, err_msg=f"case {case}")
+
+
+@pytest.mark.parametrize("path", ["portable", "dsp-emulated"])
+@pytest.mark.parametrize("kind,lbr", [("lstm", 0), ("gru", 1)])
+def test_fast_s16_kernel_matches_twin(ck, ck_dsp, path, kind, lbr):
+    """edgec_recurrent_fast_s16 (recurrent.lower_recurrent16: int16 x laid out as h, products on SMLAD, the x
+    records checked for |x| <= 32768) on both inner-loop paths against recurrent_s8(wide=True), odd sizes, guard
+    bytes after scratch and output."""
+    lib = (ck if path == "portable" else ck_dsp).lib
+    r = np.random.default_rng(270 + {"lstm": 1, "gru": 2}[kind] + 10 * lbr)
+    ran = 0
+    for case in range(16):
+        steps, n_in, hid, batch = int(r.integers(1, 7)), int(r.integers(1, 14)), int(r.integers(1, 23)), int(r.integers(1, 3))
+        op = _op(r, kind, steps, n_in, hid, reverse=case % 2, lbr=lbr, output=(case // 2) % (3 if kind == "lstm" else 2),
+                 init=case % 3 == 0, batch=batch)
+        x = Tensor("x", (steps, batch, n_in), "x", float(r.uniform(0.5, 3.0)) / 32767, 0, dtype="int16")
+        y = Tensor("y", (1,), "y", float(r.uniform(0.5, 2.0)) / 32767, 0, dtype="int16")
+        recurrent.quantize_recurrent(op, [x], y)
+        xq = r.integers(-32768, 32768, size=steps * batch * n_in).astype(np.int16)
+        low = select.fast(op, ("int16", "int16"))
+        assert low.kernel.name == "edgec_recurrent_fast_s16"
+        packed = dict(low.arrays)
+        ran += "rq_x" in packed
+        want = recurrent.recurrent_s8(op.params, op.arrays, xq, wide=True)
+        guard, n_scratch = 64, low.scratch_bytes
+        raw = np.full(n_scratch + guard + 16, 0x5A, np.int8)
+        scratch = raw[(-raw.ctypes.data) % 16:]
+        out = np.full(want.size + guard, 999, np.int16)
+        arrays = [np.ascontiguousarray(packed[k]) for k in recurrent.ARRAYS]
+        records = [ptr(np.ascontiguousarray(packed[k])) if k in packed else None for k in ("rq_x", "rq_h")]
+        getattr(lib, low.kernel.name)(ctypes.byref(make("edgec_recurrent_params", op.params)), ptr(xq),
+                                      *[ptr(v) for v in arrays], *records, ptr(scratch), ptr(out))
+        assert np.array_equal(out[:want.size], want), (kind, case)
+        assert np.all(out[want.size:] == 999) and np.all(scratch[n_scratch:n_scratch + guard] == 0x5A)
+    assert ran >= 8, ran
