@@ -44,9 +44,9 @@ def add_quant_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--int16", action="append", metavar="NODE[,NODE...]",
                    help="run these layers (ONNX node names, as the sensitivity table shows them) with int16 "
                         "activations (TFLite 16x8); name a layer and the layer reading it to keep its output int16")
-    p.add_argument("--int8-recurrence", action="store_true",
-                   help="keep a float model's GRU and its readers int8 (default: int16 sequence in and out, "
-                        "docs/quantization.md: more accurate, more RAM and instructions)")
+    p.add_argument("--int16-recurrence", action="store_true",
+                   help="run a float model's GRU and the layers reading its sequence with int16 activations "
+                        "(default int8; docs/quantization.md: +0.1 to +1.2 dB, up to twice the sequence's RAM)")
     p.add_argument("--weights", choices=("int8", "int4"), default="int8",
                    help="weight precision: int4 packs every conv, depthwise, fully connected and LSTM/GRU layer's "
                         "weights two per byte (symmetric per channel, [-7, 7])")

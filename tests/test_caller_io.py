@@ -16,7 +16,7 @@ from edgec.codegen import cmodel
 from edgec.errors import EdgecError
 from edgec.ops.registry import ALIAS_OPS
 from edgec.plan import caller_io, planner
-from edgec.quant import ptq, reference
+from edgec.quant import reference
 
 
 
@@ -28,10 +28,7 @@ MODELS = {"gesture_rnn": "gru.onnx", "diabetes_multitask": "model.onnx"}
 @pytest.fixture(scope="module", params=sorted(MODELS))
 def compiled(request):
     name = request.param
-    # (gesture_rnn's GRU int8, as it was written for: the default int16 GRU reads a converted copy of the input,
-    # so the int8 input is no longer live at the arena's peak)
-    _, graph, plan = api.compile_model(EXAMPLES / name / MODELS[name], EXAMPLES / name / "calib.npz",
-                                       options=ptq.QuantOptions(recurrent_int16=False))
+    _, graph, plan = api.compile_model(EXAMPLES / name / MODELS[name], EXAMPLES / name / "calib.npz")
     return graph, plan, caller_io.replan(graph, plan)
 
 

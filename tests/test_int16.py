@@ -342,23 +342,23 @@ def _bigru_head():
     return make_model(nodes, ("x", [1, steps, n_in]), ("out", [1, 3]), inits, opset=14)
 
 
-def test_recurrent_default_runs_a_grus_sequence_int16_into_its_reader(tmp_path):
-    """edgec/quant/int16.py recurrent_default: by default a float model's GRU reads and writes int16
-    (edgec_recurrent_fast_s16) and the Gemm reading its last step through the concat and Gather reads it as int16;
-    recurrent_int16=False keeps it int8; the generated C matches the reference bit for bit."""
+def test_recurrent_default_runs_a_grus_sequence_int16_into_its_reader_when_asked(tmp_path):
+    """edgec/quant/int16.py recurrent_default: with recurrent_int16 (--int16-recurrence) a float model's GRU reads
+    and writes int16 (edgec_recurrent_fast_s16) and the Gemm reading its last step through the concat and Gather
+    reads it as int16; by default it stays int8; the generated C matches the reference bit for bit."""
     from conftest import check_generated_c
     from edgec.quant import int16
 
     path = save(_bigru_head(), tmp_path)
     x = np.random.default_rng(13).uniform(-1, 1, (40, 9, 4)).astype(np.float32)
     np.savez(tmp_path / "calib.npz", x=x[:32])
-    default = api.calibrate_model(path, tmp_path / "calib.npz", ptq.QuantOptions(sensitivity_samples=0))[1].graph
-    off = api.calibrate_model(path, tmp_path / "calib.npz",
-                              ptq.QuantOptions(sensitivity_samples=0, recurrent_int16=False))[1].graph
-    assert {default.tensors[op.output].dtype for op in default.ops if op.kind == "gru"} == {"int16"}
-    assert [default.tensors[op.inputs[0]].dtype for op in default.ops if op.kind == "fully_connected"] == ["int16"]
+    asked = api.calibrate_model(path, tmp_path / "calib.npz",
+                                  ptq.QuantOptions(sensitivity_samples=0, recurrent_int16=True))[1].graph
+    off = api.calibrate_model(path, tmp_path / "calib.npz", ptq.QuantOptions(sensitivity_samples=0))[1].graph
+    assert {asked.tensors[op.output].dtype for op in asked.ops if op.kind == "gru"} == {"int16"}
+    assert [asked.tensors[op.inputs[0]].dtype for op in asked.ops if op.kind == "fully_connected"] == ["int16"]
     assert {off.tensors[op.output].dtype for op in off.ops if op.kind == "gru"} == {"int8"}
-    g = pipeline.lower(default)
+    g = pipeline.lower(asked)
     assert {op.lowering.kernel.name for op in g.ops if op.kind == "gru"} == {"edgec_recurrent_fast_s16"}
-    check_generated_c(default, x[32:], tmp_path / "gcc")
-    check_generated_c(default, x[32:], tmp_path / "clang", cc="clang", flags=SANITIZE)
+    check_generated_c(asked, x[32:], tmp_path / "gcc")
+    check_generated_c(asked, x[32:], tmp_path / "clang", cc="clang", flags=SANITIZE)

@@ -177,10 +177,10 @@ def _nothing(op: Op, ins: list[Tensor], out: Tensor) -> None:
     (bias_x is 0, out_mult / out_shift take Q0.15 to the int16 output's scale)."""
 
 
-def int16_by_default(op: Op) -> bool:
-    """Whether a float model's recurrence runs edgec_recurrent_s16 by default (edgec/quant/int16.py
-    recurrent_default): a GRU whose int32 input product holds every int16 input (|x| <= 32768). LSTMs stay int8
-    by default (measured on the corpus, docs/corpus.md: -0.05 to +0.25 dB; `--int16 NODE` names one)."""
+def takes_int16_recurrence(op: Op) -> bool:
+    """Whether a float model's recurrence runs edgec_recurrent_s16 under --int16-recurrence (edgec/quant/int16.py
+    recurrent_default): a GRU whose int32 input product holds every int16 input (|x| <= 32768). LSTMs are left
+    out (measured on the corpus, docs/corpus.md: -0.05 to +0.25 dB; `--int16 NODE` names one)."""
     return op.kind == "gru" and int(op.attrs["input_size"]) <= MAX_HIDDEN
 
 

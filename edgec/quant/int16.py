@@ -26,7 +26,7 @@ from edgec.errors import EdgecError
 from edgec.ir import Graph, Op, Tensor
 from edgec.ops.convert import KIND as CONVERT            # the int8 <-> int16 conversion op
 from edgec.ops.recurrent import KINDS as RECURRENT_KINDS  # ONNX LSTM / GRU (edgec_recurrent_s16)
-from edgec.ops.recurrent import int16_by_default as recurrent_int16_by_default
+from edgec.ops.recurrent import takes_int16_recurrence
 from edgec.ops.registry import INT16_KINDS as KINDS      # op kinds with a 16x8 kernel
 from edgec.ops.registry import INT16_NAMEABLE            # and those --int16 may name besides (softmax)
 from edgec.ops.registry import int16_through            # views, pools, adds and concats an int16 chain passes through
@@ -118,13 +118,13 @@ def mark(graph: Graph, names) -> tuple[Graph, int]:
 
 
 def recurrent_default(graph: Graph) -> list[str]:
-    """What a float model's GRU runs with by default: int16 input and output (edgec_recurrent_s16), with
+    """What a float model's GRU runs with under --int16-recurrence (QuantOptions.recurrent_int16): int16 input and output (edgec_recurrent_s16), with
     the int16-capable layers reading its sequence (directly or through views, remaps, concats), so the state
     leaves the recurrence on an int16 grid and is read as int16; only a recurrence with such a reader (another
     recurrence, a fully connected...): one whose output an int8 layer reads would be converted back at once."""
     names: list[str] = []
     for op in graph.ops:
-        if recurrent_int16_by_default(op) and op.name not in names:
+        if takes_int16_recurrence(op) and op.name not in names:
             found = layers_reading(graph, op.name, candidates(graph) + list(RECURRENT_KINDS))
             if found:
                 names += [op.name, *found]

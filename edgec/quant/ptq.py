@@ -60,7 +60,7 @@ class QuantOptions:
     cache: bool = True
     sensitivity_samples: int = 16      # 0: no sensitivity report
     int16: tuple[str, ...] = ()        # ONNX node names run with int16 activations (edgec/quant/int16.py)
-    recurrent_int16: bool = True       # a float GRU and its readers int16 (int16.recurrent_default)
+    recurrent_int16: bool = False      # a float GRU and its readers int16 (int16.recurrent_default, --int16-recurrence)
     auto_seconds: float = autorange.BUDGET_S   # time budget of auto's per-tensor search
     weights: str = "int8"              # "int4": every layer that can takes int4 weights (edgec/quant/int4layers.py)
     int4: tuple[str, ...] = ()         # ONNX node names with int4 weights
