@@ -22,11 +22,13 @@
                     }                                                                                            \
                     acc -= n * p->input_zp;                                                                      \
                     v = edgec_requantize(acc, p->mult, p->shift) + p->output_zp;                                 \
-                } else if (p->kind <= 2) {                                                                       \
+                } else if (p->kind <= 2) { /* max or min: the kind chosen outside the loop */                     \
+                    const T *q = x + inner;                                                                      \
                     int32_t m = x[0];                                                                            \
-                    for (k = 1; k < n; ++k) {                                                                    \
-                        const int32_t xv = x[k * inner];                                                         \
-                        m = p->kind == 1 ? (xv > m ? xv : m) : (xv < m ? xv : m);                                \
+                    if (p->kind == 1) {                                                                          \
+                        for (k = 1; k < n; ++k, q += inner) m = *q > m ? *q : m;                                 \
+                    } else {                                                                                     \
+                        for (k = 1; k < n; ++k, q += inner) m = *q < m ? *q : m;                                 \
                     }                                                                                            \
                     v = edgec_requantize(m - p->input_zp, p->mult, p->shift) + p->output_zp;                     \
                 } else {                                                                                         \
