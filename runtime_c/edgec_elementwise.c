@@ -198,15 +198,23 @@ void edgec_where_s16(const edgec_where_params *p, const uint8_t *cond, const int
 void edgec_lut_s8(const edgec_lut_params *p, const int8_t *input, const int8_t *table, int8_t *output)
 {
     const int32_t count = p->count, inner = p->inner;
-    const int32_t outer = p->n / (count * inner);
-    int32_t o, c, j;
-    for (o = 0; o < outer; ++o) {
-        for (c = 0; c < count; ++c) {
-            const int8_t *t = table + c * 256 + 128;
-            for (j = 0; j < inner; ++j) {
-                *output++ = t[*input++];
-            }
+    int32_t n = p->n, c = 0, j;
+    if (count == 1) { /* one table (every unary activation): one flat loop, four values a pass */
+        const int8_t *t = table + 128;
+        for (; n >= 4; n -= 4, input += 4, output += 4) {
+            const int8_t v0 = t[input[0]], v1 = t[input[1]], v2 = t[input[2]], v3 = t[input[3]];
+            output[0] = v0;
+            output[1] = v1;
+            output[2] = v2;
+            output[3] = v3;
         }
+        for (j = 0; j < n; ++j) output[j] = t[input[j]];
+        return;
+    }
+    for (; n > 0; n -= inner) { /* one run of `inner` values per table, the tables in turn */
+        const int8_t *t = table + c * 256 + 128;
+        for (j = 0; j < inner; ++j) *output++ = t[*input++];
+        c = c + 1 == count ? 0 : c + 1;
     }
 }
 

@@ -555,6 +555,15 @@ void edgec_add_lut_s8(const edgec_add_lut_params *p, const int8_t *input1, const
 /* Helium (MVE; fast/edgec_add_lut_mve.c): the same, 4 values per vector (table gathers). */
 void edgec_add_lut_mve_s8(const edgec_add_lut_params *p, const int8_t *input1, const int8_t *input2,
                           const int32_t *lut1, const int32_t *lut2, const edgec_rq *rq, int8_t *output);
+/* fast: multiply over [rows][cols] (fast/edgec_mul_bcast.c, edgec/ops/binary/mul.py): out[r][j] =
+ * rq((a[r * a_row_stride + j] - a_zp) * (b[r * b_row_stride + j] - b_zp)) clamped to [act_min, act_max]; a row
+ * stride is cols (the operand read whole) or 0 (one row read for every row: squeeze-excite's gate); the output
+ * zero point is in rq (bias unused). */
+typedef struct {
+    int32_t rows, cols, a_row_stride, b_row_stride, a_zp, b_zp, act_min, act_max;
+} edgec_mul_bcast_params;
+void edgec_mul_bcast_s8(const edgec_mul_bcast_params *p, const int8_t *a, const int8_t *b, const edgec_rq *rq,
+                        int8_t *output);
 
 /* ================================================================ layer normalization
  * edgec_norm.c. Over the last axis of [rows][cols]: integer statistics in one pass, the normalized values int16

@@ -11,17 +11,24 @@
             for (i = 0; i < inner; ++i) {                                                                        \
                 const T *x = input + o * n * inner + i;                                                          \
                 int32_t v;                                                                                       \
-                if (p->kind == 0) {                                                                              \
+                if (p->kind == 0) { /* the values summed four a pass, the zero point taken off once */           \
+                    const T *q = x;                                                                              \
                     int32_t acc = 0;                                                                             \
-                    for (k = 0; k < n; ++k) {                                                                    \
-                        acc += (int32_t)x[k * inner] - p->input_zp;                                              \
+                    for (k = n; k >= 4; k -= 4, q += 4 * inner) {                                                \
+                        acc += (int32_t)q[0] + (int32_t)q[inner] + (int32_t)q[2 * inner] + (int32_t)q[3 * inner]; \
                     }                                                                                            \
+                    for (; k > 0; --k, q += inner) {                                                             \
+                        acc += (int32_t)q[0];                                                                    \
+                    }                                                                                            \
+                    acc -= n * p->input_zp;                                                                      \
                     v = edgec_requantize(acc, p->mult, p->shift) + p->output_zp;                                 \
-                } else if (p->kind <= 2) {                                                                       \
+                } else if (p->kind <= 2) { /* max or min: the kind chosen outside the loop */                     \
+                    const T *q = x + inner;                                                                      \
                     int32_t m = x[0];                                                                            \
-                    for (k = 1; k < n; ++k) {                                                                    \
-                        const int32_t xv = x[k * inner];                                                         \
-                        m = p->kind == 1 ? (xv > m ? xv : m) : (xv < m ? xv : m);                                \
+                    if (p->kind == 1) {                                                                          \
+                        for (k = 1; k < n; ++k, q += inner) m = *q > m ? *q : m;                                 \
+                    } else {                                                                                     \
+                        for (k = 1; k < n; ++k, q += inner) m = *q < m ? *q : m;                                 \
                     }                                                                                            \
                     v = edgec_requantize(m - p->input_zp, p->mult, p->shift) + p->output_zp;                     \
                 } else {                                                                                         \

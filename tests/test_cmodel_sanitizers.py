@@ -86,6 +86,7 @@ def test_extended_kernels_are_sanitizer_clean(tmp_path):
     kinds = {op.kind for op in graph.ops}
     assert {"lut", "concat", "group_conv2d", "resize_linear", "reduce", "binary", "log_softmax"} <= kinds, kinds
     _check(graph, plan, x[32:], True, tmp_path)
+    assert "edgec_mul_bcast_s8(" in (tmp_path / "lib" / f"{graph.name}.c").read_text()
 
 
 def _check(graph, plan, x, dsp: bool, tmp_path) -> None:
@@ -108,14 +109,18 @@ def _check(graph, plan, x, dsp: bool, tmp_path) -> None:
 
 
 def ext_model():
-    """A small net through every extended kernel family: lut, binary, concat, remap, resize_linear, reduce,
-    group_conv2d, matmul, fully_connected_rows, log_softmax."""
+    """A small net through every extended kernel family: lut, binary (a squeeze-excite gate's broadcast Mul:
+    edgec_mul_bcast_s8), concat, remap, resize_linear, reduce, group_conv2d, matmul, fully_connected_rows,
+    log_softmax."""
     rng = np.random.default_rng(0)
     f32 = lambda *s: rng.normal(0, .4, s).astype(np.float32)  # noqa: E731
     nodes = [
         helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),
         helper.make_node("Sigmoid", ["a"], ["s"]),
-        helper.make_node("Mul", ["a", "s"], ["m"]),
+        helper.make_node("Mul", ["a", "s"], ["m0"]),
+        helper.make_node("GlobalAveragePool", ["m0"], ["g"]),                # squeeze-excite: the gate of each
+        helper.make_node("HardSigmoid", ["g"], ["hs"], alpha=1 / 6),         # channel times every pixel
+        helper.make_node("Mul", ["m0", "hs"], ["m"]),                        # (edgec_mul_bcast_s8)
         helper.make_node("LeakyRelu", ["a"], ["l"], alpha=0.1),
         helper.make_node("Concat", ["m", "l"], ["c"], axis=1),
         helper.make_node("Conv", ["c", "wg"], ["gc"], group=2, pads=[1, 1, 1, 1]),

@@ -46,6 +46,24 @@ def test_lut(ck, seed):
     assert np.array_equal(out, lut.lut_s8(p, table, x))
 
 
+@pytest.mark.parametrize("n", [1, 3, 4, 7, 64, 1001])
+def test_lut_one_table_four_at_a_time_in_place(ck, n):
+    """edgec_lut_s8's flat path (count 1: four values a pass, then the rest) in place, as the planner may run it,
+    and a table per channel after it over the same buffer."""
+    r = np.random.default_rng(n)
+    table = lut.table("hard_swish", {}, None, 0.05, -7, 0.03, 5)
+    x = i8_uniform(r, n)
+    buf = x.copy()
+    ck.lib.edgec_lut_s8(ctypes.byref(make("edgec_lut_params", dict(n=n, count=1, inner=1))), ptr(buf), ptr(table),
+                        ptr(buf))
+    assert np.array_equal(buf, lut.lut_s8(dict(n=n, count=1, inner=1), table, x))
+    p = dict(n=n, count=n, inner=1)
+    tables = lut.table("mul_c", {}, r.standard_normal(n), 0.05, 3, 0.02, -3)
+    out = np.zeros(n, np.int8)
+    ck.lib.edgec_lut_s8(ctypes.byref(make("edgec_lut_params", p)), ptr(x), ptr(tables), ptr(out))
+    assert np.array_equal(out, lut.lut_s8(p, tables, x))
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_binary(ck, seed):
     r = np.random.default_rng(seed)

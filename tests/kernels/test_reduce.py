@@ -47,3 +47,26 @@ def test_a_float_models_mean_rounds_once_to_the_nearest_level(ck):
     out = np.zeros(64, np.int8)
     ck.lib.edgec_reduce_s8(ctypes.byref(make("edgec_reduce_params", op.params)), ptr(x), ptr(out))
     assert np.array_equal(out, got)
+
+
+@pytest.mark.parametrize("n", [1, 3, 4, 7, 36, 577])
+def test_reduce_mean_four_values_a_pass(ck, n):
+    """The mean's sum four values a pass and then the rest (a global average pool: n pixels, inner channels), on
+    the int8 extremes and zero points at the int8 limits."""
+    r = np.random.default_rng(n)
+    inner, outer = int(r.integers(1, 20)), int(r.integers(1, 3))
+    mult, shift = scheme.quantize_multiplier(float(r.uniform(0.2, 1.5)) / n)
+    for zp, x in ((-128, np.full(outer * n * inner, 127, np.int8)), (127, np.full(outer * n * inner, -128, np.int8)),
+                  (int(r.integers(-128, 128)), r.integers(-128, 128, outer * n * inner).astype(np.int8))):
+        p = dict(outer=outer, n=n, inner=inner, kind=0, select_last=0, input_zp=zp, mult=mult, shift=shift,
+                 output_zp=int(r.integers(-128, 128)), act_min=-128, act_max=127)
+        out = np.zeros(outer * inner, np.int8)
+        ck.lib.edgec_reduce_s8(ctypes.byref(make("edgec_reduce_params", p)), ptr(x), ptr(out))
+        assert np.array_equal(out, reduce.reduce_s8(p, x))
+        out16 = np.zeros(outer * inner, np.int16)
+        x16 = x.astype(np.int16) * 200
+        ck.lib.edgec_reduce_s16(ctypes.byref(make("edgec_reduce_params", dict(p, input_zp=0, output_zp=0,
+                                                                              act_min=-32768, act_max=32767))),
+                                ptr(x16), ptr(out16))
+        assert np.array_equal(out16, reduce.reduce_s8(dict(p, input_zp=0, output_zp=0, act_min=-32768,
+                                                           act_max=32767), x16, np.int16))

@@ -19,6 +19,7 @@ from edgec.ops import cemit, fast, movement
 from edgec.ops.binary import fold
 from edgec.ops.binary.add16 import ADD16, quantize_add16
 from edgec.ops.binary.int16 import BINARY16, quantize_binary16
+from edgec.ops.binary.mul import MUL_BCAST
 from edgec.ops.lut import emit_lut, is_table
 from edgec.ops.movement import RANK, offsets
 from edgec.ops.kernel import FAST, HELIUM, MVE, REFERENCE, Kernel
@@ -277,7 +278,7 @@ ADD_LUT = Kernel("edgec_add_lut_s8", ("add",), FAST, c_add_lut, lower=lower_add,
 ADD_LUT_MVE = Kernel("edgec_add_lut_mve_s8", ("add",), HELIUM, c_add_lut, base=ADD_LUT, isa=MVE,
                      lower=lambda op, base: (base.params, base.arrays),   # the tables gathered 4 values at a time
                      struct="edgec_add_lut_params")
-KERNELS = [ADD, BINARY, ADD_LUT, ADD_LUT_MVE, ADD16, BINARY16]
+KERNELS = [ADD, BINARY, ADD_LUT, ADD_LUT_MVE, ADD16, BINARY16, MUL_BCAST]
 
 OPS = [
     OpDef("add", "elementwise", quantize_add, float_add, in_place=True, fuses_activation=True,
