@@ -18,6 +18,8 @@
   and std (each read by nothing else), with scalar or last-axis constants; it is taken when, evaluated on random
   rows, it is (x - mean) / std * gamma + beta (gamma and beta read off it), so a gamma along another axis, a sign
   slip or an intermediate read elsewhere leaves the nodes as they are.
+- L2 normalization as `x * Min(Reciprocal(Sqrt(ReduceSum(x * x))), cap)` (Keras' UnitNormalization,
+  tf.math.l2_normalize): one `LpNormalization` p=2 (edgec/frontend/decomposed_rsqrt.py).
 
 `fuse(...)` returns the nodes to canonicalize: the model's, with each recognized subgraph replaced by its one node,
 placed where its last node was (its input is computed before its first). The ONNX model itself is unchanged
@@ -31,6 +33,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from edgec.frontend import decomposed_rsqrt
 from edgec.ir import SYNTHETIC
 from edgec.ops import lut
 
@@ -352,6 +355,12 @@ def fuse(model: onnx.ModelProto, consts: dict, shapes: dict, opset: int):
                 new_consts.update(zip(names, (gamma.astype(np.float32), beta.astype(np.float32))))
                 node = helper.make_node("LayerNormalization", [x] + names, [y], axis=-1, epsilon=float(eps),
                                         name=_name(g, sub, "LayerNormalization", taken))
+        elif n.op_type == "Mul":
+            found = decomposed_rsqrt.unit_norm_at(g, k, opset)
+            if found is not None:
+                sub, x, y, axis = found
+                node = helper.make_node("LpNormalization", [x], [y], axis=axis, p=2,
+                                        name=_name(g, sub, "LpNormalization", taken))
         else:
             continue
         if found is not None:
