@@ -3,6 +3,8 @@ values requantized onto its output's grid (or stored there when constant); again
 generated C."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from onnx import helper
@@ -86,3 +88,48 @@ def test_where_of_a_value_condition_is_refused():
     model = make_model(nodes, ("x", [1, 8]), ("y", [1, 8]), {})
     with pytest.raises(EdgecError, match="condition must be a comparison"):
         canonicalize.canonicalize(model, "m")
+
+
+DATA = Path(__file__).parents[1] / "data"
+
+
+def _sqnr(want, got) -> float:
+    want, got = np.asarray(want, np.float64).reshape(len(want), -1), np.asarray(got, np.float64).reshape(len(want), -1)
+    return float(10 * np.log10(np.sum(want ** 2) / np.sum((want - got) ** 2)))
+
+
+@pytest.mark.parametrize("stem", ["torch_where", "torch_where_dynamo"])
+def test_torch_where_builds_close_to_float_and_bit_exact(stem, tmp_path):
+    """tests/data/make_torch_where.py (torch.onnx, TorchScript and dynamo): Greater of two activations and Less
+    against a constant, each read by a Where (one with a constant value); the INT8 reference within 30 dB of
+    PyTorch's float outputs, the host C equal to the reference bit for bit."""
+    from conftest import require
+    from edgec import api
+
+    path = DATA / f"{stem}.onnx"
+    require(path.exists(), str(path), "/work/torch-venv/bin/python tests/data/make_torch_where.py")
+    d = np.load(DATA / "torch_where_data.npz")
+    quant = api.calibrate(path, d["calib"])
+    assert [op.kind for op in quant.graph.ops].count("where") == 2
+    ref = np.stack([np.asarray(api.reference(quant, xi[None]).y).reshape(-1) for xi in d["x"]])
+    assert _sqnr(d["y_torch"], ref) > 30, _sqnr(d["y_torch"], ref)
+    check_generated_c(quant.graph, d["x"][:, None], tmp_path)
+
+
+@pytest.mark.sweep        # ~15 s (the host C is checked in the default run, above)
+def test_torch_where_on_cortex_m4_equals_its_reference(tmp_path):
+    import json
+
+    from conftest import edgec, require
+
+    path = DATA / "torch_where.onnx"
+    require(path.exists(), str(path), "/work/torch-venv/bin/python tests/data/make_torch_where.py")
+    d = np.load(DATA / "torch_where_data.npz")
+    np.savez(tmp_path / "calib.npz", x=d["calib"])
+    np.savez(tmp_path / "x.npz", x=d["x"])
+    proc = edgec("build", path, "--calib", tmp_path / "calib.npz", "--board", "qemu-cortex-m4", "-o", tmp_path / "b")
+    assert proc.returncode == 0, proc.stderr
+    proc = edgec("bench", tmp_path / "b", "--data", tmp_path / "x.npz", "--json", "-", "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert r["agreement"]["device_vs_reference"] == 1.0 and r["samples"] == len(d["x"])
