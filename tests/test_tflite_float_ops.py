@@ -294,3 +294,55 @@ def test_keras_l2_normalize_on_cortex_m4_equals_its_reference(tmp_path):
     assert proc.returncode == 0, proc.stderr
     r = json.loads(proc.stdout)
     assert r["agreement"]["device_vs_reference"] == 1.0 and r["samples"] == len(o["x"])
+
+
+def _keras_fixture(stem, seed=11):
+    """tests/data/float_tflite/<stem>.tflite (scripts/corpus/export_tf_float.py), its oracle, and its quantized
+    graph from 32 inputs."""
+    from conftest import require
+
+    data = Path(__file__).parent / "data" / "float_tflite"
+    path = data / f"{stem}.tflite"
+    require(path.exists(), str(path), f"/work/venv-tf/bin/python scripts/corpus/export_tf_float.py --only {stem}")
+    o = np.load(data / f"{stem}_oracle.npz")
+    calib = np.random.default_rng(seed).standard_normal((32, *o["x"].shape[1:])).astype(np.float32)
+    return path, o, calib, api.calibrate(path, calib)
+
+
+def test_keras_where_and_selu_build_bit_exact_with_their_reference(tmp_path):
+    """tf.where(conv > 0.3, conv, 0.2 tanh(conv)) and Keras' selu (GREATER -> SELECT_V2, twice): translated to
+    Greater -> Where, computing what TF Lite's interpreter computes; quantized (the masks unquantized, Where's values
+    on its output's grid) within 25 dB of TF Lite's float outputs; the host C equals the reference bit for bit."""
+    from conftest import check_generated_c
+
+    path, o, _, quant = _keras_fixture("keras_where_float32")
+    got = _translated(path, o["x"][:, None])
+    assert np.abs(got - o["y"].reshape(len(got), -1)).max() < 1e-5
+    kinds = [op.kind for op in quant.graph.ops]
+    assert kinds.count("where") == 2
+    assert [t.dtype for t in quant.graph.tensors.values()].count("bool") == 2
+    want = o["y"].reshape(len(o["x"]), -1).astype(np.float64)
+    ref = np.stack([np.asarray(api.reference(quant, xi[None]).y, np.float64).reshape(-1) for xi in o["x"]])
+    sqnr = 10 * np.log10(np.sum(want ** 2) / np.sum((want - ref) ** 2))
+    assert sqnr > 25, sqnr
+    check_generated_c(quant.graph, o["x"][:, None], tmp_path)
+
+
+@pytest.mark.sweep        # ~15 s (the host C is checked in the default run, above)
+@pytest.mark.parametrize("stem", ["keras_where_float32", "keras_unitnorm_float32"])
+def test_keras_where_and_unit_norm_on_cortex_m4_equal_their_reference(tmp_path, stem):
+    """`edgec build --calib --board qemu-cortex-m4` and `edgec bench`: the device equals the reference on every
+    sample."""
+    import json
+
+    from conftest import edgec
+
+    path, o, calib, _ = _keras_fixture(stem)
+    np.savez(tmp_path / "calib.npz", x=calib)
+    np.savez(tmp_path / "x.npz", x=o["x"])
+    proc = edgec("build", path, "--calib", tmp_path / "calib.npz", "--board", "qemu-cortex-m4", "-o", tmp_path / "b")
+    assert proc.returncode == 0, proc.stderr
+    proc = edgec("bench", tmp_path / "b", "--data", tmp_path / "x.npz", "--json", "-", "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert r["agreement"]["device_vs_reference"] == 1.0 and r["samples"] == len(o["x"])

@@ -45,6 +45,8 @@ def quantize_input(t: Tensor, x: np.ndarray) -> np.ndarray:
     edgec_quantize_f32) for float32 data (data files are loaded as float32): q = clip(round_half_to_even(x /
     float32(scale)) + zero_point), one float32 division (NumPy keeps a float32 array's type against a Python float
     scale, which it rounds to float32) and NumPy's round, half to even."""
+    if t.dtype == "bool":      # a comparison's mask (edgec/ops/where.py): the values' truth, one byte
+        return np.asarray(x) != 0
     info = np.iinfo(DTYPES[t.dtype])
     return np.clip(np.round(x / t.scale) + t.zero_point, info.min, info.max).astype(DTYPES[t.dtype])
 

@@ -25,8 +25,10 @@
   (ReduceL2 perhaps already written as its ONNX function body `Mul(x, x) -> ReduceSum -> Cast -> Sqrt -> CastLike`,
   edgec/frontend/functions.py, or by hand as `Sqrt(ReduceSum(Pow(x, 2)))`), the reduction over the last axis with
   keepdims, the Clip (or Max with a scalar) and the Expand optional: one `LpNormalization` (p 2, the last axis),
-  TFLite's int8 L2_NORMALIZATION (edgec/ops/norm.py `l2_norm`), whose output grid is fixed at 1/128. Run as they are,
+  TFLite's int8 L2_NORMALIZATION (edgec/ops/norm.py `l2_norm`, its output on a calibrated grid). Run as they are,
   the squares, their sum, the root and the division each round to int8 on its own grid.
+- L2 normalization as `x * Min(Reciprocal(Sqrt(ReduceSum(x * x))), cap)` (Keras' UnitNormalization,
+  tf.math.l2_normalize): one `LpNormalization` p=2 (edgec/frontend/decomposed_rsqrt.py).
 
 `fuse(...)` returns the nodes to canonicalize: the model's, with each recognized subgraph replaced by its one node,
 placed where its last node was (its input is computed before its first). The ONNX model itself is unchanged
@@ -40,7 +42,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from edgec.frontend import decomposed_l2
+from edgec.frontend import decomposed_l2, decomposed_rsqrt
 from edgec.frontend.node_graph import Nodes as _Nodes, other as _other
 from edgec.ir import SYNTHETIC
 from edgec.ops import lut
@@ -394,6 +396,12 @@ def fuse(model: onnx.ModelProto, consts: dict, shapes: dict, opset: int):
             if found is not None:
                 sub, x, y = found
                 node = helper.make_node("LpNormalization", [x], [y], axis=-1, p=2,
+                                        name=_name(g, sub, "LpNormalization", taken))
+        elif n.op_type == "Mul":
+            found = decomposed_rsqrt.unit_norm_at(g, k, opset)
+            if found is not None:
+                sub, x, y, axis = found
+                node = helper.make_node("LpNormalization", [x], [y], axis=axis, p=2,
                                         name=_name(g, sub, "LpNormalization", taken))
         else:
             continue

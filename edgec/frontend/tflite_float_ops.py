@@ -164,23 +164,26 @@ def fully_connected(tx, op):
 
 BINARY = {"ADD": ("Add", "AddOptions"), "SUB": ("Sub", "SubOptions"), "MUL": ("Mul", "MulOptions"),
           "DIV": ("Div", "DivOptions"), "MAXIMUM": ("Max", None), "MINIMUM": ("Min", None),
-          "SQUARED_DIFFERENCE": ("Sub", None), "POW": ("Pow", None)}
+          "SQUARED_DIFFERENCE": ("Sub", None), "POW": ("Pow", None),
+          # a bool mask (ONNX comparisons: edgec/ops/where.py), read by a SELECT_V2
+          "GREATER": ("Greater", None), "GREATER_EQUAL": ("GreaterOrEqual", None), "LESS": ("Less", None),
+          "LESS_EQUAL": ("LessOrEqual", None), "EQUAL": ("Equal", None), "SELECT_V2": ("Where", None)}
 
 
 def binary(tx, op):
     kind = tx.op_name(op)
     onnx_op, opts = BINARY[kind]
-    a_k, b_k = _ins(op)[:2]
+    ins = _ins(op)[:3] if kind == "SELECT_V2" else _ins(op)[:2]
     y_k = _out(op)
-    shape = np.broadcast_shapes(tx.shape(a_k), tx.shape(b_k))
+    shape = np.broadcast_shapes(*(tx.shape(k) for k in ins))
     rank = len(shape)
-    acts = [k for k in (a_k, b_k) if k in tx.values]
+    acts = [k for k in ins if k in tx.values]
     order = "nchw" if rank == 4 and any(tx.layout(k) == "nchw" and len(tx.shape(k)) == 4 for k in acts) else "nhwc"
     if order == "nchw" and any(len(tx.shape(k)) != 4 for k in acts):
         order = "nhwc"
     base = tx.tname(y_k)
     code = tx.options(op, opts).FusedActivationFunction() if opts and op.BuiltinOptions() is not None else 0
-    y = tx.node(onnx_op, [tx.operand(a_k, order, rank), tx.operand(b_k, order, rank)],
+    y = tx.node(onnx_op, [tx.operand(k, order, rank) for k in ins],
                 f"{base}_{onnx_op.lower()}" if code or kind == "SQUARED_DIFFERENCE" else base)
     if kind == "SQUARED_DIFFERENCE":
         y = tx.node("Mul", [y, y], base)

@@ -35,6 +35,8 @@ def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: 
             shift = 128 if t.dtype == "uint8" else 0     # int16 wins; an int16 input is an audio front end's 2^-15
             # grid, edgec/ops/signal/mfcc_onnx.py; a uint8 input port: the same grid, its zero point 128 higher)
             return _set(tensors, t, float(own[0]), int(own[1]) + shift)
+        if t.dtype == "bool":       # a comparison's mask (edgec/ops/where.py): 0 or 1 bytes, never quantized
+            return _set(tensors, t, 1.0, 0)
         if t.source not in ranges:
             raise EdgecError(f"no calibration range for tensor '{t.source}'")
         lo, hi = ranges[t.source]

@@ -94,6 +94,25 @@ def l2norm(shape=(6, 6, 3)):
     return keras.Model(inp, L.Lambda(lambda t: tf.math.l2_normalize(t, axis=-1))(x))
 
 
+def where(shape=(6, 6, 3)):
+    """tf.where(conv > 0.3, conv, 0.2 * tanh) (TFLiteConverter: GREATER -> SELECT_V2) and Keras' selu (GREATER ->
+    SELECT_V2 of two activations) after a Dense."""
+    inp = keras.Input(shape)
+    x = L.Conv2D(8, 3, padding="same")(inp)
+    x = L.Lambda(lambda t: tf.where(t > 0.3, t, 0.2 * tf.tanh(t)))(x)
+    x = L.Dense(6, activation="selu")(L.GlobalAveragePooling2D()(x))
+    return keras.Model(inp, L.Dense(4)(x))
+
+
+def unitnorm(shape=(6, 6, 3)):
+    """Keras' UnitNormalization (TFLiteConverter: MUL, SUM, MAXIMUM, RSQRT, MUL: x * rsqrt(max(sum(x^2), eps)))
+    over a Conv2D's channels and a Dense's outputs."""
+    inp = keras.Input(shape)
+    x = L.UnitNormalization()(L.Conv2D(8, 3, padding="same", activation="relu")(inp))
+    x = L.Dense(6)(L.GlobalAveragePooling2D()(x))
+    return keras.Model(inp, L.UnitNormalization()(x))
+
+
 def rnn_while(cell, shape=(12, 5)):
     """A Keras LSTM / GRU built without unroll=True, batch fixed to 1 (with batch None TFLiteConverter cannot lower
     its tensor lists): a WHILE whose condition counts the 12 frames."""
@@ -102,7 +121,8 @@ def rnn_while(cell, shape=(12, 5)):
 
 
 # a test fixture (tests/data/float_tflite/<name>.tflite and <name>_oracle.npz: 4 inputs, TF Lite's float outputs)
-FIXTURES = {"keras_parts_float32": parts, "keras_l2norm_float32": l2norm,
+FIXTURES = {"keras_parts_float32": parts, "keras_l2norm_float32": l2norm, "keras_where_float32": where,
+            "keras_unitnorm_float32": unitnorm,
             "keras_lstm_while_float32": lambda: rnn_while(L.LSTM), "keras_gru_while_float32": lambda: rnn_while(L.GRU)}
 
 # name: (kind, constructor, origin)

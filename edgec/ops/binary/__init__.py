@@ -102,8 +102,9 @@ def quantize_binary(op: Op, ins: list[Tensor], out: Tensor) -> None:
     elif a["op"] == "mul":
         p["out_mult"], p["out_shift"] = quantize_multiplier(ta.scale * tb.scale / out.scale)
     elif BINARY_OPS[a["op"]] >= BINARY_OPS["equal"]:    # TFLite Micro's ComparisonsPrepare: each scale alone
-        (p["a_mult"], p["a_shift"]), (p["b_mult"], p["b_shift"]) = (quantize_multiplier(float(ta.scale)),
-                                                                    quantize_multiplier(float(tb.scale)))
+        unit = 2.0 * max(ta.scale, tb.scale) if a.get("common_scale") else 1.0     # ONNX: below 1, any grids
+        (p["a_mult"], p["a_shift"]), (p["b_mult"], p["b_shift"]) = (quantize_multiplier(float(ta.scale) / unit),
+                                                                    quantize_multiplier(float(tb.scale) / unit))
         p.update(left_shift=COMPARE_LEFT_SHIFT, out_mult=0, out_shift=0)
     elif a["op"] == "div_tflite":   # TFLite Micro's CalculateOpDataDiv: the ratio in float32
         f = np.float32
