@@ -226,8 +226,8 @@ def test_a_float_weight_quantized_to_int4_saturates_at_int4s_range(tmp_path):
 def test_int4_activations_are_refused_in_one_line(tmp_path):
     from edgec.errors import EdgecError
     path = _one_conv(tmp_path, helper.make_tensor("z", TensorProto.INT4, [], [0]), False)
-    with pytest.raises(EdgecError, match=r"node 'qx' \(QuantizeLinear\): activation 'x' is quantized to int4; "
-                                         r"edgec runs int8 activations"):
+    with pytest.raises(EdgecError, match=r"node 'qx' \(QuantizeLinear\): quantizes an activation to int4; "
+                                         r"edgec runs a QDQ file's activations in int8"):
         api.calibrate(path, np.zeros((2, 3, 5, 5), np.float32), ptq.QuantOptions(sensitivity_samples=0))
 
 
