@@ -196,7 +196,8 @@ def _weight_arrays(g, plan, tmp_path) -> dict:
     """The weight arrays of the generated model.c (static const int8_t ..._weights4[N] for the portable kernels,
     ..._fw[N] for the fast ones), in bytes, by name."""
     cmodel.generate(g, plan, tmp_path, "m")
-    return {n: v for n, v in declared_bytes((tmp_path / "m.c").read_text()).items() if re.search(r"_(fw|weights4?)$", n)}
+    declared = declared_bytes((tmp_path / "m.c").read_text())
+    return {n: v for n, v in declared.items() if re.search(r"_(fw|weights4?)$", n)}
 
 
 @pytest.mark.parametrize("name", ["brevitas_kws_int4_weights", "brevitas_qonnx_kws_w4a4"])
