@@ -1,10 +1,12 @@
 """A QDQ file's 4-bit weights (edgec/frontend/qdq.py `weight_bits`, canonicalize, fixedpoint/scheme.py `weighted`):
 ONNX's own INT4 initializers (packed two per byte by ONNX, DequantizeLinear at opset 21), Brevitas's int8 constant
 -> Clip to [-7, 7], a QONNX Quant of 4 bits: the file's integers and scales, stored packed two per byte in flash
-and run by the `_s4` kernels, the same numbers as the same file with int8 weights, the generated C bit-exact with
-the NumPy reference (portable and fast kernels, ASan/UBSan)."""
+and run by the `_s4` kernels (`--optimize size`; `--optimize speed` runs them as int8 weights on the int8 speed
+kernels, edgec/lower/lowering.py, unless those do not fit the flash), the same numbers as the same file with int8
+weights, the generated C bit-exact with the NumPy reference (portable and fast kernels, ASan/UBSan)."""
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import numpy as np
@@ -113,8 +115,9 @@ def test_onnx_int4_initializers_are_the_files_integers_packed_two_per_byte(built
     g4 = built["int4"][1]
     four = {op.name: op for op in g4.ops if select.int4_weights(op)}
     assert sorted(four) == ["conv", "dw", "fc"] and not any("weights" in op.arrays for op in g4.ops)
-    assert "3 of 3 weighted layers take the model's own scales and zero points (3 of them its 4-bit weights, " \
-           "packed two per byte)" in ptq.qdq_summary(g4)                # the build log says so
+    assert "3 of 3 weighted layers take the model's own scales and zero points (3 of them its 4-bit weights: " \
+           "packed two per byte with --optimize size, int8 on the speed kernels with --optimize speed)" \
+           in ptq.qdq_summary(g4)                # the build log says so
     for name, op in four.items():
         n = op.attrs["weights"].size
         assert op.arrays["weights4"].nbytes == (n + 1) // 2 and n % 2 == 1       # odd counts: a last half byte
@@ -158,35 +161,88 @@ def test_onnx_int4_file_runs_as_onnx_runtime_runs_it(built):
     assert np.abs(got - want).max() <= 2 * step + 1e-6 and np.mean(got == want) > 0.8
 
 
-@pytest.mark.parametrize("fast", [False, True])
-def test_onnx_int4_generated_c_is_bit_exact_under_sanitizers(built, tmp_path, fast):
+@pytest.mark.parametrize("optimize", [None, "size", "speed"])
+def test_onnx_int4_generated_c_is_bit_exact_under_sanitizers(built, tmp_path, optimize):
+    """Portable kernels (None), the packed fast `_s4` kernels (`--optimize size`) and the int8 speed variants the
+    file's 4-bit integers run on with `--optimize speed` (edgec/lower/lowering.py speed_weights)."""
     g = built["int4"][1]
-    if fast:
-        g = pipeline.lower(g)
-        kernels = {op.name: op.lowering.kernel.name for op in g.ops if op.lowering and select.int4_weights(op)}
-        assert kernels["conv"] == "edgec_conv2d_im2col_s4" and kernels["fc"] == "edgec_fully_connected_packed_s4"
-        assert kernels["dw"].endswith("_s4")
-    flags = ("-O1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all") + (("-DEDGEC_EMULATE_DSP",) if fast
+    if optimize:
+        g = pipeline.lower(g, optimize, dsp=True)
+        kernels = {op.name: op.lowering.kernel.name for op in g.ops if op.lowering and "bias" in op.arrays}
+        if optimize == "size":
+            assert kernels["conv"] == "edgec_conv2d_im2col_s4" and kernels["fc"] == "edgec_fully_connected_packed_s4"
+            assert kernels["dw"].endswith("_s4")
+        else:
+            assert kernels["conv"].endswith("_s8") and kernels["fc"].endswith("_s8"), kernels
+            assert kernels["dw"] == "edgec_depthwise_conv2d_s4"    # no int8 fast kernel takes it: kept packed
+            assert [op.name for op in g.ops if select.int4_weights(op)] == ["dw"]
+    flags = ("-O1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all") + (("-DEDGEC_EMULATE_DSP",) if optimize
                                                                                     else ())
     check_generated_c(g, _x(12, 4), tmp_path, flags=flags)
 
 
-@pytest.mark.parametrize("name", ["brevitas_kws_int4_weights", "brevitas_qonnx_kws_w4a4"])
-def test_brevitas_4_bit_weights_arrays_in_the_generated_c_are_half_the_int8_size(name, tmp_path):
-    """The build's weight arrays in model.c (static const int8_t ..._weights4[N] for the portable kernels, ..._fw[N]
-    for the fast ones) of the corpus's Brevitas 4-bit files: n / 2 bytes for n weights, 2,144 B for the DS-CNN's
-    4,288 weights (4,288 B as int8 before, 15,104 B with --optimize speed's int16 widening)."""
+def _corpus_graph(name):
     folder = CORPUS / name
-    q = pipeline.calibrate_model(folder / "model.onnx", folder / "calib.npz",
-                                 ptq.QuantOptions(sensitivity_samples=0))[1].graph
+    return pipeline.calibrate_model(folder / "model.onnx", folder / "calib.npz",
+                                    ptq.QuantOptions(sensitivity_samples=0))[1].graph
+
+
+@pytest.fixture(scope="module")
+def brevitas_kws():
+    return _corpus_graph("brevitas_kws_int4_weights")
+
+
+def _weight_arrays(g, plan, tmp_path) -> dict:
+    """The weight arrays of the generated model.c (static const int8_t ..._weights4[N] for the portable kernels,
+    ..._fw[N] for the fast ones), in bytes, by name."""
+    cmodel.generate(g, plan, tmp_path, "m")
+    declared = declared_bytes((tmp_path / "m.c").read_text())
+    return {n: v for n, v in declared.items() if re.search(r"_(fw|weights4?)$", n)}
+
+
+@pytest.mark.parametrize("name", ["brevitas_kws_int4_weights", "brevitas_qonnx_kws_w4a4"])
+def test_brevitas_4_bit_weights_are_packed_for_size_and_int8_on_the_speed_kernels(name, brevitas_kws, tmp_path):
+    """The corpus's Brevitas 4-bit files (the DS-CNN's 4,288 weights): `--optimize size` keeps them packed, n / 2
+    bytes for n weights on the `_s4` kernels (2,144 B; 4,288 B as int8); `--optimize speed` runs the same integers
+    on the int8 speed variants (15,812 B of their int16-widened layouts, 871,000 instructions on qemu-cortex-m4
+    against 1,395,780 packed: docs/quantization.md), with the same numbers as the packed layers."""
+    q = brevitas_kws if name == "brevitas_kws_int4_weights" else _corpus_graph(name)
+    counts = [op.attrs["weights"].size for op in q.ops if select.int4_weights(op)]
+    assert len(counts) == 6 and sum(counts) == 4288
+    x = scheme.quantize_input(q.tensors[q.input], np.load(CORPUS / name / "calib.npz")["x"][:2])
     for optimize in ("size", "speed"):
-        g, plan = pipeline.schedule_and_plan(q, optimize=optimize)
-        cmodel.generate(g, plan, tmp_path, "m")
-        declared = declared_bytes((tmp_path / "m.c").read_text())
-        arrays = {n: v for n, v in declared.items() if re.search(r"_(fw|weights4?)$", n)}
-        counts = [op.attrs["weights"].size for op in q.ops if select.int4_weights(op)]
-        assert len(counts) == 6 and len(arrays) == 6 and sum(counts) == 4288, arrays
-        assert sum(arrays.values()) == sum((n + 1) // 2 for n in counts) == 2144, arrays
+        g, plan = pipeline.schedule_and_plan(q, optimize=optimize, dsp=True)
+        layers = [op for op in g.ops if "bias" in op.arrays]
+        kernels = [op.lowering.kernel.name for op in layers]
+        arrays = _weight_arrays(g, plan, tmp_path)
+        assert len(layers) == 6 and len(arrays) == 6, (kernels, arrays)
+        if optimize == "size":
+            assert all(k.endswith("_s4") for k in kernels) and all(select.int4_weights(op) for op in layers), kernels
+            assert sum(arrays.values()) == sum((n + 1) // 2 for n in counts) == 2144, arrays
+        else:
+            assert all(k.endswith("_s8") for k in kernels) and not any(select.int4_weights(op) for op in layers)
+            assert all(op.lowering.variant not in (None, "generic") for op in layers), kernels  # speed variants
+            assert sum(arrays.values()) == 15812, arrays
+        for xi in x:
+            np.testing.assert_array_equal(reference.run(g, xi), reference.run(q, xi))
+
+
+def test_a_speed_build_of_4_bit_weights_that_does_not_fit_the_flash_falls_back_to_packed(brevitas_kws):
+    """plan_to_fit on a board whose flash takes the packed build but not the speed one: the build falls back to
+    `--optimize size` (the `_s4` kernels, packed weights) and says so; on qemu-cortex-m4 itself the speed build."""
+    from edgec.targets import boards, fit
+    board = boards.load_board("qemu-cortex-m4")
+    lowered, _, _, mode = pipeline.plan_to_fit(brevitas_kws, board)
+    assert mode == "speed" and not any(select.int4_weights(op) for op in lowered.ops)
+    need = {m: fit.estimate(*pipeline.schedule_and_plan(brevitas_kws, optimize=m, dsp=True), board)["flash"]["total"]
+            for m in ("speed", "size")}
+    assert need["size"] + 8000 < need["speed"], need
+    small = dataclasses.replace(board, flash_bytes=(need["speed"] + need["size"]) // 2)
+    said = []
+    lowered, _, budget, mode = pipeline.plan_to_fit(brevitas_kws, small, log=said.append)
+    assert mode == "size" and budget["flash"]["total"] == need["size"], (need, budget["flash"])
+    assert sum(select.int4_weights(op) for op in lowered.ops) == 6
+    assert any("do not fit board" in m and "(--optimize size)" in m for m in said), said
 
 
 def _one_conv(tmp_path, act_zp, weight_q: bool) -> str:
@@ -226,8 +282,8 @@ def test_a_float_weight_quantized_to_int4_saturates_at_int4s_range(tmp_path):
 def test_int4_activations_are_refused_in_one_line(tmp_path):
     from edgec.errors import EdgecError
     path = _one_conv(tmp_path, helper.make_tensor("z", TensorProto.INT4, [], [0]), False)
-    with pytest.raises(EdgecError, match=r"node 'qx' \(QuantizeLinear\): activation 'x' is quantized to int4; "
-                                         r"edgec runs int8 activations"):
+    with pytest.raises(EdgecError, match=r"node 'qx' \(QuantizeLinear\): quantizes an activation to int4; "
+                                         r"edgec runs a QDQ file's activations in int8"):
         api.calibrate(path, np.zeros((2, 3, 5, 5), np.float32), ptq.QuantOptions(sensitivity_samples=0))
 
 

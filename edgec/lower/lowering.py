@@ -8,14 +8,21 @@ back from those lowerings.
 Only `edgec build` lowers onto the Helium kernels (it compiles with the board's flags); `edgec export` keeps the
 DSP/portable kernels, as an exported library may be compiled without Helium flags (the _mve kernels would then
 be missing).
+
+A QDQ/QONNX file's own 4-bit weights (attrs['file_weight_bits'] 4: quantized packed two per byte, `weights4`) run
+on the int8 kernels under `--optimize speed` (`speed_weights`): the file's integers in [-8, 7] are int8 weights with
+the same scales, so the numbers and the reference do not change, and the speed variants run as on any int8 layer
+(the `_s4` kernels have none). Under "size" they stay packed; a speed build whose weights do not fit the board's
+flash falls back to "size" (edgec/pipeline.py plan_to_fit), packed again. `--weights int4` layers stay packed.
 """
 from __future__ import annotations
 
 import dataclasses
 
-from edgec.ir import Graph
+from edgec.fixedpoint.scheme import unpack_int4
+from edgec.ir import Graph, Op
 from edgec.ops import select
-from edgec.ops.kernel import VARIANT
+from edgec.ops.kernel import VARIANT, constant_bytes
 
 Chooser = select.Chooser
 MVE_FPU = "fp+mve"
@@ -51,8 +58,33 @@ def lower_graph(graph: Graph, optimize: str = "speed", choose: Chooser | None = 
     None for the default), "size" keeps the generic fast kernels; mve (the board's core has Helium): the Helium
     kernel where there is one; dsp (it has the Arm DSP extension): the speed variants that need it too."""
     options = select.Options(optimize=optimize, helium=mve, dsp=dsp, choose=choose)
-    return graph.replace_ops(dataclasses.replace(op, lowering=select.select(op, options, select.dtypes(graph, op)))
-                             for op in graph.ops)
+    return graph.replace_ops(_lowered(op, options, select.dtypes(graph, op)) for op in graph.ops)
+
+
+def speed_weights(op: Op) -> Op:
+    """A layer with a file's 4-bit weights packed (`weights4`, attrs['file_weight_bits'] 4) as the same integers in
+    int8 `weights` (the array scheme.weighted made before packing: the float weights' shape); any other op as it
+    is."""
+    if op.attrs.get("file_weight_bits") != 4 or "weights4" not in op.arrays:
+        return op
+    shape = op.attrs["weights"].shape
+    arrays = {k: v for k, v in op.arrays.items() if k != "weights4"}
+    weights = unpack_int4(op.arrays["weights4"], int(op.attrs["weights"].size)).reshape(shape)
+    return dataclasses.replace(op, arrays={**arrays, "weights": weights}, lowering=None)
+
+
+def _lowered(op: Op, options: select.Options, dtypes) -> Op:
+    """The op with its lowering; under "speed" a file's packed 4-bit weights as int8 where the int8 kernels run
+    faster (a fast kernel takes the unpacked layer), the flash they add over the packed build counted in its
+    `extra_bytes` (the build log's constants of the speed kernels)."""
+    wide = speed_weights(op) if options.optimize == "speed" else op
+    generic = select.fast(wide, dtypes) if wide is not op else None
+    if generic is None:
+        return dataclasses.replace(op, lowering=select.select(op, options, dtypes))
+    low = select.select(wide, options, dtypes)
+    packed = select.select(op, dataclasses.replace(options, optimize="size"), dtypes)
+    return dataclasses.replace(wide, lowering=low.replace(
+        extra_bytes=low.extra_bytes + constant_bytes(generic) - constant_bytes(packed)))
 
 
 def summary(ops) -> dict:

@@ -5,7 +5,8 @@ lstm, gru)
 and it keeps int8 activations (a 16x8 layer, `--int16`, takes int8 weights). `mark` sets the float op's
 attrs['weight_bits'] to 4 (in a new graph) before quantization; the quantizer does the rest
 (edgec/fixedpoint/scheme.py). A QDQ file's 4-bit weights (attrs['file_weight_bits'] 4, edgec/frontend/qdq.py) are
-int4 from the import on, named or not.
+int4 from the import on, named or not (`--optimize speed` runs them unpacked on the int8 speed kernels:
+edgec/lower/lowering.py speed_weights).
 """
 from __future__ import annotations
 

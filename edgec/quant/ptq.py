@@ -377,5 +377,6 @@ def qdq_summary(graph: Graph) -> str:
     n4 = sum("weight_scale" in op.attrs and "weights4" in op.arrays for op in weighted)
     return (f"QDQ model: {len(took) - len(own)} of {len(graph.tensors)} activations and {n_w} of {len(weighted)} "
             "weighted layers take the model's own scales and zero points"
-            + (f" ({n4} of them its 4-bit weights, packed two per byte)" if n4 else "")
+            + (f" ({n4} of them its 4-bit weights: packed two per byte with --optimize size, int8 on the speed "
+               "kernels with --optimize speed)" if n4 else "")
             + (f"; the int8 scheme fixes its own for {', '.join(own)}" if own else ""))
