@@ -126,3 +126,47 @@ def import_where(cx, node):
 
 
 ONNX = {"Where": import_where}
+
+
+# ---- TFLite import
+def import_tflite_select(tx, op):
+    """SELECT_V2 of a bool condition and two int8 (16x8: int16) activations, all three broadcast to the output."""
+    c = tx.input(op, 0, dtypes=("bool",))
+    x = tx.input(op, 1, ACTIVATIONS)
+    y = tx.input(op, 2, like(tx, x))
+    shapes = [tx.tensor(t).shape for t in (c, x, y)]
+    if max(len(s) for s in shapes) > RANK:
+        raise tx.unsupported(f"broadcasting over more than {RANK} dimensions")
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise tx.unsupported(f"shapes {[list(s) for s in shapes]} do not broadcast together") from None
+    tx.emit("where", op, [c, x, y], tx.output(op, dtypes=like(tx, x)), shapes=tuple(shapes))
+
+
+def import_tflite_dynamic_update_slice(tx, op):
+    """DYNAMIC_UPDATE_SLICE with constant start indices (TFLite clamps them so that the update fits): the update's
+    bytes spread over the operand's shape (a remap), then where(the update's region, those, the operand)."""
+    from edgec.ops.rearrange import tflite_remap, tflite_scratch
+
+    x = tx.input(op, 0, ACTIVATIONS)
+    update = tx.input(op, 1, like(tx, x))
+    shape, ushape = tx.tensor(x).shape, tx.tensor(update).shape
+    start = tx.const(op, 2)
+    if start is None or start.dtype.kind not in "iu" or start.size != len(shape) or len(ushape) != len(shape):
+        raise tx.unsupported("start indices (input 2) must be a constant, one per axis of operand and update")
+    if any(u > n for u, n in zip(ushape, shape)):
+        raise tx.unsupported(f"update {list(ushape)} larger than the operand {list(shape)}")
+    begin = [min(max(int(b), 0), n - u) for b, n, u in zip(start.reshape(-1), shape, ushape)]
+    spread = tflite_scratch(tx, update, shape, "spread")
+    axes = []
+    for a, (b, n, u) in enumerate(zip(begin, shape, ushape)):
+        i = np.arange(n) - b
+        axes.append((np.where((i >= 0) & (i < u), i, -1), a))
+    tflite_remap(tx, op, update, spread, axes, fill=0)
+    cond = np.zeros(shape, np.uint8)
+    cond[tuple(slice(b, b + u) for b, u in zip(begin, ushape))] = 1
+    tx.emit("where", op, [spread, x], tx.output(op, dtypes=like(tx, x)), shapes=(tuple(shape),) * 3, cond=cond)
+
+
+TFLITE = {"SELECT_V2": import_tflite_select, "DYNAMIC_UPDATE_SLICE": import_tflite_dynamic_update_slice}
