@@ -291,6 +291,19 @@ def edgec(*args, cwd=None, env=None):
                           cwd=cwd, timeout=300, env={**os.environ, **env} if env else None)
 
 
+def bench_report(model, calib_x, x, tmp_path: Path, board: str = "qemu-cortex-m4") -> dict:
+    """`edgec build MODEL --calib` (calib_x) for `board`, then `edgec bench --json` on x, as a user runs them: the
+    bench report (each command asserted to succeed)."""
+    import json
+    np.savez(tmp_path / "calib.npz", x=calib_x)
+    np.savez(tmp_path / "x.npz", x=x)
+    proc = edgec("build", model, "--calib", tmp_path / "calib.npz", "--board", board, "-o", tmp_path / "b")
+    assert proc.returncode == 0, proc.stderr
+    proc = edgec("bench", tmp_path / "b", "--data", tmp_path / "x.npz", "--json", "-", "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
 def assert_clean_error(proc, *needles):
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
     err = proc.stderr.strip()

@@ -281,18 +281,11 @@ def test_keras_l2_normalize_builds_bit_exact_with_its_reference(tmp_path):
 def test_keras_l2_normalize_on_cortex_m4_equals_its_reference(tmp_path):
     """`edgec build --calib --board qemu-cortex-m4` and `edgec bench`: the device equals the reference on every
     sample."""
-    import json
-
-    from conftest import edgec
+    from conftest import bench_report
 
     path, o, _ = _keras_l2norm(tmp_path)
-    np.savez(tmp_path / "calib.npz", x=np.random.default_rng(11).standard_normal((32, 6, 6, 3)).astype(np.float32))
-    np.savez(tmp_path / "x.npz", x=o["x"])
-    proc = edgec("build", path, "--calib", tmp_path / "calib.npz", "--board", "qemu-cortex-m4", "-o", tmp_path / "b")
-    assert proc.returncode == 0, proc.stderr
-    proc = edgec("bench", tmp_path / "b", "--data", tmp_path / "x.npz", "--json", "-", "--no-report")
-    assert proc.returncode == 0, proc.stderr
-    r = json.loads(proc.stdout)
+    calib = np.random.default_rng(11).standard_normal((32, 6, 6, 3)).astype(np.float32)
+    r = bench_report(path, calib, o["x"], tmp_path)
     assert r["agreement"]["device_vs_reference"] == 1.0 and r["samples"] == len(o["x"])
 
 
@@ -333,16 +326,8 @@ def test_keras_where_and_selu_build_bit_exact_with_their_reference(tmp_path):
 def test_keras_where_and_unit_norm_on_cortex_m4_equal_their_reference(tmp_path, stem):
     """`edgec build --calib --board qemu-cortex-m4` and `edgec bench`: the device equals the reference on every
     sample."""
-    import json
-
-    from conftest import edgec
+    from conftest import bench_report
 
     path, o, calib, _ = _keras_fixture(stem)
-    np.savez(tmp_path / "calib.npz", x=calib)
-    np.savez(tmp_path / "x.npz", x=o["x"])
-    proc = edgec("build", path, "--calib", tmp_path / "calib.npz", "--board", "qemu-cortex-m4", "-o", tmp_path / "b")
-    assert proc.returncode == 0, proc.stderr
-    proc = edgec("bench", tmp_path / "b", "--data", tmp_path / "x.npz", "--json", "-", "--no-report")
-    assert proc.returncode == 0, proc.stderr
-    r = json.loads(proc.stdout)
+    r = bench_report(path, calib, o["x"], tmp_path)
     assert r["agreement"]["device_vs_reference"] == 1.0 and r["samples"] == len(o["x"])

@@ -6,7 +6,6 @@ measured: LSTM 15.2 dB both) and the generated C equals the reference bit for bi
 named in one line with the reason."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +13,7 @@ import onnxruntime as ort
 import pytest
 
 import tflite_oracle as oracle
-from conftest import check_generated_c, edgec, require
+from conftest import bench_report, check_generated_c, require
 from tflite_oracle import Case, Node, T
 from edgec import api
 from edgec.errors import EdgecError
@@ -65,13 +64,7 @@ def test_the_while_loop_builds_and_its_c_equals_the_reference(name, tmp_path):
 @pytest.mark.sweep        # ~70 s (the host C is checked in the default run, above)
 def test_the_lstm_while_on_cortex_m4_equals_its_reference(tmp_path):
     path, o = _fixture(MODELS[0])
-    np.savez(tmp_path / "calib.npz", x=_calib())
-    np.savez(tmp_path / "x.npz", x=o["x"])
-    proc = edgec("build", path, "--calib", tmp_path / "calib.npz", "--board", "qemu-cortex-m4", "-o", tmp_path / "b")
-    assert proc.returncode == 0, proc.stderr
-    proc = edgec("bench", tmp_path / "b", "--data", tmp_path / "x.npz", "--json", "-", "--no-report")
-    assert proc.returncode == 0, proc.stderr
-    r = json.loads(proc.stdout)
+    r = bench_report(path, _calib(), o["x"], tmp_path)
     assert r["agreement"]["device_vs_reference"] == 1.0 and r["samples"] == len(o["x"])
 
 

@@ -118,18 +118,10 @@ def test_torch_where_builds_close_to_float_and_bit_exact(stem, tmp_path):
 
 @pytest.mark.sweep        # ~15 s (the host C is checked in the default run, above)
 def test_torch_where_on_cortex_m4_equals_its_reference(tmp_path):
-    import json
-
-    from conftest import edgec, require
+    from conftest import bench_report, require
 
     path = DATA / "torch_where.onnx"
     require(path.exists(), str(path), "/work/torch-venv/bin/python tests/data/make_torch_where.py")
     d = np.load(DATA / "torch_where_data.npz")
-    np.savez(tmp_path / "calib.npz", x=d["calib"])
-    np.savez(tmp_path / "x.npz", x=d["x"])
-    proc = edgec("build", path, "--calib", tmp_path / "calib.npz", "--board", "qemu-cortex-m4", "-o", tmp_path / "b")
-    assert proc.returncode == 0, proc.stderr
-    proc = edgec("bench", tmp_path / "b", "--data", tmp_path / "x.npz", "--json", "-", "--no-report")
-    assert proc.returncode == 0, proc.stderr
-    r = json.loads(proc.stdout)
+    r = bench_report(path, d["calib"], d["x"], tmp_path)
     assert r["agreement"]["device_vs_reference"] == 1.0 and r["samples"] == len(d["x"])
