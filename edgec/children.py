@@ -197,13 +197,57 @@ def restore(previous: dict) -> None:
             signal.signal(s, handler)
 
 
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _children_of(pid: int) -> list[int]:
+    """The live processes whose parent is `pid` (Linux /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] != "Z" and int(fields[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def _reap_descendants(deadline: float) -> None:
+    """Kill and reap every process left below the reaper, until none is left or `deadline` (a monotonic time)
+    passes.  As a child subreaper the reaper inherits the orphans of its child's group, and of anything that
+    left the group: a killed compiler may still create a file between its SIGKILL and its death, so the
+    folder is removed only after them."""
+    import time
+
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:           # none left
+            return
+        except InterruptedError:
+            continue
+        if pid == 0:
+            if time.monotonic() > deadline:
+                return
+            for orphan in _children_of(os.getpid()):
+                try:
+                    os.kill(orphan, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.01)
+
+
 def _reap(parent: int, argv: list[str]) -> int:
     """The reaper (see the module's docstring): run argv in a process group of its own with a private TMPDIR
     (a compiler's ccXXXX.s files); when the child ends, edgec dies (PR_SET_PDEATHSIG) or kill_group's SIGTERM
     comes, kill the child's group and remove the folder.  Returns the exit code to pass on."""
     import tempfile
+    import time
 
-    tmp = tempfile.mkdtemp(prefix="edgec-tmp-")
+    tmp = None
     child = None
 
     def end_group() -> None:
@@ -212,11 +256,13 @@ def _reap(parent: int, argv: list[str]) -> int:
                 os.killpg(child.pid, signal.SIGKILL)
             except OSError:
                 pass
-            try:              # reaped here, not left a zombie for init: once edgec has ended it, it is gone
-                os.waitpid(child.pid, 0)      # (not child.wait(): a signal handler may interrupt it)
-            except OSError:                   # reaped already
-                pass
-        shutil.rmtree(tmp, ignore_errors=True)
+            _reap_descendants(time.monotonic() + 5.0)   # the child and the orphans of its group, not zombies
+        if tmp is not None:
+            for _ in range(20):                # a file created while the tree was removed: once more
+                shutil.rmtree(tmp, ignore_errors=True)
+                if not os.path.exists(tmp):
+                    break
+                time.sleep(0.01)
 
     def stop(signum=signal.SIGKILL, _frame=None):
         end_group()
@@ -226,14 +272,18 @@ def _reap(parent: int, argv: list[str]) -> int:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, CAUGHT)
         os.setpgrp()
 
+    # signals wait until the handlers are in place and the folder is known: a SIGTERM between creating the
+    # folder and handling signals (edgec interrupted right after starting a reaper) left the folder behind
+    signal.pthread_sigmask(signal.SIG_BLOCK, CAUGHT)
     for s in CAUGHT:
         signal.signal(s, stop)
     prctl = _prctl()
     if prctl is not None:
         prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    tmp = tempfile.mkdtemp(prefix="edgec-tmp-")
     if os.getppid() != parent:
         stop()
-    signal.pthread_sigmask(signal.SIG_BLOCK, CAUGHT)      # no signal between the fork and knowing the child
     try:
         child = subprocess.Popen(argv, restore_signals=True, preexec_fn=in_child,
                                  env={**os.environ, "TMPDIR": tmp})

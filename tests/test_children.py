@@ -234,6 +234,40 @@ def test_a_killed_compiler_leaves_no_temporary_files(tmp_path, monkeypatch):
     assert code == 0 and not Path(out.strip(), "cc2.s").exists() and list(tmp_path.rglob("*.s")) == []
 
 
+def test_a_process_that_left_the_group_ends_with_it(tmp_path, monkeypatch):
+    """A grandchild that started a session of its own (out of reach of the group's SIGKILL) is still ended
+    with its child: the reaper adopts the orphans below it and kills them before removing the folder."""
+    from edgec import children
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    marker = f"{os.getpid()}.4715"
+    script = f'setsid sh -c "sleep {marker}" & echo "${{TMPDIR:-/tmp}}"; exec sleep 300'
+    proc = children.spawn(["sh", "-c", script], stdout=subprocess.PIPE, text=True)
+    folder = Path(proc.stdout.readline().strip())
+    end = time.monotonic() + 10
+    while not _pids_with(marker) and time.monotonic() < end:
+        time.sleep(0.02)
+    assert _pids_with(marker), "the grandchild did not start"
+    children.kill_group(proc)
+    assert _gone_marker(marker, timeout=2.0) == [] and not folder.exists()
+
+
+def test_a_reaper_interrupted_as_it_starts_leaves_no_folder(tmp_path, monkeypatch):
+    """edgec interrupted right after starting a child: the reaper, signalled the moment its folder appears
+    (before, it made the folder and only then handled signals, and a CI run left an empty edgec-tmp-* behind),
+    still removes it.  A race: each round hits the window with some luck, 30 rounds often."""
+    from edgec import children
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    for _ in range(30):
+        proc = children.spawn(["sleep", "30"])
+        end = time.monotonic() + 10
+        while not os.listdir(tmp_path) and time.monotonic() < end:
+            pass
+        children.kill_group(proc)
+        assert os.listdir(tmp_path) == []
+
+
 def test_a_firmware_build_past_its_timeout_leaves_nothing_running(tmp_path, monkeypatch):
     """The build timeout ends PlatformIO and what it started (scons, compilers: a `sleep` here)."""
     from edgec.errors import EdgecError
