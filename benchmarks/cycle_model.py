@@ -8,7 +8,7 @@ published silicon latencies of the MLPerf Tiny models on NUCLEO-L4R5ZI.
     .venv/bin/python benchmarks/cycle_model.py --boards qemu-cortex-m4 --select-for nucleo-l4r5zi --engines edgec
         # edgec's kernels chosen as a nucleo-l4r5zi build chooses them (flash reads weighed), run on the emulator
     .venv/bin/python benchmarks/cycle_model.py --boards qemu-cortex-m4 --engines edgec --weights-in-ram
-        # edgec built with --weights-in-ram: the weight tensors copied into SRAM at startup (RAM it costs: printed)
+        # edgec built with --weights-in-ram: the weights and requantization records copied into SRAM at startup
     .venv/bin/python benchmarks/cycle_model.py --boards qemu-cortex-m4 --engines edgec --weights-in-ram --code-in-ram
         # the same, and in the same run edgec built also with --code-in-ram: the kernels run from the code RAM
         # (on the emulator the profile's stand-in window, weighed as the L4R5's SRAM2: edgec/targets/code_ram.py)
@@ -125,7 +125,7 @@ def rows_for(key: str, board: str, select_for: str | None = None, engines: tuple
                 raise SystemExit(f"edgec on {key}/{board} ({engine}): device != reference ({fig['exact']})")
             code = f"--code-in-ram ({fig['code_in_ram']:,} B of code in the code RAM) " if engine == "edgec code" else ""
             if engine.startswith("edgec") and weights_in_ram:
-                engine = (f"edgec --weights-in-ram {code}({fig['weights_in_ram']:,} B of weights in RAM; RAM "
+                engine = (f"edgec --weights-in-ram {code}({fig['weights_in_ram']:,} B of weights and records in RAM; RAM "
                           f"{fig['ram']:,} B)")
             elif engine == "edgec code":
                 engine = f"edgec {code}(RAM {fig['ram']:,} B)"
@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
                                          "reads weighed), e.g. nucleo-l4r5zi")
     ap.add_argument("--engines", default="edgec,tflm")
     ap.add_argument("--weights-in-ram", action="store_true", help="build edgec with --weights-in-ram (the weight "
-                    "tensors copied into SRAM at startup)")
+                    "tensors and their requantization records copied into SRAM at startup)")
     ap.add_argument("--code-in-ram", action="store_true", help="also build edgec with --code-in-ram (the kernels "
                     "run from the board's code RAM), in the same run")
     ap.add_argument("--md", help="rewrite the <!-- cycle_model.py --> block of this Markdown file")

@@ -104,9 +104,9 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     here when not given. io_buffers "caller": the model's inputs and outputs in buffers its caller owns, not in
     the arena (edgec/plan/caller_io.py; the bench firmware uses the library's static ones). frontend: an audio
     front end (.tflite) chained before the model, one firmware from raw clips to scores, calib_path then holding
-    clips; frontend_hop: samples between its windows (edgec/chain.py). weights_in_ram: the weight tensors copied
-    from flash into RAM at startup (RAM the firmware's statics count; on a part whose flash has wait states the
-    kernels then read them at SRAM speed, as STM32Cube.AI's weights-in-RAM option does). code_in_ram: the
+    clips; frontend_hop: samples between its windows (edgec/chain.py). weights_in_ram: the weights and their
+    requantization records (constants.RAM_KINDS) copied into RAM at startup (RAM the statics count; a part whose
+    flash has wait states then reads them at SRAM speed, as STM32Cube.AI's weights-in-RAM does). code_in_ram: the
     runtime's kernels copied at startup into the board's code RAM and run there (edgec/targets/code_ram.py)."""
     from edgec.targets import firmware as fw
 
@@ -150,8 +150,8 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     name = graph.name
     flash_constants = constants.breakdown(graph)
     ram = budget["ram"]      # (edgec/targets/fit.py: arena + runtime + stack + framework, against the board's)
-    if weights_in_ram and ram["total"] + flash_constants["weights"] > ram["board"]:
-        raise EdgecError(f"--weights-in-ram: {name}'s weights ({flash_constants['weights']:,} B) do not fit "
+    if (in_ram := constants.in_ram(flash_constants) if weights_in_ram else 0) and ram["total"] + in_ram > ram["board"]:
+        raise EdgecError(f"--weights-in-ram: {name}'s weights and requantization records ({in_ram:,} B) do not fit "
                          f"{the_board.name}'s RAM beside the {ram['total']:,} B the firmware needs ({ram['board']:,} "
                          "B): build without --weights-in-ram")
     log(f"{name}: {len(graph.ops)} ops, {graph_macs(graph):,} MACs, arena {plan.arena_bytes:,} bytes, "
@@ -171,7 +171,7 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
         codegen.generate(graph, plan, lib, name, weights_in_ram=weights_in_ram, placed=placed,
                          far_capacity=code_ram.far_capacity(the_board, code_in_ram and weights_in_ram))
         if code_in_ram:
-            code_ram.check_ram(the_board, name, ram["total"] + flash_constants["weights"] * weights_in_ram - placed["far_bytes"])
+            code_ram.check_ram(the_board, name, ram["total"] + in_ram - placed["far_bytes"])
         artifact.save_graph(graph, work)
         if quant.method == "tflite":      # the bench's reference checks itself against TFLite Micro on this file
             shutil.copyfile(model_path, work / "model.tflite")
@@ -188,7 +188,7 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
             **({"ports": ports.describe(graph)} if ports.multi(graph) else {}),
             "memory": {"arena_bytes": plan.arena_bytes, "weights_bytes": flash_constants["total"],
                        "io_buffers": io_buffers,
-                       "weights_in_ram_bytes": flash_constants["weights"] if weights_in_ram else 0,
+                       "weights_in_ram_bytes": in_ram,
                        "constants": flash_constants,
                        "flash_bytes": None, "ram_bytes": None,
                        "live_set_lower_bound_bytes": planner.live_set_lower_bound(graph),

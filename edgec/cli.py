@@ -97,7 +97,7 @@ def cmd_build(args) -> int:
           f"constants {m['weights_bytes']:,} B (weights {m['constants']['weights']:,} B), firmware flash "
           f"{m['flash_bytes']:,} B, RAM {m['ram_bytes']:,} B")
     if m.get("weights_in_ram_bytes"):
-        print(f"--weights-in-ram: {m['weights_in_ram_bytes']:,} B of weights copied into RAM at startup (in the RAM figure)")
+        print(f"--weights-in-ram: {m['weights_in_ram_bytes']:,} B of weights and requantization records copied into RAM at startup (in the RAM figure)")
     if m.get("code_in_ram_bytes"):
         print(f"--code-in-ram: {m['code_in_ram_bytes']:,} B of kernel code copied into the code RAM at startup")
     if m.get("code"):

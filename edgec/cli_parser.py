@@ -145,8 +145,9 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     add_ram_budget(b)
     add_io_buffers(b)
     b.add_argument("--weights-in-ram", action="store_true",
-                   help="copy the weight tensors from flash into RAM at startup (they count as RAM): on a part "
-                        "whose flash has wait states the kernels read them at SRAM speed")
+                   help="copy the weight tensors and their biases / requantization records from flash into RAM at "
+                        "startup (they count as RAM): on a part whose flash has wait states the kernels read them at "
+                        "SRAM speed")
     b.add_argument("--code-in-ram", action="store_true",
                    help="run the runtime's kernels from the board's code RAM (a profile's [[memory]] kind = "
                         "\"code-ram\", e.g. the NUCLEO-L4R5ZI's SRAM2 at 0x10000000), copied there at startup")

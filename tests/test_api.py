@@ -44,7 +44,8 @@ def test_weights_in_ram_is_reported_and_refused_when_the_weights_do_not_fit(tmp_
     report = api.build(CANCER / "model.onnx", CANCER / "calib.npz", "host", tmp_path / "b", firmware=False,
                        weights_in_ram=True)
     m = report["memory"]
-    assert m["weights_in_ram_bytes"] == m["constants"]["weights"] > 0
+    assert m["weights_in_ram_bytes"] == m["constants"]["weights"] + m["constants"]["biases_requantization"]
+    assert m["constants"]["weights"] > 0 and m["constants"]["biases_requantization"] > 0
     host = (EXAMPLES.parent / "boards" / "host.toml").read_text()
     small = tmp_path / "small.toml"
     small.write_text(host.replace("ram_bytes = 1073741824",

@@ -55,16 +55,18 @@ def _weights_in_ram_library(tmp_path):
     return graph, x
 
 
-def test_weights_in_ram_leaves_only_the_weight_tensors_writable(tmp_path):
-    """--weights-in-ram: the weight arrays are initialized statics (the C runtime copies them into RAM at
-    startup); every other constant array stays `const` (in flash)."""
+def test_weights_in_ram_leaves_only_the_weights_and_their_requantization_writable(tmp_path):
+    """--weights-in-ram: the weight arrays and their biases / requantization records are initialized statics (the
+    C runtime copies them into RAM at startup); every other constant array (tables, ...) stays `const` (in flash)."""
     graph, _ = _weights_in_ram_library(tmp_path)
     model_c = (tmp_path / f"{graph.name}.c").read_text()
     lines = {line.split("[")[0].split()[-1]: line for line in model_c.splitlines()
              if line.startswith("static") and "[" in line and "= {" in line and "arena" not in line}
     writable = {a for a, line in lines.items() if not line.startswith("static const ")}
-    weights = {a for a in lines if constants.kind_of(a.split("_", 1)[1]) == "weights"}
-    assert len(weights) == 3 and writable == weights and len(lines) > len(weights)
+    kinds = {a: constants.kind_of(a.split("_", 1)[1]) for a in lines}
+    weights = {a for a, k in kinds.items() if k == "weights"}
+    biases = {a for a, k in kinds.items() if k == "biases_requantization"}
+    assert len(weights) == 3 and biases and writable == weights | biases and len(lines) > len(writable)
 
 
 @pytest.mark.sweep

@@ -67,8 +67,8 @@ def pointer_of(plan: Plan):
 def _ops_for_template(graph: Graph, plan: Plan, weights_in_ram: bool = False) -> tuple[list[dict], list[dict]]:
     """The constant arrays and the layers of the generated file: every op that is not an alias, with the C call
     of the kernel its lowering puts it on (edgec/ops/kernel.py; a graph that was not lowered: the reference
-    kernels), the plan giving it its scratch. weights_in_ram: the weight tensors (constants.kind_of) are
-    initialized statics, not `const`: the C runtime copies them from flash into RAM at startup."""
+    kernels), the plan giving it its scratch. weights_in_ram: the weight tensors and their biases and
+    requantization records (constants.RAM_KINDS) are initialized statics, not `const`: the C runtime copies them from flash into RAM at startup."""
     arrays, ops = [], []
     for i, op in enumerate(graph.ops):
         if REGISTRY[op.kind].alias:
@@ -84,7 +84,7 @@ def _ops_for_template(graph: Graph, plan: Plan, weights_in_ram: bool = False) ->
         for key, a in own.items():
             names[key] = f"{prefix}_{key}"
             arrays.append(dict(_array(names[key], a, records=fast and key == "rq"),
-                               ram=weights_in_ram and constants.kind_of(key) == "weights", bytes=a.nbytes, section=""))
+                               ram=weights_in_ram and constants.kind_of(key) in constants.RAM_KINDS, bytes=a.nbytes, section=""))
         dtype = graph.tensors[op.output].dtype
         pointer = pointer_of(plan)
         site = CallSite(prefix=prefix, inputs=[pointer(t) for t in op.inputs],

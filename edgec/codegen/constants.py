@@ -20,6 +20,10 @@ WEIGHTS = {"weights", "weights4", "fw", "w_x", "w_h", "w_x4", "w_h4"}
 BIASES = {"bias", "mult", "shift", "rq", "bias_x", "mult_x", "shift_x", "mult_h", "shift_h", "wb", "rb", "rq_x", "rq_h",
           "rq_any", "fbias", "tbias"}
 TABLES = re.compile(r"^(table\d*|lut\d+|exp_table|log_table|sigmoid|tanh)$")
+# what `--weights-in-ram` copies into RAM: the weights and the per-channel biases / requantization records the
+# kernels read with them (a 1x1 kernel reads its channels' records once per block of outputs: left in flash they
+# miss a flash accelerator's small data cache on every block, docs/performance.md "h44-vww")
+RAM_KINDS = ("weights", "biases_requantization")
 
 
 def kind_of(key: str) -> str:
@@ -29,6 +33,11 @@ def kind_of(key: str) -> str:
     if key in BIASES:
         return "biases_requantization"
     return "lookup_tables" if TABLES.match(key) else "other"
+
+
+def in_ram(breakdown: dict) -> int:
+    """Bytes of the constants `--weights-in-ram` copies into RAM (RAM_KINDS) of a breakdown()."""
+    return sum(breakdown[k] for k in RAM_KINDS)
 
 
 def op_arrays(graph: Graph, op: Op) -> dict:
