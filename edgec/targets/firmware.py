@@ -24,7 +24,7 @@ from edgec.resources import resource_dir
 from edgec.plan.regions import REGIONS_LD_SUFFIX
 from edgec.settings import Settings
 
-LINK_FILES = ("edgec_link.c", "edgec_link.h")
+LINK_FILES = ("edgec_link.c", "edgec_link.h", "edgec_timed.h")
 # A board with a vendor framework gets edgec's board API from these (boards/platforms/common/) plus a
 # rendered templates/<framework>_main.cpp.j2; edgec's local platforms bring their own BSP.
 HARNESS_FILES = ("edgec_board.h", "edgec_ticks_mcu.c", "edgec_stack_mcu.c")
@@ -32,9 +32,9 @@ HARNESS_FILES = ("edgec_board.h", "edgec_ticks_mcu.c", "edgec_stack_mcu.c")
 HARNESS_SIZE_SCRIPT = "edgec_harness_size.py"
 # the benchmark firmware's protocol: edgec's framed link, or the MLPerf Tiny runner's text protocol
 PROTOCOLS = {"edgec": ("bench_main.c.j2", LINK_FILES),
-             "mlperf": ("mlperf_main.c.j2", ("edgec_mlperf.c", "edgec_mlperf.h")),
+             "mlperf": ("mlperf_main.c.j2", ("edgec_mlperf.c", "edgec_mlperf.h", "edgec_timed.h")),
              # the test inputs compiled into the image (edgec/bench/dataset_flash.py)
-             "dataset": ("dataset_main.c.j2", ("edgec_dataset.c", "edgec_dataset.h"))}
+             "dataset": ("dataset_main.c.j2", ("edgec_dataset.c", "edgec_dataset.h", "edgec_timed.h"))}
 # counters that tick at the core clock: the firmware reports the clock it really runs at (CMSIS SystemCoreClock)
 CORE_CLOCK_TIMERS = ("dwt-cyccnt",)
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -117,9 +117,12 @@ static EDGEC_HOT void edgec_fc_acc4(const edgec_w32 *x, int32_t groups, const ed
 }
 
 /* in_features over 4 * EDGEC_FC_WIDEN_GROUPS: the input widened a chunk at a time (the scratch bounded, see
- * edgec_nn.h), again for each block of 4 rows: the accumulators of a block kept over its chunks */
-static void edgec_fc_chunked(const edgec_fully_connected_packed_params *p, const int8_t *input,
-                             const edgec_w32 *weights, const edgec_rq *rq, edgec_w32 *xw, int8_t *output)
+ * edgec_nn.h), again for each block of 4 rows: the accumulators of a block kept over its chunks. Not inlined: in
+ * edgec_fully_connected_packed_s8 its locals made that function's frame 128 B instead of 72 for every layer
+ * (TFLite Micro's hello_world: 36 B more measured stack); entered by a tail call, its frame replaces the caller's. */
+static EDGEC_NOINLINE void edgec_fc_chunked(const edgec_fully_connected_packed_params *p, const int8_t *input,
+                                            const edgec_w32 *weights, const edgec_rq *rq, edgec_w32 *xw,
+                                            int8_t *output)
 {
     const int32_t groups = p->k4 >> 2, n_out = p->out_features, lo = p->act_min, hi = p->act_max;
     const int full = lo == -128 && hi == 127;

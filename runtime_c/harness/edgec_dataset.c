@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "edgec_board.h"
+#include "edgec_timed.h"
 
 static uint32_t get_u32(const int8_t *p)
 {
@@ -71,14 +72,13 @@ static void run_all(const edgec_dataset_model *m, const int8_t *blob, uint32_t b
     const int8_t *sample = blob + EDGEC_DATASET_HEADER_BYTES;
     for (uint32_t i = 0; i < count; i++, sample += in_bytes) {
         write_input(m, sample);
-        edgec_ticks_align();
-        uint64_t t0 = edgec_ticks();
-        int status = m->invoke();
-        uint64_t dt = edgec_ticks() - t0;
+        edgec_timed_run run;
+        run.invoke = m->invoke;
+        edgec_timed_invoke(&run);
         uint8_t rec[12];
-        put_u32(rec, (uint32_t)status);
-        put_u32(rec + 4, (uint32_t)dt);
-        put_u32(rec + 8, (uint32_t)(dt >> 32));
+        put_u32(rec, (uint32_t)run.status);
+        put_u32(rec + 4, (uint32_t)run.ticks);
+        put_u32(rec + 8, (uint32_t)(run.ticks >> 32));
         crc = crc_add(crc, rec, sizeof rec);
         edgec_uart_write(rec, sizeof rec);
         crc = send_output(m, crc);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "edgec_board.h"
+#include "edgec_timed.h"
 
 enum {
     T_SYNC = 0x01, T_HELLO = 0x02, T_WRITE_INPUT = 0x03, T_INVOKE = 0x04, T_READ_OUTPUT = 0x05,
@@ -136,16 +137,16 @@ static int run_until(const edgec_link_model *m, uint32_t layer)
 {
     capture_layer = layer;
     if (setjmp(capture_jump) != 0) return 0;
-    int status = m->invoke_with_hook(capture_hook, 0);
+    int status = m->info->invoke_with_hook(capture_hook, 0);
     return status != 0 ? status : -1;
 }
 
 /* The model's input (output) as the link sees it: one buffer, or the parts of a model with several, in order. */
 static uint32_t parts_of(const edgec_link_model *m, int output, edgec_link_part *one, const edgec_link_part **parts)
 {
-    uint32_t count = output ? m->output_part_count : m->input_part_count;
+    uint32_t count = output ? m->info->output_part_count : m->info->input_part_count;
     if (count) {
-        *parts = output ? m->output_parts : m->input_parts;
+        *parts = output ? m->info->output_parts : m->info->input_parts;
         return count;
     }
     one->data = output ? (int8_t *)(uintptr_t)m->output : m->input;
@@ -186,17 +187,23 @@ static size_t run_timed(const edgec_link_model *m, int profile, uint8_t *out)
     uint16_t in_crc = crc_of(m, 0);
     profile_ctx ctx;
     int status;
+    uint64_t dt;
     edgec_stack_paint();
-    edgec_ticks_align();
-    uint64_t t0 = edgec_ticks();
     if (profile) {
-        ctx.ticks = m->layer_ticks;
+        int (*with_hook)(void (*)(uint32_t, void *), void *) = m->info->invoke_with_hook;
+        ctx.ticks = m->info->layer_ticks;
+        edgec_ticks_align();
+        uint64_t t0 = edgec_ticks();
         ctx.prev = t0;
-        status = m->invoke_with_hook(profile_hook, &ctx);
-    } else {
-        status = m->invoke();
+        status = with_hook(profile_hook, &ctx);
+        dt = edgec_ticks() - t0;
+    } else {       /* the same timed call as the dataset firmware's and the MLPerf runner's (edgec_timed.h) */
+        edgec_timed_run run;
+        run.invoke = m->invoke;
+        edgec_timed_invoke(&run);
+        status = run.status;
+        dt = run.ticks;
     }
-    uint64_t dt = edgec_ticks() - t0;
     int32_t stack = edgec_stack_used();
     uint16_t out_crc = crc_of(m, 1);
     put_u32(out, (uint32_t)status);
@@ -212,7 +219,7 @@ static size_t run_timed(const edgec_link_model *m, int profile, uint8_t *out)
 static const int8_t *arena_bytes_at(const edgec_link_model *m, uint32_t off, uint32_t n)
 {
     if (!m->arena || off > m->arena_bytes || n > m->arena_bytes - off) return 0;
-    return m->arena_at ? m->arena_at(off, n) : m->arena + off;
+    return m->info->arena_at ? m->info->arena_at(off, n) : m->arena + off;
 }
 
 /* READ: copy bytes [off, off+n) of a region into out; 0 if out of range */
@@ -220,7 +227,7 @@ static int read_region(const edgec_link_model *m, uint8_t region, uint32_t off, 
 {
     if (n > EDGEC_LINK_MAX_PAYLOAD) return 0;
     if (region == REGION_OUTPUT) {
-        if ((!m->output && !m->output_part_count) || off > m->output_bytes || n > m->output_bytes - off) return 0;
+        if ((!m->output && !m->info->output_part_count) || off > m->output_bytes || n > m->output_bytes - off) return 0;
         copy_at(m, 1, off, 0, out, n);
         return 1;
     }
@@ -231,11 +238,11 @@ static int read_region(const edgec_link_model *m, uint8_t region, uint32_t off, 
         return 1;
     }
     if (region == REGION_LAYER_TICKS) {     /* u32 little-endian per layer, addressed in bytes */
-        uint32_t size = m->layer_ticks ? 4u * m->layer_count : 0u;
+        uint32_t size = m->info->layer_ticks ? 4u * m->info->layer_count : 0u;
         if (off > size || n > size - off) return 0;
         for (uint32_t i = 0; i < n; i++) {
             uint32_t b = off + i;
-            out[i] = (uint8_t)(m->layer_ticks[b / 4] >> (8 * (b % 4)));
+            out[i] = (uint8_t)(m->info->layer_ticks[b / 4] >> (8 * (b % 4)));
         }
         return 1;
     }
@@ -272,11 +279,11 @@ static void handle(const edgec_link_model *m, uint8_t type, uint8_t seq, const u
         put_u32(out + n, m->output_bytes); n += 4;
         put_u32(out + n, edgec_tick_hz()); n += 4;
         put_u32(out + n, m->arena_bytes); n += 4;
-        put_u32(out + n, m->invoke_with_hook ? m->layer_count : 0u); n += 4;
+        put_u32(out + n, m->info->invoke_with_hook ? m->info->layer_count : 0u); n += 4;
         put_u32(out + n, edgec_stack_size()); n += 4;
-        n += put_str(out + n, EDGEC_LINK_MAX_PAYLOAD - n, m->board_name);
-        n += put_str(out + n, EDGEC_LINK_MAX_PAYLOAD - n, m->model_name);
-        n += put_str(out + n, EDGEC_LINK_MAX_PAYLOAD - n, m->model_hash);
+        n += put_str(out + n, EDGEC_LINK_MAX_PAYLOAD - n, m->info->board_name);
+        n += put_str(out + n, EDGEC_LINK_MAX_PAYLOAD - n, m->info->model_name);
+        n += put_str(out + n, EDGEC_LINK_MAX_PAYLOAD - n, m->info->model_hash);
         reply(T_HELLO | T_REPLY, seq, n);
         break;
     }
@@ -293,21 +300,21 @@ static void handle(const edgec_link_model *m, uint8_t type, uint8_t seq, const u
     case T_INVOKE:
     case T_PROFILE: {
         int profile = type == T_PROFILE;
-        if (profile && (!m->invoke_with_hook || !m->layer_ticks)) { nak(seq, NAK_ARGS, type); return; }
+        if (profile && (!m->info->invoke_with_hook || !m->info->layer_ticks)) { nak(seq, NAK_ARGS, type); return; }
         reply(type | T_REPLY, seq, run_timed(m, profile, out));
         break;
     }
     case T_RESET:        /* - -> -: the model's state as after init (a model without state: NAK_ARGS) */
-        if (len != 0 || !m->reset) { nak(seq, NAK_ARGS, type); return; }
-        m->reset();
+        if (len != 0 || !m->info->reset) { nak(seq, NAK_ARGS, type); return; }
+        m->info->reset();
         reply(T_RESET | T_REPLY, seq, 0);
         break;
     case T_CAPTURE: {    /* layer u32 -> status i32, input crc16, offset u32, bytes u32, crc16 of the layer output */
-        if (len != 4 || !m->invoke_with_hook || get_u32(p) >= m->layer_count) { nak(seq, NAK_ARGS, type); return; }
+        if (len != 4 || !m->info->invoke_with_hook || get_u32(p) >= m->info->layer_count) { nak(seq, NAK_ARGS, type); return; }
         uint32_t layer = get_u32(p);
         uint16_t in_crc = crc_of(m, 0);
         int status = run_until(m, layer);
-        uint32_t off = m->layer_output_offsets[layer], n = m->layer_output_bytes[layer];
+        uint32_t off = m->info->layer_output_offsets[layer], n = m->info->layer_output_bytes[layer];
         const int8_t *at = arena_bytes_at(m, off, n);
         uint16_t crc = at ? edgec_link_crc16((const uint8_t *)at, n) : 0u;
         put_u32(out, (uint32_t)status);

@@ -73,20 +73,22 @@ static const uint32_t sizes[LAYERS] = {100u, 100u, 10u};
 static int serve(const uint8_t *stream, size_t n)
 {
     edgec_link_model m;
+    edgec_link_info info;
     int8_t *input = malloc(IN_BYTES);
     arena = malloc(ARENA_BYTES);
     uint32_t *ticks = malloc(LAYERS * sizeof *ticks);
     memset(input, 0, IN_BYTES);
     memset(arena, 0, ARENA_BYTES);
     memset(ticks, 0, LAYERS * sizeof *ticks);
-    m.model_name = "stub"; m.model_hash = "0123456789abcdef"; m.board_name = "host";
+    info.model_name = "stub"; info.model_hash = "0123456789abcdef"; info.board_name = "host";
+    info.reset = 0; info.arena_at = 0; info.layer_count = LAYERS;
+    info.layer_output_offsets = offsets; info.layer_output_bytes = sizes;
+    info.invoke_with_hook = invoke_with_hook; info.layer_ticks = ticks;
+    info.input_parts = info.output_parts = 0; info.input_part_count = info.output_part_count = 0;
+    m.info = &info;
     m.input = input; m.input_bytes = IN_BYTES;
     m.output = arena + 590; m.output_bytes = OUT_BYTES;
-    m.invoke = invoke; m.reset = 0; m.arena = arena; m.arena_bytes = ARENA_BYTES; m.layer_count = LAYERS;
-    m.arena_at = 0;
-    m.layer_output_offsets = offsets; m.layer_output_bytes = sizes;
-    m.invoke_with_hook = invoke_with_hook; m.layer_ticks = ticks;
-    m.input_parts = m.output_parts = 0; m.input_part_count = m.output_part_count = 0;
+    m.invoke = invoke; m.arena = arena; m.arena_bytes = ARENA_BYTES;
     feed = stream; feed_len = n; feed_pos = 0; reply_len = 0; replies = 0;
     if (!setjmp(dry)) edgec_link_serve(&m);
     free(input); free(arena); free(ticks);
