@@ -18,7 +18,8 @@ from edgec import api
 from edgec.errors import EdgecError
 from edgec.fixedpoint import scheme
 from edgec.frontend import loader, qonnx
-from edgec.quant import reference
+from edgec.ops import pool
+from edgec.quant import artifact, reference
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts" / "corpus"))
@@ -320,10 +321,16 @@ def test_trunc_after_average_pools_is_qonnxs_rounding(tmp_path):
     graph = api.calibrate(path, calib).graph
     pools = [op for op in graph.ops if op.kind == "avg_pool"]
     assert [op.attrs.get("rounding") for op in pools] == ["even", "floor"]
+    saved = tmp_path / "saved"                           # the build folder's record keeps the rounding
+    saved.mkdir()
+    artifact.save_graph(graph, saved)
+    assert [pool.trunc_rounding(op) for op in artifact.load_graph(saved).ops if op.kind == "avg_pool"] == \
+        ["even", "floor"]
     got, want = levels_of(graph, path, test)
     assert len(np.unique(want)) > 20
     np.testing.assert_array_equal(got, want)
-    tflite = graph.replace_ops([dataclasses.replace(op, attrs={k: v for k, v in op.attrs.items() if k != "rounding"})
+    tflite = graph.replace_ops([dataclasses.replace(op, attrs={k: v for k, v in op.attrs.items() if k != "rounding"},
+                                                    params={k: v for k, v in op.params.items() if k != "_rounding"})
                                 if op.kind == "avg_pool" else op for op in graph.ops])
     away = np.concatenate([np.asarray(api.reference(tflite, xi[None]).q, np.int64).reshape(1, -1) for xi in test])
     assert np.mean(away != want) > 0.05
@@ -386,3 +393,15 @@ def test_bipolar_quant_of_activations_is_a_sign_on_the_scales_grid(tmp_path):
           f"equal {np.mean(equal):.4f}")
     assert differ < 0.02 * len(test) * 512 and np.mean(equal) > 0.95
     check_generated_c(graph, test, tmp_path)
+
+
+@pytest.mark.sweep        # ~1 min each: a firmware built and run on qemu-cortex-m4
+@pytest.mark.parametrize("name", ["brevitas_trunc_pool", "brevitas_binary_act"])
+def test_trunc_pools_and_binary_activations_on_cortex_m4_equal_their_reference(tmp_path, name):
+    """`edgec build --calib --board qemu-cortex-m4` and `edgec bench`: the device equals the reference on every
+    sample (edgec_avg_pool_trunc_s8, the sign's compare and select)."""
+    from conftest import bench_report
+
+    path, calib, test = brevitas_file(name)
+    r = bench_report(path, calib, test, tmp_path)
+    assert r["agreement"]["device_vs_reference"] == 1.0 and r["samples"] == len(test)

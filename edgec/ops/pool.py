@@ -29,6 +29,8 @@ def quantize_pool(op: Op, ins: list[Tensor], out: Tensor) -> None:
     op.params.update(in_h=ih, in_w=iw, c=c, out_h=oh, out_w=ow, k_h=op.attrs["kernel"][0],
                      k_w=op.attrs["kernel"][1], stride_h=op.attrs["stride"][0], stride_w=op.attrs["stride"][1],
                      pad_top=op.attrs["pad"][0], pad_left=op.attrs["pad"][1], **act_range(op, out))
+    if "rounding" in op.attrs:            # (Python-only: kept in the build folder's record, quantized.json)
+        op.params["_rounding"] = ROUNDINGS[op.attrs["rounding"]]
 
 
 def quantize_pool16(op: Op, ins: list[Tensor], out: Tensor) -> None:
@@ -110,8 +112,16 @@ def run_avg_pool(op: Op, inputs: list) -> np.ndarray:
     return avg_pool_s8(p, inputs[0].reshape(p["in_h"], p["in_w"], p["c"]))
 
 
+def trunc_rounding(op: Op) -> str | None:
+    """A QONNX Trunc pool's rounding ("even", "floor", "ceil"), from its attrs or from its quantized params (a
+    graph reloaded from the build folder keeps params only), else None."""
+    if "_rounding" in op.params:
+        return next(k for k, v in ROUNDINGS.items() if v == op.params["_rounding"])
+    return op.attrs.get("rounding")
+
+
 def run_avg_pool_trunc(op: Op, inputs: list) -> np.ndarray:
-    return avg_pool_s8(op.params, inputs[0], rounding=op.attrs["rounding"])
+    return avg_pool_s8(op.params, inputs[0], rounding=trunc_rounding(op))
 
 
 def run_max_pool16(op: Op, inputs: list) -> np.ndarray:
@@ -145,7 +155,7 @@ def c_pool16(op: Op, low, site: CallSite) -> str:
 
 
 def c_pool_trunc(op: Op, low, site: CallSite) -> str:
-    return (f"{low.kernel.name}(&{site.prefix}_params, {ROUNDINGS[op.attrs['rounding']]}, {site.inputs[0]}, "
+    return (f"{low.kernel.name}(&{site.prefix}_params, {ROUNDINGS[trunc_rounding(op)]}, {site.inputs[0]}, "
             f"{site.output});")
 
 
@@ -157,7 +167,7 @@ def c_global(op: Op, low, site: CallSite) -> str:
 def lower_avg_pool(op: Op):
     """A global average pool (one window over the whole input) on the fast kernel (runtime_c/fast/)."""
     p = op.params
-    if "rounding" in op.attrs:           # a QONNX Trunc's rounding: its own reference kernel
+    if trunc_rounding(op) is not None:   # a QONNX Trunc's rounding: its own reference kernel
         return None
     if not (p["out_h"] == 1 and p["out_w"] == 1 and p["k_h"] == p["in_h"] and p["k_w"] == p["in_w"]
             and p["pad_top"] == 0 and p["pad_left"] == 0):
@@ -168,9 +178,9 @@ def lower_avg_pool(op: Op):
 MAX_POOL = Kernel("edgec_max_pool_s8", ("max_pool",), REFERENCE, c_pool, run=run_max_pool, struct="edgec_pool_params",
                   code_bytes=440)
 AVG_POOL = Kernel("edgec_avg_pool_s8", ("avg_pool",), REFERENCE, c_pool, run=run_avg_pool, struct="edgec_pool_params",
-                  code_bytes=440, applies=lambda op: "rounding" not in op.attrs)
+                  code_bytes=440, applies=lambda op: trunc_rounding(op) is None)
 AVG_POOL_TRUNC = Kernel("edgec_avg_pool_trunc_s8", ("avg_pool",), REFERENCE, c_pool_trunc, run=run_avg_pool_trunc,
-                        struct="edgec_pool_params", applies=lambda op: "rounding" in op.attrs)
+                        struct="edgec_pool_params", applies=lambda op: trunc_rounding(op) is not None)
 GLOBAL = Kernel("edgec_avg_pool_global_s8", ("avg_pool",), FAST, c_global, lower=lower_avg_pool)
 GLOBAL_MVE = Kernel("edgec_avg_pool_global_mve_s8", ("avg_pool",), HELIUM, c_global, base=GLOBAL, isa=MVE,
                     lower=lambda op, base: (base.params, base.arrays))      # 4 channels per vector: nothing repacked
