@@ -115,3 +115,15 @@ def test_what_cannot_be_lowered_is_refused_in_one_line(name, part):
         loader.prepare(onnx.load(str(DATA / f"{name}.onnx")), f"{name}.onnx")
     line = str(err.value)
     assert "\n" not in line and line.startswith(f"{name}.onnx: ") and part in line, line
+
+
+@pytest.mark.sweep        # ~1 min each: a firmware built and run on qemu-cortex-m4
+@pytest.mark.parametrize("name", ["skl_logreg_multi", "skl_mlp_pipeline"])
+def test_classifier_heads_on_cortex_m4_equal_their_reference(name, tmp_path):
+    """`edgec build --calib --board qemu-cortex-m4` and `edgec bench`: the device equals the reference on every
+    sample, both outputs."""
+    from conftest import bench_report
+
+    calib, x = _data()
+    r = bench_report(DATA / f"{name}.onnx", calib, x, tmp_path)
+    assert r["agreement"]["device_vs_reference"] == 1.0 and r["samples"] == len(x)

@@ -346,7 +346,7 @@ def test_tf1_select_row_mask_and_full_mask_build_bit_exact_with_their_reference(
 
 
 @pytest.mark.sweep        # ~15 s (the host C is checked in the default run, above)
-@pytest.mark.parametrize("stem", ["keras_where_float32", "keras_unitnorm_float32"])
+@pytest.mark.parametrize("stem", ["keras_where_float32", "keras_unitnorm_float32", "tf1_select_float32"])
 def test_keras_where_and_unit_norm_on_cortex_m4_equal_their_reference(tmp_path, stem):
     """`edgec build --calib --board qemu-cortex-m4` and `edgec bench`: the device equals the reference on every
     sample."""
