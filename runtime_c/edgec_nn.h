@@ -465,6 +465,11 @@ void edgec_avg_pool_s8(const edgec_pool_params *p, const int8_t *input, int8_t *
 /* int16 activations (between two int16 layers, TFLite MaxPool16 / AveragePool16): the same params. */
 void edgec_max_pool_s16(const edgec_pool_params *p, const int16_t *input, int16_t *output);
 void edgec_avg_pool_s16(const edgec_pool_params *p, const int16_t *input, int16_t *output);
+/* QONNX's Trunc after an average pool (Brevitas TruncAvgPool2d): sum / count with QONNX's rounding_mode. */
+#define EDGEC_ROUND_EVEN 0
+#define EDGEC_ROUND_FLOOR 1
+#define EDGEC_ROUND_CEIL 2
+void edgec_avg_pool_trunc_s8(const edgec_pool_params *p, int32_t rounding, const int8_t *input, int8_t *output);
 
 /* Global average pooling: the average over all pixels of [pixels][c], TFLite rounding. */
 typedef struct {

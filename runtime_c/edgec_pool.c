@@ -90,3 +90,41 @@ void edgec_avg_pool_s16(const edgec_pool_params *p, const int16_t *input, int16_
 {
     EDGEC_AVG_POOL_BODY(int16_t)
 }
+
+/* QONNX's Trunc of an average pool's sum (Brevitas TruncAvgPool2d, edgec/frontend/qonnx.py): sum / count rounded
+ * half to even (rounding EDGEC_ROUND_EVEN), down (EDGEC_ROUND_FLOOR) or up (EDGEC_ROUND_CEIL), then clamped. */
+static int32_t pool_divide(int32_t sum, int32_t count, int32_t rounding)
+{
+    int32_t q = sum / count, r = sum % count;
+    if (r < 0) {                 /* C99 truncates toward zero: q is the floor, 0 <= r < count */
+        q -= 1;
+        r += count;
+    }
+    if (r == 0) return q;
+    if (rounding == EDGEC_ROUND_FLOOR) return q;
+    if (rounding == EDGEC_ROUND_CEIL) return q + 1;
+    if (2 * r > count || (2 * r == count && (q & 1))) return q + 1;
+    return q;
+}
+
+void edgec_avg_pool_trunc_s8(const edgec_pool_params *p, int32_t rounding, const int8_t *input, int8_t *output)
+{
+    const int32_t in_w = p->in_w, c = p->c, out_h = p->out_h, out_w = p->out_w;
+    int32_t oy, ox, ch, ky, kx;
+    for (oy = 0; oy < out_h; ++oy) {
+        for (ox = 0; ox < out_w; ++ox) {
+            const edgec_pool_window w = pool_window(p, oy, ox);
+            const int32_t count = (w.ky1 > w.ky0 && w.kx1 > w.kx0) ? (w.ky1 - w.ky0) * (w.kx1 - w.kx0) : 0;
+            for (ch = 0; ch < c; ++ch) {
+                int32_t sum = 0;
+                for (ky = w.ky0; ky < w.ky1; ++ky) {
+                    for (kx = w.kx0; kx < w.kx1; ++kx) {
+                        sum += input[((w.iy0 + ky) * in_w + (w.ix0 + kx)) * c + ch];
+                    }
+                }
+                *output++ = (int8_t)edgec_clamp(count ? pool_divide(sum, count, rounding) : 0, p->act_min,
+                                                p->act_max);
+            }
+        }
+    }
+}

@@ -113,6 +113,13 @@ class CKernels:
     def avg_pool_s8(self, p, x):
         return self._pool("edgec_avg_pool_s8", p, x)
 
+    def avg_pool_trunc_s8(self, p, x, rounding: int):
+        x = np.ascontiguousarray(x, np.int8)
+        out = np.zeros((p["out_h"], p["out_w"], p["c"]), np.int8)
+        self.lib.edgec_avg_pool_trunc_s8(ctypes.byref(make("edgec_pool_params", p)), ctypes.c_int32(rounding), ptr(x),
+                                         ptr(out))
+        return out
+
     def max_pool_s16(self, p, x):
         return self._pool("edgec_max_pool_s16", p, x, np.int16)
 

@@ -3,6 +3,7 @@ scales, zero points and bit widths; edgec's INT8 reference against QONNX's seman
 (scripts/corpus/qonnx_exec.py: onnx.reference with QONNX's Quant), the generated C bit-exact with the reference."""
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -17,7 +18,8 @@ from edgec import api
 from edgec.errors import EdgecError
 from edgec.fixedpoint import scheme
 from edgec.frontend import loader, qonnx
-from edgec.quant import reference
+from edgec.ops import pool
+from edgec.quant import artifact, reference
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts" / "corpus"))
@@ -165,7 +167,9 @@ def test_what_cannot_be_represented_is_refused_in_one_line():
              helper.make_node("Abs", ["s"], ["s_run"], name="abs"),
              _quant("wide", "s_run", "z", "b8", "computed"),
              _quant("computed", "s", "z", "b8", "floor", mode="FLOOR"),
-             helper.make_node("BipolarQuant", ["floor", "s"], ["y"], name="bipolar", domain=QONNX)]
+             helper.make_node("BipolarQuant", ["floor", "s4"], ["sign"], name="bipolar", domain=QONNX),
+             helper.make_node("Trunc", ["sign", "s", "z", "b8", "s", "b8"], ["y"], name="trunc", domain=QONNX)]
+    inits["s4"] = np.full(4, 0.1, np.float32)
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
                               [numpy_helper.from_array(v, k) for k, v in inits.items()])
@@ -176,7 +180,8 @@ def test_what_cannot_be_represented_is_refused_in_one_line():
     assert "\n" not in line and line.startswith("m.onnx: node 'wide' (Quant): activation 'x' is quantized to 16 bits")
     for part in ("node 'computed' (Quant): its scale, zero point and bit width must be constants ('s_run'",
                  "node 'floor' (Quant): rounding_mode FLOOR is not supported",
-                 "node 'bipolar' (BipolarQuant): the 1-bit sign of activation 'floor' is not supported"):
+                 "node 'bipolar' (BipolarQuant): activation 'floor' has a scale per channel",
+                 "node 'trunc' (Trunc): truncates 'sign', which is not the output of an average pool"):
         assert part in line, line
 
 
@@ -280,3 +285,123 @@ def test_bipolar_quant_weights_are_signs_times_the_files_scales(tmp_path):
     assert np.abs(got - want).max() <= S_A1 * 1.001, np.abs(got - want).max()
     assert np.mean(got == want) > 0.95 and len(np.unique(want)) > 4
     check_generated_c(graph, x, tmp_path / "c")
+
+
+# ---- Trunc after average pools, BipolarQuant on activations (tests/data/make_brevitas_qonnx_ops.py: Brevitas 0.13's
+# export_qonnx of TruncAvgPool2d, TruncAdaptiveAvgPool2d and SignedBinaryActPerTensorConst)
+OPS_DATA = ROOT / "tests" / "data" / "brevitas_qonnx_ops_data.npz"
+
+
+def brevitas_file(name: str):
+    path = ROOT / "tests" / "data" / f"{name}.onnx"
+    d = np.load(OPS_DATA)
+    return path, d[f"{name}_calib"], d[f"{name}_test"]
+
+
+def levels_of(graph, path, x) -> tuple[np.ndarray, np.ndarray]:
+    """(edgec's output levels, QONNX's) on the samples x: the reference's int8 output and QONNX's float output on
+    the same grid."""
+    out = graph.tensors[graph.output]
+    want = run_qonnx_named(onnx.load(str(path)), x)
+    got = np.concatenate([np.asarray(api.reference(graph, xi[None]).q, np.int64).reshape(1, -1) for xi in x])
+    return got, np.round(want.reshape(len(x), -1) / out.scale + out.zero_point).astype(np.int64)
+
+
+def run_qonnx_named(model, x) -> np.ndarray:
+    sess = qonnx_exec.session(model)
+    return np.concatenate([sess.run(None, {model.graph.input[0].name: xi[None]})[0] for xi in x])
+
+
+def test_trunc_after_average_pools_is_qonnxs_rounding(tmp_path):
+    """Brevitas TruncAvgPool2d (2x2 onto a 4-bit unsigned grid, rounding half to even) and TruncAdaptiveAvgPool2d
+    (a signed 4x4 plane, FLOOR): each pool runs sum / 4 and sum / 16 with that rounding; the model's output equals
+    QONNX's own run on every element, where TFLite's rounding (half away from zero) of the same pools does not;
+    the generated C is bit-exact with the reference."""
+    path, calib, test = brevitas_file("brevitas_trunc_pool")
+    graph = api.calibrate(path, calib).graph
+    pools = [op for op in graph.ops if op.kind == "avg_pool"]
+    assert [op.attrs.get("rounding") for op in pools] == ["even", "floor"]
+    saved = tmp_path / "saved"                           # the build folder's record keeps the rounding
+    saved.mkdir()
+    artifact.save_graph(graph, saved)
+    assert [pool.trunc_rounding(op) for op in artifact.load_graph(saved).ops if op.kind == "avg_pool"] == \
+        ["even", "floor"]
+    got, want = levels_of(graph, path, test)
+    assert len(np.unique(want)) > 20
+    np.testing.assert_array_equal(got, want)
+    tflite = graph.replace_ops([dataclasses.replace(op, attrs={k: v for k, v in op.attrs.items() if k != "rounding"},
+                                                    params={k: v for k, v in op.params.items() if k != "_rounding"})
+                                if op.kind == "avg_pool" else op for op in graph.ops])
+    away = np.concatenate([np.asarray(api.reference(tflite, xi[None]).q, np.int64).reshape(1, -1) for xi in test])
+    assert np.mean(away != want) > 0.05
+    check_generated_c(graph, test, tmp_path)
+
+
+def test_trunc_outside_edgecs_form_is_refused_in_one_line():
+    """A Trunc whose step is not the pool's window (a 3x3 pool truncated by 16), with a CEIL and a lowercase mode."""
+    inits = {"s_in": np.float32(0.1), "s_sum": np.float32(0.1 / 9), "s_out": np.float32(0.1 * 16 / 9),
+             "z": np.float32(0), "b8": np.float32(8), "b4": np.float32(4), "b12": np.float32(12)}
+    nodes = [_quant("x", "s_in", "z", "b8", "xq"),
+             helper.make_node("AveragePool", ["xq"], ["p"], name="pool", kernel_shape=[3, 3]),
+             helper.make_node("Trunc", ["p", "s_sum", "z", "b12", "s_out", "b4"], ["y"], name="trunc", domain=QONNX,
+                              rounding_mode="ceil")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 6, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 4, 4])],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid(QONNX, 2)])
+    with pytest.raises(EdgecError) as err:
+        loader.prepare(model, "m.onnx")
+    line = str(err.value)
+    assert "\n" not in line and line.startswith("m.onnx: node 'trunc' (Trunc): divides the pool's sum by 16 where "
+                                                 "its window holds 9 taps"), line
+
+
+def test_bipolar_quant_of_activations_is_a_sign_on_the_scales_grid(tmp_path):
+    """Brevitas's binary activations (SignedBinaryActPerTensorConst, between binary-weight convolutions): int8 -1 /
+    +1 with the file's scale, 0 counting as +1 (x's zero point compares as >= 0); the signs are QONNX's but where
+    the int8 BatchNorm (its input and its own rounding) moves a value across 0 (within one step of its grid), and so
+    are the outputs of the rest of the network fed edgec's signs (one level: TFLite's requantization and QONNX's
+    float rounding of a tie); the generated C is bit-exact with the reference."""
+    path, calib, test = brevitas_file("brevitas_binary_act")
+    graph = api.calibrate(path, calib).graph
+    sign = next(t for t in graph.tensors.values() if t.name.endswith("BipolarQuant__sign"))
+    assert sign.dtype == "int8" and (float(sign.scale), int(sign.zero_point)) == (1.0, 0)
+    model = onnx.load(str(path))
+    bn = next(n for n in model.graph.node if n.op_type == "BatchNormalization").output[0]
+    act = next(n for n in model.graph.node if n.op_type == "BipolarQuant" and n.input[0] == bn).output[0]
+    tail = qonnx_exec.session(onnx.utils.Extractor(model).extract_model([act], [model.graph.output[0].name]))
+    model.graph.output.extend([helper.make_tensor_value_info(v, TensorProto.FLOAT, None) for v in (act, bn)])
+    sess = qonnx_exec.session(model)
+    bn_t, out = graph.tensors[bn], graph.tensors[graph.output]
+    differ, equal = 0, []
+    for xi in test:
+        _, s_want, bn_want = sess.run(None, {model.graph.input[0].name: xi[None]})
+        run = reference.run(graph, scheme.quantize_input(graph.tensors[graph.input], xi[None]), keep_all=True)
+        s_got = np.asarray(run[sign.name]).reshape(8, 8, 8).transpose(2, 0, 1)
+        bn_got = np.asarray(run[bn], np.int64).reshape(8, 8, 8).transpose(2, 0, 1)
+        assert set(np.unique(s_got)) == {-1, 1}
+        np.testing.assert_array_equal(s_got, np.where(bn_got >= bn_t.zero_point, 1, -1))      # exact on edgec's grid
+        wrong = s_got != s_want[0]
+        assert np.all(np.abs(bn_want[0][wrong]) <= bn_t.scale * 1.001)     # the int8 BatchNorm near 0
+        differ += int(wrong.sum())
+        y = tail.run(None, {act: s_got[None].astype(np.float32) * np.float32(sign.scale)})[0][0]
+        got = np.asarray(run[graph.output], np.int64).reshape(4, 8, 8)          # the output port: NCHW
+        want = np.round(y / out.scale + out.zero_point)
+        assert np.abs(got - want).max() <= 1
+        equal.append(float(np.mean(got == want)))
+    print(f"binary activations: signs as QONNX's {1 - differ / (len(test) * 512):.4f}, outputs fed edgec's signs "
+          f"equal {np.mean(equal):.4f}")
+    assert differ < 0.02 * len(test) * 512 and np.mean(equal) > 0.95
+    check_generated_c(graph, test, tmp_path)
+
+
+@pytest.mark.sweep        # ~1 min each: a firmware built and run on qemu-cortex-m4
+@pytest.mark.parametrize("name", ["brevitas_trunc_pool", "brevitas_binary_act"])
+def test_trunc_pools_and_binary_activations_on_cortex_m4_equal_their_reference(tmp_path, name):
+    """`edgec build --calib --board qemu-cortex-m4` and `edgec bench`: the device equals the reference on every
+    sample (edgec_avg_pool_trunc_s8, the sign's compare and select)."""
+    from conftest import bench_report
+
+    path, calib, test = brevitas_file(name)
+    r = bench_report(path, calib, test, tmp_path)
+    assert r["agreement"]["device_vs_reference"] == 1.0 and r["samples"] == len(test)

@@ -141,10 +141,11 @@ def test_operators_defined_as_onnx_functions_are_expanded_or_named():
 
 
 def test_an_unsupported_operator_after_another_is_named_too():
-    """Two custom-domain operators in a row (skl2onnx's Scaler ... ArrayFeatureExtractor): the second was marked
-    supported, its input unknown after the first, and the build named only the first."""
-    nodes = [helper.make_node("Scaler", ["x"], ["s"], domain="ai.onnx.ml", name="scaler", offset=[0.0] * 4,
-                              scale=[1.0] * 4),
+    """Two custom-domain operators in a row (skl2onnx's Imputer ... ArrayFeatureExtractor; its Scaler is built since
+    h44-ops): the second was marked supported, its input unknown after the first, and the build named only the
+    first."""
+    nodes = [helper.make_node("Imputer", ["x"], ["s"], domain="ai.onnx.ml", name="imputer",
+                              imputed_value_floats=[0.0] * 4, replaced_value_float=float("nan")),
              helper.make_node("Cast", ["s"], ["r"], name="cast", to=TensorProto.FLOAT),
              helper.make_node("MyOp", ["r"], ["y"], domain="com.example", name="custom")]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
@@ -154,7 +155,7 @@ def test_an_unsupported_operator_after_another_is_named_too():
     model.ir_version = 8
     with pytest.raises(EdgecError) as err:
         canonicalize.canonicalize(loader.prepare(model), "m")
-    assert str(err.value).startswith("unsupported operators: ai.onnx.ml.Scaler (scaler, opset 1), "
+    assert str(err.value).startswith("unsupported operators: ai.onnx.ml.Imputer (imputer, opset 1), "
                                      "com.example.MyOp (custom, opset 1);"), err.value
 
 

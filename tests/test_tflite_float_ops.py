@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from onnx import numpy_helper
 import onnxruntime as ort
 import pytest
 
@@ -321,8 +322,31 @@ def test_keras_where_and_selu_build_bit_exact_with_their_reference(tmp_path):
     check_generated_c(quant.graph, o["x"][:, None], tmp_path)
 
 
+def test_tf1_select_row_mask_and_full_mask_build_bit_exact_with_their_reference(tmp_path):
+    """TF1's Select (TFLite SELECT v1, tf.compat.v1.where through TFLiteConverter.from_session): its row mask [4]
+    over a [4, 6] value picks whole rows (axis 0, where SELECT_V2 and ONNX broadcast from the last axis: there [4]
+    against [4, 6] does not even broadcast), read as a [4, 1] mask; the translation equals TF Lite's interpreter;
+    quantized within 25 dB of it; the host C equals the reference bit for bit."""
+    from conftest import check_generated_c
+
+    path, o, _, quant = _keras_fixture("tf1_select_float32")
+    model = tflite_float.to_onnx(path)
+    rows = next(n for n in model.graph.node if n.op_type == "Reshape" and n.output[0].endswith("_rows"))
+    assert [int(v) for v in numpy_helper.to_array(
+        next(i for i in model.graph.initializer if i.name == rows.input[1]))] == [4, 1]
+    got = _translated(path, o["x"][:, None])
+    assert np.abs(got - o["y"].reshape(len(got), -1)).max() < 1e-5
+    assert [op.kind for op in quant.graph.ops].count("where") == 2
+    want = o["y"].reshape(len(o["x"]), -1).astype(np.float64)
+    ref = np.stack([np.asarray(api.reference(quant, xi[None]).y, np.float64).reshape(-1) for xi in o["x"]])
+    sqnr = 10 * np.log10(np.sum(want ** 2) / np.sum((want - ref) ** 2))
+    print(f"tf1_select_float32: INT8 reference {sqnr:.1f} dB from TF Lite's float outputs")
+    assert sqnr > 25, sqnr
+    check_generated_c(quant.graph, o["x"][:, None], tmp_path)
+
+
 @pytest.mark.sweep        # ~15 s (the host C is checked in the default run, above)
-@pytest.mark.parametrize("stem", ["keras_where_float32", "keras_unitnorm_float32"])
+@pytest.mark.parametrize("stem", ["keras_where_float32", "keras_unitnorm_float32", "tf1_select_float32"])
 def test_keras_where_and_unit_norm_on_cortex_m4_equal_their_reference(tmp_path, stem):
     """`edgec build --calib --board qemu-cortex-m4` and `edgec bench`: the device equals the reference on every
     sample."""

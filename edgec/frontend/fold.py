@@ -97,7 +97,7 @@ def _fold_once(model: onnx.ModelProto, memory_limit: int) -> onnx.ModelProto | N
         changed = True
     if not changed:
         return None
-    used = {i for n in keep for i in n.input} | outputs
+    used = {i for n in keep for i in (*n.input, *subgraph_reads(n))} | outputs
     folded = onnx.ModelProto.FromString(model.SerializeToString())
     fg = folded.graph
     del fg.node[:]
@@ -111,6 +111,18 @@ def _fold_once(model: onnx.ModelProto, memory_limit: int) -> onnx.ModelProto | N
     fg.input.extend(real)
     del fg.value_info[:]
     return folded
+
+
+def subgraph_reads(node: onnx.NodeProto) -> set[str]:
+    """The values the subgraphs of a node (a Loop's body, an If's branches, nested ones too) read: outer-scope
+    values among them (torch.onnx's scripted loop reads the Constants before it) stay in the graph."""
+    names: set[str] = set()
+    for a in node.attribute:
+        for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)):
+            for n in g.node:
+                names.update(i for i in n.input if i)
+                names |= subgraph_reads(n)
+    return names
 
 
 def _too_big(n, consts: dict, shapes: dict, limit: int) -> bool:

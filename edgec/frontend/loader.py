@@ -10,7 +10,7 @@ from onnx import numpy_helper, shape_inference
 
 from edgec.errors import EdgecError
 from edgec.limits import DEFAULT as DEFAULT_MEMORY_LIMIT, check_bytes
-from edgec.frontend import fold, functions, loop_recurrent, opsets, qdq, qonnx, tflite_float, unroll
+from edgec.frontend import fold, functions, loop_recurrent, onnx_ml, opsets, qdq, qonnx, tflite_float, unroll
 from edgec.frontend.fold import static_shape  # noqa: F401  (edgec.api and tests read loader.static_shape)
 from edgec.ops import recurrent
 from edgec.ops.registry import SUPPORTED_OPS, TAKES_WHOLE
@@ -96,6 +96,7 @@ def prepare(model: onnx.ModelProto, where: str | Path = "model",
     """Check a model, pin its batch dimension to 1 and infer every shape."""
     _pin_batch(model, where)
     model = qonnx.to_qdq(model, where)   # QONNX Quant nodes (Brevitas export_qonnx, FINN): QDQ nodes
+    model = onnx_ml.lower(model, where)  # skl2onnx's classifier heads (ai.onnx.ml): ONNX operators
     _refuse_unknown_operators(model, where)
     model = opsets.upgrade(model, where)     # below opset 11: converted; above what onnx knows: refused
     model = qdq.strip(model)        # a QDQ model: the float model it describes + its quantization

@@ -17,13 +17,18 @@ with qmin/qmax the bit width's integer range (signed: [-2^(b-1), 2^(b-1) - 1], n
   (QuantizeLinear -> DequantizeLinear), which edgec applies as the producing op's requantization clamp.
 
 BipolarQuant(x, scale) = (x >= 0 ? 1 : -1) * scale on constant weights (Brevitas/FINN's binary weights, e.g. CNV
-w1a2): int8 -1 / +1 read by a DequantizeLinear with the file's scale, as a Quant's weights.
+w1a2): int8 -1 / +1 read by a DequantizeLinear with the file's scale, as a Quant's weights; on an activation:
+Where(x < 0, -scale, scale) on the int8 grid of step scale (an exact compare of x's integers, then a select).
+
+Trunc (opset 2, Brevitas TruncAvgPool2d / TruncAdaptiveAvgPool2d) after an average pool whose window's area is the
+truncation's step: the pool's output grid is the pooled input's, and its kernel rounds sum / area as the Trunc's
+rounding_mode says (`_trunc`; edgec/ops/pool.py reads it from the metadata TRUNC_POOLS).
 
 Refused, every node in one error: activations wider than 8 bits, widths below 2 (BipolarQuant's domain), scales,
 zero points or widths computed in the graph, non-integer zero points or widths, rounding modes other than ROUND,
-a per-channel activation scale with a narrower range, BipolarQuant of an activation, and QONNX's other operators
-(Trunc, MultiThreshold...). What differs from QONNX's float execution on activations: edgec requantizes in TFLite's integer
-arithmetic (docs/models.md, *Reference semantics of a QDQ file*), not float round half to even of x/s + z.
+a per-channel activation scale with a narrower range, BipolarQuant of an activation with a scale per channel, a
+Trunc elsewhere, and QONNX's other operators (MultiThreshold...). What differs from QONNX's float execution on
+activations: edgec requantizes in TFLite's integer arithmetic (docs/models.md, *Reference semantics of a QDQ file*), not float round half to even of x/s + z.
 """
 from __future__ import annotations
 
@@ -34,11 +39,14 @@ import onnx
 from onnx import helper, numpy_helper
 
 from edgec.errors import EdgecError
+from edgec.ops.pool import TRUNC_POOLS
 
 DOMAINS = ("qonnx.custom_op.general", "finn.custom_op.general", "", "ai.onnx")
 QONNX_DOMAINS = ("qonnx.custom_op.general", "finn.custom_op.general")
 QUANT = "Quant"
 BIPOLAR = "BipolarQuant"
+TRUNC = "Trunc"
+ROUNDINGS = {"ROUND": "even", "FLOOR": "floor", "CEIL": "ceil"}     # QONNX's rounding_mode -> edgec/ops/pool.py's
 META = "edgec.qonnx"        # (a key in the ONNX metadata: {"activations": n, "constants": n} Quant nodes rewritten)
 
 
@@ -72,19 +80,29 @@ def to_qdq(model: onnx.ModelProto, where="model") -> onnx.ModelProto:
             consts[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
     nodes, inits, problems = [], [], []
     counts = {"activations": 0, "constants": 0}
+    producer = {o: n for n in g.node for o in n.output}
+    readers: dict[str, int] = {}
     for n in g.node:
-        if n.op_type == BIPOLAR and n.domain in DOMAINS:
+        for i in n.input:
+            readers[i] = readers.get(i, 0) + 1
+    pools: dict[str, str] = {}          # AveragePool node -> the rounding of the Trunc after it (edgec/ops/pool.py)
+    for n in g.node:
+        if n.op_type in (BIPOLAR, TRUNC) and n.domain in DOMAINS:
             try:
-                new_nodes, new_inits = _bipolar(n, consts)
+                if n.op_type == TRUNC:
+                    new_nodes, new_inits = _trunc(n, consts, producer, readers, pools)
+                else:
+                    new_nodes, new_inits = _bipolar(n, consts)
             except EdgecError as e:
                 problems.append(str(e))
                 continue
             nodes += new_nodes
             inits += new_inits
-            counts["constants"] += 1
+            counts["constants" if n.input[0] in consts else "activations"] += 1
             continue
         if n.domain in QONNX_DOMAINS and n.op_type != QUANT:
-            problems.append(f"node '{n.name}' ({n.op_type}, QONNX): not supported (edgec takes QONNX's Quant)")
+            problems.append(f"node '{n.name}' ({n.op_type}, QONNX): not supported (edgec takes QONNX's Quant, "
+                            "BipolarQuant and Trunc after an average pool)")
             continue
         if n.op_type != QUANT or n.domain not in DOMAINS:
             nodes.append(n)
@@ -118,6 +136,8 @@ def to_qdq(model: onnx.ModelProto, where="model") -> onnx.ModelProto:
         raise EdgecError(f"{where}: per-channel Quant scales in a model of ONNX opset below 13 (ONNX's "
                          "per-axis DequantizeLinear); export it with opset 13 or newer")
     model.metadata_props.append(onnx.StringStringEntryProto(key=META, value=json.dumps(counts)))
+    if pools:
+        model.metadata_props.append(onnx.StringStringEntryProto(key=TRUNC_POOLS, value=json.dumps(pools)))
     return model
 
 
@@ -193,11 +213,18 @@ def _rewrite(n, consts) -> tuple[list, list]:
     if bits > 8:
         raise EdgecError(f"node '{n.name}' (Quant): activation '{x}' is quantized to {bits} bits; edgec runs "
                          "activations of 8 bits or fewer")
+    return _grid(n, x, y, s, z, bits, signed, narrow)
+
+
+def _grid(n, x, y, s, z, bits, signed, narrow) -> tuple[list, list]:
+    """An activation x on the grid (s, z) of `bits` (signed, narrow) as y: QuantizeLinear -> DequantizeLinear, and a
+    Clip to a narrower range (then the grid again)."""
+    lo, hi = int_range(bits, signed, narrow)
     dtype = np.int8 if signed else np.uint8
     full = (-128, 127) if signed else (0, 255)
     if np.any(z < full[0]) or np.any(z > full[1]):
-        raise EdgecError(f"node '{n.name}' (Quant): zero point {z.reshape(-1)[:4].tolist()} lies outside the "
-                         f"{'int8' if signed else 'uint8'} range")
+        raise EdgecError(f"node '{n.name}' ({n.op_type}): zero point {z.reshape(-1)[:4].tolist()} lies outside "
+                         f"the {'int8' if signed else 'uint8'} range")
     s1, z1, axis = _axis(n, s, z, None if s.size == 1 and z.size == 1 else _rank_hint(s, z))
     kw = {} if axis is None else {"axis": axis}
     base = n.name or y
@@ -210,7 +237,8 @@ def _rewrite(n, consts) -> tuple[list, list]:
                               **kw)]
     if narrower:
         if axis is not None:
-            raise EdgecError(f"node '{n.name}' (Quant): activation '{x}' has a scale per channel and a {bits}-bit "
+            raise EdgecError(f"node '{n.name}' ({n.op_type}): activation '{x}' has a scale per channel and a "
+                             f"{bits}-bit "
                              f"{'narrow ' if narrow else ''}range; edgec takes narrower activation ranges per tensor")
         bounds = [f"{base}__lo", f"{base}__hi"]
         zf = np.float32(z1)
@@ -229,13 +257,12 @@ def _bipolar(n, consts) -> tuple[list, list]:
     what = f"node '{n.name}' (BipolarQuant)"
     if len(n.input) != 2 or n.input[1] not in consts:
         raise EdgecError(f"{what}: takes 2 inputs (x, scale), its scale a constant")
-    x, y = n.input
-    if x not in consts:
-        raise EdgecError(f"{what}: the 1-bit sign of activation '{x}' is not supported (edgec takes BipolarQuant on "
-                         "constant weights)")
+    x = n.input[0]
     s = np.asarray(consts[n.input[1]], np.float32)
     if not np.all(s > 0) or not np.all(np.isfinite(s)):
         raise EdgecError(f"{what}: its scales must be positive")
+    if x not in consts:
+        return _bipolar_activation(n, s)
     w = np.asarray(consts[x], np.float32)
     s1, z1, axis = _axis(n, s, np.zeros_like(s), w.ndim)
     y = n.output[0]
@@ -244,6 +271,79 @@ def _bipolar(n, consts) -> tuple[list, list]:
              numpy_helper.from_array(s1, names[1]), numpy_helper.from_array(z1.astype(np.int8), names[2])]
     kw = {} if axis is None else {"axis": axis}
     return [helper.make_node("DequantizeLinear", names, [y], name=n.name or y, **kw)], inits
+
+
+def _bipolar_activation(n, s: np.ndarray) -> tuple[list, list]:
+    """BipolarQuant of an activation (Brevitas's binary activations, FINN's BNNs): Where(x < 0, -s, s) on the int8
+    grid of step s (its levels -1 and +1): a compare of x's integers with its zero point and a select, exact."""
+    if s.size != 1:
+        raise EdgecError(f"node '{n.name}' (BipolarQuant): activation '{n.input[0]}' has a scale per channel; edgec "
+                         "takes binary activations with one scale")
+    x, y, base = n.input[0], n.output[0], n.name or n.output[0]
+    s1 = s.reshape(())
+    inits = [numpy_helper.from_array(np.float32(0), f"{base}__zero"),
+             numpy_helper.from_array(-s1, f"{base}__minus"), numpy_helper.from_array(s1, f"{base}__plus")]
+    nodes = [helper.make_node("Less", [x, f"{base}__zero"], [f"{base}__negative"], name=f"{base}__negative"),
+             helper.make_node("Where", [f"{base}__negative", f"{base}__minus", f"{base}__plus"], [f"{base}__sign"],
+                              name=f"{base}__sign")]
+    grid_nodes, grid_inits = _grid(n, f"{base}__sign", y, s1, np.float32(0), 8, True, False)
+    return nodes + grid_nodes, inits + grid_inits
+
+
+def _trunc(n, consts, producer, readers, pools) -> tuple[list, list]:
+    """QONNX's Trunc (opset 2, Brevitas TruncAvgPool2d) of an average pool's output: the pool's sum q (on the grid
+    `scale` = the pooled Quant's scale / the window's area) divided by 2^k = out_scale / scale, rounded by its
+    rounding_mode, clamped to out_bitwidth (signed, narrow). edgec takes it where 2^k is the window's area (the
+    output grid is the pooled input's, as Brevitas exports a power-of-two window): the pool records the rounding
+    (metadata TRUNC_POOLS, read by edgec/ops/pool.py's importer: its kernel rounds sum / area that way, exactly),
+    the output its grid and narrower range as a Quant's."""
+    what = f"node '{n.name}' (Trunc)"
+    if len(n.input) != 6 or not all(n.input[1:]):
+        raise EdgecError(f"{what}: takes 6 inputs (QONNX's Trunc opset 2: x, scale, zero_point, in_bitwidth, "
+                         "out_scale, out_bitwidth); export it again with Brevitas 0.10 or newer")
+    missing = [i for k, i in enumerate(n.input) if k in (1, 2, 4, 5) and i not in consts]   # (in_bitwidth: unused)
+    if missing:
+        raise EdgecError(f"{what}: its scales, zero point and output bit width must be constants ('{missing[0]}' is "
+                         "computed in the graph)")
+    s, z, s_out, b_out = (np.asarray(consts[n.input[k]], np.float64) for k in (1, 2, 4, 5))
+    mode = str(_attr(n, "rounding_mode", "FLOOR")).upper()
+    if mode not in ROUNDINGS:
+        raise EdgecError(f"{what}: rounding_mode {mode} is not supported (ROUND, FLOOR and CEIL are)")
+    if s.size != 1 or s_out.size != 1 or z.size != 1 or b_out.size != 1:
+        raise EdgecError(f"{what}: edgec takes a Trunc with one scale, zero point and bit width (per tensor)")
+    s, z, s_out, bits = float(s.reshape(())), float(z.reshape(())), float(s_out.reshape(())), b_out.reshape(())
+    if z != 0 or bits != np.round(bits) or not 2 <= bits <= 8 or not (s > 0 and s_out > 0):
+        raise EdgecError(f"{what}: edgec takes a Trunc to 2..8 bits with zero point 0 and positive scales (zero point "
+                         f"{z}, {float(bits)} bits)")
+    x, y = n.input[0], n.output[0]
+    pool = producer.get(x)
+    if pool is None or pool.op_type not in ("AveragePool", "GlobalAveragePool") or readers.get(x, 0) != 1:
+        raise EdgecError(f"{what}: truncates '{x}', which is not the output of an average pool read by the Trunc "
+                         "alone; edgec takes Trunc after AveragePool / GlobalAveragePool (Brevitas TruncAvgPool2d)")
+    grid = producer.get(pool.input[0])
+    s_in = None
+    if grid is not None and grid.op_type == QUANT and grid.domain in DOMAINS and grid.input[1] in consts \
+            and np.asarray(consts[grid.input[1]]).size == 1:
+        s_in = float(np.asarray(consts[grid.input[1]]).reshape(()))
+    if s_in is None:
+        raise EdgecError(f"{what}: the pool's input '{pool.input[0]}' is not the output of a per-tensor Quant; edgec "
+                         "takes Trunc of the pooled sum of a quantized activation")
+    area = int(round(s_in / s))
+    step = 2.0 ** round(np.log2(s_out / s))
+    if area < 1 or abs(area * s / s_in - 1) > 1e-4 or step != area:
+        raise EdgecError(f"{what}: divides the pool's sum by {step:g} where its window holds {s_in / s:g} taps; "
+                         "edgec takes a Trunc back to the pooled input's grid (a power-of-two window)")
+    if pool.op_type == "AveragePool":
+        pads = [int(v) for v in _attr(pool, "pads", [])]
+        auto = str(_attr(pool, "auto_pad", "NOTSET"))
+        if (any(pads) or auto not in ("NOTSET", "VALID")) and not _attr(pool, "count_include_pad", 0):
+            raise EdgecError(f"{what}: its pool '{pool.name}' pads without counting the padding (its sum is not "
+                             "Brevitas's); export the pool without padding or with count_include_pad=1")
+    if not pool.name:
+        pool.name = pool.output[0]
+    pools[pool.name] = {"rounding": ROUNDINGS[mode], "area": area}
+    return _grid(n, x, y, np.float32(s_out), np.float32(0), int(bits), bool(_attr(n, "signed", 1)),
+                 bool(_attr(n, "narrow", 0)))
 
 
 def _rank_hint(s: np.ndarray, z: np.ndarray) -> int | None:

@@ -167,15 +167,19 @@ BINARY = {"ADD": ("Add", "AddOptions"), "SUB": ("Sub", "SubOptions"), "MUL": ("M
           "SQUARED_DIFFERENCE": ("Sub", None), "POW": ("Pow", None),
           # a bool mask (ONNX comparisons: edgec/ops/where.py), read by a SELECT_V2
           "GREATER": ("Greater", None), "GREATER_EQUAL": ("GreaterOrEqual", None), "LESS": ("Less", None),
-          "LESS_EQUAL": ("LessOrEqual", None), "EQUAL": ("Equal", None), "SELECT_V2": ("Where", None)}
+          "LESS_EQUAL": ("LessOrEqual", None), "EQUAL": ("Equal", None), "SELECT_V2": ("Where", None),
+          # TF1's Select: x and y of one shape, the condition of that shape, a scalar, or one value per row (its
+          # length x's first axis: applied along axis 0, where SELECT_V2 / ONNX broadcast from the last)
+          "SELECT": ("Where", None)}
 
 
 def binary(tx, op):
     kind = tx.op_name(op)
     onnx_op, opts = BINARY[kind]
-    ins = _ins(op)[:3] if kind == "SELECT_V2" else _ins(op)[:2]
+    ins = _ins(op)[:3] if kind.startswith("SELECT") else _ins(op)[:2]
     y_k = _out(op)
-    shape = np.broadcast_shapes(*(tx.shape(k) for k in ins))
+    rows = kind == "SELECT" and len(tx.shape(ins[0])) == 1 and len(tx.shape(ins[1])) > 1
+    shape = np.broadcast_shapes(*(tx.shape(k) for k in ins[rows:]))
     rank = len(shape)
     acts = [k for k in ins if k in tx.values]
     order = "nchw" if rank == 4 and any(tx.layout(k) == "nchw" and len(tx.shape(k)) == 4 for k in acts) else "nhwc"
@@ -183,8 +187,11 @@ def binary(tx, op):
         order = "nhwc"
     base = tx.tname(y_k)
     code = tx.options(op, opts).FusedActivationFunction() if opts and op.BuiltinOptions() is not None else 0
-    y = tx.node(onnx_op, [tx.operand(k, order, rank) for k in ins],
-                f"{base}_{onnx_op.lower()}" if code or kind == "SQUARED_DIFFERENCE" else base)
+    operands = [tx.operand(k, order, rank) for k in ins]
+    if rows:          # TF1's row mask [N] read as [N, 1, ...] (axis 0 is the batch in either layout)
+        dims = np.array([tx.shape(ins[0])[0]] + [1] * (rank - 1), np.int64)
+        operands[0] = tx.node("Reshape", [operands[0], tx.initializer(dims, f"{base}_rows_shape")], f"{base}_rows")
+    y = tx.node(onnx_op, operands, f"{base}_{onnx_op.lower()}" if code or kind == "SQUARED_DIFFERENCE" else base)
     if kind == "SQUARED_DIFFERENCE":
         y = tx.node("Mul", [y, y], base)
     tx.set(y_k, _fused(tx, y, code, base), order, shape)

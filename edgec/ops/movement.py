@@ -367,7 +367,15 @@ def import_transpose(cx, node):
 
 
 def view(cx, node, x, y):
-    """y = x viewed with another shape (Flatten, Reshape, Squeeze, Unsqueeze)."""
+    """y = x viewed with another shape (Flatten, Reshape, Squeeze, Unsqueeze); a bool mask's view is a bool mask
+    (a Where's condition: TF1's row mask reshaped, edgec/frontend/tflite_float_ops.py)."""
+    _view(cx, node, x, y)
+    src, out = cx.graph.tensors[cx.activation(x, node)[0]], cx.values[y][0]
+    if src.dtype == "bool" and out != src.name:
+        cx.graph.retensor(out, dtype="bool", scale=1.0, zero_point=0)
+
+
+def _view(cx, node, x, y):
     xshape, yshape = cx.shape(x, node), cx.shape(y, node)
     tensor, perm = cx.activation(x, node)
     if not same_order(xshape, perm, identity(len(xshape))):

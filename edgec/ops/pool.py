@@ -1,9 +1,13 @@
 """Pooling: `max_pool` and `avg_pool` windows over channels-last tensors (1-D pools run as 2-D ones of height 1),
 keeping the input's quantization; kernels in runtime_c/edgec_pool.c, the global average pool's fast one (and its
 Helium one) in runtime_c/fast/. Global pools and a ReduceMean over the spatial axes are pools of the whole plane;
-an AveragePool that counts its padding pads explicitly first (a remap).
+an AveragePool that counts its padding pads explicitly first (a remap). An AveragePool whose sum a QONNX Trunc
+rounds (Brevitas TruncAvgPool2d, edgec/frontend/qonnx.py) carries that rounding (attrs["rounding"]: half to even,
+floor or ceil of sum / count, in place of TFLite's half away from zero) and runs on its own kernel.
 """
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import onnx
@@ -25,12 +29,17 @@ def quantize_pool(op: Op, ins: list[Tensor], out: Tensor) -> None:
     op.params.update(in_h=ih, in_w=iw, c=c, out_h=oh, out_w=ow, k_h=op.attrs["kernel"][0],
                      k_w=op.attrs["kernel"][1], stride_h=op.attrs["stride"][0], stride_w=op.attrs["stride"][1],
                      pad_top=op.attrs["pad"][0], pad_left=op.attrs["pad"][1], **act_range(op, out))
+    if "rounding" in op.attrs:            # (Python-only: kept in the build folder's record, quantized.json)
+        op.params["_rounding"] = ROUNDINGS[op.attrs["rounding"]]
 
 
 def quantize_pool16(op: Op, ins: list[Tensor], out: Tensor) -> None:
     """The int16 pool between two int16 layers (edgec/quant/int16.py): the input's symmetric grid, int16 clamp."""
     op.params.update(**act_range16(op, out))
 
+
+TRUNC_POOLS = "edgec.qonnx.trunc_pools"    # ONNX metadata: {pool node: {"rounding", "area"}} (edgec/frontend/qonnx.py)
+ROUNDINGS = {"even": 0, "floor": 1, "ceil": 2}     # attrs["rounding"] -> the C kernel's EDGEC_ROUND_* (edgec_nn.h)
 
 NARROW = 2.0          # a global average pool whose output range is this many times narrower than its input's ...
 MAX_RATIO = 2.0 ** 16  # ... (and no more than this: the mean's int32 sum times its multiplier stays in range)
@@ -46,8 +55,8 @@ def own_scale(op: Op, in_range: tuple, out_range: tuple, given: bool = False) ->
     (ih, iw, c), (oh, ow, _) = a["in_hwc"], a["out_hwc"]
     act, half = tuple(a.get("act", NO_ACT)), (out_range[1] - out_range[0]) / 255 / 2
     subsumed = given and act[0] <= out_range[0] + half and act[1] >= out_range[1] - half   # the grid's saturation
-    if op.kind != "avg_pool" or (oh, ow) != (1, 1) or tuple(a["kernel"]) != (ih, iw) or any(a["pad"]) \
-            or (act != NO_ACT and not subsumed):
+    if op.kind != "avg_pool" or "rounding" in a or (oh, ow) != (1, 1) or tuple(a["kernel"]) != (ih, iw) \
+            or any(a["pad"]) or (act != NO_ACT and not subsumed):
         return None
     wide, narrow = in_range[1] - min(in_range[0], 0.0), max(out_range[1], 0.0) - min(out_range[0], 0.0)
     if not (narrow > 0 and (given or NARROW <= wide / narrow) and wide / narrow <= MAX_RATIO):
@@ -68,9 +77,10 @@ def max_pool_s8(p: dict, x, dtype=np.int8) -> np.ndarray:
     return np.clip(out, int(p["act_min"]), int(p["act_max"])).astype(dtype)
 
 
-def avg_pool_s8(p: dict, x, dtype=np.int8) -> np.ndarray:
+def avg_pool_s8(p: dict, x, dtype=np.int8, rounding: str | None = None) -> np.ndarray:
     """TFLite reference_integer_ops::AveragePool (count = valid taps, rounded C division); AveragePool16 with
-    dtype int16 (the same int32 sum and rounding)."""
+    dtype int16 (the same int32 sum and rounding); `rounding` (QONNX's Trunc): sum / count rounded half to even,
+    down or up instead."""
     x = np.asarray(x, dtype).reshape(p["in_h"], p["in_w"], p["c"])
     tap_x = pad_windows(x.astype(np.int64), p, 0)
     tap_n = pad_windows(np.ones(x.shape[:2] + (1,), np.int64), p, 0)
@@ -81,6 +91,12 @@ def avg_pool_s8(p: dict, x, dtype=np.int8) -> np.ndarray:
             acc += tap_x(ky, kx)
             cnt += tap_n(ky, kx)
     c = np.maximum(cnt, 1)  # no valid tap (degenerate padding): average 0, as the C
+    if rounding is not None:
+        q, r = np.divmod(acc, c)                        # floor, 0 <= r < count
+        up = {"floor": np.zeros_like(r, bool), "ceil": r > 0,
+              "even": (2 * r > c) | ((2 * r == c) & (q % 2 == 1))}[rounding]
+        avg = np.where(cnt > 0, q + up, 0)
+        return np.clip(avg, int(p["act_min"]), int(p["act_max"])).astype(dtype)
     num = np.abs(acc) + c // 2
     avg = np.where(acc > 0, num // c, -(num // c))  # (sum +- count/2) / count, truncating
     return np.clip(avg, int(p["act_min"]), int(p["act_max"])).astype(dtype)
@@ -94,6 +110,18 @@ def run_max_pool(op: Op, inputs: list) -> np.ndarray:
 def run_avg_pool(op: Op, inputs: list) -> np.ndarray:
     p = op.params
     return avg_pool_s8(p, inputs[0].reshape(p["in_h"], p["in_w"], p["c"]))
+
+
+def trunc_rounding(op: Op) -> str | None:
+    """A QONNX Trunc pool's rounding ("even", "floor", "ceil"), from its attrs or from its quantized params (a
+    graph reloaded from the build folder keeps params only), else None."""
+    if "_rounding" in op.params:
+        return next(k for k, v in ROUNDINGS.items() if v == op.params["_rounding"])
+    return op.attrs.get("rounding")
+
+
+def run_avg_pool_trunc(op: Op, inputs: list) -> np.ndarray:
+    return avg_pool_s8(op.params, inputs[0], rounding=trunc_rounding(op))
 
 
 def run_max_pool16(op: Op, inputs: list) -> np.ndarray:
@@ -126,6 +154,11 @@ def c_pool16(op: Op, low, site: CallSite) -> str:
             f"{cemit.i16(site.output)});")
 
 
+def c_pool_trunc(op: Op, low, site: CallSite) -> str:
+    return (f"{low.kernel.name}(&{site.prefix}_params, {ROUNDINGS[trunc_rounding(op)]}, {site.inputs[0]}, "
+            f"{site.output});")
+
+
 def c_global(op: Op, low, site: CallSite) -> str:
     call = f"{low.kernel.name}(&p, {site.inputs[0]}, {site.output});"
     return cemit.with_params("edgec_avg_pool_global_params", low.params, call)
@@ -134,6 +167,8 @@ def c_global(op: Op, low, site: CallSite) -> str:
 def lower_avg_pool(op: Op):
     """A global average pool (one window over the whole input) on the fast kernel (runtime_c/fast/)."""
     p = op.params
+    if trunc_rounding(op) is not None:   # a QONNX Trunc's rounding: its own reference kernel
+        return None
     if not (p["out_h"] == 1 and p["out_w"] == 1 and p["k_h"] == p["in_h"] and p["k_w"] == p["in_w"]
             and p["pad_top"] == 0 and p["pad_left"] == 0):
         return None
@@ -143,7 +178,9 @@ def lower_avg_pool(op: Op):
 MAX_POOL = Kernel("edgec_max_pool_s8", ("max_pool",), REFERENCE, c_pool, run=run_max_pool, struct="edgec_pool_params",
                   code_bytes=440)
 AVG_POOL = Kernel("edgec_avg_pool_s8", ("avg_pool",), REFERENCE, c_pool, run=run_avg_pool, struct="edgec_pool_params",
-                  code_bytes=440)
+                  code_bytes=440, applies=lambda op: trunc_rounding(op) is None)
+AVG_POOL_TRUNC = Kernel("edgec_avg_pool_trunc_s8", ("avg_pool",), REFERENCE, c_pool_trunc, run=run_avg_pool_trunc,
+                        struct="edgec_pool_params", applies=lambda op: trunc_rounding(op) is not None)
 GLOBAL = Kernel("edgec_avg_pool_global_s8", ("avg_pool",), FAST, c_global, lower=lower_avg_pool)
 GLOBAL_MVE = Kernel("edgec_avg_pool_global_mve_s8", ("avg_pool",), HELIUM, c_global, base=GLOBAL, isa=MVE,
                     lower=lambda op, base: (base.params, base.arrays))      # 4 channels per vector: nothing repacked
@@ -152,7 +189,7 @@ MAX_POOL16 = Kernel("edgec_max_pool_s16", ("max_pool",), REFERENCE, c_pool16, pr
                     struct="edgec_pool_params")
 AVG_POOL16 = Kernel("edgec_avg_pool_s16", ("avg_pool",), REFERENCE, c_pool16, precision=INT16, run=run_avg_pool16,
                     struct="edgec_pool_params")
-KERNELS = [MAX_POOL, AVG_POOL, GLOBAL, GLOBAL_MVE, MAX_POOL16, AVG_POOL16]
+KERNELS = [MAX_POOL, AVG_POOL, AVG_POOL_TRUNC, GLOBAL, GLOBAL_MVE, MAX_POOL16, AVG_POOL16]
 
 OPS = [
     OpDef("max_pool", "pool", quantize_pool, float_pool, fuses_activation=True, qparams="input", row_bands="window",
@@ -171,9 +208,22 @@ def pool(cx, node, kind, kernel, strides, pad):
     out = cx.new_tensor(node.output[0], (1,) + (ohwc if nsp == 2 else ohwc[1:]), node.output[0])
     if nsp == 1:
         kernel, strides = [1] + list(kernel), [1] + list(strides)
+    extra = _trunc_rounding(cx, node, kernel) if kind == "avg_pool" else {}
     cx.emit(kind, node, [xin], out, in_hwc=ihwc, out_hwc=ohwc, kernel=tuple(kernel),
-            stride=tuple(strides), pad=pad, act=NO_ACT)
+            stride=tuple(strides), pad=pad, act=NO_ACT, **extra)
     cx.values[node.output[0]] = (out, movement.channels_last(len(out_shape)))
+
+
+def _trunc_rounding(cx, node, kernel) -> dict:
+    """{"rounding": ...} of an AveragePool whose sum a QONNX Trunc rounds (edgec/frontend/qonnx.py), else {}."""
+    meta = next((json.loads(p.value) for p in cx.model.metadata_props if p.key == TRUNC_POOLS), {})
+    trunc = meta.get(node.name) if node.name else None
+    if trunc is None:
+        return {}
+    if int(np.prod(kernel)) != trunc["area"]:
+        raise node_error(node, f"the QONNX Trunc after it divides by {trunc['area']}, its window holds "
+                               f"{int(np.prod(kernel))} taps; edgec takes a Trunc back to the pooled input's grid")
+    return {"rounding": trunc["rounding"]}
 
 
 def import_max_pool(cx, node):

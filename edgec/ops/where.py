@@ -98,8 +98,8 @@ def import_where(cx, node):
     if r > RANK:
         raise node_error(node, f"broadcasting over {r} dimensions is not supported (at most {RANK})")
     acts = [v for v in (x, y, c) if v not in cx.consts]
-    if x in cx.consts and y in cx.consts:
-        raise node_error(node, "both values are constants (a Where computing only a mask is not supported)")
+    if x in cx.consts and y in cx.consts and c in cx.consts:
+        raise node_error(node, "the condition and both values are constants (nothing computed from an input)")
     full = [v for v in acts if len(cx.shape(v, node)) == r]
     perm = cx.activation(full[0], node)[1] if full else tuple(range(r))
     if c not in cx.consts and cx.graph.tensors[cx.activation(c, node)[0]].dtype != "bool":

@@ -113,6 +113,28 @@ def unitnorm(shape=(6, 6, 3)):
     return keras.Model(inp, L.UnitNormalization()(x))
 
 
+class TF1Select:
+    """A TF1-style graph (tf.compat.v1 placeholders and Session, tf.compat.v1.where: TF's Select; converted with
+    tf.compat.v1.lite.TFLiteConverter.from_session): TFLite's SELECT (v1), once with a row mask [4] over a [4, 6]
+    value (applied along axis 0) and once with a mask of its values' shape. Not a Keras model: `fixture` converts
+    it itself."""
+
+    inputs = [np.zeros((1, 8), np.float32)]
+
+    @staticmethod
+    def convert() -> bytes:
+        rng = np.random.default_rng(1)
+        w1 = (rng.standard_normal((8, 24)) * 0.5).astype(np.float32)
+        w2 = (rng.standard_normal((24, 4)) * 0.3).astype(np.float32)
+        with tf.Graph().as_default(), tf.compat.v1.Session() as sess:
+            x = tf.compat.v1.placeholder(tf.float32, (1, 8), name="x")
+            h = tf.reshape(tf.matmul(x, w1), (4, 6))
+            s1 = tf.compat.v1.where(tf.reduce_sum(h, axis=1) > 0.0, h, 0.5 * tf.tanh(h))
+            s2 = tf.compat.v1.where(s1 > 0.1, s1, -0.3 * s1)
+            y = tf.matmul(tf.reshape(s2, (1, 24)), w2, name="y")
+            return tf.compat.v1.lite.TFLiteConverter.from_session(sess, [x], [y]).convert()
+
+
 def rnn_while(cell, shape=(12, 5)):
     """A Keras LSTM / GRU built without unroll=True, batch fixed to 1 (with batch None TFLiteConverter cannot lower
     its tensor lists): a WHILE whose condition counts the 12 frames."""
@@ -123,7 +145,8 @@ def rnn_while(cell, shape=(12, 5)):
 # a test fixture (tests/data/float_tflite/<name>.tflite and <name>_oracle.npz: 4 inputs, TF Lite's float outputs)
 FIXTURES = {"keras_parts_float32": parts, "keras_l2norm_float32": l2norm, "keras_where_float32": where,
             "keras_unitnorm_float32": unitnorm,
-            "keras_lstm_while_float32": lambda: rnn_while(L.LSTM), "keras_gru_while_float32": lambda: rnn_while(L.GRU)}
+            "keras_lstm_while_float32": lambda: rnn_while(L.LSTM), "keras_gru_while_float32": lambda: rnn_while(L.GRU),
+            "tf1_select_float32": TF1Select}
 
 # name: (kind, constructor, origin)
 MODELS = {
@@ -191,7 +214,10 @@ def export(name: str, compare: Path) -> None:
 def fixture(name: str) -> None:
     keras.utils.set_random_seed(sum(map(ord, name)))
     model = FIXTURES[name]()
-    data = tf.lite.TFLiteConverter.from_keras_model(model).convert()
+    if isinstance(model, TF1Select):
+        data = model.convert()
+    else:
+        data = tf.lite.TFLiteConverter.from_keras_model(model).convert()
     out = manifest.ROOT / "tests" / "data" / "float_tflite"
     (out / f"{name}.tflite").write_bytes(data)
     x = np.random.default_rng(0).standard_normal((4, *model.inputs[0].shape[1:])).astype(np.float32)

@@ -55,6 +55,37 @@ def test_avg_pool_rounding(ck):
     eq(ck.avg_pool_s8(p, x), want)
 
 
+@pytest.mark.parametrize("rounding", sorted(pool.ROUNDINGS))
+def test_avg_pool_trunc_random(ck, rounding):
+    """QONNX's Trunc after an average pool (edgec/frontend/qonnx.py): sum / count rounded half to even, down or up,
+    on random windows with padding, negative sums, activation clamps."""
+    rng = np.random.default_rng(50 + len(rounding))
+    for _ in range(400):
+        in_h, in_w = (int(v) for v in rng.integers(1, 14, size=2))
+        win = window(rng, in_h, in_w, kmax=5, dilate=False)
+        if win is None:
+            continue
+        for k in ("dil_h", "dil_w"):
+            del win[k]
+        lo, hi = act(rng, int(rng.integers(-128, 128)))
+        p = dict(win, in_h=in_h, in_w=in_w, c=int(rng.integers(1, 10)), act_min=lo, act_max=hi)
+        x = i8(rng, (in_h, in_w, p["c"]))
+        eq(pool.avg_pool_s8(p, x, rounding=rounding), ck.avg_pool_trunc_s8(p, x, pool.ROUNDINGS[rounding]))
+
+
+def test_avg_pool_trunc_rounding(ck):
+    """Sums of 4 taps: 2/4 and 6/4 (half to even: 0, 2), -2/4 and -6/4 (0, -2), 3/4, -3/4; floor and ceil."""
+    p = dict(in_h=1, in_w=4, c=6, out_h=1, out_w=1, k_h=1, k_w=4, stride_h=1, stride_w=1,
+             pad_top=0, pad_left=0, act_min=-128, act_max=127)
+    sums = np.array([2, 6, -2, -6, 3, -3])
+    x = np.zeros((1, 4, 6), np.int8)
+    x[0, 0] = sums
+    want = {"even": [0, 2, 0, -2, 1, -1], "floor": [0, 1, -1, -2, 0, -1], "ceil": [1, 2, 0, -1, 1, 0]}
+    for rounding, code in pool.ROUNDINGS.items():
+        eq(pool.avg_pool_s8(p, x, rounding=rounding).reshape(-1), np.array(want[rounding], np.int8))
+        eq(ck.avg_pool_trunc_s8(p, x, code).reshape(-1), np.array(want[rounding], np.int8))
+
+
 @pytest.mark.parametrize("kind", ["max_pool", "avg_pool"])
 def test_pool_s16_random(ck, kind):
     """The int16 pools (between two int16 layers): extremes of int16, padding, activation clamps."""

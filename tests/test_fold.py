@@ -1,0 +1,110 @@
+"""edgec/frontend/fold.py: build-time folding keeps the values a Loop's body reads from the outer scope. A
+torch.jit.script recurrence whose initial state is a graph input (tests/data/make_torch_script_loop.py, exported by
+torch.onnx's TorchScript exporter) is an ONNX Loop whose body reads the Constants written before it: folded away
+as unread, they left the body's Unsqueeze without an input and the model "invalid" (shape inference failed). Kept,
+the Loop is unrolled (edgec/frontend/unroll.py) with the graph input h0 as its first carried state."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import helper, numpy_helper
+
+import hostcc
+from conftest import WARN, host_compiler, library_sources
+from edgec import api, ports
+from edgec.codegen import cmodel
+from edgec.frontend import fold, loader
+from edgec.plan import planner
+from edgec.quant import reference
+
+DATA = Path(__file__).resolve().parent / "data"
+MODEL = DATA / "torch_script_loop.onnx"
+
+
+def sqnr(want, got) -> float:
+    return float(10 * np.log10(np.sum(want ** 2) / np.sum((want - got) ** 2)))
+
+
+def test_subgraph_reads_are_the_outer_values_a_body_reads():
+    model = onnx.load(str(MODEL))
+    loop = next(n for n in model.graph.node if n.op_type == "Loop")
+    outer = {o for n in model.graph.node if n.op_type == "Constant" for o in n.output}
+    assert outer & fold.subgraph_reads(loop)                 # the exporter's Constants, read inside the body
+    inner = helper.make_node("Neg", ["deep"], ["d"])
+    nested = helper.make_node("If", ["c"], ["o"], then_branch=helper.make_graph([inner], "t", [], []),
+                              else_branch=helper.make_graph([], "e", [], []))
+    wrapper = helper.make_node("Loop", ["", ""], [], body=helper.make_graph([nested], "b", [], []))
+    assert fold.subgraph_reads(wrapper) == {"c", "deep"}
+
+
+def test_a_scripted_loop_whose_state_is_a_graph_input_loads_unrolled():
+    model = loader.prepare(onnx.load(str(MODEL)), "torch_script_loop.onnx")
+    assert not any(n.op_type == "Loop" for n in model.graph.node)
+    assert [i.name for i in loader.graph_inputs(model)] == ["x", "h0"]
+    d = np.load(DATA / "torch_script_loop_data.npz")
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = np.concatenate([sess.run(None, {"x": x[None], "h0": h[None]})[0] for x, h in zip(d["test_x"], d["test_h0"])])
+    np.testing.assert_allclose(got, d["test_y"], rtol=1e-5, atol=1e-5)       # the unrolled graph is PyTorch's
+
+
+def test_the_unrolled_loop_builds_and_the_c_is_bit_exact(tmp_path):
+    """INT8 against PyTorch's outputs (the measured figure: docs/models.md), the generated C bit-exact with the
+    reference on both inputs packed."""
+    d = np.load(DATA / "torch_script_loop_data.npz")
+    graph = api.calibrate(MODEL, {"x_x": d["x_x"], "x_h0": d["x_h0"]}).graph
+    packed = np.concatenate([d["test_x"].reshape(8, -1), d["test_h0"].reshape(8, -1)], axis=1)
+    got = np.concatenate([np.asarray(api.reference(graph, p[None]).y, np.float32).reshape(1, -1) for p in packed])
+    value = sqnr(d["test_y"], got)
+    print(f"torch.jit.script loop, h0 a graph input: INT8 SQNR {value:.1f} dB against PyTorch")
+    assert value > 17.0
+    plan = planner.plan(graph)
+    cmodel.generate(graph, plan, tmp_path, graph.name)
+    xq = ports.quantize_inputs(graph, packed)
+    want = np.stack([reference.run(graph, q).reshape(-1) for q in xq])
+    (tmp_path / "driver_main.c").write_text(DRIVER)
+    exe = tmp_path / "driver"
+    hostcc.build(library_sources(tmp_path), tmp_path, exe, host_compiler("gcc"), [*WARN, "-O2", "-I", str(tmp_path)])
+    proc = subprocess.run([str(exe)], input=np.ascontiguousarray(xq, np.int8).tobytes(), capture_output=True)
+    assert proc.returncode == 0 and proc.stderr == b""
+    np.testing.assert_array_equal(np.frombuffer(proc.stdout, np.int8).reshape(want.shape), want)
+
+
+DRIVER = r"""
+#include <stdio.h>
+#include <stdint.h>
+#include "torch_script_loop.h"
+int main(void)
+{
+    for (;;) {
+        size_t got = fread(torch_script_loop_input_x(), 1, 30, stdin);
+        if (got == 0) return 0;
+        if (got != 30 || fread(torch_script_loop_input_h0(), 1, 8, stdin) != 8) return 3;
+        if (torch_script_loop_invoke() != 0) return 4;
+        fwrite(torch_script_loop_output(), 1, TORCH_SCRIPT_LOOP_OUTPUT_BYTES, stdout);
+    }
+}
+"""
+
+
+def test_initializers_read_only_inside_a_body_are_kept():
+    """A Loop whose body reads an initializer of the outer graph, beside a Shape that folds: the initializer stays."""
+    body = helper.make_graph([helper.make_node("Add", ["h", "bias"], ["h2"]),
+                              helper.make_node("Identity", ["c"], ["c2"])],
+                             "body", [helper.make_tensor_value_info("i", onnx.TensorProto.INT64, []),
+                                      helper.make_tensor_value_info("c", onnx.TensorProto.BOOL, []),
+                                      helper.make_tensor_value_info("h", onnx.TensorProto.FLOAT, [1, 2])],
+                             [helper.make_tensor_value_info("c2", onnx.TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("h2", onnx.TensorProto.FLOAT, [1, 2])])
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Reshape", ["x", "s"], ["xr"]),
+             helper.make_node("Loop", ["n", "t", "xr"], ["y"], body=body)]
+    inits = [numpy_helper.from_array(np.int64(3), "n"), numpy_helper.from_array(np.array(True), "t"),
+             numpy_helper.from_array(np.ones((1, 2), np.float32), "bias")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 2])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 2])], inits)
+    model = onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+    folded = fold.fold_constants(model)
+    assert "bias" in {i.name for i in folded.graph.initializer}
