@@ -11,6 +11,7 @@ carries that last rounding).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
@@ -63,7 +64,8 @@ def measure(name: str, leave_out: list[int]) -> dict:
     cx = calib["x"].astype(np.float32)
     for k in leave_out:
         keep = [i for i in range(len(cx)) if i != k]
-        _, ints, _ = oracles.onnx_runs(d / "model.onnx", name_in, cx[keep], x)
+        with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):   # quant_pre_process's scratch files
+            _, ints, _ = oracles.onnx_runs(d / "model.onnx", name_in, cx[keep], x)
         if ints is None:
             continue
         with tempfile.TemporaryDirectory() as tmp:
