@@ -226,6 +226,30 @@ static inline int32_t edgec_conv2d_mve_s8_get_buffer_size(const edgec_conv2d_im2
     return 64 * ((p->out_c + 3) / 4) + 4 * p->k4;
 }
 
+/* ================================================================ fast 16x8 convolution
+ * fast/edgec_conv2d_fast_s16.c, fast/edgec_depthwise_conv2d_fast_s16.c (edgec/ops/conv/s16.py): TFLite's 16x8
+ * convolutions (int16 activations, zero point 0, int8 weights, int64 bias) with the sum in int32, taken only where
+ * the layer proves it cannot overflow (|bias| + 32768 * sum|w| < 2^31 per output channel). rq: per output channel
+ * {bias (int32), the Q31 multiplier reduced to Q15, 15 - shift}: TFLite's MultiplyByQuantizedMultiplier(int64). */
+typedef struct {
+    int32_t in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left,
+        act_min, act_max, k4;
+} edgec_conv_fast_s16_params;
+
+/* Any window, stride, dilation and padding: one pixel's window gathered into scratch (k4 = k_h*k_w*in_c rounded
+ * up to 4, zero padded), two output channels a pass, SMLAD on SXTB16 pairs; weights [out_c][k4] int8 with each
+ * group of 4 as w0 w2 w1 w3. */
+void edgec_conv2d_fast_s16(const edgec_conv_fast_s16_params *p, const int16_t *input, const uint32_t *weights,
+                           const int32_t *rq, int16_t *scratch, int16_t *output);
+static inline int32_t edgec_conv2d_fast_s16_get_buffer_size(const edgec_conv_fast_s16_params *p)
+{
+    return 2 * p->k4;
+}
+/* Depth multiplier 1, in_c even: two channels a pass (SMLABB, SMLATT), the taps off the image skipped; weights
+ * [k_h][k_w][c] int16 as words. */
+void edgec_depthwise_conv2d_fast_s16(const edgec_conv_fast_s16_params *p, const int16_t *input,
+                                     const uint32_t *weights, const int32_t *rq, int16_t *scratch, int16_t *output);
+
 /* ================================================================ fast depthwise 3x3
  * fast/edgec_depthwise_conv2d_3x3*.c: depth multiplier 1, c a multiple of 4, stride 1 or 2 on both axes, over a
  * rolling window of 3 input rows widened to int16. "Sweep" orientation: the kernel walks `rows` x `cols` where a
