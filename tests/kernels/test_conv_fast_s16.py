@@ -1,0 +1,93 @@
+"""The fast 16x8 convolutions (edgec/ops/conv/s16.py, runtime_c/fast/edgec_conv2d_fast_s16.c and
+edgec_depthwise_conv2d_fast_s16.c) against the NumPy twin of TFLite's 16x8 reference (run_conv16), bit for bit,
+on the portable path and on the Arm DSP path (intrinsics emulated), and the bound that keeps their int32 sums exact."""
+from __future__ import annotations
+
+import ctypes
+import math
+
+import numpy as np
+import pytest
+
+from ckernels import act16, as_c, i16, make, ptr, requant_params16, window
+from edgec.ir import Op
+from edgec.ops.conv import s16
+from edgec.ops.conv.twins import run_conv16
+
+
+def case(rng, depthwise: bool, extreme: bool = False):
+    """A random 16x8 conv (or depthwise) op with an int64 bias, and its int16 input."""
+    while True:
+        in_h, in_w = (int(v) for v in rng.integers(1, 10, size=2))
+        win = window(rng, in_h, in_w)
+        if win is not None:
+            break
+    in_c = 2 * int(rng.integers(1, 6)) if depthwise else int(rng.integers(1, 10))
+    out_c = in_c if depthwise else int(rng.integers(1, 10))
+    lo, hi = act16(rng)
+    p = dict(win, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, input_zp=0, output_zp=0, act_min=lo, act_max=hi,
+             depth_multiplier=1)
+    shape = (win["k_h"], win["k_w"], out_c) if depthwise else (out_c, win["k_h"], win["k_w"], in_c)
+    w = (rng.choice(np.array([-128, 127], np.int8), size=shape) if extreme
+         else rng.integers(-127, 128, size=shape, dtype=np.int8))
+    taps = win["k_h"] * win["k_w"] * (1 if depthwise else in_c)
+    acc_scale = 20000.0 * 70 * math.sqrt(taps)
+    bias = rng.integers(-int(acc_scale), int(acc_scale) + 1, size=out_c).astype(np.int64)
+    mult, shift = requant_params16(rng, out_c, acc_scale)
+    op = Op("depthwise_conv2d" if depthwise else "conv2d", "c", ("x",), "y", params=p,
+            arrays={"weights": w, "bias": bias, "mult": mult, "shift": shift})
+    x = np.full((in_h, in_w, in_c), -32768, np.int16) if extreme else i16(rng, (in_h, in_w, in_c))
+    return op, x
+
+
+def run_c(lib, op, x) -> np.ndarray:
+    kernel = s16.DEPTHWISE if op.kind == "depthwise_conv2d" else s16.CONV2D
+    low = kernel.lowering(op)
+    assert low is not None
+    p = low.params
+    got = np.zeros((p["out_h"], p["out_w"], p["out_c"]), np.int16)
+    scratch = np.zeros(max(low.scratch_bytes // 2, 1) + 8, np.int16)
+    getattr(lib, kernel.name)(ctypes.byref(make(s16.STRUCT, dict(p))), ptr(as_c(x, np.int16)),
+                              ptr(as_c(low.arrays["fw"], np.uint32)), ptr(as_c(low.arrays["rq16"], np.int32)),
+                              ptr(scratch), ptr(got))
+    return got
+
+
+@pytest.mark.parametrize("depthwise", [False, True])
+@pytest.mark.parametrize("path", ["ck", "ck_dsp"])
+def test_fast_s16_is_the_16x8_reference(request, path, depthwise):
+    lib = request.getfixturevalue(path).lib
+    rng = np.random.default_rng(40 + depthwise)
+    for i in range(60):
+        op, x = case(rng, depthwise, extreme=i % 10 == 9)
+        assert np.array_equal(run_c(lib, op, x), run_conv16(op, [x])), op.params
+
+
+def test_fast_s16_declines_what_int32_cannot_hold():
+    """A layer whose worst-case sum could leave int32 (here 64 taps of -128 times 32768 plus a bias) stays on the
+    reference kernel's int64 sum; so does an int32-bias layer (TFLite's wrapping ConvPerChannel<int32_t>)."""
+    rng = np.random.default_rng(3)
+    op, _ = case(rng, False)
+    p = dict(op.params, in_c=256, k_h=2, k_w=2)
+    w = np.full((p["out_c"], 2, 2, 256), -128, np.int8)      # 1024 * 128 * 32768 = 2^32
+    big = Op("conv2d", "c", ("x",), "y", params=p, arrays={**op.arrays, "weights": w})
+    assert s16.CONV2D.lowering(big) is None
+    w[...] = 0
+    w[:, 0, 0, :4] = 127                                     # small: taken
+    assert s16.CONV2D.lowering(Op("conv2d", "c", ("x",), "y", params=p, arrays={**op.arrays, "weights": w}))
+    b32 = Op("conv2d", "c", ("x",), "y", params=p,
+             arrays={**op.arrays, "weights": w, "bias": op.arrays["bias"].astype(np.int32)})
+    assert s16.CONV2D.lowering(b32) is None
+    assert s16.records(big, np.zeros((p["out_c"], 1), np.int8)) is not None
+    huge = Op("conv2d", "c", ("x",), "y", params=p, arrays={**op.arrays, "bias": np.full(p["out_c"], 1 << 31)})
+    assert s16.records(huge, np.zeros((p["out_c"], 1), np.int8)) is None
+
+
+def test_fast_s16_depthwise_needs_an_even_channel_count():
+    op, _ = case(np.random.default_rng(5), True)
+    p = dict(op.params, in_c=3, out_c=3)
+    w = np.ones((p["k_h"], p["k_w"], 3), np.int8)
+    odd = Op("depthwise_conv2d", "c", ("x",), "y", params=p, arrays={**op.arrays, "weights": w,
+             "bias": op.arrays["bias"][:1].repeat(3), "mult": op.arrays["mult"][:1].repeat(3),
+             "shift": op.arrays["shift"][:1].repeat(3)})
+    assert s16.DEPTHWISE.lowering(odd) is None
