@@ -236,14 +236,15 @@ typedef struct {
         act_min, act_max, k4;
 } edgec_conv_fast_s16_params;
 
-/* Any window, stride, dilation and padding: one pixel's window gathered into scratch (k4 = k_h*k_w*in_c rounded
- * up to 4, zero padded), two output channels a pass, SMLAD on SXTB16 pairs; weights [out_c][k4] int8 with each
- * group of 4 as w0 w2 w1 w3. */
+/* Any window, stride, dilation and padding: two pixels' windows gathered into scratch (k4 = k_h*k_w*in_c rounded
+ * up to 4, zero padded), two output channels a pass, SMLAD on SXTB16 pairs; weights [out_c rounded up to 2 / 2]
+ * [k4 / 4][2 channels][4 taps] int8, each group of 4 as w0 w2 w1 w3. */
 void edgec_conv2d_fast_s16(const edgec_conv_fast_s16_params *p, const int16_t *input, const uint32_t *weights,
                            const int32_t *rq, int16_t *scratch, int16_t *output);
+/* the two windows interleaved (4 * k4 bytes) and one window as gathered (2 * k4) */
 static inline int32_t edgec_conv2d_fast_s16_get_buffer_size(const edgec_conv_fast_s16_params *p)
 {
-    return 2 * p->k4;
+    return 6 * p->k4;
 }
 /* Depth multiplier 1, in_c even: two channels a pass (SMLABB, SMLATT), the taps off the image skipped; weights
  * [k_h][k_w][c] int16 as words. */

@@ -40,7 +40,33 @@ void edgec_depthwise_conv2d_fast_s16(const edgec_conv_fast_s16_params *p, const 
                 x0 = input + ((iy0 + ky0 * p->dil_h) * p->in_w + ix0 + kx0 * p->dil_w) * c;
             }
             w0 = (const int16_t *)(const void *)weights + (rows ? (ky0 * k_w + kx0) * c : 0);
-            for (ch = 0; ch < c; ch += 2) {
+            ch = 0;
+#ifdef EDGEC_DSP
+            for (; ch + 3 < c; ch += 4) {       /* four channels: two input words, two weight words a tap */
+                int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+                const int16_t *xr = x0 + ch, *wr = w0 + ch;
+                for (ky = 0; ky < rows; ++ky) {
+                    const edgec_w32 *x = (const edgec_w32 *)(const void *)xr;
+                    const edgec_w32 *w = (const edgec_w32 *)(const void *)wr;
+                    for (kx = kx0; kx < kx1; ++kx) {
+                        const uint32_t x01 = x[0], x23 = x[1], w01 = w[0], w23 = w[1];
+                        a0 = E_SMLABB(x01, w01, a0);
+                        a1 = E_SMLATT(x01, w01, a1);
+                        a2 = E_SMLABB(x23, w23, a2);
+                        a3 = E_SMLATT(x23, w23, a3);
+                        x += x_step / 2;
+                        w += c / 2;
+                    }
+                    xr += y_step;
+                    wr += k_w * c;
+                }
+                output[ch] = edgec_rq16_out(a0, rq + 3 * ch, lo, hi);
+                output[ch + 1] = edgec_rq16_out(a1, rq + 3 * ch + 3, lo, hi);
+                output[ch + 2] = edgec_rq16_out(a2, rq + 3 * ch + 6, lo, hi);
+                output[ch + 3] = edgec_rq16_out(a3, rq + 3 * ch + 9, lo, hi);
+            }
+#endif
+            for (; ch < c; ch += 2) {
                 int32_t a0 = 0, a1 = 0;
                 const int16_t *xr = x0 + ch, *wr = w0 + ch;
                 for (ky = 0; ky < rows; ++ky) {

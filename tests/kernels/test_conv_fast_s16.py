@@ -33,7 +33,8 @@ def case(rng, depthwise: bool, extreme: bool = False):
     taps = win["k_h"] * win["k_w"] * (1 if depthwise else in_c)
     acc_scale = 20000.0 * 70 * math.sqrt(taps)
     bias = rng.integers(-int(acc_scale), int(acc_scale) + 1, size=out_c).astype(np.int64)
-    mult, shift = requant_params16(rng, out_c, acc_scale)
+    # a small scale ratio takes the one-multiply requantization (SMMULR), a large one the two-word shift
+    mult, shift = requant_params16(rng, out_c, acc_scale if rng.random() < 0.6 else acc_scale / 4000)
     op = Op("depthwise_conv2d" if depthwise else "conv2d", "c", ("x",), "y", params=p,
             arrays={"weights": w, "bias": bias, "mult": mult, "shift": shift})
     x = np.full((in_h, in_w, in_c), -32768, np.int16) if extreme else i16(rng, (in_h, in_w, in_c))
@@ -58,9 +59,12 @@ def run_c(lib, op, x) -> np.ndarray:
 def test_fast_s16_is_the_16x8_reference(request, path, depthwise):
     lib = request.getfixturevalue(path).lib
     rng = np.random.default_rng(40 + depthwise)
-    for i in range(60):
+    forms = set()
+    for i in range(80):
         op, x = case(rng, depthwise, extreme=i % 10 == 9)
         assert np.array_equal(run_c(lib, op, x), run_conv16(op, [x])), op.params
+        forms |= {int(t) == 0 for t in s16.records(op, np.zeros((op.params["out_c"], 1)))[2::3]}
+    assert forms == {True, False}         # both requantizations ran
 
 
 def test_fast_s16_declines_what_int32_cannot_hold():
@@ -81,6 +85,8 @@ def test_fast_s16_declines_what_int32_cannot_hold():
     assert s16.records(big, np.zeros((p["out_c"], 1), np.int8)) is not None
     huge = Op("conv2d", "c", ("x",), "y", params=p, arrays={**op.arrays, "bias": np.full(p["out_c"], 1 << 31)})
     assert s16.records(huge, np.zeros((p["out_c"], 1), np.int8)) is None
+    tiny = Op("conv2d", "c", ("x",), "y", params=p, arrays={**op.arrays, "shift": np.full(p["out_c"], -17)})
+    assert s16.records(tiny, np.zeros((p["out_c"], 1), np.int8)) is None     # a total shift of 32
 
 
 def test_fast_s16_depthwise_needs_an_even_channel_count():

@@ -1,6 +1,6 @@
 """The fast TFLite 16x8 convolutions (int16 activations, int8 weights, int64 bias) as kernel records:
-runtime_c/fast/edgec_conv2d_fast_s16.c (any window, stride, dilation, padding: one pixel's window gathered as
-int16, SMLAD of its pairs and the weights' SXTB16 pairs, two output channels a pass) and
+runtime_c/fast/edgec_conv2d_fast_s16.c (any window, stride, dilation, padding: two pixels' windows gathered as
+int16, SMLAD of their pairs and the weights' SXTB16 pairs, two output channels a pass) and
 runtime_c/fast/edgec_depthwise_conv2d_fast_s16.c (depth multiplier 1, an even channel count: SMLABB / SMLATT, two
 channels a pass, the taps off the image skipped). Before them such layers ran on the reference kernels' int64
 loop nest (15 instructions per MAC for Keras' 16x8 DS-CNN on qemu-cortex-m4).
@@ -9,8 +9,9 @@ TFLite Micro sums in int64. The fast kernels sum in int32, and a layer takes the
 same: per output channel |bias| + 32768 * sum|w| < 2^31 (|x| <= 32768 for every int16 input, so no partial sum
 and no sum plus bias leaves int32), checked from the constant weights and bias at build time; else the layer stays
 on the reference kernel. The requantization is TFLite's MultiplyByQuantizedMultiplier(int64, ...) of the 16x8
-kernels (edgec_requantize64), its multiplier reduced to Q15 and its total shift computed here: records
-{bias, reduced multiplier, 15 - shift} per output channel (`rq16`)."""
+kernels (edgec_requantize64), its multiplier reduced to Q15 and its total shift T = 15 - shift computed here:
+records {bias, reduced multiplier, T} per output channel (`rq16`), or {bias, reduced x 2^(32 - T), 0} where that
+is below 2^31 (then one rounding high multiply, SMMULR, is the same: runtime_c/fast/edgec_rq16.h)."""
 from __future__ import annotations
 
 import numpy as np
@@ -30,16 +31,21 @@ SUM_LIMIT = 1 << 31
 def records(op: Op, w2d: np.ndarray) -> np.ndarray | None:
     """[out_c * 3] int32 {bias, Q15 multiplier, 15 - shift} per output channel of a 16x8 layer whose weights per
     output channel are w2d's rows, or None where the int32 sum is not provably exact (the bound above) or the
-    multiplier or shift is outside TFLite's 16x8 range."""
+    multiplier or shift is outside the kernels' range (a total shift 15 - shift of 1 to 31: the kernels shift
+    the 64-bit product's two words, edgec_rq16_out)."""
     a = op.arrays
     if bias32(op) or int(op.params.get("input_zp", 0)) != 0 or int(op.params.get("output_zp", 0)) != 0:
         return None
     bias, mult, shift = (np.asarray(a[k], np.int64) for k in ("bias", "mult", "shift"))
     bound = np.abs(bias) + INT16_MAX_ABS * np.abs(np.asarray(w2d, np.int64)).sum(axis=1)
-    if np.any(bound >= SUM_LIMIT) or np.any(mult < 0) or np.any(shift > 14) or np.any(shift < -31):
+    if np.any(bound >= SUM_LIMIT) or np.any(mult < 0) or np.any(shift > 14) or np.any(shift < -16):
         return None
     reduced = np.where(mult < 0x7FFF0000, (mult + (1 << 15)) >> 16, 0x7FFF)     # as edgec_requantize64
-    return np.stack([bias, reduced, 15 - shift], axis=1).astype(np.int32).reshape(-1)
+    total = 15 - shift
+    scaled = reduced << (32 - total)            # (x * reduced + 2^(total-1)) >> total == SMMULR(x, scaled)
+    one = scaled < SUM_LIMIT
+    rec = np.stack([bias, np.where(one, scaled, reduced), np.where(one, 0, total)], axis=1)
+    return rec.astype(np.int32).reshape(-1)
 
 
 def _params(p, k4: int) -> dict:
@@ -47,17 +53,18 @@ def _params(p, k4: int) -> dict:
 
 
 def lower_conv(op: Op):
-    """Weights [out_c][k4] int8 (each channel's taps zero padded to k4, a multiple of 4), each group of 4 as
-    w0 w2 w1 w3 (the kernel's SXTB16 pairs), as words; the records."""
+    """Weights [pair of output channels][group of 4 taps][channel][4] int8 (each channel's taps zero padded to k4,
+    a multiple of 4; an odd out_c padded with a zero channel), each group as w0 w2 w1 w3 (the kernel's SXTB16
+    pairs), as words; the records."""
     p = op.params
     w = np.asarray(op.arrays["weights"], np.int8).reshape(p["out_c"], -1)
     rq = records(op, w)
     if rq is None:
         return None
-    k4 = fast.k4(w.shape[1])
-    wp = np.zeros((w.shape[0], k4), np.int8)
-    wp[:, :w.shape[1]] = w
-    wp = wp.reshape(w.shape[0], k4 // 4, 4)[..., [0, 2, 1, 3]]
+    k4, pairs = fast.k4(w.shape[1]), (w.shape[0] + 1) // 2
+    wp = np.zeros((2 * pairs, k4), np.int8)
+    wp[:w.shape[0], :w.shape[1]] = w
+    wp = wp.reshape(pairs, 2, k4 // 4, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
     return _params(p, k4), {"fw": fast.words(np.ascontiguousarray(wp)), "rq16": rq}
 
 
