@@ -97,3 +97,29 @@ def test_fast_s16_depthwise_needs_an_even_channel_count():
              "bias": op.arrays["bias"][:1].repeat(3), "mult": op.arrays["mult"][:1].repeat(3),
              "shift": op.arrays["shift"][:1].repeat(3)})
     assert s16.DEPTHWISE.lowering(odd) is None
+
+
+@pytest.mark.parametrize("path", ["ck", "ck_dsp"])
+def test_fast_s16_fully_connected_is_the_16x8_reference(request, path):
+    """edgec_fully_connected_fast_s16 (edgec/ops/dense.py FAST_16, the convolution's 1x1 case) against the 16x8
+    fully connected twin of one row and of several."""
+    from edgec.ops import dense
+    lib = request.getfixturevalue(path).lib
+    rng = np.random.default_rng(9)
+    for i in range(40):
+        rows, n_in, n_out = int(rng.integers(1, 6)), int(rng.integers(1, 40)), int(rng.integers(1, 12))
+        lo, hi = act16(rng)
+        p = dict(in_features=n_in, out_features=n_out, input_zp=0, output_zp=0, act_min=lo, act_max=hi, rows=rows)
+        acc_scale = 20000.0 * 70 * math.sqrt(n_in)
+        arrays = {"weights": rng.integers(-127, 128, size=(n_out, n_in), dtype=np.int8),
+                  "bias": rng.integers(-int(acc_scale), int(acc_scale) + 1, size=n_out).astype(np.int64)}
+        arrays["mult"], arrays["shift"] = requant_params16(rng, n_out, acc_scale if i % 2 else acc_scale / 4000)
+        op = Op("fully_connected_rows", "fc", ("x",), "y", params=p, arrays=arrays)
+        x = i16(rng, (rows, n_in))
+        low = dense.FAST_16.lowering(op)
+        got = np.zeros((rows, n_out), np.int16)
+        scratch = np.zeros(low.scratch_bytes // 2 + 8, np.int16)
+        getattr(lib, dense.FAST_16.name)(ctypes.byref(make(dense.FAST_16.struct, dict(low.params))),
+                                         ptr(as_c(x, np.int16)), ptr(as_c(low.arrays["fw"], np.uint32)),
+                                         ptr(as_c(low.arrays["rq16"], np.int32)), ptr(scratch), ptr(got))
+        assert np.array_equal(got, dense.run_fc_rows16(op, [x])), p

@@ -52,20 +52,26 @@ def _params(p, k4: int) -> dict:
     return {**{k: int(p[k]) for k in FIELDS}, "k4": k4}
 
 
+def packed(w: np.ndarray) -> tuple[int, np.ndarray]:
+    """(k4, words) of int8 weights [out][k] as edgec_conv2d_fast_s16 reads them: [pair of outputs][group of 4
+    taps][output][4] int8 (each output's taps zero padded to k4, a multiple of 4; an odd count of outputs padded
+    with a zero one), each group as w0 w2 w1 w3 (the kernel's SXTB16 pairs)."""
+    k4, pairs = fast.k4(w.shape[1]), (w.shape[0] + 1) // 2
+    wp = np.zeros((2 * pairs, k4), np.int8)
+    wp[:w.shape[0], :w.shape[1]] = w
+    wp = wp.reshape(pairs, 2, k4 // 4, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
+    return k4, fast.words(np.ascontiguousarray(wp))
+
+
 def lower_conv(op: Op):
-    """Weights [pair of output channels][group of 4 taps][channel][4] int8 (each channel's taps zero padded to k4,
-    a multiple of 4; an odd out_c padded with a zero channel), each group as w0 w2 w1 w3 (the kernel's SXTB16
-    pairs), as words; the records."""
+    """The weights as `packed` lays them out, the records."""
     p = op.params
     w = np.asarray(op.arrays["weights"], np.int8).reshape(p["out_c"], -1)
     rq = records(op, w)
     if rq is None:
         return None
-    k4, pairs = fast.k4(w.shape[1]), (w.shape[0] + 1) // 2
-    wp = np.zeros((2 * pairs, k4), np.int8)
-    wp[:w.shape[0], :w.shape[1]] = w
-    wp = wp.reshape(pairs, 2, k4 // 4, 4)[..., [0, 2, 1, 3]].transpose(0, 2, 1, 3)
-    return _params(p, k4), {"fw": fast.words(np.ascontiguousarray(wp)), "rq16": rq}
+    k4, words = packed(w)
+    return _params(p, k4), {"fw": words, "rq16": rq}
 
 
 def lower_depthwise(op: Op):
