@@ -470,14 +470,6 @@ typedef struct {
 void edgec_matmul_s8(const edgec_matmul_params *p, const int8_t *a, const int8_t *b, int8_t *output);
 /* 16x8 (TFLite's BatchMatMul<int16_t, int64_t>): an int64 sum, the 64-bit requantization, zero points 0. */
 void edgec_matmul_s16(const edgec_matmul_params *p, const int16_t *a, const int16_t *b, int16_t *output);
-/* fast: the same numbers, B^T gathered per batch and A's row beside it, an int64 sum by SMLALD
- * (fast/edgec_matmul_fast_s16.c) */
-void edgec_matmul_fast_s16(const edgec_matmul_params *p, const int16_t *a, const int16_t *b, int16_t *scratch,
-                           int16_t *output);
-static inline int32_t edgec_matmul_fast_s16_get_buffer_size(const edgec_matmul_params *p)
-{
-    return 4 * ((p->k + 1) / 2) * (p->n + 1);
-}
 
 /* fast: the same product with one edgec_rq requantization (rq_*; the output zero point folded into rq_khi). */
 typedef struct {

@@ -138,24 +138,7 @@ MATMUL = Kernel("edgec_matmul_s8", ("matmul",), REFERENCE, c_matmul, run=run_mat
                 code_bytes=1800)          # the fast kernel: 1.6-1.9 KB on M3/M4
 MATMUL_FAST = Kernel("edgec_matmul_fast_s8", ("matmul",), FAST, c_matmul_fast, lower=lower_matmul)
 MATMUL16 = Kernel("edgec_matmul_s16", ("matmul",), REFERENCE, c_matmul16, precision=INT16, run=run_matmul16)
-
-
-def lower_matmul16(op: Op):
-    """The fast 16x8 product: the op's own params (edgec_matmul_params), zero points 0; an int64 sum as the
-    reference's, so every layer."""
-    return dict(op.params), {}
-
-
-def c_matmul_fast16(op: Op, low, site: CallSite) -> str:
-    a = _operand(cemit.i16(site.inputs[0], const=True), op.params.get("a_offset", 0))
-    b = _operand(cemit.i16(site.inputs[1], const=True), op.params.get("b_offset", 0))
-    call = f"{low.kernel.name}(&p, {a}, {b}, {cemit.i16(site.scratch)}, {cemit.i16(site.output)});"
-    return cemit.with_params("edgec_matmul_params", low.params, call, only_fields=True)
-
-
-MATMUL_FAST16 = Kernel("edgec_matmul_fast_s16", ("matmul",), FAST, c_matmul_fast16, precision=INT16,
-                       lower=lower_matmul16)
-KERNELS = [MATMUL, MATMUL_FAST, MATMUL16, MATMUL_FAST16]
+KERNELS = [MATMUL, MATMUL_FAST, MATMUL16]
 
 OPS = [OpDef("matmul", "matmul", quantize_matmul, float_matmul, fuses_activation=True, macs=macs)]
 
