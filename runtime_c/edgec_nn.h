@@ -249,7 +249,7 @@ static inline int32_t edgec_conv2d_fast_s16_get_buffer_size(const edgec_conv_fas
 /* Depth multiplier 1, in_c even: two channels a pass (SMLABB, SMLATT), the taps off the image skipped; weights
  * [k_h][k_w][c] int16 as words. */
 void edgec_depthwise_conv2d_fast_s16(const edgec_conv_fast_s16_params *p, const int16_t *input,
-                                     const uint32_t *weights, const int32_t *rq, int16_t *scratch, int16_t *output);
+                                     const uint32_t *weights, const int32_t *rq, int16_t *output);
 
 /* ================================================================ fast depthwise 3x3
  * fast/edgec_depthwise_conv2d_3x3*.c: depth multiplier 1, c a multiple of 4, stride 1 or 2 on both axes, over a

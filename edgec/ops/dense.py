@@ -352,6 +352,8 @@ BIAS32 = Kernel("edgec_fully_connected_bias32_s8", ("fully_connected",), FAST, c
 # convolution's 1x1 case, edgec/ops/conv/s16.py: int32 sums where the layer proves them exact)
 def lower_fc16(op: Op):
     p = op.params
+    if "weights" not in op.arrays:          # int4 weights: the reference kernel
+        return None
     w = np.asarray(op.arrays["weights"], np.int8).reshape(int(p["out_features"]), int(p["in_features"]))
     rq = conv16.records(op, w)
     if rq is None:

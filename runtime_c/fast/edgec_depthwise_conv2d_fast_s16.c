@@ -5,12 +5,11 @@
 #include "edgec_rq16.h"
 
 void edgec_depthwise_conv2d_fast_s16(const edgec_conv_fast_s16_params *p, const int16_t *input,
-                                     const uint32_t *weights, const int32_t *rq, int16_t *scratch, int16_t *output)
+                                     const uint32_t *weights, const int32_t *rq, int16_t *output)
 {
     const int32_t c = p->in_c, k_w = p->k_w, lo = p->act_min, hi = p->act_max;
     const int32_t x_step = p->dil_w * c, y_step = p->dil_h * p->in_w * c;
     int32_t oy, ox, ch, ky, kx;
-    (void)scratch;
     for (oy = 0; oy < p->out_h; ++oy) {
         const int32_t iy0 = oy * p->stride_h - p->pad_top;
         int32_t ky0 = 0, ky1 = p->k_h;

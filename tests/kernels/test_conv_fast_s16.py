@@ -48,9 +48,9 @@ def run_c(lib, op, x) -> np.ndarray:
     p = low.params
     got = np.zeros((p["out_h"], p["out_w"], p["out_c"]), np.int16)
     scratch = np.zeros(max(low.scratch_bytes // 2, 1) + 8, np.int16)
-    getattr(lib, kernel.name)(ctypes.byref(make(s16.STRUCT, dict(p))), ptr(as_c(x, np.int16)),
-                              ptr(as_c(low.arrays["fw"], np.uint32)), ptr(as_c(low.arrays["rq16"], np.int32)),
-                              ptr(scratch), ptr(got))
+    args = [ptr(as_c(low.arrays["fw"], np.uint32)), ptr(as_c(low.arrays["rq16"], np.int32))]
+    args += [ptr(got)] if kernel is s16.DEPTHWISE else [ptr(scratch), ptr(got)]     # the depthwise: no scratch
+    getattr(lib, kernel.name)(ctypes.byref(make(s16.STRUCT, dict(p))), ptr(as_c(x, np.int16)), *args)
     return got
 
 

@@ -34,7 +34,7 @@ def records(op: Op, w2d: np.ndarray) -> np.ndarray | None:
     multiplier or shift is outside the kernels' range (a total shift 15 - shift of 1 to 31: the kernels shift
     the 64-bit product's two words, edgec_rq16_out)."""
     a = op.arrays
-    if bias32(op) or int(op.params.get("input_zp", 0)) != 0 or int(op.params.get("output_zp", 0)) != 0:
+    if "weights" not in a or bias32(op) or int(op.params.get("input_zp", 0)) != 0 or int(op.params.get("output_zp", 0)) != 0:
         return None
     bias, mult, shift = (np.asarray(a[k], np.int64) for k in ("bias", "mult", "shift"))
     bound = np.abs(bias) + INT16_MAX_ABS * np.abs(np.asarray(w2d, np.int64)).sum(axis=1)
@@ -66,6 +66,8 @@ def packed(w: np.ndarray) -> tuple[int, np.ndarray]:
 def lower_conv(op: Op):
     """The weights as `packed` lays them out, the records."""
     p = op.params
+    if "weights" not in op.arrays:          # int4 weights: the reference kernel
+        return None
     w = np.asarray(op.arrays["weights"], np.int8).reshape(p["out_c"], -1)
     rq = records(op, w)
     if rq is None:
@@ -77,7 +79,7 @@ def lower_conv(op: Op):
 def lower_depthwise(op: Op):
     """Depth multiplier 1, an even channel count: weights [k_h][k_w][c] int16 as words; the records."""
     p = op.params
-    if p["depth_multiplier"] != 1 or p["in_c"] % 2 or p["out_c"] != p["in_c"]:
+    if "weights" not in op.arrays or p["depth_multiplier"] != 1 or p["in_c"] % 2 or p["out_c"] != p["in_c"]:
         return None
     w = np.asarray(op.arrays["weights"], np.int8).reshape(-1, p["out_c"])           # [tap][c]
     rq = records(op, w.T)
@@ -93,9 +95,16 @@ def call(op, low, site) -> str:
             f"{cemit.i16(site.scratch)}, {cemit.i16(site.output)});")
 
 
+def call_depthwise(op, low, site) -> str:
+    """The depthwise call (no scratch): params, int16 input, weights, records, int16 output."""
+    n = site.prefix
+    return (f"{low.kernel.name}(&{n}_params, {cemit.i16(site.inputs[0], const=True)}, {n}_fw, {n}_rq16, "
+            f"{cemit.i16(site.output)});")
+
+
 CONV2D = Kernel("edgec_conv2d_fast_s16", ("conv2d",), FAST, call, precision=INT16, lower=lower_conv,
                 struct=STRUCT)
-DEPTHWISE = Kernel("edgec_depthwise_conv2d_fast_s16", ("depthwise_conv2d",), FAST, call, precision=INT16,
+DEPTHWISE = Kernel("edgec_depthwise_conv2d_fast_s16", ("depthwise_conv2d",), FAST, call_depthwise, precision=INT16,
                    lower=lower_depthwise, struct=STRUCT)
 
 KERNELS = [CONV2D, DEPTHWISE]
