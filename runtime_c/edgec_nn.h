@@ -234,6 +234,8 @@ static inline int32_t edgec_conv2d_mve_s8_get_buffer_size(const edgec_conv2d_im2
 typedef struct {
     int32_t in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left,
         act_min, act_max, k4;
+    int32_t in_place; /* edgec_conv2d_fast_s16: 1 where the pixels are read where they lie (a 1x1, stride-1,
+                       * unpadded convolution of in_c a multiple of 4: no scratch), else 0 */
 } edgec_conv_fast_s16_params;
 
 /* Any window, stride, dilation and padding: two pixels' windows gathered into scratch (k4 = k_h*k_w*in_c rounded
@@ -241,10 +243,10 @@ typedef struct {
  * [k4 / 4][2 channels][4 taps] int8, each group of 4 as w0 w2 w1 w3. */
 void edgec_conv2d_fast_s16(const edgec_conv_fast_s16_params *p, const int16_t *input, const uint32_t *weights,
                            const int32_t *rq, int16_t *scratch, int16_t *output);
-/* the two windows interleaved (4 * k4 bytes) and one window as gathered (2 * k4) */
+/* the two windows interleaved (4 * k4 bytes; none in place) */
 static inline int32_t edgec_conv2d_fast_s16_get_buffer_size(const edgec_conv_fast_s16_params *p)
 {
-    return 6 * p->k4;
+    return 4 * p->k4 * (1 - p->in_place);
 }
 /* Depth multiplier 1, in_c even: two channels a pass (SMLABB, SMLATT), the taps off the image skipped; weights
  * [k_h][k_w][c] int16 as words. */
@@ -387,7 +389,7 @@ void edgec_fully_connected_fast_s16(const edgec_fully_connected_rows_params *p, 
                                     const uint32_t *weights, const int32_t *rq, int16_t *scratch, int16_t *output);
 static inline int32_t edgec_fully_connected_fast_s16_get_buffer_size(const edgec_fully_connected_rows_params *p)
 {
-    return 6 * ((p->in_features + 3) / 4 * 4);
+    return 4 * ((p->in_features + 3) / 4 * 4);
 }
 
 /* ================================================================ fast fully connected

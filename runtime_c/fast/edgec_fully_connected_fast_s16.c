@@ -17,5 +17,6 @@ void edgec_fully_connected_fast_s16(const edgec_fully_connected_rows_params *p, 
     c.act_min = p->act_min;
     c.act_max = p->act_max;
     c.k4 = (p->in_features + 3) / 4 * 4;
+    c.in_place = 0;      /* the rows' scratch is the record's (their alignment is not known) */
     edgec_conv2d_fast_s16(&c, input, weights, rq, scratch, output);
 }

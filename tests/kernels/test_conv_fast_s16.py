@@ -15,14 +15,19 @@ from edgec.ops.conv import s16
 from edgec.ops.conv.twins import run_conv16
 
 
-def case(rng, depthwise: bool, extreme: bool = False):
-    """A random 16x8 conv (or depthwise) op with an int64 bias, and its int16 input."""
+def case(rng, depthwise: bool, extreme: bool = False, pointwise: bool = False):
+    """A random 16x8 conv (or depthwise) op with an int64 bias, and its int16 input; pointwise: a 1x1, stride-1,
+    unpadded convolution of channels a multiple of 4 (read in place)."""
     while True:
         in_h, in_w = (int(v) for v in rng.integers(1, 10, size=2))
         win = window(rng, in_h, in_w)
+        if pointwise:
+            win = dict(k_h=1, k_w=1, stride_h=1, stride_w=1, dil_h=1, dil_w=1, pad_top=0, pad_left=0, out_h=in_h,
+                       out_w=in_w)
         if win is not None:
             break
     in_c = 2 * int(rng.integers(1, 6)) if depthwise else int(rng.integers(1, 10))
+    in_c = 4 * int(rng.integers(1, 5)) if pointwise else in_c
     out_c = in_c if depthwise else int(rng.integers(1, 10))
     lo, hi = act16(rng)
     p = dict(win, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, input_zp=0, output_zp=0, act_min=lo, act_max=hi,
@@ -60,11 +65,14 @@ def test_fast_s16_is_the_16x8_reference(request, path, depthwise):
     lib = request.getfixturevalue(path).lib
     rng = np.random.default_rng(40 + depthwise)
     forms = set()
+    places = set()
     for i in range(80):
-        op, x = case(rng, depthwise, extreme=i % 10 == 9)
+        op, x = case(rng, depthwise, extreme=i % 10 == 9, pointwise=not depthwise and i % 4 == 1)
         assert np.array_equal(run_c(lib, op, x), run_conv16(op, [x])), op.params
         forms |= {int(t) == 0 for t in s16.records(op, np.zeros((op.params["out_c"], 1)))[2::3]}
+        places.add(not depthwise and s16.CONV2D.lowering(op).params["in_place"] == 1)
     assert forms == {True, False}         # both requantizations ran
+    assert places == ({True, False} if not depthwise else {False})      # and both ways of reading the pixels
 
 
 def test_fast_s16_declines_what_int32_cannot_hold():

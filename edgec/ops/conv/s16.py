@@ -49,7 +49,9 @@ def records(op: Op, w2d: np.ndarray) -> np.ndarray | None:
 
 
 def _params(p, k4: int) -> dict:
-    return {**{k: int(p[k]) for k in FIELDS}, "k4": k4}
+    one = (p["k_h"], p["k_w"], p["stride_h"], p["stride_w"], p["pad_top"], p["pad_left"]) == (1, 1, 1, 1, 0, 0)
+    in_place = int(k4 > 0 and one and p["in_c"] % 4 == 0 and (p["in_h"], p["in_w"]) == (p["out_h"], p["out_w"]))
+    return {**{k: int(p[k]) for k in FIELDS}, "k4": k4, "in_place": in_place}
 
 
 def packed(w: np.ndarray) -> tuple[int, np.ndarray]:
