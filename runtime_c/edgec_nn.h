@@ -226,6 +226,33 @@ static inline int32_t edgec_conv2d_mve_s8_get_buffer_size(const edgec_conv2d_im2
     return 64 * ((p->out_c + 3) / 4) + 4 * p->k4;
 }
 
+/* ================================================================ fast 16x8 convolution
+ * fast/edgec_conv2d_fast_s16.c, fast/edgec_depthwise_conv2d_fast_s16.c (edgec/ops/conv/s16.py): TFLite's 16x8
+ * convolutions (int16 activations, zero point 0, int8 weights, int64 bias) with the sum in int32, taken only where
+ * the layer proves it cannot overflow (|bias| + 32768 * sum|w| < 2^31 per output channel). rq: per output channel
+ * {bias (int32), the Q31 multiplier reduced to Q15, 15 - shift}: TFLite's MultiplyByQuantizedMultiplier(int64). */
+typedef struct {
+    int32_t in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left,
+        act_min, act_max, k4;
+    int32_t in_place; /* edgec_conv2d_fast_s16: 1 where the pixels are read where they lie (a 1x1, stride-1,
+                       * unpadded convolution of in_c a multiple of 4: no scratch), else 0 */
+} edgec_conv_fast_s16_params;
+
+/* Any window, stride, dilation and padding: two pixels' windows gathered into scratch (k4 = k_h*k_w*in_c rounded
+ * up to 4, zero padded), two output channels a pass, SMLAD on SXTB16 pairs; weights [out_c rounded up to 2 / 2]
+ * [k4 / 4][2 channels][4 taps] int8, each group of 4 as w0 w2 w1 w3. */
+void edgec_conv2d_fast_s16(const edgec_conv_fast_s16_params *p, const int16_t *input, const uint32_t *weights,
+                           const int32_t *rq, int16_t *scratch, int16_t *output);
+/* the two windows interleaved (4 * k4 bytes; none in place) */
+static inline int32_t edgec_conv2d_fast_s16_get_buffer_size(const edgec_conv_fast_s16_params *p)
+{
+    return 4 * p->k4 * (1 - p->in_place);
+}
+/* Depth multiplier 1, in_c even: two channels a pass (SMLABB, SMLATT), the taps off the image skipped; weights
+ * [k_h][k_w][c] int16 as words. */
+void edgec_depthwise_conv2d_fast_s16(const edgec_conv_fast_s16_params *p, const int16_t *input,
+                                     const uint32_t *weights, const int32_t *rq, int16_t *output);
+
 /* ================================================================ fast depthwise 3x3
  * fast/edgec_depthwise_conv2d_3x3*.c: depth multiplier 1, c a multiple of 4, stride 1 or 2 on both axes, over a
  * rolling window of 3 input rows widened to int16. "Sweep" orientation: the kernel walks `rows` x `cols` where a
@@ -356,6 +383,14 @@ void edgec_fully_connected_rows_s16_b32(const edgec_fully_connected_rows_params 
 void edgec_fully_connected_rows_s16(const edgec_fully_connected_rows_params *p, const int16_t *input,
                                     const int8_t *weights, const int64_t *bias, const int32_t *mult,
                                     const int32_t *shift, int16_t *output);
+/* The fast 16x8 fully connected layer of `rows` rows (1: one row; zero points 0): edgec_conv2d_fast_s16 as a 1x1
+ * convolution of a rows x 1 image (fast/edgec_fully_connected_fast_s16.c; weights and rq as it takes them). */
+void edgec_fully_connected_fast_s16(const edgec_fully_connected_rows_params *p, const int16_t *input,
+                                    const uint32_t *weights, const int32_t *rq, int16_t *scratch, int16_t *output);
+static inline int32_t edgec_fully_connected_fast_s16_get_buffer_size(const edgec_fully_connected_rows_params *p)
+{
+    return 4 * ((p->in_features + 3) / 4 * 4);
+}
 
 /* ================================================================ fast fully connected
  * fast/edgec_fully_connected_*.c: the input zero point folded into rq's bias (edgec_rq, one record per row);

@@ -18,7 +18,7 @@ LABELS = {"weights": "weights", "biases_requantization": "biases and requantizat
           "lookup_tables": "lookup tables", "other": "other constants"}
 WEIGHTS = {"weights", "weights4", "fw", "w_x", "w_h", "w_x4", "w_h4"}
 BIASES = {"bias", "mult", "shift", "rq", "bias_x", "mult_x", "shift_x", "mult_h", "shift_h", "wb", "rb", "rq_x", "rq_h",
-          "rq_any", "fbias", "tbias"}
+          "rq_any", "rq16", "fbias", "tbias"}
 TABLES = re.compile(r"^(table\d*|lut\d+|exp_table|log_table|sigmoid|tanh)$")
 # what `--weights-in-ram` copies into RAM: the weights and the per-channel biases / requantization records the
 # kernels read with them (a 1x1 kernel reads its channels' records once per block of outputs: left in flash they

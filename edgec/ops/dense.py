@@ -15,6 +15,7 @@ from edgec.ops import cemit, fast, matmul, movement
 from edgec.ops.kernel import FAST, HELIUM, INT4, INT16, MVE, REFERENCE, VARIANT, Kernel
 from edgec.ops.opdef import CallSite, Int16, OpDef
 from edgec.fixedpoint.scheme import act_range, finish, finish16, finish16_b32, unpack_int4, weighted, weighted16
+from edgec.ops.conv import s16 as conv16
 from edgec.ops.conv.reference import bias32
 from edgec.ops.tflite16 import ACTIVATIONS, activations
 
@@ -345,8 +346,28 @@ def c_fc_bias32(op: Op, low, site: CallSite) -> str:
 BIAS32 = Kernel("edgec_fully_connected_bias32_s8", ("fully_connected",), FAST, c_fc_bias32,
                 lower=lower_fc_bias32, struct=PACKED_STRUCT)
 
+
+
+# ---- the fast 16x8 fully connected layer, one row or several (fast/edgec_fully_connected_fast_s16.c: the fast 16x8
+# convolution's 1x1 case, edgec/ops/conv/s16.py: int32 sums where the layer proves them exact)
+def lower_fc16(op: Op):
+    p = op.params
+    if "weights" not in op.arrays:          # int4 weights: the reference kernel
+        return None
+    w = np.asarray(op.arrays["weights"], np.int8).reshape(int(p["out_features"]), int(p["in_features"]))
+    rq = conv16.records(op, w)
+    if rq is None:
+        return None
+    params = {"in_features": int(p["in_features"]), "out_features": int(p["out_features"]), "input_zp": 0,
+              "output_zp": 0, "act_min": int(p["act_min"]), "act_max": int(p["act_max"]), "rows": int(p.get("rows", 1))}
+    return params, {"fw": conv16.packed(w)[1], "rq16": rq}
+
+
+FAST_16 = Kernel("edgec_fully_connected_fast_s16", ("fully_connected", "fully_connected_rows"), FAST, conv16.call,
+                 precision=INT16, lower=lower_fc16, struct="edgec_fully_connected_rows_params")
+
 KERNELS = [FC, FC_16_B32, FC_16, FC_4, FC_ROWS, FC_ROWS_16_B32, FC_ROWS_16, PACKED, ROWS8, WIDE, FC_MVE, PACKED_ROWS,
-           PACKED_4, BIAS32]
+           PACKED_4, BIAS32, FAST_16]
 
 
 def _macs(op: Op) -> int:

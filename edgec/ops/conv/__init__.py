@@ -9,13 +9,14 @@ int8, 16x8, int4), `im2col` (the fast convolution, runtime_c/fast/, its speed va
 pointwise and blocked, its Helium and int4 kernels), `rgb3x3` (its variant for 3-channel 3x3 first layers),
 `depthwise3x3` (the fast depthwise 3x3, its fused speed variant, its Helium and int4 kernels), `line` (the fast
 1-D depthwise convolution), `depthwise_kxk` (the fast depthwise convolution of any other window: 5x5, 7x7,
-strides, dilations).
+strides, dilations), `s16` (the fast TFLite 16x8 convolution and depthwise convolution: int32 sums where the
+layer proves them exact).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from edgec.ops.conv import depthwise3x3, depthwise_kxk, im2col, line, reference, rgb3x3
+from edgec.ops.conv import depthwise3x3, depthwise_kxk, im2col, line, reference, rgb3x3, s16
 from edgec.ops.conv.importers import (conv_from, import_batch_normalization, import_conv, import_conv_transpose,
                                       import_tflite_conv, import_tflite_transpose_conv, spatial, window)
 from edgec.ops.conv.twins import (EQUALIZE, conv2d_s8, conv2d_s16, depthwise_conv2d_s8, depthwise_conv2d_s16,
@@ -53,7 +54,7 @@ OPS = [
 ]
 # rgb3x3 before window4 among the fast convolution's variants (declared fastest first)
 KERNELS = (reference.KERNELS + im2col.KERNELS[:1] + rgb3x3.KERNELS + im2col.KERNELS[1:] + depthwise3x3.KERNELS
-           + line.KERNELS + depthwise_kxk.KERNELS)
+           + line.KERNELS + depthwise_kxk.KERNELS + s16.KERNELS)
 
 ONNX = {"Conv": import_conv, "ConvTranspose": import_conv_transpose,
         "BatchNormalization": import_batch_normalization}
