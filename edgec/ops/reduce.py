@@ -48,7 +48,8 @@ def quantize_reduce(op: Op, ins: list[Tensor], out: Tensor) -> None:
     code = REDUCE_KINDS["sum" if kind == "mean" else kind]
     op.params.update(outer=a["outer"], n=n, inner=a["inner"], kind=code, select_last=a["select_last"],
                      input_zp=x.zero_point, mult=mult, shift=shift, output_zp=out.zero_point,
-                     act_min=-128, act_max=127)
+                     act_min=-32768 if out.dtype == "int16" else -128,       # an int16 mean (16x8): int16's range
+                     act_max=32767 if out.dtype == "int16" else 127)
 
 
 def mean_of(name: str, x: str, out: str, outer: int, n: int, inner: int) -> Op:
