@@ -10,9 +10,9 @@ in int16 as an int16 tensor (dtype "int16"), and every op writing one on its int
   a Gelu between a DequantizeLinear and the next QuantizeLinear, in float on the int16 values: int16 is the grid
   closest to it);
 - an int8 operand of an int16 op is converted up, an int16 operand of an int8 op down (the `requantize` op);
-- a grouped convolution (no 16x8 kernel) runs as one conv2d over block-diagonal weights: the same integers and
-  sums (the zeros add nothing), groups times the multiplications;
-- an op kind with no 16x8 kernel refuses the build in one line naming every such node.
+- an op whose family says it runs so (`Int16.qdq`, edgec/ops/opdef.py) runs on its 16x8 kernel, as the family
+  rewrites it (`Int16.as16`: a grouped convolution as one convolution over block-diagonal weights, the same sums);
+- any other op there refuses the build in one line naming every such node.
 
 Grids: TFLite's 16x8 kernels take int16 zero point 0. A file's int16 grid with zero point 0 is taken as it is
 (its own scale). ONNX Runtime's default QInt16 is asymmetric (zero points such as -29758); edgec then runs the
@@ -24,18 +24,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
-
 from edgec.errors import EdgecError
 from edgec.ir import GraphBuilder, Op
 from edgec.ops.convert import KIND as CONVERT
-from edgec.ops.kernel import INT16
-from edgec.ops.registry import REFERENCES, REGISTRY
-
-# op kinds an int16 QDQ tensor runs on (their 16x8 kernel and an int16 quantizer for an ONNX op); group_conv2d
-# as a block-diagonal conv2d
-KINDS16 = frozenset({"transpose", "remap", "reshape", "flatten", "concat", "lut", "max_pool", "avg_pool", "conv2d",
-                     "depthwise_conv2d", "group_conv2d", "fully_connected", "add", "softmax", "reduce", CONVERT})
+from edgec.ops.registry import REGISTRY
 
 
 def grid16(scale: float, zero_point: int) -> tuple[float, int]:
@@ -71,8 +63,9 @@ def widen(g: GraphBuilder, values: set[str]) -> None:
         g.retensor(name, dtype="int16")
     ops = []
     for op in g.ops:
-        if op.kind == "group_conv2d" and op.output in wide:
-            op = _block_diagonal(op)
+        as16 = REGISTRY[op.kind].int16.as16 if REGISTRY[op.kind].int16 is not None else None
+        if as16 is not None and op.output in wide:
+            op = as16(op)
         want16 = op.output in wide
         ins = []
         for i in op.inputs:
@@ -85,14 +78,9 @@ def widen(g: GraphBuilder, values: set[str]) -> None:
 
 
 def _runs16(op: Op) -> bool:
+    """Whether the op may run in 16x8 from a QDQ file (its family's Int16.qdq) or is a view."""
     d = REGISTRY[op.kind]
-    if op.kind not in KINDS16 or not (d.alias or (op.kind, INT16) in REFERENCES or op.kind == "group_conv2d"):
-        return False
-    if op.kind == "lut":
-        return op.attrs.get("count", 1) == 1
-    if op.kind == "reduce":
-        return op.attrs.get("how") in ("mean", "sum", "max", "min")
-    return True
+    return d.alias or (d.int16 is not None and d.int16.qdq is not None and d.int16.qdq(op))
 
 
 def _convert(g: GraphBuilder, ops: list, name: str, dtype: str) -> str:
@@ -103,15 +91,3 @@ def _convert(g: GraphBuilder, ops: list, name: str, dtype: str) -> str:
         g.tensors[new] = type(src)(name=new, shape=src.shape, source=src.source, dtype=dtype)
         ops.append(Op(kind=CONVERT, name=f"{name} to {dtype}", inputs=(name,), output=new))
     return new
-
-
-def _block_diagonal(op: Op) -> Op:
-    """A grouped convolution as a conv2d over its block-diagonal weights (OHWI, zeros outside each group)."""
-    w, groups = np.asarray(op.attrs["weights"]), int(op.attrs["groups"])
-    oc, kh, kw, icg = w.shape
-    full = np.zeros((oc, kh, kw, icg * groups), w.dtype)
-    for o in range(oc):
-        k = o // (oc // groups)
-        full[o, :, :, k * icg:(k + 1) * icg] = w[o]
-    attrs = {k: v for k, v in op.attrs.items() if k != "groups"}
-    return replace(op, kind="conv2d", attrs={**attrs, "weights": full})

@@ -61,7 +61,7 @@ def quantize_lut16(op: Op, ins: list[Tensor], out: Tensor) -> None:
     (quantize_activation16 if "fn" in op.params else quantize_table16)(op, ins, out)
 
 
-OPS = [OpDef("lut", "elementwise", quantize_lut, float_lut, int16=Int16(quantize_lut16))]
+OPS = [OpDef("lut", "elementwise", quantize_lut, float_lut, int16=Int16(quantize_lut16, qdq=lambda op: op.attrs.get("count", 1) == 1))]
 KERNELS = [Kernel("edgec_lut_s8", ("lut",), REFERENCE, c_lut, run=run_lut), LUT16, ACTIVATION16]
 
 
