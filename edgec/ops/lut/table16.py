@@ -7,6 +7,8 @@ next interpolated over the low 7 bits. Kernel edgec_lut16_s16 (runtime_c/edgec_e
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from edgec.ir import Op, Tensor
@@ -14,6 +16,11 @@ from edgec.ops import cemit
 from edgec.ops.kernel import INT16, REFERENCE, Kernel
 from edgec.ops.opdef import CallSite
 from edgec.ops.softmax import lut16, lut16_lookup
+
+
+def as_table16(op: Op) -> Op:
+    """An ONNX `lut` op run on int16 by its table (Int16.as16; a TFLite file's own activations keep their kernel)."""
+    return dataclasses.replace(op, attrs={**op.attrs, "table16": True})
 
 
 def quantize_table16(op: Op, ins: list[Tensor], out: Tensor) -> None:
@@ -44,7 +51,8 @@ def c_lut16(op: Op, low, site: CallSite) -> str:
 
 
 def _table16(op: Op) -> bool:
-    return "table16" in op.arrays or "table16" in (op.lowering.arrays if op.lowering is not None else {})
+    """Marked by as_table16, or its table made (a graph read back from a build's artifact)."""
+    return bool(op.attrs.get("table16")) or "table16" in op.arrays
 
 
 LUT16 = Kernel("edgec_lut16_s16", ("lut",), REFERENCE, c_lut16, precision=INT16, applies=_table16,
