@@ -286,3 +286,16 @@ void edgec_activation_s16(const edgec_activation16_params *p, const int16_t *inp
         output[i] = (int16_t)edgec_clamp(y, p->act_min, p->act_max);
     }
 }
+
+void edgec_lut16_s16(const edgec_lut16_params *p, const int16_t *input, const int16_t *table, int16_t *output)
+{
+    int32_t i;
+    for (i = 0; i < p->n; ++i) {
+        const int32_t u = (int32_t)input[i] + 32768;
+        const int32_t base = table[u >> 7];
+        const int32_t d = (table[(u >> 7) + 1] - base) * (u & 0x7F) + 64;
+        /* floor(d / 128), also for d < 0 (no right shift of a negative value) */
+        const int32_t step = d >= 0 ? d / 128 : -((-d + 127) / 128);
+        output[i] = (int16_t)(base + step);
+    }
+}

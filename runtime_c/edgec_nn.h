@@ -584,6 +584,13 @@ typedef struct {
 } edgec_activation16_params;
 void edgec_activation_s16(const edgec_activation16_params *p, const int16_t *input, int16_t *output);
 
+/* An int16 function by TFLite's 513-entry int16 table (LUTPopulate<int16_t>, lut_lookup_with_interpolation):
+ * entry 256 + (x >> 7) and the next, interpolated over x's low 7 bits (edgec/ops/lut/table16.py). */
+typedef struct {
+    int32_t n;
+} edgec_lut16_params;
+void edgec_lut16_s16(const edgec_lut16_params *p, const int16_t *input, const int16_t *table, int16_t *output);
+
 /* fast: add where lut1/lut2[v + 128] is input v rescaled to the common scale (TFLite's first two
  * requantizations, done at build time); the sum is requantized with rq (bias unused; fast/edgec_add_lut.c). */
 typedef struct {

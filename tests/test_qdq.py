@@ -143,8 +143,8 @@ def test_per_tensor_weight_scales(tmp_path):
 @pytest.mark.parametrize("weight,activation,extra,per_channel,message", [
     ("QUInt8", "QUInt8", None, True, "uint8 weights"),
     ("QInt8", "QInt8", {"WeightSymmetric": False}, False, "asymmetric int8 weights"),
-    ("QInt8", "QInt16", None, True, r"node '.*' \(QuantizeLinear\): quantizes an activation to int16, and so do \d+ more .*; edgec runs "
-     "a QDQ file's activations in int8"),
+    ("QInt8", "QUInt16", None, True, r"node '.*' \(QuantizeLinear\): quantizes an activation to uint16, and so do \d+ more .*; "
+     "edgec runs a QDQ file's activations in int8 or int16"),
 ])
 def test_what_the_scheme_cannot_take_is_refused_clearly(tmp_path, weight, activation, extra, per_channel, message):
     path = ort_quantize(tmp_path, activation=activation, weight=weight, extra=extra, per_channel=per_channel,
@@ -152,21 +152,6 @@ def test_what_the_scheme_cannot_take_is_refused_clearly(tmp_path, weight, activa
     with pytest.raises(EdgecError, match=message) as err:
         loader.load_model(path)
     assert "\n" not in str(err.value) and ("DequantizeLinear" in str(err.value) or "QuantizeLinear" in str(err.value))
-
-
-def test_int16_activations_are_refused_in_one_entry(tmp_path):
-    """ONNX Runtime's A16W8 QDQ file: every int16 activation in one entry (counted, the first named), not the same
-    sentence once per QuantizeLinear cut at the error's length (the fifth hidden-corpus round's
-    ortqdq_a16w8_torch_grouped_gelu_har)."""
-    path = ort_quantize(tmp_path, activation="QInt16", samples=4)
-    model = onnx.load(str(path))
-    wide = [n.name for n in model.graph.node if n.op_type == "QuantizeLinear" and n.input[0] not in
-            {i.name for i in model.graph.initializer}]
-    with pytest.raises(EdgecError) as err:
-        loader.load_model(path)
-    assert len(wide) > 3 and str(err.value).count("to int16") == 1, str(err.value)
-    assert str(err.value).startswith(f"node '{wide[0]}' (QuantizeLinear): quantizes an activation to int16, and so do "
-                                     f"{len(wide) - 1} more QuantizeLinear node(s) ('{wide[1]}', ")
 
 
 def test_pytorch_style_fake_quantized_weights(tmp_path):
@@ -379,10 +364,10 @@ def test_per_axis_activation_scales_take_the_widest_channel(tmp_path):
 
 
 def test_every_node_in_the_way_is_named_in_one_line(tmp_path):
-    """Two int16 activation pairs, one after the other: both QuantizeLinear nodes named in the one error."""
-    a, ia = _act_qdq("a", "x", "xd", 0.01, np.int16(0))
-    b, ib = _act_qdq("b", "r", "y", 0.01, np.int16(0))
-    g = helper.make_graph(a + [helper.make_node("Relu", ["xd"], ["r"], name="relu")] + b, "int16",
+    """Two uint16 activation pairs, one after the other: both QuantizeLinear nodes named in the one error."""
+    a, ia = _act_qdq("a", "x", "xd", 0.01, np.uint16(0))
+    b, ib = _act_qdq("b", "r", "y", 0.01, np.uint16(0))
+    g = helper.make_graph(a + [helper.make_node("Relu", ["xd"], ["r"], name="relu")] + b, "uint16",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])], ia + ib)
     with pytest.raises(EdgecError) as err:

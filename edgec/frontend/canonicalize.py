@@ -26,7 +26,7 @@ import onnx
 from onnx import numpy_helper
 
 from edgec.errors import EdgecError, node_error
-from edgec.frontend import decomposed, qdq
+from edgec.frontend import decomposed, qdq, qdq16
 from edgec.frontend.fold import static_shape
 from edgec.frontend.loader import graph_inputs
 from edgec.frontend.support import CONTROL_FLOW, Problem, problems_message
@@ -90,7 +90,9 @@ class _Canonicalizer:
         for o in model.graph.output:
             self.uses.setdefault(o.name, []).append("<graph output>")
         self.qdq = qdq.info(model)            # a QDQ model's own quantization (edgec/frontend/qdq.py)
-        self.graph.fixed_qparams = {k: (float(s), int(z)) for k, (s, z) in self.qdq["activations"].items()}
+        wide = set(self.qdq.get("int16", []))      # int16 activations (ORT's A16W8): their 16x8 grids
+        self.graph.fixed_qparams = {k: qdq16.grid16(s, z) if k in wide else (float(s), int(z))
+                                    for k, (s, z) in self.qdq["activations"].items()}
         self.problems: list[Problem] = []     # nodes edgec cannot build (see _node_or_problem)
         self.poisoned: set[str] = set()       # values downstream of a problem, shape unknown
         self.done: set[int] = set()           # id() of the nodes canonicalized so far
@@ -255,6 +257,7 @@ class _Canonicalizer:
         norm.normalize_selected_rows(self.graph)    # a ViT's class token: normalized alone
         matmul.read_through_views(self.graph)    # attention's q/k/v slices and 1/sqrt(d): no copies
         movement.ensure_kernel(self)
+        qdq16.widen(self.graph, set(self.qdq.get("int16", [])))    # a QDQ file's int16 activations: 16x8
         return self.graph.finish()
 
     def _input_perm(self, value: str, shape: tuple[int, ...], n_inputs: int) -> tuple[int, ...]:

@@ -12,7 +12,8 @@ turns such a model back into the float model it describes, and remembers the qua
   [lo, hi] is what the int8 grid represents (that is the float meaning of the pair: exporters drop a
   Relu whose work the quantization's saturation does); its scale and zero point are fixed for x and
   for the pair's output: quantize takes them instead of calibrated ranges. uint8 activations are the
-  same grid shifted by 128 (zero point - 128, the same scale); int16 and other types are refused.
+  same grid shifted by 128 (zero point - 128, the same scale); int16 activations (ONNX Runtime's A16W8) are listed
+  in the metadata's "int16" and run on the 16x8 kernels (edgec/frontend/qdq16.py); uint16 and others are refused.
 - a uint8 (or int8) graph input read by DequantizeLinear (tf2onnx's image input) becomes a float input with that
   quantization fixed; the device's input port stays uint8 (the sensor's bytes), converted to int8 by a `quantize`
   op (edgec/frontend/canonicalize.py); calibration and bench data are the float values the DequantizeLinear gives.
@@ -27,7 +28,7 @@ turns such a model back into the float model it describes, and remembers the qua
 - Constant nodes (torch.onnx's scales and zero points) are taken as initializers first.
 
 What edgec's scheme cannot take is an EdgecError naming every node in its way, in one line: asymmetric or uint8
-weights (the kernels need symmetric int8 weights), 16-bit activations, per-axis activation zero points that differ. Where the
+weights (the kernels need symmetric int8 weights), uint16 activations, per-axis activation zero points that differ. Where the
 scheme fixes a quantization itself (pooling, views and data movement keep their input's, softmax
 outputs 1/256), it wins over the model's; ptq logs those tensors.
 
@@ -49,6 +50,7 @@ WEIGHT_USERS = {"Conv": 1, "ConvTranspose": 1, "Gemm": 1, "MatMul": 1}   # op ->
 CONST_CHAIN = ("Clip",)     # of constants (Brevitas's weight integers): folded here (an Identity of a constant is
 # not: ORT quantizes what it reads as an activation, asymmetric, and the canonical graph takes that pair as it is)
 INT_RANGE = {np.dtype(np.int8): (-128, 127), np.dtype(np.uint8): (0, 255)}
+WIDE_RANGE = {np.dtype(np.int16): (-32768, 32767)}   # int16 activations (ORT A16W8): the 16x8 kernels
 NIBBLE_RANGE = {"int4": (-8, 7), "uint4": (0, 15)}   # numpy_helper.to_array's (ml_dtypes) types of ONNX's INT4 / UINT4
 # (packed two per byte in the file): a constant's QuantizeLinear saturates to them
 
@@ -81,12 +83,12 @@ def strip(model: onnx.ModelProto) -> onnx.ModelProto:
     for n in g.node:
         for i in n.input:
             readers.setdefault(i, []).append(n)
-    acts, weights, clips, widened = {}, {}, [], []
+    acts, weights, clips, widened, wide16 = {}, {}, [], [], []
     nodes, inits, done = [], [], set()
     ports = _integer_inputs(g, consts, readers)
     absorbed = _absorb_per_axis(g, consts, readers)
     problems = []          # every node edgec cannot take, named in one error
-    wide: dict[str, list[tuple[str, str]]] = {}     # activations quantized to int16 (ORT's A16W8), by type
+    wide: dict[str, list[tuple[str, str]]] = {}     # activations quantized to a type edgec does not run (uint16)
     for n in g.node:
         try:
             if n.op_type == "DequantizeLinear" and n.output[0] in done:
@@ -126,6 +128,8 @@ def strip(model: onnx.ModelProto) -> onnx.ModelProto:
                 first = dqs[0].output[0]
                 for v in (x, *[r.output[0] for r in dqs]):
                     acts[v] = [scale, zp]
+                    if _wide(n, consts):
+                        wide16.append(v)
                 bounds = [f"{first}__qdq_lo", f"{first}__qdq_hi"]
                 inits += [numpy_helper.from_array(np.array(v, np.float32), b) for v, b in zip((lo, hi), bounds)]
                 name = dqs[0].name or f"{first}__qdq"
@@ -160,7 +164,7 @@ def strip(model: onnx.ModelProto) -> onnx.ModelProto:
             i.type.tensor_type.elem_type = onnx.TensorProto.FLOAT
     meta = {"activations": acts, "weights": {k: v for k, v in weights.items() if k in used}, "clips": clips,
             "integer_inputs": ports, "per_axis_absorbed": absorbed,
-            "per_axis_widened": widened}
+            "per_axis_widened": widened, "int16": wide16}
     model.metadata_props.append(onnx.StringStringEntryProto(key=META, value=json.dumps(meta)))
     return model
 
@@ -354,7 +358,7 @@ def _weight_record(n, consts, readers) -> dict:
 
 
 class WideActivation(EdgecError):
-    """An activation's QuantizeLinear to a type edgec does not run (int16, uint16): gathered into one entry."""
+    """An activation's QuantizeLinear to a type edgec does not run (uint16): gathered into one entry."""
 
     def __init__(self, dtype: str, node: str, op_type: str = "QuantizeLinear"):
         super().__init__(f"node '{node}' ({op_type}) quantizes an activation to {dtype}")
@@ -366,8 +370,8 @@ def _wide_problem(dtype: str, nodes: list[tuple[str, str]]) -> str:
     shown = ", ".join(f"'{v}'" for v, _ in rest[:3]) + (f" and {len(rest) - 3} more" if len(rest) > 3 else "")
     more = f", and so do {len(rest)} more QuantizeLinear node(s) ({shown})" if rest else ""
     return (f"node '{nodes[0][0]}' ({nodes[0][1]}): quantizes an activation to {dtype}{more}; edgec runs a QDQ file's "
-            "activations in int8: quantize with activation_type QInt8 or QUInt8, or give edgec the float model "
-            "(--int16 NODE runs chosen layers in 16x8)")
+            "activations in int8 or int16 (16x8): quantize with activation_type QInt8, QUInt8 or QInt16, or give edgec "
+            "the float model")
 
 
 def _activation_q(n, consts) -> tuple[float, int, float, float]:
@@ -379,15 +383,21 @@ def _activation_q(n, consts) -> tuple[float, int, float, float]:
                          "zero points that differ; edgec quantizes activations per tensor")
     if s.size != 1:      # NNCF's depthwise inputs: one grid, the widest channel's (its step covers every channel)
         s, zp = np.asarray(s.max(), np.float32), np.asarray(zp.reshape(-1)[0])
-    if zp.dtype not in INT_RANGE:
+    if zp.dtype not in INT_RANGE and zp.dtype not in WIDE_RANGE:
         raise WideActivation(str(zp.dtype), n.name or n.input[0], n.op_type)
-    qmin, qmax = INT_RANGE[zp.dtype]
+    qmin, qmax = {**INT_RANGE, **WIDE_RANGE}[zp.dtype]
     z = int(zp.reshape(()))
     scale = float(s.reshape(()))
     if not scale > 0:
         raise EdgecError(f"node '{n.name}' (QuantizeLinear): scale {scale} is not positive")
     lo, hi = float(np.float32((qmin - z) * np.float32(scale))), float(np.float32((qmax - z) * np.float32(scale)))
     return scale, z - 128 if zp.dtype == np.uint8 else z, lo, hi
+
+
+def _wide(n, consts) -> bool:
+    """An activation's QuantizeLinear to int16 (ONNX Runtime's A16W8)."""
+    zp = n.input[2] if len(n.input) > 2 else ""
+    return bool(zp) and np.asarray(consts[zp]).dtype in WIDE_RANGE
 
 
 def _same_q(q, dq, consts) -> bool:

@@ -117,7 +117,8 @@ def c_concat16(op: Op, low, site: CallSite) -> str:
 
 
 OPS = [OpDef("concat", "movement", quantize_concat, float_concat,
-             int16=Int16(quantize_concat16, between=lambda op: not op.attrs.get("consts")))]
+             int16=Int16(quantize_concat16, between=lambda op: not op.attrs.get("consts"),
+                         qdq=lambda op: not op.attrs.get("consts")))]
 KERNELS = [Kernel("edgec_concat_part_s8", ("concat",), REFERENCE, c_concat, run=run_concat),
            Kernel("edgec_concat_part_s16", ("concat",), REFERENCE, c_concat16, precision=INT16, run=run_concat16)]
 

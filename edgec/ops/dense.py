@@ -13,7 +13,7 @@ from edgec.errors import node_error
 from edgec.ir import NO_ACT, Op, SYNTHETIC, Tensor
 from edgec.ops import cemit, fast, matmul, movement
 from edgec.ops.kernel import FAST, HELIUM, INT4, INT16, MVE, REFERENCE, VARIANT, Kernel
-from edgec.ops.opdef import CallSite, Int16, OpDef
+from edgec.ops.opdef import CallSite, Int16, OpDef, always
 from edgec.fixedpoint.scheme import act_range, finish, finish16, finish16_b32, unpack_int4, weighted, weighted16
 from edgec.ops.conv import s16 as conv16
 from edgec.ops.conv.reference import bias32
@@ -377,7 +377,7 @@ def _macs(op: Op) -> int:
 
 OPS = [
     OpDef("fully_connected", "fully_connected", quantize_fc, float_fc, fuses_activation=True, weight_axis=0,
-          bias_correction=True, adaptive_rounding=True, macs=lambda op, out: _macs(op), int16=Int16(quantize_fc16)),
+          bias_correction=True, adaptive_rounding=True, macs=lambda op, out: _macs(op), int16=Int16(quantize_fc16, qdq=always)),
     OpDef("fully_connected_rows", "fully_connected", quantize_fc_rows, float_fc_rows, fuses_activation=True,
           weight_axis=0, macs=lambda op, out: _macs(op) * int(op.attrs.get("rows", op.params.get("rows", 1)))),
     # (no Int16 quantizer: its 16x8 kernel runs a .tflite's rows with the file's integers; `--int16` takes one row)

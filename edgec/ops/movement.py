@@ -20,7 +20,7 @@ from edgec.errors import EdgecError, node_error
 from edgec.ir import Op, Tensor
 from edgec.ops import cemit
 from edgec.ops.kernel import INT16, REFERENCE, Kernel
-from edgec.ops.opdef import CallSite, Int16, OpDef
+from edgec.ops.opdef import CallSite, Int16, OpDef, always
 from edgec.ops.tflite16 import ACTIVATIONS, check_zero_points
 
 
@@ -155,8 +155,9 @@ OPS = [     # (a reshape is a view: no kernel, its output the input's bytes, int
     OpDef("reshape", "movement", _nothing, lambda op, inputs: inputs[0], alias=True, qparams="input",
           sensitivity=False),
     OpDef("transpose", "movement", quantize_transpose, lambda op, inputs: np.transpose(inputs[0], op.attrs["perm"]),
-          qparams="input", sensitivity=False, int16=Int16(_nothing)),
-    OpDef("remap", "movement", quantize_remap, float_remap, qparams="input", int16=Int16(quantize_remap16)),
+          qparams="input", sensitivity=False, int16=Int16(_nothing, qdq=always)),
+    OpDef("remap", "movement", quantize_remap, float_remap, qparams="input",
+          int16=Int16(quantize_remap16, qdq=always)),
 ]
 KERNELS = [
     Kernel("edgec_transpose_s8", ("transpose",), REFERENCE, c_transpose, run=run_transpose, code_bytes=400),

@@ -37,6 +37,14 @@ class Int16:
     fixed_qparams: tuple[float, int] | None = None   # the int16 output's own (scale, zero point), if the kind fixes it
     between: Callable[[Op], bool] | None = None       # a kind with its own output grid (add, concat) an int16 chain
                                                       # may pass through between two int16 layers: whether this op can
+    qdq: Callable[[Op], bool] | None = None    # whether an ONNX op of the kind runs in 16x8 where a QDQ file's
+                                               # activations are int16 (edgec/frontend/qdq16.py); None: it cannot
+    as16: Callable[[Op], Op] | None = None     # the op it runs as there (a grouped conv: a block-diagonal conv2d)
+
+
+def always(op: Op) -> bool:
+    """Int16.qdq of a kind whose every ONNX op runs in 16x8."""
+    return True
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from edgec.ir import NO_ACT, Op, SYNTHETIC, Tensor
 from edgec.ops import cemit, movement
 from edgec.ops.conv import float_windows, pad_windows, spatial, window
 from edgec.ops.kernel import FAST, HELIUM, INT16, MVE, REFERENCE, Kernel
-from edgec.ops.opdef import CallSite, Int16, OpDef
+from edgec.ops.opdef import CallSite, Int16, OpDef, always
 from edgec.ops.reduce import mean_of, reduce
 from edgec.fixedpoint.scheme import act_range, act_range16
 from edgec.ops.tflite16 import activations
@@ -193,9 +193,9 @@ KERNELS = [MAX_POOL, AVG_POOL, AVG_POOL_TRUNC, GLOBAL, GLOBAL_MVE, MAX_POOL16, A
 
 OPS = [
     OpDef("max_pool", "pool", quantize_pool, float_pool, fuses_activation=True, qparams="input", row_bands="window",
-          int16=Int16(quantize_pool16)),
+          int16=Int16(quantize_pool16, qdq=always)),
     OpDef("avg_pool", "pool", quantize_pool, float_pool, fuses_activation=True, qparams="input", row_bands="window",
-          int16=Int16(quantize_pool16), own_scale=own_scale),
+          int16=Int16(quantize_pool16, qdq=always), own_scale=own_scale),
 ]
 
 

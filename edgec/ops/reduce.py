@@ -14,7 +14,7 @@ from edgec.ops import cemit, movement
 from edgec.ops.lut import emit_lut
 from edgec.ops.kernel import INT16, REFERENCE, Kernel
 from edgec.ops.tflite16 import ACTIVATIONS, check_zero_points
-from edgec.ops.opdef import CallSite, OpDef
+from edgec.ops.opdef import CallSite, Int16, OpDef
 from edgec.fixedpoint.scheme import quantize_multiplier, quantize_multiplier_one_rounding, requantize
 
 
@@ -48,7 +48,8 @@ def quantize_reduce(op: Op, ins: list[Tensor], out: Tensor) -> None:
     code = REDUCE_KINDS["sum" if kind == "mean" else kind]
     op.params.update(outer=a["outer"], n=n, inner=a["inner"], kind=code, select_last=a["select_last"],
                      input_zp=x.zero_point, mult=mult, shift=shift, output_zp=out.zero_point,
-                     act_min=-128, act_max=127)
+                     act_min=-32768 if out.dtype == "int16" else -128,       # an int16 mean (16x8): int16's range
+                     act_max=32767 if out.dtype == "int16" else 127)
 
 
 def mean_of(name: str, x: str, out: str, outer: int, n: int, inner: int) -> Op:
@@ -119,7 +120,9 @@ def _index32(op: Op) -> bool:
     return bool(op.params.get("_index32"))
 
 
-OPS = [OpDef("reduce", "reduce", quantize_reduce, float_reduce, qparams="fixed", fixed_qparams=fixed_qparams)]
+OPS = [OpDef("reduce", "reduce", quantize_reduce, float_reduce, qparams="fixed", fixed_qparams=fixed_qparams,
+             # a QDQ file's int16 sum / mean / max / min (quantize_reduce gives int16's range; edgec_reduce_s16)
+             int16=Int16(lambda op, ins, out: None, qdq=lambda op: op.attrs["how"] in ("sum", "mean", "max", "min")))]
 KERNELS = [Kernel("edgec_reduce_s8", ("reduce",), REFERENCE, c_reduce, applies=lambda op: not _index32(op),
                   run=lambda op, inputs: reduce_s8(op.params, inputs[0])),
            Kernel("edgec_reduce_index32_s8", ("reduce",), REFERENCE, c_index32, applies=_index32,

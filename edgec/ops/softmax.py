@@ -18,7 +18,7 @@ from edgec.ir import Op, Tensor
 from edgec.ops import cemit
 from edgec.fixedpoint import gemmlowp
 from edgec.ops.kernel import INT16, REFERENCE, Kernel
-from edgec.ops.opdef import CallSite, Int16, OpDef
+from edgec.ops.opdef import CallSite, Int16, OpDef, always
 from edgec.fixedpoint.scheme import quantize_multiplier, requantize
 
 
@@ -357,7 +357,7 @@ def c_softmax_tflite16(op: Op, low, site: CallSite) -> str:
 OPS = [
     OpDef("softmax", "softmax", quantize_softmax, lambda op, ins: _float(op, ins[0], False), in_place=True,
           distribution=True, qparams="fixed", fixed_qparams=lambda op: (1.0 / 256.0, -128),
-          int16=Int16(quantize_softmax16, layer=True, fixed_qparams=(1.0 / 32768.0, 0))),
+          int16=Int16(quantize_softmax16, layer=True, fixed_qparams=(1.0 / 32768.0, 0), qdq=always)),
     OpDef("log_softmax", "softmax", quantize_log_softmax, lambda op, ins: _float(op, ins[0], True), distribution=True),
 ]
 KERNELS = [

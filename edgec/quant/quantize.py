@@ -14,6 +14,7 @@ from edgec.errors import EdgecError
 from edgec.ir import Graph, Tensor
 from edgec.ops import registry
 from edgec.ops.registry import REGISTRY
+from edgec.quant.int16 import SUFFIX
 from edgec.fixedpoint.scheme import MultiplierRangeError, qparams16, qparams_from_range
 
 
@@ -31,7 +32,8 @@ def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: 
     def from_range(name: str) -> Tensor:
         t = tensors[name]
         own = input_grid(graph, name) if name in graph.inputs else view_grid(graph, name)
-        if own is not None and (t.dtype != "int16" or t.name in graph.inputs):   # (--int16 on a QDQ tensor:
+        if own is not None and (t.dtype != "int16" or t.name in graph.inputs or not t.name.endswith(SUFFIX)):
+            # (a QDQ file's int16 tensor: its 16x8 grid, edgec/frontend/qdq16.py; --int16 on a QDQ tensor:
             shift = 128 if t.dtype == "uint8" else 0     # int16 wins; an int16 input is an audio front end's 2^-15
             # grid, edgec/ops/signal/mfcc_onnx.py; a uint8 input port: the same grid, its zero point 128 higher)
             return _set(tensors, t, float(own[0]), int(own[1]) + shift)
@@ -128,8 +130,13 @@ def own_scales(graph: Graph, ranges: dict[str, tuple[float, float]]) -> Graph:
     for op in graph.ops:
         d, src, out = REGISTRY[op.kind], t[op.inputs[0]] if op.inputs else None, t[op.output]
         new = None
-        if d.own_scale is None or src is None or not out.dtype == src.dtype == "int8":
+        if d.own_scale is None or src is None or out.dtype != src.dtype or out.dtype not in ("int8", "int16"):
             pass
+        elif out.dtype == "int16":        # a QDQ file's int16 mean (edgec/frontend/qdq16.py): the file's grid
+            og, ig = view_grid(graph, out.name), view_grid(graph, src.name)
+            if og is not None and not out.name.endswith(SUFFIX) and (ig is not None or src.source in ranges):
+                new = d.own_scale(op, ranges[src.source] if ig is None else _grid_range16(*ig),
+                                  _grid_range16(*og), given=True)
         elif src.source in ranges and out.source in ranges and not ({src.source, out.source} & set(fixed)):
             new = d.own_scale(op, ranges[src.source], ranges[out.source])
         elif None not in (grids := (view_grid(graph, src.name), view_grid(graph, out.name))) \
@@ -143,6 +150,11 @@ def own_scales(graph: Graph, ranges: dict[str, tuple[float, float]]) -> Graph:
 def _grid_range(scale: float, zero_point: int) -> tuple[float, float]:
     """The float range an int8 grid spans."""
     return float(scale) * (-128 - int(zero_point)), float(scale) * (127 - int(zero_point))
+
+
+def _grid_range16(scale: float, zero_point: int) -> tuple[float, float]:
+    """The float range a symmetric int16 grid spans."""
+    return -32767 * float(scale), 32767 * float(scale)
 
 
 def _set(tensors: dict[str, Tensor], t: Tensor, scale: float, zero_point: int) -> Tensor:

@@ -17,7 +17,7 @@ from onnxruntime import quantization as q
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import manifest  # noqa: E402
 
-# name: (kind, float model of the corpus, per_channel, activation type)
+# name: (kind, float model of the corpus, per_channel, activation type[, quantize_static extra_options])
 MODELS = {
     "ortqdq_torch_kws_transformer": ("transformer", "torch_kws_transformer", True, q.QuantType.QInt8),
     # the hidden-corpus round: uint8 activations and per-tensor weights (GroupNorm, PReLU, Hardsigmoid), and a
@@ -26,11 +26,16 @@ MODELS = {
     "ortqdq_torch_hardswish_detector": ("detection", "torch_hardswish_detector_op11", False, q.QuantType.QInt8),
     # the fifth round: int16 activations (A16W8; ONNX Runtime writes com.microsoft Q/DQ nodes below opset 21)
     "ortqdq_a16w8_torch_grouped_gelu_har": ("har", "torch_grouped_gelu_har_op20", True, q.QuantType.QInt16),
+    # round h44: int16 activations with ActivationSymmetric (zero points 0: the 16x8 kernels take the file's own
+    # scales) on a residual image CNN (Conv, Relu, Add, GlobalAveragePool, Gemm)
+    "ortqdq_a16w8_sym_torch_resnet8_cifar": ("classification", "torch_resnet8_cifar", True, q.QuantType.QInt16,
+                                             {"ActivationSymmetric": True}),
 }
 
 
 def export(name: str) -> None:
-    kind, source, per_channel, activations = MODELS[name]
+    kind, source, per_channel, activations, *extra = MODELS[name]
+    extra = extra[0] if extra else {}
     src = manifest.CORPUS / source
     calib = np.load(src / "calib.npz")["x"].astype(np.float32)
     model = onnx.load(str(src / "model.onnx"))
@@ -49,14 +54,17 @@ def export(name: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / "model.onnx"
     q.quantize_static(str(src / "model.onnx"), str(out), Reader(), quant_format=q.QuantFormat.QDQ,
-                      per_channel=per_channel, activation_type=activations, weight_type=q.QuantType.QInt8)
+                      per_channel=per_channel, activation_type=activations, weight_type=q.QuantType.QInt8,
+                      extra_options=extra)
     shutil.copyfile(src / "calib.npz", folder / "calib.npz")
     entry = manifest.load()[source]
     manifest.record(name, kind, out, {"made_by": "scripts/corpus/export_ort_qdq.py",
                                       "architecture": f"tests/corpus/{source} (float)",
                                       "exporter": f"onnxruntime {onnxruntime.__version__} quantize_static (QDQ, "
                                       f"{'per-channel' if per_channel else 'per-tensor'} int8 weights, "
-                                      f"{activations.name} activations, calibrated on {source}/calib.npz)"},
+                                      f"{activations.name} activations"
+                                      f"{''.join(f', {k}={v}' for k, v in extra.items())}, "
+                                      f"calibrated on {source}/calib.npz)"},
                     entry["license"], out.stat().st_size <= 700_000, f"python scripts/corpus/export_ort_qdq.py --only {name}")
     print(f"{name}: {out.stat().st_size:,} bytes")
 

@@ -70,3 +70,21 @@ def test_reduce_mean_four_values_a_pass(ck, n):
                                 ptr(x16), ptr(out16))
         assert np.array_equal(out16, reduce.reduce_s8(dict(p, input_zp=0, output_zp=0, act_min=-32768,
                                                            act_max=32767), x16, np.int16))
+
+
+def test_an_int16_mean_clamps_to_int16_not_int8(ck):
+    """quantize_reduce of an int16 mean (a QDQ file's 16x8 ReduceMean, TFLite's 16x8 MEAN) gives int16's clamp:
+    it clamped to [-128, 127] whatever the output type, so every int16 mean outside it came out saturated."""
+    from edgec.ir import Tensor
+    x_t = Tensor("x", (1, 1, 8, 16), "x", 1 / 4096, 0, dtype="int16")
+    out_t = Tensor("m", (1, 1, 1, 16), "m", 1 / 8192, 0, dtype="int16")
+    op = reduce.mean_of("pool", "x", "m", 1, 8, 16)
+    reduce.quantize_reduce(op, [x_t], out_t)
+    assert (op.params["act_min"], op.params["act_max"]) == (-32768, 32767)
+    x = np.random.default_rng(11).integers(-12000, 12000, 8 * 16).astype(np.int16)
+    mean = x.astype(np.float64).reshape(8, 16).mean(0) * 2       # on the output's grid (half the step)
+    got = reduce.reduce_s8(op.params, x, np.int16)
+    assert np.abs(got.astype(np.float64) - mean).max() <= 1 and np.abs(got).max() > 127
+    out = np.zeros(16, np.int16)
+    ck.lib.edgec_reduce_s16(ctypes.byref(make("edgec_reduce_params", op.params)), ptr(x), ptr(out))
+    assert np.array_equal(out, got)

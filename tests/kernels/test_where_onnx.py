@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import onnx
+import onnx.numpy_helper
 from onnx import helper
 
 from conftest import check_generated_c, make_model
@@ -125,3 +127,26 @@ def test_torch_where_on_cortex_m4_equals_its_reference(tmp_path):
     d = np.load(DATA / "torch_where_data.npz")
     r = bench_report(path, d["calib"], d["x"], tmp_path)
     assert r["agreement"]["device_vs_reference"] == 1.0 and r["samples"] == len(d["x"])
+
+
+@pytest.mark.sweep        # ~20 s (a qemu-cortex-m4 firmware)
+def test_a_bool_graph_output_crosses_the_serial_link(tmp_path):
+    """A model whose output is a comparison's bool mask (Gemm -> Greater): `edgec build --board qemu-cortex-m4` and
+    `edgec bench` take its 0/1 bytes over the link; the device equals the reference on every sample and the masks
+    equal onnxruntime's (checked for issue 29's round h44: it worked, this keeps it so)."""
+    from conftest import bench_report
+
+    rng = np.random.default_rng(4)
+    inits = [onnx.numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in
+             [("w", rng.standard_normal((8, 6))), ("b", rng.standard_normal(6) * 0.1), ("zero", np.array(0.0))]]
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["h"], name="fc"),
+             helper.make_node("Greater", ["h", "zero"], ["y"], name="gt")]
+    g = helper.make_graph(nodes, "gt", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 8])],
+                          [helper.make_tensor_value_info("y", onnx.TensorProto.BOOL, [1, 6])], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    path = tmp_path / "gt.onnx"
+    onnx.save(model, str(path))
+    x = rng.standard_normal((10, 8)).astype(np.float32)
+    r = bench_report(path, rng.standard_normal((32, 8)).astype(np.float32), x, tmp_path)
+    assert r["agreement"]["device_vs_reference"] == 1.0 and r["samples"] == len(x)
+    assert r["error"]["device"]["max_abs"] == 0.0

@@ -23,7 +23,7 @@ from edgec.ops.binary.mul import MUL_BCAST
 from edgec.ops.lut import emit_lut, is_table
 from edgec.ops.movement import RANK, offsets
 from edgec.ops.kernel import FAST, HELIUM, MVE, REFERENCE, Kernel
-from edgec.ops.opdef import CallSite, Int16, OpDef
+from edgec.ops.opdef import CallSite, Int16, OpDef, always
 from edgec.fixedpoint.scheme import act_range, qparams_from_range, quantize_multiplier, requantize
 
 
@@ -283,7 +283,7 @@ KERNELS = [ADD, BINARY, ADD_LUT, ADD_LUT_MVE, ADD16, BINARY16, MUL_BCAST]
 
 OPS = [
     OpDef("add", "elementwise", quantize_add, float_add, in_place=True, fuses_activation=True,
-          row_bands="elementwise", int16=Int16(quantize_add16, between=lambda op: True)),
+          row_bands="elementwise", int16=Int16(quantize_add16, between=lambda op: True, qdq=always)),
     OpDef("binary", "elementwise", quantize_binary, float_binary, fuses_activation=True,
           int16=Int16(quantize_binary16)),
 ]

@@ -21,6 +21,7 @@ from edgec.ops import cemit, movement
 from edgec.ops.kernel import REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, Int16, OpDef
 from edgec.ops.lut.int16 import ACTIVATION16, int16_or, quantize_activation16
+from edgec.ops.lut.table16 import LUT16, as_table16, quantize_table16
 
 
 def quantize_lut(op: Op, ins: list[Tensor], out: Tensor) -> None:
@@ -55,8 +56,15 @@ def c_lut(op: Op, low, site: CallSite) -> str:
     return cemit.with_params("edgec_lut_params", op.params, call)
 
 
-OPS = [OpDef("lut", "elementwise", quantize_lut, float_lut, int16=Int16(quantize_activation16))]
-KERNELS = [Kernel("edgec_lut_s8", ("lut",), REFERENCE, c_lut, run=run_lut), ACTIVATION16]
+def quantize_lut16(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    """An int16 `lut`: a TFLite 16x8 file's activation (its importer's params) or, marked by `as_table16` (a QDQ
+    file's int16 ONNX activation), a 513-entry table."""
+    (quantize_table16 if op.attrs.get("table16") else quantize_activation16)(op, ins, out)
+
+
+OPS = [OpDef("lut", "elementwise", quantize_lut, float_lut, int16=Int16(quantize_lut16, qdq=lambda op: op.attrs.get("count", 1) == 1,
+                                                                     as16=as_table16))]
+KERNELS = [Kernel("edgec_lut_s8", ("lut",), REFERENCE, c_lut, run=run_lut), LUT16, ACTIVATION16]
 
 
 def is_table(op) -> bool:
