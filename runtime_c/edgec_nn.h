@@ -346,6 +346,17 @@ static inline int32_t edgec_depthwise_conv2d_kxk_s8_get_buffer_size(const edgec_
 {
     return 0 * p->c;
 }
+/* `--optimize speed` (fast/edgec_depthwise_conv2d_kxk_tile.c; the same constants): per group of 4 channels the input
+ * rows widened into a tile of int16 records, then the window rows inside the image with no edge test, 5-tap rows
+ * unrolled; the group's accumulators requantized channel by channel. */
+void edgec_depthwise_conv2d_kxk_tile_s8(const edgec_depthwise_conv2d_kxk_params *p, const int8_t *input,
+                                        const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
+                                        int8_t *output);
+/* the tile (8 bytes a column of every input row, the columns the windows span), then 16 bytes an output pixel */
+static inline int32_t edgec_depthwise_conv2d_kxk_tile_s8_get_buffer_size(const edgec_depthwise_conv2d_kxk_params *p)
+{
+    return 8 * p->in_h * ((p->out_w - 1) * p->stride_w + (p->k_w - 1) * p->dil_w + 1) + 16 * p->out_h * p->out_w;
+}
 
 /* ================================================================ fully connected
  * edgec_fully_connected.c: weights [out_features][in_features] (int4: packed two per byte), bias/mult/shift per

@@ -5,7 +5,7 @@ exists only in the Arm build (tests/kernels/test_fast_sweep.py runs the same ker
 model with awkward shapes goes through the real firmware, bit for bit with the NumPy reference: the fused kernel at
 stride 1 on an 11x11 image (5 output pairs a row, an odd count, and a lone last output), at stride 2 to 6x6 (3
 pairs), the small kernel at stride 1 on 6x6 with 80 channels (the assembly), at stride 2 to 3x3 (its C), and the
-fused kernel at stride 1 on the 3x3 image (one pair and a lone output)."""
+fused kernel at stride 1 on the 3x3 image (one pair and a lone output); the kxk kernel's tile variant on 5x5 layers."""
 from __future__ import annotations
 
 import numpy as np
@@ -80,5 +80,33 @@ def test_small_kernel_odd_output_rows_on_the_emulated_cortex_m4(tmp_path):
     report = api.build(path, tmp_path / "calib.npz", "qemu-cortex-m4", out, tuning_log=tmp_path / "none.json")
     text = (out / "model" / f"{report['model']}.c").read_text()
     assert text.count("edgec_depthwise_conv2d_3x3_small_s8(") == 3
+    r = api.bench(out, tmp_path / "test.npz")
+    assert r["samples"] == 8 and r["agreement"]["device_vs_reference"] == 1.0
+
+
+@pytest.mark.sweep
+def test_kxk_tile_on_the_emulated_cortex_m4(tmp_path):
+    """The 5x5 depthwise layers on the kxk kernel's tile variant (edgec/ops/conv/depthwise_kxk.py; its unrolled 5-tap
+    rows exist only in the DSP build, which the host sweep runs with emulated intrinsics): stride 1 on a 7x5 image,
+    stride 2 down to 4x3, then stride 1 on that 4x3 image (every window wider and taller than the image), 16
+    channels, bit for bit with the NumPy reference on the emulated SoC."""
+    rng = np.random.default_rng(13)
+    inits = {f"d{i}": rng.normal(0, .2, (16, 1, 5, 5)).astype(np.float32) for i in (1, 2, 3)}
+    dw = dict(kernel_shape=[5, 5], pads=[2, 2, 2, 2], group=16)
+    nodes = [helper.make_node("Conv", ["x", "d1"], ["a"], **dw),
+             helper.make_node("Relu", ["a"], ["b"]),
+             helper.make_node("Conv", ["b", "d2"], ["c"], strides=[2, 2], **dw),
+             helper.make_node("Relu", ["c"], ["d"]),
+             helper.make_node("Conv", ["d", "d3"], ["y"], **dw)]
+    model = make_model(nodes, ("x", [1, 16, 7, 5]), ("y", [1, 16, 4, 3]), inits)
+    onnx.checker.check_model(model)
+    path = tmp_path / "dw5.onnx"
+    onnx.save(model, path)
+    np.savez(tmp_path / "calib.npz", x=rng.normal(0, 1, (64, 16, 7, 5)).astype(np.float32))
+    np.savez(tmp_path / "test.npz", x=rng.normal(0, 1, (8, 16, 7, 5)).astype(np.float32))
+    out = tmp_path / "build"
+    report = api.build(path, tmp_path / "calib.npz", "qemu-cortex-m4", out, tuning_log=tmp_path / "none.json")
+    text = (out / "model" / f"{report['model']}.c").read_text()
+    assert text.count("edgec_depthwise_conv2d_kxk_tile_s8(") == 3
     r = api.bench(out, tmp_path / "test.npz")
     assert r["samples"] == 8 and r["agreement"]["device_vs_reference"] == 1.0

@@ -301,10 +301,11 @@ def test_line_depthwise_declines_what_it_does_not_run():
         assert low is None or low.kernel.name != "edgec_depthwise_conv2d_line_s8", (shape, k, dm, c)
 
 
-def kxk_depthwise_cases(rng, lib, n, dilated=False):
+def kxk_depthwise_cases(rng, lib, n, dilated=False, variant=GENERIC):
     """Depthwise convolutions of windows the 3x3 and 1-D kernels do not take (edgec/ops/conv/depthwise_kxk.py: MCUNet's
     5x5 and 7x7 at strides 1 and 2): 2 to 9 taps a side, strides 1 to 3 on each axis, asymmetric padding up to the
-    window (rows wholly off the image), images smaller than the window, dilations 1 to 3 with `dilated`."""
+    window (rows wholly off the image), images smaller than the window, dilations 1 to 3 with `dilated`; on the
+    generic kernel or its speed variant (tile)."""
     for _ in range(n):
         c = 4 * int(rng.integers(1, 33)) if rng.random() < 0.4 else 4 * int(rng.integers(1, 4))
         k_h, k_w = (int(v) for v in rng.integers(2, 10, size=2))
@@ -333,23 +334,27 @@ def kxk_depthwise_cases(rng, lib, n, dilated=False):
             yield False
             continue
         assert low.kernel.name == "edgec_depthwise_conv2d_kxk_s8", (low.kernel.name, p)
+        low = select.variant(op, low, variant)
         want = conv.run_conv(op, [x])
         got = run_fast(lib, low, x, out_size=want.size).reshape(want.shape)
         assert np.array_equal(got, want), p
         yield True
 
 
+@pytest.mark.parametrize("variant", [GENERIC, "tile"])
 @pytest.mark.parametrize("dilated", [False, True])
-def test_kxk_depthwise_runs_bit_exact(lib, dilated):
+def test_kxk_depthwise_runs_bit_exact(lib, dilated, variant):
     rng = np.random.default_rng(960 + dilated)
-    assert sweep(kxk_depthwise_cases(rng, lib, 200, dilated)) >= 100
+    assert sweep(kxk_depthwise_cases(rng, lib, 200, dilated, variant)) >= 100
 
 
 @pytest.mark.parametrize("shape", [(26, 26, 48, 7, 2, 0), (10, 10, 120, 5, 1, 2), (16, 16, 144, 7, 2, 0),
                                    (5, 5, 240, 7, 1, 3), (5, 5, 240, 5, 2, 2), (3, 3, 288, 7, 1, 3),
                                    (32, 32, 240, 5, 2, 0), (14, 14, 256, 7, 1, 3)])
-def test_kxk_depthwise_runs_mcunets_layers_bit_exact(lib, shape):
-    """The 5x5 and 7x7 depthwise layers of TinyEngine's MCUNet models (in_h, in_w, c, k, stride, padding)."""
+@pytest.mark.parametrize("variant", [GENERIC, "tile"])
+def test_kxk_depthwise_runs_mcunets_layers_bit_exact(lib, shape, variant):
+    """The 5x5 and 7x7 depthwise layers of TinyEngine's MCUNet models (in_h, in_w, c, k, stride, padding), on the
+    generic kernel and its tile variant."""
     in_hw, _, c, k, stride, pad = shape[0], shape[1], shape[2], shape[3], shape[4], shape[5]
     rng = np.random.default_rng(sum(shape))
     out = (in_hw + 2 * pad - k) // stride + 1
@@ -360,6 +365,31 @@ def test_kxk_depthwise_runs_mcunets_layers_bit_exact(lib, shape):
     op = weighted_op("depthwise_conv2d", p, w, *_requant(rng, c, k * k))
     low = select.fast(op)
     assert low is not None and low.kernel.name == "edgec_depthwise_conv2d_kxk_s8"
+    low = select.variant(op, low, variant)
+    want = conv.run_conv(op, [x])
+    assert np.array_equal(run_fast(lib, low, x, out_size=want.size).reshape(want.shape), want), p
+
+
+@pytest.mark.parametrize("shape", [(6, 6, 120, 1), (3, 3, 288, 1), (12, 12, 48, 2), (6, 6, 144, 2), (24, 24, 96, 2),
+                                   (5, 7, 20, 1), (1, 1, 8, 1), (2, 9, 12, 2)])
+def test_kxk_tile_runs_mobilenet_v3s_5x5_layers_bit_exact(lib, shape):
+    """The 5x5 depthwise layers of MobileNetV3-small, LCNet, TinyNet and MNASNet (padding 2: windows that reach
+    past every edge, 3x3 images inside every window) and odd sizes (a 1x1 image, rows off the image only), on the
+    tile variant, offered where the core has the Arm DSP extension (and chosen there by `--optimize speed`)."""
+    in_h, in_w, c, stride = shape
+    rng = np.random.default_rng(sum(shape) + 7)
+    out_h, out_w = (in_h + 4 - 5) // stride + 1, (in_w + 4 - 5) // stride + 1
+    win = dict(k_h=5, k_w=5, stride_h=stride, stride_w=stride, dil_h=1, dil_w=1, pad_top=2, pad_left=2,
+               out_h=out_h, out_w=out_w)
+    p = _conv_params(rng, in_h, in_w, c, c, win)
+    x, w = i8(rng, (in_h, in_w, c)), i8(rng, (5, 5, c))
+    x[0, 0, :] = -128
+    x[-1, -1, :] = 127
+    op = weighted_op("depthwise_conv2d", p, w, *_requant(rng, c, 25))
+    low = select.select(op, select.Options(dsp=True))
+    assert low.kernel.name == "edgec_depthwise_conv2d_kxk_tile_s8" and low.extra_bytes == 0
+    assert select.select(op, select.Options(dsp=False)).kernel.name == "edgec_depthwise_conv2d_kxk_s8"
+    assert select.select(op, select.Options(dsp=True, optimize="size")).kernel.name == "edgec_depthwise_conv2d_kxk_s8"
     want = conv.run_conv(op, [x])
     assert np.array_equal(run_fast(lib, low, x, out_size=want.size).reshape(want.shape), want), p
 

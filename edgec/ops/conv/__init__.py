@@ -9,8 +9,8 @@ int8, 16x8, int4), `im2col` (the fast convolution, runtime_c/fast/, its speed va
 pointwise and blocked, its Helium and int4 kernels), `rgb3x3` (its variant for 3-channel 3x3 first layers),
 `depthwise3x3` (the fast depthwise 3x3, its fused speed variant, its Helium and int4 kernels), `line` (the fast
 1-D depthwise convolution), `depthwise_kxk` (the fast depthwise convolution of any other window: 5x5, 7x7,
-strides, dilations), `s16` (the fast TFLite 16x8 convolution and depthwise convolution: int32 sums where the
-layer proves them exact).
+strides, dilations; its tile speed variant), `s16` (the fast TFLite 16x8 convolution and depthwise convolution:
+int32 sums where the layer proves them exact).
 """
 from __future__ import annotations
 

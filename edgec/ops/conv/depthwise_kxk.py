@@ -1,14 +1,16 @@
 """The fast depthwise convolution of any window (runtime_c/fast/edgec_depthwise_conv2d_kxk.c): MCUNet's 5x5 and 7x7
 layers at strides 1 and 2, and every 2-D window, stride, dilation and padding the depthwise 3x3 kernel
 (depthwise3x3.py) and the 1-D kernel (line.py) do not take, as a kernel record; before it, such layers fell to the
-reference kernel (about 15 instructions per MAC on qemu-cortex-m4)."""
+reference kernel (about 15 instructions per MAC on qemu-cortex-m4). Its `--optimize speed` variant, `tile`
+(runtime_c/fast/edgec_depthwise_conv2d_kxk_tile.c), runs the same constants on the input widened once per group of 4
+channels into a scratch tile: MobileNetV3's and EfficientNet's 5x5 layers on small images."""
 from __future__ import annotations
 
 import numpy as np
 
 from edgec.ir import Op
 from edgec.ops import cemit, fast
-from edgec.ops.kernel import FAST, Kernel
+from edgec.ops.kernel import DSP, FAST, VARIANT, Kernel
 
 STRUCT = "edgec_depthwise_conv2d_kxk_params"
 FIELDS = ("in_h", "in_w", "out_h", "out_w", "k_h", "k_w", "stride_h", "stride_w", "dil_h", "dil_w", "pad_top",
@@ -39,4 +41,15 @@ def lower_kxk(op: Op):
 KXK = Kernel("edgec_depthwise_conv2d_kxk_s8", ("depthwise_conv2d",), FAST, cemit.fast_weighted, lower=lower_kxk,
              struct=STRUCT)
 
-KERNELS = [KXK]
+
+def same_constants(op: Op, base):
+    """The tile variant reads the generic lowering's constants as they are (no flash added)."""
+    return base.params, base.arrays
+
+
+# code the variant links in beside the generic kernel (arm-none-eabi-gcc -O2, Cortex-M4: its file's text); offered
+# on cores with the Arm DSP extension (its portable path is correct everywhere, not measured faster there)
+TILE = Kernel("edgec_depthwise_conv2d_kxk_tile_s8", ("depthwise_conv2d",), VARIANT, cemit.fast_weighted, base=KXK,
+              variant="tile", isa=DSP, lower=same_constants, struct=STRUCT, code_bytes=1600)
+
+KERNELS = [KXK, TILE]
