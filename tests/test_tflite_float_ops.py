@@ -51,6 +51,16 @@ def test_batch_matmul_by_a_constant_broadcast_over_the_batch(tmp_path):
     _check(tmp_path, (1, 2, 3, 5), ts, [Node("BATCH_MATMUL", [0, 1], 2, ("BatchMatMulOptions", {"AdjY": True}))], 2)
 
 
+def test_a_grouped_conv2d(tmp_path):
+    """A float CONV_2D whose filters read 2 of the input's 6 channels (Keras Conv2D(groups=3)) is an ONNX Conv of
+    group 3 (it was written with group 1: an invalid model)."""
+    w = np.random.default_rng(2).standard_normal((9, 3, 3, 2)).astype(np.float32)
+    ts = [T((9, 3, 3, 2), [], [], F32, data=w), T((1, 5, 5, 9), [], [], F32)]
+    nodes = [Node("CONV_2D", [0, 1, -1], 2, ("Conv2DOptions", {"Padding": 0, "StrideH": 1, "StrideW": 1,
+                                                                  "DilationHFactor": 1, "DilationWFactor": 1}))]
+    _check(tmp_path, (1, 5, 5, 6), ts, nodes, 2)
+
+
 RESIZES = [(kind, align, half) for kind in ("RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR")
            for align, half in ((False, False), (True, False), (False, True))]
 

@@ -64,4 +64,25 @@ def transpose_conv_case(rng, name, extreme=False):
     return Case(name, tensors, [Node("TRANSPOSE_CONV", ins, len(tensors) - 1, opts)], 2, len(tensors) - 1), True
 
 
+def grouped_conv_case(rng, name, extreme=False):
+    """A grouped CONV_2D (Keras Conv2D(groups=g)): filters [oc, kh, kw, ic / g], TFLite Micro's ConvPerChannel
+    taking output channels oc / g at a time from input channels ic / g at a time."""
+    g = int(rng.choice([2, 3, 4]))
+    icg, ocg = int(rng.choice([1, 2, 5, 8])), int(rng.choice([1, 3, 4]))
+    h, w, kh, kw = int(rng.integers(2, 9)), int(rng.integers(2, 9)), int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    s, padding = int(rng.integers(1, 3)), int(rng.integers(0, 2))      # SAME, VALID
+    oh, ow = ((h + s - 1) // s, (w + s - 1) // s) if padding == 0 else ((h - kh) // s + 1, (w - kw) // s + 1)
+    (xs, xz), (ys, yz) = _act(rng, extreme), _act(rng, extreme)
+    ic, oc = g * icg, g * ocg
+    wq, ws = _weights(rng, (oc, kh, kw, icg), 0, extreme)
+    if not extreme:                                        # outputs spread over the int8 range
+        ys = float(np.float32(xs * max(ws) * (kh * kw * icg) ** 0.5 * 40 * 10 ** rng.uniform(-0.5, 0.5)))
+    tensors = [T((1, h, w, ic), [xs], [xz]), T((oc, kh, kw, icg), ws, [0] * len(ws), data=wq),
+               T((oc,), [xs * v for v in ws], [0] * len(ws), INT32, _bias(rng, oc, extreme, ws)),
+               T((1, oh, ow, oc), [ys], [yz])]
+    opts = ("Conv2DOptions", dict(Padding=padding, StrideW=s, StrideH=s, DilationWFactor=1, DilationHFactor=1,
+                                  FusedActivationFunction=int(rng.choice([0, 1, 3]))))
+    return Case(name, tensors, [Node("CONV_2D", [0, 1, 2], 3, opts)], 0, 3), min(oh, ow) > 0
+
+
 MAKERS = {"batch_matmul": batch_matmul_case, "transpose_conv": transpose_conv_case}

@@ -63,7 +63,7 @@ def conv(tx, op):
         ins.append(tx.initializer(tx.const(rest[0]).reshape(-1), tx.tname(rest[0])))
     base = tx.tname(y_k)
     y = tx.node("Conv", ins, f"{base}_conv" if o.FusedActivationFunction() else base, kernel_shape=kernel,
-                strides=stride, dilations=dil, pads=pads, group=cin if depthwise else 1)
+                strides=stride, dilations=dil, pads=pads, group=cin if depthwise else cin // w.shape[1])
     tx.set(y_k, _fused(tx, y, o.FusedActivationFunction(), base), "nchw")
 
 

@@ -1,5 +1,5 @@
-"""Resize / Upsample: nearest becomes a `remap` (an index map, edgec/ops/movement.py); linear over the two spatial
-axes of an NCHW tensor a `resize_linear` (two source rows and columns and their Q10 weights per output pixel;
+"""Resize / Upsample: nearest becomes a `remap` (an index map, edgec/ops/movement.py); linear over the spatial axes
+of an NCHW tensor, or the last axis of an NCL one (one row), a `resize_linear` (two source rows and columns and their Q10 weights per output pixel;
 kernel in runtime_c/edgec_resize.c). The coordinates come from running the node itself (onnx's reference) on
 index values, so every coordinate_transformation_mode and rounding mode means what ONNX says.
 """
@@ -103,17 +103,22 @@ def import_resize(cx, node):
     if mode != "linear":
         raise node_error(node, f"Resize mode '{mode}' is not supported (nearest and linear are)")
     moved = [a for a in range(len(shape)) if not np.array_equal(coords[a], np.arange(shape[a]))]
-    if len(shape) != 4 or any(a < 2 for a in moved):
-        raise node_error(node, "linear Resize is supported over the two spatial axes of an NCHW tensor")
-    xin = cx.as_layout(x, (0, 2, 3, 1), node)
-    cy, cx_ = coords[2], coords[3]
-    y0, x0 = np.clip(np.floor(cy), 0, shape[2] - 1).astype(np.int64), np.clip(np.floor(cx_), 0, shape[3] - 1).astype(np.int64)
-    y1, x1 = np.minimum(y0 + 1, shape[2] - 1), np.minimum(x0 + 1, shape[3] - 1)
-    out = cx.new_tensor(y, (1, yshape[2], yshape[3], yshape[1]), y)
-    cx.emit("resize_linear", node, [xin], out, in_hwc=(shape[2], shape[3], shape[1]),
-            out_hwc=(yshape[2], yshape[3], yshape[1]), y0=y0, y1=y1, x0=x0, x1=x1,
-            fy=np.clip(cy - y0, 0, 1), fx=np.clip(cx_ - x0, 0, 1))
-    cx.values[y] = (out, (0, 2, 3, 1))
+    if len(shape) not in (3, 4) or shape[0] != 1 or any(a < 2 for a in moved):
+        raise node_error(node, "linear Resize is supported over the spatial axes of an NCHW or NCL tensor "
+                               "of batch 1")
+    if len(shape) == 3:     # NCL (a 1-D Upsample, mode linear): one row of an image, its columns resized
+        layout, (h, w), (oh, ow) = (0, 2, 1), (1, shape[2]), (1, yshape[2])
+        cy, cx_ = np.zeros(1), coords[2]
+    else:
+        layout, (h, w), (oh, ow) = (0, 2, 3, 1), shape[2:], yshape[2:]
+        cy, cx_ = coords[2], coords[3]
+    xin = cx.as_layout(x, layout, node)
+    y0, x0 = np.clip(np.floor(cy), 0, h - 1).astype(np.int64), np.clip(np.floor(cx_), 0, w - 1).astype(np.int64)
+    y1, x1 = np.minimum(y0 + 1, h - 1), np.minimum(x0 + 1, w - 1)
+    out = cx.new_tensor(y, (1, *([oh] if len(shape) == 4 else []), ow, yshape[1]), y)
+    cx.emit("resize_linear", node, [xin], out, in_hwc=(h, w, shape[1]), out_hwc=(oh, ow, yshape[1]),
+            y0=y0, y1=y1, x0=x0, x1=x1, fy=np.clip(cy - y0, 0, 1), fx=np.clip(cx_ - x0, 0, 1))
+    cx.values[y] = (out, layout)
 
 
 ONNX = {"Resize": import_resize, "Upsample": import_resize}

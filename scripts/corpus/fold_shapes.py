@@ -7,6 +7,12 @@ on the copy are its outputs on the file; scripts/corpus/oracles.py --tflm-copy r
 folds the same computations at import (edgec/frontend/tflite_fold.py).
 
     /work/venv-tf/bin/python scripts/corpus/fold_shapes.py IN.tflite OUT.tflite
+    /work/venv-tf/bin/python scripts/corpus/fold_shapes.py --tile-v1 IN.tflite OUT.tflite
+
+`--tile-v1` writes a copy instead whose TILE operator codes say version 1: Keras 3's UpSampling1D/2D (nearest) is a
+TILE of int8 activations marked version 3, which TF Lite 2.21's reference resolver does not register (TFLite Micro
+has no TILE at all); its tile kernel is the same for every version, so TF Lite's reference kernels run the copy
+(`scripts/corpus/oracles.py --tensorflow-lite-copy`).
 """
 from __future__ import annotations
 
@@ -58,5 +64,23 @@ def fold(src: str, dst: str) -> list[str]:
     return sorted(set(names))
 
 
+def tile_v1(src: str, dst: str) -> int:
+    from tensorflow.lite.python import schema_py_generated as schema
+
+    model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(open(src, "rb").read(), 0))
+    n = 0
+    for code in model.operatorCodes:
+        if schema.BuiltinOperator.TILE in (code.builtinCode, code.deprecatedBuiltinCode):
+            code.version, n = 1, n + 1
+    b = flatbuffers.Builder(1 << 20)
+    b.Finish(model.Pack(b), file_identifier=b"TFL3")
+    with open(dst, "wb") as f:
+        f.write(b.Output())
+    return n
+
+
 if __name__ == "__main__":
-    print("folded:", ", ".join(fold(sys.argv[1], sys.argv[2])))
+    if sys.argv[1] == "--tile-v1":
+        print("TILE operator codes marked version 1:", tile_v1(sys.argv[2], sys.argv[3]))
+    else:
+        print("folded:", ", ".join(fold(sys.argv[1], sys.argv[2])))

@@ -16,6 +16,8 @@ interpreter made them or why none could.
 
     python scripts/corpus/oracles.py [--only NAME ...] [--force]
     python scripts/corpus/oracles.py --only NAME --tflm-copy COPY.tflite     # COPY: scripts/corpus/fold_shapes.py
+    /work/venv-tf/bin/python scripts/corpus/oracles.py --only NAME --tensorflow-lite-copy COPY.tflite
+                                                         # COPY: fold_shapes.py --tile-v1 (TF Lite lacks TILE v3)
 """
 from __future__ import annotations
 
@@ -231,6 +233,8 @@ def main(argv=None) -> int:
                     help="the .tflite files TFLite Micro could not run, through TF Lite's interpreter")
     ap.add_argument("--tflm-copy", type=Path, help="with one --only NAME: TFLite Micro on this copy of its file, "
                     "its shape computations folded (scripts/corpus/fold_shapes.py), where TFLite Micro lacks one")
+    ap.add_argument("--tensorflow-lite-copy", type=Path, help="with one --only NAME: TF Lite's reference kernels on "
+                    "this copy of its file, its TILE marked version 1 (scripts/corpus/fold_shapes.py --tile-v1)")
     args = ap.parse_args(argv)
     for name, entry in manifest.load().items():
         if args.only and name not in args.only:
@@ -240,10 +244,15 @@ def main(argv=None) -> int:
         if args.tensorflow_lite:
             if entry["format"] != "tflite" or not out.is_file() or not str(np.load(out)["oracle"]).startswith("none"):
                 continue
-        elif (out.is_file() and not args.force and not args.tflm_copy) or not path.is_file():
+        elif (out.is_file() and not args.force and not args.tflm_copy and not args.tensorflow_lite_copy) \
+                or not path.is_file():
             continue
         try:
-            if args.tflm_copy:
+            if args.tensorflow_lite_copy:
+                arrays = {**tensorflow_lite_oracle(name, args.tensorflow_lite_copy, entry.get("input_range")),
+                          "oracle": "tensorflow-lite (reference kernels, on a copy whose TILE is marked version 1: "
+                          "scripts/corpus/fold_shapes.py --tile-v1)"}
+            elif args.tflm_copy:
                 arrays = {**tflite_oracle(name, args.tflm_copy), "oracle": "tflite-micro (on a copy, its shape "
                           "computations folded: scripts/corpus/fold_shapes.py)"}
             elif args.tensorflow_lite:

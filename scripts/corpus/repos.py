@@ -39,6 +39,8 @@ SILABS = ("SiliconLabs/mltk", "a071446ed509116a36afcdc4a7629e989253f262", "Zlib 
 TINY_V11 = ("mlcommons/tiny_results_v1.1", "c32ef94d19429ef1d318e9c7a60002a4bd70e11b", "Apache-2.0")
 URBAN = ("Berkya97/EdgeAssistNoiseClassifier", "5caf29550113cd949ce7bb39767461ca9275a083", NO_LICENSE)
 GAIT = ("TravisLeeTS/tinyml_gait_recognition", "8822611946b40ee968f2d3faa6a06cb5568e7254", NO_LICENSE)
+MWW = ("esphome/micro-wake-word-models", "05b65922cc433c9df13e98e32a7fe520758c837e", "Apache-2.0")
+PSOC = ("xucenying/tinyml-anomaly-psoc-c3m5", "9d02cb68622587f6cea8b43e4a656c44e25bfd8c", "Apache-2.0")
 
 # name, kind, (repository, commit, license), path in the repository, committed
 FILES = [
@@ -110,6 +112,13 @@ FILES = [
     # the fifth round: a gait / activity CNN an Arduino project deploys (full-integer PTQ, 6-axis IMU window)
     ("gh_gait_har_cnn", "har", GAIT,
      "outputs/deployment/m3_retrained_with_v2_1/selected_candidate/m3_v2_1_mixed_6ch_int8.tflite", False),
+    # the sixth round: ESPHome's microWakeWord streaming models (resource variables as ring buffers, a uint8
+    # probability out) and a bearing-fault MLP a Cortex-M33 project deploys with TFLite Micro + CMSIS-NN
+    ("mww_okay_nabu_v2", "kws", MWW, "models/v2/okay_nabu.tflite", True),
+    ("mww_hey_mycroft_v2", "kws", MWW, "models/v2/hey_mycroft.tflite", True),
+    ("mww_vad_v2", "audio-events", MWW, "models/v2/vad.tflite", True),
+    ("mww_alexa_v1", "kws", MWW, "models/alexa.tflite", True),
+    ("gh_bearing_fault_mlp", "anomaly", PSOC, "ml/model_int8.tflite", True),
 ]
 
 

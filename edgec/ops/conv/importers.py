@@ -206,7 +206,15 @@ def import_tflite_conv(tx, op):
     if depthwise and tx.tensor(x).dtype == "int16" and arrays["bias"].dtype == np.int32:
         raise tx.unsupported("an int32 bias with int16 activations (TFLite Micro's 16x8 DEPTHWISE_CONV_2D takes int64)")
     extra = {"depth_multiplier": oc // ic} if depthwise else {}
-    tx.emit("depthwise_conv2d" if depthwise else "conv2d", op, [x], out, arrays,
+    kind = "depthwise_conv2d" if depthwise else "conv2d"
+    if not depthwise and wq.shape[3] != ic:     # a grouped CONV_2D (Keras Conv2D(groups=g)): filters of ic / g
+        groups = ic // wq.shape[3]              # channels, TFLite Micro's ConvPerChannel group by group
+        if ic % wq.shape[3] or oc % groups or tx.tensor(x).dtype != "int8" or n != 1:
+            raise tx.unsupported(f"a grouped CONV_2D ({ic} input channels, filters of {wq.shape[3]}, {oc} outputs, "
+                                 f"{tx.tensor(x).dtype}, batch {n}): edgec groups int8 convolutions of batch 1 whose "
+                                 "channels divide into the groups")
+        kind, extra = "group_conv2d", {"groups": groups}
+    tx.emit(kind, op, [x], out, arrays,
             tx.act_range(op, out, o.FusedActivationFunction()), weights=w, bias=b, in_hwc=(ih, iw, ic),
             out_hwc=(oh, ow, oc), **win, **extra)
     if out != final:
