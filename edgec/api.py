@@ -176,7 +176,7 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
         if quant.method == "tflite":      # the bench's reference checks itself against TFLite Micro on this file
             shutil.copyfile(model_path, work / "model.tflite")
         else:
-            loader.copy_model(model_path, work / "model.onnx")
+            loader.copy_model(model_path, work / "model.onnx", calib_path)
         (work / "plan.json").write_text(json.dumps(dict(plan.to_json(), **memory_report.summary(graph, plan)), indent=1))
         (work / memory_report.SVG).write_text(memory_report.render_svg(graph, plan))
         report = {

@@ -387,6 +387,24 @@ def open_named_samples(path: str | Path, inputs: list[tuple[str, tuple[int, ...]
         raise
 
 
+def sample_shapes(path: str | Path) -> dict[str, tuple[int, ...]]:
+    """The shapes of a data file's sample arrays (x, x_<input name>), (N, *sample shape), from their .npy headers
+    only: what a model's dynamic input dimensions are pinned from (edgec/frontend/input_shapes.py)."""
+    path = Path(path)
+    if not path.is_file():
+        raise EdgecError(f"{path}: no such data file (expected an .npz with an array 'x')")
+    try:
+        with _open(path) as f, zipfile.ZipFile(f) as z:
+            shapes = {}
+            for name in _names(z):
+                if name == "x" or name.startswith("x_"):
+                    with z.open(f"{name}.npy") as member:
+                        shapes[name] = tuple(int(d) for d in _npy_header(member)[0])
+            return shapes
+    except Exception as exc:  # a damaged file fails in many ways (zip, zlib, the npy header's Python literal)
+        raise _unreadable(path, exc) from None
+
+
 def _npy_header(f):
     version = np.lib.format.read_magic(f)
     if version == (1, 0):

@@ -55,9 +55,11 @@ def model_name(model_path: Path) -> str:
 
 # ---- the stages -----------------------------------------------------------------------------------
 
-def load(model_path: str | Path, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> onnx.ModelProto:
-    """load: an .onnx file -> its checked, shape-inferred model (batch 1)."""
-    return loader.load_model(model_path, memory_limit)
+def load(model_path: str | Path, memory_limit: int = DEFAULT_MEMORY_LIMIT,
+         calib_path: str | Path | None = None) -> onnx.ModelProto:
+    """load: an .onnx file -> its checked, shape-inferred model (batch 1; a dynamic input axis, e.g. time, sized
+    as the calibration file's samples)."""
+    return loader.load_model(model_path, memory_limit, calib_path)
 
 
 def canonical(model: onnx.ModelProto, name: str, input_layout: str | None = None) -> Graph:
@@ -194,7 +196,7 @@ def calibrated(model_path: str | Path, calib_path: str | Path | None, options: p
     if calib_path is None and tflite_float.float_tflite(model_path):
         raise EdgecError(f"{model_path}: a float .tflite (float32, float16 or dynamic-range weights) needs a "
                          "calibration set: give --calib FILE.npz with x (N, *input shape); edgec quantizes it to INT8")
-    model = load(model_path, settings.memory_limit)
+    model = load(model_path, settings.memory_limit, calib_path)
     if calib_path is None:
         raise EdgecError(f"{model_path}: a float model needs calibration data: give --calib FILE.npz with x "
                          "(N, *input shape) (only a quantized .tflite model builds without)")

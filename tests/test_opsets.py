@@ -170,7 +170,8 @@ def _io_model(n_in, n_out, dims=(1, 4)):
 
 
 @pytest.mark.parametrize("n_in,n_out,dims,message", [
-    (1, 1, (1, "time"), r"input 'x0' has a dynamic dimension 1 \('time'\); export the model with a fixed input shape"),
+    (1, 1, (1, "time"), r"input 'x0' has a dynamic dimension 1 \('time'\); edgec takes its size from the "
+     r"calibration set: give --calib FILE.npz .*or export the model with a fixed input shape"),
 ])
 def test_what_edgec_cannot_take_is_one_clear_line(tmp_path, n_in, n_out, dims, message):
     path = save(_io_model(n_in, n_out, dims), tmp_path)

@@ -11,13 +11,17 @@ from onnx import numpy_helper, shape_inference
 from edgec.errors import EdgecError
 from edgec.limits import DEFAULT as DEFAULT_MEMORY_LIMIT, check_bytes
 from edgec.frontend import fold, functions, loop_recurrent, onnx_ml, opsets, qdq, qonnx, tflite_float, unroll
+from edgec.frontend.input_shapes import has_dynamic_axes, pin_inputs
+from edgec.frontend.input_shapes import graph_inputs  # noqa: F401  (edgec.api and others read loader.graph_inputs)
 from edgec.frontend.fold import static_shape  # noqa: F401  (edgec.api and tests read loader.static_shape)
 from edgec.ops import recurrent
 from edgec.ops.registry import SUPPORTED_OPS, TAKES_WHOLE
 
 
-def load_model(path: str | Path, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> onnx.ModelProto:
-    """Load `path`, pin a dynamic batch dimension to 1 and infer every shape; no tensor of it may need more
+def load_model(path: str | Path, memory_limit: int = DEFAULT_MEMORY_LIMIT,
+               calib: str | Path | None = None) -> onnx.ModelProto:
+    """Load `path`, pin a dynamic batch dimension to 1 and any other dynamic input dimension to the calibration
+    data file `calib`'s size (edgec/frontend/input_shapes.py) and infer every shape; no tensor of it may need more
     than memory_limit bytes (Settings.memory_limit)."""
     path = Path(path)
     if not path.exists():
@@ -29,7 +33,7 @@ def load_model(path: str | Path, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> on
     if path.stat().st_size == 0:
         raise EdgecError(f"{path}: the file is empty (expected an ONNX model)")
     if tflite_float.float_tflite(path):      # its float ONNX translation, calibrated as any float ONNX model
-        return prepare(tflite_float.to_onnx(path), path, memory_limit)
+        return prepare(tflite_float.to_onnx(path), path, memory_limit, calib)
     try:
         model = onnx.load(str(path), load_external_data=False)
     except Exception as exc:  # protobuf raises many types for garbage input
@@ -51,7 +55,7 @@ def load_model(path: str | Path, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> on
         except Exception as exc:  # dims that do not match the data, an unknown data type, ...
             raise EdgecError(f"{path}: initializer '{init.name}' is damaged ({_short(exc)}); "
                              "export the model again") from None
-    return prepare(model, path, memory_limit)
+    return prepare(model, path, memory_limit, calib)
 
 
 def _all_tensors(model: onnx.ModelProto):
@@ -78,23 +82,29 @@ def check_sizes(model: onnx.ModelProto, where, memory_limit: int = DEFAULT_MEMOR
                         "no microcontroller holds a tensor this large: make the model smaller", memory_limit)
 
 
-def copy_model(src: str | Path, dst: str | Path) -> None:
+def copy_model(src: str | Path, dst: str | Path, calib: str | Path | None = None) -> None:
     """Copy a model file; one with external data is written as a single file, a float .tflite as its float ONNX
-    translation (what the bench runs as the float model)."""
+    translation (what the bench runs as the float model), one with a dynamic input axis with the sizes `calib`
+    gave it (what was built)."""
     if tflite_float.float_tflite(src):
         onnx.save(tflite_float.to_onnx(src), str(dst))
         return
     m = onnx.load(str(src), load_external_data=False)
-    if any(i.data_location == onnx.TensorProto.EXTERNAL for i in m.graph.initializer):
+    if calib is not None and has_dynamic_axes(m):
+        m = onnx.load(str(src))
+        pin_inputs(m, src, calib)
+        onnx.save(m, str(dst))
+    elif any(i.data_location == onnx.TensorProto.EXTERNAL for i in m.graph.initializer):
         onnx.save(onnx.load(str(src)), str(dst))
     else:
         shutil.copyfile(src, dst)
 
 
 def prepare(model: onnx.ModelProto, where: str | Path = "model",
-            memory_limit: int = DEFAULT_MEMORY_LIMIT) -> onnx.ModelProto:
-    """Check a model, pin its batch dimension to 1 and infer every shape."""
-    _pin_batch(model, where)
+            memory_limit: int = DEFAULT_MEMORY_LIMIT, calib: str | Path | None = None) -> onnx.ModelProto:
+    """Check a model, pin its batch dimension to 1 and its other dynamic input dimensions from `calib` (a data file)
+    and infer every shape."""
+    pin_inputs(model, where, calib)
     model = qonnx.to_qdq(model, where)   # QONNX Quant nodes (Brevitas export_qonnx, FINN): QDQ nodes
     model = onnx_ml.lower(model, where)  # skl2onnx's classifier heads (ai.onnx.ml): ONNX operators
     _refuse_unknown_operators(model, where)
@@ -137,31 +147,6 @@ def _refuse_unknown_operators(model: onnx.ModelProto, where) -> None:
                           f"{f' and {len(ns) - 3} more' if len(ns) > 3 else ''})" for op, ns in unknown.items())
         raise EdgecError(f"{where}: operators ONNX does not define, in its default domain: {named}; edgec builds "
                          "ONNX operators")
-
-
-def graph_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
-    """The real inputs (ONNX lists initializers as inputs in old IR versions)."""
-    inits = {i.name for i in model.graph.initializer}
-    return [i for i in model.graph.input if i.name not in inits]
-
-
-def _pin_batch(model: onnx.ModelProto, path) -> None:
-    inputs = graph_inputs(model)
-    if not inputs or not model.graph.output:
-        raise EdgecError(f"{path}: the model has {len(inputs)} inputs and {len(model.graph.output)} outputs; "
-                         "edgec builds models that compute an output from an input")
-    for vi in list(inputs) + list(model.graph.output):
-        dims = vi.type.tensor_type.shape.dim
-        if vi.type.tensor_type.HasField("shape") and not dims and vi in inputs:
-            what = "input" if vi in inputs else "output"
-            raise EdgecError(f"{path}: {what} '{vi.name}' is a scalar (rank 0); edgec builds models whose input and "
-                             "output are tensors: export the model with a batch dimension (e.g. shape [1])")
-        if dims and not dims[0].HasField("dim_value"):
-            dims[0].dim_value = 1          # dynamic batch -> 1
-        for i, d in enumerate(dims):
-            if not d.HasField("dim_value") and vi in inputs:
-                raise EdgecError(f"{path}: input '{vi.name}' has a dynamic dimension {i} ('{d.dim_param}'); "
-                                 "export the model with a fixed input shape")
 
 
 def _short(exc: Exception) -> str:

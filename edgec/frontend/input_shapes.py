@@ -1,0 +1,85 @@
+"""A model's graph input shapes made static before shape inference (edgec/frontend/loader.py's `prepare`).
+
+A dynamic batch dimension (dimension 0) is pinned to 1. Every other symbolic or unknown input dimension (a
+torch.onnx export with `dynamic_axes={"x": {0: "batch", 2: "T"}}`: the time axis of an audio or 1-D model) takes
+its size from the calibration set: the sample shape of its array (`x` (N, *input shape without batch), `x_<name>`
+for one of several inputs; only the arrays' .npy headers are read, edgec/data.py `sample_shapes`). A dimension
+name shared by several inputs must get one size from all of them. Without a calibration set (`edgec inspect`), or
+when the set cannot give the size, one line names the input, the axis and its name and says what to do."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+
+from edgec import data
+from edgec.errors import EdgecError
+
+
+def graph_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
+    """The real inputs (ONNX lists initializers as inputs in old IR versions)."""
+    inits = {i.name for i in model.graph.initializer}
+    return [i for i in model.graph.input if i.name not in inits]
+
+
+def _dynamic(model: onnx.ModelProto) -> list[tuple[onnx.ValueInfoProto, int, onnx.TensorShapeProto.Dimension]]:
+    """(input, axis, dimension) of every input dimension after the batch one whose size the file does not fix."""
+    return [(vi, i, d) for vi in graph_inputs(model) for i, d in enumerate(vi.type.tensor_type.shape.dim)
+            if i > 0 and not d.HasField("dim_value")]
+
+
+def has_dynamic_axes(model: onnx.ModelProto) -> bool:
+    """An input dimension other than the batch that only the calibration set can fix."""
+    return bool(_dynamic(model))
+
+
+def _named(i: int, d) -> str:
+    return f"dimension {i} ('{d.dim_param}')" if d.dim_param else f"dimension {i} (unnamed)"
+
+
+def pin_inputs(model: onnx.ModelProto, where, calib: str | Path | None = None) -> None:
+    """Pin, in place, the batch dimension of the inputs and outputs to 1 and every other dynamic input dimension
+    to the calibration set's size along it (see the module's text)."""
+    inputs = graph_inputs(model)
+    if not inputs or not model.graph.output:
+        raise EdgecError(f"{where}: the model has {len(inputs)} inputs and {len(model.graph.output)} outputs; "
+                         "edgec builds models that compute an output from an input")
+    for vi in list(inputs) + list(model.graph.output):
+        dims = vi.type.tensor_type.shape.dim
+        if vi.type.tensor_type.HasField("shape") and not dims and vi in inputs:
+            raise EdgecError(f"{where}: input '{vi.name}' is a scalar (rank 0); edgec builds models whose input and "
+                             "output are tensors: export the model with a batch dimension (e.g. shape [1])")
+        if dims and not dims[0].HasField("dim_value"):
+            dims[0].dim_value = 1          # dynamic batch -> 1
+    dynamic = _dynamic(model)
+    if not dynamic:
+        return
+    if calib is None:
+        vi, i, d = dynamic[0]
+        raise EdgecError(f"{where}: input '{vi.name}' has a dynamic {_named(i, d)}; edgec takes its size from the "
+                         "calibration set: give --calib FILE.npz (x: N samples of the input's shape; edgec inspect "
+                         "reads it with --board), or export the model with a fixed input shape")
+    shapes = data.sample_shapes(calib)
+    sizes: dict[str, tuple[int, str, int]] = {}       # dimension name -> (size, input, axis)
+    for vi, i, d in dynamic:
+        key = "x" if len(inputs) == 1 else f"x_{vi.name}"
+        rank = len(vi.type.tensor_type.shape.dim)
+        shape = shapes.get(key)
+        if shape is None or len(shape) != rank or shape[i] < 1:
+            got = "has no array '" + key + "'" if shape is None else f"has {key} shaped {list(shape)}"
+            want = ", ".join(str(x.dim_value) if x.HasField("dim_value") else (x.dim_param or "?")
+                             for x in vi.type.tensor_type.shape.dim[1:])
+            raise EdgecError(f"{where}: input '{vi.name}' has a dynamic {_named(i, d)}, taken from the calibration "
+                             f"set, but {calib} {got}; give {key} shaped (N, {want}) with every size at least 1, or "
+                             "export the model with a fixed input shape")
+        size = int(shape[i])
+        if d.dim_param and sizes.setdefault(d.dim_param, (size, vi.name, i))[0] != size:
+            first = sizes[d.dim_param]
+            raise EdgecError(f"{where}: input '{vi.name}' {_named(i, d)} is {size} in the calibration set but input "
+                             f"'{first[1]}' dimension {first[2]} of the same name is {first[0]}; give calibration "
+                             f"arrays of one size along '{d.dim_param}', or export the model with a fixed input shape")
+        d.dim_value = size                 # (clears dim_param: one of the two)
+    for vi in model.graph.output:          # an output along the same named axis (a per-frame output)
+        for d in vi.type.tensor_type.shape.dim:
+            if d.dim_param in sizes:
+                d.dim_value = sizes[d.dim_param][0]
