@@ -111,6 +111,8 @@ def import_cast(cx, node):
     to = cx.attr(node, "to")
     if to in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16):
         return movement.alias(cx, node)
+    if to == onnx.TensorProto.BOOL and cx.graph.tensors[cx.activation(node.input[0], node)[0]].dtype == "bool":
+        return movement.alias(cx, node)         # a mask cast to bool (torch.onnx's F.hardshrink): the same bytes
     raise node_error(node, f"casting a computed tensor to {onnx.TensorProto.DataType.Name(to)} is not supported")
 
 

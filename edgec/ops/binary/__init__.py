@@ -80,9 +80,10 @@ def quantize_binary(op: Op, ins: list[Tensor], out: Tensor) -> None:
     tensors = list(ins)
     if a["const"] is not None:
         c = np.asarray(a["const"], np.float64)
-        s, zp = qparams_from_range(float(c.min()), float(c.max()))
+        s, zp = (1.0, 0) if a.get("bool_const") else qparams_from_range(float(c.min()), float(c.max()))
         const = Tensor(name="const", shape=c.shape, source="", scale=s, zero_point=zp)
-        op.arrays["const"] = np.clip(np.round(c / s) + zp, -128, 127).astype(np.int8)
+        op.arrays["const"] = (c != 0).astype(np.int8) if a.get("bool_const") else \
+            np.clip(np.round(c / s) + zp, -128, 127).astype(np.int8)      # a mask's constant: its 0 / 1 bytes
         tensors.insert(0 if a["const_first"] else 1, const)
     ta, tb = tensors
     dims = [1] * (RANK - len(out_shape(op))) + list(out_shape(op))

@@ -1,11 +1,15 @@
 """ONNX comparisons (Greater, GreaterOrEqual, Less, LessOrEqual, Equal) as the package's `binary` kind: TFLite's
-comparison arithmetic, a bool mask out (one byte, 0 or 1, never quantized) that a Where reads (edgec/ops/where.py)."""
+comparison arithmetic, a bool mask out (one byte, 0 or 1, never quantized) that a Where reads (edgec/ops/where.py).
+ONNX's boolean logic of such masks (And, Or, Xor, Not; what torch.onnx exports for F.hardshrink or a mask of two
+comparisons) is the same kind on the bool bytes: TFLite's LOGICAL_AND / LOGICAL_OR, Xor as NOT_EQUAL of two masks
+and Not as NOT_EQUAL to a constant true (as edgec/ops/binary/tflite.py reads LOGICAL_NOT)."""
 from __future__ import annotations
 
 import numpy as np
+import onnx
 
 from edgec.errors import node_error
-from edgec.ir import NO_ACT
+from edgec.ir import NO_ACT, SYNTHETIC
 from edgec.ops.movement import RANK, in_layout
 
 OPS: list = []      # no kind of its own: the kinds are the package's (__init__.py)
@@ -15,11 +19,8 @@ COMPARE = {"Greater": "greater", "GreaterOrEqual": "greater_equal", "Less": "les
            "Equal": "equal"}
 
 
-def import_compare(cx, node):
-    """Greater / Less / ... / Equal of two activations or of an activation and a constant: the binary family's
-    TFLite comparison (both operands rescaled, then compared; `common_scale`: their multipliers taken relative to
-    the larger scale, so any two grids compare), a bool output (one byte, 0 or 1, never quantized) that a Where
-    reads as its mask."""
+def _emit_mask(cx, node, op: str, bool_const: bool = False):
+    """The `binary` op `op` of node's two inputs (one may be a constant), its output a bool mask."""
     a, b = node.input
     out = node.output[0]
     yshape = tuple(cx.shape(out, node))
@@ -29,8 +30,6 @@ def import_compare(cx, node):
     if a in cx.consts and b in cx.consts:
         raise node_error(node, "both operands are constants (nothing computed at run time)")
     acts = [v for v in (a, b) if v not in cx.consts]
-    if any(cx.graph.tensors[cx.activation(v, node)[0]].dtype == "bool" for v in acts):
-        raise node_error(node, f"{node.op_type} of a bool tensor is not supported (of values)")
     full = [v for v in acts if len(cx.shape(v, node)) == r]
     perm = cx.activation(full[0], node)[1] if full else tuple(range(r))
     inputs, shapes, const, first = [], [], None, False
@@ -44,9 +43,37 @@ def import_compare(cx, node):
         shapes.append(tuple(shape[p] for p in perm))
     t = cx.new_tensor(out, tuple(yshape[p] for p in perm) or (1,), out)
     cx.graph.retensor(t, dtype="bool", scale=1.0, zero_point=0)
-    cx.emit("binary", node, inputs, t, op=COMPARE[node.op_type], a_shape=shapes[0], b_shape=shapes[1],
-            const=const, const_first=first, act=NO_ACT, common_scale=True)
+    cx.emit("binary", node, inputs, t, op=op, a_shape=shapes[0], b_shape=shapes[1],
+            const=const, const_first=first, act=NO_ACT, common_scale=True, bool_const=bool_const)
     cx.values[out] = (t, perm)
 
 
-ONNX = {k: import_compare for k in COMPARE}
+LOGIC = {"And": "logical_and", "Or": "logical_or", "Xor": "not_equal", "Not": "not_equal"}
+
+
+def import_logic(cx, node):
+    """And / Or / Xor of two bool masks or of a mask and a bool constant (stored as its 0 / 1 bytes), Not of one
+    mask (NOT_EQUAL to a stored true): one bool byte out. A value (not a comparison's mask) is refused."""
+    if node.op_type == "Not":
+        true = f"{SYNTHETIC}{node.output[0]}__true"
+        cx.consts[true] = np.array(True)
+        node = onnx.helper.make_node("Not", [node.input[0], true], list(node.output), name=node.name)
+    for v in node.input:
+        if v not in cx.consts and cx.graph.tensors[cx.activation(v, node)[0]].dtype != "bool":
+            raise node_error(node, f"{node.op_type} of a value is not supported (of comparisons' bool masks: "
+                                   "Greater, Less, Equal..., or of constants)")
+    _emit_mask(cx, node, LOGIC[node.op_type], bool_const=True)
+
+
+def import_compare(cx, node):
+    """Greater / Less / ... / Equal of two activations or of an activation and a constant: the binary family's
+    TFLite comparison (both operands rescaled, then compared; `common_scale`: their multipliers taken relative to
+    the larger scale, so any two grids compare), a bool output (one byte, 0 or 1, never quantized) that a Where
+    reads as its mask."""
+    for v in node.input:
+        if v not in cx.consts and cx.graph.tensors[cx.activation(v, node)[0]].dtype == "bool":
+            raise node_error(node, f"{node.op_type} of a bool tensor is not supported (of values)")
+    _emit_mask(cx, node, COMPARE[node.op_type])
+
+
+ONNX = {**{k: import_compare for k in COMPARE}, **{k: import_logic for k in LOGIC}}
