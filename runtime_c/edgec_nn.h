@@ -411,10 +411,18 @@ typedef struct {
     int32_t in_features, out_features, output_zp, act_min, act_max, k4;
 } edgec_fully_connected_packed_params;
 
-/* 4 rows at a time (fast/edgec_fully_connected_packed.c). */
+/* 4 rows at a time (fast/edgec_fully_connected_packed.c): the entry that tests k4 at run time and tail-calls one
+ * of its two paths; the generated code calls the path its layer needs (edgec/ops/dense.py packed_entry), so the
+ * linker drops the other: one pass (k4 up to 4 * EDGEC_FC_WIDEN_GROUPS) or chunked (longer inputs). */
 void edgec_fully_connected_packed_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                      const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
                                      int8_t *output);
+void edgec_fully_connected_packed_onepass_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
+                                             const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
+                                             int8_t *output);
+void edgec_fully_connected_packed_chunked_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
+                                             const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
+                                             int8_t *output);
 /* the input widened to int16, at most EDGEC_FC_WIDEN_GROUPS groups of 4 at a time (a longer input is widened a
  * chunk at a time, again for each block of 4 rows: the scratch stays under the input's own size) */
 #define EDGEC_FC_WIDEN_GROUPS 256

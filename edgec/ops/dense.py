@@ -131,7 +131,7 @@ def c_fc_rows(op: Op, low, site: CallSite, cast=lambda pointer, const=False: poi
 
 STRUCT = "edgec_fully_connected_params"
 FC = Kernel("edgec_fully_connected_s8", ("fully_connected",), REFERENCE, cemit.weighted, run=run_fc, struct=STRUCT,
-            code_bytes=2300)     # the packed kernel, its long inputs widened in chunks: +1.3 KB
+            code_bytes=1000)     # the packed kernel's one-pass entry (its chunked one, 1.3 kB: long inputs only)
 FC_16 = Kernel("edgec_fully_connected_s16", ("fully_connected",), REFERENCE, cemit.weighted16, precision=INT16,
                run=run_fc16, struct=STRUCT)
 FC_4 = Kernel("edgec_fully_connected_s4", ("fully_connected",), REFERENCE, cemit.weighted4, precision=INT4,
@@ -298,9 +298,19 @@ def fc_flash(kernel: str):
 # Kernel.cycles_per_instruction (packed widens int8 in registers; rows8 and wide load twice the weight words)
 FC_CPI = {"packed": 1.33, "rows8": 1.95, "wide": 1.69}     # rows8: 1.89 before its assembly passes (LDM of 4 words)
 PACKED_STRUCT = "edgec_fully_connected_packed_params"
-PACKED = Kernel("edgec_fully_connected_packed_s8", ("fully_connected",), FAST, cemit.fast_weighted, lower=lower_fc,
-                struct=PACKED_STRUCT, cost=fc_cost("packed"),
-                flash_bytes=fc_flash("packed"), cycles_per_instruction=FC_CPI["packed"])
+FC_WIDEN_GROUPS = 256   # EDGEC_FC_WIDEN_GROUPS (edgec_nn.h): over it (groups of 4 inputs), the chunked path (1.3 kB)
+
+
+def packed_entry(params) -> str:
+    """The C entry a packed call names (not the run-time test of _packed_s8): so the linker drops the other."""
+    return f"edgec_fully_connected_packed_{'chunked' if params['k4'] // 4 > FC_WIDEN_GROUPS else 'onepass'}_s8"
+
+
+PACKED = Kernel("edgec_fully_connected_packed_s8", ("fully_connected",), FAST, lambda op, low, site:
+                cemit.fast_weighted_call(packed_entry(low.params), site.prefix, site.inputs[0], site.scratch,
+                                         site.output), lower=lower_fc, struct=PACKED_STRUCT, cost=fc_cost("packed"),
+                flash_bytes=fc_flash("packed"), cycles_per_instruction=FC_CPI["packed"],
+                entries=("edgec_fully_connected_packed_onepass_s8", "edgec_fully_connected_packed_chunked_s8"))
 # code each speed variant links in beside the generic kernels (arm-none-eabi-gcc -O2, Cortex-M4; rows8: its file's
 # text), for the fit check's code estimate
 ROWS8 = Kernel("edgec_fully_connected_rows8_s8", ("fully_connected",), VARIANT, cemit.fast_weighted, base=PACKED,
@@ -315,7 +325,6 @@ PACKED_ROWS = Kernel("edgec_fully_connected_packed_rows_s8", ("fully_connected_r
                      lower=lower_fc_rows, struct="edgec_fully_connected_packed_rows_params")
 PACKED_4 = Kernel("edgec_fully_connected_packed_s4", ("fully_connected",), FAST, cemit.fast_weighted, precision=INT4,
                   lower=lower_fc4, struct=PACKED_STRUCT)
-
 
 
 def lower_fc_bias32(op: Op):
@@ -345,7 +354,6 @@ def c_fc_bias32(op: Op, low, site: CallSite) -> str:
 # after PACKED: it runs only the layers the packed lowering declines
 BIAS32 = Kernel("edgec_fully_connected_bias32_s8", ("fully_connected",), FAST, c_fc_bias32,
                 lower=lower_fc_bias32, struct=PACKED_STRUCT)
-
 
 
 # ---- the fast 16x8 fully connected layer, one row or several (fast/edgec_fully_connected_fast_s16.c: the fast 16x8

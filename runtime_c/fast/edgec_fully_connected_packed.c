@@ -117,15 +117,18 @@ static EDGEC_HOT void edgec_fc_acc4(const edgec_w32 *x, int32_t groups, const ed
 }
 
 /* in_features over 4 * EDGEC_FC_WIDEN_GROUPS: the input widened a chunk at a time (the scratch bounded, see
- * edgec_nn.h), again for each block of 4 rows: the accumulators of a block kept over its chunks. Not inlined: in
- * edgec_fully_connected_packed_s8 its locals made that function's frame 128 B instead of 72 for every layer
- * (TFLite Micro's hello_world: 36 B more measured stack); entered by a tail call, its frame replaces the caller's. */
-static EDGEC_NOINLINE void edgec_fc_chunked(const edgec_fully_connected_packed_params *p, const int8_t *input,
-                                            const edgec_w32 *weights, const edgec_rq *rq, edgec_w32 *xw,
-                                            int8_t *output)
+ * edgec_nn.h), again for each block of 4 rows: the accumulators of a block kept over its chunks. An entry of its
+ * own, which the generated code names for such a layer only (edgec/ops/dense.py packed_entry): a firmware whose
+ * layers are all shorter does not link it nor edgec_fc_acc4 (1.3 kB); its locals stay out of the one-pass
+ * entry's frame (inlined there: 128 B instead of 72, TFLite Micro's hello_world 36 B more measured stack). */
+void edgec_fully_connected_packed_chunked_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
+                                             const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
+                                             int8_t *output)
 {
     const int32_t groups = p->k4 >> 2, n_out = p->out_features, lo = p->act_min, hi = p->act_max;
     const int full = lo == -128 && hi == 127;
+    const edgec_w32 *wts = (const edgec_w32 *)weights;
+    edgec_w32 *xw = (edgec_w32 *)(void *)scratch;
     int32_t r = 0, g0;
     for (; r + 4 <= n_out; r += 4) {
         int32_t acc[4];
@@ -136,7 +139,7 @@ static EDGEC_NOINLINE void edgec_fc_chunked(const edgec_fully_connected_packed_p
         for (g0 = 0; g0 < groups; g0 += EDGEC_FC_WIDEN_GROUPS) {
             const int32_t n = EDGEC_MIN_I32(EDGEC_FC_WIDEN_GROUPS, groups - g0);
             edgec_fc_widen(input, p->in_features, g0, n, xw);
-            edgec_fc_acc4(xw, n, weights + r * groups + 4 * g0, acc);
+            edgec_fc_acc4(xw, n, wts + r * groups + 4 * g0, acc);
         }
         output[r] = edgec_out(acc[0], rq + r, full, lo, hi);
         output[r + 1] = edgec_out(acc[1], rq + r + 1, full, lo, hi);
@@ -144,7 +147,7 @@ static EDGEC_NOINLINE void edgec_fc_chunked(const edgec_fully_connected_packed_p
         output[r + 3] = edgec_out(acc[3], rq + r + 3, full, lo, hi);
     }
     for (; r < n_out; ++r) {
-        const edgec_w32 *w = weights + r * groups;
+        const edgec_w32 *w = wts + r * groups;
         int32_t a0 = rq[r].bias;
         for (g0 = 0; g0 < groups; g0 += EDGEC_FC_WIDEN_GROUPS) {
             const int32_t n = EDGEC_MIN_I32(EDGEC_FC_WIDEN_GROUPS, groups - g0);
@@ -157,26 +160,42 @@ static EDGEC_NOINLINE void edgec_fc_chunked(const edgec_fully_connected_packed_p
     }
 }
 
+/* in_features up to 4 * EDGEC_FC_WIDEN_GROUPS: the input widened once, then every block of 4 rows over it */
+void edgec_fully_connected_packed_onepass_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
+                                             const uint32_t *weights, const edgec_rq *rq, int8_t *scratch,
+                                             int8_t *output)
+{
+    /* p's fields read after the calls, not kept live across them: a frame of 72 B, not 80 (the tail rows' act_min /
+     * act_max read again per row: at most 3 rows) */
+    const int32_t groups = p->k4 >> 2;
+    edgec_w32 *xw = (edgec_w32 *)(void *)scratch;
+    int32_t g, r;
+    edgec_fc_widen(input, p->in_features, 0, groups, xw);
+    edgec_fc_blocks(xw, groups, p->out_features >> 2, (const edgec_w32 *)weights, rq, output, p->act_min,
+                    p->act_max);
+    {
+        const int32_t n_out = p->out_features;
+        const edgec_w32 *w = (const edgec_w32 *)weights + (n_out & ~3) * groups;
+        for (r = n_out & ~3; r < n_out; ++r) {
+            const edgec_w32 *x = xw;
+            const int32_t lo = p->act_min, hi = p->act_max;
+            int32_t a0 = rq[r].bias;
+            for (g = groups; g > 0; --g, x += 2, ++w) EDGEC_FC_ONE(0);
+            output[r] = edgec_out(a0, rq + r, lo == -128 && hi == 127, lo, hi);
+        }
+    }
+}
+
+/* the entry that chooses at run time (edgec_fully_connected_packed_rows_s8's rows, a caller outside the generated
+ * code); either path entered by a tail call */
 void edgec_fully_connected_packed_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                      const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
-    const int32_t n_in = p->in_features, n_out = p->out_features, groups = p->k4 >> 2;
-    const int32_t blocks = n_out >> 2, lo = p->act_min, hi = p->act_max;
-    edgec_w32 *xw = (edgec_w32 *)(void *)scratch;
-    const edgec_w32 *w = (const edgec_w32 *)weights + blocks * 4 * groups;
-    int32_t g, r;
-    if (groups > EDGEC_FC_WIDEN_GROUPS) {
-        edgec_fc_chunked(p, input, (const edgec_w32 *)weights, rq, xw, output);
+    if ((p->k4 >> 2) > EDGEC_FC_WIDEN_GROUPS) {
+        edgec_fully_connected_packed_chunked_s8(p, input, weights, rq, scratch, output);
         return;
     }
-    edgec_fc_widen(input, n_in, 0, groups, xw);
-    edgec_fc_blocks(xw, groups, blocks, (const edgec_w32 *)weights, rq, output, lo, hi);
-    for (r = 4 * blocks; r < n_out; ++r) {
-        const edgec_w32 *x = xw;
-        int32_t a0 = rq[r].bias;
-        for (g = groups; g > 0; --g, x += 2, ++w) EDGEC_FC_ONE(0);
-        output[r] = edgec_out(a0, rq + r, lo == -128 && hi == 127, lo, hi);
-    }
+    edgec_fully_connected_packed_onepass_s8(p, input, weights, rq, scratch, output);
 }
 
 /* int4 weights (edgec/ops/dense.py lower_fc4): row r is k4 / 8 words of 8 nibbles; the nibbles of a word, low

@@ -37,8 +37,9 @@ def test_example_uses_fast_kernels_on_both_paths(path, tmp_path):
     assert "edgec_conv2d_blocked4_banded_s8(" in text or "edgec_conv2d_blocked4_unbanded_s8(" in text
     assert "edgec_conv2d_window_s8(" in text
     # the fully connected layer (512 -> 10) on the kernel the cost model picks without the DSP extension (the
-    # generic one; rows8 on a DSP core: tests/test_select.py)
-    assert "edgec_fully_connected_packed_s8(" in text
+    # generic one; rows8 on a DSP core: tests/test_select.py), its call naming the one-pass path (512 inputs:
+    # edgec/ops/dense.py packed_entry), not the entry that chooses at run time
+    assert "edgec_fully_connected_packed_onepass_s8(" in text and "edgec_fully_connected_packed_s8(" not in text
 
 
 @pytest.mark.parametrize("path", sorted(PATHS))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -101,13 +102,27 @@ def test_fully_connected_packed_long_input_widened_in_chunks(request, path):
         assert low.kernel.name == "edgec_fully_connected_packed_s8" and low.scratch_bytes == 2048
         raw = i8(rng, n_in + 1)
         x = raw[case % 2:case % 2 + n_in]                    # (odd cases: an input not on a word boundary)
-        out = np.zeros(n_out, np.int8)
-        scratch = np.full(low.scratch_bytes // 4 + 16, 0x5A5A5A5A, np.uint32)
         fw, rq = low.arrays["fw"], np.ascontiguousarray(low.arrays["rq"], np.int32)
-        lib.edgec_fully_connected_packed_s8(ctypes.byref(make(low.struct, low.params)), ptr(x), ptr(fw), ptr(rq),
-                                            ptr(scratch), ptr(out))
-        assert np.array_equal(out, dense.fully_connected_s8(q, x, w, bias, mult, shift)), q
-        assert np.all(scratch[low.scratch_bytes // 4:] == 0x5A5A5A5A)
+        entry = dense.packed_entry(low.params)
+        assert entry == "edgec_fully_connected_packed_chunked_s8"        # what the generated call names
+        for name in (entry, "edgec_fully_connected_packed_s8"):        # and the entry that tests k4 at run time
+            out = np.zeros(n_out, np.int8)
+            scratch = np.full(low.scratch_bytes // 4 + 16, 0x5A5A5A5A, np.uint32)
+            getattr(lib, name)(ctypes.byref(make(low.struct, low.params)), ptr(x), ptr(fw), ptr(rq), ptr(scratch),
+                               ptr(out))
+            assert np.array_equal(out, dense.fully_connected_s8(q, x, w, bias, mult, shift)), (name, q)
+            assert np.all(scratch[low.scratch_bytes // 4:] == 0x5A5A5A5A)
+
+
+def test_packed_call_names_the_path_its_input_length_needs():
+    """The generated call of the packed kernel names its one-pass path up to EDGEC_FC_WIDEN_GROUPS groups of 4
+    inputs and its chunked path beyond (so a firmware links only the one it runs); the boundary is the header's."""
+    header = (Path(__file__).resolve().parents[2] / "runtime_c" / "edgec_nn.h").read_text()
+    assert f"#define EDGEC_FC_WIDEN_GROUPS {dense.FC_WIDEN_GROUPS}\n" in header
+    edge = 4 * dense.FC_WIDEN_GROUPS
+    assert dense.packed_entry({"k4": edge}) == "edgec_fully_connected_packed_onepass_s8"
+    assert dense.packed_entry({"k4": edge + 4}) == "edgec_fully_connected_packed_chunked_s8"
+    assert set(dense.PACKED.entries) == {dense.packed_entry({"k4": 4}), dense.packed_entry({"k4": edge + 4})}
 
 
 def test_gemm_with_a_computed_bias_is_a_product_then_an_add():
