@@ -261,6 +261,34 @@ def set_batchnorm_from(model: nn.Module, x: torch.Tensor) -> None:
     model.eval()
 
 
+def export_seeded(name: str, script: str, kind: str, make, shape, opset: int, licence: tuple[str, str],
+                  dynamo: bool = False, input_names: list[str] | None = None,
+                  python: str = "/work/torch-venv/bin/python") -> None:
+    """One model of a corpus exporter script (`script`, in scripts/corpus/): `make()` with seeded random weights and
+    BatchNorm statistics from its calibration inputs, exported by torch.onnx at `opset` (TorchScript, or dynamo),
+    its calibration set saved and its manifest entry written (committed when small enough)."""
+    lic, origin = licence
+    torch.manual_seed(sum(map(ord, name)))
+    model = make().eval()
+    calib = inputs(name, shape, 32)
+    set_batchnorm_from(model, torch.from_numpy(calib))
+    folder = manifest.CORPUS / name
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / "model.onnx"
+    kw = {"external_data": False} if dynamo else {}
+    if input_names:
+        kw["input_names"] = input_names
+    torch.onnx.export(model, (torch.from_numpy(calib[:1]),), str(out), dynamo=dynamo, opset_version=opset, **kw)
+    manifest.save_calibration(folder, calib)
+    committed = out.stat().st_size <= COMMITTED_LIMIT
+    how = "dynamo" if dynamo else "torchscript"
+    manifest.record(name, kind, out, {"made_by": f"scripts/corpus/{script}", "architecture": origin,
+                                      "exporter": f"torch.onnx ({how}, opset {opset}), torch {torch.__version__}",
+                                      "weights": "random (seeded), BatchNorm statistics from the calibration inputs"},
+                    lic, committed, f"{python} scripts/corpus/{script} --only {name}")
+    print(f"{name}: {out.stat().st_size:,} bytes{'' if committed else ' (not committed)'}")
+
+
 def export(name: str) -> None:
     kind, make, shape, exporter, (lic, origin) = MODELS[name]
     torch.manual_seed(sum(map(ord, name)))

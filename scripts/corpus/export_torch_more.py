@@ -114,23 +114,8 @@ MODELS = {
 
 
 def export(name: str) -> None:
-    kind, make, shape, (lic, origin), opset = MODELS[name]
-    torch.manual_seed(sum(map(ord, name)))
-    model = make().eval()
-    calib = export_torch.inputs(name, shape, 32)
-    export_torch.set_batchnorm_from(model, torch.from_numpy(calib))
-    folder = manifest.CORPUS / name
-    folder.mkdir(parents=True, exist_ok=True)
-    out = folder / "model.onnx"
-    torch.onnx.export(model, (torch.from_numpy(calib[:1]),), str(out), dynamo=False, opset_version=opset)
-    manifest.save_calibration(folder, calib)
-    committed = out.stat().st_size <= export_torch.COMMITTED_LIMIT
-    manifest.record(name, kind, out, {"made_by": "scripts/corpus/export_torch_more.py", "architecture": origin,
-                                      "exporter": f"torch.onnx (torchscript, opset {opset}), torch {torch.__version__}",
-                                      "weights": "random (seeded), BatchNorm statistics from the calibration inputs"},
-                    lic, committed, f"/work/torch-venv/bin/python scripts/corpus/export_torch_more.py --only {name}")
-    print(f"{name}: {out.stat().st_size:,} bytes{'' if committed else ' (not committed)'}")
-
+    kind, make, shape, licence, opset = MODELS[name]
+    export_torch.export_seeded(name, "export_torch_more.py", kind, make, shape, opset, licence)
 
 def main(argv=None) -> int:
     return manifest.export_all(__doc__, MODELS, export, argv)
