@@ -419,6 +419,116 @@ __asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_pairs_s1\n\t"
         "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t"
         ".size edgec_dws_pairs_s1, .-edgec_dws_pairs_s1\n");
 
+/* Stride 2 (the small images' downsampling layers: VWW's 12x12 -> 6x6 and 6x6 -> 3x3), the groups edgec_dws_pairs_s1
+ * takes at stride 1: all 4 channels and all output rows in one call. Record row m gives output row m from its first
+ * line (EDGEC_DWS_TOP); two horizontally adjacent outputs a step share kernel column 2 (5 column records, 12
+ * multiplies: EDGEC_DWS_ROW2_S2), an odd last column one output (EDGEC_DWS_ASM_ONE). The C channel function ran these
+ * layers at 50-80 cycles an output with about 190 instructions a channel of set-up; here the pair's body is 31
+ * instructions. Registers and frame as edgec_dws_pairs_s1's ([sp + 16], [sp + 20]: unused, the pairs' end).
+ * geo: bytes of a row's pairs (128 a pair), output rows, record-row bytes from a row's end to the next row, output
+ * bytes from a row's end to the next, output column step, whether the output columns are odd. */
+extern void edgec_dws_rows_s2(const edgec_w32 *x0, const edgec_w32 *wk, const edgec_rq *q, int8_t *out,
+                              const int32_t *geo);
+/* outputs at tile columns 0-2 (r12) and 2-4 (lr), requantized and stored at [r2] and [r2 + r3]; x past them */
+#define EDGEC_DWS_ASM_PAIR_S2 \
+        "ldrd r12, lr, [sp, #8]\n\t"     \
+        "ldrd r10, r11, [r0], #128\n\t"  \
+        "smlad r12, r10, r4, r12\n\t"    \
+        "smlabt r12, r11, r7, r12\n\t"   \
+        "ldrd r10, r11, [r0, #-96]\n\t"  \
+        "smlad r12, r10, r5, r12\n\t"    \
+        "smlabt r12, r11, r8, r12\n\t"   \
+        "ldrd r10, r11, [r0, #-64]\n\t"  \
+        "smlad r12, r10, r6, r12\n\t"    \
+        "smlabt r12, r11, r9, r12\n\t"   \
+        "smlad lr, r10, r4, lr\n\t"      \
+        "smlabt lr, r11, r7, lr\n\t"     \
+        "ldrd r10, r11, [r0, #-32]\n\t"  \
+        "smlad lr, r10, r5, lr\n\t"      \
+        "smlabt lr, r11, r8, lr\n\t"     \
+        "ldrd r10, r11, [r0]\n\t"        \
+        "smlad lr, r10, r6, lr\n\t"      \
+        "smlabt lr, r11, r9, lr\n\t"     \
+        "ldrd r10, r11, [sp]\n\t"        \
+        "add r11, r11, r12, asr #31\n\t" \
+        "smmlar r12, r12, r10, r11\n\t"  \
+        "asr r12, r12, r1\n\t"           \
+        "ssat r12, #8, r12\n\t"          \
+        "strb r12, [r2]\n\t"             \
+        "ldr r11, [sp, #4]\n\t"          \
+        "add r11, r11, lr, asr #31\n\t"  \
+        "smmlar lr, lr, r10, r11\n\t"    \
+        "asr lr, lr, r1\n\t"             \
+        "ssat lr, #8, lr\n\t"            \
+        "strb lr, [r2, r3]\n\t"          \
+        "add r2, r2, r3, lsl #1\n\t"
+__asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_rows_s2\n\t"
+        ".type edgec_dws_rows_s2, %function\n\t.thumb_func\n"
+        "edgec_dws_rows_s2:\n\t"
+        "push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
+        "sub sp, sp, #48\n\t"
+        "strd r0, r1, [sp, #24]\n\t"
+        "strd r2, r3, [sp, #32]\n\t"
+        "movs r4, #4\n\t"
+        "str r4, [sp, #40]\n"
+        "1:\n\t"
+        "ldr r2, [sp, #32]\n\t"
+        "ldrd r4, r5, [r2, #4]\n\t"
+        "strd r4, r5, [sp]\n\t"
+        "ldr r1, [r2, #16]\n\t"
+        "adds r2, r2, #20\n\t"
+        "str r2, [sp, #32]\n\t"
+        "ldr r11, [sp, #28]\n\t"
+        "ldmia r11!, {r4, r5, r6, r7, r8, r9, r10}\n\t"
+        "str r11, [sp, #28]\n\t"
+        "strd r10, r10, [sp, #8]\n\t"
+        "ldr r11, [sp, #84]\n\t"
+        "ldr r3, [r11, #16]\n\t"
+        "ldr r12, [r11, #4]\n\t"
+        "str r12, [sp, #44]\n\t"
+        "ldr r0, [sp, #24]\n\t"
+        "adds r12, r0, #8\n\t"
+        "str r12, [sp, #24]\n\t"
+        "ldr r2, [sp, #36]\n\t"
+        "adds r12, r2, #1\n\t"
+        "str r12, [sp, #36]\n"
+        "2:\n\t"
+        "ldr r11, [sp, #84]\n\t"
+        "ldr r10, [r11]\n\t"
+        "add r12, r10, r0\n\t"
+        "str r12, [sp, #20]\n\t"
+        "cmp r10, #0\n\t"
+        "beq 4f\n\t"
+        "tst r10, #128\n\t"
+        "bne 5f\n"
+        "3:\n\t" EDGEC_DWS_ASM_PAIR_S2
+        "5:\n\t" EDGEC_DWS_ASM_PAIR_S2
+        "ldr r10, [sp, #20]\n\t"
+        "cmp r0, r10\n\t"
+        "bne 3b\n"
+        "4:\n\t"
+        "ldr r11, [sp, #84]\n\t"
+        "ldr r10, [r11, #20]\n\t"
+        "cmp r10, #0\n\t"
+        "beq 6f\n\t" EDGEC_DWS_ASM_ONE
+        "6:\n\t"
+        "ldr r11, [sp, #84]\n\t"
+        "ldr r10, [r11, #8]\n\t"
+        "add r0, r0, r10\n\t"
+        "ldr r10, [r11, #12]\n\t"
+        "add r2, r2, r10\n\t"
+        "ldr r10, [sp, #44]\n\t"
+        "subs r10, r10, #1\n\t"
+        "str r10, [sp, #44]\n\t"
+        "bne 2b\n\t"
+        "ldr r10, [sp, #40]\n\t"
+        "subs r10, r10, #1\n\t"
+        "str r10, [sp, #40]\n\t"
+        "bne 1b\n\t"
+        "add sp, sp, #48\n\t"
+        "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t"
+        ".size edgec_dws_rows_s2, .-edgec_dws_rows_s2\n");
+
 /* The tile of a group in one call (edgec_dws_tile's work): for each pair i of input rows (rows 2i - pad_top and the
  * next; a row outside the image reads the zero-point word geo[8], stepping 0), its words into word 0 of record i's
  * columns and word 1 of record i - 1's, two tile columns a pass. edgec_dws_tile (C) paid about 45 instructions and a
@@ -532,6 +642,9 @@ void edgec_depthwise_conv2d_3x3_small_s8(const edgec_depthwise_conv2d_3x3_params
     const int pairs = full && p->stride == 1 && two > 0;
     const int32_t geo[7] = {32 * n, two, 4 * span - 32 * n, p->out_row_step, p->out_col_step,
                             2 * p->out_row_step - n * p->out_col_step, p->out_rows & 1};
+    const int halves = full && p->stride == 2; /* edgec_dws_rows_s2 */
+    const int32_t geo2[6] = {128 * (n >> 1), p->out_rows, 4 * span - 128 * (n >> 1) - 32 * (n & 1),
+                             p->out_row_step - n * p->out_col_step, p->out_col_step, n & 1};
     const int32_t width = (p->out_cols - 1) * p->stride + 3;
     EDGEC_DWS_COLUMNS(p, width);
     const int32_t tgeo[9] = {edgec_dws_records(p) + 1, x1 - x0, 4 * span, p->in_row_step, p->in_col_step, p->rows,
@@ -545,8 +658,9 @@ void edgec_depthwise_conv2d_3x3_small_s8(const edgec_depthwise_conv2d_3x3_params
         edgec_dws_tile(p, input + cg, tile);
 #endif
 #ifdef EDGEC_DWS_ASM
-        if (pairs && rq[cg].neg + rq[cg + 1].neg + rq[cg + 2].neg + rq[cg + 3].neg == -4) {
-            edgec_dws_pairs_s1(tile, (const edgec_w32 *)weights + 7 * cg, rq + cg, output + cg, geo);
+        if ((pairs || halves) && rq[cg].neg + rq[cg + 1].neg + rq[cg + 2].neg + rq[cg + 3].neg == -4) {
+            (pairs ? edgec_dws_pairs_s1 : edgec_dws_rows_s2)(tile, (const edgec_w32 *)weights + 7 * cg, rq + cg,
+                                                             output + cg, pairs ? geo : geo2);
             continue;
         }
 #endif
