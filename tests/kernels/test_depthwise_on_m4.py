@@ -4,7 +4,8 @@ edgec_depthwise_conv2d_3x3_small.c: all record rows of a group at stride 1, an o
 exists only in the Arm build (tests/kernels/test_fast_sweep.py runs the same kernels' C on the host), so a small
 model with awkward shapes goes through the real firmware, bit for bit with the NumPy reference: the fused kernel at
 stride 1 on an 11x11 image (5 output pairs a row, an odd count, and a lone last output), at stride 2 to 6x6 (3
-pairs), the small kernel at stride 1 on 6x6 with 80 channels (the assembly), at stride 2 to 3x3 (its C), and the
+pairs), the small kernel at stride 1 on 6x6 with 80 channels (the assembly), at stride 2 to 3x3 (its assembly
+since h45-vww: one output pair and an odd column), and the
 fused kernel at stride 1 on the 3x3 image (one pair and a lone output); the kxk kernel's tile variant on 5x5 layers."""
 from __future__ import annotations
 
@@ -58,7 +59,8 @@ def test_depthwise_variants_on_the_emulated_cortex_m4(tmp_path):
 def test_small_kernel_odd_output_rows_on_the_emulated_cortex_m4(tmp_path):
     """The small kernel's assembly with an odd number of stride-1 output rows (two-row records, then the last row
     one output at a time): 5x5 with 96 channels (two record pairs and the odd row) and 3x3 with 144 (VWW's last
-    depthwise shape: one pair and the odd row); a stride-2 layer between them on the small kernel's C."""
+    depthwise shape: one pair and the odd row); a stride-2 layer between them (the small kernel's stride-2
+    assembly)."""
     rng = np.random.default_rng(11)
     inits = {"d1": _depthwise(rng, 96), "d2": _depthwise(rng, 96), "d3": _depthwise(rng, 144),
              "p1": rng.normal(0, .3, (144, 96, 1, 1)).astype(np.float32)}
@@ -76,6 +78,33 @@ def test_small_kernel_odd_output_rows_on_the_emulated_cortex_m4(tmp_path):
     onnx.save(model, path)
     np.savez(tmp_path / "calib.npz", x=rng.normal(0, 1, (64, 96, 5, 5)).astype(np.float32))
     np.savez(tmp_path / "test.npz", x=rng.normal(0, 1, (8, 96, 5, 5)).astype(np.float32))
+    out = tmp_path / "build"
+    report = api.build(path, tmp_path / "calib.npz", "qemu-cortex-m4", out, tuning_log=tmp_path / "none.json")
+    text = (out / "model" / f"{report['model']}.c").read_text()
+    assert text.count("edgec_depthwise_conv2d_3x3_small_s8(") == 3
+    r = api.bench(out, tmp_path / "test.npz")
+    assert r["samples"] == 8 and r["agreement"]["device_vs_reference"] == 1.0
+
+
+@pytest.mark.sweep
+def test_small_kernel_stride2_on_the_emulated_cortex_m4(tmp_path):
+    """The small kernel's stride-2 assembly (edgec_dws_rows_s2): 14x14 -> 7x7 (3 output pairs a row, an odd count,
+    and an odd last column, as VWW's 12x12 -> 6x6 and 6x6 -> 3x3), 7x7 -> 4x4 (2 pairs, even), 4x4 -> 2x2 (1 pair),
+    128 channels, bit for bit with the NumPy reference on the emulated SoC."""
+    rng = np.random.default_rng(15)
+    inits = {f"d{i}": _depthwise(rng, 128) for i in (1, 2, 3)}
+    dw = dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2], group=128)
+    nodes = [helper.make_node("Conv", ["x", "d1"], ["a"], **dw),
+             helper.make_node("Relu", ["a"], ["b"]),
+             helper.make_node("Conv", ["b", "d2"], ["c"], **dw),
+             helper.make_node("Relu", ["c"], ["d"]),
+             helper.make_node("Conv", ["d", "d3"], ["y"], **dw)]
+    model = make_model(nodes, ("x", [1, 128, 14, 14]), ("y", [1, 128, 2, 2]), inits)
+    onnx.checker.check_model(model)
+    path = tmp_path / "dws2.onnx"
+    onnx.save(model, path)
+    np.savez(tmp_path / "calib.npz", x=rng.normal(0, 1, (64, 128, 14, 14)).astype(np.float32))
+    np.savez(tmp_path / "test.npz", x=rng.normal(0, 1, (8, 128, 14, 14)).astype(np.float32))
     out = tmp_path / "build"
     report = api.build(path, tmp_path / "calib.npz", "qemu-cortex-m4", out, tuning_log=tmp_path / "none.json")
     text = (out / "model" / f"{report['model']}.c").read_text()
