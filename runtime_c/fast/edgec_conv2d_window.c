@@ -542,7 +542,27 @@ EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16_all, EDGEC_B24_ASM_LOOP16, "", 
  * (per pair about 20 instructions instead of the C loop's call with its 9 arguments and the function's entry).
  * Every pair has both pixels (pixel 1's word stored out_c bytes after pixel 0's) and out_c is a multiple of 4; the
  * records' neg all -1 (the requantization leaves w alone: no save of it). */
-#define EDGEC_WIN4_ASM_ROW(name, loop, tail)                                                                          \
+/* The block's start: pixel 1's sums a copy of pixel 0's (the biases), 4 MOVs (row48: its loop's first pass is any
+ * 16-word chunk); row28 and row36 (straight code) start with EDGEC_WIN_ASM_FIRST instead, whose SMLADs write pixel
+ * 1's sums from pixel 0's (4 instructions a block fewer, as blocked4's EDGEC_B4_FIRST) */
+#define EDGEC_WIN_ASM_COPY                                                                         \
+    "mov %[b0], %[a0]\n\t"                                                                          \
+    "mov %[b1], %[a1]\n\t"                                                                          \
+    "mov %[b2], %[a2]\n\t"                                                                          \
+    "mov %[b3], %[a3]\n\t"
+#define EDGEC_WIN_ASM_FIRST                                                                        \
+    "ldrd %[xa], %[xb], [%[x]], #8\n\t"                                                           \
+    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                           \
+    "smlad %[b0], %[xb], %[wa], %[a0]\n\t"                                                        \
+    "smlad %[a0], %[xa], %[wa], %[a0]\n\t"                                                        \
+    "smlad %[b1], %[xb], %[wb], %[a1]\n\t"                                                        \
+    "smlad %[a1], %[xa], %[wb], %[a1]\n\t"                                                        \
+    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                           \
+    "smlad %[b2], %[xb], %[wa], %[a2]\n\t"                                                        \
+    "smlad %[a2], %[xa], %[wa], %[a2]\n\t"                                                        \
+    "smlad %[b3], %[xb], %[wb], %[a3]\n\t"                                                        \
+    "smlad %[a3], %[xa], %[wb], %[a3]\n\t"
+#define EDGEC_WIN4_ASM_ROW(name, init, loop, tail)                                                                          \
 static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, const edgec_w32 *w0, const edgec_rq *q0, int32_t blocks,    \
                            int8_t *o0, int32_t out_c, int32_t pairs, int32_t xstep)                                    \
 {                                                                                                                      \
@@ -556,10 +576,7 @@ static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, const edgec_w32 *w0, 
                      "2:\n\t"                                                                                          \
                      "ldrd %[a0], %[a1], [%[w]], #8\n\t"                                                               \
                      "ldrd %[a2], %[a3], [%[w]], #8\n\t"                                                               \
-                     "mov %[b0], %[a0]\n\t"                                                                            \
-                     "mov %[b1], %[a1]\n\t"                                                                            \
-                     "mov %[b2], %[a2]\n\t"                                                                            \
-                     "mov %[b3], %[a3]\n\t"                                                                            \
+                     init                                                                                              \
                      "ldr %[x], %[x0]\n\t"                                                                             \
                      loop tail                                                                                         \
                      "ldr %[x], %[q]\n\t"                                                                              \
@@ -608,14 +625,14 @@ static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, const edgec_w32 *w0, 
                        [x0end] "m"(x0end)                                                                              \
                      : "cc", "memory");                                                                                \
 }
-EDGEC_WIN4_ASM_ROW(edgec_window4_row48_all, EDGEC_WIN_ASM_LOOP48, "")
+EDGEC_WIN4_ASM_ROW(edgec_window4_row48_all, EDGEC_WIN_ASM_COPY, EDGEC_WIN_ASM_LOOP48, "")
 /* n = 36 (3 or 4 input channels, 3x3: an image model's first layer): the 18 k-steps without a loop */
 #define EDGEC_WIN_ASM_STEPS36                                                                      \
-    EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP      \
+    EDGEC_WIN_ASM_FIRST EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP      \
         EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP  \
             EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP                 \
                 EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP
-EDGEC_WIN4_ASM_ROW(edgec_window4_row36_all, EDGEC_WIN_ASM_STEPS36, "")
+EDGEC_WIN4_ASM_ROW(edgec_window4_row36_all, "", EDGEC_WIN_ASM_STEPS36, "")
 /* n = 16k + 4 (an image model's 3-channel first layer: 36 taps a pixel): a group of 4 taps after the passes */
 EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16t4, EDGEC_B24_ASM_LOOP16, EDGEC_B24_ASM_TAIL4, EDGEC_B24_RQ_ANY)
 EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16t4_all, EDGEC_B24_ASM_LOOP16, EDGEC_B24_ASM_TAIL4, EDGEC_B24_RQ_ALL)
@@ -769,10 +786,10 @@ void edgec_conv2d_window4_s8(const edgec_conv2d_im2col_params *p, const int8_t *
  * the left or right edge are copied with zero points into a 9-byte row each first. */
 #if defined(EDGEC_DSP_NATIVE) && !defined(__clang__)
 #define EDGEC_WIN_ASM_STEPS28                                                                      \
-    EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP      \
+    EDGEC_WIN_ASM_FIRST EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP      \
         EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP  \
             EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP EDGEC_B24_ASM_STEP
-EDGEC_WIN4_ASM_ROW(edgec_window4_row28_all, EDGEC_WIN_ASM_STEPS28, "")
+EDGEC_WIN4_ASM_ROW(edgec_window4_row28_all, "", EDGEC_WIN_ASM_STEPS28, "")
 #endif
 
 /* the 4 bytes at s as a little-endian word (unaligned) */

@@ -293,11 +293,14 @@ EDGEC_DWS_CHANNEL(edgec_dws_clamped_anyneg, EDGEC_DWS_CLAMP, EDGEC_DWS_ANYNEG)
 extern void edgec_dws_pairs_s1(const edgec_w32 *x0, const edgec_w32 *wk, const edgec_rq *q, int8_t *out,
                                const int32_t *geo);
 /* one pair of outputs (rows 2m and 2m + 1 of a column): the 3 column records' 12 MACs, both requantized and stored
- * (the loop below runs two a pass) */
+ * (the loop below runs two a pass). The output pointer r2 runs one column behind and is advanced among the MACs,
+ * so that the pair ends on its store and the loop's test loads right after it (a load after a store pipelines:
+ * a cycle a pass on the M4) */
 #define EDGEC_DWS_ASM_PAIR \
         "ldrd r12, lr, [sp, #8]\n\t"     \
         "ldrd r10, r11, [r0], #32\n\t"   \
         "smlad r12, r10, r4, r12\n\t"    \
+        "add r2, r2, r3\n\t"             \
         "smlabt r12, r11, r7, r12\n\t"   \
         "smlad lr, r11, r7, lr\n\t"      \
         "smlabt lr, r4, r10, lr\n\t"     \
@@ -323,13 +326,13 @@ extern void edgec_dws_pairs_s1(const edgec_w32 *x0, const edgec_w32 *wk, const e
         "asr lr, lr, r1\n\t"             \
         "ssat lr, #8, lr\n\t"            \
         "ldr r11, [sp, #16]\n\t"         \
-        "strb lr, [r2, r11]\n\t"         \
-        "add r2, r2, r3\n\t"
+        "strb lr, [r2, r11]\n\t"
 /* one output of the odd last row 2m (its record's first line alone: the loop runs one a pass) */
 #define EDGEC_DWS_ASM_ONE \
         "ldr r12, [sp, #8]\n\t"         \
         "ldrd r10, r11, [r0], #32\n\t"   \
         "smlad r12, r10, r4, r12\n\t"    \
+        "add r2, r2, r3\n\t"             \
         "smlabt r12, r11, r7, r12\n\t"   \
         "ldrd r10, r11, [r0]\n\t"        \
         "smlad r12, r10, r5, r12\n\t"    \
@@ -342,8 +345,7 @@ extern void edgec_dws_pairs_s1(const edgec_w32 *x0, const edgec_w32 *wk, const e
         "smmlar r12, r12, r10, r11\n\t"  \
         "asr r12, r12, r1\n\t"           \
         "ssat r12, #8, r12\n\t"          \
-        "strb r12, [r2]\n\t"             \
-        "add r2, r2, r3\n\t"
+        "strb r12, [r2]\n\t"
 /* frame: [sp] multiplier, khi, bias, bias, row step, the row's end, then the next channel's x, wk, q, out, channels left,
  * record rows left; geo at sp + 84 */
 __asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_pairs_s1\n\t"
@@ -429,6 +431,25 @@ __asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_pairs_s1\n\t"
  * bytes from a row's end to the next, output column step, whether the output columns are odd. */
 extern void edgec_dws_rows_s2(const edgec_w32 *x0, const edgec_w32 *wk, const edgec_rq *q, int8_t *out,
                               const int32_t *geo);
+/* (stride 2) one output of an odd last column: EDGEC_DWS_ASM_ONE with the output advanced after its store */
+#define EDGEC_DWS_ASM_ONE_S2 \
+        "ldr r12, [sp, #8]\n\t"         \
+        "ldrd r10, r11, [r0], #32\n\t"   \
+        "smlad r12, r10, r4, r12\n\t"    \
+        "smlabt r12, r11, r7, r12\n\t"   \
+        "ldrd r10, r11, [r0]\n\t"        \
+        "smlad r12, r10, r5, r12\n\t"    \
+        "smlabt r12, r11, r8, r12\n\t"   \
+        "ldrd r10, r11, [r0, #32]\n\t"   \
+        "smlad r12, r10, r6, r12\n\t"    \
+        "smlabt r12, r11, r9, r12\n\t"   \
+        "ldrd r10, r11, [sp]\n\t"        \
+        "add r11, r11, r12, asr #31\n\t" \
+        "smmlar r12, r12, r10, r11\n\t"  \
+        "asr r12, r12, r1\n\t"           \
+        "ssat r12, #8, r12\n\t"          \
+        "strb r12, [r2]\n\t"             \
+        "add r2, r2, r3\n\t"
 /* outputs at tile columns 0-2 (r12) and 2-4 (lr), requantized and stored at [r2] and [r2 + r3]; x past them */
 #define EDGEC_DWS_ASM_PAIR_S2 \
         "ldrd r12, lr, [sp, #8]\n\t"     \
@@ -510,7 +531,7 @@ __asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_rows_s2\n\t"
         "ldr r11, [sp, #84]\n\t"
         "ldr r10, [r11, #20]\n\t"
         "cmp r10, #0\n\t"
-        "beq 6f\n\t" EDGEC_DWS_ASM_ONE
+        "beq 6f\n\t" EDGEC_DWS_ASM_ONE_S2
         "6:\n\t"
         "ldr r11, [sp, #84]\n\t"
         "ldr r10, [r11, #8]\n\t"
@@ -659,8 +680,12 @@ void edgec_depthwise_conv2d_3x3_small_s8(const edgec_depthwise_conv2d_3x3_params
 #endif
 #ifdef EDGEC_DWS_ASM
         if ((pairs || halves) && rq[cg].neg + rq[cg + 1].neg + rq[cg + 2].neg + rq[cg + 3].neg == -4) {
-            (pairs ? edgec_dws_pairs_s1 : edgec_dws_rows_s2)(tile, (const edgec_w32 *)weights + 7 * cg, rq + cg,
-                                                             output + cg, pairs ? geo : geo2);
+            if (pairs) { /* its output pointer one column behind (the assembly advances it before each store) */
+                edgec_dws_pairs_s1(tile, (const edgec_w32 *)weights + 7 * cg, rq + cg,
+                                   (int8_t *)((uintptr_t)(output + cg) - (uintptr_t)p->out_col_step), geo);
+            } else {
+                edgec_dws_rows_s2(tile, (const edgec_w32 *)weights + 7 * cg, rq + cg, output + cg, geo2);
+            }
             continue;
         }
 #endif
