@@ -427,8 +427,9 @@ __asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_pairs_s1\n\t"
  * multiplies: EDGEC_DWS_ROW2_S2), an odd last column one output (EDGEC_DWS_ASM_ONE). The C channel function ran these
  * layers at 50-80 cycles an output with about 190 instructions a channel of set-up; here the pair's body is 31
  * instructions. Registers and frame as edgec_dws_pairs_s1's ([sp + 16], [sp + 20]: unused, the pairs' end).
- * geo: bytes of a row's pairs (128 a pair), output rows, record-row bytes from a row's end to the next row, output
- * bytes from a row's end to the next, output column step, whether the output columns are odd. */
+ * geo (edgec_dws_pairs_s1's 7 words, for stride 2): bytes of a row's pairs (128 a pair), output rows, record-row bytes
+ * from a row's end to the next row, (unused), output column step, output bytes from a row's end to the next, whether
+ * the output columns are odd. */
 extern void edgec_dws_rows_s2(const edgec_w32 *x0, const edgec_w32 *wk, const edgec_rq *q, int8_t *out,
                               const int32_t *geo);
 /* (stride 2) one output of an odd last column: EDGEC_DWS_ASM_ONE with the output advanced after its store */
@@ -529,14 +530,14 @@ __asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_rows_s2\n\t"
         "bne 3b\n"
         "4:\n\t"
         "ldr r11, [sp, #84]\n\t"
-        "ldr r10, [r11, #20]\n\t"
+        "ldr r10, [r11, #24]\n\t"
         "cmp r10, #0\n\t"
         "beq 6f\n\t" EDGEC_DWS_ASM_ONE_S2
         "6:\n\t"
         "ldr r11, [sp, #84]\n\t"
         "ldr r10, [r11, #8]\n\t"
         "add r0, r0, r10\n\t"
-        "ldr r10, [r11, #12]\n\t"
+        "ldr r10, [r11, #20]\n\t"
         "add r2, r2, r10\n\t"
         "ldr r10, [sp, #44]\n\t"
         "subs r10, r10, #1\n\t"
@@ -661,11 +662,12 @@ void edgec_depthwise_conv2d_3x3_small_s8(const edgec_depthwise_conv2d_3x3_params
     /* the assembly runs the groups of at least two stride-1 output rows (two-row records, then an odd last row) */
     const int32_t two = p->out_rows >> 1, n = p->out_cols;
     const int pairs = full && p->stride == 1 && two > 0;
-    const int32_t geo[7] = {32 * n, two, 4 * span - 32 * n, p->out_row_step, p->out_col_step,
-                            2 * p->out_row_step - n * p->out_col_step, p->out_rows & 1};
     const int halves = full && p->stride == 2; /* edgec_dws_rows_s2 */
-    const int32_t geo2[6] = {128 * (n >> 1), p->out_rows, 4 * span - 128 * (n >> 1) - 32 * (n & 1),
-                             p->out_row_step - n * p->out_col_step, p->out_col_step, n & 1};
+    const int32_t h = n >> 1, s1 = p->stride == 1;
+    const int32_t geo[7] = {s1 ? 32 * n : 128 * h, s1 ? two : p->out_rows,
+                            4 * span - (s1 ? 32 * n : 128 * h + 32 * (n & 1)), p->out_row_step, p->out_col_step,
+                            (s1 ? 2 * p->out_row_step : p->out_row_step) - n * p->out_col_step,
+                            s1 ? p->out_rows & 1 : n & 1};
     const int32_t width = (p->out_cols - 1) * p->stride + 3;
     EDGEC_DWS_COLUMNS(p, width);
     const int32_t tgeo[9] = {edgec_dws_records(p) + 1, x1 - x0, 4 * span, p->in_row_step, p->in_col_step, p->rows,
@@ -684,7 +686,7 @@ void edgec_depthwise_conv2d_3x3_small_s8(const edgec_depthwise_conv2d_3x3_params
                 edgec_dws_pairs_s1(tile, (const edgec_w32 *)weights + 7 * cg, rq + cg,
                                    (int8_t *)((uintptr_t)(output + cg) - (uintptr_t)p->out_col_step), geo);
             } else {
-                edgec_dws_rows_s2(tile, (const edgec_w32 *)weights + 7 * cg, rq + cg, output + cg, geo2);
+                edgec_dws_rows_s2(tile, (const edgec_w32 *)weights + 7 * cg, rq + cg, output + cg, geo);
             }
             continue;
         }
