@@ -28,6 +28,7 @@ from edgec.quant import floatref
 from edgec.quant import int16
 from edgec.quant import int4layers
 from edgec.quant import numerics
+from edgec.quant import ranges as ranges_mod
 from edgec.quant import reference
 from edgec.quant import rounding
 from edgec.quant import saturation
@@ -249,6 +250,8 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
         log(f"weight rounding (GPTQ) for {len(rounded)} layers")
     method, scores, search = options.method, {}, None
     ranges = {**stats.ranges(method, options.percentile), **own_ranges} if method in METHODS else None
+    if chosen is not None and chosen.unseen and method == "minmax":     # the default on few samples
+        ranges.update({k: ranges_mod.unseen(*ranges[k], stats.spread.get(k)) for k in stats.lo})
     if method in AUTO_METHODS:
         method, scores, search = _auto(g, stats, options, stream, own_ranges, log)
         by_method = {m: stats.ranges(m, options.percentile) for m in METHODS}
