@@ -69,13 +69,13 @@ def test_per_sample_extremes_are_summarised_the_same_in_any_batching():
 
 
 def test_unseen_widens_a_small_tensor_whose_extremes_vary_not_a_large_one():
-    """8 samples whose maxima are 4.0 and 5.0 at the top: the jackknife says the largest falls short by 7/8 of the
-    gap; a 10-number tensor takes it (a clipped number costs more than a 14 % coarser grid for ten), a feature map
-    of 20000 numbers does not; an end the samples agree on (a ReLU's 0) stays."""
+    """8 samples whose maxima spread from 1.0 to 5.0 (mean spacing 4/7): a 10-number tensor takes the wider end (a
+    clipped number costs more than a coarser grid for ten), a feature map of 20000 numbers does not; an end the
+    samples agree on (a ReLU's 0) stays."""
     spread = (8, 0.0, 0.0, 0.0, 5.0, 4.0, 1.0, 10)
-    assert ranges.unseen(0.0, 5.0, spread) == (0.0, 5.0 + 7 / 8)
+    assert ranges.unseen(0.0, 5.0, spread) == (0.0, 5.0 + 4 / 7)
     assert ranges.unseen(0.0, 5.0, spread[:7] + (20_000,)) == (0.0, 5.0)
-    assert ranges.unseen(-2.0, 5.0, (8, -2.0, -1.0, 0.0, 5.0, 5.0, 1.0, 10)) == (-2.0 - 7 / 8, 5.0)
+    assert ranges.unseen(-2.0, 5.0, (8, -2.0, -1.0, 0.0, 5.0, 5.0, 5.0, 10)) == (-2.0 - 2 / 7, 5.0)
 
 
 def test_relu_zero_spike_does_not_collapse_entropy():

@@ -73,6 +73,8 @@ class QuantOptions:
     state: tuple[str, ...] = ()        # OUTPUT=INPUT: a state fed back, both quantized alike (edgec/ports.py)
     input_layout: str | None = None    # "nhwc": an NCHW model's C input channels-last (edgec/frontend/canonicalize.py)
     requantize: str = "tflite"         # "once": every int8 layer rounds its accumulator once (one_rounding, below)
+    unseen_ranges: bool = False        # a model the recipe cannot judge: minmax ends widened (ranges.unseen); off by
+                                       # default: measured on the corpus, docs/corpus.md (h45-calib)
 
     @classmethod
     def plain(cls, **kw) -> QuantOptions:
@@ -327,6 +329,7 @@ def _default_recipe(model, graph: Graph, stream: Samples, options: QuantOptions,
     if why:
         chosen = fixes_mod.unjudged(graph, stream.n, states, why, options.method, options.equalize,
                                     options.bias_correction)
+        chosen.unseen = chosen.unseen and options.unseen_ranges
     else:
         chosen = fixes_mod.choose(model, graph, stream, options.method, options.equalize, options.bias_correction,
                                   options.per_channel, options.percentile, cache_dir if options.cache else None,

@@ -152,18 +152,18 @@ def unseen(lo: float, hi: float, spread: tuple | None) -> tuple[float, float]:
     """The minmax range [lo, hi] of n calibration samples widened, end by end, towards where the extremes of
     samples not seen lie, when that lowers the expected squared error of one such sample.
 
-    The largest of n per-sample maxima underestimates the distribution's: its jackknife (leave-one-out)
-    bias estimate is (n - 1) / n x (largest - second largest), the gap g. A new sample passes the largest with
-    probability 1 / (n + 1), by about g on about one number: g^2 / (n + 1) of squared error saved; widening by g
-    costs each of the tensor's `size` numbers per sample the rounding error ((R + g)^2 - R^2) / (12 x 255^2), R
-    the range. Widened only where the first is larger: a small tensor (a graph output, an MLP or recurrent
-    hidden state) whose extremes vary between samples, not a feature map of thousands of numbers, where
-    the clip of a few costs less than a coarser grid for all."""
+    A new sample passes the largest of n per-sample maxima with probability 1 / (n + 1), by about their mean
+    spacing g = (largest - smallest) / (n - 1) (the uniform case's unbiased end point: max + g), on about one
+    number: g^2 / (n + 1) of squared error saved. Widening by g costs each of the tensor's `size` numbers per
+    sample the rounding error ((R + g)^2 - R^2) / (12 x 255^2), R the range. Widened only where the first is larger:
+    a small tensor whose extremes vary between samples (a graph output, an MLP or recurrent state), not a feature
+    map of thousands of numbers, where the clip of a few costs less than a coarser grid for all. (The jackknife's
+    gap, (n - 1) / n x (largest - second largest), was measured too: one outlier sample makes it most of the range.)"""
     if spread is None or spread[0] < 2:
         return lo, hi
-    n, l1, l2, _, h1, h2, _, size = spread
+    n, l1, _, lw, h1, _, hw, size = spread
 
     def widen(gap: float) -> float:
         r = hi - lo
         return gap if gap * gap / (n + 1) > size * ((r + gap) ** 2 - r * r) / (12 * 255.0 ** 2) else 0.0
-    return lo - widen((n - 1) / n * (l2 - l1)), hi + widen((n - 1) / n * (h1 - h2))
+    return lo - widen((lw - l1) / (n - 1)), hi + widen((h1 - hw) / (n - 1))
