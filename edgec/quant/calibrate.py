@@ -175,7 +175,7 @@ class Stats:
     holdout_y: np.ndarray | None = None                              # float model outputs of holdout_x
     samples: int = 0
     batch: int = 1
-    spread: dict[str, tuple] = field(default_factory=dict)   # per-sample extremes (ranges.SPREAD_FIELDS)
+    spread: dict[str, tuple] = field(default_factory=dict)   # per-sample extremes (ranges.sample_extremes)
     with_histograms: bool = False
     seconds: float = 0.0
     cached: bool = False
@@ -247,13 +247,14 @@ def collect(model: onnx.ModelProto, stream, values: Iterable[str], histograms: b
         results = run(x)
         results.update(feeds(model, x))
         for name, r in observed(results, i):
-            a, b = float(r.min()), float(r.max())
+            rows = r.reshape(len(x), -1) if r.ndim and len(x) > 1 and len(r) == len(x) else r.reshape(1, -1)
+            mins, maxs = rows.min(axis=1), rows.max(axis=1)       # per sample (batch 1: the batch is the sample)
+            a, b = float(mins.min()), float(maxs.max())
             if not (np.isfinite(a) and np.isfinite(b)):
                 raise EdgecError(f"calibration samples {i}..{i + len(x) - 1}: value '{name}' is not finite "
                                  "(NaN/Inf); check the calibration data and the model's weights")
             lo[name], hi[name] = min(lo.get(name, a), a), max(hi.get(name, b), b)
-            rows = r.reshape(len(x), -1) if r.ndim and len(x) > 1 and len(r) == len(x) else r.reshape(1, -1)
-            spread[name] = sample_extremes(spread.get(name), rows.min(axis=1), rows.max(axis=1), rows.shape[1])
+            spread[name] = sample_extremes(spread.get(name), mins, maxs, rows.shape[1])
         done += len(x)
         if progress:
             progress(done, total)
@@ -327,7 +328,8 @@ def cache_key(model: onnx.ModelProto, data_digest: str, **options) -> str:
     h.update(model.SerializeToString(deterministic=True))
     h.update(data_digest.encode())
     opts = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in options.items()}
-    h.update(json.dumps({"edgec": __version__, "bins": BINS, "stats": STATS_FORMAT, **opts}, sort_keys=True, default=_jsonable).encode())
+    h.update(json.dumps({"edgec": __version__, "bins": BINS, "stats": STATS_FORMAT, **opts}, sort_keys=True,
+                        default=_jsonable).encode())
     return h.hexdigest()[:24]
 
 
@@ -397,8 +399,8 @@ def _sound(stats: Stats, names) -> bool:
     if not (isinstance(stats.samples, int) and isinstance(stats.batch, int) and stats.samples >= 0
             and stats.batch >= 1 and number(stats.seconds) and isinstance(stats.with_histograms, bool)):
         return False
-    if not all(isinstance(v, tuple) and len(v) == 8 and isinstance(v[0], int) and v[0] >= 1
-               and all(number(e) for e in v[1:7]) and isinstance(v[7], int) and v[7] >= 1 for v in stats.spread.values()):
+    if not all(isinstance(v, tuple) and len(v) == 8 and isinstance(v[0], int) and v[0] >= 1 and
+               all(number(e) for e in v[1:7]) and isinstance(v[7], int) and v[7] >= 1 for v in stats.spread.values()):
         return False
     for h in (*stats.hist_fit.values(), *stats.hist_hold.values()):
         if h.shape != (BINS,) or h.dtype.kind not in "iu" or (h < 0).any():

@@ -119,8 +119,8 @@ def not_judged(graph: Graph, n: int, states) -> str:
 
 
 def unjudged(graph: Graph, n: int, states, why: str, method, equalize_opt, bias) -> Fixes:
-    """The recipe of a model it cannot judge: minmax ranges (when not given: each end widened where samples not
-    seen likely pass it, ranges.unseen), no equalization, and bias correction when the
+    """The recipe of a model it cannot judge: minmax ranges (no method given and QuantOptions.unseen_ranges: each
+    end widened where samples not seen likely pass it, ranges.unseen), no equalization, and bias correction when the
     options leave it open and the model is one bias correction takes (not a QDQ model's own scales, not a
     stateful one) with at least 2 samples: its shift is shrunk by how much the samples agree on it
     (biascorr.shrunk_shift), so on a few samples it takes off only the shifts they agree on."""
