@@ -56,6 +56,28 @@ def test_mse_is_the_least_squared_error_on_its_data():
         assert err(chosen) <= err(ranges.choose(method, lo, hi, h)) * 1.05, method
 
 
+def test_per_sample_extremes_are_summarised_the_same_in_any_batching():
+    mins, maxs = rng.standard_normal(11), rng.standard_normal(11) + 3
+    for cuts in ([11], [1] * 11, [3, 1, 2, 5], [2] * 5 + [1]):
+        s, i = None, 0
+        for k in cuts:
+            s, i = ranges.sample_extremes(s, mins[i:i + k], maxs[i:i + k], 7), i + k
+        lo, hi = np.sort(mins), np.sort(maxs)
+        assert s == (11, lo[0], lo[1], lo[-1], hi[-1], hi[-2], hi[0], 7), cuts
+    one = ranges.sample_extremes(None, [1.0], [2.0])
+    assert ranges.unseen(1.0, 2.0, one) == (1.0, 2.0)                       # one sample: nothing to extrapolate
+
+
+def test_unseen_widens_a_small_tensor_whose_extremes_vary_not_a_large_one():
+    """8 samples whose maxima spread from 1.0 to 5.0 (mean spacing 4/7): a 10-number tensor takes the wider end (a
+    clipped number costs more than a coarser grid for ten), a feature map of 20000 numbers does not; an end the
+    samples agree on (a ReLU's 0) stays."""
+    spread = (8, 0.0, 0.0, 0.0, 5.0, 4.0, 1.0, 10)
+    assert ranges.unseen(0.0, 5.0, spread) == (0.0, 5.0 + 4 / 7)
+    assert ranges.unseen(0.0, 5.0, spread[:7] + (20_000,)) == (0.0, 5.0)
+    assert ranges.unseen(-2.0, 5.0, (8, -2.0, -1.0, 0.0, 5.0, 5.0, 5.0, 10)) == (-2.0 - 2 / 7, 5.0)
+
+
 def test_relu_zero_spike_does_not_collapse_entropy():
     v = np.maximum(rng.standard_normal(100_000) * 2, 0)   # half exact zeros
     lo, hi, h = _hist(v)
@@ -135,6 +157,7 @@ def test_batched_and_per_sample_statistics_agree(tmp_path):
     assert one.batch == 1 and many.batch == 8
     for v in values:
         assert np.isclose(one.lo[v], many.lo[v], atol=1e-5) and np.isclose(one.hi[v], many.hi[v], atol=1e-5)
+        assert np.allclose(one.spread[v], many.spread[v], atol=1e-5) and one.spread[v][0] == 20   # per sample
         if v in one.hist_fit:
             assert np.abs(one.hist_fit[v] - many.hist_fit[v]).sum() <= 4 and one.hist_hold[v].sum() > 0
     assert len(many.holdout_x) == 4 and many.samples == 20
@@ -369,6 +392,8 @@ def _edit_entries(cache, kind: str) -> None:
             meta["names"], meta["lo"], meta["hi"] = meta["names"][1:], meta["lo"][1:], meta["hi"][1:]
         elif kind == "short histograms":
             d.update({k: np.zeros(3, np.int64) for k in d if k.startswith(("fit.", "hold."))})
+        elif kind == "per-sample extremes that are not numbers":
+            meta["spread"] = [["a"] * 8] * n
         elif kind == "odd hold-out rows":
             d["holdout_x"], d["holdout_y"] = np.zeros((3, 7), np.float32), np.zeros(2, np.float32)
         d["meta"] = np.array(json.dumps(meta))
@@ -376,7 +401,8 @@ def _edit_entries(cache, kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", ["NaN ranges", "inverted ranges", "ranges that are not numbers",
-                                  "a tensor left out", "short histograms", "odd hold-out rows"])
+                                  "a tensor left out", "short histograms", "odd hold-out rows",
+                                  "per-sample extremes that are not numbers"])
 def test_an_edited_cache_entry_is_discarded_not_used(tmp_path, monkeypatch, kind):
     """A cache entry that reads as an .npz but does not say what calibration writes: used as it was, its ranges
     crashed the build (a TypeError), were used inverted, or gave an error that blamed the calibration data.

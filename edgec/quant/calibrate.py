@@ -31,9 +31,10 @@ from edgec.frontend import opsets
 from edgec.data import Samples
 from edgec.errors import EdgecError
 from edgec.frontend.loader import graph_inputs
-from edgec.quant.ranges import BINS, choose, histogram
+from edgec.quant.ranges import BINS, choose, histogram, sample_extremes
 
 Progress = Callable[[int, int], None]
+STATS_FORMAT = 2        # in the cache key: entries written before per-sample extremes (`Stats.spread`) are not read
 
 
 def float_session(model: onnx.ModelProto, outputs: Iterable[str] | None = None):
@@ -174,6 +175,7 @@ class Stats:
     holdout_y: np.ndarray | None = None                              # float model outputs of holdout_x
     samples: int = 0
     batch: int = 1
+    spread: dict[str, tuple] = field(default_factory=dict)   # per-sample extremes (ranges.sample_extremes)
     with_histograms: bool = False
     seconds: float = 0.0
     cached: bool = False
@@ -240,22 +242,26 @@ def collect(model: onnx.ModelProto, stream, values: Iterable[str], histograms: b
 
     lo: dict[str, float] = {}
     hi: dict[str, float] = {}
+    spread: dict[str, tuple] = {}
     for i, x in stream.batches(size):
         results = run(x)
         results.update(feeds(model, x))
         for name, r in observed(results, i):
-            a, b = float(r.min()), float(r.max())
+            rows = r.reshape(len(x), -1) if r.ndim and len(x) > 1 and len(r) == len(x) else r.reshape(1, -1)
+            mins, maxs = rows.min(axis=1), rows.max(axis=1)       # per sample (batch 1: the batch is the sample)
+            a, b = float(mins.min()), float(maxs.max())
             if not (np.isfinite(a) and np.isfinite(b)):
                 raise EdgecError(f"calibration samples {i}..{i + len(x) - 1}: value '{name}' is not finite "
                                  "(NaN/Inf); check the calibration data and the model's weights")
             lo[name], hi[name] = min(lo.get(name, a), a), max(hi.get(name, b), b)
+            spread[name] = sample_extremes(spread.get(name), mins, maxs, rows.shape[1])
         done += len(x)
         if progress:
             progress(done, total)
     missing = [v for v in values if v not in lo]
     if missing:
         raise EdgecError(f"calibration could not observe values {missing[:5]}")
-    stats = Stats(lo=lo, hi=hi, samples=n, batch=size, with_histograms=histograms)
+    stats = Stats(lo=lo, hi=hi, samples=n, batch=size, with_histograms=histograms, spread=spread)
     if histograms:
         held_x, held_y = [], []
         for i, x in stream.batches(size):
@@ -322,7 +328,8 @@ def cache_key(model: onnx.ModelProto, data_digest: str, **options) -> str:
     h.update(model.SerializeToString(deterministic=True))
     h.update(data_digest.encode())
     opts = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in options.items()}
-    h.update(json.dumps({"edgec": __version__, "bins": BINS, **opts}, sort_keys=True, default=_jsonable).encode())
+    h.update(json.dumps({"edgec": __version__, "bins": BINS, "stats": STATS_FORMAT, **opts}, sort_keys=True,
+                        default=_jsonable).encode())
     return h.hexdigest()[:24]
 
 
@@ -342,7 +349,7 @@ def save_stats(stats: Stats, path: Path) -> None:
         arrays.update(holdout_x=stats.holdout_x, holdout_y=stats.holdout_y)
     meta = {"names": names, "lo": [stats.lo[n] for n in names], "hi": [stats.hi[n] for n in names],
             "samples": stats.samples, "batch": stats.batch, "seconds": stats.seconds,
-            "with_histograms": stats.with_histograms}
+            "with_histograms": stats.with_histograms, "spread": [stats.spread.get(n) for n in names]}
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".tmp.npz", dir=path.parent)   # one per writer
     os.close(fd)                                                                             # (threads too)
@@ -360,9 +367,12 @@ def load_stats(path: Path) -> Stats | None:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
             names = meta["names"]
+            if len(meta.get("spread", names)) != len(names):
+                return None
             stats = Stats(lo=dict(zip(names, meta["lo"])), hi=dict(zip(names, meta["hi"])),
                           samples=meta["samples"], batch=meta["batch"], seconds=meta["seconds"], cached=True,
-                          with_histograms=meta["with_histograms"])
+                          with_histograms=meta["with_histograms"],
+                          spread={n: tuple(v) for n, v in zip(names, meta.get("spread", [])) if v is not None})
             for i, n in enumerate(names):
                 if f"fit.{i}" in z.files:
                     stats.hist_fit[n] = z[f"fit.{i}"]
@@ -388,6 +398,9 @@ def _sound(stats: Stats, names) -> bool:
         return False
     if not (isinstance(stats.samples, int) and isinstance(stats.batch, int) and stats.samples >= 0
             and stats.batch >= 1 and number(stats.seconds) and isinstance(stats.with_histograms, bool)):
+        return False
+    if not all(isinstance(v, tuple) and len(v) == 8 and isinstance(v[0], int) and v[0] >= 1 and
+               all(number(e) for e in v[1:7]) and isinstance(v[7], int) and v[7] >= 1 for v in stats.spread.values()):
         return False
     for h in (*stats.hist_fit.values(), *stats.hist_hold.values()):
         if h.shape != (BINS,) or h.dtype.kind not in "iu" or (h < 0).any():

@@ -61,6 +61,7 @@ class Fixes:
     method: str = "minmax"
     bias_correction: bool = False
     saturation: bool = False                       # saturating layers' input ranges cut (saturation.py)
+    unseen: bool = False                           # not judged: minmax ends widened to unseen samples (ranges.unseen)
     judged: bool = True
     reason: str = ""                               # why not judged, or what cut the trials short
     findings: list[str] = field(default_factory=list)
@@ -78,8 +79,9 @@ class Fixes:
 
     def summary(self) -> str:
         if not self.judged:
-            return (f"calibration (default recipe): {self.method} ranges, "
-                    f"{'equalization' if self.equalize else 'no equalization'}, "
+            return (f"calibration (default recipe): {self.method} ranges"
+                    + (" (widened where unseen samples likely pass them), " if self.unseen else ", ")
+                    + f"{'equalization' if self.equalize else 'no equalization'}, "
                     + ("bias correction (shrunk to what the samples agree on)" if self.bias_correction
                        else "no bias correction")
                     + f" ({self.reason})")
@@ -117,13 +119,14 @@ def not_judged(graph: Graph, n: int, states) -> str:
 
 
 def unjudged(graph: Graph, n: int, states, why: str, method, equalize_opt, bias) -> Fixes:
-    """The recipe of a model it cannot judge: minmax ranges, no equalization, and bias correction when the
+    """The recipe of a model it cannot judge: minmax ranges (no method given and QuantOptions.unseen_ranges: each
+    end widened where samples not seen likely pass it, ranges.unseen), no equalization, and bias correction when the
     options leave it open and the model is one bias correction takes (not a QDQ model's own scales, not a
     stateful one) with at least 2 samples: its shift is shrunk by how much the samples agree on it
     (biascorr.shrunk_shift), so on a few samples it takes off only the shifts they agree on."""
     plain = graph.fixed_qparams or states or n < 2
     return Fixes(judged=False, reason=why, method=method or "minmax", equalize=bool(equalize_opt),
-                 bias_correction=bool(bias) if bias is not None or plain else True)
+                 bias_correction=bool(bias) if bias is not None or plain else True, unseen=method is None)
 
 
 def worst_output_sqnr(model: onnx.ModelProto, graph: Graph | list[tuple[Graph, np.ndarray]], x: np.ndarray) -> float:

@@ -28,6 +28,7 @@ from edgec.quant import floatref
 from edgec.quant import int16
 from edgec.quant import int4layers
 from edgec.quant import numerics
+from edgec.quant import ranges as ranges_mod
 from edgec.quant import reference
 from edgec.quant import rounding
 from edgec.quant import saturation
@@ -72,6 +73,8 @@ class QuantOptions:
     state: tuple[str, ...] = ()        # OUTPUT=INPUT: a state fed back, both quantized alike (edgec/ports.py)
     input_layout: str | None = None    # "nhwc": an NCHW model's C input channels-last (edgec/frontend/canonicalize.py)
     requantize: str = "tflite"         # "once": every int8 layer rounds its accumulator once (one_rounding, below)
+    unseen_ranges: bool = False        # a model the recipe cannot judge: minmax ends widened (ranges.unseen); off by
+                                       # default: measured on the corpus, docs/corpus.md (h45-calib)
 
     @classmethod
     def plain(cls, **kw) -> QuantOptions:
@@ -249,6 +252,8 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
         log(f"weight rounding (GPTQ) for {len(rounded)} layers")
     method, scores, search = options.method, {}, None
     ranges = {**stats.ranges(method, options.percentile), **own_ranges} if method in METHODS else None
+    if chosen is not None and chosen.unseen and method == "minmax":     # the default on few samples
+        ranges.update({k: ranges_mod.unseen(*ranges[k], stats.spread.get(k)) for k in stats.lo})
     if method in AUTO_METHODS:
         method, scores, search = _auto(g, stats, options, stream, own_ranges, log)
         by_method = {m: stats.ranges(m, options.percentile) for m in METHODS}
@@ -324,6 +329,7 @@ def _default_recipe(model, graph: Graph, stream: Samples, options: QuantOptions,
     if why:
         chosen = fixes_mod.unjudged(graph, stream.n, states, why, options.method, options.equalize,
                                     options.bias_correction)
+        chosen.unseen = chosen.unseen and options.unseen_ranges
     else:
         chosen = fixes_mod.choose(model, graph, stream, options.method, options.equalize, options.bias_correction,
                                   options.per_channel, options.percentile, cache_dir if options.cache else None,

@@ -128,3 +128,42 @@ def _mse(lo, hi, hist):
         los, his = lo * a.reshape(-1), hi * b.reshape(-1)
     k = int(np.argmin(_quant_error(centers, counts, los, his)))
     return float(los[k]), float(his[k])
+
+
+# ---- minmax ranges from few samples ---------------------------------------------------------------------
+
+def sample_extremes(prev: tuple | None, mins: np.ndarray, maxs: np.ndarray, size: int = 1) -> tuple:
+    """Running summary of one value's per-sample minima and maxima, `prev` updated with more samples' (each of
+    `size` numbers): (samples, lowest min, second-lowest min, highest min, highest max, second-highest max,
+    lowest max, numbers per sample); with one sample, its extremes stand for the second ones too."""
+    mins, maxs = np.asarray(mins, np.float64).reshape(-1), np.asarray(maxs, np.float64).reshape(-1)
+    count = len(mins)
+    if prev is not None:
+        n, l1, l2, lw, h1, h2, hw, seen = prev
+        count, size = count + n, max(size, seen)
+        k = min(n, 3)                   # the samples prev's entries are (one sample's extremes stand for three)
+        mins, maxs = np.concatenate([mins, [l1, l2, lw][:k]]), np.concatenate([maxs, [h1, h2, hw][:k]])
+    lo_s, hi_s = np.sort(mins), np.sort(maxs)
+    return (count, float(lo_s[0]), float(lo_s[min(1, count - 1)]), float(lo_s[-1]),
+            float(hi_s[-1]), float(hi_s[max(-2, -count)]), float(hi_s[0]), int(size))
+
+
+def unseen(lo: float, hi: float, spread: tuple | None) -> tuple[float, float]:
+    """The minmax range [lo, hi] of n calibration samples widened, end by end, towards where the extremes of
+    samples not seen lie, when that lowers the expected squared error of one such sample.
+
+    A new sample passes the largest of n per-sample maxima with probability 1 / (n + 1), by about their mean
+    spacing g = (largest - smallest) / (n - 1) (the uniform case's unbiased end point: max + g), on about one
+    number: g^2 / (n + 1) of squared error saved. Widening by g costs each of the tensor's `size` numbers per
+    sample the rounding error ((R + g)^2 - R^2) / (12 x 255^2), R the range. Widened only where the first is larger:
+    a small tensor whose extremes vary between samples (a graph output, an MLP or recurrent state), not a feature
+    map of thousands of numbers, where the clip of a few costs less than a coarser grid for all. (The jackknife's
+    gap, (n - 1) / n x (largest - second largest), was measured too: one outlier sample makes it most of the range.)"""
+    if spread is None or spread[0] < 2:
+        return lo, hi
+    n, l1, _, lw, h1, _, hw, size = spread
+
+    def widen(gap: float) -> float:
+        r = hi - lo
+        return gap if gap * gap / (n + 1) > size * ((r + gap) ** 2 - r * r) / (12 * 255.0 ** 2) else 0.0
+    return lo - widen((lw - l1) / (n - 1)), hi + widen((h1 - hw) / (n - 1))
