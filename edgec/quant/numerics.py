@@ -32,6 +32,11 @@ def check_finite(graph: Graph) -> None:
     for op in graph.ops:
         for key, value in op.attrs.items():
             if isinstance(value, np.ndarray) and value.dtype.kind == "f" and not np.all(np.isfinite(value)):
+                if np.all(np.isfinite(value) | (value == -np.inf)):     # a mask: -inf where attention may not look
+                    raise EdgecError(f"node '{op.name}' ({op.kind}): its {key} hold -inf, an additive attention mask "
+                                     "(a causal or padding mask before a Softmax, as scaled_dot_product_attention "
+                                     "with is_causal or nn.Transformer's square subsequent mask write it); edgec does "
+                                     "not run masked attention yet: give the model without the mask")
                 raise EdgecError(f"node '{op.name}' ({op.kind}): its {key} hold NaN or Inf; fix the model's "
                                  "constants (a diverged training run or a damaged file)")
 
