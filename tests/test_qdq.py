@@ -447,3 +447,22 @@ def test_integers_moved_before_their_dequantize_are_dequantized_first(tmp_path):
     got = np.stack([scheme.dequantize(graph.tensors[graph.output], reference.run(graph, xi.reshape(-1))).reshape(-1)
                     for xi in x])
     assert np.abs(got - want).max() <= 0.1 + 1e-6
+
+
+def test_an_integer_graph_output_is_refused_naming_it(tmp_path):
+    """tf2onnx's from_tflite ends an int8 file with QuantizeLinear -> the graph output (int8): refused in one line
+    naming that output, not as "integer tensors in the graph"."""
+    from edgec import pipeline
+
+    m = onnx.load(str(_tf2onnx_from_tflite(tmp_path)))
+    for name in ("flatten", "dq_h"):
+        m.graph.node.remove(next(n for n in m.graph.node if n.name == name))
+    next(n for n in m.graph.node if n.name == "q_h").output[0] = "y"
+    m.graph.output[0].CopyFrom(helper.make_tensor_value_info("y", TensorProto.INT8, [1, 6, 5]))
+    path = save(m, tmp_path, "int8_out.onnx")
+    calib = tmp_path / "c.npz"
+    np.savez(calib, x=np.zeros((4, 24), np.float32))
+    with pytest.raises(EdgecError) as e:
+        pipeline.compile_model(path, calib)
+    msg = str(e.value)
+    assert "\n" not in msg and "writes the graph output 'y' as integers" in msg, msg
