@@ -3,7 +3,9 @@ weight-normalized TCN exported with do_constant_folding=False (the weight-norm a
 nodes left in the file), a transformer forecaster whose scaled_dot_product_attention dynamo writes at opset 23 as
 ONNX's own Attention operator (its causal variant, SdpaForecaster(causal=True), is refused: a -inf mask), a CenterNet-style detector whose peaks are kept by a 3x3 max-pool equality (Equal, Cast, Mul),
 an LSTM autoencoder that repeats its code over the frames (Expand) for anomaly scores, and an audio-event CNN with
-SELU, CELU, Softsign, adaptive max pooling and a LogSoftmax output through dynamo at opset 21. Random (seeded)
+SELU, CELU, Softsign, adaptive max pooling and a LogSoftmax output through dynamo at opset 21, and a HAR CNN with
+circular (wrap-around) Conv1d padding through TorchScript at opset 19 (Slice / Concat) and dynamo at opset 22 (Pad,
+mode wrap). Random (seeded)
 weights, BatchNorm statistics from the calibration inputs, as export_torch.py (whose helpers make the inputs).
 
     /work/torch-venv/bin/python scripts/corpus/export_torch_seventh.py [--only NAME ...]
@@ -143,6 +145,23 @@ class SeluAudioEvents(nn.Module):
         return F.log_softmax(self.head(h), -1)
 
 
+class CircularPadHar(nn.Module):
+    """A HAR CNN over 9 sensor channels x 128 samples of a periodic gait cycle: Conv1d with padding_mode="circular"
+    (the window wraps around), a dilated circular Conv1d, Hardtanh, global max pool."""
+
+    def __init__(self, c=32, classes=6):
+        super().__init__()
+        self.c1 = nn.Conv1d(9, c, 5, padding=2, padding_mode="circular")
+        self.c2 = nn.Conv1d(c, c, 3, padding=2, dilation=2, padding_mode="circular")
+        self.bn = nn.BatchNorm1d(c)
+        self.head = nn.Linear(c, classes)
+
+    def forward(self, x):                                   # x: (N, 9, 128)
+        h = F.hardtanh(self.c1(x), -2.0, 2.0)
+        h = F.relu(self.bn(self.c2(h)))
+        return self.head(h.amax(-1))
+
+
 # name: (kind, constructor, input shape without batch, opset, dynamo?, export keywords)
 MODELS = {
     "torch_weightnorm_tcn_kws_nofold": ("kws", WeightNormTcnKws, (40, 98), 13, False,
@@ -150,6 +169,8 @@ MODELS = {
     "torch_sdpa_forecaster_dynamo_op23": ("transformer", SdpaForecaster, (32, 6), 23, True, {}),
     "torch_centernet_peaks_op17": ("detection", CenterNetPeaks, (1, 64, 64), 17, False, {}),
     "torch_lstm_autoencoder_ad_op15": ("anomaly", LstmAutoencoderAd, (32, 8), 15, False, {}),
+    "torch_circular_pad_har_op19": ("har", CircularPadHar, (9, 128), 19, False, {}),
+    "torch_circular_pad_har_dynamo_op22": ("har", CircularPadHar, (9, 128), 22, True, {}),
     "torch_selu_audio_events_dynamo_op21": ("audio-events", SeluAudioEvents, (1, 64, 48), 21, True, {}),
 }
 
