@@ -1,7 +1,8 @@
 """Numeric hazards found at build time: refused with a clear EdgecError, or reported as warnings.
 
 Before quantization (`check_finite`): NaN or Inf in any constant of the canonical graph (weights, biases,
-folded constants) is an error naming the node. (Non-finite calibration data and values are refused by
+folded constants) is an error naming the node (a constant whose only non-finite values are -inf is an additive
+attention mask, a causal or padding mask before a Softmax: the error says so). (Non-finite calibration data and values are refused by
 edgec/data.py and edgec/quant/calibrate.py; multipliers no Q31 multiplier + shift can express by
 edgec/quant/quantize.py, naming the node.)
 
