@@ -1,8 +1,8 @@
 """The seventh hidden-corpus round's Keras models: layers and converter settings the corpus did not have yet -- a
 SimpleRNN (unroll=True) with a TimeDistributed Dense over sensor windows, a convolutional autoencoder with
-Conv2DTranspose through TFLiteConverter's 16x8 mode (int16 TRANSPOSE_CONV), a keyword spotter with AdditiveAttention, UnitNormalization, Permute, AveragePooling1D and a leaky
-ReLU6 (ReLU with max_value and negative_slope), and a HAR CNN through TFLiteConverter's legacy quantizer
-(_experimental_new_quantizer False).
+Conv2DTranspose through TFLiteConverter's 16x8 mode (int16 TRANSPOSE_CONV), a keyword spotter with
+AdditiveAttention, UnitNormalization, Permute, AveragePooling1D and a leaky ReLU6 (ReLU with max_value and
+negative_slope), and a HAR CNN through TFLiteConverter's legacy quantizer (_experimental_new_quantizer False).
 Random (seeded) weights, BatchNorm statistics from the calibration inputs, as export_tf.py (whose helpers these
 reuse).
 

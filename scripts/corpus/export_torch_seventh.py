@@ -1,12 +1,13 @@
 """The seventh hidden-corpus round's PyTorch models: exporter settings and layers the corpus did not have yet -- a
 weight-normalized TCN exported with do_constant_folding=False (the weight-norm arithmetic and BatchNormalization
 nodes left in the file), a transformer forecaster whose scaled_dot_product_attention dynamo writes at opset 23 as
-ONNX's own Attention operator (its causal variant, SdpaForecaster(causal=True), is refused: a -inf mask), a CenterNet-style detector whose peaks are kept by a 3x3 max-pool equality (Equal, Cast, Mul),
-an LSTM autoencoder that repeats its code over the frames (Expand) for anomaly scores, and an audio-event CNN with
-SELU, CELU, Softsign, adaptive max pooling and a LogSoftmax output through dynamo at opset 21, and a HAR CNN with
-circular (wrap-around) Conv1d padding through TorchScript at opset 19 (Slice / Concat) and dynamo at opset 22 (Pad,
-mode wrap). Random (seeded)
-weights, BatchNorm statistics from the calibration inputs, as export_torch.py (whose helpers make the inputs).
+ONNX's own Attention operator (its causal variant, SdpaForecaster(causal=True), is refused: a -inf mask), a
+CenterNet-style detector whose peaks are kept by a 3x3 max-pool equality (Equal, Cast, Mul), an LSTM autoencoder
+that repeats its code over the frames (Expand) for anomaly scores, and an audio-event CNN with SELU, CELU, Softsign,
+adaptive max pooling and a LogSoftmax output through dynamo at opset 21, and a HAR CNN with circular (wrap-around)
+Conv1d padding through TorchScript at opset 19 (Slice / Concat) and dynamo at opset 22 (Pad, mode wrap). Random
+(seeded) weights, BatchNorm statistics from the calibration inputs, as export_torch.py (whose helpers make the
+inputs).
 
     /work/torch-venv/bin/python scripts/corpus/export_torch_seventh.py [--only NAME ...]
 """
