@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 import onnxruntime as ort
+import pytest
 from onnx import helper
 
 from conftest import make_model, save
 from edgec import api
+from edgec.errors import EdgecError
+from edgec.frontend import canonicalize, loader
 
 
 def residual_over_a_view():
@@ -34,3 +37,22 @@ def test_activation_is_not_fused_into_a_tensor_another_value_still_reads(tmp_pat
     got = np.asarray(api.reference(quant, x).y, np.float64).reshape(-1)
     snr = 10 * np.log10(np.sum(want.astype(np.float64) ** 2) / np.sum((want - got) ** 2))
     assert snr > 25, snr
+
+
+def test_integer_token_ids_into_an_embedding_are_refused_naming_them():
+    """torch's nn.Embedding exported to ONNX takes int64 token ids into a Gather of a constant table: the refusal
+    names them and the way around, instead of only "edgec takes float inputs"."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    table = numpy_helper.from_array(np.random.default_rng(0).normal(size=(50, 8)).astype(np.float32), "table")
+    axes = numpy_helper.from_array(np.array([1], np.int64), "axes")
+    g = helper.make_graph([helper.make_node("Gather", ["table", "ids"], ["e"], name="embed"),
+                           helper.make_node("ReduceMean", ["e", "axes"], ["y"], name="pool", keepdims=0)], "g",
+                          [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 6])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])], [table, axes])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    with pytest.raises(EdgecError) as e:
+        canonicalize.canonicalize(loader.prepare(model), "m")
+    msg = str(e.value)
+    assert "\n" not in msg and "INT64; token ids read by Gather 'embed'" in msg and "embedding's output" in msg, msg

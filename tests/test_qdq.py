@@ -401,3 +401,68 @@ def test_nncf_per_channel_depthwise_inputs_are_absorbed_into_the_neighbouring_we
     want = np.concatenate([sess.run(None, {model.graph.input[0].name: xi[None]})[0] for xi in x])
     assert 10 * np.log10(np.sum(want ** 2) / np.sum((want - got) ** 2)) > 30     # dB (widened instead: 31.6 on
     # the oracle's samples, absorbed: 34.1; ORT's own fused and unfused runs of the file differ by 49.6)
+
+
+def _tf2onnx_from_tflite(tmp_path):
+    """A QDQ model as tf2onnx's from_tflite writes an int8 .tflite: the int8 input moved (Reshape, Transpose) before
+    its DequantizeLinear, and a QuantizeLinear -> Reshape -> DequantizeLinear (a Flatten of int8 values)."""
+    rng = np.random.default_rng(3)
+    w = rng.integers(-127, 128, (4, 5)).astype(np.int8)
+    consts = {"s_in": np.float32(0.05), "z_in": np.int8(0), "w": w, "s_w": np.float32(0.02), "z_w": np.int8(0),
+              "s_h": np.float32(0.1), "z_h": np.int8(-3), "shape3": np.array([1, 4, 6], np.int64),
+              "shape2": np.array([1, 30], np.int64)}
+    nodes = [helper.make_node("Reshape", ["x", "shape3"], ["x3"], name="expand"),
+             helper.make_node("Transpose", ["x3"], ["xt"], perm=[0, 2, 1], name="t"),
+             helper.make_node("DequantizeLinear", ["xt", "s_in", "z_in"], ["xf"], name="dq_in"),
+             helper.make_node("DequantizeLinear", ["w", "s_w", "z_w"], ["wf"], name="dq_w"),
+             helper.make_node("MatMul", ["xf", "wf"], ["h"], name="mm"),
+             helper.make_node("QuantizeLinear", ["h", "s_h", "z_h"], ["hq"], name="q_h"),
+             helper.make_node("Reshape", ["hq", "shape2"], ["hq2"], name="flatten"),
+             helper.make_node("DequantizeLinear", ["hq2", "s_h", "z_h"], ["y"], name="dq_h")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.INT8, [1, 24])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 30])],
+                              [numpy_helper.from_array(np.asarray(v), k) for k, v in consts.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return save(model, tmp_path, "from_tflite.onnx")
+
+
+def test_integers_moved_before_their_dequantize_are_dequantized_first(tmp_path):
+    """tf2onnx's from_tflite of an int8 .tflite was refused ("input ... is INT8; edgec takes float inputs ...", then
+    "integer tensors in the graph are not supported" for the Flatten): the DequantizeLinear now moves up to the
+    integers, the data movement after it; the input port is int8 on the file's grid and edgec agrees with ONNX
+    Runtime running the file to within one step of the output's grid."""
+    from edgec import pipeline
+    from edgec.quant import reference
+
+    path = _tf2onnx_from_tflite(tmp_path)
+    x = np.random.default_rng(4).integers(-128, 128, (16, 1, 24)).astype(np.int8)
+    calib = tmp_path / "c.npz"
+    np.savez(calib, x=(x[:, 0].astype(np.float32) * 0.05))
+    _, graph, _ = pipeline.compile_model(path, calib)
+    port = graph.tensors[graph.input]
+    assert (port.dtype, float(port.scale), int(port.zero_point)) == ("int8", np.float32(0.05), 0)
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    want = np.concatenate([sess.run(None, {"x": xi})[0] for xi in x])
+    got = np.stack([scheme.dequantize(graph.tensors[graph.output], reference.run(graph, xi.reshape(-1))).reshape(-1)
+                    for xi in x])
+    assert np.abs(got - want).max() <= 0.1 + 1e-6
+
+
+def test_an_integer_graph_output_is_refused_naming_it(tmp_path):
+    """tf2onnx's from_tflite ends an int8 file with QuantizeLinear -> the graph output (int8): refused in one line
+    naming that output, not as "integer tensors in the graph"."""
+    from edgec import pipeline
+
+    m = onnx.load(str(_tf2onnx_from_tflite(tmp_path)))
+    for name in ("flatten", "dq_h"):
+        m.graph.node.remove(next(n for n in m.graph.node if n.name == name))
+    next(n for n in m.graph.node if n.name == "q_h").output[0] = "y"
+    m.graph.output[0].CopyFrom(helper.make_tensor_value_info("y", TensorProto.INT8, [1, 6, 5]))
+    path = save(m, tmp_path, "int8_out.onnx")
+    calib = tmp_path / "c.npz"
+    np.savez(calib, x=np.zeros((4, 24), np.float32))
+    with pytest.raises(EdgecError) as e:
+        pipeline.compile_model(path, calib)
+    msg = str(e.value)
+    assert "\n" not in msg and "writes the graph output 'y' as integers" in msg, msg

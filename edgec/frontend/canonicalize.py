@@ -220,6 +220,17 @@ class _Canonicalizer:
         self.rename_output(prod, x, node.output[0], self.values[x][1])
         return True
 
+    def _token_ids(self, name: str, elem: int) -> str:
+        """What an integer input read as the indices of Gathers of constant tables (nn.Embedding) is, and the way
+        around, for the refusal; else nothing."""
+        users = [n for n in self.model.graph.node if name in n.input]
+        if elem in (onnx.TensorProto.INT64, onnx.TensorProto.INT32) and users and all(
+                n.op_type == "Gather" and list(n.input).index(name) == 1 and n.input[0] in self.consts for n in users):
+            return (f"token ids read by Gather '{users[0].name}' (an embedding table): edgec takes no integer "
+                    "token ids in an ONNX model (a .tflite's int32 ids into a GATHER it takes); export the model "
+                    "from the embedding's output (a float input) instead")
+        return ""
+
     # ---- main loop -----------------------------------------------------------------------
     def run(self) -> Graph:
         inputs = graph_inputs(self.model)
@@ -227,9 +238,9 @@ class _Canonicalizer:
             shape = self.shapes.get(inp.name)
             elem = inp.type.tensor_type.elem_type
             if elem != onnx.TensorProto.FLOAT:
-                raise EdgecError(f"input '{inp.name}' is {onnx.TensorProto.DataType.Name(elem)}; edgec takes float "
-                                 "inputs, and uint8/int8 inputs read only by a DequantizeLinear with a constant "
-                                 "per-tensor scale (a QDQ model)")
+                raise EdgecError(f"input '{inp.name}' is {onnx.TensorProto.DataType.Name(elem)}; " + (
+                    self._token_ids(inp.name, elem) or "edgec takes float inputs, and uint8/int8 inputs read only by "
+                    "a DequantizeLinear with a constant per-tensor scale (a QDQ model)"))
             perm = self._input_perm(inp.name, shape, len(inputs))
             name = self.new_tensor(inp.name, tuple(shape[a] for a in perm), inp.name)
             self.values[inp.name] = (name, perm)

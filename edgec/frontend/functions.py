@@ -15,7 +15,7 @@ from onnx import defs, helper
 # operators whose ONNX function bodies edgec builds (the conformance table counts them as supported)
 EXPANDED = {"LayerNormalization", "RMSNormalization", "CenterCropPad", "ReduceL2", "ReduceLogSum", "SwiGLU",
             "RotaryEmbedding"}
-FOLDED = {"Shape", "Size", "ConstantOfShape", "Range"}     # in bodies: computed at build time only
+FOLDED = {"Shape", "Size", "ConstantOfShape", "Range", "Mod"}     # in bodies: computed at build time only
 
 
 def expand_functions(model: onnx.ModelProto, supported: set[str], takes_whole: dict | None = None) -> bool:

@@ -17,6 +17,8 @@ turns such a model back into the float model it describes, and remembers the qua
 - a uint8 (or int8) graph input read by DequantizeLinear (tf2onnx's image input) becomes a float input with that
   quantization fixed; the device's input port stays uint8 (the sensor's bytes), converted to int8 by a `quantize`
   op (edgec/frontend/canonicalize.py); calibration and bench data are the float values the DequantizeLinear gives.
+  Integers moved before their DequantizeLinear (tf2onnx's from_tflite: int8 input -> Unsqueeze -> Transpose -> DQ,
+  Q -> Reshape -> DQ) are dequantized first, the data movement after the DequantizeLinear (`_dequantize_first`).
 
 - a Clip of constants is folded first: Brevitas's QCDQ export writes each weight as an int8 constant ->
   Clip (its bit width's narrow range, [-7, 7] for 4 bits) -> DequantizeLinear, and the clipped integers are the
@@ -79,6 +81,7 @@ def strip(model: onnx.ModelProto) -> onnx.ModelProto:
             consts[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
             g.initializer.append(numpy_helper.from_array(consts[n.output[0]], n.output[0]))
             g.node.remove(n)
+    _dequantize_first(g, consts)
     readers: dict[str, list[onnx.NodeProto]] = {}
     for n in g.node:
         for i in n.input:
@@ -266,6 +269,42 @@ def _rescale(dq, factor, consts, inits, g) -> None:
 def _set(inits, consts, name, value) -> None:
     consts[name] = value
     inits[name].CopyFrom(numpy_helper.from_array(value, name))
+
+
+MOVES = {"Unsqueeze", "Squeeze", "Reshape", "Flatten", "Transpose"}
+
+
+def _dequantize_first(g, consts) -> None:
+    """Integers moved before their DequantizeLinear (tf2onnx's from_tflite of an int8 file: int8 input -> Unsqueeze
+    -> Transpose -> DequantizeLinear for a Conv1D's ExpandDims, QuantizeLinear -> Reshape -> DequantizeLinear for a
+    Flatten): the DequantizeLinear moved up to read the integer graph input or the QuantizeLinear's output, the data
+    movement after it (per-tensor quantization commutes with moving the integers). The input is then read by the
+    DequantizeLinear alone (_integer_inputs), the QuantizeLinear followed by it (a QDQ pair)."""
+    ints = (onnx.TensorProto.UINT8, onnx.TensorProto.INT8)
+    outputs = {o.name for o in g.output}
+    starts = [i.name for i in g.input if i.type.tensor_type.elem_type in ints]
+    starts += [n.output[0] for n in g.node if n.op_type == "QuantizeLinear" and n.input[0] not in consts]
+    for start in starts:
+        chain, value = [], start
+        while True:
+            users = [n for n in g.node if value in n.input]
+            if len(users) != 1 or value in outputs:
+                break
+            n = users[0]
+            if n.op_type in MOVES and n.input[0] == value and all(k in consts for k in n.input[1:] if k):
+                chain.append(n)
+                value = n.output[0]
+                continue
+            if (chain and n.op_type == "DequantizeLinear" and n.input[0] == value
+                    and all(k in consts for k in n.input[1:] if k) and np.asarray(consts[n.input[1]]).size == 1):
+                y = n.output[0]
+                n.input[0], n.output[0] = start, f"{start}__dequantized"
+                chain[0].input[0], chain[-1].output[0] = n.output[0], y
+                nodes = [m for m in g.node if m is not n]
+                nodes.insert(nodes.index(chain[0]), n)
+                del g.node[:]
+                g.node.extend(nodes)
+            break
 
 
 def _integer_inputs(g, consts, readers) -> dict[str, str]:

@@ -263,10 +263,11 @@ def set_batchnorm_from(model: nn.Module, x: torch.Tensor) -> None:
 
 def export_seeded(name: str, script: str, kind: str, make, shape, opset: int, licence: tuple[str, str],
                   dynamo: bool = False, input_names: list[str] | None = None,
-                  python: str = "/work/torch-venv/bin/python") -> None:
+                  python: str = "/work/torch-venv/bin/python", export_kw: dict | None = None) -> None:
     """One model of a corpus exporter script (`script`, in scripts/corpus/): `make()` with seeded random weights and
     BatchNorm statistics from its calibration inputs, exported by torch.onnx at `opset` (TorchScript, or dynamo),
-    its calibration set saved and its manifest entry written (committed when small enough)."""
+    its calibration set saved and its manifest entry written (committed when small enough). `export_kw`: more
+    torch.onnx.export keywords (e.g. do_constant_folding=False), named in the manifest's exporter text."""
     lic, origin = licence
     torch.manual_seed(sum(map(ord, name)))
     model = make().eval()
@@ -278,10 +279,11 @@ def export_seeded(name: str, script: str, kind: str, make, shape, opset: int, li
     kw = {"external_data": False} if dynamo else {}
     if input_names:
         kw["input_names"] = input_names
+    kw.update(export_kw or {})
     torch.onnx.export(model, (torch.from_numpy(calib[:1]),), str(out), dynamo=dynamo, opset_version=opset, **kw)
     manifest.save_calibration(folder, calib)
     committed = out.stat().st_size <= COMMITTED_LIMIT
-    how = "dynamo" if dynamo else "torchscript"
+    how = ("dynamo" if dynamo else "torchscript") + "".join(f", {k}={v}" for k, v in (export_kw or {}).items())
     manifest.record(name, kind, out, {"made_by": f"scripts/corpus/{script}", "architecture": origin,
                                       "exporter": f"torch.onnx ({how}, opset {opset}), torch {torch.__version__}",
                                       "weights": "random (seeded), BatchNorm statistics from the calibration inputs"},

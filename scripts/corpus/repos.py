@@ -41,6 +41,7 @@ URBAN = ("Berkya97/EdgeAssistNoiseClassifier", "5caf29550113cd949ce7bb39767461ca
 GAIT = ("TravisLeeTS/tinyml_gait_recognition", "8822611946b40ee968f2d3faa6a06cb5568e7254", NO_LICENSE)
 MWW = ("esphome/micro-wake-word-models", "05b65922cc433c9df13e98e32a7fe520758c837e", "Apache-2.0")
 PSOC = ("xucenying/tinyml-anomaly-psoc-c3m5", "9d02cb68622587f6cea8b43e4a656c44e25bfd8c", "Apache-2.0")
+AMBIQ_HAR = ("AmbiqAI/Human-Activity-Recognition", "13953469e4b0d8f64b5a4d2b8e2070004e5d5da7", "Apache-2.0")
 
 # name, kind, (repository, commit, license), path in the repository, committed
 FILES = [
@@ -119,6 +120,7 @@ FILES = [
     ("mww_vad_v2", "audio-events", MWW, "models/v2/vad.tflite", True),
     ("mww_alexa_v1", "kws", MWW, "models/alexa.tflite", True),
     ("gh_bearing_fault_mlp", "anomaly", PSOC, "ml/model_int8.tflite", True),
+    ("ambiq_har_cnn", "har", AMBIQ_HAR, "python/trained_models/model.tflite", True),
 ]
 
 
