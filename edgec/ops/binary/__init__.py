@@ -81,6 +81,8 @@ def quantize_binary(op: Op, ins: list[Tensor], out: Tensor) -> None:
     if a["const"] is not None:
         c = np.asarray(a["const"], np.float64)
         s, zp = (1.0, 0) if a.get("bool_const") else qparams_from_range(float(c.min()), float(c.max()))
+        if not a.get("bool_const") and not c.any():    # zeros (a Cast to bool: x != 0) on the other operand's grid,
+            s, zp = ins[0].scale, ins[0].zero_point     # where 0 is its zero point exactly
         const = Tensor(name="const", shape=c.shape, source="", scale=s, zero_point=zp)
         op.arrays["const"] = (c != 0).astype(np.int8) if a.get("bool_const") else \
             np.clip(np.round(c / s) + zp, -128, 127).astype(np.int8)      # a mask's constant: its 0 / 1 bytes
