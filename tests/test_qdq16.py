@@ -44,6 +44,11 @@ def _float_model(tmp_path, tail=""):
                   helper.make_node("MatMul", ["se", "st"], ["mm"], name="attention_like"),
                   helper.make_node("Mul", ["mm", "se"], ["m2"], name="mul_same")]
         last = "m2"
+    if tail == "const":      # a Constant node's output (as torch.onnx writes a decomposed GELU's 0.5): ORT's A16W8
+        nodes += [helper.make_node("Constant", [], ["half"], name="half",      # quantizes it to int16 like an activation
+                                   value=numpy_helper.from_array(np.array(0.5, np.float32))),
+                  helper.make_node("Mul", ["s", "half"], ["sh"], name="times_half")]
+        last = "sh"
     if tail == "max":
         nodes += [helper.make_node("Max", ["s", "t2"], ["mx"], name="max_of_two")]
         last = "mx"
@@ -140,6 +145,23 @@ def test_an_int16_op_without_a_16x8_kernel_is_refused_in_one_line(tmp_path):
         api.compile_model(path, tmp_path / "calib.npz")
     msg = str(err.value)
     assert "\n" not in msg and "'max_of_two' (binary)" in msg and "no 16x8 kernel" in msg, msg
+
+
+def test_an_a16w8_constant_quantized_to_int16_is_folded_to_its_value(tmp_path):
+    """ORT's A16W8 writes a Constant node's output through an int16 QuantizeLinear -> DequantizeLinear pair (it was
+    refused: "int16 quantization of a constant is not supported"): folded to its dequantized value, the Mul by it a
+    constant operand."""
+    path, x = _a16w8(tmp_path, True, tail="const")
+    m = onnx.load(str(path))
+    assert any(n.op_type == "QuantizeLinear" and n.input[0] == "half" for n in m.graph.node)
+    _, graph, _ = api.compile_model(path, tmp_path / "calib.npz")
+    (op,) = [op for op in graph.ops if op.name == "times_half"]
+    assert len(op.inputs) == 1 and graph.tensors[op.output].dtype == "int16", op
+    got = np.stack([reference.run(graph, q).reshape(-1) for q in ports.quantize_inputs(graph, x)])
+    ours = scheme.dequantize(graph.tensors[graph.output], got)
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    theirs = np.concatenate([sess.run(None, {"x": xi[None]})[0] for xi in x])
+    assert _sqnr(theirs, ours) > 50, _sqnr(theirs, ours)
 
 
 @pytest.mark.parametrize("symmetric", [False, True])
