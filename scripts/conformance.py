@@ -70,8 +70,8 @@ def write_doc(path: Path, results, cases, with_c: bool, elapsed: float) -> None:
         "",
         "Adaptation: edgec models have one float input and one output. Inputs edgec only takes as constants "
         "(weights, pads, shapes, indices, any non-float input) become initializers; the other float inputs are "
-        "packed into one input and sliced apart inside the model; a bool input is fed as 0 / 1 floats through a Cast "
-        "to bool (its model read at opset 13 if older: And-7, Or-7, Xor-7, Not-1 are those operators' latest "
+        "packed into one input and sliced apart inside the model; the bool inputs of a case with no float one are fed "
+        "as 0 / 1 floats through a Cast to bool (its model read at opset 13 if older: And-7, Or-7, Xor-7, Not-1 are those operators' latest "
         "versions); a case with several outputs runs once per output.",
         "",
         f"{', '.join(sorted(EXPANDED))} are built from the function bodies ONNX defines for them "

@@ -126,7 +126,7 @@ def adapt(case, inputs: list[np.ndarray], output_index: int):
     for node in g.node:
         for i, name in enumerate(node.input):
             readers.setdefault(name, []).append((node.op_type, i))
-    acts, consts, casts = [], [], []
+    acts, consts, casts, masks = [], [], [], []
     for vi, value in zip(list(g.input), inputs):
         if isinstance(value, np.generic):
             value = np.asarray(value)
@@ -135,12 +135,17 @@ def adapt(case, inputs: list[np.ndarray], output_index: int):
         as_param = any(i in PARAM_INPUTS.get(op, set()) for op, i in readers.get(vi.name, []))
         if _float_type(vi) and not as_param and value.dtype.kind == "f":
             acts.append((vi, value.astype(np.float32)))
-        elif value.dtype == np.bool_ and not as_param:     # a bool input: fed as 0 / 1 floats, then Cast to bool
-            flt = helper.make_tensor_value_info(vi.name + "__float", TensorProto.FLOAT, _dims(vi))
-            casts.append(helper.make_node("Cast", [flt.name], [vi.name], to=TensorProto.BOOL, name=vi.name + "__cast"))
-            acts.append((flt, value.astype(np.float32)))
+        elif value.dtype == np.bool_ and not as_param:
+            masks.append((vi, value))
         else:
             consts.append(numpy_helper.from_array(value, vi.name))
+    for vi, value in masks:     # bool inputs beside float ones stay constants (a Where's condition, an attention
+        if acts:                # mask); a case of bool inputs only (And, Or, Xor, Not) gets them as 0 / 1 floats
+            consts.append(numpy_helper.from_array(value, vi.name))      # through a Cast to bool
+            continue
+        flt = helper.make_tensor_value_info(vi.name + "__float", TensorProto.FLOAT, _dims(vi))
+        casts.append(helper.make_node("Cast", [flt.name], [vi.name], to=TensorProto.BOOL, name=vi.name + "__cast"))
+        acts.append((flt, value.astype(np.float32)))
     if not acts:
         raise EdgecError("the case has no float input edgec could compute on")
     if casts:       # (a bool-input case at an old opset, And-7 ... Not-1: their latest versions, read at 13 as the
