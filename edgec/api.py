@@ -414,7 +414,7 @@ def reference(build_or_graph, x, quantized: bool = False) -> host_reference.Refe
     return host_reference.run(build_or_graph, x, quantized)
 
 
-def inspect_model(model_path: str | Path, settings: Settings | None = None) -> dict:
+def inspect_model(model_path: str | Path, settings: Settings | None = None, calib=None) -> dict:
     """Ops, shapes, parameters, MACs, an arena estimate and the support status of every node, without
     building anything: every unsupported node and every node beyond a limit is listed (`problems`)."""
     model_path = Path(model_path)
@@ -425,7 +425,7 @@ def inspect_model(model_path: str | Path, settings: Settings | None = None) -> d
             graph = graph.replace_ops(planner.schedule(graph))
             info["arena_bytes_estimate"] = planner.plan(graph).arena_bytes
         return info
-    model = loader.load_model(model_path, (settings or Settings.from_environment()).memory_limit)
+    model = loader.load_model(model_path, (settings or Settings.from_environment()).memory_limit, calib)
     shapes = {vi.name: loader.static_shape(vi) for vi in
               list(model.graph.value_info) + list(model.graph.input) + list(model.graph.output)}
     inits = {i.name: i for i in model.graph.initializer}

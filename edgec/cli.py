@@ -300,10 +300,8 @@ def cmd_inspect(args) -> int:
     if args.ram_budget is not None:
         raise EdgecError("edgec inspect: --ram-budget is read with --board only (it plans the model for the "
                          "board); add --board BOARD")
-    if args.calib is not None:
-        raise EdgecError("edgec inspect: --calib is read with --board only (it quantizes the model for the board's "
-                         "plan); add --board BOARD")
-    info = api.inspect_model(args.model, settings=args.env)
+    info = _unsized(args.model) if args.calib is None else None        # a dynamic axis nothing sizes
+    info = info or api.inspect_model(args.model, settings=args.env, calib=args.calib)
     if args.json:
         print(json.dumps(info, indent=1))
         return 0 if not info["problems"] else 1
@@ -327,11 +325,31 @@ def cmd_inspect(args) -> int:
         print(f"QDQ model: the quantization of {info['qdq']['activations']} activations and "
               f"{info['qdq']['weights']} constants comes from its QuantizeLinear/DequantizeLinear nodes "
               "(shown as the Clips they become)")
+    if info.get("note"):
+        print(f"note: {info['note']}")
+        return 0 if not info["problems"] else 1
     arena = info["arena_bytes_estimate"]
     print(f"{info['macs']:,} MACs, {info['canonical_ops']} ops after canonicalization, arena estimate "
           + (f"{arena:,} bytes" if arena is not None else "unknown")
           + (f" (of the nodes edgec can build; {len(info['problems'])} it cannot)" if info["problems"] else ""))
     return 0 if not info["problems"] else 1
+
+
+def _unsized(path: str):
+    """`edgec inspect` of an .onnx with a dynamic non-batch input axis and no --calib: what can be said unsized."""
+    from pathlib import Path
+
+    import onnx
+
+    from edgec.frontend import input_shapes
+
+    if not str(path).endswith(".onnx") or not Path(path).is_file():
+        return None
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception:
+        return None                  # (api.inspect_model says what is wrong with the file)
+    return input_shapes.unsized(model, path)
 
 
 def _inspect_board(args) -> int:

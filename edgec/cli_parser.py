@@ -304,7 +304,8 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     i.add_argument("--optimize", choices=("speed", "size"), default="speed", help="with --board: as edgec build's")
     add_ram_budget(i, "with --board: the plan of edgec build --ram-budget (the stack then is the one the budget "
                       "counts, an estimate). ")
-    i.add_argument("--calib", help="with --board: calibration data (.npz) for a float model (default: a few "
+    i.add_argument("--calib", help="the size of a dynamic input axis (without --board); with --board also the "
+                   "calibration data (.npz) for a float model (default: a few "
                    "seeded random samples; sizes depend on types and shapes, not on ranges)")
     i.set_defaults(func=commands["inspect"])
     return p

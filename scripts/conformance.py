@@ -64,12 +64,15 @@ def write_doc(path: Path, results, cases, with_c: bool, elapsed: float) -> None:
         f"(`edgec/quant/floatref.py`; tolerance rtol {C.FLOAT_RTOL}, atol {C.FLOAT_ATOL} or the case's own if "
         "larger) and (b) in INT8, calibrated on the case's own input: the NumPy integer reference must be within "
         f"{C.INT8_SCALES:g} output quantization steps or {C.INT8_RANGE:.0%} of the output's range of the case's "
-        "output" + (", and the generated C, compiled for this host with gcc -Wall -Wextra -Werror, must equal the "
-                    "reference bit for bit." if with_c else " (generated C not run in this report)."),
+        "output (a bool output, a comparison's or a logic operator's mask: every element equal to ONNX's, float and "
+        "INT8)" + (", and the generated C, compiled for this host with gcc -Wall -Wextra -Werror, must equal the "
+                   "reference bit for bit." if with_c else " (generated C not run in this report)."),
         "",
         "Adaptation: edgec models have one float input and one output. Inputs edgec only takes as constants "
         "(weights, pads, shapes, indices, any non-float input) become initializers; the other float inputs are "
-        "packed into one input and sliced apart inside the model; a case with several outputs runs once per output.",
+        "packed into one input and sliced apart inside the model; the bool inputs of a case with no float one are fed "
+        "as 0 / 1 floats through a Cast to bool (its model read at opset 13 if older: And-7, Or-7, Xor-7, Not-1 are those operators' latest "
+        "versions); a case with several outputs runs once per output.",
         "",
         f"{', '.join(sorted(EXPANDED))} are built from the function bodies ONNX defines for them "
         "(`edgec/frontend/functions.py`): INT8 runs each of their elementary operators with its own quantization, so they "

@@ -126,7 +126,7 @@ def adapt(case, inputs: list[np.ndarray], output_index: int):
     for node in g.node:
         for i, name in enumerate(node.input):
             readers.setdefault(name, []).append((node.op_type, i))
-    acts, consts = [], []
+    acts, consts, casts, masks = [], [], [], []
     for vi, value in zip(list(g.input), inputs):
         if isinstance(value, np.generic):
             value = np.asarray(value)
@@ -135,10 +135,27 @@ def adapt(case, inputs: list[np.ndarray], output_index: int):
         as_param = any(i in PARAM_INPUTS.get(op, set()) for op, i in readers.get(vi.name, []))
         if _float_type(vi) and not as_param and value.dtype.kind == "f":
             acts.append((vi, value.astype(np.float32)))
+        elif value.dtype == np.bool_ and not as_param:
+            masks.append((vi, value))
         else:
             consts.append(numpy_helper.from_array(value, vi.name))
+    for vi, value in masks:     # bool inputs beside float ones stay constants (a Where's condition, an attention
+        if acts:                # mask); a case of bool inputs only (And, Or, Xor, Not) gets them as 0 / 1 floats
+            consts.append(numpy_helper.from_array(value, vi.name))      # through a Cast to bool
+            continue
+        flt = helper.make_tensor_value_info(vi.name + "__float", TensorProto.FLOAT, _dims(vi))
+        casts.append(helper.make_node("Cast", [flt.name], [vi.name], to=TensorProto.BOOL, name=vi.name + "__cast"))
+        acts.append((flt, value.astype(np.float32)))
     if not acts:
         raise EdgecError("the case has no float input edgec could compute on")
+    if casts:       # (a bool-input case at an old opset, And-7 ... Not-1: their latest versions, read at 13 as the
+        for imp in model.opset_import:        # packing's Slice inputs and Cast's int `to` need)
+            if imp.domain in ("", "ai.onnx") and imp.version < 13:
+                imp.version = 13
+        model.ir_version = max(model.ir_version, 8)
+        nodes = casts + list(g.node)
+        del g.node[:]
+        g.node.extend(nodes)
     out = g.output[output_index]
     if _float_type(out):      # (a double case: edgec computes in float32 like its input)
         out.type.tensor_type.elem_type = TensorProto.FLOAT
@@ -170,6 +187,10 @@ def adapt(case, inputs: list[np.ndarray], output_index: int):
         g.node.extend(nodes)
     del g.value_info[:]
     return model, x
+
+
+def _dims(vi) -> list:
+    return [d.dim_value if d.HasField("dim_value") else d.dim_param for d in vi.type.tensor_type.shape.dim]
 
 
 def _selected_rows(packed, want) -> np.ndarray:
@@ -232,8 +253,9 @@ def _array(value) -> np.ndarray:
 
 
 def _run_output(case, inputs, k, want, res: Result, c_check) -> None:
-    if want.dtype.kind not in "fiub" or want.dtype == np.bool_:
+    if want.dtype.kind not in "fiub":
         raise EdgecError(f"output is {want.dtype}; edgec computes numbers")
+    mask = want.dtype == np.bool_     # a bool output (a comparison's or logic op's mask): every element equal
     model, x = adapt(case, inputs, k)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -245,7 +267,7 @@ def _run_output(case, inputs, k, want, res: Result, c_check) -> None:
     if selection is not None:
         got = _selected_rows(got, want)
     rtol, atol = max(case.rtol, FLOAT_RTOL), max(case.atol, FLOAT_ATOL)
-    res.float_ok = _close(got, want, rtol, atol)
+    res.float_ok = _close(got, want, 0.0, 0.0) if mask else _close(got, want, rtol, atol)
     if not res.float_ok:
         err = np.nanmax(np.abs(np.asarray(got, np.float64).reshape(want.shape) - want))
         res.reason = f"float result differs from ONNX's (max abs error {err:.3g})"
@@ -261,6 +283,17 @@ def _run_output(case, inputs, k, want, res: Result, c_check) -> None:
     yq = reference.run(graph, xq)
     deq = scheme.dequantize(tout, yq).astype(np.float64)
     deq = _selected_rows(deq, want) if selection is not None else deq.reshape(want.shape)
+    if mask:
+        if tout.dtype != "bool":
+            raise EdgecError(f"output is bool; edgec computes {tout.dtype}")
+        wrong = int(np.count_nonzero((deq != 0) != want))
+        res.detail = {"int8_mask_wrong": wrong}
+        res.int8_ok = wrong == 0
+        if wrong:
+            res.reason = f"int8 mask differs from ONNX's on {wrong} of {want.size} elements"
+        if c_check is not None:
+            c_check((graph, xq, yq, res))
+        return
     span = float(np.max(want) - np.min(want)) if want.size else 0.0
     tol = max(INT8_SCALES * tout.scale, INT8_RANGE * span)
     err = float(np.max(np.abs(deq - want))) if want.size else 0.0

@@ -62,8 +62,8 @@ def test_cli_says_whether_it_fits(capsys):
     text = capsys.readouterr().out
     assert "--optimize size" in text and "live-set lower bound" in text
     assert text.rstrip().endswith("fits")
-    assert cli.main(["inspect", str(model), "--calib", str(calib)]) == 2
-    assert "--calib is read with --board only" in capsys.readouterr().err
+    assert cli.main(["inspect", str(model), "--calib", str(calib)]) == 0      # (it sizes a dynamic axis)
+    assert "MACs" in capsys.readouterr().out
 
 
 def test_a_model_too_big_for_the_board_is_reported_not_raised(capsys):

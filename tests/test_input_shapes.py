@@ -65,6 +65,27 @@ def test_without_a_calibration_set_the_dynamic_axis_is_one_line_naming_it():
     assert "\n" not in str(err.value)
 
 
+def test_inspect_without_a_calibration_set_says_what_it_can(sets, capsys):
+    """`edgec inspect MODEL` of the dynamic-time model (no --board, no --calib; it failed): every node with its
+    operator's support, the shapes left unknown and a note naming the dynamic axis and --calib; with --calib (no
+    --board) the full table, the time axis sized from the calibration set."""
+    import json
+
+    from edgec import cli
+    assert cli.main(["inspect", str(MODEL)]) == 0
+    text = capsys.readouterr().out
+    n = len(onnx.load(str(MODEL)).graph.node)
+    assert "note: input 'x' dimension 2 ('T') is dynamic" in text and "--calib" in text, text
+    assert text.count("  yes") == n, text
+    assert cli.main(["inspect", str(MODEL), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["inputs"][0]["shape"] == [1, 4, "T"] and info["macs"] is None and len(info["nodes"]) == n
+    calib, _, _ = sets
+    assert cli.main(["inspect", str(MODEL), "--calib", str(calib), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["input"]["shape"] == [1, 4, 50] and info["macs"] > 0 and "note" not in info
+
+
 def test_a_calibration_set_of_another_rank_is_one_line(tmp_path):
     np.savez(tmp_path / "c.npz", x=np.zeros((3, 4), np.float32))
     with pytest.raises(EdgecError, match=r"input 'x' has a dynamic dimension 2 \('T'\), taken from the calibration "

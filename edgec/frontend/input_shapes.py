@@ -4,8 +4,9 @@ A dynamic batch dimension (dimension 0) is pinned to 1. Every other symbolic or 
 torch.onnx export with `dynamic_axes={"x": {0: "batch", 2: "T"}}`: the time axis of an audio or 1-D model) takes
 its size from the calibration set: the sample shape of its array (`x` (N, *input shape without batch), `x_<name>`
 for one of several inputs; only the arrays' .npy headers are read, edgec/data.py `sample_shapes`). A dimension
-name shared by several inputs must get one size from all of them. Without a calibration set (`edgec inspect`), or
-when the set cannot give the size, one line names the input, the axis and its name and says what to do."""
+name shared by several inputs must get one size from all of them. Without a calibration set, or when the set cannot
+give the size, one line names the input, the axis and its name and says what to do; `edgec inspect` without one
+says what it can (`unsized`: every node and whether edgec has its operator, the shapes left unknown)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -58,7 +59,7 @@ def pin_inputs(model: onnx.ModelProto, where, calib: str | Path | None = None) -
         vi, i, d = dynamic[0]
         raise EdgecError(f"{where}: input '{vi.name}' has a dynamic {_named(i, d)}; edgec takes its size from the "
                          "calibration set: give --calib FILE.npz (x: N samples of the input's shape; edgec inspect "
-                         "reads it with --board), or export the model with a fixed input shape")
+                         "reads it too), or export the model with a fixed input shape")
     shapes = data.sample_shapes(calib)
     sizes: dict[str, tuple[int, str, int]] = {}       # dimension name -> (size, input, axis)
     for vi, i, d in dynamic:
@@ -83,3 +84,46 @@ def pin_inputs(model: onnx.ModelProto, where, calib: str | Path | None = None) -
         for d in vi.type.tensor_type.shape.dim:
             if d.dim_param in sizes:
                 d.dim_value = sizes[d.dim_param][0]
+
+
+def unsized(model: onnx.ModelProto, where) -> dict | None:
+    """For a model with a dynamic input dimension and no calibration set to size it (`edgec inspect MODEL`): what
+    can be said without shapes, every node and whether edgec has its operator (shapes, MACs and memory need the
+    size: `note` says how to give it); None when every input dimension but the batch is fixed."""
+    from edgec.frontend.support import Problem
+    from edgec.ops.registry import SUPPORTED_OPS
+    from edgec.frontend.functions import EXPANDED
+
+    dynamic = _dynamic(model)
+    if not dynamic:
+        return None
+    known = SUPPORTED_OPS | EXPANDED | {"QuantizeLinear", "DequantizeLinear", "Constant", "Identity"}
+    inits = {i.name: i for i in model.graph.initializer}
+    nodes, problems = [], []
+    for k, n in enumerate(model.graph.node):
+        bad = n.domain not in ("", "ai.onnx") or n.op_type not in known
+        problem = Problem(model, k, n).to_json() if bad else None
+        problems += [problem] if bad else []
+        nodes.append({"name": n.name or f"node #{k}", "op": n.op_type, "inputs": [], "outputs": [],
+                      "params": sum(_count(inits[x]) for x in n.input if x in inits), "supported": not bad,
+                      "problem": problem})
+    axes = ", ".join(f"input '{vi.name}' {_named(i, d)}" for vi, i, d in dynamic)
+    dims = lambda vi: [d.dim_value if d.HasField("dim_value") else 1 if i == 0 else (d.dim_param or "?")  # noqa: E731
+                       for i, d in enumerate(vi.type.tensor_type.shape.dim)]    # (the batch: 1, as edgec pins it)
+    from edgec.frontend.support import opset_of
+    ins = [{"name": v.name, "shape": dims(v)} for v in graph_inputs(model)]
+    outs = [{"name": v.name, "shape": dims(v)} for v in model.graph.output]
+    return {"model": str(where), "opset": opset_of(model, ""), "input": ins[0], "output": outs[0], "inputs": ins,
+            "outputs": outs,
+            "parameters": sum(_count(i) for i in model.graph.initializer), "nodes": nodes, "problems": problems,
+            "unsupported": [f"{p['op']} ({p['node']}, opset {p['opset']})" for p in problems],
+            "macs": None, "canonical_ops": None, "arena_bytes_estimate": None,
+            "note": f"{axes} is dynamic: shapes, MACs and memory are sized from a calibration set; give --calib "
+                    "FILE.npz (x: N samples of the input's shape); the operators are checked by type only"}
+
+
+def _count(init: onnx.TensorProto) -> int:
+    n = 1
+    for d in init.dims:
+        n *= int(d)
+    return n

@@ -113,6 +113,9 @@ def import_cast(cx, node):
         return movement.alias(cx, node)
     if to == onnx.TensorProto.BOOL and cx.graph.tensors[cx.activation(node.input[0], node)[0]].dtype == "bool":
         return movement.alias(cx, node)         # a mask cast to bool (torch.onnx's F.hardshrink): the same bytes
+    if to == onnx.TensorProto.BOOL and node.input[0] not in cx.consts:
+        from edgec.ops.binary.compare import import_cast_to_bool
+        return import_cast_to_bool(cx, node)     # a value cast to bool: x != 0, a bool mask
     raise node_error(node, f"casting a computed tensor to {onnx.TensorProto.DataType.Name(to)} is not supported")
 
 

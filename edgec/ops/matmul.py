@@ -17,9 +17,10 @@ from edgec.errors import node_error
 from edgec.ir import NO_ACT, Op, Tensor
 from edgec.ops import cemit, fast, lut, movement
 from edgec.ops.kernel import FAST, INT16, REFERENCE, Kernel
-from edgec.ops.opdef import CallSite, OpDef
+from edgec.ops.opdef import CallSite, Int16, OpDef, always
 from edgec.ops.tflite16 import ACTIVATIONS, check_zero_points
-from edgec.fixedpoint.scheme import MAX_SHIFT16, act_range, finish16, quantize_multiplier, requantize
+from edgec.errors import EdgecError
+from edgec.fixedpoint.scheme import MAX_SHIFT16, act_range, act_range16, finish16, quantize_multiplier, requantize
 
 STRIDES = ("a_batch_stride", "a_row_stride", "a_col_stride", "b_batch_stride", "b_row_stride", "b_col_stride",
            "out_batch_stride", "out_row_stride", "out_col_stride")
@@ -33,6 +34,15 @@ def quantize_matmul(op: Op, ins: list[Tensor], out: Tensor) -> None:
                      a_offset=a.get("a_offset", 0), b_offset=a.get("b_offset", 0),
                      a_zp=ins[0].zero_point, b_zp=ins[1].zero_point,
                      mult=mult, shift=shift, output_zp=out.zero_point, **act_range(op, out))
+
+
+def quantize_matmul16(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    """16x8 (a QDQ file's MatMul of two int16 activations, edgec/frontend/qdq16.py): TFLite's BatchMatMul<int16_t,
+    int64_t> on the int8 quantizer's multiplier, zero points 0, the int16 clamp."""
+    if int(op.params["shift"]) > MAX_SHIFT16:
+        raise EdgecError(f"node '{op.name}': its int16 output range is too narrow for its inputs (requantization "
+                         f"shift {int(op.params['shift'])} > {MAX_SHIFT16}); run it in int8")
+    op.params.update(a_zp=0, b_zp=0, output_zp=0, **act_range16(op, out))
 
 
 # ---- strided views ----------------------------------------------------------------------------
@@ -140,7 +150,8 @@ MATMUL_FAST = Kernel("edgec_matmul_fast_s8", ("matmul",), FAST, c_matmul_fast, l
 MATMUL16 = Kernel("edgec_matmul_s16", ("matmul",), REFERENCE, c_matmul16, precision=INT16, run=run_matmul16)
 KERNELS = [MATMUL, MATMUL_FAST, MATMUL16]
 
-OPS = [OpDef("matmul", "matmul", quantize_matmul, float_matmul, fuses_activation=True, macs=macs)]
+OPS = [OpDef("matmul", "matmul", quantize_matmul, float_matmul, fuses_activation=True, macs=macs,
+             int16=Int16(quantize_matmul16, qdq=always))]
 
 
 # ---- after the graph is built: operands read where their bytes already are

@@ -121,8 +121,9 @@ def _index32(op: Op) -> bool:
 
 
 OPS = [OpDef("reduce", "reduce", quantize_reduce, float_reduce, qparams="fixed", fixed_qparams=fixed_qparams,
-             # a QDQ file's int16 sum / mean / max / min (quantize_reduce gives int16's range; edgec_reduce_s16)
-             int16=Int16(lambda op, ins, out: None, qdq=lambda op: op.attrs["how"] in ("sum", "mean", "max", "min")))]
+             # a QDQ file's int16 sum / mean / max / min, and an ArgMax / ArgMin over int16 values (an int16 index:
+             # quantize_reduce gives int16's range; edgec_reduce_s16)
+             int16=Int16(lambda op, ins, out: None, qdq=lambda op: op.attrs["how"] in REDUCE_KINDS | {"mean": 0}))]
 KERNELS = [Kernel("edgec_reduce_s8", ("reduce",), REFERENCE, c_reduce, applies=lambda op: not _index32(op),
                   run=lambda op, inputs: reduce_s8(op.params, inputs[0])),
            Kernel("edgec_reduce_index32_s8", ("reduce",), REFERENCE, c_index32, applies=_index32,

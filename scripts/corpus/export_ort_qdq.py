@@ -30,6 +30,10 @@ MODELS = {
     # scales) on a residual image CNN (Conv, Relu, Add, GlobalAveragePool, Gemm)
     "ortqdq_a16w8_sym_torch_resnet8_cifar": ("classification", "torch_resnet8_cifar", True, q.QuantType.QInt16,
                                              {"ActivationSymmetric": True}),
+    # round h45: ORT's default (asymmetric) A16W8 of a timm MobileNetV3 with squeeze-excitation blocks: the Mul of
+    # two int16 activations (the features times their HardSigmoid gate) on TFLite's 16x8 MUL
+    "ortqdq_a16w8_timm_mobilenetv3_small_050": ("classification", "timm_mobilenetv3_small_050", True,
+                                                q.QuantType.QInt16),
 }
 
 

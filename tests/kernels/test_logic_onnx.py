@@ -1,5 +1,5 @@
 """ONNX boolean logic And / Or / Xor / Not of comparisons' bool masks (edgec/ops/binary/compare.py: the binary
-kind's LOGICAL_AND / LOGICAL_OR, Xor as NOT_EQUAL, Not as NOT_EQUAL to a stored true) and Cast of a mask to bool,
+kind's LOGICAL_AND / LOGICAL_OR, Xor as NOT_EQUAL, Not as NOT_EQUAL to a stored true) and Cast of a mask or a value to bool,
 as torch.onnx's TorchScript exporter writes F.hardshrink and masks of several comparisons; against onnxruntime's
 float execution and bit-exact in generated C."""
 from __future__ import annotations
@@ -12,7 +12,6 @@ import pytest
 from onnx import helper
 
 from conftest import check_generated_c, make_model, require
-from edgec.errors import EdgecError
 from edgec.frontend import canonicalize
 from edgec.ir import NO_ACT, Op, Tensor
 from edgec.ops.binary import binary_s8, quantize_binary
@@ -94,15 +93,37 @@ def test_every_logic_operator_end_to_end(tmp_path):
     check_generated_c(graph, x, tmp_path)
 
 
-def test_a_value_cast_to_bool_is_refused():
-    """x != 0 of a value is no mask edgec computes: Cast(x, BOOL) -> Not -> Where is refused in one line, at the
-    Cast (the logic operators take comparisons' masks only)."""
-    nodes = [helper.make_node("Cast", ["x"], ["b"], name="tobool", to=onnx.TensorProto.BOOL),
+def test_a_value_cast_to_bool_is_x_not_equal_zero_on_its_own_grid(tmp_path):
+    """Cast(value, BOOL) (ONNX: x != 0; it was refused) is NOT_EQUAL to a constant 0 held on the value's own grid
+    (the stored constant is the value's zero point), so the mask is true exactly when the integer is not the zero
+    point: Relu -> Cast -> Not -> Where equals onnxruntime on every element where the input sits on its grid, and
+    the C is bit-exact with the reference."""
+    import onnxruntime as ort
+
+    from edgec.fixedpoint import scheme
+    from edgec.quant import calibrate, quantize, reference
+
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("Cast", ["r"], ["b"], name="tobool", to=onnx.TensorProto.BOOL),
              helper.make_node("Not", ["b"], ["n"], name="not"),
              helper.make_node("Where", ["n", "x", "zero"], ["y"], name="where")]
-    model = make_model(nodes, ("x", [1, 8]), ("y", [1, 8]), {"zero": np.array(0.0)})
-    with pytest.raises(EdgecError, match="tobool.*casting a computed tensor to BOOL"):
-        canonicalize.canonicalize(model, "m")
+    model = make_model(nodes, ("x", [1, 64]), ("y", [1, 64]), {"zero": np.array(0.0)})
+    graph = canonicalize.canonicalize(model, "m")
+    (cast,) = [op for op in graph.ops if op.name == "tobool"]
+    assert cast.kind == "binary" and cast.attrs["op"] == "not_equal" and graph.tensors[cast.output].dtype == "bool"
+    x = (np.random.default_rng(2).integers(-2, 3, (8, 64)) / 2).astype(np.float32)    # on a grid: 0 is exact
+    ranges = calibrate.calibrate(model, x, [t.source for t in graph.tensors.values()])
+    graph = quantize.quantize(graph, ranges)
+    (cast,) = [op for op in graph.ops if op.name == "tobool"]
+    src = graph.tensors[cast.inputs[0]]
+    assert cast.arrays["const"].reshape(-1).tolist() == [src.zero_point]
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    tout = graph.tensors[graph.output]
+    for xi in x:
+        want = sess.run(None, {"x": xi[None]})[0]
+        got = scheme.dequantize(tout, reference.run(graph, scheme.quantize_input(graph.tensors[graph.input], xi)))
+        assert np.all(np.abs(got.reshape(want.shape) - want) <= tout.scale), (got, want)
+    check_generated_c(graph, x, tmp_path)
 
 
 def _sqnr(want, got) -> float:

@@ -81,6 +81,8 @@ def quantize_binary(op: Op, ins: list[Tensor], out: Tensor) -> None:
     if a["const"] is not None:
         c = np.asarray(a["const"], np.float64)
         s, zp = (1.0, 0) if a.get("bool_const") else qparams_from_range(float(c.min()), float(c.max()))
+        if not a.get("bool_const") and not c.any():    # zeros (a Cast to bool: x != 0) on the other operand's grid,
+            s, zp = ins[0].scale, ins[0].zero_point     # where 0 is its zero point exactly
         const = Tensor(name="const", shape=c.shape, source="", scale=s, zero_point=zp)
         op.arrays["const"] = (c != 0).astype(np.int8) if a.get("bool_const") else \
             np.clip(np.round(c / s) + zp, -128, 127).astype(np.int8)      # a mask's constant: its 0 / 1 bytes
@@ -280,13 +282,14 @@ ADD_LUT = Kernel("edgec_add_lut_s8", ("add",), FAST, c_add_lut, lower=lower_add,
 ADD_LUT_MVE = Kernel("edgec_add_lut_mve_s8", ("add",), HELIUM, c_add_lut, base=ADD_LUT, isa=MVE,
                      lower=lambda op, base: (base.params, base.arrays),   # the tables gathered 4 values at a time
                      struct="edgec_add_lut_params")
+QDQ16 = ("add", "sub", "mul")     # a QDQ file's broadcast Add / Sub / Mul of two int16 activations (TFLite's 16x8)
 KERNELS = [ADD, BINARY, ADD_LUT, ADD_LUT_MVE, ADD16, BINARY16, MUL_BCAST]
 
 OPS = [
     OpDef("add", "elementwise", quantize_add, float_add, in_place=True, fuses_activation=True,
           row_bands="elementwise", int16=Int16(quantize_add16, between=lambda op: True, qdq=always)),
     OpDef("binary", "elementwise", quantize_binary, float_binary, fuses_activation=True,
-          int16=Int16(quantize_binary16)),
+          int16=Int16(quantize_binary16, qdq=lambda op: op.attrs["const"] is None and op.attrs["op"] in QDQ16)),
 ]
 
 

@@ -76,4 +76,13 @@ def import_compare(cx, node):
     _emit_mask(cx, node, COMPARE[node.op_type])
 
 
+def import_cast_to_bool(cx, node):
+    """Cast of a value to bool (ONNX: x != 0): the comparison NOT_EQUAL to a constant 0 held on the value's own grid
+    (binary/__init__.py quantize_binary), so a value is true exactly when its integer is not the zero point."""
+    zero = f"{SYNTHETIC}{node.output[0]}__zero"
+    cx.consts[zero] = np.array(0.0, np.float32)
+    _emit_mask(cx, onnx.helper.make_node("NotEqual", [node.input[0], zero], list(node.output), name=node.name),
+               "not_equal")
+
+
 ONNX = {**{k: import_compare for k in COMPARE}, **{k: import_logic for k in LOGIC}}
