@@ -5,7 +5,9 @@ copies: the importer takes its operands in whatever layout they are, and writes 
 single Transpose reader wants. Reference kernel runtime_c/edgec_matmul.c; the DSP one,
 runtime_c/fast/edgec_matmul_fast.c: B widened to int16 and transposed into scratch once per batch (column pairs
 interleaved), A read in place with its zero point folded into column-sum corrections, SMLAD 2x2 blocks, one
-requantization pass per row pair.
+requantization pass per row pair. The 16x8 one, runtime_c/fast/edgec_matmul_fast_s16.c: no scratch (a copy of
+an operand would raise the arena where the product is its peak, as in attention), int64 sums by SMLALD of int16
+pairs read where they lie (lower_matmul16 picks the loop by the strides), TFLite's 64-bit requantization.
 """
 from __future__ import annotations
 
@@ -138,7 +140,81 @@ MATMUL = Kernel("edgec_matmul_s8", ("matmul",), REFERENCE, c_matmul, run=run_mat
                 code_bytes=1800)          # the fast kernel: 1.6-1.9 KB on M3/M4
 MATMUL_FAST = Kernel("edgec_matmul_fast_s8", ("matmul",), FAST, c_matmul_fast, lower=lower_matmul)
 MATMUL16 = Kernel("edgec_matmul_s16", ("matmul",), REFERENCE, c_matmul16, precision=INT16, run=run_matmul16)
-KERNELS = [MATMUL, MATMUL_FAST, MATMUL16]
+
+# the fast 16x8 product (runtime_c/fast/edgec_matmul_fast_s16.c): its modes, as edgec_nn.h numbers them
+MM16_ANY, MM16_KK, MM16_KN = 0, 1, 2
+MM16_MAX_K = 1 << 17          # |sum| <= k 2^30 and the Q15 multiplier: the product acc * R stays inside int64
+MM16_ENTRIES = {MM16_ANY: "edgec_matmul_fast_any_s16", MM16_KK: "edgec_matmul_fast_kk_s16",
+                MM16_KN: "edgec_matmul_fast_kn_s16"}
+FAST16_FIELDS = ("batch", "m", "k", "n", *STRIDES, "mode", "rq_mult", "rq_round_lo", "rq_round_hi", "rq_shift",
+                 "act_min", "act_max")
+
+
+def _transposed(p: dict) -> dict:
+    """The same product as out^T = B^T A^T: operands swapped, rows and columns of each exchanged."""
+    q = dict(p, m=p["n"], n=p["m"], swapped=1 - p.get("swapped", 0))
+    for x, y in ((("a", "batch"), ("b", "batch")), (("a", "row"), ("b", "col")), (("a", "col"), ("b", "row"))):
+        q[f"{x[0]}_{x[1]}_stride"], q[f"{y[0]}_{y[1]}_stride"] = p[f"{y[0]}_{y[1]}_stride"], p[f"{x[0]}_{x[1]}_stride"]
+    q["out_row_stride"], q["out_col_stride"] = p["out_col_stride"], p["out_row_stride"]
+    return q
+
+
+def mm16_mode(p: dict) -> int:
+    """Which loop of the fast 16x8 kernel reads these strides: kk (A's rows and B's columns contiguous along k),
+    kn (A's rows along k, B's rows along n) or any (a stride of a size-1 axis counts as contiguous)."""
+    a_k = p["a_col_stride"] == 1 or p["k"] == 1
+    b_k = p["b_row_stride"] == 1 or p["k"] == 1
+    b_n = p["b_col_stride"] == 1 or p["n"] == 1
+    return MM16_KK if a_k and b_k else MM16_KN if a_k and b_n else MM16_ANY
+
+
+def _int32(v: int) -> int:
+    """A 32-bit word as the int32 its struct field holds."""
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
+def rq16_words(mult: int, shift: int) -> dict | None:
+    """TFLite's 16x8 MultiplyByQuantizedMultiplier(int64, mult, shift) (edgec_requantize64: R the multiplier
+    reduced to Q15, T = 15 - shift, the int32 result bits T..T+31 of acc * R + 2^(T-1)) as the fast kernel's one
+    UMLAL: the high word of acc * M + round, shifted right by rq_shift. T <= 32: M = R * 2^(32-T) (then
+    acc * M + 2^31 is that sum times 2^(32-T): its high word is those bits even where it wraps), round 2^31, no
+    shift; T > 32: M = R, round 2^(T-1), shift T - 32. None where M would not fit 32 bits (T < 15)."""
+    reduced = (mult + (1 << 15)) >> 16 if mult < 0x7FFF0000 else 0x7FFF
+    total = 15 - shift
+    big, rnd = (reduced << (32 - total), 1 << 31) if total <= 32 else (reduced, 1 << (total - 1))
+    if mult < 0 or total < 1 or total > 62 or big >= 1 << 32:
+        return None
+    return dict(rq_mult=_int32(big), rq_round_lo=_int32(rnd & 0xFFFFFFFF), rq_round_hi=_int32(rnd >> 32),
+                rq_shift=max(total - 32, 0))
+
+
+def lower_matmul16(op: Op):
+    """The fast 16x8 product: no scratch; oriented (out^T = B^T A^T where that reads more of the operands as
+    words), the loop it runs on (mm16_mode), the requantization's words (rq16_words). Declined for a zero point
+    (TFLite's 16x8 has none) or a multiplier rq16_words cannot take."""
+    p = {f: int(v) for f, v in op.params.items() if isinstance(v, (int, np.integer))}
+    rq = rq16_words(p["mult"], p["shift"])
+    if p.get("a_zp", 0) or p.get("b_zp", 0) or p.get("output_zp", 0) or p["k"] >= MM16_MAX_K or rq is None:
+        return None
+    p.update(rq, swapped=0)
+    flipped = _transposed(p)
+    if mm16_mode(flipped) > mm16_mode(p):
+        p = flipped
+    p["mode"] = mm16_mode(p)
+    return {f: p[f] for f in (*FAST16_FIELDS, "swapped")}, {}
+
+
+def c_matmul_fast16(op: Op, low, site: CallSite) -> str:
+    a = _operand(cemit.i16(site.inputs[0], const=True), op.params.get("a_offset", 0))
+    b = _operand(cemit.i16(site.inputs[1], const=True), op.params.get("b_offset", 0))
+    first, second = (b, a) if low.params["swapped"] else (a, b)
+    call = f"{MM16_ENTRIES[low.params['mode']]}(&p, {first}, {second}, {cemit.i16(site.output)});"
+    return cemit.with_params("edgec_matmul_fast_s16_params", low.params, call, only_fields=True)
+
+
+MATMUL_FAST16 = Kernel("edgec_matmul_fast_s16", ("matmul",), FAST, c_matmul_fast16, precision=INT16,
+                       lower=lower_matmul16, entries=tuple(MM16_ENTRIES.values()))
+KERNELS = [MATMUL, MATMUL_FAST, MATMUL16, MATMUL_FAST16]
 
 OPS = [OpDef("matmul", "matmul", quantize_matmul, float_matmul, fuses_activation=True, macs=macs)]
 
