@@ -197,17 +197,19 @@ static EDGEC_HOT void edgec_mm16_row_kk(const int16_t *x, const int16_t *b, int3
         if (t > 0) {
             EDGEC_MM16_KK_LOOP(u, y0, y1, t, s0, s1);
         }
-        if (k & 2) {
-            const uint32_t w = edgec_mm16_pair(u);
-            s0 = EDGEC_MM16_SMLALD(w, edgec_mm16_pair(y0), s0);
-            s1 = EDGEC_MM16_SMLALD(w, edgec_mm16_pair(y1), s1);
-            u += 2;
-            y0 += 2;
-            y1 += 2;
-        }
-        if (k & 1) {
-            s0 += (int32_t)u[0] * y0[0];
-            s1 += (int32_t)u[0] * y1[0];
+        if (k & 3) {    /* the last 1 to 3 k-steps */
+            if (k & 2) {
+                const uint32_t w = edgec_mm16_pair(u);
+                s0 = EDGEC_MM16_SMLALD(w, edgec_mm16_pair(y0), s0);
+                s1 = EDGEC_MM16_SMLALD(w, edgec_mm16_pair(y1), s1);
+                u += 2;
+                y0 += 2;
+                y1 += 2;
+            }
+            if (k & 1) {
+                s0 += (int32_t)u[0] * y0[0];
+                s1 += (int32_t)u[0] * y1[0];
+            }
         }
         edgec_mm16_store(s0, s1, j + 1 < n, q, o, os);
     }
@@ -227,16 +229,18 @@ static EDGEC_HOT void edgec_mm16_row_kn(const int16_t *x, const int16_t *b, int3
         if (t > 0) {
             EDGEC_MM16_KN_LOOP(u, y, rb, t, s0, s1);
         }
-        if (k & 2) {
-            const uint32_t w = edgec_mm16_pair(u), r0 = edgec_mm16_pair(y), r1 = edgec_mm16_pair(y + rs);
-            s0 = EDGEC_MM16_SMLALD(w, edgec_mm16_lows(r0, r1), s0);
-            s1 = EDGEC_MM16_SMLALD(w, edgec_mm16_highs(r0, r1), s1);
-            u += 2;
-            y += 2 * rs;
-        }
-        if (k & 1) {
-            s0 += (int32_t)u[0] * y[0];
-            s1 += (int32_t)u[0] * y[1];
+        if (k & 3) {    /* the last 1 to 3 k-steps */
+            if (k & 2) {
+                const uint32_t w = edgec_mm16_pair(u), r0 = edgec_mm16_pair(y), r1 = edgec_mm16_pair(y + rs);
+                s0 = EDGEC_MM16_SMLALD(w, edgec_mm16_lows(r0, r1), s0);
+                s1 = EDGEC_MM16_SMLALD(w, edgec_mm16_highs(r0, r1), s1);
+                u += 2;
+                y += 2 * rs;
+            }
+            if (k & 1) {
+                s0 += (int32_t)u[0] * y[0];
+                s1 += (int32_t)u[0] * y[1];
+            }
         }
         edgec_mm16_store(s0, s1, 1, q, o, os);
     }
