@@ -220,18 +220,23 @@ OPS = [OpDef("matmul", "matmul", quantize_matmul, float_matmul, fuses_activation
 
 
 # ---- after the graph is built: operands read where their bytes already are
-def read_through_views(g) -> None:
+def read_through_views(g, scalars: bool = True) -> None:
     """Each operand of a product that is a slice/reshape/permutation of another tensor (a Split of the fused
     in_proj, a head Reshape) or that tensor times one positive constant (q / sqrt(d)) is read in place through
     an offset and strides, the constant going into the product's multiplier; ops left without readers go
-    (g: the canonicalizer's ir.GraphBuilder)."""
+    (g: the canonicalizer's ir.GraphBuilder). scalars=False (a quantized file's graph, edgec/frontend/tflite.py):
+    only moves of bytes on the same grid, no constant (its product rounds where the file's does)."""
     for op in [o for o in g.ops if o.kind == "matmul"]:
         for i, (first, size) in enumerate(((0, (op.attrs["m"], op.attrs["k"])), (3, (op.attrs["k"], op.attrs["n"])))):
-            op = _read_through(g, op, i, first, size)
+            op = _read_through(g, op, i, first, size, scalars)
     g.prune()
 
 
-def _read_through(g, op: Op, i: int, first: int, size: tuple) -> Op:
+def _same_grid(a: Tensor, b: Tensor) -> bool:
+    return (a.dtype, a.scale, a.zero_point) == (b.dtype, b.scale, b.zero_point)
+
+
+def _read_through(g, op: Op, i: int, first: int, size: tuple, scalars: bool = True) -> Op:
     """The product reading operand i through its views (the op in the builder now), or op as it was."""
     a, side = op.attrs, "ab"[i]
     strides = [int(a[s]) for s in STRIDES[first:first + 3]]
@@ -242,9 +247,10 @@ def _read_through(g, op: Op, i: int, first: int, size: tuple) -> Op:
         prod = g.producer(tensor)
         if prod is None:
             break
-        factor = lut.scalar_factor(prod)
+        factor = lut.scalar_factor(prod) if scalars else None
         moved = None if factor is not None else movement.source_index(prod, g.tensors[tensor].size)
-        if factor is None and moved is None:
+        if factor is None and moved is None or not scalars and not _same_grid(g.tensors[prod.inputs[0]],
+                                                                              g.tensors[tensor]):
             break
         idx = idx if moved is None else moved[idx]
         alpha *= 1.0 if factor is None else factor
