@@ -225,15 +225,21 @@ def read_through_views(g, scalars: bool = True) -> None:
     in_proj, a head Reshape) or that tensor times one positive constant (q / sqrt(d)) is read in place through
     an offset and strides, the constant going into the product's multiplier; ops left without readers go
     (g: the canonicalizer's ir.GraphBuilder). scalars=False (a quantized file's graph, edgec/frontend/tflite.py):
-    only moves of bytes on the same grid, no constant (its product rounds where the file's does)."""
+    only whole tensors moved on the same grid (`_same_bytes`), no constant (its product rounds where the file's
+    does), and only into 16x8 products (their kernel takes no scratch)."""
     for op in [o for o in g.ops if o.kind == "matmul"]:
+        if not scalars and g.tensors[op.output].dtype != "int16":
+            continue     # int8: keras_kws_transformer's arena rose 1 KB (the planner's order without the copies)
         for i, (first, size) in enumerate(((0, (op.attrs["m"], op.attrs["k"])), (3, (op.attrs["k"], op.attrs["n"])))):
             op = _read_through(g, op, i, first, size, scalars)
     g.prune()
 
 
-def _same_grid(a: Tensor, b: Tensor) -> bool:
-    return (a.dtype, a.scale, a.zero_point) == (b.dtype, b.scale, b.zero_point)
+def _same_bytes(g, source: str, view: str) -> bool:
+    """Whether `view` is all of `source`, moved, on its grid: reading the source in place keeps no more bytes
+    alive than the copy did (a slice would keep the whole source alive until the product: more arena)."""
+    a, b = g.tensors[source], g.tensors[view]
+    return (a.dtype, a.scale, a.zero_point, a.size) == (b.dtype, b.scale, b.zero_point, b.size)
 
 
 def _read_through(g, op: Op, i: int, first: int, size: tuple, scalars: bool = True) -> Op:
@@ -249,8 +255,7 @@ def _read_through(g, op: Op, i: int, first: int, size: tuple, scalars: bool = Tr
             break
         factor = lut.scalar_factor(prod) if scalars else None
         moved = None if factor is not None else movement.source_index(prod, g.tensors[tensor].size)
-        if factor is None and moved is None or not scalars and not _same_grid(g.tensors[prod.inputs[0]],
-                                                                              g.tensors[tensor]):
+        if factor is None and moved is None or not scalars and not _same_bytes(g, prod.inputs[0], tensor):
             break
         idx = idx if moved is None else moved[idx]
         alpha *= 1.0 if factor is None else factor
