@@ -491,6 +491,26 @@ typedef struct {
 void edgec_matmul_s8(const edgec_matmul_params *p, const int8_t *a, const int8_t *b, int8_t *output);
 /* 16x8 (TFLite's BatchMatMul<int16_t, int64_t>): an int64 sum, the 64-bit requantization, zero points 0. */
 void edgec_matmul_s16(const edgec_matmul_params *p, const int16_t *a, const int16_t *b, int16_t *output);
+/* fast: the same numbers, no scratch (fast/edgec_matmul_fast_s16.c): int64 sums by SMLALD of int16 pairs read
+ * in place, one entry per loop: kk (A's rows and B's columns contiguous), kn (A's rows and B's rows contiguous),
+ * any; edgec_matmul_fast_s16 picks by mode. The requantization: the high word of acc * rq_mult (unsigned) +
+ * rq_round (rq_round_hi:rq_round_lo), shifted right by rq_shift (edgec/ops/matmul.py lower_matmul16). */
+#define EDGEC_MM16_ANY 0
+#define EDGEC_MM16_KK 1
+#define EDGEC_MM16_KN 2
+typedef struct {
+    int32_t batch, m, k, n, a_batch_stride, a_row_stride, a_col_stride, b_batch_stride, b_row_stride,
+        b_col_stride, out_batch_stride, out_row_stride, out_col_stride, mode, rq_mult, rq_round_lo, rq_round_hi,
+        rq_shift, act_min, act_max;
+} edgec_matmul_fast_s16_params;
+void edgec_matmul_fast_s16(const edgec_matmul_fast_s16_params *p, const int16_t *a, const int16_t *b,
+                           int16_t *output);
+void edgec_matmul_fast_kk_s16(const edgec_matmul_fast_s16_params *p, const int16_t *a, const int16_t *b,
+                              int16_t *output);
+void edgec_matmul_fast_kn_s16(const edgec_matmul_fast_s16_params *p, const int16_t *a, const int16_t *b,
+                              int16_t *output);
+void edgec_matmul_fast_any_s16(const edgec_matmul_fast_s16_params *p, const int16_t *a, const int16_t *b,
+                               int16_t *output);
 
 /* fast: the same product with one edgec_rq requantization (rq_*; the output zero point folded into rq_khi). */
 typedef struct {

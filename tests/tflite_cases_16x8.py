@@ -460,6 +460,19 @@ def batch_matmul_case(rng, name, extreme=False):
     return Case(name, tensors, nodes, 0, 3), True
 
 
+def batch_matmul_adj_case(rng, name, extreme=False):
+    """BATCH_MATMUL 16x8 of x with itself, x square per batch ([b, s, s], or heads [1, h, s, s]), each side read
+    as it lies or transposed (AdjX / AdjY): every operand layout of the fast 16x8 kernel's loops (kk, kn, the
+    transposed product, any), odd and even sizes."""
+    s = int(rng.integers(1, 10))
+    shape = (int(rng.integers(1, 4)), s, s) if rng.random() < 0.5 else (1, int(rng.integers(1, 4)), s, s)
+    xs = _scale(rng, -4, -2.5)
+    ys = float(np.float32(xs * xs * 10 ** rng.uniform(0.5, 2.5) * s ** 0.5))
+    tensors = [T(shape, [xs], [0], INT16), T(shape, [ys], [0], INT16)]
+    opts = dict(AdjX=bool(rng.random() < 0.5), AdjY=bool(rng.random() < 0.5))
+    return Case(name, tensors, [Node("BATCH_MATMUL", [0, 0], 1, ("BatchMatMulOptions", opts))], 0, 1), True
+
+
 def concat_const_case(rng, name, extreme=False):
     """CONCATENATION of an int16 image and an int16 constant quantized like it (a ViT's class token), on a random
     axis, the constant first or last."""
@@ -484,7 +497,8 @@ MOVEMENT = ("SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V", "UNPACK", "PACK", "REV
 
 MAKERS = {"conv": conv_case, "depthwise": lambda r, n, e: conv_case(r, n, e, True), "fc": fc_case,
           "fc_rows": fc_rows_case, "avg_pool": pool_case, "max_pool": lambda r, n, e: pool_case(r, n, e, False),
-          "add": add_case, "concat": concat_case, "pad": pad_case, "mean": mean_case, "concat_const": concat_const_case, "batch_matmul": batch_matmul_case, "transpose_conv": transpose_conv_case, "prelu": prelu_case, "select_v2": select_case,
+          "add": add_case, "concat": concat_case, "pad": pad_case, "mean": mean_case, "concat_const": concat_const_case, "batch_matmul": batch_matmul_case,
+          "batch_matmul_adj": batch_matmul_adj_case, "transpose_conv": transpose_conv_case, "prelu": prelu_case, "select_v2": select_case,
           "dynamic_update_slice": lambda r, n, e: select_case(r, n, e, "DYNAMIC_UPDATE_SLICE"), "softmax": softmax_case,
           "resize_nearest": resize_case, "quantize": requantize_case, "sum": lambda r, n, e: mean_case(r, n, e, "SUM"),
           "transpose": transpose_case,

@@ -28,7 +28,7 @@ from edgec.fixedpoint.scheme import MultiplierRangeError
 from edgec.frontend import tflite_file, tflite_fold
 from edgec.frontend.support import problems_line
 from edgec.ir import NO_ACT, Graph, GraphBuilder, Op, Tensor
-from edgec.ops import variables
+from edgec.ops import matmul, variables
 
 IDENTIFIER = tflite_file.IDENTIFIER
 INT8, UINT8, INT16 = 9, 3, 7       # tflite.TensorType
@@ -363,6 +363,7 @@ class _Importer:
             if several:
                 g.port_names[t], g.port_shapes[t] = self._tname(o), shape
         g.prune()
+        matmul.read_through_views(g, scalars=False)     # attention's TRANSPOSEs read through strides, not copied
         self._quantize()
         return g.finish()
 

@@ -5,7 +5,9 @@ copies: the importer takes its operands in whatever layout they are, and writes 
 single Transpose reader wants. Reference kernel runtime_c/edgec_matmul.c; the DSP one,
 runtime_c/fast/edgec_matmul_fast.c: B widened to int16 and transposed into scratch once per batch (column pairs
 interleaved), A read in place with its zero point folded into column-sum corrections, SMLAD 2x2 blocks, one
-requantization pass per row pair.
+requantization pass per row pair. The 16x8 one, runtime_c/fast/edgec_matmul_fast_s16.c: no scratch (a copy of
+an operand would raise the arena where the product is its peak, as in attention), int64 sums by SMLALD of int16
+pairs read where they lie (lower_matmul16 picks the loop by the strides), TFLite's 64-bit requantization.
 """
 from __future__ import annotations
 
@@ -148,25 +150,110 @@ MATMUL = Kernel("edgec_matmul_s8", ("matmul",), REFERENCE, c_matmul, run=run_mat
                 code_bytes=1800)          # the fast kernel: 1.6-1.9 KB on M3/M4
 MATMUL_FAST = Kernel("edgec_matmul_fast_s8", ("matmul",), FAST, c_matmul_fast, lower=lower_matmul)
 MATMUL16 = Kernel("edgec_matmul_s16", ("matmul",), REFERENCE, c_matmul16, precision=INT16, run=run_matmul16)
-KERNELS = [MATMUL, MATMUL_FAST, MATMUL16]
+
+# the fast 16x8 product (runtime_c/fast/edgec_matmul_fast_s16.c): its modes, as edgec_nn.h numbers them
+MM16_ANY, MM16_KK, MM16_KN = 0, 1, 2
+MM16_MAX_K = 1 << 17          # |sum| <= k 2^30 and the Q15 multiplier: the product acc * R stays inside int64
+MM16_ENTRIES = {MM16_ANY: "edgec_matmul_fast_any_s16", MM16_KK: "edgec_matmul_fast_kk_s16",
+                MM16_KN: "edgec_matmul_fast_kn_s16"}
+FAST16_FIELDS = ("batch", "m", "k", "n", *STRIDES, "mode", "rq_mult", "rq_round_lo", "rq_round_hi", "rq_shift",
+                 "act_min", "act_max")
+
+
+def _transposed(p: dict) -> dict:
+    """The same product as out^T = B^T A^T: operands swapped, rows and columns of each exchanged."""
+    q = dict(p, m=p["n"], n=p["m"], swapped=1 - p.get("swapped", 0))
+    for x, y in ((("a", "batch"), ("b", "batch")), (("a", "row"), ("b", "col")), (("a", "col"), ("b", "row"))):
+        q[f"{x[0]}_{x[1]}_stride"], q[f"{y[0]}_{y[1]}_stride"] = p[f"{y[0]}_{y[1]}_stride"], p[f"{x[0]}_{x[1]}_stride"]
+    q["out_row_stride"], q["out_col_stride"] = p["out_col_stride"], p["out_row_stride"]
+    return q
+
+
+def mm16_mode(p: dict) -> int:
+    """Which loop of the fast 16x8 kernel reads these strides: kk (A's rows and B's columns contiguous along k),
+    kn (A's rows along k, B's rows along n) or any (a stride of a size-1 axis counts as contiguous)."""
+    a_k = p["a_col_stride"] == 1 or p["k"] == 1
+    b_k = p["b_row_stride"] == 1 or p["k"] == 1
+    b_n = p["b_col_stride"] == 1 or p["n"] == 1
+    return MM16_KK if a_k and b_k else MM16_KN if a_k and b_n else MM16_ANY
+
+
+def _int32(v: int) -> int:
+    """A 32-bit word as the int32 its struct field holds."""
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
+def rq16_words(mult: int, shift: int) -> dict | None:
+    """TFLite's 16x8 MultiplyByQuantizedMultiplier(int64, mult, shift) (edgec_requantize64: R the multiplier
+    reduced to Q15, T = 15 - shift, the int32 result bits T..T+31 of acc * R + 2^(T-1)) as the fast kernel's one
+    UMLAL: the high word of acc * M + round, shifted right by rq_shift. T <= 32: M = R * 2^(32-T) (then
+    acc * M + 2^31 is that sum times 2^(32-T): its high word is those bits even where it wraps), round 2^31, no
+    shift; T > 32: M = R, round 2^(T-1), shift T - 32. None where M would not fit 32 bits (T < 15)."""
+    reduced = (mult + (1 << 15)) >> 16 if mult < 0x7FFF0000 else 0x7FFF
+    total = 15 - shift
+    big, rnd = (reduced << (32 - total), 1 << 31) if total <= 32 else (reduced, 1 << (total - 1))
+    if mult < 0 or total < 1 or total > 62 or big >= 1 << 32:
+        return None
+    return dict(rq_mult=_int32(big), rq_round_lo=_int32(rnd & 0xFFFFFFFF), rq_round_hi=_int32(rnd >> 32),
+                rq_shift=max(total - 32, 0))
+
+
+def lower_matmul16(op: Op):
+    """The fast 16x8 product: no scratch; oriented (out^T = B^T A^T where that reads more of the operands as
+    words), the loop it runs on (mm16_mode), the requantization's words (rq16_words). Declined for a zero point
+    (TFLite's 16x8 has none) or a multiplier rq16_words cannot take."""
+    p = {f: int(v) for f, v in op.params.items() if isinstance(v, (int, np.integer))}
+    rq = rq16_words(p["mult"], p["shift"])
+    if p.get("a_zp", 0) or p.get("b_zp", 0) or p.get("output_zp", 0) or p["k"] >= MM16_MAX_K or rq is None:
+        return None
+    p.update(rq, swapped=0)
+    flipped = _transposed(p)
+    if mm16_mode(flipped) > mm16_mode(p):
+        p = flipped
+    p["mode"] = mm16_mode(p)
+    return {f: p[f] for f in (*FAST16_FIELDS, "swapped")}, {}
+
+
+def c_matmul_fast16(op: Op, low, site: CallSite) -> str:
+    a = _operand(cemit.i16(site.inputs[0], const=True), op.params.get("a_offset", 0))
+    b = _operand(cemit.i16(site.inputs[1], const=True), op.params.get("b_offset", 0))
+    first, second = (b, a) if low.params["swapped"] else (a, b)
+    call = f"{MM16_ENTRIES[low.params['mode']]}(&p, {first}, {second}, {cemit.i16(site.output)});"
+    return cemit.with_params("edgec_matmul_fast_s16_params", low.params, call, only_fields=True)
+
+
+MATMUL_FAST16 = Kernel("edgec_matmul_fast_s16", ("matmul",), FAST, c_matmul_fast16, precision=INT16,
+                       lower=lower_matmul16, entries=tuple(MM16_ENTRIES.values()))
+KERNELS = [MATMUL, MATMUL_FAST, MATMUL16, MATMUL_FAST16]
 
 OPS = [OpDef("matmul", "matmul", quantize_matmul, float_matmul, fuses_activation=True, macs=macs,
              int16=Int16(quantize_matmul16, qdq=always))]
 
 
 # ---- after the graph is built: operands read where their bytes already are
-def read_through_views(g) -> None:
+def read_through_views(g, scalars: bool = True) -> None:
     """Each operand of a product that is a slice/reshape/permutation of another tensor (a Split of the fused
     in_proj, a head Reshape) or that tensor times one positive constant (q / sqrt(d)) is read in place through
     an offset and strides, the constant going into the product's multiplier; ops left without readers go
-    (g: the canonicalizer's ir.GraphBuilder)."""
+    (g: the canonicalizer's ir.GraphBuilder). scalars=False (a quantized file's graph, edgec/frontend/tflite.py):
+    only whole tensors moved on the same grid (`_same_bytes`), no constant (its product rounds where the file's
+    does), and only into 16x8 products (their kernel takes no scratch)."""
     for op in [o for o in g.ops if o.kind == "matmul"]:
+        if not scalars and g.tensors[op.output].dtype != "int16":
+            continue     # int8: keras_kws_transformer's arena rose 1 KB (the planner's order without the copies)
         for i, (first, size) in enumerate(((0, (op.attrs["m"], op.attrs["k"])), (3, (op.attrs["k"], op.attrs["n"])))):
-            op = _read_through(g, op, i, first, size)
+            op = _read_through(g, op, i, first, size, scalars)
     g.prune()
 
 
-def _read_through(g, op: Op, i: int, first: int, size: tuple) -> Op:
+def _same_bytes(g, source: str, view: str) -> bool:
+    """Whether `view` is all of `source`, moved, on its grid: reading the source in place keeps no more bytes
+    alive than the copy did (a slice would keep the whole source alive until the product: more arena)."""
+    a, b = g.tensors[source], g.tensors[view]
+    return (a.dtype, a.scale, a.zero_point, a.size) == (b.dtype, b.scale, b.zero_point, b.size)
+
+
+def _read_through(g, op: Op, i: int, first: int, size: tuple, scalars: bool = True) -> Op:
     """The product reading operand i through its views (the op in the builder now), or op as it was."""
     a, side = op.attrs, "ab"[i]
     strides = [int(a[s]) for s in STRIDES[first:first + 3]]
@@ -177,9 +264,9 @@ def _read_through(g, op: Op, i: int, first: int, size: tuple) -> Op:
         prod = g.producer(tensor)
         if prod is None:
             break
-        factor = lut.scalar_factor(prod)
+        factor = lut.scalar_factor(prod) if scalars else None
         moved = None if factor is not None else movement.source_index(prod, g.tensors[tensor].size)
-        if factor is None and moved is None:
+        if factor is None and moved is None or not scalars and not _same_bytes(g, prod.inputs[0], tensor):
             break
         idx = idx if moved is None else moved[idx]
         alpha *= 1.0 if factor is None else factor
