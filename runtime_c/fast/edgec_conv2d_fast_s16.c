@@ -91,18 +91,37 @@ EDGEC_INLINE void edgec_s16_block(const int16_t *xa, const int16_t *xb, const ui
 }
 #endif
 
+/* the pair's outputs (pixel b's where xb is not xa): two channels a pass over the windows xa, xb. Not inlined: the
+ * assembly's 14 registers spill the pass's state into this frame, not under the windows' gathering. */
+static EDGEC_NOINLINE void edgec_s16_pair(const edgec_conv_fast_s16_params *p, const int16_t *xa, const int16_t *xb,
+                                          const uint32_t *w, const int32_t *r, int16_t *output)
+{
+    const int32_t out_c = p->out_c, groups = p->k4 >> 2, lo = p->act_min, hi = p->act_max, two = xb != xa;
+    const int32_t *const last = r + 3 * (out_c - 1);        /* the last channel's record */
+    for (; r <= last; r += 6, output += 2, w += 2 * groups) {
+        int32_t s[4];
+        edgec_s16_block(xa, xb, w, groups, s);
+        output[0] = edgec_rq16_out(s[0], r, lo, hi);
+        if (two) {
+            output[out_c] = edgec_rq16_out(s[2], r, lo, hi);
+        }
+        if (r != last) {
+            output[1] = edgec_rq16_out(s[1], r + 3, lo, hi);
+            if (two) {
+                output[out_c + 1] = edgec_rq16_out(s[3], r + 3, lo, hi);
+            }
+        }
+    }
+}
+
 void edgec_conv2d_fast_s16(const edgec_conv_fast_s16_params *p, const int16_t *input, const uint32_t *weights,
                            const int32_t *rq, int16_t *scratch, int16_t *output)
 {
-    const int32_t k4 = p->k4, pixels = p->out_h * p->out_w;
-    int32_t pix, oc;
-    for (pix = 0; pix < pixels; pix += 2) {
-        const int32_t two = pix + 1 < pixels;       /* a second pixel (else pixel b repeats pixel a, not stored) */
-        const int32_t out_c = p->out_c, groups = k4 >> 2, lo = p->act_min, hi = p->act_max;
-        const uint32_t *w = weights;
-        const int32_t *r = rq;
-        int16_t *out_b = output + out_c;
-        const int16_t *xa = input + pix * k4, *xb;
+    const int32_t pixels = p->out_h * p->out_w;
+    int32_t pix;
+    for (pix = 0; pix < pixels; pix += 2, output += 2 * p->out_c) {
+        const int32_t k4 = p->k4, two = pix + 1 < pixels;  /* a second pixel (else pixel b is pixel a, not stored) */
+        const int16_t *xa = input + pix * k4;
         if (!p->in_place) {
             xa = scratch;
             edgec_s16_window(p, input, pix, scratch);
@@ -110,23 +129,6 @@ void edgec_conv2d_fast_s16(const edgec_conv_fast_s16_params *p, const int16_t *i
                 edgec_s16_window(p, input, pix + 1, scratch + k4);
             }
         }
-        xb = two ? xa + k4 : xa;
-        for (oc = 0; oc < out_c; oc += 2) {
-            int32_t s[4];
-            edgec_s16_block(xa, xb, w, groups, s);
-            output[oc] = edgec_rq16_out(s[0], r, lo, hi);
-            if (two) {
-                out_b[oc] = edgec_rq16_out(s[2], r, lo, hi);
-            }
-            if (oc + 1 < out_c) {
-                output[oc + 1] = edgec_rq16_out(s[1], r + 3, lo, hi);
-                if (two) {
-                    out_b[oc + 1] = edgec_rq16_out(s[3], r + 3, lo, hi);
-                }
-            }
-            w += 2 * groups;
-            r += 6;
-        }
-        output += 2 * out_c;
+        edgec_s16_pair(p, xa, two ? xa + k4 : xa, weights, rq, output);
     }
 }
