@@ -395,12 +395,13 @@ void edgec_fully_connected_rows_s16(const edgec_fully_connected_rows_params *p, 
                                     const int8_t *weights, const int64_t *bias, const int32_t *mult,
                                     const int32_t *shift, int16_t *output);
 /* The fast 16x8 fully connected layer of `rows` rows (1: one row; zero points 0): edgec_conv2d_fast_s16 as a 1x1
- * convolution of a rows x 1 image (fast/edgec_fully_connected_fast_s16.c; weights and rq as it takes them). */
-void edgec_fully_connected_fast_s16(const edgec_fully_connected_rows_params *p, const int16_t *input,
+ * convolution of a rows x 1 image (fast/edgec_fully_connected_fast_s16.c; weights and rq as it takes them), its
+ * params that convolution's, built at build time (edgec/ops/conv/s16.py fc_params; in_place 0). */
+void edgec_fully_connected_fast_s16(const edgec_conv_fast_s16_params *p, const int16_t *input,
                                     const uint32_t *weights, const int32_t *rq, int16_t *scratch, int16_t *output);
-static inline int32_t edgec_fully_connected_fast_s16_get_buffer_size(const edgec_fully_connected_rows_params *p)
+static inline int32_t edgec_fully_connected_fast_s16_get_buffer_size(const edgec_conv_fast_s16_params *p)
 {
-    return 4 * ((p->in_features + 3) / 4 * 4);
+    return 4 * p->k4;
 }
 
 /* ================================================================ fast fully connected

@@ -85,7 +85,12 @@ static int32_t clamp32(int64_t v)
 
 /* One step of one sequence of the batch: h, c updated in place from input x, or the int16 x16 (x null)
  * (scratch: pre, hn, rh). */
-static void recurrent_step(const edgec_recurrent_params *p, const edgec_recurrent_weights *w, const int8_t *x,
+#if defined(__GNUC__)
+__attribute__((always_inline)) static inline /* as recurrent_sequence, its one caller */
+#else
+static
+#endif
+void recurrent_step(const edgec_recurrent_params *p, const edgec_recurrent_weights *w, const int8_t *x,
                            const int16_t *x16, int32_t *pre, int32_t *hn, int16_t *rh, int16_t *h, int16_t *c)
 {
     const int32_t hid = p->hidden;
@@ -148,7 +153,12 @@ static void recurrent_step(const edgec_recurrent_params *p, const edgec_recurren
 }
 
 /* input and output int8, or (wide) int16 with zero point 0 (edgec_recurrent_s16) */
-static void recurrent_sequence(const edgec_recurrent_params *p, const edgec_recurrent_weights *w,
+#if defined(__GNUC__)
+__attribute__((always_inline)) static inline /* its one caller is inlined into three entries (below) */
+#else
+static
+#endif
+void recurrent_sequence(const edgec_recurrent_params *p, const edgec_recurrent_weights *w,
                                const void *input, void *scratch, void *output, int wide)
 {
     const int32_t hid = p->hidden, steps = p->steps, batch = p->batch;
@@ -189,7 +199,15 @@ static void recurrent_sequence(const edgec_recurrent_params *p, const edgec_recu
 static const edgec_recurrent_products PORTABLE_S8 = {mv_x_portable, mv_h_portable, mv_x16_portable, 1, 0};
 static const edgec_recurrent_products PORTABLE_S4 = {mv_x_portable, mv_h_portable, mv_x16_portable, 1, 1};
 
-static void recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_products *mv, const void *w_x,
+/* Inlined into its three entries (each a firmware links one of: the int8 run, the int16 run, the portable int16):
+ * called, the entries' 21 arguments (17 on the stack) were a frame of their own under it, 80 B of stack more than
+ * the int8 recurrence had before the int16 one shared this body (an LSTM's measured stack 776 -> 816 B). */
+#if defined(__GNUC__)
+__attribute__((always_inline)) static inline
+#else
+static
+#endif
+void recurrent_run(const edgec_recurrent_params *p, const edgec_recurrent_products *mv, const void *w_x,
                           const void *w_h, const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,
                           const int32_t *mult_h, const int32_t *shift_h, const int32_t *wb, const int32_t *rb,
                           const int16_t *init_h, const int16_t *init_c, const int16_t *sigmoid,

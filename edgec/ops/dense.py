@@ -357,7 +357,8 @@ BIAS32 = Kernel("edgec_fully_connected_bias32_s8", ("fully_connected",), FAST, c
 
 
 # ---- the fast 16x8 fully connected layer, one row or several (fast/edgec_fully_connected_fast_s16.c: the fast 16x8
-# convolution's 1x1 case, edgec/ops/conv/s16.py: int32 sums where the layer proves them exact)
+# convolution's 1x1 case, edgec/ops/conv/s16.py: int32 sums where the layer proves them exact; its params are that
+# convolution's, a const record built here, not a struct filled on the stack at run time)
 def lower_fc16(op: Op):
     p = op.params
     if "weights" not in op.arrays:          # int4 weights: the reference kernel
@@ -366,13 +367,12 @@ def lower_fc16(op: Op):
     rq = conv16.records(op, w)
     if rq is None:
         return None
-    params = {"in_features": int(p["in_features"]), "out_features": int(p["out_features"]), "input_zp": 0,
-              "output_zp": 0, "act_min": int(p["act_min"]), "act_max": int(p["act_max"]), "rows": int(p.get("rows", 1))}
-    return params, {"fw": conv16.packed(w)[1], "rq16": rq}
+    k4, words = conv16.packed(w)
+    return conv16.fc_params(p, k4), {"fw": words, "rq16": rq}
 
 
 FAST_16 = Kernel("edgec_fully_connected_fast_s16", ("fully_connected", "fully_connected_rows"), FAST, conv16.call,
-                 precision=INT16, lower=lower_fc16, struct="edgec_fully_connected_rows_params")
+                 precision=INT16, lower=lower_fc16, struct=conv16.STRUCT)
 
 KERNELS = [FC, FC_16_B32, FC_16, FC_4, FC_ROWS, FC_ROWS_16_B32, FC_ROWS_16, PACKED, ROWS8, WIDE, FC_MVE, PACKED_ROWS,
            PACKED_4, BIAS32, FAST_16]

@@ -529,9 +529,10 @@ EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t
     const int32_t k8 = (p->k4 + 7) & ~7;
     const int full = p->act_min == -128 && p->act_max == 127;
     int negs = 1;
-    const int pointwise = p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+    /* (single-channel inputs, direct 1-3, are neither: the constant drops both paths from those copies) */
+    const int pointwise = !direct && p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
                           p->pad_left == 0 && (p->in_c & 3) == 0 && p->in_w == out_w;
-    const int gather = !pointwise && p->k_h == 1 && p->k_w == 1 && p->pad_top == 0 && p->pad_left == 0 &&
+    const int gather = !direct && !pointwise && p->k_h == 1 && p->k_w == 1 && p->pad_top == 0 && p->pad_left == 0 &&
                        (p->in_c & 3) == 0 && p->in_c == p->k4 && (p->out_h - 1) * p->stride_h < p->in_h &&
                        (out_w - 1) * p->stride_w < p->in_w; /* every pixel inside the image */
     edgec_w32 *cols = (edgec_w32 *)(void *)scratch;

@@ -54,6 +54,17 @@ def _params(p, k4: int) -> dict:
     return {**{k: int(p[k]) for k in FIELDS}, "k4": k4, "in_place": in_place}
 
 
+def fc_params(p, k4: int) -> dict:
+    """A 16x8 fully connected layer of `rows` rows (p: its params) as the 1x1 convolution of a rows x 1 image, the
+    record edgec_fully_connected_fast_s16 hands to edgec_conv2d_fast_s16 as it is. Not in place: the rows' input is
+    read through the scratch (its alignment is not known)."""
+    rows = int(p.get("rows", 1))
+    conv = dict.fromkeys(FIELDS, 1)
+    conv.update(in_h=rows, in_c=int(p["in_features"]), out_h=rows, out_c=int(p["out_features"]), pad_top=0,
+                pad_left=0, act_min=int(p["act_min"]), act_max=int(p["act_max"]))
+    return {**conv, "k4": k4, "in_place": 0}
+
+
 def packed(w: np.ndarray) -> tuple[int, np.ndarray]:
     """(k4, words) of int8 weights [out][k] as edgec_conv2d_fast_s16 reads them: [pair of outputs][group of 4
     taps][output][4] int8 (each output's taps zero padded to k4, a multiple of 4; an odd count of outputs padded
