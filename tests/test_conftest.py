@@ -84,8 +84,9 @@ def test_the_measured_durations_name_test_files_and_the_script_reads_a_durations
     log.write_text("== slowest durations ==\n2.50s call     tests/kernels/test_x.py::test_a[p]\n"
                    "0.50s setup    tests/kernels/test_x.py::test_a[p]\n1.00s teardown tests/test_y.py::test_b\n"
                    "3 passed in 5.00s\n")
-    proc = subprocess.run([sys.executable, REPO / "scripts" / "test_durations.py", log], capture_output=True,
-                          text=True, cwd=tmp_path)
+    proc = subprocess.run([sys.executable, REPO / "scripts" / "test_durations.py", log, "--simulate", "2"],
+                          capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "| `tests/kernels/test_x.py` | 3.0 | 75.0 % | 1 |" in proc.stdout
     assert "| `tests/test_y.py` | 1.0 | 25.0 % | 1 |" in proc.stdout
+    assert "heaviest first: workers end at 3, 1 s; the run takes 3 s, 2 s with a worker idle" in proc.stdout
