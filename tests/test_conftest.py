@@ -64,13 +64,13 @@ def test_the_heaviest_files_go_first_and_a_files_tests_keep_their_order():
     class Item:
         def __init__(self, nodeid):
             self.nodeid = nodeid
-    ids = ["tests/a.py::t1", "tests/b.py::t1", "tests/a.py::t2", "tests/new.py::t", "tests/c.py::t[x]",
-           "tests/b.py::t2", "tests/d.py::t"]
+    ids = ["t/a.py::t1", "t/b.py::t1", "t/a.py::t2", "t/new.py::t", "t/c.py::t[x]",
+           "t/b.py::t2", "t/d.py::t"]
     items = [Item(i) for i in ids]
-    heaviest_files_first(items, {"files": {"tests/a.py": 1.0, "tests/b.py": 40.0, "tests/c.py": 12.5,
-                                           "tests/d.py": 3.0}, "seconds_per_test": 5.0})   # new.py: 1 x 5.0
-    assert [i.nodeid for i in items] == ["tests/b.py::t1", "tests/b.py::t2", "tests/c.py::t[x]", "tests/new.py::t",
-                                         "tests/d.py::t", "tests/a.py::t1", "tests/a.py::t2"]
+    heaviest_files_first(items, {"files": {"t/a.py": 1.0, "t/b.py": 40.0, "t/c.py": 12.5,
+                                           "t/d.py": 3.0}, "seconds_per_test": 5.0})   # new.py: 1 x 5.0
+    assert [i.nodeid for i in items] == ["t/b.py::t1", "t/b.py::t2", "t/c.py::t[x]", "t/new.py::t",
+                                         "t/d.py::t", "t/a.py::t1", "t/a.py::t2"]
 
 
 def test_the_measured_durations_name_test_files_and_the_script_reads_a_durations_log(tmp_path):
@@ -81,12 +81,12 @@ def test_the_measured_durations_name_test_files_and_the_script_reads_a_durations
     assert sum((REPO / f).is_file() for f in files) > 0.9 * len(files)     # a renamed file or two may lag
     assert 0 < file_weights()["seconds_per_test"] < 10
     log = tmp_path / "run.log"
-    log.write_text("== slowest durations ==\n2.50s call     tests/kernels/test_x.py::test_a[p]\n"
-                   "0.50s setup    tests/kernels/test_x.py::test_a[p]\n1.00s teardown tests/test_y.py::test_b\n"
-                   "3 passed in 5.00s\n")
+    log.write_text("== slowest durations ==\n2.50s call     tests/kernels/test_compilers.py::test_a[p]\n"
+                   "0.50s setup    tests/kernels/test_compilers.py::test_a[p]\n"
+                   "1.00s teardown tests/test_conftest.py::test_b\n3 passed in 5.00s\n")
     proc = subprocess.run([sys.executable, REPO / "scripts" / "test_durations.py", log, "--simulate", "2"],
                           capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "| `tests/kernels/test_x.py` | 3.0 | 75.0 % | 1 |" in proc.stdout
-    assert "| `tests/test_y.py` | 1.0 | 25.0 % | 1 |" in proc.stdout
+    assert "| `tests/kernels/test_compilers.py` | 3.0 | 75.0 % | 1 |" in proc.stdout
+    assert "| `tests/test_conftest.py` | 1.0 | 25.0 % | 1 |" in proc.stdout
     assert "heaviest first: workers end at 3, 1 s; the run takes 3 s, 2 s with a worker idle" in proc.stdout
