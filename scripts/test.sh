@@ -8,6 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CI="${CI:-}"
 # One pytest worker per core (pytest-xdist), a test file's tests on one worker (its module fixtures, e.g. a
-# firmware build, are made once); `scripts/test.sh -n 0` runs serially.  The long randomized sweeps (marker
+# firmware build, are made once), the files in the order tests/conftest.py gives them (the heaviest first, from
+# tests/durations.json; --no-loadscope-reorder keeps xdist from reordering them by their number of tests);
+# `scripts/test.sh -n 0` runs serially.  The long randomized sweeps (marker
 # `sweep`, e.g. 1,000 single-operator cases against TFLite Micro) run with `scripts/test.sh -m sweep`.
-exec .venv/bin/python -m pytest -q -n auto --dist loadfile -m "not sweep" "$@"
+exec .venv/bin/python -m pytest -q -n auto --dist loadfile --no-loadscope-reorder -m "not sweep" "$@"

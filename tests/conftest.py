@@ -80,6 +80,36 @@ def pytest_sessionstart(session):
                     returncode=3)
 
 
+DURATIONS = REPO / "tests" / "durations.json"
+
+
+def file_weights() -> dict:
+    """tests/durations.json (written by scripts/test_durations.py): {"files": {test file as in node ids: seconds it
+    took in a measured whole run}, "seconds_per_test": that run's mean}; empty if the file is absent."""
+    import json
+    return json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
+
+
+def heaviest_files_first(items: list, weights: dict) -> None:
+    """Sort items (in place) by their file's measured seconds, heaviest first; a file not measured (a new one)
+    counts as its number of tests times the mean seconds per test.  A file's tests keep their order, files of
+    equal weight theirs."""
+    counts: dict[str, int] = {}
+    for item in items:
+        f = item.nodeid.split("::", 1)[0]
+        counts[f] = counts.get(f, 0) + 1
+    files, per_test = weights.get("files", {}), weights.get("seconds_per_test", 1.0)
+    items.sort(key=lambda item: -files.get(f := item.nodeid.split("::", 1)[0], counts[f] * per_test))
+
+
+def pytest_collection_modifyitems(config, items):
+    """The heaviest test files first.  scripts/test.sh runs `--dist loadfile --no-loadscope-reorder`: xdist then
+    hands whole files to its workers in this order (longest first), so a long file (a new one too) is not left for
+    the end of the run while the other worker idles; xdist's own order, by number of tests, puts the long
+    few-test files last (docs/development.md, "Test time": on main's durations it still balanced within 8 s)."""
+    heaviest_files_first(items, file_weights())
+
+
 def make_model(nodes, inp, out, inits, opset=13, value_info=()):
     """A checked ONNX model from nodes, (name, shape) input/output and {name: array} initializers."""
     graph = helper.make_graph(

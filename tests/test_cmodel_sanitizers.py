@@ -151,6 +151,10 @@ def test_every_runtime_file_is_warning_clean(cc, tmp_path):
          "harness/edgec_audio_frontend.c"} == rel
     assert len({p.name for p in sources}) == len(sources)   # no two share a name: object files and archives key on it
     for variant, flags in VARIANTS.items():   # runtime files: the run's shared objects of these flags (tests/hostcc.py)
+        if cc == "clang":   # clang warns from its front end, at any -O: no code generated (a quarter of the time)
+            for src in sources:
+                _run([host_compiler(cc), *WARN, "-O2", *flags, "-I", include, "-fsyntax-only", src])
+            continue
         (tmp_path / variant).mkdir()
         hostcc.objects(sources, REPO / "runtime_c", host_compiler(cc), [*WARN, "-O2", *flags, "-I", include],
                        tmp_path / variant)
