@@ -44,9 +44,12 @@ def add_quant_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--int16", action="append", metavar="NODE[,NODE...]",
                    help="run these layers (ONNX node names, as the sensitivity table shows them) with int16 "
                         "activations (TFLite 16x8); name a layer and the layer reading it to keep its output int16")
-    p.add_argument("--int16-recurrence", action="store_true",
-                   help="run a float model's GRU and the layers reading its sequence with int16 activations "
-                        "(default int8; docs/quantization.md: +0.1 to +1.2 dB, up to twice the sequence's RAM)")
+    p.add_argument("--int16-recurrence", dest="int16_recurrence", action="store_const", const=True, default=None,
+                   help="run a float model's LSTMs and GRUs and the layers reading their sequence with int16 "
+                        "activations (default: only where that gains over 0.5 dB on the calibration set; "
+                        "docs/quantization.md: up to twice the sequence's RAM)")
+    p.add_argument("--int8-recurrence", dest="int16_recurrence", action="store_const", const=False,
+                   help="keep a float model's LSTMs and GRUs int8 (their sequence's RAM as small as it gets)")
     p.add_argument("--weights", choices=("int8", "int4"), default="int8",
                    help="weight precision: int4 packs every conv, depthwise, fully connected and LSTM/GRU layer's "
                         "weights two per byte (symmetric per channel, [-7, 7])")

@@ -5,6 +5,7 @@ host (gcc, clang + sanitizers) and on the emulated Cortex-M4."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -346,7 +347,7 @@ def _bigru_head():
 def test_recurrent_default_runs_a_grus_sequence_int16_into_its_reader_when_asked(tmp_path):
     """edgec/quant/int16.py recurrent_default: with recurrent_int16 (--int16-recurrence) a float model's GRU reads
     and writes int16 (edgec_recurrent_fast_s16) and the Gemm reading its last step through the concat and Gather
-    reads it as int16; by default it stays int8; the generated C matches the reference bit for bit."""
+    reads it as int16; with recurrent_int16=False (--int8-recurrence) it stays int8; the generated C matches the reference bit for bit."""
     from conftest import check_generated_c
     from edgec.quant import int16
 
@@ -355,7 +356,8 @@ def test_recurrent_default_runs_a_grus_sequence_int16_into_its_reader_when_asked
     np.savez(tmp_path / "calib.npz", x=x[:32])
     asked = api.calibrate_model(path, tmp_path / "calib.npz",
                                   ptq.QuantOptions(sensitivity_samples=0, recurrent_int16=True))[1].graph
-    off = api.calibrate_model(path, tmp_path / "calib.npz", ptq.QuantOptions(sensitivity_samples=0))[1].graph
+    off = api.calibrate_model(path, tmp_path / "calib.npz",
+                              ptq.QuantOptions(sensitivity_samples=0, recurrent_int16=False))[1].graph
     assert {asked.tensors[op.output].dtype for op in asked.ops if op.kind == "gru"} == {"int16"}
     assert [asked.tensors[op.inputs[0]].dtype for op in asked.ops if op.kind == "fully_connected"] == ["int16"]
     assert {off.tensors[op.output].dtype for op in off.ops if op.kind == "gru"} == {"int8"}
@@ -363,3 +365,67 @@ def test_recurrent_default_runs_a_grus_sequence_int16_into_its_reader_when_asked
     assert {op.lowering.kernel.name for op in g.ops if op.kind == "gru"} == {"edgec_recurrent_fast_s16"}
     check_generated_c(asked, x[32:], tmp_path / "gcc")
     check_generated_c(asked, x[32:], tmp_path / "clang", cc="clang", flags=SANITIZE)
+
+
+def _bilstm_mean():
+    """A bidirectional LSTM (PyTorch's export), its sequence averaged over time (ReduceMean) and a Gemm: what
+    torch_bilstm_audio_events_op14 does."""
+    r = np.random.default_rng(21)
+    hid, n_in, steps = 5, 4, 12
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0, 2], name="to_time_major"),
+             helper.make_node("LSTM", ["xt", "W", "R", "B"], ["y"], hidden_size=hid, direction="bidirectional",
+                              name="lstm"),
+             helper.make_node("Reshape", ["y", "shape"], ["ys"], name="flat"),
+             helper.make_node("ReduceMean", ["ys"], ["m"], axes=[0], keepdims=0, name="mean"),
+             helper.make_node("Gemm", ["m", "wf", "bf"], ["out"], transB=1, name="fc")]
+    inits = {"W": r.normal(0, 0.5, (2, 4 * hid, n_in)), "R": r.normal(0, 0.4, (2, 4 * hid, hid)),
+             "B": r.normal(0, 0.2, (2, 8 * hid)), "shape": np.array([steps, 1, 2 * hid], np.int64),
+             "wf": r.normal(0, 0.3, (3, 2 * hid)), "bf": np.zeros(3)}
+    return make_model(nodes, ("x", [1, steps, n_in]), ("out", [1, 3]), inits, opset=14)
+
+
+def test_an_int16_lstms_sequence_is_averaged_in_int16_and_read_by_a_16x8_gemm(tmp_path):
+    """edgec/ops/reduce.py: an int16 chain passes through a mean over time (Int16.between; edgec_reduce_s16), so
+    with recurrent_int16 an LSTM whose sequence a ReduceMean averages for a Gemm writes int16 and the Gemm reads
+    the int16 mean: no int8 grid between the recurrence and the Gemm (before: the mean had no int16 path and the
+    LSTM's output went back to int8 at once). The generated C matches the reference bit for bit."""
+    from conftest import check_generated_c
+    from edgec.quant import int16
+
+    path = save(_bilstm_mean(), tmp_path)
+    x = np.random.default_rng(22).uniform(-1, 1, (40, 12, 4)).astype(np.float32)
+    np.savez(tmp_path / "calib.npz", x=x[:32])
+    plain = api.calibrate_model(path, tmp_path / "calib.npz",
+                                ptq.QuantOptions(sensitivity_samples=0, recurrent_int16=False))[1].graph
+    assert int16.recurrent_default(plain) == ["lstm", "fc"]
+    g = api.calibrate_model(path, tmp_path / "calib.npz",
+                            ptq.QuantOptions(sensitivity_samples=0, recurrent_int16=True))[1].graph
+    kinds = {op.kind: (g.tensors[op.inputs[0]].dtype, g.tensors[op.output].dtype) for op in g.ops}
+    assert kinds["lstm"] == kinds["reduce"] == ("int16", "int16") and kinds["fully_connected"][0] == "int16", kinds
+    low = pipeline.lower(g)
+    assert {op.lowering.kernel.name for op in low.ops if op.kind == "reduce"} == {"edgec_reduce_s16"}
+    check_generated_c(g, x[32:], tmp_path / "gcc")
+    check_generated_c(g, x[32:], tmp_path / "clang", cc="clang", flags=SANITIZE)
+
+
+def test_the_default_runs_a_recurrence_int16_only_where_it_gains_on_the_calibration_set(tmp_path):
+    """ptq.recurrence_choice (recurrent_int16 None, the default): both variants quantized, the int16 one kept
+    only when the worst output's SQNR on the calibration samples is more than fixes.MIN_GAIN_DB above the int8
+    one's; the choice and both figures are in the result; the kept graph is that variant's."""
+    from edgec.quant import fixes
+
+    path = save(_bilstm_mean(), tmp_path)
+    x = np.random.default_rng(22).uniform(-1, 1, (8, 12, 4)).astype(np.float32)
+    np.savez(tmp_path / "calib.npz", x=x)
+    res = api.calibrate_model(path, tmp_path / "calib.npz", ptq.QuantOptions(sensitivity_samples=0))[1]
+    s8, s16 = map(float, re.search(r"samples (-?[\d.]+) dB int8, (-?[\d.]+) dB int16", res.recurrence).groups())
+    wide = s16 > s8 + fixes.MIN_GAIN_DB
+    assert res.recurrence.startswith(f"recurrence {'int16' if wide else 'int8'}:"), res.recurrence
+    dtype = {res.graph.tensors[op.output].dtype for op in res.graph.ops if op.kind == "lstm"}
+    assert dtype == {"int16" if wide else "int8"}
+    assert res.options.recurrent_int16 is wide
+    for forced in (True, False):          # asked either way: no choice made, none reported
+        r = api.calibrate_model(path, tmp_path / "calib.npz",
+                                ptq.QuantOptions(sensitivity_samples=0, recurrent_int16=forced))[1]
+        assert r.recurrence == "" and {r.graph.tensors[op.output].dtype for op in r.graph.ops
+                                       if op.kind == "lstm"} == {"int16" if forced else "int8"}

@@ -178,10 +178,10 @@ def _nothing(op: Op, ins: list[Tensor], out: Tensor) -> None:
 
 
 def takes_int16_recurrence(op: Op) -> bool:
-    """Whether a float model's recurrence runs edgec_recurrent_s16 under --int16-recurrence (edgec/quant/int16.py
-    recurrent_default): a GRU whose int32 input product holds every int16 input (|x| <= 32768). LSTMs are left
-    out (measured on the corpus, docs/corpus.md: -0.05 to +0.25 dB; `--int16 NODE` names one)."""
-    return op.kind == "gru" and int(op.attrs["input_size"]) <= MAX_HIDDEN
+    """Whether a float model's recurrence may run edgec_recurrent_s16 (edgec/quant/int16.py recurrent_default:
+    with --int16-recurrence, or by default where the calibration set says it gains, ptq.recurrence_choice): an
+    LSTM or GRU whose int32 input product holds every int16 input (|x| <= 32768)."""
+    return op.kind in GATES and int(op.attrs["input_size"]) <= MAX_HIDDEN
 
 
 # ---- float --------------------------------------------------------------------------------------

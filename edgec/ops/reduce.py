@@ -18,6 +18,9 @@ from edgec.ops.opdef import CallSite, Int16, OpDef
 from edgec.fixedpoint.scheme import quantize_multiplier, quantize_multiplier_one_rounding, requantize
 
 
+# an int16 mean, max or min an int16 chain may pass through between two int16 layers (edgec/quant/int16.py: an
+# int16 LSTM's sequence averaged over time, then a 16x8 Gemm): n int16 values summed in the int32 accumulator
+MAX_N16 = 1 << 15
 REDUCE_KINDS = {"sum": 0, "max": 1, "min": 2, "argmax": 3, "argmin": 4}
 
 
@@ -122,8 +125,9 @@ def _index32(op: Op) -> bool:
 
 OPS = [OpDef("reduce", "reduce", quantize_reduce, float_reduce, qparams="fixed", fixed_qparams=fixed_qparams,
              # a QDQ file's int16 sum / mean / max / min, and an ArgMax / ArgMin over int16 values (an int16 index:
-             # quantize_reduce gives int16's range; edgec_reduce_s16)
-             int16=Int16(lambda op, ins, out: None, qdq=lambda op: op.attrs["how"] in REDUCE_KINDS | {"mean": 0}))]
+             # quantize_reduce gives int16's range; edgec_reduce_s16); a mean / max / min between two int16 layers
+             int16=Int16(lambda op, ins, out: None, qdq=lambda op: op.attrs["how"] in REDUCE_KINDS | {"mean": 0},
+                         between=lambda op: op.attrs["how"] in ("mean", "max", "min") and op.attrs["n"] <= MAX_N16))]
 KERNELS = [Kernel("edgec_reduce_s8", ("reduce",), REFERENCE, c_reduce, applies=lambda op: not _index32(op),
                   run=lambda op, inputs: reduce_s8(op.params, inputs[0])),
            Kernel("edgec_reduce_index32_s8", ("reduce",), REFERENCE, c_index32, applies=_index32,

@@ -118,8 +118,9 @@ def mark(graph: Graph, names) -> tuple[Graph, int]:
 
 
 def recurrent_default(graph: Graph) -> list[str]:
-    """What a float model's GRU runs with under --int16-recurrence (QuantOptions.recurrent_int16): int16 input and output (edgec_recurrent_s16), with
-    the int16-capable layers reading its sequence (directly or through views, remaps, concats), so the state
+    """What a float model's LSTMs and GRUs run with under --int16-recurrence (QuantOptions.recurrent_int16; by
+    default where it gains, ptq.recurrence_choice): int16 input and output (edgec_recurrent_s16), with
+    the int16-capable layers reading its sequence (directly or through views, remaps, concats, a mean), so the state
     leaves the recurrence on an int16 grid and is read as int16; only a recurrence with such a reader (another
     recurrence, a fully connected...): one whose output an int8 layer reads would be converted back at once."""
     names: list[str] = []

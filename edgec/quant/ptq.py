@@ -61,7 +61,8 @@ class QuantOptions:
     cache: bool = True
     sensitivity_samples: int = 16      # 0: no sensitivity report
     int16: tuple[str, ...] = ()        # ONNX node names run with int16 activations (edgec/quant/int16.py)
-    recurrent_int16: bool = False      # a float GRU and its readers int16 (int16.recurrent_default, --int16-recurrence)
+    recurrent_int16: bool | None = None   # a float LSTM/GRU and its readers int16 (int16.recurrent_default,
+                                          # --int16-recurrence on/off); None: where it gains (recurrence_choice)
     auto_seconds: float = autorange.BUDGET_S   # time budget of auto's per-tensor search
     weights: str = "int8"              # "int4": every layer that can takes int4 weights (edgec/quant/int4layers.py)
     int4: tuple[str, ...] = ()         # ONNX node names with int4 weights
@@ -149,6 +150,7 @@ class QuantResult:
     mixed: accuracy_budget.Choice | None = None                          # --max-accuracy-drop's choice
     fixes: fixes_mod.Fixes | None = None             # what the default recipe chose (edgec/quant/fixes.py)
     options: QuantOptions | None = None              # the options as applied (the default recipe's choices in)
+    recurrence: str = ""                             # the int16-recurrence choice, measured (recurrence_choice)
 
     @property
     def label(self) -> str:
@@ -215,6 +217,8 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
     """Calibrate on `samples` (edgec/data.py: the calibration file, opened once by the caller) and quantize
     the canonical `graph` as `options` say: the result holds a new, quantized graph (`graph` does not change).
     cache_dir: where calibration statistics are cached (Settings.calib_cache), None: not cached."""
+    if options.recurrent_int16 is None:
+        return recurrence_choice(model, graph, samples, options, log, progress, cache_dir)
     options, wide, four, states = _checked(graph, options)
     if options.requantize == "once":
         graph = one_rounding(graph)
@@ -312,13 +316,45 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
                              + " at best); check the model with the sensitivity table"]))
     for w in result.warnings:
         log(f"warning: {w}")
-    if options.sensitivity_samples > 0:
-        missing = floatref.supported(q)
+    return _with_sensitivity(result, stream, options.sensitivity_samples, log)
+
+
+def _with_sensitivity(result: QuantResult, stream: Samples, n: int, log) -> QuantResult:
+    if n > 0:
+        missing = floatref.supported(result.graph)
         if missing:
             log(f"sensitivity report skipped: no float reference for op kinds {', '.join(missing)}")
         else:
-            result.sensitivity = sensitivity.analyse(q, stream.first(options.sensitivity_samples))
+            result.sensitivity = sensitivity.analyse(result.graph, stream.first(n))
     return result
+
+
+def recurrence_choice(model, graph: Graph, samples: Samples, options: QuantOptions, log, progress,
+                      cache_dir) -> QuantResult:
+    """recurrent_int16 None (the default): a float model's LSTMs and GRUs run int16 (int16.recurrent_default) only
+    where that raises the worst output's SQNR on the calibration samples by more than the default recipe asks of
+    any fix (fixes.MIN_GAIN_DB): the int8 grid of the sequence leaving a recurrence is what ONNX Runtime's INT8
+    (recurrence in float) does not have, and where it costs measurably the int16 sequence (up to twice its arena
+    bytes) pays for itself. Both variants take the same ranges, so the samples they were calibrated on judge them
+    alike. A QDQ file (its own grids), int4 weights, a state fed back (--state) and the accuracy budget (its own
+    choice) stay int8 unless asked."""
+    plain = replace(options, recurrent_int16=False)
+    if (graph.fixed_qparams or options.budgeted or options.weights != "int8" or options.state
+            or not [n for n in int16.recurrent_default(graph) if n not in options.int4]):
+        return quantize_model(model, graph, samples, plain, log, progress, cache_dir)
+    quiet = dict(sensitivity_samples=0)
+    r8 = quantize_model(model, graph, samples, replace(plain, **quiet), log, progress, cache_dir)
+    r16 = quantize_model(model, graph, samples, replace(options, recurrent_int16=True, **quiet), lambda _: None,
+                         progress, cache_dir)
+    x = samples.first(fixes_mod.BIAS_SAMPLES)
+    s8, s16 = (fixes_mod.worst_output_sqnr(model, r.graph, x) for r in (r8, r16))
+    keep = r16 if s16 > s8 + fixes_mod.MIN_GAIN_DB else r8
+    keep.recurrence = (f"recurrence {'int16' if keep is r16 else 'int8'}: output SQNR of the {len(x)} calibration "
+                       f"samples {s8:.1f} dB int8, {s16:.1f} dB int16 (int16 where it gains more than "
+                       f"{fixes_mod.MIN_GAIN_DB} dB)")
+    log(keep.recurrence)
+    keep.options = replace(keep.options, sensitivity_samples=options.sensitivity_samples)
+    return _with_sensitivity(keep, samples, options.sensitivity_samples, log)
 
 
 def _default_recipe(model, graph: Graph, stream: Samples, options: QuantOptions, states, cache_dir, log):
