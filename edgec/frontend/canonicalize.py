@@ -94,6 +94,7 @@ class _Canonicalizer:
         self.graph.fixed_qparams = {k: qdq16.grid16(s, z) if k in wide else (float(s), int(z))
                                     for k, (s, z) in self.qdq["activations"].items()}
         self.problems: list[Problem] = []     # nodes edgec cannot build (see _node_or_problem)
+        self.token_ids: set[str] = set()       # graph inputs read as nn.Embedding's token ids (int32 ports)
         self.poisoned: set[str] = set()       # values downstream of a problem, shape unknown
         self.done: set[int] = set()           # id() of the nodes canonicalized so far
         self.padded_for_conv: dict[str, tuple[str, tuple[int, int]]] = {}   # Pad output -> (input, pads)
@@ -220,16 +221,12 @@ class _Canonicalizer:
         self.rename_output(prod, x, node.output[0], self.values[x][1])
         return True
 
-    def _token_ids(self, name: str, elem: int) -> str:
-        """What an integer input read as the indices of Gathers of constant tables (nn.Embedding) is, and the way
-        around, for the refusal; else nothing."""
+    def _token_ids(self, name: str, elem: int) -> bool:
+        """Whether an integer input is read only as the indices of Gathers of constant tables (nn.Embedding's
+        token ids): an int32 port (edgec/ops/gather.py import_onnx_embedding)."""
         users = [n for n in self.model.graph.node if name in n.input]
-        if elem in (onnx.TensorProto.INT64, onnx.TensorProto.INT32) and users and all(
-                n.op_type == "Gather" and list(n.input).index(name) == 1 and n.input[0] in self.consts for n in users):
-            return (f"token ids read by Gather '{users[0].name}' (an embedding table): edgec takes no integer "
-                    "token ids in an ONNX model (a .tflite's int32 ids into a GATHER it takes); export the model "
-                    "from the embedding's output (a float input) instead")
-        return ""
+        return elem in (onnx.TensorProto.INT64, onnx.TensorProto.INT32) and bool(users) and all(
+            n.op_type == "Gather" and list(n.input).index(name) == 1 and n.input[0] in self.consts for n in users)
 
     # ---- main loop -----------------------------------------------------------------------
     def run(self) -> Graph:
@@ -237,12 +234,18 @@ class _Canonicalizer:
         for k, inp in enumerate(inputs):
             shape = self.shapes.get(inp.name)
             elem = inp.type.tensor_type.elem_type
-            if elem != onnx.TensorProto.FLOAT:
-                raise EdgecError(f"input '{inp.name}' is {onnx.TensorProto.DataType.Name(elem)}; " + (
-                    self._token_ids(inp.name, elem) or "edgec takes float inputs, and uint8/int8 inputs read only by "
-                    "a DequantizeLinear with a constant per-tensor scale (a QDQ model)"))
+            ids = elem != onnx.TensorProto.FLOAT and self._token_ids(inp.name, elem) and shape is not None
+            if ids:     # nn.Embedding's token ids (int64 or int32): an int32 port (edgec/ops/gather.py)
+                self.token_ids.add(inp.name)
+            elif elem != onnx.TensorProto.FLOAT:
+                raise EdgecError(f"input '{inp.name}' is {onnx.TensorProto.DataType.Name(elem)}; edgec takes float "
+                                 "inputs, int64/int32 token ids read only by Gathers of constant tables (nn.Embedding), "
+                                 "and uint8/int8 inputs read only by a DequantizeLinear with a constant per-tensor "
+                                 "scale (a QDQ model)")
             perm = self._input_perm(inp.name, shape, len(inputs))
             name = self.new_tensor(inp.name, tuple(shape[a] for a in perm), inp.name)
+            if ids:
+                self.graph.tensors[name] = dataclasses.replace(self.graph.tensors[name], dtype="int32")
             self.values[inp.name] = (name, perm)
             if perm != movement.identity(len(shape)):
                 self.graph.input_perm = perm

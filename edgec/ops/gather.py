@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgec.errors import node_error
 from edgec.ir import Op, Tensor
 from edgec.ops.float_tail import IndexOutside
 from edgec.ops.kernel import REFERENCE, Kernel
@@ -58,8 +59,48 @@ def c_gather(op: Op, low, s: CallSite) -> str:
             "return EDGEC_ERROR_INDEX;   /* an index outside the axis, as TFLM fails */")
 
 
-OPS = [OpDef("gather_ids", "gather", _quantize, float_gather, qparams="input", sensitivity=False)]
-KERNELS = [Kernel("edgec_gather_s8", ("gather_ids",), REFERENCE, c_gather, run=run_gather, code_bytes=200)]
+# ---- ONNX: nn.Embedding's Gather of a float table at the model's integer token ids ------------------
+def table_qparams(op: Op) -> tuple[float, int]:
+    """An ONNX embedding table's per-tensor int8 grid, as a constant's: its range (0 included) over 255 steps;
+    the lookup's output keeps it (the bytes are copied)."""
+    t = np.asarray(op.attrs["float_table"], np.float64)
+    lo, hi = min(float(t.min()), 0.0), max(float(t.max()), 0.0)
+    scale = (hi - lo) / 255.0 if hi > lo else 1.0
+    return float(np.float32(scale)), int(np.clip(np.round(-128 - lo / scale), -128, 127))
+
+
+def _quantize_table(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    """The float table rounded to the output's grid (table_qparams), stored with the op."""
+    t = np.asarray(op.attrs["float_table"], np.float64)
+    op.params.update(op.attrs["lookup"])
+    op.arrays["table"] = np.clip(np.round(t / out.scale) + out.zero_point, -128, 127).astype(np.int8).reshape(-1)
+
+
+def float_embedding(op: Op, ins: list):
+    return gather(op.attrs["lookup"], np.asarray(op.attrs["float_table"], np.float32), ins[-1], op.name)
+
+
+def import_onnx_embedding(cx, node, ids: str) -> None:
+    """Gather of a constant float table (axis 0) at token ids the model takes as input (torch's nn.Embedding):
+    the ids an int32 port (edgec/frontend/canonicalize.py), the table quantized per tensor (table_qparams), an id
+    outside [0, rows) fails the inference as a .tflite's GATHER does (no wrapping of negative ids)."""
+    table = np.asarray(cx.consts[node.input[0]], np.float32)
+    if int(cx.attr(node, "axis", 0)) % max(table.ndim, 1) != 0 or table.ndim < 1:
+        raise node_error(node, "token ids into an embedding table along an axis other than 0")
+    t, _ = cx.values[ids]
+    ishape = cx.shape(ids, node)
+    out = cx.new_tensor(node.output[0], (*ishape, *table.shape[1:]), node.output[0])
+    cx.values[node.output[0]] = (out, tuple(range(len(ishape) + table.ndim - 1)))
+    rows, inner = int(table.shape[0]), int(np.prod(table.shape[1:], dtype=np.int64))
+    cx.emit("embedding_gather", node, [t], out, float_table=table.reshape(rows, inner), lookup=dict(
+        batch=1, outer=1, axis_size=rows, coords=int(np.prod(ishape, dtype=np.int64)), inner=inner))
+
+
+OPS = [OpDef("gather_ids", "gather", _quantize, float_gather, qparams="input", sensitivity=False),
+       OpDef("embedding_gather", "gather", _quantize_table, float_embedding, qparams="fixed",
+             fixed_qparams=table_qparams, sensitivity=False)]
+KERNELS = [Kernel("edgec_gather_s8", ("gather_ids", "embedding_gather"), REFERENCE, c_gather, run=run_gather,
+                  code_bytes=200)]
 ONNX: dict = {}
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from edgec.errors import node_error
 from edgec.ir import SYNTHETIC, Tensor
-from edgec.ops import movement
+from edgec.ops import gather, movement
 from edgec.ops.tflite16 import ACTIVATIONS, like, moved
 
 
@@ -102,6 +102,8 @@ def _pad_folds_into_conv(cx, node, mode, value, begin, end) -> bool:
 
 def import_gather(cx, node):
     x, ind = node.input
+    if ind not in cx.consts and x in cx.consts and ind in cx.token_ids:   # nn.Embedding at the model's token ids
+        return gather.import_onnx_embedding(cx, node, ind)
     if ind not in cx.consts:
         raise node_error(node, "only Gather with constant indices is supported")
     if x in cx.consts:

@@ -91,6 +91,14 @@ def batched_session(model: onnx.ModelProto, outputs: Iterable[str]):
 
 
 def feeds(model: onnx.ModelProto, x: np.ndarray) -> dict[str, np.ndarray]:
+    """_feeds, an integer input (nn.Embedding's token ids, int64 or int32) in its own type (the samples come as
+    floats holding whole numbers)."""
+    ints = {vi.name: onnx.helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type) for vi in graph_inputs(model)
+            if vi.type.tensor_type.elem_type in (onnx.TensorProto.INT64, onnx.TensorProto.INT32)}
+    return {k: np.rint(v).astype(ints[k]) if k in ints else v for k, v in _feeds(model, x).items()}
+
+
+def _feeds(model: onnx.ModelProto, x: np.ndarray) -> dict[str, np.ndarray]:
     """onnxruntime's feed for samples x (N, *input shape without batch); a model with several inputs takes
     them packed (N, total), each flattened in its ONNX layout, in the model's order (edgec/ports.py)."""
     inputs = graph_inputs(model)

@@ -37,7 +37,7 @@ def quantize(graph: Graph, ranges: dict[str, tuple[float, float]], per_channel: 
             shift = 128 if t.dtype == "uint8" else 0     # int16 wins; an int16 input is an audio front end's 2^-15
             # grid, edgec/ops/signal/mfcc_onnx.py; a uint8 input port: the same grid, its zero point 128 higher)
             return _set(tensors, t, float(own[0]), int(own[1]) + shift)
-        if t.dtype == "bool":       # a comparison's mask (edgec/ops/where.py): 0 or 1 bytes, never quantized
+        if t.dtype in ("bool", "int32"):   # a comparison's mask (edgec/ops/where.py): 0 or 1 bytes; token ids
             return _set(tensors, t, 1.0, 0)
         if t.source not in ranges:
             raise EdgecError(f"no calibration range for tensor '{t.source}'")
