@@ -74,3 +74,24 @@ def test_token_ids_read_by_other_than_an_embedding_are_refused():
     with pytest.raises(EdgecError) as e:
         canonicalize.canonicalize(loader.prepare(model), "m")
     assert "\n" not in str(e.value) and "input 'ids' is INT64" in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("path", ["reference", "sanitized"])
+def test_the_generated_c_matches_the_reference_and_fails_on_an_id_outside_the_table(tmp_path, path):
+    """The generated C (the reference kernels; ASan/UBSan) agrees with the NumPy reference on the ids; an id above
+    the table or below 0 makes NAME_invoke() fail (EDGEC_ERROR_INDEX: the host driver's exit code 4)."""
+    import subprocess
+
+    import tflite_oracle as oracle
+    from edgec.quant import reference
+    g = api.calibrate(MODEL, ids(64, 1)).graph
+    x = ids(4, 5)
+    got = oracle.run_c([g], [x.view(np.int8).reshape(len(x), -1)], tmp_path / "ok", path)[0]
+    want = np.stack([np.asarray(reference.run(g, s)).reshape(-1) for s in x])
+    assert np.array_equal(np.asarray(got).reshape(len(x), -1), want)
+    for k, bad in enumerate((100, -1)):
+        y = x[:1].copy()
+        y[0, 5] = bad
+        with pytest.raises(subprocess.CalledProcessError) as e:
+            oracle.run_c([g], [y.view(np.int8).reshape(1, -1)], tmp_path / f"bad{k}", path)
+        assert e.value.returncode == 4
