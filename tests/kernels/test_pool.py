@@ -9,10 +9,10 @@ from ckernels import act, act16, eq, i8, i16, window
 from edgec.ops import pool
 
 
-@pytest.mark.parametrize("kind", ["max_pool_s8", "avg_pool_s8"])
-def test_pool_random(ck, kind):
-    rng = np.random.default_rng(30 + len(kind))
-    for _ in range(800):
+def random_pools(rng, n: int):
+    """n draws of a random int8 pooling case (params, input): windows with padding, activation clamps; draws
+    whose window does not fit are skipped."""
+    for _ in range(n):
         in_h, in_w = (int(v) for v in rng.integers(1, 14, size=2))
         win = window(rng, in_h, in_w, kmax=5, dilate=False)
         if win is None:
@@ -21,7 +21,13 @@ def test_pool_random(ck, kind):
             del win[k]
         lo, hi = act(rng, int(rng.integers(-128, 128)))
         p = dict(win, in_h=in_h, in_w=in_w, c=int(rng.integers(1, 10)), act_min=lo, act_max=hi)
-        x = i8(rng, (in_h, in_w, p["c"]))
+        yield p, i8(rng, (in_h, in_w, p["c"]))
+
+
+@pytest.mark.parametrize("kind", ["max_pool_s8", "avg_pool_s8"])
+def test_pool_random(ck, kind):
+    rng = np.random.default_rng(30 + len(kind))
+    for p, x in random_pools(rng, 800):
         eq(getattr(pool, kind)(p, x), getattr(ck, kind)(p, x))
 
 
@@ -60,16 +66,7 @@ def test_avg_pool_trunc_random(ck, rounding):
     """QONNX's Trunc after an average pool (edgec/frontend/qonnx.py): sum / count rounded half to even, down or up,
     on random windows with padding, negative sums, activation clamps."""
     rng = np.random.default_rng(50 + len(rounding))
-    for _ in range(400):
-        in_h, in_w = (int(v) for v in rng.integers(1, 14, size=2))
-        win = window(rng, in_h, in_w, kmax=5, dilate=False)
-        if win is None:
-            continue
-        for k in ("dil_h", "dil_w"):
-            del win[k]
-        lo, hi = act(rng, int(rng.integers(-128, 128)))
-        p = dict(win, in_h=in_h, in_w=in_w, c=int(rng.integers(1, 10)), act_min=lo, act_max=hi)
-        x = i8(rng, (in_h, in_w, p["c"]))
+    for p, x in random_pools(rng, 400):
         eq(pool.avg_pool_s8(p, x, rounding=rounding), ck.avg_pool_trunc_s8(p, x, pool.ROUNDINGS[rounding]))
 
 
