@@ -15,7 +15,7 @@ import numpy as np
 
 from edgec.errors import EdgecError
 from edgec.ir import Op, Tensor
-from edgec.ops import cemit
+from edgec.ops import cemit, masked_softmax
 from edgec.fixedpoint import gemmlowp
 from edgec.ops.kernel import INT16, REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, Int16, OpDef, always
@@ -380,6 +380,8 @@ KERNELS = [
 
 # ---- ONNX import
 def import_softmax(cx, node):
+    if masked_softmax.import_masked(cx, node):      # a constant attention mask before it: folded in
+        return
     x = node.input[0]
     shape = cx.shape(x, node)
     tensor, perm = cx.activation(x, node)
