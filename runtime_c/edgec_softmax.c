@@ -1,4 +1,4 @@
-/* edgec softmax and log-softmax, portable C99. Bit-exact with edgec/ops/softmax.py. */
+/* edgec softmax and log-softmax, portable C99. Bit-exact with edgec/ops/softmax/__init__.py. */
 #include <limits.h>
 
 #include "edgec_nn_support.h"
@@ -300,7 +300,7 @@ void edgec_log_softmax_tflite_s8(const edgec_log_softmax_tflite_params *p, const
     }
 }
 
-/* ---- TFLite's int16 softmax (reference_ops::SoftmaxInt16; edgec/ops/softmax.py softmax_tflite_s16) */
+/* ---- TFLite's int16 softmax (reference_ops::SoftmaxInt16; edgec/ops/softmax/__init__.py softmax_tflite_s16) */
 static int32_t edgec_lut16_lookup(int32_t v, const int16_t *lut) /* TFLite's LUTLookup of an int16 value */
 {
     const int32_t idx = 256 + (v >> 7);

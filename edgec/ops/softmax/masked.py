@@ -1,7 +1,7 @@
 """`masked_softmax`: a Softmax over the last axis of [rows][cols] whose input had a constant attention mask added
 (or chosen in by a Where) before it, the mask folded into the op: masked positions take no part in the row's max
 or sum and their probability is exactly 0 (-128 at the output's fixed scale 1/256, zero point -128); the kept ones
-are edgec's LUT softmax (edgec/ops/softmax.py softmax_s8) over the kept positions alone. Kernel
+are edgec's LUT softmax (edgec/ops/softmax/__init__.py softmax_s8) over the kept positions alone. Kernel
 `edgec_masked_softmax_s8` in runtime_c/edgec_softmax.c.
 
 What is folded (`import_masked`, called by softmax.import_softmax): the Softmax's input is an `Add(scores, M)` or
@@ -26,6 +26,7 @@ from edgec.ir import Op, Tensor
 from edgec.ops import cemit
 from edgec.ops.kernel import REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, OpDef
+from edgec.ops.softmax.table import softmax_table
 
 MASKED_AT = -1e4         # an additive mask value: -inf, or at most this
 
@@ -60,7 +61,6 @@ def tiled(op: Op, rows: int) -> np.ndarray:
 
 # ---- quantize ---------------------------------------------------------------------------------
 def quantize_masked_softmax(op: Op, ins: list[Tensor], out: Tensor) -> None:
-    from edgec.ops.softmax import softmax_table
     keep = np.asarray(op.attrs["keep"], bool)
     op.params.update(rows=op.attrs["rows"], cols=op.attrs["cols"], mask_rows=int(keep.shape[0]))
     op.arrays["keep"] = keep.astype(np.int8)
@@ -108,7 +108,7 @@ KERNELS = [Kernel("edgec_masked_softmax_s8", ("masked_softmax",), REFERENCE, c_m
 ONNX: dict = {}
 
 
-# ---- ONNX import (softmax.import_softmax asks first) ---------------------------------------------
+# ---- ONNX import (the Softmax importer, __init__.py, asks first) ---------------------------------------------
 def _producer(cx, value: str):
     return next((n for _, n in cx.nodes if value in n.output), None)
 
