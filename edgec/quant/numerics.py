@@ -2,9 +2,9 @@
 
 Before quantization (`check_finite`): NaN or Inf in any constant of the canonical graph (weights, biases,
 folded constants) is an error naming the node (a constant whose only non-finite values are -inf is an additive
-attention mask edgec/ops/softmax/masked.py could not fold into its Softmax: the error says so). (Non-finite calibration data and
-values are refused by edgec/data.py and edgec/quant/calibrate.py; multipliers no Q31 multiplier + shift can express
-by edgec/quant/quantize.py, naming the node.)
+attention mask edgec/ops/softmax/masked.py could not fold into its Softmax: the error says so). (Non-finite
+calibration data and values are refused by edgec/data.py and edgec/quant/calibrate.py; multipliers no Q31
+multiplier + shift can express by edgec/quant/quantize.py, naming the node.)
 
 After quantization (`warnings`), each a one-line warning naming the node or tensor:
 - a tensor that is constant over the whole calibration set (an all-zero input, a dead channel

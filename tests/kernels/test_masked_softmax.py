@@ -2,8 +2,9 @@
 against its NumPy twin bit for bit on random shapes and masks (every masked position exactly -128, a fully masked
 row all -128, the kept positions edgec's softmax of the kept values alone); the ONNX patterns folded into it (an
 additive -inf / finfo.min / -1e9 mask, Where with -inf either way round, a key-padding mask broadcast over heads;
-opset 23's Attention with is_causal: tests/test_onnx_functions.py) with edgec's float graph equal to ONNX Runtime's; a bias that is not a mask
-left alone; the generated C (reference and ASan/UBSan) equal to the reference."""
+opset 23's Attention with is_causal: tests/test_onnx_functions.py) with edgec's float graph equal to ONNX
+Runtime's; a bias that is not a mask left alone; the generated C (reference and ASan/UBSan) equal to the
+reference."""
 from __future__ import annotations
 
 import ctypes
