@@ -25,7 +25,8 @@ from edgec.ops.softmax import masked as softmax_masked
 from edgec.ops.kernel import DEFAULT_CODE_BYTES, FAST, HELIUM, INT4, INT8, INT16, REFERENCE, VARIANT, Kernel
 from edgec.ops.opdef import OpDef
 
-MODULES = (movement, concat, rearrange, lut, lut_tflite, pool, conv, dense, matmul, binary, binary_tflite, softmax, softmax_masked, reduce,
+MODULES = (movement, concat, rearrange, lut, lut_tflite, pool, conv, dense, matmul, binary, binary_tflite, softmax,
+           softmax_masked, reduce,
            binary_compare, cumsum, add_n, where, resize, convert, recurrent, recurrent_tflite, svdf, norm, detection, nms, signal,
            constant, float_tail, variables, gather)
 
