@@ -686,6 +686,16 @@ void edgec_softmax_s8(const edgec_softmax_params *p, const int8_t *input, const 
 void edgec_softmax_s16(const edgec_softmax_params *p, const int16_t *input, const uint16_t *exp_hi,
                        const uint16_t *exp_lo, int16_t *output);
 
+/* The masked softmax (edgec/ops/softmax/masked.py): a constant attention mask folded in. Row r reads keep row
+ * r % mask_rows (1: attended, 0: masked); masked positions take no part in the max or the sum and give -128
+ * (probability 0); a row with no kept position is all -128. exp_table as softmax's; output scale 1/256, zero
+ * point -128. */
+typedef struct {
+    int32_t rows, cols, mask_rows;
+} edgec_masked_softmax_params;
+void edgec_masked_softmax_s8(const edgec_masked_softmax_params *p, const int8_t *input, const int8_t *keep,
+                             const uint32_t *exp_table, int8_t *output);
+
 /* Log-softmax; exp_table as softmax's, log_table[i] = log2(1 + (i + 0.5) / 256) in Q16; k_in = s_in / s_out and
  * k_ln = 1 / s_out in Q16. */
 typedef struct {
