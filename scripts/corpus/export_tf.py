@@ -172,6 +172,26 @@ def ptq_converter(model, calib, ops=None):
     return conv
 
 
+def typed_converter(model, calib, how: str):
+    """ptq_converter with its input and output types: "16x8" (int16 activations, input and output), "uint8-in"
+    (full INT8, a uint8 input), else full INT8 with int8 input and output. Returns (converter, its description)."""
+    conv = ptq_converter(model, calib, [INT16] if how == "16x8" else None)
+    if how == "16x8":
+        conv.inference_input_type = conv.inference_output_type = tf.int16
+        return conv, "TFLiteConverter PTQ 16x8 (int16 activations, int8 weights, int16 input and output)"
+    if how == "uint8-in":
+        conv.inference_input_type, conv.inference_output_type = tf.uint8, tf.int8
+        return conv, "TFLiteConverter full-INT8 PTQ (uint8 input, int8 output)"
+    conv.inference_input_type = conv.inference_output_type = tf.int8
+    return conv, "TFLiteConverter full-INT8 PTQ (int8 input and output)"
+
+
+def keras_source(model, architecture: str, exporter: str) -> dict:
+    """The provenance `record` takes of a seeded Keras model: architecture, exporter, batch axis, weights."""
+    return {"architecture": architecture, "exporter": exporter, "keras_batch": model.inputs[0].shape[0],
+            "weights": WEIGHTS}
+
+
 def corpus_file(name: str, filename: str) -> Path:
     """tests/corpus/<name>/<filename>, its folder made."""
     folder = manifest.CORPUS / name
@@ -216,9 +236,7 @@ def export(name: str) -> None:
     else:
         out = corpus_file(name, "model.onnx")
         how = f"tf2onnx {to_onnx(model, calib, out, 1, 17)} (float), TensorFlow {tf.__version__}"
-    record(name, kind, out, "scripts/corpus/export_tf.py", lic,
-           {"architecture": origin, "exporter": how, "keras_batch": model.inputs[0].shape[0], "weights": WEIGHTS},
-           committed=True)
+    record(name, kind, out, "scripts/corpus/export_tf.py", lic, keras_source(model, origin, how), committed=True)
 
 
 def main(argv=None) -> int:

@@ -14,7 +14,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import export_tf  # noqa: E402
 import manifest  # noqa: E402
-from export_tf import INT16, OWN, L, keras, tf  # noqa: E402
+from export_tf import OWN, L, keras, tf  # noqa: E402
 
 OWN = (OWN[0], "scripts/corpus/export_tf_fifth.py")
 
@@ -95,22 +95,11 @@ def export(name: str) -> None:
         version = export_tf.to_onnx(model, calib, out, None, 13)
         text = f"tf2onnx {version} (float, opset 13, batch axis None), TensorFlow {tf.__version__}"
     else:
-        conv = export_tf.ptq_converter(model, calib, [INT16] if how == "16x8" else None)
-        if how == "16x8":
-            conv.inference_input_type = conv.inference_output_type = tf.int16
-            text = "TFLiteConverter PTQ 16x8 (int16 activations, int8 weights, int16 input and output)"
-        elif how == "uint8-in":
-            conv.inference_input_type, conv.inference_output_type = tf.uint8, tf.int8
-            text = "TFLiteConverter full-INT8 PTQ (uint8 input, int8 output)"
-        else:
-            conv.inference_input_type = conv.inference_output_type = tf.int8
-            text = "TFLiteConverter full-INT8 PTQ (int8 input and output)"
+        conv, text = export_tf.typed_converter(model, calib, how)
         text += f", TensorFlow {tf.__version__}"
         out = export_tf.corpus_file(name, "model.tflite")
         out.write_bytes(conv.convert())
-    export_tf.record(name, kind, out, OWN[1], OWN[0], {"architecture": OWN[1], "exporter": text,
-                                                       "keras_batch": model.inputs[0].shape[0],
-                                                       "weights": export_tf.WEIGHTS})
+    export_tf.record(name, kind, out, OWN[1], OWN[0], export_tf.keras_source(model, OWN[1], text))
 
 
 def main(argv=None) -> int:

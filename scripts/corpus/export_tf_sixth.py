@@ -132,14 +132,11 @@ def export(name: str) -> None:
     kind, make, how, (lic, origin) = MODELS[name]
     model, calib = export_tf.seeded(name, make)
     export_tf.set_batchnorm_from(model, calib)
-    conv = export_tf.ptq_converter(model, calib)
-    conv.inference_input_type = conv.inference_output_type = tf.int8
-    text = f"TFLiteConverter full-INT8 PTQ (int8 input and output), TensorFlow {tf.__version__}"
+    conv, text = export_tf.typed_converter(model, calib, how)
     out = export_tf.corpus_file(name, "model.tflite")
     out.write_bytes(conv.convert())
     export_tf.record(name, kind, out, "scripts/corpus/export_tf_sixth.py", lic,
-                     {"architecture": origin, "exporter": text, "keras_batch": model.inputs[0].shape[0],
-                      "weights": export_tf.WEIGHTS})
+                     export_tf.keras_source(model, origin, f"{text}, TensorFlow {tf.__version__}"))
 
 
 def main(argv=None) -> int:

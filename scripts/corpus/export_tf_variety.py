@@ -114,9 +114,7 @@ def export(name: str) -> None:
             manifest.save_calibration(out.parent, calib)
         text = (f"TFLiteConverter, no quantization (float32 .tflite)" if how == "float" else
                 f"TFLiteConverter full-INT8 PTQ ({how} input and output)") + f", TensorFlow {tf.__version__}"
-    export_tf.record(name, kind, out, OWN[1], OWN[0], {"architecture": OWN[1], "exporter": text,
-                                                       "keras_batch": model.inputs[0].shape[0],
-                                                       "weights": export_tf.WEIGHTS})
+    export_tf.record(name, kind, out, OWN[1], OWN[0], export_tf.keras_source(model, OWN[1], text))
 
 
 def main(argv=None) -> int:
