@@ -671,6 +671,13 @@ typedef struct {
 } edgec_l2_norm_params;
 void edgec_l2_norm_s8(const edgec_l2_norm_params *p, const int8_t *input, int8_t *output);
 
+/* The int16 variant (an int16 tail of a float model, edgec/ops/norm.py l2_norm_s16): int16 input with zero point
+ * 0, each x / sqrt(row's sum of squares) in Q0.15 (int16 output, scale 1/32768); a row of zeros gives zeros. */
+typedef struct {
+    int32_t rows, cols;
+} edgec_l2_norm16_params;
+void edgec_l2_norm_s16(const edgec_l2_norm16_params *p, const int16_t *input, int16_t *output);
+
 /* ================================================================ softmax
  * edgec_softmax.c: over the last axis of [rows][cols]. */
 typedef struct {
