@@ -190,7 +190,8 @@ def c_l2_norm16(op: Op, low, site: CallSite) -> str:
 OPS = [OpDef("layer_norm", "norm", quantize_layer_norm, float_layer_norm, fuses_activation=True, in_place=True),
        OpDef("l2_norm", "norm", quantize_l2_norm, float_l2_norm, in_place=True, qparams="fixed",
              fixed_qparams=lambda op: None if op.attrs.get("calibrated") else (1.0 / 128.0, 0),
-             int16=Int16(quantize_l2_norm16, layer=True, fixed_qparams=(1.0 / 32768.0, 0), tail=True))]
+             int16=Int16(quantize_l2_norm16, layer=True, fixed_qparams=(1.0 / 32768.0, 0),
+                         tail=lambda op: bool(op.attrs.get("calibrated"))))]
 KERNELS = [Kernel("edgec_layer_norm_s8", ("layer_norm",), REFERENCE, c_layer_norm, run=run_layer_norm, code_bytes=600),
            Kernel("edgec_l2_norm_s8", ("l2_norm",), REFERENCE, c_l2_norm, run=run_l2_norm, code_bytes=500),
            Kernel("edgec_l2_norm_s16", ("l2_norm",), REFERENCE, c_l2_norm16, precision=INT16, run=run_l2_norm16)]

@@ -158,7 +158,7 @@ def tail_default(graph: Graph) -> tuple[list[str], list[str]]:
         while op is not None and int16_through(op) and readers.get(op.inputs[0]) == 1 and op.inputs[0] in writer:
             op = writer[op.inputs[0]]       # a transpose or view after it (an NCHW output) passes int16 on
         d = REGISTRY[op.kind].int16 if op is not None else None
-        if d is None or not d.tail or readers.get(t) or readers.get(op.output, 0) > (op.output != t) \
+        if d is None or d.tail is None or not d.tail(op) or readers.get(t) or readers.get(op.output, 0) > (op.output != t) \
                 or op.name not in candidates(graph, INT16_NAMEABLE):
             continue
         names.append(op.name)
@@ -167,6 +167,24 @@ def tail_default(graph: Graph) -> tuple[list[str], list[str]]:
         if feed is not None and feed.kind in KINDS and readers.get(feed.output) == 1 and feed.output not in graph.outputs:
             names.insert(-1, feed.name)
     return list(dict.fromkeys(names)), outs
+
+
+TAIL_HEADROOM = 2.0     # an int16 tail's output grid spans this times its calibrated range: a sample beyond what
+                        # the calibration set reached is not clipped, for 6 dB of int16's ~90
+
+
+def tail_ranges(graph: Graph, ranges: dict) -> dict:
+    """`ranges` with the calibrated range of each int16 tail's output (tail_default; the tail layer's own and the
+    port's, through views) widened TAIL_HEADROOM times: an int8 port clips a log-probability below the calibration
+    set's least (ONNX Runtime's float tail does not); an int16 one has the bits to spare."""
+    names, outs = tail_default(graph)
+    tails = [op.output for op in graph.ops if op.name in names and REGISTRY[op.kind].int16 is not None
+             and REGISTRY[op.kind].int16.tail is not None]
+    wide = dict(ranges)
+    for src in {graph.tensors[t].source for t in [*tails, *outs]}:
+        if src in wide:
+            wide[src] = tuple(TAIL_HEADROOM * float(v) for v in wide[src])
+    return wide
 
 
 def layers_reading(graph: Graph, name: str, kinds=None) -> list[str]:

@@ -273,6 +273,8 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
     if options.saturation:
         ranges, cut = saturation.clamp(g, ranges)
         log("saturation-aware ranges: " + ("; ".join(saturation.describe(cut)) or "no saturating layer"))
+    if options.tail_int16 and wide:
+        ranges = int16.tail_ranges(graph, ranges)
     if states:
         ranges = ports.tie_ranges(g, ranges, states)
     bias_x = stream.first(BIAS_SAMPLES) if options.bias_correction == "quantized" else None
