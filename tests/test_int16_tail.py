@@ -66,3 +66,22 @@ def test_asked_either_way_the_tail_is_that_and_no_choice_is_reported(tmp_path):
     np.savez(tmp_path / "calib.npz", x=calib)
     r = api.calibrate_model(path, tmp_path / "calib.npz", q)[1]
     assert r.tail == "" and r.graph.tensors[r.graph.output].dtype == "int8"
+
+
+def test_a_tail_whose_int16_variant_does_not_quantize_keeps_the_int8_one(tmp_path, monkeypatch):
+    """Where the int16 variant cannot be quantized (its kernel's multipliers out of range: here made to fail), the
+    default keeps the int8 tail and says why, where forcing the int16 one is that error."""
+    import pytest
+    from edgec.errors import EdgecError
+    from edgec.ops import log_softmax16
+
+    def refuse(op, *_):
+        raise EdgecError(f"node '{op.name}': no int16 LogSoftmax here")
+    monkeypatch.setattr(log_softmax16, "quantize", refuse)
+    path = save(_classifier(), tmp_path)
+    calib = np.random.default_rng(4).uniform(-1, 1, (16, 40)).astype(np.float32)
+    res = api.calibrate(path, calib, sensitivity_samples=0)
+    assert res.tail.startswith("output tail int8: its int16 variant does not quantize (node 'logp'"), res.tail
+    assert res.graph.tensors[res.graph.output].dtype == "int8"
+    with pytest.raises(EdgecError, match="node 'logp'"):
+        api.calibrate(path, calib, sensitivity_samples=0, tail_int16=True)

@@ -377,8 +377,14 @@ def _int16_choice(model, graph: Graph, samples: Samples, options: QuantOptions, 
     only where the calibration samples' worst output gains more than fixes.MIN_GAIN_DB), and the line saying so."""
     quiet = dict(sensitivity_samples=0)
     r8 = quantize_model(model, graph, samples, replace(options, **{field: False}, **quiet), log, progress, cache_dir)
-    r16 = quantize_model(model, graph, samples, replace(options, **{field: True}, **quiet), lambda _: None,
-                         progress, cache_dir)
+    try:
+        r16 = quantize_model(model, graph, samples, replace(options, **{field: True}, **quiet), lambda _: None,
+                             progress, cache_dir)
+    except EdgecError as exc:       # (an int16 grid its kernel cannot take): the int8 variant, as before the choice
+        r8.options = replace(r8.options, sensitivity_samples=options.sensitivity_samples)
+        note = f"{what} int8: its int16 variant does not quantize ({exc})"
+        log(note)
+        return r8, note
     x = samples.first(fixes_mod.BIAS_SAMPLES)
     s8, s16 = (fixes_mod.worst_output_sqnr(model, r.graph, x) for r in (r8, r16))
     keep = r16 if s16 > s8 + fixes_mod.MIN_GAIN_DB else r8
