@@ -334,3 +334,34 @@ void edgec_softmax_tflite_s16(const edgec_softmax_tflite16_params *p, const int1
         }
     }
 }
+
+/* edgec/ops/log_softmax16.py log_softmax_s16: the Q30 exps of d = max - x summed, ln(S / 2^30) in Q5.26 from S >> 11
+ * (Q12.19), y = -round((d k_in + (ln k_ln >> 26)) / 2^16) */
+void edgec_log_softmax_s16(const edgec_log_softmax16_params *p, const int16_t *input, const uint16_t *exp_hi,
+                           const uint16_t *exp_lo, int16_t *output)
+{
+    const int32_t cols = p->cols;
+    int32_t r, c;
+    for (r = 0; r < p->rows; ++r) {
+        const int16_t *x = input + r * cols;
+        int16_t *y = output + r * cols;
+        int32_t m = x[0], ln;
+        uint64_t s = 0;
+        int64_t lnq;
+        for (c = 1; c < cols; ++c) {
+            if (x[c] > m) m = x[c];
+        }
+        for (c = 0; c < cols; ++c) {
+            const uint32_t d = (uint32_t)(m - x[c]);
+            s += (uint32_t)exp_hi[d >> 8] * exp_lo[d & 255u];
+        }
+        ln = edgec_log_q12_to_q5((int32_t)(s >> 11));
+        if (ln < 0) ln = 0;     /* ln(1) approximated below 0 */
+        lnq = ((int64_t)ln * p->k_ln) >> 26;
+        for (c = 0; c < cols; ++c) {
+            const int64_t t = (int64_t)(m - x[c]) * p->k_in + lnq;     /* -y / s_out in Q16, >= 0 */
+            const int64_t q = (t + ((int64_t)1 << 15)) >> 16;
+            y[c] = (int16_t)(q > 32768 ? -32768 : -q);
+        }
+    }
+}

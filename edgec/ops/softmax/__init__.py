@@ -17,7 +17,7 @@ import numpy as np
 from edgec.errors import EdgecError
 from edgec.ir import Op, Tensor
 from edgec.ops import cemit
-from edgec.ops.softmax import masked
+from edgec.ops.softmax import log_softmax16, masked
 from edgec.ops.softmax.table import softmax_table
 from edgec.fixedpoint import gemmlowp
 from edgec.ops.kernel import INT16, REFERENCE, Kernel
@@ -355,7 +355,9 @@ OPS = [
     OpDef("softmax", "softmax", quantize_softmax, lambda op, ins: _float(op, ins[0], False), in_place=True,
           distribution=True, qparams="fixed", fixed_qparams=lambda op: (1.0 / 256.0, -128),
           int16=Int16(quantize_softmax16, layer=True, fixed_qparams=(1.0 / 32768.0, 0), qdq=always)),
-    OpDef("log_softmax", "softmax", quantize_log_softmax, lambda op, ins: _float(op, ins[0], True), distribution=True),
+    OpDef("log_softmax", "softmax", quantize_log_softmax, lambda op, ins: _float(op, ins[0], True), distribution=True,
+          int16=Int16(lambda op, ins, out: log_softmax16.quantize(op, ins, out, exp16_tables), layer=True,
+                      tail=log_softmax16.takes)),
 ]
 KERNELS = [
     Kernel("edgec_softmax_s8", ("softmax",), REFERENCE, c_softmax, applies=lambda op: not _tflite(op), run=run_softmax,
@@ -372,6 +374,8 @@ KERNELS = [
            applies=lambda op: not _tflite_log(op), run=run_log_softmax),
     Kernel("edgec_log_softmax_tflite_s8", ("log_softmax",), REFERENCE, c_log_softmax_tflite, applies=_tflite_log,
            run=run_log_softmax_tflite),
+    Kernel("edgec_log_softmax_s16", ("log_softmax",), REFERENCE, log_softmax16.c_call, precision=INT16,
+           run=log_softmax16.run),
 ]
 
 
