@@ -721,7 +721,7 @@ typedef struct {
 void edgec_log_softmax_tflite_s8(const edgec_log_softmax_tflite_params *p, const int8_t *input,
                                  const int32_t *q5_table, const int32_t *exp_table, int8_t *output);
 
-/* The int16 LogSoftmax of an int16 tail (edgec/ops/log_softmax16.py): int16 scores (zero point 0) in, log-probabilities
+/* The int16 LogSoftmax of an int16 tail (edgec/ops/softmax/log_softmax16.py): int16 scores (zero point 0) in, log-probabilities
  * out on a symmetric int16 grid; exp_hi / exp_lo as edgec_softmax_s16's, k_in = round(s_in / s_out 2^16), k_ln =
  * round(2^16 / s_out); cols <= 4095. */
 typedef struct {
