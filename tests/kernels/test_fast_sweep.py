@@ -61,8 +61,10 @@ def run_fast(lib, low, *inputs: np.ndarray, out_size: int) -> np.ndarray:
         lib.edgec_add_lut_s8(ctypes.byref(make(low.struct, low.params)), *args, ptr(a["lut1"]), ptr(a["lut2"]),
                              ptr(np.ascontiguousarray(a["rq"], np.int32)), ptr(out))
     else:
-        # blocked4_padded: the loop its call names (with the band or without), then the entry that tests band_w
-        names = (im2col.blocked4_padded_entry(low.params), name) if low.kernel is im2col.BLOCKED4_PADDED else (name,)
+        # blocked4 and blocked4_padded: the entry its call names (the mode and loop of its params and records:
+        # im2col.blocked4_entry), then the one that chooses them at run time: the same bytes
+        blocked4 = low.kernel in (im2col.BLOCKED4, im2col.BLOCKED4_PADDED)
+        names = (im2col.blocked4_entry(low.kernel, low.params, low.arrays["rq"]), name) if blocked4 else (name,)
         got = []
         for name in names:
             scratch, scratch_full = guarded(low.scratch_bytes)
