@@ -108,3 +108,59 @@ def test_initializers_read_only_inside_a_body_are_kept():
     model = onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
     folded = fold.fold_constants(model)
     assert "bias" in {i.name for i in folded.graph.initializer}
+
+
+def _if_on_a_dimension(channels: int, graph_output: bool = False) -> onnx.ModelProto:
+    """Conv -> Relu, then an If on `Shape(relu)[1] == 8` as TorchScript writes F.local_response_norm's rank test:
+    the then branch a Sigmoid of the outer value (and a constant of its own added), the else branch an Identity; a Mul by 2 after it (or the If's output a graph output)."""
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((channels, 3, 3, 3)).astype(np.float32), "w")
+    one = numpy_helper.from_array(np.array([0.5], np.float32), "half")
+    then_nodes = [helper.make_node("Sigmoid", ["r"], ["s"]), helper.make_node("Add", ["s", "half"], ["t"])]
+    shape = [1, channels, 8, 8]
+    then = helper.make_graph(then_nodes, "then", [], [helper.make_tensor_value_info("t", onnx.TensorProto.FLOAT, shape)],
+                             [one])
+    other = helper.make_graph([helper.make_node("Identity", ["r"], ["i"])], "else", [],
+                              [helper.make_tensor_value_info("i", onnx.TensorProto.FLOAT, shape)])
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Shape", ["r"], ["shape"]),
+             helper.make_node("Gather", ["shape", "one"], ["dim"], axis=0),
+             helper.make_node("Equal", ["dim", "eight"], ["cond"]),
+             helper.make_node("If", ["cond"], ["picked" if not graph_output else "y"], then_branch=then,
+                              else_branch=other)]
+    if not graph_output:
+        nodes.append(helper.make_node("Mul", ["picked", "two"], ["y"]))
+    inits = [w, numpy_helper.from_array(np.array(1, np.int64), "one"),
+             numpy_helper.from_array(np.array(8, np.int64), "eight"), numpy_helper.from_array(np.array(2, np.float32), "two")]
+    g = helper.make_graph(nodes, "if_dim", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, shape)], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_an_if_whose_condition_is_known_at_build_time_is_its_branch(tmp_path):
+    """An If on a shape (F.local_response_norm's, through TorchScript) was refused as control flow though its
+    condition is a constant once the shapes are known: the branch it takes is now written in its place, its
+    values renamed, its own constants kept; the graph computes what ONNX Runtime computes on the file."""
+    x = np.random.default_rng(1).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    for channels, graph_output, branch in ((8, False, "Sigmoid"), (4, False, None), (8, True, "Sigmoid")):
+        model = _if_on_a_dimension(channels, graph_output)
+        want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+        folded = loader.prepare(model, "if_dim.onnx")
+        kinds = [n.op_type for n in folded.graph.node]
+        assert "If" not in kinds and (branch in kinds if branch else "Sigmoid" not in kinds), kinds
+        got = ort.InferenceSession(folded.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-6)
+    onnx.save(_if_on_a_dimension(8), str(tmp_path / "if_dim.onnx"))
+    graph = api.calibrate(tmp_path / "if_dim.onnx", {"x": np.random.default_rng(2).standard_normal((8, 3, 8, 8))
+                                                     .astype(np.float32)}).graph
+    assert api.reference(graph, x).y.shape == (1, 8, 8, 8)
+
+
+def test_an_if_on_a_value_known_only_at_run_time_is_still_refused():
+    model = _if_on_a_dimension(8)
+    g = model.graph
+    eq = next(n for n in g.node if n.op_type == "Equal")      # a condition on the input's values, not its shape
+    g.node.insert(0, helper.make_node("ReduceMax", ["x"], ["m"], keepdims=0))
+    eq.input[:] = ["m", "zero"]
+    g.initializer.append(numpy_helper.from_array(np.array(0, np.float32), "zero"))
+    folded = loader.prepare(model, "if_value.onnx")
+    assert "If" in [n.op_type for n in folded.graph.node]

@@ -55,6 +55,8 @@ def _shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...] | None]:
 def _all_static(model: onnx.ModelProto) -> bool:
     shapes = _shapes(model)
     inits = {i.name for i in model.graph.initializer}
+    if any(n.op_type == "If" for n in model.graph.node):     # its condition may be known at build time
+        return False
     return all(shapes.get(o) is not None for n in model.graph.node for o in n.output if o and o not in inits)
 
 
@@ -70,6 +72,14 @@ def _fold_once(model: onnx.ModelProto, memory_limit: int) -> onnx.ModelProto | N
     keep, new, changed = [], {}, False
     for n in g.node:
         value = None
+        branch = _taken_branch(n, consts)
+        if branch is not None:          # an If whose condition is known at build time: the branch it takes
+            nodes, values = branch
+            keep.extend(nodes)
+            for k, v in values.items():
+                consts[k] = new[k] = v
+            changed = True
+            continue
         if n.domain not in ("", "ai.onnx") or n.op_type in CONTROL_FLOW or not n.output:
             keep.append(n)
             continue
@@ -111,6 +121,41 @@ def _fold_once(model: onnx.ModelProto, memory_limit: int) -> onnx.ModelProto | N
     fg.input.extend(real)
     del fg.value_info[:]
     return folded
+
+
+def _taken_branch(n: onnx.NodeProto, consts: dict):
+    """An If whose condition is a build-time constant (TorchScript checks a rank or a dimension so, e.g.
+    F.local_response_norm): (the nodes of the branch it takes, their values renamed into the graph and its last
+    ones writing the If's outputs; the branch's initializers, renamed) -- or None (another node, a condition known
+    only at run time, a branch holding a subgraph of its own)."""
+    if n.op_type != "If" or n.domain not in ("", "ai.onnx") or n.input[0] not in consts:
+        return None
+    cond = np.asarray(consts[n.input[0]])
+    if cond.size != 1:
+        return None
+    body = onnx.helper.get_attribute_value(
+        next(a for a in n.attribute if a.name == ("then_branch" if bool(cond.reshape(-1)[0]) else "else_branch")))
+    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for b in body.node for a in b.attribute) \
+            or len(body.output) != len(n.output):
+        return None
+    prefix = f"{n.name or n.output[0]}/"
+    local = {o for b in body.node for o in b.output if o} | {i.name for i in body.initializer}
+    final = {b.name: o for b, o in zip(body.output, n.output) if b.name in local}
+    rename = {x: final.get(x, prefix + x) for x in local}
+    nodes = []
+    for b in body.node:
+        c = onnx.NodeProto.FromString(b.SerializeToString())
+        c.name = prefix + (b.name or b.op_type)
+        c.input[:] = [rename.get(i, i) for i in b.input]
+        c.output[:] = [rename.get(o, o) for o in b.output]
+        nodes.append(c)
+    for b, o in zip(body.output, n.output):
+        if b.name not in final:           # the branch returns an outer value (or one of its initializers) as is
+            nodes.append(onnx.helper.make_node("Identity", [rename.get(b.name, b.name)], [o], name=prefix + o))
+    values = {rename[i.name]: numpy_helper.to_array(i) for i in body.initializer}
+    if any(o in values for o in n.output):
+        return None
+    return nodes, values
 
 
 def subgraph_reads(node: onnx.NodeProto) -> set[str]:

@@ -230,7 +230,9 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--force", action="store_true")
     ap.add_argument("--tensorflow-lite", action="store_true",
-                    help="the .tflite files TFLite Micro could not run, through TF Lite's interpreter")
+                    help="the .tflite files TFLite Micro could not run, through TF Lite's interpreter (its reference "
+                    "FULLY_CONNECTED with per-channel weights rounds some ties unlike TFLite Micro: docs/corpus.md, "
+                    "the eighth round)")
     ap.add_argument("--tflm-copy", type=Path, help="with one --only NAME: TFLite Micro on this copy of its file, "
                     "its shape computations folded (scripts/corpus/fold_shapes.py), where TFLite Micro lacks one")
     ap.add_argument("--tensorflow-lite-copy", type=Path, help="with one --only NAME: TF Lite's reference kernels on "
