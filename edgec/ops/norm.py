@@ -51,8 +51,8 @@ def quantize_layer_norm(op: Op, ins: list[Tensor], out: Tensor) -> None:
             break
         k -= 1
     eps = min(round(cols * cols * float(a["epsilon"]) / (x.scale * x.scale)), EPS_MAX)
-    op.params.update(rows=int(a["rows"]), cols=cols, input_zp=x.zero_point, eps_q=int(eps), frac_bits=f,
-                     mult=mult, shift=shift, output_zp=out.zero_point, **act_range(op, out), rms=int(bool(a.get("rms"))))
+    op.params.update(rows=int(a["rows"]), cols=cols, input_zp=x.zero_point, eps_q=int(eps), eps_shift=0,
+                     frac_bits=f, mult=mult, shift=shift, output_zp=out.zero_point, **act_range(op, out), rms=int(bool(a.get("rms"))))
     op.arrays["gamma"] = np.clip(gq, -32767, 32767).astype(np.int16)
     op.arrays["beta"] = np.clip(bq, -(1 << 30), 1 << 30).astype(np.int32)
 
@@ -85,10 +85,11 @@ def run_layer_norm(op: Op, inputs: list) -> np.ndarray:
 
 # ---- int16 (a QDQ file's int16 rows, edgec/frontend/qdq16.py; TFLite has no LayerNormalization: its converters
 # decompose it): the int8 arithmetic above on int16 values, zero points 0, int64 statistics (edgec_layer_norm_s16),
-# epsilon as eps_q * 4^eps_shift (an int16 input's scale makes C^2 eps / s^2 exceed int32 where eps matters)
+# epsilon as eps_q * 4^eps_shift (an int16 input's scale makes C^2 eps / s^2 exceed int32 where eps matters; at
+# most 2^60: the row's C^2 * 2^30 beside it stays within int64 up to C = 2^15 values a row)
 def quantize_layer_norm16(op: Op, ins: list[Tensor], out: Tensor) -> None:
     a, s = op.attrs, float(ins[0].scale)
-    eps, k = round(int(a["cols"]) ** 2 * float(a["epsilon"]) / (s * s)), 0
+    eps, k = min(round(int(a["cols"]) ** 2 * float(a["epsilon"]) / (s * s)), 1 << 60), 0   # (then V < 2^62)
     while (eps + (1 << 2 * k >> 1)) >> 2 * k > EPS_MAX:
         k += 1
     op.params.update(input_zp=0, output_zp=0, eps_q=(eps + (1 << 2 * k >> 1)) >> 2 * k, eps_shift=k,
