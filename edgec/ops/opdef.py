@@ -40,6 +40,7 @@ class Int16:
     qdq: Callable[[Op], bool] | None = None    # whether an ONNX op of the kind runs in 16x8 where a QDQ file's
                                                # activations are int16 (edgec/frontend/qdq16.py); None: it cannot
     as16: Callable[[Op], Op] | None = None     # the op it runs as there (a grouped conv: a block-diagonal conv2d)
+    nameable: bool = True                      # False: only a QDQ file's int16 values run it (no --int16 candidate)
 
 
 def always(op: Op) -> bool:
