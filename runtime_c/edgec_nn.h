@@ -698,9 +698,13 @@ void edgec_mul_bcast_s8(const edgec_mul_bcast_params *p, const int8_t *a, const 
 typedef struct {
     int32_t rows, cols, input_zp, eps_q, frac_bits, mult, shift, output_zp, act_min, act_max;
     int32_t rms;        /* RMSNormalization: the row sum taken as 0 (no mean) */
+    int32_t eps_shift;  /* the int16 kernel's epsilon is eps_q * 4^eps_shift (the int8 one: eps_q) */
 } edgec_layer_norm_params;
 void edgec_layer_norm_s8(const edgec_layer_norm_params *p, const int8_t *input, const int16_t *gamma,
                          const int32_t *beta, int8_t *output);
+/* int16 in and out (zero points 0): the same arithmetic with int64 row statistics */
+void edgec_layer_norm_s16(const edgec_layer_norm_params *p, const int16_t *input, const int16_t *gamma,
+                          const int32_t *beta, int16_t *output);
 
 /* TFLite's L2_NORMALIZATION over the last axis of [rows][cols]: each x - input_zp times TFLite's inverse square
  * root of the row's sum of squares (GetInvSqrtQuantizedMultiplierExp), output in 1/128 with zero point 0. With

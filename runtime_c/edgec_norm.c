@@ -61,6 +61,46 @@ void edgec_layer_norm_s8(const edgec_layer_norm_params *p, const int8_t *input, 
     }
 }
 
+void edgec_layer_norm_s16(const edgec_layer_norm_params *p, const int16_t *input, const int16_t *gamma,
+                          const int32_t *beta, int16_t *output)
+{
+    const int32_t cols = p->cols;
+    int32_t r, i;
+    for (r = 0; r < p->rows; ++r) {
+        const int16_t *x = input + r * cols;
+        int16_t *y = output + r * cols;
+        int64_t s1 = 0, s2 = 0, v, step, base;
+        int32_t e = 0, sh;
+        uint32_t inv;
+        for (i = 0; i < cols; ++i) {
+            s1 += x[i];
+            s2 += (int32_t)x[i] * x[i];
+        }
+        if (p->rms) s1 = 0;
+        v = (int64_t)cols * s2 - s1 * s1 + (int64_t)((uint64_t)p->eps_q << (2 * p->eps_shift));
+        if (v < 1) v = 1;
+        while (v < ((int64_t)1 << 28)) {
+            v <<= 2;
+            ++e;
+        }
+        while (v >= ((int64_t)1 << 30)) {
+            v >>= 2;
+            --e;
+        }
+        inv = 0x80000000u / edgec_isqrt30((uint32_t)v);
+        sh = 31 - p->frac_bits - e;
+        step = (int64_t)cols * inv;
+        base = ((int64_t)1 << (sh - 1)) - s1 * (int64_t)inv;
+        for (i = 0; i < cols; ++i) {
+            const int64_t t = x[i] * step + base;
+            const int64_t q = t >= 0 ? t >> sh : ~((~t) >> sh);
+            const int32_t n = (int32_t)(q < -32768 ? -32768 : (q > 32767 ? 32767 : q));
+            const int32_t acc = edgec_requantize(n * gamma[i] + beta[i], p->mult, p->shift);
+            y[i] = (int16_t)edgec_clamp(acc, p->act_min, p->act_max);
+        }
+    }
+}
+
 /* TFLite's GetInvSqrtQuantizedMultiplierExp(v, reverse_shift -1): 1 / sqrt(v) as a Q31 multiplier and a left
  * shift, by gemmlowp's Newton-Raphson iteration in Q3.28 (edgec/ops/lut/tflite.py's inv_sqrt_multiplier). */
 static void edgec_inv_sqrt(int32_t v, int32_t *mult, int32_t *shift)

@@ -243,6 +243,7 @@ MAX_SHIFT16 = 7               # edgec_requantize64 takes shifts -31..7
 def weighted16(op: Op, ins: list[Tensor], out: Tensor, channel_axis: int) -> None:
     """Turn an int8 weighted op's parameters into TFLite 16x8 ones: int64 bias, zero points 0, int16 clamp."""
     _, w_scale = quantize_weights(op.attrs["weights"], channel_axis, op.attrs.get("per_channel", True))
+    w_scale = np.asarray(op.attrs.get("weight_scale", w_scale), np.float64)   # a QDQ file's own (weighted's)
     bias = np.round(op.attrs["bias"].astype(np.float64) / (ins[0].scale * w_scale))
     op.arrays["bias"] = np.clip(bias, -BIAS16_LIMIT, BIAS16_LIMIT).astype(np.int64)
     shift = np.asarray(op.arrays["shift"])

@@ -28,8 +28,9 @@ def expand_functions(model: onnx.ModelProto, supported: set[str], takes_whole: d
     for init in g.initializer:
         types[init.name] = helper.make_tensor_type_proto(init.data_type, list(init.dims))
     consts = {i.name for i in g.initializer} | {o for n in g.node if n.op_type == "Constant" for o in n.output}
-    for n in g.node:        # torch.onnx shares equal weights through Identity nodes: those are constants too
-        if n.op_type == "Identity" and n.input and n.input[0] in consts:
+    for n in g.node:        # torch.onnx shares equal weights through Identity nodes: those are constants too, and
+        # so is a QDQ pair's Clip of a constant (ORT's A16W8 LayerNormalization scale: edgec/frontend/qdq.py)
+        if n.op_type in ("Identity", "Clip") and n.input and all(i in consts for i in n.input if i):
             consts.add(n.output[0])
     nodes, changed = [], False
     for k, node in enumerate(g.node):

@@ -12,7 +12,7 @@ from edgec.errors import node_error
 from edgec.ir import Op, Tensor
 from edgec.ops import cemit, movement, tflite16
 from edgec.ops.kernel import INT16, REFERENCE, Kernel
-from edgec.ops.opdef import CallSite, Int16, OpDef
+from edgec.ops.opdef import CallSite, Int16, OpDef, always
 from edgec.fixedpoint.scheme import quantize_multiplier, requant_table, requantize
 
 
@@ -83,7 +83,10 @@ def quantize_concat16(op: Op, ins: list[Tensor], out: Tensor) -> None:
     """The 16x8 parameters (after the int8 quantizer, whose tables they drop): each part's mult and shift."""
     for k in [k for k in op.arrays if k.startswith("table")]:
         del op.arrays[k]
-    for part, t in zip(op.params["parts"], _parts(op, ins)):
+    for i, (part, t) in enumerate(zip(op.params["parts"], _parts(op, ins))):
+        if not isinstance(t, Tensor) and op.arrays[f"const{i}"].dtype != np.int16:   # an ONNX constant part (a ViT's
+            q = np.round(np.asarray(t, np.float64) / out.scale)   # class token in a QDQ file): on the output's grid
+            op.arrays[f"const{i}"] = np.clip(q, -32768, 32767).astype(np.int16).reshape(-1)
         copied = not isinstance(t, Tensor) or t.scale == out.scale
         part["mult"], part["shift"] = (0, 0) if copied else quantize_multiplier(t.scale / out.scale)
 
@@ -118,7 +121,7 @@ def c_concat16(op: Op, low, site: CallSite) -> str:
 
 OPS = [OpDef("concat", "movement", quantize_concat, float_concat,
              int16=Int16(quantize_concat16, between=lambda op: not op.attrs.get("consts"),
-                         qdq=lambda op: not op.attrs.get("consts")))]
+                         qdq=always))]
 KERNELS = [Kernel("edgec_concat_part_s8", ("concat",), REFERENCE, c_concat, run=run_concat),
            Kernel("edgec_concat_part_s16", ("concat",), REFERENCE, c_concat16, precision=INT16, run=run_concat16)]
 

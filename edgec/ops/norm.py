@@ -23,8 +23,8 @@ from edgec.ir import NO_ACT, Op, SYNTHETIC, Tensor
 from edgec.ops import cemit, movement
 from edgec.ops.kernel import INT16, REFERENCE, Kernel
 from edgec.ops.lut import per_channel_affine
-from edgec.ops.opdef import CallSite, Int16, OpDef
-from edgec.fixedpoint.scheme import act_range, quantize_multiplier, requantize
+from edgec.ops.opdef import CallSite, Int16, OpDef, always
+from edgec.fixedpoint.scheme import act_range, act_range16, quantize_multiplier, requantize
 
 EPS_MAX = (1 << 31) - 1     # E is an int32 (an epsilon this large against the input's scale swamps the variance)
 
@@ -51,18 +51,18 @@ def quantize_layer_norm(op: Op, ins: list[Tensor], out: Tensor) -> None:
             break
         k -= 1
     eps = min(round(cols * cols * float(a["epsilon"]) / (x.scale * x.scale)), EPS_MAX)
-    op.params.update(rows=int(a["rows"]), cols=cols, input_zp=x.zero_point, eps_q=int(eps), frac_bits=f,
-                     mult=mult, shift=shift, output_zp=out.zero_point, **act_range(op, out), rms=int(bool(a.get("rms"))))
+    op.params.update(rows=int(a["rows"]), cols=cols, input_zp=x.zero_point, eps_q=int(eps), eps_shift=0,
+                     frac_bits=f, mult=mult, shift=shift, output_zp=out.zero_point, **act_range(op, out), rms=int(bool(a.get("rms"))))
     op.arrays["gamma"] = np.clip(gq, -32767, 32767).astype(np.int16)
     op.arrays["beta"] = np.clip(bq, -(1 << 30), 1 << 30).astype(np.int32)
 
 
 # ---- NumPy integer twin -------------------------------------------------------------------------
-def layer_norm_s8(p: dict, x, gamma, beta) -> np.ndarray:
+def layer_norm_s8(p: dict, x, gamma, beta, dtype=np.int8) -> np.ndarray:
     rows, cols = int(p["rows"]), int(p["cols"])
-    d = np.asarray(x, np.int8).reshape(rows, cols).astype(np.int64) - int(p["input_zp"])
+    d = np.asarray(x, dtype).reshape(rows, cols).astype(np.int64) - int(p["input_zp"])
     s1, s2 = d.sum(axis=1) * (0 if p.get("rms") else 1), (d * d).sum(axis=1)     # RMSNorm: no mean
-    v = np.maximum(cols * s2 - s1 * s1 + int(p["eps_q"]), 1)
+    v = np.maximum(cols * s2 - s1 * s1 + (int(p["eps_q"]) << 2 * int(p.get("eps_shift", 0))), 1)
     n = np.empty((rows, cols), np.int64)
     for r in range(rows):
         vr, e = int(v[r]), 0
@@ -76,11 +76,34 @@ def layer_norm_s8(p: dict, x, gamma, beta) -> np.ndarray:
     n = np.clip(n, -32768, 32767)
     acc = n * np.asarray(gamma, np.int64) + np.asarray(beta, np.int64)
     y = requantize(acc, p["mult"], p["shift"]).astype(np.int64) + int(p["output_zp"])
-    return np.clip(y, int(p["act_min"]), int(p["act_max"])).astype(np.int8).reshape(-1)
+    return np.clip(y, int(p["act_min"]), int(p["act_max"])).astype(dtype).reshape(-1)
 
 
 def run_layer_norm(op: Op, inputs: list) -> np.ndarray:
     return layer_norm_s8(op.params, inputs[0], op.arrays["gamma"], op.arrays["beta"])
+
+
+# ---- int16 (a QDQ file's int16 rows, edgec/frontend/qdq16.py; TFLite has no LayerNormalization: its converters
+# decompose it): the int8 arithmetic above on int16 values, zero points 0, int64 statistics (edgec_layer_norm_s16),
+# epsilon as eps_q * 4^eps_shift (an int16 input's scale makes C^2 eps / s^2 exceed int32 where eps matters; at
+# most 2^60: the row's C^2 * 2^30 beside it stays within int64 up to C = 2^15 values a row)
+def quantize_layer_norm16(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    a, s = op.attrs, float(ins[0].scale)
+    eps, k = min(round(int(a["cols"]) ** 2 * float(a["epsilon"]) / (s * s)), 1 << 60), 0   # (then V < 2^62)
+    while (eps + (1 << 2 * k >> 1)) >> 2 * k > EPS_MAX:
+        k += 1
+    op.params.update(input_zp=0, output_zp=0, eps_q=(eps + (1 << 2 * k >> 1)) >> 2 * k, eps_shift=k,
+                     **act_range16(op, out))
+
+
+def run_layer_norm16(op: Op, inputs: list) -> np.ndarray:
+    return layer_norm_s8(op.params, inputs[0], op.arrays["gamma"], op.arrays["beta"], np.int16)
+
+
+def c_layer_norm16(op: Op, low, site: CallSite) -> str:
+    call = (f"{low.kernel.name}(&p, {cemit.i16(site.inputs[0], const=True)}, {site.arrays['gamma']}, "
+            f"{site.arrays['beta']}, {cemit.i16(site.output)});")
+    return cemit.with_params("edgec_layer_norm_params", op.params, call)
 
 
 def float_layer_norm(op: Op, inputs: list):
@@ -187,12 +210,15 @@ def c_l2_norm16(op: Op, low, site: CallSite) -> str:
                              f"{cemit.i16(site.output)});")
 
 
-OPS = [OpDef("layer_norm", "norm", quantize_layer_norm, float_layer_norm, fuses_activation=True, in_place=True),
+OPS = [OpDef("layer_norm", "norm", quantize_layer_norm, float_layer_norm, fuses_activation=True, in_place=True,
+             int16=Int16(quantize_layer_norm16, qdq=always)),
        OpDef("l2_norm", "norm", quantize_l2_norm, float_l2_norm, in_place=True, qparams="fixed",
              fixed_qparams=lambda op: None if op.attrs.get("calibrated") else (1.0 / 128.0, 0),
              int16=Int16(quantize_l2_norm16, layer=True, fixed_qparams=(1.0 / 32768.0, 0),
                          tail=lambda op: bool(op.attrs.get("calibrated"))))]
 KERNELS = [Kernel("edgec_layer_norm_s8", ("layer_norm",), REFERENCE, c_layer_norm, run=run_layer_norm, code_bytes=600),
+           Kernel("edgec_layer_norm_s16", ("layer_norm",), REFERENCE, c_layer_norm16, precision=INT16,
+                  run=run_layer_norm16),
            Kernel("edgec_l2_norm_s8", ("l2_norm",), REFERENCE, c_l2_norm, run=run_l2_norm, code_bytes=500),
            Kernel("edgec_l2_norm_s16", ("l2_norm",), REFERENCE, c_l2_norm16, precision=INT16, run=run_l2_norm16)]
 

@@ -43,6 +43,7 @@ class Int16:
     tail: Callable[[Op], bool] | None = None   # whether a float model's graph output this op computes may run
                                                # int16 and leave as an int16 port where that gains
                                                # (edgec/quant/int16.py tail_default); None: never
+    nameable: bool = True                      # False: only a QDQ file's int16 values run it (no --int16 candidate)
 
 
 def always(op: Op) -> bool:

@@ -118,7 +118,7 @@ FUSABLE = frozenset(k for k, d in REGISTRY.items() if d.fuses_activation)
 WEIGHT_AXIS = {k: d.weight_axis for k, d in REGISTRY.items() if d.weight_axis is not None}
 SAME_QPARAMS_OPS = frozenset(k for k, d in REGISTRY.items() if d.qparams == "input")
 INT16_KINDS = tuple(k for k, d in REGISTRY.items() if (k, INT16) in REFERENCES and d.int16 is not None
-                    and d.weight_axis is not None)
+                    and d.weight_axis is not None and d.int16.nameable)
 # the kinds `--int16 NODE` may name: the 16x8 weighted layers (the accuracy budget's candidates) and the others
 # whose int16 variant is a layer of its own (softmax: int16 scores in, Q0.15 probabilities out)
 INT16_NAMEABLE = INT16_KINDS + tuple(k for k, d in REGISTRY.items() if d.int16 is not None and d.int16.layer

@@ -34,6 +34,10 @@ MODELS = {
     # two int16 activations (the features times their HardSigmoid gate) on TFLite's 16x8 MUL
     "ortqdq_a16w8_timm_mobilenetv3_small_050": ("classification", "timm_mobilenetv3_small_050", True,
                                                 q.QuantType.QInt16),
+    # round h46: ORT's default A16W8 of two small transformers: row-wise MatMuls with their bias Adds apart,
+    # LayerNormalization, attention, a positional embedding and (the ViT) a class token Concat'ed on int16 rows
+    "ortqdq_a16w8_timm_vit_tiny_32": ("transformer", "timm_vit_tiny_32", True, q.QuantType.QInt16),
+    "ortqdq_a16w8_torch_kws_transformer": ("transformer", "torch_kws_transformer", True, q.QuantType.QInt16),
 }
 
 

@@ -51,6 +51,60 @@ def test_kernel_matches_twin(ck):
                                                                               op.arrays["beta"]), err_msg=str(case))
 
 
+def _quantized_op16(r, rows, cols, spread):
+    """The same op on int16 rows (a QDQ file's A16W8 LayerNormalization: zero points 0, the int16 clamp)."""
+    op = _quantized_op(r, rows, cols, spread)
+    x = Tensor("x", (rows, cols), "x", float(r.choice([1e-7, 1e-5, 1e-3, 0.05])), 0, dtype="int16")
+    y = Tensor("y", (rows, cols), "y", float(r.uniform(1e-5, 1e-3)), 0, dtype="int16")
+    norm.quantize_layer_norm(op, [x], y)
+    norm.quantize_layer_norm16(op, [x], y)
+    return op
+
+
+def test_int16_kernel_matches_twin_on_random_shapes(ck):
+    """edgec_layer_norm_s16 (int64 row statistics, epsilon as eps_q * 4^eps_shift) equals its twin bit for bit on
+    random shapes, scales and epsilons (1e-7 input steps with epsilon 10: an epsilon beyond int32), full-range and
+    constant rows (UBSan: the library is built with it)."""
+    r = np.random.default_rng(62)
+    shifted = 0
+    for case in range(300):
+        rows, cols = int(r.integers(1, 6)), int(r.choice([1, 2, 3, 7, 16, 33, 64, 192, 768]))
+        op = _quantized_op16(r, rows, cols, float(r.choice([0.1, 3.0])))
+        shifted += op.params["eps_shift"] > 0
+        x = r.integers(-32768, 32768, rows * cols).astype(np.int16)
+        if case % 5 == 0:
+            x[:cols] = x[0]
+        if case % 7 == 0:
+            x[:] = r.choice([-32768, 32767], x.size)
+        out = np.full(x.size, 99, np.int16)
+        ck.lib.edgec_layer_norm_s16(ctypes.byref(make("edgec_layer_norm_params", op.params)), ptr(x),
+                                    ptr(op.arrays["gamma"]), ptr(op.arrays["beta"]), ptr(out))
+        want = norm.layer_norm_s8(op.params, x, op.arrays["gamma"], op.arrays["beta"], np.int16)
+        np.testing.assert_array_equal(out, want, err_msg=str(case))
+    assert shifted > 10
+
+
+def test_int16_twin_tracks_float():
+    """Dequantized, the int16 layer norm is the float one within one output step plus the normalized value's
+    resolution times max |gamma| (it keeps F = 15 - ceil(log2(C) / 2) fraction bits: 12 for 64 values, coarser than
+    an int16 output grid)."""
+    r = np.random.default_rng(63)
+    for cols in (4, 64, 192):
+        gamma, beta = r.normal(1, 0.3, cols), r.normal(0, 0.3, cols)
+        xf = r.normal(0.3, 1.0, (8, cols))
+        s_in = float(np.abs(xf).max()) / 32767
+        xq = np.round(xf / s_in).astype(np.int16)
+        op = Op("layer_norm", "ln", ("x",), "y", attrs=dict(rows=8, cols=cols, gamma=gamma, beta=beta, epsilon=1e-5))
+        ref = norm.float_layer_norm(op, [xq * s_in]).reshape(8, cols)
+        s_out = float(np.abs(ref).max()) / 32767
+        x, y = Tensor("x", (8, cols), "x", s_in, 0, dtype="int16"), Tensor("y", (8, cols), "y", s_out, 0, dtype="int16")
+        norm.quantize_layer_norm(op, [x], y)
+        norm.quantize_layer_norm16(op, [x], y)
+        got = norm.layer_norm_s8(op.params, xq, op.arrays["gamma"], op.arrays["beta"], np.int16).reshape(8, cols)
+        bound = s_out + 2.0 ** -norm.frac_bits(cols) * np.abs(gamma).max()
+        assert np.abs(got * s_out - ref).max() <= bound, (cols, np.abs(got * s_out - ref).max() / bound)
+
+
 def test_twin_tracks_float():
     """Dequantized, the integer layer norm is the float one (on the dequantized input) within 1.5 output steps."""
     r = np.random.default_rng(61)

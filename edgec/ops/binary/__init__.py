@@ -289,7 +289,7 @@ OPS = [
     OpDef("add", "elementwise", quantize_add, float_add, in_place=True, fuses_activation=True,
           row_bands="elementwise", int16=Int16(quantize_add16, between=lambda op: True, qdq=always)),
     OpDef("binary", "elementwise", quantize_binary, float_binary, fuses_activation=True,
-          int16=Int16(quantize_binary16, qdq=lambda op: op.attrs["const"] is None and op.attrs["op"] in QDQ16)),
+          int16=Int16(quantize_binary16, qdq=lambda op: op.attrs["op"] in QDQ16)),
 ]
 
 
@@ -441,7 +441,8 @@ def const_operand(cx, node, x, c, fn, op=None, const_first=False):
     xshape, yshape = cx.shape(x, node), cx.shape(y, node)
     tensor, perm = cx.activation(x, node)
     r = len(xshape)
-    if tuple(xshape) == tuple(yshape) and c.ndim <= r:
+    wide = y in cx.qdq.get("int16", ()) and c.size > 1 and op in QDQ16    # int16 rows: a stored operand (16x8)
+    if tuple(xshape) == tuple(yshape) and c.ndim <= r and not wide:
         cphys = c.reshape((1,) * (r - c.ndim) + c.shape).transpose(perm)
         phys = [xshape[p] for p in perm]
         varying = [k for k in range(r) if cphys.shape[k] > 1]

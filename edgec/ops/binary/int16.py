@@ -30,6 +30,8 @@ def quantize_binary16(op: Op, ins: list[Tensor], out: Tensor) -> None:
 
     p = op.params
     kind = next(k for k, v in BINARY_OPS.items() if v == int(p["op"]))
+    if op.attrs.get("const") is not None and "const_scale" not in op.attrs:
+        _const16(op, ins, out, kind)
     if kind in LEFT_SHIFT16:
         ls = LEFT_SHIFT16[kind]
         sa, sb = _scales(op, ins)
@@ -40,6 +42,17 @@ def quantize_binary16(op: Op, ins: list[Tensor], out: Tensor) -> None:
         p["out_mult"], p["out_shift"] = quantize_multiplier(real)
         p["left_shift"] = ls
     p.update(a_zp=0, b_zp=0, out_zp=0, **act_range16(op, out))
+
+
+def _const16(op: Op, ins: list[Tensor], out: Tensor, kind: str) -> None:
+    """An ONNX constant operand (a QDQ file's bias or positional embedding over int16 rows) as a TFLite int16
+    constant: symmetric, scale max|c| / 32767 (an all-zero one: the activation's), zero point 0."""
+    c = np.asarray(op.attrs["const"], np.float64)
+    s = float(np.abs(c).max()) / 32767.0 or float(ins[0].scale)
+    op.arrays["const"] = np.clip(np.round(c / s), -32767, 32767).astype(np.int16)
+    op.params["_const_scale"] = s
+    if kind == "mul":
+        op.params["out_mult"], op.params["out_shift"] = quantize_multiplier(float(ins[0].scale) * s / out.scale)
 
 
 def _scales(op: Op, ins: list[Tensor]) -> tuple[float, float]:
