@@ -4,7 +4,7 @@ emulated instructions per inference):
 
 - `fused` vs `unfused`: decomposed GELU and LayerNorm read as one op (edgec/frontend/decomposed.py) or, for
   comparison, left as the exporter's nodes (the recognition switched off in this process only);
-- `int16-softmax`: `--int16` on every Softmax node (Q0.15 probabilities; edgec/ops/softmax.py).
+- `int16-softmax`: `--int16` on every Softmax node (Q0.15 probabilities; edgec/ops/softmax/__init__.py).
 
     .venv/bin/python benchmarks/transformer_ops.py [--board qemu-cortex-m4]
 """

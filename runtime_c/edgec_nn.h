@@ -671,6 +671,13 @@ typedef struct {
 } edgec_l2_norm_params;
 void edgec_l2_norm_s8(const edgec_l2_norm_params *p, const int8_t *input, int8_t *output);
 
+/* The int16 variant (an int16 tail of a float model, edgec/ops/norm.py l2_norm_s16): int16 input with zero point
+ * 0, each x / sqrt(row's sum of squares) in Q0.15 (int16 output, scale 1/32768); a row of zeros gives zeros. */
+typedef struct {
+    int32_t rows, cols;
+} edgec_l2_norm16_params;
+void edgec_l2_norm_s16(const edgec_l2_norm16_params *p, const int16_t *input, int16_t *output);
+
 /* ================================================================ softmax
  * edgec_softmax.c: over the last axis of [rows][cols]. */
 typedef struct {
@@ -685,6 +692,16 @@ void edgec_softmax_s8(const edgec_softmax_params *p, const int8_t *input, const 
  * difference d = max - x is (exp_hi[d >> 8] * exp_lo[d & 255] + 2^14) >> 15; one reciprocal 2^46 / sum per row. */
 void edgec_softmax_s16(const edgec_softmax_params *p, const int16_t *input, const uint16_t *exp_hi,
                        const uint16_t *exp_lo, int16_t *output);
+
+/* The masked softmax (edgec/ops/softmax/masked.py): a constant attention mask folded in. Row r reads keep row
+ * r % mask_rows (1: attended, 0: masked); masked positions take no part in the max or the sum and give -128
+ * (probability 0); a row with no kept position is all -128. exp_table as softmax's; output scale 1/256, zero
+ * point -128. */
+typedef struct {
+    int32_t rows, cols, mask_rows;
+} edgec_masked_softmax_params;
+void edgec_masked_softmax_s8(const edgec_masked_softmax_params *p, const int8_t *input, const int8_t *keep,
+                             const uint32_t *exp_table, int8_t *output);
 
 /* Log-softmax; exp_table as softmax's, log_table[i] = log2(1 + (i + 0.5) / 256) in Q16; k_in = s_in / s_out and
  * k_ln = 1 / s_out in Q16. */
@@ -703,6 +720,15 @@ typedef struct {
 } edgec_log_softmax_tflite_params;
 void edgec_log_softmax_tflite_s8(const edgec_log_softmax_tflite_params *p, const int8_t *input,
                                  const int32_t *q5_table, const int32_t *exp_table, int8_t *output);
+
+/* The int16 LogSoftmax of an int16 tail (edgec/ops/log_softmax16.py): int16 scores (zero point 0) in, log-probabilities
+ * out on a symmetric int16 grid; exp_hi / exp_lo as edgec_softmax_s16's, k_in = round(s_in / s_out 2^16), k_ln =
+ * round(2^16 / s_out); cols <= 4095. */
+typedef struct {
+    int32_t rows, cols, k_in, k_ln;
+} edgec_log_softmax16_params;
+void edgec_log_softmax_s16(const edgec_log_softmax16_params *p, const int16_t *input, const uint16_t *exp_hi,
+                           const uint16_t *exp_lo, int16_t *output);
 
 /* TFLite's own int8 softmax (reference_ops::Softmax, as TFLite Micro runs it), for .tflite models:
  * exp_table[d] = gemmlowp's fixed-point exp (Q0.31) of the difference -d from the row's max rescaled into

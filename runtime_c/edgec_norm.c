@@ -120,3 +120,38 @@ void edgec_l2_norm_s8(const edgec_l2_norm_params *p, const int8_t *input, int8_t
         }
     }
 }
+
+/* edgec/ops/norm.py l2_norm_s16: S = sum x^2 scaled by 4^e into [2^28, 2^30), inv = 2^31 / floor(sqrt(.)),
+ * y = round(x * inv / 2^(16 - e)) = x / sqrt(S) in Q0.15 */
+void edgec_l2_norm_s16(const edgec_l2_norm16_params *p, const int16_t *input, int16_t *output)
+{
+    const int32_t cols = p->cols;
+    int32_t r, i;
+    for (r = 0; r < p->rows; ++r) {
+        const int16_t *x = input + r * cols;
+        int16_t *y = output + r * cols;
+        int64_t s = 0;
+        int32_t e = 0, sh;
+        uint32_t inv;
+        for (i = 0; i < cols; ++i) {
+            s += (int32_t)x[i] * x[i];
+        }
+        if (s < 1) s = 1;
+        while (s < ((int64_t)1 << 28)) {
+            s <<= 2;
+            ++e;
+        }
+        while (s >= ((int64_t)1 << 30)) {
+            s >>= 2;
+            --e;
+        }
+        inv = 0x80000000u / edgec_isqrt30((uint32_t)s);
+        sh = 16 - e;
+        for (i = 0; i < cols; ++i) {
+            const int64_t t = (int64_t)x[i] * inv + ((int64_t)1 << (sh - 1));
+            /* floor division by 2^sh, without right-shifting a negative value */
+            const int64_t q = t >= 0 ? t >> sh : ~((~t) >> sh);
+            y[i] = (int16_t)(q < -32768 ? -32768 : (q > 32767 ? 32767 : q));
+        }
+    }
+}

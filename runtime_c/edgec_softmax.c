@@ -1,4 +1,4 @@
-/* edgec softmax and log-softmax, portable C99. Bit-exact with edgec/ops/softmax.py. */
+/* edgec softmax and log-softmax, portable C99. Bit-exact with edgec/ops/softmax/__init__.py. */
 #include <limits.h>
 
 #include "edgec_nn_support.h"
@@ -70,6 +70,45 @@ void edgec_softmax_s8(const edgec_softmax_params *p, const int8_t *input, const 
 }
 
 /* Q15 exp of the difference d (0..65535) from the row's max: the product of the two tables' entries. */
+/* Masked positions are skipped in the max and the sum and written as -128 (e = 0: q = floor(sum / two_sum) = 0).
+ * A kept position's exp is at most exp_table[0] = 2^24 and the row's max gives exactly that, so two_sum >= 2^25
+ * and q = floor((e * 512 + sum) / two_sum) comes from one 32-bit reciprocal per row as in edgec_softmax_s8 (its
+ * last loop): the estimate is q or q - 1, one multiply tells which. No kept position: all -128, no division. */
+void edgec_masked_softmax_s8(const edgec_masked_softmax_params *p, const int8_t *input, const int8_t *keep,
+                             const uint32_t *exp_table, int8_t *output)
+{
+    const int32_t rows = p->rows, cols = p->cols, mask_rows = p->mask_rows;
+    int32_t r, i;
+    for (r = 0; r < rows; ++r) {
+        const int8_t *x = input + r * cols, *k = keep + (r % mask_rows) * cols;
+        int8_t *y = output + r * cols;
+        int32_t m = -128, any = 0;
+        uint64_t sum = 0;
+        for (i = 0; i < cols; ++i) {
+            if (k[i] && (!any || x[i] > m)) m = x[i];
+            any |= k[i];
+        }
+        for (i = 0; i < cols; ++i)
+            if (k[i]) sum += exp_table[m - x[i]];
+        if (sum == 0) {
+            for (i = 0; i < cols; ++i) y[i] = -128;
+            continue;
+        }
+        {
+            const uint64_t two_sum = 2u * sum;
+            const uint32_t recip = 0xffffffffu / ((uint32_t)(two_sum >> 16) + 1u);
+            const uint64_t base = sum * recip;
+            for (i = 0; i < cols; ++i) {
+                const uint32_t e = k[i] ? exp_table[m - x[i]] : 0u;
+                const uint64_t num = (uint64_t)e * 512u + sum;
+                uint32_t q = (uint32_t)((((uint64_t)e * recip << 9) + base) >> 48);
+                q += (uint64_t)(q + 1u) * two_sum <= num;
+                y[i] = (int8_t)(q > 255u ? 127 : (int32_t)q - 128);
+            }
+        }
+    }
+}
+
 static inline uint32_t edgec_exp16(uint32_t d, const uint16_t *exp_hi, const uint16_t *exp_lo)
 {
     return ((uint32_t)exp_hi[d >> 8] * exp_lo[d & 255u] + (1u << 14)) >> 15;
@@ -261,7 +300,7 @@ void edgec_log_softmax_tflite_s8(const edgec_log_softmax_tflite_params *p, const
     }
 }
 
-/* ---- TFLite's int16 softmax (reference_ops::SoftmaxInt16; edgec/ops/softmax.py softmax_tflite_s16) */
+/* ---- TFLite's int16 softmax (reference_ops::SoftmaxInt16; edgec/ops/softmax/__init__.py softmax_tflite_s16) */
 static int32_t edgec_lut16_lookup(int32_t v, const int16_t *lut) /* TFLite's LUTLookup of an int16 value */
 {
     const int32_t idx = 256 + (v >> 7);
@@ -292,6 +331,37 @@ void edgec_softmax_tflite_s16(const edgec_softmax_tflite16_params *p, const int1
         for (c = 0; c < p->cols; ++c) {
             const int32_t v = (int32_t)(((int64_t)y[c] * recip + ((int64_t)1 << (rs - 1))) >> rs);
             y[c] = (int16_t)edgec_clamp(v, 0, 32767);
+        }
+    }
+}
+
+/* edgec/ops/log_softmax16.py log_softmax_s16: the Q30 exps of d = max - x summed, ln(S / 2^30) in Q5.26 from S >> 11
+ * (Q12.19), y = -round((d k_in + (ln k_ln >> 26)) / 2^16) */
+void edgec_log_softmax_s16(const edgec_log_softmax16_params *p, const int16_t *input, const uint16_t *exp_hi,
+                           const uint16_t *exp_lo, int16_t *output)
+{
+    const int32_t cols = p->cols;
+    int32_t r, c;
+    for (r = 0; r < p->rows; ++r) {
+        const int16_t *x = input + r * cols;
+        int16_t *y = output + r * cols;
+        int32_t m = x[0], ln;
+        uint64_t s = 0;
+        int64_t lnq;
+        for (c = 1; c < cols; ++c) {
+            if (x[c] > m) m = x[c];
+        }
+        for (c = 0; c < cols; ++c) {
+            const uint32_t d = (uint32_t)(m - x[c]);
+            s += (uint32_t)exp_hi[d >> 8] * exp_lo[d & 255u];
+        }
+        ln = edgec_log_q12_to_q5((int32_t)(s >> 11));
+        if (ln < 0) ln = 0;     /* ln(1) approximated below 0 */
+        lnq = ((int64_t)ln * p->k_ln) >> 26;
+        for (c = 0; c < cols; ++c) {
+            const int64_t t = (int64_t)(m - x[c]) * p->k_in + lnq;     /* -y / s_out in Q16, >= 0 */
+            const int64_t q = (t + ((int64_t)1 << 15)) >> 16;
+            y[c] = (int16_t)(q > 32768 ? -32768 : -q);
         }
     }
 }

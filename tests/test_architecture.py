@@ -95,7 +95,7 @@ LAYERS = (
     ("build", ("edgec.targets",)),
     ("device", ("edgec.device",)),
     ("bench", ("edgec.bench",)),
-    ("application", ("edgec.pipeline", "edgec.api", "edgec.chain", "edgec.export", "edgec.export_build", "edgec.tune", "edgec.farm",
+    ("application", ("edgec.pipeline", "edgec.api", "edgec.device_commands", "edgec.chain", "edgec.export", "edgec.export_build", "edgec.tune", "edgec.farm",
                      "edgec.matrix", "edgec.array_data", "edgec.board_fit", "edgec.host_reference",
                      "edgec.cli", "edgec.cli_parser", "edgec.cli_farm", "edgec.argtypes", "edgec.config",
                      "edgec.doctor", "edgec.testing", "edgec.pytest_plugin", "edgec.__main__")),

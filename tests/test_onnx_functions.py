@@ -1,15 +1,13 @@
 """ONNX operators edgec builds from their ONNX function bodies (edgec/frontend/functions.py): opset 23's Attention,
-which torch.onnx's dynamo exporter writes for F.scaled_dot_product_attention, and the one-line refusal of the -inf
-mask its causal form adds before the Softmax (edgec/quant/numerics.py)."""
+which torch.onnx's dynamo exporter writes for F.scaled_dot_product_attention, and the -inf
+mask its causal form adds before the Softmax, folded into a masked softmax (edgec/ops/softmax/masked.py)."""
 from __future__ import annotations
 
 import numpy as np
 import onnxruntime as ort
-import pytest
 from onnx import helper
 
 from conftest import make_model
-from edgec.errors import EdgecError
 from edgec.frontend import canonicalize
 from edgec.quant import floatref, numerics
 
@@ -39,10 +37,14 @@ def test_an_opset23_attention_is_built_from_its_function_body():
     np.testing.assert_allclose(floatref.output(graph, x).reshape(want.shape), want, rtol=1e-4, atol=1e-4)
 
 
-def test_a_causal_attention_mask_is_refused_in_one_line_naming_it():
-    """is_causal=1 adds a -inf mask before the Softmax: refused naming the mask, not as a damaged file."""
-    graph = canonicalize.canonicalize(_attention(is_causal=1), "m")
-    with pytest.raises(EdgecError) as e:
-        numerics.check_finite(graph)
-    msg = str(e.value)
-    assert "\n" not in msg and "-inf" in msg and "attention mask" in msg and "damaged" not in msg, msg
+def test_a_causal_attention_is_a_masked_softmax():
+    """is_causal=1 adds a -inf mask (and a float Cast) before the Softmax: it was refused ("edgec does not run masked
+    attention yet"); the mask is now folded into a masked_softmax (edgec/ops/softmax/masked.py), no -inf left in the
+    graph, and edgec's float graph is ONNX Runtime's result."""
+    model = _attention(is_causal=1)
+    graph = canonicalize.canonicalize(model, "m")
+    assert "masked_softmax" in [op.kind for op in graph.ops] and "softmax" not in [op.kind for op in graph.ops]
+    numerics.check_finite(graph)
+    x = np.random.default_rng(1).normal(size=(1, S, D)).astype(np.float32)
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(floatref.output(graph, x).reshape(want.shape), want, rtol=1e-4, atol=1e-4)

@@ -95,3 +95,35 @@ def test_the_generated_c_matches_the_reference_and_fails_on_an_id_outside_the_ta
         with pytest.raises(subprocess.CalledProcessError) as e:
             oracle.run_c([g], [y.view(np.int8).reshape(1, -1)], tmp_path / f"bad{k}", path)
         assert e.value.returncode == 4
+
+
+@pytest.mark.parametrize("axis, after", [(1, "transpose"), (1, "reduce"), (-2, "reduce")])
+def test_token_ids_into_a_table_along_another_axis(tmp_path, axis, after):
+    """A table stored transposed ([D, V] gathered on axis 1, `W[:, ids]`; a [2, V, 3] table on axis -2) at ids
+    [1, T]: it was refused ("along an axis other than 0"); the table is moved at build time, the output held
+    with the ids' axes first, and the reference is close to ONNX Runtime's float (read through a Transpose, or
+    reduced over the ids' axes in ONNX's layout)."""
+    from onnx import TensorProto, helper
+    rng = np.random.default_rng(7)
+    table = rng.normal(size=(6, 20) if axis == 1 else (2, 20, 3)).astype(np.float32)
+    nodes = [helper.make_node("Gather", ["table", "ids"], ["e"], name="embed", axis=axis)]
+    if after == "transpose":          # [6, 1, 5] -> [1, 5, 6]
+        nodes.append(helper.make_node("Transpose", ["e"], ["y"], name="t", perm=[1, 2, 0]))
+        yshape = [1, 5, 6]
+    else:                             # the mean over the ids' axes, in ONNX's layout
+        nodes.append(helper.make_node("ReduceMean", ["e"], ["y"], name="mean", axes=[1, 2], keepdims=0))
+        yshape = [6] if axis == 1 else [2, 3]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 5])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, yshape)],
+                          [helper.make_tensor("table", TensorProto.FLOAT, table.shape, table.reshape(-1))])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path = tmp_path / "m.onnx"
+    path.write_bytes(model.SerializeToString())
+    x = np.random.default_rng(8).integers(0, 20, (32, 5)).astype(np.int32)
+    r = api.calibrate(path, x)
+    assert "embedding_gather" in [op.kind for op in r.graph.ops]
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    want = np.stack([sess.run(None, {"ids": s[None].astype(np.int64)})[0].reshape(-1) for s in x[:8]])
+    got = np.stack([np.asarray(api.reference(r, s.astype(np.float32)).y).reshape(-1) for s in x[:8]])
+    assert sqnr(want, got) > 30, sqnr(want, got)

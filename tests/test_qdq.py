@@ -449,20 +449,61 @@ def test_integers_moved_before_their_dequantize_are_dequantized_first(tmp_path):
     assert np.abs(got - want).max() <= 0.1 + 1e-6
 
 
-def test_an_integer_graph_output_is_refused_naming_it(tmp_path):
-    """tf2onnx's from_tflite ends an int8 file with QuantizeLinear -> the graph output (int8): refused in one line
-    naming that output, not as "integer tensors in the graph"."""
-    from edgec import pipeline
-
+def _int8_output_model(tmp_path, uint8: bool = False):
+    """_tf2onnx_from_tflite ending as tf2onnx's from_tflite ends an int8 file: QuantizeLinear -> the graph output
+    (int8 [1, 6, 5], scale 0.1, zero point -3; uint8: zero point 125, a uint8 file's output)."""
     m = onnx.load(str(_tf2onnx_from_tflite(tmp_path)))
     for name in ("flatten", "dq_h"):
         m.graph.node.remove(next(n for n in m.graph.node if n.name == name))
-    next(n for n in m.graph.node if n.name == "q_h").output[0] = "y"
-    m.graph.output[0].CopyFrom(helper.make_tensor_value_info("y", TensorProto.INT8, [1, 6, 5]))
-    path = save(m, tmp_path, "int8_out.onnx")
+    q = next(n for n in m.graph.node if n.name == "q_h")
+    q.output[0] = "y"
+    if uint8:
+        m.graph.initializer.append(numpy_helper.from_array(np.uint8(125), "z_u8"))
+        q.input[2] = "z_u8"
+    m.graph.output[0].CopyFrom(helper.make_tensor_value_info("y", TensorProto.UINT8 if uint8 else TensorProto.INT8,
+                                                             [1, 6, 5]))
+    return save(m, tmp_path, "u8_out.onnx" if uint8 else "int8_out.onnx")
+
+
+@pytest.mark.parametrize("uint8", [False, True])
+def test_an_int8_graph_output_is_an_int8_port_on_the_files_grid(tmp_path, uint8):
+    """tf2onnx's from_tflite ends an int8 file with QuantizeLinear -> the graph output (int8, no DequantizeLinear):
+    it was refused ("writes the graph output 'y' as integers"); it now builds, the output port int8 (uint8 for a
+    QuantizeLinear to uint8, through a `quantize` op) on the QuantizeLinear's own scale and zero point, and the
+    reference's integers are ONNX Runtime's (the file run as it is) to within one step of the grid."""
+    from edgec import pipeline
+    from edgec.quant import reference
+
+    path = _int8_output_model(tmp_path, uint8)
+    x = np.random.default_rng(4).integers(-128, 128, (16, 1, 24)).astype(np.int8)
     calib = tmp_path / "c.npz"
-    np.savez(calib, x=np.zeros((4, 24), np.float32))
-    with pytest.raises(EdgecError) as e:
-        pipeline.compile_model(path, calib)
-    msg = str(e.value)
-    assert "\n" not in msg and "writes the graph output 'y' as integers" in msg, msg
+    np.savez(calib, x=(x[:, 0].astype(np.float32) * 0.05))
+    _, graph, _ = pipeline.compile_model(path, calib)
+    out = graph.tensors[graph.output]
+    want_q = ("uint8", np.float32(0.1), 125) if uint8 else ("int8", np.float32(0.1), -3)
+    assert (out.dtype, float(out.scale), int(out.zero_point)) == want_q
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    want = np.stack([sess.run(None, {"x": xi})[0].reshape(-1) for xi in x]).astype(np.int64)
+    got = np.stack([np.asarray(reference.run(graph, xi.reshape(-1))).reshape(-1) for xi in x]).astype(np.int64)
+    assert np.abs(got - want).max() <= 1 and np.mean(got == want) > 0.9
+
+
+def test_an_int8_graph_output_builds_and_the_header_states_its_grid(tmp_path):
+    """The build's header declares the int8 output with the QuantizeLinear's scale and zero point; the host device
+    agrees with the reference."""
+    path = _int8_output_model(tmp_path)
+    x = np.random.default_rng(4).integers(-128, 128, (16, 24)).astype(np.float32) * 0.05
+    np.savez(tmp_path / "c.npz", x=x)
+    np.savez(tmp_path / "t.npz", x=x[:4])
+    api.build(path, tmp_path / "c.npz", "host", tmp_path / "b")
+    header = (tmp_path / "b" / "model" / "int8_out.h").read_text()
+    assert "int8_t *int8_out_output(void);" in header and "#define INT8_OUT_OUTPUT_ZERO_POINT (-3)" in header
+    assert "#define INT8_OUT_OUTPUT_SCALE 0.1" in header, header
+    r = api.bench(tmp_path / "b", tmp_path / "t.npz", report_dir=None)
+    assert r["agreement"]["device_vs_reference"] == 1.0, r["agreement"]
+    api.build(_int8_output_model(tmp_path, uint8=True), tmp_path / "c.npz", "host", tmp_path / "u")
+    header = (tmp_path / "u" / "model" / "u8_out.h").read_text()
+    assert "uint8_t *u8_out_output(void);" in header and "#define U8_OUT_OUTPUT_UINT8 1" in header
+    assert "#define U8_OUT_OUTPUT_ZERO_POINT (125)" in header, header
+    r = api.bench(tmp_path / "u", tmp_path / "t.npz", report_dir=None)
+    assert r["agreement"]["device_vs_reference"] == 1.0, r["agreement"]

@@ -169,7 +169,7 @@ def fc_op(n_in: int, n_out: int) -> Op:
     ((128, 128), False, "rows8"),
 ])
 def test_speed_picks_the_fully_connected_kernel_the_cost_model_finds_cheapest(shape, dsp, want):
-    """Fully connected kernels carry a cost estimate (edgec/ops/dense.py FC_COSTS, fitted to emulated counts; in the
+    """Fully connected kernels carry a cost estimate (edgec/ops/dense_cost.py FC_COSTS, fitted to emulated counts; in the
     comments the counts measured on qemu-cortex-m4, or qemu-cortex-m3-large without dsp): the selector runs the
     cheapest, the generic kernel included, where no tuning choice names one; a tuning choice still wins; size
     keeps the generic kernel."""

@@ -1,4 +1,4 @@
-"""edgec/ops/softmax.py: TFLite's SOFTMAX with an int8 input and an int16 output (Softmax<int8_t, int16_t>, as
+"""edgec/ops/softmax/__init__.py: TFLite's SOFTMAX with an int8 input and an int16 output (Softmax<int8_t, int16_t>, as
 keyword_scrambled_8bit ends), bit-identical with TFLite Micro's interpreter on the NumPy reference and in the
 generated C (runtime_c/edgec_softmax.c)."""
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """gemmlowp's fixed-point arithmetic (int32 raw values, vectorized over int64 arrays), as TFLite's kernels use it:
-the building blocks of TFLite's softmax (edgec/ops/softmax.py) and their C twins in runtime_c/edgec_softmax.c."""
+the building blocks of TFLite's softmax (edgec/ops/softmax/__init__.py) and their C twins in
+runtime_c/edgec_softmax.c."""
 from __future__ import annotations
 
 import numpy as np

@@ -306,6 +306,12 @@ class _Canonicalizer:
         if tensor in self.graph.outputs[:k]:
             raise EdgecError(f"output '{out}' is the same tensor as an earlier output; export the model with "
                              "each output computed once")
+        if self.qdq.get("integer_outputs", {}).get(out) == "uint8":    # a QDQ file's uint8 output: the device's too
+            port = self.new_tensor(f"{out} (uint8)", self.graph.tensors[tensor].shape, out)
+            self.graph.retensor(port, dtype="uint8")
+            node = onnx.helper.make_node("Identity", [out], [out], name=f"{out} (uint8 output)")
+            self.emit(convert.QUANTIZE_KIND, node, [tensor], port)
+            tensor = port
         if k == 0:
             self.graph.output, self.graph.output_onnx_shape = tensor, oshape
         else:

@@ -10,17 +10,31 @@ from edgec.frontend.node_graph import Nodes, other
 PASS_THROUGH = {"Cast", "CastLike", "Identity"}      # ReduceL2's function body casts to float and back
 
 
+def reduced_axes(g: Nodes, k: int, opset: int, since: int) -> list[int] | None:
+    """The axes (each in [0, rank)) node k, a reduction keeping them, reduces (an input from opset `since`, else
+    an attribute), or None. (Also read by decomposed_rsqrt.py.)"""
+    n = g.nodes[k]
+    attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+    axes = g.consts.get(n.input[1]) if opset >= since and len(n.input) > 1 and n.input[1] else attrs.get("axes")
+    shape = g.shapes.get(n.input[0])
+    if axes is None or attrs.get("keepdims", 1) != 1 or not shape:
+        return None
+    return [int(a) % len(shape) for a in np.asarray(axes).reshape(-1)]
+
+
+def squares(g: Nodes, k: int, x: str) -> bool:
+    """Node k, a Mul or a Pow, computes x * x or x ^ 2. (Also read by decomposed_rsqrt.py.)"""
+    m = g.nodes[k]
+    return list(m.input) == [x, x] if m.op_type == "Mul" else m.input[0] == x and g.scalar(m.input[1]) == 2.0
+
+
 def _reduces_last(g: Nodes, k: int, v: str, opset: int, op_type: str, since: int) -> bool:
     """Node k is `op_type` of v over its last axis alone, kept (axes an input from opset `since`, else an
     attribute)."""
-    n = g.nodes[k]
-    if not g.plain(k, {op_type}) or n.input[0] != v or v not in g.shapes or not g.shapes[v]:
+    if not g.plain(k, {op_type}) or g.nodes[k].input[0] != v:
         return False
-    attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
-    axes = g.consts.get(n.input[1]) if opset >= since and len(n.input) > 1 and n.input[1] else attrs.get("axes")
-    rank = len(g.shapes[v])
-    return (axes is not None and attrs.get("keepdims", 1) == 1 and
-            [int(a) % rank for a in np.asarray(axes).reshape(-1)] == [rank - 1])
+    axes = reduced_axes(g, k, opset, since)
+    return axes is not None and axes == [len(g.shapes[v]) - 1]
 
 
 def _norm_of(g: Nodes, v: str, x: str, opset: int) -> set[int] | None:
@@ -48,10 +62,7 @@ def _norm_of(g: Nodes, v: str, x: str, opset: int) -> set[int] | None:
             sq = g.producer.get(g.nodes[s].input[0])
             if sq is None or not g.plain(sq, {"Mul", "Pow"}):
                 return None
-            m = g.nodes[sq]
-            square = (list(m.input) == [x, x] if m.op_type == "Mul" else
-                      m.input[0] == x and g.scalar(m.input[1]) == 2.0)
-            return nodes | {s, sq} if square else None
+            return nodes | {s, sq} if squares(g, sq, x) else None
         else:
             return None
 

@@ -13,9 +13,7 @@ whose norm is below 1e-6 are the only ones computed differently, and those are z
 """
 from __future__ import annotations
 
-import numpy as np
-from onnx import helper
-
+from edgec.frontend.decomposed_l2 import reduced_axes, squares
 from edgec.frontend.node_graph import other
 
 MIN_CAP = 1e6          # Min(rsqrt, C): C at least this
@@ -32,13 +30,8 @@ def _producer(g, v: str, types) -> int | None:
 
 def _sum_axis(g, k: int, opset: int) -> int | None:
     """The one axis a kept ReduceSum (node k) reduces, or None."""
-    n = g.nodes[k]
-    attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
-    axes = g.consts.get(n.input[1]) if opset >= 13 and len(n.input) > 1 and n.input[1] else attrs.get("axes")
-    shape = g.shapes.get(n.input[0])
-    if axes is None or attrs.get("keepdims", 1) != 1 or not shape or np.asarray(axes).size != 1:
-        return None
-    return int(np.asarray(axes).reshape(-1)[0]) % len(shape)
+    axes = reduced_axes(g, k, opset, 13)
+    return axes[0] if axes is not None and len(axes) == 1 else None
 
 
 def unit_norm_at(g, k: int, opset: int):
@@ -92,7 +85,4 @@ def _inverse_norm(g, v: str, x: str, opset: int):
     k = _producer(g, g.nodes[k].input[0], {"Mul", "Pow"})
     if k is None:
         return None
-    sq = g.nodes[k]
-    if not (list(sq.input) == [x, x] if sq.op_type == "Mul" else sq.input[0] == x and g.scalar(sq.input[1]) == 2.0):
-        return None
-    return nodes | {k}, axis
+    return (nodes | {k}, axis) if squares(g, k, x) else None

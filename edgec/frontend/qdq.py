@@ -19,6 +19,8 @@ turns such a model back into the float model it describes, and remembers the qua
   op (edgec/frontend/canonicalize.py); calibration and bench data are the float values the DequantizeLinear gives.
   Integers moved before their DequantizeLinear (tf2onnx's from_tflite: int8 input -> Unsqueeze -> Transpose -> DQ,
   Q -> Reshape -> DQ) are dequantized first, the data movement after the DequantizeLinear (`_dequantize_first`).
+- an int8 / uint8 graph output of a per-tensor QuantizeLinear (tf2onnx's from_tflite) is a pair's Clip, its grid
+  fixed: the device's output port (uint8: edgec/frontend/canonicalize.py) holds the file's integers.
 
 - a Clip of constants is folded first: Brevitas's QCDQ export writes each weight as an int8 constant ->
   Clip (its bit width's narrow range, [-7, 7] for 4 bits) -> DequantizeLinear, and the clipped integers are the
@@ -86,7 +88,7 @@ def strip(model: onnx.ModelProto) -> onnx.ModelProto:
     for n in g.node:
         for i in n.input:
             readers.setdefault(i, []).append(n)
-    acts, weights, clips, widened, wide16 = {}, {}, [], [], []
+    acts, weights, clips, widened, wide16, int_outputs = {}, {}, [], [], [], {}
     nodes, inits, done = [], [], set()
     ports = _integer_inputs(g, consts, readers)
     absorbed = _absorb_per_axis(g, consts, readers)
@@ -120,6 +122,15 @@ def strip(model: onnx.ModelProto) -> onnx.ModelProto:
                 continue
             if n.op_type == "QuantizeLinear":
                 dqs = readers.get(n.output[0], [])
+                if n.output[0] in outputs and not dqs and _integer_output(n, consts):     # an int8/uint8 output
+                    scale, zp, lo, hi = _activation_q(n, consts)
+                    acts[n.input[0]] = acts[n.output[0]] = [scale, zp]
+                    b = [f"{n.output[0]}__qdq_lo", f"{n.output[0]}__qdq_hi"]
+                    inits += [numpy_helper.from_array(np.array(v, np.float32), k) for v, k in zip((lo, hi), b)]
+                    nodes.append(helper.make_node("Clip", [n.input[0], *b], [n.output[0]], name=n.name))
+                    clips.append(n.name)
+                    int_outputs[n.output[0]] = _integer_output(n, consts)
+                    continue
                 if n.output[0] in outputs or not dqs or any(r.op_type != "DequantizeLinear" or not _same_q(n, r, consts)
                                                             for r in dqs):
                     nodes.append(n)       # integer tensors in the graph: the canonicalizer says it cannot
@@ -162,12 +173,12 @@ def strip(model: onnx.ModelProto) -> onnx.ModelProto:
     del g.input[:]
     g.input.extend(kept_inputs)
     del g.value_info[:]
-    for i in g.input:
-        if i.name in ports:
+    for i in list(g.input) + list(g.output):
+        if i.name in ports or i.name in int_outputs:
             i.type.tensor_type.elem_type = onnx.TensorProto.FLOAT
     meta = {"activations": acts, "weights": {k: v for k, v in weights.items() if k in used}, "clips": clips,
             "integer_inputs": ports, "per_axis_absorbed": absorbed,
-            "per_axis_widened": widened, "int16": wide16}
+            "per_axis_widened": widened, "int16": wide16, "integer_outputs": int_outputs}
     model.metadata_props.append(onnx.StringStringEntryProto(key=META, value=json.dumps(meta)))
     return model
 
@@ -431,6 +442,12 @@ def _activation_q(n, consts) -> tuple[float, int, float, float]:
         raise EdgecError(f"node '{n.name}' (QuantizeLinear): scale {scale} is not positive")
     lo, hi = float(np.float32((qmin - z) * np.float32(scale))), float(np.float32((qmax - z) * np.float32(scale)))
     return scale, z - 128 if zp.dtype == np.uint8 else z, lo, hi
+
+
+def _integer_output(n, consts) -> str | None:
+    """'int8' or 'uint8': a per-tensor QuantizeLinear to that type (no zero point: uint8), else None."""
+    t = np.asarray(consts[n.input[2]]).dtype if len(n.input) > 2 and n.input[2] else np.dtype(np.uint8)
+    return str(t) if t in INT_RANGE and consts[n.input[1]].size == 1 else None
 
 
 def _wide(n, consts) -> bool:

@@ -136,9 +136,10 @@ def import_needs_constants(cx, node):
 
 def import_quantize_linear(cx, node):
     if node.output[0] in {o.name for o in cx.model.graph.output}:      # tf2onnx's from_tflite of an int8 file
-        raise node_error(node, f"writes the graph output '{node.output[0]}' as integers; edgec's ONNX outputs are "
-                               "float (the device's output is int8 on the calibrated grid either way): end the model "
-                               "with a DequantizeLinear, or give edgec the .tflite")
+        raise node_error(node, f"writes the graph output '{node.output[0]}' as integers; edgec takes an integer "
+                               "graph output from a per-tensor QuantizeLinear to int8 or uint8 with constant scale and "
+                               "zero point (a QDQ file's): quantize so, end the model with a DequantizeLinear, or give "
+                               "edgec the .tflite")
     raise node_error(node, "integer tensors in the graph are not supported: edgec takes QuantizeLinear only "
                            "directly followed by DequantizeLinear (QDQ format) and DequantizeLinear of constants")
 

@@ -83,14 +83,20 @@ def float_embedding(op: Op, ins: list):
 def import_onnx_embedding(cx, node, ids: str) -> None:
     """Gather of a constant float table (axis 0) at token ids the model takes as input (torch's nn.Embedding):
     the ids an int32 port (edgec/frontend/canonicalize.py), the table quantized per tensor (table_qparams), an id
-    outside [0, rows) fails the inference as a .tflite's GATHER does (no wrapping of negative ids)."""
+    outside [0, rows) fails the inference as a .tflite's GATHER does (no wrapping of negative ids). Along another
+    axis a (a table stored transposed, [D, V] gathered on axis 1: `W[:, ids]`): the table is moved at build time so
+    that axis comes first, and the output, ONNX's table.shape[:a] + ids' shape + table.shape[a + 1:], is held with
+    the ids' axes first (its layout permutation says so: no data moved on the device)."""
     table = np.asarray(cx.consts[node.input[0]], np.float32)
-    if int(cx.attr(node, "axis", 0)) % max(table.ndim, 1) != 0 or table.ndim < 1:
-        raise node_error(node, "token ids into an embedding table along an axis other than 0")
+    if table.ndim < 1:
+        raise node_error(node, "token ids into a scalar table")
+    a = int(cx.attr(node, "axis", 0)) % table.ndim
+    table = np.moveaxis(table, a, 0)
     t, _ = cx.values[ids]
     ishape = cx.shape(ids, node)
+    k, rest = len(ishape), table.ndim - 1
     out = cx.new_tensor(node.output[0], (*ishape, *table.shape[1:]), node.output[0])
-    cx.values[node.output[0]] = (out, tuple(range(len(ishape) + table.ndim - 1)))
+    cx.values[node.output[0]] = (out, (*range(a, a + k), *range(a), *range(a + k, k + rest)))
     rows, inner = int(table.shape[0]), int(np.prod(table.shape[1:], dtype=np.int64))
     cx.emit("embedding_gather", node, [t], out, float_table=table.reshape(rows, inner), lookup=dict(
         batch=1, outer=1, axis_size=rows, coords=int(np.prod(ishape, dtype=np.int64)), inner=inner))

@@ -21,9 +21,9 @@ import onnx
 from edgec.errors import node_error
 from edgec.ir import NO_ACT, Op, SYNTHETIC, Tensor
 from edgec.ops import cemit, movement
-from edgec.ops.kernel import REFERENCE, Kernel
+from edgec.ops.kernel import INT16, REFERENCE, Kernel
 from edgec.ops.lut import per_channel_affine
-from edgec.ops.opdef import CallSite, OpDef
+from edgec.ops.opdef import CallSite, Int16, OpDef
 from edgec.fixedpoint.scheme import act_range, quantize_multiplier, requantize
 
 EPS_MAX = (1 << 31) - 1     # E is an int32 (an epsilon this large against the input's scale swamps the variance)
@@ -151,11 +151,50 @@ def c_l2_norm(op: Op, low, site: CallSite) -> str:
                              f"{low.kernel.name}(&p, {site.inputs[0]}, {site.output});")
 
 
+# ---- the int16 variant (an int16 tail, edgec/quant/int16.py `tail_default`): int16 in (zero point 0), Q0.15 out
+def quantize_l2_norm16(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    """The normalized value is the output itself (Q0.15, Int16.fixed_qparams): no output multiplier; the input's
+    scale cancels out of x / ||x||."""
+    op.params.clear()
+    op.params.update(rows=op.attrs["rows"], cols=op.attrs["cols"])
+
+
+def l2_norm_s16(p: dict, x) -> np.ndarray:
+    """Per row: S = sum x^2 (int64, at least 1), scaled by 4^e into V in [2^28, 2^30), root = floor(sqrt(V))
+    (15 bits), inv = 2^31 // root ~ 2^(31 - e) / sqrt(S); y = round(x * inv / 2^(16 - e)) (half up) = x / sqrt(S)
+    in Q0.15 (a row of zeros gives zeros), clamped to int16."""
+    v = np.asarray(x, np.int16).reshape(int(p["rows"]), int(p["cols"])).astype(np.int64)
+    out = np.empty(v.shape, np.int16)
+    for r, row in enumerate(v):
+        s, e = max(int((row * row).sum()), 1), 0
+        while s < (1 << 28):
+            s, e = s << 2, e + 1
+        while s >= (1 << 30):
+            s, e = s >> 2, e - 1
+        inv = (1 << 31) // math.isqrt(s)
+        sh = 16 - e
+        out[r] = np.clip((row * inv + (1 << (sh - 1))) >> sh, -32768, 32767)
+    return out.reshape(-1)
+
+
+def run_l2_norm16(op: Op, inputs: list) -> np.ndarray:
+    return l2_norm_s16(op.params, inputs[0])
+
+
+def c_l2_norm16(op: Op, low, site: CallSite) -> str:
+    return cemit.with_params("edgec_l2_norm16_params", op.params,
+                             f"{low.kernel.name}(&p, {cemit.i16(site.inputs[0], const=True)}, "
+                             f"{cemit.i16(site.output)});")
+
+
 OPS = [OpDef("layer_norm", "norm", quantize_layer_norm, float_layer_norm, fuses_activation=True, in_place=True),
        OpDef("l2_norm", "norm", quantize_l2_norm, float_l2_norm, in_place=True, qparams="fixed",
-             fixed_qparams=lambda op: None if op.attrs.get("calibrated") else (1.0 / 128.0, 0))]
+             fixed_qparams=lambda op: None if op.attrs.get("calibrated") else (1.0 / 128.0, 0),
+             int16=Int16(quantize_l2_norm16, layer=True, fixed_qparams=(1.0 / 32768.0, 0),
+                         tail=lambda op: bool(op.attrs.get("calibrated"))))]
 KERNELS = [Kernel("edgec_layer_norm_s8", ("layer_norm",), REFERENCE, c_layer_norm, run=run_layer_norm, code_bytes=600),
-           Kernel("edgec_l2_norm_s8", ("l2_norm",), REFERENCE, c_l2_norm, run=run_l2_norm, code_bytes=500)]
+           Kernel("edgec_l2_norm_s8", ("l2_norm",), REFERENCE, c_l2_norm, run=run_l2_norm, code_bytes=500),
+           Kernel("edgec_l2_norm_s16", ("l2_norm",), REFERENCE, c_l2_norm16, precision=INT16, run=run_l2_norm16)]
 
 
 # ---- ONNX import

@@ -40,6 +40,9 @@ class Int16:
     qdq: Callable[[Op], bool] | None = None    # whether an ONNX op of the kind runs in 16x8 where a QDQ file's
                                                # activations are int16 (edgec/frontend/qdq16.py); None: it cannot
     as16: Callable[[Op], Op] | None = None     # the op it runs as there (a grouped conv: a block-diagonal conv2d)
+    tail: Callable[[Op], bool] | None = None   # whether a float model's graph output this op computes may run
+                                               # int16 and leave as an int16 port where that gains
+                                               # (edgec/quant/int16.py tail_default); None: never
 
 
 def always(op: Op) -> bool:

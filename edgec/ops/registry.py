@@ -21,10 +21,12 @@ from edgec.ops import (add_n, binary, concat, constant, conv, convert, cumsum, d
                        variables, where)
 from edgec.ops.binary import compare as binary_compare, tflite as binary_tflite
 from edgec.ops.lut import tflite as lut_tflite
+from edgec.ops.softmax import masked as softmax_masked
 from edgec.ops.kernel import DEFAULT_CODE_BYTES, FAST, HELIUM, INT4, INT8, INT16, REFERENCE, VARIANT, Kernel
 from edgec.ops.opdef import OpDef
 
-MODULES = (movement, concat, rearrange, lut, lut_tflite, pool, conv, dense, matmul, binary, binary_tflite, softmax, reduce,
+MODULES = (movement, concat, rearrange, lut, lut_tflite, pool, conv, dense, matmul, binary, binary_tflite, softmax,
+           softmax_masked, reduce,
            binary_compare, cumsum, add_n, where, resize, convert, recurrent, recurrent_tflite, svdf, norm, detection, nms, signal,
            constant, float_tail, variables, gather)
 

@@ -4,7 +4,8 @@ A layer named with `--int16 NODE` (an ONNX node name, as the sensitivity table s
 writes int16 activations: symmetric (zero point 0, scale = max|range| / 32767), int8 symmetric
 per-channel weights as everywhere, an int64 bias (kept within +-2^40 so the int64 accumulator stays
 inside what the 64-bit requantization takes), and the kinds' 16x8 quantizers (`OpDef.int16`) and kernels (the
-records of precision int16 in their families, edgec/ops/kernel.py). The model's input and output stay int8 at the API.
+records of precision int16 in their families, edgec/ops/kernel.py). The model's input and output stay int8 at the API
+(but an int16 tail's output port, `tail_default`).
 
 `mark(graph, names)` rewrites the float canonical graph before quantization (into a new graph):
 - the chosen ops' input and output tensors get int16 twins (`<name>:s16`, dtype "int16");
@@ -28,6 +29,7 @@ from edgec.ops.convert import KIND as CONVERT            # the int8 <-> int16 co
 from edgec.ops.recurrent import KINDS as RECURRENT_KINDS  # ONNX LSTM / GRU (edgec_recurrent_s16)
 from edgec.ops.recurrent import takes_int16_recurrence
 from edgec.ops.registry import INT16_KINDS as KINDS      # op kinds with a 16x8 kernel
+from edgec.ops.registry import REGISTRY
 from edgec.ops.registry import INT16_NAMEABLE            # and those --int16 may name besides (softmax)
 from edgec.ops.registry import int16_through            # views, pools, adds and concats an int16 chain passes through
 
@@ -54,9 +56,10 @@ def check_names(graph: Graph, names) -> list[str]:
     return names
 
 
-def mark(graph: Graph, names) -> tuple[Graph, int]:
+def mark(graph: Graph, names, outputs16=()) -> tuple[Graph, int]:
     """`graph` (float, canonical, before quantize) rewritten so the named layers run with int16 activations,
-    and the number of conversion ops inserted."""
+    and the number of conversion ops inserted. A graph output in `outputs16` (an int16 tail, tail_default) that a
+    named layer writes and nothing reads stays int16: an int16 output port under its own name."""
     names = set(check_names(graph, names))
     if not names:
         return graph, 0
@@ -68,7 +71,7 @@ def mark(graph: Graph, names) -> tuple[Graph, int]:
     # the views, pools, adds and concats between int16 layers: an int16 input (an add's or concat's other inputs
     # are converted up), every reader int16 (a layer or another of them)
     views = {id(op) for op in graph.ops if int16_through(op) and id(op) not in chosen
-             and op.output not in graph.outputs and readers.get(op.output)}
+             and ((op.output not in graph.outputs and readers.get(op.output)) or op.output in outputs16)}
     while True:
         native16: set[str] = set()      # tensors written in int16
         dropped = False
@@ -76,7 +79,7 @@ def mark(graph: Graph, names) -> tuple[Graph, int]:
             if id(op) in chosen:
                 native16.add(op.output)
             elif id(op) in views:
-                if set(op.inputs) & native16 and all(id(r) in chosen or id(r) in views for r in readers[op.output]):
+                if set(op.inputs) & native16 and all(id(r) in chosen or id(r) in views for r in readers.get(op.output, ())):
                     native16.add(op.output)
                 else:
                     views.discard(id(op))
@@ -88,10 +91,14 @@ def mark(graph: Graph, names) -> tuple[Graph, int]:
     def needs_int8(t: str) -> bool:
         return t in graph.outputs or any(id(r) not in chosen and id(r) not in views for r in readers.get(t, []))
 
+    port16 = {t for t in outputs16 if t in graph.outputs and t in native16 and not readers.get(t)}
     tensors = dict(graph.tensors)
     for t in [t for t in graph.tensors if t in wide]:      # graph order: the same model every run
         src = graph.tensors[t]
-        tensors[t + SUFFIX] = Tensor(name=t + SUFFIX, shape=src.shape, source=src.source, dtype="int16")
+        if t in port16:
+            tensors[t] = replace(src, dtype="int16")
+        else:
+            tensors[t + SUFFIX] = Tensor(name=t + SUFFIX, shape=src.shape, source=src.source, dtype="int16")
     converters = 0
 
     def to16(t: str) -> Op:
@@ -103,9 +110,12 @@ def mark(graph: Graph, names) -> tuple[Graph, int]:
     for op in graph.ops:
         out = op.output
         if id(op) in chosen or id(op) in views:
-            op = replace(op, inputs=tuple(t + SUFFIX for t in op.inputs), output=out + SUFFIX)
+            op = replace(op, inputs=tuple(t + SUFFIX for t in op.inputs),
+                         output=out if out in port16 else out + SUFFIX)
         ops.append(op)
-        if out in native16:
+        if out in port16:
+            pass
+        elif out in native16:
             if needs_int8(out):
                 converters += 1
                 ops.append(Op(kind=CONVERT, name=f"{out} to int8", inputs=(out + SUFFIX,), output=out))
@@ -130,6 +140,51 @@ def recurrent_default(graph: Graph) -> list[str]:
             if found:
                 names += [op.name, *found]
     return list(dict.fromkeys(names))
+
+
+def tail_default(graph: Graph) -> tuple[list[str], list[str]]:
+    """An int16 tail of a float model (QuantOptions.tail_int16; by default where it gains, ptq.tail_choice): each
+    graph output written by a kind whose int16 variant may end a model (Int16.tail: an L2 normalization, whose
+    values an int8 port puts on a grid coarser than the layer computes) runs int16 and leaves as an int16 port,
+    with the 16x8 layer feeding it when that layer feeds it alone. (names, graph outputs)."""
+    writer = {op.output: op for op in graph.ops}
+    readers: dict[str, int] = {}
+    for op in graph.ops:
+        for t in op.inputs:
+            readers[t] = readers.get(t, 0) + 1
+    names, outs = [], []
+    for t in graph.outputs:
+        op = writer.get(t)
+        while op is not None and int16_through(op) and readers.get(op.inputs[0]) == 1 and op.inputs[0] in writer:
+            op = writer[op.inputs[0]]       # a transpose or view after it (an NCHW output) passes int16 on
+        d = REGISTRY[op.kind].int16 if op is not None else None
+        if d is None or d.tail is None or not d.tail(op) or readers.get(t) or readers.get(op.output, 0) > (op.output != t) \
+                or op.name not in candidates(graph, INT16_NAMEABLE):
+            continue
+        names.append(op.name)
+        outs.append(t)
+        feed = writer.get(op.inputs[0])
+        if feed is not None and feed.kind in KINDS and readers.get(feed.output) == 1 and feed.output not in graph.outputs:
+            names.insert(-1, feed.name)
+    return list(dict.fromkeys(names)), outs
+
+
+TAIL_HEADROOM = 2.0     # an int16 tail's output grid spans this times its calibrated range: a sample beyond what
+                        # the calibration set reached is not clipped, for 6 dB of int16's ~90
+
+
+def tail_ranges(graph: Graph, ranges: dict) -> dict:
+    """`ranges` with the calibrated range of each int16 tail's output (tail_default; the tail layer's own and the
+    port's, through views) widened TAIL_HEADROOM times: an int8 port clips a log-probability below the calibration
+    set's least (ONNX Runtime's float tail does not); an int16 one has the bits to spare."""
+    names, outs = tail_default(graph)
+    tails = [op.output for op in graph.ops if op.name in names and REGISTRY[op.kind].int16 is not None
+             and REGISTRY[op.kind].int16.tail is not None]
+    wide = dict(ranges)
+    for src in {graph.tensors[t].source for t in [*tails, *outs]}:
+        if src in wide:
+            wide[src] = tuple(TAIL_HEADROOM * float(v) for v in wide[src])
+    return wide
 
 
 def layers_reading(graph: Graph, name: str, kinds=None) -> list[str]:

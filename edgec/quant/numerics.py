@@ -2,9 +2,9 @@
 
 Before quantization (`check_finite`): NaN or Inf in any constant of the canonical graph (weights, biases,
 folded constants) is an error naming the node (a constant whose only non-finite values are -inf is an additive
-attention mask, a causal or padding mask before a Softmax: the error says so). (Non-finite calibration data and
-values are refused by edgec/data.py and edgec/quant/calibrate.py; multipliers no Q31 multiplier + shift can express
-by edgec/quant/quantize.py, naming the node.)
+attention mask edgec/ops/softmax/masked.py could not fold into its Softmax: the error says so). (Non-finite
+calibration data and values are refused by edgec/data.py and edgec/quant/calibrate.py; multipliers no Q31
+multiplier + shift can express by edgec/quant/quantize.py, naming the node.)
 
 After quantization (`warnings`), each a one-line warning naming the node or tensor:
 - a tensor that is constant over the whole calibration set (an all-zero input, a dead channel
@@ -35,9 +35,10 @@ def check_finite(graph: Graph) -> None:
             if isinstance(value, np.ndarray) and value.dtype.kind == "f" and not np.all(np.isfinite(value)):
                 if np.all(np.isfinite(value) | (value == -np.inf)):     # a mask: -inf where attention may not look
                     raise EdgecError(f"node '{op.name}' ({op.kind}): its {key} hold -inf, an additive attention mask "
-                                     "(a causal or padding mask before a Softmax, as scaled_dot_product_attention "
-                                     "with is_causal or nn.Transformer's square subsequent mask write it); edgec does "
-                                     "not run masked attention yet: give the model without the mask")
+                                     "edgec cannot fold into a Softmax (it folds a constant of 0 and -inf, or of 0 and "
+                                     "values <= -1e4, added to the scores right before the Softmax or chosen in by a "
+                                     "Where: edgec/ops/softmax/masked.py); give the mask in that form, or the model "
+                                     "without it")
                 raise EdgecError(f"node '{op.name}' ({op.kind}): its {key} hold NaN or Inf; fix the model's "
                                  "constants (a diverged training run or a damaged file)")
 

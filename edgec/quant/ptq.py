@@ -64,6 +64,9 @@ class QuantOptions:
     int16: tuple[str, ...] = ()        # ONNX node names run with int16 activations (edgec/quant/int16.py)
     recurrent_int16: bool | None = None   # a float LSTM/GRU and its readers int16 (int16.recurrent_default,
                                           # --int16-recurrence on/off); None: where it gains (recurrence_choice)
+    tail_int16: bool | None = None     # a float model's output layer of an int16 tail kind (an L2 normalization) and
+                                       # the 16x8 layer feeding it int16, the output an int16 port
+                                       # (int16.tail_default); None: where it gains (tail_choice)
     auto_seconds: float = autorange.BUDGET_S   # time budget of auto's per-tensor search
     weights: str = "int8"              # "int4": every layer that can takes int4 weights (edgec/quant/int4layers.py)
     int4: tuple[str, ...] = ()         # ONNX node names with int4 weights
@@ -152,6 +155,7 @@ class QuantResult:
     fixes: fixes_mod.Fixes | None = None             # what the default recipe chose (edgec/quant/fixes.py)
     options: QuantOptions | None = None              # the options as applied (the default recipe's choices in)
     recurrence: str = ""                             # the int16-recurrence choice, measured (recurrence_choice)
+    tail: str = ""                                   # the int16-tail choice, measured (tail_choice)
 
     @property
     def label(self) -> str:
@@ -204,6 +208,8 @@ def _checked(graph: Graph, options: QuantOptions):
     wide = int16.check_names(graph, options.int16)
     if options.recurrent_int16 and not options.budgeted and options.weights == "int8":   # (int4 asked: left as is)
         wide = list(dict.fromkeys(wide + [n for n in int16.recurrent_default(graph) if n not in options.int4]))
+    if options.tail_int16 and not options.budgeted and options.weights == "int8":
+        wide = list(dict.fromkeys(wide + [n for n in int16.tail_default(graph)[0] if n not in options.int4]))
     four = int4layers.chosen(graph, options.weights, options.int4, tuple(wide))
     if ports.multi(graph) and (options.method in AUTO_METHODS or options.budgeted):
         raise EdgecError(f"{options.budget_flag if options.budgeted else '--calibration ' + options.method}"
@@ -220,6 +226,8 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
     cache_dir: where calibration statistics are cached (Settings.calib_cache), None: not cached."""
     if options.recurrent_int16 is None:
         return recurrence_choice(model, graph, samples, options, log, progress, cache_dir)
+    if options.tail_int16 is None:
+        return tail_choice(model, graph, samples, options, log, progress, cache_dir)
     options, wide, four, states = _checked(graph, options)
     if options.requantize == "once":
         graph = one_rounding(graph)
@@ -247,7 +255,7 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
     if options.bias_correction == "float":
         g = biascorr.correct_float(g, stream.first(BIAS_SAMPLES), options.per_channel)
     if wide:
-        g, converters = int16.mark(g, wide)
+        g, converters = int16.mark(g, wide, int16.tail_default(g)[1] if options.tail_int16 else ())
         log(f"int16 activations (16x8) for {', '.join(wide)}; {converters} int8<->int16 conversions")
     if four:
         g, n = int4layers.mark(g, four)
@@ -275,6 +283,8 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
     if options.saturation:
         ranges, cut = saturation.clamp(g, ranges)
         log("saturation-aware ranges: " + ("; ".join(saturation.describe(cut)) or "no saturating layer"))
+    if options.tail_int16 and wide:
+        ranges = int16.tail_ranges(graph, ranges)
     if states:
         ranges = ports.tie_ranges(g, ranges, states)
     bias_x = stream.first(BIAS_SAMPLES) if options.bias_correction == "quantized" else None
@@ -348,23 +358,51 @@ def recurrence_choice(model, graph: Graph, samples: Samples, options: QuantOptio
     bytes) pays for itself. Both variants take the same ranges, so the samples they were calibrated on judge them
     alike. A QDQ file (its own grids), int4 weights, a state fed back (--state) and the accuracy budget (its own
     choice) stay int8 unless asked."""
-    plain = replace(options, recurrent_int16=False)
     if (graph.fixed_qparams or options.budgeted or options.weights != "int8" or options.state
             or not [n for n in int16.recurrent_default(graph) if n not in options.int4]):
-        return quantize_model(model, graph, samples, plain, log, progress, cache_dir)
+        return quantize_model(model, graph, samples, replace(options, recurrent_int16=False), log, progress, cache_dir)
+    keep, keep.recurrence = _int16_choice(model, graph, samples, options, "recurrent_int16", "recurrence", log,
+                                          progress, cache_dir)
+    return _with_sensitivity(keep, samples, options.sensitivity_samples, log)
+
+
+def tail_choice(model, graph: Graph, samples: Samples, options: QuantOptions, log, progress,
+                cache_dir) -> QuantResult:
+    """tail_int16 None (the default): a float model's output layer of an int16 tail kind (int16.tail_default: an L2
+    normalization, with the 16x8 layer feeding it) runs int16 and its output leaves as an int16 port only where
+    that raises the worst output's SQNR on the calibration samples by more than fixes.MIN_GAIN_DB, the rule of
+    recurrence_choice: ONNX Runtime's INT8 returns such a float tail in float, and the int8 output grid is then
+    what edgec loses; where it does not, the int8 port (half the output's bytes) stays."""
+    if (graph.fixed_qparams or options.budgeted or options.weights != "int8" or options.state
+            or not [n for n in int16.tail_default(graph)[0] if n not in options.int4]):
+        return quantize_model(model, graph, samples, replace(options, tail_int16=False), log, progress, cache_dir)
+    keep, keep.tail = _int16_choice(model, graph, samples, options, "tail_int16", "output tail", log, progress,
+                                    cache_dir)
+    return _with_sensitivity(keep, samples, options.sensitivity_samples, log)
+
+
+def _int16_choice(model, graph: Graph, samples: Samples, options: QuantOptions, field: str, what: str, log,
+                  progress, cache_dir) -> tuple[QuantResult, str]:
+    """The model quantized with option `field` False and True (the same ranges, the same recipe), the one kept (int16
+    only where the calibration samples' worst output gains more than fixes.MIN_GAIN_DB), and the line saying so."""
     quiet = dict(sensitivity_samples=0)
-    r8 = quantize_model(model, graph, samples, replace(plain, **quiet), log, progress, cache_dir)
-    r16 = quantize_model(model, graph, samples, replace(options, recurrent_int16=True, **quiet), lambda _: None,
-                         progress, cache_dir)
+    r8 = quantize_model(model, graph, samples, replace(options, **{field: False}, **quiet), log, progress, cache_dir)
+    try:
+        r16 = quantize_model(model, graph, samples, replace(options, **{field: True}, **quiet), lambda _: None,
+                             progress, cache_dir)
+    except EdgecError as exc:       # (an int16 grid its kernel cannot take): the int8 variant, as before the choice
+        r8.options = replace(r8.options, sensitivity_samples=options.sensitivity_samples)
+        note = f"{what} int8: its int16 variant does not quantize ({exc})"
+        log(note)
+        return r8, note
     x = samples.first(fixes_mod.BIAS_SAMPLES)
     s8, s16 = (fixes_mod.worst_output_sqnr(model, r.graph, x) for r in (r8, r16))
     keep = r16 if s16 > s8 + fixes_mod.MIN_GAIN_DB else r8
-    keep.recurrence = (f"recurrence {'int16' if keep is r16 else 'int8'}: output SQNR of the {len(x)} calibration "
-                       f"samples {s8:.1f} dB int8, {s16:.1f} dB int16 (int16 where it gains more than "
-                       f"{fixes_mod.MIN_GAIN_DB} dB)")
-    log(keep.recurrence)
+    note = (f"{what} {'int16' if keep is r16 else 'int8'}: output SQNR of the {len(x)} calibration samples "
+            f"{s8:.1f} dB int8, {s16:.1f} dB int16 (int16 where it gains more than {fixes_mod.MIN_GAIN_DB} dB)")
+    log(note)
     keep.options = replace(keep.options, sensitivity_samples=options.sensitivity_samples)
-    return _with_sensitivity(keep, samples, options.sensitivity_samples, log)
+    return keep, note
 
 
 def _default_recipe(model, graph: Graph, stream: Samples, options: QuantOptions, states, cache_dir, log):

@@ -75,7 +75,6 @@ EDGEC_PW_PIXELS(edgec_blocked4_pixels_clamped, v_ < lo ? lo : (v_ > hi ? hi : v_
 /* The first k-step of a block: pixel 1's sums start from pixel 0's, which hold the biases (the block loads them with 2
  * LDRD, not 4: 2 instructions a block) */
 #define EDGEC_B4_FIRST                                                                             \
-    "ldr %[x], %[x0]\n\t"                                                                         \
     "ldrd %[xa], %[xb], [%[x]], #8\n\t"                                                           \
     "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                           \
     "smlad %[b0], %[xb], %[wa], %[a0]\n\t"                                                        \
@@ -124,29 +123,41 @@ static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, const edgec_w32 *w0, 
     const int32_t skip = duff ? 44 * ((EDGEC_B4_BODY_STEPS - ((n >> 1) - 1) % EDGEC_B4_BODY_STEPS) % EDGEC_B4_BODY_STEPS) : 0; \
     uint32_t a0, a1, a2, a3, b0, b1, b2, b3, xa, xb, wa, wb, entry;                                                   \
     if (blocks <= 0 || pairs <= 0) return;                                                                             \
-    __asm__ volatile(prologue "4:\n\t"                                                                                 \
+    __asm__ volatile(prologue "ldr %[x], %[x0]\n\t" /* x0 in x at each block's start (reloaded before its BNE) */     \
+                     "4:\n\t"                                                                                          \
                      "ldr %[wb], %[groups]\n\t"                                                                        \
                      "cmp %[wb], #0\n\t"                                                                               \
                      "beq 6f\n\t"                                                                                      \
-                     "ldr %[x], %[t]\n\t"                                                                              \
-                     "add %[xb], %[x], %[wb], lsl #2\n\t"                                                              \
-                     "ldr %[wa], %[x0]\n\t"                                                                            \
-                     "5:\n\t" /* a group of 4 inputs of both pixels: (x0, x2) of each, then (x1, x3) */                \
-                     "ldr %[a0], [%[x]], #4\n\t"                                                                       \
-                     "ldr %[a1], [%[xb]], #4\n\t"                                                                      \
-                     "sxtb16 %[a2], %[a0]\n\t"                                                                         \
-                     "sxtb16 %[a3], %[a1]\n\t"                                                                         \
-                     "sxtb16 %[b0], %[a0], ror #8\n\t"                                                                 \
-                     "sxtb16 %[b1], %[a1], ror #8\n\t"                                                                 \
-                     "strd %[a2], %[a3], [%[wa]], #8\n\t"                                                              \
-                     "strd %[b0], %[b1], [%[wa]], #8\n\t"                                                              \
-                     "subs %[wb], %[wb], #1\n\t"                                                                       \
-                     "bne 5b\n\t"                                                                                      \
+                     "ldr %[w], %[t]\n\t"                                                                              \
+                     "add %[xb], %[w], %[wb], lsl #2\n\t"                                                              \
+                     "mov %[wa], %[x]\n\t"                                                                             \
+                     "lsrs %[wb], %[wb], #1\n\t" /* pairs of groups; an odd one first (7: out of the loop's way) */     \
+                     "bcs 7f\n\t"                                                                                       \
+                     "5:\n\t" /* two groups of 4 inputs of both pixels: (x0, x2) of each, then (x1, x3); the 4 loads in a row */\
+                     "ldr %[a0], [%[w]], #4\n\t"                                                                        \
+                     "ldr %[a1], [%[xb]], #4\n\t"                                                                       \
+                     "ldr %[a2], [%[w]], #4\n\t"                                                                        \
+                     "ldr %[a3], [%[xb]], #4\n\t"                                                                       \
+                     "sxtb16 %[b0], %[a0]\n\t"                                                                          \
+                     "sxtb16 %[b1], %[a1]\n\t"                                                                          \
+                     "sxtb16 %[a0], %[a0], ror #8\n\t"                                                                  \
+                     "sxtb16 %[a1], %[a1], ror #8\n\t"                                                                  \
+                     "strd %[b0], %[b1], [%[wa]], #8\n\t"                                                               \
+                     "strd %[a0], %[a1], [%[wa]], #8\n\t"                                                               \
+                     "sxtb16 %[b0], %[a2]\n\t"                                                                          \
+                     "sxtb16 %[b1], %[a3]\n\t"                                                                          \
+                     "sxtb16 %[a2], %[a2], ror #8\n\t"                                                                  \
+                     "sxtb16 %[a3], %[a3], ror #8\n\t"                                                                  \
+                     "strd %[b0], %[b1], [%[wa]], #8\n\t"                                                               \
+                     "strd %[a2], %[a3], [%[wa]], #8\n\t"                                                               \
+                     "subs %[wb], %[wb], #1\n\t"                                                                        \
+                     "bne 5b\n\t"                                                                                       \
+                     "8:\n\t"                                                                                           \
                      "str %[xb], %[t]\n\t" /* t + 8 * groups: the next pair's pixel 0 */                               \
                      "6:\n\t"                                                                                          \
                      "ldr %[w], %[w0]\n\t"                                                                             \
-                     "ldr %[x], %[q0]\n\t"                                                                             \
-                     "str %[x], %[q]\n\t"                                                                              \
+                     "ldr %[xa], %[q0]\n\t"                                                                            \
+                     "str %[xa], %[q]\n\t"                                                                             \
                      "2:\n\t"                                                                                          \
                      "ldrd %[a0], %[a1], [%[w]], #8\n\t"                                                               \
                      "ldrd %[a2], %[a3], [%[w]], #8\n\t"                                                               \
@@ -154,29 +165,44 @@ static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, const edgec_w32 *w0, 
                      "ldr %[x], %[q]\n\t"                                                                              \
                      rq(a0, b0, 0) rq(a1, b1, 20) rq(a2, b2, 40) rq(a3, b3, 60)                                        \
                      "add %[x], %[x], #80\n\t"                                                                         \
-                     "str %[x], %[q]\n\t"                                                                              \
-                     "ldr %[xa], %[qend]\n\t"                                                                          \
-                     "cmp %[x], %[xa]\n\t" /* the flags stay until the BNE: nothing below sets them */                 \
-                     "ldr %[x], %[o0]\n\t"                                                                             \
+                     "ldr %[wa], %[o0]\n\t" /* the loads in a row, then the stores in a row: each pipelines */        \
                      "ldr %[xa], %[delta]\n\t"                                                                         \
+                     "ldr %[xb], %[qend]\n\t"                                                                          \
+                     restore                                                                                           \
+                     "cmp %[x], %[xb]\n\t" /* the flags stay until the BNE: nothing below sets them */                 \
                      "bfi %[b0], %[b1], #8, #8\n\t" /* the 4 bytes of a pixel in one word */                         \
                      "bfi %[b0], %[b2], #16, #8\n\t"                                                                   \
                      "bfi %[b0], %[b3], #24, #8\n\t"                                                                   \
-                     "str %[b0], [%[x], %[xa]]\n\t" /* pixel 1 first: a lone last pixel's delta is 0 */                \
                      "bfi %[a0], %[a1], #8, #8\n\t"                                                                   \
                      "bfi %[a0], %[a2], #16, #8\n\t"                                                                  \
                      "bfi %[a0], %[a3], #24, #8\n\t"                                                                  \
-                     "str %[a0], [%[x]], #4\n\t"                                                                       \
-                     "str %[x], %[o0]\n\t"                                                                             \
-                     restore                                                                                           \
+                     "str %[b0], [%[wa], %[xa]]\n\t" /* pixel 1 first: a lone last pixel's delta is 0 */              \
+                     "str %[a0], [%[wa]], #4\n\t"                                                                      \
+                     "str %[wa], %[o0]\n\t"                                                                            \
+                     "str %[x], %[q]\n\t"                                                                              \
+                     "ldr %[x], %[x0]\n\t" /* the next block's columns (EDGEC_B4_FIRST): after the stores */         \
                      "bne 2b\n\t"                                                                                      \
-                     "ldr %[x], %[o0]\n\t" /* past pixel 1's outputs */                                                \
+                     "ldr %[wa], %[o0]\n\t" /* past pixel 1's outputs */                                               \
                      "ldr %[xa], %[delta]\n\t"                                                                         \
-                     "add %[x], %[x], %[xa]\n\t"                                                                       \
-                     "str %[x], %[o0]\n\t"                                                                             \
+                     "add %[wa], %[wa], %[xa]\n\t"                                                                     \
+                     "str %[wa], %[o0]\n\t"                                                                            \
                      "ldr %[xa], %[oend]\n\t"                                                                          \
-                     "cmp %[x], %[xa]\n\t"                                                                             \
+                     "cmp %[wa], %[xa]\n\t"                                                                            \
                      "bne 4b\n\t"                                                                                      \
+                     "b 9f\n\t"                                                                                         \
+                     "7:\n\t" /* an odd group (wb: the pairs after it) */                                               \
+                     "ldr %[a0], [%[w]], #4\n\t"                                                                        \
+                     "ldr %[a1], [%[xb]], #4\n\t"                                                                       \
+                     "sxtb16 %[a2], %[a0]\n\t"                                                                          \
+                     "sxtb16 %[a3], %[a1]\n\t"                                                                          \
+                     "sxtb16 %[b0], %[a0], ror #8\n\t"                                                                  \
+                     "sxtb16 %[b1], %[a1], ror #8\n\t"                                                                  \
+                     "strd %[a2], %[a3], [%[wa]], #8\n\t"                                                               \
+                     "strd %[b0], %[b1], [%[wa]], #8\n\t"                                                               \
+                     "cmp %[wb], #0\n\t"                                                                                \
+                     "bne 5b\n\t"                                                                                       \
+                     "b 8b\n\t"                                                                                         \
+                     "9:\n\t"                                                                                           \
                      : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [b0] "=&r"(b0),                 \
                        [b1] "=&r"(b1), [b2] "=&r"(b2), [b3] "=&r"(b3), [x] "=&r"(x), [w] "=&r"(w), [xa] "=&r"(xa),     \
                        [xb] "=&r"(xb), [wa] "=&r"(wa), [wb] "=&r"(wb), [q] "=m"(q), [o0] "+m"(o0), [ws] "=m"(wsave),   \

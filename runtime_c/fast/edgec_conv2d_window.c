@@ -573,40 +573,40 @@ static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, const edgec_w32 *w0, 
     uint32_t a0, a1, a2, a3, b0, b1, b2, b3, xa, xb, wa, wb;                                                           \
     if (blocks <= 0 || pairs <= 0) return;                                                                             \
     __asm__ volatile("ldr %[w], %[w0]\n\t"                                                                             \
+                     "ldr %[x], %[x0]\n\t" /* x0 in x at each block's start (reloaded before its BNE) */               \
                      "2:\n\t"                                                                                          \
                      "ldrd %[a0], %[a1], [%[w]], #8\n\t"                                                               \
                      "ldrd %[a2], %[a3], [%[w]], #8\n\t"                                                               \
                      init                                                                                              \
-                     "ldr %[x], %[x0]\n\t"                                                                             \
                      loop tail                                                                                         \
                      "ldr %[x], %[q]\n\t"                                                                              \
                      EDGEC_B24_RQ_ALL(a0, b0, 0) EDGEC_B24_RQ_ALL(a1, b1, 20) EDGEC_B24_RQ_ALL(a2, b2, 40)             \
                      EDGEC_B24_RQ_ALL(a3, b3, 60)                                                                      \
                      "add %[x], %[x], #80\n\t"                                                                         \
-                     "str %[x], %[q]\n\t"                                                                              \
-                     "ldr %[x], %[o0]\n\t"                                                                             \
+                     "ldr %[xa], %[o0]\n\t" /* the loads in a row, then the stores in a row: each pipelines */        \
+                     "ldr %[xb], %[outc]\n\t"                                                                          \
+                     "ldr %[wa], %[wend]\n\t"                                                                          \
+                     "cmp %[w], %[wa]\n\t" /* the flags stay until the BNE: nothing below sets them */                 \
                      "bfi %[b0], %[b1], #8, #8\n\t" /* the 4 bytes of a pixel in one word */                           \
                      "bfi %[b0], %[b2], #16, #8\n\t"                                                                   \
                      "bfi %[b0], %[b3], #24, #8\n\t"                                                                   \
-                     "ldr %[xb], %[outc]\n\t"                                                                          \
-                     "str %[b0], [%[x], %[xb]]\n\t"                                                                    \
                      "bfi %[a0], %[a1], #8, #8\n\t"                                                                    \
                      "bfi %[a0], %[a2], #16, #8\n\t"                                                                   \
                      "bfi %[a0], %[a3], #24, #8\n\t"                                                                   \
-                     "str %[a0], [%[x]], #4\n\t"                                                                       \
-                     "str %[x], %[o0]\n\t"                                                                             \
-                     "ldr %[xa], %[wend]\n\t"                                                                          \
-                     "cmp %[w], %[xa]\n\t"                                                                             \
+                     "str %[b0], [%[xa], %[xb]]\n\t"                                                                   \
+                     "str %[a0], [%[xa]], #4\n\t"                                                                      \
+                     "str %[xa], %[o0]\n\t"                                                                            \
+                     "str %[x], %[q]\n\t"                                                                              \
+                     "ldr %[x], %[x0]\n\t" /* the next block's columns: after the stores */                           \
                      "bne 2b\n\t"                                                                                      \
                      "ldr %[xb], %[xstep]\n\t" /* the next pair */                                                     \
                      "ldr %[xa], %[end]\n\t"                                                                           \
                      "add %[xa], %[xa], %[xb]\n\t"                                                                     \
                      "str %[xa], %[end]\n\t"                                                                           \
-                     "ldr %[xa], %[x0]\n\t"                                                                            \
-                     "add %[xa], %[xa], %[xb]\n\t"                                                                     \
-                     "str %[xa], %[x0]\n\t"                                                                            \
+                     "add %[x], %[x], %[xb]\n\t"                                                                       \
+                     "str %[x], %[x0]\n\t"                                                                             \
                      "ldr %[wa], %[x0end]\n\t"                                                                         \
-                     "cmp %[xa], %[wa]\n\t"                                                                            \
+                     "cmp %[x], %[wa]\n\t"                                                                             \
                      "beq 3f\n\t"                                                                                      \
                      "ldr %[w], %[w0]\n\t"                                                                             \
                      "ldr %[xa], %[q0]\n\t"                                                                            \

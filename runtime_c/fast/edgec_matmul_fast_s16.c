@@ -285,46 +285,44 @@ static EDGEC_HOT void edgec_mm16_row_any(const int16_t *x, int32_t cx, const int
     }
 }
 
-void edgec_matmul_fast_kk_s16(const edgec_matmul_fast_s16_params *p, const int16_t *a, const int16_t *b,
-                              int16_t *output)
+/* every row of every batch through the row loop of `mode` (a constant in each entry below: the others drop out) */
+EDGEC_INLINE void edgec_mm16_rows(const edgec_matmul_fast_s16_params *p, const int16_t *a, const int16_t *b,
+                                  int16_t *output, int mode)
 {
     const edgec_mm16_rq q = edgec_mm16_rq_of(p);
     int32_t bt, i;
     for (bt = 0; bt < p->batch; ++bt) {
         for (i = 0; i < p->m; ++i) {
-            edgec_mm16_row_kk(a + bt * p->a_batch_stride + i * p->a_row_stride, b + bt * p->b_batch_stride,
-                              p->b_col_stride, p->k, p->n, output + bt * p->out_batch_stride + i * p->out_row_stride,
-                              p->out_col_stride, &q);
+            const int16_t *x = a + bt * p->a_batch_stride + i * p->a_row_stride, *y = b + bt * p->b_batch_stride;
+            int16_t *o = output + bt * p->out_batch_stride + i * p->out_row_stride;
+            if (mode == EDGEC_MM16_KK) {
+                edgec_mm16_row_kk(x, y, p->b_col_stride, p->k, p->n, o, p->out_col_stride, &q);
+            } else if (mode == EDGEC_MM16_KN) {
+                edgec_mm16_row_kn(x, y, p->b_row_stride, p->k, p->n, o, p->out_col_stride, &q);
+            } else {
+                edgec_mm16_row_any(x, p->a_col_stride, y, p->b_row_stride, p->b_col_stride, p->k, p->n, o,
+                                   p->out_col_stride, &q);
+            }
         }
     }
+}
+
+void edgec_matmul_fast_kk_s16(const edgec_matmul_fast_s16_params *p, const int16_t *a, const int16_t *b,
+                              int16_t *output)
+{
+    edgec_mm16_rows(p, a, b, output, EDGEC_MM16_KK);
 }
 
 void edgec_matmul_fast_kn_s16(const edgec_matmul_fast_s16_params *p, const int16_t *a, const int16_t *b,
                               int16_t *output)
 {
-    const edgec_mm16_rq q = edgec_mm16_rq_of(p);
-    int32_t bt, i;
-    for (bt = 0; bt < p->batch; ++bt) {
-        for (i = 0; i < p->m; ++i) {
-            edgec_mm16_row_kn(a + bt * p->a_batch_stride + i * p->a_row_stride, b + bt * p->b_batch_stride,
-                              p->b_row_stride, p->k, p->n, output + bt * p->out_batch_stride + i * p->out_row_stride,
-                              p->out_col_stride, &q);
-        }
-    }
+    edgec_mm16_rows(p, a, b, output, EDGEC_MM16_KN);
 }
 
 void edgec_matmul_fast_any_s16(const edgec_matmul_fast_s16_params *p, const int16_t *a, const int16_t *b,
                                int16_t *output)
 {
-    const edgec_mm16_rq q = edgec_mm16_rq_of(p);
-    int32_t bt, i;
-    for (bt = 0; bt < p->batch; ++bt) {
-        for (i = 0; i < p->m; ++i) {
-            edgec_mm16_row_any(a + bt * p->a_batch_stride + i * p->a_row_stride, p->a_col_stride,
-                               b + bt * p->b_batch_stride, p->b_row_stride, p->b_col_stride, p->k, p->n,
-                               output + bt * p->out_batch_stride + i * p->out_row_stride, p->out_col_stride, &q);
-        }
-    }
+    edgec_mm16_rows(p, a, b, output, EDGEC_MM16_ANY);
 }
 
 void edgec_matmul_fast_s16(const edgec_matmul_fast_s16_params *p, const int16_t *a, const int16_t *b,

@@ -25,6 +25,8 @@ import manifest  # noqa: E402
 
 KERAS = ("Apache-2.0 (Keras)", "https://github.com/keras-team/keras")
 OWN = ("Apache-2.0 (this repository)", "scripts/corpus/export_tf.py")
+INT16 = tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8
+WEIGHTS = "random (seeded), BatchNorm statistics from the calibration inputs"
 
 
 def _app(fn, shape, **kw):
@@ -153,41 +155,88 @@ def set_batchnorm_from(model, x) -> None:
     model(x, training=True)
 
 
-def export(name: str) -> None:
-    kind, make, exporter, (lic, origin) = MODELS[name]
+def seeded(name: str, make):
+    """The Keras model `make()` with its weights seeded by `name`, and its 32 calibration inputs."""
     keras.utils.set_random_seed(sum(map(ord, name)))
     model = make()
-    shape = tuple(model.inputs[0].shape[1:])
-    batch = model.inputs[0].shape[0]
-    calib = calibration(name, shape, 32)
-    if any(isinstance(layer, L.BatchNormalization) for layer in model.layers):
-        set_batchnorm_from(model, calib)
+    return model, calibration(name, tuple(model.inputs[0].shape[1:]), 32)
+
+
+def ptq_converter(model, calib, ops=None):
+    """A TFLiteConverter of `model` set for post-training quantization over `calib` (one sample a step), with
+    the operator sets `ops` (full INT8 by default); the caller sets the input and output types."""
+    conv = tf.lite.TFLiteConverter.from_keras_model(model)
+    conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    conv.representative_dataset = lambda: ([calib[i:i + 1]] for i in range(len(calib)))
+    conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8] if ops is None else ops
+    return conv
+
+
+def typed_converter(model, calib, how: str):
+    """ptq_converter with its input and output types: "16x8" (int16 activations, input and output), "uint8-in"
+    (full INT8, a uint8 input), else full INT8 with int8 input and output. Returns (converter, its description)."""
+    conv = ptq_converter(model, calib, [INT16] if how == "16x8" else None)
+    if how == "16x8":
+        conv.inference_input_type = conv.inference_output_type = tf.int16
+        return conv, "TFLiteConverter PTQ 16x8 (int16 activations, int8 weights, int16 input and output)"
+    if how == "uint8-in":
+        conv.inference_input_type, conv.inference_output_type = tf.uint8, tf.int8
+        return conv, "TFLiteConverter full-INT8 PTQ (uint8 input, int8 output)"
+    conv.inference_input_type = conv.inference_output_type = tf.int8
+    return conv, "TFLiteConverter full-INT8 PTQ (int8 input and output)"
+
+
+def keras_source(model, architecture: str, exporter: str) -> dict:
+    """The provenance `record` takes of a seeded Keras model: architecture, exporter, batch axis, weights."""
+    return {"architecture": architecture, "exporter": exporter, "keras_batch": model.inputs[0].shape[0],
+            "weights": WEIGHTS}
+
+
+def corpus_file(name: str, filename: str) -> Path:
+    """tests/corpus/<name>/<filename>, its folder made."""
     folder = manifest.CORPUS / name
     folder.mkdir(parents=True, exist_ok=True)
+    return folder / filename
+
+
+def to_onnx(model, calib, out: Path, batch, opset: int) -> str:
+    """`model` through tf2onnx to `out` (float; one input, "input", its batch axis `batch`: 1 or None), its
+    calibration inputs saved beside it; returns tf2onnx's version."""
+    import tf2onnx
+    spec = [tf.TensorSpec((batch, *model.inputs[0].shape[1:]), tf.float32, name="input")]
+    tf2onnx.convert.from_function(tf.function(lambda x: model(x, training=False)), input_signature=spec,
+                                  opset=opset, output_path=str(out))
+    manifest.save_calibration(out.parent, calib)
+    return tf2onnx.__version__
+
+
+def record(name: str, kind: str, out: Path, script: str, license: str, source: dict, committed=None,
+           **extra) -> None:
+    """Record an export in the manifest (made by `script`, remade by `script --only name` in /work/venv-tf;
+    `source`: the rest of its provenance; committed by default when at most 700 kB) and print its size."""
+    manifest.record(name, kind, out, {"made_by": script, **source}, license,
+                    out.stat().st_size <= 700_000 if committed is None else committed,
+                    f"/work/venv-tf/bin/python {script} --only {name}", **extra)
+    print(f"{name}: {out.stat().st_size:,} bytes")
+
+
+def export(name: str) -> None:
+    kind, make, exporter, (lic, origin) = MODELS[name]
+    model, calib = seeded(name, make)
+    if any(isinstance(layer, L.BatchNormalization) for layer in model.layers):
+        set_batchnorm_from(model, calib)
     if exporter == "tflite":
-        conv = tf.lite.TFLiteConverter.from_keras_model(model)
-        conv.optimizations = [tf.lite.Optimize.DEFAULT]
-        conv.representative_dataset = lambda: ([calib[i:i + 1]] for i in range(len(calib)))
-        conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        conv = ptq_converter(model, calib)
         io = tf.uint8 if name in UINT8_IO else tf.int8
         conv.inference_input_type = io
         conv.inference_output_type = io
-        out = folder / "model.tflite"
+        out = corpus_file(name, "model.tflite")
         out.write_bytes(conv.convert())
         how = f"TFLiteConverter full-INT8 PTQ ({io.name} input and output), TensorFlow {tf.__version__}"
     else:
-        import tf2onnx
-        spec = [tf.TensorSpec((1, *shape), tf.float32, name="input")]
-        fn = tf.function(lambda x: model(x, training=False))
-        out = folder / "model.onnx"
-        tf2onnx.convert.from_function(fn, input_signature=spec, opset=17, output_path=str(out))
-        manifest.save_calibration(folder, calib)
-        how = f"tf2onnx {tf2onnx.__version__} (float), TensorFlow {tf.__version__}"
-    manifest.record(name, kind, out, {"made_by": "scripts/corpus/export_tf.py", "architecture": origin,
-                                      "exporter": how, "keras_batch": batch,
-                                      "weights": "random (seeded), BatchNorm statistics from the calibration inputs"},
-                    lic, True, f"/work/venv-tf/bin/python scripts/corpus/export_tf.py --only {name}")
-    print(f"{name}: {out.stat().st_size:,} bytes")
+        out = corpus_file(name, "model.onnx")
+        how = f"tf2onnx {to_onnx(model, calib, out, 1, 17)} (float), TensorFlow {tf.__version__}"
+    record(name, kind, out, "scripts/corpus/export_tf.py", lic, keras_source(model, origin, how), committed=True)
 
 
 def main(argv=None) -> int:

@@ -29,7 +29,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import manifest  # noqa: E402
-from export_tf import KERAS, calibration, keras, set_batchnorm_from, tf, L  # noqa: E402
+from export_tf import (KERAS, WEIGHTS, L, calibration, corpus_file, keras, ptq_converter,  # noqa: E402
+                       record, set_batchnorm_from, tf)
 
 SHAPE, CLASSES, ANCHORS, MAX_DETECTIONS = (96, 96, 3), 3, 3, 10
 SSD_OPTIONS = {"max_detections": MAX_DETECTIONS, "max_classes_per_detection": 1, "detections_per_class": 10,
@@ -114,31 +115,24 @@ def export(name: str) -> None:
     model = make()
     calib = calibration(name, SHAPE, 32)
     set_batchnorm_from(model, calib)
-    conv = tf.lite.TFLiteConverter.from_keras_model(model)
-    conv.optimizations = [tf.lite.Optimize.DEFAULT]
-    conv.representative_dataset = lambda: ([calib[i:i + 1]] for i in range(len(calib)))
-    conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    conv = ptq_converter(model, calib)
     conv.inference_input_type = tf.int8
     if float_out:                                   # the custom operator's outputs are float32
         conv.allow_custom_ops = True
     else:
         conv.inference_output_type = tf.int8
     data = conv.convert()
-    folder = manifest.CORPUS / name
-    folder.mkdir(parents=True, exist_ok=True)
-    out = folder / "model.tflite"
+    out = corpus_file(name, "model.tflite")
     out.write_bytes(operator_order(data) if float_out else data)
     how = (f"TFLiteConverter full-INT8 PTQ (int8 input, {'float32 detections' if float_out else 'int8'} output), "
            f"TensorFlow {tf.__version__}")
-    source = {"made_by": "scripts/corpus/export_tf_detectors.py", "architecture": KERAS[1], "model": what,
-              "exporter": how, "weights": "random (seeded), BatchNorm statistics from the calibration inputs"}
+    source = {"architecture": KERAS[1], "model": what, "exporter": how, "weights": WEIGHTS}
     if float_out:
         source["postprocess_options"] = SSD_OPTIONS
         source["edit"] = "subgraph outputs listed in the operator's order (the converter listed its outputs " \
                          "1, 3, 0, 2)"
-    manifest.record(name, "detection", out, source, "Apache-2.0 (this repository; Keras: Apache-2.0)", True,
-                    f"/work/venv-tf/bin/python scripts/corpus/export_tf_detectors.py --only {name}")
-    print(f"{name}: {out.stat().st_size:,} bytes")
+    record(name, "detection", out, "scripts/corpus/export_tf_detectors.py",
+           "Apache-2.0 (this repository; Keras: Apache-2.0)", source, committed=True)
 
 
 def main(argv=None) -> int:

@@ -17,7 +17,6 @@ import manifest  # noqa: E402
 from export_tf import OWN, L, keras, tf  # noqa: E402
 
 OWN = (OWN[0], "scripts/corpus/export_tf_fifth.py")
-INT16 = tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8
 
 
 def attention_har(shape=(64, 6), classes=6):
@@ -87,46 +86,20 @@ MODELS = {
 
 def export(name: str) -> None:
     kind, make, how = MODELS[name]
-    keras.utils.set_random_seed(sum(map(ord, name)))
-    model = make()
-    shape = tuple(model.inputs[0].shape[1:])
-    calib = export_tf.calibration(name, shape, 32)
+    model, calib = export_tf.seeded(name, make)
     if how == "uint8-in":                           # pixels as the camera gives them
         calib = (calib.clip(0, 1) * 255).round().astype("float32")
     export_tf.set_batchnorm_from(model, calib)
-    folder = manifest.CORPUS / name
-    folder.mkdir(parents=True, exist_ok=True)
     if how == "tf2onnx-13":
-        import tf2onnx
-        spec = [tf.TensorSpec((None, *shape), tf.float32, name="input")]
-        out = folder / "model.onnx"
-        tf2onnx.convert.from_function(tf.function(lambda x: model(x, training=False)), input_signature=spec,
-                                      opset=13, output_path=str(out))
-        manifest.save_calibration(folder, calib)
-        text = f"tf2onnx {tf2onnx.__version__} (float, opset 13, batch axis None), TensorFlow {tf.__version__}"
+        out = export_tf.corpus_file(name, "model.onnx")
+        version = export_tf.to_onnx(model, calib, out, None, 13)
+        text = f"tf2onnx {version} (float, opset 13, batch axis None), TensorFlow {tf.__version__}"
     else:
-        conv = tf.lite.TFLiteConverter.from_keras_model(model)
-        conv.optimizations = [tf.lite.Optimize.DEFAULT]
-        conv.representative_dataset = lambda: ([calib[i:i + 1]] for i in range(len(calib)))
-        conv.target_spec.supported_ops = [INT16] if how == "16x8" else [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        if how == "16x8":
-            conv.inference_input_type = conv.inference_output_type = tf.int16
-            text = "TFLiteConverter PTQ 16x8 (int16 activations, int8 weights, int16 input and output)"
-        elif how == "uint8-in":
-            conv.inference_input_type, conv.inference_output_type = tf.uint8, tf.int8
-            text = "TFLiteConverter full-INT8 PTQ (uint8 input, int8 output)"
-        else:
-            conv.inference_input_type = conv.inference_output_type = tf.int8
-            text = "TFLiteConverter full-INT8 PTQ (int8 input and output)"
+        conv, text = export_tf.typed_converter(model, calib, how)
         text += f", TensorFlow {tf.__version__}"
-        out = folder / "model.tflite"
+        out = export_tf.corpus_file(name, "model.tflite")
         out.write_bytes(conv.convert())
-    manifest.record(name, kind, out, {"made_by": "scripts/corpus/export_tf_fifth.py", "architecture": OWN[1],
-                                      "exporter": text, "keras_batch": model.inputs[0].shape[0],
-                                      "weights": "random (seeded), BatchNorm statistics from the calibration inputs"},
-                    OWN[0], out.stat().st_size <= 700_000,
-                    f"/work/venv-tf/bin/python scripts/corpus/export_tf_fifth.py --only {name}")
-    print(f"{name}: {out.stat().st_size:,} bytes")
+    export_tf.record(name, kind, out, OWN[1], OWN[0], export_tf.keras_source(model, OWN[1], text))
 
 
 def main(argv=None) -> int:

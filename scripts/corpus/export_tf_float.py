@@ -188,10 +188,7 @@ def export(name: str, compare: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     manifest.save_calibration(folder, drawn[:32])
     calib = np.load(folder / "calib.npz")["x"]
-    conv = tf.lite.TFLiteConverter.from_keras_model(model)
-    conv.optimizations = [tf.lite.Optimize.DEFAULT]
-    conv.representative_dataset = lambda: ([calib[i:i + 1]] for i in range(len(calib)))
-    conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    conv = export_tf.ptq_converter(model, calib)
     x = drawn[32:]
     if manifest.is_image(x):
         x = (np.clip(np.round(x * 255), 0, 255) / 255).astype(np.float32)
@@ -205,7 +202,7 @@ def export(name: str, compare: Path) -> None:
         manifest.record(name, kind, out,
                         {"made_by": "scripts/corpus/export_tf_float.py", "architecture": origin, "exporter": how,
                          "keras_batch": model.inputs[0].shape[0],
-                         "weights": "random (seeded), BatchNorm statistics from the calibration inputs"},
+                         "weights": export_tf.WEIGHTS},
                         lic, True, f"/work/venv-tf/bin/python scripts/corpus/export_tf_float.py --only {name}",
                         format="tflite-float")
     print(f"{name}: {out.stat().st_size:,} bytes; {compare / (name + '_compare.npz')}")

@@ -15,10 +15,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import export_tf  # noqa: E402
 import manifest  # noqa: E402
-from export_tf import KERAS, OWN, keras, tf  # noqa: E402
+from export_tf import INT16, KERAS, OWN, keras, tf  # noqa: E402
 
 OWN = (OWN[0], "scripts/corpus/export_tf.py (network), scripts/corpus/export_tf_options.py (converter options)")
-INT16 = tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8
 MNV2 = export_tf._app(keras.applications.MobileNetV2, (96, 96, 3), alpha=0.35)
 
 # name: (kind, constructor, options, origin); options: ops (the supported op sets), io (input/output type, None:
@@ -36,32 +35,21 @@ MODELS = {
 
 def export(name: str) -> None:
     kind, make, opts, (lic, origin) = MODELS[name]
-    keras.utils.set_random_seed(sum(map(ord, name)))
-    model = make()
-    calib = export_tf.calibration(name, tuple(model.inputs[0].shape[1:]), 32)
+    model, calib = export_tf.seeded(name, make)
     export_tf.set_batchnorm_from(model, calib)
-    conv = tf.lite.TFLiteConverter.from_keras_model(model)
-    conv.optimizations = [tf.lite.Optimize.DEFAULT]
-    conv.representative_dataset = lambda: ([calib[i:i + 1]] for i in range(len(calib)))
-    conv.target_spec.supported_ops = opts["ops"]
+    conv = export_tf.ptq_converter(model, calib, opts["ops"])
     if opts["io"] is not None:
         conv.inference_input_type = conv.inference_output_type = opts["io"]
     if opts.get("per_tensor"):
         conv._experimental_disable_per_channel = True
-    folder = manifest.CORPUS / name
-    folder.mkdir(parents=True, exist_ok=True)
-    out = folder / "model.tflite"
+    out = export_tf.corpus_file(name, "model.tflite")
     out.write_bytes(conv.convert())
     ops = "+".join(str(o).split(".")[-1] for o in opts["ops"])
     io = opts["io"].name if opts["io"] is not None else "float32 (default)"
     how = (f"TFLiteConverter PTQ, supported_ops {ops}, {io} input and output"
            f"{', per-tensor weights' if opts.get('per_tensor') else ''}, TensorFlow {tf.__version__}")
-    manifest.record(name, kind, out, {"made_by": "scripts/corpus/export_tf_options.py", "architecture": origin,
-                                      "exporter": how,
-                                      "weights": "random (seeded), BatchNorm statistics from the calibration inputs"},
-                    lic, out.stat().st_size <= 700_000,
-                    f"/work/venv-tf/bin/python scripts/corpus/export_tf_options.py --only {name}")
-    print(f"{name}: {out.stat().st_size:,} bytes")
+    export_tf.record(name, kind, out, "scripts/corpus/export_tf_options.py", lic,
+                     {"architecture": origin, "exporter": how, "weights": export_tf.WEIGHTS})
 
 
 def main(argv=None) -> int:

@@ -19,7 +19,6 @@ import manifest  # noqa: E402
 from export_tf import OWN, L, keras, tf  # noqa: E402
 
 OWN = (OWN[0], "scripts/corpus/export_tf_seventh.py")
-INT16 = tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8
 
 
 def simplernn_har(shape=(64, 6), classes=6):
@@ -73,35 +72,16 @@ MODELS = {
 
 def export(name: str) -> None:
     kind, make, how = MODELS[name]
-    keras.utils.set_random_seed(sum(map(ord, name)))
-    model = make()
-    shape = tuple(model.inputs[0].shape[1:])
-    calib = export_tf.calibration(name, shape, 32)
+    model, calib = export_tf.seeded(name, make)
     export_tf.set_batchnorm_from(model, calib)
-    folder = manifest.CORPUS / name
-    folder.mkdir(parents=True, exist_ok=True)
-    conv = tf.lite.TFLiteConverter.from_keras_model(model)
-    conv.optimizations = [tf.lite.Optimize.DEFAULT]
-    conv.representative_dataset = lambda: ([calib[i:i + 1]] for i in range(len(calib)))
-    conv.target_spec.supported_ops = [INT16] if how == "16x8" else [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-    if how == "16x8":
-        conv.inference_input_type = conv.inference_output_type = tf.int16
-        text = "TFLiteConverter PTQ 16x8 (int16 activations, int8 weights, int16 input and output)"
-    else:
-        conv.inference_input_type = conv.inference_output_type = tf.int8
-        text = "TFLiteConverter full-INT8 PTQ (int8 input and output)"
+    conv, text = export_tf.typed_converter(model, calib, how)
     if how == "old-quantizer":
         conv._experimental_new_quantizer = False
         text += ", the legacy quantizer (_experimental_new_quantizer = False)"
     text += f", TensorFlow {tf.__version__}"
-    out = folder / "model.tflite"
+    out = export_tf.corpus_file(name, "model.tflite")
     out.write_bytes(conv.convert())
-    manifest.record(name, kind, out, {"made_by": "scripts/corpus/export_tf_seventh.py", "architecture": OWN[1],
-                                      "exporter": text, "keras_batch": model.inputs[0].shape[0],
-                                      "weights": "random (seeded), BatchNorm statistics from the calibration inputs"},
-                    OWN[0], out.stat().st_size <= 700_000,
-                    f"/work/venv-tf/bin/python scripts/corpus/export_tf_seventh.py --only {name}")
-    print(f"{name}: {out.stat().st_size:,} bytes")
+    export_tf.record(name, kind, out, OWN[1], OWN[0], export_tf.keras_source(model, OWN[1], text))
 
 
 def main(argv=None) -> int:

@@ -25,6 +25,7 @@ from tensorflow import keras  # noqa: E402
 from keras import layers as L  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import export_tf  # noqa: E402
 import manifest  # noqa: E402
 
 VOCAB, TOKENS, DIM, CLASSES = 500, 32, 16, 4
@@ -88,23 +89,14 @@ def export(name: str) -> None:
     model = make()
     calib = np.random.default_rng(sum(map(ord, name))).integers(0, VOCAB, (32, model.inputs[0].shape[1]))
     calib = calib.astype(np.int32)
-    conv = tf.lite.TFLiteConverter.from_keras_model(model)
-    conv.optimizations = [tf.lite.Optimize.DEFAULT]
-    conv.representative_dataset = lambda: ([calib[i:i + 1]] for i in range(len(calib)))
-    conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    conv = export_tf.ptq_converter(model, calib)
     conv.inference_input_type = conv.inference_output_type = tf.int8     # (the int32 ids stay int32)
-    folder = manifest.CORPUS / name
-    folder.mkdir(parents=True, exist_ok=True)
-    out = folder / "model.tflite"
+    out = export_tf.corpus_file(name, "model.tflite")
     out.write_bytes(conv.convert())
     how = f"TFLiteConverter full-INT8 PTQ (int32 token ids in, int8 out), TensorFlow {tf.__version__}"
-    manifest.record(name, kind, out, {"made_by": "scripts/corpus/export_tf_text.py",
-                                      "architecture": "scripts/corpus/export_tf_text.py", "exporter": how,
-                                      "keras_batch": None, "weights": "random (seeded)"},
-                    "Apache-2.0 (this repository)", True,
-                    f"/work/venv-tf/bin/python scripts/corpus/export_tf_text.py --only {name}",
-                    input_range=list(ids))
-    print(f"{name}: {out.stat().st_size:,} bytes")
+    export_tf.record(name, kind, out, "scripts/corpus/export_tf_text.py", "Apache-2.0 (this repository)",
+                     {"architecture": "scripts/corpus/export_tf_text.py", "exporter": how, "keras_batch": None,
+                      "weights": "random (seeded)"}, committed=True, input_range=list(ids))
 
 
 def main(argv=None) -> int:

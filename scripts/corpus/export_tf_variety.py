@@ -95,40 +95,26 @@ MODELS = {
 
 def export(name: str) -> None:
     kind, make, how = MODELS[name]
-    keras.utils.set_random_seed(sum(map(ord, name)))
-    model = make()
-    calib = export_tf.calibration(name, tuple(model.inputs[0].shape[1:]), 32)
+    model, calib = export_tf.seeded(name, make)
     export_tf.set_batchnorm_from(model, calib)
-    folder = manifest.CORPUS / name
-    folder.mkdir(parents=True, exist_ok=True)
     if how.startswith("tf2onnx"):
-        import tf2onnx
         batch = None if how == "tf2onnx-batch-none" else 1
-        spec = [tf.TensorSpec((batch, *model.inputs[0].shape[1:]), tf.float32, name="input")]
-        out = folder / "model.onnx"
-        tf2onnx.convert.from_function(tf.function(lambda x: model(x, training=False)), input_signature=spec,
-                                      opset=18, output_path=str(out))
-        manifest.save_calibration(folder, calib)
-        text = f"tf2onnx {tf2onnx.__version__} (float, opset 18, batch axis {batch}), TensorFlow {tf.__version__}"
+        out = export_tf.corpus_file(name, "model.onnx")
+        version = export_tf.to_onnx(model, calib, out, batch, 18)
+        text = f"tf2onnx {version} (float, opset 18, batch axis {batch}), TensorFlow {tf.__version__}"
     else:
-        conv = tf.lite.TFLiteConverter.from_keras_model(model)
-        if how != "float":
-            conv.optimizations = [tf.lite.Optimize.DEFAULT]
-            conv.representative_dataset = lambda: ([calib[i:i + 1]] for i in range(len(calib)))
-            conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        if how == "float":
+            conv = tf.lite.TFLiteConverter.from_keras_model(model)
+        else:
+            conv = export_tf.ptq_converter(model, calib)
             conv.inference_input_type = conv.inference_output_type = tf.uint8 if how == "uint8" else tf.int8
-        out = folder / "model.tflite"
+        out = export_tf.corpus_file(name, "model.tflite")
         out.write_bytes(conv.convert())
         if how == "float":
-            manifest.save_calibration(folder, calib)
+            manifest.save_calibration(out.parent, calib)
         text = (f"TFLiteConverter, no quantization (float32 .tflite)" if how == "float" else
                 f"TFLiteConverter full-INT8 PTQ ({how} input and output)") + f", TensorFlow {tf.__version__}"
-    manifest.record(name, kind, out, {"made_by": "scripts/corpus/export_tf_variety.py", "architecture": OWN[1],
-                                      "exporter": text, "keras_batch": model.inputs[0].shape[0],
-                                      "weights": "random (seeded), BatchNorm statistics from the calibration inputs"},
-                    OWN[0], out.stat().st_size <= 700_000,
-                    f"/work/venv-tf/bin/python scripts/corpus/export_tf_variety.py --only {name}")
-    print(f"{name}: {out.stat().st_size:,} bytes")
+    export_tf.record(name, kind, out, OWN[1], OWN[0], export_tf.keras_source(model, OWN[1], text))
 
 
 def main(argv=None) -> int:

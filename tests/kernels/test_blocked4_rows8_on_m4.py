@@ -5,8 +5,9 @@ single-channel 4x4 convolution on the padded variant (10 outputs: a partial last
 its band of the input padded with the zero point, pairs of pixels across two output rows), a 1x1 convolution on 10 input channels (not a multiple of 4: the taps
 path), one on 40 (20 k-steps: the assembly's unrolled body of 32 entered part-way; 19 outputs: the shape where the
 selector's cost model still prefers blocked4 to the pointwise kernel), one from 19 channels to 8 (24 words a pixel),
-one from 8 to 19 (8 words: the straight tail alone, as in VWW's 8 -> 16 layer), one from 19 to 72, one from 72 to
-19 with stride 2 (the pixels gathered from the input; 36 k-steps: the unrolled body entered part-way, then run once
+one from 8 to 19 (8 words: the straight tail alone, as in VWW's 8 -> 16 layer), one from 19 to 72, one from 72 to 12 and one
+from 12 to 72 (3 groups of 4 channels a pixel: the pair loop's widening takes the odd group out of its two-group
+passes), one from 72 to 19 with stride 2 (the pixels gathered from the input; 36 k-steps: the unrolled body entered part-way, then run once
 whole), and a fully connected layer on 114 inputs (not whole words) to 13 outputs (a partial block of 8)."""
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ def test_register_blocked_kernels_on_the_emulated_cortex_m4(tmp_path):
     w5 = rng.normal(0, .3, (19, 8, 1, 1)).astype(np.float32)
     w6 = rng.normal(0, .3, (72, 19, 1, 1)).astype(np.float32)
     w7 = rng.normal(0, .2, (19, 72, 1, 1)).astype(np.float32)
+    w8 = rng.normal(0, .2, (12, 72, 1, 1)).astype(np.float32)
+    w9 = rng.normal(0, .3, (72, 12, 1, 1)).astype(np.float32)
     wf = rng.normal(0, .2, (19 * 3 * 2, 13)).astype(np.float32)
     nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], strides=[2, 2], pads=[1, 0, 2, 1]),
              helper.make_node("Relu", ["a"], ["b"]),
@@ -42,11 +45,14 @@ def test_register_blocked_kernels_on_the_emulated_cortex_m4(tmp_path):
              helper.make_node("Conv", ["e2", "w5"], ["e3"]),
              helper.make_node("Conv", ["e3", "w6"], ["e4"]),
              helper.make_node("Relu", ["e4"], ["e5"]),
-             helper.make_node("Conv", ["e5", "w7"], ["e"], strides=[2, 2]),
+             helper.make_node("Conv", ["e5", "w8"], ["e6"]),
+             helper.make_node("Conv", ["e6", "w9"], ["e7"]),
+             helper.make_node("Relu", ["e7"], ["e8"]),
+             helper.make_node("Conv", ["e8", "w7"], ["e"], strides=[2, 2]),
              helper.make_node("Flatten", ["e"], ["f"]),
              helper.make_node("MatMul", ["f", "wf"], ["y"])]
     model = make_model(nodes, ("x", [1, 1, 9, 7]), ("y", [1, 13]), {"w1": w1, "w2": w2, "w3": w3, "w4": w4, "w5": w5, "w6": w6,
-                                                                       "w7": w7, "wf": wf})
+                                                                       "w7": w7, "w8": w8, "w9": w9, "wf": wf})
     onnx.checker.check_model(model)
     path = tmp_path / "odd.onnx"
     onnx.save(model, path)
@@ -55,7 +61,7 @@ def test_register_blocked_kernels_on_the_emulated_cortex_m4(tmp_path):
     out = tmp_path / "build"
     report = api.build(path, tmp_path / "calib.npz", "qemu-cortex-m4", out, tuning_log=tmp_path / "none.json")
     text = (out / "model" / f"{report['model']}.c").read_text()
-    assert text.count("edgec_conv2d_blocked4_s8(") == 6 and "edgec_fully_connected_rows8_s8(" in text
+    assert text.count("edgec_conv2d_blocked4_s8(") == 8 and "edgec_fully_connected_rows8_s8(" in text
     # the padded variant's call names its loop (here the band's), never the entry that tests band_w at run time:
     # the firmware links one loop (edgec/ops/conv/im2col.py blocked4_padded_entry)
     assert text.count("edgec_conv2d_blocked4_banded_s8(") == 1

@@ -16,8 +16,8 @@ from conftest import check_generated_c, make_model
 from edgec.errors import EdgecError
 from edgec.frontend import canonicalize
 from edgec.ops import cumsum
-from edgec.quant import calibrate, floatref, quantize, reference
 from edgec.fixedpoint import scheme
+from onnx_int8 import float_then_int8
 
 
 def _params(r, outer, n, inner, exclusive, reverse):
@@ -88,14 +88,8 @@ CASES = [((1, 12), 1, 0, 0), ((1, 12), -1, 1, 0), ((1, 12), 1, 0, 1), ((1, 12), 
 def test_onnx_cumsum_end_to_end(shape, axis, exclusive, reverse, before_conv, tmp_path):
     model = _model(shape, axis, exclusive, reverse, before_conv)
     x = np.random.default_rng(1).uniform(-1, 1, (24,) + shape[1:]).astype(np.float32)
-    graph = canonicalize.canonicalize(model, "cumsum_model")
-    want = calibrate.run_float(model, x[:1])[0]
-    np.testing.assert_allclose(floatref.output(graph, x[0]).reshape(want.shape), want, atol=1e-5)
-    ranges = calibrate.calibrate(model, x, [t.source for t in graph.tensors.values()])
-    graph = quantize.quantize(graph, ranges)
-    tout = graph.tensors[graph.output]
-    got = scheme.dequantize(tout, reference.run(graph, scheme.quantize_input(graph.tensors[graph.input], x[0])))
-    assert np.abs(got.reshape(want.shape) - want).max() <= 4 * tout.scale + 0.05 * np.ptp(want)
+    graph, want, got = float_then_int8(model, x, "cumsum_model")
+    assert np.abs(got - want).max() <= 4 * graph.tensors[graph.output].scale + 0.05 * np.ptp(want)
     check_generated_c(graph, x, tmp_path)
 
 

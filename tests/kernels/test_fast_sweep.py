@@ -549,7 +549,7 @@ def test_depthwise_speed_variant_is_the_default_and_size_keeps_the_generic_kerne
 def test_register_blocked_variants_are_offered_where_they_were_measured_faster():
     """blocked4 (2 pixels x 4 channels) is the default for 1x1 convolutions and single-channel inputs and is not
     offered for other convolutions (they run on window, or on blocked where window does not fit); rows8 is the fully
-    connected kernel the cost model picks for 16 outputs (edgec/ops/dense.py FC_COSTS); both
+    connected kernel the cost model picks for 16 outputs (edgec/ops/dense_cost.py FC_COSTS); both
     stay choices for `edgec tune` beside the kernels they displace, and `--optimize size` keeps the generic ones."""
     rng = np.random.default_rng(11)
 

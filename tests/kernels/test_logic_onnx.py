@@ -15,6 +15,7 @@ from conftest import check_generated_c, make_model, require
 from edgec.frontend import canonicalize
 from edgec.ir import NO_ACT, Op, Tensor
 from edgec.ops.binary import binary_s8, quantize_binary
+from onnx_int8 import float_then_int8
 
 DATA = Path(__file__).parents[1] / "data"
 HOW = "/work/torch-venv/bin/python tests/data/make_torch_logic.py"
@@ -70,24 +71,15 @@ def test_every_logic_operator_end_to_end(tmp_path):
     bit-exact with the reference."""
     import onnxruntime as ort
 
-    from edgec.fixedpoint import scheme
-    from edgec.quant import calibrate, floatref, quantize, reference
-
     shape = (1, 4, 5, 3)
     model = _logic_model(shape)
     x = np.random.default_rng(1).uniform(-1, 1, (16,) + shape[1:]).astype(np.float32)
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    want = sess.run(None, {"x": x[:1]})[0]
-    graph = canonicalize.canonicalize(model, "logic_model")
-    kinds = [op.attrs.get("op") for op in graph.ops if op.kind == "binary"]
+    kinds = [op.attrs.get("op") for op in canonicalize.canonicalize(model, "logic_model").ops if op.kind == "binary"]
     assert sorted(kinds) == sorted(["greater", "less", "logical_or", "greater", "not_equal", "not_equal",
                                     "logical_and"]), kinds
-    np.testing.assert_allclose(floatref.output(graph, x[0]).reshape(want.shape), want, atol=1e-5)
-    ranges = calibrate.calibrate(model, x, [t.source for t in graph.tensors.values()])
-    graph = quantize.quantize(graph, ranges)
-    tout = graph.tensors[graph.output]
-    got = scheme.dequantize(tout, reference.run(graph, scheme.quantize_input(graph.tensors[graph.input], x[0])))
-    wrong = np.abs(got.reshape(want.shape) - want) > 3 * tout.scale
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    graph, want, got = float_then_int8(model, x, "logic_model", want=sess.run(None, {"x": x[:1]})[0])
+    wrong = np.abs(got - want) > 3 * graph.tensors[graph.output].scale
     assert wrong.mean() < 0.05, f"{wrong.mean():.3f} of the outputs off"
     assert all((t.scale, t.zero_point) == (1.0, 0) for t in graph.tensors.values() if t.dtype == "bool")
     check_generated_c(graph, x, tmp_path)

@@ -164,3 +164,42 @@ def test_class_token_normalized_alone_end_to_end(tmp_path):
         want = calibrate.run_float(model, x[i:i + 1])[0]
         got = scheme.dequantize(tout, reference.run(graph, scheme.quantize_input(graph.tensors[graph.input], x[i])))
         assert np.abs(got.reshape(want.shape) - want).max() <= 2 * tout.scale
+
+
+def _c_l2_16(lib, rows, cols, x):
+    out = np.full(x.size, 99, np.int16)
+    lib.edgec_l2_norm_s16(ctypes.byref(make("edgec_l2_norm16_params", {"rows": rows, "cols": cols})), ptr(x),
+                          ptr(out))
+    return out
+
+
+def test_int16_l2_norm_kernel_matches_twin(ck):
+    """edgec_l2_norm_s16 (an int16 tail's L2 normalization) = norm.l2_norm_s16 bit for bit on random shapes, rows
+    of zeros, a single value, full-scale and tiny rows."""
+    r = np.random.default_rng(62)
+    for case in range(300):
+        rows, cols = int(r.integers(1, 6)), int(r.choice([1, 2, 3, 7, 24, 33, 128, 1000]))
+        peak = int(r.choice([1, 3, 200, 32767]))
+        x = r.integers(-peak, peak + 1, rows * cols).astype(np.int16)
+        if case % 7 == 0:
+            x[:cols] = 0                                        # a row of zeros: zeros out
+        if case % 11 == 0:
+            x[-cols:] = -32768                                  # the most negative value everywhere
+        p = {"rows": rows, "cols": cols}
+        want = norm.l2_norm_s16(p, x)
+        np.testing.assert_array_equal(_c_l2_16(ck.lib, rows, cols, x), want, err_msg=str(case))
+        if case % 7 == 0:
+            assert not want[:cols].any()
+
+
+def test_int16_l2_norm_twin_is_the_normalized_row_in_q15():
+    """Dequantized (1/32768), the twin is x / ||x|| within 3 Q0.15 steps (its 15-bit square root)."""
+    r = np.random.default_rng(63)
+    for cols in (1, 5, 24, 300):
+        x = r.integers(-32768, 32768, (6, cols)).astype(np.int16)
+        x[1] //= 4000                                           # a small row
+        got = norm.l2_norm_s16({"rows": 6, "cols": cols}, x).reshape(6, cols) / 32768.0
+        xf = x.astype(np.float64)
+        length = np.sqrt((xf * xf).sum(axis=1, keepdims=True))
+        want = np.clip(xf / np.maximum(length, 1), -1, 32767 / 32768)     # a row of zeros: zeros
+        assert np.abs(got - want).max() <= 3 / 32768, cols

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from ckernels import eq, i8, i16, log_softmax_resize_cases, make, ptr
+from edgec.ir import Op, Tensor
 from edgec.ops import softmax
+from edgec.ops.softmax import log_softmax16
 
 
 def test_softmax_random(ck):
@@ -81,3 +83,30 @@ def test_log_softmax(ck, seed):
     ref = z - z.max(1, keepdims=True) - np.log(np.exp(z - z.max(1, keepdims=True)).sum(1, keepdims=True))
     assert np.max(np.abs((want.reshape(3, -1).astype(np.float64) - 60) * s_out - np.clip(ref, (-128 - 60) * s_out, 0))) \
         <= s_out + 0.01
+
+
+def test_log_softmax_s16(ck):
+    """The int16 LogSoftmax of an int16 tail (edgec/ops/softmax/log_softmax16.py): C and twin bit for bit on random scales,
+    shapes (up to its 4095 values per row) and values (all equal, extremes), parameters as its quantizer makes them;
+    within 2 output steps of the float log-softmax of the int16 input where that lies on the output grid."""
+    rng = np.random.default_rng(53)
+    for k in range(60):
+        rows, cols = int(rng.integers(1, 6)), int(rng.integers(1, 300 if k % 10 else 4096))
+        s_in = float(np.exp(rng.uniform(math.log(1e-5), math.log(1e-2))))
+        x = i16(rng, (rows, cols))
+        if k % 7 == 0:
+            x[0] = x[0, 0]                                     # a row of equal scores: -ln(cols) everywhere
+        z = s_in * (x.astype(np.float64) - x.max(axis=1, keepdims=True))
+        f = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+        s_out = float(rng.choice([1.0, 0.25])) * max(-f.min(), 1e-3) / 32767
+        op = Op("log_softmax", "ls", ("x",), "y", attrs=dict(rows=rows, cols=cols))
+        log_softmax16.quantize(op, [Tensor("x", x.shape, "x", s_in, 0)], Tensor("y", x.shape, "y", s_out, 0),
+                               softmax.exp16_tables)
+        want = log_softmax16.run(op, [x])
+        got = np.zeros(x.size, np.int16)
+        ck.lib.edgec_log_softmax_s16(ctypes.byref(make("edgec_log_softmax16_params", op.params)), ptr(x),
+                                     ptr(op.arrays["exp_hi"]), ptr(op.arrays["exp_lo"]), ptr(got))
+        np.testing.assert_array_equal(got, want, err_msg=str(k))
+        inside = f.reshape(-1) >= -32767 * s_out            # (s_out a quarter of the range: some values clip)
+        err, f_in = np.abs(want * s_out - f.reshape(-1))[inside], np.abs(f.reshape(-1)[inside])
+        assert not inside.any() or err.max() <= 2 * s_out + 2e-4 * f_in.max(), k

@@ -14,8 +14,7 @@ from onnx import helper
 from conftest import check_generated_c, make_model
 from edgec.errors import EdgecError
 from edgec.frontend import canonicalize
-from edgec.quant import calibrate, floatref, quantize, reference
-from edgec.fixedpoint import scheme
+from onnx_int8 import float_then_int8
 
 
 def _model(kind, shape, const_value=False, const_threshold=True, broadcast=False):
@@ -34,14 +33,8 @@ def _model(kind, shape, const_value=False, const_threshold=True, broadcast=False
 
 
 def _run(model, x, tmp_path):
-    graph = canonicalize.canonicalize(model, "where_model")
-    want = calibrate.run_float(model, x[:1])[0]
-    np.testing.assert_allclose(floatref.output(graph, x[0]).reshape(want.shape), want, atol=1e-5)
-    ranges = calibrate.calibrate(model, x, [t.source for t in graph.tensors.values()])
-    graph = quantize.quantize(graph, ranges)
-    tout = graph.tensors[graph.output]
-    got = scheme.dequantize(tout, reference.run(graph, scheme.quantize_input(graph.tensors[graph.input], x[0])))
-    wrong = np.abs(got.reshape(want.shape) - want) > 3 * tout.scale
+    graph, want, got = float_then_int8(model, x, "where_model")
+    wrong = np.abs(got - want) > 3 * graph.tensors[graph.output].scale
     assert wrong.mean() < 0.02, f"{wrong.mean():.3f} of the outputs off (a mask flipped near the threshold)"
     check_generated_c(graph, x, tmp_path)
     return graph

@@ -1,6 +1,7 @@
 """`softmax` and `log_softmax` over the last axis of [rows][cols] (the reduced axes brought innermost by a layout
 change when they are not), with a build-time exp table: edgec's LUT softmax, output fixed at scale 1/256 and zero
-point -128 like TFLite's; kernels in runtime_c/edgec_softmax.c.
+point -128 like TFLite's; kernels in runtime_c/edgec_softmax.c. A constant attention mask before a Softmax is
+folded into a `masked_softmax` (masked.py); the exp table is table.py's.
 
 The int16 variant (`--int16 NODE` on a Softmax, edgec/quant/int16.py): int16 scores (symmetric) in, probabilities
 out in Q0.15 (scale 1/32768, zero point 0). The exp of the difference d = max - x (0..65535) is the product of two
@@ -16,6 +17,8 @@ import numpy as np
 from edgec.errors import EdgecError
 from edgec.ir import Op, Tensor
 from edgec.ops import cemit
+from edgec.ops.softmax import log_softmax16, masked
+from edgec.ops.softmax.table import softmax_table
 from edgec.fixedpoint import gemmlowp
 from edgec.ops.kernel import INT16, REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, Int16, OpDef, always
@@ -29,12 +32,6 @@ LN2_Q16 = 45426  # round(ln 2 * 2**16)
 
 
 # ---- quantize ---------------------------------------------------------------------------------
-def softmax_table(input_scale: float, beta: float = 1.0) -> np.ndarray:
-    """Build-time exp LUT: entry d = round(exp(-d*scale*beta) * 2**24)."""
-    t = [max(0, int(round(math.exp(-d * input_scale * beta) * (1 << 24)))) for d in range(256)]
-    return np.asarray(t, dtype=np.uint32)
-
-
 def log2_table() -> np.ndarray:
     """log2(1 + (i + 0.5) / 256) in Q16 for the 8 mantissa bits after the leading one."""
     return np.round(np.log2(1 + (np.arange(256) + 0.5) / 256) * (1 << LOG_Q)).astype(np.int32)
@@ -358,7 +355,9 @@ OPS = [
     OpDef("softmax", "softmax", quantize_softmax, lambda op, ins: _float(op, ins[0], False), in_place=True,
           distribution=True, qparams="fixed", fixed_qparams=lambda op: (1.0 / 256.0, -128),
           int16=Int16(quantize_softmax16, layer=True, fixed_qparams=(1.0 / 32768.0, 0), qdq=always)),
-    OpDef("log_softmax", "softmax", quantize_log_softmax, lambda op, ins: _float(op, ins[0], True), distribution=True),
+    OpDef("log_softmax", "softmax", quantize_log_softmax, lambda op, ins: _float(op, ins[0], True), distribution=True,
+          int16=Int16(lambda op, ins, out: log_softmax16.quantize(op, ins, out, exp16_tables), layer=True,
+                      tail=log_softmax16.takes)),
 ]
 KERNELS = [
     Kernel("edgec_softmax_s8", ("softmax",), REFERENCE, c_softmax, applies=lambda op: not _tflite(op), run=run_softmax,
@@ -375,11 +374,15 @@ KERNELS = [
            applies=lambda op: not _tflite_log(op), run=run_log_softmax),
     Kernel("edgec_log_softmax_tflite_s8", ("log_softmax",), REFERENCE, c_log_softmax_tflite, applies=_tflite_log,
            run=run_log_softmax_tflite),
+    Kernel("edgec_log_softmax_s16", ("log_softmax",), REFERENCE, log_softmax16.c_call, precision=INT16,
+           run=log_softmax16.run),
 ]
 
 
 # ---- ONNX import
 def import_softmax(cx, node):
+    if masked.import_masked(cx, node):      # a constant attention mask before it: folded in
+        return
     x = node.input[0]
     shape = cx.shape(x, node)
     tensor, perm = cx.activation(x, node)

@@ -1,0 +1,87 @@
+"""An int16 tail (edgec/quant/int16.py `tail_default`, ptq.tail_choice): a float model's output LogSoftmax (or L2
+normalization, tests/test_lp_norm.py) and the 16x8 layer feeding it run int16 and the output leaves as an int16
+port, by default only where that gains more than fixes.MIN_GAIN_DB on the calibration samples; the generated C
+bit-exact with the reference (gcc; clang with sanitizers), the header stating the int16 output."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import onnxruntime as ort
+from onnx import helper
+
+from conftest import SANITIZE, check_generated_c, make_model, save
+from edgec import api
+from edgec.codegen import cmodel
+from edgec.plan import planner
+from edgec.quant import fixes, ptq
+
+
+def _classifier():
+    """x[1, 40] -> Gemm 40->10 -> LogSoftmax: logits within a few tenths of each other, so log-probabilities near
+    -ln 10, which an int8 output grid (its range must hold 0) rounds far more coarsely than the logits' own grid."""
+    r = np.random.default_rng(3)
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["z"], transB=1, name="fc"),
+             helper.make_node("LogSoftmax", ["z"], ["y"], axis=-1, name="logp")]
+    inits = {"w": r.normal(0, 0.02, (10, 40)), "b": r.normal(0, 0.05, 10)}
+    return make_model(nodes, ("x", [1, 40]), ("y", [1, 10]), inits)
+
+
+def test_a_log_softmax_tail_runs_int16_where_it_gains_with_an_int16_output_port(tmp_path):
+    path = save(_classifier(), tmp_path)
+    rng = np.random.default_rng(4)
+    calib = rng.uniform(-1, 1, (16, 40)).astype(np.float32)
+    res = api.calibrate(path, calib, sensitivity_samples=0)
+    s8, s16 = map(float, re.search(r"samples (-?[\d.]+) dB int8, (-?[\d.]+) dB int16", res.tail).groups())
+    assert s16 > s8 + fixes.MIN_GAIN_DB and res.tail.startswith("output tail int16"), res.tail
+    g = res.graph
+    assert [(op.kind, g.tensors[op.output].dtype) for op in g.ops][-2:] == [("fully_connected", "int16"),
+                                                                           ("log_softmax", "int16")]
+    assert res.options.tail_int16 is True
+    int8 = api.calibrate(path, calib, sensitivity_samples=0, tail_int16=False)
+    assert int8.tail == "" and int8.graph.tensors[int8.graph.output].dtype == "int8"
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    x = rng.uniform(-1, 1, (12, 1, 40)).astype(np.float32)
+    want = np.stack([sess.run(None, {"x": xi})[0].reshape(-1) for xi in x]).astype(np.float64)
+
+    def snr(r):
+        got = np.stack([np.asarray(api.reference(r, xi).y, np.float64).reshape(-1) for xi in x])
+        return 10 * np.log10(np.sum(want ** 2) / np.sum((want - got) ** 2))
+    assert snr(res) > snr(int8) + 3, (snr(res), snr(int8))
+    check_generated_c(g, x, tmp_path / "gcc")
+    check_generated_c(g, x, tmp_path / "clang", cc="clang", flags=SANITIZE)
+    out = tmp_path / "h"
+    cmodel.generate(g, planner.plan(g), out, "tail")
+    header = (out / "tail.h").read_text()
+    assert "int16" in header and "OUTPUT" in header
+
+
+def test_asked_either_way_the_tail_is_that_and_no_choice_is_reported(tmp_path):
+    path = save(_classifier(), tmp_path)
+    calib = np.random.default_rng(5).normal(size=(16, 40)).astype(np.float32)
+    for forced in (True, False):
+        r = api.calibrate(path, calib, sensitivity_samples=0, tail_int16=forced)
+        assert r.tail == "" and r.graph.tensors[r.graph.output].dtype == ("int16" if forced else "int8")
+    q = ptq.QuantOptions(sensitivity_samples=0, weights="int4")        # int4 weights: the tail stays int8
+    np.savez(tmp_path / "calib.npz", x=calib)
+    r = api.calibrate_model(path, tmp_path / "calib.npz", q)[1]
+    assert r.tail == "" and r.graph.tensors[r.graph.output].dtype == "int8"
+
+
+def test_a_tail_whose_int16_variant_does_not_quantize_keeps_the_int8_one(tmp_path, monkeypatch):
+    """Where the int16 variant cannot be quantized (its kernel's multipliers out of range: here made to fail), the
+    default keeps the int8 tail and says why, where forcing the int16 one is that error."""
+    import pytest
+    from edgec.errors import EdgecError
+    from edgec.ops.softmax import log_softmax16
+
+    def refuse(op, *_):
+        raise EdgecError(f"node '{op.name}': no int16 LogSoftmax here")
+    monkeypatch.setattr(log_softmax16, "quantize", refuse)
+    path = save(_classifier(), tmp_path)
+    calib = np.random.default_rng(4).uniform(-1, 1, (16, 40)).astype(np.float32)
+    res = api.calibrate(path, calib, sensitivity_samples=0)
+    assert res.tail.startswith("output tail int8: its int16 variant does not quantize (node 'logp'"), res.tail
+    assert res.graph.tensors[res.graph.output].dtype == "int8"
+    with pytest.raises(EdgecError, match="node 'logp'"):
+        api.calibrate(path, calib, sensitivity_samples=0, tail_int16=True)
