@@ -36,19 +36,21 @@ from pathlib import Path
 
 import numpy as np
 
-from edgec import api
-from edgec.quant import calibrate
-from edgec.frontend import canonicalize
-from edgec.frontend import loader
-from edgec import pipeline
-from edgec.plan import planner
-from edgec.quant import quantize
-from edgec.data import load_dataset
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))        # this checkout's edgec, not whichever the interpreter has installed
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from edgec import api  # noqa: E402
+from edgec.quant import calibrate  # noqa: E402
+from edgec.frontend import canonicalize  # noqa: E402
+from edgec.frontend import loader  # noqa: E402
+from edgec import pipeline  # noqa: E402
+from edgec.plan import planner  # noqa: E402
+from edgec.quant import quantize  # noqa: E402
+from edgec.data import load_dataset  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
 import peers  # noqa: E402  (benchmarks/peers.py: TFLM on the same emulator, same run)
 
-ROOT = Path(__file__).resolve().parent.parent
 BOARD = "qemu-cortex-m4"
 MODELS = {"kws": ("KWS DS-CNN", "kws_dscnn_fp32", "kws_dscnn_int8"),
           "vww": ("VWW MobileNetV1-0.25", "vww_mobilenetv1_025_fp32", "vww_mobilenetv1_025_int8"),

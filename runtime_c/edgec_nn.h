@@ -162,6 +162,46 @@ void edgec_conv2d_blocked4_banded_s8(const edgec_conv2d_im2col_params *p, const 
                                      const edgec_rq *rq, int8_t *scratch, int8_t *output);
 void edgec_conv2d_blocked4_unbanded_s8(const edgec_conv2d_im2col_params *p, const int8_t *input,
                                        const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
+/* the entries the generated code calls (edgec/ops/conv/im2col.py blocked4_entry): one per mode (plain, its direct
+ * single-channel reads (in_c 1, k_w a multiple of 4), the padded variant with its band, without) and loop (a
+ * full-range layer's by k8 = k4 rounded up to 8: 8, 16, up to 64 (every record's neg -1), any; `_anyneg`: some
+ * record's neg 0; `clamped`: an output range narrower than int8's), each computing what the entry above that
+ * chooses them at run time does for params and records of its kind, and linking only its own loop */
+#define EDGEC_CONV2D_BLOCKED4_ARGS                                                                                     \
+    const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights, const edgec_rq *rq,           \
+        int8_t *scratch, int8_t *output
+void edgec_conv2d_blocked4_k8_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_k8_anyneg_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_k16_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_k16_anyneg_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_k64_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_kx_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_kx_anyneg_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_clamped_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_direct_k8_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_direct_k8_anyneg_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_direct_k16_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_direct_k16_anyneg_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_direct_k64_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_direct_kx_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_direct_kx_anyneg_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_direct_clamped_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_banded_k8_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_banded_k8_anyneg_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_banded_k16_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_banded_k16_anyneg_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_banded_k64_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_banded_kx_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_banded_kx_anyneg_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_banded_clamped_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_unbanded_k8_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_unbanded_k8_anyneg_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_unbanded_k16_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_unbanded_k16_anyneg_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_unbanded_k64_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_unbanded_kx_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_unbanded_kx_anyneg_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_unbanded_clamped_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
 /* two pixels' int16 taps and k_h rows of the padded input (k_h + stride_h where out_w is odd: a pair of pixels then
  * spans two output rows), each (out_w - 1) * stride_w + k_w4 bytes; band_w 0 (the plan's narrowing): no band, the
  * taps alone (windows inside the image read in place, the others built in the taps) */
@@ -721,7 +761,7 @@ typedef struct {
 void edgec_log_softmax_tflite_s8(const edgec_log_softmax_tflite_params *p, const int8_t *input,
                                  const int32_t *q5_table, const int32_t *exp_table, int8_t *output);
 
-/* The int16 LogSoftmax of an int16 tail (edgec/ops/log_softmax16.py): int16 scores (zero point 0) in, log-probabilities
+/* The int16 LogSoftmax of an int16 tail (edgec/ops/softmax/log_softmax16.py): int16 scores (zero point 0) in, log-probabilities
  * out on a symmetric int16 grid; exp_hi / exp_lo as edgec_softmax_s16's, k_in = round(s_in / s_out 2^16), k_ln =
  * round(2^16 / s_out); cols <= 4095. */
 typedef struct {

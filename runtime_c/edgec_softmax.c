@@ -335,7 +335,7 @@ void edgec_softmax_tflite_s16(const edgec_softmax_tflite16_params *p, const int1
     }
 }
 
-/* edgec/ops/log_softmax16.py log_softmax_s16: the Q30 exps of d = max - x summed, ln(S / 2^30) in Q5.26 from S >> 11
+/* edgec/ops/softmax/log_softmax16.py log_softmax_s16: the Q30 exps of d = max - x summed, ln(S / 2^30) in Q5.26 from S >> 11
  * (Q12.19), y = -round((d k_in + (ln k_ln >> 26)) / 2^16) */
 void edgec_log_softmax_s16(const edgec_log_softmax16_params *p, const int16_t *input, const uint16_t *exp_hi,
                            const uint16_t *exp_lo, int16_t *output)

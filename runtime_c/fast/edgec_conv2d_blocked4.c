@@ -281,6 +281,51 @@ static edgec_b24_pixels_fn edgec_blocked4_full(int32_t k8, int negs)
 }
 #endif
 
+/* The loop a call runs on, named by the entry the generated code calls (edgec/ops/conv/im2col.py blocked4_loop, from
+ * the layer's k8, output range and requantization records, as edgec_blocked4_pairs chooses at run time): a
+ * full-range layer's block of assembly by k8 (8, 16, up to 64, any) and whether every record's neg is -1 (else
+ * `_anyneg`), or the C pixels of a clamped range; on a build without the assembly (clang, no DSP) the C pixels of
+ * the same range and records. A constant where edgec_b4_run is inlined, so a firmware links only the loops its
+ * layers name (--gc-sections drops the others: up to 8 kB of flash); EDGEC_B4_CHOOSE: chosen at run time (the
+ * entries that take any params, every loop linked). */
+enum {
+    EDGEC_B4_CHOOSE,
+    EDGEC_B4_K8,
+    EDGEC_B4_K8_ANYNEG,
+    EDGEC_B4_K16,
+    EDGEC_B4_K16_ANYNEG,
+    EDGEC_B4_K64,
+    EDGEC_B4_KX,
+    EDGEC_B4_KX_ANYNEG,
+    EDGEC_B4_CLAMPED
+};
+#ifdef EDGEC_B4_PAIRS
+EDGEC_INLINE edgec_b4_pairs_fn edgec_b4_loop_pairs(int loop)
+{
+    switch (loop) {
+    case EDGEC_B4_K8: return edgec_blocked4_asm8;
+    case EDGEC_B4_K8_ANYNEG: return edgec_blocked4_asm8_anyneg;
+    case EDGEC_B4_K16: return edgec_blocked4_asm16;
+    case EDGEC_B4_K16_ANYNEG: return edgec_blocked4_asm16_anyneg;
+    case EDGEC_B4_K64: return edgec_blocked4_asm64;
+    case EDGEC_B4_KX: return edgec_blocked4_asm;
+    case EDGEC_B4_KX_ANYNEG: return edgec_blocked4_asm_anyneg;
+    default: return 0;
+    }
+}
+#else
+EDGEC_INLINE edgec_b24_pixels_fn edgec_b4_loop_pixels(int loop)
+{
+    switch (loop) {
+    case EDGEC_B4_CLAMPED: return edgec_blocked4_pixels_clamped;
+    case EDGEC_B4_K8_ANYNEG:
+    case EDGEC_B4_K16_ANYNEG:
+    case EDGEC_B4_KX_ANYNEG: return edgec_blocked4_pixels_full_anyneg;
+    default: return edgec_blocked4_pixels_full;
+    }
+}
+#endif
+
 /* One group of 4 input values as the column words of pixel j: (x0, x2) at c[0], (x1, x3) at c[2]. */
 EDGEC_INLINE void edgec_b4_column(uint32_t v, edgec_w32 *c)
 {
@@ -343,9 +388,10 @@ EDGEC_INLINE void edgec_b4_window(const int8_t *s, int32_t step, int32_t k_h, in
 
 /* The column words of pixel (oy, ox) of a single-channel convolution whose kernel rows are whole groups (k_w a
  * multiple of 4), read straight from the input rows where its window lies inside the image; 0 elsewhere
- * (edgec_conv_taps pads it). */
-static int edgec_b4_direct(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t oy, int32_t ox,
-                           edgec_w32 *c)
+ * (edgec_conv_taps pads it). Inlined: the copy of each entry that calls it is the one the kernel had when a single
+ * entry did (gcc inlines a static function called once, not one called from the eight loops' entries). */
+EDGEC_INLINE int edgec_b4_direct(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t oy, int32_t ox,
+                                 edgec_w32 *c)
 {
     const int32_t iy0 = oy * p->stride_h - p->pad_top, ix0 = ox * p->stride_w - p->pad_left, k_w = p->k_w;
     if (iy0 < 0 || iy0 + p->k_h > p->in_h || ix0 < 0 || ix0 + k_w > p->in_w) return 0;
@@ -519,9 +565,10 @@ static EDGEC_NOINLINE void edgec_b4_edge_window(const edgec_conv2d_im2col_params
 /* The columns of pixels q0 and q1 without the band: both windows' kernel rows inside the image read in place from
  * the input rows (the band's assembly) where both windows' columns lie inside it (and the pixels share an output
  * row or their windows lie inside it), rows on the padding the zero point's words; other windows built word by
- * word (edgec_b4_edge_window). */
-static void edgec_b4_inplace(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t q0, int32_t q1,
-                             edgec_w32 *c)
+ * word (edgec_b4_edge_window). Inlined, as edgec_b4_direct (out of line: micro_speech +778 instructions, +24 B of
+ * stack). */
+EDGEC_INLINE void edgec_b4_inplace(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t q0, int32_t q1,
+                                   edgec_w32 *c)
 {
     const int32_t out_w = p->out_w, in_w = p->in_w, in_h = p->in_h, k_h = p->k_h, k_w4 = EDGEC_B4_KW4(p);
     const int32_t y0 = (q0 / out_w) * p->stride_h - p->pad_top, x0 = (q0 % out_w) * p->stride_w - p->pad_left;
@@ -546,10 +593,11 @@ static void edgec_b4_inplace(const edgec_conv2d_im2col_params *p, const int8_t *
  * `band`, its rows after the columns in scratch; 0 for the others); 3: the padded variant without its band
  * (edgec_b4_inplace). On the Arm build a full-range layer runs on the assembly
  * (edgec_blocked4_pairs): a 1x1 convolution's whole pairs in one call that widens their columns itself (out_c a
- * multiple of 4), the other pairs one a call on the columns written here. */
+ * multiple of 4), the other pairs one a call on the columns written here. `loop`: the loop the entry names (a
+ * constant: EDGEC_B4_K8 ... EDGEC_B4_CLAMPED), or EDGEC_B4_CHOOSE. */
 EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                                const edgec_rq *rq, int8_t *scratch, int8_t *output, const int direct,
-                               edgec_b4_band *band)
+                               edgec_b4_band *band, const int loop)
 {
     const int32_t out_c = p->out_c, out_w = p->out_w, n = p->out_h * out_w, groups = p->k4 >> 2;
     const int32_t k8 = (p->k4 + 7) & ~7;
@@ -570,13 +618,26 @@ EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t
     edgec_b4_pairs_fn pairs;
 #endif
     edgec_b24_pixels_fn pixels;
-    for (j = 0; j < out_c && negs; ++j) negs = rq[j].neg == -1; /* stops at the first 0 */
+    if (loop == EDGEC_B4_CHOOSE) {
+        for (j = 0; j < out_c && negs; ++j) negs = rq[j].neg == -1; /* stops at the first 0 */
 #ifdef EDGEC_B4_PAIRS
-    pairs = full ? edgec_blocked4_pairs(k8, negs) : 0;
-    pixels = edgec_blocked4_pixels_clamped;
+        pairs = full ? edgec_blocked4_pairs(k8, negs) : 0;
+        pixels = edgec_blocked4_pixels_clamped;
 #else
-    pixels = full ? edgec_blocked4_full(k8, negs) : edgec_blocked4_pixels_clamped;
+        pixels = full ? edgec_blocked4_full(k8, negs) : edgec_blocked4_pixels_clamped;
 #endif
+    } else {
+#ifdef EDGEC_B4_PAIRS
+        pairs = edgec_b4_loop_pairs(loop);
+        pixels = edgec_blocked4_pixels_clamped;
+        /* the loop without the band as it compiled when its loop was chosen at run time: with the pointer a
+         * constant gcc allocates its registers worse (micro_speech +391 instructions; this links the clamped C
+         * pixels beside the loop, 1.1 kB) */
+        if (direct == 3) __asm__("" : "+r"(pairs));
+#else
+        pixels = edgec_b4_loop_pixels(loop);
+#endif
+    }
     for (g = 4 * groups; g < k8; ++g) cols[g] = 0; /* a padding group's columns: zero weights, zero values */
 #ifdef EDGEC_B4_PAIRS
     if (pairs && pointwise && !rest && n > 1) {
@@ -646,9 +707,9 @@ void edgec_conv2d_blocked4_s8(const edgec_conv2d_im2col_params *p, const int8_t 
                                const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
     if (p->in_c == 1 && (p->k_w & 3) == 0) {
-        edgec_b4_run(p, input, weights, rq, scratch, output, 1, 0);
+        edgec_b4_run(p, input, weights, rq, scratch, output, 1, 0, EDGEC_B4_CHOOSE);
     } else {
-        edgec_b4_run(p, input, weights, rq, scratch, output, 0, 0);
+        edgec_b4_run(p, input, weights, rq, scratch, output, 0, 0, EDGEC_B4_CHOOSE);
     }
 }
 
@@ -663,13 +724,13 @@ void edgec_conv2d_blocked4_banded_s8(const edgec_conv2d_im2col_params *p, const 
     band.rows = scratch + 4 * ((p->k4 + 7) & ~7); /* after the columns */
     band.first = -1;                              /* empty */
     band.count = 0;
-    edgec_b4_run(p, input, weights, rq, scratch, output, 2, &band);
+    edgec_b4_run(p, input, weights, rq, scratch, output, 2, &band, EDGEC_B4_CHOOSE);
 }
 
 void edgec_conv2d_blocked4_unbanded_s8(const edgec_conv2d_im2col_params *p, const int8_t *input,
                                        const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
-    edgec_b4_run(p, input, weights, rq, scratch, output, 3, 0);
+    edgec_b4_run(p, input, weights, rq, scratch, output, 3, 0, EDGEC_B4_CHOOSE);
 }
 
 /* The padded variant: single-channel inputs of any kernel width (the band, or none with band_w 0; edgec_nn.h); a
@@ -683,3 +744,52 @@ void edgec_conv2d_blocked4_padded_s8(const edgec_conv2d_im2col_params *p, const 
         edgec_conv2d_blocked4_unbanded_s8(p, input, weights, rq, scratch, output);
     }
 }
+
+/* The entries the generated code calls: one a mode (the plain kernel, its direct single-channel reads, the padded
+ * variant with its band and without) and a loop (the enum above), decided when the model is built from the layer's
+ * params and records (edgec/ops/conv/im2col.py blocked4_entry), so a firmware links only the loops it runs. The mode
+ * and the loop as the entries above that choose them at run time would (the same numbers). */
+#define EDGEC_B4_ARGS                                                                                                  \
+    const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights, const edgec_rq *rq,           \
+        int8_t *scratch, int8_t *output
+#define EDGEC_B4_PLAIN(loop) edgec_b4_run(p, input, weights, rq, scratch, output, 0, 0, loop)
+#define EDGEC_B4_DIRECT(loop) edgec_b4_run(p, input, weights, rq, scratch, output, 1, 0, loop)
+#define EDGEC_B4_BANDED(loop)                                                                                          \
+    edgec_b4_band band;                                                                                                \
+    band.rows = scratch + 4 * ((p->k4 + 7) & ~7);                                                                      \
+    band.first = -1;                                                                                                   \
+    band.count = 0;                                                                                                    \
+    edgec_b4_run(p, input, weights, rq, scratch, output, 2, &band, loop)
+#define EDGEC_B4_UNBANDED(loop) edgec_b4_run(p, input, weights, rq, scratch, output, 3, 0, loop)
+void edgec_conv2d_blocked4_k8_s8(EDGEC_B4_ARGS) { EDGEC_B4_PLAIN(EDGEC_B4_K8); }
+void edgec_conv2d_blocked4_k8_anyneg_s8(EDGEC_B4_ARGS) { EDGEC_B4_PLAIN(EDGEC_B4_K8_ANYNEG); }
+void edgec_conv2d_blocked4_k16_s8(EDGEC_B4_ARGS) { EDGEC_B4_PLAIN(EDGEC_B4_K16); }
+void edgec_conv2d_blocked4_k16_anyneg_s8(EDGEC_B4_ARGS) { EDGEC_B4_PLAIN(EDGEC_B4_K16_ANYNEG); }
+void edgec_conv2d_blocked4_k64_s8(EDGEC_B4_ARGS) { EDGEC_B4_PLAIN(EDGEC_B4_K64); }
+void edgec_conv2d_blocked4_kx_s8(EDGEC_B4_ARGS) { EDGEC_B4_PLAIN(EDGEC_B4_KX); }
+void edgec_conv2d_blocked4_kx_anyneg_s8(EDGEC_B4_ARGS) { EDGEC_B4_PLAIN(EDGEC_B4_KX_ANYNEG); }
+void edgec_conv2d_blocked4_clamped_s8(EDGEC_B4_ARGS) { EDGEC_B4_PLAIN(EDGEC_B4_CLAMPED); }
+void edgec_conv2d_blocked4_direct_k8_s8(EDGEC_B4_ARGS) { EDGEC_B4_DIRECT(EDGEC_B4_K8); }
+void edgec_conv2d_blocked4_direct_k8_anyneg_s8(EDGEC_B4_ARGS) { EDGEC_B4_DIRECT(EDGEC_B4_K8_ANYNEG); }
+void edgec_conv2d_blocked4_direct_k16_s8(EDGEC_B4_ARGS) { EDGEC_B4_DIRECT(EDGEC_B4_K16); }
+void edgec_conv2d_blocked4_direct_k16_anyneg_s8(EDGEC_B4_ARGS) { EDGEC_B4_DIRECT(EDGEC_B4_K16_ANYNEG); }
+void edgec_conv2d_blocked4_direct_k64_s8(EDGEC_B4_ARGS) { EDGEC_B4_DIRECT(EDGEC_B4_K64); }
+void edgec_conv2d_blocked4_direct_kx_s8(EDGEC_B4_ARGS) { EDGEC_B4_DIRECT(EDGEC_B4_KX); }
+void edgec_conv2d_blocked4_direct_kx_anyneg_s8(EDGEC_B4_ARGS) { EDGEC_B4_DIRECT(EDGEC_B4_KX_ANYNEG); }
+void edgec_conv2d_blocked4_direct_clamped_s8(EDGEC_B4_ARGS) { EDGEC_B4_DIRECT(EDGEC_B4_CLAMPED); }
+void edgec_conv2d_blocked4_banded_k8_s8(EDGEC_B4_ARGS) { EDGEC_B4_BANDED(EDGEC_B4_K8); }
+void edgec_conv2d_blocked4_banded_k8_anyneg_s8(EDGEC_B4_ARGS) { EDGEC_B4_BANDED(EDGEC_B4_K8_ANYNEG); }
+void edgec_conv2d_blocked4_banded_k16_s8(EDGEC_B4_ARGS) { EDGEC_B4_BANDED(EDGEC_B4_K16); }
+void edgec_conv2d_blocked4_banded_k16_anyneg_s8(EDGEC_B4_ARGS) { EDGEC_B4_BANDED(EDGEC_B4_K16_ANYNEG); }
+void edgec_conv2d_blocked4_banded_k64_s8(EDGEC_B4_ARGS) { EDGEC_B4_BANDED(EDGEC_B4_K64); }
+void edgec_conv2d_blocked4_banded_kx_s8(EDGEC_B4_ARGS) { EDGEC_B4_BANDED(EDGEC_B4_KX); }
+void edgec_conv2d_blocked4_banded_kx_anyneg_s8(EDGEC_B4_ARGS) { EDGEC_B4_BANDED(EDGEC_B4_KX_ANYNEG); }
+void edgec_conv2d_blocked4_banded_clamped_s8(EDGEC_B4_ARGS) { EDGEC_B4_BANDED(EDGEC_B4_CLAMPED); }
+void edgec_conv2d_blocked4_unbanded_k8_s8(EDGEC_B4_ARGS) { EDGEC_B4_UNBANDED(EDGEC_B4_K8); }
+void edgec_conv2d_blocked4_unbanded_k8_anyneg_s8(EDGEC_B4_ARGS) { EDGEC_B4_UNBANDED(EDGEC_B4_K8_ANYNEG); }
+void edgec_conv2d_blocked4_unbanded_k16_s8(EDGEC_B4_ARGS) { EDGEC_B4_UNBANDED(EDGEC_B4_K16); }
+void edgec_conv2d_blocked4_unbanded_k16_anyneg_s8(EDGEC_B4_ARGS) { EDGEC_B4_UNBANDED(EDGEC_B4_K16_ANYNEG); }
+void edgec_conv2d_blocked4_unbanded_k64_s8(EDGEC_B4_ARGS) { EDGEC_B4_UNBANDED(EDGEC_B4_K64); }
+void edgec_conv2d_blocked4_unbanded_kx_s8(EDGEC_B4_ARGS) { EDGEC_B4_UNBANDED(EDGEC_B4_KX); }
+void edgec_conv2d_blocked4_unbanded_kx_anyneg_s8(EDGEC_B4_ARGS) { EDGEC_B4_UNBANDED(EDGEC_B4_KX_ANYNEG); }
+void edgec_conv2d_blocked4_unbanded_clamped_s8(EDGEC_B4_ARGS) { EDGEC_B4_UNBANDED(EDGEC_B4_CLAMPED); }

@@ -61,8 +61,10 @@ def run_fast(lib, low, *inputs: np.ndarray, out_size: int) -> np.ndarray:
         lib.edgec_add_lut_s8(ctypes.byref(make(low.struct, low.params)), *args, ptr(a["lut1"]), ptr(a["lut2"]),
                              ptr(np.ascontiguousarray(a["rq"], np.int32)), ptr(out))
     else:
-        # blocked4_padded: the loop its call names (with the band or without), then the entry that tests band_w
-        names = (im2col.blocked4_padded_entry(low.params), name) if low.kernel is im2col.BLOCKED4_PADDED else (name,)
+        # blocked4 and blocked4_padded: the entry its call names (the mode and loop of its params and records:
+        # im2col.blocked4_entry), then the one that chooses them at run time: the same bytes
+        blocked4 = low.kernel in (im2col.BLOCKED4, im2col.BLOCKED4_PADDED)
+        names = (im2col.blocked4_entry(low.kernel, low.params, low.arrays["rq"]), name) if blocked4 else (name,)
         got = []
         for name in names:
             scratch, scratch_full = guarded(low.scratch_bytes)
@@ -668,3 +670,25 @@ def test_window4_is_the_default_of_kxk_convolutions_of_whole_channel_groups_on_d
                                                   pad_left=1, out_h=6, out_w=6))
         op = weighted_op("conv2d", p, i8(rng, (5, 3, 3, in_c)), *_requant(rng, 5, 9 * in_c))
         assert select.select(op, select.Options(dsp=dsp)).variant == want
+
+
+@pytest.mark.parametrize("k4, act_range, neg, mode, loop", [
+    (4, (-128, 127), -1, "", "k8"), (8, (-128, 127), 0, "", "k8_anyneg"), (12, (-128, 127), -1, "", "k16"),
+    (16, (-128, 127), 0, "", "k16_anyneg"), (40, (-128, 127), -1, "", "k64"), (64, (-128, 127), 0, "", "kx_anyneg"),
+    (72, (-128, 127), -1, "", "kx"), (64, (0, 127), -1, "", "clamped"), (16, (-128, 127), -1, "direct_", "k16")])
+def test_blocked4_calls_name_the_loop_the_kernel_would_choose(k4, act_range, neg, mode, loop):
+    """blocked4_entry names the loop edgec_blocked4_pairs chooses at run time (the Arm build's blocks of assembly:
+    by k8 = k4 rounded up to 8 and whether every record's neg is -1; a clamped range on the C pixels) and the mode
+    edgec_conv2d_blocked4_s8 tests (direct reads of single-channel windows whose rows are whole words); the host's C
+    cannot tell the loops by k8 apart (the bit-exact sweeps above), the firmware test can
+    (test_blocked4_rows8_on_m4.py)."""
+    p = {"k4": k4, "act_min": act_range[0], "act_max": act_range[1], "out_c": 6, "in_c": 1 if mode else 4,
+         "k_w": 4 if mode else 1}
+    rq = np.zeros((8, 5), np.int32)
+    rq[:, 3] = -1
+    rq[5, 3] = neg                       # the last of the 6 channels' records decides; the padding's is not read
+    rq[6:, 3] = 0
+    assert im2col.blocked4_entry(im2col.BLOCKED4, p, rq) == f"edgec_conv2d_blocked4_{mode}{loop}_s8"
+    assert im2col.blocked4_entry(im2col.BLOCKED4_PADDED, {**p, "band_w": 0}, rq) == \
+        f"edgec_conv2d_blocked4_unbanded_{loop}_s8"
+    assert f"edgec_conv2d_blocked4_{mode}{loop}_s8" in im2col.BLOCKED4.entries

@@ -132,17 +132,45 @@ def padded_unbanded(params, limit: int):
     return {**params, "band_w": 0} if 2 * inside >= p["out_w"] else None
 
 
-def blocked4_padded_entry(params) -> str:
-    """The C entry point a blocked4_padded call names: its loop with the band, or without it (band_w 0, the plan's
-    narrowing). Calling the loop itself, not edgec_conv2d_blocked4_padded_s8 (which tests band_w at run time), lets
-    the linker drop the other loop: 2.5 kB of flash on a model whose layers all keep their band, or none."""
-    return "edgec_conv2d_blocked4_banded_s8" if params["band_w"] else "edgec_conv2d_blocked4_unbanded_s8"
+# blocked4's loops (fast/edgec_conv2d_blocked4.c, the enum its entries name): a full-range layer's block of assembly
+# by k8 and whether every requantization record's neg is -1 (else _anyneg), or the C pixels of a clamped range
+BLOCKED4_LOOPS = ("k8", "k8_anyneg", "k16", "k16_anyneg", "k64", "kx", "kx_anyneg", "clamped")
+BLOCKED4_MODES = ("", "direct_", "banded_", "unbanded_")   # plain, direct single-channel reads, padded with the band, without
 
 
-def blocked4_padded_call(op, low, site) -> str:
-    """`Kernel.call` of blocked4_padded: fast_weighted's call of the loop its params need (blocked4_padded_entry)."""
-    return cemit.fast_weighted_call(blocked4_padded_entry(low.params), site.prefix, site.inputs[0], site.scratch,
-                                    site.output)
+def blocked4_loop(params, rq: np.ndarray) -> str:
+    """The loop a blocked4 (or blocked4_padded) call runs on, as edgec_blocked4_pairs chooses it at run time: by k8
+    (k4 rounded up to 8), the output range and the layer's records (`rq`, [n, 5] edgec_rq: bias, mult, khi, neg,
+    shift; the first out_c)."""
+    if (params["act_min"], params["act_max"]) != (-128, 127):
+        return "clamped"
+    negs = bool(np.all(np.asarray(rq)[:params["out_c"], 3] == -1))
+    k8 = _k8(params)
+    if k8 in (8, 16):
+        return f"k{k8}" if negs else f"k{k8}_anyneg"
+    if k8 <= 64 and negs:
+        return "k64"
+    return "kx" if negs else "kx_anyneg"
+
+
+def blocked4_entry(kernel, params, rq: np.ndarray) -> str:
+    """The C entry point a blocked4 or blocked4_padded call names: its mode (blocked4: the direct single-channel reads
+    where in_c is 1 and k_w a multiple of 4, as edgec_conv2d_blocked4_s8 tests at run time; blocked4_padded: its
+    loop with the band, or without it, band_w 0, the plan's narrowing) and its loop (blocked4_loop). Calling these,
+    not the entries that choose at run time, lets the linker drop the other modes and loops: the loops are up to
+    8 kB of flash, each mode's copy of the kernel 1-1.3 kB."""
+    if kernel is BLOCKED4_PADDED:
+        mode = "banded_" if params["band_w"] else "unbanded_"
+    else:
+        mode = "direct_" if params["in_c"] == 1 and params["k_w"] % 4 == 0 else ""
+    return f"edgec_conv2d_blocked4_{mode}{blocked4_loop(params, rq)}_s8"
+
+
+def blocked4_call(op, low, site) -> str:
+    """`Kernel.call` of blocked4 and blocked4_padded: fast_weighted's call of the entry its params and records need
+    (blocked4_entry)."""
+    return cemit.fast_weighted_call(blocked4_entry(low.kernel, low.params, low.arrays["rq"]), site.prefix,
+                                    site.inputs[0], site.scratch, site.output)
 
 
 def window_fits(base) -> bool:
@@ -365,23 +393,27 @@ IM2COL = Kernel("edgec_conv2d_im2col_s8", CONV_KINDS, FAST, cemit.fast_weighted,
                 lower=lower_im2col, struct=STRUCT, cost=pointwise_cost("im2col"),
                 flash_bytes=pointwise_flash("im2col"), cycles_per_instruction=POINTWISE_CPI["im2col"])
 # code each speed variant links in beside the generic kernels (arm-none-eabi-gcc -O2, Cortex-M4: its row
-# functions and packing-free loops; measured on the MLPerf Tiny builds; blocked4: its file's text; their portable
-# C on the Cortex-M3 is up to twice that), for the fit check's code estimate
-BLOCKED4 = Kernel("edgec_conv2d_blocked4_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL,
+# functions and packing-free loops; measured on the MLPerf Tiny builds; their portable C on the Cortex-M3 is up to
+# twice that), for the fit check's code estimate. blocked4: the entries its calls name, their loops and helpers,
+# a build of two loops (since each call names its loop, h46-flash: MLPerf Tiny IC 5,508 B, SiLabs' kws_on_off 6,674 B,
+# VWW's four loops 9,950 B; all eight loops and both modes were linked before, 12,444 B)
+# the entries blocked4's calls name (blocked4_entry); the records' own names and the padded variant's banded_s8 /
+# unbanded_s8 choose their loop at run time (tests, hand-written callers)
+BLOCKED4_ENTRIES = tuple(f"edgec_conv2d_blocked4_{m}{loop}_s8" for m in BLOCKED4_MODES for loop in BLOCKED4_LOOPS)
+BLOCKED4 = Kernel("edgec_conv2d_blocked4_s8", CONV_KINDS, VARIANT, blocked4_call, base=IM2COL,
                   variant="blocked4", applies=pointwise_or_single_channel, lower=blocked4_conv, struct=STRUCT,
-                  code_bytes=13116, cost=pointwise_cost("blocked4"),
-                  flash_bytes=pointwise_flash("blocked4"), cycles_per_instruction=POINTWISE_CPI["blocked4"])
-# blocked4_padded: one of its two loops (the call names it: blocked4_padded_entry; --gc-sections drops the other),
-# the band builder and blocked4's assembly and C blocks it calls (10,394 B, counted once where both run: MLPerf Tiny
-# KWS): 14,490 B with both loops linked, 2,112 B less without the banded one's, 2,432-2,496 B less without the
-# unbanded one's, so the larger single-loop image; a build whose layers need both loops links ~2.4 kB more.
-# 12,378 -> 11,826 B when h45-stack dropped the pointwise and gather paths from the single-channel copies (the
-# banded loop's text 1,504 -> 952 B in cancer_conv1d's firmware); +672 B (both, and the shared part) when h46-vww
-# widened a pair's 1x1 columns two groups a pass (96 B more in each of the 7 pair loops)
-BLOCKED4_PADDED = Kernel("edgec_conv2d_blocked4_padded_s8", CONV_KINDS, VARIANT, blocked4_padded_call, base=IM2COL,
+                  code_bytes=5500, cost=pointwise_cost("blocked4"),
+                  flash_bytes=pointwise_flash("blocked4"), cycles_per_instruction=POINTWISE_CPI["blocked4"],
+                  entries=BLOCKED4_ENTRIES[:2 * len(BLOCKED4_LOOPS)])
+# blocked4_padded: the entry its call names (blocked4_entry: its mode, banded or not, and its loop), the band builder
+# and the loop's assembly or C block (cancer_conv1d's banded k8 loop 2,044 B, digits_cnn's k16 2,220 B), 2,000 B
+# counted once where both run the same loop (MLPerf Tiny KWS, both on the k64 loop: 4,992 B in all); since each
+# call names its loop (h46-flash; 11,826 B before, every loop linked)
+BLOCKED4_PADDED = Kernel("edgec_conv2d_blocked4_padded_s8", CONV_KINDS, VARIANT, blocked4_call, base=IM2COL,
                          variant="blocked4_padded", applies=single_channel_window, lower=blocked4_padded_conv,
-                         struct=STRUCT, code_bytes=12498, shares_code=(BLOCKED4, 10394), narrow=padded_unbanded,
-                         entries=("edgec_conv2d_blocked4_banded_s8", "edgec_conv2d_blocked4_unbanded_s8"))
+                         struct=STRUCT, code_bytes=2400, shares_code=(BLOCKED4, 2000), narrow=padded_unbanded,
+                         entries=("edgec_conv2d_blocked4_banded_s8", "edgec_conv2d_blocked4_unbanded_s8",
+                                  *BLOCKED4_ENTRIES[2 * len(BLOCKED4_LOOPS):]))
 WINDOW = Kernel("edgec_conv2d_window_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL, variant="window",
                 applies=window_fits, lower=window_conv, struct=STRUCT, code_bytes=4288, narrow=window_band)
 WINDOW4 = Kernel("edgec_conv2d_window4_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL, variant="window4",

@@ -1,5 +1,5 @@
 """The int16 LogSoftmax of an int16 tail (edgec/quant/int16.py `tail_default`; its op and kernel records are
-edgec/ops/softmax.py's): int16 scores in (zero point 0, scale s_in), log-probabilities out on the output's
+edgec/ops/softmax/__init__.py's): int16 scores in (zero point 0, scale s_in), log-probabilities out on the output's
 calibrated symmetric int16 grid (scale s_out), kernel `edgec_log_softmax_s16` in runtime_c/edgec_softmax.c.
 
 Per row: d = max - x (0..65535); exp(-d s_in) = exp_hi[d >> 8] * exp_lo[d & 255] in Q30 (softmax's two Q15 tables,
