@@ -129,13 +129,11 @@ def unjudged(graph: Graph, n: int, states, why: str, method, equalize_opt, bias)
                  bias_correction=bool(bias) if bias is not None or plain else True, unseen=method is None)
 
 
-def worst_output_sqnr(model: onnx.ModelProto, graph: Graph | list[tuple[Graph, np.ndarray]], x: np.ndarray,
-                      floats: list[dict] | None = None) -> float:
+def worst_output_sqnr(model: onnx.ModelProto, graph: Graph | list[tuple[Graph, np.ndarray]], x: np.ndarray) -> float:
     """SQNR (dB) of the quantized graph's dequantized outputs against float on x, the worst output's (outputs of
     a varying shape, a NonMaxSuppression's selection, left out); `graph` may be a list of (graph, indices of the
-    samples of x it computes): cross-validation folds, their outputs pooled. floats: x's float outputs
-    (calibrate.run_float_each) when the caller has them."""
-    floats = calibrate.run_float_each(model, x) if floats is None else floats
+    samples of x it computes): cross-validation folds, their outputs pooled."""
+    floats = calibrate.run_float_each(model, x)
     parts = [(graph, np.arange(len(x)))] if isinstance(graph, Graph) else graph
     return worst_sqnr(parts[0][0], floats, pooled_outputs(parts, x))
 

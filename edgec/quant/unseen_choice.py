@@ -8,8 +8,9 @@ first samples (at most calibrate.EXTREMES_SAMPLES) are cut into FOLDS contiguous
 are no more: leave-one-out); each fold's outputs are computed by the model quantized from the other folds' ranges,
 as observed and widened (ranges.unseen on the other folds' per-sample extremes); the widened ranges are kept when the
 pooled outputs' worst-output SQNR against float rises by more than fixes.MIN_GAIN_DB and falls on neither
-interleaved half of the samples (fixes.FOLDS), the rule of every fix of the default recipe (fixes.choose). The float model runs once (its outputs on those samples); the ranges come from the
-per-sample extremes calibration kept (Stats.extremes). The folds leave bias correction out (the ranges alone are
+interleaved half of the samples (fixes.FOLDS), the rule of every fix of the default recipe (fixes.choose). The float
+model runs once (its outputs on those samples); the ranges come from the per-sample extremes calibration kept
+(Stats.extremes). The folds leave bias correction out (the ranges alone are
 judged): fitted again in each fold, it made the choice 6x slower on a deep network (timm_edgenext_xx_small_64,
 8 folds: 320 s against its 75 s for the final correction on a loaded machine); the final model's correction and
 its own check (fixes.check_unjudged_bias) follow the choice as before.
