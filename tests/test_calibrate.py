@@ -158,12 +158,15 @@ def test_batched_and_per_sample_statistics_agree(tmp_path):
     for v in values:
         assert np.isclose(one.lo[v], many.lo[v], atol=1e-5) and np.isclose(one.hi[v], many.hi[v], atol=1e-5)
         assert np.allclose(one.spread[v], many.spread[v], atol=1e-5) and one.spread[v][0] == 20   # per sample
+        assert one.extremes[v].shape == (20, 2) and np.allclose(one.extremes[v], many.extremes[v], atol=1e-5)
+        assert np.isclose(one.extremes[v][:, 0].min(), one.lo[v]) and np.isclose(one.extremes[v][:, 1].max(), one.hi[v])
         if v in one.hist_fit:
             assert np.abs(one.hist_fit[v] - many.hist_fit[v]).sum() <= 4 and one.hist_hold[v].sum() > 0
     assert len(many.holdout_x) == 4 and many.samples == 20
 
 
 def test_cache_skips_recalibration(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGEC_CACHE_DIR", str(tmp_path / "cache"))
     path, calib = _files(tmp_path, _convnet())
     opts = ptq.QuantOptions(method="percentile", sensitivity_samples=0)
     _, first = api.calibrate_model(path, calib, opts)
@@ -174,6 +177,8 @@ def test_cache_skips_recalibration(tmp_path, monkeypatch):
     monkeypatch.setattr(calibrate, "collect", fail)
     _, again = api.calibrate_model(path, calib, ptq.QuantOptions(method="mse", sensitivity_samples=0))
     assert again.cached
+    stored = calibrate.load_stats(next((tmp_path / "cache").rglob("*.npz")))     # the samples' own extremes kept
+    assert stored is not None and stored.extremes and all(e.shape[1] == 2 for e in stored.extremes.values())
     # other data: a new key
     np.savez(calib, x=np.random.default_rng(3).random((64, 3, 8, 8), dtype=np.float32))
     with pytest.raises(AssertionError, match="recalibrated"):
@@ -394,6 +399,8 @@ def _edit_entries(cache, kind: str) -> None:
             d.update({k: np.zeros(3, np.int64) for k in d if k.startswith(("fit.", "hold."))})
         elif kind == "per-sample extremes that are not numbers":
             meta["spread"] = [["a"] * 8] * n
+        elif kind == "samples' own extremes that are not finite":
+            d.update({k: np.full((2, 2), np.nan) for k in d if k.startswith("ext.")})
         elif kind == "odd hold-out rows":
             d["holdout_x"], d["holdout_y"] = np.zeros((3, 7), np.float32), np.zeros(2, np.float32)
         d["meta"] = np.array(json.dumps(meta))
@@ -402,7 +409,8 @@ def _edit_entries(cache, kind: str) -> None:
 
 @pytest.mark.parametrize("kind", ["NaN ranges", "inverted ranges", "ranges that are not numbers",
                                   "a tensor left out", "short histograms", "odd hold-out rows",
-                                  "per-sample extremes that are not numbers"])
+                                  "per-sample extremes that are not numbers",
+                                  "samples' own extremes that are not finite"])
 def test_an_edited_cache_entry_is_discarded_not_used(tmp_path, monkeypatch, kind):
     """A cache entry that reads as an .npz but does not say what calibration writes: used as it was, its ranges
     crashed the build (a TypeError), were used inverted, or gave an error that blamed the calibration data.

@@ -110,16 +110,22 @@ def test_too_few_samples_keep_minmax_with_shrunk_bias_correction_and_say_why(tmp
     # not judged, bias correction still applies: its shift shrunk to what the few samples agree on
     assert res.fixes.bias_correction and res.options.bias_correction == "quantized"
     assert "bias correction (shrunk" in res.fixes.summary()
-    assert not res.fixes.unseen and "widened" not in res.fixes.summary()     # the observed extremes by default
-    # unseen_ranges: its minmax ends widened where unseen samples likely pass them (ranges.unseen), never narrowed
+    # unseen_ranges=False: the observed extremes; True: its minmax ends widened where unseen samples likely pass
+    # them (ranges.unseen), never narrowed
+    _, seen = api.calibrate_model(DIGITS / "model.onnx", calib,
+                                  ptq.QuantOptions(sensitivity_samples=0, cache=False, unseen_ranges=False))
+    assert not seen.fixes.unseen and "widened" not in seen.fixes.summary()
     _, wide = api.calibrate_model(DIGITS / "model.onnx", calib,
                                   ptq.QuantOptions(sensitivity_samples=0, cache=False, unseen_ranges=True))
     assert wide.fixes.unseen and "widened" in wide.fixes.summary()
-    assert all(wide.ranges[k][0] <= lo and hi <= wide.ranges[k][1] for k, (lo, hi) in res.ranges.items())
-    assert any(wide.ranges[k] != r for k, r in res.ranges.items())
+    assert all(wide.ranges[k][0] <= lo and hi <= wide.ranges[k][1] for k, (lo, hi) in seen.ranges.items())
+    assert any(wide.ranges[k] != r for k, r in seen.ranges.items())
+    # the default (None) chose between them on the calibration samples, cross-validated (unseen_choice.py)
+    assert "cross-validated output SQNR" in res.fixes.reason
+    assert res.ranges == (wide.ranges if res.fixes.unseen else seen.ranges)
     _, given = api.calibrate_model(DIGITS / "model.onnx", calib, ptq.QuantOptions(
         sensitivity_samples=0, cache=False, method="minmax", unseen_ranges=True))   # minmax asked for: as observed
-    assert not given.fixes.unseen and given.ranges == res.ranges
+    assert not given.fixes.unseen and given.ranges == seen.ranges
     _, off = api.calibrate_model(DIGITS / "model.onnx", calib,
                                  ptq.QuantOptions(sensitivity_samples=0, cache=False, bias_correction=False))
     assert not off.fixes.bias_correction and off.options.bias_correction is False

@@ -34,7 +34,8 @@ from edgec.frontend.loader import graph_inputs
 from edgec.quant.ranges import BINS, choose, histogram, sample_extremes
 
 Progress = Callable[[int, int], None]
-STATS_FORMAT = 2        # in the cache key: entries written before per-sample extremes (`Stats.spread`) are not read
+STATS_FORMAT = 3        # in the cache key: entries written before `Stats.extremes` are not read
+EXTREMES_SAMPLES = 64   # the first samples whose own min and max of every value are kept (Stats.extremes)
 
 
 def float_session(model: onnx.ModelProto, outputs: Iterable[str] | None = None):
@@ -184,6 +185,8 @@ class Stats:
     samples: int = 0
     batch: int = 1
     spread: dict[str, tuple] = field(default_factory=dict)   # per-sample extremes (ranges.sample_extremes)
+    extremes: dict[str, np.ndarray] = field(default_factory=dict)   # (k, 2): min, max of each of the first
+                                                                    # EXTREMES_SAMPLES samples (cross-validation)
     with_histograms: bool = False
     seconds: float = 0.0
     cached: bool = False
@@ -251,6 +254,7 @@ def collect(model: onnx.ModelProto, stream, values: Iterable[str], histograms: b
     lo: dict[str, float] = {}
     hi: dict[str, float] = {}
     spread: dict[str, tuple] = {}
+    extremes: dict[str, list] = {}
     for i, x in stream.batches(size):
         results = run(x)
         results.update(feeds(model, x))
@@ -263,13 +267,17 @@ def collect(model: onnx.ModelProto, stream, values: Iterable[str], histograms: b
                                  "(NaN/Inf); check the calibration data and the model's weights")
             lo[name], hi[name] = min(lo.get(name, a), a), max(hi.get(name, b), b)
             spread[name] = sample_extremes(spread.get(name), mins, maxs, rows.shape[1])
+            if i < EXTREMES_SAMPLES:
+                per = np.stack([mins, maxs], axis=1) if len(mins) == len(x) else np.tile([[a, b]], (len(x), 1))
+                extremes.setdefault(name, []).append(per[:EXTREMES_SAMPLES - i])
         done += len(x)
         if progress:
             progress(done, total)
     missing = [v for v in values if v not in lo]
     if missing:
         raise EdgecError(f"calibration could not observe values {missing[:5]}")
-    stats = Stats(lo=lo, hi=hi, samples=n, batch=size, with_histograms=histograms, spread=spread)
+    stats = Stats(lo=lo, hi=hi, samples=n, batch=size, with_histograms=histograms, spread=spread,
+                  extremes={k: np.concatenate(v).astype(np.float64) for k, v in extremes.items()})
     if histograms:
         held_x, held_y = [], []
         for i, x in stream.batches(size):
@@ -353,6 +361,7 @@ def save_stats(stats: Stats, path: Path) -> None:
     names = list(stats.lo)
     arrays = {f"fit.{i}": stats.hist_fit[n] for i, n in enumerate(names) if n in stats.hist_fit}
     arrays.update({f"hold.{i}": stats.hist_hold[n] for i, n in enumerate(names) if n in stats.hist_hold})
+    arrays.update({f"ext.{i}": stats.extremes[n] for i, n in enumerate(names) if n in stats.extremes})
     if stats.holdout_x is not None:
         arrays.update(holdout_x=stats.holdout_x, holdout_y=stats.holdout_y)
     meta = {"names": names, "lo": [stats.lo[n] for n in names], "hi": [stats.hi[n] for n in names],
@@ -386,6 +395,8 @@ def load_stats(path: Path) -> Stats | None:
                     stats.hist_fit[n] = z[f"fit.{i}"]
                 if f"hold.{i}" in z.files:
                     stats.hist_hold[n] = z[f"hold.{i}"]
+                if f"ext.{i}" in z.files:
+                    stats.extremes[n] = z[f"ext.{i}"]
             if "holdout_x" in z.files:
                 stats.holdout_x, stats.holdout_y = z["holdout_x"], z["holdout_y"]
         return stats if _sound(stats, names) else None
@@ -409,6 +420,9 @@ def _sound(stats: Stats, names) -> bool:
         return False
     if not all(isinstance(v, tuple) and len(v) == 8 and isinstance(v[0], int) and v[0] >= 1 and
                all(number(e) for e in v[1:7]) and isinstance(v[7], int) and v[7] >= 1 for v in stats.spread.values()):
+        return False
+    if not all(e.ndim == 2 and e.shape[1] == 2 and e.dtype.kind == "f" and np.isfinite(e).all()
+               for e in stats.extremes.values()):
         return False
     for h in (*stats.hist_fit.values(), *stats.hist_hold.values()):
         if h.shape != (BINS,) or h.dtype.kind not in "iu" or (h < 0).any():

@@ -135,13 +135,22 @@ def worst_output_sqnr(model: onnx.ModelProto, graph: Graph | list[tuple[Graph, n
     samples of x it computes): cross-validation folds, their outputs pooled."""
     floats = calibrate.run_float_each(model, x)
     parts = [(graph, np.arange(len(x)))] if isinstance(graph, Graph) else graph
+    return worst_sqnr(parts[0][0], floats, pooled_outputs(parts, x))
+
+
+def pooled_outputs(parts: list[tuple[Graph, np.ndarray]], x: np.ndarray) -> np.ndarray:
+    """The dequantized outputs (packed, one row per sample of x) of each (graph, indices of x it computes)."""
     got = None
     for g, rows in parts:
         out = ports.dequantize_outputs(g, reference.run_sequence(g, ports.quantize_inputs(g, x[rows]),
                                                                  reset_each=True)).reshape(len(rows), -1)
         got = np.empty((len(x), out.shape[1]), out.dtype) if got is None else got
         got[rows] = out
-    graph = parts[0][0]
+    return got
+
+
+def worst_sqnr(graph: Graph, floats: list[dict], got: np.ndarray) -> float:
+    """The worst output's SQNR (dB) of outputs `got` (pooled_outputs) against float outputs `floats`."""
     worst = np.inf
     for p in ports.outputs(graph):
         w = [np.asarray(f.get(p.name, ()), np.float64).reshape(-1) for f in floats]

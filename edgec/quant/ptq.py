@@ -33,6 +33,7 @@ from edgec.quant import reference
 from edgec.quant import rounding
 from edgec.quant import saturation
 from edgec.quant import sensitivity
+from edgec.quant import unseen_choice
 from edgec import ports
 from edgec.data import Samples, load_dataset
 from edgec.errors import EdgecError
@@ -77,8 +78,8 @@ class QuantOptions:
     state: tuple[str, ...] = ()        # OUTPUT=INPUT: a state fed back, both quantized alike (edgec/ports.py)
     input_layout: str | None = None    # "nhwc": an NCHW model's C input channels-last (edgec/frontend/canonicalize.py)
     requantize: str = "tflite"         # "once": every int8 layer rounds its accumulator once (one_rounding, below)
-    unseen_ranges: bool = False        # a model the recipe cannot judge: minmax ends widened (ranges.unseen); off by
-                                       # default: measured on the corpus, docs/corpus.md (h45-calib)
+    unseen_ranges: bool | None = None  # a model the recipe cannot judge: minmax ends widened (ranges.unseen); None:
+                                       # where it gains, cross-validated on the calibration set (unseen_choice.py)
 
     @classmethod
     def plain(cls, **kw) -> QuantOptions:
@@ -265,7 +266,16 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
     method, scores, search = options.method, {}, None
     ranges = {**stats.ranges(method, options.percentile), **own_ranges} if method in METHODS else None
     if chosen is not None and chosen.unseen and method == "minmax":     # the default on few samples
-        ranges.update({k: ranges_mod.unseen(*ranges[k], stats.spread.get(k)) for k in stats.lo})
+        if options.unseen_ranges is None:
+            def settle(r):
+                r = saturation.clamp(g, r)[0] if options.saturation else r
+                return ports.tie_ranges(g, r, states) if states else r
+            chosen.unseen, measured = unseen_choice.choose(model, g, stats, own_ranges, stream.first(BIAS_SAMPLES),
+                                                           options.per_channel, settle, log)
+            chosen.reason += f"; {measured}"
+            log(measured)
+        if chosen.unseen:
+            ranges.update({k: ranges_mod.unseen(*ranges[k], stats.spread.get(k)) for k in stats.lo})
     if method in AUTO_METHODS:
         method, scores, search = _auto(g, stats, options, stream, own_ranges, log)
         by_method = {m: stats.ranges(m, options.percentile) for m in METHODS}
@@ -403,7 +413,7 @@ def _default_recipe(model, graph: Graph, stream: Samples, options: QuantOptions,
     if why:
         chosen = fixes_mod.unjudged(graph, stream.n, states, why, options.method, options.equalize,
                                     options.bias_correction)
-        chosen.unseen = chosen.unseen and options.unseen_ranges
+        chosen.unseen = chosen.unseen and options.unseen_ranges is not False
     else:
         chosen = fixes_mod.choose(model, graph, stream, options.method, options.equalize, options.bias_correction,
                                   options.per_channel, options.percentile, cache_dir if options.cache else None,
