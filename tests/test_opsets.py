@@ -138,6 +138,9 @@ def _body(kind):
 
 def test_control_flow_is_named_before_anything_is_built(tmp_path):
     nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             # a condition known only at run time (a constant one is folded to its branch: edgec/frontend/fold.py)
+             helper.make_node("ReduceMax", ["r"], ["r_max"], keepdims=0, name="r_max"),
+             helper.make_node("Greater", ["r_max", "zero"], ["cond"], name="positive"),
              helper.make_node("If", ["cond"], ["a"], then_branch=_body("If"), else_branch=_body("If"), name="if_node"),
              # too many trips to unroll (a short loop is written out: edgec/frontend/unroll.py)
              helper.make_node("Loop", ["many", "cond", "r"], ["b"], body=_body("Loop"), name="loop_node"),
@@ -145,7 +148,7 @@ def test_control_flow_is_named_before_anything_is_built(tmp_path):
              helper.make_node("Scan", ["zeros", "b2"], ["s", "y2"], body=_body("Scan"), num_scan_inputs=1,
                               name="scan_node"),
              helper.make_node("Relu", ["r"], ["y"], name="out")]
-    m = make_model(nodes, ("x", [1, 4]), ("y", [1, 4]), {"cond": np.array(True), "many": np.array(10 ** 9, np.int64),
+    m = make_model(nodes, ("x", [1, 4]), ("y", [1, 4]), {"zero": np.array(0, np.float32), "many": np.array(10 ** 9, np.int64),
                                                          "zeros": np.zeros(4, np.float32),
                                                          "shape": np.array([1, 4], np.int64)})
     path = save(m, tmp_path)

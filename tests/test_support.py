@@ -30,9 +30,12 @@ def many_problems_model():
              helper.make_node("Resize", ["r", "", "scales"], ["z"], mode="cubic", name="cubic_resize"),
              helper.make_node("MyOp", ["z"], ["m"], domain="com.example", name="custom"),
              helper.make_node("Relu", ["m"], ["y"], name="relu_out"),
+             # the If's condition is known only at run time (a constant one is folded: edgec/frontend/fold.py)
+             helper.make_node("ReduceMax", ["x"], ["x_max"], keepdims=0, name="x_max"),
+             helper.make_node("Greater", ["x_max", "zero"], ["cond"], name="positive"),
              helper.make_node("If", ["cond"], ["side"], then_branch=branch, else_branch=branch, name="branchy")]
     inits = {"w": rng.normal(size=(4, 4, 3, 3)).astype(np.float32), "scales": np.array([1, 1, 2, 2], np.float32),
-             "cond": np.array(True)}
+             "zero": np.array(0, np.float32)}
     graph = helper.make_graph(
         nodes, "test", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 12, 12])],
@@ -58,7 +61,7 @@ def test_every_problem_is_found():
         assert what in p.detail and p.opset == (1 if p.op.startswith("com.") else 13)
     # the survey went on past every problem: the conv and both relus are in the canonical graph
     kinds = [op.kind for op in graph.ops]
-    assert "conv2d" in kinds and kinds.count("unsupported") == 4, kinds   # the If computes from no tensor
+    assert "conv2d" in kinds and kinds.count("unsupported") == 5, kinds   # the If (on a run-time condition) too
     assert graph_macs(graph) == 4 * 4 * 9 * 64
 
 
@@ -86,7 +89,7 @@ def test_inspect_lists_every_problem_with_macs_and_arena(tmp_path):
     assert all(p["opset"] in (1, 13) for p in info["problems"])
     status = {n["name"]: n["supported"] for n in info["nodes"]}
     assert status == {"conv": True, "dilated_pool": False, "hardmax": False, "relu": True, "cubic_resize": False,
-                      "custom": False, "relu_out": True, "branchy": False}
+                      "custom": False, "relu_out": True, "x_max": True, "positive": True, "branchy": False}
     assert info["macs"] == 4 * 4 * 9 * 64 and info["arena_bytes_estimate"] > 0
     proc = edgec("inspect", path)
     assert proc.returncode == 1
