@@ -18,6 +18,22 @@ static uint32_t edgec_isqrt30(uint32_t v)
     return root;
 }
 
+/* 2^31 // floor(sqrt(V)), V = max(v, 1) scaled by 4^e into [2^28, 2^30) (*e gets that e): the inverse square root
+ * the three normalizations below share (edgec/ops/norm.py) */
+static uint32_t edgec_inv_root30(int64_t v, int32_t *e)
+{
+    if (v < 1) v = 1;
+    while (v < ((int64_t)1 << 28)) {
+        v <<= 2;
+        ++*e;
+    }
+    while (v >= ((int64_t)1 << 30)) {
+        v >>= 2;
+        --*e;
+    }
+    return 0x80000000u / edgec_isqrt30((uint32_t)v);
+}
+
 void edgec_layer_norm_s8(const edgec_layer_norm_params *p, const int8_t *input, const int16_t *gamma,
                          const int32_t *beta, int8_t *output)
 {
@@ -36,16 +52,7 @@ void edgec_layer_norm_s8(const edgec_layer_norm_params *p, const int8_t *input, 
         }
         if (p->rms) s1 = 0;
         v = (int64_t)cols * s2 - (int64_t)s1 * s1 + p->eps_q;
-        if (v < 1) v = 1;
-        while (v < ((int64_t)1 << 28)) {
-            v <<= 2;
-            ++e;
-        }
-        while (v >= ((int64_t)1 << 30)) {
-            v >>= 2;
-            --e;
-        }
-        inv = 0x80000000u / edgec_isqrt30((uint32_t)v);
+        inv = edgec_inv_root30(v, &e);
         sh = 31 - p->frac_bits - e;
         /* (cols * d - s1) * inv + 2^(sh-1) as d * step + base: one 32x32 -> 64-bit multiply-add per value */
         step = (int64_t)cols * inv;
@@ -78,16 +85,7 @@ void edgec_layer_norm_s16(const edgec_layer_norm_params *p, const int16_t *input
         }
         if (p->rms) s1 = 0;
         v = (int64_t)cols * s2 - s1 * s1 + (int64_t)((uint64_t)p->eps_q << (2 * p->eps_shift));
-        if (v < 1) v = 1;
-        while (v < ((int64_t)1 << 28)) {
-            v <<= 2;
-            ++e;
-        }
-        while (v >= ((int64_t)1 << 30)) {
-            v >>= 2;
-            --e;
-        }
-        inv = 0x80000000u / edgec_isqrt30((uint32_t)v);
+        inv = edgec_inv_root30(v, &e);
         sh = 31 - p->frac_bits - e;
         step = (int64_t)cols * inv;
         base = ((int64_t)1 << (sh - 1)) - s1 * (int64_t)inv;
@@ -176,16 +174,7 @@ void edgec_l2_norm_s16(const edgec_l2_norm16_params *p, const int16_t *input, in
         for (i = 0; i < cols; ++i) {
             s += (int32_t)x[i] * x[i];
         }
-        if (s < 1) s = 1;
-        while (s < ((int64_t)1 << 28)) {
-            s <<= 2;
-            ++e;
-        }
-        while (s >= ((int64_t)1 << 30)) {
-            s >>= 2;
-            --e;
-        }
-        inv = 0x80000000u / edgec_isqrt30((uint32_t)s);
+        inv = edgec_inv_root30(s, &e);
         sh = 16 - e;
         for (i = 0; i < cols; ++i) {
             const int64_t t = (int64_t)x[i] * inv + ((int64_t)1 << (sh - 1));
