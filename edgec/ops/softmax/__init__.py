@@ -17,7 +17,7 @@ import numpy as np
 from edgec.errors import EdgecError
 from edgec.ir import Op, Tensor
 from edgec.ops import cemit
-from edgec.ops.softmax import log_softmax16, masked
+from edgec.ops.softmax import axes, log_softmax16, masked
 from edgec.ops.softmax.table import softmax_table
 from edgec.fixedpoint import gemmlowp
 from edgec.ops.kernel import INT16, REFERENCE, Kernel
@@ -383,36 +383,13 @@ KERNELS = [
 def import_softmax(cx, node):
     if masked.import_masked(cx, node):      # a constant attention mask before it: folded in
         return
-    x = node.input[0]
-    shape = cx.shape(x, node)
-    tensor, perm = cx.activation(x, node)
-    rank = len(shape)
-    axis = cx.attr(node, "axis", -1 if cx.opset >= 13 else 1) % rank
-    reduced = [axis] if cx.opset >= 13 else list(range(axis, rank))
-    phys = [a for a in perm if shape[a] != 1]
-    tail = [a for a in phys if a in reduced]
-    if phys[len(phys) - len(tail):] != tail or (cx.opset < 13 and any(shape[a] != 1 for a in range(axis))):
-        return _softmax_general(cx, node, "softmax")
-    cols = int(np.prod([shape[a] for a in reduced]))
-    out = cx.new_tensor(node.output[0], cx.graph.tensors[tensor].shape, node.output[0])
-    cx.emit("softmax", node, [tensor], out, rows=int(np.prod(shape)) // cols, cols=cols)
-    cx.values[node.output[0]] = (out, perm)
+    _softmax_general(cx, node, "softmax")
 
 
 def _softmax_general(cx, node, kind):
     """Softmax/LogSoftmax over any axes: bring them innermost (a remap) when they are not."""
     x, y = node.input[0], node.output[0]
-    shape = cx.shape(x, node)
-    rank = len(shape)
-    axis = int(cx.attr(node, "axis", -1 if cx.opset >= 13 else 1)) % rank
-    reduced = [axis] if cx.opset >= 13 else list(range(axis, rank))
-    tensor, perm = cx.activation(x, node)
-    order = [a for a in perm if shape[a] != 1]
-    tail = [a for a in order if a in reduced]
-    if order[len(order) - len(tail):] != tail:
-        perm = tuple([a for a in perm if a not in reduced] + [a for a in perm if a in reduced])
-        tensor = cx.as_layout(x, perm, node)
-    cols = int(np.prod([shape[a] for a in reduced], dtype=np.int64))
+    tensor, perm, shape, cols = axes.rows_innermost(cx, x, node)
     out = cx.new_tensor(y, cx.graph.tensors[tensor].shape, y)
     cx.emit(kind, node, [tensor], out, rows=int(np.prod(shape, dtype=np.int64)) // cols, cols=cols)
     cx.values[y] = (out, perm)

@@ -26,6 +26,7 @@ from edgec.ir import Op, Tensor
 from edgec.ops import cemit
 from edgec.ops.kernel import REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, OpDef
+from edgec.ops.softmax.axes import rows_innermost
 from edgec.ops.softmax.table import softmax_table
 
 MASKED_AT = -1e4         # an additive mask value: -inf, or at most this
@@ -162,17 +163,7 @@ def import_masked(cx, node) -> bool:
     if found is None:
         return False
     scores, keep = found
-    shape = cx.shape(scores, node)
-    rank = len(shape)
-    axis = int(cx.attr(node, "axis", -1 if cx.opset >= 13 else 1)) % rank
-    reduced = [axis] if cx.opset >= 13 else list(range(axis, rank))
-    tensor, perm = cx.activation(scores, node)
-    order = [a for a in perm if shape[a] != 1]
-    tail = [a for a in order if a in reduced]
-    if order[len(order) - len(tail):] != tail:
-        perm = tuple([a for a in perm if a not in reduced] + [a for a in perm if a in reduced])
-        tensor = cx.as_layout(scores, perm, node)
-    cols = int(np.prod([shape[a] for a in reduced], dtype=np.int64))
+    tensor, perm, shape, cols = rows_innermost(cx, scores, node)
     rows = int(np.prod(shape, dtype=np.int64)) // cols
     bits = np.ascontiguousarray(np.transpose(keep, perm)).reshape(rows, cols)
     y = node.output[0]
