@@ -69,11 +69,52 @@ def import_compare(cx, node):
     """Greater / Less / ... / Equal of two activations or of an activation and a constant: the binary family's
     TFLite comparison (both operands rescaled, then compared; `common_scale`: their multipliers taken relative to
     the larger scale, so any two grids compare), a bool output (one byte, 0 or 1, never quantized) that a Where
-    reads as its mask."""
+    reads as its mask. A peak test of a strictly increasing function's values is made on its input (`_peak_test`)."""
     for v in node.input:
         if v not in cx.consts and cx.graph.tensors[cx.activation(v, node)[0]].dtype == "bool":
             raise node_error(node, f"{node.op_type} of a bool tensor is not supported (of values)")
-    _emit_mask(cx, node, COMPARE[node.op_type])
+    _emit_mask(cx, _peak_test(cx, node), COMPARE[node.op_type])
+
+
+# ONNX functions that are strictly increasing: f(a) = f(b) exactly when a = b, so MaxPool(f(x)) = f(x) exactly where
+# MaxPool(x) = x (f(max) = max f); their int8 tables are non-decreasing (rounding and the clamp keep the order)
+INCREASING = {"Sigmoid", "Tanh", "Exp", "Erf", "Atan", "Softsign", "Asinh", "Sinh"}
+
+
+def _peak_test(cx, node):
+    """`Equal(MaxPool(f(x)), f(x))` (a CenterNet heat map's peak test, f a Sigmoid...) as `Equal(MaxPool(x), x)`,
+    the same mask in exact arithmetic, else node as it is. In int8 the table f maps several levels of x to one of
+    its output (its slope below the grids' ratio), so two neighbours a level apart in x become a tie in f(x) and
+    both pass as peaks; compared on x (whose max pool keeps x's grid) the test keeps only the ties x itself has:
+    never more peaks than the test on f(x), as a non-decreasing table keeps max f = f(max). (In float32 a saturated
+    f ties too, Sigmoid above 17: there the float model marks both neighbours, this test the larger.)"""
+    if node.op_type != "Equal" or any(v in cx.consts for v in node.input):
+        return node
+    made = {o: n for _, n in cx.nodes for o in n.output}
+    for pool, value in (node.input, node.input[::-1]):
+        mp, fn = made.get(pool), made.get(value)
+        if (mp is None or fn is None or mp.op_type != "MaxPool" or list(mp.input) != [value]
+                or len([o for o in mp.output if o]) != 1 or fn.op_type not in INCREASING or len(fn.input) != 1
+                or fn.input[0] in cx.consts or fn.input[0] not in cx.values):
+            continue
+        from edgec.ops.pool import import_max_pool
+
+        x = fn.input[0]
+        pre = f"{SYNTHETIC}{mp.output[0]}__of_{x}"
+        if pre not in cx.values:
+            twin = onnx.NodeProto()
+            twin.CopyFrom(mp)
+            del twin.input[:]
+            del twin.output[:]
+            twin.input.append(x)
+            twin.output.append(pre)
+            cx.shapes[pre] = cx.shape(pool, node)   # x has f(x)'s shape: the pool's output has the pool's
+            import_max_pool(cx, twin)
+            t = cx.values[pre][0]       # its grid is x's (a max pool keeps its input's): no range of its own
+            cx.graph.retensor(t, source=cx.graph.tensors[cx.activation(x, node)[0]].source)
+        return onnx.helper.make_node("Equal", [pre, x] if pool == node.input[0] else [x, pre], list(node.output),
+                                     name=node.name)
+    return node
 
 
 def import_cast_to_bool(cx, node):
