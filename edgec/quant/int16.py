@@ -42,10 +42,10 @@ def candidates(graph: Graph, kinds=KINDS) -> list[str]:
     return list(dict.fromkeys(op.name for op in graph.ops if op.kind in kinds))
 
 
-def check_names(graph: Graph, names) -> list[str]:
+def check_names(graph: Graph, names, kinds=INT16_NAMEABLE) -> list[str]:
     """The distinct names, or one EdgecError naming the bad ones and listing the valid ones."""
     names = list(dict.fromkeys(n.strip() for n in names if n and n.strip()))
-    valid = candidates(graph, INT16_NAMEABLE)
+    valid = candidates(graph, kinds)
     bad = [n for n in names if n not in valid]
     if bad:
         known = {op.name: op.kind for op in graph.ops}
@@ -56,14 +56,15 @@ def check_names(graph: Graph, names) -> list[str]:
     return names
 
 
-def mark(graph: Graph, names, outputs16=()) -> tuple[Graph, int]:
+def mark(graph: Graph, names, outputs16=(), kinds=INT16_NAMEABLE) -> tuple[Graph, int]:
     """`graph` (float, canonical, before quantize) rewritten so the named layers run with int16 activations,
     and the number of conversion ops inserted. A graph output in `outputs16` (an int16 tail, tail_default) that a
-    named layer writes and nothing reads stays int16: an int16 output port under its own name."""
-    names = set(check_names(graph, names))
+    named layer writes and nothing reads stays int16: an int16 output port under its own name. kinds: those a name
+    may have (a transformer's row layers too: attention_default)."""
+    names = set(check_names(graph, names, kinds))
     if not names:
         return graph, 0
-    chosen = {id(op) for op in graph.ops if op.name in names and op.kind in INT16_NAMEABLE}
+    chosen = {id(op) for op in graph.ops if op.name in names and op.kind in kinds}
     readers: dict[str, list[Op]] = {}
     for op in graph.ops:
         for t in op.inputs:
@@ -167,6 +168,29 @@ def tail_default(graph: Graph) -> tuple[list[str], list[str]]:
         if feed is not None and feed.kind in KINDS and readers.get(feed.output) == 1 and feed.output not in graph.outputs:
             names.insert(-1, feed.name)
     return list(dict.fromkeys(names)), outs
+
+
+# a transformer's kinds with a 16x8 kernel that quantizes from float ranges as from a QDQ file's int16 grids (the
+# row-wise FullyConnected, LayerNorm, MatMul of two activations and Add / Sub / Mul of h46-t16 and h45-ort)
+ATTENTION_KINDS = INT16_NAMEABLE + tuple(k for k in ("fully_connected_rows", "layer_norm", "matmul", "binary")
+                                         if k not in INT16_NAMEABLE)
+ATTENTION_BINARY = ("add", "sub", "mul")
+
+
+def attention_default(graph: Graph) -> list[str]:
+    """A float transformer's layers that run int16 under QuantOptions.attention_int16 (by default where it gains,
+    ptq.attention_choice): in a model with a LayerNorm and a Softmax, every op of ATTENTION_KINDS (a binary one of
+    two values or a value and a constant: Add, Sub, Mul), so the residual stream, the normalized rows, the
+    attention's scores and probabilities and the MLP's rows are int16 (ONNX Runtime's INT8 leaves the LayerNorms,
+    the GELUs and the attention's scaling in float: edgec's int8 rounds each); what has no 16x8 kernel (a GELU
+    table) stays int8, converted at its ends. [] for any other model."""
+    kinds = {op.kind for op in graph.ops}
+    if not {"layer_norm", "softmax"} <= kinds:
+        return []
+    return list(dict.fromkeys(
+        op.name for op in graph.ops if op.kind in ATTENTION_KINDS and not (
+            op.kind == "binary" and (op.attrs.get("op") not in ATTENTION_BINARY
+                                     or any(graph.tensors[t].dtype == "bool" for t in op.inputs)))))
 
 
 TAIL_HEADROOM = 2.0     # an int16 tail's output grid spans this times its calibrated range: a sample beyond what

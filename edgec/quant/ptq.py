@@ -67,6 +67,8 @@ class QuantOptions:
     tail_int16: bool | None = None     # a float model's output layer of an int16 tail kind (an L2 normalization) and
                                        # the 16x8 layer feeding it int16, the output an int16 port
                                        # (int16.tail_default); None: where it gains (tail_choice)
+    attention_int16: bool | None = None   # a float transformer's row layers int16 (int16.attention_default);
+                                          # None: where it gains (attention_choice)
     auto_seconds: float = autorange.BUDGET_S   # time budget of auto's per-tensor search
     weights: str = "int8"              # "int4": every layer that can takes int4 weights (edgec/quant/int4layers.py)
     int4: tuple[str, ...] = ()         # ONNX node names with int4 weights
@@ -156,6 +158,7 @@ class QuantResult:
     options: QuantOptions | None = None              # the options as applied (the default recipe's choices in)
     recurrence: str = ""                             # the int16-recurrence choice, measured (recurrence_choice)
     tail: str = ""                                   # the int16-tail choice, measured (tail_choice)
+    attention: str = ""                              # the int16-transformer choice, measured (attention_choice)
 
     @property
     def label(self) -> str:
@@ -210,6 +213,8 @@ def _checked(graph: Graph, options: QuantOptions):
         wide = list(dict.fromkeys(wide + [n for n in int16.recurrent_default(graph) if n not in options.int4]))
     if options.tail_int16 and not options.budgeted and options.weights == "int8":
         wide = list(dict.fromkeys(wide + [n for n in int16.tail_default(graph)[0] if n not in options.int4]))
+    if options.attention_int16 and not options.budgeted and options.weights == "int8":
+        wide = list(dict.fromkeys(wide + [n for n in int16.attention_default(graph) if n not in options.int4]))
     four = int4layers.chosen(graph, options.weights, options.int4, tuple(wide))
     if ports.multi(graph) and (options.method in AUTO_METHODS or options.budgeted):
         raise EdgecError(f"{options.budget_flag if options.budgeted else '--calibration ' + options.method}"
@@ -228,6 +233,8 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
         return recurrence_choice(model, graph, samples, options, log, progress, cache_dir)
     if options.tail_int16 is None:
         return tail_choice(model, graph, samples, options, log, progress, cache_dir)
+    if options.attention_int16 is None:
+        return attention_choice(model, graph, samples, options, log, progress, cache_dir)
     options, wide, four, states = _checked(graph, options)
     if options.requantize == "once":
         graph = one_rounding(graph)
@@ -255,7 +262,8 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
     if options.bias_correction == "float":
         g = biascorr.correct_float(g, stream.first(BIAS_SAMPLES), options.per_channel)
     if wide:
-        g, converters = int16.mark(g, wide, int16.tail_default(g)[1] if options.tail_int16 else ())
+        g, converters = int16.mark(g, wide, int16.tail_default(g)[1] if options.tail_int16 else (),
+                                   int16.ATTENTION_KINDS if options.attention_int16 else int16.INT16_NAMEABLE)
         log(f"int16 activations (16x8) for {', '.join(wide)}; {converters} int8<->int16 conversions")
     if four:
         g, n = int4layers.mark(g, four)
@@ -378,6 +386,19 @@ def tail_choice(model, graph: Graph, samples: Samples, options: QuantOptions, lo
         return quantize_model(model, graph, samples, replace(options, tail_int16=False), log, progress, cache_dir)
     keep, keep.tail = _int16_choice(model, graph, samples, options, "tail_int16", "output tail", log, progress,
                                     cache_dir)
+    return _with_sensitivity(keep, samples, options.sensitivity_samples, log)
+
+
+def attention_choice(model, graph: Graph, samples: Samples, options: QuantOptions, log, progress,
+                     cache_dir) -> QuantResult:
+    """attention_int16 None (the default): a float transformer's row layers (int16.attention_default) run int16 only
+    where the calibration samples' worst output gains more than fixes.MIN_GAIN_DB, the rule of recurrence_choice
+    and tail_choice; elsewhere the int8 model (half the arena bytes) stays."""
+    if (graph.fixed_qparams or options.budgeted or options.weights != "int8" or options.state
+            or not [n for n in int16.attention_default(graph) if n not in options.int4]):
+        return quantize_model(model, graph, samples, replace(options, attention_int16=False), log, progress, cache_dir)
+    keep, keep.attention = _int16_choice(model, graph, samples, options, "attention_int16", "transformer rows", log,
+                                         progress, cache_dir)
     return _with_sensitivity(keep, samples, options.sensitivity_samples, log)
 
 

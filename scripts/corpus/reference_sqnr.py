@@ -38,7 +38,7 @@ def measure(name: str, options: dict) -> corpus_table.Row:
     x = corpus_table.float_inputs(oracle)
     row = corpus_table.Row(name, entry["kind"], "onnx", "reference")
     corpus_table.accuracy(row, g, entry, oracle, x, reference.run_sequence(g, ports.quantize_inputs(g, x)))
-    row.extra = {"chose": "; ".join(filter(None, (res.fixes.summary() if res.fixes else "", res.recurrence, res.tail))),
+    row.extra = {"chose": "; ".join(filter(None, (res.fixes.summary() if res.fixes else "", res.recurrence, res.tail, res.attention))),
                  "calibrate_s": round(seconds, 1)}
     return row
 

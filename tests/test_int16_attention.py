@@ -1,0 +1,84 @@
+"""A float transformer's rows in int16 (edgec/quant/int16.py `attention_default`, ptq.attention_choice): in a model
+with a LayerNorm and a Softmax, the LayerNorm, the row-wise MatMuls, the attention's MatMuls of two activations, the
+Softmax and the residual Add run 16x8 (the kernels ORT A16W8 files run, h46-t16), by default only where that gains
+more than fixes.MIN_GAIN_DB on the calibration samples; the generated C bit-exact with the reference (gcc; clang
+with sanitizers)."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import onnxruntime as ort
+from onnx import helper
+
+from conftest import SANITIZE, check_generated_c, make_model, save
+from edgec import api
+from edgec.quant import fixes, int16
+
+T, C = 12, 16
+
+
+def _block():
+    """x[1, T, C] -> LayerNorm -> q, k, v (MatMul over rows) -> softmax(q k^T / sqrt C) v -> + x -> LayerNorm ->
+    MatMul to 4 values a row: one pre-norm attention block and a head, its residual stream a few large channels
+    beside small ones (the int8 grid of the stream is set by the large ones, the norm after it scales all alike)."""
+    r = np.random.default_rng(11)
+    nodes = [helper.make_node("LayerNormalization", ["x", "g", "b"], ["n"], axis=-1, name="norm"),
+             helper.make_node("MatMul", ["n", "wq"], ["q"], name="q"),
+             helper.make_node("MatMul", ["n", "wk"], ["k"], name="k"),
+             helper.make_node("MatMul", ["n", "wv"], ["v"], name="v"),
+             helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1], name="kt"),
+             helper.make_node("MatMul", ["q", "kt"], ["s"], name="scores"),
+             helper.make_node("Mul", ["s", "scale"], ["s2"], name="scale"),
+             helper.make_node("Softmax", ["s2"], ["p"], axis=-1, name="softmax"),
+             helper.make_node("MatMul", ["p", "v"], ["o"], name="mix"),
+             helper.make_node("Add", ["x", "o"], ["h"], name="residual"),
+             helper.make_node("LayerNormalization", ["h", "g", "b"], ["hn"], axis=-1, name="norm2"),
+             helper.make_node("MatMul", ["hn", "wh"], ["y"], name="head")]
+    inits = {"g": r.uniform(0.5, 1.5, C), "b": r.normal(0, 0.1, C), "scale": np.array(C ** -0.5),
+             "wh": r.normal(0, C ** -0.5, (C, 4)), **{w: r.normal(0, C ** -0.5, (C, C)) for w in ("wq", "wk", "wv")}}
+    return make_model(nodes, ("x", [1, T, C]), ("y", [1, T, 4]), inits, opset=17)
+
+
+def _inputs(rng, n):
+    x = rng.normal(0, 0.3, (n, T, C))
+    x[..., :2] *= 20          # two large channels
+    return x.astype(np.float32)
+
+
+def test_a_transformer_blocks_rows_run_int16_where_it_gains(tmp_path):
+    path = save(_block(), tmp_path)
+    rng = np.random.default_rng(12)
+    calib = _inputs(rng, 16)
+    res = api.calibrate(path, calib, sensitivity_samples=0)
+    s8, s16 = map(float, re.search(r"samples (-?[\d.]+) dB int8, (-?[\d.]+) dB int16", res.attention).groups())
+    assert s16 > s8 + fixes.MIN_GAIN_DB and res.attention.startswith("transformer rows int16"), res.attention
+    assert res.options.attention_int16 is True
+    g = res.graph
+    kinds16 = {op.kind for op in g.ops if g.tensors[op.output].dtype == "int16"}
+    assert {"layer_norm", "fully_connected_rows", "matmul", "softmax", "add"} <= kinds16, kinds16
+    assert g.tensors[g.output].dtype == "int8"          # the port stays int8
+    int8 = api.calibrate(path, calib, sensitivity_samples=0, attention_int16=False)
+    assert int8.attention == "" and not any(t.dtype == "int16" for t in int8.graph.tensors.values())
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    x = _inputs(rng, 8)
+    want = np.stack([sess.run(None, {"x": xi[None]})[0].reshape(-1) for xi in x]).astype(np.float64)
+
+    def snr(r):
+        got = np.stack([np.asarray(api.reference(r, xi[None]).y, np.float64).reshape(-1) for xi in x])
+        return 10 * np.log10(np.sum(want ** 2) / np.sum((want - got) ** 2))
+    assert snr(res) > snr(int8) + 1, (snr(res), snr(int8))
+    check_generated_c(g, x[:, None], tmp_path / "gcc")
+    check_generated_c(g, x[:, None], tmp_path / "clang", cc="clang", flags=SANITIZE)
+
+
+def test_only_a_model_with_a_layer_norm_and_a_softmax_has_transformer_rows(tmp_path):
+    path = save(_block(), tmp_path)
+    calib = _inputs(np.random.default_rng(13), 16)
+    g = api.calibrate(path, calib, sensitivity_samples=0, attention_int16=False).graph
+    assert {op.kind for op in g.ops if op.name in int16.attention_default(g)} == {     # (the Add: int16.mark's
+        "layer_norm", "fully_connected_rows", "matmul", "softmax"}                    # int16 chain passes it)
+    plain = make_model([helper.make_node("MatMul", ["x", "w"], ["y"], name="fc")], ("x", [1, T, C]),
+                       ("y", [1, T, C]), {"w": np.eye(C)})
+    r = api.calibrate(save(plain, tmp_path, "plain.onnx"), calib, sensitivity_samples=0)
+    assert int16.attention_default(r.graph) == [] and r.attention == ""
