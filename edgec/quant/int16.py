@@ -184,8 +184,8 @@ def attention_default(graph: Graph) -> list[str]:
     attention's scores and probabilities and the MLP's rows are int16 (ONNX Runtime's INT8 leaves the LayerNorms,
     the GELUs and the attention's scaling in float: edgec's int8 rounds each); what has no 16x8 kernel (a GELU
     table) stays int8, converted at its ends. [] for any other model."""
-    kinds = {op.kind for op in graph.ops}
-    if not {"layer_norm", "softmax"} <= kinds:
+    if not any(op.kind == "layer_norm" for op in graph.ops) or not any(
+            REGISTRY[op.kind].distribution and op.kind in INT16_NAMEABLE for op in graph.ops):   # (a Softmax)
         return []
     return list(dict.fromkeys(
         op.name for op in graph.ops if op.kind in ATTENTION_KINDS and not (
