@@ -15,7 +15,8 @@ from conftest import SANITIZE, check_generated_c, make_model, save
 from edgec import api
 from edgec.quant import fixes, int16
 
-T, C = 12, 16
+T, C = 8, 16
+FIXED = dict(sensitivity_samples=0, bias_correction=False, unseen_ranges=False)   # the recipe's other choices made
 
 
 def _block():
@@ -50,7 +51,7 @@ def test_a_transformer_blocks_rows_run_int16_where_it_gains(tmp_path):
     path = save(_block(), tmp_path)
     rng = np.random.default_rng(12)
     calib = _inputs(rng, 16)
-    res = api.calibrate(path, calib, sensitivity_samples=0)
+    res = api.calibrate(path, calib, **FIXED)
     s8, s16 = map(float, re.search(r"samples (-?[\d.]+) dB int8, (-?[\d.]+) dB int16", res.attention).groups())
     assert s16 > s8 + fixes.MIN_GAIN_DB and res.attention.startswith("transformer rows int16"), res.attention
     assert res.options.attention_int16 is True
@@ -58,7 +59,7 @@ def test_a_transformer_blocks_rows_run_int16_where_it_gains(tmp_path):
     kinds16 = {op.kind for op in g.ops if g.tensors[op.output].dtype == "int16"}
     assert {"layer_norm", "fully_connected_rows", "matmul", "softmax", "add"} <= kinds16, kinds16
     assert g.tensors[g.output].dtype == "int8"          # the port stays int8
-    int8 = api.calibrate(path, calib, sensitivity_samples=0, attention_int16=False)
+    int8 = api.calibrate(path, calib, **FIXED, attention_int16=False)
     assert int8.attention == "" and not any(t.dtype == "int16" for t in int8.graph.tensors.values())
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     x = _inputs(rng, 8)
@@ -75,10 +76,10 @@ def test_a_transformer_blocks_rows_run_int16_where_it_gains(tmp_path):
 def test_only_a_model_with_a_layer_norm_and_a_softmax_has_transformer_rows(tmp_path):
     path = save(_block(), tmp_path)
     calib = _inputs(np.random.default_rng(13), 16)
-    g = api.calibrate(path, calib, sensitivity_samples=0, attention_int16=False).graph
+    g = api.calibrate(path, calib, **FIXED, attention_int16=False).graph
     assert {op.kind for op in g.ops if op.name in int16.attention_default(g)} == {     # (the Add: int16.mark's
         "layer_norm", "fully_connected_rows", "matmul", "softmax"}                    # int16 chain passes it)
     plain = make_model([helper.make_node("MatMul", ["x", "w"], ["y"], name="fc")], ("x", [1, T, C]),
                        ("y", [1, T, C]), {"w": np.eye(C)})
-    r = api.calibrate(save(plain, tmp_path, "plain.onnx"), calib, sensitivity_samples=0)
+    r = api.calibrate(save(plain, tmp_path, "plain.onnx"), calib, **FIXED)
     assert int16.attention_default(r.graph) == [] and r.attention == ""
