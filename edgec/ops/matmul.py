@@ -227,7 +227,7 @@ MATMUL_FAST16 = Kernel("edgec_matmul_fast_s16", ("matmul",), FAST, c_matmul_fast
 KERNELS = [MATMUL, MATMUL_FAST, MATMUL16, MATMUL_FAST16]
 
 OPS = [OpDef("matmul", "matmul", quantize_matmul, float_matmul, fuses_activation=True, macs=macs,
-             int16=Int16(quantize_matmul16, qdq=always))]
+             int16=Int16(quantize_matmul16, qdq=always, rows=always))]
 
 
 # ---- after the graph is built: operands read where their bytes already are

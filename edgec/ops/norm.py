@@ -211,7 +211,7 @@ def c_l2_norm16(op: Op, low, site: CallSite) -> str:
 
 
 OPS = [OpDef("layer_norm", "norm", quantize_layer_norm, float_layer_norm, fuses_activation=True, in_place=True,
-             int16=Int16(quantize_layer_norm16, qdq=always)),
+             int16=Int16(quantize_layer_norm16, qdq=always, rows=always)),
        OpDef("l2_norm", "norm", quantize_l2_norm, float_l2_norm, in_place=True, qparams="fixed",
              fixed_qparams=lambda op: None if op.attrs.get("calibrated") else (1.0 / 128.0, 0),
              int16=Int16(quantize_l2_norm16, layer=True, fixed_qparams=(1.0 / 32768.0, 0),

@@ -44,6 +44,8 @@ class Int16:
                                                # int16 and leave as an int16 port where that gains
                                                # (edgec/quant/int16.py tail_default); None: never
     nameable: bool = True                      # False: only a QDQ file's int16 values run it (no --int16 candidate)
+    rows: Callable[[Op], bool] | None = None   # whether a float transformer's op of the kind runs int16 with its rows
+                                               # (edgec/quant/int16.py attention_default); None: never
 
 
 def always(op: Op) -> bool:

@@ -171,26 +171,28 @@ def tail_default(graph: Graph) -> tuple[list[str], list[str]]:
 
 
 # a transformer's kinds with a 16x8 kernel that quantizes from float ranges as from a QDQ file's int16 grids (the
-# row-wise FullyConnected, LayerNorm, MatMul of two activations and Add / Sub / Mul of h46-t16 and h45-ort)
-ATTENTION_KINDS = INT16_NAMEABLE + tuple(k for k in ("fully_connected_rows", "layer_norm", "matmul", "binary")
-                                         if k not in INT16_NAMEABLE)
-ATTENTION_BINARY = ("add", "sub", "mul")
+# row-wise FullyConnected, LayerNorm, MatMul of two activations and Add / Sub / Mul of h46-t16 and h45-ort: Int16.rows)
+ATTENTION_KINDS = INT16_NAMEABLE + tuple(k for k, d in REGISTRY.items() if d.int16 is not None
+                                         and d.int16.rows is not None and k not in INT16_NAMEABLE)
 
 
 def attention_default(graph: Graph) -> list[str]:
     """A float transformer's layers that run int16 under QuantOptions.attention_int16 (by default where it gains,
-    ptq.attention_choice): in a model with a LayerNorm and a Softmax, every op of ATTENTION_KINDS (a binary one of
-    two values or a value and a constant: Add, Sub, Mul), so the residual stream, the normalized rows, the
-    attention's scores and probabilities and the MLP's rows are int16 (ONNX Runtime's INT8 leaves the LayerNorms,
-    the GELUs and the attention's scaling in float: edgec's int8 rounds each); what has no 16x8 kernel (a GELU
-    table) stays int8, converted at its ends. [] for any other model."""
-    if not any(op.kind == "layer_norm" for op in graph.ops) or not any(
+    ptq.attention_choice): in a model with a LayerNorm (a normalization with int16 rows) and a Softmax, every op of
+    ATTENTION_KINDS its kind's Int16.rows takes (a binary one: Add, Sub, Mul; none with a bool operand), so the
+    residual stream, the normalized rows, the attention's scores and probabilities and the MLP's rows are int16
+    (ONNX Runtime's INT8 leaves the LayerNorms, the GELUs and the attention's scaling in float: edgec's int8 rounds
+    each); what has no 16x8 kernel (a GELU table) stays int8, converted at its ends. [] for any other model."""
+    def rows(op) -> bool:
+        d = REGISTRY[op.kind].int16
+        return d is not None and d.rows is not None and d.rows(op)
+    if not any(REGISTRY[op.kind].family == "norm" and rows(op) for op in graph.ops) or not any(
             REGISTRY[op.kind].distribution and op.kind in INT16_NAMEABLE for op in graph.ops):   # (a Softmax)
         return []
     return list(dict.fromkeys(
-        op.name for op in graph.ops if op.kind in ATTENTION_KINDS and not (
-            op.kind == "binary" and (op.attrs.get("op") not in ATTENTION_BINARY
-                                     or any(graph.tensors[t].dtype == "bool" for t in op.inputs)))))
+        op.name for op in graph.ops if op.kind in ATTENTION_KINDS
+        and (op.kind in INT16_NAMEABLE or rows(op))
+        and not any(graph.tensors[t].dtype == "bool" for t in op.inputs)))
 
 
 TAIL_HEADROOM = 2.0     # an int16 tail's output grid spans this times its calibrated range: a sample beyond what
