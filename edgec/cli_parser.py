@@ -32,6 +32,11 @@ def add_quant_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--saturation", action=argparse.BooleanOptionalAction, default=None,
                    help="cut the input range of a saturating activation (Tanh, Sigmoid...) to where its function "
                         "moves; default: on when it measurably helps on held-out calibration samples")
+    p.add_argument("--unseen-ranges", action=argparse.BooleanOptionalAction, default=None,
+                   help="a model the default recipe cannot judge (several inputs or outputs, a stateful model, few "
+                        "calibration samples): widen each minmax end to where samples not seen likely pass it; "
+                        "--no-unseen-ranges keeps the observed extremes; default: widened when it measurably helps "
+                        "on the calibration samples, cross-validated (docs/quantization.md)")
     p.add_argument("--requantize", choices=("tflite", "once"), default="tflite",
                    help="how an int8 layer of a float model rounds its int32 sum to its output: 'tflite' "
                         "(default: TFLite's multiplier and right shift, rounded twice where the shift is 1..10 "

@@ -413,7 +413,9 @@ def _default_recipe(model, graph: Graph, stream: Samples, options: QuantOptions,
     if why:
         chosen = fixes_mod.unjudged(graph, stream.n, states, why, options.method, options.equalize,
                                     options.bias_correction)
-        chosen.unseen = chosen.unseen and options.unseen_ranges is not False
+        if chosen.unseen and options.unseen_ranges is not None:     # forced: --unseen-ranges / --no-unseen-ranges
+            chosen.unseen = options.unseen_ranges
+            chosen.reason += f"; {unseen_choice.forced(options.unseen_ranges)}"
     else:
         chosen = fixes_mod.choose(model, graph, stream, options.method, options.equalize, options.bias_correction,
                                   options.per_channel, options.percentile, cache_dir if options.cache else None,
