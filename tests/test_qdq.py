@@ -507,3 +507,34 @@ def test_an_int8_graph_output_builds_and_the_header_states_its_grid(tmp_path):
     assert "#define U8_OUT_OUTPUT_ZERO_POINT (125)" in header, header
     r = api.bench(tmp_path / "u", tmp_path / "t.npz", report_dir=None)
     assert r["agreement"]["device_vs_reference"] == 1.0, r["agreement"]
+
+
+def test_a_per_axis_quantize_linear_graph_output_is_refused_naming_its_axis(tmp_path):
+    """A QuantizeLinear with an axis and per-channel scales writing the graph output (an int8 port with a scale per
+    channel; edgec/ops/convert.py `import_quantize_linear`): refused in one line naming the node, its scales and axis,
+    and what to do (one scale per output port); the same pair ending in its DequantizeLinear builds, on the widest
+    channel's scale."""
+    s, z = np.array([0.01, 0.02, 0.03, 0.04], np.float32), np.zeros(4, np.int8)
+    w = np.random.default_rng(3).standard_normal((4, 2, 3, 3)).astype(np.float32) * 0.3
+    conv = helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], name="conv")
+    inits = [numpy_helper.from_array(a, k) for k, a in (("w", w), ("s", s), ("z", z))]
+    x = np.random.default_rng(3).uniform(-1, 1, (8, 2, 6, 6)).astype(np.float32)
+    np.savez(tmp_path / "c.npz", x=x)
+    ends = {"q": ([helper.make_node("QuantizeLinear", ["c", "s", "z"], ["y"], axis=1, name="q_out")], TensorProto.INT8),
+            "qdq": ([helper.make_node("QuantizeLinear", ["c", "s", "z"], ["cq"], axis=1, name="q_out"),
+                     helper.make_node("DequantizeLinear", ["cq", "s", "z"], ["y"], axis=1, name="dq_out")],
+                    TensorProto.FLOAT)}
+    for end, (nodes, yt) in ends.items():
+        g = helper.make_graph([conv, *nodes], "m", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 6, 6])],
+                              [helper.make_tensor_value_info("y", yt, [1, 4, 6, 6])], inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 8
+        path = save(m, tmp_path, f"{end}.onnx")
+        if end == "q":
+            with pytest.raises(EdgecError) as err:
+                api.compile_model(path, tmp_path / "c.npz")
+            msg = str(err.value)
+            assert "'q_out'" in msg and "4 scales along axis 1" in msg and "per tensor" in msg and "\n" not in msg, msg
+        else:
+            _, graph, _ = api.compile_model(path, tmp_path / "c.npz")
+            assert graph.tensors[graph.output].scale == pytest.approx(0.04)
