@@ -379,3 +379,42 @@ def test_a16w8_decomposed_layer_norm_div_runs_in_int16_close_to_onnx_runtime(tmp
                                                                                          _sqnr(flt, ours),
                                                                                          _sqnr(flt, theirs))
     check_generated_c(graph, x[:4], tmp_path / "c", flags=SANITIZE)
+
+
+def test_a16w8_div_by_and_of_a_constant_over_rows_is_the_int16_div(tmp_path):
+    """A Div of an int16 activation by a constant over rows, and of that constant by an activation (a stored int16
+    operand, `_const16`, either side), on the int16 Div (op 19): close to ORT's run of the file, the C = the
+    reference."""
+    from conftest import check_generated_c
+    from edgec.ops.binary import BINARY_OPS
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+             helper.make_node("Sigmoid", ["h"], ["sg"], name="sig"),
+             helper.make_node("Div", ["h", "c"], ["d1"], name="div_const"),
+             helper.make_node("Div", ["c", "sg"], ["d2"], name="const_div"),
+             helper.make_node("Add", ["d1", "d2"], ["y"], name="add")]
+    inits = {"w": (RNG.standard_normal((8, 16)) * 0.4).astype(np.float32),
+             "c": (1 + RNG.uniform(0, 2, (6, 16))).astype(np.float32)}
+    src = save(make_model(nodes, ("x", [1, 6, 8]), ("y", [1, 6, 16]), inits, opset=14), tmp_path, "float.onnx")
+    x = RNG.uniform(-1, 1, (16, 6, 8)).astype(np.float32)
+    np.savez(tmp_path / "calib.npz", x=x)
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter([{"x": x[i:i + 1]} for i in range(len(x))])
+
+        def get_next(self):
+            return next(self.it, None)
+    path = tmp_path / "a16w8_div.onnx"
+    quantize_static(str(src), str(path), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QInt16, weight_type=QuantType.QInt8)
+    _, graph, _ = api.compile_model(path, tmp_path / "calib.npz")
+    divs = [op for op in graph.ops if op.name in ("div_const", "const_div")]
+    assert len(divs) == 2 and all(op.params["op"] == BINARY_OPS["div16"] and op.arrays["const"].dtype == np.int16
+                                  for op in divs), divs
+    got = np.stack([reference.run(graph, q).reshape(-1) for q in ports.quantize_inputs(graph, x)])
+    ours = scheme.dequantize(graph.tensors[graph.output], got)
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    theirs = np.concatenate([sess.run(None, {"x": xi[None]})[0].reshape(1, -1) for xi in x])
+    assert _sqnr(theirs, ours) > 50, _sqnr(theirs, ours)
+    check_generated_c(graph, x[:4], tmp_path / "c")

@@ -380,7 +380,7 @@ def _quantize(n, consts) -> np.ndarray:
     lo, hi = {**INT_RANGE, **WIDE_RANGE}.get(zp.dtype, NIBBLE_RANGE.get(zp.dtype.name, (None, None)))
     if lo is None:     # (int16: a constant ORT's A16W8 quantizes like an activation, GELU's 0.5: folded to its value)
         raise EdgecError(f"node '{n.name}' (QuantizeLinear): {zp.dtype} quantization of a constant is not supported "
-                         "(int8, uint8, int16, int4 and uint4 are)")
+                         "(int8, uint8, int16, uint16, int4 and uint4 are)")
     return np.clip(np.rint(x / s) + zpb.astype(np.int64), lo, hi).astype(zp.dtype)
 
 

@@ -18,7 +18,8 @@ Grids: TFLite's 16x8 kernels take int16 zero point 0. A file's int16 grid with z
 (its own scale). ONNX Runtime's default QInt16 is asymmetric (zero points such as -29758); edgec then runs the
 value on the symmetric grid that holds the file's whole range, scale max(|lo|, |hi|) / 32767 (`grid16`): between 1
 and 2 times the file's step, 15-16 bits instead of 16 (docs/quantization.md measures what it costs against ONNX
-Runtime's QDQ execution). The graph's input and output ports are int16 on those grids.
+Runtime's QDQ execution). uint16 activations (QUInt16) reach here as int16 ones, their zero point less 32768
+(edgec/frontend/qdq.py). The graph's input and output ports are int16 on those grids.
 """
 from __future__ import annotations
 
