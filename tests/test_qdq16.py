@@ -418,3 +418,51 @@ def test_a16w8_div_by_and_of_a_constant_over_rows_is_the_int16_div(tmp_path):
     theirs = np.concatenate([sess.run(None, {"x": xi[None]})[0].reshape(1, -1) for xi in x])
     assert _sqnr(theirs, ours) > 50, _sqnr(theirs, ours)
     check_generated_c(graph, x[:4], tmp_path / "c")
+
+
+@pytest.mark.parametrize("dtype", [np.int16, np.uint16])
+def test_a_per_axis_int16_activation_pair_takes_one_grid_holding_every_channel(tmp_path, dtype):
+    """A per-axis int16 (or uint16) activation QuantizeLinear -> DequantizeLinear (each channel's own calibrated
+    asymmetric grid: scales and zero points that differ) between two convs: refused before ("zero points that
+    differ"); now one symmetric int16 grid holding the union of the channels' ranges (`edgec/frontend/qdq16.py`
+    `per_axis16`), the output close to ONNX Runtime's run of the file and the C = the reference."""
+    from conftest import check_generated_c
+    shift = 32768 if dtype == np.uint16 else 0
+    rng = np.random.default_rng(16)
+    f = lambda *sh: (rng.standard_normal(sh) * 0.4).astype(np.float32)      # noqa: E731
+    w = {"w1": f(4, 2, 3, 3), "b1": f(4) + np.array([0, 1, -1, 0], np.float32), "w2": f(3, 4, 3, 3)}
+    x = rng.uniform(-1, 1, (12, 2, 5, 5)).astype(np.float32)
+    np.savez(tmp_path / "calib.npz", x=x)
+
+    def model(pair):
+        q = [helper.make_node("QuantizeLinear", ["c1", "s", "z"], ["c1q"], axis=1, name="q_per_axis"),
+             helper.make_node("DequantizeLinear", ["c1q", "s", "z"], ["c1d"], axis=1, name="dq_per_axis")]
+        nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], name="conv1"), *q,
+                 helper.make_node("Conv", ["c1d", "w2"], ["y"], pads=[1, 1, 1, 1], name="conv2")]
+        inits = {**w, **pair} if pair else w
+        outs = [helper.make_tensor_value_info(*(("y", onnx.TensorProto.FLOAT, [1, 3, 5, 5]) if pair else
+                                                ("c1", onnx.TensorProto.FLOAT, [1, 4, 5, 5])))]
+        g = helper.make_graph(nodes[:1] if not pair else nodes, "per_axis16",
+                              [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 2, 5, 5])], outs,
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+        m.ir_version = 10
+        return m
+    c1 = np.concatenate([ort.InferenceSession(model(None).SerializeToString()).run(None, {"x": xi[None]})[0]
+                         for xi in x])
+    lo, hi = c1.min(axis=(0, 2, 3)), c1.max(axis=(0, 2, 3))        # each channel's range, as a calibrating tool's
+    s = ((hi - lo) / 65535).astype(np.float32)
+    z = (np.round(-32768 - lo / s) + shift).astype(dtype)
+    assert np.unique(z).size == 4
+    path = save(model({"s": s, "z": z}), tmp_path, "per_axis16.onnx")
+    _, g, _ = api.compile_model(path, tmp_path / "calib.npz")
+    zi = z.astype(np.int64) - shift
+    lo, hi = ((-32768 - zi) * s).min(), ((32767 - zi) * s).max()
+    t = next(t for t in g.tensors.values() if t.source in ("c1", "c1d"))
+    assert t.dtype == "int16" and t.zero_point == 0 and t.scale == pytest.approx(max(-lo, hi) / 32767, rel=1e-6), t
+    got = np.stack([reference.run(g, q).reshape(-1) for q in ports.quantize_inputs(g, x)])
+    ours = scheme.dequantize(g.tensors[g.output], got)
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    theirs = np.concatenate([sess.run(None, {"x": xi[None]})[0].reshape(1, -1) for xi in x])
+    assert _sqnr(theirs, ours) > 35, _sqnr(theirs, ours)     # (the narrow channels on the union's coarser step)
+    check_generated_c(g, x[:4], tmp_path / "c")

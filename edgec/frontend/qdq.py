@@ -21,22 +21,19 @@ turns such a model back into the float model it describes, and remembers the qua
   Q -> Reshape -> DQ) are dequantized first, the data movement after the DequantizeLinear (`_dequantize_first`).
 - an int8 / uint8 graph output of a per-tensor QuantizeLinear (tf2onnx's from_tflite) is a pair's Clip, its grid
   fixed: the device's output port (uint8: edgec/frontend/canonicalize.py) holds the file's integers.
-
 - a Clip of constants is folded first: Brevitas's QCDQ export writes each weight as an int8 constant ->
   Clip (its bit width's narrow range, [-7, 7] for 4 bits) -> DequantizeLinear, and the clipped integers are the
   weights; its int32 biases are DequantizeLinear constants as ORT's.
 - a per-axis activation QuantizeLinear (NNCF quantizes a depthwise conv's input per channel) with one zero point
   becomes one per-tensor grid with the widest channel's scale: exact where the per-channel factors can move into
   the neighbouring convs' weight scales (`_absorb_per_axis`), else widened (every channel's range fits; the
-  narrower channels lose resolution against ONNX Runtime's execution): edgec's activations have one scale per tensor.
+  narrower channels lose resolution against ONNX Runtime's execution); int16 ones: qdq16.py's `per_axis16`.
 - Constant nodes (torch.onnx's scales and zero points) are taken as initializers first.
 
 What edgec's scheme cannot take is an EdgecError naming every node in its way, in one line: asymmetric or uint8
-weights (the kernels need symmetric int8 weights), per-axis activation zero points that differ. Where the
-scheme fixes a quantization itself (pooling, views and data movement keep their input's, softmax
-outputs 1/256), it wins over the model's; ptq logs those tensors.
-
-The result is kept in the model's metadata (`edgec.qdq`, JSON), so every later stage sees it.
+weights (the kernels need symmetric int8 weights), per-axis int8 activation zero points that differ. Where the
+scheme fixes a quantization itself (pooling, views and data movement keep their input's, softmax outputs 1/256), it
+wins over the model's; ptq logs those tensors. The result is kept in the model's metadata (`edgec.qdq`, JSON).
 """
 from __future__ import annotations
 
@@ -47,6 +44,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from edgec.errors import EdgecError
+from edgec.frontend.qdq16 import per_axis16
 
 META = "edgec.qdq"          # (a key in the ONNX metadata: keep it)
 QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
@@ -428,6 +426,8 @@ def _activation_q(n, consts) -> tuple[float, int, float, float]:
     """(scale, int8 zero point, lo, hi) of an activation's QuantizeLinear."""
     s = np.asarray(_arr(consts, n.input[1]), np.float32)
     zp = np.asarray(_arr(consts, n.input[2] if len(n.input) > 2 else "", np.zeros((), np.uint8)))
+    if s.size != 1 and zp.dtype in WIDE_RANGE and np.all(s > 0):    # int16 / uint16 per axis: one symmetric grid
+        return per_axis16(s, zp.astype(np.int64) - (zp.dtype == np.uint16) * 32768)   # holding every channel
     if s.size != 1 and (zp.size != 1 and np.unique(zp).size != 1 or not np.all(s > 0)):
         raise EdgecError(f"node '{n.name}' (QuantizeLinear): activation '{n.input[0]}' has a scale per axis with "
                          "zero points that differ; edgec quantizes activations per tensor")

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from edgec.errors import EdgecError
 from edgec.ir import GraphBuilder, Op
 from edgec.ops.convert import KIND as CONVERT
@@ -37,6 +39,18 @@ def grid16(scale: float, zero_point: int) -> tuple[float, int]:
         return float(scale), 0
     lo, hi = (-32768 - int(zero_point)) * float(scale), (32767 - int(zero_point)) * float(scale)
     return max(-lo, hi) / 32767.0, 0
+
+
+def per_axis16(scales: np.ndarray, zero_points: np.ndarray) -> tuple[float, int, float, float]:
+    """(scale, 0, lo, hi) of a per-axis int16 activation QuantizeLinear (scales and zero points per channel, which
+    may differ; uint16 ones shifted to int16): [lo, hi] the union of the channels' ranges, on the symmetric grid
+    holding it (what grid16 does to one asymmetric grid; each channel loses resolution by its step's ratio to
+    that grid's)."""
+    s = np.asarray(scales, np.float32).reshape(-1)
+    z = np.broadcast_to(np.asarray(zero_points, np.int64).reshape(-1), s.shape)
+    lo = float(np.float32(((-32768 - z) * s).min()))
+    hi = float(np.float32(((32767 - z) * s).max()))
+    return max(-lo, hi) / 32767.0, 0, lo, hi
 
 
 def widen(g: GraphBuilder, values: set[str]) -> None:
