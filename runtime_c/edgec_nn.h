@@ -617,15 +617,17 @@ void edgec_add_s16(const edgec_add_params *p, const int16_t *input1, const int16
  * and requantized; op 9 (TFLite's DIV): TFLite's DivElementwise (gemmlowp's reciprocal of the divisor, the
  * numerator's headroom, one requantization by out_shift less both shifts); ops 10-15 (TFLite's EQUAL, NOT_EQUAL,
  * GREATER, GREATER_EQUAL, LESS, LESS_EQUAL): both inputs rescaled (<< left_shift, their own multiplier), compared,
- * 0 or 1 (a bool byte); ops 16, 17 (LOGICAL_AND, LOGICAL_OR) of the bytes themselves. */
+ * 0 or 1 (a bool byte); ops 16, 17 (LOGICAL_AND, LOGICAL_OR) of the bytes themselves; op 18 (TFLite's 16x8
+ * PRELU); op 19 (a QDQ file's int16 Div): round((a-za) * 2^left_shift / (b-zb)) in int64, saturated to int32,
+ * requantized. */
 typedef struct {
     int32_t op, dims[EDGEC_RANK], a_stride[EDGEC_RANK], b_stride[EDGEC_RANK];
     int32_t a_zp, a_mult, a_shift, b_zp, b_mult, b_shift, left_shift, out_mult, out_shift, out_zp,
         act_min, act_max;
 } edgec_binary_params;
 void edgec_binary_s8(const edgec_binary_params *p, const int8_t *a, const int8_t *b, int8_t *output);
-/* int16 (TFLite's 16x8 SUB, MUL, MAXIMUM, MINIMUM, SQUARED_DIFFERENCE, broadcast ADD): zero points 0, left_shift
- * 15 (add, sub) or 0 (squared difference), the int16 clamp. */
+/* int16 (TFLite's 16x8 SUB, MUL, MAXIMUM, MINIMUM, SQUARED_DIFFERENCE, broadcast ADD; a QDQ file's Div, op 19):
+ * zero points 0, left_shift 15 (add, sub) or 0 (squared difference), the int16 clamp. */
 void edgec_binary_s16(const edgec_binary_params *p, const int16_t *a, const int16_t *b, int16_t *output);
 
 /* TFLite's SELECT_V2: out = cond ? x : y over the broadcast [dims] (6-D, strides 0 where an input is broadcast);

@@ -38,6 +38,12 @@ MODELS = {
     # LayerNormalization, attention, a positional embedding and (the ViT) a class token Concat'ed on int16 rows
     "ortqdq_a16w8_timm_vit_tiny_32": ("transformer", "timm_vit_tiny_32", True, q.QuantType.QInt16),
     "ortqdq_a16w8_torch_kws_transformer": ("transformer", "torch_kws_transformer", True, q.QuantType.QInt16),
+    # round h47: opset-14/15 transformers whose LayerNorm the exporter decomposed (ReduceMean, Sub, Pow, Sqrt, Div:
+    # ORT quantizes each piece; the Div of two int16 activations), the second with uint16 activations (QUInt16)
+    "ortqdq_a16w8_torch_gelu_transformer_op14": ("transformer", "torch_gelu_transformer_op14", True,
+                                                 q.QuantType.QInt16),
+    "ortqdq_a16w8_u16_torch_postnorm_transformer_op15": ("transformer", "torch_postnorm_transformer_op15", True,
+                                                         q.QuantType.QUInt16),
 }
 
 
