@@ -587,6 +587,33 @@ EDGEC_INLINE void edgec_b4_inplace(const edgec_conv2d_im2col_params *p, const in
     edgec_b4_edge_window(p, input, y1, x1, c + 1);
 }
 
+/* The padded last block of a pixel pair (the out_c % 4 channels after the whole blocks; pixel 0's outputs at o0, pixel
+ * 1's at o1) through a buffer, as edgec_b4_run does it inline: the copies of the last channel are not stored. Out of
+ * line for the padded variant without its band (micro_speech's first layer: its buffer, the records' and weights'
+ * pointers and its 10-argument call made that loop's frame 32 B larger, on the deepest path of the model's stack). */
+#ifndef EDGEC_B4_PAIRS
+typedef void (*edgec_b4_pairs_fn)(const edgec_w32 *, int32_t, const edgec_w32 *, const edgec_rq *, int32_t,
+                                  const int8_t *, int32_t, int8_t *, int32_t, int32_t);
+#endif
+static EDGEC_NOINLINE void edgec_b4_rest(const edgec_conv2d_im2col_params *p, const edgec_w32 *cols, int32_t k8,
+                                         const uint32_t *weights, const edgec_rq *rq, edgec_b4_pairs_fn pairs,
+                                         edgec_b24_pixels_fn pixels, int8_t *o0, int8_t *o1)
+{
+    const int32_t blocks = p->out_c >> 2, rest = p->out_c & 3;
+    const edgec_w32 *const wrest = (const edgec_w32 *)weights + blocks * (4 + 2 * k8);
+    int8_t t[8];
+    int32_t i;
+    if (pairs) {
+        pairs(cols, k8, wrest, rq + 4 * blocks, 1, 0, 0, t, 4, 1);
+    } else {
+        pixels(cols, k8, wrest, rq + 4 * blocks, 1, t, t + 4, p->act_min, p->act_max);
+    }
+    for (i = 0; i < rest; ++i) {
+        o0[4 * blocks + i] = t[i];
+        o1[4 * blocks + i] = t[4 + i];
+    }
+}
+
 /* The kernel's loop over pairs of output pixels; `direct` (a constant where it is inlined: the copies compile
  * apart, and the loop without it is the one the kernel had before the direct reads) 1: reads single-channel windows
  * inside the image from the input rows (edgec_b4_direct); 2: every window from the padded band (the padded variant,
@@ -630,10 +657,9 @@ EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t
 #ifdef EDGEC_B4_PAIRS
         pairs = edgec_b4_loop_pairs(loop);
         pixels = edgec_blocked4_pixels_clamped;
-        /* the loop without the band as it compiled when its loop was chosen at run time: with the pointer a
-         * constant gcc allocates its registers worse (micro_speech +391 instructions; this links the clamped C
-         * pixels beside the loop, 1.1 kB) */
-        if (direct == 3) __asm__("" : "+r"(pairs));
+        /* (the loop without the band hid `pairs` from the compiler here until its padded last block went out of
+         * line, edgec_b4_rest: gcc allocated the loop's registers worse with it a constant then; now micro_speech
+         * runs 1,000 instructions fewer with it a constant, and the clamped C pixels are not linked beside it) */
 #else
         pixels = edgec_b4_loop_pixels(loop);
 #endif
@@ -675,7 +701,14 @@ EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t
             t = (const edgec_w32 *)(const void *)edgec_conv_taps(p, input, q / out_w, q % out_w, row);
             for (g = groups; g > 0; --g, c += 4) edgec_b4_column(*t++, c);
         }
-        if (rest) { /* the padded last block through a buffer: the copies of the last channel are not stored */
+        if (rest && direct == 3) { /* (out of line: its buffer and values are not on the loop's frame) */
+#ifdef EDGEC_B4_PAIRS
+            edgec_b4_rest(p, cols, k8, weights, rq, pairs, pairs ? 0 : pixels, output + pix * out_c,
+                          output + (pix + two) * out_c); /* (no C pixels linked beside the assembly) */
+#else
+            edgec_b4_rest(p, cols, k8, weights, rq, 0, pixels, output + pix * out_c, output + (pix + two) * out_c);
+#endif
+        } else if (rest) { /* the padded last block through a buffer: the copies of the last channel are not stored */
             int8_t t[8];
 #ifdef EDGEC_B4_PAIRS
             if (pairs) {
