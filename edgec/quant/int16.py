@@ -110,6 +110,9 @@ def mark(graph: Graph, names, outputs16=()) -> tuple[Graph, int]:
     for op in graph.ops:
         out = op.output
         if id(op) in chosen or id(op) in views:
+            d16 = REGISTRY[op.kind].int16
+            if id(op) in chosen and d16.as16 is not None and REGISTRY[op.kind].weight_axis is None:
+                op = d16.as16(op)       # an unweighted kind's int16 form (an ONNX table: its 513-entry int16 one)
             op = replace(op, inputs=tuple(t + SUFFIX for t in op.inputs),
                          output=out if out in port16 else out + SUFFIX)
         ops.append(op)
