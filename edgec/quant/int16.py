@@ -136,13 +136,38 @@ def recurrent_default(graph: Graph) -> list[str]:
     the int16-capable layers reading its sequence (directly or through views, remaps, concats, a mean), so the state
     leaves the recurrence on an int16 grid and is read as int16; only a recurrence with such a reader (another
     recurrence, a fully connected...): one whose output an int8 layer reads would be converted back at once."""
+    readers = candidates(graph) + list(RECURRENT_KINDS) + [op.name for op in graph.ops if op.kind in ROW_LAYERS]
     names: list[str] = []
     for op in graph.ops:
         if takes_int16_recurrence(op) and op.name not in names:
-            found = layers_reading(graph, op.name, candidates(graph) + list(RECURRENT_KINDS))
+            found = layers_reading(graph, op.name, readers)
             if found:
                 names += [op.name, *found]
-    return list(dict.fromkeys(names))
+    return list(dict.fromkeys(names + tables_between(graph, names)))
+
+
+# the 16x8 weighted kinds the accuracy budget leaves out but an int16 recurrence's chain takes (a MatMul over rows)
+ROW_LAYERS = tuple(k for k in INT16_NAMEABLE if REGISTRY[k].weight_axis is not None and k not in KINDS)
+
+
+def tables_between(graph: Graph, names) -> list[str]:
+    """The smooth tables (Int16.tail: their int16 variant as exact as the layers' around them; a Tanh between an
+    autoencoder's code Gemm and its decoder LSTM) that read a layer of `names` (directly or through views) and are
+    read by one: the chain goes on in int16 through them instead of an int8 grid and back."""
+    chain = set(names)
+    writer = {op.output: op for op in graph.ops}
+    found = []
+    for op in graph.ops:
+        d = REGISTRY[op.kind].int16
+        if d is None or d.tail is None or not d.tail(op) or op.name in chain \
+                or op.name not in candidates(graph, INT16_NAMEABLE):
+            continue
+        src = writer.get(op.inputs[0])
+        while src is not None and src.name not in chain and int16_through(src):
+            src = writer.get(src.inputs[0])
+        if src is not None and src.name in chain and layers_reading(graph, op.name, chain):
+            found.append(op.name)
+    return found
 
 
 def tail_default(graph: Graph) -> tuple[list[str], list[str]]:
