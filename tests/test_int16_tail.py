@@ -152,3 +152,49 @@ def test_only_a_smooth_table_or_a_whole_power_is_an_int16_tail():
                 init.CopyFrom(helper.make_tensor("e", 1, [1], [exp]))
         names, outs = int16.tail_default(canonicalize.canonicalize(m, "heads"))
         assert (names == ["sd", "head"] and outs == ["s"]) if tail else (names, outs) == ([], []), (head, exp)
+
+
+def _tcn_score():
+    """A TCN anomaly score (torch_tcn_ad_batch_none_op12's tail): Conv1d -> Elu -> mean over time (the feature) ->
+    Gemm -> Tanh -> Gemm (its reconstruction) -> Sub (reconstruction - feature) -> Pow 2 -> mean: the score."""
+    r = np.random.default_rng(9)
+    nodes = [helper.make_node("Conv", ["x", "wc", "bc"], ["c"], pads=[1, 1], name="conv"),
+             helper.make_node("Elu", ["c"], ["e"], name="elu"),
+             helper.make_node("ReduceMean", ["e"], ["m"], axes=[2], keepdims=0, name="feature"),
+             helper.make_node("Gemm", ["m", "w0", "b0"], ["z"], transB=1, name="enc"),
+             helper.make_node("Tanh", ["z"], ["t"], name="tanh"),
+             helper.make_node("Gemm", ["t", "w1", "b1"], ["rec"], transB=1, name="dec"),
+             helper.make_node("Sub", ["rec", "m"], ["d"], name="diff"),
+             helper.make_node("Pow", ["d", "two"], ["d2"], name="square"),
+             helper.make_node("ReduceMean", ["d2"], ["y"], axes=[1], keepdims=1, name="score")]
+    inits = {"wc": r.normal(0, 0.4, (8, 2, 3)), "bc": r.normal(0, 0.1, 8), "w0": r.normal(0, 0.5, (3, 8)),
+             "b0": np.zeros(3), "w1": r.normal(0, 0.5, (8, 3)), "b1": r.normal(0, 0.1, 8), "two": np.array(2.0)}
+    return make_model(nodes, ("x", [1, 2, 32]), ("y", [1, 1]), inits)
+
+
+def test_a_tail_reading_a_difference_takes_the_reconstruction_and_its_target_with_it(tmp_path):
+    """int16.difference_head: a squared error's tail (Pow 2 of a Sub, then a mean) runs int16 back to the last
+    convolution: the Sub (Int16.between), the decoder's Gemm -> Tanh -> Gemm, the mean feature and the Elu before it
+    (its int16 table), so the reconstruction and its target are subtracted on int16 grids. Chosen by the default where
+    it gains; the score leaves as an int16 port; the C bit-exact with the reference (gcc; clang with sanitizers)."""
+    path = save(_tcn_score(), tmp_path)
+    rng = np.random.default_rng(10)
+    calib = rng.normal(size=(16, 2, 32)).astype(np.float32)
+    res = api.calibrate(path, calib, sensitivity_samples=0)
+    assert res.tail.startswith("output tail int16"), res.tail
+    g = res.graph
+    dtypes = {op.name: (op.kind, g.tensors[op.inputs[0]].dtype, g.tensors[op.output].dtype) for op in g.ops}
+    assert dtypes["conv"][2] == "int8" and dtypes["score"] == ("reduce", "int16", "int16"), dtypes
+    assert all(dtypes[n][1:] == ("int16", "int16") for n in ("elu", "feature", "enc", "tanh", "dec", "diff", "square")), dtypes
+    assert g.tensors[g.output].dtype == "int16"
+    int8 = api.calibrate(path, calib, sensitivity_samples=0, tail_int16=False)
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    x = rng.normal(size=(12, 2, 32)).astype(np.float32)
+    want = np.stack([sess.run(None, {"x": xi[None]})[0].reshape(-1) for xi in x]).astype(np.float64)
+
+    def snr(r):
+        got = np.stack([np.asarray(api.reference(r, xi[None]).y, np.float64).reshape(-1) for xi in x])
+        return 10 * np.log10(np.sum(want ** 2) / np.sum((want - got) ** 2))
+    assert snr(res) > snr(int8) + 1, (snr(res), snr(int8))
+    check_generated_c(g, x[:, None], tmp_path / "gcc")
+    check_generated_c(g, x[:, None], tmp_path / "clang", cc="clang", flags=SANITIZE)

@@ -194,7 +194,35 @@ def tail_default(graph: Graph) -> tuple[list[str], list[str]]:
         feed = writer.get(op.inputs[0])
         if feed is not None and feed.kind in KINDS and readers.get(feed.output) == 1 and feed.output not in graph.outputs:
             names.insert(-1, feed.name)
+        elif feed is not None and len(feed.inputs) > 1 and int16_through(feed):
+            names[-1:-1] = difference_head(graph, feed)     # a tail reading a difference (Sub, then Pow 2)
     return list(dict.fromkeys(names)), outs
+
+
+def difference_head(graph: Graph, diff: Op) -> list[str]:
+    """The layers an int16 tail reading a difference of two values (a Sub: Int16.between) takes with it: back from it
+    through the 16x8 layers whose input holds no more values than the difference (the head, not the convolutions
+    before it), smooth tables (Int16.tail) and what an int16 chain passes (views, a mean over time): a reconstruction
+    and its target both on int16 grids (the TCN autoencoder's bottleneck: its mean feature, the Gemm -> Tanh -> Gemm
+    decoder), not int8 ones subtracted."""
+    writer = {op.output: op for op in graph.ops}
+    nameable = set(candidates(graph, INT16_NAMEABLE))
+    size = graph.tensors[diff.output].size
+    found, todo, seen = [], list(diff.inputs), set()
+    while todo:
+        src = writer.get(todo.pop())
+        if src is None or id(src) in seen:
+            continue
+        seen.add(id(src))
+        d = REGISTRY[src.kind].int16
+        layer = graph.tensors[src.inputs[0]].size <= size if src.kind in KINDS else \
+            d is not None and d.tail is not None and d.tail(src)
+        if layer and src.name in nameable:
+            found.append(src.name)
+        elif not int16_through(src):
+            continue
+        todo.extend(src.inputs)
+    return list(reversed(found))
 
 
 TAIL_HEADROOM = 2.0     # an int16 tail's output grid spans this times its calibrated range: a sample beyond what
