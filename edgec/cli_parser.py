@@ -56,9 +56,10 @@ def add_quant_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--int8-recurrence", dest="int16_recurrence", action="store_const", const=False,
                    help="keep a float model's LSTMs and GRUs int8 (their sequence's RAM as small as it gets)")
     p.add_argument("--int16-tail", dest="int16_tail", action="store_const", const=True, default=None,
-                   help="run a float model's output L2 normalization and the layer feeding it with int16 "
-                        "activations, the output an int16 port (default: only where that gains over 0.5 dB on "
-                        "the calibration set; docs/quantization.md)")
+                   help="run a float model's output L2 normalization, LogSoftmax or smooth table (Sigmoid, Tanh, "
+                        "Softplus, a square...) and the layer feeding it with int16 activations, the output an "
+                        "int16 port (default: only where that gains over 0.5 dB on the calibration set; "
+                        "docs/quantization.md)")
     p.add_argument("--int8-tail", dest="int16_tail", action="store_const", const=False,
                    help="keep a float model's output layers int8 (an int8 output port)")
     p.add_argument("--weights", choices=("int8", "int4"), default="int8",

@@ -377,14 +377,16 @@ def tail_choice(model, graph: Graph, samples: Samples, options: QuantOptions, lo
             or not [n for n in int16.tail_default(graph)[0] if n not in options.int4]):
         return quantize_model(model, graph, samples, replace(options, tail_int16=False), log, progress, cache_dir)
     keep, keep.tail = _int16_choice(model, graph, samples, options, "tail_int16", "output tail", log, progress,
-                                    cache_dir)
+                                    cache_dir, judged=int16.tail_default(graph)[1])
     return _with_sensitivity(keep, samples, options.sensitivity_samples, log)
 
 
 def _int16_choice(model, graph: Graph, samples: Samples, options: QuantOptions, field: str, what: str, log,
-                  progress, cache_dir) -> tuple[QuantResult, str]:
+                  progress, cache_dir, judged=None) -> tuple[QuantResult, str]:
     """The model quantized with option `field` False and True (the same ranges, the same recipe), the one kept (int16
-    only where the calibration samples' worst output gains more than fixes.MIN_GAIN_DB), and the line saying so."""
+    only where the calibration samples' worst output gains more than fixes.MIN_GAIN_DB), and the line saying so.
+    judged: the outputs the int16 variant changes (an int16 tail's), when the model has others: the worst of them
+    must gain so, and the model's worst output not fall (a tail on one of several outputs, whose worst is another)."""
     quiet = dict(sensitivity_samples=0)
     r8 = quantize_model(model, graph, samples, replace(options, **{field: False}, **quiet), log, progress, cache_dir)
     try:
@@ -397,9 +399,15 @@ def _int16_choice(model, graph: Graph, samples: Samples, options: QuantOptions, 
         return r8, note
     x = samples.first(fixes_mod.BIAS_SAMPLES)
     s8, s16 = (fixes_mod.worst_output_sqnr(model, r.graph, x) for r in (r8, r16))
-    keep = r16 if s16 > s8 + fixes_mod.MIN_GAIN_DB else r8
+    if judged is None or set(judged) >= set(graph.outputs):
+        t8, t16, also = s8, s16, ""
+    else:       # the outputs the tail writes gain, and the worst of all does not fall
+        t8, t16 = (fixes_mod.worst_output_sqnr(model, r.graph, x, only=set(judged)) for r in (r8, r16))
+        also = (f"; on the {len(judged)} of {len(graph.outputs)} outputs it writes, the worst of all "
+                f"{s8:.1f} -> {s16:.1f} dB, not to fall")
+    keep = r16 if t16 > t8 + fixes_mod.MIN_GAIN_DB and s16 >= s8 - 1e-9 else r8
     note = (f"{what} {'int16' if keep is r16 else 'int8'}: output SQNR of the {len(x)} calibration samples "
-            f"{s8:.1f} dB int8, {s16:.1f} dB int16 (int16 where it gains more than {fixes_mod.MIN_GAIN_DB} dB)")
+            f"{t8:.1f} dB int8, {t16:.1f} dB int16 (int16 where it gains more than {fixes_mod.MIN_GAIN_DB} dB{also})")
     log(note)
     keep.options = replace(keep.options, sensitivity_samples=options.sensitivity_samples)
     return keep, note

@@ -294,7 +294,8 @@ OPS = [
     OpDef("add", "elementwise", quantize_add, float_add, in_place=True, fuses_activation=True,
           row_bands="elementwise", int16=Int16(quantize_add16, between=lambda op: True, qdq=always)),
     OpDef("binary", "elementwise", quantize_binary, float_binary, fuses_activation=True,
-          int16=Int16(quantize_binary16, qdq=lambda op: op.attrs["op"] in QDQ16)),
+          int16=Int16(quantize_binary16, qdq=lambda op: op.attrs["op"] in QDQ16,
+                      between=lambda op: op.attrs["op"] == "sub")),   # a Sub between int16 layers (a tail's difference)
 ]
 
 
