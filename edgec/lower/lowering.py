@@ -21,6 +21,7 @@ import dataclasses
 
 from edgec.fixedpoint.scheme import unpack_int4
 from edgec.ir import Graph, Op
+from edgec.lower import dead_channels
 from edgec.ops import select
 from edgec.ops.kernel import VARIANT, constant_bytes
 
@@ -58,6 +59,7 @@ def lower_graph(graph: Graph, optimize: str = "speed", choose: Chooser | None = 
     None for the default), "size" keeps the generic fast kernels; mve (the board's core has Helium): the Helium
     kernel where there is one; dsp (it has the Arm DSP extension): the speed variants that need it too."""
     options = select.Options(optimize=optimize, helium=mve, dsp=dsp, choose=choose)
+    graph = dead_channels.prune(graph)    # the same integers out, without the MACs of all-zero channels
     return graph.replace_ops(_lowered(op, options, select.dtypes(graph, op)) for op in graph.ops)
 
 
