@@ -1,6 +1,7 @@
-"""Dead channels (edgec/lower/dead_channels.py): a conv2d's all-zero channels dropped with the depthwise and 1x1 layers
-after them, the constants folded into the 1x1 layer's bias: the same integers out, bit for bit, on MLPerf Tiny's VWW
-(whose TFLite file has them: 21 to 234 dead channels a layer) and on KWS with channels made dead here."""
+"""Dead channels (edgec/ops/conv/dead_channels.py, run by edgec/lower/lowering.py): a conv2d's all-zero channels
+dropped with the depthwise and 1x1 layers after them, the constants folded into the 1x1 layer's bias: the same
+integers out, bit for bit, on MLPerf Tiny's VWW (whose TFLite file has them: 21 to 234 dead channels a layer) and on
+KWS with channels made dead here."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,7 +10,8 @@ import numpy as np
 
 from conftest import MLPERF, require_mlperf
 from edgec.frontend import tflite
-from edgec.lower import dead_channels, lowering
+from edgec.lower import lowering
+from edgec.ops.conv import dead_channels
 from edgec.quant import reference
 
 

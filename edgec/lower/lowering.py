@@ -21,7 +21,7 @@ import dataclasses
 
 from edgec.fixedpoint.scheme import unpack_int4
 from edgec.ir import Graph, Op
-from edgec.lower import dead_channels
+from edgec.ops.conv import dead_channels
 from edgec.ops import select
 from edgec.ops.kernel import VARIANT, constant_bytes
 
