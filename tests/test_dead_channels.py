@@ -43,7 +43,7 @@ def test_vww_dead_channels_dropped_bit_exact():
     g = _graph("vww_mobilenetv1_025_int8")
     p = dead_channels.prune(g)
     changed = [(a, b) for a, b in zip(g.ops, p.ops) if a is not b]
-    assert len(changed) == 15         # layers 12-26: seven conv -> depthwise -> 1x1 chains, each 1x1 the next one's start
+    assert len(changed) == 15    # layers 12-26: 7 conv -> depthwise -> 1x1 chains, each 1x1 the next one's start
     for a, b in changed:
         assert b.arrays["weights"].shape[0 if b.kind == "conv2d" else -1] % 4 == 0
         assert g.tensors[b.output].shape[-1] >= p.tensors[b.output].shape[-1]

@@ -104,7 +104,7 @@ def _pruned(p: Op, d: Op, c: Op):
     n = int(keep.sum())
     p2 = dataclasses.replace(
         p, params={**p.params, "out_c": n}, attrs=_sliced_attrs(p, 0, keep, ("out_hwc",)),
-        arrays={**p.arrays, **{k: np.compress(keep, p.arrays[k], axis=0) for k in ("weights", "bias", "mult", "shift")}})
+        arrays={k: np.compress(keep, v, axis=0) for k, v in p.arrays.items()})   # weights, bias, mult, shift
     d_arrays = {k: np.compress(keep, d.arrays[k], axis=0) for k in ("bias", "mult", "shift")}
     d2 = dataclasses.replace(
         d, params={**d.params, "in_c": n, "out_c": n}, attrs=_sliced_attrs(d, -1, keep, ("in_hwc", "out_hwc")),
