@@ -104,8 +104,13 @@ def summary(ops) -> dict:
 
 
 def variant_code_bytes(ops) -> int:
-    """The code the speed variants the ops run on add, each variant counted once (the fit check)."""
-    kernels = {op.lowering.kernel for op in ops if op.lowering is not None and op.lowering.kernel.role == VARIANT}
+    """The code the speed variants the ops run on add, each variant counted once, with the entries its calls name
+    beyond those its code_bytes holds (Kernel.entry_code; the fit check)."""
+    lowered = [op.lowering for op in ops if op.lowering is not None and op.lowering.kernel.role == VARIANT]
+    kernels = {low.kernel for low in lowered}
     shared = sum(k.shares_code[1] for k in kernels if k.shares_code is not None and k.shares_code[0] in kernels)
-    return sum(k.code_bytes or 0 for k in kernels) - shared
+    entries = {(low.kernel, low.kernel.entry_code[0](low)) for low in lowered if low.kernel.entry_code is not None}
+    more = sum(k.entry_code[2] * max(0, sum(1 for kk, _ in entries if kk is k) - k.entry_code[1]) for k in kernels
+               if k.entry_code is not None)
+    return sum(k.code_bytes or 0 for k in kernels) - shared + more
 
