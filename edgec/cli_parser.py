@@ -32,6 +32,11 @@ def add_quant_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--saturation", action=argparse.BooleanOptionalAction, default=None,
                    help="cut the input range of a saturating activation (Tanh, Sigmoid...) to where its function "
                         "moves; default: on when it measurably helps on held-out calibration samples")
+    p.add_argument("--unseen-ranges", action=argparse.BooleanOptionalAction, default=None,
+                   help="a model the default recipe cannot judge (several inputs or outputs, a stateful model, few "
+                        "calibration samples): widen each minmax end to where samples not seen likely pass it; "
+                        "--no-unseen-ranges keeps the observed extremes; default: widened when it measurably helps "
+                        "on the calibration samples, cross-validated (docs/quantization.md)")
     p.add_argument("--requantize", choices=("tflite", "once"), default="tflite",
                    help="how an int8 layer of a float model rounds its int32 sum to its output: 'tflite' "
                         "(default: TFLite's multiplier and right shift, rounded twice where the shift is 1..10 "
@@ -51,9 +56,10 @@ def add_quant_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--int8-recurrence", dest="int16_recurrence", action="store_const", const=False,
                    help="keep a float model's LSTMs and GRUs int8 (their sequence's RAM as small as it gets)")
     p.add_argument("--int16-tail", dest="int16_tail", action="store_const", const=True, default=None,
-                   help="run a float model's output L2 normalization and the layer feeding it with int16 "
-                        "activations, the output an int16 port (default: only where that gains over 0.5 dB on "
-                        "the calibration set; docs/quantization.md)")
+                   help="run a float model's output L2 normalization, LogSoftmax or smooth table (Sigmoid, Tanh, "
+                        "Softplus, a square...) and the layer feeding it with int16 activations, the output an "
+                        "int16 port (default: only where that gains over 0.5 dB on the calibration set; "
+                        "docs/quantization.md)")
     p.add_argument("--int8-tail", dest="int16_tail", action="store_const", const=False,
                    help="keep a float model's output layers int8 (an int8 output port)")
     p.add_argument("--weights", choices=("int8", "int4"), default="int8",

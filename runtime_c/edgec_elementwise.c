@@ -42,6 +42,24 @@ static int32_t edgec_div_round(int32_t num, int32_t den)
     return ((num < 0) != (den < 0)) ? -q : q;
 }
 
+/* A QDQ file's int16 Div (edgec/ops/binary/int16.py div16): a * 2^s / b in int64, rounded half away from zero,
+ * saturated to int32 (a divisor of 0: +-INT32_MAX) */
+static int32_t edgec_div16_quotient(int32_t num, int32_t den, int32_t shift)
+{
+    const int64_t n = (int64_t)num * ((int64_t)1 << shift);
+    int64_t an, ad, q;
+    if (den == 0) {
+        return n > 0 ? INT32_MAX : (n < 0 ? -INT32_MAX : 0);
+    }
+    an = n < 0 ? -n : n;
+    ad = den < 0 ? -(int64_t)den : (int64_t)den;
+    q = (an + ad / 2) / ad;
+    if (q > INT32_MAX) {
+        q = INT32_MAX;
+    }
+    return (int32_t)(((n < 0) != (den < 0)) ? -q : q);
+}
+
 static int32_t edgec_bit_length(uint32_t v)
 {
     int32_t n = 0;
@@ -80,6 +98,10 @@ static int32_t edgec_binary_one(const edgec_binary_params *p, int32_t a, int32_t
     if (p->op == 18) { /* TFLite's PRELU: x itself at or above 0, x * alpha below, each rescaled */
         raw = va >= 0 ? edgec_requantize(va, p->a_mult, p->a_shift)
                       : edgec_requantize(va * vb, p->b_mult, p->b_shift);
+        return edgec_clamp(raw + p->out_zp, p->act_min, p->act_max);
+    }
+    if (p->op == 19) { /* a QDQ file's int16 Div */
+        raw = edgec_requantize(edgec_div16_quotient(va, vb, p->left_shift), p->out_mult, p->out_shift);
         return edgec_clamp(raw + p->out_zp, p->act_min, p->act_max);
     }
     if (p->op >= 16) { /* TFLite's LOGICAL_AND / LOGICAL_OR of bool bytes */

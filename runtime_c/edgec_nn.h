@@ -242,6 +242,24 @@ static inline int32_t edgec_conv2d_window4_s8_get_buffer_size(const edgec_conv2d
 {
     return edgec_conv2d_window_s8_get_buffer_size(p);
 }
+/* the entries the generated code calls (edgec/ops/conv/im2col.py window4_entry), each linking only its loop (n: the
+ * words of a pixel's taps, k_w * k_h * in_c rounded up to 4): `clamped` (an output range narrower than int8's),
+ * `full` (n not below), by n % 16 `k16` / `k16t4` / `k16t8` (n > 16), `_all` where every record's neg is -1, and
+ * the row assembly `row48` (n a multiple of 48) / `row36` (n 36) where also out_c is a multiple of 4; each computes
+ * what edgec_conv2d_window4_s8 does for params and records of its kind */
+#define EDGEC_CONV2D_WINDOW4_ARGS                                                                                      \
+    const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights, const edgec_rq *rq,           \
+        int8_t *scratch, int8_t *output
+void edgec_conv2d_window4_clamped_s8(EDGEC_CONV2D_WINDOW4_ARGS);
+void edgec_conv2d_window4_full_s8(EDGEC_CONV2D_WINDOW4_ARGS);
+void edgec_conv2d_window4_k16_s8(EDGEC_CONV2D_WINDOW4_ARGS);
+void edgec_conv2d_window4_k16_all_s8(EDGEC_CONV2D_WINDOW4_ARGS);
+void edgec_conv2d_window4_k16t4_s8(EDGEC_CONV2D_WINDOW4_ARGS);
+void edgec_conv2d_window4_k16t4_all_s8(EDGEC_CONV2D_WINDOW4_ARGS);
+void edgec_conv2d_window4_k16t8_s8(EDGEC_CONV2D_WINDOW4_ARGS);
+void edgec_conv2d_window4_k16t8_all_s8(EDGEC_CONV2D_WINDOW4_ARGS);
+void edgec_conv2d_window4_row48_s8(EDGEC_CONV2D_WINDOW4_ARGS);
+void edgec_conv2d_window4_row36_s8(EDGEC_CONV2D_WINDOW4_ARGS);
 /* `--optimize speed`, a 3x3 convolution of 3 input channels (an image model's first layer) on cores with the DSP
  * extension: window4's 2x4 block over each pixel's 27 taps read straight from the input (28 a pixel, 2x4 block weights
  * in edgec/ops/conv/rgb3x3.py's tap order; fast/edgec_conv2d_window.c). */
@@ -252,6 +270,11 @@ static inline int32_t edgec_conv2d_rgb3x3_s8_get_buffer_size(const edgec_conv2d_
 {
     return 112 * ((p->out_w + 1) / 2) + 3 * p->in_w;
 }
+/* its entries (edgec/ops/conv/rgb3x3.py rgb3x3_entry): `clamped` (a range narrower than int8's), `row28` (out_c a
+ * multiple of 4, every record's neg -1), `full` */
+void edgec_conv2d_rgb3x3_clamped_s8(EDGEC_CONV2D_WINDOW4_ARGS);
+void edgec_conv2d_rgb3x3_full_s8(EDGEC_CONV2D_WINDOW4_ARGS);
+void edgec_conv2d_rgb3x3_row28_s8(EDGEC_CONV2D_WINDOW4_ARGS);
 /* Helium (MVE, Cortex-M55; fast/edgec_conv2d_mve.c, compiled for Helium cores only, chosen by
  * edgec/ops/conv/im2col.py): weights [2 * ceil(out_c / 4)][k4 / 16][2][16] int8 (pairs of channels, block by
  * block, zero channels up to a multiple of 4; k4 here: k_h*k_w*in_c rounded up to 16), 3 output pixels by 2
@@ -330,6 +353,17 @@ static inline int32_t edgec_depthwise_conv2d_3x3_fused_s8_get_buffer_size(const 
 {
     return 32 * ((p->out_cols - 1) * p->stride + 3);
 }
+/* the entries the generated code calls (edgec/ops/conv/depthwise3x3.py fused_entry), each linking only its rows:
+ * `rows_s1` / `rows_s2` (the whole int8 range, every record's neg -1, that stride), `full_anyneg` (some neg 0),
+ * `clamped` (a narrower range; `_anyneg`: some neg 0) */
+#define EDGEC_DEPTHWISE_3X3_ARGS                                                                                       \
+    const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input, const uint32_t *weights, const edgec_rq *rq,    \
+        int8_t *scratch, int8_t *output
+void edgec_depthwise_conv2d_3x3_fused_rows_s1_s8(EDGEC_DEPTHWISE_3X3_ARGS);
+void edgec_depthwise_conv2d_3x3_fused_rows_s2_s8(EDGEC_DEPTHWISE_3X3_ARGS);
+void edgec_depthwise_conv2d_3x3_fused_full_anyneg_s8(EDGEC_DEPTHWISE_3X3_ARGS);
+void edgec_depthwise_conv2d_3x3_fused_clamped_s8(EDGEC_DEPTHWISE_3X3_ARGS);
+void edgec_depthwise_conv2d_3x3_fused_clamped_anyneg_s8(EDGEC_DEPTHWISE_3X3_ARGS);
 /* `--optimize speed` on small images (a MobileNet's last layers; cores with the Arm DSP extension): the whole padded
  * input of 4 channels widened once into records of 4 rows, each channel's weights in registers for all its outputs
  * (per channel 7 words: the doubled int16 pairs (w[0][kx], w[1][kx]), (w[1][kx], w[2][kx]) and the doubled bias;
@@ -341,6 +375,15 @@ static inline int32_t edgec_depthwise_conv2d_3x3_small_s8_get_buffer_size(const 
 {
     return 32 * ((p->out_cols - 1) * p->stride + 3) * ((p->out_rows * p->stride + 1) / 2 + 2);
 }
+/* its entries (edgec/ops/conv/depthwise3x3.py small_entry), each linking only its code: the whole int8 range with
+ * every record's neg -1 `pairs` (stride 1, two output rows or more), `rows_s2` (stride 2), `full` (stride 1, one
+ * row); `full_anyneg` (some neg 0); `clamped` (a narrower range; `_anyneg`: some neg 0) */
+void edgec_depthwise_conv2d_3x3_small_pairs_s8(EDGEC_DEPTHWISE_3X3_ARGS);
+void edgec_depthwise_conv2d_3x3_small_rows_s2_s8(EDGEC_DEPTHWISE_3X3_ARGS);
+void edgec_depthwise_conv2d_3x3_small_full_s8(EDGEC_DEPTHWISE_3X3_ARGS);
+void edgec_depthwise_conv2d_3x3_small_full_anyneg_s8(EDGEC_DEPTHWISE_3X3_ARGS);
+void edgec_depthwise_conv2d_3x3_small_clamped_s8(EDGEC_DEPTHWISE_3X3_ARGS);
+void edgec_depthwise_conv2d_3x3_small_clamped_anyneg_s8(EDGEC_DEPTHWISE_3X3_ARGS);
 /* Helium (MVE; fast/edgec_depthwise_conv2d_3x3_mve.c): weights a zero byte, then [c][16] int8 (the 3x3 window over
  * a tile of 4 input rows a column, byte 4 * kx + ky), one channel at a time. */
 void edgec_depthwise_conv2d_3x3_mve_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
@@ -617,15 +660,17 @@ void edgec_add_s16(const edgec_add_params *p, const int16_t *input1, const int16
  * and requantized; op 9 (TFLite's DIV): TFLite's DivElementwise (gemmlowp's reciprocal of the divisor, the
  * numerator's headroom, one requantization by out_shift less both shifts); ops 10-15 (TFLite's EQUAL, NOT_EQUAL,
  * GREATER, GREATER_EQUAL, LESS, LESS_EQUAL): both inputs rescaled (<< left_shift, their own multiplier), compared,
- * 0 or 1 (a bool byte); ops 16, 17 (LOGICAL_AND, LOGICAL_OR) of the bytes themselves. */
+ * 0 or 1 (a bool byte); ops 16, 17 (LOGICAL_AND, LOGICAL_OR) of the bytes themselves; op 18 (TFLite's 16x8
+ * PRELU); op 19 (a QDQ file's int16 Div): round((a-za) * 2^left_shift / (b-zb)) in int64, saturated to int32,
+ * requantized. */
 typedef struct {
     int32_t op, dims[EDGEC_RANK], a_stride[EDGEC_RANK], b_stride[EDGEC_RANK];
     int32_t a_zp, a_mult, a_shift, b_zp, b_mult, b_shift, left_shift, out_mult, out_shift, out_zp,
         act_min, act_max;
 } edgec_binary_params;
 void edgec_binary_s8(const edgec_binary_params *p, const int8_t *a, const int8_t *b, int8_t *output);
-/* int16 (TFLite's 16x8 SUB, MUL, MAXIMUM, MINIMUM, SQUARED_DIFFERENCE, broadcast ADD): zero points 0, left_shift
- * 15 (add, sub) or 0 (squared difference), the int16 clamp. */
+/* int16 (TFLite's 16x8 SUB, MUL, MAXIMUM, MINIMUM, SQUARED_DIFFERENCE, broadcast ADD; a QDQ file's Div, op 19):
+ * zero points 0, left_shift 15 (add, sub) or 0 (squared difference), the int16 clamp. */
 void edgec_binary_s16(const edgec_binary_params *p, const int16_t *a, const int16_t *b, int16_t *output);
 
 /* TFLite's SELECT_V2: out = cond ? x : y over the broadcast [dims] (6-D, strides 0 where an input is broadcast);

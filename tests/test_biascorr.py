@@ -66,6 +66,19 @@ def test_the_shift_is_shrunk_to_what_the_samples_agree_on():
     assert np.array_equal(biascorr.shrunk_shift(diff[:1]), diff[0])    # one sample: nothing to judge it by
 
 
+def test_the_shrinkage_factor_is_one_minus_shrink_standard_errors_squared_over_the_shift_squared(monkeypatch):
+    """m x max(0, 1 - SHRINK se^2/m^2): with SHRINK 1 (the default) a shift of 1.3 se keeps 41 % of itself, with
+    SHRINK 2 none (taking off the whole estimate pays only past m^2 = 2 se^2); a shift of 4 se 94 % / 88 %."""
+    base = np.array([-1.5, -1.0, -0.5, 0.0, 0.0, 0.5, 1.0, 1.5])     # mean 0
+    se = float(np.sqrt(base.var(ddof=1) / len(base)))
+    diff = np.stack([base + np.sqrt(1.7) * se, base + 4.0 * se], axis=1)
+    assert biascorr.SHRINK == 1.0
+    assert np.allclose(biascorr.shrunk_shift(diff), [np.sqrt(1.7) * se * (1 - 1 / 1.7), 4.0 * se * (1 - 1 / 16)])
+    monkeypatch.setattr(biascorr, "SHRINK", 2.0)
+    s = biascorr.shrunk_shift(diff)
+    assert s[0] == 0.0 and np.isclose(s[1], 4.0 * se * (1.0 - 2.0 / 16.0))
+
+
 def test_a_real_shift_is_still_corrected_with_eight_samples(tmp_path, monkeypatch):
     """The int4 layers' mean shift, measured on 8 calibration samples only: the samples agree on it, so the
     shrinkage leaves most of the correction."""

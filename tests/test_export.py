@@ -139,8 +139,8 @@ def test_two_models_in_one_firmware_on_qemu_cortex_m4(pio_libs):
     nm = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True).stdout
     kernels = [line.split()[-1] for line in nm.splitlines() if " T edgec_" in line]
     assert kernels and len(kernels) == len(set(kernels))        # one shared runtime, each kernel linked once
-    assert any(k in ("edgec_conv2d_window4_s8", "edgec_conv2d_window_s8", "edgec_conv2d_blocked_s8",
-                     "edgec_conv2d_im2col_s8", "edgec_conv2d_s8") for k in kernels)
+    assert any(k.startswith(("edgec_conv2d_window4_", "edgec_conv2d_window_s8", "edgec_conv2d_blocked",
+                             "edgec_conv2d_im2col_s8", "edgec_conv2d_s8")) for k in kernels)   # (window4's entries)
     code, out = run_qemu(M4, elf)
     assert code == 0, out
     got = {}

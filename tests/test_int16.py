@@ -429,3 +429,58 @@ def test_the_default_runs_a_recurrence_int16_only_where_it_gains_on_the_calibrat
                                 ptq.QuantOptions(sensitivity_samples=0, recurrent_int16=forced))[1]
         assert r.recurrence == "" and {r.graph.tensors[op.output].dtype for op in r.graph.ops
                                        if op.kind == "lstm"} == {"int16" if forced else "int8"}
+
+
+def _lstm_autoencoder():
+    """An LSTM autoencoder (torch_lstm_autoencoder_ad_op15's shape): the encoder's last hidden state -> Gemm (the
+    code) -> Tanh -> repeated over time (Expand) -> the decoder LSTM -> a MatMul over its [T, C] rows."""
+    r = np.random.default_rng(23)
+    hid, n_in, code, steps = 6, 4, 3, 10
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0, 2], name="to_time_major"),
+             helper.make_node("LSTM", ["xt", "W", "R", "B"], ["", "h"], hidden_size=hid, name="enc"),
+             helper.make_node("Reshape", ["h", "s_h"], ["hf"], name="flat"),
+             helper.make_node("Gemm", ["hf", "wc", "bc"], ["c"], transB=1, name="code"),
+             helper.make_node("Tanh", ["c"], ["ct"], name="tanh"),
+             helper.make_node("Reshape", ["ct", "s_c"], ["c3"], name="unsq"),
+             helper.make_node("Expand", ["c3", "s_e"], ["ce"], name="repeat"),
+             helper.make_node("LSTM", ["ce", "W2", "R2", "B2"], ["y"], hidden_size=hid, name="dec"),
+             helper.make_node("Reshape", ["y", "s_y"], ["ys"], name="squeeze"),
+             helper.make_node("Transpose", ["ys"], ["yb"], perm=[1, 0, 2], name="to_batch"),
+             helper.make_node("MatMul", ["yb", "wo"], ["o"], name="out"),
+             helper.make_node("Add", ["o", "bo"], ["out"], name="out_bias")]
+    inits = {"W": r.normal(0, 0.5, (1, 4 * hid, n_in)), "R": r.normal(0, 0.4, (1, 4 * hid, hid)),
+             "B": r.normal(0, 0.2, (1, 8 * hid)), "s_h": np.array([1, hid], np.int64),
+             "wc": r.normal(0, 0.5, (code, hid)), "bc": r.normal(0, 0.1, code),
+             "s_c": np.array([1, 1, code], np.int64), "s_e": np.array([steps, 1, code], np.int64),
+             "W2": r.normal(0, 0.5, (1, 4 * hid, code)), "R2": r.normal(0, 0.4, (1, 4 * hid, hid)),
+             "B2": r.normal(0, 0.2, (1, 8 * hid)), "s_y": np.array([steps, 1, hid], np.int64),
+             "wo": r.normal(0, 0.4, (hid, n_in)), "bo": r.normal(0, 0.1, n_in)}
+    return make_model(nodes, ("x", [1, steps, n_in]), ("out", [1, steps, n_in]), inits, opset=14)
+
+
+def test_an_int16_recurrence_chain_goes_through_a_tanh_and_ends_in_a_16x8_matmul_over_rows(tmp_path):
+    """int16.recurrent_default: a smooth table between two layers of the chain (the code's Tanh: tables_between,
+    its 513-entry int16 table edgec_lut16_s16) and a MatMul over the decoder's rows (fully_connected_rows, 16x8;
+    not an accuracy-budget candidate) keep the chain int16 from the encoder to the output layer: before, the Tanh's
+    int8 grid cut it and the decoder stayed int8 (no int16 reader). The generated C matches the reference."""
+    from conftest import check_generated_c
+    from edgec.quant import int16
+
+    path = save(_lstm_autoencoder(), tmp_path)
+    x = np.random.default_rng(24).uniform(-1, 1, (40, 10, 4)).astype(np.float32)
+    np.savez(tmp_path / "calib.npz", x=x[:32])
+    plain = api.calibrate_model(path, tmp_path / "calib.npz",
+                                ptq.QuantOptions(sensitivity_samples=0, recurrent_int16=False))[1].graph
+    assert set(int16.recurrent_default(plain)) == {"enc", "code", "tanh", "dec", "out"}, int16.recurrent_default(plain)
+    assert "out" not in int16.candidates(plain)          # (the budget's candidates stay the 16x8 layers they were)
+    g = api.calibrate_model(path, tmp_path / "calib.npz",
+                            ptq.QuantOptions(sensitivity_samples=0, recurrent_int16=True))[1].graph
+    chain = [(op.kind, g.tensors[op.inputs[0]].dtype, g.tensors[op.output].dtype) for op in g.ops
+             if op.kind not in ("reshape", "remap")]
+    assert chain == [("requantize", "int8", "int16"), ("lstm", "int16", "int16"), ("fully_connected", "int16", "int16"),
+                     ("lut", "int16", "int16"), ("lstm", "int16", "int16"), ("fully_connected_rows", "int16", "int16"),
+                     ("requantize", "int16", "int8")], chain      # int8 <-> int16 only at the model's two ends
+    low = pipeline.lower(g)
+    assert {op.lowering.kernel.name for op in low.ops if op.name == "tanh"} == {"edgec_lut16_s16"}
+    check_generated_c(g, x[32:], tmp_path / "gcc")
+    check_generated_c(g, x[32:], tmp_path / "clang", cc="clang", flags=SANITIZE)

@@ -85,3 +85,116 @@ def test_a_tail_whose_int16_variant_does_not_quantize_keeps_the_int8_one(tmp_pat
     assert res.graph.tensors[res.graph.output].dtype == "int8"
     with pytest.raises(EdgecError, match="node 'logp'"):
         api.calibrate(path, calib, sensitivity_samples=0, tail_int16=True)
+
+
+def _two_heads(head: str = "Softplus", outputs=("mu", "s"), **attrs):
+    """x[1, 32] -> Gemm 32->16 -> Relu -> two heads: Gemm 16->8 (the mean) and Gemm 16->8 -> `head` (a VAE's scale):
+    the head's int8 output grid (its range from 0) is coarser than the Gemm's int8 grid it reads."""
+    from onnx import TensorProto, numpy_helper
+    from edgec.frontend import loader
+    r = np.random.default_rng(7)
+    nodes = [helper.make_node("Gemm", ["x", "w0", "b0"], ["h0"], transB=1, name="fc"),
+             helper.make_node("Relu", ["h0"], ["h"], name="relu"),
+             helper.make_node("Gemm", ["h", "w1", "b1"], ["mu"], transB=1, name="mu"),
+             helper.make_node("Gemm", ["h", "w2", "b2"], ["z"], transB=1, name="sd"),
+             helper.make_node(head, ["z", *(["e"] if head == "Pow" else [])], ["s"], name="head", **attrs)]
+    inits = {"w0": r.normal(0, 0.3, (16, 32)), "b0": r.normal(0, 0.1, 16), "w1": r.normal(0, 0.3, (8, 16)),
+             "b1": r.normal(0, 0.1, 8), "w2": r.normal(0, 0.3, (8, 16)), "b2": r.normal(0, 0.1, 8), "e": [2.0]}
+    out = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 8]) for n in outputs]
+    graph = helper.make_graph(nodes, "heads", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32])], out,
+                              [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return loader.prepare(model)
+
+
+def test_a_smooth_table_ending_one_of_two_outputs_runs_int16_where_that_output_gains(tmp_path):
+    """A Softplus (any smooth `lut`: lut.SMOOTH16) writing a graph output is an int16 tail too: the Gemm feeding it
+    16x8, the 513-entry int16 table (edgec_lut16_s16), an int16 output port; judged on the output it writes (the
+    model's worst output, the other head, is the same either way), and kept as it gains there."""
+    from edgec import ports
+    path = save(_two_heads(), tmp_path)
+    rng = np.random.default_rng(8)
+    calib = rng.normal(size=(16, 32)).astype(np.float32)
+    res = api.calibrate(path, calib, sensitivity_samples=0)
+    assert res.tail.startswith("output tail int16") and "outputs it writes" in res.tail, res.tail
+    g = res.graph
+    kinds = {op.name: (op.kind, g.tensors[op.output].dtype) for op in g.ops}
+    assert kinds["sd"] == ("fully_connected", "int16") and kinds["head"] == ("lut", "int16"), kinds
+    assert kinds["mu"] == ("fully_connected", "int8")
+    assert [p.name for p in ports.outputs(g)] == ["mu", "s"] and g.tensors["s"].dtype == "int16"
+    int8 = api.calibrate(path, calib, sensitivity_samples=0, tail_int16=False)
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    x = rng.normal(size=(12, 1, 32)).astype(np.float32)
+    want = np.stack([np.concatenate([v.reshape(-1) for v in sess.run(None, {"x": xi})]) for xi in x])
+
+    def snr(r, cols):
+        got = np.stack([np.asarray(api.reference(r, xi).y, np.float64).reshape(-1) for xi in x])[:, cols]
+        return 10 * np.log10(np.sum(want[:, cols] ** 2) / np.sum((want[:, cols] - got) ** 2))
+    assert snr(res, slice(8, 16)) > snr(int8, slice(8, 16)) + 3, (snr(res, slice(8, 16)), snr(int8, slice(8, 16)))
+    assert snr(res, slice(0, 8)) == snr(int8, slice(0, 8))          # the other head: bit for bit the same
+    one = api.calibrate(save(_two_heads(outputs=("s",)), tmp_path, "one.onnx"), calib, sensitivity_samples=0)
+    assert one.tail.startswith("output tail int16") and one.graph.tensors["s"].dtype == "int16", one.tail
+    check_generated_c(one.graph, x, tmp_path / "gcc")          # (the C: one output, the test driver's)
+    check_generated_c(one.graph, x, tmp_path / "clang", cc="clang", flags=SANITIZE)
+
+
+def test_only_a_smooth_table_or_a_whole_power_is_an_int16_tail():
+    """Floor (a step) and Pow by 2.5 stay int8 outputs: the int16 table's interpolation is for continuous
+    functions, and x^2.5 of a negative value is NaN; Tanh and a square (Pow 2: a squared error) are tails."""
+    from edgec.frontend import canonicalize
+    from edgec.quant import int16
+    for head, attrs, exp, tail in (("Floor", {}, 2.0, False), ("Pow", {}, 2.5, False), ("Pow", {}, 2.0, True),
+                                   ("Tanh", {}, 2.0, True)):
+        m = _two_heads(head, **attrs)
+        for init in m.graph.initializer:
+            if init.name == "e":
+                init.CopyFrom(helper.make_tensor("e", 1, [1], [exp]))
+        names, outs = int16.tail_default(canonicalize.canonicalize(m, "heads"))
+        assert (names == ["sd", "head"] and outs == ["s"]) if tail else (names, outs) == ([], []), (head, exp)
+
+
+def _tcn_score():
+    """A TCN anomaly score (torch_tcn_ad_batch_none_op12's tail): Conv1d -> Elu -> mean over time (the feature) ->
+    Gemm -> Tanh -> Gemm (its reconstruction) -> Sub (reconstruction - feature) -> Pow 2 -> mean: the score."""
+    r = np.random.default_rng(9)
+    nodes = [helper.make_node("Conv", ["x", "wc", "bc"], ["c"], pads=[1, 1], name="conv"),
+             helper.make_node("Elu", ["c"], ["e"], name="elu"),
+             helper.make_node("ReduceMean", ["e"], ["m"], axes=[2], keepdims=0, name="feature"),
+             helper.make_node("Gemm", ["m", "w0", "b0"], ["z"], transB=1, name="enc"),
+             helper.make_node("Tanh", ["z"], ["t"], name="tanh"),
+             helper.make_node("Gemm", ["t", "w1", "b1"], ["rec"], transB=1, name="dec"),
+             helper.make_node("Sub", ["rec", "m"], ["d"], name="diff"),
+             helper.make_node("Pow", ["d", "two"], ["d2"], name="square"),
+             helper.make_node("ReduceMean", ["d2"], ["y"], axes=[1], keepdims=1, name="score")]
+    inits = {"wc": r.normal(0, 0.4, (8, 2, 3)), "bc": r.normal(0, 0.1, 8), "w0": r.normal(0, 0.5, (3, 8)),
+             "b0": np.zeros(3), "w1": r.normal(0, 0.5, (8, 3)), "b1": r.normal(0, 0.1, 8), "two": np.array(2.0)}
+    return make_model(nodes, ("x", [1, 2, 32]), ("y", [1, 1]), inits)
+
+
+def test_a_tail_reading_a_difference_takes_the_reconstruction_and_its_target_with_it(tmp_path):
+    """int16.difference_head: a squared error's tail (Pow 2 of a Sub, then a mean) runs int16 back to the last
+    convolution: the Sub (Int16.between), the decoder's Gemm -> Tanh -> Gemm, the mean feature and the Elu before it
+    (its int16 table), so the reconstruction and its target are subtracted on int16 grids. Chosen by the default where
+    it gains; the score leaves as an int16 port; the C bit-exact with the reference (gcc; clang with sanitizers)."""
+    path = save(_tcn_score(), tmp_path)
+    rng = np.random.default_rng(10)
+    calib = rng.normal(size=(16, 2, 32)).astype(np.float32)
+    res = api.calibrate(path, calib, sensitivity_samples=0)
+    assert res.tail.startswith("output tail int16"), res.tail
+    g = res.graph
+    dtypes = {op.name: (op.kind, g.tensors[op.inputs[0]].dtype, g.tensors[op.output].dtype) for op in g.ops}
+    assert dtypes["conv"][2] == "int8" and dtypes["score"] == ("reduce", "int16", "int16"), dtypes
+    assert all(dtypes[n][1:] == ("int16", "int16") for n in ("elu", "feature", "enc", "tanh", "dec", "diff", "square")), dtypes
+    assert g.tensors[g.output].dtype == "int16"
+    int8 = api.calibrate(path, calib, sensitivity_samples=0, tail_int16=False)
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    x = rng.normal(size=(12, 2, 32)).astype(np.float32)
+    want = np.stack([sess.run(None, {"x": xi[None]})[0].reshape(-1) for xi in x]).astype(np.float64)
+
+    def snr(r):
+        got = np.stack([np.asarray(api.reference(r, xi[None]).y, np.float64).reshape(-1) for xi in x])
+        return 10 * np.log10(np.sum(want ** 2) / np.sum((want - got) ** 2))
+    assert snr(res) > snr(int8) + 1, (snr(res), snr(int8))
+    check_generated_c(g, x[:, None], tmp_path / "gcc")
+    check_generated_c(g, x[:, None], tmp_path / "clang", cc="clang", flags=SANITIZE)

@@ -143,9 +143,7 @@ def test_per_tensor_weight_scales(tmp_path):
 @pytest.mark.parametrize("weight,activation,extra,per_channel,message", [
     ("QUInt8", "QUInt8", None, True, "uint8 weights"),
     ("QInt8", "QInt8", {"WeightSymmetric": False}, False, "asymmetric int8 weights"),
-    ("QInt8", "QUInt16", None, True, r"node '.*' \(QuantizeLinear\): quantizes an activation to uint16, and so do \d+ more .*; "
-     "edgec runs a QDQ file's activations in int8 or int16"),
-])
+])     # (uint16 activations, refused here before, run as int16 shifted by 32768: tests/test_qdq16.py)
 def test_what_the_scheme_cannot_take_is_refused_clearly(tmp_path, weight, activation, extra, per_channel, message):
     path = ort_quantize(tmp_path, activation=activation, weight=weight, extra=extra, per_channel=per_channel,
                         samples=4)
@@ -364,10 +362,13 @@ def test_per_axis_activation_scales_take_the_widest_channel(tmp_path):
 
 
 def test_every_node_in_the_way_is_named_in_one_line(tmp_path):
-    """Two uint16 activation pairs, one after the other: both QuantizeLinear nodes named in the one error."""
-    a, ia = _act_qdq("a", "x", "xd", 0.01, np.uint16(0))
-    b, ib = _act_qdq("b", "r", "y", 0.01, np.uint16(0))
-    g = helper.make_graph(a + [helper.make_node("Relu", ["xd"], ["r"], name="relu")] + b, "uint16",
+    """Two float8 activation pairs (a type edgec does not run; uint16 was one until it ran as shifted int16), one
+    after the other: both QuantizeLinear nodes named in the one error."""
+    a, ia = _act_qdq("a", "x", "xd", 0.01, np.int8(0))
+    b, ib = _act_qdq("b", "r", "y", 0.01, np.int8(0))
+    ia[1] = helper.make_tensor("a_z", TensorProto.FLOAT8E4M3FN, [], [0.0])
+    ib[1] = helper.make_tensor("b_z", TensorProto.FLOAT8E4M3FN, [], [0.0])
+    g = helper.make_graph(a + [helper.make_node("Relu", ["xd"], ["r"], name="relu")] + b, "float8",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])], ia + ib)
     with pytest.raises(EdgecError) as err:
@@ -507,3 +508,34 @@ def test_an_int8_graph_output_builds_and_the_header_states_its_grid(tmp_path):
     assert "#define U8_OUT_OUTPUT_ZERO_POINT (125)" in header, header
     r = api.bench(tmp_path / "u", tmp_path / "t.npz", report_dir=None)
     assert r["agreement"]["device_vs_reference"] == 1.0, r["agreement"]
+
+
+def test_a_per_axis_quantize_linear_graph_output_is_refused_naming_its_axis(tmp_path):
+    """A QuantizeLinear with an axis and per-channel scales writing the graph output (an int8 port with a scale per
+    channel; edgec/ops/convert.py `import_quantize_linear`): refused in one line naming the node, its scales and axis,
+    and what to do (one scale per output port); the same pair ending in its DequantizeLinear builds, on the widest
+    channel's scale."""
+    s, z = np.array([0.01, 0.02, 0.03, 0.04], np.float32), np.zeros(4, np.int8)
+    w = np.random.default_rng(3).standard_normal((4, 2, 3, 3)).astype(np.float32) * 0.3
+    conv = helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], name="conv")
+    inits = [numpy_helper.from_array(a, k) for k, a in (("w", w), ("s", s), ("z", z))]
+    x = np.random.default_rng(3).uniform(-1, 1, (8, 2, 6, 6)).astype(np.float32)
+    np.savez(tmp_path / "c.npz", x=x)
+    ends = {"q": ([helper.make_node("QuantizeLinear", ["c", "s", "z"], ["y"], axis=1, name="q_out")], TensorProto.INT8),
+            "qdq": ([helper.make_node("QuantizeLinear", ["c", "s", "z"], ["cq"], axis=1, name="q_out"),
+                     helper.make_node("DequantizeLinear", ["cq", "s", "z"], ["y"], axis=1, name="dq_out")],
+                    TensorProto.FLOAT)}
+    for end, (nodes, yt) in ends.items():
+        g = helper.make_graph([conv, *nodes], "m", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 6, 6])],
+                              [helper.make_tensor_value_info("y", yt, [1, 4, 6, 6])], inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 8
+        path = save(m, tmp_path, f"{end}.onnx")
+        if end == "q":
+            with pytest.raises(EdgecError) as err:
+                api.compile_model(path, tmp_path / "c.npz")
+            msg = str(err.value)
+            assert "'q_out'" in msg and "4 scales along axis 1" in msg and "per tensor" in msg and "\n" not in msg, msg
+        else:
+            _, graph, _ = api.compile_model(path, tmp_path / "c.npz")
+            assert graph.tensors[graph.output].scale == pytest.approx(0.04)

@@ -32,10 +32,10 @@ def test_optimize_speed_and_size(tmp_path):
     speed, speed_c = _build(tmp_path, "speed")
     size, size_c = _build(tmp_path, "size", optimize="size")
     assert speed["optimize"]["mode"] == "speed" and speed["optimize"]["variants"].get("window4", 0) >= 1
-    assert "edgec_conv2d_window4_s8(" in speed_c and "edgec_conv2d_im2col_s8(" not in speed_c
+    assert "edgec_conv2d_window4_" in speed_c and "edgec_conv2d_im2col_s8(" not in speed_c
     assert speed["optimize"]["extra_constant_bytes"] > 0
     assert set(size["optimize"]["variants"]) == {"generic"} and size["optimize"]["extra_constant_bytes"] == 0
-    assert "edgec_conv2d_window4_s8(" not in size_c and "edgec_conv2d_im2col_s8(" in size_c
+    assert "edgec_conv2d_window4_" not in size_c and "edgec_conv2d_im2col_s8(" in size_c
 
 
 def test_tuning_log_record_chooses_the_variant(tmp_path):

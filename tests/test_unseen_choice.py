@@ -3,6 +3,7 @@ the calibration samples, each fold quantized from the other folds' ranges only, 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from conftest import EXAMPLES
 from edgec import api
@@ -44,6 +45,12 @@ def test_the_widened_ranges_are_kept_only_above_the_recipes_bar(tmp_path, monkey
     _, wide = api.calibrate_model(DIGITS / "model.onnx", calib, ptq.QuantOptions(
         sensitivity_samples=0, cache=False, unseen_ranges=True))
     assert seen.ranges != wide.ranges
+    # forced either way (--no-unseen-ranges / --unseen-ranges): nothing cross-validated, and the report says so
+    assert not seen.fixes.unseen and "forced (unseen_ranges=False, --no-unseen-ranges)" in seen.fixes.reason
+    assert wide.fixes.unseen and "forced (unseen_ranges=True, --unseen-ranges)" in wide.fixes.reason
+    report = api.write_quant_report(wide, wide.options, tmp_path, "digits")["fixes"]
+    assert report["unseen"] is True and "not cross-validated" in report["reason"]
+    assert "folds" not in seen.fixes.reason + wide.fixes.reason
     monkeypatch.setattr(fixes, "MIN_GAIN_DB", -100.0)        # any measure passes
     _, low = api.calibrate_model(DIGITS / "model.onnx", calib, opts)
     assert low.fixes.unseen and low.ranges == wide.ranges and "widened for unseen samples kept" in low.fixes.reason
@@ -52,3 +59,12 @@ def test_the_widened_ranges_are_kept_only_above_the_recipes_bar(tmp_path, monkey
     assert not high.fixes.unseen and high.ranges == seen.ranges and "not kept" in high.fixes.reason
     before, after = (float(v) for v in high.fixes.reason.split("output SQNR ")[1].split(" dB")[0].split(" -> "))
     assert f"{before:.1f} -> {after:.1f} dB" in low.fixes.reason     # the same measure, only the bar moved
+
+
+@pytest.mark.parametrize("flag, want", [([], None), (["--unseen-ranges"], True), (["--no-unseen-ranges"], False)])
+def test_the_command_line_forces_the_choice(flag, want):
+    from edgec import cli
+
+    for command in (["calibrate"], ["build", "--board", "host"]):
+        args = cli.parser().parse_args([*command, "m.onnx", "--calib", "c.npz", *flag])
+        assert cli._quant_options(args).unseen_ranges is want

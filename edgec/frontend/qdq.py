@@ -12,8 +12,8 @@ turns such a model back into the float model it describes, and remembers the qua
   [lo, hi] is what the int8 grid represents (that is the float meaning of the pair: exporters drop a
   Relu whose work the quantization's saturation does); its scale and zero point are fixed for x and
   for the pair's output: quantize takes them instead of calibrated ranges. uint8 activations are the
-  same grid shifted by 128 (zero point - 128, the same scale); int16 activations (ONNX Runtime's A16W8) are listed
-  in the metadata's "int16" and run on the 16x8 kernels (edgec/frontend/qdq16.py); uint16 and others are refused.
+  same grid shifted by 128 (zero point - 128, the same scale); int16 and uint16 (shifted by 32768) activations (ORT's
+  A16W8) are listed in the metadata's "int16" and run on the 16x8 kernels (qdq16.py); other types are refused.
 - a uint8 (or int8) graph input read by DequantizeLinear (tf2onnx's image input) becomes a float input with that
   quantization fixed; the device's input port stays uint8 (the sensor's bytes), converted to int8 by a `quantize`
   op (edgec/frontend/canonicalize.py); calibration and bench data are the float values the DequantizeLinear gives.
@@ -21,22 +21,19 @@ turns such a model back into the float model it describes, and remembers the qua
   Q -> Reshape -> DQ) are dequantized first, the data movement after the DequantizeLinear (`_dequantize_first`).
 - an int8 / uint8 graph output of a per-tensor QuantizeLinear (tf2onnx's from_tflite) is a pair's Clip, its grid
   fixed: the device's output port (uint8: edgec/frontend/canonicalize.py) holds the file's integers.
-
 - a Clip of constants is folded first: Brevitas's QCDQ export writes each weight as an int8 constant ->
   Clip (its bit width's narrow range, [-7, 7] for 4 bits) -> DequantizeLinear, and the clipped integers are the
   weights; its int32 biases are DequantizeLinear constants as ORT's.
 - a per-axis activation QuantizeLinear (NNCF quantizes a depthwise conv's input per channel) with one zero point
   becomes one per-tensor grid with the widest channel's scale: exact where the per-channel factors can move into
   the neighbouring convs' weight scales (`_absorb_per_axis`), else widened (every channel's range fits; the
-  narrower channels lose resolution against ONNX Runtime's execution): edgec's activations have one scale per tensor.
+  narrower channels lose resolution against ONNX Runtime's execution); int16 ones: qdq16.py's `per_axis16`.
 - Constant nodes (torch.onnx's scales and zero points) are taken as initializers first.
 
 What edgec's scheme cannot take is an EdgecError naming every node in its way, in one line: asymmetric or uint8
-weights (the kernels need symmetric int8 weights), uint16 activations, per-axis activation zero points that differ. Where the
-scheme fixes a quantization itself (pooling, views and data movement keep their input's, softmax
-outputs 1/256), it wins over the model's; ptq logs those tensors.
-
-The result is kept in the model's metadata (`edgec.qdq`, JSON), so every later stage sees it.
+weights (the kernels need symmetric int8 weights), per-axis int8 activation zero points that differ. Where the
+scheme fixes a quantization itself (pooling, views and data movement keep their input's, softmax outputs 1/256), it
+wins over the model's; ptq logs those tensors. The result is kept in the model's metadata (`edgec.qdq`, JSON).
 """
 from __future__ import annotations
 
@@ -47,6 +44,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from edgec.errors import EdgecError
+from edgec.frontend.qdq16 import per_axis16
 
 META = "edgec.qdq"          # (a key in the ONNX metadata: keep it)
 QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
@@ -54,7 +52,7 @@ WEIGHT_USERS = {"Conv": 1, "ConvTranspose": 1, "Gemm": 1, "MatMul": 1}   # op ->
 CONST_CHAIN = ("Clip",)     # of constants (Brevitas's weight integers): folded here (an Identity of a constant is
 # not: ORT quantizes what it reads as an activation, asymmetric, and the canonical graph takes that pair as it is)
 INT_RANGE = {np.dtype(np.int8): (-128, 127), np.dtype(np.uint8): (0, 255)}
-WIDE_RANGE = {np.dtype(np.int16): (-32768, 32767)}   # int16 activations (ORT A16W8): the 16x8 kernels
+WIDE_RANGE = {np.dtype(np.int16): (-32768, 32767), np.dtype(np.uint16): (0, 65535)}   # A16W8: the 16x8 kernels
 NIBBLE_RANGE = {"int4": (-8, 7), "uint4": (0, 15)}   # numpy_helper.to_array's (ml_dtypes) types of ONNX's INT4 / UINT4
 # (packed two per byte in the file): a constant's QuantizeLinear saturates to them
 
@@ -93,7 +91,7 @@ def strip(model: onnx.ModelProto) -> onnx.ModelProto:
     ports = _integer_inputs(g, consts, readers)
     absorbed = _absorb_per_axis(g, consts, readers)
     problems = []          # every node edgec cannot take, named in one error
-    wide: dict[str, list[tuple[str, str]]] = {}     # activations quantized to a type edgec does not run (uint16)
+    wide: dict[str, list[tuple[str, str]]] = {}     # activations quantized to a type edgec does not run (int32)
     for n in g.node:
         try:
             if n.op_type == "DequantizeLinear" and n.output[0] in done:
@@ -380,7 +378,7 @@ def _quantize(n, consts) -> np.ndarray:
     lo, hi = {**INT_RANGE, **WIDE_RANGE}.get(zp.dtype, NIBBLE_RANGE.get(zp.dtype.name, (None, None)))
     if lo is None:     # (int16: a constant ORT's A16W8 quantizes like an activation, GELU's 0.5: folded to its value)
         raise EdgecError(f"node '{n.name}' (QuantizeLinear): {zp.dtype} quantization of a constant is not supported "
-                         "(int8, uint8, int16, int4 and uint4 are)")
+                         "(int8, uint8, int16, uint16, int4 and uint4 are)")
     return np.clip(np.rint(x / s) + zpb.astype(np.int64), lo, hi).astype(zp.dtype)
 
 
@@ -408,7 +406,7 @@ def _weight_record(n, consts, readers) -> dict:
 
 
 class WideActivation(EdgecError):
-    """An activation's QuantizeLinear to a type edgec does not run (uint16): gathered into one entry."""
+    """An activation's QuantizeLinear to a type edgec does not run (int32, float8): gathered into one entry."""
 
     def __init__(self, dtype: str, node: str, op_type: str = "QuantizeLinear"):
         super().__init__(f"node '{node}' ({op_type}) quantizes an activation to {dtype}")
@@ -428,6 +426,8 @@ def _activation_q(n, consts) -> tuple[float, int, float, float]:
     """(scale, int8 zero point, lo, hi) of an activation's QuantizeLinear."""
     s = np.asarray(_arr(consts, n.input[1]), np.float32)
     zp = np.asarray(_arr(consts, n.input[2] if len(n.input) > 2 else "", np.zeros((), np.uint8)))
+    if s.size != 1 and zp.dtype in WIDE_RANGE and np.all(s > 0):    # int16 / uint16 per axis: one symmetric grid
+        return per_axis16(s, zp.astype(np.int64) - (zp.dtype == np.uint16) * 32768)   # holding every channel
     if s.size != 1 and (zp.size != 1 and np.unique(zp).size != 1 or not np.all(s > 0)):
         raise EdgecError(f"node '{n.name}' (QuantizeLinear): activation '{n.input[0]}' has a scale per axis with "
                          "zero points that differ; edgec quantizes activations per tensor")
@@ -441,7 +441,7 @@ def _activation_q(n, consts) -> tuple[float, int, float, float]:
     if not scale > 0:
         raise EdgecError(f"node '{n.name}' (QuantizeLinear): scale {scale} is not positive")
     lo, hi = float(np.float32((qmin - z) * np.float32(scale))), float(np.float32((qmax - z) * np.float32(scale)))
-    return scale, z - 128 if zp.dtype == np.uint8 else z, lo, hi
+    return scale, z - {np.uint8: 128, np.uint16: 32768}.get(zp.dtype.type, 0), lo, hi
 
 
 def _integer_output(n, consts) -> str | None:
@@ -451,7 +451,7 @@ def _integer_output(n, consts) -> str | None:
 
 
 def _wide(n, consts) -> bool:
-    """An activation's QuantizeLinear to int16 (ONNX Runtime's A16W8)."""
+    """An activation's QuantizeLinear to int16 or uint16 (ONNX Runtime's A16W8)."""
     zp = n.input[2] if len(n.input) > 2 else ""
     return bool(zp) and np.asarray(consts[zp]).dtype in WIDE_RANGE
 

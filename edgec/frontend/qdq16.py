@@ -18,11 +18,14 @@ Grids: TFLite's 16x8 kernels take int16 zero point 0. A file's int16 grid with z
 (its own scale). ONNX Runtime's default QInt16 is asymmetric (zero points such as -29758); edgec then runs the
 value on the symmetric grid that holds the file's whole range, scale max(|lo|, |hi|) / 32767 (`grid16`): between 1
 and 2 times the file's step, 15-16 bits instead of 16 (docs/quantization.md measures what it costs against ONNX
-Runtime's QDQ execution). The graph's input and output ports are int16 on those grids.
+Runtime's QDQ execution). uint16 activations (QUInt16) reach here as int16 ones, their zero point less 32768
+(edgec/frontend/qdq.py). The graph's input and output ports are int16 on those grids.
 """
 from __future__ import annotations
 
 from dataclasses import replace
+
+import numpy as np
 
 from edgec.errors import EdgecError
 from edgec.ir import GraphBuilder, Op
@@ -36,6 +39,18 @@ def grid16(scale: float, zero_point: int) -> tuple[float, int]:
         return float(scale), 0
     lo, hi = (-32768 - int(zero_point)) * float(scale), (32767 - int(zero_point)) * float(scale)
     return max(-lo, hi) / 32767.0, 0
+
+
+def per_axis16(scales: np.ndarray, zero_points: np.ndarray) -> tuple[float, int, float, float]:
+    """(scale, 0, lo, hi) of a per-axis int16 activation QuantizeLinear (scales and zero points per channel, which
+    may differ; uint16 ones shifted to int16): [lo, hi] the union of the channels' ranges, on the symmetric grid
+    holding it (what grid16 does to one asymmetric grid; each channel loses resolution by its step's ratio to
+    that grid's)."""
+    s = np.asarray(scales, np.float32).reshape(-1)
+    z = np.broadcast_to(np.asarray(zero_points, np.int64).reshape(-1), s.shape)
+    lo = float(np.float32(((-32768 - z) * s).min()))
+    hi = float(np.float32(((32767 - z) * s).max()))
+    return max(-lo, hi) / 32767.0, 0, lo, hi
 
 
 def widen(g: GraphBuilder, values: set[str]) -> None:

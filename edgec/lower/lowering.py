@@ -21,6 +21,7 @@ import dataclasses
 
 from edgec.fixedpoint.scheme import unpack_int4
 from edgec.ir import Graph, Op
+from edgec.ops.conv import dead_channels
 from edgec.ops import select
 from edgec.ops.kernel import VARIANT, constant_bytes
 
@@ -58,6 +59,7 @@ def lower_graph(graph: Graph, optimize: str = "speed", choose: Chooser | None = 
     None for the default), "size" keeps the generic fast kernels; mve (the board's core has Helium): the Helium
     kernel where there is one; dsp (it has the Arm DSP extension): the speed variants that need it too."""
     options = select.Options(optimize=optimize, helium=mve, dsp=dsp, choose=choose)
+    graph = dead_channels.prune(graph)    # the same integers out, without the MACs of all-zero channels
     return graph.replace_ops(_lowered(op, options, select.dtypes(graph, op)) for op in graph.ops)
 
 
@@ -102,8 +104,13 @@ def summary(ops) -> dict:
 
 
 def variant_code_bytes(ops) -> int:
-    """The code the speed variants the ops run on add, each variant counted once (the fit check)."""
-    kernels = {op.lowering.kernel for op in ops if op.lowering is not None and op.lowering.kernel.role == VARIANT}
+    """The code the speed variants the ops run on add, each variant counted once, with the entries its calls name
+    beyond those its code_bytes holds (Kernel.entry_code; the fit check)."""
+    lowered = [op.lowering for op in ops if op.lowering is not None and op.lowering.kernel.role == VARIANT]
+    kernels = {low.kernel for low in lowered}
     shared = sum(k.shares_code[1] for k in kernels if k.shares_code is not None and k.shares_code[0] in kernels)
-    return sum(k.code_bytes or 0 for k in kernels) - shared
+    entries = {(low.kernel, low.kernel.entry_code[0](low)) for low in lowered if low.kernel.entry_code is not None}
+    more = sum(k.entry_code[2] * max(0, sum(1 for kk, _ in entries if kk is k) - k.entry_code[1]) for k in kernels
+               if k.entry_code is not None)
+    return sum(k.code_bytes or 0 for k in kernels) - shared + more
 

@@ -135,7 +135,15 @@ def import_needs_constants(cx, node):
 
 
 def import_quantize_linear(cx, node):
-    if node.output[0] in {o.name for o in cx.model.graph.output}:      # tf2onnx's from_tflite of an int8 file
+    outputs = {o.name for o in cx.model.graph.output}
+    scale = cx.consts.get(node.input[1]) if len(node.input) > 1 else None
+    if node.output[0] in outputs and scale is not None and np.asarray(scale).size > 1:    # a per-axis output port
+        axis = next((a.i for a in node.attribute if a.name == "axis"), 1)
+        raise node_error(node, f"writes the graph output '{node.output[0]}' as integers with {np.asarray(scale).size} "
+                               f"scales along axis {axis}; an edgec output port has one scale and zero point: "
+                               "quantize that output per tensor, or end the model with its DequantizeLinear (edgec "
+                               "then holds the output on one grid, the widest channel's scale)")
+    if node.output[0] in outputs:      # tf2onnx's from_tflite of an int8 file
         raise node_error(node, f"writes the graph output '{node.output[0]}' as integers; edgec takes an integer "
                                "graph output from a per-tensor QuantizeLinear to int8 or uint8 with constant scale and "
                                "zero point (a QDQ file's): quantize so, end the model with a DequantizeLinear, or give "

@@ -345,7 +345,8 @@ OPS = [
           bias_correction=True, adaptive_rounding=True, macs=lambda op, out: _macs(op), int16=Int16(quantize_fc16, qdq=always)),
     OpDef("fully_connected_rows", "fully_connected", quantize_fc_rows, float_fc_rows, fuses_activation=True,
           weight_axis=0, macs=lambda op, out: _macs(op) * int(op.attrs.get("rows", op.params.get("rows", 1))),
-          int16=Int16(quantize_fc16, qdq=always, nameable=False, rows=always)),   # a QDQ file's MatMul over [T, C] rows
+          int16=Int16(quantize_fc16, qdq=always, nameable=False, layer=True, rows=always)),   # a QDQ file's MatMul over [T, C]
+    # rows; `--int16 NODE` and an int16 recurrence's chain (edgec/quant/int16.py) may name it, the budget does not
 ]
 
 

@@ -93,6 +93,9 @@ class Kernel:
     entries: tuple[str, ...] = ()                 # other C entry points its `call` names, by its params (the
                                                   # loops `name` would choose between at run time: a firmware
                                                   # then links only the one it calls)
+    entry_code: tuple[Callable, int, int] | None = None  # (Lowering -> the entry its call names, n, bytes): code_bytes
+                                                  # holds n entries' code, each further entry the build's calls
+                                                  # name adds `bytes` (the fit check: a loop per entry)
     cycles_per_instruction: float = 1.0          # its cycle estimate per instruction at zero wait states on
                                                   # the Cortex-M4 (the cycle plugin, the kernel alone): with
                                                   # flash_bytes, the flash-aware cost's cycles

@@ -129,13 +129,15 @@ def unjudged(graph: Graph, n: int, states, why: str, method, equalize_opt, bias)
                  bias_correction=bool(bias) if bias is not None or plain else True, unseen=method is None)
 
 
-def worst_output_sqnr(model: onnx.ModelProto, graph: Graph | list[tuple[Graph, np.ndarray]], x: np.ndarray) -> float:
+def worst_output_sqnr(model: onnx.ModelProto, graph: Graph | list[tuple[Graph, np.ndarray]], x: np.ndarray,
+                      only=None) -> float:
     """SQNR (dB) of the quantized graph's dequantized outputs against float on x, the worst output's (outputs of
     a varying shape, a NonMaxSuppression's selection, left out); `graph` may be a list of (graph, indices of the
-    samples of x it computes): cross-validation folds, their outputs pooled."""
+    samples of x it computes): cross-validation folds, their outputs pooled. only: the outputs (tensor names) to
+    judge, None: all."""
     floats = calibrate.run_float_each(model, x)
     parts = [(graph, np.arange(len(x)))] if isinstance(graph, Graph) else graph
-    return worst_sqnr(parts[0][0], floats, pooled_outputs(parts, x))
+    return worst_sqnr(parts[0][0], floats, pooled_outputs(parts, x), only)
 
 
 def pooled_outputs(parts: list[tuple[Graph, np.ndarray]], x: np.ndarray) -> np.ndarray:
@@ -149,10 +151,13 @@ def pooled_outputs(parts: list[tuple[Graph, np.ndarray]], x: np.ndarray) -> np.n
     return got
 
 
-def worst_sqnr(graph: Graph, floats: list[dict], got: np.ndarray) -> float:
-    """The worst output's SQNR (dB) of outputs `got` (pooled_outputs) against float outputs `floats`."""
+def worst_sqnr(graph: Graph, floats: list[dict], got: np.ndarray, only=None) -> float:
+    """The worst output's SQNR (dB) of outputs `got` (pooled_outputs) against float outputs `floats` (only: of
+    the outputs with these tensor names)."""
     worst = np.inf
     for p in ports.outputs(graph):
+        if only is not None and p.tensor not in only:
+            continue
         w = [np.asarray(f.get(p.name, ()), np.float64).reshape(-1) for f in floats]
         if graph.tensors[p.tensor].dtype == "float32" or any(v.size != p.size for v in w):
             continue

@@ -111,6 +111,9 @@ def mark(graph: Graph, names, outputs16=(), kinds=INT16_NAMEABLE) -> tuple[Graph
     for op in graph.ops:
         out = op.output
         if id(op) in chosen or id(op) in views:
+            d16 = REGISTRY[op.kind].int16
+            if id(op) in chosen and d16.as16 is not None and REGISTRY[op.kind].weight_axis is None:
+                op = d16.as16(op)       # an unweighted kind's int16 form (an ONNX table: its 513-entry int16 one)
             op = replace(op, inputs=tuple(t + SUFFIX for t in op.inputs),
                          output=out if out in port16 else out + SUFFIX)
         ops.append(op)
@@ -134,13 +137,38 @@ def recurrent_default(graph: Graph) -> list[str]:
     the int16-capable layers reading its sequence (directly or through views, remaps, concats, a mean), so the state
     leaves the recurrence on an int16 grid and is read as int16; only a recurrence with such a reader (another
     recurrence, a fully connected...): one whose output an int8 layer reads would be converted back at once."""
+    readers = candidates(graph) + list(RECURRENT_KINDS) + [op.name for op in graph.ops if op.kind in ROW_LAYERS]
     names: list[str] = []
     for op in graph.ops:
         if takes_int16_recurrence(op) and op.name not in names:
-            found = layers_reading(graph, op.name, candidates(graph) + list(RECURRENT_KINDS))
+            found = layers_reading(graph, op.name, readers)
             if found:
                 names += [op.name, *found]
-    return list(dict.fromkeys(names))
+    return list(dict.fromkeys(names + tables_between(graph, names)))
+
+
+# the 16x8 weighted kinds the accuracy budget leaves out but an int16 recurrence's chain takes (a MatMul over rows)
+ROW_LAYERS = tuple(k for k in INT16_NAMEABLE if REGISTRY[k].weight_axis is not None and k not in KINDS)
+
+
+def tables_between(graph: Graph, names) -> list[str]:
+    """The smooth tables (Int16.tail: their int16 variant as exact as the layers' around them; a Tanh between an
+    autoencoder's code Gemm and its decoder LSTM) that read a layer of `names` (directly or through views) and are
+    read by one: the chain goes on in int16 through them instead of an int8 grid and back."""
+    chain = set(names)
+    writer = {op.output: op for op in graph.ops}
+    found = []
+    for op in graph.ops:
+        d = REGISTRY[op.kind].int16
+        if d is None or d.tail is None or not d.tail(op) or op.name in chain \
+                or op.name not in candidates(graph, INT16_NAMEABLE):
+            continue
+        src = writer.get(op.inputs[0])
+        while src is not None and src.name not in chain and int16_through(src):
+            src = writer.get(src.inputs[0])
+        if src is not None and src.name in chain and layers_reading(graph, op.name, chain):
+            found.append(op.name)
+    return found
 
 
 def tail_default(graph: Graph) -> tuple[list[str], list[str]]:
@@ -167,6 +195,8 @@ def tail_default(graph: Graph) -> tuple[list[str], list[str]]:
         feed = writer.get(op.inputs[0])
         if feed is not None and feed.kind in KINDS and readers.get(feed.output) == 1 and feed.output not in graph.outputs:
             names.insert(-1, feed.name)
+        elif feed is not None and len(feed.inputs) > 1 and int16_through(feed):
+            names[-1:-1] = difference_head(graph, feed)     # a tail reading a difference (Sub, then Pow 2)
     return list(dict.fromkeys(names)), outs
 
 
@@ -193,6 +223,31 @@ def attention_default(graph: Graph) -> list[str]:
         op.name for op in graph.ops if op.kind in ATTENTION_KINDS
         and (op.kind in INT16_NAMEABLE or rows(op))
         and not any(graph.tensors[t].dtype == "bool" for t in op.inputs)))
+
+def difference_head(graph: Graph, diff: Op) -> list[str]:
+    """The layers an int16 tail reading a difference of two values (a Sub: Int16.between) takes with it: back from it
+    through the 16x8 layers whose input holds no more values than the difference (the head, not the convolutions
+    before it), smooth tables (Int16.tail) and what an int16 chain passes (views, a mean over time): a reconstruction
+    and its target both on int16 grids (the TCN autoencoder's bottleneck: its mean feature, the Gemm -> Tanh -> Gemm
+    decoder), not int8 ones subtracted."""
+    writer = {op.output: op for op in graph.ops}
+    nameable = set(candidates(graph, INT16_NAMEABLE))
+    size = graph.tensors[diff.output].size
+    found, todo, seen = [], list(diff.inputs), set()
+    while todo:
+        src = writer.get(todo.pop())
+        if src is None or id(src) in seen:
+            continue
+        seen.add(id(src))
+        d = REGISTRY[src.kind].int16
+        layer = graph.tensors[src.inputs[0]].size <= size if src.kind in KINDS else \
+            d is not None and d.tail is not None and d.tail(src)
+        if layer and src.name in nameable:
+            found.append(src.name)
+        elif not int16_through(src):
+            continue
+        todo.extend(src.inputs)
+    return list(reversed(found))
 
 
 TAIL_HEADROOM = 2.0     # an int16 tail's output grid spans this times its calibrated range: a sample beyond what

@@ -67,8 +67,7 @@ class QuantOptions:
     tail_int16: bool | None = None     # a float model's output layer of an int16 tail kind (an L2 normalization) and
                                        # the 16x8 layer feeding it int16, the output an int16 port
                                        # (int16.tail_default); None: where it gains (tail_choice)
-    attention_int16: bool | None = None   # a float transformer's row layers int16 (int16.attention_default);
-                                          # None: where it gains (attention_choice)
+    attention_int16: bool | None = None   # a transformer's rows int16 (int16.attention_default); None: attention_choice
     auto_seconds: float = autorange.BUDGET_S   # time budget of auto's per-tensor search
     weights: str = "int8"              # "int4": every layer that can takes int4 weights (edgec/quant/int4layers.py)
     int4: tuple[str, ...] = ()         # ONNX node names with int4 weights
@@ -385,15 +384,14 @@ def tail_choice(model, graph: Graph, samples: Samples, options: QuantOptions, lo
             or not [n for n in int16.tail_default(graph)[0] if n not in options.int4]):
         return quantize_model(model, graph, samples, replace(options, tail_int16=False), log, progress, cache_dir)
     keep, keep.tail = _int16_choice(model, graph, samples, options, "tail_int16", "output tail", log, progress,
-                                    cache_dir)
+                                    cache_dir, judged=int16.tail_default(graph)[1])
     return _with_sensitivity(keep, samples, options.sensitivity_samples, log)
 
 
 def attention_choice(model, graph: Graph, samples: Samples, options: QuantOptions, log, progress,
                      cache_dir) -> QuantResult:
-    """attention_int16 None (the default): a float transformer's row layers (int16.attention_default) run int16 only
-    where the calibration samples' worst output gains more than fixes.MIN_GAIN_DB, the rule of recurrence_choice
-    and tail_choice; elsewhere the int8 model (half the arena bytes) stays."""
+    """attention_int16 None (the default): a float transformer's rows (int16.attention_default) run int16 only where
+    that gains more than fixes.MIN_GAIN_DB on the calibration samples (recurrence_choice's rule), else int8."""
     if (graph.fixed_qparams or options.budgeted or options.weights != "int8" or options.state
             or not [n for n in int16.attention_default(graph) if n not in options.int4]):
         return quantize_model(model, graph, samples, replace(options, attention_int16=False), log, progress, cache_dir)
@@ -403,9 +401,11 @@ def attention_choice(model, graph: Graph, samples: Samples, options: QuantOption
 
 
 def _int16_choice(model, graph: Graph, samples: Samples, options: QuantOptions, field: str, what: str, log,
-                  progress, cache_dir) -> tuple[QuantResult, str]:
+                  progress, cache_dir, judged=None) -> tuple[QuantResult, str]:
     """The model quantized with option `field` False and True (the same ranges, the same recipe), the one kept (int16
-    only where the calibration samples' worst output gains more than fixes.MIN_GAIN_DB), and the line saying so."""
+    only where the calibration samples' worst output gains more than fixes.MIN_GAIN_DB), and the line saying so.
+    judged: the outputs the int16 variant changes (an int16 tail's), when the model has others: the worst of them
+    must gain so, and the model's worst output not fall (a tail on one of several outputs, whose worst is another)."""
     quiet = dict(sensitivity_samples=0)
     r8 = quantize_model(model, graph, samples, replace(options, **{field: False}, **quiet), log, progress, cache_dir)
     try:
@@ -418,9 +418,15 @@ def _int16_choice(model, graph: Graph, samples: Samples, options: QuantOptions, 
         return r8, note
     x = samples.first(fixes_mod.BIAS_SAMPLES)
     s8, s16 = (fixes_mod.worst_output_sqnr(model, r.graph, x) for r in (r8, r16))
-    keep = r16 if s16 > s8 + fixes_mod.MIN_GAIN_DB else r8
+    if judged is None or set(judged) >= set(graph.outputs):
+        t8, t16, also = s8, s16, ""
+    else:       # the outputs the tail writes gain, and the worst of all does not fall
+        t8, t16 = (fixes_mod.worst_output_sqnr(model, r.graph, x, only=set(judged)) for r in (r8, r16))
+        also = (f"; on the {len(judged)} of {len(graph.outputs)} outputs it writes, the worst of all "
+                f"{s8:.1f} -> {s16:.1f} dB, not to fall")
+    keep = r16 if t16 > t8 + fixes_mod.MIN_GAIN_DB and s16 >= s8 - 1e-9 else r8
     note = (f"{what} {'int16' if keep is r16 else 'int8'}: output SQNR of the {len(x)} calibration samples "
-            f"{s8:.1f} dB int8, {s16:.1f} dB int16 (int16 where it gains more than {fixes_mod.MIN_GAIN_DB} dB)")
+            f"{t8:.1f} dB int8, {t16:.1f} dB int16 (int16 where it gains more than {fixes_mod.MIN_GAIN_DB} dB{also})")
     log(note)
     keep.options = replace(keep.options, sensitivity_samples=options.sensitivity_samples)
     return keep, note
@@ -434,7 +440,9 @@ def _default_recipe(model, graph: Graph, stream: Samples, options: QuantOptions,
     if why:
         chosen = fixes_mod.unjudged(graph, stream.n, states, why, options.method, options.equalize,
                                     options.bias_correction)
-        chosen.unseen = chosen.unseen and options.unseen_ranges is not False
+        if chosen.unseen and options.unseen_ranges is not None:     # forced: --unseen-ranges / --no-unseen-ranges
+            chosen.unseen = options.unseen_ranges
+            chosen.reason += f"; {unseen_choice.forced(options.unseen_ranges)}"
     else:
         chosen = fixes_mod.choose(model, graph, stream, options.method, options.equalize, options.bias_correction,
                                   options.per_channel, options.percentile, cache_dir if options.cache else None,
@@ -474,8 +482,6 @@ def _auto(graph: Graph, stats, options: QuantOptions, stream: Samples, own_range
         f"{search.tensors} tensors changed, {search.trials} trials in {search.seconds:.1f} s"
         + ("" if search.reached == search.tensors else f" (budget reached after {search.reached} tensors)"))
     return method, scores, search
-
-
 
 
 def qdq_summary(graph: Graph) -> str:

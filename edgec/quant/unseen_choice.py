@@ -38,6 +38,12 @@ def widened(stats) -> dict[str, tuple[float, float]]:
             != (stats.lo[k], stats.hi[k])}
 
 
+def forced(widen: bool) -> str:
+    """The build report's words for a choice the options made (QuantOptions.unseen_ranges True or False)."""
+    return (f"ranges {'widened for unseen samples' if widen else 'as observed'}: "
+            f"forced (unseen_ranges={widen}, --{'' if widen else 'no-'}unseen-ranges), not cross-validated")
+
+
 def choose(model: onnx.ModelProto, graph: Graph, stats, own: dict, x: np.ndarray, per_channel: bool,
            settle: Callable[[dict], dict] = lambda r: r,
            log: Callable[[str], None] = lambda _: None) -> tuple[bool, str]:

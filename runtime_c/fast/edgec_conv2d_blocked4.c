@@ -233,33 +233,41 @@ static edgec_b4_pairs_fn edgec_blocked4_pairs(int32_t k8, int negs)
     return negs ? edgec_blocked4_asm : edgec_blocked4_asm_anyneg;
 }
 /* A lone last pixel of a full-range layer (its columns: a pair's, pixel 1's words a copy of pixel 0's), 1 pixel x 4
- * channels: the biases, 4 k-steps a pass of 7 instructions each (one LDR of the pixel's word, two LDRD of the weights,
- * 4 SMLAD; the pair's 11 did the same sums twice), then the requantization in C. n: column words, a
- * multiple of 8. */
+ * channels: the biases, then 4 k-steps a pass (the pixel's two words of a pair of k-steps by two LDR in a row, each
+ * k-step's 4 weight words by one LDM, 4 SMLAD: 21 cycles for 16 MACs in the M4 timing, where LDR + 2 LDRD a k-step
+ * took 24), then the requantization in C. The LDM's registers are named (r8, r10, r11, r12: a register list is in
+ * ascending order, the weights' words 0..3 of a k-step are channels 0..3). n: column words, a multiple of 8. */
 static EDGEC_HOT void edgec_blocked4_lone(const edgec_w32 *x0, int32_t n, const edgec_w32 *w, const edgec_rq *q,
                                           int32_t blocks, int8_t *o)
 {
-#define EDGEC_B4_LONE_STEP                                                                         \
+#define EDGEC_B4_LONE_STEPS2                                                                       \
     "ldr %[xa], [%[x]], #8\n\t"                                                                    \
-    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                            \
-    "smlad %[a0], %[xa], %[wa], %[a0]\n\t"                                                         \
-    "smlad %[a1], %[xa], %[wb], %[a1]\n\t"                                                         \
-    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                            \
-    "smlad %[a2], %[xa], %[wa], %[a2]\n\t"                                                         \
-    "smlad %[a3], %[xa], %[wb], %[a3]\n\t"
+    "ldr %[xb], [%[x]], #8\n\t"                                                                    \
+    "ldmia %[w]!, {%[w0], %[w1], %[w2], %[w3]}\n\t"                                                \
+    "smlad %[a0], %[xa], %[w0], %[a0]\n\t"                                                         \
+    "smlad %[a1], %[xa], %[w1], %[a1]\n\t"                                                         \
+    "smlad %[a2], %[xa], %[w2], %[a2]\n\t"                                                         \
+    "smlad %[a3], %[xa], %[w3], %[a3]\n\t"                                                         \
+    "ldmia %[w]!, {%[w0], %[w1], %[w2], %[w3]}\n\t"                                                \
+    "smlad %[a0], %[xb], %[w0], %[a0]\n\t"                                                         \
+    "smlad %[a1], %[xb], %[w1], %[a1]\n\t"                                                         \
+    "smlad %[a2], %[xb], %[w2], %[a2]\n\t"                                                         \
+    "smlad %[a3], %[xb], %[w3], %[a3]\n\t"
 /* the doubled sum t requantized with record r (EDGEC_PW_STORE's, any neg), saturated */
 #define EDGEC_B4_LONE_RQ(t, r) EDGEC_SAT8((E_SMMLAR((t), (r).mult, (r).khi) + (((t) >> 31) & (r).neg)) >> (r).shift)
     for (; blocks > 0; --blocks, q += 4, o += 4) {
         const edgec_w32 *x = x0;
         int32_t a0, a1, a2, a3, k = n >> 3;
-        uint32_t xa, wa, wb;
+        uint32_t xa, xb;
+        register uint32_t w0 __asm__("r8"), w1 __asm__("r10"), w2 __asm__("r11"), w3 __asm__("r12");
         __asm__ volatile("ldrd %[a0], %[a1], [%[w]], #8\n\t"
                          "ldrd %[a2], %[a3], [%[w]], #8\n"
-                         "1:\n\t" EDGEC_B4_LONE_STEP EDGEC_B4_LONE_STEP EDGEC_B4_LONE_STEP EDGEC_B4_LONE_STEP
+                         "1:\n\t" EDGEC_B4_LONE_STEPS2 EDGEC_B4_LONE_STEPS2
                          "subs %[k], %[k], #1\n\t"
                          "bne 1b\n\t"
                          : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [x] "+r"(x), [w] "+r"(w),
-                           [k] "+r"(k), [xa] "=&r"(xa), [wa] "=&r"(wa), [wb] "=&r"(wb)
+                           [k] "+r"(k), [xa] "=&r"(xa), [xb] "=&r"(xb), [w0] "=&r"(w0), [w1] "=&r"(w1),
+                           [w2] "=&r"(w2), [w3] "=&r"(w3)
                          :
                          : "cc", "memory");
         o[0] = (int8_t)EDGEC_B4_LONE_RQ(a0, q[0]);
@@ -267,7 +275,7 @@ static EDGEC_HOT void edgec_blocked4_lone(const edgec_w32 *x0, int32_t n, const 
         o[2] = (int8_t)EDGEC_B4_LONE_RQ(a2, q[2]);
         o[3] = (int8_t)EDGEC_B4_LONE_RQ(a3, q[3]);
     }
-#undef EDGEC_B4_LONE_STEP
+#undef EDGEC_B4_LONE_STEPS2
 #undef EDGEC_B4_LONE_RQ
 }
 #define EDGEC_B4_PAIRS 1 /* edgec_b4_run runs full-range layers on them */
@@ -587,6 +595,33 @@ EDGEC_INLINE void edgec_b4_inplace(const edgec_conv2d_im2col_params *p, const in
     edgec_b4_edge_window(p, input, y1, x1, c + 1);
 }
 
+/* The padded last block of a pixel pair (the out_c % 4 channels after the whole blocks; pixel 0's outputs at o0, pixel
+ * 1's at o1) through a buffer, as edgec_b4_run does it inline: the copies of the last channel are not stored. Out of
+ * line for the padded variant without its band (micro_speech's first layer: its buffer, the records' and weights'
+ * pointers and its 10-argument call made that loop's frame 32 B larger, on the deepest path of the model's stack). */
+#ifndef EDGEC_B4_PAIRS
+typedef void (*edgec_b4_pairs_fn)(const edgec_w32 *, int32_t, const edgec_w32 *, const edgec_rq *, int32_t,
+                                  const int8_t *, int32_t, int8_t *, int32_t, int32_t);
+#endif
+static EDGEC_NOINLINE void edgec_b4_rest(const edgec_conv2d_im2col_params *p, const edgec_w32 *cols, int32_t k8,
+                                         const uint32_t *weights, const edgec_rq *rq, edgec_b4_pairs_fn pairs,
+                                         edgec_b24_pixels_fn pixels, int8_t *o0, int8_t *o1)
+{
+    const int32_t blocks = p->out_c >> 2, rest = p->out_c & 3;
+    const edgec_w32 *const wrest = (const edgec_w32 *)weights + blocks * (4 + 2 * k8);
+    int8_t t[8];
+    int32_t i;
+    if (pairs) {
+        pairs(cols, k8, wrest, rq + 4 * blocks, 1, 0, 0, t, 4, 1);
+    } else {
+        pixels(cols, k8, wrest, rq + 4 * blocks, 1, t, t + 4, p->act_min, p->act_max);
+    }
+    for (i = 0; i < rest; ++i) {
+        o0[4 * blocks + i] = t[i];
+        o1[4 * blocks + i] = t[4 + i];
+    }
+}
+
 /* The kernel's loop over pairs of output pixels; `direct` (a constant where it is inlined: the copies compile
  * apart, and the loop without it is the one the kernel had before the direct reads) 1: reads single-channel windows
  * inside the image from the input rows (edgec_b4_direct); 2: every window from the padded band (the padded variant,
@@ -630,10 +665,9 @@ EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t
 #ifdef EDGEC_B4_PAIRS
         pairs = edgec_b4_loop_pairs(loop);
         pixels = edgec_blocked4_pixels_clamped;
-        /* the loop without the band as it compiled when its loop was chosen at run time: with the pointer a
-         * constant gcc allocates its registers worse (micro_speech +391 instructions; this links the clamped C
-         * pixels beside the loop, 1.1 kB) */
-        if (direct == 3) __asm__("" : "+r"(pairs));
+        /* (the loop without the band hid `pairs` from the compiler here until its padded last block went out of
+         * line, edgec_b4_rest: gcc allocated the loop's registers worse with it a constant then; now micro_speech
+         * runs 1,000 instructions fewer with it a constant, and the clamped C pixels are not linked beside it) */
 #else
         pixels = edgec_b4_loop_pixels(loop);
 #endif
@@ -675,7 +709,14 @@ EDGEC_INLINE void edgec_b4_run(const edgec_conv2d_im2col_params *p, const int8_t
             t = (const edgec_w32 *)(const void *)edgec_conv_taps(p, input, q / out_w, q % out_w, row);
             for (g = groups; g > 0; --g, c += 4) edgec_b4_column(*t++, c);
         }
-        if (rest) { /* the padded last block through a buffer: the copies of the last channel are not stored */
+        if (rest && direct == 3) { /* (out of line: its buffer and values are not on the loop's frame) */
+#ifdef EDGEC_B4_PAIRS
+            edgec_b4_rest(p, cols, k8, weights, rq, pairs, pairs ? 0 : pixels, output + pix * out_c,
+                          output + (pix + two) * out_c); /* (no C pixels linked beside the assembly) */
+#else
+            edgec_b4_rest(p, cols, k8, weights, rq, 0, pixels, output + pix * out_c, output + (pix + two) * out_c);
+#endif
+        } else if (rest) { /* the padded last block through a buffer: the copies of the last channel are not stored */
             int8_t t[8];
 #ifdef EDGEC_B4_PAIRS
             if (pairs) {

@@ -268,7 +268,7 @@ EDGEC_INLINE void edgec_window_row_rgb(const edgec_conv2d_im2col_params *p, cons
  * the widening and moved them: 11 a group, and about 40 a pixel around them). */
 #if defined(EDGEC_DSP_NATIVE) && !defined(__clang__) /* clang's allocation of the fixed registers: its C path */
 #define EDGEC_WIN_WIDEN_RUN(name, order)                                                                             \
-    static void name(edgec_w32 *dst, const int8_t *u, int32_t count, int32_t c4, int32_t vo, int32_t gap)             \
+    EDGEC_INLINE void name(edgec_w32 *dst, const int8_t *u, int32_t count, int32_t c4, int32_t vo, int32_t gap)       \
     {                                                                                                                  \
         register uint32_t r4 __asm__("r4"), r5 __asm__("r5"), r6 __asm__("r6"), r8 __asm__("r8");                      \
         const int32_t gapb = 4 * gap;                                                                                  \
@@ -301,7 +301,7 @@ EDGEC_WIN_WIDEN_RUN(edgec_window_widen_run1, EDGEC_WIN_WIDEN_ORDER(x, y))
 EDGEC_WIN_WIDEN_RUN(edgec_window_widen_run1_x2, EDGEC_WIN_WIDEN_ORDER_X2(x, y))
 /* The same 2 groups a pass (c4 a multiple of 8): LDRD of both pixels' 8 channels, per group 4 SXTB16 and STM */
 #define EDGEC_WIN_WIDEN_RUN8(name, order)                                                                            \
-    static void name(edgec_w32 *dst, const int8_t *u, int32_t count, int32_t c4, int32_t vo, int32_t gap)             \
+    EDGEC_INLINE void name(edgec_w32 *dst, const int8_t *u, int32_t count, int32_t c4, int32_t vo, int32_t gap)       \
     {                                                                                                                  \
         register uint32_t r4 __asm__("r4"), r5 __asm__("r5"), r6 __asm__("r6"), r8 __asm__("r8");                      \
         const int32_t gapb = 4 * gap;                                                                                  \
@@ -339,8 +339,8 @@ static void edgec_window_widen_run(edgec_w32 *dst, const int8_t *u, int32_t coun
         edgec_window_widen_run1(dst, u, count, c4, vo, gap);
     }
 }
-static void edgec_window_widen_run_x2(edgec_w32 *dst, const int8_t *u, int32_t count, int32_t c4, int32_t vo,
-                                      int32_t gap)
+EDGEC_INLINE void edgec_window_widen_run_x2(edgec_w32 *dst, const int8_t *u, int32_t count, int32_t c4, int32_t vo,
+                                           int32_t gap) /* (inlined in each window4 entry, as in the one before) */
 {
     if ((c4 & 7) == 0 && (vo & 3) == 0 && ((uintptr_t)u & 3) == 0) {
         edgec_window_widen_run8_x2(dst, u, count, c4, vo, gap);
@@ -420,8 +420,9 @@ static void edgec_window_row(const edgec_conv2d_im2col_params *p, const int8_t *
 {
     edgec_window_row_as(p, input, iy, x0, wp, c4, dst, gap, 0);
 }
-static void edgec_window_row_x2(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t x0,
-                                int32_t wp, int32_t c4, edgec_w32 *dst, int32_t gap)
+/* (inlined in each window4 entry, as it was in the one entry before they were named) */
+EDGEC_INLINE void edgec_window_row_x2(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t x0,
+                                      int32_t wp, int32_t c4, edgec_w32 *dst, int32_t gap)
 {
     edgec_window_row_as(p, input, iy, x0, wp, c4, dst, gap, 1);
 }
@@ -648,12 +649,47 @@ EDGEC_B24_ASM_PIXELS(edgec_window4_pixels_full16t8_all, EDGEC_B24_ASM_LOOP16, ED
 #define edgec_window4_pixels_full16t8_all edgec_window4_pixels_full
 #endif
 
+/* The loop a window4 call runs on, named by the entry the generated code calls (edgec/ops/conv/im2col.py
+ * window4_loop, from the layer's params and records, as edgec_window4_pick and edgec_window4_pick_row choose at run
+ * time): a clamped range's C pixels; the full range's C pixels (n not one the assembly takes); the assembly by n's
+ * rest modulo 16 (0, 4, 8) and whether every record's neg is -1 (`_ALL`); the row assembly over a row's pairs (n a
+ * multiple of 48 or 36; out_c a multiple of 4, every neg -1) with the pixels it leaves to the 16-word (tail 4)
+ * assembly. A constant where edgec_window_run is inlined, so a firmware links only the blocks its layers name
+ * (--gc-sections drops the others: up to 7 kB); EDGEC_W4_CHOOSE: chosen at run time (edgec_conv2d_window4_s8). */
+enum {
+    EDGEC_W4_CHOOSE,
+    EDGEC_W4_CLAMPED,
+    EDGEC_W4_FULL,
+    EDGEC_W4_K16,
+    EDGEC_W4_K16_ALL,
+    EDGEC_W4_K16T4,
+    EDGEC_W4_K16T4_ALL,
+    EDGEC_W4_K16T8,
+    EDGEC_W4_K16T8_ALL,
+    EDGEC_W4_ROW48,
+    EDGEC_W4_ROW36
+};
+
 /* The 2x4 block function for a layer: the assembly where the range is full int8 and n suits it, `_all` where every
- * record's neg is -1 (checked once a call) */
-static edgec_b24_pixels_fn edgec_window4_pick(const edgec_conv2d_im2col_params *p, const edgec_rq *rq, int32_t n)
+ * record's neg is -1 (checked once a call); `loop` the named one, or EDGEC_W4_CHOOSE */
+EDGEC_INLINE edgec_b24_pixels_fn edgec_window4_pick(const edgec_conv2d_im2col_params *p, const edgec_rq *rq,
+                                                    int32_t n, const int loop)
 {
     int negs = 1;
     int32_t j;
+    switch (loop) {
+    case EDGEC_W4_CLAMPED: return edgec_window4_pixels_clamped;
+    case EDGEC_W4_FULL: return edgec_window4_pixels_full;
+    case EDGEC_W4_K16: return edgec_window4_pixels_full16;
+    case EDGEC_W4_K16_ALL:
+    case EDGEC_W4_ROW48: return edgec_window4_pixels_full16_all;
+    case EDGEC_W4_K16T4: return edgec_window4_pixels_full16t4;
+    case EDGEC_W4_K16T4_ALL:
+    case EDGEC_W4_ROW36: return edgec_window4_pixels_full16t4_all;
+    case EDGEC_W4_K16T8: return edgec_window4_pixels_full16t8;
+    case EDGEC_W4_K16T8_ALL: return edgec_window4_pixels_full16t8_all;
+    default: break;
+    }
     if (p->act_min != -128 || p->act_max != 127) return edgec_window4_pixels_clamped;
     for (j = 0; j < p->out_c && negs; ++j) negs = rq[j].neg == -1; /* stops at the first 0 */
     if ((n & 15) == 0) return negs ? edgec_window4_pixels_full16_all : edgec_window4_pixels_full16;
@@ -663,12 +699,16 @@ static edgec_b24_pixels_fn edgec_window4_pick(const edgec_conv2d_im2col_params *
 }
 
 /* The row function for a layer (EDGEC_WIN4_ASM_ROW): the assembly over a row's pairs where the range is full int8,
- * out_c a multiple of 4 and n suits it; else 0 (every pair through edgec_window4_pair) */
-static edgec_win4_row_fn edgec_window4_pick_row(const edgec_conv2d_im2col_params *p, const edgec_rq *rq, int32_t n)
+ * out_c a multiple of 4 and n suits it; else 0 (every pair through edgec_window4_pair); `loop` as above */
+EDGEC_INLINE edgec_win4_row_fn edgec_window4_pick_row(const edgec_conv2d_im2col_params *p, const edgec_rq *rq,
+                                                      int32_t n, const int loop)
 {
 #if defined(EDGEC_DSP_NATIVE) && !defined(__clang__)
     int negs = 1;
     int32_t j;
+    if (loop == EDGEC_W4_ROW48) return edgec_window4_row48_all;
+    if (loop == EDGEC_W4_ROW36) return edgec_window4_row36_all;
+    if (loop != EDGEC_W4_CHOOSE) return 0;
     if (p->act_min != -128 || p->act_max != 127 || (p->out_c & 3) != 0) return 0;
     for (j = 0; j < p->out_c && negs; ++j) negs = rq[j].neg == -1; /* stops at the first 0 */
     if (!negs) return 0;
@@ -678,6 +718,7 @@ static edgec_win4_row_fn edgec_window4_pick_row(const edgec_conv2d_im2col_params
     (void)p;
     (void)rq;
     (void)n;
+    (void)loop;
 #endif
     return 0;
 }
@@ -712,7 +753,7 @@ EDGEC_INLINE void edgec_window4_pair(const edgec_conv2d_im2col_params *p, edgec_
  * order [kx][ky][c4], read in place. A new output row moves the rows it keeps to the front of each entry
  * (edgec_window_shift) and widens the new ones behind them. */
 EDGEC_INLINE void edgec_window_run(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
-                                   const edgec_rq *rq, int8_t *scratch, int8_t *output, const int x2)
+                                   const edgec_rq *rq, int8_t *scratch, int8_t *output, const int x2, const int loop)
 {
     const int32_t c4 = (p->in_c + 3) & ~3, k_h = p->k_h, out_w = p->out_w, out_c = p->out_c, sh = p->stride_h;
     const int32_t bw = p->band_w < 1 ? 1 : (p->band_w < out_w ? p->band_w : out_w);
@@ -721,8 +762,8 @@ EDGEC_INLINE void edgec_window_run(const edgec_conv2d_im2col_params *p, const in
     const edgec_window_pixels_fn pixels = n == 36 ? (full ? edgec_window_pixels_rgb_full
                                                           : edgec_window_pixels_rgb_clamped)
                                                   : (full ? edgec_window_pixels_full : edgec_window_pixels_clamped);
-    const edgec_b24_pixels_fn pixels4 = x2 ? edgec_window4_pick(p, rq, n) : 0;
-    const edgec_win4_row_fn row4 = x2 ? edgec_window4_pick_row(p, rq, n) : 0;
+    const edgec_b24_pixels_fn pixels4 = x2 ? edgec_window4_pick(p, rq, n, loop) : 0;
+    const edgec_win4_row_fn row4 = x2 ? edgec_window4_pick_row(p, rq, n, loop) : 0;
     edgec_w32 *ring = (edgec_w32 *)(void *)scratch;
     int32_t bx, oy, ox, j;
     for (bx = 0; bx < out_w; bx += bw) {
@@ -766,14 +807,32 @@ EDGEC_INLINE void edgec_window_run(const edgec_conv2d_im2col_params *p, const in
 void edgec_conv2d_window_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                             const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
-    edgec_window_run(p, input, weights, rq, scratch, output, 0);
+    edgec_window_run(p, input, weights, rq, scratch, output, 0, EDGEC_W4_CHOOSE);
 }
 
 void edgec_conv2d_window4_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                              const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
-    edgec_window_run(p, input, weights, rq, scratch, output, 1);
+    edgec_window_run(p, input, weights, rq, scratch, output, 1, EDGEC_W4_CHOOSE);
 }
+
+/* The entries the generated code calls (edgec/ops/conv/im2col.py window4_entry): one a loop (the enum above), decided
+ * when the model is built from the layer's params and records, each computing what edgec_conv2d_window4_s8 computes
+ * for params and records of its kind and linking only its own blocks. */
+#define EDGEC_W4_ARGS \
+    const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights, const edgec_rq *rq, \
+        int8_t *scratch, int8_t *output
+#define EDGEC_W4_ENTRY_RUN(loop) edgec_window_run(p, input, weights, rq, scratch, output, 1, loop)
+void edgec_conv2d_window4_clamped_s8(EDGEC_W4_ARGS) { EDGEC_W4_ENTRY_RUN(EDGEC_W4_CLAMPED); }
+void edgec_conv2d_window4_full_s8(EDGEC_W4_ARGS) { EDGEC_W4_ENTRY_RUN(EDGEC_W4_FULL); }
+void edgec_conv2d_window4_k16_s8(EDGEC_W4_ARGS) { EDGEC_W4_ENTRY_RUN(EDGEC_W4_K16); }
+void edgec_conv2d_window4_k16_all_s8(EDGEC_W4_ARGS) { EDGEC_W4_ENTRY_RUN(EDGEC_W4_K16_ALL); }
+void edgec_conv2d_window4_k16t4_s8(EDGEC_W4_ARGS) { EDGEC_W4_ENTRY_RUN(EDGEC_W4_K16T4); }
+void edgec_conv2d_window4_k16t4_all_s8(EDGEC_W4_ARGS) { EDGEC_W4_ENTRY_RUN(EDGEC_W4_K16T4_ALL); }
+void edgec_conv2d_window4_k16t8_s8(EDGEC_W4_ARGS) { EDGEC_W4_ENTRY_RUN(EDGEC_W4_K16T8); }
+void edgec_conv2d_window4_k16t8_all_s8(EDGEC_W4_ARGS) { EDGEC_W4_ENTRY_RUN(EDGEC_W4_K16T8_ALL); }
+void edgec_conv2d_window4_row48_s8(EDGEC_W4_ARGS) { EDGEC_W4_ENTRY_RUN(EDGEC_W4_ROW48); }
+void edgec_conv2d_window4_row36_s8(EDGEC_W4_ARGS) { EDGEC_W4_ENTRY_RUN(EDGEC_W4_ROW36); }
 
 /* ---- edgec_conv2d_rgb3x3_s8: a 3x3 convolution of a 3-channel input (an image model's first layer; packing in
  * edgec/ops/conv/rgb3x3.py). A kernel row of an output pixel is 9 contiguous input bytes (3 pixels x 3 channels),
@@ -872,8 +931,8 @@ EDGEC_INLINE void edgec_rgb_pair(const int8_t *a0, const int8_t *a1, const int8_
 EDGEC_RGB_PAIRS(edgec_rgb_pairs_s1, 3)
 EDGEC_RGB_PAIRS(edgec_rgb_pairs_s2, 6)
 #endif
-static void edgec_rgb_pairs(const int8_t *a, const int8_t *b, const int8_t *c, int32_t t, edgec_w32 *dst,
-                            int32_t count)
+EDGEC_INLINE void edgec_rgb_pairs(const int8_t *a, const int8_t *b, const int8_t *c, int32_t t, edgec_w32 *dst,
+                                 int32_t count)
 {
 #if defined(EDGEC_DSP_NATIVE) && !defined(__clang__)
     if (t == 3) {
@@ -914,21 +973,27 @@ static EDGEC_NOINLINE void edgec_rgb_edge_pair(const int8_t *const r[3], int32_t
     edgec_rgb_pair(e[0], e[1], e[2], e[3], e[4], e[5], dst);
 }
 
-void edgec_conv2d_rgb3x3_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
-                            const edgec_rq *rq, int8_t *scratch, int8_t *output)
+/* rgb3x3's loops (edgec/ops/conv/rgb3x3.py rgb3x3_entry): a clamped range's C pixels, the full range's, the full
+ * range's row assembly (out_c a multiple of 4, every record's neg -1; a lone last pixel on the C pixels); a
+ * constant where edgec_rgb3x3_run is inlined, or EDGEC_RGB_CHOOSE (edgec_conv2d_rgb3x3_s8) */
+enum { EDGEC_RGB_CHOOSE, EDGEC_RGB_CLAMPED, EDGEC_RGB_FULL, EDGEC_RGB_ROW28 };
+EDGEC_INLINE void edgec_rgb3x3_run(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                                   const edgec_rq *rq, int8_t *scratch, int8_t *output, const int loop)
 {
     const int32_t in_w = p->in_w, in_h = p->in_h, out_w = p->out_w, out_c = p->out_c, s = p->stride_w;
     const int32_t pairs = (out_w + 1) >> 1;
     const int8_t zp = (int8_t)p->input_zp;
     edgec_w32 *const cols = (edgec_w32 *)(void *)scratch;
     int8_t *const zprow = scratch + 112 * pairs;
-    const int full = p->act_min == -128 && p->act_max == 127;
+    const int full = loop == EDGEC_RGB_CHOOSE ? p->act_min == -128 && p->act_max == 127 : loop != EDGEC_RGB_CLAMPED;
     /* edgec_window4_pick's choice for 28 words (not the function: it would link window4's other assembly) */
     const edgec_b24_pixels_fn pixels4 = full ? edgec_window4_pixels_full : edgec_window4_pixels_clamped;
     edgec_win4_row_fn row4 = 0;
     int32_t oy, i, ky, lo = 0, hi;
 #if defined(EDGEC_DSP_NATIVE) && !defined(__clang__)
-    if (full && (out_c & 3) == 0) { /* the row assembly where every record's neg is -1 (edgec_window4_pick_row's test) */
+    if (loop == EDGEC_RGB_ROW28) row4 = edgec_window4_row28_all;
+    if (loop == EDGEC_RGB_CHOOSE && full && (out_c & 3) == 0) { /* the row assembly where every record's neg is -1
+                                                                  * (edgec_window4_pick_row's test) */
         for (i = 0; i < out_c && rq[i].neg == -1; ++i) {
         }
         if (i == out_c) row4 = edgec_window4_row28_all;
@@ -976,4 +1041,29 @@ void edgec_conv2d_rgb3x3_s8(const edgec_conv2d_im2col_params *p, const int8_t *i
                                2 * i + 1 < out_w ? o0 + out_c : o0);
         }
     }
+}
+
+void edgec_conv2d_rgb3x3_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                            const edgec_rq *rq, int8_t *scratch, int8_t *output)
+{
+    edgec_rgb3x3_run(p, input, weights, rq, scratch, output, EDGEC_RGB_CHOOSE);
+}
+
+/* the entries the generated code calls (edgec/ops/conv/rgb3x3.py rgb3x3_entry), each linking only its own loop */
+void edgec_conv2d_rgb3x3_clamped_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                                    const edgec_rq *rq, int8_t *scratch, int8_t *output)
+{
+    edgec_rgb3x3_run(p, input, weights, rq, scratch, output, EDGEC_RGB_CLAMPED);
+}
+
+void edgec_conv2d_rgb3x3_full_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                                 const edgec_rq *rq, int8_t *scratch, int8_t *output)
+{
+    edgec_rgb3x3_run(p, input, weights, rq, scratch, output, EDGEC_RGB_FULL);
+}
+
+void edgec_conv2d_rgb3x3_row28_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                                  const edgec_rq *rq, int8_t *scratch, int8_t *output)
+{
+    edgec_rgb3x3_run(p, input, weights, rq, scratch, output, EDGEC_RGB_ROW28);
 }

@@ -177,7 +177,8 @@ extern void edgec_dwf_rows_s2(const edgec_w32 *x0, int32_t pairs, const edgec_w3
 /* frame: [sp] multiplier, khi, then x, wk, q of the next channel, channels left, bytes of the pairs; the arguments
  * out0, step, odd at sp + 68 */
 #define EDGEC_DWF_ASM_FN(name, span_shift, pair, odd_pairs)                                        \
-    "\t.text\n\t.align 2\n\t.global " name "\n\t.type " name ", %function\n\t.thumb_func\n"       \
+    "\t.pushsection .text." name ",\"ax\",%progbits\n\t.align 2\n\t.global " name "\n\t.type " name   \
+    ", %function\n\t.thumb_func\n"                                                                 \
     name ":\n\t"                                                                                   \
     "push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"                                              \
     "sub sp, sp, #32\n\t"                                                                          \
@@ -238,7 +239,7 @@ extern void edgec_dwf_rows_s2(const edgec_w32 *x0, int32_t pairs, const edgec_w3
     "bne 1b\n\t"                                                                                   \
     "add sp, sp, #32\n\t"                                                                          \
     "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t"                                               \
-    ".size " name ", .-" name "\n"
+    ".size " name ", .-" name "\n\t.popsection\n"
 /* two outputs, columns 0 and 1 (stride 1) or 0 and 2 (stride 2), x advanced past them */
 #define EDGEC_DWF_ASM_PAIR1                                                                        \
     "ldrd r10, r11, [r0], #64\n\t"                                                                 \
@@ -308,15 +309,26 @@ static EDGEC_NOINLINE void edgec_dwf_load_row(const int8_t *src, int32_t cs, int
     if ((x1 - x0) & 1) EDGEC_DWF_LOAD_COLUMN(d, src);
 }
 
-void edgec_depthwise_conv2d_3x3_fused_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
-                                         const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output)
+/* The rows a call runs on, named by the entry the generated code calls (edgec/ops/conv/depthwise3x3.py fused_entry,
+ * from the layer's stride, output range and records): the assembly of stride 1 or 2 (the whole int8 range, every
+ * record's neg -1; the C row on a build without it), the full range with some neg 0 (the assembly for the groups
+ * whose 4 negs are -1, the C row for the others), a clamped range's C rows (every neg -1, or `_ANYNEG`). A constant
+ * where edgec_dwf_run is inlined, so a firmware links only the rows its layers name; EDGEC_DWF_CHOOSE: chosen at
+ * run time (edgec_depthwise_conv2d_3x3_fused_s8). */
+enum { EDGEC_DWF_CHOOSE, EDGEC_DWF_ROWS_S1, EDGEC_DWF_ROWS_S2, EDGEC_DWF_FULL_ANYNEG, EDGEC_DWF_CLAMPED,
+       EDGEC_DWF_CLAMPED_ANYNEG };
+EDGEC_INLINE void edgec_dwf_run(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
+                                const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output,
+                                const int loop)
 {
-    const int32_t c = p->c, rows = p->rows, cols = p->cols, s = p->stride, n = p->out_cols;
+    const int32_t c = p->c, rows = p->rows, cols = p->cols, n = p->out_cols;
+    const int32_t s = loop == EDGEC_DWF_ROWS_S1 ? 1 : loop == EDGEC_DWF_ROWS_S2 ? 2 : p->stride;
     const int32_t width = (n - 1) * s + 3, pl = p->pad_left, lo = p->act_min, hi = p->act_max;
     const int32_t x0 = pl < width ? pl : width;
     const int32_t x1 = cols + pl < width ? (cols + pl < x0 ? x0 : cols + pl) : width;
     int16_t *win = (int16_t *)(void *)scratch;
-    const int full = lo == -128 && hi == 127;
+    const int full = loop == EDGEC_DWF_CHOOSE ? lo == -128 && hi == 127 : loop < EDGEC_DWF_CLAMPED;
+    const int allneg = loop == EDGEC_DWF_ROWS_S1 || loop == EDGEC_DWF_ROWS_S2 || loop == EDGEC_DWF_CLAMPED;
     const edgec_dwf_row row_neg = full ? edgec_dwf_row_full : edgec_dwf_row_clamped;
     const edgec_dwf_row row_anyneg = full ? edgec_dwf_row_full_anyneg : edgec_dwf_row_clamped_anyneg;
     /* only the first output row's window reaches above the image and only the last one's below: their own weight
@@ -326,7 +338,7 @@ void edgec_depthwise_conv2d_3x3_fused_s8(const edgec_depthwise_conv2d_3x3_params
     const int edges = last >= 1 && pt >= 0 && pt <= s && (last - 1) * s - pt + 3 <= rows;
     int32_t cg, oy, r, k;
     for (cg = 0; cg < c; cg += 4) {
-        const int negs = rq[cg].neg + rq[cg + 1].neg + rq[cg + 2].neg + rq[cg + 3].neg != -4;
+        const int negs = !allneg && rq[cg].neg + rq[cg + 1].neg + rq[cg + 2].neg + rq[cg + 3].neg != -4;
         int32_t next = -pt;
         for (k = 0; k < 3; ++k) {
             edgec_dw_load_row(p, input, 0, x0, k, win, 0);
@@ -361,3 +373,20 @@ void edgec_depthwise_conv2d_3x3_fused_s8(const edgec_depthwise_conv2d_3x3_params
         }
     }
 }
+
+void edgec_depthwise_conv2d_3x3_fused_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
+                                         const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output)
+{
+    edgec_dwf_run(p, input, weights, rq, scratch, output, EDGEC_DWF_CHOOSE);
+}
+
+/* The entries the generated code calls (edgec/ops/conv/depthwise3x3.py fused_entry), each linking only its rows */
+#define EDGEC_DWF_ARGS \
+    const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input, const uint32_t *weights, const edgec_rq *rq, \
+        int8_t *scratch, int8_t *output
+#define EDGEC_DWF_ENTRY_RUN(loop) edgec_dwf_run(p, input, weights, rq, scratch, output, loop)
+void edgec_depthwise_conv2d_3x3_fused_rows_s1_s8(EDGEC_DWF_ARGS) { EDGEC_DWF_ENTRY_RUN(EDGEC_DWF_ROWS_S1); }
+void edgec_depthwise_conv2d_3x3_fused_rows_s2_s8(EDGEC_DWF_ARGS) { EDGEC_DWF_ENTRY_RUN(EDGEC_DWF_ROWS_S2); }
+void edgec_depthwise_conv2d_3x3_fused_full_anyneg_s8(EDGEC_DWF_ARGS) { EDGEC_DWF_ENTRY_RUN(EDGEC_DWF_FULL_ANYNEG); }
+void edgec_depthwise_conv2d_3x3_fused_clamped_s8(EDGEC_DWF_ARGS) { EDGEC_DWF_ENTRY_RUN(EDGEC_DWF_CLAMPED); }
+void edgec_depthwise_conv2d_3x3_fused_clamped_anyneg_s8(EDGEC_DWF_ARGS) { EDGEC_DWF_ENTRY_RUN(EDGEC_DWF_CLAMPED_ANYNEG); }

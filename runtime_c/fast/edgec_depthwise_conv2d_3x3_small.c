@@ -348,7 +348,7 @@ extern void edgec_dws_pairs_s1(const edgec_w32 *x0, const edgec_w32 *wk, const e
         "strb r12, [r2]\n\t"
 /* frame: [sp] multiplier, khi, bias, bias, row step, the row's end, then the next channel's x, wk, q, out, channels left,
  * record rows left; geo at sp + 84 */
-__asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_pairs_s1\n\t"
+__asm__(".syntax unified\n\t.pushsection .text.edgec_dws_pairs_s1,\"ax\",%progbits\n\t.align 2\n\t.global edgec_dws_pairs_s1\n\t"
         ".type edgec_dws_pairs_s1, %function\n\t.thumb_func\n"
         "edgec_dws_pairs_s1:\n\t"
         "push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
@@ -419,7 +419,7 @@ __asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_pairs_s1\n\t"
         "bne 1b\n\t"
         "add sp, sp, #48\n\t"
         "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t"
-        ".size edgec_dws_pairs_s1, .-edgec_dws_pairs_s1\n");
+        ".size edgec_dws_pairs_s1, .-edgec_dws_pairs_s1\n\t.popsection\n");
 
 /* Stride 2 (the small images' downsampling layers: VWW's 12x12 -> 6x6 and 6x6 -> 3x3), the groups edgec_dws_pairs_s1
  * takes at stride 1: all 4 channels and all output rows in one call. Record row m gives output row m from its first
@@ -484,7 +484,7 @@ extern void edgec_dws_rows_s2(const edgec_w32 *x0, const edgec_w32 *wk, const ed
         "ssat lr, #8, lr\n\t"            \
         "strb lr, [r2, r3]\n\t"          \
         "add r2, r2, r3, lsl #1\n\t"
-__asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_rows_s2\n\t"
+__asm__(".syntax unified\n\t.pushsection .text.edgec_dws_rows_s2,\"ax\",%progbits\n\t.align 2\n\t.global edgec_dws_rows_s2\n\t"
         ".type edgec_dws_rows_s2, %function\n\t.thumb_func\n"
         "edgec_dws_rows_s2:\n\t"
         "push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
@@ -549,7 +549,7 @@ __asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_rows_s2\n\t"
         "bne 1b\n\t"
         "add sp, sp, #48\n\t"
         "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t"
-        ".size edgec_dws_rows_s2, .-edgec_dws_rows_s2\n");
+        ".size edgec_dws_rows_s2, .-edgec_dws_rows_s2\n\t.popsection\n");
 
 /* The tile of a group in one call (edgec_dws_tile's work): for each pair i of input rows (rows 2i - pad_top and the
  * next; a row outside the image reads the zero-point word geo[8], stepping 0), its words into word 0 of record i's
@@ -579,7 +579,7 @@ extern void edgec_dws_tile_s(const int8_t *in, edgec_w32 *lo, const int32_t *geo
         "str r10, [r4, #" o6 "]\n\t"         \
         "str r10, [r5, #" o7 "]\n\t"
 /* frame: [sp] the pair's first row, record i's column x0, pairs left, in, geo */
-__asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_tile_s\n\t"
+__asm__(".syntax unified\n\t.pushsection .text.edgec_dws_tile_s,\"ax\",%progbits\n\t.align 2\n\t.global edgec_dws_tile_s\n\t"
         ".type edgec_dws_tile_s, %function\n\t.thumb_func\n"
         "edgec_dws_tile_s:\n\t"
         "push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
@@ -648,21 +648,35 @@ __asm__(".syntax unified\n\t.text\n\t.align 2\n\t.global edgec_dws_tile_s\n\t"
         "bne 1b\n\t"
         "add sp, sp, #20\n\t"
         "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t"
-        ".size edgec_dws_tile_s, .-edgec_dws_tile_s\n");
+        ".size edgec_dws_tile_s, .-edgec_dws_tile_s\n\t.popsection\n");
 #endif
 
-void edgec_depthwise_conv2d_3x3_small_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
-                                         const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output)
+/* The code a call runs on, named by the entry the generated code calls (edgec/ops/conv/depthwise3x3.py small_entry,
+ * from the layer's stride, output rows, range and records): the assembly of stride 1 with at least two output rows
+ * (`PAIRS`) or of stride 2 (`ROWS_S2`) where the range is int8's and every record's neg is -1 (the C channels on a
+ * build without it), the full range's C channels (every neg -1: stride 1 with one output row), the full range with
+ * some neg 0 (the assembly for the groups whose 4 negs are -1, the C channels for the others), a clamped range's
+ * C channels (every neg -1, or `_ANYNEG`). A constant where edgec_dws_run is inlined, so a firmware links only the
+ * code its layers name; EDGEC_DWS_L_CHOOSE: chosen at run time (edgec_depthwise_conv2d_3x3_small_s8). */
+enum { EDGEC_DWS_L_CHOOSE, EDGEC_DWS_L_PAIRS, EDGEC_DWS_L_ROWS_S2, EDGEC_DWS_L_FULL, EDGEC_DWS_L_FULL_ANYNEG,
+       EDGEC_DWS_L_CLAMPED, EDGEC_DWS_L_CLAMPED_ANYNEG };
+EDGEC_INLINE void edgec_dws_run(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
+                                const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output,
+                                const int loop)
 {
     const int32_t span = 8 * ((p->out_cols - 1) * p->stride + 3); /* words of one record row */
-    const int full = p->act_min == -128 && p->act_max == 127;
+    const int full = loop == EDGEC_DWS_L_CHOOSE ? p->act_min == -128 && p->act_max == 127 : loop < EDGEC_DWS_L_CLAMPED;
+    const int allneg = loop == EDGEC_DWS_L_PAIRS || loop == EDGEC_DWS_L_ROWS_S2 || loop == EDGEC_DWS_L_FULL ||
+                       loop == EDGEC_DWS_L_CLAMPED;
     edgec_w32 *tile = (edgec_w32 *)(void *)scratch + span; /* (the spare row before) */
     int32_t cg, k;
 #ifdef EDGEC_DWS_ASM
     /* the assembly runs the groups of at least two stride-1 output rows (two-row records, then an odd last row) */
     const int32_t two = p->out_rows >> 1, n = p->out_cols;
-    const int pairs = full && p->stride == 1 && two > 0;
-    const int halves = full && p->stride == 2; /* edgec_dws_rows_s2 */
+    const int pairs = loop == EDGEC_DWS_L_CHOOSE || loop == EDGEC_DWS_L_FULL_ANYNEG ? full && p->stride == 1 && two > 0
+                                                                               : loop == EDGEC_DWS_L_PAIRS;
+    const int halves = loop == EDGEC_DWS_L_CHOOSE || loop == EDGEC_DWS_L_FULL_ANYNEG ? full && p->stride == 2
+                                                                                : loop == EDGEC_DWS_L_ROWS_S2;
     const int32_t h = n >> 1, s1 = p->stride == 1;
     const int32_t geo[7] = {s1 ? 32 * n : 128 * h, s1 ? two : p->out_rows,
                             4 * span - (s1 ? 32 * n : 128 * h + 32 * (n & 1)), p->out_row_step, p->out_col_step,
@@ -681,7 +695,7 @@ void edgec_depthwise_conv2d_3x3_small_s8(const edgec_depthwise_conv2d_3x3_params
         edgec_dws_tile(p, input + cg, tile);
 #endif
 #ifdef EDGEC_DWS_ASM
-        if ((pairs || halves) && rq[cg].neg + rq[cg + 1].neg + rq[cg + 2].neg + rq[cg + 3].neg == -4) {
+        if ((pairs || halves) && (allneg || rq[cg].neg + rq[cg + 1].neg + rq[cg + 2].neg + rq[cg + 3].neg == -4)) {
             if (pairs) { /* its output pointer one column behind (the assembly advances it before each store) */
                 edgec_dws_pairs_s1(tile, (const edgec_w32 *)weights + 7 * cg, rq + cg,
                                    (int8_t *)((uintptr_t)(output + cg) - (uintptr_t)p->out_col_step), geo);
@@ -694,7 +708,7 @@ void edgec_depthwise_conv2d_3x3_small_s8(const edgec_depthwise_conv2d_3x3_params
         for (k = 0; k < 4; ++k) {
             const edgec_rq *q = rq + cg + k;
             const edgec_w32 *wk = (const edgec_w32 *)weights + 7 * (cg + k);
-            if (q->neg == -1) {
+            if (allneg || q->neg == -1) {
                 (full ? edgec_dws_full : edgec_dws_clamped)(p, tile + 2 * k, span, wk, q, output + cg + k);
             } else {
                 (full ? edgec_dws_full_anyneg : edgec_dws_clamped_anyneg)(p, tile + 2 * k, span, wk, q,
@@ -702,4 +716,25 @@ void edgec_depthwise_conv2d_3x3_small_s8(const edgec_depthwise_conv2d_3x3_params
             }
         }
     }
+}
+
+void edgec_depthwise_conv2d_3x3_small_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
+                                         const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output)
+{
+    edgec_dws_run(p, input, weights, rq, scratch, output, EDGEC_DWS_L_CHOOSE);
+}
+
+/* The entries the generated code calls (edgec/ops/conv/depthwise3x3.py small_entry), each linking only its code */
+#define EDGEC_DWS_ARGS \
+    const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input, const uint32_t *weights, const edgec_rq *rq, \
+        int8_t *scratch, int8_t *output
+#define EDGEC_DWS_ENTRY_RUN(loop) edgec_dws_run(p, input, weights, rq, scratch, output, loop)
+void edgec_depthwise_conv2d_3x3_small_pairs_s8(EDGEC_DWS_ARGS) { EDGEC_DWS_ENTRY_RUN(EDGEC_DWS_L_PAIRS); }
+void edgec_depthwise_conv2d_3x3_small_rows_s2_s8(EDGEC_DWS_ARGS) { EDGEC_DWS_ENTRY_RUN(EDGEC_DWS_L_ROWS_S2); }
+void edgec_depthwise_conv2d_3x3_small_full_s8(EDGEC_DWS_ARGS) { EDGEC_DWS_ENTRY_RUN(EDGEC_DWS_L_FULL); }
+void edgec_depthwise_conv2d_3x3_small_full_anyneg_s8(EDGEC_DWS_ARGS) { EDGEC_DWS_ENTRY_RUN(EDGEC_DWS_L_FULL_ANYNEG); }
+void edgec_depthwise_conv2d_3x3_small_clamped_s8(EDGEC_DWS_ARGS) { EDGEC_DWS_ENTRY_RUN(EDGEC_DWS_L_CLAMPED); }
+void edgec_depthwise_conv2d_3x3_small_clamped_anyneg_s8(EDGEC_DWS_ARGS)
+{
+    EDGEC_DWS_ENTRY_RUN(EDGEC_DWS_L_CLAMPED_ANYNEG);
 }

@@ -149,11 +149,14 @@ EDGEC_INLINE uint32_t edgec_mm16_pair_at(const int16_t *p, int32_t s)
     } while (0)
 #endif
 
-/* the requantization's constants (the lowering's rq_*) and the clamp, as one row's loop keeps them */
+/* the requantization's constants (the lowering's rq_*) and the clamp, as one row's loop keeps them: the shift and
+ * the full-range flag as bytes (24 B on the entry's frame, not 32) */
 typedef struct {
     uint64_t round;
     uint32_t mult;
-    int32_t shift, lo, hi, full;
+    int32_t lo;
+    int16_t hi;
+    uint8_t shift, full;
 } edgec_mm16_rq;
 
 EDGEC_INLINE edgec_mm16_rq edgec_mm16_rq_of(const edgec_matmul_fast_s16_params *p)
@@ -161,10 +164,10 @@ EDGEC_INLINE edgec_mm16_rq edgec_mm16_rq_of(const edgec_matmul_fast_s16_params *
     edgec_mm16_rq q;
     q.round = (uint64_t)(uint32_t)p->rq_round_hi << 32 | (uint32_t)p->rq_round_lo;
     q.mult = (uint32_t)p->rq_mult;
-    q.shift = p->rq_shift;
+    q.shift = (uint8_t)p->rq_shift;
     q.lo = p->act_min;
-    q.hi = p->act_max;
-    q.full = p->act_min == -32768 && p->act_max == 32767;
+    q.hi = (int16_t)p->act_max;
+    q.full = (uint8_t)(p->act_min == -32768 && p->act_max == 32767);
     return q;
 }
 

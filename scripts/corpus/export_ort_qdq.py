@@ -38,6 +38,12 @@ MODELS = {
     # LayerNormalization, attention, a positional embedding and (the ViT) a class token Concat'ed on int16 rows
     "ortqdq_a16w8_timm_vit_tiny_32": ("transformer", "timm_vit_tiny_32", True, q.QuantType.QInt16),
     "ortqdq_a16w8_torch_kws_transformer": ("transformer", "torch_kws_transformer", True, q.QuantType.QInt16),
+    # round h47: opset-14/15 transformers whose LayerNorm the exporter decomposed (ReduceMean, Sub, Pow, Sqrt, Div:
+    # ORT quantizes each piece; the Div of two int16 activations), the second with uint16 activations (QUInt16)
+    "ortqdq_a16w8_torch_gelu_transformer_op14": ("transformer", "torch_gelu_transformer_op14", True,
+                                                 q.QuantType.QInt16),
+    "ortqdq_a16w8_u16_torch_postnorm_transformer_op15": ("transformer", "torch_postnorm_transformer_op15", True,
+                                                         q.QuantType.QUInt16),
 }
 
 
@@ -58,23 +64,18 @@ def export(name: str) -> None:
             x = next(self.it, None)
             return None if x is None else {inp: x[None]}
 
-    folder = manifest.CORPUS / name
-    folder.mkdir(parents=True, exist_ok=True)
-    out = folder / "model.onnx"
+    out = manifest.corpus_file(name)
     q.quantize_static(str(src / "model.onnx"), str(out), Reader(), quant_format=q.QuantFormat.QDQ,
                       per_channel=per_channel, activation_type=activations, weight_type=q.QuantType.QInt8,
                       extra_options=extra)
-    shutil.copyfile(src / "calib.npz", folder / "calib.npz")
-    entry = manifest.load()[source]
-    manifest.record(name, kind, out, {"made_by": "scripts/corpus/export_ort_qdq.py",
-                                      "architecture": f"tests/corpus/{source} (float)",
-                                      "exporter": f"onnxruntime {onnxruntime.__version__} quantize_static (QDQ, "
-                                      f"{'per-channel' if per_channel else 'per-tensor'} int8 weights, "
-                                      f"{activations.name} activations"
-                                      f"{''.join(f', {k}={v}' for k, v in extra.items())}, "
-                                      f"calibrated on {source}/calib.npz)"},
-                    entry["license"], out.stat().st_size <= 700_000, f"python scripts/corpus/export_ort_qdq.py --only {name}")
-    print(f"{name}: {out.stat().st_size:,} bytes")
+    shutil.copyfile(src / "calib.npz", out.parent / "calib.npz")
+    manifest.record_export(name, kind, out, "scripts/corpus/export_ort_qdq.py", "python",
+                           manifest.load()[source]["license"],
+                           {"architecture": f"tests/corpus/{source} (float)",
+                            "exporter": f"onnxruntime {onnxruntime.__version__} quantize_static (QDQ, "
+                            f"{'per-channel' if per_channel else 'per-tensor'} int8 weights, "
+                            f"{activations.name} activations{''.join(f', {k}={v}' for k, v in extra.items())}, "
+                            f"calibrated on {source}/calib.npz)"})
 
 
 def main(argv=None) -> int:

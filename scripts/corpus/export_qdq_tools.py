@@ -20,7 +20,7 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import manifest  # noqa: E402
-from export_torch import COMMITTED_LIMIT, inputs, set_batchnorm_from  # noqa: E402
+from export_torch import WEIGHTS, inputs, seeded, to_onnx  # noqa: E402
 
 OWN = "Apache-2.0 (this repository)"
 
@@ -41,12 +41,11 @@ def nncf_on_onnx(name: str, source: str) -> tuple[Path, dict, str]:
     calib = np.load(src / "calib.npz")["x"].astype(np.float32)
     inp = model.graph.input[0].name
     q = nncf.quantize(model, nncf.Dataset([{inp: x[None]} for x in calib]), subset_size=len(calib))
-    folder = manifest.CORPUS / name
-    folder.mkdir(parents=True, exist_ok=True)
-    onnx.save(q, str(folder / "model.onnx"))
-    manifest.save_calibration(folder, calib)
+    out = manifest.corpus_file(name)
+    onnx.save(q, str(out))
+    manifest.save_calibration(out.parent, calib)
     lic = manifest.load()[source]["license"]
-    return folder / "model.onnx", {"architecture": f"tests/corpus/{source} (float)",
+    return out, {"architecture": f"tests/corpus/{source} (float)",
                                    "exporter": f"nncf {_version('nncf')} nncf.quantize on the ONNX model (defaults), "
                                    f"onnx {onnx.__version__}, calibrated on {source}/calib.npz"}, lic
 
@@ -57,23 +56,18 @@ def nncf_on_torch(name: str, make, shape, lic: str) -> tuple[Path, dict, str]:
     (by default they export as OpenVINO's FakeQuantize, a custom-domain op ONNX Runtime cannot run)."""
     import nncf
 
-    torch.manual_seed(sum(map(ord, name)))
-    model = make().eval()
-    calib = inputs(name, shape, 32)
-    set_batchnorm_from(model, torch.from_numpy(calib))
+    model, calib = seeded(name, make, shape)
     from nncf.torch.quantization.layers import QuantizerExportMode
 
     q = nncf.quantize(model, nncf.Dataset([torch.from_numpy(x[None]) for x in calib[:16]]), subset_size=16)
     for m in q.modules():          # NNCF's own QDQ export of its quantizers (default: OpenVINO's FakeQuantize)
         if hasattr(m, "set_export_mode"):
             m.set_export_mode(QuantizerExportMode.ONNX_QUANTIZE_DEQUANTIZE_PAIRS)
-    folder = manifest.CORPUS / name
-    folder.mkdir(parents=True, exist_ok=True)
-    out = folder / "model.onnx"
-    torch.onnx.export(q, (torch.from_numpy(calib[:1]),), str(out), dynamo=False, opset_version=13)
-    manifest.save_calibration(folder, calib)
+    out = manifest.corpus_file(name)
+    to_onnx(q, calib[:1], out, 13)
+    manifest.save_calibration(out.parent, calib)
     return out, {"architecture": "torchvision mobilenet_v2 (width 0.35, 10 classes, 96x96)",
-                 "weights": "random (seeded), BatchNorm statistics from the calibration inputs",
+                 "weights": WEIGHTS,
                  "exporter": f"nncf {_version('nncf')} nncf.quantize on the torch model (defaults), quantizers in "
                  f"QuantizerExportMode.ONNX_QUANTIZE_DEQUANTIZE_PAIRS, torch.onnx (TorchScript, opset 13), "
                  f"torch {torch.__version__}"}, lic
@@ -134,14 +128,12 @@ def brevitas_qcdq(name: str, bits: int, asym: bool, qonnx: bool = False, act_bit
         loss.backward()
         opt.step()
     model.eval()
-    folder = manifest.CORPUS / name
-    folder.mkdir(parents=True, exist_ok=True)
-    out = folder / "model.onnx"
+    out = manifest.corpus_file(name)
     if qonnx:
         export_qonnx(model, args=x[:1], export_path=str(out), opset_version=13, dynamo=False)
     else:
         export_onnx_qcdq(model, args=x[:1], export_path=str(out), opset_version=13, dynamo=False)
-    manifest.save_calibration(folder, x.numpy())
+    manifest.save_calibration(out.parent, x.numpy())
     kind = f"{bits}-bit per-channel weights, " + ("uint8 asymmetric activations, float biases" if asym
                                                    else "int8 symmetric activations, int32 biases")
     if act_bits != 8:
@@ -175,10 +167,7 @@ MODELS = {
 def export(name: str) -> None:
     kind, make = MODELS[name]
     out, source, lic = make(name)
-    committed = out.stat().st_size <= COMMITTED_LIMIT
-    manifest.record(name, kind, out, {"made_by": "scripts/corpus/export_qdq_tools.py", **source}, lic, committed,
-                    f"python scripts/corpus/export_qdq_tools.py --only {name}")
-    print(f"{name}: {out.stat().st_size:,} bytes{'' if committed else ' (not committed)'}")
+    manifest.record_export(name, kind, out, "scripts/corpus/export_qdq_tools.py", "python", lic, source)
 
 
 def main(argv=None) -> int:

@@ -41,17 +41,13 @@ def export(name: str) -> None:
     model = make()
     calib = np.random.default_rng(sum(map(ord, name))).standard_normal((32, FEATURES)).astype(np.float32)
     onx = skl2onnx.to_onnx(model, calib[:1], target_opset={"": 17, "ai.onnx.ml": 3})
-    folder = manifest.CORPUS / name
-    folder.mkdir(parents=True, exist_ok=True)
-    out = folder / "model.onnx"
+    out = manifest.corpus_file(name)
     onnx.save(onx, str(out))
-    manifest.save_calibration(folder, calib)
-    manifest.record(name, kind, out, {"made_by": "scripts/corpus/export_sklearn.py", "architecture":
-                                      f"scikit-learn {sklearn.__version__} MLPRegressor",
-                                      "exporter": f"skl2onnx {skl2onnx.__version__} to_onnx (opset 17)",
-                                      "weights": "trained on seeded synthetic rows (scripts/corpus/export_sklearn.py)"},
-                    OWN, True, f"python scripts/corpus/export_sklearn.py --only {name}")
-    print(f"{name}: {out.stat().st_size:,} bytes")
+    manifest.save_calibration(out.parent, calib)
+    manifest.record_export(name, kind, out, "scripts/corpus/export_sklearn.py", "python", OWN,
+                           {"architecture": f"scikit-learn {sklearn.__version__} MLPRegressor",
+                            "exporter": f"skl2onnx {skl2onnx.__version__} to_onnx (opset 17)",
+                            "weights": "trained on seeded synthetic rows (scripts/corpus/export_sklearn.py)"}, True)
 
 
 def main(argv=None) -> int:

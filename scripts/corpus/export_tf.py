@@ -22,6 +22,7 @@ from keras import layers as L  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import manifest  # noqa: E402
+from manifest import corpus_file  # noqa: E402,F401  (the Keras exporters take it from here)
 
 KERAS = ("Apache-2.0 (Keras)", "https://github.com/keras-team/keras")
 OWN = ("Apache-2.0 (this repository)", "scripts/corpus/export_tf.py")
@@ -192,13 +193,6 @@ def keras_source(model, architecture: str, exporter: str) -> dict:
             "weights": WEIGHTS}
 
 
-def corpus_file(name: str, filename: str) -> Path:
-    """tests/corpus/<name>/<filename>, its folder made."""
-    folder = manifest.CORPUS / name
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder / filename
-
-
 def to_onnx(model, calib, out: Path, batch, opset: int) -> str:
     """`model` through tf2onnx to `out` (float; one input, "input", its batch axis `batch`: 1 or None), its
     calibration inputs saved beside it; returns tf2onnx's version."""
@@ -212,12 +206,9 @@ def to_onnx(model, calib, out: Path, batch, opset: int) -> str:
 
 def record(name: str, kind: str, out: Path, script: str, license: str, source: dict, committed=None,
            **extra) -> None:
-    """Record an export in the manifest (made by `script`, remade by `script --only name` in /work/venv-tf;
-    `source`: the rest of its provenance; committed by default when at most 700 kB) and print its size."""
-    manifest.record(name, kind, out, {"made_by": script, **source}, license,
-                    out.stat().st_size <= 700_000 if committed is None else committed,
-                    f"/work/venv-tf/bin/python {script} --only {name}", **extra)
-    print(f"{name}: {out.stat().st_size:,} bytes")
+    """Record an export in the manifest (manifest.record_export: made by `script`, remade by `script --only name`
+    in /work/venv-tf; `source`: the rest of its provenance; committed by default when at most 700 kB)."""
+    manifest.record_export(name, kind, out, script, "/work/venv-tf/bin/python", license, source, committed, **extra)
 
 
 def export(name: str) -> None:

@@ -94,36 +94,19 @@ MODELS = {
 
 def export(name: str) -> None:
     kind, make, how, (lic, origin) = MODELS[name]
-    keras.utils.set_random_seed(sum(map(ord, name)))
-    model = make()
-    shape = tuple(model.inputs[0].shape[1:])
-    calib = export_tf.calibration(name, shape, 32)
+    model, calib = export_tf.seeded(name, make)
     export_tf.set_batchnorm_from(model, calib)
-    folder = manifest.CORPUS / name
-    folder.mkdir(parents=True, exist_ok=True)
     if how == "tf2onnx-18":
-        import tf2onnx
-        spec = [tf.TensorSpec((None, *shape), tf.float32, name="input")]
-        out = folder / "model.onnx"
-        tf2onnx.convert.from_function(tf.function(lambda x: model(x, training=False)), input_signature=spec,
-                                      opset=18, output_path=str(out))
-        manifest.save_calibration(folder, calib)
-        text = f"tf2onnx {tf2onnx.__version__} (float, opset 18, batch axis None), TensorFlow {tf.__version__}"
+        out = export_tf.corpus_file(name, "model.onnx")
+        text = (f"tf2onnx {export_tf.to_onnx(model, calib, out, None, 18)} (float, opset 18, batch axis None), "
+                f"TensorFlow {tf.__version__}")
     else:
-        conv = tf.lite.TFLiteConverter.from_keras_model(model)
-        conv.optimizations = [tf.lite.Optimize.DEFAULT]
-        conv.representative_dataset = lambda: ([calib[i:i + 1]] for i in range(len(calib)))
-        conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        conv.inference_input_type = conv.inference_output_type = tf.int8
-        text = f"TFLiteConverter full-INT8 PTQ (int8 input and output), TensorFlow {tf.__version__}"
-        out = folder / "model.tflite"
+        conv, text = export_tf.typed_converter(model, calib, "int8")
+        out = export_tf.corpus_file(name, "model.tflite")
         out.write_bytes(conv.convert())
-    manifest.record(name, kind, out, {"made_by": "scripts/corpus/export_tf_eighth.py", "architecture": origin,
-                                      "exporter": text, "keras_batch": model.inputs[0].shape[0],
-                                      "weights": "random (seeded), BatchNorm statistics from the calibration inputs"},
-                    lic, out.stat().st_size <= 700_000,
-                    f"/work/venv-tf/bin/python scripts/corpus/export_tf_eighth.py --only {name}")
-    print(f"{name}: {out.stat().st_size:,} bytes")
+        text += f", TensorFlow {tf.__version__}"
+    export_tf.record(name, kind, out, "scripts/corpus/export_tf_eighth.py", lic,
+                     export_tf.keras_source(model, origin, text))
 
 
 def main(argv=None) -> int:

@@ -199,13 +199,9 @@ def export(name: str, compare: Path) -> None:
     out.write_bytes(float_bytes)
     if name in MODELS:
         how = f"TFLiteConverter float32 (no quantization), TensorFlow {tf.__version__}"
-        manifest.record(name, kind, out,
-                        {"made_by": "scripts/corpus/export_tf_float.py", "architecture": origin, "exporter": how,
-                         "keras_batch": model.inputs[0].shape[0],
-                         "weights": export_tf.WEIGHTS},
-                        lic, True, f"/work/venv-tf/bin/python scripts/corpus/export_tf_float.py --only {name}",
-                        format="tflite-float")
-    print(f"{name}: {out.stat().st_size:,} bytes; {compare / (name + '_compare.npz')}")
+        export_tf.record(name, kind, out, "scripts/corpus/export_tf_float.py", lic,
+                         export_tf.keras_source(model, origin, how), committed=True, format="tflite-float")
+    print(f"{name}: float and TFLiteConverter INT8 outputs in {compare / (name + '_compare.npz')}")
 
 
 def fixture(name: str) -> None:

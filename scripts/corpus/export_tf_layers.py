@@ -17,7 +17,6 @@ import export_tf  # noqa: E402
 from export_tf import KERAS, OWN, L, keras, tf  # noqa: E402
 
 OWN = (OWN[0], "scripts/corpus/export_tf_layers.py")
-COMMITTED_LIMIT = 700_000       # bytes, as scripts/corpus/export_torch.py: a larger file is made again, not committed
 
 
 def tcn_kws(shape=(49, 40), classes=12, c=32):
@@ -135,7 +134,7 @@ def _mine(name: str) -> None:
     entries = export_tf.manifest.load()
     entries[name]["source"]["made_by"] = "scripts/corpus/export_tf_layers.py"
     size = (export_tf.manifest.CORPUS / entries[name]["file"]).stat().st_size
-    entries[name]["committed"] = size <= COMMITTED_LIMIT
+    entries[name]["committed"] = size <= export_tf.manifest.COMMITTED_LIMIT
     entries[name]["regenerate"] = f"/work/venv-tf/bin/python scripts/corpus/export_tf_layers.py --only {name}"
     export_tf.manifest.save(entries)
 

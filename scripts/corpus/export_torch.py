@@ -19,7 +19,8 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import manifest  # noqa: E402
 
-COMMITTED_LIMIT = 700_000       # bytes; a larger export is made again by this script, not committed (repository size)
+TORCH_PYTHON = "/work/torch-venv/bin/python"    # the exporters' environment (the manifest's regenerate commands)
+WEIGHTS = "random (seeded), BatchNorm statistics from the calibration inputs"
 
 
 # ---- small networks people train for microcontrollers -------------------------------------------------------
@@ -261,57 +262,60 @@ def set_batchnorm_from(model: nn.Module, x: torch.Tensor) -> None:
     model.eval()
 
 
-def export_seeded(name: str, script: str, kind: str, make, shape, opset: int, licence: tuple[str, str],
-                  dynamo: bool = False, input_names: list[str] | None = None,
-                  python: str = "/work/torch-venv/bin/python", export_kw: dict | None = None) -> None:
-    """One model of a corpus exporter script (`script`, in scripts/corpus/): `make()` with seeded random weights and
-    BatchNorm statistics from its calibration inputs, exported by torch.onnx at `opset` (TorchScript, or dynamo),
-    its calibration set saved and its manifest entry written (committed when small enough). `export_kw`: more
-    torch.onnx.export keywords (e.g. do_constant_folding=False), named in the manifest's exporter text."""
-    lic, origin = licence
+def seeded(name: str, make, shape, n: int = 32) -> tuple[nn.Module, np.ndarray]:
+    """`make()` with its weights seeded by `name`, and its n calibration inputs (`inputs`), its BatchNorm
+    statistics set from them."""
     torch.manual_seed(sum(map(ord, name)))
     model = make().eval()
-    calib = inputs(name, shape, 32)
+    calib = inputs(name, shape, n)
     set_batchnorm_from(model, torch.from_numpy(calib))
-    folder = manifest.CORPUS / name
-    folder.mkdir(parents=True, exist_ok=True)
-    out = folder / "model.onnx"
-    kw = {"external_data": False} if dynamo else {}
-    if input_names:
-        kw["input_names"] = input_names
-    kw.update(export_kw or {})
-    torch.onnx.export(model, (torch.from_numpy(calib[:1]),), str(out), dynamo=dynamo, opset_version=opset, **kw)
-    manifest.save_calibration(folder, calib)
-    committed = out.stat().st_size <= COMMITTED_LIMIT
-    how = ("dynamo" if dynamo else "torchscript") + "".join(f", {k}={v}" for k, v in (export_kw or {}).items())
-    manifest.record(name, kind, out, {"made_by": f"scripts/corpus/{script}", "architecture": origin,
-                                      "exporter": f"torch.onnx ({how}, opset {opset}), torch {torch.__version__}",
-                                      "weights": "random (seeded), BatchNorm statistics from the calibration inputs"},
-                    lic, committed, f"{python} scripts/corpus/{script} --only {name}")
-    print(f"{name}: {out.stat().st_size:,} bytes{'' if committed else ' (not committed)'}")
+    return model, calib
+
+
+def to_onnx(model: nn.Module, example: np.ndarray, out: Path, opset: int | None = None, dynamo: bool = False,
+            named: dict | None = None, note: str = "", **kw) -> str:
+    """torch.onnx.export of `model` on `example` to `out` (TorchScript, or dynamo; at `opset`, else the exporter's
+    default); returns the manifest's exporter text, which names the export keywords `named` (e.g.
+    do_constant_folding=False) and `note`; `kw`: export keywords it does not name (input names, dynamic axes...)."""
+    args = {**({"external_data": False} if dynamo else {}), **({"opset_version": opset} if opset else {}),
+            **(named or {}), **kw}
+    torch.onnx.export(model, (torch.from_numpy(example),), str(out), dynamo=dynamo, **args)
+    how = ["dynamo" if dynamo else "torchscript", *(f"{k}={v}" for k, v in (named or {}).items()),
+           *([f"opset {opset}"] if opset else []), *([note] if note else [])]
+    return f"torch.onnx ({', '.join(how)}), torch {torch.__version__}"
+
+
+def export_seeded(name: str, script: str, kind: str, make, shape, opset: int | None, licence: tuple[str, str],
+                  dynamo: bool = False, input_names: list[str] | None = None, python: str = TORCH_PYTHON,
+                  export_kw: dict | None = None, note: str = "", **kw) -> None:
+    """One model of a corpus exporter script (`script`, in scripts/corpus/): `make()` with seeded random weights and
+    BatchNorm statistics from its calibration inputs (`seeded`), exported by torch.onnx at `opset` (`to_onnx`:
+    TorchScript, or dynamo; `export_kw` named in the manifest's exporter text, `kw` not), its calibration set saved
+    and its manifest entry written (committed when small enough; made again by `python script --only name`)."""
+    lic, origin = licence
+    model, calib = seeded(name, make, shape)
+    out = manifest.corpus_file(name)
+    how = to_onnx(model, calib[:1], out, opset, dynamo, export_kw, note,
+                  **({"input_names": input_names} if input_names else {}), **kw)
+    manifest.save_calibration(out.parent, calib)
+    manifest.record_export(name, kind, out, f"scripts/corpus/{script}", python, lic,
+                           {"architecture": origin, "exporter": how, "weights": WEIGHTS})
+
+
+def seeded_main(doc: str, script: str, models: dict, argv=None, licence: tuple[str, str] | None = None) -> int:
+    """The command line of an exporter script whose `models` rows are (kind, constructor, input shape without
+    batch, opset, dynamo?[, (license, origin)]) (`licence` for rows without one): each made by export_seeded, its
+    input named "x"."""
+    def export(name: str) -> None:
+        kind, make, shape, opset, dynamo, *lic = models[name]
+        export_seeded(name, script, kind, make, shape, opset, lic[0] if lic else licence, dynamo, ["x"])
+    return manifest.export_all(doc, models, export, argv)
 
 
 def export(name: str) -> None:
-    kind, make, shape, exporter, (lic, origin) = MODELS[name]
-    torch.manual_seed(sum(map(ord, name)))
-    model = make().eval()
-    calib = inputs(name, shape, 32)
-    set_batchnorm_from(model, torch.from_numpy(calib))
-    folder = manifest.CORPUS / name
-    folder.mkdir(parents=True, exist_ok=True)
-    out = folder / "model.onnx"
-    example = (torch.from_numpy(calib[:1]),)
-    if exporter == "dynamo":
-        torch.onnx.export(model, example, str(out), dynamo=True, external_data=False)
-    else:
-        torch.onnx.export(model, example, str(out), dynamo=False, opset_version=17)
-    manifest.save_calibration(folder, calib)
-    committed = out.stat().st_size <= COMMITTED_LIMIT
-    manifest.record(name, kind, out, {"made_by": "scripts/corpus/export_torch.py", "architecture": origin,
-                                      "exporter": f"torch.onnx ({exporter}), torch {torch.__version__}",
-                                      "weights": "random (seeded), BatchNorm statistics from the calibration inputs"},
-                    lic, committed, f"python scripts/corpus/export_torch.py --only {name}")
-    print(f"{name}: {out.stat().st_size:,} bytes{'' if committed else ' (not committed)'}")
+    kind, make, shape, exporter, licence = MODELS[name]
+    dynamo = exporter == "dynamo"       # the dynamo exporter at its own default opset, TorchScript at 17
+    export_seeded(name, "export_torch.py", kind, make, shape, None if dynamo else 17, licence, dynamo, python="python")
 
 
 def main(argv=None) -> int:

@@ -45,7 +45,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1] / "examples" / "shapes_detector"))
 import manifest  # noqa: E402
 import train  # noqa: E402
-from export_torch import YoloTiny, inputs, set_batchnorm_from  # noqa: E402
+from export_torch import TORCH_PYTHON, WEIGHTS, YoloTiny, inputs, seeded, set_batchnorm_from, to_onnx  # noqa: E402
 
 YOLO_ANCHORS = (((0.3, 0.3), (0.5, 0.25)), ((0.12, 0.12), (0.2, 0.1)))   # (w, h) a scale: 6x6, 12x12
 YOLO_CLASSES, YOLO_MAX, YOLO_IOU, YOLO_SCORE = 2, 10, 0.45, 0.25
@@ -189,18 +189,15 @@ def yolo_tiny() -> tuple:
     set_batchnorm_from(model.net, torch.from_numpy(calib))
     return model.eval(), calib[:1], calib[:8], {
         "architecture": "scripts/corpus/export_torch.py YoloTiny + YOLOv5's decode",
-        "weights": "random (seeded), BatchNorm statistics from the calibration inputs"}
+        "weights": WEIGHTS}
 
 
 def tv_ssdlite() -> tuple:
-    torch.manual_seed(sum(map(ord, "tv_ssdlite320_mnv3_static_tail")))
-    model = TorchvisionSsdLite().eval()
-    calib = inputs("tv_ssdlite320_mnv3_static_tail", (3, 160, 160), 32)
-    set_batchnorm_from(model, torch.from_numpy(calib))
-    return model.eval(), calib[:1], calib[:8], {
+    model, calib = seeded("tv_ssdlite320_mnv3_static_tail", TorchvisionSsdLite, (3, 160, 160))
+    return model, calib[:1], calib[:8], {
         "architecture": f"torchvision {torchvision.__version__} ssdlite320_mobilenet_v3_large (backbone, head, "
                         "anchors) + its BoxCoder decode and NMS with static bounds",
-        "weights": "random (seeded), BatchNorm statistics from the calibration inputs"}
+        "weights": WEIGHTS}
 
 
 MODELS = {"torch_shapes_detector_nms": shapes_detector, "torch_yolo_tiny_nms": yolo_tiny,
@@ -210,30 +207,21 @@ MODELS = {"torch_shapes_detector_nms": shapes_detector, "torch_yolo_tiny_nms": y
 
 def export(name: str) -> None:
     model, x, calib, source = MODELS[name]()
-    folder = manifest.CORPUS / name
-    folder.mkdir(parents=True, exist_ok=True)
-    out = folder / "model.onnx"
-    dynamo = name.endswith("_dynamo")
+    out = manifest.corpus_file(name)
     names = {"input_names": ["input"], "output_names": ["boxes", "scores", "selected"]}
-    if dynamo:
-        torch.onnx.export(model, (torch.from_numpy(x),), str(out), dynamo=True, external_data=False,
-                          custom_translation_table={torch.ops.edgec_corpus.static_nms.default: static_nms_onnx},
-                          **names)
+    if name.endswith("_dynamo"):
+        how = to_onnx(model, x, out, dynamo=True, **names,
+                      custom_translation_table={torch.ops.edgec_corpus.static_nms.default: static_nms_onnx})
+        how += "; NonMaxSuppression from a torch.library custom op and its custom_translation_table entry"
     else:
-        torch.onnx.export(model, (torch.from_numpy(x),), str(out), opset_version=13, dynamo=False,
-                          dynamic_axes={"selected": {0: "selected"}}, **names)
-    manifest.save_calibration(folder, calib)
-    manifest.record(name, "detection", out, {
-        "made_by": "scripts/corpus/export_torch_detectors.py",
-        "exporter": f"torch.onnx (dynamo), torch {torch.__version__}; NonMaxSuppression from a torch.library "
-                    "custom op and its custom_translation_table entry" if dynamo else
-                    f"torch.onnx (torchscript), torch {torch.__version__}; NonMaxSuppression from a "
-                    "torch.autograd.Function symbolic (YOLOv5/YOLOv7 end-to-end export pattern)", **source},
-        "BSD-3-Clause (torchvision)" if name.startswith("tv_") else "Apache-2.0 (this repository)",
-        out.stat().st_size <= 700_000,          # larger exports are made again, not committed (docs/corpus.md)
-        f"/work/torch-venv/bin/python scripts/corpus/export_torch_detectors.py --only {name}")
-    print(f"{name}: {out.stat().st_size:,} bytes; ops: "
-          + ", ".join(sorted({n.op_type for n in onnx.load(str(out)).graph.node})))
+        how = to_onnx(model, x, out, 13, dynamic_axes={"selected": {0: "selected"}}, **names)
+        how += ("; NonMaxSuppression from a torch.autograd.Function symbolic (YOLOv5/YOLOv7 end-to-end export "
+                "pattern)")
+    manifest.save_calibration(out.parent, calib)
+    manifest.record_export(name, "detection", out, "scripts/corpus/export_torch_detectors.py", TORCH_PYTHON,
+                           "BSD-3-Clause (torchvision)" if name.startswith("tv_") else "Apache-2.0 (this repository)",
+                           {"exporter": how, **source})
+    print("  ops: " + ", ".join(sorted({n.op_type for n in onnx.load(str(out)).graph.node})))
 
 
 def main(argv=None) -> int:

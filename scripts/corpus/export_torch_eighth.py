@@ -20,10 +20,9 @@ from torch.nn import functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import export_torch  # noqa: E402
-from export_torch import manifest  # noqa: E402
+from export_torch import TIMM, _timm  # noqa: E402
 
 OWN = ("Apache-2.0 (this repository)", "scripts/corpus/export_torch_eighth.py")
-TIMM = ("Apache-2.0 (timm)", "https://github.com/huggingface/pytorch-image-models")
 
 
 class SubSpectralNorm(nn.Module):
@@ -210,11 +209,6 @@ class Lstm2Forecaster(nn.Module):
         return self.out(y[:, -1])
 
 
-def _timm(name, **kw):
-    import timm
-    return timm.create_model(name, pretrained=False, **kw)
-
-
 # name: (kind, constructor, input shape without batch, opset, dynamo?, (license, origin))
 MODELS = {
     "torch_bcresnet_kws_op17": ("kws", BcResNetKws, (1, 40, 101), 17, False, OWN),
@@ -233,14 +227,8 @@ MODELS = {
 }
 
 
-def export(name: str) -> None:
-    kind, make, shape, opset, dynamo, lic = MODELS[name]
-    export_torch.export_seeded(name, "export_torch_eighth.py", kind, make, shape, opset, lic, dynamo=dynamo,
-                               input_names=["x"])
-
-
 def main(argv=None) -> int:
-    return manifest.export_all(__doc__, MODELS, export, argv)
+    return export_torch.seeded_main(__doc__, "export_torch_eighth.py", MODELS, argv)
 
 
 if __name__ == "__main__":

@@ -18,10 +18,9 @@ from torch.nn import functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import export_torch  # noqa: E402
-from export_torch import manifest  # noqa: E402
+from export_torch import TIMM, _timm  # noqa: E402
 
 OWN = ("Apache-2.0 (this repository)", "scripts/corpus/export_torch_fifth.py")
-TIMM = ("Apache-2.0 (timm)", "https://github.com/huggingface/pytorch-image-models")
 
 
 class RmsNormTransformerKws(nn.Module):
@@ -124,11 +123,6 @@ class GruCellForecaster(nn.Module):
         return self.out(h)
 
 
-def _timm(name, **kw):
-    import timm
-    return timm.create_model(name, pretrained=False, **kw)
-
-
 # name: (kind, constructor, input shape without batch, opset, dynamo?, (license, origin))
 MODELS = {
     "timm_test_efficientnet_evos_64": ("classification", lambda: _timm("test_efficientnet_evos", num_classes=10),
@@ -144,13 +138,8 @@ MODELS = {
 }
 
 
-def export(name: str) -> None:
-    kind, make, shape, opset, dynamo, licence = MODELS[name]
-    export_torch.export_seeded(name, "export_torch_fifth.py", kind, make, shape, opset, licence, dynamo=dynamo,
-                               input_names=["x"])
-
 def main(argv=None) -> int:
-    return manifest.export_all(__doc__, MODELS, export, argv)
+    return export_torch.seeded_main(__doc__, "export_torch_fifth.py", MODELS, argv)
 
 
 if __name__ == "__main__":

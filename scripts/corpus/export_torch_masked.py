@@ -19,7 +19,6 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import export_torch  # noqa: E402
-from export_torch import manifest  # noqa: E402
 from export_torch_seventh import SdpaForecaster  # noqa: E402
 
 OWN = ("Apache-2.0 (this repository)", "scripts/corpus/export_torch_masked.py")
@@ -73,14 +72,8 @@ MODELS = {
 }
 
 
-def export(name: str) -> None:
-    kind, make, shape, opset, dynamo = MODELS[name]
-    export_torch.export_seeded(name, "export_torch_masked.py", kind, make, shape, opset, OWN, dynamo=dynamo,
-                               input_names=["x"])
-
-
 def main(argv=None) -> int:
-    return manifest.export_all(__doc__, MODELS, export, argv)
+    return export_torch.seeded_main(__doc__, "export_torch_masked.py", MODELS, argv, licence=OWN)
 
 
 if __name__ == "__main__":

@@ -19,10 +19,9 @@ from torch.nn import functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import export_torch  # noqa: E402
-from export_torch import manifest  # noqa: E402
+from export_torch import TIMM, _timm  # noqa: E402
 
 OWN = ("Apache-2.0 (this repository)", "scripts/corpus/export_torch_sixth.py")
-TIMM = ("Apache-2.0 (timm)", "https://github.com/huggingface/pytorch-image-models")
 
 
 class ConformerKws(nn.Module):
@@ -125,11 +124,6 @@ class ReflectLinearAd(nn.Module):
         return self.dec(self.enc(x))
 
 
-def _timm(name, **kw):
-    import timm
-    return timm.create_model(name, pretrained=False, **kw)
-
-
 # name: (kind, constructor, input shape without batch, opset, dynamo?, (license, origin))
 MODELS = {
     "torch_conformer_kws_op17": ("transformer", ConformerKws, (49, 10), 17, False, OWN),
@@ -147,13 +141,8 @@ MODELS = {
 }
 
 
-def export(name: str) -> None:
-    kind, make, shape, opset, dynamo, licence = MODELS[name]
-    export_torch.export_seeded(name, "export_torch_sixth.py", kind, make, shape, opset, licence, dynamo=dynamo,
-                               input_names=["x"])
-
 def main(argv=None) -> int:
-    return manifest.export_all(__doc__, MODELS, export, argv)
+    return export_torch.seeded_main(__doc__, "export_torch_sixth.py", MODELS, argv)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import export_torch  # noqa: E402
-from export_torch import _cbr, manifest  # noqa: E402
+from export_torch import manifest  # noqa: E402
 
 OWN = ("Apache-2.0 (this repository)", "scripts/corpus/export_torch_variety.py")
 
@@ -150,25 +150,9 @@ MODELS = {
 
 def export(name: str) -> None:
     kind, make, shape, opset, dynamo, dynamic_batch = MODELS[name]
-    torch.manual_seed(sum(map(ord, name)))
-    model = make().eval()
-    calib = export_torch.inputs(name, shape, 32)
-    export_torch.set_batchnorm_from(model, torch.from_numpy(calib))
-    folder = manifest.CORPUS / name
-    folder.mkdir(parents=True, exist_ok=True)
-    out = folder / "model.onnx"
-    kw = {"dynamic_axes": {"x": {0: "batch"}}} if dynamic_batch else {}
-    torch.onnx.export(model, (torch.from_numpy(calib[:1]),), str(out), dynamo=dynamo, opset_version=opset,
-                      input_names=["x"], **kw)
-    manifest.save_calibration(folder, calib)
-    committed = out.stat().st_size <= export_torch.COMMITTED_LIMIT
-    how = "dynamo" if dynamo else "torchscript"
-    manifest.record(name, kind, out, {"made_by": "scripts/corpus/export_torch_variety.py", "architecture": OWN[1],
-                                      "exporter": f"torch.onnx ({how}, opset {opset}{', batch axis dynamic' if dynamic_batch else ''}), "
-                                                  f"torch {torch.__version__}",
-                                      "weights": "random (seeded), BatchNorm statistics from the calibration inputs"},
-                    OWN[0], committed, f"/work/torch-venv/bin/python scripts/corpus/export_torch_variety.py --only {name}")
-    print(f"{name}: {out.stat().st_size:,} bytes{'' if committed else ' (not committed)'}")
+    export_torch.export_seeded(name, "export_torch_variety.py", kind, make, shape, opset, OWN, dynamo, ["x"],
+                               note="batch axis dynamic" if dynamic_batch else "",
+                               **({"dynamic_axes": {"x": {0: "batch"}}} if dynamic_batch else {}))
 
 
 def main(argv=None) -> int:

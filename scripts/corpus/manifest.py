@@ -23,6 +23,7 @@ CORPUS = ROOT / "tests" / "corpus"
 if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))
 MANIFEST = CORPUS / "manifest.json"
+COMMITTED_LIMIT = 700_000      # bytes; a larger export is made again by its script, not committed (repository size)
 KINDS = ("classification", "regression", "kws", "audio-events", "har", "anomaly", "detection", "sequence", "transformer")
 
 
@@ -97,6 +98,26 @@ def record(name: str, kind: str, file: Path, source: dict, license: str, committ
         entries[name] = _entry(name, kind, file, source, license, committed, regenerate, extra)
         save(entries)
     return entries[name]
+
+
+def corpus_file(name: str, filename: str = "model.onnx") -> Path:
+    """tests/corpus/<name>/<filename>, its folder made."""
+    folder = CORPUS / name
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / filename
+
+
+def record_export(name: str, kind: str, out: Path, script: str, python: str, license: str, source: dict,
+                  committed: bool | None = None, **extra) -> dict:
+    """The entry of a file an exporter script of this folder made: made by `script` (its path in the
+    repository), made again by `python script --only name`, `source` the rest of its provenance, committed (by
+    default) when at most COMMITTED_LIMIT bytes; prints its size."""
+    size = Path(out).stat().st_size
+    committed = size <= COMMITTED_LIMIT if committed is None else committed
+    entry = record(name, kind, out, {"made_by": script, **source}, license, committed,
+                   f"{python} {script} --only {name}", **extra)
+    print(f"{name}: {size:,} bytes{'' if committed else ' (not committed)'}")
+    return entry
 
 
 def file_format(file: Path) -> str:

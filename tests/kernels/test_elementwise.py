@@ -179,3 +179,36 @@ def test_add_s16_matches_tflite_micro():
         add16.quantize_add16(op, ins, Tensor(name="y", shape=(n,), source="y", dtype="int16", scale=so, zero_point=0))
         got = np.stack([add16.add_s16(op.params, a[i], b[i]) for i in range(len(a))])
         np.testing.assert_array_equal(got, want.reshape(got.shape))
+
+
+def test_div16_c_equals_twin_and_tracks_float(ck):
+    """A QDQ file's int16 Div (edgec/ops/binary/int16.py `_div16` / `div16`, op 19 of edgec_binary_s16: TFLite has
+    no int16 DIV): the C kernel equals the twin bit for bit over int16 extremes, divisors of 0 and +-1, broadcast
+    divisors and scale ratios from 1e-4 to 1e4, and the twin is within one output step of the float quotient where
+    the divisor is not 0 (the quotient's own rounding is below 2^-16 of a step)."""
+    from ckernels import i16
+    from edgec.ir import NO_ACT, Op, Tensor
+    rng = np.random.default_rng(47)
+    for k in range(300):
+        n, m = int(rng.integers(1, 40)), int(rng.integers(1, 4))
+        sa, sb, so = np.exp(rng.uniform(math.log(1e-5), math.log(1e-1), size=3))
+        ins = [Tensor(name="a", shape=(m, n), source="a", dtype="int16", scale=float(sa), zero_point=0),
+               Tensor(name="b", shape=(m, 1), source="b", dtype="int16", scale=float(sb), zero_point=0)]
+        out = Tensor(name="y", shape=(m, n), source="y", dtype="int16", scale=float(so), zero_point=0)
+        op = Op("binary", "div", ("a", "b"), "y", attrs=dict(op="div", a_shape=(m, n), b_shape=(m, 1), const=None,
+                                                              const_first=False, act=NO_ACT))
+        binary.quantize_binary(op, ins, out)
+        binary.quantize_binary16(op, ins, out)
+        p = op.params
+        assert p["op"] == binary.BINARY_OPS["div16"] and 0 <= p["left_shift"] <= 46
+        a, b = i16(rng, m * n), i16(rng, m)
+        b[0] = [0, 1, -1, -32768][k % 4]
+        a[0] = [-32768, 32767, 0, 1][k // 4 % 4]
+        got = binary.binary_s8(p, a, b, dtype=np.int16)
+        want = np.zeros(m * n, np.int16)
+        ck.lib.edgec_binary_s16(ctypes.byref(make("edgec_binary_params", p)), ptr(a), ptr(b), ptr(want))
+        np.testing.assert_array_equal(got, want)
+        bb = np.repeat(b, n).astype(np.float64)
+        ok = bb != 0
+        f = np.clip(np.round(sa * a[ok].astype(np.float64) / (sb * bb[ok]) / so), p["act_min"], p["act_max"])
+        assert np.all(np.abs(f - got[ok]) <= 1), (k, np.abs(f - got[ok]).max())

@@ -18,7 +18,7 @@ import pytest
 from ckernels import act, i8, make, ptr, requant_params
 from edgec.ir import Op
 from edgec.ops import binary, conv, dense, pool, select
-from edgec.ops.conv import im2col
+from edgec.ops.conv import depthwise3x3, im2col, rgb3x3
 from edgec.ops.kernel import GENERIC
 
 PATHS = ["portable", "dsp-emulated"]
@@ -61,10 +61,11 @@ def run_fast(lib, low, *inputs: np.ndarray, out_size: int) -> np.ndarray:
         lib.edgec_add_lut_s8(ctypes.byref(make(low.struct, low.params)), *args, ptr(a["lut1"]), ptr(a["lut2"]),
                              ptr(np.ascontiguousarray(a["rq"], np.int32)), ptr(out))
     else:
-        # blocked4 and blocked4_padded: the entry its call names (the mode and loop of its params and records:
-        # im2col.blocked4_entry), then the one that chooses them at run time: the same bytes
-        blocked4 = low.kernel in (im2col.BLOCKED4, im2col.BLOCKED4_PADDED)
-        names = (im2col.blocked4_entry(low.kernel, low.params, low.arrays["rq"]), name) if blocked4 else (name,)
+        # a kernel whose call names an entry by its params and records (blocked4's mode and loop, window4's and
+        # rgb3x3's loops, the fused and small depthwise kernels' code: named_entry): that entry, then the one that
+        # chooses at run time: the same bytes
+        entry = named_entry(low)
+        names = (entry, name) if entry else (name,)
         got = []
         for name in names:
             scratch, scratch_full = guarded(low.scratch_bytes)
@@ -76,6 +77,17 @@ def run_fast(lib, low, *inputs: np.ndarray, out_size: int) -> np.ndarray:
         assert all(np.array_equal(g, got[0]) for g in got), f"{names} differ"
     assert untouched(out_full, out_size), f"{name} wrote past its output"
     return out.copy()
+
+
+def named_entry(low) -> str | None:
+    """The C entry a lowered op's generated call names, where its record's call names one by its params and
+    records (Kernel.entries), else None."""
+    k, rq = low.kernel, low.arrays.get("rq")
+    if k in (im2col.BLOCKED4, im2col.BLOCKED4_PADDED):
+        return im2col.blocked4_entry(k, low.params, rq)
+    entry = {im2col.WINDOW4: im2col.window4_entry, rgb3x3.RGB3X3: rgb3x3.rgb3x3_entry,
+             depthwise3x3.FUSED: depthwise3x3.fused_entry, depthwise3x3.SMALL: depthwise3x3.small_entry}.get(k)
+    return entry(low.params, rq) if entry else None
 
 
 def weighted_op(kind: str, p: dict, w, bias, mult, shift) -> Op:
@@ -692,3 +704,44 @@ def test_blocked4_calls_name_the_loop_the_kernel_would_choose(k4, act_range, neg
     assert im2col.blocked4_entry(im2col.BLOCKED4_PADDED, {**p, "band_w": 0}, rq) == \
         f"edgec_conv2d_blocked4_unbanded_{loop}_s8"
     assert f"edgec_conv2d_blocked4_{mode}{loop}_s8" in im2col.BLOCKED4.entries
+
+
+@pytest.mark.parametrize("in_c, k, out_c, act_range, neg, loop", [
+    (4, 3, 8, (0, 127), -1, "clamped"), (4, 2, 8, (-128, 127), -1, "k16_all"), (8, 3, 6, (-128, 127), 0, "k16t8"),
+    (8, 3, 6, (-128, 127), -1, "k16t8_all"), (16, 3, 8, (-128, 127), -1, "row48"), (16, 3, 6, (-128, 127), -1, "k16_all"),
+    (16, 3, 8, (-128, 127), 0, "k16"), (3, 3, 8, (-128, 127), -1, "row36"), (4, 3, 6, (-128, 127), 0, "k16t4"),
+    (4, 3, 6, (-128, 127), -1, "k16t4_all"), (4, 2, 6, (-128, 127), 0, "k16"), (12, 1, 8, (-128, 127), 0, "full")])
+def test_window4_calls_name_the_loop_the_kernel_would_choose(in_c, k, out_c, act_range, neg, loop):
+    """window4_entry names the loop edgec_window4_pick and _pick_row choose at run time (by n = k_w * k_h * in_c
+    rounded up to 4, the output range, out_c and whether every record's neg is -1): the bit-exact sweeps above run
+    each entry beside the one that chooses; the Arm blocks differ only in the firmware (test_window4_on_m4.py)."""
+    p = {"k_h": k, "k_w": k, "in_c": in_c, "out_c": out_c, "act_min": act_range[0], "act_max": act_range[1]}
+    rq = np.zeros((8, 5), np.int32)
+    rq[:, 3] = -1
+    rq[out_c - 1, 3] = neg               # the last channel's record decides; the padding's is not read
+    rq[out_c:, 3] = 0
+    assert im2col.window4_entry(p, rq) == f"edgec_conv2d_window4_{loop}_s8"
+    assert f"edgec_conv2d_window4_{loop}_s8" in im2col.WINDOW4.entries
+
+
+@pytest.mark.parametrize("stride, out_rows, act_range, neg, fused, small", [
+    (1, 4, (-128, 127), -1, "rows_s1", "pairs"), (2, 4, (-128, 127), -1, "rows_s2", "rows_s2"),
+    (1, 1, (-128, 127), -1, "rows_s1", "full"), (1, 4, (-128, 127), 0, "full_anyneg", "full_anyneg"),
+    (2, 3, (0, 6), -1, "clamped", "clamped"), (1, 3, (0, 6), 0, "clamped_anyneg", "clamped_anyneg")])
+def test_depthwise_3x3_calls_name_the_code_the_kernel_would_choose(stride, out_rows, act_range, neg, fused, small):
+    """fused_entry and small_entry name the code the kernels choose at run time per group of 4 channels (the Arm
+    assembly of a stride where the range is int8's and every record's neg is -1; the small kernel's stride-1
+    assembly needs two output rows), and rgb3x3_entry its row assembly where out_c is a multiple of 4."""
+    p = {"stride": stride, "out_rows": out_rows, "act_min": act_range[0], "act_max": act_range[1], "c": 8}
+    rq = np.zeros((8, 5), np.int32)
+    rq[:, 3] = -1
+    rq[6, 3] = neg
+    assert depthwise3x3.fused_entry(p, rq) == f"edgec_depthwise_conv2d_3x3_fused_{fused}_s8"
+    assert depthwise3x3.small_entry(p, rq) == f"edgec_depthwise_conv2d_3x3_small_{small}_s8"
+    assert {depthwise3x3.fused_entry(p, rq)} <= set(depthwise3x3.FUSED.entries)
+    assert {depthwise3x3.small_entry(p, rq)} <= set(depthwise3x3.SMALL.entries)
+    c = {"out_c": 8, "act_min": act_range[0], "act_max": act_range[1]}
+    want = "clamped" if act_range != (-128, 127) else "full" if neg == 0 else "row28"
+    assert rgb3x3.rgb3x3_entry(c, rq) == f"edgec_conv2d_rgb3x3_{want}_s8"
+    assert rgb3x3.rgb3x3_entry({**c, "out_c": 6}, rq) in ("edgec_conv2d_rgb3x3_full_s8",
+                                                          "edgec_conv2d_rgb3x3_clamped_s8")

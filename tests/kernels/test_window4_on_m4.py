@@ -10,6 +10,8 @@ over the blocks, and a partial last block through the kernel's buffer). The 3-ch
 (the same 2x4 block over taps read from the input: tests/kernels/test_rgb3x3_on_m4.py), the others on window4."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import onnx
 import pytest
@@ -17,6 +19,8 @@ from onnx import helper
 
 from conftest import make_model
 from edgec import api
+from edgec.ops.conv import im2col
+from edgec.ops.conv.rgb3x3 import RGB3X3
 
 
 def _runs_window4_bit_exact(tmp_path, rng, model):
@@ -30,7 +34,9 @@ def _runs_window4_bit_exact(tmp_path, rng, model):
     out = tmp_path / "build"
     report = api.build(path, tmp_path / "calib.npz", "qemu-cortex-m4", out, tuning_log=tmp_path / "none.json")
     text = (out / "model" / f"{report['model']}.c").read_text()
-    assert text.count("edgec_conv2d_window4_s8(") == 3 and text.count("edgec_conv2d_rgb3x3_s8(") == 1
+    calls = re.findall(r"\b(edgec_conv2d_(?:window4|rgb3x3)_\w+)\(", text)    # each call names its loop's entry
+    assert sum(c.startswith("edgec_conv2d_window4_") for c in calls) == 3 and len(calls) == 4
+    assert set(calls) <= {*im2col.WINDOW4.entries, *RGB3X3.entries}
     r = api.bench(out, tmp_path / "test.npz")
     assert r["samples"] == 8 and r["agreement"]["device_vs_reference"] == 1.0
 

@@ -18,7 +18,7 @@ from edgec.ir import NO_ACT, Op, SYNTHETIC, Tensor
 from edgec.ops import cemit, fast, movement
 from edgec.ops.binary import fold
 from edgec.ops.binary.add16 import ADD16, quantize_add16
-from edgec.ops.binary.int16 import BINARY16, quantize_binary16
+from edgec.ops.binary.int16 import BINARY16, div16, quantize_binary16
 from edgec.ops.binary.mul import MUL_BCAST
 from edgec.ops.lut import emit_lut, is_table
 from edgec.ops.movement import RANK, offsets
@@ -36,7 +36,8 @@ BINARY_OPS = {"add": 0, "sub": 1, "max": 2, "min": 3, "mul": 4, "div": 5,
               # logical operators (of bool bytes)
               "equal": 10, "not_equal": 11, "greater": 12, "greater_equal": 13, "less": 14, "less_equal": 15,
               "logical_and": 16, "logical_or": 17,
-              "prelu": 18}                    # TFLite's 16x8 PRELU (binary/int16.py): x >= 0 or x * alpha rescaled
+              "prelu": 18,                    # TFLite's 16x8 PRELU (binary/int16.py): x >= 0 or x * alpha rescaled
+              "div16": 19}                    # a QDQ file's int16 Div (binary/int16.py div16): int64 quotient
 COMPARE_LEFT_SHIFT = 8
 SQDIFF_LEFT_SHIFT = 7
 DIV_SHIFT = 16
@@ -164,6 +165,9 @@ def binary_s8(p: dict, a, b, dtype=np.int8) -> np.ndarray:
         y = np.where(va >= 0, requantize(va, p["a_mult"], p["a_shift"]),
                      requantize(va * vb, p["b_mult"], p["b_shift"]))
         return np.clip(y.astype(np.int64) + int(p["out_zp"]), int(p["act_min"]), int(p["act_max"])).astype(dtype)
+    if op == BINARY_OPS["div16"]:
+        out = requantize(div16(p, va, vb), p["out_mult"], p["out_shift"]).astype(np.int64) + int(p["out_zp"])
+        return np.clip(out, int(p["act_min"]), int(p["act_max"])).astype(dtype)
     if op >= BINARY_OPS["logical_and"]:
         ra, rb = va + int(p["a_zp"]) != 0, vb + int(p["b_zp"]) != 0
         return ((ra & rb) if op == BINARY_OPS["logical_and"] else (ra | rb)).astype(np.int8)
@@ -217,7 +221,7 @@ def run_binary(op: Op, inputs: list) -> np.ndarray:
 
 # ---- float --------------------------------------------------------------------------------------
 _FLOAT = {"add": np.add, "sub": np.subtract, "max": np.maximum, "min": np.minimum, "mul": np.multiply,
-          "div": np.divide, "div_tflite": np.divide, "max_raw": np.maximum, "equal": np.equal,
+          "div": np.divide, "div_tflite": np.divide, "div16": np.divide, "max_raw": np.maximum, "equal": np.equal,
           "not_equal": np.not_equal, "greater": np.greater, "greater_equal": np.greater_equal, "less": np.less,
           "less_equal": np.less_equal, "logical_and": np.logical_and, "logical_or": np.logical_or, "min_raw": np.minimum,
           "sqdiff": lambda a, b: (a - b) ** 2, "prelu": lambda a, b: np.where(a < 0, a * b, a)}
@@ -282,14 +286,16 @@ ADD_LUT = Kernel("edgec_add_lut_s8", ("add",), FAST, c_add_lut, lower=lower_add,
 ADD_LUT_MVE = Kernel("edgec_add_lut_mve_s8", ("add",), HELIUM, c_add_lut, base=ADD_LUT, isa=MVE,
                      lower=lambda op, base: (base.params, base.arrays),   # the tables gathered 4 values at a time
                      struct="edgec_add_lut_params")
-QDQ16 = ("add", "sub", "mul")     # a QDQ file's broadcast Add / Sub / Mul of two int16 activations (TFLite's 16x8)
+QDQ16 = ("add", "sub", "mul", "div")   # a QDQ file's broadcast Add / Sub / Mul of two int16 activations (TFLite's
+# 16x8), and Div (edgec's own: binary/int16.py div16)
 KERNELS = [ADD, BINARY, ADD_LUT, ADD_LUT_MVE, ADD16, BINARY16, MUL_BCAST]
 
 OPS = [
     OpDef("add", "elementwise", quantize_add, float_add, in_place=True, fuses_activation=True,
           row_bands="elementwise", int16=Int16(quantize_add16, between=lambda op: True, qdq=always)),
     OpDef("binary", "elementwise", quantize_binary, float_binary, fuses_activation=True,
-          int16=Int16(quantize_binary16, qdq=lambda op: op.attrs["op"] in QDQ16, rows=lambda op: op.attrs["op"] in QDQ16)),
+          int16=Int16(quantize_binary16, qdq=lambda op: op.attrs["op"] in QDQ16,
+                      between=lambda op: op.attrs["op"] == "sub", rows=lambda op: op.attrs["op"] in QDQ16)),   # a Sub between int16 layers (a tail's difference)
 ]
 
 

@@ -20,6 +20,7 @@ from edgec.ops.opdef import CallSite
 from edgec.fixedpoint.scheme import act_range16, quantize_multiplier
 
 LEFT_SHIFT16 = {"add": 15, "sub": 15, "sqdiff": 0}
+DIV16_MAX_SHIFT = 46      # an int16 Div's numerator shift: |a| * 2^46 < 2^63
 TAKES_INT16 = {"ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE"}   # TFLM's int16 kernels (16x8)
 
 
@@ -41,6 +42,8 @@ def quantize_binary16(op: Op, ins: list[Tensor], out: Tensor) -> None:
         real = twice * twice / ((1 << 2 * ls) * out.scale) if kind == "sqdiff" else twice / ((1 << ls) * out.scale)
         p["out_mult"], p["out_shift"] = quantize_multiplier(real)
         p["left_shift"] = ls
+    if kind == "div":
+        _div16(op, ins, out)
     p.update(a_zp=0, b_zp=0, out_zp=0, **act_range16(op, out))
 
 
@@ -53,6 +56,31 @@ def _const16(op: Op, ins: list[Tensor], out: Tensor, kind: str) -> None:
     op.params["_const_scale"] = s
     if kind == "mul":
         op.params["out_mult"], op.params["out_shift"] = quantize_multiplier(float(ins[0].scale) * s / out.scale)
+
+
+def _div16(op: Op, ins: list[Tensor], out: Tensor) -> None:
+    """A QDQ file's Div of int16 values (TFLite has no int16 DIV; a LayerNorm the exporter decomposed, attention
+    scaled by an activation): q = a * 2^s / b in int64, rounded half away from zero (a divisor of 0: +-INT32_MAX),
+    saturated to int32, then requantized by M = sa / (sb so 2^s). s puts M in [2^-16, 2^-15): q's rounding is below
+    2^-16 of an output step, and a q that saturates int32 saturates the int16 output too (2^31 M >= 2^15)."""
+    from edgec.ops.binary import BINARY_OPS
+
+    sa, sb = _scales(op, ins)
+    real = sa / (sb * out.scale)
+    s = min(max(int(np.floor(np.log2(real))) + 16, 0), DIV16_MAX_SHIFT)
+    op.params["out_mult"], op.params["out_shift"] = quantize_multiplier(real / 2.0 ** s)
+    op.params.update(op=BINARY_OPS["div16"], left_shift=s)
+
+
+def div16(p: dict, va, vb) -> np.ndarray:
+    """The int16 Div's quotient (see _div16), the int32 that is requantized."""
+    num = np.asarray(va, np.int64) * (np.int64(1) << int(p["left_shift"]))
+    den = np.asarray(vb, np.int64)
+    q = (np.abs(num) + np.abs(den) // 2) // np.maximum(np.abs(den), 1)       # round half away from zero
+    q = np.minimum(np.where((num < 0) != (den < 0), -q, q), (1 << 31) - 1)
+    big = (1 << 31) - 1
+    q = np.where(den == 0, np.where(num < 0, -big, np.where(num > 0, big, 0)), np.maximum(q, -big))
+    return q.astype(np.int32)
 
 
 def _scales(op: Op, ins: list[Tensor]) -> tuple[float, float]:

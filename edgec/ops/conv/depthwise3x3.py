@@ -139,15 +139,64 @@ def lower_3x3_4(op: Op):
     return params, {**arrays, "fw": fast.words(packed)}
 
 
+def _negs(params, rq) -> bool:
+    """Whether every channel's requantization record has neg -1 (`rq`: edgec_rq rows bias, mult, khi, neg, shift)."""
+    return bool(np.all(np.asarray(rq).reshape(-1, 5)[:params["c"], 3] == -1))
+
+
+def fused_entry(params, rq) -> str:
+    """The C entry point a fused call names (fast/edgec_depthwise_conv2d_3x3_fused.c, as its run-time entry chooses
+    per group of 4 channels): the assembly rows of its stride (the whole int8 range, every record's neg -1), the
+    full range with some neg 0 (`full_anyneg`: the assembly and the C row), a clamped range (`clamped`, with
+    `_anyneg` where some neg is 0). The linker then drops the other rows (up to 2.4 kB)."""
+    negs = _negs(params, rq)
+    if (params["act_min"], params["act_max"]) != (-128, 127):
+        loop = "clamped" if negs else "clamped_anyneg"
+    else:
+        loop = f"rows_s{params['stride']}" if negs else "full_anyneg"
+    return f"edgec_depthwise_conv2d_3x3_fused_{loop}_s8"
+
+
+def small_entry(params, rq) -> str:
+    """The C entry point a small-image call names (fast/edgec_depthwise_conv2d_3x3_small.c, as its run-time entry
+    chooses): the whole int8 range with every record's neg -1 on the assembly of stride 1 and two output rows or
+    more (`pairs`) or of stride 2 (`rows_s2`), else the C channels (`full`); the full range with some neg 0
+    (`full_anyneg`: the assembly and the C channels); a clamped range (`clamped`, `_anyneg` where some neg is 0)."""
+    negs = _negs(params, rq)
+    if (params["act_min"], params["act_max"]) != (-128, 127):
+        loop = "clamped" if negs else "clamped_anyneg"
+    elif not negs:
+        loop = "full_anyneg"
+    elif params["stride"] == 2:
+        loop = "rows_s2"
+    else:
+        loop = "pairs" if params["out_rows"] >= 2 else "full"
+    return f"edgec_depthwise_conv2d_3x3_small_{loop}_s8"
+
+
+def _named(entry):
+    """`Kernel.call` of a kernel whose call names the entry `entry(params, rq)` gives."""
+    def call(op, low, site) -> str:
+        return cemit.fast_weighted_call(entry(low.params, low.arrays["rq"]), site.prefix, site.inputs[0],
+                                        site.scratch, site.output)
+    return call
+
+
 DEPTHWISE_3X3 = Kernel("edgec_depthwise_conv2d_3x3_s8", ("depthwise_conv2d",), FAST, cemit.fast_weighted,
                        lower=lower_3x3, struct=STRUCT)
 # code each speed variant links in beside the generic kernels (arm-none-eabi-gcc -O2, Cortex-M4: its file's text), for
-# the fit check; the variants are offered in this order
-SMALL = Kernel("edgec_depthwise_conv2d_3x3_small_s8", ("depthwise_conv2d",), VARIANT, cemit.fast_weighted,
+# the fit check; the variants are offered in this order. Each call names the entry of its code (small_entry,
+# fused_entry), so a firmware links only that, and each assembly routine is a section of its own (h47-flash; before,
+# every path: small 5,200 B, fused 2,980 B): small, VWW's two entries 2,124 B (one: 1,316 B), fused, KWS's one
+# 1,420 B (VWW's two: 2,432 B)
+SMALL = Kernel("edgec_depthwise_conv2d_3x3_small_s8", ("depthwise_conv2d",), VARIANT, _named(small_entry),
                base=DEPTHWISE_3X3, variant="small", isa=DSP, applies=small_image, lower=small_3x3, struct=STRUCT,
-               code_bytes=5200)
-FUSED = Kernel("edgec_depthwise_conv2d_3x3_fused_s8", ("depthwise_conv2d",), VARIANT, cemit.fast_weighted,
-               base=DEPTHWISE_3X3, variant="fused", lower=fused_3x3, struct=STRUCT, code_bytes=2980)
+               code_bytes=2124, entries=tuple(f"edgec_depthwise_conv2d_3x3_small_{loop}_s8" for loop in (
+                   "pairs", "rows_s2", "full", "full_anyneg", "clamped", "clamped_anyneg")))
+FUSED = Kernel("edgec_depthwise_conv2d_3x3_fused_s8", ("depthwise_conv2d",), VARIANT, _named(fused_entry),
+               base=DEPTHWISE_3X3, variant="fused", lower=fused_3x3, struct=STRUCT, code_bytes=1420,
+               entries=tuple(f"edgec_depthwise_conv2d_3x3_fused_{loop}_s8" for loop in (
+                   "rows_s1", "rows_s2", "full_anyneg", "clamped", "clamped_anyneg")))
 DEPTHWISE_MVE = Kernel("edgec_depthwise_conv2d_3x3_mve_s8", ("depthwise_conv2d",), HELIUM, cemit.fast_weighted,
                        base=DEPTHWISE_3X3, isa=MVE, lower=mve_3x3, struct=STRUCT)
 DEPTHWISE_3X3_4 = Kernel("edgec_depthwise_conv2d_3x3_s4", ("depthwise_conv2d",), FAST, cemit.fast_weighted,

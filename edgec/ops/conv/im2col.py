@@ -138,13 +138,19 @@ BLOCKED4_LOOPS = ("k8", "k8_anyneg", "k16", "k16_anyneg", "k64", "kx", "kx_anyne
 BLOCKED4_MODES = ("", "direct_", "banded_", "unbanded_")   # plain, direct single-channel reads, padded with the band, without
 
 
+def all_negs(params, rq: np.ndarray) -> bool:
+    """Whether every requantization record of the layer's out_c channels has neg -1 (`rq`: edgec_rq rows bias,
+    mult, khi, neg, shift)."""
+    return bool(np.all(np.asarray(rq).reshape(-1, 5)[:params["out_c"], 3] == -1))
+
+
 def blocked4_loop(params, rq: np.ndarray) -> str:
     """The loop a blocked4 (or blocked4_padded) call runs on, as edgec_blocked4_pairs chooses it at run time: by k8
     (k4 rounded up to 8), the output range and the layer's records (`rq`, [n, 5] edgec_rq: bias, mult, khi, neg,
     shift; the first out_c)."""
     if (params["act_min"], params["act_max"]) != (-128, 127):
         return "clamped"
-    negs = bool(np.all(np.asarray(rq)[:params["out_c"], 3] == -1))
+    negs = all_negs(params, rq)
     k8 = _k8(params)
     if k8 in (8, 16):
         return f"k{k8}" if negs else f"k{k8}_anyneg"
@@ -171,6 +177,40 @@ def blocked4_call(op, low, site) -> str:
     (blocked4_entry)."""
     return cemit.fast_weighted_call(blocked4_entry(low.kernel, low.params, low.arrays["rq"]), site.prefix,
                                     site.inputs[0], site.scratch, site.output)
+
+
+# window4's loops (fast/edgec_conv2d_window.c, the enum its entries name), as edgec_window4_pick / _pick_row choose
+# them at run time: a clamped range's C pixels; the full range's C pixels (n, the words of a pixel's taps, not one
+# the assembly takes); its assembly by n % 16 (0, 4, 8) and whether every record's neg is -1 (_all); the row
+# assembly over a row's pairs (n a multiple of 48, or 36; out_c a multiple of 4, every neg -1)
+WINDOW4_LOOPS = ("clamped", "full", "k16", "k16_all", "k16t4", "k16t4_all", "k16t8", "k16t8_all", "row48", "row36")
+
+
+def window4_entry(params, rq: np.ndarray) -> str:
+    """The C entry point a window4 call names (edgec_conv2d_window4_<loop>_s8): the loop its params and records
+    need (WINDOW4_LOOPS). Calling it, not edgec_conv2d_window4_s8 (which chooses at run time), lets the linker drop
+    the other blocks: up to 7 kB of flash."""
+    return f"edgec_conv2d_window4_{window4_loop(params, rq)}_s8"
+
+
+def window4_loop(params, rq: np.ndarray) -> str:
+    """window4's loop for a layer (WINDOW4_LOOPS)."""
+    if (params["act_min"], params["act_max"]) != (-128, 127):
+        return "clamped"
+    negs = all_negs(params, rq)
+    n = params["k_w"] * params["k_h"] * ((params["in_c"] + 3) // 4 * 4)
+    if negs and params["out_c"] % 4 == 0 and (n % 48 == 0 or n == 36):
+        return "row48" if n % 48 == 0 else "row36"
+    loop = {0: "k16", 4: "k16t4", 8: "k16t8" if n > 16 else None}.get(n % 16)
+    if loop is None:
+        return "full"
+    return f"{loop}_all" if negs else loop
+
+
+def window4_call(op, low, site) -> str:
+    """`Kernel.call` of window4: fast_weighted's call of the entry its params and records need (window4_entry)."""
+    return cemit.fast_weighted_call(window4_entry(low.params, low.arrays["rq"]), site.prefix, site.inputs[0],
+                                    site.scratch, site.output)
 
 
 def window_fits(base) -> bool:
@@ -395,16 +435,20 @@ IM2COL = Kernel("edgec_conv2d_im2col_s8", CONV_KINDS, FAST, cemit.fast_weighted,
 # code each speed variant links in beside the generic kernels (arm-none-eabi-gcc -O2, Cortex-M4: its row
 # functions and packing-free loops; measured on the MLPerf Tiny builds; their portable C on the Cortex-M3 is up to
 # twice that), for the fit check's code estimate. blocked4: the entries its calls name, their loops and helpers,
-# a build of two loops (since each call names its loop, h46-flash: MLPerf Tiny IC 5,508 B, SiLabs' kws_on_off 6,674 B,
-# VWW's four loops 9,950 B; all eight loops and both modes were linked before, 12,444 B)
+# a build of one or two loops (since each call names its loop, h46-flash: MLPerf Tiny KWS's k64 3,250 B, IC 5,508 B,
+# SiLabs' kws_on_off 6,674 B, VWW's four loops 9,950 B; all eight loops and both modes were linked before, 12,444 B;
+# 5,500 until h47-flash, when the fused depthwise kernel's estimate came down to what it links and KWS's total
+# estimate went 2.1 % over its firmware); each further loop its calls name about 2,225 B more (entry_code: VWW's
+# four, 4,450 B over two, h47-vww; its constants no longer hide it)
 # the entries blocked4's calls name (blocked4_entry); the records' own names and the padded variant's banded_s8 /
 # unbanded_s8 choose their loop at run time (tests, hand-written callers)
 BLOCKED4_ENTRIES = tuple(f"edgec_conv2d_blocked4_{m}{loop}_s8" for m in BLOCKED4_MODES for loop in BLOCKED4_LOOPS)
 BLOCKED4 = Kernel("edgec_conv2d_blocked4_s8", CONV_KINDS, VARIANT, blocked4_call, base=IM2COL,
                   variant="blocked4", applies=pointwise_or_single_channel, lower=blocked4_conv, struct=STRUCT,
-                  code_bytes=5500, cost=pointwise_cost("blocked4"),
+                  code_bytes=4400, cost=pointwise_cost("blocked4"),
                   flash_bytes=pointwise_flash("blocked4"), cycles_per_instruction=POINTWISE_CPI["blocked4"],
-                  entries=BLOCKED4_ENTRIES[:2 * len(BLOCKED4_LOOPS)])
+                  entries=BLOCKED4_ENTRIES[:2 * len(BLOCKED4_LOOPS)],
+                  entry_code=(lambda low: blocked4_entry(low.kernel, low.params, low.arrays["rq"]), 2, 2225))
 # blocked4_padded: the entry its call names (blocked4_entry: its mode, banded or not, and its loop), the band builder
 # and the loop's assembly or C block (cancer_conv1d's banded k8 loop 2,044 B, digits_cnn's k16 2,220 B), 2,000 B
 # counted once where both run the same loop (MLPerf Tiny KWS, both on the k64 loop: 4,992 B in all); since each
@@ -416,9 +460,12 @@ BLOCKED4_PADDED = Kernel("edgec_conv2d_blocked4_padded_s8", CONV_KINDS, VARIANT,
                                   *BLOCKED4_ENTRIES[2 * len(BLOCKED4_LOOPS):]))
 WINDOW = Kernel("edgec_conv2d_window_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL, variant="window",
                 applies=window_fits, lower=window_conv, struct=STRUCT, code_bytes=4288, narrow=window_band)
-WINDOW4 = Kernel("edgec_conv2d_window4_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL, variant="window4",
-                 applies=window4_fits, lower=window4_conv, struct=STRUCT, isa=DSP, code_bytes=11488,
-                 narrow=window_band)
+# window4: the entry its call names (window4_entry) with its loop's blocks, the ring's shift and edge word (MLPerf
+# Tiny IC's row48: 4,036 B; a pixels-only loop ~2,700 B; since each call names its loop, h47-flash: 11,488 B before,
+# every loop linked)
+WINDOW4 = Kernel("edgec_conv2d_window4_s8", CONV_KINDS, VARIANT, window4_call, base=IM2COL, variant="window4",
+                 applies=window4_fits, lower=window4_conv, struct=STRUCT, isa=DSP, code_bytes=4040,
+                 narrow=window_band, entries=tuple(f"edgec_conv2d_window4_{loop}_s8" for loop in WINDOW4_LOOPS))
 POINTWISE = Kernel("edgec_conv2d_pointwise_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL,
                    variant="pointwise", applies=lambda base: base.params["k_h"] == 1 and base.params["k_w"] == 1,
                    lower=pointwise_conv, struct=STRUCT, code_bytes=4400, cost=pointwise_cost("pointwise"),

@@ -10,7 +10,7 @@ import numpy as np
 
 from edgec.ir import Op
 from edgec.ops import cemit, fast
-from edgec.ops.conv.im2col import CONV_KINDS, IM2COL, STRUCT
+from edgec.ops.conv.im2col import CONV_KINDS, IM2COL, STRUCT, all_negs
 from edgec.ops.kernel import DSP, VARIANT, Kernel
 
 TAPS = 28   # a pixel's taps: 3 kernel rows x 8 bytes, then (row 0's 9th byte, row 1's, row 2's, a zero weight)
@@ -39,9 +39,27 @@ def rgb3x3_conv(op: Op, base):
     return p, {**base.arrays, "fw": words, "rq": rq}
 
 
-# code: its function with the pairs' assembly, the row assembly of 28 words and the 2x4 block's C (arm-none-eabi-gcc
-# -O2, Cortex-M4, VWW's build: 5,714 B; shared with window4 where both run)
-RGB3X3 = Kernel("edgec_conv2d_rgb3x3_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL, variant="rgb3x3",
-                applies=rgb3x3_fits, lower=rgb3x3_conv, struct=STRUCT, isa=DSP, code_bytes=5700)
+def rgb3x3_entry(params, rq: np.ndarray) -> str:
+    """The C entry point an rgb3x3 call names: `clamped` (a range narrower than int8's), `row28` (the row assembly:
+    out_c a multiple of 4, every record's neg -1) or `full`, as edgec_conv2d_rgb3x3_s8 chooses at run time; the
+    linker then drops the other loops (1-2 kB)."""
+    if (params["act_min"], params["act_max"]) != (-128, 127):
+        return "edgec_conv2d_rgb3x3_clamped_s8"
+    row = params["out_c"] % 4 == 0 and all_negs(params, rq)
+    return "edgec_conv2d_rgb3x3_row28_s8" if row else "edgec_conv2d_rgb3x3_full_s8"
+
+
+def rgb3x3_call(op, low, site) -> str:
+    """`Kernel.call` of rgb3x3: the entry its params and records need (rgb3x3_entry)."""
+    return cemit.fast_weighted_call(rgb3x3_entry(low.params, low.arrays["rq"]), site.prefix, site.inputs[0],
+                                    site.scratch, site.output)
+
+
+# code: the entry its call names (rgb3x3_entry) with the pairs' assembly, the row assembly of 28 words and the 2x4
+# block's C (arm-none-eabi-gcc -O2, Cortex-M4, VWW's and IC's row28 build: 4,360 B; 5,714 B before h47-flash, every
+# loop linked; shared with window4 where both run)
+RGB3X3 = Kernel("edgec_conv2d_rgb3x3_s8", CONV_KINDS, VARIANT, rgb3x3_call, base=IM2COL, variant="rgb3x3",
+                applies=rgb3x3_fits, lower=rgb3x3_conv, struct=STRUCT, isa=DSP, code_bytes=4360,
+                entries=tuple(f"edgec_conv2d_rgb3x3_{loop}_s8" for loop in ("clamped", "full", "row28")))
 
 KERNELS = [RGB3X3]

@@ -58,12 +58,34 @@ def c_lut(op: Op, low, site: CallSite) -> str:
 
 def quantize_lut16(op: Op, ins: list[Tensor], out: Tensor) -> None:
     """An int16 `lut`: a TFLite 16x8 file's activation (its importer's params) or, marked by `as_table16` (a QDQ
-    file's int16 ONNX activation), a 513-entry table."""
+    file's int16 ONNX activation; a float model's named by `--int16` or ending an int16 tail, edgec/quant/int16.py
+    `mark`), a 513-entry table."""
     (quantize_table16 if op.attrs.get("table16") else quantize_activation16)(op, ins, out)
 
 
-OPS = [OpDef("lut", "elementwise", quantize_lut, float_lut, int16=Int16(quantize_lut16, qdq=lambda op: op.attrs.get("count", 1) == 1,
-                                                                     as16=as_table16))]
+# the functions an int16 tail may end a float model with (int16.tail_default): continuous, so that the table's
+# interpolation between its 513 samples stays within an int16 step or so of the function (a step, a pole or an
+# infinite slope, floor, sign, log, sqrt, reciprocal..., is left int8)
+SMOOTH16 = frozenset({"sigmoid", "tanh", "softplus", "softsign", "silu", "gelu", "elu", "celu", "selu", "mish",
+                      "hard_sigmoid", "hard_swish", "leaky_relu", "relu", "clip", "abs", "neg", "atan", "exp",
+                      "identity", "add_c", "sub_c", "rsub_c", "mul_c", "affine", "max_c", "min_c"})
+
+
+def tail16(op: Op) -> bool:
+    """Whether this table may end a float model as an int16 tail (one table, a smooth function; Pow by a whole
+    exponent 1..4: a squared error)."""
+    a = op.attrs
+    if a.get("count", 1) != 1:
+        return False
+    if a.get("fn") == "pow_c":
+        e = np.asarray(a.get("consts"), np.float64).reshape(-1)
+        return e.size == 1 and float(e[0]) in (1.0, 2.0, 3.0, 4.0)
+    return a.get("fn") in SMOOTH16
+
+
+OPS = [OpDef("lut", "elementwise", quantize_lut, float_lut,
+             int16=Int16(quantize_lut16, layer=True, qdq=lambda op: op.attrs.get("count", 1) == 1, as16=as_table16,
+                         tail=tail16))]
 KERNELS = [Kernel("edgec_lut_s8", ("lut",), REFERENCE, c_lut, run=run_lut), LUT16, ACTIVATION16]
 
 

@@ -11,6 +11,7 @@ import dataclasses
 
 import numpy as np
 
+from edgec.errors import EdgecError
 from edgec.ir import Op, Tensor
 from edgec.ops import cemit
 from edgec.ops.kernel import INT16, REFERENCE, Kernel
@@ -27,6 +28,8 @@ def quantize_table16(op: Op, ins: list[Tensor], out: Tensor) -> None:
     """The 513-entry table of an ONNX `lut` op (count 1) between int16 tensors."""
     from edgec.ops.lut import apply        # (the family's float functions; lut/__init__ imports this module)
     a, x = op.attrs, ins[0]
+    if a.get("count", 1) != 1:
+        raise EdgecError(f"node '{op.name}': no int16 table per channel ({a['count']} of them); leave it int8")
     c = a.get("consts")
     c = None if c is None else np.asarray(c, np.float64).reshape(np.shape(c)[1:] if np.ndim(c) > 1 else ())
 
