@@ -45,6 +45,7 @@ MIN_SAMPLES = 16       # fewer calibration samples: no held-out split worth the 
 CV_FOLDS = 4           # the unjudged bias correction is also cross-validated in this many folds ...
 MIN_CV_SAMPLES = 8     # ... given at least this many samples (2 a fold)
 MIN_GAIN_DB = 0.5      # a fix must raise the held-out output SQNR by more than this ...
+ROWS_GAIN_DB = 6.02    # a transformer's int16 rows (twice the activation bytes): at least one bit of output SQNR
 FOLDS = 2              # ... and lose nothing on either interleaved half of the held-out samples
 BUDGET_S = 60.0        # time the trials may take; the fixes not tried by then are left out (and said so)
 OUTLIER_RATIO = 8.0    # a channel whose weight range is this many times its layer's median: an outlier

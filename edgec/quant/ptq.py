@@ -391,19 +391,19 @@ def tail_choice(model, graph: Graph, samples: Samples, options: QuantOptions, lo
 def attention_choice(model, graph: Graph, samples: Samples, options: QuantOptions, log, progress,
                      cache_dir) -> QuantResult:
     """attention_int16 None (the default): a float transformer's rows (int16.attention_default) run int16 only where
-    that gains more than fixes.MIN_GAIN_DB on the calibration samples (recurrence_choice's rule), else int8."""
+    that gains more than fixes.ROWS_GAIN_DB (a bit: they double the activations' bytes) on the calibration samples."""
     if (graph.fixed_qparams or options.budgeted or options.weights != "int8" or options.state
             or not [n for n in int16.attention_default(graph) if n not in options.int4]):
         return quantize_model(model, graph, samples, replace(options, attention_int16=False), log, progress, cache_dir)
     keep, keep.attention = _int16_choice(model, graph, samples, options, "attention_int16", "transformer rows", log,
-                                         progress, cache_dir)
+                                         progress, cache_dir, gain=fixes_mod.ROWS_GAIN_DB)
     return _with_sensitivity(keep, samples, options.sensitivity_samples, log)
 
 
 def _int16_choice(model, graph: Graph, samples: Samples, options: QuantOptions, field: str, what: str, log,
-                  progress, cache_dir, judged=None) -> tuple[QuantResult, str]:
+                  progress, cache_dir, judged=None, gain=fixes_mod.MIN_GAIN_DB) -> tuple[QuantResult, str]:
     """The model quantized with option `field` False and True (the same ranges, the same recipe), the one kept (int16
-    only where the calibration samples' worst output gains more than fixes.MIN_GAIN_DB), and the line saying so.
+    only where the calibration samples' worst output gains more than `gain` dB), and the line saying so.
     judged: the outputs the int16 variant changes (an int16 tail's), when the model has others: the worst of them
     must gain so, and the model's worst output not fall (a tail on one of several outputs, whose worst is another)."""
     quiet = dict(sensitivity_samples=0)
@@ -424,9 +424,9 @@ def _int16_choice(model, graph: Graph, samples: Samples, options: QuantOptions, 
         t8, t16 = (fixes_mod.worst_output_sqnr(model, r.graph, x, only=set(judged)) for r in (r8, r16))
         also = (f"; on the {len(judged)} of {len(graph.outputs)} outputs it writes, the worst of all "
                 f"{s8:.1f} -> {s16:.1f} dB, not to fall")
-    keep = r16 if t16 > t8 + fixes_mod.MIN_GAIN_DB and s16 >= s8 - 1e-9 else r8
+    keep = r16 if t16 > t8 + gain and s16 >= s8 - 1e-9 else r8
     note = (f"{what} {'int16' if keep is r16 else 'int8'}: output SQNR of the {len(x)} calibration samples "
-            f"{t8:.1f} dB int8, {t16:.1f} dB int16 (int16 where it gains more than {fixes_mod.MIN_GAIN_DB} dB{also})")
+            f"{t8:.1f} dB int8, {t16:.1f} dB int16 (int16 where it gains more than {gain} dB{also})")
     log(note)
     keep.options = replace(keep.options, sensitivity_samples=options.sensitivity_samples)
     return keep, note
