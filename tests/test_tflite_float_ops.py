@@ -51,6 +51,19 @@ def test_batch_matmul_by_a_constant_broadcast_over_the_batch(tmp_path):
     _check(tmp_path, (1, 2, 3, 5), ts, [Node("BATCH_MATMUL", [0, 1], 2, ("BatchMatMulOptions", {"AdjY": True}))], 2)
 
 
+@pytest.mark.parametrize("bias", [False, True])
+def test_fully_connected_with_weights_computed_at_run_time(tmp_path, bias):
+    """TF 2.4's converter writes attention's Q K^T as a FULLY_CONNECTED whose weights are an activation (Arm's
+    KWT-1): x [6, 4] by the weights RELU(x) [6, 4] is [6, 6], plus a constant bias (refused before as "weights
+    computed at run time")."""
+    b = [T((6,), [], [], F32, data=np.linspace(-1, 1, 6).astype(np.float32))] if bias else []
+    ts = [T((6, 4), [], [], F32), *b, T((6, 6), [], [], F32)]
+    out = len(ts)
+    nodes = [Node("RELU", [0], 1),
+             Node("FULLY_CONNECTED", [0, 1, 2 if bias else -1], out, ("FullyConnectedOptions", {}))]
+    _check(tmp_path, (6, 4), ts, nodes, out)
+
+
 def test_a_grouped_conv2d(tmp_path):
     """A float CONV_2D whose filters read 2 of the input's 6 channels (Keras Conv2D(groups=3)) is an ONNX Conv of
     group 3 (it was written with group 1: an invalid model)."""

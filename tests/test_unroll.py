@@ -84,3 +84,49 @@ def test_a_loop_counted_at_run_time_is_refused_naming_it():
     assert unroll.unroll_loops(loader.prepare(onnx.ModelProto.FromString(model.SerializeToString()))) is None
     with pytest.raises(EdgecError, match=r"unsupported operators: Loop \(rnn, opset 13\)"):
         canonicalize.canonicalize(loader.prepare(model), "m")
+
+
+def scan_model(opset: int = 13, reverse: int = 0) -> onnx.ModelProto:
+    """x [1, 5, 4] -> Transpose to time-major [5, 1, 4] -> Scan (tf2onnx's TF1 dynamic_rnn): h = tanh(h @ W + x_t),
+    a step counter carried beside it; y = the last h, s = every h stacked on axis 1 (scan_output_axes), the scan
+    input read forward or in reverse (scan_input_directions)."""
+    rng = np.random.default_rng(4)
+    f = TensorProto.FLOAT
+    body = helper.make_graph(
+        [helper.make_node("MatMul", ["h_in", "w"], ["hw"]), helper.make_node("Add", ["hw", "xt"], ["pre"]),
+         helper.make_node("Tanh", ["pre"], ["h_out"]), helper.make_node("Add", ["t", "one"], ["t_next"]),
+         helper.make_node("Identity", ["h_out"], ["scan"])],
+        "body",
+        [helper.make_tensor_value_info("h_in", f, [1, 4]), helper.make_tensor_value_info("t", f, []),
+         helper.make_tensor_value_info("xt", f, [1, 4])],
+        [helper.make_tensor_value_info("h_out", f, [1, 4]), helper.make_tensor_value_info("t_next", f, []),
+         helper.make_tensor_value_info("scan", f, [1, 4])],
+        [numpy_helper.from_array(np.array(1, np.float32), "one")])
+    nodes = [helper.make_node("Transpose", ["x"], ["xt_all"], perm=[1, 0, 2]),
+             helper.make_node("Scan", ["h0", "t0", "xt_all"], ["y", "t_last", "s"], body=body, num_scan_inputs=1,
+                              scan_input_directions=[reverse], scan_output_axes=[1], name="rnn_scan")]
+    inits = {"h0": np.zeros((1, 4), np.float32), "t0": np.array(0, np.float32),
+             "w": rng.normal(0, 0.5, (4, 4)).astype(np.float32)}
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", f, [1, 5, 4])],
+                              [helper.make_tensor_value_info("y", f, [1, 4]),
+                               helper.make_tensor_value_info("s", f, [1, 5, 4])],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize("opset,reverse", [(13, 0), (11, 1)])
+def test_a_scan_of_known_length_is_its_body_written_out(opset, reverse):
+    """A Scan was refused as control flow ("unsupported operators: Scan"); one of a length known at build time is
+    its body once per step, the counter folded, the scan output stacked on its axis, as ONNX Runtime runs it."""
+    model = scan_model(opset, reverse)
+    prepared = loader.prepare(onnx.ModelProto.FromString(model.SerializeToString()))
+    assert not any(n.op_type == "Scan" for n in prepared.graph.node)
+    assert sum(n.op_type == "Tanh" for n in prepared.graph.node) == 5
+    assert not any(n.op_type == "Add" and "t_next" in n.output[0] for n in prepared.graph.node)
+    x = np.random.default_rng(0).normal(size=(1, 5, 4)).astype(np.float32)
+    for got, want in zip(_ort(prepared, x), _ort(model, x)):
+        assert got.shape == want.shape == ((1, 4) if got.ndim == 2 else (1, 5, 4))
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    canonicalize.canonicalize(prepared, "m")

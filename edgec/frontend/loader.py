@@ -120,10 +120,11 @@ def prepare(model: onnx.ModelProto, where: str | Path = "model",
         cells = loop_recurrent.recognise_loops(model)   # tf2onnx's Keras GRU/LSTM Loop: one GRU/LSTM node
         if cells is not None:
             model = shape_inference.infer_shapes(cells, strict_mode=True, data_prop=True)
-        unrolled = unroll.unroll_loops(model)     # a Loop of a known trip count (tf2onnx's Keras LSTM/GRU)
-        if unrolled is not None:
-            model = fold.fold_constants(shape_inference.infer_shapes(unrolled, strict_mode=True, data_prop=True),
-                                        memory_limit)
+        for unroll_all in (unroll.unroll_loops, unroll.unroll_scans):   # a Loop of a known trip count (tf2onnx's
+            unrolled = unroll_all(model)        # Keras LSTM/GRU), a Scan of a known length (its TF1 dynamic_rnn)
+            if unrolled is not None:
+                model = fold.fold_constants(shape_inference.infer_shapes(unrolled, strict_mode=True, data_prop=True),
+                                            memory_limit)
     except EdgecError:
         raise
     except Exception as exc:

@@ -146,17 +146,24 @@ def fully_connected(tx, op):
     o = tx.options(op, "FullyConnectedOptions")
     x_k, w_k, *rest = _ins(op)
     y_k = _out(op)
-    if not tx.is_const(w_k):
-        raise Untranslatable("weights computed at run time")
-    w = tx.const(w_k)                                   # [units, features]
+    units, features = tx.shape(w_k)                     # [units, features]
     base = tx.tname(y_k)
-    x = tx.node("Reshape", [tx.value(x_k), tx.initializer(np.array([-1, w.shape[1]], np.int64), f"{base}_rows")],
+    x = tx.node("Reshape", [tx.value(x_k), tx.initializer(np.array([-1, features], np.int64), f"{base}_rows")],
                 f"{base}_rows")
-    ins = [x, tx.initializer(w, tx.tname(w_k))]
-    if rest and rest[0] >= 0:
-        ins.append(tx.initializer(tx.const(rest[0]).reshape(-1), tx.tname(rest[0])))
-    y = tx.node("Gemm", ins, f"{base}_gemm", transB=1)
-    shape = tx.out_shape(y_k, int(np.prod(tx.shape(x_k))) // w.shape[1] * w.shape[0])
+    bias = rest and rest[0] >= 0
+    if tx.is_const(w_k):
+        ins = [x, tx.initializer(tx.const(w_k), tx.tname(w_k))]
+        if bias:
+            ins.append(tx.initializer(tx.const(rest[0]).reshape(-1), tx.tname(rest[0])))
+        y = tx.node("Gemm", ins, f"{base}_gemm", transB=1)
+    else:      # weights computed at run time (TF 2.4's converter writes a MatMul of two activations this way)
+        wt = tx.node("Transpose", [tx.value(w_k)], f"{base}_wt", perm=[1, 0])
+        y = tx.node("MatMul", [x, wt], f"{base}_matmul")
+        if bias:
+            b = tx.value(rest[0]) if not tx.is_const(rest[0]) else tx.initializer(tx.const(rest[0]).reshape(-1),
+                                                                                   tx.tname(rest[0]))
+            y = tx.node("Add", [y, b], f"{base}_bias")
+    shape = tx.out_shape(y_k, int(np.prod(tx.shape(x_k))) // features * units)
     if len(shape) != 2:
         y = tx.node("Reshape", [y, tx.initializer(np.array(shape, np.int64), f"{base}_shape")], f"{base}_shaped")
     tx.set(y_k, _fused(tx, y, o.FusedActivationFunction(), base), shape=shape)

@@ -42,6 +42,8 @@ GAIT = ("TravisLeeTS/tinyml_gait_recognition", "8822611946b40ee968f2d3faa6a06cb5
 MWW = ("esphome/micro-wake-word-models", "05b65922cc433c9df13e98e32a7fe520758c837e", "Apache-2.0")
 PSOC = ("xucenying/tinyml-anomaly-psoc-c3m5", "9d02cb68622587f6cea8b43e4a656c44e25bfd8c", "Apache-2.0")
 AMBIQ_HAR = ("AmbiqAI/Human-Activity-Recognition", "13953469e4b0d8f64b5a4d2b8e2070004e5d5da7", "Apache-2.0")
+EFINIX = ("Efinix-Inc/tinyml", "e5bc129e17f7a457dff334aa3fd040ccb85dbe27", "MIT (Efinix-Inc/tinyml, LICENSE.txt)")
+ARM_KWT = ("ARM-software/keyword-transformer", "237e4097afd4f6851e0b82f0a8d65c2dfe8eae30", "Apache-2.0")
 
 # name, kind, (repository, commit, license), path in the repository, committed
 FILES = [
@@ -121,12 +123,20 @@ FILES = [
     ("mww_alexa_v1", "kws", MWW, "models/alexa.tflite", True),
     ("gh_bearing_fault_mlp", "anomaly", PSOC, "ml/model_int8.tflite", True),
     ("ambiq_har_cnn", "har", AMBIQ_HAR, "python/trained_models/model.tflite", True),
+    # the ninth round: the int8 models Efinix's TinyML generator ships for its RISC-V SoC (BlazeFace-style face
+    # detector, face landmarks, a YOLO-style person detector), and Arm's trained Keyword Transformer (KWT-1), a
+    # float .tflite with its speech front-end (framing, a DFT as matrix products, log-mel, DCT) in the graph
+    ("efx_mediapipe_face_detection", "detection", EFINIX, "tools/tinyml_generator/model/mediapipe_face_detection.tflite", True),
+    ("efx_mediapipe_face_landmark", "detection", EFINIX, "tools/tinyml_generator/model/mediapipe_face_landmark.tflite", False),
+    ("efx_yolo_person_detect", "detection", EFINIX, "tools/tinyml_generator/model/yolo_person_detect.tflite", True),
+    ("arm_kwt1_float", "transformer", ARM_KWT, "models_data_v2_12_labels/kwt1/tflite_non_stream/non_stream.tflite", False),
 ]
 
 
 # a shipped .onnx fed other than values in [0, 1]: the range oracles.py draws its inputs from
 INPUT_RANGES = {"tiny13_kj_ic_resnet_qdq": [0, 255],     # raw pixels: its input QuantizeLinear has scale 1
-                "tflm_hello_world_float": [0, 6.283]}    # the sine model: x in [0, 2 pi]
+                "tflm_hello_world_float": [0, 6.283],    # the sine model: x in [0, 2 pi]
+                "arm_kwt1_float": [-0.5, 0.5]}           # KWT-1: 16,000 audio samples (speech level)
 
 
 def read(repo: str, commit: str, path: str, mirror: Path | None) -> bytes:
@@ -137,6 +147,8 @@ def read(repo: str, commit: str, path: str, mirror: Path | None) -> bytes:
         return zipfile.ZipFile(io.BytesIO(read(repo, commit, archive, mirror))).read(member)
     if mirror is not None:
         git_dir = mirror / repo.replace("/", "+") / "repo"
+        if (git_dir / ".git").is_dir():      # a mirror with a work tree
+            git_dir = git_dir / ".git"
         return subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{commit}:{path}"], check=True,
                               capture_output=True).stdout
     with urllib.request.urlopen(f"https://raw.githubusercontent.com/{repo}/{commit}/{path}", timeout=120) as r:
