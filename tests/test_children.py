@@ -286,8 +286,14 @@ DIGITS = EXAMPLES / "digits_cnn"
 
 
 def _left_in(folder: Path) -> list[str]:
-    """What is in `folder` but onnxruntime's .ses (its session-id file in TMPDIR, kept across runs on purpose)."""
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.name != ".ses")
+    """What is in `folder` but onnxruntime's .ses (its session-id file in TMPDIR, kept across runs on purpose); a
+    folder a reaper removes while it is listed is listed again."""
+    for _ in range(100):
+        try:
+            return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.name != ".ses")
+        except FileNotFoundError:
+            time.sleep(0.01)
+    raise AssertionError(f"{folder} kept changing while listed")
 
 
 def _emptied(folder: Path, timeout: float = 10.0) -> list[str]:

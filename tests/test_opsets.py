@@ -144,13 +144,14 @@ def test_control_flow_is_named_before_anything_is_built(tmp_path):
              helper.make_node("If", ["cond"], ["a"], then_branch=_body("If"), else_branch=_body("If"), name="if_node"),
              # too many trips to unroll (a short loop is written out: edgec/frontend/unroll.py)
              helper.make_node("Loop", ["many", "cond", "r"], ["b"], body=_body("Loop"), name="loop_node"),
-             helper.make_node("Reshape", ["r", "shape"], ["b2"], name="reshape"),
+             # too many steps to write out (a Scan of a known, short length is: edgec/frontend/unroll.py)
+             helper.make_node("Tile", ["r", "steps"], ["b2"], name="tile"),
              helper.make_node("Scan", ["zeros", "b2"], ["s", "y2"], body=_body("Scan"), num_scan_inputs=1,
                               name="scan_node"),
              helper.make_node("Relu", ["r"], ["y"], name="out")]
     m = make_model(nodes, ("x", [1, 4]), ("y", [1, 4]), {"zero": np.array(0, np.float32), "many": np.array(10 ** 9, np.int64),
                                                          "zeros": np.zeros(4, np.float32),
-                                                         "shape": np.array([1, 4], np.int64)})
+                                                         "steps": np.array([5000, 1], np.int64)})
     path = save(m, tmp_path)
     info = api.inspect_model(path)
     flow = [(p["op"], p["node"]) for p in info["problems"]]
