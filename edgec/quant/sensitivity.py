@@ -125,12 +125,13 @@ def analyse(graph: Graph, samples: np.ndarray, log: Callable[[str], None] = lamb
             iso = emulate(op, [fl[t] for t in op.inputs])
             sig = float(np.sum(f.astype(np.float64) ** 2))
             sums[i] += [sig, float(np.sum((f - cum) ** 2.0)), sig, float(np.sum((f - iso) ** 2.0))]
-            got = ports.result(graph, floatref.run(graph, x, override={i: emulate}, env=fl, start=i))
-            at_out[i][0] += _output_sums(graph, out_f, got)
-            if i in fours:
-                run4 = _int4_op(graph, fours[i])
-                at4 = ports.result(graph, floatref.run(graph, x, override={i: run4}, env=fl, start=i))
-                at_out[i][1] += _output_sums(graph, out_f, at4)
+            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):    # a NaN here is the floor
+                got = ports.result(graph, floatref.run(graph, x, override={i: emulate}, env=fl, start=i))
+                at_out[i][0] += _output_sums(graph, out_f, got)
+                if i in fours:
+                    run4 = _int4_op(graph, fours[i])
+                    at4 = ports.result(graph, floatref.run(graph, x, override={i: run4}, env=fl, start=i))
+                    at_out[i][1] += _output_sums(graph, out_f, at4)
             if time.monotonic() - last > PROGRESS_S:
                 last = time.monotonic()
                 log(f"sensitivity report: sample {s + 1} of {len(samples)}, layer {layers.index(i) + 1} of "
