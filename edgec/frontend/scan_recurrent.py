@@ -117,7 +117,7 @@ class _ScanMatch(_Match):
                 _expect(self._is_hidden(st[0][1]) and not self._is_hidden(st[1][1]))
                 kind, weights, attrs = self._lstm(st[0][0], st[0][1], st[1][0], st[1][1])
             self._verify(kind, *weights, attrs, st)
-        except (_NoMatch, ValueError, IndexError, KeyError):
+        except (_NoMatch, ValueError, TypeError, IndexError, KeyError, AttributeError, StopIteration):
             return None
         return kind, weights, attrs
 
@@ -172,6 +172,7 @@ class _ScanMatch(_Match):
             outs = [f"{tag}/Y" if j in need_y else ""]
             outs += [f"{tag}/Y_{'hc'[m]}" if scan.output[k] and scan.output[k] in read else ""
                      for m, k in enumerate(ks)]
+            outs[0] = outs[0] or ("" if any(outs) else f"{tag}/Y")      # (a cell nothing reads: its Y, unread)
             nodes.append(helper.make_node(kind, ins, outs, name=tag, hidden_size=int(R.shape[-1]), **attrs))
             if j in need_y:
                 names[j] = f"{tag}/Y_squeezed"
