@@ -161,18 +161,17 @@ def test_a_scan_of_a_peephole_cell_is_left_to_the_unroller(tmp_path):
 @pytest.mark.sweep      # ~60 s on a loaded machine (the unrolled model's calibration)
 def test_a_recognised_lstm_scan_quantizes_closer_to_float_than_unrolled(tmp_path, monkeypatch):
     """The point of the recognition: edgec's LSTM op keeps gates and cell state in int16, where the unrolled cell
-    requantizes every gate and the state to int8 at every step."""
+    requantizes every gate and the state to int8 at every step (measured on samples of the calibration set, so that
+    no output clips on either: 39.4 against 30.1 dB)."""
     model = scan_model("lstm", steps=16)
-    rng = np.random.default_rng(2)
-    calib = rng.normal(size=(24, 16, N_IN)).astype(np.float32)
-    xs = rng.normal(size=(8, 1, 16, N_IN)).astype(np.float32)
-    errors = {}
+    calib = np.random.default_rng(2).normal(size=(24, 16, N_IN)).astype(np.float32)
     path = save(model, tmp_path)
+    want = np.stack([_ort(model, x[None])[0].reshape(-1) for x in calib[:8]])
+    db = {}
     for name in ("cell", "unrolled"):
         if name == "unrolled":          # (the Scan left to edgec/frontend/unroll.py, as before the recognition)
             monkeypatch.setattr(scan_recurrent, "recognise_scans", lambda m: None)
-        quant = api.calibrate(path, calib)
-        got = np.stack([np.asarray(api.reference(quant, x).y, np.float64).reshape(-1) for x in xs])
-        want = np.stack([_ort(model, x)[0].reshape(-1) for x in xs])
-        errors[name] = float(np.sqrt(np.mean((got - want) ** 2)))
-    assert errors["cell"] < errors["unrolled"], errors
+        quant = api.calibrate(path, calib, sensitivity_samples=0)
+        got = np.stack([np.asarray(api.reference(quant, x[None]).y, np.float64).reshape(-1) for x in calib[:8]])
+        db[name] = 10 * np.log10(np.sum(want ** 2) / np.sum((got - want) ** 2))
+    assert db["cell"] > db["unrolled"] + 3, db
