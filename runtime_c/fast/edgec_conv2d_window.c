@@ -420,8 +420,17 @@ static void edgec_window_row(const edgec_conv2d_im2col_params *p, const int8_t *
 {
     edgec_window_row_as(p, input, iy, x0, wp, c4, dst, gap, 0);
 }
-/* (inlined in each window4 entry, as it was in the one entry before they were named) */
-EDGEC_INLINE void edgec_window_row_x2(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t x0,
+/* The 2x4 block's row widening: inlined in each window4 entry on the Cortex-M4 (as gcc inlined it into the one
+ * entry there was before they were named), a function of its own on the Cortex-M7 (EDGEC_CPU_CORTEX_M7, which the
+ * firmware build defines: edgec/targets/firmware.py core_define). gcc schedules the inlined loop for
+ * -mcpu=cortex-m7 into more instructions than the M4's (IC on qemu-cortex-m7 +0.5 %), out of line fewer; on the M4
+ * the other way round (docs/performance.md, h47-flash and h48-m7). */
+#if defined(EDGEC_CPU_CORTEX_M7)
+#define EDGEC_WIN_ROW_X2 static EDGEC_NOINLINE
+#else
+#define EDGEC_WIN_ROW_X2 EDGEC_INLINE
+#endif
+EDGEC_WIN_ROW_X2 void edgec_window_row_x2(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t x0,
                                       int32_t wp, int32_t c4, edgec_w32 *dst, int32_t gap)
 {
     edgec_window_row_as(p, input, iy, x0, wp, c4, dst, gap, 1);
