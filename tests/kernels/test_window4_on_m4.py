@@ -82,13 +82,13 @@ def test_window4_rows_of_pairs_on_the_emulated_cortex_m4(tmp_path):
              helper.make_node("Conv", ["c", "w4"], ["y"], pads=[1, 1, 1, 1])]
     inits = {"w1": w1, "w2": w2, "w3": w3, "w4": w4}
     elf = _runs_window4_bit_exact(tmp_path, rng, make_model(nodes, ("x", [1, 3, 11, 13]), ("y", [1, 8, 6, 7]), inits))
-    assert "edgec_window_row_x2" not in _functions(elf)      # inlined in the entries on the Cortex-M4
+    assert "edgec_window_row_x2_call" not in _functions(elf)      # inlined in the entries on the Cortex-M4
 
 
 @pytest.mark.sweep
 def test_window4_on_the_emulated_cortex_m7_widens_rows_out_of_line(tmp_path):
-    """The Cortex-M7 build (-DEDGEC_CPU_CORTEX_M7, edgec/targets/firmware.py core_define) keeps window4's row
-    widening a function of its own (gcc's M7 schedule of it inlined ran IC 0.5 % more instructions), bit for bit with
+    """The Cortex-M7 build (-DEDGEC_CPU_CORTEX_M7, edgec/targets/firmware.py core_define) calls window4's row
+    widening out of line from the entries of its assembly blocks (gcc's M7 schedule of it inlined ran IC 0.5 % more instructions), bit for bit with
     the NumPy reference, on the full-range row assembly and the per-pair path."""
     rng = np.random.default_rng(7)
     w1 = rng.normal(0, .2, (16, 3, 3, 3)).astype(np.float32)
@@ -102,4 +102,4 @@ def test_window4_on_the_emulated_cortex_m7_widens_rows_out_of_line(tmp_path):
     inits = {"w1": w1, "w2": w2, "w3": w3, "w4": w4}
     elf = _runs_window4_bit_exact(tmp_path, rng, make_model(nodes, ("x", [1, 3, 11, 13]), ("y", [1, 8, 6, 7]), inits),
                                   board="qemu-cortex-m7")
-    assert "edgec_window_row_x2" in _functions(elf)
+    assert "edgec_window_row_x2_call" in _functions(elf)
