@@ -174,11 +174,8 @@ extern void edgec_dwf_rows_s2(const edgec_w32 *x0, int32_t pairs, const edgec_w3
     "ssat lr, #8, lr\n\t"                                                                          \
     "strb lr, [r2, r3]\n\t"                                                                        \
     "add r2, r2, r3, lsl #1\n\t"
-/* frame: [sp] multiplier, khi, then x, wk, q of the next channel, channels left, bytes of the pairs, where a channel's
- * pairs start (2:, 5: for an odd count of pairs, 3: for none); the arguments out0, step, odd at sp + 68, odd then
- * replaced by where the channel goes after its pairs (6: its lone last output, 4: none). The two addresses are
- * computed once a call (Thumb bit set): each channel branches on them with one LDR PC, not with a test of the pairs
- * (4 instructions) and of odd (3). */
+/* frame: [sp] multiplier, khi, then x, wk, q of the next channel, channels left, bytes of the pairs; the arguments
+ * out0, step, odd at sp + 68 */
 #define EDGEC_DWF_ASM_FN(name, span_shift, pair, odd_pairs)                                        \
     "\t.pushsection .text." name ",\"ax\",%progbits\n\t.align 2\n\t.global " name "\n\t.type " name   \
     ", %function\n\t.thumb_func\n"                                                                 \
@@ -187,22 +184,6 @@ extern void edgec_dwf_rows_s2(const edgec_w32 *x0, int32_t pairs, const edgec_w3
     "sub sp, sp, #32\n\t"                                                                          \
     "lsl r1, r1, #" span_shift "\n\t"                                                              \
     "str r1, [sp, #24]\n\t"                                                                        \
-    "adr.w r4, 3f\n\t"                                                                            \
-    "cbz r1, 8f\n\t"                                                                               \
-    "adr.w r4, 2f\n\t"                                                                            \
-    "tst r1, #" odd_pairs "\n\t"                                                                  \
-    "beq 8f\n\t"                                                                                  \
-    "adr.w r4, 5f\n"                                                                               \
-    "8:\n\t"                                                                                       \
-    "orr r4, r4, #1\n\t"                                                                          \
-    "str r4, [sp, #28]\n\t"                                                                       \
-    "ldr r5, [sp, #76]\n\t"                                                                       \
-    "adr.w r4, 4f\n\t"                                                                            \
-    "cbz r5, 9f\n\t"                                                                               \
-    "adr.w r4, 6f\n"                                                                               \
-    "9:\n\t"                                                                                       \
-    "orr r4, r4, #1\n\t"                                                                          \
-    "str r4, [sp, #76]\n\t"                                                                       \
     "strd r0, r2, [sp, #8]\n\t"                                                                    \
     "str r3, [sp, #16]\n\t"                                                                        \
     "movs r4, #4\n\t"                                                                              \
@@ -226,12 +207,16 @@ extern void edgec_dwf_rows_s2(const edgec_w32 *x0, int32_t pairs, const edgec_w3
     "adds r3, r2, #1\n\t"                                                                          \
     "str r3, [sp, #68]\n\t"                                                                        \
     "ldr r3, [sp, #72]\n\t"                                                                        \
-    "ldr pc, [sp, #28]\n"                                                                          \
+    "subs r10, r1, r0\n\t"                                                                         \
+    "beq 3f\n\t"                                                                                   \
+    "tst r10, #" odd_pairs "\n\t"                                                                  \
+    "bne 5f\n"                                                                                     \
     "2:\n\t" pair EDGEC_DWF_ASM_STORE2 "5:\n\t" pair EDGEC_DWF_ASM_STORE2 "cmp r0, r1\n\t"            \
     "bne 2b\n"                                                                                     \
     "3:\n\t"                                                                                       \
-    "ldr pc, [sp, #76]\n"                                                                          \
-    "6:\n\t"                                                                                       \
+    "ldr r10, [sp, #76]\n\t"                                                                       \
+    "cmp r10, #0\n\t"                                                                              \
+    "beq 4f\n\t"                                                                                   \
     "ldrd r10, r11, [r0]\n\t"                                                                      \
     "smlad r12, r10, r4, r9\n\t"                                                                   \
     "smlabb r12, r11, r7, r12\n\t"                                                                 \
