@@ -71,7 +71,7 @@ EDGEC_PW_PIXELS(edgec_blocked4_pixels_clamped, v_ < lo ? lo : (v_ > hi ? hi : v_
 /* The taps of one block: n / 2 k-steps, the first one EDGEC_B4_FIRST. TAIL8 / TAIL16: n is 8 / 16 (straight code);
  * DUFF: then the body of 32 k-steps entered part-way (at `entry`, computed once a call by EDGEC_B4_ENTRY: the first
  * pass runs the (n / 2 - 1) mod 32 last steps, or all 32), then whole bodies up to `end`; DUFF_ONCE: the one pass of n <= 64 (no test of the end: 3
- * instructions a block fewer, KWS's and VWW's 1x1 layers on 32 to 64 input channels) */
+ * instructions a block fewer; k8 24 to 56, VWW's 1x1 layers on 32 input channels; exactly 64: STRAIGHT64) */
 /* The first k-step of a block: pixel 1's sums start from pixel 0's, which hold the biases (the block loads them with 2
  * LDRD, not 4: 2 instructions a block) */
 #define EDGEC_B4_FIRST                                                                             \
