@@ -164,7 +164,7 @@ void edgec_conv2d_blocked4_unbanded_s8(const edgec_conv2d_im2col_params *p, cons
                                        const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
 /* the entries the generated code calls (edgec/ops/conv/im2col.py blocked4_entry): one per mode (plain, its direct
  * single-channel reads (in_c 1, k_w a multiple of 4), the padded variant with its band, without) and loop (a
- * full-range layer's by k8 = k4 rounded up to 8: 8, 16, up to 64 (every record's neg -1), any; `_anyneg`: some
+ * full-range layer's by k8 = k4 rounded up to 8: 8, 16, up to 64, exactly 64 (every record's neg -1), any; `_anyneg`: some
  * record's neg 0; `clamped`: an output range narrower than int8's), each computing what the entry above that
  * chooses them at run time does for params and records of its kind, and linking only its own loop */
 #define EDGEC_CONV2D_BLOCKED4_ARGS                                                                                     \
@@ -175,6 +175,7 @@ void edgec_conv2d_blocked4_k8_anyneg_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
 void edgec_conv2d_blocked4_k16_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
 void edgec_conv2d_blocked4_k16_anyneg_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
 void edgec_conv2d_blocked4_k64_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_k64_exact_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
 void edgec_conv2d_blocked4_kx_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
 void edgec_conv2d_blocked4_kx_anyneg_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
 void edgec_conv2d_blocked4_clamped_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
@@ -183,6 +184,7 @@ void edgec_conv2d_blocked4_direct_k8_anyneg_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
 void edgec_conv2d_blocked4_direct_k16_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
 void edgec_conv2d_blocked4_direct_k16_anyneg_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
 void edgec_conv2d_blocked4_direct_k64_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_direct_k64_exact_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
 void edgec_conv2d_blocked4_direct_kx_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
 void edgec_conv2d_blocked4_direct_kx_anyneg_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
 void edgec_conv2d_blocked4_direct_clamped_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
@@ -191,6 +193,7 @@ void edgec_conv2d_blocked4_banded_k8_anyneg_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
 void edgec_conv2d_blocked4_banded_k16_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
 void edgec_conv2d_blocked4_banded_k16_anyneg_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
 void edgec_conv2d_blocked4_banded_k64_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_banded_k64_exact_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
 void edgec_conv2d_blocked4_banded_kx_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
 void edgec_conv2d_blocked4_banded_kx_anyneg_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
 void edgec_conv2d_blocked4_banded_clamped_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
@@ -199,6 +202,7 @@ void edgec_conv2d_blocked4_unbanded_k8_anyneg_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
 void edgec_conv2d_blocked4_unbanded_k16_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
 void edgec_conv2d_blocked4_unbanded_k16_anyneg_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
 void edgec_conv2d_blocked4_unbanded_k64_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
+void edgec_conv2d_blocked4_unbanded_k64_exact_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
 void edgec_conv2d_blocked4_unbanded_kx_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
 void edgec_conv2d_blocked4_unbanded_kx_anyneg_s8(EDGEC_CONV2D_BLOCKED4_ARGS);
 void edgec_conv2d_blocked4_unbanded_clamped_s8(EDGEC_CONV2D_BLOCKED4_ARGS);

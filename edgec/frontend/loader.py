@@ -10,7 +10,8 @@ from onnx import numpy_helper, shape_inference
 
 from edgec.errors import EdgecError
 from edgec.limits import DEFAULT as DEFAULT_MEMORY_LIMIT, check_bytes
-from edgec.frontend import fold, functions, loop_recurrent, onnx_ml, opsets, qdq, qonnx, tflite_float, unroll
+from edgec.frontend import (fold, functions, loop_recurrent, onnx_ml, opsets, qdq, qonnx, scan_recurrent,
+                            tflite_float, unroll)
 from edgec.frontend.input_shapes import has_dynamic_axes, pin_inputs
 from edgec.frontend.input_shapes import graph_inputs  # noqa: F401  (edgec.api and others read loader.graph_inputs)
 from edgec.frontend.fold import static_shape  # noqa: F401  (edgec.api and tests read loader.static_shape)
@@ -118,6 +119,9 @@ def prepare(model: onnx.ModelProto, where: str | Path = "model",
             model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
         model = fold.fold_constants(model, memory_limit)   # shapes computed in the graph (PyTorch's exporter)
         cells = loop_recurrent.recognise_loops(model)   # tf2onnx's Keras GRU/LSTM Loop: one GRU/LSTM node
+        if cells is not None:
+            model = shape_inference.infer_shapes(cells, strict_mode=True, data_prop=True)
+        cells = scan_recurrent.recognise_scans(model)   # tf2onnx's TF1 GRU/LSTM cells' Scan: GRU/LSTM nodes
         if cells is not None:
             model = shape_inference.infer_shapes(cells, strict_mode=True, data_prop=True)
         for unroll_all in (unroll.unroll_loops, unroll.unroll_scans):   # a Loop of a known trip count (tf2onnx's

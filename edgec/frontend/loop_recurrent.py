@@ -167,6 +167,15 @@ class _Match:
             terms, bias = self._form(ins[0], leaves)
             cols = self._columns(node, name, len(bias))
             return {k: m[:, cols] for k, m in terms.items()}, bias[cols]
+        if op == "Concat":       # TF1's cells: concat([x, h]) @ kernel
+            _expect(_attr(node, "axis", 0) in (-1, self.rank - 1))
+            parts = [self._form(i, leaves) for i in ins]
+            bias, terms, at = np.concatenate([b for _, b in parts]), {}, 0
+            for t, b in parts:
+                for k, m in t.items():
+                    terms.setdefault(k, np.zeros((leaves[k], len(bias))))[:, at:at + len(b)] += m
+                at += len(b)
+            return terms, bias
         raise _NoMatch
 
     def _plus(self, form, name: str, leaves: dict):

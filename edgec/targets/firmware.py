@@ -101,6 +101,15 @@ def harness_build_flags(board: Board) -> list[str]:
     return flags + ["-fstack-usage", "-Wl,--print-memory-usage"]
 
 
+def core_define(board: Board) -> list[str]:
+    """The core as a macro for the runtime's per-core code choices (gcc defines none: -mcpu=cortex-m4 and
+    cortex-m7 differ only in their FPU's macros): -DEDGEC_CPU_CORTEX_M7 for cpu "cortex-m7", one for every
+    Cortex-M; none elsewhere.  A -D, so `edgec export BUILD_DIR` hands it on with the build's other code flags."""
+    if not board.cpu.startswith("cortex-"):
+        return []
+    return [f"-DEDGEC_CPU_{board.cpu.upper().replace('-', '_')}"]
+
+
 def src_build_flags(board: Board) -> list[str]:
     """platformio.ini build_src_flags: edgec's own sources (model library, runtime, harness).  PlatformIO
     appends them after the framework's flags, so on framework boards the profile's optimization level
@@ -110,9 +119,9 @@ def src_build_flags(board: Board) -> list[str]:
         # a fresh number per project: edgec's sources always miss PlatformIO's build cache (it keeps objects,
         # not the .su files the stack estimate reads) while the framework's objects come from it
         build_id = f"-DEDGEC_BUILD_ID=0x{secrets.randbits(64):016x}ull"
-        return ["-Wall", "-fstack-usage", "-frecord-gcc-switches", build_id,
+        return ["-Wall", "-fstack-usage", "-frecord-gcc-switches", build_id, *core_define(board),
                 *[f for f in board.build_flags if _optimization(f)]]
-    return ["-std=c99", "-Wall", "-Wextra", "-Werror", "-fstack-usage", "-frecord-gcc-switches"]
+    return ["-std=c99", "-Wall", "-Wextra", "-Werror", "-fstack-usage", "-frecord-gcc-switches", *core_define(board)]
 
 
 @functools.lru_cache(maxsize=None)

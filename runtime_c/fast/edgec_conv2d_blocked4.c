@@ -71,7 +71,7 @@ EDGEC_PW_PIXELS(edgec_blocked4_pixels_clamped, v_ < lo ? lo : (v_ > hi ? hi : v_
 /* The taps of one block: n / 2 k-steps, the first one EDGEC_B4_FIRST. TAIL8 / TAIL16: n is 8 / 16 (straight code);
  * DUFF: then the body of 32 k-steps entered part-way (at `entry`, computed once a call by EDGEC_B4_ENTRY: the first
  * pass runs the (n / 2 - 1) mod 32 last steps, or all 32), then whole bodies up to `end`; DUFF_ONCE: the one pass of n <= 64 (no test of the end: 3
- * instructions a block fewer, KWS's and VWW's 1x1 layers on 32 to 64 input channels) */
+ * instructions a block fewer; k8 24 to 56, VWW's 1x1 layers on 32 input channels; exactly 64: STRAIGHT64) */
 /* The first k-step of a block: pixel 1's sums start from pixel 0's, which hold the biases (the block loads them with 2
  * LDRD, not 4: 2 instructions a block) */
 #define EDGEC_B4_FIRST                                                                             \
@@ -89,6 +89,9 @@ EDGEC_PW_PIXELS(edgec_blocked4_pixels_clamped, v_ < lo ? lo : (v_ > hi ? hi : v_
 #define EDGEC_B4_TAIL8 EDGEC_B4_FIRST EDGEC_B24_ASM_STEP EDGEC_B24_ASM_TAIL4
 #define EDGEC_B4_TAIL16 EDGEC_B4_FIRST EDGEC_B24_ASM_STEP EDGEC_B24_ASM_TAIL4 EDGEC_B24_ASM_TAIL8
 #define EDGEC_B4_STEPS8 EDGEC_B24_ASM_TAIL8 EDGEC_B24_ASM_TAIL8
+/* n exactly 64 (KWS's 1x1 layers, 64 input channels): the 32 k-steps straight, no jump into the body (DUFF_ONCE's
+ * LDR and BX: 2 instructions a block of 4 channels fewer) */
+#define EDGEC_B4_STRAIGHT64 EDGEC_B4_TAIL16 EDGEC_B4_STEPS8 EDGEC_B4_STEPS8 EDGEC_B4_STEPS8
 #define EDGEC_B4_DUFF_ONCE                                                                         \
     EDGEC_B4_FIRST                                                                                 \
     "ldr %[xa], %[entry]\n\t"                                                                      \
@@ -215,6 +218,7 @@ static EDGEC_HOT void name(const edgec_w32 *x0, int32_t n, const edgec_w32 *w0, 
 #define EDGEC_B4_RESTORE_W "ldr %[w], %[ws]\n\t"
 EDGEC_B4_ASM_PAIRS(edgec_blocked4_asm, 1, EDGEC_B4_ENTRY, EDGEC_B4_DUFF, EDGEC_B24_RQ_ALL, "", "")
 EDGEC_B4_ASM_PAIRS(edgec_blocked4_asm64, 1, EDGEC_B4_ENTRY, EDGEC_B4_DUFF_ONCE, EDGEC_B24_RQ_ALL, "", "")
+EDGEC_B4_ASM_PAIRS(edgec_blocked4_asm64_exact, 0, "", EDGEC_B4_STRAIGHT64, EDGEC_B24_RQ_ALL, "", "")
 EDGEC_B4_ASM_PAIRS(edgec_blocked4_asm16, 0, "", EDGEC_B4_TAIL16, EDGEC_B24_RQ_ALL, "", "")
 EDGEC_B4_ASM_PAIRS(edgec_blocked4_asm8, 0, "", EDGEC_B4_TAIL8, EDGEC_B24_RQ_ALL, "", "")
 EDGEC_B4_ASM_PAIRS(edgec_blocked4_asm_anyneg, 1, EDGEC_B4_ENTRY, EDGEC_B4_DUFF, EDGEC_B24_RQ_ANY, EDGEC_B4_SAVE_W,
@@ -229,6 +233,7 @@ static edgec_b4_pairs_fn edgec_blocked4_pairs(int32_t k8, int negs)
 {
     if (k8 == 8) return negs ? edgec_blocked4_asm8 : edgec_blocked4_asm8_anyneg;
     if (k8 == 16) return negs ? edgec_blocked4_asm16 : edgec_blocked4_asm16_anyneg;
+    if (k8 == 64 && negs) return edgec_blocked4_asm64_exact;
     if (k8 <= 64 && negs) return edgec_blocked4_asm64;
     return negs ? edgec_blocked4_asm : edgec_blocked4_asm_anyneg;
 }
@@ -303,6 +308,7 @@ enum {
     EDGEC_B4_K16,
     EDGEC_B4_K16_ANYNEG,
     EDGEC_B4_K64,
+    EDGEC_B4_K64_EXACT,
     EDGEC_B4_KX,
     EDGEC_B4_KX_ANYNEG,
     EDGEC_B4_CLAMPED
@@ -316,6 +322,7 @@ EDGEC_INLINE edgec_b4_pairs_fn edgec_b4_loop_pairs(int loop)
     case EDGEC_B4_K16: return edgec_blocked4_asm16;
     case EDGEC_B4_K16_ANYNEG: return edgec_blocked4_asm16_anyneg;
     case EDGEC_B4_K64: return edgec_blocked4_asm64;
+    case EDGEC_B4_K64_EXACT: return edgec_blocked4_asm64_exact;
     case EDGEC_B4_KX: return edgec_blocked4_asm;
     case EDGEC_B4_KX_ANYNEG: return edgec_blocked4_asm_anyneg;
     default: return 0;
@@ -807,6 +814,7 @@ void edgec_conv2d_blocked4_k8_anyneg_s8(EDGEC_B4_ARGS) { EDGEC_B4_PLAIN(EDGEC_B4
 void edgec_conv2d_blocked4_k16_s8(EDGEC_B4_ARGS) { EDGEC_B4_PLAIN(EDGEC_B4_K16); }
 void edgec_conv2d_blocked4_k16_anyneg_s8(EDGEC_B4_ARGS) { EDGEC_B4_PLAIN(EDGEC_B4_K16_ANYNEG); }
 void edgec_conv2d_blocked4_k64_s8(EDGEC_B4_ARGS) { EDGEC_B4_PLAIN(EDGEC_B4_K64); }
+void edgec_conv2d_blocked4_k64_exact_s8(EDGEC_B4_ARGS) { EDGEC_B4_PLAIN(EDGEC_B4_K64_EXACT); }
 void edgec_conv2d_blocked4_kx_s8(EDGEC_B4_ARGS) { EDGEC_B4_PLAIN(EDGEC_B4_KX); }
 void edgec_conv2d_blocked4_kx_anyneg_s8(EDGEC_B4_ARGS) { EDGEC_B4_PLAIN(EDGEC_B4_KX_ANYNEG); }
 void edgec_conv2d_blocked4_clamped_s8(EDGEC_B4_ARGS) { EDGEC_B4_PLAIN(EDGEC_B4_CLAMPED); }
@@ -815,6 +823,7 @@ void edgec_conv2d_blocked4_direct_k8_anyneg_s8(EDGEC_B4_ARGS) { EDGEC_B4_DIRECT(
 void edgec_conv2d_blocked4_direct_k16_s8(EDGEC_B4_ARGS) { EDGEC_B4_DIRECT(EDGEC_B4_K16); }
 void edgec_conv2d_blocked4_direct_k16_anyneg_s8(EDGEC_B4_ARGS) { EDGEC_B4_DIRECT(EDGEC_B4_K16_ANYNEG); }
 void edgec_conv2d_blocked4_direct_k64_s8(EDGEC_B4_ARGS) { EDGEC_B4_DIRECT(EDGEC_B4_K64); }
+void edgec_conv2d_blocked4_direct_k64_exact_s8(EDGEC_B4_ARGS) { EDGEC_B4_DIRECT(EDGEC_B4_K64_EXACT); }
 void edgec_conv2d_blocked4_direct_kx_s8(EDGEC_B4_ARGS) { EDGEC_B4_DIRECT(EDGEC_B4_KX); }
 void edgec_conv2d_blocked4_direct_kx_anyneg_s8(EDGEC_B4_ARGS) { EDGEC_B4_DIRECT(EDGEC_B4_KX_ANYNEG); }
 void edgec_conv2d_blocked4_direct_clamped_s8(EDGEC_B4_ARGS) { EDGEC_B4_DIRECT(EDGEC_B4_CLAMPED); }
@@ -823,6 +832,7 @@ void edgec_conv2d_blocked4_banded_k8_anyneg_s8(EDGEC_B4_ARGS) { EDGEC_B4_BANDED(
 void edgec_conv2d_blocked4_banded_k16_s8(EDGEC_B4_ARGS) { EDGEC_B4_BANDED(EDGEC_B4_K16); }
 void edgec_conv2d_blocked4_banded_k16_anyneg_s8(EDGEC_B4_ARGS) { EDGEC_B4_BANDED(EDGEC_B4_K16_ANYNEG); }
 void edgec_conv2d_blocked4_banded_k64_s8(EDGEC_B4_ARGS) { EDGEC_B4_BANDED(EDGEC_B4_K64); }
+void edgec_conv2d_blocked4_banded_k64_exact_s8(EDGEC_B4_ARGS) { EDGEC_B4_BANDED(EDGEC_B4_K64_EXACT); }
 void edgec_conv2d_blocked4_banded_kx_s8(EDGEC_B4_ARGS) { EDGEC_B4_BANDED(EDGEC_B4_KX); }
 void edgec_conv2d_blocked4_banded_kx_anyneg_s8(EDGEC_B4_ARGS) { EDGEC_B4_BANDED(EDGEC_B4_KX_ANYNEG); }
 void edgec_conv2d_blocked4_banded_clamped_s8(EDGEC_B4_ARGS) { EDGEC_B4_BANDED(EDGEC_B4_CLAMPED); }
@@ -831,6 +841,7 @@ void edgec_conv2d_blocked4_unbanded_k8_anyneg_s8(EDGEC_B4_ARGS) { EDGEC_B4_UNBAN
 void edgec_conv2d_blocked4_unbanded_k16_s8(EDGEC_B4_ARGS) { EDGEC_B4_UNBANDED(EDGEC_B4_K16); }
 void edgec_conv2d_blocked4_unbanded_k16_anyneg_s8(EDGEC_B4_ARGS) { EDGEC_B4_UNBANDED(EDGEC_B4_K16_ANYNEG); }
 void edgec_conv2d_blocked4_unbanded_k64_s8(EDGEC_B4_ARGS) { EDGEC_B4_UNBANDED(EDGEC_B4_K64); }
+void edgec_conv2d_blocked4_unbanded_k64_exact_s8(EDGEC_B4_ARGS) { EDGEC_B4_UNBANDED(EDGEC_B4_K64_EXACT); }
 void edgec_conv2d_blocked4_unbanded_kx_s8(EDGEC_B4_ARGS) { EDGEC_B4_UNBANDED(EDGEC_B4_KX); }
 void edgec_conv2d_blocked4_unbanded_kx_anyneg_s8(EDGEC_B4_ARGS) { EDGEC_B4_UNBANDED(EDGEC_B4_KX_ANYNEG); }
 void edgec_conv2d_blocked4_unbanded_clamped_s8(EDGEC_B4_ARGS) { EDGEC_B4_UNBANDED(EDGEC_B4_CLAMPED); }

@@ -420,12 +420,23 @@ static void edgec_window_row(const edgec_conv2d_im2col_params *p, const int8_t *
 {
     edgec_window_row_as(p, input, iy, x0, wp, c4, dst, gap, 0);
 }
-/* (inlined in each window4 entry, as it was in the one entry before they were named) */
+/* The 2x4 block's row widening, inlined in each window4 entry (as gcc inlined it into the one entry there was before
+ * they were named); on the Cortex-M7 (EDGEC_CPU_CORTEX_M7, which the firmware build defines: edgec/targets/firmware.py
+ * core_define) the entries of the blocks in assembly call it out of line instead (edgec_window_row_x2_call, in
+ * edgec_window_run): gcc schedules it inlined there for -mcpu=cortex-m7 into more instructions than the M4's (IC on
+ * qemu-cortex-m7 +0.5 %), on the M4 out of line costs more (docs/performance.md, h47-flash and h48-m7). */
 EDGEC_INLINE void edgec_window_row_x2(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy, int32_t x0,
                                       int32_t wp, int32_t c4, edgec_w32 *dst, int32_t gap)
 {
     edgec_window_row_as(p, input, iy, x0, wp, c4, dst, gap, 1);
 }
+#if defined(EDGEC_CPU_CORTEX_M7)
+static EDGEC_NOINLINE void edgec_window_row_x2_call(const edgec_conv2d_im2col_params *p, const int8_t *input, int32_t iy,
+                                                    int32_t x0, int32_t wp, int32_t c4, edgec_w32 *dst, int32_t gap)
+{
+    edgec_window_row_as(p, input, iy, x0, wp, c4, dst, gap, 1);
+}
+#endif
 
 /* Drop the first k_h - keep rows of every entry of the ring (entries x k_h slots of c4 words): each entry's last
  * keep slots move to its first (forward word copies: the destination is below the source). On the native DSP
@@ -776,6 +787,12 @@ EDGEC_INLINE void edgec_window_run(const edgec_conv2d_im2col_params *p, const in
             if (keep < 0) keep = 0;
             if (keep > 0) edgec_window_shift(ring, wb, c4, k_h, keep);
             for (j = keep; j < k_h; ++j) {
+#if defined(EDGEC_CPU_CORTEX_M7) /* out of line for the assembly's entries; the C pixels' (full, clamped) inline it:
+                                   * out of line, keras_old_quantizer_har_cnn ran 205 instructions more */
+                if (x2 && loop != EDGEC_W4_FULL && loop != EDGEC_W4_CLAMPED) {
+                    edgec_window_row_x2_call(p, input, iy0 + j, x0, wb, c4, ring + j * c4, gap);
+                } else
+#endif
                 if (x2) {
                     edgec_window_row_x2(p, input, iy0 + j, x0, wb, c4, ring + j * c4, gap);
                 } else {

@@ -74,6 +74,30 @@ def test_register_blocked_kernels_on_the_emulated_cortex_m4(tmp_path):
     assert r["samples"] == 12 and r["agreement"]["device_vs_reference"] == 1.0
 
 
+@pytest.mark.sweep
+def test_blocked4_on_64_input_channels_on_the_emulated_cortex_m4(tmp_path):
+    """1x1 convolutions on exactly 64 input channels (KWS's) run the 32 k-steps straight (the k64_exact loop, no jump
+    into the unrolled body), 15 pixels (7 pairs and a lone pixel) to 16 and to 8 channels, bit for bit with the NumPy
+    reference; between them one on 16 channels (k16) to 64."""
+    rng = np.random.default_rng(11)
+    w1 = rng.normal(0, .15, (16, 64, 1, 1)).astype(np.float32)
+    w2 = rng.normal(0, .3, (64, 16, 1, 1)).astype(np.float32)
+    w3 = rng.normal(0, .15, (8, 64, 1, 1)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"]), helper.make_node("Conv", ["a", "w2"], ["b"]),
+             helper.make_node("Conv", ["b", "w3"], ["y"])]
+    model = make_model(nodes, ("x", [1, 64, 3, 5]), ("y", [1, 8, 3, 5]), {"w1": w1, "w2": w2, "w3": w3})
+    onnx.checker.check_model(model)
+    path = tmp_path / "k64.onnx"
+    onnx.save(model, path)
+    np.savez(tmp_path / "calib.npz", x=rng.normal(0, 1, (64, 64, 3, 5)).astype(np.float32))
+    np.savez(tmp_path / "test.npz", x=rng.normal(0, 1, (8, 64, 3, 5)).astype(np.float32))
+    out = tmp_path / "build"
+    report = api.build(path, tmp_path / "calib.npz", "qemu-cortex-m4", out, tuning_log=tmp_path / "none.json")
+    calls = re.findall(r"(edgec_conv2d_\w+_s8)\(", (out / "model" / f"{report['model']}.c").read_text())
+    assert calls.count("edgec_conv2d_blocked4_k64_exact_s8") == 2, calls
+    r = api.bench(out, tmp_path / "test.npz")
+    assert r["samples"] == 8 and r["agreement"]["device_vs_reference"] == 1.0
+
 def _fc_chain(rng):
     """A .tflite chain of FULLY_CONNECTED layers, one for each of rows8's output stages and entries into its loop of 8
     pairs of input groups: 64 -> 285 (8 pairs, the full range, one weight scale: the uniform stage; 285 outputs: a

@@ -687,6 +687,7 @@ def test_window4_is_the_default_of_kxk_convolutions_of_whole_channel_groups_on_d
 @pytest.mark.parametrize("k4, act_range, neg, mode, loop", [
     (4, (-128, 127), -1, "", "k8"), (8, (-128, 127), 0, "", "k8_anyneg"), (12, (-128, 127), -1, "", "k16"),
     (16, (-128, 127), 0, "", "k16_anyneg"), (40, (-128, 127), -1, "", "k64"), (64, (-128, 127), 0, "", "kx_anyneg"),
+    (64, (-128, 127), -1, "", "k64_exact"), (57, (-128, 127), -1, "", "k64_exact"), (56, (-128, 127), -1, "", "k64"),
     (72, (-128, 127), -1, "", "kx"), (64, (0, 127), -1, "", "clamped"), (16, (-128, 127), -1, "direct_", "k16")])
 def test_blocked4_calls_name_the_loop_the_kernel_would_choose(k4, act_range, neg, mode, loop):
     """blocked4_entry names the loop edgec_blocked4_pairs chooses at run time (the Arm build's blocks of assembly:

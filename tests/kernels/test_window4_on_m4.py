@@ -21,24 +21,31 @@ from conftest import make_model
 from edgec import api
 from edgec.ops.conv import im2col
 from edgec.ops.conv.rgb3x3 import RGB3X3
+from elftools.elf.elffile import ELFFile
 
 
-def _runs_window4_bit_exact(tmp_path, rng, model):
-    """`model` ([1, 3, 11, 13] in) built for qemu-cortex-m4 with every convolution but the first on window4, and its
-    device output equal to the NumPy reference on 8 samples."""
+def _runs_window4_bit_exact(tmp_path, rng, model, board="qemu-cortex-m4"):
+    """`model` ([1, 3, 11, 13] in) built for `board` with every convolution but the first on window4, and its
+    device output equal to the NumPy reference on 8 samples; the firmware's ELF."""
     onnx.checker.check_model(model)
     path = tmp_path / "model.onnx"
     onnx.save(model, path)
     np.savez(tmp_path / "calib.npz", x=rng.normal(0, 1, (64, 3, 11, 13)).astype(np.float32))
     np.savez(tmp_path / "test.npz", x=rng.normal(0, 1, (8, 3, 11, 13)).astype(np.float32))
     out = tmp_path / "build"
-    report = api.build(path, tmp_path / "calib.npz", "qemu-cortex-m4", out, tuning_log=tmp_path / "none.json")
+    report = api.build(path, tmp_path / "calib.npz", board, out, tuning_log=tmp_path / "none.json")
     text = (out / "model" / f"{report['model']}.c").read_text()
     calls = re.findall(r"\b(edgec_conv2d_(?:window4|rgb3x3)_\w+)\(", text)    # each call names its loop's entry
     assert sum(c.startswith("edgec_conv2d_window4_") for c in calls) == 3 and len(calls) == 4
     assert set(calls) <= {*im2col.WINDOW4.entries, *RGB3X3.entries}
     r = api.bench(out, tmp_path / "test.npz")
     assert r["samples"] == 8 and r["agreement"]["device_vs_reference"] == 1.0
+    return out / "project" / "firmware.elf"
+
+
+def _functions(elf) -> set[str]:
+    return {s.name for s in ELFFile(open(elf, "rb")).get_section_by_name(".symtab").iter_symbols()
+            if s["st_info"]["type"] == "STT_FUNC"}
 
 
 @pytest.mark.sweep
@@ -74,4 +81,25 @@ def test_window4_rows_of_pairs_on_the_emulated_cortex_m4(tmp_path):
              helper.make_node("Conv", ["b", "w3"], ["c"], strides=[2, 2], pads=[1, 1, 1, 1]),
              helper.make_node("Conv", ["c", "w4"], ["y"], pads=[1, 1, 1, 1])]
     inits = {"w1": w1, "w2": w2, "w3": w3, "w4": w4}
-    _runs_window4_bit_exact(tmp_path, rng, make_model(nodes, ("x", [1, 3, 11, 13]), ("y", [1, 8, 6, 7]), inits))
+    elf = _runs_window4_bit_exact(tmp_path, rng, make_model(nodes, ("x", [1, 3, 11, 13]), ("y", [1, 8, 6, 7]), inits))
+    assert "edgec_window_row_x2_call" not in _functions(elf)      # inlined in the entries on the Cortex-M4
+
+
+@pytest.mark.sweep
+def test_window4_on_the_emulated_cortex_m7_widens_rows_out_of_line(tmp_path):
+    """The Cortex-M7 build (-DEDGEC_CPU_CORTEX_M7, edgec/targets/firmware.py core_define) calls window4's row
+    widening out of line from the entries of its assembly blocks (gcc's M7 schedule of it inlined ran IC 0.5 % more instructions), bit for bit with
+    the NumPy reference, on the full-range row assembly and the per-pair path."""
+    rng = np.random.default_rng(7)
+    w1 = rng.normal(0, .2, (16, 3, 3, 3)).astype(np.float32)
+    w2 = rng.normal(0, .15, (16, 16, 3, 3)).astype(np.float32)
+    w3 = rng.normal(0, .2, (8, 16, 3, 3)).astype(np.float32)
+    w4 = rng.normal(0, .15, (8, 8, 3, 3)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["a", "w2"], ["b"], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["b", "w3"], ["c"], strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["c", "w4"], ["y"], pads=[1, 1, 1, 1])]
+    inits = {"w1": w1, "w2": w2, "w3": w3, "w4": w4}
+    elf = _runs_window4_bit_exact(tmp_path, rng, make_model(nodes, ("x", [1, 3, 11, 13]), ("y", [1, 8, 6, 7]), inits),
+                                  board="qemu-cortex-m7")
+    assert "edgec_window_row_x2_call" in _functions(elf)

@@ -134,7 +134,7 @@ def padded_unbanded(params, limit: int):
 
 # blocked4's loops (fast/edgec_conv2d_blocked4.c, the enum its entries name): a full-range layer's block of assembly
 # by k8 and whether every requantization record's neg is -1 (else _anyneg), or the C pixels of a clamped range
-BLOCKED4_LOOPS = ("k8", "k8_anyneg", "k16", "k16_anyneg", "k64", "kx", "kx_anyneg", "clamped")
+BLOCKED4_LOOPS = ("k8", "k8_anyneg", "k16", "k16_anyneg", "k64", "k64_exact", "kx", "kx_anyneg", "clamped")
 BLOCKED4_MODES = ("", "direct_", "banded_", "unbanded_")   # plain, direct single-channel reads, padded with the band, without
 
 
@@ -154,6 +154,8 @@ def blocked4_loop(params, rq: np.ndarray) -> str:
     k8 = _k8(params)
     if k8 in (8, 16):
         return f"k{k8}" if negs else f"k{k8}_anyneg"
+    if k8 == 64 and negs:
+        return "k64_exact"        # the 32 k-steps straight (KWS's 1x1 layers)
     if k8 <= 64 and negs:
         return "k64"
     return "kx" if negs else "kx_anyneg"
