@@ -156,15 +156,29 @@ def worst_sqnr(graph: Graph, floats: list[dict], got: np.ndarray, only=None) -> 
     """The worst output's SQNR (dB) of outputs `got` (pooled_outputs) against float outputs `floats` (only: of
     the outputs with these tensor names)."""
     worst = np.inf
-    for p in ports.outputs(graph):
+    outs = ports.outputs(graph)
+    for k, p in enumerate(outs):
         if only is not None and p.tensor not in only:
             continue
-        w = [np.asarray(f.get(p.name, ()), np.float64).reshape(-1) for f in floats]
+        w = [np.asarray(_float_output(f, p.name, k, len(outs)), np.float64).reshape(-1) for f in floats]
         if graph.tensors[p.tensor].dtype == "float32" or any(v.size != p.size for v in w):
             continue
         w, g = np.stack(w), got[:, p.start:p.start + p.size]
+        if not np.isfinite(w).all():     # min(inf, nan) is inf: a NaN here would read as a perfect output
+            raise EdgecError(f"the float model computes {'NaN' if np.isnan(w).any() else 'an infinity'} at output "
+                             f"'{p.name}' on the calibration samples: its SQNR cannot be measured; check the model "
+                             "in onnxruntime on these samples")
         worst = min(worst, float(10 * np.log10(max(np.sum(w ** 2), 1e-30) / max(np.sum((w - g) ** 2), 1e-30))))
     return worst
+
+
+def _float_output(floats: dict, name: str, k: int, n: int):
+    """Output `name` (the k-th of n) of onnxruntime's float outputs {ONNX output name: array}: by name, else by
+    position (a single-output model's port is named after its tensor, which an Identity or a view at the end of the
+    ONNX graph names otherwise: matched by name alone, no output was judged and every SQNR read inf)."""
+    if name in floats:
+        return floats[name]
+    return list(floats.values())[k] if len(floats) == n else ()
 
 
 def check_unjudged_bias(model: onnx.ModelProto, plain: Graph, corrected: Graph, x: np.ndarray, fixes: Fixes,

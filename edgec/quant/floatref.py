@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from edgec import ports
+from edgec.errors import EdgecError
 from edgec.ir import Graph, Op
 from edgec.ops.registry import FLOAT_KINDS, REGISTRY
 
@@ -31,15 +32,28 @@ def run(graph: Graph, x: np.ndarray, override: dict | None = None, env: dict | N
         start: int = 0) -> dict[str, np.ndarray]:
     """Every canonical tensor, in float, for one input sample (the model input's ONNX layout).
 
-    `override` {op index: fn(op, inputs) -> output} replaces ops (e.g. by their int8 emulation);
+    `override` {op index: fn(op, inputs) -> output} replaces ops (e.g. by their int8 emulation): its NaNs and
+    infinities flow on (a LOG of a quantized 0 is -inf, as in float: the caller judges the outputs); without it a
+    NaN computed from inputs without one is an EdgecError naming the op and its tensor, never a number downstream.
     `env` + `start` reuse the tensors of an earlier run and recompute only ops[start:]."""
     env = dict(env) if env is not None else {}
     env.update(ports.feed(graph, x, np.float64))
     for i, op in enumerate(graph.ops[start:], start):
         ins = [env[t] for t in op.inputs]
         y = override[i](op, ins) if override and i in override else run_op(op, ins)
-        env[op.output] = np.asarray(y, np.float64).reshape(graph.tensors[op.output].shape)
+        env[op.output] = y = np.asarray(y, np.float64).reshape(graph.tensors[op.output].shape)
+        if not override and np.isnan(y).any() and not any(np.isnan(v).any() for v in ins):
+            raise _nan(graph, op)
     return env
+
+
+def _nan(graph: Graph, op: Op) -> EdgecError:
+    """The float reference of `op` computed NaN from inputs without one: a float twin that differs from the
+    model's float semantics (or a model computing NaN on these samples), named."""
+    src = graph.tensors[op.output].source
+    return EdgecError(f"edgec's float reference computes NaN in op '{op.name}' ({op.kind}), tensor '{src}', from "
+                      "inputs without NaN: its float twin differs from the model's float semantics (or the model "
+                      "computes NaN on these samples); report it with the model")
 
 
 def output(graph: Graph, x: np.ndarray) -> np.ndarray:

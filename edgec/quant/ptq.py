@@ -352,7 +352,7 @@ def _with_sensitivity(result: QuantResult, stream: Samples, n: int, log) -> Quan
         if missing:
             log(f"sensitivity report skipped: no float reference for op kinds {', '.join(missing)}")
         else:
-            result.sensitivity = sensitivity.analyse(result.graph, stream.first(n))
+            result.sensitivity = sensitivity.analyse(result.graph, stream.first(n), log)
     return result
 
 

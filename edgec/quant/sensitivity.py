@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -33,9 +35,17 @@ from edgec.ops.registry import REGISTRY
 from edgec.fixedpoint.scheme import dequantize, quantize_input
 
 MAX_DB = 120.0
+OP_BUDGET = 250_000     # op runs of the float reference the report may take (the isolated-output runs re-run the
+                        # graph after each layer: layers x ops / 2 a sample); a larger model gets fewer samples
+MIN_SAMPLES = 2
+PROGRESS_S = 15.0       # seconds between progress lines
 
 
 def sqnr_db(signal: float, noise: float) -> float:
+    """10 log10(signal / noise) within +-MAX_DB; a NaN or infinite noise (the output of an op fed a value it is
+    not defined at, e.g. a LOG of a quantized 0) is the worst, never a NaN compared into the best."""
+    if not math.isfinite(noise) or not math.isfinite(signal):
+        return -MAX_DB
     if noise <= 0:
         return MAX_DB
     if signal <= 0:
@@ -80,8 +90,17 @@ def _output_sums(graph: Graph, out_f: np.ndarray, got: np.ndarray) -> np.ndarray
     return np.array([[np.sum(p.of(f) ** 2), np.sum((p.of(f) - p.of(g)) ** 2)] for p in outs])
 
 
-def analyse(graph: Graph, samples: np.ndarray) -> list[dict]:
-    """Per-layer SQNR rows (quantized graph with its float attributes, float input samples)."""
+def samples_within(graph: Graph, n: int, layers: int, fours: int = 0) -> int:
+    """How many of n samples the report runs on: all while the float runs it costs (each layer's and each int4
+    candidate's isolated-output run re-runs the ops after it, about half the graph) stay within OP_BUDGET,
+    else fewer, at least MIN_SAMPLES."""
+    per_sample = max(1, (layers + fours) * len(graph.ops) // 2)
+    return min(n, max(MIN_SAMPLES, OP_BUDGET // per_sample))
+
+
+def analyse(graph: Graph, samples: np.ndarray, log: Callable[[str], None] = lambda _: None) -> list[dict]:
+    """Per-layer SQNR rows (quantized graph with its float attributes, float input samples; a large model's
+    report takes fewer of them, samples_within)."""
     # views and data movement, and the int8 <-> int16 conversions (edgec/quant/int16.py), are not layers here
     layers = [i for i, op in enumerate(graph.ops) if REGISTRY[op.kind].sensitivity]
     names = [p.name for p in ports.outputs(graph)]
@@ -89,7 +108,13 @@ def analyse(graph: Graph, samples: np.ndarray) -> list[dict]:
     at_out = {i: np.zeros((2, len(names), 2)) for i in layers}     # int8 / int4, output, signal / noise
     emulate = _int8_op(graph)
     fours = _int4_candidates(graph, layers)
-    for x in samples:
+    n = samples_within(graph, len(samples), len(layers), len(fours))
+    if n < len(samples):
+        log(f"sensitivity report: {n} of {len(samples)} samples ({len(layers)} layers, {len(graph.ops)} ops: each "
+            f"layer's isolated-output run re-runs the graph after it; within {OP_BUDGET:,} float op runs)")
+    samples = samples[:n]
+    t0 = last = time.monotonic()
+    for s, x in enumerate(samples):
         fl = floatref.run(graph, x)
         q = reference.run(graph, ports.quantize_inputs(graph, x[None])[0], keep_all=True)
         out_f = ports.result(graph, fl)        # several outputs: all of them, packed
@@ -100,12 +125,17 @@ def analyse(graph: Graph, samples: np.ndarray) -> list[dict]:
             iso = emulate(op, [fl[t] for t in op.inputs])
             sig = float(np.sum(f.astype(np.float64) ** 2))
             sums[i] += [sig, float(np.sum((f - cum) ** 2.0)), sig, float(np.sum((f - iso) ** 2.0))]
-            got = ports.result(graph, floatref.run(graph, x, override={i: emulate}, env=fl, start=i))
-            at_out[i][0] += _output_sums(graph, out_f, got)
-            if i in fours:
-                run4 = _int4_op(graph, fours[i])
-                at4 = ports.result(graph, floatref.run(graph, x, override={i: run4}, env=fl, start=i))
-                at_out[i][1] += _output_sums(graph, out_f, at4)
+            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):    # a NaN here is the floor
+                got = ports.result(graph, floatref.run(graph, x, override={i: emulate}, env=fl, start=i))
+                at_out[i][0] += _output_sums(graph, out_f, got)
+                if i in fours:
+                    run4 = _int4_op(graph, fours[i])
+                    at4 = ports.result(graph, floatref.run(graph, x, override={i: run4}, env=fl, start=i))
+                    at_out[i][1] += _output_sums(graph, out_f, at4)
+            if time.monotonic() - last > PROGRESS_S:
+                last = time.monotonic()
+                log(f"sensitivity report: sample {s + 1} of {len(samples)}, layer {layers.index(i) + 1} of "
+                    f"{len(layers)} ({last - t0:.0f} s)")
     rows = []
     for i in layers:
         op, s = graph.ops[i], sums[i]

@@ -107,7 +107,8 @@ def _softplus(x):
 
 def _gelu(x, approximate="none"):
     if approximate == "tanh":
-        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * (x * x * x))))   # not x ** 3: pow()
+        # took 2-130 ms on a (99, 256) tensor, 42 % of a transformer's sensitivity pass (KWT-1); x * x * x 30 us
     return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
 
 
