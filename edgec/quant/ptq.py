@@ -327,7 +327,7 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
                 if not chosen.bias_correction:
                     options = replace(options, bias_correction=False)
             if corrected is not q:
-                log(f"bias correction: {n} layers, on the quantized model's own activations")
+                log(f"bias correction ({options.bias_correction}): {n} layers, on the quantized model's own activations")
             q = corrected
     ports.check_tied(q, states)
     if set(q.fixed_qparams) - {q.tensors[n].source for n in q.inputs if q.tensors[n].dtype == "int16"}:
