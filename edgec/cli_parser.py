@@ -22,10 +22,11 @@ def add_quant_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--percentile", type=argtypes.percent, default=99.99, help="percentile of --method percentile (99.99)")
     p.add_argument("--per-tensor", action="store_true", help="one weight scale per layer instead of per channel")
     p.add_argument("--bias-correction", nargs="?", const="quantized", default=None,
-                   choices=["quantized", "float", "off"],
+                   choices=["quantized", "float", "weights", "off"],
                    help="(default: on when it measurably helps on held-out calibration samples; 'off': never) remove the mean output shift quantization causes in every layer, measured on the "
                         "calibration set with the inputs the quantized layer really sees (default) or, with "
-                        "'float', the shift of the weights' rounding alone on float inputs")
+                        "'float', the shift of the weights' rounding alone on float inputs, or, with 'weights', "
+                        "the shift of the layer's own weights' rounding on the inputs the quantized layer sees")
     p.add_argument("--equalize", action=argparse.BooleanOptionalAction, default=None,
                    help="cross-layer equalization of conv pairs (also through ReLU and max/average pooling); "
                         "default: on when it measurably helps on held-out calibration samples")

@@ -114,3 +114,47 @@ def test_each_layer_is_requantized_alone_as_the_whole_graph_would_be(tmp_path):
     for a, b in zip(corrected.ops, again.ops):
         assert a.arrays.keys() == b.arrays.keys() and a.params == b.params, a.name
         assert all(np.array_equal(a.arrays[k], b.arrays[k]) for k in a.arrays), a.name
+
+
+def test_the_weights_variant_takes_off_each_layers_own_rounding_on_the_inputs_it_sees(tmp_path):
+    """variant "weights": fc1's bias loses the shrunk mean of (W_q - W) x_q over the samples, x_q the dequantized int8
+    input the layer reads, and not the input's own rounding W (x_q - x), which the quantized variant also takes off."""
+    from edgec.fixedpoint.scheme import dequantize
+    path, x = _mlp(tmp_path)
+    res = api.calibrate_model(path, tmp_path / "calib.npz", ptq.QuantOptions.plain(sensitivity_samples=0,
+                                                                                    cache=False))[1]
+    g = res.graph
+    fc1 = next(op for op in g.ops if op.name == "fc1")
+    xs = x[:8]
+    xq = np.stack([dequantize(g.tensors[fc1.inputs[0]], v).reshape(-1) for v in ports.quantize_inputs(g, xs)])
+    w = fc1.attrs["weights"].astype(np.float64)
+    assert w.shape == (32, 64)
+    wq = biascorr._dequantized_weights(fc1, True)
+    own = biascorr.shrunk_shift(xq @ (wq - w).T)
+    both = biascorr.shrunk_shift(xq @ wq.T - xs.astype(np.float64) @ w.T)
+    assert np.abs(own - both).max() > 1e-4                   # the two variants differ on this layer
+    for variant, want in (("weights", own), ("quantized", both)):
+        corrected = biascorr.correct_quantized(g, xs, True, variant)[0]
+        got = next(op for op in corrected.ops if op.name == "fc1").attrs["bias"]
+        assert np.allclose(got, fc1.attrs["bias"] - want, atol=1e-6), variant
+
+
+def test_the_weights_variant_removes_the_int4_rounding_shift(tmp_path, monkeypatch):
+    """The weights variant through api (`--bias-correction weights`): the int4 layers' mean output shift mostly gone,
+    as the quantized variant's; the generated integers are the reference's (a bias is all it changes)."""
+    monkeypatch.setenv("EDGEC_CACHE_DIR", str(tmp_path / "cache"))
+    path, x = _mlp(tmp_path)
+    fl = calibrate.run_float(loader.load_model(path), x).reshape(len(x), -1)
+
+    def mean_shift(**kw):
+        res = api.calibrate_model(path, tmp_path / "calib.npz",
+                                  ptq.QuantOptions.plain(weights="int4", sensitivity_samples=0, **kw))[1]
+        g = res.graph
+        out = g.tensors[g.output]
+        q = np.stack([reference.run(g, v).reshape(-1) for v in ports.quantize_inputs(g, x)]).astype(np.float64)
+        return np.abs(((q - out.zero_point) * out.scale - fl).mean(axis=0)), out.scale
+
+    before, step = mean_shift()
+    after, _ = mean_shift(bias_correction="weights")
+    assert before.max() > 2 * step
+    assert after.max() < 0.5 * before.max() and after.mean() < step, (before, after, step)

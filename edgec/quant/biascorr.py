@@ -10,6 +10,11 @@ Two variants (`--bias-correction [quantized|float]`):
   mean of the inputs this layer really sees. Runs after the ranges are chosen (it needs the
   quantized graph) in one forward pass of the integer reference, re-quantizing after each layer.
 - float: E[(W_q - W) x] with float inputs x: the weights' rounding alone, before quantization.
+- weights: E[(W_q - W) x_q], the layer's own weights' rounding alone on the dequantized inputs the quantized layer
+  really sees (x_q from the integer reference of the model corrected so far), shrunk as the quantized variant's
+  shift (shrunk_shift); the shift upstream quantization passes on is left in (ONNX Runtime's and TFLite's INT8
+  correct nothing). Of the quantized variant's two parts it is the one that does not compound: each layer's own
+  rounding, not what the layers before it fitted of the same few samples (docs/corpus.md, h48-cnn).
 
 Both keep the float model's own bias in `attrs["float_bias"]`, so the sensitivity report still
 compares against the original float model.
@@ -28,7 +33,7 @@ from edgec.ops.registry import BIAS_CORRECTABLE, REGISTRY, WEIGHT_AXIS
 from edgec.quant.quantize import requantize_op
 from edgec.fixedpoint.scheme import dequantize, quantize_weights
 
-VARIANTS = ("quantized", "float")
+VARIANTS = ("quantized", "float", "weights")
 SHRINK = 1.0       # shrunk_shift: a shift is taken off only past sqrt(SHRINK) standard errors (2: measured, not
                    # kept, docs/corpus.md h47-cnn)
 
@@ -87,12 +92,14 @@ def shrunk_shift(diff: np.ndarray) -> np.ndarray:
     return m * np.clip(1.0 - SHRINK * se2 / np.maximum(m * m, 1e-30), 0.0, 1.0)
 
 
-def correct_quantized(graph: Graph, samples: np.ndarray, per_channel: bool = True) -> tuple[Graph, int]:
-    """The quantized variant, on a graph `quantize(graph, ranges, per_channel)` has quantized: the corrected
-    graph (quantized again) and the number of layers corrected."""
+def correct_quantized(graph: Graph, samples: np.ndarray, per_channel: bool = True,
+                      variant: str = "quantized") -> tuple[Graph, int]:
+    """The quantized variant (or, variant "weights", the layer's own rounding on the same inputs), on a graph
+    `quantize(graph, ranges, per_channel)` has quantized: the corrected graph (quantized again) and the number of
+    layers corrected."""
     ops = [op for op in graph.ops if op.kind in BIAS_CORRECTABLE]
     target = {id(op): [] for op in ops}
-    for x in samples:                          # the float model's pre-activation means, per sample
+    for x in samples if variant == "quantized" else ():   # the float model's pre-activation means, per sample
         env = floatref.run(graph, x)
         for op in ops:
             target[id(op)].append(_channel_mean(op, env[op.inputs[0]], None))
@@ -103,8 +110,13 @@ def correct_quantized(graph: Graph, samples: np.ndarray, per_channel: bool = Tru
         if op.kind in BIAS_CORRECTABLE:
             w = _dequantized_weights(op, per_channel)
             t = graph.tensors[op.inputs[0]]
-            seen = np.asarray([_channel_mean(op, dequantize(t, env[op.inputs[0]]), w) for env in envs])
-            fixed = _with_bias(op, op.attrs["bias"] - shrunk_shift(seen - target[k]))
+            if variant == "quantized":
+                seen = np.asarray([_channel_mean(op, dequantize(t, env[op.inputs[0]]), w) for env in envs])
+                diff = seen - target[k]
+            else:                                       # weights: (W_q - W) x_q, the layer's own rounding
+                diff = np.asarray([_channel_mean(op, dequantize(t, env[op.inputs[0]]), w - op.attrs["weights"])
+                                   for env in envs])
+            fixed = _with_bias(op, op.attrs["bias"] - shrunk_shift(diff))
             graph = requantize_op(graph, k, fixed)      # the other ops and every tensor's grid are as they were
             op = graph.ops[k]
         out = graph.tensors[op.output]

@@ -182,7 +182,8 @@ def _float_output(floats: dict, name: str, k: int, n: int):
 
 
 def check_unjudged_bias(model: onnx.ModelProto, plain: Graph, corrected: Graph, x: np.ndarray, fixes: Fixes,
-                        log: Callable[[str], None] = lambda _: None, per_channel: bool = True) -> Graph:
+                        log: Callable[[str], None] = lambda _: None, per_channel: bool = True,
+                        variant: str = "quantized") -> Graph:
     """The default bias correction of a model the recipe could not judge, left out only when it brings the
     calibration samples' outputs further from float (worst output SQNR) by every measure there is: the graph kept.
     Measured on the samples it was fitted on (which favours it) and, with at least MIN_CV_SAMPLES samples,
@@ -194,8 +195,8 @@ def check_unjudged_bias(model: onnx.ModelProto, plain: Graph, corrected: Graph, 
     if len(x) >= MIN_CV_SAMPLES and seen[0][1] < before:
         folds = np.array_split(np.arange(len(x)), CV_FOLDS)
         seen.append((f"cross-validated ({CV_FOLDS} folds)", worst_output_sqnr(
-            model, [(biascorr.correct_quantized(plain, np.delete(x, f, axis=0), per_channel)[0], f) for f in folds],
-            x)))
+            model, [(biascorr.correct_quantized(plain, np.delete(x, f, axis=0), per_channel, variant)[0], f)
+                    for f in folds], x)))
     what = ", ".join(f"{w} {before:.1f} -> {after:.1f} dB" for w, after in seen)
     log(f"bias correction: {what}")
     if any(after >= before for _, after in seen):

@@ -294,10 +294,10 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
         ranges = int16.tail_ranges(graph, ranges)
     if states:
         ranges = ports.tie_ranges(g, ranges, states)
-    bias_x = stream.first(BIAS_SAMPLES) if options.bias_correction == "quantized" else None
+    bias_x = stream.first(BIAS_SAMPLES) if options.bias_correction in ("quantized", "weights") else None
 
     def finish(q: Graph) -> Graph:
-        return biascorr.correct_quantized(q, bias_x, options.per_channel)[0] if bias_x is not None else q
+        return biascorr.correct_quantized(q, bias_x, options.per_channel, options.bias_correction)[0] if bias_x is not None else q
     mixed = None
     if options.budgeted:
         if held is None:
@@ -320,14 +320,14 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
     else:
         q = quantize(g, ranges, options.per_channel)
         if bias_x is not None:
-            corrected, n = biascorr.correct_quantized(q, bias_x, options.per_channel)
+            corrected, n = biascorr.correct_quantized(q, bias_x, options.per_channel, options.bias_correction)
             if chosen is not None and not chosen.judged and chosen.bias_correction:   # the default, unmeasured
                 corrected = fixes_mod.check_unjudged_bias(model, q, corrected, bias_x, chosen, log,
-                                                             options.per_channel)
+                                                             options.per_channel, options.bias_correction)
                 if not chosen.bias_correction:
                     options = replace(options, bias_correction=False)
             if corrected is not q:
-                log(f"bias correction: {n} layers, on the quantized model's own activations")
+                log(f"bias correction ({options.bias_correction}): {n} layers, on the quantized model's own activations")
             q = corrected
     ports.check_tied(q, states)
     if set(q.fixed_qparams) - {q.tensors[n].source for n in q.inputs if q.tensors[n].dtype == "int16"}:
