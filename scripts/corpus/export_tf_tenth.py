@@ -32,6 +32,8 @@ MODELS = {
     "tf2onnx_tflite_tiny_vww_mobilenet": ("classification", "tiny_vww_mobilenet"),
     "tf2onnx_tflite_tiny_ad_autoencoder": ("anomaly", "tiny_ad_autoencoder"),
     "tf2onnx_tflite_tflm_micro_speech": ("kws", "tflm_micro_speech"),
+    "tf2onnx_tflite_tiny_ic_resnet8": ("classification", "tiny_ic_resnet8"),
+    "tf2onnx_tflite_ambiq_har_cnn": ("har", "ambiq_har_cnn"),
 }
 
 
