@@ -63,6 +63,20 @@ def test_a_constant_initial_state_is_left_to_the_recurrent_op():
     assert unroll_rnn.unroll_state_inputs(onnx.shape_inference.infer_shapes(model)) is None
 
 
+def test_pytorchs_zero_state_from_the_input_shape_is_left_to_the_recurrent_op():
+    """h0 = zeros [1, batch, H] with the batch read by Shape(X) (PyTorch's chain): computed, but constant once shapes
+    are static; the importer folds it, and the node stays edgec's own GRU (int16 state), not written out."""
+    model = _model("GRU")
+    del model.graph.input[1:]
+    c = lambda name, v: model.graph.initializer.append(numpy_helper.from_array(np.array(v, np.int64), name))  # noqa: E731
+    c("one", [1]), c("two", [2]), c("hid", [H])
+    model.graph.node.insert(0, helper.make_node("ConstantOfShape", ["h0_shape"], ["h0"]))
+    model.graph.node.insert(0, helper.make_node("Concat", ["one", "batch", "hid"], ["h0_shape"], axis=0))
+    model.graph.node.insert(0, helper.make_node("Slice", ["x_shape", "one", "two"], ["batch"]))
+    model.graph.node.insert(0, helper.make_node("Shape", ["X"], ["x_shape"]))
+    assert unroll_rnn.unroll_state_inputs(onnx.shape_inference.infer_shapes(model)) is None
+
+
 def test_a_streaming_gru_with_its_state_in_and_out_builds(tmp_path):
     """Batch first (layout 1, as PyTorch exports it), once refused at load; its INT8 reference at least 20 dB from
     ONNX Runtime's float outputs (24.1 measured), every output."""

@@ -1,5 +1,5 @@
-"""An ONNX GRU / LSTM whose initial state is not a constant (a streaming model's state given as a model input, or
-computed), written out step by step in ONNX operators: edgec's recurrent op starts from a constant state, so such
+"""An ONNX GRU / LSTM whose initial state depends on a model input at run time (a streaming model's state given as
+a model input), written out step by step in ONNX operators: edgec's recurrent op starts from a constant state, so such
 a node was refused. Each gate's input projection over the whole sequence (X W^T + Wb + Rb), then per step the
 recurrent product, the gate activations and the state update exactly as ONNX defines them (GRU: z, r, h gates,
 linear_before_reset either way; LSTM: i, o, f, c gates); Y, Y_h and Y_c as the node gives them. Forward or reverse,
@@ -38,12 +38,25 @@ def _attr(node, name, default):
     return default
 
 
-def _takes(node, consts: dict) -> bool:
-    """A node this rewrite writes out: a GRU / LSTM of one direction whose initial state (h or c) is not constant."""
+def run_time_values(model: onnx.ModelProto) -> set[str]:
+    """The values that depend on a model input at run time (not through a Shape alone: shapes are static here).
+    PyTorch's zero initial state (Shape / Gather / Concat / ConstantOfShape or Expand) is not one of them: the
+    importer folds it to a constant."""
+    init = {i.name for i in model.graph.initializer}
+    live = {i.name for i in model.graph.input if i.name not in init}
+    for n in model.graph.node:
+        if n.op_type not in ("Shape", "Size") and any(i in live for i in n.input):
+            live.update(o for o in n.output if o)
+    return live
+
+
+def _takes(node, consts: dict, live: set[str]) -> bool:
+    """A node this rewrite writes out: a GRU / LSTM of one direction whose initial state (h or c) depends on a model
+    input at run time (a constant one, or one computed from constants, is the recurrent op's)."""
     if node.op_type not in ("GRU", "LSTM") or node.domain not in ("", "ai.onnx"):
         return False
     states = [i for i in (5, 6) if len(node.input) > i and node.input[i]]
-    if not any(node.input[i] not in consts for i in states):
+    if not any(node.input[i] in live for i in states):
         return False
     direction = _attr(node, "direction", b"forward")
     plain = (_attr(node, "activations", None) is None and _attr(node, "clip", None) is None
@@ -119,7 +132,8 @@ def unroll_state_inputs(model: onnx.ModelProto) -> onnx.ModelProto | None:
     for n in model.graph.node:
         if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
             consts[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
-    todo = {k for k, n in enumerate(model.graph.node) if _takes(n, consts)}
+    live = run_time_values(model)
+    todo = {k for k, n in enumerate(model.graph.node) if _takes(n, consts, live)}
     if not todo:
         return None
     shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
