@@ -62,7 +62,7 @@ def _recipes(name: str, entry: dict, shape):
     yield (f"oracles.py uniform({lo}, {hi}) draws of '{name}'",
            lambda n: shipped_inputs(name, n, (1, *shape), 3, entry.get("input_range")))
     path = manifest.CORPUS / entry["file"]
-    grid = input_grid(path, onnx_inputs(path, name)[0]) if path.suffix == ".onnx" else None
+    grid = input_grid(path, onnx_inputs(path, name)[0]) if path.suffix == ".onnx" and path.is_file() else None
     if grid is not None:               # an integer input read by a DequantizeLinear: integers over its whole range
         scale, zero, dtype = grid
         info = np.iinfo(dtype)
