@@ -18,7 +18,8 @@ from corpus import manifest  # noqa: E402
 
 ENTRIES = manifest.load()
 ONNX = sorted(n for n, e in ENTRIES.items() if e["format"] in ("onnx", "tflite-float"))     # (a float .tflite too)
-FAST = ["onnx2c_atmega_mnist", "tf2onnx_har_cnn1d", "torch_shapes_detector_nms"]   # each generator kind, small
+FAST = ["onnx2c_atmega_mnist", "tf2onnx_har_cnn1d", "torch_shapes_detector_nms",    # each generator kind, small
+        "tf2onnx_tflite_tflm_micro_speech"]
 
 
 def test_every_onnx_oracle_has_an_evaluation_set():
@@ -54,6 +55,22 @@ def test_the_evaluation_set_is_drawn_again_and_disjoint_from_calibration(name):
 @pytest.mark.parametrize("name", sorted(set(ONNX) - set(FAST)))
 def test_every_evaluation_set_is_drawn_again_and_disjoint_from_calibration(name):
     _drawn_again_and_disjoint(name)
+
+
+def test_an_int8_input_and_output_are_run_on_their_grids():
+    """tf2onnx's from_tflite keeps a .tflite's int8 input (read by a DequantizeLinear) and int8 output (written by a
+    QuantizeLinear): ONNX Runtime once refused the oracle's float samples ("expected: (tensor(int8))"), and an int8
+    output was left out of the stored outputs. The sample goes in on the input's grid, the output comes out as the
+    real values it stands for, equal to the stored evaluation outputs."""
+    import oracles
+    name = "tf2onnx_tflite_tflm_micro_speech"
+    path, oracle = manifest.CORPUS / name / "model.onnx", _oracle(name)
+    x = evaluation.stored_inputs(name, ENTRIES[name], oracle)
+    floats, ints, _ = oracles.onnx_runs(path, oracles.onnx_inputs(path, name)[0], x[:1], x)
+    y = np.stack([r[0] for r in floats])
+    assert ints is None and y.dtype == np.float32 and np.array_equal(y, oracle["eval_float0"])
+    steps = y.reshape(-1) * 256 + 128                                   # the output grid: 1/256, zero point -128
+    assert np.allclose(steps, np.round(steps), atol=1e-3) and np.ptp(y) > 0
 
 
 def test_a_generator_that_draws_other_inputs_is_refused():

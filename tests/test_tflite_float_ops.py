@@ -132,7 +132,7 @@ def test_a_resize_and_matmul_model_builds_from_a_calibration_set(tmp_path):
     assert sqnr > 25, sqnr
 
 
-def _lstm_case(rng, time_major=False, peephole=False) -> Case:
+def _lstm_case(rng, time_major=False, peephole=False, cell_clip=0.0) -> Case:
     """x [1, 5, 3] (time-major: [5, 1, 3]) through a 4-cell UNIDIRECTIONAL_SEQUENCE_LSTM, float weights, its
     output and cell states variable tensors (zero after a reset)."""
     n_in, cell = 3, 4
@@ -149,7 +149,7 @@ def _lstm_case(rng, time_major=False, peephole=False) -> Case:
     ts += [T((1, cell), [], [], F32, variable=True), T((1, cell), [], [], F32, variable=True)]
     ins += [len(ts) - 2, len(ts) - 1, -1, -1, -1, -1]
     ts.append(T(shape[:2] + (cell,), [], [], F32))
-    opts = {"FusedActivationFunction": 4, "CellClip": 0.0, "ProjClip": 0.0, "TimeMajor": time_major}
+    opts = {"FusedActivationFunction": 4, "CellClip": cell_clip, "ProjClip": 0.0, "TimeMajor": time_major}
     return Case("lstm", ts, [Node("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, len(ts) - 1,
                                   ("UnidirectionalSequenceLSTMOptions", opts))], 0, len(ts) - 1)
 
@@ -164,6 +164,23 @@ def test_unidirectional_sequence_lstm(tmp_path, time_major):
     want, got = oracle.tflm(model, x), _translated(path, x)
     assert got.shape == want.shape and np.abs(got - want).max() < 1e-5, np.abs(got - want).max()
     assert np.abs(want - want.mean(0)).max() > 1e-3
+
+
+@pytest.mark.parametrize("time_major", [False, True])
+def test_an_lstm_with_a_cell_clip_is_its_cell_written_out(tmp_path, time_major):
+    """TFLiteConverter writes a cell clip of 10 into every Keras LSTM (TFLite Micro's mnist_lstm example's float
+    file): once refused as "cell or projection clipping", now its steps in ONNX operators with the clip on c. A clip
+    of 0.3 binds here (the translation without it differs from TFLite Micro)."""
+    case = _lstm_case(np.random.default_rng(12), time_major, cell_clip=0.3)
+    model = oracle.write(case)
+    path = tmp_path / "m.tflite"
+    path.write_bytes(model)
+    x = (np.random.default_rng(13).standard_normal((3, *case.tensors[0].shape)) * 3).astype(np.float32)
+    want, got = oracle.tflm(model, x), _translated(path, x)
+    assert got.shape == want.shape and np.abs(got - want).max() < 1e-5, np.abs(got - want).max()
+    unclipped = tmp_path / "u.tflite"
+    unclipped.write_bytes(oracle.write(_lstm_case(np.random.default_rng(12), time_major)))
+    assert np.abs(_translated(unclipped, x) - want).max() > 1e-2         # the clip mattered
 
 
 def test_an_lstm_with_peepholes_is_named_with_the_reason(tmp_path):

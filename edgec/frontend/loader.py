@@ -11,7 +11,7 @@ from onnx import numpy_helper, shape_inference
 from edgec.errors import EdgecError
 from edgec.limits import DEFAULT as DEFAULT_MEMORY_LIMIT, check_bytes
 from edgec.frontend import (fold, functions, loop_recurrent, onnx_ml, opsets, qdq, qonnx, scan_recurrent,
-                            tflite_float, unroll)
+                            tflite_float, unroll, unroll_rnn)
 from edgec.frontend.input_shapes import has_dynamic_axes, pin_inputs
 from edgec.frontend.input_shapes import graph_inputs  # noqa: F401  (edgec.api and others read loader.graph_inputs)
 from edgec.frontend.fold import static_shape  # noqa: F401  (edgec.api and tests read loader.static_shape)
@@ -129,6 +129,9 @@ def prepare(model: onnx.ModelProto, where: str | Path = "model",
             if unrolled is not None:
                 model = fold.fold_constants(shape_inference.infer_shapes(unrolled, strict_mode=True, data_prop=True),
                                             memory_limit)
+        stepped = unroll_rnn.unroll_state_inputs(model)     # a GRU/LSTM whose initial state is a model input
+        if stepped is not None:
+            model = shape_inference.infer_shapes(stepped, strict_mode=True, data_prop=True)
     except EdgecError:
         raise
     except Exception as exc:

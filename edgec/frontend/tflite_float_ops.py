@@ -392,22 +392,25 @@ def gelu(tx, op):
 
 def sequence_lstm(tx, op):
     """UNIDIRECTIONAL_SEQUENCE_LSTM (float weights; TF Lite's gates i, f, c, o, its state from zero as after a
-    reset): an ONNX LSTM (gates i, o, f, c) over the time-major sequence. Peepholes, CIFG, projection, layer norm
-    and clipping, which edgec's LSTM does not take, are named."""
+    reset): an ONNX LSTM (gates i, o, f, c) over the time-major sequence; with a cell clip (TFLiteConverter writes
+    10 for every Keras LSTM), which ONNX's LSTM cannot express, the cell written out step by step (clipped_lstm).
+    Peepholes, CIFG, projection, layer norm and projection clipping, which edgec's LSTM does not take, are named."""
     o = tx.options(op, "UnidirectionalSequenceLSTMOptions")
     ins, y_k = _ins(op) + [-1] * 24, _out(op)
     x_k, base = ins[0], tx.tname(y_k)
     missing = {"CIFG (no input gate)": ins[1] < 0, "peepholes": max(ins[9:12]) >= 0, "a projection": ins[16] >= 0,
                "layer normalization": max(ins[20:24]) >= 0,
-               "cell or projection clipping": o is not None and (o.CellClip() != 0 or o.ProjClip() != 0),
+               "projection clipping": o is not None and o.ProjClip() != 0,
                "an activation other than tanh": o is not None and o.FusedActivationFunction() != 4}
     if any(missing.values()):
         raise Untranslatable(", ".join(k for k, v in missing.items() if v))
     if any(not tx.is_const(k) for k in ins[1:9] + ins[12:16]):
         raise Untranslatable("weights computed at run time")
+    time_major = bool(o is not None and o.TimeMajor())
+    if o is not None and o.CellClip() > 0:
+        return clipped_lstm(tx, ins, y_k, float(o.CellClip()), time_major)
     w, r, b = ([tx.const(ins[first + g]) for g in (0, 3, 1, 2)] for first in (1, 5, 12))       # ONNX's i, o, f, c
     hidden = r[0].shape[0]
-    time_major = bool(o is not None and o.TimeMajor())
     x = tx.value(x_k) if time_major else tx.node("Transpose", [tx.value(x_k)], f"{base}_steps", perm=[1, 0, 2])
     steps, batch = tx.shape(x_k)[:2] if time_major else tx.shape(x_k)[1::-1]
     args = [x, tx.initializer(np.concatenate(w)[None], f"{base}_W"), tx.initializer(np.concatenate(r)[None], f"{base}_R"),
@@ -418,6 +421,43 @@ def sequence_lstm(tx, op):
     if not time_major:
         y = tx.node("Transpose", [y], base, perm=[1, 0, 2])
     tx.set(y_k, y)
+
+
+def clipped_lstm(tx, ins, y_k, clip: float, time_major: bool):
+    """TF Lite's LSTM with a cell clip, one step after another in ONNX operators: each gate's input projection
+    over the whole sequence (x W^T + b), then per step the recurrent product h R^T, i, f, o = sigmoid, g = tanh,
+    c = clip(f c + i g, -clip, clip), h = o tanh(c); the h of every step concatenated on the time axis."""
+    x_k, base = ins[0], tx.tname(y_k)
+    shape = tx.shape(x_k)
+    steps, batch = shape[:2] if time_major else shape[1::-1]
+    t_axis = 0 if time_major else 1
+    c_ = lambda v, n: tx.initializer(np.asarray(v, np.float32), f"{base}_{n}")      # noqa: E731
+    proj, rec = [], []
+    for g, gate in enumerate("ifgo"):                                               # TF Lite's order i, f, c, o
+        w, r, b = tx.const(ins[1 + g]), tx.const(ins[5 + g]), tx.const(ins[12 + g])
+        xw = tx.node("MatMul", [tx.value(x_k), c_(w.T, f"W{gate}")], f"{base}_x{gate}")
+        proj.append(tx.node("Add", [xw, c_(b, f"b{gate}")], f"{base}_xb{gate}"))
+        rec.append(c_(r.T, f"R{gate}"))
+    hidden = tx.const(ins[5]).shape[0]
+    act = {"i": "Sigmoid", "f": "Sigmoid", "g": "Tanh", "o": "Sigmoid"}
+    lo, hi, h, c, outs = c_(-clip, "lo"), c_(clip, "hi"), None, None, []
+    flat = tx.initializer(np.array([batch, hidden], np.int64), f"{base}_bh")
+    for t in range(steps):
+        starts, ends = tx.initializer(np.array([t], np.int64), f"{base}_t"), tx.initializer(np.array([t + 1], np.int64), f"{base}_t1")
+        axis = tx.initializer(np.array([t_axis], np.int64), f"{base}_ax")
+        gates = {}
+        for g, gate in enumerate("ifgo"):
+            pre = tx.node("Reshape", [tx.node("Slice", [proj[g], starts, ends, axis], f"{base}_{gate}{t}_x"), flat],
+                          f"{base}_{gate}{t}_xr")
+            if h is not None:
+                pre = tx.node("Add", [pre, tx.node("MatMul", [h, rec[g]], f"{base}_{gate}{t}_h")], f"{base}_{gate}{t}_pre")
+            gates[gate] = tx.node(act[gate], [pre], f"{base}_{gate}{t}")
+        ig = tx.node("Mul", [gates["i"], gates["g"]], f"{base}_ig{t}")
+        c = ig if c is None else tx.node("Add", [tx.node("Mul", [gates["f"], c], f"{base}_fc{t}"), ig], f"{base}_c{t}_sum")
+        c = tx.node("Clip", [c, lo, hi], f"{base}_c{t}")
+        h = tx.node("Mul", [gates["o"], tx.node("Tanh", [c], f"{base}_tc{t}")], f"{base}_h{t}")
+        outs.append(tx.node("Unsqueeze", [h, axis], f"{base}_y{t}"))
+    tx.set(y_k, tx.node("Concat", outs, base, axis=t_axis) if steps > 1 else outs[0])
 
 
 OPS = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": conv, "AVERAGE_POOL_2D": pool, "MAX_POOL_2D": pool,

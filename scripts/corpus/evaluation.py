@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import manifest  # noqa: E402
-from oracles import _stacked, as_onnx, onnx_inputs, onnx_runs, shipped_inputs  # noqa: E402
+from oracles import _stacked, as_onnx, input_grid, onnx_inputs, onnx_runs, shipped_inputs  # noqa: E402
 
 EVAL_SAMPLES = 32
 EVAL_START = 32          # the exporters drew 32 samples (BatchNorm statistics); calib.npz keeps the first 8
@@ -61,6 +61,14 @@ def _recipes(name: str, entry: dict, shape):
     lo, hi = entry.get("input_range") or (0, 1)
     yield (f"oracles.py uniform({lo}, {hi}) draws of '{name}'",
            lambda n: shipped_inputs(name, n, (1, *shape), 3, entry.get("input_range")))
+    path = manifest.CORPUS / entry["file"]
+    grid = input_grid(path, onnx_inputs(path, name)[0]) if path.suffix == ".onnx" and path.is_file() else None
+    if grid is not None:               # an integer input read by a DequantizeLinear: integers over its whole range
+        scale, zero, dtype = grid
+        info = np.iinfo(dtype)
+        yield (f"export_tf_tenth.py integer draws on the input grid of '{name}'",
+               lambda n: ((np.random.default_rng(_seed(name)).integers(info.min, info.max + 1, (n, *shape)) - zero)
+                          * scale).astype(np.float32))
     data = manifest.ROOT / "examples" / "shapes_detector" / "calib.npz"     # the shapes detectors' images
     if data.is_file():
         rows = np.load(data)["x"].astype(np.float32)

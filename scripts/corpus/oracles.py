@@ -139,6 +139,52 @@ def _stacked(prefix: str, runs: list) -> dict:
             if np.asarray(runs[0][k]).dtype.kind == "f"}
 
 
+def input_grid(path: Path, input_name: str):
+    """(scale, zero point, numpy dtype) of an integer graph input that a DequantizeLinear reads (through data
+    movement: tf2onnx's converted .tflite, a uint8 image model), or None for a float input."""
+    import onnx
+    from onnx import TensorProto, numpy_helper
+    model = onnx.load(str(path), load_external_data=False)
+    dtype = {TensorProto.INT8: np.int8, TensorProto.UINT8: np.uint8, TensorProto.INT16: np.int16}.get(
+        next(i for i in model.graph.input if i.name == input_name).type.tensor_type.elem_type)
+    if dtype is None:
+        return None
+    init = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    value = input_name
+    while (node := next(n for n in model.graph.node if value in n.input)).op_type != "DequantizeLinear":
+        value = node.output[0]
+    return float(init[node.input[1]]), int(init[node.input[2]]), dtype
+
+
+def ort_input(path: Path, input_name: str):
+    """What ONNX Runtime is fed for the float sample x: x itself, or for an integer input (input_grid) x on that
+    grid, as the device's input port quantizes it (round, zero point, saturate)."""
+    grid = input_grid(path, input_name)
+    if grid is None:
+        return lambda x: x
+    scale, zero, dtype = grid
+    info = np.iinfo(dtype)
+    return lambda x: np.clip(np.round(x / scale) + zero, info.min, info.max).astype(dtype)
+
+
+def ort_outputs(path: Path):
+    """run -> run with each integer graph output a QuantizeLinear writes (tf2onnx's converted .tflite) as the real
+    values it stands for ((q - zero point) x scale), as the device's output port is dequantized; others as they are."""
+    import onnx
+    from onnx import numpy_helper
+    model = onnx.load(str(path), load_external_data=False)
+    init = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    writer = {o: n for n in model.graph.node for o in n.output}
+    grids = []
+    for out in model.graph.output:
+        node = writer.get(out.name)
+        quantized = node is not None and node.op_type == "QuantizeLinear" and len(node.input) > 2 \
+            and all(i in init and init[i].size == 1 for i in node.input[1:3])
+        grids.append((float(init[node.input[1]]), int(init[node.input[2]])) if quantized else None)
+    return lambda run: [y if g is None else ((np.asarray(y, np.float64) - g[1]) * g[0]).astype(np.float32)
+                        for y, g in zip(run, grids)]
+
+
 def onnx_runs(path: Path, input_name: str, calib: np.ndarray, x: np.ndarray):
     """ONNX Runtime's float outputs on x, and those of its static INT8 of the model (quantize_static, QDQ,
     per-channel int8 weights, int8 activations, default settings otherwise, calibrated on calib), one sample a
@@ -153,7 +199,9 @@ def onnx_runs(path: Path, input_name: str, calib: np.ndarray, x: np.ndarray):
         return [sess.run(None, {input_name: xi[None]}) for xi in x], None, \
             "QONNX semantics in NumPy (scripts/corpus/qonnx_exec.py: onnx.reference + QONNX's Quant); no ORT INT8"
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    floats = [sess.run(None, {input_name: xi[None]}) for xi in x]
+    feed = ort_input(path, input_name)
+    real = ort_outputs(path)
+    floats = [real(sess.run(None, {input_name: feed(xi[None])})) for xi in x]
 
     class Reader(q.CalibrationDataReader):
         def __init__(self):

@@ -130,6 +130,11 @@ FILES = [
     ("efx_mediapipe_face_landmark", "detection", EFINIX, "tools/tinyml_generator/model/mediapipe_face_landmark.tflite", False),
     ("efx_yolo_person_detect", "detection", EFINIX, "tools/tinyml_generator/model/yolo_person_detect.tflite", True),
     ("arm_kwt1_float", "transformer", ARM_KWT, "models_data_v2_12_labels/kwt1/tflite_non_stream/non_stream.tflite", False),
+    # the tenth round: TFLite Micro's other keyword model (int16 input into a QUANTIZE, the SVDF stack in int8, an
+    # int32 output: its 16-bit audio-feature variant) and the float file of its MNIST LSTM example (a Keras LSTM
+    # through TFLiteConverter: UNIDIRECTIONAL_SEQUENCE_LSTM with the converter's cell clip of 10)
+    ("tflm_keyword_scrambled", "kws", TFLM, "tensorflow/lite/micro/models/keyword_scrambled.tflite", True),
+    ("tflm_mnist_lstm_float", "sequence", TFLM, "tensorflow/lite/micro/examples/mnist_lstm/trained_lstm.tflite", True),
 ]
 
 
