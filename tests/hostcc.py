@@ -2,7 +2,8 @@
 
 Most C tests compile a generated model library with the whole runtime copied beside it (runtime_c/'s kernel
 files, identical in every library), often under the sanitizers, which makes them slow to compile. Here each
-runtime file is compiled once per (compiler, flags, its content and the runtime headers' content) into a cache
+runtime file is compiled once per (compiler, flags, its content and the content of the runtime headers it
+includes, directly or not) into a cache
 in the test run's temporary root (shared by the xdist workers: a lock file per object makes one worker compile
 it while the other waits), and only the model's own files are compiled each time. A file that differs from what the runtime ships (a test that edits its copy) is not the
 same content, so it gets an object of its own.
@@ -12,6 +13,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -44,10 +46,33 @@ def _runtime_key(src: Path, root: Path, cc: str, flags: list[str]) -> str | None
     if rel not in files:
         return None
     digest = hashlib.sha256("\0".join([Path(cc).name, *_without_includes(flags), rel]).encode())
-    for f in [rel] + [h for h in files if h.endswith(".h")]:
+    for f in [rel] + _included_headers(root, rel, files):
         path = root / f
-        digest.update(path.read_bytes() if path.is_file() else b"-")
+        digest.update(f.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"-"))
     return digest.hexdigest()[:24]
+
+
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.MULTILINE)
+
+
+def _included_headers(root: Path, rel: str, files) -> list[str]:
+    """The runtime headers (of `files`) that `rel` includes, directly or through another, found by file name (any
+    runtime header of that name: more than the compiler reads, never less), read from the library folder `root`.
+    Only these are in an object's key: a library that copies one more header for a kernel of its own (a model
+    with another layer) still takes the same objects of the files that do not include it."""
+    by_name: dict[str, list[str]] = {}
+    for h in files:
+        if h.endswith(".h"):
+            by_name.setdefault(Path(h).name, []).append(h)
+    todo, seen = [rel], set()
+    while todo:
+        path = root / todo.pop()
+        for inc in _INCLUDE.findall(path.read_bytes() if path.is_file() else b""):
+            for h in by_name.get(Path(inc.decode()).name, []):
+                if h not in seen:
+                    seen.add(h)
+                    todo.append(h)
+    return sorted(seen)
 
 
 def _without_includes(flags: list[str]) -> list[str]:

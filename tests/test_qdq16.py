@@ -71,9 +71,16 @@ def _float_model(tmp_path, tail=""):
 def _a16w8(tmp_path, symmetric=False, tail="", activations="QInt16"):
     """The float model through ORT's quantize_static, int16 (or uint16) activations and per-channel int8 weights
     (QDQ)."""
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
     src = _float_model(tmp_path, tail)
     x = RNG.uniform(-1, 1, (16, 2, 6, 6)).astype(np.float32)
+    return _ort_a16w8(src, tmp_path / f"a16w8{'_sym' if symmetric else ''}.onnx", x, symmetric, activations), x
+
+
+def _ort_a16w8(src, out, x, symmetric=False, activations="QInt16"):
+    """ORT's A16W8 quantize tail of every file here: the float model `src` through quantize_static over the samples
+    x, one at a time (int16, or uint16, activations; ActivationSymmetric; per-channel int8 weights; QDQ) into
+    `out`; the samples also saved as calib.npz beside it (edgec's calibration data). Returns out."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
     class Reader(CalibrationDataReader):
         def __init__(self):
@@ -81,12 +88,11 @@ def _a16w8(tmp_path, symmetric=False, tail="", activations="QInt16"):
 
         def get_next(self):
             return next(self.it, None)
-    out = tmp_path / f"a16w8{'_sym' if symmetric else ''}.onnx"
     quantize_static(str(src), str(out), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
                     activation_type=getattr(QuantType, activations), weight_type=QuantType.QInt8,
                     extra_options={"ActivationSymmetric": symmetric})
-    np.savez(tmp_path / "calib.npz", x=x)
-    return out, x
+    np.savez(out.parent / "calib.npz", x=x)
+    return out
 
 
 def _file_grids(path):
@@ -254,7 +260,6 @@ def _transformer_a16w8(tmp_path):
     (MatMul + bias Add over [T, C] rows), a class token Concat'ed (a constant beside an int16 activation), a
     positional embedding Add ([T, C] constant), LayerNormalization, an MLP over rows, a residual Add, a per-channel
     Mul (ORT splits MatMul and its bias into two nodes with a Q/DQ pair between)."""
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
     f = lambda *s: (RNG.standard_normal(s) * 0.4).astype(np.float32)       # noqa: E731
     t, c = 6, 16
     nodes = [helper.make_node("MatMul", ["x", "we"], ["e0"], name="embed"),
@@ -272,18 +277,7 @@ def _transformer_a16w8(tmp_path):
              "w1": f(c, 2 * c), "b1": f(2 * c), "w2": f(2 * c, c), "sc": 1 + f(c)}
     src = save(make_model(nodes, ("x", [1, t, 8]), ("y", [1, t + 1, c]), inits, opset=20), tmp_path, "float.onnx")
     x = RNG.uniform(-1, 1, (16, t, 8)).astype(np.float32)
-
-    class Reader(CalibrationDataReader):
-        def __init__(self):
-            self.it = iter([{"x": x[i:i + 1]} for i in range(len(x))])
-
-        def get_next(self):
-            return next(self.it, None)
-    out = tmp_path / "a16w8_rows.onnx"
-    quantize_static(str(src), str(out), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
-                    activation_type=QuantType.QInt16, weight_type=QuantType.QInt8)
-    np.savez(tmp_path / "calib.npz", x=x)
-    return out, x
+    return _ort_a16w8(src, tmp_path / "a16w8_rows.onnx", x), x
 
 
 def test_a16w8_transformer_rows_run_in_16x8_close_to_onnx_runtime(tmp_path):
@@ -318,7 +312,6 @@ def _decomposed_norm_a16w8(tmp_path):
     """An opset-14 transformer block as torch.onnx writes it before LayerNormalization existed: the norm decomposed
     to ReduceMean / Sub / Pow / ReduceMean / Add eps / Sqrt / Div / Mul / Add, and attention scores scaled by a Div
     of a constant; through ORT's quantize_static QInt16 (asymmetric), which puts a Q/DQ pair after every piece."""
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
     f = lambda *s: (RNG.standard_normal(s) * 0.4).astype(np.float32)       # noqa: E731
     t, c = 6, 16
     nodes = [helper.make_node("MatMul", ["x", "we"], ["h"], name="embed"),
@@ -342,18 +335,7 @@ def _decomposed_norm_a16w8(tmp_path):
              "b": f(c), "wq": f(c, c), "wk": f(c, c), "root": np.array(4, np.float32)}
     src = save(make_model(nodes, ("x", [1, t, 8]), ("y", [1, t, c]), inits, opset=14), tmp_path, "float.onnx")
     x = RNG.uniform(-1, 1, (16, t, 8)).astype(np.float32)
-
-    class Reader(CalibrationDataReader):
-        def __init__(self):
-            self.it = iter([{"x": x[i:i + 1]} for i in range(len(x))])
-
-        def get_next(self):
-            return next(self.it, None)
-    out = tmp_path / "a16w8_norm.onnx"
-    quantize_static(str(src), str(out), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
-                    activation_type=QuantType.QInt16, weight_type=QuantType.QInt8)
-    np.savez(tmp_path / "calib.npz", x=x)
-    return out, x
+    return _ort_a16w8(src, tmp_path / "a16w8_norm.onnx", x), x
 
 
 def test_a16w8_decomposed_layer_norm_div_runs_in_int16_close_to_onnx_runtime(tmp_path):
@@ -387,7 +369,6 @@ def test_a16w8_div_by_and_of_a_constant_over_rows_is_the_int16_div(tmp_path):
     reference."""
     from conftest import check_generated_c
     from edgec.ops.binary import BINARY_OPS
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
     nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
              helper.make_node("Sigmoid", ["h"], ["sg"], name="sig"),
              helper.make_node("Div", ["h", "c"], ["d1"], name="div_const"),
@@ -397,17 +378,7 @@ def test_a16w8_div_by_and_of_a_constant_over_rows_is_the_int16_div(tmp_path):
              "c": (1 + RNG.uniform(0, 2, (6, 16))).astype(np.float32)}
     src = save(make_model(nodes, ("x", [1, 6, 8]), ("y", [1, 6, 16]), inits, opset=14), tmp_path, "float.onnx")
     x = RNG.uniform(-1, 1, (16, 6, 8)).astype(np.float32)
-    np.savez(tmp_path / "calib.npz", x=x)
-
-    class Reader(CalibrationDataReader):
-        def __init__(self):
-            self.it = iter([{"x": x[i:i + 1]} for i in range(len(x))])
-
-        def get_next(self):
-            return next(self.it, None)
-    path = tmp_path / "a16w8_div.onnx"
-    quantize_static(str(src), str(path), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
-                    activation_type=QuantType.QInt16, weight_type=QuantType.QInt8)
+    path = _ort_a16w8(src, tmp_path / "a16w8_div.onnx", x)
     _, graph, _ = api.compile_model(path, tmp_path / "calib.npz")
     divs = [op for op in graph.ops if op.name in ("div_const", "const_div")]
     assert len(divs) == 2 and all(op.params["op"] == BINARY_OPS["div16"] and op.arrays["const"].dtype == np.int16

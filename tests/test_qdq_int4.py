@@ -16,7 +16,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from ckernels import declared_bytes
-from conftest import REPO, check_generated_c
+from conftest import REPO, SANITIZE, check_generated_c
 from edgec import api, pipeline
 from edgec.codegen import cmodel
 from edgec.fixedpoint import scheme
@@ -176,9 +176,8 @@ def test_onnx_int4_generated_c_is_bit_exact_under_sanitizers(built, tmp_path, op
             assert kernels["conv"].endswith("_s8") and kernels["fc"].endswith("_s8"), kernels
             assert kernels["dw"] == "edgec_depthwise_conv2d_s4"    # no int8 fast kernel takes it: kept packed
             assert [op.name for op in g.ops if select.int4_weights(op)] == ["dw"]
-    flags = ("-O1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all") + (("-DEDGEC_EMULATE_DSP",) if optimize
-                                                                                    else ())
-    check_generated_c(g, _x(12, 4), tmp_path, flags=flags)
+    # the suite's sanitizer flags (conftest.SANITIZE): the runtime objects of the other sanitized tests serve it
+    check_generated_c(g, _x(12, 4), tmp_path, flags=(*SANITIZE, "-DEDGEC_EMULATE_DSP") if optimize else SANITIZE)
 
 
 def _corpus_graph(name):

@@ -28,7 +28,8 @@ from edgec.quant import reference
 
 INT8, INT32 = 9, 2
 PATHS = {"reference": ("-O1",), "portable": ("-O1",), "dsp-emulated": ("-O1", "-DEDGEC_EMULATE_DSP")}
-SANITIZED = ("-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all")   # run_c's "sanitized" path
+# run_c's "sanitized" path: -O0 as tests/conftest.py's SANITIZE (every access instrumented; a tenth of -O1's compile time)
+SANITIZED = ("-O0", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all")
 
 
 @dataclass
