@@ -12,4 +12,8 @@ export CI="${CI:-}"
 # tests/durations.json; --no-loadscope-reorder keeps xdist from reordering them by their number of tests);
 # `scripts/test.sh -n 0` runs serially.  The long randomized sweeps (marker
 # `sweep`, e.g. 1,000 single-operator cases against TFLite Micro) run with `scripts/test.sh -m sweep`.
+# NumPy's BLAS on one thread per worker: two workers on two cores already fill the machine, and OpenBLAS's own
+# threads then only wait for each other (a KWT-1 float run took 1.0 s with its default threads, 0.14 s with one,
+# on a loaded machine; h48-kwt).
+export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
 exec .venv/bin/python -m pytest -q -n auto --dist loadfile --no-loadscope-reorder -m "not sweep" "$@"
