@@ -153,7 +153,7 @@ def conv_cases(rng, lib, n, variant=GENERIC, pointwise=False, bands=False, strid
     case, where a build would offer it or not);
     pointwise: only 1x1, stride-1, unpadded convolutions (odd pixel and channel counts included);
     strided_1x1: only 1x1 convolutions, strides 1 to 3 (blocked4 gathers their pixels from the input);
-    bands: the window kernels on column bands of a random width (`banded`);
+    bands: the window kernels (rgb3x3 too) on column bands of a random width (`banded`);
     single_channel: one input channel (blocked4_padded: its band of the padded input, any kernel width);
     rgb: only 3x3 convolutions of 3 input channels (an image model's first layer: the rgb3x3 variant);
     unbanded: band_w 0 (blocked4_padded without its band, the plan's narrowing: im2col.py padded_unbanded)."""
@@ -492,6 +492,7 @@ SWEEPS = {"conv2d_im2col": (conv_cases, 300), "conv2d_blocked": (partial(conv_ca
           "conv2d_window4": (partial(conv_cases, variant="window4"), 300),
           "conv2d_window_bands": (partial(conv_cases, variant="window", bands=True), 200),
           "conv2d_rgb3x3": (partial(conv_cases, variant="rgb3x3", rgb=True), 200),
+          "conv2d_rgb3x3_bands": (partial(conv_cases, variant="rgb3x3", rgb=True, bands=True), 100),
           "conv2d_window4_bands": (partial(conv_cases, variant="window4", bands=True), 200),
           "depthwise_conv2d_3x3": (depthwise_cases, 300),
           "depthwise_conv2d_3x3_fused": (partial(depthwise_cases, variant="fused"), 300),
