@@ -29,8 +29,12 @@ import numpy as np
 
 from edgec.fixedpoint import scheme
 from edgec.ir import Graph, Op
+from edgec.ops import dense, pool
+from edgec.ops.registry import REGISTRY
 
 INT32 = (-(1 << 31), (1 << 31) - 1)
+POOL_KINDS = pool.GLOBAL.kinds      # the average pool's kinds (its family's: edgec/ops/pool.py)
+FC_KINDS = dense.FC.kinds           # the int8 fully connected layer's (edgec/ops/dense.py)
 
 
 def _per_channel(op: Op, n: int) -> bool:
@@ -81,7 +85,7 @@ def _pool_chain(graph: Graph, p: Op, ops: list[Op], at: dict[int, int]):
         return None
     n = w.shape[0]
     a = _only_consumer(graph, p.output, ops, at)
-    if a is None or a.kind != "avg_pool" or tuple(a.inputs) != (p.output,) or a.arrays or "rounding" in a.attrs:
+    if a is None or a.kind not in POOL_KINDS or tuple(a.inputs) != (p.output,) or a.arrays or "rounding" in a.attrs:
         return None
     ap = a.params
     if "_rounding" in ap or (ap.get("out_h"), ap.get("out_w"), ap.get("c")) != (1, 1, n) \
@@ -90,12 +94,12 @@ def _pool_chain(graph: Graph, p: Op, ops: list[Op], at: dict[int, int]):
         return None
     views, t = [], a.output
     nxt = _only_consumer(graph, t, ops, at)
-    while nxt is not None and nxt.kind == "reshape" and tuple(nxt.inputs) == (t,):
+    while nxt is not None and REGISTRY[nxt.kind].alias and tuple(nxt.inputs) == (t,):     # views: the same bytes
         views.append(nxt)
         t = nxt.output
         nxt = _only_consumer(graph, t, ops, at)
     f = nxt
-    if f is None or f.kind != "fully_connected" or tuple(f.inputs) != (t,) or f.arrays.get("weights") is None:
+    if f is None or f.kind not in FC_KINDS or tuple(f.inputs) != (t,) or f.arrays.get("weights") is None:
         return None
     fw = f.arrays["weights"]
     flat = [graph.tensors[x].shape for x in (a.output, *(v.output for v in views))]
