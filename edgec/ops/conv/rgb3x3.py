@@ -40,9 +40,11 @@ def rgb3x3_conv(op: Op, base):
 
 
 def rgb3x3_entry(params, rq: np.ndarray) -> str:
-    """The C entry point an rgb3x3 call names: `clamped` (a range narrower than int8's), `row28` (the row assembly:
-    out_c a multiple of 4, every record's neg -1) or `full`, as edgec_conv2d_rgb3x3_s8 chooses at run time; the
-    linker then drops the other loops (1-2 kB)."""
+    """The C entry point an rgb3x3 call names: `banded` (column bands: band_w below out_w, rgb3x3_band), else
+    `clamped` (a range narrower than int8's), `row28` (the row assembly: out_c a multiple of 4, every record's neg
+    -1) or `full`, as edgec_conv2d_rgb3x3_s8 chooses at run time; the linker then drops the other loops (1-2 kB)."""
+    if params["band_w"] < params["out_w"]:
+        return "edgec_conv2d_rgb3x3_banded_s8"
     if (params["act_min"], params["act_max"]) != (-128, 127):
         return "edgec_conv2d_rgb3x3_clamped_s8"
     row = params["out_c"] % 4 == 0 and all_negs(params, rq)
@@ -78,6 +80,6 @@ def rgb3x3_call(op, low, site) -> str:
 # loop linked; shared with window4 where both run)
 RGB3X3 = Kernel("edgec_conv2d_rgb3x3_s8", CONV_KINDS, VARIANT, rgb3x3_call, base=IM2COL, variant="rgb3x3",
                 applies=rgb3x3_fits, lower=rgb3x3_conv, struct=STRUCT, isa=DSP, code_bytes=4360, narrow=rgb3x3_band,
-                entries=tuple(f"edgec_conv2d_rgb3x3_{loop}_s8" for loop in ("clamped", "full", "row28")))
+                entries=tuple(f"edgec_conv2d_rgb3x3_{loop}_s8" for loop in ("clamped", "full", "row28", "banded")))
 
 KERNELS = [RGB3X3]
