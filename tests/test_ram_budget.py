@@ -124,3 +124,24 @@ def test_split_takes_the_best_cut_of_a_stage(first_conv_net):
     assert got.arena_bytes <= min([rung.arena_bytes, *cuts])
     assert [k for st in got.stages for k in st.ops] == list(range(a, b + 1))
     assert got.arena_bytes == planner.plan(graph, exact=False, stages=got.stages).arena_bytes
+
+
+def test_a_stage_with_the_fused_depthwise_keeps_bands_of_one_row(first_conv_net, tmp_path):
+    """The fused depthwise kernel takes the image's top and bottom padding into its edge weight sets and uses them
+    for the first and last row of any call of 2 rows or more: a stage holding it keeps bands of 1 row
+    (_fewer_calls), where bands of 2 rows are not bit-exact in the generated C (checked here)."""
+    from edgec.ops.conv.depthwise3x3 import FUSED, edge_rows
+    from edgec.plan import patching
+    graph, xq = first_conv_net
+    k = next(i for i, op in enumerate(graph.ops) if op.lowering is not None and op.lowering.kernel is FUSED)
+    assert edge_rows(graph.ops[k].lowering.params)
+    one = patching.build_stage(graph, k, k, 1)
+    rung = ram_budget.Rung(planner.plan(graph, exact=False, stages=[one]).arena_bytes, 0, [one])
+    assert [s.rows for s in ram_budget._fewer_calls(graph, rung, {}).stages] == [1]
+    want = np.stack([reference.run(graph, q).reshape(-1) for q in xq])
+    for rows, exact in ((1, True), (2, False)):
+        p = planner.plan(graph, stages=[patching.build_stage(graph, k, k, rows)])
+        out = tmp_path / f"rows{rows}"
+        cmodel.generate(graph, p, out, graph.name)
+        got = run_generated_c(out, graph.name, xq.reshape(len(xq), -1), want.shape[1], flags=("-O2",))
+        assert np.array_equal(got, want) == exact, rows
