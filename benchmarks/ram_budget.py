@@ -1,12 +1,13 @@
 """The four MLPerf Tiny models under a RAM budget: fastest plan against `--ram-budget`.
 
-    .venv/bin/python benchmarks/ram_budget.py [--budget 40960] [--models kws,vww,ic,ad] [--samples 2]
+    .venv/bin/python benchmarks/ram_budget.py [--budget 40960] [--models kws,vww,ic,ad] [--samples 2] [--tflite]
 
 For every model: build for qemu-cortex-m4 without a budget (the fastest plan) and with `--ram-budget`,
 bench both (bit-exactness against the NumPy reference, emulated instructions per inference, the stack
 high-water mark measured on the device) and print the arena, the firmware's static RAM (.data + .bss, the
 arena included), the measured stack, their sum (total device RAM), the instructions and their ratio to the
-fastest plan's, and the patch-based stages the budget chose (plan.json).
+fastest plan's, and the patch-based stages the budget chose (plan.json). `--tflite` builds the official INT8
+`.tflite` files instead of the float ONNX ones (no calibration; the bench quantizes the golden float inputs).
 """
 from __future__ import annotations
 
@@ -27,17 +28,20 @@ from edgec.errors import EdgecError  # noqa: E402
 MLPERF = Path("/work/shared/models/mlperf_tiny")
 MODELS = {"kws": "kws_dscnn_fp32.onnx", "vww": "vww_mobilenetv1_025_fp32.onnx",
           "ic": "ic_resnet8_fp32.onnx", "ad": "ad_fc_autoencoder_fp32.onnx"}
+TFLITE = {"kws": "kws_dscnn_int8.tflite", "vww": "vww_mobilenetv1_025_int8.tflite",
+          "ic": "ic_resnet8_int8.tflite", "ad": "ad_fc_autoencoder_int8.tflite"}
 BOARD = "qemu-cortex-m4"
 
 
-def measure(key: str, budget: int | None, root: Path, samples: int) -> dict:
+def measure(key: str, budget: int | None, root: Path, samples: int, tflite: bool = False) -> dict:
     golden = np.load(MLPERF / "data" / f"golden_{key}.npz")
     data = root / f"{key}.npz"
     np.savez(data, x=golden["x_fp32"])
     out = root / f"{key}-{budget or 'fastest'}"
     row = {"model": key, "budget": budget}
     try:
-        api.build(MLPERF / MODELS[key], data, BOARD, out, ram_budget=budget)
+        api.build(MLPERF / (TFLITE if tflite else MODELS)[key], None if tflite else data, BOARD, out,
+                  ram_budget=budget)
     except EdgecError as e:
         return dict(row, error=str(e))
     r = api.bench(out, data, limit=samples, report_dir=None)
@@ -55,13 +59,14 @@ def main() -> int:
     ap.add_argument("--budget", type=int, default=40960)
     ap.add_argument("--models", default="kws,vww,ic,ad")
     ap.add_argument("--samples", type=int, default=2)
+    ap.add_argument("--tflite", action="store_true", help="the official INT8 .tflite files, not the float ONNX")
     ap.add_argument("--json", help="also write the rows here")
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for key in args.models.split(","):
-            fast = measure(key, None, Path(tmp), args.samples)
-            small = measure(key, args.budget, Path(tmp), args.samples)
+            fast = measure(key, None, Path(tmp), args.samples, args.tflite)
+            small = measure(key, args.budget, Path(tmp), args.samples, args.tflite)
             if "insns" in fast and "insns" in small:
                 small["ratio"] = round(small["insns"] / fast["insns"], 4)
             rows += [fast, small]

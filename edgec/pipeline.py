@@ -121,8 +121,9 @@ def schedule_and_plan(graph: Graph, guard: int = 0, optimize: str = "speed", cho
             f"~{summary['arena_bytes']:,} B, ~{summary['extra_instructions_estimate']:,} more instructions "
             "per inference (estimate)")
     for moved in summary.get("lean_scratch_ops", ()):
-        log(f"{graph.name}: op {moved['op']} ({moved['name']}) on the {moved['variant']} kernel variant for the "
-            f"budget ({moved['scratch_bytes']:,} B of scratch)")
+        log(f"{graph.name}: op {moved['op']} ({moved['name']}) on the {moved['variant']} kernel variant"
+            f"{' in column bands of ' + str(moved['band_w']) if 'band_w' in moved else ''} for the budget "
+            f"({moved['scratch_bytes']:,} B of scratch)")
     plan = planner.plan(graph, guard=guard, stages=stages)
     plan.ram_choice = {**summary, "scratch_within_peak": fitted} if fitted else summary
     planner.check_plan(graph, plan)

@@ -269,16 +269,20 @@ void edgec_conv2d_window4_row36_s8(EDGEC_CONV2D_WINDOW4_ARGS);
  * in edgec/ops/conv/rgb3x3.py's tap order; fast/edgec_conv2d_window.c). */
 void edgec_conv2d_rgb3x3_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                             const edgec_rq *rq, int8_t *scratch, int8_t *output);
-/* an output row's pixel pairs' taps (28 words a pair) and a row of zero points (3 * in_w bytes) */
+/* a column band's pixel pairs' taps (28 words a pair; b = band_w clamped to 1..out_w columns, whole rows where
+ * band_w is out_w) and a row of zero points (3 * in_w bytes) */
 static inline int32_t edgec_conv2d_rgb3x3_s8_get_buffer_size(const edgec_conv2d_im2col_params *p)
 {
-    return 112 * ((p->out_w + 1) / 2) + 3 * p->in_w;
+    return 112 * ((p->out_w + EDGEC_MAX(p->band_w, 1) - EDGEC_MAX(p->out_w, EDGEC_MAX(p->band_w, 1)) + 1) / 2) +
+           3 * p->in_w;
 }
 /* its entries (edgec/ops/conv/rgb3x3.py rgb3x3_entry): `clamped` (a range narrower than int8's), `row28` (out_c a
- * multiple of 4, every record's neg -1), `full` */
+ * multiple of 4, every record's neg -1), `full`, whole rows; `banded` on column bands */
 void edgec_conv2d_rgb3x3_clamped_s8(EDGEC_CONV2D_WINDOW4_ARGS);
 void edgec_conv2d_rgb3x3_full_s8(EDGEC_CONV2D_WINDOW4_ARGS);
 void edgec_conv2d_rgb3x3_row28_s8(EDGEC_CONV2D_WINDOW4_ARGS);
+/* column bands (band_w below out_w), whichever loop the params and records need */
+void edgec_conv2d_rgb3x3_banded_s8(EDGEC_CONV2D_WINDOW4_ARGS);
 /* Helium (MVE, Cortex-M55; fast/edgec_conv2d_mve.c, compiled for Helium cores only, chosen by
  * edgec/ops/conv/im2col.py): weights [2 * ceil(out_c / 4)][k4 / 16][2][16] int8 (pairs of channels, block by
  * block, zero channels up to a multiple of 4; k4 here: k_h*k_w*in_c rounded up to 16), 3 output pixels by 2

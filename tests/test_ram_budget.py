@@ -1,5 +1,6 @@
 """The RAM budget's choices (edgec/plan/ram_budget.py): under a budget no schedule of the speed kernels reaches,
-ops with a large kernel scratch move to the offered variant with the least (lean_scratch, choose_lean), and a
+ops with a large kernel scratch move to the offered variant with the least (lean_scratch, choose_lean) and back to
+their own kernel on column bands where the plan leaves the room, and a
 stage cut in two where that lowers the arena (VWW's first convolution alone, written over the model's input).
 The patched plans' values are checked in tests/test_patching.py; here the generated C of a lean plan too."""
 from __future__ import annotations
@@ -71,6 +72,34 @@ def test_choose_lean_fits_a_budget_only_the_lean_kernels_reach(first_conv_net, t
         assert np.array_equal(got, want), flags
 
 
+def test_choose_lean_puts_a_moved_op_back_on_its_own_kernel_in_column_bands(first_conv_net, tmp_path):
+    """Where the lean plan leaves room, the op moved off its kernel goes back to it on column bands
+    (`Kernel.narrow`, _own_narrowed: the window kernel, not blocked) as wide as the plan still fits the budget: wider
+    bands with more room; whole rows would not fit. Its generated C is bit-exact."""
+    graph, xq = first_conv_net
+    lean, moved = ram_budget.lean_scratch(graph)
+    least = min(r.arena_bytes for r in ram_budget.memory_ladder(lean))
+    widths = []
+    for budget in (least, least + 1536):
+        built, stages, summary = ram_budget.choose_lean(graph, budget, None)
+        (k,) = moved
+        own, low = graph.ops[k].lowering, built.ops[k].lowering
+        assert lean.ops[k].lowering.variant == "blocked" and low.variant == own.variant, summary
+        assert [o["band_w"] for o in summary["lean_scratch_ops"]] == [low.params["band_w"]] and \
+            low.params["band_w"] < own.params["band_w"] and low.scratch_bytes > lean.ops[k].lowering.scratch_bytes
+        p = planner.plan(built, stages=stages)
+        assert p.arena_bytes <= budget and summary["arena_bytes"] <= budget
+        whole = built.replace_ops([graph.ops[k] if j == k else op for j, op in enumerate(built.ops)])
+        assert planner.plan(whole, exact=False, stages=stages).arena_bytes > budget
+        widths.append(low.params["band_w"])
+    assert widths[0] < widths[1]
+    cmodel.generate(built, p, tmp_path, built.name)
+    want = np.stack([reference.run(graph, q).reshape(-1) for q in xq])
+    for flags in (("-O2",), ("-O2", "-DEDGEC_EMULATE_DSP")):
+        got = run_generated_c(tmp_path, built.name, xq.reshape(len(xq), -1), want.shape[1], flags=flags)
+        assert np.array_equal(got, want), flags
+
+
 def test_choose_lean_keeps_the_speed_kernels_when_they_fit(first_conv_net):
     graph, _ = first_conv_net
     fastest = planner.plan(graph, exact=False).arena_bytes
@@ -95,3 +124,24 @@ def test_split_takes_the_best_cut_of_a_stage(first_conv_net):
     assert got.arena_bytes <= min([rung.arena_bytes, *cuts])
     assert [k for st in got.stages for k in st.ops] == list(range(a, b + 1))
     assert got.arena_bytes == planner.plan(graph, exact=False, stages=got.stages).arena_bytes
+
+
+def test_a_stage_with_the_fused_depthwise_keeps_bands_of_one_row(first_conv_net, tmp_path):
+    """The fused depthwise kernel takes the image's top and bottom padding into its edge weight sets and uses them
+    for the first and last row of any call of 2 rows or more: a stage holding it keeps bands of 1 row
+    (_fewer_calls), where bands of 2 rows are not bit-exact in the generated C (checked here)."""
+    from edgec.ops.conv.depthwise3x3 import FUSED, edge_rows
+    from edgec.plan import patching
+    graph, xq = first_conv_net
+    k = next(i for i, op in enumerate(graph.ops) if op.lowering is not None and op.lowering.kernel is FUSED)
+    assert edge_rows(graph.ops[k].lowering.params)
+    one = patching.build_stage(graph, k, k, 1)
+    rung = ram_budget.Rung(planner.plan(graph, exact=False, stages=[one]).arena_bytes, 0, [one])
+    assert [s.rows for s in ram_budget._fewer_calls(graph, rung, {}).stages] == [1]
+    want = np.stack([reference.run(graph, q).reshape(-1) for q in xq])
+    for rows, exact in ((1, True), (2, False)):
+        p = planner.plan(graph, stages=[patching.build_stage(graph, k, k, rows)])
+        out = tmp_path / f"rows{rows}"
+        cmodel.generate(graph, p, out, graph.name)
+        got = run_generated_c(out, graph.name, xq.reshape(len(xq), -1), want.shape[1], flags=("-O2",))
+        assert np.array_equal(got, want) == exact, rows

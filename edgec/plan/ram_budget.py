@@ -7,7 +7,9 @@ Each rung is (arena bytes, estimated extra instructions, stages); `choose` takes
 arena plus `overhead` (the firmware's other RAM) fits, or says which RAM is the least it can reach.
 `choose_lean` tries, when no rung fits, the same on the graph whose ops with a large kernel scratch run on the
 offered kernel variant with the least scratch (`lean_scratch`: e.g. VWW's first convolution off the window
-kernel's 4,800 B input ring onto the blocked kernel's 160 B), the speed given up for RAM a budget asks for.
+kernel's 4,800 B input ring onto the blocked kernel's 160 B), the speed given up for RAM a budget asks for; then
+each such op goes back to its own kernel on column bands (`Kernel.narrow`) where the chosen plan leaves it the room
+(VWW's first convolution: rgb3x3 in bands of 24 columns).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from edgec.errors import EdgecError
 from edgec.ir import Graph
 from edgec.ops import select
+from edgec.ops.conv.depthwise3x3 import FUSED, edge_rows
 from edgec.ops.kernel import GENERIC, constant_bytes
 from edgec.plan import patching, planner
 
@@ -67,10 +70,19 @@ def _candidates(graph: Graph, rung: Rung, cache: dict) -> list[Rung]:
     return out
 
 
+def _one_row_only(graph: Graph, st) -> bool:
+    """A stage with a fused depthwise layer that takes the image's top and bottom padding into its edge weight sets
+    (depthwise3x3.edge_rows): the kernel uses those sets for the first and last row of any call of 2 rows or more,
+    right only for the whole image's, so its bands stay 1 row (a band of several gave wrong values: the float ONNX
+    VWW under --ram-budget 40960, ops 1-5 in bands of 4 rows)."""
+    return any(graph.ops[k].lowering is not None and graph.ops[k].lowering.kernel is FUSED
+               and edge_rows(graph.ops[k].lowering.params) for k in st.ops)
+
+
 def _fewer_calls(graph: Graph, rung: Rung, cache: dict) -> Rung:
     """The same stages with more rows per band (fewer calls) where that does not grow the arena."""
     for i, st in enumerate(rung.stages):
-        for rows in BAND_ROWS[1:]:
+        for rows in BAND_ROWS[1:] if not _one_row_only(graph, st) else ():
             key = (st.first, st.last, rows)
             if key not in cache:
                 cache[key] = patching.build_stage(graph, st.first, st.last, rows)
@@ -199,7 +211,44 @@ def choose_lean(graph: Graph, ram_budget: int | None, board_ram: int | None,
         if planner.plan(back, exact=False, stages=stages).arena_bytes + overhead <= limit:
             lean = back
             moved.remove(k)
+    if limit is not None:
+        lean, stages, moved = _own_narrowed(graph, lean, stages, moved, limit - overhead)
     summary["arena_bytes"] = planner.plan(lean, exact=False, stages=stages).arena_bytes
     summary["lean_scratch_ops"] = [{"op": k, "name": lean.ops[k].name, "variant": lean.ops[k].lowering.variant,
-                                    "scratch_bytes": lean.ops[k].lowering.scratch_bytes} for k in moved]
+                                    "scratch_bytes": lean.ops[k].lowering.scratch_bytes,
+                                    **({"band_w": lean.ops[k].lowering.params["band_w"]}
+                                       if lean.ops[k].lowering.variant == graph.ops[k].lowering.variant else {})}
+                                   for k in moved]
     return lean, stages, summary
+
+
+def _own_narrowed(graph: Graph, lean: Graph, stages: list, moved: list[int], arena_limit: int):
+    """(lean, stages, moved) with each moved op back on its own kernel narrowed (`Kernel.narrow`: column bands,
+    the same numbers for a few instructions more than whole rows, far fewer than the leanest variant's: VWW's
+    first convolution on rgb3x3 in bands of 24 columns, 1,632 B of scratch, 0.64 M instructions where the blocked
+    kernel took 1.72 M) as wide as the chosen plan still fits `arena_limit` with (the widest room found by
+    bisection, each answer planned); the stages holding it are built again (a stage's scratch is its ops')."""
+    for k in list(moved):
+        own = graph.ops[k]
+        dtypes = select.dtypes(graph, own)
+
+        def placed(room: int):
+            low = select.within_scratch(own, own.lowering, room, dtypes, None)
+            if low.scratch_bytes > room:
+                return None
+            back = lean.replace_ops([dataclasses.replace(own, lowering=low) if j == k else op
+                                     for j, op in enumerate(lean.ops)])
+            again = [patching.build_stage(back, st.first, st.last, st.rows) if k in st.ops else st for st in stages]
+            return (back, again) if planner.plan(back, exact=False, stages=again).arena_bytes <= arena_limit else None
+
+        lo, hi, best = 0, own.lowering.scratch_bytes, None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            got = placed(mid)
+            if got is None:
+                hi = mid - 1
+            else:
+                best, lo = got, mid + 1
+        if best is not None:
+            lean, stages = best
+    return lean, stages, moved

@@ -857,7 +857,9 @@ void edgec_conv2d_window4_row36_s8(EDGEC_W4_ARGS) { EDGEC_W4_ENTRY_RUN(EDGEC_W4_
  * row) and the 3 bytes 8, widened as the 2x4 block reads them (edgec_win_widen2x): 28 taps a pixel (one zero
  * weight), 14 k-steps, not window4's 36 taps of channels padded to 4 (18 k-steps) and its ring of widened rows.
  * The taps of an output row's pixel pairs go to scratch, 28 words a pair, and one call of the 2x4 block's row
- * assembly runs all the row's pairs (edgec_window4_row28_all; elsewhere edgec_window4_pair pair by pair). Kernel
+ * assembly runs all the row's pairs (edgec_window4_row28_all; elsewhere edgec_window4_pair pair by pair); with
+ * band_w below out_w (the plan's narrowing: edgec/ops/conv/rgb3x3.py rgb3x3_band), a column band's pairs at a time
+ * (edgec_conv2d_rgb3x3_banded_s8), the same numbers with (band_w + 1) / 2 pairs' taps in scratch. Kernel
  * rows outside the image read a row of zero points (after the pairs' taps in scratch); pixels whose window crosses
  * the left or right edge are copied with zero points into a 9-byte row each first. */
 #if defined(EDGEC_DSP_NATIVE) && !defined(__clang__)
@@ -1060,9 +1062,91 @@ EDGEC_INLINE void edgec_rgb3x3_run(const edgec_conv2d_im2col_params *p, const in
     }
 }
 
+/* edgec_rgb3x3_run on column bands (band_w below out_w: the plan's narrowing, edgec/ops/conv/rgb3x3.py rgb3x3_band):
+ * per output row, a band's pixel pairs at a time, (band_w + 1) / 2 pairs' taps in scratch; the same numbers. A loop
+ * of its own, so that the whole-row loops above keep their code, frame and instructions. */
+EDGEC_INLINE void edgec_rgb3x3_bands(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                                     const edgec_rq *rq, int8_t *scratch, int8_t *output, const int loop)
+{
+    const int32_t in_w = p->in_w, in_h = p->in_h, out_w = p->out_w, out_c = p->out_c, s = p->stride_w;
+    const int32_t pairs = (out_w + 1) >> 1;
+    /* a column band's pairs (band_w clamped to 1..out_w, as edgec_conv2d_rgb3x3_s8_get_buffer_size reads it) */
+    const int32_t bp = ((p->band_w < 1 ? 1 : (p->band_w < out_w ? p->band_w : out_w)) + 1) >> 1;
+    const int8_t zp = (int8_t)p->input_zp;
+    edgec_w32 *const cols = (edgec_w32 *)(void *)scratch;
+    int8_t *const zprow = scratch + 112 * bp;
+    const int full = loop == EDGEC_RGB_CHOOSE ? p->act_min == -128 && p->act_max == 127 : loop != EDGEC_RGB_CLAMPED;
+    /* edgec_window4_pick's choice for 28 words (not the function: it would link window4's other assembly) */
+    const edgec_b24_pixels_fn pixels4 = full ? edgec_window4_pixels_full : edgec_window4_pixels_clamped;
+    edgec_win4_row_fn row4 = 0;
+    int32_t oy, i, ky, lo = 0, hi;
+#if defined(EDGEC_DSP_NATIVE) && !defined(__clang__)
+    if (loop == EDGEC_RGB_ROW28) row4 = edgec_window4_row28_all;
+    if (loop == EDGEC_RGB_CHOOSE && full && (out_c & 3) == 0) { /* the row assembly where every record's neg is -1
+                                                                  * (edgec_window4_pick_row's test) */
+        for (i = 0; i < out_c && rq[i].neg == -1; ++i) {
+        }
+        if (i == out_c) row4 = edgec_window4_row28_all;
+    }
+#endif
+    /* the pairs lo..hi - 1: both pixels' windows inside the image columns (every row alike) */
+    while (lo < out_w >> 1 && 2 * lo * s - p->pad_left < 0) ++lo;
+    hi = lo;
+    while (hi < out_w >> 1 && (2 * hi + 1) * s - p->pad_left + 3 <= in_w) ++hi;
+    memset(zprow, zp, (size_t)(3 * in_w));
+    for (oy = 0; oy < p->out_h; ++oy) {
+        const int8_t *r[3];
+        int8_t *const o = output + oy * out_w * out_c;
+        int32_t b0;
+        for (ky = 0; ky < 3; ++ky) {
+            const int32_t iy = oy * p->stride_h - p->pad_top + ky;
+            r[ky] = iy >= 0 && iy < in_h ? input + iy * 3 * in_w : zprow;
+        }
+        for (b0 = 0; b0 < pairs; b0 += bp) { /* the band of pairs b0..b1 - 1: its taps at cols */
+            const int32_t b1 = pairs - b0 < bp ? pairs : b0 + bp, in0 = lo > b0 ? lo : b0, in1 = hi < b1 ? hi : b1;
+            int32_t first = b0;
+            if (in1 > in0) {
+                const int32_t x0 = 3 * (2 * in0 * s - p->pad_left);
+                edgec_rgb_pairs(r[0] + x0, r[1] + x0, r[2] + x0, 3 * s, cols + 28 * (in0 - b0), in1 - in0);
+            }
+            for (i = b0; i < b1; ++i) {
+                int32_t ix0, ix1;
+                edgec_w32 *dst;
+                if (i == in0 && in1 > in0) i = in1; /* the pairs edgec_rgb_pairs read */
+                if (i >= b1) break;
+                ix0 = 2 * i * s - p->pad_left;
+                ix1 = 2 * i + 1 < out_w ? ix0 + s : ix0;
+                dst = cols + 28 * (i - b0);
+                if (ix0 >= 0 && ix1 + 3 <= in_w) {
+                    edgec_rgb_pair(r[0] + 3 * ix0, r[1] + 3 * ix0, r[2] + 3 * ix0, r[0] + 3 * ix1, r[1] + 3 * ix1,
+                                   r[2] + 3 * ix1, dst);
+                } else {
+                    edgec_rgb_edge_pair(r, ix0, ix1, in_w, zp, dst);
+                }
+            }
+            if (row4) { /* the band's pairs with both pixels in one call */
+                const int32_t both = (b1 < out_w >> 1 ? b1 : out_w >> 1) - b0;
+                if (both > 0) {
+                    row4(cols, 28, (const edgec_w32 *)weights, rq, out_c >> 2, o + 2 * b0 * out_c, out_c, both, 112);
+                    first = b0 + both;
+                }
+            }
+            for (i = first; i < b1; ++i) {
+                int8_t *const o0 = o + 2 * i * out_c;
+                edgec_window4_pair(p, pixels4, cols + 28 * (i - b0), 28, (const edgec_w32 *)weights, rq, o0,
+                                   2 * i + 1 < out_w ? o0 + out_c : o0);
+            }
+        }
+    }
+}
+
 void edgec_conv2d_rgb3x3_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
                             const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
+    if (p->band_w < p->out_w) {
+        edgec_conv2d_rgb3x3_banded_s8(p, input, weights, rq, scratch, output);
+        return;
+    }
     edgec_rgb3x3_run(p, input, weights, rq, scratch, output, EDGEC_RGB_CHOOSE);
 }
 
@@ -1083,4 +1167,10 @@ void edgec_conv2d_rgb3x3_row28_s8(const edgec_conv2d_im2col_params *p, const int
                                   const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
     edgec_rgb3x3_run(p, input, weights, rq, scratch, output, EDGEC_RGB_ROW28);
+}
+
+void edgec_conv2d_rgb3x3_banded_s8(const edgec_conv2d_im2col_params *p, const int8_t *input, const uint32_t *weights,
+                                   const edgec_rq *rq, int8_t *scratch, int8_t *output)
+{
+    edgec_rgb3x3_bands(p, input, weights, rq, scratch, output, EDGEC_RGB_CHOOSE);
 }

@@ -153,7 +153,7 @@ def conv_cases(rng, lib, n, variant=GENERIC, pointwise=False, bands=False, strid
     case, where a build would offer it or not);
     pointwise: only 1x1, stride-1, unpadded convolutions (odd pixel and channel counts included);
     strided_1x1: only 1x1 convolutions, strides 1 to 3 (blocked4 gathers their pixels from the input);
-    bands: the window kernels on column bands of a random width (`banded`);
+    bands: the window kernels (rgb3x3 too) on column bands of a random width (`banded`);
     single_channel: one input channel (blocked4_padded: its band of the padded input, any kernel width);
     rgb: only 3x3 convolutions of 3 input channels (an image model's first layer: the rgb3x3 variant);
     unbanded: band_w 0 (blocked4_padded without its band, the plan's narrowing: im2col.py padded_unbanded)."""
@@ -492,6 +492,7 @@ SWEEPS = {"conv2d_im2col": (conv_cases, 300), "conv2d_blocked": (partial(conv_ca
           "conv2d_window4": (partial(conv_cases, variant="window4"), 300),
           "conv2d_window_bands": (partial(conv_cases, variant="window", bands=True), 200),
           "conv2d_rgb3x3": (partial(conv_cases, variant="rgb3x3", rgb=True), 200),
+          "conv2d_rgb3x3_bands": (partial(conv_cases, variant="rgb3x3", rgb=True, bands=True), 100),
           "conv2d_window4_bands": (partial(conv_cases, variant="window4", bands=True), 200),
           "depthwise_conv2d_3x3": (depthwise_cases, 300),
           "depthwise_conv2d_3x3_fused": (partial(depthwise_cases, variant="fused"), 300),
@@ -732,7 +733,8 @@ def test_window4_calls_name_the_loop_the_kernel_would_choose(in_c, k, out_c, act
 def test_depthwise_3x3_calls_name_the_code_the_kernel_would_choose(stride, out_rows, act_range, neg, fused, small):
     """fused_entry and small_entry name the code the kernels choose at run time per group of 4 channels (the Arm
     assembly of a stride where the range is int8's and every record's neg is -1; the small kernel's stride-1
-    assembly needs two output rows), and rgb3x3_entry its row assembly where out_c is a multiple of 4."""
+    assembly needs two output rows), and rgb3x3_entry its row assembly where out_c is a multiple of 4 (whole rows;
+    column bands their own loop)."""
     p = {"stride": stride, "out_rows": out_rows, "act_min": act_range[0], "act_max": act_range[1], "c": 8}
     rq = np.zeros((8, 5), np.int32)
     rq[:, 3] = -1
@@ -741,8 +743,9 @@ def test_depthwise_3x3_calls_name_the_code_the_kernel_would_choose(stride, out_r
     assert depthwise3x3.small_entry(p, rq) == f"edgec_depthwise_conv2d_3x3_small_{small}_s8"
     assert {depthwise3x3.fused_entry(p, rq)} <= set(depthwise3x3.FUSED.entries)
     assert {depthwise3x3.small_entry(p, rq)} <= set(depthwise3x3.SMALL.entries)
-    c = {"out_c": 8, "act_min": act_range[0], "act_max": act_range[1]}
+    c = {"out_c": 8, "act_min": act_range[0], "act_max": act_range[1], "out_w": 48, "band_w": 48}
     want = "clamped" if act_range != (-128, 127) else "full" if neg == 0 else "row28"
     assert rgb3x3.rgb3x3_entry(c, rq) == f"edgec_conv2d_rgb3x3_{want}_s8"
+    assert rgb3x3.rgb3x3_entry({**c, "band_w": 24}, rq) == "edgec_conv2d_rgb3x3_banded_s8"   # column bands
     assert rgb3x3.rgb3x3_entry({**c, "out_c": 6}, rq) in ("edgec_conv2d_rgb3x3_full_s8",
                                                           "edgec_conv2d_rgb3x3_clamped_s8")

@@ -10,6 +10,16 @@ and from the two tensors between them: the same integers at every output, bit fo
       -> depthwise_conv2d D (depth multiplier 1: channel c's output = D's requantized bias[c], a constant v)
       -> conv2d C (1x1, no padding: bias[o] += w[o][c] * (v - C's input zero point))
 
+A conv2d whose output goes through a global average pool (int8 in and out, no padding, one output pixel) and views
+(reshape) into a fully connected layer drops its dead channels too, whatever their value: the pool's average of a
+channel that holds v at every pixel is v (count * v / count, whatever the rounding), clamped to the pool's range,
+so the fully connected layer's sum over that input is w[o][c] * (u - input_zp), added to its bias at build time
+(MLPerf Tiny's VWW: 234 of layer 26's 256 channels).
+
+    conv2d P (channel c: all-zero weights, value v)
+      -> avg_pool A (global, no padding: u = clamp(v, A's range))  [-> reshape ...]
+      -> fully_connected F (bias[o] += w[o][c] * (u - F's input zero point))
+
 The channels kept are a multiple of 4 (the fast kernels' groups: some dead channels stay where needed)."""
 from __future__ import annotations
 
@@ -19,8 +29,12 @@ import numpy as np
 
 from edgec.fixedpoint import scheme
 from edgec.ir import Graph, Op
+from edgec.ops import dense, pool
+from edgec.ops.registry import REGISTRY
 
 INT32 = (-(1 << 31), (1 << 31) - 1)
+POOL_KINDS = pool.GLOBAL.kinds      # the average pool's kinds (its family's: edgec/ops/pool.py)
+FC_KINDS = dense.FC.kinds           # the int8 fully connected layer's (edgec/ops/dense.py)
 
 
 def _per_channel(op: Op, n: int) -> bool:
@@ -62,6 +76,39 @@ def _chain(graph: Graph, p: Op, ops: list[Op], at: dict[int, int]):
     return d, c
 
 
+def _pool_chain(graph: Graph, p: Op, ops: list[Op], at: dict[int, int]):
+    """(global average pool A, the views after it, fully connected F) after the conv2d p where the pooled rule above
+    applies to its channels, or None"""
+    w = p.arrays.get("weights")
+    if p.kind != "conv2d" or w is None or w.ndim != 4 or not _per_channel(p, w.shape[0]) \
+            or w.shape[3] != p.params.get("in_c"):
+        return None
+    n = w.shape[0]
+    a = _only_consumer(graph, p.output, ops, at)
+    if a is None or a.kind not in POOL_KINDS or tuple(a.inputs) != (p.output,) or a.arrays or "rounding" in a.attrs:
+        return None
+    ap = a.params
+    if "_rounding" in ap or (ap.get("out_h"), ap.get("out_w"), ap.get("c")) != (1, 1, n) \
+            or (ap.get("k_h"), ap.get("k_w")) != (ap.get("in_h"), ap.get("in_w")) \
+            or (ap.get("pad_top"), ap.get("pad_left")) != (0, 0):
+        return None
+    views, t = [], a.output
+    nxt = _only_consumer(graph, t, ops, at)
+    while nxt is not None and REGISTRY[nxt.kind].alias and tuple(nxt.inputs) == (t,):     # views: the same bytes
+        views.append(nxt)
+        t = nxt.output
+        nxt = _only_consumer(graph, t, ops, at)
+    f = nxt
+    if f is None or f.kind not in FC_KINDS or tuple(f.inputs) != (t,) or f.arrays.get("weights") is None:
+        return None
+    fw = f.arrays["weights"]
+    flat = [graph.tensors[x].shape for x in (a.output, *(v.output for v in views))]
+    if fw.ndim != 2 or fw.shape[1] != n or f.params.get("in_features") != n or not _per_channel(f, fw.shape[0]) \
+            or any(s[-1] != n or int(np.prod(s)) != n for s in flat):
+        return None
+    return a, views, f
+
+
 def _keep(drop: np.ndarray) -> np.ndarray:
     """the channels kept: the live ones and as many dead ones (the first) as make their count a multiple of 4"""
     keep = ~drop
@@ -71,9 +118,10 @@ def _keep(drop: np.ndarray) -> np.ndarray:
     return keep
 
 
-def _sliced_attrs(op: Op, axis: int, keep: np.ndarray, hwc: tuple[str, ...]) -> dict:
+def _sliced_attrs(op: Op, axis: int, keep: np.ndarray, hwc: tuple[str, ...], outputs: bool = True) -> dict:
+    """op's attrs with the channels kept (outputs False: the channels are its inputs, its bias stays whole)"""
     attrs = dict(op.attrs)
-    for name in ("weights", "bias"):
+    for name in ("weights", "bias") if outputs else ("weights",):
         if name in attrs and attrs[name] is not None:
             a = np.asarray(attrs[name])
             if a.ndim and a.shape[axis if name == "weights" else 0] == keep.size:
@@ -110,15 +158,40 @@ def _pruned(p: Op, d: Op, c: Op):
         d, params={**d.params, "in_c": n, "out_c": n}, attrs=_sliced_attrs(d, -1, keep, ("in_hwc", "out_hwc")),
         arrays={**d.arrays, **d_arrays, "weights": np.compress(keep, d.arrays["weights"], axis=-1)})
     c2 = dataclasses.replace(
-        c, params={**c.params, "in_c": n}, attrs=_sliced_attrs(c, 3, keep, ("in_hwc",)),
+        c, params={**c.params, "in_c": n}, attrs=_sliced_attrs(c, 3, keep, ("in_hwc",), outputs=False),
         arrays={**c.arrays, "weights": np.compress(keep, c.arrays["weights"], axis=3),
                 "bias": bias.astype(np.int32)})
     return p2, d2, c2
 
 
+def _pruned_pool(p: Op, a: Op, f: Op):
+    """(P, A, F) without P's dead channels (the pooled rule), or None where there is none to drop"""
+    w = p.arrays["weights"]
+    keep = _keep(~w.reshape(w.shape[0], -1).any(axis=1))
+    if keep.all():
+        return None
+    gone = ~keep
+    v = scheme.finish(p.arrays["bias"], p.arrays["mult"], p.arrays["shift"], p.params).astype(np.int64)
+    u = np.clip(v, int(a.params["act_min"]), int(a.params["act_max"]))
+    fw = f.arrays["weights"].astype(np.int64)
+    bias = f.arrays["bias"].astype(np.int64) + fw[:, gone] @ (u[gone] - int(f.params["input_zp"]))
+    if bias.min() < INT32[0] or bias.max() > INT32[1]:
+        return None
+    n = int(keep.sum())
+    p2 = dataclasses.replace(
+        p, params={**p.params, "out_c": n}, attrs=_sliced_attrs(p, 0, keep, ("out_hwc",)),
+        arrays={k: np.compress(keep, v, axis=0) for k, v in p.arrays.items()})   # weights, bias, mult, shift
+    a2 = dataclasses.replace(a, params={**a.params, "c": n}, attrs=_sliced_attrs(a, 0, keep, ("in_hwc", "out_hwc")))
+    f2 = dataclasses.replace(
+        f, params={**f.params, "in_features": n}, attrs=_sliced_attrs(f, 1, keep, (), outputs=False),
+        arrays={**f.arrays, "weights": np.compress(keep, f.arrays["weights"], axis=1), "bias": bias.astype(np.int32)})
+    return p2, a2, f2
+
+
 def prune(graph: Graph) -> Graph:
-    """The graph with the dead channels of every conv2d -> depthwise -> 1x1 conv2d chain dropped (the module's
-    docstring), in execution order (a chain's 1x1 layer may start the next); the graph itself where there is none."""
+    """The graph with the dead channels of every conv2d -> depthwise -> 1x1 conv2d chain and every conv2d -> global
+    average pool -> fully connected chain dropped (the module's docstring), in execution order (a chain's 1x1 layer
+    may start the next); the graph itself where there is none."""
     ops = list(graph.ops)
     at = {id(op): i for i, op in enumerate(graph.ops)}
     tensors = dict(graph.tensors)
@@ -126,13 +199,18 @@ def prune(graph: Graph) -> Graph:
     for i in range(len(ops)):
         chain = _chain(graph, ops[i], ops, at)
         pruned = _pruned(ops[i], *chain) if chain else None
+        inside = chain[:1] if chain else ()                    # the tensors between: P's output and D's
         if pruned is None:
-            continue
-        p, d, c = ops[i], *chain
-        for old, op in zip((p, d, c), pruned):
+            pooled = _pool_chain(graph, ops[i], ops, at)
+            pruned = _pruned_pool(ops[i], pooled[0], pooled[2]) if pooled else None
+            if pruned is None:
+                continue
+            chain, inside = (pooled[0], pooled[2]), (pooled[0], *pooled[1])   # P's, A's and the views' outputs
+        p = ops[i]
+        for old, op in zip((p, *chain), pruned):
             ops[next(j for j, o in enumerate(ops) if o is old)] = op
         n = pruned[0].params["out_c"]
-        for t in (p.output, d.output):
+        for t in (p.output, *(o.output for o in inside)):
             tensors[t] = dataclasses.replace(tensors[t], shape=(*tensors[t].shape[:-1], n))
         changed = True
     return graph.replace_ops(ops, tensors) if changed else graph

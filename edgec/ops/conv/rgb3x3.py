@@ -40,13 +40,33 @@ def rgb3x3_conv(op: Op, base):
 
 
 def rgb3x3_entry(params, rq: np.ndarray) -> str:
-    """The C entry point an rgb3x3 call names: `clamped` (a range narrower than int8's), `row28` (the row assembly:
-    out_c a multiple of 4, every record's neg -1) or `full`, as edgec_conv2d_rgb3x3_s8 chooses at run time; the
-    linker then drops the other loops (1-2 kB)."""
+    """The C entry point an rgb3x3 call names: `banded` (column bands: band_w below out_w, rgb3x3_band), else
+    `clamped` (a range narrower than int8's), `row28` (the row assembly: out_c a multiple of 4, every record's neg
+    -1) or `full`, as edgec_conv2d_rgb3x3_s8 chooses at run time; the linker then drops the other loops (1-2 kB)."""
+    if params["band_w"] < params["out_w"]:
+        return "edgec_conv2d_rgb3x3_banded_s8"
     if (params["act_min"], params["act_max"]) != (-128, 127):
         return "edgec_conv2d_rgb3x3_clamped_s8"
     row = params["out_c"] % 4 == 0 and all_negs(params, rq)
     return "edgec_conv2d_rgb3x3_row28_s8" if row else "edgec_conv2d_rgb3x3_full_s8"
+
+
+def rgb3x3_band(params, limit: int):
+    """`Kernel.narrow` of rgb3x3: its params with column bands (`band_w`, an even count of columns: whole pixel
+    pairs) as wide as `limit` bytes of scratch allow, the bands of one width (the last one what is left), at least
+    one pair; None where whole rows are within `limit` or the rows are no wider than a pair. The numbers are the
+    same (the taps are read from the input, nothing is widened twice); a band costs a call of the row assembly."""
+    out_w = int(params["out_w"])
+    if RGB3X3.scratch_bytes(params) <= limit or out_w <= 2:
+        return None
+    width = 2
+    for b in range(out_w - 1 - (out_w - 1) % 2, 2, -2):
+        if RGB3X3.scratch_bytes({**params, "band_w": b}) <= limit:
+            width = b
+            break
+    bands = -(-out_w // width)
+    width = -(-out_w // bands)
+    return {**params, "band_w": width + width % 2}
 
 
 def rgb3x3_call(op, low, site) -> str:
@@ -59,7 +79,7 @@ def rgb3x3_call(op, low, site) -> str:
 # block's C (arm-none-eabi-gcc -O2, Cortex-M4, VWW's and IC's row28 build: 4,360 B; 5,714 B before h47-flash, every
 # loop linked; shared with window4 where both run)
 RGB3X3 = Kernel("edgec_conv2d_rgb3x3_s8", CONV_KINDS, VARIANT, rgb3x3_call, base=IM2COL, variant="rgb3x3",
-                applies=rgb3x3_fits, lower=rgb3x3_conv, struct=STRUCT, isa=DSP, code_bytes=4360,
-                entries=tuple(f"edgec_conv2d_rgb3x3_{loop}_s8" for loop in ("clamped", "full", "row28")))
+                applies=rgb3x3_fits, lower=rgb3x3_conv, struct=STRUCT, isa=DSP, code_bytes=4360, narrow=rgb3x3_band,
+                entries=tuple(f"edgec_conv2d_rgb3x3_{loop}_s8" for loop in ("clamped", "full", "row28", "banded")))
 
 KERNELS = [RGB3X3]
