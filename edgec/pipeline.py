@@ -27,7 +27,7 @@ import onnx
 from edgec import ports
 from edgec.lower.lowering import lower_graph
 from edgec.errors import EdgecError
-from edgec.frontend import canonicalize, loader, tflite, tflite_float
+from edgec.frontend import canonicalize, loader, qdq, tflite, tflite_float
 from edgec.ir import Graph
 from edgec.limits import DEFAULT as DEFAULT_MEMORY_LIMIT
 from edgec.plan import planner
@@ -198,6 +198,11 @@ def calibrated(model_path: str | Path, calib_path: str | Path | None, options: p
         raise EdgecError(f"{model_path}: a float .tflite (float32, float16 or dynamic-range weights) needs a "
                          "calibration set: give --calib FILE.npz with x (N, *input shape); edgec quantizes it to INT8")
     model = load(model_path, settings.memory_limit, calib_path)
+    if calib_path is None and qdq.info(model)["activations"]:
+        raise EdgecError(f"{model_path}: a QDQ model needs calibration data too: its own scales are used where it "
+                         "has them, and edgec calibrates the tensors it leaves float and checks the build on the "
+                         "samples: give --calib FILE.npz with x (N, *input shape) (only a quantized .tflite builds "
+                         "without)")
     if calib_path is None:
         raise EdgecError(f"{model_path}: a float model needs calibration data: give --calib FILE.npz with x "
                          "(N, *input shape) (only a quantized .tflite model builds without)")

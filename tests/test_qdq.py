@@ -539,3 +539,13 @@ def test_a_per_axis_quantize_linear_graph_output_is_refused_naming_its_axis(tmp_
         else:
             _, graph, _ = api.compile_model(path, tmp_path / "c.npz")
             assert graph.tensors[graph.output].scale == pytest.approx(0.04)
+
+
+def test_a_qdq_model_without_calibration_data_is_told_why_it_needs_some(qdq_int8):
+    # it used to be told "a float model needs calibration data": wrong about what the file is
+    from edgec import pipeline
+    with pytest.raises(EdgecError) as err:
+        pipeline.calibrate_model(qdq_int8[0], None)
+    message = str(err.value)
+    assert "a QDQ model needs calibration data too" in message and "--calib" in message
+    assert "a float model" not in message
