@@ -41,7 +41,7 @@ from edgec.ops.registry import graph_macs
 from edgec.staging import staged_folder
 from edgec import outputs
 from edgec.outputs import check_output_folder
-from edgec.pipeline import Log, calibrate_model, compile_model, model_name, plan_to_fit, schedule_and_plan  # noqa: F401
+from edgec.pipeline import Log, calibrate_model, compile_model, fit_or_int8, model_name, plan_to_fit, schedule_and_plan  # noqa: F401
 from edgec.pipeline import quiet as _quiet
 from edgec.targets.build_folder import REPORT, check_hello, load_build  # noqa: F401
 from edgec.device_commands import bench, flash, flash_step, mlperf, stream_bench  # noqa: F401 (the API's)
@@ -73,6 +73,8 @@ def write_quant_report(result: ptq.QuantResult, options: ptq.QuantOptions, folde
     four = [op.name for op in result.graph.ops if int4_weights(op)]
     if four:
         entry["int4_layers"] = four
+    if notes := {k: v for k in ("recurrence", "tail", "attention") if (v := getattr(result, k))}:
+        entry["int16_choices"] = notes      # what the calibration set chose (or the board's RAM left: fit_or_int8)
     if result.mixed:
         entry["mixed_precision"] = {k: v for k, v in result.mixed.to_json().items() if k != "trials"}
     if result.sensitivity:
@@ -138,9 +140,11 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
         from edgec.targets.mlperf_firmware import check_mode
         check_mode(the_board, mlperf_mode, mlperf_baud)
     model, quant = calibrate_model(model_path, calib_path, options, log, settings)
-    # before anything is written: does it fit the board?
-    graph, plan, budget, optimize = plan_to_fit(quant.graph, the_board, guard.GUARD_BYTES if arena_guard else 0,
-                                                optimize, choose, log, ram_budget, io_buffers=io_buffers)
+    # before anything is written: does it fit the board? (else int8 where the calibration set chose int16 rows)
+    quant, (graph, plan, budget, optimize) = fit_or_int8(
+        quant, options, lambda g: plan_to_fit(g, the_board, guard.GUARD_BYTES if arena_guard else 0, optimize, choose,
+                                              log, ram_budget, io_buffers=io_buffers),
+        lambda o: calibrate_model(model_path, calib_path, o, _quiet, settings)[1], log)
     speed = dict(lowering.summary(graph.ops), mode=optimize, tuned_layers=len(tuned) if optimize == "speed" else 0)
     log(f"--optimize {optimize}: " + ", ".join(f"{n} ops on {v}" for v, n in sorted(speed['variants'].items()))
         + (f" ({len(tuned)} chosen by the tuning log)" if tuned else "")

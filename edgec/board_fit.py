@@ -28,7 +28,7 @@ from edgec.errors import EdgecError
 from edgec.frontend import loader, tflite_float
 from edgec.lower import lowering, tuning_records
 from edgec.ops import select
-from edgec.pipeline import Log, calibrate_model, model_name, plan_to_fit, quiet, schedule_and_plan
+from edgec.pipeline import Log, calibrate_model, fit_or_int8, model_name, plan_to_fit, quiet, schedule_and_plan
 from edgec.plan import planner
 from edgec.quant import ptq
 from edgec.settings import Settings
@@ -93,19 +93,21 @@ def inspect_board(model_path: str | Path, board: str, calib_path: str | Path | N
             quantized_on = f"{RANDOM_SAMPLES} random samples (no --calib)"
             options = dataclasses.replace(options or ptq.QuantOptions(), cache=False)   # nothing worth caching
         _, quant = calibrate_model(model_path, calib_path, options, log, settings)
-    choose = build_chooser(the_board, optimize, tuning_log, settings)
-    problem = None
-    try:
-        graph, plan, est, mode = plan_to_fit(quant.graph, the_board, 0, optimize, choose, log, ram_budget)
-    except EdgecError as exc:        # does not fit: the numbers of the plan a build would have tried
-        problem, mode = str(exc), optimize
-        try:
-            graph, plan = schedule_and_plan(quant.graph, optimize=optimize, choose=choose,
-                                            **fit.ram_limits(quant.graph, the_board, ram_budget))
-        except EdgecError:          # a budget no schedule reaches: the smallest plan (the error names its RAM)
-            graph, plan = schedule_and_plan(quant.graph, optimize=optimize, choose=choose,
-                                            ram_budget=None, board_ram=0, overhead=0)
-        est = fit.estimate(graph, plan, the_board)
+        choose = build_chooser(the_board, optimize, tuning_log, settings)
+        problem = None
+        try:        # (int8 where the calibration set chose int16 rows that do not fit, as build: fit_or_int8)
+            quant, (graph, plan, est, mode) = fit_or_int8(
+                quant, options, lambda g: plan_to_fit(g, the_board, 0, optimize, choose, log, ram_budget),
+                lambda o: calibrate_model(model_path, calib_path, o, quiet, settings)[1], log)
+        except EdgecError as exc:        # does not fit: the numbers of the plan a build would have tried
+            problem, mode = str(exc), optimize
+            try:
+                graph, plan = schedule_and_plan(quant.graph, optimize=optimize, choose=choose,
+                                                **fit.ram_limits(quant.graph, the_board, ram_budget))
+            except EdgecError:          # a budget no schedule reaches: the smallest plan (the error names its RAM)
+                graph, plan = schedule_and_plan(quant.graph, optimize=optimize, choose=choose,
+                                                ram_budget=None, board_ram=0, overhead=0)
+            est = fit.estimate(graph, plan, the_board)
     return {"model": str(model_path), "name": model_name(model_path), "board": the_board.name,
             "optimize": mode, "quantized_on": quantized_on, "ops": len(graph.ops),
             "arena_bytes": plan.arena_bytes, "scratch_bytes": _scratch_bytes(plan),

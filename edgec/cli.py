@@ -28,7 +28,8 @@ def _quant_options(args):
                         bias_correction=False if args.bias_correction == "off" else args.bias_correction, equalize=args.equalize,
                         saturation=args.saturation, unseen_ranges=args.unseen_ranges, cache=not args.no_cache,
                         sensitivity_samples=args.sensitivity_samples, auto_seconds=args.auto_seconds,
-                        int16=_names(args.int16), recurrent_int16=args.int16_recurrence, tail_int16=args.int16_tail, weights=args.weights, int4=_names(args.int4),
+                        int16=_names(args.int16), recurrent_int16=args.int16_recurrence, tail_int16=args.int16_tail,
+                        attention_int16=args.int16_attention, weights=args.weights, int4=_names(args.int4),
                         max_accuracy_drop=args.max_accuracy_drop, min_sqnr=args.min_sqnr, rounding=args.rounding, val=args.val, state=_names(args.state),
                         input_layout=args.input_layout, requantize=args.requantize)
 

@@ -63,6 +63,12 @@ def add_quant_options(p: argparse.ArgumentParser) -> None:
                         "docs/quantization.md)")
     p.add_argument("--int8-tail", dest="int16_tail", action="store_const", const=False,
                    help="keep a float model's output layers int8 (an int8 output port)")
+    p.add_argument("--int16-attention", dest="int16_attention", action="store_const", const=True, default=None,
+                   help="run a float transformer's rows (its LayerNorms, attention Softmaxes and MatMuls, and the "
+                        "layers between them) with int16 activations (default: only where that gains over 6.02 dB, "
+                        "one bit, on the calibration set; docs/quantization.md: up to twice their RAM)")
+    p.add_argument("--int8-attention", dest="int16_attention", action="store_const", const=False,
+                   help="keep a float transformer's rows int8 (their activations' RAM as small as it gets)")
     p.add_argument("--weights", choices=("int8", "int4"), default="int8",
                    help="weight precision: int4 packs every conv, depthwise, fully connected and LSTM/GRU layer's "
                         "weights two per byte (symmetric per channel, [-7, 7])")

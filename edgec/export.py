@@ -32,7 +32,7 @@ import numpy as np
 
 from edgec import __version__, ports
 from edgec.codegen import cmodel as codegen
-from edgec.pipeline import calibrated, plan_to_fit
+from edgec.pipeline import calibrated, fit_or_int8, plan_to_fit, quiet
 from edgec.settings import Settings
 from edgec.ops.registry import graph_macs
 from edgec.templating import environment
@@ -103,13 +103,18 @@ def export(model_path: str | Path, calib_path: str | Path | None, board_name: st
     check_metadata(name, lib_version)
     board = load_board(board_name)
     outdir = check_output_folder(outdir, (model_path, calib_path))     # before any work
-    with calibrated(model_path, calib_path, options, log, settings or Settings.from_environment()) as \
-            (_, result, samples):                                   # options: ptq.QuantOptions
-        graph = dataclasses.replace(result.graph, name=name or result.graph.name)
-        example = example_sample(graph, samples)       # the calibration file's first sample
+    settings = settings or Settings.from_environment()
+    with calibrated(model_path, calib_path, options, log, settings) as (_, result, samples):   # options: QuantOptions
+        def again(o):       # int8 where the calibration set chose int16 rows that do not fit (fit_or_int8)
+            with calibrated(model_path, calib_path, o, quiet, settings) as (_, r, _s):
+                return r
+        result, (graph, plan) = fit_or_int8(
+            result, options, lambda g: plan_to_fit(dataclasses.replace(g, name=name or g.name), board,
+                                                   optimize=optimize, log=log, ram_budget=ram_budget, helium=False,
+                                                   io_buffers=io_buffers)[:2], again, log)
+        # (the generic kernels if speed's do not fit; DSP kernels: no Helium flags)
+        example = example_sample(result.graph, samples)       # the calibration file's first sample
     name = graph.name
-    graph, plan = plan_to_fit(graph, board, optimize=optimize, log=log, ram_budget=ram_budget,   # the generic
-                              helium=False, io_buffers=io_buffers)[:2]     # kernels if speed's do not fit; DSP kernels: no Helium flags
     meta = {"lib_version": lib_version or __version__, "maintainer": maintainer, "url": url}
     if fmt in ("arduino", "platformio") and not (maintainer and url):
         log(f"{fmt} metadata: give --maintainer and --url before publishing the library (the manifest names "

@@ -19,6 +19,7 @@ directly."""
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -172,6 +173,48 @@ def plan_to_fit(graph: Graph, board, guard: int = 0, optimize: str = "speed", ch
     log(f"the speed variants' weights do not fit board {board.name}: built on the generic kernels "
         "(--optimize size)")
     return lowered, plan, budget, "size"
+
+
+# the int16 choices QuantOptions leaves to the calibration set (None): option -> QuantResult's note of it, the
+# words the note starts with ("transformer rows int16: ..."), the flags' word (--int16-attention / --int8-attention)
+INT16_CHOICES = {"attention_int16": ("attention", "transformer rows"), "tail_int16": ("tail", "output tail"),
+                 "recurrent_int16": ("recurrence", "recurrence")}
+
+
+def chosen_int16(quant: ptq.QuantResult) -> list[str]:
+    """The options of INT16_CHOICES the calibration set chose int16 for in `quant` (its notes say so)."""
+    return [f for f, (note, words) in INT16_CHOICES.items() if getattr(quant, note).startswith(f"{words} int16")]
+
+
+def fit_or_int8(quant: ptq.QuantResult, options: ptq.QuantOptions | None, plan: Callable, again: Callable,
+                log: Log = quiet) -> tuple:
+    """(QuantResult, plan(its graph)): `quant` when it fits (plan raises no EdgecError, e.g. plan_to_fit's RAM
+    check against the board or --ram-budget); when it does not and the calibration set chose int16 transformer
+    rows, tail or recurrence (up to twice their activations' bytes), the model quantized again with those int8
+    (again(options) -> QuantResult) and planned, and one line says so; if that does not fit either, its error. A
+    choice the options forced (--int16-attention...) is kept: its error names the flag that keeps it int8. A flash
+    error is raised as it is (int16 rows take no more flash than int8's: docs/quantization.md, h47-xfmr)."""
+    try:
+        return quant, plan(quant.graph)
+    except EdgecError as exc:
+        if " of flash " in str(exc):        # (fit.check's flash error: int8 rows would not shrink the flash)
+            raise
+        options = options or ptq.QuantOptions()
+        auto = chosen_int16(quant)
+        if not auto:
+            forced = [INT16_CHOICES[f][0] for f in INT16_CHOICES if getattr(options, f) is True]
+            if forced:
+                raise EdgecError(f"{exc} (int16 as asked by {', '.join('--int16-' + w for w in forced)}: "
+                                 f"{', '.join('--int8-' + w for w in forced)} halves those activations)") from exc
+            raise
+        int8 = again(replace(options, **{f: False for f in auto}))
+        planned = plan(int8.graph)
+        line = (f"{' and '.join(INT16_CHOICES[f][1] for f in auto)} int8, not int16 as the calibration set chose: "
+                f"the int16 model does not fit ({exc})")
+        log(line)
+        for f in auto:
+            setattr(int8, INT16_CHOICES[f][0], line)
+        return int8, planned
 
 
 # ---- the front half chained -------------------------------------------------------------------------

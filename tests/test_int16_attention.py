@@ -97,3 +97,48 @@ def test_only_a_model_with_a_layer_norm_and_a_softmax_has_transformer_rows(tmp_p
                        ("y", [1, T, C]), {"w": np.eye(C)})
     r = api.calibrate(save(plain, tmp_path, "plain.onnx"), calib, **FIXED)
     assert int16.attention_default(r.graph) == [] and r.attention == ""
+
+
+PLAIN = dict(FIXED, method="minmax", equalize=False, saturation=False)     # no recipe to measure: quicker
+
+
+def _budget_ram(path, calib, rows: bool, budget: int = 1 << 20) -> dict:
+    return api.inspect_board(path, "qemu-cortex-m4", calib, ram_budget=budget, **PLAIN, attention_int16=rows)
+
+
+def test_int16_rows_that_do_not_fit_the_ram_fall_back_to_int8_in_one_line(tmp_path, monkeypatch, capsys):
+    """The rows the calibration set chose int16 (twice their activations' bytes) that do not fit --ram-budget (or the
+    board's RAM): build, export and inspect --board quantize the model again with int8 rows and say so in one line;
+    forced with --int16-attention the build fails naming --int8-attention; --int8-attention fits."""
+    from edgec import cli
+    monkeypatch.setattr(fixes, "ROWS_GAIN_DB", fixes.MIN_GAIN_DB)     # (this small block gains 2 dB, not a bit)
+    path = save(_block(), tmp_path)
+    calib = tmp_path / "calib.npz"
+    np.savez(calib, x=_inputs(np.random.default_rng(12), 16))
+    wide, narrow = _budget_ram(path, calib, True), _budget_ram(path, calib, False)
+    assert narrow["budget_ram_bytes"] < wide["budget_ram_bytes"], (narrow, wide)
+    budget = (narrow["budget_ram_bytes"] + wide["budget_ram_bytes"]) // 2      # only the int8 rows fit
+    assert not _budget_ram(path, calib, True, budget)["fits"]
+    said = []
+    info = api.inspect_board(path, "qemu-cortex-m4", calib, ram_budget=budget, **PLAIN, log=said.append)
+    assert info["fits"] and info["arena_bytes"] <= narrow["arena_bytes"] < wide["arena_bytes"], info
+    fell = [s for s in said if "not int16" in s]
+    assert len(fell) == 1 and fell[0].startswith("transformer rows int8, not int16") and "\n" not in fell[0], said
+    assert f"--ram-budget of {budget:,} B" in fell[0]
+    report = api.build(path, calib, "qemu-cortex-m4", tmp_path / "b", firmware=False, ram_budget=budget, **PLAIN)
+    assert report["quantization"]["int16_choices"]["attention"] == fell[0]
+    assert report["memory"]["arena_bytes"] == info["arena_bytes"]
+    args = ["export", str(path), "--calib", str(calib), "--board", "qemu-cortex-m4", "--format", "c", "--ram-budget",
+            str(budget), "--sensitivity-samples", "0", "--bias-correction", "off", "--no-unseen-ranges", "--method", "minmax",
+            "--no-equalize", "--no-saturation", "-o"]
+    assert cli.main(args + [str(tmp_path / "e16"), "--int16-attention"]) == 2
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("edgec: error:") and "--int16-attention: --int8-attention halves" in last, err
+    assert not (tmp_path / "e16").exists()
+    assert cli.main(args + [str(tmp_path / "e8"), "--int8-attention"]) == 0
+    assert "not int16" not in capsys.readouterr().err
+    assert cli.main(args + [str(tmp_path / "e")]) == 0
+    err = capsys.readouterr().err
+    assert "transformer rows int8, not int16 as the calibration set chose" in err, err
+    assert (tmp_path / "e").is_dir()

@@ -198,3 +198,23 @@ def test_a_tail_reading_a_difference_takes_the_reconstruction_and_its_target_wit
     assert snr(res) > snr(int8) + 1, (snr(res), snr(int8))
     check_generated_c(g, x[:, None], tmp_path / "gcc")
     check_generated_c(g, x[:, None], tmp_path / "clang", cc="clang", flags=SANITIZE)
+
+
+def test_an_int16_tail_that_does_not_fit_the_ram_falls_back_to_int8(tmp_path):
+    """The tail the calibration set chose int16 (its output port twice the bytes) that does not fit --ram-budget:
+    inspect --board (as build and export, pipeline.fit_or_int8) plans the int8 tail and says so in one line."""
+    path = save(_classifier(), tmp_path)
+    calib = tmp_path / "calib.npz"
+    np.savez(calib, x=np.random.default_rng(4).uniform(-1, 1, (16, 40)).astype(np.float32))
+    plain = dict(sensitivity_samples=0, method="minmax", equalize=False, bias_correction=False, saturation=False,
+                 unseen_ranges=False)
+
+    def ram(tail, budget=1 << 20, log=lambda _: None):
+        return api.inspect_board(path, "qemu-cortex-m4", calib, ram_budget=budget, log=log, **plain, tail_int16=tail)
+    wide, narrow = ram(True)["budget_ram_bytes"], ram(False)["budget_ram_bytes"]
+    assert narrow < wide
+    said = []
+    info = ram(None, (narrow + wide) // 2, said.append)
+    assert info["fits"] and info["budget_ram_bytes"] == narrow, info
+    assert [s for s in said if "not int16" in s][0].startswith("output tail int8, not int16 as the calibration set")
+    assert any(s.startswith("output tail int16") for s in said)       # (what it chose before the plan)
