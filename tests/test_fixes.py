@@ -183,12 +183,12 @@ def test_the_default_bias_correction_variant_is_the_one_the_folds_find_closer_to
     np.savez(calib, x=np.load(DIGITS / "calib.npz")["x"][:fixes.MIN_CV_SAMPLES])
     real, good = biascorr.correct_quantized, {"quantized": "weights", "weights": "quantized"}[bad]
 
-    def damaged(graph, samples, per_channel=True, variant="quantized"):
+    def damaged(graph, samples, per_channel=True, variant="quantized", *rest):
         if variant != bad:
-            return real(graph, samples, per_channel, variant)
+            return real(graph, samples, per_channel, variant, *rest)
         with monkeypatch.context() as m:
             m.setattr(biascorr, "shrunk_shift", lambda diff: diff.mean(axis=0) + 5.0)
-            return real(graph, samples, per_channel, variant)
+            return real(graph, samples, per_channel, variant, *rest)
 
     monkeypatch.setattr(biascorr, "correct_quantized", damaged)
     _, res = api.calibrate_model(DIGITS / "model.onnx", calib, ptq.QuantOptions(sensitivity_samples=0, cache=False))

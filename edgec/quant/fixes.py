@@ -198,8 +198,10 @@ def own_rounding_pays(model: onnx.ModelProto, plain: Graph, x: np.ndarray, per_c
     output SQNR gains more than MIN_GAIN_DB and loses on neither interleaved half (the rule of every fix)."""
     folds = np.array_split(np.arange(len(x)), min(len(x), LOO_FOLDS))
     floats = calibrate.run_float_each(model, x)
-    got = [pooled_outputs([(biascorr.correct_quantized(plain, np.delete(x, f, axis=0), per_channel, v)[0], f)
-                           for f in folds], x) for v in ("quantized", "weights")]
+    t = biascorr.float_targets(plain, x)              # each sample's float means once, not once per fold
+    got = [pooled_outputs([(biascorr.correct_quantized(plain, np.delete(x, f, axis=0), per_channel, v, [
+        None if a is None else np.delete(a, f, axis=0) for a in t])[0], f) for f in folds], x)
+        for v in ("quantized", "weights")]
     q, w = (worst_sqnr(plain, floats, o) for o in got)
     halves = [[worst_sqnr(plain, [floats[i] for i in h], o[h]) for o in got]
               for h in (np.arange(len(x))[i::FOLDS] for i in range(FOLDS))]
