@@ -188,8 +188,8 @@ def _float_output(floats: dict, name: str, k: int, n: int):
 def cross_validated_bias(model: onnx.ModelProto, plain: Graph, x: np.ndarray, per_channel: bool, variant: str) -> float:
     """Worst output SQNR of the samples x, each of CV_FOLDS contiguous folds corrected (this variant) on the others."""
     folds = np.array_split(np.arange(len(x)), CV_FOLDS)
-    return worst_output_sqnr(model, [(biascorr.correct_quantized(plain, np.delete(x, f, axis=0), per_channel, variant)[0], f)
-                                     for f in folds], x)
+    return worst_output_sqnr(model, [(biascorr.correct_quantized(plain, np.delete(x, f, axis=0), per_channel,
+                                                                  variant)[0], f) for f in folds], x)
 
 
 def own_rounding_pays(model: onnx.ModelProto, plain: Graph, x: np.ndarray, per_channel: bool) -> tuple[bool, str]:
@@ -212,10 +212,13 @@ def own_rounding_pays(model: onnx.ModelProto, plain: Graph, x: np.ndarray, per_c
 
 def _bias_kept(model, plain: Graph, corrected: Graph, x: np.ndarray, before: float, per_channel: bool,
                variant: str) -> tuple[bool, str]:
+    """(whether check_unjudged_bias keeps this correction, its figures) against `before`, the uncorrected SQNR."""
     seen = [(f"output SQNR of the {len(x)} calibration samples", worst_output_sqnr(model, corrected, x))]
     if len(x) >= MIN_CV_SAMPLES and seen[0][1] < before:
-        seen.append((f"cross-validated ({CV_FOLDS} folds)", cross_validated_bias(model, plain, x, per_channel, variant)))
-    return any(after >= before for _, after in seen), ", ".join(f"{w} {before:.1f} -> {after:.1f} dB" for w, after in seen)
+        seen.append((f"cross-validated ({CV_FOLDS} folds)",
+                     cross_validated_bias(model, plain, x, per_channel, variant)))
+    return (any(after >= before for _, after in seen),
+            ", ".join(f"{w} {before:.1f} -> {after:.1f} dB" for w, after in seen))
 
 
 def check_unjudged_bias(model: onnx.ModelProto, plain: Graph, corrected: Graph, x: np.ndarray, fixes: Fixes,
