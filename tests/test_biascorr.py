@@ -158,3 +158,20 @@ def test_the_weights_variant_removes_the_int4_rounding_shift(tmp_path, monkeypat
     after, _ = mean_shift(bias_correction="weights")
     assert before.max() > 2 * step
     assert after.max() < 0.5 * before.max() and after.mean() < step, (before, after, step)
+
+
+def test_float_targets_of_all_samples_serve_any_fold(tmp_path, monkeypatch):
+    """correct_quantized given float_targets' rows of a fold (what fixes.own_rounding_pays passes, each sample's
+    float model run once, not once per fold) corrects as it does computing them itself on that fold."""
+    monkeypatch.setenv("EDGEC_CACHE_DIR", str(tmp_path / "cache"))
+    path, x = _mlp(tmp_path)
+    g = api.calibrate_model(path, tmp_path / "calib.npz", ptq.QuantOptions.plain(sensitivity_samples=0,
+                                                                                  cache=False))[1].graph
+    xs, rows = x[:8], np.array([0, 1, 2, 3, 6, 7])
+    t = biascorr.float_targets(g, xs)
+    assert sum(a is not None for a in t) == 2 and all(a is None or a.shape[0] == 8 for a in t)
+    mine = biascorr.correct_quantized(g, xs[rows], True, "quantized", [None if a is None else a[rows] for a in t])[0]
+    own = biascorr.correct_quantized(g, xs[rows], True, "quantized")[0]
+    assert all(np.array_equal(a.attrs.get("bias", 0), b.attrs.get("bias", 0)) for a, b in zip(mine.ops, own.ops))
+    wrong = biascorr.correct_quantized(g, xs[rows], True, "quantized", [None if a is None else a[:6] for a in t])[0]
+    assert not all(np.array_equal(a.attrs.get("bias", 0), b.attrs.get("bias", 0)) for a, b in zip(wrong.ops, own.ops))

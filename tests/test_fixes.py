@@ -165,10 +165,39 @@ def test_a_default_bias_correction_that_hurts_the_held_out_folds_too_is_left_out
     _, res = api.calibrate_model(DIGITS / "model.onnx", calib, ptq.QuantOptions(sensitivity_samples=0, cache=False))
     assert not res.fixes.bias_correction and res.options.bias_correction is False
     assert "calibration samples" in res.fixes.reason and "cross-validated (4 folds)" in res.fixes.reason
-    assert len(fitted) == 1 + fixes.CV_FOLDS and len(fitted[0]) == len(x)    # the final correction, then the folds
-    left_out = [[i for i in range(len(x)) if not any(np.array_equal(x[i], r) for r in f)] for f in fitted[1:]]
+    # the final correction first, the check's folds last (between them the variant's leave-one-out choice)
+    assert len(fitted[0]) == len(x) and len(fitted) > 1 + fixes.CV_FOLDS
+    left_out = [[i for i in range(len(x)) if not any(np.array_equal(x[i], r) for r in f)]
+                for f in fitted[-fixes.CV_FOLDS:]]
     assert sorted(i for rows in left_out for i in rows) == list(range(len(x)))   # each sample held out once
     assert all(len(rows) == 2 for rows in left_out)
+
+
+@pytest.mark.parametrize("bad", ["quantized", "weights"])
+def test_the_default_bias_correction_variant_is_the_one_the_folds_find_closer_to_float(tmp_path, monkeypatch, bad):
+    """With the variant left open, check_unjudged_bias cross-validates both biascorr variants on the calibration
+    samples and keeps the one with the higher SQNR: the variant made wrong (a shift of 5 on every channel) loses,
+    whichever it is; a variant the options give is kept without that choice."""
+    from edgec.quant import biascorr
+    calib = tmp_path / "eight.npz"
+    np.savez(calib, x=np.load(DIGITS / "calib.npz")["x"][:fixes.MIN_CV_SAMPLES])
+    real, good = biascorr.correct_quantized, {"quantized": "weights", "weights": "quantized"}[bad]
+
+    def damaged(graph, samples, per_channel=True, variant="quantized", *rest):
+        if variant != bad:
+            return real(graph, samples, per_channel, variant, *rest)
+        with monkeypatch.context() as m:
+            m.setattr(biascorr, "shrunk_shift", lambda diff: diff.mean(axis=0) + 5.0)
+            return real(graph, samples, per_channel, variant, *rest)
+
+    monkeypatch.setattr(biascorr, "correct_quantized", damaged)
+    _, res = api.calibrate_model(DIGITS / "model.onnx", calib, ptq.QuantOptions(sensitivity_samples=0, cache=False))
+    assert res.fixes.bias_correction and res.fixes.bias_variant == good and res.options.bias_correction == good
+    assert f"bias correction variant {good} (cross-validated output SQNR quantized" in res.fixes.reason
+    _, given = api.calibrate_model(DIGITS / "model.onnx", calib,
+                                   ptq.QuantOptions(sensitivity_samples=0, cache=False, bias_correction=good))
+    assert not given.fixes.bias_open and "variant" not in given.fixes.reason
+    assert given.options.bias_correction == good and given.fixes.bias_variant == good
 
 
 def test_folds_of_one_graph_measure_what_the_graph_does(tmp_path):

@@ -92,18 +92,26 @@ def shrunk_shift(diff: np.ndarray) -> np.ndarray:
     return m * np.clip(1.0 - SHRINK * se2 / np.maximum(m * m, 1e-30), 0.0, 1.0)
 
 
-def correct_quantized(graph: Graph, samples: np.ndarray, per_channel: bool = True,
-                      variant: str = "quantized") -> tuple[Graph, int]:
-    """The quantized variant (or, variant "weights", the layer's own rounding on the same inputs), on a graph
-    `quantize(graph, ranges, per_channel)` has quantized: the corrected graph (quantized again) and the number of
-    layers corrected."""
+def float_targets(graph: Graph, samples: np.ndarray) -> list:
+    """The float model's pre-activation channel means, (samples, channels) per correctable op, by op position (None
+    elsewhere): what the quantized variant aims at, the same for any subset of the samples (rows of these)."""
     ops = [op for op in graph.ops if op.kind in BIAS_CORRECTABLE]
     target = {id(op): [] for op in ops}
-    for x in samples if variant == "quantized" else ():   # the float model's pre-activation means, per sample
+    for x in samples:
         env = floatref.run(graph, x)
         for op in ops:
             target[id(op)].append(_channel_mean(op, env[op.inputs[0]], None))
-    target = [np.asarray(target[id(op)]) if id(op) in target else None for op in graph.ops]   # by position
+    return [np.asarray(target[id(op)]) if id(op) in target else None for op in graph.ops]
+
+
+def correct_quantized(graph: Graph, samples: np.ndarray, per_channel: bool = True,
+                      variant: str = "quantized", targets: list | None = None) -> tuple[Graph, int]:
+    """The quantized variant (or, variant "weights", the layer's own rounding on the same inputs), on a graph
+    `quantize(graph, ranges, per_channel)` has quantized: the corrected graph (quantized again) and the number of
+    layers corrected. targets: float_targets of these samples, when the caller has them (cross-validation folds)."""
+    ops = [op for op in graph.ops if op.kind in BIAS_CORRECTABLE]
+    if variant == "quantized":
+        target = float_targets(graph, samples) if targets is None else targets
     envs = [ports.feed(graph, q) for q in ports.quantize_inputs(graph, samples)]
     for k in range(len(graph.ops)):
         op = graph.ops[k]

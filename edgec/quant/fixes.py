@@ -43,6 +43,7 @@ from edgec.quant.ranges import METHODS
 HOLD = 64              # held-out samples the decision is measured on (at most a quarter of the set)
 MIN_SAMPLES = 16       # fewer calibration samples: no held-out split worth the name (under 4), the plain recipe
 CV_FOLDS = 4           # the unjudged bias correction is also cross-validated in this many folds ...
+LOO_FOLDS = 8          # ... and its variant chosen in this many (8 samples: leave-one-out)
 MIN_CV_SAMPLES = 8     # ... given at least this many samples (2 a fold)
 MIN_GAIN_DB = 0.5      # a fix must raise the held-out output SQNR by more than this ...
 ROWS_GAIN_DB = 6.02    # a transformer's int16 rows (twice the activation bytes): at least one bit of output SQNR
@@ -61,6 +62,8 @@ class Fixes:
     equalize: bool = False
     method: str = "minmax"
     bias_correction: bool = False
+    bias_variant: str = "quantized"                # biascorr variant; bias_open: left to check_unjudged_bias's choice
+    bias_open: bool = False
     saturation: bool = False                       # saturating layers' input ranges cut (saturation.py)
     unseen: bool = False                           # not judged: minmax ends widened to unseen samples (ranges.unseen)
     judged: bool = True
@@ -127,7 +130,8 @@ def unjudged(graph: Graph, n: int, states, why: str, method, equalize_opt, bias)
     (biascorr.shrunk_shift), so on a few samples it takes off only the shifts they agree on."""
     plain = graph.fixed_qparams or states or n < 2
     return Fixes(judged=False, reason=why, method=method or "minmax", equalize=bool(equalize_opt),
-                 bias_correction=bool(bias) if bias is not None or plain else True, unseen=method is None)
+                 bias_correction=bool(bias) if bias is not None or plain else True, unseen=method is None,
+                 bias_variant=bias if bias in biascorr.VARIANTS else "quantized", bias_open=bias is None)
 
 
 def worst_output_sqnr(model: onnx.ModelProto, graph: Graph | list[tuple[Graph, np.ndarray]], x: np.ndarray,
@@ -181,6 +185,42 @@ def _float_output(floats: dict, name: str, k: int, n: int):
     return list(floats.values())[k] if len(floats) == n else ()
 
 
+def cross_validated_bias(model: onnx.ModelProto, plain: Graph, x: np.ndarray, per_channel: bool, variant: str) -> float:
+    """Worst output SQNR of the samples x, each of CV_FOLDS contiguous folds corrected (this variant) on the others."""
+    folds = np.array_split(np.arange(len(x)), CV_FOLDS)
+    return worst_output_sqnr(model, [(biascorr.correct_quantized(plain, np.delete(x, f, axis=0), per_channel,
+                                                                  variant)[0], f) for f in folds], x)
+
+
+def own_rounding_pays(model: onnx.ModelProto, plain: Graph, x: np.ndarray, per_channel: bool) -> tuple[bool, str]:
+    """(whether the `weights` bias correction replaces the default's `quantized`, the figures): leave-one-out over
+    the first LOO_FOLDS samples' folds, both variants fitted on the other folds; `weights` when its pooled worst
+    output SQNR gains more than MIN_GAIN_DB and loses on neither interleaved half (the rule of every fix)."""
+    folds = np.array_split(np.arange(len(x)), min(len(x), LOO_FOLDS))
+    floats = calibrate.run_float_each(model, x)
+    t = biascorr.float_targets(plain, x)              # each sample's float means once, not once per fold
+    got = [pooled_outputs([(biascorr.correct_quantized(plain, np.delete(x, f, axis=0), per_channel, v, [
+        None if a is None else np.delete(a, f, axis=0) for a in t])[0], f) for f in folds], x)
+        for v in ("quantized", "weights")]
+    q, w = (worst_sqnr(plain, floats, o) for o in got)
+    halves = [[worst_sqnr(plain, [floats[i] for i in h], o[h]) for o in got]
+              for h in (np.arange(len(x))[i::FOLDS] for i in range(FOLDS))]
+    return (w > q + MIN_GAIN_DB and all(b >= a for a, b in halves),
+            f"cross-validated output SQNR quantized {q:.2f} -> weights {w:.2f} dB, interleaved halves "
+            + ", ".join(f"{a:.2f} -> {b:.2f}" for a, b in halves) + f" ({len(folds)} folds)")
+
+
+def _bias_kept(model, plain: Graph, corrected: Graph, x: np.ndarray, before: float, per_channel: bool,
+               variant: str) -> tuple[bool, str]:
+    """(whether check_unjudged_bias keeps this correction, its figures) against `before`, the uncorrected SQNR."""
+    seen = [(f"output SQNR of the {len(x)} calibration samples", worst_output_sqnr(model, corrected, x))]
+    if len(x) >= MIN_CV_SAMPLES and seen[0][1] < before:
+        seen.append((f"cross-validated ({CV_FOLDS} folds)",
+                     cross_validated_bias(model, plain, x, per_channel, variant)))
+    return (any(after >= before for _, after in seen),
+            ", ".join(f"{w} {before:.1f} -> {after:.1f} dB" for w, after in seen))
+
+
 def check_unjudged_bias(model: onnx.ModelProto, plain: Graph, corrected: Graph, x: np.ndarray, fixes: Fixes,
                         log: Callable[[str], None] = lambda _: None, per_channel: bool = True,
                         variant: str = "quantized") -> Graph:
@@ -189,17 +229,25 @@ def check_unjudged_bias(model: onnx.ModelProto, plain: Graph, corrected: Graph, 
     Measured on the samples it was fitted on (which favours it) and, with at least MIN_CV_SAMPLES samples,
     cross-validated (which does not: the samples cut into CV_FOLDS contiguous folds, each fold's outputs computed
     with the correction fitted on the other folds, fewer samples than the final correction has; the ranges are the
-    final model's). Either alone is the noise of a few samples; a correction both say hurts is left out."""
+    final model's). Either alone is the noise of a few samples; a correction both say hurts is left out.
+    When the options leave the variant open (fixes.bias_open), `weights` (each layer's own rounding alone) replaces
+    the default's `quantized` (that and the shift inherited from the layers before) where own_rounding_pays and this
+    check would keep it (fixes.bias_variant; docs/quantization.md, h48-bias)."""
     before = worst_output_sqnr(model, plain, x)
-    seen = [(f"output SQNR of the {len(x)} calibration samples", worst_output_sqnr(model, corrected, x))]
-    if len(x) >= MIN_CV_SAMPLES and seen[0][1] < before:
-        folds = np.array_split(np.arange(len(x)), CV_FOLDS)
-        seen.append((f"cross-validated ({CV_FOLDS} folds)", worst_output_sqnr(
-            model, [(biascorr.correct_quantized(plain, np.delete(x, f, axis=0), per_channel, variant)[0], f)
-                    for f in folds], x)))
-    what = ", ".join(f"{w} {before:.1f} -> {after:.1f} dB" for w, after in seen)
+    if fixes.bias_open and len(x) >= MIN_CV_SAMPLES and variant == "quantized":
+        pays, what = own_rounding_pays(model, plain, x, per_channel)
+        if pays:
+            weights = biascorr.correct_quantized(plain, x, per_channel, "weights")[0]
+            kept, why = _bias_kept(model, plain, weights, x, before, per_channel, "weights")
+            what += "" if kept else f"; weights would be left out ({why})"
+            if kept:
+                variant, corrected = "weights", weights
+        log(f"bias correction variant: {variant} ({what})")
+        fixes.reason += f"; bias correction variant {variant} ({what})"
+    fixes.bias_variant = variant
+    kept, what = _bias_kept(model, plain, corrected, x, before, per_channel, variant)
     log(f"bias correction: {what}")
-    if any(after >= before for _, after in seen):
+    if kept:
         return corrected
     fixes.bias_correction = False
     fixes.reason += f"; bias correction left out ({what})"

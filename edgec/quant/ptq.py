@@ -324,8 +324,7 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
             if chosen is not None and not chosen.judged and chosen.bias_correction:   # the default, unmeasured
                 corrected = fixes_mod.check_unjudged_bias(model, q, corrected, bias_x, chosen, log,
                                                              options.per_channel, options.bias_correction)
-                if not chosen.bias_correction:
-                    options = replace(options, bias_correction=False)
+                options = replace(options, bias_correction=chosen.bias_correction and chosen.bias_variant)
             if corrected is not q:
                 log(f"bias correction ({options.bias_correction}): {n} layers, on the quantized model's own activations")
             q = corrected
