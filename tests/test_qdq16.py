@@ -107,6 +107,18 @@ def _sqnr(ref, y) -> float:
     ref, y = np.asarray(ref, np.float64), np.asarray(y, np.float64)
     return float(10 * np.log10((ref ** 2).sum() / max(((ref - y) ** 2).sum(), 1e-30)))
 
+def _reference(graph, x) -> np.ndarray:
+    """edgec's NumPy integer reference on every sample, dequantized: (samples, output elements)."""
+    got = np.stack([reference.run(graph, q).reshape(-1) for q in ports.quantize_inputs(graph, x)])
+    return scheme.dequantize(graph.tensors[graph.output], got)
+
+
+def _ort_run(path, x) -> np.ndarray:
+    """ONNX Runtime's run of the file on every sample (one at a time): (samples, output elements)."""
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return np.concatenate([sess.run(None, {"x": xi[None]})[0].reshape(1, -1) for xi in x])
+
+
 
 @pytest.mark.parametrize("symmetric", [False, True])
 def test_an_a16w8_file_runs_on_its_int16_grids_close_to_onnx_runtime(tmp_path, symmetric):
@@ -130,10 +142,7 @@ def test_an_a16w8_file_runs_on_its_int16_grids_close_to_onnx_runtime(tmp_path, s
     kinds = {op.kind for op in graph.ops}
     assert {"conv2d", "lut", "add", "fully_connected", "softmax"} <= kinds and kinds & {"avg_pool", "reduce"}, kinds
     assert "group_conv2d" not in kinds and all(graph.tensors[op.output].dtype == "int16" for op in graph.ops)
-    got = np.stack([reference.run(graph, q).reshape(-1) for q in ports.quantize_inputs(graph, x)])
-    ours = scheme.dequantize(graph.tensors[graph.output], got)
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    theirs = np.concatenate([sess.run(None, {"x": xi[None]})[0] for xi in x])
+    ours, theirs = _reference(graph, x), _ort_run(path, x)
     assert _sqnr(theirs, ours) > 50, _sqnr(theirs, ours)
 
 
@@ -165,10 +174,7 @@ def test_an_a16w8_constant_quantized_to_int16_is_folded_to_its_value(tmp_path):
     _, graph, _ = api.compile_model(path, tmp_path / "calib.npz")
     (op,) = [op for op in graph.ops if op.name == "times_half"]
     assert len(op.inputs) == 1 and graph.tensors[op.output].dtype == "int16", op
-    got = np.stack([reference.run(graph, q).reshape(-1) for q in ports.quantize_inputs(graph, x)])
-    ours = scheme.dequantize(graph.tensors[graph.output], got)
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    theirs = np.concatenate([sess.run(None, {"x": xi[None]})[0] for xi in x])
+    ours, theirs = _reference(graph, x), _ort_run(path, x)
     assert _sqnr(theirs, ours) > 50, _sqnr(theirs, ours)
 
 
@@ -184,10 +190,7 @@ def test_a16w8_mul_and_matmul_of_two_activations_run_in_16x8_close_to_onnx_runti
         op = by_name[name]
         assert op.kind == kind and graph.tensors[op.output].dtype == "int16", op
         assert all(graph.tensors[i].dtype == "int16" for i in op.inputs), op
-    got = np.stack([reference.run(graph, q).reshape(-1) for q in ports.quantize_inputs(graph, x)])
-    ours = scheme.dequantize(graph.tensors[graph.output], got)
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    theirs = np.concatenate([sess.run(None, {"x": xi[None]})[0] for xi in x])
+    ours, theirs = _reference(graph, x), _ort_run(path, x)
     assert _sqnr(theirs, ours) > 50, _sqnr(theirs, ours)
 
 
@@ -199,8 +202,7 @@ def test_an_a16w8_argmax_over_int16_is_the_class_onnx_runtime_picks(tmp_path):
     last = graph.ops[-1]
     assert last.kind == "reduce" and graph.tensors[last.inputs[0]].dtype == "int16", last
     got = np.stack([reference.run(graph, q).reshape(-1) for q in ports.quantize_inputs(graph, x)])
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    theirs = np.concatenate([sess.run(None, {"x": xi[None]})[0] for xi in x])
+    theirs = _ort_run(path, x)
     assert (got.reshape(-1) == theirs.reshape(-1)).mean() >= 0.9, (got.reshape(-1), theirs)
 
 
@@ -227,10 +229,7 @@ def test_uint16_activations_run_as_int16_shifted_by_32768(tmp_path, symmetric):
     first = graph.tensors[graph.input]
     assert first.dtype == "int16" and first.scale == pytest.approx(grid16(*grids[first.source])[0], rel=1e-6)
     assert all(graph.tensors[op.output].dtype == "int16" for op in graph.ops)
-    got = np.stack([reference.run(graph, q).reshape(-1) for q in ports.quantize_inputs(graph, x)])
-    ours = scheme.dequantize(graph.tensors[graph.output], got)
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    theirs = np.concatenate([sess.run(None, {"x": xi[None]})[0] for xi in x])
+    ours, theirs = _reference(graph, x), _ort_run(path, x)
     assert _sqnr(theirs, ours) > 50, _sqnr(theirs, ours)
 
 
@@ -296,12 +295,8 @@ def test_a16w8_transformer_rows_run_in_16x8_close_to_onnx_runtime(tmp_path):
         op = by_name[name]
         assert op.kind == kind and graph.tensors[op.output].dtype == "int16", op
     assert by_name["pos_embed"].arrays["const"].dtype == np.int16
-    got = np.stack([reference.run(graph, q).reshape(-1) for q in ports.quantize_inputs(graph, x)])
-    ours = scheme.dequantize(graph.tensors[graph.output], got)
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    theirs = np.concatenate([sess.run(None, {"x": xi[None]})[0].reshape(1, -1) for xi in x])
-    fsess = ort.InferenceSession(str(tmp_path / "float.onnx"), providers=["CPUExecutionProvider"])
-    flt = np.concatenate([fsess.run(None, {"x": xi[None]})[0].reshape(1, -1) for xi in x])
+    ours, theirs = _reference(graph, x), _ort_run(path, x)
+    flt = _ort_run(tmp_path / "float.onnx", x)
     assert _sqnr(theirs, ours) > 35 and _sqnr(flt, ours) >= _sqnr(flt, theirs) - 0.5, (_sqnr(theirs, ours),
                                                                                          _sqnr(flt, ours),
                                                                                          _sqnr(flt, theirs))
@@ -351,12 +346,8 @@ def test_a16w8_decomposed_layer_norm_div_runs_in_int16_close_to_onnx_runtime(tmp
     div = next(op for op in graph.ops if op.name == "norm_div")
     assert div.kind == "binary" and div.params["op"] == BINARY_OPS["div16"], div
     assert all(graph.tensors[op.output].dtype == "int16" for op in graph.ops)
-    got = np.stack([reference.run(graph, q).reshape(-1) for q in ports.quantize_inputs(graph, x)])
-    ours = scheme.dequantize(graph.tensors[graph.output], got)
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    theirs = np.concatenate([sess.run(None, {"x": xi[None]})[0].reshape(1, -1) for xi in x])
-    fsess = ort.InferenceSession(str(tmp_path / "float.onnx"), providers=["CPUExecutionProvider"])
-    flt = np.concatenate([fsess.run(None, {"x": xi[None]})[0].reshape(1, -1) for xi in x])
+    ours, theirs = _reference(graph, x), _ort_run(path, x)
+    flt = _ort_run(tmp_path / "float.onnx", x)
     assert _sqnr(theirs, ours) > 35 and _sqnr(flt, ours) >= _sqnr(flt, theirs) - 0.5, (_sqnr(theirs, ours),
                                                                                          _sqnr(flt, ours),
                                                                                          _sqnr(flt, theirs))
@@ -383,10 +374,7 @@ def test_a16w8_div_by_and_of_a_constant_over_rows_is_the_int16_div(tmp_path):
     divs = [op for op in graph.ops if op.name in ("div_const", "const_div")]
     assert len(divs) == 2 and all(op.params["op"] == BINARY_OPS["div16"] and op.arrays["const"].dtype == np.int16
                                   for op in divs), divs
-    got = np.stack([reference.run(graph, q).reshape(-1) for q in ports.quantize_inputs(graph, x)])
-    ours = scheme.dequantize(graph.tensors[graph.output], got)
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    theirs = np.concatenate([sess.run(None, {"x": xi[None]})[0].reshape(1, -1) for xi in x])
+    ours, theirs = _reference(graph, x), _ort_run(path, x)
     assert _sqnr(theirs, ours) > 50, _sqnr(theirs, ours)
     check_generated_c(graph, x[:4], tmp_path / "c")
 
@@ -431,9 +419,6 @@ def test_a_per_axis_int16_activation_pair_takes_one_grid_holding_every_channel(t
     lo, hi = ((-32768 - zi) * s).min(), ((32767 - zi) * s).max()
     t = next(t for t in g.tensors.values() if t.source in ("c1", "c1d"))
     assert t.dtype == "int16" and t.zero_point == 0 and t.scale == pytest.approx(max(-lo, hi) / 32767, rel=1e-6), t
-    got = np.stack([reference.run(g, q).reshape(-1) for q in ports.quantize_inputs(g, x)])
-    ours = scheme.dequantize(g.tensors[g.output], got)
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    theirs = np.concatenate([sess.run(None, {"x": xi[None]})[0].reshape(1, -1) for xi in x])
+    ours, theirs = _reference(g, x), _ort_run(path, x)
     assert _sqnr(theirs, ours) > 35, _sqnr(theirs, ours)     # (the narrow channels on the union's coarser step)
     check_generated_c(g, x[:4], tmp_path / "c")

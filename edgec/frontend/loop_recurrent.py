@@ -87,21 +87,29 @@ class _Match:
         self.n_carried = len(loop.input) - 2
         _expect(len(self.body.input) == self.n_carried + 2 and len(self.body.output) >= 1 + self.n_carried)
 
+    def _carried(self, k: int, vin: str, vout: str, init: str, local: dict) -> np.ndarray | None:
+        """Carried value k sorted: passed through unchanged (its value put in `local`), an integer counter, or a
+        state, whose initial value is returned for the caller's own checks (None for the other two)."""
+        _expect(bool(init) and init in self.outer)
+        value = np.asarray(self.outer[init])
+        if vin == vout:
+            local[vin] = value
+            self.through[k] = init
+        elif value.dtype.kind in "iu":
+            self.counters.append(k)
+        else:
+            return value
+        return None
+
     # ---- the body, its constants folded -----------------------------------------------------------
     def _fold(self) -> None:
         body, local = self.body, dict(self.outer)
         local.update({i.name: numpy_helper.to_array(i) for i in body.initializer})
         self.through, self.counters, self.states = {}, [], []
         for k in range(self.n_carried):
-            vin, vout, init = self.body.input[2 + k].name, self.body.output[1 + k].name, self.loop.input[2 + k]
-            _expect(bool(init) and init in self.outer)
-            value = np.asarray(self.outer[init])
-            if vin == vout:
-                local[vin] = value
-                self.through[k] = init
-            elif value.dtype.kind in "iu":
-                self.counters.append(k)
-            else:
+            value = self._carried(k, self.body.input[2 + k].name, self.body.output[1 + k].name,
+                                  self.loop.input[2 + k], local)
+            if value is not None:
                 _expect(value.dtype == np.float32)
                 self.states.append(k)
         self.nodes = []

@@ -27,7 +27,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from edgec.frontend.loop_recurrent import _attr, _expect, _Match, _NoMatch, _shapes
+from edgec.frontend.loop_recurrent import _expect, _Match, _NoMatch, _shapes
 from edgec.frontend.unroll import MAX_TRIPS, evaluate_node, rewrite_loops
 
 ACTIVATIONS = ("Sigmoid", "Tanh")
@@ -73,15 +73,8 @@ class _ScanMatch(_Match):
         local.update({i.name: numpy_helper.to_array(i) for i in self.body.initializer})
         self.through, self.counters, self.states = {}, [], []
         for k in range(self.n_state):
-            vin, vout, init = self.body.input[k].name, self.body.output[k].name, self.loop.input[k]
-            _expect(bool(init) and init in self.outer)
-            value = np.asarray(self.outer[init])
-            if vin == vout:
-                local[vin] = value
-                self.through[k] = init
-            elif value.dtype.kind in "iu":
-                self.counters.append(k)
-            else:
+            value = self._carried(k, self.body.input[k].name, self.body.output[k].name, self.loop.input[k], local)
+            if value is not None:
                 _expect(value.dtype == np.float32 and value.ndim == 2 and value.shape[0] == self.batch)
                 self.states.append(k)
         nodes = [n for n in self.body.node if not evaluate_node(n, local, self.opset)]
