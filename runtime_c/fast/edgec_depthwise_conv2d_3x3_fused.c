@@ -333,9 +333,13 @@ EDGEC_INLINE void edgec_dwf_run(const edgec_depthwise_conv2d_3x3_params *p, cons
     const edgec_dwf_row row_anyneg = full ? edgec_dwf_row_full_anyneg : edgec_dwf_row_clamped_anyneg;
     /* only the first output row's window reaches above the image and only the last one's below: their own weight
      * sets (3 and 4 of each channel's 5) take the padding, and padded rows are never written (edge_rows in
-     * edgec/ops/conv/depthwise3x3.py) */
+     * edgec/ops/conv/depthwise3x3.py). A row band of the image (p->band, edgec/plan/patching.py) takes set 3 only
+     * on its first row where that is the image's first (`top` 0, else -1: none), set 4 only on its last where that
+     * is the image's last (`bottom` last, else out_rows: none); a padded row no set takes is written as zero points */
     const int32_t pt = p->pad_top, last = p->out_rows - 1;
     const int edges = last >= 1 && pt >= 0 && pt <= s && (last - 1) * s - pt + 3 <= rows;
+    const int32_t top = edges && !(p->band & EDGEC_DW3X3_NOT_TOP) ? 0 : -1;
+    const int32_t bottom = edges && !(p->band & EDGEC_DW3X3_NOT_BOTTOM) ? last : last + 1;
     int32_t cg, oy, r, k;
     for (cg = 0; cg < c; cg += 4) {
         const int negs = !allneg && rq[cg].neg + rq[cg + 1].neg + rq[cg + 2].neg + rq[cg + 3].neg != -4;
@@ -346,14 +350,14 @@ EDGEC_INLINE void edgec_dwf_run(const edgec_depthwise_conv2d_3x3_params *p, cons
         }
         for (oy = 0; oy < p->out_rows; ++oy) {
             const int32_t r0 = oy * s - pt;
-            const int32_t set = !edges || (oy > 0 && oy < last) ? (r0 % 3 + 3) % 3 : oy == 0 ? 3 : 4;
+            const int32_t set = oy > top && oy < bottom ? (r0 % 3 + 3) % 3 : oy == 0 ? 3 : 4;
             const edgec_w32 *const wk = (const edgec_w32 *)weights + 30 * cg + 6 * set;
             for (r = next > r0 ? next : r0; r < r0 + 3; ++r) {
                 const int valid = r >= 0 && r < rows;
                 if (valid) {
                     edgec_dwf_load_row(input + r * p->in_row_step + (x0 - pl) * p->in_col_step + cg, p->in_col_step,
                                        x0, x1, (r % 3 + 3) % 3, win);
-                } else if (!edges) {
+                } else if (r < 0 ? top < 0 : bottom > last) {
                     edgec_dw_load_row(p, input, x0, x1, (r % 3 + 3) % 3, win, 0);
                 }
             }
