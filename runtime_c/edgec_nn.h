@@ -378,6 +378,13 @@ void edgec_depthwise_conv2d_3x3_fused_rows_s2_s8(EDGEC_DEPTHWISE_3X3_ARGS);
 void edgec_depthwise_conv2d_3x3_fused_full_anyneg_s8(EDGEC_DEPTHWISE_3X3_ARGS);
 void edgec_depthwise_conv2d_3x3_fused_clamped_s8(EDGEC_DEPTHWISE_3X3_ARGS);
 void edgec_depthwise_conv2d_3x3_fused_clamped_anyneg_s8(EDGEC_DEPTHWISE_3X3_ARGS);
+/* the same for a row band of 2 rows or more of a patch-based stage (p->band): the image's edge weight sets only on
+ * the image's own first and last rows (edgec_depthwise_conv2d_3x3_fused_s8, choosing at run time, does the same) */
+void edgec_depthwise_conv2d_3x3_fused_band_rows_s1_s8(EDGEC_DEPTHWISE_3X3_ARGS);
+void edgec_depthwise_conv2d_3x3_fused_band_rows_s2_s8(EDGEC_DEPTHWISE_3X3_ARGS);
+void edgec_depthwise_conv2d_3x3_fused_band_full_anyneg_s8(EDGEC_DEPTHWISE_3X3_ARGS);
+void edgec_depthwise_conv2d_3x3_fused_band_clamped_s8(EDGEC_DEPTHWISE_3X3_ARGS);
+void edgec_depthwise_conv2d_3x3_fused_band_clamped_anyneg_s8(EDGEC_DEPTHWISE_3X3_ARGS);
 /* `--optimize speed` on small images (a MobileNet's last layers; cores with the Arm DSP extension): the whole padded
  * input of 4 channels widened once into records of 4 rows, each channel's weights in registers for all its outputs
  * (per channel 7 words: the doubled int16 pairs (w[0][kx], w[1][kx]), (w[1][kx], w[2][kx]) and the doubled bias;

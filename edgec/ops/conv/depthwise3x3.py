@@ -165,13 +165,16 @@ def fused_entry(params, rq) -> str:
     """The C entry point a fused call names (fast/edgec_depthwise_conv2d_3x3_fused.c, as its run-time entry chooses
     per group of 4 channels): the assembly rows of its stride (the whole int8 range, every record's neg -1), the
     full range with some neg 0 (`full_anyneg`: the assembly and the C row), a clamped range (`clamped`, with
-    `_anyneg` where some neg is 0). The linker then drops the other rows (up to 2.4 kB)."""
+    `_anyneg` where some neg is 0). The linker then drops the other rows (up to 2.4 kB). A row band of 2 rows or
+    more whose `band` is not 0 (band_flags) names the `band_` entry of the same rows: the whole image's entries are
+    the code they were before bands, instruction for instruction."""
     negs = _negs(params, rq)
     if (params["act_min"], params["act_max"]) != (-128, 127):
         loop = "clamped" if negs else "clamped_anyneg"
     else:
         loop = f"rows_s{params['stride']}" if negs else "full_anyneg"
-    return f"edgec_depthwise_conv2d_3x3_fused_{loop}_s8"
+    band = "band_" if params.get("band") and params["out_rows"] >= 2 else ""
+    return f"edgec_depthwise_conv2d_3x3_fused_{band}{loop}_s8"
 
 
 def small_entry(params, rq) -> str:
@@ -212,7 +215,7 @@ SMALL = Kernel("edgec_depthwise_conv2d_3x3_small_s8", ("depthwise_conv2d",), VAR
                    "pairs", "rows_s2", "full", "full_anyneg", "clamped", "clamped_anyneg")))
 FUSED = Kernel("edgec_depthwise_conv2d_3x3_fused_s8", ("depthwise_conv2d",), VARIANT, _named(fused_entry),
                base=DEPTHWISE_3X3, variant="fused", lower=fused_3x3, struct=STRUCT, code_bytes=1420,
-               entries=tuple(f"edgec_depthwise_conv2d_3x3_fused_{loop}_s8" for loop in (
+               entries=tuple(f"edgec_depthwise_conv2d_3x3_fused_{band}{loop}_s8" for band in ("", "band_") for loop in (
                    "rows_s1", "rows_s2", "full_anyneg", "clamped", "clamped_anyneg")))
 DEPTHWISE_MVE = Kernel("edgec_depthwise_conv2d_3x3_mve_s8", ("depthwise_conv2d",), HELIUM, cemit.fast_weighted,
                        base=DEPTHWISE_3X3, isa=MVE, lower=mve_3x3, struct=STRUCT)
