@@ -33,6 +33,55 @@ def test_the_l4r5_code_ram_keeps_the_firmwares_ram_off_its_alias():
         code_ram.region(load_board("nucleo-f446re"))
 
 
+def test_the_code_ram_is_the_default_where_it_pays_and_fits():
+    """The default (code_in_ram None): on for a board with a code RAM and flash wait states (the L4R5) when the
+    code estimate fits the region and the RAM fits below its alias; else off, with one line saying why where the
+    board has both but something does not fit, silently where it does not pay (the emulator's stand-in window: no
+    wait states; the F446RE: no code RAM). --code-in-ram / --no-code-in-ram force it."""
+    l4, m4, f4 = (load_board(b) for b in ("nucleo-l4r5zi", "qemu-cortex-m4", "nucleo-f446re"))
+    assert code_ram.pays(l4) and not code_ram.pays(m4) and not code_ram.pays(f4)
+    assert code_ram.decide(l4, None, "kws", 30_000, 97_748) == (True, "")
+    assert code_ram.decide(l4, None, "kws", 65_536, 196_608) == (True, "")
+    on, why = code_ram.decide(l4, None, "big", 65_537, 1000)
+    assert not on and why == ("code RAM: big's kernels (about 65,537 B of code) do not fit nucleo-l4r5zi's SRAM2 "
+                              "(65,536 B): they run from flash (--code-in-ram forces it)")
+    on, why = code_ram.decide(l4, None, "vww", 30_000, 196_609)
+    assert not on and why == ("code RAM: vww needs 196,609 B of RAM, more than the 196,608 B below SRAM2's alias "
+                              "0x20030000: the kernels run from flash")
+    assert code_ram.decide(m4, None, "kws", 30_000, 1000) == (False, "")
+    assert code_ram.decide(f4, None, "kws", 30_000, 1000) == (False, "")
+    assert code_ram.decide(l4, False, "kws", 30_000, 1000) == (False, "")
+    assert code_ram.decide(m4, True, "kws", 10**6, 10**7) == (True, "")     # forced: the link checks the fit
+    with pytest.raises(EdgecError, match=r"--code-in-ram: board nucleo-f446re lists no code RAM"):
+        code_ram.decide(f4, True, "kws", 30_000, 1000)
+
+
+def test_the_default_falls_back_in_one_logged_line(tmp_path, monkeypatch):
+    """A library-only L4R5 build (no firmware) never takes the code RAM; a full one whose RAM does not fit below
+    the alias logs the one line and generates its weights without the SRAM3 section."""
+    lines = []
+    report = api.build(CANCER / "model.onnx", CANCER / "calib.npz", "nucleo-l4r5zi", tmp_path / "lib",
+                       firmware=False, log=lines.append)
+    assert report["memory"]["code_in_ram"] is False and not any(x.startswith("code RAM") for x in lines)
+    monkeypatch.setattr(code_ram, "ram_limit", lambda board: 1000)
+    with pytest.raises(_Stop):
+        api.build(CANCER / "model.onnx", CANCER / "calib.npz", "nucleo-l4r5zi", tmp_path / "fw",
+                  log=_stop_after_code_ram(lines), weights_in_ram=True)
+    assert lines[-1].startswith("code RAM: cancer") and "more than the 1,000 B below SRAM2's alias" in lines[-1]
+
+
+class _Stop(Exception):
+    pass
+
+
+def _stop_after_code_ram(lines):
+    def log(line):
+        lines.append(line)
+        if line.startswith("code RAM"):
+            raise _Stop
+    return log
+
+
 def _link(tmp_path, size: int):
     """A kernel file (edgec_kern.c, as the model library's runtime files are named) and a caller linked with
     edgec-qemu's linker script and the --code-in-ram script of a code RAM of `size` bytes."""
