@@ -197,3 +197,18 @@ def test_the_nucleo_l4r5zi_links_its_kernels_into_sram2(stm32duino, tmp_path):
     assert far.vma == 0x20040000 and far.lma == placed.lma + placed.size and far.size > 0
     assert all(s.vma + s.size <= 0x20030000 for s in sec.values()
                if s.alloc and 0x20000000 <= s.vma < 0x30000000 and s is not far)
+
+
+@pytest.mark.sweep
+def test_the_nucleo_l4r5zi_default_build_runs_its_kernels_from_sram2(stm32duino, tmp_path):
+    """No option on the L4R5 (flash wait states and a code RAM): the kernels at 0x10000000, the report saying so;
+    --no-code-in-ram (False): none there, and the same model library byte for byte (what an export takes)."""
+    on, off = tmp_path / "on", tmp_path / "off"
+    report = api.build(CANCER / "model.onnx", CANCER / "calib.npz", "nucleo-l4r5zi", on)
+    assert report["memory"]["code_in_ram"] is True and report["memory"]["code_in_ram_bytes"] > 0
+    assert {s.name: s for s in elf.sections(on / report["firmware"])}[code_ram.SECTION].vma == 0x10000000
+    flash = api.build(CANCER / "model.onnx", CANCER / "calib.npz", "nucleo-l4r5zi", off, code_in_ram=False)
+    assert flash["memory"]["code_in_ram"] is False and code_ram.placed_bytes(off / flash["firmware"]) == 0
+    for f in (on / "model").rglob("*"):
+        if f.is_file():
+            assert f.read_bytes() == (off / "model" / f.relative_to(on / "model")).read_bytes(), f
