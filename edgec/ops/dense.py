@@ -12,6 +12,7 @@ import numpy as np
 from edgec.errors import node_error
 from edgec.ir import NO_ACT, Op, SYNTHETIC, Tensor
 from edgec.ops import cemit, dense_pairs, fast, matmul, movement
+from edgec.ops.dense_pairs import packed_rows
 from edgec.ops.kernel import DSP, FAST, HELIUM, INT4, INT16, MVE, REFERENCE, VARIANT, Kernel
 from edgec.ops.opdef import CallSite, Int16, OpDef, always
 from edgec.fixedpoint.scheme import act_range, finish, finish16, finish16_b32, unpack_int4, weighted, weighted16
@@ -170,16 +171,6 @@ def c_fc_packed_rows(op: Op, low, site: CallSite) -> str:
     """Every row through the fast fully connected kernel (the same packing)."""
     return (f"{low.kernel.name}(&{site.prefix}_params, {site.inputs[0]}, "
             f"{site.prefix}_fw, {site.prefix}_rq, {site.scratch}, {site.output});")
-
-
-def packed_rows(base) -> np.ndarray:
-    """The [out_features][k4] int8 weights of the packed fully connected lowering (`lower_fc`)."""
-    p = base.params
-    n_out, k4 = p["out_features"], p["k4"]
-    raw = base.arrays["fw"].view(np.int8)
-    blocks = n_out // 4 * 4
-    head = raw[:blocks * k4].reshape(-1, k4 // 4, 4, 4).transpose(0, 2, 1, 3).reshape(blocks, k4)
-    return np.concatenate([head, raw[blocks * k4:].reshape(-1, k4)])
 
 
 # the int16 inputs of a pair of groups as the widened words hold them: (x0, x2) (x1, x3) (x4, x6) (x5, x7)

@@ -15,10 +15,19 @@ MAX_GROUPS = 256           # EDGEC_FC_WIDEN_GROUPS: the input widened in one pas
 WIDEN_ORDER = [0, 2, 1, 3]  # edgec_widen's words: (x0, x2), (x1, x3)
 
 
+def packed_rows(base) -> np.ndarray:
+    """The [out_features][k4] int8 weights of the packed fully connected lowering (`lower_fc`)."""
+    p = base.params
+    n_out, k4 = p["out_features"], p["k4"]
+    raw = base.arrays["fw"].view(np.int8)
+    blocks = n_out // 4 * 4
+    head = raw[:blocks * k4].reshape(-1, k4 // 4, 4, 4).transpose(0, 2, 1, 3).reshape(blocks, k4)
+    return np.concatenate([head, raw[blocks * k4:].reshape(-1, k4)])
+
+
 def applies(base) -> bool:
     """The packed lowering (`base`) of a layer this kernel computes exactly: an input widened in one pass, and on
     every odd row of a pair 128 (the largest |x|) times its sum of |w| below ODD_DOT_LIMIT."""
-    from edgec.ops.dense import packed_rows
     p = base.params
     if p["k4"] // 4 > MAX_GROUPS:
         return False
@@ -34,7 +43,6 @@ def padded_rows(w: np.ndarray) -> np.ndarray:
 def lower(op, base):
     """The packing of fast/edgec_fully_connected_pairs.c: [block][group][pair][word (x0, x2), word (x1, x3)],
     requantization records padded like the rows."""
-    from edgec.ops.dense import packed_rows
     w = padded_rows(packed_rows(base)).astype(np.int16)
     n, k4 = w.shape
     g = w.reshape(n // 4, 2, 2, k4 // 4, 4)[..., WIDEN_ORDER]     # [block][pair][even/odd][group][x0 x2 x1 x3]
