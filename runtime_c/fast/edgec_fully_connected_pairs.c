@@ -46,18 +46,12 @@ EDGEC_INLINE uint32_t EDGEC_FCP_MAC(uint32_t w, uint32_t x, uint32_t acc)
         EDGEC_FCP_PAIR(f1, l1, 1, g);                                                              \
     } while (0)
 
-/* out[r] = the row's dot product + its bias, requantized; rows past n_out (the padding) not written */
-static void edgec_fcp_store(int8_t *out, int32_t r, int32_t n_out, int32_t dot, const edgec_rq *q, int32_t lo,
-                            int32_t hi)
-{
-    if (r < n_out) out[r] = edgec_out(dot + q->bias, q, lo == -128 && hi == 127, lo, hi);
-}
-
 static EDGEC_HOT void edgec_fcp_blocks(const edgec_w32 *xw, int32_t groups, int32_t n_out, const edgec_w32 *w,
                                        const edgec_rq *rq, int8_t *out, int32_t s128, int32_t lo, int32_t hi)
 {
+    const int full = lo == -128 && hi == 127;
     int32_t r;
-    for (r = 0; r < n_out; r += 4) {
+    for (r = 0; r < n_out; r += 4, rq += 4) {
         const edgec_w32 *x = xw;
         uint32_t f0 = 0, l0 = 0, f1 = 0, l1 = 0;
         int32_t g;
@@ -70,10 +64,11 @@ static EDGEC_HOT void edgec_fcp_blocks(const edgec_w32 *xw, int32_t groups, int3
             EDGEC_FCP_GROUP(0);
             w += 4;
         }
-        edgec_fcp_store(out, r, n_out, (int32_t)l0 - s128, rq + r, lo, hi);
-        edgec_fcp_store(out, r + 1, n_out, (int32_t)(f0 - l0) >> 8, rq + r + 1, lo, hi);
-        edgec_fcp_store(out, r + 2, n_out, (int32_t)l1 - s128, rq + r + 2, lo, hi);
-        edgec_fcp_store(out, r + 3, n_out, (int32_t)(f1 - l1) >> 8, rq + r + 3, lo, hi);
+        /* each row's dot product + its bias, requantized; the padding rows of a partial last block not stored */
+        out[r] = edgec_out((int32_t)l0 - s128 + rq[0].bias, rq, full, lo, hi);
+        if (r + 1 < n_out) out[r + 1] = edgec_out(((int32_t)(f0 - l0) >> 8) + rq[1].bias, rq + 1, full, lo, hi);
+        if (r + 2 < n_out) out[r + 2] = edgec_out((int32_t)l1 - s128 + rq[2].bias, rq + 2, full, lo, hi);
+        if (r + 3 < n_out) out[r + 3] = edgec_out(((int32_t)(f1 - l1) >> 8) + rq[3].bias, rq + 3, full, lo, hi);
     }
 }
 
