@@ -50,13 +50,13 @@ def test_it_applies_only_where_the_odd_rows_stay_exact():
 
 
 def test_the_memory_chooser_picks_it_from_flash_and_not_at_zero_wait_states():
-    """AD's layers (640 -> 128, 128 -> 128, 128 -> 8): from flash at 5 wait states / 8-byte lines a kernel reading
-    1 byte a weight (pairs on the large ones; the 8-row one's few blocks: the packed kernel), at zero wait states
-    the cost model's own choice, never pairs (more instructions than rows8)."""
+    """AD's layers (640 -> 128, 128 -> 128, 128 -> 8): from flash at 5 wait states / 8-byte lines pairs (1 byte a
+    weight, fewer cycles than the packed kernel), at zero wait states the cost model's own choice, never pairs
+    (more instructions than rows8)."""
     rng = np.random.default_rng(2)
     for n_in, n_out in ((640, 128), (128, 128), (128, 8)):
         base = select.fast(_fc(rng, n_in, n_out, rng.integers(-40, 41, (n_out, n_in), dtype=np.int8)))
         assert "pairs" in [k.variant for k in select.offered(base, dsp=True)]
         assert "pairs" not in [k.variant for k in select.offered(base, dsp=False)]
-        assert select.cheapest(base, True, 5 / 8) == ("pairs" if n_out > 8 else "generic")
+        assert select.cheapest(base, True, 5 / 8) == "pairs"
         assert select.cheapest(base, True) != "pairs"
