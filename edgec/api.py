@@ -178,8 +178,9 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
         codegen.generate(graph, plan, lib, name, weights_in_ram=weights_in_ram, placed=placed,
                          far_capacity=code_ram.far_capacity(the_board, tried and weights_in_ram))
         # the default: on where the board has a code RAM and flash wait states, if the code and the RAM fit
-        code_in_ram, why = code_ram.decide(the_board, code_in_ram if firmware else False, name,
-                                           budget["flash"]["code"], ram["total"] + in_ram - placed["far_bytes"])
+        wanted = code_in_ram if firmware or code_in_ram is not None else False    # a library alone: off unless asked
+        code_in_ram, why = code_ram.decide(the_board, wanted, name, budget["flash"]["code"],
+                                           ram["total"] + in_ram - placed["far_bytes"])
         if why:
             log(why)
         if code_in_ram:

@@ -57,12 +57,9 @@ def test_the_code_ram_is_the_default_where_it_pays_and_fits():
 
 
 def test_the_default_falls_back_in_one_logged_line(tmp_path, monkeypatch):
-    """A library-only L4R5 build (no firmware) never takes the code RAM; a full one whose RAM does not fit below
-    the alias logs the one line and generates its weights without the SRAM3 section."""
+    """An L4R5 build whose RAM does not fit below the alias logs the one line (and goes on in flash: stopped here,
+    before PlatformIO)."""
     lines = []
-    report = api.build(CANCER / "model.onnx", CANCER / "calib.npz", "nucleo-l4r5zi", tmp_path / "lib",
-                       firmware=False, log=lines.append)
-    assert report["memory"]["code_in_ram"] is False and not any(x.startswith("code RAM") for x in lines)
     monkeypatch.setattr(code_ram, "ram_limit", lambda board: 1000)
     with pytest.raises(_Stop):
         api.build(CANCER / "model.onnx", CANCER / "calib.npz", "nucleo-l4r5zi", tmp_path / "fw",
@@ -128,7 +125,7 @@ def test_code_that_does_not_fit_the_code_ram_is_refused_in_one_line(tmp_path):
     board, link = _link(tmp_path, 16)
     assert link.returncode != 0
     with pytest.raises(EdgecError, match=r"^--code-in-ram: the model's kernels do not fit qemu-cortex-m4's code RAM "
-                                         r".*: build without --code-in-ram$"):
+                                         r".*: build with --no-code-in-ram$"):
         code_ram.check_link(link.stderr, board)
 
 

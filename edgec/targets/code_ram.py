@@ -191,4 +191,4 @@ def check_link(output: str, board: Board) -> None:
     if FIT_MESSAGE in output or "region `EDGEC_CODE_RAM' overflowed" in output:
         r = region(board)
         raise EdgecError(f"--code-in-ram: the model's kernels do not fit {board.name}'s code RAM {r.name} "
-                         f"({r.size:,} B): build without --code-in-ram")
+                         f"({r.size:,} B): build with --no-code-in-ram")
