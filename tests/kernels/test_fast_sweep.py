@@ -18,7 +18,7 @@ import pytest
 
 from ckernels import act, i8, make, ptr, requant_params
 from edgec.ir import Op
-from edgec.ops import binary, conv, dense, pool, select
+from edgec.ops import binary, conv, dense, dense_pairs, pool, select
 from edgec.ops.conv import depthwise3x3, im2col, rgb3x3
 from edgec.ops.kernel import GENERIC
 
@@ -501,6 +501,7 @@ def fc_cases(rng, lib, n, variant=GENERIC):
         if low is None:
             yield False
             continue
+        assert variant != "pairs" or dense_pairs.applies(low)     # random weights on at most 400 inputs: exact
         low = select.variant(op, low, variant)
         want = dense.run_fc(op, [x])
         assert np.array_equal(run_fast(lib, low, x, out_size=want.size), want), p
@@ -561,6 +562,7 @@ SWEEPS = {"conv2d_im2col": (conv_cases, 300), "conv2d_blocked": (partial(conv_ca
           "depthwise_conv2d_3x3_small": (partial(depthwise_cases, variant="small"), 300),
           "fully_connected_packed": (fc_cases, 300), "fully_connected_wide": (partial(fc_cases, variant="wide"), 300),
           "fully_connected_rows8": (partial(fc_cases, variant="rows8"), 300),
+          "fully_connected_pairs": (partial(fc_cases, variant="pairs"), 300),
           "add_lut": (add_cases, 300),
           "avg_pool_global": (avg_pool_cases, 200)}
 
