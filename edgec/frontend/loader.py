@@ -10,8 +10,8 @@ from onnx import numpy_helper, shape_inference
 
 from edgec.errors import EdgecError
 from edgec.limits import DEFAULT as DEFAULT_MEMORY_LIMIT, check_bytes
-from edgec.frontend import (fold, functions, loop_recurrent, onnx_ml, opsets, qdq, qonnx, scan_recurrent,
-                            tflite_float, unroll, unroll_rnn)
+from edgec.frontend import (fold, functions, loop_recurrent, onnx_ml, opsets, qdq, qonnx, qoperator,
+                            scan_recurrent, tflite_float, unroll, unroll_rnn)
 from edgec.frontend.input_shapes import has_dynamic_axes, pin_inputs
 from edgec.frontend.input_shapes import graph_inputs  # noqa: F401  (edgec.api and others read loader.graph_inputs)
 from edgec.frontend.fold import static_shape  # noqa: F401  (edgec.api and tests read loader.static_shape)
@@ -107,6 +107,7 @@ def prepare(model: onnx.ModelProto, where: str | Path = "model",
     and infer every shape."""
     pin_inputs(model, where, calib)
     model = qonnx.to_qdq(model, where)   # QONNX Quant nodes (Brevitas export_qonnx, FINN): QDQ nodes
+    model = qoperator.to_qdq(model, where)   # QLinearConv, QGemm... (ORT's QOperator format): QDQ nodes
     model = onnx_ml.lower(model, where)  # skl2onnx's classifier heads (ai.onnx.ml): ONNX operators
     _refuse_unknown_operators(model, where)
     model = opsets.upgrade(model, where)     # below opset 11: converted; above what onnx knows: refused

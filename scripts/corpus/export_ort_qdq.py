@@ -1,5 +1,6 @@
 """QDQ models as onnxruntime's quantize_static writes them (the quantized ONNX users bring), made from float models of
 the corpus with their own calibration sets: tests/corpus/<name>/model.onnx and calib.npz, recorded in the manifest.
+A name starting "ortqop_" is quantize_static's QOperator format instead (QLinearConv, com.microsoft QGemm, ...).
 
     python scripts/corpus/export_ort_qdq.py [--only NAME ...]
 """
@@ -44,6 +45,15 @@ MODELS = {
                                                  q.QuantType.QInt16),
     "ortqdq_a16w8_u16_torch_postnorm_transformer_op15": ("transformer", "torch_postnorm_transformer_op15", True,
                                                          q.QuantType.QUInt16),
+    # round h49: the QOperator format (integer operators, as the ONNX model zoo's -int8 files): int8 and uint8
+    # activations, convolutions with residual QLinearAdd, a transformer's QLinearMatMul / QLinearSoftmax / QLinearMul,
+    # a detector's QLinearConcat with MaxPool and Resize on the integers in between, a QLinearSoftmax head
+    "ortqop_torch_resnet8_cifar": ("classification", "torch_resnet8_cifar", True, q.QuantType.QInt8),
+    "ortqop_tv_mobilenet_v2_035_96": ("classification", "tv_mobilenet_v2_035_96", True, q.QuantType.QInt8),
+    "ortqop_torch_kws_transformer": ("transformer", "torch_kws_transformer", True, q.QuantType.QInt8),
+    "ortqop_u8_torch_yolo_tiny": ("detection", "torch_yolo_tiny", True, q.QuantType.QUInt8),
+    "ortqop_torch_audio_events_2d": ("audio-events", "torch_audio_events_2d", True, q.QuantType.QInt8),
+    "ortqop_u8_tv_shufflenet_v2_x0_5_96": ("classification", "tv_shufflenet_v2_x0_5_96", True, q.QuantType.QUInt8),
 }
 
 
@@ -65,14 +75,15 @@ def export(name: str) -> None:
             return None if x is None else {inp: x[None]}
 
     out = manifest.corpus_file(name)
-    q.quantize_static(str(src / "model.onnx"), str(out), Reader(), quant_format=q.QuantFormat.QDQ,
+    fmt = q.QuantFormat.QOperator if name.startswith("ortqop_") else q.QuantFormat.QDQ
+    q.quantize_static(str(src / "model.onnx"), str(out), Reader(), quant_format=fmt,
                       per_channel=per_channel, activation_type=activations, weight_type=q.QuantType.QInt8,
                       extra_options=extra)
     shutil.copyfile(src / "calib.npz", out.parent / "calib.npz")
     manifest.record_export(name, kind, out, "scripts/corpus/export_ort_qdq.py", "python",
                            manifest.load()[source]["license"],
                            {"architecture": f"tests/corpus/{source} (float)",
-                            "exporter": f"onnxruntime {onnxruntime.__version__} quantize_static (QDQ, "
+                            "exporter": f"onnxruntime {onnxruntime.__version__} quantize_static ({fmt.name}, "
                             f"{'per-channel' if per_channel else 'per-tensor'} int8 weights, "
                             f"{activations.name} activations{''.join(f', {k}={v}' for k, v in extra.items())}, "
                             f"calibrated on {source}/calib.npz)"})
