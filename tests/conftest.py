@@ -61,11 +61,56 @@ def missing_test_material() -> list[str]:
     return [str(MLPERF / f) for f in MLPERF_FILES if not (MLPERF / f).is_file()]
 
 
+def run_root(tmp_path_factory, worker_id) -> Path:
+    """The run's temporary root, shared by the xdist workers (each worker's own basetemp is a folder in it)."""
+    root = tmp_path_factory.getbasetemp()
+    return root.parent if worker_id != "master" else root
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _runtime_object_cache(tmp_path_factory, worker_id):
     """tests/hostcc.py's object cache, in the run's temporary root (shared by the xdist workers)."""
-    root = tmp_path_factory.getbasetemp()
-    hostcc.use_cache((root.parent if worker_id != "master" else root) / "runtime-objects")
+    hostcc.use_cache(run_root(tmp_path_factory, worker_id) / "runtime-objects")
+
+
+def made_once_per_run(root: Path, key: str, make) -> Path:
+    """The folder root/shared/key, made once in the whole run: make(folder) runs in the first xdist worker to ask,
+    under a file lock; a worker asking meanwhile waits for it, then both read the same folder (whichever file of
+    the suite comes first pays for a build, e.g. an MLPerf model on the emulated M4 or a vendor-framework
+    firmware, and the other files reuse it).  Tests only read such a folder (and bench it without report_dir).
+    A failed make leaves nothing marked made: the next to ask tries again (and fails with its own message)."""
+    import fcntl
+    shared = root / "shared"
+    shared.mkdir(parents=True, exist_ok=True)
+    folder, done = shared / key, shared / f"{key}.made"
+    with open(shared / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            if folder.exists():
+                shutil.rmtree(folder)
+            make(folder)
+            done.touch()
+    return folder
+
+
+@pytest.fixture(scope="session")
+def example_build(tmp_path_factory, worker_id):
+    """example_build(example, board) -> (build report, build folder): examples/<example> built for the board once
+    per run, shared by every test file and worker that asks (made_once_per_run): read it, bench it, never
+    rebuild or write into it."""
+    import json
+    from edgec import api
+
+    root, cache = run_root(tmp_path_factory, worker_id), {}
+
+    def get(example: str, board: str):
+        if (example, board) not in cache:
+            model = EXAMPLES / example
+            out = made_once_per_run(root, f"example-{example}-{board}", lambda folder: api.build(
+                model / "model.onnx", model / "calib.npz", board, folder))
+            cache[example, board] = (json.loads((out / "build-report.json").read_text()), out)
+        return cache[example, board]
+    return get
 
 
 def pytest_sessionstart(session):
@@ -263,13 +308,15 @@ def nchw(x: np.ndarray) -> np.ndarray:
 
 
 @pytest.fixture(scope="session")
-def mlperf_build(tmp_path_factory):
+def mlperf_build(tmp_path_factory, worker_id):
     """mlperf_build(key, board, nchw=False) -> (build report, build folder, test data .npz): each model
-    variant built once per board for the whole session."""
+    variant built once per board for the whole run, shared by the test files and xdist workers that ask
+    (made_once_per_run: tests/test_mlperf_models.py, test_fit.py and test_tflite.py build the same models on the
+    emulated Cortex-M4).  Read it, bench it, never write into it."""
+    import json
     from edgec import api
 
-    root = tmp_path_factory.mktemp("mlperf_builds")
-    cache = {}
+    root, cache = run_root(tmp_path_factory, worker_id), {}
 
     def get(key: str, board: str, channels_first: bool = False):
         name = MLPERF_MODELS[key] + ("_nchw" if channels_first else "")
@@ -277,13 +324,16 @@ def mlperf_build(tmp_path_factory):
             path = MLPERF / f"{name}.onnx"
             require_mlperf(path)
             prep = nchw if channels_first else (lambda a: a)
-            calib, test = root / f"{name}-calib.npz", root / f"{name}-test.npz"
-            if not calib.exists():
-                np.savez(calib, x=prep(mlperf_calibration(key)))
+
+            def make(folder: Path) -> None:
+                folder.mkdir()
+                np.savez(folder / "calib.npz", x=prep(mlperf_calibration(key)))
                 x, y = mlperf_samples(key)
-                np.savez(test, x=prep(x), **({} if y is None else {"y": y}))
-            out = root / f"{name}-{board}"
-            cache[name, board] = (api.build(path, calib, board, out), out, test)
+                np.savez(folder / "test.npz", x=prep(x), **({} if y is None else {"y": y}))
+                api.build(path, folder / "calib.npz", board, folder / "build")
+            folder = made_once_per_run(root, f"mlperf-{name}-{board}", make)
+            out = folder / "build"
+            cache[name, board] = (json.loads((out / "build-report.json").read_text()), out, folder / "test.npz")
         return cache[name, board]
     return get
 

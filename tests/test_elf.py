@@ -20,9 +20,9 @@ def _text(*argv) -> str:
 
 
 @pytest.fixture(scope="module")
-def firmware(tmp_path_factory):
-    out = tmp_path_factory.mktemp("elf") / "cancer"
-    report = api.build(CANCER / "model.onnx", CANCER / "calib.npz", "qemu-cortex-m4", out)
+def firmware(example_build):
+    """The cancer example on the emulated M4, once per run (conftest.example_build, shared with test_examples.py)."""
+    report, out = example_build("cancer_conv1d", "qemu-cortex-m4")
     build_dir = next(d for d in (out / "project" / ".pio" / "build").iterdir() if d.is_dir())
     return out / report["firmware"], sorted(build_dir.rglob("*.o")), report
 
