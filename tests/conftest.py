@@ -388,6 +388,23 @@ def bench_report(model, calib_x, x, tmp_path: Path, board: str = "qemu-cortex-m4
     return json.loads(proc.stdout)
 
 
+
+def runs_bit_exact_on_the_board(model, rng, tmp_path: Path, samples: int = 8, board: str = "qemu-cortex-m4") -> tuple[str, Path]:
+    """A small ONNX model (the kernel tests' awkward shapes) built for an emulated `board` from 64 random normal
+    calibration samples, with no tuning log (the selector's own choices), and its device output equal to the
+    NumPy reference on `samples` more: (the generated model C, the build folder)."""
+    from edgec import api
+    onnx.checker.check_model(model)
+    shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim][1:]
+    path = save(model, tmp_path)
+    np.savez(tmp_path / "calib.npz", x=rng.normal(0, 1, (64, *shape)).astype(np.float32))
+    np.savez(tmp_path / "test.npz", x=rng.normal(0, 1, (samples, *shape)).astype(np.float32))
+    out = tmp_path / "build"
+    report = api.build(path, tmp_path / "calib.npz", board, out, tuning_log=tmp_path / "none.json")
+    r = api.bench(out, tmp_path / "test.npz")
+    assert r["samples"] == samples and r["agreement"]["device_vs_reference"] == 1.0, r["agreement"]
+    return (out / "model" / f"{report['model']}.c").read_text(), out
+
 def assert_clean_error(proc, *needles):
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
     err = proc.stderr.strip()
