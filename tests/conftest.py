@@ -260,6 +260,28 @@ MLPERF_MODELS = {"kws": "kws_dscnn_fp32", "vww": "vww_mobilenetv1_025_fp32", "ic
 AD_SPLIT = 100      # AD: windows of frames 0..99 calibrate, windows starting at frame 100 or later evaluate
 
 
+def check_generated_c_gcc_and_clang(graph, x_float, folder: Path) -> None:
+    """check_generated_c twice: gcc -O2 (in folder/gcc) and clang under ASan + UBSan (folder/clang)."""
+    check_generated_c(graph, x_float, folder / "gcc")
+    check_generated_c(graph, x_float, folder / "clang", cc="clang", flags=SANITIZE)
+
+
+def snr_against_ort(path: Path, x, cols=slice(None)):
+    """snr(calibration result) -> dB of api.reference's outputs against ONNX Runtime's float ones, on the samples x
+    (each x[i] one input "x" with its batch axis), over the columns `cols` of every output flattened and
+    concatenated."""
+    import onnxruntime as ort
+    from edgec import api
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    want = np.stack([np.concatenate([v.reshape(-1) for v in sess.run(None, {"x": xi})]) for xi in x])
+    want = want.astype(np.float64)[:, cols]
+
+    def snr(result) -> float:
+        got = np.stack([np.asarray(api.reference(result, xi).y, np.float64).reshape(-1) for xi in x])[:, cols]
+        return 10 * np.log10(np.sum(want ** 2) / np.sum((want - got) ** 2))
+    return snr
+
+
 def golden_rows(key: str) -> tuple[np.ndarray, list[str]]:
     """The golden inputs of a model (NHWC float32) and what each row is ("real:..." or "random #k")."""
     with np.load(MLPERF / "data" / f"golden_{key}.npz") as d:
