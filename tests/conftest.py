@@ -411,7 +411,8 @@ def bench_report(model, calib_x, x, tmp_path: Path, board: str = "qemu-cortex-m4
 
 
 
-def runs_bit_exact_on_the_board(model, rng, tmp_path: Path, samples: int = 8, board: str = "qemu-cortex-m4") -> tuple[str, Path]:
+def runs_bit_exact_on_the_board(model, rng, tmp_path: Path, samples: int = 8,
+                                board: str = "qemu-cortex-m4") -> tuple[str, Path]:
     """A small ONNX model (the kernel tests' awkward shapes) built for an emulated `board` from 64 random normal
     calibration samples, with no tuning log (the selector's own choices), and its device output equal to the
     NumPy reference on `samples` more: (the generated model C, the build folder)."""

@@ -74,9 +74,9 @@ def test_symbols_as_nm(firmware):
     assert fit.optimization_level(next(o for o in objects if o.stem.startswith(report["model"]))) == "-O2"
 
 
-def test_host_program_as_size(tmp_path):
-    report = api.build(CANCER / "model.onnx", CANCER / "calib.npz", "host", tmp_path / "h")
-    program = tmp_path / "h" / report["firmware"]
+def test_host_program_as_size(example_build):
+    report, out = example_build("cancer_conv1d", "host")       # (the build tests/test_examples.py benches)
+    program = out / report["firmware"]
     text, data, bss = (int(v) for v in _text("size", "-B", "-d", program).splitlines()[1].split()[:3])
     assert elf.berkeley_sizes(program) == (text, data, bss)
     assert (report["memory"]["flash_bytes"], report["memory"]["ram_bytes"]) == (text + data, data + bss)
