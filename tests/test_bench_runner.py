@@ -30,16 +30,10 @@ DIGITS = EXAMPLES / "digits_cnn"
 
 
 @pytest.fixture(scope="module")
-def builds(tmp_path_factory):
-    root = tmp_path_factory.mktemp("bench_builds")
-    cache = {}
-
-    def get(board):
-        if board not in cache:
-            cache[board] = root / f"digits-{board}"
-            api.build(DIGITS / "model.onnx", DIGITS / "calib.npz", board, cache[board])
-        return cache[board]
-    return get
+def builds(example_build):
+    """builds(board) -> the digits example's build folder, once per run (conftest.example_build: the builds
+    tests/test_examples.py benches)."""
+    return lambda board: example_build("digits_cnn", board)[1]
 
 
 def test_profile_sums_to_the_whole_inference_on_qemu(builds, tmp_path):

@@ -25,23 +25,27 @@ def _mlp(tmp_path):
     return path, x
 
 
+def _int4_mean_shift(path, x, tmp_path, **kw):
+    """(|mean output shift from the float model| per output, the output's step) of the MLP with int4 weights."""
+    fl = calibrate.run_float(loader.load_model(path), x).reshape(len(x), -1)
+    res = api.calibrate_model(path, tmp_path / "calib.npz",
+                              ptq.QuantOptions.plain(weights="int4", sensitivity_samples=0, **kw))[1]
+    g = res.graph
+    out = g.tensors[g.output]
+    q = np.stack([reference.run(g, v).reshape(-1) for v in ports.quantize_inputs(g, x)]).astype(np.float64)
+    return np.abs(((q - out.zero_point) * out.scale - fl).mean(axis=0)), out.scale
+
+
 def test_int4_layers_are_corrected_for_their_int4_rounding(tmp_path, monkeypatch):
+    """Both variants through api (`--bias-correction quantized`, and `weights`: each layer's own rounding alone)
+    take the int4 layers' mean output shift mostly away."""
     monkeypatch.setenv("EDGEC_CACHE_DIR", str(tmp_path / "cache"))
     path, x = _mlp(tmp_path)
-    fl = calibrate.run_float(loader.load_model(path), x).reshape(len(x), -1)
-
-    def mean_shift(**kw):
-        res = api.calibrate_model(path, tmp_path / "calib.npz",
-                                  ptq.QuantOptions.plain(weights="int4", sensitivity_samples=0, **kw))[1]
-        g = res.graph
-        out = g.tensors[g.output]
-        q = np.stack([reference.run(g, v).reshape(-1) for v in ports.quantize_inputs(g, x)]).astype(np.float64)
-        return np.abs(((q - out.zero_point) * out.scale - fl).mean(axis=0)), out.scale
-
-    before, step = mean_shift()
-    after, _ = mean_shift(bias_correction="quantized")
+    before, step = _int4_mean_shift(path, x, tmp_path)
     assert before.max() > 2 * step                      # int4 rounding shifts the outputs' means by steps
-    assert after.max() < 0.5 * before.max() and after.mean() < step, (before, after, step)
+    for variant in ("quantized", "weights"):
+        after, _ = _int4_mean_shift(path, x, tmp_path, bias_correction=variant)
+        assert after.max() < 0.5 * before.max() and after.mean() < step, (variant, before, after, step)
 
 
 def test_dequantized_weights_are_the_int4_levels_of_an_int4_layer():
@@ -137,27 +141,6 @@ def test_the_weights_variant_takes_off_each_layers_own_rounding_on_the_inputs_it
         corrected = biascorr.correct_quantized(g, xs, True, variant)[0]
         got = next(op for op in corrected.ops if op.name == "fc1").attrs["bias"]
         assert np.allclose(got, fc1.attrs["bias"] - want, atol=1e-6), variant
-
-
-def test_the_weights_variant_removes_the_int4_rounding_shift(tmp_path, monkeypatch):
-    """The weights variant through api (`--bias-correction weights`): the int4 layers' mean output shift mostly gone,
-    as the quantized variant's; the generated integers are the reference's (a bias is all it changes)."""
-    monkeypatch.setenv("EDGEC_CACHE_DIR", str(tmp_path / "cache"))
-    path, x = _mlp(tmp_path)
-    fl = calibrate.run_float(loader.load_model(path), x).reshape(len(x), -1)
-
-    def mean_shift(**kw):
-        res = api.calibrate_model(path, tmp_path / "calib.npz",
-                                  ptq.QuantOptions.plain(weights="int4", sensitivity_samples=0, **kw))[1]
-        g = res.graph
-        out = g.tensors[g.output]
-        q = np.stack([reference.run(g, v).reshape(-1) for v in ports.quantize_inputs(g, x)]).astype(np.float64)
-        return np.abs(((q - out.zero_point) * out.scale - fl).mean(axis=0)), out.scale
-
-    before, step = mean_shift()
-    after, _ = mean_shift(bias_correction="weights")
-    assert before.max() > 2 * step
-    assert after.max() < 0.5 * before.max() and after.mean() < step, (before, after, step)
 
 
 def test_float_targets_of_all_samples_serve_any_fold(tmp_path, monkeypatch):

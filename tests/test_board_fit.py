@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import EXAMPLES, MLPERF, require_mlperf
+from conftest import EXAMPLE_NAMES, EXAMPLES, MLPERF, require_mlperf
 from edgec import api, board_fit, cli
 
 BOARD = "qemu-cortex-m4"
@@ -18,12 +18,14 @@ CASES = {"digits_cnn": (EXAMPLES / "digits_cnn" / "model.onnx", EXAMPLES / "digi
          "vww": (MLPERF / "vww_mobilenetv1_025_int8.tflite", None)}
 
 
-def _agrees_with_build(key, tmp_path):
+def _agrees_with_build(key, tmp_path, example_build):
     model, calib = CASES[key]
     if calib is None:
         require_mlperf(model)
     info = board_fit.inspect_board(model, BOARD, calib)
-    built = api.build(model, calib, BOARD, tmp_path / key)["memory"]
+    # an example's build is the run's one (conftest.example_build, which tests/test_examples.py benches)
+    report = example_build(key, BOARD)[0] if key in EXAMPLE_NAMES else api.build(model, calib, BOARD, tmp_path / key)
+    built = report["memory"]
     assert info["fits"] and info["problem"] is None
     assert info["arena_bytes"] == built["arena_bytes"] == info["ram"]["arena"]
     assert info["flash"]["constants"] == built["weights_bytes"]
@@ -33,14 +35,14 @@ def _agrees_with_build(key, tmp_path):
 
 
 @pytest.mark.parametrize("key", ["digits_cnn", "cancer_conv1d", "ad"])
-def test_inspect_board_agrees_with_the_build(key, tmp_path):
-    _agrees_with_build(key, tmp_path)
+def test_inspect_board_agrees_with_the_build(key, tmp_path, example_build):
+    _agrees_with_build(key, tmp_path, example_build)
 
 
 @pytest.mark.sweep
 @pytest.mark.parametrize("key", ["kws", "ic", "vww"])
-def test_inspect_board_agrees_with_the_build_mlperf(key, tmp_path):
-    _agrees_with_build(key, tmp_path)
+def test_inspect_board_agrees_with_the_build_mlperf(key, tmp_path, example_build):
+    _agrees_with_build(key, tmp_path, example_build)
 
 
 def test_random_calibration_gives_the_same_plan():

@@ -20,9 +20,9 @@ def _text(*argv) -> str:
 
 
 @pytest.fixture(scope="module")
-def firmware(tmp_path_factory):
-    out = tmp_path_factory.mktemp("elf") / "cancer"
-    report = api.build(CANCER / "model.onnx", CANCER / "calib.npz", "qemu-cortex-m4", out)
+def firmware(example_build):
+    """The cancer example on the emulated M4, once per run (conftest.example_build, shared with test_examples.py)."""
+    report, out = example_build("cancer_conv1d", "qemu-cortex-m4")
     build_dir = next(d for d in (out / "project" / ".pio" / "build").iterdir() if d.is_dir())
     return out / report["firmware"], sorted(build_dir.rglob("*.o")), report
 
@@ -74,9 +74,9 @@ def test_symbols_as_nm(firmware):
     assert fit.optimization_level(next(o for o in objects if o.stem.startswith(report["model"]))) == "-O2"
 
 
-def test_host_program_as_size(tmp_path):
-    report = api.build(CANCER / "model.onnx", CANCER / "calib.npz", "host", tmp_path / "h")
-    program = tmp_path / "h" / report["firmware"]
+def test_host_program_as_size(example_build):
+    report, out = example_build("cancer_conv1d", "host")       # (the build tests/test_examples.py benches)
+    program = out / report["firmware"]
     text, data, bss = (int(v) for v in _text("size", "-B", "-d", program).splitlines()[1].split()[:3])
     assert elf.berkeley_sizes(program) == (text, data, bss)
     assert (report["memory"]["flash_bytes"], report["memory"]["ram_bytes"]) == (text + data, data + bss)

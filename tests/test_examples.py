@@ -15,17 +15,10 @@ BOARDS = ["host", "qemu-cortex-m4"]
 
 
 @pytest.fixture(scope="module")
-def builds(tmp_path_factory):
-    root = tmp_path_factory.mktemp("builds")
-    cache = {}
-
-    def get(example, board):
-        if (example, board) not in cache:
-            out = root / f"{example}-{board}"
-            api.build(EXAMPLES / example / "model.onnx", EXAMPLES / example / "calib.npz", board, out)
-            cache[example, board] = out
-        return cache[example, board]
-    return get
+def builds(example_build):
+    """builds(example, board) -> build folder: once per run (conftest.example_build, shared with test_flash_gdb.py
+    and test_elf.py)."""
+    return lambda example, board: example_build(example, board)[1]
 
 
 @pytest.mark.parametrize("board", BOARDS)

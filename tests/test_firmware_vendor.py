@@ -1,9 +1,13 @@
 """The three NUCLEO profiles compiled with their real vendor framework (STM32duino 2.12.0 on PlatformIO's
 ststm32 19.6.0, offline from ../shared/frameworks/stm32duino-offline.tar.xz through the `stm32duino`
 fixture), and their build reports checked against the linker's own numbers.  Each board is built once per
-session (the framework alone takes most of a minute to compile): the digits example on all three, one
-MLPerf Tiny model (KWS) on the NUCLEO-L4R5ZI only, to keep the suite's time down.  Compiled, not run:
-nothing here claims a run on silicon."""
+run (the framework alone takes most of a minute to compile), the digits example, shared through
+conftest.example_build.  In the default run: the NUCLEO-H743ZI2 (Cortex-M7, its arena in DTCM by a second linker
+script beside the framework's) and the NUCLEO-F446RE firmware as qemu-stm32f405 builds it (the same
+nucleo_f446re board, STM32duino variant and harness, plus the two emulator defines its main.cpp reads), the very
+build tests/test_flash_gdb.py flashes and benches on QEMU; the nucleo-f446re profile itself, the NUCLEO-L4R5ZI
+and one MLPerf Tiny model (KWS, on the L4R5ZI) with the sweeps.  Compiled, not run: nothing here claims a run
+on silicon."""
 from __future__ import annotations
 
 import json
@@ -13,35 +17,26 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES
 from edgec.targets.boards import load_board
 from edgec.targets.firmware import section_table
 from edgec.targets.fit import FRAMEWORK_MAIN_BYTES, stack_usage
 
 NUCLEOS = ["nucleo-f446re", "nucleo-l4r5zi", "nucleo-h743zi2"]
-# the L4R5ZI's vendor build with the sweeps (its MLPerf energy firmware is built with the vendor framework in the
-# default run, tests/test_mlperf_firmware.py)
-BOARDS = [pytest.param(b, marks=pytest.mark.sweep) if b == "nucleo-l4r5zi" else b for b in NUCLEOS]
+# the default run builds the vendor framework for two of them (the suite's time: a fresh clone compiles each
+# board's framework, ~30 s on an idle 2-core machine): the H743, and the F446RE's firmware as qemu-stm32f405 (same
+# board, framework and harness; tests/test_flash_gdb.py runs that build on QEMU).  The F446RE profile's own
+# build and the L4R5ZI's run with the sweeps.
+BOARDS = ["qemu-stm32f405", "nucleo-h743zi2", *(pytest.param(b, marks=pytest.mark.sweep)
+                                                for b in ("nucleo-f446re", "nucleo-l4r5zi"))]
 # sections PlatformIO's ststm32 size report leaves out of "Flash" (its SIZEPROGREGEXP counts .text, .data,
 # .rodata, .text.align and .ARM.exidx): the vector table, .ARM (exception index), the init/fini arrays
 PIO_UNCOUNTED_FLASH = {".isr_vector", ".ARM", ".preinit_array", ".init_array", ".fini_array"}
 
 
 @pytest.fixture(scope="session")
-def nucleo_build(stm32duino, tmp_path_factory):
-    """nucleo_build(board) -> (build report, build folder): the digits example, built once per board."""
-    from edgec import api
-
-    root = tmp_path_factory.mktemp("nucleo_builds")
-    cache = {}
-
-    def get(board: str):
-        if board not in cache:
-            out = root / board
-            cache[board] = (api.build(EXAMPLES / "digits_cnn" / "model.onnx", EXAMPLES / "digits_cnn" / "calib.npz",
-                                      board, out), out)
-        return cache[board]
-    return get
+def nucleo_build(stm32duino, example_build):
+    """nucleo_build(board) -> (build report, build folder): the digits example, built once per board and run."""
+    return lambda board: example_build("digits_cnn", board)
 
 
 def _pio_sizes(build_log: str) -> tuple[int, int]:

@@ -28,10 +28,9 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def m4_build(tmp_path_factory):
-    out = tmp_path_factory.mktemp("gdb_m4") / "digits"
-    api.build(DIGITS / "model.onnx", DIGITS / "calib.npz", "qemu-cortex-m4", out)
-    return out
+def m4_build(example_build):
+    """The digits example on the emulated M4, the build tests/test_examples.py benches (conftest.example_build)."""
+    return example_build("digits_cnn", "qemu-cortex-m4")[1]
 
 
 def test_external_gdb_server_qemu_cortex_m4(m4_build):
@@ -57,10 +56,9 @@ def test_external_gdb_server_qemu_cortex_m4(m4_build):
 
 
 @pytest.fixture(scope="module")
-def f405_build(stm32duino, tmp_path_factory):
-    out = tmp_path_factory.mktemp("gdb_f405") / "digits"
-    api.build(DIGITS / "model.onnx", DIGITS / "calib.npz", "qemu-stm32f405", out)
-    return out
+def f405_build(stm32duino, example_build):
+    """The build tests/test_firmware_vendor.py checks against the linker (conftest.example_build: once per run)."""
+    return example_build("digits_cnn", "qemu-stm32f405")[1]
 
 
 def test_stm32f405_is_the_nucleo_f446re_firmware_with_two_named_deviations(f405_build):

@@ -254,7 +254,7 @@ def test_pools_between_int16_layers_stay_int16_and_are_bit_exact(tmp_path):
     """A max and an average pool and a remap (the Pad) between int16 layers run their s16 kernels (no conversion
     around them), the
     accuracy budget's reader groups look through them, and the generated C matches the reference bit for bit."""
-    from conftest import check_generated_c
+    from conftest import check_generated_c_gcc_and_clang
     from edgec.quant import int16
 
     path = save(_pooled(), tmp_path)
@@ -275,8 +275,7 @@ def test_pools_between_int16_layers_stay_int16_and_are_bit_exact(tmp_path):
     float_graph = api.calibrate_model(path, tmp_path / "calib.npz", ptq.QuantOptions.plain(sensitivity_samples=0))[1]
     assert int16.layers_reading(res.graph, "convA") == ["convB"]
     assert int16.layers_reading(float_graph.graph, "convB") == ["fc"]
-    check_generated_c(res.graph, x[32:], tmp_path / "gcc")
-    check_generated_c(res.graph, x[32:], tmp_path / "clang", cc="clang", flags=SANITIZE)
+    check_generated_c_gcc_and_clang(res.graph, x[32:], tmp_path)
     # a pool whose output an int8 layer reads stays int8: convA int16 alone converts after convA
     alone = api.calibrate_model(path, tmp_path / "calib.npz",
                                 ptq.QuantOptions.plain(int16=("convA",), sensitivity_samples=0))[1].graph
@@ -309,7 +308,7 @@ def test_add_and_concat_between_int16_layers_stay_int16_and_are_bit_exact(tmp_pa
     """A residual Add and a Concat between int16 layers run their s16 kernels (edgec_add_s16: TFLite's 16x8 Add;
     edgec_concat_part_s16), the concat's int8 part converted up; the budget's reader groups look through them; the
     generated C matches the reference bit for bit (gcc, clang with sanitizers)."""
-    from conftest import check_generated_c
+    from conftest import check_generated_c_gcc_and_clang
     from edgec.quant import int16
 
     path = save(_residual_concat(), tmp_path)
@@ -324,8 +323,7 @@ def test_add_and_concat_between_int16_layers_stay_int16_and_are_bit_exact(tmp_pa
     assert sorted(conv) == [("int16", "int8"), ("int8", "int16"), ("int8", "int16")]   # x up, convC up, fc down
     plain = api.calibrate_model(path, tmp_path / "calib.npz", ptq.QuantOptions.plain(sensitivity_samples=0))[1]
     assert int16.layers_reading(plain.graph, "convB") == ["convD"]
-    check_generated_c(res.graph, x[32:], tmp_path / "gcc")
-    check_generated_c(res.graph, x[32:], tmp_path / "clang", cc="clang", flags=SANITIZE)
+    check_generated_c_gcc_and_clang(res.graph, x[32:], tmp_path)
 
 
 def _bigru_head():
@@ -348,7 +346,7 @@ def test_recurrent_default_runs_a_grus_sequence_int16_into_its_reader_when_asked
     """edgec/quant/int16.py recurrent_default: with recurrent_int16 (--int16-recurrence) a float model's GRU reads
     and writes int16 (edgec_recurrent_fast_s16) and the Gemm reading its last step through the concat and Gather
     reads it as int16; with recurrent_int16=False (--int8-recurrence) it stays int8; the generated C matches the reference bit for bit."""
-    from conftest import check_generated_c
+    from conftest import check_generated_c_gcc_and_clang
     from edgec.quant import int16
 
     path = save(_bigru_head(), tmp_path)
@@ -363,8 +361,7 @@ def test_recurrent_default_runs_a_grus_sequence_int16_into_its_reader_when_asked
     assert {off.tensors[op.output].dtype for op in off.ops if op.kind == "gru"} == {"int8"}
     g = pipeline.lower(asked)
     assert {op.lowering.kernel.name for op in g.ops if op.kind == "gru"} == {"edgec_recurrent_fast_s16"}
-    check_generated_c(asked, x[32:], tmp_path / "gcc")
-    check_generated_c(asked, x[32:], tmp_path / "clang", cc="clang", flags=SANITIZE)
+    check_generated_c_gcc_and_clang(asked, x[32:], tmp_path)
 
 
 def _bilstm_mean():
@@ -389,7 +386,7 @@ def test_an_int16_lstms_sequence_is_averaged_in_int16_and_read_by_a_16x8_gemm(tm
     with recurrent_int16 an LSTM whose sequence a ReduceMean averages for a Gemm writes int16 and the Gemm reads
     the int16 mean: no int8 grid between the recurrence and the Gemm (before: the mean had no int16 path and the
     LSTM's output went back to int8 at once). The generated C matches the reference bit for bit."""
-    from conftest import check_generated_c
+    from conftest import check_generated_c_gcc_and_clang
     from edgec.quant import int16
 
     path = save(_bilstm_mean(), tmp_path)
@@ -404,8 +401,7 @@ def test_an_int16_lstms_sequence_is_averaged_in_int16_and_read_by_a_16x8_gemm(tm
     assert kinds["lstm"] == kinds["reduce"] == ("int16", "int16") and kinds["fully_connected"][0] == "int16", kinds
     low = pipeline.lower(g)
     assert {op.lowering.kernel.name for op in low.ops if op.kind == "reduce"} == {"edgec_reduce_s16"}
-    check_generated_c(g, x[32:], tmp_path / "gcc")
-    check_generated_c(g, x[32:], tmp_path / "clang", cc="clang", flags=SANITIZE)
+    check_generated_c_gcc_and_clang(g, x[32:], tmp_path)
 
 
 def test_the_default_runs_a_recurrence_int16_only_where_it_gains_on_the_calibration_set(tmp_path):
@@ -463,7 +459,7 @@ def test_an_int16_recurrence_chain_goes_through_a_tanh_and_ends_in_a_16x8_matmul
     its 513-entry int16 table edgec_lut16_s16) and a MatMul over the decoder's rows (fully_connected_rows, 16x8;
     not an accuracy-budget candidate) keep the chain int16 from the encoder to the output layer: before, the Tanh's
     int8 grid cut it and the decoder stayed int8 (no int16 reader). The generated C matches the reference."""
-    from conftest import check_generated_c
+    from conftest import check_generated_c_gcc_and_clang
     from edgec.quant import int16
 
     path = save(_lstm_autoencoder(), tmp_path)
@@ -482,5 +478,4 @@ def test_an_int16_recurrence_chain_goes_through_a_tanh_and_ends_in_a_16x8_matmul
                      ("requantize", "int16", "int8")], chain      # int8 <-> int16 only at the model's two ends
     low = pipeline.lower(g)
     assert {op.lowering.kernel.name for op in low.ops if op.name == "tanh"} == {"edgec_lut16_s16"}
-    check_generated_c(g, x[32:], tmp_path / "gcc")
-    check_generated_c(g, x[32:], tmp_path / "clang", cc="clang", flags=SANITIZE)
+    check_generated_c_gcc_and_clang(g, x[32:], tmp_path)

@@ -8,10 +8,9 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import onnxruntime as ort
 from onnx import helper
 
-from conftest import SANITIZE, check_generated_c, make_model, save
+from conftest import check_generated_c_gcc_and_clang, make_model, save, snr_against_ort
 from edgec import api
 from edgec.quant import fixes, int16
 
@@ -75,16 +74,10 @@ def test_a_transformer_blocks_rows_run_int16_where_it_gains(tmp_path, monkeypatc
     assert g.tensors[g.output].dtype == "int8"          # the port stays int8
     int8 = api.calibrate(path, calib, **FIXED, attention_int16=False)
     assert int8.attention == "" and not any(t.dtype == "int16" for t in int8.graph.tensors.values())
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     x = _inputs(rng, 8)
-    want = np.stack([sess.run(None, {"x": xi[None]})[0].reshape(-1) for xi in x]).astype(np.float64)
-
-    def snr(r):
-        got = np.stack([np.asarray(api.reference(r, xi[None]).y, np.float64).reshape(-1) for xi in x])
-        return 10 * np.log10(np.sum(want ** 2) / np.sum((want - got) ** 2))
+    snr = snr_against_ort(path, x[:, None])
     assert snr(res) > snr(int8) + 1, (snr(res), snr(int8))
-    check_generated_c(g, x[:, None], tmp_path / "gcc")
-    check_generated_c(g, x[:, None], tmp_path / "clang", cc="clang", flags=SANITIZE)
+    check_generated_c_gcc_and_clang(g, x[:, None], tmp_path)
 
 
 def test_only_a_model_with_a_layer_norm_and_a_softmax_has_transformer_rows(tmp_path):

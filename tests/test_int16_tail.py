@@ -7,10 +7,9 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import onnxruntime as ort
 from onnx import helper
 
-from conftest import SANITIZE, check_generated_c, make_model, save
+from conftest import check_generated_c_gcc_and_clang, make_model, save, snr_against_ort
 from edgec import api
 from edgec.codegen import cmodel
 from edgec.plan import planner
@@ -40,16 +39,10 @@ def test_a_log_softmax_tail_runs_int16_where_it_gains_with_an_int16_output_port(
     assert res.options.tail_int16 is True
     int8 = api.calibrate(path, calib, sensitivity_samples=0, tail_int16=False)
     assert int8.tail == "" and int8.graph.tensors[int8.graph.output].dtype == "int8"
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     x = rng.uniform(-1, 1, (12, 1, 40)).astype(np.float32)
-    want = np.stack([sess.run(None, {"x": xi})[0].reshape(-1) for xi in x]).astype(np.float64)
-
-    def snr(r):
-        got = np.stack([np.asarray(api.reference(r, xi).y, np.float64).reshape(-1) for xi in x])
-        return 10 * np.log10(np.sum(want ** 2) / np.sum((want - got) ** 2))
+    snr = snr_against_ort(path, x)
     assert snr(res) > snr(int8) + 3, (snr(res), snr(int8))
-    check_generated_c(g, x, tmp_path / "gcc")
-    check_generated_c(g, x, tmp_path / "clang", cc="clang", flags=SANITIZE)
+    check_generated_c_gcc_and_clang(g, x, tmp_path)
     out = tmp_path / "h"
     cmodel.generate(g, planner.plan(g), out, "tail")
     header = (out / "tail.h").read_text()
@@ -124,19 +117,13 @@ def test_a_smooth_table_ending_one_of_two_outputs_runs_int16_where_that_output_g
     assert kinds["mu"] == ("fully_connected", "int8")
     assert [p.name for p in ports.outputs(g)] == ["mu", "s"] and g.tensors["s"].dtype == "int16"
     int8 = api.calibrate(path, calib, sensitivity_samples=0, tail_int16=False)
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     x = rng.normal(size=(12, 1, 32)).astype(np.float32)
-    want = np.stack([np.concatenate([v.reshape(-1) for v in sess.run(None, {"x": xi})]) for xi in x])
-
-    def snr(r, cols):
-        got = np.stack([np.asarray(api.reference(r, xi).y, np.float64).reshape(-1) for xi in x])[:, cols]
-        return 10 * np.log10(np.sum(want[:, cols] ** 2) / np.sum((want[:, cols] - got) ** 2))
-    assert snr(res, slice(8, 16)) > snr(int8, slice(8, 16)) + 3, (snr(res, slice(8, 16)), snr(int8, slice(8, 16)))
-    assert snr(res, slice(0, 8)) == snr(int8, slice(0, 8))          # the other head: bit for bit the same
+    snr_s, snr_mu = snr_against_ort(path, x, slice(8, 16)), snr_against_ort(path, x, slice(0, 8))
+    assert snr_s(res) > snr_s(int8) + 3, (snr_s(res), snr_s(int8))
+    assert snr_mu(res) == snr_mu(int8)          # the other head: bit for bit the same
     one = api.calibrate(save(_two_heads(outputs=("s",)), tmp_path, "one.onnx"), calib, sensitivity_samples=0)
     assert one.tail.startswith("output tail int16") and one.graph.tensors["s"].dtype == "int16", one.tail
-    check_generated_c(one.graph, x, tmp_path / "gcc")          # (the C: one output, the test driver's)
-    check_generated_c(one.graph, x, tmp_path / "clang", cc="clang", flags=SANITIZE)
+    check_generated_c_gcc_and_clang(one.graph, x, tmp_path)          # (the C: one output, the test driver's)
 
 
 def test_only_a_smooth_table_or_a_whole_power_is_an_int16_tail():
@@ -188,16 +175,10 @@ def test_a_tail_reading_a_difference_takes_the_reconstruction_and_its_target_wit
     assert all(dtypes[n][1:] == ("int16", "int16") for n in ("elu", "feature", "enc", "tanh", "dec", "diff", "square")), dtypes
     assert g.tensors[g.output].dtype == "int16"
     int8 = api.calibrate(path, calib, sensitivity_samples=0, tail_int16=False)
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     x = rng.normal(size=(12, 2, 32)).astype(np.float32)
-    want = np.stack([sess.run(None, {"x": xi[None]})[0].reshape(-1) for xi in x]).astype(np.float64)
-
-    def snr(r):
-        got = np.stack([np.asarray(api.reference(r, xi[None]).y, np.float64).reshape(-1) for xi in x])
-        return 10 * np.log10(np.sum(want ** 2) / np.sum((want - got) ** 2))
+    snr = snr_against_ort(path, x[:, None])
     assert snr(res) > snr(int8) + 1, (snr(res), snr(int8))
-    check_generated_c(g, x[:, None], tmp_path / "gcc")
-    check_generated_c(g, x[:, None], tmp_path / "clang", cc="clang", flags=SANITIZE)
+    check_generated_c_gcc_and_clang(g, x[:, None], tmp_path)
 
 
 def test_an_int16_tail_that_does_not_fit_the_ram_falls_back_to_int8(tmp_path):

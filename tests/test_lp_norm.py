@@ -8,7 +8,7 @@ import onnxruntime as ort
 import pytest
 from onnx import helper
 
-from conftest import check_generated_c, make_model, save
+from conftest import check_generated_c, check_generated_c_gcc_and_clang, make_model, save, snr_against_ort
 from edgec import api
 from edgec.errors import EdgecError
 
@@ -52,7 +52,6 @@ def test_an_l2_normalization_tail_runs_int16_where_it_gains_and_leaves_as_an_int
     conv feeding it run int16 (edgec_l2_norm_s16, Q0.15 out) when that gains more than 0.5 dB on the calibration
     samples, and the output port is int16; closer to ONNX Runtime's float than the int8 tail on held-out inputs;
     the generated C bit-exact with the reference (gcc; clang with sanitizers)."""
-    from conftest import SANITIZE
     path = save(lp_model(1), tmp_path)
     rng = np.random.default_rng(7)
     calib = rng.normal(size=(16, 3, 6, 5)).astype(np.float32)
@@ -63,13 +62,7 @@ def test_an_l2_normalization_tail_runs_int16_where_it_gains_and_leaves_as_an_int
     assert [(op.kind, default.graph.tensors[op.output].dtype) for op in default.graph.ops][-3:] == [
         ("conv2d", "int16"), ("l2_norm", "int16"), ("transpose", "int16")]     # (NHWC -> the NCHW output)
     assert int8.graph.tensors[int8.graph.output].dtype == "int8" and int8.tail == ""
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     x = rng.normal(size=(8, 1, 3, 6, 5)).astype(np.float32)
-    want = np.stack([sess.run(None, {"x": xi})[0].reshape(-1) for xi in x]).astype(np.float64)
-
-    def snr(res):
-        got = np.stack([np.asarray(api.reference(res, xi).y, np.float64).reshape(-1) for xi in x])
-        return 10 * np.log10(np.sum(want ** 2) / np.sum((want - got) ** 2))
+    snr = snr_against_ort(path, x)
     assert snr(default) > snr(int8) + 0.5, (snr(default), snr(int8))
-    check_generated_c(default.graph, x, tmp_path / "gcc")
-    check_generated_c(default.graph, x, tmp_path / "clang", cc="clang", flags=SANITIZE)
+    check_generated_c_gcc_and_clang(default.graph, x, tmp_path)

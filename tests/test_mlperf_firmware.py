@@ -13,6 +13,7 @@ import re
 import time
 
 import numpy as np
+import pytest
 
 from conftest import EXAMPLES, edgec, assert_clean_error
 from edgec import api
@@ -61,6 +62,9 @@ def test_energy_mode_needs_a_timestamp_pin(tmp_path):
     assert not (tmp_path / "b").exists()
 
 
+@pytest.mark.sweep     # the suite's time (a fresh clone compiles the L4R5ZI's framework, ~30 s): by default
+# tests/test_real_boards.py compiles this energy-mode main.cpp for the L4R5ZI against an Arduino stub, and the
+# energy harness runs on the emulated Cortex-M4 above
 def test_energy_firmware_builds_for_nucleo_l4r5zi_with_stm32duino(stm32duino, tmp_path):
     rep = api.build(DIGITS / "model.onnx", DIGITS / "calib.npz", "nucleo-l4r5zi", tmp_path / "b",
                     protocol="mlperf", mlperf_model="digits01", mlperf_mode="energy")
@@ -106,7 +110,6 @@ def test_window_sizing_and_scores():
 def test_the_runners_40_character_name_limit_is_only_for_mlperf_firmware(tmp_path):
     """A model whose C name is longer than 40 characters builds edgec's own firmware; only an MLPerf firmware
     (whose runner reads the name) is refused, naming --mlperf-model."""
-    import pytest
     from edgec.errors import EdgecError
     from edgec.settings import Settings
     from edgec.targets.boards import load_board

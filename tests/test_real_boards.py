@@ -159,6 +159,36 @@ def test_real_board_project_compiles_with_its_cpu_flags_and_fits(board, digits_l
     assert arena < ram_used <= board.ram_bytes - board.reserved_ram_bytes
 
 
+# the calls MLPerf energy mode's glue adds (the EEMBC timestamp pin), as STM32duino declares them
+ENERGY_STUB = ARDUINO_STUB + """
+enum { LOW = 0, HIGH = 1, OUTPUT_OPEN_DRAIN = 4, D7 = 7 };
+void pinMode(uint32_t pin, uint32_t mode);
+void digitalWrite(uint32_t pin, uint32_t value);
+"""
+
+
+def test_the_mlperf_energy_glue_compiles_for_the_nucleo_l4r5zi(digits_lib, tmp_path):
+    """MLPerf Tiny energy mode on the reference board: main.cpp drives the profile's timestamp pin (D7, open drain,
+    idle high) and opens the UART at 9,600 baud, and compiles with the L4R5ZI's CPU flags against the Arduino stub.
+    The whole firmware compiled with STM32duino is tests/test_mlperf_firmware.py's sweep test; the energy
+    harness itself (timestamp pulses, result lines) runs on the emulated Cortex-M4 in the default run there."""
+    from edgec.targets import mlperf_firmware
+    board = next(b for b in REAL if b.name == "nucleo-l4r5zi")
+    lib, graph, _ = digits_lib
+    mlperf = mlperf_firmware.settings(board, graph, "digits01", "energy")
+    assert mlperf["timestamp_pin"] == "D7" and mlperf["baud"] == 9600
+    project = write_project(tmp_path / "project", board, lib, graph.name, "mlperf", "digits01", mlperf,
+                            core=Settings.from_environment().platformio_home)
+    main = (project / "src" / "main.cpp").read_text()
+    assert "digitalWrite(D7, level ? HIGH : LOW)" in main and "Serial.begin(9600)" in main
+    assert "pinMode(D7, OUTPUT_OPEN_DRAIN)" in main
+    stub = tmp_path / "stub"
+    stub.mkdir()
+    (stub / "Arduino.h").write_text(ENERGY_STUB)
+    subprocess.run([_tool("arm-none-eabi-g++"), *board.cpu_flags, "-fsyntax-only", "-Wall", "-Wextra", "-Werror",
+                    "-I", str(stub), "-I", str(project / "src"), str(project / "src" / "main.cpp")], check=True,
+                   capture_output=True, text=True)
+
 def test_a_model_too_big_for_the_f446re_fails_its_link_but_fits_the_l4r5zi(tmp_path):
     """256x256 image: 2 x 64 KB arena > the 120 KB the F446RE leaves; the L4R5ZI's 632 KB take it."""
     model = make_model([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])],

@@ -14,11 +14,10 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import onnx
 import pytest
 from onnx import helper
 
-from conftest import make_model
+from conftest import make_model, runs_bit_exact_on_the_board
 from edgec import api
 from edgec.ops.conv import im2col
 
@@ -54,14 +53,7 @@ def test_register_blocked_kernels_on_the_emulated_cortex_m4(tmp_path):
              helper.make_node("MatMul", ["f", "wf"], ["y"])]
     model = make_model(nodes, ("x", [1, 1, 9, 7]), ("y", [1, 13]), {"w1": w1, "w2": w2, "w3": w3, "w4": w4, "w5": w5, "w6": w6,
                                                                        "w7": w7, "w8": w8, "w9": w9, "wf": wf})
-    onnx.checker.check_model(model)
-    path = tmp_path / "odd.onnx"
-    onnx.save(model, path)
-    np.savez(tmp_path / "calib.npz", x=rng.normal(0, 1, (64, 1, 9, 7)).astype(np.float32))
-    np.savez(tmp_path / "test.npz", x=rng.normal(0, 1, (12, 1, 9, 7)).astype(np.float32))
-    out = tmp_path / "build"
-    report = api.build(path, tmp_path / "calib.npz", "qemu-cortex-m4", out, tuning_log=tmp_path / "none.json")
-    text = (out / "model" / f"{report['model']}.c").read_text()
+    text, _ = runs_bit_exact_on_the_board(model, rng, tmp_path, samples=12)
     # each call names its mode and loop (edgec/ops/conv/im2col.py blocked4_entry), never an entry that chooses them
     # at run time: the firmware links those loops alone; the padded variant's call names the band's
     calls = re.findall(r"(edgec_conv2d_blocked4_\w+_s8)\(", text)
@@ -70,8 +62,6 @@ def test_register_blocked_kernels_on_the_emulated_cortex_m4(tmp_path):
     assert not {"edgec_conv2d_blocked4_s8", "edgec_conv2d_blocked4_padded_s8", "edgec_conv2d_blocked4_banded_s8",
                 "edgec_conv2d_blocked4_unbanded_s8"} & set(calls)
     assert set(calls) <= set(im2col.BLOCKED4_ENTRIES) and len(set(calls)) > 2    # several loops in one firmware
-    r = api.bench(out, tmp_path / "test.npz")
-    assert r["samples"] == 12 and r["agreement"]["device_vs_reference"] == 1.0
 
 
 @pytest.mark.sweep
@@ -86,17 +76,9 @@ def test_blocked4_on_64_input_channels_on_the_emulated_cortex_m4(tmp_path):
     nodes = [helper.make_node("Conv", ["x", "w1"], ["a"]), helper.make_node("Conv", ["a", "w2"], ["b"]),
              helper.make_node("Conv", ["b", "w3"], ["y"])]
     model = make_model(nodes, ("x", [1, 64, 3, 5]), ("y", [1, 8, 3, 5]), {"w1": w1, "w2": w2, "w3": w3})
-    onnx.checker.check_model(model)
-    path = tmp_path / "k64.onnx"
-    onnx.save(model, path)
-    np.savez(tmp_path / "calib.npz", x=rng.normal(0, 1, (64, 64, 3, 5)).astype(np.float32))
-    np.savez(tmp_path / "test.npz", x=rng.normal(0, 1, (8, 64, 3, 5)).astype(np.float32))
-    out = tmp_path / "build"
-    report = api.build(path, tmp_path / "calib.npz", "qemu-cortex-m4", out, tuning_log=tmp_path / "none.json")
-    calls = re.findall(r"(edgec_conv2d_\w+_s8)\(", (out / "model" / f"{report['model']}.c").read_text())
+    text, _ = runs_bit_exact_on_the_board(model, rng, tmp_path)
+    calls = re.findall(r"(edgec_conv2d_\w+_s8)\(", text)
     assert calls.count("edgec_conv2d_blocked4_k64_exact_s8") == 2, calls
-    r = api.bench(out, tmp_path / "test.npz")
-    assert r["samples"] == 8 and r["agreement"]["device_vs_reference"] == 1.0
 
 def _fc_chain(rng):
     """A .tflite chain of FULLY_CONNECTED layers, one for each of rows8's output stages and entries into its loop of 8

@@ -12,12 +12,10 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import onnx
 import pytest
 from onnx import helper
 
-from conftest import make_model
-from edgec import api
+from conftest import make_model, runs_bit_exact_on_the_board
 from edgec.ops.conv import depthwise3x3
 
 
@@ -53,17 +51,8 @@ def test_depthwise_variants_on_the_emulated_cortex_m4(tmp_path):
              helper.make_node("Relu", ["i"], ["j"]),
              helper.make_node("Conv", ["j", "d5"], ["y"], group=80, pads=[1, 1, 1, 1], **dw)]
     model = make_model(nodes, ("x", [1, 8, 11, 11]), ("y", [1, 80, 3, 3]), inits)
-    onnx.checker.check_model(model)
-    path = tmp_path / "dw.onnx"
-    onnx.save(model, path)
-    np.savez(tmp_path / "calib.npz", x=rng.normal(0, 1, (64, 8, 11, 11)).astype(np.float32))
-    np.savez(tmp_path / "test.npz", x=rng.normal(0, 1, (8, 8, 11, 11)).astype(np.float32))
-    out = tmp_path / "build"
-    report = api.build(path, tmp_path / "calib.npz", "qemu-cortex-m4", out, tuning_log=tmp_path / "none.json")
-    text = (out / "model" / f"{report['model']}.c").read_text()
+    text, _ = runs_bit_exact_on_the_board(model, rng, tmp_path)
     assert _calls(text, "fused") == 3 and _calls(text, "small") == 2
-    r = api.bench(out, tmp_path / "test.npz")
-    assert r["samples"] == 8 and r["agreement"]["device_vs_reference"] == 1.0
 
 
 @pytest.mark.sweep
@@ -84,17 +73,8 @@ def test_small_kernel_odd_output_rows_on_the_emulated_cortex_m4(tmp_path):
              helper.make_node("Relu", ["e"], ["f"]),
              helper.make_node("Conv", ["f", "d3"], ["y"], group=144, **dw)]
     model = make_model(nodes, ("x", [1, 96, 5, 5]), ("y", [1, 144, 3, 3]), inits)
-    onnx.checker.check_model(model)
-    path = tmp_path / "dw.onnx"
-    onnx.save(model, path)
-    np.savez(tmp_path / "calib.npz", x=rng.normal(0, 1, (64, 96, 5, 5)).astype(np.float32))
-    np.savez(tmp_path / "test.npz", x=rng.normal(0, 1, (8, 96, 5, 5)).astype(np.float32))
-    out = tmp_path / "build"
-    report = api.build(path, tmp_path / "calib.npz", "qemu-cortex-m4", out, tuning_log=tmp_path / "none.json")
-    text = (out / "model" / f"{report['model']}.c").read_text()
+    text, _ = runs_bit_exact_on_the_board(model, rng, tmp_path)
     assert _calls(text, "small") == 3
-    r = api.bench(out, tmp_path / "test.npz")
-    assert r["samples"] == 8 and r["agreement"]["device_vs_reference"] == 1.0
 
 
 @pytest.mark.sweep
@@ -111,17 +91,8 @@ def test_small_kernel_stride2_on_the_emulated_cortex_m4(tmp_path):
              helper.make_node("Relu", ["c"], ["d"]),
              helper.make_node("Conv", ["d", "d3"], ["y"], **dw)]
     model = make_model(nodes, ("x", [1, 128, 14, 14]), ("y", [1, 128, 2, 2]), inits)
-    onnx.checker.check_model(model)
-    path = tmp_path / "dws2.onnx"
-    onnx.save(model, path)
-    np.savez(tmp_path / "calib.npz", x=rng.normal(0, 1, (64, 128, 14, 14)).astype(np.float32))
-    np.savez(tmp_path / "test.npz", x=rng.normal(0, 1, (8, 128, 14, 14)).astype(np.float32))
-    out = tmp_path / "build"
-    report = api.build(path, tmp_path / "calib.npz", "qemu-cortex-m4", out, tuning_log=tmp_path / "none.json")
-    text = (out / "model" / f"{report['model']}.c").read_text()
+    text, _ = runs_bit_exact_on_the_board(model, rng, tmp_path)
     assert _calls(text, "small") == 3
-    r = api.bench(out, tmp_path / "test.npz")
-    assert r["samples"] == 8 and r["agreement"]["device_vs_reference"] == 1.0
 
 
 @pytest.mark.sweep
@@ -139,14 +110,5 @@ def test_kxk_tile_on_the_emulated_cortex_m4(tmp_path):
              helper.make_node("Relu", ["c"], ["d"]),
              helper.make_node("Conv", ["d", "d3"], ["y"], **dw)]
     model = make_model(nodes, ("x", [1, 16, 7, 5]), ("y", [1, 16, 4, 3]), inits)
-    onnx.checker.check_model(model)
-    path = tmp_path / "dw5.onnx"
-    onnx.save(model, path)
-    np.savez(tmp_path / "calib.npz", x=rng.normal(0, 1, (64, 16, 7, 5)).astype(np.float32))
-    np.savez(tmp_path / "test.npz", x=rng.normal(0, 1, (8, 16, 7, 5)).astype(np.float32))
-    out = tmp_path / "build"
-    report = api.build(path, tmp_path / "calib.npz", "qemu-cortex-m4", out, tuning_log=tmp_path / "none.json")
-    text = (out / "model" / f"{report['model']}.c").read_text()
+    text, _ = runs_bit_exact_on_the_board(model, rng, tmp_path)
     assert text.count("edgec_depthwise_conv2d_kxk_tile_s8(") == 3
-    r = api.bench(out, tmp_path / "test.npz")
-    assert r["samples"] == 8 and r["agreement"]["device_vs_reference"] == 1.0

@@ -13,12 +13,10 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import onnx
 import pytest
 from onnx import helper
 
-from conftest import make_model
-from edgec import api
+from conftest import make_model, runs_bit_exact_on_the_board
 from edgec.ops.conv import im2col
 from edgec.ops.conv.rgb3x3 import RGB3X3
 from elftools.elf.elffile import ELFFile
@@ -27,19 +25,10 @@ from elftools.elf.elffile import ELFFile
 def _runs_window4_bit_exact(tmp_path, rng, model, board="qemu-cortex-m4"):
     """`model` ([1, 3, 11, 13] in) built for `board` with every convolution but the first on window4, and its
     device output equal to the NumPy reference on 8 samples; the firmware's ELF."""
-    onnx.checker.check_model(model)
-    path = tmp_path / "model.onnx"
-    onnx.save(model, path)
-    np.savez(tmp_path / "calib.npz", x=rng.normal(0, 1, (64, 3, 11, 13)).astype(np.float32))
-    np.savez(tmp_path / "test.npz", x=rng.normal(0, 1, (8, 3, 11, 13)).astype(np.float32))
-    out = tmp_path / "build"
-    report = api.build(path, tmp_path / "calib.npz", board, out, tuning_log=tmp_path / "none.json")
-    text = (out / "model" / f"{report['model']}.c").read_text()
+    text, out = runs_bit_exact_on_the_board(model, rng, tmp_path, board=board)
     calls = re.findall(r"\b(edgec_conv2d_(?:window4|rgb3x3)_\w+)\(", text)    # each call names its loop's entry
     assert sum(c.startswith("edgec_conv2d_window4_") for c in calls) == 3 and len(calls) == 4
     assert set(calls) <= {*im2col.WINDOW4.entries, *RGB3X3.entries}
-    r = api.bench(out, tmp_path / "test.npz")
-    assert r["samples"] == 8 and r["agreement"]["device_vs_reference"] == 1.0
     return out / "project" / "firmware.elf"
 
 
