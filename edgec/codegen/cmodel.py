@@ -117,7 +117,7 @@ def _staged_call(call: str, low, names: dict, plan: Plan, scratch: int | None, f
         at = c_pointer(plan, scratch + offset)
         copies.append(f"edgec_stage_copy({at}, {names[key]}, {size}u);")
         call = re.sub(rf"\b{names[key]}\b", f"(const {ctype} *)(const void *)({at})", call)
-    return "\n      ".join([*copies, call])
+    return "\n    ".join([*copies, call])
 
 
 def state_resets(graph: Graph, plan: Plan) -> list[str]:
