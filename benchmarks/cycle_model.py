@@ -119,7 +119,8 @@ def rows_for(key: str, board: str, select_for: str | None = None, engines: tuple
     rows = []
     runs = [("edgec", edgec_parts), ("TFLM + CMSIS-NN", tflm_parts)]
     if stage:           # before and after in one run: the same build without and with the weights staged in RAM
-        runs.insert(1, ("edgec staged", functools.partial(edgec_parts, stage_for=select_for or STAGE_PART[board])))
+        runs.insert(1, ("edgec staged", functools.partial(edgec_parts, stage_for=select_for or STAGE_PART[board],
+                                                          code_in_ram=code_in_ram)))   # with --code-in-ram: both
     if code_in_ram:     # before and after in one run: the same build without and with --code-in-ram
         runs.insert(1, ("edgec code", functools.partial(edgec_parts, code_in_ram=True)))
     with tempfile.TemporaryDirectory(prefix="edgec-cycles-") as tmp:
@@ -139,7 +140,8 @@ def rows_for(key: str, board: str, select_for: str | None = None, engines: tuple
                 engine = f"edgec {code}(RAM {fig['ram']:,} B)"
             elif engine == "edgec staged":
                 st = fig["staged"]
-                engine = (f"edgec, weights staged for {select_for or STAGE_PART[board]} ({st['layers']} layers, "
+                engine = (f"edgec, {'--code-in-ram, ' if code_in_ram else ''}weights staged for "
+                          f"{select_for or STAGE_PART[board]} ({st['layers']} layers, "
                           f"{st['bytes']:,} B copied, arena {fig['arena']:,} B)")
             elif engine == "edgec" and stage:
                 engine = (f"edgec{', kernels for ' + select_for if select_for else ''} (arena {fig['arena']:,} B)")

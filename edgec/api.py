@@ -93,7 +93,7 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
           mlperf_mode: str = "performance", mlperf_baud: int | None = None, ram_budget: int | None = None,
           optimize: str = "speed", tuning_log: str | Path | None = None, choose=None,
           settings: Settings | None = None, io_buffers: str = "arena", frontend: str | Path | None = None,
-          frontend_hop: int | None = None, weights_in_ram: bool = False, code_in_ram: bool = False,
+          frontend_hop: int | None = None, weights_in_ram: bool = False, code_in_ram: bool | None = None,
           stage_for: str | None = None, **quantization) -> dict:
     """Model + calibration data -> build folder with model library, project, firmware and report (a quantized
     .tflite model needs no calibration data: calib_path None).
@@ -111,7 +111,8 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     clips; frontend_hop: samples between its windows (edgec/chain.py). weights_in_ram: the weights and their
     requantization records (constants.RAM_KINDS) copied into RAM at startup (RAM the statics count; a part whose
     flash has wait states then reads them at SRAM speed, as STM32Cube.AI's weights-in-RAM does). code_in_ram: the
-    runtime's kernels copied at startup into the board's code RAM and run there (edgec/targets/code_ram.py).
+    runtime's kernels copied at startup into the board's code RAM and run there (edgec/targets/code_ram.py); None
+    (the default): so where the board has one and flash wait states and it fits (code_ram.decide), else False.
     On a part whose flash has wait states (not with weights_in_ram or ram_budget), the layers that re-read their
     weights copy them into their scratch first (edgec/lower/weight_staging.py); stage_for: another board's part
     decides that (a build for an emulated board staged as the real part's build is: benchmarks/cycle_model.py)."""
@@ -177,11 +178,21 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     # Build in a scratch folder next to OUTDIR, moved in place only when everything worked.
     with staged_folder(outdir, "build", inputs) as work:
         lib = work / "model"
-        placed = {}     # --code-in-ram: the RAM left below the code RAM's alias, the rest of the weights above it
+        placed = {}     # code RAM: the RAM left below the code RAM's alias, the rest of the weights above it
+        tried = code_in_ram if code_in_ram is not None else firmware and code_ram.pays(the_board)
         codegen.generate(graph, plan, lib, name, weights_in_ram=weights_in_ram, placed=placed,
-                         far_capacity=code_ram.far_capacity(the_board, code_in_ram and weights_in_ram))
+                         far_capacity=code_ram.far_capacity(the_board, tried and weights_in_ram))
+        # the default: on where the board has a code RAM and flash wait states, if the code and the RAM fit
+        wanted = code_in_ram if firmware or code_in_ram is not None else False    # a library alone: off unless asked
+        code_in_ram, why = code_ram.decide(the_board, wanted, name, budget["flash"]["code"],
+                                           ram["total"] + in_ram - placed["far_bytes"])
+        if why:
+            log(why)
         if code_in_ram:
             code_ram.check_ram(the_board, name, ram["total"] + in_ram - placed["far_bytes"])
+        elif placed["far_bytes"]:     # the default fell back to flash: no weights above the alias either
+            shutil.rmtree(lib)
+            codegen.generate(graph, plan, lib, name, weights_in_ram=weights_in_ram, placed=placed)
         artifact.save_graph(graph, work)
         if quant.method == "tflite":      # the bench's reference checks itself against TFLite Micro on this file
             shutil.copyfile(model_path, work / "model.tflite")
@@ -198,7 +209,7 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
             **({"ports": ports.describe(graph)} if ports.multi(graph) else {}),
             "memory": {"arena_bytes": plan.arena_bytes, "weights_bytes": flash_constants["total"],
                        "io_buffers": io_buffers,
-                       "weights_in_ram_bytes": in_ram,
+                       "weights_in_ram_bytes": in_ram, "code_in_ram": code_in_ram,
                        "staged_weights": weight_staging.staged_bytes(graph),
                        "constants": flash_constants,
                        "flash_bytes": None, "ram_bytes": None,

@@ -100,7 +100,7 @@ def cmd_build(args) -> int:
     if m.get("weights_in_ram_bytes"):
         print(f"--weights-in-ram: {m['weights_in_ram_bytes']:,} B of weights and requantization records copied into RAM at startup (in the RAM figure)")
     if m.get("code_in_ram_bytes"):
-        print(f"--code-in-ram: {m['code_in_ram_bytes']:,} B of kernel code copied into the code RAM at startup")
+        print(f"code RAM: {m['code_in_ram_bytes']:,} B of kernel code copied into the code RAM at startup (--no-code-in-ram: in flash)")
     if m.get("code"):
         from edgec.targets.code_size import summary_line
         print(summary_line(m["code"]))

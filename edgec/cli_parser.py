@@ -170,9 +170,11 @@ def parser(commands: dict) -> argparse.ArgumentParser:
                    help="copy the weight tensors and their biases / requantization records from flash into RAM at "
                         "startup (they count as RAM): on a part whose flash has wait states the kernels read them at "
                         "SRAM speed")
-    b.add_argument("--code-in-ram", action="store_true",
+    b.add_argument("--code-in-ram", action=argparse.BooleanOptionalAction, default=None,
                    help="run the runtime's kernels from the board's code RAM (a profile's [[memory]] kind = "
-                        "\"code-ram\", e.g. the NUCLEO-L4R5ZI's SRAM2 at 0x10000000), copied there at startup")
+                        "\"code-ram\", e.g. the NUCLEO-L4R5ZI's SRAM2 at 0x10000000), copied there at startup "
+                        "(default: so where the board also has flash wait states and the code and RAM fit, else in "
+                        "flash with a line saying why; --no-code-in-ram: always in flash)")
     b.add_argument("--protocol", choices=["edgec", "mlperf"], default="edgec",
                    help="the firmware's serial protocol: edgec's bench link (default) or the MLPerf Tiny "
                         "runner's (name%%, profile%%, db load N%%, infer N W%%, results%%)")

@@ -46,7 +46,7 @@ extern "C" {
 /* The runtime's ABI version: bumped whenever a params struct, a kernel's prototype or its numerics change.
  * Every generated model checks it when compiled (#error naming both versions) and in its init: two models
  * exported by different edgec versions cannot share one copy of the runtime by accident. */
-#define EDGEC_RUNTIME_ABI_VERSION 4
+#define EDGEC_RUNTIME_ABI_VERSION 5
 /* ... and the version the runtime's objects were compiled with (edgec_runtime.c), for the check at init. */
 extern const int32_t edgec_runtime_abi_version;
 
@@ -337,7 +337,13 @@ void edgec_depthwise_conv2d_fast_s16(const edgec_conv_fast_s16_params *p, const 
 typedef struct {
     int32_t rows, cols, c, out_rows, out_cols, stride, pad_top, pad_left, in_row_step, in_col_step,
         out_row_step, out_col_step, input_zp, act_min, act_max;
+    int32_t band; /* 0: the call's first and last output rows are the image's (a whole layer); a row band of a
+                   * patch-based stage (edgec/plan/patching.py) adds EDGEC_DW3X3_NOT_TOP where its first output row
+                   * is not the image's first, EDGEC_DW3X3_NOT_BOTTOM where its last may not take the image's last
+                   * row's weight set (the fused kernel's edge sets; the other kernels ignore it) */
 } edgec_depthwise_conv2d_3x3_params;
+#define EDGEC_DW3X3_NOT_TOP 1
+#define EDGEC_DW3X3_NOT_BOTTOM 2
 
 /* 4 channels at a time, one SMLAD two taps of one channel; weights [c][3][3] int16, doubled, in the sweep
  * orientation (fast/edgec_depthwise_conv2d_3x3.c). */
@@ -377,6 +383,13 @@ void edgec_depthwise_conv2d_3x3_fused_rows_s2_s8(EDGEC_DEPTHWISE_3X3_ARGS);
 void edgec_depthwise_conv2d_3x3_fused_full_anyneg_s8(EDGEC_DEPTHWISE_3X3_ARGS);
 void edgec_depthwise_conv2d_3x3_fused_clamped_s8(EDGEC_DEPTHWISE_3X3_ARGS);
 void edgec_depthwise_conv2d_3x3_fused_clamped_anyneg_s8(EDGEC_DEPTHWISE_3X3_ARGS);
+/* the same for a row band of 2 rows or more of a patch-based stage (p->band): the image's edge weight sets only on
+ * the image's own first and last rows (edgec_depthwise_conv2d_3x3_fused_s8, choosing at run time, does the same) */
+void edgec_depthwise_conv2d_3x3_fused_band_rows_s1_s8(EDGEC_DEPTHWISE_3X3_ARGS);
+void edgec_depthwise_conv2d_3x3_fused_band_rows_s2_s8(EDGEC_DEPTHWISE_3X3_ARGS);
+void edgec_depthwise_conv2d_3x3_fused_band_full_anyneg_s8(EDGEC_DEPTHWISE_3X3_ARGS);
+void edgec_depthwise_conv2d_3x3_fused_band_clamped_s8(EDGEC_DEPTHWISE_3X3_ARGS);
+void edgec_depthwise_conv2d_3x3_fused_band_clamped_anyneg_s8(EDGEC_DEPTHWISE_3X3_ARGS);
 /* `--optimize speed` on small images (a MobileNet's last layers; cores with the Arm DSP extension): the whole padded
  * input of 4 channels widened once into records of 4 rows, each channel's weights in registers for all its outputs
  * (per channel 7 words: the doubled int16 pairs (w[0][kx], w[1][kx]), (w[1][kx], w[2][kx]) and the doubled bias;
@@ -541,6 +554,14 @@ static inline int32_t edgec_fully_connected_packed_s4_get_buffer_size(const edge
 void edgec_fully_connected_wide_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                    const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
 static inline int32_t edgec_fully_connected_wide_s8_get_buffer_size(const edgec_fully_connected_packed_params *p)
+{
+    return 2 * p->k4;
+}
+/* `--optimize speed` where weights are read from flash with wait states: int8 weights in pairs of rows, the even
+ * row's offset by 128, three instructions for 4 MACs (edgec/ops/dense_pairs.py; fast/edgec_fully_connected_pairs.c). */
+void edgec_fully_connected_pairs_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
+                                    const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
+static inline int32_t edgec_fully_connected_pairs_s8_get_buffer_size(const edgec_fully_connected_packed_params *p)
 {
     return 2 * p->k4;
 }

@@ -33,6 +33,52 @@ def test_the_l4r5_code_ram_keeps_the_firmwares_ram_off_its_alias():
         code_ram.region(load_board("nucleo-f446re"))
 
 
+def test_the_code_ram_is_the_default_where_it_pays_and_fits():
+    """The default (code_in_ram None): on for a board with a code RAM and flash wait states (the L4R5) when the
+    code estimate fits the region and the RAM fits below its alias; else off, with one line saying why where the
+    board has both but something does not fit, silently where it does not pay (the emulator's stand-in window: no
+    wait states; the F446RE: no code RAM). --code-in-ram / --no-code-in-ram force it."""
+    l4, m4, f4 = (load_board(b) for b in ("nucleo-l4r5zi", "qemu-cortex-m4", "nucleo-f446re"))
+    assert code_ram.pays(l4) and not code_ram.pays(m4) and not code_ram.pays(f4)
+    assert code_ram.decide(l4, None, "kws", 30_000, 97_748) == (True, "")
+    assert code_ram.decide(l4, None, "kws", 65_536, 196_608) == (True, "")
+    on, why = code_ram.decide(l4, None, "big", 65_537, 1000)
+    assert not on and why == ("code RAM: big's kernels (about 65,537 B of code) do not fit nucleo-l4r5zi's SRAM2 "
+                              "(65,536 B): they run from flash (--code-in-ram forces it)")
+    on, why = code_ram.decide(l4, None, "vww", 30_000, 196_609)
+    assert not on and why == ("code RAM: vww needs 196,609 B of RAM, more than the 196,608 B below SRAM2's alias "
+                              "0x20030000: the kernels run from flash")
+    assert code_ram.decide(m4, None, "kws", 30_000, 1000) == (False, "")
+    assert code_ram.decide(f4, None, "kws", 30_000, 1000) == (False, "")
+    assert code_ram.decide(l4, False, "kws", 30_000, 1000) == (False, "")
+    assert code_ram.decide(m4, True, "kws", 10**6, 10**7) == (True, "")     # forced: the link checks the fit
+    with pytest.raises(EdgecError, match=r"--code-in-ram: board nucleo-f446re lists no code RAM"):
+        code_ram.decide(f4, True, "kws", 30_000, 1000)
+
+
+def test_the_default_falls_back_in_one_logged_line(tmp_path, monkeypatch):
+    """An L4R5 build whose RAM does not fit below the alias logs the one line (and goes on in flash: stopped here,
+    before PlatformIO)."""
+    lines = []
+    monkeypatch.setattr(code_ram, "ram_limit", lambda board: 1000)
+    with pytest.raises(_Stop):
+        api.build(CANCER / "model.onnx", CANCER / "calib.npz", "nucleo-l4r5zi", tmp_path / "fw",
+                  log=_stop_after_code_ram(lines), weights_in_ram=True)
+    assert lines[-1].startswith("code RAM: cancer") and "more than the 1,000 B below SRAM2's alias" in lines[-1]
+
+
+class _Stop(Exception):
+    pass
+
+
+def _stop_after_code_ram(lines):
+    def log(line):
+        lines.append(line)
+        if line.startswith("code RAM"):
+            raise _Stop
+    return log
+
+
 def _link(tmp_path, size: int):
     """A kernel file (edgec_kern.c, as the model library's runtime files are named) and a caller linked with
     edgec-qemu's linker script and the --code-in-ram script of a code RAM of `size` bytes."""
@@ -79,7 +125,7 @@ def test_code_that_does_not_fit_the_code_ram_is_refused_in_one_line(tmp_path):
     board, link = _link(tmp_path, 16)
     assert link.returncode != 0
     with pytest.raises(EdgecError, match=r"^--code-in-ram: the model's kernels do not fit qemu-cortex-m4's code RAM "
-                                         r".*: build without --code-in-ram$"):
+                                         r".*: build with --no-code-in-ram$"):
         code_ram.check_link(link.stderr, board)
 
 
@@ -148,3 +194,18 @@ def test_the_nucleo_l4r5zi_links_its_kernels_into_sram2(stm32duino, tmp_path):
     assert far.vma == 0x20040000 and far.lma == placed.lma + placed.size and far.size > 0
     assert all(s.vma + s.size <= 0x20030000 for s in sec.values()
                if s.alloc and 0x20000000 <= s.vma < 0x30000000 and s is not far)
+
+
+@pytest.mark.sweep
+def test_the_nucleo_l4r5zi_default_build_runs_its_kernels_from_sram2(stm32duino, tmp_path):
+    """No option on the L4R5 (flash wait states and a code RAM): the kernels at 0x10000000, the report saying so;
+    --no-code-in-ram (False): none there, and the same model library byte for byte (what an export takes)."""
+    on, off = tmp_path / "on", tmp_path / "off"
+    report = api.build(CANCER / "model.onnx", CANCER / "calib.npz", "nucleo-l4r5zi", on)
+    assert report["memory"]["code_in_ram"] is True and report["memory"]["code_in_ram_bytes"] > 0
+    assert {s.name: s for s in elf.sections(on / report["firmware"])}[code_ram.SECTION].vma == 0x10000000
+    flash = api.build(CANCER / "model.onnx", CANCER / "calib.npz", "nucleo-l4r5zi", off, code_in_ram=False)
+    assert flash["memory"]["code_in_ram"] is False and code_ram.placed_bytes(off / flash["firmware"]) == 0
+    for f in (on / "model").rglob("*"):
+        if f.is_file():
+            assert f.read_bytes() == (off / "model" / f.relative_to(on / "model")).read_bytes(), f

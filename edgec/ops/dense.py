@@ -11,8 +11,9 @@ import numpy as np
 
 from edgec.errors import node_error
 from edgec.ir import NO_ACT, Op, SYNTHETIC, Tensor
-from edgec.ops import cemit, fast, matmul, movement
-from edgec.ops.kernel import FAST, HELIUM, INT4, INT16, MVE, REFERENCE, VARIANT, Kernel
+from edgec.ops import cemit, dense_pairs, fast, matmul, movement
+from edgec.ops.dense_pairs import packed_rows
+from edgec.ops.kernel import DSP, FAST, HELIUM, INT4, INT16, MVE, REFERENCE, VARIANT, Kernel
 from edgec.ops.opdef import CallSite, Int16, OpDef, always
 from edgec.fixedpoint.scheme import act_range, finish, finish16, finish16_b32, unpack_int4, weighted, weighted16
 from edgec.ops.conv import s16 as conv16
@@ -172,16 +173,6 @@ def c_fc_packed_rows(op: Op, low, site: CallSite) -> str:
             f"{site.prefix}_fw, {site.prefix}_rq, {site.scratch}, {site.output});")
 
 
-def packed_rows(base) -> np.ndarray:
-    """The [out_features][k4] int8 weights of the packed fully connected lowering (`lower_fc`)."""
-    p = base.params
-    n_out, k4 = p["out_features"], p["k4"]
-    raw = base.arrays["fw"].view(np.int8)
-    blocks = n_out // 4 * 4
-    head = raw[:blocks * k4].reshape(-1, k4 // 4, 4, 4).transpose(0, 2, 1, 3).reshape(blocks, k4)
-    return np.concatenate([head, raw[blocks * k4:].reshape(-1, k4)])
-
-
 # the int16 inputs of a pair of groups as the widened words hold them: (x0, x2) (x1, x3) (x4, x6) (x5, x7)
 ROWS8_PAIR_ORDER = [0, 2, 1, 3, 4, 6, 5, 7]
 ROWS8_FULL, ROWS8_RELU, ROWS8_CLAMP, ROWS8_UNIFORM = 0, 1, 2, 3    # fast/edgec_fully_connected_rows8.c
@@ -276,6 +267,11 @@ ROWS8 = Kernel("edgec_fully_connected_rows8_s8", ("fully_connected",), VARIANT, 
 WIDE = Kernel("edgec_fully_connected_wide_s8", ("fully_connected",), VARIANT, cemit.fast_weighted, base=PACKED,
               variant="wide", lower=wide_fc, struct=PACKED_STRUCT, code_bytes=512, cost=fc_cost("wide"),
               flash_bytes=fc_flash("wide"), cycles_per_instruction=FC_CPI["wide"])
+# int8 weights for parts whose flash has wait states (the memory chooser weighs its 1 byte a weight)
+PAIRS = Kernel("edgec_fully_connected_pairs_s8", ("fully_connected",), VARIANT, cemit.fast_weighted, base=PACKED,
+               variant="pairs", isa=DSP, applies=dense_pairs.applies, lower=dense_pairs.lower, struct=PACKED_STRUCT,
+               code_bytes=600, cost=fc_cost("pairs"), flash_bytes=fc_flash("pairs"),
+               cycles_per_instruction=FC_CPI["pairs"])
 FC_MVE = Kernel("edgec_fully_connected_mve_s8", ("fully_connected",), HELIUM, cemit.fast_weighted, base=PACKED,
                 isa=MVE, lower=mve_fc, struct=PACKED_STRUCT)
 PACKED_ROWS = Kernel("edgec_fully_connected_packed_rows_s8", ("fully_connected_rows",), FAST, c_fc_packed_rows,
@@ -331,7 +327,7 @@ def lower_fc16(op: Op):
 FAST_16 = Kernel("edgec_fully_connected_fast_s16", ("fully_connected", "fully_connected_rows"), FAST, conv16.call,
                  precision=INT16, lower=lower_fc16, struct=conv16.STRUCT)
 
-KERNELS = [FC, FC_16_B32, FC_16, FC_4, FC_ROWS, FC_ROWS_16_B32, FC_ROWS_16, PACKED, ROWS8, WIDE, FC_MVE, PACKED_ROWS,
+KERNELS = [FC, FC_16_B32, FC_16, FC_4, FC_ROWS, FC_ROWS_16_B32, FC_ROWS_16, PACKED, ROWS8, WIDE, PAIRS, FC_MVE, PACKED_ROWS,
            PACKED_4, BIAS32, FAST_16]
 
 

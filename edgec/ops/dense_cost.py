@@ -15,20 +15,23 @@ FC_COSTS = {  # kernel: {dsp: (c0, c_in, c_block, c_pass, c_out, c_tail)}
     # k4 rounded up to 8 there: its zero-weight padding group runs)
     "rows8": {True: (144, 1.67, 5.32, 171, -12.4, 0), False: (68, 4.0, 17.57, 320, -12.5, 0)},
     "wide": {True: (85, 11.75, 3.75, -58, 31.5, 2.0), False: (86, 12.76, 10.5, -18.8, 32.9, 4.24)},
+    # pairs (edgec/ops/dense_pairs.py; blocks of 4 rows, a partial last one run whole): with the DSP extension only
+    "pairs": {True: (70, 3.0, 5.05, 70, 0, 0), False: (70, 8.0, 10.0, 70, 0, 0)},   # its -O2 loop, scaled to AD (not fitted)
 }
 
 
 def fc_cost(kernel: str):
     """`Kernel.cost` of a fully connected kernel (its FC_COSTS row), of the packed lowering's params."""
     rows = 8 if kernel == "rows8" else 4
+    whole = kernel in ("rows8", "pairs")        # a partial last block run whole
 
     def cost(params, dsp: bool) -> float:
         c0, c_in, c_block, c_pass, c_out, c_tail = FC_COSTS[kernel][dsp]
         k4, n_out = params["k4"], params["out_features"]
         if rows == 8 and dsp:
             k4 = (k4 + 7) // 8 * 8
-        blocks = -(-n_out // rows) if rows == 8 else n_out // rows
-        tail = 0 if rows == 8 else n_out % rows
+        blocks = -(-n_out // rows) if whole else n_out // rows
+        tail = 0 if whole else n_out % rows
         return c0 + c_in * k4 + (c_block * k4 + c_pass) * blocks + c_out * n_out + c_tail * tail * k4
     return cost
 
@@ -40,10 +43,12 @@ def fc_flash(kernel: str):
         rows, k = params["out_features"], params["k4"]
         if kernel == "rows8":
             rows, k = -(-rows // 8) * 8, (k + 7) // 8 * 8
-        return rows * k * (1 if kernel == "packed" else 2)
+        if kernel == "pairs":
+            rows = -(-rows // 4) * 4
+        return rows * k * (1 if kernel in ("packed", "pairs") else 2)
     return flash_bytes
 
 
 # cycles per instruction at zero wait states, each kernel alone on qemu-cortex-m4 under the cycle plugin (640 -> 128):
 # Kernel.cycles_per_instruction (packed widens int8 in registers; rows8 and wide load twice the weight words)
-FC_CPI = {"packed": 1.33, "rows8": 1.95, "wide": 1.69}     # rows8: 1.89 before its assembly passes (LDM of 4 words)
+FC_CPI = {"packed": 1.33, "rows8": 1.95, "wide": 1.69, "pairs": 1.12}     # rows8: 1.89 before its assembly passes (LDM of 4 words)

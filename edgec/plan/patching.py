@@ -27,6 +27,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from edgec.ir import Graph, Op
+from edgec.ops.conv.depthwise3x3 import band_flags
 from edgec.ops.kernel import REFERENCE
 from edgec.ops.registry import ROW_BAND_OPS
 from edgec.ops.select import lowering_of
@@ -139,12 +140,14 @@ def band_op(graph: Graph, op: Op, o0: int, o1: int) -> Op:
         lp = None if low is None else dict(low.params, n=n)
     else:
         params = band_params(op, o0, o1)
-        lp = None if low is None else params if low.kernel.role == REFERENCE else _fast_band(op, low.params, params)
+        lp = None if low is None else params if low.kernel.role == REFERENCE else \
+            _fast_band(op, low.params, params, o0, o1)
     return dataclasses.replace(op, params=params, lowering=None if low is None else low.replace(params=lp))
 
 
-def _fast_band(op: Op, fast: dict, params: dict) -> dict:
-    """A fast window kernel's params for the band whose convolution params are `params`."""
+def _fast_band(op: Op, fast: dict, params: dict, o0: int, o1: int) -> dict:
+    """A fast window kernel's params for the band of output rows [o0, o1) whose convolution params are `params`
+    (a depthwise 3x3 sweeping rows: which of the band's rows are the image's top and bottom, depthwise3x3.band_flags)."""
     lp = dict(fast)
     if "k4" in lp:                                           # the im2col conv
         lp.update(in_h=params["in_h"], out_h=params["out_h"], pad_top=params["pad_top"])
@@ -153,7 +156,8 @@ def _fast_band(op: Op, fast: dict, params: dict) -> dict:
             lp.update(len=params["in_h"], out_len=params["out_h"], pad=params["pad_top"])
     elif lp["rows"] == int(op.params["in_h"]) and lp["out_rows"] == int(op.params["out_h"]) \
             and int(op.params["out_h"]) <= int(op.params["out_w"]):   # depthwise sweeping rows
-        lp.update(rows=params["in_h"], out_rows=params["out_h"], pad_top=params["pad_top"])
+        lp.update(rows=params["in_h"], out_rows=params["out_h"], pad_top=params["pad_top"],
+                  band=band_flags(fast, o0, o1, input_rows(op, o0, o1)[0][0]))
     else:                                                    # depthwise sweeping the image's columns
         lp.update(cols=params["in_h"], out_cols=params["out_h"], pad_left=params["pad_top"])
     return lp

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from edgec.errors import EdgecError
 from edgec.ir import Graph
 from edgec.ops import select
-from edgec.ops.conv.depthwise3x3 import FUSED, edge_rows
 from edgec.ops.kernel import GENERIC, constant_bytes
 from edgec.plan import patching, planner
 
@@ -70,19 +69,10 @@ def _candidates(graph: Graph, rung: Rung, cache: dict) -> list[Rung]:
     return out
 
 
-def _one_row_only(graph: Graph, st) -> bool:
-    """A stage with a fused depthwise layer that takes the image's top and bottom padding into its edge weight sets
-    (depthwise3x3.edge_rows): the kernel uses those sets for the first and last row of any call of 2 rows or more,
-    right only for the whole image's, so its bands stay 1 row (a band of several gave wrong values: the float ONNX
-    VWW under --ram-budget 40960, ops 1-5 in bands of 4 rows)."""
-    return any(graph.ops[k].lowering is not None and graph.ops[k].lowering.kernel is FUSED
-               and edge_rows(graph.ops[k].lowering.params) for k in st.ops)
-
-
 def _fewer_calls(graph: Graph, rung: Rung, cache: dict) -> Rung:
     """The same stages with more rows per band (fewer calls) where that does not grow the arena."""
     for i, st in enumerate(rung.stages):
-        for rows in BAND_ROWS[1:] if not _one_row_only(graph, st) else ():
+        for rows in BAND_ROWS[1:]:
             key = (st.first, st.last, rows)
             if key not in cache:
                 cache[key] = patching.build_stage(graph, st.first, st.last, rows)

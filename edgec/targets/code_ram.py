@@ -20,7 +20,13 @@ the model's own file, the harness and the framework stay in flash):
   region's length and its stack top `_estack`, so the heap, the stack and the stack painter stay off it).
 
 The kernels' sources are not changed: the placement is by object file, so the instructions they run are the
-same and the builds without the option are byte for byte the same.
+same and the builds without it are byte for byte the same.
+
+It is the default where it pays (`decide`, branch h49-coderam): a build for a board whose profile lists a code RAM
+and whose memory timing has flash wait states ([[cycle_model]] flash_wait_states > 0: the NUCLEO-L4R5ZI) puts the
+kernels there when the code estimate fits the region and the firmware's RAM fits below its alias, and else stays in
+flash with one line saying why; `--code-in-ram` / `--no-code-in-ram` force it. Only the firmware project changes
+(its linker script and startup copy): the model library, and so `edgec export`, is the same either way.
 """
 from __future__ import annotations
 
@@ -42,6 +48,32 @@ FIT_MESSAGE = "edgec --code-in-ram: the kernels' code does not fit the code RAM 
 def copy_source(far: bool = False) -> str:
     """edgec_code_ram.c: the startup copy of the code (far: and of the weights in the RAM above the alias)."""
     return environment().get_template("code_ram.c.j2").render(section=SECTION, script=SCRIPT, far=far)
+
+
+def pays(board: Board) -> bool:
+    """Does running the kernels from the board's code RAM pay: it lists one and its flash has wait states?"""
+    return board.region("code-ram") is not None and any(m.flash_wait_states > 0 for m in board.cycle_models)
+
+
+def decide(board: Board, wanted: bool | None, name: str, code_bytes: int, ram_bytes: int) -> tuple[bool, str]:
+    """(code in the code RAM?, the one line saying why not where the default falls back to flash, else "").
+    wanted True / False: forced (--code-in-ram / --no-code-in-ram; True on a board without one is refused);
+    None: the default, on where `pays` and both the code estimate (code_bytes, the fit estimate's: the model's
+    own code included, so on the safe side) and the firmware's RAM (ram_bytes) fit."""
+    if wanted is not None:
+        if wanted:
+            region(board)
+        return wanted, ""
+    if not pays(board):
+        return False, ""
+    r, limit = region(board), ram_limit(board)
+    if code_bytes > r.size:
+        return False, (f"code RAM: {name}'s kernels (about {code_bytes:,} B of code) do not fit {board.name}'s "
+                       f"{r.name} ({r.size:,} B): they run from flash (--code-in-ram forces it)")
+    if limit is not None and ram_bytes > limit:
+        return False, (f"code RAM: {name} needs {ram_bytes:,} B of RAM, more than the {limit:,} B below {r.name}'s "
+                       f"alias 0x{r.alias:08x}: the kernels run from flash")
+    return True, ""
 
 
 def region(board: Board) -> Region:
@@ -159,4 +191,4 @@ def check_link(output: str, board: Board) -> None:
     if FIT_MESSAGE in output or "region `EDGEC_CODE_RAM' overflowed" in output:
         r = region(board)
         raise EdgecError(f"--code-in-ram: the model's kernels do not fit {board.name}'s code RAM {r.name} "
-                         f"({r.size:,} B): build without --code-in-ram")
+                         f"({r.size:,} B): build with --no-code-in-ram")

@@ -319,7 +319,7 @@ enum { EDGEC_DWF_CHOOSE, EDGEC_DWF_ROWS_S1, EDGEC_DWF_ROWS_S2, EDGEC_DWF_FULL_AN
        EDGEC_DWF_CLAMPED_ANYNEG };
 EDGEC_INLINE void edgec_dwf_run(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
                                 const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output,
-                                const int loop)
+                                const int loop, const int banded)
 {
     const int32_t c = p->c, rows = p->rows, cols = p->cols, n = p->out_cols;
     const int32_t s = loop == EDGEC_DWF_ROWS_S1 ? 1 : loop == EDGEC_DWF_ROWS_S2 ? 2 : p->stride;
@@ -333,9 +333,15 @@ EDGEC_INLINE void edgec_dwf_run(const edgec_depthwise_conv2d_3x3_params *p, cons
     const edgec_dwf_row row_anyneg = full ? edgec_dwf_row_full_anyneg : edgec_dwf_row_clamped_anyneg;
     /* only the first output row's window reaches above the image and only the last one's below: their own weight
      * sets (3 and 4 of each channel's 5) take the padding, and padded rows are never written (edge_rows in
-     * edgec/ops/conv/depthwise3x3.py) */
-    const int32_t pt = p->pad_top, last = p->out_rows - 1;
+     * edgec/ops/conv/depthwise3x3.py). A row band of the image (`banded` entries: p->band, edgec/plan/patching.py)
+     * takes set 3 only on its first row where that is the image's first (`head` 0, else -1: none), set 4 only on its
+     * last where that is the image's last (`tail` last, else out_rows: none), and writes the padded rows no set
+     * takes as zero points; the whole image's entries (banded 0) fold head and tail to 0 and last: their code is
+     * the same as before bands existed */
+    const int32_t pt = p->pad_top, last = p->out_rows - 1, flags = banded ? p->band : 0;
     const int edges = last >= 1 && pt >= 0 && pt <= s && (last - 1) * s - pt + 3 <= rows;
+    const int32_t head = flags & EDGEC_DW3X3_NOT_TOP ? -1 : 0;
+    const int32_t tail = flags & EDGEC_DW3X3_NOT_BOTTOM ? last + 1 : last;
     int32_t cg, oy, r, k;
     for (cg = 0; cg < c; cg += 4) {
         const int negs = !allneg && rq[cg].neg + rq[cg + 1].neg + rq[cg + 2].neg + rq[cg + 3].neg != -4;
@@ -346,14 +352,14 @@ EDGEC_INLINE void edgec_dwf_run(const edgec_depthwise_conv2d_3x3_params *p, cons
         }
         for (oy = 0; oy < p->out_rows; ++oy) {
             const int32_t r0 = oy * s - pt;
-            const int32_t set = !edges || (oy > 0 && oy < last) ? (r0 % 3 + 3) % 3 : oy == 0 ? 3 : 4;
+            const int32_t set = !edges || (oy > head && oy < tail) ? (r0 % 3 + 3) % 3 : oy == 0 ? 3 : 4;
             const edgec_w32 *const wk = (const edgec_w32 *)weights + 30 * cg + 6 * set;
             for (r = next > r0 ? next : r0; r < r0 + 3; ++r) {
                 const int valid = r >= 0 && r < rows;
                 if (valid) {
                     edgec_dwf_load_row(input + r * p->in_row_step + (x0 - pl) * p->in_col_step + cg, p->in_col_step,
                                        x0, x1, (r % 3 + 3) % 3, win);
-                } else if (!edges) {
+                } else if (!edges || (r < 0 ? head < 0 : tail > last)) {
                     edgec_dw_load_row(p, input, x0, x1, (r % 3 + 3) % 3, win, 0);
                 }
             }
@@ -377,16 +383,31 @@ EDGEC_INLINE void edgec_dwf_run(const edgec_depthwise_conv2d_3x3_params *p, cons
 void edgec_depthwise_conv2d_3x3_fused_s8(const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input,
                                          const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output)
 {
-    edgec_dwf_run(p, input, weights, rq, scratch, output, EDGEC_DWF_CHOOSE);
+    edgec_dwf_run(p, input, weights, rq, scratch, output, EDGEC_DWF_CHOOSE, 1);
 }
 
-/* The entries the generated code calls (edgec/ops/conv/depthwise3x3.py fused_entry), each linking only its rows */
+/* The entries the generated code calls (edgec/ops/conv/depthwise3x3.py fused_entry), each linking only its rows; the
+ * `band_` ones for a row band of 2 rows or more of a patch-based stage (p->band) */
 #define EDGEC_DWF_ARGS \
     const edgec_depthwise_conv2d_3x3_params *p, const int8_t *input, const uint32_t *weights, const edgec_rq *rq, \
         int8_t *scratch, int8_t *output
-#define EDGEC_DWF_ENTRY_RUN(loop) edgec_dwf_run(p, input, weights, rq, scratch, output, loop)
-void edgec_depthwise_conv2d_3x3_fused_rows_s1_s8(EDGEC_DWF_ARGS) { EDGEC_DWF_ENTRY_RUN(EDGEC_DWF_ROWS_S1); }
-void edgec_depthwise_conv2d_3x3_fused_rows_s2_s8(EDGEC_DWF_ARGS) { EDGEC_DWF_ENTRY_RUN(EDGEC_DWF_ROWS_S2); }
-void edgec_depthwise_conv2d_3x3_fused_full_anyneg_s8(EDGEC_DWF_ARGS) { EDGEC_DWF_ENTRY_RUN(EDGEC_DWF_FULL_ANYNEG); }
-void edgec_depthwise_conv2d_3x3_fused_clamped_s8(EDGEC_DWF_ARGS) { EDGEC_DWF_ENTRY_RUN(EDGEC_DWF_CLAMPED); }
-void edgec_depthwise_conv2d_3x3_fused_clamped_anyneg_s8(EDGEC_DWF_ARGS) { EDGEC_DWF_ENTRY_RUN(EDGEC_DWF_CLAMPED_ANYNEG); }
+#define EDGEC_DWF_ENTRY_RUN(loop, banded) edgec_dwf_run(p, input, weights, rq, scratch, output, loop, banded)
+void edgec_depthwise_conv2d_3x3_fused_rows_s1_s8(EDGEC_DWF_ARGS) { EDGEC_DWF_ENTRY_RUN(EDGEC_DWF_ROWS_S1, 0); }
+void edgec_depthwise_conv2d_3x3_fused_rows_s2_s8(EDGEC_DWF_ARGS) { EDGEC_DWF_ENTRY_RUN(EDGEC_DWF_ROWS_S2, 0); }
+void edgec_depthwise_conv2d_3x3_fused_full_anyneg_s8(EDGEC_DWF_ARGS) { EDGEC_DWF_ENTRY_RUN(EDGEC_DWF_FULL_ANYNEG, 0); }
+void edgec_depthwise_conv2d_3x3_fused_clamped_s8(EDGEC_DWF_ARGS) { EDGEC_DWF_ENTRY_RUN(EDGEC_DWF_CLAMPED, 0); }
+void edgec_depthwise_conv2d_3x3_fused_clamped_anyneg_s8(EDGEC_DWF_ARGS)
+{
+    EDGEC_DWF_ENTRY_RUN(EDGEC_DWF_CLAMPED_ANYNEG, 0);
+}
+void edgec_depthwise_conv2d_3x3_fused_band_rows_s1_s8(EDGEC_DWF_ARGS) { EDGEC_DWF_ENTRY_RUN(EDGEC_DWF_ROWS_S1, 1); }
+void edgec_depthwise_conv2d_3x3_fused_band_rows_s2_s8(EDGEC_DWF_ARGS) { EDGEC_DWF_ENTRY_RUN(EDGEC_DWF_ROWS_S2, 1); }
+void edgec_depthwise_conv2d_3x3_fused_band_full_anyneg_s8(EDGEC_DWF_ARGS)
+{
+    EDGEC_DWF_ENTRY_RUN(EDGEC_DWF_FULL_ANYNEG, 1);
+}
+void edgec_depthwise_conv2d_3x3_fused_band_clamped_s8(EDGEC_DWF_ARGS) { EDGEC_DWF_ENTRY_RUN(EDGEC_DWF_CLAMPED, 1); }
+void edgec_depthwise_conv2d_3x3_fused_band_clamped_anyneg_s8(EDGEC_DWF_ARGS)
+{
+    EDGEC_DWF_ENTRY_RUN(EDGEC_DWF_CLAMPED_ANYNEG, 1);
+}

@@ -67,6 +67,20 @@ def ort_int8(path: Path, name: str, calib: np.ndarray) -> onnx.ModelProto:
         raise SystemExit(f"{path}: ONNX Runtime cannot run its own static INT8 of this model")
 
 
+def quantize_nodes(qm: onnx.ModelProto) -> dict:
+    """ONNX value name -> the QuantizeLinear ORT's QDQ model puts on it. A graph output's QuantizeLinear reads the
+    value renamed (`<name>_QuantizeLinear_Input`) and its DequantizeLinear writes the output's own name: keyed by
+    that name, so the output's grid is ORT's int8 one, not "ORT float"."""
+    outputs = {o.name for o in qm.graph.output}
+    dq = {n.input[0]: n.output[0] for n in qm.graph.node if n.op_type == "DequantizeLinear"}
+    found = {}
+    for n in qm.graph.node:
+        if n.op_type == "QuantizeLinear":
+            out = dq.get(n.output[0])
+            found[out if out in outputs else n.input[0]] = n
+    return found
+
+
 def as_edgec(v: np.ndarray, size: int, moved: bool = True) -> np.ndarray | None:
     """An ONNX value [n, C, ...] flattened per sample, channels moved last (edgec's layout of a feature map) or
     not (None: not that size)."""
@@ -89,7 +103,7 @@ def main(argv=None) -> int:
     name, _ = onnx_inputs(d / "model.onnx", args.name)
     qm = ort_int8(d / "model.onnx", name, np.load(d / "calib.npz")["x"].astype(np.float32))
     inits = {i.name: numpy_helper.to_array(i) for i in qm.graph.initializer}
-    quantized = {n.input[0]: n for n in qm.graph.node if n.op_type == "QuantizeLinear"}
+    quantized = quantize_nodes(qm)
     dq_of = {n.input[0]: n.output[0] for n in qm.graph.node if n.op_type == "DequantizeLinear"}
     floats, ints = every_value(onnx.load(str(d / "model.onnx")), name, x), every_value(qm, name, x)
     g = api.calibrate(d / "model.onnx", d / "calib.npz", cache=False, sensitivity_samples=0).graph

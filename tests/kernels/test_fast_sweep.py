@@ -9,6 +9,7 @@ is not swept; each test checks that nearly all of its cases were lowered, so the
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import math
 from functools import partial
 
@@ -17,7 +18,7 @@ import pytest
 
 from ckernels import act, i8, make, ptr, requant_params
 from edgec.ir import Op
-from edgec.ops import binary, conv, dense, pool, select
+from edgec.ops import binary, conv, dense, dense_pairs, pool, select
 from edgec.ops.conv import depthwise3x3, im2col, rgb3x3
 from edgec.ops.kernel import GENERIC
 
@@ -233,6 +234,67 @@ def depthwise_cases(rng, lib, n, variant=GENERIC):
         yield True
 
 
+def _row_bands(rng, n: int) -> list[tuple[int, int]]:
+    """Output rows [0, n) cut into consecutive bands of 1 to 5 rows (odd and even)."""
+    cuts, o = [], 0
+    while o < n:
+        cuts.append((o, min(n, o + int(rng.integers(1, 6)))))
+        o = cuts[-1][1]
+    return cuts
+
+
+def fused_band_cases(rng, lib, n, seen):
+    """The fused depthwise 3x3 (its edge weight sets: the image's top and bottom padding folded in) called on row
+    bands of the image as a patch-based stage calls it (edgec/plan/patching.py band_op: the band's input rows, its
+    params and `band`): every band's output bit for bit the whole layer's rows. Images wider than tall (the kernel
+    sweeps rows), odd and even heights, strides 1 and 2, padding 0 to 2 each side; `seen` counts the bands run at
+    the top, middle and bottom with 2 rows or more (and at the bottom whether its first input row is a multiple of
+    3: the edge set, or zero-point rows)."""
+    from types import SimpleNamespace
+    from edgec.plan import patching
+    for _ in range(n):
+        c = 4 * int(rng.integers(1, 5))
+        stride = int(rng.integers(1, 3))
+        in_h = int(rng.integers(3, 16))
+        in_w = int(rng.integers(in_h, 24))
+        win = _geometry(rng, in_h, in_w, 3, 3, stride, stride)
+        if win is None or win["out_h"] > win["out_w"] or win["out_h"] < 2:
+            continue
+        p = _conv_params(rng, in_h, in_w, c, c, win)
+        x, w = i8(rng, (p["in_h"], p["in_w"], c)), i8(rng, (3, 3, c))
+        op = weighted_op("depthwise_conv2d", p, w, *_requant(rng, c, 9))
+        low = select.fast(op)
+        if low is None:
+            yield False
+            continue
+        op = dataclasses.replace(op, lowering=select.variant(op, low, "fused"))
+        want = conv.run_conv(op, [x])
+        graph = SimpleNamespace(tensors={"y": SimpleNamespace(shape=(1,) + want.shape, size=want.size)})
+        for o0, o1 in _row_bands(rng, win["out_h"]):
+            band = patching.band_op(graph, op, o0, o1)
+            (lo, hi), = patching.input_rows(op, o0, o1)
+            got = run_fast(lib, band.lowering, x[lo:hi], out_size=want[o0:o1].size).reshape(want[o0:o1].shape)
+            assert np.array_equal(got, want[o0:o1]), (p, o0, o1)
+            if o1 - o0 >= 2:
+                seen["top" if o0 == 0 else "bottom" if o1 == win["out_h"] else "middle"] += 1
+                if o0 > 0 and o1 == win["out_h"]:
+                    seen[f"bottom_lo{lo % 3 == 0}"] += 1
+            seen[f"stride{stride}"] += 1
+        yield True
+
+
+def test_fused_depthwise_row_bands_run_bit_exact(lib):
+    """Bands of any height at the top, middle and bottom of the image, stride 1 and 2: the kernel takes the image's
+    edge weight sets only on the image's own first and last rows (a band of 2 rows or more in the middle of the
+    image used to take them on its first and last: wrong values, so a patch-based stage kept such a layer in bands
+    of 1 row, h48-ram)."""
+    from collections import Counter
+    seen = Counter()
+    assert sweep(fused_band_cases(np.random.default_rng(4848), lib, 150, seen)) >= 60
+    assert all(seen[k] >= 5 for k in ("top", "middle", "bottom", "bottom_loTrue", "bottom_loFalse", "stride1",
+                                       "stride2")), seen
+
+
 def one_channel_depthwise_cases(rng, lib, n, variant=GENERIC):
     """A depthwise convolution of a one-channel input (micro_speech's: 10x8 taps, stride 2, depth multiplier 8) on
     the convolution kernels (edgec/ops/conv/im2col.py: single_channel_depthwise), on one of their variants:
@@ -439,6 +501,7 @@ def fc_cases(rng, lib, n, variant=GENERIC):
         if low is None:
             yield False
             continue
+        assert variant != "pairs" or dense_pairs.applies(low)     # random weights on at most 400 inputs: exact
         low = select.variant(op, low, variant)
         want = dense.run_fc(op, [x])
         assert np.array_equal(run_fast(lib, low, x, out_size=want.size), want), p
@@ -499,6 +562,7 @@ SWEEPS = {"conv2d_im2col": (conv_cases, 300), "conv2d_blocked": (partial(conv_ca
           "depthwise_conv2d_3x3_small": (partial(depthwise_cases, variant="small"), 300),
           "fully_connected_packed": (fc_cases, 300), "fully_connected_wide": (partial(fc_cases, variant="wide"), 300),
           "fully_connected_rows8": (partial(fc_cases, variant="rows8"), 300),
+          "fully_connected_pairs": (partial(fc_cases, variant="pairs"), 300),
           "add_lut": (add_cases, 300),
           "avg_pool_global": (avg_pool_cases, 200)}
 

@@ -35,7 +35,7 @@ def lower_3x3(op: Op):
     params = {"rows": h[0], "cols": wd[0], "c": c, "out_rows": h[1], "out_cols": wd[1], "stride": p["stride_h"],
               "pad_top": h[2], "pad_left": wd[2], "in_row_step": steps[0], "in_col_step": steps[1],
               "out_row_step": steps[2], "out_col_step": steps[3], "input_zp": int(p["input_zp"]),
-              "act_min": got[0]["act_min"], "act_max": got[0]["act_max"]}
+              "act_min": got[0]["act_min"], "act_max": got[0]["act_max"], "band": 0}
     return params, {"fw": fast.words((2 * wk.astype(np.int16)).astype(np.int16)), "rq": got[1]}
 
 
@@ -58,6 +58,22 @@ def edge_rows(p) -> bool:
     return n >= 2 and 0 <= pt <= s and (n - 2) * s - pt + 3 <= rows
 
 
+NOT_TOP, NOT_BOTTOM = 1, 2       # a call's `band` (edgec_nn.h EDGEC_DW3X3_NOT_TOP, EDGEC_DW3X3_NOT_BOTTOM)
+
+
+def band_flags(p, o0: int, o1: int, lo: int) -> int:
+    """The `band` of a call computing output rows [o0, o1) of the layer whose whole-image params (sweeping rows) are
+    `p`, its input from the image's row `lo` (edgec/plan/patching.py): the fused kernel takes the image's edge weight
+    sets (`edge_rows`, built for the whole image) on the call's first row only where it is the image's first, and on
+    its last only where it is the image's last and the call's rows fall in the window's slots as the image's do
+    (the kernel keeps input row r in slot r mod 3, counted from the call's first row: `lo` a multiple of 3; else
+    that band writes the padded rows as zero points, the generic path). 0 for the whole image."""
+    whole = edge_rows(p)
+    top = whole and o0 == 0
+    bottom = whole and o1 == p["out_rows"] and lo % 3 == 0
+    return (0 if top else NOT_TOP) | (0 if bottom else NOT_BOTTOM)
+
+
 def fused_3x3(op: Op, base):
     """The depthwise 3x3 with requantization fused into the store (edgec_depthwise_conv2d_3x3_fused_s8): per
     channel 5 sets of 6 words: for each rotation rot of the window (slot i holds kernel row (i - rot) mod 3; rows a,
@@ -65,7 +81,8 @@ def fused_3x3(op: Op, base):
     doubled int16 values of the generic lowering, shift the channel's requantization right shift (the Arm loop's ASR
     reads it from the low byte of the word whose high half it multiplies: one register less); then the sets of the
     first and the last output row (`edge_rows`): their rotation's, with the kernel rows that fall on the padding
-    zeroed and their zero-point products added to the bias (the kernel then never writes padded rows)."""
+    zeroed and their zero-point products added to the bias (the kernel then never writes padded rows). A row band
+    of the layer (a patch-based stage) uses them only on the image's own first and last rows (`band_flags`)."""
     w, bias2 = _doubled(base)
     shift = base.arrays["rq"].reshape(-1, 5)[:, 4]
     p = base.params
@@ -148,13 +165,16 @@ def fused_entry(params, rq) -> str:
     """The C entry point a fused call names (fast/edgec_depthwise_conv2d_3x3_fused.c, as its run-time entry chooses
     per group of 4 channels): the assembly rows of its stride (the whole int8 range, every record's neg -1), the
     full range with some neg 0 (`full_anyneg`: the assembly and the C row), a clamped range (`clamped`, with
-    `_anyneg` where some neg is 0). The linker then drops the other rows (up to 2.4 kB)."""
+    `_anyneg` where some neg is 0). The linker then drops the other rows (up to 2.4 kB). A row band of 2 rows or
+    more whose `band` is not 0 (band_flags) names the `band_` entry of the same rows: the whole image's entries are
+    the code they were before bands, instruction for instruction."""
     negs = _negs(params, rq)
     if (params["act_min"], params["act_max"]) != (-128, 127):
         loop = "clamped" if negs else "clamped_anyneg"
     else:
         loop = f"rows_s{params['stride']}" if negs else "full_anyneg"
-    return f"edgec_depthwise_conv2d_3x3_fused_{loop}_s8"
+    band = "band_" if params.get("band") and params["out_rows"] >= 2 else ""
+    return f"edgec_depthwise_conv2d_3x3_fused_{band}{loop}_s8"
 
 
 def small_entry(params, rq) -> str:
@@ -202,7 +222,7 @@ def fused_reads(low) -> dict:
 
 FUSED = Kernel("edgec_depthwise_conv2d_3x3_fused_s8", ("depthwise_conv2d",), VARIANT, _named(fused_entry),
                base=DEPTHWISE_3X3, variant="fused", lower=fused_3x3, struct=STRUCT, code_bytes=1420, reads=fused_reads,
-               entries=tuple(f"edgec_depthwise_conv2d_3x3_fused_{loop}_s8" for loop in (
+               entries=tuple(f"edgec_depthwise_conv2d_3x3_fused_{band}{loop}_s8" for band in ("", "band_") for loop in (
                    "rows_s1", "rows_s2", "full_anyneg", "clamped", "clamped_anyneg")))
 DEPTHWISE_MVE = Kernel("edgec_depthwise_conv2d_3x3_mve_s8", ("depthwise_conv2d",), HELIUM, cemit.fast_weighted,
                        base=DEPTHWISE_3X3, isa=MVE, lower=mve_3x3, struct=STRUCT)
