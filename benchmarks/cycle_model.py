@@ -12,6 +12,9 @@ published silicon latencies of the MLPerf Tiny models on NUCLEO-L4R5ZI.
     .venv/bin/python benchmarks/cycle_model.py --boards qemu-cortex-m4 --engines edgec --weights-in-ram --code-in-ram
         # the same, and in the same run edgec built also with --code-in-ram: the kernels run from the code RAM
         # (on the emulator the profile's stand-in window, weighed as the L4R5's SRAM2: edgec/targets/code_ram.py)
+    .venv/bin/python benchmarks/cycle_model.py --boards qemu-cortex-m4 --select-for nucleo-l4r5zi --engines edgec --stage
+        # and in the same run edgec built also with the reused weights staged in RAM as a build for the real part
+        # stages them (edgec/lower/weight_staging.py: --select-for's part, else STAGE_PART's for the core)
 
 For each MLPerf Tiny model (its INT8 .tflite, golden x_int8 row 0) and emulated board: edgec builds and benches
 it (the bench's cycle estimate weighs, in the same QEMU run, every real part of the same core whose profile has
@@ -52,6 +55,7 @@ from edgec.targets.boards import load_board  # noqa: E402
 TFLM_V05 = {"kws": 181.92, "vww": 600.60, "ic": 704.23, "ad": 10.05}
 XCUBE_102 = {"kws": 43.42, "vww": 89.44, "ic": 165.67, "ad": 4.79}
 PUBLISHED_BOARD = "nucleo-l4r5zi"
+STAGE_PART = {"qemu-cortex-m4": "nucleo-l4r5zi", "qemu-cortex-m7": "nucleo-h743zi2"}   # --stage without --select-for
 TFLM_CPU = {"qemu-cortex-m4": "cortex-m4", "qemu-cortex-m7": "cortex-m7", "qemu-cortex-m55": "cortex-m55"}
 
 
@@ -65,14 +69,15 @@ def part_chooser(part: str | None):
 
 
 def edgec_parts(key: str, board: str, work: Path, select_for: str | None = None, weights_in_ram: bool = False,
-                code_in_ram: bool = False) -> tuple[dict, dict]:
+                code_in_ram: bool = False, stage_for: str | None = None) -> tuple[dict, dict]:
     """edgec on the board: (the bench's cycles_estimate, figures: instructions, exactness, RAM); select_for: its
     kernels chosen as a build for that real part chooses them; weights_in_ram: built with --weights-in-ram;
-    code_in_ram: with --code-in-ram."""
+    code_in_ram: with --code-in-ram; stage_for: the reused weights staged in RAM as that real part's build stages
+    them."""
     model = peers.mlperf_models([key])[0]
     out = work / "edgec"
     built = api.build(model.path, None, board, out, choose=None if weights_in_ram else part_chooser(select_for),
-                      weights_in_ram=weights_in_ram, code_in_ram=code_in_ram)
+                      weights_in_ram=weights_in_ram, code_in_ram=code_in_ram, stage_for=stage_for)
     graph = artifact.load_graph(out)
     data, _ = peers.write_inputs(graph, peers.input_row(model, graph), work)
     r = api.bench(out, data, limit=1, report_dir=None)
@@ -80,6 +85,7 @@ def edgec_parts(key: str, board: str, work: Path, select_for: str | None = None,
     return est, {"instructions": est["plugin_instructions_median"], "ram": built["memory"]["ram_bytes"],
                  "weights_in_ram": built["memory"]["weights_in_ram_bytes"],
                  "code_in_ram": built["memory"].get("code_in_ram_bytes", 0),
+                 "arena": built["memory"]["arena_bytes"], "staged": built["memory"]["staged_weights"],
                  "exact": r["agreement"]["device_vs_reference"]}
 
 
@@ -109,9 +115,12 @@ def tflm_parts(key: str, board_name: str, work: Path, select_for: str | None = N
 
 
 def rows_for(key: str, board: str, select_for: str | None = None, engines: tuple[str, ...] = ("edgec", "tflm"),
-             weights_in_ram: bool = False, code_in_ram: bool = False) -> list[dict]:
+             weights_in_ram: bool = False, code_in_ram: bool = False, stage: bool = False) -> list[dict]:
     rows = []
     runs = [("edgec", edgec_parts), ("TFLM + CMSIS-NN", tflm_parts)]
+    if stage:           # before and after in one run: the same build without and with the weights staged in RAM
+        runs.insert(1, ("edgec staged", functools.partial(edgec_parts, stage_for=select_for or STAGE_PART[board],
+                                                          code_in_ram=code_in_ram)))   # with --code-in-ram: both
     if code_in_ram:     # before and after in one run: the same build without and with --code-in-ram
         runs.insert(1, ("edgec code", functools.partial(edgec_parts, code_in_ram=True)))
     with tempfile.TemporaryDirectory(prefix="edgec-cycles-") as tmp:
@@ -129,6 +138,13 @@ def rows_for(key: str, board: str, select_for: str | None = None, engines: tuple
                           f"{fig['ram']:,} B)")
             elif engine == "edgec code":
                 engine = f"edgec {code}(RAM {fig['ram']:,} B)"
+            elif engine == "edgec staged":
+                st = fig["staged"]
+                engine = (f"edgec, {'--code-in-ram, ' if code_in_ram else ''}weights staged for "
+                          f"{select_for or STAGE_PART[board]} ({st['layers']} layers, "
+                          f"{st['bytes']:,} B copied, arena {fig['arena']:,} B)")
+            elif engine == "edgec" and stage:
+                engine = (f"edgec{', kernels for ' + select_for if select_for else ''} (arena {fig['arena']:,} B)")
             elif engine == "edgec" and select_for:
                 engine = f"edgec, kernels for {select_for}"
             base = {"model": key, "board": board, "engine": engine, "instructions": fig["instructions"]}
@@ -168,11 +184,15 @@ def main(argv: list[str] | None = None) -> int:
                     "tensors and their requantization records copied into SRAM at startup)")
     ap.add_argument("--code-in-ram", action="store_true", help="also build edgec with --code-in-ram (the kernels "
                     "run from the board's code RAM), in the same run")
+    ap.add_argument("--stage", action="store_true", help="also build edgec with the reused weights staged in RAM "
+                    "as a build for the real part stages them (--select-for's, else the core's: STAGE_PART), in the "
+                    "same run")
     ap.add_argument("--md", help="rewrite the <!-- cycle_model.py --> block of this Markdown file")
     a = ap.parse_args(argv)
     engines = tuple(a.engines.split(","))
     rows = [r for k in a.models.split(",") for b in a.boards.split(",") for r in rows_for(k, b, a.select_for, engines,
-                                                                                      a.weights_in_ram, a.code_in_ram)]
+                                                                                      a.weights_in_ram, a.code_in_ram,
+                                                                                      a.stage)]
     text = markdown(rows, "python benchmarks/cycle_model.py " + " ".join(argv if argv is not None else sys.argv[1:]))
     print(text)
     if a.md:

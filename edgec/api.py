@@ -20,7 +20,7 @@ from edgec.quant import artifact
 from edgec.frontend import canonicalize
 from edgec.codegen import cmodel as codegen
 from edgec.codegen import constants
-from edgec.lower import lowering
+from edgec.lower import lowering, weight_staging
 from edgec.targets import code_ram, fit
 from edgec.frontend import loader
 from edgec.plan import memory_report
@@ -93,7 +93,8 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
           mlperf_mode: str = "performance", mlperf_baud: int | None = None, ram_budget: int | None = None,
           optimize: str = "speed", tuning_log: str | Path | None = None, choose=None,
           settings: Settings | None = None, io_buffers: str = "arena", frontend: str | Path | None = None,
-          frontend_hop: int | None = None, weights_in_ram: bool = False, code_in_ram: bool | None = None, **quantization) -> dict:
+          frontend_hop: int | None = None, weights_in_ram: bool = False, code_in_ram: bool | None = None,
+          stage_for: str | None = None, **quantization) -> dict:
     """Model + calibration data -> build folder with model library, project, firmware and report (a quantized
     .tflite model needs no calibration data: calib_path None).
     protocol "mlperf" builds a firmware for the MLPerf Tiny runner instead of edgec's bench link
@@ -111,7 +112,10 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     requantization records (constants.RAM_KINDS) copied into RAM at startup (RAM the statics count; a part whose
     flash has wait states then reads them at SRAM speed, as STM32Cube.AI's weights-in-RAM does). code_in_ram: the
     runtime's kernels copied at startup into the board's code RAM and run there (edgec/targets/code_ram.py); None
-    (the default): so where the board has one and flash wait states and it fits (code_ram.decide), else False."""
+    (the default): so where the board has one and flash wait states and it fits (code_ram.decide), else False.
+    On a part whose flash has wait states (not with weights_in_ram or ram_budget), the layers that re-read their
+    weights copy them into their scratch first (edgec/lower/weight_staging.py); stage_for: another board's part
+    decides that (a build for an emulated board staged as the real part's build is: benchmarks/cycle_model.py)."""
     from edgec.targets import firmware as fw
 
     if frontend is not None:     # an audio front end chained before the model: raw clips in (edgec/chain.py)
@@ -140,11 +144,12 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
     if protocol == "mlperf":
         from edgec.targets.mlperf_firmware import check_mode
         check_mode(the_board, mlperf_mode, mlperf_baud)
+    staging = None if weights_in_ram else weight_staging.for_board(load_board(stage_for) if stage_for else the_board)
     model, quant = calibrate_model(model_path, calib_path, options, log, settings)
     # before anything is written: does it fit the board? (else int8 where the calibration set chose int16 rows)
     quant, (graph, plan, budget, optimize) = fit_or_int8(
         quant, options, lambda g: plan_to_fit(g, the_board, guard.GUARD_BYTES if arena_guard else 0, optimize, choose,
-                                              log, ram_budget, io_buffers=io_buffers),
+                                              log, ram_budget, io_buffers=io_buffers, staging=staging),
         lambda o: calibrate_model(model_path, calib_path, o, _quiet, settings)[1], log)
     speed = dict(lowering.summary(graph.ops), mode=optimize, tuned_layers=len(tuned) if optimize == "speed" else 0)
     log(f"--optimize {optimize}: " + ", ".join(f"{n} ops on {v}" for v, n in sorted(speed['variants'].items()))
@@ -205,6 +210,7 @@ def build(model_path: str | Path, calib_path: str | Path | None, board: str, out
             "memory": {"arena_bytes": plan.arena_bytes, "weights_bytes": flash_constants["total"],
                        "io_buffers": io_buffers,
                        "weights_in_ram_bytes": in_ram, "code_in_ram": code_in_ram,
+                       "staged_weights": weight_staging.staged_bytes(graph),
                        "constants": flash_constants,
                        "flash_bytes": None, "ram_bytes": None,
                        "live_set_lower_bound_bytes": planner.live_set_lower_bound(graph),

@@ -26,6 +26,7 @@ from typing import Callable, Iterator
 import onnx
 
 from edgec import ports
+from edgec.lower import weight_staging
 from edgec.lower.lowering import lower_graph
 from edgec.errors import EdgecError
 from edgec.frontend import canonicalize, loader, qdq, tflite, tflite_float
@@ -84,7 +85,8 @@ def lower(graph: Graph, optimize: str = "speed", choose=None, mve: bool = False,
 
 def schedule_and_plan(graph: Graph, guard: int = 0, optimize: str = "speed", choose=None,
                       ram_budget: int | None = None, board_ram: int | None = None, overhead: int = 0,
-                      log: Log = quiet, mve: bool = False, dsp: bool = False) -> tuple[Graph, planner.Plan]:
+                      log: Log = quiet, mve: bool = False, dsp: bool = False, staging=None
+                      ) -> tuple[Graph, planner.Plan]:
     """lower + plan: the quantized graph lowered onto the kernels that will run each op (the fast kernels where they
     take it: their constants and scratch; optimize "speed" or "size" and a per-op variant chooser:
     edgec/lower/lowering.py), its ops put in the execution order with the smallest memory peak, and the arena
@@ -94,7 +96,10 @@ def schedule_and_plan(graph: Graph, guard: int = 0, optimize: str = "speed", cho
 
     RAM: with `ram_budget` (bytes for the whole firmware: arena + `overhead`), the cheapest schedule that
     fits, patch-based stages if needed (edgec/plan/ram_budget.py), or an EdgecError naming the least RAM
-    reachable; without it, the fastest plan when it fits `board_ram` (else the memory-saving one)."""
+    reachable; without it, the fastest plan when it fits `board_ram` (else the memory-saving one). staging (a
+    part's flash timing, edgec/lower/weight_staging.py): the layers that re-read their weights get them copied into
+    their scratch first, where the plan then still fits `board_ram` (never with a budget, patched stages or the
+    guard)."""
     graph = lower(graph, optimize, choose, mve, dsp)
     graph = graph.replace_ops(planner.schedule(graph))
     # no scratch above the tensors' peak (plan/scratch_fit.py) where that plan fits the RAM it has; where it does not,
@@ -125,10 +130,26 @@ def schedule_and_plan(graph: Graph, guard: int = 0, optimize: str = "speed", cho
         log(f"{graph.name}: op {moved['op']} ({moved['name']}) on the {moved['variant']} kernel variant"
             f"{' in column bands of ' + str(moved['band_w']) if 'band_w' in moved else ''} for the budget "
             f"({moved['scratch_bytes']:,} B of scratch)")
+    if staging is not None and ram_budget is None and not guard and not stages:
+        graph = _staged(graph, staging, board_ram, overhead, log)
     plan = planner.plan(graph, guard=guard, stages=stages)
     plan.ram_choice = {**summary, "scratch_within_peak": fitted} if fitted else summary
     planner.check_plan(graph, plan)
     return graph, plan
+
+
+def _staged(graph: Graph, staging, board_ram: int | None, overhead: int, log: Log) -> Graph:
+    """The graph with its reused weights staged in RAM (edgec/lower/weight_staging.py), as many layers as the plan
+    still fits board_ram with (the largest copies given up first)."""
+    staged = weight_staging.stage(graph, staging)
+    while weight_staging.staged_bytes(staged)["layers"] and board_ram is not None \
+            and planner.plan(staged, exact=False).arena_bytes + overhead > board_ram:
+        staged = weight_staging.unstage_largest(staged, graph)
+    got = weight_staging.staged_bytes(staged)
+    if got["layers"]:
+        log(f"{graph.name}: {got['layers']} layers' weights staged from flash into their scratch "
+            f"({got['bytes']:,} B copied per inference, at most {got['largest_bytes']:,} B at once)")
+    return staged
 
 
 def _io_in(graph: Graph, plan: planner.Plan, io_buffers: str) -> planner.Plan:
@@ -141,20 +162,26 @@ def _io_in(graph: Graph, plan: planner.Plan, io_buffers: str) -> planner.Plan:
 
 
 def plan_to_fit(graph: Graph, board, guard: int = 0, optimize: str = "speed", choose=None,
-                log: Log = quiet, ram_budget: int | None = None, helium: bool = True, io_buffers: str = "arena") -> tuple:
+                log: Log = quiet, ram_budget: int | None = None, helium: bool = True, io_buffers: str = "arena",
+                staging="board") -> tuple:
     """schedule_and_plan under the board's RAM or `ram_budget` (spread over its RAM regions), then its fit
     check (edgec/targets/fit.py): returns (scheduled graph, plan, fit estimate, the optimize mode used). When
     the speed variants' widened weights do not fit but the generic kernels do, the build falls back to them
     (`--optimize size`: the quantized graph lowered again) and says so; if neither fits, the generic build's
     error. helium False keeps a Helium board on the DSP kernels (an export may be compiled without Helium
     flags). io_buffers "caller": the inputs and outputs in the caller's buffers, out of the arena
-    (edgec/plan/caller_io.py)."""
+    (edgec/plan/caller_io.py). staging: "board" (the board's own flash timing: edgec/lower/weight_staging.py), a
+    Staging, or None (no weights staged in RAM)."""
     from edgec.lower.lowering import has_arm_dsp, has_mve
     from edgec.targets import fit        # fit imports nothing of the pipeline: no cycle
 
+    if staging == "board":
+        staging = weight_staging.for_board(board)
+
     def planned(mode):
         lowered, plan = schedule_and_plan(graph, guard, mode, choose, **fit.ram_limits(graph, board, ram_budget),
-                                          log=log, mve=helium and has_mve(board), dsp=has_arm_dsp(board))
+                                          log=log, mve=helium and has_mve(board), dsp=has_arm_dsp(board),
+                                          staging=staging)
         if not plan.stages:     # patched stages are planned for one region: their windows are not re-placed
             plan = fit.place_in_regions(lowered, plan, board)
         return lowered, plan

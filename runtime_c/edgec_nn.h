@@ -50,6 +50,11 @@ extern "C" {
 /* ... and the version the runtime's objects were compiled with (edgec_runtime.c), for the check at init. */
 extern const int32_t edgec_runtime_abi_version;
 
+/* Copy `bytes` of a layer's constants from flash into its scratch before its call (edgec_runtime.c; the generated
+ * code of a part whose flash has wait states, for the layers whose kernels re-read their weights:
+ * edgec/lower/weight_staging.py): 16 bytes a step by LDM/STM where both are word-aligned, else memcpy. */
+void edgec_stage_copy(void *dst, const void *src, uint32_t bytes);
+
 #define EDGEC_RANK 6        /* the rank of the broadcasting and index-map kernels (binary, remap) */
 #define EDGEC_CONV_CHUNK 16 /* output channels the fast im2col convolution accumulates before requantizing */
 /* the larger of two sizes (the buffer-size functions' one helper: edgec/cheader.py buffer_size reads them) */

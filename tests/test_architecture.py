@@ -204,7 +204,9 @@ def test_kernel_name_finder():
 
 
 # functions of runtime_c/ the Python side never emits a call to (a kernel's helpers)
-NOT_KERNELS = {"edgec_recurrent_run", "edgec_recurrent_run16"}
+# (and edgec_stage_copy: not a kernel, the copy of a layer's weights into its scratch before its kernel's call,
+# edgec/lower/weight_staging.py)
+NOT_KERNELS = {"edgec_recurrent_run", "edgec_recurrent_run16", "edgec_stage_copy"}
 
 
 def runtime_functions() -> set[str]:

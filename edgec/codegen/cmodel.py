@@ -9,6 +9,7 @@ offsets of the plan.
 """
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -91,7 +92,7 @@ def _ops_for_template(graph: Graph, plan: Plan, weights_in_ram: bool = False) ->
                         output=pointer(op.output), arrays=names,
                         scratch="(int8_t *)0" if scratch is None else c_pointer(plan, scratch), dtype=dtype,
                         state=None if state_index(graph, i) is None else c_pointer(plan, plan.state[state_index(graph, i)]))
-        call = low.kernel.call(op, low, site)
+        call = _staged_call(low.kernel.call(op, low, site), low, names, plan, scratch, fast)
         ops.append({"index": i, "kind": op.kind, "name": op.name, "prefix": prefix, "call": call, "arrays": names,
                     "struct": low.struct, "params": low.params,
                     "inputs": [plan.offsets[t] for t in op.inputs], "output": plan.offsets[op.output],
@@ -105,6 +106,18 @@ def _ops_for_template(graph: Graph, plan: Plan, weights_in_ram: bool = False) ->
                 by_index[k]["output_bytes"] = 0
         by_index[stage.first]["call"] = patched.stage_block(graph, plan, stage, arrays_of(by_index), bands)
     return arrays, ops, bands
+
+
+def _staged_call(call: str, low, names: dict, plan: Plan, scratch: int | None, fast: bool) -> str:
+    """The call reading its staged arrays (`Lowering.staged`, edgec/lower/weight_staging.py) from their copies in its
+    scratch, each copied there from flash first (edgec_stage_copy); the call as it is where none is staged."""
+    copies = []
+    for key, offset, size in low.staged:
+        ctype = "edgec_rq" if fast and key == "rq" else _CTYPES[low.arrays[key].dtype.type]
+        at = c_pointer(plan, scratch + offset)
+        copies.append(f"edgec_stage_copy({at}, {names[key]}, {size}u);")
+        call = re.sub(rf"\b{names[key]}\b", f"(const {ctype} *)(const void *)({at})", call)
+    return "\n    ".join([*copies, call])
 
 
 def state_resets(graph: Graph, plan: Plan) -> list[str]:

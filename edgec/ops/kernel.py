@@ -99,6 +99,11 @@ class Kernel:
     cycles_per_instruction: float = 1.0          # its cycle estimate per instruction at zero wait states on
                                                   # the Cortex-M4 (the cycle plugin, the kernel alone): with
                                                   # flash_bytes, the flash-aware cost's cycles
+    reads: Callable | None = None                 # (its own Lowering) -> {key of an array its call names as
+                                                  # `<prefix>_<key>`: bytes of it one call reads, each re-read
+                                                  # counted}: where those sit in flash with wait states, a build
+                                                  # may copy them into RAM scratch before the call
+                                                  # (edgec/lower/weight_staging.py); None: never staged
 
     def __post_init__(self):
         assert self.role in ROLES and self.precision in PRECISIONS and self.isa in (ANY, DSP, MVE), self.name
@@ -142,6 +147,10 @@ class Lowering:
     variants: tuple[str, ...] = ()                # the variants the op was offered, GENERIC first
     extra_bytes: int = 0                          # constant bytes the variant adds over the default fast kernel
     signature: str | None = None                  # the tuning log's key of the layer (with the board)
+    staged: tuple[tuple[str, int, int], ...] = ()  # (array key, offset in its scratch, bytes): arrays the generated
+                                                  # code copies from flash into the op's scratch before the call,
+                                                  # the call then reading the copy (edgec/lower/weight_staging.py;
+                                                  # scratch_bytes counts them, after the kernel's own)
 
     @property
     def struct(self) -> str | None:

@@ -213,8 +213,15 @@ SMALL = Kernel("edgec_depthwise_conv2d_3x3_small_s8", ("depthwise_conv2d",), VAR
                base=DEPTHWISE_3X3, variant="small", isa=DSP, applies=small_image, lower=small_3x3, struct=STRUCT,
                code_bytes=2124, entries=tuple(f"edgec_depthwise_conv2d_3x3_small_{loop}_s8" for loop in (
                    "pairs", "rows_s2", "full", "full_anyneg", "clamped", "clamped_anyneg")))
+def fused_reads(low) -> dict:
+    """`Kernel.reads` of the fused kernel: each output row reads one of its channels' 5 weight sets (a fifth of
+    `fw`) and every record (edgec/lower/weight_staging.py)."""
+    rows = low.params["out_rows"]
+    return {"fw": rows * low.arrays["fw"].nbytes // 5, "rq": rows * low.arrays["rq"].nbytes}
+
+
 FUSED = Kernel("edgec_depthwise_conv2d_3x3_fused_s8", ("depthwise_conv2d",), VARIANT, _named(fused_entry),
-               base=DEPTHWISE_3X3, variant="fused", lower=fused_3x3, struct=STRUCT, code_bytes=1420,
+               base=DEPTHWISE_3X3, variant="fused", lower=fused_3x3, struct=STRUCT, code_bytes=1420, reads=fused_reads,
                entries=tuple(f"edgec_depthwise_conv2d_3x3_fused_{band}{loop}_s8" for band in ("", "band_") for loop in (
                    "rows_s1", "rows_s2", "full_anyneg", "clamped", "clamped_anyneg")))
 DEPTHWISE_MVE = Kernel("edgec_depthwise_conv2d_3x3_mve_s8", ("depthwise_conv2d",), HELIUM, cemit.fast_weighted,

@@ -429,11 +429,21 @@ def pointwise_flash(kernel: str):
     return flash_bytes
 
 
+def pass_reads(pixels_a_pass: int):
+    """`Kernel.reads` of a kernel reading all its weights (`fw`) and records (`rq`) once per pass of `pixels_a_pass`
+    output pixels (FLASH_PASSES), of its own lowering (edgec/lower/weight_staging.py)."""
+    def reads(low) -> dict:
+        passes = -(-low.params["out_h"] * low.params["out_w"] // pixels_a_pass)
+        return {k: passes * low.arrays[k].nbytes for k in ("fw", "rq") if k in low.arrays}
+    return reads
+
+
 # the convolutions and the one-channel depthwise ones (single_channel_depthwise)
 CONV_KINDS = ("conv2d", "depthwise_conv2d")
 IM2COL = Kernel("edgec_conv2d_im2col_s8", CONV_KINDS, FAST, cemit.fast_weighted, applies=single_channel_depthwise,
                 lower=lower_im2col, struct=STRUCT, cost=pointwise_cost("im2col"),
-                flash_bytes=pointwise_flash("im2col"), cycles_per_instruction=POINTWISE_CPI["im2col"])
+                flash_bytes=pointwise_flash("im2col"), cycles_per_instruction=POINTWISE_CPI["im2col"],
+                reads=pass_reads(FLASH_PASSES["im2col"][0]))
 # code each speed variant links in beside the generic kernels (arm-none-eabi-gcc -O2, Cortex-M4: its row
 # functions and packing-free loops; measured on the MLPerf Tiny builds; their portable C on the Cortex-M3 is up to
 # twice that), for the fit check's code estimate. blocked4: the entries its calls name, their loops and helpers,
@@ -450,7 +460,7 @@ BLOCKED4 = Kernel("edgec_conv2d_blocked4_s8", CONV_KINDS, VARIANT, blocked4_call
                   code_bytes=4400, cost=pointwise_cost("blocked4"),
                   flash_bytes=pointwise_flash("blocked4"), cycles_per_instruction=POINTWISE_CPI["blocked4"],
                   entries=BLOCKED4_ENTRIES[:2 * len(BLOCKED4_LOOPS)],
-                  entry_code=(lambda low: blocked4_entry(low.kernel, low.params, low.arrays["rq"]), 2, 2225))
+                  entry_code=(lambda low: blocked4_entry(low.kernel, low.params, low.arrays["rq"]), 2, 2225), reads=pass_reads(2))
 # blocked4_padded: the entry its call names (blocked4_entry: its mode, banded or not, and its loop), the band builder
 # and the loop's assembly or C block (cancer_conv1d's banded k8 loop 2,044 B, digits_cnn's k16 2,220 B), 2,000 B
 # counted once where both run the same loop (MLPerf Tiny KWS, both on the k64 loop: 4,992 B in all); since each
@@ -458,23 +468,28 @@ BLOCKED4 = Kernel("edgec_conv2d_blocked4_s8", CONV_KINDS, VARIANT, blocked4_call
 BLOCKED4_PADDED = Kernel("edgec_conv2d_blocked4_padded_s8", CONV_KINDS, VARIANT, blocked4_call, base=IM2COL,
                          variant="blocked4_padded", applies=single_channel_window, lower=blocked4_padded_conv,
                          struct=STRUCT, code_bytes=2400, shares_code=(BLOCKED4, 2000), narrow=padded_unbanded,
+                         reads=pass_reads(2),
                          entries=("edgec_conv2d_blocked4_banded_s8", "edgec_conv2d_blocked4_unbanded_s8",
                                   *BLOCKED4_ENTRIES[2 * len(BLOCKED4_LOOPS):]))
 WINDOW = Kernel("edgec_conv2d_window_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL, variant="window",
-                applies=window_fits, lower=window_conv, struct=STRUCT, code_bytes=4288, narrow=window_band)
+                applies=window_fits, lower=window_conv, struct=STRUCT, code_bytes=4288, narrow=window_band,
+                reads=pass_reads(2))
 # window4: the entry its call names (window4_entry) with its loop's blocks, the ring's shift and edge word (MLPerf
 # Tiny IC's row48: 4,036 B; a pixels-only loop ~2,700 B; since each call names its loop, h47-flash: 11,488 B before,
 # every loop linked)
 WINDOW4 = Kernel("edgec_conv2d_window4_s8", CONV_KINDS, VARIANT, window4_call, base=IM2COL, variant="window4",
                  applies=window4_fits, lower=window4_conv, struct=STRUCT, isa=DSP, code_bytes=4040,
-                 narrow=window_band, entries=tuple(f"edgec_conv2d_window4_{loop}_s8" for loop in WINDOW4_LOOPS))
+                 narrow=window_band, entries=tuple(f"edgec_conv2d_window4_{loop}_s8" for loop in WINDOW4_LOOPS),
+                 reads=pass_reads(2))
 POINTWISE = Kernel("edgec_conv2d_pointwise_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL,
                    variant="pointwise", applies=lambda base: base.params["k_h"] == 1 and base.params["k_w"] == 1,
                    lower=pointwise_conv, struct=STRUCT, code_bytes=4400, cost=pointwise_cost("pointwise"),
-                   flash_bytes=pointwise_flash("pointwise"), cycles_per_instruction=POINTWISE_CPI["pointwise"])
+                   flash_bytes=pointwise_flash("pointwise"), cycles_per_instruction=POINTWISE_CPI["pointwise"],
+                   reads=pass_reads(2))
 BLOCKED = Kernel("edgec_conv2d_blocked_s8", CONV_KINDS, VARIANT, cemit.fast_weighted, base=IM2COL,
                  variant="blocked", lower=blocked_conv, struct=STRUCT, code_bytes=1024, cost=pointwise_cost("blocked"),
-                 flash_bytes=pointwise_flash("blocked"), cycles_per_instruction=POINTWISE_CPI["blocked"])
+                 flash_bytes=pointwise_flash("blocked"), cycles_per_instruction=POINTWISE_CPI["blocked"],
+                 reads=pass_reads(2))
 CONV_MVE = Kernel("edgec_conv2d_mve_s8", CONV_KINDS, HELIUM, cemit.fast_weighted, base=IM2COL, isa=MVE,
                   lower=mve_conv, struct=STRUCT)
 IM2COL_4 = Kernel("edgec_conv2d_im2col_s4", ("conv2d",), FAST, cemit.fast_weighted, precision=INT4,

@@ -10,7 +10,7 @@ import numpy as np
 
 from edgec.ir import Op
 from edgec.ops import cemit, fast
-from edgec.ops.conv.im2col import CONV_KINDS, IM2COL, STRUCT, all_negs
+from edgec.ops.conv.im2col import CONV_KINDS, IM2COL, STRUCT, all_negs, pass_reads
 from edgec.ops.kernel import DSP, VARIANT, Kernel
 
 TAPS = 28   # a pixel's taps: 3 kernel rows x 8 bytes, then (row 0's 9th byte, row 1's, row 2's, a zero weight)
@@ -80,6 +80,7 @@ def rgb3x3_call(op, low, site) -> str:
 # loop linked; shared with window4 where both run)
 RGB3X3 = Kernel("edgec_conv2d_rgb3x3_s8", CONV_KINDS, VARIANT, rgb3x3_call, base=IM2COL, variant="rgb3x3",
                 applies=rgb3x3_fits, lower=rgb3x3_conv, struct=STRUCT, isa=DSP, code_bytes=4360, narrow=rgb3x3_band,
-                entries=tuple(f"edgec_conv2d_rgb3x3_{loop}_s8" for loop in ("clamped", "full", "row28", "banded")))
+                entries=tuple(f"edgec_conv2d_rgb3x3_{loop}_s8" for loop in ("clamped", "full", "row28", "banded")),
+                reads=pass_reads(2))
 
 KERNELS = [RGB3X3]
