@@ -112,8 +112,8 @@ def test_cli_ram_budget(capsys):
 
 def test_a_build_for_a_part_with_flash_wait_states_weighs_the_flash_reads(tmp_path):
     """build_chooser: on the NUCLEO-L4R5ZI (5 wait states, weights in flash) a layer the tuning log has no record
-    for runs the kernel the flash-aware cost finds cheapest (AD's 640 -> 128 layer: the generic kernel's int8
-    weights, not rows8's int16); on the emulated board, whose memory has no wait states, or with the weights in
+    for runs the kernel the flash-aware cost finds cheapest (AD's 640 -> 128 layer: the pairs kernel's int8
+    weights, not rows8's int16 nor the generic kernel's slower loop); on the emulated board, whose memory has no wait states, or with the weights in
     RAM, the cost model's usual choice (the chooser answers nothing)."""
     from edgec.ops import select
     from edgec.settings import Settings
@@ -129,7 +129,7 @@ def test_a_build_for_a_part_with_flash_wait_states_weighs_the_flash_reads(tmp_pa
     generic = select.fast(op)
     log = tmp_path / "tuning.json"
     real = board_fit.build_chooser(load_board("nucleo-l4r5zi"), "speed", log, Settings.from_environment())
-    assert real(op, generic) == "generic"
+    assert real(op, generic) == "pairs"
     emulated = board_fit.build_chooser(load_board(BOARD), "speed", log, Settings.from_environment())
     assert emulated(op, generic) is None
     in_ram = board_fit.build_chooser(load_board("nucleo-l4r5zi"), "speed", log, Settings.from_environment(),
