@@ -950,6 +950,9 @@ void edgec_cumsum_tflite_s8(const edgec_cumsum_tflite_params *p, const int8_t *i
 typedef struct {
     int32_t steps, batch, input_size, hidden, gru, reverse, linear_before_reset, output, out_mult, out_shift,
         output_zp;
+    /* LSTM peepholes (ONNX's P): 1 when init_c is followed by the int16 weights [3][hidden] (gates i, o, f); gate
+     * g's pre-activation + rq(p * c, peep_mult[g], peep_shift[g]), saturated to int16 (i, f: c_{t-1}; o: c_t) */
+    int32_t peephole, peep_mult[3], peep_shift[3];
 } edgec_recurrent_params;
 void edgec_recurrent_s8(const edgec_recurrent_params *p, const int8_t *input, const int8_t *w_x, const int8_t *w_h,
                         const int32_t *bias_x, const int32_t *mult_x, const int32_t *shift_x,

@@ -41,6 +41,14 @@ static int32_t lookup16(const int16_t *table, int32_t v)
     return base + rshift_round32((table[(u >> 7) + 1] - base) * (u & 0x7F), 7);
 }
 
+/* gate g's (0 i, 1 o, 2 f) pre-activation of unit j + its peephole term rq(p * c), saturated to int16 (|p|, |c| <=
+ * 32768: the product fits 32 bits; the multiplier is under 1, so the sum does too) */
+static int32_t peeped(const edgec_recurrent_params *p, const int16_t *peep, int32_t g, int32_t hid, int32_t j,
+                      int32_t pre, int32_t cell)
+{
+    return sat16_32(pre + edgec_requantize(peep[g * hid + j] * cell, p->peep_mult[g], p->peep_shift[g]));
+}
+
 /* The portable matrix products, requantized: rows [row0, row0 + rows) of rq(bias + wm . v, mult, shift), v the
  * int8 x or (x null) the int16 h; weights int8, or int4 packed two per byte (mv->packed). */
 static void rows_portable(const edgec_recurrent_weights *w, const void *wm, int32_t stride, int32_t n, const int8_t *x,
@@ -113,14 +121,18 @@ void recurrent_step(const edgec_recurrent_params *p, const edgec_recurrent_weigh
         for (j = 0; j < hid; ++j) g[j] = sat16((int64_t)g[j] + wb[j] + hn[j] + rb[j]);
     }
     if (!p->gru) {
+        /* the peephole weights after the initial cell state (null: none) */
+        const int16_t *peep = p->peephole ? w->init_c + p->batch * hid : (const int16_t *)0;
         for (j = 0; j < hid; ++j) {
             /* gates in [0, 32767] or [-32768, 32767], states int16: every product fits 32 bits */
-            const int32_t i_g = lookup16(sigmoid, pre[j]);
-            const int32_t o_g = lookup16(sigmoid, pre[hid + j]);
-            const int32_t f_g = lookup16(sigmoid, pre[2 * hid + j]);
+            const int32_t i_g = lookup16(sigmoid, peep ? peeped(p, peep, 0, hid, j, pre[j], c[j]) : pre[j]);
+            const int32_t f_g =
+                lookup16(sigmoid, peep ? peeped(p, peep, 2, hid, j, pre[2 * hid + j], c[j]) : pre[2 * hid + j]);
             const int32_t g_g = lookup16(tanh_table, pre[3 * hid + j]);
             const int32_t cell = sat16_32(rshift_round32(f_g * c[j], EDGEC_STATE_BITS) +
                                           rshift_round32(i_g * g_g, 2 * EDGEC_STATE_BITS - EDGEC_CELL_BITS));
+            const int32_t o_g =
+                lookup16(sigmoid, peep ? peeped(p, peep, 1, hid, j, pre[hid + j], cell) : pre[hid + j]);
             const int32_t tc = lookup16(tanh_table, sat16_32(cell * (1 << (EDGEC_GATE_BITS - EDGEC_CELL_BITS))));
             c[j] = (int16_t)cell;
             h[j] = (int16_t)rshift_round32(o_g * tc, EDGEC_STATE_BITS);

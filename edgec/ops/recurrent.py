@@ -12,6 +12,11 @@ runtime_c/fast/edgec_recurrent_fast.c (`lower_recurrent`: the same recurrence, i
 Per step t (ONNX gate order: LSTM i, o, f, c; GRU z, r, h), with rq = TFLite's Q31 requantization:
   pre[j] = rq(bias_x[j] + W[j]·x_t, mult_x[j], shift_x[j]) + wb[j] + rq(R[j]·h, mult_h[j], shift_h[j]) + rb[j]
 LSTM: i, o, f = sigmoid(pre), g = tanh(pre); c = f*c + i*g; h = o * tanh(c)
+      with peepholes (ONNX's input P, TF's use_peepholes): pre_i, pre_f += P_i, P_f (.) c_{t-1} and pre_o +=
+      P_o (.) c_t before their sigmoids, each term rq(p * c, peep_mult[g], peep_shift[g]) saturated into the
+      Q3.12 pre-activation; P int16 per gate (scale max|P_g| / 32767, as TFLite's integer LSTM quantizes its
+      cell-to-gate weights symmetric int16, its multiplier cell scale * weight scale / gate scale); the int16
+      weights [3][hidden] (i, o, f) follow init_c in that array (params.peephole 1)
 GRU: z, r = sigmoid(pre); n = tanh(x part + r * (R h + rb))  (linear_before_reset = 1, PyTorch's)
                           or tanh(x part + R (r*h) + rb)     (linear_before_reset = 0, ONNX's default)
      h = (1 - z) * n + z * h
@@ -20,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgec.errors import node_error
+from edgec.errors import EdgecError, node_error
 from edgec.ir import Op, Tensor
 from edgec.ops import cemit, concat, fast, movement
 from edgec.ops.kernel import FAST, INT4, INT16, REFERENCE, Kernel
@@ -91,10 +96,34 @@ def quantize_recurrent(op: Op, ins: list[Tensor], out: Tensor) -> None:
         init_h=np.clip(np.round(np.asarray(a["init_h"]) * (1 << STATE_BITS)), -32768, 32767).astype(np.int16),
         init_c=np.clip(np.round(np.asarray(a["init_c"]) * (1 << CELL_BITS)), -32768, 32767).astype(np.int16),
         sigmoid=sigmoid_table(), tanh=tanh_table())
+    if a.get("P") is not None:
+        _quantize_peephole(op, np.asarray(a["P"], np.float64))
     for key in ("w_x", "w_h"):
         op.arrays.pop(key + "4", None)
         if four:
             op.arrays[key + "4"] = pack_int4(op.arrays.pop(key))
+
+
+def _quantize_peephole(op: Op, P: np.ndarray) -> None:
+    """The peephole weights [3][hidden] (i, o, f) int16 per gate after init_c, and their multipliers: c (Q4.11)
+    times p (scale s) into Q3.12 is 2 s (TFLite's effective_cell_to_*_scale: cell * weight / gate scale)."""
+    hid = int(op.attrs["hidden"])
+    P = P.reshape(3, hid)
+    scale = np.maximum(np.abs(P).max(axis=1), 1e-30) / 32767.0
+    if np.any(2 * scale >= 1.0):
+        raise EdgecError(f"node '{op.name}': peephole weights up to {np.abs(P).max():g} (edgec takes |P| < 0.5 * 32767)")
+    q = np.clip(np.round(P / scale[:, None]), -32767, 32767).astype(np.int16)
+    mult, shift = _multipliers(2 * scale)
+    op.params.update(peephole=1, peep_mult=[int(m) for m in mult], peep_shift=[int(v) for v in shift])
+    op.arrays["init_c"] = np.concatenate([op.arrays["init_c"], q.reshape(-1)]).astype(np.int16)
+
+
+def peephole_weights(p: dict, arr: dict) -> np.ndarray | None:
+    """The int16 peephole weights [3][hidden] (i, o, f) after init_c, or None."""
+    if not p.get("peephole"):
+        return None
+    n = int(p["batch"]) * int(p["hidden"])
+    return np.asarray(arr["init_c"], np.int64)[n:].reshape(3, int(p["hidden"]))
 
 
 def matrices(p: dict, arr: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -127,8 +156,15 @@ def recurrent_s8(p: dict, arr: dict, x, wide: bool = False) -> np.ndarray:
     sig, tnh = arr["sigmoid"], arr["tanh"]
     mh, sh, rb = arr["mult_h"], arr["shift_h"], np.asarray(arr["rb"], np.int64)
     h = np.asarray(arr["init_h"], np.int64).reshape(batch, hid).copy()
-    c = np.asarray(arr["init_c"], np.int64).reshape(batch, hid).copy()
+    c = np.asarray(arr["init_c"], np.int64)[:batch * hid].reshape(batch, hid).copy()
     ys = np.zeros((steps, batch, hid), np.int64)
+    peep = peephole_weights(p, arr)
+
+    def peeped(pre, g, cell):       # a gate's pre-activation + rq(p_g * c), saturated (g: 0 i, 1 o, 2 f)
+        if peep is None:
+            return pre
+        return _sat16(pre + np.asarray(requantize((peep[g] * cell).astype(np.int32), p["peep_mult"][g],
+                                                  p["peep_shift"][g]), np.int64))
 
     def rq_h(v, rows):
         return np.asarray(requantize(v.astype(np.int32), mh[rows], sh[rows]), np.int64) + rb[rows]
@@ -139,9 +175,10 @@ def recurrent_s8(p: dict, arr: dict, x, wide: bool = False) -> np.ndarray:
                         np.int64) + arr["wb"]
         if not gru:
             pre = _sat16(px + rq_h(h @ wh.T, slice(None)))
-            i, o, f = (lookup16(sig, pre[:, q * hid:(q + 1) * hid]) for q in range(3))
+            i, f = (lookup16(sig, peeped(pre[:, q * hid:(q + 1) * hid], q, c)) for q in (0, 2))
             gg = lookup16(tnh, pre[:, 3 * hid:])
             c = _sat16(_rshift_round(f * c, STATE_BITS) + _rshift_round(i * gg, 2 * STATE_BITS - CELL_BITS))
+            o = lookup16(sig, peeped(pre[:, hid:2 * hid], 1, c))
             h = _rshift_round(o * lookup16(tnh, _sat16(c << (GATE_BITS - CELL_BITS))), STATE_BITS)
         else:
             zr, nr = slice(0, 2 * hid), slice(2 * hid, 3 * hid)
@@ -196,15 +233,16 @@ def float_recurrent(op: Op, inputs: list) -> np.ndarray:
     W, R, Wb, Rb = (np.asarray(a[k], np.float64) for k in ("W", "R", "Wb", "Rb"))
     h = np.asarray(a["init_h"], np.float64).reshape(batch, hid).copy()
     c = np.asarray(a["init_c"], np.float64).reshape(batch, hid).copy()
+    P = np.zeros((3, hid)) if a.get("P") is None else np.asarray(a["P"], np.float64).reshape(3, hid)
     ys = np.zeros((steps, batch, hid))
     for k in range(steps):
         t = steps - 1 - k if a["reverse"] else k
         px = xs[t] @ W.T + Wb
         if op.kind == "lstm":
             pre = px + h @ R.T + Rb
-            i, o, f = (_sigmoid(pre[:, q * hid:(q + 1) * hid]) for q in range(3))
+            i, f = (_sigmoid(pre[:, q * hid:(q + 1) * hid] + P[q] * c) for q in (0, 2))
             c = f * c + i * np.tanh(pre[:, 3 * hid:])
-            h = o * np.tanh(c)
+            h = _sigmoid(pre[:, hid:2 * hid] + P[1] * c) * np.tanh(c)
         else:
             pre = px[:, :2 * hid] + h @ R[:2 * hid].T + Rb[:2 * hid]
             z, r = _sigmoid(pre[:, :hid]), _sigmoid(pre[:, hid:])
@@ -373,6 +411,8 @@ def import_recurrent(cx, node):
         raise node_error(node, f"sequence_lens must all be the sequence length ({steps}) when given")
     init_h = _initial_state(cx, node, 5, dirs, batch * hid)
     init_c = _initial_state(cx, node, 6, dirs, batch * hid) if kind == "lstm" else np.zeros((dirs, batch * hid))
+    P = cx.const_input(node, 7) if kind == "lstm" and len(node.input) > 7 and node.input[7] else None
+    P = None if P is None or not np.any(np.asarray(P)) else np.asarray(P, np.float64).reshape(dirs, 3 * hid)
     outputs = [k for k, o in enumerate(node.output[:3]) if o and cx.real_uses(o)] or [0]
     x = cx.as_layout(node.input[0], movement.identity(3), node)
     for k in outputs:       # Y, Y_h, Y_c: one op (per direction) each, the recurrence run again for each
@@ -386,7 +426,8 @@ def import_recurrent(cx, node):
             cx.emit(kind, node, [x], out, steps=steps, batch=batch, input_size=n_in, hidden=hid, W=W[d], R=R[d],
                     Wb=B[d, :gates * hid], Rb=B[d, gates * hid:], init_h=init_h[d], init_c=init_c[d],
                     reverse=int(direction == "reverse" or d == 1), output=k, gru=int(kind == "gru"),
-                    linear_before_reset=int(cx.attr(node, "linear_before_reset", 0)))
+                    linear_before_reset=int(cx.attr(node, "linear_before_reset", 0)),
+                    **({} if P is None else {"P": P[d]}))
             parts.append(out)
         if dirs == 2:   # [rows][2][batch * hid]: each row's forward then reverse states (ONNX's num_directions)
             out = cx.new_tensor(value, tuple(oshape), value)
@@ -405,10 +446,6 @@ def _check_limits(cx, node, kind, hid):
         raise node_error(node, "the 'clip' attribute (cell clipping) is not supported")
     if cx.attr(node, "input_forget", 0):
         raise node_error(node, "input_forget (coupled input and forget gates) is not supported")
-    if kind == "lstm" and len(node.input) > 7 and node.input[7]:
-        p = cx.const_input(node, 7)
-        if np.any(np.asarray(p) != 0):
-            raise node_error(node, "peephole weights (input P) are not supported")
     if hid > MAX_HIDDEN:
         raise node_error(node, f"hidden_size {hid} is over edgec's limit of {MAX_HIDDEN}")
 
