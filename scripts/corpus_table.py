@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "corpus"))
 import manifest  # noqa: E402
-from oracles import float_inputs, onnx_inputs  # noqa: E402
+from oracles import float_inputs, onnx_input_list  # noqa: E402
 import evaluation  # noqa: E402
 
 BOARDS = ("host", "qemu-cortex-m4")
@@ -103,7 +103,9 @@ def provenance_problem(entry: dict, path: Path, oracle) -> str | None:
         want = [oracle[f"float{k}"] for k in range(n)]
         try:     # as scripts/corpus/oracles.py ran it: onnxruntime's default session, one sample a run
             sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-            runs = [sess.run(None, {onnx_inputs(path, entry["name"])[0]: xi[None]}) for xi in oracle["x"]]
+            names = [i for i, _ in onnx_input_list(path)]
+            xs = [oracle[f"x{k}"] for k in range(len(names))] if "inputs" in oracle else [oracle["x"]]
+            runs = [sess.run(None, {m: a[i][None] for m, a in zip(names, xs)}) for i in range(len(xs[0]))]
             got = [np.stack([r[k] for r in runs]) for k in range(n)]
         except Exception:              # noqa: BLE001  (a file onnxruntime cannot run is not the oracle's model)
             got = None
@@ -133,7 +135,7 @@ def check(entry: dict, board: str, work: Path, bench: bool = True) -> Row:
         return row
     if manifest.sha256(path) != entry["sha256"]:       # a re-export: other producer metadata, the same model
         row.extra["file"] = "re-exported: other bytes, the manifest's model"
-    if oracle is None or not ("x" in oracle or "x_q" in oracle):
+    if oracle is None or not ("x" in oracle or "x_q" in oracle or "inputs" in oracle):
         row.message = "no oracle: " + (str(oracle["oracle"]) if oracle is not None else "run scripts/corpus/oracles.py")
         return row
     if str(oracle["sha256"]) != entry["sha256"]:
@@ -158,6 +160,9 @@ def check(entry: dict, board: str, work: Path, bench: bool = True) -> Row:
     if entry["format"] == "tflite":
         if "x_q" in oracle and not np.array_equal(xq.reshape(oracle["x_q"].shape), oracle["x_q"]):
             row.extra["input"] = "edgec's quantized input differs from the oracle's integer input"
+        if "inputs" in oracle and not np.array_equal(
+                xq, ports.pack(graph, [oracle[f"x_q{k}"] for k in range(len(oracle["inputs"]))])):
+            row.extra["input"] = "edgec's quantized inputs differ from the oracle's integer inputs"
         want, k, detections = [], 0, set()
         for port in ports.outputs(graph):
             if f"y{k}" not in oracle:
@@ -195,7 +200,7 @@ def check(entry: dict, board: str, work: Path, bench: bool = True) -> Row:
             row.message = one_line(e)
     if bench:
         data = work / f"{entry['name']}-data.npz"
-        np.savez(data, x=x)
+        np.savez(data, **bench_inputs(graph, x))
         try:
             r = api.bench(out, data)
             row.device_vs_reference = r["agreement"]["device_vs_reference"]
@@ -205,6 +210,14 @@ def check(entry: dict, board: str, work: Path, bench: bool = True) -> Row:
             row.extra["bench"] = traceback.format_exc()
     shutil.rmtree(out, ignore_errors=True)
     return row
+
+
+def bench_inputs(graph, x: np.ndarray) -> dict:
+    """The bench's data file of float samples x: `x` (one input), or `x_<name>` for each of several (x packed)."""
+    from edgec import ports
+    if not graph.more_inputs:
+        return {"x": x}
+    return {f"x_{p.name}": p.of(x) for p in ports.inputs(graph)}
 
 
 def accuracy(row: Row, graph, entry: dict, oracle, x: np.ndarray, ref) -> None:

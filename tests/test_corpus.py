@@ -31,7 +31,7 @@ EXPECTED = json.loads((manifest.CORPUS / "expected.json").read_text())
 # the default suite's subset: small files of each source and format, a stateful one (TFLite's integer LSTM) and a
 # float tail (a DEQUANTIZE, then a float32 LOG_SOFTMAX: edgec/ops/float_tail)
 FAST = ["tflm_hello_world_int8", "tiny_kws_ds_cnn", "onnx2c_atmega_mnist", "tflm_mnist_lstm_int8",
-        "tinyengine_mnist_lenet"]
+        "tinyengine_mnist_lenet", "keras_two_stream_har_int8", "tf2onnx_two_stream_har"]     # (the last two: two inputs)
 
 
 # what a refusal names: TFLite operators (each kind once, with its count), an ONNX node and its operator, or the
@@ -83,6 +83,37 @@ def test_every_model_has_provenance_license_and_an_oracle():
         if e["committed"]:
             assert manifest.sha256(manifest.CORPUS / e["file"]) == e["sha256"], name
     assert set(manifest.KINDS) - {"regression"} <= {e["kind"] for e in ENTRIES.values()}
+
+
+def test_models_with_several_inputs_are_in_the_corpus_and_measured_on_both_boards():
+    """Models with several inputs (.tflite and .onnx, from Keras, tf2onnx and both torch.onnx exporters) have the
+    oracle of every other model (each input's samples stored by index beside `inputs`, their names in the model's
+    order) and a status on both boards; corpus_table feeds them packed in that order (the fast subset builds two)."""
+    import onnx
+    import tflite
+
+    several = {}
+    for name, e in ENTRIES.items():
+        path = manifest.CORPUS / e["file"]
+        if e["format"] == "onnx":
+            model = onnx.load(str(path), load_external_data=False)
+            init = {i.name for i in model.graph.initializer}
+            names = [i.name for i in model.graph.input if i.name not in init]
+        elif e["format"] == "tflite":
+            sg = tflite.Model.GetRootAsModel(path.read_bytes(), 0).Subgraphs(0)
+            names = [(sg.Tensors(sg.Inputs(k)).Name() or b"").decode() for k in range(sg.InputsLength())]
+        else:
+            continue
+        if len(names) > 1:
+            several[name] = names
+    assert len(several) >= 3 and {ENTRIES[n]["format"] for n in several} == {"onnx", "tflite"}, several
+    for name, names in several.items():
+        oracle = np.load(manifest.CORPUS / name / "oracle.npz")
+        assert len(oracle["inputs"]) == len(names), name
+        if ENTRIES[name]["format"] == "onnx":
+            assert list(oracle["inputs"]) == names, name
+        assert all(EXPECTED[name][b] in ("builds", "less-accurate") for b in corpus_table.BOARDS), name
+    assert {"keras_two_stream_har_int8", "tf2onnx_two_stream_har"} <= set(several) & set(FAST)
 
 
 def test_uncommitted_models_are_ignored_by_git():

@@ -14,12 +14,13 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "scripts" / "corpus"))
 import corpus_table  # noqa: E402
 import evaluation  # noqa: E402
+import oracles  # noqa: E402
 from corpus import manifest  # noqa: E402
 
 ENTRIES = manifest.load()
 ONNX = sorted(n for n, e in ENTRIES.items() if e["format"] in ("onnx", "tflite-float"))     # (a float .tflite too)
 FAST = ["onnx2c_atmega_mnist", "tf2onnx_har_cnn1d", "torch_shapes_detector_nms",    # each generator kind, small
-        "tf2onnx_tflite_tflm_micro_speech"]
+        "tf2onnx_tflite_tflm_micro_speech", "tf2onnx_two_stream_har"]
 
 
 def test_every_onnx_oracle_has_an_evaluation_set():
@@ -39,7 +40,9 @@ def _drawn_again_and_disjoint(name):
     oracle = _oracle(name)
     n = len(oracle["eval_float0"])
     x = evaluation.stored_inputs(name, ENTRIES[name], oracle)       # raises if the draws are not the stored ones
-    calib = np.load(manifest.CORPUS / name / "calib.npz")["x"]
+    path = manifest.CORPUS / ENTRIES[name]["file"]
+    calib = np.load(path.parent / "calib.npz")["x"] if not evaluation.several_inputs(ENTRIES[name]) else \
+        oracles.pack(oracles.calibration(path.parent / "calib.npz", [i for i, _ in oracles.onnx_input_list(path)]))
     assert x.shape == (n, *calib.shape[1:])
     flat, cal = x.reshape(n, -1), calib.reshape(len(calib), -1)
     assert not any(np.array_equal(a, b) for a in flat for b in cal), "an evaluation sample is a calibration sample"
@@ -62,7 +65,6 @@ def test_an_int8_input_and_output_are_run_on_their_grids():
     QuantizeLinear): ONNX Runtime once refused the oracle's float samples ("expected: (tensor(int8))"), and an int8
     output was left out of the stored outputs. The sample goes in on the input's grid, the output comes out as the
     real values it stands for, equal to the stored evaluation outputs."""
-    import oracles
     name = "tf2onnx_tflite_tflm_micro_speech"
     path, oracle = manifest.CORPUS / name / "model.onnx", _oracle(name)
     x = evaluation.stored_inputs(name, ENTRIES[name], oracle)
@@ -71,6 +73,26 @@ def test_an_int8_input_and_output_are_run_on_their_grids():
     assert ints is None and y.dtype == np.float32 and np.array_equal(y, oracle["eval_float0"])
     steps = y.reshape(-1) * 256 + 128                                   # the output grid: 1/256, zero point -128
     assert np.allclose(steps, np.round(steps), atol=1e-3) and np.ptp(y) > 0
+
+
+def test_several_inputs_are_drawn_again_fed_by_name_and_packed_in_the_models_order():
+    """A model with several inputs (tf2onnx of a two-stream Keras model: acc and gyro windows): its calib.npz holds
+    x_<name> per input (edgec's data files), its evaluation inputs are drawn again per input and packed in the
+    model's order, and ONNX Runtime fed each input's part by name gives the stored float outputs bit for bit; the
+    oracle's own samples are packed the same way (corpus_table.float_inputs)."""
+    import onnxruntime as ort
+    name = "tf2onnx_two_stream_har"
+    path, oracle = manifest.CORPUS / name / "model.onnx", _oracle(name)
+    inputs = oracles.onnx_input_list(path)
+    assert [i for i, _ in inputs] == ["acc", "gyro"] and list(oracle["inputs"]) == ["acc", "gyro"]
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    for x, want in ((evaluation.stored_inputs(name, ENTRIES[name], oracle), oracle["eval_float0"]),
+                    (corpus_table.float_inputs(oracle), oracle["float0"])):
+        assert x.shape == (len(want), 2 * 64 * 3)
+        got = [sess.run(None, {"acc": xi[None, :192].reshape(1, 64, 3), "gyro": xi[None, 192:].reshape(1, 64, 3)})[0]
+               for xi in x]
+        assert np.array_equal(np.stack(got), want)
+    assert not np.array_equal(corpus_table.float_inputs(oracle)[:, :192], corpus_table.float_inputs(oracle)[:, 192:])
 
 
 def test_a_generator_that_draws_other_inputs_is_refused():

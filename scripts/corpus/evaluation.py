@@ -25,7 +25,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import manifest  # noqa: E402
-from oracles import _stacked, as_onnx, input_grid, onnx_inputs, onnx_runs, shipped_inputs  # noqa: E402
+from oracles import _stacked, as_onnx, calibration, input_grid, onnx_input_list, onnx_inputs, onnx_runs, pack, \
+    shipped_inputs  # noqa: E402
 
 EVAL_SAMPLES = 32
 EVAL_START = 32          # the exporters drew 32 samples (BatchNorm statistics); calib.npz keeps the first 8
@@ -81,8 +82,37 @@ def _as_calibrated(x: np.ndarray) -> np.ndarray:
     return (np.clip(np.round(x * 255), 0, 255) / 255).astype(np.float32) if manifest.is_image(x) else x
 
 
+def several_normal(name: str, k: int, shape, n: int) -> np.ndarray:
+    """The first n draws of input k of a model with several inputs (the corpus's multi-input exporters,
+    scripts/corpus/export_*_multi.py, made their calibration sets so): standard normal, each input its own
+    generator seeded by the model's name and the input's index."""
+    return np.random.default_rng(_seed(name) + 1000 * k).standard_normal((n, *shape)).astype(np.float32)
+
+
+def _several(name: str, entry: dict, n: int) -> tuple[list[np.ndarray], str]:
+    """evaluation_inputs of a model with several inputs, one array per input (the model's order)."""
+    path = manifest.CORPUS / entry["file"]
+    names = [i for i, _ in onnx_input_list(path)]
+    calib = calibration(path.parent / "calib.npz", names)
+    start = max(EVAL_START, len(calib[0]))
+    if all(np.array_equal(several_normal(name, k, c.shape[1:], len(c)), c) for k, c in enumerate(calib)):
+        return ([several_normal(name, k, c.shape[1:], start + n)[start:] for k, c in enumerate(calib)],
+                f"evaluation.py several_normal('{name}', input k)[{start}:{start + n}]")
+    raise LookupError(f"{name}: no known generator reproduces its calib.npz; its evaluation set cannot be drawn")
+
+
+def several_inputs(entry: dict) -> bool:
+    """Whether the model (an .onnx) has several inputs."""
+    path = manifest.CORPUS / entry["file"]
+    return path.suffix == ".onnx" and path.is_file() and len(onnx_input_list(path)) > 1
+
+
 def evaluation_inputs(name: str, entry: dict, n: int = EVAL_SAMPLES) -> tuple[np.ndarray, str]:
-    """(n evaluation inputs, the recipe): draws EVAL_START.. of the generator that reproduces calib.npz."""
+    """(n evaluation inputs, the recipe): draws EVAL_START.. of the generator that reproduces calib.npz; several
+    inputs: packed (N, total), each input flattened, in the model's order."""
+    if several_inputs(entry):
+        x, recipe = _several(name, entry, n)
+        return pack(x), recipe
     path = manifest.CORPUS / entry["file"]
     calib = np.load(path.parent / "calib.npz")["x"].astype(np.float32)
     start = max(EVAL_START, len(calib))
@@ -115,11 +145,18 @@ def stored_inputs(name: str, entry: dict, oracle) -> np.ndarray | None:
 
 def evaluation_oracle(name: str, entry: dict) -> dict:
     path = manifest.CORPUS / entry["file"]
-    x, recipe = evaluation_inputs(name, entry)
-    calib = np.load(path.parent / "calib.npz")["x"].astype(np.float32)
     with tempfile.TemporaryDirectory() as tmp:      # (a float .tflite: its float ONNX translation)
         source = as_onnx(path, Path(tmp))
-        floats, ints, note = onnx_runs(source, onnx_inputs(source, name)[0], calib, x)
+        if several_inputs(entry):
+            x, recipe = _several(name, entry, EVAL_SAMPLES)
+            names = [i for i, _ in onnx_input_list(source)]
+            calib = calibration(path.parent / "calib.npz", names)
+            floats, ints, note = onnx_runs(source, names, calib, x)
+            x, calib = pack(x), calib[0]
+        else:
+            x, recipe = evaluation_inputs(name, entry)
+            calib = np.load(path.parent / "calib.npz")["x"].astype(np.float32)
+            floats, ints, note = onnx_runs(source, onnx_inputs(source, name)[0], calib, x)
     per_sample = 2 * sum(np.asarray(o).nbytes for o in floats[0])
     n = max(EVAL_MIN_SAMPLES, min(EVAL_SAMPLES, OUTPUT_BYTES // per_sample))
     x, floats, ints = x[:n], floats[:n], None if ints is None else ints[:n]

@@ -58,27 +58,46 @@ def _draw(rng, dtype, shape, ids=None) -> np.ndarray:
     return rng.integers(lo, hi + 1, n).astype(dtype)
 
 
+def n_inputs(path: Path) -> int:
+    import tflite
+    return tflite.Model.GetRootAsModel(path.read_bytes(), 0).Subgraphs(0).InputsLength()
+
+
 def tflite_oracle(name: str, path: Path, ids=None) -> dict:
+    """TFLite Micro's outputs on drawn integer inputs; several inputs: each drawn (its own generator after the
+    first's) and set by its index, stored as x_q<k>, x_scale<k>, x_zero_point<k> beside `inputs`."""
     from tflite_micro.python.tflite_micro import runtime
 
     interp = runtime.Interpreter.from_bytes(path.read_bytes(), arena_size=1 << 24)
-    details = interp.get_input_details(0)
-    dtype = np.dtype(details["dtype"])
-    shape = tuple(details["shape"])
-    scale, zp = details["quantization_parameters"]["scales"], details["quantization_parameters"]["zero_points"]
-    rng = _rng(name, 1)
-    if dtype.name in _INT_RANGE or ids is not None:
-        x_q = _draw(rng, dtype, shape, ids)
-        s, z = (float(scale[0]), int(zp[0])) if len(scale) else (1.0, 0)
-    else:
-        x_q, s, z = rng.standard_normal((samples(shape, dtype.itemsize), *shape[1:])).astype(dtype), 1.0, 0
+    drawn, names = [], []
+    for k in range(n_inputs(path)):
+        details = interp.get_input_details(k)
+        dtype = np.dtype(details["dtype"])
+        shape = tuple(details["shape"])
+        scale, zp = details["quantization_parameters"]["scales"], details["quantization_parameters"]["zero_points"]
+        rng = _rng(name, 1 + 10 * k)
+        if dtype.name in _INT_RANGE or ids is not None:
+            x_q = _draw(rng, dtype, shape, ids)
+            s, z = (float(scale[0]), int(zp[0])) if len(scale) else (1.0, 0)
+        else:
+            x_q, s, z = rng.standard_normal((samples(shape, dtype.itemsize), *shape[1:])).astype(dtype), 1.0, 0
+        drawn.append((x_q, s, z, shape))
+        names.append(str(details.get("name", k)))
+    n = min(len(d[0]) for d in drawn)
     outs = []
-    for xi in x_q:                  # consecutive Invoke calls: a stateful model's state carried (no reset())
-        interp.set_input(xi.reshape(shape), 0)
+    for i in range(n):              # consecutive Invoke calls: a stateful model's state carried (no reset())
+        for k, (x_q, _, _, shape) in enumerate(drawn):
+            interp.set_input(x_q[i].reshape(shape), k)
         interp.invoke()
         outs.append([np.array(interp.get_output(k)) for k in range(n_outputs(path))])
     arrays = {f"y{k}": np.stack([o[k] for o in outs]) for k in range(len(outs[0]))}
-    return dict(x_q=x_q, x_scale=s, x_zero_point=z, oracle="tflite-micro", **arrays)
+    if len(drawn) == 1:
+        x_q, s, z, _ = drawn[0]
+        return dict(x_q=x_q, x_scale=s, x_zero_point=z, oracle="tflite-micro", **arrays)
+    keys = {"inputs": np.asarray(names)}
+    for k, (x_q, s, z, _) in enumerate(drawn):
+        keys.update({f"x_q{k}": x_q[:n], f"x_scale{k}": s, f"x_zero_point{k}": z})
+    return dict(keys, oracle="tflite-micro", **arrays)
 
 
 def tensorflow_lite_oracle(name: str, path: Path, ids=None) -> dict:
@@ -105,10 +124,31 @@ def tensorflow_lite_oracle(name: str, path: Path, ids=None) -> dict:
 
 
 def float_inputs(oracle) -> np.ndarray:
-    """The oracle's inputs as float: a .tflite's integer inputs through the file's input quantization."""
+    """The oracle's inputs as float: a .tflite's integer inputs through the file's input quantization; a model with
+    several inputs (`inputs` stored): packed (N, total), each input flattened, in the model's order (edgec.ports)."""
+    if "inputs" in oracle:
+        return pack([float_inputs(_one(oracle, k)) for k in range(len(oracle["inputs"]))])
     if "x" in oracle:
         return oracle["x"]
     return ((oracle["x_q"].astype(np.float64) - int(oracle["x_zero_point"])) * float(oracle["x_scale"])).astype(np.float32)
+
+
+def _one(oracle, k: int) -> dict:
+    """Input k's keys of a several-input oracle (x<k>, or x_q<k>, x_scale<k>, x_zero_point<k>) without their index."""
+    return {key[:-len(str(k))]: oracle[key] for key in (f"x{k}", f"x_q{k}", f"x_scale{k}", f"x_zero_point{k}")
+            if key in oracle}
+
+
+def pack(parts: list) -> np.ndarray:
+    """Samples of each input (N, ...) -> (N, total): each flattened, in the model's order (edgec.ports' packing)."""
+    n = len(parts[0])
+    return np.concatenate([np.asarray(p).reshape(n, -1) for p in parts], axis=1)
+
+
+def several(arrays: list, names: list[str], prefix: str = "x") -> dict:
+    """The oracle keys of a model with several inputs: `inputs` (their names, in the model's order) and
+    <prefix><k> for each."""
+    return {"inputs": np.asarray(names), **{f"{prefix}{k}": a for k, a in enumerate(arrays)}}
 
 
 def as_onnx(path: Path, folder: Path) -> Path:
@@ -124,12 +164,23 @@ def as_onnx(path: Path, folder: Path) -> Path:
 
 
 def onnx_inputs(path: Path, name: str):
+    """(name, shape) of the model's first input."""
+    return onnx_input_list(path)[0]
+
+
+def onnx_input_list(path: Path) -> list[tuple[str, tuple[int, ...]]]:
+    """(name, shape) of each input of the model (initializers aside), in its order; a dynamic dimension as 1."""
     import onnx
     model = onnx.load(str(path), load_external_data=False)
     init = {i.name for i in model.graph.initializer}
-    first = [i for i in model.graph.input if i.name not in init][0]
-    shape = [d.dim_value or 1 for d in first.type.tensor_type.shape.dim]
-    return first.name, tuple(shape)
+    return [(i.name, tuple(d.dim_value or 1 for d in i.type.tensor_type.shape.dim))
+            for i in model.graph.input if i.name not in init]
+
+
+def calibration(path: Path, names: list[str]) -> list[np.ndarray]:
+    """A model's calib.npz, per input: `x` (one input) or `x_<name>` for each of several (edgec's data files)."""
+    data = np.load(path)
+    return [data["x" if len(names) == 1 else f"x_{n}"].astype(np.float32) for n in names]
 
 
 def _stacked(prefix: str, runs: list) -> dict:
@@ -185,31 +236,37 @@ def ort_outputs(path: Path):
                         for y, g in zip(run, grids)]
 
 
-def onnx_runs(path: Path, input_name: str, calib: np.ndarray, x: np.ndarray):
+def onnx_runs(path: Path, input_name, calib, x):
     """ONNX Runtime's float outputs on x, and those of its static INT8 of the model (quantize_static, QDQ,
     per-channel int8 weights, int8 activations, default settings otherwise, calibrated on calib), one sample a
-    run: (floats, ints or None, what made them)."""
+    run: (floats, ints or None, what made them). Several inputs: input_name a list of names, calib and x lists of
+    their samples (N, ...), in the same order."""
     import onnx
     import onnxruntime as ort
     from onnxruntime import quantization as q
 
     import qonnx_exec
+    names, calib, x = ([input_name], [calib], [x]) if isinstance(input_name, str) else (input_name, calib, x)
     if qonnx_exec.is_qonnx(path):     # Quant nodes (Brevitas export_qonnx): ONNX Runtime has no kernel for them
         sess = qonnx_exec.session(path)
-        return [sess.run(None, {input_name: xi[None]}) for xi in x], None, \
+        return [sess.run(None, {n: p[i][None] for n, p in zip(names, x)}) for i in range(len(x[0]))], None, \
             "QONNX semantics in NumPy (scripts/corpus/qonnx_exec.py: onnx.reference + QONNX's Quant); no ORT INT8"
+    feeds = {n: ort_input(path, n) for n in names}
+
+    def sample(parts, i, grid=True):
+        return {n: (feeds[n] if grid else (lambda v: v))(p[i][None]) for n, p in zip(names, parts)}
+
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    feed = ort_input(path, input_name)
     real = ort_outputs(path)
-    floats = [real(sess.run(None, {input_name: feed(xi[None])})) for xi in x]
+    floats = [real(sess.run(None, sample(x, i))) for i in range(len(x[0]))]
 
     class Reader(q.CalibrationDataReader):
         def __init__(self):
-            self.it = iter(calib)
+            self.it = iter(range(len(calib[0])))
 
         def get_next(self):
-            xi = next(self.it, None)
-            return None if xi is None else {input_name: xi[None]}
+            i = next(self.it, None)
+            return None if i is None else sample(calib, i, grid=False)
 
     note, ints = "onnxruntime float; quantize_static failed", None
     if any(n.op_type == "QuantizeLinear" for n in onnx.load(str(path)).graph.node):
@@ -230,7 +287,7 @@ def onnx_runs(path: Path, input_name: str, calib: np.ndarray, x: np.ndarray):
                                   per_channel=per_channel, activation_type=q.QuantType.QInt8,
                                   weight_type=q.QuantType.QInt8)
                 qs = ort.InferenceSession(str(qpath), providers=["CPUExecutionProvider"])
-                ints = [qs.run(None, {input_name: xi[None]}) for xi in x]
+                ints = [qs.run(None, sample(x, i, grid=False)) for i in range(len(x[0]))]
             except Exception as e:   # noqa: BLE001  recorded: the table says there is no tolerance for this model
                 note = (f"onnxruntime float; quantize_static failed: {type(e).__name__}: "
                         f"{str(e).splitlines()[0][:160] if str(e) else ''}")
@@ -255,7 +312,10 @@ def shipped_inputs(name: str, n: int, shape, salt: int, value_range=None) -> np.
 def onnx_oracle(name: str, path: Path, value_range=None) -> dict:
     """ONNX Runtime's float and static INT8 outputs (a float .tflite: on its float ONNX translation)."""
     with tempfile.TemporaryDirectory() as tmp:
-        input_name, shape = onnx_inputs(as_onnx(path, Path(tmp)), name)
+        inputs = onnx_input_list(as_onnx(path, Path(tmp)))
+    if len(inputs) > 1:
+        return _several_onnx_oracle(name, path, inputs)
+    input_name, shape = inputs[0]
     n = samples(shape, 4)
     calib_file = path.parent / "calib.npz"
     if calib_file.is_file():
@@ -275,6 +335,22 @@ def onnx_oracle(name: str, path: Path, value_range=None) -> dict:
     if ints is not None:
         arrays.update(_stacked("ort_int8_", ints))
     return dict(x=x, oracle=note, **arrays)
+
+
+def _several_onnx_oracle(name: str, path: Path, inputs: list) -> dict:
+    """onnx_oracle for a model with several inputs: its calib.npz (`x_<name>` per input, as edgec reads it) is
+    required; the test samples are the calibration samples with 10 % of each input's spread of noise added."""
+    names = [n for n, _ in inputs]
+    calib = calibration(path.parent / "calib.npz", names)
+    n = min(samples(shape, 4) for _, shape in inputs)
+    rng = _rng(name, 2)
+    x = [(c[:n] + 0.1 * c.std() * rng.standard_normal(c[:n].shape)).astype(np.float32) for c in calib]
+    with tempfile.TemporaryDirectory() as tmp:
+        floats, ints, note = onnx_runs(as_onnx(path, Path(tmp)), names, calib, x)
+    arrays = _stacked("float", floats)
+    if ints is not None:
+        arrays.update(_stacked("ort_int8_", ints))
+    return dict(several(x, names), oracle=note, **arrays)
 
 
 def main(argv=None) -> int:
