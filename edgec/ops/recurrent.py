@@ -96,6 +96,7 @@ def quantize_recurrent(op: Op, ins: list[Tensor], out: Tensor) -> None:
         init_h=np.clip(np.round(np.asarray(a["init_h"]) * (1 << STATE_BITS)), -32768, 32767).astype(np.int16),
         init_c=np.clip(np.round(np.asarray(a["init_c"]) * (1 << CELL_BITS)), -32768, 32767).astype(np.int16),
         sigmoid=sigmoid_table(), tanh=tanh_table())
+    op.params.update(peephole=0, peep_mult=[0, 0, 0], peep_shift=[0, 0, 0])     # every field of the C params
     if a.get("P") is not None:
         _quantize_peephole(op, np.asarray(a["P"], np.float64))
     for key in ("w_x", "w_h"):
