@@ -10,6 +10,9 @@ of a `MultiRNNCell` in turn, written out as Concat / Gemm / Split / Sigmoid / Ta
   BasicLSTMCell / LSTMCell (no peepholes, no projection):
                   i, j, f, o = split([x, h] W + b), c' = c * sigmoid(f + forget_bias) + sigmoid(i) * tanh(j),
                   h' = sigmoid(o) * tanh(c')                    -> LSTM (ONNX gates i, o, f, c; the forget bias in B)
+  LSTMCell(use_peepholes, num_proj) (ML-KWS's LSTM_S): i, f += w_i, w_f * c, o += w_o * c', h' = m proj with
+                  m = sigmoid(o) * tanh(c')  -> LSTM with P (w_i, w_o, w_f) and R proj^T (its hidden state m: the
+                  recurrence reads h = m proj), then h = MatMul(m, proj) after the node (an initial h of zeros)
 
 Unrolled (edgec/frontend/unroll.py) such a cell is one int8 op per node per step, its state requantized to int8
 at every step; as one recurrent op it keeps gates and state in int16. The matching is loop_recurrent.py's (affine
@@ -18,8 +21,8 @@ checked by running the body against the cell formula on random values): the body
 cells, the first reading the scan input, each next one the hidden state its predecessor writes, the state
 initialised by constants, the step counter computed from constants only, the scan outputs (if any) a cell's new
 hidden state. A stacked cell is then its own node over the whole sequence of the cell below (the same
-arithmetic: a cell at step t reads the cell below at step t and itself at step t - 1). Anything else (a
-peephole, a projection, a cell of another kind) is left to the unroller, which refuses it when it is too long.
+arithmetic: a cell at step t reads the cell below at step t and itself at step t - 1). Anything else (a cell
+clip, a projection clip, a cell of another kind) is left to the unroller, which refuses it when it is too long.
 """
 from __future__ import annotations
 
