@@ -9,7 +9,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from conftest import save
+from conftest import check_generated_c, save, snr_against_ort
 from edgec import api
 from edgec.frontend import loader, scan_recurrent
 
@@ -211,3 +211,19 @@ def test_a_recognised_lstm_scan_quantizes_closer_to_float_than_unrolled(tmp_path
         got = np.stack([np.asarray(api.reference(quant, x[None]).y, np.float64).reshape(-1) for x in calib[:8]])
         db[name] = 10 * np.log10(np.sum(want ** 2) / np.sum((got - want) ** 2))
     assert db["cell"] > db["unrolled"] + 3, db
+
+
+def test_a_peephole_projection_lstm_scan_quantizes_as_one_lstm_op_and_its_c_is_the_reference(tmp_path):
+    """ML-KWS LSTM_S's cell, quantized: one `lstm` op with its peepholes, the projection a fully connected layer
+    after it (on main the Scan was unrolled: dozens of int8 ops), close to onnxruntime's float Scan, and the
+    generated C equal to the NumPy reference on every sample."""
+    model = scan_model("lstm", steps=8, peephole=True, proj=True)
+    path = save(model, tmp_path)
+    calib = np.random.default_rng(2).normal(size=(16, 8, N_IN)).astype(np.float32)
+    quant = api.calibrate(path, calib, sensitivity_samples=0)
+    kinds = [op.kind for op in quant.graph.ops]
+    assert kinds.count("lstm") == 1 and len(kinds) < 10, kinds
+    assert next(op for op in quant.graph.ops if op.kind == "lstm").params["peephole"] == 1
+    snr = snr_against_ort(path, calib[:8, None])(quant)
+    assert snr > 40, snr        # (50.0 dB)
+    check_generated_c(quant.graph, calib[:8, None], tmp_path / "c")
