@@ -21,12 +21,14 @@ def _vi(name, shape, t=F):
     return helper.make_tensor_value_info(name, t, shape)
 
 
-def lstm_body(order: str = "ijfo", peephole: bool = False, proj: bool = False, clip: bool = False):
+def lstm_body(order: str = "ijfo", peephole: bool = False, proj: bool = False, clip: bool = False,
+              every: bool = False):
     """One BasicLSTMCell step as tf2onnx writes it: Concat([x, h]) -> Gemm(kernel, bias) -> Split in `order`
     (TF's i, j, f, o; j the candidate), forget bias 1.0 added to f, c' = c * sigmoid(f + 1) + sigmoid(i) * tanh(j),
     h' = tanh(c') * sigmoid(o); a step counter beside it. TF's LSTMCell options: `peephole` (use_peepholes: c *
     w_i_diag, c * w_f_diag added to i and f, c' * w_o_diag to o), `proj` (num_proj: h' = (tanh(c') * sigmoid(o))
-    proj, h PROJ wide), `clip` (cell_clip: c' clipped to +-3, which ONNX's LSTM cannot express)."""
+    proj, h PROJ wide), `clip` (cell_clip: c' clipped to +-3, which ONNX's LSTM cannot express); `every`: h' also a
+    scan output (every step's)."""
     nodes = [helper.make_node("Concat", ["xt", "h_in"], ["xh"], axis=1),
              helper.make_node("Gemm", ["xh", "kernel", "bias"], ["gates"]),
              helper.make_node("Split", ["gates"], [f"part_{g}" for g in order], axis=1),
@@ -57,9 +59,12 @@ def lstm_body(order: str = "ijfo", peephole: bool = False, proj: bool = False, c
     if proj:
         nodes.append(helper.make_node("MatMul", ["m", "proj"], ["h_out"]))
     width = PROJ if proj else HID
+    outs = [_vi("h_out", [1, width]), _vi("t_next", [], TensorProto.INT32), _vi("c_out", [1, HID])]
+    if every:
+        nodes.append(helper.make_node("Identity", ["h_out"], ["scan_h"]))
+        outs.append(_vi("scan_h", [1, width]))
     return helper.make_graph(nodes, "lstm_body", [_vi("h_in", [1, width]), _vi("t", [], TensorProto.INT32),
-                                                  _vi("c_in", [1, HID]), _vi("xt", [1, N_IN])],
-                             [_vi("h_out", [1, width]), _vi("t_next", [], TensorProto.INT32), _vi("c_out", [1, HID])])
+                                                  _vi("c_in", [1, HID]), _vi("xt", [1, N_IN])], outs)
 
 
 def gru_body(stacked: bool = False):
@@ -103,7 +108,8 @@ def scan_model(kind: str = "lstm", steps: int = STEPS, **kw) -> onnx.ModelProto:
         inits["bias"] = rng.normal(0, 0.2, 4 * HID).astype(np.float32)
         inits["proj"] = rng.normal(0, 0.6, (HID, PROJ)).astype(np.float32)
         inits["zeros_h"] = np.zeros((1, width), np.float32)
-        scan = helper.make_node("Scan", ["zeros_h", "t0", "zeros", "x_tm"], ["h_last", "t_last", "c_last"],
+        scan = helper.make_node("Scan", ["zeros_h", "t0", "zeros", "x_tm"],
+                                ["h_last", "t_last", "c_last"] + (["every_h"] if kw.get("every") else []),
                                 body=body, num_scan_inputs=1, name="rnn_scan")
         last = "h_last"
     else:
@@ -123,6 +129,8 @@ def scan_model(kind: str = "lstm", steps: int = STEPS, **kw) -> onnx.ModelProto:
     outputs = [_vi("y", [1, PROJ if kw.get("proj") else HID])]
     if kind == "gru" and kw.get("stacked"):
         outputs.append(_vi("every_b", [steps, 1, HID]))
+    if kind == "lstm" and kw.get("every"):
+        outputs.append(_vi("every_h", [steps, 1, width]))
     graph = helper.make_graph(nodes, "g", [_vi("x", [1, steps, N_IN])], outputs,
                               [numpy_helper.from_array(v, k) for k, v in inits.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
@@ -164,18 +172,19 @@ def test_a_scan_of_gru_cells_is_one_gru_node_per_cell(stacked):
     _same_as_the_scan(model, prepared)
 
 
-@pytest.mark.parametrize("peephole, proj", [(True, False), (False, True), (True, True)])
-def test_a_scan_of_an_lstmcell_with_peepholes_or_a_projection_is_one_lstm_node(peephole, proj):
+@pytest.mark.parametrize("peephole, proj, every", [(True, False, False), (False, True, False), (True, True, False),
+                                                   (True, True, True)])
+def test_a_scan_of_an_lstmcell_with_peepholes_or_a_projection_is_one_lstm_node(peephole, proj, every):
     """TF's LSTMCell(use_peepholes, num_proj) (ML-KWS's LSTM_S): the diagonal c terms are the LSTM node's P, and the
     projection is folded: the node's hidden state is m = o * tanh(c), the recurrence reads h = m proj through
-    R proj^T, and h is a MatMul by proj after the node (its last state here)."""
-    model = scan_model("lstm", peephole=peephole, proj=proj)
+    R proj^T, and h is a MatMul by proj after the node (its last state; `every`: and every step's, a scan output)."""
+    model = scan_model("lstm", peephole=peephole, proj=proj, every=every)
     prepared = _prepared(model)
     ops = [n.op_type for n in prepared.graph.node]
     assert ops.count("LSTM") == 1 and "Scan" not in ops and "Sigmoid" not in ops, ops
     lstm = next(n for n in prepared.graph.node if n.op_type == "LSTM")
     assert (len(lstm.input) > 7 and bool(lstm.input[7])) == peephole
-    assert ops.count("MatMul") == int(proj), ops
+    assert ops.count("MatMul") == int(proj) * (1 + every), ops
     _same_as_the_scan(model, prepared)
 
 
