@@ -10,6 +10,9 @@ of a `MultiRNNCell` in turn, written out as Concat / Gemm / Split / Sigmoid / Ta
   BasicLSTMCell / LSTMCell (no peepholes, no projection):
                   i, j, f, o = split([x, h] W + b), c' = c * sigmoid(f + forget_bias) + sigmoid(i) * tanh(j),
                   h' = sigmoid(o) * tanh(c')                    -> LSTM (ONNX gates i, o, f, c; the forget bias in B)
+  LSTMCell(use_peepholes, num_proj) (ML-KWS's LSTM_S): i, f += w_i, w_f * c, o += w_o * c', h' = m proj with
+                  m = sigmoid(o) * tanh(c')  -> LSTM with P (w_i, w_o, w_f) and R proj^T (its hidden state m: the
+                  recurrence reads h = m proj), then h = MatMul(m, proj) after the node (an initial h of zeros)
 
 Unrolled (edgec/frontend/unroll.py) such a cell is one int8 op per node per step, its state requantized to int8
 at every step; as one recurrent op it keeps gates and state in int16. The matching is loop_recurrent.py's (affine
@@ -18,8 +21,8 @@ checked by running the body against the cell formula on random values): the body
 cells, the first reading the scan input, each next one the hidden state its predecessor writes, the state
 initialised by constants, the step counter computed from constants only, the scan outputs (if any) a cell's new
 hidden state. A stacked cell is then its own node over the whole sequence of the cell below (the same
-arithmetic: a cell at step t reads the cell below at step t and itself at step t - 1). Anything else (a
-peephole, a projection, a cell of another kind) is left to the unroller, which refuses it when it is too long.
+arithmetic: a cell at step t reads the cell below at step t and itself at step t - 1). Anything else (a cell
+clip, a projection clip, a cell of another kind) is left to the unroller, which refuses it when it is too long.
 """
 from __future__ import annotations
 
@@ -103,13 +106,15 @@ class _ScanMatch(_Match):
         """The cell on the states `st` ([(body input, body output, initial value name)], h first) fed by `x`."""
         self.xt, self.input_size = x, width
         self.hidden = np.asarray(self.outer[st[0][2]]).shape[-1]
+        self.cell = np.asarray(self.outer[st[-1][2]]).shape[-1]
         try:
             if len(st) == 1:
                 kind, weights, attrs = self._gru(st[0][0], st[0][1])
+                self._verify(kind, *weights, attrs, st)
             else:
-                _expect(self._is_hidden(st[0][1]) and not self._is_hidden(st[1][1]))
+                _expect(self._op_of(st[0][1]) in ("Mul", "MatMul") and self._op_of(st[1][1]) == "Add")
                 kind, weights, attrs = self._lstm(st[0][0], st[0][1], st[1][0], st[1][1])
-            self._verify(kind, *weights, attrs, st)
+                self._verify_lstm(weights, st)
         except (_NoMatch, ValueError, TypeError, IndexError, KeyError, AttributeError, StopIteration):
             return None
         return kind, weights, attrs
@@ -152,16 +157,24 @@ class _ScanMatch(_Match):
         x_of = [h_outs.get(self._through_identity(c[3])) for c in cells]
         need_y = {j for j in x_of if j is not None} | {j for o, j in scan_outs if o in read}
         nodes, names = [], {}
-        for j, (kind, (W, R, B), attrs, x, ks) in enumerate(cells):
+        for j, (kind, (W, R, B, *more), attrs, x, ks) in enumerate(cells):
             tag = f"{tag0}/cell{j}/{kind.lower()}"
+            P, proj = more or (None, None)
+            inits = [np.asarray(self.outer[scan.input[k]], np.float32) for k in ks]
+            if proj is not None:    # the recurrence reads m = o * tanh(c) through R proj^T; h = m proj after it
+                _expect(not np.any(inits[0]))
+                R, inits[0] = R @ proj.T, np.zeros((self.batch, proj.shape[0]), np.float32)
             ins = [self.seq if x_of[j] is None else names[x_of[j]]]
             for key, v in (("W", W), ("R", R), ("B", B)):
                 added[f"{tag}/{key}"] = np.asarray(v, np.float32)[None]
                 ins.append(f"{tag}/{key}")
             ins += [""]
-            for k in ks:
-                added[f"{tag}/init{k}"] = np.asarray(self.outer[scan.input[k]], np.float32)[None]
+            for k, v in zip(ks, inits):
+                added[f"{tag}/init{k}"] = v[None]
                 ins.append(f"{tag}/init{k}")
+            if P is not None:
+                added[f"{tag}/P"] = np.asarray(P, np.float32)[None]
+                ins.append(f"{tag}/P")
             outs = [f"{tag}/Y" if j in need_y else ""]
             outs += [f"{tag}/Y_{'hc'[m]}" if scan.output[k] and scan.output[k] in read else ""
                      for m, k in enumerate(ks)]
@@ -170,8 +183,14 @@ class _ScanMatch(_Match):
             if j in need_y:
                 names[j] = f"{tag}/Y_squeezed"
                 nodes += self._squeeze(f"{tag}/Y", names[j], 1, tag, added)
+                if proj is not None:
+                    nodes += self._project(names[j], f"{tag}/Y_projected", proj, tag, added)
+                    names[j] = f"{tag}/Y_projected"
             for m, k in enumerate(ks):
-                if outs[1 + m]:
+                if outs[1 + m] and m == 0 and proj is not None:
+                    nodes += self._squeeze(outs[1], f"{tag}/Y_h_squeezed", 0, tag, added)
+                    nodes += self._project(f"{tag}/Y_h_squeezed", scan.output[k], proj, tag, added)
+                elif outs[1 + m]:
                     nodes += self._squeeze(outs[1 + m], scan.output[k], 0, tag, added)
         for o, j in scan_outs:
             if o and o in read:
@@ -183,6 +202,84 @@ class _ScanMatch(_Match):
             elif o and k in finals:
                 added[o] = np.asarray(finals[k])
         return nodes
+
+    # ---- TF's LSTMCell with peepholes and / or a projection (num_proj) ------------------------------------
+    def _op_of(self, name: str) -> str | None:
+        node = self.producer.get(self._through_identity(name))
+        return None if node is None else node.op_type
+
+    def _form(self, name: str, leaves: dict) -> tuple[dict, np.ndarray]:
+        """loop_recurrent's affine forms, and a form times a constant vector along the last axis (a peephole:
+        c * w_diag, c a leaf)."""
+        node = self.producer.get(name)
+        if name not in leaves and node is not None and node.op_type == "Mul":
+            const = [i for i in node.input if i in self.local]
+            _expect(len(const) == 1)
+            terms, bias = self._form(next(i for i in node.input if i not in self.local), leaves)
+            c = np.asarray(self.local[const[0]], np.float64)
+            _expect(c.size in (1, len(bias)) and (c.ndim <= 1 or all(d == 1 for d in c.shape[:-1])))
+            c = c.reshape(-1)
+            return {k: m * c for k, m in terms.items()}, bias * c
+        return super()._form(name, leaves)
+
+    def _lstm(self, h_in: str, h_out: str, c_in: str, c_out: str):
+        """TF's LSTMCell: i, f = sigmoid(. + w_i, w_f * c), o = sigmoid(. + w_o * c'), h' = (o * tanh c') proj,
+        each part optional: [W, R, B, P, proj] (R over h, proj [cell][hidden] or None, P [3 * cell] or None)."""
+        H, xt, c_leaf = self.cell, self.xt, self._through_identity(c_out)
+        m_name, proj = h_out, None
+        if self._op_of(h_out) == "MatMul":
+            node = self._op(h_out, "MatMul")
+            proj, m_name = self._const(node.input[1], 2), node.input[0]
+            _expect(proj.shape == (H, self.hidden))
+        else:
+            _expect(H == self.hidden)
+        o, tc = self._pair(self._op(m_name, "Mul"), lambda v: self._op(v, "Sigmoid").output[0],
+                           lambda v: self._op(v, "Tanh"))
+        _expect(self._through_identity(tc.input[0]) == c_leaf)
+
+        def forget(name):
+            return self._pair(self._op(name, "Mul"), lambda v: self._op(v, "Sigmoid").output[0],
+                              lambda v: _expect(v == c_in) or v)[0]
+
+        def write(name):
+            return self._pair(self._op(name, "Mul"), lambda v: self._op(v, "Sigmoid").output[0],
+                              lambda v: self._op(v, "Tanh").output[0])
+
+        f, (i, g) = self._pair(self._op(c_leaf, "Add"), forget, write)
+        base = {xt: self.input_size, h_in: self.hidden}
+        gates = [self._gate(i, "Sigmoid", {**base, c_in: H}), self._gate(o, "Sigmoid", {**base, c_leaf: H}),
+                 self._gate(f, "Sigmoid", {**base, c_in: H}), self._gate(g, "Tanh", base)]
+        peep = []
+        for (terms, _), c in zip(gates, (c_in, c_leaf, c_in, None)):
+            _expect(xt in terms and h_in in terms and set(terms) <= {xt, h_in, c})
+            d = terms.get(c, np.zeros((H, H)))
+            _expect(np.all(d == np.diag(np.diag(d))))
+            peep.append(np.diag(d))
+        W = np.concatenate([t[xt] for t, _ in gates], axis=1).T
+        R = np.concatenate([t[h_in] for t, _ in gates], axis=1).T
+        B = np.concatenate([b for _, b in gates] + [np.zeros(4 * H)])
+        P = np.concatenate(peep[:3]) if np.any(peep[:3]) else None
+        return "LSTM", [W, R, B, P, proj], {}
+
+    def _verify_lstm(self, weights: list, st: list) -> None:
+        """The body (its dynamic nodes) run on random x_t, h and c against lstm_step."""
+        rng = np.random.default_rng(0)
+        feeds = {self.xt: rng.normal(size=(self.batch, self.input_size)).astype(np.float32)}
+        for (name, _, init) in st:
+            feeds[name] = rng.uniform(-1, 1, (self.batch, np.asarray(self.outer[init]).shape[-1])).astype(np.float32)
+        env = {**self.local, **feeds}
+        for node in self.nodes:
+            if node is not self.producer.get(self.xt) and all(not i or i in env for i in node.input):
+                _expect(evaluate_node(node, env, self.opset))
+        want = lstm_step(*weights, feeds[self.xt], *(feeds[s[0]] for s in st))
+        for (_, out, _), w in zip(st, want):
+            _expect(out in env)
+            got = np.asarray(env[out], np.float64).reshape(w.shape)
+            _expect(np.max(np.abs(got - w)) <= 1e-4 * max(1.0, np.max(np.abs(w))))
+
+    def _project(self, value: str, out: str, proj: np.ndarray, tag: str, added: dict) -> list:
+        added[f"{tag}/projection"] = np.asarray(proj, np.float32)
+        return [helper.make_node("MatMul", [value, f"{tag}/projection"], [out], name=out)]
 
 
 def _activations_after_split(nodes: list, outputs: set) -> list:
@@ -213,3 +310,21 @@ def _activations_after_split(nodes: list, outputs: set) -> list:
         out.append(split)
         out += [helper.make_node(act.op_type, [f"{o}/pre"], [o], name=f"{o}/{act.op_type}") for o in n.output if o]
     return out
+
+
+def _sigmoid(v):
+    return 1.0 / (1.0 + np.exp(-v))
+
+
+def lstm_step(W, R, B, P, proj, x, h, c) -> list:
+    """One step of TF's LSTMCell in float64 (ONNX's gate order i, o, f, c; P [3 * cell] i, o, f or None; proj
+    [cell][hidden] or None): [h', c']."""
+    H = len(W) // 4
+    pre = np.asarray(x, np.float64) @ W.T + np.asarray(h, np.float64) @ R.T + B[:4 * H] + B[4 * H:]
+    c = np.asarray(c, np.float64)
+    P = np.zeros(3 * H) if P is None else P
+    i = _sigmoid(pre[:, :H] + P[:H] * c)
+    f = _sigmoid(pre[:, 2 * H:3 * H] + P[2 * H:] * c)
+    c2 = f * c + i * np.tanh(pre[:, 3 * H:])
+    m = _sigmoid(pre[:, H:2 * H] + P[H:2 * H] * c2) * np.tanh(c2)
+    return [m if proj is None else m @ proj, c2]
