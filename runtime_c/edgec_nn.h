@@ -558,7 +558,9 @@ static inline int32_t edgec_fully_connected_wide_s8_get_buffer_size(const edgec_
     return 2 * p->k4;
 }
 /* `--optimize speed` where weights are read from flash with wait states: int8 weights in pairs of rows, the even
- * row's offset by 128, three instructions for 4 MACs (edgec/ops/dense_pairs.py; fast/edgec_fully_connected_pairs.c). */
+ * row's offset by 128, three instructions for 4 MACs; a header word (the output stage), each block's doubled biases
+ * after its weights, one rq record for a layer of one weight scale, else one a row (edgec/ops/dense_pairs.py;
+ * fast/edgec_fully_connected_pairs.c). */
 void edgec_fully_connected_pairs_s8(const edgec_fully_connected_packed_params *p, const int8_t *input,
                                     const uint32_t *weights, const edgec_rq *rq, int8_t *scratch, int8_t *output);
 static inline int32_t edgec_fully_connected_pairs_s8_get_buffer_size(const edgec_fully_connected_packed_params *p)

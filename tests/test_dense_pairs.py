@@ -27,11 +27,29 @@ def test_the_packing_holds_every_weight_once(n_in, n_out):
     low = select.variant(op, base, "pairs")
     rows = dense_pairs.reference_rows(low.params, low.arrays)
     n4 = -(-n_out // 4) * 4
-    assert rows.shape == (n4, base.params["k4"]) and low.arrays["fw"].size * 4 == n4 * base.params["k4"]
+    k4 = base.params["k4"]
+    assert rows.shape == (n4, k4) and low.arrays["fw"].size == 1 + n4 // 4 * (k4 + 4)   # header, blocks + biases
     assert np.array_equal(rows[:n_out, :n_in], op.arrays["weights"]) and not rows[:n_out, n_in:].any()
     assert np.array_equal(rows[n_out:], np.repeat(rows[n_out - 1:n_out], n4 - n_out, axis=0))   # copies of the last
-    assert len(low.arrays["rq"]) == n4
-    assert dense.PAIRS.flash_bytes(base.params) == n4 * base.params["k4"]
+    rq = base.arrays["rq"]
+    bias = low.arrays["fw"][1:].reshape(n4 // 4, k4 + 4)[:, k4:].reshape(-1).view(np.int32)
+    assert np.array_equal(bias[:n_out], 2 * rq[:n_out, 0]) and np.all(bias[n_out:] == 2 * rq[n_out - 1, 0])
+    assert low.arrays["fw"][0] == dense_pairs.UNIFORM and np.array_equal(low.arrays["rq"], rq[:1])   # one scale
+    assert dense.PAIRS.flash_bytes(base.params) == n4 * (k4 + 4)     # its weights and biases, each read once
+
+
+def test_the_output_stage_and_its_records():
+    """One weight scale over the full range: the uniform stage and one record; a scale per row: a record a row
+    (padded like the rows); a ReLU range or a record whose neg is not -1: the stages the C blocks take."""
+    rng = np.random.default_rng(3)
+    op = _fc(rng, 20, 6)
+    op.arrays["mult"] = np.arange(6, dtype=np.int32) + (1 << 30)
+    low = select.variant(op, select.fast(op), "pairs")
+    assert low.arrays["fw"][0] == dense_pairs.FULL and len(low.arrays["rq"]) == 8
+    rq = np.array([[0, 1, 0, -1, 2]] * 3)
+    assert dense_pairs.stage(rq, -128, 127) == dense_pairs.UNIFORM and dense_pairs.stage(rq, 0, 127) == dense_pairs.RELU
+    rq[1, 3] = 0
+    assert dense_pairs.stage(rq, -128, 127) == dense_pairs.CLAMP and dense_pairs.stage(rq[:1], -128, 100) == dense_pairs.CLAMP
 
 
 def test_it_applies_only_where_the_odd_rows_stay_exact():

@@ -270,7 +270,7 @@ WIDE = Kernel("edgec_fully_connected_wide_s8", ("fully_connected",), VARIANT, ce
 # int8 weights for parts whose flash has wait states (the memory chooser weighs its 1 byte a weight)
 PAIRS = Kernel("edgec_fully_connected_pairs_s8", ("fully_connected",), VARIANT, cemit.fast_weighted, base=PACKED,
                variant="pairs", isa=DSP, applies=dense_pairs.applies, lower=dense_pairs.lower, struct=PACKED_STRUCT,
-               code_bytes=600, cost=fc_cost("pairs"), flash_bytes=fc_flash("pairs"),
+               code_bytes=1960, cost=fc_cost("pairs"), flash_bytes=fc_flash("pairs"),
                cycles_per_instruction=FC_CPI["pairs"])
 FC_MVE = Kernel("edgec_fully_connected_mve_s8", ("fully_connected",), HELIUM, cemit.fast_weighted, base=PACKED,
                 isa=MVE, lower=mve_fc, struct=PACKED_STRUCT)
