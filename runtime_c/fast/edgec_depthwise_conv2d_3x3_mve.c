@@ -113,8 +113,8 @@ typedef struct {
     N("ldr %[a0], [%[k], #36]\n" "vmla.s32 q6, q5, %[a0]\n", "vadd.i32 q6, q6, q5\n")                     \
     B("vshr.s32 q5, q7, #31\n" "vqrdmulh.s32 q7, q7, %[mult]\n" "vadd.i32 q7, q7, %[khi]\n"                 \
       N("vmla.s32 q7, q5, %[a0]\n", "vadd.i32 q7, q7, q5\n"))                                             \
-    "ldr %[a0], [%[k], #40]\n"                                                                              \
-    "vshl.s32 q6, %[a0]\n" B("vshl.s32 q7, %[a0]\n")                                                        \
+    B("ldr %[a0], [%[k], #40]\n" "vshl.s32 q6, %[a0]\n" "vshl.s32 q7, %[a0]\n")                              \
+    EDGEC_MVE_DW_NOT(B)("vshl.s32 q6, %[a2]\n") /* one row: the shift held in a2 (a2, a3 are free there) */   \
     "vmax.s32 q6, q6, q3\n" B("vmax.s32 q7, q7, q3\n")                                                      \
     "vmin.s32 q6, q6, q4\n" B("vmin.s32 q7, q7, q4\n")
 /* k->steps steps of one channel from the strip t (a step's tiles 4 * width bytes apart): n outputs of one (B:
@@ -129,6 +129,7 @@ typedef struct {
                      "vdup.32 q3, %[a1]\n"                                                                  \
                      "ldr %[a1], [%[k], #20]\n"                                                             \
                      "vdup.32 q4, %[a1]\n"                                                                  \
+                     EDGEC_MVE_DW_NOT(B)("ldr %[a2], [%[k], #40]\n" "ldr %[a3], [%[k], #44]\n")             \
                      "2:\n"                                                                                 \
                      "ldr %[left], [%[k], #52]\n"                                                           \
                      "ldr lr, [%[k], #56]\n"                                                                \
@@ -142,10 +143,10 @@ typedef struct {
                      B("vpstt\n" "vstrbt.32 q7, [%[o2], q2]\n")                                              \
                      EDGEC_MVE_DW_NOT(B)("vpst\n")                                                          \
                      "vstrbt.32 q6, [%[o], q2]\n"                                                           \
-                     "ldr %[a0], [%[k], #44]\n"                                                             \
+                     B("ldr %[a0], [%[k], #44]\n")                                                          \
                      "subs %[left], #4\n"                                                                   \
-                     "add %[o], %[a0]\n"                                                                    \
-                     B("add %[o2], %[a0]\n")                                                                \
+                     B("add %[o], %[a0]\n" "add %[o2], %[a0]\n")                                           \
+                     EDGEC_MVE_DW_NOT(B)("add %[o], %[a3]\n") /* one row: the step held in a3 */            \
                      "le lr, 1b\n"                                                                          \
                      "ldr %[a0], [%[k], #60]\n"                                                             \
                      "add %[t], %[a0]\n"                                                                    \
