@@ -1,24 +1,32 @@
 /* edgec fast add (declared in edgec_nn.h, machinery in edgec_fast_support.h). The requantization record and
  * the activation range are read into locals once: the output is int8, which may alias anything, so a field
- * read through a pointer inside the loop would be read again after every store. Four values a pass where the
- * activation range is all of int8 (the loop's compare and branch once for four: ResNet's residual adds), and the
- * usual fused ReLU (the range [lo, 127]) as one saturation and one lower bound. */
+ * read through a pointer inside the loop would be read again after every store. Eight values a pass where the
+ * activation range is all of int8 (the loop's pointer steps, compare and branch once for eight: ResNet's residual
+ * adds), and the usual fused ReLU (the range [lo, 127]) as one saturation and one lower bound. The tables hold the
+ * doubled rescaled inputs (edgec/ops/binary lower_add: |lut1| + |lut2| < 2^30, so the doubled sum is exact), the
+ * sum the requantization's SMMLAR takes as it is: no shift an element (IC's residual adds on the Cortex-M4: 12.25
+ * -> 10.63 instructions an element with the eight a pass). */
 #include "edgec_fast_support.h"
 
 /* output[i] for one i: the sum of both rescaled inputs requantized (`ng` the record's neg: the literal -1 where
  * it is known, so that the correction is one ADD with a shifted operand), `clamp` of v to the activation range */
 #define EDGEC_ADD_ONE(i, clamp, ng)                                                                \
     do {                                                                                           \
-        int32_t v = edgec_rq_value(l1[input1[(i)]] + l2[input2[(i)]], mult, khi, (ng), shift);     \
+        const int32_t t_ = l1[input1[(i)]] + l2[input2[(i)]];                                      \
+        int32_t v = (E_SMMLAR(t_, mult, khi) + ((t_ >> 31) & (ng))) >> shift;                      \
         output[(i)] = (int8_t)(clamp);                                                             \
     } while (0)
 #define EDGEC_ADD_LOOP(clamp, ng)                                                                  \
     do {                                                                                           \
-        for (; n >= 4; n -= 4, input1 += 4, input2 += 4, output += 4) {                           \
+        for (; n >= 8; n -= 8, input1 += 8, input2 += 8, output += 8) {                           \
             EDGEC_ADD_ONE(0, clamp, ng);                                                           \
             EDGEC_ADD_ONE(1, clamp, ng);                                                           \
             EDGEC_ADD_ONE(2, clamp, ng);                                                           \
             EDGEC_ADD_ONE(3, clamp, ng);                                                           \
+            EDGEC_ADD_ONE(4, clamp, ng);                                                           \
+            EDGEC_ADD_ONE(5, clamp, ng);                                                           \
+            EDGEC_ADD_ONE(6, clamp, ng);                                                           \
+            EDGEC_ADD_ONE(7, clamp, ng);                                                           \
         }                                                                                          \
         for (i = 0; i < n; ++i) EDGEC_ADD_ONE(i, clamp, ng);                                       \
     } while (0)

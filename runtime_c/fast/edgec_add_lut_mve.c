@@ -14,6 +14,18 @@ void edgec_add_lut_mve_s8(const edgec_add_lut_params *p, const int8_t *input1, c
      * offsets (a negative one wraps: the 32-bit address is base + 4 * value); output may be input1 (in place) */
     lut1 += 128;
     lut2 += 128;
+    if (rq->neg == -1) { /* the usual record: the correction is acc >> 31 (no mask), the record's other fields scalar
+                          * operands: no vector register for them, none spilled (IC's adds: 17 -> 14 a vector) */
+        const int32_t mult = rq->mult, khi = rq->khi, nshift = -rq->shift;
+        for (; n >= 4; n -= 4, input1 += 4, input2 += 4, output += 4) {
+            const uint32x4_t i1 = vreinterpretq_u32_s32(vldrbq_s32(input1));
+            const uint32x4_t i2 = vreinterpretq_u32_s32(vldrbq_s32(input2));
+            const int32x4_t acc = vaddq_s32(vldrwq_gather_shifted_offset_s32(lut1, i1),
+                                            vldrwq_gather_shifted_offset_s32(lut2, i2));
+            const int32x4_t v = vaddq_s32(vaddq_n_s32(vqrdmulhq_n_s32(acc, mult), khi), vshrq_n_s32(acc, 31));
+            vstrbq_s32(output, vminq_s32(vmaxq_s32(vshlq_r_s32(v, nshift), lo), hi));
+        }
+    }
     for (; n >= 4; n -= 4, input1 += 4, input2 += 4, output += 4) {
         const uint32x4_t i1 = vreinterpretq_u32_s32(vldrbq_s32(input1));
         const uint32x4_t i2 = vreinterpretq_u32_s32(vldrbq_s32(input2));

@@ -101,24 +101,26 @@ typedef struct {
 #define EDGEC_MVE_DW_ONE(x) ""
 #define EDGEC_MVE_DW_TWO(x) x
 /* (((2 * acc * mult + 2^31) >> 32) + khi + (acc < 0 ? neg : 0)) >> shift, clamped (edgec_mve_requant), acc in q6
- * (with B, q7 too; the bias added here), q5 free */
-#define EDGEC_MVE_DW_RQ(B)                                                                                    \
+ * (with B, q7 too; the bias added here), q5 free; N: EDGEC_MVE_DW_ANY (the record's neg loaded, its correction a
+ * VMLA) or EDGEC_MVE_DW_ALL (neg -1: the correction acc >> 31 added, no load: an instruction a block fewer) */
+#define EDGEC_MVE_DW_ANY(any, all) any
+#define EDGEC_MVE_DW_ALL(any, all) all
+#define EDGEC_MVE_DW_RQ(B, N)                                                                                 \
     "vadd.i32 q6, q6, %[bias]\n" B("vadd.i32 q7, q7, %[bias]\n")                                            \
     "vshr.s32 q5, q6, #31\n"                                                                                \
     "vqrdmulh.s32 q6, q6, %[mult]\n"                                                                        \
     "vadd.i32 q6, q6, %[khi]\n"                                                                             \
-    "ldr %[a0], [%[k], #36]\n"                                                                              \
-    "vmla.s32 q6, q5, %[a0]\n"                                                                              \
+    N("ldr %[a0], [%[k], #36]\n" "vmla.s32 q6, q5, %[a0]\n", "vadd.i32 q6, q6, q5\n")                     \
     B("vshr.s32 q5, q7, #31\n" "vqrdmulh.s32 q7, q7, %[mult]\n" "vadd.i32 q7, q7, %[khi]\n"                 \
-      "vmla.s32 q7, q5, %[a0]\n")                                                                           \
-    "ldr %[a0], [%[k], #40]\n"                                                                              \
-    "vshl.s32 q6, %[a0]\n" B("vshl.s32 q7, %[a0]\n")                                                        \
+      N("vmla.s32 q7, q5, %[a0]\n", "vadd.i32 q7, q7, q5\n"))                                             \
+    B("ldr %[a0], [%[k], #40]\n" "vshl.s32 q6, %[a0]\n" "vshl.s32 q7, %[a0]\n")                              \
+    EDGEC_MVE_DW_NOT(B)("vshl.s32 q6, %[a2]\n") /* one row: the shift held in a2 (a2, a3 are free there) */   \
     "vmax.s32 q6, q6, q3\n" B("vmax.s32 q7, q7, q3\n")                                                      \
     "vmin.s32 q6, q6, q4\n" B("vmin.s32 q7, q7, q4\n")
 /* k->steps steps of one channel from the strip t (a step's tiles 4 * width bytes apart): n outputs of one (B:
  * two) output rows a step, the strip columns S bytes apart (4 * stride), blocks of 4 outputs 4 * S apart, the
  * last block's stores predicated. q0, q1: weights, q2: the output offsets of 4 pixels, q3, q4: lo, hi. */
-#define EDGEC_MVE_DW_LOOP(S, S2, S3, S4, B)                                                                   \
+#define EDGEC_MVE_DW_LOOP(S, S2, S3, S4, B, N)                                                                \
     __asm__ volatile("ldr %[a0], [%[k], #48]\n"                                                             \
                      "vldrb.u8 q0, [%[a0], #1]\n"                                                           \
                      "vldrb.u8 q1, [%[a0]]\n"                                                               \
@@ -127,6 +129,7 @@ typedef struct {
                      "vdup.32 q3, %[a1]\n"                                                                  \
                      "ldr %[a1], [%[k], #20]\n"                                                             \
                      "vdup.32 q4, %[a1]\n"                                                                  \
+                     EDGEC_MVE_DW_NOT(B)("ldr %[a2], [%[k], #40]\n" "ldr %[a3], [%[k], #44]\n")             \
                      "2:\n"                                                                                 \
                      "ldr %[left], [%[k], #52]\n"                                                           \
                      "ldr lr, [%[k], #56]\n"                                                                \
@@ -135,15 +138,15 @@ typedef struct {
                      EDGEC_MVE_DW_HALF("2", "0", "0", S2, B)                                                \
                      EDGEC_MVE_DW_HALF("3", "1", S, S3, B)                                                  \
                      "add %[t], #" S4 "\n"                                                                  \
-                     EDGEC_MVE_DW_RQ(B)                                                                     \
+                     EDGEC_MVE_DW_RQ(B, N)                                                                  \
                      "vctp.32 %[left]\n"                                                                    \
                      B("vpstt\n" "vstrbt.32 q7, [%[o2], q2]\n")                                              \
                      EDGEC_MVE_DW_NOT(B)("vpst\n")                                                          \
                      "vstrbt.32 q6, [%[o], q2]\n"                                                           \
-                     "ldr %[a0], [%[k], #44]\n"                                                             \
+                     B("ldr %[a0], [%[k], #44]\n")                                                          \
                      "subs %[left], #4\n"                                                                   \
-                     "add %[o], %[a0]\n"                                                                    \
-                     B("add %[o2], %[a0]\n")                                                                \
+                     B("add %[o], %[a0]\n" "add %[o2], %[a0]\n")                                           \
+                     EDGEC_MVE_DW_NOT(B)("add %[o], %[a3]\n") /* one row: the step held in a3 */            \
                      "le lr, 1b\n"                                                                          \
                      "ldr %[a0], [%[k], #60]\n"                                                             \
                      "add %[t], %[a0]\n"                                                                    \
@@ -168,12 +171,20 @@ static EDGEC_NOINLINE void edgec_mve_dw_tile_outputs(const int8_t *t, int32_t s,
                                                      int8_t *o2, int two)
 {
     int32_t left, a0, a1, a2, a3;
-    if (two) {
-        EDGEC_MVE_DW_LOOP("4", "8", "12", "16", EDGEC_MVE_DW_TWO);
+    if (k->negneg == 1) { /* the record's neg -1 (the usual case) */
+        if (two) {
+            EDGEC_MVE_DW_LOOP("4", "8", "12", "16", EDGEC_MVE_DW_TWO, EDGEC_MVE_DW_ALL);
+        } else if (s == 1) {
+            EDGEC_MVE_DW_LOOP("4", "8", "12", "16", EDGEC_MVE_DW_ONE, EDGEC_MVE_DW_ALL);
+        } else {
+            EDGEC_MVE_DW_LOOP("8", "16", "24", "32", EDGEC_MVE_DW_ONE, EDGEC_MVE_DW_ALL);
+        }
+    } else if (two) {
+        EDGEC_MVE_DW_LOOP("4", "8", "12", "16", EDGEC_MVE_DW_TWO, EDGEC_MVE_DW_ANY);
     } else if (s == 1) {
-        EDGEC_MVE_DW_LOOP("4", "8", "12", "16", EDGEC_MVE_DW_ONE);
+        EDGEC_MVE_DW_LOOP("4", "8", "12", "16", EDGEC_MVE_DW_ONE, EDGEC_MVE_DW_ANY);
     } else {
-        EDGEC_MVE_DW_LOOP("8", "16", "24", "32", EDGEC_MVE_DW_ONE);
+        EDGEC_MVE_DW_LOOP("8", "16", "24", "32", EDGEC_MVE_DW_ONE, EDGEC_MVE_DW_ANY);
     }
     (void)left;
     (void)a1;
@@ -185,6 +196,8 @@ static EDGEC_NOINLINE void edgec_mve_dw_tile_outputs(const int8_t *t, int32_t s,
 #undef EDGEC_MVE_DW_NOT_EDGEC_MVE_DW_TWO
 #undef EDGEC_MVE_DW_LOOP
 #undef EDGEC_MVE_DW_RQ
+#undef EDGEC_MVE_DW_ANY
+#undef EDGEC_MVE_DW_ALL
 #undef EDGEC_MVE_DW_HALF
 
 /* Steps a strip holds at most (the scratch: edgec_depthwise_conv2d_3x3_mve_s8_get_buffer_size). */

@@ -265,7 +265,9 @@ def c_binary(op: Op, low, site: CallSite) -> str:
 
 
 def lower_add(op: Op):
-    """Add with a 256-entry table per input for its rescaling (runtime_c/fast/edgec_add_lut.c)."""
+    """Add with a 256-entry table per input for its rescaling (runtime_c/fast/edgec_add_lut.c), each entry doubled
+    (the requantization takes the doubled sum: no shift an element in the kernel; exact, since the two tables'
+    magnitudes sum below ACC_LIMIT = 2^30)."""
     p = op.params
     v = np.arange(-128, 128, dtype=np.int64)
     ls = 1 << int(p["left_shift"])
@@ -277,14 +279,20 @@ def lower_add(op: Op):
     if rq is None:
         return None
     params = {k: int(p[k]) for k in ("n", "output_zp", "act_min", "act_max")}
-    return params, {"lut1": lut1.astype(np.int32), "lut2": lut2.astype(np.int32), "rq": rq}
+    return params, {"lut1": (2 * lut1).astype(np.int32), "lut2": (2 * lut2).astype(np.int32), "rq": rq}
+
+
+def lower_add_mve(op: Op, base):
+    """The Helium add's tables: the rescaled inputs themselves (its vector requantization doubles the sum), the
+    DSP kernel's doubled entries halved back (exact: they are even)."""
+    return base.params, {**base.arrays, "lut1": base.arrays["lut1"] >> 1, "lut2": base.arrays["lut2"] >> 1}
 
 
 ADD = Kernel("edgec_add_s8", ("add",), REFERENCE, c_add, run=run_add, struct="edgec_add_params", code_bytes=580)
 BINARY = Kernel("edgec_binary_s8", ("binary",), REFERENCE, c_binary, run=run_binary)
 ADD_LUT = Kernel("edgec_add_lut_s8", ("add",), FAST, c_add_lut, lower=lower_add, struct="edgec_add_lut_params")
 ADD_LUT_MVE = Kernel("edgec_add_lut_mve_s8", ("add",), HELIUM, c_add_lut, base=ADD_LUT, isa=MVE,
-                     lower=lambda op, base: (base.params, base.arrays),   # the tables gathered 4 values at a time
+                     lower=lower_add_mve,   # the tables gathered 4 values at a time
                      struct="edgec_add_lut_params")
 QDQ16 = ("add", "sub", "mul", "div")   # a QDQ file's broadcast Add / Sub / Mul of two int16 activations (TFLite's
 # 16x8), and Div (edgec's own: binary/int16.py div16)
