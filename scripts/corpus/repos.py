@@ -44,6 +44,14 @@ PSOC = ("xucenying/tinyml-anomaly-psoc-c3m5", "9d02cb68622587f6cea8b43e4a656c44e
 AMBIQ_HAR = ("AmbiqAI/Human-Activity-Recognition", "13953469e4b0d8f64b5a4d2b8e2070004e5d5da7", "Apache-2.0")
 EFINIX = ("Efinix-Inc/tinyml", "e5bc129e17f7a457dff334aa3fd040ccb85dbe27", "MIT (Efinix-Inc/tinyml, LICENSE.txt)")
 ARM_KWT = ("ARM-software/keyword-transformer", "237e4097afd4f6851e0b82f0a8d65c2dfe8eae30", "Apache-2.0")
+# ST's STM32 model zoo at a 2023 snapshot (a fork; ST's own repository is too large to fetch whole): the model files
+# state no license of their own (the zoo's LICENSE.md covers its scripts: SLA0044 / BSD-3-Clause), so not committed
+ST_ZOO = ("bvenreply/stm32ai-modelzoo", "2d9c459456f171096d64623364f5ff3cdfeb97b3",
+          "none stated for the model files (STMicroelectronics; the zoo's scripts SLA0044 / BSD-3-Clause); not committed")
+ST_ZOO_2024 = ("MohamedElhadidy0019/stm32ai-modelzoo", "81bdd9a912b070be1176c05ae346873de66a3b62", ST_ZOO[2])
+ST_TUTORIAL = (ST_ZOO[0], ST_ZOO[1], "Apache-2.0 (tutorials/notebooks/models/LICENSE.md)")
+SILABS_APPS = ("SiliconLabs/machine_learning_applications", "6c1d1655f6869f94674619031b3f3cae36ce6b1b",
+               "Zlib (Silicon Labs, LICENSE)")
 
 # name, kind, (repository, commit, license), path in the repository, committed
 FILES = [
@@ -135,6 +143,34 @@ FILES = [
     # through TFLiteConverter: UNIDIRECTIONAL_SEQUENCE_LSTM with the converter's cell clip of 10)
     ("tflm_keyword_scrambled", "kws", TFLM, "tensorflow/lite/micro/models/keyword_scrambled.tflite", True),
     ("tflm_mnist_lstm_float", "sequence", TFLM, "tensorflow/lite/micro/examples/mnist_lstm/trained_lstm.tflite", True),
+    # the twelfth round: ST's STM32 model zoo as it ships its trained files (float32 input into a QUANTIZE for the
+    # IMU models, uint8 pixels for the images, int8 spectrograms for the audio ones, a float32 SOFTMAX tail; the
+    # SSD's three float outputs with TILE, RESIZE_BILINEAR and a SHAPE subgraph), and two Silicon Labs applications
+    ("st_har_gmp_wl_24", "har", ST_ZOO,
+     "human_activity_recognition/models/gmp/ST_pretrainedmodel_public_dataset/WISDM/gmp_wl_24/gmp_wl_24_int8.tflite", False),
+    ("st_har_ign_wl_48", "har", ST_ZOO,
+     "human_activity_recognition/models/ign/ST_pretrainedmodel_public_dataset/WISDM/ign_wl_48/ign_wl_48_int8.tflite", False),
+    ("st_aed_miniresnetv2_1stacks", "audio-events", ST_ZOO, "audio_event_detection/models/miniresnetv2/"
+     "ST_pretrainedmodel_public_dataset/esc10/miniresnetv2_1stacks_64x50/miniresnetv2_1stacks_64x50_int8.tflite", False),
+    ("st_aed_yamnet_256", "audio-events", ST_ZOO, "audio_event_detection/models/yamnet/"
+     "ST_pretrainedmodel_public_dataset/esc_10/yamnet_256_64x96/yamnet_256_64x96_int8.tflite", False),
+    ("st_ic_resnet_v1_8_32", "classification", ST_ZOO, "image_classification/models/resnetv1/"
+     "ST_pretrainedmodel_public_dataset/cifar10/resnet_v1_8_32/resnet_v1_8_32_int8.tflite", False),
+    ("st_ic_stmnist_v1", "classification", ST_ZOO, "image_classification/models/stmnist/"
+     "ST_pretrainedmodel_public_dataset/emnist_byclass/stmnist_v1/stmnist_v1_int8.tflite", False),
+    ("st_ic_fdmobilenet_025_128", "classification", ST_ZOO, "image_classification/models/fdmobilenet/"
+     "ST_pretrainedmodel_public_dataset/flowers/fdmobilenet_0.25_128/fdmobilenet_0.25_128_int8.tflite", False),
+    ("st_od_ssd_mobilenet_v1_025_192", "detection", ST_ZOO, "object_detection/models/ssd_mobilenetv1/"
+     "ST_pretrainedmodel_public_dataset/COCO/ssd_mobilenet_v1_0.25_192/ssd_mobilenet_v1_025_192_int8.tflite", False),
+    ("st_har_svc_wl_24", "har", ST_ZOO, "human_activity_recognition/models/svc/"
+     "ST_pretrainedmodel_public_dataset/WISDM/svc_wl_24_pct_5/svc_wl_24_pct_5.onnx", False),
+    ("st_od_yolo_lc_v1_192", "detection", ST_ZOO_2024, "object_detection/pretrained_models/st_yolo_lc_v1/"
+     "ST_pretrainedmodel_public_dataset/coco_2017_person/st_yolo_lc_v1_192/st_yolo_lc_v1_192_int8.tflite", False),
+    ("st_tutorial_mobilenet_v2_128_onnx", "classification", ST_TUTORIAL,
+     "tutorials/notebooks/models/mobilenet_v2_128_0.5.onnx", False),
+    ("silabs_people_flow_counter", "detection", SILABS_APPS,
+     "application/vision/people_flow_counter_mlx90640/config/tflite/model_quantized.tflite", True),
+    ("silabs_ble_magic_wand", "har", SILABS_APPS, "application/imu/ble_magic_wand/config/tflite/model_quantized.tflite", True),
 ]
 
 
