@@ -104,6 +104,13 @@ static int32_t edgec_binary_one(const edgec_binary_params *p, int32_t a, int32_t
         raw = edgec_requantize(edgec_div16_quotient(va, vb, p->left_shift), p->out_mult, p->out_shift);
         return edgec_clamp(raw + p->out_zp, p->act_min, p->act_max);
     }
+    if (p->op == 20) { /* |a - b| (a Sub read by an Abs alone): the Sub's rescaling, the difference's magnitude */
+        const int32_t ls = (int32_t)1 << p->left_shift;
+        const int32_t sa = edgec_requantize(va * ls, p->a_mult, p->a_shift);
+        const int32_t sb = edgec_requantize(vb * ls, p->b_mult, p->b_shift);
+        raw = edgec_requantize(sa > sb ? sa - sb : sb - sa, p->out_mult, p->out_shift);
+        return edgec_clamp(raw + p->out_zp, p->act_min, p->act_max);
+    }
     if (p->op >= 16) { /* TFLite's LOGICAL_AND / LOGICAL_OR of bool bytes */
         return p->op == 16 ? (a != 0 && b != 0) : (a != 0 || b != 0);
     }

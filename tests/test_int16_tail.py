@@ -199,3 +199,49 @@ def test_an_int16_tail_that_does_not_fit_the_ram_falls_back_to_int8(tmp_path):
     assert info["fits"] and info["budget_ram_bytes"] == narrow, info
     assert [s for s in said if "not int16" in s][0].startswith("output tail int8, not int16 as the calibration set")
     assert any(s.startswith("output tail int16") for s in said)       # (what it chose before the plan)
+
+
+def _softmax_classifier():
+    """x[1, 40] -> Gemm 40->12 -> Softmax: logits a few units apart, so the probabilities are sensitive to the
+    logits' int8 rounding (a probability's error is p times the logits' error), the grid an int16 Gemm removes."""
+    r = np.random.default_rng(7)
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["z"], transB=1, name="fc"),
+             helper.make_node("Softmax", ["z"], ["y"], axis=-1, name="probs")]
+    inits = {"w": r.normal(0, 0.6, (12, 40)), "b": r.normal(0, 0.5, 12)}
+    return make_model(nodes, ("x", [1, 40]), ("y", [1, 12]), inits)
+
+
+def test_a_softmax_tail_runs_int16_inside_and_keeps_the_int8_port_of_the_int8_model(tmp_path):
+    """An output Softmax is a tail kind whose port stays int8 (Int16.tail8): where the calibration samples gain, the
+    Gemm and the Softmax run int16 and the Q0.15 probabilities are rounded once to the int8 model's own grid (1/256,
+    zero point -128): the C API (int8_t, its scale and zero point) is the int8 model's. Fails on main, where a plain
+    Softmax is no tail kind (h49-lstm's int16 port was reverted: it changed the output type)."""
+    path = save(_softmax_classifier(), tmp_path)
+    rng = np.random.default_rng(8)
+    calib = rng.uniform(-1, 1, (16, 40)).astype(np.float32)
+    res = api.calibrate(path, calib, sensitivity_samples=0)
+    assert res.tail.startswith("output tail int16"), res.tail
+    g = res.graph
+    assert [(op.kind, g.tensors[op.output].dtype) for op in g.ops][-3:] == [
+        ("fully_connected", "int16"), ("softmax", "int16"), ("requantize", "int8")]
+    int8 = api.calibrate(path, calib, sensitivity_samples=0, tail_int16=False)
+    port, port8 = g.tensors[g.output], int8.graph.tensors[int8.graph.output]
+    assert (port.dtype, port.scale, port.zero_point) == (port8.dtype, port8.scale, port8.zero_point) \
+        == ("int8", 1.0 / 256.0, -128)
+    x = rng.uniform(-1, 1, (12, 1, 40)).astype(np.float32)
+    snr = snr_against_ort(path, x)
+    assert snr(res) > snr(int8) + 1, (snr(res), snr(int8))
+    check_generated_c_gcc_and_clang(g, x, tmp_path)
+    out = tmp_path / "h"
+    cmodel.generate(g, planner.plan(g), out, "tail")
+    assert "int16_t" not in re.sub(r"/\*.*?\*/", "", (out / "tail.h").read_text(), flags=re.S)
+
+
+def test_a_softmax_named_int16_leaves_on_its_own_int8_grid(tmp_path):
+    """`--int16` on a Softmax: its int8 output after the conversion is the kind's fixed grid (1/256), not the
+    calibrated range of the probabilities (which clipped a probability above the calibration set's largest)."""
+    path = save(_softmax_classifier(), tmp_path)
+    calib = np.random.default_rng(9).uniform(-1, 1, (16, 40)).astype(np.float32)
+    g = api.calibrate(path, calib, sensitivity_samples=0, int16=("probs",), tail_int16=False).graph
+    port = g.tensors[g.output]
+    assert (port.dtype, port.scale, port.zero_point) == ("int8", 1.0 / 256.0, -128)

@@ -314,7 +314,10 @@ def task_of(graph: Graph, labels: np.ndarray | None) -> str:
     """'classification' with integer labels (or a softmax output and no labels), else 'regression'."""
     if labels is not None:
         return "classification" if np.issubdtype(labels.dtype, np.integer) else "regression"
-    last = REGISTRY[graph.ops[-1].kind] if graph.ops else None
+    ops = list(graph.ops)
+    if len(ops) > 1 and "grid" in ops[-1].attrs:      # a Softmax computed int16, rounded to its int8 grid (int16.mark)
+        ops.pop()
+    last = REGISTRY[ops[-1].kind] if ops else None
     distribution = last and last.distribution and last.qparams == "fixed"
     return "classification" if distribution or index_classes(graph) else "regression"
 

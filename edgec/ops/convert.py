@@ -97,7 +97,8 @@ def float_quantize8(op: Op, inputs: list):
     return inputs[0]
 
 
-OPS = [OpDef(KIND, "convert", quantize_requantize, lambda op, inputs: inputs[0], sensitivity=False),
+OPS = [OpDef(KIND, "convert", quantize_requantize, lambda op, inputs: inputs[0], sensitivity=False,
+             qparams="fixed", fixed_qparams=lambda op: op.attrs.get("grid")),   # (None: the calibrated range)
        OpDef(QUANTIZE_KIND, "convert", quantize_quantize8, float_quantize8, sensitivity=False)]
 # the int8 one (an int8 output) converts int16 -> int8; the int16 one (an int16 output) int8 -> int16
 KERNELS = [Kernel("edgec_requantize_s16_s8", (KIND,), REFERENCE, _c_to8, run=_run_to8),

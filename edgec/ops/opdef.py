@@ -43,6 +43,9 @@ class Int16:
     tail: Callable[[Op], bool] | None = None   # whether a float model's graph output this op computes may run
                                                # int16 and leave as an int16 port where that gains
                                                # (edgec/quant/int16.py tail_default); None: never
+    tail8: Callable[[Op], bool] | None = None  # whether such an output may run int16 inside and leave on the kind's
+                                               # fixed int8 grid (a Softmax: 1/256, zero point -128; the port's
+                                               # type, scale and zero point those of the int8 model), where that gains
     nameable: bool = True                      # False: only a QDQ file's int16 values run it (no --int16 candidate)
     rows: Callable[[Op], bool] | None = None   # whether a float transformer's op of the kind runs int16 with its rows
                                                # (edgec/quant/int16.py attention_default); None: never

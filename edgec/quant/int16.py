@@ -29,7 +29,7 @@ from edgec.ops.convert import KIND as CONVERT            # the int8 <-> int16 co
 from edgec.ops.recurrent import KINDS as RECURRENT_KINDS  # ONNX LSTM / GRU (edgec_recurrent_s16)
 from edgec.ops.recurrent import takes_int16_recurrence
 from edgec.ops.registry import INT16_KINDS as KINDS      # op kinds with a 16x8 kernel
-from edgec.ops.registry import REGISTRY
+from edgec.ops.registry import REGISTRY, fixed_qparams
 from edgec.ops.registry import INT16_NAMEABLE            # and those --int16 may name besides (softmax)
 from edgec.ops.registry import int16_through            # views, pools, adds and concats an int16 chain passes through
 
@@ -122,7 +122,9 @@ def mark(graph: Graph, names, outputs16=(), kinds=INT16_NAMEABLE) -> tuple[Graph
         elif out in native16:
             if needs_int8(out):
                 converters += 1
-                ops.append(Op(kind=CONVERT, name=f"{out} to int8", inputs=(out + SUFFIX,), output=out))
+                grid = fixed_qparams(op)     # a kind whose int8 output has its own grid (a Softmax's 1/256) keeps it
+                ops.append(Op(kind=CONVERT, name=f"{out} to int8", inputs=(out + SUFFIX,), output=out,
+                              attrs={} if grid is None else {"grid": tuple(grid)}))
             else:
                 del tensors[out]
         elif out in wide:
@@ -187,7 +189,7 @@ def tail_default(graph: Graph) -> tuple[list[str], list[str]]:
         while op is not None and int16_through(op) and readers.get(op.inputs[0]) == 1 and op.inputs[0] in writer:
             op = writer[op.inputs[0]]       # a transpose or view after it (an NCHW output) passes int16 on
         d = REGISTRY[op.kind].int16 if op is not None else None
-        if d is None or d.tail is None or not d.tail(op) or readers.get(t) or readers.get(op.output, 0) > (op.output != t) \
+        if d is None or not tail_kind(op) or readers.get(t) or readers.get(op.output, 0) > (op.output != t) \
                 or op.name not in candidates(graph, INT16_NAMEABLE):
             continue
         names.append(op.name)
@@ -198,6 +200,28 @@ def tail_default(graph: Graph) -> tuple[list[str], list[str]]:
         elif feed is not None and len(feed.inputs) > 1 and int16_through(feed):
             names[-1:-1] = difference_head(graph, feed)     # a tail reading a difference (Sub, then Pow 2)
     return list(dict.fromkeys(names)), outs
+
+
+def tail_kind(op: Op) -> bool:
+    """Whether op's kind may end an int16 tail (Int16.tail: an int16 port; Int16.tail8: its own int8 grid)."""
+    d = REGISTRY[op.kind].int16
+    return d is not None and any(f is not None and f(op) for f in (d.tail, d.tail8))
+
+
+def tail_ports(graph: Graph) -> list[str]:
+    """The graph outputs an int16 tail leaves as int16 ports (tail_default's, but those of an Int16.tail8 kind, a
+    Softmax: computed int16, rounded once to the kind's fixed int8 grid, so the port is the int8 model's)."""
+    writer = {op.output: op for op in graph.ops}
+    names = set(tail_default(graph)[0])
+    ports = []
+    for t in tail_default(graph)[1]:
+        op = writer[t]
+        while op.name not in names:
+            op = writer[op.inputs[0]]
+        d = REGISTRY[op.kind].int16
+        if d.tail is not None and d.tail(op):
+            ports.append(t)
+    return ports
 
 
 # a transformer's kinds with a 16x8 kernel that quantizes from float ranges as from a QDQ file's int16 grids (the

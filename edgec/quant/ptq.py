@@ -28,7 +28,6 @@ from edgec.quant import floatref
 from edgec.quant import int16
 from edgec.quant import int4layers
 from edgec.quant import numerics
-from edgec.quant import ranges as ranges_mod
 from edgec.quant import reference
 from edgec.quant import rounding
 from edgec.quant import saturation
@@ -261,7 +260,7 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
     if options.bias_correction == "float":
         g = biascorr.correct_float(g, stream.first(BIAS_SAMPLES), options.per_channel)
     if wide:
-        g, converters = int16.mark(g, wide, int16.tail_default(g)[1] if options.tail_int16 else (),
+        g, converters = int16.mark(g, wide, int16.tail_ports(g) if options.tail_int16 else (),
                                    int16.ATTENTION_KINDS if options.attention_int16 else int16.INT16_NAMEABLE)
         log(f"int16 activations (16x8) for {', '.join(wide)}; {converters} int8<->int16 conversions")
     if four:
@@ -282,7 +281,7 @@ def quantize_model(model: onnx.ModelProto, graph: Graph, samples: Samples, optio
             chosen.reason += f"; {measured}"
             log(measured)
         if chosen.unseen:
-            ranges.update({k: ranges_mod.unseen(*ranges[k], stats.spread.get(k)) for k in stats.lo})
+            ranges.update(unseen_choice.widened_ranges(stats, ranges))
     if method in AUTO_METHODS:
         method, scores, search = _auto(g, stats, options, stream, own_ranges, log)
         by_method = {m: stats.ranges(m, options.percentile) for m in METHODS}
@@ -383,7 +382,7 @@ def tail_choice(model, graph: Graph, samples: Samples, options: QuantOptions, lo
             or not [n for n in int16.tail_default(graph)[0] if n not in options.int4]):
         return quantize_model(model, graph, samples, replace(options, tail_int16=False), log, progress, cache_dir)
     keep, keep.tail = _int16_choice(model, graph, samples, options, "tail_int16", "output tail", log, progress,
-                                    cache_dir, judged=int16.tail_default(graph)[1])
+                                    cache_dir, judged=int16.tail_default(graph)[1], same_recipe=True)
     return _with_sensitivity(keep, samples, options.sensitivity_samples, log)
 
 
@@ -400,21 +399,24 @@ def attention_choice(model, graph: Graph, samples: Samples, options: QuantOption
 
 
 def _int16_choice(model, graph: Graph, samples: Samples, options: QuantOptions, field: str, what: str, log,
-                  progress, cache_dir, judged=None, gain=fixes_mod.MIN_GAIN_DB) -> tuple[QuantResult, str]:
+                  progress, cache_dir, judged=None, gain=fixes_mod.MIN_GAIN_DB, same_recipe=False):
     """The model quantized with option `field` False and True (the same ranges, the same recipe), the one kept (int16
     only where the calibration samples' worst output gains more than `gain` dB), and the line saying so.
     judged: the outputs the int16 variant changes (an int16 tail's), when the model has others: the worst of them
-    must gain so, and the model's worst output not fall (a tail on one of several outputs, whose worst is another)."""
+    must gain so, and the model's worst output not fall (a tail on one of several outputs, whose worst is another).
+    same_recipe: the int16 variant takes the int8 one's unseen-range choice (unseen_choice.pinned)."""
     quiet = dict(sensitivity_samples=0)
     r8 = quantize_model(model, graph, samples, replace(options, **{field: False}, **quiet), log, progress, cache_dir)
+    pinned = unseen_choice.pinned(r8.fixes) if same_recipe and options.unseen_ranges is None else {}
     try:
-        r16 = quantize_model(model, graph, samples, replace(options, **{field: True}, **quiet), lambda _: None,
-                             progress, cache_dir)
+        r16 = quantize_model(model, graph, samples, replace(options, **{field: True}, **quiet, **pinned),
+                             lambda _: None, progress, cache_dir)
     except EdgecError as exc:       # (an int16 grid its kernel cannot take): the int8 variant, as before the choice
         r8.options = replace(r8.options, sensitivity_samples=options.sensitivity_samples)
         note = f"{what} int8: its int16 variant does not quantize ({exc})"
         log(note)
         return r8, note
+    unseen_choice.say_pinned(r16.fixes, pinned)
     x = samples.first(fixes_mod.BIAS_SAMPLES)
     s8, s16 = (fixes_mod.worst_output_sqnr(model, r.graph, x) for r in (r8, r16))
     if judged is None or set(judged) >= set(graph.outputs):

@@ -38,6 +38,31 @@ def widened(stats) -> dict[str, tuple[float, float]]:
             != (stats.lo[k], stats.hi[k])}
 
 
+def widened_ranges(stats, ranges: dict) -> dict:
+    """`ranges` of every calibrated value, each end widened where unseen samples likely pass it (ranges.unseen)."""
+    return {k: unseen(*ranges[k], stats.spread.get(k)) for k in stats.lo}
+
+
+def describe(widen: bool) -> str:
+    """A choice in words."""
+    return "widened" if widen else "as observed"
+
+
+def pinned(fixes_made) -> dict:
+    """The options an int16 variant takes so its ranges are its int8 model's (ptq._int16_choice same_recipe: a tail
+    changes the output, not the ranges; judged anew on the calibration samples, tf2onnx_tcn_kws's widening was
+    dropped under an int16 Softmax tail and it fell 3.7 dB on its evaluation set)."""
+    return {} if fixes_made is None else {"unseen_ranges": fixes_made.unseen}
+
+
+def say_pinned(fixes_made, options: dict) -> None:
+    """The variant's report: its ranges the int8 variant's cross-validated choice, not an option's (forced)."""
+    if options and fixes_made is not None:
+        v = options["unseen_ranges"]
+        fixes_made.reason = fixes_made.reason.replace(
+            forced(v), f"ranges as the int8 variant's cross-validation chose them ({describe(v)})")
+
+
 def forced(widen: bool) -> str:
     """The build report's words for a choice the options made (QuantOptions.unseen_ranges True or False)."""
     return (f"ranges {'widened for unseen samples' if widen else 'as observed'}: "

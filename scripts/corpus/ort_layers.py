@@ -20,7 +20,7 @@ from onnx import numpy_helper
 from onnxruntime import quantization as q
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from oracles import float_inputs, onnx_inputs  # noqa: E402
+from oracles import calibration, float_inputs, onnx_input_list  # noqa: E402
 
 from edgec import api, ports  # noqa: E402
 from edgec.fixedpoint.scheme import dequantize  # noqa: E402
@@ -33,25 +33,36 @@ def sqnr(want: np.ndarray, got: np.ndarray) -> float:
     return float(10 * np.log10(max(np.sum(want ** 2), 1e-30) / max(np.sum((want - got) ** 2), 1e-30)))
 
 
-def every_value(model: onnx.ModelProto, name: str, x: np.ndarray) -> list[dict]:
-    """Every node output of the model on each sample (graph optimizations off)."""
+def every_value(model: onnx.ModelProto, feeds: list[dict]) -> list[dict]:
+    """Every node output of the model on each sample (feeds: one {input name: array} a sample; graph optimizations
+    off)."""
     m = onnx.ModelProto.FromString(model.SerializeToString())
     m.graph.output.extend(onnx.ValueInfoProto(name=o) for n in m.graph.node for o in n.output)
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     s = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
     names = [o.name for o in s.get_outputs()]
-    return [dict(zip(names, s.run(None, {name: xi[None]}))) for xi in x]
+    return [dict(zip(names, s.run(None, feed))) for feed in feeds]
 
 
-def ort_int8(path: Path, name: str, calib: np.ndarray) -> onnx.ModelProto:
+def sample_feeds(inputs: list[tuple[str, tuple]], x: np.ndarray) -> list[dict]:
+    """One {input name: [1, ...] array} per sample of x (several inputs: packed, each flattened, in the model's
+    order, as the oracle's float_inputs gives them)."""
+    sizes = [int(np.prod(shape)) for _, shape in inputs]
+    if len(inputs) == 1:
+        return [{inputs[0][0]: xi[None]} for xi in x]
+    cuts = np.cumsum([0, *sizes])
+    return [{n: xi.reshape(-1)[a:b].reshape(shape) for (n, shape), a, b in zip(inputs, cuts[:-1], cuts[1:])}
+            for xi in x]
+
+
+def ort_int8(path: Path, calib: list[dict]) -> onnx.ModelProto:
     class Reader(q.CalibrationDataReader):
         def __init__(self):
             self.it = iter(calib)
 
         def get_next(self):
-            v = next(self.it, None)
-            return None if v is None else {name: v[None]}
+            return next(self.it, None)
     with tempfile.TemporaryDirectory() as tmp:
         # per-tensor where per-channel cannot run, as oracles.py: an old opset's DequantizeLinear takes no axis
         for per_channel in (True, False):
@@ -100,12 +111,14 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     d = CORPUS / args.name
     x = float_inputs(np.load(d / "oracle.npz"))[:args.samples]
-    name, _ = onnx_inputs(d / "model.onnx", args.name)
-    qm = ort_int8(d / "model.onnx", name, np.load(d / "calib.npz")["x"].astype(np.float32))
+    inputs = onnx_input_list(d / "model.onnx")
+    calib = calibration(d / "calib.npz", [n for n, _ in inputs])
+    qm = ort_int8(d / "model.onnx", [{n: c[k][None] for (n, _), c in zip(inputs, calib)} for k in range(len(calib[0]))])
     inits = {i.name: numpy_helper.to_array(i) for i in qm.graph.initializer}
     quantized = quantize_nodes(qm)
     dq_of = {n.input[0]: n.output[0] for n in qm.graph.node if n.op_type == "DequantizeLinear"}
-    floats, ints = every_value(onnx.load(str(d / "model.onnx")), name, x), every_value(qm, name, x)
+    feeds = sample_feeds(inputs, x)
+    floats, ints = every_value(onnx.load(str(d / "model.onnx")), feeds), every_value(qm, feeds)
     g = api.calibrate(d / "model.onnx", d / "calib.npz", cache=False, sensitivity_samples=0).graph
     envs = [reference.run(g, xi, keep_all=True) for xi in ports.quantize_inputs(g, x)]
 

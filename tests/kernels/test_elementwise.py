@@ -91,6 +91,66 @@ def test_binary(ck, seed):
     assert np.array_equal(out, binary.binary_s8(p, a, b))
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_absdiff_c_equals_twin_and_is_the_magnitude_of_sub(ck, seed):
+    """BINARY_OPS["absdiff"] (|a - b|, a Sub read by an Abs alone): the C kernel equals the twin bit for bit, and
+    each output is within one step of |the float difference| on the output's own grid (one rounding)."""
+    r = np.random.default_rng(60 + seed)
+    dims = [1, 1, 1, int(r.integers(1, 4)), int(r.integers(1, 5)), int(r.integers(1, 40))]
+    s1, s2 = (float(v) for v in r.uniform(0.01, 0.2, 2))
+    so = float(r.uniform(0.5, 1.0)) * max(s1, s2)          # |a - b|'s grid: finer than a signed difference's
+    z1, z2, zo = int(r.integers(-30, 30)), int(r.integers(-30, 30)), -128
+    ap = binary.add_params(s1, z1, s2, z2, so, zo)
+    p = dict(op=binary.BINARY_OPS["absdiff"], dims=dims, a_stride=_strides(dims), b_stride=_strides(dims),
+             a_zp=z1, b_zp=z2, a_mult=ap["input1_mult"], a_shift=ap["input1_shift"], b_mult=ap["input2_mult"],
+             b_shift=ap["input2_shift"], out_mult=ap["output_mult"], out_shift=ap["output_shift"], left_shift=20,
+             out_zp=zo, act_min=-128, act_max=127)
+    n = int(np.prod(dims))
+    a, b = i8_uniform(r, n), i8_uniform(r, n)
+    out = np.zeros(n, np.int8)
+    ck.lib.edgec_binary_s8(ctypes.byref(make("edgec_binary_params", p)), ptr(a), ptr(b), ptr(out))
+    got = binary.binary_s8(p, a, b)
+    assert np.array_equal(out, got)
+    f = np.abs(s1 * (a.astype(float) - z1) - s2 * (b.astype(float) - z2)) / so + zo
+    assert np.all(np.abs(np.clip(np.round(f), -128, 127) - got) <= 1)
+
+
+def test_a_sub_read_by_an_abs_alone_is_one_absdiff_rounded_once(tmp_path):
+    """A Siamese distance, Abs(Sub(a, b)) of two activations: one binary op |a - b| on the Abs's grid (twice as
+    fine as the signed difference's, which a Sub then an Abs table rounds to first), closer to ONNX Runtime's float
+    than the two ops (the same model with a Mul by 1 between them keeps them apart: a Sub, then one table);
+    the float run is ONNX Runtime's, the generated C bit-exact (torch_siamese_anomaly_op17)."""
+    from onnx import helper
+    from conftest import check_generated_c, make_model
+    from edgec.frontend import canonicalize
+    from edgec.quant import calibrate, floatref, quantize, reference
+    rng = np.random.default_rng(12)
+    inits = {"wa": rng.normal(0, 0.4, (16, 24)), "wb": rng.normal(0, 0.4, (16, 24)), "one": np.ones(1)}
+    x = rng.uniform(-1, 1, (32, 16)).astype(np.float32)
+    errors = []
+    for apart in (False, True):
+        nodes = [helper.make_node("MatMul", ["x", "wa"], ["ea"], name="enc_a"),
+                 helper.make_node("MatMul", ["x", "wb"], ["eb"], name="enc_b"),
+                 helper.make_node("Sub", ["ea", "eb"], ["d"], name="sub"),
+                 *([helper.make_node("Mul", ["d", "one"], ["d1"], name="keep_apart")] if apart else []),
+                 helper.make_node("Abs", ["d1" if apart else "d"], ["y"], name="abs")]
+        model = make_model(nodes, ("x", [1, 16]), ("y", [1, 24]), inits)
+        graph = canonicalize.canonicalize(model, "absdiff_model")
+        assert [op.attrs.get("op") for op in graph.ops if op.kind == "binary"] == ["sub" if apart else "absdiff"]
+        assert len([op for op in graph.ops if lut.is_table(op)]) == int(apart)
+        want = calibrate.run_float(model, x)
+        got = np.stack([floatref.output(graph, xi) for xi in x]).reshape(want.shape)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        q = quantize.quantize(graph, calibrate.calibrate(model, x, [t.source for t in graph.tensors.values()]))
+        tout = q.tensors[q.output]
+        deq = np.stack([scheme.dequantize(tout, reference.run(q, scheme.quantize_input(q.tensors[q.input], xi)))
+                        for xi in x]).reshape(want.shape)
+        errors.append(float(np.mean((deq - want) ** 2)))
+        if not apart:
+            check_generated_c(q, x[:4], tmp_path)
+    assert errors[0] < 0.8 * errors[1], errors
+
+
 def _strides(shape):
     st, acc = [0] * 6, 1
     for k in range(5, -1, -1):

@@ -37,7 +37,8 @@ BINARY_OPS = {"add": 0, "sub": 1, "max": 2, "min": 3, "mul": 4, "div": 5,
               "equal": 10, "not_equal": 11, "greater": 12, "greater_equal": 13, "less": 14, "less_equal": 15,
               "logical_and": 16, "logical_or": 17,
               "prelu": 18,                    # TFLite's 16x8 PRELU (binary/int16.py): x >= 0 or x * alpha rescaled
-              "div16": 19}                    # a QDQ file's int16 Div (binary/int16.py div16): int64 quotient
+              "div16": 19,                    # a QDQ file's int16 Div (binary/int16.py div16): int64 quotient
+              "absdiff": 20}                  # |a - b|: a Sub read by an Abs alone (lut.emit_lut), rounded once
 COMPARE_LEFT_SHIFT = 8
 SQDIFF_LEFT_SHIFT = 7
 DIV_SHIFT = 16
@@ -93,7 +94,7 @@ def quantize_binary(op: Op, ins: list[Tensor], out: Tensor) -> None:
     p = dict(op=BINARY_OPS[a["op"]], dims=dims, a_stride=_strides6(a["a_shape"]),
              b_stride=_strides6(a["b_shape"]), a_zp=ta.zero_point, b_zp=tb.zero_point,
              a_mult=0, a_shift=0, b_mult=0, b_shift=0, left_shift=ADD_LEFT_SHIFT, out_zp=out.zero_point)
-    if a["op"] in ("add", "sub", "max", "min"):
+    if a["op"] in ("add", "sub", "max", "min", "absdiff"):
         ap = add_params(ta.scale, ta.zero_point, tb.scale, tb.zero_point, out.scale, out.zero_point)
         p.update(a_mult=ap["input1_mult"], a_shift=ap["input1_shift"], b_mult=ap["input2_mult"],
                  b_shift=ap["input2_shift"], out_mult=ap["output_mult"], out_shift=ap["output_shift"])
@@ -168,10 +169,10 @@ def binary_s8(p: dict, a, b, dtype=np.int8) -> np.ndarray:
     if op == BINARY_OPS["div16"]:
         out = requantize(div16(p, va, vb), p["out_mult"], p["out_shift"]).astype(np.int64) + int(p["out_zp"])
         return np.clip(out, int(p["act_min"]), int(p["act_max"])).astype(dtype)
-    if op >= BINARY_OPS["logical_and"]:
+    if op >= BINARY_OPS["logical_and"] and op != BINARY_OPS["absdiff"]:
         ra, rb = va + int(p["a_zp"]) != 0, vb + int(p["b_zp"]) != 0
         return ((ra & rb) if op == BINARY_OPS["logical_and"] else (ra | rb)).astype(np.int8)
-    if op >= BINARY_OPS["equal"]:
+    if BINARY_OPS["equal"] <= op < BINARY_OPS["logical_and"]:
         ls = 1 << int(p["left_shift"])
         sa = requantize(va * ls, p["a_mult"], p["a_shift"]).astype(np.int64)
         sb = requantize(vb * ls, p["b_mult"], p["b_shift"]).astype(np.int64)
@@ -180,12 +181,12 @@ def binary_s8(p: dict, a, b, dtype=np.int8) -> np.ndarray:
     if op in (BINARY_OPS["max_raw"], BINARY_OPS["min_raw"]):
         ra, rb = va + int(p["a_zp"]), vb + int(p["b_zp"])
         return (np.maximum(ra, rb) if op == BINARY_OPS["max_raw"] else np.minimum(ra, rb)).astype(dtype)
-    if op <= BINARY_OPS["min"] or op == BINARY_OPS["sqdiff"]:
+    if op <= BINARY_OPS["min"] or op in (BINARY_OPS["sqdiff"], BINARY_OPS["absdiff"]):
         ls = 1 << int(p["left_shift"])
         sa = requantize(va * ls, p["a_mult"], p["a_shift"]).astype(np.int64)
         sb = requantize(vb * ls, p["b_mult"], p["b_shift"]).astype(np.int64)
-        raw = (sa - sb) ** 2 if op == BINARY_OPS["sqdiff"] else [sa + sb, sa - sb, np.maximum(sa, sb),
-                                                                 np.minimum(sa, sb)][op]
+        raw = (sa - sb) ** 2 if op == BINARY_OPS["sqdiff"] else np.abs(sa - sb) if op == BINARY_OPS["absdiff"] \
+            else [sa + sb, sa - sb, np.maximum(sa, sb), np.minimum(sa, sb)][op]
     elif op == BINARY_OPS["mul"]:
         raw = va * vb
     else:
@@ -224,7 +225,8 @@ _FLOAT = {"add": np.add, "sub": np.subtract, "max": np.maximum, "min": np.minimu
           "div": np.divide, "div_tflite": np.divide, "div16": np.divide, "max_raw": np.maximum, "equal": np.equal,
           "not_equal": np.not_equal, "greater": np.greater, "greater_equal": np.greater_equal, "less": np.less,
           "less_equal": np.less_equal, "logical_and": np.logical_and, "logical_or": np.logical_or, "min_raw": np.minimum,
-          "sqdiff": lambda a, b: (a - b) ** 2, "prelu": lambda a, b: np.where(a < 0, a * b, a)}
+          "sqdiff": lambda a, b: (a - b) ** 2, "prelu": lambda a, b: np.where(a < 0, a * b, a),
+          "absdiff": lambda a, b: np.abs(a - b)}
 
 
 def _act(y, op: Op):
@@ -488,4 +490,5 @@ def const_operand(cx, node, x, c, fn, op=None, const_first=False):
 ONNX = {
     "Add": import_add, "Sub": import_binary, "Mul": import_mul, "Div": import_binary, "Pow": import_binary,
     "Max": import_max, "Min": import_min, "Sum": import_sum, "Mean": import_mean, "PRelu": import_prelu,
+    "Abs": fold.import_abs,
 }

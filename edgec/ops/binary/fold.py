@@ -1,12 +1,14 @@
 """x (op) constant folded into the weighted op (Conv, Gemm...) producing x at import: a constant Add becomes its
 bias, a constant Mul scales its weights and bias (a BatchNorm a converter left as Mul then Add after a
 convolution, as ONNX Runtime's Conv/Mul and Conv/Add fusions fold it), so nothing is rounded to int8 between them.
+An Abs of a Sub of two activations it alone reads is that Sub computing |a - b| (`absdiff`).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from edgec.ir import NO_ACT
+from edgec.ops.lut import import_unary
 
 
 def add_constant(cx, node, x, c):
@@ -53,3 +55,17 @@ def _foldable(cx, node, x, c):
             or per_channel.size != np.asarray(prod.attrs["bias"]).size or tuple(cx.shape(node.output[0], node)) != tuple(xshape):
         return None, None
     return prod, per_channel
+
+
+def import_abs(cx, node):
+    """Abs: of a Sub of two activations that it alone reads (a Siamese distance), that Sub as |a - b| (BINARY_OPS
+    "absdiff"), rounded once to the Abs's grid, twice as fine as the signed difference's a Sub then an Abs table
+    would round it to first; any other Abs, a table (edgec/ops/lut)."""
+    x = node.input[0]
+    prod = cx.fusable_producer(x)
+    if (prod is not None and prod.kind == "binary" and prod.attrs.get("op") == "sub" and prod.attrs["const"] is None
+            and tuple(prod.attrs["act"]) == NO_ACT and not cx.graph.fixed_qparams):
+        prod.attrs["op"] = "absdiff"
+        cx.rename_output(prod, x, node.output[0], cx.values[x][1])
+        return
+    import_unary(cx, node)

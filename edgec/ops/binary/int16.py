@@ -19,7 +19,7 @@ from edgec.ops.kernel import INT16, REFERENCE, Kernel
 from edgec.ops.opdef import CallSite
 from edgec.fixedpoint.scheme import act_range16, quantize_multiplier
 
-LEFT_SHIFT16 = {"add": 15, "sub": 15, "sqdiff": 0}
+LEFT_SHIFT16 = {"add": 15, "sub": 15, "sqdiff": 0, "absdiff": 15}
 DIV16_MAX_SHIFT = 46      # an int16 Div's numerator shift: |a| * 2^46 < 2^63
 TAKES_INT16 = {"ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE"}   # TFLM's int16 kernels (16x8)
 

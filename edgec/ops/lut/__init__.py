@@ -336,7 +336,8 @@ def import_clip(cx, node):
     _clamp(cx, node, lo, hi)
 
 
-ONNX = {**{op: import_unary for op in UNARY_ONNX}, "Relu": import_relu, "Clip": import_clip}
+ONNX = {**{op: import_unary for op in UNARY_ONNX if op != "Abs"}, "Relu": import_relu, "Clip": import_clip}
+# (Abs: edgec/ops/binary/fold.py import_abs, which folds a Sub read by it alone, else makes this table)
 
 
 # ---- TFLite import (edgec/frontend/tflite.py)

@@ -354,7 +354,8 @@ def c_softmax_tflite16(op: Op, low, site: CallSite) -> str:
 OPS = [
     OpDef("softmax", "softmax", quantize_softmax, lambda op, ins: _float(op, ins[0], False), in_place=True,
           distribution=True, qparams="fixed", fixed_qparams=lambda op: (1.0 / 256.0, -128),
-          int16=Int16(quantize_softmax16, layer=True, fixed_qparams=(1.0 / 32768.0, 0), qdq=always)),
+          int16=Int16(quantize_softmax16, layer=True, fixed_qparams=(1.0 / 32768.0, 0), qdq=always,
+                      tail8=lambda op: op.attrs.get("arithmetic") is None and int(op.attrs["cols"]) <= 1 << 16)),
     OpDef("log_softmax", "softmax", quantize_log_softmax, lambda op, ins: _float(op, ins[0], True), distribution=True,
           int16=Int16(lambda op, ins, out: log_softmax16.quantize(op, ins, out, exp16_tables), layer=True,
                       tail=log_softmax16.takes)),
