@@ -67,9 +67,13 @@ def board_stack_bytes(board: Board) -> int:
 def code_estimate(graph: Graph) -> int:
     ops = [op for op in graph.ops if op.kind not in ALIAS_OPS]
     # a kind's reference kernel is linked only when one of its ops runs on it (not when speed variants run all)
-    kinds = {op.kind for op in ops if op.lowering is None or op.lowering.kernel.role != VARIANT}
-    return (CODE_BASE_BYTES + CODE_PER_OP_BYTES * len(ops)
-            + sum(KERNEL_CODE_BYTES.get(k, UNKNOWN_KERNEL_CODE_BYTES) for k in kinds) + variant_code_bytes(ops))
+    # (a non-variant kernel that states its own code_bytes, e.g. an int16 one, counts once as itself; the others as
+    # their kind's int8 reference kernel)
+    linked = {(op.lowering.kernel.name, op.lowering.kernel.code_bytes)
+              if op.lowering is not None and op.lowering.kernel.code_bytes
+              else (op.kind, KERNEL_CODE_BYTES.get(op.kind, UNKNOWN_KERNEL_CODE_BYTES))
+              for op in ops if op.lowering is None or op.lowering.kernel.role != VARIANT}
+    return CODE_BASE_BYTES + CODE_PER_OP_BYTES * len(ops) + sum(b for _, b in linked) + variant_code_bytes(ops)
 
 
 def region_spaces(graph: Graph, board: Board) -> list[Space]:

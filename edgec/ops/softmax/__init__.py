@@ -369,8 +369,8 @@ KERNELS = [
            applies=_tflite, run=run_softmax_tflite_s16),
     Kernel("edgec_softmax_tflite_s16", ("softmax",), REFERENCE, c_softmax_tflite16, precision=INT16,
            applies=_tflite16, run=run_softmax_tflite16),
-    Kernel("edgec_softmax_s16", ("softmax",), REFERENCE, c_softmax16, precision=INT16,
-           applies=lambda op: not _tflite(op) and not _tflite16(op), run=run_softmax16),
+    Kernel("edgec_softmax_s16", ("softmax",), REFERENCE, c_softmax16, precision=INT16,   # (224 B, gcc -O2 M4)
+           applies=lambda op: not _tflite(op) and not _tflite16(op), run=run_softmax16, code_bytes=224),
     Kernel("edgec_log_softmax_s8", ("log_softmax",), REFERENCE, c_log_softmax,
            applies=lambda op: not _tflite_log(op), run=run_log_softmax),
     Kernel("edgec_log_softmax_tflite_s8", ("log_softmax",), REFERENCE, c_log_softmax_tflite, applies=_tflite_log,
