@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import onnxruntime as ort
 import pytest
-from onnx import helper
+from onnx import helper, numpy_helper
 
 from conftest import make_model, save
 from edgec import api, ports
@@ -102,3 +102,43 @@ def test_dynamic_quantization_is_refused_naming_every_node(tmp_path):
     assert "\n" not in msg and "dynamic quantization" in msg
     for op in {n.op_type for n in nodes}:          # every operator, with how many of it
         assert f"{op} x{sum(n.op_type == op for n in nodes)} (" in msg
+
+
+def test_a_float_slice_quantized_on_its_own_grid_is_requantized_there(tmp_path):
+    """ShuffleNet's channel split in ONNX Runtime's QOperator format: DequantizeLinear -> Slice (float) ->
+    QuantizeLinear with the Slice output's own calibrated grid, narrower than its input's. The int8 Slice keeps its
+    input's grid, so edgec requantizes (and saturates) to the file's grid after it, as ONNX Runtime does
+    (ortqop_u8_tv_shufflenet_v2_x0_5_96 was 13.7 dB from ONNX Runtime's run without it, docs/corpus.md)."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    w1 = (RNG.standard_normal((4, 2, 3, 3)) * 0.4).astype(np.float32)
+    w1[:2] *= 0.2                         # the passed-through half spans a fifth of the other's range
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Slice", ["r", "s0", "s2", "ax"], ["x1"]),
+             helper.make_node("Slice", ["r", "s2", "s4", "ax"], ["x2"]),
+             helper.make_node("Conv", ["x2", "w2"], ["c2"]),
+             helper.make_node("Relu", ["c2"], ["b"]),
+             helper.make_node("Concat", ["x1", "b"], ["cat"], axis=1),
+             helper.make_node("Conv", ["cat", "w3"], ["y"])]
+    inits = {"w1": w1, "w2": (RNG.standard_normal((2, 2, 1, 1)) * 0.5).astype(np.float32),
+             "w3": (RNG.standard_normal((3, 4, 1, 1)) * 0.5).astype(np.float32),
+             "s0": np.array([0], np.int64), "s2": np.array([2], np.int64), "s4": np.array([4], np.int64),
+             "ax": np.array([1], np.int64)}
+    src, qop = save(make_model(nodes, ("x", [1, 2, 8, 8]), ("y", [1, 3, 8, 8]), inits), tmp_path, "f.onnx"), \
+        tmp_path / "qop.onnx"
+    calib = np.random.default_rng(2).uniform(-1, 1, (8, 2, 8, 8)).astype(np.float32)
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter([{"x": c[None]} for c in calib])
+
+        def get_next(self):
+            return next(self.it, None)
+    quantize_static(str(src), str(qop), Reader(), quant_format=QuantFormat.QOperator, per_channel=True,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    np.savez(tmp_path / "calib.npz", x=calib)
+    grids = {i.name: numpy_helper.to_array(i) for i in loader.onnx.load(str(qop)).graph.initializer}
+    assert grids["x1_scale"] < 0.5 * grids["c_scale"]        # the float Slice's output on its own, narrower grid
+    x = np.random.default_rng(3).uniform(-2, 2, (8, 2, 8, 8)).astype(np.float32)    # beyond the calibration
+    _, real, scale = _edgec(qop, tmp_path, x)
+    assert np.abs(real - _ort(qop, x)).max() <= 2 * scale + 1e-6

@@ -32,7 +32,7 @@ from edgec.frontend.loader import graph_inputs
 from edgec.frontend.support import CONTROL_FLOW, Problem, problems_message
 from edgec.ir import Graph, GraphBuilder, Op, Tensor
 from edgec.ops import convert, matmul, movement, norm
-from edgec.ops.registry import FUSABLE, GRAPH_IMPORTERS, IMPORTERS, INT4_KINDS, SUPPORTED_OPS, WEIGHT_AXIS
+from edgec.ops.registry import FUSABLE, GRAPH_IMPORTERS, IMPORTERS, INT4_KINDS, REGISTRY, SUPPORTED_OPS, WEIGHT_AXIS
 
 
 
@@ -194,6 +194,20 @@ class _Canonicalizer:
         if op is None or op.output != tensor:
             op = self.graph.producer(tensor)
         return op
+
+    def inherited_grid(self, value: str) -> tuple[float, int] | None:
+        """The QDQ file's grid (scale, zero point) the int8 tensor holding `value` takes from further up when the
+        ops producing it keep their input's quantization (Slice, Reshape, Transpose, MaxPool after a quantized
+        tensor); None when its producer sets its own (or no file grid is met; a pool that may take its own,
+        edgec/quant/quantize.py own_scales)."""
+        fixed, op = self.graph.fixed_qparams, self.graph.producer(self.values[value][0])
+        while op is not None and op.inputs and REGISTRY[op.kind].qparams == "input" \
+                and REGISTRY[op.kind].own_scale is None:
+            src = self.graph.tensors[op.inputs[0]]
+            if src.source in fixed:
+                return fixed[src.source]
+            op = self.graph.producer(src.name)
+        return None
 
     def read_as_another_value(self, value: str, tensor: str) -> bool:
         """Another ONNX value held in the same tensor (a view: a Transpose of a size-1 axis, a Reshape, an Identity)

@@ -313,9 +313,21 @@ def _clamp(cx, node, lo, hi):
     """Relu/Clip: fused into the op producing the input when it can, else a table."""
     if cx.fuse_activation(node, lo, hi):
         return
-    if node.name in cx.qdq["clips"]:   # a QDQ pair's saturation: the int8 tensor does it already
-        return movement.alias(cx, node)
+    if node.name in cx.qdq["clips"] and not _regridded(cx, node):   # a QDQ pair's saturation: the int8 tensor
+        return movement.alias(cx, node)                                 # does it already
     emit_lut(cx, node, node.input[0], node.output[0], "clip", {"lo": lo, "hi": hi})
+
+
+def _regridded(cx, node) -> bool:
+    """A QDQ pair on a tensor whose int8 grid is its input's (a Slice, Reshape, MaxPool... keeps it), and the pair's
+    grid is another: ONNX Runtime's QOperator files calibrate a float Slice's output on its own (ShuffleNet's channel
+    split, docs/corpus.md), so the pair requantizes and saturates there; a table does the same."""
+    x = node.input[0]
+    grid = cx.graph.fixed_qparams.get(x)
+    if grid is None or x in cx.qdq.get("int16", []) or x not in cx.values:
+        return False
+    inherited = cx.inherited_grid(x)
+    return inherited is not None and tuple(inherited) != tuple(grid)
 
 
 def import_relu(cx, node):
