@@ -33,6 +33,7 @@ from edgec.errors import EdgecError
 from edgec.ir import DTYPES, Graph, Op
 from edgec.ops.registry import ALIAS_OPS, REGISTRY, keeps_state, op_macs
 from edgec.ops import detection, float_tail, nms
+from edgec.ops.convert import KIND as CONVERT
 from edgec.ops.reduce import index_classes
 from edgec.progress import Progress
 from edgec.settings import Settings
@@ -315,8 +316,8 @@ def task_of(graph: Graph, labels: np.ndarray | None) -> str:
     if labels is not None:
         return "classification" if np.issubdtype(labels.dtype, np.integer) else "regression"
     ops = list(graph.ops)
-    if len(ops) > 1 and "grid" in ops[-1].attrs:      # a Softmax computed int16, rounded to its int8 grid (int16.mark)
-        ops.pop()
+    while len(ops) > 1 and ops[-1].kind == CONVERT:   # an int16 <-> int8 conversion after it (a Softmax computed
+        ops.pop()                                      # int16, rounded to its int8 grid: int16.mark) keeps its kind
     last = REGISTRY[ops[-1].kind] if ops else None
     distribution = last and last.distribution and last.qparams == "fixed"
     return "classification" if distribution or index_classes(graph) else "regression"

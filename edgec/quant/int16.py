@@ -122,7 +122,9 @@ def mark(graph: Graph, names, outputs16=(), kinds=INT16_NAMEABLE) -> tuple[Graph
         elif out in native16:
             if needs_int8(out):
                 converters += 1
-                grid = fixed_qparams(op)     # a kind whose int8 output has its own grid (a Softmax's 1/256) keeps it
+                # a graph output of a kind whose int8 output has its own grid (a Softmax's 1/256) keeps the int8
+                # model's port; an inner one (attention's, read by a MatMul) its calibrated range, finer
+                grid = fixed_qparams(op) if out in graph.outputs else None
                 ops.append(Op(kind=CONVERT, name=f"{out} to int8", inputs=(out + SUFFIX,), output=out,
                               attrs={} if grid is None else {"grid": tuple(grid)}))
             else:
@@ -212,11 +214,10 @@ def tail_ports(graph: Graph) -> list[str]:
     """The graph outputs an int16 tail leaves as int16 ports (tail_default's, but those of an Int16.tail8 kind, a
     Softmax: computed int16, rounded once to the kind's fixed int8 grid, so the port is the int8 model's)."""
     writer = {op.output: op for op in graph.ops}
-    names = set(tail_default(graph)[0])
     ports = []
     for t in tail_default(graph)[1]:
         op = writer[t]
-        while op.name not in names:
+        while not tail_kind(op):        # back through the views an int16 tail passes (an NCHW output's transpose)
             op = writer[op.inputs[0]]
         d = REGISTRY[op.kind].int16
         if d.tail is not None and d.tail(op):

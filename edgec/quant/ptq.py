@@ -374,15 +374,16 @@ def recurrence_choice(model, graph: Graph, samples: Samples, options: QuantOptio
 def tail_choice(model, graph: Graph, samples: Samples, options: QuantOptions, log, progress,
                 cache_dir) -> QuantResult:
     """tail_int16 None (the default): a float model's output layer of an int16 tail kind (int16.tail_default: an L2
-    normalization, with the 16x8 layer feeding it) runs int16 and its output leaves as an int16 port only where
-    that raises the worst output's SQNR on the calibration samples by more than fixes.MIN_GAIN_DB, the rule of
-    recurrence_choice: ONNX Runtime's INT8 returns such a float tail in float, and the int8 output grid is then
-    what edgec loses; where it does not, the int8 port (half the output's bytes) stays."""
+    normalization, with the 16x8 layer feeding it, leaving as an int16 port; a Softmax, rounded once to its int8
+    grid) runs int16 only where that raises the worst output's SQNR on the calibration samples by more than
+    fixes.MIN_GAIN_DB (recurrence_choice's rule). A tail on the int8 model's output grid takes the int8 variant's
+    unseen-range choice; an int16 port, another output grid, is judged anew."""
     if (graph.fixed_qparams or options.budgeted or options.weights != "int8" or options.state
             or not [n for n in int16.tail_default(graph)[0] if n not in options.int4]):
         return quantize_model(model, graph, samples, replace(options, tail_int16=False), log, progress, cache_dir)
     keep, keep.tail = _int16_choice(model, graph, samples, options, "tail_int16", "output tail", log, progress,
-                                    cache_dir, judged=int16.tail_default(graph)[1], same_recipe=True)
+                                    cache_dir, judged=int16.tail_default(graph)[1],
+                                    same_recipe=not int16.tail_ports(graph))
     return _with_sensitivity(keep, samples, options.sensitivity_samples, log)
 
 
@@ -426,6 +427,7 @@ def _int16_choice(model, graph: Graph, samples: Samples, options: QuantOptions, 
         also = (f"; on the {len(judged)} of {len(graph.outputs)} outputs it writes, the worst of all "
                 f"{s8:.1f} -> {s16:.1f} dB, not to fall")
     keep = r16 if t16 > t8 + gain and s16 >= s8 - 1e-9 else r8
+    keep.cached = r8.cached         # (the int16 variant read the statistics the int8 one had just stored)
     note = (f"{what} {'int16' if keep is r16 else 'int8'}: output SQNR of the {len(x)} calibration samples "
             f"{t8:.1f} dB int8, {t16:.1f} dB int16 (int16 where it gains more than {gain} dB{also})")
     log(note)
