@@ -112,20 +112,34 @@ def conv_like(op: Op, w2d: np.ndarray) -> tuple[dict, np.ndarray] | None:
 
     A channel whose weights are all zero outputs a constant, its requantized bias (TFLite files keep such
     dead channels with saturated biases and multipliers far outside the fast path): its record gives that
-    constant directly (multiplier 0, the constant as its zero point). So does a channel whose output is one value
-    over every int8 input (`constant_channels`: a bias so far below zero that the clamp holds it at act_min,
-    as ReLU layers of trained files have, with scales whose zero point times 2^shift the records cannot fold)."""
+    constant directly (multiplier 0, the constant as its zero point). Where the records of the other channels are
+    outside the fast path too, so do the channels whose output is one value over every int8 input
+    (`constant_channels`: a bias so far below zero that the clamp holds them at act_min, as dead ReLU units of
+    trained files have, with right shifts of 24 to 26 whose output zero point times 2^shift no record folds:
+    AmbiqAI's HAR model). Only there: a constant record has no rounding correction (neg 0), which sends the
+    kernels whose loops count on every channel's (blocked4, window4) to slower ones."""
+    p = op.params
+    w = np.asarray(w2d)
+    got = _records(op, w, ~np.any(w != 0, axis=1), None)
+    if got is None:
+        const, value = constant_channels(w, *(op.arrays[k] for k in ("bias", "mult", "shift")), p)
+        got = _records(op, w, const, value)
+    return None if got is None else ({k: int(p[k]) for k in ("output_zp", "act_min", "act_max")}, got)
+
+
+def _records(op: Op, w2d: np.ndarray, dead: np.ndarray, value) -> np.ndarray | None:
+    """conv_like's records with the channels `dead` as constants (`value`, else their requantized bias), or None."""
     p = op.params
     bias, mult, shift = (np.asarray(op.arrays[k], np.int64) for k in ("bias", "mult", "shift"))
-    dead, value = constant_channels(w2d, bias, mult, shift, p)
     zp = np.full(len(dead), int(p["output_zp"]), np.int64)
     if np.any(dead):
-        zp[dead] = np.clip(value[dead], -129, 128)    # the kernel's clamp to the int8 activation range follows
+        if value is None:
+            value = requantize(bias, mult, shift).astype(np.int64) + int(p["output_zp"])
+        zp[dead] = np.clip(np.asarray(value)[dead], -129, 128)   # the kernel's clamp to the activation range follows
         bias, mult, shift = (np.where(dead, 0, v) for v in (bias, mult, shift))
     bias = folded_bias(bias, w2d, p["input_zp"], mult)
     bound = None if bias is None else np.abs(bias) + 128 * np.abs(np.asarray(w2d, np.int64)).sum(axis=1)
-    rq = None if bias is None else rq_records(bias, mult, shift, zp, bound)
-    return None if rq is None else ({k: int(p[k]) for k in ("output_zp", "act_min", "act_max")}, rq)
+    return None if bias is None else rq_records(bias, mult, shift, zp, bound)
 
 
 def constant_channels(w2d: np.ndarray, bias, mult, shift, p) -> tuple[np.ndarray, np.ndarray]:
