@@ -264,13 +264,29 @@ def c_binary(op: Op, low, site: CallSite) -> str:
     return cemit.with_params("edgec_binary_params", op.params, f"{low.kernel.name}(&p, {a}, {b}, {site.output});")
 
 
-def lower_add(op: Op):
-    """Add with a 256-entry table per input for its rescaling (runtime_c/fast/edgec_add_lut.c)."""
+def same_shape_sub(op: Op) -> dict | None:
+    """A `binary` SUB of two same-shape activations in the `add` kind's params (TFLite's SUB is its ADD with the
+    second rescaled operand subtracted: lower_add negates its table), else None."""
     p = op.params
+    if op.kind != "binary" or p.get("op") != BINARY_OPS["sub"] or op.arrays.get("const") is not None:
+        return None
+    n = int(np.prod([int(d) for d in p["dims"]]))
+    if not all(np.array_equal(offsets(p["dims"], p[k]), np.arange(n)) for k in ("a_stride", "b_stride")):
+        return None
+    names = ("zp", "mult", "shift")
+    return {**{f"input{i}_{k}": p[f"{ab}_{k}"] for i, ab in ((1, "a"), (2, "b")) for k in names}, "n": n,
+            **{f"output_{k}": p[f"out_{k}"] for k in names}, **{k: p[k] for k in ("left_shift", "act_min", "act_max")}}
+
+
+def lower_add(op: Op):
+    """Add (and same_shape_sub, its second table negated) with a 256-entry table per input for its rescaling."""
+    p, sign = (op.params, 1) if op.kind == "add" else (same_shape_sub(op), -1)
+    if p is None:
+        return None
     v = np.arange(-128, 128, dtype=np.int64)
     ls = 1 << int(p["left_shift"])
     lut1 = requantize((v - p["input1_zp"]) * ls, p["input1_mult"], p["input1_shift"]).astype(np.int64)
-    lut2 = requantize((v - p["input2_zp"]) * ls, p["input2_mult"], p["input2_shift"]).astype(np.int64)
+    lut2 = sign * requantize((v - p["input2_zp"]) * ls, p["input2_mult"], p["input2_shift"]).astype(np.int64)
     if np.abs(lut1).max() + np.abs(lut2).max() >= fast.ACC_LIMIT:
         return None
     rq = fast.rq_records(np.zeros(1), np.array([p["output_mult"]]), np.array([p["output_shift"]]), p["output_zp"])
@@ -282,7 +298,7 @@ def lower_add(op: Op):
 
 ADD = Kernel("edgec_add_s8", ("add",), REFERENCE, c_add, run=run_add, struct="edgec_add_params", code_bytes=580)
 BINARY = Kernel("edgec_binary_s8", ("binary",), REFERENCE, c_binary, run=run_binary)
-ADD_LUT = Kernel("edgec_add_lut_s8", ("add",), FAST, c_add_lut, lower=lower_add, struct="edgec_add_lut_params")
+ADD_LUT = Kernel("edgec_add_lut_s8", ("add", "binary"), FAST, c_add_lut, lower=lower_add, struct="edgec_add_lut_params")
 ADD_LUT_MVE = Kernel("edgec_add_lut_mve_s8", ("add",), HELIUM, c_add_lut, base=ADD_LUT, isa=MVE,
                      lower=lambda op, base: (base.params, base.arrays),   # the tables gathered 4 values at a time
                      struct="edgec_add_lut_params")
