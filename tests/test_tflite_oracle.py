@@ -53,14 +53,23 @@ def test_operator_family_sample_matches_tflm(tmp_path, family):
 def test_a_grouped_conv2d_matches_tflm(tmp_path):
     """A grouped CONV_2D (Keras Conv2D(groups=g): filters of fewer input channels than the input has) was read as
     an ordinary convolution: `edgec inspect` called it supported and the build's reference stopped with "cannot
-    reshape array" (keras_grouped_shuffle_cifar of the corpus). It is edgec's `group_conv2d` now, bit-identical
-    with TFLite Micro on random groups, shapes, strides and paddings."""
+    reshape array" (keras_grouped_shuffle_cifar of the corpus). It is edgec's `group_conv2d` now, or up to 8 groups
+    a conv2d over block-diagonal weights (the fast kernels: 21 instructions a MAC on group_conv2d's portable kernel),
+    both bit-identical with TFLite Micro on random groups, shapes, strides and paddings."""
     from edgec.frontend import tflite as importer
+    from edgec.ops.conv.importers import BLOCK_DIAGONAL_GROUPS
 
-    cases = oracle.cases(seed=44, n=6, makers={"grouped": weighted_cases.grouped_conv_case})
-    f = tmp_path / "grouped.tflite"
-    f.write_bytes(oracle.write(cases[0]))
-    assert [op.kind for op in importer.load(f, "m").ops] == ["group_conv2d"]
+    cases = oracle.cases(seed=44, n=8, makers={"grouped": weighted_cases.grouped_conv_case})
+    kinds = set()
+    for k, case in enumerate(cases):
+        f = tmp_path / f"grouped{k}.tflite"
+        f.write_bytes(oracle.write(case))
+        w, x = case.tensors[1].shape, case.tensors[0].shape
+        groups = x[-1] // w[-1]
+        (op,) = importer.load(f, "m").ops
+        assert op.kind == ("conv2d" if groups <= BLOCK_DIAGONAL_GROUPS else "group_conv2d"), groups
+        kinds.add(op.kind)
+    assert kinds == {"conv2d", "group_conv2d"}
     bad = oracle.check(cases, tmp_path / "check")
     assert not bad, bad
 

@@ -66,8 +66,9 @@ def transpose_conv_case(rng, name, extreme=False):
 
 def grouped_conv_case(rng, name, extreme=False):
     """A grouped CONV_2D (Keras Conv2D(groups=g)): filters [oc, kh, kw, ic / g], TFLite Micro's ConvPerChannel
-    taking output channels oc / g at a time from input channels ic / g at a time."""
-    g = int(rng.choice([2, 3, 4]))
+    taking output channels oc / g at a time from input channels ic / g at a time; up to 8 groups edgec runs it as
+    a conv2d over block-diagonal weights, 12 as group_conv2d (edgec/ops/conv/importers.py BLOCK_DIAGONAL_GROUPS)."""
+    g = int(rng.choice([2, 3, 4, 12]))
     icg, ocg = int(rng.choice([1, 2, 5, 8])), int(rng.choice([1, 3, 4]))
     h, w, kh, kw = int(rng.integers(2, 9)), int(rng.integers(2, 9)), int(rng.integers(1, 4)), int(rng.integers(1, 4))
     s, padding = int(rng.integers(1, 3)), int(rng.integers(0, 2))      # SAME, VALID

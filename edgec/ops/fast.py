@@ -112,19 +112,57 @@ def conv_like(op: Op, w2d: np.ndarray) -> tuple[dict, np.ndarray] | None:
 
     A channel whose weights are all zero outputs a constant, its requantized bias (TFLite files keep such
     dead channels with saturated biases and multipliers far outside the fast path): its record gives that
-    constant directly (multiplier 0, the constant as its zero point)."""
+    constant directly (multiplier 0, the constant as its zero point). Where the records of the other channels are
+    outside the fast path too, so do the channels whose output is one value over every int8 input
+    (`constant_channels`: a bias so far below zero that the clamp holds them at act_min, as dead ReLU units of
+    trained files have, with right shifts of 24 to 26 whose output zero point times 2^shift no record folds:
+    AmbiqAI's HAR model). Only there: a constant record has no rounding correction (neg 0), which sends the
+    kernels whose loops count on every channel's (blocked4, window4) to slower ones."""
+    p = op.params
+    w = np.asarray(w2d)
+    got = _records(op, w, ~np.any(w != 0, axis=1), None)
+    if got is None:
+        const, value = constant_channels(w, *(op.arrays[k] for k in ("bias", "mult", "shift")), p)
+        got = _records(op, w, const, value)
+    return None if got is None else ({k: int(p[k]) for k in ("output_zp", "act_min", "act_max")}, got)
+
+
+def _records(op: Op, w2d: np.ndarray, dead: np.ndarray, value) -> np.ndarray | None:
+    """conv_like's records with the channels `dead` as constants (`value`, else their requantized bias), or None."""
     p = op.params
     bias, mult, shift = (np.asarray(op.arrays[k], np.int64) for k in ("bias", "mult", "shift"))
-    dead = ~np.any(np.asarray(w2d) != 0, axis=1)
     zp = np.full(len(dead), int(p["output_zp"]), np.int64)
     if np.any(dead):
-        const = requantize(bias[dead], mult[dead], shift[dead]).astype(np.int64) + int(p["output_zp"])
-        zp[dead] = np.clip(const, -129, 128)        # the kernel's clamp to the int8 activation range follows
+        if value is None:
+            value = requantize(bias, mult, shift).astype(np.int64) + int(p["output_zp"])
+        zp[dead] = np.clip(np.asarray(value)[dead], -129, 128)   # the kernel's clamp to the activation range follows
         bias, mult, shift = (np.where(dead, 0, v) for v in (bias, mult, shift))
     bias = folded_bias(bias, w2d, p["input_zp"], mult)
     bound = None if bias is None else np.abs(bias) + 128 * np.abs(np.asarray(w2d, np.int64)).sum(axis=1)
-    rq = None if bias is None else rq_records(bias, mult, shift, zp, bound)
-    return None if rq is None else ({k: int(p[k]) for k in ("output_zp", "act_min", "act_max")}, rq)
+    return None if bias is None else rq_records(bias, mult, shift, zp, bound)
+
+
+def constant_channels(w2d: np.ndarray, bias, mult, shift, p) -> tuple[np.ndarray, np.ndarray]:
+    """(which output channels hold one value whatever the int8 input, that value before the clamp to the activation
+    range, output zero point added) of a weighted op with weights w2d [out][k]: its all-zero weight rows (their
+    requantized bias), and the rows whose accumulator bias + sum((x - input_zp) * w), over every x in [-128, 127]
+    (a padded tap adds 0, inside that range), requantizes to the same clamped value at both of its ends
+    (TFLite's requantization is monotone for a multiplier >= 0 where its left shift does not wrap)."""
+    w = np.asarray(w2d, np.int64)
+    bias, mult, shift = (np.asarray(v, np.int64) for v in (bias, mult, shift))
+    zp_in, out_zp = int(p["input_zp"]), int(p["output_zp"])
+    lo = bias + np.where(w > 0, w * (-128 - zp_in), w * (127 - zp_in)).sum(axis=1)
+    hi = bias + np.where(w > 0, w * (127 - zp_in), w * (-128 - zp_in)).sum(axis=1)
+    room = np.left_shift(1, 31 - np.clip(shift, 0, 31))     # |acc << left| inside int32: no wrap
+    fits = (mult >= 0) & (lo >= -room) & (hi < room)
+    lo, hi = np.where(fits, lo, 0), np.where(fits, hi, 0)
+    dead = ~np.any(w != 0, axis=1)
+    v_lo = requantize(np.where(dead, bias, lo), mult, shift).astype(np.int64) + out_zp
+    v_hi = requantize(hi, mult, shift).astype(np.int64) + out_zp
+    a, b = int(p["act_min"]), int(p["act_max"])
+    const = fits & (np.clip(v_lo, a, b) == np.clip(v_hi, a, b))
+    value = np.where(dead, v_lo, np.clip(v_lo, a, b))
+    return dead | const, value
 
 
 def run_rq(acc: np.ndarray, rq: np.ndarray) -> np.ndarray:

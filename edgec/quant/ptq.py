@@ -18,10 +18,7 @@ from typing import Callable
 import numpy as np
 import onnx
 
-from edgec.quant import autorange
-from edgec.quant import biascorr
-from edgec.quant import accuracy_budget
-from edgec.quant import calibrate
+from edgec.quant import accuracy_budget, autorange, biascorr, calibrate
 from edgec.quant import equalize
 from edgec.quant import fixes as fixes_mod
 from edgec.quant import floatref
@@ -401,10 +398,9 @@ def attention_choice(model, graph: Graph, samples: Samples, options: QuantOption
 
 def _int16_choice(model, graph: Graph, samples: Samples, options: QuantOptions, field: str, what: str, log,
                   progress, cache_dir, judged=None, gain=fixes_mod.MIN_GAIN_DB, same_recipe=False):
-    """The model quantized with option `field` False and True (the same ranges, the same recipe), the one kept (int16
-    only where the calibration samples' worst output gains more than `gain` dB), and the line saying so.
-    judged: the outputs the int16 variant changes (an int16 tail's), when the model has others: the worst of them
-    must gain so, and the model's worst output not fall (a tail on one of several outputs, whose worst is another).
+    """The model quantized with `field` False and True (same ranges and recipe), the one kept (int16 only where the
+    calibration samples' worst output gains more than `gain` dB), and the line saying so. judged: the outputs the
+    int16 variant changes (a tail's) when the model has others: their worst must gain so, the model's not fall.
     same_recipe: the int16 variant takes the int8 one's unseen-range choice (unseen_choice.pinned)."""
     quiet = dict(sensitivity_samples=0)
     r8 = quantize_model(model, graph, samples, replace(options, **{field: False}, **quiet), log, progress, cache_dir)
@@ -427,7 +423,7 @@ def _int16_choice(model, graph: Graph, samples: Samples, options: QuantOptions, 
         also = (f"; on the {len(judged)} of {len(graph.outputs)} outputs it writes, the worst of all "
                 f"{s8:.1f} -> {s16:.1f} dB, not to fall")
     keep = r16 if t16 > t8 + gain and s16 >= s8 - 1e-9 else r8
-    keep.cached = r8.cached         # (the int16 variant read the statistics the int8 one had just stored)
+    keep.cached = r8.cached     # (the int16 variant read the statistics the int8 one had just stored)
     note = (f"{what} {'int16' if keep is r16 else 'int8'}: output SQNR of the {len(x)} calibration samples "
             f"{t8:.1f} dB int8, {t16:.1f} dB int16 (int16 where it gains more than {gain} dB{also})")
     log(note)

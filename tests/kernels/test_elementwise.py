@@ -272,3 +272,23 @@ def test_div16_c_equals_twin_and_tracks_float(ck):
         ok = bb != 0
         f = np.clip(np.round(sa * a[ok].astype(np.float64) / (sb * bb[ok]) / so), p["act_min"], p["act_max"])
         assert np.all(np.abs(f - got[ok]) <= 1), (k, np.abs(f - got[ok]).max())
+
+
+@pytest.mark.parametrize("op", ["max_raw", "min_raw"])
+def test_maximum_and_minimum_of_contiguous_rows_and_broadcasts(ck, op):
+    """TFLite's MAXIMUM / MINIMUM (of the int8 values themselves): rows contiguous in both inputs take the loop
+    without a call per element (runtime_c/edgec_elementwise.c; keras_grouped_shuffle_cifar's 8x8x64 MAXIMUM, 41 -> 16
+    instructions an element on qemu-cortex-m4), broadcast innermost axes the call; both against the NumPy twin at
+    the int8 limits and random."""
+    r = np.random.default_rng(66)
+    for dims, sa, sb in (([1, 1, 1, 8, 8, 64], None, None), ([1, 1, 2, 3, 5, 7], None, [1, 1, 2, 3, 5, 1]),
+                         ([1, 1, 1, 1, 3, 9], [1, 1, 1, 1, 1, 9], None), ([1, 1, 1, 1, 1, 1], None, None)):
+        sa, sb = sa or dims, sb or dims
+        p = dict(op=binary.BINARY_OPS[op], dims=dims, a_stride=_strides(sa), b_stride=_strides(sb), a_zp=3, b_zp=3,
+                 a_mult=0, a_shift=0, b_mult=0, b_shift=0, left_shift=0, out_mult=0, out_shift=0, out_zp=3,
+                 act_min=-128, act_max=127)
+        for a, b in ((i8_uniform(r, int(np.prod(sa))), i8_uniform(r, int(np.prod(sb)))),
+                     (np.full(int(np.prod(sa)), -128, np.int8), np.full(int(np.prod(sb)), 127, np.int8))):
+            out = np.zeros(int(np.prod(dims)), np.int8)
+            ck.lib.edgec_binary_s8(ctypes.byref(make("edgec_binary_params", p)), ptr(a), ptr(b), ptr(out))
+            assert np.array_equal(out, binary.binary_s8(p, a, b)), (op, dims)

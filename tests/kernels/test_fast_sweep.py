@@ -18,7 +18,7 @@ import pytest
 
 from ckernels import act, i8, make, ptr, requant_params
 from edgec.ir import Op
-from edgec.ops import binary, conv, dense, dense_pairs, pool, select
+from edgec.ops import binary, conv, dense, dense_pairs, fast, pool, select
 from edgec.ops.conv import depthwise3x3, im2col, rgb3x3
 from edgec.ops.kernel import GENERIC
 
@@ -813,3 +813,72 @@ def test_depthwise_3x3_calls_name_the_code_the_kernel_would_choose(stride, out_r
     assert rgb3x3.rgb3x3_entry({**c, "band_w": 24}, rq) == "edgec_conv2d_rgb3x3_banded_s8"   # column bands
     assert rgb3x3.rgb3x3_entry({**c, "out_c": 6}, rq) in ("edgec_conv2d_rgb3x3_full_s8",
                                                           "edgec_conv2d_rgb3x3_clamped_s8")
+
+
+@pytest.mark.parametrize("variant", [GENERIC, "window4", "window"])
+def test_constant_channels_run_on_the_fast_kernels_bit_exact(variant, lib):
+    """AmbiqAI's HAR model (tests/corpus/ambiq_har_cnn): a 1x3 ReLU convolution whose dead-ReLU channels have a
+    bias far below zero and a right shift of 24 to 26, where the output zero point -128 times 2^shift is more than a
+    record folds. Their output is act_min for every int8 input (fast.constant_channels), so the layer runs on the fast
+    kernels (it ran on the portable reference kernel, 11 instructions a MAC) with those channels as constants; the
+    others stay live. Inputs at both int8 ends and random, against the NumPy twin bit for bit."""
+    rng = np.random.default_rng(32)
+    in_c, out_c = 16, 12
+    p = dict(k_h=1, k_w=3, stride_h=1, stride_w=1, dil_h=1, dil_w=1, pad_top=0, pad_left=1, in_h=1, in_w=21,
+             out_h=1, out_w=21, in_c=in_c, out_c=out_c, input_zp=-128, output_zp=-128, act_min=-128, act_max=127,
+             depth_multiplier=1)
+    w = i8(rng, (out_c, 1, 3, in_c))
+    bias = rng.integers(-20000, 20000, out_c).astype(np.int32)
+    mult = np.full(out_c, 1929419636, np.int32)
+    shift = np.full(out_c, -7, np.int32)
+    dead = np.arange(out_c) % 3 == 0
+    bias[dead], shift[dead] = -23433920, -24          # -1.26 levels below the zero point at the largest sum
+    op = weighted_op("conv2d", p, w, bias, mult, shift)
+    const, value = fast.constant_channels(w.reshape(out_c, -1), bias, mult, shift, p)
+    assert np.array_equal(const, dead) and np.all(value[dead] == -128)
+    narrow = dict(p, act_min=-100)        # a narrower clamp: the same channels, at its bound
+    const, value = fast.constant_channels(w.reshape(out_c, -1), bias, mult, shift, narrow)
+    assert np.array_equal(const, dead) and np.all(value[dead] == -100)
+    low = select.fast(op)
+    assert low is not None and low.kernel.name == "edgec_conv2d_im2col_s8"
+    low = select.variant(op, low, variant)
+    for extreme in (0, 1, 2, 3):
+        x = i8(rng, (1, 21, in_c), extreme)
+        want = conv.run_conv(op, [x])
+        got = run_fast(lib, low, x, out_size=want.size).reshape(want.shape)
+        assert np.array_equal(got, want), (variant, extreme)
+
+
+def test_same_shape_sub_runs_on_the_add_kernel_bit_exact(lib):
+    """TFLite's SUB of two same-shape activations (a `binary` op) on the fast add kernel with its second table negated
+    (edgec/ops/binary same_shape_sub: keras_grouped_shuffle_cifar's 8x8x64 SUB, 137 -> 12 instructions an element on
+    qemu-cortex-m4), against the broadcasting twin at the int8 limits and random; a broadcast SUB, or an ADD or MAXIMUM
+    of the binary kind, keeps the broadcasting kernel."""
+    rng = np.random.default_rng(15)
+    ran = 0
+    for k in range(60):
+        s1, s2, so = np.exp(rng.uniform(math.log(1e-3), math.log(1.0), size=3))
+        z1, z2, zo = zero_point(rng), zero_point(rng), zero_point(rng)
+        n = int(rng.integers(1, 300))
+        ap = binary.add_params(float(s1), z1, float(s2), z2, float(so), zo)
+        lo, hi = act(rng, zo)
+        dims, st = [1, 1, 1, 1, 1, n], [0, 0, 0, 0, 0, 1]
+        p = dict(op=binary.BINARY_OPS["sub"], dims=dims, a_stride=st, b_stride=st, a_zp=z1, b_zp=z2,
+                 a_mult=ap["input1_mult"], a_shift=ap["input1_shift"], b_mult=ap["input2_mult"],
+                 b_shift=ap["input2_shift"], left_shift=ap["left_shift"], out_mult=ap["output_mult"],
+                 out_shift=ap["output_shift"], out_zp=zo, act_min=lo, act_max=hi)
+        op = Op("binary", "sweep", ("a", "b"), "y", params=p)
+        low = select.fast(op)
+        if low is None:
+            continue
+        assert low.kernel.name == "edgec_add_lut_s8"
+        for extreme in (k % 4, 3):
+            a, b = i8(rng, n, extreme), i8(rng, n, 3 - extreme)
+            want = binary.run_binary(op, [a, b])
+            assert np.array_equal(run_fast(lib, low, a, b, out_size=n), want), p
+        ran += 1
+    assert ran >= 50
+    wide = dict(p, dims=[1, 1, 1, 1, 2, n], b_stride=[0, 0, 0, 0, 0, 1], a_stride=[0, 0, 0, 0, n, 1])
+    assert select.fast(Op("binary", "sweep", ("a", "b"), "y", params=wide)) is None       # b broadcast
+    for other in ("add", "max_raw"):
+        assert select.fast(Op("binary", "sweep", ("a", "b"), "y", params=dict(p, op=binary.BINARY_OPS[other]))) is None

@@ -15,14 +15,15 @@ import onnx
 
 from edgec.errors import node_error
 from edgec.ir import NO_ACT, Op, SYNTHETIC, Tensor
-from edgec.ops import cemit, fast, movement
+from edgec.ops import cemit, movement
 from edgec.ops.binary import fold
 from edgec.ops.binary.add16 import ADD16, quantize_add16
+from edgec.ops.binary.add_lut import ADD_LUT, ADD_LUT_MVE
 from edgec.ops.binary.int16 import BINARY16, div16, quantize_binary16
 from edgec.ops.binary.mul import MUL_BCAST
 from edgec.ops.lut import emit_lut, is_table
 from edgec.ops.movement import RANK, offsets
-from edgec.ops.kernel import FAST, HELIUM, MVE, REFERENCE, Kernel
+from edgec.ops.kernel import REFERENCE, Kernel
 from edgec.ops.opdef import CallSite, Int16, OpDef, always
 from edgec.fixedpoint.scheme import act_range, qparams_from_range, quantize_multiplier, requantize
 
@@ -254,48 +255,13 @@ def c_add(op: Op, low, site: CallSite) -> str:
     return f"{low.kernel.name}(&{site.prefix}_params, {x}, {y},\n        {site.output});"
 
 
-def c_add_lut(op: Op, low, site: CallSite) -> str:
-    x, y = site.inputs
-    pre = site.prefix
-    return (f"{low.kernel.name}(&{pre}_params, {x}, {y}, {pre}_lut1, {pre}_lut2, {pre}_rq, "
-            f"{site.output});")
-
-
 def c_binary(op: Op, low, site: CallSite) -> str:
     a, b = _operands(op, site.inputs, site.arrays.get("const"))
     return cemit.with_params("edgec_binary_params", op.params, f"{low.kernel.name}(&p, {a}, {b}, {site.output});")
 
 
-def lower_add(op: Op):
-    """Add with a 256-entry table per input for its rescaling (runtime_c/fast/edgec_add_lut.c), each entry doubled
-    (the requantization takes the doubled sum: no shift an element in the kernel; exact, since the two tables'
-    magnitudes sum below ACC_LIMIT = 2^30)."""
-    p = op.params
-    v = np.arange(-128, 128, dtype=np.int64)
-    ls = 1 << int(p["left_shift"])
-    lut1 = requantize((v - p["input1_zp"]) * ls, p["input1_mult"], p["input1_shift"]).astype(np.int64)
-    lut2 = requantize((v - p["input2_zp"]) * ls, p["input2_mult"], p["input2_shift"]).astype(np.int64)
-    if np.abs(lut1).max() + np.abs(lut2).max() >= fast.ACC_LIMIT:
-        return None
-    rq = fast.rq_records(np.zeros(1), np.array([p["output_mult"]]), np.array([p["output_shift"]]), p["output_zp"])
-    if rq is None:
-        return None
-    params = {k: int(p[k]) for k in ("n", "output_zp", "act_min", "act_max")}
-    return params, {"lut1": (2 * lut1).astype(np.int32), "lut2": (2 * lut2).astype(np.int32), "rq": rq}
-
-
-def lower_add_mve(op: Op, base):
-    """The Helium add's tables: the rescaled inputs themselves (its vector requantization doubles the sum), the
-    DSP kernel's doubled entries halved back (exact: they are even)."""
-    return base.params, {**base.arrays, "lut1": base.arrays["lut1"] >> 1, "lut2": base.arrays["lut2"] >> 1}
-
-
 ADD = Kernel("edgec_add_s8", ("add",), REFERENCE, c_add, run=run_add, struct="edgec_add_params", code_bytes=580)
 BINARY = Kernel("edgec_binary_s8", ("binary",), REFERENCE, c_binary, run=run_binary)
-ADD_LUT = Kernel("edgec_add_lut_s8", ("add",), FAST, c_add_lut, lower=lower_add, struct="edgec_add_lut_params")
-ADD_LUT_MVE = Kernel("edgec_add_lut_mve_s8", ("add",), HELIUM, c_add_lut, base=ADD_LUT, isa=MVE,
-                     lower=lower_add_mve,   # the tables gathered 4 values at a time
-                     struct="edgec_add_lut_params")
 QDQ16 = ("add", "sub", "mul", "div")   # a QDQ file's broadcast Add / Sub / Mul of two int16 activations (TFLite's
 # 16x8), and Div (edgec's own: binary/int16.py div16)
 KERNELS = [ADD, BINARY, ADD_LUT, ADD_LUT_MVE, ADD16, BINARY16, MUL_BCAST]
