@@ -55,11 +55,23 @@ def test_bias32_matches_twin(lib, request):
 
 
 def test_selector_takes_large_biases_to_bias32():
+    """A bias beyond the packed kernel's |acc| < 2^30 whose outputs still vary with the input: bias32. (With 47
+    inputs such a bias saturates every output, a constant channel the packed kernel takes as a constant record
+    (edgec/ops/fast.py constant_channels): that is checked too.)"""
     r = np.random.default_rng(5)
-    op = _layer(r)
-    op.arrays["bias"] = np.full(op.params["out_features"], 2_000_000_000, np.int32)
-    op.arrays["mult"], op.arrays["shift"] = (np.full(op.params["out_features"], v, np.int32) for v in (1 << 30, -8))
-    assert dense.lower_fc(op) is None                  # beyond the packed kernel's |acc| < 2^30
+    n_in, n_out = 4096, 3          # |acc| up to 4096 * 127 * 128: 6.6 output steps at scale 1e-7 around 2e9 * 1e-7
+    mult, shift = scheme.quantize_multiplier(1e-7)
+    p = dict(in_features=n_in, out_features=n_out, input_zp=0, output_zp=-128, act_min=-128, act_max=127)
+    a = dict(weights=r.integers(-127, 128, n_out * n_in).astype(np.int8), bias=np.full(n_out, 2_000_000_000, np.int32),
+             mult=np.full(n_out, mult, np.int32), shift=np.full(n_out, shift, np.int32))
+    op = Op("fully_connected", "fc", ("x",), "y", params=p, arrays=a)
+    assert dense.lower_fc(op) is None                  # beyond the packed kernel's |acc| < 2^30, not constant
     assert select.select(op, select.Options()).kernel is dense.BIAS32
     op.arrays["bias"][:] = 1000
     assert select.select(op, select.Options()).kernel is not dense.BIAS32
+    small = _layer(r)                                  # 47 inputs or fewer: such a bias saturates every output
+    small.arrays["bias"] = np.full(small.params["out_features"], 2_000_000_000, np.int32)
+    small.arrays["mult"], small.arrays["shift"] = (np.full(small.params["out_features"], v, np.int32)
+                                                   for v in (1 << 30, -8))
+    assert dense.lower_fc(small) is not None
+    assert select.select(small, select.Options()).kernel is not dense.BIAS32
