@@ -111,7 +111,8 @@ def lower_svdf_fast(op: Op):
     params = {k: int(p[k]) for k in ("batch", "input_size", "rank", "units", "memory", "state_zp", "state_min",
                                      "state_max", "output_zp")}
     params.update(mult1=q1[0], left1=q1[1], right1=q1[2], mult2=q2[0], left2=q2[1], right2=q2[2],
-                  path=4 * (q1[1] != 0 or q1[2] == 0) + (0 if p["rank"] != 1 or p["memory"] != 8 else 1 if eight else 2))
+                  path=4 * (q1[1] != 0 or q1[2] == 0)          # the feature sums on edgec_rq_any
+                  + (0 if p["rank"] != 1 or p["memory"] != 8 else 1 if eight else 2))     # the unrolled units
     return params, {"w_feature": fast.rows16_words(wf), "fbias": fast.wrapped(fbias),
                     "w_time": fast.words(np.tile(np.asarray(a["w_time"]).reshape(filters, -1), 2).astype(wt_type)),
                     "tbias": fast.wrapped(tbias)}
