@@ -1093,10 +1093,11 @@ void edgec_svdf_s8(const edgec_svdf_params *p, const int8_t *input, const int8_t
  * modulo 2^32); the time weights [units*rank][wt wt] (each row twice; int16, or int8 with an int8 state) as
  * words; multipliers with their left and right shifts. The state [batch][units*rank][memory] (its type; memory
  * even, a multiple of 4 for int8) a ring: each row's oldest entry at *pos (0 after reset; the kernel moves it on),
- * not edgec_svdf_s8's shifted layout. */
+ * not edgec_svdf_s8's shifted layout. path: 4 where the feature sums take edgec_rq_any (a left shift or none), plus
+ * 1 for rank-1 rows of 8 int8 entries, 2 of 8 int16 ones (the unrolled unit functions), else 0. */
 typedef struct {
     int32_t batch, input_size, rank, units, memory, state_zp, state_min, state_max, mult1, left1, right1, mult2,
-        left2, right2, output_zp;
+        left2, right2, output_zp, path;
 } edgec_svdf_fast_params;
 void edgec_svdf_fast_s8(const edgec_svdf_fast_params *p, const int8_t *input, const uint32_t *w_feature,
                         const int32_t *fbias, const uint32_t *w_time, const int32_t *tbias, void *state,

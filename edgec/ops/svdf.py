@@ -93,13 +93,14 @@ def lower_svdf_fast(op: Op):
     weights twice (the ring's window), the input and state zero points folded into per-filter and per-unit
     constants (modulo 2^32, as the sums wrap); an int8 state's time weights int8 (it is int8 in the state too); None
     (the reference kernel) for a memory whose state rows would not start on words (odd; int8: not a multiple of 4),
-    or a multiplier not below 1 with a right shift (edgec_rq_right), or outside fast.rq_any."""
+    or an output multiplier not below 1 with a right shift (edgec_rq_right), or outside fast.rq_any (the feature
+    multiplier any shift fast.rq_any takes: an int16 state's small scale makes it 1 or more, a left shift)."""
     p, a = op.params, op.arrays
     q1 = fast.rq_any(p["mult1"], p["shift1"], int(p["state_max"]))
     q2 = fast.rq_any(p["mult2"], p["shift2"], 127 - int(p["output_zp"]))
     eight = int(p["state_max"]) == 127
-    if q1 is None or q2 is None or q1[1] or q2[1] or not q1[2] or not q2[2] or int(p["memory"]) % (4 if eight else 2):
-        return None         # (edgec_rq_right: no left shift, a right one; rows of the state not starting on words)
+    if q1 is None or q2 is None or q2[1] or not q2[2] or int(p["memory"]) % (4 if eight else 2):
+        return None         # (the output: edgec_rq_right, no left shift, a right one; rows not starting on words)
     filters, n_in, units = int(p["units"]) * int(p["rank"]), int(p["input_size"]), int(p["units"])
     wt_type = np.int8 if eight else np.int16
     wf = np.asarray(a["w_feature"], np.int64).reshape(filters, n_in)
@@ -109,7 +110,9 @@ def lower_svdf_fast(op: Op):
     tbias = np.asarray(a["bias"], np.int64) - int(p["state_zp"]) * wt_sum
     params = {k: int(p[k]) for k in ("batch", "input_size", "rank", "units", "memory", "state_zp", "state_min",
                                      "state_max", "output_zp")}
-    params.update(mult1=q1[0], left1=q1[1], right1=q1[2], mult2=q2[0], left2=q2[1], right2=q2[2])
+    params.update(mult1=q1[0], left1=q1[1], right1=q1[2], mult2=q2[0], left2=q2[1], right2=q2[2],
+                  path=4 * (q1[1] != 0 or q1[2] == 0)          # the feature sums on edgec_rq_any
+                  + (0 if p["rank"] != 1 or p["memory"] != 8 else 1 if eight else 2))     # the unrolled units
     return params, {"w_feature": fast.rows16_words(wf), "fbias": fast.wrapped(fbias),
                     "w_time": fast.words(np.tile(np.asarray(a["w_time"]).reshape(filters, -1), 2).astype(wt_type)),
                     "tbias": fast.wrapped(tbias)}

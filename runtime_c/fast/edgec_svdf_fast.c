@@ -11,7 +11,8 @@
  * - each unit's rank rows meet their windows of time weights, the state zero point folded into the unit's bias
  *   (tbias = bias - state_zp * sum wt, modulo 2^32);
  * - TFLite's requantization of any int32 sum (edgec_rq_right: TFLite files' SVDF biases take the whole range;
- *   multipliers below 1, a right shift of 1 or more, or the reference kernel runs the op). */
+ *   multipliers below 1; the output's a right shift of 1 or more, or the reference kernel runs the op; the
+ *   feature sum's also a left shift or none, edgec_rq_any: an int16 state's scale makes that multiplier 1 or more). */
 #include "edgec_rows16.h"
 
 /* acc + s . w over n (even) int16 entries, modulo 2^32: s starts on a word (the arena's alignment and an even
@@ -72,11 +73,12 @@ EDGEC_INLINE uint32_t edgec_svdf_dot8(const int8_t *s, const int8_t *w, int32_t 
 
 /* every filter's new state entry (the feature dot product) into its row's entry at `s` (the ring's oldest; int8
  * entries where the state's type is int8, else int16) */
-static EDGEC_NOINLINE void edgec_svdf_features(const edgec_svdf_fast_params *p, const int8_t *x,
-                                               const uint32_t *w_feature, const int32_t *fbias, void *s)
+EDGEC_INLINE void edgec_svdf_features_at(const edgec_svdf_fast_params *p, const int8_t *x, const uint32_t *w_feature,
+                                         const int32_t *fbias, void *s, const int32_t any)
 {
     const int32_t memory = p->memory, n_in = p->input_size, filters = p->units * p->rank, zp = p->state_zp;
-    const int32_t m1 = p->mult1, r1 = p->right1, h1 = 1 << (r1 - 1);
+    const int32_t m1 = p->mult1, r1 = p->right1, h1 = !any || r1 > 0 ? 1 << (r1 - 1) : 0;
+    const int32_t l1 = any ? p->left1 : 0, neg1 = r1 > 0;
     const int32_t step = 8 * ((n_in + 3) >> 2); /* weight words of a block of 4 filters */
     const edgec_w32 *w = (const edgec_w32 *)w_feature;
     int8_t *s8 = (int8_t *)s;
@@ -89,7 +91,16 @@ static EDGEC_NOINLINE void edgec_svdf_features(const edgec_svdf_fast_params *p, 
         acc[2] = (uint32_t)fbias[2];
         acc[3] = (uint32_t)fbias[3];
         edgec_r16_dot4(x, n_in, w, acc);
-        if (p->state_max != 127) {
+        if (any) { /* a left shift or none at all (an int16 state's scale is small: TFLite's keyword model) */
+            for (r = 0; r < 4 && r < filters - f0; ++r) {
+                const int32_t v = edgec_rq_any(acc[r], m1, l1, r1, h1, neg1);
+                if (p->state_max != 127) {
+                    s16[r * memory] = (int16_t)(uint16_t)(edgec_clamp(v, -32768, 32767) + zp);
+                } else {
+                    s8[r * memory] = (int8_t)(uint8_t)(EDGEC_SAT8(v) + zp);
+                }
+            }
+        } else if (p->state_max != 127) {
             for (r = 0; r < 4 && r < filters - f0; ++r) s16[r * memory] = EDGEC_SVDF_NEW16(acc[r]);
         } else if (filters - f0 >= 4) {
             s8[0] = EDGEC_SVDF_NEW8(acc[0]);
@@ -103,6 +114,20 @@ static EDGEC_NOINLINE void edgec_svdf_features(const edgec_svdf_fast_params *p, 
 }
 #undef EDGEC_SVDF_NEW8
 #undef EDGEC_SVDF_NEW16
+
+/* the feature sums requantized with a right shift and no left one (edgec_rq_right) */
+static EDGEC_NOINLINE void edgec_svdf_features(const edgec_svdf_fast_params *p, const int8_t *x,
+                                               const uint32_t *w_feature, const int32_t *fbias, void *s)
+{
+    edgec_svdf_features_at(p, x, w_feature, fbias, s, 0);
+}
+
+/* with a left shift or none at all (edgec_rq_any): a function of its own, so that the other keeps its registers */
+static EDGEC_NOINLINE void edgec_svdf_features_any(const edgec_svdf_fast_params *p, const int8_t *x,
+                                                   const uint32_t *w_feature, const int32_t *fbias, void *s)
+{
+    edgec_svdf_features_at(p, x, w_feature, fbias, s, 1);
+}
 
 /* rank 1 with 8 entries a row (the keyword models' shape): each unit's row . its window, unrolled */
 static EDGEC_NOINLINE void edgec_svdf_units8(const edgec_svdf_fast_params *p, const int16_t *s, const int16_t *wt,
@@ -176,14 +201,16 @@ void edgec_svdf_fast_s8(const edgec_svdf_fast_params *p, const int8_t *input, co
     *pos = next;
     for (b = 0; b < p->batch; ++b) {
         uint8_t *s = (uint8_t *)state + b * rows * memory * size;
-        edgec_svdf_features(p, input + b * p->input_size, w_feature, fbias, s + at * size);
-        if (p->rank == 1 && memory == 8) {
-            if (eight) {
-                edgec_svdf_units8_s8(p, (const int8_t *)s, (const int8_t *)window, tbias, output + b * units);
-            } else {
-                edgec_svdf_units8(p, (const int16_t *)(const void *)s, (const int16_t *)(const void *)window, tbias,
-                                  output + b * units);
-            }
+        if (p->path & 4) { /* (edgec/ops/svdf.py lower_svdf_fast: the functions this op takes, decided once) */
+            edgec_svdf_features_any(p, input + b * p->input_size, w_feature, fbias, s + at * size);
+        } else {
+            edgec_svdf_features(p, input + b * p->input_size, w_feature, fbias, s + at * size);
+        }
+        if ((p->path & 3) == 1) {
+            edgec_svdf_units8_s8(p, (const int8_t *)s, (const int8_t *)window, tbias, output + b * units);
+        } else if ((p->path & 3) == 2) {
+            edgec_svdf_units8(p, (const int16_t *)(const void *)s, (const int16_t *)(const void *)window, tbias,
+                              output + b * units);
         } else {
             edgec_svdf_units(p, s, window, tbias, output + b * units);
         }
