@@ -250,10 +250,20 @@ void edgec_lut_s8(const edgec_lut_params *p, const int8_t *input, const int8_t *
         for (j = 0; j < n; ++j) output[j] = t[input[j]];
         return;
     }
-    for (; n > 0; n -= inner) { /* one run of `inner` values per table, the tables in turn */
-        const int8_t *t = table + c * 256 + 128;
-        for (j = 0; j < inner; ++j) *output++ = t[*input++];
-        c = c + 1 == count ? 0 : c + 1;
+    if (inner == 1) { /* a table per channel, channels innermost (a MUL / ADD by a per-channel constant): the
+                         * tables are 256 B apart, one pointer step a value, no index kept */
+        const int8_t *const end = table + count * 256 + 128;
+        for (; n > 0; n -= count) {
+            const int8_t *t;
+            for (t = table + 128; t != end; t += 256) *output++ = t[*input++];
+        }
+        return;
+    }
+    for (; n > 0; n -= count * inner) { /* one run of `inner` values per table, the tables in turn */
+        for (c = 0; c < count; ++c) {
+            const int8_t *t = table + c * 256 + 128;
+            for (j = 0; j < inner; ++j) *output++ = t[*input++];
+        }
     }
 }
 

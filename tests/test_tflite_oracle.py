@@ -77,7 +77,8 @@ def test_a_grouped_conv2d_matches_tflm(tmp_path):
 def test_constant_operands_become_tables_bit_identical_to_tflm(tmp_path):
     """A Keras Rescaling (MUL by one constant, then ADD of one; as TFLiteConverter writes it first in MobileNetV3)
     and a per-channel constant SUB (either operand first) run as `lut` tables (edgec/ops/binary/tflite.py
-    `_as_tables`), not the broadcasting kernel, bit-identical with TFLite Micro at the int8 limits."""
+    `_as_tables`), not the broadcasting kernel, bit-identical with TFLite Micro at the int8 limits; a fused RELU or
+    RELU6 (keras_tcn_kws's per-channel ADD) is clamped inside the tables."""
     from edgec.frontend import tflite as importer
 
     rng = np.random.default_rng(37)
@@ -88,10 +89,10 @@ def test_constant_operands_become_tables_bit_identical_to_tflm(tmp_path):
                    oracle.T((1, 5, 3, 4), [0.011], [-3]), oracle.T((), [0.5], [0], data=np.array(-128, np.int8)),
                    oracle.T((1, 5, 3, 4), [0.07], [9]), oracle.T((4,), [0.03], [2], data=c),
                    oracle.T((1, 5, 3, 4), [0.05], [-20])]
-        opts = lambda op: (f"{op.title()}Options", dict(FusedActivationFunction=0))     # noqa: E731
+        opts = lambda op, f=0: (f"{op.title()}Options", dict(FusedActivationFunction=f))     # noqa: E731
         nodes = [oracle.Node("MUL", [1, 0] if first else [0, 1], 2, opts("MUL")),
-                 oracle.Node("ADD", [2, 3], 4, opts("ADD")),
-                 oracle.Node("SUB", [5, 4] if first else [4, 5], 6, opts("SUB"))]
+                 oracle.Node("ADD", [2, 3], 4, opts("ADD", (1, 3, 0)[k])),    # fused RELU / RELU6: in the tables
+                 oracle.Node("SUB", [5, 4] if first else [4, 5], 6, opts("SUB", (3, 0, 1)[k]))]
         x = rng.permutation(np.arange(300) % 256 - 128).astype(np.int8).reshape(5, 1, 5, 3, 4)   # every int8 value
         cases.append(oracle.Case(f"tables{k}", tensors, nodes, 0, 6, x))
         model = tmp_path / f"tables{k}.tflite"

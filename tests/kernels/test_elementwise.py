@@ -46,6 +46,20 @@ def test_lut(ck, seed):
     assert np.array_equal(out, lut.lut_s8(p, table, x))
 
 
+@pytest.mark.parametrize("count,outer", [(2, 1), (3, 5), (32, 49)])
+def test_lut_table_per_channel_in_place(ck, count, outer):
+    """edgec_lut_s8's per-channel path (inner 1: a table per channel, channels innermost, as keras_tcn_kws's MUL and
+    ADD by a per-channel constant) in place, every channel on its own table."""
+    r = np.random.default_rng(count * 100 + outer)
+    p = dict(n=count * outer, count=count, inner=1)
+    tables = lut.table("mul_c", {}, r.standard_normal(count), 0.05, 3, 0.02, -3)
+    x = i8_uniform(r, p["n"])
+    buf = x.copy()
+    ck.lib.edgec_lut_s8(ctypes.byref(make("edgec_lut_params", p)), ptr(buf), ptr(tables), ptr(buf))
+    assert np.array_equal(buf, lut.lut_s8(p, tables, x))
+    assert len({tuple(t) for t in np.asarray(tables).reshape(count, 256)}) > 1
+
+
 @pytest.mark.parametrize("n", [1, 3, 4, 7, 64, 1001])
 def test_lut_one_table_four_at_a_time_in_place(ck, n):
     """edgec_lut_s8's flat path (count 1: four values a pass, then the rest) in place, as the planner may run it,

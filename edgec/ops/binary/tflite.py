@@ -126,7 +126,7 @@ def import_tflite_binary(tx, op):
     _check_div(tx, probe.params)
     params = {**probe.params, **act, "_const_first": first}
     real = ((data.astype(np.float64) - t.zero_point) * t.scale).astype(np.float32)
-    if not fused and _as_tables(tx, op, x, out, t, data, first, params, kind):
+    if _as_tables(tx, op, x, out, t, data, first, params, kind):   # a fused activation is in the tables (params)
         return
     tx.emit("binary", op, [x], out, {"const": data}, params, **{**attrs, "const": real, "const_first": first})
 
