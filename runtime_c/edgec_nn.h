@@ -44,10 +44,11 @@ extern "C" {
 #endif
 
 /* The runtime's ABI version: bumped whenever a params struct, a kernel's prototype, its numerics or its packed
- * weight layout change (6: the pairs fully connected kernel's biases moved into its weight stream).
+ * weight layout change (6: the pairs fully connected kernel's biases moved into its weight stream; 7: the fast
+ * SVDF's params name their path).
  * Every generated model checks it when compiled (#error naming both versions) and in its init: two models
  * exported by different edgec versions cannot share one copy of the runtime by accident. */
-#define EDGEC_RUNTIME_ABI_VERSION 6
+#define EDGEC_RUNTIME_ABI_VERSION 7
 /* ... and the version the runtime's objects were compiled with (edgec_runtime.c), for the check at init. */
 extern const int32_t edgec_runtime_abi_version;
 
